@@ -1,0 +1,249 @@
+/*
+ * lib/array.c: reference-counted host arrays, one buffer per leaf.
+ */
+#include <string.h>
+
+#include "fe.h"
+
+int64_t fe_shape_size(int rank, const int64_t *shape)
+{
+    int64_t n = 1;
+    for (int d = 0; d < rank; d++) {
+        if (shape[d] < 0) {
+            return -1;
+        }
+        if (shape[d] != 0 && n > INT64_MAX / shape[d]) {
+            return -1;
+        }
+        n *= shape[d];
+    }
+    return n;
+}
+
+/* Check type, rank and shape and allocate the array header (no buffers). */
+static weft_status new_header(weft_context *ctx, const char *who,
+                              weft_type type, int rank, const int64_t *shape,
+                              weft_array **out)
+{
+    if (!ctx || !out || (rank > 0 && !shape)) {
+        return fe_error(WEFT_ERR_NULL_ARGUMENT, "%s: %s is NULL", who,
+                        !ctx ? "the context" : !out ? "out" : "shape");
+    }
+    *out = NULL;
+    const weft_type *leaves;
+    int nleaf = fe_type_leaves(ctx, type, &leaves);
+    if (nleaf == 0 || fe_is_dim(type)) {
+        return fe_error(WEFT_ERR_INVALID_ARGUMENT,
+                        "%s: %d is not an element type", who, (int)type);
+    }
+    if (rank < 0 || rank > WEFT_MAX_RANK) {
+        return fe_error(WEFT_ERR_INVALID_ARGUMENT,
+                        "%s: rank %d is outside 0..%d", who, rank,
+                        WEFT_MAX_RANK);
+    }
+    int64_t size = fe_shape_size(rank, shape);
+    if (size < 0) {
+        return fe_error(WEFT_ERR_BAD_SHAPE,
+                        "%s: the shape has a negative extent or is too large",
+                        who);
+    }
+    if ((uint64_t)size > SIZE_MAX / 8) {
+        return fe_error(WEFT_ERR_BAD_SHAPE, "%s: the array is too large", who);
+    }
+    weft_array *a = fe_calloc(ctx, sizeof *a);
+    void **data = fe_calloc(ctx, sizeof *data * (size_t)nleaf);
+    size_t *bytes = fe_calloc(ctx, sizeof *bytes * (size_t)nleaf);
+    if (!a || !data || !bytes) {
+        fe_free(ctx, a, sizeof *a);
+        fe_free(ctx, data, sizeof *data * (size_t)nleaf);
+        fe_free(ctx, bytes, sizeof *bytes * (size_t)nleaf);
+        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+    }
+    atomic_init(&a->refs, 1);
+    a->ctx = ctx;
+    a->type = type;
+    a->rank = rank;
+    for (int d = 0; d < rank; d++) {
+        a->shape[d] = shape[d];
+    }
+    a->size = size;
+    a->nleaf = nleaf;
+    a->data = data;
+    a->bytes = bytes;
+    *out = a;
+    return WEFT_OK;
+}
+
+static void free_array(weft_array *a)
+{
+    weft_context *ctx = a->ctx;
+    if (a->owned) {
+        for (int l = 0; l < a->nleaf; l++) {
+            fe_free(ctx, a->data[l], a->bytes[l]);
+        }
+    } else if (a->release) {
+        a->release(a->user);
+    }
+    fe_free(ctx, a->data, sizeof *a->data * (size_t)a->nleaf);
+    fe_free(ctx, a->bytes, sizeof *a->bytes * (size_t)a->nleaf);
+    fe_free(ctx, a, sizeof *a);
+}
+
+weft_status fe_array_new(weft_context *ctx, const char *who, weft_type type,
+                         int rank, const int64_t *shape, weft_array **out)
+{
+    weft_array *a;
+    weft_status st = new_header(ctx, who, type, rank, shape, &a);
+    if (st) {
+        return st;
+    }
+    a->owned = true;
+    const weft_type *leaves;
+    fe_type_leaves(ctx, type, &leaves);
+    for (int l = 0; l < a->nleaf; l++) {
+        a->bytes[l] = (size_t)a->size * weft_type_size(leaves[l]);
+        a->data[l] = fe_calloc(ctx, a->bytes[l]);
+        if (!a->data[l]) {
+            free_array(a);
+            return fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+        }
+    }
+    *out = a;
+    return WEFT_OK;
+}
+
+weft_status weft_array_create(weft_context *ctx, weft_type type, int rank,
+                              const int64_t *shape, weft_array **out)
+{
+    return fe_array_new(ctx, "weft_array_create", type, rank, shape, out);
+}
+
+weft_status weft_array_from_host(weft_context *ctx, weft_type type, int rank,
+                                 const int64_t *shape, const void *const *data,
+                                 weft_array **out)
+{
+    if (!data) {
+        if (out) {
+            *out = NULL;
+        }
+        return fe_error(WEFT_ERR_NULL_ARGUMENT,
+                        "weft_array_from_host: data is NULL");
+    }
+    weft_array *a;
+    weft_status st = fe_array_new(ctx, "weft_array_from_host", type, rank,
+                                  shape, &a);
+    if (st) {
+        return st;
+    }
+    for (int l = 0; l < a->nleaf; l++) {
+        if (!data[l] && a->bytes[l] > 0) {
+            free_array(a);
+            return fe_error(WEFT_ERR_NULL_ARGUMENT,
+                            "weft_array_from_host: data[%d] is NULL", l);
+        }
+        if (a->bytes[l] > 0) {
+            memcpy(a->data[l], data[l], a->bytes[l]);
+        }
+    }
+    *out = a;
+    return WEFT_OK;
+}
+
+weft_status weft_array_wrap(weft_context *ctx, weft_type type, int rank,
+                            const int64_t *shape, void *const *data,
+                            void (*release)(void *user), void *user,
+                            weft_array **out)
+{
+    if (!data) {
+        if (out) {
+            *out = NULL;
+        }
+        return fe_error(WEFT_ERR_NULL_ARGUMENT, "weft_array_wrap: data is NULL");
+    }
+    weft_array *a;
+    weft_status st = new_header(ctx, "weft_array_wrap", type, rank, shape, &a);
+    if (st) {
+        return st;
+    }
+    for (int l = 0; l < a->nleaf; l++) {
+        if (!data[l] && a->size > 0) {
+            free_array(a);
+            return fe_error(WEFT_ERR_NULL_ARGUMENT,
+                            "weft_array_wrap: data[%d] is NULL", l);
+        }
+        a->data[l] = data[l];
+    }
+    a->release = release;
+    a->user = user;
+    *out = a;
+    return WEFT_OK;
+}
+
+void weft_array_retain(weft_array *a)
+{
+    if (a) {
+        atomic_fetch_add_explicit(&a->refs, 1, memory_order_relaxed);
+    }
+}
+
+void weft_array_release(weft_array *a)
+{
+    if (a && atomic_fetch_sub_explicit(&a->refs, 1, memory_order_acq_rel) == 1) {
+        free_array(a);
+    }
+}
+
+weft_type weft_array_type(const weft_array *a)
+{
+    return a ? a->type : 0;
+}
+
+int weft_array_rank(const weft_array *a)
+{
+    return a ? a->rank : 0;
+}
+
+int64_t weft_array_extent(const weft_array *a, int d)
+{
+    return a && d >= 0 && d < a->rank ? a->shape[d] : 0;
+}
+
+int64_t weft_array_size(const weft_array *a)
+{
+    return a ? a->size : 0;
+}
+
+void *weft_array_data(weft_array *a, int leaf)
+{
+    if (!a || leaf < 0 || leaf >= a->nleaf) {
+        fe_error(WEFT_ERR_INVALID_ARGUMENT,
+                 "weft_array_data: %s", a ? "leaf out of range" : "array is NULL");
+        return NULL;
+    }
+    return a->data[leaf];
+}
+
+weft_status weft_array_read(weft_array *a, int leaf, void *dst, size_t bytes)
+{
+    if (!a || !dst) {
+        return fe_error(WEFT_ERR_NULL_ARGUMENT, "weft_array_read: %s is NULL",
+                        a ? "dst" : "the array");
+    }
+    if (leaf < 0 || leaf >= a->nleaf) {
+        return fe_error(WEFT_ERR_INVALID_ARGUMENT,
+                        "weft_array_read: leaf %d is outside 0..%d", leaf,
+                        a->nleaf - 1);
+    }
+    const weft_type *leaves;
+    fe_type_leaves(a->ctx, a->type, &leaves);
+    size_t need = (size_t)a->size * weft_type_size(leaves[leaf]);
+    if (bytes < need) {
+        return fe_error(WEFT_ERR_INVALID_ARGUMENT,
+                        "weft_array_read: %zu bytes given, %zu needed", bytes,
+                        need);
+    }
+    if (need > 0) {
+        memcpy(dst, a->data[leaf], need);
+    }
+    return WEFT_OK;
+}

@@ -1,0 +1,161 @@
+/*
+ * lib/context.c: configuration and contexts.
+ *
+ * A context holds the configuration, the chosen backend (a table of
+ * functions, lib/fe.h fe_backend) and the interned tuple types.  The
+ * environment (WEFT_BACKEND, WEFT_THREADS) overrides the configuration
+ * unless WEFT_FLAG_NO_ENV is set.
+ */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fe.h"
+
+weft_config weft_config_default(void)
+{
+    weft_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.backend = WEFT_BACKEND_INTERP;
+    return cfg;
+}
+
+static const char *const backend_names[] = {
+    [WEFT_BACKEND_INTERP] = "interp",
+    [WEFT_BACKEND_CPU] = "cpu",
+    [WEFT_BACKEND_PTX] = "ptx",
+};
+
+static bool name_is(const char *a, const char *b)
+{
+    for (; *a && *b; a++, b++) {
+        if (tolower((unsigned char)*a) != tolower((unsigned char)*b)) {
+            return false;
+        }
+    }
+    return *a == *b;
+}
+
+weft_status weft_backend_from_name(const char *name, weft_backend *out)
+{
+    if (!name || !out) {
+        return fe_error(WEFT_ERR_NULL_ARGUMENT,
+                        "weft_backend_from_name: %s is NULL",
+                        name ? "out" : "name");
+    }
+    for (int b = 0; b < (int)(sizeof backend_names / sizeof *backend_names); b++) {
+        if (name_is(name, backend_names[b])) {
+            *out = (weft_backend)b;
+            return WEFT_OK;
+        }
+    }
+    return fe_error(WEFT_ERR_BACKEND_UNKNOWN,
+                    "weft_backend_from_name: unknown backend \"%.64s\" "
+                    "(known: interp, cpu, ptx)", name);
+}
+
+/* The table of a backend, or NULL where it is not built into this weft. */
+static const fe_backend *backend_table(weft_backend b)
+{
+    switch (b) {
+    case WEFT_BACKEND_INTERP: return &fe_backend_interp;
+    default: return NULL;
+    }
+}
+
+weft_status weft_context_create(const weft_config *cfg, weft_context **out)
+{
+    if (!out) {
+        return fe_error(WEFT_ERR_NULL_ARGUMENT,
+                        "weft_context_create: out is NULL");
+    }
+    *out = NULL;
+    weft_config c = cfg ? *cfg : weft_config_default();
+    if (!(c.flags & WEFT_FLAG_NO_ENV)) {
+        const char *env = getenv("WEFT_BACKEND");
+        if (env && *env) {
+            weft_backend b;
+            if (weft_backend_from_name(env, &b)) {
+                return fe_error(WEFT_ERR_BACKEND_UNKNOWN,
+                                "weft_context_create: WEFT_BACKEND=\"%.64s\" "
+                                "is not a backend (known: interp, cpu, ptx)",
+                                env);
+            }
+            c.backend = b;
+        }
+        const char *th = getenv("WEFT_THREADS");
+        if (th && *th) {
+            char *end;
+            long n = strtol(th, &end, 10);
+            if (*end != '\0' || n < 0 || n > 4096) {
+                return fe_error(WEFT_ERR_INVALID_ARGUMENT,
+                                "weft_context_create: WEFT_THREADS=\"%.32s\" "
+                                "is not a thread count", th);
+            }
+            c.threads = (int)n;
+        }
+    }
+    if ((unsigned)c.backend > WEFT_BACKEND_PTX) {
+        return fe_error(WEFT_ERR_BACKEND_UNKNOWN,
+                        "weft_context_create: backend %d is not a backend",
+                        (int)c.backend);
+    }
+    if (c.threads < 0) {
+        return fe_error(WEFT_ERR_INVALID_ARGUMENT,
+                        "weft_context_create: threads is negative (%d)",
+                        c.threads);
+    }
+    const fe_backend *be = backend_table(c.backend);
+    if (!be) {
+        return fe_error(WEFT_ERR_BACKEND_UNAVAILABLE,
+                        "weft_context_create: the %s backend is not available "
+                        "in this build of weft", backend_names[c.backend]);
+    }
+    weft_context tmp = {.cfg = c};
+    weft_context *ctx = fe_calloc(&tmp, sizeof *ctx);
+    if (!ctx) {
+        return fe_error(WEFT_ERR_OUT_OF_MEMORY,
+                        "weft_context_create: out of memory");
+    }
+    ctx->cfg = c;
+    ctx->backend = c.backend;
+    ctx->be = be;
+    if (pthread_mutex_init(&ctx->lock, NULL) != 0) {
+        fe_free(ctx, ctx, sizeof *ctx);
+        return fe_error(WEFT_ERR_OUT_OF_MEMORY,
+                        "weft_context_create: cannot create a mutex");
+    }
+    if (be->context_init) {
+        weft_status st = be->context_init(ctx);
+        if (st) {
+            pthread_mutex_destroy(&ctx->lock);
+            fe_free(ctx, ctx, sizeof *ctx);
+            return st;
+        }
+    }
+    *out = ctx;
+    return WEFT_OK;
+}
+
+void weft_context_free(weft_context *ctx)
+{
+    if (!ctx) {
+        return;
+    }
+    if (ctx->be->context_fini) {
+        ctx->be->context_fini(ctx);
+    }
+    for (int i = 0; i < ctx->ntuples; i++) {
+        fe_tuple *tu = ctx->tuples[i];
+        fe_free(ctx, tu, sizeof *tu + sizeof(weft_type) *
+                                      (size_t)(tu->arity + tu->nleaf));
+    }
+    fe_free(ctx, ctx->tuples, sizeof *ctx->tuples * (size_t)ctx->cap_tuples);
+    pthread_mutex_destroy(&ctx->lock);
+    fe_free(ctx, ctx, sizeof *ctx);
+}
+
+weft_backend weft_context_backend(const weft_context *ctx)
+{
+    return ctx ? ctx->backend : WEFT_BACKEND_INTERP;
+}

@@ -1,0 +1,418 @@
+/*
+ * lib/fe.h: weft's frontend and core, one internal header sectioned by file.
+ *
+ * Names here carry the prefix fe_.  Nothing in lib/ knows LLVM.
+ *
+ * The life of a program:
+ *   build.c      builder calls make terms (fe_term) in the program's arena;
+ *                the terms form a DAG (a C pointer used twice is shared).
+ *   sharing.c    CSE and sharing recovery turn the DAG into the core: a tree
+ *                in which every shared term is bound once by FE_LET, and
+ *                function arguments and let binders are variables (FE_VAR).
+ *   simplify.c, fuse.c, plan.c   later passes over the core (see each file).
+ *   exec.c       weft_compile / weft_run: the pipeline driver, then the
+ *                backend (a table of functions, fe_backend).
+ *   interp.c     the reference interpreter backend: evaluates the core.
+ */
+#ifndef WEFT_FE_H
+#define WEFT_FE_H
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <pthread.h>
+
+#include "weft.h"
+
+#if defined(__GNUC__)
+#define FE_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define FE_PRINTF(f, a)
+#endif
+
+typedef struct fe_term fe_term;
+typedef struct fe_fun fe_fun;
+typedef struct fe_var fe_var;
+typedef struct fe_atype fe_atype;
+typedef struct fe_arena fe_arena;
+typedef struct fe_core fe_core;
+
+#define FE_MSG_MAX 512
+
+/* ===== error.c: the one place every error passes through ===== */
+
+/* Record status s with a printf-style one-line message as the calling
+ * thread's last error; returns s.  (Set a breakpoint here.) */
+weft_status fe_error(weft_status s, const char *fmt, ...) FE_PRINTF(2, 3);
+weft_status fe_verror(weft_status s, const char *fmt, va_list ap);
+/* Set the thread's last error to a message kept elsewhere (copied). */
+weft_status fe_error_copy(weft_status s, const char *msg);
+void fe_error_clear(void);
+
+/* ===== alloc.c: allocation through the context's allocator, and arenas ===== */
+
+/* Raw allocation through ctx's allocator: NULL on failure (no message).
+ * fe_free takes the size given at allocation. */
+void *fe_alloc(weft_context *ctx, size_t n);
+void *fe_calloc(weft_context *ctx, size_t n);
+void *fe_realloc(weft_context *ctx, void *p, size_t old_n, size_t new_n);
+void fe_free(weft_context *ctx, void *p, size_t n);
+
+/* An arena: many allocations, freed together by fe_arena_release. */
+struct fe_arena {
+    weft_context *ctx;
+    struct fe_chunk *chunks; /* newest first */
+    size_t used, cap;        /* in the newest chunk */
+};
+void fe_arena_init(fe_arena *a, weft_context *ctx);
+/* n zeroed bytes aligned to 16; NULL on allocation failure (no message). */
+void *fe_arena_alloc(fe_arena *a, size_t n);
+/* A copy of the n-element array src (NULL on failure; NULL for n == 0). */
+void *fe_arena_dup(fe_arena *a, const void *src, size_t n);
+void fe_arena_release(fe_arena *a);
+
+/* ===== types.c: element types, values and array types ===== */
+
+#define FE_TUPLE_BASE 256 /* tuple type ids are FE_TUPLE_BASE + index */
+
+static inline bool fe_is_scalar(weft_type t) { return t >= WEFT_BOOL && t <= WEFT_F64; }
+static inline bool fe_is_int(weft_type t) { return t >= WEFT_I8 && t <= WEFT_U64; }
+static inline bool fe_is_signed(weft_type t) { return t >= WEFT_I8 && t <= WEFT_I64; }
+static inline bool fe_is_float(weft_type t) { return t >= WEFT_F16 && t <= WEFT_F64; }
+static inline bool fe_is_numeric(weft_type t) { return t >= WEFT_I8 && t <= WEFT_F64; }
+static inline bool fe_is_dim(weft_type t) { return t >= WEFT_DIM(0) && t <= WEFT_DIM(WEFT_MAX_RANK); }
+static inline int fe_dim_rank(weft_type t) { return (int)(t - WEFT_DIM(0)); }
+static inline bool fe_is_tuple(weft_type t) { return t >= FE_TUPLE_BASE; }
+/* Bits of a scalar type (bool: 8, as stored). */
+int fe_type_bits(weft_type t);
+
+/* A tuple type, interned in the context. */
+typedef struct fe_tuple {
+    int arity;
+    weft_type *comp;   /* arity components */
+    int nleaf;
+    weft_type *leaf;   /* nleaf scalar leaf types, depth-first */
+} fe_tuple;
+
+/* Whether t is a valid type in ctx (scalar, DIM or an interned tuple). */
+bool fe_type_valid(const weft_context *ctx, weft_type t);
+/* Leaves of t: count and scalar types.  For scalars the type itself, for
+ * DIM(n) n times i64.  *leaves points into static or context storage that
+ * lives as long as ctx.  Returns 0 for an invalid type. */
+int fe_type_leaves(const weft_context *ctx, weft_type t,
+                   const weft_type **leaves);
+/* Components of a tuple or DIM type (arity, component types). */
+int fe_type_comps(const weft_context *ctx, weft_type t,
+                  const weft_type **comps);
+/* Leaf offset of component i of tuple/DIM type t. */
+int fe_type_leaf_offset(const weft_context *ctx, weft_type t, int i);
+/* A readable name: "f32", "DIM2", "(i32, f64)".  Writes into buf. */
+const char *fe_type_name(const weft_context *ctx, weft_type t, char *buf,
+                         size_t n);
+/* Intern a tuple type (status and message on failure). */
+weft_status fe_type_tuple(weft_context *ctx, int n, const weft_type *comps,
+                          weft_type *out);
+
+/* One scalar value, as the interpreter and constants hold it:
+ *   signed integers sign-extended in i, unsigned and bool zero-extended in
+ *   u, f16 / f32 / f64 as the double f (exact: every f16 and f32 is a
+ *   double).  A value of a tuple or DIM type is an array of its leaves. */
+typedef union fe_val {
+    int64_t i;
+    uint64_t u;
+    double f;
+} fe_val;
+
+/* Element i of a buffer of leaf type t, and storing one. */
+fe_val fe_load(weft_type t, const void *buf, int64_t i);
+void fe_store(weft_type t, void *buf, int64_t i, fe_val v);
+/* Normalise v to type t: wrap integers to the width (sign- or zero-
+ * extending), round floats to the precision of t (f32 by a float cast, f16
+ * by fe_half_*).  Integer results of arithmetic done in 64 bits are passed
+ * through this. */
+fe_val fe_norm(weft_type t, fe_val v);
+float fe_half_to_float(uint16_t h);
+uint16_t fe_half_from_double(double d); /* round to nearest even */
+
+/* The type of an array term: one array, or a tuple of array types. */
+struct fe_atype {
+    int arity;              /* 0: one array; n >= 1: a tuple of n */
+    weft_type elt;          /* one array: element type */
+    int rank;               /* one array: rank */
+    const fe_atype **comp;  /* tuple: components */
+    int narrays;            /* arrays in total (1 for one array) */
+};
+/* Make array types in arena a (NULL on failure). */
+const fe_atype *fe_atype_array(fe_arena *a, weft_type elt, int rank);
+const fe_atype *fe_atype_tuple(fe_arena *a, int n, const fe_atype *const *c);
+const fe_atype *fe_atype_copy(fe_arena *a, const fe_atype *t);
+bool fe_atype_equal(const fe_atype *x, const fe_atype *y);
+/* Index of the first flattened array of component i of tuple type t. */
+int fe_atype_offset(const fe_atype *t, int i);
+const char *fe_atype_name(const weft_context *ctx, const fe_atype *t,
+                          char *buf, size_t n);
+
+/* ===== context.c ===== */
+
+typedef struct fe_backend fe_backend;
+
+struct weft_context {
+    weft_config cfg;
+    weft_backend backend;
+    const fe_backend *be;
+    void *be_state;              /* the backend's own per-context state */
+    pthread_mutex_t lock;        /* guards the tuple table */
+    fe_tuple **tuples;           /* interned tuple types */
+    int ntuples, cap_tuples;
+};
+
+/* ===== array.c ===== */
+
+struct weft_array {
+    atomic_int refs;
+    weft_context *ctx;
+    weft_type type;
+    int rank;
+    int64_t shape[WEFT_MAX_RANK];
+    int64_t size;              /* product of the shape */
+    int nleaf;
+    void **data;               /* nleaf host buffers */
+    size_t *bytes;             /* size of each buffer when weft owns it */
+    void (*release)(void *);   /* wrapped buffers: the caller's release */
+    void *user;
+    bool owned;                /* weft allocated the buffers */
+};
+
+/* Size of a shape (product), or -1 if an extent is negative or the product
+ * overflows int64. */
+int64_t fe_shape_size(int rank, const int64_t *shape);
+/* A new zero-filled array; status with message on failure (the message
+ * names `who`). */
+weft_status fe_array_new(weft_context *ctx, const char *who, weft_type type,
+                         int rank, const int64_t *shape, weft_array **out);
+
+/* ===== build.c: terms and functions as the builder makes them ===== */
+
+typedef enum fe_kind {
+    /* scalar terms */
+    FE_CONST,       /* u.c: the value (scalar types only) */
+    FE_ARG,         /* builder only: u.arg.fun, u.arg.index */
+    FE_VAR,         /* core only: u.var */
+    FE_PRIM,        /* op; kid[0..arity-1]; T ops: type is the result type */
+    FE_COND,        /* kid: c, t, e */
+    FE_TUPLE,       /* kid: components; type a tuple or WEFT_DIM(n) */
+    FE_GET,         /* kid[0] tuple or index; u.index component */
+    FE_SHAPE,       /* kid[0] acc */
+    FE_SHAPE_SIZE,  /* kid[0] shape */
+    FE_TO_INDEX,    /* kid: sh, ix */
+    FE_FROM_INDEX,  /* kid: sh, i */
+    FE_AT,          /* kid: acc, ix */
+    FE_AT_LINEAR,   /* kid: acc, i */
+    FE_WHILE,       /* fun: cond, body; kid[0] init */
+    FE_ALL,         /* marker in replicate / slice specifications */
+    FE_IGNORE,      /* marker: permute drops this element; type DIM(n) */
+    FE_APPLY,       /* builder only: fun[0] applied to kid[0..arity-1] */
+    FE_LET,         /* core only: u.var bound to kid[0] in kid[1]; scalar or
+                       array depending on kid[1] (kid[0] may be either) */
+    /* array terms */
+    FE_USE,         /* u.array */
+    FE_PARAM,       /* u.index: parameter number */
+    FE_AARG,        /* builder only: u.arg.fun (an afun), its argument */
+    FE_UNIT,        /* kid[0] exp */
+    FE_GENERATE,    /* kid[0] sh; fun[0] */
+    FE_MAP,         /* fun[0]; kid[0] */
+    FE_ZIPWITH,     /* fun[0]; kid[0..nkid-1] (2 or 3 arrays) */
+    FE_RESHAPE,     /* kid: sh, a */
+    FE_REPLICATE,   /* kid[0] a; kid[1..] spec (FE_ALL or i64 exp) */
+    FE_SLICE,       /* kid[0] a; kid[1..] spec (FE_ALL or i64 exp) */
+    FE_BACKPERMUTE, /* kid: sh, a; fun[0] ix */
+    FE_TRANSFORM,   /* kid: sh, a; fun: ix, f */
+    FE_FOLD,        /* fun[0]; kid: z, a */
+    FE_FOLD1,       /* fun[0]; kid: a */
+    FE_FOLD_SEG,    /* fun[0]; kid: z, a, seg */
+    FE_FOLD1_SEG,   /* fun[0]; kid: a, seg */
+    FE_SCANL,       /* fun[0]; kid: z, a */
+    FE_SCANL1,      /* fun[0]; kid: a */
+    FE_SCANL_,      /* fun[0]; kid: z, a; a pair (scan, totals) */
+    FE_SCANR,       /* fun[0]; kid: z, a */
+    FE_SCANR1,      /* fun[0]; kid: a */
+    FE_SCANR_,      /* fun[0]; kid: z, a; a pair (scan, totals) */
+    FE_PERMUTE,     /* fun: combine, ix; kid: def, src */
+    FE_STENCIL,     /* fun[0]; kid: a, boundary value or NULL; u.st */
+    FE_STENCIL2,    /* fun[0]; kid: a1, value1|NULL, a2, value2|NULL; u.st */
+    FE_ACOND,       /* kid: c, t, e */
+    FE_AWHILE,      /* fun: cond, body (afuns); kid[0] init */
+    FE_ATUPLE,      /* kid: components */
+    FE_AGET,        /* kid[0]; u.index */
+    FE_KIND_COUNT_
+} fe_kind;
+
+static inline bool fe_kind_is_acc(int k) { return k >= FE_USE; }
+
+/* A variable of the core: a let binder or a function's parameter. */
+struct fe_var {
+    uint32_t id;            /* unique in its core, 0 .. core->nvar-1 */
+    bool acc;               /* an array variable */
+    bool param;             /* a function parameter (else a let binder) */
+    weft_type type;         /* scalar variables */
+    const fe_atype *atype;  /* array variables */
+};
+
+typedef struct fe_stencil_info {
+    int window[2][3];               /* extents per array, per dimension */
+    weft_boundary_kind bnd[2];      /* boundary per array */
+} fe_stencil_info;
+
+struct fe_term {
+    uint8_t kind;           /* fe_kind */
+    bool acc;               /* an array term */
+    bool has_arg;           /* builder: depends on a scalar function argument */
+    uint16_t op;            /* FE_PRIM: weft_op */
+    weft_type type;         /* scalar terms: the type; arrays: element type
+                               (0 for a tuple of arrays) */
+    int rank;               /* arrays: rank (-1 for a tuple of arrays) */
+    const fe_atype *atype;  /* arrays: the full type */
+    weft_program *prog;     /* builder terms: the owner; core: NULL */
+    uint32_t id;            /* builder: creation number in the program */
+    int nkid;
+    fe_term **kid;
+    int nfun;
+    fe_fun **fun;
+    union {
+        fe_val c;                           /* FE_CONST */
+        struct { fe_fun *fun; int index; } arg; /* FE_ARG, FE_AARG */
+        fe_var *var;                        /* FE_VAR, FE_LET */
+        int index;                          /* FE_GET, FE_AGET, FE_PARAM */
+        weft_array *array;                  /* FE_USE */
+        fe_stencil_info st;                 /* FE_STENCIL, FE_STENCIL2 */
+    } u;
+};
+
+/* A function: weft_fun and weft_afun are this struct.  Builder functions
+ * have arg[] (FE_ARG / FE_AARG terms); core functions have param[]. */
+struct fe_fun {
+    weft_program *prog;     /* builder only */
+    bool acc;               /* an array function (weft_afun) */
+    int arity;
+    weft_type *targ;        /* scalar functions: argument types */
+    const fe_atype *atarg;  /* array functions: the argument's type */
+    fe_term **arg;          /* builder: argument terms */
+    fe_var **param;         /* core: parameter variables */
+    fe_term *body;          /* NULL until returned */
+    weft_type ret;          /* scalar functions: result type */
+    const fe_atype *aret;   /* array functions: result type */
+    uint32_t id;
+};
+
+struct weft_program {
+    weft_context *ctx;
+    fe_arena arena;
+    weft_status status;        /* first error, sticky */
+    char msg[FE_MSG_MAX];
+    uint32_t next_id;          /* ids for terms and functions */
+    int nparam, cap_param;
+    fe_term **params;          /* in order of weft_param */
+    int nuse, cap_use;
+    weft_array **uses;         /* retained; released by weft_program_free */
+};
+
+/* Record a builder error in p (if it is the first) and as the thread's last
+ * error; returns NULL so that builders can `return fe_fail(...)`. */
+void *fe_fail(weft_program *p, weft_status s, const char *fmt, ...)
+    FE_PRINTF(3, 4);
+
+/* ===== sharing.c: CSE, sharing recovery, scope checks ===== */
+
+/* The core: a closed tree made from a program's DAG. */
+struct fe_core {
+    fe_arena *arena;          /* where its terms live (not owned) */
+    fe_term *root;            /* an array term: ATUPLE of the results,
+                                 possibly under lets */
+    int nresult;
+    int noutput;              /* arrays of all results, flattened */
+    const fe_atype **output;  /* noutput single-array types */
+    int nparam;
+    const fe_atype **param;   /* nparam single-array types */
+    uint32_t nvar;            /* variables are numbered 0 .. nvar-1 */
+    int nuse;
+    weft_array **uses;        /* retained by the core's owner */
+};
+
+/* Build the core of the program computing results[0..n-1] into arena
+ * `into` (which may outlive p).  `who` names the API call for messages.
+ * Errors: the program's sticky error, WEFT_ERR_SCOPE, WEFT_ERR_INCOMPLETE,
+ * WEFT_ERR_OUT_OF_MEMORY.  The core's uses are retained by this call; the
+ * caller releases them (fe_core_release_uses). */
+weft_status fe_share(weft_program *p, const char *who,
+                     fe_term *const *results, int n, fe_arena *into,
+                     fe_core *out);
+void fe_core_release_uses(fe_core *core);
+
+/* ===== simplify.c, fuse.c, plan.c: later passes ===== */
+
+weft_status fe_simplify(fe_core *core);
+weft_status fe_fuse(fe_core *core);
+weft_status fe_plan(fe_core *core);
+
+/* ===== dump.c ===== */
+
+/* Print the core readably (lets, functions, types). */
+weft_status fe_dump(const weft_context *ctx, const fe_core *core, FILE *out);
+
+/* ===== exec.c and backends ===== */
+
+struct weft_executable {
+    weft_context *ctx;
+    fe_arena arena;            /* the core lives here */
+    fe_core core;
+    void *be_state;            /* the backend's compiled form */
+};
+
+/* A backend: what lib/ calls to compile and run.  Each implementation is a
+ * const table (the interpreter in interp.c; CPU and PTX later). */
+struct fe_backend {
+    const char *name;
+    /* Per-context set-up and tear-down (either may be NULL). */
+    weft_status (*context_init)(weft_context *ctx);
+    void (*context_fini)(weft_context *ctx);
+    /* Prepare exe->be_state from exe->core. */
+    weft_status (*compile)(weft_executable *exe);
+    /* Run with checked inputs; store exe->core.noutput new arrays in out. */
+    weft_status (*run)(weft_executable *exe, weft_array *const *in,
+                       weft_array **out);
+    void (*exe_free)(weft_executable *exe);
+};
+
+extern const fe_backend fe_backend_interp;
+
+/* ===== interp.c ===== */
+
+/* Evaluate core on inputs in (types already checked), storing
+ * core->noutput new arrays in out (each with one reference owned by the
+ * caller).  On failure no array is left in out and the status names the
+ * cause (run-time errors: WEFT_ERR_OUT_OF_BOUNDS, WEFT_ERR_DIVIDE_BY_ZERO,
+ * WEFT_ERR_UNDEFINED, WEFT_ERR_RESHAPE_SIZE, WEFT_ERR_SLICE_INDEX,
+ * WEFT_ERR_EMPTY_ARRAY, WEFT_ERR_SEGMENTS, WEFT_ERR_BAD_SHAPE,
+ * WEFT_ERR_OUT_OF_MEMORY). Thread-safe: all state is per call. */
+weft_status fe_interp(weft_context *ctx, const fe_core *core,
+                      weft_array *const *in, weft_array **out);
+
+/* ===== prims.c: the primitive table ===== */
+
+typedef enum fe_rule {
+    FE_RULE_NUM, FE_RULE_INT, FE_RULE_FLT, FE_RULE_SHIFT, FE_RULE_BITS,
+    FE_RULE_FPRED, FE_RULE_CMP, FE_RULE_BOOL, FE_RULE_ROUND, FE_RULE_CONV,
+    FE_RULE_CAST
+} fe_rule;
+
+typedef struct fe_prim_info {
+    const char *name;   /* "add" */
+    int arity;          /* 1 or 2; 1 for the T operations */
+    bool typed;         /* a T operation: result type given */
+    fe_rule rule;
+} fe_prim_info;
+
+extern const fe_prim_info fe_prims[WEFT_OP_COUNT_];
+
+#endif /* WEFT_FE_H */
