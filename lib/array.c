@@ -92,8 +92,12 @@ static void free_array(weft_array *a)
 weft_status fe_array_new(weft_context *ctx, const char *who, weft_type type,
                          int rank, const int64_t *shape, weft_array **out)
 {
+    if (!out) {
+        return fe_error(WEFT_ERR_NULL_ARGUMENT, "%s: out is NULL", who);
+    }
     weft_array *a;
     weft_status st = new_header(ctx, who, type, rank, shape, &a);
+    *out = NULL;
     if (st) {
         return st;
     }
@@ -159,6 +163,9 @@ weft_status weft_array_wrap(weft_context *ctx, weft_type type, int rank,
             *out = NULL;
         }
         return fe_error(WEFT_ERR_NULL_ARGUMENT, "weft_array_wrap: data is NULL");
+    }
+    if (!out) {
+        return fe_error(WEFT_ERR_NULL_ARGUMENT, "weft_array_wrap: out is NULL");
     }
     weft_array *a;
     weft_status st = new_header(ctx, "weft_array_wrap", type, rank, shape, &a);

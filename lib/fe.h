@@ -398,6 +398,14 @@ extern const fe_backend fe_backend_interp;
 weft_status fe_interp(weft_context *ctx, const fe_core *core,
                       weft_array *const *in, weft_array **out);
 
+/* --- interp_scalar.c (added by the interpreter; usable for constant
+ * folding): apply primitive op with result type rt and operand types t0, t1
+ * (t1 is 0 for unary ops) to a[0..arity-1], storing the result in *r.
+ * Errors (with message): WEFT_ERR_DIVIDE_BY_ZERO, WEFT_ERR_UNDEFINED.
+ * and/or are strict here; callers short-circuit them. */
+weft_status fe_prim_eval(weft_op op, weft_type rt, weft_type t0, weft_type t1,
+                         const fe_val *a, fe_val *r);
+
 /* ===== prims.c: the primitive table ===== */
 
 typedef enum fe_rule {

@@ -1,0 +1,2054 @@
+/*
+ * lib/interp.c: the reference interpreter, a backend that evaluates the core
+ * directly.
+ *
+ * Needs: a core from fe_share (a tree whose root is an FE_ATUPLE of the
+ * results, possibly under lets; function parameters and let binders are
+ * FE_VAR terms with ids 0 .. nvar-1).  Provides: fe_interp and the backend
+ * table fe_backend_interp.
+ *
+ * How it works.  Two mutually recursive walkers: eval_exp computes a scalar
+ * term into a vector of fe_val leaves (a tuple flattened depth-first, an
+ * index as its i64 components), and eval_acc computes an array term into a
+ * flat list of weft_array pointers (one for a single array, several for a
+ * tuple of arrays), each holding one reference that the caller owns.  The
+ * environment is an array indexed by variable id: a scalar variable has a
+ * leaf vector allocated on its first binding, an array variable a list of
+ * arrays whose references are held while it is bound.  A function is
+ * applied by writing its arguments into its parameters' slots and
+ * evaluating its body; collective operations do that once per element.
+ * Temporaries of scalar evaluation come from a stack of chunks (push, then
+ * release to a mark) so that no element costs an allocation.
+ *
+ * Everything lives in one `interp` per call, so one executable may run on
+ * several threads.  Every path, error paths included, releases the arrays
+ * it made: an operation either stores all of its results or none.
+ *
+ * The `ignore` marker of permute is an index whose components are all
+ * INT64_MIN (no valid index has a negative component); for a rank-0 target,
+ * where an index has no components, evaluating the marker (or reading a
+ * let-bound variable that holds it) sets a flag that permute reads instead.
+ *
+ * Semantics are those of DESIGN.md, "The language"; the scalar primitives
+ * are in interp_scalar.c.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "fe.h"
+
+#define WHO "weft_run"
+
+/* ---- state ---------------------------------------------------------------- */
+
+/* One variable's binding. */
+typedef struct slot {
+    fe_val *v;       /* scalar variable: its leaves (allocated once) */
+    int nv;
+    bool ign;        /* a rank-0 index bound to `ignore` (no leaves) */
+    weft_array **a;  /* array variable: references held while bound */
+    int na;
+} slot;
+
+/* A chunk of the scratch stack. */
+typedef struct chunk {
+    struct chunk *prev;
+    size_t cap, used; /* in fe_val units */
+    fe_val v[];
+} chunk;
+
+typedef struct mark {
+    chunk *c;
+    size_t used;
+} mark;
+
+/* Leaf counts of tuple types, cached to avoid the context's lock. */
+#define LEAF_CACHE 32
+
+typedef struct interp {
+    weft_context *ctx;
+    const fe_core *core;
+    weft_array *const *in;
+    slot *env;             /* core->nvar slots */
+    chunk *top, *spare;    /* scratch stack and one spare chunk */
+    bool ignored;          /* a rank-0 ignore was evaluated */
+    struct {
+        weft_type t;
+        int n;
+        const weft_type *l;
+    } leaf_cache[LEAF_CACHE];
+} interp;
+
+static weft_status eval_exp(interp *st, const fe_term *t, fe_val *out);
+static weft_status eval_acc(interp *st, const fe_term *t, weft_array **out);
+
+static weft_status oom(void)
+{
+    return fe_error(WEFT_ERR_OUT_OF_MEMORY, WHO ": out of memory");
+}
+
+static weft_status internal(const char *what)
+{
+    return fe_error(WEFT_ERR_INTERNAL, WHO ": interpreter: %s", what);
+}
+
+/* Leaves of type t: count, and their scalar types in *lt. */
+static int nleaves(interp *st, weft_type t, const weft_type **lt)
+{
+    if (!fe_is_tuple(t)) {
+        return fe_type_leaves(st->ctx, t, lt);
+    }
+    unsigned h = (unsigned)t % LEAF_CACHE;
+    if (st->leaf_cache[h].t != t) {
+        st->leaf_cache[h].n = fe_type_leaves(st->ctx, t, &st->leaf_cache[h].l);
+        st->leaf_cache[h].t = t;
+    }
+    *lt = st->leaf_cache[h].l;
+    return st->leaf_cache[h].n;
+}
+
+static int leaves_of(interp *st, weft_type t)
+{
+    const weft_type *lt;
+    return nleaves(st, t, &lt);
+}
+
+/* ---- scratch stack -------------------------------------------------------- */
+
+/* n fe_vals of scratch, valid until the stack is released below them; NULL
+ * when out of memory (no message). */
+static fe_val *push(interp *st, size_t n)
+{
+    if (n == 0) {
+        n = 1;
+    }
+    chunk *c = st->top;
+    if (c && c->cap - c->used >= n) {
+        fe_val *p = c->v + c->used;
+        c->used += n;
+        return p;
+    }
+    chunk *nc = NULL;
+    if (st->spare && st->spare->cap >= n) {
+        nc = st->spare;
+        st->spare = NULL;
+    } else {
+        size_t cap = n > 4096 ? n : 4096;
+        nc = fe_alloc(st->ctx, sizeof *nc + cap * sizeof(fe_val));
+        if (!nc) {
+            return NULL;
+        }
+        nc->cap = cap;
+    }
+    nc->prev = c;
+    nc->used = n;
+    st->top = nc;
+    return nc->v;
+}
+
+static mark mark_now(interp *st)
+{
+    mark m = {st->top, st->top ? st->top->used : 0};
+    return m;
+}
+
+static void free_chunk(interp *st, chunk *c)
+{
+    fe_free(st->ctx, c, sizeof *c + c->cap * sizeof(fe_val));
+}
+
+/* Pop the scratch stack back to m. */
+static void release_to(interp *st, mark m)
+{
+    while (st->top != m.c) {
+        chunk *c = st->top;
+        st->top = c->prev;
+        if (!st->spare) {
+            st->spare = c;
+        } else if (st->spare->cap < c->cap) {
+            free_chunk(st, st->spare);
+            st->spare = c;
+        } else {
+            free_chunk(st, c);
+        }
+    }
+    if (st->top) {
+        st->top->used = m.used;
+    }
+}
+
+/* ---- variables ------------------------------------------------------------ */
+
+/* The leaf vector of scalar variable var (allocated on first use); NULL with
+ * a message on failure. */
+static fe_val *scalar_slot(interp *st, const fe_var *var)
+{
+    if (!var || var->id >= st->core->nvar || var->acc) {
+        internal("bad scalar variable");
+        return NULL;
+    }
+    slot *s = &st->env[var->id];
+    if (!s->v) {
+        int n = leaves_of(st, var->type);
+        s->v = fe_calloc(st->ctx, sizeof(fe_val) * (size_t)(n > 0 ? n : 1));
+        if (!s->v) {
+            oom();
+            return NULL;
+        }
+        s->nv = n;
+    }
+    return s->v;
+}
+
+/* The array list of array variable var; NULL with a message on failure. */
+static weft_array **array_slot(interp *st, const fe_var *var)
+{
+    if (!var || var->id >= st->core->nvar || !var->acc || !var->atype) {
+        internal("bad array variable");
+        return NULL;
+    }
+    slot *s = &st->env[var->id];
+    if (!s->a) {
+        int n = var->atype->narrays;
+        s->a = fe_calloc(st->ctx, sizeof(weft_array *) * (size_t)(n > 0 ? n : 1));
+        if (!s->a) {
+            oom();
+            return NULL;
+        }
+        s->na = n;
+    }
+    return s->a;
+}
+
+/* Drop the references an array variable holds. */
+static void unbind_arrays(interp *st, const fe_var *var)
+{
+    slot *s = &st->env[var->id];
+    for (int i = 0; s->a && i < s->na; i++) {
+        weft_array_release(s->a[i]);
+        s->a[i] = NULL;
+    }
+}
+
+/* Bind array variable var to arrays x[0..n-1] (retaining each). */
+static weft_status bind_arrays(interp *st, const fe_var *var,
+                               weft_array *const *x)
+{
+    weft_array **a = array_slot(st, var);
+    if (!a) {
+        return WEFT_ERR_OUT_OF_MEMORY;
+    }
+    slot *s = &st->env[var->id];
+    for (int i = 0; i < s->na; i++) {
+        weft_array_retain(x[i]);
+        weft_array_release(a[i]);
+        a[i] = x[i];
+    }
+    return WEFT_OK;
+}
+
+/* Evaluate the bound value of let t into its variable's slot. */
+static weft_status bind_let(interp *st, const fe_term *t)
+{
+    const fe_var *var = t->u.var;
+    if (var && var->acc) {
+        weft_array **a = array_slot(st, var);
+        if (!a) {
+            return WEFT_ERR_OUT_OF_MEMORY;
+        }
+        unbind_arrays(st, var);
+        return eval_acc(st, t->kid[0], a);
+    }
+    fe_val *v = scalar_slot(st, var);
+    if (!v) {
+        return WEFT_ERR_OUT_OF_MEMORY;
+    }
+    /* A rank-0 ignore has no leaves to carry the marker: remember in the
+     * slot whether the bound value was one. */
+    bool saved = st->ignored;
+    st->ignored = false;
+    weft_status s = eval_exp(st, t->kid[0], v);
+    st->env[var->id].ign = st->ignored;
+    st->ignored = saved;
+    return s;
+}
+
+static void unbind_let(interp *st, const fe_term *t)
+{
+    if (t->u.var && t->u.var->acc) {
+        unbind_arrays(st, t->u.var);
+    }
+}
+
+/* ---- arrays and indices --------------------------------------------------- */
+
+/* An array with its leaf types at hand. */
+typedef struct view {
+    weft_array *a;
+    int n;
+    const weft_type *lt;
+} view;
+
+static void view_init(interp *st, view *v, weft_array *a)
+{
+    v->a = a;
+    v->n = nleaves(st, a->type, &v->lt);
+}
+
+static void load_elem(const view *v, int64_t i, fe_val *dst)
+{
+    for (int l = 0; l < v->n; l++) {
+        dst[l] = fe_load(v->lt[l], v->a->data[l], i);
+    }
+}
+
+static void store_elem(const view *v, int64_t i, const fe_val *src)
+{
+    for (int l = 0; l < v->n; l++) {
+        fe_store(v->lt[l], v->a->data[l], i, src[l]);
+    }
+}
+
+/* Copy element i of src to element j of dst (same element type). */
+static void copy_elem(const view *dst, int64_t j, const view *src, int64_t i)
+{
+    for (int l = 0; l < dst->n; l++) {
+        size_t sz = weft_type_size(dst->lt[l]);
+        memcpy((char *)dst->a->data[l] + (size_t)j * sz,
+               (const char *)src->a->data[l] + (size_t)i * sz, sz);
+    }
+}
+
+/* Advance multi-index ix in shape (row-major). */
+static void ix_next(int rank, const int64_t *shape, int64_t *ix)
+{
+    for (int d = rank - 1; d >= 0; d--) {
+        if (++ix[d] < shape[d]) {
+            return;
+        }
+        ix[d] = 0;
+    }
+}
+
+static int64_t ix_linear(int rank, const int64_t *shape, const int64_t *ix)
+{
+    int64_t r = 0;
+    for (int d = 0; d < rank; d++) {
+        r = r * shape[d] + ix[d];
+    }
+    return r;
+}
+
+static bool ix_inside(int rank, const int64_t *shape, const int64_t *ix)
+{
+    for (int d = 0; d < rank; d++) {
+        if (ix[d] < 0 || ix[d] >= shape[d]) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* "(3, 7)" into buf. */
+static const char *fmt_ix(char *buf, size_t n, int rank, const int64_t *ix)
+{
+    size_t len = (size_t)snprintf(buf, n, "(");
+    for (int d = 0; d < rank && len < n; d++) {
+        len += (size_t)snprintf(buf + len, n - len, "%s%lld", d ? ", " : "",
+                                (long long)ix[d]);
+    }
+    if (len < n) {
+        snprintf(buf + len, n - len, ")");
+    }
+    return buf;
+}
+
+static weft_status out_of_bounds(int rank, const int64_t *ix,
+                                 const int64_t *shape, const char *where)
+{
+    char a[160], b[160];
+    return fe_error(WEFT_ERR_OUT_OF_BOUNDS,
+                    WHO ": index %s is out of bounds for an array of shape %s%s",
+                    fmt_ix(a, sizeof a, rank, ix),
+                    fmt_ix(b, sizeof b, rank, shape), where);
+}
+
+/* Copy leaves sh[0..rank-1] to shape and check it; *size gets its size. */
+static weft_status take_shape(const char *op, int rank, const fe_val *sh,
+                              int64_t *shape, int64_t *size)
+{
+    for (int d = 0; d < rank; d++) {
+        shape[d] = sh[d].i;
+    }
+    *size = fe_shape_size(rank, shape);
+    if (*size < 0) {
+        char b[160];
+        return fe_error(WEFT_ERR_BAD_SHAPE,
+                        WHO ": %s: shape %s has a negative extent or too "
+                        "many elements", op, fmt_ix(b, sizeof b, rank, shape));
+    }
+    return WEFT_OK;
+}
+
+static weft_status new_array(interp *st, weft_type type, int rank,
+                             const int64_t *shape, weft_array **out)
+{
+    return fe_array_new(st->ctx, WHO, type, rank, shape, out);
+}
+
+/* Evaluate a single-array term: borrowed from the environment when it is a
+ * variable (*own = NULL), else computed (*own = the array to release). */
+static weft_status peek_acc(interp *st, const fe_term *t, weft_array **a,
+                            weft_array **own)
+{
+    *a = NULL;
+    *own = NULL;
+    if (!t->atype || t->atype->narrays != 1) {
+        return internal("a tuple of arrays where one array was expected");
+    }
+    if (t->kind == FE_VAR) {
+        const fe_var *v = t->u.var;
+        if (!v || v->id >= st->core->nvar || !st->env[v->id].a ||
+            !st->env[v->id].a[0]) {
+            return internal("an unbound array variable");
+        }
+        *a = st->env[v->id].a[0];
+        return WEFT_OK;
+    }
+    weft_status s = eval_acc(st, t, own);
+    *a = *own;
+    return s;
+}
+
+/* Evaluate a single-array term into a new reference *a. */
+static weft_status eval_one(interp *st, const fe_term *t, weft_array **a)
+{
+    *a = NULL;
+    if (!t->atype || t->atype->narrays != 1) {
+        return internal("a tuple of arrays where one array was expected");
+    }
+    return eval_acc(st, t, a);
+}
+
+/* ---- scalar terms --------------------------------------------------------- */
+
+static weft_status exp_prim(interp *st, const fe_term *t, fe_val *out)
+{
+    weft_op op = (weft_op)t->op;
+    if ((unsigned)op >= WEFT_OP_COUNT_) {
+        return internal("an unknown primitive");
+    }
+    fe_val a[2];
+    weft_status s = eval_exp(st, t->kid[0], &a[0]);
+    if (s) {
+        return s;
+    }
+    if (op == WEFT_OP_AND || op == WEFT_OP_OR) {
+        bool first = a[0].u != 0;
+        if (first == (op == WEFT_OP_OR)) {
+            out->u = first;
+            return WEFT_OK;
+        }
+        s = eval_exp(st, t->kid[1], out);
+        out->u = s ? 0 : out->u != 0;
+        return s;
+    }
+    weft_type t1 = 0;
+    if (fe_prims[op].arity == 2) {
+        s = eval_exp(st, t->kid[1], &a[1]);
+        if (s) {
+            return s;
+        }
+        t1 = t->kid[1]->type;
+    }
+    return fe_prim_eval(op, t->type, t->kid[0]->type, t1, a, out);
+}
+
+static weft_status exp_while(interp *st, const fe_term *t, fe_val *out)
+{
+    const fe_fun *cond = t->fun[0], *body = t->fun[1];
+    int n = leaves_of(st, t->type);
+    fe_val *pc = scalar_slot(st, cond->param[0]);
+    fe_val *pb = scalar_slot(st, body->param[0]);
+    if (!pc || !pb) {
+        return WEFT_ERR_OUT_OF_MEMORY;
+    }
+    weft_status s = eval_exp(st, t->kid[0], out);
+    while (!s) {
+        fe_val c;
+        memcpy(pc, out, sizeof *out * (size_t)n);
+        s = eval_exp(st, cond->body, &c);
+        if (s || !c.u) {
+            break;
+        }
+        memcpy(pb, out, sizeof *out * (size_t)n);
+        s = eval_exp(st, body->body, out);
+    }
+    return s;
+}
+
+static weft_status exp_at(interp *st, const fe_term *t, fe_val *out)
+{
+    weft_array *a, *own;
+    weft_status s = peek_acc(st, t->kid[0], &a, &own);
+    if (s) {
+        return s;
+    }
+    mark m = mark_now(st);
+    view v;
+    view_init(st, &v, a);
+    if (t->kind == FE_AT) {
+        int64_t ix[WEFT_MAX_RANK];
+        fe_val *iv = push(st, (size_t)a->rank);
+        if (!iv) {
+            s = oom();
+            goto done;
+        }
+        s = eval_exp(st, t->kid[1], iv);
+        if (s) {
+            goto done;
+        }
+        for (int d = 0; d < a->rank; d++) {
+            ix[d] = iv[d].i;
+        }
+        if (!ix_inside(a->rank, a->shape, ix)) {
+            s = out_of_bounds(a->rank, ix, a->shape, "");
+            goto done;
+        }
+        load_elem(&v, ix_linear(a->rank, a->shape, ix), out);
+    } else {
+        fe_val i;
+        s = eval_exp(st, t->kid[1], &i);
+        if (s) {
+            goto done;
+        }
+        if (i.i < 0 || i.i >= a->size) {
+            s = fe_error(WEFT_ERR_OUT_OF_BOUNDS,
+                         WHO ": linear index %lld is out of bounds for an "
+                         "array of %lld elements", (long long)i.i,
+                         (long long)a->size);
+            goto done;
+        }
+        load_elem(&v, i.i, out);
+    }
+done:
+    release_to(st, m);
+    weft_array_release(own);
+    return s;
+}
+
+/* Index arithmetic: SHAPE_SIZE, TO_INDEX, FROM_INDEX. */
+static weft_status exp_index(interp *st, const fe_term *t, fe_val *out)
+{
+    mark m = mark_now(st);
+    weft_status s = WEFT_OK;
+    weft_type sht = t->kid[0]->type;
+    int n = fe_dim_rank(sht);
+    fe_val *sh = push(st, (size_t)n), *ix = push(st, (size_t)n);
+    if (!sh || !ix) {
+        s = oom();
+        goto done;
+    }
+    s = eval_exp(st, t->kid[0], sh);
+    if (s) {
+        goto done;
+    }
+    if (t->kind == FE_SHAPE_SIZE) {
+        uint64_t p = 1;
+        for (int d = 0; d < n; d++) {
+            p *= sh[d].u;
+        }
+        out->u = p;
+    } else if (t->kind == FE_TO_INDEX) {
+        s = eval_exp(st, t->kid[1], ix);
+        if (s) {
+            goto done;
+        }
+        uint64_t r = 0;
+        for (int d = 0; d < n; d++) {
+            r = r * sh[d].u + ix[d].u;
+        }
+        out->u = r;
+    } else {
+        fe_val i;
+        s = eval_exp(st, t->kid[1], &i);
+        if (s) {
+            goto done;
+        }
+        int64_t v = i.i;
+        for (int d = n - 1; d >= 1; d--) {
+            if (sh[d].i <= 0) {
+                s = fe_error(sh[d].i ? WEFT_ERR_BAD_SHAPE
+                                     : WEFT_ERR_DIVIDE_BY_ZERO,
+                             WHO ": from_index in a shape with extent %lld",
+                             (long long)sh[d].i);
+                goto done;
+            }
+            out[d].i = v % sh[d].i;
+            v /= sh[d].i;
+        }
+        if (n > 0) {
+            out[0].i = v;
+        }
+    }
+done:
+    release_to(st, m);
+    return s;
+}
+
+/* Evaluate scalar term t into out (leaves of t->type). */
+static weft_status eval_exp(interp *st, const fe_term *t, fe_val *out)
+{
+    weft_status s = WEFT_OK;
+    switch ((fe_kind)t->kind) {
+    case FE_CONST:
+        out[0] = t->u.c;
+        return WEFT_OK;
+    case FE_VAR: {
+        const fe_var *v = t->u.var;
+        if (!v || v->acc || v->id >= st->core->nvar || !st->env[v->id].v) {
+            return internal("an unbound scalar variable");
+        }
+        memcpy(out, st->env[v->id].v, sizeof *out * (size_t)st->env[v->id].nv);
+        if (st->env[v->id].nv == 0 && st->env[v->id].ign) {
+            st->ignored = true;
+        }
+        return WEFT_OK;
+    }
+    case FE_PRIM:
+        return exp_prim(st, t, out);
+    case FE_COND: {
+        fe_val c;
+        s = eval_exp(st, t->kid[0], &c);
+        if (s) {
+            return s;
+        }
+        return eval_exp(st, t->kid[c.u ? 1 : 2], out);
+    }
+    case FE_TUPLE: {
+        int off = 0;
+        for (int i = 0; i < t->nkid && !s; i++) {
+            s = eval_exp(st, t->kid[i], out + off);
+            off += leaves_of(st, t->kid[i]->type);
+        }
+        return s;
+    }
+    case FE_GET: {
+        weft_type tt = t->kid[0]->type;
+        mark m = mark_now(st);
+        fe_val *tmp = push(st, (size_t)leaves_of(st, tt));
+        if (!tmp) {
+            return oom();
+        }
+        s = eval_exp(st, t->kid[0], tmp);
+        if (!s) {
+            int off = fe_type_leaf_offset(st->ctx, tt, t->u.index);
+            memcpy(out, tmp + off,
+                   sizeof *out * (size_t)leaves_of(st, t->type));
+        }
+        release_to(st, m);
+        return s;
+    }
+    case FE_SHAPE: {
+        weft_array *a, *own;
+        s = peek_acc(st, t->kid[0], &a, &own);
+        if (!s) {
+            for (int d = 0; d < a->rank; d++) {
+                out[d].i = a->shape[d];
+            }
+        }
+        weft_array_release(own);
+        return s;
+    }
+    case FE_SHAPE_SIZE:
+    case FE_TO_INDEX:
+    case FE_FROM_INDEX:
+        return exp_index(st, t, out);
+    case FE_AT:
+    case FE_AT_LINEAR:
+        return exp_at(st, t, out);
+    case FE_WHILE:
+        return exp_while(st, t, out);
+    case FE_IGNORE: {
+        int n = fe_dim_rank(t->type);
+        for (int d = 0; d < n; d++) {
+            out[d].i = INT64_MIN;
+        }
+        if (n == 0) {
+            st->ignored = true;
+        }
+        return WEFT_OK;
+    }
+    case FE_LET:
+        s = bind_let(st, t);
+        if (!s) {
+            s = eval_exp(st, t->kid[1], out);
+        }
+        unbind_let(st, t);
+        return s;
+    default:
+        break;
+    }
+    return internal("an unexpected scalar term");
+}
+
+/* ---- producers ------------------------------------------------------------ */
+
+/* Bind a multi-index to a DIM-typed parameter. */
+static void put_ix(fe_val *p, int rank, const int64_t *ix)
+{
+    for (int d = 0; d < rank; d++) {
+        p[d].i = ix[d];
+    }
+}
+
+static weft_status acc_unit(interp *st, const fe_term *t, weft_array **out)
+{
+    mark m = mark_now(st);
+    weft_array *r = NULL;
+    fe_val *v = push(st, (size_t)leaves_of(st, t->type));
+    weft_status s = v ? eval_exp(st, t->kid[0], v) : oom();
+    if (!s) {
+        s = new_array(st, t->type, 0, NULL, &r);
+    }
+    if (!s) {
+        view rv;
+        view_init(st, &rv, r);
+        store_elem(&rv, 0, v);
+        out[0] = r;
+    }
+    release_to(st, m);
+    return s;
+}
+
+static weft_status acc_generate(interp *st, const fe_term *t, weft_array **out)
+{
+    const fe_fun *f = t->fun[0];
+    int rank = t->rank;
+    int64_t shape[WEFT_MAX_RANK], ix[WEFT_MAX_RANK] = {0}, size;
+    weft_array *r = NULL;
+    mark m = mark_now(st);
+    fe_val *sh = push(st, (size_t)rank);
+    fe_val *p = scalar_slot(st, f->param[0]);
+    weft_status s = (sh && p) ? WEFT_OK : oom();
+    if (!s) {
+        s = eval_exp(st, t->kid[0], sh);
+    }
+    if (!s) {
+        s = take_shape("generate", rank, sh, shape, &size);
+    }
+    if (!s) {
+        s = new_array(st, t->type, rank, shape, &r);
+    }
+    if (s) {
+        goto done;
+    }
+    view rv;
+    view_init(st, &rv, r);
+    fe_val *tmp = push(st, (size_t)rv.n);
+    if (!tmp) {
+        s = oom();
+        goto done;
+    }
+    for (int64_t i = 0; i < size; i++) {
+        put_ix(p, rank, ix);
+        s = eval_exp(st, f->body, tmp);
+        if (s) {
+            goto done;
+        }
+        store_elem(&rv, i, tmp);
+        ix_next(rank, shape, ix);
+    }
+done:
+    release_to(st, m);
+    if (s) {
+        weft_array_release(r);
+    } else {
+        out[0] = r;
+    }
+    return s;
+}
+
+static weft_status acc_map(interp *st, const fe_term *t, weft_array **out)
+{
+    const fe_fun *f = t->fun[0];
+    weft_array *a = NULL, *r = NULL;
+    mark m = mark_now(st);
+    weft_status s = eval_one(st, t->kid[0], &a);
+    if (!s) {
+        s = new_array(st, t->type, a->rank, a->shape, &r);
+    }
+    if (s) {
+        goto done;
+    }
+    view av, rv;
+    view_init(st, &av, a);
+    view_init(st, &rv, r);
+    fe_val *p = scalar_slot(st, f->param[0]);
+    fe_val *tmp = push(st, (size_t)rv.n);
+    if (!p || !tmp) {
+        s = p ? oom() : WEFT_ERR_OUT_OF_MEMORY;
+        goto done;
+    }
+    for (int64_t i = 0; i < a->size; i++) {
+        load_elem(&av, i, p);
+        s = eval_exp(st, f->body, tmp);
+        if (s) {
+            goto done;
+        }
+        store_elem(&rv, i, tmp);
+    }
+done:
+    release_to(st, m);
+    weft_array_release(a);
+    if (s) {
+        weft_array_release(r);
+    } else {
+        out[0] = r;
+    }
+    return s;
+}
+
+static weft_status acc_zipwith(interp *st, const fe_term *t, weft_array **out)
+{
+    const fe_fun *f = t->fun[0];
+    int n = t->nkid;
+    weft_array *a[3] = {NULL, NULL, NULL}, *r = NULL;
+    mark m = mark_now(st);
+    weft_status s = WEFT_OK;
+    if (n < 1 || n > 3 || f->arity != n) {
+        return internal("zipWith of an unexpected arity");
+    }
+    for (int k = 0; k < n && !s; k++) {
+        s = eval_one(st, t->kid[k], &a[k]);
+    }
+    if (s) {
+        goto done;
+    }
+    int rank = t->rank;
+    int64_t shape[WEFT_MAX_RANK], ix[WEFT_MAX_RANK] = {0};
+    for (int d = 0; d < rank; d++) {
+        shape[d] = a[0]->shape[d];
+        for (int k = 1; k < n; k++) {
+            if (a[k]->shape[d] < shape[d]) {
+                shape[d] = a[k]->shape[d];
+            }
+        }
+    }
+    s = new_array(st, t->type, rank, shape, &r);
+    if (s) {
+        goto done;
+    }
+    view av[3], rv;
+    fe_val *p[3];
+    for (int k = 0; k < n; k++) {
+        view_init(st, &av[k], a[k]);
+        p[k] = scalar_slot(st, f->param[k]);
+        if (!p[k]) {
+            s = WEFT_ERR_OUT_OF_MEMORY;
+            goto done;
+        }
+    }
+    view_init(st, &rv, r);
+    fe_val *tmp = push(st, (size_t)rv.n);
+    if (!tmp) {
+        s = oom();
+        goto done;
+    }
+    for (int64_t i = 0; i < r->size; i++) {
+        for (int k = 0; k < n; k++) {
+            load_elem(&av[k], ix_linear(rank, a[k]->shape, ix), p[k]);
+        }
+        s = eval_exp(st, f->body, tmp);
+        if (s) {
+            goto done;
+        }
+        store_elem(&rv, i, tmp);
+        ix_next(rank, shape, ix);
+    }
+done:
+    release_to(st, m);
+    for (int k = 0; k < 3; k++) {
+        weft_array_release(a[k]);
+    }
+    if (s) {
+        weft_array_release(r);
+    } else {
+        out[0] = r;
+    }
+    return s;
+}
+
+static weft_status acc_reshape(interp *st, const fe_term *t, weft_array **out)
+{
+    int rank = t->rank;
+    int64_t shape[WEFT_MAX_RANK], size;
+    weft_array *a = NULL, *r = NULL;
+    mark m = mark_now(st);
+    fe_val *sh = push(st, (size_t)rank);
+    weft_status s = sh ? eval_exp(st, t->kid[0], sh) : oom();
+    if (!s) {
+        s = take_shape("reshape", rank, sh, shape, &size);
+    }
+    if (!s) {
+        s = eval_one(st, t->kid[1], &a);
+    }
+    if (!s && size != a->size) {
+        char b1[160], b2[160];
+        s = fe_error(WEFT_ERR_RESHAPE_SIZE,
+                     WHO ": reshape to shape %s (%lld elements) of an array "
+                     "of shape %s (%lld elements)",
+                     fmt_ix(b1, sizeof b1, rank, shape), (long long)size,
+                     fmt_ix(b2, sizeof b2, a->rank, a->shape),
+                     (long long)a->size);
+    }
+    if (!s) {
+        s = new_array(st, t->type, rank, shape, &r);
+    }
+    if (!s) {
+        for (int l = 0; l < r->nleaf; l++) {
+            if (r->bytes[l] > 0) {
+                memcpy(r->data[l], a->data[l], r->bytes[l]);
+            }
+        }
+        out[0] = r;
+    }
+    release_to(st, m);
+    weft_array_release(a);
+    return s;
+}
+
+/* Evaluate an i64 specification entry of replicate / slice. */
+static weft_status spec_value(interp *st, const fe_term *t, int64_t *v)
+{
+    fe_val x;
+    weft_status s = eval_exp(st, t, &x);
+    *v = x.i;
+    return s;
+}
+
+static weft_status acc_replicate(interp *st, const fe_term *t, weft_array **out)
+{
+    int rank = t->rank;
+    int64_t shape[WEFT_MAX_RANK], ix[WEFT_MAX_RANK] = {0};
+    int64_t six[WEFT_MAX_RANK] = {0};
+    int from[WEFT_MAX_RANK]; /* result dim -> source dim, or -1 */
+    weft_array *a = NULL, *r = NULL;
+    weft_status s = eval_one(st, t->kid[0], &a);
+    if (s) {
+        return s;
+    }
+    if (t->nkid - 1 != rank) {
+        s = internal("replicate with a bad specification");
+        goto done;
+    }
+    int j = 0;
+    for (int d = 0; d < rank; d++) {
+        const fe_term *sp = t->kid[1 + d];
+        if (sp->kind == FE_ALL) {
+            if (j >= a->rank) {
+                s = internal("replicate with too many `all`");
+                goto done;
+            }
+            from[d] = j;
+            shape[d] = a->shape[j++];
+        } else {
+            from[d] = -1;
+            s = spec_value(st, sp, &shape[d]);
+            if (s) {
+                goto done;
+            }
+            if (shape[d] < 0) {
+                s = fe_error(WEFT_ERR_BAD_SHAPE,
+                             WHO ": replicate: negative extent %lld",
+                             (long long)shape[d]);
+                goto done;
+            }
+        }
+    }
+    if (fe_shape_size(rank, shape) < 0) {
+        s = fe_error(WEFT_ERR_BAD_SHAPE,
+                     WHO ": replicate: the result has too many elements");
+        goto done;
+    }
+    s = new_array(st, t->type, rank, shape, &r);
+    if (s) {
+        goto done;
+    }
+    view av, rv;
+    view_init(st, &av, a);
+    view_init(st, &rv, r);
+    for (int64_t i = 0; i < r->size; i++) {
+        for (int d = 0; d < rank; d++) {
+            if (from[d] >= 0) {
+                six[from[d]] = ix[d];
+            }
+        }
+        copy_elem(&rv, i, &av, ix_linear(a->rank, a->shape, six));
+        ix_next(rank, shape, ix);
+    }
+done:
+    weft_array_release(a);
+    if (s) {
+        weft_array_release(r);
+    } else {
+        out[0] = r;
+    }
+    return s;
+}
+
+static weft_status acc_slice(interp *st, const fe_term *t, weft_array **out)
+{
+    int rank = t->rank;
+    int64_t shape[WEFT_MAX_RANK], ix[WEFT_MAX_RANK] = {0};
+    int64_t six[WEFT_MAX_RANK] = {0};
+    int to[WEFT_MAX_RANK]; /* source dim -> result dim, or -1 (fixed) */
+    weft_array *a = NULL, *r = NULL;
+    weft_status s = eval_one(st, t->kid[0], &a);
+    if (s) {
+        return s;
+    }
+    if (t->nkid - 1 != a->rank) {
+        s = internal("slice with a bad specification");
+        goto done;
+    }
+    int j = 0;
+    for (int d = 0; d < a->rank; d++) {
+        const fe_term *sp = t->kid[1 + d];
+        if (sp->kind == FE_ALL) {
+            if (j >= rank) {
+                s = internal("slice with too many `all`");
+                goto done;
+            }
+            to[d] = j;
+            shape[j++] = a->shape[d];
+        } else {
+            to[d] = -1;
+            s = spec_value(st, sp, &six[d]);
+            if (s) {
+                goto done;
+            }
+            if (six[d] < 0 || six[d] >= a->shape[d]) {
+                s = fe_error(WEFT_ERR_SLICE_INDEX,
+                             WHO ": slice index %lld is outside dimension %d "
+                             "of extent %lld", (long long)six[d], d,
+                             (long long)a->shape[d]);
+                goto done;
+            }
+        }
+    }
+    s = new_array(st, t->type, rank, shape, &r);
+    if (s) {
+        goto done;
+    }
+    view av, rv;
+    view_init(st, &av, a);
+    view_init(st, &rv, r);
+    for (int64_t i = 0; i < r->size; i++) {
+        for (int d = 0; d < a->rank; d++) {
+            if (to[d] >= 0) {
+                six[d] = ix[to[d]];
+            }
+        }
+        copy_elem(&rv, i, &av, ix_linear(a->rank, a->shape, six));
+        ix_next(rank, shape, ix);
+    }
+done:
+    weft_array_release(a);
+    if (s) {
+        weft_array_release(r);
+    } else {
+        out[0] = r;
+    }
+    return s;
+}
+
+/* backpermute and transform. */
+static weft_status acc_backpermute(interp *st, const fe_term *t,
+                                   weft_array **out)
+{
+    const fe_fun *fix = t->fun[0];
+    const fe_fun *f = t->kind == FE_TRANSFORM ? t->fun[1] : NULL;
+    const char *where = f ? " (transform)" : " (backpermute)";
+    int rank = t->rank;
+    int64_t shape[WEFT_MAX_RANK], ix[WEFT_MAX_RANK] = {0}, size;
+    int64_t six[WEFT_MAX_RANK];
+    weft_array *a = NULL, *r = NULL;
+    mark m = mark_now(st);
+    fe_val *sh = push(st, (size_t)rank);
+    weft_status s = sh ? eval_exp(st, t->kid[0], sh) : oom();
+    if (!s) {
+        s = take_shape(f ? "transform" : "backpermute", rank, sh, shape,
+                       &size);
+    }
+    if (!s) {
+        s = eval_one(st, t->kid[1], &a);
+    }
+    if (!s) {
+        s = new_array(st, t->type, rank, shape, &r);
+    }
+    if (s) {
+        goto done;
+    }
+    view av, rv;
+    view_init(st, &av, a);
+    view_init(st, &rv, r);
+    fe_val *pix = scalar_slot(st, fix->param[0]);
+    fe_val *pf = f ? scalar_slot(st, f->param[0]) : NULL;
+    fe_val *siv = push(st, (size_t)a->rank);
+    fe_val *tmp = push(st, (size_t)rv.n);
+    if (!pix || (f && !pf)) {
+        s = WEFT_ERR_OUT_OF_MEMORY;
+        goto done;
+    }
+    if (!siv || !tmp) {
+        s = oom();
+        goto done;
+    }
+    for (int64_t i = 0; i < size; i++) {
+        put_ix(pix, rank, ix);
+        s = eval_exp(st, fix->body, siv);
+        if (s) {
+            goto done;
+        }
+        for (int d = 0; d < a->rank; d++) {
+            six[d] = siv[d].i;
+        }
+        if (!ix_inside(a->rank, a->shape, six)) {
+            s = out_of_bounds(a->rank, six, a->shape, where);
+            goto done;
+        }
+        int64_t j = ix_linear(a->rank, a->shape, six);
+        if (f) {
+            load_elem(&av, j, pf);
+            s = eval_exp(st, f->body, tmp);
+            if (s) {
+                goto done;
+            }
+            store_elem(&rv, i, tmp);
+        } else {
+            copy_elem(&rv, i, &av, j);
+        }
+        ix_next(rank, shape, ix);
+    }
+done:
+    release_to(st, m);
+    weft_array_release(a);
+    if (s) {
+        weft_array_release(r);
+    } else {
+        out[0] = r;
+    }
+    return s;
+}
+
+/* ---- reductions and scans ------------------------------------------------- */
+
+/* What every fold and scan shares: the function's two parameter slots and
+ * a combining step acc = f(acc, x) or acc = f(x, acc). */
+typedef struct comb {
+    const fe_fun *f;
+    fe_val *p0, *p1;
+    int n; /* leaves of the element type */
+} comb;
+
+static weft_status comb_init(interp *st, comb *c, const fe_fun *f, int n)
+{
+    c->f = f;
+    c->n = n;
+    c->p0 = scalar_slot(st, f->param[0]);
+    c->p1 = scalar_slot(st, f->param[1]);
+    return c->p0 && c->p1 ? WEFT_OK : WEFT_ERR_OUT_OF_MEMORY;
+}
+
+/* acc = f(acc, element i of v) */
+static weft_status comb_left(interp *st, const comb *c, fe_val *acc,
+                             const view *v, int64_t i)
+{
+    memcpy(c->p0, acc, sizeof *acc * (size_t)c->n);
+    load_elem(v, i, c->p1);
+    return eval_exp(st, c->f->body, acc);
+}
+
+/* acc = f(element i of v, acc) */
+static weft_status comb_right(interp *st, const comb *c, fe_val *acc,
+                              const view *v, int64_t i)
+{
+    load_elem(v, i, c->p0);
+    memcpy(c->p1, acc, sizeof *acc * (size_t)c->n);
+    return eval_exp(st, c->f->body, acc);
+}
+
+/* Evaluate the input array of a fold or scan (rank >= 1) and split its
+ * shape into rows: *outer rows of *inner elements. */
+static weft_status rows_of(interp *st, const fe_term *t, weft_array **a,
+                           int64_t *outer, int64_t *inner)
+{
+    weft_status s = eval_one(st, t, a);
+    if (s) {
+        return s;
+    }
+    if ((*a)->rank < 1) {
+        weft_array_release(*a);
+        *a = NULL;
+        return internal("a fold or scan of a rank-0 array");
+    }
+    *inner = (*a)->shape[(*a)->rank - 1];
+    *outer = fe_shape_size((*a)->rank - 1, (*a)->shape);
+    return WEFT_OK;
+}
+
+/* fold and fold1. */
+static weft_status acc_fold(interp *st, const fe_term *t, weft_array **out)
+{
+    bool seeded = t->kind == FE_FOLD;
+    const fe_term *ta = t->kid[seeded ? 1 : 0];
+    weft_array *a = NULL, *r = NULL;
+    int64_t outer, inner;
+    mark m = mark_now(st);
+    int n = leaves_of(st, t->type);
+    fe_val *z = push(st, (size_t)n), *acc = push(st, (size_t)n);
+    weft_status s = (z && acc) ? WEFT_OK : oom();
+    if (!s && seeded) {
+        s = eval_exp(st, t->kid[0], z);
+    }
+    if (!s) {
+        s = rows_of(st, ta, &a, &outer, &inner);
+    }
+    if (s) {
+        goto done;
+    }
+    if (!seeded && inner == 0 && outer > 0) {
+        char b[160];
+        s = fe_error(WEFT_ERR_EMPTY_ARRAY,
+                     WHO ": fold1 of empty rows (an array of shape %s)",
+                     fmt_ix(b, sizeof b, a->rank, a->shape));
+        goto done;
+    }
+    s = new_array(st, t->type, a->rank - 1, a->shape, &r);
+    if (s) {
+        goto done;
+    }
+    comb c;
+    s = comb_init(st, &c, t->fun[0], n);
+    if (s) {
+        goto done;
+    }
+    view av, rv;
+    view_init(st, &av, a);
+    view_init(st, &rv, r);
+    for (int64_t o = 0; o < outer; o++) {
+        int64_t base = o * inner, k = 0;
+        if (seeded) {
+            memcpy(acc, z, sizeof *z * (size_t)n);
+        } else {
+            load_elem(&av, base, acc);
+            k = 1;
+        }
+        for (; k < inner; k++) {
+            s = comb_left(st, &c, acc, &av, base + k);
+            if (s) {
+                goto done;
+            }
+        }
+        store_elem(&rv, o, acc);
+    }
+done:
+    release_to(st, m);
+    weft_array_release(a);
+    if (s) {
+        weft_array_release(r);
+    } else {
+        out[0] = r;
+    }
+    return s;
+}
+
+/* fold_seg and fold1_seg. */
+static weft_status acc_fold_seg(interp *st, const fe_term *t, weft_array **out)
+{
+    bool seeded = t->kind == FE_FOLD_SEG;
+    const char *name = seeded ? "fold_seg" : "fold1_seg";
+    const fe_term *ta = t->kid[seeded ? 1 : 0];
+    const fe_term *tseg = t->kid[seeded ? 2 : 1];
+    weft_array *a = NULL, *seg = NULL, *r = NULL;
+    int64_t *off = NULL, nseg = 0, outer, inner;
+    mark m = mark_now(st);
+    int n = leaves_of(st, t->type);
+    fe_val *z = push(st, (size_t)n), *acc = push(st, (size_t)n);
+    weft_status s = (z && acc) ? WEFT_OK : oom();
+    if (!s && seeded) {
+        s = eval_exp(st, t->kid[0], z);
+    }
+    if (!s) {
+        s = rows_of(st, ta, &a, &outer, &inner);
+    }
+    if (!s) {
+        s = eval_one(st, tseg, &seg);
+    }
+    if (s) {
+        goto done;
+    }
+    if (seg->rank != 1 || seg->nleaf != 1) {
+        s = internal("segment descriptor is not a rank-1 integral array");
+        goto done;
+    }
+    nseg = seg->shape[0];
+    off = fe_alloc(st->ctx, sizeof *off * (size_t)(nseg + 1));
+    if (!off) {
+        s = oom();
+        goto done;
+    }
+    off[0] = 0;
+    for (int64_t k = 0; k < nseg; k++) {
+        fe_val v = fe_load(seg->type, seg->data[0], k);
+        bool neg = fe_is_signed(seg->type) ? v.i < 0 : false;
+        bool huge = !fe_is_signed(seg->type) && v.u > (uint64_t)INT64_MAX;
+        if (neg) {
+            s = fe_error(WEFT_ERR_SEGMENTS,
+                         WHO ": %s: segment %lld has negative length %lld",
+                         name, (long long)k, (long long)v.i);
+            goto done;
+        }
+        if (huge || v.i > inner - off[k]) {
+            s = fe_error(WEFT_ERR_SEGMENTS,
+                         WHO ": %s: segment lengths sum past the innermost "
+                         "extent %lld (at segment %lld)", name,
+                         (long long)inner, (long long)k);
+            goto done;
+        }
+        off[k + 1] = off[k] + v.i;
+    }
+    int64_t shape[WEFT_MAX_RANK];
+    memcpy(shape, a->shape, sizeof shape);
+    shape[a->rank - 1] = nseg;
+    if (fe_shape_size(a->rank, shape) < 0) {
+        s = fe_error(WEFT_ERR_BAD_SHAPE,
+                     WHO ": %s: the result has too many elements", name);
+        goto done;
+    }
+    if (!seeded && outer > 0) {
+        for (int64_t k = 0; k < nseg; k++) {
+            if (off[k + 1] == off[k]) {
+                s = fe_error(WEFT_ERR_EMPTY_ARRAY,
+                             WHO ": fold1_seg: segment %lld is empty",
+                             (long long)k);
+                goto done;
+            }
+        }
+    }
+    s = new_array(st, t->type, a->rank, shape, &r);
+    if (s) {
+        goto done;
+    }
+    comb c;
+    s = comb_init(st, &c, t->fun[0], n);
+    if (s) {
+        goto done;
+    }
+    view av, rv;
+    view_init(st, &av, a);
+    view_init(st, &rv, r);
+    for (int64_t o = 0; o < outer; o++) {
+        for (int64_t k = 0; k < nseg; k++) {
+            int64_t i = o * inner + off[k], end = o * inner + off[k + 1];
+            if (seeded) {
+                memcpy(acc, z, sizeof *z * (size_t)n);
+            } else {
+                load_elem(&av, i++, acc);
+            }
+            for (; i < end; i++) {
+                s = comb_left(st, &c, acc, &av, i);
+                if (s) {
+                    goto done;
+                }
+            }
+            store_elem(&rv, o * nseg + k, acc);
+        }
+    }
+done:
+    release_to(st, m);
+    if (off) {
+        fe_free(st->ctx, off, sizeof *off * (size_t)(nseg + 1));
+    }
+    weft_array_release(a);
+    weft_array_release(seg);
+    if (s) {
+        weft_array_release(r);
+    } else {
+        out[0] = r;
+    }
+    return s;
+}
+
+/* The six scans.  For each row of n elements x:
+ *   scanl   r[0] = z, r[k+1] = f(r[k], x[k])            (n + 1 elements)
+ *   scanl1  r[0] = x[0], r[k] = f(r[k-1], x[k])          (n)
+ *   scanl'  the first n of scanl, and its last as the total
+ *   scanr   r[n] = z, r[k] = f(x[k], r[k+1])             (n + 1)
+ *   scanr1  r[n-1] = x[n-1], r[k] = f(x[k], r[k+1])      (n)
+ *   scanr'  the last n of scanr, and its first as the total */
+static weft_status acc_scan(interp *st, const fe_term *t, weft_array **out)
+{
+    fe_kind k = (fe_kind)t->kind;
+    bool seeded = k == FE_SCANL || k == FE_SCANL_ || k == FE_SCANR ||
+                  k == FE_SCANR_;
+    bool left = k == FE_SCANL || k == FE_SCANL1 || k == FE_SCANL_;
+    bool pair = k == FE_SCANL_ || k == FE_SCANR_;
+    bool grow = k == FE_SCANL || k == FE_SCANR; /* n + 1 per row */
+    const fe_term *ta = t->kid[seeded ? 1 : 0];
+    weft_type elt = pair ? t->atype->comp[0]->elt : t->type;
+    weft_array *a = NULL, *r = NULL, *tot = NULL;
+    int64_t outer, inner;
+    mark m = mark_now(st);
+    int n = leaves_of(st, elt);
+    fe_val *z = push(st, (size_t)n), *acc = push(st, (size_t)n);
+    weft_status s = (z && acc) ? WEFT_OK : oom();
+    if (!s && seeded) {
+        s = eval_exp(st, t->kid[0], z);
+    }
+    if (!s) {
+        s = rows_of(st, ta, &a, &outer, &inner);
+    }
+    if (s) {
+        goto done;
+    }
+    int rank = a->rank;
+    int64_t shape[WEFT_MAX_RANK];
+    memcpy(shape, a->shape, sizeof shape);
+    int64_t rinner = inner + (grow ? 1 : 0);
+    shape[rank - 1] = rinner;
+    if (fe_shape_size(rank, shape) < 0) {
+        s = fe_error(WEFT_ERR_BAD_SHAPE,
+                     WHO ": scan: the result has too many elements");
+        goto done;
+    }
+    s = new_array(st, elt, rank, shape, &r);
+    if (!s && pair) {
+        s = new_array(st, elt, rank - 1, a->shape, &tot);
+    }
+    if (s) {
+        goto done;
+    }
+    comb c;
+    s = comb_init(st, &c, t->fun[0], n);
+    if (s) {
+        goto done;
+    }
+    view av, rv, tv;
+    view_init(st, &av, a);
+    view_init(st, &rv, r);
+    if (pair) {
+        view_init(st, &tv, tot);
+    }
+    for (int64_t o = 0; o < outer; o++) {
+        int64_t base = o * inner, rbase = o * rinner;
+        if (inner == 0 && !seeded) {
+            continue;
+        }
+        if (left) {
+            int64_t i = 0;
+            if (seeded) {
+                memcpy(acc, z, sizeof *z * (size_t)n);
+            } else {
+                load_elem(&av, base, acc);
+                store_elem(&rv, rbase, acc);
+                i = 1;
+            }
+            for (; i < inner; i++) {
+                if (seeded) {
+                    store_elem(&rv, rbase + i, acc);
+                }
+                s = comb_left(st, &c, acc, &av, base + i);
+                if (s) {
+                    goto done;
+                }
+                if (!seeded) {
+                    store_elem(&rv, rbase + i, acc);
+                }
+            }
+            if (grow) {
+                store_elem(&rv, rbase + inner, acc);
+            } else if (pair) {
+                store_elem(&tv, o, acc);
+            }
+        } else {
+            int64_t i = inner - 1;
+            if (seeded) {
+                memcpy(acc, z, sizeof *z * (size_t)n);
+                if (grow) {
+                    store_elem(&rv, rbase + inner, acc);
+                }
+            } else {
+                load_elem(&av, base + i, acc);
+                store_elem(&rv, rbase + i, acc);
+                i--;
+            }
+            for (; i >= 0; i--) {
+                /* scanr' stores r[i + 1] of scanr at position i */
+                if (pair) {
+                    store_elem(&rv, rbase + i, acc);
+                }
+                s = comb_right(st, &c, acc, &av, base + i);
+                if (s) {
+                    goto done;
+                }
+                if (!pair) {
+                    store_elem(&rv, rbase + i, acc);
+                }
+            }
+            if (pair) {
+                store_elem(&tv, o, acc);
+            }
+        }
+    }
+done:
+    release_to(st, m);
+    weft_array_release(a);
+    if (s) {
+        weft_array_release(r);
+        weft_array_release(tot);
+    } else {
+        out[0] = r;
+        if (pair) {
+            out[1] = tot;
+        }
+    }
+    return s;
+}
+
+/* ---- permute and stencils ------------------------------------------------- */
+
+static weft_status acc_permute(interp *st, const fe_term *t, weft_array **out)
+{
+    const fe_fun *f = t->fun[0], *fix = t->fun[1];
+    weft_array *def = NULL, *src = NULL, *r = NULL;
+    mark m = mark_now(st);
+    weft_status s = eval_one(st, t->kid[0], &def);
+    if (!s) {
+        s = eval_one(st, t->kid[1], &src);
+    }
+    if (!s) {
+        s = new_array(st, def->type, def->rank, def->shape, &r);
+    }
+    if (s) {
+        goto done;
+    }
+    for (int l = 0; l < r->nleaf; l++) {
+        if (r->bytes[l] > 0) {
+            memcpy(r->data[l], def->data[l], r->bytes[l]);
+        }
+    }
+    int drank = def->rank, srank = src->rank;
+    view sv, rv;
+    view_init(st, &sv, src);
+    view_init(st, &rv, r);
+    comb c;
+    s = comb_init(st, &c, f, rv.n);
+    fe_val *pix = scalar_slot(st, fix->param[0]);
+    if (s || !pix) {
+        s = WEFT_ERR_OUT_OF_MEMORY;
+        goto done;
+    }
+    fe_val *tv = push(st, (size_t)drank), *tmp = push(st, (size_t)rv.n);
+    if (!tv || !tmp) {
+        s = oom();
+        goto done;
+    }
+    int64_t ix[WEFT_MAX_RANK] = {0}, tix[WEFT_MAX_RANK];
+    for (int64_t i = 0; i < src->size; i++) {
+        put_ix(pix, srank, ix);
+        ix_next(srank, src->shape, ix);
+        st->ignored = false;
+        s = eval_exp(st, fix->body, tv);
+        if (s) {
+            goto done;
+        }
+        bool ign = drank == 0 ? st->ignored : true;
+        for (int d = 0; d < drank; d++) {
+            tix[d] = tv[d].i;
+            ign = ign && tix[d] == INT64_MIN;
+        }
+        if (ign) {
+            continue;
+        }
+        if (!ix_inside(drank, def->shape, tix)) {
+            s = out_of_bounds(drank, tix, def->shape, " (permute)");
+            goto done;
+        }
+        int64_t j = ix_linear(drank, def->shape, tix);
+        load_elem(&sv, i, c.p0);
+        load_elem(&rv, j, c.p1);
+        s = eval_exp(st, f->body, tmp);
+        if (s) {
+            goto done;
+        }
+        store_elem(&rv, j, tmp);
+    }
+done:
+    release_to(st, m);
+    weft_array_release(def);
+    weft_array_release(src);
+    if (s) {
+        weft_array_release(r);
+    } else {
+        out[0] = r;
+    }
+    return s;
+}
+
+/* Where index i of an extent-n dimension reads under boundary b; false when
+ * it falls outside under a constant boundary. */
+static bool bound(weft_boundary_kind b, int64_t i, int64_t n, int64_t *r)
+{
+    if (i >= 0 && i < n) {
+        *r = i;
+        return true;
+    }
+    switch (b) {
+    case WEFT_BOUNDARY_CLAMP:
+        *r = i < 0 ? 0 : n - 1;
+        return true;
+    case WEFT_BOUNDARY_MIRROR:
+        /* reflect until inside; tiny extents fall back to the edge */
+        for (int k = 0; k < 16 && (i < 0 || i >= n); k++) {
+            i = i < 0 ? -i : 2 * n - 2 - i;
+        }
+        *r = i < 0 ? 0 : i >= n ? n - 1 : i;
+        return true;
+    case WEFT_BOUNDARY_WRAP:
+        *r = ((i % n) + n) % n;
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* One array of a stencil: its window, boundary and parameter slots. */
+typedef struct sten {
+    view v;
+    int rank, w[3], k;        /* window extents, elements per window */
+    weft_boundary_kind bnd;
+    fe_val *cval;             /* constant boundary value */
+    fe_val **p;               /* k parameter slots */
+} sten;
+
+static weft_status sten_init(interp *st, sten *sn, weft_array *a,
+                             const fe_term *t, int which, const fe_term *cterm,
+                             const fe_fun *f, int first_param)
+{
+    sn->rank = a->rank;
+    sn->k = 1;
+    sn->bnd = t->u.st.bnd[which];
+    sn->p = NULL;
+    sn->cval = NULL;
+    if (a->rank < 1 || a->rank > 3) {
+        return internal("a stencil of rank outside 1..3");
+    }
+    for (int d = 0; d < a->rank; d++) {
+        sn->w[d] = t->u.st.window[which][d];
+        if (sn->w[d] < 1 || sn->w[d] % 2 == 0 || sn->w[d] > 9) {
+            return internal("a stencil window that is not odd");
+        }
+        sn->k *= sn->w[d];
+    }
+    if (first_param + sn->k > f->arity) {
+        return internal("a stencil function of the wrong arity");
+    }
+    view_init(st, &sn->v, a);
+    if (sn->bnd == WEFT_BOUNDARY_CONSTANT) {
+        sn->cval = push(st, (size_t)sn->v.n);
+        if (!sn->cval) {
+            return oom();
+        }
+        if (!cterm) {
+            return internal("a constant stencil boundary without a value");
+        }
+        weft_status s = eval_exp(st, cterm, sn->cval);
+        if (s) {
+            return s;
+        }
+    }
+    sn->p = fe_alloc(st->ctx, sizeof *sn->p * (size_t)sn->k);
+    if (!sn->p) {
+        return oom();
+    }
+    for (int j = 0; j < sn->k; j++) {
+        sn->p[j] = scalar_slot(st, f->param[first_param + j]);
+        if (!sn->p[j]) {
+            return WEFT_ERR_OUT_OF_MEMORY;
+        }
+    }
+    return WEFT_OK;
+}
+
+static void sten_fini(interp *st, sten *sn)
+{
+    if (sn->p) {
+        fe_free(st->ctx, sn->p, sizeof *sn->p * (size_t)sn->k);
+        sn->p = NULL;
+    }
+}
+
+/* Bind the window around ix to the parameter slots. */
+static void sten_fill(const sten *sn, const int64_t *ix)
+{
+    const weft_array *a = sn->v.a;
+    for (int j = 0; j < sn->k; j++) {
+        int64_t nb[3];
+        int rest = j;
+        bool inside = true;
+        for (int d = sn->rank - 1; d >= 0; d--) {
+            int off = rest % sn->w[d] - sn->w[d] / 2;
+            rest /= sn->w[d];
+            inside = bound(sn->bnd, ix[d] + off, a->shape[d], &nb[d]) && inside;
+        }
+        if (inside) {
+            load_elem(&sn->v, ix_linear(sn->rank, a->shape, nb), sn->p[j]);
+        } else {
+            memcpy(sn->p[j], sn->cval, sizeof(fe_val) * (size_t)sn->v.n);
+        }
+    }
+}
+
+/* stencil and stencil2. */
+static weft_status acc_stencil(interp *st, const fe_term *t, weft_array **out)
+{
+    bool two = t->kind == FE_STENCIL2;
+    const fe_fun *f = t->fun[0];
+    weft_array *a = NULL, *b = NULL, *r = NULL;
+    sten s1 = {0}, s2 = {0};
+    mark m = mark_now(st);
+    weft_status s = eval_one(st, t->kid[0], &a);
+    if (!s && two) {
+        s = eval_one(st, t->kid[2], &b);
+    }
+    if (!s) {
+        s = sten_init(st, &s1, a, t, 0, t->kid[1], f, 0);
+    }
+    if (!s && two) {
+        s = sten_init(st, &s2, b, t, 1, t->kid[3], f, s1.k);
+    }
+    if (s) {
+        goto done;
+    }
+    int rank = a->rank;
+    int64_t shape[WEFT_MAX_RANK], ix[WEFT_MAX_RANK] = {0};
+    for (int d = 0; d < rank; d++) {
+        shape[d] = a->shape[d];
+        if (two && b->shape[d] < shape[d]) {
+            shape[d] = b->shape[d];
+        }
+    }
+    s = new_array(st, t->type, rank, shape, &r);
+    if (s) {
+        goto done;
+    }
+    view rv;
+    view_init(st, &rv, r);
+    fe_val *tmp = push(st, (size_t)rv.n);
+    if (!tmp) {
+        s = oom();
+        goto done;
+    }
+    for (int64_t i = 0; i < r->size; i++) {
+        sten_fill(&s1, ix);
+        if (two) {
+            sten_fill(&s2, ix);
+        }
+        s = eval_exp(st, f->body, tmp);
+        if (s) {
+            goto done;
+        }
+        store_elem(&rv, i, tmp);
+        ix_next(rank, shape, ix);
+    }
+done:
+    sten_fini(st, &s1);
+    sten_fini(st, &s2);
+    release_to(st, m);
+    weft_array_release(a);
+    weft_array_release(b);
+    if (s) {
+        weft_array_release(r);
+    } else {
+        out[0] = r;
+    }
+    return s;
+}
+
+/* ---- control flow and tuples ---------------------------------------------- */
+
+static void release_all(weft_array **a, int n)
+{
+    for (int i = 0; i < n; i++) {
+        weft_array_release(a[i]);
+        a[i] = NULL;
+    }
+}
+
+static weft_status acc_awhile(interp *st, const fe_term *t, weft_array **out)
+{
+    const fe_fun *cond = t->fun[0], *body = t->fun[1];
+    int n = t->atype->narrays;
+    weft_array **x = fe_calloc(st->ctx, sizeof *x * (size_t)(n > 0 ? n : 1));
+    weft_array **y = fe_calloc(st->ctx, sizeof *y * (size_t)(n > 0 ? n : 1));
+    weft_status s = (x && y) ? WEFT_OK : oom();
+    if (!s) {
+        s = eval_acc(st, t->kid[0], x);
+    }
+    while (!s) {
+        weft_array *c = NULL;
+        s = bind_arrays(st, cond->param[0], x);
+        if (!s) {
+            s = eval_one(st, cond->body, &c);
+        }
+        unbind_arrays(st, cond->param[0]);
+        if (s) {
+            break;
+        }
+        bool go = c->size > 0 && fe_load(WEFT_BOOL, c->data[0], 0).u != 0;
+        weft_array_release(c);
+        if (!go) {
+            break;
+        }
+        s = bind_arrays(st, body->param[0], x);
+        if (!s) {
+            s = eval_acc(st, body->body, y);
+        }
+        unbind_arrays(st, body->param[0]);
+        if (s) {
+            break;
+        }
+        release_all(x, n);
+        memcpy(x, y, sizeof *x * (size_t)n);
+        memset(y, 0, sizeof *y * (size_t)n);
+    }
+    if (x) {
+        if (s) {
+            release_all(x, n);
+        } else {
+            memcpy(out, x, sizeof *x * (size_t)n);
+        }
+        fe_free(st->ctx, x, sizeof *x * (size_t)(n > 0 ? n : 1));
+    }
+    if (y) {
+        fe_free(st->ctx, y, sizeof *y * (size_t)(n > 0 ? n : 1));
+    }
+    return s;
+}
+
+static weft_status acc_atuple(interp *st, const fe_term *t, weft_array **out)
+{
+    int off = 0;
+    for (int i = 0; i < t->nkid; i++) {
+        weft_status s = eval_acc(st, t->kid[i], out + off);
+        if (s) {
+            release_all(out, off);
+            return s;
+        }
+        off += t->kid[i]->atype->narrays;
+    }
+    return WEFT_OK;
+}
+
+static weft_status acc_aget(interp *st, const fe_term *t, weft_array **out)
+{
+    const fe_atype *tt = t->kid[0]->atype;
+    if (tt->arity < 1 || t->u.index < 0 || t->u.index >= tt->arity) {
+        return internal("a projection of a tuple of arrays out of range");
+    }
+    int n = tt->narrays;
+    weft_array **all = fe_calloc(st->ctx, sizeof *all * (size_t)n);
+    if (!all) {
+        return oom();
+    }
+    weft_status s = eval_acc(st, t->kid[0], all);
+    if (!s) {
+        int off = fe_atype_offset(tt, t->u.index);
+        int m = tt->comp[t->u.index]->narrays;
+        for (int i = 0; i < m; i++) {
+            out[i] = all[off + i];
+            all[off + i] = NULL;
+        }
+        release_all(all, n);
+    }
+    fe_free(st->ctx, all, sizeof *all * (size_t)n);
+    return s;
+}
+
+/* Evaluate array term t into out[0 .. t->atype->narrays - 1], each a new
+ * reference; on failure nothing is stored. */
+static weft_status eval_acc(interp *st, const fe_term *t, weft_array **out)
+{
+    weft_status s;
+    switch ((fe_kind)t->kind) {
+    case FE_VAR: {
+        const fe_var *v = t->u.var;
+        if (!v || !v->acc || v->id >= st->core->nvar || !st->env[v->id].a) {
+            return internal("an unbound array variable");
+        }
+        slot *sl = &st->env[v->id];
+        for (int i = 0; i < sl->na; i++) {
+            if (!sl->a[i]) {
+                return internal("an unbound array variable");
+            }
+        }
+        for (int i = 0; i < sl->na; i++) {
+            weft_array_retain(sl->a[i]);
+            out[i] = sl->a[i];
+        }
+        return WEFT_OK;
+    }
+    case FE_LET:
+        s = bind_let(st, t);
+        if (!s) {
+            s = eval_acc(st, t->kid[1], out);
+        }
+        unbind_let(st, t);
+        return s;
+    case FE_USE:
+        if (!t->u.array) {
+            return internal("use of no array");
+        }
+        weft_array_retain(t->u.array);
+        out[0] = t->u.array;
+        return WEFT_OK;
+    case FE_PARAM:
+        if (t->u.index < 0 || t->u.index >= st->core->nparam ||
+            !st->in[t->u.index]) {
+            return internal("a parameter out of range");
+        }
+        weft_array_retain(st->in[t->u.index]);
+        out[0] = st->in[t->u.index];
+        return WEFT_OK;
+    case FE_UNIT:
+        return acc_unit(st, t, out);
+    case FE_GENERATE:
+        return acc_generate(st, t, out);
+    case FE_MAP:
+        return acc_map(st, t, out);
+    case FE_ZIPWITH:
+        return acc_zipwith(st, t, out);
+    case FE_RESHAPE:
+        return acc_reshape(st, t, out);
+    case FE_REPLICATE:
+        return acc_replicate(st, t, out);
+    case FE_SLICE:
+        return acc_slice(st, t, out);
+    case FE_BACKPERMUTE:
+    case FE_TRANSFORM:
+        return acc_backpermute(st, t, out);
+    case FE_FOLD:
+    case FE_FOLD1:
+        return acc_fold(st, t, out);
+    case FE_FOLD_SEG:
+    case FE_FOLD1_SEG:
+        return acc_fold_seg(st, t, out);
+    case FE_SCANL:
+    case FE_SCANL1:
+    case FE_SCANL_:
+    case FE_SCANR:
+    case FE_SCANR1:
+    case FE_SCANR_:
+        return acc_scan(st, t, out);
+    case FE_PERMUTE:
+        return acc_permute(st, t, out);
+    case FE_STENCIL:
+    case FE_STENCIL2:
+        return acc_stencil(st, t, out);
+    case FE_ACOND: {
+        fe_val c;
+        s = eval_exp(st, t->kid[0], &c);
+        if (s) {
+            return s;
+        }
+        return eval_acc(st, t->kid[c.u ? 1 : 2], out);
+    }
+    case FE_AWHILE:
+        return acc_awhile(st, t, out);
+    case FE_ATUPLE:
+        return acc_atuple(st, t, out);
+    case FE_AGET:
+        return acc_aget(st, t, out);
+    default:
+        break;
+    }
+    return internal("an unexpected array term");
+}
+
+/* ---- entry points --------------------------------------------------------- */
+
+weft_status fe_interp(weft_context *ctx, const fe_core *core,
+                      weft_array *const *in, weft_array **out)
+{
+    if (!ctx || !core || !core->root || !out) {
+        return fe_error(WEFT_ERR_NULL_ARGUMENT, WHO ": no program to run");
+    }
+    for (int i = 0; i < core->noutput; i++) {
+        out[i] = NULL;
+    }
+    if (!core->root->acc || !core->root->atype ||
+        core->root->atype->narrays != core->noutput) {
+        return internal("the root is not a tuple of the outputs");
+    }
+    interp st;
+    memset(&st, 0, sizeof st);
+    st.ctx = ctx;
+    st.core = core;
+    st.in = in;
+    size_t nvar = core->nvar > 0 ? core->nvar : 1;
+    st.env = fe_calloc(ctx, sizeof *st.env * nvar);
+    if (!st.env) {
+        return oom();
+    }
+    weft_status s = eval_acc(&st, core->root, out);
+    for (uint32_t v = 0; v < core->nvar; v++) {
+        slot *sl = &st.env[v];
+        if (sl->v) {
+            fe_free(ctx, sl->v, sizeof(fe_val) * (size_t)(sl->nv > 0 ? sl->nv : 1));
+        }
+        if (sl->a) {
+            release_all(sl->a, sl->na);
+            fe_free(ctx, sl->a,
+                    sizeof(weft_array *) * (size_t)(sl->na > 0 ? sl->na : 1));
+        }
+    }
+    fe_free(ctx, st.env, sizeof *st.env * nvar);
+    release_to(&st, (mark){NULL, 0});
+    if (st.spare) {
+        free_chunk(&st, st.spare);
+    }
+    if (s) {
+        for (int i = 0; i < core->noutput; i++) {
+            out[i] = NULL;
+        }
+    }
+    return s;
+}
+
+static weft_status interp_compile(weft_executable *exe)
+{
+    (void)exe;
+    return WEFT_OK;
+}
+
+static weft_status interp_run(weft_executable *exe, weft_array *const *in,
+                              weft_array **out)
+{
+    return fe_interp(exe->ctx, &exe->core, in, out);
+}
+
+static void interp_exe_free(weft_executable *exe)
+{
+    (void)exe;
+}
+
+const fe_backend fe_backend_interp = {
+    .name = "interp",
+    .context_init = NULL,
+    .context_fini = NULL,
+    .compile = interp_compile,
+    .run = interp_run,
+    .exe_free = interp_exe_free,
+};
