@@ -126,12 +126,12 @@ weft_status weft_array_from_host(weft_context *ctx, weft_type type, int rank,
                                  const int64_t *shape, const void *const *data,
                                  weft_array **out)
 {
-    if (!data) {
+    if (!data || !out) {
         if (out) {
             *out = NULL;
         }
         return fe_error(WEFT_ERR_NULL_ARGUMENT,
-                        "weft_array_from_host: data is NULL");
+                        "weft_array_from_host: %s is NULL", data ? "out" : "data");
     }
     weft_array *a;
     weft_status st = fe_array_new(ctx, "weft_array_from_host", type, rank,
