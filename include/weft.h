@@ -56,7 +56,7 @@ typedef enum weft_status {
                                      or an array term that depends on one */
     WEFT_ERR_RESHAPE_SIZE,        /* reshape to a different number of elements */
     WEFT_ERR_SLICE_INDEX,         /* a slice index outside its dimension */
-    WEFT_ERR_EMPTY_ARRAY,         /* fold1 / scanl1 / ... of an empty array */
+    WEFT_ERR_EMPTY_ARRAY,         /* fold1 (all, seg) of an empty row or segment */
     WEFT_ERR_STENCIL_WINDOW,      /* a stencil window that is not 3, 5, 7 or 9 */
     WEFT_ERR_SEGMENTS,            /* segment lengths negative or past the extent */
     WEFT_ERR_BAD_SHAPE,           /* a negative extent, or a size that overflows */

@@ -1,0 +1,269 @@
+/*
+ * runtime-cpu/cpu.h: weft's CPU runtime, one internal header sectioned by
+ * file.
+ *
+ * Names here carry the prefix cpu_.  The CPU backend runs JIT-compiled
+ * kernels with the ABI
+ *
+ *     void kernel(int64_t start, int64_t end, const void *args);
+ *
+ * over index ranges on a gang of threads (gang.c).
+ */
+#ifndef WEFT_CPU_H
+#define WEFT_CPU_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* By path, so that a file including this one needs no -Ilib. */
+#include "../lib/fe.h"
+
+/* ===== gang.c: the work-stealing gang that runs kernels on all cores ===== */
+
+/* A kernel: runs the elements [start, end) of a job; args is the job's
+ * argument block, shared by every call. */
+typedef void (*cpu_kernel_fn)(int64_t start, int64_t end, const void *args);
+
+typedef struct cpu_gang cpu_gang;
+
+/* One phase of a job (see cpu_gang_run_phases). */
+typedef struct cpu_phase {
+    cpu_kernel_fn kernel; /* run over [0, n) */
+    const void *args;     /* passed to every call of kernel */
+    int64_t n;            /* elements; 0 skips the phase */
+    int64_t grain;        /* elements per chunk; <= 0: chosen by the gang */
+} cpu_phase;
+
+/* Most phases in one job; cpu_gang_run_phases runs longer lists as several
+ * jobs one after the other. */
+#define CPU_GANG_MAX_PHASES 4
+/* Most workers in one gang. */
+#define CPU_GANG_MAX_THREADS 4096
+
+/* Make a gang of nthreads workers (0: one per online core), the thread
+ * that calls cpu_gang_run counting as one, so nthreads - 1 threads are
+ * started; they sleep until a job comes.  Memory comes from ctx's
+ * allocator (ctx may be NULL: the default allocator).  *out is the gang,
+ * freed by cpu_gang_free, or NULL on failure.  Errors (with a message):
+ * WEFT_ERR_NULL_ARGUMENT, WEFT_ERR_INVALID_ARGUMENT (nthreads < 0 or
+ * above CPU_GANG_MAX_THREADS), WEFT_ERR_OUT_OF_MEMORY (also when the
+ * system has no thread left to give), WEFT_ERR_BACKEND_UNAVAILABLE (a
+ * thread could not be started for another reason). */
+weft_status cpu_gang_create(weft_context *ctx, int nthreads, cpu_gang **out);
+
+/* Stop and join the workers and free g.  No job may be running on g.
+ * NULL does nothing. */
+void cpu_gang_free(cpu_gang *g);
+
+/* Workers in g, the caller included (>= 1). */
+int cpu_gang_size(const cpu_gang *g);
+
+/* The index of the worker running the calling kernel, in [0, size) of the
+ * gang running it: 0 is the thread that called cpu_gang_run; within one
+ * job no two threads share an index, so a kernel may keep per-worker
+ * partial results indexed by it.  0 outside any job. */
+int cpu_gang_worker_id(void);
+
+/* Run kernel k over [0, n) on g and return when every element has run.
+ * [0, n) is cut into chunks of `grain` elements (grain <= 0: the gang
+ * picks one, at least 1024); each call of k gets one or more whole chunks
+ * (the last may be short), every element exactly once.  A job of at most
+ * one chunk, a gang of one, or a call from inside a kernel running on g
+ * runs k(0, n, args) on the calling thread with no wake-up.
+ *
+ * Blocks.  Several threads may call it on one gang at once: their jobs run
+ * one after the other (a mutex), each on the whole gang.  Returns WEFT_OK,
+ * or the first failure a kernel reported with cpu_gang_fail (its message
+ * then becomes the calling thread's last error). */
+weft_status cpu_gang_run(cpu_gang *g, cpu_kernel_fn k, const void *args,
+                         int64_t n, int64_t grain);
+
+/* Run phases[0..nphases-1] in order as one job: every element of phase i
+ * has run, and its writes are visible, before any element of phase i + 1
+ * starts.  Workers go from one phase to the next without sleeping in
+ * between (an atomic countdown of the elements left in each phase).
+ * Blocks; returns as cpu_gang_run, and a failure skips the phases after
+ * it.  Nothing runs unless every phase is valid: g NULL, phases NULL with
+ * nphases > 0, or a NULL kernel with n > 0 is WEFT_ERR_NULL_ARGUMENT;
+ * nphases < 0 or n < 0 is WEFT_ERR_INVALID_ARGUMENT. */
+weft_status cpu_gang_run_phases(cpu_gang *g, int nphases,
+                                const cpu_phase *phases);
+
+/* Called from inside a kernel: report that the job failed with status s
+ * and a printf-style message.  The first failure of a job wins; the
+ * elements not yet started are skipped (later calls of kernels in the
+ * job may still happen for chunks already claimed) and cpu_gang_run
+ * returns s.  Outside a job it only sets the thread's last error.
+ * Returns s. */
+weft_status cpu_gang_fail(weft_status s, const char *fmt, ...) FE_PRINTF(2, 3);
+
+/* Whether the job the calling kernel belongs to has failed (a kernel may
+ * stop early).  false outside a job. */
+bool cpu_gang_failed(void);
+
+/* ===== jit.c / cache.c: ORC LLJIT, optimisation, kernel caches ===== */
+
+#ifdef WEFT_HAVE_LLVM
+#include <llvm-c/Core.h>
+#include <llvm-c/blake3.h>
+
+/* Bumped whenever the kernel ABI, the argument block layout or anything
+ * else that makes an old cached object wrong changes; it is mixed into
+ * every kernel key, so old disk entries are simply never found again. */
+#define WEFT_ABI_VERSION 1
+
+/* What cpu_jit writes to files in cpu_jit_options.dump_dir (a bit set). */
+enum {
+    CPU_DUMP_IR = 1,     /* <name>.ll: the module as built, before -O3 */
+    CPU_DUMP_OPT_IR = 2, /* <name>.opt.ll: after -O3 */
+    CPU_DUMP_ASM = 4,    /* <name>.s: the machine code as assembly */
+    CPU_DUMP_VEC = 8     /* <name>.vec.txt: one line per function, whether
+                            and how wide it was vectorised */
+};
+
+/* Options of cpu_jit_create; zero-initialise and set what you need. */
+typedef struct cpu_jit_options {
+    const char *cpu;       /* NULL: the host CPU, code is run; else a CPU
+                              name ("skylake-avx512", "x86-64-v3"): code is
+                              compiled (and dumped) but never run */
+    const char *features;  /* with cpu: e.g. "+avx2,-avx512f"; NULL = the
+                              CPU's own features */
+    const char *cache_dir; /* NULL: from the context's config, then
+                              $WEFT_CACHE_DIR, $XDG_CACHE_HOME/weft,
+                              $HOME/.cache/weft */
+    bool no_disk_cache;    /* keep kernels in memory only */
+    uint64_t cache_max_bytes; /* disk cache bound; 0 = 256 MiB */
+    int prefer_vector_width; /* 0: the CPU's own preference; else 128,
+                              256 or 512, set on every kernel function
+                              (skylake-avx512 prefers 256 by default) */
+    unsigned dump;         /* CPU_DUMP_* */
+    const char *dump_dir;  /* where dumps go; required when dump != 0 */
+} cpu_jit_options;
+
+typedef struct cpu_jit cpu_jit;
+
+/* Counters of one cpu_jit, as cpu_jit_stats reads them. */
+typedef struct cpu_jit_stats {
+    uint64_t compiled;      /* kernels built, optimised and emitted */
+    uint64_t disk_loads;    /* kernels loaded from the disk cache */
+    uint64_t memory_hits;   /* requests answered from memory (or by waiting
+                               for another thread's compilation) */
+    uint64_t disk_rejects;  /* disk entries found corrupt and recompiled */
+    double compile_ms;      /* time spent optimising and emitting */
+    uint64_t disk_bytes_written;
+    bool disk_enabled;      /* the disk cache is in use */
+    char disk_note[256];    /* its directory, or why it is off */
+} cpu_jit_stats;
+
+/* Parse a $WEFT_DUMP-style list ("ir,opt-ir,asm,vec", commas or spaces;
+ * unknown words are ignored, "plan" and "ptx" belong to others) into
+ * CPU_DUMP_* bits. */
+unsigned cpu_dump_flags(const char *list);
+
+/* Make the JIT of context ctx (ctx may be NULL in tests: default allocator,
+ * no config).  Initialises LLVM once per process (cg_init).  Errors:
+ * WEFT_ERR_NULL_ARGUMENT, WEFT_ERR_INVALID_ARGUMENT (an unknown CPU name,
+ * dump without dump_dir), WEFT_ERR_BACKEND_UNAVAILABLE (LLVM could not make
+ * a JIT or a target machine here), WEFT_ERR_OUT_OF_MEMORY.  A disk cache
+ * that cannot be used is not an error: it is switched off, and the reason
+ * shows in cpu_jit_stats.  Free with cpu_jit_free (NULL does nothing); the
+ * kernels' code dies with it. */
+weft_status cpu_jit_create(weft_context *ctx, const cpu_jit_options *opt,
+                           cpu_jit **out);
+void cpu_jit_free(cpu_jit *j);
+
+/* Whether j's code can be called (false for an explicit target CPU). */
+bool cpu_jit_runnable(const cpu_jit *j);
+
+/* Kernel keys.  The caller hashes a canonical description of the kernel
+ * (skeleton, element types, ranks, fused functions); cpu_key_begin has
+ * already mixed in the target triple, CPU name and features of j, the LLVM
+ * version and WEFT_ABI_VERSION, so a key names one object file. */
+typedef struct cpu_key {
+    llvm_blake3_hasher h;
+} cpu_key;
+void cpu_key_begin(const cpu_jit *j, cpu_key *k);
+void cpu_key_add(cpu_key *k, const void *p, size_t n);
+void cpu_key_add_str(cpu_key *k, const char *s); /* length-prefixed */
+void cpu_key_add_i64(cpu_key *k, int64_t v);
+void cpu_key_finish(cpu_key *k, uint8_t key[32]);
+
+/* The name a kernel's i-th entry point must have: "wk_<64 hex of key>_<i>"
+ * (buf of at least CPU_SYMBOL_MAX bytes).  Entry points are looked up by
+ * name in one JIT dylib for the whole context, so names must differ
+ * between kernels; deriving them from the key guarantees that, and makes
+ * an object loaded from disk define exactly the names asked for. */
+#define CPU_SYMBOL_MAX 96
+void cpu_jit_symbol(const uint8_t key[32], int i, char *buf);
+
+/* Builds the kernel's module in llctx (owned by cpu_jit, disposed after
+ * the module) and stores it in *out.  It must define a function for every
+ * symbol asked for; every other function or global it defines is made
+ * internal.  Called only when neither memory nor disk has the kernel, on
+ * the requesting thread, with no lock held.  On failure it returns a
+ * status with its message set (fe_error) and leaves *out NULL (or a module
+ * to be disposed). */
+typedef weft_status (*cpu_build_fn)(void *user, LLVMContextRef llctx,
+                                    LLVMModuleRef *out);
+
+/* The entry points of kernel `key`: addrs[i] is the address of
+ * symbols[i] (NULL for every i when j is not runnable).  The kernel is
+ * taken from memory, else loaded from the disk cache, else built with
+ * build(user, ...), optimised (default<O3>, loop and SLP vectorisers),
+ * emitted as an object file, written to the disk cache and linked.  Each
+ * key is compiled once per cpu_jit; concurrent requests for one key wait
+ * for the first.  Thread-safe; blocks while compiling.  Errors: those of
+ * build, WEFT_ERR_INVALID_ARGUMENT (nsym < 1, or a request for a key
+ * with a different symbol count), WEFT_ERR_INTERNAL (LLVM rejected the
+ * module or could not link it: the message has LLVM's words),
+ * WEFT_ERR_OUT_OF_MEMORY.  A failed kernel is tried again by the next
+ * request (threads already waiting get the failure). */
+weft_status cpu_jit_get(cpu_jit *j, const uint8_t key[32], cpu_build_fn build,
+                        void *user, const char *const *symbols, int nsym,
+                        void **addrs);
+
+/* cpu_jit_get for a module already built (in any LLVM context; ownership
+ * of m is taken, its context stays the caller's).  When the key is cached,
+ * m is disposed unused. */
+weft_status cpu_jit_compile(cpu_jit *j, LLVMModuleRef m, const uint8_t key[32],
+                            const char *const *symbols, int nsym,
+                            void **addrs);
+
+/* Copy j's counters into *out. */
+void cpu_jit_stats_get(cpu_jit *j, cpu_jit_stats *out);
+
+/* --- cache.c: the disk cache (used by jit.c) --- */
+
+typedef struct cpu_disk {
+    weft_context *ctx;
+    pthread_mutex_t lock;   /* guards enabled and note */
+    bool enabled;
+    char *dir;              /* fe_alloc'd, no trailing slash */
+    size_t dir_len;
+    uint64_t max_bytes;
+    char note[256];         /* the directory, or why the cache is off */
+} cpu_disk;
+
+/* Choose and create (mkdir -p) the cache directory: dir if not NULL, else
+ * ctx's cache_dir, else the environment (unless WEFT_FLAG_NO_ENV).  Never
+ * fails: a problem leaves the cache disabled with the reason in d->note. */
+void cpu_disk_open(cpu_disk *d, weft_context *ctx, const char *dir,
+                   uint64_t max_bytes, bool disabled);
+void cpu_disk_close(cpu_disk *d);
+bool cpu_disk_enabled(cpu_disk *d);
+/* The entry's file name: <dir>/<64 hex>.o (fe_alloc'd, *n its size for
+ * fe_free), or NULL. */
+char *cpu_disk_path(cpu_disk *d, const uint8_t key[32], size_t *n);
+/* Load the object of key into *out (a new LLVM buffer, the caller
+ * disposes it).  Returns 1 when found and sound, 0 when absent, -1 when
+ * an entry was there but corrupt or truncated (it is deleted). */
+int cpu_disk_load(cpu_disk *d, const uint8_t key[32], LLVMMemoryBufferRef *out);
+/* Write the object p[0..n) for key (temporary file and rename), then trim
+ * the directory to max_bytes, oldest first.  Returns the bytes written
+ * (0 when the cache is off or the write failed, which switches the cache
+ * off with the reason noted). */
+uint64_t cpu_disk_store(cpu_disk *d, const uint8_t key[32], const void *p,
+                        size_t n);
+#endif /* WEFT_HAVE_LLVM */
+
+#endif /* WEFT_CPU_H */

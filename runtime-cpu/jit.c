@@ -1,0 +1,1009 @@
+/*
+ * runtime-cpu/jit.c: from an LLVM module to callable machine code, once.
+ *
+ * Each CPU context owns one cpu_jit: an ORC LLJIT (its main JIT dylib holds
+ * every kernel of the context) and a table of kernels by key.  A request
+ * (cpu_jit_get) for a key goes
+ *
+ *     memory table -> disk cache (cache.c) -> build the module, optimise
+ *     (LLVMRunPasses "default<O3>" with the loop and SLP vectorisers), emit
+ *     an ELF object in memory, write it to the disk cache
+ *
+ * and in both of the last two cases the object is handed to the LLJIT with
+ * LLVMOrcLLJITAddObjectFile, so a fresh kernel and a cached one take the
+ * same path, and the entry points are looked up by name.  ORC never sees
+ * IR: we emit the object ourselves, with our own target machine.
+ *
+ * Concurrency.  The table is guarded by one mutex.  The first request for
+ * a key inserts an entry in state COMPILING and compiles with no lock held;
+ * later requests for that key sleep on a condition variable until the entry
+ * is READY (they copy the addresses) or FAILED (they return its message).
+ * A request that finds a FAILED entry tries again.  Different keys compile
+ * in parallel: each compilation has its own LLVM context and its own target
+ * machine (an LLVM target machine is not safe to share between threads that
+ * emit code).  Adding objects and looking symbols up go through a second
+ * mutex (ORC is thread-safe, but that keeps link failures attributable).
+ *
+ * Targets.  By default the host: triple, CPU name and features as LLVM
+ * detects them; code runs.  With an explicit CPU name the code is compiled
+ * for that CPU (and dumped) but never added to the JIT: that is how tests
+ * check the vector code for x86-64-v3 or skylake-avx512 on any x86 host.
+ *
+ * Seeing the code.  With dump flags, each compiled kernel leaves files in
+ * the dump directory, named after its first symbol: the IR before and
+ * after optimisation, the assembly, and a vectorisation report.  LLVM 19's
+ * C API offers no hook for optimisation remarks, so the report reads the
+ * optimised IR instead: a function whose loops carry the
+ * llvm.loop.isvectorized mark was loop-vectorised; its widest vector type
+ * gives the width; vector types without the mark mean SLP vectorisation.
+ * While dumping, the disk cache is not read (so that there is something to
+ * dump), but it is still written.
+ *
+ * Every LLVM call that can fail is checked; its message becomes the
+ * request's message (WEFT_ERR_INTERNAL: a kernel LLVM rejects is a bug in
+ * weft's code generators).  LLVM's diagnostics are caught by a handler on
+ * every context we compile in, so nothing is printed.
+ */
+#ifdef WEFT_HAVE_LLVM
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Error.h>
+#include <llvm-c/LLJIT.h>
+#include <llvm-c/Orc.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+
+#include "cg.h"
+#include "cpu.h"
+
+enum entry_state { COMPILING, READY, FAILED };
+
+/* One kernel of the table.  Entries are never moved or freed before the
+ * JIT, so waiters may hold a pointer across a wait. */
+typedef struct entry {
+    uint8_t key[32];
+    enum entry_state state;
+    int nsym;
+    void **addrs;            /* nsym addresses when READY */
+    weft_status status;      /* when FAILED */
+    char *msg;               /* when FAILED: fe_alloc'd FE_MSG_MAX bytes */
+} entry;
+
+struct cpu_jit {
+    weft_context *ctx;
+    LLVMOrcLLJITRef jit;     /* NULL when compiling for another CPU */
+    LLVMTargetRef target;
+    char *triple;            /* LLVM-allocated strings (LLVMDisposeMessage) */
+    char *cpu;
+    char *features;
+    int prefer_vector_width;
+    unsigned dump;
+    char *dump_dir;          /* fe_alloc'd, or NULL */
+    cpu_disk disk;
+    pthread_mutex_t lock;    /* guards the table and the counters */
+    pthread_cond_t changed;  /* an entry left COMPILING */
+    entry **slots;           /* open addressing by the key's first bytes */
+    size_t cap, count;
+    cpu_jit_stats st;
+    pthread_mutex_t link;    /* serialises AddObjectFile and lookups */
+    pthread_mutex_t session_lock; /* guards session_msg */
+    char session_msg[256];   /* ORC's last reported error */
+};
+
+/* ---- errors from LLVM ---- */
+
+/* Take an LLVMErrorRef's message into the thread's last error. */
+static weft_status llvm_error(LLVMErrorRef err, const char *what)
+{
+    char *m = LLVMGetErrorMessage(err);
+    weft_status s = fe_error(WEFT_ERR_INTERNAL, "cpu_jit: %s: %s", what,
+                             m ? m : "unknown LLVM error");
+    LLVMDisposeErrorMessage(m);
+    return s;
+}
+
+static weft_status llvm_message(char *m, const char *what)
+{
+    weft_status s = fe_error(WEFT_ERR_INTERNAL, "cpu_jit: %s: %s", what,
+                             m && *m ? m : "unknown LLVM error");
+    if (m) {
+        LLVMDisposeMessage(m);
+    }
+    return s;
+}
+
+/* Diagnostics of a compilation: the first error is kept, the rest (warnings,
+ * remarks) dropped, so that LLVM prints nothing. */
+typedef struct diag {
+    char msg[256];
+} diag;
+
+static void on_diagnostic(LLVMDiagnosticInfoRef info, void *user)
+{
+    diag *d = user;
+    if (LLVMGetDiagInfoSeverity(info) == LLVMDSError && !d->msg[0]) {
+        char *m = LLVMGetDiagInfoDescription(info);
+        snprintf(d->msg, sizeof d->msg, "%s", m ? m : "");
+        LLVMDisposeMessage(m);
+    }
+}
+
+/* ORC reports the cause of a failed materialisation (an unresolved symbol)
+ * here, and by default prints it; the lookup that needed the code only
+ * gets "failed to materialize".  Keep the cause for link_object. */
+static void on_session_error(void *user, LLVMErrorRef err)
+{
+    cpu_jit *j = user;
+    char *m = LLVMGetErrorMessage(err);
+    pthread_mutex_lock(&j->session_lock);
+    snprintf(j->session_msg, sizeof j->session_msg, "%s", m ? m : "");
+    pthread_mutex_unlock(&j->session_lock);
+    LLVMDisposeErrorMessage(m);
+}
+
+/* ---- options ---- */
+
+/* x86 CPU names LLVM 19 knows: an unknown one would only draw a warning on
+ * stderr from LLVM, so it is refused here instead. */
+static const char *const x86_cpus[] = {
+    "alderlake", "amdfam10", "arrowlake", "arrowlake-s", "athlon",
+    "athlon-4", "athlon-fx", "athlon-mp", "athlon-tbird", "athlon-xp",
+    "athlon64", "athlon64-sse3", "atom", "barcelona", "bdver1", "bdver2",
+    "bdver3", "bdver4", "bonnell", "broadwell", "btver1", "btver2",
+    "cannonlake", "cascadelake", "clearwaterforest", "cooperlake",
+    "core-avx-i", "core-avx2", "core2", "corei7", "corei7-avx",
+    "emeraldrapids", "generic", "goldmont", "goldmont-plus", "gracemont",
+    "grandridge", "graniterapids", "graniterapids-d", "haswell",
+    "icelake-client", "icelake-server", "ivybridge", "k8", "k8-sse3", "knl",
+    "knm", "lunarlake", "meteorlake", "nehalem", "nocona", "opteron",
+    "opteron-sse3", "pantherlake", "penryn", "prescott", "raptorlake",
+    "rocketlake", "sandybridge", "sapphirerapids", "sierraforest",
+    "silvermont", "skx", "skylake", "skylake-avx512", "slm", "tigerlake",
+    "tremont", "westmere", "x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4",
+    "znver1", "znver2", "znver3", "znver4", "znver5",
+};
+
+static bool known_cpu(const char *triple, const char *cpu)
+{
+    if (strncmp(triple, "x86_64", 6) != 0) {
+        return true; /* no list for other hosts: LLVM decides */
+    }
+    for (size_t i = 0; i < sizeof x86_cpus / sizeof x86_cpus[0]; i++) {
+        if (strcmp(cpu, x86_cpus[i]) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+unsigned cpu_dump_flags(const char *list)
+{
+    static const struct {
+        const char *name;
+        unsigned bit;
+    } words[] = {
+        {"ir", CPU_DUMP_IR}, {"opt-ir", CPU_DUMP_OPT_IR},
+        {"asm", CPU_DUMP_ASM}, {"vec", CPU_DUMP_VEC},
+    };
+    unsigned flags = 0;
+    const char *p = list;
+    while (p && *p) {
+        size_t n = strcspn(p, ", \t");
+        for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
+            if (strlen(words[i].name) == n && strncmp(p, words[i].name, n) == 0) {
+                flags |= words[i].bit;
+            }
+        }
+        p += n;
+        p += strspn(p, ", \t");
+    }
+    return flags;
+}
+
+/* ---- create and free ---- */
+
+static char *dup_llvm(const char *s)
+{
+    /* LLVMCreateMessage copies into memory that LLVMDisposeMessage frees. */
+    return LLVMCreateMessage(s ? s : "");
+}
+
+weft_status cpu_jit_create(weft_context *ctx, const cpu_jit_options *opt,
+                           cpu_jit **out)
+{
+    if (!out) {
+        return fe_error(WEFT_ERR_NULL_ARGUMENT, "cpu_jit_create: out is NULL");
+    }
+    *out = NULL;
+    cpu_jit_options none = {0};
+    if (!opt) {
+        opt = &none;
+    }
+    if (opt->dump && !opt->dump_dir) {
+        return fe_error(WEFT_ERR_INVALID_ARGUMENT,
+                        "cpu_jit_create: dump flags given without a dump "
+                        "directory");
+    }
+    if (opt->prefer_vector_width != 0 && opt->prefer_vector_width != 128
+        && opt->prefer_vector_width != 256 && opt->prefer_vector_width != 512) {
+        return fe_error(WEFT_ERR_INVALID_ARGUMENT,
+                        "cpu_jit_create: prefer_vector_width %d is not 0, "
+                        "128, 256 or 512", opt->prefer_vector_width);
+    }
+    weft_status s = cg_init(); /* LLVM's targets, once per process */
+    if (s != WEFT_OK) {
+        return s;
+    }
+    cpu_jit *j = fe_calloc(ctx, sizeof *j);
+    if (!j) {
+        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "cpu_jit_create: out of memory");
+    }
+    j->ctx = ctx;
+    pthread_mutex_init(&j->lock, NULL);
+    pthread_mutex_init(&j->link, NULL);
+    pthread_mutex_init(&j->session_lock, NULL);
+    pthread_cond_init(&j->changed, NULL);
+    j->prefer_vector_width = opt->prefer_vector_width;
+    j->dump = opt->dump;
+    bool runnable = opt->cpu == NULL;
+    /* The disk structure is set up first so that cpu_jit_free can always
+     * close it. */
+    cpu_disk_open(&j->disk, ctx, opt->cache_dir, opt->cache_max_bytes,
+                  opt->no_disk_cache || !runnable);
+
+    char *t = LLVMGetDefaultTargetTriple();
+    j->triple = LLVMNormalizeTargetTriple(t);
+    LLVMDisposeMessage(t);
+    if (runnable) {
+        j->cpu = LLVMGetHostCPUName();
+        j->features = LLVMGetHostCPUFeatures();
+    } else {
+        j->cpu = dup_llvm(opt->cpu);
+        j->features = dup_llvm(opt->features);
+    }
+    if (!j->triple || !j->cpu || !j->features) {
+        s = fe_error(WEFT_ERR_OUT_OF_MEMORY, "cpu_jit_create: out of memory");
+        goto fail;
+    }
+    if (!runnable && !known_cpu(j->triple, j->cpu)) {
+        s = fe_error(WEFT_ERR_INVALID_ARGUMENT,
+                     "cpu_jit_create: LLVM 19 knows no CPU named '%s' for %s",
+                     j->cpu, j->triple);
+        goto fail;
+    }
+    char *err = NULL;
+    if (LLVMGetTargetFromTriple(j->triple, &j->target, &err)) {
+        s = fe_error(WEFT_ERR_BACKEND_UNAVAILABLE,
+                     "cpu_jit_create: no LLVM target for %s: %s", j->triple,
+                     err ? err : "");
+        LLVMDisposeMessage(err);
+        goto fail;
+    }
+    if (opt->dump_dir) {
+        size_t n = strlen(opt->dump_dir) + 1;
+        j->dump_dir = fe_alloc(ctx, n);
+        if (!j->dump_dir) {
+            s = fe_error(WEFT_ERR_OUT_OF_MEMORY, "cpu_jit_create: out of memory");
+            goto fail;
+        }
+        memcpy(j->dump_dir, opt->dump_dir, n);
+    }
+    if (runnable) {
+        LLVMErrorRef e = LLVMOrcCreateLLJIT(&j->jit, NULL);
+        if (e) {
+            j->jit = NULL;
+            char *m = LLVMGetErrorMessage(e);
+            s = fe_error(WEFT_ERR_BACKEND_UNAVAILABLE,
+                         "cpu_jit_create: cannot make an ORC LLJIT: %s", m);
+            LLVMDisposeErrorMessage(m);
+            goto fail;
+        }
+        LLVMOrcExecutionSessionSetErrorReporter(
+            LLVMOrcLLJITGetExecutionSession(j->jit), on_session_error, j);
+    }
+    *out = j;
+    return WEFT_OK;
+fail:
+    cpu_jit_free(j);
+    return s;
+}
+
+void cpu_jit_free(cpu_jit *j)
+{
+    if (!j) {
+        return;
+    }
+    if (j->jit) {
+        LLVMErrorRef e = LLVMOrcDisposeLLJIT(j->jit);
+        if (e) {
+            LLVMConsumeError(e); /* nothing to report it to */
+        }
+    }
+    for (size_t i = 0; i < j->cap; i++) {
+        entry *e = j->slots ? j->slots[i] : NULL;
+        if (e) {
+            fe_free(j->ctx, e->addrs, (size_t)e->nsym * sizeof(void *));
+            fe_free(j->ctx, e->msg, FE_MSG_MAX);
+            fe_free(j->ctx, e, sizeof *e);
+        }
+    }
+    fe_free(j->ctx, j->slots, j->cap * sizeof(entry *));
+    if (j->dump_dir) {
+        fe_free(j->ctx, j->dump_dir, strlen(j->dump_dir) + 1);
+    }
+    LLVMDisposeMessage(j->triple);
+    LLVMDisposeMessage(j->cpu);
+    LLVMDisposeMessage(j->features);
+    cpu_disk_close(&j->disk);
+    pthread_cond_destroy(&j->changed);
+    pthread_mutex_destroy(&j->link);
+    pthread_mutex_destroy(&j->session_lock);
+    pthread_mutex_destroy(&j->lock);
+    fe_free(j->ctx, j, sizeof *j);
+}
+
+bool cpu_jit_runnable(const cpu_jit *j)
+{
+    return j && j->jit;
+}
+
+/* ---- keys and names ---- */
+
+void cpu_key_begin(const cpu_jit *j, cpu_key *k)
+{
+    unsigned major, minor, patch;
+    LLVMGetVersion(&major, &minor, &patch);
+    llvm_blake3_hasher_init(&k->h);
+    cpu_key_add_str(k, "weft cpu kernel");
+    cpu_key_add_i64(k, WEFT_ABI_VERSION);
+    cpu_key_add_i64(k, major);
+    cpu_key_add_i64(k, minor);
+    cpu_key_add_i64(k, patch);
+    cpu_key_add_str(k, j->triple);
+    cpu_key_add_str(k, j->cpu);
+    cpu_key_add_str(k, j->features);
+    cpu_key_add_i64(k, j->prefer_vector_width);
+}
+
+void cpu_key_add(cpu_key *k, const void *p, size_t n)
+{
+    llvm_blake3_hasher_update(&k->h, p, n);
+}
+
+void cpu_key_add_str(cpu_key *k, const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+    cpu_key_add_i64(k, (int64_t)n);
+    cpu_key_add(k, s ? s : "", n);
+}
+
+void cpu_key_add_i64(cpu_key *k, int64_t v)
+{
+    uint8_t b[8];
+    for (int i = 0; i < 8; i++) {
+        b[i] = (uint8_t)((uint64_t)v >> (8 * i)); /* fixed byte order */
+    }
+    cpu_key_add(k, b, 8);
+}
+
+void cpu_key_finish(cpu_key *k, uint8_t key[32])
+{
+    llvm_blake3_hasher_finalize(&k->h, key, 32);
+}
+
+void cpu_jit_symbol(const uint8_t key[32], int i, char *buf)
+{
+    char *p = buf + snprintf(buf, CPU_SYMBOL_MAX, "wk_");
+    for (int b = 0; b < 32; b++) {
+        p += snprintf(p, 3, "%02x", key[b]);
+    }
+    snprintf(p, CPU_SYMBOL_MAX - (size_t)(p - buf), "_%d", i);
+}
+
+/* ---- the table ---- */
+
+static size_t slot_of(const uint8_t key[32], size_t cap)
+{
+    uint64_t h;
+    memcpy(&h, key, sizeof h); /* the key is a hash already */
+    return (size_t)h & (cap - 1);
+}
+
+/* The entry of key, or NULL.  Lock held. */
+static entry *find(cpu_jit *j, const uint8_t key[32])
+{
+    if (!j->cap) {
+        return NULL;
+    }
+    for (size_t i = slot_of(key, j->cap);; i = (i + 1) & (j->cap - 1)) {
+        entry *e = j->slots[i];
+        if (!e) {
+            return NULL;
+        }
+        if (memcmp(e->key, key, 32) == 0) {
+            return e;
+        }
+    }
+}
+
+/* Insert e (its key absent).  Lock held.  false when out of memory. */
+static bool insert(cpu_jit *j, entry *e)
+{
+    if (2 * (j->count + 1) > j->cap) {
+        size_t nc = j->cap ? 2 * j->cap : 64;
+        entry **ns = fe_calloc(j->ctx, nc * sizeof *ns);
+        if (!ns) {
+            return false;
+        }
+        for (size_t i = 0; i < j->cap; i++) {
+            entry *x = j->slots[i];
+            if (x) {
+                size_t k = slot_of(x->key, nc);
+                while (ns[k]) {
+                    k = (k + 1) & (nc - 1);
+                }
+                ns[k] = x;
+            }
+        }
+        fe_free(j->ctx, j->slots, j->cap * sizeof *j->slots);
+        j->slots = ns;
+        j->cap = nc;
+    }
+    size_t k = slot_of(e->key, j->cap);
+    while (j->slots[k]) {
+        k = (k + 1) & (j->cap - 1);
+    }
+    j->slots[k] = e;
+    j->count++;
+    return true;
+}
+
+/* ---- dumps ---- */
+
+/* fopen dump_dir/name+suffix for writing, or NULL (a dump that cannot be
+ * written is skipped: it never fails a compilation). */
+static FILE *dump_open(cpu_jit *j, const char *name, const char *suffix)
+{
+    char path[4096];
+    int n = snprintf(path, sizeof path, "%s/%s%s", j->dump_dir, name, suffix);
+    if (n < 0 || (size_t)n >= sizeof path) {
+        return NULL;
+    }
+    return fopen(path, "w");
+}
+
+static void dump_module(cpu_jit *j, LLVMModuleRef m, const char *name,
+                        const char *suffix)
+{
+    FILE *f = dump_open(j, name, suffix);
+    if (!f) {
+        return;
+    }
+    char *text = LLVMPrintModuleToString(m);
+    if (text) {
+        fputs(text, f);
+        LLVMDisposeMessage(text);
+    }
+    fclose(f);
+}
+
+/* Whether loop metadata node md (a metadata-as-value) says the loop was
+ * vectorised. */
+static bool loop_is_vectorised(LLVMValueRef md)
+{
+    unsigned n = LLVMGetMDNodeNumOperands(md);
+    if (n == 0 || n > 64) {
+        return false;
+    }
+    LLVMValueRef ops[64];
+    LLVMGetMDNodeOperands(md, ops);
+    for (unsigned i = 0; i < n; i++) {
+        if (!ops[i] || !LLVMIsAMDNode(ops[i])) {
+            continue;
+        }
+        unsigned k = LLVMGetMDNodeNumOperands(ops[i]);
+        if (k == 0 || k > 8) {
+            continue;
+        }
+        LLVMValueRef sub[8];
+        LLVMGetMDNodeOperands(ops[i], sub);
+        unsigned len = 0;
+        const char *s = sub[0] ? LLVMGetMDString(sub[0], &len) : NULL;
+        if (s && len == 22 && memcmp(s, "llvm.loop.isvectorized", 22) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Append one line per defined function to name.vec.txt: whether its loops
+ * were vectorised and its widest vector type. */
+static void dump_vec_report(cpu_jit *j, LLVMModuleRef m, const char *name)
+{
+    FILE *f = dump_open(j, name, ".vec.txt");
+    if (!f) {
+        return;
+    }
+    LLVMContextRef c = LLVMGetModuleContext(m);
+    unsigned loop_kind = LLVMGetMDKindIDInContext(c, "llvm.loop", 9);
+    fprintf(f, "# %s, cpu %s\n", j->triple, j->cpu);
+    for (LLVMValueRef fn = LLVMGetFirstFunction(m); fn;
+         fn = LLVMGetNextFunction(fn)) {
+        if (LLVMIsDeclaration(fn)) {
+            continue;
+        }
+        int vloops = 0;
+        unsigned width = 0;
+        LLVMTypeRef widest = NULL;
+        for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb;
+             bb = LLVMGetNextBasicBlock(bb)) {
+            for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in;
+                 in = LLVMGetNextInstruction(in)) {
+                LLVMTypeRef t = LLVMTypeOf(in);
+                if (LLVMGetInstructionOpcode(in) == LLVMStore) {
+                    t = LLVMTypeOf(LLVMGetOperand(in, 0));
+                }
+                if (LLVMGetTypeKind(t) == LLVMVectorTypeKind
+                    && LLVMGetVectorSize(t) > width) {
+                    width = LLVMGetVectorSize(t);
+                    widest = t;
+                }
+                if (LLVMIsATerminatorInst(in) && LLVMHasMetadata(in)) {
+                    LLVMValueRef md = LLVMGetMetadata(in, loop_kind);
+                    if (md) {
+                        vloops += loop_is_vectorised(md);
+                    }
+                }
+            }
+        }
+        size_t n;
+        const char *fname = LLVMGetValueName2(fn, &n);
+        char *ty = widest ? LLVMPrintTypeToString(widest) : NULL;
+        if (vloops > 0 && !widest) {
+            /* The loop vectoriser marks loops it only interleaved, too. */
+            fprintf(f, "%s: not vectorised (loops interleaved, width 1)\n",
+                    fname);
+        } else if (vloops > 0) {
+            fprintf(f, "%s: vectorised, width %u (%s)\n", fname, width,
+                    ty ? ty : "?");
+        } else if (widest) {
+            fprintf(f, "%s: SLP-vectorised, widest %s, loops not "
+                    "vectorised\n", fname, ty ? ty : "?");
+        } else {
+            fprintf(f, "%s: not vectorised\n", fname);
+        }
+        if (ty) {
+            LLVMDisposeMessage(ty);
+        }
+    }
+    fclose(f);
+}
+
+/* ---- compilation ---- */
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static bool listed(const char *name, size_t n, const char *const *symbols,
+                   int nsym)
+{
+    for (int i = 0; i < nsym; i++) {
+        if (strlen(symbols[i]) == n && memcmp(symbols[i], name, n) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Prepare m: every entry point defined, everything else internal, the
+ * target's triple and layout, the vector width preference. */
+static weft_status prepare(cpu_jit *j, LLVMModuleRef m, LLVMTargetMachineRef tm,
+                           const char *const *symbols, int nsym)
+{
+    for (int i = 0; i < nsym; i++) {
+        LLVMValueRef f = LLVMGetNamedFunction(m, symbols[i]);
+        if (!f || LLVMIsDeclaration(f)) {
+            return fe_error(WEFT_ERR_INTERNAL,
+                            "cpu_jit: the kernel module defines no function "
+                            "%s", symbols[i]);
+        }
+        LLVMSetLinkage(f, LLVMExternalLinkage);
+        LLVMSetVisibility(f, LLVMDefaultVisibility);
+    }
+    char width[8];
+    snprintf(width, sizeof width, "%d", j->prefer_vector_width);
+    LLVMContextRef c = LLVMGetModuleContext(m);
+    for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
+        if (LLVMIsDeclaration(f)) {
+            continue;
+        }
+        size_t n;
+        const char *name = LLVMGetValueName2(f, &n);
+        if (!listed(name, n, symbols, nsym)) {
+            LLVMSetLinkage(f, LLVMInternalLinkage);
+        }
+        if (j->prefer_vector_width) {
+            LLVMAttributeRef a = LLVMCreateStringAttribute(
+                c, "prefer-vector-width", 19, width, (unsigned)strlen(width));
+            LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex, a);
+        }
+    }
+    for (LLVMValueRef g = LLVMGetFirstGlobal(m); g; g = LLVMGetNextGlobal(g)) {
+        if (!LLVMIsDeclaration(g)) {
+            LLVMSetLinkage(g, LLVMInternalLinkage);
+        }
+    }
+    LLVMSetTarget(m, j->triple);
+    LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
+    LLVMSetModuleDataLayout(m, td);
+    LLVMDisposeTargetData(td);
+    char *msg = NULL;
+    if (LLVMVerifyModule(m, LLVMReturnStatusAction, &msg)) {
+        return llvm_message(msg, "the kernel module does not verify");
+    }
+    LLVMDisposeMessage(msg);
+    return WEFT_OK;
+}
+
+/* Optimise m and emit it as an object into *obj (the caller owns it).
+ * Dumps as asked.  *ms gets the time spent optimising and emitting. */
+static weft_status compile_module(cpu_jit *j, LLVMModuleRef m,
+                                  const char *const *symbols, int nsym,
+                                  LLVMMemoryBufferRef *obj, double *ms)
+{
+    *obj = NULL;
+    *ms = 0;
+    weft_status s = WEFT_OK;
+    LLVMPassBuilderOptionsRef po = NULL;
+    LLVMTargetMachineRef tm = LLVMCreateTargetMachine(
+        j->target, j->triple, j->cpu, j->features, LLVMCodeGenLevelAggressive,
+        LLVMRelocPIC, LLVMCodeModelSmall);
+    if (!tm) {
+        return fe_error(WEFT_ERR_BACKEND_UNAVAILABLE,
+                        "cpu_jit: cannot make a target machine for %s, cpu %s",
+                        j->triple, j->cpu);
+    }
+    s = prepare(j, m, tm, symbols, nsym);
+    if (s) {
+        goto out;
+    }
+    const char *name = symbols[0];
+    if (j->dump & CPU_DUMP_IR) {
+        dump_module(j, m, name, ".ll");
+    }
+    double t0 = now_ms();
+    po = LLVMCreatePassBuilderOptions();
+    LLVMPassBuilderOptionsSetLoopVectorization(po, 1);
+    LLVMPassBuilderOptionsSetSLPVectorization(po, 1);
+    LLVMPassBuilderOptionsSetLoopInterleaving(po, 1);
+    LLVMPassBuilderOptionsSetLoopUnrolling(po, 1);
+    LLVMErrorRef e = LLVMRunPasses(m, "default<O3>", tm, po);
+    if (e) {
+        s = llvm_error(e, "optimisation failed");
+        goto out;
+    }
+    double t1 = now_ms();
+    if (j->dump & CPU_DUMP_OPT_IR) {
+        dump_module(j, m, name, ".opt.ll");
+    }
+    if (j->dump & CPU_DUMP_VEC) {
+        dump_vec_report(j, m, name);
+    }
+    if (j->dump & CPU_DUMP_ASM) {
+        /* Code generation changes the module a little: print the assembly
+         * of a copy, and emit the object from the original. */
+        LLVMModuleRef copy = LLVMCloneModule(m);
+        LLVMMemoryBufferRef text = NULL;
+        char *err = NULL;
+        if (copy && !LLVMTargetMachineEmitToMemoryBuffer(tm, copy, LLVMAssemblyFile,
+                                                         &err, &text)) {
+            FILE *f = dump_open(j, name, ".s");
+            if (f) {
+                fwrite(LLVMGetBufferStart(text), 1, LLVMGetBufferSize(text), f);
+                fclose(f);
+            }
+            LLVMDisposeMemoryBuffer(text);
+        }
+        LLVMDisposeMessage(err);
+        if (copy) {
+            LLVMDisposeModule(copy);
+        }
+    }
+    double t2 = now_ms();
+    char *err = NULL;
+    if (LLVMTargetMachineEmitToMemoryBuffer(tm, m, LLVMObjectFile, &err, obj)) {
+        *obj = NULL;
+        s = llvm_message(err, "cannot emit the object file");
+        goto out;
+    }
+    LLVMDisposeMessage(err);
+    *ms = (t1 - t0) + (now_ms() - t2);
+out:
+    if (po) {
+        LLVMDisposePassBuilderOptions(po);
+    }
+    LLVMDisposeTargetMachine(tm);
+    return s;
+}
+
+/* Add object obj (ownership taken) to the JIT and look up the entry
+ * points. */
+static weft_status link_object(cpu_jit *j, LLVMMemoryBufferRef obj,
+                               const char *const *symbols, int nsym,
+                               void **addrs)
+{
+    weft_status s = WEFT_OK;
+    pthread_mutex_lock(&j->link);
+    /* A tracker of its own, so that a kernel that fails to link leaves no
+     * half-defined symbols behind and can be tried again. */
+    LLVMOrcResourceTrackerRef rt = LLVMOrcJITDylibCreateResourceTracker(
+        LLVMOrcLLJITGetMainJITDylib(j->jit));
+    LLVMErrorRef e = LLVMOrcLLJITAddObjectFileWithRT(j->jit, rt, obj);
+    if (e) {
+        s = llvm_error(e, "cannot add the kernel's object file");
+        goto out;
+    }
+    for (int i = 0; i < nsym; i++) {
+        LLVMOrcExecutorAddress a = 0;
+        pthread_mutex_lock(&j->session_lock);
+        j->session_msg[0] = '\0';
+        pthread_mutex_unlock(&j->session_lock);
+        e = LLVMOrcLLJITLookup(j->jit, &a, symbols[i]);
+        if (e) {
+            char *m = LLVMGetErrorMessage(e);
+            pthread_mutex_lock(&j->session_lock);
+            s = fe_error(WEFT_ERR_INTERNAL, "cpu_jit: cannot link %s: %s%s%s",
+                         symbols[i], j->session_msg,
+                         j->session_msg[0] ? "; " : "", m ? m : "");
+            pthread_mutex_unlock(&j->session_lock);
+            LLVMDisposeErrorMessage(m);
+            goto out;
+        }
+        addrs[i] = (void *)(uintptr_t)a;
+    }
+out:
+    if (s != WEFT_OK) {
+        LLVMErrorRef r = LLVMOrcResourceTrackerRemove(rt);
+        if (r) {
+            LLVMConsumeError(r);
+        }
+    }
+    /* On success the code stays: a released tracker hands its resources
+     * to the dylib's default tracker. */
+    LLVMOrcReleaseResourceTracker(rt);
+    pthread_mutex_unlock(&j->link);
+    return s;
+}
+
+/* What a request builds from: a build function, or a module in hand. */
+typedef struct source {
+    cpu_build_fn build;
+    void *user;
+    LLVMModuleRef given;     /* cpu_jit_compile's module; NULL once used */
+} source;
+
+/* Produce the kernel of key into addrs: from disk, else compiled.  No lock
+ * held.  Counters updated. */
+static weft_status produce(cpu_jit *j, const uint8_t key[32], source *src,
+                           const char *const *symbols, int nsym, void **addrs)
+{
+    bool dumping = j->dump != 0;
+    if (j->jit && !dumping) {
+        LLVMMemoryBufferRef obj = NULL;
+        int r = cpu_disk_load(&j->disk, key, &obj);
+        if (r > 0) {
+            if (link_object(j, obj, symbols, nsym, addrs) == WEFT_OK) {
+                pthread_mutex_lock(&j->lock);
+                j->st.disk_loads++;
+                pthread_mutex_unlock(&j->lock);
+                return WEFT_OK;
+            }
+            /* An object that does not link is compiled afresh below. */
+            r = -1;
+        }
+        if (r < 0) {
+            pthread_mutex_lock(&j->lock);
+            j->st.disk_rejects++;
+            pthread_mutex_unlock(&j->lock);
+        }
+    }
+
+    weft_status s = WEFT_OK;
+    LLVMContextRef llctx = NULL;
+    LLVMModuleRef m = NULL;
+    diag dg = {{0}};
+    LLVMDiagnosticHandler old_handler = NULL;
+    void *old_user = NULL;
+    if (src->given) {
+        m = src->given;
+        src->given = NULL;
+    } else {
+        llctx = LLVMContextCreate();
+        if (!llctx) {
+            return fe_error(WEFT_ERR_OUT_OF_MEMORY,
+                            "cpu_jit: cannot make an LLVM context");
+        }
+        LLVMContextSetDiagnosticHandler(llctx, on_diagnostic, &dg);
+        s = src->build(src->user, llctx, &m);
+        if (s == WEFT_OK && !m) {
+            s = fe_error(WEFT_ERR_INTERNAL, "cpu_jit: the kernel builder for "
+                         "%s returned no module", symbols[0]);
+        }
+        if (s) {
+            goto out;
+        }
+    }
+    LLVMContextRef mctx = LLVMGetModuleContext(m);
+    if (!llctx) {
+        old_handler = LLVMContextGetDiagnosticHandler(mctx);
+        old_user = LLVMContextGetDiagnosticContext(mctx);
+        LLVMContextSetDiagnosticHandler(mctx, on_diagnostic, &dg);
+    }
+    LLVMMemoryBufferRef obj = NULL;
+    double ms = 0;
+    s = compile_module(j, m, symbols, nsym, &obj, &ms);
+    if (s == WEFT_OK && dg.msg[0]) {
+        s = fe_error(WEFT_ERR_INTERNAL, "cpu_jit: LLVM: %s", dg.msg);
+    }
+    if (!llctx) {
+        LLVMContextSetDiagnosticHandler(mctx, old_handler, old_user);
+    }
+    if (s) {
+        if (obj) {
+            LLVMDisposeMemoryBuffer(obj);
+        }
+        goto out;
+    }
+    uint64_t written = 0;
+    if (j->jit) {
+        written = cpu_disk_store(&j->disk, key, LLVMGetBufferStart(obj),
+                                 LLVMGetBufferSize(obj));
+        s = link_object(j, obj, symbols, nsym, addrs);
+    } else {
+        LLVMDisposeMemoryBuffer(obj);
+        for (int i = 0; i < nsym; i++) {
+            addrs[i] = NULL;
+        }
+    }
+    pthread_mutex_lock(&j->lock);
+    j->st.compiled++;
+    j->st.compile_ms += ms;
+    j->st.disk_bytes_written += written;
+    pthread_mutex_unlock(&j->lock);
+out:
+    if (m) {
+        LLVMDisposeModule(m);
+    }
+    if (llctx) {
+        LLVMContextDispose(llctx);
+    }
+    return s;
+}
+
+static weft_status request(cpu_jit *j, const uint8_t key[32], source *src,
+                           const char *const *symbols, int nsym, void **addrs)
+{
+    static const char who[] = "cpu_jit_get";
+    if (!j || !key || !symbols || !addrs || (!src->build && !src->given)) {
+        return fe_error(WEFT_ERR_NULL_ARGUMENT, "%s: a required argument is "
+                        "NULL", who);
+    }
+    if (nsym < 1) {
+        return fe_error(WEFT_ERR_INVALID_ARGUMENT, "%s: %d symbols asked for",
+                        who, nsym);
+    }
+    for (int i = 0; i < nsym; i++) {
+        if (!symbols[i] || !symbols[i][0]) {
+            return fe_error(WEFT_ERR_NULL_ARGUMENT, "%s: symbol %d is NULL or "
+                            "empty", who, i);
+        }
+    }
+    pthread_mutex_lock(&j->lock);
+    entry *e = find(j, key);
+    if (e && e->nsym != nsym) {
+        int had = e->nsym;
+        pthread_mutex_unlock(&j->lock);
+        return fe_error(WEFT_ERR_INVALID_ARGUMENT, "%s: kernel %s has %d "
+                        "symbols, %d asked for", who, symbols[0], had, nsym);
+    }
+    if (e && e->state != FAILED) {
+        while (e->state == COMPILING) {
+            pthread_cond_wait(&j->changed, &j->lock);
+        }
+        weft_status s = WEFT_OK;
+        if (e->state == READY) {
+            memcpy(addrs, e->addrs, (size_t)nsym * sizeof *addrs);
+            j->st.memory_hits++;
+        } else {
+            s = fe_error_copy(e->status, e->msg);
+        }
+        pthread_mutex_unlock(&j->lock);
+        return s;
+    }
+    if (!e) {
+        e = fe_calloc(j->ctx, sizeof *e);
+        void **a = fe_calloc(j->ctx, (size_t)nsym * sizeof *a);
+        char *msg = fe_calloc(j->ctx, FE_MSG_MAX);
+        if (!e || !a || !msg || (memcpy(e->key, key, 32), !insert(j, e))) {
+            pthread_mutex_unlock(&j->lock);
+            fe_free(j->ctx, e, sizeof *e);
+            fe_free(j->ctx, a, (size_t)nsym * sizeof *a);
+            fe_free(j->ctx, msg, FE_MSG_MAX);
+            return fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+        }
+        e->nsym = nsym;
+        e->addrs = a;
+        e->msg = msg;
+    }
+    e->state = COMPILING;
+    pthread_mutex_unlock(&j->lock);
+
+    void **tmp = addrs; /* the caller's array is ours until we return */
+    weft_status s = produce(j, key, src, symbols, nsym, tmp);
+
+    pthread_mutex_lock(&j->lock);
+    if (s == WEFT_OK) {
+        memcpy(e->addrs, tmp, (size_t)nsym * sizeof *tmp);
+        e->state = READY;
+    } else {
+        e->status = s;
+        snprintf(e->msg, FE_MSG_MAX, "%s", weft_last_error());
+        e->state = FAILED;
+    }
+    pthread_cond_broadcast(&j->changed);
+    pthread_mutex_unlock(&j->lock);
+    return s;
+}
+
+weft_status cpu_jit_get(cpu_jit *j, const uint8_t key[32], cpu_build_fn build,
+                        void *user, const char *const *symbols, int nsym,
+                        void **addrs)
+{
+    source src = {build, user, NULL};
+    if (!build) {
+        return fe_error(WEFT_ERR_NULL_ARGUMENT, "cpu_jit_get: build is NULL");
+    }
+    return request(j, key, &src, symbols, nsym, addrs);
+}
+
+weft_status cpu_jit_compile(cpu_jit *j, LLVMModuleRef m, const uint8_t key[32],
+                            const char *const *symbols, int nsym,
+                            void **addrs)
+{
+    if (!m) {
+        return fe_error(WEFT_ERR_NULL_ARGUMENT, "cpu_jit_compile: module is "
+                        "NULL");
+    }
+    source src = {NULL, NULL, m};
+    weft_status s = request(j, key, &src, symbols, nsym, addrs);
+    if (src.given) {
+        LLVMDisposeModule(src.given); /* cached: not needed */
+    }
+    return s;
+}
+
+void cpu_jit_stats_get(cpu_jit *j, cpu_jit_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!j) {
+        return;
+    }
+    pthread_mutex_lock(&j->lock);
+    *out = j->st;
+    pthread_mutex_unlock(&j->lock);
+    pthread_mutex_lock(&j->disk.lock);
+    out->disk_enabled = j->disk.enabled;
+    snprintf(out->disk_note, sizeof out->disk_note, "%s", j->disk.note);
+    pthread_mutex_unlock(&j->disk.lock);
+}
+
+#endif /* WEFT_HAVE_LLVM */
