@@ -398,6 +398,27 @@ extern const fe_backend fe_backend_interp;
 weft_status fe_interp(weft_context *ctx, const fe_core *core,
                       weft_array *const *in, weft_array **out);
 
+/* A compiled backend runs the core through the interpreter's walker and
+ * takes over the collective operations: fe_interp_hooked calls hook for
+ * every array term that has functions (map, fold, permute, ... but not
+ * awhile); the hook either computes it into out (setting *handled) or
+ * leaves it to the interpreter.  Inside a hook, fe_ix_acc evaluates an
+ * array term (new references), fe_ix_exp a scalar term, fe_ix_var gives a
+ * variable's current binding (leaves or arrays, borrowed) and fe_ix_param
+ * input i (borrowed). */
+typedef struct fe_ix fe_ix;
+typedef weft_status (*fe_interp_hook)(void *user, fe_ix *ix,
+                                      const fe_term *t, weft_array **out,
+                                      bool *handled);
+weft_status fe_interp_hooked(weft_context *ctx, const fe_core *core,
+                             weft_array *const *in, weft_array **out,
+                             fe_interp_hook hook, void *user);
+weft_status fe_ix_acc(fe_ix *ix, const fe_term *t, weft_array **out);
+weft_status fe_ix_exp(fe_ix *ix, const fe_term *t, fe_val *out);
+weft_status fe_ix_var(fe_ix *ix, const fe_var *v, const fe_val **vals,
+                      weft_array *const **arrays);
+weft_array *fe_ix_param(fe_ix *ix, int i);
+
 /* --- interp_scalar.c (added by the interpreter; usable for constant
  * folding): apply primitive op with result type rt and operand types t0, t1
  * (t1 is 0 for unary ops) to a[0..arity-1], storing the result in *r.

@@ -65,7 +65,7 @@ typedef struct mark {
 /* Leaf counts of tuple types, cached to avoid the context's lock. */
 #define LEAF_CACHE 32
 
-typedef struct interp {
+typedef struct fe_ix {
     weft_context *ctx;
     const fe_core *core;
     weft_array *const *in;
@@ -77,6 +77,8 @@ typedef struct interp {
         int n;
         const weft_type *l;
     } leaf_cache[LEAF_CACHE];
+    fe_interp_hook hook;   /* a compiled backend's operations, or NULL */
+    void *hook_user;
 } interp;
 
 static weft_status eval_exp(interp *st, const fe_term *t, fe_val *out);
@@ -1882,6 +1884,13 @@ static weft_status acc_aget(interp *st, const fe_term *t, weft_array **out)
 static weft_status eval_acc(interp *st, const fe_term *t, weft_array **out)
 {
     weft_status s;
+    if (st->hook && t->nfun > 0 && t->kind != FE_AWHILE) {
+        bool handled = false;
+        s = st->hook(st->hook_user, st, t, out, &handled);
+        if (s || handled) {
+            return s;
+        }
+    }
     switch ((fe_kind)t->kind) {
     case FE_VAR: {
         const fe_var *v = t->u.var;
@@ -1982,6 +1991,50 @@ static weft_status eval_acc(interp *st, const fe_term *t, weft_array **out)
 weft_status fe_interp(weft_context *ctx, const fe_core *core,
                       weft_array *const *in, weft_array **out)
 {
+    return fe_interp_hooked(ctx, core, in, out, NULL, NULL);
+}
+
+weft_status fe_ix_acc(fe_ix *ix, const fe_term *t, weft_array **out)
+{
+    return eval_acc(ix, t, out);
+}
+
+weft_status fe_ix_exp(fe_ix *ix, const fe_term *t, fe_val *out)
+{
+    mark m = mark_now(ix);
+    weft_status s = eval_exp(ix, t, out);
+    release_to(ix, m);
+    return s;
+}
+
+weft_status fe_ix_var(fe_ix *ix, const fe_var *v, const fe_val **vals,
+                      weft_array *const **arrays)
+{
+    if (!v || v->id >= ix->core->nvar) {
+        return internal("a variable out of range");
+    }
+    slot *sl = &ix->env[v->id];
+    if (v->acc ? !sl->a : !sl->v) {
+        return internal("an unbound variable");
+    }
+    if (vals) {
+        *vals = sl->v;
+    }
+    if (arrays) {
+        *arrays = sl->a;
+    }
+    return WEFT_OK;
+}
+
+weft_array *fe_ix_param(fe_ix *ix, int i)
+{
+    return i >= 0 && i < ix->core->nparam ? ix->in[i] : NULL;
+}
+
+weft_status fe_interp_hooked(weft_context *ctx, const fe_core *core,
+                             weft_array *const *in, weft_array **out,
+                             fe_interp_hook hook, void *user)
+{
     if (!ctx || !core || !core->root || !out) {
         return fe_error(WEFT_ERR_NULL_ARGUMENT, WHO ": no program to run");
     }
@@ -1997,6 +2050,8 @@ weft_status fe_interp(weft_context *ctx, const fe_core *core,
     st.ctx = ctx;
     st.core = core;
     st.in = in;
+    st.hook = hook;
+    st.hook_user = user;
     size_t nvar = core->nvar > 0 ? core->nvar : 1;
     st.env = fe_calloc(ctx, sizeof *st.env * nvar);
     if (!st.env) {

@@ -1,0 +1,270 @@
+/*
+ * codegen/cg.h: LLVM helpers shared by every target, one internal header
+ * sectioned by file.  Names carry the prefix cg_.
+ *
+ * A skeleton (skeletons-ir/) builds one LLVM function per kernel.  It asks
+ * codegen for:
+ *   init.c        one-time, thread-safe LLVM initialisation (cg_init);
+ *   types.c       weft types as LLVM types, loads and stores of leaves;
+ *   ssa.c         the function under construction (cg_fn), counted loops,
+ *                 if/else with merged values, mutable variables;
+ *   exp.c         the scalar language of the core as IR (cg_exp, cg_apply);
+ *   target_cpu.c  the target interface (cg_target) for the host CPU, and
+ *                 host target machines;
+ *   opt.c         verification, optimisation and intrinsic helpers.
+ *
+ * Values.  A weft value of a scalar type is one LLVM value; a value of a
+ * tuple or DIM type is a flat list of LLVM values, one per leaf in the
+ * order of fe_type_leaves (cg_val).  In registers bool is i1 and f16 is
+ * half; in memory bool is one byte (i8, 0 or 1) and f16 is half.
+ *
+ * Arrays reach a kernel as one base pointer per leaf and rank i64 extents
+ * (outermost first); the skeleton describes them as cg_array, either bound
+ * to an array variable (cg_bind_array) or given on demand by its callback
+ * (cg_fn.array_of) for any other array term that the scalar code indexes.
+ */
+#ifndef WEFT_CG_H
+#define WEFT_CG_H
+
+#include <llvm-c/Core.h>
+#include <llvm-c/TargetMachine.h>
+
+#include "fe.h"
+
+typedef struct cg_fn cg_fn;
+typedef struct cg_target cg_target;
+
+/* ===== init.c ===== */
+
+/* Initialise LLVM's targets (native and NVPTX, with their printers and
+ * parsers) once per process; safe to call from several threads.  Returns
+ * WEFT_OK, or WEFT_ERR_BACKEND_UNAVAILABLE when the host target is missing. */
+weft_status cg_init(void);
+
+/* ===== types.c ===== */
+
+/* A weft value: n LLVM values, one per leaf (v lives in the fn's arena). */
+typedef struct cg_val {
+    int n;
+    LLVMValueRef *v;
+} cg_val;
+
+/* An array as a kernel sees it. */
+typedef struct cg_array {
+    int rank;
+    int nleaf;
+    const weft_type *leaf;  /* nleaf leaf types */
+    LLVMValueRef *ptr;      /* nleaf base pointers */
+    LLVMValueRef *extent;   /* rank i64 extents, outermost first */
+} cg_array;
+
+/* The register type of scalar type t (bool: i1, f16: half), or NULL. */
+LLVMTypeRef cg_type(LLVMContextRef c, weft_type t);
+/* The memory type of scalar type t (bool: i8), or NULL. */
+LLVMTypeRef cg_mem_type(LLVMContextRef c, weft_type t);
+/* Leaves of type t (count and types), 0 and NULL for an invalid type. */
+int cg_leaves(const cg_fn *fn, weft_type t, const weft_type **leaves);
+/* A cg_val with room for n values in fn's arena (WEFT_ERR_OUT_OF_MEMORY). */
+weft_status cg_val_make(cg_fn *fn, int n, cg_val *out);
+/* One value from the register value x (out->n = 1). */
+weft_status cg_val_one(cg_fn *fn, LLVMValueRef x, cg_val *out);
+/* Element i (an i64) of the buffer at base holding leaf type t, and the
+ * store of register value x there.  bool is converted between i1 and i8. */
+LLVMValueRef cg_load(cg_fn *fn, weft_type t, LLVMValueRef base,
+                     LLVMValueRef i);
+void cg_store(cg_fn *fn, weft_type t, LLVMValueRef base, LLVMValueRef i,
+              LLVMValueRef x);
+/* Element i of every leaf of an array, and a store of a whole value. */
+weft_status cg_array_load(cg_fn *fn, const cg_array *a, LLVMValueRef i,
+                          cg_val *out);
+void cg_array_store(cg_fn *fn, const cg_array *a, LLVMValueRef i,
+                    const cg_val *x);
+/* A constant of scalar type t in register form. */
+LLVMValueRef cg_const(cg_fn *fn, weft_type t, fe_val c);
+LLVMValueRef cg_i64(cg_fn *fn, int64_t x);
+
+/* ===== ssa.c ===== */
+
+/* Gives the array that an array term denotes (a FE_PARAM, FE_USE, an
+ * unbound array variable...), for FE_SHAPE, FE_AT, FE_AT_LINEAR and array
+ * lets.  Returns a status with a message on failure. */
+typedef weft_status (*cg_array_fn)(cg_fn *fn, const fe_term *acc,
+                                   cg_array *out);
+
+/* A function under construction. */
+struct cg_fn {
+    weft_context *ctx;          /* for tuple types */
+    const cg_target *target;
+    fe_arena *arena;            /* scratch: values, environments */
+    LLVMContextRef llctx;
+    LLVMModuleRef mod;
+    LLVMBuilderRef b;           /* positioned where code goes next */
+    LLVMValueRef fn;
+    LLVMBasicBlockRef entry;    /* allocas only; branches to the body */
+    uint32_t nvar;              /* environment size (core->nvar) */
+    cg_val *env;                /* scalar variables by id */
+    cg_array **aenv;            /* array variables by id */
+    bool *bound;                /* scalar variable bound */
+    cg_array_fn array_of;       /* may be NULL */
+    void *user;                 /* for array_of */
+    LLVMFastMathFlags fmf;      /* flags put on the floating arithmetic
+                                   that cg_exp emits (0: none; a fold's
+                                   combine: LLVMFastMathAllowReassoc) */
+    LLVMValueRef ignored;       /* NULL, or an i1 slot (cg_alloca) that
+                                   FE_IGNORE sets to true: how a permute
+                                   skeleton sees `ignore` of rank 0, which
+                                   has no leaves (of rank n >= 1 every
+                                   component is INT64_MIN, as in the
+                                   interpreter) */
+};
+
+/* Add function `name` of type fnty to mod and start its body: an entry
+ * block for allocas and a first body block where fn->b is positioned.
+ * nvar sizes the environment.  The builder is owned by fn (cg_fn_end).
+ * Errors: WEFT_ERR_OUT_OF_MEMORY. */
+weft_status cg_fn_begin(cg_fn *fn, weft_context *ctx, const cg_target *t,
+                        fe_arena *arena, LLVMModuleRef mod, const char *name,
+                        LLVMTypeRef fnty, uint32_t nvar);
+/* Close the entry block (branch to the body) and dispose of the builder.
+ * The caller has terminated the last body block (e.g. ret void). */
+void cg_fn_end(cg_fn *fn);
+
+/* Mark pointer parameter k of fn->fn noalias. */
+void cg_noalias(cg_fn *fn, unsigned k);
+
+/* Bind scalar variable v to x (copied) / array variable v to a. */
+weft_status cg_bind(cg_fn *fn, const fe_var *v, const cg_val *x);
+weft_status cg_bind_array(cg_fn *fn, const fe_var *v, const cg_array *a);
+
+/* A canonical counted loop: for (i = start; i < end; i++) { body }.
+ * cg_loop_begin emits the guard and positions fn->b in the body with *i
+ * the induction variable (phi i64); cg_loop_end closes the body (i + 1
+ * with nsw, compare, branch back) and positions fn->b after the loop.
+ * The body may contain any control flow. */
+typedef struct cg_loop {
+    LLVMBasicBlockRef body, exit;
+    LLVMValueRef i, end;
+} cg_loop;
+void cg_loop_begin(cg_fn *fn, cg_loop *l, LLVMValueRef start,
+                   LLVMValueRef end, LLVMValueRef *i);
+void cg_loop_end(cg_fn *fn, cg_loop *l);
+
+/* if (c) { then } else { else }: cg_if_begin positions fn->b in the then
+ * block; cg_if_else closes it and moves to the else block (optional);
+ * cg_if_end closes the open side and moves to the join block.
+ * cg_if_merge is cg_if_end that also joins the values each side produced
+ * (t from the then side, e from the else side, of one shape) with phis. */
+typedef struct cg_if {
+    LLVMBasicBlockRef then_bb, else_bb, join_bb;
+    LLVMBasicBlockRef then_end, else_end; /* where each side ended */
+    bool in_else;
+} cg_if;
+void cg_if_begin(cg_fn *fn, cg_if *f, LLVMValueRef c);
+void cg_if_else(cg_fn *fn, cg_if *f);
+void cg_if_end(cg_fn *fn, cg_if *f);
+weft_status cg_if_merge(cg_fn *fn, cg_if *f, const cg_val *t,
+                        const cg_val *e, cg_val *out);
+
+/* A mutable variable of weft type t: one alloca per leaf in the entry
+ * block (mem2reg / SROA turn them back into SSA values). */
+typedef struct cg_mut {
+    int n;
+    const weft_type *leaf;
+    LLVMValueRef *slot;
+} cg_mut;
+weft_status cg_mut_new(cg_fn *fn, weft_type t, cg_mut *m);
+weft_status cg_mut_get(cg_fn *fn, const cg_mut *m, cg_val *out);
+void cg_mut_set(cg_fn *fn, const cg_mut *m, const cg_val *x);
+/* An alloca of LLVM type ty in the entry block. */
+LLVMValueRef cg_alloca(cg_fn *fn, LLVMTypeRef ty, const char *name);
+
+/* ===== exp.c ===== */
+
+/* Emit the scalar core term e at fn->b, storing its leaves in *out.  Free
+ * variables must be bound (cg_bind); array terms are found through array
+ * variables (cg_bind_array) or fn->array_of.  Semantics are the
+ * interpreter's (fe_prim_eval) for every defined input; where the
+ * interpreter reports an error (division by zero, shifts by the width or
+ * more, float to integer out of range) the generated code gives some value
+ * without trapping or undefined behaviour.
+ * Errors: WEFT_ERR_INTERNAL for a term it cannot emit,
+ * WEFT_ERR_OUT_OF_MEMORY. */
+weft_status cg_exp(cg_fn *fn, const fe_term *e, cg_val *out);
+/* Apply core function f to args (one cg_val per parameter). */
+weft_status cg_apply(cg_fn *fn, const fe_fun *f, const cg_val *args,
+                     cg_val *out);
+/* Primitive op on operand values (types of fe_prim_eval: rt result, t0 and
+ * t1 operands); and/or are strict here (cg_exp short-circuits them). */
+weft_status cg_prim(cg_fn *fn, weft_op op, weft_type rt, weft_type t0,
+                    weft_type t1, const LLVMValueRef *a, LLVMValueRef *r);
+/* Shape helpers on i64 leaves: row-major linear index of ix in sh, and the
+ * inverse (outermost component not reduced). */
+LLVMValueRef cg_to_index(cg_fn *fn, int rank, const LLVMValueRef *sh,
+                         const LLVMValueRef *ix);
+void cg_from_index(cg_fn *fn, int rank, const LLVMValueRef *sh,
+                   LLVMValueRef i, LLVMValueRef *ix);
+
+/* ===== target_cpu.c: the target interface ===== */
+
+/* What a skeleton needs from a target.  Entries a target does not have are
+ * NULL (the CPU has no thread indices, barriers or shared memory: its
+ * kernels take [start, end) ranges instead).  Each is called with fn->b
+ * positioned where the code goes. */
+struct cg_target {
+    const char *name;
+    /* Floating function op (EXP .. ATANH, POW, ATAN2) on x (and y) of type
+     * float or double (f16 is widened by the caller).  *out gets the
+     * result.  CPU: LLVM intrinsics and libm; PTX: libdevice __nv_*. */
+    weft_status (*math1)(cg_fn *fn, weft_op op, LLVMValueRef x,
+                         LLVMValueRef *out);
+    weft_status (*math2)(cg_fn *fn, weft_op op, LLVMValueRef x,
+                         LLVMValueRef y, LLVMValueRef *out);
+    /* GPU only (NULL on the CPU); dim 0..2 is x, y, z.  The PTX target
+     * maps them to llvm.nvvm.read.ptx.sreg.* and llvm.nvvm.barrier0. */
+    LLVMValueRef (*thread_index)(cg_fn *fn, int dim);   /* i32 */
+    LLVMValueRef (*block_index)(cg_fn *fn, int dim);    /* i32 */
+    LLVMValueRef (*block_size)(cg_fn *fn, int dim);     /* i32 */
+    LLVMValueRef (*grid_size)(cg_fn *fn, int dim);      /* i32, in blocks */
+    LLVMValueRef (*lane_index)(cg_fn *fn);              /* i32 */
+    void (*barrier)(cg_fn *fn);
+    /* A shared-memory array of n elements of ty (pointer). */
+    LLVMValueRef (*shared_array)(cg_fn *fn, LLVMTypeRef ty, int64_t n);
+    /* Atomics (every target): old = *p; *p = old op x, returning old; and
+     * compare-and-swap returning the old value. */
+    LLVMValueRef (*atomic_rmw)(cg_fn *fn, LLVMAtomicRMWBinOp op,
+                               LLVMValueRef p, LLVMValueRef x);
+    LLVMValueRef (*atomic_cas)(cg_fn *fn, LLVMValueRef p, LLVMValueRef cmp,
+                               LLVMValueRef x);
+};
+
+extern const cg_target cg_target_cpu;
+
+/* A target machine for the host (triple, CPU name and features), or for
+ * an explicit cpu / features (NULL: the host's) on the host triple, at
+ * optimisation level `level`.  The caller disposes of *out with
+ * LLVMDisposeTargetMachine.  Errors: WEFT_ERR_BACKEND_UNAVAILABLE. */
+weft_status cg_cpu_machine(const char *cpu, const char *features,
+                           LLVMCodeGenOptLevel level,
+                           LLVMTargetMachineRef *out);
+/* Set mod's triple and data layout to tm's. */
+void cg_module_target(LLVMModuleRef mod, LLVMTargetMachineRef tm);
+
+/* ===== opt.c ===== */
+
+/* Verify mod (WEFT_ERR_INTERNAL with LLVM's first message line). */
+weft_status cg_verify(LLVMModuleRef mod, const char *who);
+/* Run the new pass manager pipeline `passes` ("default<O3>") on mod for
+ * tm (may be NULL); in debug builds mod is verified first.
+ * Errors: WEFT_ERR_INTERNAL. */
+weft_status cg_optimise(LLVMModuleRef mod, LLVMTargetMachineRef tm,
+                        const char *passes, const char *who);
+/* A call of the overloaded intrinsic `name` ("llvm.sqrt") with overload
+ * types over[0..nover-1] on args; NULL if LLVM does not know it. */
+LLVMValueRef cg_intrinsic(cg_fn *fn, const char *name,
+                          LLVMTypeRef *over, int nover, LLVMValueRef *args,
+                          int nargs);
+/* A call of the C function `name` : ty(args) -> ty (declared on demand). */
+LLVMValueRef cg_libcall(cg_fn *fn, const char *name, LLVMTypeRef ty,
+                        LLVMValueRef *args, int nargs);
+
+#endif /* WEFT_CG_H */

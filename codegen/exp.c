@@ -1,0 +1,868 @@
+/*
+ * codegen/exp.c: the scalar language of the core as LLVM IR.
+ *
+ * cg_exp walks a scalar core term and emits IR at the builder of the
+ * function under construction, returning the term's value as one LLVM
+ * value per leaf.  Variables are looked up in the function's environment
+ * (filled by cg_bind and by lets and function applications met on the
+ * way); array terms that the scalar code looks at (shape, indexing) are
+ * resolved through array variables or the skeleton's callback.
+ *
+ * Meaning.  Every primitive follows lib/interp_scalar.c exactly wherever
+ * the interpreter gives a value:
+ *   - integers wrap; quot/rem are sdiv/srem (udiv/urem unsigned), and
+ *     div/mod round toward negative infinity by correcting the truncating
+ *     quotient when the remainder is non-zero and its sign differs from the
+ *     divisor's;
+ *   - f16 arithmetic and functions are computed in float and rounded once
+ *     to half, as the interpreter does; int -> f16 goes through float too;
+ *   - floor, ceiling, round (half to even) and truncate round in floating
+ *     point, then convert with the saturating llvm.fpto[su]i.sat;
+ *   - min x y = x <= y ? x : y and max x y = x <= y ? y : x, with ordered
+ *     comparisons, so NaN behaves as in the interpreter.
+ * Where the interpreter reports an error the generated code must still not
+ * trap or reach undefined behaviour (this is the fast, unchecked mode):
+ * divisors that are zero, or -1 with the minimum dividend, are replaced by
+ * 1 before sdiv/udiv; shift amounts are masked to the width; float to
+ * integer conversions saturate (NaN gives 0).  The values produced in
+ * those cases are unspecified.
+ *
+ * Control.  `and` and `or` short-circuit with a branch unless the right
+ * operand is trivially safe and cheap, when a select is used; the
+ * conditional evaluates only the chosen side (branches and phis); while is
+ * a loop whose head holds one phi per leaf of the state.
+ */
+#include "cg.h"
+
+#define B (fn->b)
+
+static weft_status internal(const char *what, int k)
+{
+    return fe_error(WEFT_ERR_INTERNAL,
+                    "weft_compile: code generation cannot emit %s (%d)", what,
+                    k);
+}
+
+static LLVMTypeRef ty_of(cg_fn *fn, weft_type t)
+{
+    return cg_type(fn->llctx, t);
+}
+
+/* f16 values are computed in float. */
+static LLVMValueRef widen(cg_fn *fn, weft_type t, LLVMValueRef x)
+{
+    return t == WEFT_F16
+               ? LLVMBuildFPExt(B, x, LLVMFloatTypeInContext(fn->llctx), "")
+               : x;
+}
+
+static LLVMValueRef narrow(cg_fn *fn, weft_type t, LLVMValueRef x)
+{
+    return t == WEFT_F16 ? LLVMBuildFPTrunc(B, x, ty_of(fn, t), "") : x;
+}
+
+/* Integer x of type `from` (or bool) to integer type `to`: wrap, sign- or
+ * zero-extend by the source's signedness. */
+static LLVMValueRef resize(cg_fn *fn, LLVMValueRef x, weft_type from,
+                           weft_type to)
+{
+    int wf = from == WEFT_BOOL ? 1 : fe_type_bits(from);
+    int wt = fe_type_bits(to);
+    if (wf < wt) {
+        return fe_is_signed(from) ? LLVMBuildSExt(B, x, ty_of(fn, to), "")
+                                  : LLVMBuildZExt(B, x, ty_of(fn, to), "");
+    }
+    if (wf > wt) {
+        return LLVMBuildTrunc(B, x, ty_of(fn, to), "");
+    }
+    return x;
+}
+
+/* quot, rem, div and mod of integers of type t, with divisors that would
+ * trap replaced by 1. */
+static LLVMValueRef int_div(cg_fn *fn, weft_op op, weft_type t,
+                            LLVMValueRef a, LLVMValueRef b)
+{
+    LLVMTypeRef ty = LLVMTypeOf(a);
+    LLVMValueRef zero = LLVMConstInt(ty, 0, 0);
+    LLVMValueRef one = LLVMConstInt(ty, 1, 0);
+    LLVMValueRef bad = LLVMBuildICmp(B, LLVMIntEQ, b, zero, "");
+    bool quot = op == WEFT_OP_QUOT || op == WEFT_OP_IDIV;
+    if (!fe_is_signed(t)) {
+        LLVMValueRef d = LLVMBuildSelect(B, bad, one, b, "");
+        return quot ? LLVMBuildUDiv(B, a, d, "") : LLVMBuildURem(B, a, d, "");
+    }
+    int w = fe_type_bits(t);
+    LLVMValueRef min = LLVMConstInt(ty, (uint64_t)1 << (w - 1), 0);
+    LLVMValueRef ovf =
+        LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntEQ, a, min, ""),
+                     LLVMBuildICmp(B, LLVMIntEQ, b, LLVMConstAllOnes(ty), ""),
+                     "");
+    bad = LLVMBuildOr(B, bad, ovf, "");
+    LLVMValueRef d = LLVMBuildSelect(B, bad, one, b, "");
+    if (op == WEFT_OP_QUOT) {
+        return LLVMBuildSDiv(B, a, d, "");
+    }
+    LLVMValueRef r = LLVMBuildSRem(B, a, d, "");
+    if (op == WEFT_OP_REM) {
+        return r;
+    }
+    /* the remainder is non-zero and its sign differs from the divisor's */
+    LLVMValueRef fix = LLVMBuildAnd(
+        B, LLVMBuildICmp(B, LLVMIntNE, r, zero, ""),
+        LLVMBuildICmp(B, LLVMIntSLT, LLVMBuildXor(B, r, d, ""), zero, ""),
+        "");
+    if (op == WEFT_OP_IDIV) {
+        LLVMValueRef q = LLVMBuildSDiv(B, a, d, "");
+        return LLVMBuildSelect(B, fix, LLVMBuildSub(B, q, one, ""), q, "");
+    }
+    return LLVMBuildSelect(B, fix, LLVMBuildAdd(B, r, d, ""), r, "");
+}
+
+/* A shift or rotate amount k of type ta for a value of type t: the
+ * value's width, and for rotations by u64 amounts the interpreter's clamp
+ * of amounts past INT64_MAX. */
+static LLVMValueRef amount(cg_fn *fn, weft_type t, weft_type ta,
+                           LLVMValueRef k, bool rotate)
+{
+    if (rotate && ta == WEFT_U64) {
+        LLVMValueRef neg = LLVMBuildICmp(B, LLVMIntSLT, k,
+                                         LLVMConstInt(LLVMTypeOf(k), 0, 0),
+                                         "");
+        k = LLVMBuildSelect(B, neg, LLVMConstInt(LLVMTypeOf(k), INT64_MAX, 0),
+                            k, "");
+    }
+    return resize(fn, k, ta, t);
+}
+
+static LLVMValueRef compare(cg_fn *fn, weft_op op, weft_type t,
+                            LLVMValueRef a, LLVMValueRef b)
+{
+    if (fe_is_float(t)) {
+        LLVMRealPredicate p;
+        switch (op) {
+        case WEFT_OP_LT: p = LLVMRealOLT; break;
+        case WEFT_OP_LE: p = LLVMRealOLE; break;
+        case WEFT_OP_GT: p = LLVMRealOGT; break;
+        case WEFT_OP_GE: p = LLVMRealOGE; break;
+        case WEFT_OP_EQ: p = LLVMRealOEQ; break;
+        default: p = LLVMRealUNE; break;
+        }
+        return LLVMBuildFCmp(B, p, a, b, "");
+    }
+    bool s = fe_is_signed(t);
+    LLVMIntPredicate p;
+    switch (op) {
+    case WEFT_OP_LT: p = s ? LLVMIntSLT : LLVMIntULT; break;
+    case WEFT_OP_LE: p = s ? LLVMIntSLE : LLVMIntULE; break;
+    case WEFT_OP_GT: p = s ? LLVMIntSGT : LLVMIntUGT; break;
+    case WEFT_OP_GE: p = s ? LLVMIntSGE : LLVMIntUGE; break;
+    case WEFT_OP_EQ: p = LLVMIntEQ; break;
+    default: p = LLVMIntNE; break;
+    }
+    return LLVMBuildICmp(B, p, a, b, "");
+}
+
+/* A floating value x (of LLVM type float/double) to integer type rt,
+ * truncating toward zero and saturating. */
+static LLVMValueRef float_to_int(cg_fn *fn, weft_type rt, LLVMValueRef x)
+{
+    LLVMTypeRef over[2] = {ty_of(fn, rt), LLVMTypeOf(x)};
+    return cg_intrinsic(fn, fe_is_signed(rt) ? "llvm.fptosi.sat"
+                                             : "llvm.fptoui.sat",
+                        over, 2, &x, 1);
+}
+
+/* convert from t to rt. */
+static LLVMValueRef convert(cg_fn *fn, weft_type t, weft_type rt,
+                            LLVMValueRef x)
+{
+    if (t == rt) {
+        return x;
+    }
+    LLVMTypeRef ty = LLVMTypeOf(x);
+    if (rt == WEFT_BOOL) {
+        return fe_is_float(t)
+                   ? LLVMBuildFCmp(B, LLVMRealUNE, x, LLVMConstReal(ty, 0), "")
+                   : LLVMBuildICmp(B, LLVMIntNE, x, LLVMConstInt(ty, 0, 0), "");
+    }
+    if (!fe_is_float(t)) {
+        if (fe_is_int(rt)) {
+            return resize(fn, x, t, rt);
+        }
+        /* int -> f16 rounds to float first, as the interpreter does */
+        LLVMTypeRef ft = rt == WEFT_F64 ? ty_of(fn, WEFT_F64)
+                                        : LLVMFloatTypeInContext(fn->llctx);
+        LLVMValueRef f = fe_is_signed(t) ? LLVMBuildSIToFP(B, x, ft, "")
+                                         : LLVMBuildUIToFP(B, x, ft, "");
+        return narrow(fn, rt, f);
+    }
+    if (fe_is_float(rt)) {
+        return fe_type_bits(rt) > fe_type_bits(t)
+                   ? LLVMBuildFPExt(B, x, ty_of(fn, rt), "")
+                   : LLVMBuildFPTrunc(B, x, ty_of(fn, rt), "");
+    }
+    return float_to_int(fn, rt, widen(fn, t, x));
+}
+
+static LLVMValueRef bitcast(cg_fn *fn, weft_type t, weft_type rt,
+                            LLVMValueRef x)
+{
+    if (t == rt) {
+        return x;
+    }
+    if (rt == WEFT_BOOL) {
+        return LLVMBuildICmp(B, LLVMIntNE, x,
+                             LLVMConstInt(LLVMTypeOf(x), 0, 0), "");
+    }
+    if (t == WEFT_BOOL) {
+        x = LLVMBuildZExt(B, x, LLVMInt8TypeInContext(fn->llctx), "");
+    }
+    return LLVMBuildBitCast(B, x, ty_of(fn, rt), "");
+}
+
+static LLVMValueRef fabs_of(cg_fn *fn, LLVMValueRef x)
+{
+    LLVMTypeRef ty = LLVMTypeOf(x);
+    return cg_intrinsic(fn, "llvm.fabs", &ty, 1, &x, 1);
+}
+
+/* Apply a primitive to emitted operands (see cg.h). */
+weft_status cg_prim(cg_fn *fn, weft_op op, weft_type rt, weft_type t0,
+                    weft_type t1, const LLVMValueRef *a, LLVMValueRef *r)
+{
+    weft_type t = t0;
+    LLVMValueRef x = a[0];
+    LLVMValueRef y = (unsigned)op < WEFT_OP_COUNT_ && fe_prims[op].arity == 2
+                         ? a[1]
+                         : NULL;
+    LLVMTypeRef ty = fe_is_scalar(t) ? ty_of(fn, t) : NULL;
+    bool flt = fe_is_float(t);
+    weft_status s = WEFT_OK;
+    *r = NULL;
+    if (!ty) {
+        return internal("a primitive on a non-scalar operand", (int)op);
+    }
+    switch (op) {
+    case WEFT_OP_ADD:
+    case WEFT_OP_SUB:
+    case WEFT_OP_MUL:
+    case WEFT_OP_FDIV:
+        if (flt) {
+            LLVMValueRef p = widen(fn, t, x), q = widen(fn, t, y);
+            LLVMValueRef v =
+                op == WEFT_OP_ADD   ? LLVMBuildFAdd(B, p, q, "")
+                : op == WEFT_OP_SUB ? LLVMBuildFSub(B, p, q, "")
+                : op == WEFT_OP_MUL ? LLVMBuildFMul(B, p, q, "")
+                                    : LLVMBuildFDiv(B, p, q, "");
+            if (fn->fmf && LLVMCanValueUseFastMathFlags(v)) {
+                LLVMSetFastMathFlags(v, fn->fmf);
+            }
+            *r = narrow(fn, t, v);
+        } else if (op == WEFT_OP_FDIV) {
+            return internal("fdiv of integers", (int)t);
+        } else {
+            *r = op == WEFT_OP_ADD   ? LLVMBuildAdd(B, x, y, "")
+                 : op == WEFT_OP_SUB ? LLVMBuildSub(B, x, y, "")
+                                     : LLVMBuildMul(B, x, y, "");
+        }
+        break;
+    case WEFT_OP_NEG:
+        *r = flt ? LLVMBuildFNeg(B, x, "")
+                 : LLVMBuildSub(B, LLVMConstInt(ty, 0, 0), x, "");
+        break;
+    case WEFT_OP_ABS:
+        if (flt) {
+            *r = fabs_of(fn, x);
+        } else if (fe_is_signed(t)) {
+            LLVMValueRef zero = LLVMConstInt(ty, 0, 0);
+            *r = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, x, zero, ""),
+                                 LLVMBuildSub(B, zero, x, ""), x, "");
+        } else {
+            *r = x;
+        }
+        break;
+    case WEFT_OP_SIGNUM:
+        if (flt) {
+            LLVMValueRef zero = LLVMConstReal(ty, 0);
+            LLVMValueRef neg = LLVMBuildSelect(
+                B, LLVMBuildFCmp(B, LLVMRealOLT, x, zero, ""),
+                LLVMConstReal(ty, -1), x, "");
+            *r = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, x, zero, ""),
+                                 LLVMConstReal(ty, 1), neg, "");
+        } else {
+            LLVMValueRef zero = LLVMConstInt(ty, 0, 0);
+            if (fe_is_signed(t)) {
+                LLVMValueRef p = LLVMBuildZExt(
+                    B, LLVMBuildICmp(B, LLVMIntSGT, x, zero, ""), ty, "");
+                LLVMValueRef n = LLVMBuildZExt(
+                    B, LLVMBuildICmp(B, LLVMIntSLT, x, zero, ""), ty, "");
+                *r = LLVMBuildSub(B, p, n, "");
+            } else {
+                *r = LLVMBuildZExt(
+                    B, LLVMBuildICmp(B, LLVMIntNE, x, zero, ""), ty, "");
+            }
+        }
+        break;
+    case WEFT_OP_MIN:
+    case WEFT_OP_MAX: {
+        LLVMValueRef le = compare(fn, WEFT_OP_LE, t, x, y);
+        *r = op == WEFT_OP_MIN ? LLVMBuildSelect(B, le, x, y, "")
+                               : LLVMBuildSelect(B, le, y, x, "");
+        break;
+    }
+    case WEFT_OP_QUOT:
+    case WEFT_OP_REM:
+    case WEFT_OP_IDIV:
+    case WEFT_OP_MOD:
+        if (!fe_is_int(t)) {
+            return internal("integer division of a non-integer", (int)t);
+        }
+        *r = int_div(fn, op, t, x, y);
+        break;
+    case WEFT_OP_BAND: *r = LLVMBuildAnd(B, x, y, ""); break;
+    case WEFT_OP_BOR: *r = LLVMBuildOr(B, x, y, ""); break;
+    case WEFT_OP_BXOR: *r = LLVMBuildXor(B, x, y, ""); break;
+    case WEFT_OP_BNOT: *r = LLVMBuildNot(B, x, ""); break;
+    case WEFT_OP_SHL:
+    case WEFT_OP_SHR: {
+        if (!fe_is_int(t) || !fe_is_int(t1)) {
+            return internal("a shift of a non-integer", (int)t);
+        }
+        LLVMValueRef k = amount(fn, t, t1, y, false);
+        k = LLVMBuildAnd(B, k, LLVMConstInt(ty, (unsigned)fe_type_bits(t) - 1, 0), "");
+        *r = op == WEFT_OP_SHL  ? LLVMBuildShl(B, x, k, "")
+             : fe_is_signed(t) ? LLVMBuildAShr(B, x, k, "")
+                                : LLVMBuildLShr(B, x, k, "");
+        break;
+    }
+    case WEFT_OP_ROTL:
+    case WEFT_OP_ROTR: {
+        if (!fe_is_int(t) || !fe_is_int(t1)) {
+            return internal("a rotation of a non-integer", (int)t);
+        }
+        LLVMValueRef args[3] = {x, x, amount(fn, t, t1, y, true)};
+        *r = cg_intrinsic(fn, op == WEFT_OP_ROTL ? "llvm.fshl" : "llvm.fshr",
+                          &ty, 1, args, 3);
+        break;
+    }
+    case WEFT_OP_POPCOUNT:
+    case WEFT_OP_CLZ:
+    case WEFT_OP_CTZ: {
+        if (!fe_is_int(t)) {
+            return internal("a bit count of a non-integer", (int)t);
+        }
+        LLVMValueRef args[2] = {x, LLVMConstInt(ty_of(fn, WEFT_BOOL), 0, 0)};
+        LLVMValueRef v =
+            op == WEFT_OP_POPCOUNT
+                ? cg_intrinsic(fn, "llvm.ctpop", &ty, 1, args, 1)
+                : cg_intrinsic(fn,
+                               op == WEFT_OP_CLZ ? "llvm.ctlz" : "llvm.cttz",
+                               &ty, 1, args, 2);
+        /* the count, at most 64, to i32 */
+        if (v && fe_type_bits(t) < 32) {
+            *r = LLVMBuildZExt(B, v, ty_of(fn, WEFT_I32), "");
+        } else if (v && fe_type_bits(t) > 32) {
+            *r = LLVMBuildTrunc(B, v, ty_of(fn, WEFT_I32), "");
+        } else {
+            *r = v;
+        }
+        break;
+    }
+    case WEFT_OP_POW:
+    case WEFT_OP_ATAN2:
+    case WEFT_OP_EXP:
+    case WEFT_OP_LOG:
+    case WEFT_OP_SQRT:
+    case WEFT_OP_SIN:
+    case WEFT_OP_COS:
+    case WEFT_OP_TAN:
+    case WEFT_OP_ASIN:
+    case WEFT_OP_ACOS:
+    case WEFT_OP_ATAN:
+    case WEFT_OP_SINH:
+    case WEFT_OP_COSH:
+    case WEFT_OP_TANH:
+    case WEFT_OP_ASINH:
+    case WEFT_OP_ACOSH:
+    case WEFT_OP_ATANH: {
+        if (!flt) {
+            return internal("a floating function of a non-float", (int)op);
+        }
+        const cg_target *tg = fn->target;
+        LLVMValueRef v = NULL;
+        if (y) {
+            if (!tg || !tg->math2) {
+                return internal("math on a target without math2", (int)op);
+            }
+            s = tg->math2(fn, op, widen(fn, t, x), widen(fn, t, y), &v);
+        } else {
+            if (!tg || !tg->math1) {
+                return internal("math on a target without math1", (int)op);
+            }
+            s = tg->math1(fn, op, widen(fn, t, x), &v);
+        }
+        if (s != WEFT_OK) {
+            return s;
+        }
+        *r = narrow(fn, t, v);
+        break;
+    }
+    case WEFT_OP_ISNAN:
+        *r = LLVMBuildFCmp(B, LLVMRealUNO, x, x, "");
+        break;
+    case WEFT_OP_ISINF:
+        *r = LLVMBuildFCmp(B, LLVMRealOEQ, fabs_of(fn, x),
+                           LLVMConstReal(ty, __builtin_inf()), "");
+        break;
+    case WEFT_OP_LT:
+    case WEFT_OP_LE:
+    case WEFT_OP_GT:
+    case WEFT_OP_GE:
+    case WEFT_OP_EQ:
+    case WEFT_OP_NE:
+        *r = compare(fn, op, t, x, y);
+        break;
+    case WEFT_OP_AND: *r = LLVMBuildAnd(B, x, y, ""); break;
+    case WEFT_OP_OR: *r = LLVMBuildOr(B, x, y, ""); break;
+    case WEFT_OP_NOT: *r = LLVMBuildNot(B, x, ""); break;
+    case WEFT_OP_FLOOR:
+    case WEFT_OP_CEILING:
+    case WEFT_OP_ROUND:
+    case WEFT_OP_TRUNCATE: {
+        if (!flt || !fe_is_int(rt)) {
+            return internal("rounding outside float -> integer", (int)op);
+        }
+        LLVMValueRef w = widen(fn, t, x);
+        LLVMTypeRef wt = LLVMTypeOf(w);
+        const char *name = op == WEFT_OP_FLOOR     ? "llvm.floor"
+                           : op == WEFT_OP_CEILING ? "llvm.ceil"
+                           : op == WEFT_OP_ROUND   ? "llvm.roundeven"
+                                                   : "llvm.trunc";
+        LLVMValueRef v = cg_intrinsic(fn, name, &wt, 1, &w, 1);
+        *r = v ? float_to_int(fn, rt, v) : NULL;
+        break;
+    }
+    case WEFT_OP_CONVERT:
+        if (!fe_is_scalar(rt)) {
+            return internal("convert to a non-scalar", (int)rt);
+        }
+        *r = convert(fn, t, rt, x);
+        break;
+    case WEFT_OP_BITCAST:
+        if (!fe_is_scalar(rt) || fe_type_bits(rt) != fe_type_bits(t)) {
+            return internal("bitcast between sizes", (int)rt);
+        }
+        *r = bitcast(fn, t, rt, x);
+        break;
+    default:
+        return internal("primitive", (int)op);
+    }
+    if (!*r) {
+        return internal("primitive (LLVM lacks an intrinsic)", (int)op);
+    }
+    return WEFT_OK;
+}
+
+/* Row-major linear index (see cg.h). */
+LLVMValueRef cg_to_index(cg_fn *fn, int rank, const LLVMValueRef *sh,
+                         const LLVMValueRef *ix)
+{
+    if (rank == 0) {
+        return cg_i64(fn, 0);
+    }
+    LLVMValueRef r = ix[0];
+    for (int k = 1; k < rank; k++) {
+        r = LLVMBuildAdd(B, LLVMBuildMul(B, r, sh[k], ""), ix[k], "");
+    }
+    return r;
+}
+
+/* Inverse of cg_to_index (see cg.h): quot and rem by each inner extent
+ * from the innermost out, the outermost component not reduced.  Extents
+ * that would trap (0, or -1 with the minimum) divide by 1 instead. */
+void cg_from_index(cg_fn *fn, int rank, const LLVMValueRef *sh,
+                   LLVMValueRef i, LLVMValueRef *ix)
+{
+    for (int k = rank - 1; k >= 1; k--) {
+        ix[k] = int_div(fn, WEFT_OP_REM, WEFT_I64, i, sh[k]);
+        i = int_div(fn, WEFT_OP_QUOT, WEFT_I64, i, sh[k]);
+    }
+    if (rank > 0) {
+        ix[0] = i;
+    }
+}
+
+/* The array an array term denotes. */
+static weft_status array_of(cg_fn *fn, const fe_term *acc, cg_array *out)
+{
+    if (acc->kind == FE_VAR && acc->u.var && acc->u.var->id < fn->nvar &&
+        fn->aenv[acc->u.var->id]) {
+        *out = *fn->aenv[acc->u.var->id];
+        return WEFT_OK;
+    }
+    if (fn->array_of) {
+        return fn->array_of(fn, acc, out);
+    }
+    return internal("an array term the kernel was not given", acc->kind);
+}
+
+/* An expression whose evaluation is cheap and cannot fault, so that `and`
+ * and `or` may evaluate it unconditionally. */
+static bool trivial(const fe_term *e, int depth)
+{
+    if (e->kind == FE_CONST || e->kind == FE_VAR) {
+        return true;
+    }
+    if (e->kind != FE_PRIM || depth > 1) {
+        return false;
+    }
+    switch (e->op) {
+    case WEFT_OP_LT: case WEFT_OP_LE: case WEFT_OP_GT: case WEFT_OP_GE:
+    case WEFT_OP_EQ: case WEFT_OP_NE: case WEFT_OP_NOT: case WEFT_OP_AND:
+    case WEFT_OP_OR: case WEFT_OP_ISNAN:
+        break;
+    default:
+        return false;
+    }
+    for (int k = 0; k < e->nkid; k++) {
+        if (!trivial(e->kid[k], depth + 1)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* One-leaf value of a term. */
+static weft_status exp1(cg_fn *fn, const fe_term *e, LLVMValueRef *out)
+{
+    cg_val v;
+    weft_status s = cg_exp(fn, e, &v);
+    if (s != WEFT_OK) {
+        return s;
+    }
+    if (v.n != 1) {
+        return internal("a scalar operand with several leaves", v.n);
+    }
+    *out = v.v[0];
+    return WEFT_OK;
+}
+
+static weft_status exp_short(cg_fn *fn, const fe_term *e, cg_val *out)
+{
+    LLVMValueRef x, y;
+    weft_status s = exp1(fn, e->kid[0], &x);
+    if (s != WEFT_OK) {
+        return s;
+    }
+    bool and = e->op == WEFT_OP_AND;
+    if (trivial(e->kid[1], 0)) {
+        s = exp1(fn, e->kid[1], &y);
+        if (s != WEFT_OK) {
+            return s;
+        }
+        return cg_val_one(fn,
+                          and ? LLVMBuildAnd(B, x, y, "")
+                              : LLVMBuildOr(B, x, y, ""),
+                          out);
+    }
+    /* and: x ? y : false; or: x ? true : y */
+    LLVMValueRef k = LLVMConstInt(ty_of(fn, WEFT_BOOL), and ? 0 : 1, 0);
+    cg_val t, f;
+    cg_if c;
+    cg_if_begin(fn, &c, x);
+    s = and ? cg_exp(fn, e->kid[1], &t) : cg_val_one(fn, k, &t);
+    if (s != WEFT_OK) {
+        return s;
+    }
+    cg_if_else(fn, &c);
+    s = and ? cg_val_one(fn, k, &f) : cg_exp(fn, e->kid[1], &f);
+    if (s != WEFT_OK) {
+        return s;
+    }
+    return cg_if_merge(fn, &c, &t, &f, out);
+}
+
+static weft_status exp_prim(cg_fn *fn, const fe_term *e, cg_val *out)
+{
+    weft_op op = (weft_op)e->op;
+    if ((unsigned)op >= WEFT_OP_COUNT_ || e->nkid != fe_prims[op].arity) {
+        return internal("a primitive with a bad operand count", (int)op);
+    }
+    if (op == WEFT_OP_AND || op == WEFT_OP_OR) {
+        return exp_short(fn, e, out);
+    }
+    LLVMValueRef a[2], r;
+    for (int k = 0; k < e->nkid; k++) {
+        weft_status s = exp1(fn, e->kid[k], &a[k]);
+        if (s != WEFT_OK) {
+            return s;
+        }
+    }
+    weft_status s = cg_prim(fn, op, e->type, e->kid[0]->type,
+                            e->nkid == 2 ? e->kid[1]->type : 0, a, &r);
+    if (s != WEFT_OK) {
+        return s;
+    }
+    return cg_val_one(fn, r, out);
+}
+
+static weft_status exp_while(cg_fn *fn, const fe_term *e, cg_val *out)
+{
+    if (e->nfun != 2 || e->nkid != 1 || e->fun[0]->arity != 1 ||
+        e->fun[1]->arity != 1) {
+        return internal("a malformed while", e->nfun);
+    }
+    cg_val init, st, c, next;
+    weft_status s = cg_exp(fn, e->kid[0], &init);
+    if (s == WEFT_OK) {
+        s = cg_val_make(fn, init.n, &st);
+    }
+    if (s != WEFT_OK) {
+        return s;
+    }
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(B);
+    LLVMBasicBlockRef head =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "while");
+    LLVMBasicBlockRef body =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "while.body");
+    LLVMBasicBlockRef exit =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "while.exit");
+    LLVMBuildBr(B, head);
+    LLVMPositionBuilderAtEnd(B, head);
+    for (int k = 0; k < init.n; k++) {
+        st.v[k] = LLVMBuildPhi(B, LLVMTypeOf(init.v[k]), "");
+        LLVMAddIncoming(st.v[k], &init.v[k], &pre, 1);
+    }
+    s = cg_apply(fn, e->fun[0], &st, &c);
+    if (s != WEFT_OK) {
+        return s;
+    }
+    if (c.n != 1) {
+        return internal("a while condition with several leaves", c.n);
+    }
+    LLVMBuildCondBr(B, c.v[0], body, exit);
+    LLVMPositionBuilderAtEnd(B, body);
+    s = cg_apply(fn, e->fun[1], &st, &next);
+    if (s != WEFT_OK) {
+        return s;
+    }
+    if (next.n != st.n) {
+        return internal("a while body of another type", next.n);
+    }
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(B);
+    LLVMBuildBr(B, head);
+    for (int k = 0; k < st.n; k++) {
+        LLVMAddIncoming(st.v[k], &next.v[k], &latch, 1);
+    }
+    LLVMPositionBuilderAtEnd(B, exit);
+    *out = st;
+    return WEFT_OK;
+}
+
+/* Emit a scalar core term (see cg.h). */
+weft_status cg_exp(cg_fn *fn, const fe_term *e, cg_val *out)
+{
+    weft_status s;
+    out->n = 0;
+    out->v = NULL;
+    if (!e) {
+        return internal("a missing term", 0);
+    }
+    if (e->acc) {
+        return internal("an array term in scalar position", e->kind);
+    }
+    switch (e->kind) {
+    case FE_CONST:
+        if (!fe_is_scalar(e->type)) {
+            return internal("a constant of a non-scalar type", (int)e->type);
+        }
+        return cg_val_one(fn, cg_const(fn, e->type, e->u.c), out);
+    case FE_VAR: {
+        const fe_var *v = e->u.var;
+        if (!v || v->acc || v->id >= fn->nvar || !fn->bound[v->id]) {
+            return internal("an unbound scalar variable", v ? (int)v->id : -1);
+        }
+        *out = fn->env[v->id];
+        return WEFT_OK;
+    }
+    case FE_PRIM:
+        return exp_prim(fn, e, out);
+    case FE_COND: {
+        LLVMValueRef c;
+        cg_val t, f;
+        cg_if i;
+        if ((s = exp1(fn, e->kid[0], &c)) != WEFT_OK) {
+            return s;
+        }
+        cg_if_begin(fn, &i, c);
+        if ((s = cg_exp(fn, e->kid[1], &t)) != WEFT_OK) {
+            return s;
+        }
+        cg_if_else(fn, &i);
+        if ((s = cg_exp(fn, e->kid[2], &f)) != WEFT_OK) {
+            return s;
+        }
+        return cg_if_merge(fn, &i, &t, &f, out);
+    }
+    case FE_TUPLE: {
+        const weft_type *leaves;
+        int n = cg_leaves(fn, e->type, &leaves);
+        if ((s = cg_val_make(fn, n, out)) != WEFT_OK) {
+            return s;
+        }
+        int at = 0;
+        for (int k = 0; k < e->nkid; k++) {
+            cg_val c;
+            if ((s = cg_exp(fn, e->kid[k], &c)) != WEFT_OK) {
+                return s;
+            }
+            if (at + c.n > n) {
+                return internal("a tuple with too many leaves", at + c.n);
+            }
+            for (int j = 0; j < c.n; j++) {
+                out->v[at++] = c.v[j];
+            }
+        }
+        if (at != n) {
+            return internal("a tuple with too few leaves", at);
+        }
+        return WEFT_OK;
+    }
+    case FE_GET: {
+        cg_val x;
+        const weft_type *leaves;
+        if ((s = cg_exp(fn, e->kid[0], &x)) != WEFT_OK) {
+            return s;
+        }
+        int off = fe_type_leaf_offset(fn->ctx, e->kid[0]->type, e->u.index);
+        int n = cg_leaves(fn, e->type, &leaves);
+        if (off < 0 || off + n > x.n) {
+            return internal("a projection outside its tuple", e->u.index);
+        }
+        out->n = n;
+        out->v = x.v + off;
+        return WEFT_OK;
+    }
+    case FE_SHAPE: {
+        cg_array a;
+        if ((s = array_of(fn, e->kid[0], &a)) != WEFT_OK) {
+            return s;
+        }
+        out->n = a.rank;
+        out->v = a.extent;
+        return WEFT_OK;
+    }
+    case FE_SHAPE_SIZE: {
+        cg_val sh;
+        if ((s = cg_exp(fn, e->kid[0], &sh)) != WEFT_OK) {
+            return s;
+        }
+        LLVMValueRef r = cg_i64(fn, 1);
+        for (int k = 0; k < sh.n; k++) {
+            r = k == 0 ? sh.v[0] : LLVMBuildMul(B, r, sh.v[k], "");
+        }
+        return cg_val_one(fn, r, out);
+    }
+    case FE_TO_INDEX: {
+        cg_val sh, ix;
+        if ((s = cg_exp(fn, e->kid[0], &sh)) != WEFT_OK ||
+            (s = cg_exp(fn, e->kid[1], &ix)) != WEFT_OK) {
+            return s;
+        }
+        if (sh.n != ix.n) {
+            return internal("to_index of different ranks", ix.n);
+        }
+        return cg_val_one(fn, cg_to_index(fn, sh.n, sh.v, ix.v), out);
+    }
+    case FE_FROM_INDEX: {
+        cg_val sh;
+        LLVMValueRef i;
+        if ((s = cg_exp(fn, e->kid[0], &sh)) != WEFT_OK ||
+            (s = exp1(fn, e->kid[1], &i)) != WEFT_OK ||
+            (s = cg_val_make(fn, sh.n, out)) != WEFT_OK) {
+            return s;
+        }
+        cg_from_index(fn, sh.n, sh.v, i, out->v);
+        return WEFT_OK;
+    }
+    case FE_AT:
+    case FE_AT_LINEAR: {
+        cg_array a;
+        cg_val ix;
+        if ((s = array_of(fn, e->kid[0], &a)) != WEFT_OK ||
+            (s = cg_exp(fn, e->kid[1], &ix)) != WEFT_OK) {
+            return s;
+        }
+        LLVMValueRef i;
+        if (e->kind == FE_AT) {
+            if (ix.n != a.rank) {
+                return internal("an index of the wrong rank", ix.n);
+            }
+            i = cg_to_index(fn, a.rank, a.extent, ix.v);
+        } else {
+            if (ix.n != 1) {
+                return internal("a linear index with several leaves", ix.n);
+            }
+            i = ix.v[0];
+        }
+        return cg_array_load(fn, &a, i, out);
+    }
+    case FE_WHILE:
+        return exp_while(fn, e, out);
+    case FE_LET: {
+        const fe_var *v = e->u.var;
+        if (!v || v->id >= fn->nvar) {
+            return internal("a let of an unknown variable", -1);
+        }
+        if (v->acc || e->kid[0]->acc) {
+            cg_array a;
+            if ((s = array_of(fn, e->kid[0], &a)) != WEFT_OK ||
+                (s = cg_bind_array(fn, v, &a)) != WEFT_OK) {
+                return s;
+            }
+        } else {
+            cg_val x;
+            if ((s = cg_exp(fn, e->kid[0], &x)) != WEFT_OK) {
+                return s;
+            }
+            fn->env[v->id] = x;
+            fn->bound[v->id] = true;
+        }
+        return cg_exp(fn, e->kid[1], out);
+    }
+    case FE_IGNORE: {
+        /* every component INT64_MIN, as the interpreter; and the flag */
+        int n = fe_is_dim(e->type) ? fe_dim_rank(e->type) : 0;
+        if ((s = cg_val_make(fn, n, out)) != WEFT_OK) {
+            return s;
+        }
+        for (int k = 0; k < n; k++) {
+            out->v[k] = cg_i64(fn, INT64_MIN);
+        }
+        if (fn->ignored) {
+            LLVMBuildStore(B, LLVMConstInt(ty_of(fn, WEFT_BOOL), 1, 0),
+                           fn->ignored);
+        }
+        return WEFT_OK;
+    }
+    default:
+        return internal("a term of this kind", e->kind);
+    }
+}
+
+/* Apply a core function (see cg.h). */
+weft_status cg_apply(cg_fn *fn, const fe_fun *f, const cg_val *args,
+                     cg_val *out)
+{
+    if (!f || !f->body || f->acc || (f->arity > 0 && !f->param)) {
+        return internal("a malformed scalar function", f ? f->arity : -1);
+    }
+    for (int k = 0; k < f->arity; k++) {
+        weft_status s = cg_bind(fn, f->param[k], &args[k]);
+        if (s != WEFT_OK) {
+            return s;
+        }
+    }
+    return cg_exp(fn, f->body, out);
+}

@@ -1,0 +1,100 @@
+/*
+ * codegen/opt.c: checking and optimising a finished module, and calling
+ * intrinsics and C functions from generated code.
+ *
+ * Optimisation uses the new pass manager through LLVMRunPasses with a
+ * pipeline string ("default<O3>"), on the target machine the code is for,
+ * so that the vectorisers see the real vector widths.  Debug builds verify
+ * the module first: a malformed module is a bug in weft, reported as
+ * WEFT_ERR_INTERNAL with the verifier's first line rather than a crash
+ * inside LLVM.
+ */
+#include <string.h>
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+
+#include "cg.h"
+
+/* Verify a module (see cg.h). */
+weft_status cg_verify(LLVMModuleRef mod, const char *who)
+{
+    char *msg = NULL;
+    if (!LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
+        LLVMDisposeMessage(msg);
+        return WEFT_OK;
+    }
+    const char *m = msg ? msg : "?";
+    size_t len = strcspn(m, "\n");
+    weft_status s = fe_error(WEFT_ERR_INTERNAL,
+                             "%s: generated LLVM IR does not verify: %.*s",
+                             who, (int)len, m);
+    LLVMDisposeMessage(msg);
+    return s;
+}
+
+/* Optimise a module (see cg.h). */
+weft_status cg_optimise(LLVMModuleRef mod, LLVMTargetMachineRef tm,
+                        const char *passes, const char *who)
+{
+#ifndef NDEBUG
+    weft_status s = cg_verify(mod, who);
+    if (s != WEFT_OK) {
+        return s;
+    }
+#endif
+    LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
+    LLVMPassBuilderOptionsSetLoopVectorization(opts, 1);
+    LLVMPassBuilderOptionsSetSLPVectorization(opts, 1);
+    LLVMErrorRef err = LLVMRunPasses(mod, passes, tm, opts);
+    LLVMDisposePassBuilderOptions(opts);
+    if (err) {
+        char *m = LLVMGetErrorMessage(err);
+        weft_status r = fe_error(WEFT_ERR_INTERNAL,
+                                 "%s: LLVM optimisation (%s) failed: %s", who,
+                                 passes, m ? m : "?");
+        LLVMDisposeErrorMessage(m);
+        return r;
+    }
+    return WEFT_OK;
+}
+
+/* Call an overloaded intrinsic (see cg.h). */
+LLVMValueRef cg_intrinsic(cg_fn *fn, const char *name, LLVMTypeRef *over,
+                          int nover, LLVMValueRef *args, int nargs)
+{
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    if (id == 0) {
+        return NULL;
+    }
+    LLVMValueRef decl =
+        LLVMGetIntrinsicDeclaration(fn->mod, id, over, (size_t)nover);
+    LLVMTypeRef fty =
+        LLVMIntrinsicGetType(fn->llctx, id, over, (size_t)nover);
+    return LLVMBuildCall2(fn->b, fty, decl, args, (unsigned)nargs, "");
+}
+
+/* Call a C function ty(ty, ...) (see cg.h). */
+LLVMValueRef cg_libcall(cg_fn *fn, const char *name, LLVMTypeRef ty,
+                        LLVMValueRef *args, int nargs)
+{
+    LLVMTypeRef params[4];
+    if (nargs > 4) {
+        return NULL;
+    }
+    for (int k = 0; k < nargs; k++) {
+        params[k] = ty;
+    }
+    LLVMTypeRef fty = LLVMFunctionType(ty, params, (unsigned)nargs, 0);
+    LLVMValueRef f = LLVMGetNamedFunction(fn->mod, name);
+    if (!f) {
+        f = LLVMAddFunction(fn->mod, name, fty);
+        /* libm functions touch no memory but errno; let LLVM know that
+         * they neither unwind nor read memory the kernel cares about. */
+        unsigned k = LLVMGetEnumAttributeKindForName("nounwind", 8);
+        LLVMAddAttributeAtIndex(
+            f, LLVMAttributeFunctionIndex,
+            LLVMCreateEnumAttribute(fn->llctx, k, 0));
+    }
+    return LLVMBuildCall2(fn->b, fty, f, args, (unsigned)nargs, "");
+}

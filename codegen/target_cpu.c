@@ -1,0 +1,169 @@
+/*
+ * codegen/target_cpu.c: the target interface for the host CPU, and host
+ * target machines.
+ *
+ * A target is a const table of functions (cg_target) that skeletons call
+ * for what differs between machines.  On the CPU, floating functions that
+ * LLVM has intrinsics for (sqrt, exp, log, sin, cos, pow) become
+ * intrinsics, which the optimiser understands and lowers to the same libm
+ * entries the interpreter calls; the others are plain calls of libm's
+ * float or double function (tanf / tan, ...), resolved by the JIT in the
+ * process.  A CPU kernel is given its range [start, end) by the gang, so
+ * the GPU entries (thread indices, barriers, shared memory) are NULL.
+ * Atomics are LLVM's atomicrmw / cmpxchg, sequentially consistent.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cg.h"
+
+/* The intrinsic or libm base name of a floating function, and whether it
+ * is an intrinsic. */
+static const char *math_name(weft_op op, bool *intrinsic)
+{
+    *intrinsic = true;
+    switch (op) {
+    case WEFT_OP_SQRT: return "llvm.sqrt";
+    case WEFT_OP_EXP: return "llvm.exp";
+    case WEFT_OP_LOG: return "llvm.log";
+    case WEFT_OP_SIN: return "llvm.sin";
+    case WEFT_OP_COS: return "llvm.cos";
+    case WEFT_OP_POW: return "llvm.pow";
+    default: break;
+    }
+    *intrinsic = false;
+    switch (op) {
+    case WEFT_OP_TAN: return "tan";
+    case WEFT_OP_ASIN: return "asin";
+    case WEFT_OP_ACOS: return "acos";
+    case WEFT_OP_ATAN: return "atan";
+    case WEFT_OP_SINH: return "sinh";
+    case WEFT_OP_COSH: return "cosh";
+    case WEFT_OP_TANH: return "tanh";
+    case WEFT_OP_ASINH: return "asinh";
+    case WEFT_OP_ACOSH: return "acosh";
+    case WEFT_OP_ATANH: return "atanh";
+    case WEFT_OP_ATAN2: return "atan2";
+    default: return NULL;
+    }
+}
+
+static weft_status cpu_math(cg_fn *fn, weft_op op, LLVMValueRef *args,
+                            int n, LLVMValueRef *out)
+{
+    LLVMTypeRef ty = LLVMTypeOf(args[0]);
+    LLVMTypeKind kind = LLVMGetTypeKind(ty);
+    bool intrinsic;
+    const char *name = math_name(op, &intrinsic);
+    *out = NULL;
+    if (name && (kind == LLVMFloatTypeKind || kind == LLVMDoubleTypeKind)) {
+        if (intrinsic) {
+            *out = cg_intrinsic(fn, name, &ty, 1, args, n);
+        } else {
+            char buf[16];
+            snprintf(buf, sizeof buf, "%s%s", name,
+                     kind == LLVMFloatTypeKind ? "f" : "");
+            *out = cg_libcall(fn, buf, ty, args, n);
+        }
+    }
+    if (!*out) {
+        return fe_error(WEFT_ERR_INTERNAL,
+                        "weft_compile: the CPU target has no function for "
+                        "%s on this type", weft_op_name(op));
+    }
+    return WEFT_OK;
+}
+
+static weft_status cpu_math1(cg_fn *fn, weft_op op, LLVMValueRef x,
+                             LLVMValueRef *out)
+{
+    return cpu_math(fn, op, &x, 1, out);
+}
+
+static weft_status cpu_math2(cg_fn *fn, weft_op op, LLVMValueRef x,
+                             LLVMValueRef y, LLVMValueRef *out)
+{
+    LLVMValueRef a[2] = {x, y};
+    return cpu_math(fn, op, a, 2, out);
+}
+
+static LLVMValueRef cpu_atomic_rmw(cg_fn *fn, LLVMAtomicRMWBinOp op,
+                                   LLVMValueRef p, LLVMValueRef x)
+{
+    return LLVMBuildAtomicRMW(fn->b, op, p, x,
+                              LLVMAtomicOrderingSequentiallyConsistent, 0);
+}
+
+static LLVMValueRef cpu_atomic_cas(cg_fn *fn, LLVMValueRef p,
+                                   LLVMValueRef cmp, LLVMValueRef x)
+{
+    LLVMValueRef pair = LLVMBuildAtomicCmpXchg(
+        fn->b, p, cmp, x, LLVMAtomicOrderingSequentiallyConsistent,
+        LLVMAtomicOrderingSequentiallyConsistent, 0);
+    return LLVMBuildExtractValue(fn->b, pair, 0, "");
+}
+
+const cg_target cg_target_cpu = {
+    .name = "cpu",
+    .math1 = cpu_math1,
+    .math2 = cpu_math2,
+    /* A CPU kernel works on the range its arguments give: no thread
+     * indices, barriers or shared memory. */
+    .thread_index = NULL,
+    .block_index = NULL,
+    .block_size = NULL,
+    .grid_size = NULL,
+    .lane_index = NULL,
+    .barrier = NULL,
+    .shared_array = NULL,
+    .atomic_rmw = cpu_atomic_rmw,
+    .atomic_cas = cpu_atomic_cas,
+};
+
+/* A target machine for the host or an explicit CPU (see cg.h). */
+weft_status cg_cpu_machine(const char *cpu, const char *features,
+                           LLVMCodeGenOptLevel level,
+                           LLVMTargetMachineRef *out)
+{
+    *out = NULL;
+    weft_status s = cg_init();
+    if (s != WEFT_OK) {
+        return s;
+    }
+    char *triple = LLVMGetDefaultTargetTriple();
+    char *host_cpu = cpu ? NULL : LLVMGetHostCPUName();
+    char *host_features = features || cpu ? NULL : LLVMGetHostCPUFeatures();
+    LLVMTargetRef target = NULL;
+    char *err = NULL;
+    if (LLVMGetTargetFromTriple(triple, &target, &err)) {
+        s = fe_error(WEFT_ERR_BACKEND_UNAVAILABLE,
+                     "weft: LLVM has no target for %s: %s", triple,
+                     err ? err : "?");
+    } else {
+        *out = LLVMCreateTargetMachine(
+            target, triple, cpu ? cpu : host_cpu,
+            features ? features : host_features ? host_features : "", level,
+            LLVMRelocPIC, LLVMCodeModelJITDefault);
+        if (!*out) {
+            s = fe_error(WEFT_ERR_BACKEND_UNAVAILABLE,
+                         "weft: LLVM cannot make a target machine for %s",
+                         cpu ? cpu : host_cpu);
+        }
+    }
+    LLVMDisposeMessage(err);
+    LLVMDisposeMessage(triple);
+    LLVMDisposeMessage(host_cpu);
+    LLVMDisposeMessage(host_features);
+    return s;
+}
+
+/* Give mod tm's triple and data layout (see cg.h). */
+void cg_module_target(LLVMModuleRef mod, LLVMTargetMachineRef tm)
+{
+    char *triple = LLVMGetTargetMachineTriple(tm);
+    LLVMSetTarget(mod, triple);
+    LLVMDisposeMessage(triple);
+    LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
+    LLVMSetModuleDataLayout(mod, td);
+    LLVMDisposeTargetData(td);
+}

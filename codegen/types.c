@@ -1,0 +1,133 @@
+/*
+ * codegen/types.c: weft types as LLVM types, and moving leaves between
+ * registers and memory.
+ *
+ * A scalar has two LLVM forms.  In registers bool is i1, so that it feeds
+ * branches and selects directly; in memory it is one byte holding 0 or 1,
+ * as weft's host arrays store it.  f16 is LLVM's half in both forms (the
+ * same IEEE binary16 bits that host arrays hold).  Tuples and indices have
+ * no LLVM aggregate type at all: a value is the flat list of its leaves
+ * (cg_val), which keeps struct-of-arrays loads and stores trivial and lets
+ * SROA-free code vectorise.
+ */
+#include "cg.h"
+
+/* Register type of a scalar weft type (see cg.h). */
+LLVMTypeRef cg_type(LLVMContextRef c, weft_type t)
+{
+    switch (t) {
+    case WEFT_BOOL: return LLVMInt1TypeInContext(c);
+    case WEFT_I8: case WEFT_U8: return LLVMInt8TypeInContext(c);
+    case WEFT_I16: case WEFT_U16: return LLVMInt16TypeInContext(c);
+    case WEFT_I32: case WEFT_U32: return LLVMInt32TypeInContext(c);
+    case WEFT_I64: case WEFT_U64: return LLVMInt64TypeInContext(c);
+    case WEFT_F16: return LLVMHalfTypeInContext(c);
+    case WEFT_F32: return LLVMFloatTypeInContext(c);
+    case WEFT_F64: return LLVMDoubleTypeInContext(c);
+    default: return NULL;
+    }
+}
+
+/* Memory type of a scalar weft type (see cg.h). */
+LLVMTypeRef cg_mem_type(LLVMContextRef c, weft_type t)
+{
+    return t == WEFT_BOOL ? LLVMInt8TypeInContext(c) : cg_type(c, t);
+}
+
+/* Leaves of t (see cg.h). */
+int cg_leaves(const cg_fn *fn, weft_type t, const weft_type **leaves)
+{
+    return fe_type_leaves(fn->ctx, t, leaves);
+}
+
+/* Room for n values (see cg.h). */
+weft_status cg_val_make(cg_fn *fn, int n, cg_val *out)
+{
+    out->n = n;
+    out->v = NULL;
+    if (n > 0) {
+        out->v = fe_arena_alloc(fn->arena, (size_t)n * sizeof *out->v);
+        if (!out->v) {
+            return fe_error(WEFT_ERR_OUT_OF_MEMORY,
+                            "weft_compile: out of memory in code generation");
+        }
+    }
+    return WEFT_OK;
+}
+
+/* A one-leaf value (see cg.h). */
+weft_status cg_val_one(cg_fn *fn, LLVMValueRef x, cg_val *out)
+{
+    weft_status s = cg_val_make(fn, 1, out);
+    if (s == WEFT_OK) {
+        out->v[0] = x;
+    }
+    return s;
+}
+
+/* Load element i of a leaf buffer (see cg.h). */
+LLVMValueRef cg_load(cg_fn *fn, weft_type t, LLVMValueRef base,
+                     LLVMValueRef i)
+{
+    LLVMTypeRef mt = cg_mem_type(fn->llctx, t);
+    LLVMValueRef p = LLVMBuildInBoundsGEP2(fn->b, mt, base, &i, 1, "");
+    LLVMValueRef x = LLVMBuildLoad2(fn->b, mt, p, "");
+    if (t == WEFT_BOOL) {
+        x = LLVMBuildICmp(fn->b, LLVMIntNE, x, LLVMConstInt(mt, 0, 0), "");
+    }
+    return x;
+}
+
+/* Store x at element i of a leaf buffer (see cg.h). */
+void cg_store(cg_fn *fn, weft_type t, LLVMValueRef base, LLVMValueRef i,
+              LLVMValueRef x)
+{
+    LLVMTypeRef mt = cg_mem_type(fn->llctx, t);
+    LLVMValueRef p = LLVMBuildInBoundsGEP2(fn->b, mt, base, &i, 1, "");
+    if (t == WEFT_BOOL) {
+        x = LLVMBuildZExt(fn->b, x, mt, "");
+    }
+    LLVMBuildStore(fn->b, x, p);
+}
+
+/* Load every leaf of an array element (see cg.h). */
+weft_status cg_array_load(cg_fn *fn, const cg_array *a, LLVMValueRef i,
+                          cg_val *out)
+{
+    weft_status s = cg_val_make(fn, a->nleaf, out);
+    if (s != WEFT_OK) {
+        return s;
+    }
+    for (int k = 0; k < a->nleaf; k++) {
+        out->v[k] = cg_load(fn, a->leaf[k], a->ptr[k], i);
+    }
+    return WEFT_OK;
+}
+
+/* Store every leaf of an array element (see cg.h). */
+void cg_array_store(cg_fn *fn, const cg_array *a, LLVMValueRef i,
+                    const cg_val *x)
+{
+    for (int k = 0; k < a->nleaf && k < x->n; k++) {
+        cg_store(fn, a->leaf[k], a->ptr[k], i, x->v[k]);
+    }
+}
+
+/* A constant in register form (see cg.h). */
+LLVMValueRef cg_const(cg_fn *fn, weft_type t, fe_val c)
+{
+    LLVMTypeRef ty = cg_type(fn->llctx, t);
+    if (fe_is_float(t)) {
+        return LLVMConstReal(ty, c.f);
+    }
+    if (t == WEFT_BOOL) {
+        return LLVMConstInt(ty, c.u != 0, 0);
+    }
+    return LLVMConstInt(ty, c.u, fe_is_signed(t));
+}
+
+/* An i64 constant (see cg.h). */
+LLVMValueRef cg_i64(cg_fn *fn, int64_t x)
+{
+    return LLVMConstInt(LLVMInt64TypeInContext(fn->llctx), (uint64_t)x, 1);
+}
