@@ -43,8 +43,8 @@ static double cnd(double d)
 static void reference(double s, double x, double t, double *call, double *put)
 {
     double v_sqrtt = VOLATILITY * sqrt(t);
-    double d1 = (log(s / x) + (RISKFREE + 0.5 * VOLATILITY * VOLATILITY) * t) /
-                v_sqrtt;
+    double d1 =
+        (log(s / x) + (RISKFREE + 0.5 * VOLATILITY * VOLATILITY) * t) / v_sqrtt;
     double d2 = d1 - v_sqrtt;
     double c1 = cnd(d1), c2 = cnd(d2);
     double x_exprt = x * exp(-RISKFREE * t);
@@ -55,10 +55,10 @@ static void reference(double s, double x, double t, double *call, double *put)
 /* N(d) as a weft term, f32. */
 static weft_exp *cnd_term(weft_program *p, weft_exp *d)
 {
-    weft_exp *k = weft_fdiv(
-        weft_f32(p, 1),
-        weft_add(weft_f32(p, 1), weft_mul(weft_f32(p, 0.2316419f),
-                                          weft_abs(d))));
+    weft_exp *k =
+        weft_fdiv(weft_f32(p, 1),
+                  weft_add(weft_f32(p, 1),
+                           weft_mul(weft_f32(p, 0.2316419f), weft_abs(d))));
     weft_exp *poly = weft_f32(p, (float)coeff[4]);
     for (int i = 3; i >= 0; i--) {
         poly = weft_add(weft_f32(p, (float)coeff[i]), weft_mul(k, poly));
@@ -81,17 +81,15 @@ static weft_acc *black_scholes(weft_program *p, weft_acc *prices,
     weft_exp *v = weft_f32(p, (float)VOLATILITY);
     weft_exp *v_sqrtt = weft_mul(v, weft_sqrt(t));
     weft_exp *drift = weft_add(r, weft_mul(weft_f32(p, 0.5f), weft_mul(v, v)));
-    weft_exp *d1 = weft_fdiv(weft_add(weft_log(weft_fdiv(s, x)),
-                                      weft_mul(drift, t)),
-                             v_sqrtt);
+    weft_exp *d1 = weft_fdiv(
+        weft_add(weft_log(weft_fdiv(s, x)), weft_mul(drift, t)), v_sqrtt);
     weft_exp *d2 = weft_sub(d1, v_sqrtt);
     weft_exp *c1 = cnd_term(p, d1), *c2 = cnd_term(p, d2);
     weft_exp *x_exprt = weft_mul(x, weft_fexp(weft_mul(weft_neg(r), t)));
     weft_exp *one = weft_f32(p, 1);
-    weft_exp *res[2] = {
-        weft_sub(weft_mul(s, c1), weft_mul(x_exprt, c2)),
-        weft_sub(weft_mul(x_exprt, weft_sub(one, c2)),
-                 weft_mul(s, weft_sub(one, c1)))};
+    weft_exp *res[2] = {weft_sub(weft_mul(s, c1), weft_mul(x_exprt, c2)),
+                        weft_sub(weft_mul(x_exprt, weft_sub(one, c2)),
+                                 weft_mul(s, weft_sub(one, c1)))};
     weft_fun_return(f, weft_tuple(p, 2, res));
     return weft_zipwith3(f, prices, strikes, years);
 }
@@ -118,8 +116,8 @@ int main(void)
     }
     unsigned long long seed = 2024;
     for (int i = 0; i < N; i++) {
-        opt[0][i] = (float)(5 + 25 * rnd(&seed));    /* price 5 .. 30 */
-        opt[1][i] = (float)(1 + 99 * rnd(&seed));    /* strike 1 .. 100 */
+        opt[0][i] = (float)(5 + 25 * rnd(&seed));      /* price 5 .. 30 */
+        opt[1][i] = (float)(1 + 99 * rnd(&seed));      /* strike 1 .. 100 */
         opt[2][i] = (float)(0.25 + 9.75 * rnd(&seed)); /* 0.25 .. 10 years */
     }
 
@@ -151,8 +149,8 @@ int main(void)
         goto fail;
     }
 
-    printf("%-8s %8s %8s %6s %10s %10s\n", "option", "price", "strike",
-           "years", "call", "put");
+    printf("%-8s %8s %8s %6s %10s %10s\n", "option", "price", "strike", "years",
+           "call", "put");
     double max_err = 0;
     for (int i = 0; i < N; i++) {
         double rc_call, rc_put;

@@ -130,6 +130,13 @@ typedef struct weft_config {
     unsigned flags;        /* WEFT_FLAG_* */
     weft_alloc_fn alloc;   /* NULL = the C library's malloc family */
     void *alloc_user;      /* passed to alloc */
+    const char *target_cpu; /* CPU backend: NULL = the host; a CPU name
+                               ("x86-64-v3", "skylake-avx512") compiles for
+                               that CPU without running (weft_run then
+                               returns WEFT_ERR_BACKEND_UNAVAILABLE) */
+    const char *dump;      /* what to write for each kernel, as $WEFT_DUMP:
+                              a list of ir, opt-ir, asm, vec; NULL = none */
+    const char *dump_dir;  /* where dumps go ($WEFT_DUMP_DIR); NULL = "." */
 } weft_config;
 
 #define WEFT_FLAG_NO_ENV 1u /* ignore the WEFT_* environment variables */
@@ -157,6 +164,20 @@ WEFT_API void weft_context_free(weft_context *ctx);
 
 /* The backend the context runs on. */
 WEFT_API weft_backend weft_context_backend(const weft_context *ctx);
+
+/* Counters of a context's kernel caches (compiled backends; all zero for
+ * the interpreter). */
+typedef struct weft_stats {
+    uint64_t kernels_compiled; /* built by LLVM in this context */
+    uint64_t kernels_loaded;   /* loaded from the disk cache */
+    uint64_t kernels_reused;   /* found already compiled in memory */
+    double compile_ms;         /* time spent optimising and emitting */
+    int threads;               /* workers running kernels (CPU backend) */
+} weft_stats;
+
+/* Read ctx's counters into *out.  Errors: WEFT_ERR_NULL_ARGUMENT. */
+WEFT_API weft_status weft_context_stats(const weft_context *ctx,
+                                        weft_stats *out);
 
 /* A tuple type of n >= 1 component types (which may be tuples), interned in
  * ctx: equal tuples give the same weft_type.  Returns 0 (no type) and sets

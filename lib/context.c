@@ -59,6 +59,9 @@ static const fe_backend *backend_table(weft_backend b)
 {
     switch (b) {
     case WEFT_BACKEND_INTERP: return &fe_backend_interp;
+#ifdef WEFT_HAVE_LLVM
+    case WEFT_BACKEND_CPU: return &fe_backend_cpu;
+#endif
     default: return NULL;
     }
 }
@@ -82,6 +85,14 @@ weft_status weft_context_create(const weft_config *cfg, weft_context **out)
                                 env);
             }
             c.backend = b;
+        }
+        const char *dump = getenv("WEFT_DUMP");
+        if (dump && *dump) {
+            c.dump = dump;
+        }
+        const char *dump_dir = getenv("WEFT_DUMP_DIR");
+        if (dump_dir && *dump_dir) {
+            c.dump_dir = dump_dir;
         }
         const char *th = getenv("WEFT_THREADS");
         if (th && *th) {
@@ -158,4 +169,18 @@ void weft_context_free(weft_context *ctx)
 weft_backend weft_context_backend(const weft_context *ctx)
 {
     return ctx ? ctx->backend : WEFT_BACKEND_INTERP;
+}
+
+weft_status weft_context_stats(const weft_context *ctx, weft_stats *out)
+{
+    if (!ctx || !out) {
+        return fe_error(WEFT_ERR_NULL_ARGUMENT, "weft_context_stats: %s is NULL",
+                        ctx ? "out" : "the context");
+    }
+    memset(out, 0, sizeof *out);
+    out->threads = 1;
+    if (ctx->be->stats) {
+        ctx->be->stats(ctx, out);
+    }
+    return WEFT_OK;
 }

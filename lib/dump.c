@@ -35,6 +35,7 @@ typedef struct printer {
     const weft_context *ctx;
     const fe_core *core;
     FILE *out;
+    char buf[512];  /* names and numbers: here, not on the recursion's stack */
 } printer;
 
 static void term(printer *pr, const fe_term *t, int ind);
@@ -57,23 +58,21 @@ static void var_name(printer *pr, const fe_var *v)
 
 static void type_name(printer *pr, weft_type t)
 {
-    char buf[256];
-    put(pr, fe_type_name(pr->ctx, t, buf, sizeof buf));
+    put(pr, fe_type_name(pr->ctx, t, pr->buf, sizeof pr->buf));
 }
 
 static void atype_name(printer *pr, const fe_atype *t)
 {
-    char buf[512];
-    put(pr, fe_atype_name(pr->ctx, t, buf, sizeof buf));
+    put(pr, fe_atype_name(pr->ctx, t, pr->buf, sizeof pr->buf));
 }
 
 /* The shortest of %.{lo..hi}g that reads back as v (through `narrow`). */
 static void real(printer *pr, double v, int lo, int hi, bool single,
                  const char *suffix)
 {
-    char buf[64];
+    char *buf = pr->buf;
     for (int p = lo; p <= hi; p++) {
-        snprintf(buf, sizeof buf, "%.*g", p, v);
+        snprintf(buf, 64, "%.*g", p, v);
         double back = strtod(buf, NULL);
         if (single ? (float)back == (float)v : back == v) {
             break;
@@ -467,7 +466,7 @@ weft_status fe_dump(const weft_context *ctx, const fe_core *core, FILE *out)
         return fe_error(WEFT_ERR_NULL_ARGUMENT,
                         "weft_program_dump: nothing to print");
     }
-    printer pr = {ctx, core, out};
+    printer pr = {ctx, core, out, {0}};
     if (core->root->kind == FE_LET) {
         let_chain(&pr, core->root, 0);
     } else {

@@ -382,9 +382,14 @@ struct fe_backend {
     weft_status (*run)(weft_executable *exe, weft_array *const *in,
                        weft_array **out);
     void (*exe_free)(weft_executable *exe);
+    /* Fill the counters (may be NULL: all zero). */
+    void (*stats)(const weft_context *ctx, weft_stats *out);
 };
 
 extern const fe_backend fe_backend_interp;
+#ifdef WEFT_HAVE_LLVM
+extern const fe_backend fe_backend_cpu; /* runtime-cpu/backend.c */
+#endif
 
 /* ===== interp.c ===== */
 

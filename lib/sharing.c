@@ -24,15 +24,19 @@
  *      all: that is exactly "an argument is used only inside its function".
  *   3. Dominators.  On a DAG in topological order one pass suffices: going
  *      down from the virtual root (the results' parent), each child's idom
- *      is the meet (Cooper, Harvey and Kennedy's intersect) of its parents.
- *      The idom of a node is the lowest point enclosing all its uses.
+ *      is the meet of its parents in the dominator tree built so far (as in
+ *      Cooper, Harvey and Kennedy's intersect, with jump pointers for long
+ *      chains).  The idom of a node is the lowest point enclosing all its
+ *      uses.
  *   4. Decide and emit.  Going down, each term decides whether and where it
  *      is bound.  A term used twice is bound at its meet; an array term used
  *      by a scalar term (shape, !, !!) is bound at the first array-level
  *      point above its meet; a closed scalar term (using no argument) whose
  *      meet lies inside a scalar function climbs the dominator tree out of
  *      every function, so that it is computed once and becomes a free
- *      variable of the function (pure constant arithmetic used once stays).
+ *      variable of the function (pure constant arithmetic used once stays,
+ *      and so does a term that may fail or loop, such as a division or an
+ *      index, since the function might never have evaluated it).
  *      Then one recursive walk builds the core tree: at each point the lets
  *      placed there come first, in node order (so each comes after those it
  *      uses), then the point's own term; a function is instantiated afresh
@@ -52,7 +56,7 @@
 enum { LV_FUN, LV_HOST, LV_ARR };
 
 /* Node flags. */
-enum { NF_FUN = 1, NF_PURE = 2, NF_SARG = 4, NF_BOUND = 8 };
+enum { NF_FUN = 1, NF_PURE = 2, NF_SARG = 4, NF_BOUND = 8, NF_FAIL = 16 };
 
 typedef struct frame {
     void *obj;      /* fe_term or fe_fun */
@@ -77,6 +81,7 @@ typedef struct share {
     int32_t **ch;                  /* children (-1 for a NULL kid) */
     int32_t *nch;
     int32_t *uses, *idom;
+    int32_t *depth, *jump;         /* dominator tree: depth, jump pointer */
     int32_t **fv;                  /* free argument nodes, sorted */
     int32_t *nfv;
     uint8_t *flags, *eff;
@@ -157,6 +162,42 @@ static uint64_t mix(uint64_t h, uint64_t v)
 {
     h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
     return h * 0xff51afd7ed558ccdull;
+}
+
+/* Whether evaluating t itself (not its kids) may fail or not terminate:
+ * such a term is not hoisted out of a function when used once, since the
+ * function might never evaluate it (a guarded index, a division). */
+static bool may_fail(const fe_term *t)
+{
+    switch (t->kind) {
+    case FE_AT:
+        return !(t->nkid == 2 && t->kid[1] && t->kid[1]->kind == FE_TUPLE &&
+                 t->kid[1]->nkid == 0);
+    case FE_AT_LINEAR:
+    case FE_FROM_INDEX:
+    case FE_WHILE:
+    case FE_APPLY:
+        return true;
+    case FE_PRIM:
+        switch (t->op) {
+        case WEFT_OP_QUOT:
+        case WEFT_OP_REM:
+        case WEFT_OP_IDIV:
+        case WEFT_OP_MOD:
+        case WEFT_OP_SHL:
+        case WEFT_OP_SHR:
+        case WEFT_OP_FLOOR:
+        case WEFT_OP_CEILING:
+        case WEFT_OP_ROUND:
+        case WEFT_OP_TRUNCATE:
+        case WEFT_OP_CONVERT:
+            return true;
+        default:
+            return false;
+        }
+    default:
+        return false;
+    }
 }
 
 /* The payload of t that takes part in its identity. */
@@ -348,6 +389,7 @@ static bool finish_term(share *s, fe_term *t)
     bool pure = t->kind == FE_CONST || t->kind == FE_PRIM ||
                 t->kind == FE_COND || t->kind == FE_TUPLE ||
                 t->kind == FE_GET;
+    bool fails = !t->acc && may_fail(t);
     if (t->kind == FE_ARG || t->kind == FE_AARG) {
         int32_t *one = ints(s, 1, 0);
         if (!one) {
@@ -366,13 +408,19 @@ static bool finish_term(share *s, fe_term *t)
         if (!(s->flags[c] & NF_PURE)) {
             pure = false;
         }
+        if (s->flags[c] & NF_FAIL) {
+            fails = true;
+        }
         s->fv[n] = set_union(s, s->fv[n], s->nfv[n], s->fv[c], s->nfv[c],
                              &s->nfv[n]);
         if (s->nfv[n] > 0 && !s->fv[n]) {
             return false;
         }
     }
-    s->flags[n] = (uint8_t)((pure ? NF_PURE : 0) |
+    /* an array operand is bound at array level anyway: its failures do not
+     * make its scalar users fail */
+    fails = fails && !t->acc;
+    s->flags[n] = (uint8_t)((pure ? NF_PURE : 0) | (fails ? NF_FAIL : 0) |
                             (set_has_sarg(s, s->fv[n], s->nfv[n]) ? NF_SARG
                                                                   : 0));
     if (t->acc && (s->flags[n] & NF_SARG)) {
@@ -400,7 +448,7 @@ static bool finish_fun(share *s, fe_fun *f)
     s->nfn[n] = f;
     s->ch[n] = ch;
     s->nch[n] = 1;
-    s->flags[n] = NF_FUN;
+    s->flags[n] = (uint8_t)(NF_FUN | (s->flags[b] & NF_FAIL));
     s->uses[b]++;
     /* free arguments of the body but f's own */
     int32_t k = 0;
@@ -546,32 +594,68 @@ static bool walk(share *s, fe_term *r)
 
 /* ---- step 3: dominators ------------------------------------------------- */
 
-static int32_t intersect(const int32_t *idom, int32_t a, int32_t b)
+/* The dominator tree so far is kept with depths and one jump pointer per
+ * node (Myers' skew-binary scheme), so that the meet of two nodes costs
+ * O(log depth) even on long chains, where walking idom one step at a time
+ * would be quadratic (a function used by each of 100k chained maps). */
+static void tree_link(share *s, int32_t u)
 {
+    int32_t p = s->idom[u];
+    s->depth[u] = s->depth[p] + 1;
+    int32_t j = s->jump[p];
+    if (s->depth[p] - s->depth[j] == s->depth[j] - s->depth[s->jump[j]]) {
+        s->jump[u] = s->jump[j];
+    } else {
+        s->jump[u] = p;
+    }
+}
+
+static int32_t ancestor_at(const share *s, int32_t u, int32_t d)
+{
+    while (s->depth[u] > d) {
+        u = s->depth[s->jump[u]] >= d ? s->jump[u] : s->idom[u];
+    }
+    return u;
+}
+
+static int32_t meet(const share *s, int32_t a, int32_t b)
+{
+    if (s->depth[a] > s->depth[b]) {
+        a = ancestor_at(s, a, s->depth[b]);
+    } else if (s->depth[b] > s->depth[a]) {
+        b = ancestor_at(s, b, s->depth[a]);
+    }
     while (a != b) {
-        while (a < b) {
-            a = idom[a];
-        }
-        while (b < a) {
-            b = idom[b];
+        if (s->jump[a] != s->jump[b]) {
+            a = s->jump[a];
+            b = s->jump[b];
+        } else {
+            a = s->idom[a];
+            b = s->idom[b];
         }
     }
     return a;
 }
 
 /* Nodes are numbered children first and the root is highest, so one pass
- * from the root down sees every parent of a node before the node. */
+ * from the root down sees every parent of a node before the node: when u
+ * is reached its idom is final and it joins the tree. */
 static void dominators(share *s)
 {
     int32_t root = s->nnode;
     s->idom[root] = root;
+    s->jump[root] = root;
+    s->depth[root] = 0;
     for (int32_t u = root; u >= 0; u--) {
+        if (u != root) {
+            tree_link(s, u);
+        }
         for (int32_t i = 0; i < s->nch[u]; i++) {
             int32_t c = s->ch[u][i];
             if (c < 0) {
                 continue;
             }
-            s->idom[c] = s->idom[c] < 0 ? u : intersect(s->idom, u, s->idom[c]);
+            s->idom[c] = s->idom[c] < 0 ? u : meet(s, u, s->idom[c]);
         }
     }
 }
@@ -624,7 +708,8 @@ static void place(share *s)
             } else {
                 bool closed = !(s->flags[t] & NF_SARG);
                 bool pure_once = (s->flags[t] & NF_PURE) && s->uses[t] < 2;
-                if (closed && !pure_once && lm == LV_FUN) {
+                bool fails = (s->flags[t] & NF_FAIL) != 0;
+                if (closed && !pure_once && !fails && lm == LV_FUN) {
                     P = climb(s, M, LV_HOST);
                 } else if (s->uses[t] >= 2) {
                     P = M;
@@ -966,6 +1051,8 @@ static bool setup(share *s)
     s->nch = ints(s, cap, 0);
     s->uses = ints(s, cap, 0);
     s->idom = ints(s, cap, -1);
+    s->depth = ints(s, cap, 0);
+    s->jump = ints(s, cap, 0);
     s->fv = salloc(s, cap * sizeof *s->fv);
     s->nfv = ints(s, cap, 0);
     s->flags = salloc(s, cap);

@@ -266,4 +266,16 @@ uint64_t cpu_disk_store(cpu_disk *d, const uint8_t key[32], const void *p,
                         size_t n);
 #endif /* WEFT_HAVE_LLVM */
 
+/* ===== exec.c: running one kernel (the drivers of the skeletons) ===== */
+
+#ifdef WEFT_HAVE_LLVM
+struct sk_kernel;
+/* Run kernel k of operation k->op inside the interpreter's walk ix:
+ * evaluate the operands, allocate the outputs, fill the argument block and
+ * run the phases on gang g.  On success out[] holds new references to the
+ * outputs; on failure nothing (status with message). */
+weft_status cpu_exec(weft_context *ctx, cpu_gang *g, fe_ix *ix,
+                     struct sk_kernel *k, weft_array **out);
+#endif
+
 #endif /* WEFT_CPU_H */

@@ -21,7 +21,7 @@
 
 #include "weft.h"
 
-/* ---- helpers ---------------------------------------------------------- */
+/* ---- helpers ------------------------------------------------------------- */
 
 /* An interpreter context that ignores the environment. */
 static weft_context *make_ctx(void)
@@ -51,8 +51,8 @@ static weft_array *vec(weft_context *ctx, weft_type t, int64_t n,
 {
     weft_array *a = NULL;
     const void *d[1] = {data};
-    ck_assert_msg(weft_array_from_host(ctx, t, 1, &n, d, &a) == WEFT_OK,
-                  "%s", weft_last_error());
+    ck_assert_msg(weft_array_from_host(ctx, t, 1, &n, d, &a) == WEFT_OK, "%s",
+                  weft_last_error());
     return a;
 }
 
@@ -66,8 +66,8 @@ static weft_fun *binop(weft_program *p, weft_type t,
 }
 
 /* Assert that msg mentions name. */
-#define ASSERT_NAMES(msg, name)                                              \
-    ck_assert_msg(strstr((msg), (name)) != NULL,                             \
+#define ASSERT_NAMES(msg, name)                                                \
+    ck_assert_msg(strstr((msg), (name)) != NULL,                               \
                   "message \"%s\" does not name %s", (msg), (name))
 
 /* Assert a builder error: status of p and both messages name `call`. */
@@ -75,8 +75,8 @@ static void assert_builder_error(weft_program *p, weft_status s,
                                  const char *call)
 {
     ck_assert_msg(weft_program_status(p) == s, "status %s, expected %s (%s)",
-                  weft_status_name(weft_program_status(p)),
-                  weft_status_name(s), weft_program_error(p));
+                  weft_status_name(weft_program_status(p)), weft_status_name(s),
+                  weft_program_error(p));
     ASSERT_NAMES(weft_program_error(p), call);
     ASSERT_NAMES(weft_last_error(), call);
 }
@@ -102,7 +102,7 @@ static weft_status compile_and_run(weft_program *p, weft_acc *r,
     return s;
 }
 
-/* ---- builder errors ---------------------------------------------------- */
+/* ---- builder errors ------------------------------------------------------ */
 
 START_TEST(null_handle_and_stickiness)
 {
@@ -158,11 +158,9 @@ START_TEST(null_to_api_calls)
     ASSERT_NAMES(weft_last_error(), "weft_program_create");
     weft_program *p = NULL;
     ck_assert_int_eq(weft_program_create(NULL, &p), WEFT_ERR_NULL_ARGUMENT);
-    ck_assert_int_eq(weft_compile(NULL, NULL, 0, NULL),
-                     WEFT_ERR_NULL_ARGUMENT);
+    ck_assert_int_eq(weft_compile(NULL, NULL, 0, NULL), WEFT_ERR_NULL_ARGUMENT);
     ASSERT_NAMES(weft_last_error(), "weft_compile");
-    ck_assert_int_eq(weft_run(NULL, NULL, 0, NULL, 0),
-                     WEFT_ERR_NULL_ARGUMENT);
+    ck_assert_int_eq(weft_run(NULL, NULL, 0, NULL, 0), WEFT_ERR_NULL_ARGUMENT);
     ASSERT_NAMES(weft_last_error(), "weft_run");
     ck_assert_int_eq(weft_backend_from_name(NULL, NULL),
                      WEFT_ERR_NULL_ARGUMENT);
@@ -189,9 +187,9 @@ START_TEST(array_null_arguments)
     ck_assert_int_eq(weft_array_from_host(ctx, WEFT_F32, 1, &n, cdata, NULL),
                      WEFT_ERR_NULL_ARGUMENT);
     ASSERT_NAMES(weft_last_error(), "weft_array_from_host");
-    ck_assert_int_eq(weft_array_wrap(ctx, WEFT_F32, 1, &n, data, NULL, NULL,
-                                     NULL),
-                     WEFT_ERR_NULL_ARGUMENT);
+    ck_assert_int_eq(
+        weft_array_wrap(ctx, WEFT_F32, 1, &n, data, NULL, NULL, NULL),
+        WEFT_ERR_NULL_ARGUMENT);
     ASSERT_NAMES(weft_last_error(), "weft_array_wrap");
     weft_array *a = NULL;
     ck_assert_int_eq(weft_array_create(ctx, WEFT_F32, 1, NULL, &a),
@@ -319,8 +317,7 @@ START_TEST(incomplete_function)
     weft_fun *f = weft_fun1(p, WEFT_F32); /* never returned */
     weft_acc *r = weft_map(f, xs);
     weft_executable *exe = NULL;
-    weft_status s = r ? weft_compile(p, &r, 1, &exe)
-                      : weft_program_status(p);
+    weft_status s = r ? weft_compile(p, &r, 1, &exe) : weft_program_status(p);
     ck_assert_msg(s == WEFT_ERR_INCOMPLETE, "got %s: %s", weft_status_name(s),
                   weft_last_error());
     ck_assert_ptr_null(exe);
@@ -342,8 +339,7 @@ START_TEST(argument_out_of_scope)
     weft_fun_return(g, weft_add(weft_arg(g, 0), weft_arg(f, 0)));
     weft_acc *r = weft_map(g, weft_map(f, xs));
     weft_executable *exe = NULL;
-    weft_status s = r ? weft_compile(p, &r, 1, &exe)
-                      : weft_program_status(p);
+    weft_status s = r ? weft_compile(p, &r, 1, &exe) : weft_program_status(p);
     ck_assert_msg(s == WEFT_ERR_SCOPE, "got %s: %s", weft_status_name(s),
                   weft_last_error());
     ck_assert_ptr_null(exe);
@@ -360,8 +356,7 @@ START_TEST(reshape_size)
     weft_context *ctx = make_ctx();
     weft_program *p = make_prog(ctx);
     weft_acc *xs = weft_param(p, WEFT_F32, 1);
-    weft_acc *r = weft_reshape(weft_index2(weft_i64(p, 2), weft_i64(p, 3)),
-                               xs);
+    weft_acc *r = weft_reshape(weft_index2(weft_i64(p, 2), weft_i64(p, 3)), xs);
     float d[5] = {1, 2, 3, 4, 5};
     weft_array *in = vec(ctx, WEFT_F32, 5, d);
     ck_assert_int_eq(compile_and_run(p, r, &in, 1), WEFT_ERR_RESHAPE_SIZE);
@@ -460,12 +455,12 @@ START_TEST(segments)
     weft_program *p = make_prog(ctx);
     weft_acc *xs = weft_param(p, WEFT_I32, 1);
     weft_acc *seg = weft_param(p, WEFT_I32, 1);
-    weft_acc *r = weft_fold_seg(binop(p, WEFT_I32, weft_add), weft_i32(p, 0),
-                                xs, seg);
+    weft_acc *r =
+        weft_fold_seg(binop(p, WEFT_I32, weft_add), weft_i32(p, 0), xs, seg);
     int32_t d[4] = {1, 2, 3, 4};
-    int32_t past[2] = {3, 2};   /* 5 > 4 elements */
+    int32_t past[2] = {3, 2}; /* 5 > 4 elements */
     int32_t neg[2] = {3, -1};
-    int32_t ok[2] = {1, 2};     /* the last element is ignored */
+    int32_t ok[2] = {1, 2}; /* the last element is ignored */
     weft_array *in[2] = {vec(ctx, WEFT_I32, 4, d), vec(ctx, WEFT_I32, 2, past)};
     ck_assert_int_eq(compile_and_run(p, r, in, 2), WEFT_ERR_SEGMENTS);
     ASSERT_NAMES(weft_last_error(), "weft_run");
@@ -501,8 +496,8 @@ START_TEST(bad_shape)
     weft_acc *xs = weft_param(p, WEFT_I32, 1);
     weft_fun *f = weft_fun1(p, WEFT_DIM(1));
     weft_fun_return(f, weft_i32(p, 7));
-    weft_acc *r = weft_generate(
-        weft_index1(weft_sub(weft_size(xs), weft_i64(p, 10))), f);
+    weft_acc *r =
+        weft_generate(weft_index1(weft_sub(weft_size(xs), weft_i64(p, 10))), f);
     int32_t d[3] = {1, 2, 3};
     weft_array *in = vec(ctx, WEFT_I32, 3, d);
     ck_assert_int_eq(compile_and_run(p, r, &in, 1), WEFT_ERR_BAD_SHAPE);
@@ -549,9 +544,9 @@ START_TEST(invalid_argument)
     weft_context *ctx = make_ctx();
     weft_array *a = NULL;
     int64_t sh[1] = {3};
-    ck_assert_int_eq(weft_array_create(ctx, WEFT_F32, WEFT_MAX_RANK + 1, sh,
-                                       &a),
-                     WEFT_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(
+        weft_array_create(ctx, WEFT_F32, WEFT_MAX_RANK + 1, sh, &a),
+        WEFT_ERR_INVALID_ARGUMENT);
     ck_assert_int_eq(weft_array_create(ctx, 9999, 1, sh, &a),
                      WEFT_ERR_INVALID_ARGUMENT);
     ASSERT_NAMES(weft_last_error(), "weft_array_create");
@@ -713,18 +708,18 @@ START_TEST(free_null)
 }
 END_TEST
 
-/* ---- allocation failure ---------------------------------------------------- */
+/* ---- allocation failure -------------------------------------------------- */
 
 /* A test allocator: fails every request once `limit` have succeeded (limit
  * < 0: never), and keeps a header before each block holding its size, so
  * that it can count live bytes and check the sizes weft passes back. */
 typedef struct counting {
-    long limit;        /* successful allocations allowed; < 0: unlimited */
-    long count;        /* successful allocations so far */
-    long failed;       /* requests refused */
+    long limit;  /* successful allocations allowed; < 0: unlimited */
+    long count;  /* successful allocations so far */
+    long failed; /* requests refused */
     size_t live_bytes;
     long live_blocks;
-    long size_errors;  /* old_size that disagreed with the block's size */
+    long size_errors; /* old_size that disagreed with the block's size */
 } counting;
 
 #define HDR 16 /* header: the size, keeping 16-byte alignment */
@@ -796,17 +791,16 @@ static weft_acc *build_rich(weft_program *p)
     weft_acc *a = weft_param(p, WEFT_F32, 1);
     weft_acc *b = weft_param(p, WEFT_F32, 1);
     weft_fun *pred = weft_fun1(p, WEFT_F32);
-    weft_fun_return(pred, weft_cond(weft_gt(weft_arg(pred, 0),
-                                            weft_f32(p, 10)),
+    weft_fun_return(pred, weft_cond(weft_gt(weft_arg(pred, 0), weft_f32(p, 10)),
                                     weft_i64(p, 1), weft_i64(p, 0)));
     weft_acc *keep = weft_map(pred, a);
-    weft_acc *sc = weft_scanl_(fun_op2(p, WEFT_I64, weft_add), weft_i64(p, 0),
-                               keep);
+    weft_acc *sc =
+        weft_scanl_(fun_op2(p, WEFT_I64, weft_add), weft_i64(p, 0), keep);
     weft_acc *offs = weft_aget(sc, 0);
     weft_fun *zero = weft_fun1(p, WEFT_DIM(1));
     weft_fun_return(zero, weft_f32(p, 0));
-    weft_acc *dflt = weft_generate(weft_index1(weft_the(weft_aget(sc, 1))),
-                                   zero);
+    weft_acc *dflt =
+        weft_generate(weft_index1(weft_the(weft_aget(sc, 1))), zero);
     weft_fun *ix = weft_fun1(p, WEFT_DIM(1));
     weft_exp *i = weft_arg(ix, 0);
     weft_fun_return(ix, weft_cond(weft_eq(weft_at(keep, i), weft_i64(p, 1)),
@@ -817,9 +811,9 @@ static weft_acc *build_rich(weft_program *p)
     weft_acc *filtered = weft_permute(first, dflt, ix, b);
 
     weft_fun *sum3 = weft_fun3(p, WEFT_F32, WEFT_F32, WEFT_F32);
-    weft_fun_return(sum3, weft_add(weft_add(weft_arg(sum3, 0),
-                                            weft_arg(sum3, 1)),
-                                   weft_arg(sum3, 2)));
+    weft_fun_return(sum3,
+                    weft_add(weft_add(weft_arg(sum3, 0), weft_arg(sum3, 1)),
+                             weft_arg(sum3, 2)));
     static const int window[1] = {3};
     weft_boundary clamp = {WEFT_BOUNDARY_CLAMP, NULL};
     weft_acc *smooth = weft_stencil(sum3, window, clamp, filtered);
@@ -927,8 +921,8 @@ static void fail_each_allocation(build_fn build, double want)
             break;
         }
         ck_assert_msg(s == WEFT_ERR_OUT_OF_MEMORY,
-                      "limit %ld: %s instead of WEFT_ERR_OUT_OF_MEMORY (%s)",
-                      n, weft_status_name(s), weft_last_error());
+                      "limit %ld: %s instead of WEFT_ERR_OUT_OF_MEMORY (%s)", n,
+                      weft_status_name(s), weft_last_error());
         ck_assert_int_gt(k.failed, 0);
     }
     ck_assert_msg(n < needed + 100, "never succeeded");
@@ -948,7 +942,7 @@ START_TEST(allocation_failure_rich)
 }
 END_TEST
 
-/* ---- suite ------------------------------------------------------------ */
+/* ---- suite --------------------------------------------------------------- */
 
 static Suite *errors_suite(void)
 {

@@ -105,7 +105,7 @@ START_TEST(dotp_f64)
 }
 END_TEST
 
-/* ---- saxpy ---------------------------------------------------------------- */
+/* ---- saxpy --------------------------------------------------------------- */
 
 START_TEST(saxpy)
 {
@@ -145,7 +145,7 @@ START_TEST(saxpy)
 }
 END_TEST
 
-/* ---- Black-Scholes ---------------------------------------------------------- */
+/* ---- Black-Scholes ------------------------------------------------------- */
 
 #define BS_RISKFREE 0.02
 #define BS_VOLATILITY 0.30
@@ -158,10 +158,10 @@ static const double bs_coeff[5] = {0.31938153, -0.356563782, 1.781477937,
 static double cnd_ref(double d)
 {
     double k = 1.0 / (1.0 + 0.2316419 * fabs(d));
-    double poly = k * (bs_coeff[0] +
-                       k * (bs_coeff[1] +
-                            k * (bs_coeff[2] +
-                                 k * (bs_coeff[3] + k * bs_coeff[4]))));
+    double poly =
+        k * (bs_coeff[0] +
+             k * (bs_coeff[1] +
+                  k * (bs_coeff[2] + k * (bs_coeff[3] + k * bs_coeff[4]))));
     double c = BS_RSQRT2PI * exp(-0.5 * d * d) * poly;
     return d > 0 ? 1.0 - c : c;
 }
@@ -182,10 +182,10 @@ static void bs_ref(double price, double strike, double years, double *call,
 /* The same in weft, in f32. */
 static weft_exp *cnd_weft(weft_program *p, weft_exp *d)
 {
-    weft_exp *k = weft_fdiv(
-        weft_f32(p, 1),
-        weft_add(weft_f32(p, 1), weft_mul(weft_f32(p, 0.2316419f),
-                                          weft_abs(d))));
+    weft_exp *k =
+        weft_fdiv(weft_f32(p, 1),
+                  weft_add(weft_f32(p, 1),
+                           weft_mul(weft_f32(p, 0.2316419f), weft_abs(d))));
     weft_exp *poly = weft_f32(p, (float)bs_coeff[4]);
     for (int i = 3; i >= 0; i--) {
         poly = weft_add(weft_f32(p, (float)bs_coeff[i]), weft_mul(k, poly));
@@ -200,8 +200,8 @@ static weft_exp *cnd_weft(weft_program *p, weft_exp *d)
 }
 
 /* zipWith3 (\price strike years -> (call, put)). */
-static weft_acc *bs_program(weft_program *p, weft_acc *price,
-                            weft_acc *strike, weft_acc *years)
+static weft_acc *bs_program(weft_program *p, weft_acc *price, weft_acc *strike,
+                            weft_acc *years)
 {
     weft_fun *f = weft_fun3(p, WEFT_F32, WEFT_F32, WEFT_F32);
     weft_exp *s = weft_arg(f, 0), *x = weft_arg(f, 1), *t = weft_arg(f, 2);
@@ -209,18 +209,17 @@ static weft_acc *bs_program(weft_program *p, weft_acc *price,
     weft_exp *v = weft_f32(p, (float)BS_VOLATILITY);
     weft_exp *v_sqrtt = weft_mul(v, weft_sqrt(t));
     weft_exp *d1 = weft_fdiv(
-        weft_add(weft_log(weft_fdiv(s, x)),
-                 weft_mul(weft_add(r, weft_mul(weft_f32(p, 0.5f),
-                                               weft_mul(v, v))),
-                          t)),
+        weft_add(
+            weft_log(weft_fdiv(s, x)),
+            weft_mul(weft_add(r, weft_mul(weft_f32(p, 0.5f), weft_mul(v, v))),
+                     t)),
         v_sqrtt);
     weft_exp *d2 = weft_sub(d1, v_sqrtt);
     weft_exp *c1 = cnd_weft(p, d1), *c2 = cnd_weft(p, d2);
     weft_exp *x_exprt = weft_mul(x, weft_fexp(weft_mul(weft_neg(r), t)));
     weft_exp *call = weft_sub(weft_mul(s, c1), weft_mul(x_exprt, c2));
-    weft_exp *put =
-        weft_sub(weft_mul(x_exprt, weft_sub(weft_f32(p, 1), c2)),
-                 weft_mul(s, weft_sub(weft_f32(p, 1), c1)));
+    weft_exp *put = weft_sub(weft_mul(x_exprt, weft_sub(weft_f32(p, 1), c2)),
+                             weft_mul(s, weft_sub(weft_f32(p, 1), c1)));
     weft_exp *pair[2] = {call, put};
     weft_fun_return(f, weft_tuple(p, 2, pair));
     return weft_zipwith3(f, price, strike, years);
@@ -269,7 +268,7 @@ START_TEST(black_scholes)
 }
 END_TEST
 
-/* ---- smvm ----------------------------------------------------------------- */
+/* ---- smvm ---------------------------------------------------------------- */
 
 START_TEST(smvm)
 {
@@ -286,8 +285,8 @@ START_TEST(smvm)
                                                  WEFT_I64)));
     weft_acc *gathered = weft_backpermute(weft_shape(vals), ix, xv);
     weft_acc *prods = weft_zipwith(op2(p, WEFT_F64, weft_mul), vals, gathered);
-    weft_acc *r = weft_fold_seg(op2(p, WEFT_F64, weft_add), weft_f64(p, 0),
-                                prods, segd);
+    weft_acc *r =
+        weft_fold_seg(op2(p, WEFT_F64, weft_add), weft_f64(p, 0), prods, segd);
     TU_PROGRAM_OK(p);
 
     /* A 7 x 9 matrix with an empty row, a full row and random others. */
@@ -330,7 +329,7 @@ START_TEST(smvm)
 }
 END_TEST
 
-/* ---- histogram ------------------------------------------------------------- */
+/* ---- histogram ----------------------------------------------------------- */
 
 START_TEST(histogram)
 {
@@ -347,15 +346,14 @@ START_TEST(histogram)
     /* Bucket of v = v / 10; values outside [0, 100) are ignored. */
     weft_fun *ix = weft_fun1(p, WEFT_DIM(1));
     weft_exp *v = weft_at(vs, weft_arg(ix, 0));
-    weft_exp *in_range = weft_and(weft_ge(v, weft_i32(p, 0)),
-                                  weft_lt(v, weft_i32(p, 100)));
-    weft_fun_return(
-        ix, weft_cond(in_range,
-                      weft_index1(weft_convert(weft_quot(v, weft_i32(p, 10)),
-                                               WEFT_I64)),
-                      weft_ignore(p, 1)));
-    weft_acc *r = weft_permute(op2(p, WEFT_I32, weft_add), zeros, ix,
-                               weft_map(one, vs));
+    weft_exp *in_range =
+        weft_and(weft_ge(v, weft_i32(p, 0)), weft_lt(v, weft_i32(p, 100)));
+    weft_fun_return(ix, weft_cond(in_range,
+                                  weft_index1(weft_convert(
+                                      weft_quot(v, weft_i32(p, 10)), WEFT_I64)),
+                                  weft_ignore(p, 1)));
+    weft_acc *r =
+        weft_permute(op2(p, WEFT_I32, weft_add), zeros, ix, weft_map(one, vs));
     TU_PROGRAM_OK(p);
 
     int64_t vals[N], want[BUCKETS] = {0};
@@ -376,7 +374,7 @@ START_TEST(histogram)
 }
 END_TEST
 
-/* ---- filter ---------------------------------------------------------------- */
+/* ---- filter -------------------------------------------------------------- */
 
 /* filter (\x -> x mod 3 == 0) xs: the result's extent comes from the
  * total of the scan, read by weft_the. */
@@ -392,8 +390,8 @@ static void filter_case(const int64_t *xs, int64_t n)
                                 weft_i32(p, 0)),
                         weft_i64(p, 1), weft_i64(p, 0)));
     weft_acc *keep = weft_map(pred, a);
-    weft_acc *sc = weft_scanl_(op2(p, WEFT_I64, weft_add), weft_i64(p, 0),
-                               keep);
+    weft_acc *sc =
+        weft_scanl_(op2(p, WEFT_I64, weft_add), weft_i64(p, 0), keep);
     weft_acc *offs = weft_aget(sc, 0), *total = weft_aget(sc, 1);
     weft_fun *zero = weft_fun1(p, WEFT_DIM(1));
     weft_fun_return(zero, weft_i32(p, 0));
@@ -439,7 +437,7 @@ START_TEST(filter)
 }
 END_TEST
 
-/* ---- Jacobi ------------------------------------------------------------------ */
+/* ---- Jacobi -------------------------------------------------------------- */
 
 START_TEST(jacobi)
 {
@@ -494,7 +492,7 @@ START_TEST(jacobi)
 }
 END_TEST
 
-/* ---- awhile: Newton's method for square roots -------------------------------- */
+/* ---- awhile: Newton's method for square roots ---------------------------- */
 
 START_TEST(newton_sqrt_awhile)
 {
@@ -515,17 +513,16 @@ START_TEST(newton_sqrt_awhile)
     weft_exp *x = weft_arg(far, 0), *a = weft_arg(far, 1);
     weft_fun_return(far, weft_gt(weft_abs(weft_sub(weft_mul(x, x), a)),
                                  weft_mul(weft_f64(p, tol), a)));
-    weft_afun_return(cond, weft_fold_all(op2(p, WEFT_BOOL, weft_or),
-                                         weft_bool(p, 0),
-                                         weft_zipwith(far, weft_afun_arg(cond),
-                                                      as)));
+    weft_afun_return(cond,
+                     weft_fold_all(op2(p, WEFT_BOOL, weft_or), weft_bool(p, 0),
+                                   weft_zipwith(far, weft_afun_arg(cond), as)));
     /* body xs = zipWith (\x a -> 0.5 * (x + a / x)) xs as */
     weft_afun *body = weft_afun_like(x0);
     weft_fun *step = weft_fun2(p, WEFT_F64, WEFT_F64);
     x = weft_arg(step, 0);
     a = weft_arg(step, 1);
-    weft_fun_return(step, weft_mul(weft_f64(p, 0.5),
-                                   weft_add(x, weft_fdiv(a, x))));
+    weft_fun_return(step,
+                    weft_mul(weft_f64(p, 0.5), weft_add(x, weft_fdiv(a, x))));
     weft_afun_return(body, weft_zipwith(step, weft_afun_arg(body), as));
     weft_acc *r = weft_awhile(cond, body, x0);
     TU_PROGRAM_OK(p);
@@ -546,7 +543,7 @@ START_TEST(newton_sqrt_awhile)
 }
 END_TEST
 
-/* ---- while: Collatz lengths ------------------------------------------------ */
+/* ---- while: Collatz lengths ---------------------------------------------- */
 
 START_TEST(collatz_while)
 {
@@ -559,8 +556,8 @@ START_TEST(collatz_while)
     ck_assert_int_ne(st, 0);
 
     weft_fun *cond = weft_fun1(p, st);
-    weft_fun_return(cond, weft_ne(weft_get(weft_arg(cond, 0), 0),
-                                  weft_i64(p, 1)));
+    weft_fun_return(cond,
+                    weft_ne(weft_get(weft_arg(cond, 0), 0), weft_i64(p, 1)));
     weft_fun *body = weft_fun1(p, st);
     weft_exp *n = weft_get(weft_arg(body, 0), 0);
     weft_exp *c = weft_get(weft_arg(body, 0), 1);
@@ -573,11 +570,10 @@ START_TEST(collatz_while)
 
     /* generate (Z :. N) (\ix -> snd (while cond body (ix + 1, 0))) */
     weft_fun *g = weft_fun1(p, WEFT_DIM(1));
-    weft_exp *init[2] = {
-        weft_add(weft_get(weft_arg(g, 0), 0), weft_i64(p, 1)),
-        weft_i32(p, 0)};
-    weft_fun_return(g, weft_get(weft_while(cond, body,
-                                           weft_tuple(p, 2, init)), 1));
+    weft_exp *init[2] = {weft_add(weft_get(weft_arg(g, 0), 0), weft_i64(p, 1)),
+                         weft_i32(p, 0)};
+    weft_fun_return(
+        g, weft_get(weft_while(cond, body, weft_tuple(p, 2, init)), 1));
     weft_acc *r = weft_generate(weft_index1(weft_i64(p, N)), g);
     TU_PROGRAM_OK(p);
 
@@ -599,7 +595,7 @@ START_TEST(collatz_while)
 }
 END_TEST
 
-/* ---- suite ------------------------------------------------------------------ */
+/* ---- suite --------------------------------------------------------------- */
 
 static Suite *programs_suite(void)
 {

@@ -117,7 +117,7 @@ START_TEST(shared_term_bound_once)
     tu_open(&u);
     weft_program *p = u.p;
     weft_acc *xs = weft_param(p, WEFT_F32, 1);
-    weft_acc *m = weft_map(plus(p, 1), xs);          /* used twice */
+    weft_acc *m = weft_map(plus(p, 1), xs); /* used twice */
     weft_acc *r = weft_zipwith(op2(p, WEFT_F32, weft_mul), m, m);
     TU_PROGRAM_OK(p);
     char *d = dump(p, &r, 1);
@@ -211,8 +211,8 @@ START_TEST(captured_scalar_at_array_level)
     tu_open(&u);
     weft_program *p = u.p;
     weft_acc *xs = weft_param(p, WEFT_F32, 1);
-    weft_acc *tot = weft_fold_all(op2(p, WEFT_F32, weft_add), weft_f32(p, 0),
-                                  xs);
+    weft_acc *tot =
+        weft_fold_all(op2(p, WEFT_F32, weft_add), weft_f32(p, 0), xs);
     weft_exp *s = weft_the(tot); /* built outside the function */
     weft_fun *f = weft_fun1(p, WEFT_F32);
     weft_fun_return(f, weft_fdiv(weft_arg(f, 0), s));
@@ -234,8 +234,7 @@ START_TEST(captured_scalar_at_array_level)
     /* The function (its parameter x0 or similar) comes after the let. */
     const char *map = strstr(d, "map");
     ck_assert_msg(map != NULL, "no map:\n%s", d);
-    ck_assert_msg(elet < map, "the scalar let is not outside the map:\n%s",
-                  d);
+    ck_assert_msg(elet < map, "the scalar let is not outside the map:\n%s", d);
     char name[32];
     int k = 0;
     while (let_name(d, k, name, sizeof name) && name[0] != 'e') {
@@ -245,8 +244,8 @@ START_TEST(captured_scalar_at_array_level)
     /* The let's variable is used inside the map's function. */
     ck_assert_msg(strstr(map, name) != NULL, "%s not used in the map:\n%s",
                   name, d);
-    ck_assert_msg(count_word(d, name) == 2, "%s should occur twice:\n%s",
-                  name, d);
+    ck_assert_msg(count_word(d, name) == 2, "%s should occur twice:\n%s", name,
+                  d);
     free(d);
 
     double x[4] = {1, 2, 3, 4}, want[4];
@@ -266,8 +265,8 @@ START_TEST(no_sharing_no_let)
     tu_open(&u);
     weft_program *p = u.p;
     weft_acc *xs = weft_param(p, WEFT_F32, 1), *ys = weft_param(p, WEFT_F32, 1);
-    weft_acc *r = weft_map(plus(p, 2),
-                           weft_zipwith(op2(p, WEFT_F32, weft_sub), xs, ys));
+    weft_acc *r =
+        weft_map(plus(p, 2), weft_zipwith(op2(p, WEFT_F32, weft_sub), xs, ys));
     TU_PROGRAM_OK(p);
     char *d = dump(p, &r, 1);
     ck_assert_msg(count_lets(d) == 0, "expected no let:\n%s", d);
@@ -297,10 +296,9 @@ START_TEST(dump_of_several_results)
     weft_program *p = u.p;
     weft_acc *xs = weft_param(p, WEFT_F32, 1);
     weft_acc *m = weft_map(plus(p, 1), xs);
-    weft_acc *rs[2] = {weft_fold_all(op2(p, WEFT_F32, weft_add),
-                                     weft_f32(p, 0), m),
-                       weft_fold_all(op2(p, WEFT_F32, weft_max),
-                                     weft_f32(p, -1000), m)};
+    weft_acc *rs[2] = {
+        weft_fold_all(op2(p, WEFT_F32, weft_add), weft_f32(p, 0), m),
+        weft_fold_all(op2(p, WEFT_F32, weft_max), weft_f32(p, -1000), m)};
     TU_PROGRAM_OK(p);
     char *d = dump(p, rs, 2);
     ck_assert_msg(count_word(d, "map") == 1, "one map expected:\n%s", d);

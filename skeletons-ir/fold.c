@@ -1,0 +1,205 @@
+/*
+ * skeletons-ir/fold.c: fold and fold1 along the innermost dimension
+ * (foldAll is a fold of the array reshaped to one row).
+ *
+ * The input is `rows` rows of m elements; the result has one element per
+ * row.  Two strategies, chosen at run time by the driver:
+ *
+ *   entry 0, whole rows (many rows): one iteration per row,
+ *       acc = z (fold) or row[0] (fold1); acc = f(acc, row[j]) for the rest.
+ *   entries 1 and 2, chunked rows (few, long rows: foldAll):
+ *       1: over rows * C chunks, each chunk's fold1 into partial[c]
+ *          (chunks are never empty: the driver keeps C <= m);
+ *       2: over rows, acc = z (or partial 0) combined with the row's
+ *          partials left to right.
+ *
+ * The seed enters once per result, on the left, as Accelerate says.  The
+ * combine function is applied with the reassoc fast-math flag: the user
+ * declared it associative, and that lets LLVM vectorise the inner loop of
+ * a floating-point sum.  Aux items: 0 the partials (rank 1, the element
+ * type), 1 the number of chunks per row C (i64).
+ */
+#include "sk.h"
+
+weft_status sk_fold_prepare(weft_context *ctx, fe_arena *arena, sk_kernel *k)
+{
+    k->nentry = 3;
+    weft_status s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX, 0,
+                                k->op->type, 1);
+    if (s) {
+        return s;
+    }
+    k->aux_item[0] = k->nitem - 1;
+    s = sk_add_item(ctx, arena, k, SK_SCALAR, SK_SRC_AUX, 1, WEFT_I64, 0);
+    k->aux_item[1] = k->nitem - 1;
+    return s;
+}
+
+/* acc = f(acc, src[j]) for j in [lo, hi), with acc a mutable variable. */
+static weft_status fold_range(sk_fn *f, const cg_mut *acc,
+                              const cg_array *src, LLVMValueRef lo,
+                              LLVMValueRef hi)
+{
+    cg_fn *fn = &f->fn;
+    const fe_fun *comb = f->e->k->op->fun[0];
+    cg_loop l;
+    LLVMValueRef j;
+    cg_val args[2], y;
+    cg_loop_begin(fn, &l, lo, hi, &j);
+    weft_status s = cg_mut_get(fn, acc, &args[0]);
+    if (s == WEFT_OK) {
+        s = cg_array_load(fn, src, j, &args[1]);
+    }
+    if (s == WEFT_OK) {
+        fn->fmf = LLVMFastMathAllowReassoc;
+        s = cg_apply(fn, comb, args, &y);
+        fn->fmf = 0;
+    }
+    if (s == WEFT_OK) {
+        cg_mut_set(fn, acc, &y);
+    }
+    cg_loop_end(fn, &l);
+    return s;
+}
+
+/* Entry 0: whole rows. */
+static weft_status emit_rows(sk_fn *f, bool has_seed)
+{
+    cg_fn *fn = &f->fn;
+    const cg_array *src = sk_kid_array(f, has_seed ? 1 : 0);
+    const cg_array *out = sk_out_array(f, 0);
+    LLVMValueRef m = src->extent[src->rank - 1];
+    cg_mut acc;
+    weft_status s = cg_mut_new(fn, f->e->k->op->type, &acc);
+    if (s) {
+        return s;
+    }
+    cg_loop l;
+    LLVMValueRef r;
+    cg_loop_begin(fn, &l, f->start, f->end, &r);
+    LLVMValueRef base = LLVMBuildMul(fn->b, r, m, "");
+    LLVMValueRef first = base;
+    if (has_seed) {
+        cg_mut_set(fn, &acc, sk_kid_value(f, 0));
+    } else {
+        cg_val x0;
+        if ((s = cg_array_load(fn, src, base, &x0)) != WEFT_OK) {
+            return s;
+        }
+        cg_mut_set(fn, &acc, &x0);
+        first = LLVMBuildAdd(fn->b, base, cg_i64(fn, 1), "");
+    }
+    LLVMValueRef hi = LLVMBuildAdd(fn->b, base, m, "");
+    if ((s = fold_range(f, &acc, src, first, hi)) != WEFT_OK) {
+        return s;
+    }
+    cg_val y;
+    if ((s = cg_mut_get(fn, &acc, &y)) != WEFT_OK) {
+        return s;
+    }
+    cg_array_store(fn, out, r, &y);
+    cg_loop_end(fn, &l);
+    return WEFT_OK;
+}
+
+/* Entry 1: partial[c] = fold1 of chunk c (row c / C, piece c % C). */
+static weft_status emit_chunks(sk_fn *f, bool has_seed)
+{
+    cg_fn *fn = &f->fn;
+    const cg_array *src = sk_kid_array(f, has_seed ? 1 : 0);
+    const cg_array *part = sk_aux_array(f, 0);
+    LLVMValueRef C = sk_aux_value(f, 1)->v[0];
+    LLVMValueRef m = src->extent[src->rank - 1];
+    cg_mut acc;
+    weft_status s = cg_mut_new(fn, f->e->k->op->type, &acc);
+    if (s) {
+        return s;
+    }
+    cg_loop l;
+    LLVMValueRef c;
+    cg_loop_begin(fn, &l, f->start, f->end, &c);
+    LLVMValueRef row = LLVMBuildSDiv(fn->b, c, C, "");
+    LLVMValueRef q = LLVMBuildSRem(fn->b, c, C, "");
+    LLVMValueRef base = LLVMBuildMul(fn->b, row, m, "");
+    /* piece q covers [q*m/C, (q+1)*m/C) of its row */
+    LLVMValueRef lo = LLVMBuildSDiv(fn->b, LLVMBuildMul(fn->b, q, m, ""), C, "");
+    LLVMValueRef q1 = LLVMBuildAdd(fn->b, q, cg_i64(fn, 1), "");
+    LLVMValueRef hi = LLVMBuildSDiv(fn->b, LLVMBuildMul(fn->b, q1, m, ""), C, "");
+    lo = LLVMBuildAdd(fn->b, base, lo, "");
+    hi = LLVMBuildAdd(fn->b, base, hi, "");
+    cg_val x0;
+    if ((s = cg_array_load(fn, src, lo, &x0)) != WEFT_OK) {
+        return s;
+    }
+    cg_mut_set(fn, &acc, &x0);
+    LLVMValueRef lo1 = LLVMBuildAdd(fn->b, lo, cg_i64(fn, 1), "");
+    if ((s = fold_range(f, &acc, src, lo1, hi)) != WEFT_OK) {
+        return s;
+    }
+    cg_val y;
+    if ((s = cg_mut_get(fn, &acc, &y)) != WEFT_OK) {
+        return s;
+    }
+    cg_array_store(fn, part, c, &y);
+    cg_loop_end(fn, &l);
+    return WEFT_OK;
+}
+
+/* Entry 2: out[r] = z (or partial[r*C]) combined with the row's partials. */
+static weft_status emit_combine(sk_fn *f, bool has_seed)
+{
+    cg_fn *fn = &f->fn;
+    const cg_array *part = sk_aux_array(f, 0);
+    const cg_array *out = sk_out_array(f, 0);
+    LLVMValueRef C = sk_aux_value(f, 1)->v[0];
+    cg_mut acc;
+    weft_status s = cg_mut_new(fn, f->e->k->op->type, &acc);
+    if (s) {
+        return s;
+    }
+    cg_loop l;
+    LLVMValueRef r;
+    cg_loop_begin(fn, &l, f->start, f->end, &r);
+    LLVMValueRef base = LLVMBuildMul(fn->b, r, C, "");
+    LLVMValueRef first = base;
+    if (has_seed) {
+        cg_mut_set(fn, &acc, sk_kid_value(f, 0));
+    } else {
+        cg_val x0;
+        if ((s = cg_array_load(fn, part, base, &x0)) != WEFT_OK) {
+            return s;
+        }
+        cg_mut_set(fn, &acc, &x0);
+        first = LLVMBuildAdd(fn->b, base, cg_i64(fn, 1), "");
+    }
+    LLVMValueRef hi = LLVMBuildAdd(fn->b, base, C, "");
+    if ((s = fold_range(f, &acc, part, first, hi)) != WEFT_OK) {
+        return s;
+    }
+    cg_val y;
+    if ((s = cg_mut_get(fn, &acc, &y)) != WEFT_OK) {
+        return s;
+    }
+    cg_array_store(fn, out, r, &y);
+    cg_loop_end(fn, &l);
+    return WEFT_OK;
+}
+
+weft_status sk_fold_emit(sk_emit *e, const char *const *names)
+{
+    bool has_seed = e->k->op->kind == FE_FOLD;
+    weft_status (*const emit[3])(sk_fn *, bool) = {emit_rows, emit_chunks,
+                                                   emit_combine};
+    for (int i = 0; i < 3; i++) {
+        sk_fn f;
+        weft_status s = sk_fn_begin(e, &f, names[i]);
+        if (s == WEFT_OK) {
+            s = emit[i](&f, has_seed);
+        }
+        if (s) {
+            return s;
+        }
+        sk_fn_end(&f);
+    }
+    return WEFT_OK;
+}

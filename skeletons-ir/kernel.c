@@ -1,0 +1,565 @@
+/*
+ * skeletons-ir/kernel.c: what every skeleton shares.
+ *
+ * sk_prepare lays out a kernel's argument block (sk.h): the outputs, the
+ * operands, then the free variables of the operation's functions, found by
+ * walking their bodies and keeping every FE_VAR not bound inside them
+ * (parameters of the functions and of nested while loops, inner lets), and
+ * every parameter or used array that the bodies index.  The skeleton then
+ * adds its auxiliary items.
+ *
+ * sk_describe writes a canonical description for the cache key: the
+ * skeleton, the layout's types, and the functions' bodies with variables
+ * numbered by first appearance, so two structurally equal operations in
+ * different programs (or runs) share one compiled kernel.
+ *
+ * sk_fn_begin starts one entry point: it loads every item from the
+ * argument block and binds the free variables in the codegen environment,
+ * so that cg_exp / cg_apply of the functions just work.
+ */
+#include <string.h>
+
+#include "sk.h"
+
+/* ---- layout ------------------------------------------------------------- */
+
+bool sk_supported(const fe_term *t)
+{
+    switch ((fe_kind)t->kind) {
+    case FE_GENERATE:
+    case FE_MAP:
+    case FE_ZIPWITH:
+    case FE_BACKPERMUTE:
+    case FE_TRANSFORM:
+    case FE_FOLD:
+    case FE_FOLD1:
+        return t->atype && t->atype->narrays == 1;
+    default:
+        return false;
+    }
+}
+
+weft_status sk_add_item(weft_context *ctx, fe_arena *arena, sk_kernel *k,
+                        sk_item_kind kind, sk_src src, int index,
+                        weft_type type, int rank)
+{
+    if (k->nitem == k->cap_item) {
+        int cap = k->cap_item ? 2 * k->cap_item : 16;
+        sk_item *n = fe_arena_alloc(arena, sizeof *n * (size_t)cap);
+        if (!n) {
+            return fe_error(WEFT_ERR_OUT_OF_MEMORY,
+                            "weft_compile: out of memory");
+        }
+        if (k->nitem) {
+            memcpy(n, k->item, sizeof *n * (size_t)k->nitem);
+        }
+        k->item = n;
+        k->cap_item = cap;
+    }
+    sk_item *it = &k->item[k->nitem++];
+    memset(it, 0, sizeof *it);
+    it->kind = kind;
+    it->src = src;
+    it->index = index;
+    it->type = type;
+    it->rank = rank;
+    it->nleaf = fe_type_leaves(ctx, type, &it->leaf);
+    it->word = k->nwords;
+    k->nwords += it->nleaf + (kind == SK_ARRAY ? rank : 0);
+    return WEFT_OK;
+}
+
+typedef struct walk {
+    weft_context *ctx;
+    fe_arena *arena;
+    sk_kernel *k;
+    bool *bound;      /* per var id: bound inside the functions */
+    bool *seen;       /* per var id: already an item */
+    uint32_t nvar;
+} walk;
+
+static weft_status walk_term(walk *w, const fe_term *t);
+
+static weft_status walk_fun(walk *w, const fe_fun *f)
+{
+    for (int i = 0; i < f->arity; i++) {
+        if (f->param && f->param[i] && f->param[i]->id < w->nvar) {
+            w->bound[f->param[i]->id] = true;
+        }
+    }
+    return walk_term(w, f->body);
+}
+
+static bool have_item(const sk_kernel *k, sk_src src, int index,
+                      const weft_array *a)
+{
+    for (int i = 0; i < k->nitem; i++) {
+        const sk_item *it = &k->item[i];
+        if (it->src == src && ((src == SK_SRC_PARAM && it->index == index) ||
+                               (src == SK_SRC_USE && it->array == a))) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static weft_status walk_term(walk *w, const fe_term *t)
+{
+    weft_status s;
+    if (!t) {
+        return WEFT_OK;
+    }
+    switch ((fe_kind)t->kind) {
+    case FE_VAR: {
+        const fe_var *v = t->u.var;
+        if (!v || v->id >= w->nvar) {
+            return fe_error(WEFT_ERR_INTERNAL, "weft_compile: a bad variable");
+        }
+        if (w->bound[v->id] || w->seen[v->id]) {
+            return WEFT_OK;
+        }
+        w->seen[v->id] = true;
+        if (v->acc) {
+            if (!v->atype || v->atype->narrays != 1) {
+                return fe_error(WEFT_ERR_INTERNAL,
+                                "weft_compile: a function indexes a tuple of "
+                                "arrays");
+            }
+            s = sk_add_item(w->ctx, w->arena, w->k, SK_ARRAY, SK_SRC_VAR, 0,
+                            v->atype->elt, v->atype->rank);
+        } else {
+            s = sk_add_item(w->ctx, w->arena, w->k, SK_SCALAR, SK_SRC_VAR, 0,
+                            v->type, 0);
+        }
+        if (s == WEFT_OK) {
+            w->k->item[w->k->nitem - 1].var = v;
+        }
+        return s;
+    }
+    case FE_PARAM:
+        if (have_item(w->k, SK_SRC_PARAM, t->u.index, NULL)) {
+            return WEFT_OK;
+        }
+        return sk_add_item(w->ctx, w->arena, w->k, SK_ARRAY, SK_SRC_PARAM,
+                           t->u.index, t->type, t->rank);
+    case FE_USE:
+        if (have_item(w->k, SK_SRC_USE, 0, t->u.array)) {
+            return WEFT_OK;
+        }
+        s = sk_add_item(w->ctx, w->arena, w->k, SK_ARRAY, SK_SRC_USE, 0,
+                        t->type, t->rank);
+        if (s == WEFT_OK) {
+            w->k->item[w->k->nitem - 1].array = t->u.array;
+        }
+        return s;
+    case FE_LET:
+        if (t->u.var && t->u.var->id < w->nvar) {
+            w->bound[t->u.var->id] = true;
+        }
+        break;
+    default:
+        break;
+    }
+    for (int i = 0; i < t->nkid; i++) {
+        if ((s = walk_term(w, t->kid[i])) != WEFT_OK) {
+            return s;
+        }
+    }
+    for (int i = 0; i < t->nfun; i++) {
+        if ((s = walk_fun(w, t->fun[i])) != WEFT_OK) {
+            return s;
+        }
+    }
+    return WEFT_OK;
+}
+
+weft_status sk_prepare(weft_context *ctx, const fe_core *core, fe_arena *arena,
+                       const fe_term *t, sk_kernel *k)
+{
+    weft_status s;
+    memset(k, 0, sizeof *k);
+    k->op = t;
+    for (int i = 0; i < 8; i++) {
+        k->kid_item[i] = -1;
+        k->aux_item[i] = -1;
+    }
+    if (t->nkid > 8) {
+        return fe_error(WEFT_ERR_INTERNAL, "weft_compile: too many operands");
+    }
+    /* outputs */
+    const fe_atype *at = t->atype;
+    int nout = at->arity == 0 ? 1 : at->arity;
+    for (int o = 0; o < nout; o++) {
+        const fe_atype *c = at->arity == 0 ? at : at->comp[o];
+        s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_OUT, o, c->elt, c->rank);
+        if (s) {
+            return s;
+        }
+    }
+    k->nout = nout;
+    /* operands */
+    for (int i = 0; i < t->nkid; i++) {
+        const fe_term *kid = t->kid[i];
+        if (!kid) {
+            continue;
+        }
+        if (kid->acc) {
+            s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_KID, i, kid->type,
+                            kid->rank);
+        } else if (kid->kind == FE_ALL) {
+            continue;
+        } else {
+            s = sk_add_item(ctx, arena, k, SK_SCALAR, SK_SRC_KID, i,
+                            kid->type, 0);
+        }
+        if (s) {
+            return s;
+        }
+        k->kid_item[i] = k->nitem - 1;
+    }
+    /* free variables of the functions */
+    walk w = {.ctx = ctx, .arena = arena, .k = k, .nvar = core->nvar};
+    size_t nv = core->nvar ? core->nvar : 1;
+    w.bound = fe_arena_alloc(arena, nv);
+    w.seen = fe_arena_alloc(arena, nv);
+    if (!w.bound || !w.seen) {
+        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+    }
+    for (int i = 0; i < t->nfun; i++) {
+        if ((s = walk_fun(&w, t->fun[i])) != WEFT_OK) {
+            return s;
+        }
+    }
+    /* the skeleton's own items */
+    switch ((fe_kind)t->kind) {
+    case FE_GENERATE:
+    case FE_MAP:
+    case FE_ZIPWITH:
+    case FE_BACKPERMUTE:
+    case FE_TRANSFORM:
+        return sk_generate_prepare(ctx, arena, k);
+    case FE_FOLD:
+    case FE_FOLD1:
+        return sk_fold_prepare(ctx, arena, k);
+    default:
+        return fe_error(WEFT_ERR_INTERNAL,
+                        "weft_compile: no skeleton for this operation");
+    }
+}
+
+/* ---- keys --------------------------------------------------------------- */
+
+typedef struct desc {
+    void (*add)(void *user, const void *p, size_t n);
+    void *user;
+    const sk_kernel *k;
+    uint32_t *num;     /* var id -> 1 + canonical number, 0: not yet */
+    uint32_t next;
+    uint32_t nvar;
+} desc;
+
+static void put(desc *d, const void *p, size_t n)
+{
+    d->add(d->user, p, n);
+}
+
+static void put_i(desc *d, int64_t v)
+{
+    put(d, &v, sizeof v);
+}
+
+static void describe_var(desc *d, const fe_var *v)
+{
+    /* Free variables are named by their item, bound ones by order. */
+    for (int i = 0; i < d->k->nitem; i++) {
+        if (d->k->item[i].src == SK_SRC_VAR && d->k->item[i].var == v) {
+            put_i(d, -1 - i);
+            return;
+        }
+    }
+    if (!v || v->id >= d->nvar) {
+        put_i(d, -999999);
+        return;
+    }
+    if (d->num[v->id] == 0) {
+        d->num[v->id] = ++d->next;
+    }
+    put_i(d, d->num[v->id]);
+}
+
+static void describe_term(desc *d, const fe_term *t, bool top);
+
+static void describe_fun(desc *d, const fe_fun *f)
+{
+    put_i(d, f->arity);
+    for (int i = 0; i < f->arity; i++) {
+        describe_var(d, f->param ? f->param[i] : NULL);
+        if (f->targ) {
+            put_i(d, f->targ[i]);
+        }
+    }
+    describe_term(d, f->body, false);
+}
+
+static void describe_term(desc *d, const fe_term *t, bool top)
+{
+    if (!t) {
+        put_i(d, -1);
+        return;
+    }
+    put_i(d, t->kind);
+    put_i(d, t->op);
+    put_i(d, t->type);
+    put_i(d, t->rank);
+    put_i(d, t->nkid);
+    put_i(d, t->nfun);
+    switch ((fe_kind)t->kind) {
+    case FE_CONST:
+        put(d, &t->u.c, sizeof t->u.c);
+        break;
+    case FE_VAR:
+    case FE_LET:
+        describe_var(d, t->u.var);
+        break;
+    case FE_GET:
+    case FE_AGET:
+    case FE_PARAM:
+        put_i(d, t->u.index);
+        break;
+    case FE_USE:
+        for (int i = 0; i < d->k->nitem; i++) {
+            if (d->k->item[i].src == SK_SRC_USE &&
+                d->k->item[i].array == t->u.array) {
+                put_i(d, i);
+            }
+        }
+        break;
+    case FE_STENCIL:
+    case FE_STENCIL2:
+        put(d, &t->u.st, sizeof t->u.st);
+        break;
+    default:
+        break;
+    }
+    /* The operation's own operands are inputs: only their types count. */
+    for (int i = 0; i < t->nkid; i++) {
+        if (top) {
+            put_i(d, t->kid[i] ? t->kid[i]->type : -1);
+            put_i(d, t->kid[i] ? t->kid[i]->rank : -1);
+        } else {
+            describe_term(d, t->kid[i], false);
+        }
+    }
+    for (int i = 0; i < t->nfun; i++) {
+        describe_fun(d, t->fun[i]);
+    }
+}
+
+void sk_describe(const fe_core *core, const sk_kernel *k,
+                 void (*add)(void *user, const void *p, size_t n), void *user)
+{
+    desc d = {.add = add, .user = user, .k = k, .nvar = core->nvar};
+    uint32_t stack_num[256];
+    uint32_t *num = stack_num;
+    if (core->nvar > 256) {
+        num = fe_calloc(NULL, sizeof *num * core->nvar);
+    } else {
+        memset(stack_num, 0, sizeof stack_num);
+    }
+    d.num = num;
+    if (!num) {
+        d.nvar = 0; /* describe variables by position only */
+    }
+    put_i(&d, 0x77656674); /* "weft" */
+    put_i(&d, k->nitem);
+    put_i(&d, (int64_t)k->flags);
+    for (int i = 0; i < k->nitem; i++) {
+        const sk_item *it = &k->item[i];
+        put_i(&d, it->kind);
+        put_i(&d, it->src);
+        put_i(&d, it->rank);
+        put_i(&d, it->nleaf);
+        for (int l = 0; l < it->nleaf; l++) {
+            put_i(&d, it->leaf[l]);
+        }
+    }
+    describe_term(&d, k->op, true);
+    if (num != stack_num && num) {
+        fe_free(NULL, num, sizeof *num * core->nvar);
+    }
+}
+
+/* ---- entry points ------------------------------------------------------- */
+
+static weft_status array_of(cg_fn *fn, const fe_term *acc, cg_array *out)
+{
+    sk_fn *f = (sk_fn *)fn->user;
+    const sk_kernel *k = f->e->k;
+    for (int i = 0; i < k->nitem; i++) {
+        const sk_item *it = &k->item[i];
+        if ((acc->kind == FE_PARAM && it->src == SK_SRC_PARAM &&
+             it->index == acc->u.index) ||
+            (acc->kind == FE_USE && it->src == SK_SRC_USE &&
+             it->array == acc->u.array)) {
+            *out = f->arr[i];
+            return WEFT_OK;
+        }
+    }
+    return fe_error(WEFT_ERR_INTERNAL,
+                    "weft_compile: a kernel indexes an array it was not given");
+}
+
+weft_status sk_fn_begin(sk_emit *e, sk_fn *f, const char *name)
+{
+    memset(f, 0, sizeof *f);
+    f->e = e;
+    const sk_kernel *k = e->k;
+    cg_fn *fn = &f->fn;
+    weft_status s = cg_fn_begin(fn, e->ctx, &cg_target_cpu, e->arena, e->mod,
+                                name, e->entry_ty, e->core->nvar);
+    if (s) {
+        return s;
+    }
+    fn->array_of = array_of;
+    fn->user = f;
+    f->start = LLVMGetParam(fn->fn, 0);
+    f->end = LLVMGetParam(fn->fn, 1);
+    f->args = LLVMGetParam(fn->fn, 2);
+    cg_noalias(fn, 2);
+    f->arr = fe_arena_alloc(e->arena, sizeof *f->arr * (size_t)(k->nitem + 1));
+    f->val = fe_arena_alloc(e->arena, sizeof *f->val * (size_t)(k->nitem + 1));
+    if (!f->arr || !f->val) {
+        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+    }
+    LLVMContextRef c = e->llctx;
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(c);
+    LLVMTypeRef ptr = LLVMPointerTypeInContext(c, 0);
+    for (int i = 0; i < k->nitem; i++) {
+        const sk_item *it = &k->item[i];
+        if (it->kind == SK_ARRAY) {
+            cg_array *a = &f->arr[i];
+            a->rank = it->rank;
+            a->nleaf = it->nleaf;
+            a->leaf = it->leaf;
+            a->ptr = fe_arena_alloc(e->arena,
+                                    sizeof *a->ptr * (size_t)(it->nleaf + 1));
+            a->extent = fe_arena_alloc(e->arena,
+                                       sizeof *a->extent * (size_t)(it->rank + 1));
+            if (!a->ptr || !a->extent) {
+                return fe_error(WEFT_ERR_OUT_OF_MEMORY,
+                                "weft_compile: out of memory");
+            }
+            for (int l = 0; l < it->nleaf; l++) {
+                LLVMValueRef w = cg_i64(fn, it->word + l);
+                LLVMValueRef p = LLVMBuildGEP2(fn->b, i64, f->args, &w, 1, "");
+                LLVMValueRef ld = LLVMBuildLoad2(fn->b, ptr, p, "");
+                LLVMSetMetadata(ld, LLVMGetMDKindIDInContext(c, "invariant.load", 14),
+                                LLVMMetadataAsValue(c, LLVMMDNodeInContext2(c, NULL, 0)));
+                a->ptr[l] = ld;
+            }
+            for (int d = 0; d < it->rank; d++) {
+                LLVMValueRef w = cg_i64(fn, it->word + it->nleaf + d);
+                LLVMValueRef p = LLVMBuildGEP2(fn->b, i64, f->args, &w, 1, "");
+                a->extent[d] = LLVMBuildLoad2(fn->b, i64, p, "");
+            }
+            if (it->src == SK_SRC_VAR) {
+                if ((s = cg_bind_array(fn, it->var, a)) != WEFT_OK) {
+                    return s;
+                }
+            }
+        } else {
+            cg_val *v = &f->val[i];
+            if ((s = cg_val_make(fn, it->nleaf, v)) != WEFT_OK) {
+                return s;
+            }
+            for (int l = 0; l < it->nleaf; l++) {
+                LLVMValueRef w = cg_i64(fn, it->word + l);
+                LLVMValueRef p = LLVMBuildGEP2(fn->b, i64, f->args, &w, 1, "");
+                v->v[l] = cg_load(fn, it->leaf[l], p, cg_i64(fn, 0));
+            }
+            if (it->src == SK_SRC_VAR) {
+                if ((s = cg_bind(fn, it->var, v)) != WEFT_OK) {
+                    return s;
+                }
+            }
+        }
+    }
+    return WEFT_OK;
+}
+
+void sk_fn_end(sk_fn *f)
+{
+    LLVMBuildRetVoid(f->fn.b);
+    cg_fn_end(&f->fn);
+}
+
+static const sk_item *item_at(sk_fn *f, int i)
+{
+    return i >= 0 && i < f->e->k->nitem ? &f->e->k->item[i] : NULL;
+}
+
+const cg_array *sk_kid_array(sk_fn *f, int k)
+{
+    int i = k >= 0 && k < 8 ? f->e->k->kid_item[k] : -1;
+    return item_at(f, i) ? &f->arr[i] : NULL;
+}
+
+const cg_val *sk_kid_value(sk_fn *f, int k)
+{
+    int i = k >= 0 && k < 8 ? f->e->k->kid_item[k] : -1;
+    return item_at(f, i) ? &f->val[i] : NULL;
+}
+
+const cg_array *sk_out_array(sk_fn *f, int o)
+{
+    return o >= 0 && o < f->e->k->nout ? &f->arr[o] : NULL;
+}
+
+const cg_array *sk_aux_array(sk_fn *f, int a)
+{
+    int i = a >= 0 && a < 8 ? f->e->k->aux_item[a] : -1;
+    return item_at(f, i) ? &f->arr[i] : NULL;
+}
+
+const cg_val *sk_aux_value(sk_fn *f, int a)
+{
+    int i = a >= 0 && a < 8 ? f->e->k->aux_item[a] : -1;
+    return item_at(f, i) ? &f->val[i] : NULL;
+}
+
+LLVMValueRef sk_size(sk_fn *f, const cg_array *a)
+{
+    LLVMValueRef n = cg_i64(&f->fn, 1);
+    for (int d = 0; d < a->rank; d++) {
+        n = LLVMBuildMul(f->fn.b, n, a->extent[d], "");
+    }
+    return n;
+}
+
+weft_status sk_from_linear(sk_fn *f, int rank, LLVMValueRef const *extent,
+                           LLVMValueRef i, cg_val *ix)
+{
+    weft_status s = cg_val_make(&f->fn, rank, ix);
+    if (s == WEFT_OK && rank > 0) {
+        cg_from_index(&f->fn, rank, (LLVMValueRef *)extent, i, ix->v);
+    }
+    return s;
+}
+
+weft_status sk_emit_kernel(sk_emit *e, const char *const *names)
+{
+    switch ((fe_kind)e->k->op->kind) {
+    case FE_GENERATE:
+    case FE_MAP:
+    case FE_ZIPWITH:
+    case FE_BACKPERMUTE:
+    case FE_TRANSFORM:
+        return sk_generate_emit(e, names);
+    case FE_FOLD:
+    case FE_FOLD1:
+        return sk_fold_emit(e, names);
+    default:
+        return fe_error(WEFT_ERR_INTERNAL,
+                        "weft_compile: no skeleton for this operation");
+    }
+}

@@ -1,0 +1,160 @@
+/*
+ * skeletons-ir/sk.h: the skeletons, one internal header sectioned by file.
+ * Names carry the prefix sk_.
+ *
+ * A skeleton turns one collective operation of the core (map, fold,
+ * permute, ...) into a kernel: one LLVM function per phase, each with the
+ * CPU ABI
+ *
+ *     void entry(int64_t start, int64_t end, const void *args)
+ *
+ * working on [start, end) of its phase's iteration space.  Everything a
+ * kernel reads comes through `args`, a block of 8-byte words described by
+ * the kernel's layout (sk_layout): each item is an array (one pointer word
+ * per leaf, then one i64 word per extent, outermost first) or a scalar (one
+ * word per leaf, the leaf stored in its memory type at the start of the
+ * word).  Items are, in order: the outputs, the operation's operands (its
+ * array kids and the scalar kids that the host evaluates: seeds, shapes,
+ * boundary values), the free variables of its functions (let-bound scalars
+ * and arrays outside the operation, parameters and used arrays that the
+ * functions index), then the skeleton's own auxiliary items (partial
+ * results, flags, sizes) that the runtime's driver fills.
+ *
+ * kernel.c builds layouts, keys and modules; each skeleton file emits its
+ * phases (generate.c: generate, map, zipWith, backpermute, transform;
+ * fold.c; ...).  The runtime (runtime-cpu/exec.c) fills the argument block
+ * and runs the phases.
+ */
+#ifndef WEFT_SK_H
+#define WEFT_SK_H
+
+#include "../codegen/cg.h"
+
+typedef enum sk_item_kind {
+    SK_ARRAY,  /* nleaf pointer words, then rank extent words */
+    SK_SCALAR  /* nleaf words */
+} sk_item_kind;
+
+typedef enum sk_src {
+    SK_SRC_OUT,   /* output array `index` of the operation */
+    SK_SRC_KID,   /* kid `index` of the operation */
+    SK_SRC_VAR,   /* free variable `var` of the operation's functions */
+    SK_SRC_PARAM, /* program parameter `index`, indexed by the functions */
+    SK_SRC_USE,   /* used array `array`, indexed by the functions */
+    SK_SRC_AUX    /* the driver's auxiliary item `index` */
+} sk_src;
+
+typedef struct sk_item {
+    sk_item_kind kind;
+    sk_src src;
+    int index;
+    const fe_var *var;        /* SK_SRC_VAR */
+    weft_array *array;        /* SK_SRC_USE */
+    weft_type type;           /* element type (arrays) or value type */
+    int rank;                 /* arrays */
+    int nleaf;
+    const weft_type *leaf;    /* nleaf scalar leaf types */
+    int word;                 /* first word in the argument block */
+} sk_item;
+
+#define SK_MAX_ENTRY 4
+
+/* A kernel: what the runtime needs to run one collective operation. */
+typedef struct sk_kernel {
+    const fe_term *op;        /* the operation in the core */
+    int nitem, cap_item;
+    sk_item *item;
+    int nwords;               /* size of the argument block in words */
+    int nout;                 /* output items come first */
+    int kid_item[8];          /* item of kid k, or -1 */
+    int aux_item[8];          /* item of auxiliary k, or -1 */
+    int nentry;               /* phases (entry points) */
+    void *entry[SK_MAX_ENTRY];/* their addresses, filled by the runtime */
+    uint8_t key[32];          /* the kernel's cache key */
+    unsigned flags;           /* skeleton-specific (e.g. SK_FOLD_*) */
+    int permute_mode;         /* permute: how the combine is made atomic */
+} sk_kernel;
+
+/* The context in which a kernel's functions are emitted. */
+typedef struct sk_emit {
+    weft_context *ctx;
+    const fe_core *core;
+    sk_kernel *k;
+    fe_arena *arena;          /* scratch for this module */
+    LLVMContextRef llctx;
+    LLVMModuleRef mod;
+    LLVMTypeRef entry_ty;     /* void (i64, i64, ptr) */
+} sk_emit;
+
+/* ===== kernel.c ===== */
+
+/* Whether the operation t (a core array term with functions) has a
+ * skeleton. */
+bool sk_supported(const fe_term *t);
+
+/* Lay out the kernel of operation t: outputs, operands, free variables,
+ * then auxiliaries; set nentry.  Memory from arena.  Errors:
+ * WEFT_ERR_OUT_OF_MEMORY, WEFT_ERR_INTERNAL. */
+weft_status sk_prepare(weft_context *ctx, const fe_core *core, fe_arena *arena,
+                       const fe_term *t, sk_kernel *k);
+
+/* Add an item (used by sk_prepare and the skeletons' aux items). */
+weft_status sk_add_item(weft_context *ctx, fe_arena *arena, sk_kernel *k,
+                        sk_item_kind kind, sk_src src, int index,
+                        weft_type type, int rank);
+
+/* Feed a canonical description of kernel k (skeleton, layout types, the
+ * operation's functions with variables renumbered) to add(user, p, n). */
+void sk_describe(const fe_core *core, const sk_kernel *k,
+                 void (*add)(void *user, const void *p, size_t n), void *user);
+
+/* Emit every entry point of k into e->mod, named names[i]. */
+weft_status sk_emit_kernel(sk_emit *e, const char *const *names);
+
+/* Begin entry point `name`: a cg_fn whose environment has every free
+ * variable bound from the argument block, fn->array_of answering
+ * parameters and used arrays, and *start, *end the range parameters.
+ * out_arrays / kid_arrays: the output items and array kids as cg_arrays
+ * (indexed like the items; NULL where an item is not an array). */
+typedef struct sk_fn {
+    cg_fn fn;
+    LLVMValueRef start, end, args;
+    cg_array *arr;            /* per item (arrays) */
+    cg_val *val;              /* per item (scalars) */
+    sk_emit *e;
+} sk_fn;
+weft_status sk_fn_begin(sk_emit *e, sk_fn *f, const char *name);
+/* Close the function: ret void and finish. */
+void sk_fn_end(sk_fn *f);
+
+/* Helpers for emitters. */
+/* The cg_array of kid k of the operation / output o / aux a. */
+const cg_array *sk_kid_array(sk_fn *f, int k);
+const cg_array *sk_out_array(sk_fn *f, int o);
+const cg_val *sk_kid_value(sk_fn *f, int k);
+const cg_array *sk_aux_array(sk_fn *f, int a);
+const cg_val *sk_aux_value(sk_fn *f, int a);
+/* The product of the extents of array a (i64). */
+LLVMValueRef sk_size(sk_fn *f, const cg_array *a);
+/* A multi-index as a cg_val of i64 leaves from linear index i in a shape
+ * given as rank extents. */
+weft_status sk_from_linear(sk_fn *f, int rank, LLVMValueRef const *extent,
+                           LLVMValueRef i, cg_val *ix);
+
+/* ===== generate.c: generate, map, zipWith, backpermute, transform ===== */
+
+/* Flags of the producer kernels. */
+#define SK_ZIP_GENERAL 1 /* aux 0 (i64): 1 when the zipWith shapes differ */
+weft_status sk_generate_prepare(weft_context *ctx, fe_arena *arena,
+                                sk_kernel *k);
+weft_status sk_generate_emit(sk_emit *e, const char *const *names);
+
+/* ===== fold.c: fold, fold1 (and foldAll through reshape) ===== */
+
+/* Entry 0 folds whole rows; entry 1 folds chunks of rows into partials;
+ * entry 2 combines each row's partials.  Aux items: 0 the partials array
+ * (rank 1), 1 the chunks per row (i64). */
+weft_status sk_fold_prepare(weft_context *ctx, fe_arena *arena, sk_kernel *k);
+weft_status sk_fold_emit(sk_emit *e, const char *const *names);
+
+#endif /* WEFT_SK_H */
