@@ -405,8 +405,7 @@ weft_status fe_interp(weft_context *ctx, const fe_core *core,
 
 /* A compiled backend runs the core through the interpreter's walker and
  * takes over the collective operations: fe_interp_hooked calls hook for
- * every array term that has functions (map, fold, permute, ... but not
- * awhile); the hook either computes it into out (setting *handled) or
+ * every array term but variables, lets, acond and awhile; the hook either computes it into out (setting *handled) or
  * leaves it to the interpreter.  Inside a hook, fe_ix_acc evaluates an
  * array term (new references), fe_ix_exp a scalar term, fe_ix_var gives a
  * variable's current binding (leaves or arrays, borrowed) and fe_ix_param

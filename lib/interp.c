@@ -1884,7 +1884,8 @@ static weft_status acc_aget(interp *st, const fe_term *t, weft_array **out)
 static weft_status eval_acc(interp *st, const fe_term *t, weft_array **out)
 {
     weft_status s;
-    if (st->hook && t->nfun > 0 && t->kind != FE_AWHILE) {
+    if (st->hook && t->kind != FE_VAR && t->kind != FE_LET &&
+        t->kind != FE_AWHILE && t->kind != FE_ACOND) {
         bool handled = false;
         s = st->hook(st->hook_user, st, t, out, &handled);
         if (s || handled) {

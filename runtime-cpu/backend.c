@@ -185,7 +185,7 @@ static weft_status compile_term(weft_executable *exe, cpu_exe *ce,
     if (!t) {
         return WEFT_OK;
     }
-    if (t->acc && t->nfun > 0 && sk_supported(t)) {
+    if (sk_skeleton_of(t)) {
         if ((s = add_kernel(exe, ce, t)) != WEFT_OK) {
             return s;
         }

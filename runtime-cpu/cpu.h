@@ -276,6 +276,50 @@ struct sk_kernel;
  * outputs; on failure nothing (status with message). */
 weft_status cpu_exec(weft_context *ctx, cpu_gang *g, fe_ix *ix,
                      struct sk_kernel *k, weft_array **out);
+
+#define CPU_MAX_LEAVES 64
+/* One run of one kernel, as the drivers (exec_*.c) see it.  cpu_exec has
+ * evaluated the operands into kid[] (arrays) and val[] (scalars) before
+ * the driver runs; the driver allocates out[] and aux[] (cpu_job_out,
+ * cpu_job_aux), sets auxval[], calls cpu_job_fill and runs the phases.
+ * Everything owned here is released by cpu_exec. */
+typedef struct cpu_job {
+    weft_context *ctx;
+    cpu_gang *g;
+    fe_ix *ix;
+    struct sk_kernel *k;
+    weft_array *kid[8];        /* evaluated array operands (owned) */
+    fe_val *val[8];            /* evaluated scalar operands (or NULL) */
+    fe_val vals[8][CPU_MAX_LEAVES];
+    weft_array *out[2];        /* outputs (owned until handed out) */
+    weft_array *aux[8];        /* auxiliary arrays (owned) */
+    fe_val auxval[8];          /* auxiliary scalars (one leaf each) */
+    uint64_t *w;               /* the argument block */
+} cpu_job;
+
+/* Allocate output o / a rank-1 auxiliary array a of n elements (zeroed). */
+weft_status cpu_job_out(cpu_job *j, int o, weft_type type, int rank,
+                        const int64_t *shape);
+weft_status cpu_job_aux(cpu_job *j, int a, weft_type type, int64_t n);
+/* Fill the argument block from the kernel's layout (after out/aux). */
+weft_status cpu_job_fill(cpu_job *j);
+/* Run entry point `entry` over [0, n) with the given grain. */
+weft_status cpu_job_run(cpu_job *j, int entry, int64_t n, int64_t grain);
+/* A shape from the leaves of a DIM value (WEFT_ERR_BAD_SHAPE if an extent
+ * is negative or the size overflows); `op` names the operation. */
+weft_status cpu_shape_of(const fe_val *v, int rank, int64_t *shape,
+                         const char *op);
+#define CPU_GRAIN 4096 /* elements per chunk of element-wise work */
+
+/* The drivers, one per skeleton family. */
+weft_status cpu_exec_generate(cpu_job *j); /* exec.c */
+weft_status cpu_exec_fold(cpu_job *j);     /* exec.c */
+weft_status cpu_exec_scan(cpu_job *j);     /* exec_scan.c */
+weft_status cpu_exec_permute(cpu_job *j);  /* exec_permute.c */
+weft_status cpu_exec_fold_seg(cpu_job *j); /* exec_foldseg.c */
+weft_status cpu_exec_stencil(cpu_job *j);  /* exec_stencil.c */
+weft_status cpu_exec_reshape(cpu_job *j);  /* exec_reshape.c: unit,
+                                               reshape, replicate, slice */
 #endif
 
 #endif /* WEFT_CPU_H */

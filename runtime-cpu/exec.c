@@ -17,21 +17,18 @@
 #include "../skeletons-ir/sk.h"
 
 #define WHO "weft_run"
-#define MAX_LEAVES 64
 
-typedef struct job {
-    weft_context *ctx;
-    cpu_gang *g;
-    fe_ix *ix;
-    sk_kernel *k;
-    weft_array *kid[8];        /* evaluated array operands (owned) */
-    fe_val *val[8];            /* evaluated scalar operands */
-    fe_val vals[8][MAX_LEAVES];
-    weft_array *out[2];        /* outputs (owned until handed out) */
-    weft_array *aux[8];        /* auxiliary arrays (owned) */
-    fe_val auxval[8];          /* auxiliary scalars (one leaf) */
-    uint64_t *w;               /* the argument block */
-} job;
+typedef cpu_job job;
+
+static weft_status (*const drivers[SK_FAMILY_COUNT_])(cpu_job *) = {
+    [SK_GENERATE] = cpu_exec_generate,
+    [SK_FOLD] = cpu_exec_fold,
+    [SK_SCAN] = cpu_exec_scan,
+    [SK_PERMUTE] = cpu_exec_permute,
+    [SK_FOLD_SEG] = cpu_exec_fold_seg,
+    [SK_STENCIL] = cpu_exec_stencil,
+    [SK_RESHAPE] = cpu_exec_reshape,
+};
 
 static void job_release(job *j)
 {
@@ -63,7 +60,7 @@ static weft_status eval_operands(job *j)
             s = fe_ix_acc(j->ix, kid, &j->kid[i]);
         } else {
             const weft_type *l;
-            if (fe_type_leaves(j->ctx, kid->type, &l) > MAX_LEAVES) {
+            if (fe_type_leaves(j->ctx, kid->type, &l) > CPU_MAX_LEAVES) {
                 return fe_error(WEFT_ERR_INTERNAL, WHO ": a value too large");
             }
             j->val[i] = j->vals[i];
@@ -76,13 +73,13 @@ static weft_status eval_operands(job *j)
     return WEFT_OK;
 }
 
-static weft_status new_out(job *j, int o, weft_type type, int rank,
+weft_status cpu_job_out(job *j, int o, weft_type type, int rank,
                            const int64_t *shape)
 {
     return fe_array_new(j->ctx, WHO, type, rank, shape, &j->out[o]);
 }
 
-static weft_status new_aux(job *j, int a, weft_type type, int64_t n)
+weft_status cpu_job_aux(job *j, int a, weft_type type, int64_t n)
 {
     return fe_array_new(j->ctx, WHO, type, 1, &n, &j->aux[a]);
 }
@@ -106,7 +103,7 @@ static void put_scalar(uint64_t *w, const sk_item *it, const fe_val *v)
 }
 
 /* Fill the argument block from the layout. */
-static weft_status fill(job *j)
+weft_status cpu_job_fill(job *j)
 {
     sk_kernel *k = j->k;
     j->w = fe_calloc(j->ctx, sizeof *j->w * (size_t)(k->nwords + 1));
@@ -160,7 +157,7 @@ static weft_status fill(job *j)
 }
 
 /* A shape from the leaves of a DIM value. */
-static weft_status shape_of(const fe_val *v, int rank, int64_t *shape,
+weft_status cpu_shape_of(const fe_val *v, int rank, int64_t *shape,
                             const char *op)
 {
     for (int d = 0; d < rank; d++) {
@@ -177,10 +174,7 @@ static weft_status shape_of(const fe_val *v, int rank, int64_t *shape,
     return WEFT_OK;
 }
 
-/* Grain (elements per chunk) for element-wise work. */
-enum { GRAIN = 4096 };
-
-static weft_status run_one(job *j, int entry, int64_t n, int64_t grain)
+weft_status cpu_job_run(job *j, int entry, int64_t n, int64_t grain)
 {
     return cpu_gang_run(j->g, (cpu_kernel_fn)j->k->entry[entry], j->w, n,
                         grain);
@@ -188,7 +182,7 @@ static weft_status run_one(job *j, int entry, int64_t n, int64_t grain)
 
 /* ---- generate, map, zipWith, backpermute, transform ---------------------- */
 
-static weft_status exec_generate(job *j)
+weft_status cpu_exec_generate(job *j)
 {
     const fe_term *t = j->k->op;
     int64_t shape[WEFT_MAX_RANK];
@@ -215,20 +209,20 @@ static weft_status exec_generate(job *j)
         break;
     }
     default: /* generate, backpermute, transform: the shape is kid 0 */
-        if ((s = shape_of(j->val[0], rank, shape, "an array")) != WEFT_OK) {
+        if ((s = cpu_shape_of(j->val[0], rank, shape, "an array")) != WEFT_OK) {
             return s;
         }
         break;
     }
-    if ((s = new_out(j, 0, t->type, rank, shape)) != WEFT_OK) {
+    if ((s = cpu_job_out(j, 0, t->type, rank, shape)) != WEFT_OK) {
         return s;
     }
     bool gather = t->kind == FE_BACKPERMUTE || t->kind == FE_TRANSFORM;
-    if (gather && (s = new_aux(j, 0, WEFT_I64, 1)) != WEFT_OK) {
+    if (gather && (s = cpu_job_aux(j, 0, WEFT_I64, 1)) != WEFT_OK) {
         return s;
     }
-    if ((s = fill(j)) != WEFT_OK ||
-        (s = run_one(j, 0, j->out[0]->size, GRAIN)) != WEFT_OK) {
+    if ((s = cpu_job_fill(j)) != WEFT_OK ||
+        (s = cpu_job_run(j, 0, j->out[0]->size, CPU_GRAIN)) != WEFT_OK) {
         return s;
     }
     if (gather && ((int64_t *)j->aux[0]->data[0])[0] != 0) {
@@ -241,7 +235,7 @@ static weft_status exec_generate(job *j)
 
 /* ---- fold, fold1 ---------------------------------------------------------- */
 
-static weft_status exec_fold(job *j)
+weft_status cpu_exec_fold(job *j)
 {
     const fe_term *t = j->k->op;
     bool seed = t->kind == FE_FOLD;
@@ -254,30 +248,30 @@ static weft_status exec_fold(job *j)
         return fe_error(WEFT_ERR_EMPTY_ARRAY,
                         WHO ": fold1 of an empty row (the innermost extent is 0)");
     }
-    if ((s = new_out(j, 0, t->type, rank - 1, src->shape)) != WEFT_OK) {
+    if ((s = cpu_job_out(j, 0, t->type, rank - 1, src->shape)) != WEFT_OK) {
         return s;
     }
     int workers = cpu_gang_size(j->g);
     /* Few long rows: cut each row into C chunks so that every worker has
      * several; else one row per iteration. */
     int64_t C = 1;
-    if (rows < 4 * (int64_t)workers && m >= 2 * GRAIN && workers > 1) {
+    if (rows < 4 * (int64_t)workers && m >= 2 * CPU_GRAIN && workers > 1) {
         C = (8 * (int64_t)workers + rows - 1) / (rows > 0 ? rows : 1);
-        if (C > m / GRAIN) {
-            C = m / GRAIN;
+        if (C > m / CPU_GRAIN) {
+            C = m / CPU_GRAIN;
         }
         if (C < 2) {
             C = 1;
         }
     }
     j->auxval[1].i = C;
-    if ((s = new_aux(j, 0, t->type, C > 1 ? rows * C : 1)) != WEFT_OK ||
-        (s = fill(j)) != WEFT_OK) {
+    if ((s = cpu_job_aux(j, 0, t->type, C > 1 ? rows * C : 1)) != WEFT_OK ||
+        (s = cpu_job_fill(j)) != WEFT_OK) {
         return s;
     }
     if (C == 1) {
-        int64_t grain = m > 0 ? GRAIN / m : GRAIN;
-        return run_one(j, 0, rows, grain > 0 ? grain : 1);
+        int64_t grain = m > 0 ? CPU_GRAIN / m : CPU_GRAIN;
+        return cpu_job_run(j, 0, rows, grain > 0 ? grain : 1);
     }
     cpu_phase ph[2] = {
         {.kernel = (cpu_kernel_fn)j->k->entry[1], .args = j->w,
@@ -301,22 +295,7 @@ weft_status cpu_exec(weft_context *ctx, cpu_gang *g, fe_ix *ix, sk_kernel *k,
     j.k = k;
     weft_status s = eval_operands(&j);
     if (s == WEFT_OK) {
-        switch ((fe_kind)k->op->kind) {
-        case FE_GENERATE:
-        case FE_MAP:
-        case FE_ZIPWITH:
-        case FE_BACKPERMUTE:
-        case FE_TRANSFORM:
-            s = exec_generate(&j);
-            break;
-        case FE_FOLD:
-        case FE_FOLD1:
-            s = exec_fold(&j);
-            break;
-        default:
-            s = fe_error(WEFT_ERR_INTERNAL, WHO ": no driver for this kernel");
-            break;
-        }
+        s = drivers[k->skel->family](&j);
     }
     if (s == WEFT_OK) {
         for (int o = 0; o < k->nout; o++) {

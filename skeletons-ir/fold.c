@@ -21,7 +21,8 @@
  */
 #include "sk.h"
 
-weft_status sk_fold_prepare(weft_context *ctx, fe_arena *arena, sk_kernel *k)
+static weft_status fold_prepare(weft_context *ctx, fe_arena *arena,
+                               sk_kernel *k)
 {
     k->nentry = 3;
     weft_status s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX, 0,
@@ -185,7 +186,7 @@ static weft_status emit_combine(sk_fn *f, bool has_seed)
     return WEFT_OK;
 }
 
-weft_status sk_fold_emit(sk_emit *e, const char *const *names)
+static weft_status fold_emit(sk_emit *e, const char *const *names)
 {
     bool has_seed = e->k->op->kind == FE_FOLD;
     weft_status (*const emit[3])(sk_fn *, bool) = {emit_rows, emit_chunks,
@@ -203,3 +204,16 @@ weft_status sk_fold_emit(sk_emit *e, const char *const *names)
     }
     return WEFT_OK;
 }
+
+static bool fold_supported(const fe_term *t)
+{
+    return t->atype->narrays == 1;
+}
+
+const sk_skeleton sk_fold = {
+    .name = "fold",
+    .family = SK_FOLD,
+    .supported = fold_supported,
+    .prepare = fold_prepare,
+    .emit = fold_emit,
+};

@@ -19,8 +19,8 @@
  */
 #include "sk.h"
 
-weft_status sk_generate_prepare(weft_context *ctx, fe_arena *arena,
-                                sk_kernel *k)
+static weft_status generate_prepare(weft_context *ctx, fe_arena *arena,
+                                   sk_kernel *k)
 {
     weft_status s = WEFT_OK;
     k->nentry = 1;
@@ -134,7 +134,7 @@ static weft_status gather_element(sk_fn *f, LLVMValueRef i)
     return WEFT_OK;
 }
 
-weft_status sk_generate_emit(sk_emit *e, const char *const *names)
+static weft_status generate_emit(sk_emit *e, const char *const *names)
 {
     sk_fn f;
     weft_status s = sk_fn_begin(e, &f, names[0]);
@@ -177,3 +177,16 @@ weft_status sk_generate_emit(sk_emit *e, const char *const *names)
     sk_fn_end(&f);
     return s;
 }
+
+static bool generate_supported(const fe_term *t)
+{
+    return t->atype->narrays == 1;
+}
+
+const sk_skeleton sk_generate = {
+    .name = "generate",
+    .family = SK_GENERATE,
+    .supported = generate_supported,
+    .prepare = generate_prepare,
+    .emit = generate_emit,
+};

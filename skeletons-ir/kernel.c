@@ -23,20 +23,53 @@
 
 /* ---- layout ------------------------------------------------------------- */
 
-bool sk_supported(const fe_term *t)
+const sk_skeleton *sk_skeleton_of(const fe_term *t)
 {
+    const sk_skeleton *s = NULL;
+    if (!t->acc || !t->atype) {
+        return NULL;
+    }
     switch ((fe_kind)t->kind) {
     case FE_GENERATE:
     case FE_MAP:
     case FE_ZIPWITH:
     case FE_BACKPERMUTE:
     case FE_TRANSFORM:
+        s = &sk_generate;
+        break;
     case FE_FOLD:
     case FE_FOLD1:
-        return t->atype && t->atype->narrays == 1;
+        s = &sk_fold;
+        break;
+    case FE_SCANL:
+    case FE_SCANL1:
+    case FE_SCANL_:
+    case FE_SCANR:
+    case FE_SCANR1:
+    case FE_SCANR_:
+        s = &sk_scan;
+        break;
+    case FE_PERMUTE:
+        s = &sk_permute;
+        break;
+    case FE_FOLD_SEG:
+    case FE_FOLD1_SEG:
+        s = &sk_fold_seg;
+        break;
+    case FE_STENCIL:
+    case FE_STENCIL2:
+        s = &sk_stencil;
+        break;
+    case FE_UNIT:
+    case FE_RESHAPE:
+    case FE_REPLICATE:
+    case FE_SLICE:
+        s = &sk_reshape;
+        break;
     default:
-        return false;
+        return NULL;
     }
+    return s->supported && s->supported(t) ? s : NULL;
 }
 
 weft_status sk_add_item(weft_context *ctx, fe_arena *arena, sk_kernel *k,
@@ -231,20 +264,12 @@ weft_status sk_prepare(weft_context *ctx, const fe_core *core, fe_arena *arena,
         }
     }
     /* the skeleton's own items */
-    switch ((fe_kind)t->kind) {
-    case FE_GENERATE:
-    case FE_MAP:
-    case FE_ZIPWITH:
-    case FE_BACKPERMUTE:
-    case FE_TRANSFORM:
-        return sk_generate_prepare(ctx, arena, k);
-    case FE_FOLD:
-    case FE_FOLD1:
-        return sk_fold_prepare(ctx, arena, k);
-    default:
+    k->skel = sk_skeleton_of(t);
+    if (!k->skel) {
         return fe_error(WEFT_ERR_INTERNAL,
                         "weft_compile: no skeleton for this operation");
     }
+    return k->skel->prepare(ctx, arena, k);
 }
 
 /* ---- keys --------------------------------------------------------------- */
@@ -371,6 +396,7 @@ void sk_describe(const fe_core *core, const sk_kernel *k,
         d.nvar = 0; /* describe variables by position only */
     }
     put_i(&d, 0x77656674); /* "weft" */
+    put(&d, k->skel->name, strlen(k->skel->name));
     put_i(&d, k->nitem);
     put_i(&d, (int64_t)k->flags);
     for (int i = 0; i < k->nitem; i++) {
@@ -548,18 +574,5 @@ weft_status sk_from_linear(sk_fn *f, int rank, LLVMValueRef const *extent,
 
 weft_status sk_emit_kernel(sk_emit *e, const char *const *names)
 {
-    switch ((fe_kind)e->k->op->kind) {
-    case FE_GENERATE:
-    case FE_MAP:
-    case FE_ZIPWITH:
-    case FE_BACKPERMUTE:
-    case FE_TRANSFORM:
-        return sk_generate_emit(e, names);
-    case FE_FOLD:
-    case FE_FOLD1:
-        return sk_fold_emit(e, names);
-    default:
-        return fe_error(WEFT_ERR_INTERNAL,
-                        "weft_compile: no skeleton for this operation");
-    }
+    return e->k->skel->emit(e, names);
 }

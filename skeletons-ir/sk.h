@@ -59,9 +59,40 @@ typedef struct sk_item {
 
 #define SK_MAX_ENTRY 4
 
+typedef struct sk_kernel sk_kernel;
+typedef struct sk_emit sk_emit;
+
+/* Skeleton families: the runtime has one driver per family. */
+typedef enum sk_family {
+    SK_GENERATE, /* generate.c: generate, map, zipWith, backpermute, transform */
+    SK_FOLD,     /* fold.c: fold, fold1 */
+    SK_SCAN,     /* scan.c: the six scans */
+    SK_PERMUTE,  /* permute.c */
+    SK_FOLD_SEG, /* foldseg.c: foldSeg, fold1Seg */
+    SK_STENCIL,  /* stencil.c: stencil, stencil2 */
+    SK_RESHAPE,  /* reshape.c: unit, reshape, replicate, slice */
+    SK_FAMILY_COUNT_
+} sk_family;
+
+/* A skeleton: which operations it takes, how it lays out and emits them. */
+typedef struct sk_skeleton {
+    const char *name;
+    sk_family family;
+    /* Whether this skeleton compiles operation t (kind already matched). */
+    bool (*supported)(const fe_term *t);
+    /* Add the auxiliary items and set nentry (after the common items). */
+    weft_status (*prepare)(weft_context *ctx, fe_arena *arena, sk_kernel *k);
+    /* Emit the entry points names[0 .. nentry-1]. */
+    weft_status (*emit)(sk_emit *e, const char *const *names);
+} sk_skeleton;
+
+/* The skeleton of operation t, or NULL (the interpreter runs it). */
+const sk_skeleton *sk_skeleton_of(const fe_term *t);
+
 /* A kernel: what the runtime needs to run one collective operation. */
-typedef struct sk_kernel {
+struct sk_kernel {
     const fe_term *op;        /* the operation in the core */
+    const sk_skeleton *skel;
     int nitem, cap_item;
     sk_item *item;
     int nwords;               /* size of the argument block in words */
@@ -73,10 +104,10 @@ typedef struct sk_kernel {
     uint8_t key[32];          /* the kernel's cache key */
     unsigned flags;           /* skeleton-specific (e.g. SK_FOLD_*) */
     int permute_mode;         /* permute: how the combine is made atomic */
-} sk_kernel;
+};
 
 /* The context in which a kernel's functions are emitted. */
-typedef struct sk_emit {
+struct sk_emit {
     weft_context *ctx;
     const fe_core *core;
     sk_kernel *k;
@@ -84,13 +115,9 @@ typedef struct sk_emit {
     LLVMContextRef llctx;
     LLVMModuleRef mod;
     LLVMTypeRef entry_ty;     /* void (i64, i64, ptr) */
-} sk_emit;
+};
 
 /* ===== kernel.c ===== */
-
-/* Whether the operation t (a core array term with functions) has a
- * skeleton. */
-bool sk_supported(const fe_term *t);
 
 /* Lay out the kernel of operation t: outputs, operands, free variables,
  * then auxiliaries; set nentry.  Memory from arena.  Errors:
@@ -141,20 +168,14 @@ LLVMValueRef sk_size(sk_fn *f, const cg_array *a);
 weft_status sk_from_linear(sk_fn *f, int rank, LLVMValueRef const *extent,
                            LLVMValueRef i, cg_val *ix);
 
-/* ===== generate.c: generate, map, zipWith, backpermute, transform ===== */
+/* ===== the skeletons, one file each (see each file's head comment) ===== */
 
-/* Flags of the producer kernels. */
-#define SK_ZIP_GENERAL 1 /* aux 0 (i64): 1 when the zipWith shapes differ */
-weft_status sk_generate_prepare(weft_context *ctx, fe_arena *arena,
-                                sk_kernel *k);
-weft_status sk_generate_emit(sk_emit *e, const char *const *names);
-
-/* ===== fold.c: fold, fold1 (and foldAll through reshape) ===== */
-
-/* Entry 0 folds whole rows; entry 1 folds chunks of rows into partials;
- * entry 2 combines each row's partials.  Aux items: 0 the partials array
- * (rank 1), 1 the chunks per row (i64). */
-weft_status sk_fold_prepare(weft_context *ctx, fe_arena *arena, sk_kernel *k);
-weft_status sk_fold_emit(sk_emit *e, const char *const *names);
+extern const sk_skeleton sk_generate; /* generate.c */
+extern const sk_skeleton sk_fold;     /* fold.c */
+extern const sk_skeleton sk_scan;     /* scan.c */
+extern const sk_skeleton sk_permute;  /* permute.c */
+extern const sk_skeleton sk_fold_seg; /* foldseg.c */
+extern const sk_skeleton sk_stencil;  /* stencil.c */
+extern const sk_skeleton sk_reshape;  /* reshape.c */
 
 #endif /* WEFT_SK_H */

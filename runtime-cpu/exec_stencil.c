@@ -1,0 +1,13 @@
+/*
+ * runtime-cpu/exec_stencil.c: the driver of the stencil skeleton (not written yet:
+ * the skeleton declines every operation, so this is never called).
+ */
+#ifdef WEFT_HAVE_LLVM
+#include "cpu.h"
+
+weft_status cpu_exec_stencil(cpu_job *j)
+{
+    (void)j;
+    return fe_error(WEFT_ERR_INTERNAL, "weft_run: no stencil driver yet");
+}
+#endif
