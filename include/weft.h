@@ -139,7 +139,9 @@ typedef struct weft_config {
     const char *dump_dir;  /* where dumps go ($WEFT_DUMP_DIR); NULL = "." */
 } weft_config;
 
-#define WEFT_FLAG_NO_ENV 1u /* ignore the WEFT_* environment variables */
+#define WEFT_FLAG_NO_ENV 1u    /* ignore the WEFT_* environment variables */
+#define WEFT_FLAG_NO_FUSION 2u /* compute every operation as its own array
+                                  (for comparisons and debugging) */
 
 /* The default configuration: the reference interpreter (until the CPU
  * backend lands), all cores, the default cache directory, no flags. */

@@ -56,6 +56,7 @@ weft_status weft_compile(weft_program *p, weft_acc *const *results, int n,
     fe_arena_init(&exe->arena, ctx);
     weft_status st = fe_share(p, "weft_compile", (fe_term *const *)results, n,
                               &exe->arena, &exe->core);
+    exe->core.no_fusion = (ctx->cfg.flags & WEFT_FLAG_NO_FUSION) != 0;
     for (size_t i = 0; st == WEFT_OK && i < sizeof passes / sizeof *passes; i++) {
         st = passes[i](&exe->core);
     }

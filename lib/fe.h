@@ -268,6 +268,9 @@ struct fe_term {
     uint8_t kind;           /* fe_kind */
     bool acc;               /* an array term */
     bool has_arg;           /* builder: depends on a scalar function argument */
+    bool delayed;           /* core, set by fuse.c: this producer is not
+                               computed as an array; its consumer (the
+                               parent term) computes its elements inline */
     uint16_t op;            /* FE_PRIM: weft_op */
     weft_type type;         /* scalar terms: the type; arrays: element type
                                (0 for a tuple of arrays) */
@@ -337,6 +340,7 @@ struct fe_core {
     uint32_t nvar;            /* variables are numbered 0 .. nvar-1 */
     int nuse;
     weft_array **uses;        /* retained by the core's owner */
+    bool no_fusion;           /* WEFT_FLAG_NO_FUSION: fe_fuse does nothing */
 };
 
 /* Build the core of the program computing results[0..n-1] into arena
@@ -353,6 +357,9 @@ void fe_core_release_uses(fe_core *core);
 
 weft_status fe_simplify(fe_core *core);
 weft_status fe_fuse(fe_core *core);
+/* Whether operand k of consumer t may be a delayed producer (fuse.c's
+ * rules, which backends follow). */
+bool fe_fusible_operand(const fe_term *t, int k);
 weft_status fe_plan(fe_core *core);
 
 /* ===== dump.c ===== */

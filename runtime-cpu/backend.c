@@ -152,12 +152,16 @@ static weft_status add_kernel(weft_executable *exe, cpu_exe *ce,
     cpu_key_finish(&key, k->key);
     char names[SK_MAX_ENTRY][CPU_SYMBOL_MAX];
     const char *np[SK_MAX_ENTRY];
-    for (int i = 0; i < k->nentry; i++) {
+    int nsym = k->nentry * (k->general ? 2 : 1);
+    if (nsym > SK_MAX_ENTRY) {
+        return fe_error(WEFT_ERR_INTERNAL, "weft_compile: too many entry points");
+    }
+    for (int i = 0; i < nsym; i++) {
         cpu_jit_symbol(k->key, i, names[i]);
         np[i] = names[i];
     }
     build b = {.ctx = ctx, .core = &exe->core, .k = k, .names = np};
-    s = cpu_jit_get(st->jit, k->key, build_module, &b, np, k->nentry, k->entry);
+    s = cpu_jit_get(st->jit, k->key, build_module, &b, np, nsym, k->entry);
     if (s) {
         return s;
     }
@@ -185,7 +189,16 @@ static weft_status compile_term(weft_executable *exe, cpu_exe *ce,
     if (!t) {
         return WEFT_OK;
     }
-    if (sk_skeleton_of(t)) {
+    /* A fused operand stays fused only where this operation's skeleton
+     * reads operands inline; elsewhere it becomes an array of its own. */
+    const sk_skeleton *sk = sk_skeleton_of(t);
+    for (int i = 0; i < t->nkid; i++) {
+        fe_term *kid = t->kid[i];
+        if (kid && kid->delayed && !(sk && sk->fuses_input)) {
+            kid->delayed = false;
+        }
+    }
+    if (sk && !t->delayed) {
         if ((s = add_kernel(exe, ce, t)) != WEFT_OK) {
             return s;
         }

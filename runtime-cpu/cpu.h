@@ -295,7 +295,19 @@ typedef struct cpu_job {
     weft_array *aux[8];        /* auxiliary arrays (owned) */
     fe_val auxval[8];          /* auxiliary scalars (one leaf each) */
     uint64_t *w;               /* the argument block */
+    weft_array **iarr;         /* per item: operands of fused producers */
+    fe_val **ival;             /* (SK_SRC_TERM), evaluated by cpu_exec */
+    int variant;               /* 0: equal-shapes entries; 1: general */
 } cpu_job;
+
+/* The shape of array term t of the kernel: an operand (manifest, or a
+ * fused producer, computed from its operands), or the operation itself
+ * when it is a producer.  Errors as the interpreter's for the same
+ * producer (WEFT_ERR_BAD_SHAPE, WEFT_ERR_RESHAPE_SIZE,
+ * WEFT_ERR_SLICE_INDEX). */
+weft_status cpu_term_shape(cpu_job *j, const fe_term *t, int64_t *shape);
+/* The address of entry point `entry` in the variant the job runs. */
+cpu_kernel_fn cpu_job_entry(cpu_job *j, int entry);
 
 /* Allocate output o / a rank-1 auxiliary array a of n elements (zeroed). */
 weft_status cpu_job_out(cpu_job *j, int o, weft_type type, int rank,

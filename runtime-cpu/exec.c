@@ -45,6 +45,242 @@ static void job_release(job *j)
         fe_free(j->ctx, j->w, sizeof *j->w * (size_t)(j->k->nwords + 1));
         j->w = NULL;
     }
+    int n = j->k->nitem;
+    if (j->iarr) {
+        for (int i = 0; i < n; i++) {
+            weft_array_release(j->iarr[i]);
+        }
+        fe_free(j->ctx, j->iarr, sizeof *j->iarr * (size_t)(n + 1));
+        j->iarr = NULL;
+    }
+    if (j->ival) {
+        for (int i = 0; i < n; i++) {
+            if (j->ival[i]) {
+                fe_free(j->ctx, j->ival[i], sizeof(fe_val) * CPU_MAX_LEAVES);
+            }
+        }
+        fe_free(j->ctx, j->ival, sizeof *j->ival * (size_t)(n + 1));
+        j->ival = NULL;
+    }
+}
+
+/* Evaluate the operands of fused producers (SK_SRC_TERM items). */
+static weft_status eval_terms(job *j)
+{
+    sk_kernel *k = j->k;
+    j->iarr = fe_calloc(j->ctx, sizeof *j->iarr * (size_t)(k->nitem + 1));
+    j->ival = fe_calloc(j->ctx, sizeof *j->ival * (size_t)(k->nitem + 1));
+    if (!j->iarr || !j->ival) {
+        return fe_error(WEFT_ERR_OUT_OF_MEMORY, WHO ": out of memory");
+    }
+    for (int i = 0; i < k->nitem; i++) {
+        const sk_item *it = &k->item[i];
+        weft_status s;
+        if (it->src != SK_SRC_TERM) {
+            continue;
+        }
+        if (it->kind == SK_ARRAY) {
+            s = fe_ix_acc(j->ix, it->term, &j->iarr[i]);
+        } else {
+            if (it->nleaf > CPU_MAX_LEAVES) {
+                return fe_error(WEFT_ERR_INTERNAL, WHO ": a value too large");
+            }
+            j->ival[i] = fe_calloc(j->ctx, sizeof(fe_val) * CPU_MAX_LEAVES);
+            if (!j->ival[i]) {
+                return fe_error(WEFT_ERR_OUT_OF_MEMORY, WHO ": out of memory");
+            }
+            s = fe_ix_exp(j->ix, it->term, j->ival[i]);
+        }
+        if (s) {
+            return s;
+        }
+    }
+    return WEFT_OK;
+}
+
+/* The host value of a manifest array term of the kernel, or NULL. */
+static const weft_array *term_array(job *j, const fe_term *t)
+{
+    const sk_kernel *k = j->k;
+    for (int c = 0; c < k->op->nkid && c < 8; c++) {
+        if (k->op->kid[c] == t && j->kid[c]) {
+            return j->kid[c];
+        }
+    }
+    for (int i = 0; i < k->nitem; i++) {
+        if (k->item[i].src == SK_SRC_TERM && k->item[i].term == t) {
+            return j->iarr[i];
+        }
+    }
+    switch ((fe_kind)t->kind) {
+    case FE_VAR: {
+        weft_array *const *arrays;
+        return fe_ix_var(j->ix, t->u.var, NULL, &arrays) ? NULL : arrays[0];
+    }
+    case FE_PARAM:
+        return fe_ix_param(j->ix, t->u.index);
+    case FE_USE:
+        return t->u.array;
+    default:
+        return NULL;
+    }
+}
+
+/* The host value of a scalar operand of the kernel, or NULL. */
+static const fe_val *term_scalar(job *j, const fe_term *t)
+{
+    const sk_kernel *k = j->k;
+    for (int c = 0; c < k->op->nkid && c < 8; c++) {
+        if (k->op->kid[c] == t && j->val[c]) {
+            return j->val[c];
+        }
+    }
+    for (int i = 0; i < k->nitem; i++) {
+        if (k->item[i].src == SK_SRC_TERM && k->item[i].term == t) {
+            return j->ival[i];
+        }
+    }
+    return NULL;
+}
+
+static weft_status no_operand(void)
+{
+    return fe_error(WEFT_ERR_INTERNAL, WHO ": a kernel operand is missing");
+}
+
+/* The shape of t; `defn`: compute it from t's definition (t is a fused
+ * producer or the operation itself) rather than reading a manifest array.
+ * *uniform is cleared when a zipWith met on the way has operands of
+ * different shapes. */
+static weft_status shape_rec(job *j, const fe_term *t, bool defn,
+                             int64_t *shape, bool *uniform)
+{
+    weft_status s;
+    int64_t sh2[WEFT_MAX_RANK];
+    if (!defn) {
+        const weft_array *a = term_array(j, t);
+        if (!a) {
+            return no_operand();
+        }
+        memcpy(shape, a->shape, sizeof a->shape[0] * (size_t)a->rank);
+        return WEFT_OK;
+    }
+    const fe_val *v;
+    switch ((fe_kind)t->kind) {
+    case FE_MAP:
+        return shape_rec(j, t->kid[0], t->kid[0]->delayed, shape, uniform);
+    case FE_ZIPWITH:
+        for (int k = 0; k < t->nkid; k++) {
+            s = shape_rec(j, t->kid[k], t->kid[k]->delayed, k ? sh2 : shape,
+                          uniform);
+            if (s) {
+                return s;
+            }
+            for (int d = 0; k > 0 && d < t->rank; d++) {
+                if (sh2[d] != shape[d]) {
+                    *uniform = false;
+                }
+                if (sh2[d] < shape[d]) {
+                    shape[d] = sh2[d];
+                }
+            }
+        }
+        return WEFT_OK;
+    case FE_GENERATE:
+    case FE_BACKPERMUTE:
+    case FE_TRANSFORM:
+    case FE_RESHAPE:
+        if (!(v = term_scalar(j, t->kid[0]))) {
+            return no_operand();
+        }
+        if ((s = cpu_shape_of(v, t->rank, shape, "an array")) != WEFT_OK) {
+            return s;
+        }
+        if (t->kind == FE_BACKPERMUTE || t->kind == FE_TRANSFORM ||
+            t->kind == FE_RESHAPE) {
+            const fe_term *src = t->kid[1];
+            if ((s = shape_rec(j, src, src->delayed, sh2, uniform)) != WEFT_OK) {
+                return s;
+            }
+            if (t->kind == FE_RESHAPE &&
+                fe_shape_size(t->rank, shape) != fe_shape_size(src->rank, sh2)) {
+                return fe_error(WEFT_ERR_RESHAPE_SIZE,
+                                WHO ": reshape of %lld elements to %lld",
+                                (long long)fe_shape_size(src->rank, sh2),
+                                (long long)fe_shape_size(t->rank, shape));
+            }
+        }
+        return WEFT_OK;
+    case FE_REPLICATE:
+    case FE_SLICE: {
+        const fe_term *a = t->kid[0];
+        if ((s = shape_rec(j, a, a->delayed, sh2, uniform)) != WEFT_OK) {
+            return s;
+        }
+        int next = 0, o = 0;
+        for (int d = 0; d < t->nkid - 1; d++) {
+            const fe_term *sp = t->kid[1 + d];
+            if (sp->kind == FE_ALL) {
+                shape[o++] = sh2[next++];
+                continue;
+            }
+            if (!(v = term_scalar(j, sp))) {
+                return no_operand();
+            }
+            if (t->kind == FE_REPLICATE) {
+                if (v->i < 0) {
+                    return fe_error(WEFT_ERR_BAD_SHAPE,
+                                    WHO ": replicate with a negative count");
+                }
+                shape[o++] = v->i;
+            } else {
+                if (v->i < 0 || v->i >= sh2[next]) {
+                    return fe_error(WEFT_ERR_SLICE_INDEX,
+                                    WHO ": slice index %lld is outside "
+                                    "dimension %d of extent %lld",
+                                    (long long)v->i, d, (long long)sh2[next]);
+                }
+                next++;
+            }
+        }
+        return WEFT_OK;
+    }
+    default:
+        return no_operand();
+    }
+}
+
+weft_status cpu_term_shape(cpu_job *j, const fe_term *t, int64_t *shape)
+{
+    bool uniform = true;
+    return shape_rec(j, t, t->delayed || t == j->k->op, shape, &uniform);
+}
+
+cpu_kernel_fn cpu_job_entry(cpu_job *j, int entry)
+{
+    return (cpu_kernel_fn)j->k->entry[j->variant * j->k->nentry + entry];
+}
+
+/* Whether every zipWith that the kernel computes (the operation or fused
+ * producers) has operands of one shape. */
+static weft_status uniformity(job *j)
+{
+    const fe_term *t = j->k->op;
+    bool uniform = true;
+    int64_t shape[WEFT_MAX_RANK];
+    weft_status s = WEFT_OK;
+    if (j->k->general) {
+        if (t->kind == FE_ZIPWITH) {
+            s = shape_rec(j, t, true, shape, &uniform);
+        }
+        for (int c = 0; s == WEFT_OK && c < t->nkid; c++) {
+            if (t->kid[c] && t->kid[c]->acc && t->kid[c]->delayed) {
+                s = shape_rec(j, t->kid[c], true, shape, &uniform);
+            }
+        }
+    }
+    j->variant = uniform ? 0 : 1;
+    return s;
 }
 
 static weft_status eval_operands(job *j)
@@ -52,7 +288,7 @@ static weft_status eval_operands(job *j)
     const fe_term *t = j->k->op;
     for (int i = 0; i < t->nkid && i < 8; i++) {
         const fe_term *kid = t->kid[i];
-        if (!kid || kid->kind == FE_ALL) {
+        if (!kid || kid->kind == FE_ALL || (kid->acc && kid->delayed)) {
             continue;
         }
         weft_status s;
@@ -140,6 +376,10 @@ weft_status cpu_job_fill(job *j)
             a = j->aux[it->index];
             v = &j->auxval[it->index];
             break;
+        case SK_SRC_TERM:
+            a = j->iarr[i];
+            v = j->ival[i];
+            break;
         }
         if (it->kind == SK_ARRAY) {
             if (!a) {
@@ -176,8 +416,7 @@ weft_status cpu_shape_of(const fe_val *v, int rank, int64_t *shape,
 
 weft_status cpu_job_run(job *j, int entry, int64_t n, int64_t grain)
 {
-    return cpu_gang_run(j->g, (cpu_kernel_fn)j->k->entry[entry], j->w, n,
-                        grain);
+    return cpu_gang_run(j->g, cpu_job_entry(j, entry), j->w, n, grain);
 }
 
 /* ---- generate, map, zipWith, backpermute, transform ---------------------- */
@@ -186,51 +425,12 @@ weft_status cpu_exec_generate(job *j)
 {
     const fe_term *t = j->k->op;
     int64_t shape[WEFT_MAX_RANK];
-    int rank = t->rank;
-    weft_status s;
-    switch ((fe_kind)t->kind) {
-    case FE_MAP:
-        memcpy(shape, j->kid[0]->shape, sizeof shape);
-        break;
-    case FE_ZIPWITH: {
-        bool general = false;
-        for (int d = 0; d < rank; d++) {
-            shape[d] = j->kid[0]->shape[d];
-            for (int k = 1; k < t->nkid; k++) {
-                if (j->kid[k]->shape[d] != shape[d]) {
-                    general = true;
-                }
-                if (j->kid[k]->shape[d] < shape[d]) {
-                    shape[d] = j->kid[k]->shape[d];
-                }
-            }
-        }
-        j->auxval[0].i = general;
-        break;
-    }
-    default: /* generate, backpermute, transform: the shape is kid 0 */
-        if ((s = cpu_shape_of(j->val[0], rank, shape, "an array")) != WEFT_OK) {
-            return s;
-        }
-        break;
-    }
-    if ((s = cpu_job_out(j, 0, t->type, rank, shape)) != WEFT_OK) {
+    weft_status s = cpu_term_shape(j, t, shape);
+    if (s || (s = cpu_job_out(j, 0, t->type, t->rank, shape)) != WEFT_OK ||
+        (s = cpu_job_fill(j)) != WEFT_OK) {
         return s;
     }
-    bool gather = t->kind == FE_BACKPERMUTE || t->kind == FE_TRANSFORM;
-    if (gather && (s = cpu_job_aux(j, 0, WEFT_I64, 1)) != WEFT_OK) {
-        return s;
-    }
-    if ((s = cpu_job_fill(j)) != WEFT_OK ||
-        (s = cpu_job_run(j, 0, j->out[0]->size, CPU_GRAIN)) != WEFT_OK) {
-        return s;
-    }
-    if (gather && ((int64_t *)j->aux[0]->data[0])[0] != 0) {
-        return fe_error(WEFT_ERR_OUT_OF_BOUNDS,
-                        WHO ": %s reads outside its source array",
-                        t->kind == FE_BACKPERMUTE ? "backpermute" : "transform");
-    }
-    return WEFT_OK;
+    return cpu_job_run(j, 0, j->out[0]->size, CPU_GRAIN);
 }
 
 /* ---- fold, fold1 ---------------------------------------------------------- */
@@ -239,16 +439,20 @@ weft_status cpu_exec_fold(job *j)
 {
     const fe_term *t = j->k->op;
     bool seed = t->kind == FE_FOLD;
-    weft_array *src = j->kid[seed ? 1 : 0];
-    int rank = src->rank;
-    int64_t m = src->shape[rank - 1];
-    int64_t rows = fe_shape_size(rank - 1, src->shape);
-    weft_status s;
+    const fe_term *in = t->kid[seed ? 1 : 0];
+    int64_t shape[WEFT_MAX_RANK];
+    weft_status s = cpu_term_shape(j, in, shape);
+    if (s) {
+        return s;
+    }
+    int rank = in->rank;
+    int64_t m = shape[rank - 1];
+    int64_t rows = fe_shape_size(rank - 1, shape);
     if (!seed && m == 0 && rows > 0) {
         return fe_error(WEFT_ERR_EMPTY_ARRAY,
                         WHO ": fold1 of an empty row (the innermost extent is 0)");
     }
-    if ((s = cpu_job_out(j, 0, t->type, rank - 1, src->shape)) != WEFT_OK) {
+    if ((s = cpu_job_out(j, 0, t->type, rank - 1, shape)) != WEFT_OK) {
         return s;
     }
     int workers = cpu_gang_size(j->g);
@@ -274,10 +478,9 @@ weft_status cpu_exec_fold(job *j)
         return cpu_job_run(j, 0, rows, grain > 0 ? grain : 1);
     }
     cpu_phase ph[2] = {
-        {.kernel = (cpu_kernel_fn)j->k->entry[1], .args = j->w,
-         .n = rows * C, .grain = 1},
-        {.kernel = (cpu_kernel_fn)j->k->entry[2], .args = j->w,
-         .n = rows, .grain = 1},
+        {.kernel = cpu_job_entry(j, 1), .args = j->w, .n = rows * C,
+         .grain = 1},
+        {.kernel = cpu_job_entry(j, 2), .args = j->w, .n = rows, .grain = 1},
     };
     return cpu_gang_run_phases(j->g, 2, ph);
 }
@@ -295,7 +498,28 @@ weft_status cpu_exec(weft_context *ctx, cpu_gang *g, fe_ix *ix, sk_kernel *k,
     j.k = k;
     weft_status s = eval_operands(&j);
     if (s == WEFT_OK) {
+        s = eval_terms(&j);
+    }
+    if (s == WEFT_OK) {
+        s = uniformity(&j);
+    }
+    if (s == WEFT_OK) {
+        s = cpu_job_aux(&j, SK_ERR_AUX, WEFT_I64, 1);
+    }
+    if (s == WEFT_OK) {
         s = drivers[k->skel->family](&j);
+    }
+    if (s == WEFT_OK) {
+        int64_t code = ((int64_t *)j.aux[SK_ERR_AUX]->data[0])[0];
+        if (code == SK_ERR_SLICE) {
+            s = fe_error(WEFT_ERR_SLICE_INDEX,
+                         WHO ": a slice index is outside its dimension");
+        } else if (code != SK_ERR_NONE) {
+            s = fe_error(WEFT_ERR_OUT_OF_BOUNDS,
+                         WHO ": %s reads or writes outside an array",
+                         code == SK_ERR_PERMUTE ? "permute" : "a gather "
+                         "(backpermute or transform)");
+        }
     }
     if (s == WEFT_OK) {
         for (int o = 0; o < k->nout; o++) {

@@ -36,10 +36,12 @@ static weft_status fold_prepare(weft_context *ctx, fe_arena *arena,
     return s;
 }
 
-/* acc = f(acc, src[j]) for j in [lo, hi), with acc a mutable variable. */
+/* acc = f(acc, src[j]) for j in [lo, hi), with acc a mutable variable;
+ * src is the input term (read through sk_read: it may be fused) or, when
+ * NULL, the partials array part. */
 static weft_status fold_range(sk_fn *f, const cg_mut *acc,
-                              const cg_array *src, LLVMValueRef lo,
-                              LLVMValueRef hi)
+                              const fe_term *src, const cg_array *part,
+                              LLVMValueRef lo, LLVMValueRef hi)
 {
     cg_fn *fn = &f->fn;
     const fe_fun *comb = f->e->k->op->fun[0];
@@ -49,7 +51,8 @@ static weft_status fold_range(sk_fn *f, const cg_mut *acc,
     cg_loop_begin(fn, &l, lo, hi, &j);
     weft_status s = cg_mut_get(fn, acc, &args[0]);
     if (s == WEFT_OK) {
-        s = cg_array_load(fn, src, j, &args[1]);
+        s = src ? sk_read(f, src, j, NULL, &args[1])
+                : cg_array_load(fn, part, j, &args[1]);
     }
     if (s == WEFT_OK) {
         fn->fmf = LLVMFastMathAllowReassoc;
@@ -67,9 +70,14 @@ static weft_status fold_range(sk_fn *f, const cg_mut *acc,
 static weft_status emit_rows(sk_fn *f, bool has_seed)
 {
     cg_fn *fn = &f->fn;
-    const cg_array *src = sk_kid_array(f, has_seed ? 1 : 0);
+    const fe_term *src = f->e->k->op->kid[has_seed ? 1 : 0];
     const cg_array *out = sk_out_array(f, 0);
-    LLVMValueRef m = src->extent[src->rank - 1];
+    LLVMValueRef ext[WEFT_MAX_RANK];
+    weft_status s0 = sk_extent(f, src, ext);
+    if (s0) {
+        return s0;
+    }
+    LLVMValueRef m = ext[src->rank - 1];
     cg_mut acc;
     weft_status s = cg_mut_new(fn, f->e->k->op->type, &acc);
     if (s) {
@@ -84,14 +92,14 @@ static weft_status emit_rows(sk_fn *f, bool has_seed)
         cg_mut_set(fn, &acc, sk_kid_value(f, 0));
     } else {
         cg_val x0;
-        if ((s = cg_array_load(fn, src, base, &x0)) != WEFT_OK) {
+        if ((s = sk_read(f, src, base, NULL, &x0)) != WEFT_OK) {
             return s;
         }
         cg_mut_set(fn, &acc, &x0);
         first = LLVMBuildAdd(fn->b, base, cg_i64(fn, 1), "");
     }
     LLVMValueRef hi = LLVMBuildAdd(fn->b, base, m, "");
-    if ((s = fold_range(f, &acc, src, first, hi)) != WEFT_OK) {
+    if ((s = fold_range(f, &acc, src, NULL, first, hi)) != WEFT_OK) {
         return s;
     }
     cg_val y;
@@ -107,10 +115,15 @@ static weft_status emit_rows(sk_fn *f, bool has_seed)
 static weft_status emit_chunks(sk_fn *f, bool has_seed)
 {
     cg_fn *fn = &f->fn;
-    const cg_array *src = sk_kid_array(f, has_seed ? 1 : 0);
+    const fe_term *src = f->e->k->op->kid[has_seed ? 1 : 0];
     const cg_array *part = sk_aux_array(f, 0);
     LLVMValueRef C = sk_aux_value(f, 1)->v[0];
-    LLVMValueRef m = src->extent[src->rank - 1];
+    LLVMValueRef ext[WEFT_MAX_RANK];
+    weft_status s0 = sk_extent(f, src, ext);
+    if (s0) {
+        return s0;
+    }
+    LLVMValueRef m = ext[src->rank - 1];
     cg_mut acc;
     weft_status s = cg_mut_new(fn, f->e->k->op->type, &acc);
     if (s) {
@@ -129,12 +142,12 @@ static weft_status emit_chunks(sk_fn *f, bool has_seed)
     lo = LLVMBuildAdd(fn->b, base, lo, "");
     hi = LLVMBuildAdd(fn->b, base, hi, "");
     cg_val x0;
-    if ((s = cg_array_load(fn, src, lo, &x0)) != WEFT_OK) {
+    if ((s = sk_read(f, src, lo, NULL, &x0)) != WEFT_OK) {
         return s;
     }
     cg_mut_set(fn, &acc, &x0);
     LLVMValueRef lo1 = LLVMBuildAdd(fn->b, lo, cg_i64(fn, 1), "");
-    if ((s = fold_range(f, &acc, src, lo1, hi)) != WEFT_OK) {
+    if ((s = fold_range(f, &acc, src, NULL, lo1, hi)) != WEFT_OK) {
         return s;
     }
     cg_val y;
@@ -174,7 +187,7 @@ static weft_status emit_combine(sk_fn *f, bool has_seed)
         first = LLVMBuildAdd(fn->b, base, cg_i64(fn, 1), "");
     }
     LLVMValueRef hi = LLVMBuildAdd(fn->b, base, C, "");
-    if ((s = fold_range(f, &acc, part, first, hi)) != WEFT_OK) {
+    if ((s = fold_range(f, &acc, NULL, part, first, hi)) != WEFT_OK) {
         return s;
     }
     cg_val y;
@@ -216,4 +229,5 @@ const sk_skeleton sk_fold = {
     .supported = fold_supported,
     .prepare = fold_prepare,
     .emit = fold_emit,
+    .fuses_input = true,
 };

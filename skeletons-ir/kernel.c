@@ -206,6 +206,44 @@ static weft_status walk_term(walk *w, const fe_term *t)
     return WEFT_OK;
 }
 
+/* The operands of delayed producer t, recursively: manifest arrays and
+ * host scalars become items, free variables of its functions too. */
+static weft_status walk_delayed(walk *w, const fe_term *t)
+{
+    weft_status s;
+    if (t->kind == FE_ZIPWITH) {
+        w->k->general = true;
+    }
+    for (int i = 0; i < t->nkid; i++) {
+        const fe_term *kid = t->kid[i];
+        if (!kid || kid->kind == FE_ALL) {
+            continue;
+        }
+        if (kid->acc && kid->delayed) {
+            s = walk_delayed(w, kid);
+        } else if (kid->acc && (kid->kind == FE_VAR || kid->kind == FE_PARAM ||
+                                kid->kind == FE_USE)) {
+            s = walk_term(w, kid);
+        } else {
+            s = sk_add_item(w->ctx, w->arena, w->k,
+                            kid->acc ? SK_ARRAY : SK_SCALAR, SK_SRC_TERM, 0,
+                            kid->type, kid->acc ? kid->rank : 0);
+            if (s == WEFT_OK) {
+                w->k->item[w->k->nitem - 1].term = kid;
+            }
+        }
+        if (s) {
+            return s;
+        }
+    }
+    for (int i = 0; i < t->nfun; i++) {
+        if ((s = walk_fun(w, t->fun[i])) != WEFT_OK) {
+            return s;
+        }
+    }
+    return WEFT_OK;
+}
+
 weft_status sk_prepare(weft_context *ctx, const fe_core *core, fe_arena *arena,
                        const fe_term *t, sk_kernel *k)
 {
@@ -230,10 +268,10 @@ weft_status sk_prepare(weft_context *ctx, const fe_core *core, fe_arena *arena,
         }
     }
     k->nout = nout;
-    /* operands */
+    /* operands (delayed ones after the free variables, below) */
     for (int i = 0; i < t->nkid; i++) {
         const fe_term *kid = t->kid[i];
-        if (!kid) {
+        if (!kid || (kid->acc && kid->delayed)) {
             continue;
         }
         if (kid->acc) {
@@ -263,7 +301,18 @@ weft_status sk_prepare(weft_context *ctx, const fe_core *core, fe_arena *arena,
             return s;
         }
     }
-    /* the skeleton's own items */
+    for (int i = 0; i < t->nkid; i++) {
+        if (t->kid[i] && t->kid[i]->acc && t->kid[i]->delayed &&
+            (s = walk_delayed(&w, t->kid[i])) != WEFT_OK) {
+            return s;
+        }
+    }
+    /* the error word, then the skeleton's own items */
+    s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX, SK_ERR_AUX, WEFT_I64, 1);
+    if (s) {
+        return s;
+    }
+    k->err_item = k->aux_item[SK_ERR_AUX] = k->nitem - 1;
     k->skel = sk_skeleton_of(t);
     if (!k->skel) {
         return fe_error(WEFT_ERR_INTERNAL,
@@ -338,6 +387,7 @@ static void describe_term(desc *d, const fe_term *t, bool top)
     put_i(d, t->rank);
     put_i(d, t->nkid);
     put_i(d, t->nfun);
+    put_i(d, t->delayed);
     switch ((fe_kind)t->kind) {
     case FE_CONST:
         put(d, &t->u.c, sizeof t->u.c);
@@ -366,9 +416,10 @@ static void describe_term(desc *d, const fe_term *t, bool top)
     default:
         break;
     }
-    /* The operation's own operands are inputs: only their types count. */
+    /* The operation's own operands are inputs: only their types count,
+     * unless they are delayed producers, whose code is the kernel's. */
     for (int i = 0; i < t->nkid; i++) {
-        if (top) {
+        if (top || (t->delayed && t->kid[i] && !t->kid[i]->delayed)) {
             put_i(d, t->kid[i] ? t->kid[i]->type : -1);
             put_i(d, t->kid[i] ? t->kid[i]->rank : -1);
         } else {
@@ -409,7 +460,14 @@ void sk_describe(const fe_core *core, const sk_kernel *k,
             put_i(&d, it->leaf[l]);
         }
     }
+    put_i(&d, k->general);
     describe_term(&d, k->op, true);
+    for (int i = 0; i < k->op->nkid; i++) {
+        const fe_term *kid = k->op->kid[i];
+        if (kid && kid->acc && kid->delayed) {
+            describe_term(&d, kid, false);
+        }
+    }
     if (num != stack_num && num) {
         fe_free(NULL, num, sizeof *num * core->nvar);
     }
@@ -574,5 +632,11 @@ weft_status sk_from_linear(sk_fn *f, int rank, LLVMValueRef const *extent,
 
 weft_status sk_emit_kernel(sk_emit *e, const char *const *names)
 {
-    return e->k->skel->emit(e, names);
+    e->uniform = true;
+    weft_status s = e->k->skel->emit(e, names);
+    if (s == WEFT_OK && e->k->general) {
+        e->uniform = false;
+        s = e->k->skel->emit(e, names + e->k->nentry);
+    }
+    return s;
 }

@@ -41,7 +41,9 @@ typedef enum sk_src {
     SK_SRC_VAR,   /* free variable `var` of the operation's functions */
     SK_SRC_PARAM, /* program parameter `index`, indexed by the functions */
     SK_SRC_USE,   /* used array `array`, indexed by the functions */
-    SK_SRC_AUX    /* the driver's auxiliary item `index` */
+    SK_SRC_AUX,   /* the driver's auxiliary item `index` */
+    SK_SRC_TERM   /* an operand of a fused (delayed) producer: term `term`,
+                     evaluated by the host (an array or a scalar) */
 } sk_src;
 
 typedef struct sk_item {
@@ -50,6 +52,7 @@ typedef struct sk_item {
     int index;
     const fe_var *var;        /* SK_SRC_VAR */
     weft_array *array;        /* SK_SRC_USE */
+    const fe_term *term;      /* SK_SRC_TERM */
     weft_type type;           /* element type (arrays) or value type */
     int rank;                 /* arrays */
     int nleaf;
@@ -57,7 +60,12 @@ typedef struct sk_item {
     int word;                 /* first word in the argument block */
 } sk_item;
 
-#define SK_MAX_ENTRY 4
+#define SK_MAX_ENTRY 8 /* entry points, both variants together */
+#define SK_ERR_AUX 7   /* aux index of the error word (every kernel) */
+
+/* Codes a kernel stores in its error word (the first one wins only
+ * loosely: any non-zero code is an error the driver reports). */
+enum { SK_ERR_NONE, SK_ERR_GATHER, SK_ERR_SLICE, SK_ERR_PERMUTE };
 
 typedef struct sk_kernel sk_kernel;
 typedef struct sk_emit sk_emit;
@@ -84,6 +92,9 @@ typedef struct sk_skeleton {
     weft_status (*prepare)(weft_context *ctx, fe_arena *arena, sk_kernel *k);
     /* Emit the entry points names[0 .. nentry-1]. */
     weft_status (*emit)(sk_emit *e, const char *const *names);
+    /* It reads its array operands with sk_read, so fused (delayed)
+     * producers may stand there (lib/fuse.c). */
+    bool fuses_input;
 } sk_skeleton;
 
 /* The skeleton of operation t, or NULL (the interpreter runs it). */
@@ -99,7 +110,12 @@ struct sk_kernel {
     int nout;                 /* output items come first */
     int kid_item[8];          /* item of kid k, or -1 */
     int aux_item[8];          /* item of auxiliary k, or -1 */
-    int nentry;               /* phases (entry points) */
+    int nentry;               /* phases (entry points) of one variant */
+    bool general;             /* a fused zipWith: each phase comes in two
+                                 variants, entries [0, nentry) for operands
+                                 of equal shapes (linear reads) and
+                                 [nentry, 2 nentry) for any shapes */
+    int err_item;             /* the error word (aux SK_ERR_AUX) */
     void *entry[SK_MAX_ENTRY];/* their addresses, filled by the runtime */
     uint8_t key[32];          /* the kernel's cache key */
     unsigned flags;           /* skeleton-specific (e.g. SK_FOLD_*) */
@@ -115,6 +131,7 @@ struct sk_emit {
     LLVMContextRef llctx;
     LLVMModuleRef mod;
     LLVMTypeRef entry_ty;     /* void (i64, i64, ptr) */
+    bool uniform;             /* emitting the equal-shapes variant */
 };
 
 /* ===== kernel.c ===== */
@@ -153,6 +170,19 @@ typedef struct sk_fn {
 weft_status sk_fn_begin(sk_emit *e, sk_fn *f, const char *name);
 /* Close the function: ret void and finish. */
 void sk_fn_end(sk_fn *f);
+
+/* Reading array operands, manifest or fused.  sk_read gives the element of
+ * array term t (the operation itself when it is a producer, one of its
+ * operands, or a delayed producer inside them) at linear position i of t's
+ * extent, or at multi-index ix (exactly one of i and ix is not NULL);
+ * delayed producers are computed inline (fuse.c).  sk_extent gives t's
+ * extents (rank values).  Gathers outside their source store
+ * SK_ERR_GATHER in the error word and yield zero. */
+weft_status sk_read(sk_fn *f, const fe_term *t, LLVMValueRef i,
+                    const cg_val *ix, cg_val *out);
+weft_status sk_extent(sk_fn *f, const fe_term *t, LLVMValueRef *ext);
+/* Store code in the kernel's error word. */
+void sk_set_error(sk_fn *f, int code);
 
 /* Helpers for emitters. */
 /* The cg_array of kid k of the operation / output o / aux a. */
