@@ -567,6 +567,14 @@ WEFT_API weft_status weft_compile(weft_program *p, weft_acc *const *results,
                                   int n, weft_executable **out);
 WEFT_API void weft_executable_free(weft_executable *exe);
 
+/* Print the executable's plan: the program after simplification and
+ * fusion (a producer computed inside its consumer shows as `fused`), then
+ * the kernels the backend runs, one line each ("kernel N: fold, fused:
+ * zipwith").  $WEFT_DUMP=plan writes the same to a file in the dump
+ * directory at each weft_compile.  Errors: WEFT_ERR_NULL_ARGUMENT. */
+WEFT_API weft_status weft_executable_dump(const weft_executable *exe,
+                                          FILE *out);
+
 WEFT_API int weft_executable_inputs(const weft_executable *exe);
 WEFT_API int weft_executable_outputs(const weft_executable *exe);
 

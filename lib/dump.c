@@ -261,8 +261,16 @@ static const char *acc_name(int kind)
     }
 }
 
+const char *fe_acc_name(int kind)
+{
+    return acc_name(kind);
+}
+
 static void array_op(printer *pr, const fe_term *t, int ind)
 {
+    if (t->delayed) {
+        put(pr, "fused ");
+    }
     put(pr, acc_name(t->kind));
     switch (t->kind) {
     case FE_GENERATE:

@@ -7,6 +7,7 @@
  * context's backend.  weft_run checks the inputs against the parameters'
  * types and calls the backend.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "fe.h"
@@ -17,6 +18,27 @@ static weft_status (*const passes[])(fe_core *) = {
     fe_fuse,
     fe_plan,
 };
+
+/* $WEFT_DUMP=plan: write the plan of each compiled executable to
+ * <dump_dir>/weft-plan-<n>.txt (n counts compilations in the process).
+ * A file that cannot be written is skipped: dumps never fail a compile. */
+static void dump_plan_file(const weft_executable *exe)
+{
+    static atomic_int counter;
+    const char *dump = exe->ctx->cfg.dump;
+    if (!dump || !strstr(dump, "plan")) {
+        return;
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/weft-plan-%d.txt",
+             exe->ctx->cfg.dump_dir ? exe->ctx->cfg.dump_dir : ".",
+             atomic_fetch_add(&counter, 1));
+    FILE *f = fopen(path, "w");
+    if (f) {
+        weft_executable_dump(exe, f);
+        fclose(f);
+    }
+}
 
 static void exe_destroy(weft_executable *exe)
 {
@@ -67,8 +89,23 @@ weft_status weft_compile(weft_program *p, weft_acc *const *results, int n,
         exe_destroy(exe);
         return st;
     }
+    dump_plan_file(exe);
     *out = exe;
     return WEFT_OK;
+}
+
+weft_status weft_executable_dump(const weft_executable *exe, FILE *out)
+{
+    if (!exe || !out) {
+        return fe_error(WEFT_ERR_NULL_ARGUMENT,
+                        "weft_executable_dump: %s is NULL",
+                        exe ? "out" : "the executable");
+    }
+    weft_status st = fe_dump(exe->ctx, &exe->core, out);
+    if (st == WEFT_OK && exe->ctx->be->dump_plan) {
+        exe->ctx->be->dump_plan(exe, out);
+    }
+    return st;
 }
 
 void weft_executable_free(weft_executable *exe)

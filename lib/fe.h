@@ -364,6 +364,8 @@ weft_status fe_plan(fe_core *core);
 
 /* ===== dump.c ===== */
 
+/* The name of an array operation ("map"), for dumps. */
+const char *fe_acc_name(int kind);
 /* Print the core readably (lets, functions, types). */
 weft_status fe_dump(const weft_context *ctx, const fe_core *core, FILE *out);
 
@@ -391,6 +393,8 @@ struct fe_backend {
     void (*exe_free)(weft_executable *exe);
     /* Fill the counters (may be NULL: all zero). */
     void (*stats)(const weft_context *ctx, weft_stats *out);
+    /* Print the kernels of exe, a line each (may be NULL: none). */
+    void (*dump_plan)(const weft_executable *exe, FILE *out);
 };
 
 extern const fe_backend fe_backend_interp;

@@ -265,6 +265,32 @@ static weft_status cpu_run(weft_executable *exe, weft_array *const *in,
     return fe_interp_hooked(exe->ctx, &exe->core, in, out, hook, exe);
 }
 
+/* The delayed producers inside t, for the plan. */
+static void fused_names(const fe_term *t, FILE *out, int *n)
+{
+    for (int i = 0; i < t->nkid; i++) {
+        const fe_term *kid = t->kid[i];
+        if (kid && kid->acc && kid->delayed) {
+            fprintf(out, "%s%s", (*n)++ ? ", " : ", fused: ",
+                    fe_acc_name(kid->kind));
+            fused_names(kid, out, n);
+        }
+    }
+}
+
+static void cpu_dump_plan(const weft_executable *exe, FILE *out)
+{
+    const cpu_exe *ce = exe->be_state;
+    for (int i = 0; ce && i < ce->n; i++) {
+        const sk_kernel *k = ce->k[i];
+        int n = 0;
+        fprintf(out, "kernel %d: %s", i, fe_acc_name(k->op->kind));
+        fused_names(k->op, out, &n);
+        fprintf(out, " (%d phase%s%s)\n", k->nentry, k->nentry > 1 ? "s" : "",
+                k->general ? ", two variants" : "");
+    }
+}
+
 static void cpu_exe_free(weft_executable *exe)
 {
     (void)exe; /* everything lives in the executable's arena */
@@ -278,6 +304,7 @@ const fe_backend fe_backend_cpu = {
     .run = cpu_run,
     .exe_free = cpu_exe_free,
     .stats = cpu_stats,
+    .dump_plan = cpu_dump_plan,
 };
 
 #endif /* WEFT_HAVE_LLVM */
