@@ -79,6 +79,254 @@ bool fe_fusible_operand(const fe_term *t, int k)
     }
 }
 
+/* ---- the let rule --------------------------------------------------------
+ *
+ * `let v = P in body`, P a producer: if body uses v's data exactly once, as
+ * an operand of an array operation outside any function or awhile body,
+ * and its other uses only ask for v's shape, then P is moved to that use
+ * (where it may fuse) and each shape(v) becomes P's shape computed from
+ * P's operands -- when that is cheap: P's operands are variables,
+ * parameters, used arrays or constants.  Otherwise the let stays. */
+
+typedef struct uses {
+    int data;            /* uses of v's elements */
+    bool data_ok;        /* ... and the one data use may take P */
+    fe_term **data_slot; /* where that use is */
+    int nshape, cap;
+    fe_term ***shape_slot; /* shape(v) terms */
+    bool oom;
+} uses;
+
+static bool is_trivial(const fe_term *t)
+{
+    switch ((fe_kind)t->kind) {
+    case FE_VAR:
+    case FE_PARAM:
+    case FE_USE:
+    case FE_CONST:
+        return true;
+    case FE_TUPLE:
+    case FE_GET:
+        for (int i = 0; i < t->nkid; i++) {
+            if (!is_trivial(t->kid[i])) {
+                return false;
+            }
+        }
+        return true;
+    default:
+        return false;
+    }
+}
+
+static void count_uses(fe_arena *ar, fe_term **slot, const fe_var *v,
+                       bool parent_acc, bool inside, uses *u)
+{
+    fe_term *t = *slot;
+    if (!t) {
+        return;
+    }
+    if (t->kind == FE_VAR && t->u.var == v) {
+        u->data++;
+        u->data_slot = slot;
+        u->data_ok = parent_acc && !inside;
+        return;
+    }
+    if (t->kind == FE_SHAPE && t->kid[0]->kind == FE_VAR &&
+        t->kid[0]->u.var == v) {
+        if (u->nshape == u->cap) {
+            int cap = u->cap ? 2 * u->cap : 8;
+            fe_term ***n = fe_arena_alloc(ar, sizeof *n * (size_t)cap);
+            if (!n) {
+                u->oom = true;
+                return;
+            }
+            for (int i = 0; i < u->nshape; i++) {
+                n[i] = u->shape_slot[i];
+            }
+            u->shape_slot = n;
+            u->cap = cap;
+        }
+        u->shape_slot[u->nshape++] = slot;
+        return;
+    }
+    for (int i = 0; i < t->nkid; i++) {
+        count_uses(ar, &t->kid[i], v, t->acc, inside, u);
+    }
+    for (int i = 0; i < t->nfun; i++) {
+        count_uses(ar, &t->fun[i]->body, v, false, true, u);
+    }
+}
+
+static fe_term *new_term(fe_arena *ar, const fe_term *like, int kind,
+                         weft_type type, int nkid)
+{
+    fe_term *t = fe_arena_alloc(ar, sizeof *t);
+    fe_term **kid = nkid ? fe_arena_alloc(ar, sizeof *kid * (size_t)nkid) : NULL;
+    if (!t || (nkid && !kid)) {
+        return NULL;
+    }
+    if (like) {
+        *t = *like;
+    }
+    t->kind = (uint8_t)kind;
+    t->type = type;
+    t->nkid = nkid;
+    t->kid = kid;
+    if (!like) {
+        t->acc = false;
+        t->nfun = 0;
+        t->fun = NULL;
+    }
+    return t;
+}
+
+/* A copy of trivial term t. */
+static fe_term *copy_trivial(fe_arena *ar, const fe_term *t)
+{
+    fe_term *c = new_term(ar, t, t->kind, t->type, t->nkid);
+    for (int i = 0; c && i < t->nkid; i++) {
+        if (!(c->kid[i] = copy_trivial(ar, t->kid[i]))) {
+            return NULL;
+        }
+    }
+    return c;
+}
+
+/* A term computing the shape of producer p from its operands, or NULL
+ * when that is not cheap (or on allocation failure). */
+static fe_term *shape_expr(fe_arena *ar, const fe_term *p)
+{
+    switch ((fe_kind)p->kind) {
+    case FE_MAP:
+    case FE_ZIPWITH: {
+        fe_term *sh[3];
+        int n = p->nkid < 3 ? p->nkid : 3;
+        for (int k = 0; k < n; k++) {
+            const fe_term *a = p->kid[k];
+            if (a->kind == FE_VAR || a->kind == FE_PARAM || a->kind == FE_USE) {
+                fe_term *s = new_term(ar, NULL, FE_SHAPE, WEFT_DIM(a->rank), 1);
+                if (!s || !(s->kid[0] = copy_trivial(ar, a))) {
+                    return NULL;
+                }
+                sh[k] = s;
+            } else if (!(sh[k] = shape_expr(ar, a))) {
+                return NULL;
+            }
+        }
+        if (n == 1) {
+            return sh[0];
+        }
+        /* the intersection: the minimum of each component */
+        fe_term *ix = new_term(ar, NULL, FE_TUPLE, WEFT_DIM(p->rank), p->rank);
+        for (int d = 0; ix && d < p->rank; d++) {
+            fe_term *acc = NULL;
+            for (int k = 0; k < n; k++) {
+                fe_term *g = new_term(ar, NULL, FE_GET, WEFT_I64, 1);
+                if (!g || !(g->kid[0] = copy_trivial(ar, sh[k]))) {
+                    return NULL;
+                }
+                g->u.index = d;
+                if (acc) {
+                    fe_term *m = new_term(ar, NULL, FE_PRIM, WEFT_I64, 2);
+                    if (!m) {
+                        return NULL;
+                    }
+                    m->op = WEFT_OP_MIN;
+                    m->kid[0] = acc;
+                    m->kid[1] = g;
+                    g = m;
+                }
+                acc = g;
+            }
+            ix->kid[d] = acc;
+        }
+        return ix;
+    }
+    case FE_GENERATE:
+    case FE_BACKPERMUTE:
+    case FE_TRANSFORM:
+    case FE_RESHAPE:
+        return is_trivial(p->kid[0]) ? copy_trivial(ar, p->kid[0]) : NULL;
+    default:
+        return NULL;
+    }
+}
+
+static void let_rule(fe_arena *ar, fe_term **slot, bool inside)
+{
+    fe_term *t = *slot;
+    if (!t) {
+        return;
+    }
+    if (t->kind == FE_LET && !inside && t->u.var && t->u.var->acc &&
+        is_producer(t->kid[0])) {
+        uses u = {0};
+        count_uses(ar, &t->kid[1], t->u.var, t->acc, false, &u);
+        fe_term **shapes = NULL;
+        bool ok = !u.oom && u.data == 1 && u.data_ok;
+        if (ok && u.nshape > 0) {
+            shapes = fe_arena_alloc(ar, sizeof *shapes * (size_t)u.nshape);
+            for (int i = 0; ok && shapes && i < u.nshape; i++) {
+                ok = (shapes[i] = shape_expr(ar, t->kid[0])) != NULL;
+            }
+            ok = ok && shapes;
+        }
+        if (ok) {
+            for (int i = 0; i < u.nshape; i++) {
+                *u.shape_slot[i] = shapes[i];
+            }
+            *u.data_slot = t->kid[0];
+            *slot = t->kid[1];
+            let_rule(ar, slot, inside);
+            return;
+        }
+    }
+    for (int i = 0; i < t->nkid; i++) {
+        let_rule(ar, &t->kid[i], inside);
+    }
+    for (int i = 0; i < t->nfun; i++) {
+        /* an awhile body is array code of its own; scalar functions hold
+         * no array lets */
+        let_rule(ar, &t->fun[i]->body, t->kind != FE_AWHILE);
+    }
+}
+
+/* Lets float out of the operands of array operations (seed 001: a
+ * manifest let floats), so that `map f (let e = s in backpermute ...)`
+ * becomes `let e = s in map f (backpermute ...)` and the producer is next
+ * to its consumer.  Variables are unique in the core, so moving a binding
+ * outwards captures nothing; function and awhile bodies are not crossed. */
+static void float_lets(fe_term **slot)
+{
+    fe_term *t = *slot;
+    if (!t) {
+        return;
+    }
+    for (int i = 0; i < t->nkid; i++) {
+        float_lets(&t->kid[i]);
+    }
+    for (int i = 0; i < t->nfun; i++) {
+        float_lets(&t->fun[i]->body);
+    }
+    if (!t->acc || t->kind == FE_LET) {
+        return;
+    }
+    for (int i = 0; i < t->nkid; i++) {
+        fe_term *let = t->kid[i];
+        if (let && let->kind == FE_LET && let->acc) {
+            /* t(.., let v = b in e, ..)  =>  let v = b in t(.., e, ..) */
+            t->kid[i] = let->kid[1];
+            let->kid[1] = t;
+            let->type = t->type;
+            let->rank = t->rank;
+            let->atype = t->atype;
+            *slot = let;
+            float_lets(&let->kid[1]);
+            return;
+        }
+    }
+}
+
 static void mark(fe_term *t)
 {
     if (!t) {
@@ -105,6 +353,8 @@ weft_status fe_fuse(fe_core *core)
     if (core->no_fusion) {
         return WEFT_OK;
     }
+    let_rule(core->arena, &core->root, false);
+    float_lets(&core->root);
     mark(core->root);
     return WEFT_OK;
 }
