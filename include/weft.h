@@ -111,7 +111,7 @@ enum {
 
 typedef enum weft_backend {
     WEFT_BACKEND_INTERP = 0, /* reference interpreter: simple and slow */
-    WEFT_BACKEND_CPU = 1,    /* LLVM JIT on all cores (not yet built) */
+    WEFT_BACKEND_CPU = 1,    /* LLVM JIT on all cores (the default) */
     WEFT_BACKEND_PTX = 2     /* NVIDIA GPU through NVPTX (not yet built) */
 } weft_backend;
 
@@ -143,8 +143,9 @@ typedef struct weft_config {
 #define WEFT_FLAG_NO_FUSION 2u /* compute every operation as its own array
                                   (for comparisons and debugging) */
 
-/* The default configuration: the reference interpreter (until the CPU
- * backend lands), all cores, the default cache directory, no flags. */
+/* The default configuration: the CPU backend on all cores (the reference
+ * interpreter in a build without LLVM), the default cache directory, no
+ * flags. */
 WEFT_API weft_config weft_config_default(void);
 
 /* Parse a backend name ("interp", "cpu", "ptx"; case-insensitive).

@@ -16,7 +16,11 @@ weft_config weft_config_default(void)
 {
     weft_config cfg;
     memset(&cfg, 0, sizeof cfg);
+#ifdef WEFT_HAVE_LLVM
+    cfg.backend = WEFT_BACKEND_CPU;
+#else
     cfg.backend = WEFT_BACKEND_INTERP;
+#endif
     return cfg;
 }
 
