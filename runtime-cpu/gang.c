@@ -205,6 +205,9 @@ static bool steal(cpu_gang *g, job *j, int k, int me, uint64_t *rng)
     int p = j->nslots;
     slot *base = phase_slots(g, k);
     for (int sweep = 0; sweep < STEAL_SWEEPS; sweep++) {
+        if (atomic_load_explicit(&j->left[k], memory_order_acquire) == 0) {
+            return false;
+        }
         int first = (int)(next_random(rng) % (uint64_t)p);
         for (int i = 0; i < p; i++) {
             int v = (first + i) % p;
@@ -228,9 +231,6 @@ static bool steal(cpu_gang *g, job *j, int k, int me, uint64_t *rng)
                     return true;
                 }
             }
-        }
-        if (atomic_load_explicit(&j->left[k], memory_order_acquire) == 0) {
-            return false;
         }
         for (int i = 0; i < 16; i++) {
             relax();
@@ -315,19 +315,20 @@ static void participate(cpu_gang *g, job *j, int me)
 
 /* ---- workers ------------------------------------------------------------ */
 
-/* Join the job of the generation in w, if it is new to the worker (seen)
- * and has room: the participant number, or 0. */
-static int try_join(cpu_gang *g, uint64_t w, uint32_t seen)
+/* Join the job of the generation in *w, if it is new to the worker
+ * (seen) and has room: the participant number, or 0.  *w is left at the
+ * last word seen, whose generation the worker has then dealt with. */
+static int try_join(cpu_gang *g, uint64_t *w, uint32_t seen)
 {
     for (;;) {
-        if (CTL_GEN(w) == seen || (w & CTL_CLOSED) != 0
-            || CTL_JOINED(w) >= CTL_WANT(w)) {
+        if (CTL_GEN(*w) == seen || (*w & CTL_CLOSED) != 0
+            || CTL_JOINED(*w) >= CTL_WANT(*w)) {
             return 0;
         }
-        if (atomic_compare_exchange_weak_explicit(&g->ctl, &w, w + 1,
+        if (atomic_compare_exchange_weak_explicit(&g->ctl, w, *w + 1,
                                                   memory_order_acq_rel,
                                                   memory_order_acquire)) {
-            return CTL_JOINED(w) + 1;
+            return CTL_JOINED(*w) + 1;
         }
     }
 }
@@ -356,7 +357,7 @@ static void *worker_main(void *arg)
                 return NULL;
             }
         }
-        int me = try_join(g, w, seen);
+        int me = try_join(g, &w, seen);
         seen = CTL_GEN(w);
         if (me == 0) {
             continue;
