@@ -1,13 +1,52 @@
 /*
- * runtime-cpu/exec_stencil.c: the driver of the stencil skeleton (not written yet:
- * the skeleton declines every operation, so this is never called).
+ * runtime-cpu/exec_stencil.c: the driver of the stencil skeleton
+ * (skeletons-ir/stencil.c): stencil and stencil2.
+ *
+ * The result's shape is the array's (stencil2: the intersection of the
+ * two).  The kernel runs over pieces of rows: rows are every dimension
+ * but the innermost, and a long row (more than 2 * ST_PIECE columns) is cut
+ * into C pieces of about ST_PIECE columns, so that even a rank-1 array
+ * spreads over the whole gang.  An empty result runs nothing.
  */
 #ifdef WEFT_HAVE_LLVM
 #include "cpu.h"
+#include "../skeletons-ir/sk.h"
+
+#define WHO "weft_run"
+#define ST_PIECE 4096 /* columns per piece of a long row */
 
 weft_status cpu_exec_stencil(cpu_job *j)
 {
-    (void)j;
-    return fe_error(WEFT_ERR_INTERNAL, "weft_run: no stencil driver yet");
+    const fe_term *t = j->k->op;
+    bool two = t->kind == FE_STENCIL2;
+    const weft_array *a = j->kid[0], *b = two ? j->kid[2] : NULL;
+    if (!a || (two && !b)) {
+        return fe_error(WEFT_ERR_INTERNAL, WHO ": a stencil without its array");
+    }
+    int rank = t->rank;
+    int64_t shape[WEFT_MAX_RANK];
+    for (int d = 0; d < rank; d++) {
+        shape[d] = a->shape[d];
+        if (b && b->shape[d] < shape[d]) {
+            shape[d] = b->shape[d];
+        }
+    }
+    weft_status s = cpu_job_out(j, 0, t->type, rank, shape);
+    if (s) {
+        return s;
+    }
+    int64_t m = shape[rank - 1];
+    int64_t rows = fe_shape_size(rank - 1, shape);
+    int64_t C = m > 2 * ST_PIECE ? m / ST_PIECE : 1;
+    j->auxval[0].i = C;
+    if ((s = cpu_job_fill(j)) != WEFT_OK) {
+        return s;
+    }
+    if (j->out[0]->size == 0) {
+        return WEFT_OK;
+    }
+    int64_t cols = m / C; /* columns per piece, at least 1 */
+    int64_t grain = CPU_GRAIN / (cols > 0 ? cols : 1);
+    return cpu_job_run(j, 0, rows * C, grain > 0 ? grain : 1);
 }
 #endif

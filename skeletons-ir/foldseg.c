@@ -1,29 +1,125 @@
 /*
- * skeletons-ir/foldseg.c: not written yet; until it is, supported() says no
- * and the interpreter's walker runs these operations on the host.
+ * skeletons-ir/foldseg.c: foldSeg and fold1Seg, segmented reductions along
+ * the innermost dimension.
+ *
+ * The input is `outer` rows of `inner` elements; the segment descriptor
+ * cuts every row the same way into nseg consecutive segments.  The driver
+ * (runtime-cpu/exec_foldseg.c) checks the lengths and turns them into
+ * offsets on the host: aux 0 is an i64 array of nseg + 1 offsets, off[0] =
+ * 0, off[k + 1] = off[k] + len[k].  One entry point runs over the results
+ * (outer * nseg of them, row-major): result q is row o = q / nseg, segment
+ * k = q % nseg, and folds the elements [o * inner + off[k], o * inner +
+ * off[k + 1]) of the input from left to right:
+ *
+ *     acc = z (foldSeg) or the segment's first element (fold1Seg);
+ *     for the rest: acc = f(acc, a[i]);  out[q] = acc
+ *
+ * as the interpreter does.  The inner loop reads linearly (through
+ * sk_read: a producer fused into the input is computed inline) and the
+ * combine carries the reassoc flag, as fold's does, so a floating-point
+ * sum vectorises.  Empty segments of fold1Seg never reach the kernel: the
+ * driver reports them first.
  */
 #include "sk.h"
 
 static bool fold_seg_supported(const fe_term *t)
 {
-    (void)t;
-    return false;
+    return t->atype->narrays == 1 && t->nfun == 1 &&
+           t->nkid == (t->kind == FE_FOLD_SEG ? 3 : 2);
 }
 
 static weft_status fold_seg_prepare(weft_context *ctx, fe_arena *arena,
-                                   sk_kernel *k)
+                                    sk_kernel *k)
 {
-    (void)ctx;
-    (void)arena;
-    (void)k;
-    return fe_error(WEFT_ERR_INTERNAL, "weft_compile: no fold_seg skeleton yet");
+    k->nentry = 1;
+    weft_status s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX, 0,
+                                WEFT_I64, 1);
+    k->aux_item[0] = k->nitem - 1;
+    return s;
+}
+
+/* The loop over results [start, end). */
+static weft_status emit_loop(sk_fn *f)
+{
+    cg_fn *fn = &f->fn;
+    const fe_term *t = f->e->k->op;
+    bool seeded = t->kind == FE_FOLD_SEG;
+    const fe_term *src = t->kid[seeded ? 1 : 0];
+    const fe_fun *comb = t->fun[0];
+    const cg_array *out = sk_out_array(f, 0);
+    const cg_array *off = sk_aux_array(f, 0);
+    LLVMValueRef ext[WEFT_MAX_RANK];
+    weft_status s = sk_extent(f, src, ext);
+    if (s) {
+        return s;
+    }
+    LLVMValueRef inner = ext[src->rank - 1];
+    LLVMValueRef nseg = out->extent[out->rank - 1];
+    cg_mut acc;
+    if ((s = cg_mut_new(fn, t->type, &acc)) != WEFT_OK) {
+        return s;
+    }
+    cg_loop l;
+    LLVMValueRef q;
+    cg_loop_begin(fn, &l, f->start, f->end, &q);
+    LLVMValueRef o = LLVMBuildSDiv(fn->b, q, nseg, "");
+    LLVMValueRef k = LLVMBuildSRem(fn->b, q, nseg, "");
+    LLVMValueRef k1 = LLVMBuildAdd(fn->b, k, cg_i64(fn, 1), "");
+    LLVMValueRef base = LLVMBuildMul(fn->b, o, inner, "");
+    LLVMValueRef lo = LLVMBuildAdd(fn->b, base, cg_load(fn, WEFT_I64,
+                                                        off->ptr[0], k), "");
+    LLVMValueRef hi = LLVMBuildAdd(fn->b, base, cg_load(fn, WEFT_I64,
+                                                        off->ptr[0], k1), "");
+    if (seeded) {
+        cg_mut_set(fn, &acc, sk_kid_value(f, 0));
+    } else {
+        cg_val x0;
+        if ((s = sk_read(f, src, lo, NULL, &x0)) != WEFT_OK) {
+            return s;
+        }
+        cg_mut_set(fn, &acc, &x0);
+        lo = LLVMBuildAdd(fn->b, lo, cg_i64(fn, 1), "");
+    }
+    cg_loop li;
+    LLVMValueRef i;
+    cg_val args[2], y;
+    cg_loop_begin(fn, &li, lo, hi, &i);
+    if ((s = cg_mut_get(fn, &acc, &args[0])) != WEFT_OK ||
+        (s = sk_read(f, src, i, NULL, &args[1])) != WEFT_OK) {
+        return s;
+    }
+    fn->fmf = LLVMFastMathAllowReassoc;
+    s = cg_apply(fn, comb, args, &y);
+    fn->fmf = 0;
+    if (s) {
+        return s;
+    }
+    cg_mut_set(fn, &acc, &y);
+    cg_loop_end(fn, &li);
+    if ((s = cg_mut_get(fn, &acc, &y)) != WEFT_OK) {
+        return s;
+    }
+    cg_array_store(fn, out, q, &y);
+    cg_loop_end(fn, &l);
+    return WEFT_OK;
 }
 
 static weft_status fold_seg_emit(sk_emit *e, const char *const *names)
 {
-    (void)e;
-    (void)names;
-    return fe_error(WEFT_ERR_INTERNAL, "weft_compile: no fold_seg skeleton yet");
+    sk_fn f;
+    weft_status s = sk_fn_begin(e, &f, names[0]);
+    if (s) {
+        return s;
+    }
+    s = emit_loop(&f);
+    if (s) {
+        /* close the half-built function; the module is thrown away */
+        LLVMBuildUnreachable(f.fn.b);
+        cg_fn_end(&f.fn);
+        return s;
+    }
+    sk_fn_end(&f);
+    return WEFT_OK;
 }
 
 const sk_skeleton sk_fold_seg = {
@@ -32,4 +128,5 @@ const sk_skeleton sk_fold_seg = {
     .supported = fold_seg_supported,
     .prepare = fold_seg_prepare,
     .emit = fold_seg_emit,
+    .fuses_input = true,
 };

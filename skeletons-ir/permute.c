@@ -1,29 +1,376 @@
 /*
- * skeletons-ir/permute.c: not written yet; until it is, supported() says no
- * and the interpreter's walker runs these operations on the host.
+ * skeletons-ir/permute.c: permute, the forward scatter with a combining
+ * function.
+ *
+ *     r = copy of def;  for each i of src:  j = ix(index i);
+ *                       if j is not ignore: r[j] = combine(src[i], r[j])
+ *
+ * The driver (runtime-cpu/exec_permute.c) copies def into the output; the
+ * kernel runs over the linear positions of src.  For each one it reads
+ * src[i] (through sk_read, so a producer fused into the source is computed
+ * inline), applies ix to the multi-index of i, drops the element when the
+ * result is `ignore` (every component INT64_MIN; at rank 0, where there
+ * are no components, a flag that FE_IGNORE sets: fn->ignored), and stores
+ * SK_ERR_PERMUTE in the error word instead of writing when the target is
+ * outside the output.
+ *
+ * Several workers may hit one target at once, so the update of r[j] is
+ * made atomic in one of three ways, chosen at prepare time from the
+ * combine function and the element type (the mode goes into k->flags and
+ * so into the kernel's key):
+ *
+ *   PERMUTE_RMW   the combine is add, min, max, band, bor or bxor of its
+ *                 two parameters (either order) on an integer type, or add
+ *                 on f32 / f64: one native atomicrmw;
+ *   PERMUTE_CAS   any other combine on a one-leaf 32- or 64-bit type: load,
+ *                 apply, compare-and-swap the bits, retry until it sticks;
+ *   PERMUTE_LOCK  tuples, 8- and 16-bit types, bool, f16: a striped array
+ *                 of PERMUTE_LOCKS spin locks (aux 0, i32 words), hashed by
+ *                 j; take = atomic exchange with 1 until it returns 0
+ *                 (spinning on plain atomic loads while it is held), then
+ *                 a plain read-modify-write, release = an atomic store of 0
+ *                 with release ordering.
+ *
+ * Entry 0 is the atomic loop; entry 1 the same loop with a plain read,
+ * apply and write, which the driver runs when one worker does all the work
+ * (a gang of one, or a source small enough for one chunk).  Floating-point
+ * results of a parallel run depend on the order in which updates land, as
+ * in Accelerate: permute's combine is meant to be associative and
+ * commutative.
  */
 #include "sk.h"
 
+/* The atomic update of one permute kernel (k->flags, k->permute_mode). */
+enum { PERMUTE_RMW = 1, PERMUTE_CAS = 2, PERMUTE_LOCK = 3 };
+#define PERMUTE_LOCKS 4096 /* striped locks (a power of two) */
+#define PERMUTE_LOCK_BITS 12
+
+/* Whether term t is the variable v. */
+static bool is_var(const fe_term *t, const fe_var *v)
+{
+    return t && t->kind == FE_VAR && t->u.var == v;
+}
+
+/* The atomicrmw operation that the combine f computes on type ty, if it
+ * is one (see the head comment). */
+static bool rmw_op(const fe_fun *f, weft_type ty, LLVMAtomicRMWBinOp *op)
+{
+    const fe_term *b = f->body;
+    if (f->arity != 2 || !f->param || !b || b->kind != FE_PRIM ||
+        b->nkid != 2 || b->type != ty) {
+        return false;
+    }
+    if (!((is_var(b->kid[0], f->param[0]) && is_var(b->kid[1], f->param[1])) ||
+          (is_var(b->kid[0], f->param[1]) && is_var(b->kid[1], f->param[0])))) {
+        return false;
+    }
+    if (ty == WEFT_F32 || ty == WEFT_F64) {
+        *op = LLVMAtomicRMWBinOpFAdd;
+        return b->op == WEFT_OP_ADD;
+    }
+    if (!fe_is_int(ty)) {
+        return false;
+    }
+    bool sgn = fe_is_signed(ty);
+    switch ((weft_op)b->op) {
+    case WEFT_OP_ADD:
+        *op = LLVMAtomicRMWBinOpAdd;
+        return true;
+    case WEFT_OP_MIN:
+        *op = sgn ? LLVMAtomicRMWBinOpMin : LLVMAtomicRMWBinOpUMin;
+        return true;
+    case WEFT_OP_MAX:
+        *op = sgn ? LLVMAtomicRMWBinOpMax : LLVMAtomicRMWBinOpUMax;
+        return true;
+    case WEFT_OP_BAND:
+        *op = LLVMAtomicRMWBinOpAnd;
+        return true;
+    case WEFT_OP_BOR:
+        *op = LLVMAtomicRMWBinOpOr;
+        return true;
+    case WEFT_OP_BXOR:
+        *op = LLVMAtomicRMWBinOpXor;
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* The mode for operation t (see the head comment). */
+static int permute_mode_of(const fe_term *t)
+{
+    LLVMAtomicRMWBinOp op;
+    weft_type ty = t->type;
+    if (rmw_op(t->fun[0], ty, &op)) {
+        return PERMUTE_RMW;
+    }
+    if (fe_is_scalar(ty) && ty != WEFT_BOOL &&
+        (fe_type_bits(ty) == 32 || fe_type_bits(ty) == 64)) {
+        return PERMUTE_CAS;
+    }
+    return PERMUTE_LOCK;
+}
+
 static bool permute_supported(const fe_term *t)
 {
-    (void)t;
-    return false;
+    return t->atype->narrays == 1 && t->nfun == 2 && t->nkid == 2 &&
+           t->fun[0]->arity == 2 && t->fun[1]->arity == 1;
 }
 
 static weft_status permute_prepare(weft_context *ctx, fe_arena *arena,
                                    sk_kernel *k)
 {
-    (void)ctx;
-    (void)arena;
-    (void)k;
-    return fe_error(WEFT_ERR_INTERNAL, "weft_compile: no permute skeleton yet");
+    k->nentry = 2;
+    k->permute_mode = permute_mode_of(k->op);
+    k->flags = (unsigned)k->permute_mode;
+    if (k->permute_mode != PERMUTE_LOCK) {
+        return WEFT_OK;
+    }
+    weft_status s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX, 0,
+                                WEFT_I32, 1);
+    k->aux_item[0] = k->nitem - 1;
+    return s;
+}
+
+/* The address of element j of leaf l of array a. */
+static LLVMValueRef elem_ptr(cg_fn *fn, const cg_array *a, int l,
+                             LLVMValueRef j)
+{
+    LLVMTypeRef mt = cg_mem_type(fn->llctx, a->leaf[l]);
+    return LLVMBuildInBoundsGEP2(fn->b, mt, a->ptr[l], &j, 1, "");
+}
+
+/* r[j] = combine(x, r[j]), not atomic. */
+static weft_status update_plain(sk_fn *f, const cg_array *r, LLVMValueRef j,
+                                const cg_val *x)
+{
+    cg_fn *fn = &f->fn;
+    cg_val args[2], y;
+    args[0] = *x;
+    weft_status s = cg_array_load(fn, r, j, &args[1]);
+    if (s == WEFT_OK) {
+        s = cg_apply(fn, f->e->k->op->fun[0], args, &y);
+    }
+    if (s == WEFT_OK) {
+        cg_array_store(fn, r, j, &y);
+    }
+    return s;
+}
+
+/* One native atomicrmw. */
+static weft_status update_rmw(sk_fn *f, const cg_array *r, LLVMValueRef j,
+                              const cg_val *x)
+{
+    cg_fn *fn = &f->fn;
+    LLVMAtomicRMWBinOp op;
+    if (!rmw_op(f->e->k->op->fun[0], f->e->k->op->type, &op)) {
+        return fe_error(WEFT_ERR_INTERNAL,
+                        "weft_compile: permute: the combine is not atomic");
+    }
+    fn->target->atomic_rmw(fn, op, elem_ptr(fn, r, 0, j), x->v[0]);
+    return WEFT_OK;
+}
+
+/* The CAS loop on the bits of a one-leaf 32/64-bit element:
+ *     seen = load r[j]
+ *   retry: old = phi(seen0, seen); y = combine(x, old as T);
+ *     seen = cas(r[j], old, y as bits); if seen != old goto retry */
+static weft_status update_cas(sk_fn *f, const cg_array *r, LLVMValueRef j,
+                              const cg_val *x)
+{
+    cg_fn *fn = &f->fn;
+    weft_type ty = r->leaf[0];
+    LLVMTypeRef it = LLVMIntTypeInContext(fn->llctx,
+                                          (unsigned)fe_type_bits(ty));
+    LLVMTypeRef vt = cg_type(fn->llctx, ty);
+    LLVMValueRef p = elem_ptr(fn, r, 0, j);
+    LLVMValueRef first = LLVMBuildLoad2(fn->b, it, p, "");
+    LLVMSetOrdering(first, LLVMAtomicOrderingMonotonic);
+    LLVMSetAlignment(first, (unsigned)fe_type_bits(ty) / 8);
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(fn->b);
+    LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(fn->llctx, fn->fn,
+                                                           "cas");
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(fn->llctx, fn->fn,
+                                                           "cas.done");
+    LLVMBuildBr(fn->b, loop);
+    LLVMPositionBuilderAtEnd(fn->b, loop);
+    LLVMValueRef old = LLVMBuildPhi(fn->b, it, "");
+    cg_val args[2], y;
+    args[0] = *x;
+    weft_status s = cg_val_one(fn, LLVMBuildBitCast(fn->b, old, vt, ""),
+                               &args[1]);
+    if (s == WEFT_OK) {
+        s = cg_apply(fn, f->e->k->op->fun[0], args, &y);
+    }
+    if (s) {
+        return s;
+    }
+    LLVMValueRef nb = LLVMBuildBitCast(fn->b, y.v[0], it, "");
+    LLVMValueRef seen = fn->target->atomic_cas(fn, p, old, nb);
+    LLVMValueRef ok = LLVMBuildICmp(fn->b, LLVMIntEQ, seen, old, "");
+    LLVMBasicBlockRef tail = LLVMGetInsertBlock(fn->b);
+    LLVMBuildCondBr(fn->b, ok, done, loop);
+    LLVMValueRef in_v[2] = {first, seen};
+    LLVMBasicBlockRef in_b[2] = {pre, tail};
+    LLVMAddIncoming(old, in_v, in_b, 2);
+    LLVMPositionBuilderAtEnd(fn->b, done);
+    return WEFT_OK;
+}
+
+/* Under the striped lock of j: a plain update. */
+static weft_status update_lock(sk_fn *f, const cg_array *r, LLVMValueRef j,
+                               const cg_val *x)
+{
+    cg_fn *fn = &f->fn;
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+    LLVMValueRef zero = LLVMConstInt(i32, 0, 0);
+    const cg_array *locks = sk_aux_array(f, 0);
+    if (!locks) {
+        return fe_error(WEFT_ERR_INTERNAL,
+                        "weft_compile: permute: no lock array");
+    }
+    /* Fibonacci hashing of j onto the stripes. */
+    LLVMValueRef h = LLVMBuildMul(fn->b, j,
+                                  cg_i64(fn, (int64_t)0x9E3779B97F4A7C15ull), "");
+    h = LLVMBuildLShr(fn->b, h, cg_i64(fn, 64 - PERMUTE_LOCK_BITS), "");
+    LLVMValueRef lp = LLVMBuildInBoundsGEP2(fn->b, i32, locks->ptr[0], &h, 1, "");
+    LLVMBasicBlockRef take = LLVMAppendBasicBlockInContext(fn->llctx, fn->fn,
+                                                           "lock");
+    LLVMBasicBlockRef spin = LLVMAppendBasicBlockInContext(fn->llctx, fn->fn,
+                                                           "lock.spin");
+    LLVMBasicBlockRef held = LLVMAppendBasicBlockInContext(fn->llctx, fn->fn,
+                                                           "lock.held");
+    LLVMBuildBr(fn->b, take);
+    /* take: if (xchg(lock, 1) == 0) held else spin */
+    LLVMPositionBuilderAtEnd(fn->b, take);
+    LLVMValueRef was = fn->target->atomic_rmw(fn, LLVMAtomicRMWBinOpXchg, lp,
+                                              LLVMConstInt(i32, 1, 0));
+    LLVMBuildCondBr(fn->b, LLVMBuildICmp(fn->b, LLVMIntEQ, was, zero, ""),
+                    held, spin);
+    /* spin: wait on plain atomic loads until the lock looks free */
+    LLVMPositionBuilderAtEnd(fn->b, spin);
+    LLVMValueRef cur = LLVMBuildLoad2(fn->b, i32, lp, "");
+    LLVMSetOrdering(cur, LLVMAtomicOrderingMonotonic);
+    LLVMSetAlignment(cur, 4);
+    LLVMBuildCondBr(fn->b, LLVMBuildICmp(fn->b, LLVMIntEQ, cur, zero, ""),
+                    take, spin);
+    LLVMPositionBuilderAtEnd(fn->b, held);
+    weft_status s = update_plain(f, r, j, x);
+    if (s) {
+        return s;
+    }
+    LLVMValueRef st = LLVMBuildStore(fn->b, zero, lp);
+    LLVMSetOrdering(st, LLVMAtomicOrderingRelease);
+    LLVMSetAlignment(st, 4);
+    return WEFT_OK;
+}
+
+/* The body of one entry point: the loop over src positions [start, end). */
+static weft_status emit_loop(sk_fn *f, bool atomic)
+{
+    weft_status s;
+    sk_emit *e = f->e;
+    cg_fn *fn = &f->fn;
+    const fe_term *t = e->k->op;
+    const fe_term *src = t->kid[1];
+    const fe_fun *fix = t->fun[1];
+    const cg_array *r = sk_out_array(f, 0);
+    int drank = r->rank;
+    LLVMValueRef sext[WEFT_MAX_RANK];
+    if ((s = sk_extent(f, src, sext)) != WEFT_OK) {
+        return s;
+    }
+    LLVMTypeRef i1 = LLVMInt1TypeInContext(e->llctx);
+    if (drank == 0) {
+        fn->ignored = cg_alloca(fn, i1, "ignored");
+    }
+    cg_loop l;
+    LLVMValueRef i;
+    cg_loop_begin(fn, &l, f->start, f->end, &i);
+    cg_val x, ix, tv;
+    /* The source element first: like the interpreter, which computes the
+     * whole source, a gather fused into it is checked even where the
+     * element is then ignored. */
+    s = sk_read(f, src, i, NULL, &x);
+    if (s == WEFT_OK) {
+        s = sk_from_linear(f, src->rank, sext, i, &ix);
+    }
+    if (s == WEFT_OK && drank == 0) {
+        LLVMBuildStore(fn->b, LLVMConstInt(i1, 0, 0), fn->ignored);
+    }
+    if (s == WEFT_OK) {
+        s = cg_apply(fn, fix, &ix, &tv);
+    }
+    if (s) {
+        return s;
+    }
+    LLVMValueRef ign, inside = LLVMConstInt(i1, 1, 0);
+    if (drank == 0) {
+        ign = LLVMBuildLoad2(fn->b, i1, fn->ignored, "");
+    } else {
+        ign = LLVMConstInt(i1, 1, 0);
+        for (int d = 0; d < drank; d++) {
+            ign = LLVMBuildAnd(fn->b, ign,
+                               LLVMBuildICmp(fn->b, LLVMIntEQ, tv.v[d],
+                                             cg_i64(fn, INT64_MIN), ""), "");
+            /* 0 <= c < extent, as one unsigned compare */
+            inside = LLVMBuildAnd(fn->b, inside,
+                                  LLVMBuildICmp(fn->b, LLVMIntULT, tv.v[d],
+                                                r->extent[d], ""), "");
+        }
+    }
+    cg_if keep;
+    cg_if_begin(fn, &keep, LLVMBuildNot(fn->b, ign, ""));
+    cg_if in;
+    cg_if_begin(fn, &in, inside);
+    LLVMValueRef jlin = drank == 0 ? cg_i64(fn, 0)
+                                   : cg_to_index(fn, drank, r->extent, tv.v);
+    if (!atomic) {
+        s = update_plain(f, r, jlin, &x);
+    } else if (e->k->permute_mode == PERMUTE_RMW) {
+        s = update_rmw(f, r, jlin, &x);
+    } else if (e->k->permute_mode == PERMUTE_CAS) {
+        s = update_cas(f, r, jlin, &x);
+    } else {
+        s = update_lock(f, r, jlin, &x);
+    }
+    if (s) {
+        return s;
+    }
+    cg_if_else(fn, &in);
+    sk_set_error(f, SK_ERR_PERMUTE);
+    cg_if_end(fn, &in);
+    cg_if_end(fn, &keep);
+    cg_loop_end(fn, &l);
+    return WEFT_OK;
+}
+
+/* One entry point; on failure the half-built function is closed (its
+ * module is thrown away by the caller) so that nothing leaks. */
+static weft_status emit_entry(sk_emit *e, const char *name, bool atomic)
+{
+    sk_fn f;
+    weft_status s = sk_fn_begin(e, &f, name);
+    if (s) {
+        return s;
+    }
+    s = emit_loop(&f, atomic);
+    if (s) {
+        LLVMBuildUnreachable(f.fn.b);
+        cg_fn_end(&f.fn);
+        return s;
+    }
+    sk_fn_end(&f);
+    return WEFT_OK;
 }
 
 static weft_status permute_emit(sk_emit *e, const char *const *names)
 {
-    (void)e;
-    (void)names;
-    return fe_error(WEFT_ERR_INTERNAL, "weft_compile: no permute skeleton yet");
+    weft_status s = emit_entry(e, names[0], true);
+    if (s == WEFT_OK) {
+        s = emit_entry(e, names[1], false);
+    }
+    return s;
 }
 
 const sk_skeleton sk_permute = {
@@ -32,4 +379,5 @@ const sk_skeleton sk_permute = {
     .supported = permute_supported,
     .prepare = permute_prepare,
     .emit = permute_emit,
+    .fuses_input = true,
 };

@@ -1,29 +1,403 @@
 /*
- * skeletons-ir/stencil.c: not written yet; until it is, supported() says no
- * and the interpreter's walker runs these operations on the host.
+ * skeletons-ir/stencil.c: stencil and stencil2 over arrays of rank 1 to 3,
+ * with windows of 3, 5, 7 or 9 elements per dimension.
+ *
+ * The result has the extent of its array (stencil2: the intersection of
+ * both).  Its element at ix is f applied to the window around ix in each
+ * array, in row-major order of the window (stencil2: the first window's
+ * elements, then the second's).  A window element that falls outside its
+ * array reads what the array's boundary says, exactly as the interpreter's
+ * bound(): clamp repeats the edge, mirror reflects without repeating it
+ * (an extent of one reads its only element), wrap is periodic, and a
+ * constant boundary reads the value given.
+ *
+ * The kernel has one entry point over "pieces": the result is seen as
+ * rows (every dimension but the innermost) of m columns, and each row is
+ * cut into C pieces of consecutive columns (the driver picks C, aux 0, so
+ * that a rank-1 array of millions of elements still spreads over the gang).
+ * For piece q:
+ *
+ *     row = q / C; columns [c0, c1) of that row
+ *     for each array and each combination of outer window offsets:
+ *         rowbase = linear position of the row it reads (outer indices
+ *                   passed through the boundary), and whether that row
+ *                   lies inside the array (constant boundary)
+ *     interior row: the row and every row its windows touch lie inside
+ *     border loop: columns of [c0, c1) below lo or from hi on (all of them
+ *         when the row is not interior), each window element read at
+ *         rowbase + bound(column + offset), checked
+ *     interior loop: columns [lo, hi) of an interior row, each window
+ *         element read at rowbase + offset + column, no check: linear in
+ *         the column, so LLVM vectorises it
+ *
+ * where lo is the largest inner radius and hi the smallest of
+ * (inner extent - inner radius) over the arrays.  The border loop walks
+ * both border stretches of the piece as one loop, so f is emitted twice in
+ * all (border and interior).  Reads under a constant boundary load at the
+ * clamped position (always inside) and select the constant, so nothing is
+ * ever read outside an array.
  */
 #include "sk.h"
 
-static bool stencil_supported(const fe_term *t)
-{
-    (void)t;
-    return false;
-}
+#define ST_MAX_WIN 9
+
+/* One array of the stencil as the entry point sees it. */
+typedef struct side {
+    const cg_array *a;
+    int rank;
+    int w[3], h[3];           /* window extents and radii */
+    int k;                    /* window elements */
+    int ncombo;               /* combinations of outer offsets */
+    weft_boundary_kind bnd;
+    const cg_val *cval;       /* constant boundary value, or NULL */
+    LLVMValueRef *rowbase;    /* per combination, for the current row */
+    LLVMValueRef *rowin;      /* per combination, i1: row inside (constant) */
+} side;
 
 static weft_status stencil_prepare(weft_context *ctx, fe_arena *arena,
                                    sk_kernel *k)
 {
-    (void)ctx;
-    (void)arena;
-    (void)k;
-    return fe_error(WEFT_ERR_INTERNAL, "weft_compile: no stencil skeleton yet");
+    k->nentry = 1;
+    weft_status s = sk_add_item(ctx, arena, k, SK_SCALAR, SK_SRC_AUX, 0,
+                                WEFT_I64, 0);
+    k->aux_item[0] = k->nitem - 1;
+    return s;
+}
+
+static LLVMValueRef i64c(cg_fn *fn, int64_t x)
+{
+    return cg_i64(fn, x);
+}
+
+static LLVMValueRef smin(cg_fn *fn, LLVMValueRef x, LLVMValueRef y)
+{
+    LLVMValueRef lt = LLVMBuildICmp(fn->b, LLVMIntSLT, x, y, "");
+    return LLVMBuildSelect(fn->b, lt, x, y, "");
+}
+
+static LLVMValueRef smax(cg_fn *fn, LLVMValueRef x, LLVMValueRef y)
+{
+    LLVMValueRef gt = LLVMBuildICmp(fn->b, LLVMIntSGT, x, y, "");
+    return LLVMBuildSelect(fn->b, gt, x, y, "");
+}
+
+/* Where index i of an extent-n dimension (n >= 1) reads under boundary b,
+ * and in *inside (constant boundary only) whether i is inside; the result
+ * is always inside [0, n). */
+static LLVMValueRef bound(cg_fn *fn, weft_boundary_kind b, LLVMValueRef i,
+                          LLVMValueRef n, LLVMValueRef *inside)
+{
+    LLVMBuilderRef B = fn->b;
+    LLVMValueRef zero = i64c(fn, 0), one = i64c(fn, 1);
+    switch (b) {
+    case WEFT_BOUNDARY_WRAP: {
+        LLVMValueRef r = LLVMBuildSRem(B, i, n, "");
+        LLVMValueRef rn = LLVMBuildICmp(B, LLVMIntSLT, r, zero, "");
+        return LLVMBuildSelect(B, rn, LLVMBuildAdd(B, r, n, ""), r, "");
+    }
+    case WEFT_BOUNDARY_MIRROR: {
+        /* Reflection without repeating the edge has period p = 2n - 2:
+         * r = i mod p, then p - r when r >= n.  n = 1 reads element 0. */
+        LLVMValueRef p = LLVMBuildSub(B, LLVMBuildShl(B, n, one, ""),
+                                      i64c(fn, 2), "");
+        LLVMValueRef tiny = LLVMBuildICmp(B, LLVMIntSLT, p, one, "");
+        p = LLVMBuildSelect(B, tiny, one, p, "");
+        LLVMValueRef r = LLVMBuildSRem(B, i, p, "");
+        LLVMValueRef rn = LLVMBuildICmp(B, LLVMIntSLT, r, zero, "");
+        r = LLVMBuildSelect(B, rn, LLVMBuildAdd(B, r, p, ""), r, "");
+        LLVMValueRef hi = LLVMBuildICmp(B, LLVMIntSGE, r, n, "");
+        r = LLVMBuildSelect(B, hi, LLVMBuildSub(B, p, r, ""), r, "");
+        return LLVMBuildSelect(B, tiny, zero, r, "");
+    }
+    case WEFT_BOUNDARY_CONSTANT:
+    case WEFT_BOUNDARY_CLAMP:
+    default: {
+        /* constant: read at the clamped position, the caller selects */
+        if (b == WEFT_BOUNDARY_CONSTANT) {
+            *inside = LLVMBuildICmp(B, LLVMIntULT, i, n, "");
+        }
+        LLVMValueRef big = LLVMBuildICmp(B, LLVMIntSGE, i, n, "");
+        LLVMValueRef r = LLVMBuildSelect(B, big, LLVMBuildSub(B, n, one, ""),
+                                         i, "");
+        LLVMValueRef neg = LLVMBuildICmp(B, LLVMIntSLT, i, zero, "");
+        return LLVMBuildSelect(B, neg, zero, r, "");
+    }
+    }
+}
+
+static weft_status side_init(sk_fn *f, side *sd, int which, int kid)
+{
+    const fe_term *t = f->e->k->op;
+    sd->a = sk_kid_array(f, kid);
+    if (!sd->a) {
+        return fe_error(WEFT_ERR_INTERNAL,
+                        "weft_compile: a stencil without its array");
+    }
+    sd->rank = t->rank;
+    sd->bnd = t->u.st.bnd[which];
+    sd->k = 1;
+    sd->ncombo = 1;
+    for (int d = 0; d < sd->rank; d++) {
+        sd->w[d] = t->u.st.window[which][d];
+        sd->h[d] = sd->w[d] / 2;
+        sd->k *= sd->w[d];
+        if (d < sd->rank - 1) {
+            sd->ncombo *= sd->w[d];
+        }
+    }
+    sd->cval = NULL;
+    if (sd->bnd == WEFT_BOUNDARY_CONSTANT &&
+        !(sd->cval = sk_kid_value(f, kid + 1))) {
+        return fe_error(WEFT_ERR_INTERNAL,
+                        "weft_compile: a constant stencil boundary without "
+                        "its value");
+    }
+    fe_arena *ar = f->e->arena;
+    sd->rowbase = fe_arena_alloc(ar, sizeof *sd->rowbase * (size_t)sd->ncombo);
+    sd->rowin = fe_arena_alloc(ar, sizeof *sd->rowin * (size_t)sd->ncombo);
+    if (!sd->rowbase || !sd->rowin) {
+        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+    }
+    return WEFT_OK;
+}
+
+/* For the row at outer index ox: every combination's row base and
+ * insideness; and, ANDed into *interior, whether the row's windows stay
+ * inside the array in every outer dimension. */
+static void side_row(cg_fn *fn, side *sd, const LLVMValueRef *ox,
+                     LLVMValueRef *interior)
+{
+    LLVMBuilderRef B = fn->b;
+    int outer = sd->rank - 1;
+    LLVMValueRef bi[2][ST_MAX_WIN], in[2][ST_MAX_WIN];
+    LLVMValueRef t1 = LLVMConstInt(LLVMInt1TypeInContext(fn->llctx), 1, 0);
+    for (int d = 0; d < outer; d++) {
+        LLVMValueRef n = sd->a->extent[d];
+        for (int o = 0; o < sd->w[d]; o++) {
+            LLVMValueRef i = LLVMBuildAdd(B, ox[d], i64c(fn, o - sd->h[d]), "");
+            in[d][o] = t1;
+            bi[d][o] = bound(fn, sd->bnd, i, n, &in[d][o]);
+        }
+        LLVMValueRef lo = LLVMBuildICmp(B, LLVMIntSGE, ox[d],
+                                        i64c(fn, sd->h[d]), "");
+        LLVMValueRef hi = LLVMBuildICmp(
+            B, LLVMIntSLT, LLVMBuildAdd(B, ox[d], i64c(fn, sd->h[d]), ""), n,
+            "");
+        *interior = LLVMBuildAnd(B, *interior, LLVMBuildAnd(B, lo, hi, ""), "");
+    }
+    LLVMValueRef inner = sd->a->extent[sd->rank - 1];
+    for (int c = 0; c < sd->ncombo; c++) {
+        /* combination c: outer offsets in row-major order */
+        int off[2] = {0, 0}, rest = c;
+        for (int d = outer - 1; d >= 0; d--) {
+            off[d] = rest % sd->w[d];
+            rest /= sd->w[d];
+        }
+        LLVMValueRef base = i64c(fn, 0), inside = t1;
+        for (int d = 0; d < outer; d++) {
+            if (d > 0) {
+                base = LLVMBuildMul(B, base, sd->a->extent[d], "");
+            }
+            base = LLVMBuildAdd(B, base, bi[d][off[d]], "");
+            inside = LLVMBuildAnd(B, inside, in[d][off[d]], "");
+        }
+        sd->rowbase[c] = LLVMBuildMul(B, base, inner, "");
+        sd->rowin[c] = inside;
+    }
+}
+
+/* The window of side sd at column col into args[0 .. k-1]; checked reads
+ * (border) or unchecked ones (interior). */
+static weft_status side_window(cg_fn *fn, const side *sd, LLVMValueRef col,
+                               bool checked, cg_val *args)
+{
+    LLVMBuilderRef B = fn->b;
+    int wi = sd->w[sd->rank - 1], hi = sd->h[sd->rank - 1];
+    LLVMValueRef n = sd->a->extent[sd->rank - 1];
+    LLVMValueRef bi[ST_MAX_WIN], in[ST_MAX_WIN];
+    LLVMValueRef t1 = LLVMConstInt(LLVMInt1TypeInContext(fn->llctx), 1, 0);
+    for (int o = 0; o < wi; o++) {
+        LLVMValueRef i = LLVMBuildAdd(B, col, i64c(fn, o - hi), "");
+        in[o] = t1;
+        bi[o] = checked ? bound(fn, sd->bnd, i, n, &in[o]) : i;
+    }
+    for (int j = 0; j < sd->k; j++) {
+        int c = j / wi, o = j % wi;
+        LLVMValueRef at = LLVMBuildAdd(B, sd->rowbase[c], bi[o], "");
+        weft_status s = cg_array_load(fn, sd->a, at, &args[j]);
+        if (s) {
+            return s;
+        }
+        if (checked && sd->cval) {
+            LLVMValueRef inside = LLVMBuildAnd(B, sd->rowin[c], in[o], "");
+            for (int l = 0; l < args[j].n; l++) {
+                args[j].v[l] = LLVMBuildSelect(B, inside, args[j].v[l],
+                                               sd->cval->v[l], "");
+            }
+        }
+    }
+    return WEFT_OK;
+}
+
+/* out[outbase + col] = f(windows at col). */
+static weft_status apply_at(sk_fn *f, const side *sd, int nside,
+                            LLVMValueRef outbase, LLVMValueRef col,
+                            bool checked, cg_val *args)
+{
+    cg_fn *fn = &f->fn;
+    weft_status s;
+    int at = 0;
+    for (int i = 0; i < nside; i++) {
+        if ((s = side_window(fn, &sd[i], col, checked, args + at)) != WEFT_OK) {
+            return s;
+        }
+        at += sd[i].k;
+    }
+    cg_val y;
+    if ((s = cg_apply(fn, f->e->k->op->fun[0], args, &y)) != WEFT_OK) {
+        return s;
+    }
+    cg_array_store(fn, sk_out_array(f, 0),
+                   LLVMBuildAdd(fn->b, outbase, col, ""), &y);
+    return WEFT_OK;
 }
 
 static weft_status stencil_emit(sk_emit *e, const char *const *names)
 {
-    (void)e;
-    (void)names;
-    return fe_error(WEFT_ERR_INTERNAL, "weft_compile: no stencil skeleton yet");
+    const fe_term *t = e->k->op;
+    int nside = t->kind == FE_STENCIL2 ? 2 : 1;
+    sk_fn f;
+    weft_status s = sk_fn_begin(e, &f, names[0]);
+    if (s) {
+        return s;
+    }
+    cg_fn *fn = &f.fn;
+    LLVMBuilderRef B = fn->b;
+    side sd[2];
+    for (int i = 0; i < nside && s == WEFT_OK; i++) {
+        s = side_init(&f, &sd[i], i, 2 * i);
+    }
+    cg_val *args = NULL;
+    if (s == WEFT_OK) {
+        int k = sd[0].k + (nside > 1 ? sd[1].k : 0);
+        args = fe_arena_alloc(e->arena, sizeof *args * (size_t)k);
+        if (!args) {
+            s = fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+        }
+    }
+    if (s) {
+        sk_fn_end(&f);
+        return s;
+    }
+    int rank = t->rank;
+    const cg_array *out = sk_out_array(&f, 0);
+    LLVMValueRef m = out->extent[rank - 1];
+    LLVMValueRef C = sk_aux_value(&f, 0)->v[0];
+    LLVMValueRef qn = LLVMBuildSDiv(B, m, C, ""), qr = LLVMBuildSRem(B, m, C, "");
+    /* the interior's columns, before the row's own test: [lo, hi) */
+    int lo_c = 0;
+    LLVMValueRef hi = m;
+    for (int i = 0; i < nside; i++) {
+        int h = sd[i].h[rank - 1];
+        lo_c = h > lo_c ? h : lo_c;
+        hi = smin(fn, hi, LLVMBuildSub(B, sd[i].a->extent[rank - 1],
+                                       i64c(fn, h), ""));
+    }
+    LLVMValueRef lo = smin(fn, i64c(fn, lo_c), m);
+    hi = smax(fn, hi, lo);
+
+    cg_loop lq;
+    LLVMValueRef q;
+    cg_loop_begin(fn, &lq, f.start, f.end, &q);
+    LLVMValueRef row = LLVMBuildSDiv(B, q, C, "");
+    LLVMValueRef piece = LLVMBuildSRem(B, q, C, "");
+    LLVMValueRef c0 = LLVMBuildAdd(B, LLVMBuildMul(B, piece, qn, ""),
+                                   smin(fn, piece, qr), "");
+    LLVMValueRef extra = LLVMBuildZExt(B, LLVMBuildICmp(B, LLVMIntSLT, piece,
+                                                        qr, ""),
+                                       LLVMInt64TypeInContext(fn->llctx), "");
+    LLVMValueRef c1 = LLVMBuildAdd(B, LLVMBuildAdd(B, c0, qn, ""), extra, "");
+    LLVMValueRef ox[3] = {NULL, NULL, NULL};
+    if (rank > 1) {
+        cg_from_index(fn, rank - 1, out->extent, row, ox);
+    }
+    LLVMValueRef interior = LLVMConstInt(LLVMInt1TypeInContext(fn->llctx), 1, 0);
+    for (int i = 0; i < nside; i++) {
+        side_row(fn, &sd[i], ox, &interior);
+    }
+    LLVMValueRef outbase = LLVMBuildMul(B, row, m, "");
+    LLVMValueRef rlo = LLVMBuildSelect(B, interior, lo, m, "");
+    LLVMValueRef rhi = LLVMBuildSelect(B, interior, hi, m, "");
+    /* border 1: [c0, b1); interior: [b1, b2); border 2: [b2, c1) */
+    LLVMValueRef b1 = smax(fn, c0, smin(fn, c1, rlo));
+    LLVMValueRef b2 = smax(fn, b1, smin(fn, c1, rhi));
+    LLVMValueRef n1 = LLVMBuildSub(B, b1, c0, "");
+    LLVMValueRef nb = LLVMBuildAdd(B, n1, LLVMBuildSub(B, c1, b2, ""), "");
+
+    cg_loop lb;
+    LLVMValueRef kk;
+    cg_loop_begin(fn, &lb, i64c(fn, 0), nb, &kk);
+    LLVMValueRef first = LLVMBuildICmp(B, LLVMIntSLT, kk, n1, "");
+    LLVMValueRef col = LLVMBuildSelect(
+        B, first, LLVMBuildAdd(B, c0, kk, ""),
+        LLVMBuildAdd(B, b2, LLVMBuildSub(B, kk, n1, ""), ""), "");
+    s = apply_at(&f, sd, nside, outbase, col, true, args);
+    cg_loop_end(fn, &lb);
+
+    if (s == WEFT_OK) {
+        cg_loop li;
+        LLVMValueRef c;
+        cg_loop_begin(fn, &li, b1, b2, &c);
+        s = apply_at(&f, sd, nside, outbase, c, false, args);
+        cg_loop_end(fn, &li);
+    }
+    cg_loop_end(fn, &lq);
+    sk_fn_end(&f);
+    return s;
+}
+
+static bool window_ok(const fe_term *t, int which)
+{
+    for (int d = 0; d < t->rank; d++) {
+        int w = t->u.st.window[which][d];
+        if (w < 1 || w % 2 == 0 || w > ST_MAX_WIN) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool array_ok(const fe_term *t, const fe_term *a)
+{
+    return a && a->acc && a->atype && a->atype->narrays == 1 &&
+           a->rank == t->rank;
+}
+
+static bool stencil_supported(const fe_term *t)
+{
+    bool two = t->kind == FE_STENCIL2;
+    int nside = two ? 2 : 1;
+    int k = 0;
+    if (t->atype->narrays != 1 || t->rank < 1 || t->rank > 3 ||
+        t->nfun != 1 || !t->fun[0] || t->nkid != 2 * nside) {
+        return false;
+    }
+    for (int i = 0; i < nside; i++) {
+        const fe_term *a = t->kid[2 * i];
+        if (!array_ok(t, a) || !window_ok(t, i)) {
+            return false;
+        }
+        if (t->u.st.bnd[i] == WEFT_BOUNDARY_CONSTANT &&
+            (!t->kid[2 * i + 1] || t->kid[2 * i + 1]->acc)) {
+            return false;
+        }
+        int ki = 1;
+        for (int d = 0; d < t->rank; d++) {
+            ki *= t->u.st.window[i][d];
+        }
+        k += ki;
+    }
+    return t->fun[0]->arity == k;
 }
 
 const sk_skeleton sk_stencil = {

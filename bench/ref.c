@@ -1,0 +1,215 @@
+/*
+ * bench/ref.c: hand-written C and OpenMP references for the benchmark.
+ *
+ * Each is what a careful C programmer would write without weft: one
+ * parallel loop (static schedule; dynamic by rows for Mandelbrot, whose
+ * rows cost unevenly), `omp simd` on reductions so that the compiler may
+ * reorder a floating-point sum and vectorise it (weft's fold carries the
+ * same permission, the reassoc flag), and the prefix sum in the classic
+ * three phases (each thread sums its block, one thread scans the block
+ * sums, each thread rescans its block from its carry).  The formulas and
+ * their order of operations match the weft programs in weft_bench.c, so
+ * that element-wise results agree to rounding.
+ *
+ * Built with -O3 -march=native -fopenmp (and -fno-math-errno, so that
+ * sqrtf may become one vector instruction as LLVM's llvm.sqrt does in
+ * weft; nothing else of fast math).
+ */
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "ref.h"
+
+void ref_set_threads(int n)
+{
+    omp_set_num_threads(n);
+}
+
+int ref_threads(void)
+{
+    return omp_get_max_threads();
+}
+
+const char *ref_openmp(void)
+{
+    static char buf[64];
+    snprintf(buf, sizeof buf, "OpenMP %d", _OPENMP);
+    return buf;
+}
+
+void ref_copy(float *restrict dst, const float *restrict src, int64_t n)
+{
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < n; i++) {
+        dst[i] = src[i];
+    }
+}
+
+void ref_zero(float *restrict dst, int64_t n)
+{
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < n; i++) {
+        dst[i] = 0.0f;
+    }
+}
+
+float ref_dotp(const float *restrict x, const float *restrict y, int64_t n)
+{
+    float s = 0.0f;
+#pragma omp parallel for simd schedule(static) reduction(+ : s)
+    for (int64_t i = 0; i < n; i++) {
+        s += x[i] * y[i];
+    }
+    return s;
+}
+
+void ref_saxpy(float a, const float *restrict x, const float *restrict y,
+               float *restrict out, int64_t n)
+{
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < n; i++) {
+        out[i] = a * x[i] + y[i];
+    }
+}
+
+float ref_sum(const float *restrict x, int64_t n)
+{
+    float s = 0.0f;
+#pragma omp parallel for simd schedule(static) reduction(+ : s)
+    for (int64_t i = 0; i < n; i++) {
+        s += x[i];
+    }
+    return s;
+}
+
+/* At most this many threads take part in the prefix sum (their block sums
+ * live on the stack). */
+#define MAX_THREADS 1024
+
+void ref_prefix_sum(const int32_t *restrict x, int32_t *restrict out,
+                    int64_t n)
+{
+    int32_t block_sum[MAX_THREADS + 1];
+#pragma omp parallel
+    {
+        int nt = omp_get_num_threads();
+        if (nt > MAX_THREADS) {
+            nt = MAX_THREADS;
+        }
+        int t = omp_get_thread_num();
+        int64_t lo = t < nt ? n * t / nt : n;
+        int64_t hi = t < nt ? n * (t + 1) / nt : n;
+        int32_t s = 0;
+        for (int64_t i = lo; i < hi; i++) {
+            s += x[i];
+        }
+        if (t < nt) {
+            block_sum[t + 1] = s;
+        }
+#pragma omp barrier
+#pragma omp single
+        {
+            block_sum[0] = 0;
+            for (int k = 1; k <= nt; k++) {
+                block_sum[k] += block_sum[k - 1];
+            }
+        }
+        /* (single ends with a barrier) */
+        if (t < nt) {
+            int32_t carry = block_sum[t];
+            for (int64_t i = lo; i < hi; i++) {
+                carry += x[i];
+                out[i] = carry;
+            }
+        }
+    }
+}
+
+/* ---- Black-Scholes ------------------------------------------------------ */
+
+#define RSQRT2PI 0.39894228040143267793994605993438f
+
+static inline float cnd(float d)
+{
+    static const float c[5] = {0.31938153f, -0.356563782f, 1.781477937f,
+                               -1.821255978f, 1.330274429f};
+    float k = 1.0f / (1.0f + 0.2316419f * fabsf(d));
+    float poly = c[4];
+    for (int i = 3; i >= 0; i--) {
+        poly = c[i] + k * poly;
+    }
+    float r = (RSQRT2PI * expf(-0.5f * (d * d))) * (k * poly);
+    return d > 0.0f ? 1.0f - r : r;
+}
+
+void ref_black_scholes(const float *restrict price,
+                       const float *restrict strike,
+                       const float *restrict years, float *restrict call,
+                       float *restrict put, int64_t n, float riskfree,
+                       float volatility)
+{
+    const float drift = riskfree + 0.5f * (volatility * volatility);
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; i++) {
+        float s = price[i], x = strike[i], t = years[i];
+        float v_sqrtt = volatility * sqrtf(t);
+        float d1 = (logf(s / x) + drift * t) / v_sqrtt;
+        float d2 = d1 - v_sqrtt;
+        float c1 = cnd(d1), c2 = cnd(d2);
+        float x_exprt = x * expf(-riskfree * t);
+        call[i] = s * c1 - x_exprt * c2;
+        put[i] = x_exprt * (1.0f - c2) - s * (1.0f - c1);
+    }
+}
+
+/* ---- Mandelbrot --------------------------------------------------------- */
+
+void ref_mandelbrot(int64_t w, int64_t h, int32_t max_iter, float x0,
+                    float y0, float dx, float dy, int32_t *restrict out)
+{
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int64_t py = 0; py < h; py++) {
+        float ci = y0 + dy * (float)py;
+        for (int64_t px = 0; px < w; px++) {
+            float cr = x0 + dx * (float)px;
+            float zr = 0.0f, zi = 0.0f;
+            int32_t it = 0;
+            while (it < max_iter && zr * zr + zi * zi <= 4.0f) {
+                float nr = zr * zr - zi * zi + cr;
+                zi = 2.0f * zr * zi + ci;
+                zr = nr;
+                it++;
+            }
+            out[py * w + px] = it;
+        }
+    }
+}
+
+/* ---- n-body ------------------------------------------------------------- */
+
+void ref_nbody(const float *restrict x, const float *restrict y,
+               const float *restrict z, const float *restrict m,
+               float *restrict ax, float *restrict ay, float *restrict az,
+               int64_t n, float eps2)
+{
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; i++) {
+        float xi = x[i], yi = y[i], zi = z[i];
+        float sx = 0.0f, sy = 0.0f, sz = 0.0f;
+#pragma omp simd reduction(+ : sx, sy, sz)
+        for (int64_t j = 0; j < n; j++) {
+            float dx = x[j] - xi, dy = y[j] - yi, dz = z[j] - zi;
+            float r2 = dx * dx + dy * dy + dz * dz + eps2;
+            float inv = 1.0f / sqrtf(r2);
+            float s = m[j] * (inv * inv * inv);
+            sx += dx * s;
+            sy += dy * s;
+            sz += dz * s;
+        }
+        ax[i] = sx;
+        ay[i] = sy;
+        az[i] = sz;
+    }
+}

@@ -1,0 +1,54 @@
+/*
+ * bench/ref.h: the hand-written C references that bench/weft_bench.c
+ * times against weft.  They live in bench/ref.c, compiled with
+ * -O3 -march=native -fopenmp, and run on ref_set_threads() threads.
+ * Every function writes into buffers the caller owns and allocates
+ * nothing.
+ */
+#ifndef WEFT_BENCH_REF_H
+#define WEFT_BENCH_REF_H
+
+#include <stdint.h>
+
+/* Use n OpenMP threads from now on (n >= 1). */
+void ref_set_threads(int n);
+/* What the OpenMP runtime will use. */
+int ref_threads(void);
+/* A description of the OpenMP runtime ("OpenMP 201511"). */
+const char *ref_openmp(void);
+
+/* dst[i] = src[i]: the bandwidth yardstick. */
+void ref_copy(float *dst, const float *src, int64_t n);
+/* A first touch of n floats in parallel (so that pages are mapped as the
+ * kernels will use them), filled with zeros. */
+void ref_zero(float *dst, int64_t n);
+
+/* sum x[i] * y[i]. */
+float ref_dotp(const float *x, const float *y, int64_t n);
+/* out[i] = a * x[i] + y[i]. */
+void ref_saxpy(float a, const float *x, const float *y, float *out,
+               int64_t n);
+/* sum x[i]. */
+float ref_sum(const float *x, int64_t n);
+/* out[i] = x[0] + ... + x[i] (inclusive prefix sum), in three phases. */
+void ref_prefix_sum(const int32_t *x, int32_t *out, int64_t n);
+
+/* European call and put prices (the formulas of examples/blackscholes.c,
+ * in f32). */
+void ref_black_scholes(const float *price, const float *strike,
+                       const float *years, float *call, float *put,
+                       int64_t n, float riskfree, float volatility);
+
+/* Escape iteration counts (at most max_iter) of the w x h grid of points
+ * (x0 + dx * x, y0 + dy * y), row y at out[y * w]. */
+void ref_mandelbrot(int64_t w, int64_t h, int32_t max_iter, float x0,
+                    float y0, float dx, float dy, int32_t *out);
+
+/* The acceleration of each of n bodies from all n (softened by eps2, so
+ * that a body's own term is zero): a = sum_j m_j d / (|d|^2 + eps2)^1.5,
+ * d = p_j - p_i. */
+void ref_nbody(const float *x, const float *y, const float *z,
+               const float *m, float *ax, float *ay, float *az, int64_t n,
+               float eps2);
+
+#endif /* WEFT_BENCH_REF_H */

@@ -1,0 +1,39 @@
+#!/bin/sh
+# bench/run.sh: build libweft (Release, in build-bench/) and the CPU
+# benchmark, run it, and write bench/results/cpu.md.
+#
+# Usage: bench/run.sh [weft_bench options]   e.g. bench/run.sh -t 4 -r 9
+# (-q runs a quick smoke at 1/16 of the sizes and writes nothing unless -o
+# is given.)  Needs what the library needs (LLVM 19) and GCC with OpenMP.
+set -eu
+root=$(cd "$(dirname "$0")/.." && pwd)
+build="$root/build-bench"
+cd "$root"
+
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DWEFT_BUILD_TESTS=OFF \
+      -DWEFT_BUILD_EXAMPLES=OFF >/dev/null
+cmake --build "$build" --target weft -j "$(nproc)" >/dev/null
+
+llvm=$( (llvm-config-19 --version || llvm-config --version) 2>/dev/null ||
+        echo 19)
+cc=${CC:-gcc}
+# One program: weft_bench.c (uses only weft.h) and ref.c (the references),
+# both with the flags the references are judged by.
+$cc -std=c17 -O3 -march=native -fopenmp -fno-math-errno -Wall -Wextra \
+    -DWEFT_BENCH_LLVM="\"$llvm\"" -Iinclude \
+    bench/weft_bench.c bench/ref.c -o "$build/weft_bench" \
+    -L"$build" -lweft -Wl,-rpath,"$build" -lm
+
+# OpenMP threads sleep between parallel regions rather than spin, so that
+# they do not take cores from weft's gang while weft is timed (and the
+# gang's workers sleep when idle too).
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
+quick=0
+for a in "$@"; do
+    [ "$a" = "-q" ] && quick=1
+done
+if [ $quick = 1 ]; then
+    exec "$build/weft_bench" "$@"
+fi
+mkdir -p bench/results
+exec "$build/weft_bench" -o bench/results/cpu.md "$@"

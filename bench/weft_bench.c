@@ -1,0 +1,1435 @@
+/*
+ * bench/weft_bench.c: weft's CPU backend against hand-written C/OpenMP.
+ *
+ * Not a test: a program that times dotp, saxpy, sum, prefix sum,
+ * Black-Scholes, Mandelbrot and n-body (two formulations) on the CPU
+ * backend and, in the same process, the references of bench/ref.c on the
+ * same number of threads, and prints one table (and writes it as
+ * markdown with the machine it ran on, -o).
+ *
+ * For each program:
+ *   1. compile it in a context whose disk cache is a fresh, empty
+ *      directory (wall time of weft_compile, LLVM's share from
+ *      weft_context_stats, kernels compiled), then again in a new context
+ *      on the same directory (wall time; every kernel should be loaded,
+ *      none compiled);
+ *   2. run it once to warm up, then `runs` times, and take the median of
+ *      weft_run's wall time (which includes allocating the result arrays:
+ *      weft_run returns new arrays by contract);
+ *   3. the same with WEFT_FLAG_NO_FUSION (every operation its own array),
+ *      for the fused/unfused comparison of the fusion issue;
+ *   4. the reference: a warm-up, then the median of `runs`;
+ *   5. weft's results (fused and unfused) against the reference's, within
+ *      a tolerance stated per program: ok or FAIL.
+ * Throughput is GB/s (the bytes a program must move at least: each input
+ * read once, each output written once) for memory-bound programs and
+ * GFLOP/s (operations counted as stated in the notes) for compute-bound
+ * ones.  The floor is those bytes over the bandwidth of a plain OpenMP copy
+ * loop measured at the start.
+ *
+ * If the plan of a program has no kernel (its operation still runs on the
+ * interpreter fallback), the program is run at 1/32 of its size so that
+ * the run stays short, and the table says so.
+ *
+ * Usage: weft_bench [-t threads] [-r runs] [-q] [-o file.md]
+ *   -t  threads for weft (cfg.threads) and OpenMP (default: online CPUs)
+ *   -r  timed runs per measurement (default 7, at least 5 recommended)
+ *   -q  quick: every size divided by 16 (a smoke run; do not publish)
+ *   -o  write the markdown report to this file
+ * Exits 0 when every check passed, 1 otherwise.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ref.h"
+#include "weft.h"
+
+#ifndef WEFT_BENCH_LLVM
+#define WEFT_BENCH_LLVM "19"
+#endif
+
+/* ---- options and small helpers ----------------------------------------- */
+
+typedef struct options {
+    int threads;
+    int runs;
+    int quick;
+    const char *out_path;
+} options;
+
+static options opt = {0, 7, 0, NULL};
+
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof v[0], cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* A deterministic pseudo-random stream (64-bit LCG, top bits). */
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static uint32_t rnd_u32(void)
+{
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)(rng_state >> 32);
+}
+
+/* Uniform in [lo, hi). */
+static float rnd_f32(float lo, float hi)
+{
+    return lo + (hi - lo) * (float)(rnd_u32() >> 8) * (1.0f / 16777216.0f);
+}
+
+static void *xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p) {
+        fprintf(stderr, "weft_bench: out of memory (%zu bytes)\n", n);
+        exit(2);
+    }
+    return p;
+}
+
+/* ---- programs ----------------------------------------------------------- */
+
+#define MAX_IN 4
+#define MAX_REF 3
+
+typedef struct input {
+    weft_type type;
+    int rank;
+    int64_t shape[2];
+    void *data;
+} input;
+
+typedef struct bench bench;
+
+/* What one program measured; negative times were not measured. */
+typedef struct row {
+    double weft_ms, unfused_ms, ref_ms;
+    double compile_ms, llvm_ms, cached_ms;
+    uint64_t compiled, loaded, cached_compiled;
+    int kernels, unfused_kernels;
+    char plan[256];
+    int ok;
+    double err, unfused_err;
+    char note[256];
+    char error[256]; /* a weft failure, or "" */
+} row;
+
+struct bench {
+    const char *name;
+    const char *what;        /* the weft formulation, for the notes */
+    const char *tolerance;   /* how the check compares, for the notes */
+    const char *flop_rule;   /* how flops are counted, or NULL */
+    /* Choose sizes for scale (1 = the published size), allocate and fill
+     * the inputs and the reference's outputs. */
+    void (*setup)(bench *b, double scale);
+    weft_acc *(*build)(weft_context *ctx, weft_program *p,
+                       weft_acc *const *param, const bench *b);
+    void (*ref)(bench *b);
+    /* Compare a weft result with the reference's: 1 if within tolerance;
+     * *err gets the measure. */
+    int (*check)(bench *b, weft_array *out, double *err);
+    char size[64];
+    int nin;
+    input in[MAX_IN];
+    void *ref_out[MAX_REF];
+    float ref_scalar;
+    double bytes, flops;
+    /* parameters */
+    int64_t n, w, h;
+    int32_t max_iter;
+    float a, x0, y0, dx, dy, eps2;
+    row r;
+};
+
+static void bench_release(bench *b)
+{
+    for (int i = 0; i < MAX_IN; i++) {
+        free(b->in[i].data);
+        b->in[i].data = NULL;
+    }
+    for (int i = 0; i < MAX_REF; i++) {
+        free(b->ref_out[i]);
+        b->ref_out[i] = NULL;
+    }
+    b->nin = 0;
+}
+
+static void set_input(bench *b, int i, weft_type t, int rank, int64_t n,
+                      size_t elt)
+{
+    b->in[i].type = t;
+    b->in[i].rank = rank;
+    b->in[i].shape[0] = n;
+    b->in[i].data = xmalloc((size_t)n * elt);
+    if (i + 1 > b->nin) {
+        b->nin = i + 1;
+    }
+}
+
+static int64_t scaled(double base, double scale)
+{
+    int64_t n = (int64_t)(base * scale);
+    return n < 1 ? 1 : n;
+}
+
+/* A function (a, b) -> op(a, b) on type t. */
+static weft_fun *binop(weft_program *p, weft_type t, weft_op op)
+{
+    weft_fun *f = weft_fun2(p, t, t);
+    weft_fun_return(f, weft_prim2(op, weft_arg(f, 0), weft_arg(f, 1)));
+    return f;
+}
+
+/* Largest |w - r| / max(1, |r|) over n floats. */
+static double max_err_f32(const float *w, const float *r, int64_t n)
+{
+    double e = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double d = fabs((double)w[i] - r[i]) / fmax(1.0, fabs(r[i]));
+        if (!(d <= e)) {
+            e = d; /* NaN too */
+        }
+    }
+    return e;
+}
+
+static double rel_err(double w, double r)
+{
+    return fabs(w - r) / fmax(1e-30, fabs(r));
+}
+
+/* -- dotp: fold (+) 0 (zipWith (*) xs ys) -- */
+
+static void dotp_setup(bench *b, double scale)
+{
+    b->n = scaled(67108864.0, scale);
+    snprintf(b->size, sizeof b->size, "%lld f32", (long long)b->n);
+    for (int k = 0; k < 2; k++) {
+        set_input(b, k, WEFT_F32, 1, b->n, sizeof(float));
+        float *x = b->in[k].data;
+        for (int64_t i = 0; i < b->n; i++) {
+            x[i] = (float)(rnd_u32() >> 28) * 0.0625f; /* k/16 in [0, 1) */
+        }
+    }
+    b->bytes = 8.0 * (double)b->n;
+    b->flops = 0;
+}
+
+static weft_acc *dotp_build(weft_context *ctx, weft_program *p,
+                            weft_acc *const *x, const bench *b)
+{
+    (void)ctx;
+    (void)b;
+    return weft_fold(binop(p, WEFT_F32, WEFT_OP_ADD), weft_f32(p, 0),
+                     weft_zipwith(binop(p, WEFT_F32, WEFT_OP_MUL), x[0], x[1]));
+}
+
+static void dotp_ref(bench *b)
+{
+    b->ref_scalar = ref_dotp(b->in[0].data, b->in[1].data, b->n);
+}
+
+static int scalar_check(bench *b, weft_array *out, double *err)
+{
+    const float *w = weft_array_data(out, 0);
+    *err = w ? rel_err(*w, b->ref_scalar) : INFINITY;
+    return *err <= 1e-4;
+}
+
+/* -- saxpy: zipWith (\x y -> a * x + y) xs ys -- */
+
+static void saxpy_setup(bench *b, double scale)
+{
+    b->n = scaled(67108864.0, scale);
+    b->a = 2.5f;
+    snprintf(b->size, sizeof b->size, "%lld f32", (long long)b->n);
+    for (int k = 0; k < 2; k++) {
+        set_input(b, k, WEFT_F32, 1, b->n, sizeof(float));
+        float *x = b->in[k].data;
+        for (int64_t i = 0; i < b->n; i++) {
+            x[i] = rnd_f32(-1, 1);
+        }
+    }
+    b->ref_out[0] = xmalloc((size_t)b->n * sizeof(float));
+    ref_zero(b->ref_out[0], b->n);
+    b->bytes = 12.0 * (double)b->n;
+    b->flops = 0;
+}
+
+static weft_acc *saxpy_build(weft_context *ctx, weft_program *p,
+                             weft_acc *const *x, const bench *b)
+{
+    (void)ctx;
+    weft_fun *f = weft_fun2(p, WEFT_F32, WEFT_F32);
+    weft_fun_return(f, weft_add(weft_mul(weft_f32(p, b->a), weft_arg(f, 0)),
+                                weft_arg(f, 1)));
+    return weft_zipwith(f, x[0], x[1]);
+}
+
+static void saxpy_ref(bench *b)
+{
+    ref_saxpy(b->a, b->in[0].data, b->in[1].data, b->ref_out[0], b->n);
+}
+
+static int saxpy_check(bench *b, weft_array *out, double *err)
+{
+    const float *w = weft_array_data(out, 0);
+    *err = w && weft_array_size(out) == b->n
+               ? max_err_f32(w, b->ref_out[0], b->n)
+               : INFINITY;
+    return *err <= 1e-6;
+}
+
+/* -- sum: fold (+) 0 xs -- */
+
+static void sum_setup(bench *b, double scale)
+{
+    b->n = scaled(67108864.0, scale);
+    snprintf(b->size, sizeof b->size, "%lld f32", (long long)b->n);
+    set_input(b, 0, WEFT_F32, 1, b->n, sizeof(float));
+    float *x = b->in[0].data;
+    for (int64_t i = 0; i < b->n; i++) {
+        x[i] = (float)(rnd_u32() >> 28) * 0.0625f;
+    }
+    b->bytes = 4.0 * (double)b->n;
+    b->flops = 0;
+}
+
+static weft_acc *sum_build(weft_context *ctx, weft_program *p,
+                           weft_acc *const *x, const bench *b)
+{
+    (void)ctx;
+    (void)b;
+    return weft_fold(binop(p, WEFT_F32, WEFT_OP_ADD), weft_f32(p, 0), x[0]);
+}
+
+static void sum_ref(bench *b)
+{
+    b->ref_scalar = ref_sum(b->in[0].data, b->n);
+}
+
+/* -- prefix sum: scanl1 (+) xs on i32 -- */
+
+static void scan_setup(bench *b, double scale)
+{
+    b->n = scaled(67108864.0, scale);
+    snprintf(b->size, sizeof b->size, "%lld i32", (long long)b->n);
+    set_input(b, 0, WEFT_I32, 1, b->n, sizeof(int32_t));
+    int32_t *x = b->in[0].data;
+    for (int64_t i = 0; i < b->n; i++) {
+        x[i] = (int32_t)(rnd_u32() >> 28); /* 0 .. 15: no overflow */
+    }
+    b->ref_out[0] = xmalloc((size_t)b->n * sizeof(int32_t));
+    ref_zero(b->ref_out[0], b->n);
+    b->bytes = 8.0 * (double)b->n;
+    b->flops = 0;
+}
+
+static weft_acc *scan_build(weft_context *ctx, weft_program *p,
+                            weft_acc *const *x, const bench *b)
+{
+    (void)ctx;
+    (void)b;
+    return weft_scanl1(binop(p, WEFT_I32, WEFT_OP_ADD), x[0]);
+}
+
+static void scan_ref(bench *b)
+{
+    ref_prefix_sum(b->in[0].data, b->ref_out[0], b->n);
+}
+
+static int scan_check(bench *b, weft_array *out, double *err)
+{
+    const int32_t *w = weft_array_data(out, 0);
+    const int32_t *r = b->ref_out[0];
+    if (!w || weft_array_size(out) != b->n) {
+        *err = INFINITY;
+        return 0;
+    }
+    int64_t bad = 0;
+    for (int64_t i = 0; i < b->n; i++) {
+        bad += w[i] != r[i];
+    }
+    *err = (double)bad;
+    return bad == 0;
+}
+
+/* -- Black-Scholes: zipWith3 to (call, put) -- */
+
+#define BS_RISKFREE 0.02f
+#define BS_VOLATILITY 0.30f
+#define BS_RSQRT2PI 0.39894228040143267793994605993438f
+
+static void bs_setup(bench *b, double scale)
+{
+    b->n = scaled(4194304.0, scale);
+    snprintf(b->size, sizeof b->size, "%lld options", (long long)b->n);
+    for (int k = 0; k < 3; k++) {
+        set_input(b, k, WEFT_F32, 1, b->n, sizeof(float));
+    }
+    float *s = b->in[0].data, *x = b->in[1].data, *t = b->in[2].data;
+    for (int64_t i = 0; i < b->n; i++) {
+        s[i] = rnd_f32(5, 30);
+        x[i] = rnd_f32(1, 100);
+        t[i] = rnd_f32(0.25f, 10);
+    }
+    for (int k = 0; k < 2; k++) {
+        b->ref_out[k] = xmalloc((size_t)b->n * sizeof(float));
+        ref_zero(b->ref_out[k], b->n);
+    }
+    b->bytes = 20.0 * (double)b->n;
+    b->flops = 59.0 * (double)b->n;
+}
+
+/* N(d), the polynomial approximation (Abramowitz and Stegun 26.2.17). */
+static weft_exp *cnd_term(weft_program *p, weft_exp *d)
+{
+    static const float c[5] = {0.31938153f, -0.356563782f, 1.781477937f,
+                               -1.821255978f, 1.330274429f};
+    weft_exp *k = weft_fdiv(
+        weft_f32(p, 1),
+        weft_add(weft_f32(p, 1), weft_mul(weft_f32(p, 0.2316419f),
+                                          weft_abs(d))));
+    weft_exp *poly = weft_f32(p, c[4]);
+    for (int i = 3; i >= 0; i--) {
+        poly = weft_add(weft_f32(p, c[i]), weft_mul(k, poly));
+    }
+    weft_exp *r = weft_mul(
+        weft_mul(weft_f32(p, BS_RSQRT2PI),
+                 weft_fexp(weft_mul(weft_f32(p, -0.5f), weft_mul(d, d)))),
+        weft_mul(k, poly));
+    return weft_cond(weft_gt(d, weft_f32(p, 0)), weft_sub(weft_f32(p, 1), r),
+                     r);
+}
+
+static weft_acc *bs_build(weft_context *ctx, weft_program *p,
+                          weft_acc *const *in, const bench *b)
+{
+    (void)ctx;
+    (void)b;
+    weft_fun *f = weft_fun3(p, WEFT_F32, WEFT_F32, WEFT_F32);
+    weft_exp *s = weft_arg(f, 0), *x = weft_arg(f, 1), *t = weft_arg(f, 2);
+    weft_exp *r = weft_f32(p, BS_RISKFREE);
+    weft_exp *v = weft_f32(p, BS_VOLATILITY);
+    weft_exp *v_sqrtt = weft_mul(v, weft_sqrt(t));
+    weft_exp *drift =
+        weft_f32(p, BS_RISKFREE + 0.5f * (BS_VOLATILITY * BS_VOLATILITY));
+    weft_exp *d1 = weft_fdiv(
+        weft_add(weft_log(weft_fdiv(s, x)), weft_mul(drift, t)), v_sqrtt);
+    weft_exp *d2 = weft_sub(d1, v_sqrtt);
+    weft_exp *c1 = cnd_term(p, d1), *c2 = cnd_term(p, d2);
+    weft_exp *x_exprt = weft_mul(x, weft_fexp(weft_mul(weft_neg(r), t)));
+    weft_exp *one = weft_f32(p, 1);
+    weft_exp *res[2] = {weft_sub(weft_mul(s, c1), weft_mul(x_exprt, c2)),
+                        weft_sub(weft_mul(x_exprt, weft_sub(one, c2)),
+                                 weft_mul(s, weft_sub(one, c1)))};
+    weft_fun_return(f, weft_tuple(p, 2, res));
+    return weft_zipwith3(f, in[0], in[1], in[2]);
+}
+
+static void bs_ref(bench *b)
+{
+    ref_black_scholes(b->in[0].data, b->in[1].data, b->in[2].data,
+                      b->ref_out[0], b->ref_out[1], b->n, BS_RISKFREE,
+                      BS_VOLATILITY);
+}
+
+static int bs_check(bench *b, weft_array *out, double *err)
+{
+    const float *call = weft_array_data(out, 0);
+    const float *put = weft_array_data(out, 1);
+    if (!call || !put || weft_array_size(out) != b->n) {
+        *err = INFINITY;
+        return 0;
+    }
+    *err = fmax(max_err_f32(call, b->ref_out[0], b->n),
+                max_err_f32(put, b->ref_out[1], b->n));
+    return *err <= 1e-4;
+}
+
+/* -- Mandelbrot: generate (h, w) with a while loop per point -- */
+
+static void mandel_setup(bench *b, double scale)
+{
+    b->w = b->h = scaled(2048.0, sqrt(scale));
+    b->max_iter = 256;
+    b->x0 = -2.0f;
+    b->y0 = -1.25f;
+    b->dx = 2.5f / (float)b->w;
+    b->dy = 2.5f / (float)b->h;
+    snprintf(b->size, sizeof b->size, "%lldx%lld, %d iterations",
+             (long long)b->w, (long long)b->h, (int)b->max_iter);
+    b->nin = 0;
+    b->ref_out[0] = xmalloc((size_t)(b->w * b->h) * sizeof(int32_t));
+    ref_zero(b->ref_out[0], b->w * b->h);
+    b->bytes = 4.0 * (double)(b->w * b->h);
+    /* Counted from the reference's iteration counts after its first run. */
+    b->flops = 0;
+}
+
+static weft_acc *mandel_build(weft_context *ctx, weft_program *p,
+                              weft_acc *const *in, const bench *b)
+{
+    (void)in;
+    weft_type st =
+        weft_type_tuple(ctx, 3, (weft_type[]){WEFT_F32, WEFT_F32, WEFT_I32});
+    weft_fun *g = weft_fun1(p, WEFT_DIM(2));
+    weft_exp *ix = weft_arg(g, 0);
+    weft_exp *ci = weft_add(
+        weft_f32(p, b->y0),
+        weft_mul(weft_f32(p, b->dy), weft_convert(weft_get(ix, 0), WEFT_F32)));
+    weft_exp *cr = weft_add(
+        weft_f32(p, b->x0),
+        weft_mul(weft_f32(p, b->dx), weft_convert(weft_get(ix, 1), WEFT_F32)));
+
+    weft_fun *cond = weft_fun1(p, st);
+    weft_exp *s = weft_arg(cond, 0);
+    weft_exp *zr = weft_get(s, 0), *zi = weft_get(s, 1), *it = weft_get(s, 2);
+    weft_fun_return(
+        cond,
+        weft_and(weft_lt(it, weft_i32(p, b->max_iter)),
+                 weft_le(weft_add(weft_mul(zr, zr), weft_mul(zi, zi)),
+                         weft_f32(p, 4))));
+
+    weft_fun *body = weft_fun1(p, st);
+    s = weft_arg(body, 0);
+    zr = weft_get(s, 0);
+    zi = weft_get(s, 1);
+    it = weft_get(s, 2);
+    weft_exp *next[3] = {
+        weft_add(weft_sub(weft_mul(zr, zr), weft_mul(zi, zi)), cr),
+        weft_add(weft_mul(weft_mul(weft_f32(p, 2), zr), zi), ci),
+        weft_add(it, weft_i32(p, 1))};
+    weft_fun_return(body, weft_tuple(p, 3, next));
+
+    weft_exp *init[3] = {weft_f32(p, 0), weft_f32(p, 0), weft_i32(p, 0)};
+    weft_fun_return(g, weft_get(weft_while(cond, body, weft_tuple(p, 3, init)),
+                                2));
+    return weft_generate(
+        weft_index2(weft_i64(p, b->h), weft_i64(p, b->w)), g);
+}
+
+static void mandel_ref(bench *b)
+{
+    ref_mandelbrot(b->w, b->h, b->max_iter, b->x0, b->y0, b->dx, b->dy,
+                   b->ref_out[0]);
+    if (b->flops == 0) {
+        const int32_t *r = b->ref_out[0];
+        double iters = 0;
+        for (int64_t i = 0; i < b->w * b->h; i++) {
+            iters += r[i];
+        }
+        b->flops = 9.0 * iters;
+    }
+}
+
+static int mandel_check(bench *b, weft_array *out, double *err)
+{
+    const int32_t *w = weft_array_data(out, 0);
+    const int32_t *r = b->ref_out[0];
+    int64_t n = b->w * b->h;
+    if (!w || weft_array_size(out) != n) {
+        *err = INFINITY;
+        return 0;
+    }
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n; i++) {
+        bad += w[i] != r[i];
+    }
+    *err = (double)bad / (double)n;
+    return *err <= 1e-3;
+}
+
+/* -- n-body: accelerations of all bodies, O(n^2) -- */
+
+static void nbody_setup(bench *b, double scale)
+{
+    b->n = scaled(16384.0, sqrt(scale));
+    b->eps2 = 0.01f;
+    snprintf(b->size, sizeof b->size, "%lld bodies", (long long)b->n);
+    for (int k = 0; k < 4; k++) {
+        set_input(b, k, WEFT_F32, 1, b->n, sizeof(float));
+    }
+    for (int64_t i = 0; i < b->n; i++) {
+        for (int k = 0; k < 3; k++) {
+            ((float *)b->in[k].data)[i] = rnd_f32(-1, 1);
+        }
+        ((float *)b->in[3].data)[i] = rnd_f32(0.5f, 1.5f);
+    }
+    for (int k = 0; k < 3; k++) {
+        b->ref_out[k] = xmalloc((size_t)b->n * sizeof(float));
+        ref_zero(b->ref_out[k], b->n);
+    }
+    b->bytes = 28.0 * (double)b->n;
+    b->flops = 20.0 * (double)b->n * (double)b->n;
+}
+
+/* The contribution of body j to body i's acceleration, as a 3-tuple. */
+static weft_exp *interaction(weft_program *p, weft_acc *const *in,
+                             weft_exp *i, weft_exp *j, float eps2)
+{
+    weft_exp *ii = weft_index1(i), *jj = weft_index1(j);
+    weft_exp *d[3];
+    for (int k = 0; k < 3; k++) {
+        d[k] = weft_sub(weft_at(in[k], jj), weft_at(in[k], ii));
+    }
+    weft_exp *r2 = weft_add(
+        weft_add(weft_add(weft_mul(d[0], d[0]), weft_mul(d[1], d[1])),
+                 weft_mul(d[2], d[2])),
+        weft_f32(p, eps2));
+    weft_exp *inv = weft_fdiv(weft_f32(p, 1), weft_sqrt(r2));
+    weft_exp *s = weft_mul(weft_at(in[3], jj), weft_mul(weft_mul(inv, inv), inv));
+    weft_exp *c[3] = {weft_mul(d[0], s), weft_mul(d[1], s), weft_mul(d[2], s)};
+    return weft_tuple(p, 3, c);
+}
+
+static weft_type vec3_type(weft_context *ctx)
+{
+    return weft_type_tuple(ctx, 3, (weft_type[]){WEFT_F32, WEFT_F32, WEFT_F32});
+}
+
+/* (a0 + b0, a1 + b1, a2 + b2), componentwise over 3-tuples. */
+static weft_exp *add3(weft_program *p, weft_exp *a, weft_exp *b)
+{
+    weft_exp *c[3];
+    for (int k = 0; k < 3; k++) {
+        c[k] = weft_add(weft_get(a, k), weft_get(b, k));
+    }
+    return weft_tuple(p, 3, c);
+}
+
+static weft_exp *zero3(weft_program *p)
+{
+    weft_exp *z[3] = {weft_f32(p, 0), weft_f32(p, 0), weft_f32(p, 0)};
+    return weft_tuple(p, 3, z);
+}
+
+/* fold (+3) (0,0,0) (generate (n, n) (\(i, j) -> interaction i j)) */
+static weft_acc *nbody_build(weft_context *ctx, weft_program *p,
+                             weft_acc *const *in, const bench *b)
+{
+    weft_type v3 = vec3_type(ctx);
+    weft_fun *g = weft_fun1(p, WEFT_DIM(2));
+    weft_exp *ix = weft_arg(g, 0);
+    weft_fun_return(g, interaction(p, in, weft_get(ix, 0), weft_get(ix, 1),
+                                   b->eps2));
+    weft_exp *n = weft_size(in[0]);
+    weft_acc *all = weft_generate(weft_index2(n, n), g);
+    weft_fun *plus = weft_fun2(p, v3, v3);
+    weft_fun_return(plus, add3(p, weft_arg(plus, 0), weft_arg(plus, 1)));
+    return weft_fold(plus, zero3(p), all);
+}
+
+/* generate n (\i -> while over j: acc + interaction i j) */
+static weft_acc *nbody_while_build(weft_context *ctx, weft_program *p,
+                                   weft_acc *const *in, const bench *b)
+{
+    weft_type st = weft_type_tuple(
+        ctx, 4, (weft_type[]){WEFT_I64, WEFT_F32, WEFT_F32, WEFT_F32});
+    weft_exp *n = weft_size(in[0]);
+    weft_fun *g = weft_fun1(p, WEFT_DIM(1));
+    weft_exp *i = weft_get(weft_arg(g, 0), 0);
+
+    weft_fun *cond = weft_fun1(p, st);
+    weft_fun_return(cond, weft_lt(weft_get(weft_arg(cond, 0), 0), n));
+
+    weft_fun *body = weft_fun1(p, st);
+    weft_exp *s = weft_arg(body, 0);
+    weft_exp *j = weft_get(s, 0);
+    weft_exp *c = interaction(p, in, i, j, b->eps2);
+    weft_exp *next[4] = {weft_add(j, weft_i64(p, 1)),
+                         weft_add(weft_get(s, 1), weft_get(c, 0)),
+                         weft_add(weft_get(s, 2), weft_get(c, 1)),
+                         weft_add(weft_get(s, 3), weft_get(c, 2))};
+    weft_fun_return(body, weft_tuple(p, 4, next));
+
+    weft_exp *init[4] = {weft_i64(p, 0), weft_f32(p, 0), weft_f32(p, 0),
+                         weft_f32(p, 0)};
+    weft_exp *r = weft_while(cond, body, weft_tuple(p, 4, init));
+    weft_exp *acc[3] = {weft_get(r, 1), weft_get(r, 2), weft_get(r, 3)};
+    weft_fun_return(g, weft_tuple(p, 3, acc));
+    (void)vec3_type;
+    return weft_generate(weft_index1(n), g);
+}
+
+static void nbody_ref(bench *b)
+{
+    ref_nbody(b->in[0].data, b->in[1].data, b->in[2].data, b->in[3].data,
+              b->ref_out[0], b->ref_out[1], b->ref_out[2], b->n, b->eps2);
+}
+
+static int nbody_check(bench *b, weft_array *out, double *err)
+{
+    if (weft_array_size(out) != b->n) {
+        *err = INFINITY;
+        return 0;
+    }
+    double scale = 0, e = 0;
+    for (int k = 0; k < 3; k++) {
+        const float *r = b->ref_out[k];
+        for (int64_t i = 0; i < b->n; i++) {
+            scale = fmax(scale, fabs(r[i]));
+        }
+    }
+    for (int k = 0; k < 3; k++) {
+        const float *w = weft_array_data(out, k);
+        const float *r = b->ref_out[k];
+        if (!w) {
+            *err = INFINITY;
+            return 0;
+        }
+        for (int64_t i = 0; i < b->n; i++) {
+            double d = fabs((double)w[i] - r[i]);
+            if (!(d <= e)) {
+                e = d;
+            }
+        }
+    }
+    *err = e / fmax(scale, 1e-30);
+    return *err <= 1e-3;
+}
+
+static bench benches[] = {
+    {.name = "dotp",
+     .what = "fold (+) 0 (zipWith (*) xs ys)",
+     .tolerance = "relative error 1e-4 (a reassociated f32 sum; inputs are "
+                  "multiples of 1/16)",
+     .setup = dotp_setup, .build = dotp_build, .ref = dotp_ref,
+     .check = scalar_check},
+    {.name = "saxpy",
+     .what = "zipWith (\\x y -> 2.5 * x + y) xs ys",
+     .tolerance = "max |w - r| / max(1, |r|) <= 1e-6",
+     .setup = saxpy_setup, .build = saxpy_build, .ref = saxpy_ref,
+     .check = saxpy_check},
+    {.name = "sum",
+     .what = "fold (+) 0 xs",
+     .tolerance = "relative error 1e-4 (a reassociated f32 sum)",
+     .setup = sum_setup, .build = sum_build, .ref = sum_ref,
+     .check = scalar_check},
+    {.name = "prefix sum",
+     .what = "scanl1 (+) xs on i32",
+     .tolerance = "exact (the error column counts differing elements)",
+     .setup = scan_setup, .build = scan_build, .ref = scan_ref,
+     .check = scan_check},
+    {.name = "Black-Scholes",
+     .what = "zipWith3 to (call, put) pairs, f32 "
+             "(examples/blackscholes.c)",
+     .tolerance = "max |w - r| / max(1, |r|) <= 1e-4 over calls and puts",
+     .flop_rule = "59 per option: each +, -, *, /, abs, comparison, sqrt, "
+                  "log and exp counted as one",
+     .setup = bs_setup, .build = bs_build, .ref = bs_ref, .check = bs_check},
+    {.name = "Mandelbrot",
+     .what = "generate (h, w) (\\(y, x) -> the count of a weft_while "
+             "over (zr, zi, i))",
+     .tolerance = "at most 0.1% of the points' counts differ (the error "
+                  "column is that fraction)",
+     .flop_rule = "9 per iteration actually done: zr^2, zi^2, their sum and "
+                  "the test; zr^2 - zi^2 + cr and 2 zr zi + ci",
+     .setup = mandel_setup, .build = mandel_build, .ref = mandel_ref,
+     .check = mandel_check},
+    {.name = "n-body",
+     .what = "fold (+) (0,0,0) (generate (n, n) (\\(i, j) -> the pull of "
+             "j on i, reading x, y, z, m with weft_at)): fused into one fold",
+     .tolerance = "max error / max |a| <= 1e-3 (reassociated sums)",
+     .flop_rule = "20 per interaction (the customary count: sqrt and / "
+                  "as one each)",
+     .setup = nbody_setup, .build = nbody_build, .ref = nbody_ref,
+     .check = nbody_check},
+    {.name = "n-body (while)",
+     .what = "generate n (\\i -> a weft_while over j accumulating the pull "
+             "of j on i)",
+     .tolerance = "max error / max |a| <= 1e-3",
+     .flop_rule = "20 per interaction",
+     .setup = nbody_setup, .build = nbody_while_build, .ref = nbody_ref,
+     .check = nbody_check},
+};
+
+#define NBENCH ((int)(sizeof benches / sizeof benches[0]))
+
+/* ---- running weft ------------------------------------------------------- */
+
+static void record_error(row *r, const char *what)
+{
+    if (!r->error[0]) {
+        snprintf(r->error, sizeof r->error, "%s: %s", what, weft_last_error());
+    }
+}
+
+static weft_status make_context(unsigned flags, const char *dir,
+                                weft_context **ctx)
+{
+    weft_config cfg = weft_config_default();
+    cfg.backend = WEFT_BACKEND_CPU;
+    cfg.threads = opt.threads;
+    cfg.flags = WEFT_FLAG_NO_ENV | flags;
+    cfg.cache_dir = dir;
+    return weft_context_create(&cfg, ctx);
+}
+
+/* A compiled program and the arrays that feed it, in one context. */
+typedef struct session {
+    weft_context *ctx;
+    weft_program *p;
+    weft_executable *exe;
+    weft_array *in[MAX_IN];
+    int nin;
+} session;
+
+static void session_close(session *s)
+{
+    for (int i = 0; i < MAX_IN; i++) {
+        weft_array_release(s->in[i]);
+    }
+    weft_executable_free(s->exe);
+    weft_program_free(s->p);
+    weft_context_free(s->ctx);
+    memset(s, 0, sizeof *s);
+}
+
+/* Open a context (flags, cache dir), build b's program, compile it
+ * (*compile_ms: the wall time of weft_compile) and wrap b's inputs. */
+static weft_status session_open(session *s, bench *b, unsigned flags,
+                                const char *dir, double *compile_ms)
+{
+    memset(s, 0, sizeof *s);
+    weft_status st = make_context(flags, dir, &s->ctx);
+    if (st == WEFT_OK) {
+        st = weft_program_create(s->ctx, &s->p);
+    }
+    if (st) {
+        return st;
+    }
+    weft_acc *param[MAX_IN];
+    for (int i = 0; i < b->nin; i++) {
+        param[i] = weft_param(s->p, b->in[i].type, b->in[i].rank);
+    }
+    weft_acc *res = b->build(s->ctx, s->p, param, b);
+    double t0 = now_ms();
+    st = weft_compile(s->p, &res, 1, &s->exe);
+    *compile_ms = now_ms() - t0;
+    for (int i = 0; st == WEFT_OK && i < b->nin; i++) {
+        void *data[1] = {b->in[i].data};
+        st = weft_array_wrap(s->ctx, b->in[i].type, b->in[i].rank,
+                             b->in[i].shape, data, NULL, NULL, &s->in[i]);
+        s->nin = i + 1;
+    }
+    return st;
+}
+
+/* The kernels of s's plan: their number, and their lines joined by "; ". */
+static int plan_kernels(const session *s, char *buf, size_t cap)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    buf[0] = 0;
+    if (!f) {
+        return -1;
+    }
+    weft_executable_dump(s->exe, f);
+    fclose(f);
+    int n = 0;
+    size_t used = 0;
+    for (char *line = text; line && *line;) {
+        char *end = strchr(line, '\n');
+        if (end) {
+            *end = 0;
+        }
+        if (strncmp(line, "kernel ", 7) == 0) {
+            const char *c = strchr(line, ':');
+            c = c ? c + 2 : line;
+            int w = snprintf(buf + used, cap - used, "%s%s", n ? "; " : "", c);
+            if (w > 0 && (size_t)w < cap - used) {
+                used += (size_t)w;
+            }
+            n++;
+        }
+        line = end ? end + 1 : NULL;
+    }
+    free(text);
+    return n;
+}
+
+/* Run s's executable once to warm up and then opt.runs times; *ms = the
+ * median wall time of weft_run, *keep = the last result (the caller
+ * releases it). */
+static weft_status time_runs(session *s, double *ms, weft_array **keep)
+{
+    double t[64];
+    int runs = opt.runs;
+    *keep = NULL;
+    for (int r = 0; r <= runs; r++) {
+        weft_array *out[1] = {NULL};
+        double t0 = now_ms();
+        weft_status st = weft_run(s->exe, s->in, s->nin, out, 1);
+        double t1 = now_ms();
+        if (st) {
+            weft_array_release(*keep);
+            *keep = NULL;
+            return st;
+        }
+        if (r > 0) {
+            t[r - 1] = t1 - t0;
+        }
+        if (r < runs) {
+            weft_array_release(out[0]);
+        } else {
+            *keep = out[0];
+        }
+    }
+    *ms = median(t, runs);
+    return WEFT_OK;
+}
+
+/* Time s's program (time_runs) and check its last result against the
+ * reference's: *ok = 1 if within tolerance, *err = the measure.  On a
+ * failure of weft, *ok = 0 and the status is returned. */
+static weft_status measure(session *s, bench *b, double *ms, double *err,
+                           int *ok)
+{
+    weft_array *out = NULL;
+    *ok = 0;
+    weft_status st = time_runs(s, ms, &out);
+    if (st) {
+        *ms = -1;
+        return st;
+    }
+    *ok = b->check(b, out, err);
+    weft_array_release(out);
+    return WEFT_OK;
+}
+
+static double time_ref(bench *b)
+{
+    double t[64];
+    b->ref(b); /* warm-up */
+    for (int r = 0; r < opt.runs; r++) {
+        double t0 = now_ms();
+        b->ref(b);
+        t[r] = now_ms() - t0;
+    }
+    return median(t, opt.runs);
+}
+
+/* Remove the files of a flat directory, then the directory. */
+static void remove_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *e;
+        char path[4096];
+        while ((e = readdir(d))) {
+            if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+                snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+                unlink(path);
+            }
+        }
+        closedir(d);
+    }
+    rmdir(dir);
+}
+
+/* Everything for one program; fills b->r. */
+static void run_bench(bench *b)
+{
+    row *r = &b->r;
+    memset(r, 0, sizeof *r);
+    r->weft_ms = r->unfused_ms = r->ref_ms = -1;
+    r->kernels = r->unfused_kernels = -1;
+    double scale = opt.quick ? 1.0 / 16 : 1.0;
+    char dir[] = "/tmp/weft-bench-XXXXXX";
+    if (!mkdtemp(dir)) {
+        snprintf(r->error, sizeof r->error, "mkdtemp: %s", strerror(errno));
+        return;
+    }
+    b->setup(b, scale);
+    session s;
+    weft_stats st;
+
+    /* 1. compile on an empty cache, then on the warm one */
+    if (session_open(&s, b, 0, dir, &r->compile_ms)) {
+        record_error(r, "compile");
+        session_close(&s);
+        goto done;
+    }
+    weft_context_stats(s.ctx, &st);
+    r->llvm_ms = st.compile_ms;
+    r->compiled = st.kernels_compiled;
+    r->kernels = plan_kernels(&s, r->plan, sizeof r->plan);
+    if (r->kernels == 0) {
+        /* The operation runs on the interpreter fallback: shrink. */
+        session_close(&s);
+        bench_release(b);
+        scale /= 32;
+        b->setup(b, scale);
+        snprintf(r->note, sizeof r->note,
+                 "no kernel: the interpreter runs it (size cut by 32)");
+        if (session_open(&s, b, 0, dir, &r->compile_ms)) {
+            record_error(r, "compile");
+            session_close(&s);
+            goto done;
+        }
+    }
+    session cached;
+    if (session_open(&cached, b, 0, dir, &r->cached_ms) == WEFT_OK) {
+        weft_context_stats(cached.ctx, &st);
+        r->loaded = st.kernels_loaded;
+        r->cached_compiled = st.kernels_compiled;
+    } else {
+        record_error(r, "compile from the disk cache");
+    }
+    session_close(&cached);
+
+    /* 2. the reference (its results are what the checks compare with) */
+    r->ref_ms = time_ref(b);
+
+    /* 3. fused runs, checked */
+    if (measure(&s, b, &r->weft_ms, &r->err, &r->ok)) {
+        record_error(r, "run");
+    }
+    session_close(&s);
+
+    /* 4. unfused runs, checked */
+    double ignored;
+    if (session_open(&s, b, WEFT_FLAG_NO_FUSION, dir, &ignored) == WEFT_OK) {
+        char plan[256];
+        r->unfused_kernels = plan_kernels(&s, plan, sizeof plan);
+        int ok = 0;
+        if (measure(&s, b, &r->unfused_ms, &r->unfused_err, &ok)) {
+            record_error(r, "run without fusion");
+        }
+        r->ok &= ok;
+    } else {
+        record_error(r, "compile without fusion");
+        r->ok = 0;
+    }
+    session_close(&s);
+
+done:
+    bench_release(b);
+    remove_dir(dir);
+}
+
+/* ---- the machine and the report ----------------------------------------- */
+
+typedef struct machine {
+    char model[256];
+    char memory[64];
+    char llc[64];
+    char os[256];
+    int cpus;
+    int virtual_machine;
+    char date[64];
+    char load_start[64], load_end[64]; /* /proc/loadavg's first three */
+} machine;
+
+/* The 1, 5 and 15 minute load averages, as /proc/loadavg gives them. */
+static void read_load(char *buf, size_t n)
+{
+    snprintf(buf, n, "unknown");
+    FILE *f = fopen("/proc/loadavg", "r");
+    double a, b, c;
+    if (f && fscanf(f, "%lf %lf %lf", &a, &b, &c) == 3) {
+        snprintf(buf, n, "%.2f %.2f %.2f", a, b, c);
+    }
+    if (f) {
+        fclose(f);
+    }
+}
+
+static void read_machine(machine *m)
+{
+    memset(m, 0, sizeof *m);
+    snprintf(m->model, sizeof m->model, "unknown");
+    m->cpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    char line[4096];
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    while (f && fgets(line, sizeof line, f)) {
+        if (strncmp(line, "model name", 10) == 0 && strcmp(m->model, "unknown") == 0) {
+            const char *c = strchr(line, ':');
+            if (c) {
+                snprintf(m->model, sizeof m->model, "%s", c + 2);
+                m->model[strcspn(m->model, "\n")] = 0;
+            }
+        }
+        if (strncmp(line, "flags", 5) == 0 && strstr(line, " hypervisor")) {
+            m->virtual_machine = 1;
+        }
+    }
+    if (f) {
+        fclose(f);
+    }
+    f = fopen("/proc/meminfo", "r");
+    long long kb = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        if (sscanf(line, "MemTotal: %lld kB", &kb) == 1) {
+            break;
+        }
+    }
+    if (f) {
+        fclose(f);
+    }
+    snprintf(m->memory, sizeof m->memory, "%.1f GiB",
+             (double)kb / (1024.0 * 1024.0));
+    snprintf(m->llc, sizeof m->llc, "unknown");
+    for (int i = 3; i >= 0; i--) {
+        char path[128];
+        snprintf(path, sizeof path,
+                 "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+        f = fopen(path, "r");
+        if (f) {
+            if (fgets(line, sizeof line, f)) {
+                line[strcspn(line, "\n")] = 0;
+                snprintf(m->llc, sizeof m->llc, "%.40s (L%d)", line,
+                         i == 3 ? 3 : i == 2 ? 2 : 1);
+            }
+            fclose(f);
+            break;
+        }
+    }
+    struct utsname u;
+    if (uname(&u) == 0) {
+        snprintf(m->os, sizeof m->os, "%s %s %s", u.sysname, u.release,
+                 u.machine);
+    }
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(m->date, sizeof m->date, "%Y-%m-%d %H:%M UTC", &tm);
+    read_load(m->load_start, sizeof m->load_start);
+}
+
+static void fmt_ms(char *buf, size_t n, double ms)
+{
+    if (ms < 0) {
+        snprintf(buf, n, "-");
+    } else if (ms < 10) {
+        snprintf(buf, n, "%.2f", ms);
+    } else if (ms < 100) {
+        snprintf(buf, n, "%.1f", ms);
+    } else {
+        snprintf(buf, n, "%.0f", ms);
+    }
+}
+
+/* Throughput of b at ms: GFLOP/s when it counts flops, else GB/s. */
+static void fmt_rate(char *buf, size_t n, const bench *b, double ms)
+{
+    if (ms <= 0) {
+        snprintf(buf, n, "-");
+    } else if (b->flops > 0) {
+        snprintf(buf, n, "%.2f GFLOP/s", b->flops / (ms * 1e6));
+    } else {
+        snprintf(buf, n, "%.2f GB/s", b->bytes / (ms * 1e6));
+    }
+}
+
+static void fmt_err(char *buf, size_t n, const row *r)
+{
+    double e = fmax(r->err, r->unfused_err);
+    if (e == 0) {
+        snprintf(buf, n, "0");
+    } else {
+        snprintf(buf, n, "%.1e", e);
+    }
+}
+
+/* The table of run times, as markdown (md) or plain columns. */
+static void print_runs(FILE *f, int md, double copy_gbs)
+{
+    const char *hdr[] = {"program", "size", "weft ms", "unfused ms",
+                         "ref ms", "ratio", "weft", "ref", "floor ms",
+                         "check", "error"};
+    const int width[] = {15, 25, 9, 10, 9, 7, 15, 15, 9, 5, 8};
+    const int nh = (int)(sizeof hdr / sizeof hdr[0]);
+    for (int i = 0; i < nh; i++) {
+        if (md) {
+            fprintf(f, "| %s ", hdr[i]);
+        } else {
+            fprintf(f, "%-*s ", width[i], hdr[i]);
+        }
+    }
+    fprintf(f, md ? "|\n" : "\n");
+    if (md) {
+        for (int i = 0; i < nh; i++) {
+            fprintf(f, i >= 2 && i <= 8 ? "|---:" : "|---");
+        }
+        fprintf(f, "|\n");
+    }
+    for (int k = 0; k < NBENCH; k++) {
+        const bench *b = &benches[k];
+        const row *r = &b->r;
+        char c[11][64];
+        snprintf(c[0], 64, "%s%s", b->name, r->note[0] ? " *" : "");
+        snprintf(c[1], 64, "%s", b->size);
+        fmt_ms(c[2], 64, r->weft_ms);
+        fmt_ms(c[3], 64, r->unfused_ms);
+        fmt_ms(c[4], 64, r->ref_ms);
+        if (r->weft_ms > 0 && r->ref_ms > 0) {
+            snprintf(c[5], 64, "%.2f", r->weft_ms / r->ref_ms);
+        } else {
+            snprintf(c[5], 64, "-");
+        }
+        fmt_rate(c[6], 64, b, r->weft_ms);
+        fmt_rate(c[7], 64, b, r->ref_ms);
+        fmt_ms(c[8], 64, copy_gbs > 0 ? b->bytes / (copy_gbs * 1e6) : -1);
+        snprintf(c[9], 64, "%s", r->error[0] ? "ERROR" : r->ok ? "ok" : "FAIL");
+        fmt_err(c[10], 64, r);
+        for (int i = 0; i < nh; i++) {
+            if (md) {
+                fprintf(f, "| %s ", c[i]);
+            } else {
+                fprintf(f, "%-*s ", width[i], c[i]);
+            }
+        }
+        fprintf(f, md ? "|\n" : "\n");
+    }
+}
+
+/* The table of compile times. */
+static void print_compiles(FILE *f, int md)
+{
+    if (md) {
+        fprintf(f, "| program | kernels (fused plan) | unfused kernels | "
+                   "first compile ms | of which LLVM ms | compiled | "
+                   "from disk cache ms | loaded | compiled |\n"
+                   "|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    } else {
+        fprintf(f, "%-15s %7s %8s %10s %9s %9s %10s %7s %9s  %s\n", "program",
+                "kernels", "unfused", "compile ms", "LLVM ms", "compiled",
+                "cached ms", "loaded", "compiled", "plan");
+    }
+    for (int k = 0; k < NBENCH; k++) {
+        const bench *b = &benches[k];
+        const row *r = &b->r;
+        if (md) {
+            fprintf(f,
+                    "| %s | %d: %s | %d | %.1f | %.1f | %llu | %.2f | %llu | "
+                    "%llu |\n",
+                    b->name, r->kernels, r->plan[0] ? r->plan : "none",
+                    r->unfused_kernels, r->compile_ms, r->llvm_ms,
+                    (unsigned long long)r->compiled, r->cached_ms,
+                    (unsigned long long)r->loaded,
+                    (unsigned long long)r->cached_compiled);
+        } else {
+            fprintf(f, "%-15s %7d %8d %10.1f %9.1f %9llu %10.2f %7llu %9llu  %s\n",
+                    b->name, r->kernels, r->unfused_kernels, r->compile_ms,
+                    r->llvm_ms, (unsigned long long)r->compiled, r->cached_ms,
+                    (unsigned long long)r->loaded,
+                    (unsigned long long)r->cached_compiled, r->plan);
+        }
+    }
+}
+
+static void write_report(const char *path, const machine *m, double copy_gbs,
+                         int64_t copy_n)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "weft_bench: cannot write %s: %s\n", path,
+                strerror(errno));
+        return;
+    }
+    fprintf(f, "# weft on the CPU: benchmark\n\n");
+    fprintf(f, "Written by `bench/run.sh` (which builds `bench/weft_bench.c` "
+               "and `bench/ref.c` against a Release build of libweft and "
+               "runs it); rerun that one command to reproduce.  Numbers are "
+               "as measured in this run.\n\n");
+    fprintf(f, "## Machine\n\n");
+    fprintf(f, "- CPU: %s, %d logical CPUs online%s\n", m->model, m->cpus,
+            m->virtual_machine ? " (a virtual machine: the hypervisor flag "
+                                 "is set)"
+                               : "");
+    fprintf(f, "- last-level cache: %s; memory: %s\n", m->llc, m->memory);
+    fprintf(f, "- OS: %s\n", m->os);
+    fprintf(f, "- compilers: weft's kernels by LLVM %s (ORC JIT, "
+               "`default<O3>`, host CPU); references by GCC %s with "
+               "`-std=c17 -O3 -march=native -fopenmp -fno-math-errno` (%s; ISO C "
+               "mode, so no FMA contraction, as in weft's kernels)\n",
+            WEFT_BENCH_LLVM, __VERSION__, ref_openmp());
+    fprintf(f, "- date: %s\n", m->date);
+    fprintf(f, "- threads: **%d** for both (weft `cfg.threads`, "
+               "`omp_set_num_threads`); %s\n",
+            opt.threads, m->cpus <= 2 ? "this machine has only "
+                                        "2 CPUs, so these are 2-thread "
+                                        "numbers"
+                                      : "one per CPU");
+    fprintf(f, "- timing: one warm-up run, then the median of %d runs; "
+               "OMP_WAIT_POLICY=%s%s\n",
+            opt.runs, getenv("OMP_WAIT_POLICY") ? getenv("OMP_WAIT_POLICY")
+                                                : "(unset)",
+            opt.quick ? "; QUICK MODE (sizes / 16): not for publication"
+                      : "");
+    fprintf(f, "- load average (1, 5, 15 min) at the start: %s; at the "
+               "end: %s (other work on the machine makes numbers noisy)\n",
+            m->load_start, m->load_end);
+    fprintf(f, "- memory-bound programs use %s elements (%s MiB per f32 "
+               "array), beyond the last-level cache\n",
+            opt.quick ? "2^22" : "2^26", opt.quick ? "16" : "256");
+    fprintf(f, "- copy bandwidth: **%.2f GB/s** (an OpenMP copy loop over "
+               "%lld f32, %.0f MiB each way; bytes read plus bytes written "
+               "over time)\n\n",
+            copy_gbs, (long long)copy_n, (double)copy_n * 4 / 1048576.0);
+
+    fprintf(f, "## Run time\n\n");
+    print_runs(f, 1, copy_gbs);
+    fprintf(f, "\n- **weft ms**: median wall time of `weft_run` (fused, the "
+               "default); it includes allocating the result arrays, which "
+               "weft_run returns new each time, while a reference writes "
+               "into a buffer allocated once.\n"
+               "- **unfused ms**: the same program in a context with "
+               "`WEFT_FLAG_NO_FUSION` (every operation its own array).\n"
+               "- **ratio**: weft ms / ref ms (below 1: weft is faster).\n"
+               "- **weft**, **ref**: throughput; GB/s is the bytes the "
+               "program must move (inputs read once, outputs written once) "
+               "over time, GFLOP/s counts operations as in the notes.\n"
+               "- **floor ms**: those bytes over the copy bandwidth, the "
+               "best a memory-bound program can do here.\n"
+               "- **check**: weft's results, fused and unfused, against "
+               "the reference's (tolerances below); **error** is the "
+               "larger of the two measures.\n\n");
+
+    fprintf(f, "## Compile time\n\n");
+    print_compiles(f, 1);
+    fprintf(f, "\n- **first compile**: wall time of `weft_compile` in a "
+               "new context whose disk cache is an empty directory; **LLVM "
+               "ms** is `weft_context_stats().compile_ms` (optimising and "
+               "emitting); **compiled** the kernels LLVM built.\n"
+               "- **from disk cache**: the same program compiled in a second "
+               "new context on that directory: **loaded** kernels came from "
+               "the disk cache, **compiled** should be 0.\n\n");
+
+    fprintf(f, "## Programs\n\n");
+    for (int k = 0; k < NBENCH; k++) {
+        const bench *b = &benches[k];
+        fprintf(f, "- **%s** (%s): `%s`. Check: %s.", b->name, b->size,
+                b->what, b->tolerance);
+        if (b->flop_rule) {
+            fprintf(f, " Flops: %s.", b->flop_rule);
+        }
+        if (b->r.note[0]) {
+            fprintf(f, " **\\* %s.**", b->r.note);
+        }
+        if (b->r.error[0]) {
+            fprintf(f, " **Error: %s.**", b->r.error);
+        }
+        fprintf(f, "\n");
+    }
+    fprintf(f, "\nThe references (`bench/ref.c`) are one OpenMP loop each "
+               "(`omp simd` reductions for the sums, so that GCC may "
+               "vectorise them as weft's reassociating fold does; the prefix "
+               "sum in three phases; Mandelbrot rows scheduled dynamically), "
+               "with the weft programs' formulas in the same order of "
+               "operations.\n");
+    fclose(f);
+    printf("wrote %s\n", path);
+}
+
+/* ---- main ---------------------------------------------------------------- */
+
+static void usage(void)
+{
+    fprintf(stderr,
+            "usage: weft_bench [-t threads] [-r runs] [-q] [-o report.md]\n");
+    exit(2);
+}
+
+int main(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-t") == 0 && i + 1 < argc) {
+            opt.threads = atoi(argv[++i]);
+        } else if (strcmp(argv[i], "-r") == 0 && i + 1 < argc) {
+            opt.runs = atoi(argv[++i]);
+        } else if (strcmp(argv[i], "-q") == 0) {
+            opt.quick = 1;
+        } else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) {
+            opt.out_path = argv[++i];
+        } else {
+            usage();
+        }
+    }
+    machine m;
+    read_machine(&m);
+    if (opt.threads <= 0) {
+        opt.threads = m.cpus > 0 ? m.cpus : 1;
+    }
+    if (opt.runs < 1 || opt.runs > 63) {
+        usage();
+    }
+    ref_set_threads(opt.threads);
+    printf("weft_bench: %s, %d CPUs, %d threads, median of %d runs%s\n",
+           m.model, m.cpus, opt.threads, opt.runs,
+           opt.quick ? " (quick sizes)" : "");
+
+    /* The copy bandwidth. */
+    int64_t copy_n = opt.quick ? (1 << 22) : (1 << 26);
+    float *src = xmalloc((size_t)copy_n * sizeof(float));
+    float *dst = xmalloc((size_t)copy_n * sizeof(float));
+    ref_zero(src, copy_n);
+    ref_zero(dst, copy_n);
+    double t[64];
+    ref_copy(dst, src, copy_n);
+    for (int r = 0; r < opt.runs; r++) {
+        double t0 = now_ms();
+        ref_copy(dst, src, copy_n);
+        t[r] = now_ms() - t0;
+    }
+    double copy_ms = median(t, opt.runs);
+    double copy_gbs = 8.0 * (double)copy_n / (copy_ms * 1e6);
+    free(src);
+    free(dst);
+    printf("copy bandwidth: %.2f GB/s (%.1f ms for %lld f32)\n\n", copy_gbs,
+           copy_ms, (long long)copy_n);
+
+    int failed = 0;
+    for (int k = 0; k < NBENCH; k++) {
+        bench *b = &benches[k];
+        printf("%s ...\n", b->name);
+        fflush(stdout);
+        run_bench(b);
+        if (b->r.error[0]) {
+            printf("  error: %s\n", b->r.error);
+        }
+        if (b->r.note[0]) {
+            printf("  note: %s\n", b->r.note);
+        }
+        failed |= !b->r.ok || b->r.error[0];
+    }
+    printf("\n");
+    print_runs(stdout, 0, copy_gbs);
+    printf("\n");
+    print_compiles(stdout, 0);
+    read_load(m.load_end, sizeof m.load_end);
+    printf("\nload average: %s at the start, %s at the end\n", m.load_start,
+           m.load_end);
+    if (opt.out_path) {
+        write_report(opt.out_path, &m, copy_gbs, copy_n);
+    }
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,2423 @@
+/*
+ * tests/test_cpu.c: the CPU backend computes what the interpreter computes.
+ *
+ * Every case is a differential test.  A builder makes the same program in
+ * two contexts, one on the reference interpreter and one on the CPU backend
+ * (both ignore the environment); each is compiled once, then run on many
+ * inputs made from one host copy of random data (fixed seeds), so both see
+ * the same bytes.  The two runs must agree on the status, and when it is
+ * WEFT_OK on every output's type, rank, shape and values:
+ *
+ *   - integral and bool leaves exactly;
+ *   - floating leaves bitwise (NaN equal to NaN) unless the case states a
+ *     tolerance.  Tolerances appear only where the CPU backend may combine
+ *     in another order than the interpreter: fold, scan, foldSeg and
+ *     permute with (+) on floats.  For those the inputs lie in [-1, 1] and
+ *     the bound is TOL_F32 (or TOL_F64) times the number of values that
+ *     enter one result, i.e. relative to the largest possible sum of
+ *     absolute values: two summation orders of n terms differ by at most
+ *     about 2 n eps sum|x| in the worst case, and by sqrt(n) eps sum|x| in
+ *     practice, so 1e-5 for f32 (eps 6e-8) is loose enough to never flake
+ *     and tight enough to catch a lost or doubled element (an error of at
+ *     least the smallest |x|, which our inputs keep well above the bound
+ *     only for small n; large n cases are also checked on integers, where
+ *     a lost element always shows).
+ *
+ * Shapes cover empty arrays (empty in each dimension), one element, odd and
+ * prime extents, ranks 0 to 3, tuple element types, and a few sizes of
+ * about three million elements so that every phase of the multi-phase
+ * skeletons (chunked fold_all, three-phase scans, permute on many threads)
+ * runs.  The end-to-end programs of test_programs.c run here on both
+ * backends, and so do the errors a compiled kernel can meet (indices out
+ * of bounds, fold1 of empty rows, reshape sizes, slice indices, bad
+ * segments).  Division by zero inside a kernel is not checked in compiled
+ * code, so it is not tested here.
+ *
+ * The CPU context uses three workers on whatever cores the host has, so
+ * that ranges split unevenly and stealing happens.
+ */
+#include <math.h>
+
+#include "tu.h"
+
+#define TOL_F32 1e-5 /* per value entering a reassociated f32 sum */
+#define TOL_F64 1e-13
+
+enum { MAX_LEAF = 4, MAX_RES = 8, MAX_IN = 6 };
+
+/* ------------------------------------------------------------------------
+ * Random host arrays
+ * ---------------------------------------------------------------------- */
+
+static uint64_t rng = 1;
+
+static void seed(uint64_t s)
+{
+    rng = s * 0x9E3779B97F4A7C15ull + 1;
+}
+
+static uint64_t rnd_u64(void)
+{
+    rng ^= rng >> 12;
+    rng ^= rng << 25;
+    rng ^= rng >> 27;
+    return rng * 2685821657736338717ull;
+}
+
+/* Uniform in [0, 1). */
+static double rnd_unit(void)
+{
+    return (double)(rnd_u64() >> 11) / 9007199254740992.0;
+}
+
+/* Uniform in [lo, hi]. */
+static int64_t rnd_int(int64_t lo, int64_t hi)
+{
+    return lo + (int64_t)(rnd_u64() % (uint64_t)(hi - lo + 1));
+}
+
+/* A host array: the bytes both backends receive. */
+typedef struct harr {
+    int nleaf;
+    weft_type leaf[MAX_LEAF];
+    int rank;
+    int64_t shape[4];
+    int64_t size;
+    void *data[MAX_LEAF];
+} harr;
+
+/* Element type of h in ctx (a tuple type for several leaves). */
+static weft_type harr_type(weft_context *ctx, const harr *h)
+{
+    if (h->nleaf == 1) {
+        return h->leaf[0];
+    }
+    weft_type t = weft_type_tuple(ctx, h->nleaf, h->leaf);
+    ck_assert_int_ne(t, 0);
+    return t;
+}
+
+/* A new host array of the given leaves and shape, random: integral leaves
+ * uniform in [lo, hi] (all bits random when lo > hi), floating leaves in
+ * [lo, hi] (in [-1, 1] when lo > hi), bool 0 or 1. */
+static harr harr_new(int nleaf, const weft_type *leaf, int rank,
+                     const int64_t *shape, int64_t lo, int64_t hi)
+{
+    harr h = {.nleaf = nleaf, .rank = rank, .size = 1};
+    for (int d = 0; d < rank; d++) {
+        h.shape[d] = shape[d];
+        h.size *= shape[d];
+    }
+    for (int l = 0; l < nleaf; l++) {
+        weft_type t = leaf[l];
+        size_t w = weft_type_size(t);
+        h.leaf[l] = t;
+        h.data[l] = malloc((size_t)(h.size > 0 ? h.size : 1) * w);
+        ck_assert_ptr_nonnull(h.data[l]);
+        unsigned char *p = h.data[l];
+        for (int64_t i = 0; i < h.size; i++, p += w) {
+            if (t == WEFT_BOOL) {
+                tu_store_i(t, p, (int64_t)(rnd_u64() >> 63));
+            } else if (tu_is_float(t)) {
+                double a = lo > hi ? -1.0 : (double)lo;
+                double b = lo > hi ? 1.0 : (double)hi;
+                tu_store_f(t, p, a + (b - a) * rnd_unit());
+            } else if (lo > hi) {
+                uint64_t v = rnd_u64();
+                memcpy(p, &v, w); /* little-endian: the low bytes */
+            } else {
+                tu_store_i(t, p, rnd_int(lo, hi));
+            }
+        }
+    }
+    return h;
+}
+
+/* One scalar leaf. */
+static harr harr1(weft_type t, int rank, const int64_t *shape, int64_t lo,
+                  int64_t hi)
+{
+    return harr_new(1, &t, rank, shape, lo, hi);
+}
+
+static harr harr_vec(weft_type t, int64_t n, int64_t lo, int64_t hi)
+{
+    return harr1(t, 1, &n, lo, hi);
+}
+
+static void harr_set_i(harr *h, int leaf, int64_t i, int64_t v)
+{
+    tu_store_i(h->leaf[leaf], (unsigned char *)h->data[leaf]
+                                  + (size_t)i * weft_type_size(h->leaf[leaf]),
+               v);
+}
+
+static void harr_free(harr *h)
+{
+    for (int l = 0; l < h->nleaf; l++) {
+        free(h->data[l]);
+        h->data[l] = NULL;
+    }
+}
+
+static void shape_text(const harr *h, char *buf, size_t n)
+{
+    int k = snprintf(buf, n, "[");
+    for (int d = 0; d < h->rank && k < (int)n; d++) {
+        k += snprintf(buf + k, n - (size_t)k, d ? " %lld" : "%lld",
+                      (long long)h->shape[d]);
+    }
+    if (k < (int)n) {
+        snprintf(buf + k, n - (size_t)k, "]");
+    }
+}
+
+/* ------------------------------------------------------------------------
+ * The differential harness
+ * ---------------------------------------------------------------------- */
+
+/* What a builder gets: the program (one of the two), its context, and the
+ * case's parameters. */
+typedef struct bld {
+    weft_program *p;
+    weft_context *ctx;
+    weft_type t;  /* the case's element type */
+    int rank;     /* the case's rank */
+    int variant;  /* which variant of the case */
+    const harr *use; /* host arrays to fix into the program with weft_use */
+} bld;
+
+/* Build the program's results into res; return how many. */
+typedef int (*build_fn)(bld *b, weft_acc **res);
+
+typedef struct diff {
+    weft_context *ctx[2]; /* 0: interpreter, 1: CPU */
+    weft_program *p[2];
+    weft_executable *exe[2];
+    char name[160];
+    unsigned cpu_flags;
+} diff;
+
+static const char *const side_name[2] = {"interp", "cpu"};
+
+static void diff_open_flags(diff *d, unsigned cpu_flags)
+{
+    memset(d, 0, sizeof *d);
+    d->cpu_flags = cpu_flags;
+    for (int s = 0; s < 2; s++) {
+        weft_config cfg = weft_config_default();
+        cfg.backend = s == 0 ? WEFT_BACKEND_INTERP : WEFT_BACKEND_CPU;
+        cfg.threads = s == 0 ? 1 : 3;
+        cfg.flags = WEFT_FLAG_NO_ENV | (s == 1 ? cpu_flags : 0);
+        weft_status st = weft_context_create(&cfg, &d->ctx[s]);
+        ck_assert_msg(st == WEFT_OK, "weft_context_create(%s): %s",
+                      side_name[s], weft_last_error());
+    }
+    ck_assert_int_eq(weft_context_backend(d->ctx[1]), WEFT_BACKEND_CPU);
+}
+
+static void diff_open(diff *d)
+{
+    diff_open_flags(d, 0);
+}
+
+/* Free the current programs and executables. */
+static void diff_done(diff *d)
+{
+    for (int s = 0; s < 2; s++) {
+        weft_executable_free(d->exe[s]);
+        weft_program_free(d->p[s]);
+        d->exe[s] = NULL;
+        d->p[s] = NULL;
+    }
+}
+
+static void diff_close(diff *d)
+{
+    diff_done(d);
+    for (int s = 0; s < 2; s++) {
+        weft_context_free(d->ctx[s]);
+        d->ctx[s] = NULL;
+    }
+}
+
+/* Build the program in both contexts and compile it. */
+static void diff_build(diff *d, const char *name, build_fn f, const bld *proto)
+{
+    diff_done(d);
+    snprintf(d->name, sizeof d->name, "%s (type %d, rank %d, variant %d)",
+             name, (int)proto->t, proto->rank, proto->variant);
+    for (int s = 0; s < 2; s++) {
+        weft_status st = weft_program_create(d->ctx[s], &d->p[s]);
+        ck_assert_msg(st == WEFT_OK, "%s: %s", d->name, weft_last_error());
+        bld b = *proto;
+        b.p = d->p[s];
+        b.ctx = d->ctx[s];
+        weft_acc *res[MAX_RES] = {NULL};
+        int n = f(&b, res);
+        ck_assert_msg(weft_program_status(d->p[s]) == WEFT_OK,
+                      "%s: builder error: %s", d->name,
+                      weft_program_error(d->p[s]));
+        ck_assert(n >= 1 && n <= MAX_RES);
+        st = weft_compile(d->p[s], res, n, &d->exe[s]);
+        ck_assert_msg(st == WEFT_OK, "%s: weft_compile(%s): %s", d->name,
+                      side_name[s], weft_last_error());
+    }
+}
+
+/* Make h an array of ctx. */
+static weft_array *harr_array(weft_context *ctx, const harr *h)
+{
+    weft_array *a = NULL;
+    weft_status s = weft_array_from_host(ctx, harr_type(ctx, h), h->rank,
+                                         h->shape,
+                                         (const void *const *)h->data, &a);
+    ck_assert_msg(s == WEFT_OK, "weft_array_from_host: %s", weft_last_error());
+    return a;
+}
+
+static bool float_close(double got, double want, double atol, double rtol)
+{
+    if (isnan(want) || isnan(got)) {
+        return isnan(want) && isnan(got);
+    }
+    if (got == want) {
+        return true;
+    }
+    if (isinf(want) || isinf(got)) {
+        return false;
+    }
+    return fabs(got - want) <= atol + rtol * fabs(want);
+}
+
+/* Compare output o of the two runs; on a difference fail with a message. */
+static void compare(diff *d, const char *where, int o, weft_array *want,
+                    weft_array *got, double atol, double rtol)
+{
+    ck_assert_msg(want && got, "%s%s: output %d missing", d->name, where, o);
+    weft_type tw = weft_array_type(want), tg = weft_array_type(got);
+    int lw = weft_type_leaves(d->ctx[0], tw);
+    int lg = weft_type_leaves(d->ctx[1], tg);
+    ck_assert_msg(lw == lg, "%s%s: output %d has %d leaves, expected %d",
+                  d->name, where, o, lg, lw);
+    ck_assert_msg(weft_array_rank(want) == weft_array_rank(got),
+                  "%s%s: output %d has rank %d, expected %d", d->name, where,
+                  o, weft_array_rank(got), weft_array_rank(want));
+    for (int k = 0; k < weft_array_rank(want); k++) {
+        ck_assert_msg(weft_array_extent(want, k) == weft_array_extent(got, k),
+                      "%s%s: output %d extent %d is %lld, expected %lld",
+                      d->name, where, o, k,
+                      (long long)weft_array_extent(got, k),
+                      (long long)weft_array_extent(want, k));
+    }
+    int64_t n = weft_array_size(want);
+    for (int l = 0; l < lw; l++) {
+        weft_type t = weft_type_leaf(d->ctx[0], tw, l);
+        ck_assert_msg(t == weft_type_leaf(d->ctx[1], tg, l),
+                      "%s%s: output %d leaf %d type differs", d->name, where,
+                      o, l);
+        size_t w = weft_type_size(t);
+        const unsigned char *pw = weft_array_data(want, l);
+        const unsigned char *pg = weft_array_data(got, l);
+        if (n == 0) {
+            continue;
+        }
+        ck_assert(pw && pg);
+        if (!tu_is_float(t)) {
+            if (memcmp(pw, pg, (size_t)n * w) == 0) {
+                continue;
+            }
+            for (int64_t i = 0; i < n; i++) {
+                if (memcmp(pw + i * (int64_t)w, pg + i * (int64_t)w, w)) {
+                    ck_abort_msg("%s%s: output %d leaf %d element %lld is "
+                                 "%lld, expected %lld",
+                                 d->name, where, o, l, (long long)i,
+                                 (long long)tu_load_i(t, pg + i * (int64_t)w),
+                                 (long long)tu_load_i(t, pw + i * (int64_t)w));
+                }
+            }
+        }
+        for (int64_t i = 0; i < n; i++) {
+            double a = tu_load_f(t, pw + i * (int64_t)w);
+            double b = tu_load_f(t, pg + i * (int64_t)w);
+            bool ok = atol == 0 && rtol == 0
+                          ? (memcmp(pw + i * (int64_t)w, pg + i * (int64_t)w,
+                                    w) == 0
+                             || (isnan(a) && isnan(b)))
+                          : float_close(b, a, atol, rtol);
+            if (!ok) {
+                ck_abort_msg("%s%s: output %d leaf %d element %lld is %.9g, "
+                             "expected %.9g (atol %g, rtol %g)",
+                             d->name, where, o, l, (long long)i, b, a, atol,
+                             rtol);
+            }
+        }
+    }
+}
+
+/* Run both executables on in[0..nin-1] and compare: the statuses must be
+ * equal; on success every output must match (floats within atol + rtol
+ * |want|, bitwise when both are 0).  Returns the status. */
+static weft_status diff_run_tol(diff *d, const harr *in, int nin,
+                                double atol, double rtol)
+{
+    char where[200] = "";
+    int k = 0;
+    for (int i = 0; i < nin && k < (int)sizeof where - 40; i++) {
+        char sh[64];
+        shape_text(&in[i], sh, sizeof sh);
+        k += snprintf(where + k, sizeof where - (size_t)k, "%s%s",
+                      i ? " " : " on ", sh);
+    }
+    weft_array *out[2][MAX_RES] = {{NULL}};
+    weft_status st[2];
+    char msg[2][256];
+    int nout = weft_executable_outputs(d->exe[0]);
+    ck_assert_int_eq(nout, weft_executable_outputs(d->exe[1]));
+    ck_assert(nout <= MAX_RES);
+    for (int s = 0; s < 2; s++) {
+        weft_array *a[MAX_IN] = {NULL};
+        for (int i = 0; i < nin; i++) {
+            a[i] = harr_array(d->ctx[s], &in[i]);
+        }
+        st[s] = weft_run(d->exe[s], a, nin, out[s], nout);
+        snprintf(msg[s], sizeof msg[s], "%s", weft_last_error());
+        for (int i = 0; i < nin; i++) {
+            weft_array_release(a[i]);
+        }
+    }
+    ck_assert_msg(st[0] == st[1], "%s%s: cpu returned %s (%s), interp %s (%s)",
+                  d->name, where, weft_status_name(st[1]), msg[1],
+                  weft_status_name(st[0]), msg[0]);
+    if (st[0] == WEFT_OK) {
+        for (int o = 0; o < nout; o++) {
+            compare(d, where, o, out[0][o], out[1][o], atol, rtol);
+        }
+    } else {
+        ck_assert_msg(strncmp(msg[1], "weft_run", 8) == 0,
+                      "%s%s: message does not name weft_run: %s", d->name,
+                      where, msg[1]);
+        for (int o = 0; o < nout; o++) {
+            ck_assert_ptr_null(out[1][o]);
+        }
+    }
+    for (int s = 0; s < 2; s++) {
+        tu_release_all(out[s], nout);
+    }
+    return st[0];
+}
+
+/* Bitwise comparison. */
+static weft_status diff_run(diff *d, const harr *in, int nin)
+{
+    return diff_run_tol(d, in, nin, 0, 0);
+}
+
+/* Run and expect the status `want` from both backends. */
+static void diff_expect(diff *d, const harr *in, int nin, weft_status want)
+{
+    weft_status s = diff_run(d, in, nin);
+    ck_assert_msg(s == want, "%s: status %s, expected %s", d->name,
+                  weft_status_name(s), weft_status_name(want));
+}
+
+/* ------------------------------------------------------------------------
+ * Shapes and small builders
+ * ---------------------------------------------------------------------- */
+
+typedef struct shp {
+    int rank;
+    int64_t e[3];
+} shp;
+
+/* Empty in every position, one element, odd and prime extents. */
+static const shp shapes[] = {
+    {0, {0}},         {1, {0}},         {1, {1}},          {1, {2}},
+    {1, {7}},         {1, {31}},        {1, {1009}},       {1, {65537}},
+    {2, {0, 5}},      {2, {5, 0}},      {2, {1, 1}},       {2, {3, 7}},
+    {2, {17, 13}},    {2, {2, 1031}},   {2, {1031, 3}},    {2, {1, 4099}},
+    {3, {0, 2, 3}},   {3, {2, 3, 0}},   {3, {1, 1, 1}},    {3, {3, 5, 7}},
+    {3, {4, 9, 11}},  {3, {2, 1, 257}},
+};
+enum { NSHAPES = sizeof shapes / sizeof shapes[0] };
+
+/* Elements of one row (the innermost extent), 1 for rank 0. */
+static int64_t row_len(const shp *s)
+{
+    return s->rank == 0 ? 1 : s->e[s->rank - 1];
+}
+
+static int64_t shp_size(const shp *s)
+{
+    int64_t n = 1;
+    for (int d = 0; d < s->rank; d++) {
+        n *= s->e[d];
+    }
+    return n;
+}
+
+static bool is_int(weft_type t)
+{
+    return t != WEFT_BOOL && !tu_is_float(t) && weft_type_size(t) > 0;
+}
+
+/* A constant of scalar type t from an integer. */
+static weft_exp *cst(weft_program *p, weft_type t, int64_t v)
+{
+    unsigned char buf[8];
+    tu_store_i(t, buf, v);
+    return weft_const(p, t, buf);
+}
+
+/* A constant of floating type t. */
+static weft_exp *cstf(weft_program *p, weft_type t, double v)
+{
+    unsigned char buf[8];
+    tu_store_f(t, buf, v);
+    return weft_const(p, t, buf);
+}
+
+static weft_fun *op2(weft_program *p, weft_type t,
+                     weft_exp *(*op)(weft_exp *, weft_exp *))
+{
+    weft_fun *f = weft_fun2(p, t, t);
+    weft_fun_return(f, op(weft_arg(f, 0), weft_arg(f, 1)));
+    return f;
+}
+
+/* (a, b) -> b: associative, not commutative. */
+static weft_fun *fun_last(weft_program *p, weft_type t)
+{
+    weft_fun *f = weft_fun2(p, t, t);
+    weft_fun_return(f, weft_arg(f, 1));
+    return f;
+}
+
+/* The affine maps x -> a x + b on i32 pairs (a, b), composed left to right:
+ * (a1, b1) then (a2, b2) is (a1 a2, b1 a2 + b2).  Associative (with wrap
+ * around), not commutative, a tuple. */
+static weft_type pair_type(weft_context *ctx, weft_type a, weft_type b)
+{
+    weft_type ts[2] = {a, b};
+    weft_type t = weft_type_tuple(ctx, 2, ts);
+    ck_assert_int_ne(t, 0);
+    return t;
+}
+
+static weft_fun *fun_affine(weft_program *p, weft_context *ctx)
+{
+    weft_type t = pair_type(ctx, WEFT_I32, WEFT_I32);
+    weft_fun *f = weft_fun2(p, t, t);
+    weft_exp *x = weft_arg(f, 0), *y = weft_arg(f, 1);
+    weft_exp *c[2] = {weft_mul(weft_get(x, 0), weft_get(y, 0)),
+                      weft_add(weft_mul(weft_get(x, 1), weft_get(y, 0)),
+                               weft_get(y, 1))};
+    weft_fun_return(f, weft_tuple(p, 2, c));
+    return f;
+}
+
+
+/* ------------------------------------------------------------------------
+ * Producers: generate, map, zipWith, zipWith3
+ * ---------------------------------------------------------------------- */
+
+/* generate (shape a) (\ix -> (sum_k (ix_k + 1) * (k + 3) as i32 xor 0x55,
+ *                              to_index sh ix as f64 / 3)) */
+static int build_generate(bld *b, weft_acc **res)
+{
+    weft_program *p = b->p;
+    weft_acc *a = weft_param(p, WEFT_U8, b->rank);
+    weft_exp *sh = weft_shape(a);
+    weft_fun *f = weft_fun1(p, WEFT_DIM(b->rank));
+    weft_exp *ix = weft_arg(f, 0);
+    weft_exp *s = weft_i64(p, 0);
+    for (int k = 0; k < b->rank; k++) {
+        s = weft_add(s, weft_mul(weft_add(weft_get(ix, k), weft_i64(p, 1)),
+                                 weft_i64(p, k + 3)));
+    }
+    weft_exp *c[2] = {
+        weft_bxor(weft_convert(s, WEFT_I32), weft_i32(p, 0x55)),
+        weft_fdiv(weft_convert(weft_to_index(sh, ix), WEFT_F64),
+                  weft_f64(p, 3))};
+    weft_fun_return(f, b->variant ? weft_tuple(p, 2, c) : c[0]);
+    res[0] = weft_generate(sh, f);
+    return 1;
+}
+
+START_TEST(generate)
+{
+    diff d;
+    diff_open(&d);
+    seed(1);
+    for (int variant = 0; variant < 2; variant++) {
+        for (int r = 0; r <= 3; r++) {
+            bld b = {.rank = r, .variant = variant};
+            diff_build(&d, "generate", build_generate, &b);
+            for (int i = 0; i < NSHAPES; i++) {
+                if (shapes[i].rank == r) {
+                    harr h = harr1(WEFT_U8, r, shapes[i].e, 0, 9);
+                    diff_run(&d, &h, 1);
+                    harr_free(&h);
+                }
+            }
+        }
+    }
+    diff_close(&d);
+}
+END_TEST
+
+/* map over type t: integral x * 3 + 1 xor (x >> 2) (shr by a constant
+ * below the width); floating x * x - 0.5 / (x + 3); bool: not. */
+static weft_exp *map_body(weft_program *p, weft_type t, weft_exp *x)
+{
+    if (t == WEFT_BOOL) {
+        return weft_not(x);
+    }
+    if (tu_is_float(t)) {
+        return weft_sub(weft_mul(x, x),
+                        weft_fdiv(cstf(p, t, 0.5), weft_add(x, cstf(p, t, 3))));
+    }
+    return weft_bxor(weft_add(weft_mul(x, cst(p, t, 3)), cst(p, t, 1)),
+                     weft_shr(x, cst(p, t, 2)));
+}
+
+static int build_map(bld *b, weft_acc **res)
+{
+    weft_program *p = b->p;
+    weft_acc *a = weft_param(p, b->t, b->rank);
+    weft_fun *f = weft_fun1(p, b->t);
+    weft_fun_return(f, map_body(p, b->t, weft_arg(f, 0)));
+    res[0] = weft_map(f, a);
+    return 1;
+}
+
+/* map over (i32, f64) -> (f64 of the i32 times the f64, i32 + 1, bool). */
+static int build_map_tuple(bld *b, weft_acc **res)
+{
+    weft_program *p = b->p;
+    weft_type in = pair_type(b->ctx, WEFT_I32, WEFT_F64);
+    weft_acc *a = weft_param(p, in, b->rank);
+    weft_fun *f = weft_fun1(p, in);
+    weft_exp *x = weft_get(weft_arg(f, 0), 0), *y = weft_get(weft_arg(f, 0), 1);
+    weft_exp *c[3] = {weft_mul(weft_convert(x, WEFT_F64), y),
+                      weft_add(x, weft_i32(p, 1)),
+                      weft_lt(y, weft_f64(p, 0))};
+    weft_fun_return(f, weft_tuple(p, 3, c));
+    res[0] = weft_map(f, a);
+    return 1;
+}
+
+START_TEST(map)
+{
+    static const weft_type types[] = {
+        WEFT_BOOL, WEFT_I8,  WEFT_I16, WEFT_I32, WEFT_I64, WEFT_U8,
+        WEFT_U16,  WEFT_U32, WEFT_U64, WEFT_F16, WEFT_F32, WEFT_F64};
+    diff d;
+    diff_open(&d);
+    seed(2);
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        weft_type t = types[ti];
+        for (int r = 0; r <= 3; r++) {
+            bld b = {.t = t, .rank = r};
+            diff_build(&d, "map", build_map, &b);
+            for (int i = 0; i < NSHAPES; i++) {
+                if (shapes[i].rank == r) {
+                    harr h = harr1(t, r, shapes[i].e, 1, 0);
+                    diff_run(&d, &h, 1);
+                    harr_free(&h);
+                }
+            }
+        }
+    }
+    for (int r = 0; r <= 3; r++) {
+        bld b = {.rank = r};
+        diff_build(&d, "map tuple", build_map_tuple, &b);
+        static const weft_type leaves[2] = {WEFT_I32, WEFT_F64};
+        for (int i = 0; i < NSHAPES; i++) {
+            if (shapes[i].rank == r) {
+                harr h = harr_new(2, leaves, r, shapes[i].e, 1, 0);
+                diff_run(&d, &h, 1);
+                harr_free(&h);
+            }
+        }
+    }
+    diff_close(&d);
+}
+END_TEST
+
+/* zipWith (\x y -> x * 2 - y) a b, and zipWith3 (\x y z -> (x + y * z,
+ * max x z)) a b c; variant 1 maps over the zip again (fused chain). */
+static int build_zip(bld *b, weft_acc **res)
+{
+    weft_program *p = b->p;
+    weft_type t = b->t;
+    weft_acc *x = weft_param(p, t, b->rank), *y = weft_param(p, t, b->rank);
+    weft_acc *z = weft_param(p, t, b->rank);
+    weft_fun *f = weft_fun2(p, t, t);
+    weft_fun_return(f, weft_sub(weft_mul(weft_arg(f, 0), cst(p, t, 2)),
+                                weft_arg(f, 1)));
+    weft_fun *g = weft_fun3(p, t, t, t);
+    weft_exp *c[2] = {
+        weft_add(weft_arg(g, 0), weft_mul(weft_arg(g, 1), weft_arg(g, 2))),
+        weft_max(weft_arg(g, 0), weft_arg(g, 2))};
+    weft_fun_return(g, weft_tuple(p, 2, c));
+    res[0] = weft_zipwith(f, x, y);
+    res[1] = weft_zipwith3(g, x, y, z);
+    if (b->variant) {
+        weft_fun *h = weft_fun1(p, t);
+        weft_fun_return(h, weft_add(weft_arg(h, 0), cst(p, t, 1)));
+        res[0] = weft_map(h, weft_zipwith(f, res[0], z));
+    }
+    return 2;
+}
+
+START_TEST(zipwith)
+{
+    static const weft_type types[] = {WEFT_I32, WEFT_U16, WEFT_F32,
+                                      WEFT_F64};
+    diff d;
+    diff_open(&d);
+    seed(3);
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        for (int variant = 0; variant < 2; variant++) {
+            for (int r = 0; r <= 3; r++) {
+                bld b = {.t = types[ti], .rank = r, .variant = variant};
+                diff_build(&d, "zipwith", build_zip, &b);
+                for (int i = 0; i < NSHAPES; i++) {
+                    if (shapes[i].rank != r) {
+                        continue;
+                    }
+                    /* three extents that differ: the result is their
+                     * intersection */
+                    int64_t e2[3], e3[3];
+                    for (int k = 0; k < r; k++) {
+                        e2[k] = shapes[i].e[k] + (k == 0 ? 2 : 0);
+                        e3[k] = shapes[i].e[k] > 1 ? shapes[i].e[k] - 1
+                                                   : shapes[i].e[k];
+                    }
+                    harr h[3] = {harr1(types[ti], r, shapes[i].e, 1, 0),
+                                 harr1(types[ti], r, e2, 1, 0),
+                                 harr1(types[ti], r, e3, 1, 0)};
+                    diff_run(&d, h, 3);
+                    for (int k = 0; k < 3; k++) {
+                        harr_free(&h[k]);
+                    }
+                }
+            }
+        }
+    }
+    diff_close(&d);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------
+ * use, unit, the, reshape, replicate, slice, backpermute, transform
+ * ---------------------------------------------------------------------- */
+
+/* unit (the s + fold_all (+) 0 (use u)) and map over the used array. */
+static int build_use_unit(bld *b, weft_acc **res)
+{
+    weft_program *p = b->p;
+    weft_acc *s = weft_param(p, WEFT_I64, 0);
+    weft_array *ua = harr_array(b->ctx, b->use);
+    weft_acc *u = weft_use(p, ua);
+    weft_array_release(ua);
+    weft_acc *sum = weft_fold_all(op2(p, WEFT_I64, weft_add), weft_i64(p, 0),
+                                  u);
+    res[0] = weft_unit(weft_add(weft_the(s), weft_the(sum)));
+    weft_fun *f = weft_fun1(p, WEFT_I64);
+    weft_fun_return(f, weft_mul(weft_arg(f, 0), weft_the(s)));
+    res[1] = weft_map(f, u);
+    return 2;
+}
+
+START_TEST(use_unit_the)
+{
+    diff d;
+    diff_open(&d);
+    seed(4);
+    int64_t n = 1001;
+    harr u = harr_vec(WEFT_I64, n, 1, 0);
+    bld b = {.use = &u};
+    diff_build(&d, "use/unit/the", build_use_unit, &b);
+    for (int k = 0; k < 3; k++) {
+        harr s = harr1(WEFT_I64, 0, NULL, -1000, 1000);
+        diff_run(&d, &s, 1);
+        harr_free(&s);
+    }
+    harr_free(&u);
+    diff_close(&d);
+}
+END_TEST
+
+/* Variant 0: reshape a to (size a) and to (1, size a, 1), then map.
+ * Variant 1: reshape to (size a + 1): an error whenever a is not ... */
+static int build_reshape(bld *b, weft_acc **res)
+{
+    weft_program *p = b->p;
+    weft_acc *a = weft_param(p, WEFT_I32, b->rank);
+    weft_exp *n = weft_size(a);
+    if (b->variant) {
+        res[0] = weft_reshape(weft_index1(weft_add(n, weft_i64(p, 1))), a);
+        return 1;
+    }
+    weft_exp *sh3[3] = {weft_i64(p, 1), n, weft_i64(p, 1)};
+    res[0] = weft_reshape(weft_index1(n), a);
+    weft_fun *f = weft_fun1(p, WEFT_I32);
+    weft_fun_return(f, weft_add(weft_arg(f, 0), weft_i32(p, 5)));
+    res[1] = weft_map(f, weft_reshape(weft_index(p, 3, sh3), a));
+    /* the reshape of a producer (fused or not) */
+    res[2] = weft_reshape(weft_index1(n), weft_map(f, a));
+    return 3;
+}
+
+START_TEST(reshape)
+{
+    diff d;
+    diff_open(&d);
+    seed(5);
+    for (int variant = 0; variant < 2; variant++) {
+        for (int r = 0; r <= 3; r++) {
+            bld b = {.rank = r, .variant = variant};
+            diff_build(&d, "reshape", build_reshape, &b);
+            for (int i = 0; i < NSHAPES; i++) {
+                if (shapes[i].rank == r) {
+                    harr h = harr1(WEFT_I32, r, shapes[i].e, 1, 0);
+                    diff_expect(&d, &h, 1,
+                                variant ? WEFT_ERR_RESHAPE_SIZE : WEFT_OK);
+                    harr_free(&h);
+                }
+            }
+        }
+    }
+    diff_close(&d);
+}
+END_TEST
+
+/* Replicate and slice with the specifications of test_ops.c, on a rank-1
+ * (variant 0) or rank-2 (variant 1) parameter, plus a run-time count and
+ * index. */
+static int build_replicate(bld *b, weft_acc **res)
+{
+    weft_program *p = b->p;
+    weft_type t = b->t;
+    weft_acc *k = weft_param(p, WEFT_I64, 0);
+    weft_exp *cnt = weft_the(k);
+    if (b->variant == 0) {
+        weft_acc *v = weft_param(p, t, 1);
+        weft_exp *s1[2] = {weft_all(p), weft_i64(p, 3)};
+        weft_exp *s2[2] = {cnt, weft_all(p)};
+        weft_exp *s3[3] = {weft_i64(p, 2), weft_all(p), cnt};
+        res[0] = weft_replicate(2, s1, v);
+        res[1] = weft_replicate(2, s2, v);
+        res[2] = weft_replicate(3, s3, v);
+        weft_fun *f = weft_fun1(p, t);
+        weft_fun_return(f, weft_mul(weft_arg(f, 0), cst(p, t, 3)));
+        res[3] = weft_map(f, weft_replicate(2, s1, v));
+        return 4;
+    }
+    weft_acc *m = weft_param(p, t, 2);
+    weft_exp *s1[3] = {cnt, weft_all(p), weft_all(p)};
+    weft_exp *s2[3] = {weft_all(p), cnt, weft_all(p)};
+    weft_exp *s3[3] = {weft_all(p), weft_all(p), weft_i64(p, 2)};
+    res[0] = weft_replicate(3, s1, m);
+    res[1] = weft_replicate(3, s2, m);
+    res[2] = weft_replicate(3, s3, m);
+    return 3;
+}
+
+START_TEST(replicate)
+{
+    static const weft_type types[] = {WEFT_I32, WEFT_F64, WEFT_U8};
+    diff d;
+    diff_open(&d);
+    seed(6);
+    for (size_t ti = 0; ti < 3; ti++) {
+        for (int variant = 0; variant < 2; variant++) {
+            bld b = {.t = types[ti], .variant = variant};
+            diff_build(&d, "replicate", build_replicate, &b);
+            for (int i = 0; i < NSHAPES; i++) {
+                if (shapes[i].rank != variant + 1 || shp_size(&shapes[i]) > 5000) {
+                    continue;
+                }
+                harr h[2] = {harr1(WEFT_I64, 0, NULL, 0, 4),
+                             harr1(types[ti], shapes[i].rank, shapes[i].e, 1,
+                                   0)};
+                diff_run(&d, h, 2);
+                harr_free(&h[0]);
+                harr_free(&h[1]);
+            }
+        }
+    }
+    diff_close(&d);
+}
+END_TEST
+
+/* slice on a rank-3 parameter with fixed and run-time indices. */
+static int build_slice(bld *b, weft_acc **res)
+{
+    weft_program *p = b->p;
+    weft_acc *a = weft_param(p, b->t, 3);
+    weft_acc *k = weft_param(p, WEFT_I64, 0);
+    weft_exp *i = weft_the(k);
+    weft_exp *s1[3] = {weft_all(p), i, weft_all(p)};
+    weft_exp *s2[3] = {i, weft_all(p), weft_all(p)};
+    weft_exp *s3[3] = {weft_all(p), weft_all(p), i};
+    weft_exp *s4[3] = {i, i, i};
+    weft_exp *s5[3] = {weft_all(p), weft_all(p), weft_all(p)};
+    res[0] = weft_slice(a, 3, s1);
+    res[1] = weft_slice(a, 3, s2);
+    res[2] = weft_slice(a, 3, s3);
+    res[3] = weft_slice(a, 3, s4);
+    res[4] = weft_slice(a, 3, s5);
+    weft_fun *f = weft_fun1(p, b->t);
+    weft_fun_return(f, weft_add(weft_arg(f, 0), weft_arg(f, 0)));
+    res[5] = weft_map(f, weft_slice(a, 3, s1));
+    return 6;
+}
+
+START_TEST(slice)
+{
+    static const weft_type types[] = {WEFT_I16, WEFT_F32};
+    diff d;
+    diff_open(&d);
+    seed(7);
+    for (size_t ti = 0; ti < 2; ti++) {
+        bld b = {.t = types[ti]};
+        diff_build(&d, "slice", build_slice, &b);
+        static const int64_t sh[][3] = {{3, 5, 7}, {4, 4, 4}, {2, 9, 3}};
+        for (int i = 0; i < 3; i++) {
+            for (int64_t idx = -1; idx <= 4; idx++) {
+                harr h[2] = {harr1(types[ti], 3, sh[i], 1, 0),
+                             harr1(WEFT_I64, 0, NULL, idx, idx)};
+                bool inside = idx >= 0 && idx < sh[i][0] && idx < sh[i][1]
+                              && idx < sh[i][2];
+                diff_expect(&d, h, 2,
+                            inside ? WEFT_OK : WEFT_ERR_SLICE_INDEX);
+                harr_free(&h[0]);
+                harr_free(&h[1]);
+            }
+        }
+    }
+    diff_close(&d);
+}
+END_TEST
+
+/* Variant 0: backpermute the transpose of a rank-2 array, the reverse of
+ * a rank-1 one, transform (reverse, x * 2) and a gather by an index
+ * array (which may be out of bounds: variant 1 adds 1 to every index). */
+static int build_backpermute(bld *b, weft_acc **res)
+{
+    weft_program *p = b->p;
+    weft_type t = b->t;
+    weft_acc *m = weft_param(p, t, 2);
+    weft_acc *v = weft_param(p, t, 1);
+    weft_acc *ix = weft_param(p, WEFT_I32, 1);
+    weft_exp *msh = weft_shape(m);
+    weft_fun *tr = weft_fun1(p, WEFT_DIM(2));
+    weft_fun_return(tr, weft_index2(weft_get(weft_arg(tr, 0), 1),
+                                    weft_get(weft_arg(tr, 0), 0)));
+    res[0] = weft_backpermute(weft_index2(weft_get(msh, 1), weft_get(msh, 0)),
+                              tr, m);
+    weft_fun *rev = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(rev, weft_index1(weft_sub(
+                             weft_sub(weft_size(v), weft_i64(p, 1)),
+                             weft_get(weft_arg(rev, 0), 0))));
+    res[1] = weft_backpermute(weft_shape(v), rev, v);
+    weft_fun *dbl = weft_fun1(p, t);
+    weft_fun_return(dbl, weft_add(weft_arg(dbl, 0), weft_arg(dbl, 0)));
+    res[2] = weft_transform(weft_shape(v), rev, dbl, v);
+    weft_fun *g = weft_fun1(p, WEFT_DIM(1));
+    weft_exp *j = weft_convert(weft_at(ix, weft_arg(g, 0)), WEFT_I64);
+    if (b->variant) {
+        j = weft_add(j, weft_i64(p, 1));
+    }
+    weft_fun_return(g, weft_index1(j));
+    res[3] = weft_backpermute(weft_shape(ix), g, v);
+    /* the gather fused into a map */
+    res[4] = weft_map(dbl, weft_backpermute(weft_shape(ix), g, v));
+    return 5;
+}
+
+START_TEST(backpermute)
+{
+    static const weft_type types[] = {WEFT_I32, WEFT_F64, WEFT_I8};
+    diff d;
+    diff_open(&d);
+    seed(8);
+    for (size_t ti = 0; ti < 3; ti++) {
+        for (int variant = 0; variant < 2; variant++) {
+            bld b = {.t = types[ti], .variant = variant};
+            diff_build(&d, "backpermute", build_backpermute, &b);
+            for (int i = 0; i < NSHAPES; i++) {
+                if (shapes[i].rank != 2) {
+                    continue;
+                }
+                int64_t n = shapes[i].e[0] * 3 + 1, m = shapes[i].e[1];
+                harr h[3] = {harr1(types[ti], 2, shapes[i].e, 1, 0),
+                             harr_vec(types[ti], n, 1, 0),
+                             harr_vec(WEFT_I32, m, 0, n - 1)};
+                /* variant 1 reads index n whenever n - 1 was drawn; make
+                 * sure it is drawn */
+                if (variant && m > 0) {
+                    harr_set_i(&h[2], 0, m / 2, n - 1);
+                }
+                diff_expect(&d, h, 3,
+                            variant && m > 0 ? WEFT_ERR_OUT_OF_BOUNDS
+                                             : WEFT_OK);
+                for (int k = 0; k < 3; k++) {
+                    harr_free(&h[k]);
+                }
+            }
+        }
+    }
+    diff_close(&d);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------
+ * Reductions: fold, fold1, fold_all, fold1_all
+ * ---------------------------------------------------------------------- */
+
+enum combine { C_ADD, C_MUL, C_MAX, C_LAST, C_AFFINE, C_MINMAX };
+
+/* The combine function of a case and its element type in ctx. */
+static weft_fun *combine_fun(bld *b, enum combine c, weft_type *elt)
+{
+    weft_program *p = b->p;
+    *elt = b->t;
+    switch (c) {
+    case C_ADD:
+        return op2(p, b->t, weft_add);
+    case C_MUL:
+        return op2(p, b->t, weft_mul);
+    case C_MAX:
+        return op2(p, b->t, weft_max);
+    case C_LAST:
+        return fun_last(p, b->t);
+    case C_AFFINE:
+        *elt = pair_type(b->ctx, WEFT_I32, WEFT_I32);
+        return fun_affine(p, b->ctx);
+    case C_MINMAX: {
+        /* (min, max) of f64 pairs: commutative and exact */
+        weft_type t = pair_type(b->ctx, WEFT_F64, WEFT_F64);
+        *elt = t;
+        weft_fun *f = weft_fun2(p, t, t);
+        weft_exp *x = weft_arg(f, 0), *y = weft_arg(f, 1);
+        weft_exp *cs[2] = {weft_min(weft_get(x, 0), weft_get(y, 0)),
+                           weft_max(weft_get(x, 1), weft_get(y, 1))};
+        weft_fun_return(f, weft_tuple(p, 2, cs));
+        return f;
+    }
+    }
+    return NULL;
+}
+
+/* A seed for combine c that is not its identity (so that a seed entering
+ * twice, or not at all, shows). */
+static weft_exp *combine_seed(bld *b, enum combine c)
+{
+    weft_program *p = b->p;
+    switch (c) {
+    case C_AFFINE: {
+        weft_exp *cs[2] = {weft_i32(p, 3), weft_i32(p, -7)};
+        return weft_tuple(p, 2, cs);
+    }
+    case C_MINMAX: {
+        weft_exp *cs[2] = {weft_f64(p, 0.25), weft_f64(p, -0.25)};
+        return weft_tuple(p, 2, cs);
+    }
+    default:
+        return tu_is_float(b->t) ? cstf(p, b->t, 0.5) : cst(p, b->t, 7);
+    }
+}
+
+/* The host leaves of an input for combine c. */
+static int combine_leaves(const bld *b, enum combine c, weft_type *leaves)
+{
+    if (c == C_AFFINE) {
+        leaves[0] = leaves[1] = WEFT_I32;
+        return 2;
+    }
+    if (c == C_MINMAX) {
+        leaves[0] = leaves[1] = WEFT_F64;
+        return 2;
+    }
+    leaves[0] = b->t;
+    return 1;
+}
+
+/* variant bits: 1 = fold1 (no seed), 2 = over all elements. The input is
+ * mapped first (x -> x) when bit 4 is set, so that a fused producer feeds
+ * the reduction. */
+static int build_fold(bld *b, weft_acc **res)
+{
+    weft_program *p = b->p;
+    enum combine c = (enum combine)(b->variant >> 4);
+    weft_type elt;
+    weft_fun *f = combine_fun(b, c, &elt);
+    weft_acc *a = weft_param(p, elt, b->rank);
+    if (b->variant & 4) {
+        weft_fun *id = weft_fun1(p, elt);
+        weft_fun_return(id, weft_arg(id, 0));
+        a = weft_map(id, a);
+    }
+    bool one = b->variant & 1, all = b->variant & 2;
+    if (all) {
+        res[0] = one ? weft_fold1_all(f, a)
+                     : weft_fold_all(f, combine_seed(b, c), a);
+    } else {
+        res[0] = one ? weft_fold1(f, a) : weft_fold(f, combine_seed(b, c), a);
+    }
+    return 1;
+}
+
+/* Tolerance for reassociated sums of values in [-1, 1] of type t, n of
+ * them per result. */
+static double sum_tol(weft_type t, enum combine c, int64_t n)
+{
+    if (!tu_is_float(t) || c != C_ADD) {
+        return 0;
+    }
+    return (t == WEFT_F32 ? TOL_F32 : TOL_F64) * (double)(n + 1);
+}
+
+/* Run fold cases of combine c on type t over the shape table. */
+static void fold_cases(diff *d, weft_type t, enum combine c)
+{
+    for (int mode = 0; mode < 8; mode++) {
+        bool one = mode & 1, all = mode & 2;
+        for (int r = all ? 0 : 1; r <= 3; r++) {
+            bld b = {.t = t, .rank = r, .variant = mode | (int)c << 4};
+            diff_build(d, one ? (all ? "fold1_all" : "fold1")
+                              : (all ? "fold_all" : "fold"),
+                       build_fold, &b);
+            for (int i = 0; i < NSHAPES; i++) {
+                const shp *s = &shapes[i];
+                if (s->rank != r) {
+                    continue;
+                }
+                weft_type leaves[2];
+                int nl = combine_leaves(&b, c, leaves);
+                harr h = harr_new(nl, leaves, r, s->e, c == C_MUL ? -3 : 1,
+                                  c == C_MUL ? 3 : 0);
+                int64_t per = all ? shp_size(s) : row_len(s);
+                double tol = sum_tol(t, c, per);
+                weft_status st = diff_run_tol(d, &h, 1, tol, tol ? 1e-6 : 0);
+                /* fold1 of empty rows is an error on both sides; nothing
+                 * else may fail */
+                if (st != WEFT_OK) {
+                    ck_assert_msg(one && st == WEFT_ERR_EMPTY_ARRAY,
+                                  "%s: unexpected %s", d->name,
+                                  weft_status_name(st));
+                }
+                harr_free(&h);
+            }
+        }
+    }
+}
+
+START_TEST(fold_int)
+{
+    diff d;
+    diff_open(&d);
+    seed(9);
+    fold_cases(&d, WEFT_I32, C_ADD);
+    fold_cases(&d, WEFT_I64, C_MUL);
+    fold_cases(&d, WEFT_U8, C_ADD);
+    fold_cases(&d, WEFT_I16, C_MAX);
+    fold_cases(&d, WEFT_I32, C_LAST);
+    diff_close(&d);
+}
+END_TEST
+
+START_TEST(fold_float)
+{
+    diff d;
+    diff_open(&d);
+    seed(10);
+    fold_cases(&d, WEFT_F32, C_ADD);
+    fold_cases(&d, WEFT_F64, C_ADD);
+    fold_cases(&d, WEFT_F32, C_MAX);
+    diff_close(&d);
+}
+END_TEST
+
+START_TEST(fold_tuple)
+{
+    diff d;
+    diff_open(&d);
+    seed(11);
+    fold_cases(&d, WEFT_I32, C_AFFINE);
+    fold_cases(&d, WEFT_F64, C_MINMAX);
+    diff_close(&d);
+}
+END_TEST
+
+/* A few millions of elements: every phase of the chunked reductions. */
+START_TEST(fold_large)
+{
+    diff d;
+    diff_open(&d);
+    seed(12);
+    const int64_t n = 3000017;
+    struct {
+        weft_type t;
+        enum combine c;
+        int mode;
+        int rank;
+        int64_t e[2];
+    } cases[] = {
+        {WEFT_I32, C_ADD, 2, 1, {n}},          /* fold_all */
+        {WEFT_F32, C_ADD, 2, 1, {n}},          /* fold_all, reassociated */
+        {WEFT_I32, C_AFFINE, 3, 1, {n}},       /* fold1_all, ordered tuple */
+        {WEFT_F64, C_ADD, 0, 2, {2, 1500007}}, /* fold of two long rows */
+        {WEFT_I64, C_ADD, 1, 2, {1000003, 3}}, /* fold1 of many short rows */
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        bld b = {.t = cases[k].t, .rank = cases[k].rank,
+                 .variant = cases[k].mode | (int)cases[k].c << 4};
+        diff_build(&d, "fold large", build_fold, &b);
+        weft_type leaves[2];
+        int nl = combine_leaves(&b, cases[k].c, leaves);
+        harr h = harr_new(nl, leaves, cases[k].rank, cases[k].e, 1, 0);
+        int64_t per = cases[k].mode & 2 ? n : cases[k].e[cases[k].rank - 1];
+        double tol = sum_tol(cases[k].t, cases[k].c, per);
+        diff_run_tol(&d, &h, 1, tol, 0);
+        harr_free(&h);
+    }
+    diff_close(&d);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------
+ * foldSeg, fold1Seg
+ * ---------------------------------------------------------------------- */
+
+/* fold_seg / fold1_seg (variant bit 1) of combine (variant >> 4) over a
+ * rank-b->rank array by an i32 (or i64: bit 2) segment vector. */
+static int build_fold_seg(bld *b, weft_acc **res)
+{
+    weft_program *p = b->p;
+    enum combine c = (enum combine)(b->variant >> 4);
+    weft_type elt;
+    weft_fun *f = combine_fun(b, c, &elt);
+    weft_acc *a = weft_param(p, elt, b->rank);
+    weft_acc *seg = weft_param(p, b->variant & 2 ? WEFT_I64 : WEFT_I32, 1);
+    res[0] = b->variant & 1 ? weft_fold1_seg(f, a, seg)
+                            : weft_fold_seg(f, combine_seed(b, c), a, seg);
+    return 1;
+}
+
+/* Segment lengths for an innermost extent n: random lengths in [0, maxlen]
+ * (in [1, maxlen] when nonempty) while they fit, so they may stop short of
+ * n. */
+static harr make_segments(weft_type t, int64_t n, int64_t maxlen,
+                          bool nonempty)
+{
+    int64_t cap = n + 2;
+    int64_t *len = malloc(sizeof *len * (size_t)cap);
+    ck_assert_ptr_nonnull(len);
+    int64_t m = 0, used = 0;
+    while (m < cap) {
+        int64_t l = rnd_int(nonempty ? 1 : 0, maxlen);
+        if (used + l > n) {
+            break;
+        }
+        len[m++] = l;
+        used += l;
+    }
+    harr h = harr_vec(t, m, 0, 0);
+    for (int64_t i = 0; i < m; i++) {
+        harr_set_i(&h, 0, i, len[i]);
+    }
+    free(len);
+    return h;
+}
+
+static void fold_seg_cases(diff *d, weft_type t, enum combine c, bool one)
+{
+    for (int r = 1; r <= 3; r++) {
+        for (int wide = 0; wide < 2; wide++) {
+            bld b = {.t = t, .rank = r,
+                     .variant = (one ? 1 : 0) | (wide ? 2 : 0) | (int)c << 4};
+            diff_build(d, one ? "fold1_seg" : "fold_seg", build_fold_seg, &b);
+            for (int i = 0; i < NSHAPES; i++) {
+                const shp *s = &shapes[i];
+                if (s->rank != r || (wide && s->e[r - 1] < 100)) {
+                    continue;
+                }
+                weft_type leaves[2];
+                int nl = combine_leaves(&b, c, leaves);
+                int64_t maxlen = wide ? 40 : 4;
+                harr h[2] = {harr_new(nl, leaves, r, s->e, 1, 0),
+                             make_segments(wide ? WEFT_I64 : WEFT_I32,
+                                           s->e[r - 1], maxlen, one)};
+                double tol = sum_tol(t, c, maxlen);
+                weft_status st = diff_run_tol(d, h, 2, tol, 0);
+                ck_assert_msg(st == WEFT_OK, "%s: %s", d->name,
+                              weft_status_name(st));
+                harr_free(&h[0]);
+                harr_free(&h[1]);
+            }
+        }
+    }
+}
+
+START_TEST(fold_seg)
+{
+    diff d;
+    diff_open(&d);
+    seed(13);
+    fold_seg_cases(&d, WEFT_I32, C_ADD, false);
+    fold_seg_cases(&d, WEFT_F64, C_ADD, false);
+    fold_seg_cases(&d, WEFT_F32, C_ADD, false);
+    fold_seg_cases(&d, WEFT_I32, C_AFFINE, false);
+    fold_seg_cases(&d, WEFT_I32, C_MAX, true);
+    fold_seg_cases(&d, WEFT_I32, C_LAST, true);
+    fold_seg_cases(&d, WEFT_F64, C_MINMAX, true);
+
+    /* many segments over a long vector */
+    bld b = {.t = WEFT_I64, .rank = 1, .variant = (int)C_ADD << 4};
+    diff_build(&d, "fold_seg large", build_fold_seg, &b);
+    harr h[2] = {harr_vec(WEFT_I64, 1000003, 1, 0),
+                 make_segments(WEFT_I32, 1000003, 20, false)};
+    ck_assert_int_eq(diff_run(&d, h, 2), WEFT_OK);
+    harr_free(&h[0]);
+    harr_free(&h[1]);
+    /* one long segment */
+    h[0] = harr_vec(WEFT_I64, 1000003, 1, 0);
+    h[1] = harr_vec(WEFT_I32, 1, 1000003, 1000003);
+    ck_assert_int_eq(diff_run(&d, h, 2), WEFT_OK);
+    harr_free(&h[0]);
+    harr_free(&h[1]);
+    diff_close(&d);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------
+ * Scans
+ * ---------------------------------------------------------------------- */
+
+enum scan_kind { SCANL, SCANL1, SCANL_, SCANR, SCANR1, SCANR_ };
+static const char *const scan_names[] = {"scanl", "scanl1", "scanl'",
+                                         "scanr", "scanr1", "scanr'"};
+
+/* variant: scan kind | combine << 4; bit 8: the input is a fused map. */
+static int build_scan(bld *b, weft_acc **res)
+{
+    weft_program *p = b->p;
+    enum combine c = (enum combine)((b->variant >> 4) & 15);
+    weft_type elt;
+    weft_fun *f = combine_fun(b, c, &elt);
+    weft_acc *a = weft_param(p, elt, b->rank);
+    if (b->variant & 256) {
+        weft_fun *id = weft_fun1(p, elt);
+        weft_fun_return(id, weft_arg(id, 0));
+        a = weft_map(id, a);
+    }
+    weft_exp *z = combine_seed(b, c);
+    switch ((enum scan_kind)(b->variant & 15)) {
+    case SCANL:
+        res[0] = weft_scanl(f, z, a);
+        return 1;
+    case SCANL1:
+        res[0] = weft_scanl1(f, a);
+        return 1;
+    case SCANL_:
+        res[0] = weft_scanl_(f, z, a);
+        return 1;
+    case SCANR:
+        res[0] = weft_scanr(f, z, a);
+        return 1;
+    case SCANR1:
+        res[0] = weft_scanr1(f, a);
+        return 1;
+    case SCANR_:
+        res[0] = weft_scanr_(f, z, a);
+        return 1;
+    }
+    return 0;
+}
+
+static void scan_cases(diff *d, weft_type t, enum combine c, int max_rank)
+{
+    for (int k = SCANL; k <= SCANR_; k++) {
+        for (int r = 1; r <= max_rank; r++) {
+            bld b = {.t = t, .rank = r,
+                     .variant = k | (int)c << 4 | (r == 2 ? 256 : 0)};
+            diff_build(d, scan_names[k], build_scan, &b);
+            for (int i = 0; i < NSHAPES; i++) {
+                const shp *s = &shapes[i];
+                if (s->rank != r) {
+                    continue;
+                }
+                weft_type leaves[2];
+                int nl = combine_leaves(&b, c, leaves);
+                harr h = harr_new(nl, leaves, r, s->e, 1, 0);
+                double tol = sum_tol(t, c, row_len(s));
+                weft_status st = diff_run_tol(d, &h, 1, tol, 0);
+                ck_assert_msg(st == WEFT_OK, "%s: %s", d->name,
+                              weft_status_name(st));
+                harr_free(&h);
+            }
+        }
+    }
+}
+
+START_TEST(scan_int)
+{
+    diff d;
+    diff_open(&d);
+    seed(14);
+    scan_cases(&d, WEFT_I32, C_ADD, 3);
+    scan_cases(&d, WEFT_I64, C_MAX, 2);
+    scan_cases(&d, WEFT_U8, C_LAST, 1);
+    diff_close(&d);
+}
+END_TEST
+
+START_TEST(scan_float)
+{
+    diff d;
+    diff_open(&d);
+    seed(15);
+    scan_cases(&d, WEFT_F32, C_ADD, 3);
+    scan_cases(&d, WEFT_F64, C_ADD, 1);
+    diff_close(&d);
+}
+END_TEST
+
+START_TEST(scan_tuple)
+{
+    diff d;
+    diff_open(&d);
+    seed(16);
+    scan_cases(&d, WEFT_I32, C_AFFINE, 2);
+    scan_cases(&d, WEFT_F64, C_MINMAX, 1);
+    diff_close(&d);
+}
+END_TEST
+
+START_TEST(scan_large)
+{
+    diff d;
+    diff_open(&d);
+    seed(17);
+    const int64_t n = 3000017;
+    struct {
+        weft_type t;
+        enum combine c;
+        enum scan_kind k;
+        int rank;
+        int64_t e[2];
+    } cases[] = {
+        {WEFT_I32, C_ADD, SCANL1, 1, {n}},
+        {WEFT_F32, C_ADD, SCANL_, 1, {n}},
+        {WEFT_I32, C_AFFINE, SCANR, 1, {n}},
+        {WEFT_I64, C_ADD, SCANR_, 2, {3, 1000003}},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        bld b = {.t = cases[k].t, .rank = cases[k].rank,
+                 .variant = (int)cases[k].k | (int)cases[k].c << 4};
+        diff_build(&d, "scan large", build_scan, &b);
+        weft_type leaves[2];
+        int nl = combine_leaves(&b, cases[k].c, leaves);
+        harr h = harr_new(nl, leaves, cases[k].rank, cases[k].e, 1, 0);
+        double tol = sum_tol(cases[k].t, cases[k].c,
+                             cases[k].e[cases[k].rank - 1]);
+        ck_assert_int_eq(diff_run_tol(&d, &h, 1, tol, 0), WEFT_OK);
+        harr_free(&h);
+    }
+    diff_close(&d);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------
+ * permute
+ * ---------------------------------------------------------------------- */
+
+enum pcombine { P_ADD, P_MIN, P_MAX, P_AND, P_OR, P_XOR, P_MUL, P_FIRST,
+                P_SUB_ABS, P_PAIR };
+
+/* permute f (def) (\i -> bucket i or ignore) src, where the bucket is
+ * idx ! i (an index array: negative means ignore); def of rank 1 (variant
+ * bit 0 clear) or rank 2 (bucket split as (b / w, b % w)). */
+static int build_permute(bld *b, weft_acc **res)
+{
+    weft_program *p = b->p;
+    weft_type t = b->t;
+    enum pcombine c = (enum pcombine)(b->variant >> 4);
+    bool rank2 = b->variant & 1;
+    weft_type elt = t;
+    if (c == P_PAIR) {
+        elt = pair_type(b->ctx, WEFT_I32, WEFT_F64);
+    }
+    weft_acc *def = weft_param(p, elt, rank2 ? 2 : 1);
+    weft_acc *src = weft_param(p, elt, 1);
+    weft_acc *idx = weft_param(p, WEFT_I64, 1);
+    weft_fun *f = weft_fun2(p, elt, elt);
+    weft_exp *x = weft_arg(f, 0), *y = weft_arg(f, 1);
+    weft_exp *body = NULL;
+    switch (c) {
+    case P_ADD: body = weft_add(x, y); break;
+    case P_MIN: body = weft_min(x, y); break;
+    case P_MAX: body = weft_max(x, y); break;
+    case P_AND: body = weft_band(x, y); break;
+    case P_OR: body = weft_bor(x, y); break;
+    case P_XOR: body = weft_bxor(x, y); break;
+    case P_MUL: body = weft_mul(x, y); break;
+    case P_FIRST: body = x; break;
+    case P_SUB_ABS: body = weft_abs(weft_sub(x, y)); break;
+    case P_PAIR: {
+        weft_exp *cs[2] = {weft_add(weft_get(x, 0), weft_get(y, 0)),
+                           weft_max(weft_get(x, 1), weft_get(y, 1))};
+        body = weft_tuple(p, 2, cs);
+        break;
+    }
+    }
+    weft_fun_return(f, body);
+    weft_fun *ix = weft_fun1(p, WEFT_DIM(1));
+    weft_exp *k = weft_at(idx, weft_arg(ix, 0));
+    weft_exp *target;
+    if (rank2) {
+        weft_exp *w = weft_get(weft_shape(def), 1);
+        target = weft_index2(weft_quot(k, w), weft_rem(k, w));
+    } else {
+        target = weft_index1(k);
+    }
+    weft_fun_return(ix, weft_cond(weft_lt(k, weft_i64(p, 0)),
+                                  weft_ignore(p, rank2 ? 2 : 1), target));
+    res[0] = weft_permute(f, def, ix, src);
+    return 1;
+}
+
+/* One permute run: nsrc sources into a default of shape dsh (rank 1 or
+ * 2); indices random in [-(nign), size - 1 + over]; unique targets when
+ * `perm`. */
+static weft_status permute_run(diff *d, weft_type t, bool pair, int rank,
+                               const int64_t *dsh, int64_t nsrc, bool perm,
+                               int64_t over, double tol)
+{
+    static const weft_type pl[2] = {WEFT_I32, WEFT_F64};
+    int64_t size = rank == 1 ? dsh[0] : dsh[0] * dsh[1];
+    harr h[3];
+    if (pair) {
+        h[0] = harr_new(2, pl, rank, dsh, 1, 0);
+        h[1] = harr_new(2, pl, 1, &nsrc, 1, 0);
+    } else if (t == WEFT_F32 || t == WEFT_F64) {
+        h[0] = harr1(t, rank, dsh, 1, 0);
+        h[1] = harr1(t, 1, &nsrc, 1, 0);
+    } else {
+        h[0] = harr1(t, rank, dsh, -40, 40);
+        h[1] = harr1(t, 1, &nsrc, -40, 40);
+        if (t == WEFT_U8 || t == WEFT_U32) {
+            harr_free(&h[0]);
+            harr_free(&h[1]);
+            h[0] = harr1(t, rank, dsh, 1, 0);
+            h[1] = harr1(t, 1, &nsrc, 1, 0);
+        }
+    }
+    h[2] = harr_vec(WEFT_I64, nsrc, 0, 0);
+    for (int64_t i = 0; i < nsrc; i++) {
+        int64_t v;
+        if (perm) {
+            v = i < size ? size - 1 - i : -1;
+        } else if (size == 0) {
+            v = -1 - rnd_int(0, 2);
+        } else {
+            v = rnd_int(-3, size - 1 + over);
+        }
+        harr_set_i(&h[2], 0, i, v);
+    }
+    weft_status s = diff_run_tol(d, h, 3, tol, 0);
+    for (int k = 0; k < 3; k++) {
+        harr_free(&h[k]);
+    }
+    return s;
+}
+
+START_TEST(permute)
+{
+    struct {
+        weft_type t;
+        enum pcombine c;
+    } cases[] = {
+        {WEFT_I32, P_ADD},  {WEFT_I64, P_ADD},     {WEFT_U8, P_ADD},
+        {WEFT_F32, P_ADD},  {WEFT_F64, P_ADD},     {WEFT_I32, P_MIN},
+        {WEFT_U32, P_MAX},  {WEFT_F64, P_MAX},     {WEFT_F32, P_MIN},
+        {WEFT_I32, P_AND},  {WEFT_I16, P_OR},      {WEFT_I64, P_XOR},
+        {WEFT_I32, P_MUL},  {WEFT_I8, P_SUB_ABS},  {WEFT_I32, P_PAIR},
+    };
+    static const int64_t sizes1[][2] = {{0}, {1}, {7}, {1000}};
+    static const int64_t sizes2[][2] = {{0, 3}, {3, 5}, {31, 37}};
+    static const int64_t nsrcs[] = {0, 1, 13, 997, 200003};
+    diff d;
+    diff_open(&d);
+    seed(18);
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        weft_type t = cases[k].t;
+        bool pair = cases[k].c == P_PAIR;
+        /* P_SUB_ABS is not associative: its result depends on the order
+         * in which sources arrive, so it runs only with unique targets */
+        bool unique = cases[k].c == P_SUB_ABS;
+        for (int rank = 1; rank <= 2; rank++) {
+            bld b = {.t = t, .variant = (rank == 2) | (int)cases[k].c << 4};
+            diff_build(&d, "permute", build_permute, &b);
+            int nsz = rank == 1 ? 4 : 3;
+            for (int si = 0; si < nsz; si++) {
+                const int64_t *dsh = rank == 1 ? sizes1[si] : sizes2[si];
+                for (size_t ni = 0; ni < sizeof nsrcs / sizeof nsrcs[0]; ni++) {
+                    int64_t nsrc = nsrcs[ni];
+                    /* f32 and f64 (+) arrive in any order: each target
+                     * sums at most nsrc values of [-1, 1] */
+                    double tol = tu_is_float(t) && cases[k].c == P_ADD
+                                     ? (t == WEFT_F32 ? TOL_F32 : TOL_F64)
+                                           * (double)(nsrc + 1)
+                                     : 0;
+                    if (pair) {
+                        tol = 0; /* max on f64 is exact; add on i32 */
+                    }
+                    weft_status s = permute_run(&d, t, pair, rank, dsh, nsrc,
+                                                unique, 0, tol);
+                    ck_assert_msg(s == WEFT_OK, "%s: %s", d.name,
+                                  weft_status_name(s));
+                }
+            }
+            /* a permutation (every target once): any combine is exact */
+            const int64_t *dsh = rank == 1 ? sizes1[3] : sizes2[2];
+            int64_t size = rank == 1 ? dsh[0] : dsh[0] * dsh[1];
+            ck_assert_int_eq(permute_run(&d, t, pair, rank, dsh, size, true,
+                                         0, 0),
+                             WEFT_OK);
+            /* an index past the end: out of bounds on both */
+            if (!unique) {
+                ck_assert_int_eq(permute_run(&d, t, pair, rank, dsh, 5000,
+                                             false, 3, 0),
+                                 WEFT_ERR_OUT_OF_BOUNDS);
+            }
+        }
+    }
+    diff_close(&d);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------
+ * Stencils
+ * ---------------------------------------------------------------------- */
+
+/* A stencil function of n elements of type t: sum_k x_k * w_k with small
+ * weights, in a fixed order (bitwise equal on both backends). */
+static weft_fun *stencil_fun(weft_program *p, weft_type t, int n, int offset)
+{
+    weft_type ts[2 * 81];
+    for (int k = 0; k < n; k++) {
+        ts[k] = t;
+    }
+    weft_fun *f = weft_fun_create(p, n, ts);
+    weft_exp *s = NULL;
+    for (int k = 0; k < n; k++) {
+        int w = (k * 7 + offset) % 11 - 5;
+        weft_exp *term = weft_mul(weft_arg(f, k),
+                                  tu_is_float(t) ? cstf(p, t, w * 0.125)
+                                                 : cst(p, t, w));
+        s = s ? weft_add(s, term) : term;
+    }
+    weft_fun_return(f, s);
+    return f;
+}
+
+typedef struct stencil_case {
+    int rank;
+    int window[3];
+    weft_boundary_kind kind;
+    weft_type t;
+} stencil_case;
+
+static int build_stencil(bld *b, weft_acc **res)
+{
+    weft_program *p = b->p;
+    const stencil_case *c = (const stencil_case *)(const void *)b->use;
+    int n = 1;
+    for (int d = 0; d < c->rank; d++) {
+        n *= c->window[d];
+    }
+    weft_acc *a = weft_param(p, c->t, c->rank);
+    weft_boundary bd = {c->kind, NULL};
+    if (c->kind == WEFT_BOUNDARY_CONSTANT) {
+        bd.value = tu_is_float(c->t) ? cstf(p, c->t, 0.75) : cst(p, c->t, 9);
+    }
+    if (b->variant == 0) {
+        res[0] = weft_stencil(stencil_fun(p, c->t, n, 0), c->window, bd, a);
+        return 1;
+    }
+    /* stencil2 with the first boundary on a and clamp on b */
+    weft_acc *a2 = weft_param(p, c->t, c->rank);
+    weft_boundary b2 = {WEFT_BOUNDARY_CLAMP, NULL};
+    res[0] = weft_stencil2(stencil_fun(p, c->t, 2 * n, 3), c->window, bd, a,
+                           c->window, b2, a2);
+    return 1;
+}
+
+static void stencil_runs(diff *d, const stencil_case *c, bool two)
+{
+    static const int64_t ext1[] = {1, 2, 3, 4, 9, 10, 37, 1031};
+    static const int64_t ext2[][2] = {{1, 1}, {2, 3}, {4, 4}, {5, 9},
+                                      {13, 17}, {64, 67}};
+    static const int64_t ext3[][3] = {{1, 1, 1}, {2, 3, 4}, {4, 5, 6},
+                                      {9, 10, 11}};
+    int count = c->rank == 1 ? 8 : c->rank == 2 ? 6 : 4;
+    for (int i = 0; i < count; i++) {
+        const int64_t *e = c->rank == 1 ? &ext1[i]
+                           : c->rank == 2 ? ext2[i]
+                                          : ext3[i];
+        /* mirror needs an extent of at least half the window, as in
+         * Accelerate: smaller arrays are skipped for it */
+        bool small = false;
+        for (int k = 0; k < c->rank; k++) {
+            if (e[k] <= c->window[k] / 2) {
+                small = true;
+            }
+        }
+        if (small && c->kind == WEFT_BOUNDARY_MIRROR) {
+            continue;
+        }
+        harr h[2];
+        h[0] = harr1(c->t, c->rank, e, -20, 20);
+        int64_t e2[3];
+        for (int k = 0; k < c->rank; k++) {
+            e2[k] = e[k] + (k == 0 ? 1 : 0);
+        }
+        h[1] = harr1(c->t, c->rank, e2, -20, 20);
+        weft_status s = diff_run(d, h, two ? 2 : 1);
+        ck_assert_msg(s == WEFT_OK, "%s: %s", d->name, weft_status_name(s));
+        harr_free(&h[0]);
+        harr_free(&h[1]);
+    }
+}
+
+START_TEST(stencil)
+{
+    diff d;
+    diff_open(&d);
+    seed(19);
+    for (int kind = 0; kind < 4; kind++) {
+        for (int w = 3; w <= 9; w += 2) {
+            stencil_case c = {1, {w}, (weft_boundary_kind)kind, WEFT_I32};
+            bld b = {.use = (const harr *)(const void *)&c, .rank = 1};
+            diff_build(&d, "stencil rank 1", build_stencil, &b);
+            stencil_runs(&d, &c, false);
+        }
+        static const int win2[][2] = {{3, 3}, {5, 3}, {3, 7}};
+        for (int k = 0; k < 3; k++) {
+            stencil_case c = {2, {win2[k][0], win2[k][1]},
+                              (weft_boundary_kind)kind,
+                              k == 1 ? WEFT_F32 : WEFT_I32};
+            bld b = {.use = (const harr *)(const void *)&c, .rank = 2,
+                     .variant = 0};
+            diff_build(&d, "stencil rank 2", build_stencil, &b);
+            stencil_runs(&d, &c, false);
+        }
+        stencil_case c3 = {3, {3, 3, 3}, (weft_boundary_kind)kind, WEFT_F64};
+        bld b3 = {.use = (const harr *)(const void *)&c3, .rank = 3};
+        diff_build(&d, "stencil rank 3", build_stencil, &b3);
+        stencil_runs(&d, &c3, false);
+    }
+    diff_close(&d);
+}
+END_TEST
+
+START_TEST(stencil2)
+{
+    diff d;
+    diff_open(&d);
+    seed(20);
+    for (int kind = 0; kind < 4; kind++) {
+        stencil_case c1 = {1, {5}, (weft_boundary_kind)kind, WEFT_I32};
+        bld b = {.use = (const harr *)(const void *)&c1, .rank = 1,
+                 .variant = 1};
+        diff_build(&d, "stencil2 rank 1", build_stencil, &b);
+        stencil_runs(&d, &c1, true);
+        stencil_case c2 = {2, {3, 3}, (weft_boundary_kind)kind, WEFT_F32};
+        b.use = (const harr *)(const void *)&c2;
+        b.rank = 2;
+        diff_build(&d, "stencil2 rank 2", build_stencil, &b);
+        stencil_runs(&d, &c2, true);
+    }
+    diff_close(&d);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------
+ * acond, awhile, tuples of arrays
+ * ---------------------------------------------------------------------- */
+
+/* acond (the c) (map (+1) a) (fold (+) 0 over a reshaped to 1 x n ...),
+ * both rank 1; and a tuple of arrays taken apart. */
+static int build_acond(bld *b, weft_acc **res)
+{
+    weft_program *p = b->p;
+    weft_acc *c = weft_param(p, WEFT_BOOL, 0);
+    weft_acc *a = weft_param(p, WEFT_I32, 1);
+    weft_fun *inc = weft_fun1(p, WEFT_I32);
+    weft_fun_return(inc, weft_add(weft_arg(inc, 0), weft_i32(p, 1)));
+    weft_acc *sc = weft_scanl1(op2(p, WEFT_I32, weft_add), a);
+    res[0] = weft_acond(weft_the(c), weft_map(inc, a), sc);
+    weft_acc *tup[2] = {sc, weft_map(inc, a)};
+    weft_acc *t = weft_atuple(p, 2, tup);
+    res[1] = weft_aget(t, 1);
+    res[2] = t;
+    return 3;
+}
+
+START_TEST(acond_atuple)
+{
+    diff d;
+    diff_open(&d);
+    seed(21);
+    bld b = {0};
+    diff_build(&d, "acond", build_acond, &b);
+    for (int c = 0; c < 2; c++) {
+        for (int64_t n = 0; n < 40; n += 13) {
+            harr h[2] = {harr1(WEFT_BOOL, 0, NULL, c, c),
+                         harr_vec(WEFT_I32, n, 1, 0)};
+            harr_set_i(&h[0], 0, 0, c);
+            diff_run(&d, h, 2);
+            harr_free(&h[0]);
+            harr_free(&h[1]);
+        }
+    }
+    diff_close(&d);
+}
+END_TEST
+
+/* awhile: double every element and append ... keep doubling (x * 2 + 1 on
+ * u32, map) while the sum (fold_all) is below a limit given at run. */
+static int build_awhile(bld *b, weft_acc **res)
+{
+    weft_program *p = b->p;
+    weft_acc *a = weft_param(p, WEFT_I64, b->rank);
+    weft_acc *lim = weft_param(p, WEFT_I64, 0);
+    weft_afun *cond = weft_afun_like(a);
+    weft_fun *lt = weft_fun1(p, WEFT_I64);
+    weft_fun_return(lt, weft_lt(weft_arg(lt, 0), weft_the(lim)));
+    weft_acc *sum = weft_fold_all(op2(p, WEFT_I64, weft_add), weft_i64(p, 1),
+                                  weft_afun_arg(cond));
+    weft_afun_return(cond, weft_map(lt, sum));
+    weft_afun *body = weft_afun_like(a);
+    weft_fun *step = weft_fun1(p, WEFT_I64);
+    weft_fun_return(step, weft_add(weft_mul(weft_arg(step, 0), weft_i64(p, 2)),
+                                   weft_i64(p, 1)));
+    weft_afun_return(body, weft_map(step, weft_afun_arg(body)));
+    res[0] = weft_awhile(cond, body, a);
+    return 1;
+}
+
+START_TEST(awhile)
+{
+    diff d;
+    diff_open(&d);
+    seed(22);
+    for (int r = 0; r <= 3; r++) {
+        bld b = {.rank = r};
+        diff_build(&d, "awhile", build_awhile, &b);
+        for (int i = 0; i < NSHAPES; i++) {
+            if (shapes[i].rank != r || shp_size(&shapes[i]) > 5000) {
+                continue;
+            }
+            harr h[2] = {harr1(WEFT_I64, r, shapes[i].e, 0, 5),
+                         harr1(WEFT_I64, 0, NULL, 100000, 100000)};
+            diff_run(&d, h, 2);
+            harr_free(&h[0]);
+            harr_free(&h[1]);
+        }
+    }
+    diff_close(&d);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------
+ * Scalar primitives inside kernels
+ * ---------------------------------------------------------------------- */
+
+/* One map per group of primitives on type t, over two arguments x and y
+ * drawn from a safe domain (no division by zero, shifts below the width,
+ * conversions in range). variant selects the group. */
+static int build_prims(bld *b, weft_acc **res)
+{
+    weft_program *p = b->p;
+    weft_type t = b->t;
+    weft_acc *xa = weft_param(p, t, 1), *ya = weft_param(p, t, 1);
+    weft_fun *f = weft_fun2(p, t, t);
+    weft_exp *x = weft_arg(f, 0), *y = weft_arg(f, 1);
+    int n = 0;
+    weft_exp *c[16];
+    if (is_int(t)) {
+        int width = (int)weft_type_size(t) * 8;
+        weft_exp *nz = weft_cond(weft_eq(y, cst(p, t, 0)), cst(p, t, 1), y);
+        weft_exp *sh = weft_band(y, cst(p, t, width - 1));
+        switch (b->variant) {
+        case 0:
+            c[n++] = weft_quot(x, nz);
+            c[n++] = weft_rem(x, nz);
+            c[n++] = weft_idiv(x, nz);
+            c[n++] = weft_mod(x, nz);
+            c[n++] = weft_abs(x);
+            c[n++] = weft_signum(x);
+            c[n++] = weft_neg(x);
+            c[n++] = weft_min(x, y);
+            break;
+        case 1:
+            c[n++] = weft_shl(x, sh);
+            c[n++] = weft_shr(x, sh);
+            c[n++] = weft_rotl(x, y);
+            c[n++] = weft_rotr(x, y);
+            c[n++] = weft_bnot(x);
+            c[n++] = weft_convert(weft_popcount(x), t);
+            c[n++] = weft_convert(weft_clz(x), t);
+            c[n++] = weft_convert(weft_ctz(x), t);
+            break;
+        default:
+            c[n++] = weft_convert(weft_convert(x, WEFT_F64), t);
+            c[n++] = weft_convert(weft_convert(x, WEFT_I8), t);
+            c[n++] = weft_convert(weft_convert(x, WEFT_U64), t);
+            c[n++] = weft_convert(weft_lt(x, y), t);
+            c[n++] = weft_convert(weft_ge(x, y), t);
+            c[n++] = weft_convert(weft_and(weft_ne(x, y),
+                                           weft_le(x, cst(p, t, 0))), t);
+            c[n++] = weft_convert(weft_convert(x, WEFT_F32), t);
+            c[n++] = weft_convert(weft_convert(x, WEFT_BOOL), t);
+            break;
+        }
+    } else {
+        switch (b->variant) {
+        case 0:
+            c[n++] = weft_fdiv(x, y);
+            c[n++] = weft_abs(x);
+            c[n++] = weft_signum(x);
+            c[n++] = weft_sqrt(weft_abs(x));
+            c[n++] = weft_min(x, y);
+            c[n++] = weft_max(x, y);
+            c[n++] = weft_convert(weft_floor(weft_mul(x, cstf(p, t, 100)),
+                                             WEFT_I32), t);
+            c[n++] = weft_convert(weft_ceiling(weft_mul(x, cstf(p, t, 100)),
+                                               WEFT_I64), t);
+            c[n++] = weft_convert(weft_round(weft_mul(x, cstf(p, t, 2)),
+                                             WEFT_I16), t);
+            c[n++] = weft_convert(weft_truncate(weft_mul(x, cstf(p, t, 100)),
+                                                WEFT_I32), t);
+            c[n++] = weft_convert(weft_isnan(weft_fdiv(x, x)), t);
+            c[n++] = weft_convert(weft_isinf(weft_fdiv(y, cstf(p, t, 0))), t);
+            break;
+        default:
+            /* libm through intrinsics or calls: see the tolerance */
+            c[n++] = weft_fexp(x);
+            c[n++] = weft_log(weft_abs(x));
+            c[n++] = weft_sin(x);
+            c[n++] = weft_cos(x);
+            c[n++] = weft_tan(x);
+            c[n++] = weft_asin(x);
+            c[n++] = weft_acos(x);
+            c[n++] = weft_atan(x);
+            c[n++] = weft_tanh(x);
+            c[n++] = weft_atan2(x, y);
+            c[n++] = weft_pow(weft_abs(x), y);
+            c[n++] = weft_asinh(x);
+            c[n++] = weft_sinh(x);
+            c[n++] = weft_cosh(x);
+            c[n++] = weft_atanh(weft_mul(x, cstf(p, t, 0.5)));
+            c[n++] = weft_acosh(weft_add(weft_abs(x), cstf(p, t, 1)));
+            break;
+        }
+    }
+    weft_fun_return(f, weft_tuple(p, n, c));
+    res[0] = weft_zipwith(f, xa, ya);
+    return 1;
+}
+
+START_TEST(prims)
+{
+    static const weft_type types[] = {WEFT_I8,  WEFT_I16, WEFT_I32,
+                                      WEFT_I64, WEFT_U8,  WEFT_U16,
+                                      WEFT_U32, WEFT_U64, WEFT_F32,
+                                      WEFT_F64};
+    diff d;
+    diff_open(&d);
+    seed(23);
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        weft_type t = types[ti];
+        int groups = tu_is_float(t) ? 2 : 3;
+        for (int g = 0; g < groups; g++) {
+            bld b = {.t = t, .variant = g};
+            diff_build(&d, "prims", build_prims, &b);
+            for (int64_t n = 1; n <= 1001; n += 500) {
+                harr h[2] = {harr_vec(t, n, 1, 0), harr_vec(t, n, 1, 0)};
+                /* the transcendental functions may reach libm by another
+                 * path in compiled code (an intrinsic, a vector call):
+                 * a few ulps, as in test_codegen.c */
+                bool trans = tu_is_float(t) && g == 1;
+                double rtol = !trans ? 0 : t == WEFT_F32 ? 4e-7 : 1e-15;
+                diff_run_tol(&d, h, 2, rtol, rtol);
+                harr_free(&h[0]);
+                harr_free(&h[1]);
+            }
+        }
+    }
+    diff_close(&d);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------
+ * The programs of test_programs.c
+ * ---------------------------------------------------------------------- */
+
+static int build_dotp(bld *b, weft_acc **res)
+{
+    weft_program *p = b->p;
+    weft_type t = b->t;
+    weft_acc *xs = weft_param(p, t, 1), *ys = weft_param(p, t, 1);
+    res[0] = weft_fold(op2(p, t, weft_add), cstf(p, t, 0),
+                       weft_zipwith(op2(p, t, weft_mul), xs, ys));
+    return 1;
+}
+
+static int build_saxpy(bld *b, weft_acc **res)
+{
+    weft_program *p = b->p;
+    weft_acc *alpha = weft_param(p, WEFT_F32, 0);
+    weft_acc *xs = weft_param(p, WEFT_F32, 1), *ys = weft_param(p, WEFT_F32, 1);
+    weft_exp *a = weft_the(alpha);
+    weft_fun *f = weft_fun2(p, WEFT_F32, WEFT_F32);
+    weft_fun_return(f, weft_add(weft_mul(a, weft_arg(f, 0)), weft_arg(f, 1)));
+    res[0] = weft_zipwith(f, xs, ys);
+    return 1;
+}
+
+static const double bs_coeff[5] = {0.31938153, -0.356563782, 1.781477937,
+                                   -1.821255978, 1.330274429};
+
+static weft_exp *cnd(weft_program *p, weft_exp *d)
+{
+    weft_exp *k =
+        weft_fdiv(weft_f32(p, 1),
+                  weft_add(weft_f32(p, 1),
+                           weft_mul(weft_f32(p, 0.2316419f), weft_abs(d))));
+    weft_exp *poly = weft_f32(p, (float)bs_coeff[4]);
+    for (int i = 3; i >= 0; i--) {
+        poly = weft_add(weft_f32(p, (float)bs_coeff[i]), weft_mul(k, poly));
+    }
+    poly = weft_mul(k, poly);
+    weft_exp *c = weft_mul(
+        weft_mul(weft_f32(p, 0.39894228f),
+                 weft_fexp(weft_mul(weft_f32(p, -0.5f), weft_mul(d, d)))),
+        poly);
+    return weft_cond(weft_gt(d, weft_f32(p, 0)), weft_sub(weft_f32(p, 1), c),
+                     c);
+}
+
+static int build_black_scholes(bld *b, weft_acc **res)
+{
+    weft_program *p = b->p;
+    weft_acc *price = weft_param(p, WEFT_F32, 1);
+    weft_acc *strike = weft_param(p, WEFT_F32, 1);
+    weft_acc *years = weft_param(p, WEFT_F32, 1);
+    weft_fun *f = weft_fun3(p, WEFT_F32, WEFT_F32, WEFT_F32);
+    weft_exp *s = weft_arg(f, 0), *x = weft_arg(f, 1), *t = weft_arg(f, 2);
+    weft_exp *r = weft_f32(p, 0.02f), *v = weft_f32(p, 0.30f);
+    weft_exp *v_sqrtt = weft_mul(v, weft_sqrt(t));
+    weft_exp *d1 = weft_fdiv(
+        weft_add(
+            weft_log(weft_fdiv(s, x)),
+            weft_mul(weft_add(r, weft_mul(weft_f32(p, 0.5f), weft_mul(v, v))),
+                     t)),
+        v_sqrtt);
+    weft_exp *d2 = weft_sub(d1, v_sqrtt);
+    weft_exp *c1 = cnd(p, d1), *c2 = cnd(p, d2);
+    weft_exp *x_exprt = weft_mul(x, weft_fexp(weft_mul(weft_neg(r), t)));
+    weft_exp *pair[2] = {
+        weft_sub(weft_mul(s, c1), weft_mul(x_exprt, c2)),
+        weft_sub(weft_mul(x_exprt, weft_sub(weft_f32(p, 1), c2)),
+                 weft_mul(s, weft_sub(weft_f32(p, 1), c1)))};
+    weft_fun_return(f, weft_tuple(p, 2, pair));
+    res[0] = weft_zipwith3(f, price, strike, years);
+    return 1;
+}
+
+static int build_smvm(bld *b, weft_acc **res)
+{
+    weft_program *p = b->p;
+    weft_acc *segd = weft_param(p, WEFT_I32, 1);
+    weft_acc *cols = weft_param(p, WEFT_I32, 1);
+    weft_acc *vals = weft_param(p, WEFT_F64, 1);
+    weft_acc *xv = weft_param(p, WEFT_F64, 1);
+    weft_fun *ix = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(ix, weft_index1(weft_convert(weft_at(cols, weft_arg(ix, 0)),
+                                                 WEFT_I64)));
+    weft_acc *gathered = weft_backpermute(weft_shape(vals), ix, xv);
+    weft_acc *prods = weft_zipwith(op2(p, WEFT_F64, weft_mul), vals, gathered);
+    res[0] = weft_fold_seg(op2(p, WEFT_F64, weft_add), weft_f64(p, 0), prods,
+                           segd);
+    return 1;
+}
+
+static int build_histogram(bld *b, weft_acc **res)
+{
+    weft_program *p = b->p;
+    weft_acc *vs = weft_param(p, WEFT_I32, 1);
+    weft_fun *zero = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(zero, weft_i32(p, 0));
+    weft_acc *zeros = weft_generate(weft_index1(weft_i64(p, 10)), zero);
+    weft_fun *one = weft_fun1(p, WEFT_I32);
+    weft_fun_return(one, weft_i32(p, 1));
+    weft_fun *ix = weft_fun1(p, WEFT_DIM(1));
+    weft_exp *v = weft_at(vs, weft_arg(ix, 0));
+    weft_exp *in_range =
+        weft_and(weft_ge(v, weft_i32(p, 0)), weft_lt(v, weft_i32(p, 100)));
+    weft_fun_return(ix, weft_cond(in_range,
+                                  weft_index1(weft_convert(
+                                      weft_quot(v, weft_i32(p, 10)), WEFT_I64)),
+                                  weft_ignore(p, 1)));
+    res[0] = weft_permute(op2(p, WEFT_I32, weft_add), zeros, ix,
+                          weft_map(one, vs));
+    return 1;
+}
+
+static int build_filter(bld *b, weft_acc **res)
+{
+    weft_program *p = b->p;
+    weft_acc *a = weft_param(p, WEFT_I32, 1);
+    weft_fun *pred = weft_fun1(p, WEFT_I32);
+    weft_fun_return(
+        pred, weft_cond(weft_eq(weft_mod(weft_arg(pred, 0), weft_i32(p, 3)),
+                                weft_i32(p, 0)),
+                        weft_i64(p, 1), weft_i64(p, 0)));
+    weft_acc *keep = weft_map(pred, a);
+    weft_acc *sc =
+        weft_scanl_(op2(p, WEFT_I64, weft_add), weft_i64(p, 0), keep);
+    weft_acc *offs = weft_aget(sc, 0), *total = weft_aget(sc, 1);
+    weft_fun *zero = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(zero, weft_i32(p, 0));
+    weft_acc *dflt = weft_generate(weft_index1(weft_the(total)), zero);
+    weft_fun *ix = weft_fun1(p, WEFT_DIM(1));
+    weft_exp *i = weft_arg(ix, 0);
+    weft_fun_return(ix, weft_cond(weft_eq(weft_at(keep, i), weft_i64(p, 1)),
+                                  weft_index1(weft_at(offs, i)),
+                                  weft_ignore(p, 1)));
+    weft_fun *first = weft_fun2(p, WEFT_I32, WEFT_I32);
+    weft_fun_return(first, weft_arg(first, 0));
+    res[0] = weft_permute(first, dflt, ix, a);
+    return 1;
+}
+
+static int build_jacobi(bld *b, weft_acc **res)
+{
+    weft_program *p = b->p;
+    weft_acc *g = weft_param(p, WEFT_F64, 2);
+    weft_type ts[9];
+    for (int i = 0; i < 9; i++) {
+        ts[i] = WEFT_F64;
+    }
+    weft_fun *f = weft_fun_create(p, 9, ts);
+    weft_fun_return(
+        f, weft_mul(weft_f64(p, 0.25),
+                    weft_add(weft_add(weft_arg(f, 1), weft_arg(f, 3)),
+                             weft_add(weft_arg(f, 5), weft_arg(f, 7)))));
+    static const int window[2] = {3, 3};
+    weft_boundary clamp = {WEFT_BOUNDARY_CLAMP, NULL};
+    weft_acc *r = g;
+    for (int k = 0; k < 4; k++) {
+        r = weft_stencil(f, window, clamp, r);
+    }
+    res[0] = r;
+    return 1;
+}
+
+static int build_newton(bld *b, weft_acc **res)
+{
+    weft_program *p = b->p;
+    weft_acc *as = weft_param(p, WEFT_F64, 1);
+    weft_fun *start = weft_fun1(p, WEFT_F64);
+    weft_fun_return(start, weft_max(weft_arg(start, 0), weft_f64(p, 1)));
+    weft_acc *x0 = weft_map(start, as);
+    weft_afun *cond = weft_afun_like(x0);
+    weft_fun *far = weft_fun2(p, WEFT_F64, WEFT_F64);
+    weft_exp *x = weft_arg(far, 0), *a = weft_arg(far, 1);
+    weft_fun_return(far, weft_gt(weft_abs(weft_sub(weft_mul(x, x), a)),
+                                 weft_mul(weft_f64(p, 1e-12), a)));
+    weft_afun_return(cond,
+                     weft_fold_all(op2(p, WEFT_BOOL, weft_or), weft_bool(p, 0),
+                                   weft_zipwith(far, weft_afun_arg(cond), as)));
+    weft_afun *body = weft_afun_like(x0);
+    weft_fun *step = weft_fun2(p, WEFT_F64, WEFT_F64);
+    x = weft_arg(step, 0);
+    a = weft_arg(step, 1);
+    weft_fun_return(step,
+                    weft_mul(weft_f64(p, 0.5), weft_add(x, weft_fdiv(a, x))));
+    weft_afun_return(body, weft_zipwith(step, weft_afun_arg(body), as));
+    res[0] = weft_awhile(cond, body, x0);
+    return 1;
+}
+
+static int build_collatz(bld *b, weft_acc **res)
+{
+    weft_program *p = b->p;
+    weft_acc *na = weft_param(p, WEFT_I64, 0);
+    weft_type st = pair_type(b->ctx, WEFT_I64, WEFT_I32);
+    weft_fun *cond = weft_fun1(p, st);
+    weft_fun_return(cond,
+                    weft_ne(weft_get(weft_arg(cond, 0), 0), weft_i64(p, 1)));
+    weft_fun *body = weft_fun1(p, st);
+    weft_exp *n = weft_get(weft_arg(body, 0), 0);
+    weft_exp *c = weft_get(weft_arg(body, 0), 1);
+    weft_exp *next[2] = {
+        weft_cond(weft_eq(weft_rem(n, weft_i64(p, 2)), weft_i64(p, 0)),
+                  weft_quot(n, weft_i64(p, 2)),
+                  weft_add(weft_mul(n, weft_i64(p, 3)), weft_i64(p, 1))),
+        weft_add(c, weft_i32(p, 1))};
+    weft_fun_return(body, weft_tuple(p, 2, next));
+    weft_fun *g = weft_fun1(p, WEFT_DIM(1));
+    weft_exp *init[2] = {weft_add(weft_get(weft_arg(g, 0), 0), weft_i64(p, 1)),
+                         weft_i32(p, 0)};
+    weft_fun_return(
+        g, weft_get(weft_while(cond, body, weft_tuple(p, 2, init)), 1));
+    res[0] = weft_generate(weft_index1(weft_the(na)), g);
+    return 1;
+}
+
+/* The programs, each on a few sizes; fusion on (flags 0) and off. */
+static void programs_with(unsigned flags)
+{
+    diff d;
+    diff_open_flags(&d, flags);
+    seed(24);
+    static const int64_t sizes[] = {0, 1, 1000, 100003};
+    for (int t = 0; t < 2; t++) {
+        bld b = {.t = t ? WEFT_F64 : WEFT_F32};
+        diff_build(&d, "dotp", build_dotp, &b);
+        for (int k = 0; k < 4; k++) {
+            harr h[2] = {harr_vec(b.t, sizes[k], 1, 0),
+                         harr_vec(b.t, sizes[k], 1, 0)};
+            double tol = (t ? TOL_F64 : TOL_F32) * (double)(sizes[k] + 1);
+            diff_run_tol(&d, h, 2, tol, 0);
+            harr_free(&h[0]);
+            harr_free(&h[1]);
+        }
+    }
+    bld b = {0};
+    diff_build(&d, "saxpy", build_saxpy, &b);
+    for (int k = 0; k < 4; k++) {
+        harr h[3] = {harr1(WEFT_F32, 0, NULL, 1, 0),
+                     harr_vec(WEFT_F32, sizes[k], 1, 0),
+                     harr_vec(WEFT_F32, sizes[k] + 3, 1, 0)};
+        diff_run(&d, h, 3);
+        for (int i = 0; i < 3; i++) {
+            harr_free(&h[i]);
+        }
+    }
+    diff_build(&d, "black-scholes", build_black_scholes, &b);
+    for (int k = 0; k < 4; k++) {
+        harr h[3] = {harr_vec(WEFT_F32, sizes[k], 5, 30),
+                     harr_vec(WEFT_F32, sizes[k], 1, 100),
+                     harr_vec(WEFT_F32, sizes[k], 1, 10)};
+        /* exp and log may take another path to libm in compiled code */
+        diff_run_tol(&d, h, 3, 1e-5, 1e-5);
+        for (int i = 0; i < 3; i++) {
+            harr_free(&h[i]);
+        }
+    }
+    diff_build(&d, "smvm", build_smvm, &b);
+    for (int64_t rows = 0; rows <= 2000; rows += rows ? 1999 : 7) {
+        int64_t cols = rows / 3 + 1;
+        harr seg = harr_vec(WEFT_I32, rows, 0, 9);
+        int64_t nnz = 0;
+        for (int64_t i = 0; i < rows; i++) {
+            nnz += tu_load_i(WEFT_I32, (int32_t *)seg.data[0] + i);
+        }
+        harr h[4] = {seg, harr_vec(WEFT_I32, nnz, 0, cols - 1),
+                     harr_vec(WEFT_F64, nnz, 1, 0),
+                     harr_vec(WEFT_F64, cols, 1, 0)};
+        diff_run_tol(&d, h, 4, TOL_F64 * 10, 0);
+        for (int i = 0; i < 4; i++) {
+            harr_free(&h[i]);
+        }
+    }
+    diff_build(&d, "histogram", build_histogram, &b);
+    for (int k = 0; k < 4; k++) {
+        harr h = harr_vec(WEFT_I32, sizes[k], -10, 110);
+        diff_run(&d, &h, 1);
+        harr_free(&h);
+    }
+    diff_build(&d, "filter", build_filter, &b);
+    for (int k = 0; k < 4; k++) {
+        harr h = harr_vec(WEFT_I32, sizes[k], -1000, 1000);
+        diff_run(&d, &h, 1);
+        harr_free(&h);
+    }
+    diff_build(&d, "jacobi", build_jacobi, &b);
+    static const int64_t grids[][2] = {{1, 1}, {13, 17}, {129, 131}};
+    for (int k = 0; k < 3; k++) {
+        harr h = harr1(WEFT_F64, 2, grids[k], 0, 100);
+        diff_run(&d, &h, 1);
+        harr_free(&h);
+    }
+    diff_build(&d, "newton awhile", build_newton, &b);
+    for (int k = 0; k < 3; k++) {
+        harr h = harr_vec(WEFT_F64, sizes[k], 0, 1000);
+        diff_run(&d, &h, 1);
+        harr_free(&h);
+    }
+    diff_build(&d, "collatz while", build_collatz, &b);
+    for (int64_t n = 0; n <= 3000; n += 1500) {
+        harr h = harr1(WEFT_I64, 0, NULL, n, n);
+        diff_run(&d, &h, 1);
+        harr_free(&h);
+    }
+    diff_close(&d);
+}
+
+START_TEST(programs)
+{
+    programs_with(0);
+}
+END_TEST
+
+START_TEST(programs_no_fusion)
+{
+    programs_with(WEFT_FLAG_NO_FUSION);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------
+ * Errors a compiled program can meet
+ * ---------------------------------------------------------------------- */
+
+static int build_err_fold1(bld *b, weft_acc **res)
+{
+    weft_program *p = b->p;
+    weft_acc *a = weft_param(p, WEFT_I32, b->rank);
+    weft_fun *f = op2(p, WEFT_I32, weft_add);
+    res[0] = b->variant ? weft_fold1_all(f, a) : weft_fold1(f, a);
+    return 1;
+}
+
+static int build_err_seg(bld *b, weft_acc **res)
+{
+    weft_program *p = b->p;
+    weft_acc *a = weft_param(p, WEFT_I32, 1);
+    weft_acc *s = weft_param(p, WEFT_I32, 1);
+    weft_fun *f = op2(p, WEFT_I32, weft_add);
+    res[0] = b->variant ? weft_fold1_seg(f, a, s)
+                        : weft_fold_seg(f, weft_i32(p, 0), a, s);
+    return 1;
+}
+
+/* A linear index read (a !! i) in a generate, past the end for some i. */
+static int build_err_at(bld *b, weft_acc **res)
+{
+    weft_program *p = b->p;
+    weft_acc *a = weft_param(p, WEFT_F32, 1);
+    weft_acc *n = weft_param(p, WEFT_I64, 0);
+    weft_fun *g = weft_fun1(p, WEFT_DIM(1));
+    weft_exp *i = weft_get(weft_arg(g, 0), 0);
+    weft_exp *twice = weft_mul(i, weft_i64(p, 2));
+    weft_fun_return(g, b->variant
+                           ? weft_at(a, weft_index1(twice))
+                           : weft_at_linear(a, weft_sub(i, weft_i64(p, 1))));
+    res[0] = weft_generate(weft_index1(weft_the(n)), g);
+    return 1;
+}
+
+START_TEST(errors)
+{
+    diff d;
+    diff_open(&d);
+    seed(25);
+    /* fold1 of empty rows, fold1_all of nothing */
+    for (int r = 1; r <= 2; r++) {
+        bld b = {.rank = r};
+        diff_build(&d, "fold1 empty", build_err_fold1, &b);
+        int64_t e[2] = {r == 1 ? 0 : 3, 0};
+        harr h = harr1(WEFT_I32, r, e, 1, 0);
+        diff_expect(&d, &h, 1, WEFT_ERR_EMPTY_ARRAY);
+        harr_free(&h);
+        b.variant = 1;
+        diff_build(&d, "fold1_all empty", build_err_fold1, &b);
+        h = harr1(WEFT_I32, r, e, 1, 0);
+        diff_expect(&d, &h, 1, WEFT_ERR_EMPTY_ARRAY);
+        harr_free(&h);
+    }
+    /* bad segments: negative, past the extent, empty for fold1_seg */
+    for (int v = 0; v < 2; v++) {
+        bld b = {.variant = v};
+        diff_build(&d, "segments", build_err_seg, &b);
+        harr h[2] = {harr_vec(WEFT_I32, 10, 1, 0), harr_vec(WEFT_I32, 3, 0, 0)};
+        harr_set_i(&h[1], 0, 0, 2);
+        harr_set_i(&h[1], 0, 1, -1);
+        harr_set_i(&h[1], 0, 2, 2);
+        diff_expect(&d, h, 2, WEFT_ERR_SEGMENTS);
+        harr_set_i(&h[1], 0, 1, 8);
+        diff_expect(&d, h, 2, WEFT_ERR_SEGMENTS);
+        harr_set_i(&h[1], 0, 1, 0);
+        diff_expect(&d, h, 2, v ? WEFT_ERR_EMPTY_ARRAY : WEFT_OK);
+        harr_free(&h[0]);
+        harr_free(&h[1]);
+    }
+    /* indexing outside an array inside a kernel */
+    for (int v = 0; v < 2; v++) {
+        bld b = {.variant = v};
+        diff_build(&d, "index out of bounds", build_err_at, &b);
+        for (int64_t n = 0; n < 100000; n = n * 10 + 7) {
+            int64_t m = v ? (n + 1) / 2 + 1 : n;
+            harr h[2] = {harr_vec(WEFT_F32, n, 1, 0),
+                         harr1(WEFT_I64, 0, NULL, m, m)};
+            diff_expect(&d, h, 2, m > 0 ? WEFT_ERR_OUT_OF_BOUNDS : WEFT_OK);
+            harr_free(&h[0]);
+            harr_free(&h[1]);
+        }
+    }
+    /* reshape, slice, backpermute, permute errors: see their own tests
+     * (reshape, slice, backpermute, permute above) */
+    diff_close(&d);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------
+ * Suite
+ * ---------------------------------------------------------------------- */
+
+static Suite *cpu_suite(void)
+{
+    Suite *s = suite_create("cpu");
+    TCase *t = tcase_create("differential");
+    tcase_set_timeout(t, 600);
+    tcase_add_test(t, generate);
+    tcase_add_test(t, map);
+    tcase_add_test(t, zipwith);
+    tcase_add_test(t, use_unit_the);
+    tcase_add_test(t, reshape);
+    tcase_add_test(t, replicate);
+    tcase_add_test(t, slice);
+    tcase_add_test(t, backpermute);
+    tcase_add_test(t, fold_int);
+    tcase_add_test(t, fold_float);
+    tcase_add_test(t, fold_tuple);
+    tcase_add_test(t, fold_large);
+    tcase_add_test(t, fold_seg);
+    tcase_add_test(t, scan_int);
+    tcase_add_test(t, scan_float);
+    tcase_add_test(t, scan_tuple);
+    tcase_add_test(t, scan_large);
+    tcase_add_test(t, permute);
+    tcase_add_test(t, stencil);
+    tcase_add_test(t, stencil2);
+    tcase_add_test(t, acond_atuple);
+    tcase_add_test(t, awhile);
+    tcase_add_test(t, prims);
+    tcase_add_test(t, programs);
+    tcase_add_test(t, programs_no_fusion);
+    tcase_add_test(t, errors);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+TU_MAIN(cpu_suite)

@@ -1,0 +1,814 @@
+/*
+ * tests/test_cpu_permute.c: permute, foldSeg and fold1Seg on the CPU
+ * backend against the reference interpreter.
+ *
+ * Each case builds one program twice, in an interpreter context and in a
+ * CPU context (environment ignored, several workers), runs both on the
+ * same pseudo-random inputs and asks for the same status and, on success,
+ * the same result: integers bit for bit; floats within a relative 1e-5
+ * (f32) or 1e-12 (f64), although most cases use integer-valued floats
+ * whose sums are exact in any order.
+ *
+ * permute is tried with every way the CPU skeleton makes its update
+ * atomic (native atomicrmw: add, min, max, band, bor, bxor on integers and
+ * add on f32 / f64; the CAS loop: other combines on 32- and 64-bit types;
+ * striped locks: 8- and 16-bit types, bool, f16, tuples), on source and
+ * target ranks 0 to 3, with ignored elements, heavy contention (millions
+ * of updates on a few targets), a fused source, and out-of-bounds targets.
+ * A one-worker context checks that a non-commutative combine gives the
+ * interpreter's sequential answer.  foldSeg and fold1Seg are tried on
+ * ranks 1 to 3, several segment descriptor types, empty segments, long
+ * and tiny segments, tuples, a fused input, and every data error.
+ */
+#include <time.h>
+
+#include "tu.h"
+
+/* ------------------------------------------------------------------------
+ * The differential harness
+ * ---------------------------------------------------------------------- */
+
+#define MAX_IN 3
+
+/* One input: a parameter of this type and shape.  Values are pseudo-random
+ * integers in [lo, hi] (floats: those integers, divided by `scale` when it
+ * is not 0), unless `data` gives the host buffer. */
+typedef struct in_spec {
+    weft_type type;
+    int rank;
+    int64_t shape[3];
+    int64_t lo, hi;
+    double scale;
+    const void *data;
+} in_spec;
+
+/* Builds the program's one result from its parameters in[0..nin-1]. */
+typedef weft_acc *(*build_fn)(weft_program *p, weft_acc *const *in,
+                              const void *user);
+
+typedef struct pair {
+    weft_context *ref, *cpu;
+} pair;
+
+static void pair_open(pair *c, int threads)
+{
+    weft_config cfg = weft_config_default();
+    cfg.flags |= WEFT_FLAG_NO_ENV;
+    cfg.backend = WEFT_BACKEND_INTERP;
+    TU_OK(weft_context_create(&cfg, &c->ref));
+    cfg.backend = WEFT_BACKEND_CPU;
+    cfg.threads = threads;
+    TU_OK(weft_context_create(&cfg, &c->cpu));
+}
+
+static void pair_close(pair *c)
+{
+    weft_context_free(c->ref);
+    weft_context_free(c->cpu);
+}
+
+static uint64_t rng_next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static void *make_host(const in_spec *sp, uint64_t seed)
+{
+    int64_t n = tu_shape_size(sp->rank, sp->shape);
+    size_t sz = weft_type_size(sp->type);
+    void *h = malloc((size_t)(n > 0 ? n : 1) * sz);
+    ck_assert_ptr_nonnull(h);
+    if (sp->data) {
+        memcpy(h, sp->data, (size_t)n * sz);
+        return h;
+    }
+    uint64_t s = seed;
+    uint64_t span = (uint64_t)(sp->hi - sp->lo) + 1;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t v = sp->lo + (int64_t)(rng_next(&s) % span);
+        char *dst = (char *)h + (size_t)i * sz;
+        if (tu_is_float(sp->type) && sp->scale != 0) {
+            tu_store_f(sp->type, dst, (double)v / sp->scale);
+        } else {
+            tu_store_i(sp->type, dst, v);
+        }
+    }
+    return h;
+}
+
+/* Compile and run the program in ctx; *out gets the result (or NULL). */
+static weft_status run_in(weft_context *ctx, build_fn build, const void *user,
+                          int nin, const in_spec *spec, void *const *host,
+                          bool want_kernel, weft_array **out)
+{
+    weft_program *p = NULL;
+    TU_OK(weft_program_create(ctx, &p));
+    weft_acc *par[MAX_IN];
+    for (int i = 0; i < nin; i++) {
+        par[i] = weft_param(p, spec[i].type, spec[i].rank);
+    }
+    weft_acc *r = build(p, par, user);
+    TU_PROGRAM_OK(p);
+    weft_executable *exe = NULL;
+    TU_OK(weft_compile(p, &r, 1, &exe));
+    if (want_kernel) {
+        /* the plan must show a permute or fold_seg kernel: the backend
+         * did not hand the operation to the interpreter */
+        char buf[4096] = {0};
+        FILE *f = fmemopen(buf, sizeof buf - 1, "w");
+        ck_assert_ptr_nonnull(f);
+        TU_OK(weft_executable_dump(exe, f));
+        fclose(f);
+        ck_assert_msg(strstr(buf, "permute") || strstr(buf, "fold_seg") ||
+                          strstr(buf, "fold1_seg"),
+                      "no kernel in the plan:\n%s", buf);
+    }
+    weft_array *in[MAX_IN] = {NULL};
+    for (int i = 0; i < nin; i++) {
+        const void *d[1] = {host[i]};
+        TU_OK(weft_array_from_host(ctx, spec[i].type, spec[i].rank,
+                                   spec[i].shape, d, &in[i]));
+    }
+    *out = NULL;
+    weft_status s = weft_run(exe, in, nin, out, 1);
+    for (int i = 0; i < nin; i++) {
+        weft_array_release(in[i]);
+    }
+    weft_executable_free(exe);
+    weft_program_free(p);
+    return s;
+}
+
+static bool close_enough(weft_type t, double a, double b)
+{
+    if (isnan(a) || isnan(b)) {
+        return isnan(a) && isnan(b);
+    }
+    double tol = t == WEFT_F64 ? 1e-12 : t == WEFT_F32 ? 1e-5 : 1e-3;
+    double m = fabs(a) > fabs(b) ? fabs(a) : fabs(b);
+    return fabs(a - b) <= tol * (m > 1 ? m : 1);
+}
+
+/* Run the case on both backends and compare. */
+static void check_case(pair *c, const char *what, build_fn build,
+                       const void *user, int nin, const in_spec *spec,
+                       uint64_t seed)
+{
+    void *host[MAX_IN] = {NULL};
+    for (int i = 0; i < nin; i++) {
+        host[i] = make_host(&spec[i], seed * 7919 + (uint64_t)i);
+    }
+    weft_array *want = NULL, *got = NULL;
+    struct timespec T0, T1, T2;
+    clock_gettime(CLOCK_MONOTONIC, &T0);
+    weft_status sw = run_in(c->ref, build, user, nin, spec, host, false, &want);
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", sw ? weft_last_error() : "");
+    clock_gettime(CLOCK_MONOTONIC, &T1);
+    weft_status sg = run_in(c->cpu, build, user, nin, spec, host, true, &got);
+    clock_gettime(CLOCK_MONOTONIC, &T2);
+    if (getenv("TIMING")) fprintf(stderr, "%.3f %.3f %s\n", (T1.tv_sec-T0.tv_sec)+(T1.tv_nsec-T0.tv_nsec)*1e-9, (T2.tv_sec-T1.tv_sec)+(T2.tv_nsec-T1.tv_nsec)*1e-9, what);
+    ck_assert_msg(sw == sg, "%s: interpreter %s (%s), cpu %s (%s)", what,
+                  weft_status_name(sw), msg, weft_status_name(sg),
+                  sg ? weft_last_error() : "");
+    if (sw == WEFT_OK) {
+        weft_type t = weft_array_type(want);
+        ck_assert_int_eq(weft_array_type(got), t);
+        ck_assert_int_eq(weft_array_rank(got), weft_array_rank(want));
+        for (int d = 0; d < weft_array_rank(want); d++) {
+            ck_assert_int_eq(weft_array_extent(got, d),
+                             weft_array_extent(want, d));
+        }
+        int64_t n = weft_array_size(want);
+        int nl = weft_type_leaves(c->ref, t);
+        for (int l = 0; l < nl; l++) {
+            weft_type lt = weft_type_leaf(c->ref, t, l);
+            size_t sz = weft_type_size(lt);
+            const char *a = weft_array_data(want, l);
+            const char *b = weft_array_data(got, l);
+            for (int64_t i = 0; i < n; i++) {
+                const char *x = a + (size_t)i * sz, *y = b + (size_t)i * sz;
+                if (tu_is_float(lt)) {
+                    double u = tu_load_f(lt, x), v = tu_load_f(lt, y);
+                    ck_assert_msg(close_enough(lt, u, v),
+                                  "%s: leaf %d element %lld: want %g, got %g",
+                                  what, l, (long long)i, u, v);
+                } else {
+                    ck_assert_msg(memcmp(x, y, sz) == 0,
+                                  "%s: leaf %d element %lld: want %lld, got "
+                                  "%lld", what, l, (long long)i,
+                                  (long long)tu_load_i(lt, x),
+                                  (long long)tu_load_i(lt, y));
+                }
+            }
+        }
+    }
+    weft_array_release(want);
+    weft_array_release(got);
+    for (int i = 0; i < nin; i++) {
+        free(host[i]);
+    }
+}
+
+/* A shape as an expression. */
+static weft_exp *shape_exp(weft_program *p, int rank, const int64_t *sh)
+{
+    weft_exp *c[3];
+    for (int d = 0; d < rank; d++) {
+        c[d] = weft_i64(p, sh[d]);
+    }
+    return weft_index(p, rank, c);
+}
+
+/* ------------------------------------------------------------------------
+ * permute
+ * ---------------------------------------------------------------------- */
+
+enum {
+    C_ADD, C_MIN, C_MAX, C_BAND, C_BOR, C_BXOR, /* recognised: atomicrmw */
+    C_MUL, C_CONDMAX,                           /* others: CAS or locks */
+    C_SUB,                                      /* not commutative */
+    C_OR,                                       /* bool */
+    C_PAIR                                      /* (i32, f64): add, max */
+};
+
+typedef struct perm_case {
+    weft_type t;        /* element type (ignored for C_PAIR) */
+    int comb;
+    int drank;
+    int64_t dshape[3];
+    bool direct;        /* the source is parameter 1, not a map of keys */
+    bool flip;          /* the recognised combine with its arguments swapped */
+    bool wrap;          /* targets modulo the output size (else a key past
+                           the output is out of bounds) */
+} perm_case;
+
+static weft_exp *conv_elem(weft_program *p, const perm_case *pc, weft_type et,
+                           weft_exp *k32)
+{
+    if (pc->comb == C_PAIR) {
+        weft_exp *c[2] = {k32, weft_fdiv(weft_convert(k32, WEFT_F64),
+                                         weft_f64(p, 4))};
+        return weft_tuple(p, 2, c);
+    }
+    if (et == WEFT_BOOL) {
+        return weft_eq(weft_rem(k32, weft_i32(p, 3)), weft_i32(p, 0));
+    }
+    return weft_convert(k32, et);
+}
+
+static weft_acc *build_permute(weft_program *p, weft_acc *const *in,
+                               const void *user)
+{
+    const perm_case *pc = user;
+    weft_acc *keys = in[0];
+    int srank = weft_acc_rank(keys);
+    weft_type et = pc->t;
+    if (pc->comb == C_PAIR) {
+        weft_exp *c[2] = {weft_i32(p, 0), weft_f64(p, 0)};
+        et = weft_exp_type(weft_tuple(p, 2, c));
+    }
+    /* combine */
+    weft_fun *f = weft_fun2(p, et, et);
+    weft_exp *x = weft_arg(f, pc->flip ? 1 : 0), *y = weft_arg(f, pc->flip ? 0 : 1);
+    weft_exp *body = NULL;
+    switch (pc->comb) {
+    case C_ADD: body = weft_add(x, y); break;
+    case C_MIN: body = weft_min(x, y); break;
+    case C_MAX: body = weft_max(x, y); break;
+    case C_BAND: body = weft_band(x, y); break;
+    case C_BOR: body = weft_bor(x, y); break;
+    case C_BXOR: body = weft_bxor(x, y); break;
+    case C_MUL: body = weft_mul(x, y); break;
+    case C_CONDMAX: body = weft_cond(weft_gt(x, y), x, y); break;
+    case C_SUB: body = weft_sub(x, y); break;
+    case C_OR: body = weft_or(x, y); break;
+    case C_PAIR: {
+        weft_exp *c[2] = {weft_add(weft_get(x, 0), weft_get(y, 0)),
+                          weft_max(weft_get(x, 1), weft_get(y, 1))};
+        body = weft_tuple(p, 2, c);
+        break;
+    }
+    }
+    weft_fun_return(f, body);
+    /* default: element i is conv(i mod 5) */
+    weft_fun *g = weft_fun1(p, WEFT_DIM(pc->drank));
+    weft_exp *dsh = shape_exp(p, pc->drank, pc->dshape);
+    weft_exp *li = weft_convert(
+        weft_rem(weft_to_index(dsh, weft_arg(g, 0)), weft_i64(p, 5)), WEFT_I32);
+    weft_fun_return(g, conv_elem(p, pc, et, li));
+    weft_acc *def = weft_generate(shape_exp(p, pc->drank, pc->dshape), g);
+    /* source: conv(key mod 7 + 1), or parameter 1 */
+    weft_acc *src;
+    if (pc->direct) {
+        src = in[1];
+    } else {
+        weft_fun *m = weft_fun1(p, WEFT_I32);
+        weft_exp *k = weft_arg(m, 0);
+        weft_exp *v = weft_add(weft_rem(k, weft_i32(p, 7)), weft_i32(p, 1));
+        weft_fun_return(m, conv_elem(p, pc, et, v));
+        src = weft_map(m, keys);
+    }
+    /* ix: key < 0 is ignore; else the key's position in the output */
+    weft_fun *ix = weft_fun1(p, WEFT_DIM(srank));
+    weft_exp *k = weft_convert(weft_at(keys, weft_arg(ix, 0)), WEFT_I64);
+    int64_t dsize = tu_shape_size(pc->drank, pc->dshape);
+    weft_exp *tgt;
+    if (pc->drank == 0) {
+        tgt = weft_index(p, 0, NULL);
+    } else {
+        /* from_index does not reduce the outermost component: without
+         * wrap, a key past the output lands past its first dimension */
+        weft_exp *lin = pc->wrap && dsize > 0 ? weft_rem(k, weft_i64(p, dsize))
+                                              : k;
+        tgt = weft_from_index(shape_exp(p, pc->drank, pc->dshape), lin);
+    }
+    weft_fun_return(ix, weft_cond(weft_lt(k, weft_i64(p, 0)),
+                                  weft_ignore(p, pc->drank), tgt));
+    return weft_permute(f, def, ix, src);
+}
+
+static const int64_t src_sizes[] = {0, 1, 7, 97, 1009, 65537, 3000017};
+
+/* Keys of rank srank and n elements. */
+static void keys_spec(in_spec *sp, int srank, int64_t n, int64_t lo,
+                      int64_t hi)
+{
+    memset(sp, 0, sizeof *sp);
+    sp->type = WEFT_I32;
+    sp->rank = srank;
+    sp->lo = lo;
+    sp->hi = hi;
+    /* spread n over the dimensions: the inner ones small */
+    int64_t rest = n;
+    for (int d = srank - 1; d >= 1; d--) {
+        int64_t e = d == srank - 1 ? 3 : 2;
+        if (rest % e != 0) {
+            e = 1;
+        }
+        sp->shape[d] = e;
+        rest /= e;
+    }
+    if (srank >= 1) {
+        sp->shape[0] = rest;
+    }
+}
+
+static void run_perm(pair *c, const perm_case *pc, int srank, int64_t n,
+                     int64_t klo, int64_t khi, uint64_t seed)
+{
+    in_spec sp[2];
+    keys_spec(&sp[0], srank, srank == 0 ? 1 : n, klo, khi);
+    int nin = 1;
+    if (pc->direct) {
+        sp[1] = sp[0];
+        sp[1].type = pc->t;
+        sp[1].lo = -9;
+        sp[1].hi = 9;
+        nin = 2;
+    }
+    char what[160];
+    snprintf(what, sizeof what,
+             "permute type %d comb %d src rank %d n %lld def rank %d%s%s",
+             (int)pc->t, pc->comb, srank, (long long)n, pc->drank,
+             pc->direct ? " direct" : "", pc->flip ? " flipped" : "");
+    check_case(c, what, build_permute, pc, nin, sp, seed);
+}
+
+/* Every combine / type pairing, over source sizes, into a 1-D output. */
+START_TEST(test_permute_modes)
+{
+    static const struct { weft_type t; int comb; } modes[] = {
+        {WEFT_I32, C_ADD},  {WEFT_I64, C_MIN},   {WEFT_U32, C_MAX},
+        {WEFT_I64, C_BAND}, {WEFT_U64, C_BOR},   {WEFT_I32, C_BXOR},
+        {WEFT_U8, C_ADD},   {WEFT_I16, C_MAX},   {WEFT_F32, C_ADD},
+        {WEFT_F64, C_ADD},  {WEFT_I32, C_MUL},   {WEFT_I64, C_CONDMAX},
+        {WEFT_F32, C_MIN},  {WEFT_F64, C_MAX},   {WEFT_U16, C_MUL},
+        {WEFT_F16, C_MAX},  {WEFT_BOOL, C_OR},   {WEFT_I32, C_PAIR},
+        {WEFT_I8, C_MUL},
+    };
+    pair c;
+    pair_open(&c, 4);
+    int nm = (int)(sizeof modes / sizeof modes[0]);
+    for (int m = 0; m < nm; m++) {
+        for (int s = 0; s < (int)(sizeof src_sizes / sizeof src_sizes[0]); s++) {
+            int64_t n = src_sizes[s];
+            /* big sources only for some modes, to keep the time down */
+            if (n > 100000 && m % 3 != 0 && modes[m].comb != C_PAIR &&
+                modes[m].t != WEFT_F32) {
+                continue;
+            }
+            perm_case pc = {.t = modes[m].t, .comb = modes[m].comb,
+                            .drank = 1, .dshape = {1000}, .wrap = true};
+            run_perm(&c, &pc, 1, n, -3, 1999, (uint64_t)(m * 100 + s));
+            /* heavy contention: five targets */
+            pc.dshape[0] = 5;
+            run_perm(&c, &pc, 1, n, -1, 4, (uint64_t)(m * 100 + s + 50));
+        }
+    }
+    pair_close(&c);
+}
+END_TEST
+
+/* Recognised combines with their arguments swapped, and a manifest
+ * source. */
+START_TEST(test_permute_flip_direct)
+{
+    pair c;
+    pair_open(&c, 4);
+    static const struct { weft_type t; int comb; } modes[] = {
+        {WEFT_I32, C_ADD}, {WEFT_I64, C_MAX}, {WEFT_U16, C_BXOR},
+        {WEFT_F64, C_ADD}, {WEFT_I32, C_MUL}, {WEFT_I8, C_MIN},
+    };
+    for (int m = 0; m < 6; m++) {
+        for (int s = 0; s < (int)(sizeof src_sizes / sizeof src_sizes[0]); s++) {
+            perm_case pc = {.t = modes[m].t, .comb = modes[m].comb,
+                            .drank = 1, .dshape = {37}, .wrap = true,
+                            .flip = true, .direct = s % 2 == 0};
+            run_perm(&c, &pc, 1, src_sizes[s], -5, 1000, (uint64_t)(m + s));
+        }
+    }
+    pair_close(&c);
+}
+END_TEST
+
+/* Source ranks 0 to 3 into output ranks 0 to 3. */
+START_TEST(test_permute_ranks)
+{
+    pair c;
+    pair_open(&c, 4);
+    static const int64_t dshapes[4][3] = {{0}, {11}, {3, 7}, {2, 3, 5}};
+    static const int64_t sizes[] = {0, 1, 6, 30, 210, 300000};
+    uint64_t seed = 1;
+    for (int dr = 0; dr <= 3; dr++) {
+        for (int sr = 0; sr <= 3; sr++) {
+            for (int s = 0; s < 6; s++) {
+                if (sr == 0 && s > 1) {
+                    continue;
+                }
+                int comb = (int)(seed % 3) == 0 ? C_ADD
+                           : (int)(seed % 3) == 1 ? C_MUL : C_PAIR;
+                perm_case pc = {.t = WEFT_I64, .comb = comb, .drank = dr,
+                                .wrap = true};
+                memcpy(pc.dshape, dshapes[dr], sizeof pc.dshape);
+                run_perm(&c, &pc, sr, sizes[s], -2, 500, seed++);
+            }
+        }
+    }
+    pair_close(&c);
+}
+END_TEST
+
+/* Targets outside the output: WEFT_ERR_OUT_OF_BOUNDS on both backends,
+ * whatever the mode; and an empty output with every element ignored. */
+START_TEST(test_permute_errors)
+{
+    pair c;
+    pair_open(&c, 4);
+    static const struct { weft_type t; int comb; } modes[] = {
+        {WEFT_I32, C_ADD}, {WEFT_I32, C_MUL}, {WEFT_I16, C_MUL},
+        {WEFT_I32, C_PAIR},
+    };
+    for (int m = 0; m < 4; m++) {
+        for (int dr = 1; dr <= 3; dr++) {
+            perm_case pc = {.t = modes[m].t, .comb = modes[m].comb,
+                            .drank = dr, .dshape = {4, 2, 2}};
+            /* keys up to 40 reach past every output here */
+            run_perm(&c, &pc, 1, 1000, -3, 40, (uint64_t)(m * 10 + dr));
+            run_perm(&c, &pc, 2, 1000000, -3, 16, (uint64_t)(m * 10 + dr));
+            /* all keys in range */
+            run_perm(&c, &pc, 1, 1000, -3, 3, (uint64_t)(m * 10 + dr));
+        }
+        /* an empty output: only ignored elements are fine */
+        perm_case pe = {.t = modes[m].t, .comb = modes[m].comb, .drank = 1,
+                        .dshape = {0}};
+        run_perm(&c, &pe, 1, 5000, -3, -1, (uint64_t)m);
+        run_perm(&c, &pe, 1, 5000, -3, 0, (uint64_t)m);
+    }
+    pair_close(&c);
+}
+END_TEST
+
+/* One worker: the sequential entry, so even a combine that is not
+ * commutative gives the interpreter's answer exactly. */
+START_TEST(test_permute_one_worker)
+{
+    pair c;
+    pair_open(&c, 1);
+    for (int s = 0; s < (int)(sizeof src_sizes / sizeof src_sizes[0]); s++) {
+        perm_case pc = {.t = WEFT_I32, .comb = C_SUB, .drank = 1,
+                        .dshape = {13}, .wrap = true};
+        run_perm(&c, &pc, 1, src_sizes[s], -2, 100, (uint64_t)s);
+        pc.t = WEFT_F64;
+        run_perm(&c, &pc, 1, src_sizes[s], -2, 100, (uint64_t)s);
+    }
+    pair_close(&c);
+}
+END_TEST
+
+/* A source that is a zipWith of arrays of different shapes (fused: the
+ * general variant of the kernel) and a backpermute whose gather may fall
+ * outside its source. */
+typedef struct zip_case {
+    bool gather;
+} zip_case;
+
+static weft_acc *build_perm_zip(weft_program *p, weft_acc *const *in,
+                                const void *user)
+{
+    const zip_case *zc = user;
+    weft_fun *add = tu_fun_op2(p, WEFT_OP_ADD, WEFT_I32);
+    weft_acc *src;
+    if (zc->gather) {
+        /* src[i] = b[2 i] : outside b when b is shorter than 2 n */
+        weft_fun *g = weft_fun1(p, WEFT_DIM(1));
+        weft_exp *i = weft_get(weft_arg(g, 0), 0);
+        weft_fun_return(g, weft_index1(weft_mul(i, weft_i64(p, 2))));
+        src = weft_backpermute(weft_shape(in[0]), g, in[1]);
+    } else {
+        src = weft_zipwith(tu_fun_op2(p, WEFT_OP_MUL, WEFT_I32), in[0], in[1]);
+    }
+    weft_fun *z = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(z, weft_i32(p, 0));
+    weft_acc *def = weft_generate(weft_index1(weft_i64(p, 17)), z);
+    weft_fun *ix = weft_fun1(p, WEFT_DIM(1));
+    weft_exp *v = weft_at(in[0], weft_arg(ix, 0));
+    weft_fun_return(ix, weft_index1(weft_convert(
+                            weft_rem(weft_abs(v), weft_i32(p, 17)), WEFT_I64)));
+    return weft_permute(add, def, ix, src);
+}
+
+START_TEST(test_permute_fused)
+{
+    pair c;
+    pair_open(&c, 4);
+    static const int64_t na[] = {0, 1, 100, 5000, 2000003};
+    for (int g = 0; g < 2; g++) {
+        for (int s = 0; s < 5; s++) {
+            for (int d = 0; d < 3; d++) {
+                /* b: shorter, equal, longer (x2) than a */
+                int64_t nb = d == 0 ? na[s] / 2 : d == 1 ? na[s] : 2 * na[s];
+                in_spec sp[2] = {
+                    {.type = WEFT_I32, .rank = 1, .shape = {na[s]}, .lo = -50,
+                     .hi = 50},
+                    {.type = WEFT_I32, .rank = 1, .shape = {nb}, .lo = -9,
+                     .hi = 9}};
+                zip_case zc = {.gather = g == 1};
+                char what[96];
+                snprintf(what, sizeof what, "permute of a fused %s, %lld/%lld",
+                         g ? "backpermute" : "zipWith", (long long)na[s],
+                         (long long)nb);
+                check_case(&c, what, build_perm_zip, &zc, 2, sp,
+                           (uint64_t)(s * 3 + d));
+            }
+        }
+    }
+    pair_close(&c);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------
+ * foldSeg, fold1Seg
+ * ---------------------------------------------------------------------- */
+
+enum { S_ADD, S_MAX, S_MIN, S_PAIR, S_FUSED };
+
+typedef struct seg_case {
+    bool seeded;
+    int comb;
+    weft_type t;
+} seg_case;
+
+static weft_acc *build_fold_seg(weft_program *p, weft_acc *const *in,
+                                const void *user)
+{
+    const seg_case *sc = user;
+    weft_acc *a = in[0];
+    weft_type et = sc->t;
+    weft_exp *z = NULL;
+    if (sc->comb == S_PAIR || sc->comb == S_FUSED) {
+        /* a -> (a, a * 3) (fused into the fold for S_FUSED, a tuple for
+         * S_PAIR) */
+        weft_fun *m = weft_fun1(p, et);
+        weft_exp *x = weft_arg(m, 0);
+        weft_exp *three = weft_convert(weft_i32(p, 3), et);
+        if (sc->comb == S_PAIR) {
+            weft_exp *c[2] = {x, weft_mul(x, three)};
+            weft_fun_return(m, weft_tuple(p, 2, c));
+        } else {
+            weft_fun_return(m, weft_add(weft_mul(x, three), x));
+        }
+        a = weft_map(m, a);
+    }
+    weft_type at = weft_acc_type(a);
+    weft_fun *f = weft_fun2(p, at, at);
+    weft_exp *x = weft_arg(f, 0), *y = weft_arg(f, 1);
+    switch (sc->comb) {
+    case S_ADD:
+    case S_FUSED:
+        weft_fun_return(f, weft_add(x, y));
+        z = weft_convert(weft_i32(p, 3), et);
+        break;
+    case S_MAX:
+        weft_fun_return(f, weft_max(x, y));
+        z = weft_convert(weft_i32(p, -100), et);
+        break;
+    case S_MIN:
+        weft_fun_return(f, weft_min(x, y));
+        z = weft_convert(weft_i32(p, 100), et);
+        break;
+    case S_PAIR: {
+        weft_exp *c[2] = {weft_add(weft_get(x, 0), weft_get(y, 0)),
+                          weft_max(weft_get(x, 1), weft_get(y, 1))};
+        weft_fun_return(f, weft_tuple(p, 2, c));
+        weft_exp *zc[2] = {weft_convert(weft_i32(p, 1), et),
+                           weft_convert(weft_i32(p, -100), et)};
+        z = weft_tuple(p, 2, zc);
+        break;
+    }
+    }
+    return sc->seeded ? weft_fold_seg(f, z, a, in[1]) : weft_fold1_seg(f, a, in[1]);
+}
+
+/* Segment lengths: nseg of them, random in [lo, hi], as type st. */
+static void *seg_lengths(weft_type st, int64_t nseg, const int64_t *len)
+{
+    size_t sz = weft_type_size(st);
+    char *h = malloc((size_t)(nseg > 0 ? nseg : 1) * sz);
+    ck_assert_ptr_nonnull(h);
+    for (int64_t k = 0; k < nseg; k++) {
+        tu_store_i(st, h + (size_t)k * sz, len[k]);
+    }
+    return h;
+}
+
+static void run_seg(pair *c, const seg_case *sc, int rank, const int64_t *shape,
+                    weft_type st, int64_t nseg, const int64_t *len,
+                    uint64_t seed)
+{
+    void *segs = seg_lengths(st, nseg, len);
+    in_spec sp[2] = {
+        {.type = sc->t, .rank = rank, .lo = -20, .hi = 20},
+        {.type = st, .rank = 1, .shape = {nseg}, .data = segs}};
+    memcpy(sp[0].shape, shape, sizeof(int64_t) * (size_t)rank);
+    char what[160];
+    snprintf(what, sizeof what,
+             "%s comb %d type %d rank %d inner %lld nseg %lld seg type %d",
+             sc->seeded ? "fold_seg" : "fold1_seg", sc->comb, (int)sc->t,
+             rank, (long long)shape[rank - 1], (long long)nseg, (int)st);
+    check_case(c, what, build_fold_seg, sc, 2, sp, seed);
+    free(segs);
+}
+
+/* Random lengths filling `inner` (some empty when allow_empty), at most
+ * nseg of them; returns how many. */
+static int64_t random_segments(uint64_t *s, int64_t inner, int64_t *len,
+                               int64_t max_seg, int64_t avg, bool allow_empty)
+{
+    int64_t n = 0, left = inner;
+    while (n < max_seg && left > 0) {
+        int64_t l = (int64_t)(rng_next(s) % (uint64_t)(2 * avg + 1));
+        if (!allow_empty && l == 0) {
+            l = 1;
+        }
+        if (l > left) {
+            l = left;
+        }
+        len[n++] = l;
+        left -= l;
+    }
+    return n;
+}
+
+START_TEST(test_fold_seg_shapes)
+{
+    pair c;
+    pair_open(&c, 4);
+    static const weft_type seg_types[] = {WEFT_I32, WEFT_I64, WEFT_U8,
+                                          WEFT_U64, WEFT_I16};
+    static const struct { weft_type t; int comb; } kinds[] = {
+        {WEFT_I32, S_ADD}, {WEFT_F64, S_ADD}, {WEFT_F32, S_ADD},
+        {WEFT_I64, S_MAX}, {WEFT_I8, S_MIN},  {WEFT_I32, S_PAIR},
+        {WEFT_F32, S_FUSED}, {WEFT_U16, S_ADD}, {WEFT_F16, S_MAX},
+    };
+    static const int64_t inners[] = {0, 1, 2, 7, 97, 1009, 20011};
+    int64_t *len = malloc(sizeof *len * 30000);
+    ck_assert_ptr_nonnull(len);
+    uint64_t s = 42;
+    for (int kk = 0; kk < 9; kk++) {
+        for (int seeded = 0; seeded < 2; seeded++) {
+            seg_case sc = {.seeded = seeded, .comb = kinds[kk].comb,
+                           .t = kinds[kk].t};
+            for (int ii = 0; ii < 7; ii++) {
+                for (int rank = 1; rank <= 3; rank++) {
+                    int64_t inner = inners[ii];
+                    int64_t shape[3] = {3, 2, 0};
+                    shape[rank - 1] = inner;
+                    if (rank == 3) {
+                        shape[0] = 2;
+                        shape[1] = 3;
+                    } else if (rank == 2) {
+                        shape[0] = 5;
+                    }
+                    int64_t avg = 1 + (int64_t)(rng_next(&s) % 9);
+                    int64_t nseg = random_segments(&s, inner, len, 29000, avg,
+                                                   seeded);
+                    /* sometimes stop short of the innermost extent, or add
+                     * empty segments at the end (fold only) */
+                    if (nseg > 1 && rng_next(&s) % 3 == 0) {
+                        nseg--;
+                    }
+                    if (seeded && rng_next(&s) % 3 == 0) {
+                        len[nseg++] = 0;
+                    }
+                    run_seg(&c, &sc, rank, shape,
+                            seg_types[(kk + ii + rank) % 5], nseg, len, s);
+                }
+            }
+        }
+    }
+    free(len);
+    pair_close(&c);
+}
+END_TEST
+
+/* A few million elements: long segments, and many tiny ones. */
+START_TEST(test_fold_seg_big)
+{
+    pair c;
+    pair_open(&c, 4);
+    int64_t n = 3000017;
+    int64_t *len = malloc(sizeof *len * (size_t)n);
+    ck_assert_ptr_nonnull(len);
+    uint64_t s = 7;
+    static const int64_t avgs[] = {1000000, 5000, 3};
+    for (int a = 0; a < 3; a++) {
+        for (int seeded = 0; seeded < 2; seeded++) {
+            int64_t nseg = random_segments(&s, n, len, n, avgs[a], !seeded ? false : true);
+            seg_case sc = {.seeded = seeded, .comb = a == 1 ? S_FUSED : S_ADD,
+                           .t = a == 2 ? WEFT_I64 : WEFT_F64};
+            run_seg(&c, &sc, 1, (int64_t[]){n}, WEFT_I32, nseg, len, s);
+        }
+    }
+    /* rank 2: 3 rows of a million */
+    int64_t m = 1000003;
+    int64_t nseg = random_segments(&s, m, len, m, 300, false);
+    seg_case sc = {.seeded = false, .comb = S_MAX, .t = WEFT_F32};
+    run_seg(&c, &sc, 2, (int64_t[]){3, m}, WEFT_I64, nseg, len, s);
+    free(len);
+    pair_close(&c);
+}
+END_TEST
+
+/* Data errors: negative lengths, lengths past the extent, empty segments
+ * of fold1Seg (an error only when there are rows). */
+START_TEST(test_fold_seg_errors)
+{
+    pair c;
+    pair_open(&c, 4);
+    seg_case add = {.seeded = true, .comb = S_ADD, .t = WEFT_I32};
+    seg_case add1 = {.seeded = false, .comb = S_ADD, .t = WEFT_I32};
+    int64_t sh[1] = {10};
+    run_seg(&c, &add, 1, sh, WEFT_I32, 3, (int64_t[]){3, -1, 2}, 1);
+    run_seg(&c, &add1, 1, sh, WEFT_I64, 3, (int64_t[]){3, -1, 2}, 1);
+    run_seg(&c, &add, 1, sh, WEFT_I32, 3, (int64_t[]){3, 4, 4}, 2);
+    run_seg(&c, &add, 1, sh, WEFT_U64, 2, (int64_t[]){3, -5}, 2); /* huge */
+    run_seg(&c, &add1, 1, sh, WEFT_U8, 3, (int64_t[]){3, 4, 3}, 3);
+    run_seg(&c, &add1, 1, sh, WEFT_U8, 3, (int64_t[]){3, 0, 3}, 3);
+    run_seg(&c, &add, 1, sh, WEFT_U8, 3, (int64_t[]){3, 0, 3}, 3);
+    /* no rows: fold1Seg of empty segments is fine */
+    run_seg(&c, &add1, 2, (int64_t[]){0, 10}, WEFT_I32, 3,
+            (int64_t[]){3, 0, 3}, 4);
+    /* no segments at all */
+    run_seg(&c, &add1, 2, (int64_t[]){4, 10}, WEFT_I32, 0, NULL, 5);
+    run_seg(&c, &add, 3, (int64_t[]){2, 2, 0}, WEFT_I32, 2,
+            (int64_t[]){0, 0}, 6);
+    pair_close(&c);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("cpu_permute");
+    TCase *tp = tcase_create("permute");
+    tcase_set_timeout(tp, 600);
+    tcase_add_test(tp, test_permute_modes);
+    tcase_add_test(tp, test_permute_flip_direct);
+    tcase_add_test(tp, test_permute_ranks);
+    tcase_add_test(tp, test_permute_errors);
+    tcase_add_test(tp, test_permute_one_worker);
+    tcase_add_test(tp, test_permute_fused);
+    suite_add_tcase(s, tp);
+    TCase *tf = tcase_create("fold_seg");
+    tcase_set_timeout(tf, 600);
+    tcase_add_test(tf, test_fold_seg_shapes);
+    tcase_add_test(tf, test_fold_seg_big);
+    tcase_add_test(tf, test_fold_seg_errors);
+    suite_add_tcase(s, tf);
+    return s;
+}
+
+TU_MAIN(suite)

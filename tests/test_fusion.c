@@ -1,0 +1,917 @@
+/*
+ * tests/test_fusion.c: the plan tests of fusion (issue 4, item 4).
+ *
+ * Each case builds one program three times, in three contexts that ignore
+ * the environment: the reference interpreter, the CPU backend, and the CPU
+ * backend with WEFT_FLAG_NO_FUSION.  For both CPU executables the test reads
+ * the plan that weft_executable_dump prints and counts its kernels (the
+ * lines that start with "kernel "); the count must be the one the case
+ * states.  Then all three run on the same random inputs, over several
+ * sizes (empty, one element, odd and prime sizes, and about a million
+ * elements so that the multi-phase paths of the reductions run), and the
+ * CPU results must equal the interpreter's: exactly for integers and
+ * within each case's stated tolerance for floats.
+ *
+ * The cases are the list of issue 4:
+ *   dotp                         fold (+) 0 (zipWith (*) xs ys): 1 kernel
+ *                                (2 without fusion)
+ *   map of map                   1 kernel
+ *   fold of map of backpermute   1 kernel (a transposing gather)
+ *   a producer used twice        computed once: its own kernel, read by
+ *                                its consumers (a `let`, not `fused`)
+ *   reverseMap (seed 001)        map f (backpermute (shape a) rev a) with
+ *                                a = map g ys: the let that sharing
+ *                                recovery inserts for a (data once, shape
+ *                                once) is inlined: 1 kernel
+ *   Black-Scholes                one zipWith3 to (call, put): 1 kernel
+ *   generate/zipWith/map/fold    a mixed chain whose zipWith operands have
+ *                                different extents (intersection): 1
+ *   a fused gather out of bounds WEFT_ERR_OUT_OF_BOUNDS, no output
+ *
+ * Tolerances, relative where the expected value exceeds 1 in magnitude
+ * and absolute below, are stated at each case.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* open_memstream */
+#endif
+#include <math.h>
+
+#include "tu.h"
+
+/* ---- random inputs ------------------------------------------------------ */
+
+/* xorshift64*, in [0, 1). */
+static double rnd(uint64_t *s)
+{
+    *s ^= *s >> 12;
+    *s ^= *s << 25;
+    *s ^= *s >> 27;
+    return (double)((*s * 2685821657736338717ull) >> 11) / 9007199254740992.0;
+}
+
+#define MAX_IN 4
+#define MAX_OUT 4
+
+/* One parameter of a case: its type and rank, and the range of its random
+ * values (integers: lo..hi inclusive; floats: [lo, hi)). */
+typedef struct in_spec {
+    weft_type type;
+    int rank;
+    double lo, hi;
+} in_spec;
+
+/* A case: its parameters, a builder that makes the program's results from
+ * those parameters (in order), the shapes to run on, the kernel counts
+ * expected with and without fusion, and the float tolerance. */
+typedef struct fcase {
+    const char *name;
+    int nin;
+    in_spec in[MAX_IN];
+    /* build the results of p from params[0..nin-1]; returns their number */
+    int (*build)(weft_program *p, weft_acc *const *params, weft_acc **res);
+    /* shape of parameter k for size number s; false when s is past the
+     * last size */
+    bool (*shape)(int s, int k, int64_t *sh);
+    int kernels;         /* with fusion */
+    int kernels_unfused; /* with WEFT_FLAG_NO_FUSION */
+    double tol;          /* for float leaves */
+    const char *kernel;  /* a kernel line the fused plan must hold (the
+                            operation and what is fused into it), or NULL */
+} fcase;
+
+/* The common sizes of rank-1 cases: empty, one, small odd and prime, a
+ * power of two plus one, and about a million. */
+static const int64_t sizes1[] = {0, 1, 2, 7, 31, 1000, 4099, 65537, 1000003};
+#define NSIZES1 ((int)(sizeof sizes1 / sizeof sizes1[0]))
+
+/* Every parameter rank 1 with the same extent. */
+static bool shape_same1(int s, int k, int64_t *sh)
+{
+    (void)k;
+    if (s >= NSIZES1) {
+        return false;
+    }
+    sh[0] = sizes1[s];
+    return true;
+}
+
+/* Rank-2 shapes (rows, columns), with empty, single and long rows. */
+static const int64_t sizes2[][2] = {{0, 0},  {0, 5},   {5, 0},     {1, 1},
+                                    {3, 7},  {17, 31}, {1, 100003}, {1009, 3},
+                                    {640, 1601}};
+#define NSIZES2 ((int)(sizeof sizes2 / sizeof sizes2[0]))
+
+static bool shape_same2(int s, int k, int64_t *sh)
+{
+    (void)k;
+    if (s >= NSIZES2) {
+        return false;
+    }
+    sh[0] = sizes2[s][0];
+    sh[1] = sizes2[s][1];
+    return true;
+}
+
+/* A host buffer of n random values of scalar type t. */
+static void *random_buffer(weft_type t, int64_t n, double lo, double hi,
+                           uint64_t *seed)
+{
+    size_t w = weft_type_size(t);
+    unsigned char *b = malloc((size_t)(n > 0 ? n : 1) * w);
+    ck_assert_ptr_nonnull(b);
+    for (int64_t i = 0; i < n; i++) {
+        double r = rnd(seed);
+        if (tu_is_float(t)) {
+            tu_store_f(t, b + (size_t)i * w, lo + (hi - lo) * r);
+        } else {
+            int64_t span = (int64_t)(hi - lo) + 1;
+            int64_t v = (int64_t)lo + (int64_t)(r * (double)span);
+            tu_store_i(t, b + (size_t)i * w, v);
+        }
+    }
+    return b;
+}
+
+/* ---- plans --------------------------------------------------------------- */
+
+/* The plan of exe as a string (the caller frees it). */
+static char *plan_of(const weft_executable *exe)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ck_assert_ptr_nonnull(f);
+    weft_status s = weft_executable_dump(exe, f);
+    fclose(f);
+    ck_assert_msg(s == WEFT_OK, "weft_executable_dump: %s",
+                  weft_last_error());
+    ck_assert_ptr_nonnull(buf);
+    return buf;
+}
+
+/* The number of lines of plan that start with "kernel ". */
+static int count_kernels(const char *plan)
+{
+    int n = 0;
+    for (const char *l = plan; l && *l;) {
+        if (strncmp(l, "kernel ", 7) == 0) {
+            n++;
+        }
+        l = strchr(l, '\n');
+        l = l ? l + 1 : NULL;
+    }
+    return n;
+}
+
+/* One configuration of a case: a context, its program and executable. */
+typedef struct side {
+    const char *what;
+    weft_context *ctx;
+    weft_program *p;
+    weft_executable *exe;
+    char *plan; /* CPU sides */
+    int nout;
+} side;
+
+static void side_open(side *sd, const char *what, weft_backend b,
+                      unsigned flags, const fcase *c)
+{
+    memset(sd, 0, sizeof *sd);
+    sd->what = what;
+    weft_config cfg = weft_config_default();
+    cfg.backend = b;
+    cfg.threads = 4; /* more workers than this machine may have: splits */
+    cfg.flags = WEFT_FLAG_NO_ENV | flags;
+    TU_OK(weft_context_create(&cfg, &sd->ctx));
+    TU_OK(weft_program_create(sd->ctx, &sd->p));
+    weft_acc *params[MAX_IN];
+    for (int k = 0; k < c->nin; k++) {
+        params[k] = weft_param(sd->p, c->in[k].type, c->in[k].rank);
+    }
+    weft_acc *res[MAX_OUT];
+    int nres = c->build(sd->p, params, res);
+    ck_assert_msg(weft_program_status(sd->p) == WEFT_OK, "%s: program: %s",
+                  c->name, weft_program_error(sd->p));
+    TU_OK(weft_compile(sd->p, res, nres, &sd->exe));
+    sd->nout = weft_executable_outputs(sd->exe);
+    ck_assert_int_le(sd->nout, MAX_OUT);
+    if (b != WEFT_BACKEND_INTERP) {
+        sd->plan = plan_of(sd->exe);
+    }
+}
+
+static void side_close(side *sd)
+{
+    free(sd->plan);
+    weft_executable_free(sd->exe);
+    weft_program_free(sd->p);
+    weft_context_free(sd->ctx);
+}
+
+/* Assert the number of kernels in sd's plan, printing the plan if not. */
+static void check_kernels(const fcase *c, const side *sd, int want)
+{
+    int got = count_kernels(sd->plan);
+    ck_assert_msg(got == want, "%s (%s): %d kernels, expected %d; plan:\n%s",
+                  c->name, sd->what, got, want, sd->plan);
+}
+
+/* Assert that sd's plan has c's expected kernel line. */
+static void check_kernel_line(const fcase *c, const side *sd)
+{
+    if (!c->kernel) {
+        return;
+    }
+    size_t n = strlen(c->kernel);
+    const char *hit = strstr(sd->plan, c->kernel);
+    /* the whole line up to its phase count: "kernel 0: map" must not
+     * match "kernel 0: map, fused: map" */
+    ck_assert_msg(hit && strncmp(hit + n, " (", 2) == 0,
+                  "%s (%s): no line \"%s (...)\" in the plan:\n%s", c->name,
+                  sd->what, c->kernel, sd->plan);
+}
+
+/* ---- comparing results ----------------------------------------------------- */
+
+static bool close_enough(double got, double want, double tol)
+{
+    if (isnan(want)) {
+        return isnan(got);
+    }
+    if (isinf(want)) {
+        return got == want;
+    }
+    double scale = fabs(want) > 1.0 ? fabs(want) : 1.0;
+    return fabs(got - want) <= tol * scale;
+}
+
+/* got (on sd) must equal want (the interpreter's): type, shape, and every
+ * leaf (integers exactly, floats within tol). */
+static void compare(const fcase *c, const char *what, int64_t size_no,
+                    int out_no, weft_context *gctx, weft_array *got,
+                    weft_context *wctx, weft_array *want)
+{
+    ck_assert_msg(got && want, "%s (%s) size #%lld output %d: missing",
+                  c->name, what, (long long)size_no, out_no);
+    int rank = weft_array_rank(want);
+    ck_assert_msg(weft_array_rank(got) == rank,
+                  "%s (%s) size #%lld output %d: rank %d, expected %d",
+                  c->name, what, (long long)size_no, out_no,
+                  weft_array_rank(got), rank);
+    for (int d = 0; d < rank; d++) {
+        ck_assert_msg(weft_array_extent(got, d) == weft_array_extent(want, d),
+                      "%s (%s) size #%lld output %d: extent %d is %lld, "
+                      "expected %lld",
+                      c->name, what, (long long)size_no, out_no, d,
+                      (long long)weft_array_extent(got, d),
+                      (long long)weft_array_extent(want, d));
+    }
+    int leaves = weft_type_leaves(wctx, weft_array_type(want));
+    ck_assert_int_eq(weft_type_leaves(gctx, weft_array_type(got)), leaves);
+    int64_t n = weft_array_size(want);
+    for (int l = 0; l < leaves; l++) {
+        weft_type t = weft_type_leaf(wctx, weft_array_type(want), l);
+        ck_assert_int_eq(weft_type_leaf(gctx, weft_array_type(got), l), t);
+        size_t w = weft_type_size(t);
+        const unsigned char *g = weft_array_data(got, l);
+        const unsigned char *e = weft_array_data(want, l);
+        if (n == 0) {
+            continue;
+        }
+        ck_assert(g && e);
+        for (int64_t i = 0; i < n; i++) {
+            const void *gi = g + (size_t)i * w, *ei = e + (size_t)i * w;
+            if (tu_is_float(t)) {
+                double gv = tu_load_f(t, gi), ev = tu_load_f(t, ei);
+                ck_assert_msg(close_enough(gv, ev, c->tol),
+                              "%s (%s) size #%lld output %d leaf %d element "
+                              "%lld: %.17g, interpreter %.17g (tol %g)",
+                              c->name, what, (long long)size_no, out_no, l,
+                              (long long)i, gv, ev, c->tol);
+            } else {
+                ck_assert_msg(memcmp(gi, ei, w) == 0,
+                              "%s (%s) size #%lld output %d leaf %d element "
+                              "%lld: %lld, interpreter %lld",
+                              c->name, what, (long long)size_no, out_no, l,
+                              (long long)i, (long long)tu_load_i(t, gi),
+                              (long long)tu_load_i(t, ei));
+            }
+        }
+    }
+}
+
+/* Inputs of size number s for every side (same values). */
+static void make_inputs(const fcase *c, int s, side *sides, int nsides,
+                        weft_array *in[][MAX_IN])
+{
+    uint64_t seed = 0x9e3779b97f4a7c15ull ^ (uint64_t)(s + 1) * 7919u;
+    for (int k = 0; k < c->nin; k++) {
+        int64_t sh[WEFT_MAX_RANK];
+        ck_assert(c->shape(s, k, sh));
+        int64_t n = tu_shape_size(c->in[k].rank, sh);
+        void *buf = random_buffer(c->in[k].type, n, c->in[k].lo, c->in[k].hi,
+                                  &seed);
+        const void *data[1] = {buf};
+        for (int j = 0; j < nsides; j++) {
+            in[j][k] = tu_arr_host(sides[j].ctx, c->in[k].type,
+                                   c->in[k].rank, sh, data);
+        }
+        free(buf);
+    }
+}
+
+/* Build, plan-check and run case c on every size, comparing the two CPU
+ * executables with the interpreter. */
+static void run_case(const fcase *c)
+{
+    side sd[3];
+    side_open(&sd[0], "interpreter", WEFT_BACKEND_INTERP, 0, c);
+    side_open(&sd[1], "cpu", WEFT_BACKEND_CPU, 0, c);
+    side_open(&sd[2], "cpu, no fusion", WEFT_BACKEND_CPU, WEFT_FLAG_NO_FUSION,
+              c);
+    check_kernels(c, &sd[1], c->kernels);
+    check_kernels(c, &sd[2], c->kernels_unfused);
+    check_kernel_line(c, &sd[1]);
+    for (int s = 0;; s++) {
+        int64_t probe[WEFT_MAX_RANK];
+        if (!c->shape(s, 0, probe)) {
+            break;
+        }
+        weft_array *in[3][MAX_IN] = {{NULL}};
+        weft_array *out[3][MAX_OUT] = {{NULL}};
+        make_inputs(c, s, sd, 3, in);
+        for (int j = 0; j < 3; j++) {
+            weft_status st =
+                weft_run(sd[j].exe, in[j], c->nin, out[j], sd[j].nout);
+            ck_assert_msg(st == WEFT_OK, "%s (%s) size #%d: %s: %s", c->name,
+                          sd[j].what, s, weft_status_name(st),
+                          weft_last_error());
+        }
+        for (int j = 1; j < 3; j++) {
+            for (int o = 0; o < sd[0].nout; o++) {
+                compare(c, sd[j].what, s, o, sd[j].ctx, out[j][o], sd[0].ctx,
+                        out[0][o]);
+            }
+        }
+        for (int j = 0; j < 3; j++) {
+            tu_release_all(out[j], sd[j].nout);
+            tu_release_all(in[j], c->nin);
+        }
+    }
+    for (int j = 0; j < 3; j++) {
+        side_close(&sd[j]);
+    }
+}
+
+/* ---- scalar function helpers ----------------------------------------------- */
+
+static weft_fun *fun_add(weft_program *p, weft_type t)
+{
+    return tu_fun_op2(p, WEFT_OP_ADD, t);
+}
+
+static weft_fun *fun_mul(weft_program *p, weft_type t)
+{
+    return tu_fun_op2(p, WEFT_OP_MUL, t);
+}
+
+static weft_exp *zero_of(weft_program *p, weft_type t)
+{
+    static const unsigned char zeros[8] = {0};
+    return weft_const(p, t, zeros);
+}
+
+/* ---- dotp ------------------------------------------------------------------ */
+
+static weft_type dotp_type;
+
+static int build_dotp(weft_program *p, weft_acc *const *x, weft_acc **res)
+{
+    weft_type t = dotp_type;
+    res[0] = weft_fold(fun_add(p, t), zero_of(p, t),
+                       weft_zipwith(fun_mul(p, t), x[0], x[1]));
+    return 1;
+}
+
+static void dotp_case(weft_type t, double lo, double hi, double tol)
+{
+    dotp_type = t;
+    fcase c = {.name = "dotp",
+               .nin = 2,
+               .in = {{t, 1, lo, hi}, {t, 1, lo, hi}},
+               .build = build_dotp,
+               .shape = shape_same1,
+               .kernels = 1,
+               .kernels_unfused = 2,
+               .tol = tol,
+               .kernel = "kernel 0: fold, fused: zipwith"};
+    run_case(&c);
+}
+
+START_TEST(dotp_int)
+{
+    /* integers: exact (wrap-around addition is associative) */
+    dotp_case(WEFT_I32, -1000, 1000, 0);
+    dotp_case(WEFT_I64, -1e6, 1e6, 0);
+}
+END_TEST
+
+START_TEST(dotp_float)
+{
+    /* Positive terms, so no cancellation: the sum in any order is within
+     * about n * eps of the exact one, relative.  f32 over 1e6 terms:
+     * n * eps = 0.06 in the worst case, but rounding errors of a random
+     * walk give ~ sqrt(n) * eps = 6e-5; 1e-3 leaves a wide margin and
+     * still catches a lost or doubled element (1e-6 of the sum is the
+     * smallest such change only for the largest size, so that size is
+     * checked in f64 at 1e-9 too). */
+    dotp_case(WEFT_F32, 0, 1, 1e-3);
+    dotp_case(WEFT_F64, 0, 1, 1e-9);
+}
+END_TEST
+
+/* ---- map of map ------------------------------------------------------------ */
+
+static int build_map_map(weft_program *p, weft_acc *const *x, weft_acc **res)
+{
+    weft_fun *g = weft_fun1(p, WEFT_I32);
+    weft_fun_return(g, weft_add(weft_mul(weft_arg(g, 0), weft_i32(p, 3)),
+                                weft_i32(p, 1)));
+    weft_fun *f = weft_fun1(p, WEFT_I32);
+    weft_exp *a = weft_arg(f, 0);
+    weft_fun_return(f, weft_sub(weft_bxor(a, weft_i32(p, 0x55)),
+                                weft_shr(a, weft_i32(p, 2))));
+    res[0] = weft_map(f, weft_map(g, x[0]));
+    return 1;
+}
+
+START_TEST(map_map)
+{
+    fcase c = {.name = "map f (map g xs)",
+               .nin = 1,
+               .in = {{WEFT_I32, 1, -1e9, 1e9}},
+               .build = build_map_map,
+               .shape = shape_same1,
+               .kernels = 1,
+               .kernels_unfused = 2,
+               .kernel = "kernel 0: map, fused: map"};
+    run_case(&c);
+    c.name = "map f (map g xs), rank 2";
+    c.in[0].rank = 2;
+    c.shape = shape_same2;
+    run_case(&c);
+}
+END_TEST
+
+/* ---- fold of map of backpermute -------------------------------------------- */
+
+/* fold (+) 0 (map (\x -> x * x - 3) (backpermute (c, r) transpose xs)),
+ * xs of shape (r, c): sums the columns of xs. */
+static int build_fold_map_bp(weft_program *p, weft_acc *const *x,
+                             weft_acc **res)
+{
+    weft_exp *sh = weft_shape(x[0]);
+    weft_exp *tsh = weft_index2(weft_get(sh, 1), weft_get(sh, 0));
+    weft_fun *ix = weft_fun1(p, WEFT_DIM(2));
+    weft_exp *i = weft_arg(ix, 0);
+    weft_fun_return(ix, weft_index2(weft_get(i, 1), weft_get(i, 0)));
+    weft_fun *f = weft_fun1(p, WEFT_I64);
+    weft_exp *a = weft_arg(f, 0);
+    weft_fun_return(f, weft_sub(weft_mul(a, a), weft_i64(p, 3)));
+    res[0] = weft_fold(fun_add(p, WEFT_I64), weft_i64(p, 0),
+                       weft_map(f, weft_backpermute(tsh, ix, x[0])));
+    return 1;
+}
+
+START_TEST(fold_map_backpermute)
+{
+    fcase c = {.name = "fold (+) 0 (map f (backpermute sh ix xs))",
+               .nin = 1,
+               .in = {{WEFT_I64, 2, -100000, 100000}},
+               .build = build_fold_map_bp,
+               .shape = shape_same2,
+               .kernels = 1,
+               .kernels_unfused = 3,
+               .kernel = "kernel 0: fold, fused: map, backpermute"};
+    run_case(&c);
+}
+END_TEST
+
+/* ---- a producer used twice ------------------------------------------------- */
+
+/* ys = map (\x -> 2x + 1) xs; zipWith (+) ys (map (\y -> y * y) ys) */
+static int build_twice_zip(weft_program *p, weft_acc *const *x,
+                           weft_acc **res)
+{
+    weft_fun *g = weft_fun1(p, WEFT_I32);
+    weft_fun_return(g, weft_add(weft_mul(weft_arg(g, 0), weft_i32(p, 2)),
+                                weft_i32(p, 1)));
+    weft_acc *ys = weft_map(g, x[0]);
+    weft_fun *sq = weft_fun1(p, WEFT_I32);
+    weft_fun_return(sq, weft_mul(weft_arg(sq, 0), weft_arg(sq, 0)));
+    res[0] = weft_zipwith(fun_add(p, WEFT_I32), ys, weft_map(sq, ys));
+    return 1;
+}
+
+/* ys = map (\x -> x - 7) xs; results ys and fold (+) 0 ys */
+static int build_twice_fold(weft_program *p, weft_acc *const *x,
+                            weft_acc **res)
+{
+    weft_fun *g = weft_fun1(p, WEFT_I32);
+    weft_fun_return(g, weft_sub(weft_arg(g, 0), weft_i32(p, 7)));
+    weft_acc *ys = weft_map(g, x[0]);
+    res[0] = ys;
+    res[1] = weft_fold(fun_add(p, WEFT_I32), weft_i32(p, 0), ys);
+    return 2;
+}
+
+/* The plan binds a map by a let, manifest (no `fused` on its right-hand
+ * side), and nothing fused is a map computed from that variable's
+ * definition twice: there is exactly one `map` kernel for it. */
+static void check_let_manifest(const char *name, const char *plan)
+{
+    const char *l = plan;
+    bool found = false;
+    while (l && *l) {
+        const char *end = strchr(l, '\n');
+        size_t len = end ? (size_t)(end - l) : strlen(l);
+        /* skip indentation */
+        const char *q = l;
+        while (q < l + len && *q == ' ') {
+            q++;
+        }
+        if (strncmp(q, "let ", 4) == 0) {
+            const char *eq = strstr(q, " = ");
+            if (eq && eq < l + len) {
+                const char *rhs = eq + 3;
+                if (strncmp(rhs, "map", 3) == 0) {
+                    found = true;
+                }
+                ck_assert_msg(strncmp(rhs, "fused", 5) != 0,
+                              "%s: a let-bound producer is fused; plan:\n%s",
+                              name, plan);
+            }
+        }
+        l = end ? end + 1 : NULL;
+    }
+    ck_assert_msg(found, "%s: no `let ... = map` in the plan:\n%s", name,
+                  plan);
+}
+
+START_TEST(used_twice)
+{
+    /* zipWith (+) ys (map sq ys): a kernel for ys, and a zipWith kernel
+     * that computes map sq inline and reads ys twice from memory. */
+    fcase c = {.name = "ys used twice by a zipWith",
+               .nin = 1,
+               .in = {{WEFT_I32, 1, -30000, 30000}},
+               .build = build_twice_zip,
+               .shape = shape_same1,
+               .kernels = 2,
+               .kernels_unfused = 3,
+               .kernel = ": zipwith, fused: map"};
+    run_case(&c);
+    side sd;
+    side_open(&sd, "cpu", WEFT_BACKEND_CPU, 0, &c);
+    check_let_manifest(c.name, sd.plan);
+    ck_assert_msg(strstr(sd.plan, ": map (") != NULL,
+                  "%s: no kernel of its own for ys; plan:\n%s", c.name,
+                  sd.plan);
+    ck_assert_msg(strstr(sd.plan, "fused map") != NULL,
+                  "%s: map sq is not fused into the zipWith; plan:\n%s",
+                  c.name, sd.plan);
+    side_close(&sd);
+
+    /* ys returned and folded: a kernel for ys and one for the fold. */
+    fcase d = {.name = "ys a result and folded",
+               .nin = 1,
+               .in = {{WEFT_I32, 1, -30000, 30000}},
+               .build = build_twice_fold,
+               .shape = shape_same1,
+               .kernels = 2,
+               .kernels_unfused = 2,
+               .kernel = ": fold"};
+    run_case(&d);
+    side_open(&sd, "cpu", WEFT_BACKEND_CPU, 0, &d);
+    check_let_manifest(d.name, sd.plan);
+    ck_assert_msg(strstr(sd.plan, ": map (") != NULL,
+                  "%s: no kernel of its own for ys; plan:\n%s", d.name,
+                  sd.plan);
+    ck_assert_msg(strstr(sd.plan, "fused") == NULL,
+                  "%s: something is fused (ys would be computed twice); "
+                  "plan:\n%s",
+                  d.name, sd.plan);
+    side_close(&sd);
+}
+END_TEST
+
+/* ---- reverseMap (seed 001) -------------------------------------------------- */
+
+/* a = map g ys; rev = backpermute (shape a) (\i -> n - 1 - i) a, n from
+ * shape a; result = map f rev.  `a` is used for its data once and for its
+ * shape (twice: the extent and inside the index function). */
+static int build_reverse_map(weft_program *p, weft_acc *const *x,
+                             weft_acc **res)
+{
+    weft_fun *g = weft_fun1(p, WEFT_F64);
+    weft_fun_return(g, weft_mul(weft_arg(g, 0), weft_f64(p, 1.5)));
+    weft_acc *a = weft_map(g, x[0]);
+    weft_exp *n = weft_get(weft_shape(a), 0);
+    weft_fun *ix = weft_fun1(p, WEFT_DIM(1));
+    weft_exp *i = weft_get(weft_arg(ix, 0), 0);
+    weft_fun_return(ix, weft_index1(weft_sub(weft_sub(n, weft_i64(p, 1)), i)));
+    weft_acc *rev = weft_backpermute(weft_shape(a), ix, a);
+    weft_fun *f = weft_fun1(p, WEFT_F64);
+    weft_fun_return(f, weft_sub(weft_arg(f, 0), weft_f64(p, 0.25)));
+    res[0] = weft_map(f, rev);
+    return 1;
+}
+
+START_TEST(reverse_map)
+{
+    /* Each element is x * 1.5 - 0.25 both ways, one rounding per
+     * operation: equal, but allow a contraction to fma (1e-15). */
+    fcase c = {.name = "reverseMap",
+               .nin = 1,
+               .in = {{WEFT_F64, 1, -100, 100}},
+               .build = build_reverse_map,
+               .shape = shape_same1,
+               .kernels = 1,
+               .kernels_unfused = 3,
+               .tol = 1e-15,
+               .kernel = "kernel 0: map, fused: backpermute, map"};
+    run_case(&c);
+}
+END_TEST
+
+/* ---- Black-Scholes ---------------------------------------------------------- */
+
+#define BS_RISKFREE 0.02f
+#define BS_VOLATILITY 0.30f
+
+/* The normal cumulative distribution (Abramowitz and Stegun 26.2.17). */
+static weft_exp *bs_cnd(weft_program *p, weft_exp *d)
+{
+    static const float coeff[5] = {0.31938153f, -0.356563782f, 1.781477937f,
+                                   -1.821255978f, 1.330274429f};
+    weft_exp *k = weft_fdiv(
+        weft_f32(p, 1),
+        weft_add(weft_f32(p, 1), weft_mul(weft_f32(p, 0.2316419f),
+                                          weft_abs(d))));
+    weft_exp *poly = weft_f32(p, coeff[4]);
+    for (int i = 3; i >= 0; i--) {
+        poly = weft_add(weft_f32(p, coeff[i]), weft_mul(k, poly));
+    }
+    poly = weft_mul(k, poly);
+    weft_exp *c = weft_mul(
+        weft_mul(weft_f32(p, 0.39894228f),
+                 weft_fexp(weft_mul(weft_f32(p, -0.5f), weft_mul(d, d)))),
+        poly);
+    return weft_cond(weft_gt(d, weft_f32(p, 0)), weft_sub(weft_f32(p, 1), c),
+                     c);
+}
+
+/* zipWith3 (\price strike years -> (call, put)). */
+static int build_black_scholes(weft_program *p, weft_acc *const *x,
+                               weft_acc **res)
+{
+    weft_fun *f = weft_fun3(p, WEFT_F32, WEFT_F32, WEFT_F32);
+    weft_exp *s = weft_arg(f, 0), *k = weft_arg(f, 1), *t = weft_arg(f, 2);
+    weft_exp *r = weft_f32(p, BS_RISKFREE), *v = weft_f32(p, BS_VOLATILITY);
+    weft_exp *v_sqrtt = weft_mul(v, weft_sqrt(t));
+    weft_exp *d1 = weft_fdiv(
+        weft_add(weft_log(weft_fdiv(s, k)),
+                 weft_mul(weft_add(r, weft_mul(weft_f32(p, 0.5f),
+                                               weft_mul(v, v))),
+                          t)),
+        v_sqrtt);
+    weft_exp *d2 = weft_sub(d1, v_sqrtt);
+    weft_exp *c1 = bs_cnd(p, d1), *c2 = bs_cnd(p, d2);
+    weft_exp *k_exprt = weft_mul(k, weft_fexp(weft_mul(weft_neg(r), t)));
+    weft_exp *call = weft_sub(weft_mul(s, c1), weft_mul(k_exprt, c2));
+    weft_exp *put = weft_sub(weft_mul(k_exprt, weft_sub(weft_f32(p, 1), c2)),
+                             weft_mul(s, weft_sub(weft_f32(p, 1), c1)));
+    weft_exp *pair[2] = {call, put};
+    weft_fun_return(f, weft_tuple(p, 2, pair));
+    res[0] = weft_zipwith3(f, x[0], x[1], x[2]);
+    return 1;
+}
+
+/* The interpreter is slow on this one (~10 us an option): sizes up to
+ * 100003. */
+static bool shape_bs(int s, int k, int64_t *sh)
+{
+    static const int64_t n[] = {0, 1, 7, 31, 1000, 4099, 100003};
+    (void)k;
+    if (s >= (int)(sizeof n / sizeof n[0])) {
+        return false;
+    }
+    sh[0] = n[s];
+    return true;
+}
+
+START_TEST(black_scholes)
+{
+    /* The same f32 formula on both sides; the compiled kernel may use other
+     * exp/log implementations or contract to fma.  Prices reach ~100 and
+     * are differences of products (call = S c1 - X e^-rT c2), so a few f32
+     * ulps of 100 (~1e-5 each) can survive: 1e-4, relative above 1 and
+     * absolute below, as in tests/test_programs.c. */
+    fcase c = {.name = "Black-Scholes",
+               .nin = 3,
+               .in = {{WEFT_F32, 1, 5, 30},
+                      {WEFT_F32, 1, 1, 100},
+                      {WEFT_F32, 1, 0.25, 10}},
+               .build = build_black_scholes,
+               .shape = shape_bs,
+               .kernels = 1,
+               .kernels_unfused = 1,
+               .tol = 1e-4,
+               .kernel = "kernel 0: zipwith"};
+    run_case(&c);
+}
+END_TEST
+
+/* ---- generate -> zipWith -> map -> fold, different extents ----------------- */
+
+/* gen = generate (shape zs) (\(i, j) -> (7i + 3j) mod 11 - 5), zs used
+ * only for its shape; prod = zipWith (*) gen xs, extents intersected;
+ * fold (+) 0 (map (\v -> v + 1) prod). */
+static int build_chain(weft_program *p, weft_acc *const *x, weft_acc **res)
+{
+    weft_fun *gf = weft_fun1(p, WEFT_DIM(2));
+    weft_exp *i = weft_get(weft_arg(gf, 0), 0);
+    weft_exp *j = weft_get(weft_arg(gf, 0), 1);
+    weft_exp *v = weft_sub(
+        weft_mod(weft_add(weft_mul(i, weft_i64(p, 7)),
+                          weft_mul(j, weft_i64(p, 3))),
+                 weft_i64(p, 11)),
+        weft_i64(p, 5));
+    weft_fun_return(gf, weft_convert(v, WEFT_I32));
+    weft_acc *gen = weft_generate(weft_shape(x[0]), gf);
+    weft_acc *prod = weft_zipwith(fun_mul(p, WEFT_I32), gen, x[1]);
+    weft_fun *inc = weft_fun1(p, WEFT_I32);
+    weft_fun_return(inc, weft_add(weft_arg(inc, 0), weft_i32(p, 1)));
+    res[0] = weft_fold(fun_add(p, WEFT_I32), weft_i32(p, 0),
+                       weft_map(inc, prod));
+    return 1;
+}
+
+/* (zs, xs) shapes: each pair differs in both dimensions or in one. */
+static const int64_t chain_shapes[][2][2] = {
+    {{0, 0}, {3, 4}},       {{3, 4}, {0, 0}},       {{1, 1}, {1, 1}},
+    {{5, 9}, {7, 3}},       {{7, 3}, {5, 9}},       {{13, 17}, {13, 17}},
+    {{2, 100003}, {3, 99991}}, {{1031, 977}, {1024, 1009}},
+    {{400, 3000}, {401, 2999}}};
+
+static bool shape_chain(int s, int k, int64_t *sh)
+{
+    if (s >= (int)(sizeof chain_shapes / sizeof chain_shapes[0])) {
+        return false;
+    }
+    sh[0] = chain_shapes[s][k][0];
+    sh[1] = chain_shapes[s][k][1];
+    return true;
+}
+
+START_TEST(mixed_chain)
+{
+    fcase c = {.name = "generate -> zipWith -> map -> fold",
+               .nin = 2,
+               .in = {{WEFT_I32, 2, 0, 1}, {WEFT_I32, 2, -1000, 1000}},
+               .build = build_chain,
+               .shape = shape_chain,
+               .kernels = 1,
+               .kernels_unfused = 4,
+               .kernel = "kernel 0: fold, fused: map, zipwith, generate"};
+    run_case(&c);
+}
+END_TEST
+
+/* ---- a fused gather out of bounds -------------------------------------------- */
+
+/* fold (+) 0 (map (* 2) (backpermute (shape xs) (\i -> i + off) xs)) */
+static int64_t oob_offset;
+
+static int build_oob_fold(weft_program *p, weft_acc *const *x, weft_acc **res)
+{
+    weft_fun *ix = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(ix, weft_index1(weft_add(weft_get(weft_arg(ix, 0), 0),
+                                             weft_i64(p, oob_offset))));
+    weft_acc *g = weft_backpermute(weft_shape(x[0]), ix, x[0]);
+    weft_fun *dbl = weft_fun1(p, WEFT_I32);
+    weft_fun_return(dbl, weft_mul(weft_arg(dbl, 0), weft_i32(p, 2)));
+    res[0] = weft_fold(fun_add(p, WEFT_I32), weft_i32(p, 0), weft_map(dbl, g));
+    return 1;
+}
+
+/* map (* 2) (backpermute (shape xs) (\i -> i + off) xs) */
+static int build_oob_map(weft_program *p, weft_acc *const *x, weft_acc **res)
+{
+    weft_fun *ix = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(ix, weft_index1(weft_add(weft_get(weft_arg(ix, 0), 0),
+                                             weft_i64(p, oob_offset))));
+    weft_acc *g = weft_backpermute(weft_shape(x[0]), ix, x[0]);
+    weft_fun *dbl = weft_fun1(p, WEFT_I32);
+    weft_fun_return(dbl, weft_mul(weft_arg(dbl, 0), weft_i32(p, 2)));
+    res[0] = weft_map(dbl, g);
+    return 1;
+}
+
+/* Run c's three sides on rank-1 inputs of extent n; each must return want
+ * and, on failure, store no output. */
+static void expect_status(const fcase *c, int64_t n, weft_status want)
+{
+    side sd[3];
+    side_open(&sd[0], "interpreter", WEFT_BACKEND_INTERP, 0, c);
+    side_open(&sd[1], "cpu", WEFT_BACKEND_CPU, 0, c);
+    side_open(&sd[2], "cpu, no fusion", WEFT_BACKEND_CPU, WEFT_FLAG_NO_FUSION,
+              c);
+    check_kernels(c, &sd[1], c->kernels);
+    check_kernels(c, &sd[2], c->kernels_unfused);
+    check_kernel_line(c, &sd[1]);
+    uint64_t seed = 5;
+    void *buf = random_buffer(WEFT_I32, n, -9, 9, &seed);
+    const void *data[1] = {buf};
+    for (int j = 0; j < 3; j++) {
+        weft_array *in = tu_arr_host(sd[j].ctx, WEFT_I32, 1, &n, data);
+        weft_array *out[MAX_OUT] = {(weft_array *)1};
+        weft_status st = weft_run(sd[j].exe, &in, 1, out, sd[j].nout);
+        ck_assert_msg(st == want, "%s (%s) n=%lld: %s (%s), expected %s",
+                      c->name, sd[j].what, (long long)n,
+                      weft_status_name(st), weft_last_error(),
+                      weft_status_name(want));
+        if (st != WEFT_OK) {
+            ck_assert_msg(out[0] == NULL, "%s (%s): an output after failure",
+                          c->name, sd[j].what);
+            ck_assert_msg(strncmp(weft_last_error(), "weft_run: ", 10) == 0,
+                          "%s (%s): message %s", c->name, sd[j].what,
+                          weft_last_error());
+        } else {
+            tu_release_all(out, sd[j].nout);
+        }
+        weft_array_release(in);
+    }
+    free(buf);
+    for (int j = 0; j < 3; j++) {
+        side_close(&sd[j]);
+    }
+}
+
+START_TEST(fused_gather_out_of_bounds)
+{
+    fcase c = {.name = "fold of a fused out-of-bounds gather",
+               .nin = 1,
+               .in = {{WEFT_I32, 1, -9, 9}},
+               .build = build_oob_fold,
+               .shape = shape_same1,
+               .kernels = 1,
+               .kernels_unfused = 3,
+               .kernel = "kernel 0: fold, fused: map, backpermute"};
+    /* one past the end (the last element only), and far off */
+    oob_offset = 1;
+    expect_status(&c, 1, WEFT_ERR_OUT_OF_BOUNDS);
+    expect_status(&c, 1000003, WEFT_ERR_OUT_OF_BOUNDS);
+    oob_offset = -1;
+    expect_status(&c, 4099, WEFT_ERR_OUT_OF_BOUNDS);
+    oob_offset = 1;
+    expect_status(&c, 0, WEFT_OK); /* nothing is read */
+    oob_offset = 0;
+    expect_status(&c, 65537, WEFT_OK);
+
+    fcase d = c;
+    d.name = "map of a fused out-of-bounds gather";
+    d.build = build_oob_map;
+    d.kernels = 1;
+    d.kernels_unfused = 2;
+    d.kernel = "kernel 0: map, fused: backpermute";
+    oob_offset = 1;
+    expect_status(&d, 7, WEFT_ERR_OUT_OF_BOUNDS);
+    oob_offset = 1000000;
+    expect_status(&d, 1000003, WEFT_ERR_OUT_OF_BOUNDS);
+    oob_offset = 0;
+    expect_status(&d, 31, WEFT_OK);
+}
+END_TEST
+
+/* ---- suite -------------------------------------------------------------------- */
+
+static Suite *fusion_suite(void)
+{
+    Suite *s = suite_create("fusion");
+    TCase *t = tcase_create("plans");
+    tcase_set_timeout(t, 600);
+    tcase_add_test(t, dotp_int);
+    tcase_add_test(t, dotp_float);
+    tcase_add_test(t, map_map);
+    tcase_add_test(t, fold_map_backpermute);
+    tcase_add_test(t, used_twice);
+    tcase_add_test(t, reverse_map);
+    tcase_add_test(t, black_scholes);
+    tcase_add_test(t, mixed_chain);
+    tcase_add_test(t, fused_gather_out_of_bounds);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+TU_MAIN(fusion_suite)
