@@ -74,12 +74,80 @@ static weft_status new_header(weft_context *ctx, const char *who,
     return WEFT_OK;
 }
 
+/* ---- the buffer pool ---------------------------------------------------- */
+
+struct fe_pooled {
+    struct fe_pooled *next;
+    void *p;
+    size_t bytes;
+};
+
+/* Keep buffer p of `bytes` bytes for reuse, or free it. */
+static void pool_put(weft_context *ctx, void *p, size_t bytes)
+{
+    if (!p) {
+        return;
+    }
+    if (bytes >= FE_POOL_MIN) {
+        struct fe_pooled *e = fe_alloc(ctx, sizeof *e);
+        pthread_mutex_lock(&ctx->pool_lock);
+        if (e && ctx->pool_bytes + bytes <= FE_POOL_MAX) {
+            e->p = p;
+            e->bytes = bytes;
+            e->next = ctx->pool;
+            ctx->pool = e;
+            ctx->pool_bytes += bytes;
+            pthread_mutex_unlock(&ctx->pool_lock);
+            return;
+        }
+        pthread_mutex_unlock(&ctx->pool_lock);
+        fe_free(ctx, e, sizeof *e);
+    }
+    fe_free(ctx, p, bytes);
+}
+
+/* A pooled buffer of exactly `bytes` bytes, or NULL. */
+static void *pool_get(weft_context *ctx, size_t bytes)
+{
+    void *p = NULL;
+    struct fe_pooled *hit = NULL;
+    if (bytes < FE_POOL_MIN) {
+        return NULL;
+    }
+    pthread_mutex_lock(&ctx->pool_lock);
+    for (struct fe_pooled **e = &ctx->pool; *e; e = &(*e)->next) {
+        if ((*e)->bytes == bytes) {
+            hit = *e;
+            *e = hit->next;
+            ctx->pool_bytes -= bytes;
+            p = hit->p;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&ctx->pool_lock);
+    fe_free(ctx, hit, sizeof *hit);
+    return p;
+}
+
+void fe_pool_drain(weft_context *ctx)
+{
+    struct fe_pooled *e = ctx->pool;
+    while (e) {
+        struct fe_pooled *next = e->next;
+        fe_free(ctx, e->p, e->bytes);
+        fe_free(ctx, e, sizeof *e);
+        e = next;
+    }
+    ctx->pool = NULL;
+    ctx->pool_bytes = 0;
+}
+
 static void free_array(weft_array *a)
 {
     weft_context *ctx = a->ctx;
     if (a->owned) {
         for (int l = 0; l < a->nleaf; l++) {
-            fe_free(ctx, a->data[l], a->bytes[l]);
+            pool_put(ctx, a->data[l], a->bytes[l]);
         }
     } else if (a->release) {
         a->release(a->user);
@@ -89,8 +157,10 @@ static void free_array(weft_array *a)
     fe_free(ctx, a, sizeof *a);
 }
 
-weft_status fe_array_new(weft_context *ctx, const char *who, weft_type type,
-                         int rank, const int64_t *shape, weft_array **out)
+/* fe_array_new and fe_array_new_raw. */
+static weft_status array_new(weft_context *ctx, const char *who,
+                             weft_type type, int rank, const int64_t *shape,
+                             bool zero, weft_array **out)
 {
     if (!out) {
         return fe_error(WEFT_ERR_NULL_ARGUMENT, "%s: out is NULL", who);
@@ -106,7 +176,13 @@ weft_status fe_array_new(weft_context *ctx, const char *who, weft_type type,
     fe_type_leaves(ctx, type, &leaves);
     for (int l = 0; l < a->nleaf; l++) {
         a->bytes[l] = (size_t)a->size * weft_type_size(leaves[l]);
-        a->data[l] = fe_calloc(ctx, a->bytes[l]);
+        a->data[l] = pool_get(ctx, a->bytes[l]);
+        if (a->data[l] && zero) {
+            memset(a->data[l], 0, a->bytes[l]);
+        } else if (!a->data[l]) {
+            a->data[l] = zero ? fe_calloc(ctx, a->bytes[l])
+                              : fe_alloc(ctx, a->bytes[l]);
+        }
         if (!a->data[l]) {
             free_array(a);
             return fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
@@ -114,6 +190,19 @@ weft_status fe_array_new(weft_context *ctx, const char *who, weft_type type,
     }
     *out = a;
     return WEFT_OK;
+}
+
+weft_status fe_array_new(weft_context *ctx, const char *who, weft_type type,
+                         int rank, const int64_t *shape, weft_array **out)
+{
+    return array_new(ctx, who, type, rank, shape, true, out);
+}
+
+weft_status fe_array_new_raw(weft_context *ctx, const char *who,
+                             weft_type type, int rank, const int64_t *shape,
+                             weft_array **out)
+{
+    return array_new(ctx, who, type, rank, shape, false, out);
 }
 
 weft_status weft_array_create(weft_context *ctx, weft_type type, int rank,

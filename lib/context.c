@@ -140,9 +140,16 @@ weft_status weft_context_create(const weft_config *cfg, weft_context **out)
         return fe_error(WEFT_ERR_OUT_OF_MEMORY,
                         "weft_context_create: cannot create a mutex");
     }
+    if (pthread_mutex_init(&ctx->pool_lock, NULL) != 0) {
+        pthread_mutex_destroy(&ctx->lock);
+        fe_free(ctx, ctx, sizeof *ctx);
+        return fe_error(WEFT_ERR_OUT_OF_MEMORY,
+                        "weft_context_create: cannot create a mutex");
+    }
     if (be->context_init) {
         weft_status st = be->context_init(ctx);
         if (st) {
+            pthread_mutex_destroy(&ctx->pool_lock);
             pthread_mutex_destroy(&ctx->lock);
             fe_free(ctx, ctx, sizeof *ctx);
             return st;
@@ -166,6 +173,8 @@ void weft_context_free(weft_context *ctx)
                                       (size_t)(tu->arity + tu->nleaf));
     }
     fe_free(ctx, ctx->tuples, sizeof *ctx->tuples * (size_t)ctx->cap_tuples);
+    fe_pool_drain(ctx);
+    pthread_mutex_destroy(&ctx->pool_lock);
     pthread_mutex_destroy(&ctx->lock);
     fe_free(ctx, ctx, sizeof *ctx);
 }

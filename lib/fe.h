@@ -165,6 +165,9 @@ struct weft_context {
     pthread_mutex_t lock;        /* guards the tuple table */
     fe_tuple **tuples;           /* interned tuple types */
     int ntuples, cap_tuples;
+    pthread_mutex_t pool_lock;   /* guards the buffer pool */
+    struct fe_pooled *pool;      /* freed array buffers kept for reuse */
+    size_t pool_bytes;           /* bytes held by the pool */
 };
 
 /* ===== array.c ===== */
@@ -183,6 +186,20 @@ struct weft_array {
     void *user;
     bool owned;                /* weft allocated the buffers */
 };
+
+/* The buffer pool: array buffers that weft allocated are not freed when
+ * their array dies but kept (up to FE_POOL_MAX bytes, newest first) for the
+ * next array of the same byte size, so that a program run many times does
+ * not fault in fresh pages for its outputs each time. */
+#define FE_POOL_MAX ((size_t)1 << 30)
+#define FE_POOL_MIN ((size_t)1 << 16) /* smaller buffers are just freed */
+void fe_pool_drain(weft_context *ctx);
+
+/* A new array whose contents are undefined (buffers may come from the
+ * pool): for outputs that are written in full before anyone reads them. */
+weft_status fe_array_new_raw(weft_context *ctx, const char *who,
+                             weft_type type, int rank, const int64_t *shape,
+                             weft_array **out);
 
 /* Size of a shape (product), or -1 if an extent is negative or the product
  * overflows int64. */

@@ -312,7 +312,7 @@ static weft_status eval_operands(job *j)
 weft_status cpu_job_out(job *j, int o, weft_type type, int rank,
                            const int64_t *shape)
 {
-    return fe_array_new(j->ctx, WHO, type, rank, shape, &j->out[o]);
+    return fe_array_new_raw(j->ctx, WHO, type, rank, shape, &j->out[o]);
 }
 
 weft_status cpu_job_aux(job *j, int a, weft_type type, int64_t n)
