@@ -88,8 +88,7 @@ float ref_sum(const float *restrict x, int64_t n)
  * live on the stack). */
 #define MAX_THREADS 1024
 
-void ref_prefix_sum(const int32_t *restrict x, int32_t *restrict out,
-                    int64_t n)
+void ref_prefix_sum(const int32_t *restrict x, int32_t *restrict out, int64_t n)
 {
     int32_t block_sum[MAX_THREADS + 1];
 #pragma omp parallel
@@ -166,8 +165,8 @@ void ref_black_scholes(const float *restrict price,
 
 /* ---- Mandelbrot --------------------------------------------------------- */
 
-void ref_mandelbrot(int64_t w, int64_t h, int32_t max_iter, float x0,
-                    float y0, float dx, float dy, int32_t *restrict out)
+void ref_mandelbrot(int64_t w, int64_t h, int32_t max_iter, float x0, float y0,
+                    float dx, float dy, int32_t *restrict out)
 {
 #pragma omp parallel for schedule(dynamic, 1)
     for (int64_t py = 0; py < h; py++) {

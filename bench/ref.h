@@ -26,8 +26,7 @@ void ref_zero(float *dst, int64_t n);
 /* sum x[i] * y[i]. */
 float ref_dotp(const float *x, const float *y, int64_t n);
 /* out[i] = a * x[i] + y[i]. */
-void ref_saxpy(float a, const float *x, const float *y, float *out,
-               int64_t n);
+void ref_saxpy(float a, const float *x, const float *y, float *out, int64_t n);
 /* sum x[i]. */
 float ref_sum(const float *x, int64_t n);
 /* out[i] = x[0] + ... + x[i] (inclusive prefix sum), in three phases. */
@@ -36,19 +35,18 @@ void ref_prefix_sum(const int32_t *x, int32_t *out, int64_t n);
 /* European call and put prices (the formulas of examples/blackscholes.c,
  * in f32). */
 void ref_black_scholes(const float *price, const float *strike,
-                       const float *years, float *call, float *put,
-                       int64_t n, float riskfree, float volatility);
+                       const float *years, float *call, float *put, int64_t n,
+                       float riskfree, float volatility);
 
 /* Escape iteration counts (at most max_iter) of the w x h grid of points
  * (x0 + dx * x, y0 + dy * y), row y at out[y * w]. */
-void ref_mandelbrot(int64_t w, int64_t h, int32_t max_iter, float x0,
-                    float y0, float dx, float dy, int32_t *out);
+void ref_mandelbrot(int64_t w, int64_t h, int32_t max_iter, float x0, float y0,
+                    float dx, float dy, int32_t *out);
 
 /* The acceleration of each of n bodies from all n (softened by eps2, so
  * that a body's own term is zero): a = sum_j m_j d / (|d|^2 + eps2)^1.5,
  * d = p_j - p_i. */
-void ref_nbody(const float *x, const float *y, const float *z,
-               const float *m, float *ax, float *ay, float *az, int64_t n,
-               float eps2);
+void ref_nbody(const float *x, const float *y, const float *z, const float *m,
+               float *ax, float *ay, float *az, int64_t n, float eps2);
 
 #endif /* WEFT_BENCH_REF_H */

@@ -16,11 +16,12 @@ cmake --build "$build" --target weft -j "$(nproc)" >/dev/null
 
 llvm=$( (llvm-config-19 --version || llvm-config --version) 2>/dev/null ||
         echo 19)
+commit=$(git -C "$root" describe --always --dirty 2>/dev/null || echo unknown)
 cc=${CC:-gcc}
 # One program: weft_bench.c (uses only weft.h) and ref.c (the references),
 # both with the flags the references are judged by.
 $cc -std=c17 -O3 -march=native -fopenmp -fno-math-errno -Wall -Wextra \
-    -DWEFT_BENCH_LLVM="\"$llvm\"" -Iinclude \
+    -DWEFT_BENCH_LLVM="\"$llvm\"" -DWEFT_BENCH_COMMIT="\"$commit\"" -Iinclude \
     bench/weft_bench.c bench/ref.c -o "$build/weft_bench" \
     -L"$build" -lweft -Wl,-rpath,"$build" -lm
 

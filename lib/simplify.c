@@ -40,7 +40,7 @@
  *          a term with itself for integers only (NaN), conversions to the
  *          same type, and/or with a constant operand, cond with a constant
  *          condition or equal branches, projections of tuples, the size of
- *          a shape of constants.
+ *          a shape of constants; acond with a constant condition.
  *   3. CSE.  Folding can make subterms equal that were not (x*(2+3) and
  *      x*5).  In each scalar function body, equal subterms that cannot fail
  *      and use only variables in scope at the top of the body are bound
@@ -586,6 +586,11 @@ static void walk(simp *s, fe_term **slot)
             walk(s, &t->fun[i]->body);
         }
     }
+    if (t->kind == FE_ACOND && t->nkid == 3 && is_const(t->kid[0])) {
+        /* acond with a constant condition: the chosen branch */
+        *slot = to(s, t->kid[0]->u.c.u ? t->kid[1] : t->kid[2]);
+        return;
+    }
     if (!t->acc && !s->oom) {
         for (int i = 0; i < t->nkid; i++) {
             if (!t->kid[i]) {
@@ -806,7 +811,8 @@ static void cse_body(simp *s, fe_fun *f)
             fe_term *rhs = *ca->slot;
             int nsame = 1;
             for (int b = a + 1; b < j; b++) {
-                if (!cand_dead(&q, order[b]) && same(rhs, *q.c[order[b]].slot)) {
+                if (!cand_dead(&q, order[b]) &&
+                    same(rhs, *q.c[order[b]].slot)) {
                     nsame++;
                 }
             }

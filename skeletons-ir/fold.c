@@ -39,9 +39,54 @@ static weft_status fold_prepare(weft_context *ctx, fe_arena *arena,
 /* acc = f(acc, src[j]) for j in [lo, hi), with acc a mutable variable;
  * src is the input term (read through sk_read: it may be fused) or, when
  * NULL, the partials array part. */
+typedef struct row_reader {
+    cg_val ix;          /* the row's outer index components, and room for
+                           the innermost one */
+    LLVMValueRef base;  /* linear position of the row's first element */
+    bool by_index;      /* read the input by multi-index */
+} row_reader;
+
+/* Prepare to read row r of src (extents ext, rank >= 1) starting at
+ * linear position base: by multi-index (no division per element) when a
+ * linear read of src would need one. */
+static weft_status row_begin(sk_fn *f, const fe_term *src, LLVMValueRef *ext,
+                             LLVMValueRef r, LLVMValueRef base,
+                             row_reader *rw)
+{
+    rw->base = base;
+    rw->by_index = !sk_linear_ok(f, src);
+    if (!rw->by_index) {
+        return WEFT_OK;
+    }
+    weft_status s = cg_val_make(&f->fn, src->rank, &rw->ix);
+    if (s == WEFT_OK && src->rank > 1) {
+        cg_from_index(&f->fn, src->rank - 1, ext, r, rw->ix.v);
+    }
+    return s;
+}
+
+/* Element j (a linear position) of a row of src. */
+static weft_status row_read(sk_fn *f, const fe_term *src, const row_reader *rw,
+                            LLVMValueRef j, cg_val *out)
+{
+    if (!rw || !rw->by_index) {
+        return sk_read(f, src, j, NULL, out);
+    }
+    cg_val ix = rw->ix;
+    ix.v = fe_arena_alloc(f->fn.arena, sizeof *ix.v * (size_t)(ix.n + 1));
+    if (!ix.v) {
+        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+    }
+    for (int d = 0; d < ix.n - 1; d++) {
+        ix.v[d] = rw->ix.v[d];
+    }
+    ix.v[ix.n - 1] = LLVMBuildSub(f->fn.b, j, rw->base, "");
+    return sk_read(f, src, NULL, &ix, out);
+}
+
 static weft_status fold_range(sk_fn *f, const cg_mut *acc,
                               const fe_term *src, const cg_array *part,
-                              LLVMValueRef lo, LLVMValueRef hi)
+                              const row_reader *rw, LLVMValueRef lo, LLVMValueRef hi)
 {
     cg_fn *fn = &f->fn;
     const fe_fun *comb = f->e->k->op->fun[0];
@@ -51,7 +96,7 @@ static weft_status fold_range(sk_fn *f, const cg_mut *acc,
     cg_loop_begin(fn, &l, lo, hi, &j);
     weft_status s = cg_mut_get(fn, acc, &args[0]);
     if (s == WEFT_OK) {
-        s = src ? sk_read(f, src, j, NULL, &args[1])
+        s = src ? row_read(f, src, rw, j, &args[1])
                 : cg_array_load(fn, part, j, &args[1]);
     }
     if (s == WEFT_OK) {
@@ -88,18 +133,22 @@ static weft_status emit_rows(sk_fn *f, bool has_seed)
     cg_loop_begin(fn, &l, f->start, f->end, &r);
     LLVMValueRef base = LLVMBuildMul(fn->b, r, m, "");
     LLVMValueRef first = base;
+    row_reader rw;
+    if ((s = row_begin(f, src, ext, r, base, &rw)) != WEFT_OK) {
+        return s;
+    }
     if (has_seed) {
         cg_mut_set(fn, &acc, sk_kid_value(f, 0));
     } else {
         cg_val x0;
-        if ((s = sk_read(f, src, base, NULL, &x0)) != WEFT_OK) {
+        if ((s = row_read(f, src, &rw, base, &x0)) != WEFT_OK) {
             return s;
         }
         cg_mut_set(fn, &acc, &x0);
         first = LLVMBuildAdd(fn->b, base, cg_i64(fn, 1), "");
     }
     LLVMValueRef hi = LLVMBuildAdd(fn->b, base, m, "");
-    if ((s = fold_range(f, &acc, src, NULL, first, hi)) != WEFT_OK) {
+    if ((s = fold_range(f, &acc, src, NULL, &rw, first, hi)) != WEFT_OK) {
         return s;
     }
     cg_val y;
@@ -141,13 +190,17 @@ static weft_status emit_chunks(sk_fn *f, bool has_seed)
     LLVMValueRef hi = LLVMBuildSDiv(fn->b, LLVMBuildMul(fn->b, q1, m, ""), C, "");
     lo = LLVMBuildAdd(fn->b, base, lo, "");
     hi = LLVMBuildAdd(fn->b, base, hi, "");
+    row_reader rw;
+    if ((s = row_begin(f, src, ext, row, base, &rw)) != WEFT_OK) {
+        return s;
+    }
     cg_val x0;
-    if ((s = sk_read(f, src, lo, NULL, &x0)) != WEFT_OK) {
+    if ((s = row_read(f, src, &rw, lo, &x0)) != WEFT_OK) {
         return s;
     }
     cg_mut_set(fn, &acc, &x0);
     LLVMValueRef lo1 = LLVMBuildAdd(fn->b, lo, cg_i64(fn, 1), "");
-    if ((s = fold_range(f, &acc, src, NULL, lo1, hi)) != WEFT_OK) {
+    if ((s = fold_range(f, &acc, src, NULL, &rw, lo1, hi)) != WEFT_OK) {
         return s;
     }
     cg_val y;
@@ -187,7 +240,7 @@ static weft_status emit_combine(sk_fn *f, bool has_seed)
         first = LLVMBuildAdd(fn->b, base, cg_i64(fn, 1), "");
     }
     LLVMValueRef hi = LLVMBuildAdd(fn->b, base, C, "");
-    if ((s = fold_range(f, &acc, NULL, part, first, hi)) != WEFT_OK) {
+    if ((s = fold_range(f, &acc, NULL, part, NULL, first, hi)) != WEFT_OK) {
         return s;
     }
     cg_val y;

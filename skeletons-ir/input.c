@@ -81,6 +81,28 @@ static bool is_delayed(sk_fn *f, const fe_term *t)
     return t->delayed || t == f->e->k->op;
 }
 
+bool sk_linear_ok(sk_fn *f, const fe_term *t)
+{
+    if (!is_delayed(f, t)) {
+        return true;
+    }
+    switch ((fe_kind)t->kind) {
+    case FE_MAP:
+        return sk_linear_ok(f, t->kid[0]);
+    case FE_ZIPWITH:
+        for (int k = 0; k < t->nkid; k++) {
+            if (!f->e->uniform || !sk_linear_ok(f, t->kid[k])) {
+                return false;
+            }
+        }
+        return true;
+    case FE_RESHAPE:
+        return sk_linear_ok(f, t->kid[1]);
+    default:
+        return false;
+    }
+}
+
 static weft_status missing(void)
 {
     return fe_error(WEFT_ERR_INTERNAL,

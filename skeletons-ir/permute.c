@@ -230,10 +230,11 @@ static weft_status update_lock(sk_fn *f, const cg_array *r, LLVMValueRef j,
                         "weft_compile: permute: no lock array");
     }
     /* Fibonacci hashing of j onto the stripes. */
-    LLVMValueRef h = LLVMBuildMul(fn->b, j,
-                                  cg_i64(fn, (int64_t)0x9E3779B97F4A7C15ull), "");
+    LLVMValueRef gold = cg_i64(fn, (int64_t)0x9E3779B97F4A7C15ull);
+    LLVMValueRef h = LLVMBuildMul(fn->b, j, gold, "");
     h = LLVMBuildLShr(fn->b, h, cg_i64(fn, 64 - PERMUTE_LOCK_BITS), "");
-    LLVMValueRef lp = LLVMBuildInBoundsGEP2(fn->b, i32, locks->ptr[0], &h, 1, "");
+    LLVMValueRef lp = LLVMBuildInBoundsGEP2(fn->b, i32, locks->ptr[0], &h, 1,
+                                            "");
     LLVMBasicBlockRef take = LLVMAppendBasicBlockInContext(fn->llctx, fn->fn,
                                                            "lock");
     LLVMBasicBlockRef spin = LLVMAppendBasicBlockInContext(fn->llctx, fn->fn,

@@ -38,8 +38,11 @@
  * only, where it lets LLVM vectorise the chunk reductions; the user
  * declared it associative, and the chunking reassociates it anyway.  The
  * scans proper are a chain of dependent combines that no flag speeds up.
- * Aux items: 0 the partials (rank 1, the element type), 1 the number of
- * chunks per row C (i64).
+ * The input is read through sk_read, so a fused producer may stand there;
+ * one whose linear read would divide per element (a gather, a generate, a
+ * zipWith of different shapes) is read by multi-index, the row's outer
+ * components computed once per row.  Aux items: 0 the partials (rank 1,
+ * the element type), 1 the number of chunks per row C (i64).
  */
 #include "sk.h"
 
@@ -115,15 +118,62 @@ static LLVMValueRef out_pos(sk_fn *f, const scan_info *in, LLVMValueRef row,
     return in->grow ? LLVMBuildAdd(f->fn.b, j, row, "") : j;
 }
 
+/* Reading one row of the input.  A fused input whose linear read costs a
+ * division per element (a gather, a generate, a zipWith of different
+ * shapes, in rank 2 or more) is read by multi-index instead: the row's
+ * outer index components are computed once per row. */
+typedef struct row_reader {
+    cg_val ix;          /* outer components, room for the innermost one */
+    LLVMValueRef base;  /* linear position of the row's first element */
+    bool by_index;
+} row_reader;
+
+static weft_status row_begin(sk_fn *f, const scan_info *in,
+                             LLVMValueRef const *ext, LLVMValueRef row,
+                             LLVMValueRef base, row_reader *rr)
+{
+    int rank = in->src->rank;
+    rr->base = base;
+    rr->by_index = rank > 1 && !sk_linear_ok(f, in->src);
+    if (!rr->by_index) {
+        return WEFT_OK;
+    }
+    weft_status s = cg_val_make(&f->fn, rank, &rr->ix);
+    if (s == WEFT_OK) {
+        cg_from_index(&f->fn, rank - 1, (LLVMValueRef *)ext, row, rr->ix.v);
+    }
+    return s;
+}
+
+/* Input element at linear position j (inside the row of rr). */
+static weft_status row_read(sk_fn *f, const scan_info *in,
+                            const row_reader *rr, LLVMValueRef j, cg_val *out)
+{
+    if (!rr->by_index) {
+        return sk_read(f, in->src, j, NULL, out);
+    }
+    cg_val ix;
+    weft_status s = cg_val_make(&f->fn, rr->ix.n, &ix);
+    if (s) {
+        return s;
+    }
+    for (int d = 0; d < ix.n - 1; d++) {
+        ix.v[d] = rr->ix.v[d];
+    }
+    ix.v[ix.n - 1] = LLVMBuildSub(f->fn.b, j, rr->base, "");
+    return sk_read(f, in->src, NULL, &ix, out);
+}
+
 /* One step of a scan at input position j: read x[j], combine and store in
  * the order the scan asks for. */
 static weft_status scan_step(sk_fn *f, const scan_info *in, const cg_mut *acc,
-                             LLVMValueRef row, LLVMValueRef j)
+                             const row_reader *rr, LLVMValueRef row,
+                             LLVMValueRef j)
 {
     cg_fn *fn = &f->fn;
     const cg_array *out = sk_out_array(f, 0);
     cg_val x, a;
-    weft_status s = sk_read(f, in->src, j, NULL, &x);
+    weft_status s = row_read(f, in, rr, j, &x);
     if (s) {
         return s;
     }
@@ -152,7 +202,8 @@ static weft_status scan_step(sk_fn *f, const scan_info *in, const cg_mut *acc,
  * first element, which is stored as it is.  carry may be NULL only when
  * from_elem is NULL too (then the piece always starts from its element). */
 static weft_status scan_piece(sk_fn *f, const scan_info *in,
-                              const cg_mut *acc, LLVMValueRef row,
+                              const cg_mut *acc, const row_reader *rr,
+                              LLVMValueRef row,
                               LLVMValueRef lo, LLVMValueRef hi,
                               LLVMValueRef from_elem, const cg_val *carry)
 {
@@ -179,7 +230,7 @@ static weft_status scan_piece(sk_fn *f, const scan_info *in,
         }
         LLVMValueRef p = in->left ? lo : LLVMBuildSub(fn->b, hi, one, "");
         cg_val x;
-        if ((s = sk_read(f, in->src, p, NULL, &x)) != WEFT_OK) {
+        if ((s = row_read(f, in, rr, p, &x)) != WEFT_OK) {
             return s;
         }
         cg_mut_set(fn, acc, &x);
@@ -200,7 +251,7 @@ static weft_status scan_piece(sk_fn *f, const scan_info *in,
     LLVMValueRef i;
     if (in->left) {
         cg_loop_begin(fn, &l, b.v[0], hi, &i);
-        s = scan_step(f, in, acc, row, i);
+        s = scan_step(f, in, acc, rr, row, i);
     } else {
         /* k = 0 .. top - lo - 1 visits top - 1 down to lo */
         LLVMValueRef top = b.v[0];
@@ -208,7 +259,7 @@ static weft_status scan_piece(sk_fn *f, const scan_info *in,
         cg_loop_begin(fn, &l, cg_i64(fn, 0), n, &i);
         LLVMValueRef j = LLVMBuildSub(fn->b, LLVMBuildSub(fn->b, top, one, ""),
                                       i, "");
-        s = scan_step(f, in, acc, row, j);
+        s = scan_step(f, in, acc, rr, row, j);
     }
     cg_loop_end(fn, &l);
     return s;
@@ -232,10 +283,10 @@ static void store_total(sk_fn *f, const scan_info *in, LLVMValueRef row,
     }
 }
 
-/* The innermost extent of the input. */
-static weft_status row_length(sk_fn *f, const scan_info *in, LLVMValueRef *m)
+/* The input's extents, and the innermost one (the row length). */
+static weft_status row_length(sk_fn *f, const scan_info *in,
+                              LLVMValueRef *ext, LLVMValueRef *m)
 {
-    LLVMValueRef ext[WEFT_MAX_RANK];
     weft_status s = sk_extent(f, in->src, ext);
     if (s == WEFT_OK) {
         *m = ext[in->src->rank - 1];
@@ -247,8 +298,8 @@ static weft_status row_length(sk_fn *f, const scan_info *in, LLVMValueRef *m)
 static weft_status emit_rows(sk_fn *f, const scan_info *in)
 {
     cg_fn *fn = &f->fn;
-    LLVMValueRef m;
-    weft_status s = row_length(f, in, &m);
+    LLVMValueRef m, ext[WEFT_MAX_RANK];
+    weft_status s = row_length(f, in, ext, &m);
     cg_mut acc;
     if (s || (s = cg_mut_new(fn, in->elt, &acc)) != WEFT_OK) {
         return s;
@@ -262,7 +313,9 @@ static weft_status emit_rows(sk_fn *f, const scan_info *in)
     if (in->grow && !in->left) {
         store_total(f, in, r, m, z);
     }
-    if ((s = scan_piece(f, in, &acc, r, lo, hi, NULL, z)) != WEFT_OK) {
+    row_reader rr;
+    if ((s = row_begin(f, in, ext, r, lo, &rr)) != WEFT_OK ||
+        (s = scan_piece(f, in, &acc, &rr, r, lo, hi, NULL, z)) != WEFT_OK) {
         return s;
     }
     if (in->pair || (in->grow && in->left)) {
@@ -277,15 +330,17 @@ static weft_status emit_rows(sk_fn *f, const scan_info *in)
 }
 
 /* The bounds [*lo, *hi) of chunk c (row c / C, piece c % C) in input
- * positions, and its row and piece. */
+ * positions, its row and piece, and the row's first position. */
 static void chunk_bounds(sk_fn *f, LLVMValueRef c, LLVMValueRef C,
                          LLVMValueRef m, LLVMValueRef *row, LLVMValueRef *q,
-                         LLVMValueRef *lo, LLVMValueRef *hi)
+                         LLVMValueRef *base_out, LLVMValueRef *lo,
+                         LLVMValueRef *hi)
 {
     cg_fn *fn = &f->fn;
     *row = LLVMBuildSDiv(fn->b, c, C, "");
     *q = LLVMBuildSRem(fn->b, c, C, "");
     LLVMValueRef base = LLVMBuildMul(fn->b, *row, m, "");
+    *base_out = base;
     /* piece q covers [q*m/C, (q+1)*m/C) of its row */
     LLVMValueRef a = LLVMBuildSDiv(fn->b, LLVMBuildMul(fn->b, *q, m, ""), C, "");
     LLVMValueRef q1 = LLVMBuildAdd(fn->b, *q, cg_i64(fn, 1), "");
@@ -300,20 +355,24 @@ static weft_status emit_reduce(sk_fn *f, const scan_info *in)
     cg_fn *fn = &f->fn;
     const cg_array *part = sk_aux_array(f, 0);
     LLVMValueRef C = sk_aux_value(f, 1)->v[0];
-    LLVMValueRef m;
-    weft_status s = row_length(f, in, &m);
+    LLVMValueRef m, ext[WEFT_MAX_RANK];
+    weft_status s = row_length(f, in, ext, &m);
     cg_mut acc;
     if (s || (s = cg_mut_new(fn, in->elt, &acc)) != WEFT_OK) {
         return s;
     }
     cg_loop l;
-    LLVMValueRef c, row, q, lo, hi;
+    LLVMValueRef c, row, q, base, lo, hi;
     cg_loop_begin(fn, &l, f->start, f->end, &c);
-    chunk_bounds(f, c, C, m, &row, &q, &lo, &hi);
+    chunk_bounds(f, c, C, m, &row, &q, &base, &lo, &hi);
+    row_reader rr;
+    if ((s = row_begin(f, in, ext, row, base, &rr)) != WEFT_OK) {
+        return s;
+    }
     LLVMValueRef one = cg_i64(fn, 1);
     LLVMValueRef first = in->left ? lo : LLVMBuildSub(fn->b, hi, one, "");
     cg_val x;
-    if ((s = sk_read(f, in->src, first, NULL, &x)) != WEFT_OK) {
+    if ((s = row_read(f, in, &rr, first, &x)) != WEFT_OK) {
         return s;
     }
     cg_mut_set(fn, &acc, &x);
@@ -324,7 +383,7 @@ static weft_status emit_reduce(sk_fn *f, const scan_info *in)
     cg_loop_begin(fn, &il, cg_i64(fn, 0), n, &k);
     LLVMValueRef j = in->left ? LLVMBuildAdd(fn->b, LLVMBuildAdd(fn->b, lo, one, ""), k, "")
                               : LLVMBuildSub(fn->b, LLVMBuildSub(fn->b, first, one, ""), k, "");
-    s = sk_read(f, in->src, j, NULL, &x);
+    s = row_read(f, in, &rr, j, &x);
     if (s == WEFT_OK) {
         s = combine(f, in, &acc, &x, true);
     }
@@ -350,8 +409,8 @@ static weft_status emit_carries(sk_fn *f, const scan_info *in)
     const cg_array *part = sk_aux_array(f, 0);
     LLVMValueRef C = sk_aux_value(f, 1)->v[0];
     LLVMValueRef one = cg_i64(fn, 1);
-    LLVMValueRef m;
-    weft_status s = row_length(f, in, &m);
+    LLVMValueRef m, ext[WEFT_MAX_RANK];
+    weft_status s = row_length(f, in, ext, &m);
     cg_mut acc;
     if (s || (s = cg_mut_new(fn, in->elt, &acc)) != WEFT_OK) {
         return s;
@@ -413,16 +472,20 @@ static weft_status emit_rescan(sk_fn *f, const scan_info *in)
     cg_fn *fn = &f->fn;
     const cg_array *part = sk_aux_array(f, 0);
     LLVMValueRef C = sk_aux_value(f, 1)->v[0];
-    LLVMValueRef m;
-    weft_status s = row_length(f, in, &m);
+    LLVMValueRef m, ext[WEFT_MAX_RANK];
+    weft_status s = row_length(f, in, ext, &m);
     cg_mut acc;
     if (s || (s = cg_mut_new(fn, in->elt, &acc)) != WEFT_OK) {
         return s;
     }
     cg_loop l;
-    LLVMValueRef c, row, q, lo, hi;
+    LLVMValueRef c, row, q, base, lo, hi;
     cg_loop_begin(fn, &l, f->start, f->end, &c);
-    chunk_bounds(f, c, C, m, &row, &q, &lo, &hi);
+    chunk_bounds(f, c, C, m, &row, &q, &base, &lo, &hi);
+    row_reader rr;
+    if ((s = row_begin(f, in, ext, row, base, &rr)) != WEFT_OK) {
+        return s;
+    }
     cg_val carry;
     if ((s = cg_array_load(fn, part, c, &carry)) != WEFT_OK) {
         return s;
@@ -433,7 +496,8 @@ static weft_status emit_rescan(sk_fn *f, const scan_info *in)
                                     : LLVMBuildSub(fn->b, C, cg_i64(fn, 1), "");
         from_elem = LLVMBuildICmp(fn->b, LLVMIntEQ, q, own, "");
     }
-    if ((s = scan_piece(f, in, &acc, row, lo, hi, from_elem, &carry)) != WEFT_OK) {
+    if ((s = scan_piece(f, in, &acc, &rr, row, lo, hi, from_elem, &carry)) !=
+        WEFT_OK) {
         return s;
     }
     cg_loop_end(fn, &l);

@@ -181,6 +181,10 @@ void sk_fn_end(sk_fn *f);
 weft_status sk_read(sk_fn *f, const fe_term *t, LLVMValueRef i,
                     const cg_val *ix, cg_val *out);
 weft_status sk_extent(sk_fn *f, const fe_term *t, LLVMValueRef *ext);
+/* Whether reading t by linear position costs no division (manifest
+ * arrays, and maps / zipWiths of equal shapes over them): else a consumer
+ * that walks rows does better to pass multi-indices. */
+bool sk_linear_ok(sk_fn *f, const fe_term *t);
 /* Store code in the kernel's error word. */
 void sk_set_error(sk_fn *f, int code);
 

@@ -35,11 +35,23 @@
  * both border stretches of the piece as one loop, so f is emitted twice in
  * all (border and interior).  Reads under a constant boundary load at the
  * clamped position (always inside) and select the constant, so nothing is
- * ever read outside an array.
+ * ever read outside an array.  Loads of the arrays and stores of the
+ * result carry scoped no-alias metadata (the result is a fresh buffer).
+ *
+ * Large windows (more than ST_COMPACT elements in all, e.g. 5x5x5) take a
+ * compact form instead: one loop over every column of the piece, whose
+ * windows are gathered by a loop over their elements (all reads checked)
+ * into stack arrays that f's arguments are loaded from.  Unrolled, such a
+ * window makes LLVM's optimisation take seconds; compact, f is emitted
+ * once and compiles in about a second even for 9x9x9.
  */
 #include "sk.h"
 
 #define ST_MAX_WIN 9
+/* Window elements (both arrays together) above which the kernel takes the
+ * compact form (see side_gather): LLVM's optimisation time grows faster
+ * than linearly with the unrolled window (a 7x7x7 window costs seconds). */
+#define ST_COMPACT 100
 
 /* One array of the stencil as the entry point sees it. */
 typedef struct side {
@@ -53,6 +65,68 @@ typedef struct side {
     LLVMValueRef *rowbase;    /* per combination, for the current row */
     LLVMValueRef *rowin;      /* per combination, i1: row inside (constant) */
 } side;
+
+/* Scoped no-alias metadata: the output is a fresh buffer that no input
+ * overlaps.  Telling LLVM so spares the loop vectoriser the run-time
+ * overlap checks of every window element against the output (hundreds of
+ * pointers for a large window: slow to compile and to run). */
+typedef struct scopes {
+    unsigned scope_kind, noalias_kind;
+    LLVMValueRef in, out;     /* one-scope lists */
+} scopes;
+
+static void scopes_init(cg_fn *fn, scopes *sc)
+{
+    LLVMContextRef c = fn->llctx;
+    LLVMMetadataRef dname = LLVMMDStringInContext2(c, "weft.stencil", 12);
+    LLVMMetadataRef dom = LLVMMDNodeInContext2(c, &dname, 1);
+    LLVMMetadataRef in[2] = {LLVMMDStringInContext2(c, "weft.stencil.in", 15),
+                             dom};
+    LLVMMetadataRef out[2] = {LLVMMDStringInContext2(c, "weft.stencil.out", 16),
+                              dom};
+    LLVMMetadataRef sin = LLVMMDNodeInContext2(c, in, 2);
+    LLVMMetadataRef sout = LLVMMDNodeInContext2(c, out, 2);
+    sc->scope_kind = LLVMGetMDKindIDInContext(c, "alias.scope", 11);
+    sc->noalias_kind = LLVMGetMDKindIDInContext(c, "noalias", 7);
+    sc->in = LLVMMetadataAsValue(c, LLVMMDNodeInContext2(c, &sin, 1));
+    sc->out = LLVMMetadataAsValue(c, LLVMMDNodeInContext2(c, &sout, 1));
+}
+
+/* Element i of array a (every leaf), loads tagged as inputs. */
+static weft_status load_in(cg_fn *fn, const scopes *sc, const cg_array *a,
+                           LLVMValueRef i, cg_val *out)
+{
+    weft_status s = cg_val_make(fn, a->nleaf, out);
+    for (int l = 0; s == WEFT_OK && l < a->nleaf; l++) {
+        LLVMTypeRef mt = cg_mem_type(fn->llctx, a->leaf[l]);
+        LLVMValueRef p = LLVMBuildInBoundsGEP2(fn->b, mt, a->ptr[l], &i, 1, "");
+        LLVMValueRef x = LLVMBuildLoad2(fn->b, mt, p, "");
+        LLVMSetMetadata(x, sc->scope_kind, sc->in);
+        LLVMSetMetadata(x, sc->noalias_kind, sc->out);
+        if (a->leaf[l] == WEFT_BOOL) {
+            x = LLVMBuildICmp(fn->b, LLVMIntNE, x, LLVMConstInt(mt, 0, 0), "");
+        }
+        out->v[l] = x;
+    }
+    return s;
+}
+
+/* Store x at element i of the output, tagged as the output. */
+static void store_out(cg_fn *fn, const scopes *sc, const cg_array *a,
+                      LLVMValueRef i, const cg_val *x)
+{
+    for (int l = 0; l < a->nleaf && l < x->n; l++) {
+        LLVMTypeRef mt = cg_mem_type(fn->llctx, a->leaf[l]);
+        LLVMValueRef p = LLVMBuildInBoundsGEP2(fn->b, mt, a->ptr[l], &i, 1, "");
+        LLVMValueRef v = x->v[l];
+        if (a->leaf[l] == WEFT_BOOL) {
+            v = LLVMBuildZExt(fn->b, v, mt, "");
+        }
+        LLVMValueRef st = LLVMBuildStore(fn->b, v, p);
+        LLVMSetMetadata(st, sc->scope_kind, sc->out);
+        LLVMSetMetadata(st, sc->noalias_kind, sc->in);
+    }
+}
 
 static weft_status stencil_prepare(weft_context *ctx, fe_arena *arena,
                                    sk_kernel *k)
@@ -208,8 +282,8 @@ static void side_row(cg_fn *fn, side *sd, const LLVMValueRef *ox,
 
 /* The window of side sd at column col into args[0 .. k-1]; checked reads
  * (border) or unchecked ones (interior). */
-static weft_status side_window(cg_fn *fn, const side *sd, LLVMValueRef col,
-                               bool checked, cg_val *args)
+static weft_status side_window(cg_fn *fn, const scopes *sc, const side *sd,
+                               LLVMValueRef col, bool checked, cg_val *args)
 {
     LLVMBuilderRef B = fn->b;
     int wi = sd->w[sd->rank - 1], hi = sd->h[sd->rank - 1];
@@ -224,7 +298,7 @@ static weft_status side_window(cg_fn *fn, const side *sd, LLVMValueRef col,
     for (int j = 0; j < sd->k; j++) {
         int c = j / wi, o = j % wi;
         LLVMValueRef at = LLVMBuildAdd(B, sd->rowbase[c], bi[o], "");
-        weft_status s = cg_array_load(fn, sd->a, at, &args[j]);
+        weft_status s = load_in(fn, sc, sd->a, at, &args[j]);
         if (s) {
             return s;
         }
@@ -239,16 +313,87 @@ static weft_status side_window(cg_fn *fn, const side *sd, LLVMValueRef col,
     return WEFT_OK;
 }
 
+/* The compact form, for large windows: the window of side sd around
+ * (ox, col) is gathered by a loop over its elements into tmp (one stack
+ * array of k values per leaf), every read checked, then loaded into args.
+ * The code is then one copy of f and a small loop, whatever the window. */
+static weft_status side_gather(cg_fn *fn, const scopes *sc, const side *sd,
+                               const LLVMValueRef *ox, LLVMValueRef col,
+                               LLVMValueRef *tmp, cg_val *args)
+{
+    LLVMBuilderRef B = fn->b;
+    int r = sd->rank;
+    LLVMValueRef ix[3];
+    for (int d = 0; d < r - 1; d++) {
+        ix[d] = ox[d];
+    }
+    ix[r - 1] = col;
+    weft_status s;
+    cg_loop l;
+    LLVMValueRef j;
+    cg_loop_begin(fn, &l, i64c(fn, 0), i64c(fn, sd->k), &j);
+    LLVMValueRef rest = j, b[3], in[3];
+    LLVMValueRef inside = LLVMConstInt(LLVMInt1TypeInContext(fn->llctx), 1, 0);
+    for (int d = r - 1; d >= 0; d--) {
+        LLVMValueRef w = i64c(fn, sd->w[d]);
+        LLVMValueRef o = LLVMBuildURem(B, rest, w, "");
+        rest = LLVMBuildUDiv(B, rest, w, "");
+        LLVMValueRef i = LLVMBuildAdd(B, ix[d],
+                                      LLVMBuildSub(B, o, i64c(fn, sd->h[d]), ""),
+                                      "");
+        in[d] = inside;
+        b[d] = bound(fn, sd->bnd, i, sd->a->extent[d], &in[d]);
+        inside = LLVMBuildAnd(B, inside, in[d], "");
+    }
+    LLVMValueRef lin = b[0];
+    for (int d = 1; d < r; d++) {
+        lin = LLVMBuildAdd(B, LLVMBuildMul(B, lin, sd->a->extent[d], ""), b[d],
+                           "");
+    }
+    cg_val x;
+    if ((s = load_in(fn, sc, sd->a, lin, &x)) != WEFT_OK) {
+        return s;
+    }
+    for (int v = 0; v < x.n; v++) {
+        LLVMValueRef y = x.v[v];
+        if (sd->cval) {
+            y = LLVMBuildSelect(B, inside, y, sd->cval->v[v], "");
+        }
+        LLVMTypeRef ty = LLVMTypeOf(y);
+        LLVMValueRef idx[2] = {i64c(fn, 0), j};
+        LLVMBuildStore(B, y, LLVMBuildInBoundsGEP2(
+                                 B, LLVMArrayType2(ty, (uint64_t)sd->k),
+                                 tmp[v], idx, 2, ""));
+    }
+    cg_loop_end(fn, &l);
+    for (int q = 0; q < sd->k; q++) {
+        if ((s = cg_val_make(fn, sd->a->nleaf, &args[q])) != WEFT_OK) {
+            return s;
+        }
+        for (int v = 0; v < sd->a->nleaf; v++) {
+            LLVMTypeRef ty = cg_type(fn->llctx, sd->a->leaf[v]);
+            LLVMValueRef idx[2] = {i64c(fn, 0), i64c(fn, q)};
+            LLVMValueRef p = LLVMBuildInBoundsGEP2(
+                B, LLVMArrayType2(ty, (uint64_t)sd->k), tmp[v], idx, 2, "");
+            args[q].v[v] = LLVMBuildLoad2(B, ty, p, "");
+        }
+    }
+    return WEFT_OK;
+}
+
 /* out[outbase + col] = f(windows at col). */
-static weft_status apply_at(sk_fn *f, const side *sd, int nside,
-                            LLVMValueRef outbase, LLVMValueRef col,
-                            bool checked, cg_val *args)
+static weft_status apply_at(sk_fn *f, const scopes *sc, const side *sd,
+                            int nside, LLVMValueRef outbase, LLVMValueRef col,
+                            bool checked, LLVMValueRef *const *tmp,
+                            const LLVMValueRef *ox, cg_val *args)
 {
     cg_fn *fn = &f->fn;
     weft_status s;
     int at = 0;
     for (int i = 0; i < nside; i++) {
-        if ((s = side_window(fn, &sd[i], col, checked, args + at)) != WEFT_OK) {
+        s = tmp ? side_gather(fn, sc, &sd[i], ox, col, tmp[i], args + at)
+                : side_window(fn, sc, &sd[i], col, checked, args + at);
+        if (s) {
             return s;
         }
         at += sd[i].k;
@@ -257,8 +402,8 @@ static weft_status apply_at(sk_fn *f, const side *sd, int nside,
     if ((s = cg_apply(fn, f->e->k->op->fun[0], args, &y)) != WEFT_OK) {
         return s;
     }
-    cg_array_store(fn, sk_out_array(f, 0),
-                   LLVMBuildAdd(fn->b, outbase, col, ""), &y);
+    store_out(fn, sc, sk_out_array(f, 0), LLVMBuildAdd(fn->b, outbase, col, ""),
+              &y);
     return WEFT_OK;
 }
 
@@ -278,9 +423,10 @@ static weft_status stencil_emit(sk_emit *e, const char *const *names)
         s = side_init(&f, &sd[i], i, 2 * i);
     }
     cg_val *args = NULL;
+    int ktotal = 0;
     if (s == WEFT_OK) {
-        int k = sd[0].k + (nside > 1 ? sd[1].k : 0);
-        args = fe_arena_alloc(e->arena, sizeof *args * (size_t)k);
+        ktotal = sd[0].k + (nside > 1 ? sd[1].k : 0);
+        args = fe_arena_alloc(e->arena, sizeof *args * (size_t)ktotal);
         if (!args) {
             s = fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
         }
@@ -290,6 +436,8 @@ static weft_status stencil_emit(sk_emit *e, const char *const *names)
         return s;
     }
     int rank = t->rank;
+    scopes sc;
+    scopes_init(fn, &sc);
     const cg_array *out = sk_out_array(&f, 0);
     LLVMValueRef m = out->extent[rank - 1];
     LLVMValueRef C = sk_aux_value(&f, 0)->v[0];
@@ -321,11 +469,39 @@ static weft_status stencil_emit(sk_emit *e, const char *const *names)
     if (rank > 1) {
         cg_from_index(fn, rank - 1, out->extent, row, ox);
     }
+    LLVMValueRef outbase = LLVMBuildMul(B, row, m, "");
+    if (ktotal > ST_COMPACT) {
+        /* compact: every column gathers its windows through a loop */
+        LLVMValueRef *tmp[2];
+        for (int i = 0; i < nside && s == WEFT_OK; i++) {
+            tmp[i] = fe_arena_alloc(e->arena,
+                                    sizeof *tmp[i] * (size_t)sd[i].a->nleaf);
+            if (!tmp[i]) {
+                s = fe_error(WEFT_ERR_OUT_OF_MEMORY,
+                             "weft_compile: out of memory");
+                break;
+            }
+            for (int v = 0; v < sd[i].a->nleaf; v++) {
+                LLVMTypeRef ty = cg_type(fn->llctx, sd[i].a->leaf[v]);
+                tmp[i][v] = cg_alloca(fn, LLVMArrayType2(ty, (uint64_t)sd[i].k),
+                                      "win");
+            }
+        }
+        if (s == WEFT_OK) {
+            cg_loop lc;
+            LLVMValueRef c;
+            cg_loop_begin(fn, &lc, c0, c1, &c);
+            s = apply_at(&f, &sc, sd, nside, outbase, c, true, tmp, ox, args);
+            cg_loop_end(fn, &lc);
+        }
+        cg_loop_end(fn, &lq);
+        sk_fn_end(&f);
+        return s;
+    }
     LLVMValueRef interior = LLVMConstInt(LLVMInt1TypeInContext(fn->llctx), 1, 0);
     for (int i = 0; i < nside; i++) {
         side_row(fn, &sd[i], ox, &interior);
     }
-    LLVMValueRef outbase = LLVMBuildMul(B, row, m, "");
     LLVMValueRef rlo = LLVMBuildSelect(B, interior, lo, m, "");
     LLVMValueRef rhi = LLVMBuildSelect(B, interior, hi, m, "");
     /* border 1: [c0, b1); interior: [b1, b2); border 2: [b2, c1) */
@@ -341,14 +517,14 @@ static weft_status stencil_emit(sk_emit *e, const char *const *names)
     LLVMValueRef col = LLVMBuildSelect(
         B, first, LLVMBuildAdd(B, c0, kk, ""),
         LLVMBuildAdd(B, b2, LLVMBuildSub(B, kk, n1, ""), ""), "");
-    s = apply_at(&f, sd, nside, outbase, col, true, args);
+    s = apply_at(&f, &sc, sd, nside, outbase, col, true, NULL, NULL, args);
     cg_loop_end(fn, &lb);
 
     if (s == WEFT_OK) {
         cg_loop li;
         LLVMValueRef c;
         cg_loop_begin(fn, &li, b1, b2, &c);
-        s = apply_at(&f, sd, nside, outbase, c, false, args);
+        s = apply_at(&f, &sc, sd, nside, outbase, c, false, NULL, NULL, args);
         cg_loop_end(fn, &li);
     }
     cg_loop_end(fn, &lq);

@@ -12,16 +12,14 @@
  *   - floating leaves bitwise (NaN equal to NaN) unless the case states a
  *     tolerance.  Tolerances appear only where the CPU backend may combine
  *     in another order than the interpreter: fold, scan, foldSeg and
- *     permute with (+) on floats.  For those the inputs lie in [-1, 1] and
- *     the bound is TOL_F32 (or TOL_F64) times the number of values that
- *     enter one result, i.e. relative to the largest possible sum of
- *     absolute values: two summation orders of n terms differ by at most
- *     about 2 n eps sum|x| in the worst case, and by sqrt(n) eps sum|x| in
- *     practice, so 1e-5 for f32 (eps 6e-8) is loose enough to never flake
- *     and tight enough to catch a lost or doubled element (an error of at
- *     least the smallest |x|, which our inputs keep well above the bound
- *     only for small n; large n cases are also checked on integers, where
- *     a lost element always shows).
+ *     permute with (+) on floats (and libm functions, see prims).  For the
+ *     sums the inputs lie in [-1, 1] and the bound is TOL_F32 (or TOL_F64)
+ *     times the number of values that enter one result, i.e. relative to
+ *     the largest possible sum of absolute values: two summation orders of
+ *     n terms differ by at most about 2 n eps sum|x| in the worst case and
+ *     by about sqrt(n) eps sum|x| in practice, so 1e-5 for f32 (eps 6e-8)
+ *     never flakes.  A lost or doubled element is caught by the same
+ *     operations on integers, which are compared exactly at every size.
  *
  * Shapes cover empty arrays (empty in each dimension), one element, odd and
  * prime extents, ranks 0 to 3, tuple element types, and a few sizes of
@@ -34,9 +32,13 @@
  * code, so it is not tested here.
  *
  * The CPU context uses three workers on whatever cores the host has, so
- * that ranges split unevenly and stealing happens.
+ * that ranges split unevenly and stealing happens; concurrent_runs runs one
+ * executable from four host threads at once.  Each Check case holds one
+ * test, so CK_RUN_CASE=<name> runs one; DT_STATS=1 prints each case's
+ * kernel counters to stderr.
  */
 #include <math.h>
+#include <pthread.h>
 
 #include "tu.h"
 
@@ -44,6 +46,21 @@
 #define TOL_F64 1e-13
 
 enum { MAX_LEAF = 4, MAX_RES = 8, MAX_IN = 6 };
+
+/* Sanitizer builds run the interpreter ten to fifty times slower: there
+ * the first multi-million case of each kind keeps its size and the others
+ * shrink to a tenth (still past every phase threshold). */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SANITIZED 1
+#else
+#define SANITIZED 0
+#endif
+
+/* n, or a tenth of it in a sanitizer build unless keep. */
+static int64_t big(int64_t n, bool keep)
+{
+    return SANITIZED && !keep ? n / 10 + 1 : n;
+}
 
 /* ------------------------------------------------------------------------
  * Random host arrays
@@ -235,6 +252,14 @@ static void diff_done(diff *d)
 static void diff_close(diff *d)
 {
     diff_done(d);
+    if (getenv("DT_STATS")) {
+        weft_stats st;
+        weft_context_stats(d->ctx[1], &st);
+        fprintf(stderr, "compiled %llu loaded %llu reused %llu, %.0f ms\n",
+                (unsigned long long)st.kernels_compiled,
+                (unsigned long long)st.kernels_loaded,
+                (unsigned long long)st.kernels_reused, st.compile_ms);
+    }
     for (int s = 0; s < 2; s++) {
         weft_context_free(d->ctx[s]);
         d->ctx[s] = NULL;
@@ -617,7 +642,8 @@ START_TEST(map)
     seed(2);
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         weft_type t = types[ti];
-        for (int r = 0; r <= 3; r++) {
+        bool all_ranks = t == WEFT_I32 || t == WEFT_F32 || t == WEFT_F16;
+        for (int r = all_ranks ? 0 : 1; r <= (all_ranks ? 3 : 1); r++) {
             bld b = {.t = t, .rank = r};
             diff_build(&d, "map", build_map, &b);
             for (int i = 0; i < NSHAPES; i++) {
@@ -679,8 +705,9 @@ START_TEST(zipwith)
     diff_open(&d);
     seed(3);
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
-        for (int variant = 0; variant < 2; variant++) {
-            for (int r = 0; r <= 3; r++) {
+        bool main_type = types[ti] == WEFT_I32 || types[ti] == WEFT_F32;
+        for (int variant = 0; variant < (main_type ? 2 : 1); variant++) {
+            for (int r = main_type ? 0 : 1; r <= (main_type ? 3 : 2); r++) {
                 bld b = {.t = types[ti], .rank = r, .variant = variant};
                 diff_build(&d, "zipwith", build_zip, &b);
                 for (int i = 0; i < NSHAPES; i++) {
@@ -751,7 +778,7 @@ START_TEST(use_unit_the)
 END_TEST
 
 /* Variant 0: reshape a to (size a) and to (1, size a, 1), then map.
- * Variant 1: reshape to (size a + 1): an error whenever a is not ... */
+ * Variant 1: reshape to (size a + 1): always WEFT_ERR_RESHAPE_SIZE. */
 static int build_reshape(bld *b, weft_acc **res)
 {
     weft_program *p = b->p;
@@ -1082,12 +1109,19 @@ static double sum_tol(weft_type t, enum combine c, int64_t n)
     return (t == WEFT_F32 ? TOL_F32 : TOL_F64) * (double)(n + 1);
 }
 
-/* Run fold cases of combine c on type t over the shape table. */
-static void fold_cases(diff *d, weft_type t, enum combine c)
+/* Run fold cases of combine c on type t over the shape table: the modes
+ * in the bit mask `modes` (bit m: variant mode m of build_fold), ranks up
+ * to max_rank.  Every kernel costs a compilation, so only the main cases
+ * run every mode and rank. */
+static void fold_cases(diff *d, weft_type t, enum combine c, unsigned modes,
+                       int max_rank)
 {
     for (int mode = 0; mode < 8; mode++) {
         bool one = mode & 1, all = mode & 2;
-        for (int r = all ? 0 : 1; r <= 3; r++) {
+        if (!(modes & 1u << mode)) {
+            continue;
+        }
+        for (int r = all ? 0 : 1; r <= max_rank; r++) {
             bld b = {.t = t, .rank = r, .variant = mode | (int)c << 4};
             diff_build(d, one ? (all ? "fold1_all" : "fold1")
                               : (all ? "fold_all" : "fold"),
@@ -1122,11 +1156,11 @@ START_TEST(fold_int)
     diff d;
     diff_open(&d);
     seed(9);
-    fold_cases(&d, WEFT_I32, C_ADD);
-    fold_cases(&d, WEFT_I64, C_MUL);
-    fold_cases(&d, WEFT_U8, C_ADD);
-    fold_cases(&d, WEFT_I16, C_MAX);
-    fold_cases(&d, WEFT_I32, C_LAST);
+    fold_cases(&d, WEFT_I32, C_ADD, 0xff, 3);
+    fold_cases(&d, WEFT_I64, C_MUL, 0x0f, 2);
+    fold_cases(&d, WEFT_U8, C_ADD, 0x05, 2);
+    fold_cases(&d, WEFT_I16, C_MAX, 0x0a, 2);
+    fold_cases(&d, WEFT_I32, C_LAST, 0x0f, 2);
     diff_close(&d);
 }
 END_TEST
@@ -1136,9 +1170,10 @@ START_TEST(fold_float)
     diff d;
     diff_open(&d);
     seed(10);
-    fold_cases(&d, WEFT_F32, C_ADD);
-    fold_cases(&d, WEFT_F64, C_ADD);
-    fold_cases(&d, WEFT_F32, C_MAX);
+    fold_cases(&d, WEFT_F32, C_ADD, 0xff, 3);
+    fold_cases(&d, WEFT_F64, C_ADD, 0x0f, 2);
+    fold_cases(&d, WEFT_F32, C_MAX, 0x03, 2);
+    fold_cases(&d, WEFT_F16, C_MAX, 0x0f, 1);
     diff_close(&d);
 }
 END_TEST
@@ -1148,8 +1183,8 @@ START_TEST(fold_tuple)
     diff d;
     diff_open(&d);
     seed(11);
-    fold_cases(&d, WEFT_I32, C_AFFINE);
-    fold_cases(&d, WEFT_F64, C_MINMAX);
+    fold_cases(&d, WEFT_I32, C_AFFINE, 0x3f, 2);
+    fold_cases(&d, WEFT_F64, C_MINMAX, 0x05, 2);
     diff_close(&d);
 }
 END_TEST
@@ -1180,8 +1215,13 @@ START_TEST(fold_large)
         diff_build(&d, "fold large", build_fold, &b);
         weft_type leaves[2];
         int nl = combine_leaves(&b, cases[k].c, leaves);
-        harr h = harr_new(nl, leaves, cases[k].rank, cases[k].e, 1, 0);
-        int64_t per = cases[k].mode & 2 ? n : cases[k].e[cases[k].rank - 1];
+        int64_t e[2] = {cases[k].e[0], cases[k].e[1]};
+        e[cases[k].rank == 1 || e[0] > e[1] ? 0 : 1] =
+            big(e[cases[k].rank == 1 || e[0] > e[1] ? 0 : 1], k < 2);
+        harr h = harr_new(nl, leaves, cases[k].rank, e, 1, 0);
+        int64_t per = cases[k].mode & 2 ? shp_size(&(shp){cases[k].rank,
+                                                         {e[0], e[1]}})
+                                        : e[cases[k].rank - 1];
         double tol = sum_tol(cases[k].t, cases[k].c, per);
         diff_run_tol(&d, &h, 1, tol, 0);
         harr_free(&h);
@@ -1280,14 +1320,16 @@ START_TEST(fold_seg)
     /* many segments over a long vector */
     bld b = {.t = WEFT_I64, .rank = 1, .variant = (int)C_ADD << 4};
     diff_build(&d, "fold_seg large", build_fold_seg, &b);
-    harr h[2] = {harr_vec(WEFT_I64, 1000003, 1, 0),
-                 make_segments(WEFT_I32, 1000003, 20, false)};
+    int64_t m = big(1000003, true);
+    harr h[2] = {harr_vec(WEFT_I64, m, 1, 0),
+                 make_segments(WEFT_I32, m, 20, false)};
     ck_assert_int_eq(diff_run(&d, h, 2), WEFT_OK);
     harr_free(&h[0]);
     harr_free(&h[1]);
     /* one long segment */
-    h[0] = harr_vec(WEFT_I64, 1000003, 1, 0);
-    h[1] = harr_vec(WEFT_I32, 1, 1000003, 1000003);
+    m = big(1000003, false);
+    h[0] = harr_vec(WEFT_I64, m, 1, 0);
+    h[1] = harr_vec(WEFT_I32, 1, m, m);
     ck_assert_int_eq(diff_run(&d, h, 2), WEFT_OK);
     harr_free(&h[0]);
     harr_free(&h[1]);
@@ -1384,6 +1426,7 @@ START_TEST(scan_float)
     seed(15);
     scan_cases(&d, WEFT_F32, C_ADD, 3);
     scan_cases(&d, WEFT_F64, C_ADD, 1);
+    scan_cases(&d, WEFT_F16, C_MAX, 1);
     diff_close(&d);
 }
 END_TEST
@@ -1423,9 +1466,10 @@ START_TEST(scan_large)
         diff_build(&d, "scan large", build_scan, &b);
         weft_type leaves[2];
         int nl = combine_leaves(&b, cases[k].c, leaves);
-        harr h = harr_new(nl, leaves, cases[k].rank, cases[k].e, 1, 0);
-        double tol = sum_tol(cases[k].t, cases[k].c,
-                             cases[k].e[cases[k].rank - 1]);
+        int64_t e[2] = {cases[k].e[0], cases[k].e[1]};
+        e[cases[k].rank - 1] = big(e[cases[k].rank - 1], k == 0);
+        harr h = harr_new(nl, leaves, cases[k].rank, e, 1, 0);
+        double tol = sum_tol(cases[k].t, cases[k].c, e[cases[k].rank - 1]);
         ck_assert_int_eq(diff_run_tol(&d, &h, 1, tol, 0), WEFT_OK);
         harr_free(&h);
     }
@@ -1511,7 +1555,8 @@ static weft_status permute_run(diff *d, weft_type t, bool pair, int rank,
     } else {
         h[0] = harr1(t, rank, dsh, -40, 40);
         h[1] = harr1(t, 1, &nsrc, -40, 40);
-        if (t == WEFT_U8 || t == WEFT_U32) {
+        if (t == WEFT_U8 || t == WEFT_U16 || t == WEFT_U32
+            || t == WEFT_U64) {
             harr_free(&h[0]);
             harr_free(&h[1]);
             h[0] = harr1(t, rank, dsh, 1, 0);
@@ -1548,6 +1593,10 @@ START_TEST(permute)
         {WEFT_U32, P_MAX},  {WEFT_F64, P_MAX},     {WEFT_F32, P_MIN},
         {WEFT_I32, P_AND},  {WEFT_I16, P_OR},      {WEFT_I64, P_XOR},
         {WEFT_I32, P_MUL},  {WEFT_I8, P_SUB_ABS},  {WEFT_I32, P_PAIR},
+        /* sub-word and 64-bit atomics, unsigned min (not signed), half
+         * floats (no native atomic: a compare-and-swap loop) */
+        {WEFT_U64, P_MIN},  {WEFT_I8, P_MAX},      {WEFT_I16, P_ADD},
+        {WEFT_U16, P_MAX},  {WEFT_F16, P_MAX},
     };
     static const int64_t sizes1[][2] = {{0}, {1}, {7}, {1000}};
     static const int64_t sizes2[][2] = {{0, 3}, {3, 5}, {31, 37}};
@@ -1568,7 +1617,17 @@ START_TEST(permute)
             for (int si = 0; si < nsz; si++) {
                 const int64_t *dsh = rank == 1 ? sizes1[si] : sizes2[si];
                 for (size_t ni = 0; ni < sizeof nsrcs / sizeof nsrcs[0]; ni++) {
-                    int64_t nsrc = nsrcs[ni];
+                    int64_t nsrc = big(nsrcs[ni], k == 0);
+                    /* many sources (contention, every worker) for the
+                     * first cases of each kind of combine only */
+                    if (nsrc > 1000 && !(k < 2 || cases[k].c == P_PAIR
+                                         || t == WEFT_F32 || k == 7
+                                         || cases[k].c == P_MUL)) {
+                        continue;
+                    }
+                    if (nsrc > 1000 && si != nsz - 1) {
+                        continue;
+                    }
                     /* f32 and f64 (+) arrive in any order: each target
                      * sums at most nsrc values of [-1, 1] */
                     double tol = tu_is_float(t) && cases[k].c == P_ADD
@@ -1671,17 +1730,8 @@ static void stencil_runs(diff *d, const stencil_case *c, bool two)
         const int64_t *e = c->rank == 1 ? &ext1[i]
                            : c->rank == 2 ? ext2[i]
                                           : ext3[i];
-        /* mirror needs an extent of at least half the window, as in
-         * Accelerate: smaller arrays are skipped for it */
-        bool small = false;
-        for (int k = 0; k < c->rank; k++) {
-            if (e[k] <= c->window[k] / 2) {
-                small = true;
-            }
-        }
-        if (small && c->kind == WEFT_BOUNDARY_MIRROR) {
-            continue;
-        }
+        /* extents below half the window are included: every boundary
+         * must still read inside the array (mirror reflects again) */
         harr h[2];
         h[0] = harr1(c->t, c->rank, e, -20, 20);
         int64_t e2[3];
@@ -1727,6 +1777,56 @@ START_TEST(stencil)
 }
 END_TEST
 
+/* A stencil over (i32, f32) pairs: 3x3 window, the first component summed
+ * with weights, the second the maximum; every boundary (the constant is a
+ * pair). */
+static int build_stencil_tuple(bld *b, weft_acc **res)
+{
+    weft_program *p = b->p;
+    weft_type t = pair_type(b->ctx, WEFT_I32, WEFT_F32);
+    weft_type ts[9];
+    for (int k = 0; k < 9; k++) {
+        ts[k] = t;
+    }
+    weft_fun *f = weft_fun_create(p, 9, ts);
+    weft_exp *s = weft_get(weft_arg(f, 0), 0), *m = weft_get(weft_arg(f, 0), 1);
+    for (int k = 1; k < 9; k++) {
+        s = weft_add(s, weft_mul(weft_get(weft_arg(f, k), 0),
+                                 weft_i32(p, k - 4)));
+        m = weft_max(m, weft_get(weft_arg(f, k), 1));
+    }
+    weft_exp *c[2] = {s, m};
+    weft_fun_return(f, weft_tuple(p, 2, c));
+    weft_acc *a = weft_param(p, t, 2);
+    weft_exp *cv[2] = {weft_i32(p, 100), weft_f32(p, 0.5f)};
+    weft_boundary bd = {(weft_boundary_kind)b->variant,
+                        b->variant == WEFT_BOUNDARY_CONSTANT
+                            ? weft_tuple(p, 2, cv)
+                            : NULL};
+    res[0] = weft_stencil(f, (const int[]){3, 3}, bd, a);
+    return 1;
+}
+
+START_TEST(stencil_tuple)
+{
+    static const weft_type leaves[2] = {WEFT_I32, WEFT_F32};
+    static const int64_t ext[][2] = {{1, 1}, {2, 5}, {7, 3}, {33, 65}};
+    diff d;
+    diff_open(&d);
+    seed(26);
+    for (int kind = 0; kind < 4; kind++) {
+        bld b = {.rank = 2, .variant = kind};
+        diff_build(&d, "stencil tuple", build_stencil_tuple, &b);
+        for (int i = 0; i < 4; i++) {
+            harr h = harr_new(2, leaves, 2, ext[i], -20, 20);
+            ck_assert_int_eq(diff_run(&d, &h, 1), WEFT_OK);
+            harr_free(&h);
+        }
+    }
+    diff_close(&d);
+}
+END_TEST
+
 START_TEST(stencil2)
 {
     diff d;
@@ -1752,8 +1852,8 @@ END_TEST
  * acond, awhile, tuples of arrays
  * ---------------------------------------------------------------------- */
 
-/* acond (the c) (map (+1) a) (fold (+) 0 over a reshaped to 1 x n ...),
- * both rank 1; and a tuple of arrays taken apart. */
+/* acond (the c) (map (+1) a) (scanl1 (+) a), and a tuple of arrays
+ * (scan, map) returned whole and taken apart. */
 static int build_acond(bld *b, weft_acc **res)
 {
     weft_program *p = b->p;
@@ -1791,25 +1891,35 @@ START_TEST(acond_atuple)
 }
 END_TEST
 
-/* awhile: double every element and append ... keep doubling (x * 2 + 1 on
- * u32, map) while the sum (fold_all) is below a limit given at run. */
+/* awhile over a tuple of arrays (a, n): replace a by map (2x + 1) a and n
+ * by n + 1 while n < 20 and the sum of a (fold_all, seed 1) is below a
+ * limit given at run time. */
 static int build_awhile(bld *b, weft_acc **res)
 {
     weft_program *p = b->p;
     weft_acc *a = weft_param(p, WEFT_I64, b->rank);
     weft_acc *lim = weft_param(p, WEFT_I64, 0);
-    weft_afun *cond = weft_afun_like(a);
-    weft_fun *lt = weft_fun1(p, WEFT_I64);
-    weft_fun_return(lt, weft_lt(weft_arg(lt, 0), weft_the(lim)));
+    weft_acc *init[2] = {a, weft_unit(weft_i32(p, 0))};
+    weft_acc *state = weft_atuple(p, 2, init);
+    weft_afun *cond = weft_afun_like(state);
+    weft_acc *cx = weft_afun_arg(cond);
     weft_acc *sum = weft_fold_all(op2(p, WEFT_I64, weft_add), weft_i64(p, 1),
-                                  weft_afun_arg(cond));
-    weft_afun_return(cond, weft_map(lt, sum));
-    weft_afun *body = weft_afun_like(a);
+                                  weft_aget(cx, 0));
+    weft_afun_return(cond,
+                     weft_unit(weft_and(weft_lt(weft_the(weft_aget(cx, 1)),
+                                                weft_i32(p, 20)),
+                                        weft_lt(weft_the(sum),
+                                                weft_the(lim)))));
+    weft_afun *body = weft_afun_like(state);
+    weft_acc *bx = weft_afun_arg(body);
     weft_fun *step = weft_fun1(p, WEFT_I64);
     weft_fun_return(step, weft_add(weft_mul(weft_arg(step, 0), weft_i64(p, 2)),
                                    weft_i64(p, 1)));
-    weft_afun_return(body, weft_map(step, weft_afun_arg(body)));
-    res[0] = weft_awhile(cond, body, a);
+    weft_acc *next[2] = {
+        weft_map(step, weft_aget(bx, 0)),
+        weft_unit(weft_add(weft_the(weft_aget(bx, 1)), weft_i32(p, 1)))};
+    weft_afun_return(body, weft_atuple(p, 2, next));
+    res[0] = weft_awhile(cond, body, state);
     return 1;
 }
 
@@ -2288,6 +2398,107 @@ START_TEST(programs_no_fusion)
 END_TEST
 
 /* ------------------------------------------------------------------------
+ * One executable run from several host threads at once
+ * ---------------------------------------------------------------------- */
+
+/* scanl1 (+), fold (+) and a histogram permute of one i32 vector. */
+static int build_concurrent(bld *b, weft_acc **res)
+{
+    weft_program *p = b->p;
+    weft_acc *v = weft_param(p, WEFT_I32, 1);
+    weft_fun *add = op2(p, WEFT_I32, weft_add);
+    res[0] = weft_scanl1(add, v);
+    res[1] = weft_fold(add, weft_i32(p, 0), v);
+    weft_fun *zero = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(zero, weft_i32(p, 0));
+    weft_fun *ix = weft_fun1(p, WEFT_DIM(1));
+    weft_exp *k = weft_band(weft_at(v, weft_arg(ix, 0)), weft_i32(p, 63));
+    weft_fun_return(ix, weft_index1(weft_convert(k, WEFT_I64)));
+    res[2] = weft_permute(add, weft_generate(weft_index1(weft_i64(p, 64)),
+                                             zero),
+                          ix, v);
+    return 3;
+}
+
+enum { CONC_THREADS = 4, CONC_RUNS = 6 };
+
+typedef struct conc {
+    diff *d;
+    const harr *in;     /* this thread's inputs, one per run */
+    weft_array **want;  /* interpreter results: CONC_RUNS x 3 */
+    int bad;            /* runs that failed or differed */
+} conc;
+
+static bool same_i32(weft_array *a, weft_array *b)
+{
+    int64_t n = weft_array_size(a);
+    return n == weft_array_size(b) && weft_array_rank(a) == weft_array_rank(b)
+           && (n == 0 || memcmp(weft_array_data(a, 0), weft_array_data(b, 0),
+                                (size_t)n * 4) == 0);
+}
+
+static void *conc_main(void *arg)
+{
+    conc *c = arg;
+    for (int r = 0; r < CONC_RUNS; r++) {
+        weft_array *in = NULL, *out[3] = {NULL};
+        const harr *h = &c->in[r];
+        if (weft_array_from_host(c->d->ctx[1], WEFT_I32, 1, h->shape,
+                                 (const void *const *)h->data, &in)
+                != WEFT_OK
+            || weft_run(c->d->exe[1], &in, 1, out, 3) != WEFT_OK) {
+            c->bad++;
+        } else {
+            for (int o = 0; o < 3; o++) {
+                c->bad += !same_i32(out[o], c->want[r * 3 + o]);
+            }
+        }
+        weft_array_release(in);
+        tu_release_all(out, 3);
+    }
+    return NULL;
+}
+
+START_TEST(concurrent_runs)
+{
+    diff d;
+    diff_open(&d);
+    seed(27);
+    bld b = {0};
+    diff_build(&d, "concurrent", build_concurrent, &b);
+    static harr in[CONC_THREADS][CONC_RUNS];
+    static weft_array *want[CONC_THREADS][CONC_RUNS * 3];
+    static const int64_t sizes[] = {0, 1, 1000, 65537, 200003, 31};
+    for (int t = 0; t < CONC_THREADS; t++) {
+        for (int r = 0; r < CONC_RUNS; r++) {
+            in[t][r] = harr_vec(WEFT_I32, sizes[(t + r) % CONC_RUNS], 1, 0);
+            weft_array *a = harr_array(d.ctx[0], &in[t][r]);
+            TU_OK(weft_run(d.exe[0], &a, 1, &want[t][r * 3], 3));
+            weft_array_release(a);
+        }
+    }
+    pthread_t th[CONC_THREADS];
+    conc c[CONC_THREADS];
+    for (int t = 0; t < CONC_THREADS; t++) {
+        c[t] = (conc){&d, in[t], want[t], 0};
+        ck_assert_int_eq(pthread_create(&th[t], NULL, conc_main, &c[t]), 0);
+    }
+    for (int t = 0; t < CONC_THREADS; t++) {
+        pthread_join(th[t], NULL);
+    }
+    for (int t = 0; t < CONC_THREADS; t++) {
+        ck_assert_msg(c[t].bad == 0, "thread %d: %d runs failed or differed",
+                      t, c[t].bad);
+        for (int r = 0; r < CONC_RUNS; r++) {
+            harr_free(&in[t][r]);
+        }
+        tu_release_all(want[t], CONC_RUNS * 3);
+    }
+    diff_close(&d);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------
  * Errors a compiled program can meet
  * ---------------------------------------------------------------------- */
 
@@ -2308,22 +2519,6 @@ static int build_err_seg(bld *b, weft_acc **res)
     weft_fun *f = op2(p, WEFT_I32, weft_add);
     res[0] = b->variant ? weft_fold1_seg(f, a, s)
                         : weft_fold_seg(f, weft_i32(p, 0), a, s);
-    return 1;
-}
-
-/* A linear index read (a !! i) in a generate, past the end for some i. */
-static int build_err_at(bld *b, weft_acc **res)
-{
-    weft_program *p = b->p;
-    weft_acc *a = weft_param(p, WEFT_F32, 1);
-    weft_acc *n = weft_param(p, WEFT_I64, 0);
-    weft_fun *g = weft_fun1(p, WEFT_DIM(1));
-    weft_exp *i = weft_get(weft_arg(g, 0), 0);
-    weft_exp *twice = weft_mul(i, weft_i64(p, 2));
-    weft_fun_return(g, b->variant
-                           ? weft_at(a, weft_index1(twice))
-                           : weft_at_linear(a, weft_sub(i, weft_i64(p, 1))));
-    res[0] = weft_generate(weft_index1(weft_the(n)), g);
     return 1;
 }
 
@@ -2362,21 +2557,11 @@ START_TEST(errors)
         harr_free(&h[0]);
         harr_free(&h[1]);
     }
-    /* indexing outside an array inside a kernel */
-    for (int v = 0; v < 2; v++) {
-        bld b = {.variant = v};
-        diff_build(&d, "index out of bounds", build_err_at, &b);
-        for (int64_t n = 0; n < 100000; n = n * 10 + 7) {
-            int64_t m = v ? (n + 1) / 2 + 1 : n;
-            harr h[2] = {harr_vec(WEFT_F32, n, 1, 0),
-                         harr1(WEFT_I64, 0, NULL, m, m)};
-            diff_expect(&d, h, 2, m > 0 ? WEFT_ERR_OUT_OF_BOUNDS : WEFT_OK);
-            harr_free(&h[0]);
-            harr_free(&h[1]);
-        }
-    }
-    /* reshape, slice, backpermute, permute errors: see their own tests
-     * (reshape, slice, backpermute, permute above) */
+    /* reshape, slice, backpermute and permute errors are in their own
+     * tests above.  An index outside an array read by a ! ix or a !! i
+     * inside a scalar function is not checked by compiled code (as
+     * division by zero: DESIGN.md, checks only where asked for), so it is
+     * not tested here. */
     diff_close(&d);
 }
 END_TEST
@@ -2385,38 +2570,49 @@ END_TEST
  * Suite
  * ---------------------------------------------------------------------- */
 
+/* One case per test, so that CK_RUN_CASE=name runs one of them. */
 static Suite *cpu_suite(void)
 {
+    const struct {
+        const char *name;
+        const TTest *test;
+    } tests[] = {
+        {"generate", generate},
+        {"map", map},
+        {"zipwith", zipwith},
+        {"use_unit_the", use_unit_the},
+        {"reshape", reshape},
+        {"replicate", replicate},
+        {"slice", slice},
+        {"backpermute", backpermute},
+        {"fold_int", fold_int},
+        {"fold_float", fold_float},
+        {"fold_tuple", fold_tuple},
+        {"fold_large", fold_large},
+        {"fold_seg", fold_seg},
+        {"scan_int", scan_int},
+        {"scan_float", scan_float},
+        {"scan_tuple", scan_tuple},
+        {"scan_large", scan_large},
+        {"permute", permute},
+        {"stencil", stencil},
+        {"stencil_tuple", stencil_tuple},
+        {"stencil2", stencil2},
+        {"acond_atuple", acond_atuple},
+        {"awhile", awhile},
+        {"prims", prims},
+        {"programs", programs},
+        {"programs_no_fusion", programs_no_fusion},
+        {"concurrent_runs", concurrent_runs},
+        {"errors", errors},
+    };
     Suite *s = suite_create("cpu");
-    TCase *t = tcase_create("differential");
-    tcase_set_timeout(t, 600);
-    tcase_add_test(t, generate);
-    tcase_add_test(t, map);
-    tcase_add_test(t, zipwith);
-    tcase_add_test(t, use_unit_the);
-    tcase_add_test(t, reshape);
-    tcase_add_test(t, replicate);
-    tcase_add_test(t, slice);
-    tcase_add_test(t, backpermute);
-    tcase_add_test(t, fold_int);
-    tcase_add_test(t, fold_float);
-    tcase_add_test(t, fold_tuple);
-    tcase_add_test(t, fold_large);
-    tcase_add_test(t, fold_seg);
-    tcase_add_test(t, scan_int);
-    tcase_add_test(t, scan_float);
-    tcase_add_test(t, scan_tuple);
-    tcase_add_test(t, scan_large);
-    tcase_add_test(t, permute);
-    tcase_add_test(t, stencil);
-    tcase_add_test(t, stencil2);
-    tcase_add_test(t, acond_atuple);
-    tcase_add_test(t, awhile);
-    tcase_add_test(t, prims);
-    tcase_add_test(t, programs);
-    tcase_add_test(t, programs_no_fusion);
-    tcase_add_test(t, errors);
-    suite_add_tcase(s, t);
+    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
+        TCase *t = tcase_create(tests[i].name);
+        tcase_set_timeout(t, 600);
+        tcase_add_test(t, tests[i].test);
+        suite_add_tcase(s, t);
+    }
     return s;
 }
 

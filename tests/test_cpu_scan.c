@@ -251,15 +251,18 @@ static void compare(weft_context *ca, weft_array *a, weft_context *cb,
                         : isinf(want) ? got == want
                         : fabs(got - want) <=
                               tol * (fabs(want) > 1 ? fabs(want) : 1);
-                ck_assert_msg(ok, "%s: leaf %d element %lld is %.17g on the "
-                              "CPU, %.17g interpreted", what, l, (long long)i,
-                              got, want);
+                if (!ok) {
+                    ck_abort_msg("%s: leaf %d element %lld is %.17g on the "
+                                 "CPU, %.17g interpreted", what, l,
+                                 (long long)i, got, want);
+                }
             } else {
-                ck_assert_msg(memcmp(px, py, w) == 0,
-                              "%s: leaf %d element %lld is %lld on the CPU, "
-                              "%lld interpreted", what, l, (long long)i,
-                              (long long)tu_load_i(lt, py),
-                              (long long)tu_load_i(lt, px));
+                if (memcmp(px, py, w) != 0) {
+                    ck_abort_msg("%s: leaf %d element %lld is %lld on the "
+                                 "CPU, %lld interpreted", what, l,
+                                 (long long)i, (long long)tu_load_i(lt, py),
+                                 (long long)tu_load_i(lt, px));
+                }
             }
         }
     }
@@ -329,12 +332,12 @@ static void six_scans(weft_fun *f, weft_exp *z, weft_acc *a, weft_acc **res)
 /* Shapes per rank (-1 ends a list). */
 static const int64_t shapes1[][1] = {
     {0}, {1}, {2}, {7}, {13}, {4096}, {8191}, {8192}, {8193}, {24593},
-    {65537}, {1000003}, {-1}};
+    {65537}, {100003}, {-1}};
 static const int64_t shapes2[][2] = {
-    {0, 5}, {5, 0}, {1, 1}, {3, 7}, {1, 65539}, {2, 12289}, {3, 100003},
-    {7, 40009}, {9, 30011}, {1000, 17}, {17, 1000}, {-1, 0}};
+    {0, 5}, {5, 0}, {1, 1}, {3, 7}, {1, 65539}, {2, 12289}, {3, 30011},
+    {7, 12289}, {13, 9001}, {1000, 17}, {17, 1000}, {-1, 0}};
 static const int64_t shapes3[][3] = {
-    {0, 3, 4}, {2, 0, 3}, {2, 3, 0}, {2, 3, 5}, {1, 2, 50021}, {3, 1, 77777},
+    {0, 3, 4}, {2, 0, 3}, {2, 3, 0}, {2, 3, 5}, {1, 2, 20011}, {3, 1, 16411},
     {4, 5, 6}, {-1, 0, 0}};
 
 static const int64_t *shape_at(int rank, int i)
@@ -370,16 +373,17 @@ static void check_combo(combo c, bool big)
             six_scans(f, z, xs, res);
             compile_side(&pr, i, res, NKIND);
         }
-        int64_t bigshape[1] = {3000017};
+        static const int64_t bigshape[1] = {2000003};
+        bool done_big = !(big && rank == 1);
         for (int si = 0;; si++) {
             const int64_t *sh = shape_at(rank, si);
             if (!sh) {
-                if (big && rank == 1 && si < 100) {
-                    sh = bigshape;
-                    si = 100;
-                } else {
+                if (done_big) {
                     break;
                 }
+                sh = bigshape;
+                done_big = true;
+                si--; /* stay at the end of the list */
             }
             weft_array *in[2][4] = {{NULL}};
             weft_type t = elem_type(pr.s[0].ctx, c);
@@ -417,7 +421,7 @@ END_TEST
 START_TEST(test_scan_tuple_affine)
 {
     rng_state = 0x2345678;
-    check_combo(C_AFFINE, true);
+    check_combo(C_AFFINE, false);
 }
 END_TEST
 
@@ -504,7 +508,7 @@ static weft_acc *make_feed(weft_program *p, feed fd, weft_acc *xs,
 static void check_feed(feed fd)
 {
     static const int64_t sx[][2] = {
-        {0, 3}, {3, 0}, {1, 1}, {2, 9}, {1, 300007}, {3, 50021}, {40, 1001},
+        {0, 3}, {3, 0}, {1, 1}, {2, 9}, {1, 100003}, {3, 20011}, {40, 1001},
         {-1, 0}};
     for (int kind = 0; kind < NKIND; kind++) {
         pair pr;

@@ -12,8 +12,6 @@
  * (where mirror falls back to the edge), odd and prime extents, rows long
  * enough to be cut into pieces, and a few million elements.
  */
-#include <time.h>
-
 #include "tu.h"
 
 /* ---- element types ------------------------------------------------------ */
@@ -185,13 +183,10 @@ static void check_both(const char *what, const input *in, int nin,
         }
     }
     weft_status st[2];
-    double tsec[2];
     weft_array *out[2][MAX_OUT] = {{0}};
     int nres = 0;
     for (int s = 0; s < 2; s++) {
         tu *t = &g_side[s];
-        struct timespec t0, t1;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
         tu_reset(t);
         weft_acc *param[MAX_IN], *res[MAX_OUT];
         weft_array *arr[MAX_IN] = {0};
@@ -216,11 +211,6 @@ static void check_both(const char *what, const input *in, int nin,
         for (int k = 0; k < nin; k++) {
             weft_array_release(arr[k]);
         }
-        clock_gettime(CLOCK_MONOTONIC, &t1);
-        tsec[s] = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
-    }
-    if (getenv("ST_TIME") && tsec[0] + tsec[1] > 0.3) {
-        fprintf(stderr, "%-70s interp %.2f cpu %.2f\n", what, tsec[0], tsec[1]);
     }
     ck_assert_msg(st[0] == st[1], "%s: interp %s, cpu %s (%s)", what,
                   weft_status_name(st[0]), weft_status_name(st[1]),
@@ -437,7 +427,7 @@ START_TEST(test_stencil_rank3)
 {
     static const int64_t shapes[][3] = {
         {0, 2, 2}, {2, 0, 3}, {1, 1, 1}, {2, 3, 4}, {5, 7, 3}, {9, 4, 11},
-        {3, 2, 9001}, {11, 13, 17}};
+        {2, 2, 9001}, {11, 13, 17}};
     static const int elts[] = {E_F32, E_I32, E_PAIR, E_F64, E_I64};
     open_both();
     stencil_sweep(3, shapes, (int)(sizeof shapes / sizeof shapes[0]), elts,
@@ -446,6 +436,39 @@ START_TEST(test_stencil_rank3)
     sten_arg sa = {.win = {{9, 9, 9}}, .bnd = {WEFT_BOUNDARY_MIRROR}};
     input in = {.elt = E_I32, .rank = 3, .shape = {4, 10, 6}};
     check_both("stencil 9x9x9", &in, 1, build_stencil, &sa, WEFT_OK);
+    close_both();
+}
+END_TEST
+
+/* Every window and boundary on every small extent: the border paths
+ * where a window is wider than its array (mirror's reflections, wrap's
+ * repeated periods). */
+START_TEST(test_stencil_tiny)
+{
+    open_both();
+    for (int n = 1; n <= 10; n++) {
+        for (int wi = 0; wi < 4; wi++) {
+            for (int bi = 0; bi < 4; bi++) {
+                sten_arg sa = {.win = {{wins[wi]}},
+                               .bnd = {(weft_boundary_kind)bi}};
+                input in = {.elt = E_I32, .rank = 1, .shape = {n}};
+                char what[64];
+                snprintf(what, sizeof what, "tiny n %d window %d boundary %d",
+                         n, wins[wi], bi);
+                check_both(what, &in, 1, build_stencil, &sa, WEFT_OK);
+            }
+        }
+    }
+    static const int64_t sh2[][2] = {{1, 2}, {2, 1}, {3, 3}, {2, 5}, {4, 2}};
+    for (int c = 0; c < 5; c++) {
+        for (int bi = 0; bi < 4; bi++) {
+            sten_arg sa = {.win = {{9, 5}}, .bnd = {(weft_boundary_kind)bi}};
+            input in = {.elt = E_I64, .rank = 2, .shape = {sh2[c][0], sh2[c][1]}};
+            char what[64];
+            snprintf(what, sizeof what, "tiny 2d case %d boundary %d", c, bi);
+            check_both(what, &in, 1, build_stencil, &sa, WEFT_OK);
+        }
+    }
     close_both();
 }
 END_TEST
@@ -463,7 +486,7 @@ START_TEST(test_stencil2)
         {1, {20011}, {20000}, E_F64, E_F32},
         {2, {13, 7}, {11, 9}, E_I32, E_I8},
         {2, {1, 2}, {2, 1}, E_I64, E_I32},
-        {2, {6, 9000}, {7, 8999}, E_F32, E_F32},
+        {2, {3, 9000}, {4, 8999}, E_F32, E_F32},
         {3, {3, 4, 5}, {5, 4, 3}, E_F64, E_F64},
         {3, {2, 9, 10}, {3, 8, 12}, E_I32, E_I64},
     };
@@ -499,15 +522,15 @@ END_TEST
 START_TEST(test_stencil_large)
 {
     open_both();
-    sten_arg sa = {.win = {{5}}, .bnd = {WEFT_BOUNDARY_WRAP}};
-    input in = {.elt = E_F32, .rank = 1, .shape = {3000017}};
+    sten_arg sa = {.win = {{3}}, .bnd = {WEFT_BOUNDARY_WRAP}};
+    input in = {.elt = E_F32, .rank = 1, .shape = {2000003}};
     check_both("stencil 1d large", &in, 1, build_stencil, &sa, WEFT_OK);
     sten_arg sb = {.win = {{3, 3}}, .bnd = {WEFT_BOUNDARY_CONSTANT},
                    .free_var = true};
-    input in2 = {.elt = E_I32, .rank = 2, .shape = {1201, 1699}};
+    input in2 = {.elt = E_I32, .rank = 2, .shape = {601, 1699}};
     check_both("stencil 2d large", &in2, 1, build_stencil, &sb, WEFT_OK);
     sten_arg sc = {.win = {{3, 3, 3}}, .bnd = {WEFT_BOUNDARY_MIRROR}};
-    input in3 = {.elt = E_F64, .rank = 3, .shape = {67, 101, 103}};
+    input in3 = {.elt = E_F64, .rank = 3, .shape = {31, 47, 103}};
     check_both("stencil 3d large", &in3, 1, build_stencil, &sc, WEFT_OK);
     close_both();
 }
@@ -797,6 +820,7 @@ static Suite *cpu_stencil_suite(void)
     tcase_add_test(ts, test_stencil_rank1);
     tcase_add_test(ts, test_stencil_rank2);
     tcase_add_test(ts, test_stencil_rank3);
+    tcase_add_test(ts, test_stencil_tiny);
     tcase_add_test(ts, test_stencil2);
     tcase_add_test(ts, test_stencil_large);
     suite_add_tcase(s, ts);
