@@ -550,7 +550,7 @@ static weft_status exp1(cg_fn *fn, const fe_term *e, LLVMValueRef *out)
 
 static weft_status exp_short(cg_fn *fn, const fe_term *e, cg_val *out)
 {
-    LLVMValueRef x, y;
+    LLVMValueRef x = NULL, y = NULL;
     weft_status s = exp1(fn, e->kid[0], &x);
     if (s != WEFT_OK) {
         return s;
@@ -689,7 +689,7 @@ weft_status cg_exp(cg_fn *fn, const fe_term *e, cg_val *out)
     case FE_PRIM:
         return exp_prim(fn, e, out);
     case FE_COND: {
-        LLVMValueRef c;
+        LLVMValueRef c = NULL;
         cg_val t, f;
         cg_if i;
         if ((s = exp1(fn, e->kid[0], &c)) != WEFT_OK) {
@@ -777,7 +777,7 @@ weft_status cg_exp(cg_fn *fn, const fe_term *e, cg_val *out)
     }
     case FE_FROM_INDEX: {
         cg_val sh;
-        LLVMValueRef i;
+        LLVMValueRef i = NULL;
         if ((s = cg_exp(fn, e->kid[0], &sh)) != WEFT_OK ||
             (s = exp1(fn, e->kid[1], &i)) != WEFT_OK ||
             (s = cg_val_make(fn, sh.n, out)) != WEFT_OK) {
@@ -794,7 +794,7 @@ weft_status cg_exp(cg_fn *fn, const fe_term *e, cg_val *out)
             (s = cg_exp(fn, e->kid[1], &ix)) != WEFT_OK) {
             return s;
         }
-        LLVMValueRef i;
+        LLVMValueRef i = NULL;
         if (e->kind == FE_AT) {
             if (ix.n != a.rank) {
                 return internal("an index of the wrong rank", ix.n);

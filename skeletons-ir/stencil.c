@@ -332,7 +332,7 @@ static weft_status side_gather(cg_fn *fn, const scopes *sc, const side *sd,
     cg_loop l;
     LLVMValueRef j;
     cg_loop_begin(fn, &l, i64c(fn, 0), i64c(fn, sd->k), &j);
-    LLVMValueRef rest = j, b[3], in[3];
+    LLVMValueRef rest = j, b[3] = {NULL, NULL, NULL}, in[3] = {NULL, NULL, NULL};
     LLVMValueRef inside = LLVMConstInt(LLVMInt1TypeInContext(fn->llctx), 1, 0);
     for (int d = r - 1; d >= 0; d--) {
         LLVMValueRef w = i64c(fn, sd->w[d]);

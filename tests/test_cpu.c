@@ -1669,7 +1669,7 @@ END_TEST
  * weights, in a fixed order (bitwise equal on both backends). */
 static weft_fun *stencil_fun(weft_program *p, weft_type t, int n, int offset)
 {
-    weft_type ts[2 * 81];
+    weft_type ts[2 * 81] = {0};
     for (int k = 0; k < n; k++) {
         ts[k] = t;
     }
