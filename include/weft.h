@@ -69,7 +69,10 @@ typedef enum weft_status {
     WEFT_ERR_BACKEND_UNAVAILABLE, /* a known backend that cannot run here */
     WEFT_ERR_OUT_OF_MEMORY,       /* an allocation failed */
     WEFT_ERR_ARGUMENT_COUNT,      /* weft_run given the wrong number of arrays */
-    WEFT_ERR_INTERNAL             /* a bug in weft: please report it */
+    WEFT_ERR_INTERNAL,            /* a bug in weft: please report it */
+    WEFT_ERR_DEVICE               /* the GPU failed: a kernel trapped or faulted,
+                                     or the driver reported an error (the
+                                     message names the kernel or the call) */
 } weft_status;
 
 /* The one-line message of the last failed call on this thread ("" if none).
@@ -176,6 +179,11 @@ typedef struct weft_stats {
     uint64_t kernels_reused;   /* found already compiled in memory */
     double compile_ms;         /* time spent optimising and emitting */
     int threads;               /* workers running kernels (CPU backend) */
+    uint64_t bytes_uploaded;   /* host to device copies (PTX backend) */
+    uint64_t bytes_downloaded; /* device to host copies (PTX backend) */
+    uint64_t evictions;        /* device copies moved to the host to make
+                                  room (PTX backend) */
+    uint64_t device_bytes;     /* device memory held now, pool included */
 } weft_stats;
 
 /* Read ctx's counters into *out.  Errors: WEFT_ERR_NULL_ARGUMENT. */

@@ -145,6 +145,9 @@ void fe_pool_drain(weft_context *ctx)
 static void free_array(weft_array *a)
 {
     weft_context *ctx = a->ctx;
+    if (a->mirror) {
+        a->mirror->drop(a);
+    }
     if (a->owned) {
         for (int l = 0; l < a->nleaf; l++) {
             pool_put(ctx, a->data[l], a->bytes[l]);
@@ -316,6 +319,11 @@ void *weft_array_data(weft_array *a, int leaf)
                  "weft_array_data: %s", a ? "leaf out of range" : "array is NULL");
         return NULL;
     }
+    /* The caller may write through the pointer: the host copy becomes the
+     * only valid one. */
+    if (fe_array_host_written(a) != WEFT_OK) {
+        return NULL;
+    }
     return a->data[leaf];
 }
 
@@ -337,6 +345,10 @@ weft_status weft_array_read(weft_array *a, int leaf, void *dst, size_t bytes)
         return fe_error(WEFT_ERR_INVALID_ARGUMENT,
                         "weft_array_read: %zu bytes given, %zu needed", bytes,
                         need);
+    }
+    weft_status s = fe_array_host(a);
+    if (s) {
+        return s;
     }
     if (need > 0) {
         memcpy(dst, a->data[leaf], need);

@@ -71,6 +71,7 @@ const char *weft_status_name(weft_status s)
     case WEFT_ERR_OUT_OF_MEMORY: return "WEFT_ERR_OUT_OF_MEMORY";
     case WEFT_ERR_ARGUMENT_COUNT: return "WEFT_ERR_ARGUMENT_COUNT";
     case WEFT_ERR_INTERNAL: return "WEFT_ERR_INTERNAL";
+    case WEFT_ERR_DEVICE: return "WEFT_ERR_DEVICE";
     }
     return "WEFT_ERR_UNKNOWN_STATUS";
 }

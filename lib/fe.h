@@ -172,6 +172,21 @@ struct weft_context {
 
 /* ===== array.c ===== */
 
+/* A device copy of an array, kept by a GPU backend (runtime-gpu/mem.c).
+ * lib/ knows nothing of devices: it only calls these hooks, through
+ * fe_array_host, fe_array_host_written and the array's death.  Each is
+ * thread-safe on the backend's side. */
+typedef struct fe_mirror_ops {
+    /* Make a->data current (download from the device if the device copy is
+     * newer).  Returns WEFT_OK, or a status with its message. */
+    weft_status (*to_host)(weft_array *a);
+    /* The host buffers are about to be written by someone other than the
+     * backend: the device copy is no longer valid. */
+    void (*host_written)(weft_array *a);
+    /* a dies: release its device copy (a->dev). */
+    void (*drop)(weft_array *a);
+} fe_mirror_ops;
+
 struct weft_array {
     atomic_int refs;
     weft_context *ctx;
@@ -185,7 +200,26 @@ struct weft_array {
     void (*release)(void *);   /* wrapped buffers: the caller's release */
     void *user;
     bool owned;                /* weft allocated the buffers */
+    const fe_mirror_ops *mirror; /* NULL: no device copy */
+    void *dev;                 /* the backend's device copy (mirror's) */
 };
+
+/* Make a's host buffers current (a no-op without a device copy). */
+static inline weft_status fe_array_host(weft_array *a)
+{
+    return a && a->mirror ? a->mirror->to_host(a) : WEFT_OK;
+}
+
+/* fe_array_host, then forget the device copy: the caller will write the
+ * host buffers. */
+static inline weft_status fe_array_host_written(weft_array *a)
+{
+    weft_status s = fe_array_host(a);
+    if (s == WEFT_OK && a && a->mirror) {
+        a->mirror->host_written(a);
+    }
+    return s;
+}
 
 /* The buffer pool: array buffers that weft allocated are not freed when
  * their array dies but kept (up to FE_POOL_MAX bytes, newest first) for the

@@ -79,6 +79,9 @@ typedef struct fe_ix {
     } leaf_cache[LEAF_CACHE];
     fe_interp_hook hook;   /* a compiled backend's operations, or NULL */
     void *hook_user;
+    weft_status sync;      /* the first failure to bring an array's device
+                              copy to the host (view_init), reported by
+                              the operation that read it */
 } interp;
 
 static weft_status eval_exp(interp *st, const fe_term *t, fe_val *out);
@@ -293,6 +296,10 @@ typedef struct view {
 
 static void view_init(interp *st, view *v, weft_array *a)
 {
+    weft_status s = fe_array_host(a);
+    if (s && !st->sync) {
+        st->sync = s;
+    }
     v->a = a;
     v->n = nleaves(st, a->type, &v->lt);
 }
@@ -905,6 +912,9 @@ static weft_status acc_reshape(interp *st, const fe_term *t, weft_array **out)
                      (long long)a->size);
     }
     if (!s) {
+        s = fe_array_host(a);
+    }
+    if (!s) {
         s = new_array(st, t->type, rank, shape, &r);
     }
     if (!s) {
@@ -1296,6 +1306,9 @@ static weft_status acc_fold_seg(interp *st, const fe_term *t, weft_array **out)
         goto done;
     }
     nseg = seg->shape[0];
+    if ((s = fe_array_host(seg)) != WEFT_OK) {
+        goto done;
+    }
     off = fe_alloc(st->ctx, sizeof *off * (size_t)(nseg + 1));
     if (!off) {
         s = oom();
@@ -1532,6 +1545,9 @@ static weft_status acc_permute(interp *st, const fe_term *t, weft_array **out)
     }
     if (!s) {
         s = new_array(st, def->type, def->rank, def->shape, &r);
+    }
+    if (!s) {
+        s = fe_array_host(def);
     }
     if (s) {
         goto done;
@@ -1806,7 +1822,11 @@ static weft_status acc_awhile(interp *st, const fe_term *t, weft_array **out)
             s = eval_one(st, cond->body, &c);
         }
         unbind_arrays(st, cond->param[0]);
+        if (!s) {
+            s = fe_array_host(c);
+        }
         if (s) {
+            weft_array_release(c);
             break;
         }
         bool go = c->size > 0 && fe_load(WEFT_BOOL, c->data[0], 0).u != 0;
@@ -1881,7 +1901,28 @@ static weft_status acc_aget(interp *st, const fe_term *t, weft_array **out)
 
 /* Evaluate array term t into out[0 .. t->atype->narrays - 1], each a new
  * reference; on failure nothing is stored. */
+static weft_status eval_acc_op(interp *st, const fe_term *t,
+                               weft_array **out);
+
+/* Evaluate array term t into out (one new reference per array); a failure
+ * to bring an operand's device copy to the host (view_init) wins over the
+ * operation's own status, whose result was computed from stale data. */
 static weft_status eval_acc(interp *st, const fe_term *t, weft_array **out)
+{
+    weft_status s = eval_acc_op(st, t, out);
+    if (st->sync) {
+        if (s == WEFT_OK) {
+            for (int i = 0; i < (t->atype ? t->atype->narrays : 1); i++) {
+                weft_array_release(out[i]);
+                out[i] = NULL;
+            }
+        }
+        return st->sync;
+    }
+    return s;
+}
+
+static weft_status eval_acc_op(interp *st, const fe_term *t, weft_array **out)
 {
     weft_status s;
     if (st->hook && t->kind != FE_VAR && t->kind != FE_LET &&

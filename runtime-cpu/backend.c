@@ -107,8 +107,6 @@ static weft_status build_module(void *user, LLVMContextRef llctx,
     fe_arena scratch;
     fe_arena_init(&scratch, b->ctx);
     LLVMModuleRef mod = LLVMModuleCreateWithNameInContext("weft", llctx);
-    LLVMTypeRef i64 = LLVMInt64TypeInContext(llctx);
-    LLVMTypeRef params[3] = {i64, i64, LLVMPointerTypeInContext(llctx, 0)};
     sk_emit e = {
         .ctx = b->ctx,
         .core = b->core,
@@ -116,7 +114,7 @@ static weft_status build_module(void *user, LLVMContextRef llctx,
         .arena = &scratch,
         .llctx = llctx,
         .mod = mod,
-        .entry_ty = LLVMFunctionType(LLVMVoidTypeInContext(llctx), params, 3, 0),
+        .target = &sk_target_cpu,
     };
     weft_status s = sk_emit_kernel(&e, b->names);
     fe_arena_release(&scratch);
@@ -142,7 +140,7 @@ static weft_status add_kernel(weft_executable *exe, cpu_exe *ce,
     if (!k) {
         return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
     }
-    weft_status s = sk_prepare(ctx, &exe->core, &exe->arena, t, k);
+    weft_status s = sk_prepare(ctx, &exe->core, &exe->arena, &sk_target_cpu, t, k);
     if (s) {
         return s;
     }
@@ -191,7 +189,7 @@ static weft_status compile_term(weft_executable *exe, cpu_exe *ce,
     }
     /* A fused operand stays fused only where this operation's skeleton
      * reads operands inline; elsewhere it becomes an array of its own. */
-    const sk_skeleton *sk = sk_skeleton_of(t);
+    const sk_skeleton *sk = sk_skeleton_of(t, &sk_target_cpu);
     for (int i = 0; i < t->nkid; i++) {
         fe_term *kid = t->kid[i];
         if (kid && kid->delayed && !(sk && sk->fuses_input)) {

@@ -23,7 +23,7 @@
 
 /* ---- layout ------------------------------------------------------------- */
 
-const sk_skeleton *sk_skeleton_of(const fe_term *t)
+const sk_skeleton *sk_skeleton_of(const fe_term *t, const sk_target *tg)
 {
     const sk_skeleton *s = NULL;
     if (!t->acc || !t->atype) {
@@ -68,6 +68,10 @@ const sk_skeleton *sk_skeleton_of(const fe_term *t)
         break;
     default:
         return NULL;
+    }
+    if (tg && tg->own && tg->own[s->family] &&
+        tg->own[s->family]->supported(t)) {
+        return tg->own[s->family];
     }
     return s->supported && s->supported(t) ? s : NULL;
 }
@@ -245,7 +249,7 @@ static weft_status walk_delayed(walk *w, const fe_term *t)
 }
 
 weft_status sk_prepare(weft_context *ctx, const fe_core *core, fe_arena *arena,
-                       const fe_term *t, sk_kernel *k)
+                       const sk_target *tg, const fe_term *t, sk_kernel *k)
 {
     weft_status s;
     memset(k, 0, sizeof *k);
@@ -313,7 +317,7 @@ weft_status sk_prepare(weft_context *ctx, const fe_core *core, fe_arena *arena,
         return s;
     }
     k->err_item = k->aux_item[SK_ERR_AUX] = k->nitem - 1;
-    k->skel = sk_skeleton_of(t);
+    k->skel = sk_skeleton_of(t, tg);
     if (!k->skel) {
         return fe_error(WEFT_ERR_INTERNAL,
                         "weft_compile: no skeleton for this operation");
@@ -493,23 +497,19 @@ static weft_status array_of(cg_fn *fn, const fe_term *acc, cg_array *out)
                     "weft_compile: a kernel indexes an array it was not given");
 }
 
-weft_status sk_fn_begin(sk_emit *e, sk_fn *f, const char *name)
+static weft_status fn_begin(sk_emit *e, sk_fn *f, const char *name, bool raw)
 {
     memset(f, 0, sizeof *f);
     f->e = e;
+    f->raw = raw;
     const sk_kernel *k = e->k;
     cg_fn *fn = &f->fn;
-    weft_status s = cg_fn_begin(fn, e->ctx, &cg_target_cpu, e->arena, e->mod,
-                                name, e->entry_ty, e->core->nvar);
+    weft_status s = e->target->entry_begin(e, f, name);
     if (s) {
         return s;
     }
     fn->array_of = array_of;
     fn->user = f;
-    f->start = LLVMGetParam(fn->fn, 0);
-    f->end = LLVMGetParam(fn->fn, 1);
-    f->args = LLVMGetParam(fn->fn, 2);
-    cg_noalias(fn, 2);
     f->arr = fe_arena_alloc(e->arena, sizeof *f->arr * (size_t)(k->nitem + 1));
     f->val = fe_arena_alloc(e->arena, sizeof *f->val * (size_t)(k->nitem + 1));
     if (!f->arr || !f->val) {
@@ -568,11 +568,27 @@ weft_status sk_fn_begin(sk_emit *e, sk_fn *f, const char *name)
             }
         }
     }
+    if (!raw) {
+        e->target->range_begin(f);
+    }
     return WEFT_OK;
+}
+
+weft_status sk_fn_begin(sk_emit *e, sk_fn *f, const char *name)
+{
+    return fn_begin(e, f, name, false);
+}
+
+weft_status sk_fn_begin_raw(sk_emit *e, sk_fn *f, const char *name)
+{
+    return fn_begin(e, f, name, true);
 }
 
 void sk_fn_end(sk_fn *f)
 {
+    if (!f->raw) {
+        f->e->target->range_end(f);
+    }
     LLVMBuildRetVoid(f->fn.b);
     cg_fn_end(&f->fn);
 }

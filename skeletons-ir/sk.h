@@ -3,12 +3,22 @@
  * Names carry the prefix sk_.
  *
  * A skeleton turns one collective operation of the core (map, fold,
- * permute, ...) into a kernel: one LLVM function per phase, each with the
- * CPU ABI
+ * permute, ...) into a kernel: one LLVM function per phase, whose body
+ * works on a range [start, end) of its phase's iteration space.  How a
+ * phase becomes an entry point is the target's (sk_target): on the CPU
+ * the body is the entry point itself, with the ABI
  *
  *     void entry(int64_t start, int64_t end, const void *args)
  *
- * working on [start, end) of its phase's iteration space.  Everything a
+ * (the gang hands out the ranges); on PTX the entry point is a kernel
+ *
+ *     void entry(args byval, int64_t n, int64_t grain)
+ *
+ * whose threads walk the chunks [c grain, min(n, (c + 1) grain)) of
+ * [0, n) in a grid-stride loop and run the body on each (cpu/target.c,
+ * ptx/target.c).  So the skeletons in this folder serve every target; a
+ * target may replace one by its own where the parallel structure really
+ * differs (sk_target.own: ptx/ for block reductions).  Everything a
  * kernel reads comes through `args`, a block of 8-byte words described by
  * the kernel's layout (sk_layout): each item is an array (one pointer word
  * per leaf, then one i64 word per extent, outermost first) or a scalar (one
@@ -69,6 +79,8 @@ enum { SK_ERR_NONE, SK_ERR_GATHER, SK_ERR_SLICE, SK_ERR_PERMUTE };
 
 typedef struct sk_kernel sk_kernel;
 typedef struct sk_emit sk_emit;
+typedef struct sk_fn sk_fn;
+typedef struct sk_target sk_target;
 
 /* Skeleton families: the runtime has one driver per family. */
 typedef enum sk_family {
@@ -97,8 +109,29 @@ typedef struct sk_skeleton {
     bool fuses_input;
 } sk_skeleton;
 
-/* The skeleton of operation t, or NULL (the interpreter runs it). */
-const sk_skeleton *sk_skeleton_of(const fe_term *t);
+/* How a target turns phases into entry points (see the head comment). */
+struct sk_target {
+    const char *name;
+    const cg_target *cg;
+    /* By family: this target's own skeleton that replaces the shared one,
+     * or NULL (NULL own: none replaced). */
+    const sk_skeleton *const *own;
+    /* Add entry point `name` to e->mod with the target's signature and
+     * calling convention, begin f->fn on it (cg_fn_begin) and set f->args
+     * (a pointer to the argument block). */
+    weft_status (*entry_begin)(sk_emit *e, sk_fn *f, const char *name);
+    /* Open the body: set f->start and f->end (i64) of one range; close
+     * it again (after the body, fn->b where the body ended). */
+    void (*range_begin)(sk_fn *f);
+    void (*range_end)(sk_fn *f);
+};
+
+extern const sk_target sk_target_cpu; /* cpu/target.c */
+extern const sk_target sk_target_ptx; /* ptx/target.c */
+
+/* The skeleton of operation t on target tg, or NULL (the interpreter runs
+ * it). */
+const sk_skeleton *sk_skeleton_of(const fe_term *t, const sk_target *tg);
 
 /* A kernel: what the runtime needs to run one collective operation. */
 struct sk_kernel {
@@ -130,7 +163,7 @@ struct sk_emit {
     fe_arena *arena;          /* scratch for this module */
     LLVMContextRef llctx;
     LLVMModuleRef mod;
-    LLVMTypeRef entry_ty;     /* void (i64, i64, ptr) */
+    const sk_target *target;
     bool uniform;             /* emitting the equal-shapes variant */
 };
 
@@ -140,7 +173,7 @@ struct sk_emit {
  * then auxiliaries; set nentry.  Memory from arena.  Errors:
  * WEFT_ERR_OUT_OF_MEMORY, WEFT_ERR_INTERNAL. */
 weft_status sk_prepare(weft_context *ctx, const fe_core *core, fe_arena *arena,
-                       const fe_term *t, sk_kernel *k);
+                       const sk_target *tg, const fe_term *t, sk_kernel *k);
 
 /* Add an item (used by sk_prepare and the skeletons' aux items). */
 weft_status sk_add_item(weft_context *ctx, fe_arena *arena, sk_kernel *k,
@@ -157,18 +190,26 @@ weft_status sk_emit_kernel(sk_emit *e, const char *const *names);
 
 /* Begin entry point `name`: a cg_fn whose environment has every free
  * variable bound from the argument block, fn->array_of answering
- * parameters and used arrays, and *start, *end the range parameters.
- * out_arrays / kid_arrays: the output items and array kids as cg_arrays
- * (indexed like the items; NULL where an item is not an array). */
-typedef struct sk_fn {
+ * parameters and used arrays, and start, end the range of the body (the
+ * target's range_begin).  arr / val: the items as cg_arrays or values
+ * (indexed like the items). */
+struct sk_fn {
     cg_fn fn;
     LLVMValueRef start, end, args;
+    LLVMValueRef n, grain;    /* PTX: the kernel's n and grain parameters */
     cg_array *arr;            /* per item (arrays) */
     cg_val *val;              /* per item (scalars) */
     sk_emit *e;
-} sk_fn;
+    bool raw;                 /* no range loop (sk_fn_begin_raw) */
+    /* the target's range loop, between range_begin and range_end */
+    LLVMBasicBlockRef loop_head, loop_exit;
+    LLVMValueRef loop_i, loop_step;
+};
 weft_status sk_fn_begin(sk_emit *e, sk_fn *f, const char *name);
-/* Close the function: ret void and finish. */
+/* sk_fn_begin without the range loop: for a target's own skeletons,
+ * which organise their threads themselves (start and end stay NULL). */
+weft_status sk_fn_begin_raw(sk_emit *e, sk_fn *f, const char *name);
+/* Close the function: the range loop, ret void, and finish. */
 void sk_fn_end(sk_fn *f);
 
 /* Reading array operands, manifest or fused.  sk_read gives the element of
