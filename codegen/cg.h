@@ -235,6 +235,22 @@ struct cg_target {
                                LLVMValueRef p, LLVMValueRef x);
     LLVMValueRef (*atomic_cas)(cg_fn *fn, LLVMValueRef p, LLVMValueRef cmp,
                                LLVMValueRef x);
+    /* Warp-level operations, GPU only (NULL on the CPU).  Every lane of
+     * the warp must take part (full mask).  shuffle_down gives x of lane
+     * (lane + delta), or the lane's own x past lane 31; shuffle_idx gives
+     * x of lane `lane` (i32, 0..31).  x may be any scalar register type
+     * (i1 .. i64, half, float, double, a pointer): wider or narrower
+     * values move as 32-bit pieces. */
+    LLVMValueRef (*shuffle_down)(cg_fn *fn, LLVMValueRef x,
+                                 LLVMValueRef delta);
+    LLVMValueRef (*shuffle_idx)(cg_fn *fn, LLVMValueRef x,
+                                LLVMValueRef lane);
+    /* A device-scope memory fence (orders this thread's earlier memory
+     * operations, atomics included, before its later ones for every
+     * thread of the device). */
+    void (*fence)(cg_fn *fn);
+    /* The i32 mask of the warp's lanes whose i1 pred is true. */
+    LLVMValueRef (*ballot)(cg_fn *fn, LLVMValueRef pred);
 };
 
 extern const cg_target cg_target_cpu;
@@ -266,5 +282,47 @@ LLVMValueRef cg_intrinsic(cg_fn *fn, const char *name,
 /* A call of the C function `name` : ty(args) -> ty (declared on demand). */
 LLVMValueRef cg_libcall(cg_fn *fn, const char *name, LLVMTypeRef ty,
                         LLVMValueRef *args, int nargs);
+
+/* ===== target_ptx.c ===== */
+
+/* The target interface for NVIDIA GPUs (NVPTX): libdevice math, PTX
+ * special registers, shared memory, warp shuffles, relaxed device-scope
+ * atomics. */
+extern const cg_target cg_target_ptx;
+
+/* A target machine for "nvptx64-nvidia-cuda" and the device of compute
+ * capability sm (major * 10 + minor: 90 for H100), capped at the newest
+ * SM that LLVM 19 knows (sm_90) and otherwise rounded down to the nearest
+ * SM it knows; PTX ISA at least 6.3.  The caller disposes of *out with
+ * LLVMDisposeTargetMachine; a machine must not emit from two threads at
+ * once.  Errors: WEFT_ERR_INVALID_ARGUMENT for sm < 50,
+ * WEFT_ERR_BACKEND_UNAVAILABLE when LLVM has no NVPTX target. */
+weft_status cg_ptx_machine(int sm, LLVMTargetMachineRef *out);
+
+/* The path of libdevice.10.bc into buf (n bytes): $WEFT_LIBDEVICE when set
+ * and not empty (it must then name a readable file: no fallback), else the
+ * first readable of $CUDA_HOME/nvvm/libdevice/libdevice.10.bc, the same
+ * under $CUDA_PATH, /usr/local/cuda/nvvm/libdevice/, Debian's
+ * /usr/lib/nvidia-cuda-toolkit/libdevice/ and /usr/lib/cuda/nvvm/libdevice/.
+ * Errors: WEFT_ERR_BACKEND_UNAVAILABLE naming every path tried. */
+weft_status cg_ptx_libdevice_path(char *buf, size_t n);
+
+/* Turn mod, built by skeletons for cg_target_ptx, into PTX text for tm
+ * (cg_ptx_machine): sets mod's triple and data layout, marks the functions
+ * kernels[0..nkernels-1] as kernels (PTX_Kernel calling convention and
+ * !nvvm.annotations), links in libdevice when mod declares a __nv_*
+ * function (its file is read once per process), internalises everything
+ * but the kernels, optimises with "default<O3>" and emits PTX.  mod is
+ * changed in place and stays the caller's.  *ptx gets the text, which the
+ * caller disposes of with LLVMDisposeMemoryBuffer; its LLVMGetBufferSize
+ * bytes are followed by a NUL, so LLVMGetBufferStart is a C string.  When
+ * dump_prefix is not NULL the text is also written to <dump_prefix>.ptx
+ * (skipped if that file cannot be written).  While it runs, diagnostics of
+ * mod's context go to a handler of its own (nothing is printed).
+ * Errors: WEFT_ERR_BACKEND_UNAVAILABLE when libdevice is needed and not
+ * found, WEFT_ERR_INTERNAL with LLVM's message for anything else. */
+weft_status cg_ptx_finish(LLVMModuleRef mod, LLVMTargetMachineRef tm,
+                          const char *const *kernels, int nkernels,
+                          const char *dump_prefix, LLVMMemoryBufferRef *ptx);
 
 #endif /* WEFT_CG_H */

@@ -118,6 +118,11 @@ const cg_target cg_target_cpu = {
     .shared_array = NULL,
     .atomic_rmw = cpu_atomic_rmw,
     .atomic_cas = cpu_atomic_cas,
+    /* No warps on the CPU. */
+    .shuffle_down = NULL,
+    .shuffle_idx = NULL,
+    .fence = NULL,
+    .ballot = NULL,
 };
 
 /* A target machine for the host or an explicit CPU (see cg.h). */

@@ -115,7 +115,7 @@ enum {
 typedef enum weft_backend {
     WEFT_BACKEND_INTERP = 0, /* reference interpreter: simple and slow */
     WEFT_BACKEND_CPU = 1,    /* LLVM JIT on all cores (the default) */
-    WEFT_BACKEND_PTX = 2     /* NVIDIA GPU through NVPTX (not yet built) */
+    WEFT_BACKEND_PTX = 2     /* NVIDIA GPU: NVPTX and the CUDA driver */
 } weft_backend;
 
 /* A replaceable allocator (as Lua's lua_Alloc): with new_size 0 it frees ptr
@@ -128,7 +128,7 @@ typedef void *(*weft_alloc_fn)(void *user, void *ptr, size_t old_size,
 typedef struct weft_config {
     weft_backend backend; /* overridden by $WEFT_BACKEND */
     int threads;          /* worker threads, 0 = one per core; $WEFT_THREADS */
-    int device;           /* GPU ordinal for the PTX backend */
+    int device;           /* GPU ordinal for the PTX backend; $WEFT_DEVICE */
     const char *cache_dir; /* NULL = $WEFT_CACHE_DIR or $XDG_CACHE_HOME/weft */
     unsigned flags;        /* WEFT_FLAG_* */
     weft_alloc_fn alloc;   /* NULL = the C library's malloc family */
@@ -138,8 +138,13 @@ typedef struct weft_config {
                                that CPU without running (weft_run then
                                returns WEFT_ERR_BACKEND_UNAVAILABLE) */
     const char *dump;      /* what to write for each kernel, as $WEFT_DUMP:
-                              a list of ir, opt-ir, asm, vec; NULL = none */
+                              a list of plan, ir, opt-ir, asm, vec, ptx;
+                              NULL = none */
     const char *dump_dir;  /* where dumps go ($WEFT_DUMP_DIR); NULL = "." */
+    uint64_t device_memory; /* PTX backend: use at most this many bytes of
+                               device memory, moving the least recently
+                               used arrays to the host beyond it (0: all
+                               the device has; $WEFT_DEVICE_MEMORY) */
 } weft_config;
 
 #define WEFT_FLAG_NO_ENV 1u    /* ignore the WEFT_* environment variables */
@@ -257,11 +262,19 @@ WEFT_API int64_t weft_array_extent(const weft_array *a, int d);
 WEFT_API int64_t weft_array_size(const weft_array *a);
 
 /* The host buffer of leaf `leaf`, valid while the array lives.  NULL on a
- * bad argument.  Results of weft_run are on the host when it returns. */
+ * bad argument, or when the array's newer copy on a GPU cannot be brought
+ * to the host (WEFT_ERR_DEVICE; weft_last_error says why).  An array a GPU
+ * (the ptx backend) computed stays on the device until it is read here or
+ * with weft_array_read; this call downloads it.  The caller may write
+ * through the pointer: the next run that uses the array on a GPU uploads
+ * it again.  A wrapped buffer (weft_array_wrap) that the caller writes
+ * directly must be passed through this call once after writing, before a
+ * ptx run uses it. */
 WEFT_API void *weft_array_data(weft_array *a, int leaf);
 
-/* Copy leaf `leaf` into dst (bytes bytes, at least size * element size).
- * Errors: WEFT_ERR_NULL_ARGUMENT, WEFT_ERR_INVALID_ARGUMENT. */
+/* Copy leaf `leaf` into dst (bytes bytes, at least size * element size),
+ * downloading the array first if a GPU has the newer copy.  Errors:
+ * WEFT_ERR_NULL_ARGUMENT, WEFT_ERR_INVALID_ARGUMENT, WEFT_ERR_DEVICE. */
 WEFT_API weft_status weft_array_read(weft_array *a, int leaf, void *dst,
                                      size_t bytes);
 

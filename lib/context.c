@@ -65,6 +65,7 @@ static const fe_backend *backend_table(weft_backend b)
     case WEFT_BACKEND_INTERP: return &fe_backend_interp;
 #ifdef WEFT_HAVE_LLVM
     case WEFT_BACKEND_CPU: return &fe_backend_cpu;
+    case WEFT_BACKEND_PTX: return &fe_backend_ptx;
 #endif
     default: return NULL;
     }
@@ -97,6 +98,28 @@ weft_status weft_context_create(const weft_config *cfg, weft_context **out)
         const char *dump_dir = getenv("WEFT_DUMP_DIR");
         if (dump_dir && *dump_dir) {
             c.dump_dir = dump_dir;
+        }
+        const char *dev = getenv("WEFT_DEVICE");
+        if (dev && *dev) {
+            char *end;
+            long n = strtol(dev, &end, 10);
+            if (*end != '\0' || n < 0 || n > 1024) {
+                return fe_error(WEFT_ERR_INVALID_ARGUMENT,
+                                "weft_context_create: WEFT_DEVICE=\"%.32s\" "
+                                "is not a device number", dev);
+            }
+            c.device = (int)n;
+        }
+        const char *mem = getenv("WEFT_DEVICE_MEMORY");
+        if (mem && *mem) {
+            char *end;
+            unsigned long long n = strtoull(mem, &end, 10);
+            if (*end != '\0' || mem[0] == '-') {
+                return fe_error(WEFT_ERR_INVALID_ARGUMENT,
+                                "weft_context_create: WEFT_DEVICE_MEMORY="
+                                "\"%.32s\" is not a number of bytes", mem);
+            }
+            c.device_memory = n;
         }
         const char *th = getenv("WEFT_THREADS");
         if (th && *th) {

@@ -451,6 +451,7 @@ struct fe_backend {
 extern const fe_backend fe_backend_interp;
 #ifdef WEFT_HAVE_LLVM
 extern const fe_backend fe_backend_cpu; /* runtime-cpu/backend.c */
+extern const fe_backend fe_backend_ptx; /* runtime-gpu/backend.c */
 #endif
 
 /* ===== interp.c ===== */

@@ -1,7 +1,7 @@
 /*
  * runtime-cpu/backend.c: the CPU backend (WEFT_BACKEND_CPU).
  *
- * Per context: one ORC LLJIT with its kernel caches (jit.c, cache.c) and
+ * Per context: one ORC LLJIT with its kernel caches (jit.c, runtime/disk.c) and
  * one gang of workers (gang.c).
  *
  * weft_compile: every collective operation of the core that has a skeleton
@@ -14,25 +14,21 @@
  * awhile, tuples, the scalar terms the host computes), and hands each
  * operation that has a kernel to this file's hook, which evaluates the
  * operands, allocates the outputs, fills the argument block and runs the
- * kernel's phases on the gang (exec.c: one driver per skeleton).
+ * kernel's phases on the gang (runtime/exec.c: one driver per skeleton
+ * family, shared with the PTX backend, through this file's cpu_rt_ops).
  */
 #ifdef WEFT_HAVE_LLVM
 #include <stdlib.h>
 #include <string.h>
 
 #include "cpu.h"
+#include "../runtime/rt.h"
 #include "../skeletons-ir/sk.h"
 
 typedef struct cpu_state {
     cpu_jit *jit;
     cpu_gang *gang;
 } cpu_state;
-
-/* The compiled form of an executable: its kernels, by operation. */
-typedef struct cpu_exe {
-    int n, cap;
-    sk_kernel **k;
-} cpu_exe;
 
 static cpu_state *state_of(const weft_context *ctx)
 {
@@ -131,19 +127,12 @@ static void key_add(void *user, const void *p, size_t n)
     cpu_key_add(user, p, n);
 }
 
-static weft_status add_kernel(weft_executable *exe, cpu_exe *ce,
-                              const fe_term *t)
+/* rt_get_fn: the kernel's entry points from the JIT. */
+static weft_status get_kernel(void *user, weft_executable *exe, sk_kernel *k)
 {
+    (void)user;
     weft_context *ctx = exe->ctx;
     cpu_state *st = state_of(ctx);
-    sk_kernel *k = fe_arena_alloc(&exe->arena, sizeof *k);
-    if (!k) {
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
-    }
-    weft_status s = sk_prepare(ctx, &exe->core, &exe->arena, &sk_target_cpu, t, k);
-    if (s) {
-        return s;
-    }
     cpu_key key;
     cpu_key_begin(st->jit, &key);
     sk_describe(&exe->core, k, key_add, &key);
@@ -159,97 +148,101 @@ static weft_status add_kernel(weft_executable *exe, cpu_exe *ce,
         np[i] = names[i];
     }
     build b = {.ctx = ctx, .core = &exe->core, .k = k, .names = np};
-    s = cpu_jit_get(st->jit, k->key, build_module, &b, np, nsym, k->entry);
-    if (s) {
-        return s;
-    }
-    if (ce->n == ce->cap) {
-        int cap = ce->cap ? 2 * ce->cap : 16;
-        sk_kernel **nk = fe_arena_alloc(&exe->arena, sizeof *nk * (size_t)cap);
-        if (!nk) {
-            return fe_error(WEFT_ERR_OUT_OF_MEMORY,
-                            "weft_compile: out of memory");
-        }
-        if (ce->n) {
-            memcpy(nk, ce->k, sizeof *nk * (size_t)ce->n);
-        }
-        ce->k = nk;
-        ce->cap = cap;
-    }
-    ce->k[ce->n++] = k;
-    return WEFT_OK;
-}
-
-static weft_status compile_term(weft_executable *exe, cpu_exe *ce,
-                                const fe_term *t)
-{
-    weft_status s;
-    if (!t) {
-        return WEFT_OK;
-    }
-    /* A fused operand stays fused only where this operation's skeleton
-     * reads operands inline; elsewhere it becomes an array of its own. */
-    const sk_skeleton *sk = sk_skeleton_of(t, &sk_target_cpu);
-    for (int i = 0; i < t->nkid; i++) {
-        fe_term *kid = t->kid[i];
-        if (kid && kid->delayed && !(sk && sk->fuses_input)) {
-            kid->delayed = false;
-        }
-    }
-    if (sk && !t->delayed) {
-        if ((s = add_kernel(exe, ce, t)) != WEFT_OK) {
-            return s;
-        }
-    }
-    for (int i = 0; i < t->nkid; i++) {
-        if ((s = compile_term(exe, ce, t->kid[i])) != WEFT_OK) {
-            return s;
-        }
-    }
-    for (int i = 0; i < t->nfun; i++) {
-        if ((s = compile_term(exe, ce, t->fun[i]->body)) != WEFT_OK) {
-            return s;
-        }
-    }
-    return WEFT_OK;
+    return cpu_jit_get(st->jit, k->key, build_module, &b, np, nsym, k->entry);
 }
 
 static weft_status cpu_compile(weft_executable *exe)
 {
-    cpu_exe *ce = fe_arena_alloc(&exe->arena, sizeof *ce);
-    if (!ce) {
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+    rt_plan_t *pl;
+    weft_status s = rt_plan(exe, &sk_target_cpu, get_kernel, NULL, &pl);
+    if (s == WEFT_OK) {
+        exe->be_state = pl;
     }
-    weft_status s = compile_term(exe, ce, exe->core.root);
-    if (s) {
-        return s;
-    }
-    exe->be_state = ce;
-    return WEFT_OK;
+    return s;
 }
 
 /* ---- run --------------------------------------------------------------- */
 
-static sk_kernel *kernel_of(const cpu_exe *ce, const fe_term *t)
+/* The CPU's half of runtime/rt.h: arrays live in host memory, kernels see
+ * their host pointers, phases run on the gang. */
+
+static weft_status rt_out(rt_job *j, int o, weft_type type, int rank,
+                          const int64_t *shape)
 {
-    for (int i = 0; i < ce->n; i++) {
-        if (ce->k[i]->op == t) {
-            return ce->k[i];
+    return fe_array_new_raw(j->ctx, "weft_run", type, rank, shape, &j->out[o]);
+}
+
+static weft_status rt_aux(rt_job *j, int a, weft_type type, int64_t n,
+                          bool host_filled)
+{
+    (void)host_filled;
+    return fe_array_new(j->ctx, "weft_run", type, 1, &n, &j->aux[a]);
+}
+
+static weft_status rt_addr(rt_job *j, weft_array *a, bool written,
+                           uint64_t *ptrs)
+{
+    (void)j;
+    /* An array another context computed on a GPU is read here. */
+    weft_status s = written ? WEFT_OK : fe_array_host(a);
+    for (int l = 0; l < a->nleaf; l++) {
+        ptrs[l] = (uint64_t)(uintptr_t)a->data[l];
+    }
+    return s;
+}
+
+static weft_status rt_run(rt_job *j, int n, const rt_phase *ph)
+{
+    cpu_phase p[CPU_GANG_MAX_PHASES];
+    for (int i = 0; i < n && i < CPU_GANG_MAX_PHASES; i++) {
+        p[i] = (cpu_phase){.kernel = (cpu_kernel_fn)j->k->entry[ph[i].entry],
+                           .args = j->w, .n = ph[i].n, .grain = ph[i].grain};
+    }
+    return cpu_gang_run_phases(j->be, n, p);
+}
+
+static weft_status rt_copy(rt_job *j, weft_array *dst, weft_array *src)
+{
+    (void)j;
+    weft_status s = fe_array_host(src);
+    for (int l = 0; s == WEFT_OK && l < dst->nleaf; l++) {
+        if (dst->bytes[l] > 0) {
+            memcpy(dst->data[l], src->data[l], dst->bytes[l]);
         }
     }
-    return NULL;
+    return s;
 }
+
+static weft_status rt_read_error(rt_job *j, int64_t *code)
+{
+    *code = ((const int64_t *)j->aux[SK_ERR_AUX]->data[0])[0];
+    return WEFT_OK;
+}
+
+static const rt_ops cpu_rt_ops = {
+    .name = "cpu",
+    .out = rt_out,
+    .aux = rt_aux,
+    .addr = rt_addr,
+    .run = rt_run,
+    .copy = rt_copy,
+    .read_error = rt_read_error,
+};
 
 static weft_status hook(void *user, fe_ix *ix, const fe_term *t,
                         weft_array **out, bool *handled)
 {
     weft_executable *exe = user;
-    sk_kernel *k = kernel_of(exe->be_state, t);
+    sk_kernel *k = rt_plan_kernel(exe->be_state, t);
     if (!k) {
         return WEFT_OK;
     }
     *handled = true;
-    return cpu_exec(exe->ctx, state_of(exe->ctx)->gang, ix, k, out);
+    cpu_gang *g = state_of(exe->ctx)->gang;
+    rt_backend rb = {.ops = &cpu_rt_ops, .be = g,
+                     .workers = cpu_gang_size(g), .grain = CPU_GRAIN,
+                     .chunk_min = CPU_GRAIN};
+    return rt_exec(exe->ctx, &rb, ix, k, out);
 }
 
 static weft_status cpu_run(weft_executable *exe, weft_array *const *in,
@@ -263,30 +256,9 @@ static weft_status cpu_run(weft_executable *exe, weft_array *const *in,
     return fe_interp_hooked(exe->ctx, &exe->core, in, out, hook, exe);
 }
 
-/* The delayed producers inside t, for the plan. */
-static void fused_names(const fe_term *t, FILE *out, int *n)
-{
-    for (int i = 0; i < t->nkid; i++) {
-        const fe_term *kid = t->kid[i];
-        if (kid && kid->acc && kid->delayed) {
-            fprintf(out, "%s%s", (*n)++ ? ", " : ", fused: ",
-                    fe_acc_name(kid->kind));
-            fused_names(kid, out, n);
-        }
-    }
-}
-
 static void cpu_dump_plan(const weft_executable *exe, FILE *out)
 {
-    const cpu_exe *ce = exe->be_state;
-    for (int i = 0; ce && i < ce->n; i++) {
-        const sk_kernel *k = ce->k[i];
-        int n = 0;
-        fprintf(out, "kernel %d: %s", i, fe_acc_name(k->op->kind));
-        fused_names(k->op, out, &n);
-        fprintf(out, " (%d phase%s%s)\n", k->nentry, k->nentry > 1 ? "s" : "",
-                k->general ? ", two variants" : "");
-    }
+    rt_plan_dump(exe->be_state, out);
 }
 
 static void cpu_exe_free(weft_executable *exe)

@@ -17,6 +17,7 @@
 
 /* By path, so that a file including this one needs no -Ilib. */
 #include "../lib/fe.h"
+#include "../runtime/rt.h"
 
 /* ===== gang.c: the work-stealing gang that runs kernels on all cores ===== */
 
@@ -101,16 +102,12 @@ weft_status cpu_gang_fail(weft_status s, const char *fmt, ...) FE_PRINTF(2, 3);
  * stop early).  false outside a job. */
 bool cpu_gang_failed(void);
 
-/* ===== jit.c / cache.c: ORC LLJIT, optimisation, kernel caches ===== */
+/* ===== jit.c: ORC LLJIT, optimisation, kernel caches ===== */
 
 #ifdef WEFT_HAVE_LLVM
 #include <llvm-c/Core.h>
 #include <llvm-c/blake3.h>
 
-/* Bumped whenever the kernel ABI, the argument block layout or anything
- * else that makes an old cached object wrong changes; it is mixed into
- * every kernel key, so old disk entries are simply never found again. */
-#define WEFT_ABI_VERSION 1
 
 /* What cpu_jit writes to files in cpu_jit_options.dump_dir (a bit set). */
 enum {
@@ -178,7 +175,7 @@ bool cpu_jit_runnable(const cpu_jit *j);
 /* Kernel keys.  The caller hashes a canonical description of the kernel
  * (skeleton, element types, ranks, fused functions); cpu_key_begin has
  * already mixed in the target triple, CPU name and features of j, the LLVM
- * version and WEFT_ABI_VERSION, so a key names one object file. */
+ * version and RT_ABI_VERSION, so a key names one object file. */
 typedef struct cpu_key {
     llvm_blake3_hasher h;
 } cpu_key;
@@ -232,106 +229,10 @@ weft_status cpu_jit_compile(cpu_jit *j, LLVMModuleRef m, const uint8_t key[32],
 /* Copy j's counters into *out. */
 void cpu_jit_stats_get(cpu_jit *j, cpu_jit_stats *out);
 
-/* --- cache.c: the disk cache (used by jit.c) --- */
-
-typedef struct cpu_disk {
-    weft_context *ctx;
-    pthread_mutex_t lock;   /* guards enabled and note */
-    bool enabled;
-    char *dir;              /* fe_alloc'd, no trailing slash */
-    size_t dir_len;
-    uint64_t max_bytes;
-    char note[256];         /* the directory, or why the cache is off */
-} cpu_disk;
-
-/* Choose and create (mkdir -p) the cache directory: dir if not NULL, else
- * ctx's cache_dir, else the environment (unless WEFT_FLAG_NO_ENV).  Never
- * fails: a problem leaves the cache disabled with the reason in d->note. */
-void cpu_disk_open(cpu_disk *d, weft_context *ctx, const char *dir,
-                   uint64_t max_bytes, bool disabled);
-void cpu_disk_close(cpu_disk *d);
-bool cpu_disk_enabled(cpu_disk *d);
-/* The entry's file name: <dir>/<64 hex>.o (fe_alloc'd, *n its size for
- * fe_free), or NULL. */
-char *cpu_disk_path(cpu_disk *d, const uint8_t key[32], size_t *n);
-/* Load the object of key into *out (a new LLVM buffer, the caller
- * disposes it).  Returns 1 when found and sound, 0 when absent, -1 when
- * an entry was there but corrupt or truncated (it is deleted). */
-int cpu_disk_load(cpu_disk *d, const uint8_t key[32], LLVMMemoryBufferRef *out);
-/* Write the object p[0..n) for key (temporary file and rename), then trim
- * the directory to max_bytes, oldest first.  Returns the bytes written
- * (0 when the cache is off or the write failed, which switches the cache
- * off with the reason noted). */
-uint64_t cpu_disk_store(cpu_disk *d, const uint8_t key[32], const void *p,
-                        size_t n);
 #endif /* WEFT_HAVE_LLVM */
 
-/* ===== exec.c: running one kernel (the drivers of the skeletons) ===== */
+/* ===== backend.c ===== */
 
-#ifdef WEFT_HAVE_LLVM
-struct sk_kernel;
-/* Run kernel k of operation k->op inside the interpreter's walk ix:
- * evaluate the operands, allocate the outputs, fill the argument block and
- * run the phases on gang g.  On success out[] holds new references to the
- * outputs; on failure nothing (status with message). */
-weft_status cpu_exec(weft_context *ctx, cpu_gang *g, fe_ix *ix,
-                     struct sk_kernel *k, weft_array **out);
-
-#define CPU_MAX_LEAVES 64
-/* One run of one kernel, as the drivers (exec_*.c) see it.  cpu_exec has
- * evaluated the operands into kid[] (arrays) and val[] (scalars) before
- * the driver runs; the driver allocates out[] and aux[] (cpu_job_out,
- * cpu_job_aux), sets auxval[], calls cpu_job_fill and runs the phases.
- * Everything owned here is released by cpu_exec. */
-typedef struct cpu_job {
-    weft_context *ctx;
-    cpu_gang *g;
-    fe_ix *ix;
-    struct sk_kernel *k;
-    weft_array *kid[8];        /* evaluated array operands (owned) */
-    fe_val *val[8];            /* evaluated scalar operands (or NULL) */
-    fe_val vals[8][CPU_MAX_LEAVES];
-    weft_array *out[2];        /* outputs (owned until handed out) */
-    weft_array *aux[8];        /* auxiliary arrays (owned) */
-    fe_val auxval[8];          /* auxiliary scalars (one leaf each) */
-    uint64_t *w;               /* the argument block */
-    weft_array **iarr;         /* per item: operands of fused producers */
-    fe_val **ival;             /* (SK_SRC_TERM), evaluated by cpu_exec */
-    int variant;               /* 0: equal-shapes entries; 1: general */
-} cpu_job;
-
-/* The shape of array term t of the kernel: an operand (manifest, or a
- * fused producer, computed from its operands), or the operation itself
- * when it is a producer.  Errors as the interpreter's for the same
- * producer (WEFT_ERR_BAD_SHAPE, WEFT_ERR_RESHAPE_SIZE,
- * WEFT_ERR_SLICE_INDEX). */
-weft_status cpu_term_shape(cpu_job *j, const fe_term *t, int64_t *shape);
-/* The address of entry point `entry` in the variant the job runs. */
-cpu_kernel_fn cpu_job_entry(cpu_job *j, int entry);
-
-/* Allocate output o / a rank-1 auxiliary array a of n elements (zeroed). */
-weft_status cpu_job_out(cpu_job *j, int o, weft_type type, int rank,
-                        const int64_t *shape);
-weft_status cpu_job_aux(cpu_job *j, int a, weft_type type, int64_t n);
-/* Fill the argument block from the kernel's layout (after out/aux). */
-weft_status cpu_job_fill(cpu_job *j);
-/* Run entry point `entry` over [0, n) with the given grain. */
-weft_status cpu_job_run(cpu_job *j, int entry, int64_t n, int64_t grain);
-/* A shape from the leaves of a DIM value (WEFT_ERR_BAD_SHAPE if an extent
- * is negative or the size overflows); `op` names the operation. */
-weft_status cpu_shape_of(const fe_val *v, int rank, int64_t *shape,
-                         const char *op);
 #define CPU_GRAIN 4096 /* elements per chunk of element-wise work */
-
-/* The drivers, one per skeleton family. */
-weft_status cpu_exec_generate(cpu_job *j); /* exec.c */
-weft_status cpu_exec_fold(cpu_job *j);     /* exec.c */
-weft_status cpu_exec_scan(cpu_job *j);     /* exec_scan.c */
-weft_status cpu_exec_permute(cpu_job *j);  /* exec_permute.c */
-weft_status cpu_exec_fold_seg(cpu_job *j); /* exec_foldseg.c */
-weft_status cpu_exec_stencil(cpu_job *j);  /* exec_stencil.c */
-weft_status cpu_exec_reshape(cpu_job *j);  /* exec_reshape.c: unit,
-                                               reshape, replicate, slice */
-#endif
 
 #endif /* WEFT_CPU_H */

@@ -5,7 +5,7 @@
  * every kernel of the context) and a table of kernels by key.  A request
  * (cpu_jit_get) for a key goes
  *
- *     memory table -> disk cache (cache.c) -> build the module, optimise
+ *     memory table -> disk cache (runtime/disk.c) -> build the module, optimise
  *     (LLVMRunPasses "default<O3>" with the loop and SLP vectorisers), emit
  *     an ELF object in memory, write it to the disk cache
  *
@@ -84,7 +84,7 @@ struct cpu_jit {
     int prefer_vector_width;
     unsigned dump;
     char *dump_dir;          /* fe_alloc'd, or NULL */
-    cpu_disk disk;
+    rt_disk disk;
     pthread_mutex_t lock;    /* guards the table and the counters */
     pthread_cond_t changed;  /* an entry left COMPILING */
     entry **slots;           /* open addressing by the key's first bytes */
@@ -253,8 +253,8 @@ weft_status cpu_jit_create(weft_context *ctx, const cpu_jit_options *opt,
     bool runnable = opt->cpu == NULL;
     /* The disk structure is set up first so that cpu_jit_free can always
      * close it. */
-    cpu_disk_open(&j->disk, ctx, opt->cache_dir, opt->cache_max_bytes,
-                  opt->no_disk_cache || !runnable);
+    rt_disk_open(&j->disk, ctx, opt->cache_dir, opt->cache_max_bytes,
+                  opt->no_disk_cache || !runnable, ".o");
 
     char *t = LLVMGetDefaultTargetTriple();
     j->triple = LLVMNormalizeTargetTriple(t);
@@ -339,7 +339,7 @@ void cpu_jit_free(cpu_jit *j)
     LLVMDisposeMessage(j->triple);
     LLVMDisposeMessage(j->cpu);
     LLVMDisposeMessage(j->features);
-    cpu_disk_close(&j->disk);
+    rt_disk_close(&j->disk);
     pthread_cond_destroy(&j->changed);
     pthread_mutex_destroy(&j->link);
     pthread_mutex_destroy(&j->session_lock);
@@ -360,7 +360,7 @@ void cpu_key_begin(const cpu_jit *j, cpu_key *k)
     LLVMGetVersion(&major, &minor, &patch);
     llvm_blake3_hasher_init(&k->h);
     cpu_key_add_str(k, "weft cpu kernel");
-    cpu_key_add_i64(k, WEFT_ABI_VERSION);
+    cpu_key_add_i64(k, RT_ABI_VERSION);
     cpu_key_add_i64(k, major);
     cpu_key_add_i64(k, minor);
     cpu_key_add_i64(k, patch);
@@ -799,7 +799,17 @@ static weft_status produce(cpu_jit *j, const uint8_t key[32], source *src,
     bool dumping = j->dump != 0;
     if (j->jit && !dumping) {
         LLVMMemoryBufferRef obj = NULL;
-        int r = cpu_disk_load(&j->disk, key, &obj);
+        void *bytes = NULL;
+        size_t nbytes = 0;
+        int r = rt_disk_load(&j->disk, key, &bytes, &nbytes);
+        if (r > 0) {
+            obj = LLVMCreateMemoryBufferWithMemoryRangeCopy(bytes, nbytes,
+                                                            "weft-cache");
+            fe_free(j->disk.ctx, bytes, nbytes);
+        }
+        if (r > 0 && !obj) {
+            r = 0;
+        }
         if (r > 0) {
             if (link_object(j, obj, symbols, nsym, addrs) == WEFT_OK) {
                 pthread_mutex_lock(&j->lock);
@@ -865,7 +875,7 @@ static weft_status produce(cpu_jit *j, const uint8_t key[32], source *src,
     }
     uint64_t written = 0;
     if (j->jit) {
-        written = cpu_disk_store(&j->disk, key, LLVMGetBufferStart(obj),
+        written = rt_disk_store(&j->disk, key, LLVMGetBufferStart(obj),
                                  LLVMGetBufferSize(obj));
         s = link_object(j, obj, symbols, nsym, addrs);
     } else {

@@ -256,12 +256,21 @@ static weft_status update_lock(sk_fn *f, const cg_array *r, LLVMValueRef j,
     LLVMBuildCondBr(fn->b, LLVMBuildICmp(fn->b, LLVMIntEQ, cur, zero, ""),
                     take, spin);
     LLVMPositionBuilderAtEnd(fn->b, held);
+    /* A target whose atomics are relaxed (PTX) orders the update after
+     * taking the lock and before releasing it with fences. */
+    if (fn->target->fence) {
+        fn->target->fence(fn);
+    }
     weft_status s = update_plain(f, r, j, x);
     if (s) {
         return s;
     }
+    if (fn->target->fence) {
+        fn->target->fence(fn);
+    }
     LLVMValueRef st = LLVMBuildStore(fn->b, zero, lp);
-    LLVMSetOrdering(st, LLVMAtomicOrderingRelease);
+    LLVMSetOrdering(st, fn->target->fence ? LLVMAtomicOrderingMonotonic
+                                          : LLVMAtomicOrderingRelease);
     LLVMSetAlignment(st, 4);
     return WEFT_OK;
 }

@@ -71,6 +71,7 @@ typedef struct sk_item {
 } sk_item;
 
 #define SK_MAX_ENTRY 8 /* entry points, both variants together */
+#define SK_ITEM_BLOCK (-1)
 #define SK_ERR_AUX 7   /* aux index of the error word (every kernel) */
 
 /* Codes a kernel stores in its error word (the first one wins only
@@ -152,6 +153,11 @@ struct sk_kernel {
     void *entry[SK_MAX_ENTRY];/* their addresses, filled by the runtime */
     uint8_t key[32];          /* the kernel's cache key */
     unsigned flags;           /* skeleton-specific (e.g. SK_FOLD_*) */
+    int item_threads[SK_MAX_ENTRY]; /* GPU: threads that work together on
+                                  one item of entry e's [0, n) (raw
+                                  entries): 0 or 1 one thread, 32 a warp,
+                                  SK_ITEM_BLOCK a whole block; the runtime
+                                  sizes the grid by it */
     int permute_mode;         /* permute: how the combine is made atomic */
 };
 
@@ -252,5 +258,6 @@ extern const sk_skeleton sk_permute;  /* permute.c */
 extern const sk_skeleton sk_fold_seg; /* foldseg.c */
 extern const sk_skeleton sk_stencil;  /* stencil.c */
 extern const sk_skeleton sk_reshape;  /* reshape.c */
+extern const sk_skeleton sk_ptx_fold; /* ptx/fold.c */
 
 #endif /* WEFT_SK_H */

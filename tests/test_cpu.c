@@ -215,7 +215,7 @@ typedef struct diff {
     unsigned cpu_flags;
 } diff;
 
-static const char *const side_name[2] = {"interp", "cpu"};
+static const char *const side_name[2] = {"interp", DT_NAME};
 
 static void diff_open_flags(diff *d, unsigned cpu_flags)
 {
@@ -223,14 +223,14 @@ static void diff_open_flags(diff *d, unsigned cpu_flags)
     d->cpu_flags = cpu_flags;
     for (int s = 0; s < 2; s++) {
         weft_config cfg = weft_config_default();
-        cfg.backend = s == 0 ? WEFT_BACKEND_INTERP : WEFT_BACKEND_CPU;
+        cfg.backend = s == 0 ? WEFT_BACKEND_INTERP : DT_BACKEND;
         cfg.threads = s == 0 ? 1 : 3;
         cfg.flags = WEFT_FLAG_NO_ENV | (s == 1 ? cpu_flags : 0);
         weft_status st = weft_context_create(&cfg, &d->ctx[s]);
         ck_assert_msg(st == WEFT_OK, "weft_context_create(%s): %s",
                       side_name[s], weft_last_error());
     }
-    ck_assert_int_eq(weft_context_backend(d->ctx[1]), WEFT_BACKEND_CPU);
+    ck_assert_int_eq(weft_context_backend(d->ctx[1]), DT_BACKEND);
 }
 
 static void diff_open(diff *d)

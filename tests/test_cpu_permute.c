@@ -54,7 +54,7 @@ static void pair_open(pair *c, int threads)
     cfg.flags |= WEFT_FLAG_NO_ENV;
     cfg.backend = WEFT_BACKEND_INTERP;
     TU_OK(weft_context_create(&cfg, &c->ref));
-    cfg.backend = WEFT_BACKEND_CPU;
+    cfg.backend = DT_BACKEND;
     cfg.threads = threads;
     TU_OK(weft_context_create(&cfg, &c->cpu));
 }

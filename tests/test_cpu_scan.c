@@ -192,7 +192,7 @@ static void open_pair(pair *pr)
 {
     memset(pr, 0, sizeof *pr);
     open_side(&pr->s[0], WEFT_BACKEND_INTERP);
-    open_side(&pr->s[1], WEFT_BACKEND_CPU);
+    open_side(&pr->s[1], DT_BACKEND);
 }
 
 static void close_pair(pair *pr)
@@ -665,6 +665,9 @@ static Suite *suite(void)
 
 int main(void)
 {
+    if (!tu_backend_here()) {
+        return 77;
+    }
     SRunner *sr = srunner_create(suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);

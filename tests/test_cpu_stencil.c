@@ -94,7 +94,7 @@ static tu g_side[2]; /* 0: interpreter, 1: CPU */
 static void open_both(void)
 {
     tu_open_backend(&g_side[0], WEFT_BACKEND_INTERP);
-    tu_open_backend(&g_side[1], WEFT_BACKEND_CPU);
+    tu_open_backend(&g_side[1], DT_BACKEND);
 }
 
 static void close_both(void)

@@ -543,11 +543,44 @@ static inline weft_fun *tu_fun_op1(weft_program *p, weft_op op, weft_type t)
  * main
  * ---------------------------------------------------------------------- */
 
+/* The compiled backend that the differential tests (test_cpu*.c) compare
+ * with the interpreter: the CPU by default; CMake builds the same sources
+ * again as test_ptx*.c with -DDT_BACKEND=WEFT_BACKEND_PTX. */
+#ifndef DT_BACKEND
+#define DT_BACKEND WEFT_BACKEND_CPU
+#endif
+#define DT_NAME (DT_BACKEND == WEFT_BACKEND_PTX ? "ptx" : "cpu")
+
+/* Whether DT_BACKEND can run here: for ptx, false (after a line on stdout
+ * saying why) when its context cannot be made, e.g. no GPU driver; main
+ * then returns 77, which CTest reports as a skip. */
+static inline bool tu_backend_here(void)
+{
+    if (DT_BACKEND != WEFT_BACKEND_PTX) {
+        return true; /* the CPU tests guard themselves (WEFT_HAVE_LLVM) */
+    }
+    weft_config cfg = weft_config_default();
+    cfg.backend = DT_BACKEND;
+    cfg.flags |= WEFT_FLAG_NO_ENV;
+    weft_context *ctx = NULL;
+    weft_status s = weft_context_create(&cfg, &ctx);
+    weft_context_free(ctx);
+    if (s == WEFT_ERR_BACKEND_UNAVAILABLE) {
+        printf("skipped: the %s backend cannot run here: %s\n", DT_NAME,
+               weft_last_error());
+        return false;
+    }
+    return true;
+}
+
 /* A main() that runs the suite made by make_suite and returns nonzero on
- * any failure. */
+ * any failure (77, a skip, when DT_BACKEND cannot run here). */
 #define TU_MAIN(make_suite)                                                  \
     int main(void)                                                           \
     {                                                                        \
+        if (!tu_backend_here()) {                                            \
+            return 77;                                                       \
+        }                                                                    \
         SRunner *sr = srunner_create(make_suite());                          \
         srunner_run_all(sr, CK_NORMAL);                                      \
         int failed = srunner_ntests_failed(sr);                              \

@@ -1,11 +1,12 @@
 /*
- * runtime-cpu/exec.c: running one kernel, the host half of each skeleton.
+ * runtime/exec.c: running one kernel, the host half of each skeleton, for
+ * every compiled backend (rt.h).
  *
- * cpu_exec evaluates the operation's operands through the interpreter's
+ * rt_exec evaluates the operation's operands through the interpreter's
  * walk (array operands may themselves be kernels), works out the result's
  * shape, allocates the outputs and the skeleton's auxiliary buffers, fills
  * the argument block from the kernel's layout (skeletons-ir/sk.h) and runs
- * the phases on the gang.  Errors that depend on data and that the host
+ * the phases through the backend's rt_ops.  Errors that depend on data and that the host
  * can see (negative extents, fold1 of an empty row) are reported here;
  * errors a kernel meets (a gather outside its source) come back in an
  * auxiliary error word.
@@ -13,25 +14,28 @@
 #ifdef WEFT_HAVE_LLVM
 #include <string.h>
 
-#include "cpu.h"
+#include "rt.h"
 #include "../skeletons-ir/sk.h"
 
 #define WHO "weft_run"
 
-typedef cpu_job job;
+typedef rt_job job;
 
-static weft_status (*const drivers[SK_FAMILY_COUNT_])(cpu_job *) = {
-    [SK_GENERATE] = cpu_exec_generate,
-    [SK_FOLD] = cpu_exec_fold,
-    [SK_SCAN] = cpu_exec_scan,
-    [SK_PERMUTE] = cpu_exec_permute,
-    [SK_FOLD_SEG] = cpu_exec_fold_seg,
-    [SK_STENCIL] = cpu_exec_stencil,
-    [SK_RESHAPE] = cpu_exec_reshape,
+static weft_status (*const drivers[SK_FAMILY_COUNT_])(rt_job *) = {
+    [SK_GENERATE] = rt_exec_generate,
+    [SK_FOLD] = rt_exec_fold,
+    [SK_SCAN] = rt_exec_scan,
+    [SK_PERMUTE] = rt_exec_permute,
+    [SK_FOLD_SEG] = rt_exec_fold_seg,
+    [SK_STENCIL] = rt_exec_stencil,
+    [SK_RESHAPE] = rt_exec_reshape,
 };
 
 static void job_release(job *j)
 {
+    if (j->ops->done) {
+        j->ops->done(j);
+    }
     for (int i = 0; i < 8; i++) {
         weft_array_release(j->kid[i]);
         weft_array_release(j->aux[i]);
@@ -56,7 +60,7 @@ static void job_release(job *j)
     if (j->ival) {
         for (int i = 0; i < n; i++) {
             if (j->ival[i]) {
-                fe_free(j->ctx, j->ival[i], sizeof(fe_val) * CPU_MAX_LEAVES);
+                fe_free(j->ctx, j->ival[i], sizeof(fe_val) * RT_MAX_LEAVES);
             }
         }
         fe_free(j->ctx, j->ival, sizeof *j->ival * (size_t)(n + 1));
@@ -82,10 +86,10 @@ static weft_status eval_terms(job *j)
         if (it->kind == SK_ARRAY) {
             s = fe_ix_acc(j->ix, it->term, &j->iarr[i]);
         } else {
-            if (it->nleaf > CPU_MAX_LEAVES) {
+            if (it->nleaf > RT_MAX_LEAVES) {
                 return fe_error(WEFT_ERR_INTERNAL, WHO ": a value too large");
             }
-            j->ival[i] = fe_calloc(j->ctx, sizeof(fe_val) * CPU_MAX_LEAVES);
+            j->ival[i] = fe_calloc(j->ctx, sizeof(fe_val) * RT_MAX_LEAVES);
             if (!j->ival[i]) {
                 return fe_error(WEFT_ERR_OUT_OF_MEMORY, WHO ": out of memory");
             }
@@ -193,7 +197,7 @@ static weft_status shape_rec(job *j, const fe_term *t, bool defn,
         if (!(v = term_scalar(j, t->kid[0]))) {
             return no_operand();
         }
-        if ((s = cpu_shape_of(v, t->rank, shape, "an array")) != WEFT_OK) {
+        if ((s = rt_shape_of(v, t->rank, shape, "an array")) != WEFT_OK) {
             return s;
         }
         if (t->kind == FE_BACKPERMUTE || t->kind == FE_TRANSFORM ||
@@ -250,15 +254,15 @@ static weft_status shape_rec(job *j, const fe_term *t, bool defn,
     }
 }
 
-weft_status cpu_term_shape(cpu_job *j, const fe_term *t, int64_t *shape)
+weft_status rt_term_shape(rt_job *j, const fe_term *t, int64_t *shape)
 {
     bool uniform = true;
     return shape_rec(j, t, t->delayed || t == j->k->op, shape, &uniform);
 }
 
-cpu_kernel_fn cpu_job_entry(cpu_job *j, int entry)
+int rt_job_entry(rt_job *j, int entry)
 {
-    return (cpu_kernel_fn)j->k->entry[j->variant * j->k->nentry + entry];
+    return j->variant * j->k->nentry + entry;
 }
 
 /* Whether every zipWith that the kernel computes (the operation or fused
@@ -296,7 +300,7 @@ static weft_status eval_operands(job *j)
             s = fe_ix_acc(j->ix, kid, &j->kid[i]);
         } else {
             const weft_type *l;
-            if (fe_type_leaves(j->ctx, kid->type, &l) > CPU_MAX_LEAVES) {
+            if (fe_type_leaves(j->ctx, kid->type, &l) > RT_MAX_LEAVES) {
                 return fe_error(WEFT_ERR_INTERNAL, WHO ": a value too large");
             }
             j->val[i] = j->vals[i];
@@ -309,25 +313,27 @@ static weft_status eval_operands(job *j)
     return WEFT_OK;
 }
 
-weft_status cpu_job_out(job *j, int o, weft_type type, int rank,
-                           const int64_t *shape)
+weft_status rt_job_out(job *j, int o, weft_type type, int rank,
+                       const int64_t *shape)
 {
-    return fe_array_new_raw(j->ctx, WHO, type, rank, shape, &j->out[o]);
+    return j->ops->out(j, o, type, rank, shape);
 }
 
-weft_status cpu_job_aux(job *j, int a, weft_type type, int64_t n)
+weft_status rt_job_aux(job *j, int a, weft_type type, int64_t n,
+                       bool host_filled)
 {
-    return fe_array_new(j->ctx, WHO, type, 1, &n, &j->aux[a]);
+    return j->ops->aux(j, a, type, n, host_filled);
 }
 
-static void put_array(uint64_t *w, const sk_item *it, const weft_array *a)
+static weft_status put_array(job *j, const sk_item *it, weft_array *a,
+                             bool written)
 {
-    for (int l = 0; l < it->nleaf; l++) {
-        w[it->word + l] = (uint64_t)(uintptr_t)a->data[l];
-    }
+    uint64_t *w = j->w;
+    weft_status s = j->ops->addr(j, a, written, &w[it->word]);
     for (int d = 0; d < it->rank; d++) {
         w[it->word + it->nleaf + d] = (uint64_t)a->shape[d];
     }
+    return s;
 }
 
 static void put_scalar(uint64_t *w, const sk_item *it, const fe_val *v)
@@ -339,7 +345,7 @@ static void put_scalar(uint64_t *w, const sk_item *it, const fe_val *v)
 }
 
 /* Fill the argument block from the layout. */
-weft_status cpu_job_fill(job *j)
+weft_status rt_job_fill(job *j)
 {
     sk_kernel *k = j->k;
     j->w = fe_calloc(j->ctx, sizeof *j->w * (size_t)(k->nwords + 1));
@@ -348,7 +354,7 @@ weft_status cpu_job_fill(job *j)
     }
     for (int i = 0; i < k->nitem; i++) {
         const sk_item *it = &k->item[i];
-        const weft_array *a = NULL;
+        weft_array *a = NULL;
         const fe_val *v = NULL;
         weft_array *const *arrays;
         weft_status s;
@@ -385,7 +391,11 @@ weft_status cpu_job_fill(job *j)
             if (!a) {
                 return fe_error(WEFT_ERR_INTERNAL, WHO ": a kernel operand is missing");
             }
-            put_array(j->w, it, a);
+            s = put_array(j, it, a, it->src == SK_SRC_OUT ||
+                                        it->src == SK_SRC_AUX);
+            if (s) {
+                return s;
+            }
         } else {
             if (!v) {
                 return fe_error(WEFT_ERR_INTERNAL, WHO ": a kernel scalar is missing");
@@ -397,7 +407,7 @@ weft_status cpu_job_fill(job *j)
 }
 
 /* A shape from the leaves of a DIM value. */
-weft_status cpu_shape_of(const fe_val *v, int rank, int64_t *shape,
+weft_status rt_shape_of(const fe_val *v, int rank, int64_t *shape,
                             const char *op)
 {
     for (int d = 0; d < rank; d++) {
@@ -414,34 +424,60 @@ weft_status cpu_shape_of(const fe_val *v, int rank, int64_t *shape,
     return WEFT_OK;
 }
 
-weft_status cpu_job_run(job *j, int entry, int64_t n, int64_t grain)
+weft_status rt_job_phases(job *j, int n, const rt_phase *phases)
 {
-    return cpu_gang_run(j->g, cpu_job_entry(j, entry), j->w, n, grain);
+    rt_phase ph[4];
+    for (int i = 0; i < n && i < 4; i++) {
+        ph[i] = phases[i];
+        ph[i].entry = rt_job_entry(j, phases[i].entry);
+    }
+    return j->ops->run(j, n < 4 ? n : 4, ph);
+}
+
+weft_status rt_job_run(job *j, int entry, int64_t n, int64_t grain)
+{
+    rt_phase ph = {.entry = entry, .n = n, .grain = grain};
+    return rt_job_phases(j, 1, &ph);
+}
+
+int64_t rt_row_chunks(const job *j, int64_t rows, int64_t m)
+{
+    int64_t workers = j->workers, C = 1;
+    if (rows < 4 * workers && m >= 2 * j->chunk_min && workers > 1) {
+        C = (8 * workers + rows - 1) / (rows > 0 ? rows : 1);
+        if (C > m / j->chunk_min) {
+            C = m / j->chunk_min;
+        }
+        if (C < 2) {
+            C = 1;
+        }
+    }
+    return C;
 }
 
 /* ---- generate, map, zipWith, backpermute, transform ---------------------- */
 
-weft_status cpu_exec_generate(job *j)
+weft_status rt_exec_generate(job *j)
 {
     const fe_term *t = j->k->op;
     int64_t shape[WEFT_MAX_RANK];
-    weft_status s = cpu_term_shape(j, t, shape);
-    if (s || (s = cpu_job_out(j, 0, t->type, t->rank, shape)) != WEFT_OK ||
-        (s = cpu_job_fill(j)) != WEFT_OK) {
+    weft_status s = rt_term_shape(j, t, shape);
+    if (s || (s = rt_job_out(j, 0, t->type, t->rank, shape)) != WEFT_OK ||
+        (s = rt_job_fill(j)) != WEFT_OK) {
         return s;
     }
-    return cpu_job_run(j, 0, j->out[0]->size, CPU_GRAIN);
+    return rt_job_run(j, 0, j->out[0]->size, j->grain);
 }
 
 /* ---- fold, fold1 ---------------------------------------------------------- */
 
-weft_status cpu_exec_fold(job *j)
+weft_status rt_exec_fold(job *j)
 {
     const fe_term *t = j->k->op;
     bool seed = t->kind == FE_FOLD;
     const fe_term *in = t->kid[seed ? 1 : 0];
     int64_t shape[WEFT_MAX_RANK];
-    weft_status s = cpu_term_shape(j, in, shape);
+    weft_status s = rt_term_shape(j, in, shape);
     if (s) {
         return s;
     }
@@ -452,48 +488,42 @@ weft_status cpu_exec_fold(job *j)
         return fe_error(WEFT_ERR_EMPTY_ARRAY,
                         WHO ": fold1 of an empty row (the innermost extent is 0)");
     }
-    if ((s = cpu_job_out(j, 0, t->type, rank - 1, shape)) != WEFT_OK) {
+    if ((s = rt_job_out(j, 0, t->type, rank - 1, shape)) != WEFT_OK) {
         return s;
     }
-    int workers = cpu_gang_size(j->g);
     /* Few long rows: cut each row into C chunks so that every worker has
      * several; else one row per iteration. */
-    int64_t C = 1;
-    if (rows < 4 * (int64_t)workers && m >= 2 * CPU_GRAIN && workers > 1) {
-        C = (8 * (int64_t)workers + rows - 1) / (rows > 0 ? rows : 1);
-        if (C > m / CPU_GRAIN) {
-            C = m / CPU_GRAIN;
-        }
-        if (C < 2) {
-            C = 1;
-        }
-    }
+    int64_t C = rt_row_chunks(j, rows, m);
     j->auxval[1].i = C;
-    if ((s = cpu_job_aux(j, 0, t->type, C > 1 ? rows * C : 1)) != WEFT_OK ||
-        (s = cpu_job_fill(j)) != WEFT_OK) {
+    if ((s = rt_job_aux(j, 0, t->type, C > 1 ? rows * C : 1, false)) != WEFT_OK ||
+        (s = rt_job_fill(j)) != WEFT_OK) {
         return s;
     }
     if (C == 1) {
-        int64_t grain = m > 0 ? CPU_GRAIN / m : CPU_GRAIN;
-        return cpu_job_run(j, 0, rows, grain > 0 ? grain : 1);
+        int64_t grain = m > 0 ? j->grain / m : j->grain;
+        return rt_job_run(j, 0, rows, grain > 0 ? grain : 1);
     }
-    cpu_phase ph[2] = {
-        {.kernel = cpu_job_entry(j, 1), .args = j->w, .n = rows * C,
-         .grain = 1},
-        {.kernel = cpu_job_entry(j, 2), .args = j->w, .n = rows, .grain = 1},
+    rt_phase ph[2] = {
+        {.entry = 1, .n = rows * C, .grain = 1},
+        {.entry = 2, .n = rows, .grain = 1},
     };
-    return cpu_gang_run_phases(j->g, 2, ph);
+    return rt_job_phases(j, 2, ph);
 }
 
 /* ---- entry ------------------------------------------------------------------ */
 
-weft_status cpu_exec(weft_context *ctx, cpu_gang *g, fe_ix *ix, sk_kernel *k,
-                     weft_array **out)
+weft_status rt_exec(weft_context *ctx, const rt_backend *rb, fe_ix *ix,
+                    sk_kernel *k, weft_array **out)
 {
     job j;
     memset(&j, 0, sizeof j);
     j.ctx = ctx;
-    j.g = g;
+    j.ops = rb->ops;
+    j.be = rb->be;
+    j.workers = rb->workers;
+    j.grain = rb->grain;
+    j.chunk_min = rb->chunk_min;
+    j.be_job = rb->be_job;
     j.ix = ix;
     j.k = k;
     weft_status s = eval_operands(&j);
@@ -504,13 +534,16 @@ weft_status cpu_exec(weft_context *ctx, cpu_gang *g, fe_ix *ix, sk_kernel *k,
         s = uniformity(&j);
     }
     if (s == WEFT_OK) {
-        s = cpu_job_aux(&j, SK_ERR_AUX, WEFT_I64, 1);
+        s = rt_job_aux(&j, SK_ERR_AUX, WEFT_I64, 1, false);
     }
     if (s == WEFT_OK) {
         s = drivers[k->skel->family](&j);
     }
+    int64_t code = SK_ERR_NONE;
     if (s == WEFT_OK) {
-        int64_t code = ((int64_t *)j.aux[SK_ERR_AUX]->data[0])[0];
+        s = j.ops->read_error(&j, &code);
+    }
+    if (s == WEFT_OK) {
         if (code == SK_ERR_SLICE) {
             s = fe_error(WEFT_ERR_SLICE_INDEX,
                          WHO ": a slice index is outside its dimension");

@@ -1,5 +1,5 @@
 /*
- * runtime-cpu/exec_foldseg.c: the driver of the foldSeg / fold1Seg
+ * runtime/exec_foldseg.c: the driver of the foldSeg / fold1Seg
  * skeleton (skeletons-ir/foldseg.c).
  *
  * The segment descriptor is read on the host, as the interpreter reads it
@@ -9,26 +9,26 @@
  * an empty segment of fold1Seg where the result has elements
  * WEFT_ERR_EMPTY_ARRAY.  The running sums become the kernel's offsets (aux
  * 0), and the kernel runs over the results on the gang, with chunks sized
- * so that each holds about CPU_GRAIN input elements.
+ * so that each holds about the backend's grain of input elements.
  */
 #ifdef WEFT_HAVE_LLVM
 #include <string.h>
 
-#include "cpu.h"
+#include "rt.h"
 #include "../skeletons-ir/sk.h"
 
 #define WHO "weft_run"
 
 /* Runs foldSeg / fold1Seg kernel j->k (see the head comment). */
-weft_status cpu_exec_fold_seg(cpu_job *j)
+weft_status rt_exec_fold_seg(rt_job *j)
 {
     const fe_term *t = j->k->op;
     bool seeded = t->kind == FE_FOLD_SEG;
     const char *name = seeded ? "fold_seg" : "fold1_seg";
     const fe_term *ta = t->kid[seeded ? 1 : 0];
-    const weft_array *seg = j->kid[seeded ? 2 : 1];
+    weft_array *seg = j->kid[seeded ? 2 : 1];
     int64_t shape[WEFT_MAX_RANK];
-    weft_status s = cpu_term_shape(j, ta, shape);
+    weft_status s = rt_term_shape(j, ta, shape);
     if (s) {
         return s;
     }
@@ -41,7 +41,8 @@ weft_status cpu_exec_fold_seg(cpu_job *j)
     int64_t inner = shape[rank - 1];
     int64_t outer = fe_shape_size(rank - 1, shape);
     int64_t nseg = seg->shape[0];
-    if ((s = cpu_job_aux(j, 0, WEFT_I64, nseg + 1)) != WEFT_OK) {
+    if ((s = rt_job_aux(j, 0, WEFT_I64, nseg + 1, true)) != WEFT_OK ||
+        (s = fe_array_host(seg)) != WEFT_OK) {
         return s;
     }
     int64_t *off = j->aux[0]->data[0];
@@ -78,16 +79,16 @@ weft_status cpu_exec_fold_seg(cpu_job *j)
             }
         }
     }
-    if ((s = cpu_job_out(j, 0, t->type, rank, shape)) != WEFT_OK ||
-        (s = cpu_job_fill(j)) != WEFT_OK) {
+    if ((s = rt_job_out(j, 0, t->type, rank, shape)) != WEFT_OK ||
+        (s = rt_job_fill(j)) != WEFT_OK) {
         return s;
     }
     if (n == 0) {
         return WEFT_OK;
     }
-    /* about CPU_GRAIN input elements per chunk */
+    /* about j->grain input elements per chunk */
     int64_t per = off[nseg] / (nseg > 0 ? nseg : 1);
-    int64_t grain = CPU_GRAIN / (per > 1 ? per : 1);
-    return cpu_job_run(j, 0, n, grain > 0 ? grain : 1);
+    int64_t grain = j->grain / (per > 1 ? per : 1);
+    return rt_job_run(j, 0, n, grain > 0 ? grain : 1);
 }
 #endif

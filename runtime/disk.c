@@ -1,10 +1,12 @@
 /*
- * runtime-cpu/cache.c: the CPU backend's disk cache of object files.
+ * runtime/disk.c: the disk cache of compiled kernels, for every compiled
+ * backend: CPU object files (<key>.o) and GPU cubins (<key>.cubin) side by
+ * side in one directory.
  *
- * One file per kernel, named by its key: <dir>/<64 hex digits>.o.  The key
- * already covers the kernel, the target (triple, CPU, features), the LLVM
- * version and WEFT_ABI_VERSION (cpu_key_begin), so an entry is valid
- * wherever its name matches.  A file is
+ * One file per kernel, named by its key: <dir>/<64 hex digits><ext>.  The
+ * key already covers the kernel, the target (triple, CPU, features, or the
+ * SM), the LLVM version and RT_ABI_VERSION, so an entry is valid wherever
+ * its name matches.  A file is
  *
  *     magic "WEFTOBJ1" | u32 ABI version | u32 header bytes | key[32] |
  *     u64 payload bytes | blake3(payload)[32] | payload (an ELF object)
@@ -33,7 +35,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cpu.h"
+#include <llvm-c/blake3.h>
+
+#include "rt.h"
 
 static const char MAGIC[8] = {'W', 'E', 'F', 'T', 'O', 'B', 'J', '1'};
 
@@ -48,7 +52,7 @@ typedef struct header {
 
 enum { DEFAULT_MAX = 256 * 1024 * 1024, PATH_CAP = 4096 };
 
-static void disable(cpu_disk *d, const char *fmt, const char *a, int err)
+static void disable(rt_disk *d, const char *fmt, const char *a, int err)
 {
     pthread_mutex_lock(&d->lock);
     if (d->enabled) {
@@ -84,11 +88,12 @@ static int make_dirs(char *path)
     return S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
 }
 
-void cpu_disk_open(cpu_disk *d, weft_context *ctx, const char *dir,
-                   uint64_t max_bytes, bool disabled)
+void rt_disk_open(rt_disk *d, weft_context *ctx, const char *dir,
+                  uint64_t max_bytes, bool disabled, const char *ext)
 {
     memset(d, 0, sizeof *d);
     d->ctx = ctx;
+    d->ext = ext;
     pthread_mutex_init(&d->lock, NULL);
     d->max_bytes = max_bytes ? max_bytes : (uint64_t)DEFAULT_MAX;
     if (disabled) {
@@ -148,7 +153,7 @@ void cpu_disk_open(cpu_disk *d, weft_context *ctx, const char *dir,
     snprintf(d->note, sizeof d->note, "%.250s", p);
 }
 
-void cpu_disk_close(cpu_disk *d)
+void rt_disk_close(rt_disk *d)
 {
     if (d->dir) {
         fe_free(d->ctx, d->dir, strlen(d->dir) + 1);
@@ -157,7 +162,7 @@ void cpu_disk_close(cpu_disk *d)
     pthread_mutex_destroy(&d->lock);
 }
 
-bool cpu_disk_enabled(cpu_disk *d)
+bool rt_disk_enabled(rt_disk *d)
 {
     pthread_mutex_lock(&d->lock);
     bool on = d->enabled;
@@ -165,12 +170,13 @@ bool cpu_disk_enabled(cpu_disk *d)
     return on;
 }
 
-char *cpu_disk_path(cpu_disk *d, const uint8_t key[32], size_t *n)
+char *rt_disk_path(rt_disk *d, const uint8_t key[32], size_t *n)
 {
     if (!d->dir) {
         return NULL;
     }
-    *n = d->dir_len + 1 + 64 + 3;
+    size_t ext = strlen(d->ext);
+    *n = d->dir_len + 1 + 64 + ext + 1;
     char *p = fe_alloc(d->ctx, *n);
     if (!p) {
         return NULL;
@@ -179,7 +185,7 @@ char *cpu_disk_path(cpu_disk *d, const uint8_t key[32], size_t *n)
     for (int i = 0; i < 32; i++) {
         q += snprintf(q, 3, "%02x", key[i]);
     }
-    memcpy(q, ".o", 3);
+    memcpy(q, d->ext, ext + 1);
     return p;
 }
 
@@ -226,14 +232,15 @@ static bool write_all(int fd, const void *buf, size_t n)
     return true;
 }
 
-int cpu_disk_load(cpu_disk *d, const uint8_t key[32], LLVMMemoryBufferRef *out)
+int rt_disk_load(rt_disk *d, const uint8_t key[32], void **out, size_t *n)
 {
     *out = NULL;
-    if (!cpu_disk_enabled(d)) {
+    *n = 0;
+    if (!rt_disk_enabled(d)) {
         return 0;
     }
     size_t pn;
-    char *path = cpu_disk_path(d, key, &pn);
+    char *path = rt_disk_path(d, key, &pn);
     if (!path) {
         return 0;
     }
@@ -251,7 +258,7 @@ int cpu_disk_load(cpu_disk *d, const uint8_t key[32], LLVMMemoryBufferRef *out)
         || !read_all(fd, &h, sizeof h)) {
         goto done;
     }
-    if (memcmp(h.magic, MAGIC, sizeof MAGIC) != 0 || h.abi != WEFT_ABI_VERSION
+    if (memcmp(h.magic, MAGIC, sizeof MAGIC) != 0 || h.abi != RT_ABI_VERSION
         || h.header_bytes != sizeof h || memcmp(h.key, key, 32) != 0
         || h.payload_bytes == 0
         || h.payload_bytes != (uint64_t)st.st_size - sizeof h
@@ -272,9 +279,10 @@ int cpu_disk_load(cpu_disk *d, const uint8_t key[32], LLVMMemoryBufferRef *out)
     if (memcmp(sum, h.checksum, 32) != 0) {
         goto done;
     }
-    *out = LLVMCreateMemoryBufferWithMemoryRangeCopy(payload, payload_n,
-                                                     path);
-    result = *out ? 1 : 0;
+    *out = payload;
+    *n = payload_n;
+    payload = NULL;
+    result = 1;
 done:
     if (fd >= 0) {
         close(fd);
@@ -301,7 +309,7 @@ static bool is_entry_name(const char *s)
             return false;
         }
     }
-    return strcmp(s + 64, ".o") == 0;
+    return strcmp(s + 64, ".o") == 0 || strcmp(s + 64, ".cubin") == 0;
 }
 
 static int older_first(const void *a, const void *b)
@@ -318,7 +326,7 @@ static int older_first(const void *a, const void *b)
 
 /* Remove the oldest entries until the directory holds at most max_bytes.
  * Best effort: any failure leaves the directory as it is. */
-static void trim(cpu_disk *d)
+static void trim(rt_disk *d)
 {
     DIR *dir = opendir(d->dir);
     if (!dir) {
@@ -367,14 +375,14 @@ done:
     closedir(dir);
 }
 
-uint64_t cpu_disk_store(cpu_disk *d, const uint8_t key[32], const void *p,
+uint64_t rt_disk_store(rt_disk *d, const uint8_t key[32], const void *p,
                         size_t n)
 {
-    if (!cpu_disk_enabled(d) || n == 0) {
+    if (!rt_disk_enabled(d) || n == 0) {
         return 0;
     }
     size_t pn;
-    char *path = cpu_disk_path(d, key, &pn);
+    char *path = rt_disk_path(d, key, &pn);
     if (!path) {
         return 0;
     }
@@ -394,7 +402,7 @@ uint64_t cpu_disk_store(cpu_disk *d, const uint8_t key[32], const void *p,
     header h;
     memset(&h, 0, sizeof h);
     memcpy(h.magic, MAGIC, sizeof MAGIC);
-    h.abi = WEFT_ABI_VERSION;
+    h.abi = RT_ABI_VERSION;
     h.header_bytes = sizeof h;
     memcpy(h.key, key, 32);
     h.payload_bytes = n;

@@ -1,5 +1,5 @@
 /*
- * runtime-cpu/exec_stencil.c: the driver of the stencil skeleton
+ * runtime/exec_stencil.c: the driver of the stencil skeleton
  * (skeletons-ir/stencil.c): stencil and stencil2.
  *
  * The result's shape is the array's (stencil2: the intersection of the
@@ -9,13 +9,13 @@
  * spreads over the whole gang.  An empty result runs nothing.
  */
 #ifdef WEFT_HAVE_LLVM
-#include "cpu.h"
+#include "rt.h"
 #include "../skeletons-ir/sk.h"
 
 #define WHO "weft_run"
 #define ST_PIECE 4096 /* columns per piece of a long row */
 
-weft_status cpu_exec_stencil(cpu_job *j)
+weft_status rt_exec_stencil(rt_job *j)
 {
     const fe_term *t = j->k->op;
     bool two = t->kind == FE_STENCIL2;
@@ -31,7 +31,7 @@ weft_status cpu_exec_stencil(cpu_job *j)
             shape[d] = b->shape[d];
         }
     }
-    weft_status s = cpu_job_out(j, 0, t->type, rank, shape);
+    weft_status s = rt_job_out(j, 0, t->type, rank, shape);
     if (s) {
         return s;
     }
@@ -39,14 +39,14 @@ weft_status cpu_exec_stencil(cpu_job *j)
     int64_t rows = fe_shape_size(rank - 1, shape);
     int64_t C = m > 2 * ST_PIECE ? m / ST_PIECE : 1;
     j->auxval[0].i = C;
-    if ((s = cpu_job_fill(j)) != WEFT_OK) {
+    if ((s = rt_job_fill(j)) != WEFT_OK) {
         return s;
     }
     if (j->out[0]->size == 0) {
         return WEFT_OK;
     }
     int64_t cols = m / C; /* columns per piece, at least 1 */
-    int64_t grain = CPU_GRAIN / (cols > 0 ? cols : 1);
-    return cpu_job_run(j, 0, rows * C, grain > 0 ? grain : 1);
+    int64_t grain = j->grain / (cols > 0 ? cols : 1);
+    return rt_job_run(j, 0, rows * C, grain > 0 ? grain : 1);
 }
 #endif

@@ -1,0 +1,761 @@
+/*
+ * codegen/target_ptx.c: the target interface for NVIDIA GPUs, and the
+ * last step from a skeleton's module to PTX text.
+ *
+ * Target.  Skeletons call cg_target_ptx for what a GPU has and a CPU has
+ * not.  Thread, block, grid and lane indices are PTX special registers
+ * (llvm.nvvm.read.ptx.sreg.*, i32); the barrier is llvm.nvvm.barrier0
+ * (bar.sync 0); the fence is llvm.nvvm.membar.gl (membar.gl, which PTX
+ * defines as fence.sc.gpu from sm_70 on).  LLVM 19's NVPTX cannot select a
+ * plain `fence seq_cst` at all (it stops the process in instruction
+ * selection), so the fence must be the intrinsic.  Shared memory is a
+ * module global [n x ty] in address space 3 with an undef initialiser,
+ * handed out as a generic pointer; NVPTX's address-space inference turns
+ * the loads and stores through it back into ld.shared / st.shared.  Warp
+ * shuffles and ballots are the *.sync intrinsics over the full warp
+ * (mask 0xffffffff, clamp 31, i.e. width 32); a value that is not i32 or
+ * float travels as one or two 32-bit pieces.
+ *
+ * Atomics are LLVM atomicrmw and cmpxchg, monotonic (PTX .relaxed) at
+ * device scope, on generic pointers.  LLVM 19's NVPTX ignores stronger
+ * orderings on atomics anyway (a seq_cst atomicrmw becomes the same atom
+ * instruction, with no fence), so asking for them would only pretend; a
+ * skeleton that publishes data through an atomic (decoupled look-back,
+ * locks) puts target->fence before the release and after the acquire.
+ * For sm_70 and later, i32 and i64 add, min, max, umin, umax, and, or,
+ * xor, xchg and f32 / f64 fadd are single atom.{op} instructions and i32
+ * / i64 cmpxchg is atom.cas; f16 fadd is native (atom.add.noftz.f16) from
+ * sm_70 with PTX 6.3 on; i8 and i16 operations and other floating
+ * operations are widened by LLVM's AtomicExpand into a 32-bit atom.cas
+ * loop, which ptxas accepts.
+ *
+ * Math.  sqrt is llvm.sqrt, which NVPTX lowers to sqrt.rn (correctly
+ * rounded, as the CPU's libm).  libdevice's own __nv_sqrtf asks
+ * __nvvm_reflect("__CUDA_PREC_SQRT"), which LLVM 19 answers 0, and would
+ * give the approximate square root.  Every other function is a call of
+ * libdevice's __nv_<name>f (float) or __nv_<name> (double), declared on
+ * demand; cg_ptx_finish links libdevice in when such a call exists.  Its
+ * accuracy, from the CUDA C Programming Guide (no fast math, no
+ * flush-to-zero): float exp, sin, cos, asin, acos, atan, cosh, tanh 2 ulp;
+ * log 1; sinh, asinh, atanh, atan2 3; tan, acosh, pow 4 ulp at most;
+ * double exp, log, cosh, tanh 1 ulp; sin, cos, tan, asin, acos, atan,
+ * sinh, atanh, pow, atan2 2; asinh, acosh 3 ulp at most.  Results may so
+ * differ from the CPU's libm in the last bits; sqrt never does.
+ *
+ * Finishing.  cg_ptx_finish sets the module's triple and layout, marks the
+ * kernels twice over (the PTX_Kernel calling convention and the
+ * !nvvm.annotations "kernel" entry: LLVM 19 honours either), links
+ * libdevice when needed, internalises everything but the kernels so that
+ * globaldce drops what is not called, optimises with default<O3> (the
+ * NVPTX machine adds NVVMReflect at the start of that pipeline, which
+ * answers __nvvm_reflect("__CUDA_FTZ") from the "nvvm-reflect-ftz" module
+ * flag, 0 here, and "__CUDA_ARCH" from the machine's SM) and emits PTX.
+ *
+ * libdevice is 460 KB of bitcode.  Its bytes are read once per process
+ * (under a mutex); each link then reads it lazily into the module's
+ * context, after making its external functions linkonce_odr, so that the
+ * linker materialises only the functions the module calls and theirs.
+ * For a small kernel calling expf, cg_ptx_finish takes about 4 ms so
+ * (44 ms with a full parse of libdevice each time; 1.1 ms for a kernel
+ * with no libdevice call).
+ */
+#include <assert.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <llvm-c/BitReader.h>
+#include <llvm-c/Linker.h>
+
+#include "cg.h"
+
+enum {
+    PTX_KERNEL_CC = 71,   /* llvm::CallingConv::PTX_Kernel */
+    SHARED_SPACE = 3,     /* NVPTX address space of shared memory */
+    NEWEST_SM = 90,       /* the newest SM that LLVM 19's NVPTX knows */
+};
+
+#define PTX_TRIPLE "nvptx64-nvidia-cuda"
+
+/* ---- special registers, barrier, fence ---- */
+
+/* A call of the non-overloaded intrinsic `name` on args. */
+static LLVMValueRef call0(cg_fn *fn, const char *name, LLVMValueRef *args,
+                          int nargs)
+{
+    LLVMValueRef v = cg_intrinsic(fn, name, NULL, 0, args, nargs);
+    assert(v && "an NVVM intrinsic that LLVM 19 does not know");
+    return v;
+}
+
+/* Special register `reg` ("tid", "ctaid", "ntid", "nctaid") along dim. */
+static LLVMValueRef sreg(cg_fn *fn, const char *reg, int dim)
+{
+    assert(dim >= 0 && dim <= 2);
+    char name[48];
+    snprintf(name, sizeof name, "llvm.nvvm.read.ptx.sreg.%s.%c", reg,
+             "xyz"[dim]);
+    return call0(fn, name, NULL, 0);
+}
+
+static LLVMValueRef ptx_thread_index(cg_fn *fn, int dim)
+{
+    return sreg(fn, "tid", dim);
+}
+
+static LLVMValueRef ptx_block_index(cg_fn *fn, int dim)
+{
+    return sreg(fn, "ctaid", dim);
+}
+
+static LLVMValueRef ptx_block_size(cg_fn *fn, int dim)
+{
+    return sreg(fn, "ntid", dim);
+}
+
+static LLVMValueRef ptx_grid_size(cg_fn *fn, int dim)
+{
+    return sreg(fn, "nctaid", dim);
+}
+
+static LLVMValueRef ptx_lane_index(cg_fn *fn)
+{
+    return call0(fn, "llvm.nvvm.read.ptx.sreg.laneid", NULL, 0);
+}
+
+static void ptx_barrier(cg_fn *fn)
+{
+    (void)call0(fn, "llvm.nvvm.barrier0", NULL, 0);
+}
+
+static void ptx_fence(cg_fn *fn)
+{
+    (void)call0(fn, "llvm.nvvm.membar.gl", NULL, 0);
+}
+
+/* ---- shared memory ---- */
+
+/* A fresh [n x ty] in shared memory, as a generic pointer.  LLVM makes
+ * the name unique (weft.shared, weft.shared1, ...). */
+static LLVMValueRef ptx_shared_array(cg_fn *fn, LLVMTypeRef ty, int64_t n)
+{
+    assert(n > 0);
+    LLVMTypeRef at = LLVMArrayType2(ty, (uint64_t)n);
+    LLVMValueRef g =
+        LLVMAddGlobalInAddressSpace(fn->mod, at, "weft.shared", SHARED_SPACE);
+    LLVMSetLinkage(g, LLVMInternalLinkage);
+    LLVMSetInitializer(g, LLVMGetUndef(at));
+    LLVMSetAlignment(g, 16);
+    return LLVMConstAddrSpaceCast(g, LLVMPointerTypeInContext(fn->llctx, 0));
+}
+
+/* ---- atomics ---- */
+
+static LLVMValueRef ptx_atomic_rmw(cg_fn *fn, LLVMAtomicRMWBinOp op,
+                                   LLVMValueRef p, LLVMValueRef x)
+{
+    return LLVMBuildAtomicRMW(fn->b, op, p, x, LLVMAtomicOrderingMonotonic,
+                              0);
+}
+
+static LLVMValueRef ptx_atomic_cas(cg_fn *fn, LLVMValueRef p,
+                                   LLVMValueRef cmp, LLVMValueRef x)
+{
+    LLVMValueRef pair =
+        LLVMBuildAtomicCmpXchg(fn->b, p, cmp, x, LLVMAtomicOrderingMonotonic,
+                               LLVMAtomicOrderingMonotonic, 0);
+    return LLVMBuildExtractValue(fn->b, pair, 0, "");
+}
+
+/* ---- warp operations ---- */
+
+/* One 32-bit shuffle: llvm.nvvm.shfl.sync.<mode>.{i32,f32} of x (i32 or
+ * float) with b (i32), over the full warp with clamp 31. */
+static LLVMValueRef shfl32(cg_fn *fn, const char *mode, LLVMValueRef x,
+                           LLVMValueRef b)
+{
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+    bool flt = LLVMGetTypeKind(LLVMTypeOf(x)) == LLVMFloatTypeKind;
+    char name[48];
+    snprintf(name, sizeof name, "llvm.nvvm.shfl.sync.%s.%s", mode,
+             flt ? "f32" : "i32");
+    LLVMValueRef args[4] = {LLVMConstInt(i32, 0xffffffffu, 0), x, b,
+                            LLVMConstInt(i32, 31, 0)};
+    return call0(fn, name, args, 4);
+}
+
+/* A shuffle of x of any scalar register type, in 32-bit pieces. */
+static LLVMValueRef shuffle(cg_fn *fn, const char *mode, LLVMValueRef x,
+                            LLVMValueRef b)
+{
+    LLVMBuilderRef B = fn->b;
+    LLVMContextRef c = fn->llctx;
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(c);
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(c);
+    LLVMTypeRef ty = LLVMTypeOf(x);
+    if (LLVMTypeOf(b) != i32) {
+        b = LLVMBuildIntCast2(B, b, i32, 0, "");
+    }
+    switch (LLVMGetTypeKind(ty)) {
+    case LLVMFloatTypeKind:
+        return shfl32(fn, mode, x, b);
+    case LLVMHalfTypeKind:
+    case LLVMBFloatTypeKind: {
+        LLVMTypeRef i16 = LLVMInt16TypeInContext(c);
+        LLVMValueRef v = shuffle(fn, mode, LLVMBuildBitCast(B, x, i16, ""), b);
+        return LLVMBuildBitCast(B, v, ty, "");
+    }
+    case LLVMDoubleTypeKind: {
+        LLVMValueRef v = shuffle(fn, mode, LLVMBuildBitCast(B, x, i64, ""), b);
+        return LLVMBuildBitCast(B, v, ty, "");
+    }
+    case LLVMPointerTypeKind: {
+        LLVMValueRef v =
+            shuffle(fn, mode, LLVMBuildPtrToInt(B, x, i64, ""), b);
+        return LLVMBuildIntToPtr(B, v, ty, "");
+    }
+    case LLVMIntegerTypeKind:
+        break;
+    default:
+        assert(!"a shuffle of a type that is not a scalar");
+        return NULL;
+    }
+    unsigned w = LLVMGetIntTypeWidth(ty);
+    if (w == 32) {
+        return shfl32(fn, mode, x, b);
+    }
+    if (w < 32) {
+        LLVMValueRef v = shfl32(fn, mode, LLVMBuildZExt(B, x, i32, ""), b);
+        return LLVMBuildTrunc(B, v, ty, "");
+    }
+    assert(w == 64 && "a shuffle of an integer wider than 64 bits");
+    LLVMValueRef k32 = LLVMConstInt(i64, 32, 0);
+    LLVMValueRef lo = LLVMBuildTrunc(B, x, i32, "");
+    LLVMValueRef hi = LLVMBuildTrunc(B, LLVMBuildLShr(B, x, k32, ""), i32, "");
+    lo = LLVMBuildZExt(B, shfl32(fn, mode, lo, b), i64, "");
+    hi = LLVMBuildZExt(B, shfl32(fn, mode, hi, b), i64, "");
+    return LLVMBuildOr(B, LLVMBuildShl(B, hi, k32, ""), lo, "");
+}
+
+static LLVMValueRef ptx_shuffle_down(cg_fn *fn, LLVMValueRef x,
+                                     LLVMValueRef delta)
+{
+    return shuffle(fn, "down", x, delta);
+}
+
+static LLVMValueRef ptx_shuffle_idx(cg_fn *fn, LLVMValueRef x,
+                                    LLVMValueRef lane)
+{
+    return shuffle(fn, "idx", x, lane);
+}
+
+static LLVMValueRef ptx_ballot(cg_fn *fn, LLVMValueRef pred)
+{
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+    LLVMTypeRef ty = LLVMTypeOf(pred);
+    if (LLVMGetTypeKind(ty) != LLVMIntegerTypeKind ||
+        LLVMGetIntTypeWidth(ty) != 1) {
+        pred = LLVMBuildICmp(fn->b, LLVMIntNE, pred, LLVMConstNull(ty), "");
+    }
+    LLVMValueRef args[2] = {LLVMConstInt(i32, 0xffffffffu, 0), pred};
+    return call0(fn, "llvm.nvvm.vote.ballot.sync", args, 2);
+}
+
+/* ---- math ---- */
+
+/* libdevice's base name of floating function op (without __nv_ and the
+ * f of float), or NULL. */
+static const char *libdevice_name(weft_op op)
+{
+    switch (op) {
+    case WEFT_OP_EXP: return "exp";
+    case WEFT_OP_LOG: return "log";
+    case WEFT_OP_SIN: return "sin";
+    case WEFT_OP_COS: return "cos";
+    case WEFT_OP_POW: return "pow";
+    case WEFT_OP_TAN: return "tan";
+    case WEFT_OP_ASIN: return "asin";
+    case WEFT_OP_ACOS: return "acos";
+    case WEFT_OP_ATAN: return "atan";
+    case WEFT_OP_SINH: return "sinh";
+    case WEFT_OP_COSH: return "cosh";
+    case WEFT_OP_TANH: return "tanh";
+    case WEFT_OP_ASINH: return "asinh";
+    case WEFT_OP_ACOSH: return "acosh";
+    case WEFT_OP_ATANH: return "atanh";
+    case WEFT_OP_ATAN2: return "atan2";
+    default: return NULL;
+    }
+}
+
+static weft_status ptx_math(cg_fn *fn, weft_op op, LLVMValueRef *args,
+                            int n, LLVMValueRef *out)
+{
+    LLVMTypeRef ty = LLVMTypeOf(args[0]);
+    LLVMTypeKind kind = LLVMGetTypeKind(ty);
+    *out = NULL;
+    if (kind == LLVMFloatTypeKind || kind == LLVMDoubleTypeKind) {
+        const char *name = libdevice_name(op);
+        if (op == WEFT_OP_SQRT && n == 1) {
+            *out = cg_intrinsic(fn, "llvm.sqrt", &ty, 1, args, 1);
+        } else if (name) {
+            char buf[32];
+            snprintf(buf, sizeof buf, "__nv_%s%s", name,
+                     kind == LLVMFloatTypeKind ? "f" : "");
+            *out = cg_libcall(fn, buf, ty, args, n);
+        }
+    }
+    if (!*out) {
+        return fe_error(WEFT_ERR_INTERNAL,
+                        "weft_compile: the PTX target has no function for "
+                        "%s on this type", weft_op_name(op));
+    }
+    return WEFT_OK;
+}
+
+static weft_status ptx_math1(cg_fn *fn, weft_op op, LLVMValueRef x,
+                             LLVMValueRef *out)
+{
+    return ptx_math(fn, op, &x, 1, out);
+}
+
+static weft_status ptx_math2(cg_fn *fn, weft_op op, LLVMValueRef x,
+                             LLVMValueRef y, LLVMValueRef *out)
+{
+    LLVMValueRef a[2] = {x, y};
+    return ptx_math(fn, op, a, 2, out);
+}
+
+const cg_target cg_target_ptx = {
+    .name = "ptx",
+    .math1 = ptx_math1,
+    .math2 = ptx_math2,
+    .thread_index = ptx_thread_index,
+    .block_index = ptx_block_index,
+    .block_size = ptx_block_size,
+    .grid_size = ptx_grid_size,
+    .lane_index = ptx_lane_index,
+    .barrier = ptx_barrier,
+    .shared_array = ptx_shared_array,
+    .atomic_rmw = ptx_atomic_rmw,
+    .atomic_cas = ptx_atomic_cas,
+    .shuffle_down = ptx_shuffle_down,
+    .shuffle_idx = ptx_shuffle_idx,
+    .fence = ptx_fence,
+    .ballot = ptx_ballot,
+};
+
+/* ---- target machines ---- */
+
+/* A target machine for compute capability sm (see cg.h). */
+weft_status cg_ptx_machine(int sm, LLVMTargetMachineRef *out)
+{
+    /* The SMs of LLVM 19's NVPTX from sm_50 on (llc -mcpu=help; sm_90a is
+     * left out: its code runs on 9.0 devices only). */
+    static const int known[] = {50, 52, 53, 60, 61, 62, 70,
+                                72, 75, 80, 86, 87, 89, NEWEST_SM};
+    *out = NULL;
+    if (sm < 50) {
+        return fe_error(WEFT_ERR_INVALID_ARGUMENT,
+                        "weft: compute capability %d.%d is too old for the "
+                        "PTX backend (5.0 or newer needed)",
+                        sm / 10, sm % 10);
+    }
+    weft_status s = cg_init();
+    if (s != WEFT_OK) {
+        return s;
+    }
+    /* PTX for sm_X runs on every device of compute capability >= X, so
+     * round down to the nearest SM that LLVM knows. */
+    int pick = known[0];
+    for (size_t k = 0; k < sizeof known / sizeof known[0]; k++) {
+        if (known[k] <= sm) {
+            pick = known[k];
+        }
+    }
+    char cpu[16];
+    snprintf(cpu, sizeof cpu, "sm_%d", pick);
+    LLVMTargetRef target = NULL;
+    char *err = NULL;
+    if (LLVMGetTargetFromTriple(PTX_TRIPLE, &target, &err)) {
+        s = fe_error(WEFT_ERR_BACKEND_UNAVAILABLE,
+                     "weft: this LLVM has no NVPTX target: %s",
+                     err ? err : "?");
+        LLVMDisposeMessage(err);
+        return s;
+    }
+    LLVMDisposeMessage(err);
+    /* Each SM brings the oldest PTX ISA that has it (6.0 for sm_70, 7.8
+     * for sm_90); +ptx63 raises that to 6.3 at least, which the *.sync
+     * warp intrinsics need (6.0; without it LLVM stops the process) and
+     * which gives sm_70 native f16 atomic add (6.3). */
+    *out = LLVMCreateTargetMachine(target, PTX_TRIPLE, cpu, "+ptx63",
+                                   LLVMCodeGenLevelAggressive,
+                                   LLVMRelocDefault, LLVMCodeModelDefault);
+    if (!*out) {
+        return fe_error(WEFT_ERR_BACKEND_UNAVAILABLE,
+                        "weft: LLVM cannot make an NVPTX target machine for "
+                        "%s", cpu);
+    }
+    return WEFT_OK;
+}
+
+/* ---- libdevice ---- */
+
+/* Whether path names a readable regular file. */
+static bool readable_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+           access(path, R_OK) == 0;
+}
+
+/* Find libdevice (see cg.h). */
+weft_status cg_ptx_libdevice_path(char *buf, size_t n)
+{
+    static const char *const fixed[] = {
+        "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc",
+        "/usr/lib/nvidia-cuda-toolkit/libdevice/libdevice.10.bc",
+        "/usr/lib/cuda/nvvm/libdevice/libdevice.10.bc",
+    };
+    static const char *const roots[] = {"CUDA_HOME", "CUDA_PATH"};
+    char tried[4 * PATH_MAX];
+    size_t used = 0;
+    tried[0] = '\0';
+    const char *env = getenv("WEFT_LIBDEVICE");
+    if (env && env[0]) {
+        if (readable_file(env)) {
+            if (strlen(env) >= n) {
+                return fe_error(WEFT_ERR_INVALID_ARGUMENT,
+                                "weft: $WEFT_LIBDEVICE is too long a path");
+            }
+            strcpy(buf, env);
+            return WEFT_OK;
+        }
+        return fe_error(WEFT_ERR_BACKEND_UNAVAILABLE,
+                        "weft: $WEFT_LIBDEVICE (%s) is not a readable file",
+                        env);
+    }
+    char cand[PATH_MAX];
+    int ncand = 2 + (int)(sizeof fixed / sizeof fixed[0]);
+    for (int k = 0; k < ncand; k++) {
+        if (k < 2) {
+            const char *root = getenv(roots[k]);
+            if (!root || !root[0]) {
+                continue;
+            }
+            int m = snprintf(cand, sizeof cand,
+                             "%s/nvvm/libdevice/libdevice.10.bc", root);
+            if (m < 0 || (size_t)m >= sizeof cand) {
+                continue;
+            }
+        } else {
+            snprintf(cand, sizeof cand, "%s", fixed[k - 2]);
+        }
+        if (readable_file(cand) && strlen(cand) < n) {
+            strcpy(buf, cand);
+            return WEFT_OK;
+        }
+        int m = snprintf(tried + used, sizeof tried - used, "%s%s",
+                         used ? ", " : "", cand);
+        if (m > 0 && (size_t)m < sizeof tried - used) {
+            used += (size_t)m;
+        }
+    }
+    return fe_error(WEFT_ERR_BACKEND_UNAVAILABLE,
+                    "weft: libdevice.10.bc not found (set $WEFT_LIBDEVICE or "
+                    "$CUDA_HOME); tried %s", tried);
+}
+
+/* The bytes of libdevice, read once per process (never freed). */
+static pthread_mutex_t libdevice_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *libdevice_bytes;
+static size_t libdevice_size;
+
+/* Read the whole file at path into a fresh malloc'd buffer. */
+static weft_status read_file(const char *path, char **out, size_t *size)
+{
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        return fe_error(WEFT_ERR_BACKEND_UNAVAILABLE,
+                        "weft: cannot open libdevice %s: %s", path,
+                        strerror(errno));
+    }
+    weft_status s = WEFT_OK;
+    char *buf = NULL;
+    long len = -1;
+    if (fseek(f, 0, SEEK_END) == 0) {
+        len = ftell(f);
+    }
+    if (len <= 0 || fseek(f, 0, SEEK_SET) != 0) {
+        s = fe_error(WEFT_ERR_BACKEND_UNAVAILABLE,
+                     "weft: cannot read libdevice %s", path);
+    } else if (!(buf = malloc((size_t)len))) {
+        s = fe_error(WEFT_ERR_OUT_OF_MEMORY,
+                     "weft: out of memory reading libdevice");
+    } else if (fread(buf, 1, (size_t)len, f) != (size_t)len) {
+        s = fe_error(WEFT_ERR_BACKEND_UNAVAILABLE,
+                     "weft: cannot read libdevice %s", path);
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    *out = buf;
+    *size = buf ? (size_t)len : 0;
+    return s;
+}
+
+/* libdevice's bytes, read on first use; a failure is not remembered (a
+ * later call looks again). */
+static weft_status libdevice(const char **bytes, size_t *size)
+{
+    weft_status s = WEFT_OK;
+    pthread_mutex_lock(&libdevice_lock);
+    if (!libdevice_bytes) {
+        char path[PATH_MAX];
+        s = cg_ptx_libdevice_path(path, sizeof path);
+        if (s == WEFT_OK) {
+            s = read_file(path, &libdevice_bytes, &libdevice_size);
+        }
+    }
+    *bytes = libdevice_bytes;
+    *size = libdevice_size;
+    pthread_mutex_unlock(&libdevice_lock);
+    return s;
+}
+
+/* ---- finishing a module ---- */
+
+/* The first error diagnostic LLVM reports while cg_ptx_finish runs. */
+typedef struct diag {
+    bool error;
+    char msg[FE_MSG_MAX / 2];
+} diag;
+
+static void diag_handler(LLVMDiagnosticInfoRef di, void *user)
+{
+    diag *d = user;
+    if (LLVMGetDiagInfoSeverity(di) != LLVMDSError || d->error) {
+        return;
+    }
+    char *m = LLVMGetDiagInfoDescription(di);
+    snprintf(d->msg, sizeof d->msg, "%s", m ? m : "?");
+    LLVMDisposeMessage(m);
+    d->error = true;
+}
+
+/* Whether mod declares (and does not define) a libdevice function. */
+static bool needs_libdevice(LLVMModuleRef mod)
+{
+    for (LLVMValueRef f = LLVMGetFirstFunction(mod); f;
+         f = LLVMGetNextFunction(f)) {
+        size_t len;
+        const char *name = LLVMGetValueName2(f, &len);
+        if (LLVMIsDeclaration(f) && len > 5 && !strncmp(name, "__nv_", 5)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Link libdevice into mod, keeping only what mod calls; set the
+ * "nvvm-reflect-ftz" flag to 0 (IEEE denormals). */
+static weft_status link_libdevice(LLVMModuleRef mod, diag *d)
+{
+    const char *bytes;
+    size_t size;
+    weft_status s = libdevice(&bytes, &size);
+    if (s != WEFT_OK) {
+        return s;
+    }
+    LLVMContextRef c = LLVMGetModuleContext(mod);
+    /* The lazy module owns this buffer, which only points at the bytes. */
+    LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRange(
+        bytes, size, "libdevice.10.bc", 0);
+    LLVMModuleRef lib = NULL;
+    if (LLVMGetBitcodeModuleInContext2(c, buf, &lib) || !lib) {
+        return fe_error(WEFT_ERR_INTERNAL,
+                        "weft: libdevice does not parse: %s",
+                        d->error ? d->msg : "?");
+    }
+    /* linkonce_odr: linked only when referenced, like LinkOnlyNeeded. */
+    for (LLVMValueRef f = LLVMGetFirstFunction(lib); f;
+         f = LLVMGetNextFunction(f)) {
+        if (!LLVMIsDeclaration(f) &&
+            LLVMGetLinkage(f) == LLVMExternalLinkage) {
+            LLVMSetLinkage(f, LLVMLinkOnceODRLinkage);
+        }
+    }
+    for (LLVMValueRef g = LLVMGetFirstGlobal(lib); g;
+         g = LLVMGetNextGlobal(g)) {
+        if (!LLVMIsDeclaration(g) &&
+            LLVMGetLinkage(g) == LLVMExternalLinkage) {
+            LLVMSetLinkage(g, LLVMLinkOnceODRLinkage);
+        }
+    }
+    /* Same triple and layout: no warning about mixing them. */
+    LLVMSetTarget(lib, LLVMGetTarget(mod));
+    LLVMSetDataLayout(lib, LLVMGetDataLayoutStr(mod));
+    if (LLVMLinkModules2(mod, lib) || d->error) { /* lib is destroyed */
+        return fe_error(WEFT_ERR_INTERNAL,
+                        "weft: linking libdevice failed: %s",
+                        d->error ? d->msg : "?");
+    }
+    for (LLVMValueRef f = LLVMGetFirstFunction(mod); f;
+         f = LLVMGetNextFunction(f)) {
+        size_t len;
+        const char *name = LLVMGetValueName2(f, &len);
+        if (LLVMIsDeclaration(f) && len > 5 && !strncmp(name, "__nv_", 5) &&
+            LLVMGetFirstUse(f)) {
+            return fe_error(WEFT_ERR_INTERNAL,
+                            "weft: libdevice has no function %s", name);
+        }
+    }
+    static const char ftz[] = "nvvm-reflect-ftz";
+    size_t ftz_len = sizeof ftz - 1;
+    if (!LLVMGetModuleFlag(mod, ftz, ftz_len)) {
+        LLVMValueRef zero = LLVMConstInt(LLVMInt32TypeInContext(c), 0, 0);
+        LLVMAddModuleFlag(mod, LLVMModuleFlagBehaviorOverride, ftz, ftz_len,
+                          LLVMValueAsMetadata(zero));
+    }
+    return WEFT_OK;
+}
+
+/* Mark function f a kernel: calling convention and !nvvm.annotations. */
+static void mark_kernel(LLVMModuleRef mod, LLVMValueRef f)
+{
+    LLVMContextRef c = LLVMGetModuleContext(mod);
+    LLVMSetFunctionCallConv(f, PTX_KERNEL_CC);
+    LLVMMetadataRef md[3] = {
+        LLVMValueAsMetadata(f),
+        LLVMMDStringInContext2(c, "kernel", 6),
+        LLVMValueAsMetadata(LLVMConstInt(LLVMInt32TypeInContext(c), 1, 0)),
+    };
+    LLVMAddNamedMetadataOperand(
+        mod, "nvvm.annotations",
+        LLVMMetadataAsValue(c, LLVMMDNodeInContext2(c, md, 3)));
+}
+
+/* Whether f is one of the kernels. */
+static bool is_kernel(LLVMValueRef f, const char *const *kernels,
+                      int nkernels)
+{
+    size_t len;
+    const char *name = LLVMGetValueName2(f, &len);
+    for (int k = 0; k < nkernels; k++) {
+        if (strlen(kernels[k]) == len && !memcmp(kernels[k], name, len)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Give every definition but the kernels internal linkage. */
+static void internalise(LLVMModuleRef mod, const char *const *kernels,
+                        int nkernels)
+{
+    for (LLVMValueRef f = LLVMGetFirstFunction(mod); f;
+         f = LLVMGetNextFunction(f)) {
+        if (!LLVMIsDeclaration(f) && !is_kernel(f, kernels, nkernels)) {
+            LLVMSetLinkage(f, LLVMInternalLinkage);
+        }
+    }
+    for (LLVMValueRef g = LLVMGetFirstGlobal(mod); g;
+         g = LLVMGetNextGlobal(g)) {
+        size_t len;
+        const char *name = LLVMGetValueName2(g, &len);
+        /* llvm.used and friends keep their appending linkage */
+        if (!LLVMIsDeclaration(g) &&
+            !(len > 5 && !strncmp(name, "llvm.", 5))) {
+            LLVMSetLinkage(g, LLVMInternalLinkage);
+        }
+    }
+}
+
+/* Write the PTX text to <prefix>.ptx, or skip it. */
+static void dump_ptx(const char *prefix, LLVMMemoryBufferRef ptx)
+{
+    char path[PATH_MAX];
+    int m = snprintf(path, sizeof path, "%s.ptx", prefix);
+    if (m < 0 || (size_t)m >= sizeof path) {
+        return;
+    }
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        return;
+    }
+    fwrite(LLVMGetBufferStart(ptx), 1, LLVMGetBufferSize(ptx), f);
+    fclose(f);
+}
+
+/* The steps of cg_ptx_finish after the diagnostic handler is in place. */
+static weft_status finish(LLVMModuleRef mod, LLVMTargetMachineRef tm,
+                          const char *const *kernels, int nkernels,
+                          diag *d, LLVMMemoryBufferRef *ptx)
+{
+    cg_module_target(mod, tm);
+    for (int k = 0; k < nkernels; k++) {
+        LLVMValueRef f = LLVMGetNamedFunction(mod, kernels[k]);
+        if (!f || LLVMIsDeclaration(f)) {
+            return fe_error(WEFT_ERR_INTERNAL,
+                            "weft: PTX module has no kernel named %s",
+                            kernels[k]);
+        }
+        mark_kernel(mod, f);
+    }
+    weft_status s = WEFT_OK;
+    if (needs_libdevice(mod)) {
+        s = link_libdevice(mod, d);
+        if (s != WEFT_OK) {
+            return s;
+        }
+    }
+    internalise(mod, kernels, nkernels);
+    s = cg_optimise(mod, tm, "default<O3>", "weft (ptx)");
+    if (s != WEFT_OK) {
+        return s;
+    }
+    char *err = NULL;
+    if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMAssemblyFile, &err,
+                                            ptx) ||
+        d->error) {
+        s = fe_error(WEFT_ERR_INTERNAL, "weft: PTX emission failed: %s",
+                     err ? err : d->error ? d->msg : "?");
+        LLVMDisposeMessage(err);
+        if (*ptx) {
+            LLVMDisposeMemoryBuffer(*ptx);
+            *ptx = NULL;
+        }
+        return s;
+    }
+    LLVMDisposeMessage(err);
+    return WEFT_OK;
+}
+
+/* Turn a skeleton's module into PTX (see cg.h). */
+weft_status cg_ptx_finish(LLVMModuleRef mod, LLVMTargetMachineRef tm,
+                          const char *const *kernels, int nkernels,
+                          const char *dump_prefix, LLVMMemoryBufferRef *ptx)
+{
+    *ptx = NULL;
+    /* Without a handler of its own, LLVM prints warnings and exits the
+     * process on an error diagnostic (a bad bitcode file, a failed
+     * link). */
+    LLVMContextRef c = LLVMGetModuleContext(mod);
+    LLVMDiagnosticHandler old = LLVMContextGetDiagnosticHandler(c);
+    void *old_ctx = LLVMContextGetDiagnosticContext(c);
+    diag d = {.error = false};
+    LLVMContextSetDiagnosticHandler(c, diag_handler, &d);
+    weft_status s = finish(mod, tm, kernels, nkernels, &d, ptx);
+    LLVMContextSetDiagnosticHandler(c, old, old_ctx);
+    if (s == WEFT_OK && dump_prefix) {
+        dump_ptx(dump_prefix, *ptx);
+    }
+    return s;
+}

@@ -1,0 +1,512 @@
+/*
+ * runtime-gpu/backend.c: the PTX backend (WEFT_BACKEND_PTX).
+ *
+ * Per context: one device (cuda.c: the driver, its primary context, a
+ * stream; mem.c: device memory and the mirrors of arrays), one NVPTX
+ * target machine for the device's compute capability, and a table of the
+ * kernels loaded so far, by key.
+ *
+ * weft_compile: every collective operation that has a skeleton becomes a
+ * kernel, exactly as on the CPU (runtime/plan.c), but emitted for
+ * sk_target_ptx: each phase is a PTX kernel whose threads walk the
+ * phase's chunks (skeletons-ir/ptx/target.c).  Its key covers the
+ * kernel's canonical description, the SM, the LLVM version and the ABI
+ * version.  A kernel is taken from the context's table, else from the
+ * disk cache (its cubin, runtime/disk.c, next to the CPU's objects), else
+ * built: IR from the skeleton, PTX from LLVM's NVPTX backend in-process
+ * (codegen/target_ptx.c, libdevice linked when a math function is
+ * called), a cubin from the driver's linker, stored on disk.
+ *
+ * weft_run: the interpreter's walker evaluates the core (lets, acond,
+ * awhile, tuples, host scalars) and hands each operation that has a
+ * kernel to the shared drivers (runtime/exec*.c) with this file's rt_ops:
+ * outputs are device buffers (the host copy of an output is stale until
+ * someone reads it, lib/fe.h fe_array_host), inputs are uploaded on first
+ * use and stay on the device while they are not written on the host, the
+ * argument block travels as a kernel parameter, and phases are launches
+ * on one stream, ordered without host waits.  The host waits once per
+ * kernel, to read the kernel's error word (a gather out of bounds).  A run
+ * holds the device's lock, so runs on one context are serialised.
+ */
+#ifdef WEFT_HAVE_LLVM
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include <llvm-c/blake3.h>
+
+#include "gpu.h"
+#include "../codegen/cg.h"
+#include "../runtime/rt.h"
+#include "../skeletons-ir/sk.h"
+
+#define WHO "weft_run"
+
+/* A loaded kernel: its module and one function per entry point. */
+typedef struct ptx_kernel {
+    uint8_t key[32];
+    gpu_module *mod;
+    int nfn;
+    gpu_fn fn[SK_MAX_ENTRY];
+    char names[SK_MAX_ENTRY][80];
+    struct ptx_kernel *next;
+} ptx_kernel;
+
+typedef struct ptx_state {
+    gpu_dev *dev;
+    int sm;                      /* the SM the PTX is built for */
+    LLVMTargetMachineRef tm;
+    pthread_mutex_t lock;        /* guards the table, tm and the counters */
+    ptx_kernel *kernels;         /* loaded kernels */
+    rt_disk disk;                /* cubins on disk */
+    uint64_t compiled, loaded, reused;
+    double compile_ms;
+    bool dump_ptx;
+} ptx_state;
+
+static ptx_state *state_of(const weft_context *ctx)
+{
+    return (ptx_state *)ctx->be_state;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* ---- context ----------------------------------------------------------- */
+
+static void free_kernels(ptx_state *st)
+{
+    ptx_kernel *k = st->kernels;
+    while (k) {
+        ptx_kernel *next = k->next;
+        gpu_module_free(st->dev, k->mod);
+        fe_free(NULL, k, sizeof *k);
+        k = next;
+    }
+    st->kernels = NULL;
+}
+
+static void ptx_context_fini(weft_context *ctx)
+{
+    ptx_state *st = state_of(ctx);
+    if (!st) {
+        return;
+    }
+    free_kernels(st);
+    rt_disk_close(&st->disk);
+    if (st->tm) {
+        LLVMDisposeTargetMachine(st->tm);
+    }
+    gpu_dev_close(st->dev);
+    pthread_mutex_destroy(&st->lock);
+    fe_free(ctx, st, sizeof *st);
+    ctx->be_state = NULL;
+}
+
+static weft_status ptx_context_init(weft_context *ctx)
+{
+    weft_status s = cg_init();
+    if (s) {
+        return s;
+    }
+    ptx_state *st = fe_calloc(ctx, sizeof *st);
+    if (!st) {
+        return fe_error(WEFT_ERR_OUT_OF_MEMORY,
+                        "weft_context_create: out of memory");
+    }
+    if (pthread_mutex_init(&st->lock, NULL) != 0) {
+        fe_free(ctx, st, sizeof *st);
+        return fe_error(WEFT_ERR_OUT_OF_MEMORY,
+                        "weft_context_create: out of memory");
+    }
+    ctx->be_state = st;
+    s = gpu_dev_open(ctx, ctx->cfg.device, &st->dev);
+    if (s == WEFT_OK) {
+        gpu_mem_set_limit(st->dev, ctx->cfg.device_memory);
+        st->sm = gpu_dev_sm(st->dev);
+        s = cg_ptx_machine(st->sm, &st->tm);
+    }
+    if (s) {
+        ptx_context_fini(ctx);
+        return s;
+    }
+    rt_disk_open(&st->disk, ctx, NULL, 0, false, ".cubin");
+    const char *dump = ctx->cfg.dump;
+    st->dump_ptx = dump && strstr(dump, "ptx") != NULL;
+    return WEFT_OK;
+}
+
+static void ptx_stats(const weft_context *ctx, weft_stats *out)
+{
+    ptx_state *st = state_of(ctx);
+    gpu_mem_stats ms;
+    gpu_mem_stats_get(st->dev, &ms);
+    pthread_mutex_lock(&st->lock);
+    out->kernels_compiled = st->compiled;
+    out->kernels_loaded = st->loaded;
+    out->kernels_reused = st->reused;
+    out->compile_ms = st->compile_ms;
+    pthread_mutex_unlock(&st->lock);
+    out->threads = 0;
+    out->bytes_uploaded = ms.uploaded;
+    out->bytes_downloaded = ms.downloaded;
+    out->evictions = ms.evictions;
+    out->device_bytes = ms.held;
+}
+
+/* ---- compile ----------------------------------------------------------- */
+
+static void key_add(void *user, const void *p, size_t n)
+{
+    llvm_blake3_hasher_update(user, p, n);
+}
+
+/* The key of kernel k for this context's SM. */
+static void kernel_key(const ptx_state *st, const fe_core *core, sk_kernel *k)
+{
+    llvm_blake3_hasher h;
+    llvm_blake3_hasher_init(&h);
+    static const char tag[] = "weft-ptx";
+    llvm_blake3_hasher_update(&h, tag, sizeof tag);
+    int64_t words[3] = {st->sm, LLVM_VERSION_MAJOR * 100 + LLVM_VERSION_MINOR,
+                        RT_ABI_VERSION};
+    llvm_blake3_hasher_update(&h, words, sizeof words);
+    sk_describe(core, k, key_add, &h);
+    llvm_blake3_hasher_finalize(&h, k->key, 32);
+}
+
+/* Build kernel k's PTX (a new buffer in *ptx). */
+static weft_status build_ptx(ptx_state *st, weft_executable *exe,
+                             sk_kernel *k, const char *const *names, int n,
+                             LLVMMemoryBufferRef *ptx)
+{
+    weft_context *ctx = exe->ctx;
+    fe_arena scratch;
+    fe_arena_init(&scratch, ctx);
+    LLVMContextRef llctx = LLVMContextCreate();
+    LLVMModuleRef mod = LLVMModuleCreateWithNameInContext("weft", llctx);
+    sk_emit e = {
+        .ctx = ctx,
+        .core = &exe->core,
+        .k = k,
+        .arena = &scratch,
+        .llctx = llctx,
+        .mod = mod,
+        .target = &sk_target_ptx,
+    };
+    weft_status s = sk_emit_kernel(&e, names);
+    fe_arena_release(&scratch);
+    if (s == WEFT_OK) {
+        char prefix[1024];
+        const char *dump = NULL;
+        if (st->dump_ptx) {
+            snprintf(prefix, sizeof prefix, "%s/%s",
+                     ctx->cfg.dump_dir ? ctx->cfg.dump_dir : ".", names[0]);
+            dump = prefix;
+        }
+        s = cg_ptx_finish(mod, st->tm, names, n, dump, ptx);
+    }
+    LLVMDisposeModule(mod);
+    LLVMContextDispose(llctx);
+    return s;
+}
+
+/* Load image (PTX or cubin) as kernel k and add it to the table. */
+static weft_status load_kernel(ptx_state *st, sk_kernel *k, const void *img,
+                               size_t n, bool is_ptx, char names[][80],
+                               int nfn, ptx_kernel **out)
+{
+    ptx_kernel *pk = fe_calloc(NULL, sizeof *pk);
+    if (!pk) {
+        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+    }
+    void *cubin = NULL;
+    size_t cubin_n = 0;
+    weft_status s = gpu_module_load(st->dev, img, n, is_ptx,
+                                    is_ptx ? &cubin : NULL, &cubin_n,
+                                    "weft_compile", &pk->mod);
+    for (int i = 0; s == WEFT_OK && i < nfn; i++) {
+        memcpy(pk->names[i], names[i], sizeof pk->names[i]);
+        s = gpu_module_fn(st->dev, pk->mod, pk->names[i], 0, &pk->fn[i]);
+    }
+    if (s == WEFT_OK && cubin) {
+        rt_disk_store(&st->disk, k->key, cubin, cubin_n);
+    }
+    if (cubin) {
+        fe_free(NULL, cubin, cubin_n);
+    }
+    if (s) {
+        gpu_module_free(st->dev, pk->mod);
+        fe_free(NULL, pk, sizeof *pk);
+        return s;
+    }
+    memcpy(pk->key, k->key, 32);
+    pk->nfn = nfn;
+    pk->next = st->kernels;
+    st->kernels = pk;
+    *out = pk;
+    return WEFT_OK;
+}
+
+/* rt_get_fn: the kernel's functions from the table, the disk or LLVM. */
+static weft_status get_kernel(void *user, weft_executable *exe, sk_kernel *k)
+{
+    ptx_state *st = user;
+    kernel_key(st, &exe->core, k);
+    int nfn = k->nentry * (k->general ? 2 : 1);
+    if (nfn > SK_MAX_ENTRY) {
+        return fe_error(WEFT_ERR_INTERNAL, "weft_compile: too many entry points");
+    }
+    if (k->nwords * 8 > 4000) {
+        return fe_error(WEFT_ERR_INVALID_ARGUMENT,
+                        "weft_compile: a kernel of the ptx backend takes %d "
+                        "bytes of arguments (at most 4000: fewer free "
+                        "variables or arrays per operation)", k->nwords * 8);
+    }
+    char names[SK_MAX_ENTRY][80];
+    const char *np[SK_MAX_ENTRY];
+    for (int i = 0; i < nfn; i++) {
+        char *p = names[i];
+        p += sprintf(p, "wk_");
+        for (int b = 0; b < 16; b++) {
+            p += sprintf(p, "%02x", k->key[b]);
+        }
+        sprintf(p, "_%d", i);
+        np[i] = names[i];
+    }
+    pthread_mutex_lock(&st->lock);
+    weft_status s = WEFT_OK;
+    ptx_kernel *pk = st->kernels;
+    while (pk && memcmp(pk->key, k->key, 32) != 0) {
+        pk = pk->next;
+    }
+    if (pk) {
+        st->reused++;
+    } else {
+        void *img = NULL;
+        size_t n = 0;
+        if (rt_disk_load(&st->disk, k->key, &img, &n) == 1) {
+            s = load_kernel(st, k, img, n, false, names, nfn, &pk);
+            fe_free(NULL, img, n);
+            if (s == WEFT_OK) {
+                st->loaded++;
+            }
+        }
+        if (!pk) {
+            double t0 = now_ms();
+            LLVMMemoryBufferRef ptx = NULL;
+            s = build_ptx(st, exe, k, np, nfn, &ptx);
+            if (s == WEFT_OK) {
+                s = load_kernel(st, k, LLVMGetBufferStart(ptx),
+                                LLVMGetBufferSize(ptx), true, names, nfn, &pk);
+            }
+            if (ptx) {
+                LLVMDisposeMemoryBuffer(ptx);
+            }
+            st->compile_ms += now_ms() - t0;
+            if (s == WEFT_OK) {
+                st->compiled++;
+            }
+        }
+    }
+    if (s == WEFT_OK) {
+        for (int i = 0; i < nfn; i++) {
+            k->entry[i] = &pk->fn[i];
+        }
+    }
+    pthread_mutex_unlock(&st->lock);
+    return s;
+}
+
+static weft_status ptx_compile(weft_executable *exe)
+{
+    rt_plan_t *pl;
+    weft_status s = rt_plan(exe, &sk_target_ptx, get_kernel,
+                            state_of(exe->ctx), &pl);
+    if (s == WEFT_OK) {
+        exe->be_state = pl;
+    }
+    return s;
+}
+
+/* ---- run: the GPU's half of runtime/rt.h ------------------------------- */
+
+/* The arrays a job pinned on the device (unpinned when it is done). */
+typedef struct ptx_job {
+    int n;
+    weft_array *pinned[64];
+} ptx_job;
+
+static gpu_dev *dev_of(rt_job *j)
+{
+    return j->be;
+}
+
+static weft_status rt_out(rt_job *j, int o, weft_type type, int rank,
+                          const int64_t *shape)
+{
+    return fe_array_new_raw(j->ctx, WHO, type, rank, shape, &j->out[o]);
+}
+
+/* Auxiliary arrays start zeroed on the host (or written there by the
+ * driver) and are uploaded as inputs; what kernels write into them is
+ * never read back through the mirror but for the error word
+ * (rt_read_error). */
+static weft_status rt_aux(rt_job *j, int a, weft_type type, int64_t n,
+                          bool host_filled)
+{
+    (void)host_filled;
+    return fe_array_new(j->ctx, WHO, type, 1, &n, &j->aux[a]);
+}
+
+static bool is_out(const rt_job *j, const weft_array *a)
+{
+    return a == j->out[0] || a == j->out[1];
+}
+
+static weft_status rt_addr(rt_job *j, weft_array *a, bool written,
+                           uint64_t *ptrs)
+{
+    (void)written;
+    ptx_job *pj = j->be_job;
+    if (pj->n == (int)(sizeof pj->pinned / sizeof pj->pinned[0])) {
+        return fe_error(WEFT_ERR_INTERNAL, WHO ": a kernel with too many arrays");
+    }
+    weft_status s = is_out(j, a) ? gpu_array_out(dev_of(j), a, ptrs, WHO)
+                                 : gpu_array_in(dev_of(j), a, ptrs, WHO);
+    if (s == WEFT_OK) {
+        pj->pinned[pj->n++] = a;
+    }
+    return s;
+}
+
+static weft_status rt_run(rt_job *j, int n, const rt_phase *ph)
+{
+    gpu_dev *d = dev_of(j);
+    for (int i = 0; i < n; i++) {
+        const gpu_fn *f = j->k->entry[ph[i].entry];
+        int64_t total = ph[i].n, grain = ph[i].grain > 0 ? ph[i].grain : 1;
+        if (total <= 0) {
+            continue;
+        }
+        void *params[3] = {j->w, &total, &grain};
+        /* items of a raw entry take a warp or a block each */
+        int per = j->k->item_threads[ph[i].entry];
+        int64_t items = (total + grain - 1) / grain;
+        if (per == SK_ITEM_BLOCK) {
+            items *= f->block;
+        } else if (per > 1) {
+            items *= per;
+        }
+        unsigned grid = gpu_grid_for(d, f, items);
+        weft_status s = gpu_launch(d, f, grid, 0, 0, params, WHO);
+        if (s) {
+            return s;
+        }
+    }
+    return WEFT_OK;
+}
+
+static weft_status rt_copy(rt_job *j, weft_array *dst, weft_array *src)
+{
+    gpu_dev *d = dev_of(j);
+    uint64_t sp[RT_MAX_LEAVES], dp[RT_MAX_LEAVES];
+    weft_status s = rt_addr(j, src, false, sp);
+    if (s == WEFT_OK) {
+        s = rt_addr(j, dst, true, dp);
+    }
+    const weft_type *leaf;
+    fe_type_leaves(j->ctx, dst->type, &leaf);
+    for (int l = 0; s == WEFT_OK && l < dst->nleaf; l++) {
+        size_t bytes = (size_t)dst->size * weft_type_size(leaf[l]);
+        if (bytes > 0) {
+            s = gpu_copy(d, dp[l], sp[l], bytes, WHO);
+        }
+    }
+    return s;
+}
+
+static weft_status rt_read_error(rt_job *j, int64_t *code)
+{
+    const sk_kernel *k = j->k;
+    uint64_t p = j->w[k->item[k->err_item].word];
+    *code = 0;
+    return gpu_download(dev_of(j), code, p, sizeof *code, WHO);
+}
+
+static void rt_done(rt_job *j)
+{
+    ptx_job *pj = j->be_job;
+    for (int i = 0; i < pj->n; i++) {
+        gpu_array_unpin(dev_of(j), pj->pinned[i]);
+    }
+    pj->n = 0;
+}
+
+static const rt_ops ptx_rt_ops = {
+    .name = "ptx",
+    .out = rt_out,
+    .aux = rt_aux,
+    .addr = rt_addr,
+    .run = rt_run,
+    .copy = rt_copy,
+    .read_error = rt_read_error,
+    .done = rt_done,
+};
+
+static weft_status hook(void *user, fe_ix *ix, const fe_term *t,
+                        weft_array **out, bool *handled)
+{
+    weft_executable *exe = user;
+    sk_kernel *k = rt_plan_kernel(exe->be_state, t);
+    if (!k) {
+        return WEFT_OK;
+    }
+    *handled = true;
+    gpu_dev *d = state_of(exe->ctx)->dev;
+    ptx_job pj = {.n = 0};
+    /* Enough chunks of fold and scan rows that every SM has work, each of
+     * at least 256 elements; element-wise work one element per thread. */
+    rt_backend rb = {.ops = &ptx_rt_ops, .be = d,
+                     .workers = (int64_t)gpu_dev_sms(d) * 64, .grain = 1,
+                     .chunk_min = 256, .be_job = &pj};
+    return rt_exec(exe->ctx, &rb, ix, k, out);
+}
+
+static weft_status ptx_run(weft_executable *exe, weft_array *const *in,
+                           weft_array **out)
+{
+    gpu_dev *d = state_of(exe->ctx)->dev;
+    gpu_lock(d);
+    weft_status s = fe_interp_hooked(exe->ctx, &exe->core, in, out, hook, exe);
+    gpu_unlock(d);
+    return s;
+}
+
+static void ptx_dump_plan(const weft_executable *exe, FILE *out)
+{
+    rt_plan_dump(exe->be_state, out);
+}
+
+static void ptx_exe_free(weft_executable *exe)
+{
+    (void)exe; /* kernels belong to the context's table */
+}
+
+const fe_backend fe_backend_ptx = {
+    .name = "ptx",
+    .context_init = ptx_context_init,
+    .context_fini = ptx_context_fini,
+    .compile = ptx_compile,
+    .run = ptx_run,
+    .exe_free = ptx_exe_free,
+    .stats = ptx_stats,
+    .dump_plan = ptx_dump_plan,
+};
+
+#endif /* WEFT_HAVE_LLVM */

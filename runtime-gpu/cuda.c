@@ -1,0 +1,776 @@
+/*
+ * runtime-gpu/cuda.c: the CUDA driver, the device, modules and launches.
+ *
+ * The driver.  libcuda.so.1 is opened with dlopen once per process
+ * (pthread_once) and never closed; every entry point weft uses is looked
+ * up by the symbol that cuda.h's macros map its name to (cuMemAlloc is
+ * cuMemAlloc_v2), with the unversioned symbol as a fallback where older
+ * drivers had only that.  The same once runs cuInit and counts the
+ * devices, so gpu_available is cheap after its first call and a missing
+ * driver is reported the same way each time (with dlopen's own message).
+ *
+ * Calls.  Every driver call goes through GPU_CU (driver.h) or gpu_cu_fail:
+ * a CUresult becomes WEFT_ERR_DEVICE (WEFT_ERR_OUT_OF_MEMORY for
+ * CUDA_ERROR_OUT_OF_MEMORY) with the message
+ *     "<who>: <call>: <error name>: <error string>".
+ *
+ * Contexts and threads.  One gpu_dev per weft context holds the device's
+ * primary context (retained, so several gpu_devs of one device share it),
+ * one non-blocking stream on which everything runs in order, and a
+ * recursive mutex.  Each public function that touches the device locks the
+ * mutex and pushes the context on the calling thread's context stack
+ * (gpu_enter), and pops it and unlocks on every path out (gpu_leave), so
+ * that any host thread may call in and nested calls (the backend holding
+ * the lock for a run, a mirror hook inside it) are fine.
+ *
+ * Modules.  PTX is linked to a cubin by the driver's JIT linker
+ * (cuLinkCreate / cuLinkAddData / cuLinkComplete), for the architecture of
+ * the current context, with an error log whose text goes into the message
+ * of a failed link; the cubin is loaded with cuModuleLoadData and a copy
+ * handed back for the disk cache.  A cubin from the cache is checked to be
+ * a whole ELF image before the driver reads it (the driver takes no size).
+ *
+ * Launch configuration.  cuOccupancyMaxPotentialBlockSize gives a kernel's
+ * block size.  With dynamic shared memory per thread, the block is first
+ * capped so that its shared memory fits in a block (48 KiB less the
+ * kernel's static shared memory), then the occupancy API is asked again
+ * with that fixed amount and that cap: the block it returns is no larger
+ * than the cap, so it needs no more shared memory than was assumed (no
+ * callback: the driver's callback carries no user data).  Resident blocks
+ * per SM come from cuOccupancyMaxActiveBlocksPerMultiprocessor, and
+ * gpu_grid_for launches min(ceil(items / block), SMs * resident blocks).
+ *
+ * Faults.  Launches are asynchronous: a kernel that faults or traps is
+ * reported by the next call that waits for the stream.  gpu_launch keeps
+ * the names of the kernels launched since the last wait, and a fault
+ * (illegal address, trap, launch failure...) is reported as
+ *     "<who>: kernel <names> failed: <error name>: <error string>".
+ * Such faults are sticky, and with today's drivers (seen with 580 on an
+ * H100) not only for the context: releasing every retain of the primary
+ * context, even cuDevicePrimaryCtxReset, does not bring the device back,
+ * and cuDevicePrimaryCtxRetain itself keeps failing with the fault's code.
+ * CUDA's own advice is to end the process.  So after a fault every later
+ * call, gpu_dev_open included, fails with WEFT_ERR_DEVICE, and the message
+ * of those that did not wait for the faulting kernel says so.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "driver.h"
+
+gpu_driver gpu_drv;
+
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static weft_status load_status;   /* WEFT_OK: driver and a device present */
+static char load_msg[FE_MSG_MAX]; /* why not, without the caller's name */
+static int device_count;
+
+/* Entry points: the field, the symbol, and an older symbol or NULL. */
+#define SYM(field, name, old) {offsetof(gpu_driver, field), name, old}
+static const struct {
+    size_t off;
+    const char *name, *old;
+} syms[] = {
+    SYM(cuInit, "cuInit", NULL),
+    SYM(cuGetErrorName, "cuGetErrorName", NULL),
+    SYM(cuGetErrorString, "cuGetErrorString", NULL),
+    SYM(cuDeviceGetCount, "cuDeviceGetCount", NULL),
+    SYM(cuDeviceGet, "cuDeviceGet", NULL),
+    SYM(cuDeviceGetName, "cuDeviceGetName", NULL),
+    SYM(cuDeviceGetAttribute, "cuDeviceGetAttribute", NULL),
+    SYM(cuDeviceTotalMem, "cuDeviceTotalMem_v2", NULL),
+    SYM(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", NULL),
+    SYM(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2",
+        "cuDevicePrimaryCtxRelease"),
+    SYM(cuCtxPushCurrent, "cuCtxPushCurrent_v2", NULL),
+    SYM(cuCtxPopCurrent, "cuCtxPopCurrent_v2", NULL),
+    SYM(cuStreamCreate, "cuStreamCreate", NULL),
+    SYM(cuStreamSynchronize, "cuStreamSynchronize", NULL),
+    SYM(cuStreamDestroy, "cuStreamDestroy_v2", "cuStreamDestroy"),
+    SYM(cuMemAlloc, "cuMemAlloc_v2", NULL),
+    SYM(cuMemFree, "cuMemFree_v2", NULL),
+    SYM(cuMemGetInfo, "cuMemGetInfo_v2", NULL),
+    SYM(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", NULL),
+    SYM(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", NULL),
+    SYM(cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2", NULL),
+    SYM(cuMemsetD32Async, "cuMemsetD32Async", NULL),
+    SYM(cuLinkCreate, "cuLinkCreate_v2", NULL),
+    SYM(cuLinkAddData, "cuLinkAddData_v2", NULL),
+    SYM(cuLinkComplete, "cuLinkComplete", NULL),
+    SYM(cuLinkDestroy, "cuLinkDestroy", NULL),
+    SYM(cuModuleLoadData, "cuModuleLoadData", NULL),
+    SYM(cuModuleUnload, "cuModuleUnload", NULL),
+    SYM(cuModuleGetFunction, "cuModuleGetFunction", NULL),
+    SYM(cuFuncGetAttribute, "cuFuncGetAttribute", NULL),
+    SYM(cuOccupancyMaxPotentialBlockSize, "cuOccupancyMaxPotentialBlockSize",
+        NULL),
+    SYM(cuOccupancyMaxActiveBlocksPerMultiprocessor,
+        "cuOccupancyMaxActiveBlocksPerMultiprocessor", NULL),
+    SYM(cuLaunchKernel, "cuLaunchKernel", NULL),
+};
+
+/* The driver's name and description of r (into buf when it has none). */
+static void cu_describe(CUresult r, const char **name, const char **str,
+                        char *buf, size_t n)
+{
+    *name = NULL;
+    *str = NULL;
+    if (gpu_drv.cuGetErrorName) {
+        gpu_drv.cuGetErrorName(r, name);
+    }
+    if (gpu_drv.cuGetErrorString) {
+        gpu_drv.cuGetErrorString(r, str);
+    }
+    if (!*name) {
+        snprintf(buf, n, "CUresult %d", r);
+        *name = buf;
+    }
+    if (!*str) {
+        *str = "unknown error";
+    }
+}
+
+/* Open the driver, look up every entry point, cuInit, count devices. */
+static void load(void)
+{
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    load_status = WEFT_ERR_BACKEND_UNAVAILABLE;
+    if (!h) {
+        const char *e = dlerror();
+        snprintf(load_msg, sizeof load_msg, "no CUDA driver: %s",
+                 e ? e : "libcuda.so.1 cannot be opened");
+        return;
+    }
+    for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
+        void *p = dlsym(h, syms[i].name);
+        if (!p && syms[i].old) {
+            p = dlsym(h, syms[i].old);
+        }
+        if (!p) {
+            snprintf(load_msg, sizeof load_msg,
+                     "libcuda.so.1 has no %s: the CUDA driver is too old",
+                     syms[i].name);
+            memset(&gpu_drv, 0, sizeof gpu_drv);
+            dlclose(h);
+            return;
+        }
+        /* POSIX: a function's address fits a void * and back. */
+        memcpy((char *)&gpu_drv + syms[i].off, &p, sizeof p);
+    }
+    char buf[32];
+    const char *name, *str;
+    CUresult r = gpu_drv.cuInit(0);
+    if (r == CUDA_SUCCESS) {
+        r = gpu_drv.cuDeviceGetCount(&device_count);
+    }
+    if (r == CUDA_ERROR_NO_DEVICE || (r == CUDA_SUCCESS && device_count <= 0)) {
+        snprintf(load_msg, sizeof load_msg,
+                 "no CUDA device (the driver libcuda.so.1 sees none)");
+        return;
+    }
+    if (r != CUDA_SUCCESS) {
+        cu_describe(r, &name, &str, buf, sizeof buf);
+        snprintf(load_msg, sizeof load_msg,
+                 "the CUDA driver cannot start: cuInit: %s: %s", name, str);
+        return;
+    }
+    load_status = WEFT_OK;
+}
+
+bool gpu_available(void)
+{
+    pthread_once(&load_once, load);
+    return load_status == WEFT_OK;
+}
+
+/* Whether r is a fault of a kernel (reported by the call that waits). */
+static bool is_kernel_fault(CUresult r)
+{
+    switch (r) {
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+    case CUDA_ERROR_LAUNCH_TIMEOUT:
+    case CUDA_ERROR_ASSERT:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_MISALIGNED_ADDRESS:
+    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case CUDA_ERROR_INVALID_PC:
+    case CUDA_ERROR_LAUNCH_FAILED: return true;
+    default: return false;
+    }
+}
+
+weft_status gpu_cu_fail(gpu_dev *d, const char *who, const char *call,
+                        CUresult r, const char *file, int line)
+{
+    (void)file; /* for a debugger stopped here */
+    (void)line;
+    char buf[32];
+    const char *name, *str;
+    cu_describe(r, &name, &str, buf, sizeof buf);
+    weft_status s = r == CUDA_ERROR_OUT_OF_MEMORY ? WEFT_ERR_OUT_OF_MEMORY
+                                                  : WEFT_ERR_DEVICE;
+    if (d && is_kernel_fault(r) && d->pending[0]) {
+        fe_error(s, "%s: kernel %s failed: %s: %s", who, d->pending, name,
+                 str);
+        d->pending[0] = '\0';
+        return s;
+    }
+    if (is_kernel_fault(r)) {
+        return fe_error(s,
+                        "%s: %s: %s: %s (a kernel fault earlier in this "
+                        "process: CUDA cannot be used again until it "
+                        "restarts)",
+                        who, call, name, str);
+    }
+    return fe_error(s, "%s: %s: %s: %s", who, call, name, str);
+}
+
+weft_status gpu_enter(gpu_dev *d, const char *who)
+{
+    pthread_mutex_lock(&d->lock);
+    CUresult r = gpu_drv.cuCtxPushCurrent(d->cu);
+    if (r != CUDA_SUCCESS) {
+        weft_status s =
+            gpu_cu_fail(d, who, "cuCtxPushCurrent", r, __FILE__, __LINE__);
+        pthread_mutex_unlock(&d->lock);
+        return s;
+    }
+    return WEFT_OK;
+}
+
+void gpu_leave(gpu_dev *d)
+{
+    CUcontext popped;
+    gpu_drv.cuCtxPopCurrent(&popped); /* cannot fail after a push */
+    pthread_mutex_unlock(&d->lock);
+}
+
+void gpu_lock(gpu_dev *d)
+{
+    pthread_mutex_lock(&d->lock);
+}
+
+void gpu_unlock(gpu_dev *d)
+{
+    pthread_mutex_unlock(&d->lock);
+}
+
+/* ---- the device ---------------------------------------------------------- */
+
+/* The ordinal that gpu_dev_open(ctx, -1) means: $WEFT_DEVICE unless ctx
+ * ignores the environment, else 0; -1 when $WEFT_DEVICE is not a number. */
+static int default_ordinal(const weft_context *ctx)
+{
+    const char *e = getenv("WEFT_DEVICE");
+    if ((ctx && (ctx->cfg.flags & WEFT_FLAG_NO_ENV)) || !e || !*e) {
+        return 0;
+    }
+    char *end;
+    errno = 0;
+    long v = strtol(e, &end, 10);
+    if (errno || *end || v < 0 || v > 1 << 20) {
+        return -1;
+    }
+    return (int)v;
+}
+
+weft_status gpu_dev_open(weft_context *ctx, int ordinal, gpu_dev **out)
+{
+    static const char who[] = "weft_context_create";
+    if (!out) {
+        return fe_error(WEFT_ERR_NULL_ARGUMENT, "%s: out is NULL", who);
+    }
+    *out = NULL;
+    pthread_once(&load_once, load);
+    if (load_status != WEFT_OK) {
+        return fe_error(load_status, "%s: %s", who, load_msg);
+    }
+    if (ordinal < 0) {
+        ordinal = default_ordinal(ctx);
+        if (ordinal < 0) {
+            return fe_error(WEFT_ERR_BACKEND_UNAVAILABLE,
+                            "%s: $WEFT_DEVICE is \"%s\", not a device number",
+                            who, getenv("WEFT_DEVICE"));
+        }
+    }
+    if (ordinal >= device_count) {
+        return fe_error(WEFT_ERR_BACKEND_UNAVAILABLE,
+                        "%s: there is no CUDA device %d (%d present)", who,
+                        ordinal, device_count);
+    }
+    gpu_dev *d = fe_calloc(ctx, sizeof *d);
+    if (!d) {
+        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+    }
+    pthread_mutexattr_t attr;
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+    int e = pthread_mutex_init(&d->lock, &attr);
+    pthread_mutexattr_destroy(&attr);
+    if (e) {
+        fe_free(ctx, d, sizeof *d);
+        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory (a mutex)",
+                        who);
+    }
+    d->ctx = ctx;
+    d->ordinal = ordinal;
+    weft_status st = WEFT_OK;
+    bool retained = false, pushed = false;
+    int major = 0, minor = 0;
+    size_t total = 0;
+    GPU_CU(NULL, who, cuDeviceGet, &d->dev, ordinal);
+    GPU_CU(NULL, who, cuDeviceGetAttribute, &major,
+           CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d->dev);
+    GPU_CU(NULL, who, cuDeviceGetAttribute, &minor,
+           CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d->dev);
+    GPU_CU(NULL, who, cuDeviceGetAttribute, &d->sms,
+           CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, d->dev);
+    GPU_CU(NULL, who, cuDeviceGetAttribute, &d->smem_per_block,
+           CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, d->dev);
+    GPU_CU(NULL, who, cuDeviceTotalMem, &total, d->dev);
+    GPU_CU(NULL, who, cuDeviceGetName, d->name, (int)sizeof d->name, d->dev);
+    d->name[sizeof d->name - 1] = '\0';
+    d->sm = major * 10 + minor;
+    d->memory = total;
+    if (d->sms < 1) {
+        d->sms = 1;
+    }
+    GPU_CU(NULL, who, cuDevicePrimaryCtxRetain, &d->cu, d->dev);
+    retained = true;
+    GPU_CU(NULL, who, cuCtxPushCurrent, d->cu);
+    pushed = true;
+    GPU_CU(NULL, who, cuStreamCreate, &d->stream, CU_STREAM_NON_BLOCKING);
+cleanup:
+    if (pushed) {
+        CUcontext popped;
+        gpu_drv.cuCtxPopCurrent(&popped);
+    }
+    if (st != WEFT_OK) {
+        if (retained) {
+            gpu_drv.cuDevicePrimaryCtxRelease(d->dev);
+        }
+        pthread_mutex_destroy(&d->lock);
+        fe_free(ctx, d, sizeof *d);
+        return st;
+    }
+    *out = d;
+    return WEFT_OK;
+}
+
+void gpu_dev_close(gpu_dev *d)
+{
+    if (!d) {
+        return;
+    }
+    pthread_mutex_lock(&d->lock);
+    bool live = gpu_drv.cuCtxPushCurrent(d->cu) == CUDA_SUCCESS;
+    gpu_mem_release_all(d, live);
+    if (live) {
+        gpu_drv.cuStreamDestroy(d->stream);
+        CUcontext popped;
+        gpu_drv.cuCtxPopCurrent(&popped);
+    }
+    gpu_drv.cuDevicePrimaryCtxRelease(d->dev);
+    pthread_mutex_unlock(&d->lock);
+    pthread_mutex_destroy(&d->lock);
+    fe_free(d->ctx, d, sizeof *d);
+}
+
+int gpu_dev_sm(const gpu_dev *d)
+{
+    return d->sm;
+}
+
+int gpu_dev_sms(const gpu_dev *d)
+{
+    return d->sms;
+}
+
+uint64_t gpu_dev_memory(const gpu_dev *d)
+{
+    return d->memory;
+}
+
+const char *gpu_dev_name(const gpu_dev *d)
+{
+    return d->name;
+}
+
+/* ---- modules ------------------------------------------------------------- */
+
+/* A kernel name handed out in a gpu_fn (gpu_fn.name points at s). */
+typedef struct gpu_name {
+    struct gpu_name *next;
+    size_t size; /* of this record */
+    char s[];
+} gpu_name;
+
+struct gpu_module {
+    CUmodule mod;
+    gpu_name *names;
+};
+
+#define LOG_MAX 4096 /* bytes of the JIT linker's error log */
+
+/* Read a little-endian integer of n bytes at p. */
+static uint64_t le(const unsigned char *p, int n)
+{
+    uint64_t v = 0;
+    for (int i = n - 1; i >= 0; i--) {
+        v = v << 8 | p[i];
+    }
+    return v;
+}
+
+/* Whether [off, off + len) lies within n bytes. */
+static bool within(uint64_t off, uint64_t len, size_t n)
+{
+    return off <= n && len <= n - off;
+}
+
+/* Whether image (n bytes) is a whole 64-bit little-endian ELF file: its
+ * header, program and section header tables, and every section's and
+ * segment's bytes lie within n (the driver reads a cubin without a size,
+ * so a truncated cache entry must not reach it). */
+static bool cubin_whole(const unsigned char *p, size_t n)
+{
+    if (n < 64 || memcmp(p, "\177ELF", 4) != 0 || p[4] != 2 || p[5] != 1) {
+        return false;
+    }
+    uint64_t phoff = le(p + 0x20, 8), shoff = le(p + 0x28, 8);
+    uint64_t phentsize = le(p + 0x36, 2), phnum = le(p + 0x38, 2);
+    uint64_t shentsize = le(p + 0x3a, 2), shnum = le(p + 0x3c, 2);
+    if ((phnum && (phentsize < 56 || !within(phoff, phnum * phentsize, n))) ||
+        (shnum && (shentsize < 64 || !within(shoff, shnum * shentsize, n)))) {
+        return false;
+    }
+    for (uint64_t i = 0; i < phnum; i++) {
+        const unsigned char *ph = p + phoff + i * phentsize;
+        if (!within(le(ph + 0x08, 8), le(ph + 0x20, 8), n)) {
+            return false;
+        }
+    }
+    for (uint64_t i = 0; i < shnum; i++) {
+        const unsigned char *sh = p + shoff + i * shentsize;
+        bool nobits = le(sh + 0x04, 4) == 8; /* SHT_NOBITS: no file bytes */
+        if (!nobits && !within(le(sh + 0x18, 8), le(sh + 0x20, 8), n)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The status of a failed JIT link step, with the linker's log (newlines
+ * made spaces, so the message stays one line). */
+static weft_status link_fail(const char *who, const char *call, CUresult r,
+                             char *log)
+{
+    char buf[32];
+    const char *name, *str;
+    cu_describe(r, &name, &str, buf, sizeof buf);
+    log[LOG_MAX - 1] = '\0';
+    size_t n = strlen(log);
+    while (n > 0 && (log[n - 1] == '\n' || log[n - 1] == ' ')) {
+        log[--n] = '\0';
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (log[i] == '\n' || log[i] == '\r' || log[i] == '\t') {
+            log[i] = ' ';
+        }
+    }
+    weft_status s = r == CUDA_ERROR_OUT_OF_MEMORY ? WEFT_ERR_OUT_OF_MEMORY
+                                                  : WEFT_ERR_DEVICE;
+    return fe_error(s, "%s: %s: %s: %s%s%s", who, call, name, str,
+                    n ? ": " : "", log);
+}
+
+weft_status gpu_module_load(gpu_dev *d, const void *image, size_t n,
+                            bool is_ptx, void **cubin, size_t *cubin_n,
+                            const char *who, gpu_module **out)
+{
+    if (!d || !image || !out || (cubin && !cubin_n)) {
+        return fe_error(WEFT_ERR_NULL_ARGUMENT,
+                        "%s: gpu_module_load: a required argument is NULL",
+                        who);
+    }
+    *out = NULL;
+    if (cubin) {
+        *cubin = NULL;
+        *cubin_n = 0;
+    }
+    if (n == 0 || n == SIZE_MAX) {
+        return fe_error(WEFT_ERR_DEVICE, "%s: the kernel image is empty",
+                        who);
+    }
+    gpu_module *m = fe_calloc(d->ctx, sizeof *m);
+    if (!m) {
+        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+    }
+    weft_status st = gpu_enter(d, who);
+    if (st != WEFT_OK) {
+        fe_free(d->ctx, m, sizeof *m);
+        return st;
+    }
+    char *ptx = NULL;
+    CUlinkState link = NULL;
+    char log[LOG_MAX];
+    log[0] = '\0';
+    const void *img = image;
+    size_t img_n = n;
+    if (is_ptx) {
+        /* The JIT wants the text NUL-terminated, the NUL counted. */
+        ptx = fe_alloc(d->ctx, n + 1);
+        if (!ptx) {
+            st = fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+            goto cleanup;
+        }
+        memcpy(ptx, image, n);
+        ptx[n] = '\0';
+        CUjit_option opt[2] = {CU_JIT_ERROR_LOG_BUFFER,
+                               CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+        void *val[2] = {log, (void *)(uintptr_t)LOG_MAX};
+        GPU_CU(d, who, cuLinkCreate, 2, opt, val, &link);
+        CUresult r = gpu_drv.cuLinkAddData(link, CU_JIT_INPUT_PTX, ptx, n + 1,
+                                           "weft.ptx", 0, NULL, NULL);
+        if (r != CUDA_SUCCESS) {
+            st = link_fail(who, "cuLinkAddData", r, log);
+            goto cleanup;
+        }
+        void *bin = NULL;
+        size_t bin_n = 0;
+        r = gpu_drv.cuLinkComplete(link, &bin, &bin_n);
+        if (r != CUDA_SUCCESS) {
+            st = link_fail(who, "cuLinkComplete", r, log);
+            goto cleanup;
+        }
+        img = bin; /* owned by the link state: copied before it goes */
+        img_n = bin_n;
+    } else if (!cubin_whole(image, n)) {
+        st = fe_error(WEFT_ERR_DEVICE,
+                      "%s: the cubin (%zu bytes) is not a whole ELF image",
+                      who, n);
+        goto cleanup;
+    }
+    GPU_CU(d, who, cuModuleLoadData, &m->mod, img);
+    if (cubin) {
+        void *copy = fe_alloc(d->ctx, img_n);
+        if (!copy) {
+            st = fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+            goto cleanup;
+        }
+        memcpy(copy, img, img_n);
+        *cubin = copy;
+        *cubin_n = img_n;
+    }
+cleanup:
+    if (link) {
+        gpu_drv.cuLinkDestroy(link);
+    }
+    if (st != WEFT_OK && m->mod) {
+        gpu_drv.cuModuleUnload(m->mod);
+    }
+    gpu_leave(d);
+    fe_free(d->ctx, ptx, n + 1);
+    if (st != WEFT_OK) {
+        fe_free(d->ctx, m, sizeof *m);
+        return st;
+    }
+    *out = m;
+    return WEFT_OK;
+}
+
+void gpu_module_free(gpu_dev *d, gpu_module *m)
+{
+    if (!m) {
+        return;
+    }
+    pthread_mutex_lock(&d->lock);
+    if (gpu_drv.cuCtxPushCurrent(d->cu) == CUDA_SUCCESS) {
+        gpu_drv.cuModuleUnload(m->mod);
+        CUcontext popped;
+        gpu_drv.cuCtxPopCurrent(&popped);
+    }
+    pthread_mutex_unlock(&d->lock);
+    for (gpu_name *nm = m->names, *next; nm; nm = next) {
+        next = nm->next;
+        fe_free(d->ctx, nm, nm->size);
+    }
+    fe_free(d->ctx, m, sizeof *m);
+}
+
+weft_status gpu_module_fn(gpu_dev *d, gpu_module *m, const char *name,
+                          int shared_per_thread, gpu_fn *out)
+{
+    static const char who[] = "weft_compile";
+    if (!d || !m || !name || !out || shared_per_thread < 0) {
+        return fe_error(WEFT_ERR_INTERNAL,
+                        "%s: gpu_module_fn: bad arguments", who);
+    }
+    memset(out, 0, sizeof *out);
+    weft_status st = gpu_enter(d, who);
+    if (st != WEFT_OK) {
+        return st;
+    }
+    CUfunction f = NULL;
+    CUresult r = gpu_drv.cuModuleGetFunction(&f, m->mod, name);
+    if (r == CUDA_ERROR_NOT_FOUND) {
+        st = fe_error(WEFT_ERR_INTERNAL, "%s: the module has no kernel %s",
+                      who, name);
+        goto cleanup;
+    }
+    if (r != CUDA_SUCCESS) {
+        st = gpu_cu_fail(d, who, "cuModuleGetFunction", r, __FILE__,
+                         __LINE__);
+        goto cleanup;
+    }
+    int min_grid = 0, block = 0, per_sm = 0;
+    GPU_CU(d, who, cuOccupancyMaxPotentialBlockSize, &min_grid, &block, f,
+           NULL, 0, 0);
+    if (shared_per_thread > 0) {
+        int fixed = 0;
+        GPU_CU(d, who, cuFuncGetAttribute, &fixed,
+               CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f);
+        int cap = (d->smem_per_block - fixed) / shared_per_thread;
+        if (cap >= 32) {
+            cap -= cap % 32; /* whole warps */
+        }
+        if (cap < 1) {
+            st = fe_error(WEFT_ERR_INTERNAL,
+                          "%s: kernel %s: %d bytes of shared memory per "
+                          "thread do not fit in a block",
+                          who, name, shared_per_thread);
+            goto cleanup;
+        }
+        int limit = block < cap ? block : cap;
+        GPU_CU(d, who, cuOccupancyMaxPotentialBlockSize, &min_grid, &block,
+               f, NULL, (size_t)shared_per_thread * (size_t)limit, limit);
+    }
+    if (block < 1) {
+        st = fe_error(WEFT_ERR_INTERNAL,
+                      "%s: kernel %s: the occupancy API gives no block size",
+                      who, name);
+        goto cleanup;
+    }
+    GPU_CU(d, who, cuOccupancyMaxActiveBlocksPerMultiprocessor, &per_sm, f,
+           block, (size_t)shared_per_thread * (size_t)block);
+    gpu_name *copy = NULL;
+    for (gpu_name *nm = m->names; nm; nm = nm->next) {
+        if (strcmp(nm->s, name) == 0) {
+            copy = nm;
+            break;
+        }
+    }
+    if (!copy) {
+        size_t size = sizeof *copy + strlen(name) + 1;
+        copy = fe_alloc(d->ctx, size);
+        if (!copy) {
+            st = fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+            goto cleanup;
+        }
+        copy->size = size;
+        memcpy(copy->s, name, strlen(name) + 1);
+        copy->next = m->names;
+        m->names = copy;
+    }
+    out->fn = f;
+    out->name = copy->s;
+    out->block = block;
+    out->blocks_per_sm = per_sm > 0 ? per_sm : 1;
+cleanup:
+    gpu_leave(d);
+    return st;
+}
+
+/* ---- launches ------------------------------------------------------------ */
+
+/* Add kernel `name` to d's pending list, once; "..." when it is full. */
+static void pending_add(gpu_dev *d, const char *name)
+{
+    size_t n = strlen(name), used = strlen(d->pending);
+    for (const char *p = d->pending; (p = strstr(p, name)) != NULL; p += n) {
+        bool starts = p == d->pending || p[-1] == ' ';
+        if (starts && (p[n] == ',' || p[n] == '\0')) {
+            return;
+        }
+    }
+    if (used >= 3 && strcmp(d->pending + used - 3, "...") == 0) {
+        return;
+    }
+    const char *sep = used ? ", " : "";
+    if (used + strlen(sep) + n + 6 < sizeof d->pending) {
+        snprintf(d->pending + used, sizeof d->pending - used, "%s%s", sep,
+                 name);
+    } else {
+        snprintf(d->pending + used, sizeof d->pending - used, "%s...", sep);
+    }
+}
+
+weft_status gpu_launch(gpu_dev *d, const gpu_fn *f, unsigned grid, int block,
+                       unsigned shared, void **params, const char *who)
+{
+    if (block <= 0) {
+        block = f->block;
+    }
+    if (grid < 1 || grid > 0x7fffffffu || block < 1 || block > 1024) {
+        return fe_error(WEFT_ERR_INVALID_ARGUMENT,
+                        "%s: kernel %s: %u blocks of %d threads is out of "
+                        "range",
+                        who, f->name, grid, block);
+    }
+    weft_status st = gpu_enter(d, who);
+    if (st != WEFT_OK) {
+        return st;
+    }
+    CUresult r = gpu_drv.cuLaunchKernel(f->fn, grid, 1, 1, (unsigned)block,
+                                        1, 1, shared, d->stream, params, NULL);
+    if (r != CUDA_SUCCESS) {
+        char call[160];
+        snprintf(call, sizeof call, "cuLaunchKernel (%.120s)", f->name);
+        st = gpu_cu_fail(d, who, call, r, __FILE__, __LINE__);
+    } else {
+        pending_add(d, f->name);
+    }
+    gpu_leave(d);
+    return st;
+}
+
+unsigned gpu_grid_for(const gpu_dev *d, const gpu_fn *f, int64_t items)
+{
+    if (items <= 0) {
+        return 0;
+    }
+    uint64_t block = f->block > 0 ? (uint64_t)f->block : 1;
+    uint64_t want = ((uint64_t)items + block - 1) / block;
+    uint64_t cap = (uint64_t)d->sms *
+                   (uint64_t)(f->blocks_per_sm > 0 ? f->blocks_per_sm : 1);
+    uint64_t grid = want < cap ? want : cap;
+    return grid > 0 ? (unsigned)grid : 1;
+}
+
+weft_status gpu_stream_wait(gpu_dev *d, const char *who)
+{
+    weft_status st = WEFT_OK;
+    CUresult r = gpu_drv.cuStreamSynchronize(d->stream);
+    if (r != CUDA_SUCCESS) {
+        st = gpu_cu_fail(d, who, "cuStreamSynchronize", r, __FILE__,
+                         __LINE__);
+    }
+    d->pending[0] = '\0';
+    return st;
+}
+
+weft_status gpu_sync(gpu_dev *d, const char *who)
+{
+    weft_status st = gpu_enter(d, who);
+    if (st != WEFT_OK) {
+        return st;
+    }
+    st = gpu_stream_wait(d, who);
+    gpu_leave(d);
+    return st;
+}

@@ -1,0 +1,212 @@
+/*
+ * runtime-gpu/driver.h: what cuda.c and mem.c share and nobody else sees:
+ * the CUDA driver's types and constants (declared here, since weft builds
+ * without cuda.h), the table of driver entry points, struct gpu_dev, and
+ * the wrapper every driver call goes through.  The backend codes against
+ * gpu.h only.
+ *
+ * Numeric constants are those of cuda.h (CUDA 11 to 13; none of them has
+ * changed since it was introduced): CUresult codes, CUdevice_attribute,
+ * CUfunction_attribute, CUjit_option, CUjitInputType and the stream flag.
+ */
+#ifndef WEFT_GPU_DRIVER_H
+#define WEFT_GPU_DRIVER_H
+
+#include <pthread.h>
+
+#include "gpu.h"
+
+/* ---- the driver's types (cuda.h declares them the same way) ------------- */
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef unsigned long long CUdeviceptr;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUstream_st *CUstream;
+typedef struct CUlinkState_st *CUlinkState;
+typedef int CUjit_option;
+typedef int CUjitInputType;
+typedef int CUdevice_attribute;
+typedef int CUfunction_attribute;
+typedef size_t (*CUoccupancyB2DSize)(int block);
+
+enum {
+    CUDA_SUCCESS = 0,
+    CUDA_ERROR_INVALID_VALUE = 1,
+    CUDA_ERROR_OUT_OF_MEMORY = 2,
+    CUDA_ERROR_NO_DEVICE = 100,
+    CUDA_ERROR_INVALID_DEVICE = 101,
+    CUDA_ERROR_NOT_FOUND = 500,
+    /* kernel faults: reported by the next call that waits, and sticky
+     * (cuda.c's head comment says how far) */
+    CUDA_ERROR_ILLEGAL_ADDRESS = 700,
+    CUDA_ERROR_LAUNCH_TIMEOUT = 702,
+    CUDA_ERROR_ASSERT = 710, /* a device assert or trap */
+    CUDA_ERROR_HARDWARE_STACK_ERROR = 714,
+    CUDA_ERROR_ILLEGAL_INSTRUCTION = 715,
+    CUDA_ERROR_MISALIGNED_ADDRESS = 716,
+    CUDA_ERROR_INVALID_ADDRESS_SPACE = 717,
+    CUDA_ERROR_INVALID_PC = 718,
+    CUDA_ERROR_LAUNCH_FAILED = 719,
+};
+
+enum {
+    CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK = 8,
+    CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
+    CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
+    CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
+};
+
+enum {
+    CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0,
+    CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1,
+};
+
+enum {
+    CU_JIT_INFO_LOG_BUFFER = 3,
+    CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4,
+    CU_JIT_ERROR_LOG_BUFFER = 5,
+    CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
+};
+
+enum { CU_JIT_INPUT_CUBIN = 0, CU_JIT_INPUT_PTX = 1 };
+
+enum { CU_STREAM_NON_BLOCKING = 1 };
+
+/* ---- the driver table (cuda.c loads it once per process) ---------------- */
+
+/* One field per entry point, named as cuda.h's macros name them (cuMemAlloc
+ * is the symbol cuMemAlloc_v2), so that error messages carry the name a
+ * reader finds in NVIDIA's documentation. */
+typedef struct gpu_driver {
+    CUresult (*cuInit)(unsigned flags);
+    CUresult (*cuGetErrorName)(CUresult r, const char **s);
+    CUresult (*cuGetErrorString)(CUresult r, const char **s);
+    CUresult (*cuDeviceGetCount)(int *n);
+    CUresult (*cuDeviceGet)(CUdevice *dev, int ordinal);
+    CUresult (*cuDeviceGetName)(char *name, int len, CUdevice dev);
+    CUresult (*cuDeviceGetAttribute)(int *v, CUdevice_attribute a,
+                                     CUdevice dev);
+    CUresult (*cuDeviceTotalMem)(size_t *bytes, CUdevice dev);
+    CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *ctx, CUdevice dev);
+    CUresult (*cuDevicePrimaryCtxRelease)(CUdevice dev);
+    CUresult (*cuCtxPushCurrent)(CUcontext ctx);
+    CUresult (*cuCtxPopCurrent)(CUcontext *ctx);
+    CUresult (*cuStreamCreate)(CUstream *s, unsigned flags);
+    CUresult (*cuStreamSynchronize)(CUstream s);
+    CUresult (*cuStreamDestroy)(CUstream s);
+    CUresult (*cuMemAlloc)(CUdeviceptr *p, size_t bytes);
+    CUresult (*cuMemFree)(CUdeviceptr p);
+    CUresult (*cuMemGetInfo)(size_t *free_bytes, size_t *total_bytes);
+    CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr dst, const void *src,
+                                  size_t bytes, CUstream s);
+    CUresult (*cuMemcpyDtoHAsync)(void *dst, CUdeviceptr src, size_t bytes,
+                                  CUstream s);
+    CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr dst, CUdeviceptr src,
+                                  size_t bytes, CUstream s);
+    CUresult (*cuMemsetD32Async)(CUdeviceptr dst, unsigned v, size_t n,
+                                 CUstream s);
+    CUresult (*cuLinkCreate)(unsigned nopt, CUjit_option *opt, void **vals,
+                             CUlinkState *out);
+    CUresult (*cuLinkAddData)(CUlinkState st, CUjitInputType type, void *data,
+                              size_t bytes, const char *name, unsigned nopt,
+                              CUjit_option *opt, void **vals);
+    CUresult (*cuLinkComplete)(CUlinkState st, void **cubin, size_t *bytes);
+    CUresult (*cuLinkDestroy)(CUlinkState st);
+    CUresult (*cuModuleLoadData)(CUmodule *m, const void *image);
+    CUresult (*cuModuleUnload)(CUmodule m);
+    CUresult (*cuModuleGetFunction)(CUfunction *f, CUmodule m,
+                                    const char *name);
+    CUresult (*cuFuncGetAttribute)(int *v, CUfunction_attribute a,
+                                   CUfunction f);
+    CUresult (*cuOccupancyMaxPotentialBlockSize)(int *min_grid, int *block,
+                                                 CUfunction f,
+                                                 CUoccupancyB2DSize smem_of,
+                                                 size_t smem, int limit);
+    CUresult (*cuOccupancyMaxActiveBlocksPerMultiprocessor)(int *blocks,
+                                                            CUfunction f,
+                                                            int block,
+                                                            size_t smem);
+    CUresult (*cuLaunchKernel)(CUfunction f, unsigned gx, unsigned gy,
+                               unsigned gz, unsigned bx, unsigned by,
+                               unsigned bz, unsigned smem, CUstream s,
+                               void **params, void **extra);
+} gpu_driver;
+
+/* The table, valid once gpu_available or gpu_dev_open has succeeded. */
+extern gpu_driver gpu_drv;
+
+/* ---- the device ---------------------------------------------------------- */
+
+#define GPU_CLASSES 416     /* size classes of the pool (mem.c) */
+#define GPU_PENDING_MAX 256 /* bytes of kernel names kept between syncs */
+
+typedef struct gpu_block gpu_block;   /* a pooled device block (mem.c) */
+typedef struct gpu_mirror gpu_mirror; /* an array's device copy (mem.c) */
+
+struct gpu_dev {
+    weft_context *ctx;      /* allocator (may be NULL) */
+    pthread_mutex_t lock;   /* recursive: see gpu.h */
+    int ordinal;
+    CUdevice dev;
+    CUcontext cu;           /* the device's primary context, retained */
+    CUstream stream;        /* non-blocking; every copy and launch */
+    int sm;                 /* compute capability, major * 10 + minor */
+    int sms;                /* multiprocessors */
+    int smem_per_block;     /* dynamic + static shared memory a block may
+                               use without opting in (48 KiB) */
+    uint64_t memory;        /* total device memory */
+    char name[256];
+    /* kernels launched since the last sync, ", "-separated, for faults */
+    char pending[GPU_PENDING_MAX];
+    /* mem.c */
+    gpu_block *pool[GPU_CLASSES]; /* freed blocks by size class */
+    gpu_mirror *lru_head;         /* mirrored arrays, most recent first */
+    gpu_mirror *lru_tail;
+    uint64_t held;          /* bytes from cuMemAlloc, pool included */
+    uint64_t pooled;        /* bytes in the pool */
+    uint64_t limit;         /* gpu_mem_set_limit (0: none) */
+    uint64_t uploaded, downloaded, evictions;
+};
+
+/* Lock d and make its context current on this thread (pushed); on failure
+ * the lock is released again and the status returned.  Pair every success
+ * with gpu_leave. */
+weft_status gpu_enter(gpu_dev *d, const char *who);
+/* Pop d's context and unlock. */
+void gpu_leave(gpu_dev *d);
+
+/* The status of a failed driver call `call` (its cuda.h name) made for
+ * `who`: WEFT_ERR_OUT_OF_MEMORY for CUDA_ERROR_OUT_OF_MEMORY, else
+ * WEFT_ERR_DEVICE, with the message "<who>: <call>: <error name>: <error
+ * string>"; a kernel fault is reported as "<who>: kernel <names> failed:
+ * ..." naming the kernels launched on d since its last sync (d may be
+ * NULL).  file and line are where the call was made (for a debugger: every
+ * driver failure passes through here). */
+weft_status gpu_cu_fail(gpu_dev *d, const char *who, const char *call,
+                        CUresult r, const char *file, int line);
+
+/* Call driver entry point `fn` with the remaining arguments; on failure set
+ * the local `st` and jump to the local label `cleanup`. */
+#define GPU_CU(d, who, fn, ...)                                             \
+    do {                                                                    \
+        CUresult gpu_r_ = gpu_drv.fn(__VA_ARGS__);                          \
+        if (gpu_r_ != CUDA_SUCCESS) {                                       \
+            st = gpu_cu_fail((d), (who), #fn, gpu_r_, __FILE__, __LINE__);  \
+            goto cleanup;                                                   \
+        }                                                                   \
+    } while (0)
+
+/* Wait for d's stream (d entered); a fault names the pending kernels.
+ * Clears the pending list. */
+weft_status gpu_stream_wait(gpu_dev *d, const char *who);
+
+/* mem.c: release every device buffer of d (pool and mirrors, detaching the
+ * mirrored arrays; a device copy newer than the host's is downloaded first).
+ * d locked; `live`: its context is current (else only the host side is
+ * cleaned up).  Driver errors are ignored and leave no message. */
+void gpu_mem_release_all(gpu_dev *d, bool live);
+
+#endif /* WEFT_GPU_DRIVER_H */

@@ -1,0 +1,164 @@
+/*
+ * runtime-gpu/gpu.h: weft's GPU runtime, one internal header sectioned by
+ * file.  Names carry the prefix gpu_.
+ *
+ * The CUDA driver is opened at run time (dlopen of libcuda.so.1), so weft
+ * builds and its other backends run where no CUDA exists; nothing here
+ * includes cuda.h.  Every driver call goes through one wrapper that turns a
+ * CUresult into a weft status whose message names the call, the driver's
+ * own error name and the caller ("weft_run: cuMemAlloc: out of memory").
+ *
+ *   cuda.c     the driver table (dlopen, dlsym of the _v2 entry points),
+ *              the device and its primary context, the stream, modules
+ *              (PTX linked to a cubin with cuLink*, cubins loaded),
+ *              kernel functions with their occupancy, launches, syncs;
+ *   mem.c      device memory: a pool of freed blocks by size class, the
+ *              mirror of host arrays (lib/fe.h fe_mirror_ops: upload on
+ *              first GPU use, download on first host read), eviction of
+ *              the least recently used device copies to the host when the
+ *              device is out of memory;
+ *   backend.c  the PTX backend (fe_backend_ptx): kernels, drivers, runs.
+ *
+ * Threads.  One gpu_dev per weft context.  Its mutex is recursive: the
+ * backend holds it for a whole run, and the mirror hooks, which any thread
+ * may call (weft_array_data), take it too.  Every function below that
+ * touches the device takes the lock itself.
+ */
+#ifndef WEFT_GPU_H
+#define WEFT_GPU_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../lib/fe.h"
+
+/* ===== cuda.c ===== */
+
+typedef struct gpu_dev gpu_dev;
+typedef struct gpu_module gpu_module;
+
+/* A kernel function of a loaded module. */
+typedef struct gpu_fn {
+    void *fn;            /* CUfunction */
+    const char *name;    /* points into the module's copy */
+    int block;           /* threads per block from the occupancy API */
+    int blocks_per_sm;   /* resident blocks of that size per SM */
+} gpu_fn;
+
+/* Open device `ordinal` (< 0: $WEFT_DEVICE, else 0) of the driver:
+ * dlopen("libcuda.so.1"), cuInit, the device, its primary context
+ * (retained), one non-blocking stream.  Errors:
+ * WEFT_ERR_BACKEND_UNAVAILABLE when there is no driver, no device, or the
+ * ordinal is out of range (the message says which, and for a missing
+ * driver the dlopen error); WEFT_ERR_OUT_OF_MEMORY.  ctx gives the
+ * allocator (may be NULL).  Close with gpu_dev_close (NULL does nothing),
+ * after every array mirrored on it has been released. */
+weft_status gpu_dev_open(weft_context *ctx, int ordinal, gpu_dev **out);
+void gpu_dev_close(gpu_dev *d);
+
+/* Whether a driver and at least one device are present (cheap after the
+ * first call; for tests that skip). */
+bool gpu_available(void);
+
+/* Device facts: compute capability as major * 10 + minor (90 on an H100),
+ * multiprocessors, total memory in bytes, the name ("NVIDIA H100 80GB
+ * HBM3"). */
+int gpu_dev_sm(const gpu_dev *d);
+int gpu_dev_sms(const gpu_dev *d);
+uint64_t gpu_dev_memory(const gpu_dev *d);
+const char *gpu_dev_name(const gpu_dev *d);
+
+/* The device's recursive lock (see the head comment). */
+void gpu_lock(gpu_dev *d);
+void gpu_unlock(gpu_dev *d);
+
+/* Load a module from a PTX text (is_ptx, n bytes, not necessarily
+ * NUL-terminated) or a cubin image.  PTX is linked to a cubin by the
+ * driver (cuLinkCreate / cuLinkAddData / cuLinkComplete, for the device's
+ * own architecture); when cubin is not NULL a copy of the cubin is stored
+ * there (fe_alloc'd with ctx's allocator, *cubin_n bytes; the caller frees
+ * it with fe_free) so that the caller can cache it on disk.  Errors:
+ * WEFT_ERR_DEVICE with the linker's error log in the message,
+ * WEFT_ERR_OUT_OF_MEMORY.  `who` prefixes messages. */
+weft_status gpu_module_load(gpu_dev *d, const void *image, size_t n,
+                            bool is_ptx, void **cubin, size_t *cubin_n,
+                            const char *who, gpu_module **out);
+void gpu_module_free(gpu_dev *d, gpu_module *m);
+/* Kernel `name` of m, with its occupancy-derived block size (for dynamic
+ * shared memory of `shared_per_thread` bytes per thread; 0 for none).
+ * Errors: WEFT_ERR_INTERNAL (no such function). */
+weft_status gpu_module_fn(gpu_dev *d, gpu_module *m, const char *name,
+                          int shared_per_thread, gpu_fn *out);
+
+/* Launch f on the stream: grid blocks of `block` threads (block <= 0:
+ * f->block), `shared` bytes of dynamic shared memory, kernel parameters
+ * params[0..] as cuLaunchKernel takes them.  Asynchronous: a fault in the
+ * kernel shows at the next gpu_sync, which names the kernels launched
+ * since the previous sync.  Errors: WEFT_ERR_DEVICE,
+ * WEFT_ERR_INVALID_ARGUMENT (grid or block out of range). */
+weft_status gpu_launch(gpu_dev *d, const gpu_fn *f, unsigned grid, int block,
+                       unsigned shared, void **params, const char *who);
+/* Blocks to launch for `items` independent pieces of work, one per thread
+ * with a grid-stride loop: at most f's resident blocks on every SM, at
+ * least 1 (0 when items is 0). */
+unsigned gpu_grid_for(const gpu_dev *d, const gpu_fn *f, int64_t items);
+/* Wait for the stream; report a kernel fault or trap as WEFT_ERR_DEVICE
+ * naming the kernels launched since the last sync.  After a sticky fault
+ * (illegal address) the context is unusable and every later call fails
+ * with WEFT_ERR_DEVICE. */
+weft_status gpu_sync(gpu_dev *d, const char *who);
+
+/* ===== mem.c ===== */
+
+/* Device memory of at least `bytes` (bytes 0: *out = 0 and WEFT_OK), from
+ * the pool when a freed block of the same size class is there, else from
+ * the driver; when the driver is out of memory the pool is emptied, then
+ * the least recently used unpinned device copies of arrays are moved to
+ * the host (evicted) one by one until the allocation succeeds.  Errors:
+ * WEFT_ERR_OUT_OF_MEMORY when nothing is left to evict, WEFT_ERR_DEVICE. */
+weft_status gpu_mem_alloc(gpu_dev *d, size_t bytes, uint64_t *out,
+                          const char *who);
+/* Give a block back to the pool (p 0 does nothing).  The stream is
+ * ordered, so a block freed after a launch that uses it may be reused by
+ * a later launch. */
+void gpu_mem_free(gpu_dev *d, uint64_t p, size_t bytes);
+
+/* Copies on the stream.  Host to device and device to host wait for the
+ * copy to finish before returning (the host buffer may be reused at
+ * once); device to device and memset do not. */
+weft_status gpu_upload(gpu_dev *d, uint64_t dst, const void *src,
+                       size_t bytes, const char *who);
+weft_status gpu_download(gpu_dev *d, void *dst, uint64_t src, size_t bytes,
+                         const char *who);
+weft_status gpu_copy(gpu_dev *d, uint64_t dst, uint64_t src, size_t bytes,
+                     const char *who);
+weft_status gpu_memset32(gpu_dev *d, uint64_t dst, uint32_t v, size_t n,
+                         const char *who); /* n 32-bit words */
+
+/* The device copy of array a as a kernel input: made and uploaded when the
+ * host copy is newer (or there is none), then pinned (not evicted) until
+ * gpu_array_unpin.  ptrs[l] is leaf l's device address (0 for an empty
+ * array).  An array mirrored on another device is first brought to the
+ * host.  Errors as gpu_mem_alloc and gpu_upload. */
+weft_status gpu_array_in(gpu_dev *d, weft_array *a, uint64_t *ptrs,
+                         const char *who);
+/* The device copy of array a as a kernel output: device buffers are made
+ * (uninitialised) and the device copy becomes the newer one (the host
+ * copy is stale until downloaded); pinned like gpu_array_in. */
+weft_status gpu_array_out(gpu_dev *d, weft_array *a, uint64_t *ptrs,
+                          const char *who);
+void gpu_array_unpin(gpu_dev *d, weft_array *a);
+
+/* Counters of d (bytes both ways, evictions, device bytes held now
+ * including the pool). */
+typedef struct gpu_mem_stats {
+    uint64_t uploaded, downloaded, evictions, held, pooled;
+} gpu_mem_stats;
+void gpu_mem_stats_get(gpu_dev *d, gpu_mem_stats *out);
+
+/* Test hook: make gpu_mem_alloc behave as if the device had only `bytes`
+ * bytes (0: no limit), so that eviction can be tested on a large GPU. */
+void gpu_mem_set_limit(gpu_dev *d, uint64_t bytes);
+
+#endif /* WEFT_GPU_H */

@@ -1,0 +1,676 @@
+/*
+ * runtime-gpu/mem.c: device memory, the pool, and mirrors of host arrays.
+ *
+ * The pool.  Blocks come from cuMemAlloc in size classes and go back to a
+ * free list of their class instead of cuMemFree, so that a program run
+ * many times allocates from the driver only on its first run.  Classes:
+ * up to 4 KiB, multiples of 256 bytes (16 classes); above, eight steps per
+ * power of two (4.5, 5, ... 8 KiB; 9, 10, ... 16 KiB; ...), so a block
+ * wastes at most 1/8 of its size; 416 classes reach 4 EiB.  A request is
+ * rounded up to its class, and the pool hands back any block of the class.
+ * The stream is ordered, so a block freed after a launch that uses it may
+ * be handed to a later launch at once; before a block goes back to the
+ * driver (cuMemFree) the stream is waited for.  The pool is not bounded:
+ * it is emptied when the driver runs out of memory and at gpu_dev_close.
+ *
+ * Mirrors.  An array used by a kernel gets a device copy, kept in a record
+ * (gpu_mirror) in a->dev with a->mirror = &mirror_ops, so that lib/ calls
+ * back (fe_array_host before a host read, host_written before a host
+ * write, drop when the array dies).  The record has one device buffer per
+ * leaf and two flags, host_valid and device_valid, at least one of them
+ * true:
+ *     gpu_array_in     uploads unless device_valid; then both are valid;
+ *     gpu_array_out    device_valid only (the kernel will write it);
+ *     to_host          downloads unless host_valid; then both are valid;
+ *     host_written     host_valid only (the buffers stay, for reuse);
+ *     eviction         downloads unless host_valid, frees the buffers.
+ * A pin count keeps the arrays of a run on the device until
+ * gpu_array_unpin.  Records are linked in an LRU list of their gpu_dev,
+ * most recently used (gpu_array_in or _out) at the head.
+ *
+ * Out of memory.  When cuMemAlloc fails with CUDA_ERROR_OUT_OF_MEMORY (or
+ * the test limit of gpu_mem_set_limit would be passed), gpu_mem_alloc
+ * waits for the stream, empties the pool to the driver and retries; then
+ * evicts the least recently used unpinned array with device buffers and
+ * retries, one array at a time; when only pinned arrays are left it
+ * reports WEFT_ERR_OUT_OF_MEMORY with the bytes they hold.
+ *
+ * Locking: everything here runs under the gpu_dev's recursive lock; the
+ * mirror hooks take it themselves, from whichever thread calls them.
+ */
+#include <string.h>
+
+#include "driver.h"
+
+struct gpu_block {
+    gpu_block *next;
+    CUdeviceptr p;
+};
+
+struct gpu_mirror {
+    gpu_dev *d;                /* the device that holds the copy */
+    weft_array *a;
+    gpu_mirror *prev, *next;   /* d's LRU list, most recent first */
+    int nleaf;
+    int pins;                  /* gpu_array_in/_out not yet unpinned */
+    bool host_valid;           /* a->data holds the current values */
+    bool device_valid;         /* ptr[] holds the current values */
+    size_t size;               /* of this record, for fe_free */
+    uint64_t *ptr;             /* device buffer of each leaf (0: none) */
+    size_t *bytes;             /* bytes of each leaf */
+};
+
+static void mirror_drop(weft_array *a);
+static weft_status mirror_to_host(weft_array *a);
+static void mirror_host_written(weft_array *a);
+
+static const fe_mirror_ops mirror_ops = {
+    .to_host = mirror_to_host,
+    .host_written = mirror_host_written,
+    .drop = mirror_drop,
+};
+
+/* ---- size classes and the pool ------------------------------------------- */
+
+#define SMALL_MAX 4096 /* classes of 256 bytes up to here */
+
+/* The class of a request of n >= 1 bytes and its rounded size in *size;
+ * -1 when n is beyond every class (more than 2^62 bytes). */
+static int size_class(size_t n, size_t *size)
+{
+    if (n <= SMALL_MAX) {
+        int c = (int)((n + 255) / 256) - 1;
+        *size = (size_t)(c + 1) * 256;
+        return c;
+    }
+    if ((uint64_t)n > (uint64_t)1 << 62) {
+        return -1;
+    }
+    int k = 0; /* floor(log2(n - 1)) >= 12 */
+    for (uint64_t v = (uint64_t)n - 1; v > 1; v >>= 1) {
+        k++;
+    }
+    uint64_t step = (uint64_t)1 << (k - 3);
+    uint64_t m = ((uint64_t)n + step - 1) / step; /* 9 .. 16 */
+    *size = (size_t)(m * step);
+    return 16 + (k - 12) * 8 + (int)(m - 9);
+}
+
+/* The size of blocks of class c. */
+static size_t class_bytes(int c)
+{
+    if (c < 16) {
+        return (size_t)(c + 1) * 256;
+    }
+    int k = 12 + (c - 16) / 8;
+    uint64_t m = 9 + (uint64_t)((c - 16) % 8);
+    return (size_t)(m << (k - 3));
+}
+
+/* The bytes a block for a request of n bytes really takes. */
+static size_t rounded(size_t n)
+{
+    size_t size = 0;
+    return n && size_class(n, &size) >= 0 ? size : 0;
+}
+
+/* A new block of `size` bytes from the driver, or the test limit's
+ * simulated out-of-memory. */
+static CUresult driver_alloc(gpu_dev *d, size_t size, CUdeviceptr *p)
+{
+    if (d->limit && (d->held > d->limit || size > d->limit - d->held)) {
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    CUresult r = gpu_drv.cuMemAlloc(p, size);
+    if (r == CUDA_SUCCESS) {
+        d->held += size;
+    }
+    return r;
+}
+
+/* Give block p of `size` bytes back to the driver (d entered, stream
+ * waited for).  Errors are ignored: the block is gone either way. */
+static void driver_free(gpu_dev *d, CUdeviceptr p, size_t size)
+{
+    gpu_drv.cuMemFree(p);
+    d->held -= size;
+}
+
+/* Empty the pool to the driver (live: d entered, stream waited for; else
+ * only forget the blocks). */
+static void pool_flush(gpu_dev *d, bool live)
+{
+    for (int c = 0; c < GPU_CLASSES; c++) {
+        size_t size = class_bytes(c);
+        while (d->pool[c]) {
+            gpu_block *b = d->pool[c];
+            d->pool[c] = b->next;
+            if (live) {
+                driver_free(d, b->p, size);
+            } else {
+                d->held -= size;
+            }
+            d->pooled -= size;
+            fe_free(d->ctx, b, sizeof *b);
+        }
+    }
+}
+
+/* ---- the LRU list --------------------------------------------------------- */
+
+static void lru_unlink(gpu_dev *d, gpu_mirror *m)
+{
+    if (m->prev) {
+        m->prev->next = m->next;
+    } else {
+        d->lru_head = m->next;
+    }
+    if (m->next) {
+        m->next->prev = m->prev;
+    } else {
+        d->lru_tail = m->prev;
+    }
+    m->prev = m->next = NULL;
+}
+
+static void lru_push(gpu_dev *d, gpu_mirror *m)
+{
+    m->prev = NULL;
+    m->next = d->lru_head;
+    if (d->lru_head) {
+        d->lru_head->prev = m;
+    } else {
+        d->lru_tail = m;
+    }
+    d->lru_head = m;
+}
+
+static bool has_buffers(const gpu_mirror *m)
+{
+    for (int l = 0; l < m->nleaf; l++) {
+        if (m->ptr[l]) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Device bytes of m's buffers. */
+static uint64_t buffer_bytes(const gpu_mirror *m)
+{
+    uint64_t n = 0;
+    for (int l = 0; l < m->nleaf; l++) {
+        n += m->ptr[l] ? rounded(m->bytes[l]) : 0;
+    }
+    return n;
+}
+
+/* ---- copies of whole arrays ----------------------------------------------- */
+
+/* Download every leaf of m to the host (d entered); host_valid after. */
+static weft_status download_leaves(gpu_dev *d, gpu_mirror *m, const char *who)
+{
+    weft_status st = WEFT_OK;
+    uint64_t n = 0;
+    for (int l = 0; l < m->nleaf; l++) {
+        if (m->bytes[l] > 0 && m->ptr[l]) {
+            GPU_CU(d, who, cuMemcpyDtoHAsync, m->a->data[l], m->ptr[l],
+                   m->bytes[l], d->stream);
+            n += m->bytes[l];
+        }
+    }
+    st = gpu_stream_wait(d, who);
+    if (st == WEFT_OK) {
+        d->downloaded += n;
+        m->host_valid = true;
+    }
+cleanup:
+    return st;
+}
+
+/* Upload every leaf of m from the host (d entered); device_valid after. */
+static weft_status upload_leaves(gpu_dev *d, gpu_mirror *m, const char *who)
+{
+    weft_status st = WEFT_OK;
+    uint64_t n = 0;
+    for (int l = 0; l < m->nleaf; l++) {
+        if (m->bytes[l] > 0) {
+            GPU_CU(d, who, cuMemcpyHtoDAsync, m->ptr[l], m->a->data[l],
+                   m->bytes[l], d->stream);
+            n += m->bytes[l];
+        }
+    }
+    st = gpu_stream_wait(d, who);
+    if (st == WEFT_OK) {
+        d->uploaded += n;
+        m->device_valid = true;
+    }
+cleanup:
+    return st;
+}
+
+/* Move m's device copy out (d entered, stream waited for): download it if
+ * the host's is stale, free its buffers to the driver. */
+static weft_status evict(gpu_dev *d, gpu_mirror *m, const char *who)
+{
+    if (m->device_valid && !m->host_valid) {
+        weft_status st = download_leaves(d, m, who);
+        if (st != WEFT_OK) {
+            return st;
+        }
+    }
+    for (int l = 0; l < m->nleaf; l++) {
+        if (m->ptr[l]) {
+            driver_free(d, m->ptr[l], rounded(m->bytes[l]));
+            m->ptr[l] = 0;
+        }
+    }
+    m->device_valid = false;
+    m->host_valid = true;
+    d->evictions++;
+    return WEFT_OK;
+}
+
+/* ---- allocation ------------------------------------------------------------ */
+
+weft_status gpu_mem_alloc(gpu_dev *d, size_t bytes, uint64_t *out,
+                          const char *who)
+{
+    *out = 0;
+    if (bytes == 0) {
+        return WEFT_OK;
+    }
+    size_t size;
+    int c = size_class(bytes, &size);
+    if (c < 0) {
+        return fe_error(WEFT_ERR_OUT_OF_MEMORY,
+                        "%s: out of device memory: %zu bytes wanted", who,
+                        bytes);
+    }
+    weft_status st = gpu_enter(d, who);
+    if (st != WEFT_OK) {
+        return st;
+    }
+    if (d->pool[c]) {
+        gpu_block *b = d->pool[c];
+        d->pool[c] = b->next;
+        d->pooled -= size;
+        *out = b->p;
+        fe_free(d->ctx, b, sizeof *b);
+        gpu_leave(d);
+        return WEFT_OK;
+    }
+    bool waited = false;
+    for (;;) {
+        CUdeviceptr p = 0;
+        CUresult r = driver_alloc(d, size, &p);
+        if (r == CUDA_SUCCESS) {
+            *out = p;
+            break;
+        }
+        if (r != CUDA_ERROR_OUT_OF_MEMORY) {
+            st = gpu_cu_fail(d, who, "cuMemAlloc", r, __FILE__, __LINE__);
+            break;
+        }
+        if (!waited) { /* queued work may still use what goes back */
+            st = gpu_stream_wait(d, who);
+            if (st != WEFT_OK) {
+                break;
+            }
+            waited = true;
+        }
+        if (d->pooled > 0) {
+            pool_flush(d, true);
+            continue;
+        }
+        gpu_mirror *victim = d->lru_tail;
+        while (victim && (victim->pins > 0 || !has_buffers(victim))) {
+            victim = victim->prev;
+        }
+        if (!victim) {
+            uint64_t pinned = 0;
+            for (gpu_mirror *m = d->lru_head; m; m = m->next) {
+                pinned += m->pins > 0 ? buffer_bytes(m) : 0;
+            }
+            st = fe_error(WEFT_ERR_OUT_OF_MEMORY,
+                          "%s: out of device memory: %zu bytes wanted, "
+                          "%llu held by pinned arrays",
+                          who, size, (unsigned long long)pinned);
+            break;
+        }
+        st = evict(d, victim, who);
+        if (st != WEFT_OK) {
+            break;
+        }
+    }
+    gpu_leave(d);
+    return st;
+}
+
+void gpu_mem_free(gpu_dev *d, uint64_t p, size_t bytes)
+{
+    size_t size;
+    int c = bytes ? size_class(bytes, &size) : -1;
+    if (!d || p == 0 || c < 0) {
+        return;
+    }
+    gpu_lock(d);
+    gpu_block *b = fe_alloc(d->ctx, sizeof *b);
+    if (b) {
+        b->p = p;
+        b->next = d->pool[c];
+        d->pool[c] = b;
+        d->pooled += size;
+    } else if (gpu_enter(d, "weft_run") == WEFT_OK) {
+        /* No memory for the pool's record: back to the driver. */
+        gpu_drv.cuStreamSynchronize(d->stream);
+        driver_free(d, p, size);
+        gpu_leave(d);
+    }
+    gpu_unlock(d);
+}
+
+/* ---- plain copies ----------------------------------------------------------- */
+
+weft_status gpu_upload(gpu_dev *d, uint64_t dst, const void *src,
+                       size_t bytes, const char *who)
+{
+    if (bytes == 0) {
+        return WEFT_OK;
+    }
+    weft_status st = gpu_enter(d, who);
+    if (st != WEFT_OK) {
+        return st;
+    }
+    GPU_CU(d, who, cuMemcpyHtoDAsync, dst, src, bytes, d->stream);
+    st = gpu_stream_wait(d, who);
+    if (st == WEFT_OK) {
+        d->uploaded += bytes;
+    }
+cleanup:
+    gpu_leave(d);
+    return st;
+}
+
+weft_status gpu_download(gpu_dev *d, void *dst, uint64_t src, size_t bytes,
+                         const char *who)
+{
+    if (bytes == 0) {
+        return WEFT_OK;
+    }
+    weft_status st = gpu_enter(d, who);
+    if (st != WEFT_OK) {
+        return st;
+    }
+    GPU_CU(d, who, cuMemcpyDtoHAsync, dst, src, bytes, d->stream);
+    st = gpu_stream_wait(d, who);
+    if (st == WEFT_OK) {
+        d->downloaded += bytes;
+    }
+cleanup:
+    gpu_leave(d);
+    return st;
+}
+
+weft_status gpu_copy(gpu_dev *d, uint64_t dst, uint64_t src, size_t bytes,
+                     const char *who)
+{
+    if (bytes == 0) {
+        return WEFT_OK;
+    }
+    weft_status st = gpu_enter(d, who);
+    if (st != WEFT_OK) {
+        return st;
+    }
+    GPU_CU(d, who, cuMemcpyDtoDAsync, dst, src, bytes, d->stream);
+cleanup:
+    gpu_leave(d);
+    return st;
+}
+
+weft_status gpu_memset32(gpu_dev *d, uint64_t dst, uint32_t v, size_t n,
+                         const char *who)
+{
+    if (n == 0) {
+        return WEFT_OK;
+    }
+    weft_status st = gpu_enter(d, who);
+    if (st != WEFT_OK) {
+        return st;
+    }
+    GPU_CU(d, who, cuMemsetD32Async, dst, v, n, d->stream);
+cleanup:
+    gpu_leave(d);
+    return st;
+}
+
+/* ---- mirrors ------------------------------------------------------------------ */
+
+/* a's record on d, made (host copy valid, no buffers) if a has none there.
+ * An array mirrored elsewhere is brought to the host and detached from
+ * there first.  d entered. */
+static weft_status mirror_get(gpu_dev *d, weft_array *a, const char *who,
+                              gpu_mirror **out)
+{
+    if (a->mirror == &mirror_ops && ((gpu_mirror *)a->dev)->d == d) {
+        *out = a->dev;
+        return WEFT_OK;
+    }
+    if (a->mirror) {
+        /* Arrays belong to one context, so this is defensive: another
+         * device's copy (its drop takes that device's lock). */
+        weft_status st = fe_array_host(a);
+        if (st != WEFT_OK) {
+            return st;
+        }
+        a->mirror->drop(a);
+        a->mirror = NULL;
+        a->dev = NULL;
+    }
+    const weft_type *leaves;
+    if (fe_type_leaves(a->ctx, a->type, &leaves) != a->nleaf) {
+        return fe_error(WEFT_ERR_INTERNAL, "%s: an array of a bad type", who);
+    }
+    size_t size = sizeof(gpu_mirror) +
+                  (size_t)a->nleaf * (sizeof(uint64_t) + sizeof(size_t));
+    gpu_mirror *m = fe_calloc(d->ctx, size);
+    if (!m) {
+        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+    }
+    m->d = d;
+    m->a = a;
+    m->nleaf = a->nleaf;
+    m->size = size;
+    m->ptr = (uint64_t *)(m + 1);
+    m->bytes = (size_t *)(m->ptr + a->nleaf);
+    for (int l = 0; l < a->nleaf; l++) {
+        m->bytes[l] = a->owned ? a->bytes[l]
+                               : (size_t)a->size * weft_type_size(leaves[l]);
+    }
+    m->host_valid = true;
+    lru_push(d, m);
+    a->mirror = &mirror_ops;
+    a->dev = m;
+    *out = m;
+    return WEFT_OK;
+}
+
+/* Pin m and give every non-empty leaf a device buffer (d entered); on
+ * failure m is as it was (buffers made so far are kept). */
+static weft_status pin_with_buffers(gpu_dev *d, gpu_mirror *m,
+                                    const char *who)
+{
+    m->pins++; /* before allocating: not a victim of its own eviction */
+    for (int l = 0; l < m->nleaf; l++) {
+        if (m->bytes[l] > 0 && !m->ptr[l]) {
+            weft_status st = gpu_mem_alloc(d, m->bytes[l], &m->ptr[l], who);
+            if (st != WEFT_OK) {
+                m->pins--;
+                return st;
+            }
+        }
+    }
+    return WEFT_OK;
+}
+
+/* gpu_array_in and gpu_array_out. */
+static weft_status array_use(gpu_dev *d, weft_array *a, uint64_t *ptrs,
+                             bool out, const char *who)
+{
+    if (!d || !a || !ptrs) {
+        return fe_error(WEFT_ERR_INTERNAL, "%s: gpu_array_%s: NULL argument",
+                        who, out ? "out" : "in");
+    }
+    weft_status st = gpu_enter(d, who);
+    if (st != WEFT_OK) {
+        return st;
+    }
+    gpu_mirror *m = NULL;
+    st = mirror_get(d, a, who, &m);
+    if (st == WEFT_OK) {
+        st = pin_with_buffers(d, m, who);
+    }
+    if (st == WEFT_OK) {
+        if (out) {
+            m->device_valid = true;
+            m->host_valid = false;
+        } else if (!m->device_valid) {
+            st = upload_leaves(d, m, who);
+            if (st != WEFT_OK) {
+                m->pins--;
+            }
+        }
+    }
+    if (st == WEFT_OK) {
+        lru_unlink(d, m);
+        lru_push(d, m);
+        for (int l = 0; l < m->nleaf; l++) {
+            ptrs[l] = m->ptr[l];
+        }
+    }
+    gpu_leave(d);
+    return st;
+}
+
+weft_status gpu_array_in(gpu_dev *d, weft_array *a, uint64_t *ptrs,
+                         const char *who)
+{
+    return array_use(d, a, ptrs, false, who);
+}
+
+weft_status gpu_array_out(gpu_dev *d, weft_array *a, uint64_t *ptrs,
+                          const char *who)
+{
+    return array_use(d, a, ptrs, true, who);
+}
+
+void gpu_array_unpin(gpu_dev *d, weft_array *a)
+{
+    if (!d || !a) {
+        return;
+    }
+    gpu_lock(d);
+    if (a->mirror == &mirror_ops) {
+        gpu_mirror *m = a->dev;
+        if (m->d == d && m->pins > 0) {
+            m->pins--;
+        }
+    }
+    gpu_unlock(d);
+}
+
+/* fe_mirror_ops.to_host: download if the device copy is newer. */
+static weft_status mirror_to_host(weft_array *a)
+{
+    static const char who[] = "weft_array";
+    gpu_mirror *m = a->dev;
+    gpu_dev *d = m->d;
+    weft_status st = WEFT_OK;
+    gpu_lock(d);
+    if (!m->host_valid) {
+        st = gpu_enter(d, who);
+        if (st == WEFT_OK) {
+            st = download_leaves(d, m, who);
+            gpu_leave(d);
+        }
+    }
+    gpu_unlock(d);
+    return st;
+}
+
+/* fe_mirror_ops.host_written: the device copy is stale (kept for reuse). */
+static void mirror_host_written(weft_array *a)
+{
+    gpu_mirror *m = a->dev;
+    gpu_dev *d = m->d;
+    gpu_lock(d);
+    m->device_valid = false;
+    m->host_valid = true;
+    gpu_unlock(d);
+}
+
+/* fe_mirror_ops.drop: a dies; its buffers go to the pool. */
+static void mirror_drop(weft_array *a)
+{
+    gpu_mirror *m = a->dev;
+    gpu_dev *d = m->d;
+    gpu_lock(d);
+    for (int l = 0; l < m->nleaf; l++) {
+        gpu_mem_free(d, m->ptr[l], m->bytes[l]);
+    }
+    lru_unlink(d, m);
+    a->mirror = NULL;
+    a->dev = NULL;
+    fe_free(d->ctx, m, m->size);
+    gpu_unlock(d);
+}
+
+void gpu_mem_release_all(gpu_dev *d, bool live)
+{
+    if (live) {
+        gpu_drv.cuStreamSynchronize(d->stream);
+    }
+    while (d->lru_head) {
+        gpu_mirror *m = d->lru_head;
+        if (live && !m->host_valid) {
+            for (int l = 0; l < m->nleaf; l++) {
+                if (m->bytes[l] > 0 && m->ptr[l]) {
+                    gpu_drv.cuMemcpyDtoHAsync(m->a->data[l], m->ptr[l],
+                                              m->bytes[l], d->stream);
+                }
+            }
+            gpu_drv.cuStreamSynchronize(d->stream);
+        }
+        for (int l = 0; l < m->nleaf; l++) {
+            if (m->ptr[l]) {
+                if (live) {
+                    gpu_drv.cuMemFree(m->ptr[l]);
+                }
+                d->held -= rounded(m->bytes[l]);
+            }
+        }
+        lru_unlink(d, m);
+        m->a->mirror = NULL;
+        m->a->dev = NULL;
+        fe_free(d->ctx, m, m->size);
+    }
+    pool_flush(d, live);
+}
+
+void gpu_mem_stats_get(gpu_dev *d, gpu_mem_stats *out)
+{
+    gpu_lock(d);
+    out->uploaded = d->uploaded;
+    out->downloaded = d->downloaded;
+    out->evictions = d->evictions;
+    out->held = d->held;
+    out->pooled = d->pooled;
+    gpu_unlock(d);
+}
+
+void gpu_mem_set_limit(gpu_dev *d, uint64_t bytes)
+{
+    gpu_lock(d);
+    d->limit = bytes;
+    gpu_unlock(d);
+}

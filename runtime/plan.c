@@ -1,0 +1,128 @@
+/*
+ * runtime/plan.c: which operations of a program become kernels, for every
+ * compiled backend.
+ *
+ * rt_plan walks the core after fusion.  Every collective operation that
+ * the target has a skeleton for, and that is not itself fused into its
+ * consumer, becomes a kernel: its layout is prepared (sk_prepare) and the
+ * backend's `get` fills its entry points (compiling it, or finding it in
+ * a cache).  A fused operand stays fused only where its consumer's
+ * skeleton reads operands inline; elsewhere it becomes an array of its
+ * own.  The kernels live in the executable's arena.
+ */
+#ifdef WEFT_HAVE_LLVM
+#include <string.h>
+
+#include "rt.h"
+#include "../skeletons-ir/sk.h"
+
+static weft_status add(weft_executable *exe, rt_plan_t *pl,
+                       const sk_target *tg, rt_get_fn get, void *user,
+                       const fe_term *t)
+{
+    sk_kernel *k = fe_arena_alloc(&exe->arena, sizeof *k);
+    if (!k) {
+        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+    }
+    weft_status s = sk_prepare(exe->ctx, &exe->core, &exe->arena, tg, t, k);
+    if (s || (s = get(user, exe, k)) != WEFT_OK) {
+        return s;
+    }
+    if (pl->n == pl->cap) {
+        int cap = pl->cap ? 2 * pl->cap : 16;
+        sk_kernel **nk = fe_arena_alloc(&exe->arena, sizeof *nk * (size_t)cap);
+        if (!nk) {
+            return fe_error(WEFT_ERR_OUT_OF_MEMORY,
+                            "weft_compile: out of memory");
+        }
+        if (pl->n) {
+            memcpy(nk, pl->k, sizeof *nk * (size_t)pl->n);
+        }
+        pl->k = nk;
+        pl->cap = cap;
+    }
+    pl->k[pl->n++] = k;
+    return WEFT_OK;
+}
+
+static weft_status walk(weft_executable *exe, rt_plan_t *pl,
+                        const sk_target *tg, rt_get_fn get, void *user,
+                        const fe_term *t)
+{
+    weft_status s;
+    if (!t) {
+        return WEFT_OK;
+    }
+    const sk_skeleton *sk = sk_skeleton_of(t, tg);
+    for (int i = 0; i < t->nkid; i++) {
+        fe_term *kid = t->kid[i];
+        if (kid && kid->delayed && !(sk && sk->fuses_input)) {
+            kid->delayed = false;
+        }
+    }
+    if (sk && !t->delayed && (s = add(exe, pl, tg, get, user, t)) != WEFT_OK) {
+        return s;
+    }
+    for (int i = 0; i < t->nkid; i++) {
+        if ((s = walk(exe, pl, tg, get, user, t->kid[i])) != WEFT_OK) {
+            return s;
+        }
+    }
+    for (int i = 0; i < t->nfun; i++) {
+        if ((s = walk(exe, pl, tg, get, user, t->fun[i]->body)) != WEFT_OK) {
+            return s;
+        }
+    }
+    return WEFT_OK;
+}
+
+weft_status rt_plan(weft_executable *exe, const sk_target *tg, rt_get_fn get,
+                    void *user, rt_plan_t **out)
+{
+    rt_plan_t *pl = fe_arena_alloc(&exe->arena, sizeof *pl);
+    if (!pl) {
+        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+    }
+    memset(pl, 0, sizeof *pl);
+    weft_status s = walk(exe, pl, tg, get, user, exe->core.root);
+    if (s == WEFT_OK) {
+        *out = pl;
+    }
+    return s;
+}
+
+struct sk_kernel *rt_plan_kernel(const rt_plan_t *pl, const fe_term *t)
+{
+    for (int i = 0; pl && i < pl->n; i++) {
+        if (pl->k[i]->op == t) {
+            return pl->k[i];
+        }
+    }
+    return NULL;
+}
+
+/* The delayed producers inside t, for the plan. */
+static void fused_names(const fe_term *t, FILE *out, int *n)
+{
+    for (int i = 0; i < t->nkid; i++) {
+        const fe_term *kid = t->kid[i];
+        if (kid && kid->acc && kid->delayed) {
+            fprintf(out, "%s%s", (*n)++ ? ", " : ", fused: ",
+                    fe_acc_name(kid->kind));
+            fused_names(kid, out, n);
+        }
+    }
+}
+
+void rt_plan_dump(const rt_plan_t *pl, FILE *out)
+{
+    for (int i = 0; pl && i < pl->n; i++) {
+        const sk_kernel *k = pl->k[i];
+        int n = 0;
+        fprintf(out, "kernel %d: %s", i, fe_acc_name(k->op->kind));
+        fused_names(k->op, out, &n);
+        fprintf(out, " (%d phase%s%s)\n", k->nentry, k->nentry > 1 ? "s" : "",
+                k->general ? ", two variants" : "");
+    }
+}
+#endif /* WEFT_HAVE_LLVM */

@@ -1,0 +1,211 @@
+/*
+ * runtime/rt.h: what the compiled backends share at run time, one internal
+ * header.  Names carry the prefix rt_.
+ *
+ * A kernel (skeletons-ir/sk.h) runs the same way on every backend: the
+ * host evaluates its operands through the interpreter's walk, works out
+ * the result's shape and the data-dependent errors the host can see,
+ * allocates the outputs and the skeleton's auxiliary buffers, fills the
+ * argument block from the kernel's layout, and runs the phases; errors a
+ * kernel meets come back in its error word.  That host half, with one
+ * driver per skeleton family (exec_*.c), lives here once.  What differs
+ * between backends is a small table (rt_ops): where arrays live and what
+ * address a kernel sees for them, how phases run (the CPU's gang, a GPU
+ * stream), how an array is copied, and the sizes that tune the drivers
+ * (workers, grain).
+ */
+#ifndef WEFT_RT_H
+#define WEFT_RT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../lib/fe.h"
+
+/* Bumped whenever the kernel ABI, the argument block layout or anything
+ * else that makes an old cached kernel wrong changes; it is mixed into
+ * every kernel key, so old disk entries are simply never found again. */
+#define RT_ABI_VERSION 2
+
+/* ===== disk.c: the disk cache of compiled kernels ===== */
+
+typedef struct rt_disk {
+    weft_context *ctx;
+    pthread_mutex_t lock;   /* guards enabled and note */
+    bool enabled;
+    char *dir;              /* fe_alloc'd, no trailing slash */
+    size_t dir_len;
+    uint64_t max_bytes;
+    const char *ext;        /* ".o" (CPU objects), ".cubin" (GPU) */
+    char note[256];         /* the directory, or why the cache is off */
+} rt_disk;
+
+/* Choose and create (mkdir -p) the cache directory: dir if not NULL, else
+ * ctx's cache_dir, else the environment (unless WEFT_FLAG_NO_ENV).  Entries
+ * are files <key>.<ext>.  Never fails: a problem leaves the cache disabled
+ * with the reason in d->note. */
+void rt_disk_open(rt_disk *d, weft_context *ctx, const char *dir,
+                  uint64_t max_bytes, bool disabled, const char *ext);
+void rt_disk_close(rt_disk *d);
+bool rt_disk_enabled(rt_disk *d);
+/* The entry's file name: <dir>/<64 hex><ext> (fe_alloc'd, *n its size for
+ * fe_free), or NULL. */
+char *rt_disk_path(rt_disk *d, const uint8_t key[32], size_t *n);
+/* Load the entry of key into *out (fe_alloc'd with d's context, *n bytes;
+ * the caller frees it with fe_free(d->ctx, ...)).  Returns 1 when found
+ * and sound, 0 when absent, -1 when an entry was there but corrupt or
+ * truncated (it is deleted). */
+int rt_disk_load(rt_disk *d, const uint8_t key[32], void **out, size_t *n);
+/* Write the entry p[0..n) for key (temporary file and rename), then trim
+ * the directory to max_bytes, oldest first (entries of every extension
+ * count).  Returns the bytes written (0 when the cache is off or the
+ * write failed, which switches the cache off with the reason noted). */
+uint64_t rt_disk_store(rt_disk *d, const uint8_t key[32], const void *p,
+                       size_t n);
+
+#ifdef WEFT_HAVE_LLVM
+struct sk_kernel;
+typedef struct rt_job rt_job;
+
+/* One phase of a kernel run: entry point `entry` over [0, n), in chunks of
+ * `grain` elements. */
+typedef struct rt_phase {
+    int entry;
+    int64_t n;
+    int64_t grain;
+} rt_phase;
+
+/* What a backend gives the drivers (a const table per backend). */
+typedef struct rt_ops {
+    const char *name;
+    /* Make output o (contents undefined) / auxiliary array a of n elements
+     * (zeroed, or, when host_filled, to be written by the driver on the
+     * host before rt_job_fill) in j->out[o] / j->aux[a]. */
+    weft_status (*out)(rt_job *j, int o, weft_type type, int rank,
+                       const int64_t *shape);
+    weft_status (*aux)(rt_job *j, int a, weft_type type, int64_t n,
+                       bool host_filled);
+    /* The address a kernel sees for each leaf of array a (ptrs[l]); the
+     * kernel writes a when `written` (outputs, auxiliary arrays). */
+    weft_status (*addr)(rt_job *j, weft_array *a, bool written,
+                        uint64_t *ptrs);
+    /* Run phases[0 .. n-1] in order, each complete before the next. */
+    weft_status (*run)(rt_job *j, int n, const rt_phase *phases);
+    /* dst = src, element for element (same type and shape). */
+    weft_status (*copy)(rt_job *j, weft_array *dst, weft_array *src);
+    /* Bring the error word (aux SK_ERR_AUX) to the host. */
+    weft_status (*read_error)(rt_job *j, int64_t *code);
+    /* The job is over (success or not): release what addr held. */
+    void (*done)(rt_job *j);
+} rt_ops;
+
+#define RT_MAX_LEAVES 64
+
+/* One run of one kernel, as the drivers (exec_*.c) see it.  rt_exec has
+ * evaluated the operands into kid[] (arrays) and val[] (scalars) before
+ * the driver runs; the driver allocates out[] and aux[] (rt_job_out,
+ * rt_job_aux), sets auxval[], calls rt_job_fill and runs the phases.
+ * Everything owned here is released by rt_exec. */
+struct rt_job {
+    weft_context *ctx;
+    const rt_ops *ops;
+    void *be;                  /* the backend's (gang, device) */
+    int64_t workers;           /* parallel workers to keep busy */
+    int64_t grain;             /* elements per chunk of element-wise work */
+    int64_t chunk_min;         /* fewest elements in a chunk of a row cut
+                                  into chunks (fold, scan) */
+    fe_ix *ix;
+    struct sk_kernel *k;
+    weft_array *kid[8];        /* evaluated array operands (owned) */
+    fe_val *val[8];            /* evaluated scalar operands (or NULL) */
+    fe_val vals[8][RT_MAX_LEAVES];
+    weft_array *out[2];        /* outputs (owned until handed out) */
+    weft_array *aux[8];        /* auxiliary arrays (owned) */
+    fe_val auxval[8];          /* auxiliary scalars (one leaf each) */
+    uint64_t *w;               /* the argument block */
+    weft_array **iarr;         /* per item: operands of fused producers */
+    fe_val **ival;             /* (SK_SRC_TERM), evaluated by rt_exec */
+    int variant;               /* 0: equal-shapes entries; 1: general */
+    void *be_job;              /* the backend's per-job state */
+};
+
+/* Run kernel k of operation k->op inside the interpreter's walk ix with
+ * backend ops (its state be; workers, grain, chunk_min as in rt_job):
+ * evaluate the operands, allocate the outputs, fill the argument block and
+ * run the phases.  On success out[] holds new references to the outputs;
+ * on failure nothing (status with message). */
+typedef struct rt_backend {
+    const rt_ops *ops;
+    void *be;
+    int64_t workers, grain, chunk_min;
+    void *be_job;             /* the backend's per-job state */
+} rt_backend;
+weft_status rt_exec(weft_context *ctx, const rt_backend *rb, fe_ix *ix,
+                    struct sk_kernel *k, weft_array **out);
+
+/* The shape of array term t of the kernel: an operand (manifest, or a
+ * fused producer, computed from its operands), or the operation itself
+ * when it is a producer.  Errors as the interpreter's for the same
+ * producer (WEFT_ERR_BAD_SHAPE, WEFT_ERR_RESHAPE_SIZE,
+ * WEFT_ERR_SLICE_INDEX). */
+weft_status rt_term_shape(rt_job *j, const fe_term *t, int64_t *shape);
+/* The index of entry point `entry` in the variant the job runs. */
+int rt_job_entry(rt_job *j, int entry);
+
+/* Allocate output o / a rank-1 auxiliary array a of n elements (see
+ * rt_ops.out and .aux). */
+weft_status rt_job_out(rt_job *j, int o, weft_type type, int rank,
+                       const int64_t *shape);
+weft_status rt_job_aux(rt_job *j, int a, weft_type type, int64_t n,
+                       bool host_filled);
+/* Fill the argument block from the kernel's layout (after out/aux). */
+weft_status rt_job_fill(rt_job *j);
+/* Run entry point `entry` over [0, n) with the given grain; run several
+ * phases in order. */
+weft_status rt_job_run(rt_job *j, int entry, int64_t n, int64_t grain);
+weft_status rt_job_phases(rt_job *j, int n, const rt_phase *phases);
+/* Chunks per row for a fold or scan of `rows` rows of m elements: 1 when
+ * the rows alone keep the workers busy, else enough that each worker has
+ * several, none shorter than j->chunk_min. */
+int64_t rt_row_chunks(const rt_job *j, int64_t rows, int64_t m);
+/* A shape from the leaves of a DIM value (WEFT_ERR_BAD_SHAPE if an extent
+ * is negative or the size overflows); `op` names the operation. */
+weft_status rt_shape_of(const fe_val *v, int rank, int64_t *shape,
+                        const char *op);
+
+/* ===== plan.c ===== */
+
+struct sk_target;
+/* The kernels of an executable. */
+typedef struct rt_plan_t {
+    int n, cap;
+    struct sk_kernel **k;
+} rt_plan_t;
+/* Fill kernel k's entry points (k->entry) for the backend: compile it or
+ * find it in a cache.  Returns a status with its message on failure. */
+typedef weft_status (*rt_get_fn)(void *user, weft_executable *exe,
+                                 struct sk_kernel *k);
+/* Make a kernel of every operation of exe's core that target tg has a
+ * skeleton for (see plan.c), calling get for each; *out lives in exe's
+ * arena.  Errors: those of sk_prepare and get. */
+weft_status rt_plan(weft_executable *exe, const struct sk_target *tg,
+                    rt_get_fn get, void *user, rt_plan_t **out);
+/* The kernel of operation t, or NULL (the interpreter computes it). */
+struct sk_kernel *rt_plan_kernel(const rt_plan_t *pl, const fe_term *t);
+/* Print the kernels, a line each: what was fused into each. */
+void rt_plan_dump(const rt_plan_t *pl, FILE *out);
+
+/* ===== exec*.c: the drivers, one per skeleton family ===== */
+weft_status rt_exec_generate(rt_job *j); /* exec.c */
+weft_status rt_exec_fold(rt_job *j);     /* exec.c */
+weft_status rt_exec_scan(rt_job *j);     /* exec_scan.c */
+weft_status rt_exec_permute(rt_job *j);  /* exec_permute.c */
+weft_status rt_exec_fold_seg(rt_job *j); /* exec_foldseg.c */
+weft_status rt_exec_stencil(rt_job *j);  /* exec_stencil.c */
+weft_status rt_exec_reshape(rt_job *j);  /* exec_reshape.c: unit,
+                                            reshape, replicate, slice */
+#endif /* WEFT_HAVE_LLVM */
+
+#endif /* WEFT_RT_H */
