@@ -136,7 +136,10 @@ typedef struct weft_config {
     const char *target_cpu; /* CPU backend: NULL = the host; a CPU name
                                ("x86-64-v3", "skylake-avx512") compiles for
                                that CPU without running (weft_run then
-                               returns WEFT_ERR_BACKEND_UNAVAILABLE) */
+                               returns WEFT_ERR_BACKEND_UNAVAILABLE).  PTX
+                               backend: NULL = the device; "sm_XY" compiles
+                               PTX for that GPU without one (dump it with
+                               WEFT_DUMP=ptx) and does not run */
     const char *dump;      /* what to write for each kernel, as $WEFT_DUMP:
                               a list of plan, ir, opt-ir, asm, vec, ptx;
                               NULL = none */

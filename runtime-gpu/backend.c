@@ -30,6 +30,7 @@
  */
 #ifdef WEFT_HAVE_LLVM
 #include <inttypes.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -125,17 +126,32 @@ static weft_status ptx_context_init(weft_context *ctx)
                         "weft_context_create: out of memory");
     }
     ctx->be_state = st;
-    s = gpu_dev_open(ctx, ctx->cfg.device, &st->dev);
-    if (s == WEFT_OK) {
-        gpu_mem_set_limit(st->dev, ctx->cfg.device_memory);
-        st->sm = gpu_dev_sm(st->dev);
+    const char *target = ctx->cfg.target_cpu;
+    if (target && strncmp(target, "sm_", 3) == 0) {
+        /* compile only, for an explicit GPU: no driver needed */
+        char *end;
+        long sm = strtol(target + 3, &end, 10);
+        if (*end != '\0' || sm < 50 || sm > 1000) {
+            ptx_context_fini(ctx);
+            return fe_error(WEFT_ERR_INVALID_ARGUMENT,
+                            "weft_context_create: target \"%.32s\" is not "
+                            "an sm_XY of 50 or more", target);
+        }
+        st->sm = (int)sm;
         s = cg_ptx_machine(st->sm, &st->tm);
+    } else {
+        s = gpu_dev_open(ctx, ctx->cfg.device, &st->dev);
+        if (s == WEFT_OK) {
+            gpu_mem_set_limit(st->dev, ctx->cfg.device_memory);
+            st->sm = gpu_dev_sm(st->dev);
+            s = cg_ptx_machine(st->sm, &st->tm);
+        }
     }
     if (s) {
         ptx_context_fini(ctx);
         return s;
     }
-    rt_disk_open(&st->disk, ctx, NULL, 0, false, ".cubin");
+    rt_disk_open(&st->disk, ctx, NULL, 0, st->dev == NULL, ".cubin");
     const char *dump = ctx->cfg.dump;
     st->dump_ptx = dump && strstr(dump, "ptx") != NULL;
     return WEFT_OK;
@@ -144,8 +160,10 @@ static weft_status ptx_context_init(weft_context *ctx)
 static void ptx_stats(const weft_context *ctx, weft_stats *out)
 {
     ptx_state *st = state_of(ctx);
-    gpu_mem_stats ms;
-    gpu_mem_stats_get(st->dev, &ms);
+    gpu_mem_stats ms = {0};
+    if (st->dev) {
+        gpu_mem_stats_get(st->dev, &ms);
+    }
     pthread_mutex_lock(&st->lock);
     out->kernels_compiled = st->compiled;
     out->kernels_loaded = st->loaded;
@@ -301,6 +319,14 @@ static weft_status get_kernel(void *user, weft_executable *exe, sk_kernel *k)
             double t0 = now_ms();
             LLVMMemoryBufferRef ptx = NULL;
             s = build_ptx(st, exe, k, np, nfn, &ptx);
+            if (s == WEFT_OK && !st->dev) {
+                /* compile only: the PTX is the product (WEFT_DUMP=ptx) */
+                LLVMDisposeMemoryBuffer(ptx);
+                st->compile_ms += now_ms() - t0;
+                st->compiled++;
+                pthread_mutex_unlock(&st->lock);
+                return WEFT_OK;
+            }
             if (s == WEFT_OK) {
                 s = load_kernel(st, k, LLVMGetBufferStart(ptx),
                                 LLVMGetBufferSize(ptx), true, names, nfn, &pk);
@@ -482,6 +508,12 @@ static weft_status ptx_run(weft_executable *exe, weft_array *const *in,
                            weft_array **out)
 {
     gpu_dev *d = state_of(exe->ctx)->dev;
+    if (!d) {
+        return fe_error(WEFT_ERR_BACKEND_UNAVAILABLE,
+                        "weft_run: this context compiles for another GPU "
+                        "(target %s) and cannot run kernels",
+                        exe->ctx->cfg.target_cpu);
+    }
     gpu_lock(d);
     weft_status s = fe_interp_hooked(exe->ctx, &exe->core, in, out, hook, exe);
     gpu_unlock(d);
