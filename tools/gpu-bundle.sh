@@ -1,0 +1,154 @@
+#!/bin/sh
+# tools/gpu-bundle.sh: build what the GPU machine runs and pack it into
+# .device/weft-gpu.tar.xz (see docs/gpu-machine.md).
+#
+# The GPU machine has gcc and the CUDA driver but no LLVM and no Check, so
+# everything is built here: a Release build with -DWEFT_STATIC_LLVM=ON in
+# build-gpu/ (libweft.so with LLVM, libstdc++ and libgcc inside, exporting
+# only weft_*; the public-API tests and the examples link it with RPATH
+# $ORIGIN and Check statically), stripped into build-gpu/bundle/ with the
+# public headers, the benchmark's sources and run-tests.sh.
+#
+# Usage: tools/gpu-bundle.sh            (WEFT_JOBS sets the build's -j)
+# Running it again when nothing changed rebuilds nothing and keeps the
+# archive as it is.
+set -eu
+root=$(cd "$(dirname "$0")/.." && pwd)
+build="$root/build-gpu"
+stage="$build/bundle"
+out="$root/.device/weft-gpu.tar.xz"
+jobs=${WEFT_JOBS:-$(nproc)}
+
+# Configure (quick once configured), then build only what the bundle holds.
+cmake -S "$root" -B "$build" -DWEFT_STATIC_LLVM=ON \
+      -DCMAKE_BUILD_TYPE=Release >/dev/null
+if ! cmake --build "$build" --target weft_public -j "$jobs" \
+        >"$build/bundle-build.log" 2>&1; then
+    tail -n 40 "$build/bundle-build.log" >&2
+    echo "gpu-bundle: the build failed; see $build/bundle-build.log" >&2
+    exit 1
+fi
+
+# Stage: a binary is stripped again only when the build's copy is newer.
+mkdir -p "$stage/include" "$stage/bench"
+put_bin() {  # put_bin NAME: build/NAME, stripped, to stage/NAME
+    if [ ! -e "$stage/$1" ] || [ "$build/$1" -nt "$stage/$1" ]; then
+        strip --strip-unneeded -o "$stage/$1.tmp" "$build/$1"
+        mv "$stage/$1.tmp" "$stage/$1"
+    fi
+}
+put_src() {  # put_src FILE DIR: copy FILE to stage/DIR when it differs
+    cmp -s "$1" "$stage/$2/${1##*/}" || cp "$1" "$stage/$2/"
+}
+put_bin libweft.so
+tests=$(awk '$1 == "test" { print $2 }' "$build/weft-public.txt")
+examples=$(awk '$1 == "example" { print $2 }' "$build/weft-public.txt")
+for t in $tests $examples; do
+    put_bin "$t"
+done
+files="libweft.so $tests $examples"
+rm -f "$stage"/include/*
+for h in "$root"/include/*.h; do
+    put_src "$h" include
+    files="$files include/${h##*/}"
+done
+for f in "$root"/bench/weft_bench.c "$root"/bench/ref.c "$root"/bench/ref.h; do
+    if [ -e "$f" ]; then
+        put_src "$f" bench
+        files="$files bench/${f##*/}"
+    fi
+done
+files="$files tests.txt run-tests.sh build-bench.sh VERSION"
+
+# What run-tests.sh runs: the tests, then the examples.
+list=$(printf '%s\n' $tests $examples)
+[ "$(cat "$stage/tests.txt" 2>/dev/null)" = "$list" ] ||
+    printf '%s\n' "$list" >"$stage/tests.txt"
+
+write() {  # write NAME: stdin to stage/NAME when it differs (*.sh: +x)
+    cat >"$stage/$1.tmp"
+    case $1 in *.sh) chmod +x "$stage/$1.tmp" ;; esac
+    if cmp -s "$stage/$1.tmp" "$stage/$1"; then
+        rm "$stage/$1.tmp"
+    else
+        mv "$stage/$1.tmp" "$stage/$1"
+    fi
+}
+
+write run-tests.sh <<'EOF'
+#!/bin/sh
+# run-tests.sh: run weft's tests (and examples) from this folder, one line
+# each: PASS, FAIL or SKIP (exit status 77), the seconds, the last line of
+# its output.  A failure's output follows its line; every output is kept in
+# logs/ ($WEFT_TEST_LOGS).  Exits 1 when any failed.
+# Usage: ./run-tests.sh [name...]   (default: every name in tests.txt)
+# The WEFT_* environment reaches the tests: WEFT_BACKEND=ptx, WEFT_DEVICE,
+# WEFT_LIBDEVICE.  WEFT_TEST_TIMEOUT: seconds per binary (default 600).
+cd "$(dirname "$0")" || exit 2
+export CK_FORK=no
+logs=${WEFT_TEST_LOGS:-logs}
+mkdir -p "$logs"
+limit=${WEFT_TEST_TIMEOUT:-600}
+if command -v timeout >/dev/null 2>&1; then
+    run() { timeout "$limit" "$@"; }
+else
+    run() { "$@"; }
+fi
+[ $# -gt 0 ] || set -- $(cat tests.txt)
+pass=0 fail=0 skip=0 failed=
+for t in "$@"; do
+    log="$logs/$t.log"
+    t0=$(date +%s)
+    run "./$t" >"$log" 2>&1
+    rc=$?
+    secs=$(($(date +%s) - t0))
+    case $rc in
+        0) r=PASS pass=$((pass + 1)) ;;
+        77) r=SKIP skip=$((skip + 1)) ;;
+        124) r=FAIL fail=$((fail + 1)) failed="$failed $t"
+             echo "timed out after ${limit}s" >>"$log" ;;
+        *) r=FAIL fail=$((fail + 1)) failed="$failed $t" ;;
+    esac
+    printf '%s %-20s %4ss  %s\n' "$r" "$t" "$secs" \
+           "$(tail -n 1 "$log" | cut -c1-160)"
+    if [ "$r" = FAIL ]; then
+        echo "---- $t exited $rc; last lines of $log:"
+        tail -n 40 "$log"
+        echo "----"
+    fi
+done
+echo "weft: $pass passed, $fail failed, $skip skipped (backend ${WEFT_BACKEND:-default})"
+[ "$fail" -eq 0 ] || { echo "failed:$failed"; exit 1; }
+EOF
+
+write build-bench.sh <<'EOF'
+#!/bin/sh
+# build-bench.sh: build the CPU benchmark here against ./libweft.so
+# (the references use OpenMP: gcc's libgomp).  Then: ./weft_bench -h
+set -eu
+cd "$(dirname "$0")"
+${CC:-gcc} -std=c17 -O3 -march=native -fopenmp -fno-math-errno -Iinclude \
+    bench/weft_bench.c bench/ref.c -o weft_bench \
+    -L. -lweft -Wl,-rpath,'$ORIGIN' -lm
+EOF
+
+(cd "$root" && git describe --always --dirty 2>/dev/null || echo unknown) |
+    write VERSION
+
+# Pack only when the staged files differ from those of the last archive.
+sums=$(cd "$stage" && sha256sum $files)
+if [ -e "$out" ] && [ "$(cat "$build/bundle.sums" 2>/dev/null)" = "$sums" ]
+then
+    echo "gpu-bundle: $out is up to date ($(du -h "$out" | cut -f1))"
+    exit 0
+fi
+mkdir -p "$root/.device"
+(cd "$stage" && tar --owner=0 --group=0 -cf - $files) |
+    xz -9 -T1 >"$out.tmp"
+mv "$out.tmp" "$out"
+printf '%s\n' "$sums" >"$build/bundle.sums"
+size=$(wc -c <"$out")
+echo "gpu-bundle: wrote $out ($size bytes)"
+if [ "$size" -gt 60000000 ]; then
+    echo "gpu-bundle: warning: over 60 MB; the device takes at most 64 MiB" >&2
+fi
