@@ -443,10 +443,12 @@ weft_status rt_job_run(job *j, int entry, int64_t n, int64_t grain)
 int64_t rt_row_chunks(const job *j, int64_t rows, int64_t m)
 {
     int64_t workers = j->workers, C = 1;
-    if (rows < 4 * workers && m >= 2 * j->chunk_min && workers > 1) {
+    int64_t least = j->k->chunk_min > j->chunk_min ? j->k->chunk_min
+                                                   : j->chunk_min;
+    if (rows < 4 * workers && m >= 2 * least && workers > 1) {
         C = (8 * workers + rows - 1) / (rows > 0 ? rows : 1);
-        if (C > m / j->chunk_min) {
-            C = m / j->chunk_min;
+        if (C > m / least) {
+            C = m / least;
         }
         if (C < 2) {
             C = 1;
@@ -540,7 +542,7 @@ weft_status rt_exec(weft_context *ctx, const rt_backend *rb, fe_ix *ix,
         s = drivers[k->skel->family](&j);
     }
     int64_t code = SK_ERR_NONE;
-    if (s == WEFT_OK) {
+    if (s == WEFT_OK && k->may_fail) {
         s = j.ops->read_error(&j, &code);
     }
     if (s == WEFT_OK) {

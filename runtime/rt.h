@@ -27,7 +27,7 @@
 /* Bumped whenever the kernel ABI, the argument block layout or anything
  * else that makes an old cached kernel wrong changes; it is mixed into
  * every kernel key, so old disk entries are simply never found again. */
-#define RT_ABI_VERSION 2
+#define RT_ABI_VERSION 3
 
 /* ===== disk.c: the disk cache of compiled kernels ===== */
 
@@ -168,7 +168,7 @@ weft_status rt_job_run(rt_job *j, int entry, int64_t n, int64_t grain);
 weft_status rt_job_phases(rt_job *j, int n, const rt_phase *phases);
 /* Chunks per row for a fold or scan of `rows` rows of m elements: 1 when
  * the rows alone keep the workers busy, else enough that each worker has
- * several, none shorter than j->chunk_min. */
+ * several, none shorter than j->chunk_min or the kernel's own chunk_min. */
 int64_t rt_row_chunks(const rt_job *j, int64_t rows, int64_t m);
 /* A shape from the leaves of a DIM value (WEFT_ERR_BAD_SHAPE if an extent
  * is negative or the size overflows); `op` names the operation. */

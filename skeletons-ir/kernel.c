@@ -248,6 +248,31 @@ static weft_status walk_delayed(walk *w, const fe_term *t)
     return WEFT_OK;
 }
 
+/* Whether reading t (the operation, or a delayed producer inside it)
+ * gathers: the reads that check bounds and may set the error word. */
+static bool gathers(const fe_term *t, bool top)
+{
+    if (!t || !t->acc || (!top && !t->delayed)) {
+        return false;
+    }
+    switch ((fe_kind)t->kind) {
+    case FE_BACKPERMUTE:
+    case FE_TRANSFORM:
+    case FE_REPLICATE:
+    case FE_SLICE:
+    case FE_PERMUTE:
+        return true;
+    default:
+        break;
+    }
+    for (int i = 0; i < t->nkid; i++) {
+        if (gathers(t->kid[i], false)) {
+            return true;
+        }
+    }
+    return false;
+}
+
 weft_status sk_prepare(weft_context *ctx, const fe_core *core, fe_arena *arena,
                        const sk_target *tg, const fe_term *t, sk_kernel *k)
 {
@@ -317,6 +342,7 @@ weft_status sk_prepare(weft_context *ctx, const fe_core *core, fe_arena *arena,
         return s;
     }
     k->err_item = k->aux_item[SK_ERR_AUX] = k->nitem - 1;
+    k->may_fail = gathers(t, true);
     k->skel = sk_skeleton_of(t, tg);
     if (!k->skel) {
         return fe_error(WEFT_ERR_INTERNAL,

@@ -159,6 +159,12 @@ struct sk_kernel {
                                   SK_ITEM_BLOCK a whole block; the runtime
                                   sizes the grid by it */
     int permute_mode;         /* permute: how the combine is made atomic */
+    int64_t chunk_min;        /* fewest elements per chunk when a row is
+                                 cut into chunks (0: the backend's own) */
+    bool may_fail;            /* it can store an error code (a gather
+                                 that may fall outside its source, a
+                                 permute): the driver reads the error word
+                                 only then */
 };
 
 /* The context in which a kernel's functions are emitted. */

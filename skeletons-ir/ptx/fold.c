@@ -1,0 +1,738 @@
+/*
+ * skeletons-ir/ptx/fold.c: fold and fold1 on the GPU, with warps and
+ * blocks working together (the PTX target's own SK_FOLD skeleton).
+ *
+ * The contract is fold.c's, for the same host driver (runtime/exec.c,
+ * rt_exec_fold): three entries over [0, n), aux 0 the partials (rank 1,
+ * the element type), aux 1 C, the chunks per row.
+ *
+ *   entry 0, a warp per row (n = rows):
+ *       out[r] = z `f` row r (fold), or the row's fold1;
+ *   entry 1, a block per chunk (n = rows * C):
+ *       partial[c] = fold1 of piece c % C of row c / C (pieces as in fold.c:
+ *       contiguous, never empty);
+ *   entry 2, a block per row (n = rows):
+ *       out[r] = z `f` (the row's C partials, left to right), or without z.
+ *
+ * Each entry walks its items in a loop (item = global warp or block id,
+ * step = warps or blocks in the grid: the runtime sizes the grid by
+ * k->item_threads and the occupancy, never by n).
+ *
+ * Order.  The combine function is associative but need not be
+ * commutative, so every step keeps left-to-right order and no step needs
+ * an identity element.  A warp folds a range [lo, hi) in tiles of 32 K
+ * consecutive elements: lane l folds its own K consecutive elements
+ * [t + l K, t + (l + 1) K) sequentially (the lanes whose run is empty at
+ * the end of the range are invalid), then the warp reduces the 32 lane
+ * values in order,
+ *
+ *     for d = 1, 2, 4, 8, 16:
+ *         y = shuffle_down(x, d)                    (every lane)
+ *         if (lane % 2d == 0 && lane + d is valid)  x = f(x, y)
+ *
+ * after which lane 0 holds the tile's fold (the valid lanes always form a
+ * prefix: lane j is valid when t + j K < hi, which needs no division; the
+ * lane at lane + d, when valid, holds its group's fold), and lane 0
+ * accumulates acc = f(acc, tile) (acc = tile for the first one when there
+ * is no seed).  K is a constant of the kernel, as many elements as make
+ * 32 bytes of leaves (8 for 4-byte elements, at most 8, at least 1): a
+ * full tile reads its K elements per lane unconditionally and all before
+ * combining them, so that K loads per lane are in flight at once, and the
+ * warp pays one reduction per 32 K elements; only the last, partial tile
+ * of a range checks bounds, with a run of its own, ceil(rest / 32), so
+ * that short rows still use every lane.  A warp's loads stay within 32 K
+ * consecutive elements, so what it fetches is all used.
+ *
+ * A block folds its range by cutting it into per-warp sub-ranges of S
+ * elements (S a multiple of the tile, so only the last one has a partial
+ * tile; the non-empty ones are again a prefix), each warp as above; lane 0
+ * of each warp puts its fold into shared memory (one array of 32 per leaf:
+ * a block has at most 1024 threads), a barrier, warp 0 reduces the warp
+ * results in order, and thread 0 writes.  A second barrier keeps the next
+ * item from overwriting shared memory before warp 0 has read it.  Both
+ * barriers are at block-uniform points: the item loop's bounds are the
+ * same for every thread of the block, and nothing returns early.
+ *
+ * Block sizes are whatever the runtime launches (block_size at run time);
+ * they must be a multiple of 32 (the occupancy API's always are), since
+ * the shuffles take the full warp.  Inputs are read through sk_read (fused
+ * producers inline), by linear position or, where that would cost a
+ * division per element, by multi-index, as fold.c does; reads and
+ * combines are guarded so that no lane reads past its range or applies
+ * f to values that are not there.
+ */
+#include "../sk.h"
+
+enum {
+    WARP = 32,        /* lanes */
+    MAX_WARPS = 32,   /* warps of a block of 1024 threads */
+    MAX_RUN = 8,      /* the most consecutive elements a lane reads alone */
+    RUN_BYTES = 32,   /* ... and the most bytes of them */
+};
+
+static weft_status ptx_fold_prepare(weft_context *ctx, fe_arena *arena,
+                                    sk_kernel *k)
+{
+    k->nentry = 3;
+    /* a warp per row, a block per chunk, a block per row; the general
+     * variant (a fused zipWith) has the same three again */
+    for (int v = 0; v < 2; v++) {
+        k->item_threads[3 * v + 0] = WARP;
+        k->item_threads[3 * v + 1] = SK_ITEM_BLOCK;
+        k->item_threads[3 * v + 2] = SK_ITEM_BLOCK;
+    }
+    /* a block per chunk: chunks of at least 32K elements, so that a
+     * block streams long runs between its barriers */
+    k->chunk_min = 32768;
+    weft_status s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX, 0,
+                                k->op->type, 1);
+    if (s) {
+        return s;
+    }
+    k->aux_item[0] = k->nitem - 1;
+    s = sk_add_item(ctx, arena, k, SK_SCALAR, SK_SRC_AUX, 1, WEFT_I64, 0);
+    k->aux_item[1] = k->nitem - 1;
+    return s;
+}
+
+/* ---- small helpers ---------------------------------------------------- */
+
+static LLVMValueRef wide(cg_fn *fn, LLVMValueRef x)
+{
+    return LLVMBuildZExt(fn->b, x, LLVMInt64TypeInContext(fn->llctx), "");
+}
+
+static LLVMValueRef min64(cg_fn *fn, LLVMValueRef a, LLVMValueRef b)
+{
+    return LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, a, b, ""),
+                           a, b, "");
+}
+
+static LLVMValueRef max64(cg_fn *fn, LLVMValueRef a, LLVMValueRef b)
+{
+    return LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntSGT, a, b, ""),
+                           a, b, "");
+}
+
+/* ceil(a / b) for a >= 0, b > 0. */
+static LLVMValueRef ceil_div(cg_fn *fn, LLVMValueRef a, LLVMValueRef b)
+{
+    LLVMValueRef t = LLVMBuildAdd(
+        fn->b, a, LLVMBuildSub(fn->b, b, cg_i64(fn, 1), ""), "");
+    return LLVMBuildSDiv(fn->b, t, b, "");
+}
+
+/* A strided loop: for (i = start; i < end; i += step), every thread of
+ * the group that runs it with the same bounds. */
+typedef struct sloop {
+    LLVMBasicBlockRef head, exit;
+    LLVMValueRef i, step;
+} sloop;
+
+static LLVMValueRef sloop_begin(cg_fn *fn, sloop *l, LLVMValueRef start,
+                                LLVMValueRef end, LLVMValueRef step,
+                                const char *name)
+{
+    LLVMBuilderRef B = fn->b;
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(B);
+    l->step = step;
+    l->head = LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, name);
+    LLVMBasicBlockRef body =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "sloop.body");
+    l->exit = LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "sloop.end");
+    LLVMBuildBr(B, l->head);
+    LLVMPositionBuilderAtEnd(B, l->head);
+    l->i = LLVMBuildPhi(B, LLVMInt64TypeInContext(fn->llctx), name);
+    LLVMAddIncoming(l->i, &start, &pre, 1);
+    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSLT, l->i, end, ""), body,
+                    l->exit);
+    LLVMPositionBuilderAtEnd(B, body);
+    return l->i;
+}
+
+static void sloop_end(cg_fn *fn, sloop *l)
+{
+    LLVMValueRef next = LLVMBuildAdd(fn->b, l->i, l->step, "");
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(fn->b);
+    LLVMAddIncoming(l->i, &next, &latch, 1);
+    LLVMBuildBr(fn->b, l->head);
+    LLVMPositionBuilderAtEnd(fn->b, l->exit);
+}
+
+/* out = f(a, b) with the combine function (reassociation allowed). */
+static weft_status combine(sk_fn *f, const cg_val *a, const cg_val *b,
+                           cg_val *out)
+{
+    cg_fn *fn = &f->fn;
+    cg_val args[2] = {*a, *b};
+    fn->fmf = LLVMFastMathAllowReassoc;
+    weft_status s = cg_apply(fn, f->e->k->op->fun[0], args, out);
+    fn->fmf = 0;
+    return s;
+}
+
+/* m = f(m, x). */
+static weft_status combine_into(sk_fn *f, const cg_mut *m, const cg_val *x)
+{
+    cg_val a, y;
+    weft_status s = cg_mut_get(&f->fn, m, &a);
+    if (s == WEFT_OK) {
+        s = combine(f, &a, x, &y);
+    }
+    if (s == WEFT_OK) {
+        cg_mut_set(&f->fn, m, &y);
+    }
+    return s;
+}
+
+/* m = zero in every leaf (a placeholder for lanes without a value). */
+static void mut_zero(cg_fn *fn, const cg_mut *m)
+{
+    for (int l = 0; l < m->n; l++) {
+        LLVMBuildStore(fn->b,
+                       LLVMConstNull(cg_type(fn->llctx, m->leaf[l])),
+                       m->slot[l]);
+    }
+}
+
+/* ---- reading the source ----------------------------------------------- */
+
+/* What a fold reads: the input term src, one row of it (fold.c's
+ * row_reader: by linear position, or by multi-index when a linear read of
+ * src would need a division), or, when src is NULL, the partials. */
+typedef struct source {
+    const fe_term *src;
+    const cg_array *part;
+    cg_val ix;          /* by_index: the row's outer index components */
+    LLVMValueRef base;  /* linear position of the row's first element */
+    bool by_index;
+} source;
+
+/* Prepare to read row r of src (extents ext) starting at linear position
+ * base. */
+static weft_status source_row(sk_fn *f, source *sr, LLVMValueRef *ext,
+                              LLVMValueRef r, LLVMValueRef base)
+{
+    sr->base = base;
+    sr->by_index = sr->src && !sk_linear_ok(f, sr->src);
+    if (!sr->by_index) {
+        return WEFT_OK;
+    }
+    weft_status s = cg_val_make(&f->fn, sr->src->rank, &sr->ix);
+    if (s == WEFT_OK && sr->src->rank > 1) {
+        cg_from_index(&f->fn, sr->src->rank - 1, ext, r, sr->ix.v);
+    }
+    return s;
+}
+
+/* Element j (a linear position) of the source. */
+static weft_status source_read(sk_fn *f, const source *sr, LLVMValueRef j,
+                               cg_val *out)
+{
+    if (!sr->src) {
+        return cg_array_load(&f->fn, sr->part, j, out);
+    }
+    if (!sr->by_index) {
+        return sk_read(f, sr->src, j, NULL, out);
+    }
+    cg_val ix = sr->ix;
+    ix.v = fe_arena_alloc(f->fn.arena, sizeof *ix.v * (size_t)(ix.n + 1));
+    if (!ix.v) {
+        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+    }
+    for (int d = 0; d < ix.n - 1; d++) {
+        ix.v[d] = sr->ix.v[d];
+    }
+    ix.v[ix.n - 1] = LLVMBuildSub(f->fn.b, j, sr->base, "");
+    return sk_read(f, sr->src, NULL, &ix, out);
+}
+
+/* ---- warps ------------------------------------------------------------ */
+
+/* The lanes of a warp, and the mutable values a warp fold works in. */
+typedef struct warp {
+    LLVMValueRef lane;  /* i64 0..31 */
+    cg_mut x;           /* a lane's value */
+    cg_mut acc;         /* lane 0: the fold so far */
+    LLVMValueRef have;  /* i1 slot: lane 0 has a value in acc */
+} warp;
+
+static weft_status warp_init(sk_fn *f, warp *w, LLVMValueRef tid)
+{
+    cg_fn *fn = &f->fn;
+    weft_type t = f->e->k->op->type;
+    w->lane = LLVMBuildAnd(fn->b, tid, cg_i64(fn, WARP - 1), "lane");
+    weft_status s = cg_mut_new(fn, t, &w->x);
+    if (s == WEFT_OK) {
+        s = cg_mut_new(fn, t, &w->acc);
+    }
+    w->have = cg_alloca(fn, LLVMInt1TypeInContext(fn->llctx), "have");
+    return s;
+}
+
+/* In-order reduction of the warp's x over its valid lanes, lane j being
+ * valid when at + j stride < hi (the same bounds in every lane, lane 0
+ * valid: the valid lanes are a prefix, and no division is needed to count
+ * them): lane 0's x becomes x[0] `f` x[1] `f` ... over the valid lanes.
+ * Every lane must run it. */
+static weft_status warp_reduce(sk_fn *f, warp *w, LLVMValueRef at,
+                               LLVMValueRef stride, LLVMValueRef hi)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+    weft_status s;
+    for (int d = 1; d < WARP; d *= 2) {
+        cg_val x, y;
+        if ((s = cg_mut_get(fn, &w->x, &x)) != WEFT_OK ||
+            (s = cg_val_make(fn, x.n, &y)) != WEFT_OK) {
+            return s;
+        }
+        for (int l = 0; l < x.n; l++) {
+            y.v[l] = tg->shuffle_down(fn, x.v[l],
+                                      LLVMConstInt(i32, (unsigned)d, 0));
+        }
+        LLVMValueRef mine = LLVMBuildICmp(
+            fn->b, LLVMIntEQ,
+            LLVMBuildAnd(fn->b, w->lane, cg_i64(fn, 2 * d - 1), ""),
+            cg_i64(fn, 0), "");
+        LLVMValueRef other = LLVMBuildAdd(fn->b, w->lane, cg_i64(fn, d), "");
+        LLVMValueRef there = LLVMBuildICmp(
+            fn->b, LLVMIntSLT,
+            LLVMBuildAdd(fn->b, at, LLVMBuildMul(fn->b, other, stride, ""), ""),
+            hi, "");
+        cg_if c;
+        cg_if_begin(fn, &c, LLVMBuildAnd(fn->b, mine, there, ""));
+        s = combine_into(f, &w->x, &y);
+        cg_if_end(fn, &c);
+        if (s) {
+            return s;
+        }
+    }
+    return WEFT_OK;
+}
+
+/* Lane 0: acc = have ? acc `f` x : x; have = true. */
+static weft_status warp_accumulate(sk_fn *f, warp *w)
+{
+    cg_fn *fn = &f->fn;
+    cg_val x;
+    weft_status s = cg_mut_get(fn, &w->x, &x);
+    if (s) {
+        return s;
+    }
+    cg_if lane0, have;
+    cg_if_begin(fn, &lane0, LLVMBuildICmp(fn->b, LLVMIntEQ, w->lane,
+                                          cg_i64(fn, 0), ""));
+    LLVMValueRef h =
+        LLVMBuildLoad2(fn->b, LLVMInt1TypeInContext(fn->llctx), w->have, "");
+    cg_if_begin(fn, &have, h);
+    s = combine_into(f, &w->acc, &x);
+    cg_if_else(fn, &have);
+    cg_mut_set(fn, &w->acc, &x);
+    cg_if_end(fn, &have);
+    LLVMBuildStore(fn->b, LLVMConstInt(LLVMInt1TypeInContext(fn->llctx), 1, 0),
+                   w->have);
+    cg_if_end(fn, &lane0);
+    return s;
+}
+
+/* The run length K of a lane: consecutive elements it reads before the
+ * warp combines, as many as keep a lane's run within 32 bytes of leaves
+ * (8 for 4-byte elements), at least 1. */
+static int run_length(const warp *w)
+{
+    int bytes = 0;
+    for (int l = 0; l < w->x.n; l++) {
+        bytes += (int)weft_type_size(w->x.leaf[l]);
+    }
+    int k = MAX_RUN;
+    while (k > 1 && k * bytes > RUN_BYTES) {
+        k /= 2;
+    }
+    return k;
+}
+
+/* One full tile at t: lane l reads its K elements (all first, so that
+ * they are in flight together), folds them and the warp reduces. */
+static weft_status full_tile(sk_fn *f, warp *w, const source *sr,
+                             LLVMValueRef t, int k, LLVMValueRef hi)
+{
+    cg_fn *fn = &f->fn;
+    weft_status s;
+    LLVMValueRef K = cg_i64(fn, k);
+    LLVMValueRef llo =
+        LLVMBuildAdd(fn->b, t, LLVMBuildMul(fn->b, w->lane, K, ""), "");
+    cg_val x[MAX_RUN], y;
+    for (int i = 0; i < k; i++) {
+        LLVMValueRef j = LLVMBuildAdd(fn->b, llo, cg_i64(fn, i), "");
+        if ((s = source_read(f, sr, j, &x[i])) != WEFT_OK) {
+            return s;
+        }
+    }
+    for (int i = 1; i < k; i++) {
+        if ((s = combine(f, &x[0], &x[i], &y)) != WEFT_OK) {
+            return s;
+        }
+        x[0] = y;
+    }
+    cg_mut_set(fn, &w->x, &x[0]);
+    if ((s = warp_reduce(f, w, t, K, hi)) != WEFT_OK) {
+        return s;
+    }
+    return warp_accumulate(f, w);
+}
+
+/* The last, partial tile at t (t < hi < t + 32 K): with the run
+ * k = ceil((hi - t) / 32) (1 .. K, so that a short row still spreads over
+ * the lanes), lane l folds [t + l k, min(t + (l + 1) k, hi)) when that is
+ * not empty. */
+static weft_status part_tile(sk_fn *f, warp *w, const source *sr,
+                             LLVMValueRef t, LLVMValueRef hi)
+{
+    cg_fn *fn = &f->fn;
+    weft_status s;
+    LLVMValueRef K = LLVMBuildLShr(
+        fn->b,
+        LLVMBuildAdd(fn->b, LLVMBuildSub(fn->b, hi, t, ""),
+                     cg_i64(fn, WARP - 1), ""),
+        cg_i64(fn, 5), "run");
+    LLVMValueRef llo =
+        LLVMBuildAdd(fn->b, t, LLVMBuildMul(fn->b, w->lane, K, ""), "");
+    LLVMValueRef lhi = min64(fn, LLVMBuildAdd(fn->b, llo, K, ""), hi);
+    mut_zero(fn, &w->x);
+    cg_if valid;
+    cg_if_begin(fn, &valid, LLVMBuildICmp(fn->b, LLVMIntSLT, llo, lhi, ""));
+    cg_val x0;
+    if ((s = source_read(f, sr, llo, &x0)) != WEFT_OK) {
+        return s;
+    }
+    cg_mut_set(fn, &w->x, &x0);
+    cg_loop run;
+    LLVMValueRef j;
+    cg_loop_begin(fn, &run, LLVMBuildAdd(fn->b, llo, cg_i64(fn, 1), ""), lhi,
+                  &j);
+    cg_val xj;
+    if ((s = source_read(f, sr, j, &xj)) != WEFT_OK ||
+        (s = combine_into(f, &w->x, &xj)) != WEFT_OK) {
+        return s;
+    }
+    cg_loop_end(fn, &run);
+    cg_if_end(fn, &valid);
+    if ((s = warp_reduce(f, w, t, K, hi)) != WEFT_OK) {
+        return s;
+    }
+    return warp_accumulate(f, w);
+}
+
+/* The warp folds [lo, hi) of the source (bounds the same in every lane)
+ * into lane 0's acc / have: the full tiles of 32 K elements, then the
+ * partial one if any. */
+static weft_status warp_fold(sk_fn *f, warp *w, const source *sr,
+                             LLVMValueRef lo, LLVMValueRef hi)
+{
+    cg_fn *fn = &f->fn;
+    weft_status s;
+    int k = run_length(w);
+    LLVMValueRef T = cg_i64(fn, (int64_t)k * WARP);
+    LLVMValueRef len =
+        max64(fn, LLVMBuildSub(fn->b, hi, lo, ""), cg_i64(fn, 0));
+    LLVMValueRef full = LLVMBuildAdd(
+        fn->b, lo,
+        LLVMBuildMul(fn->b, LLVMBuildUDiv(fn->b, len, T, ""), T, ""), "full");
+    sloop tl;
+    LLVMValueRef t = sloop_begin(fn, &tl, lo, full, T, "tile");
+    if ((s = full_tile(f, w, sr, t, k, hi)) != WEFT_OK) {
+        return s;
+    }
+    sloop_end(fn, &tl);
+    cg_if tail;
+    cg_if_begin(fn, &tail, LLVMBuildICmp(fn->b, LLVMIntSLT, full, hi, ""));
+    if ((s = part_tile(f, w, sr, full, hi)) != WEFT_OK) {
+        return s;
+    }
+    cg_if_end(fn, &tail);
+    return WEFT_OK;
+}
+
+/* ---- blocks ----------------------------------------------------------- */
+
+/* A block's threads and its shared memory (32 values per leaf). */
+typedef struct block {
+    LLVMValueRef tid;     /* i64 */
+    LLVMValueRef wid;     /* i64: warp within the block */
+    LLVMValueRef nwarp;   /* i64: warps in the block */
+    LLVMValueRef *shared; /* per leaf: [32 x memory type] */
+    warp w;
+} block;
+
+static weft_status block_init(sk_fn *f, block *bk)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    bk->tid = wide(fn, tg->thread_index(fn, 0));
+    bk->wid = LLVMBuildLShr(fn->b, bk->tid, cg_i64(fn, 5), "warp");
+    bk->nwarp = LLVMBuildLShr(fn->b, wide(fn, tg->block_size(fn, 0)),
+                              cg_i64(fn, 5), "nwarp");
+    weft_status s = warp_init(f, &bk->w, bk->tid);
+    if (s) {
+        return s;
+    }
+    int n = bk->w.x.n;
+    bk->shared =
+        fe_arena_alloc(fn->arena, sizeof *bk->shared * (size_t)(n + 1));
+    if (!bk->shared) {
+        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+    }
+    for (int l = 0; l < n; l++) {
+        bk->shared[l] = tg->shared_array(
+            fn, cg_mem_type(fn->llctx, bk->w.x.leaf[l]), MAX_WARPS);
+    }
+    return WEFT_OK;
+}
+
+/* The block folds the non-empty range [lo, hi) of the source (bounds the
+ * same in every thread); thread 0 ends with the fold in bk->w.acc.  Every
+ * thread of the block must run it (it has two barriers). */
+static weft_status block_fold(sk_fn *f, block *bk, const source *sr,
+                              LLVMValueRef lo, LLVMValueRef hi)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    warp *w = &bk->w;
+    weft_status s;
+    /* warp v takes [lo + v S, min(lo + (v + 1) S, hi)), S a whole number
+     * of tiles, so that the non-empty sub-ranges are a prefix */
+    LLVMValueRef len = LLVMBuildSub(fn->b, hi, lo, "len");
+    LLVMValueRef per = ceil_div(fn, len, bk->nwarp);
+    LLVMValueRef T = cg_i64(fn, (int64_t)run_length(w) * WARP);
+    LLVMValueRef S = LLVMBuildMul(fn->b, ceil_div(fn, per, T), T, "span");
+    LLVMValueRef wlo =
+        min64(fn,
+              LLVMBuildAdd(fn->b, lo, LLVMBuildMul(fn->b, bk->wid, S, ""), ""),
+              hi);
+    LLVMValueRef whi = min64(fn, LLVMBuildAdd(fn->b, wlo, S, ""), hi);
+    LLVMBuildStore(fn->b, LLVMConstInt(LLVMInt1TypeInContext(fn->llctx), 0, 0),
+                   w->have);
+    if ((s = warp_fold(f, w, sr, wlo, whi)) != WEFT_OK) {
+        return s;
+    }
+    /* lane 0 of every warp with a value: shared[warp] = acc */
+    LLVMValueRef lane0 =
+        LLVMBuildICmp(fn->b, LLVMIntEQ, w->lane, cg_i64(fn, 0), "");
+    LLVMValueRef busy = LLVMBuildICmp(fn->b, LLVMIntSLT, wlo, whi, "");
+    cg_if put;
+    cg_if_begin(fn, &put, LLVMBuildAnd(fn->b, lane0, busy, ""));
+    cg_val a;
+    if ((s = cg_mut_get(fn, &w->acc, &a)) != WEFT_OK) {
+        return s;
+    }
+    for (int l = 0; l < a.n; l++) {
+        cg_store(fn, w->acc.leaf[l], bk->shared[l], bk->wid, a.v[l]);
+    }
+    cg_if_end(fn, &put);
+    tg->barrier(fn);
+    /* warp 0: the warp results in order (warp v had a value when
+     * lo + v S < hi) */
+    cg_if first;
+    cg_if_begin(fn, &first,
+                LLVMBuildICmp(fn->b, LLVMIntEQ, bk->wid, cg_i64(fn, 0), ""));
+    mut_zero(fn, &w->x);
+    cg_if get;
+    cg_if_begin(fn, &get,
+                LLVMBuildICmp(fn->b, LLVMIntSLT,
+                              LLVMBuildAdd(fn->b, lo,
+                                           LLVMBuildMul(fn->b, w->lane, S, ""),
+                                           ""),
+                              hi, ""));
+    cg_val x;
+    if ((s = cg_val_make(fn, w->x.n, &x)) != WEFT_OK) {
+        return s;
+    }
+    for (int l = 0; l < x.n; l++) {
+        x.v[l] = cg_load(fn, w->x.leaf[l], bk->shared[l], w->lane);
+    }
+    cg_mut_set(fn, &w->x, &x);
+    cg_if_end(fn, &get);
+    if ((s = warp_reduce(f, w, lo, S, hi)) != WEFT_OK) {
+        return s;
+    }
+    cg_val total;
+    if ((s = cg_mut_get(fn, &w->x, &total)) != WEFT_OK) {
+        return s;
+    }
+    cg_mut_set(fn, &w->acc, &total);
+    cg_if_end(fn, &first);
+    tg->barrier(fn);
+    return WEFT_OK;
+}
+
+/* ---- the entries ------------------------------------------------------ */
+
+/* Entry 0: a warp per row. */
+static weft_status emit_rows(sk_fn *f, bool has_seed)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    const fe_term *src = f->e->k->op->kid[has_seed ? 1 : 0];
+    LLVMValueRef ext[WEFT_MAX_RANK];
+    weft_status s = sk_extent(f, src, ext);
+    if (s) {
+        return s;
+    }
+    LLVMValueRef m = ext[src->rank - 1];
+    LLVMValueRef bs = wide(fn, tg->block_size(fn, 0));
+    LLVMValueRef gtid = LLVMBuildAdd(
+        fn->b, LLVMBuildMul(fn->b, wide(fn, tg->block_index(fn, 0)), bs, ""),
+        wide(fn, tg->thread_index(fn, 0)), "");
+    LLVMValueRef first = LLVMBuildLShr(fn->b, gtid, cg_i64(fn, 5), "");
+    LLVMValueRef step = LLVMBuildLShr(
+        fn->b, LLVMBuildMul(fn->b, wide(fn, tg->grid_size(fn, 0)), bs, ""),
+        cg_i64(fn, 5), "");
+    warp w;
+    if ((s = warp_init(f, &w, gtid)) != WEFT_OK) {
+        return s;
+    }
+    sloop rows;
+    LLVMValueRef r = sloop_begin(fn, &rows, first, f->n, step, "row");
+    LLVMValueRef base = LLVMBuildMul(fn->b, r, m, "");
+    source sr = {.src = src};
+    if ((s = source_row(f, &sr, ext, r, base)) != WEFT_OK) {
+        return s;
+    }
+    if (has_seed) {
+        cg_mut_set(fn, &w.acc, sk_kid_value(f, 0));
+    } else {
+        mut_zero(fn, &w.acc);
+    }
+    LLVMBuildStore(fn->b,
+                   LLVMConstInt(LLVMInt1TypeInContext(fn->llctx), has_seed, 0),
+                   w.have);
+    if ((s = warp_fold(f, &w, &sr, base, LLVMBuildAdd(fn->b, base, m, ""))) !=
+        WEFT_OK) {
+        return s;
+    }
+    cg_if lane0;
+    cg_if_begin(fn, &lane0,
+                LLVMBuildICmp(fn->b, LLVMIntEQ, w.lane, cg_i64(fn, 0), ""));
+    cg_val y;
+    if ((s = cg_mut_get(fn, &w.acc, &y)) != WEFT_OK) {
+        return s;
+    }
+    cg_array_store(fn, sk_out_array(f, 0), r, &y);
+    cg_if_end(fn, &lane0);
+    sloop_end(fn, &rows);
+    return WEFT_OK;
+}
+
+/* Entry 1 (chunks: a block per chunk c, into partial[c]) or entry 2
+ * (combine: a block per row r, the row's C partials into out[r]). */
+static weft_status emit_blocks(sk_fn *f, bool has_seed, bool chunks)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    const fe_term *src = f->e->k->op->kid[has_seed ? 1 : 0];
+    const cg_array *part = sk_aux_array(f, 0);
+    LLVMValueRef C = sk_aux_value(f, 1)->v[0];
+    LLVMValueRef ext[WEFT_MAX_RANK];
+    weft_status s;
+    if (chunks && (s = sk_extent(f, src, ext)) != WEFT_OK) {
+        return s;
+    }
+    block bk;
+    if ((s = block_init(f, &bk)) != WEFT_OK) {
+        return s;
+    }
+    sloop items;
+    LLVMValueRef c = sloop_begin(fn, &items, wide(fn, tg->block_index(fn, 0)),
+                                 f->n, wide(fn, tg->grid_size(fn, 0)), "item");
+    source sr = {.part = part};
+    LLVMValueRef lo, hi;
+    if (chunks) {
+        /* piece q of row c / C covers [q m / C, (q + 1) m / C) */
+        LLVMValueRef m = ext[src->rank - 1];
+        LLVMValueRef row = LLVMBuildSDiv(fn->b, c, C, "");
+        LLVMValueRef q = LLVMBuildSRem(fn->b, c, C, "");
+        LLVMValueRef base = LLVMBuildMul(fn->b, row, m, "");
+        LLVMValueRef q1 = LLVMBuildAdd(fn->b, q, cg_i64(fn, 1), "");
+        lo = LLVMBuildAdd(
+            fn->b, base,
+            LLVMBuildSDiv(fn->b, LLVMBuildMul(fn->b, q, m, ""), C, ""), "");
+        hi = LLVMBuildAdd(
+            fn->b, base,
+            LLVMBuildSDiv(fn->b, LLVMBuildMul(fn->b, q1, m, ""), C, ""), "");
+        sr.src = src;
+        if ((s = source_row(f, &sr, ext, row, base)) != WEFT_OK) {
+            return s;
+        }
+    } else {
+        lo = LLVMBuildMul(fn->b, c, C, "");
+        hi = LLVMBuildAdd(fn->b, lo, C, "");
+    }
+    if ((s = block_fold(f, &bk, &sr, lo, hi)) != WEFT_OK) {
+        return s;
+    }
+    cg_if t0;
+    cg_if_begin(fn, &t0,
+                LLVMBuildICmp(fn->b, LLVMIntEQ, bk.tid, cg_i64(fn, 0), ""));
+    cg_val y;
+    if ((s = cg_mut_get(fn, &bk.w.acc, &y)) != WEFT_OK) {
+        return s;
+    }
+    if (chunks) {
+        cg_array_store(fn, part, c, &y);
+    } else {
+        cg_val r = y;
+        if (has_seed &&
+            (s = combine(f, sk_kid_value(f, 0), &y, &r)) != WEFT_OK) {
+            return s;
+        }
+        cg_array_store(fn, sk_out_array(f, 0), c, &r);
+    }
+    cg_if_end(fn, &t0);
+    sloop_end(fn, &items);
+    return WEFT_OK;
+}
+
+static weft_status emit_chunks(sk_fn *f, bool has_seed)
+{
+    return emit_blocks(f, has_seed, true);
+}
+
+static weft_status emit_combine(sk_fn *f, bool has_seed)
+{
+    return emit_blocks(f, has_seed, false);
+}
+
+static weft_status ptx_fold_emit(sk_emit *e, const char *const *names)
+{
+    bool has_seed = e->k->op->kind == FE_FOLD;
+    weft_status (*const emit[3])(sk_fn *, bool) = {emit_rows, emit_chunks,
+                                                   emit_combine};
+    for (int i = 0; i < 3; i++) {
+        sk_fn f;
+        weft_status s = sk_fn_begin_raw(e, &f, names[i]);
+        if (s == WEFT_OK) {
+            s = emit[i](&f, has_seed);
+        }
+        if (s) {
+            return s;
+        }
+        sk_fn_end(&f);
+    }
+    return WEFT_OK;
+}
+
+static bool ptx_fold_supported(const fe_term *t)
+{
+    return t->atype->narrays == 1;
+}
+
+const sk_skeleton sk_ptx_fold = {
+    .name = "ptx-fold",
+    .family = SK_FOLD,
+    .supported = ptx_fold_supported,
+    .prepare = ptx_fold_prepare,
+    .emit = ptx_fold_emit,
+    .fuses_input = true,
+};
