@@ -10,12 +10,48 @@
  * sequential loop, runs on the calling thread.  A target outside the
  * output comes back in the error word, which rt_exec turns into
  * WEFT_ERR_OUT_OF_BOUNDS.
+ *
+ * A kernel with k->privatise (the PTX target's permute with a native
+ * atomic combine, skeletons-ir/ptx/permute.c) has a third entry, a block
+ * per chunk of sources that combines into a copy of the result in shared
+ * memory and then into the output: it runs instead of entry 0 when the
+ * result fits that copy (SK_PERMUTE_SHARED_BYTES).  Its chunks are long
+ * enough that the blocks' copies cost little next to their sources (at
+ * least PRIVATE_MIN_CHUNK sources and PRIVATE_PER_BIN per bin), and
+ * otherwise as many as give each of j->workers / PRIVATE_WORKERS blocks
+ * one (on the GPU j->workers is 64 per SM, so four blocks per SM; the
+ * backend launches no more blocks than fit, and those take the rest of the
+ * chunks in turn).  The CPU's permute has no third entry.
  */
 #ifdef WEFT_HAVE_LLVM
 #include <string.h>
 
 #include "rt.h"
 #include "../skeletons-ir/sk.h"
+
+enum {
+    PRIVATE_MIN_CHUNK = 4096, /* fewest sources in a chunk of entry 2 */
+    PRIVATE_PER_BIN = 8,      /* ... and fewest per bin of the result */
+    PRIVATE_WORKERS = 16,     /* workers per chunk aimed at */
+    PRIVATE_ROUND = 1024      /* chunks a multiple of this */
+};
+
+/* The chunk of entry 2 for n sources into `bins` bins (head comment). */
+static int64_t private_chunk(const rt_job *j, int64_t n, int64_t bins)
+{
+    int64_t blocks = j->workers / PRIVATE_WORKERS;
+    int64_t grain = blocks > 1 ? (n + blocks - 1) / blocks : n;
+    if (grain < PRIVATE_MIN_CHUNK) {
+        grain = PRIVATE_MIN_CHUNK;
+    }
+    if (bins <= INT64_MAX / PRIVATE_PER_BIN && grain < bins * PRIVATE_PER_BIN) {
+        grain = bins * PRIVATE_PER_BIN;
+    }
+    if (grain <= INT64_MAX - PRIVATE_ROUND) {
+        grain = (grain + PRIVATE_ROUND - 1) / PRIVATE_ROUND * PRIVATE_ROUND;
+    }
+    return grain;
+}
 
 /* Runs permute kernel j->k (see the head comment). */
 weft_status rt_exec_permute(rt_job *j)
@@ -48,6 +84,12 @@ weft_status rt_exec_permute(rt_job *j)
         return WEFT_OK;
     }
     if (j->workers > 1 && n > j->grain) {
+        int64_t bins = j->out[0]->size;
+        if (j->k->privatise && j->k->nentry >= 3 &&
+            bins <= SK_PERMUTE_SHARED_BYTES /
+                        (int64_t)weft_type_size(j->out[0]->type)) {
+            return rt_job_run(j, 2, n, private_chunk(j, n, bins));
+        }
         return rt_job_run(j, 0, n, j->grain);
     }
     /* One chunk, one thread: no atomics needed. */

@@ -33,7 +33,10 @@
  *
  * Entry 0 is the atomic loop; entry 1 the same loop with a plain read,
  * apply and write, which the driver runs when one worker does all the work
- * (a gang of one, or a source small enough for one chunk).  Floating-point
+ * (a gang of one, or a source small enough for one chunk).  The step of
+ * one source position and the native update are shared (sk.h) with the
+ * PTX target's own permute (ptx/permute.c), which adds a third entry that
+ * combines into per-block copies of a small result.  Floating-point
  * results of a parallel run depend on the order in which updates land, as
  * in Accelerate: permute's combine is meant to be associative and
  * commutative.
@@ -94,6 +97,11 @@ static bool rmw_op(const fe_fun *f, weft_type ty, LLVMAtomicRMWBinOp *op)
     default:
         return false;
     }
+}
+
+bool sk_permute_rmw_op(const fe_term *t, LLVMAtomicRMWBinOp *op)
+{
+    return rmw_op(t->fun[0], t->type, op);
 }
 
 /* The mode for operation t (see the head comment). */
@@ -158,8 +166,8 @@ static weft_status update_plain(sk_fn *f, const cg_array *r, LLVMValueRef j,
 }
 
 /* One native atomicrmw. */
-static weft_status update_rmw(sk_fn *f, const cg_array *r, LLVMValueRef j,
-                              const cg_val *x)
+weft_status sk_permute_update_rmw(sk_fn *f, const cg_array *r, LLVMValueRef j,
+                                  const cg_val *x)
 {
     cg_fn *fn = &f->fn;
     LLVMAtomicRMWBinOp op;
@@ -275,28 +283,29 @@ static weft_status update_lock(sk_fn *f, const cg_array *r, LLVMValueRef j,
     return WEFT_OK;
 }
 
-/* The body of one entry point: the loop over src positions [start, end). */
-static weft_status emit_loop(sk_fn *f, bool atomic)
+weft_status sk_permute_begin(sk_fn *f, LLVMValueRef *sext)
+{
+    cg_fn *fn = &f->fn;
+    const fe_term *t = f->e->k->op;
+    weft_status s = sk_extent(f, t->kid[1], sext);
+    if (s == WEFT_OK && sk_out_array(f, 0)->rank == 0) {
+        fn->ignored = cg_alloca(fn, LLVMInt1TypeInContext(fn->llctx),
+                                "ignored");
+    }
+    return s;
+}
+
+weft_status sk_permute_step(sk_fn *f, const cg_array *r,
+                            const LLVMValueRef *sext, LLVMValueRef i,
+                            sk_permute_update update)
 {
     weft_status s;
-    sk_emit *e = f->e;
     cg_fn *fn = &f->fn;
-    const fe_term *t = e->k->op;
+    const fe_term *t = f->e->k->op;
     const fe_term *src = t->kid[1];
     const fe_fun *fix = t->fun[1];
-    const cg_array *r = sk_out_array(f, 0);
     int drank = r->rank;
-    LLVMValueRef sext[WEFT_MAX_RANK];
-    if ((s = sk_extent(f, src, sext)) != WEFT_OK) {
-        return s;
-    }
-    LLVMTypeRef i1 = LLVMInt1TypeInContext(e->llctx);
-    if (drank == 0) {
-        fn->ignored = cg_alloca(fn, i1, "ignored");
-    }
-    cg_loop l;
-    LLVMValueRef i;
-    cg_loop_begin(fn, &l, f->start, f->end, &i);
+    LLVMTypeRef i1 = LLVMInt1TypeInContext(fn->llctx);
     cg_val x, ix, tv;
     /* The source element first: like the interpreter, which computes the
      * whole source, a gather fused into it is checked even where the
@@ -335,22 +344,37 @@ static weft_status emit_loop(sk_fn *f, bool atomic)
     cg_if_begin(fn, &in, inside);
     LLVMValueRef jlin = drank == 0 ? cg_i64(fn, 0)
                                    : cg_to_index(fn, drank, r->extent, tv.v);
-    if (!atomic) {
-        s = update_plain(f, r, jlin, &x);
-    } else if (e->k->permute_mode == PERMUTE_RMW) {
-        s = update_rmw(f, r, jlin, &x);
-    } else if (e->k->permute_mode == PERMUTE_CAS) {
-        s = update_cas(f, r, jlin, &x);
-    } else {
-        s = update_lock(f, r, jlin, &x);
-    }
-    if (s) {
+    if ((s = update(f, r, jlin, &x)) != WEFT_OK) {
         return s;
     }
     cg_if_else(fn, &in);
     sk_set_error(f, SK_ERR_PERMUTE);
     cg_if_end(fn, &in);
     cg_if_end(fn, &keep);
+    return WEFT_OK;
+}
+
+/* The body of one entry point: the loop over src positions [start, end). */
+static weft_status emit_loop(sk_fn *f, bool atomic)
+{
+    cg_fn *fn = &f->fn;
+    int mode = f->e->k->permute_mode;
+    sk_permute_update update = !atomic ? update_plain
+                               : mode == PERMUTE_RMW ? sk_permute_update_rmw
+                               : mode == PERMUTE_CAS ? update_cas
+                                                     : update_lock;
+    LLVMValueRef sext[WEFT_MAX_RANK];
+    weft_status s = sk_permute_begin(f, sext);
+    if (s) {
+        return s;
+    }
+    cg_loop l;
+    LLVMValueRef i;
+    cg_loop_begin(fn, &l, f->start, f->end, &i);
+    if ((s = sk_permute_step(f, sk_out_array(f, 0), sext, i, update)) !=
+        WEFT_OK) {
+        return s;
+    }
     cg_loop_end(fn, &l);
     return WEFT_OK;
 }

@@ -159,6 +159,9 @@ struct sk_kernel {
                                   SK_ITEM_BLOCK a whole block; the runtime
                                   sizes the grid by it */
     int permute_mode;         /* permute: how the combine is made atomic */
+    bool privatise;           /* permute (ptx/permute.c): entry 2 combines
+                                 into per-block copies of a result of at
+                                 most SK_PERMUTE_SHARED_BYTES */
     int64_t chunk_min;        /* fewest elements per chunk when a row is
                                  cut into chunks (0: the backend's own) */
     bool may_fail;            /* it can store an error code (a gather
@@ -255,6 +258,34 @@ LLVMValueRef sk_size(sk_fn *f, const cg_array *a);
 weft_status sk_from_linear(sk_fn *f, int rank, LLVMValueRef const *extent,
                            LLVMValueRef i, cg_val *ix);
 
+/* ===== permute.c: what a target's own permute shares ===== */
+
+/* r[j] = combine(x, r[j]) for one element, r an array of the output's
+ * type and shape (the output itself, or a block's copy of it). */
+typedef weft_status (*sk_permute_update)(sk_fn *f, const cg_array *r,
+                                         LLVMValueRef j, const cg_val *x);
+/* Whether permute t's combine is one native atomicrmw (PERMUTE_RMW), and
+ * which operation. */
+bool sk_permute_rmw_op(const fe_term *t, LLVMAtomicRMWBinOp *op);
+/* That atomicrmw, through the target's atomic_rmw. */
+weft_status sk_permute_update_rmw(sk_fn *f, const cg_array *r,
+                                  LLVMValueRef j, const cg_val *x);
+/* Before the loop over source positions: the source's extents into
+ * sext[WEFT_MAX_RANK] and, for a rank-0 result, fn->ignored. */
+weft_status sk_permute_begin(sk_fn *f, LLVMValueRef *sext);
+/* Source position i (i64): read src[i] (sk_read), apply the index
+ * function; nothing when the target is `ignore`, SK_ERR_PERMUTE when it
+ * lies outside r's extents, else update(f, r, linear target, src[i]). */
+weft_status sk_permute_step(sk_fn *f, const cg_array *r,
+                            const LLVMValueRef *sext, LLVMValueRef i,
+                            sk_permute_update update);
+
+/* ===== ptx/permute.c ===== */
+
+/* The most bytes of result that entry 2 of the PTX permute keeps per block
+ * in shared memory (its shared array's static size). */
+#define SK_PERMUTE_SHARED_BYTES 32768
+
 /* ===== the skeletons, one file each (see each file's head comment) ===== */
 
 extern const sk_skeleton sk_generate; /* generate.c */
@@ -265,5 +296,6 @@ extern const sk_skeleton sk_fold_seg; /* foldseg.c */
 extern const sk_skeleton sk_stencil;  /* stencil.c */
 extern const sk_skeleton sk_reshape;  /* reshape.c */
 extern const sk_skeleton sk_ptx_fold; /* ptx/fold.c */
+extern const sk_skeleton sk_ptx_permute; /* ptx/permute.c */
 
 #endif /* WEFT_SK_H */

@@ -189,6 +189,27 @@ START_TEST(permutes)
     weft_exp *z[2] = {weft_i32(p, 0), weft_f64(p, 0)};
     r[2] = hist(p, pair, tadd, weft_tuple(p, 2, z));
     compile(p, r, 3, "permute: atomic add, CAS, locks");
+    /* histograms (privatised in shared memory): i32 add of ones into 256
+     * bins, f32 add, i64 max, each by a bin computed from the index */
+    weft_type ht[3] = {WEFT_I32, WEFT_F32, WEFT_I64};
+    weft_op hop[3] = {WEFT_OP_ADD, WEFT_OP_ADD, WEFT_OP_MAX};
+    for (int k = 0; k < 3; k++) {
+        weft_fun *one = weft_fun1(p, WEFT_DIM(1));
+        weft_fun_return(one, weft_convert(weft_i32(p, 1), ht[k]));
+        weft_exp *nsh[1] = {weft_i64(p, 1 << 20)};
+        weft_acc *ones = weft_generate(weft_index(p, 1, nsh), one);
+        weft_fun *zero = weft_fun1(p, WEFT_DIM(1));
+        weft_fun_return(zero, weft_convert(weft_i32(p, 0), ht[k]));
+        weft_exp *bsh[1] = {weft_i64(p, 256)};
+        weft_acc *bins = weft_generate(weft_index(p, 1, bsh), zero);
+        weft_fun *bin = weft_fun1(p, WEFT_DIM(1));
+        weft_exp *i = weft_get(weft_arg(bin, 0), 0);
+        weft_fun_return(bin, weft_index1(weft_prim2(
+                                 WEFT_OP_REM, weft_mul(i, weft_i64(p, 7)),
+                                 weft_i64(p, 256))));
+        r[k] = weft_permute(tu_fun_op2(p, hop[k], ht[k]), bins, bin, ones);
+    }
+    compile(p, r, 3, "permute: histograms of i32 add, f32 add, i64 max");
     weft_program_free(p);
     weft_context_free(ctx);
 }

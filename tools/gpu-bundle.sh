@@ -58,6 +58,15 @@ for f in "$root"/bench/weft_bench.c "$root"/bench/ref.c "$root"/bench/ref.h; do
         files="$files bench/${f##*/}"
     fi
 done
+# The GPU benchmark's sources (bench/gpu/run.sh builds and runs them there).
+mkdir -p "$stage/bench/gpu"
+for f in "$root"/bench/gpu/*.c "$root"/bench/gpu/*.cu "$root"/bench/gpu/*.h \
+         "$root"/bench/gpu/*.py "$root"/bench/gpu/*.sh; do
+    if [ -e "$f" ]; then
+        put_src "$f" bench/gpu
+        files="$files bench/gpu/${f##*/}"
+    fi
+done
 files="$files tests.txt run-tests.sh build-bench.sh VERSION"
 
 # What run-tests.sh runs: the tests, then the examples.

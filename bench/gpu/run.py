@@ -1,0 +1,1226 @@
+#!/usr/bin/env python3
+"""bench/gpu/run.py: the GPU benchmark of weft's ptx backend.
+
+One process, one GPU, one CUDA primary context: weft (bench_weft_gpu.so,
+built from weft_gpu.c against libweft.so), the hand-written CUDA references
+(bench_ref_gpu.so, from ref.cu), CuPy, PyTorch and JAX.  For each program
+(saxpy, sum, dotp, scan, Black-Scholes, n-body, Mandelbrot, histogram):
+
+  1. the inputs are made once on the host (weft_gpu.c's generators: a hash
+     of the index, so every implementation gets the same numbers) and each
+     implementation copies them to the device and runs once (weft: compile,
+     upload; JAX: jit);
+  2. each result is checked against the CUDA reference's (the tolerances
+     are in CHECKS below and in the report);
+  3. one warm-up run each, then rounds in which every implementation runs
+     once in turn (interleaved, so that all meet the same device state);
+     an implementation takes part in at most ROUNDS rounds and in fewer when
+     its runs are slow (at least MIN_ROUNDS, and no more than about
+     BUDGET_MS of timed runs); the median is reported.
+  4. everything of the program is freed before the next.
+
+Timing: CUDA reference, CuPy, PyTorch: CUDA events around one run on the
+stream the run uses.  weft and JAX: the host clock around one call until the
+result is there (weft: weft_run, then the read of a scalar result, or the
+device synchronised for an array result; JAX: block_until_ready).
+
+The report (gpu.md in the output directory) has the device, the copy
+bandwidth (cudaMemcpy device to device of 1 GiB; 2 x bytes / time), a table
+per program and weft's compile times.
+
+Usage:
+  run.py OUTDIR [--weft-lib PATH] [--ref-lib PATH]     (on the GPU machine)
+  run.py OUTDIR --quick --backend cpu [--weft-lib PATH]
+      a smoke check without a GPU: small sizes, weft on the given backend
+      against weft_gpu.c's sequential C reference; no CUDA, no peers.
+"""
+
+import argparse
+import ctypes
+import datetime
+import gc
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
+try:
+    import numpy as np
+except ImportError:  # the quick mode works without numpy
+    np = None
+
+ROUNDS = 7
+MIN_ROUNDS = 3
+BUDGET_MS = 3000.0
+
+# gpubench.h's programs
+SAXPY, SUM, DOTP, SCAN, BS, NBODY, NBODY_FOLD, MANDEL, HIST = range(9)
+
+
+class Shape(ctypes.Structure):
+    """gpubench.h's gb_shape."""
+
+    _fields_ = [
+        ("n", ctypes.c_int64),
+        ("h", ctypes.c_int64),
+        ("max_iter", ctypes.c_int32),
+        ("bins", ctypes.c_int32),
+        ("a", ctypes.c_float),
+        ("eps2", ctypes.c_float),
+        ("x0", ctypes.c_float),
+        ("y0", ctypes.c_float),
+        ("dx", ctypes.c_float),
+        ("dy", ctypes.c_float),
+    ]
+
+
+# ---- host buffers -----------------------------------------------------------
+
+
+class Buf:
+    """A host array of n f32 or i32: .a (numpy, or a ctypes array without
+    numpy), .ptr (its address)."""
+
+    def __init__(self, dtype, n):
+        self.dtype, self.n = dtype, n
+        if np is not None:
+            self.a = np.zeros(n, dtype=np.float32 if dtype == "f32" else np.int32)
+            self.ptr = self.a.ctypes.data
+        else:
+            ct = ctypes.c_float if dtype == "f32" else ctypes.c_int32
+            self.a = (ct * n)()
+            self.ptr = ctypes.addressof(self.a)
+
+    @property
+    def nbytes(self):
+        return 4 * self.n
+
+
+def ptrs(bufs):
+    arr = (ctypes.c_void_p * max(1, len(bufs)))()
+    for i, b in enumerate(bufs):
+        arr[i] = b.ptr
+    return arr
+
+
+def sizes(bufs):
+    arr = (ctypes.c_int64 * max(1, len(bufs)))()
+    for i, b in enumerate(bufs):
+        arr[i] = b.nbytes
+    return arr
+
+
+def to_buf(x, dtype):
+    """A numpy result of a peer as a Buf (converted, contiguous)."""
+    b = Buf.__new__(Buf)
+    b.dtype = dtype
+    b.a = np.ascontiguousarray(
+        np.asarray(x).reshape(-1), dtype=np.float32 if dtype == "f32" else np.int32
+    )
+    b.n = b.a.size
+    b.ptr = b.a.ctypes.data
+    return b
+
+
+# ---- the libraries ----------------------------------------------------------
+
+
+def load_weft(path):
+    lib = ctypes.CDLL(path)
+    V, I, D, P, S = (ctypes.c_void_p, ctypes.c_int, ctypes.c_double,
+                     ctypes.c_char_p, ctypes.POINTER(Shape))
+    I64 = ctypes.c_int64
+    sig = {
+        "wg_error": (P, []),
+        "wg_configure": (None, [I, P]),
+        "wg_set_sync": (None, [V]),
+        "wg_fill_f32": (None, [V, I64, ctypes.c_float, ctypes.c_float, ctypes.c_uint64]),
+        "wg_fill_f32_16ths": (None, [V, I64, ctypes.c_uint64]),
+        "wg_fill_i32": (None, [V, I64, ctypes.c_int32, ctypes.c_uint64]),
+        "wg_compare_f32": (I64, [V, V, I64, D, D, ctypes.POINTER(D)]),
+        "wg_compare_i32": (I64, [V, V, I64]),
+        "wg_max_abs_f32": (D, [V, I64]),
+        "wg_sum_i32": (D, [V, I64]),
+        "wg_cref": (I, [I, S, V, V]),
+        "wg_open": (I, [I, S, V]),
+        "wg_run": (D, [I]),
+        "wg_result": (I, [I, V, V]),
+        "wg_close": (None, [I]),
+        "wg_compile_info": (D, [I, ctypes.POINTER(I64), ctypes.POINTER(I64)]),
+        "wg_plan": (I, [I, P, I64]),
+        "wg_backend_name": (P, []),
+        "wg_compile_dotp": (I, [P, ctypes.POINTER(D), ctypes.POINTER(I64)]),
+    }
+    for name, (res, args) in sig.items():
+        f = getattr(lib, name)
+        f.restype, f.argtypes = res, args
+    return lib
+
+
+def load_ref(path):
+    lib = ctypes.CDLL(path)
+    V, I, D, P, S = (ctypes.c_void_p, ctypes.c_int, ctypes.c_double,
+                     ctypes.c_char_p, ctypes.POINTER(Shape))
+    I64 = ctypes.c_int64
+    pi = ctypes.POINTER(I)
+    sig = {
+        "rf_error": (P, []),
+        "rf_init": (I, [I]),
+        "rf_device_info": (I, [P, I, pi, pi, ctypes.POINTER(I64), pi, pi]),
+        "rf_sync": (None, []),
+        "rf_mem_info": (I, [ctypes.POINTER(I64), ctypes.POINTER(I64)]),
+        "rf_copy_gbs": (D, [I64, I, ctypes.POINTER(D)]),
+        "rf_open": (I, [I, S, V]),
+        "rf_run": (D, [I]),
+        "rf_result": (I, [I, V, V]),
+        "rf_close": (None, [I]),
+    }
+    for name, (res, args) in sig.items():
+        f = getattr(lib, name)
+        f.restype, f.argtypes = res, args
+    return lib
+
+
+class Unavailable(Exception):
+    """An implementation that cannot run this program."""
+
+
+def short(e):
+    s = "%s: %s" % (type(e).__name__, str(e).strip().splitlines()[0] if str(e).strip() else "")
+    return s[:160]
+
+
+# ---- programs ---------------------------------------------------------------
+
+
+class Program:
+    """One benchmark program: its size, inputs, outputs, and how to judge."""
+
+    def __init__(self, key, pid, title, quick):
+        self.key, self.pid, self.title = key, pid, title
+        s = Shape()
+        s.bins = 256
+        s.max_iter = 255
+        s.a = 2.5
+        s.eps2 = 0.01
+        big = 1 << 28
+        small = (1 << 20) + 3
+        if pid in (SAXPY, SUM, DOTP, SCAN, HIST):
+            s.n = small if quick else big
+        elif pid == BS:
+            s.n = (1 << 18) + 1 if quick else 1 << 26
+        elif pid in (NBODY, NBODY_FOLD):
+            s.n = 1000 if quick else 65536
+        elif pid == MANDEL:
+            s.n, s.h = (300, 200) if quick else (8192, 8192)
+            s.x0, s.y0 = -2.0, -1.25
+            s.dx, s.dy = 2.5 / s.n, 2.5 / s.h
+        self.shape = s
+        n = s.n
+        # inputs: (dtype, fill) with fill ("u", lo, hi), ("16",), ("i", m)
+        self.inputs = {
+            SAXPY: [("f32", ("u", -1, 1)), ("f32", ("u", -1, 1))],
+            SUM: [("f32", ("16",))],
+            DOTP: [("f32", ("16",)), ("f32", ("16",))],
+            SCAN: [("i32", ("i", 16))],
+            BS: [("f32", ("u", 5, 30)), ("f32", ("u", 1, 100)),
+                 ("f32", ("u", 0.25, 10))],
+            NBODY: [("f32", ("u", -1, 1))] * 3 + [("f32", ("u", 0.5, 1.5))],
+            MANDEL: [],
+            HIST: [("i32", ("i", s.bins))],
+        }[pid]
+        self.outputs = {
+            SAXPY: [("f32", n)],
+            SUM: [("f32", 1)],
+            DOTP: [("f32", 1)],
+            SCAN: [("i32", n)],
+            BS: [("f32", n), ("f32", n)],
+            NBODY: [("f32", n)] * 3,
+            MANDEL: [("i32", s.n * s.h)],
+            HIST: [("i32", s.bins)],
+        }[pid]
+        # bytes a memory-bound program must move (inputs once, outputs once)
+        self.bytes = {SAXPY: 12 * n, SUM: 4 * n, DOTP: 8 * n, SCAN: 8 * n,
+                      BS: 20 * n, HIST: 4 * n + 4 * s.bins}.get(pid, 0)
+        self.flops = 20.0 * n * n if pid == NBODY else 0.0  # Mandelbrot: later
+        self.size = {
+            SAXPY: "%d f32" % n, SUM: "%d f32" % n, DOTP: "%d f32" % n,
+            SCAN: "%d i32" % n, BS: "%d options" % n, NBODY: "%d bodies" % n,
+            MANDEL: "%dx%d, %d iterations" % (s.n, s.h, s.max_iter),
+            HIST: "%d i32 keys, %d bins" % (n, s.bins),
+        }[pid]
+
+    @property
+    def memory_bound(self):
+        return self.bytes > 0
+
+
+PROGRAM_LIST = [
+    ("saxpy", SAXPY, "saxpy: zipWith (\\x y -> a*x + y), a = 2.5"),
+    ("sum", SUM, "sum: fold_all (+) 0"),
+    ("dotp", DOTP, "dotp: fold (+) 0 (zipWith (*) xs ys)"),
+    ("scan", SCAN, "inclusive scan: scanl1 (+) on i32"),
+    ("blackscholes", BS, "Black-Scholes: zipWith3 to (call, put), f32"),
+    ("nbody", NBODY, "n-body: accelerations, all pairs, one step"),
+    ("mandelbrot", MANDEL, "Mandelbrot: generate with a while loop"),
+    ("histogram", HIST, "histogram: permute (+) of ones into 256 zeros"),
+]
+
+CHECKS = {
+    SAXPY: "max |r - c| / max(1, |c|) <= 1e-5 per element",
+    SUM: "relative error <= 1e-3 (f32 sums in different orders)",
+    DOTP: "relative error <= 1e-3",
+    SCAN: "exact (i32, wrapping); the count of differing elements",
+    BS: "max |r - c| / max(1, |c|) <= 1e-3 over calls and puts (every option)",
+    NBODY: "max |r - c| / max |c| <= 1e-3 over ax, ay, az (every body)",
+    MANDEL: "counts compared at every pixel; a few boundary pixels may differ "
+            "(FMA contraction, fast math): the mismatches are reported, "
+            "'ok' when at most 0.1% of pixels",
+    HIST: "exact",
+}
+
+
+def fill_inputs(wg, prog):
+    bufs = []
+    for k, (dtype, fill) in enumerate(prog.inputs):
+        b = Buf(dtype, prog.shape.n)
+        seed = 1000 * prog.pid + k + 1
+        if fill[0] == "u":
+            wg.wg_fill_f32(b.ptr, b.n, fill[1], fill[2], seed)
+        elif fill[0] == "16":
+            wg.wg_fill_f32_16ths(b.ptr, b.n, seed)
+        else:
+            wg.wg_fill_i32(b.ptr, b.n, fill[1], seed)
+        bufs.append(b)
+    return bufs
+
+
+def out_bufs(prog):
+    return [Buf(dtype, n) for dtype, n in prog.outputs]
+
+
+def check(wg, prog, got, ref):
+    """(ok, text) comparing the host Bufs got with ref (the reference)."""
+    pid = prog.pid
+    if len(got) != len(ref) or any(g.n != r.n for g, r in zip(got, ref)):
+        return False, "FAIL (result of %s elements)" % [g.n for g in got]
+    err = ctypes.c_double()
+    if pid in (SUM, DOTP):
+        g, r = float(got[0].a[0]), float(ref[0].a[0])
+        e = abs(g - r) / max(abs(r), 1e-30)
+        return e <= 1e-3, "%s (rel. err. %.1e)" % ("ok" if e <= 1e-3 else "FAIL", e)
+    if pid in (SAXPY, BS, NBODY):
+        tol = {SAXPY: 1e-5, BS: 1e-3, NBODY: 1e-3}[pid]
+        floor = 1.0
+        if pid == NBODY:
+            floor = max(wg.wg_max_abs_f32(r.ptr, r.n) for r in ref) or 1.0
+        bad, worst = 0, 0.0
+        for g, r in zip(got, ref):
+            bad += wg.wg_compare_f32(g.ptr, r.ptr, r.n, floor, tol, ctypes.byref(err))
+            worst = max(worst, err.value)
+        ok = bad == 0
+        return ok, "%s (max err. %.1e%s)" % (
+            "ok" if ok else "FAIL", worst, "" if ok else ", %d over" % bad)
+    bad = wg.wg_compare_i32(got[0].ptr, ref[0].ptr, ref[0].n)
+    if pid == MANDEL:
+        frac = bad / ref[0].n
+        return frac <= 1e-3, "%s (%d of %d pixels differ)" % (
+            "ok" if frac <= 1e-3 else "DIFFERS", bad, ref[0].n)
+    return bad == 0, "ok (exact)" if bad == 0 else "FAIL (%d differ)" % bad
+
+
+# ---- implementations --------------------------------------------------------
+
+
+class Impl:
+    """One implementation of one program: open() prepares (inputs on the
+    device, first run), time_once() -> ms, result() -> [Buf], close()."""
+
+    name = "?"
+    timer = "?"
+
+    def close(self):
+        pass
+
+
+class WeftImpl(Impl):
+    timer = "host clock"
+
+    def __init__(self, wg, pid, name="weft"):
+        self.wg, self.pid, self.name = wg, pid, name
+
+    def open(self, prog, inputs):
+        self.prog = prog
+        if self.wg.wg_open(self.pid, ctypes.byref(prog.shape), ptrs(inputs)):
+            raise Unavailable(self.wg.wg_error().decode())
+        self.opened = True
+
+    def time_once(self):
+        ms = self.wg.wg_run(self.pid)
+        if ms < 0:
+            raise Unavailable(self.wg.wg_error().decode())
+        return ms
+
+    def result(self):
+        out = out_bufs(self.prog)
+        if self.wg.wg_result(self.pid, ptrs(out), sizes(out)):
+            raise Unavailable(self.wg.wg_error().decode())
+        return out
+
+    def compile_info(self):
+        c, l = ctypes.c_int64(), ctypes.c_int64()
+        ms = self.wg.wg_compile_info(self.pid, ctypes.byref(c), ctypes.byref(l))
+        buf = ctypes.create_string_buffer(1024)
+        k = self.wg.wg_plan(self.pid, buf, len(buf))
+        return ms, c.value, l.value, k, buf.value.decode()
+
+    def close(self):
+        self.wg.wg_close(self.pid)
+
+
+class CrefImpl(Impl):
+    """weft_gpu.c's sequential C reference (quick mode only)."""
+
+    name = "C (sequential)"
+    timer = "host clock"
+
+    def __init__(self, wg):
+        self.wg = wg
+
+    def open(self, prog, inputs):
+        self.prog, self.inputs = prog, inputs
+        self.out = out_bufs(prog)
+
+    def time_once(self):
+        t0 = time.perf_counter()
+        if self.wg.wg_cref(self.prog.pid, ctypes.byref(self.prog.shape),
+                           ptrs(self.inputs), ptrs(self.out)):
+            raise Unavailable(self.wg.wg_error().decode())
+        return (time.perf_counter() - t0) * 1e3
+
+    def result(self):
+        self.time_once()
+        return self.out
+
+
+class CudaImpl(Impl):
+    name = "CUDA (hand-written, CUB)"
+    timer = "CUDA events"
+
+    def __init__(self, rf):
+        self.rf = rf
+
+    def open(self, prog, inputs):
+        self.prog = prog
+        if self.rf.rf_open(prog.pid, ctypes.byref(prog.shape), ptrs(inputs)):
+            raise Unavailable(self.rf.rf_error().decode())
+
+    def time_once(self):
+        ms = self.rf.rf_run(self.prog.pid)
+        if ms < 0:
+            raise Unavailable(self.rf.rf_error().decode())
+        return ms
+
+    def result(self):
+        out = out_bufs(self.prog)
+        if self.rf.rf_result(self.prog.pid, ptrs(out), sizes(out)):
+            raise Unavailable(self.rf.rf_error().decode())
+        return out
+
+    def close(self):
+        self.rf.rf_close(self.prog.pid)
+
+
+# -- the Python peers: fn(xp-module, device inputs, shape) builders --
+
+
+def chunk_rows(n, want=1024):
+    c = min(want, n)
+    while n % c:
+        c -= 1
+    return c
+
+
+class PeerImpl(Impl):
+    """Common to CuPy, PyTorch and JAX: self.fn(*self.dev) -> result(s)."""
+
+    def open(self, prog, inputs):
+        self.prog = prog
+        self.out = None
+        self.label = None
+        self.setup(prog, [b.a for b in inputs])
+        if self.label:
+            self.name = self.label
+        self.out = None
+
+    def outputs(self):
+        o = self.out
+        return list(o) if isinstance(o, (tuple, list)) else [o]
+
+    def result(self):
+        self.out = None
+        self.run()
+        self.sync()
+        res = [to_buf(self.to_host(o), dt)
+               for o, (dt, _) in zip(self.outputs(), self.prog.outputs)]
+        self.out = None
+        return res
+
+
+class CupyImpl(PeerImpl):
+    name = "CuPy"
+    timer = "CUDA events"
+
+    def __init__(self):
+        import cupy as cp  # noqa: F401 (ImportError: n/a)
+
+        self.cp = cp
+        cp.cuda.runtime.getDeviceCount()
+
+    def sync(self):
+        self.cp.cuda.Device().synchronize()
+
+    def to_host(self, o):
+        return self.cp.asnumpy(o)
+
+    def run(self):
+        self.out = self.fn(*self.dev)
+
+    def time_once(self):
+        cp = self.cp
+        self.out = None
+        e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+        e0.record()
+        self.out = self.fn(*self.dev)
+        e1.record()
+        e1.synchronize()
+        return cp.cuda.get_elapsed_time(e0, e1)
+
+    def setup(self, prog, host):
+        cp = self.cp
+        s = prog.shape
+        self.dev = [cp.asarray(h) for h in host]
+        pid = prog.pid
+        f32 = np.float32
+        if pid in (SAXPY, BS):
+            plain = saxpy_xp(cp, f32(s.a)) if pid == SAXPY else bs_xp(cp, cp)
+            try:
+                fused = cp.fuse(saxpy_xp(cp, f32(s.a)) if pid == SAXPY else bs_xp(cp, cp))
+                r = fused(*self.dev)
+                self.sync()
+                del r
+                self.fn, self.label = fused, "CuPy (cp.fuse)"
+            except Exception as e:  # fall back to one kernel per ufunc
+                self.fn, self.label = plain, "CuPy (ufuncs; cp.fuse failed: %s)" % short(e)[:60]
+        elif pid == SUM:
+            self.fn = lambda x: cp.sum(x)
+        elif pid == DOTP:
+            self.fn = lambda x, y: cp.dot(x, y)
+        elif pid == SCAN:
+            self.fn = lambda x: cp.cumsum(x, dtype=cp.int32)
+        elif pid == NBODY:
+            self.fn = nbody_xp(cp, s, cp.sqrt, lambda a, b: cp.sum(a, axis=b))
+            self.label = "CuPy (ufuncs, %d-row chunks)" % chunk_rows(s.n)
+        elif pid == MANDEL:
+            self.fn = mandel_xp(cp, s, lambda n: cp.arange(n, dtype=cp.float32),
+                                lambda shp: cp.zeros(shp, dtype=cp.float32),
+                                lambda shp: cp.zeros(shp, dtype=cp.int32),
+                                lambda shp: cp.ones(shp, dtype=cp.bool_))
+            self.label = "CuPy (ufuncs, %d iterations over the image)" % s.max_iter
+        elif pid == HIST:
+            self.fn = lambda k: cp.bincount(k, minlength=s.bins)
+        self.out = self.fn(*self.dev)
+        self.sync()
+
+    def close(self):
+        self.out = self.dev = self.fn = None
+        gc.collect()
+        self.cp.get_default_memory_pool().free_all_blocks()
+
+
+class TorchImpl(PeerImpl):
+    name = "PyTorch"
+    timer = "CUDA events"
+
+    def __init__(self):
+        import torch
+
+        if not torch.cuda.is_available():
+            raise Unavailable("torch.cuda.is_available() is False")
+        self.torch = torch
+
+    def sync(self):
+        self.torch.cuda.synchronize()
+
+    def to_host(self, o):
+        return o.cpu().numpy()
+
+    def run(self):
+        self.out = self.fn(*self.dev)
+
+    def time_once(self):
+        torch = self.torch
+        self.out = None
+        e0 = torch.cuda.Event(enable_timing=True)
+        e1 = torch.cuda.Event(enable_timing=True)
+        e0.record()
+        self.out = self.fn(*self.dev)
+        e1.record()
+        e1.synchronize()
+        return e0.elapsed_time(e1)
+
+    def setup(self, prog, host):
+        torch = self.torch
+        s = prog.shape
+        self.dev = [torch.from_numpy(h).cuda() for h in host]
+        pid = prog.pid
+        if pid == SAXPY:
+            a = float(s.a)
+            self.fn = lambda x, y: torch.add(y, x, alpha=a)
+        elif pid == BS:
+            self.fn = bs_xp(torch, TorchMath(torch))
+            self.label = "PyTorch (eager ops)"
+        elif pid == SUM:
+            self.fn = lambda x: torch.sum(x)
+        elif pid == DOTP:
+            self.fn = lambda x, y: torch.dot(x, y)
+        elif pid == SCAN:
+            self.fn = lambda x: torch.cumsum(x, 0, dtype=torch.int32)
+        elif pid == NBODY:
+            self.fn = nbody_xp(TorchMath(torch), s, torch.sqrt,
+                               lambda a, b: torch.sum(a, dim=b))
+            self.label = "PyTorch (eager, %d-row chunks)" % chunk_rows(s.n)
+        elif pid == MANDEL:
+            dev = "cuda"
+            self.fn = mandel_xp(TorchMath(torch), s,
+                                lambda n: torch.arange(n, dtype=torch.float32, device=dev),
+                                lambda shp: torch.zeros(shp, dtype=torch.float32, device=dev),
+                                lambda shp: torch.zeros(shp, dtype=torch.int32, device=dev),
+                                lambda shp: torch.ones(shp, dtype=torch.bool, device=dev))
+            self.label = "PyTorch (eager, %d iterations over the image)" % s.max_iter
+        elif pid == HIST:
+            k = self.dev[0]
+            try:
+                torch.bincount(k[:16], minlength=s.bins)
+                self.fn = lambda k: torch.bincount(k, minlength=s.bins)
+            except Exception:
+                self.dev = [k.long()]
+                self.fn = lambda k: torch.bincount(k, minlength=s.bins)
+                self.label = "PyTorch (keys as int64)"
+        self.out = self.fn(*self.dev)
+        self.sync()
+
+    def close(self):
+        self.out = self.dev = self.fn = None
+        gc.collect()
+        self.torch.cuda.empty_cache()
+
+
+class TorchMath:
+    """The few numpy-style names the shared formulations use, for torch."""
+
+    def __init__(self, torch):
+        self.t = torch
+        self.float32 = torch.float32
+        self.log, self.exp, self.sqrt, self.abs = torch.log, torch.exp, torch.sqrt, torch.abs
+        self.where = torch.where
+
+    def empty(self, n, dtype=None):
+        return self.t.empty(n, dtype=self.t.float32, device="cuda")
+
+
+class JaxImpl(PeerImpl):
+    name = "JAX (jit)"
+    timer = "host clock"
+
+    def __init__(self):
+        import jax
+
+        devs = jax.devices()
+        if not devs or devs[0].platform != "gpu":
+            raise Unavailable("JAX has no GPU (%s)" % (devs[0].platform if devs else "none"))
+        self.jax = jax
+
+    def sync(self):
+        if self.out is not None:
+            self.jax.block_until_ready(self.out)
+
+    def to_host(self, o):
+        return np.asarray(o)
+
+    def run(self):
+        self.out = self.fn(*self.dev)
+
+    def time_once(self):
+        self.out = None
+        t0 = time.perf_counter()
+        out = self.fn(*self.dev)
+        self.jax.block_until_ready(out)
+        ms = (time.perf_counter() - t0) * 1e3
+        self.out = out
+        return ms
+
+    def setup(self, prog, host):
+        jax = self.jax
+        import jax.numpy as jnp
+        from jax import lax
+
+        s = prog.shape
+        self.dev = [jax.device_put(h) for h in host]
+        pid = prog.pid
+        if pid == SAXPY:
+            a = np.float32(s.a)
+            f = lambda x, y: a * x + y  # noqa: E731
+        elif pid == BS:
+            f = bs_xp(jnp, jnp)
+        elif pid == SUM:
+            f = jnp.sum
+        elif pid == DOTP:
+            f = lambda x, y: jnp.dot(x, y, precision=lax.Precision.HIGHEST)  # noqa: E731
+        elif pid == SCAN:
+            f = lambda x: jnp.cumsum(x, dtype=jnp.int32)  # noqa: E731
+        elif pid == NBODY:
+            c = chunk_rows(s.n)
+            eps2 = np.float32(s.eps2)
+
+            def f(x, y, z, m):
+                def rows(p):
+                    xc, yc, zc = p
+                    dx = x[None, :] - xc[:, None]
+                    dy = y[None, :] - yc[:, None]
+                    dz = z[None, :] - zc[:, None]
+                    inv = lax.rsqrt(dx * dx + dy * dy + dz * dz + eps2)
+                    w = m[None, :] * (inv * inv * inv)
+                    return ((dx * w).sum(1), (dy * w).sum(1), (dz * w).sum(1))
+
+                ax, ay, az = lax.map(rows, (x.reshape(-1, c), y.reshape(-1, c),
+                                            z.reshape(-1, c)))
+                return ax.reshape(-1), ay.reshape(-1), az.reshape(-1)
+
+            self.label = "JAX (jit, lax.map over %d-row chunks)" % c
+        elif pid == MANDEL:
+            w, h, mi = int(s.n), int(s.h), int(s.max_iter)
+            x0, y0 = np.float32(s.x0), np.float32(s.y0)
+            dx, dy = np.float32(s.dx), np.float32(s.dy)
+
+            def f():
+                cr = x0 + dx * jnp.arange(w, dtype=jnp.float32)[None, :]
+                ci = y0 + dy * jnp.arange(h, dtype=jnp.float32)[:, None]
+                z0 = jnp.zeros((h, w), jnp.float32)
+
+                def body(_, st):
+                    zr, zi, act, cnt = st
+                    act = act & (zr * zr + zi * zi <= 4.0)
+                    cnt = cnt + act.astype(jnp.int32)
+                    return (zr * zr - zi * zi + cr, 2.0 * zr * zi + ci, act, cnt)
+
+                st = (z0, z0, jnp.ones((h, w), bool), jnp.zeros((h, w), jnp.int32))
+                return lax.fori_loop(0, mi, body, st)[3]
+
+            self.label = "JAX (jit, lax.fori_loop over the image)"
+        elif pid == HIST:
+            f = lambda k: jnp.bincount(k, length=int(s.bins))  # noqa: E731
+        self.fn = jax.jit(f)
+        self.out = self.fn(*self.dev)
+        self.sync()
+
+    def close(self):
+        self.out = self.fn = None
+        for d in self.dev or []:
+            try:
+                d.delete()
+            except Exception:
+                pass
+        self.dev = None
+        gc.collect()
+
+
+# -- formulations shared by the peers (xp: cupy, jax.numpy, or TorchMath) --
+
+
+def saxpy_xp(xp, a):
+    def saxpy(x, y):
+        return x * a + y  # (the array first: a traced operand under cp.fuse)
+
+    return saxpy
+
+
+def bs_xp(xp, m):
+    """Black-Scholes as elementwise ops: m provides log, exp, sqrt, abs,
+    where (cupy / jnp / TorchMath)."""
+    r, v = 0.02, 0.30
+    drift = r + 0.5 * (v * v)
+    c = (0.31938153, -0.356563782, 1.781477937, -1.821255978, 1.330274429)
+    rsqrt2pi = 0.39894228040143267793994605993438
+
+    def cnd(d):
+        k = 1.0 / (1.0 + 0.2316419 * m.abs(d))
+        poly = c[0] + k * (c[1] + k * (c[2] + k * (c[3] + k * c[4])))
+        rr = (rsqrt2pi * m.exp(-0.5 * (d * d))) * (k * poly)
+        return m.where(d > 0.0, 1.0 - rr, rr)
+
+    def bs(s, x, t):
+        v_sqrtt = v * m.sqrt(t)
+        d1 = (m.log(s / x) + drift * t) / v_sqrtt
+        d2 = d1 - v_sqrtt
+        c1, c2 = cnd(d1), cnd(d2)
+        x_exprt = x * m.exp(-r * t)
+        return (s * c1 - x_exprt * c2, x_exprt * (1.0 - c2) - s * (1.0 - c1))
+
+    return bs
+
+
+def nbody_xp(m, s, sqrt, rowsum):
+    """All-pairs accelerations in chunks of rows (c x n temporaries)."""
+    n = int(s.n)
+    c = chunk_rows(n)
+    eps2 = float(s.eps2)
+
+    def nbody(x, y, z, mass):
+        outs = [m.empty(n, dtype=m.float32) for _ in range(3)]
+        for i0 in range(0, n, c):
+            dx = x[None, :] - x[i0:i0 + c, None]
+            dy = y[None, :] - y[i0:i0 + c, None]
+            dz = z[None, :] - z[i0:i0 + c, None]
+            inv = 1.0 / sqrt(dx * dx + dy * dy + dz * dz + eps2)
+            w = mass[None, :] * (inv * inv * inv)
+            outs[0][i0:i0 + c] = rowsum(dx * w, 1)
+            outs[1][i0:i0 + c] = rowsum(dy * w, 1)
+            outs[2][i0:i0 + c] = rowsum(dz * w, 1)
+        return tuple(outs)
+
+    return nbody
+
+
+def mandel_xp(m, s, arange, zeros_f, zeros_i, ones_b):
+    w, h, mi = int(s.n), int(s.h), int(s.max_iter)
+    x0, y0, dx, dy = float(s.x0), float(s.y0), float(s.dx), float(s.dy)
+
+    def mandel():
+        cr = (x0 + dx * arange(w))[None, :]
+        ci = (y0 + dy * arange(h))[:, None]
+        zr, zi = zeros_f((h, w)), zeros_f((h, w))
+        act, cnt = ones_b((h, w)), zeros_i((h, w))
+        for _ in range(mi):
+            act &= zr * zr + zi * zi <= 4.0
+            cnt += act
+            zr, zi = zr * zr - zi * zi + cr, 2.0 * zr * zi + ci
+        return cnt
+
+    return mandel
+
+
+# ---- timing -----------------------------------------------------------------
+
+
+class Row:
+    def __init__(self, name):
+        self.name, self.ms, self.runs, self.check, self.na = name, None, 0, "-", None
+        self.times, self.timer = [], ""
+
+
+def bench_program(prog, impls, ref_impl, wg, log):
+    """Run one program on every implementation (the first one is the
+    reference whose results the others are checked against).  Returns
+    [Row], the reference result and the compile info of weft rows."""
+    inputs = fill_inputs(wg, prog)
+    rows, live, ref, compile_info = [], [], None, {}
+    for make in [ref_impl] + impls:
+        row = Row("?")
+        rows.append(row)
+        impl = None
+        try:
+            impl = make()
+            row.name = impl.name
+            row.timer = impl.timer
+            impl.open(prog, inputs)
+            row.name = impl.name
+            got = impl.result()
+            if ref is None:
+                ref = got
+                row.check = "(reference)"
+                if prog.pid == MANDEL:
+                    prog.flops = 9.0 * wg.wg_sum_i32(ref[0].ptr, ref[0].n)
+            else:
+                ok, row.check = check(wg, prog, got, ref)
+            del got
+            if isinstance(impl, WeftImpl):
+                compile_info[impl.name] = impl.compile_info()
+            row.warm = impl.time_once()
+            live.append((impl, row))
+        except Exception as e:  # missing, out of memory, failed
+            row.na = short(e)
+            if not isinstance(e, (Unavailable, ImportError)):
+                log("    %s: %s" % (row.name, traceback.format_exc().strip().splitlines()[-1]))
+            if impl is not None:
+                try:
+                    impl.close()
+                except Exception:
+                    pass
+            if ref is None:
+                break
+        log("  %-45s %s" % (row.name, row.na or row.check))
+    # rounds
+    want = {}
+    for impl, row in live:
+        want[id(impl)] = max(MIN_ROUNDS, min(ROUNDS, int(BUDGET_MS / max(row.warm, 1e-3))))
+    for r in range(ROUNDS):
+        for impl, row in live:
+            if row.na or r >= want[id(impl)]:
+                continue
+            try:
+                row.times.append(impl.time_once())
+            except Exception as e:
+                row.na = short(e)
+    for impl, row in live:
+        if row.times and not row.na:
+            row.ms = statistics.median(row.times)
+            row.runs = len(row.times)
+        try:
+            impl.close()
+        except Exception:
+            pass
+    del inputs
+    gc.collect()
+    return rows, compile_info
+
+
+# ---- the report -------------------------------------------------------------
+
+
+def fmt_ms(ms):
+    if ms is None:
+        return "-"
+    return "%.3f" % ms if ms < 1 else "%.2f" % ms if ms < 100 else "%.0f" % ms
+
+
+def rate(prog, ms):
+    if ms is None or ms <= 0:
+        return "-"
+    if prog.memory_bound:
+        return "%.0f GB/s" % (prog.bytes / (ms * 1e6))
+    return "%.0f GFLOP/s" % (prog.flops / (ms * 1e6))
+
+
+def machine_info(rf, quick, backend):
+    info = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+    for p in ("VERSION", os.path.join(os.path.dirname(__file__), "..", "..", "VERSION")):
+        if os.path.exists(p):
+            info["commit"] = open(p).read().strip()
+            break
+    else:
+        try:
+            info["commit"] = subprocess.run(
+                ["git", "describe", "--always", "--dirty"], capture_output=True,
+                text=True, cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip() or "unknown"
+        except Exception:
+            info["commit"] = "unknown"
+    info["host"] = "%s %s, Python %s" % (platform.system(), platform.release(),
+                                         platform.python_version())
+    if rf is not None:
+        name = ctypes.create_string_buffer(256)
+        cc, mp, drv, rt = ctypes.c_int(), ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
+        mem = ctypes.c_int64()
+        if rf.rf_device_info(name, 256, ctypes.byref(cc), ctypes.byref(mp),
+                             ctypes.byref(mem), ctypes.byref(drv), ctypes.byref(rt)) == 0:
+            info["gpu"] = "%s (sm_%d, %d SMs, %.1f GiB)" % (
+                name.value.decode(), cc.value, mp.value, mem.value / 2**30)
+            info["cuda"] = "driver supports CUDA %d.%d; ref.cu built with runtime %d.%d" % (
+                drv.value // 1000, drv.value % 1000 // 10, rt.value // 1000, rt.value % 1000 // 10)
+        try:
+            smi = subprocess.run(["nvidia-smi", "--query-gpu=driver_version,clocks.max.sm,"
+                                  "clocks.max.mem,power.limit", "--format=csv,noheader"],
+                                 capture_output=True, text=True, timeout=20).stdout.strip()
+            info["driver"] = smi.splitlines()[0] if smi else "unknown"
+        except Exception:
+            info["driver"] = "unknown (no nvidia-smi)"
+    else:
+        info["gpu"] = "none: quick check on the %s backend" % backend
+    return info
+
+
+def versions(peers_used):
+    out = []
+    for mod in ("cupy", "torch", "jax", "jaxlib", "numpy"):
+        m = sys.modules.get(mod)
+        if m is not None:
+            out.append("%s %s" % (mod, getattr(m, "__version__", "?")))
+    return ", ".join(out) or "none"
+
+
+def write_report(path, info, copy, results, compiles, dotp_compile, quick, backend, log_lines):
+    L = []
+    w = L.append
+    w("# weft on the GPU: benchmark\n")
+    w("Written by `bench/gpu/run.py` (through `bench/gpu/run.sh`); numbers as "
+      "measured in this one run.%s\n" % (
+          " **QUICK CHECK (small sizes, %s backend, no GPU): not a benchmark.**" % backend
+          if quick else ""))
+    w("## Machine\n")
+    w("- GPU: %s" % info.get("gpu", "?"))
+    if "driver" in info:
+        w("- NVIDIA driver, max SM / memory clocks, power limit: %s" % info["driver"])
+    if "cuda" in info:
+        w("- CUDA: %s" % info["cuda"])
+    w("- host: %s" % info["host"])
+    w("- peers: %s" % versions(None))
+    w("- weft: %s (the bundle's VERSION, `git describe --always --dirty`)" % info.get("commit"))
+    w("- date: %s" % info["date"])
+    if copy:
+        w("- copy bandwidth: **%.0f GB/s** (cudaMemcpy device to device of 1 GiB, "
+          "median of 10, 2 x bytes / time; %.3f ms per copy)" % copy)
+    w("- timing: every implementation prepared once (inputs on the device, one run "
+      "to compile / upload), checked, warmed up once, then %d interleaved rounds "
+      "(each implementation once per round; at least %d and at most %d runs, fewer "
+      "when one run is slow: about %.0f s of runs each); the median.  CUDA, CuPy, "
+      "PyTorch: CUDA events; weft and JAX: the host clock until the result is "
+      "there (weft: `weft_run`, then the read of a scalar result or a device "
+      "synchronisation for an array result)." % (ROUNDS, MIN_ROUNDS, ROUNDS,
+                                                  BUDGET_MS / 1e3))
+    w("")
+    # summary
+    w("## Summary\n")
+    w("| program | size | weft ms | best peer | best peer ms | weft / best | CUDA ms | weft / CUDA |")
+    w("|---|---|---:|---|---:|---:|---:|---:|")
+    for prog, rows in results:
+        weft_rows = [r for r in rows if r.name.startswith("weft") and r.ms]
+        peers = [r for r in rows if not r.name.startswith("weft") and r.ms]
+        best = min(peers, key=lambda r: r.ms) if peers else None
+        cuda = next((r for r in rows if r.name.startswith("CUDA") and r.ms), None)
+        wr = min(weft_rows, key=lambda r: r.ms) if weft_rows else None
+        w("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            prog.key, prog.size, fmt_ms(wr.ms) if wr else "n/a",
+            best.name if best else "-", fmt_ms(best.ms) if best else "-",
+            "%.2f" % (wr.ms / best.ms) if wr and best else "-",
+            fmt_ms(cuda.ms) if cuda else "-",
+            "%.2f" % (wr.ms / cuda.ms) if wr and cuda else "-"))
+    w("")
+    w("## Programs\n")
+    for prog, rows in results:
+        w("### %s (%s)\n" % (prog.title, prog.size))
+        peers = [r for r in rows if not r.name.startswith("weft") and r.ms]
+        best = min(peers, key=lambda r: r.ms) if peers else None
+        hdr = "| implementation | median ms | runs | throughput | x best peer |"
+        sep = "|---|---:|---:|---:|---:|"
+        if prog.memory_bound and copy:
+            hdr += " of copy bandwidth |"
+            sep += "---:|"
+        hdr += " check |"
+        sep += "---|"
+        w(hdr)
+        w(sep)
+        for r in rows:
+            if r.na:
+                line = "| %s | n/a (%s) | | | |" % (r.name, r.na.replace("|", "/"))
+                if prog.memory_bound and copy:
+                    line += " |"
+                w(line + " %s |" % r.check)
+                continue
+            line = "| %s | %s | %d | %s | %s |" % (
+                r.name, fmt_ms(r.ms), r.runs, rate(prog, r.ms),
+                "%.2f" % (r.ms / best.ms) if best and r.ms else "-")
+            if prog.memory_bound and copy:
+                line += " %s |" % ("%.0f%%" % (100 * prog.bytes / (r.ms * 1e6) / copy[0])
+                                   if r.ms else "-")
+            w(line + " %s |" % r.check)
+        w("")
+        notes = "Check: %s." % CHECKS[prog.pid]
+        if prog.memory_bound:
+            notes += " Throughput: %d bytes moved at least (inputs read once, outputs written once) over the time." % prog.bytes
+        else:
+            notes += (" Throughput: 20 flops per interaction (sqrt and / one each)." if prog.pid == NBODY
+                      else " Throughput: 9 flops per iteration done (%.3g iterations in all, from the reference's counts)." % (prog.flops / 9))
+        w(notes + "\n")
+    w("## weft compile times\n")
+    if dotp_compile:
+        (first, disk), (k_first, k_loaded, k_compiled) = dotp_compile
+        w("- dotp, first compile (fresh `WEFT_CACHE_DIR`: IR, PTX, cubin): **%.1f ms** "
+          "(%d kernels compiled)" % (first, k_first))
+        w("- dotp, from the disk cache (a second context): **%.1f ms** (%d loaded, "
+          "%d compiled)\n" % (disk, k_loaded, k_compiled))
+    w("Each program's first compile in this run (its own context on a fresh cache "
+      "directory) and its plan:\n")
+    w("| program | compile ms | kernels compiled | loaded | plan |")
+    w("|---|---:|---:|---:|---|")
+    for key, name, (ms, c, l, k, plan) in compiles:
+        w("| %s | %.1f | %d | %d | %d: %s |" % (key if name == "weft" else "%s (%s)" % (key, name),
+                                                ms, c, l, k, plan.replace("|", "/")))
+    w("")
+    w("## Implementations\n")
+    w("- **weft**: `bench/gpu/weft_gpu.c`, the public API only, on the %s backend; "
+      "n-body as `generate n` with a `weft_while` over j (**weft**) and as "
+      "`fold (+) (generate (n, n) pull)` (**weft (fold)**), as bench/weft_bench.c; "
+      "the histogram as `permute (+) (generate 256 0) (\\i -> keys ! i) (generate n 1)` "
+      "with keys in [0, 256)." % backend)
+    w("- **CUDA**: `bench/gpu/ref.cu`, nvcc -O3 -arch=sm_90 -lineinfo (FMA "
+      "contraction on, no fast math): grid-stride float4 / int4 loops, CUB "
+      "DeviceReduce::Sum and DeviceScan::InclusiveSum, dotp by a warp-shuffle "
+      "block reduction and a finishing block, n-body tiled through shared memory "
+      "with rsqrtf, histogram per block in shared memory then global atomics.  It "
+      "is the reference the others are checked against.")
+    w("- **CuPy**, **PyTorch**, **JAX**: idiomatic code (`bench/gpu/run.py`): "
+      "elementwise expressions (`cp.fuse` where it works; eager torch ops; "
+      "`jax.jit`), `sum`, `dot`, `cumsum(dtype=int32)`, `bincount`; n-body in "
+      "chunks of rows (c x n temporaries); Mandelbrot as 255 masked steps over "
+      "the whole image.")
+    w("- n/a: the implementation is missing or failed (the reason is given).")
+    w("")
+    with open(path, "w") as f:
+        f.write("\n".join(L))
+    return "\n".join(L)
+
+
+# ---- main -------------------------------------------------------------------
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("outdir")
+    ap.add_argument("--weft-lib", default="./bench_weft_gpu.so")
+    ap.add_argument("--ref-lib", default="./bench_ref_gpu.so")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--backend", default="ptx", choices=["ptx", "cpu", "interp"])
+    ap.add_argument("--only", default="", help="comma-separated program keys")
+    ap.add_argument("--no-peers", action="store_true")
+    args = ap.parse_args()
+    quick, backend = args.quick, args.backend
+    if backend != "ptx" and not quick:
+        sys.exit("run.py: --backend %s needs --quick (no GPU peers to compare)" % backend)
+    os.makedirs(args.outdir, exist_ok=True)
+    os.environ["WEFT_BACKEND"] = backend
+    t_start = time.time()
+    log_lines = []
+
+    logf = open(os.path.join(args.outdir, "run.log"), "w")
+
+    def log(s):
+        print(s, flush=True)
+        log_lines.append(s)
+        logf.write(s + "\n")
+        logf.flush()
+
+    wg = load_weft(os.path.abspath(args.weft_lib))
+    rf = None
+    if not quick:
+        rf = load_ref(os.path.abspath(args.ref_lib))
+        if rf.rf_init(0):
+            sys.exit("run.py: CUDA: %s" % rf.rf_error().decode())
+        wg.wg_set_sync(ctypes.cast(rf.rf_sync, ctypes.c_void_p))
+    tmp = tempfile.mkdtemp(prefix="weft-gpubench-")
+    wg.wg_configure({"interp": 0, "cpu": 1, "ptx": 2}[backend],
+                    os.path.join(tmp, "cache").encode())
+    name = wg.wg_backend_name()
+    if name is None:
+        sys.exit("run.py: weft: %s" % wg.wg_error().decode())
+    if name.decode() != backend:
+        sys.exit("run.py: weft runs on %s, not %s" % (name.decode(), backend))
+    info = machine_info(rf, quick, backend)
+    log("weft GPU benchmark: %s; weft %s on %s" % (info.get("gpu"), info.get("commit"), backend))
+
+    copy = None
+    if rf is not None:
+        ms = ctypes.c_double()
+        gbs = rf.rf_copy_gbs(1 << 30, 10, ctypes.byref(ms))
+        if gbs > 0:
+            copy = (gbs, ms.value)
+            log("copy bandwidth: %.0f GB/s (%.3f ms per GiB)" % copy)
+
+    # weft's compile times for dotp: a fresh cache, then from disk
+    dotp_compile = None
+    ms = (ctypes.c_double * 2)()
+    k = (ctypes.c_int64 * 3)()
+    if wg.wg_compile_dotp(os.path.join(tmp, "dotp-cache").encode(), ms, k) == 0:
+        dotp_compile = ((ms[0], ms[1]), (k[0], k[1], k[2]))
+        log("dotp compile: first %.1f ms, from the disk cache %.1f ms" % (ms[0], ms[1]))
+    else:
+        log("dotp compile failed: %s" % wg.wg_error().decode())
+
+    # the peers: each imported once; a missing one is n/a everywhere
+    peer_classes = []
+    if not quick and not args.no_peers:
+        for cls in (CupyImpl, TorchImpl, JaxImpl):
+            try:
+                cls()
+                peer_classes.append((cls, None))
+            except Exception as e:
+                peer_classes.append((cls, short(e)))
+                log("%s: n/a (%s)" % (cls.name, short(e)))
+
+    def peer_maker(cls, why):
+        def make():
+            if why:
+                raise Unavailable(why)
+            return cls()
+        make.__name__ = cls.name
+        return make
+
+    path = os.path.join(args.outdir, "gpu.md")
+    only = [s for s in args.only.split(",") if s]
+    results, compiles = [], []
+    for key, pid, title in PROGRAM_LIST:
+        if only and key not in only:
+            continue
+        prog = Program(key, pid, title, quick)
+        log("%s (%s) ..." % (key, prog.size))
+        impls = [lambda: WeftImpl(wg, pid)]
+        if pid == NBODY:
+            impls.append(lambda: WeftImpl(wg, NBODY_FOLD, "weft (fold)"))
+        if quick:
+            ref_impl = lambda: CrefImpl(wg)  # noqa: E731
+        else:
+            ref_impl = lambda: CudaImpl(rf)  # noqa: E731
+            impls += [peer_maker(c, why) for c, why in peer_classes]
+        rows, cinfo = bench_program(prog, impls, ref_impl, wg, log)
+        # a peer that was n/a before it had a name
+        for r, make in zip(rows[1:], impls):
+            if r.name == "?":
+                r.name = getattr(make, "__name__", "?")
+        for r in rows:
+            if r.ms is not None:
+                log("  %-45s %10s ms  (%d runs)  %s" % (r.name, fmt_ms(r.ms), r.runs, rate(prog, r.ms)))
+        results.append((prog, rows))
+        for nm, ci in cinfo.items():
+            compiles.append((key, nm, ci))
+        if "torch" in sys.modules:
+            try:
+                sys.modules["torch"].cuda.empty_cache()
+            except Exception:
+                pass
+        if "cupy" in sys.modules:
+            try:
+                sys.modules["cupy"].get_default_memory_pool().free_all_blocks()
+            except Exception:
+                pass
+        gc.collect()
+        # the report so far (a run stopped later still leaves one)
+        write_report(path, info, copy, results, compiles, dotp_compile, quick,
+                     backend, log_lines)
+
+    if rf is not None:
+        ms = ctypes.c_double()
+        gbs = rf.rf_copy_gbs(1 << 30, 10, ctypes.byref(ms))
+        if gbs > 0:
+            log("copy bandwidth again: %.0f GB/s" % gbs)
+            if not copy or gbs > copy[0]:
+                copy = (gbs, ms.value)
+
+    text = write_report(path, info, copy, results, compiles, dotp_compile, quick,
+                        backend, log_lines)
+    shutil.rmtree(tmp, ignore_errors=True)
+    log("wrote %s (%.0f s in all)" % (path, time.time() - t_start))
+    bad = any(r.check.startswith("FAIL") for _, rows in results for r in rows
+              if r.name.startswith("weft"))
+    bad |= any(r.na for _, rows in results for r in rows if r.name.startswith("weft"))
+    return 1 if bad else 0, text
+
+
+if __name__ == "__main__":
+    rc, _ = main()
+    sys.exit(rc)
