@@ -29,6 +29,7 @@ static weft_status (*const drivers[SK_FAMILY_COUNT_])(rt_job *) = {
     [SK_FOLD_SEG] = rt_exec_fold_seg,
     [SK_STENCIL] = rt_exec_stencil,
     [SK_RESHAPE] = rt_exec_reshape,
+    [SK_SCAN_PASS] = rt_exec_scan_pass,
 };
 
 static void job_release(job *j)

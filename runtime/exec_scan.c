@@ -9,6 +9,11 @@
  * job (rt_job_phases): chunk reductions, per-row carries, rescans.
  * Empty rows are no error for any scan (scanl1 of an empty row is empty);
  * scanl and scanr still write z, scanl' and scanr' their totals z.
+ *
+ * rt_exec_scan_pass drives the PTX target's single-pass scan
+ * (skeletons-ir/ptx/scan.c): the same outputs, then one launch over the
+ * row's tiles with a zeroed tile status (flags, aggregates, inclusive
+ * prefixes) and a zeroed tile counter.
  */
 #ifdef WEFT_HAVE_LLVM
 #include <string.h>
@@ -18,11 +23,12 @@
 
 #define WHO "weft_run"
 
-/* Run scan job j: allocate the outputs and the partials, choose the
- * strategy and run it.  Errors: WEFT_ERR_BAD_SHAPE (a result too large),
- * those of the input's shape (a fused producer), WEFT_ERR_OUT_OF_MEMORY,
- * and whatever the gang reports. */
-weft_status rt_exec_scan(rt_job *j)
+/* The outputs of scan job j (scan.c's shapes): *m, *rows the input's row
+ * length and rows, *seeded whether the scan has z.  Errors:
+ * WEFT_ERR_BAD_SHAPE (a result too large), those of the input's shape (a
+ * fused producer), WEFT_ERR_OUT_OF_MEMORY. */
+static weft_status scan_outputs(rt_job *j, int64_t *m_out, int64_t *rows_out,
+                                bool *seeded_out)
 {
     const fe_term *t = j->k->op;
     fe_kind kind = (fe_kind)t->kind;
@@ -53,6 +59,26 @@ weft_status rt_exec_scan(rt_job *j)
         (pair && (s = rt_job_out(j, 1, elt, rank - 1, shape)) != WEFT_OK)) {
         return s;
     }
+    *m_out = m;
+    *rows_out = rows;
+    *seeded_out = seeded;
+    return WEFT_OK;
+}
+
+/* Run scan job j: allocate the outputs and the partials, choose the
+ * strategy and run it.  Errors: those of scan_outputs, and whatever the
+ * gang reports. */
+weft_status rt_exec_scan(rt_job *j)
+{
+    const fe_term *t = j->k->op;
+    bool pair = t->kind == FE_SCANL_ || t->kind == FE_SCANR_;
+    weft_type elt = pair ? t->atype->comp[0]->elt : t->type;
+    int64_t m, rows;
+    bool seeded;
+    weft_status s = scan_outputs(j, &m, &rows, &seeded);
+    if (s) {
+        return s;
+    }
     int64_t C = rt_row_chunks(j, rows, m);
     j->auxval[1].i = C;
     if ((s = rt_job_aux(j, 0, elt, C > 1 ? rows * C : 1, false)) != WEFT_OK ||
@@ -72,5 +98,43 @@ weft_status rt_exec_scan(rt_job *j)
         {.entry = 3, .n = rows * C, .grain = 1},
     };
     return rt_job_phases(j, 3, ph);
+}
+
+/* Run single-pass scan job j (ptx/scan.c): the outputs, aux 0 the tile
+ * flags (i32), 1 and 2 the tiles' aggregates and inclusive prefixes, 3
+ * the tile counter, all zeroed, sized for the most tiles the kernel can
+ * cut (k->chunk_min positions per tile, its smallest block: at most
+ * ceil(m / chunk_min) per row, one for an empty row), then one launch of
+ * entry 0 over those tiles, a block each.  Errors: those of scan_outputs,
+ * WEFT_ERR_INTERNAL without a tile size, and the launch's. */
+weft_status rt_exec_scan_pass(rt_job *j)
+{
+    const fe_term *t = j->k->op;
+    bool pair = t->kind == FE_SCANL_ || t->kind == FE_SCANR_;
+    weft_type elt = pair ? t->atype->comp[0]->elt : t->type;
+    int64_t m, rows;
+    bool seeded;
+    weft_status s = scan_outputs(j, &m, &rows, &seeded);
+    if (s) {
+        return s;
+    }
+    int64_t tile = j->k->chunk_min;
+    if (tile < 1) {
+        return fe_error(WEFT_ERR_INTERNAL, WHO ": a scan without a tile size");
+    }
+    int64_t per_row = m > 0 ? m / tile + (m % tile != 0) : 1;
+    int64_t tiles = rows * per_row;
+    int64_t slots = tiles > 0 ? tiles : 1;
+    if ((s = rt_job_aux(j, 0, WEFT_I32, slots, false)) != WEFT_OK ||
+        (s = rt_job_aux(j, 1, elt, slots, false)) != WEFT_OK ||
+        (s = rt_job_aux(j, 2, elt, slots, false)) != WEFT_OK ||
+        (s = rt_job_aux(j, 3, WEFT_I64, 1, false)) != WEFT_OK ||
+        (s = rt_job_fill(j)) != WEFT_OK) {
+        return s;
+    }
+    if (rows == 0 || (m == 0 && !seeded)) {
+        return WEFT_OK; /* nothing to write */
+    }
+    return rt_job_run(j, 0, tiles, 1);
 }
 #endif

@@ -201,6 +201,7 @@ void rt_plan_dump(const rt_plan_t *pl, FILE *out);
 weft_status rt_exec_generate(rt_job *j); /* exec.c */
 weft_status rt_exec_fold(rt_job *j);     /* exec.c */
 weft_status rt_exec_scan(rt_job *j);     /* exec_scan.c */
+weft_status rt_exec_scan_pass(rt_job *j); /* exec_scan.c: ptx/scan.c */
 weft_status rt_exec_permute(rt_job *j);  /* exec_permute.c */
 weft_status rt_exec_fold_seg(rt_job *j); /* exec_foldseg.c */
 weft_status rt_exec_stencil(rt_job *j);  /* exec_stencil.c */

@@ -92,6 +92,7 @@ typedef enum sk_family {
     SK_FOLD_SEG, /* foldseg.c: foldSeg, fold1Seg */
     SK_STENCIL,  /* stencil.c: stencil, stencil2 */
     SK_RESHAPE,  /* reshape.c: unit, reshape, replicate, slice */
+    SK_SCAN_PASS, /* ptx/scan.c: the scans in one pass (decoupled look-back) */
     SK_FAMILY_COUNT_
 } sk_family;
 
@@ -296,6 +297,7 @@ extern const sk_skeleton sk_fold_seg; /* foldseg.c */
 extern const sk_skeleton sk_stencil;  /* stencil.c */
 extern const sk_skeleton sk_reshape;  /* reshape.c */
 extern const sk_skeleton sk_ptx_fold; /* ptx/fold.c */
+extern const sk_skeleton sk_ptx_scan; /* ptx/scan.c */
 extern const sk_skeleton sk_ptx_permute; /* ptx/permute.c */
 
 #endif /* WEFT_SK_H */

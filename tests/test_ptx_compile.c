@@ -150,6 +150,13 @@ START_TEST(reductions)
     weft_exp *zs[2] = {weft_i32(p, 0), weft_f64(p, 0)};
     r[0] = weft_fold_seg(last, weft_tuple(p, 2, zs), tv, seg);
     compile(p, r, 1, "fold_seg of a tuple");
+    /* scans of a tuple with a non-commutative function (rank 2) */
+    weft_acc *tm = weft_param(p, pair, 2);
+    r[0] = weft_scanl(last, weft_tuple(p, 2, zs), tm);
+    r[1] = weft_scanr1(last, tm);
+    compile(p, r, 2, "scanl, scanr1 of a tuple");
+    r[0] = weft_scanl_(last, weft_tuple(p, 2, zs), tm);
+    compile(p, r, 1, "scanl' of a tuple");
     weft_program_free(p);
     weft_context_free(ctx);
 }

@@ -29,6 +29,7 @@
 /* Kernels of the PTX target's own, by family (NULL: the shared one). */
 static const sk_skeleton *const ptx_own[SK_FAMILY_COUNT_] = {
     [SK_FOLD] = &sk_ptx_fold,
+    [SK_SCAN] = &sk_ptx_scan,
     [SK_PERMUTE] = &sk_ptx_permute,
 };
 

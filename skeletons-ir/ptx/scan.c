@@ -1,0 +1,1068 @@
+/*
+ * skeletons-ir/ptx/scan.c: the six scans on the GPU in a single pass,
+ * with decoupled look-back (Merrill and Garland, "Single-pass Parallel
+ * Prefix Scan with Decoupled Look-back", 2016): the PTX target's own
+ * SK_SCAN skeleton, of family SK_SCAN_PASS (driver rt_exec_scan_pass,
+ * runtime/exec_scan.c).
+ *
+ * Semantics are scan.c's (and the interpreter's, lib/interp.c acc_scan).
+ * A right scan is the mirror of a left one: logical position p of a row
+ * of m elements is physical position p (left scans) or m - 1 - p (right
+ * scans), and combining `earlier` with `later` in logical order is
+ * f(earlier, later) for left scans and f(later, earlier) for right ones.
+ * With y_p the element at logical position p, a seed z standing before
+ * y_0 (seeded scans), I_p = [z .] y_0 . ... . y_p and E_p = [z .] y_0 .
+ * ... . y_{p-1} (E_0 = z), every scan writes, at physical position j of
+ * logical p (its row's output starting at row * (m + 1) for scanl and
+ * scanr, row * m otherwise):
+ *   scanl1, scanr1, scanr: I_p;   scanl, scanl', scanr': E_p;
+ * and the totals: scanl I_{m-1} at position m of its row (z when m = 0),
+ * scanr z there, scanl' and scanr' I_{m-1} (or z) in the second output.
+ * No step needs an identity or commutativity: every combine keeps the
+ * logical order, and absent values (no seed, the first element) are
+ * validity flags, never identities.
+ *
+ * One entry, a block per tile.  Each row is cut into tiles of T = B K
+ * logical positions (B the block size, known at run time, a multiple of
+ * 32; K a constant of the kernel, items_per_lane); tiles never span two
+ * rows, tpr = ceil(m / T) tiles per row (1 when m = 0: the tile that
+ * writes z and the totals), and tile t is (row t / tpr, piece t % tpr).
+ * The blocks loop: thread 0 takes the next tile from a global counter
+ * (atomic add) and broadcasts it through shared memory, so tiles start in
+ * order and a tile's predecessors are held by running blocks, which
+ * publish their aggregates without waiting for anyone: look-back always
+ * makes progress.  Within a tile:
+ *
+ *   1. warp w owns the 32 K consecutive positions [lo + 32 K w, ...) and
+ *      walks them as K chunks of 32, lane l reading position
+ *      base + l of each (coalesced; right scans read descending
+ *      addresses, the same sectors).  Each chunk is scanned across the
+ *      lanes in order (Hillis-Steele with shuffles: lane l takes
+ *      x = (lane l - d) . x for d = 1, 2, 4, 8, 16 when l >= d and it
+ *      holds a value; the lanes holding values are always a prefix),
+ *      then the carry (the total of the earlier chunks, a broadcast of
+ *      the last valid lane) is put in front.  For exclusive scans a
+ *      lane keeps its left neighbour's value (lane 0: the carry) instead.
+ *      Lane 0 of each warp puts the warp's total in shared memory.
+ *   2. warp 0 scans the warp totals the same way: the tile's aggregate
+ *      and each warp's exclusive prefix within the tile.
+ *   3. look-back (warp 0): piece 0 of a row has the prefix z (or none);
+ *      any other tile publishes its aggregate (flag A), then looks at its
+ *      predecessors 32 at a time, nearest in lane 0: it spins until every
+ *      flag up to the first P (inclusive prefix) is set, reads the
+ *      aggregates before it and that prefix, and reduces the window in
+ *      order (lane l + d holds the earlier values: x = y . x); windows
+ *      without a P go in front of what it has and it moves 32 further
+ *      back.  Then the tile publishes its inclusive prefix (flag P), and
+ *      the last piece of a row writes the row's total (the first piece of
+ *      scanr writes z).  Warp 0 puts each warp's prefix (the tile's
+ *      prefix . the warp's exclusive prefix, either possibly absent) in
+ *      shared memory.
+ *   4. every lane writes prefix . its value for each of its positions.
+ *
+ * Three barriers per tile, at block-uniform points (the tile loop's
+ * condition comes from shared memory; nothing returns early); they also
+ * keep the next tile from overwriting shared memory that is still read.
+ *
+ * Publishing and reading follow the PTX memory model with the target's
+ * relaxed operations: the publisher stores the value leaves, then
+ * target->fence (membar.gl, fence.sc.gpu), then the flag; the reader
+ * loads the flags, target->fence, then the values.  Flags and values of
+ * the tile status are loaded and stored volatile (ld.volatile: never a
+ * stale line of the SM's L1, and never hoisted out of the spin loop).
+ *
+ * Aux items: 0 the tile flags (i32, 0 none, 1 A, 2 P), 1 the aggregates,
+ * 2 the inclusive prefixes (both of the element type), 3 the tile counter
+ * (i64), all zeroed by the driver and sized for the smallest block (32
+ * threads: at most ceil(m / (32 K)) tiles per row); k->chunk_min carries
+ * 32 K to the driver.  The input is read through sk_read (fused
+ * producers inline), by linear position or, where that would divide per
+ * element, by multi-index with the row's outer components computed once
+ * per tile, as scan.c does.
+ */
+#include <string.h>
+
+#include "../sk.h"
+
+enum {
+    WARP = 32,       /* lanes */
+    MAX_WARPS = 32,  /* warps of a block of 1024 threads */
+    MAX_ITEMS = 8,   /* the most chunks of 32 a warp owns in a tile */
+    ITEM_BYTES = 64, /* ... and the most bytes of leaves a lane keeps */
+};
+
+enum { FLAG_NONE, FLAG_AGG, FLAG_PREFIX };
+
+enum { AUX_FLAGS, AUX_AGG, AUX_INCL, AUX_COUNTER };
+
+/* What kind of scan an operation is (scan.c's scan_info). */
+typedef struct scan_info {
+    bool seeded;    /* has z (scanl, scanl', scanr, scanr') */
+    bool left;
+    bool pair;      /* scanl', scanr': a second output of totals */
+    bool grow;      /* scanl, scanr: rows of m + 1 */
+    bool exclusive; /* scanl, scanl', scanr' write E_p */
+    weft_type elt;
+    const fe_term *src;
+    const fe_fun *comb;
+} scan_info;
+
+static scan_info info_of(const fe_term *t)
+{
+    fe_kind k = (fe_kind)t->kind;
+    scan_info in;
+    in.seeded = k == FE_SCANL || k == FE_SCANL_ || k == FE_SCANR ||
+                k == FE_SCANR_;
+    in.left = k == FE_SCANL || k == FE_SCANL1 || k == FE_SCANL_;
+    in.pair = k == FE_SCANL_ || k == FE_SCANR_;
+    in.grow = k == FE_SCANL || k == FE_SCANR;
+    in.exclusive = k == FE_SCANL || k == FE_SCANL_ || k == FE_SCANR_;
+    in.elt = in.pair ? t->atype->comp[0]->elt : t->type;
+    in.src = t->kid[in.seeded ? 1 : 0];
+    in.comb = t->fun[0];
+    return in;
+}
+
+/* K: chunks of 32 per warp and tile, as many as keep a lane's values
+ * within ITEM_BYTES of leaves, 1 .. MAX_ITEMS. */
+static int items_per_lane(weft_context *ctx, weft_type elt)
+{
+    const weft_type *leaf;
+    int n = fe_type_leaves(ctx, elt, &leaf), bytes = 0;
+    for (int l = 0; l < n; l++) {
+        bytes += (int)weft_type_size(leaf[l]);
+    }
+    int k = bytes > 0 ? ITEM_BYTES / bytes : MAX_ITEMS;
+    return k < 1 ? 1 : (k > MAX_ITEMS ? MAX_ITEMS : k);
+}
+
+static weft_status ptx_scan_prepare(weft_context *ctx, fe_arena *arena,
+                                    sk_kernel *k)
+{
+    scan_info in = info_of(k->op);
+    k->nentry = 1;
+    k->item_threads[0] = k->item_threads[1] = SK_ITEM_BLOCK;
+    k->chunk_min = (int64_t)WARP * items_per_lane(ctx, in.elt);
+    static const struct {
+        int aux;
+        bool elt;
+        weft_type t;
+    } aux[4] = {{AUX_FLAGS, false, WEFT_I32},
+                {AUX_AGG, true, 0},
+                {AUX_INCL, true, 0},
+                {AUX_COUNTER, false, WEFT_I64}};
+    for (int a = 0; a < 4; a++) {
+        weft_status s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX,
+                                    aux[a].aux, aux[a].elt ? in.elt : aux[a].t,
+                                    1);
+        if (s) {
+            return s;
+        }
+        k->aux_item[aux[a].aux] = k->nitem - 1;
+    }
+    return WEFT_OK;
+}
+
+/* ---- small helpers ---------------------------------------------------- */
+
+static LLVMValueRef wide(cg_fn *fn, LLVMValueRef x)
+{
+    return LLVMBuildZExt(fn->b, x, LLVMInt64TypeInContext(fn->llctx), "");
+}
+
+static LLVMValueRef min64(cg_fn *fn, LLVMValueRef a, LLVMValueRef b)
+{
+    return LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, a, b, ""),
+                           a, b, "");
+}
+
+static LLVMValueRef max64(cg_fn *fn, LLVMValueRef a, LLVMValueRef b)
+{
+    return LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntSGT, a, b, ""),
+                           a, b, "");
+}
+
+/* ceil(a / b) for a >= 0, b > 0. */
+static LLVMValueRef ceil_div(cg_fn *fn, LLVMValueRef a, LLVMValueRef b)
+{
+    LLVMValueRef t = LLVMBuildAdd(
+        fn->b, a, LLVMBuildSub(fn->b, b, cg_i64(fn, 1), ""), "");
+    return LLVMBuildSDiv(fn->b, t, b, "");
+}
+
+static LLVMValueRef i1_const(cg_fn *fn, bool v)
+{
+    return LLVMConstInt(LLVMInt1TypeInContext(fn->llctx), v, 0);
+}
+
+static LLVMValueRef i32_const(cg_fn *fn, int v)
+{
+    return LLVMConstInt(LLVMInt32TypeInContext(fn->llctx), (unsigned)v, 0);
+}
+
+/* a == b (i64 or i32). */
+static LLVMValueRef eq(cg_fn *fn, LLVMValueRef a, LLVMValueRef b)
+{
+    return LLVMBuildICmp(fn->b, LLVMIntEQ, a, b, "");
+}
+
+/* a < b, signed (i64 or i32). */
+static LLVMValueRef lt(cg_fn *fn, LLVMValueRef a, LLVMValueRef b)
+{
+    return LLVMBuildICmp(fn->b, LLVMIntSLT, a, b, "");
+}
+
+/* Whether i1 value c is the constant v. */
+static bool is_const(LLVMValueRef c, bool v)
+{
+    return LLVMIsAConstantInt(c) && (LLVMConstIntGetZExtValue(c) != 0) == v;
+}
+
+/* A value of type t with every leaf zero (a placeholder where a lane has
+ * no value). */
+static weft_status zero_val(cg_fn *fn, weft_type t, cg_val *out)
+{
+    const weft_type *leaf;
+    int n = cg_leaves(fn, t, &leaf);
+    weft_status s = cg_val_make(fn, n, out);
+    for (int l = 0; s == WEFT_OK && l < n; l++) {
+        out->v[l] = LLVMConstNull(cg_type(fn->llctx, leaf[l]));
+    }
+    return s;
+}
+
+/* A mutable i1. */
+static LLVMValueRef flag_new(cg_fn *fn, bool init)
+{
+    LLVMValueRef p = cg_alloca(fn, LLVMInt1TypeInContext(fn->llctx), "valid");
+    LLVMBuildStore(fn->b, i1_const(fn, init), p);
+    return p;
+}
+
+static LLVMValueRef flag_get(cg_fn *fn, LLVMValueRef p)
+{
+    return LLVMBuildLoad2(fn->b, LLVMInt1TypeInContext(fn->llctx), p, "");
+}
+
+/* Volatile load / store of element i of a leaf buffer (cg_load and
+ * cg_store, volatile): the tile status. */
+static LLVMValueRef vload(cg_fn *fn, weft_type t, LLVMValueRef base,
+                          LLVMValueRef i)
+{
+    LLVMTypeRef mt = cg_mem_type(fn->llctx, t);
+    LLVMValueRef p = LLVMBuildInBoundsGEP2(fn->b, mt, base, &i, 1, "");
+    LLVMValueRef x = LLVMBuildLoad2(fn->b, mt, p, "");
+    LLVMSetVolatile(x, 1);
+    if (t == WEFT_BOOL) {
+        x = LLVMBuildICmp(fn->b, LLVMIntNE, x, LLVMConstInt(mt, 0, 0), "");
+    }
+    return x;
+}
+
+static void vstore(cg_fn *fn, weft_type t, LLVMValueRef base, LLVMValueRef i,
+                   LLVMValueRef x)
+{
+    LLVMTypeRef mt = cg_mem_type(fn->llctx, t);
+    LLVMValueRef p = LLVMBuildInBoundsGEP2(fn->b, mt, base, &i, 1, "");
+    if (t == WEFT_BOOL) {
+        x = LLVMBuildZExt(fn->b, x, mt, "");
+    }
+    LLVMSetVolatile(LLVMBuildStore(fn->b, x, p), 1);
+}
+
+static weft_status vload_val(cg_fn *fn, const cg_array *a, LLVMValueRef i,
+                             cg_val *out)
+{
+    weft_status s = cg_val_make(fn, a->nleaf, out);
+    for (int l = 0; s == WEFT_OK && l < a->nleaf; l++) {
+        out->v[l] = vload(fn, a->leaf[l], a->ptr[l], i);
+    }
+    return s;
+}
+
+static void vstore_val(cg_fn *fn, const cg_array *a, LLVMValueRef i,
+                       const cg_val *x)
+{
+    for (int l = 0; l < a->nleaf; l++) {
+        vstore(fn, a->leaf[l], a->ptr[l], i, x->v[l]);
+    }
+}
+
+/* x of lane `src` (i32), every leaf; every lane of the warp takes part. */
+static weft_status shuffle_val(cg_fn *fn, const cg_val *x, LLVMValueRef src,
+                               cg_val *out)
+{
+    weft_status s = cg_val_make(fn, x->n, out);
+    for (int l = 0; s == WEFT_OK && l < x->n; l++) {
+        out->v[l] = fn->target->shuffle_idx(fn, x->v[l], src);
+    }
+    return s;
+}
+
+/* The same as shuffle_val, down by delta (x of lane + delta). */
+static weft_status shuffle_down_val(cg_fn *fn, const cg_val *x, int delta,
+                                    cg_val *out)
+{
+    weft_status s = cg_val_make(fn, x->n, out);
+    for (int l = 0; s == WEFT_OK && l < x->n; l++) {
+        out->v[l] = fn->target->shuffle_down(fn, x->v[l], i32_const(fn, delta));
+    }
+    return s;
+}
+
+/* ---- combining in logical order ---------------------------------------- */
+
+/* out = earlier . later: f(earlier, later) for left scans, f(later,
+ * earlier) for right ones. */
+static weft_status comb(sk_fn *f, const scan_info *in, const cg_val *earlier,
+                        const cg_val *later, cg_val *out)
+{
+    cg_val args[2];
+    args[0] = in->left ? *earlier : *later;
+    args[1] = in->left ? *later : *earlier;
+    return cg_apply(&f->fn, in->comb, args, out);
+}
+
+/* m = earlier . m. */
+static weft_status comb_front(sk_fn *f, const scan_info *in,
+                              const cg_val *earlier, const cg_mut *m)
+{
+    cg_val x, y;
+    weft_status s = cg_mut_get(&f->fn, m, &x);
+    if (s == WEFT_OK) {
+        s = comb(f, in, earlier, &x, &y);
+    }
+    if (s == WEFT_OK) {
+        cg_mut_set(&f->fn, m, &y);
+    }
+    return s;
+}
+
+/* Either value may be absent (av, bv: i1, possibly constants): out = a . b
+ * when both are there, else the one that is (a placeholder when neither
+ * is); *valid (if not NULL) gets av | bv. */
+static weft_status comb_opt(sk_fn *f, const scan_info *in, const cg_val *a,
+                            LLVMValueRef av, const cg_val *b, LLVMValueRef bv,
+                            cg_val *out, LLVMValueRef *valid)
+{
+    cg_fn *fn = &f->fn;
+    weft_status s;
+    if (valid) {
+        *valid = LLVMBuildOr(fn->b, av, bv, "");
+    }
+    if (is_const(av, false)) {
+        *out = *b;
+        return WEFT_OK;
+    }
+    if (is_const(bv, false)) {
+        *out = *a;
+        return WEFT_OK;
+    }
+    if (is_const(av, true) && is_const(bv, true)) {
+        return comb(f, in, a, b, out);
+    }
+    cg_mut m;
+    if ((s = cg_mut_new(fn, in->elt, &m)) != WEFT_OK) {
+        return s;
+    }
+    cg_mut_set(fn, &m, b);
+    cg_if ia, ib;
+    cg_if_begin(fn, &ia, av);
+    cg_if_begin(fn, &ib, bv);
+    cg_val y;
+    if ((s = comb(f, in, a, b, &y)) != WEFT_OK) {
+        return s;
+    }
+    cg_mut_set(fn, &m, &y);
+    cg_if_else(fn, &ib);
+    cg_mut_set(fn, &m, a);
+    cg_if_end(fn, &ib);
+    cg_if_end(fn, &ia);
+    return cg_mut_get(fn, &m, out);
+}
+
+/* ---- warps ------------------------------------------------------------ */
+
+/* The thread's place in the block. */
+typedef struct lanes {
+    LLVMValueRef tid;    /* i64 */
+    LLVMValueRef lane;   /* i64 0..31 */
+    LLVMValueRef lane32; /* i32 */
+    LLVMValueRef wid;    /* i64: warp within the block */
+    LLVMValueRef nwarp;  /* i64: warps in the block */
+} lanes;
+
+/* Inclusive scan of x across the lanes in lane order: lane l ends with
+ * x_0 . ... . x_l.  valid (i1) says whether this lane holds a value; the
+ * lanes that do are a prefix of the warp.  Every lane takes part. */
+static weft_status warp_scan(sk_fn *f, const scan_info *in, const lanes *L,
+                             const cg_mut *x, LLVMValueRef valid)
+{
+    cg_fn *fn = &f->fn;
+    weft_status s;
+    for (int d = 1; d < WARP; d *= 2) {
+        cg_val cur, y;
+        if ((s = cg_mut_get(fn, x, &cur)) != WEFT_OK) {
+            return s;
+        }
+        LLVMValueRef up = LLVMBuildICmp(fn->b, LLVMIntUGE, L->lane32,
+                                        i32_const(fn, d), "");
+        LLVMValueRef src = LLVMBuildSelect(
+            fn->b, up, LLVMBuildSub(fn->b, L->lane32, i32_const(fn, d), ""),
+            L->lane32, "");
+        if ((s = shuffle_val(fn, &cur, src, &y)) != WEFT_OK) {
+            return s;
+        }
+        cg_if c;
+        cg_if_begin(fn, &c, LLVMBuildAnd(fn->b, up, valid, ""));
+        s = comb_front(f, in, &y, x);
+        cg_if_end(fn, &c);
+        if (s) {
+            return s;
+        }
+    }
+    return WEFT_OK;
+}
+
+/* ---- reading the input ------------------------------------------------ */
+
+/* One row of the input (scan.c's row_reader). */
+typedef struct source {
+    const fe_term *src;
+    cg_val ix;          /* by_index: the row's outer index components */
+    LLVMValueRef base;  /* linear position of the row's first element */
+    bool by_index;
+} source;
+
+static weft_status source_row(sk_fn *f, source *sr, LLVMValueRef *ext,
+                              LLVMValueRef row, LLVMValueRef base)
+{
+    int rank = sr->src->rank;
+    sr->base = base;
+    sr->by_index = rank > 1 && !sk_linear_ok(f, sr->src);
+    if (!sr->by_index) {
+        return WEFT_OK;
+    }
+    weft_status s = cg_val_make(&f->fn, rank, &sr->ix);
+    if (s == WEFT_OK) {
+        cg_from_index(&f->fn, rank - 1, ext, row, sr->ix.v);
+    }
+    return s;
+}
+
+/* The element at physical position j of the row. */
+static weft_status source_read(sk_fn *f, const source *sr, LLVMValueRef j,
+                               cg_val *out)
+{
+    cg_fn *fn = &f->fn;
+    if (!sr->by_index) {
+        return sk_read(f, sr->src, LLVMBuildAdd(fn->b, sr->base, j, ""), NULL,
+                       out);
+    }
+    cg_val ix;
+    weft_status s = cg_val_make(fn, sr->ix.n, &ix);
+    if (s) {
+        return s;
+    }
+    for (int d = 0; d < ix.n - 1; d++) {
+        ix.v[d] = sr->ix.v[d];
+    }
+    ix.v[ix.n - 1] = j;
+    return sk_read(f, sr->src, NULL, &ix, out);
+}
+
+/* ---- the kernel ------------------------------------------------------- */
+
+/* Everything one tile's code needs. */
+typedef struct tile {
+    const scan_info *in;
+    lanes L;
+    int K;
+    LLVMValueRef m;       /* row length */
+    LLVMValueRef tpr;     /* tiles per row */
+    LLVMValueRef t;       /* the tile */
+    LLVMValueRef row, q;  /* its row and piece */
+    LLVMValueRef lo, hi;  /* its logical positions in the row */
+    LLVMValueRef seg;     /* the warp's first position */
+    LLVMValueRef *wt;     /* shared, per leaf [32]: warp totals */
+    LLVMValueRef *wp;     /* shared, per leaf [32]: warp prefixes */
+    LLVMValueRef wpv;     /* shared i8 [32]: whether warp v has one */
+    cg_mut v[MAX_ITEMS];  /* per chunk: the lane's value */
+    cg_mut carry;         /* the warp's running total */
+} tile;
+
+/* Physical position of logical position p. */
+static LLVMValueRef phys(cg_fn *fn, const tile *T, LLVMValueRef p)
+{
+    if (T->in->left) {
+        return p;
+    }
+    return LLVMBuildSub(fn->b, LLVMBuildSub(fn->b, T->m, cg_i64(fn, 1), ""),
+                        p, "");
+}
+
+/* First position of chunk i of this warp (the chunk is in the tile when
+ * that is below hi: the same in every lane). */
+static LLVMValueRef chunk_base(cg_fn *fn, const tile *T, int i)
+{
+    return LLVMBuildAdd(fn->b, T->seg, cg_i64(fn, (int64_t)WARP * i), "");
+}
+
+/* Step 1: every warp scans its chunks; lane 0 of each warp that has
+ * positions in the tile puts its total in shared memory. */
+static weft_status warp_chunks(sk_fn *f, tile *T, const source *sr)
+{
+    cg_fn *fn = &f->fn;
+    const scan_info *in = T->in;
+    const lanes *L = &T->L;
+    weft_status s;
+    cg_mut x;
+    if ((s = cg_mut_new(fn, in->elt, &x)) != WEFT_OK) {
+        return s;
+    }
+    for (int i = 0; i < T->K; i++) {
+        LLVMValueRef base = chunk_base(fn, T, i);
+        cg_if active;
+        cg_if_begin(fn, &active, LLVMBuildICmp(fn->b, LLVMIntSLT, base, T->hi,
+                                               "active"));
+        LLVMValueRef p = LLVMBuildAdd(fn->b, base, L->lane, "");
+        LLVMValueRef valid = LLVMBuildICmp(fn->b, LLVMIntSLT, p, T->hi, "");
+        cg_val z, e;
+        if ((s = zero_val(fn, in->elt, &z)) != WEFT_OK) {
+            return s;
+        }
+        cg_mut_set(fn, &x, &z);
+        cg_if rd;
+        cg_if_begin(fn, &rd, valid);
+        if ((s = source_read(f, sr, phys(fn, T, p), &e)) != WEFT_OK) {
+            return s;
+        }
+        cg_mut_set(fn, &x, &e);
+        cg_if_end(fn, &rd);
+        if ((s = warp_scan(f, in, L, &x, valid)) != WEFT_OK) {
+            return s;
+        }
+        /* the earlier chunks in front (chunk i > 0 is active only when
+         * chunk i - 1 is, so the carry is there) */
+        cg_val c = {0, NULL};
+        if (i > 0) {
+            if ((s = cg_mut_get(fn, &T->carry, &c)) != WEFT_OK) {
+                return s;
+            }
+            cg_if cv;
+            cg_if_begin(fn, &cv, valid);
+            s = comb_front(f, in, &c, &x);
+            cg_if_end(fn, &cv);
+            if (s) {
+                return s;
+            }
+        }
+        cg_val xi;
+        if ((s = cg_mut_get(fn, &x, &xi)) != WEFT_OK) {
+            return s;
+        }
+        if (in->exclusive) {
+            /* the left neighbour's value; lane 0: the carry (none for
+             * chunk 0: the caller knows) */
+            LLVMValueRef src = LLVMBuildSelect(
+                fn->b,
+                eq(fn, L->lane32, i32_const(fn, 0)),
+                i32_const(fn, 0),
+                LLVMBuildSub(fn->b, L->lane32, i32_const(fn, 1), ""), "");
+            cg_val up;
+            if ((s = shuffle_val(fn, &xi, src, &up)) != WEFT_OK) {
+                return s;
+            }
+            cg_mut_set(fn, &T->v[i], &up);
+            if (i > 0) {
+                cg_if l0;
+                cg_if_begin(fn, &l0, LLVMBuildICmp(fn->b, LLVMIntEQ, L->lane,
+                                                   cg_i64(fn, 0), ""));
+                cg_mut_set(fn, &T->v[i], &c);
+                cg_if_end(fn, &l0);
+            }
+        } else {
+            cg_mut_set(fn, &T->v[i], &xi);
+        }
+        /* carry = the value of the chunk's last valid lane */
+        LLVMValueRef last = min64(
+            fn, LLVMBuildSub(fn->b, LLVMBuildSub(fn->b, T->hi, base, ""),
+                             cg_i64(fn, 1), ""),
+            cg_i64(fn, WARP - 1));
+        cg_val nc;
+        if ((s = shuffle_val(fn, &xi,
+                             LLVMBuildTrunc(fn->b, last,
+                                            LLVMInt32TypeInContext(fn->llctx),
+                                            ""),
+                             &nc)) != WEFT_OK) {
+            return s;
+        }
+        cg_mut_set(fn, &T->carry, &nc);
+        cg_if_end(fn, &active);
+    }
+    /* lane 0 of a warp with positions: its total */
+    LLVMValueRef busy = LLVMBuildICmp(fn->b, LLVMIntSLT, T->seg, T->hi, "");
+    LLVMValueRef lane0 =
+        LLVMBuildICmp(fn->b, LLVMIntEQ, L->lane, cg_i64(fn, 0), "");
+    cg_if put;
+    cg_if_begin(fn, &put, LLVMBuildAnd(fn->b, busy, lane0, ""));
+    cg_val c;
+    if ((s = cg_mut_get(fn, &T->carry, &c)) != WEFT_OK) {
+        return s;
+    }
+    for (int l = 0; l < c.n; l++) {
+        cg_store(fn, T->carry.leaf[l], T->wt[l], L->wid, c.v[l]);
+    }
+    cg_if_end(fn, &put);
+    return WEFT_OK;
+}
+
+/* Look-back (warp 0 of a tile that is not the first of its row): lane 0
+ * ends with the combination of every earlier tile of the row in *excl. */
+static weft_status look_back(sk_fn *f, tile *T, const cg_mut *excl)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    const scan_info *in = T->in;
+    const lanes *L = &T->L;
+    const cg_array *flags = sk_aux_array(f, AUX_FLAGS);
+    const cg_array *agg = sk_aux_array(f, AUX_AGG);
+    const cg_array *incl = sk_aux_array(f, AUX_INCL);
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
+    weft_status s;
+    LLVMValueRef have = flag_new(fn, false);
+    LLVMValueRef endp = cg_alloca(fn, i64, "end");
+    LLVMBuildStore(fn->b, T->q, endp);
+    LLVMValueRef first = LLVMBuildSub(fn->b, T->t, T->q, ""); /* piece 0 */
+    LLVMBasicBlockRef head =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "lb.window");
+    LLVMBasicBlockRef spin =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "lb.spin");
+    LLVMBasicBlockRef got =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "lb.got");
+    LLVMBasicBlockRef done =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "lb.done");
+    LLVMBuildBr(fn->b, head);
+    /* the window: pieces end - 1 - lane */
+    LLVMPositionBuilderAtEnd(fn->b, head);
+    LLVMValueRef end = LLVMBuildLoad2(fn->b, i64, endp, "");
+    LLVMValueRef j = LLVMBuildSub(
+        fn->b, LLVMBuildSub(fn->b, end, cg_i64(fn, 1), ""), L->lane, "");
+    LLVMValueRef inr = LLVMBuildICmp(fn->b, LLVMIntSGE, j, cg_i64(fn, 0), "");
+    LLVMValueRef gi = LLVMBuildSelect(
+        fn->b, inr, LLVMBuildAdd(fn->b, first, j, ""), T->t, "");
+    LLVMBuildBr(fn->b, spin);
+    /* spin until every flag up to the first P (lanes past the row's first
+     * piece count as P) is set */
+    LLVMPositionBuilderAtEnd(fn->b, spin);
+    LLVMValueRef fl = vload(fn, WEFT_I32, flags->ptr[0], gi);
+    fl = LLVMBuildSelect(fn->b, inr, fl, i32_const(fn, FLAG_PREFIX), "");
+    LLVMValueRef pm = tg->ballot(fn, eq(fn, fl, i32_const(fn, FLAG_PREFIX)));
+    LLVMValueRef zm = tg->ballot(fn, eq(fn, fl, i32_const(fn, FLAG_NONE)));
+    LLVMValueRef ctz_args[2] = {pm, i1_const(fn, false)};
+    LLVMValueRef fp = cg_intrinsic(fn, "llvm.cttz", &i32, 1, ctz_args, 2);
+    /* lanes 0 .. fp (all 32 when there is no P) */
+    LLVMValueRef upto = LLVMBuildShl(fn->b, cg_i64(fn, 2), wide(fn, fp), "");
+    LLVMValueRef need = LLVMBuildTrunc(
+        fn->b, LLVMBuildSub(fn->b, upto, cg_i64(fn, 1), ""), i32, "");
+    LLVMValueRef wait = LLVMBuildNot(
+        fn->b, eq(fn, LLVMBuildAnd(fn->b, zm, need, ""), i32_const(fn, 0)), "");
+    LLVMBuildCondBr(fn->b, wait, spin, got);
+    /* read the window: aggregates before the first P, its prefix */
+    LLVMPositionBuilderAtEnd(fn->b, got);
+    tg->fence(fn);
+    LLVMValueRef fp64 = wide(fn, fp);
+    cg_mut x;
+    cg_val z, a, p;
+    if ((s = cg_mut_new(fn, in->elt, &x)) != WEFT_OK ||
+        (s = zero_val(fn, in->elt, &z)) != WEFT_OK) {
+        return s;
+    }
+    cg_mut_set(fn, &x, &z);
+    cg_if take, which;
+    LLVMValueRef before = LLVMBuildICmp(fn->b, LLVMIntULT, L->lane, fp64, "");
+    LLVMValueRef upto_fp = LLVMBuildICmp(fn->b, LLVMIntULE, L->lane, fp64, "");
+    cg_if_begin(fn, &take, LLVMBuildAnd(fn->b, inr, upto_fp, ""));
+    cg_if_begin(fn, &which, before);
+    if ((s = vload_val(fn, agg, gi, &a)) != WEFT_OK) {
+        return s;
+    }
+    cg_mut_set(fn, &x, &a);
+    cg_if_else(fn, &which);
+    if ((s = vload_val(fn, incl, gi, &p)) != WEFT_OK) {
+        return s;
+    }
+    cg_mut_set(fn, &x, &p);
+    cg_if_end(fn, &which);
+    cg_if_end(fn, &take);
+    /* reduce lanes 0 .. fp in order: higher lanes hold earlier pieces */
+    for (int d = 1; d < WARP; d *= 2) {
+        cg_val cur, y;
+        if ((s = cg_mut_get(fn, &x, &cur)) != WEFT_OK ||
+            (s = shuffle_down_val(fn, &cur, d, &y)) != WEFT_OK) {
+            return s;
+        }
+        LLVMValueRef mine = LLVMBuildICmp(
+            fn->b, LLVMIntEQ,
+            LLVMBuildAnd(fn->b, L->lane, cg_i64(fn, 2 * d - 1), ""),
+            cg_i64(fn, 0), "");
+        LLVMValueRef there = LLVMBuildICmp(
+            fn->b, LLVMIntULE, LLVMBuildAdd(fn->b, L->lane, cg_i64(fn, d), ""),
+            fp64, "");
+        cg_if c;
+        cg_if_begin(fn, &c, LLVMBuildAnd(fn->b, mine, there, ""));
+        s = comb_front(f, in, &y, &x);
+        cg_if_end(fn, &c);
+        if (s) {
+            return s;
+        }
+    }
+    /* lane 0: excl = window . excl */
+    cg_val w;
+    if ((s = cg_mut_get(fn, &x, &w)) != WEFT_OK) {
+        return s;
+    }
+    cg_if l0, h;
+    cg_if_begin(fn, &l0, eq(fn, L->lane, cg_i64(fn, 0)));
+    cg_if_begin(fn, &h, flag_get(fn, have));
+    s = comb_front(f, in, &w, excl);
+    cg_if_else(fn, &h);
+    cg_mut_set(fn, excl, &w);
+    cg_if_end(fn, &h);
+    LLVMBuildStore(fn->b, i1_const(fn, true), have);
+    cg_if_end(fn, &l0);
+    if (s) {
+        return s;
+    }
+    LLVMBuildStore(fn->b, LLVMBuildSub(fn->b, end, cg_i64(fn, WARP), ""), endp);
+    LLVMBuildCondBr(fn->b, lt(fn, fp, i32_const(fn, WARP)), done, head);
+    LLVMPositionBuilderAtEnd(fn->b, done);
+    return WEFT_OK;
+}
+
+/* Steps 2 and 3 (warp 0): the warp totals scanned, the tile's prefix by
+ * look-back, the inclusive prefix published, the row's totals, and each
+ * warp's prefix into shared memory. */
+static weft_status tile_prefix(sk_fn *f, tile *T)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    const scan_info *in = T->in;
+    const lanes *L = &T->L;
+    const cg_array *flags = sk_aux_array(f, AUX_FLAGS);
+    weft_status s;
+    LLVMValueRef zero = cg_i64(fn, 0), one = cg_i64(fn, 1);
+    LLVMValueRef lane0 = LLVMBuildICmp(fn->b, LLVMIntEQ, L->lane, zero, "");
+    /* warps with positions in the tile: a prefix of nvalid */
+    LLVMValueRef span = cg_i64(fn, (int64_t)WARP * T->K);
+    LLVMValueRef nvalid =
+        min64(fn, L->nwarp,
+              ceil_div(fn, LLVMBuildSub(fn->b, T->hi, T->lo, ""), span));
+    LLVMValueRef wv = LLVMBuildICmp(fn->b, LLVMIntSLT, L->lane, nvalid, "");
+    cg_mut x;
+    cg_val z, e;
+    if ((s = cg_mut_new(fn, in->elt, &x)) != WEFT_OK ||
+        (s = zero_val(fn, in->elt, &z)) != WEFT_OK) {
+        return s;
+    }
+    cg_mut_set(fn, &x, &z);
+    cg_if rd;
+    cg_if_begin(fn, &rd, wv);
+    if ((s = cg_val_make(fn, z.n, &e)) != WEFT_OK) {
+        return s;
+    }
+    for (int l = 0; l < e.n; l++) {
+        e.v[l] = cg_load(fn, x.leaf[l], T->wt[l], L->lane);
+    }
+    cg_mut_set(fn, &x, &e);
+    cg_if_end(fn, &rd);
+    if ((s = warp_scan(f, in, L, &x, wv)) != WEFT_OK) {
+        return s;
+    }
+    cg_val xs, agg, we;
+    if ((s = cg_mut_get(fn, &x, &xs)) != WEFT_OK) {
+        return s;
+    }
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+    LLVMValueRef lastw = max64(fn, LLVMBuildSub(fn->b, nvalid, one, ""), zero);
+    if ((s = shuffle_val(fn, &xs, LLVMBuildTrunc(fn->b, lastw, i32, ""),
+                         &agg)) != WEFT_OK) {
+        return s;
+    }
+    LLVMValueRef aggv = LLVMBuildICmp(fn->b, LLVMIntSGT, nvalid, zero, "");
+    LLVMValueRef src = LLVMBuildSelect(
+        fn->b, lane0, i32_const(fn, 0),
+        LLVMBuildSub(fn->b, L->lane32, i32_const(fn, 1), ""), "");
+    if ((s = shuffle_val(fn, &xs, src, &we)) != WEFT_OK) {
+        return s;
+    }
+    LLVMValueRef wev = LLVMBuildNot(fn->b, lane0, "");
+    /* the tile's prefix: z or none for piece 0, else look-back */
+    cg_mut prefix;
+    if ((s = cg_mut_new(fn, in->elt, &prefix)) != WEFT_OK) {
+        return s;
+    }
+    cg_mut_set(fn, &prefix, &z);
+    LLVMValueRef q0 = LLVMBuildICmp(fn->b, LLVMIntEQ, T->q, zero, "");
+    cg_if piece0;
+    cg_if_begin(fn, &piece0, q0);
+    cg_mut_set(fn, &prefix, in->seeded ? sk_kid_value(f, 0) : &z);
+    cg_if_else(fn, &piece0);
+    /* publish the aggregate (a tile past the first is never empty) */
+    cg_if pa;
+    cg_if_begin(fn, &pa, lane0);
+    vstore_val(fn, sk_aux_array(f, AUX_AGG), T->t, &agg);
+    tg->fence(fn);
+    vstore(fn, WEFT_I32, flags->ptr[0], T->t, i32_const(fn, FLAG_AGG));
+    cg_if_end(fn, &pa);
+    if ((s = look_back(f, T, &prefix)) != WEFT_OK) {
+        return s;
+    }
+    cg_if_end(fn, &piece0);
+    LLVMValueRef pv =
+        in->seeded ? i1_const(fn, true) : LLVMBuildNot(fn->b, q0, "");
+    cg_val pre;
+    if ((s = cg_mut_get(fn, &prefix, &pre)) != WEFT_OK) {
+        return s;
+    }
+    /* lane 0: publish the inclusive prefix; the row's totals */
+    cg_if pub;
+    cg_if_begin(fn, &pub, lane0);
+    cg_val inc;
+    if ((s = comb_opt(f, in, &pre, pv, &agg, aggv, &inc, NULL)) != WEFT_OK) {
+        return s;
+    }
+    LLVMValueRef lastq = LLVMBuildICmp(
+        fn->b, LLVMIntEQ, T->q, LLVMBuildSub(fn->b, T->tpr, one, ""), "");
+    cg_if more;
+    cg_if_begin(fn, &more, LLVMBuildNot(fn->b, lastq, ""));
+    vstore_val(fn, sk_aux_array(f, AUX_INCL), T->t, &inc);
+    tg->fence(fn);
+    vstore(fn, WEFT_I32, flags->ptr[0], T->t, i32_const(fn, FLAG_PREFIX));
+    cg_if_end(fn, &more);
+    LLVMValueRef m1 = LLVMBuildAdd(fn->b, T->m, one, "");
+    LLVMValueRef endpos =
+        LLVMBuildAdd(fn->b, LLVMBuildMul(fn->b, T->row, m1, ""), T->m, "");
+    if (in->grow && !in->left) {
+        cg_if w0;
+        cg_if_begin(fn, &w0, q0);
+        cg_array_store(fn, sk_out_array(f, 0), endpos, sk_kid_value(f, 0));
+        cg_if_end(fn, &w0);
+    } else if (in->grow || in->pair) {
+        cg_if wl;
+        cg_if_begin(fn, &wl, lastq);
+        if (in->grow) {
+            cg_array_store(fn, sk_out_array(f, 0), endpos, &inc);
+        } else {
+            cg_array_store(fn, sk_out_array(f, 1), T->row, &inc);
+        }
+        cg_if_end(fn, &wl);
+    }
+    cg_if_end(fn, &pub);
+    /* each warp's prefix: the tile's . the warp's exclusive one */
+    cg_val tp, wpre;
+    LLVMValueRef wpv;
+    if ((s = shuffle_val(fn, &pre, i32_const(fn, 0), &tp)) != WEFT_OK) {
+        return s;
+    }
+    cg_if put;
+    cg_if_begin(fn, &put, lt(fn, L->lane, L->nwarp));
+    if ((s = comb_opt(f, in, &tp, pv, &we, wev, &wpre, &wpv)) != WEFT_OK) {
+        return s;
+    }
+    for (int l = 0; l < wpre.n; l++) {
+        cg_store(fn, x.leaf[l], T->wp[l], L->lane, wpre.v[l]);
+    }
+    cg_store(fn, WEFT_BOOL, T->wpv, L->lane, wpv);
+    cg_if_end(fn, &put);
+    return WEFT_OK;
+}
+
+/* Step 4: every lane writes its positions, the warp's prefix in front. */
+static weft_status tile_write(sk_fn *f, tile *T)
+{
+    cg_fn *fn = &f->fn;
+    const scan_info *in = T->in;
+    const lanes *L = &T->L;
+    const cg_array *out = sk_out_array(f, 0);
+    weft_status s;
+    cg_val w;
+    if ((s = cg_val_make(fn, T->carry.n, &w)) != WEFT_OK) {
+        return s;
+    }
+    for (int l = 0; l < w.n; l++) {
+        w.v[l] = cg_load(fn, T->carry.leaf[l], T->wp[l], L->wid);
+    }
+    LLVMValueRef wv = cg_load(fn, WEFT_BOOL, T->wpv, L->wid);
+    LLVMValueRef rowlen =
+        in->grow ? LLVMBuildAdd(fn->b, T->m, cg_i64(fn, 1), "") : T->m;
+    LLVMValueRef obase = LLVMBuildMul(fn->b, T->row, rowlen, "");
+    LLVMValueRef lane0 =
+        LLVMBuildICmp(fn->b, LLVMIntEQ, L->lane, cg_i64(fn, 0), "");
+    for (int i = 0; i < T->K; i++) {
+        LLVMValueRef base = chunk_base(fn, T, i);
+        LLVMValueRef p = LLVMBuildAdd(fn->b, base, L->lane, "");
+        cg_if valid;
+        cg_if_begin(fn, &valid, LLVMBuildICmp(fn->b, LLVMIntSLT, p, T->hi, ""));
+        cg_val x, y;
+        if ((s = cg_mut_get(fn, &T->v[i], &x)) != WEFT_OK) {
+            return s;
+        }
+        /* exclusive scans: lane 0 of chunk 0 has no value of its own */
+        LLVMValueRef xv = in->exclusive && i == 0
+                              ? LLVMBuildNot(fn->b, lane0, "")
+                              : i1_const(fn, true);
+        if ((s = comb_opt(f, in, &w, wv, &x, xv, &y, NULL)) != WEFT_OK) {
+            return s;
+        }
+        cg_array_store(fn, out, LLVMBuildAdd(fn->b, obase, phys(fn, T, p), ""),
+                       &y);
+        cg_if_end(fn, &valid);
+    }
+    return WEFT_OK;
+}
+
+/* The entry: the blocks take tiles until there are none left. */
+static weft_status emit_tiles(sk_fn *f, const scan_info *in)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    LLVMContextRef c = fn->llctx;
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(c);
+    weft_status s;
+    tile T;
+    memset(&T, 0, sizeof T);
+    T.in = in;
+    T.K = items_per_lane(fn->ctx, in->elt);
+    lanes *L = &T.L;
+    L->tid = wide(fn, tg->thread_index(fn, 0));
+    L->lane32 = LLVMBuildAnd(fn->b, tg->thread_index(fn, 0),
+                             i32_const(fn, WARP - 1), "lane");
+    L->lane = wide(fn, L->lane32);
+    L->wid = LLVMBuildLShr(fn->b, L->tid, cg_i64(fn, 5), "warp");
+    L->nwarp = LLVMBuildLShr(fn->b, wide(fn, tg->block_size(fn, 0)),
+                             cg_i64(fn, 5), "nwarp");
+    /* rows, tiles per row, tiles */
+    LLVMValueRef ext[WEFT_MAX_RANK];
+    if ((s = sk_extent(f, in->src, ext)) != WEFT_OK) {
+        return s;
+    }
+    int rank = in->src->rank;
+    T.m = ext[rank - 1];
+    LLVMValueRef rows = cg_i64(fn, 1);
+    for (int d = 0; d < rank - 1; d++) {
+        rows = LLVMBuildMul(fn->b, rows, ext[d], "");
+    }
+    LLVMValueRef zero = cg_i64(fn, 0);
+    LLVMValueRef tsize = LLVMBuildMul(
+        fn->b, LLVMBuildMul(fn->b, L->nwarp, cg_i64(fn, WARP), ""),
+        cg_i64(fn, T.K), "tile");
+    LLVMValueRef empty = LLVMBuildICmp(fn->b, LLVMIntEQ, T.m, zero, "");
+    T.tpr = LLVMBuildSelect(fn->b, empty, cg_i64(fn, 1),
+                            ceil_div(fn, T.m, tsize), "tpr");
+    LLVMValueRef total = LLVMBuildMul(fn->b, rows, T.tpr, "");
+    if (!in->seeded) {
+        total = LLVMBuildSelect(fn->b, empty, zero, total, "");
+    }
+    /* shared memory */
+    if ((s = cg_mut_new(fn, in->elt, &T.carry)) != WEFT_OK) {
+        return s;
+    }
+    int nleaf = T.carry.n;
+    for (int i = 0; i < T.K; i++) {
+        if ((s = cg_mut_new(fn, in->elt, &T.v[i])) != WEFT_OK) {
+            return s;
+        }
+    }
+    T.wt = fe_arena_alloc(fn->arena, sizeof *T.wt * (size_t)(nleaf + 1));
+    T.wp = fe_arena_alloc(fn->arena, sizeof *T.wp * (size_t)(nleaf + 1));
+    if (!T.wt || !T.wp) {
+        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+    }
+    for (int l = 0; l < nleaf; l++) {
+        LLVMTypeRef mt = cg_mem_type(c, T.carry.leaf[l]);
+        T.wt[l] = tg->shared_array(fn, mt, MAX_WARPS);
+        T.wp[l] = tg->shared_array(fn, mt, MAX_WARPS);
+    }
+    T.wpv = tg->shared_array(fn, LLVMInt8TypeInContext(c), MAX_WARPS);
+    LLVMValueRef stile = tg->shared_array(fn, i64, 1);
+    /* the tile loop */
+    LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(c, fn->fn, "tile");
+    LLVMBasicBlockRef body =
+        LLVMAppendBasicBlockInContext(c, fn->fn, "tile.body");
+    LLVMBasicBlockRef exit =
+        LLVMAppendBasicBlockInContext(c, fn->fn, "tile.end");
+    LLVMBuildBr(fn->b, head);
+    LLVMPositionBuilderAtEnd(fn->b, head);
+    cg_if t0;
+    cg_if_begin(fn, &t0, LLVMBuildICmp(fn->b, LLVMIntEQ, L->tid, zero, ""));
+    LLVMValueRef got = tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd,
+                                      sk_aux_array(f, AUX_COUNTER)->ptr[0],
+                                      cg_i64(fn, 1));
+    LLVMBuildStore(fn->b, got, stile);
+    cg_if_end(fn, &t0);
+    tg->barrier(fn);
+    T.t = LLVMBuildLoad2(fn->b, i64, stile, "t");
+    LLVMBuildCondBr(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, T.t, total, ""),
+                    body, exit);
+    LLVMPositionBuilderAtEnd(fn->b, body);
+    T.row = LLVMBuildSDiv(fn->b, T.t, T.tpr, "row");
+    T.q = LLVMBuildSub(fn->b, T.t, LLVMBuildMul(fn->b, T.row, T.tpr, ""), "q");
+    T.lo = LLVMBuildMul(fn->b, T.q, tsize, "lo");
+    T.hi = min64(fn, LLVMBuildAdd(fn->b, T.lo, tsize, ""), T.m);
+    T.seg = LLVMBuildAdd(
+        fn->b, T.lo,
+        LLVMBuildMul(fn->b, L->wid, cg_i64(fn, (int64_t)WARP * T.K), ""),
+        "seg");
+    source sr = {.src = in->src};
+    if ((s = source_row(f, &sr, ext, T.row,
+                        LLVMBuildMul(fn->b, T.row, T.m, ""))) != WEFT_OK ||
+        (s = warp_chunks(f, &T, &sr)) != WEFT_OK) {
+        return s;
+    }
+    tg->barrier(fn);
+    cg_if w0;
+    cg_if_begin(fn, &w0, LLVMBuildICmp(fn->b, LLVMIntEQ, L->wid, zero, ""));
+    if ((s = tile_prefix(f, &T)) != WEFT_OK) {
+        return s;
+    }
+    cg_if_end(fn, &w0);
+    tg->barrier(fn);
+    if ((s = tile_write(f, &T)) != WEFT_OK) {
+        return s;
+    }
+    LLVMBuildBr(fn->b, head);
+    LLVMPositionBuilderAtEnd(fn->b, exit);
+    return WEFT_OK;
+}
+
+static weft_status ptx_scan_emit(sk_emit *e, const char *const *names)
+{
+    scan_info in = info_of(e->k->op);
+    sk_fn f;
+    weft_status s = sk_fn_begin_raw(e, &f, names[0]);
+    if (s == WEFT_OK) {
+        s = emit_tiles(&f, &in);
+    }
+    if (s) {
+        return s;
+    }
+    sk_fn_end(&f);
+    return WEFT_OK;
+}
+
+static bool ptx_scan_supported(const fe_term *t)
+{
+    bool pair = t->kind == FE_SCANL_ || t->kind == FE_SCANR_;
+    return t->atype->narrays == (pair ? 2 : 1) && t->nfun == 1;
+}
+
+const sk_skeleton sk_ptx_scan = {
+    .name = "ptx-scan",
+    .family = SK_SCAN_PASS,
+    .supported = ptx_scan_supported,
+    .prepare = ptx_scan_prepare,
+    .emit = ptx_scan_emit,
+    .fuses_input = true,
+};
