@@ -366,6 +366,7 @@ static weft_status ptx_compile(weft_executable *exe)
 typedef struct ptx_job {
     int n;
     weft_array *pinned[64];
+    weft_array *zero[8];         /* auxiliary arrays to zero on the device */
 } ptx_job;
 
 static gpu_dev *dev_of(rt_job *j)
@@ -379,15 +380,51 @@ static weft_status rt_out(rt_job *j, int o, weft_type type, int rank,
     return fe_array_new_raw(j->ctx, WHO, type, rank, shape, &j->out[o]);
 }
 
-/* Auxiliary arrays start zeroed on the host (or written there by the
- * driver) and are uploaded as inputs; what kernels write into them is
- * never read back through the mirror but for the error word
+/* Auxiliary arrays that the driver fills on the host are uploaded as
+ * inputs; the others live on the device only and are zeroed there (no
+ * host buffer is touched, nothing crosses the bus).  What kernels write
+ * into them is never read back through the mirror but for the error word
  * (rt_read_error). */
 static weft_status rt_aux(rt_job *j, int a, weft_type type, int64_t n,
                           bool host_filled)
 {
-    (void)host_filled;
-    return fe_array_new(j->ctx, WHO, type, 1, &n, &j->aux[a]);
+    if (host_filled) {
+        return fe_array_new(j->ctx, WHO, type, 1, &n, &j->aux[a]);
+    }
+    ((ptx_job *)j->be_job)->zero[a] = NULL;
+    weft_status s = fe_array_new_raw(j->ctx, WHO, type, 1, &n, &j->aux[a]);
+    if (s == WEFT_OK) {
+        ((ptx_job *)j->be_job)->zero[a] = j->aux[a];
+    }
+    return s;
+}
+
+/* Whether a is an auxiliary array to zero on the device. */
+static bool is_zero_aux(const rt_job *j, const weft_array *a)
+{
+    const ptx_job *pj = j->be_job;
+    for (int i = 0; i < 8; i++) {
+        if (a && pj->zero[i] == a) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The device copy of a zeroed auxiliary array (device buffers come in
+ * multiples of 256 bytes, so whole words may be set). */
+static weft_status zero_aux(rt_job *j, weft_array *a, uint64_t *ptrs)
+{
+    weft_status s = gpu_array_out(dev_of(j), a, ptrs, WHO);
+    const weft_type *leaf;
+    fe_type_leaves(j->ctx, a->type, &leaf);
+    for (int l = 0; s == WEFT_OK && l < a->nleaf; l++) {
+        size_t bytes = (size_t)a->size * weft_type_size(leaf[l]);
+        if (bytes > 0) {
+            s = gpu_memset32(dev_of(j), ptrs[l], 0, (bytes + 3) / 4, WHO);
+        }
+    }
+    return s;
 }
 
 static bool is_out(const rt_job *j, const weft_array *a)
@@ -403,8 +440,9 @@ static weft_status rt_addr(rt_job *j, weft_array *a, bool written,
     if (pj->n == (int)(sizeof pj->pinned / sizeof pj->pinned[0])) {
         return fe_error(WEFT_ERR_INTERNAL, WHO ": a kernel with too many arrays");
     }
-    weft_status s = is_out(j, a) ? gpu_array_out(dev_of(j), a, ptrs, WHO)
-                                 : gpu_array_in(dev_of(j), a, ptrs, WHO);
+    weft_status s = is_out(j, a)        ? gpu_array_out(dev_of(j), a, ptrs, WHO)
+                    : is_zero_aux(j, a) ? zero_aux(j, a, ptrs)
+                                        : gpu_array_in(dev_of(j), a, ptrs, WHO);
     if (s == WEFT_OK) {
         pj->pinned[pj->n++] = a;
     }
