@@ -64,6 +64,9 @@ typedef struct ptx_state {
     uint64_t compiled, loaded, reused;
     double compile_ms;
     bool dump_ptx;
+    int64_t grain;               /* elements per thread and chunk of
+                                    element-wise work ($WEFT_PTX_GRAIN, a
+                                    tuning knob; 1 by default) */
 } ptx_state;
 
 static ptx_state *state_of(const weft_context *ctx)
@@ -154,6 +157,12 @@ static weft_status ptx_context_init(weft_context *ctx)
     rt_disk_open(&st->disk, ctx, NULL, 0, st->dev == NULL, ".cubin");
     const char *dump = ctx->cfg.dump;
     st->dump_ptx = dump && strstr(dump, "ptx") != NULL;
+    st->grain = 1;
+    const char *g = (ctx->cfg.flags & WEFT_FLAG_NO_ENV) ? NULL
+                                                      : getenv("WEFT_PTX_GRAIN");
+    if (g && atoi(g) >= 1 && atoi(g) <= 64) {
+        st->grain = atoi(g);
+    }
     return WEFT_OK;
 }
 
@@ -532,13 +541,15 @@ static weft_status hook(void *user, fe_ix *ix, const fe_term *t,
         return WEFT_OK;
     }
     *handled = true;
-    gpu_dev *d = state_of(exe->ctx)->dev;
+    ptx_state *st = state_of(exe->ctx);
+    gpu_dev *d = st->dev;
     ptx_job pj = {.n = 0};
     /* Enough chunks of fold and scan rows that every SM has work, each of
-     * at least 256 elements; element-wise work one element per thread. */
+     * at least 256 elements; element-wise work st->grain (1) elements per
+     * thread and chunk. */
     rt_backend rb = {.ops = &ptx_rt_ops, .be = d,
-                     .workers = (int64_t)gpu_dev_sms(d) * 64, .grain = 1,
-                     .chunk_min = 256, .be_job = &pj};
+                     .workers = (int64_t)gpu_dev_sms(d) * 64,
+                     .grain = st->grain, .chunk_min = 256, .be_job = &pj};
     return rt_exec(exe->ctx, &rb, ix, k, out);
 }
 
