@@ -56,6 +56,10 @@ typedef struct cg_array {
     const weft_type *leaf;  /* nleaf leaf types */
     LLVMValueRef *ptr;      /* nleaf base pointers */
     LLVMValueRef *extent;   /* rank i64 extents, outermost first */
+    bool readonly;          /* nothing writes it while the kernel runs (an
+                               input): its loads carry !invariant.load, so
+                               they may move past the kernel's stores
+                               (ld.global.nc on PTX) */
 } cg_array;
 
 /* The register type of scalar type t (bool: i1, f16: half), or NULL. */

@@ -66,16 +66,28 @@ weft_status cg_val_one(cg_fn *fn, LLVMValueRef x, cg_val *out)
 }
 
 /* Load element i of a leaf buffer (see cg.h). */
-LLVMValueRef cg_load(cg_fn *fn, weft_type t, LLVMValueRef base,
-                     LLVMValueRef i)
+/* cg_load, with !invariant.load on the load when `invariant`. */
+static LLVMValueRef load_leaf(cg_fn *fn, weft_type t, LLVMValueRef base,
+                              LLVMValueRef i, bool invariant)
 {
     LLVMTypeRef mt = cg_mem_type(fn->llctx, t);
     LLVMValueRef p = LLVMBuildInBoundsGEP2(fn->b, mt, base, &i, 1, "");
     LLVMValueRef x = LLVMBuildLoad2(fn->b, mt, p, "");
+    if (invariant) {
+        LLVMContextRef c = fn->llctx;
+        LLVMSetMetadata(x, LLVMGetMDKindIDInContext(c, "invariant.load", 14),
+                        LLVMMetadataAsValue(c, LLVMMDNodeInContext2(c, NULL, 0)));
+    }
     if (t == WEFT_BOOL) {
         x = LLVMBuildICmp(fn->b, LLVMIntNE, x, LLVMConstInt(mt, 0, 0), "");
     }
     return x;
+}
+
+LLVMValueRef cg_load(cg_fn *fn, weft_type t, LLVMValueRef base,
+                     LLVMValueRef i)
+{
+    return load_leaf(fn, t, base, i, false);
 }
 
 /* Store x at element i of a leaf buffer (see cg.h). */
@@ -99,7 +111,7 @@ weft_status cg_array_load(cg_fn *fn, const cg_array *a, LLVMValueRef i,
         return s;
     }
     for (int k = 0; k < a->nleaf; k++) {
-        out->v[k] = cg_load(fn, a->leaf[k], a->ptr[k], i);
+        out->v[k] = load_leaf(fn, a->leaf[k], a->ptr[k], i, a->readonly);
     }
     return WEFT_OK;
 }

@@ -548,6 +548,7 @@ static weft_status fn_begin(sk_emit *e, sk_fn *f, const char *name, bool raw)
         const sk_item *it = &k->item[i];
         if (it->kind == SK_ARRAY) {
             cg_array *a = &f->arr[i];
+            a->readonly = it->src != SK_SRC_OUT && it->src != SK_SRC_AUX;
             a->rank = it->rank;
             a->nleaf = it->nleaf;
             a->leaf = it->leaf;
