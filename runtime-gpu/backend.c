@@ -64,8 +64,6 @@ typedef struct ptx_state {
     uint64_t compiled, loaded, reused;
     double compile_ms;
     bool dump_ptx;
-    int unroll;                  /* grid-stride loop unrolling
-                                    ($WEFT_PTX_UNROLL, a tuning knob) */
     int64_t grain;               /* elements per thread and chunk of
                                     element-wise work ($WEFT_PTX_GRAIN, a
                                     tuning knob; 1 by default) */
@@ -165,12 +163,6 @@ static weft_status ptx_context_init(weft_context *ctx)
     if (g && atoi(g) >= 1 && atoi(g) <= 64) {
         st->grain = atoi(g);
     }
-    st->unroll = 1;
-    const char *u = (ctx->cfg.flags & WEFT_FLAG_NO_ENV) ? NULL
-                                                      : getenv("WEFT_PTX_UNROLL");
-    if (u && atoi(u) >= 1 && atoi(u) <= 16) {
-        st->unroll = atoi(u);
-    }
     return WEFT_OK;
 }
 
@@ -208,8 +200,8 @@ static void kernel_key(const ptx_state *st, const fe_core *core, sk_kernel *k)
     llvm_blake3_hasher_init(&h);
     static const char tag[] = "weft-ptx";
     llvm_blake3_hasher_update(&h, tag, sizeof tag);
-    int64_t words[4] = {st->sm, LLVM_VERSION_MAJOR * 100 + LLVM_VERSION_MINOR,
-                        RT_ABI_VERSION, st->unroll};
+    int64_t words[3] = {st->sm, LLVM_VERSION_MAJOR * 100 + LLVM_VERSION_MINOR,
+                        RT_ABI_VERSION};
     llvm_blake3_hasher_update(&h, words, sizeof words);
     sk_describe(core, k, key_add, &h);
     llvm_blake3_hasher_finalize(&h, k->key, 32);
@@ -233,7 +225,6 @@ static weft_status build_ptx(ptx_state *st, weft_executable *exe,
         .llctx = llctx,
         .mod = mod,
         .target = &sk_target_ptx,
-        .unroll = st->unroll,
     };
     weft_status s = sk_emit_kernel(&e, names);
     fe_arena_release(&scratch);
@@ -269,9 +260,6 @@ static weft_status load_kernel(ptx_state *st, sk_kernel *k, const void *img,
     for (int i = 0; s == WEFT_OK && i < nfn; i++) {
         memcpy(pk->names[i], names[i], sizeof pk->names[i]);
         s = gpu_module_fn(st->dev, pk->mod, pk->names[i], 0, &pk->fn[i]);
-        if (s == WEFT_OK && k->max_block > 0) {
-            s = gpu_fn_cap_block(st->dev, &pk->fn[i], k->max_block);
-        }
     }
     if (s == WEFT_OK && cubin) {
         rt_disk_store(&st->disk, k->key, cubin, cubin_n);

@@ -686,27 +686,6 @@ cleanup:
     return st;
 }
 
-weft_status gpu_fn_cap_block(gpu_dev *d, gpu_fn *f, int max_block)
-{
-    static const char who[] = "weft_compile";
-    max_block -= max_block % 32;
-    if (!f || max_block < 32 || f->block <= max_block) {
-        return WEFT_OK;
-    }
-    weft_status st = gpu_enter(d, who);
-    if (st != WEFT_OK) {
-        return st;
-    }
-    int per_sm = 0;
-    GPU_CU(d, who, cuOccupancyMaxActiveBlocksPerMultiprocessor, &per_sm,
-           (CUfunction)f->fn, max_block, (size_t)0);
-    f->block = max_block;
-    f->blocks_per_sm = per_sm > 0 ? per_sm : 1;
-cleanup:
-    gpu_leave(d);
-    return st;
-}
-
 /* ---- launches ------------------------------------------------------------ */
 
 /* Add kernel `name` to d's pending list, once; "..." when it is full. */

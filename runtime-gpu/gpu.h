@@ -91,10 +91,6 @@ void gpu_module_free(gpu_dev *d, gpu_module *m);
 weft_status gpu_module_fn(gpu_dev *d, gpu_module *m, const char *name,
                           int shared_per_thread, gpu_fn *out);
 
-/* Make f's block at most max_block threads (a multiple of 32), with the
- * resident blocks per SM for that size.  Errors: WEFT_ERR_DEVICE. */
-weft_status gpu_fn_cap_block(gpu_dev *d, gpu_fn *f, int max_block);
-
 /* Launch f on the stream: grid blocks of `block` threads (block <= 0:
  * f->block), `shared` bytes of dynamic shared memory, kernel parameters
  * params[0..] as cuLaunchKernel takes them.  Asynchronous: a fault in the

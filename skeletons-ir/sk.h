@@ -163,8 +163,6 @@ struct sk_kernel {
     bool privatise;           /* permute (ptx/permute.c): entry 2 combines
                                  into per-block copies of a result of at
                                  most SK_PERMUTE_SHARED_BYTES */
-    int max_block;            /* GPU: most threads per block (0: the
-                                 occupancy API's choice) */
     int64_t chunk_min;        /* fewest elements per chunk when a row is
                                  cut into chunks (0: the backend's own) */
     bool may_fail;            /* it can store an error code (a gather
@@ -183,8 +181,6 @@ struct sk_emit {
     LLVMModuleRef mod;
     const sk_target *target;
     bool uniform;             /* emitting the equal-shapes variant */
-    int unroll;               /* PTX: unroll the grid-stride loop this many
-                                 times (<= 1: not); part of the key */
 };
 
 /* ===== kernel.c ===== */

@@ -142,10 +142,6 @@ static weft_status ptx_scan_prepare(weft_context *ctx, fe_arena *arena,
     scan_info in = info_of(k->op);
     k->nentry = 1;
     k->item_threads[0] = k->item_threads[1] = SK_ITEM_BLOCK;
-    /* Small blocks: several resident per SM keep more tiles in flight
-     * while each waits on its look-back (one block of 896 threads per SM
-     * ran at 20% of the memory bandwidth on an H100). */
-    k->max_block = 256;
     k->chunk_min = (int64_t)WARP * items_per_lane(ctx, in.elt);
     static const struct {
         int aux;

@@ -95,35 +95,13 @@ static void ptx_range_begin(sk_fn *f)
                              f->n, "end");
 }
 
-/* !llvm.loop metadata asking for the loop to be unrolled n times: the
- * copies' loads (inputs are !invariant.load) can then be in flight
- * together. */
-static void unroll_hint(cg_fn *fn, LLVMValueRef br, int n)
-{
-    LLVMContextRef c = fn->llctx;
-    LLVMMetadataRef tmp = LLVMTemporaryMDNode(c, NULL, 0);
-    LLVMMetadataRef count[2] = {
-        LLVMMDStringInContext2(c, "llvm.loop.unroll.count", 22),
-        LLVMValueAsMetadata(LLVMConstInt(LLVMInt32TypeInContext(c),
-                                         (unsigned)n, 0)),
-    };
-    LLVMMetadataRef ops[2] = {tmp, LLVMMDNodeInContext2(c, count, 2)};
-    LLVMMetadataRef loop = LLVMMDNodeInContext2(c, ops, 2);
-    LLVMMetadataReplaceAllUsesWith(tmp, loop);
-    LLVMSetMetadata(br, LLVMGetMDKindIDInContext(c, "llvm.loop", 9),
-                    LLVMMetadataAsValue(c, loop));
-}
-
 static void ptx_range_end(sk_fn *f)
 {
     cg_fn *fn = &f->fn;
     LLVMValueRef next = LLVMBuildAdd(fn->b, f->loop_i, f->loop_step, "");
     LLVMBasicBlockRef latch = LLVMGetInsertBlock(fn->b);
     LLVMAddIncoming(f->loop_i, &next, &latch, 1);
-    LLVMValueRef br = LLVMBuildBr(fn->b, f->loop_head);
-    if (f->e->unroll > 1) {
-        unroll_hint(fn, br, f->e->unroll);
-    }
+    LLVMBuildBr(fn->b, f->loop_head);
     LLVMPositionBuilderAtEnd(fn->b, f->loop_exit);
 }
 
