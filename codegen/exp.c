@@ -660,6 +660,32 @@ static weft_status exp_while(cg_fn *fn, const fe_term *e, cg_val *out)
     return WEFT_OK;
 }
 
+/* let v = rhs, v a rank-0 index, in a kernel that watches for `ignore`
+ * (fn->ignored): a rank-0 index has no leaves to carry the marker, so, as
+ * in the interpreter, whether rhs gave `ignore` is kept with the binding
+ * (an i1 in v[0] of a value of no leaves) and an occurrence of v sets the
+ * flag again; evaluating rhs itself leaves the flag as it was. */
+static weft_status let_index0(cg_fn *fn, const fe_var *v, const fe_term *rhs)
+{
+    LLVMTypeRef i1 = ty_of(fn, WEFT_BOOL);
+    LLVMValueRef saved = LLVMBuildLoad2(B, i1, fn->ignored, "");
+    LLVMBuildStore(B, LLVMConstInt(i1, 0, 0), fn->ignored);
+    cg_val x, bound;
+    weft_status s = cg_exp(fn, rhs, &x);
+    if (s == WEFT_OK) {
+        s = cg_val_make(fn, 1, &bound);
+    }
+    if (s != WEFT_OK) {
+        return s;
+    }
+    bound.v[0] = LLVMBuildLoad2(B, i1, fn->ignored, "");
+    bound.n = 0;
+    LLVMBuildStore(B, saved, fn->ignored);
+    fn->env[v->id] = bound;
+    fn->bound[v->id] = true;
+    return WEFT_OK;
+}
+
 /* Emit a scalar core term (see cg.h). */
 weft_status cg_exp(cg_fn *fn, const fe_term *e, cg_val *out)
 {
@@ -684,6 +710,13 @@ weft_status cg_exp(cg_fn *fn, const fe_term *e, cg_val *out)
             return internal("an unbound scalar variable", v ? (int)v->id : -1);
         }
         *out = fn->env[v->id];
+        if (fn->ignored && out->n == 0 && out->v) {
+            /* a rank-0 index bound by a let to `ignore` (see FE_LET) */
+            LLVMValueRef was = LLVMBuildLoad2(B, ty_of(fn, WEFT_BOOL),
+                                              fn->ignored, "");
+            LLVMBuildStore(B, LLVMBuildOr(B, was, out->v[0], ""),
+                           fn->ignored);
+        }
         return WEFT_OK;
     }
     case FE_PRIM:
@@ -819,6 +852,10 @@ weft_status cg_exp(cg_fn *fn, const fe_term *e, cg_val *out)
             cg_array a;
             if ((s = array_of(fn, e->kid[0], &a)) != WEFT_OK ||
                 (s = cg_bind_array(fn, v, &a)) != WEFT_OK) {
+                return s;
+            }
+        } else if (fn->ignored && v->type == WEFT_DIM(0)) {
+            if ((s = let_index0(fn, v, e->kid[0])) != WEFT_OK) {
                 return s;
             }
         } else {

@@ -127,7 +127,9 @@ typedef void *(*weft_alloc_fn)(void *user, void *ptr, size_t old_size,
 
 typedef struct weft_config {
     weft_backend backend; /* overridden by $WEFT_BACKEND */
-    int threads;          /* worker threads, 0 = one per core; $WEFT_THREADS */
+    int threads;          /* worker threads, 0 = one per core, at most 4096
+                             (else weft_context_create fails with
+                             WEFT_ERR_INVALID_ARGUMENT); $WEFT_THREADS */
     int device;           /* GPU ordinal for the PTX backend; $WEFT_DEVICE */
     const char *cache_dir; /* NULL = $WEFT_CACHE_DIR or $XDG_CACHE_HOME/weft */
     unsigned flags;        /* WEFT_FLAG_* */
@@ -299,7 +301,10 @@ WEFT_API weft_status weft_program_create(weft_context *ctx,
 WEFT_API void weft_program_free(weft_program *p);
 
 /* The program's first builder error (WEFT_OK if none), and its message
- * ("" if none; owned by the program). */
+ * ("" if none; owned by the program).  For NULL: WEFT_ERR_NULL_ARGUMENT,
+ * and a message saying so (also in weft_last_error()).  A builder call
+ * that mixes terms or functions of several programs records
+ * WEFT_ERR_PROGRAM_MISMATCH in each of them. */
 WEFT_API weft_status weft_program_status(const weft_program *p);
 WEFT_API const char *weft_program_error(const weft_program *p);
 
@@ -383,6 +388,10 @@ WEFT_API weft_exp *weft_const(weft_program *p, weft_type t,
  * Data.Bits; the type rules are:
  *   NUM   numeric (integral or floating) operands of one type, same result
  *   INT   integral operands of one type, same result
+ *   ORD   numeric or bool operands of one type, same result (min, max; bool
+ *         is ordered false < true, so on bool min is and, max is or)
+ *   LOGIC integral or bool operands of one type, same result (band, bor,
+ *         bxor; on bool: and, or, xor, evaluating both operands)
  *   FLT   floating operands of one type, same result
  *   CMP   two operands of one scalar type, bool result
  * Integer arithmetic wraps around.  Division by zero, shifts by the width

@@ -7,6 +7,10 @@
  * the type rule:
  *   NUM    numeric operands of one type, same result type
  *   INT    integral operands of one type, same result type
+ *   ORD    numeric or bool operands of one type, same result type (bool is
+ *          ordered false < true: min is and, max is or)
+ *   LOGIC  integral or bool operands of one type, same result type (on
+ *          bool: band is and, bor is or, bxor is xor, all strict)
  *   FLT    floating operands of one type, same result type
  *   SHIFT  an integral value and an integral amount, result of the value's type
  *   BITS   one integral operand, i32 result
@@ -24,15 +28,15 @@ WEFT_OP(MUL, mul, 2, NUM)
 WEFT_OP(NEG, neg, 1, NUM)
 WEFT_OP(ABS, abs, 1, NUM)
 WEFT_OP(SIGNUM, signum, 1, NUM)
-WEFT_OP(MIN, min, 2, NUM)
-WEFT_OP(MAX, max, 2, NUM)
+WEFT_OP(MIN, min, 2, ORD)
+WEFT_OP(MAX, max, 2, ORD)
 WEFT_OP(QUOT, quot, 2, INT)     /* toward zero */
 WEFT_OP(REM, rem, 2, INT)       /* sign of the dividend */
 WEFT_OP(IDIV, idiv, 2, INT)     /* Haskell div: toward negative infinity */
 WEFT_OP(MOD, mod, 2, INT)       /* sign of the divisor */
-WEFT_OP(BAND, band, 2, INT)
-WEFT_OP(BOR, bor, 2, INT)
-WEFT_OP(BXOR, bxor, 2, INT)
+WEFT_OP(BAND, band, 2, LOGIC)
+WEFT_OP(BOR, bor, 2, LOGIC)
+WEFT_OP(BXOR, bxor, 2, LOGIC)
 WEFT_OP(BNOT, bnot, 1, INT)
 WEFT_OP(SHL, shl, 2, SHIFT)
 WEFT_OP(SHR, shr, 2, SHIFT)     /* arithmetic for signed, logical for unsigned */

@@ -6,10 +6,10 @@
  *
  *   1. enter(): find the program from the call's handles and apply the
  *      sticky rules (cairo).  A program already in error makes the call
- *      return NULL with no new message; a NULL handle, a handle of another
- *      program, or a handle of the wrong sort (an array term where a scalar
- *      is wanted, a function without a body) is recorded as the program's
- *      error.  When every handle is NULL there is no program to record in,
+ *      return NULL with no new message; a NULL handle, or a handle of the
+ *      wrong sort (an array term where a scalar is wanted, a function
+ *      without a body) is recorded as the program's error; handles of
+ *      several programs are recorded in each of them (mixed()).  When every handle is NULL there is no program to record in,
  *      so only the thread's last error is set.
  *   2. Type and rank checks, each failure with its own status and a message
  *      that names the call, the argument and the cause.
@@ -108,12 +108,21 @@ void weft_program_free(weft_program *p)
 
 weft_status weft_program_status(const weft_program *p)
 {
-    return p == NULL ? WEFT_ERR_NULL_ARGUMENT : p->status;
+    if (p == NULL) {
+        return fe_error(WEFT_ERR_NULL_ARGUMENT,
+                        "weft_program_status: the program is NULL");
+    }
+    return p->status;
 }
 
 const char *weft_program_error(const weft_program *p)
 {
-    return p == NULL ? "" : p->msg;
+    if (p == NULL) {
+        fe_error(WEFT_ERR_NULL_ARGUMENT,
+                 "weft_program_error: the program is NULL");
+        return "weft_program_error: the program is NULL";
+    }
+    return p->msg;
 }
 
 /* ---- handles and the sticky rules ------------------------------------- */
@@ -244,6 +253,66 @@ static bool sort_ok(weft_program *p, const char *who, int kind,
     }
 }
 
+/* Handles of two programs in one call: WEFT_ERR_PROGRAM_MISMATCH, naming
+ * the first handle that is not of p (the program of the first handle), is
+ * recorded in every program that the call's handles belong to (each
+ * keeping its first error), so that neither can be compiled as if the call
+ * had not been made (weft_map(f of B, a of A) fails both A and B).  When
+ * every one of them is already in error, nothing new is recorded.  NULL. */
+static void *mixed(weft_program *p, const char *who, int n, const hnd *h,
+                   const hlist *l)
+{
+    char what[64] = "";
+    for (int i = 0; i < n && what[0] == '\0'; i++) {
+        weft_program *q = prog_of(h[i].kind, h[i].ptr);
+        if (q != NULL && q != p) {
+            snprintf(what, sizeof what, "argument %d", h[i].argno);
+        }
+    }
+    for (int i = 0; l != NULL && l->items != NULL && i < l->n &&
+                    what[0] == '\0'; i++) {
+        weft_program *q = prog_of(l->kind, l->items[i]);
+        if (q != NULL && q != p) {
+            snprintf(what, sizeof what, "argument %d, entry %d", l->argno,
+                     i + 1);
+        }
+    }
+    char msg[FE_MSG_MAX];
+    snprintf(msg, sizeof msg, "%s: %s belongs to another program than the "
+             "call's first argument", who, what);
+    for (int i = 0; i < n; i++) {
+        weft_program *q = prog_of(h[i].kind, h[i].ptr);
+        if (q != NULL && q->status == WEFT_OK) {
+            fe_fail(q, WEFT_ERR_PROGRAM_MISMATCH, "%s", msg);
+        }
+    }
+    for (int i = 0; l != NULL && l->items != NULL && i < l->n; i++) {
+        weft_program *q = prog_of(l->kind, l->items[i]);
+        if (q != NULL && q->status == WEFT_OK) {
+            fe_fail(q, WEFT_ERR_PROGRAM_MISMATCH, "%s", msg);
+        }
+    }
+    return NULL;
+}
+
+/* Whether some handle of the call belongs to a program other than p. */
+static bool is_mixed(weft_program *p, int n, const hnd *h, const hlist *l)
+{
+    for (int i = 0; i < n; i++) {
+        weft_program *q = prog_of(h[i].kind, h[i].ptr);
+        if (q != NULL && q != p) {
+            return true;
+        }
+    }
+    for (int i = 0; l != NULL && l->items != NULL && i < l->n; i++) {
+        weft_program *q = prog_of(l->kind, l->items[i]);
+        if (q != NULL && q != p) {
+            return true;
+        }
+    }
+    return false;
+}
+
 /* Apply the sticky rules to a call's handles h[0..n-1] and list l (may be
  * NULL).  Returns the program, or NULL when the call must return NULL (the
  * error, if new, is recorded). */
@@ -271,6 +340,9 @@ static weft_program *enter(const char *who, int n, const hnd *h,
                  argno);
         return NULL;
     }
+    if (is_mixed(p, n, h, l)) {
+        return mixed(p, who, n, h, l);
+    }
     if (p->status != WEFT_OK) {
         return NULL;
     }
@@ -290,22 +362,6 @@ static weft_program *enter(const char *who, int n, const hnd *h,
                 return fe_fail(p, WEFT_ERR_NULL_ARGUMENT,
                                "%s: argument %d, entry %d is NULL", who,
                                l->argno, i + 1);
-            }
-        }
-    }
-    for (int i = 0; i < n; i++) {
-        if (h[i].kind != H_RAW && prog_of(h[i].kind, h[i].ptr) != p) {
-            return fe_fail(p, WEFT_ERR_PROGRAM_MISMATCH,
-                           "%s: argument %d belongs to another program", who,
-                           h[i].argno);
-        }
-    }
-    if (l != NULL) {
-        for (int i = 0; i < l->n; i++) {
-            if (prog_of(l->kind, l->items[i]) != p) {
-                return fe_fail(p, WEFT_ERR_PROGRAM_MISMATCH,
-                               "%s: argument %d, entry %d belongs to another "
-                               "program", who, l->argno, i + 1);
             }
         }
     }
@@ -890,6 +946,14 @@ static weft_type prim_type(weft_program *p, const char *who, weft_op op,
     case FE_RULE_INT:
         ok0 = fe_is_int(t0);
         what = "an integral type";
+        break;
+    case FE_RULE_ORD:
+        ok0 = fe_is_numeric(t0) || t0 == WEFT_BOOL;
+        what = "a numeric type or bool";
+        break;
+    case FE_RULE_LOGIC:
+        ok0 = fe_is_int(t0) || t0 == WEFT_BOOL;
+        what = "an integral type or bool";
         break;
     case FE_RULE_FLT:
         ok0 = fe_is_float(t0);
@@ -2061,6 +2125,11 @@ static bool stencil_input(weft_program *p, const char *who, int ano,
         fe_fail(p, WEFT_ERR_PROGRAM_MISMATCH,
                 "%s: the value of argument %d belongs to another program",
                 who, bno);
+        if (v->prog != NULL) {
+            fe_fail(v->prog, WEFT_ERR_PROGRAM_MISMATCH,
+                    "%s: the value of argument %d belongs to another "
+                    "program", who, bno);
+        }
         return false;
     }
     char name[48];

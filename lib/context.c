@@ -12,6 +12,10 @@
 
 #include "fe.h"
 
+/* The most worker threads a context may ask for, for every backend: the
+ * CPU gang's limit (runtime-cpu/cpu.h CPU_GANG_MAX_THREADS). */
+enum { MAX_THREADS = 4096 };
+
 weft_config weft_config_default(void)
 {
     weft_config cfg;
@@ -125,10 +129,11 @@ weft_status weft_context_create(const weft_config *cfg, weft_context **out)
         if (th && *th) {
             char *end;
             long n = strtol(th, &end, 10);
-            if (*end != '\0' || n < 0 || n > 4096) {
+            if (*end != '\0' || n < 0 || n > MAX_THREADS) {
                 return fe_error(WEFT_ERR_INVALID_ARGUMENT,
                                 "weft_context_create: WEFT_THREADS=\"%.32s\" "
-                                "is not a thread count", th);
+                                "is not a thread count (0 to %d)", th,
+                                MAX_THREADS);
             }
             c.threads = (int)n;
         }
@@ -138,10 +143,11 @@ weft_status weft_context_create(const weft_config *cfg, weft_context **out)
                         "weft_context_create: backend %d is not a backend",
                         (int)c.backend);
     }
-    if (c.threads < 0) {
+    if (c.threads < 0 || c.threads > MAX_THREADS) {
         return fe_error(WEFT_ERR_INVALID_ARGUMENT,
-                        "weft_context_create: threads is negative (%d)",
-                        c.threads);
+                        "weft_context_create: config field threads is %d, "
+                        "expected 0 (one per core) to %d", c.threads,
+                        MAX_THREADS);
     }
     const fe_backend *be = backend_table(c.backend);
     if (!be) {

@@ -6,11 +6,94 @@
  * not depend on the program afterwards, then hands the core to the
  * context's backend.  weft_run checks the inputs against the parameters'
  * types and calls the backend.
+ *
+ * Deep programs.  The passes and the interpreter recurse over the terms, so
+ * the stack they need follows the program's depth (a chain of 50,000
+ * additions is 50,000 deep).  A program deeper than DEEP_DIRECT levels is
+ * compiled, run and dumped on a thread of its own whose stack is sized for
+ * its depth (DEEP_PER_LEVEL bytes a level: the passes need about 700 in a
+ * release build, test_deep measures it; the stack is only reserved, and
+ * pages are used as the recursion reaches them); a program too deep for the largest
+ * stack weft asks for (DEEP_MAX) or for the memory there is fails with
+ * WEFT_ERR_OUT_OF_MEMORY and a message, never with a crash.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "fe.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define DEEP_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define DEEP_ASAN 1
+#endif
+#endif
+#ifndef DEEP_ASAN
+#define DEEP_ASAN 0
+#endif
+
+enum { DEEP_DIRECT = 256 }; /* levels run on the caller's own stack */
+#define DEEP_PER_LEVEL ((uint64_t)(DEEP_ASAN ? 16384 : 4096))
+#define DEEP_BASE ((uint64_t)8 << 20)
+#define DEEP_MAX ((uint64_t)32 << 30)
+
+typedef struct deep_call {
+    weft_status (*fn)(void *);
+    void *arg;
+    weft_status st;
+    char msg[FE_MSG_MAX];
+} deep_call;
+
+static void *deep_main(void *p)
+{
+    deep_call *c = p;
+    c->st = c->fn(c->arg);
+    if (c->st != WEFT_OK) {
+        snprintf(c->msg, sizeof c->msg, "%s", weft_last_error());
+    }
+    return NULL;
+}
+
+/* fn(arg), on a stack that fits `depth` levels of recursion: on the
+ * calling thread for a shallow program, else on a thread of its own (the
+ * caller waits; its message comes back as the caller's last error). */
+static weft_status deep_call_run(const char *who, uint64_t depth,
+                                 weft_status (*fn)(void *), void *arg)
+{
+    if (depth <= DEEP_DIRECT) {
+        return fn(arg);
+    }
+    uint64_t per = DEEP_PER_LEVEL;
+    uint64_t bytes = DEEP_BASE + depth * per;
+    if (depth > DEEP_MAX / per || bytes > DEEP_MAX) {
+        return fe_error(WEFT_ERR_OUT_OF_MEMORY,
+                        "%s: the program is %llu terms deep, deeper than "
+                        "weft handles (%llu)", who, (unsigned long long)depth,
+                        (unsigned long long)(DEEP_MAX / per));
+    }
+    deep_call c = {fn, arg, WEFT_OK, ""};
+    pthread_attr_t attr;
+    pthread_t th;
+    int e = pthread_attr_init(&attr);
+    if (e == 0) {
+        e = pthread_attr_setstacksize(&attr, (size_t)bytes);
+        if (e == 0) {
+            e = pthread_create(&th, &attr, deep_main, &c);
+        }
+        pthread_attr_destroy(&attr);
+    }
+    if (e != 0) {
+        return fe_error(WEFT_ERR_OUT_OF_MEMORY,
+                        "%s: the program is %llu terms deep and no thread "
+                        "with a stack of %llu MiB for it could be made", who,
+                        (unsigned long long)depth,
+                        (unsigned long long)(bytes >> 20));
+    }
+    pthread_join(th, NULL);
+    return c.st == WEFT_OK ? WEFT_OK : fe_error_copy(c.st, c.msg);
+}
 
 /* The passes between sharing recovery and the backend, in order. */
 static weft_status (*const passes[])(fe_core *) = {
@@ -51,6 +134,32 @@ static void exe_destroy(weft_executable *exe)
     fe_free(ctx, exe, sizeof *exe);
 }
 
+typedef struct compile_job {
+    weft_program *p;
+    weft_acc *const *results;
+    int n;
+    weft_executable *exe;
+} compile_job;
+
+/* Sharing recovery, the passes and the backend's compile for weft_compile. */
+static weft_status compile_passes(void *arg)
+{
+    compile_job *j = arg;
+    weft_executable *exe = j->exe;
+    weft_status st = fe_share(j->p, "weft_compile",
+                              (fe_term *const *)j->results, j->n, &exe->arena,
+                              &exe->core);
+    exe->core.no_fusion = (exe->ctx->cfg.flags & WEFT_FLAG_NO_FUSION) != 0;
+    for (size_t i = 0; st == WEFT_OK && i < sizeof passes / sizeof *passes; i++) {
+        st = passes[i](&exe->core);
+    }
+    if (st == WEFT_OK) {
+        exe->depth = fe_core_depth(exe->ctx, &exe->core);
+        st = exe->ctx->be->compile(exe);
+    }
+    return st;
+}
+
 weft_status weft_compile(weft_program *p, weft_acc *const *results, int n,
                          weft_executable **out)
 {
@@ -76,15 +185,11 @@ weft_status weft_compile(weft_program *p, weft_acc *const *results, int n,
     }
     exe->ctx = ctx;
     fe_arena_init(&exe->arena, ctx);
-    weft_status st = fe_share(p, "weft_compile", (fe_term *const *)results, n,
-                              &exe->arena, &exe->core);
-    exe->core.no_fusion = (ctx->cfg.flags & WEFT_FLAG_NO_FUSION) != 0;
-    for (size_t i = 0; st == WEFT_OK && i < sizeof passes / sizeof *passes; i++) {
-        st = passes[i](&exe->core);
-    }
-    if (st == WEFT_OK) {
-        st = ctx->be->compile(exe);
-    }
+    compile_job job = {p, results, n, exe};
+    weft_status st = deep_call_run("weft_compile",
+                                   fe_program_depth(p, (fe_term *const *)results,
+                                                    n),
+                                   compile_passes, &job);
     if (st) {
         exe_destroy(exe);
         return st;
@@ -94,6 +199,18 @@ weft_status weft_compile(weft_program *p, weft_acc *const *results, int n,
     return WEFT_OK;
 }
 
+typedef struct dump_job {
+    const weft_context *ctx;
+    const fe_core *core;
+    FILE *out;
+} dump_job;
+
+static weft_status dump_core(void *arg)
+{
+    dump_job *j = arg;
+    return fe_dump(j->ctx, j->core, j->out);
+}
+
 weft_status weft_executable_dump(const weft_executable *exe, FILE *out)
 {
     if (!exe || !out) {
@@ -101,7 +218,9 @@ weft_status weft_executable_dump(const weft_executable *exe, FILE *out)
                         "weft_executable_dump: %s is NULL",
                         exe ? "out" : "the executable");
     }
-    weft_status st = fe_dump(exe->ctx, &exe->core, out);
+    dump_job job = {exe->ctx, &exe->core, out};
+    weft_status st = deep_call_run("weft_executable_dump", exe->depth,
+                                   dump_core, &job);
     if (st == WEFT_OK && exe->ctx->be->dump_plan) {
         exe->ctx->be->dump_plan(exe, out);
     }
@@ -123,6 +242,18 @@ int weft_executable_inputs(const weft_executable *exe)
 int weft_executable_outputs(const weft_executable *exe)
 {
     return exe ? exe->core.noutput : 0;
+}
+
+typedef struct run_job {
+    weft_executable *exe;
+    weft_array *const *in;
+    weft_array **out;
+} run_job;
+
+static weft_status run_backend(void *arg)
+{
+    run_job *j = arg;
+    return j->exe->ctx->be->run(j->exe, j->in, j->out);
 }
 
 weft_status weft_run(weft_executable *exe, weft_array *const *in, int n_in,
@@ -169,7 +300,11 @@ weft_status weft_run(weft_executable *exe, weft_array *const *in, int n_in,
                             "rank %d", i, in[i]->rank, i, t->rank);
         }
     }
-    return exe->ctx->be->run(exe, in, out);
+    if (exe->depth <= DEEP_DIRECT) {
+        return exe->ctx->be->run(exe, in, out);
+    }
+    run_job job = {exe, in, out};
+    return deep_call_run("weft_run", exe->depth, run_backend, &job);
 }
 
 weft_status weft_run1(weft_program *p, weft_acc *const *results, int n,
@@ -189,6 +324,28 @@ weft_status weft_run1(weft_program *p, weft_acc *const *results, int n,
     return st;
 }
 
+typedef struct program_dump_job {
+    weft_program *p;
+    weft_acc *const *results;
+    int n;
+    FILE *out;
+    fe_arena *arena;
+    fe_core *core;
+} program_dump_job;
+
+static weft_status program_dump(void *arg)
+{
+    program_dump_job *j = arg;
+    weft_status st = fe_share(j->p, "weft_program_dump",
+                              (fe_term *const *)j->results, j->n, j->arena,
+                              j->core);
+    if (st == WEFT_OK) {
+        st = fe_dump(j->p->ctx, j->core, j->out);
+        fe_core_release_uses(j->core);
+    }
+    return st;
+}
+
 weft_status weft_program_dump(weft_program *p, weft_acc *const *results, int n,
                               FILE *out)
 {
@@ -203,12 +360,11 @@ weft_status weft_program_dump(weft_program *p, weft_acc *const *results, int n,
     fe_core core;
     memset(&core, 0, sizeof core);
     fe_arena_init(&arena, p->ctx);
-    weft_status st = fe_share(p, "weft_program_dump", (fe_term *const *)results,
-                              n, &arena, &core);
-    if (st == WEFT_OK) {
-        st = fe_dump(p->ctx, &core, out);
-        fe_core_release_uses(&core);
-    }
+    program_dump_job job = {p, results, n, out, &arena, &core};
+    weft_status st = deep_call_run(
+        "weft_program_dump",
+        fe_program_depth(p, (fe_term *const *)results, n), program_dump,
+        &job);
     fe_arena_release(&arena);
     return st;
 }

@@ -403,6 +403,11 @@ weft_status fe_share(weft_program *p, const char *who,
                      fe_term *const *results, int n, fe_arena *into,
                      fe_core *out);
 void fe_core_release_uses(fe_core *core);
+/* How deep the passes recurse over a program (the longest path of the
+ * builder's DAG) and over a core (its tree's depth); iterative, 0 when out
+ * of memory.  exec.c runs deep programs on a stack that fits them. */
+uint64_t fe_program_depth(weft_program *p, fe_term *const *results, int n);
+uint64_t fe_core_depth(weft_context *ctx, const fe_core *core);
 
 /* ===== simplify.c, fuse.c, plan.c: later passes ===== */
 
@@ -427,6 +432,7 @@ struct weft_executable {
     fe_arena arena;            /* the core lives here */
     fe_core core;
     void *be_state;            /* the backend's compiled form */
+    uint64_t depth;            /* fe_core_depth of the compiled core */
 };
 
 /* A backend: what lib/ calls to compile and run.  Each implementation is a
@@ -499,7 +505,7 @@ weft_status fe_prim_eval(weft_op op, weft_type rt, weft_type t0, weft_type t1,
 typedef enum fe_rule {
     FE_RULE_NUM, FE_RULE_INT, FE_RULE_FLT, FE_RULE_SHIFT, FE_RULE_BITS,
     FE_RULE_FPRED, FE_RULE_CMP, FE_RULE_BOOL, FE_RULE_ROUND, FE_RULE_CONV,
-    FE_RULE_CAST
+    FE_RULE_CAST, FE_RULE_ORD, FE_RULE_LOGIC
 } fe_rule;
 
 typedef struct fe_prim_info {

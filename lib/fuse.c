@@ -295,7 +295,9 @@ static void let_rule(fe_arena *ar, fe_term **slot, bool inside)
  * manifest let floats), so that `map f (let e = s in backpermute ...)`
  * becomes `let e = s in map f (backpermute ...)` and the producer is next
  * to its consumer.  Variables are unique in the core, so moving a binding
- * outwards captures nothing; function and awhile bodies are not crossed. */
+ * outwards captures nothing; function and awhile bodies are not crossed,
+ * and neither are the branches of acond (a let there may fail, and must
+ * run only when its branch is taken). */
 static void float_lets(fe_term **slot)
 {
     fe_term *t = *slot;
@@ -313,6 +315,9 @@ static void float_lets(fe_term **slot)
     }
     for (int i = 0; i < t->nkid; i++) {
         fe_term *let = t->kid[i];
+        if (t->kind == FE_ACOND && i > 0) {
+            break; /* a branch's lets run only when it is taken */
+        }
         if (let && let->kind == FE_LET && let->acc) {
             /* t(.., let v = b in e, ..)  =>  let v = b in t(.., e, ..) */
             t->kid[i] = let->kid[1];

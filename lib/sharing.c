@@ -36,7 +36,15 @@
  *      every function, so that it is computed once and becomes a free
  *      variable of the function (pure constant arithmetic used once stays,
  *      and so does a term that may fail or loop, such as a division or an
- *      index, since the function might never have evaluated it).
+ *      index, since the function might never have evaluated it).  A term
+ *      that may fail is bound at its meet only when evaluating the meet
+ *      always evaluates it (it is reached through operands that always
+ *      run: not a branch of cond, unless both branches reach it, not the
+ *      right side of `and` / `or`, not a function, which may run for no
+ *      element or iteration); otherwise it is copied into each use, so
+ *      that it runs only where the program runs it (a guarded division
+ *      shared by two conds, an index on the right of `||` shared by two
+ *      functions).  Terms that cannot fail are shared as before.
  *      Then one recursive walk builds the core tree: at each point the lets
  *      placed there come first, in node order (so each comes after those it
  *      uses), then the point's own term; a function is instantiated afresh
@@ -95,6 +103,11 @@ typedef struct share {
     int32_t *htab;
     uint32_t hmask;
     frame *stack;
+    uint32_t *mstamp;              /* always_evaluates: memo per query */
+    uint8_t *mval;
+    uint32_t mquery;
+    struct mframe *mstack;
+    uint8_t *plev;                 /* the lowest level of a node's parents */
     /* the core being made */
     uint32_t nvar, nterm_out;
     int nuse;
@@ -672,6 +685,102 @@ static void dominators(share *s)
 
 /* ---- step 4a: where each term is bound ----------------------------------- */
 
+/* How evaluating point u reaches its child edge i: EDGE_NEVER when the
+ * child may not be evaluated (a branch of `and` / `or`, a function, which
+ * may run for no element or iteration), EDGE_ALWAYS when it is, EDGE_THEN
+ * and EDGE_ELSE for the branches of cond and acond (one of them is). */
+enum { EDGE_NEVER, EDGE_ALWAYS, EDGE_THEN, EDGE_ELSE };
+
+static int edge_kind(const share *s, int32_t u, int i)
+{
+    if (u == s->nnode || (s->flags[u] & NF_FUN)) {
+        return EDGE_ALWAYS; /* the results; a running function's body */
+    }
+    const fe_term *x = s->nterm[u];
+    if (i >= x->nkid) {
+        return EDGE_NEVER;
+    }
+    switch (x->kind) {
+    case FE_COND:
+    case FE_ACOND:
+        return i == 0 ? EDGE_ALWAYS : i == 1 ? EDGE_THEN : EDGE_ELSE;
+    case FE_PRIM:
+        if ((x->op == WEFT_OP_AND || x->op == WEFT_OP_OR) && i == 1) {
+            return EDGE_NEVER;
+        }
+        return EDGE_ALWAYS;
+    default:
+        return EDGE_ALWAYS;
+    }
+}
+
+typedef struct mframe {
+    int32_t n;     /* the node */
+    int32_t next;  /* its next edge */
+    int32_t wait;  /* the edge whose answer is awaited, or -1 */
+    bool then_ok;  /* cond: the first branch always evaluates the target */
+} mframe;
+
+/* Whether evaluating point `from` always evaluates node t: t is reached
+ * from it through operands that are always evaluated (for cond, through
+ * both branches).  A term that may fail is bound at its meet only then;
+ * otherwise binding it there would evaluate it where the program does not
+ * (a division guarded by a cond, an index on the right of `||`).  An
+ * iterative depth-first search memoised per query; only nodes numbered
+ * above t can reach it. */
+static bool always_evaluates(share *s, int32_t from, int32_t t)
+{
+    if (from == t) {
+        return true;
+    }
+    uint32_t q = ++s->mquery;
+    int sp = 0;
+    bool ret = false;
+    s->mstack[sp++] = (mframe){from, 0, -1, false};
+    while (sp > 0) {
+        mframe *f = &s->mstack[sp - 1];
+        int32_t u = f->n;
+        bool done = false, val = false;
+        if (f->wait >= 0) {
+            int k = edge_kind(s, u, f->wait);
+            if (k == EDGE_ALWAYS && ret) {
+                done = val = true;
+            } else if (k == EDGE_THEN) {
+                f->then_ok = ret;
+            } else if (k == EDGE_ELSE && ret && f->then_ok) {
+                done = val = true;
+            }
+            f->wait = -1;
+        }
+        while (!done && f->wait < 0) {
+            if (f->next >= s->nch[u]) {
+                done = true;
+                val = false;
+                break;
+            }
+            int i = f->next++;
+            int32_t c = s->ch[u][i];
+            int k = edge_kind(s, u, i);
+            if (c < 0 || k == EDGE_NEVER || (k == EDGE_ELSE && !f->then_ok)) {
+                continue;
+            }
+            f->wait = i;
+            if (c == t || c < t || s->mstamp[c] == q) {
+                ret = c == t || (c > t && s->mval[c]);
+                break; /* answered without a visit */
+            }
+            s->mstack[sp++] = (mframe){c, 0, -1, false};
+        }
+        if (done) {
+            s->mstamp[u] = q;
+            s->mval[u] = val;
+            ret = val;
+            sp--;
+        }
+    }
+    return ret;
+}
+
 /* The level at which a let placed at point P is evaluated, or at which a
  * child of P is (for unbound children). */
 static int level(const share *s, int32_t P)
@@ -696,12 +805,27 @@ static int32_t climb(const share *s, int32_t P, int until)
     return P;
 }
 
+/* Record the level at which u evaluates its children, for a child that
+ * is copied into each of its uses. */
+static void note_parent_level(share *s, int32_t u)
+{
+    uint8_t l = (uint8_t)level(s, u);
+    for (int32_t i = 0; i < s->nch[u]; i++) {
+        int32_t c = s->ch[u][i];
+        if (c >= 0 && l < s->plev[c]) {
+            s->plev[c] = l;
+        }
+    }
+}
+
 static void place(share *s)
 {
     int32_t root = s->nnode;
+    note_parent_level(s, root);
     for (int32_t t = root - 1; t >= 0; t--) {
         s->bind_at[t] = -1;
         if (s->flags[t] & NF_FUN) {
+            note_parent_level(s, t);
             continue;
         }
         const fe_term *x = s->nterm[t];
@@ -722,7 +846,13 @@ static void place(share *s)
                 if (closed && !pure_once && !fails && lm == LV_FUN) {
                     P = climb(s, M, LV_HOST);
                 } else if (s->uses[t] >= 2) {
-                    P = M;
+                    if (!fails || always_evaluates(s, M, t)) {
+                        P = M;
+                    } else {
+                        /* not bound: copied into each use, where it is
+                         * evaluated only as the program says */
+                        lm = s->plev[t];
+                    }
                 }
             }
         }
@@ -734,6 +864,7 @@ static void place(share *s)
         } else {
             s->eff[t] = (uint8_t)(lm == LV_ARR ? LV_HOST : lm);
         }
+        note_parent_level(s, t);
     }
     for (int32_t t = 0; t < root; t++) {
         int32_t P = s->bind_at[t];
@@ -1079,6 +1210,13 @@ static bool setup(share *s)
     s->use_index = ints(s, cap, -1);
     s->htab = ints(s, hcap, -1);
     s->stack = salloc(s, cap * sizeof *s->stack);
+    s->mstamp = salloc(s, cap * sizeof *s->mstamp);
+    s->mval = salloc(s, cap);
+    s->mstack = salloc(s, cap * sizeof *s->mstack);
+    s->plev = salloc(s, cap);
+    for (size_t i = 0; s->plev && i < cap; i++) {
+        s->plev[i] = LV_ARR;
+    }
     return s->status == WEFT_OK;
 }
 
@@ -1261,4 +1399,165 @@ void fe_core_release_uses(fe_core *core)
         weft_array_release(core->uses[i]);
     }
     core->nuse = 0;
+}
+
+/* ---- depth ------------------------------------------------------------------ */
+
+typedef struct dframe {
+    const fe_term *t;  /* a term, or NULL for a function's body */
+    const fe_fun *f;
+    int next;
+    uint32_t deep;     /* the deepest child so far */
+} dframe;
+
+/* The longest path, in terms, from the results of p down the builder's
+ * DAG (through function bodies): how deep the passes over the program
+ * recurse, give or take the lets sharing recovery adds.  Iterative; 0 when
+ * out of memory.  Malformed programs are measured as far as they go
+ * (fe_share reports what is wrong with them). */
+uint64_t fe_program_depth(weft_program *p, fe_term *const *results, int n)
+{
+    weft_context *ctx = p->ctx;
+    size_t nid = (size_t)p->next_id + 1;
+    uint32_t *td = fe_calloc(ctx, nid * sizeof *td); /* depth + 1; 0: not yet */
+    uint32_t *fd = fe_calloc(ctx, nid * sizeof *fd);
+    size_t cap = 64, sp = 0;
+    dframe *st = fe_alloc(ctx, cap * sizeof *st);
+    uint64_t best = 0;
+    bool ok = td && fd && st;
+    for (int r = 0; ok && r < n; r++) {
+        const fe_term *t0 = results[r];
+        if (!t0 || t0->prog != p || t0->id >= nid) {
+            continue;
+        }
+        sp = 0;
+        st[sp++] = (dframe){t0, NULL, 0, 0};
+        while (sp > 0 && ok) {
+            dframe *fr = &st[sp - 1];
+            const fe_term *child = NULL;
+            const fe_fun *cf = NULL;
+            uint32_t got = 0;
+            bool have = false;
+            if (fr->f) {
+                if (fr->next++ == 0 && fr->f->body) {
+                    child = fr->f->body;
+                }
+            } else if (fr->next < fr->t->nkid + fr->t->nfun) {
+                int i = fr->next++;
+                if (i < fr->t->nkid) {
+                    child = fr->t->kid[i];
+                } else {
+                    cf = fr->t->fun[i - fr->t->nkid];
+                }
+                have = true;
+            }
+            if (child && (child->prog != p || child->id >= nid)) {
+                child = NULL;
+            }
+            if (cf && (cf->prog != p || cf->id >= nid)) {
+                cf = NULL;
+            }
+            if (child || cf) {
+                uint32_t memo = child ? td[child->id] : fd[cf->id];
+                if (memo == UINT32_MAX) {
+                    got = 0; /* a cycle: fe_share reports it */
+                } else if (memo > 0) {
+                    got = memo;
+                } else {
+                    if (sp == cap) {
+                        dframe *q = fe_realloc(ctx, st, cap * sizeof *st,
+                                               2 * cap * sizeof *st);
+                        if (!q) {
+                            ok = false;
+                            break;
+                        }
+                        st = q;
+                        cap *= 2;
+                        fr = &st[sp - 1];
+                    }
+                    if (child) {
+                        td[child->id] = UINT32_MAX;
+                    } else {
+                        fd[cf->id] = UINT32_MAX;
+                    }
+                    st[sp++] = (dframe){child, cf, 0, 0};
+                    continue;
+                }
+                if (got > fr->deep) {
+                    fr->deep = got;
+                }
+                continue;
+            }
+            if (have || (fr->f && fr->next == 1)) {
+                continue; /* a NULL or foreign child */
+            }
+            /* finished: pass the depth up */
+            uint32_t d = fr->deep + 1;
+            if (fr->f) {
+                fd[fr->f->id] = d;
+            } else {
+                td[fr->t->id] = d;
+            }
+            sp--;
+            if (sp > 0 && d > st[sp - 1].deep) {
+                st[sp - 1].deep = d;
+            }
+            if (sp == 0 && d > best) {
+                best = d;
+            }
+        }
+    }
+    fe_free(ctx, td, nid * sizeof *td);
+    fe_free(ctx, fd, nid * sizeof *fd);
+    fe_free(ctx, st, cap * sizeof *st);
+    return ok ? best : 0;
+}
+
+/* The depth of the core's tree (terms, lets and function bodies), by an
+ * iterative walk; 0 when out of memory. */
+uint64_t fe_core_depth(weft_context *ctx, const fe_core *core)
+{
+    typedef struct { const fe_term *t; uint64_t d; } item;
+    size_t cap = 64, sp = 0;
+    item *st = fe_alloc(ctx, cap * sizeof *st);
+    uint64_t best = 0;
+    if (!st) {
+        return 0;
+    }
+    if (core->root) {
+        st[sp++] = (item){core->root, 1};
+    }
+    while (sp > 0) {
+        item it = st[--sp];
+        if (it.d > best) {
+            best = it.d;
+        }
+        const fe_term *t = it.t;
+        size_t need = sp + (size_t)t->nkid + (size_t)t->nfun;
+        if (need > cap) {
+            size_t ncap = cap;
+            while (ncap < need) {
+                ncap *= 2;
+            }
+            item *q = fe_realloc(ctx, st, cap * sizeof *st, ncap * sizeof *st);
+            if (!q) {
+                fe_free(ctx, st, cap * sizeof *st);
+                return 0;
+            }
+            st = q;
+            cap = ncap;
+        }
+        for (int i = 0; i < t->nkid; i++) {
+            if (t->kid[i]) {
+                st[sp++] = (item){t->kid[i], it.d + 1};
+            }
+        }
+        for (int i = 0; i < t->nfun; i++) {
+            if (t->fun[i] && t->fun[i]->body) {
+                st[sp++] = (item){t->fun[i]->body, it.d + 1};
+            }
+        }
+    }
+    fe_free(ctx, st, cap * sizeof *st);
+    return best;
 }

@@ -102,6 +102,7 @@ static bool is_trivial(const fe_term *t)
     case FE_VAR:
     case FE_CONST:
     case FE_PARAM:
+    case FE_IGNORE:
         return true;
     case FE_TUPLE:
     case FE_GET:
@@ -114,6 +115,43 @@ static bool is_trivial(const fe_term *t)
     default:
         return false;
     }
+}
+
+/* Whether t, a scalar term, is small enough and free of binders and
+ * array operations to be copied like a trivial term: how a rank-0 index
+ * (a let of type DIM(0)) goes back to each of its uses.  Such a value has
+ * no leaves; all it carries is whether it is permute's `ignore`, which
+ * compiled kernels see only where the marker is evaluated, not through a
+ * free variable computed outside them.  So a let of a rank-0 index is
+ * always undone: copied to every use when copyable, else moved to its one
+ * use even inside a function (a let used twice that cannot be copied is
+ * left; the interpreter and the code generator also track the marker
+ * through lets inside a function). */
+static bool is_copyable(const fe_term *t)
+{
+    enum { MAX_NODES = 64 };
+    const fe_term *stack[MAX_NODES];
+    int n = 0, seen = 0;
+    stack[n++] = t;
+    while (n > 0) {
+        const fe_term *u = stack[--n];
+        if (!u || ++seen > MAX_NODES || u->nfun > 0 || u->kind == FE_LET) {
+            return false;
+        }
+        if (u->acc) {
+            if (u->kind != FE_VAR && u->kind != FE_PARAM) {
+                return false;
+            }
+            continue;
+        }
+        for (int i = 0; i < u->nkid; i++) {
+            if (n == MAX_NODES) {
+                return false;
+            }
+            stack[n++] = u->kid[i];
+        }
+    }
+    return true;
 }
 
 /* A copy of trivial term t (NULL on allocation failure). */
@@ -169,6 +207,18 @@ static fe_val val_u(uint64_t u)
 static bool is_zero_int(const fe_term *t)
 {
     return is_const(t) && fe_is_int(t->type) && t->u.c.u == 0;
+}
+
+/* false and true, as the zero and the all-ones of bool for band, bor,
+ * bxor, min (and) and max (or). */
+static bool is_false(const fe_term *t)
+{
+    return is_const(t) && t->type == WEFT_BOOL && t->u.c.u == 0;
+}
+
+static bool is_true(const fe_term *t)
+{
+    return is_const(t) && t->type == WEFT_BOOL && t->u.c.u != 0;
 }
 
 static bool is_one(const fe_term *t)
@@ -379,22 +429,25 @@ static fe_term *identity(simp *s, fe_term *t)
         }
         break;
     case WEFT_OP_BAND:
-        if (is_zero_int(x) || is_zero_int(y)) {
+        if (is_zero_int(x) || is_zero_int(y) || is_false(x) || is_false(y)) {
             return make_const(s, t, val_u(0));
         }
-        if (is_all_ones(y) || same(x, y)) {
+        if (is_all_ones(y) || is_true(y) || same(x, y)) {
             return to(s, x);
         }
-        if (is_all_ones(x)) {
+        if (is_all_ones(x) || is_true(x)) {
             return to(s, y);
         }
         break;
     case WEFT_OP_BOR:
     case WEFT_OP_BXOR:
-        if (is_zero_int(y)) {
+        if (t->op == WEFT_OP_BOR && (is_true(x) || is_true(y))) {
+            return make_const(s, t, val_u(1));
+        }
+        if (is_zero_int(y) || is_false(y)) {
             return to(s, x);
         }
-        if (is_zero_int(x)) {
+        if (is_zero_int(x) || is_false(x)) {
             return to(s, y);
         }
         if (t->op == WEFT_OP_BOR && same(x, y)) {
@@ -424,6 +477,15 @@ static fe_term *identity(simp *s, fe_term *t)
         /* x <= x ? x : x is x whatever x is, NaN included */
         if (same(x, y)) {
             return to(s, x);
+        }
+        /* on bool, min is and, max is or: false and true absorb or vanish */
+        if (is_false(x) || is_false(y) || is_true(x) || is_true(y)) {
+            bool absorb = t->op == WEFT_OP_MIN ? is_false(x) || is_false(y)
+                                               : is_true(x) || is_true(y);
+            if (absorb) {
+                return make_const(s, t, val_u(t->op == WEFT_OP_MAX));
+            }
+            return to(s, is_const(x) ? y : x);
         }
         break;
     case WEFT_OP_EQ:
@@ -528,14 +590,15 @@ static bool shrink_let(simp *s, fe_term **slot)
         s->changed = true;
         return true;
     }
-    if (is_trivial(rhs)) {
+    bool index0 = !v->acc && v->type == WEFT_DIM(0);
+    if (is_trivial(rhs) || (index0 && is_copyable(rhs))) {
         s->subst[id] = rhs;
         s->copy[id] = 1;
         *slot = t->kid[1];
         s->changed = true;
         return true;
     }
-    bool here = s->uses[id] == 1 && !s->inside[id];
+    bool here = s->uses[id] == 1 && (!s->inside[id] || index0);
     if (here && v->acc) {
         here = s->operand[id] && rhs->acc;
     }

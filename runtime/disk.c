@@ -16,7 +16,9 @@
  * file in the same directory and rename it over the entry, so readers see
  * either no entry or a whole one, even with several processes at work.
  * Readers check everything in the header and the checksum: an entry that
- * fails is deleted and reported, and the caller recompiles and rewrites.
+ * fails, or is not a regular file (a FIFO, a device, a symbolic link: it is
+ * opened without blocking and without following links), is deleted and
+ * reported, and the caller recompiles and rewrites.
  *
  * The directory is bounded: after each write, if the entries add up to
  * more than max_bytes, the oldest by modification time go first.  Any
@@ -247,15 +249,22 @@ int rt_disk_load(rt_disk *d, const uint8_t key[32], void **out, size_t *n)
     int result = 0;
     void *payload = NULL;
     size_t payload_n = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* Without blocking and without following a link: an entry that is a
+     * FIFO, a device or a link is no entry of ours (opening a FIFO for
+     * reading would wait for a writer); fstat then rejects anything but a
+     * regular file, which the caller rewrites. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
     if (fd < 0) {
+        if (errno == ELOOP) {
+            result = -1; /* a symbolic link */
+        }
         goto done; /* absent (or unreadable: treated as absent) */
     }
     result = -1;
     struct stat st;
     header h;
-    if (fstat(fd, &st) != 0 || (uint64_t)st.st_size < sizeof h
-        || !read_all(fd, &h, sizeof h)) {
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)
+        || (uint64_t)st.st_size < sizeof h || !read_all(fd, &h, sizeof h)) {
         goto done;
     }
     if (memcmp(h.magic, MAGIC, sizeof MAGIC) != 0 || h.abi != RT_ABI_VERSION

@@ -231,10 +231,12 @@ START_TEST(sticky_and_null)
     HAS(weft_program_error(p), "weft_map: argument 1 is NULL");
     tu_reset(&u);
     p = u.p;
+    ck_assert_ptr_null(weft_add(NULL, NULL));
+    ck_assert_int_eq(weft_program_status(p), WEFT_OK);
+    /* terms of two programs: the error goes to both */
     ck_assert_ptr_null(weft_add(weft_i32(p, 1), weft_i32(v.p, 1)));
     ck_assert_int_eq(weft_program_status(p), WEFT_ERR_PROGRAM_MISMATCH);
-    ck_assert_ptr_null(weft_add(NULL, NULL));
-    ck_assert_int_eq(weft_program_status(v.p), WEFT_OK);
+    ck_assert_int_eq(weft_program_status(v.p), WEFT_ERR_PROGRAM_MISMATCH);
     tu_close(&v);
     tu_close(&u);
 }

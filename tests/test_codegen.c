@@ -96,6 +96,7 @@ static weft_status test_array(cg_fn *fn, const fe_term *acc, cg_array *out)
     out->rank = 1;
     out->nleaf = 1;
     out->leaf = leaf;
+    out->readonly = false;
     out->ptr = fe_arena_alloc(fn->arena, sizeof(LLVMValueRef));
     out->extent = fe_arena_alloc(fn->arena, sizeof(LLVMValueRef));
     out->ptr[0] = LLVMGetParam(fn->fn, 1);
@@ -397,6 +398,17 @@ static void check_all_prims(const char *passes)
             }
             break;
         case FE_RULE_INT:
+            for (int k = 0; k < NINT; k++) {
+                checked += check_prim(&h, op, ints[k], ints[k], ints[k]);
+            }
+            break;
+        case FE_RULE_ORD: /* numeric types and bool */
+            for (int k = 0; k < nall; k++) {
+                checked += check_prim(&h, op, all[k], all[k], all[k]);
+            }
+            break;
+        case FE_RULE_LOGIC: /* integral types and bool */
+            checked += check_prim(&h, op, WEFT_BOOL, WEFT_BOOL, WEFT_BOOL);
             for (int k = 0; k < NINT; k++) {
                 checked += check_prim(&h, op, ints[k], ints[k], ints[k]);
             }
