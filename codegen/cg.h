@@ -153,6 +153,20 @@ void cg_loop_begin(cg_fn *fn, cg_loop *l, LLVMValueRef start,
                    LLVMValueRef end, LLVMValueRef *i);
 void cg_loop_end(cg_fn *fn, cg_loop *l);
 
+/* A strided loop: for (i = start; i < end; i += step), i64 with a signed
+ * compare; on a GPU, every thread of the group that runs it with the same
+ * bounds.  cg_sloop_begin positions fn->b in the body and returns i (named
+ * `name`); cg_sloop_end closes it and positions fn->b after the loop. */
+typedef struct cg_sloop {
+    LLVMBasicBlockRef head, exit;
+    LLVMValueRef i, step;
+} cg_sloop;
+
+LLVMValueRef cg_sloop_begin(cg_fn *fn, cg_sloop *l, LLVMValueRef start,
+                            LLVMValueRef end, LLVMValueRef step,
+                            const char *name);
+void cg_sloop_end(cg_fn *fn, cg_sloop *l);
+
 /* if (c) { then } else { else }: cg_if_begin positions fn->b in the then
  * block; cg_if_else closes it and moves to the else block (optional);
  * cg_if_end closes the open side and moves to the join block.

@@ -258,3 +258,34 @@ void cg_mut_set(cg_fn *fn, const cg_mut *m, const cg_val *x)
         LLVMBuildStore(fn->b, x->v[k], m->slot[k]);
     }
 }
+
+/* A strided loop (see cg.h). */
+LLVMValueRef cg_sloop_begin(cg_fn *fn, cg_sloop *l, LLVMValueRef start,
+                                LLVMValueRef end, LLVMValueRef step,
+                                const char *name)
+{
+    LLVMBuilderRef B = fn->b;
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(B);
+    l->step = step;
+    l->head = LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, name);
+    LLVMBasicBlockRef body =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "sloop.body");
+    l->exit = LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "sloop.end");
+    LLVMBuildBr(B, l->head);
+    LLVMPositionBuilderAtEnd(B, l->head);
+    l->i = LLVMBuildPhi(B, LLVMInt64TypeInContext(fn->llctx), name);
+    LLVMAddIncoming(l->i, &start, &pre, 1);
+    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSLT, l->i, end, ""), body,
+                    l->exit);
+    LLVMPositionBuilderAtEnd(B, body);
+    return l->i;
+}
+
+void cg_sloop_end(cg_fn *fn, cg_sloop *l)
+{
+    LLVMValueRef next = LLVMBuildAdd(fn->b, l->i, l->step, "");
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(fn->b);
+    LLVMAddIncoming(l->i, &next, &latch, 1);
+    LLVMBuildBr(fn->b, l->head);
+    LLVMPositionBuilderAtEnd(fn->b, l->exit);
+}

@@ -122,42 +122,6 @@ static LLVMValueRef ceil_div(cg_fn *fn, LLVMValueRef a, LLVMValueRef b)
     return LLVMBuildSDiv(fn->b, t, b, "");
 }
 
-/* A strided loop: for (i = start; i < end; i += step), every thread of
- * the group that runs it with the same bounds. */
-typedef struct sloop {
-    LLVMBasicBlockRef head, exit;
-    LLVMValueRef i, step;
-} sloop;
-
-static LLVMValueRef sloop_begin(cg_fn *fn, sloop *l, LLVMValueRef start,
-                                LLVMValueRef end, LLVMValueRef step,
-                                const char *name)
-{
-    LLVMBuilderRef B = fn->b;
-    LLVMBasicBlockRef pre = LLVMGetInsertBlock(B);
-    l->step = step;
-    l->head = LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, name);
-    LLVMBasicBlockRef body =
-        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "sloop.body");
-    l->exit = LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "sloop.end");
-    LLVMBuildBr(B, l->head);
-    LLVMPositionBuilderAtEnd(B, l->head);
-    l->i = LLVMBuildPhi(B, LLVMInt64TypeInContext(fn->llctx), name);
-    LLVMAddIncoming(l->i, &start, &pre, 1);
-    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSLT, l->i, end, ""), body,
-                    l->exit);
-    LLVMPositionBuilderAtEnd(B, body);
-    return l->i;
-}
-
-static void sloop_end(cg_fn *fn, sloop *l)
-{
-    LLVMValueRef next = LLVMBuildAdd(fn->b, l->i, l->step, "");
-    LLVMBasicBlockRef latch = LLVMGetInsertBlock(fn->b);
-    LLVMAddIncoming(l->i, &next, &latch, 1);
-    LLVMBuildBr(fn->b, l->head);
-    LLVMPositionBuilderAtEnd(fn->b, l->exit);
-}
 
 /* out = f(a, b) with the combine function (reassociation allowed). */
 static weft_status combine(sk_fn *f, const cg_val *a, const cg_val *b,
@@ -440,12 +404,12 @@ static weft_status warp_fold(sk_fn *f, warp *w, const source *sr,
     LLVMValueRef full = LLVMBuildAdd(
         fn->b, lo,
         LLVMBuildMul(fn->b, LLVMBuildUDiv(fn->b, len, T, ""), T, ""), "full");
-    sloop tl;
-    LLVMValueRef t = sloop_begin(fn, &tl, lo, full, T, "tile");
+    cg_sloop tl;
+    LLVMValueRef t = cg_sloop_begin(fn, &tl, lo, full, T, "tile");
     if ((s = full_tile(f, w, sr, t, k, hi)) != WEFT_OK) {
         return s;
     }
-    sloop_end(fn, &tl);
+    cg_sloop_end(fn, &tl);
     cg_if tail;
     cg_if_begin(fn, &tail, LLVMBuildICmp(fn->b, LLVMIntSLT, full, hi, ""));
     if ((s = part_tile(f, w, sr, full, hi)) != WEFT_OK) {
@@ -593,8 +557,8 @@ static weft_status emit_rows(sk_fn *f, bool has_seed)
     if ((s = warp_init(f, &w, gtid)) != WEFT_OK) {
         return s;
     }
-    sloop rows;
-    LLVMValueRef r = sloop_begin(fn, &rows, first, f->n, step, "row");
+    cg_sloop rows;
+    LLVMValueRef r = cg_sloop_begin(fn, &rows, first, f->n, step, "row");
     LLVMValueRef base = LLVMBuildMul(fn->b, r, m, "");
     source sr = {.src = src};
     if ((s = source_row(f, &sr, ext, r, base)) != WEFT_OK) {
@@ -621,7 +585,7 @@ static weft_status emit_rows(sk_fn *f, bool has_seed)
     }
     cg_array_store(fn, sk_out_array(f, 0), r, &y);
     cg_if_end(fn, &lane0);
-    sloop_end(fn, &rows);
+    cg_sloop_end(fn, &rows);
     return WEFT_OK;
 }
 
@@ -643,8 +607,8 @@ static weft_status emit_blocks(sk_fn *f, bool has_seed, bool chunks)
     if ((s = block_init(f, &bk)) != WEFT_OK) {
         return s;
     }
-    sloop items;
-    LLVMValueRef c = sloop_begin(fn, &items, wide(fn, tg->block_index(fn, 0)),
+    cg_sloop items;
+    LLVMValueRef c = cg_sloop_begin(fn, &items, wide(fn, tg->block_index(fn, 0)),
                                  f->n, wide(fn, tg->grid_size(fn, 0)), "item");
     source sr = {.part = part};
     LLVMValueRef lo, hi;
@@ -690,7 +654,7 @@ static weft_status emit_blocks(sk_fn *f, bool has_seed, bool chunks)
         cg_array_store(fn, sk_out_array(f, 0), c, &r);
     }
     cg_if_end(fn, &t0);
-    sloop_end(fn, &items);
+    cg_sloop_end(fn, &items);
     return WEFT_OK;
 }
 

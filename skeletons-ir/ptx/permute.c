@@ -51,41 +51,6 @@ static LLVMValueRef wide(cg_fn *fn, LLVMValueRef x)
     return LLVMBuildZExt(fn->b, x, LLVMInt64TypeInContext(fn->llctx), "");
 }
 
-/* A strided loop: for (i = start; i < end; i += step), signed i64. */
-typedef struct sloop {
-    LLVMBasicBlockRef head, exit;
-    LLVMValueRef i, step;
-} sloop;
-
-static LLVMValueRef sloop_begin(cg_fn *fn, sloop *l, LLVMValueRef start,
-                                LLVMValueRef end, LLVMValueRef step,
-                                const char *name)
-{
-    LLVMBuilderRef B = fn->b;
-    LLVMBasicBlockRef pre = LLVMGetInsertBlock(B);
-    l->step = step;
-    l->head = LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, name);
-    LLVMBasicBlockRef body =
-        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "sloop.body");
-    l->exit = LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "sloop.end");
-    LLVMBuildBr(B, l->head);
-    LLVMPositionBuilderAtEnd(B, l->head);
-    l->i = LLVMBuildPhi(B, LLVMInt64TypeInContext(fn->llctx), name);
-    LLVMAddIncoming(l->i, &start, &pre, 1);
-    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSLT, l->i, end, ""), body,
-                    l->exit);
-    LLVMPositionBuilderAtEnd(B, body);
-    return l->i;
-}
-
-static void sloop_end(cg_fn *fn, sloop *l)
-{
-    LLVMValueRef next = LLVMBuildAdd(fn->b, l->i, l->step, "");
-    LLVMBasicBlockRef latch = LLVMGetInsertBlock(fn->b);
-    LLVMAddIncoming(l->i, &next, &latch, 1);
-    LLVMBuildBr(fn->b, l->head);
-    LLVMPositionBuilderAtEnd(fn->b, l->exit);
-}
 
 /* The identity of atomic operation op on scalar type ty (register form;
  * see the head comment). */
@@ -157,10 +122,10 @@ static weft_status emit_private(sk_fn *f)
         return s;
     }
     /* the block's copy starts at the identity */
-    sloop init;
-    LLVMValueRef b = sloop_begin(fn, &init, tid, bins, bs, "init");
+    cg_sloop init;
+    LLVMValueRef b = cg_sloop_begin(fn, &init, tid, bins, bs, "init");
     cg_store(fn, ty, copy.ptr[0], b, id);
-    sloop_end(fn, &init);
+    cg_sloop_end(fn, &init);
     tg->barrier(fn);
     /* the block's chunks into the copy */
     LLVMValueRef chunks = LLVMBuildUDiv(
@@ -168,27 +133,27 @@ static weft_status emit_private(sk_fn *f)
         LLVMBuildSub(fn->b, LLVMBuildAdd(fn->b, f->n, f->grain, ""),
                      cg_i64(fn, 1), ""),
         f->grain, "chunks");
-    sloop cl;
-    LLVMValueRef c = sloop_begin(fn, &cl, wide(fn, tg->block_index(fn, 0)),
+    cg_sloop cl;
+    LLVMValueRef c = cg_sloop_begin(fn, &cl, wide(fn, tg->block_index(fn, 0)),
                                  chunks, wide(fn, tg->grid_size(fn, 0)),
                                  "chunk");
     LLVMValueRef lo = LLVMBuildMul(fn->b, c, f->grain, "lo");
     LLVMValueRef hi = LLVMBuildAdd(fn->b, lo, f->grain, "");
     hi = LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, hi, f->n, ""),
                          hi, f->n, "hi");
-    sloop el;
+    cg_sloop el;
     LLVMValueRef i =
-        sloop_begin(fn, &el, LLVMBuildAdd(fn->b, lo, tid, ""), hi, bs, "src");
+        cg_sloop_begin(fn, &el, LLVMBuildAdd(fn->b, lo, tid, ""), hi, bs, "src");
     if ((s = sk_permute_step(f, &copy, sext, i, sk_permute_update_rmw)) !=
         WEFT_OK) {
         return s;
     }
-    sloop_end(fn, &el);
-    sloop_end(fn, &cl);
+    cg_sloop_end(fn, &el);
+    cg_sloop_end(fn, &cl);
     tg->barrier(fn);
     /* the bins the block touched into the output, one atomic each */
-    sloop flush;
-    b = sloop_begin(fn, &flush, tid, bins, bs, "flush");
+    cg_sloop flush;
+    b = cg_sloop_begin(fn, &flush, tid, bins, bs, "flush");
     LLVMValueRef v = cg_load(fn, ty, copy.ptr[0], b);
     cg_if touched;
     cg_if_begin(fn, &touched,
@@ -198,7 +163,7 @@ static weft_status emit_private(sk_fn *f)
         fn->b, cg_mem_type(fn->llctx, ty), out->ptr[0], &b, 1, "");
     tg->atomic_rmw(fn, op, p, v);
     cg_if_end(fn, &touched);
-    sloop_end(fn, &flush);
+    cg_sloop_end(fn, &flush);
     return WEFT_OK;
 }
 
