@@ -334,8 +334,9 @@ weft_status cg_ptx_libdevice_path(char *buf, size_t n);
  * changed in place and stays the caller's.  *ptx gets the text, which the
  * caller disposes of with LLVMDisposeMemoryBuffer; its LLVMGetBufferSize
  * bytes are followed by a NUL, so LLVMGetBufferStart is a C string.  When
- * dump_prefix is not NULL the text is also written to <dump_prefix>.ptx
- * (skipped if that file cannot be written).  While it runs, diagnostics of
+ * dump_prefix is not NULL the text is also written to <dump_prefix>.ptx,
+ * and the optimised IR to <dump_prefix>.opt.ll (each skipped if the file
+ * cannot be written).  While it runs, diagnostics of
  * mod's context go to a handler of its own (nothing is printed).
  * Errors: WEFT_ERR_BACKEND_UNAVAILABLE when libdevice is needed and not
  * found, WEFT_ERR_INTERNAL with LLVM's message for anything else. */

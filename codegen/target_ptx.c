@@ -694,10 +694,23 @@ static void dump_ptx(const char *prefix, LLVMMemoryBufferRef ptx)
     fclose(f);
 }
 
+/* Write the optimised module to <prefix>.opt.ll, or skip it. */
+static void dump_opt_ir(const char *prefix, LLVMModuleRef mod)
+{
+    char path[PATH_MAX];
+    int m = snprintf(path, sizeof path, "%s.opt.ll", prefix);
+    char *err = NULL;
+    if (m > 0 && (size_t)m < sizeof path) {
+        LLVMPrintModuleToFile(mod, path, &err);
+        LLVMDisposeMessage(err);
+    }
+}
+
 /* The steps of cg_ptx_finish after the diagnostic handler is in place. */
 static weft_status finish(LLVMModuleRef mod, LLVMTargetMachineRef tm,
                           const char *const *kernels, int nkernels,
-                          diag *d, LLVMMemoryBufferRef *ptx)
+                          const char *dump_prefix, diag *d,
+                          LLVMMemoryBufferRef *ptx)
 {
     cg_module_target(mod, tm);
     for (int k = 0; k < nkernels; k++) {
@@ -720,6 +733,9 @@ static weft_status finish(LLVMModuleRef mod, LLVMTargetMachineRef tm,
     s = cg_optimise(mod, tm, "default<O3>", "weft (ptx)");
     if (s != WEFT_OK) {
         return s;
+    }
+    if (dump_prefix) {
+        dump_opt_ir(dump_prefix, mod);
     }
     char *err = NULL;
     if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMAssemblyFile, &err,
@@ -752,7 +768,7 @@ weft_status cg_ptx_finish(LLVMModuleRef mod, LLVMTargetMachineRef tm,
     void *old_ctx = LLVMContextGetDiagnosticContext(c);
     diag d = {.error = false};
     LLVMContextSetDiagnosticHandler(c, diag_handler, &d);
-    weft_status s = finish(mod, tm, kernels, nkernels, &d, ptx);
+    weft_status s = finish(mod, tm, kernels, nkernels, dump_prefix, &d, ptx);
     LLVMContextSetDiagnosticHandler(c, old, old_ctx);
     if (s == WEFT_OK && dump_prefix) {
         dump_ptx(dump_prefix, *ptx);

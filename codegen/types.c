@@ -65,8 +65,26 @@ weft_status cg_val_one(cg_fn *fn, LLVMValueRef x, cg_val *out)
     return s;
 }
 
+/* The alias scope of the arrays a kernel writes (outputs and auxiliary
+ * arrays), as a one-scope list: stores to them carry !alias.scope of it and
+ * loads of read-only arrays !noalias of it, so that LLVM may move and
+ * combine reads across writes (vector loads of a chunk in the PTX target,
+ * no run-time alias checks in the CPU's vectorised loops).  Read-only and
+ * written arrays are distinct buffers: the runtimes allocate every written
+ * array afresh for the run. */
+static LLVMValueRef written_scope(LLVMContextRef c)
+{
+    LLVMMetadataRef dom_name = LLVMMDStringInContext2(c, "weft", 4);
+    LLVMMetadataRef dom = LLVMMDNodeInContext2(c, &dom_name, 1);
+    LLVMMetadataRef ops[2] = {LLVMMDStringInContext2(c, "weft.written", 12),
+                              dom};
+    LLVMMetadataRef scope = LLVMMDNodeInContext2(c, ops, 2);
+    return LLVMMetadataAsValue(c, LLVMMDNodeInContext2(c, &scope, 1));
+}
+
 /* Load element i of a leaf buffer (see cg.h). */
-/* cg_load, with !invariant.load on the load when `invariant`. */
+/* cg_load; a read-only array's load (`invariant`) carries !invariant.load
+ * and is outside the written scope. */
 static LLVMValueRef load_leaf(cg_fn *fn, weft_type t, LLVMValueRef base,
                               LLVMValueRef i, bool invariant)
 {
@@ -77,6 +95,8 @@ static LLVMValueRef load_leaf(cg_fn *fn, weft_type t, LLVMValueRef base,
         LLVMContextRef c = fn->llctx;
         LLVMSetMetadata(x, LLVMGetMDKindIDInContext(c, "invariant.load", 14),
                         LLVMMetadataAsValue(c, LLVMMDNodeInContext2(c, NULL, 0)));
+        LLVMSetMetadata(x, LLVMGetMDKindIDInContext(c, "noalias", 7),
+                        written_scope(c));
     }
     if (t == WEFT_BOOL) {
         x = LLVMBuildICmp(fn->b, LLVMIntNE, x, LLVMConstInt(mt, 0, 0), "");
@@ -90,16 +110,23 @@ LLVMValueRef cg_load(cg_fn *fn, weft_type t, LLVMValueRef base,
     return load_leaf(fn, t, base, i, false);
 }
 
-/* Store x at element i of a leaf buffer (see cg.h). */
-void cg_store(cg_fn *fn, weft_type t, LLVMValueRef base, LLVMValueRef i,
-              LLVMValueRef x)
+/* cg_store, returning the store. */
+static LLVMValueRef store_leaf(cg_fn *fn, weft_type t, LLVMValueRef base,
+                               LLVMValueRef i, LLVMValueRef x)
 {
     LLVMTypeRef mt = cg_mem_type(fn->llctx, t);
     LLVMValueRef p = LLVMBuildInBoundsGEP2(fn->b, mt, base, &i, 1, "");
     if (t == WEFT_BOOL) {
         x = LLVMBuildZExt(fn->b, x, mt, "");
     }
-    LLVMBuildStore(fn->b, x, p);
+    return LLVMBuildStore(fn->b, x, p);
+}
+
+/* Store x at element i of a leaf buffer (see cg.h). */
+void cg_store(cg_fn *fn, weft_type t, LLVMValueRef base, LLVMValueRef i,
+              LLVMValueRef x)
+{
+    store_leaf(fn, t, base, i, x);
 }
 
 /* Load every leaf of an array element (see cg.h). */
@@ -120,8 +147,11 @@ weft_status cg_array_load(cg_fn *fn, const cg_array *a, LLVMValueRef i,
 void cg_array_store(cg_fn *fn, const cg_array *a, LLVMValueRef i,
                     const cg_val *x)
 {
+    LLVMContextRef c = fn->llctx;
     for (int k = 0; k < a->nleaf && k < x->n; k++) {
-        cg_store(fn, a->leaf[k], a->ptr[k], i, x->v[k]);
+        LLVMValueRef st = store_leaf(fn, a->leaf[k], a->ptr[k], i, x->v[k]);
+        LLVMSetMetadata(st, LLVMGetMDKindIDInContext(c, "alias.scope", 11),
+                        written_scope(c));
     }
 }
 

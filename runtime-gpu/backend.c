@@ -157,7 +157,7 @@ static weft_status ptx_context_init(weft_context *ctx)
     rt_disk_open(&st->disk, ctx, NULL, 0, st->dev == NULL, ".cubin");
     const char *dump = ctx->cfg.dump;
     st->dump_ptx = dump && strstr(dump, "ptx") != NULL;
-    st->grain = 1;
+    st->grain = sk_target_ptx.chunk_elems; /* sk_elements' full chunks */
     const char *g = (ctx->cfg.flags & WEFT_FLAG_NO_ENV) ? NULL
                                                       : getenv("WEFT_PTX_GRAIN");
     if (g && atoi(g) >= 1 && atoi(g) <= 64) {

@@ -26,10 +26,22 @@ static weft_status generate_prepare(weft_context *ctx, fe_arena *arena,
     (void)ctx;
     (void)arena;
     k->nentry = 1;
-    if (k->op->kind == FE_ZIPWITH) {
-        k->general = true;
+    if (sk_zipwith_general(k->op)) {
+        k->general = true; /* may be set already by a fused zipWith */
     }
     return WEFT_OK;
+}
+
+/* out[i] = the operation's element i (also reshape.c's transforms). */
+weft_status sk_store_element(sk_fn *f, LLVMValueRef i, void *user)
+{
+    (void)user;
+    cg_val y;
+    weft_status s = sk_read(f, f->e->k->op, i, NULL, &y);
+    if (s == WEFT_OK) {
+        cg_array_store(&f->fn, sk_out_array(f, 0), i, &y);
+    }
+    return s;
 }
 
 static weft_status generate_emit(sk_emit *e, const char *const *names)
@@ -39,16 +51,7 @@ static weft_status generate_emit(sk_emit *e, const char *const *names)
     if (s) {
         return s;
     }
-    cg_fn *fn = &f.fn;
-    cg_loop l;
-    LLVMValueRef i;
-    cg_val y;
-    cg_loop_begin(fn, &l, f.start, f.end, &i);
-    s = sk_read(&f, e->k->op, i, NULL, &y);
-    if (s == WEFT_OK) {
-        cg_array_store(fn, sk_out_array(&f, 0), i, &y);
-    }
-    cg_loop_end(fn, &l);
+    s = sk_elements(&f, sk_store_element, NULL);
     sk_fn_end(&f);
     return s;
 }

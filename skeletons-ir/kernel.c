@@ -210,12 +210,17 @@ static weft_status walk_term(walk *w, const fe_term *t)
     return WEFT_OK;
 }
 
+bool sk_zipwith_general(const fe_term *t)
+{
+    return t->kind == FE_ZIPWITH && t->atype->rank >= 2;
+}
+
 /* The operands of delayed producer t, recursively: manifest arrays and
  * host scalars become items, free variables of its functions too. */
 static weft_status walk_delayed(walk *w, const fe_term *t)
 {
     weft_status s;
-    if (t->kind == FE_ZIPWITH) {
+    if (sk_zipwith_general(t)) {
         w->k->general = true;
     }
     for (int i = 0; i < t->nkid; i++) {
@@ -566,6 +571,13 @@ static weft_status fn_begin(sk_emit *e, sk_fn *f, const char *name, bool raw)
                 LLVMValueRef ld = LLVMBuildLoad2(fn->b, ptr, p, "");
                 LLVMSetMetadata(ld, LLVMGetMDKindIDInContext(c, "invariant.load", 14),
                                 LLVMMetadataAsValue(c, LLVMMDNodeInContext2(c, NULL, 0)));
+                if (e->target->array_align > 0) {
+                    LLVMMetadataRef al = LLVMValueAsMetadata(
+                        cg_i64(fn, (int64_t)e->target->array_align));
+                    LLVMSetMetadata(ld, LLVMGetMDKindIDInContext(c, "align", 5),
+                                    LLVMMetadataAsValue(
+                                        c, LLVMMDNodeInContext2(c, &al, 1)));
+                }
                 a->ptr[l] = ld;
             }
             for (int d = 0; d < it->rank; d++) {
@@ -609,6 +621,47 @@ weft_status sk_fn_begin(sk_emit *e, sk_fn *f, const char *name)
 weft_status sk_fn_begin_raw(sk_emit *e, sk_fn *f, const char *name)
 {
     return fn_begin(e, f, name, true);
+}
+
+/* One loop of sk_elements over [lo, hi). */
+static weft_status elements_loop(sk_fn *f, LLVMValueRef lo, LLVMValueRef hi,
+                                 sk_elem_body body, void *user)
+{
+    cg_loop l;
+    LLVMValueRef i;
+    cg_loop_begin(&f->fn, &l, lo, hi, &i);
+    weft_status s = body(f, i, user);
+    cg_loop_end(&f->fn, &l);
+    return s;
+}
+
+weft_status sk_elements(sk_fn *f, sk_elem_body body, void *user)
+{
+    cg_fn *fn = &f->fn;
+    int k = f->e->target->chunk_elems;
+    if (k <= 1 || !f->chunk) {
+        return elements_loop(f, f->start, f->end, body, user);
+    }
+    /* a full chunk: grain K, K elements from c K, where c K is said with
+     * the constant K so that LLVM knows its alignment (K f32 are then 16
+     * bytes at a multiple of 16 in a buffer aligned to array_align) */
+    LLVMBuilderRef b = fn->b;
+    LLVMValueRef kk = cg_i64(fn, k);
+    LLVMValueRef go = LLVMBuildAnd(
+        b, LLVMBuildICmp(b, LLVMIntEQ, f->grain, kk, ""),
+        LLVMBuildICmp(b, LLVMIntEQ, LLVMBuildSub(b, f->end, f->start, ""), kk,
+                      ""), "full");
+    cg_if full;
+    cg_if_begin(fn, &full, go);
+    LLVMValueRef lo = LLVMBuildNSWMul(b, f->chunk, kk, "");
+    LLVMValueRef hi = LLVMBuildNSWAdd(b, lo, kk, "");
+    weft_status s = elements_loop(f, lo, hi, body, user);
+    cg_if_else(fn, &full);
+    if (s == WEFT_OK) {
+        s = elements_loop(f, f->start, f->end, body, user);
+    }
+    cg_if_end(fn, &full);
+    return s;
 }
 
 void sk_fn_end(sk_fn *f)

@@ -354,10 +354,20 @@ weft_status sk_permute_step(sk_fn *f, const cg_array *r,
     return WEFT_OK;
 }
 
+typedef struct permute_loop {
+    LLVMValueRef *sext;
+    sk_permute_update update;
+} permute_loop;
+
+static weft_status permute_element(sk_fn *f, LLVMValueRef i, void *user)
+{
+    permute_loop *pl = user;
+    return sk_permute_step(f, sk_out_array(f, 0), pl->sext, i, pl->update);
+}
+
 /* The body of one entry point: the loop over src positions [start, end). */
 static weft_status emit_loop(sk_fn *f, bool atomic)
 {
-    cg_fn *fn = &f->fn;
     int mode = f->e->k->permute_mode;
     sk_permute_update update = !atomic ? update_plain
                                : mode == PERMUTE_RMW ? sk_permute_update_rmw
@@ -368,15 +378,8 @@ static weft_status emit_loop(sk_fn *f, bool atomic)
     if (s) {
         return s;
     }
-    cg_loop l;
-    LLVMValueRef i;
-    cg_loop_begin(fn, &l, f->start, f->end, &i);
-    if ((s = sk_permute_step(f, sk_out_array(f, 0), sext, i, update)) !=
-        WEFT_OK) {
-        return s;
-    }
-    cg_loop_end(fn, &l);
-    return WEFT_OK;
+    permute_loop pl = {.sext = sext, .update = update};
+    return sk_elements(f, permute_element, &pl);
 }
 
 /* One entry point; on failure the half-built function is closed (its

@@ -54,17 +54,7 @@ static weft_status emit_unit(sk_fn *f)
 /* reshape, replicate, slice: out[i] = the operation's element i. */
 static weft_status emit_transform(sk_fn *f)
 {
-    cg_fn *fn = &f->fn;
-    cg_loop l;
-    LLVMValueRef i;
-    cg_val y;
-    cg_loop_begin(fn, &l, f->start, f->end, &i);
-    weft_status s = sk_read(f, f->e->k->op, i, NULL, &y);
-    if (s == WEFT_OK) {
-        cg_array_store(fn, sk_out_array(f, 0), i, &y);
-    }
-    cg_loop_end(fn, &l);
-    return s;
+    return sk_elements(f, sk_store_element, NULL);
 }
 
 static weft_status reshape_emit(sk_emit *e, const char *const *names)

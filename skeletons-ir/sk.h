@@ -126,6 +126,14 @@ struct sk_target {
      * it again (after the body, fn->b where the body ended). */
     void (*range_begin)(sk_fn *f);
     void (*range_end)(sk_fn *f);
+    /* Elements in the chunks the target's runtime usually hands one
+     * thread of element-wise work (0 or 1: no such size): sk_elements
+     * gives a full chunk a straight-line body, whose consecutive loads
+     * and stores the backend combines into vector accesses. */
+    int chunk_elems;
+    /* Bytes to which every array's base address is aligned (0: nothing
+     * known; CPU arrays may be the caller's own memory). */
+    unsigned array_align;
 };
 
 extern const sk_target sk_target_cpu; /* cpu/target.c */
@@ -146,7 +154,8 @@ struct sk_kernel {
     int kid_item[8];          /* item of kid k, or -1 */
     int aux_item[8];          /* item of auxiliary k, or -1 */
     int nentry;               /* phases (entry points) of one variant */
-    bool general;             /* a fused zipWith: each phase comes in two
+    bool general;             /* a zipWith of rank >= 2 (itself or fused:
+                                 sk_zipwith_general): each phase comes in two
                                  variants, entries [0, nentry) for operands
                                  of equal shapes (linear reads) and
                                  [nentry, 2 nentry) for any shapes */
@@ -201,6 +210,13 @@ weft_status sk_add_item(weft_context *ctx, fe_arena *arena, sk_kernel *k,
 void sk_describe(const fe_core *core, const sk_kernel *k,
                  void (*add)(void *user, const void *p, size_t n), void *user);
 
+/* Whether t is a zipWith that needs the any-shapes variant (sk_kernel.
+ * general): of rank 2 or more, where operands of other shapes than the
+ * result's put its element i at other linear positions.  Of rank 0 or 1,
+ * linear position i is the index itself in every operand, so the linear
+ * reads of the equal-shapes variant are right for any shapes. */
+bool sk_zipwith_general(const fe_term *t);
+
 /* Emit every entry point of k into e->mod, named names[i]. */
 weft_status sk_emit_kernel(sk_emit *e, const char *const *names);
 
@@ -220,6 +236,7 @@ struct sk_fn {
     /* the target's range loop, between range_begin and range_end */
     LLVMBasicBlockRef loop_head, loop_exit;
     LLVMValueRef loop_i, loop_step;
+    LLVMValueRef chunk;       /* PTX: c of the range [c grain, ...) */
 };
 weft_status sk_fn_begin(sk_emit *e, sk_fn *f, const char *name);
 /* sk_fn_begin without the range loop: for a target's own skeletons,
@@ -227,6 +244,17 @@ weft_status sk_fn_begin(sk_emit *e, sk_fn *f, const char *name);
 weft_status sk_fn_begin_raw(sk_emit *e, sk_fn *f, const char *name);
 /* Close the function: the range loop, ret void, and finish. */
 void sk_fn_end(sk_fn *f);
+
+/* The element loop of a range: body(f, i, user) for each i in
+ * [f->start, f->end).  Where the target has a chunk size K
+ * (sk_target.chunk_elems), the body is emitted twice: for a range of
+ * exactly K elements as a loop of constant trip count (unrolled, so that
+ * its accesses combine into vector loads and stores), and as a plain loop
+ * for any other range (the full chunk is at c K, see sk_fn.chunk, when
+ * the kernel's grain is K).  The body must therefore be emittable twice: it
+ * may not keep values between calls. */
+typedef weft_status (*sk_elem_body)(sk_fn *f, LLVMValueRef i, void *user);
+weft_status sk_elements(sk_fn *f, sk_elem_body body, void *user);
 
 /* Reading array operands, manifest or fused.  sk_read gives the element of
  * array term t (the operation itself when it is a producer, one of its
@@ -249,6 +277,9 @@ void sk_set_error(sk_fn *f, int code);
 /* The cg_array of kid k of the operation / output o / aux a. */
 const cg_array *sk_kid_array(sk_fn *f, int k);
 const cg_array *sk_out_array(sk_fn *f, int o);
+/* An sk_elements body: store the kernel's operation at i into output 0
+ * (generate.c; the element-wise producers and reshape's transforms). */
+weft_status sk_store_element(sk_fn *f, LLVMValueRef i, void *user);
 const cg_val *sk_kid_value(sk_fn *f, int k);
 const cg_array *sk_aux_array(sk_fn *f, int a);
 const cg_val *sk_aux_value(sk_fn *f, int a);

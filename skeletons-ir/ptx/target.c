@@ -89,6 +89,7 @@ static void ptx_range_begin(sk_fn *f)
     LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntULT, f->loop_i, chunks, ""),
                     body, f->loop_exit);
     LLVMPositionBuilderAtEnd(b, body);
+    f->chunk = f->loop_i;
     f->start = LLVMBuildMul(b, f->loop_i, f->grain, "start");
     LLVMValueRef hi = LLVMBuildAdd(b, f->start, f->grain, "");
     f->end = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, hi, f->n, ""), hi,
@@ -112,4 +113,6 @@ const sk_target sk_target_ptx = {
     .entry_begin = ptx_entry_begin,
     .range_begin = ptx_range_begin,
     .range_end = ptx_range_end,
+    .chunk_elems = 4,    /* runtime-gpu's element-wise grain: 16 bytes of f32 */
+    .array_align = 256,  /* device arrays are whole cuMemAlloc blocks */
 };
