@@ -245,6 +245,9 @@ struct cg_target {
     LLVMValueRef (*grid_size)(cg_fn *fn, int dim);      /* i32, in blocks */
     LLVMValueRef (*lane_index)(cg_fn *fn);              /* i32 */
     void (*barrier)(cg_fn *fn);
+    /* A barrier of the warp alone (every lane takes part): orders the
+     * lanes' shared-memory accesses before it before those after it. */
+    void (*warp_barrier)(cg_fn *fn);
     /* A shared-memory array of n elements of ty (pointer). */
     LLVMValueRef (*shared_array)(cg_fn *fn, LLVMTypeRef ty, int64_t n);
     /* Atomics (every target): old = *p; *p = old op x, returning old; and

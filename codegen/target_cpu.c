@@ -115,6 +115,7 @@ const cg_target cg_target_cpu = {
     .grid_size = NULL,
     .lane_index = NULL,
     .barrier = NULL,
+    .warp_barrier = NULL,
     .shared_array = NULL,
     .atomic_rmw = cpu_atomic_rmw,
     .atomic_cas = cpu_atomic_cas,

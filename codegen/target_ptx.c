@@ -133,6 +133,13 @@ static void ptx_barrier(cg_fn *fn)
     (void)call0(fn, "llvm.nvvm.barrier0", NULL, 0);
 }
 
+static void ptx_warp_barrier(cg_fn *fn)
+{
+    LLVMValueRef all = LLVMConstInt(LLVMInt32TypeInContext(fn->llctx),
+                                    0xffffffffu, 0);
+    (void)call0(fn, "llvm.nvvm.bar.warp.sync", &all, 1);
+}
+
 static void ptx_fence(cg_fn *fn)
 {
     (void)call0(fn, "llvm.nvvm.membar.gl", NULL, 0);
@@ -341,6 +348,7 @@ const cg_target cg_target_ptx = {
     .grid_size = ptx_grid_size,
     .lane_index = ptx_lane_index,
     .barrier = ptx_barrier,
+    .warp_barrier = ptx_warp_barrier,
     .shared_array = ptx_shared_array,
     .atomic_rmw = ptx_atomic_rmw,
     .atomic_cas = ptx_atomic_cas,

@@ -545,11 +545,12 @@ static weft_status hook(void *user, fe_ix *ix, const fe_term *t,
     gpu_dev *d = st->dev;
     ptx_job pj = {.n = 0};
     /* Enough chunks of fold and scan rows that every SM has work, each of
-     * at least 256 elements; element-wise work st->grain (1) elements per
-     * thread and chunk. */
+     * at least 256 elements; light element-wise work st->grain (4)
+     * elements per thread and chunk (sk_elements), any other one. */
     rt_backend rb = {.ops = &ptx_rt_ops, .be = d,
                      .workers = (int64_t)gpu_dev_sms(d) * 64,
-                     .grain = st->grain, .chunk_min = 256, .be_job = &pj};
+                     .grain = k->light ? st->grain : 1, .chunk_min = 256,
+                     .be_job = &pj};
     return rt_exec(exe->ctx, &rb, ix, k, out);
 }
 

@@ -113,6 +113,7 @@ typedef struct walk {
     bool *bound;      /* per var id: bound inside the functions */
     bool *seen;       /* per var id: already an item */
     uint32_t nvar;
+    int cost;         /* scalar work per element, roughly (sk_kernel.light) */
 } walk;
 
 static weft_status walk_term(walk *w, const fe_term *t);
@@ -193,6 +194,13 @@ static weft_status walk_term(walk *w, const fe_term *t)
         if (t->u.var && t->u.var->id < w->nvar) {
             w->bound[t->u.var->id] = true;
         }
+        break;
+    case FE_PRIM:
+        /* floating division and the math functions count as several */
+        w->cost += t->op >= WEFT_OP_FDIV && t->op <= WEFT_OP_ATANH ? 8 : 1;
+        break;
+    case FE_WHILE:
+        w->cost += SK_LIGHT_COST + 1; /* unbounded: never light */
         break;
     default:
         break;
@@ -341,6 +349,7 @@ weft_status sk_prepare(weft_context *ctx, const fe_core *core, fe_arena *arena,
             return s;
         }
     }
+    k->light = w.cost <= SK_LIGHT_COST;
     /* the error word, then the skeleton's own items */
     s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX, SK_ERR_AUX, WEFT_I64, 1);
     if (s) {
@@ -639,7 +648,7 @@ weft_status sk_elements(sk_fn *f, sk_elem_body body, void *user)
 {
     cg_fn *fn = &f->fn;
     int k = f->e->target->chunk_elems;
-    if (k <= 1 || !f->chunk) {
+    if (k <= 1 || !f->chunk || !f->e->k->light) {
         return elements_loop(f, f->start, f->end, body, user);
     }
     /* a full chunk: grain K, K elements from c K, where c K is said with

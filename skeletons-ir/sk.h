@@ -174,6 +174,16 @@ struct sk_kernel {
                                  most SK_PERMUTE_SHARED_BYTES */
     int64_t chunk_min;        /* fewest elements per chunk when a row is
                                  cut into chunks (0: the backend's own) */
+    bool light;               /* little scalar work per element (at most
+                                 SK_LIGHT_COST; no while loop): element-wise
+                                 work is memory-bound, so sk_elements
+                                 gives full chunks a straight-line body and
+                                 the GPU runtime hands out chunks of
+                                 sk_target.chunk_elems; heavy bodies, four
+                                 at a time, only raise register pressure
+                                 and divergence (measured on the H100:
+                                 Black-Scholes 0.71 -> 0.86 ms, Mandelbrot
+                                 2.17 -> 2.52 ms) */
     bool may_fail;            /* it can store an error code (a gather
                                  that may fall outside its source, a
                                  permute): the driver reads the error word
@@ -317,6 +327,7 @@ weft_status sk_permute_step(sk_fn *f, const cg_array *r,
 /* The most bytes of result that entry 2 of the PTX permute keeps per block
  * in shared memory (its shared array's static size). */
 #define SK_PERMUTE_SHARED_BYTES 32768
+#define SK_LIGHT_COST 32 /* sk_kernel.light: operations (math functions 8) */
 
 /* ===== the skeletons, one file each (see each file's head comment) ===== */
 

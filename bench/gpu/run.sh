@@ -8,7 +8,9 @@
 # Usage: sh bench/gpu/run.sh OUTDIR
 # Environment: NVCC (default: nvcc on PATH, else /usr/local/cuda/bin/nvcc),
 # CUDA_ARCH (sm_90), PYTHON (python3), GPUBENCH_TIMEOUT (seconds, 560),
-# GPUBENCH_ARGS (more run.py options, e.g. "--only saxpy,sum").
+# GPUBENCH_ARGS (more run.py options, e.g. "--only saxpy,sum"),
+# GPUBENCH_WRAP (a command put in front of run.py's, e.g. an ncu command
+# line: bench/gpu/profile.sh).
 set -eu
 out=${1:?usage: sh bench/gpu/run.sh OUTDIR}
 mkdir -p "$out"
@@ -32,7 +34,7 @@ else
 fi
 rc=0
 # shellcheck disable=SC2086
-run ${PYTHON:-python3} -u bench/gpu/run.py "$out" \
+run ${GPUBENCH_WRAP:-} ${PYTHON:-python3} -u bench/gpu/run.py "$out" \
     --weft-lib ./bench_weft_gpu.so --ref-lib ./bench_ref_gpu.so \
     ${GPUBENCH_ARGS:-} || rc=$?
 [ $rc -eq 124 ] && echo "run.sh: run.py stopped after ${limit}s" >&2

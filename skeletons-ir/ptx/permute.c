@@ -15,9 +15,11 @@
  *       copy[b] = identity               for every bin b of the result
  *       barrier
  *       for each chunk c of this block (c = block, block + grid, ...):
- *           for each source i of c (i = lo + thread, stepping by the
- *           block): the step of permute.c (sk_permute_step) with the
- *           update an atomicrmw on copy[j] instead of out[j]
+ *           for each source i of c (groups of 4 consecutive sources,
+ *           group lo + 4 thread, stepping by 4 blocks, so that a group's
+ *           reads are one vector load): the step of permute.c
+ *           (sk_permute_step) with the update an atomicrmw on copy[j]
+ *           instead of out[j]
  *       barrier
  *       out[b] = out[b] op copy[b]       (atomic) for every bin b whose
  *                                        copy is not the identity
@@ -93,6 +95,21 @@ static LLVMValueRef as_bits(cg_fn *fn, LLVMValueRef x)
                             "");
 }
 
+enum { GROUP = 4 }; /* consecutive sources a thread takes at a time */
+
+/* The permute step of sources [lo, hi) into the block's copy. */
+static weft_status private_run(sk_fn *f, const cg_array *copy,
+                               LLVMValueRef *sext, LLVMValueRef lo,
+                               LLVMValueRef hi)
+{
+    cg_loop l;
+    LLVMValueRef i;
+    cg_loop_begin(&f->fn, &l, lo, hi, &i);
+    weft_status s = sk_permute_step(f, copy, sext, i, sk_permute_update_rmw);
+    cg_loop_end(&f->fn, &l);
+    return s;
+}
+
 /* Entry 2 (see the head comment). */
 static weft_status emit_private(sk_fn *f)
 {
@@ -141,13 +158,28 @@ static weft_status emit_private(sk_fn *f)
     LLVMValueRef hi = LLVMBuildAdd(fn->b, lo, f->grain, "");
     hi = LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, hi, f->n, ""),
                          hi, f->n, "hi");
+    /* GROUP consecutive sources per thread and step: lo is a multiple
+     * of the grain, which the driver makes a multiple of 1024, so the
+     * `and` changes nothing but tells LLVM that a group is aligned (its
+     * reads become one vector load) */
+    lo = LLVMBuildAnd(fn->b, lo, cg_i64(fn, -GROUP), "");
     cg_sloop el;
-    LLVMValueRef i =
-        cg_sloop_begin(fn, &el, LLVMBuildAdd(fn->b, lo, tid, ""), hi, bs, "src");
-    if ((s = sk_permute_step(f, &copy, sext, i, sk_permute_update_rmw)) !=
-        WEFT_OK) {
+    LLVMValueRef g = cg_sloop_begin(
+        fn, &el,
+        LLVMBuildAdd(fn->b, lo, LLVMBuildMul(fn->b, tid, cg_i64(fn, GROUP), ""),
+                     ""),
+        hi, LLVMBuildMul(fn->b, bs, cg_i64(fn, GROUP), ""), "src");
+    LLVMValueRef gend = LLVMBuildNSWAdd(fn->b, g, cg_i64(fn, GROUP), "");
+    cg_if whole;
+    cg_if_begin(fn, &whole, LLVMBuildICmp(fn->b, LLVMIntSLE, gend, hi, ""));
+    if ((s = private_run(f, &copy, sext, g, gend)) != WEFT_OK) {
         return s;
     }
+    cg_if_else(fn, &whole);
+    if ((s = private_run(f, &copy, sext, g, hi)) != WEFT_OK) {
+        return s;
+    }
+    cg_if_end(fn, &whole);
     cg_sloop_end(fn, &el);
     cg_sloop_end(fn, &cl);
     tg->barrier(fn);

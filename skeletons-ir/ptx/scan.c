@@ -33,17 +33,26 @@
  * publish their aggregates without waiting for anyone: look-back always
  * makes progress.  Within a tile:
  *
- *   1. warp w owns the 32 K consecutive positions [lo + 32 K w, ...) and
- *      walks them as K chunks of 32, lane l reading position
- *      base + l of each (coalesced; right scans read descending
- *      addresses, the same sectors).  Each chunk is scanned across the
- *      lanes in order (Hillis-Steele with shuffles: lane l takes
+ *   1. warp w owns the 32 K consecutive positions [lo + 32 K w, ...),
+ *      lane l the K consecutive ones [lo + 32 K w + K l, ... + K) of
+ *      them.  A lane reads its positions in order and scans them
+ *      sequentially in registers (K - 1 combines; the positions inside
+ *      the tile are a prefix of them), then the warp scans the lane
+ *      totals in order (Hillis-Steele with shuffles: lane l takes
  *      x = (lane l - d) . x for d = 1, 2, 4, 8, 16 when l >= d and it
- *      holds a value; the lanes holding values are always a prefix),
- *      then the carry (the total of the earlier chunks, a broadcast of
- *      the last valid lane) is put in front.  For exclusive scans a
- *      lane keeps its left neighbour's value (lane 0: the carry) instead.
- *      Lane 0 of each warp puts the warp's total in shared memory.
+ *      holds a value; the lanes holding values are always a prefix), and
+ *      each lane puts the total of the lanes before it (lane l - 1's
+ *      scanned value) in front of its own values.  For exclusive scans a
+ *      position keeps the value of the position before it instead (lane
+ *      0's first: none).  So a warp pays five shuffles per 32 K
+ *      positions, not per 32.  The reads go through the warp's staging
+ *      area in shared memory: the warp reads its positions coalesced
+ *      (K passes, lane l taking 32 i + l; right scans read descending
+ *      addresses, the same sectors) into the area, a warp barrier, then
+ *      each lane takes its own K from there.  The area has a pad slot
+ *      after every 32, so neither pattern has bank conflicts.  Lane 0 of
+ *      each warp puts the warp's total (the value of its last lane with
+ *      positions) in shared memory.
  *   2. warp 0 scans the warp totals the same way: the tile's aggregate
  *      and each warp's exclusive prefix within the tile.
  *   3. look-back (warp 0): piece 0 of a row has the prefix z (or none);
@@ -58,7 +67,9 @@
  *      scanr writes z).  Warp 0 puts each warp's prefix (the tile's
  *      prefix . the warp's exclusive prefix, either possibly absent) in
  *      shared memory.
- *   4. every lane writes prefix . its value for each of its positions.
+ *   4. every lane puts prefix . its value for each of its positions
+ *      into the staging area, a warp barrier, and the warp writes the
+ *      area out coalesced, as it read it.
  *
  * Three barriers per tile, at block-uniform points (the tile loop's
  * condition comes from shared memory; nothing returns early); they also
@@ -88,7 +99,9 @@ enum {
     WARP = 32,       /* lanes */
     MAX_WARPS = 32,  /* warps of a block of 1024 threads */
     MAX_ITEMS = 8,   /* the most chunks of 32 a warp owns in a tile */
-    ITEM_BYTES = 64, /* ... and the most bytes of leaves a lane keeps */
+    ITEM_BYTES = 32, /* ... and the most bytes of leaves a lane keeps (the
+                        shared staging of a block of 1024 then takes at
+                        most 33 KiB) */
 };
 
 enum { FLAG_NONE, FLAG_AGG, FLAG_PREFIX };
@@ -487,8 +500,10 @@ typedef struct tile {
     LLVMValueRef *wt;     /* shared, per leaf [32]: warp totals */
     LLVMValueRef *wp;     /* shared, per leaf [32]: warp prefixes */
     LLVMValueRef wpv;     /* shared i8 [32]: whether warp v has one */
+    LLVMValueRef *buf;    /* shared, per leaf: the warps' staging areas */
+    LLVMValueRef wbase;   /* this warp's area in buf: 32 K + K slots */
     cg_mut v[MAX_ITEMS];  /* per chunk: the lane's value */
-    cg_mut carry;         /* the warp's running total */
+    cg_mut carry;         /* the warp's total */
 } tile;
 
 /* Physical position of logical position p. */
@@ -501,15 +516,56 @@ static LLVMValueRef phys(cg_fn *fn, const tile *T, LLVMValueRef p)
                         p, "");
 }
 
-/* First position of chunk i of this warp (the chunk is in the tile when
- * that is below hi: the same in every lane). */
-static LLVMValueRef chunk_base(cg_fn *fn, const tile *T, int i)
+/* Offset q (within the warp's 32 K positions) of item i of this lane:
+ * each lane owns K consecutive positions, lane l [K l, K (l + 1)). */
+static LLVMValueRef item_off(cg_fn *fn, const tile *T, int i)
 {
-    return LLVMBuildAdd(fn->b, T->seg, cg_i64(fn, (int64_t)WARP * i), "");
+    return LLVMBuildAdd(fn->b,
+                        LLVMBuildMul(fn->b, T->L.lane, cg_i64(fn, T->K), ""),
+                        cg_i64(fn, i), "");
 }
 
-/* Step 1: every warp scans its chunks; lane 0 of each warp that has
- * positions in the tile puts its total in shared memory. */
+/* Offset of the lane's element in step i of a coalesced pass: 32 i +
+ * lane. */
+static LLVMValueRef stripe_off(cg_fn *fn, const tile *T, int i)
+{
+    return LLVMBuildAdd(fn->b, T->L.lane, cg_i64(fn, (int64_t)WARP * i), "");
+}
+
+/* The staging slot of offset q: one pad slot after every 32, so that
+ * both the coalesced passes (32 i + lane) and the lanes' own runs (K lane
+ * + i) fall into 32 different banks. */
+static LLVMValueRef slot(cg_fn *fn, const tile *T, LLVMValueRef q)
+{
+    return LLVMBuildAdd(
+        fn->b, T->wbase,
+        LLVMBuildAdd(fn->b, q, LLVMBuildLShr(fn->b, q, cg_i64(fn, 5), ""), ""),
+        "");
+}
+
+static void stage_put(cg_fn *fn, const tile *T, LLVMValueRef q,
+                      const cg_val *x)
+{
+    for (int l = 0; l < x->n; l++) {
+        cg_store(fn, T->carry.leaf[l], T->buf[l], slot(fn, T, q), x->v[l]);
+    }
+}
+
+static weft_status stage_get(cg_fn *fn, const tile *T, LLVMValueRef q,
+                             cg_val *out)
+{
+    weft_status s = cg_val_make(fn, T->carry.n, out);
+    for (int l = 0; s == WEFT_OK && l < out->n; l++) {
+        out->v[l] = cg_load(fn, T->carry.leaf[l], T->buf[l], slot(fn, T, q));
+    }
+    return s;
+}
+
+/* Step 1: every lane scans its own K positions in order, the warp scans
+ * the lane totals, and each lane puts the earlier lanes' total in front
+ * of its values (for exclusive scans shifted by one position: item i
+ * gets what stands before it).  Lane 0 of each warp that has positions in
+ * the tile puts the warp's total in shared memory. */
 static weft_status warp_chunks(sk_fn *f, tile *T, const source *sr)
 {
     cg_fn *fn = &f->fn;
@@ -517,101 +573,141 @@ static weft_status warp_chunks(sk_fn *f, tile *T, const source *sr)
     const lanes *L = &T->L;
     weft_status s;
     cg_mut x;
-    if ((s = cg_mut_new(fn, in->elt, &x)) != WEFT_OK) {
+    cg_val z;
+    if ((s = cg_mut_new(fn, in->elt, &x)) != WEFT_OK ||
+        (s = zero_val(fn, in->elt, &z)) != WEFT_OK) {
         return s;
     }
+    cg_mut_set(fn, &x, &z);
+    /* the warp's positions, coalesced, into its staging area: when all
+     * 32 K are in the tile, every read first and unguarded (K loads in
+     * flight per lane) */
+    LLVMValueRef whole = LLVMBuildICmp(
+        fn->b, LLVMIntSLE,
+        LLVMBuildAdd(fn->b, T->seg, cg_i64(fn, (int64_t)WARP * T->K), ""),
+        T->hi, "whole");
+    cg_if wh;
+    cg_if_begin(fn, &wh, whole);
+    cg_val got[MAX_ITEMS];
     for (int i = 0; i < T->K; i++) {
-        LLVMValueRef base = chunk_base(fn, T, i);
-        cg_if active;
-        cg_if_begin(fn, &active, LLVMBuildICmp(fn->b, LLVMIntSLT, base, T->hi,
-                                               "active"));
-        LLVMValueRef p = LLVMBuildAdd(fn->b, base, L->lane, "");
-        LLVMValueRef valid = LLVMBuildICmp(fn->b, LLVMIntSLT, p, T->hi, "");
-        cg_val z, e;
-        if ((s = zero_val(fn, in->elt, &z)) != WEFT_OK) {
+        LLVMValueRef p = LLVMBuildAdd(fn->b, T->seg, stripe_off(fn, T, i), "");
+        if ((s = source_read(f, sr, phys(fn, T, p), &got[i])) != WEFT_OK) {
             return s;
         }
-        cg_mut_set(fn, &x, &z);
+    }
+    for (int i = 0; i < T->K; i++) {
+        stage_put(fn, T, stripe_off(fn, T, i), &got[i]);
+    }
+    cg_if_else(fn, &wh);
+    for (int i = 0; i < T->K; i++) {
+        LLVMValueRef q = stripe_off(fn, T, i);
+        LLVMValueRef p = LLVMBuildAdd(fn->b, T->seg, q, "");
         cg_if rd;
-        cg_if_begin(fn, &rd, valid);
+        cg_if_begin(fn, &rd, LLVMBuildICmp(fn->b, LLVMIntSLT, p, T->hi, ""));
+        cg_val e;
         if ((s = source_read(f, sr, phys(fn, T, p), &e)) != WEFT_OK) {
             return s;
         }
-        cg_mut_set(fn, &x, &e);
+        stage_put(fn, T, q, &e);
         cg_if_end(fn, &rd);
-        if ((s = warp_scan(f, in, L, &x, valid)) != WEFT_OK) {
+    }
+    cg_if_end(fn, &wh);
+    fn->target->warp_barrier(fn);
+    LLVMValueRef valid[MAX_ITEMS];
+    /* the lane's own positions, in order (the valid ones are a prefix) */
+    for (int i = 0; i < T->K; i++) {
+        LLVMValueRef q = item_off(fn, T, i);
+        LLVMValueRef p = LLVMBuildAdd(fn->b, T->seg, q, "");
+        valid[i] = LLVMBuildICmp(fn->b, LLVMIntSLT, p, T->hi, "");
+        cg_if rd;
+        cg_if_begin(fn, &rd, valid[i]);
+        cg_val e;
+        if ((s = stage_get(fn, T, q, &e)) != WEFT_OK) {
             return s;
         }
-        /* the earlier chunks in front (chunk i > 0 is active only when
-         * chunk i - 1 is, so the carry is there) */
-        cg_val c = {0, NULL};
-        if (i > 0) {
-            if ((s = cg_mut_get(fn, &T->carry, &c)) != WEFT_OK) {
+        if (i == 0) {
+            cg_mut_set(fn, &x, &e);
+        } else {
+            cg_val cur, y;
+            if ((s = cg_mut_get(fn, &x, &cur)) != WEFT_OK ||
+                (s = comb(f, in, &cur, &e, &y)) != WEFT_OK) {
                 return s;
             }
-            cg_if cv;
-            cg_if_begin(fn, &cv, valid);
-            s = comb_front(f, in, &c, &x);
-            cg_if_end(fn, &cv);
-            if (s) {
-                return s;
-            }
+            cg_mut_set(fn, &x, &y);
         }
         cg_val xi;
         if ((s = cg_mut_get(fn, &x, &xi)) != WEFT_OK) {
             return s;
         }
-        if (in->exclusive) {
-            /* the left neighbour's value; lane 0: the carry (none for
-             * chunk 0: the caller knows) */
-            LLVMValueRef src = LLVMBuildSelect(
-                fn->b,
-                eq(fn, L->lane32, i32_const(fn, 0)),
-                i32_const(fn, 0),
-                LLVMBuildSub(fn->b, L->lane32, i32_const(fn, 1), ""), "");
-            cg_val up;
-            if ((s = shuffle_val(fn, &xi, src, &up)) != WEFT_OK) {
+        cg_mut_set(fn, &T->v[i], &xi);
+        cg_if_end(fn, &rd);
+    }
+    /* across the lanes: lane l gets the total of lanes 0 .. l */
+    if ((s = warp_scan(f, in, L, &x, valid[0])) != WEFT_OK) {
+        return s;
+    }
+    cg_val xs, pre;
+    if ((s = cg_mut_get(fn, &x, &xs)) != WEFT_OK) {
+        return s;
+    }
+    LLVMValueRef lane0 = eq(fn, L->lane32, i32_const(fn, 0));
+    LLVMValueRef left = LLVMBuildSelect(
+        fn->b, lane0, i32_const(fn, 0),
+        LLVMBuildSub(fn->b, L->lane32, i32_const(fn, 1), ""), "");
+    if ((s = shuffle_val(fn, &xs, left, &pre)) != WEFT_OK) {
+        return s;
+    }
+    /* the warp's total: the value of its last lane with positions */
+    LLVMValueRef last = min64(
+        fn,
+        LLVMBuildSDiv(fn->b,
+                      max64(fn,
+                            LLVMBuildSub(fn->b,
+                                         LLVMBuildSub(fn->b, T->hi, T->seg, ""),
+                                         cg_i64(fn, 1), ""),
+                            cg_i64(fn, 0)),
+                      cg_i64(fn, T->K), ""),
+        cg_i64(fn, WARP - 1));
+    cg_val total;
+    if ((s = shuffle_val(fn, &xs,
+                         LLVMBuildTrunc(fn->b, last,
+                                        LLVMInt32TypeInContext(fn->llctx), ""),
+                         &total)) != WEFT_OK) {
+        return s;
+    }
+    cg_mut_set(fn, &T->carry, &total);
+    /* exclusive scans: item i takes item i - 1's value, item 0 nothing of
+     * its own (tile_write knows that lane 0's item 0 has no value) */
+    if (in->exclusive) {
+        for (int i = T->K - 1; i > 0; i--) {
+            cg_if sh;
+            cg_if_begin(fn, &sh, valid[i]);
+            cg_val prev;
+            if ((s = cg_mut_get(fn, &T->v[i - 1], &prev)) != WEFT_OK) {
                 return s;
             }
-            cg_mut_set(fn, &T->v[i], &up);
-            if (i > 0) {
-                cg_if l0;
-                cg_if_begin(fn, &l0, LLVMBuildICmp(fn->b, LLVMIntEQ, L->lane,
-                                                   cg_i64(fn, 0), ""));
-                cg_mut_set(fn, &T->v[i], &c);
-                cg_if_end(fn, &l0);
-            }
-        } else {
-            cg_mut_set(fn, &T->v[i], &xi);
+            cg_mut_set(fn, &T->v[i], &prev);
+            cg_if_end(fn, &sh);
         }
-        /* carry = the value of the chunk's last valid lane */
-        LLVMValueRef last = min64(
-            fn, LLVMBuildSub(fn->b, LLVMBuildSub(fn->b, T->hi, base, ""),
-                             cg_i64(fn, 1), ""),
-            cg_i64(fn, WARP - 1));
-        cg_val nc;
-        if ((s = shuffle_val(fn, &xi,
-                             LLVMBuildTrunc(fn->b, last,
-                                            LLVMInt32TypeInContext(fn->llctx),
-                                            ""),
-                             &nc)) != WEFT_OK) {
+        cg_mut_set(fn, &T->v[0], &pre);
+    }
+    /* the earlier lanes in front (lane 0 has none) */
+    LLVMValueRef notl0 = LLVMBuildNot(fn->b, lane0, "");
+    for (int i = in->exclusive ? 1 : 0; i < T->K; i++) {
+        cg_if fr;
+        cg_if_begin(fn, &fr, LLVMBuildAnd(fn->b, notl0, valid[i], ""));
+        s = comb_front(f, in, &pre, &T->v[i]);
+        cg_if_end(fn, &fr);
+        if (s) {
             return s;
         }
-        cg_mut_set(fn, &T->carry, &nc);
-        cg_if_end(fn, &active);
     }
     /* lane 0 of a warp with positions: its total */
     LLVMValueRef busy = LLVMBuildICmp(fn->b, LLVMIntSLT, T->seg, T->hi, "");
-    LLVMValueRef lane0 =
-        LLVMBuildICmp(fn->b, LLVMIntEQ, L->lane, cg_i64(fn, 0), "");
     cg_if put;
     cg_if_begin(fn, &put, LLVMBuildAnd(fn->b, busy, lane0, ""));
-    cg_val c;
-    if ((s = cg_mut_get(fn, &T->carry, &c)) != WEFT_OK) {
-        return s;
-    }
-    for (int l = 0; l < c.n; l++) {
-        cg_store(fn, T->carry.leaf[l], T->wt[l], L->wid, c.v[l]);
+    for (int l = 0; l < total.n; l++) {
+        cg_store(fn, T->carry.leaf[l], T->wt[l], L->wid, total.v[l]);
     }
     cg_if_end(fn, &put);
     return WEFT_OK;
@@ -900,26 +996,62 @@ static weft_status tile_write(sk_fn *f, tile *T)
     LLVMValueRef obase = LLVMBuildMul(fn->b, T->row, rowlen, "");
     LLVMValueRef lane0 =
         LLVMBuildICmp(fn->b, LLVMIntEQ, L->lane, cg_i64(fn, 0), "");
+    /* the lane's results into the warp's staging area ... */
     for (int i = 0; i < T->K; i++) {
-        LLVMValueRef base = chunk_base(fn, T, i);
-        LLVMValueRef p = LLVMBuildAdd(fn->b, base, L->lane, "");
+        LLVMValueRef q = item_off(fn, T, i);
+        LLVMValueRef p = LLVMBuildAdd(fn->b, T->seg, q, "");
         cg_if valid;
         cg_if_begin(fn, &valid, LLVMBuildICmp(fn->b, LLVMIntSLT, p, T->hi, ""));
         cg_val x, y;
         if ((s = cg_mut_get(fn, &T->v[i], &x)) != WEFT_OK) {
             return s;
         }
-        /* exclusive scans: lane 0 of chunk 0 has no value of its own */
+        /* exclusive scans: lane 0's first position has no value of its
+         * own */
         LLVMValueRef xv = in->exclusive && i == 0
                               ? LLVMBuildNot(fn->b, lane0, "")
                               : i1_const(fn, true);
         if ((s = comb_opt(f, in, &w, wv, &x, xv, &y, NULL)) != WEFT_OK) {
             return s;
         }
+        stage_put(fn, T, q, &y);
+        cg_if_end(fn, &valid);
+    }
+    fn->target->warp_barrier(fn);
+    /* ... and out, coalesced (unguarded when all 32 K are in the tile) */
+    LLVMValueRef whole = LLVMBuildICmp(
+        fn->b, LLVMIntSLE,
+        LLVMBuildAdd(fn->b, T->seg, cg_i64(fn, (int64_t)WARP * T->K), ""),
+        T->hi, "whole");
+    cg_if wh;
+    cg_if_begin(fn, &wh, whole);
+    for (int i = 0; i < T->K; i++) {
+        LLVMValueRef q = stripe_off(fn, T, i);
+        cg_val y;
+        if ((s = stage_get(fn, T, q, &y)) != WEFT_OK) {
+            return s;
+        }
+        cg_array_store(fn, out,
+                       LLVMBuildAdd(fn->b, obase,
+                                    phys(fn, T, LLVMBuildAdd(fn->b, T->seg, q,
+                                                             "")), ""),
+                       &y);
+    }
+    cg_if_else(fn, &wh);
+    for (int i = 0; i < T->K; i++) {
+        LLVMValueRef q = stripe_off(fn, T, i);
+        LLVMValueRef p = LLVMBuildAdd(fn->b, T->seg, q, "");
+        cg_if valid;
+        cg_if_begin(fn, &valid, LLVMBuildICmp(fn->b, LLVMIntSLT, p, T->hi, ""));
+        cg_val y;
+        if ((s = stage_get(fn, T, q, &y)) != WEFT_OK) {
+            return s;
+        }
         cg_array_store(fn, out, LLVMBuildAdd(fn->b, obase, phys(fn, T, p), ""),
                        &y);
         cg_if_end(fn, &valid);
     }
+    cg_if_end(fn, &wh);
     return WEFT_OK;
 }
 
@@ -986,6 +1118,16 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in)
         T.wp[l] = tg->shared_array(fn, mt, MAX_WARPS);
     }
     T.wpv = tg->shared_array(fn, LLVMInt8TypeInContext(c), MAX_WARPS);
+    int64_t area = (int64_t)WARP * T.K + T.K;
+    T.buf = fe_arena_alloc(fn->arena, sizeof *T.buf * (size_t)(nleaf + 1));
+    if (!T.buf) {
+        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+    }
+    for (int l = 0; l < nleaf; l++) {
+        T.buf[l] = tg->shared_array(fn, cg_mem_type(c, T.carry.leaf[l]),
+                                    MAX_WARPS * area);
+    }
+    T.wbase = LLVMBuildMul(fn->b, L->wid, cg_i64(fn, area), "wbase");
     LLVMValueRef stile = tg->shared_array(fn, i64, 1);
     /* the tile loop */
     LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(c, fn->fn, "tile");
