@@ -402,6 +402,11 @@ weft_status rt_job_fill(job *j)
                 return fe_error(WEFT_ERR_INTERNAL, WHO ": a kernel scalar is missing");
             }
             put_scalar(j->w, it, v);
+            if (it->type == WEFT_DIM(0)) {
+                /* the `ignore` flag of a rank-0 index (sk.h) */
+                j->w[it->word] = it->src == SK_SRC_VAR &&
+                                 fe_ix_var_ignored(j->ix, it->var);
+            }
         }
     }
     return WEFT_OK;

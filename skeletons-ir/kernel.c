@@ -103,6 +103,9 @@ weft_status sk_add_item(weft_context *ctx, fe_arena *arena, sk_kernel *k,
     it->nleaf = fe_type_leaves(ctx, type, &it->leaf);
     it->word = k->nwords;
     k->nwords += it->nleaf + (kind == SK_ARRAY ? rank : 0);
+    if (kind == SK_SCALAR && type == WEFT_DIM(0)) {
+        k->nwords += 1; /* the `ignore` flag (sk.h) */
+    }
     return WEFT_OK;
 }
 
@@ -580,6 +583,22 @@ static weft_status fn_begin(sk_emit *e, sk_fn *f, const char *name, bool raw)
             }
         } else {
             cg_val *v = &f->val[i];
+            if (it->type == WEFT_DIM(0)) {
+                /* no leaves: v[0] is the `ignore` flag, as cg_exp keeps
+                 * it for a let-bound rank-0 index (codegen/exp.c) */
+                if ((s = cg_val_make(fn, 1, v)) != WEFT_OK) {
+                    return s;
+                }
+                LLVMValueRef w = cg_i64(fn, it->word);
+                LLVMValueRef p = LLVMBuildGEP2(fn->b, i64, f->args, &w, 1, "");
+                v->v[0] = cg_load(fn, WEFT_BOOL, p, cg_i64(fn, 0));
+                v->n = 0;
+                if (it->src == SK_SRC_VAR) {
+                    fn->env[it->var->id] = *v;
+                    fn->bound[it->var->id] = true;
+                }
+                continue;
+            }
             if ((s = cg_val_make(fn, it->nleaf, v)) != WEFT_OK) {
                 return s;
             }

@@ -23,7 +23,8 @@
  * the kernel's layout (sk_layout): each item is an array (one pointer word
  * per leaf, then one i64 word per extent, outermost first) or a scalar (one
  * word per leaf, the leaf stored in its memory type at the start of the
- * word).  Items are, in order: the outputs, the operation's operands (its
+ * word; a rank-0 index, which has no leaves, has one word that is 1 when it
+ * is permute's `ignore`, as a let at host level may bind it).  Items are, in order: the outputs, the operation's operands (its
  * array kids and the scalar kids that the host evaluates: seeds, shapes,
  * boundary values), the free variables of its functions (let-bound scalars
  * and arrays outside the operation, parameters and used arrays that the
