@@ -39,6 +39,8 @@ weft_status cg_fn_begin(cg_fn *fn, weft_context *ctx, const cg_target *t,
     fn->user = NULL;
     fn->fmf = 0;
     fn->ignored = NULL;
+    fn->report = NULL;
+    fn->elem = NULL;
     if (nvar > 0) {
         fn->env = fe_arena_alloc(arena, nvar * sizeof *fn->env);
         fn->aenv = fe_arena_alloc(arena, nvar * sizeof *fn->aenv);
@@ -68,6 +70,44 @@ void cg_fn_end(cg_fn *fn)
     LLVMBuildBr(fn->b, body);
     LLVMDisposeBuilder(fn->b);
     fn->b = NULL;
+}
+
+/* Checked mode (see cg.h). */
+void cg_checked(cg_fn *fn, cg_report_fn report)
+{
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
+    fn->report = report;
+    fn->elem = cg_alloca(fn, i64, "elem");
+    /* the entry block holds allocas and, after them, this store */
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(fn->llctx);
+    LLVMPositionBuilderAtEnd(b, fn->entry);
+    LLVMBuildStore(b, cg_i64(fn, -1), fn->elem);
+    LLVMDisposeBuilder(b);
+}
+
+void cg_set_elem(cg_fn *fn, LLVMValueRef i)
+{
+    if (fn->report) {
+        LLVMBuildStore(fn->b, i, fn->elem);
+    }
+}
+
+void cg_check(cg_fn *fn, LLVMValueRef bad, int code, int op, weft_type type)
+{
+    if (!fn->report) {
+        return;
+    }
+    if (LLVMIsAConstantInt(bad) && LLVMConstIntGetZExtValue(bad) == 0) {
+        return;
+    }
+    /* reports are rare: lay the normal path out first */
+    LLVMTypeRef i1 = LLVMInt1TypeInContext(fn->llctx);
+    LLVMValueRef args[2] = {bad, LLVMConstInt(i1, 0, 0)};
+    LLVMValueRef hint = cg_intrinsic(fn, "llvm.expect", &i1, 1, args, 2);
+    cg_if c;
+    cg_if_begin(fn, &c, hint ? hint : bad);
+    fn->report(fn, code, op, type);
+    cg_if_end(fn, &c);
 }
 
 /* noalias on a parameter (see cg.h). */

@@ -155,6 +155,20 @@ typedef struct weft_config {
 #define WEFT_FLAG_NO_ENV 1u    /* ignore the WEFT_* environment variables */
 #define WEFT_FLAG_NO_FUSION 2u /* compute every operation as its own array
                                   (for comparisons and debugging) */
+/* Checked mode ($WEFT_CHECK=1; $WEFT_CHECK=0 turns it off): compiled
+ * kernels report every undefined operation that the interpreter reports,
+ * with its status (WEFT_ERR_OUT_OF_BOUNDS for `!`, `!!`, gathers and
+ * permute targets; WEFT_ERR_DIVIDE_BY_ZERO; WEFT_ERR_UNDEFINED for shifts
+ * by a negative amount or the width or more, quot/div of the minimum by
+ * -1, float to integer of NaN or out of range) and a message naming the
+ * kernel and the element.  Without it (the default, and as fast as weft
+ * goes) these operations give defined values, the same on cpu and ptx:
+ * `!`/`!!` outside the array give zero; x quot 0 = x div 0 = x, x rem 0 =
+ * x mod 0 = 0; minBound quot -1 = minBound; shifts use the amount modulo
+ * the width; float to integer saturates, NaN giving 0 (docs/language.md,
+ * "Undefined operations").  Gathers of backpermute, transform and slice
+ * and permute targets are checked in both modes. */
+#define WEFT_FLAG_CHECKED 4u
 
 /* The default configuration: the CPU backend on all cores (the reference
  * interpreter in a build without LLVM), the default cache directory, no

@@ -345,7 +345,8 @@ weft_status sk_prepare(weft_context *ctx, const fe_core *core, fe_arena *arena,
         return s;
     }
     k->err_item = k->aux_item[SK_ERR_AUX] = k->nitem - 1;
-    k->may_fail = gathers(t, true);
+    k->checked = (ctx->cfg.flags & WEFT_FLAG_CHECKED) != 0;
+    k->may_fail = gathers(t, true) || k->checked;
     k->skel = sk_skeleton_of(t, tg);
     if (!k->skel) {
         return fe_error(WEFT_ERR_INTERNAL,
@@ -483,6 +484,7 @@ void sk_describe(const fe_core *core, const sk_kernel *k,
     put(&d, k->skel->name, strlen(k->skel->name));
     put_i(&d, k->nitem);
     put_i(&d, (int64_t)k->flags);
+    put_i(&d, k->checked);
     for (int i = 0; i < k->nitem; i++) {
         const sk_item *it = &k->item[i];
         put_i(&d, it->kind);
@@ -539,6 +541,9 @@ static weft_status fn_begin(sk_emit *e, sk_fn *f, const char *name, bool raw)
     }
     fn->array_of = array_of;
     fn->user = f;
+    if (k->checked) {
+        cg_checked(fn, sk_report);
+    }
     f->arr = fe_arena_alloc(e->arena, sizeof *f->arr * (size_t)(k->nitem + 1));
     f->val = fe_arena_alloc(e->arena, sizeof *f->val * (size_t)(k->nitem + 1));
     if (!f->arr || !f->val) {

@@ -75,9 +75,18 @@ typedef struct sk_item {
 #define SK_ITEM_BLOCK (-1)
 #define SK_ERR_AUX 7   /* aux index of the error word (every kernel) */
 
-/* Codes a kernel stores in its error word (the first one wins only
- * loosely: any non-zero code is an error the driver reports). */
-enum { SK_ERR_NONE, SK_ERR_GATHER, SK_ERR_SLICE, SK_ERR_PERMUTE };
+/* The error word (an i64, zero when nothing went wrong) holds the report
+ * of the first element that failed, as
+ *
+ *     element << SK_ERR_ELEM_SHIFT | type << 16 | op << 8 | code
+ *
+ * code a cg_err (codegen/cg.h), op and type naming the primitive, element
+ * the position that cg_set_elem last gave (SK_ERR_ELEM_NONE when none was).
+ * A report replaces the word only when the word is zero or holds a larger
+ * element, so the lowest element wins whatever the threads' order, and
+ * within one element the first report in evaluation order. */
+#define SK_ERR_ELEM_SHIFT 24
+#define SK_ERR_ELEM_NONE ((INT64_C(1) << (64 - SK_ERR_ELEM_SHIFT)) - 1)
 
 typedef struct sk_kernel sk_kernel;
 typedef struct sk_emit sk_emit;
@@ -168,8 +177,11 @@ struct sk_kernel {
                                  cut into chunks (0: the backend's own) */
     bool may_fail;            /* it can store an error code (a gather
                                  that may fall outside its source, a
-                                 permute): the driver reads the error word
-                                 only then */
+                                 permute, any kernel in checked mode): the
+                                 driver reads the error word only then */
+    bool checked;             /* WEFT_FLAG_CHECKED: its functions report
+                                 undefined operations (part of the key) */
+    int number;               /* its position in the plan (messages) */
 };
 
 /* The context in which a kernel's functions are emitted. */
@@ -235,7 +247,9 @@ void sk_fn_end(sk_fn *f);
  * extent, or at multi-index ix (exactly one of i and ix is not NULL);
  * delayed producers are computed inline (fuse.c).  sk_extent gives t's
  * extents (rank values).  Gathers outside their source store
- * SK_ERR_GATHER in the error word and yield zero. */
+ * CG_ERR_GATHER in the error word and yield zero.  In checked mode sk_read
+ * makes the position it reads the element that reports name (the linear
+ * position in t's extent). */
 weft_status sk_read(sk_fn *f, const fe_term *t, LLVMValueRef i,
                     const cg_val *ix, cg_val *out);
 weft_status sk_extent(sk_fn *f, const fe_term *t, LLVMValueRef *ext);
@@ -243,8 +257,11 @@ weft_status sk_extent(sk_fn *f, const fe_term *t, LLVMValueRef *ext);
  * arrays, and maps / zipWiths of equal shapes over them): else a consumer
  * that walks rows does better to pass multi-indices. */
 bool sk_linear_ok(sk_fn *f, const fe_term *t);
-/* Store code in the kernel's error word. */
+/* Store a report of code (cg_err) in the kernel's error word, for the
+ * element of cg_set_elem (see SK_ERR_ELEM_SHIFT). */
 void sk_set_error(sk_fn *f, int code);
+/* cg_report_fn of every checked kernel: sk_set_error with op and type. */
+void sk_report(cg_fn *fn, int code, int op, weft_type type);
 
 /* Helpers for emitters. */
 /* The cg_array of kid k of the operation / output o / aux a. */
@@ -276,7 +293,7 @@ weft_status sk_permute_update_rmw(sk_fn *f, const cg_array *r,
  * sext[WEFT_MAX_RANK] and, for a rank-0 result, fn->ignored. */
 weft_status sk_permute_begin(sk_fn *f, LLVMValueRef *sext);
 /* Source position i (i64): read src[i] (sk_read), apply the index
- * function; nothing when the target is `ignore`, SK_ERR_PERMUTE when it
+ * function; nothing when the target is `ignore`, CG_ERR_PERMUTE when it
  * lies outside r's extents, else update(f, r, linear target, src[i]). */
 weft_status sk_permute_step(sk_fn *f, const cg_array *r,
                             const LLVMValueRef *sext, LLVMValueRef i,
