@@ -601,10 +601,11 @@ static weft_status kernel_error(const sk_kernel *k, uint64_t w)
         break;
     default:
         return fe_error(WEFT_ERR_INTERNAL,
-                        WHO ": %s: unknown error word %#llx", name,
-                        (unsigned long long)w);
+                        WHO ": unknown error word %#llx (kernel %d: %s)",
+                        (unsigned long long)w, k->number, name);
     }
-    return fe_error(s, WHO ": %s: %s%s", name, what, at);
+    return fe_error(s, WHO ": %s%s (kernel %d: %s)", what, at, k->number,
+                    name);
 }
 
 weft_status rt_exec(weft_context *ctx, const rt_backend *rb, fe_ix *ix,

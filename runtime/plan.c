@@ -121,8 +121,7 @@ static void fused_names(const fe_term *t, char *buf, size_t size,
 
 const char *rt_kernel_name(const struct sk_kernel *k, char *buf, size_t n)
 {
-    size_t len = (size_t)snprintf(buf, n, "kernel %d: %s", k->number,
-                                  fe_acc_name(k->op->kind));
+    size_t len = (size_t)snprintf(buf, n, "%s", fe_acc_name(k->op->kind));
     int nf = 0;
     fused_names(k->op, buf, n, &len, &nf);
     return buf;
@@ -133,8 +132,9 @@ void rt_plan_dump(const rt_plan_t *pl, FILE *out)
     for (int i = 0; pl && i < pl->n; i++) {
         const sk_kernel *k = pl->k[i];
         char name[256];
-        fprintf(out, "%s (%d phase%s%s)\n", rt_kernel_name(k, name, sizeof name),
-                k->nentry, k->nentry > 1 ? "s" : "",
+        fprintf(out, "kernel %d: %s (%d phase%s%s)\n", i,
+                rt_kernel_name(k, name, sizeof name), k->nentry,
+                k->nentry > 1 ? "s" : "",
                 k->general ? ", two variants" : "");
     }
 }

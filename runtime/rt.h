@@ -197,7 +197,8 @@ weft_status rt_plan(weft_executable *exe, const struct sk_target *tg,
 struct sk_kernel *rt_plan_kernel(const rt_plan_t *pl, const fe_term *t);
 /* Print the kernels, a line each: what was fused into each. */
 void rt_plan_dump(const rt_plan_t *pl, FILE *out);
-/* "kernel 2: fold, fused: map" into buf (n bytes), which it returns. */
+/* What kernel k computes, "fold, fused: map", into buf (n bytes), which it
+ * returns. */
 const char *rt_kernel_name(const struct sk_kernel *k, char *buf, size_t n);
 
 /* ===== exec*.c: the drivers, one per skeleton family ===== */
