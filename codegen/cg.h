@@ -33,9 +33,6 @@
 
 typedef struct cg_fn cg_fn;
 typedef struct cg_target cg_target;
-/* Emit, at fn->b, the report of undefined operation `code` (cg_err) of
- * primitive `op` (or 0) on type `type` (or 0): see cg_fn.report. */
-typedef void (*cg_report_fn)(cg_fn *fn, int code, int op, weft_type type);
 
 /* ===== init.c ===== */
 
@@ -123,12 +120,14 @@ struct cg_fn {
                                    has no leaves (of rank n >= 1 every
                                    component is INT64_MIN, as in the
                                    interpreter) */
-    cg_report_fn report;        /* checked mode (cg_checked): emits the
-                                   report of an undefined operation; NULL:
-                                   unchecked */
+    bool checked;               /* checked mode (cg_checked) */
     LLVMValueRef elem;          /* checked mode: an i64 slot holding the
                                    element being computed, -1 when none is
                                    known (cg_set_elem); reports name it */
+    LLVMValueRef fail;          /* checked mode: an i64 slot holding the
+                                   least report key met so far (CG_KEY_*),
+                                   all ones when none */
+    int nsite;                  /* checks emitted so far (report keys) */
 };
 
 /* Codes of the undefined operations a kernel reports in checked mode (and
@@ -150,6 +149,24 @@ typedef enum cg_err {
     CG_ERR_COUNT_
 } cg_err;
 
+/* A report key (an i64), ordered as reports must win:
+ *
+ *     element << CG_KEY_ELEM_SHIFT | site << 14 | code << 10 | op << 4 | type
+ *
+ * the element (CG_KEY_ELEM_NONE when none is known), the check's site (its
+ * place in emission order, which is evaluation order, at most
+ * CG_KEY_SITE_MAX), the cg_err code, the primitive and its type.  The
+ * least key of a run is its report: the lowest element, and in it the
+ * first check that failed.  The skeletons keep the least key of a kernel
+ * in its error word (skeletons-ir/sk.h), runtime/exec.c decodes it. */
+#define CG_KEY_ELEM_SHIFT 24
+#define CG_KEY_ELEM_NONE ((INT64_C(1) << (64 - CG_KEY_ELEM_SHIFT)) - 1)
+#define CG_KEY_SITE_MAX 1023
+#define CG_KEY_ELEM(k) ((uint64_t)(k) >> CG_KEY_ELEM_SHIFT)
+#define CG_KEY_CODE(k) ((int)((uint64_t)(k) >> 10 & 0xf))
+#define CG_KEY_OP(k) ((int)((uint64_t)(k) >> 4 & 0x3f))
+#define CG_KEY_TYPE(k) ((weft_type)((uint64_t)(k) & 0xf))
+
 /* Add function `name` of type fnty to mod and start its body: an entry
  * block for allocas and a first body block where fn->b is positioned.
  * nvar sizes the environment.  The builder is owned by fn (cg_fn_end).
@@ -161,14 +178,18 @@ weft_status cg_fn_begin(cg_fn *fn, weft_context *ctx, const cg_target *t,
  * The caller has terminated the last body block (e.g. ret void). */
 void cg_fn_end(cg_fn *fn);
 
-/* Checked mode for fn: undefined operations that cg_exp meets are
- * reported through `report`, and an element slot (fn->elem, -1 at entry)
- * is made for cg_set_elem.  Call before emitting the body. */
-void cg_checked(cg_fn *fn, cg_report_fn report);
+/* Checked mode for fn: the undefined operations that cg_exp meets are
+ * tested, and the least report key kept in fn->fail (all ones at entry);
+ * fn->elem (-1 at entry) is the element for cg_set_elem.  Call before
+ * emitting the body; the caller stores fn->fail where it belongs before
+ * returning.  The keeping is branch-free (an unsigned minimum per check),
+ * so loops with checks still vectorise. */
+void cg_checked(cg_fn *fn);
 /* Checked mode only (else nothing): the element being computed is i. */
 void cg_set_elem(cg_fn *fn, LLVMValueRef i);
-/* Checked mode only (else nothing): report `code` (op, type) when the i1
- * `bad` holds; the code after it runs either way. */
+/* Checked mode only (else nothing): a report of `code` (op, type) for the
+ * current element when the i1 `bad` holds (NULL: always); the code after
+ * it runs either way. */
 void cg_check(cg_fn *fn, LLVMValueRef bad, int code, int op, weft_type type);
 
 /* Mark pointer parameter k of fn->fn noalias. */
@@ -243,8 +264,8 @@ LLVMValueRef cg_alloca(cg_fn *fn, LLVMTypeRef ty, const char *name);
  * interpreter reports an error (an index out of bounds, division by zero,
  * shifts by the width or more, float to integer out of range) the
  * generated code gives the value that docs/language.md documents, without
- * trapping or undefined behaviour, and in checked mode (fn->report) also
- * reports it.
+ * trapping or undefined behaviour, and in checked mode (fn->checked) also
+ * reports it (cg_check).
  * Errors: WEFT_ERR_INTERNAL for a term it cannot emit,
  * WEFT_ERR_OUT_OF_MEMORY. */
 weft_status cg_exp(cg_fn *fn, const fe_term *e, cg_val *out);

@@ -31,11 +31,12 @@
  * array read nothing and give zero in every leaf; from_index divides by 1
  * where an inner extent is 0.
  *
- * Checked mode (fn->report, WEFT_FLAG_CHECKED) adds, before each such
- * operation, the interpreter's test and a report (cg_check) on the rare
- * path; the value is then the unchecked one, and the skeleton's driver
- * turns the report into the interpreter's status.  Unchecked code has no
- * test but the bounds test of `!` and `!!`.
+ * Checked mode (fn->checked, WEFT_FLAG_CHECKED) adds, before each such
+ * operation, the interpreter's test, which keeps a report key when it
+ * fails (cg_check: branch-free, so that loops still vectorise); the value
+ * is then the unchecked one, and the skeleton's driver turns the least key
+ * into the interpreter's status.  Unchecked code has no test but the
+ * bounds test of `!` and `!!`.
  *
  * Control.  `and` and `or` short-circuit with a branch unless the right
  * operand is trivially safe and cheap, when a select is used; the
@@ -47,6 +48,9 @@
 #include "cg.h"
 
 #define B (fn->b)
+
+/* a primitive fits the six bits of a report key (cg.h) */
+_Static_assert(WEFT_OP_COUNT_ <= 64, "report keys hold 6-bit primitives");
 
 static weft_status internal(const char *what, int k)
 {
@@ -152,7 +156,7 @@ static LLVMValueRef amount(cg_fn *fn, weft_type t, weft_type ta,
 static void check_div(cg_fn *fn, weft_op op, weft_type t, LLVMValueRef a,
                       LLVMValueRef b)
 {
-    if (!fn->report) {
+    if (!fn->checked) {
         return;
     }
     LLVMTypeRef ty = LLVMTypeOf(a);
@@ -174,7 +178,7 @@ static void check_div(cg_fn *fn, weft_op op, weft_type t, LLVMValueRef a,
 static void check_shift(cg_fn *fn, weft_op op, weft_type t, weft_type ta,
                         LLVMValueRef k)
 {
-    if (!fn->report) {
+    if (!fn->checked) {
         return;
     }
     LLVMTypeRef ty = LLVMTypeOf(k);
@@ -193,7 +197,7 @@ static void check_shift(cg_fn *fn, weft_op op, weft_type t, weft_type ta,
  * value of integer type rt (the interpreter's float_to_int; NaN is not). */
 static void check_range(cg_fn *fn, weft_op op, weft_type rt, LLVMValueRef v)
 {
-    if (!fn->report) {
+    if (!fn->checked) {
         return;
     }
     LLVMTypeRef ty = LLVMTypeOf(v);
@@ -523,7 +527,7 @@ weft_status cg_prim(cg_fn *fn, weft_op op, weft_type rt, weft_type t0,
         if (!fe_is_scalar(rt)) {
             return internal("convert to a non-scalar", (int)rt);
         }
-        if (fn->report && fe_is_float(t) && fe_is_int(rt)) {
+        if (fn->checked && fe_is_float(t) && fe_is_int(rt)) {
             LLVMValueRef w = widen(fn, t, x);
             LLVMTypeRef wt = LLVMTypeOf(w);
             LLVMValueRef v = cg_intrinsic(fn, "llvm.trunc", &wt, 1, &w, 1);
@@ -809,9 +813,7 @@ static weft_status exp_at(cg_fn *fn, const fe_term *e, const cg_array *a,
         return s;
     }
     cg_if_else(fn, &c);
-    if (fn->report) {
-        fn->report(fn, e->kind == FE_AT ? CG_ERR_INDEX : CG_ERR_LINEAR, 0, 0);
-    }
+    cg_check(fn, NULL, e->kind == FE_AT ? CG_ERR_INDEX : CG_ERR_LINEAR, 0, 0);
     if ((s = cg_val_make(fn, a->nleaf, &z)) != WEFT_OK) {
         return s;
     }
@@ -952,7 +954,7 @@ weft_status cg_exp(cg_fn *fn, const fe_term *e, cg_val *out)
             return s;
         }
         /* the interpreter's errors, innermost extent first */
-        for (int k = sh.n - 1; k >= 1 && fn->report; k--) {
+        for (int k = sh.n - 1; k >= 1 && fn->checked; k--) {
             LLVMValueRef z = cg_i64(fn, 0);
             cg_check(fn, LLVMBuildICmp(B, LLVMIntEQ, sh.v[k], z, ""),
                      CG_ERR_FROM_ZERO, 0, 0);

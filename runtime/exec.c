@@ -537,17 +537,18 @@ static const char *op_name(int op)
     return n ? n : "?";
 }
 
-/* The status and message of kernel k's error word w (skeletons-ir/sk.h):
+/* The status and message of kernel k's error word w (a report key,
+ * codegen/cg.h):
  * the interpreter's status for the same operation, and a message naming
  * the kernel and the element. */
 static weft_status kernel_error(const sk_kernel *k, uint64_t w)
 {
-    int code = (int)(w & 0xff), op = (int)(w >> 8 & 0xff);
-    int type = (int)(w >> 16 & 0xff);
-    uint64_t elem = w >> SK_ERR_ELEM_SHIFT;
+    int code = CG_KEY_CODE(w), op = CG_KEY_OP(w);
+    int type = (int)CG_KEY_TYPE(w);
+    uint64_t elem = CG_KEY_ELEM(w);
     char name[256], at[64] = "", what[160];
     rt_kernel_name(k, name, sizeof name);
-    if (elem != (uint64_t)SK_ERR_ELEM_NONE) {
+    if (elem != (uint64_t)CG_KEY_ELEM_NONE) {
         snprintf(at, sizeof at, " at element %llu", (unsigned long long)elem);
     }
     weft_status s = WEFT_ERR_UNDEFINED;

@@ -22,29 +22,14 @@
  */
 #include "sk.h"
 
-/* The report (code, op, type) for the element in fn->elem, or for no
- * element, into the error word: a compare-and-swap loop that replaces the
- * word while it is zero or names a larger element (sk.h). */
-static void report(sk_fn *f, int code, int op, weft_type type)
+/* Put report key `key` into the kernel's error word: a compare-and-swap
+ * loop that replaces the word while it is zero or larger (sk.h). */
+static void put_key(sk_fn *f, LLVMValueRef key)
 {
     cg_fn *fn = &f->fn;
     LLVMBuilderRef B = fn->b;
     LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
-    const cg_array *err = &f->arr[f->e->k->err_item];
-    LLVMValueRef p = err->ptr[0];
-    LLVMValueRef none = cg_i64(fn, SK_ERR_ELEM_NONE);
-    LLVMValueRef elem = none;
-    if (fn->elem) {
-        /* -1 (none known) and anything past the field: none */
-        LLVMValueRef e = LLVMBuildLoad2(B, i64, fn->elem, "");
-        elem = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntULT, e, none, ""),
-                               e, none, "");
-    }
-    uint64_t low = (uint64_t)(code & 0xff) | (uint64_t)(op & 0xff) << 8 |
-                   (uint64_t)((int)type & 0xff) << 16;
-    LLVMValueRef shift = cg_i64(fn, SK_ERR_ELEM_SHIFT);
-    LLVMValueRef mine = LLVMBuildOr(B, LLVMBuildShl(B, elem, shift, ""),
-                                    LLVMConstInt(i64, low, 0), "");
+    LLVMValueRef p = f->arr[f->e->k->err_item].ptr[0];
     LLVMValueRef old = LLVMBuildLoad2(B, i64, p, "");
     LLVMSetOrdering(old, LLVMAtomicOrderingMonotonic);
     LLVMSetAlignment(old, 8);
@@ -59,14 +44,12 @@ static void report(sk_fn *f, int code, int op, weft_type type)
     LLVMPositionBuilderAtEnd(B, loop);
     LLVMValueRef cur = LLVMBuildPhi(B, i64, "");
     LLVMAddIncoming(cur, &old, &pre, 1);
-    LLVMValueRef keep = LLVMBuildAnd(
-        B, LLVMBuildICmp(B, LLVMIntNE, cur, cg_i64(fn, 0), ""),
-        LLVMBuildICmp(B, LLVMIntULE, LLVMBuildLShr(B, cur, shift, ""), elem,
-                      ""),
-        "");
+    LLVMValueRef keep =
+        LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntNE, cur, cg_i64(fn, 0), ""),
+                     LLVMBuildICmp(B, LLVMIntULE, cur, key, ""), "");
     LLVMBuildCondBr(B, keep, done, swap);
     LLVMPositionBuilderAtEnd(B, swap);
-    LLVMValueRef prev = fn->target->atomic_cas(fn, p, cur, mine);
+    LLVMValueRef prev = fn->target->atomic_cas(fn, p, cur, key);
     LLVMBasicBlockRef swap_end = LLVMGetInsertBlock(B);
     LLVMAddIncoming(cur, &prev, &swap_end, 1);
     LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntEQ, prev, cur, ""), done,
@@ -76,12 +59,29 @@ static void report(sk_fn *f, int code, int op, weft_type type)
 
 void sk_set_error(sk_fn *f, int code)
 {
-    report(f, code, 0, 0);
+    cg_fn *fn = &f->fn;
+    if (fn->checked) {
+        cg_check(fn, NULL, code, 0, 0);
+        return;
+    }
+    put_key(f, cg_i64(fn, (int64_t)((uint64_t)CG_KEY_ELEM_NONE
+                                        << CG_KEY_ELEM_SHIFT |
+                                    (uint64_t)code << 10)));
 }
 
-void sk_report(cg_fn *fn, int code, int op, weft_type type)
+void sk_flush_error(sk_fn *f)
 {
-    report((sk_fn *)fn->user, code, op, type);
+    cg_fn *fn = &f->fn;
+    if (!fn->checked) {
+        return;
+    }
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
+    LLVMValueRef key = LLVMBuildLoad2(fn->b, i64, fn->fail, "");
+    cg_if c;
+    cg_if_begin(fn, &c, LLVMBuildICmp(fn->b, LLVMIntNE, key, cg_i64(fn, -1),
+                                      ""));
+    put_key(f, key);
+    cg_if_end(fn, &c);
 }
 
 /* The item holding manifest array term t, or -1. */
@@ -415,7 +415,7 @@ weft_status sk_read(sk_fn *f, const fe_term *t, LLVMValueRef i,
                     const cg_val *ix, cg_val *out)
 {
     cg_fn *fn = &f->fn;
-    if (fn->report) {
+    if (fn->checked) {
         LLVMValueRef j = i;
         if (!j) {
             LLVMValueRef ext[WEFT_MAX_RANK];

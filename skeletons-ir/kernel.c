@@ -542,7 +542,7 @@ static weft_status fn_begin(sk_emit *e, sk_fn *f, const char *name, bool raw)
     fn->array_of = array_of;
     fn->user = f;
     if (k->checked) {
-        cg_checked(fn, sk_report);
+        cg_checked(fn);
     }
     f->arr = fe_arena_alloc(e->arena, sizeof *f->arr * (size_t)(k->nitem + 1));
     f->val = fe_arena_alloc(e->arena, sizeof *f->val * (size_t)(k->nitem + 1));
@@ -640,6 +640,7 @@ void sk_fn_end(sk_fn *f)
     if (!f->raw) {
         f->e->target->range_end(f);
     }
+    sk_flush_error(f);
     LLVMBuildRetVoid(f->fn.b);
     cg_fn_end(&f->fn);
 }

@@ -75,18 +75,14 @@ typedef struct sk_item {
 #define SK_ITEM_BLOCK (-1)
 #define SK_ERR_AUX 7   /* aux index of the error word (every kernel) */
 
-/* The error word (an i64, zero when nothing went wrong) holds the report
- * of the first element that failed, as
- *
- *     element << SK_ERR_ELEM_SHIFT | type << 16 | op << 8 | code
- *
- * code a cg_err (codegen/cg.h), op and type naming the primitive, element
- * the position that cg_set_elem last gave (SK_ERR_ELEM_NONE when none was).
- * A report replaces the word only when the word is zero or holds a larger
- * element, so the lowest element wins whatever the threads' order, and
- * within one element the first report in evaluation order. */
-#define SK_ERR_ELEM_SHIFT 24
-#define SK_ERR_ELEM_NONE ((INT64_C(1) << (64 - SK_ERR_ELEM_SHIFT)) - 1)
+/* The error word (an i64, zero when nothing went wrong) holds the least
+ * report key (codegen/cg.h, CG_KEY_*) of the kernel's run: each entry
+ * point keeps the least key its own checks met (cg_checked) and, at its
+ * end, replaces the word by it when the word is zero or larger (a
+ * compare-and-swap loop).  So the lowest element wins whatever the
+ * threads' order, and within one element the first check that failed.
+ * Without checked mode the checks a skeleton always makes (gathers,
+ * slices, permute targets) store a key with no element. */
 
 typedef struct sk_kernel sk_kernel;
 typedef struct sk_emit sk_emit;
@@ -238,8 +234,12 @@ weft_status sk_fn_begin(sk_emit *e, sk_fn *f, const char *name);
 /* sk_fn_begin without the range loop: for a target's own skeletons,
  * which organise their threads themselves (start and end stay NULL). */
 weft_status sk_fn_begin_raw(sk_emit *e, sk_fn *f, const char *name);
-/* Close the function: the range loop, ret void, and finish. */
+/* Close the function: the range loop, the report of checked mode
+ * (sk_flush_error), ret void, and finish. */
 void sk_fn_end(sk_fn *f);
+/* Checked mode: put the least report key the function met into the
+ * kernel's error word (nothing when none, or unchecked). */
+void sk_flush_error(sk_fn *f);
 
 /* Reading array operands, manifest or fused.  sk_read gives the element of
  * array term t (the operation itself when it is a producer, one of its
@@ -257,11 +257,10 @@ weft_status sk_extent(sk_fn *f, const fe_term *t, LLVMValueRef *ext);
  * arrays, and maps / zipWiths of equal shapes over them): else a consumer
  * that walks rows does better to pass multi-indices. */
 bool sk_linear_ok(sk_fn *f, const fe_term *t);
-/* Store a report of code (cg_err) in the kernel's error word, for the
- * element of cg_set_elem (see SK_ERR_ELEM_SHIFT). */
+/* A report of code (cg_err) where fn->b is: in checked mode a cg_check
+ * for the current element, else straight into the kernel's error word
+ * with no element. */
 void sk_set_error(sk_fn *f, int code);
-/* cg_report_fn of every checked kernel: sk_set_error with op and type. */
-void sk_report(cg_fn *fn, int code, int op, weft_type type);
 
 /* Helpers for emitters. */
 /* The cg_array of kid k of the operation / output o / aux a. */
