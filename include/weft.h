@@ -449,7 +449,9 @@ WEFT_API weft_exp *weft_truncate(weft_exp *x, weft_type to);
 /* Conversion between any two of bool and the numeric types (bool to a
  * number is 0 or 1; a number to bool is x != 0; integer to integer wraps;
  * float to integer truncates toward zero, WEFT_ERR_UNDEFINED at run when out
- * of range).  Bit-cast between scalar types of one size. */
+ * of range or NaN in the interpreter and in checked mode; compiled code
+ * without it saturates, NaN giving 0).  Bit-cast between scalar types of one
+ * size. */
 WEFT_API weft_exp *weft_convert(weft_exp *x, weft_type to);
 WEFT_API weft_exp *weft_bitcast(weft_exp *x, weft_type to);
 
@@ -480,7 +482,8 @@ WEFT_API weft_exp *weft_from_index(weft_exp *sh, weft_exp *i);
 
 /* Indexing any array term of the program: a ! ix (ix of type
  * WEFT_DIM(rank a)) and a !! i (i64, row-major position).  Out-of-bounds
- * indices are WEFT_ERR_OUT_OF_BOUNDS at run in the interpreter. */
+ * indices are WEFT_ERR_OUT_OF_BOUNDS at run in the interpreter and in
+ * checked mode (WEFT_FLAG_CHECKED); compiled code without it gives zero. */
 WEFT_API weft_exp *weft_at(weft_acc *a, weft_exp *ix);
 WEFT_API weft_exp *weft_at_linear(weft_acc *a, weft_exp *i);
 /* The single element of a rank-0 array. */

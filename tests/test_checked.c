@@ -22,8 +22,9 @@
  *                             included
  *
  * Then: with several bad elements the lowest one's error is reported,
- * every time, as the interpreter does for a map; checked and unchecked
- * kernels never share a disk-cache entry; $WEFT_CHECK.
+ * every time, as the interpreter does for a map; gathers (backpermute) are
+ * checked in both modes, and checked mode names the element; checked and
+ * unchecked kernels never share a disk-cache entry; $WEFT_CHECK.
  *
  * The compiled backend is DT_BACKEND (tu.h): the CPU here, PTX in
  * test_ptx_checked (a skip without a GPU).
@@ -519,6 +520,60 @@ START_TEST(lowest_element_wins)
 END_TEST
 
 /* ------------------------------------------------------------------------
+ * Gathers are checked in both modes; checked mode names the element
+ * ---------------------------------------------------------------------- */
+
+/* fold (+) 0 (backpermute (n) (\i -> i + shift) xs) over n = 50000 i32 */
+static weft_status gather_sum(weft_context *ctx, int64_t shift)
+{
+    const int64_t n = 50000;
+    weft_program *p = NULL;
+    TU_OK(weft_program_create(ctx, &p));
+    weft_acc *xs = weft_param(p, WEFT_I32, 1);
+    weft_fun *ix = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(ix, weft_index1(weft_add(weft_get(weft_arg(ix, 0), 0),
+                                             weft_i64(p, shift))));
+    weft_acc *bp = weft_backpermute(weft_index1(weft_i64(p, n)), ix, xs);
+    weft_acc *r = weft_fold(tu_fun_op2(p, WEFT_OP_ADD, WEFT_I32),
+                            weft_i32(p, 0), bp);
+    int64_t *v = malloc(sizeof *v * (size_t)(n + 10));
+    ck_assert_ptr_nonnull(v);
+    for (int64_t i = 0; i < n + 10; i++) {
+        v[i] = 1;
+    }
+    weft_array *in = tu_arr_i(ctx, WEFT_I32, 1, TU_SH(n + 10), v);
+    free(v);
+    weft_array *out = NULL;
+    weft_status s = weft_run1(p, &r, 1, &in, 1, &out, 1);
+    if (s == WEFT_OK) {
+        TU_CHECK_I(ctx, out, 0, 0, NULL, TU_I(n));
+    }
+    weft_array_release(in);
+    weft_array_release(out);
+    weft_program_free(p);
+    return s;
+}
+
+START_TEST(gathers)
+{
+    weft_context *ctx[3] = {open_ctx(WEFT_BACKEND_INTERP, false),
+                            open_ctx(DT_BACKEND, false),
+                            open_ctx(DT_BACKEND, true)};
+    for (int c = 0; c < 3; c++) {
+        TU_OK(gather_sum(ctx[c], 10));
+        /* reads n + 10 .. n + 10 + 19: elements 49990 .. 49999 fail */
+        TU_STATUS(WEFT_ERR_OUT_OF_BOUNDS, gather_sum(ctx[c], 20));
+        if (c == 2) {
+            ck_assert_msg(strstr(weft_last_error(), "at element 49990"),
+                          "%s", weft_last_error());
+        }
+        TU_OK(gather_sum(ctx[c], 0)); /* still usable */
+        weft_context_free(ctx[c]);
+    }
+}
+END_TEST
+
+/* ------------------------------------------------------------------------
  * The disk cache keeps checked and unchecked kernels apart
  * ---------------------------------------------------------------------- */
 
@@ -654,6 +709,7 @@ static Suite *checked_suite(void)
         {"in_permute", in_permute},
         {"in_stencil", in_stencil},
         {"lowest_element_wins", lowest_element_wins},
+        {"gathers", gathers},
         {"cache_keys", cache_keys},
         {"environment", environment},
     };
