@@ -120,7 +120,52 @@ struct cg_fn {
                                    has no leaves (of rank n >= 1 every
                                    component is INT64_MIN, as in the
                                    interpreter) */
+    bool checked;               /* checked mode (cg_checked) */
+    LLVMValueRef elem;          /* checked mode: an i64 slot holding the
+                                   element being computed, -1 when none is
+                                   known (cg_set_elem); reports name it */
+    LLVMValueRef fail;          /* checked mode: an i64 slot holding the
+                                   least report key met so far (CG_KEY_*),
+                                   all ones when none */
+    int nsite;                  /* checks emitted so far (report keys) */
 };
+
+/* Codes of the undefined operations a kernel reports in checked mode (and
+ * of the errors a skeleton always checks: gathers, slices, permute
+ * targets).  runtime/exec.c turns each into the interpreter's status. */
+typedef enum cg_err {
+    CG_ERR_NONE,
+    CG_ERR_GATHER,     /* backpermute / transform outside its source */
+    CG_ERR_SLICE,      /* a slice index outside its dimension */
+    CG_ERR_PERMUTE,    /* a permute target outside the result */
+    CG_ERR_INDEX,      /* a ! ix outside a */
+    CG_ERR_LINEAR,     /* a !! i outside a */
+    CG_ERR_DIV_ZERO,   /* quot, rem, div, mod by zero */
+    CG_ERR_DIV_MIN,    /* quot or div of a signed minimum by -1 */
+    CG_ERR_SHIFT,      /* shift by a negative amount or the width or more */
+    CG_ERR_CONVERT,    /* float to integer: NaN or out of range */
+    CG_ERR_FROM_ZERO,  /* from_index in a shape with an inner extent 0 */
+    CG_ERR_FROM_NEG,   /* ... with a negative inner extent */
+    CG_ERR_COUNT_
+} cg_err;
+
+/* A report key (an i64), ordered as reports must win:
+ *
+ *     element << CG_KEY_ELEM_SHIFT | site << 14 | code << 10 | op << 4 | type
+ *
+ * the element (CG_KEY_ELEM_NONE when none is known), the check's site (its
+ * place in emission order, which is evaluation order, at most
+ * CG_KEY_SITE_MAX), the cg_err code, the primitive and its type.  The
+ * least key of a run is its report: the lowest element, and in it the
+ * first check that failed.  The skeletons keep the least key of a kernel
+ * in its error word (skeletons-ir/sk.h), runtime/exec.c decodes it. */
+#define CG_KEY_ELEM_SHIFT 24
+#define CG_KEY_ELEM_NONE ((INT64_C(1) << (64 - CG_KEY_ELEM_SHIFT)) - 1)
+#define CG_KEY_SITE_MAX 1023
+#define CG_KEY_ELEM(k) ((uint64_t)(k) >> CG_KEY_ELEM_SHIFT)
+#define CG_KEY_CODE(k) ((int)((uint64_t)(k) >> 10 & 0xf))
+#define CG_KEY_OP(k) ((int)((uint64_t)(k) >> 4 & 0x3f))
+#define CG_KEY_TYPE(k) ((weft_type)((uint64_t)(k) & 0xf))
 
 /* Add function `name` of type fnty to mod and start its body: an entry
  * block for allocas and a first body block where fn->b is positioned.
@@ -132,6 +177,20 @@ weft_status cg_fn_begin(cg_fn *fn, weft_context *ctx, const cg_target *t,
 /* Close the entry block (branch to the body) and dispose of the builder.
  * The caller has terminated the last body block (e.g. ret void). */
 void cg_fn_end(cg_fn *fn);
+
+/* Checked mode for fn: the undefined operations that cg_exp meets are
+ * tested, and the least report key kept in fn->fail (all ones at entry);
+ * fn->elem (-1 at entry) is the element for cg_set_elem.  Call before
+ * emitting the body; the caller stores fn->fail where it belongs before
+ * returning.  The keeping is branch-free (an unsigned minimum per check),
+ * so loops with checks still vectorise. */
+void cg_checked(cg_fn *fn);
+/* Checked mode only (else nothing): the element being computed is i. */
+void cg_set_elem(cg_fn *fn, LLVMValueRef i);
+/* Checked mode only (else nothing): a report of `code` (op, type) for the
+ * current element when the i1 `bad` holds (NULL: always); the code after
+ * it runs either way. */
+void cg_check(cg_fn *fn, LLVMValueRef bad, int code, int op, weft_type type);
 
 /* Mark pointer parameter k of fn->fn noalias. */
 void cg_noalias(cg_fn *fn, unsigned k);
@@ -202,9 +261,11 @@ LLVMValueRef cg_alloca(cg_fn *fn, LLVMTypeRef ty, const char *name);
  * variables must be bound (cg_bind); array terms are found through array
  * variables (cg_bind_array) or fn->array_of.  Semantics are the
  * interpreter's (fe_prim_eval) for every defined input; where the
- * interpreter reports an error (division by zero, shifts by the width or
- * more, float to integer out of range) the generated code gives some value
- * without trapping or undefined behaviour.
+ * interpreter reports an error (an index out of bounds, division by zero,
+ * shifts by the width or more, float to integer out of range) the
+ * generated code gives the value that docs/language.md documents, without
+ * trapping or undefined behaviour, and in checked mode (fn->checked) also
+ * reports it (cg_check).
  * Errors: WEFT_ERR_INTERNAL for a term it cannot emit,
  * WEFT_ERR_OUT_OF_MEMORY. */
 weft_status cg_exp(cg_fn *fn, const fe_term *e, cg_val *out);

@@ -21,20 +21,36 @@
  *   - min x y = x <= y ? x : y and max x y = x <= y ? y : x, with ordered
  *     comparisons, so NaN behaves as in the interpreter.
  * Where the interpreter reports an error the generated code must still not
- * trap or reach undefined behaviour (this is the fast, unchecked mode):
- * divisors that are zero, or -1 with the minimum dividend, are replaced by
- * 1 before sdiv/udiv; shift amounts are masked to the width; float to
- * integer conversions saturate (NaN gives 0).  The values produced in
- * those cases are unspecified.
+ * trap or reach undefined behaviour, and gives the value that
+ * docs/language.md documents ("Undefined operations"), the same on every
+ * target: divisors that are zero, or -1 with the minimum dividend, are
+ * replaced by 1 before sdiv/udiv (x quot 0 = x div 0 = x, x rem 0 = x mod
+ * 0 = 0, minBound quot -1 = minBound); shift amounts are masked to the
+ * width (their low log2(width) bits); float to integer conversions
+ * saturate, NaN giving 0 (llvm.fpto[su]i.sat); `!` and `!!` outside their
+ * array read nothing and give zero in every leaf; from_index divides by 1
+ * where an inner extent is 0.
+ *
+ * Checked mode (fn->checked, WEFT_FLAG_CHECKED) adds, before each such
+ * operation, the interpreter's test, which keeps a report key when it
+ * fails (cg_check: branch-free, so that loops still vectorise); the value
+ * is then the unchecked one, and the skeleton's driver turns the least key
+ * into the interpreter's status.  Unchecked code has no test but the
+ * bounds test of `!` and `!!`.
  *
  * Control.  `and` and `or` short-circuit with a branch unless the right
  * operand is trivially safe and cheap, when a select is used; the
  * conditional evaluates only the chosen side (branches and phis); while is
  * a loop whose head holds one phi per leaf of the state.
  */
+#include <math.h>
+
 #include "cg.h"
 
 #define B (fn->b)
+
+/* a primitive fits the six bits of a report key (cg.h) */
+_Static_assert(WEFT_OP_COUNT_ <= 64, "report keys hold 6-bit primitives");
 
 static weft_status internal(const char *what, int k)
 {
@@ -133,6 +149,65 @@ static LLVMValueRef amount(cg_fn *fn, weft_type t, weft_type ta,
                             k, "");
     }
     return resize(fn, k, ta, t);
+}
+
+/* Checked mode: the interpreter's errors of quot, rem, div and mod: a zero
+ * divisor, then quot and div of the minimum of a signed type by -1. */
+static void check_div(cg_fn *fn, weft_op op, weft_type t, LLVMValueRef a,
+                      LLVMValueRef b)
+{
+    if (!fn->checked) {
+        return;
+    }
+    LLVMTypeRef ty = LLVMTypeOf(a);
+    cg_check(fn, LLVMBuildICmp(B, LLVMIntEQ, b, LLVMConstInt(ty, 0, 0), ""),
+             CG_ERR_DIV_ZERO, op, t);
+    if (fe_is_signed(t) && (op == WEFT_OP_QUOT || op == WEFT_OP_IDIV)) {
+        int w = fe_type_bits(t);
+        LLVMValueRef min = LLVMConstInt(ty, (uint64_t)1 << (w - 1), 0);
+        LLVMValueRef bad = LLVMBuildAnd(
+            B, LLVMBuildICmp(B, LLVMIntEQ, a, min, ""),
+            LLVMBuildICmp(B, LLVMIntEQ, b, LLVMConstAllOnes(ty), ""), "");
+        cg_check(fn, bad, CG_ERR_DIV_MIN, op, t);
+    }
+}
+
+/* Checked mode: a shift of a value of type t by k of type ta is undefined
+ * when k is negative or at least the width (the interpreter's amount_of:
+ * unsigned amounts are never negative). */
+static void check_shift(cg_fn *fn, weft_op op, weft_type t, weft_type ta,
+                        LLVMValueRef k)
+{
+    if (!fn->checked) {
+        return;
+    }
+    LLVMTypeRef ty = LLVMTypeOf(k);
+    LLVMValueRef w = LLVMConstInt(ty, (uint64_t)fe_type_bits(t), 0);
+    LLVMValueRef bad =
+        fe_is_signed(ta)
+            ? LLVMBuildOr(B,
+                          LLVMBuildICmp(B, LLVMIntSLT, k,
+                                        LLVMConstInt(ty, 0, 0), ""),
+                          LLVMBuildICmp(B, LLVMIntSGE, k, w, ""), "")
+            : LLVMBuildICmp(B, LLVMIntUGE, k, w, "");
+    cg_check(fn, bad, CG_ERR_SHIFT, op, t);
+}
+
+/* Checked mode: v, an integral floating value (float or double), must be a
+ * value of integer type rt (the interpreter's float_to_int; NaN is not). */
+static void check_range(cg_fn *fn, weft_op op, weft_type rt, LLVMValueRef v)
+{
+    if (!fn->checked) {
+        return;
+    }
+    LLVMTypeRef ty = LLVMTypeOf(v);
+    int w = fe_type_bits(rt);
+    double lo = fe_is_signed(rt) ? -ldexp(1.0, w - 1) : 0.0;
+    double hi = fe_is_signed(rt) ? ldexp(1.0, w - 1) : ldexp(1.0, w);
+    LLVMValueRef ok = LLVMBuildAnd(
+        B, LLVMBuildFCmp(B, LLVMRealOGE, v, LLVMConstReal(ty, lo), ""),
+        LLVMBuildFCmp(B, LLVMRealOLT, v, LLVMConstReal(ty, hi), ""), "");
+    cg_check(fn, LLVMBuildNot(B, ok, ""), CG_ERR_CONVERT, op, rt);
 }
 
 static LLVMValueRef compare(cg_fn *fn, weft_op op, weft_type t,
@@ -318,6 +393,7 @@ weft_status cg_prim(cg_fn *fn, weft_op op, weft_type rt, weft_type t0,
         if (!fe_is_int(t)) {
             return internal("integer division of a non-integer", (int)t);
         }
+        check_div(fn, op, t, x, y);
         *r = int_div(fn, op, t, x, y);
         break;
     case WEFT_OP_BAND: *r = LLVMBuildAnd(B, x, y, ""); break;
@@ -329,6 +405,7 @@ weft_status cg_prim(cg_fn *fn, weft_op op, weft_type rt, weft_type t0,
         if (!fe_is_int(t) || !fe_is_int(t1)) {
             return internal("a shift of a non-integer", (int)t);
         }
+        check_shift(fn, op, t, t1, y);
         LLVMValueRef k = amount(fn, t, t1, y, false);
         k = LLVMBuildAnd(B, k, LLVMConstInt(ty, (unsigned)fe_type_bits(t) - 1, 0), "");
         *r = op == WEFT_OP_SHL  ? LLVMBuildShl(B, x, k, "")
@@ -440,12 +517,23 @@ weft_status cg_prim(cg_fn *fn, weft_op op, weft_type rt, weft_type t0,
                            : op == WEFT_OP_ROUND   ? "llvm.roundeven"
                                                    : "llvm.trunc";
         LLVMValueRef v = cg_intrinsic(fn, name, &wt, 1, &w, 1);
+        if (v) {
+            check_range(fn, op, rt, v);
+        }
         *r = v ? float_to_int(fn, rt, v) : NULL;
         break;
     }
     case WEFT_OP_CONVERT:
         if (!fe_is_scalar(rt)) {
             return internal("convert to a non-scalar", (int)rt);
+        }
+        if (fn->checked && fe_is_float(t) && fe_is_int(rt)) {
+            LLVMValueRef w = widen(fn, t, x);
+            LLVMTypeRef wt = LLVMTypeOf(w);
+            LLVMValueRef v = cg_intrinsic(fn, "llvm.trunc", &wt, 1, &w, 1);
+            if (v) {
+                check_range(fn, op, rt, v);
+            }
         }
         *r = convert(fn, t, rt, x);
         break;
@@ -686,6 +774,55 @@ static weft_status let_index0(cg_fn *fn, const fe_var *v, const fe_term *rhs)
     return WEFT_OK;
 }
 
+/* a ! ix (FE_AT) or a !! i (FE_AT_LINEAR), ix the index's leaves: the
+ * element when the index is inside a, else zero in every leaf (and, in
+ * checked mode, a report), without reading. */
+static weft_status exp_at(cg_fn *fn, const fe_term *e, const cg_array *a,
+                          const cg_val *ix, cg_val *out)
+{
+    LLVMValueRef i = NULL, inside = NULL;
+    if (e->kind == FE_AT) {
+        if (ix->n != a->rank) {
+            return internal("an index of the wrong rank", ix->n);
+        }
+        i = cg_to_index(fn, a->rank, a->extent, ix->v);
+        for (int d = 0; d < a->rank; d++) {
+            LLVMValueRef in =
+                LLVMBuildICmp(B, LLVMIntULT, ix->v[d], a->extent[d], "");
+            inside = inside ? LLVMBuildAnd(B, inside, in, "") : in;
+        }
+    } else {
+        if (ix->n != 1) {
+            return internal("a linear index with several leaves", ix->n);
+        }
+        i = ix->v[0];
+        LLVMValueRef n = cg_i64(fn, 1);
+        for (int d = 0; d < a->rank; d++) {
+            n = d == 0 ? a->extent[0] : LLVMBuildMul(B, n, a->extent[d], "");
+        }
+        inside = LLVMBuildICmp(B, LLVMIntULT, i, n, "");
+    }
+    if (!inside) {
+        return cg_array_load(fn, a, i, out); /* rank 0: one element */
+    }
+    cg_val x, z;
+    cg_if c;
+    cg_if_begin(fn, &c, inside);
+    weft_status s = cg_array_load(fn, a, i, &x);
+    if (s != WEFT_OK) {
+        return s;
+    }
+    cg_if_else(fn, &c);
+    cg_check(fn, NULL, e->kind == FE_AT ? CG_ERR_INDEX : CG_ERR_LINEAR, 0, 0);
+    if ((s = cg_val_make(fn, a->nleaf, &z)) != WEFT_OK) {
+        return s;
+    }
+    for (int l = 0; l < a->nleaf; l++) {
+        z.v[l] = LLVMConstNull(ty_of(fn, a->leaf[l]));
+    }
+    return cg_if_merge(fn, &c, &x, &z, out);
+}
+
 /* Emit a scalar core term (see cg.h). */
 weft_status cg_exp(cg_fn *fn, const fe_term *e, cg_val *out)
 {
@@ -816,6 +953,14 @@ weft_status cg_exp(cg_fn *fn, const fe_term *e, cg_val *out)
             (s = cg_val_make(fn, sh.n, out)) != WEFT_OK) {
             return s;
         }
+        /* the interpreter's errors, innermost extent first */
+        for (int k = sh.n - 1; k >= 1 && fn->checked; k--) {
+            LLVMValueRef z = cg_i64(fn, 0);
+            cg_check(fn, LLVMBuildICmp(B, LLVMIntEQ, sh.v[k], z, ""),
+                     CG_ERR_FROM_ZERO, 0, 0);
+            cg_check(fn, LLVMBuildICmp(B, LLVMIntSLT, sh.v[k], z, ""),
+                     CG_ERR_FROM_NEG, 0, 0);
+        }
         cg_from_index(fn, sh.n, sh.v, i, out->v);
         return WEFT_OK;
     }
@@ -827,19 +972,7 @@ weft_status cg_exp(cg_fn *fn, const fe_term *e, cg_val *out)
             (s = cg_exp(fn, e->kid[1], &ix)) != WEFT_OK) {
             return s;
         }
-        LLVMValueRef i = NULL;
-        if (e->kind == FE_AT) {
-            if (ix.n != a.rank) {
-                return internal("an index of the wrong rank", ix.n);
-            }
-            i = cg_to_index(fn, a.rank, a.extent, ix.v);
-        } else {
-            if (ix.n != 1) {
-                return internal("a linear index with several leaves", ix.n);
-            }
-            i = ix.v[0];
-        }
-        return cg_array_load(fn, &a, i, out);
+        return exp_at(fn, e, &a, &ix, out);
     }
     case FE_WHILE:
         return exp_while(fn, e, out);

@@ -39,6 +39,10 @@ weft_status cg_fn_begin(cg_fn *fn, weft_context *ctx, const cg_target *t,
     fn->user = NULL;
     fn->fmf = 0;
     fn->ignored = NULL;
+    fn->checked = false;
+    fn->elem = NULL;
+    fn->fail = NULL;
+    fn->nsite = 0;
     if (nvar > 0) {
         fn->env = fe_arena_alloc(arena, nvar * sizeof *fn->env);
         fn->aenv = fe_arena_alloc(arena, nvar * sizeof *fn->aenv);
@@ -68,6 +72,59 @@ void cg_fn_end(cg_fn *fn)
     LLVMBuildBr(fn->b, body);
     LLVMDisposeBuilder(fn->b);
     fn->b = NULL;
+}
+
+/* Checked mode (see cg.h). */
+void cg_checked(cg_fn *fn)
+{
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
+    fn->checked = true;
+    fn->elem = cg_alloca(fn, i64, "elem");
+    fn->fail = cg_alloca(fn, i64, "fail");
+    /* the entry block holds allocas and, after them, these stores */
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(fn->llctx);
+    LLVMPositionBuilderAtEnd(b, fn->entry);
+    LLVMBuildStore(b, cg_i64(fn, -1), fn->elem);
+    LLVMBuildStore(b, cg_i64(fn, -1), fn->fail);
+    LLVMDisposeBuilder(b);
+}
+
+void cg_set_elem(cg_fn *fn, LLVMValueRef i)
+{
+    if (fn->checked) {
+        LLVMBuildStore(fn->b, i, fn->elem);
+    }
+}
+
+void cg_check(cg_fn *fn, LLVMValueRef bad, int code, int op, weft_type type)
+{
+    if (!fn->checked) {
+        return;
+    }
+    if (bad && LLVMIsAConstantInt(bad) && LLVMConstIntGetZExtValue(bad) == 0) {
+        return;
+    }
+    LLVMBuilderRef B = fn->b;
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
+    int site = fn->nsite < CG_KEY_SITE_MAX ? fn->nsite : CG_KEY_SITE_MAX;
+    fn->nsite++;
+    uint64_t low = (uint64_t)site << 14 | (uint64_t)(code & 0xf) << 10 |
+                   (uint64_t)(op & 0x3f) << 4 | (uint64_t)((int)type & 0xf);
+    /* -1 (no element known) and anything past the field: none */
+    LLVMValueRef none = cg_i64(fn, CG_KEY_ELEM_NONE);
+    LLVMValueRef e = LLVMBuildLoad2(B, i64, fn->elem, "");
+    e = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntULT, e, none, ""), e, none,
+                        "");
+    LLVMValueRef key =
+        LLVMBuildOr(B, LLVMBuildShl(B, e, cg_i64(fn, CG_KEY_ELEM_SHIFT), ""),
+                    LLVMConstInt(i64, low, 0), "");
+    if (bad) {
+        key = LLVMBuildSelect(B, bad, key, cg_i64(fn, -1), "");
+    }
+    LLVMValueRef old = LLVMBuildLoad2(B, i64, fn->fail, "");
+    LLVMValueRef args[2] = {old, key};
+    LLVMValueRef m = cg_intrinsic(fn, "llvm.umin", &i64, 1, args, 2);
+    LLVMBuildStore(B, m, fn->fail);
 }
 
 /* noalias on a parameter (see cg.h). */

@@ -155,6 +155,20 @@ typedef struct weft_config {
 #define WEFT_FLAG_NO_ENV 1u    /* ignore the WEFT_* environment variables */
 #define WEFT_FLAG_NO_FUSION 2u /* compute every operation as its own array
                                   (for comparisons and debugging) */
+/* Checked mode ($WEFT_CHECK=1; $WEFT_CHECK=0 turns it off): compiled
+ * kernels report every undefined operation that the interpreter reports,
+ * with its status (WEFT_ERR_OUT_OF_BOUNDS for `!`, `!!`, gathers and
+ * permute targets; WEFT_ERR_DIVIDE_BY_ZERO; WEFT_ERR_UNDEFINED for shifts
+ * by a negative amount or the width or more, quot/div of the minimum by
+ * -1, float to integer of NaN or out of range) and a message naming the
+ * kernel and the element.  Without it (the default, and as fast as weft
+ * goes) these operations give defined values, the same on cpu and ptx:
+ * `!`/`!!` outside the array give zero; x quot 0 = x div 0 = x, x rem 0 =
+ * x mod 0 = 0; minBound quot -1 = minBound; shifts use the amount modulo
+ * the width; float to integer saturates, NaN giving 0 (docs/language.md,
+ * "Undefined operations").  Gathers of backpermute, transform and slice
+ * and permute targets are checked in both modes. */
+#define WEFT_FLAG_CHECKED 4u
 
 /* The default configuration: the CPU backend on all cores (the reference
  * interpreter in a build without LLVM), the default cache directory, no
@@ -435,7 +449,9 @@ WEFT_API weft_exp *weft_truncate(weft_exp *x, weft_type to);
 /* Conversion between any two of bool and the numeric types (bool to a
  * number is 0 or 1; a number to bool is x != 0; integer to integer wraps;
  * float to integer truncates toward zero, WEFT_ERR_UNDEFINED at run when out
- * of range).  Bit-cast between scalar types of one size. */
+ * of range or NaN in the interpreter and in checked mode; compiled code
+ * without it saturates, NaN giving 0).  Bit-cast between scalar types of one
+ * size. */
 WEFT_API weft_exp *weft_convert(weft_exp *x, weft_type to);
 WEFT_API weft_exp *weft_bitcast(weft_exp *x, weft_type to);
 
@@ -466,7 +482,8 @@ WEFT_API weft_exp *weft_from_index(weft_exp *sh, weft_exp *i);
 
 /* Indexing any array term of the program: a ! ix (ix of type
  * WEFT_DIM(rank a)) and a !! i (i64, row-major position).  Out-of-bounds
- * indices are WEFT_ERR_OUT_OF_BOUNDS at run in the interpreter. */
+ * indices are WEFT_ERR_OUT_OF_BOUNDS at run in the interpreter and in
+ * checked mode (WEFT_FLAG_CHECKED); compiled code without it gives zero. */
 WEFT_API weft_exp *weft_at(weft_acc *a, weft_exp *ix);
 WEFT_API weft_exp *weft_at_linear(weft_acc *a, weft_exp *i);
 /* The single element of a rank-0 array. */

@@ -3,8 +3,8 @@
  *
  * A context holds the configuration, the chosen backend (a table of
  * functions, lib/fe.h fe_backend) and the interned tuple types.  The
- * environment (WEFT_BACKEND, WEFT_THREADS) overrides the configuration
- * unless WEFT_FLAG_NO_ENV is set.
+ * environment (WEFT_BACKEND, WEFT_THREADS, WEFT_CHECK, ...) overrides the
+ * configuration unless WEFT_FLAG_NO_ENV is set.
  */
 #include <ctype.h>
 #include <stdlib.h>
@@ -124,6 +124,18 @@ weft_status weft_context_create(const weft_config *cfg, weft_context **out)
                                 "\"%.32s\" is not a number of bytes", mem);
             }
             c.device_memory = n;
+        }
+        const char *chk = getenv("WEFT_CHECK");
+        if (chk && *chk) {
+            if (strcmp(chk, "1") == 0) {
+                c.flags |= WEFT_FLAG_CHECKED;
+            } else if (strcmp(chk, "0") == 0) {
+                c.flags &= ~WEFT_FLAG_CHECKED;
+            } else {
+                return fe_error(WEFT_ERR_INVALID_ARGUMENT,
+                                "weft_context_create: WEFT_CHECK=\"%.32s\" "
+                                "is not 1 (checked mode) or 0", chk);
+            }
         }
         const char *th = getenv("WEFT_THREADS");
         if (th && *th) {

@@ -477,8 +477,9 @@ weft_status fe_interp(weft_context *ctx, const fe_core *core,
  * every array term but variables, lets, acond and awhile; the hook either computes it into out (setting *handled) or
  * leaves it to the interpreter.  Inside a hook, fe_ix_acc evaluates an
  * array term (new references), fe_ix_exp a scalar term, fe_ix_var gives a
- * variable's current binding (leaves or arrays, borrowed) and fe_ix_param
- * input i (borrowed). */
+ * variable's current binding (leaves or arrays, borrowed), fe_ix_var_ignored
+ * whether a scalar variable of type DIM(0) holds permute's `ignore` (it has
+ * no leaves to show it) and fe_ix_param input i (borrowed). */
 typedef struct fe_ix fe_ix;
 typedef weft_status (*fe_interp_hook)(void *user, fe_ix *ix,
                                       const fe_term *t, weft_array **out,
@@ -490,6 +491,7 @@ weft_status fe_ix_acc(fe_ix *ix, const fe_term *t, weft_array **out);
 weft_status fe_ix_exp(fe_ix *ix, const fe_term *t, fe_val *out);
 weft_status fe_ix_var(fe_ix *ix, const fe_var *v, const fe_val **vals,
                       weft_array *const **arrays);
+bool fe_ix_var_ignored(fe_ix *ix, const fe_var *v);
 weft_array *fe_ix_param(fe_ix *ix, int i);
 
 /* --- interp_scalar.c (added by the interpreter; usable for constant

@@ -2068,6 +2068,12 @@ weft_status fe_ix_var(fe_ix *ix, const fe_var *v, const fe_val **vals,
     return WEFT_OK;
 }
 
+bool fe_ix_var_ignored(fe_ix *ix, const fe_var *v)
+{
+    return v && !v->acc && v->id < ix->core->nvar && ix->env[v->id].v &&
+           ix->env[v->id].nv == 0 && ix->env[v->id].ign;
+}
+
 weft_array *fe_ix_param(fe_ix *ix, int i)
 {
     return i >= 0 && i < ix->core->nparam ? ix->in[i] : NULL;

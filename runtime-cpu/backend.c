@@ -213,9 +213,9 @@ static weft_status rt_copy(rt_job *j, weft_array *dst, weft_array *src)
     return s;
 }
 
-static weft_status rt_read_error(rt_job *j, int64_t *code)
+static weft_status rt_read_error(rt_job *j, int64_t *word)
 {
-    *code = ((const int64_t *)j->aux[SK_ERR_AUX]->data[0])[0];
+    *word = ((const int64_t *)j->aux[SK_ERR_AUX]->data[0])[0];
     return WEFT_OK;
 }
 

@@ -504,12 +504,12 @@ static weft_status rt_copy(rt_job *j, weft_array *dst, weft_array *src)
     return s;
 }
 
-static weft_status rt_read_error(rt_job *j, int64_t *code)
+static weft_status rt_read_error(rt_job *j, int64_t *word)
 {
     const sk_kernel *k = j->k;
     uint64_t p = j->w[k->item[k->err_item].word];
-    *code = 0;
-    return gpu_download(dev_of(j), code, p, sizeof *code, WHO);
+    *word = 0;
+    return gpu_download(dev_of(j), word, p, sizeof *word, WHO);
 }
 
 static void rt_done(rt_job *j)

@@ -8,8 +8,10 @@
  * the argument block from the kernel's layout (skeletons-ir/sk.h) and runs
  * the phases through the backend's rt_ops.  Errors that depend on data and that the host
  * can see (negative extents, fold1 of an empty row) are reported here;
- * errors a kernel meets (a gather outside its source) come back in an
- * auxiliary error word.
+ * errors a kernel meets (a gather outside its source; in checked mode
+ * every undefined operation) come back in an auxiliary error word
+ * (skeletons-ir/sk.h), which kernel_error turns into the interpreter's
+ * status.
  */
 #ifdef WEFT_HAVE_LLVM
 #include <string.h>
@@ -402,6 +404,11 @@ weft_status rt_job_fill(job *j)
                 return fe_error(WEFT_ERR_INTERNAL, WHO ": a kernel scalar is missing");
             }
             put_scalar(j->w, it, v);
+            if (it->type == WEFT_DIM(0)) {
+                /* the `ignore` flag of a rank-0 index (sk.h) */
+                j->w[it->word] = it->src == SK_SRC_VAR &&
+                                 fe_ix_var_ignored(j->ix, it->var);
+            }
         }
     }
     return WEFT_OK;
@@ -515,6 +522,93 @@ weft_status rt_exec_fold(job *j)
 
 /* ---- entry ------------------------------------------------------------------ */
 
+static const char *type_name(int t)
+{
+    static const char *names[] = {
+        "?", "bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64",
+        "f16", "f32", "f64",
+    };
+    return fe_is_scalar((weft_type)t) ? names[t] : "?";
+}
+
+static const char *op_name(int op)
+{
+    const char *n = op > 0 ? weft_op_name((weft_op)op) : NULL;
+    return n ? n : "?";
+}
+
+/* The status and message of kernel k's error word w (a report key,
+ * codegen/cg.h):
+ * the interpreter's status for the same operation, and a message naming
+ * the kernel and the element. */
+static weft_status kernel_error(const sk_kernel *k, uint64_t w)
+{
+    int code = CG_KEY_CODE(w), op = CG_KEY_OP(w);
+    int type = (int)CG_KEY_TYPE(w);
+    uint64_t elem = CG_KEY_ELEM(w);
+    char name[256], at[64] = "", what[160];
+    rt_kernel_name(k, name, sizeof name);
+    if (elem != (uint64_t)CG_KEY_ELEM_NONE) {
+        snprintf(at, sizeof at, " at element %llu", (unsigned long long)elem);
+    }
+    weft_status s = WEFT_ERR_UNDEFINED;
+    switch ((cg_err)code) {
+    case CG_ERR_GATHER:
+        s = WEFT_ERR_OUT_OF_BOUNDS;
+        snprintf(what, sizeof what, "a gather (backpermute or transform) "
+                                    "reads outside its source");
+        break;
+    case CG_ERR_SLICE:
+        s = WEFT_ERR_SLICE_INDEX;
+        snprintf(what, sizeof what, "a slice index is outside its dimension");
+        break;
+    case CG_ERR_PERMUTE:
+        s = WEFT_ERR_OUT_OF_BOUNDS;
+        snprintf(what, sizeof what, "permute writes outside its result");
+        break;
+    case CG_ERR_INDEX:
+    case CG_ERR_LINEAR:
+        s = WEFT_ERR_OUT_OF_BOUNDS;
+        snprintf(what, sizeof what, "%s is out of bounds for its array",
+                 code == CG_ERR_INDEX ? "an index (a ! ix)"
+                                      : "a linear index (a !! i)");
+        break;
+    case CG_ERR_DIV_ZERO:
+        s = WEFT_ERR_DIVIDE_BY_ZERO;
+        snprintf(what, sizeof what, "integer division by zero (%s on %s)",
+                 op_name(op), type_name(type));
+        break;
+    case CG_ERR_DIV_MIN:
+        snprintf(what, sizeof what, "%s of the minimum %s by -1 is undefined",
+                 op_name(op), type_name(type));
+        break;
+    case CG_ERR_SHIFT:
+        snprintf(what, sizeof what, "%s by a negative amount or by the width "
+                 "or more is undefined for %s", op_name(op), type_name(type));
+        break;
+    case CG_ERR_CONVERT:
+        snprintf(what, sizeof what, "%s to %s of NaN or of a value out of "
+                 "range", op_name(op), type_name(type));
+        break;
+    case CG_ERR_FROM_ZERO:
+        s = WEFT_ERR_DIVIDE_BY_ZERO;
+        snprintf(what, sizeof what, "from_index in a shape with an inner "
+                                    "extent 0");
+        break;
+    case CG_ERR_FROM_NEG:
+        s = WEFT_ERR_BAD_SHAPE;
+        snprintf(what, sizeof what, "from_index in a shape with a negative "
+                                    "inner extent");
+        break;
+    default:
+        return fe_error(WEFT_ERR_INTERNAL,
+                        WHO ": unknown error word %#llx (kernel %d: %s)",
+                        (unsigned long long)w, k->number, name);
+    }
+    return fe_error(s, WHO ": %s%s (kernel %d: %s)", what, at, k->number,
+                    name);
+}
+
 weft_status rt_exec(weft_context *ctx, const rt_backend *rb, fe_ix *ix,
                     sk_kernel *k, weft_array **out)
 {
@@ -542,20 +636,12 @@ weft_status rt_exec(weft_context *ctx, const rt_backend *rb, fe_ix *ix,
     if (s == WEFT_OK) {
         s = drivers[k->skel->family](&j);
     }
-    int64_t code = SK_ERR_NONE;
+    int64_t word = 0;
     if (s == WEFT_OK && k->may_fail) {
-        s = j.ops->read_error(&j, &code);
+        s = j.ops->read_error(&j, &word);
     }
-    if (s == WEFT_OK) {
-        if (code == SK_ERR_SLICE) {
-            s = fe_error(WEFT_ERR_SLICE_INDEX,
-                         WHO ": a slice index is outside its dimension");
-        } else if (code != SK_ERR_NONE) {
-            s = fe_error(WEFT_ERR_OUT_OF_BOUNDS,
-                         WHO ": %s reads or writes outside an array",
-                         code == SK_ERR_PERMUTE ? "permute" : "a gather "
-                         "(backpermute or transform)");
-        }
+    if (s == WEFT_OK && word != 0) {
+        s = kernel_error(k, (uint64_t)word);
     }
     if (s == WEFT_OK) {
         for (int o = 0; o < k->nout; o++) {

@@ -25,6 +25,7 @@ static weft_status add(weft_executable *exe, rt_plan_t *pl,
         return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
     }
     weft_status s = sk_prepare(exe->ctx, &exe->core, &exe->arena, tg, t, k);
+    k->number = pl->n;
     if (s || (s = get(user, exe, k)) != WEFT_OK) {
         return s;
     }
@@ -101,27 +102,39 @@ struct sk_kernel *rt_plan_kernel(const rt_plan_t *pl, const fe_term *t)
     return NULL;
 }
 
-/* The delayed producers inside t, for the plan. */
-static void fused_names(const fe_term *t, FILE *out, int *n)
+/* The delayed producers inside t, for the plan, appended at buf[*len]. */
+static void fused_names(const fe_term *t, char *buf, size_t size,
+                        size_t *len, int *n)
 {
     for (int i = 0; i < t->nkid; i++) {
         const fe_term *kid = t->kid[i];
         if (kid && kid->acc && kid->delayed) {
-            fprintf(out, "%s%s", (*n)++ ? ", " : ", fused: ",
-                    fe_acc_name(kid->kind));
-            fused_names(kid, out, n);
+            if (*len < size) {
+                *len += (size_t)snprintf(buf + *len, size - *len, "%s%s",
+                                         (*n)++ ? ", " : ", fused: ",
+                                         fe_acc_name(kid->kind));
+            }
+            fused_names(kid, buf, size, len, n);
         }
     }
+}
+
+const char *rt_kernel_name(const struct sk_kernel *k, char *buf, size_t n)
+{
+    size_t len = (size_t)snprintf(buf, n, "%s", fe_acc_name(k->op->kind));
+    int nf = 0;
+    fused_names(k->op, buf, n, &len, &nf);
+    return buf;
 }
 
 void rt_plan_dump(const rt_plan_t *pl, FILE *out)
 {
     for (int i = 0; pl && i < pl->n; i++) {
         const sk_kernel *k = pl->k[i];
-        int n = 0;
-        fprintf(out, "kernel %d: %s", i, fe_acc_name(k->op->kind));
-        fused_names(k->op, out, &n);
-        fprintf(out, " (%d phase%s%s)\n", k->nentry, k->nentry > 1 ? "s" : "",
+        char name[256];
+        fprintf(out, "kernel %d: %s (%d phase%s%s)\n", i,
+                rt_kernel_name(k, name, sizeof name), k->nentry,
+                k->nentry > 1 ? "s" : "",
                 k->general ? ", two variants" : "");
     }
 }

@@ -27,7 +27,7 @@
 /* Bumped whenever the kernel ABI, the argument block layout or anything
  * else that makes an old cached kernel wrong changes; it is mixed into
  * every kernel key, so old disk entries are simply never found again. */
-#define RT_ABI_VERSION 5
+#define RT_ABI_VERSION 7
 
 /* ===== disk.c: the disk cache of compiled kernels ===== */
 
@@ -95,8 +95,9 @@ typedef struct rt_ops {
     weft_status (*run)(rt_job *j, int n, const rt_phase *phases);
     /* dst = src, element for element (same type and shape). */
     weft_status (*copy)(rt_job *j, weft_array *dst, weft_array *src);
-    /* Bring the error word (aux SK_ERR_AUX) to the host. */
-    weft_status (*read_error)(rt_job *j, int64_t *code);
+    /* Bring the error word (aux SK_ERR_AUX, skeletons-ir/sk.h) to the
+     * host. */
+    weft_status (*read_error)(rt_job *j, int64_t *word);
     /* The job is over (success or not): release what addr held. */
     void (*done)(rt_job *j);
 } rt_ops;
@@ -196,6 +197,9 @@ weft_status rt_plan(weft_executable *exe, const struct sk_target *tg,
 struct sk_kernel *rt_plan_kernel(const rt_plan_t *pl, const fe_term *t);
 /* Print the kernels, a line each: what was fused into each. */
 void rt_plan_dump(const rt_plan_t *pl, FILE *out);
+/* What kernel k computes, "fold, fused: map", into buf (n bytes), which it
+ * returns. */
+const char *rt_kernel_name(const struct sk_kernel *k, char *buf, size_t n);
 
 /* ===== exec*.c: the drivers, one per skeleton family ===== */
 weft_status rt_exec_generate(rt_job *j); /* exec.c */

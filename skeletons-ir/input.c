@@ -22,13 +22,66 @@
  */
 #include "sk.h"
 
+/* Put report key `key` into the kernel's error word: a compare-and-swap
+ * loop that replaces the word while it is zero or larger (sk.h). */
+static void put_key(sk_fn *f, LLVMValueRef key)
+{
+    cg_fn *fn = &f->fn;
+    LLVMBuilderRef B = fn->b;
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
+    LLVMValueRef p = f->arr[f->e->k->err_item].ptr[0];
+    LLVMValueRef old = LLVMBuildLoad2(B, i64, p, "");
+    LLVMSetOrdering(old, LLVMAtomicOrderingMonotonic);
+    LLVMSetAlignment(old, 8);
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(B);
+    LLVMBasicBlockRef loop =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "report");
+    LLVMBasicBlockRef swap =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "report.swap");
+    LLVMBasicBlockRef done =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "report.done");
+    LLVMBuildBr(B, loop);
+    LLVMPositionBuilderAtEnd(B, loop);
+    LLVMValueRef cur = LLVMBuildPhi(B, i64, "");
+    LLVMAddIncoming(cur, &old, &pre, 1);
+    LLVMValueRef keep =
+        LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntNE, cur, cg_i64(fn, 0), ""),
+                     LLVMBuildICmp(B, LLVMIntULE, cur, key, ""), "");
+    LLVMBuildCondBr(B, keep, done, swap);
+    LLVMPositionBuilderAtEnd(B, swap);
+    LLVMValueRef prev = fn->target->atomic_cas(fn, p, cur, key);
+    LLVMBasicBlockRef swap_end = LLVMGetInsertBlock(B);
+    LLVMAddIncoming(cur, &prev, &swap_end, 1);
+    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntEQ, prev, cur, ""), done,
+                    loop);
+    LLVMPositionBuilderAtEnd(B, done);
+}
+
 void sk_set_error(sk_fn *f, int code)
 {
     cg_fn *fn = &f->fn;
-    const cg_array *err = &f->arr[f->e->k->err_item];
-    LLVMValueRef st = LLVMBuildStore(fn->b, cg_i64(fn, code), err->ptr[0]);
-    LLVMSetOrdering(st, LLVMAtomicOrderingMonotonic);
-    LLVMSetAlignment(st, 8);
+    if (fn->checked) {
+        cg_check(fn, NULL, code, 0, 0);
+        return;
+    }
+    put_key(f, cg_i64(fn, (int64_t)((uint64_t)CG_KEY_ELEM_NONE
+                                        << CG_KEY_ELEM_SHIFT |
+                                    (uint64_t)code << 10)));
+}
+
+void sk_flush_error(sk_fn *f)
+{
+    cg_fn *fn = &f->fn;
+    if (!fn->checked) {
+        return;
+    }
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
+    LLVMValueRef key = LLVMBuildLoad2(fn->b, i64, fn->fail, "");
+    cg_if c;
+    cg_if_begin(fn, &c, LLVMBuildICmp(fn->b, LLVMIntNE, key, cg_i64(fn, -1),
+                                      ""));
+    put_key(f, key);
+    cg_if_end(fn, &c);
 }
 
 /* The item holding manifest array term t, or -1. */
@@ -222,6 +275,9 @@ static weft_status zero_of(sk_fn *f, weft_type t, cg_val *out)
     return s;
 }
 
+static weft_status read_at(sk_fn *f, const fe_term *t, LLVMValueRef i,
+                           const cg_val *ix, cg_val *out);
+
 /* a[jx] if jx is inside a's extent, else zero and the error word. */
 static weft_status gather(sk_fn *f, const fe_term *a, const cg_val *jx,
                           int code, cg_val *out)
@@ -241,7 +297,7 @@ static weft_status gather(sk_fn *f, const fe_term *a, const cg_val *jx,
     cg_if c;
     cg_val x, z;
     cg_if_begin(fn, &c, inside);
-    if ((s = sk_read(f, a, NULL, jx, &x)) != WEFT_OK) {
+    if ((s = read_at(f, a, NULL, jx, &x)) != WEFT_OK) {
         return s;
     }
     cg_if_else(fn, &c);
@@ -252,8 +308,8 @@ static weft_status gather(sk_fn *f, const fe_term *a, const cg_val *jx,
     return cg_if_merge(fn, &c, &x, &z, out);
 }
 
-weft_status sk_read(sk_fn *f, const fe_term *t, LLVMValueRef i,
-                    const cg_val *ix, cg_val *out)
+static weft_status read_at(sk_fn *f, const fe_term *t, LLVMValueRef i,
+                           const cg_val *ix, cg_val *out)
 {
     cg_fn *fn = &f->fn;
     weft_status s;
@@ -270,14 +326,14 @@ weft_status sk_read(sk_fn *f, const fe_term *t, LLVMValueRef i,
     }
     switch ((fe_kind)t->kind) {
     case FE_MAP:
-        if ((s = sk_read(f, t->kid[0], i, ix, &x[0])) != WEFT_OK) {
+        if ((s = read_at(f, t->kid[0], i, ix, &x[0])) != WEFT_OK) {
             return s;
         }
         return cg_apply(fn, t->fun[0], x, out);
     case FE_ZIPWITH:
         if (i && f->e->uniform) {
             for (int k = 0; k < t->nkid && k < 3; k++) {
-                if ((s = sk_read(f, t->kid[k], i, NULL, &x[k])) != WEFT_OK) {
+                if ((s = read_at(f, t->kid[k], i, NULL, &x[k])) != WEFT_OK) {
                     return s;
                 }
             }
@@ -286,7 +342,7 @@ weft_status sk_read(sk_fn *f, const fe_term *t, LLVMValueRef i,
                 return s;
             }
             for (int k = 0; k < t->nkid && k < 3; k++) {
-                if ((s = sk_read(f, t->kid[k], NULL, ixv, &x[k])) != WEFT_OK) {
+                if ((s = read_at(f, t->kid[k], NULL, ixv, &x[k])) != WEFT_OK) {
                     return s;
                 }
             }
@@ -304,9 +360,9 @@ weft_status sk_read(sk_fn *f, const fe_term *t, LLVMValueRef i,
             return s;
         }
         if (t->kind == FE_BACKPERMUTE) {
-            return gather(f, t->kid[1], &jx, SK_ERR_GATHER, out);
+            return gather(f, t->kid[1], &jx, CG_ERR_GATHER, out);
         }
-        if ((s = gather(f, t->kid[1], &jx, SK_ERR_GATHER, &x[0])) != WEFT_OK) {
+        if ((s = gather(f, t->kid[1], &jx, CG_ERR_GATHER, &x[0])) != WEFT_OK) {
             return s;
         }
         return cg_apply(fn, t->fun[1], x, out);
@@ -318,7 +374,7 @@ weft_status sk_read(sk_fn *f, const fe_term *t, LLVMValueRef i,
             }
             i = cg_to_index(fn, t->rank, ext, ix->v);
         }
-        return sk_read(f, t->kid[1], i, NULL, out);
+        return read_at(f, t->kid[1], i, NULL, out);
     case FE_REPLICATE:
     case FE_SLICE: {
         if ((s = index_of(f, t, i, ix, &tmp, &ixv)) != WEFT_OK) {
@@ -346,11 +402,30 @@ weft_status sk_read(sk_fn *f, const fe_term *t, LLVMValueRef i,
             }
         }
         if (t->kind == FE_REPLICATE) {
-            return sk_read(f, a, NULL, &jx, out);
+            return read_at(f, a, NULL, &jx, out);
         }
-        return gather(f, a, &jx, SK_ERR_SLICE, out);
+        return gather(f, a, &jx, CG_ERR_SLICE, out);
     }
     default:
         return missing();
     }
+}
+
+weft_status sk_read(sk_fn *f, const fe_term *t, LLVMValueRef i,
+                    const cg_val *ix, cg_val *out)
+{
+    cg_fn *fn = &f->fn;
+    if (fn->checked) {
+        LLVMValueRef j = i;
+        if (!j) {
+            LLVMValueRef ext[WEFT_MAX_RANK];
+            weft_status s = sk_extent(f, t, ext);
+            if (s != WEFT_OK) {
+                return s;
+            }
+            j = cg_to_index(fn, t->rank, ext, ix->v);
+        }
+        cg_set_elem(fn, j);
+    }
+    return read_at(f, t, i, ix, out);
 }

@@ -103,6 +103,9 @@ weft_status sk_add_item(weft_context *ctx, fe_arena *arena, sk_kernel *k,
     it->nleaf = fe_type_leaves(ctx, type, &it->leaf);
     it->word = k->nwords;
     k->nwords += it->nleaf + (kind == SK_ARRAY ? rank : 0);
+    if (kind == SK_SCALAR && type == WEFT_DIM(0)) {
+        k->nwords += 1; /* the `ignore` flag (sk.h) */
+    }
     return WEFT_OK;
 }
 
@@ -356,7 +359,8 @@ weft_status sk_prepare(weft_context *ctx, const fe_core *core, fe_arena *arena,
         return s;
     }
     k->err_item = k->aux_item[SK_ERR_AUX] = k->nitem - 1;
-    k->may_fail = gathers(t, true);
+    k->checked = (ctx->cfg.flags & WEFT_FLAG_CHECKED) != 0;
+    k->may_fail = gathers(t, true) || k->checked;
     k->skel = sk_skeleton_of(t, tg);
     if (!k->skel) {
         return fe_error(WEFT_ERR_INTERNAL,
@@ -494,6 +498,7 @@ void sk_describe(const fe_core *core, const sk_kernel *k,
     put(&d, k->skel->name, strlen(k->skel->name));
     put_i(&d, k->nitem);
     put_i(&d, (int64_t)k->flags);
+    put_i(&d, k->checked);
     for (int i = 0; i < k->nitem; i++) {
         const sk_item *it = &k->item[i];
         put_i(&d, it->kind);
@@ -550,6 +555,9 @@ static weft_status fn_begin(sk_emit *e, sk_fn *f, const char *name, bool raw)
     }
     fn->array_of = array_of;
     fn->user = f;
+    if (k->checked) {
+        cg_checked(fn);
+    }
     f->arr = fe_arena_alloc(e->arena, sizeof *f->arr * (size_t)(k->nitem + 1));
     f->val = fe_arena_alloc(e->arena, sizeof *f->val * (size_t)(k->nitem + 1));
     if (!f->arr || !f->val) {
@@ -601,6 +609,22 @@ static weft_status fn_begin(sk_emit *e, sk_fn *f, const char *name, bool raw)
             }
         } else {
             cg_val *v = &f->val[i];
+            if (it->type == WEFT_DIM(0)) {
+                /* no leaves: v[0] is the `ignore` flag, as cg_exp keeps
+                 * it for a let-bound rank-0 index (codegen/exp.c) */
+                if ((s = cg_val_make(fn, 1, v)) != WEFT_OK) {
+                    return s;
+                }
+                LLVMValueRef w = cg_i64(fn, it->word);
+                LLVMValueRef p = LLVMBuildGEP2(fn->b, i64, f->args, &w, 1, "");
+                v->v[0] = cg_load(fn, WEFT_BOOL, p, cg_i64(fn, 0));
+                v->n = 0;
+                if (it->src == SK_SRC_VAR) {
+                    fn->env[it->var->id] = *v;
+                    fn->bound[it->var->id] = true;
+                }
+                continue;
+            }
             if ((s = cg_val_make(fn, it->nleaf, v)) != WEFT_OK) {
                 return s;
             }
@@ -678,6 +702,7 @@ void sk_fn_end(sk_fn *f)
     if (!f->raw) {
         f->e->target->range_end(f);
     }
+    sk_flush_error(f);
     LLVMBuildRetVoid(f->fn.b);
     cg_fn_end(&f->fn);
 }

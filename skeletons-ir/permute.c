@@ -11,7 +11,7 @@
  * inline), applies ix to the multi-index of i, drops the element when the
  * result is `ignore` (every component INT64_MIN; at rank 0, where there
  * are no components, a flag that FE_IGNORE sets: fn->ignored), and stores
- * SK_ERR_PERMUTE in the error word instead of writing when the target is
+ * CG_ERR_PERMUTE in the error word instead of writing when the target is
  * outside the output.
  *
  * Several workers may hit one target at once, so the update of r[j] is
@@ -348,7 +348,7 @@ weft_status sk_permute_step(sk_fn *f, const cg_array *r,
         return s;
     }
     cg_if_else(fn, &in);
-    sk_set_error(f, SK_ERR_PERMUTE);
+    sk_set_error(f, CG_ERR_PERMUTE);
     cg_if_end(fn, &in);
     cg_if_end(fn, &keep);
     return WEFT_OK;

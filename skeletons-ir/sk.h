@@ -23,7 +23,8 @@
  * the kernel's layout (sk_layout): each item is an array (one pointer word
  * per leaf, then one i64 word per extent, outermost first) or a scalar (one
  * word per leaf, the leaf stored in its memory type at the start of the
- * word).  Items are, in order: the outputs, the operation's operands (its
+ * word; a rank-0 index, which has no leaves, has one word that is 1 when it
+ * is permute's `ignore`, as a let at host level may bind it).  Items are, in order: the outputs, the operation's operands (its
  * array kids and the scalar kids that the host evaluates: seeds, shapes,
  * boundary values), the free variables of its functions (let-bound scalars
  * and arrays outside the operation, parameters and used arrays that the
@@ -74,9 +75,14 @@ typedef struct sk_item {
 #define SK_ITEM_BLOCK (-1)
 #define SK_ERR_AUX 7   /* aux index of the error word (every kernel) */
 
-/* Codes a kernel stores in its error word (the first one wins only
- * loosely: any non-zero code is an error the driver reports). */
-enum { SK_ERR_NONE, SK_ERR_GATHER, SK_ERR_SLICE, SK_ERR_PERMUTE };
+/* The error word (an i64, zero when nothing went wrong) holds the least
+ * report key (codegen/cg.h, CG_KEY_*) of the kernel's run: each entry
+ * point keeps the least key its own checks met (cg_checked) and, at its
+ * end, replaces the word by it when the word is zero or larger (a
+ * compare-and-swap loop).  So the lowest element wins whatever the
+ * threads' order, and within one element the first check that failed.
+ * Without checked mode the checks a skeleton always makes (gathers,
+ * slices, permute targets) store a key with no element. */
 
 typedef struct sk_kernel sk_kernel;
 typedef struct sk_emit sk_emit;
@@ -186,8 +192,11 @@ struct sk_kernel {
                                  2.17 -> 2.52 ms) */
     bool may_fail;            /* it can store an error code (a gather
                                  that may fall outside its source, a
-                                 permute): the driver reads the error word
-                                 only then */
+                                 permute, any kernel in checked mode): the
+                                 driver reads the error word only then */
+    bool checked;             /* WEFT_FLAG_CHECKED: its functions report
+                                 undefined operations (part of the key) */
+    int number;               /* its position in the plan (messages) */
 };
 
 /* The context in which a kernel's functions are emitted. */
@@ -252,8 +261,12 @@ weft_status sk_fn_begin(sk_emit *e, sk_fn *f, const char *name);
 /* sk_fn_begin without the range loop: for a target's own skeletons,
  * which organise their threads themselves (start and end stay NULL). */
 weft_status sk_fn_begin_raw(sk_emit *e, sk_fn *f, const char *name);
-/* Close the function: the range loop, ret void, and finish. */
+/* Close the function: the range loop, the report of checked mode
+ * (sk_flush_error), ret void, and finish. */
 void sk_fn_end(sk_fn *f);
+/* Checked mode: put the least report key the function met into the
+ * kernel's error word (nothing when none, or unchecked). */
+void sk_flush_error(sk_fn *f);
 
 /* The element loop of a range: body(f, i, user) for each i in
  * [f->start, f->end).  Where the target has a chunk size K
@@ -272,7 +285,9 @@ weft_status sk_elements(sk_fn *f, sk_elem_body body, void *user);
  * extent, or at multi-index ix (exactly one of i and ix is not NULL);
  * delayed producers are computed inline (fuse.c).  sk_extent gives t's
  * extents (rank values).  Gathers outside their source store
- * SK_ERR_GATHER in the error word and yield zero. */
+ * CG_ERR_GATHER in the error word and yield zero.  In checked mode sk_read
+ * makes the position it reads the element that reports name (the linear
+ * position in t's extent). */
 weft_status sk_read(sk_fn *f, const fe_term *t, LLVMValueRef i,
                     const cg_val *ix, cg_val *out);
 weft_status sk_extent(sk_fn *f, const fe_term *t, LLVMValueRef *ext);
@@ -280,7 +295,9 @@ weft_status sk_extent(sk_fn *f, const fe_term *t, LLVMValueRef *ext);
  * arrays, and maps / zipWiths of equal shapes over them): else a consumer
  * that walks rows does better to pass multi-indices. */
 bool sk_linear_ok(sk_fn *f, const fe_term *t);
-/* Store code in the kernel's error word. */
+/* A report of code (cg_err) where fn->b is: in checked mode a cg_check
+ * for the current element, else straight into the kernel's error word
+ * with no element. */
 void sk_set_error(sk_fn *f, int code);
 
 /* Helpers for emitters. */
@@ -316,7 +333,7 @@ weft_status sk_permute_update_rmw(sk_fn *f, const cg_array *r,
  * sext[WEFT_MAX_RANK] and, for a rank-0 result, fn->ignored. */
 weft_status sk_permute_begin(sk_fn *f, LLVMValueRef *sext);
 /* Source position i (i64): read src[i] (sk_read), apply the index
- * function; nothing when the target is `ignore`, SK_ERR_PERMUTE when it
+ * function; nothing when the target is `ignore`, CG_ERR_PERMUTE when it
  * lies outside r's extents, else update(f, r, linear target, src[i]). */
 weft_status sk_permute_step(sk_fn *f, const cg_array *r,
                             const LLVMValueRef *sext, LLVMValueRef i,

@@ -399,11 +399,12 @@ static weft_status apply_at(sk_fn *f, const scopes *sc, const side *sd,
         at += sd[i].k;
     }
     cg_val y;
+    LLVMValueRef at_out = LLVMBuildAdd(fn->b, outbase, col, "");
+    cg_set_elem(fn, at_out); /* reports of f name the result's element */
     if ((s = cg_apply(fn, f->e->k->op->fun[0], args, &y)) != WEFT_OK) {
         return s;
     }
-    store_out(fn, sc, sk_out_array(f, 0), LLVMBuildAdd(fn->b, outbase, col, ""),
-              &y);
+    store_out(fn, sc, sk_out_array(f, 0), at_out, &y);
     return WEFT_OK;
 }
 

@@ -2601,9 +2601,8 @@ START_TEST(errors)
     }
     /* reshape, slice, backpermute and permute errors are in their own
      * tests above.  An index outside an array read by a ! ix or a !! i
-     * inside a scalar function is not checked by compiled code (as
-     * division by zero: DESIGN.md, checks only where asked for), so it is
-     * not tested here. */
+     * inside a scalar function, like a division by zero, is reported by
+     * compiled code only in checked mode (test_checked.c). */
     diff_close(&d);
 }
 END_TEST

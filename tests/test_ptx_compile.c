@@ -17,7 +17,8 @@
  * fold / fold1 / fold_all (and a fold over a fused zipWith of two shapes,
  * which has two variants), the six scans, permute with a native atomic, a
  * CAS loop and per-element locks, foldSeg, stencils with each boundary,
- * and the reshape family.
+ * the reshape family, and checked mode (WEFT_FLAG_CHECKED) in each of the
+ * skeletons.
  */
 #include <dirent.h>
 #include <sys/stat.h>
@@ -272,6 +273,59 @@ START_TEST(stencils_and_shapes)
 }
 END_TEST
 
+/* Checked mode (WEFT_FLAG_CHECKED): every check and the report's
+ * compare-and-swap loop, in each of the PTX's own skeletons (fold, scan,
+ * permute) and the shared ones (map, stencil, foldSeg). */
+START_TEST(checked)
+{
+    weft_config cfg = weft_config_default();
+    cfg.backend = WEFT_BACKEND_PTX;
+    cfg.flags |= WEFT_FLAG_NO_ENV | WEFT_FLAG_CHECKED;
+    cfg.target_cpu = "sm_90";
+    cfg.dump = "ptx";
+    cfg.dump_dir = g_dir;
+    weft_context *ctx = NULL;
+    TU_OK(weft_context_create(&cfg, &ctx));
+    weft_program *p;
+    TU_OK(weft_program_create(ctx, &p));
+    /* f x = ys ! x + ys !! x + 100 quot x + 1 shl x + truncate (f x)
+     *       + from_index (3, x) 7 component 0,  on i64 */
+    weft_acc *ys = weft_param(p, WEFT_I64, 1);
+    weft_fun *f = weft_fun1(p, WEFT_I64);
+    weft_exp *x = weft_arg(f, 0);
+    weft_exp *e = weft_add(weft_at(ys, weft_index1(x)), weft_at_linear(ys, x));
+    e = weft_add(e, weft_quot(weft_i64(p, 100), x));
+    e = weft_add(e, weft_idiv(x, weft_i64(p, -3)));
+    e = weft_add(e, weft_shl(weft_i64(p, 1), x));
+    e = weft_add(e, weft_truncate(weft_convert(x, WEFT_F32), WEFT_I64));
+    e = weft_add(e, weft_get(weft_from_index(weft_index2(weft_i64(p, 3), x),
+                                             weft_i64(p, 7)),
+                             0));
+    weft_fun_return(f, e);
+    weft_acc *xs = weft_param(p, WEFT_I64, 1);
+    weft_acc *m = weft_map(f, xs);
+    compile(p, &m, 1, "checked map");
+    weft_acc *r = weft_fold(add2(p, WEFT_I64), weft_i64(p, 0), m);
+    compile(p, &r, 1, "checked fold");
+    r = weft_scanl(add2(p, WEFT_I64), weft_i64(p, 0), m);
+    compile(p, &r, 1, "checked scan");
+    weft_fun *id = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(id, weft_arg(id, 0));
+    r = weft_permute(add2(p, WEFT_I64), xs, id, m);
+    compile(p, &r, 1, "checked permute");
+    r = weft_fold_seg(add2(p, WEFT_I64), weft_i64(p, 0), m,
+                      weft_param(p, WEFT_I32, 1));
+    compile(p, &r, 1, "checked foldSeg");
+    weft_fun *g = weft_fun3(p, WEFT_I64, WEFT_I64, WEFT_I64);
+    weft_fun_return(g, weft_quot(weft_arg(g, 0), weft_arg(g, 2)));
+    weft_boundary b = {WEFT_BOUNDARY_CLAMP, NULL};
+    r = weft_stencil(g, (const int[]){3}, b, xs);
+    compile(p, &r, 1, "checked stencil");
+    weft_program_free(p);
+    weft_context_free(ctx);
+}
+END_TEST
+
 /* Every .ptx file: entries, nothing unresolved, and ptxas accepts it. */
 START_TEST(ptxas_accepts)
 {
@@ -324,6 +378,7 @@ static Suite *suite(void)
     tcase_add_test(tc, reductions);
     tcase_add_test(tc, permutes);
     tcase_add_test(tc, stencils_and_shapes);
+    tcase_add_test(tc, checked);
     tcase_add_test(tc, ptxas_accepts); /* last: reads what the others wrote */
     suite_add_tcase(s, tc);
     return s;

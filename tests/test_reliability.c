@@ -7,8 +7,9 @@
  *                          function picks `ignore` by a condition that does
  *                          not depend on the index (constant or from a
  *                          parameter: sharing recovery binds it outside the
- *                          function), and by one bound by a let used twice
- *                          inside the function
+ *                          function), by one bound by a let used twice
+ *                          inside the function, and by one bound by a let
+ *                          at host level (used by two functions)
  *   fifo_cache_entry       a disk-cache entry that is a FIFO (or a link to
  *                          one) is rejected without blocking and rewritten;
  *                          an alarm turns a hang into a failure
@@ -143,6 +144,50 @@ START_TEST(permute_ignore_rank0)
             ck_assert_msg(got == (ignored ? 1 : 6),
                           "%s, let case c=%d d=%d f=%d: %lld",
                           bname(backends[b]), vc, vd, vf, (long long)got);
+        }
+        /* the same e with s = size of a parameter (= 1), used by the
+         * index functions of two permutes: e depends on no argument and
+         * has two uses at host level, so sharing recovery binds it there
+         * by a let, a free variable of both functions (a rank-0 index:
+         * no leaves to carry `ignore` into the kernels) */
+        for (int c = 0; c < 8; c++) {
+            tu_reset(&t);
+            weft_program *p = t.p;
+            weft_exp *pc = weft_the(weft_param(p, WEFT_BOOL, 0));
+            weft_exp *pd = weft_the(weft_param(p, WEFT_BOOL, 0));
+            weft_exp *pf = weft_the(weft_param(p, WEFT_BOOL, 0));
+            weft_exp *sz = weft_size(weft_param(p, WEFT_I64, 1));
+            weft_exp *k = pc;
+            for (int i = 0; i < 20; i++) {
+                weft_exp *s = weft_add(sz, weft_i64(p, i));
+                k = weft_band(k, weft_eq(s, weft_i64(p, i + 1)));
+            }
+            weft_exp *e = weft_cond(k, weft_index(p, 0, NULL),
+                                    weft_ignore(p, 0));
+            weft_fun *ix1 = weft_fun1(p, WEFT_DIM(0));
+            weft_fun_return(ix1, weft_cond(pd, e, weft_index(p, 0, NULL)));
+            weft_fun *ix2 = weft_fun1(p, WEFT_DIM(0));
+            weft_fun_return(ix2, weft_cond(pf, e, weft_index(p, 0, NULL)));
+            weft_acc *r[2] = {
+                weft_permute(add64(p), weft_unit(weft_i64(p, 1)), ix1,
+                             weft_unit(weft_i64(p, 5))),
+                weft_permute(add64(p), weft_unit(weft_i64(p, 1)), ix2,
+                             weft_unit(weft_i64(p, 5))),
+            };
+            TU_PROGRAM_OK(p);
+            bool vc = c & 1, vd = c & 2, vf = c & 4;
+            weft_array *in[4] = {bool0(t.ctx, vc), bool0(t.ctx, vd),
+                                 bool0(t.ctx, vf),
+                                 tu_arr_i(t.ctx, WEFT_I64, 1, TU_SH(1),
+                                          TU_I(7))};
+            weft_array *out[2] = {NULL, NULL};
+            TU_OK(weft_run1(p, r, 2, in, 4, out, 2));
+            tu_release_all(in, 4);
+            TU_CHECK_I(t.ctx, out[0], 0, 0, NULL,
+                       TU_I(vd && !vc ? 1 : 6));
+            TU_CHECK_I(t.ctx, out[1], 0, 0, NULL,
+                       TU_I(vf && !vc ? 1 : 6));
+            tu_release_all(out, 2);
         }
         /* a rank-1 source into a rank-0 target, ignore by element index:
          * even positions of [1..5] kept, 1 + 1 + 3 + 5 */
