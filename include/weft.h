@@ -70,9 +70,11 @@ typedef enum weft_status {
     WEFT_ERR_OUT_OF_MEMORY,       /* an allocation failed */
     WEFT_ERR_ARGUMENT_COUNT,      /* weft_run given the wrong number of arrays */
     WEFT_ERR_INTERNAL,            /* a bug in weft: please report it */
-    WEFT_ERR_DEVICE               /* the GPU failed: a kernel trapped or faulted,
+    WEFT_ERR_DEVICE,              /* the GPU failed: a kernel trapped or faulted,
                                      or the driver reported an error (the
                                      message names the kernel or the call) */
+    WEFT_ERR_CANCELLED            /* the run was stopped by weft_cancel or by
+                                     the context's deadline (timeout_ms) */
 } weft_status;
 
 /* The one-line message of the last failed call on this thread ("" if none).
@@ -150,6 +152,12 @@ typedef struct weft_config {
                                device memory, moving the least recently
                                used arrays to the host beyond it (0: all
                                the device has; $WEFT_DEVICE_MEMORY) */
+    double timeout_ms;     /* a deadline for every weft_run (and the run of
+                              weft_run1): a run still going this many
+                              milliseconds after it started stops with
+                              WEFT_ERR_CANCELLED (0: none; negative or not a
+                              number: WEFT_ERR_INVALID_ARGUMENT at
+                              weft_context_create); $WEFT_TIMEOUT_MS */
 } weft_config;
 
 #define WEFT_FLAG_NO_ENV 1u    /* ignore the WEFT_* environment variables */
@@ -180,6 +188,28 @@ WEFT_API void weft_context_free(weft_context *ctx);
 
 /* The backend the context runs on. */
 WEFT_API weft_backend weft_context_backend(const weft_context *ctx);
+
+/* Cancellation.  weft_cancel(ctx) stops every run of ctx that is in
+ * progress when it is called (weft_run, the run of weft_run1, on any
+ * thread): each returns WEFT_ERR_CANCELLED as soon as it next looks, and
+ * stores no output.  Runs that start after the call are not affected: a
+ * cancel is not remembered for the future.  Compilation is not cancelled.
+ * The context, its executables and arrays stay usable: the next run
+ * starts afresh.  A deadline (weft_config.timeout_ms) cancels one run the
+ * same way when its time is up.
+ *
+ * Where a run looks: between iterations of an awhile, between the kernels
+ * of a run, between the chunks that the CPU's workers take (a few
+ * thousand elements each), and every few thousand iterations of a scalar
+ * while loop inside an element function (on every backend; on a GPU the
+ * host raises a flag in mapped host memory that the running kernel
+ * reads).  A single element whose function runs long without a while loop
+ * is not interrupted.
+ *
+ * weft_cancel only increments an atomic counter: it takes no lock,
+ * allocates nothing and may be called from any thread, from a signal
+ * handler, or with NULL (which does nothing). */
+WEFT_API void weft_cancel(weft_context *ctx);
 
 /* Counters of a context's kernel caches (compiled backends; all zero for
  * the interpreter). */
