@@ -17,7 +17,8 @@
  * fold / fold1 / fold_all (and a fold over a fused zipWith of two shapes,
  * which has two variants), the six scans, permute with a native atomic, a
  * CAS loop and per-element locks, foldSeg, stencils with each boundary,
- * and the reshape family.
+ * and the reshape family, and scalar while loops that poll the cancel
+ * flag.
  */
 #include <dirent.h>
 #include <sys/stat.h>
@@ -272,6 +273,60 @@ START_TEST(stencils_and_shapes)
 }
 END_TEST
 
+/* Whether some .ptx file holds `text`. */
+static bool some_ptx_has(const char *text)
+{
+    bool found = false;
+    DIR *d = opendir(g_dir);
+    ck_assert_ptr_nonnull(d);
+    struct dirent *e;
+    while (!found && (e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name);
+        if (len <= 4 || strcmp(e->d_name + len - 4, ".ptx") != 0) {
+            continue;
+        }
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", g_dir, e->d_name);
+        FILE *f = fopen(path, "r");
+        ck_assert_ptr_nonnull(f);
+        char line[1024];
+        while (!found && fgets(line, sizeof line, f)) {
+            found = strstr(line, text) != NULL;
+        }
+        fclose(f);
+    }
+    closedir(d);
+    return found;
+}
+
+/* Scalar while loops poll the cancel flag (a volatile load of mapped host
+ * memory, codegen/target_ptx.c): in a map, and in a fold's combine, whose
+ * warp shuffles and barriers follow the loop. */
+START_TEST(while_cancel)
+{
+    weft_context *ctx = open_sm90();
+    weft_program *p;
+    TU_OK(weft_program_create(ctx, &p));
+    weft_acc *xs = weft_param(p, WEFT_I64, 1);
+    weft_fun *c = weft_fun1(p, WEFT_I64);
+    weft_fun_return(c, weft_lt(weft_arg(c, 0), weft_i64(p, 1000)));
+    weft_fun *b = weft_fun1(p, WEFT_I64);
+    weft_fun_return(b, weft_add(weft_arg(b, 0), weft_i64(p, 3)));
+    weft_fun *f = weft_fun1(p, WEFT_I64);
+    weft_fun_return(f, weft_while(c, b, weft_arg(f, 0)));
+    weft_acc *r = weft_map(f, xs);
+    compile(p, &r, 1, "map with a while loop");
+    weft_fun *g = weft_fun2(p, WEFT_I64, WEFT_I64);
+    weft_fun_return(g, weft_add(weft_while(c, b, weft_arg(g, 0)),
+                                weft_arg(g, 1)));
+    r = weft_fold(g, weft_i64(p, 0), xs);
+    compile(p, &r, 1, "fold with a while loop");
+    ck_assert_msg(some_ptx_has("ld.volatile"), "no volatile poll in the PTX");
+    weft_program_free(p);
+    weft_context_free(ctx);
+}
+END_TEST
+
 /* Every .ptx file: entries, nothing unresolved, and ptxas accepts it. */
 START_TEST(ptxas_accepts)
 {
@@ -324,6 +379,7 @@ static Suite *suite(void)
     tcase_add_test(tc, reductions);
     tcase_add_test(tc, permutes);
     tcase_add_test(tc, stencils_and_shapes);
+    tcase_add_test(tc, while_cancel);
     tcase_add_test(tc, ptxas_accepts); /* last: reads what the others wrote */
     suite_add_tcase(s, tc);
     return s;
