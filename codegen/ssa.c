@@ -219,7 +219,7 @@ weft_status cg_mut_new(cg_fn *fn, weft_type t, cg_mut *m)
 {
     m->n = cg_leaves(fn, t, &m->leaf);
     m->slot = NULL;
-    if (m->n == 0 && !fe_is_dim(t)) {
+    if (m->n == 0 && !fe_type_valid(fn->ctx, t)) {
         return fe_error(WEFT_ERR_INTERNAL,
                         "weft_compile: codegen: variable of unknown type %d",
                         (int)t);

@@ -230,9 +230,16 @@ typedef struct weft_stats {
 WEFT_API weft_status weft_context_stats(const weft_context *ctx,
                                         weft_stats *out);
 
-/* A tuple type of n >= 1 component types (which may be tuples), interned in
+/* A tuple type of n >= 0 component types (which may be tuples), interned in
  * ctx: equal tuples give the same weft_type.  Returns 0 (no type) and sets
- * the last error on a bad component or allocation failure. */
+ * the last error on a bad component or allocation failure.
+ *
+ * The unit type: weft_type_tuple(ctx, 0, NULL), the empty tuple, has one
+ * value, weft_tuple(p, 0, NULL).  It has no leaves, so an array of unit
+ * has a shape and no buffer at all (weft_array_data gives NULL; from_host
+ * and wrap take no buffers); it may stand wherever a type may (arrays,
+ * function arguments and results, tuple components, while states, seeds),
+ * e.g. a generate of unit as a shape alone, or a unit field in a tuple. */
 WEFT_API weft_type weft_type_tuple(weft_context *ctx, int n,
                                    const weft_type *components);
 
@@ -474,8 +481,9 @@ WEFT_API weft_exp *weft_bitcast(weft_exp *x, weft_type to);
  * needed. */
 WEFT_API weft_exp *weft_cond(weft_exp *c, weft_exp *t, weft_exp *e);
 
-/* Tuples: build one from n >= 1 components (its type is interned in the
- * program's context), and take component i of a tuple or of an index. */
+/* Tuples: build one from n >= 0 components (its type is interned in the
+ * program's context; n 0 is the unit value, of weft_type_tuple(ctx, 0,
+ * NULL)), and take component i of a tuple or of an index. */
 WEFT_API weft_exp *weft_tuple(weft_program *p, int n,
                               weft_exp *const *components);
 WEFT_API weft_exp *weft_get(weft_exp *tuple, int i);

@@ -32,7 +32,7 @@ static weft_status new_header(weft_context *ctx, const char *who,
     *out = NULL;
     const weft_type *leaves;
     int nleaf = fe_type_leaves(ctx, type, &leaves);
-    if (nleaf == 0 || fe_is_dim(type)) {
+    if (!fe_type_valid(ctx, type) || fe_is_dim(type)) {
         return fe_error(WEFT_ERR_INVALID_ARGUMENT,
                         "%s: %d is not an element type", who, (int)type);
     }
@@ -214,11 +214,20 @@ weft_status weft_array_create(weft_context *ctx, weft_type type, int rank,
     return fe_array_new(ctx, "weft_array_create", type, rank, shape, out);
 }
 
+/* Whether type has no leaves (the unit type, and tuples of units): its
+ * arrays take no buffers, so data may be NULL. */
+static bool no_leaves(const weft_context *ctx, weft_type type)
+{
+    const weft_type *l;
+    return ctx && fe_type_valid(ctx, type) && !fe_is_dim(type) &&
+           fe_type_leaves(ctx, type, &l) == 0;
+}
+
 weft_status weft_array_from_host(weft_context *ctx, weft_type type, int rank,
                                  const int64_t *shape, const void *const *data,
                                  weft_array **out)
 {
-    if (!data || !out) {
+    if ((!data && !no_leaves(ctx, type)) || !out) {
         if (out) {
             *out = NULL;
         }
@@ -250,7 +259,7 @@ weft_status weft_array_wrap(weft_context *ctx, weft_type type, int rank,
                             void (*release)(void *user), void *user,
                             weft_array **out)
 {
-    if (!data) {
+    if (!data && !no_leaves(ctx, type)) {
         if (out) {
             *out = NULL;
         }

@@ -327,6 +327,46 @@ START_TEST(while_cancel)
 }
 END_TEST
 
+/* The unit element type (no leaves): producers, reductions, scans and a
+ * permute of unit arrays, and pairs with a unit side. */
+START_TEST(unit_kernels)
+{
+    weft_context *ctx = open_sm90();
+    weft_program *p;
+    TU_OK(weft_program_create(ctx, &p));
+    weft_type u = weft_type_tuple(ctx, 0, NULL);
+    weft_acc *us = weft_param(p, u, 2);
+    weft_acc *xs = weft_param(p, WEFT_I32, 1);
+    weft_fun *to_u = weft_fun1(p, WEFT_I32);
+    weft_fun_return(to_u, weft_tuple(p, 0, NULL));
+    weft_acc *r = weft_map(to_u, xs);
+    compile(p, &r, 1, "map to unit");
+    weft_fun *k = weft_fun2(p, u, u);
+    weft_fun_return(k, weft_tuple(p, 0, NULL));
+    r = weft_fold(k, weft_tuple(p, 0, NULL), us);
+    compile(p, &r, 1, "fold of unit");
+    r = weft_fold_all(k, weft_tuple(p, 0, NULL), us);
+    compile(p, &r, 1, "fold_all of unit");
+    r = weft_scanl(k, weft_tuple(p, 0, NULL), us);
+    compile(p, &r, 1, "scanl of unit");
+    weft_fun *g = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(g, weft_tuple(p, 0, NULL));
+    weft_acc *def = weft_generate(weft_index1(weft_i64(p, 2)), g);
+    weft_fun *ix = weft_fun1(p, WEFT_DIM(2));
+    weft_fun_return(ix, weft_index1(weft_rem(weft_get(weft_arg(ix, 0), 1),
+                                             weft_i64(p, 2))));
+    r = weft_permute(k, def, ix, us);
+    compile(p, &r, 1, "permute of unit");
+    weft_fun *pair = weft_fun1(p, WEFT_I32);
+    weft_exp *c2[2] = {weft_arg(pair, 0), weft_tuple(p, 0, NULL)};
+    weft_fun_return(pair, weft_tuple(p, 2, c2));
+    r = weft_map(pair, xs);
+    compile(p, &r, 1, "map to a pair with a unit side");
+    weft_program_free(p);
+    weft_context_free(ctx);
+}
+END_TEST
+
 /* Every .ptx file: entries, nothing unresolved, and ptxas accepts it. */
 START_TEST(ptxas_accepts)
 {
@@ -380,6 +420,7 @@ static Suite *suite(void)
     tcase_add_test(tc, permutes);
     tcase_add_test(tc, stencils_and_shapes);
     tcase_add_test(tc, while_cancel);
+    tcase_add_test(tc, unit_kernels);
     tcase_add_test(tc, ptxas_accepts); /* last: reads what the others wrote */
     suite_add_tcase(s, tc);
     return s;
