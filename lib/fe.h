@@ -168,6 +168,7 @@ struct weft_context {
     pthread_mutex_t pool_lock;   /* guards the buffer pool */
     struct fe_pooled *pool;      /* freed array buffers kept for reuse */
     size_t pool_bytes;           /* bytes held by the pool */
+    int pool_count;              /* buffers held by the pool */
     _Atomic uint64_t cancel_epoch; /* weft_cancel calls so far (cancel.c) */
 };
 
@@ -272,10 +273,12 @@ static inline weft_status fe_array_host_written(weft_array *a)
 }
 
 /* The buffer pool: array buffers that weft allocated are not freed when
- * their array dies but kept (up to FE_POOL_MAX bytes, newest first) for the
- * next array of the same byte size, so that a program run many times does
- * not fault in fresh pages for its outputs each time. */
+ * their array dies but kept (the newest FE_POOL_ENTRIES, up to FE_POOL_MAX
+ * bytes; older ones are freed) for the next array of the same byte size,
+ * so that a program run many times does not fault in fresh pages for its
+ * outputs each time. */
 #define FE_POOL_MAX ((size_t)1 << 30)
+#define FE_POOL_ENTRIES 64
 #define FE_POOL_MIN ((size_t)1 << 16) /* smaller buffers are just freed */
 void fe_pool_drain(weft_context *ctx);
 
