@@ -39,6 +39,7 @@ weft_status cg_fn_begin(cg_fn *fn, weft_context *ctx, const cg_target *t,
     fn->user = NULL;
     fn->fmf = 0;
     fn->ignored = NULL;
+    fn->cancel = NULL; /* set by skeletons-ir/kernel.c for a cancel word */
     if (nvar > 0) {
         fn->env = fe_arena_alloc(arena, nvar * sizeof *fn->env);
         fn->aenv = fe_arena_alloc(arena, nvar * sizeof *fn->aenv);
