@@ -204,7 +204,11 @@ WEFT_API weft_backend weft_context_backend(const weft_context *ctx);
  * while loop inside an element function (on every backend; on a GPU the
  * host raises a flag in mapped host memory that the running kernel
  * reads).  A single element whose function runs long without a while loop
- * is not interrupted.
+ * is not interrupted, nor is a GPU kernel without a while loop.  On a GPU
+ * a cancelled while loop ends early and its thread finishes the kernel
+ * with that state (whose results are discarded); an index computed from
+ * it that falls outside an array is unchecked there as everywhere in
+ * unchecked mode.
  *
  * weft_cancel only increments an atomic counter: it takes no lock,
  * allocates nothing and may be called from any thread, from a signal
@@ -251,7 +255,8 @@ WEFT_API weft_type weft_type_component(const weft_context *ctx, weft_type t,
 
 /* Number of scalar leaves of a type: an array of this type has one buffer
  * per leaf (struct of arrays), leaves ordered depth-first, left to right.
- * weft_type_leaf() gives the scalar type of leaf i. Both 0 on a bad type. */
+ * weft_type_leaf() gives the scalar type of leaf i. Both 0 on a bad type
+ * (and weft_type_leaves 0 for the unit type and tuples of units). */
 WEFT_API int weft_type_leaves(const weft_context *ctx, weft_type t);
 WEFT_API weft_type weft_type_leaf(const weft_context *ctx, weft_type t,
                                   int i);
