@@ -14,6 +14,9 @@
  *                    fold whose seed and result are pairs with a unit side
  *   unit_control     a scalar while loop and an awhile over unit state,
  *                    acond of unit arrays
+ *   unit_more        foldSeg and a stencil (constant boundary) of unit,
+ *                    zipWith3 with a unit operand, the dump of a program
+ *                    with unit types
  */
 #include "tu.h"
 
@@ -332,6 +335,64 @@ START_TEST(unit_control)
 }
 END_TEST
 
+START_TEST(unit_more)
+{
+    for (int bi = 0; bi < NBACKENDS; bi++) {
+        tu t;
+        tu_open_backend(&t, backends[bi]);
+        weft_program *p = t.p;
+        weft_type u = unit_t(t.ctx);
+        weft_acc *us = weft_param(p, u, 1);
+        weft_acc *seg = weft_param(p, WEFT_I32, 1);
+        weft_acc *x = weft_param(p, WEFT_I32, 1);
+        /* foldSeg of unit */
+        weft_fun *k = weft_fun2(p, u, u);
+        weft_fun_return(k, unit_v(p));
+        weft_acc *fs = weft_fold_seg(k, unit_v(p), us, seg);
+        /* a 3-point stencil over unit: counts the window */
+        weft_fun *st = weft_fun_create(p, 3, (weft_type[]){u, u, u});
+        weft_fun_return(st, weft_i32(p, 3));
+        int w = 3;
+        weft_acc *sten = weft_stencil(st, &w,
+                                      (weft_boundary){WEFT_BOUNDARY_CONSTANT,
+                                                      unit_v(p)},
+                                      us);
+        /* zipWith3 with a unit in the middle */
+        weft_fun *z3 = weft_fun_create(p, 3, (weft_type[]){WEFT_I32, u,
+                                                           WEFT_I32});
+        weft_fun_return(z3, weft_sub(weft_arg(z3, 0), weft_arg(z3, 2)));
+        weft_acc *zw3 = weft_zipwith3(z3, x, us, x);
+        weft_acc *r[3] = {fs, sten, zw3};
+        TU_PROGRAM_OK(p);
+        FILE *f = tmpfile();
+        ck_assert_ptr_nonnull(f);
+        ck_assert_int_eq(weft_program_dump(p, r, 3, f), WEFT_OK);
+        char text[1024] = "";
+        rewind(f);
+        size_t got = fread(text, 1, sizeof text - 1, f);
+        text[got] = '\0';
+        fclose(f);
+        ck_assert_msg(strstr(text, "x0 : ()") != NULL, "dump: %s", text);
+        weft_array *ua;
+        TU_OK(weft_array_create(t.ctx, u, 1, TU_SH(6), &ua));
+        weft_array *sa = tu_arr_i(t.ctx, WEFT_I32, 1, TU_SH(3), TU_I(2, 0, 4));
+        weft_array *xa = tu_arr_i(t.ctx, WEFT_I32, 1, TU_SH(4),
+                                  TU_I(1, 2, 3, 4));
+        weft_array *in[3] = {ua, sa, xa};
+        weft_array *out[3] = {NULL};
+        run(&t, r, 3, in, 3, out, 3);
+        check_shape(out[0], u, 1, TU_SH(3));
+        TU_CHECK_I(t.ctx, out[1], 0, 1, TU_SH(6), TU_I(3, 3, 3, 3, 3, 3));
+        TU_CHECK_I(t.ctx, out[2], 0, 1, TU_SH(4), TU_I(0, 0, 0, 0));
+        tu_release_all(out, 3);
+        weft_array_release(ua);
+        weft_array_release(sa);
+        weft_array_release(xa);
+        tu_close(&t);
+    }
+}
+END_TEST
+
 static Suite *unit_suite(void)
 {
     Suite *s = suite_create("unit");
@@ -342,6 +403,7 @@ static Suite *unit_suite(void)
     tcase_add_test(t, unit_in_tuples);
     tcase_add_test(t, unit_reductions);
     tcase_add_test(t, unit_control);
+    tcase_add_test(t, unit_more);
     suite_add_tcase(s, t);
     return s;
 }
