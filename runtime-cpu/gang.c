@@ -78,8 +78,6 @@
 #define SPIN_WAIT 4000                /* pauses before sleeping in a job */
 #define STEAL_SWEEPS 4                /* empty sweeps before giving up */
 #define CACHE_LINE 64
-#define INLINE_STEP 16384 /* fewest elements between two looks for a
-                             cancel in a job run on the calling thread */
 
 /* One participant's range of chunks in one phase, on a line of its own. */
 typedef struct slot {
@@ -608,11 +606,8 @@ static weft_status run_inline(cpu_gang *g, int n, const cpu_phase *phases)
         if (p->n > 0 && !p->cancel) {
             p->kernel(0, p->n, p->args);
         } else if (p->n > 0) {
-            /* a few chunks at a time, looking for a cancel in between */
+            /* chunk by chunk, looking for a cancel in between */
             int64_t grain = resolve_grain(g, p);
-            if (grain < INLINE_STEP) {
-                grain *= div_up(INLINE_STEP, grain);
-            }
             for (int64_t lo = 0; lo < p->n; lo += grain) {
                 if (atomic_load_explicit(&f.status, memory_order_relaxed) !=
                     WEFT_OK) {

@@ -455,9 +455,9 @@ int64_t rt_row_chunks(const job *j, int64_t rows, int64_t m)
             C = 1;
         }
     }
-    /* Few long rows: no chunk longer than RT_CHUNK_MAX elements, so that
-     * the workers, which look for a cancel between chunks, look often. */
-    if (rows < 4 * workers && m > RT_CHUNK_MAX) {
+    /* No chunk longer than RT_CHUNK_MAX elements, so that the workers,
+     * which look for a cancel between chunks, look often. */
+    if (m > RT_CHUNK_MAX) {
         int64_t c2 = (m + RT_CHUNK_MAX - 1) / RT_CHUNK_MAX;
         C = c2 > C ? c2 : C;
     }

@@ -8,7 +8,9 @@
  *   endless_while       a map whose element function is an endless scalar
  *                       while loop (the kernel polls its cancel word)
  *   long_fold           a fold of many elements (the CPU's workers look
- *                       between chunks; the interpreter between terms)
+ *                       between chunks; the interpreter between terms; on
+ *                       a GPU, whose kernels run to their end, each element
+ *                       is a long while loop)
  * each stopped by weft_cancel from another thread after about 50 ms, and
  * by a deadline of 100 ms: the status is WEFT_ERR_CANCELLED, the run ends
  * soon after, and the next run on the same context gives correct values.
@@ -110,18 +112,37 @@ static weft_executable *while_exe(weft_context *ctx, int64_t stop, int64_t step)
     return exe;
 }
 
-/* foldAll (+) 0 (generate n (\i -> g i)), g a chain of cheap arithmetic:
- * with n large it runs for seconds; the sum of g over [0, n) is checked
- * for a small n. */
-static weft_executable *fold_exe(weft_context *ctx, int64_t n)
+/* foldAll (+) 0 (generate n (\i -> g i)), g i = (v -> v * 3 ^ i) applied
+ * 8 times to i: as a chain of 8 terms (inner 0), or as a while loop of
+ * `inner` iterations.  With n large the chain runs for seconds in kernels
+ * that have no loop to poll (the CPU's workers look between chunks); on a
+ * GPU, whose kernels run to their end, the long case is a while loop of
+ * many iterations instead.  The sum is checked for a small n. */
+static weft_executable *fold_exe(weft_context *ctx, int64_t n, int64_t inner)
 {
     weft_program *p;
     TU_OK(weft_program_create(ctx, &p));
     weft_fun *g = weft_fun1(p, WEFT_DIM(1));
     weft_exp *i = weft_get(weft_arg(g, 0), 0);
     weft_exp *v = i;
-    for (int k = 0; k < 8; k++) {
-        v = weft_bxor(weft_mul(v, weft_i64(p, 3)), i);
+    if (inner == 0) {
+        for (int k = 0; k < 8; k++) {
+            v = weft_bxor(weft_mul(v, weft_i64(p, 3)), i);
+        }
+    } else {
+        weft_type kv_c[2] = {WEFT_I64, WEFT_I64};
+        weft_type kv = weft_type_tuple(ctx, 2, kv_c);
+        weft_fun *c = weft_fun1(p, kv);
+        weft_fun_return(c, weft_lt(weft_get(weft_arg(c, 0), 0),
+                                   weft_i64(p, inner)));
+        weft_fun *b = weft_fun1(p, kv);
+        weft_exp *s = weft_arg(b, 0);
+        weft_exp *nx[2] = {weft_add(weft_get(s, 0), weft_i64(p, 1)),
+                           weft_bxor(weft_mul(weft_get(s, 1), weft_i64(p, 3)),
+                                     i)};
+        weft_fun_return(b, weft_tuple(p, 2, nx));
+        weft_exp *init[2] = {weft_i64(p, 0), i};
+        v = weft_get(weft_while(c, b, weft_tuple(p, 2, init)), 1);
     }
     weft_fun_return(g, v);
     weft_fun *add = weft_fun2(p, WEFT_I64, WEFT_I64);
@@ -216,11 +237,13 @@ static void expect_usable(weft_context *ctx)
     TU_CHECK_I(ctx, out, 0, 1, TU_SH(3), TU_I(100, 100, 100));
     weft_array_release(out);
     weft_executable_free(e);
-    e = fold_exe(ctx, 5000);
-    TU_OK(weft_run(e, NULL, 0, &out, 1));
-    TU_CHECK_I(ctx, out, 0, 0, NULL, TU_I(fold_expect(5000)));
-    weft_array_release(out);
-    weft_executable_free(e);
+    for (int64_t inner = 0; inner <= 8; inner += 8) {
+        e = fold_exe(ctx, 5000, inner);
+        TU_OK(weft_run(e, NULL, 0, &out, 1));
+        TU_CHECK_I(ctx, out, 0, 0, NULL, TU_I(fold_expect(5000)));
+        weft_array_release(out);
+        weft_executable_free(e);
+    }
     weft_array_release(xs);
 }
 
@@ -240,7 +263,9 @@ static weft_array *evens(weft_context *ctx)
 
 static int64_t long_n(weft_backend b)
 {
-    return b == WEFT_BACKEND_INTERP ? (int64_t)4 << 20 : (int64_t)1 << 40;
+    return b == WEFT_BACKEND_INTERP ? (int64_t)4 << 20
+           : b == WEFT_BACKEND_PTX  ? (int64_t)1 << 24
+                                    : (int64_t)1 << 40;
 }
 
 static void run_case(int which, bool by_deadline)
@@ -258,7 +283,8 @@ static void run_case(int which, bool by_deadline)
             exe = while_exe(ctx, -1, 2);
             what = "endless while";
         } else {
-            exe = fold_exe(ctx, long_n(b));
+            exe = fold_exe(ctx, long_n(b),
+                           b == WEFT_BACKEND_PTX ? (int64_t)1 << 30 : 0);
             what = "long fold";
         }
         expect_cancelled(b, ctx, exe, which == 2 ? NULL : xs, by_deadline,
