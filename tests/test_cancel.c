@@ -16,8 +16,10 @@
  * soon after, and the next run on the same context gives correct values.
  *
  *   cancel_semantics    a cancel made before a run does not affect it;
- *                       weft_cancel(NULL) does nothing; timeout_ms is
- *                       checked at weft_context_create
+ *                       weft_cancel(NULL) does nothing; timeout_ms and
+ *                       $WEFT_TIMEOUT_MS are checked at
+ *                       weft_context_create, and the variable sets a
+ *                       deadline
  */
 #include <pthread.h>
 #include <time.h>
@@ -346,6 +348,22 @@ START_TEST(cancel_semantics)
                   weft_last_error());
     cfg.timeout_ms = NAN;
     TU_STATUS(WEFT_ERR_INVALID_ARGUMENT, weft_context_create(&cfg, &ctx));
+    /* $WEFT_TIMEOUT_MS: checked, and a deadline for every run */
+    cfg = weft_config_default();
+    cfg.backend = backends[0];
+    setenv("WEFT_TIMEOUT_MS", "soon", 1);
+    TU_STATUS(WEFT_ERR_INVALID_ARGUMENT, weft_context_create(&cfg, &ctx));
+    ck_assert_msg(strstr(weft_last_error(), "WEFT_TIMEOUT_MS") != NULL, "%s",
+                  weft_last_error());
+    setenv("WEFT_TIMEOUT_MS", "100", 1);
+    TU_OK(weft_context_create(&cfg, &ctx));
+    unsetenv("WEFT_TIMEOUT_MS");
+    weft_executable *exe = awhile_exe(ctx, INT64_MAX);
+    weft_array *xs = evens(ctx);
+    expect_cancelled(backends[0], ctx, exe, xs, true, "endless awhile");
+    weft_array_release(xs);
+    weft_executable_free(exe);
+    weft_context_free(ctx);
     ck_assert_str_eq(weft_status_name(WEFT_ERR_CANCELLED),
                      "WEFT_ERR_CANCELLED");
 }
