@@ -128,6 +128,11 @@ struct cg_fn {
                                    least report key met so far (CG_KEY_*),
                                    all ones when none */
     int nsite;                  /* checks emitted so far (report keys) */
+    LLVMValueRef cancel;        /* NULL, or the kernel's cancel word as a
+                                   pointer (skeletons-ir SK_CANCEL_AUX):
+                                   scalar while loops poll it every
+                                   CG_POLL_EVERY iterations through the
+                                   target's cancel_poll */
 };
 
 /* Codes of the undefined operations a kernel reports in checked mode (and
@@ -166,6 +171,10 @@ typedef enum cg_err {
 #define CG_KEY_CODE(k) ((int)((uint64_t)(k) >> 10 & 0xf))
 #define CG_KEY_OP(k) ((int)((uint64_t)(k) >> 4 & 0x3f))
 #define CG_KEY_TYPE(k) ((weft_type)((uint64_t)(k) & 0xf))
+
+/* Iterations of a scalar while loop between two polls of the cancel word
+ * (a power of two). */
+#define CG_POLL_EVERY 1024
 
 /* Add function `name` of type fnty to mod and start its body: an entry
  * block for allocas and a first body block where fn->b is positioned.
@@ -333,6 +342,19 @@ struct cg_target {
     void (*fence)(cg_fn *fn);
     /* The i32 mask of the warp's lanes whose i1 pred is true. */
     LLVMValueRef (*ballot)(cg_fn *fn, LLVMValueRef pred);
+    /* Cancellation: an i1 that is true when the run is to stop, from the
+     * cancel word fn->cancel.  CPU: the word is the address of the run's
+     * fe_cancel (lib/fe.h), and this calls its poll function (which also
+     * reads the clock for the deadline); PTX: the word is the device
+     * address of a flag in mapped host memory that the host raises, read
+     * volatile.  When it is true, a CPU kernel returns at once (the
+     * runtime sees fe_cancel.hit and discards the results); a GPU thread
+     * leaves the loop with its current state and goes on (a thread that
+     * returned could leave a barrier, a warp shuffle or a look-back scan
+     * waiting for it), so that every loop after it ends within
+     * CG_POLL_EVERY iterations. */
+    LLVMValueRef (*cancel_poll)(cg_fn *fn);
+    bool cancel_returns;
 };
 
 extern const cg_target cg_target_cpu;

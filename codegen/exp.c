@@ -709,11 +709,18 @@ static weft_status exp_while(cg_fn *fn, const fe_term *e, cg_val *out)
     if (s != WEFT_OK) {
         return s;
     }
+    /* With a cancel word, the loop counts its iterations and polls the
+     * word every CG_POLL_EVERY of them (cg.h cancel_poll). */
+    bool poll = fn->cancel && fn->target && fn->target->cancel_poll;
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+    LLVMValueRef count = NULL;
     LLVMBasicBlockRef pre = LLVMGetInsertBlock(B);
     LLVMBasicBlockRef head =
         LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "while");
     LLVMBasicBlockRef body =
         LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "while.body");
+    LLVMBasicBlockRef latch =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "while.latch");
     LLVMBasicBlockRef exit =
         LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "while.exit");
     LLVMBuildBr(B, head);
@@ -721,6 +728,11 @@ static weft_status exp_while(cg_fn *fn, const fe_term *e, cg_val *out)
     for (int k = 0; k < init.n; k++) {
         st.v[k] = LLVMBuildPhi(B, LLVMTypeOf(init.v[k]), "");
         LLVMAddIncoming(st.v[k], &init.v[k], &pre, 1);
+    }
+    if (poll) {
+        count = LLVMBuildPhi(B, i32, "while.count");
+        LLVMValueRef zero = LLVMConstInt(i32, 0, 0);
+        LLVMAddIncoming(count, &zero, &pre, 1);
     }
     s = cg_apply(fn, e->fun[0], &st, &c);
     if (s != WEFT_OK) {
@@ -738,10 +750,37 @@ static weft_status exp_while(cg_fn *fn, const fe_term *e, cg_val *out)
     if (next.n != st.n) {
         return internal("a while body of another type", next.n);
     }
-    LLVMBasicBlockRef latch = LLVMGetInsertBlock(B);
+    LLVMValueRef count1 = NULL;
+    if (poll) {
+        count1 = LLVMBuildAdd(B, count, LLVMConstInt(i32, 1, 0), "");
+        LLVMValueRef low = LLVMBuildAnd(
+            B, count1, LLVMConstInt(i32, CG_POLL_EVERY - 1, 0), "");
+        LLVMValueRef due = LLVMBuildICmp(B, LLVMIntEQ, low,
+                                         LLVMConstInt(i32, 0, 0), "");
+        LLVMBasicBlockRef check =
+            LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "while.poll");
+        LLVMBasicBlockRef stop =
+            LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "while.stop");
+        LLVMBuildCondBr(B, due, check, latch);
+        LLVMPositionBuilderAtEnd(B, check);
+        LLVMValueRef halt = fn->target->cancel_poll(fn);
+        LLVMBuildCondBr(B, halt, stop, latch);
+        LLVMPositionBuilderAtEnd(B, stop);
+        if (fn->target->cancel_returns) {
+            LLVMBuildRetVoid(B);
+        } else {
+            LLVMBuildBr(B, exit);
+        }
+    } else {
+        LLVMBuildBr(B, latch);
+    }
+    LLVMPositionBuilderAtEnd(B, latch);
     LLVMBuildBr(B, head);
     for (int k = 0; k < st.n; k++) {
         LLVMAddIncoming(st.v[k], &next.v[k], &latch, 1);
+    }
+    if (poll) {
+        LLVMAddIncoming(count, &count1, &latch, 1);
     }
     LLVMPositionBuilderAtEnd(B, exit);
     *out = st;

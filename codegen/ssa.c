@@ -43,6 +43,7 @@ weft_status cg_fn_begin(cg_fn *fn, weft_context *ctx, const cg_target *t,
     fn->elem = NULL;
     fn->fail = NULL;
     fn->nsite = 0;
+    fn->cancel = NULL; /* set by skeletons-ir/kernel.c for a cancel word */
     if (nvar > 0) {
         fn->env = fe_arena_alloc(arena, nvar * sizeof *fn->env);
         fn->aenv = fe_arena_alloc(arena, nvar * sizeof *fn->aenv);
@@ -276,7 +277,7 @@ weft_status cg_mut_new(cg_fn *fn, weft_type t, cg_mut *m)
 {
     m->n = cg_leaves(fn, t, &m->leaf);
     m->slot = NULL;
-    if (m->n == 0 && !fe_is_dim(t)) {
+    if (m->n == 0 && !fe_type_valid(fn->ctx, t)) {
         return fe_error(WEFT_ERR_INTERNAL,
                         "weft_compile: codegen: variable of unknown type %d",
                         (int)t);

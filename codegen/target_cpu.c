@@ -103,6 +103,33 @@ static LLVMValueRef cpu_atomic_cas(cg_fn *fn, LLVMValueRef p,
     return LLVMBuildExtractValue(fn->b, pair, 0, "");
 }
 
+/* fn->cancel is the address of the run's fe_cancel (lib/fe.h): call its
+ * poll function (the word after `hit`), which reads the context's cancel
+ * epoch and the clock.  The call is marked as touching only memory the
+ * kernel cannot see, so that it does not keep loads of the kernel's own
+ * arrays in the loop. */
+static LLVMValueRef cpu_cancel_poll(cg_fn *fn)
+{
+    LLVMContextRef c = fn->llctx;
+    LLVMTypeRef i8 = LLVMInt8TypeInContext(c);
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(c);
+    LLVMTypeRef ptr = LLVMPointerTypeInContext(c, 0);
+    LLVMValueRef off = LLVMConstInt(LLVMInt64TypeInContext(c), 8, 0);
+    LLVMValueRef slot = LLVMBuildGEP2(fn->b, i8, fn->cancel, &off, 1, "");
+    LLVMValueRef poll = LLVMBuildLoad2(fn->b, ptr, slot, "cancel.poll");
+    LLVMTypeRef fty = LLVMFunctionType(i32, &ptr, 1, 0);
+    LLVMValueRef arg = fn->cancel;
+    LLVMValueRef r = LLVMBuildCall2(fn->b, fty, poll, &arg, 1, "");
+    /* memory(inaccessiblemem: readwrite): ModRef (3) for location 1 */
+    unsigned mem = LLVMGetEnumAttributeKindForName("memory", 6);
+    unsigned nounwind = LLVMGetEnumAttributeKindForName("nounwind", 8);
+    LLVMAddCallSiteAttribute(r, LLVMAttributeFunctionIndex,
+                             LLVMCreateEnumAttribute(c, mem, 3u << 2));
+    LLVMAddCallSiteAttribute(r, LLVMAttributeFunctionIndex,
+                             LLVMCreateEnumAttribute(c, nounwind, 0));
+    return LLVMBuildICmp(fn->b, LLVMIntNE, r, LLVMConstInt(i32, 0, 0), "");
+}
+
 const cg_target cg_target_cpu = {
     .name = "cpu",
     .math1 = cpu_math1,
@@ -124,6 +151,8 @@ const cg_target cg_target_cpu = {
     .shuffle_idx = NULL,
     .fence = NULL,
     .ballot = NULL,
+    .cancel_poll = cpu_cancel_poll,
+    .cancel_returns = true,
 };
 
 /* A target machine for the host or an explicit CPU (see cg.h). */

@@ -338,6 +338,17 @@ static weft_status ptx_math2(cg_fn *fn, weft_op op, LLVMValueRef x,
     return ptx_math(fn, op, a, 2, out);
 }
 
+/* fn->cancel is the device address of the flag (an i32 in mapped host
+ * memory, runtime-gpu/backend.c) that the host raises while the kernel
+ * runs: a volatile load, so that every poll reads it again. */
+static LLVMValueRef ptx_cancel_poll(cg_fn *fn)
+{
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+    LLVMValueRef v = LLVMBuildLoad2(fn->b, i32, fn->cancel, "cancel.flag");
+    LLVMSetVolatile(v, 1);
+    return LLVMBuildICmp(fn->b, LLVMIntNE, v, LLVMConstInt(i32, 0, 0), "");
+}
+
 const cg_target cg_target_ptx = {
     .name = "ptx",
     .math1 = ptx_math1,
@@ -356,6 +367,8 @@ const cg_target cg_target_ptx = {
     .shuffle_idx = ptx_shuffle_idx,
     .fence = ptx_fence,
     .ballot = ptx_ballot,
+    .cancel_poll = ptx_cancel_poll,
+    .cancel_returns = false,
 };
 
 /* ---- target machines ---- */

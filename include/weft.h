@@ -70,9 +70,11 @@ typedef enum weft_status {
     WEFT_ERR_OUT_OF_MEMORY,       /* an allocation failed */
     WEFT_ERR_ARGUMENT_COUNT,      /* weft_run given the wrong number of arrays */
     WEFT_ERR_INTERNAL,            /* a bug in weft: please report it */
-    WEFT_ERR_DEVICE               /* the GPU failed: a kernel trapped or faulted,
+    WEFT_ERR_DEVICE,              /* the GPU failed: a kernel trapped or faulted,
                                      or the driver reported an error (the
                                      message names the kernel or the call) */
+    WEFT_ERR_CANCELLED            /* the run was stopped by weft_cancel or by
+                                     the context's deadline (timeout_ms) */
 } weft_status;
 
 /* The one-line message of the last failed call on this thread ("" if none).
@@ -150,6 +152,12 @@ typedef struct weft_config {
                                device memory, moving the least recently
                                used arrays to the host beyond it (0: all
                                the device has; $WEFT_DEVICE_MEMORY) */
+    double timeout_ms;     /* a deadline for every weft_run (and the run of
+                              weft_run1): a run still going this many
+                              milliseconds after it started stops with
+                              WEFT_ERR_CANCELLED (0: none; negative or not a
+                              number: WEFT_ERR_INVALID_ARGUMENT at
+                              weft_context_create); $WEFT_TIMEOUT_MS */
 } weft_config;
 
 #define WEFT_FLAG_NO_ENV 1u    /* ignore the WEFT_* environment variables */
@@ -195,6 +203,32 @@ WEFT_API void weft_context_free(weft_context *ctx);
 /* The backend the context runs on. */
 WEFT_API weft_backend weft_context_backend(const weft_context *ctx);
 
+/* Cancellation.  weft_cancel(ctx) stops every run of ctx that is in
+ * progress when it is called (weft_run, the run of weft_run1, on any
+ * thread): each returns WEFT_ERR_CANCELLED as soon as it next looks, and
+ * stores no output.  Runs that start after the call are not affected: a
+ * cancel is not remembered for the future.  Compilation is not cancelled.
+ * The context, its executables and arrays stay usable: the next run
+ * starts afresh.  A deadline (weft_config.timeout_ms) cancels one run the
+ * same way when its time is up.
+ *
+ * Where a run looks: between iterations of an awhile, between the kernels
+ * of a run, between the chunks that the CPU's workers take (a few
+ * thousand elements each), and every few thousand iterations of a scalar
+ * while loop inside an element function (on every backend; on a GPU the
+ * host raises a flag in mapped host memory that the running kernel
+ * reads).  A single element whose function runs long without a while loop
+ * is not interrupted, nor is a GPU kernel without a while loop.  On a GPU
+ * a cancelled while loop ends early and its thread finishes the kernel
+ * with that state (whose results are discarded); an index computed from
+ * it that falls outside an array is unchecked there as everywhere in
+ * unchecked mode.
+ *
+ * weft_cancel only increments an atomic counter: it takes no lock,
+ * allocates nothing and may be called from any thread, from a signal
+ * handler, or with NULL (which does nothing). */
+WEFT_API void weft_cancel(weft_context *ctx);
+
 /* Counters of a context's kernel caches (compiled backends; all zero for
  * the interpreter). */
 typedef struct weft_stats {
@@ -214,9 +248,16 @@ typedef struct weft_stats {
 WEFT_API weft_status weft_context_stats(const weft_context *ctx,
                                         weft_stats *out);
 
-/* A tuple type of n >= 1 component types (which may be tuples), interned in
+/* A tuple type of n >= 0 component types (which may be tuples), interned in
  * ctx: equal tuples give the same weft_type.  Returns 0 (no type) and sets
- * the last error on a bad component or allocation failure. */
+ * the last error on a bad component or allocation failure.
+ *
+ * The unit type: weft_type_tuple(ctx, 0, NULL), the empty tuple, has one
+ * value, weft_tuple(p, 0, NULL).  It has no leaves, so an array of unit
+ * has a shape and no buffer at all (weft_array_data gives NULL; from_host
+ * and wrap take no buffers); it may stand wherever a type may (arrays,
+ * function arguments and results, tuple components, while states, seeds),
+ * e.g. a generate of unit as a shape alone, or a unit field in a tuple. */
 WEFT_API weft_type weft_type_tuple(weft_context *ctx, int n,
                                    const weft_type *components);
 
@@ -228,7 +269,8 @@ WEFT_API weft_type weft_type_component(const weft_context *ctx, weft_type t,
 
 /* Number of scalar leaves of a type: an array of this type has one buffer
  * per leaf (struct of arrays), leaves ordered depth-first, left to right.
- * weft_type_leaf() gives the scalar type of leaf i. Both 0 on a bad type. */
+ * weft_type_leaf() gives the scalar type of leaf i. Both 0 on a bad type
+ * (and weft_type_leaves 0 for the unit type and tuples of units). */
 WEFT_API int weft_type_leaves(const weft_context *ctx, weft_type t);
 WEFT_API weft_type weft_type_leaf(const weft_context *ctx, weft_type t,
                                   int i);
@@ -460,8 +502,9 @@ WEFT_API weft_exp *weft_bitcast(weft_exp *x, weft_type to);
  * needed. */
 WEFT_API weft_exp *weft_cond(weft_exp *c, weft_exp *t, weft_exp *e);
 
-/* Tuples: build one from n >= 1 components (its type is interned in the
- * program's context), and take component i of a tuple or of an index. */
+/* Tuples: build one from n >= 0 components (its type is interned in the
+ * program's context; n 0 is the unit value, of weft_type_tuple(ctx, 0,
+ * NULL)), and take component i of a tuple or of an index. */
 WEFT_API weft_exp *weft_tuple(weft_program *p, int n,
                               weft_exp *const *components);
 WEFT_API weft_exp *weft_get(weft_exp *tuple, int i);

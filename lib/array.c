@@ -32,7 +32,7 @@ static weft_status new_header(weft_context *ctx, const char *who,
     *out = NULL;
     const weft_type *leaves;
     int nleaf = fe_type_leaves(ctx, type, &leaves);
-    if (nleaf == 0 || fe_is_dim(type)) {
+    if (!fe_type_valid(ctx, type) || fe_is_dim(type)) {
         return fe_error(WEFT_ERR_INVALID_ARGUMENT,
                         "%s: %d is not an element type", who, (int)type);
     }
@@ -82,28 +82,53 @@ struct fe_pooled {
     size_t bytes;
 };
 
-/* Keep buffer p of `bytes` bytes for reuse, or free it. */
+/* Keep buffer p of `bytes` bytes for reuse, or free it.  The newest
+ * buffers are kept: past FE_POOL_ENTRIES buffers or FE_POOL_MAX bytes the
+ * oldest ones are freed, so that a program run with ever new sizes does
+ * not fill the pool with buffers nobody asks for again. */
 static void pool_put(weft_context *ctx, void *p, size_t bytes)
 {
     if (!p) {
         return;
     }
-    if (bytes >= FE_POOL_MIN) {
-        struct fe_pooled *e = fe_alloc(ctx, sizeof *e);
-        pthread_mutex_lock(&ctx->pool_lock);
-        if (e && ctx->pool_bytes + bytes <= FE_POOL_MAX) {
-            e->p = p;
-            e->bytes = bytes;
-            e->next = ctx->pool;
-            ctx->pool = e;
-            ctx->pool_bytes += bytes;
-            pthread_mutex_unlock(&ctx->pool_lock);
-            return;
-        }
-        pthread_mutex_unlock(&ctx->pool_lock);
-        fe_free(ctx, e, sizeof *e);
+    struct fe_pooled *e = NULL;
+    if (bytes >= FE_POOL_MIN && bytes <= FE_POOL_MAX) {
+        e = fe_alloc(ctx, sizeof *e);
     }
-    fe_free(ctx, p, bytes);
+    if (!e) {
+        fe_free(ctx, p, bytes);
+        return;
+    }
+    e->p = p;
+    e->bytes = bytes;
+    struct fe_pooled *drop = NULL;
+    pthread_mutex_lock(&ctx->pool_lock);
+    e->next = ctx->pool;
+    ctx->pool = e;
+    ctx->pool_bytes += bytes;
+    ctx->pool_count++;
+    if (ctx->pool_bytes > FE_POOL_MAX || ctx->pool_count > FE_POOL_ENTRIES) {
+        /* keep the longest newest-first prefix within both bounds */
+        size_t kept = 0;
+        int n = 0;
+        struct fe_pooled **at = &ctx->pool;
+        while (*at && n < FE_POOL_ENTRIES && kept + (*at)->bytes <= FE_POOL_MAX) {
+            kept += (*at)->bytes;
+            n++;
+            at = &(*at)->next;
+        }
+        drop = *at;
+        *at = NULL;
+        ctx->pool_bytes = kept;
+        ctx->pool_count = n;
+    }
+    pthread_mutex_unlock(&ctx->pool_lock);
+    while (drop) {
+        struct fe_pooled *next = drop->next;
+        fe_free(ctx, drop->p, drop->bytes);
+        fe_free(ctx, drop, sizeof *drop);
+        drop = next;
+    }
 }
 
 /* A pooled buffer of exactly `bytes` bytes, or NULL. */
@@ -120,6 +145,7 @@ static void *pool_get(weft_context *ctx, size_t bytes)
             hit = *e;
             *e = hit->next;
             ctx->pool_bytes -= bytes;
+            ctx->pool_count--;
             p = hit->p;
             break;
         }
@@ -140,6 +166,7 @@ void fe_pool_drain(weft_context *ctx)
     }
     ctx->pool = NULL;
     ctx->pool_bytes = 0;
+    ctx->pool_count = 0;
 }
 
 static void free_array(weft_array *a)
@@ -214,11 +241,20 @@ weft_status weft_array_create(weft_context *ctx, weft_type type, int rank,
     return fe_array_new(ctx, "weft_array_create", type, rank, shape, out);
 }
 
+/* Whether type has no leaves (the unit type, and tuples of units): its
+ * arrays take no buffers, so data may be NULL. */
+static bool no_leaves(const weft_context *ctx, weft_type type)
+{
+    const weft_type *l;
+    return ctx && fe_type_valid(ctx, type) && !fe_is_dim(type) &&
+           fe_type_leaves(ctx, type, &l) == 0;
+}
+
 weft_status weft_array_from_host(weft_context *ctx, weft_type type, int rank,
                                  const int64_t *shape, const void *const *data,
                                  weft_array **out)
 {
-    if (!data || !out) {
+    if ((!data && !no_leaves(ctx, type)) || !out) {
         if (out) {
             *out = NULL;
         }
@@ -250,7 +286,7 @@ weft_status weft_array_wrap(weft_context *ctx, weft_type type, int rank,
                             void (*release)(void *user), void *user,
                             weft_array **out)
 {
-    if (!data) {
+    if (!data && !no_leaves(ctx, type)) {
         if (out) {
             *out = NULL;
         }

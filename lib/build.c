@@ -1224,12 +1224,12 @@ weft_exp *weft_tuple(weft_program *p, int n, weft_exp *const *components)
     if (ENTER_LIST(who, &l, HP(1, p)) == NULL) {
         return NULL;
     }
-    if (n < 1) {
+    if (n < 0) {
         return fe_fail(p, WEFT_ERR_INVALID_ARGUMENT,
-                       "%s: argument 2 is %d, a tuple needs at least one "
-                       "component", who, n);
+                       "%s: argument 2 is %d, a tuple has 0 (the unit) or "
+                       "more components", who, n);
     }
-    weft_type *types = fe_arena_alloc(&p->arena, (size_t)n * sizeof *types);
+    weft_type *types = fe_arena_alloc(&p->arena, (size_t)(n + 1) * sizeof *types);
     if (types == NULL) {
         return fe_fail(p, WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
     }

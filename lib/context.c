@@ -3,10 +3,11 @@
  *
  * A context holds the configuration, the chosen backend (a table of
  * functions, lib/fe.h fe_backend) and the interned tuple types.  The
- * environment (WEFT_BACKEND, WEFT_THREADS, WEFT_CHECK, ...) overrides the
- * configuration unless WEFT_FLAG_NO_ENV is set.
+ * environment (WEFT_BACKEND, WEFT_THREADS, WEFT_CHECK, WEFT_TIMEOUT_MS,
+ * ...) overrides the configuration unless WEFT_FLAG_NO_ENV is set.
  */
 #include <ctype.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -137,6 +138,18 @@ weft_status weft_context_create(const weft_config *cfg, weft_context **out)
                                 "is not 1 (checked mode) or 0", chk);
             }
         }
+        const char *to = getenv("WEFT_TIMEOUT_MS");
+        if (to && *to) {
+            char *end;
+            double ms = strtod(to, &end);
+            if (*end != '\0' || !(ms >= 0) || isinf(ms)) {
+                return fe_error(WEFT_ERR_INVALID_ARGUMENT,
+                                "weft_context_create: WEFT_TIMEOUT_MS="
+                                "\"%.32s\" is not a number of milliseconds",
+                                to);
+            }
+            c.timeout_ms = ms;
+        }
         const char *th = getenv("WEFT_THREADS");
         if (th && *th) {
             char *end;
@@ -161,6 +174,12 @@ weft_status weft_context_create(const weft_config *cfg, weft_context **out)
                         "expected 0 (one per core) to %d", c.threads,
                         MAX_THREADS);
     }
+    if (!(c.timeout_ms >= 0) || isinf(c.timeout_ms)) {
+        return fe_error(WEFT_ERR_INVALID_ARGUMENT,
+                        "weft_context_create: config field timeout_ms is %g, "
+                        "expected 0 (no deadline) or a positive number of "
+                        "milliseconds", c.timeout_ms);
+    }
     const fe_backend *be = backend_table(c.backend);
     if (!be) {
         return fe_error(WEFT_ERR_BACKEND_UNAVAILABLE,
@@ -176,6 +195,7 @@ weft_status weft_context_create(const weft_config *cfg, weft_context **out)
     ctx->cfg = c;
     ctx->backend = c.backend;
     ctx->be = be;
+    atomic_init(&ctx->cancel_epoch, 0);
     if (pthread_mutex_init(&ctx->lock, NULL) != 0) {
         fe_free(ctx, ctx, sizeof *ctx);
         return fe_error(WEFT_ERR_OUT_OF_MEMORY,

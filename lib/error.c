@@ -72,6 +72,7 @@ const char *weft_status_name(weft_status s)
     case WEFT_ERR_ARGUMENT_COUNT: return "WEFT_ERR_ARGUMENT_COUNT";
     case WEFT_ERR_INTERNAL: return "WEFT_ERR_INTERNAL";
     case WEFT_ERR_DEVICE: return "WEFT_ERR_DEVICE";
+    case WEFT_ERR_CANCELLED: return "WEFT_ERR_CANCELLED";
     }
     return "WEFT_ERR_UNKNOWN_STATUS";
 }

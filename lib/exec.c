@@ -248,12 +248,13 @@ typedef struct run_job {
     weft_executable *exe;
     weft_array *const *in;
     weft_array **out;
+    fe_cancel *cancel;
 } run_job;
 
 static weft_status run_backend(void *arg)
 {
     run_job *j = arg;
-    return j->exe->ctx->be->run(j->exe, j->in, j->out);
+    return j->exe->ctx->be->run(j->exe, j->in, j->out, j->cancel);
 }
 
 weft_status weft_run(weft_executable *exe, weft_array *const *in, int n_in,
@@ -300,11 +301,23 @@ weft_status weft_run(weft_executable *exe, weft_array *const *in, int n_in,
                             "rank %d", i, in[i]->rank, i, t->rank);
         }
     }
-    if (exe->depth <= DEEP_DIRECT) {
-        return exe->ctx->be->run(exe, in, out);
+    /* The run may be cancelled from now on (lib/cancel.c). */
+    fe_cancel cancel;
+    fe_cancel_begin(exe->ctx, &cancel);
+    run_job job = {exe, in, out, &cancel};
+    weft_status st = exe->depth <= DEEP_DIRECT
+                         ? run_backend(&job)
+                         : deep_call_run("weft_run", exe->depth, run_backend,
+                                         &job);
+    if (st == WEFT_OK && fe_cancel_hit(&cancel)) {
+        /* work stopped early somewhere that had no way to say so */
+        for (int i = 0; i < n_out; i++) {
+            weft_array_release(out[i]);
+            out[i] = NULL;
+        }
+        st = fe_cancel_error(&cancel);
     }
-    run_job job = {exe, in, out};
-    return deep_call_run("weft_run", exe->depth, run_backend, &job);
+    return st;
 }
 
 weft_status weft_run1(weft_program *p, weft_acc *const *results, int n,

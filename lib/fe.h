@@ -168,7 +168,58 @@ struct weft_context {
     pthread_mutex_t pool_lock;   /* guards the buffer pool */
     struct fe_pooled *pool;      /* freed array buffers kept for reuse */
     size_t pool_bytes;           /* bytes held by the pool */
+    int pool_count;              /* buffers held by the pool */
+    _Atomic uint64_t cancel_epoch; /* weft_cancel calls so far (cancel.c) */
 };
+
+/* ===== cancel.c: stopping a run (weft_cancel, the deadline) ===== */
+
+/* One run's view of cancellation.  weft_run makes one on its stack
+ * (fe_cancel_begin) and hands it to the backend, which polls it where a
+ * run may take long: awhile iterations and long scalar loops (interp.c),
+ * the chunks of a gang job, the kernels (through fe_cancel_poll, whose
+ * address CPU kernels get in their argument block; the PTX backend raises
+ * a flag in mapped memory instead).  A run is cancelled when
+ * ctx->cancel_epoch moved since it began (weft_cancel) or its deadline
+ * passed.  Once seen, `hit` stays set: whoever stops early (a kernel that
+ * returns in the middle of its range) sets it, and whoever waits for that
+ * work checks it afterwards, so a partial result is never taken for a
+ * whole one. */
+typedef struct fe_cancel {
+    atomic_int hit;            /* first: 0 while the run may go on; then
+                                  FE_CANCEL_CALL or FE_CANCEL_DEADLINE */
+    int pad_;
+    int (*poll)(struct fe_cancel *c); /* fe_cancel_poll (for kernels) */
+    weft_context *ctx;
+    uint64_t epoch;            /* ctx->cancel_epoch when the run began */
+    int64_t deadline_ns;       /* CLOCK_MONOTONIC; 0: none */
+} fe_cancel;
+
+enum { FE_CANCEL_CALL = 1, FE_CANCEL_DEADLINE = 2 };
+
+/* Start c for a run on ctx now (its deadline from ctx->cfg.timeout_ms). */
+void fe_cancel_begin(weft_context *ctx, fe_cancel *c);
+/* Whether the run is to stop (sets c->hit when it is); c NULL: false.
+ * Cheap: two loads, and a clock read when there is a deadline.  Callable
+ * from any thread.  fe_cancel_poll is the same with an int result, as
+ * kernels call it. */
+bool fe_cancelled(fe_cancel *c);
+int fe_cancel_poll(fe_cancel *c);
+/* Whether someone already saw the cancellation (c->hit; c NULL: false). */
+static inline bool fe_cancel_hit(fe_cancel *c)
+{
+    return c && atomic_load_explicit(&c->hit, memory_order_acquire) != 0;
+}
+/* The message of a cancelled run ("weft_run: cancelled by weft_cancel"),
+ * into buf (n bytes). */
+void fe_cancel_message(const fe_cancel *c, char *buf, size_t n);
+/* WEFT_ERR_CANCELLED with that message as the thread's last error. */
+weft_status fe_cancel_error(const fe_cancel *c);
+/* WEFT_OK, or fe_cancel_error when fe_cancelled(c). */
+static inline weft_status fe_cancel_check(fe_cancel *c)
+{
+    return fe_cancelled(c) ? fe_cancel_error(c) : WEFT_OK;
+}
 
 /* ===== array.c ===== */
 
@@ -222,10 +273,12 @@ static inline weft_status fe_array_host_written(weft_array *a)
 }
 
 /* The buffer pool: array buffers that weft allocated are not freed when
- * their array dies but kept (up to FE_POOL_MAX bytes, newest first) for the
- * next array of the same byte size, so that a program run many times does
- * not fault in fresh pages for its outputs each time. */
+ * their array dies but kept (the newest FE_POOL_ENTRIES, up to FE_POOL_MAX
+ * bytes; older ones are freed) for the next array of the same byte size,
+ * so that a program run many times does not fault in fresh pages for its
+ * outputs each time. */
 #define FE_POOL_MAX ((size_t)1 << 30)
+#define FE_POOL_ENTRIES 64
 #define FE_POOL_MIN ((size_t)1 << 16) /* smaller buffers are just freed */
 void fe_pool_drain(weft_context *ctx);
 
@@ -444,9 +497,10 @@ struct fe_backend {
     void (*context_fini)(weft_context *ctx);
     /* Prepare exe->be_state from exe->core. */
     weft_status (*compile)(weft_executable *exe);
-    /* Run with checked inputs; store exe->core.noutput new arrays in out. */
+    /* Run with checked inputs; store exe->core.noutput new arrays in out.
+     * cancel (not NULL) is polled as cancel.c says. */
     weft_status (*run)(weft_executable *exe, weft_array *const *in,
-                       weft_array **out);
+                       weft_array **out, fe_cancel *cancel);
     void (*exe_free)(weft_executable *exe);
     /* Fill the counters (may be NULL: all zero). */
     void (*stats)(const weft_context *ctx, weft_stats *out);
@@ -470,7 +524,8 @@ extern const fe_backend fe_backend_ptx; /* runtime-gpu/backend.c */
  * WEFT_ERR_EMPTY_ARRAY, WEFT_ERR_SEGMENTS, WEFT_ERR_BAD_SHAPE,
  * WEFT_ERR_OUT_OF_MEMORY). Thread-safe: all state is per call. */
 weft_status fe_interp(weft_context *ctx, const fe_core *core,
-                      weft_array *const *in, weft_array **out);
+                      weft_array *const *in, weft_array **out,
+                      fe_cancel *cancel);
 
 /* A compiled backend runs the core through the interpreter's walker and
  * takes over the collective operations: fe_interp_hooked calls hook for
@@ -486,7 +541,10 @@ typedef weft_status (*fe_interp_hook)(void *user, fe_ix *ix,
                                       bool *handled);
 weft_status fe_interp_hooked(weft_context *ctx, const fe_core *core,
                              weft_array *const *in, weft_array **out,
-                             fe_interp_hook hook, void *user);
+                             fe_cancel *cancel, fe_interp_hook hook,
+                             void *user);
+/* The run's cancellation state (may be NULL). */
+fe_cancel *fe_ix_cancel(fe_ix *ix);
 weft_status fe_ix_acc(fe_ix *ix, const fe_term *t, weft_array **out);
 weft_status fe_ix_exp(fe_ix *ix, const fe_term *t, fe_val *out);
 weft_status fe_ix_var(fe_ix *ix, const fe_var *v, const fe_val **vals,

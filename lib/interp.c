@@ -82,7 +82,13 @@ typedef struct fe_ix {
     weft_status sync;      /* the first failure to bring an array's device
                               copy to the host (view_init), reported by
                               the operation that read it */
+    fe_cancel *cancel;     /* the run's cancellation (may be NULL) */
+    uint32_t ticks;        /* scalar terms evaluated, for polling it */
 } interp;
+
+/* Scalar terms evaluated between two polls of the run's cancellation: a
+ * few microseconds of interpretation. */
+#define POLL_EVERY 4096u
 
 static weft_status eval_exp(interp *st, const fe_term *t, fe_val *out);
 static weft_status eval_acc(interp *st, const fe_term *t, weft_array **out);
@@ -609,6 +615,10 @@ done:
 static weft_status eval_exp(interp *st, const fe_term *t, fe_val *out)
 {
     weft_status s = WEFT_OK;
+    if (st->cancel && ++st->ticks % POLL_EVERY == 0 &&
+        fe_cancelled(st->cancel)) {
+        return fe_cancel_error(st->cancel);
+    }
     switch ((fe_kind)t->kind) {
     case FE_CONST:
         out[0] = t->u.c;
@@ -1817,6 +1827,9 @@ static weft_status acc_awhile(interp *st, const fe_term *t, weft_array **out)
     }
     while (!s) {
         weft_array *c = NULL;
+        if ((s = fe_cancel_check(st->cancel)) != WEFT_OK) {
+            break;
+        }
         s = bind_arrays(st, cond->param[0], x);
         if (!s) {
             s = eval_one(st, cond->body, &c);
@@ -2031,9 +2044,15 @@ static weft_status eval_acc_op(interp *st, const fe_term *t, weft_array **out)
 /* ---- entry points --------------------------------------------------------- */
 
 weft_status fe_interp(weft_context *ctx, const fe_core *core,
-                      weft_array *const *in, weft_array **out)
+                      weft_array *const *in, weft_array **out,
+                      fe_cancel *cancel)
 {
-    return fe_interp_hooked(ctx, core, in, out, NULL, NULL);
+    return fe_interp_hooked(ctx, core, in, out, cancel, NULL, NULL);
+}
+
+fe_cancel *fe_ix_cancel(fe_ix *ix)
+{
+    return ix ? ix->cancel : NULL;
 }
 
 weft_status fe_ix_acc(fe_ix *ix, const fe_term *t, weft_array **out)
@@ -2081,7 +2100,8 @@ weft_array *fe_ix_param(fe_ix *ix, int i)
 
 weft_status fe_interp_hooked(weft_context *ctx, const fe_core *core,
                              weft_array *const *in, weft_array **out,
-                             fe_interp_hook hook, void *user)
+                             fe_cancel *cancel, fe_interp_hook hook,
+                             void *user)
 {
     if (!ctx || !core || !core->root || !out) {
         return fe_error(WEFT_ERR_NULL_ARGUMENT, WHO ": no program to run");
@@ -2100,6 +2120,7 @@ weft_status fe_interp_hooked(weft_context *ctx, const fe_core *core,
     st.in = in;
     st.hook = hook;
     st.hook_user = user;
+    st.cancel = cancel;
     size_t nvar = core->nvar > 0 ? core->nvar : 1;
     st.env = fe_calloc(ctx, sizeof *st.env * nvar);
     if (!st.env) {
@@ -2137,9 +2158,9 @@ static weft_status interp_compile(weft_executable *exe)
 }
 
 static weft_status interp_run(weft_executable *exe, weft_array *const *in,
-                              weft_array **out)
+                              weft_array **out, fe_cancel *cancel)
 {
-    return fe_interp(exe->ctx, &exe->core, in, out);
+    return fe_interp(exe->ctx, &exe->core, in, out, cancel);
 }
 
 static void interp_exe_free(weft_executable *exe)

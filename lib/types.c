@@ -147,15 +147,18 @@ weft_status fe_type_tuple(weft_context *ctx, int n, const weft_type *comps,
                           weft_type *out)
 {
     *out = 0;
-    if (n < 1 || !comps) {
-        return fe_error(WEFT_ERR_INVALID_ARGUMENT,
-                        "weft_type_tuple: a tuple needs at least one component");
+    if (n < 0 || (n > 0 && !comps)) {
+        return fe_error(n < 0 ? WEFT_ERR_INVALID_ARGUMENT
+                              : WEFT_ERR_NULL_ARGUMENT,
+                        "weft_type_tuple: %s", n < 0
+                            ? "a negative number of components"
+                            : "components is NULL");
     }
     int nleaf = 0;
     for (int i = 0; i < n; i++) {
         const weft_type *l;
         int k = fe_type_leaves(ctx, comps[i], &l);
-        if (!fe_type_valid(ctx, comps[i]) || (k == 0 && !fe_is_dim(comps[i]))) {
+        if (!fe_type_valid(ctx, comps[i])) {
             return fe_error(WEFT_ERR_INVALID_ARGUMENT,
                             "weft_type_tuple: component %d is not a valid type", i);
         }
@@ -165,7 +168,8 @@ weft_status fe_type_tuple(weft_context *ctx, int n, const weft_type *comps,
     pthread_mutex_lock(&ctx->lock);
     for (int i = 0; i < ctx->ntuples; i++) {
         fe_tuple *tu = ctx->tuples[i];
-        if (tu->arity == n && memcmp(tu->comp, comps, sizeof *comps * (size_t)n) == 0) {
+        if (tu->arity == n &&
+            (n == 0 || memcmp(tu->comp, comps, sizeof *comps * (size_t)n) == 0)) {
             *out = FE_TUPLE_BASE + i;
             pthread_mutex_unlock(&ctx->lock);
             return WEFT_OK;
@@ -193,7 +197,9 @@ weft_status fe_type_tuple(weft_context *ctx, int n, const weft_type *comps,
     tu->comp = (weft_type *)(tu + 1);
     tu->nleaf = nleaf;
     tu->leaf = tu->comp + n;
-    memcpy(tu->comp, comps, sizeof *comps * (size_t)n);
+    if (n > 0) {
+        memcpy(tu->comp, comps, sizeof *comps * (size_t)n);
+    }
     int k = 0;
     for (int i = 0; i < n; i++) {
         const weft_type *l;
@@ -207,7 +213,9 @@ weft_status fe_type_tuple(weft_context *ctx, int n, const weft_type *comps,
         } else {
             m = fe_type_leaves(ctx, comps[i], &l);
         }
-        memcpy(tu->leaf + k, l, sizeof *l * (size_t)m);
+        if (m > 0) {
+            memcpy(tu->leaf + k, l, sizeof *l * (size_t)m);
+        }
         k += m;
     }
     ctx->tuples[ctx->ntuples] = tu;

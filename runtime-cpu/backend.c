@@ -196,7 +196,8 @@ static weft_status rt_run(rt_job *j, int n, const rt_phase *ph)
     cpu_phase p[CPU_GANG_MAX_PHASES];
     for (int i = 0; i < n && i < CPU_GANG_MAX_PHASES; i++) {
         p[i] = (cpu_phase){.kernel = (cpu_kernel_fn)j->k->entry[ph[i].entry],
-                           .args = j->w, .n = ph[i].n, .grain = ph[i].grain};
+                           .args = j->w, .n = ph[i].n, .grain = ph[i].grain,
+                           .cancel = j->cancel};
     }
     return cpu_gang_run_phases(j->be, n, p);
 }
@@ -239,21 +240,26 @@ static weft_status hook(void *user, fe_ix *ix, const fe_term *t,
     }
     *handled = true;
     cpu_gang *g = state_of(exe->ctx)->gang;
+    /* kernels with a scalar while loop call the run's poll function (a
+     * run without cancellation, from tests, gets one that never stops) */
+    static fe_cancel never = {.poll = fe_cancel_poll};
+    fe_cancel *c = fe_ix_cancel(ix);
     rt_backend rb = {.ops = &cpu_rt_ops, .be = g,
                      .workers = cpu_gang_size(g), .grain = CPU_GRAIN,
-                     .chunk_min = CPU_GRAIN};
+                     .chunk_min = CPU_GRAIN,
+                     .cancel_word = (uint64_t)(uintptr_t)(c ? c : &never)};
     return rt_exec(exe->ctx, &rb, ix, k, out);
 }
 
 static weft_status cpu_run(weft_executable *exe, weft_array *const *in,
-                           weft_array **out)
+                           weft_array **out, fe_cancel *cancel)
 {
     if (!cpu_jit_runnable(state_of(exe->ctx)->jit)) {
         return fe_error(WEFT_ERR_BACKEND_UNAVAILABLE,
                         "weft_run: this context compiles for another CPU "
                         "(target_cpu) and cannot run kernels");
     }
-    return fe_interp_hooked(exe->ctx, &exe->core, in, out, hook, exe);
+    return fe_interp_hooked(exe->ctx, &exe->core, in, out, cancel, hook, exe);
 }
 
 static void cpu_dump_plan(const weft_executable *exe, FILE *out)

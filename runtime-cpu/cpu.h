@@ -33,6 +33,11 @@ typedef struct cpu_phase {
     const void *args;     /* passed to every call of kernel */
     int64_t n;            /* elements; 0 skips the phase */
     int64_t grain;        /* elements per chunk; <= 0: chosen by the gang */
+    fe_cancel *cancel;    /* NULL, or the run's cancellation: looked at
+                             before each chunk (a job of one chunk, run on
+                             the calling thread, is cut into chunks of
+                             the grain so that it is looked at too); once
+                             seen, the job fails with WEFT_ERR_CANCELLED */
 } cpu_phase;
 
 /* Most phases in one job; cpu_gang_run_phases runs longer lists as several

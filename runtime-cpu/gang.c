@@ -257,6 +257,14 @@ static void commit(cpu_gang *g, job *j, int k, int64_t done)
     }
 }
 
+/* The job of the calling thread fails with WEFT_ERR_CANCELLED. */
+static void fail_cancelled(fe_cancel *c)
+{
+    char msg[FE_MSG_MAX];
+    fe_cancel_message(c, msg, sizeof msg);
+    cpu_gang_fail(WEFT_ERR_CANCELLED, "%s", msg);
+}
+
 /* Run chunks of phase k, own first, then stolen, until none can be had. */
 static void work_phase(cpu_gang *g, job *j, int k, int me, uint64_t *rng)
 {
@@ -270,7 +278,11 @@ static void work_phase(cpu_gang *g, job *j, int k, int me, uint64_t *rng)
             int64_t hi = ph->n - lo < ph->grain ? ph->n : lo + ph->grain;
             if (atomic_load_explicit(&j->fail.status, memory_order_relaxed)
                 == WEFT_OK) {
-                ph->kernel(lo, hi, ph->args);
+                if (ph->cancel && fe_cancelled(ph->cancel)) {
+                    fail_cancelled(ph->cancel);
+                } else {
+                    ph->kernel(lo, hi, ph->args);
+                }
             }
             done += hi - lo;
         }
@@ -570,6 +582,8 @@ bool cpu_gang_failed(void)
 
 /* ---- running ------------------------------------------------------------ */
 
+static int64_t resolve_grain(const cpu_gang *g, const cpu_phase *p);
+
 /* Run phases[0..n-1] one after the other on the calling thread. */
 static weft_status run_inline(cpu_gang *g, int n, const cpu_phase *phases)
 {
@@ -588,8 +602,23 @@ static weft_status run_inline(cpu_gang *g, int n, const cpu_phase *phases)
         if (atomic_load_explicit(&f.status, memory_order_relaxed) != WEFT_OK) {
             break;
         }
-        if (phases[i].n > 0) {
-            phases[i].kernel(0, phases[i].n, phases[i].args);
+        const cpu_phase *p = &phases[i];
+        if (p->n > 0 && !p->cancel) {
+            p->kernel(0, p->n, p->args);
+        } else if (p->n > 0) {
+            /* chunk by chunk, looking for a cancel in between */
+            int64_t grain = resolve_grain(g, p);
+            for (int64_t lo = 0; lo < p->n; lo += grain) {
+                if (atomic_load_explicit(&f.status, memory_order_relaxed) !=
+                    WEFT_OK) {
+                    break;
+                }
+                if (fe_cancelled(p->cancel)) {
+                    fail_cancelled(p->cancel);
+                    break;
+                }
+                p->kernel(lo, p->n - lo < grain ? p->n : lo + grain, p->args);
+            }
         }
     }
     tls_fail = saved_fail;

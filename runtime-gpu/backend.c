@@ -482,6 +482,11 @@ static weft_status rt_run(rt_job *j, int n, const rt_phase *ph)
             return s;
         }
     }
+    /* A kernel with a scalar while loop may run for ever: wait for it
+     * here, raising its cancel flag if the run is cancelled meanwhile. */
+    if (j->k->aux_item[SK_CANCEL_AUX] >= 0 && j->cancel) {
+        return gpu_wait_cancel(d, j->cancel, WHO);
+    }
     return WEFT_OK;
 }
 
@@ -551,11 +556,19 @@ static weft_status hook(void *user, fe_ix *ix, const fe_term *t,
                      .workers = (int64_t)gpu_dev_sms(d) * 64,
                      .grain = k->light ? st->grain : 1, .chunk_min = 256,
                      .be_job = &pj};
+    if (k->aux_item[SK_CANCEL_AUX] >= 0) {
+        /* lowered before each such kernel: runs on one device are
+         * serialised, and a run whose flag was raised stops (rt_exec) */
+        weft_status s = gpu_cancel_flag(d, &rb.cancel_word, WHO);
+        if (s) {
+            return s;
+        }
+    }
     return rt_exec(exe->ctx, &rb, ix, k, out);
 }
 
 static weft_status ptx_run(weft_executable *exe, weft_array *const *in,
-                           weft_array **out)
+                           weft_array **out, fe_cancel *cancel)
 {
     gpu_dev *d = state_of(exe->ctx)->dev;
     if (!d) {
@@ -565,7 +578,8 @@ static weft_status ptx_run(weft_executable *exe, weft_array *const *in,
                         exe->ctx->cfg.target_cpu);
     }
     gpu_lock(d);
-    weft_status s = fe_interp_hooked(exe->ctx, &exe->core, in, out, hook, exe);
+    weft_status s =
+        fe_interp_hooked(exe->ctx, &exe->core, in, out, cancel, hook, exe);
     gpu_unlock(d);
     return s;
 }

@@ -59,6 +59,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "driver.h"
 
@@ -90,6 +91,10 @@ static const struct {
     SYM(cuCtxPopCurrent, "cuCtxPopCurrent_v2", NULL),
     SYM(cuStreamCreate, "cuStreamCreate", NULL),
     SYM(cuStreamSynchronize, "cuStreamSynchronize", NULL),
+    SYM(cuStreamQuery, "cuStreamQuery", NULL),
+    SYM(cuMemHostAlloc, "cuMemHostAlloc", NULL),
+    SYM(cuMemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2", NULL),
+    SYM(cuMemFreeHost, "cuMemFreeHost", NULL),
     SYM(cuStreamDestroy, "cuStreamDestroy_v2", "cuStreamDestroy"),
     SYM(cuMemAlloc, "cuMemAlloc_v2", NULL),
     SYM(cuMemFree, "cuMemFree_v2", NULL),
@@ -370,6 +375,10 @@ void gpu_dev_close(gpu_dev *d)
     pthread_mutex_lock(&d->lock);
     bool live = gpu_drv.cuCtxPushCurrent(d->cu) == CUDA_SUCCESS;
     gpu_mem_release_all(d, live);
+    if (live && d->cancel_host) {
+        gpu_drv.cuMemFreeHost((void *)d->cancel_host);
+        d->cancel_host = NULL;
+    }
     if (live) {
         gpu_drv.cuStreamDestroy(d->stream);
         CUcontext popped;
@@ -771,6 +780,66 @@ weft_status gpu_sync(gpu_dev *d, const char *who)
         return st;
     }
     st = gpu_stream_wait(d, who);
+    gpu_leave(d);
+    return st;
+}
+
+/* ---- cancellation -------------------------------------------------------- */
+
+weft_status gpu_cancel_flag(gpu_dev *d, uint64_t *dev_addr, const char *who)
+{
+    weft_status st = gpu_enter(d, who);
+    if (st != WEFT_OK) {
+        return st;
+    }
+    if (!d->cancel_host) {
+        void *p = NULL;
+        CUdeviceptr dp = 0;
+        GPU_CU(d, who, cuMemHostAlloc, &p, sizeof(int32_t),
+               CU_MEMHOSTALLOC_DEVICEMAP);
+        CUresult r = gpu_drv.cuMemHostGetDevicePointer(&dp, p, 0);
+        if (r != CUDA_SUCCESS) {
+            gpu_drv.cuMemFreeHost(p);
+            st = gpu_cu_fail(d, who, "cuMemHostGetDevicePointer", r, __FILE__,
+                             __LINE__);
+            goto cleanup;
+        }
+        d->cancel_host = p;
+        d->cancel_dev = dp;
+    }
+    *d->cancel_host = 0;
+    *dev_addr = d->cancel_dev;
+cleanup:
+    gpu_leave(d);
+    return st;
+}
+
+weft_status gpu_wait_cancel(gpu_dev *d, fe_cancel *c, const char *who)
+{
+    weft_status st = gpu_enter(d, who);
+    if (st != WEFT_OK) {
+        return st;
+    }
+    bool raised = false;
+    long pause_ns = 2000;
+    for (;;) {
+        CUresult r = gpu_drv.cuStreamQuery(d->stream);
+        if (r == CUDA_SUCCESS) {
+            break;
+        }
+        if (r != CUDA_ERROR_NOT_READY) {
+            st = gpu_cu_fail(d, who, "cuStreamQuery", r, __FILE__, __LINE__);
+            break;
+        }
+        if (!raised && d->cancel_host && fe_cancelled(c)) {
+            *d->cancel_host = 1; /* the kernel's loops read it and leave */
+            raised = true;
+        }
+        struct timespec ts = {0, pause_ns};
+        nanosleep(&ts, NULL);
+        pause_ns = pause_ns < 1000000 ? pause_ns * 2 : pause_ns;
+    }
+    d->pending[0] = '\0';
     gpu_leave(d);
     return st;
 }

@@ -39,6 +39,7 @@ enum {
     CUDA_ERROR_NO_DEVICE = 100,
     CUDA_ERROR_INVALID_DEVICE = 101,
     CUDA_ERROR_NOT_FOUND = 500,
+    CUDA_ERROR_NOT_READY = 600, /* cuStreamQuery: work still running */
     /* kernel faults: reported by the next call that waits, and sticky
      * (cuda.c's head comment says how far) */
     CUDA_ERROR_ILLEGAL_ADDRESS = 700,
@@ -75,6 +76,8 @@ enum { CU_JIT_INPUT_CUBIN = 0, CU_JIT_INPUT_PTX = 1 };
 
 enum { CU_STREAM_NON_BLOCKING = 1 };
 
+enum { CU_MEMHOSTALLOC_DEVICEMAP = 2 };
+
 /* ---- the driver table (cuda.c loads it once per process) ---------------- */
 
 /* One field per entry point, named as cuda.h's macros name them (cuMemAlloc
@@ -96,6 +99,11 @@ typedef struct gpu_driver {
     CUresult (*cuCtxPopCurrent)(CUcontext *ctx);
     CUresult (*cuStreamCreate)(CUstream *s, unsigned flags);
     CUresult (*cuStreamSynchronize)(CUstream s);
+    CUresult (*cuStreamQuery)(CUstream s);
+    CUresult (*cuMemHostAlloc)(void **p, size_t bytes, unsigned flags);
+    CUresult (*cuMemHostGetDevicePointer)(CUdeviceptr *d, void *p,
+                                          unsigned flags);
+    CUresult (*cuMemFreeHost)(void *p);
     CUresult (*cuStreamDestroy)(CUstream s);
     CUresult (*cuMemAlloc)(CUdeviceptr *p, size_t bytes);
     CUresult (*cuMemFree)(CUdeviceptr p);
@@ -169,6 +177,10 @@ struct gpu_dev {
     uint64_t pooled;        /* bytes in the pool */
     uint64_t limit;         /* gpu_mem_set_limit (0: none) */
     uint64_t uploaded, downloaded, evictions;
+    /* the cancel flag (gpu_cancel_flag): an i32 in mapped, pinned host
+     * memory, and its device address */
+    volatile int32_t *cancel_host;
+    CUdeviceptr cancel_dev;
 };
 
 /* Lock d and make its context current on this thread (pushed); on failure

@@ -109,6 +109,17 @@ unsigned gpu_grid_for(const gpu_dev *d, const gpu_fn *f, int64_t items);
  * with WEFT_ERR_DEVICE. */
 weft_status gpu_sync(gpu_dev *d, const char *who);
 
+/* Cancellation of a kernel with a scalar while loop (codegen/cg.h
+ * cancel_poll).  gpu_cancel_flag lowers d's cancel flag, an i32 in mapped
+ * host memory (cuMemHostAlloc with DEVICEMAP, made on first use), and
+ * gives its device address.  gpu_wait_cancel waits for the stream like
+ * gpu_sync, but by polling (cuStreamQuery, with sleeps growing to 1 ms):
+ * when fe_cancelled(c) it raises the flag, which the running kernel's
+ * loops read, and goes on waiting until the kernel has left.  Errors:
+ * WEFT_ERR_DEVICE, WEFT_ERR_OUT_OF_MEMORY. */
+weft_status gpu_cancel_flag(gpu_dev *d, uint64_t *dev_addr, const char *who);
+weft_status gpu_wait_cancel(gpu_dev *d, fe_cancel *c, const char *who);
+
 /* ===== mem.c ===== */
 
 /* Device memory of at least `bytes` (bytes 0: *out = 0 and WEFT_OK), from

@@ -462,6 +462,12 @@ int64_t rt_row_chunks(const job *j, int64_t rows, int64_t m)
             C = 1;
         }
     }
+    /* No chunk longer than RT_CHUNK_MAX elements, so that the workers,
+     * which look for a cancel between chunks, look often. */
+    if (m > RT_CHUNK_MAX) {
+        int64_t c2 = (m + RT_CHUNK_MAX - 1) / RT_CHUNK_MAX;
+        C = c2 > C ? c2 : C;
+    }
     return C;
 }
 
@@ -623,7 +629,12 @@ weft_status rt_exec(weft_context *ctx, const rt_backend *rb, fe_ix *ix,
     j.be_job = rb->be_job;
     j.ix = ix;
     j.k = k;
-    weft_status s = eval_operands(&j);
+    j.cancel = fe_ix_cancel(ix);
+    j.auxval[SK_CANCEL_AUX].u = rb->cancel_word;
+    weft_status s = fe_cancel_check(j.cancel);
+    if (s == WEFT_OK) {
+        s = eval_operands(&j);
+    }
     if (s == WEFT_OK) {
         s = eval_terms(&j);
     }
@@ -635,6 +646,9 @@ weft_status rt_exec(weft_context *ctx, const rt_backend *rb, fe_ix *ix,
     }
     if (s == WEFT_OK) {
         s = drivers[k->skel->family](&j);
+    }
+    if (s == WEFT_OK && fe_cancel_hit(j.cancel)) {
+        s = fe_cancel_error(j.cancel); /* a kernel stopped early */
     }
     int64_t word = 0;
     if (s == WEFT_OK && k->may_fail) {

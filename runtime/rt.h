@@ -27,7 +27,7 @@
 /* Bumped whenever the kernel ABI, the argument block layout or anything
  * else that makes an old cached kernel wrong changes; it is mixed into
  * every kernel key, so old disk entries are simply never found again. */
-#define RT_ABI_VERSION 7
+#define RT_ABI_VERSION 8
 
 /* ===== disk.c: the disk cache of compiled kernels ===== */
 
@@ -130,18 +130,26 @@ struct rt_job {
     fe_val **ival;             /* (SK_SRC_TERM), evaluated by rt_exec */
     int variant;               /* 0: equal-shapes entries; 1: general */
     void *be_job;              /* the backend's per-job state */
+    fe_cancel *cancel;         /* the run's cancellation (may be NULL) */
 };
 
 /* Run kernel k of operation k->op inside the interpreter's walk ix with
  * backend ops (its state be; workers, grain, chunk_min as in rt_job):
  * evaluate the operands, allocate the outputs, fill the argument block and
  * run the phases.  On success out[] holds new references to the outputs;
- * on failure nothing (status with message). */
+ * on failure nothing (status with message).  The run's cancellation
+ * (fe_ix_cancel) is checked before the kernel starts and after it ends:
+ * WEFT_ERR_CANCELLED when it was seen. */
 typedef struct rt_backend {
     const rt_ops *ops;
     void *be;
     int64_t workers, grain, chunk_min;
     void *be_job;             /* the backend's per-job state */
+    uint64_t cancel_word;     /* what a kernel with a scalar while loop gets
+                                 in its cancel item (sk.h SK_CANCEL_AUX):
+                                 the CPU, the address of the run's
+                                 fe_cancel; PTX, the device address of the
+                                 flag the host raises */
 } rt_backend;
 weft_status rt_exec(weft_context *ctx, const rt_backend *rb, fe_ix *ix,
                     struct sk_kernel *k, weft_array **out);
@@ -169,7 +177,9 @@ weft_status rt_job_run(rt_job *j, int entry, int64_t n, int64_t grain);
 weft_status rt_job_phases(rt_job *j, int n, const rt_phase *phases);
 /* Chunks per row for a fold or scan of `rows` rows of m elements: 1 when
  * the rows alone keep the workers busy, else enough that each worker has
- * several, none shorter than j->chunk_min or the kernel's own chunk_min. */
+ * several, none shorter than j->chunk_min or the kernel's own chunk_min,
+ * and none longer than RT_CHUNK_MAX elements. */
+#define RT_CHUNK_MAX ((int64_t)1 << 22)
 int64_t rt_row_chunks(const rt_job *j, int64_t rows, int64_t m);
 /* A shape from the leaves of a DIM value (WEFT_ERR_BAD_SHAPE if an extent
  * is negative or the size overflows); `op` names the operation. */

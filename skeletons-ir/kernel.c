@@ -117,6 +117,7 @@ typedef struct walk {
     bool *seen;       /* per var id: already an item */
     uint32_t nvar;
     int cost;         /* scalar work per element, roughly (sk_kernel.light) */
+    bool has_while;   /* a scalar while loop inside the functions */
 } walk;
 
 static weft_status walk_term(walk *w, const fe_term *t);
@@ -149,6 +150,9 @@ static weft_status walk_term(walk *w, const fe_term *t)
     weft_status s;
     if (!t) {
         return WEFT_OK;
+    }
+    if (t->kind == FE_WHILE) {
+        w->has_while = true;
     }
     switch ((fe_kind)t->kind) {
     case FE_VAR: {
@@ -361,6 +365,15 @@ weft_status sk_prepare(weft_context *ctx, const fe_core *core, fe_arena *arena,
     k->err_item = k->aux_item[SK_ERR_AUX] = k->nitem - 1;
     k->checked = (ctx->cfg.flags & WEFT_FLAG_CHECKED) != 0;
     k->may_fail = gathers(t, true) || k->checked;
+    /* the cancel word, which scalar while loops poll */
+    if (w.has_while) {
+        s = sk_add_item(ctx, arena, k, SK_SCALAR, SK_SRC_AUX, SK_CANCEL_AUX,
+                        WEFT_U64, 0);
+        if (s) {
+            return s;
+        }
+        k->aux_item[SK_CANCEL_AUX] = k->nitem - 1;
+    }
     k->skel = sk_skeleton_of(t, tg);
     if (!k->skel) {
         return fe_error(WEFT_ERR_INTERNAL,
@@ -639,6 +652,10 @@ static weft_status fn_begin(sk_emit *e, sk_fn *f, const char *name, bool raw)
                 }
             }
         }
+    }
+    int ci = k->aux_item[SK_CANCEL_AUX];
+    if (ci >= 0 && e->target->cg->cancel_poll) {
+        fn->cancel = LLVMBuildIntToPtr(fn->b, f->val[ci].v[0], ptr, "cancel");
     }
     if (!raw) {
         e->target->range_begin(f);

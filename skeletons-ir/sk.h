@@ -74,6 +74,11 @@ typedef struct sk_item {
 #define SK_MAX_ENTRY 8 /* entry points, both variants together */
 #define SK_ITEM_BLOCK (-1)
 #define SK_ERR_AUX 7   /* aux index of the error word (every kernel) */
+#define SK_CANCEL_AUX 6 /* aux index of the cancel word: a scalar u64 item,
+                           only in kernels whose functions have a scalar
+                           while loop, which polls it (codegen/exp.c; what
+                           the word holds is the target's, cg_target
+                           .cancel_poll) */
 
 /* The error word (an i64, zero when nothing went wrong) holds the least
  * report key (codegen/cg.h, CG_KEY_*) of the kernel's run: each entry

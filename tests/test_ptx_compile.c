@@ -17,8 +17,8 @@
  * fold / fold1 / fold_all (and a fold over a fused zipWith of two shapes,
  * which has two variants), the six scans, permute with a native atomic, a
  * CAS loop and per-element locks, foldSeg, stencils with each boundary,
- * the reshape family, and checked mode (WEFT_FLAG_CHECKED) in each of the
- * skeletons.
+ * the reshape family, checked mode (WEFT_FLAG_CHECKED) in each of the
+ * skeletons, and scalar while loops that poll the cancel flag.
  */
 #include <dirent.h>
 #include <sys/stat.h>
@@ -326,6 +326,100 @@ START_TEST(checked)
 }
 END_TEST
 
+/* Whether some .ptx file holds `text`. */
+static bool some_ptx_has(const char *text)
+{
+    bool found = false;
+    DIR *d = opendir(g_dir);
+    ck_assert_ptr_nonnull(d);
+    struct dirent *e;
+    while (!found && (e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name);
+        if (len <= 4 || strcmp(e->d_name + len - 4, ".ptx") != 0) {
+            continue;
+        }
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", g_dir, e->d_name);
+        FILE *f = fopen(path, "r");
+        ck_assert_ptr_nonnull(f);
+        char line[1024];
+        while (!found && fgets(line, sizeof line, f)) {
+            found = strstr(line, text) != NULL;
+        }
+        fclose(f);
+    }
+    closedir(d);
+    return found;
+}
+
+/* Scalar while loops poll the cancel flag (a volatile load of mapped host
+ * memory, codegen/target_ptx.c): in a map, and in a fold's combine, whose
+ * warp shuffles and barriers follow the loop. */
+START_TEST(while_cancel)
+{
+    weft_context *ctx = open_sm90();
+    weft_program *p;
+    TU_OK(weft_program_create(ctx, &p));
+    weft_acc *xs = weft_param(p, WEFT_I64, 1);
+    weft_fun *c = weft_fun1(p, WEFT_I64);
+    weft_fun_return(c, weft_lt(weft_arg(c, 0), weft_i64(p, 1000)));
+    weft_fun *b = weft_fun1(p, WEFT_I64);
+    weft_fun_return(b, weft_add(weft_arg(b, 0), weft_i64(p, 3)));
+    weft_fun *f = weft_fun1(p, WEFT_I64);
+    weft_fun_return(f, weft_while(c, b, weft_arg(f, 0)));
+    weft_acc *r = weft_map(f, xs);
+    compile(p, &r, 1, "map with a while loop");
+    weft_fun *g = weft_fun2(p, WEFT_I64, WEFT_I64);
+    weft_fun_return(g, weft_add(weft_while(c, b, weft_arg(g, 0)),
+                                weft_arg(g, 1)));
+    r = weft_fold(g, weft_i64(p, 0), xs);
+    compile(p, &r, 1, "fold with a while loop");
+    ck_assert_msg(some_ptx_has("ld.volatile"), "no volatile poll in the PTX");
+    weft_program_free(p);
+    weft_context_free(ctx);
+}
+END_TEST
+
+/* The unit element type (no leaves): producers, reductions, scans and a
+ * permute of unit arrays, and pairs with a unit side. */
+START_TEST(unit_kernels)
+{
+    weft_context *ctx = open_sm90();
+    weft_program *p;
+    TU_OK(weft_program_create(ctx, &p));
+    weft_type u = weft_type_tuple(ctx, 0, NULL);
+    weft_acc *us = weft_param(p, u, 2);
+    weft_acc *xs = weft_param(p, WEFT_I32, 1);
+    weft_fun *to_u = weft_fun1(p, WEFT_I32);
+    weft_fun_return(to_u, weft_tuple(p, 0, NULL));
+    weft_acc *r = weft_map(to_u, xs);
+    compile(p, &r, 1, "map to unit");
+    weft_fun *k = weft_fun2(p, u, u);
+    weft_fun_return(k, weft_tuple(p, 0, NULL));
+    r = weft_fold(k, weft_tuple(p, 0, NULL), us);
+    compile(p, &r, 1, "fold of unit");
+    r = weft_fold_all(k, weft_tuple(p, 0, NULL), us);
+    compile(p, &r, 1, "fold_all of unit");
+    r = weft_scanl(k, weft_tuple(p, 0, NULL), us);
+    compile(p, &r, 1, "scanl of unit");
+    weft_fun *g = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(g, weft_tuple(p, 0, NULL));
+    weft_acc *def = weft_generate(weft_index1(weft_i64(p, 2)), g);
+    weft_fun *ix = weft_fun1(p, WEFT_DIM(2));
+    weft_fun_return(ix, weft_index1(weft_rem(weft_get(weft_arg(ix, 0), 1),
+                                             weft_i64(p, 2))));
+    r = weft_permute(k, def, ix, us);
+    compile(p, &r, 1, "permute of unit");
+    weft_fun *pair = weft_fun1(p, WEFT_I32);
+    weft_exp *c2[2] = {weft_arg(pair, 0), weft_tuple(p, 0, NULL)};
+    weft_fun_return(pair, weft_tuple(p, 2, c2));
+    r = weft_map(pair, xs);
+    compile(p, &r, 1, "map to a pair with a unit side");
+    weft_program_free(p);
+    weft_context_free(ctx);
+}
+END_TEST
+
 /* Every .ptx file: entries, nothing unresolved, and ptxas accepts it. */
 START_TEST(ptxas_accepts)
 {
@@ -379,6 +473,8 @@ static Suite *suite(void)
     tcase_add_test(tc, permutes);
     tcase_add_test(tc, stencils_and_shapes);
     tcase_add_test(tc, checked);
+    tcase_add_test(tc, while_cancel);
+    tcase_add_test(tc, unit_kernels);
     tcase_add_test(tc, ptxas_accepts); /* last: reads what the others wrote */
     suite_add_tcase(s, tc);
     return s;

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# tools/tsan.sh: the threaded tests under ThreadSanitizer.
+#
+# Builds weft with -DWEFT_SANITIZE=thread into its own build directory
+# (build-tsan, or $1) and runs the tests that use several threads: the gang
+# (test_gang), the JIT and its caches under concurrent requests (test_jit),
+# the CPU backend's concurrent runs of one executable and its multi-chunk
+# folds and scans (test_cpu cases concurrent_runs, fold_large, scan_large,
+# awhile), and cancellation from another thread (test_cancel).  Any report
+# fails the run (halt_on_error); the exit status is 0 when all are clean.
+#
+#   tools/tsan.sh              build-tsan, -j2
+#   JOBS=8 tools/tsan.sh dir   another directory, more jobs
+#
+# Kernels compiled by the JIT are not instrumented (TSan sees the calls
+# into them, not their memory accesses); everything weft's C code does is.
+# On kernels with high mmap randomisation TSan needs ASLR off for its
+# process: the tests run under `setarch -R` where it exists.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dir=${1:-build-tsan}
+jobs=${JOBS:-2}
+
+cmake -S . -B "$dir" -DWEFT_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DWEFT_SANITIZE=thread -DWEFT_BUILD_EXAMPLES=OFF >/dev/null
+cmake --build "$dir" -j"$jobs" --target test_gang test_jit test_cpu \
+      test_cancel
+
+run=()
+if command -v setarch >/dev/null 2>&1 && setarch "$(uname -m)" -R true 2>/dev/null; then
+  run=(setarch "$(uname -m)" -R)
+fi
+export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}"
+export CK_FORK=no
+# Each test gets its own cache directory, so that runs do not share one.
+cache=$(mktemp -d)
+trap 'rm -rf "$cache"' EXIT
+export WEFT_CACHE_DIR=$cache
+
+status=0
+one() {
+  local name=$1; shift
+  printf '%-40s' "$name"
+  if "${run[@]}" "$@" >"$dir/tsan-$name.log" 2>&1; then
+    echo clean
+  else
+    echo "FAILED (see $dir/tsan-$name.log)"
+    status=1
+  fi
+}
+one test_gang "$dir/test_gang"
+one test_jit "$dir/test_jit"
+for c in concurrent_runs fold_large scan_large awhile; do
+  CK_RUN_CASE=$c one "test_cpu-$c" "$dir/test_cpu"
+done
+one test_cancel "$dir/test_cancel"
+exit $status
