@@ -259,7 +259,8 @@ static weft_status load_kernel(ptx_state *st, sk_kernel *k, const void *img,
                                     "weft_compile", &pk->mod);
     for (int i = 0; s == WEFT_OK && i < nfn; i++) {
         memcpy(pk->names[i], names[i], sizeof pk->names[i]);
-        s = gpu_module_fn(st->dev, pk->mod, pk->names[i], 0, &pk->fn[i]);
+        s = gpu_module_fn(st->dev, pk->mod, pk->names[i], 0, k->block_max,
+                          &pk->fn[i]);
     }
     if (s == WEFT_OK && cubin) {
         rt_disk_store(&st->disk, k->key, cubin, cubin_n);

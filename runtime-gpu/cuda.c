@@ -613,10 +613,10 @@ void gpu_module_free(gpu_dev *d, gpu_module *m)
 }
 
 weft_status gpu_module_fn(gpu_dev *d, gpu_module *m, const char *name,
-                          int shared_per_thread, gpu_fn *out)
+                          int shared_per_thread, int block_max, gpu_fn *out)
 {
     static const char who[] = "weft_compile";
-    if (!d || !m || !name || !out || shared_per_thread < 0) {
+    if (!d || !m || !name || !out || shared_per_thread < 0 || block_max < 0) {
         return fe_error(WEFT_ERR_INTERNAL,
                         "%s: gpu_module_fn: bad arguments", who);
     }
@@ -639,7 +639,7 @@ weft_status gpu_module_fn(gpu_dev *d, gpu_module *m, const char *name,
     }
     int min_grid = 0, block = 0, per_sm = 0;
     GPU_CU(d, who, cuOccupancyMaxPotentialBlockSize, &min_grid, &block, f,
-           NULL, 0, 0);
+           NULL, 0, block_max);
     if (shared_per_thread > 0) {
         int fixed = 0;
         GPU_CU(d, who, cuFuncGetAttribute, &fixed,
@@ -655,7 +655,7 @@ weft_status gpu_module_fn(gpu_dev *d, gpu_module *m, const char *name,
                           who, name, shared_per_thread);
             goto cleanup;
         }
-        int limit = block < cap ? block : cap;
+        int limit = block < cap ? block : cap; /* block <= block_max */
         GPU_CU(d, who, cuOccupancyMaxPotentialBlockSize, &min_grid, &block,
                f, NULL, (size_t)shared_per_thread * (size_t)limit, limit);
     }

@@ -86,10 +86,11 @@ weft_status gpu_module_load(gpu_dev *d, const void *image, size_t n,
                             const char *who, gpu_module **out);
 void gpu_module_free(gpu_dev *d, gpu_module *m);
 /* Kernel `name` of m, with its occupancy-derived block size (for dynamic
- * shared memory of `shared_per_thread` bytes per thread; 0 for none).
+ * shared memory of `shared_per_thread` bytes per thread; 0 for none), at
+ * most block_max threads (0: no limit but the device's).
  * Errors: WEFT_ERR_INTERNAL (no such function). */
 weft_status gpu_module_fn(gpu_dev *d, gpu_module *m, const char *name,
-                          int shared_per_thread, gpu_fn *out);
+                          int shared_per_thread, int block_max, gpu_fn *out);
 
 /* Launch f on the stream: grid blocks of `block` threads (block <= 0:
  * f->block), `shared` bytes of dynamic shared memory, kernel parameters

@@ -183,6 +183,9 @@ struct sk_kernel {
     bool privatise;           /* permute (ptx/permute.c): entry 2 combines
                                  into per-block copies of a result of at
                                  most SK_PERMUTE_SHARED_BYTES */
+    int block_max;            /* GPU: the most threads in a block (0: as
+                                 the occupancy API likes); a skeleton
+                                 that sizes shared memory for it sets it */
     int64_t chunk_min;        /* fewest elements per chunk when a row is
                                  cut into chunks (0: the backend's own) */
     bool light;               /* little scalar work per element (at most

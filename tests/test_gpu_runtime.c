@@ -461,7 +461,7 @@ static const char ptx_trap[] = ".version 7.8\n"
 static void store_and_check(gpu_dev *d, gpu_module *m, uint64_t p)
 {
     gpu_fn f;
-    TU_OK(gpu_module_fn(d, m, "weft_store", 0, &f));
+    TU_OK(gpu_module_fn(d, m, "weft_store", 0, 0, &f));
     ck_assert_str_eq(f.name, "weft_store");
     ck_assert_int_ge(f.block, 32);
     ck_assert_int_le(f.block, 1024);
@@ -504,7 +504,7 @@ START_TEST(ptx_module)
     /* A grid-stride kernel over a million elements, grid from
      * gpu_grid_for. */
     gpu_fn f;
-    TU_OK(gpu_module_fn(d, m2, "weft_iota", 0, &f));
+    TU_OK(gpu_module_fn(d, m2, "weft_iota", 0, 0, &f));
     unsigned cap = (unsigned)(gpu_dev_sms(d) * f.blocks_per_sm);
     ck_assert_uint_eq(gpu_grid_for(d, &f, 0), 0);
     ck_assert_uint_eq(gpu_grid_for(d, &f, 1), 1);
@@ -531,7 +531,7 @@ START_TEST(ptx_module)
 
     /* A block size from shared memory per thread fits in 48 KiB. */
     gpu_fn g;
-    TU_OK(gpu_module_fn(d, m, "weft_iota", 256, &g));
+    TU_OK(gpu_module_fn(d, m, "weft_iota", 256, 0, &g));
     ck_assert_int_ge(g.block, 1);
     ck_assert_int_le(g.block * 256, 48 * 1024);
 
@@ -540,7 +540,7 @@ START_TEST(ptx_module)
               gpu_launch(d, &f, 0, 0, 0, params, WHO));
     TU_STATUS(WEFT_ERR_INVALID_ARGUMENT,
               gpu_launch(d, &f, 1, 2048, 0, params, WHO));
-    TU_STATUS(WEFT_ERR_INTERNAL, gpu_module_fn(d, m, "no_such", 0, &g));
+    TU_STATUS(WEFT_ERR_INTERNAL, gpu_module_fn(d, m, "no_such", 0, 0, &g));
 
     gpu_mem_free(d, p, n * 4);
     gpu_module_free(d, m);
@@ -593,7 +593,7 @@ START_TEST(trap_names_the_kernel)
     TU_OK(gpu_module_load(d, ptx_trap, strlen(ptx_trap), true, NULL, NULL,
                           WHO, &m));
     gpu_fn f;
-    TU_OK(gpu_module_fn(d, m, "weft_trap", 0, &f));
+    TU_OK(gpu_module_fn(d, m, "weft_trap", 0, 0, &f));
     TU_OK(gpu_launch(d, &f, 1, 32, 0, NULL, WHO));
     TU_STATUS(WEFT_ERR_DEVICE, gpu_sync(d, WHO));
     const char *msg = weft_last_error();

@@ -23,7 +23,8 @@
  * validity flags, never identities.
  *
  * One entry, a block per tile.  Each row is cut into tiles of T = B K
- * logical positions (B the block size, known at run time, a multiple of
+ * logical positions (B the block size, known at run time, at most BLOCK
+ * (sk_kernel.block_max: the staging areas are sized for it), a multiple of
  * 32; K a constant of the kernel, items_per_lane); tiles never span two
  * rows, tpr = ceil(m / T) tiles per row (1 when m = 0: the tile that
  * writes z and the totals), and tile t is (row t / tpr, piece t % tpr).
@@ -98,10 +99,15 @@
 enum {
     WARP = 32,       /* lanes */
     MAX_WARPS = 32,  /* warps of a block of 1024 threads */
-    MAX_ITEMS = 8,   /* the most chunks of 32 a warp owns in a tile */
-    ITEM_BYTES = 32, /* ... and the most bytes of leaves a lane keeps (the
-                        shared staging of a block of 1024 then takes at
-                        most 33 KiB) */
+    BLOCK = 128,     /* the most threads of a block (sk_kernel.block_max):
+                        several tiles in flight per SM, each with few
+                        barriers to wait at (measured on the H100: one
+                        768-thread block per SM left DRAM at 27%) */
+    MAX_ITEMS = 16,  /* the most chunks of 32 a warp owns in a tile */
+    ITEM_BYTES = 64, /* ... and the most bytes of leaves a lane keeps (the
+                        shared staging of a block then takes at most
+                        8.5 KiB; 24 items of 4 bytes took 168 registers
+                        where 16 take 92) */
 };
 
 enum { FLAG_NONE, FLAG_AGG, FLAG_PREFIX };
@@ -156,6 +162,7 @@ static weft_status ptx_scan_prepare(weft_context *ctx, fe_arena *arena,
     k->nentry = 1;
     k->item_threads[0] = k->item_threads[1] = SK_ITEM_BLOCK;
     k->chunk_min = (int64_t)WARP * items_per_lane(ctx, in.elt);
+    k->block_max = BLOCK;
     static const struct {
         int aux;
         bool elt;
@@ -1125,7 +1132,7 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in)
     }
     for (int l = 0; l < nleaf; l++) {
         T.buf[l] = tg->shared_array(fn, cg_mem_type(c, T.carry.leaf[l]),
-                                    MAX_WARPS * area);
+                                    BLOCK / WARP * area);
     }
     T.wbase = LLVMBuildMul(fn->b, L->wid, cg_i64(fn, area), "wbase");
     LLVMValueRef stile = tg->shared_array(fn, i64, 1);
