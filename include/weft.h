@@ -155,6 +155,10 @@ typedef struct weft_config {
 #define WEFT_FLAG_NO_ENV 1u    /* ignore the WEFT_* environment variables */
 #define WEFT_FLAG_NO_FUSION 2u /* compute every operation as its own array
                                   (for comparisons and debugging) */
+#define WEFT_FLAG_NO_SPMD 0x100u /* CPU backend: emit element functions one
+                                    element at a time, not over vector
+                                    lanes (for comparisons and debugging;
+                                    $WEFT_SPMD=0) */
 
 /* The default configuration: the CPU backend on all cores (the reference
  * interpreter in a build without LLVM), the default cache directory, no

@@ -181,6 +181,8 @@ struct sk_emit {
     LLVMModuleRef mod;
     const sk_target *target;
     bool uniform;             /* emitting the equal-shapes variant */
+    int spmd_bits;            /* CPU: vector register width in bits for
+                                 SPMD element functions (spmd.c); 0: none */
 };
 
 /* ===== kernel.c ===== */
@@ -242,6 +244,9 @@ weft_status sk_extent(sk_fn *f, const fe_term *t, LLVMValueRef *ext);
  * arrays, and maps / zipWiths of equal shapes over them): else a consumer
  * that walks rows does better to pass multi-indices. */
 bool sk_linear_ok(sk_fn *f, const fe_term *t);
+/* The manifest array that array term t denotes in this kernel (an
+ * operand, a free array variable, a parameter, a used array), or NULL. */
+const cg_array *sk_manifest_array(sk_fn *f, const fe_term *t);
 /* Store code in the kernel's error word. */
 void sk_set_error(sk_fn *f, int code);
 
@@ -258,6 +263,15 @@ LLVMValueRef sk_size(sk_fn *f, const cg_array *a);
  * given as rank extents. */
 weft_status sk_from_linear(sk_fn *f, int rank, LLVMValueRef const *extent,
                            LLVMValueRef i, cg_val *ix);
+
+/* ===== spmd.c: the generate family over W lanes (CPU) ===== */
+
+/* Emit entry point `name` of a generate-family kernel with its element
+ * function over W lanes (W from e->spmd_bits), a vector loop and a scalar
+ * remainder.  *done false (and nothing added to e->mod) where the kernel
+ * is not vectorised: the caller emits its scalar loop.  Errors:
+ * WEFT_ERR_OUT_OF_MEMORY, and those of sk_fn_begin. */
+weft_status sk_spmd_generate(sk_emit *e, const char *name, bool *done);
 
 /* ===== permute.c: what a target's own permute shares ===== */
 

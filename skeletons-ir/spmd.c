@@ -1,0 +1,324 @@
+/*
+ * skeletons-ir/spmd.c: the generate family over W lanes on the CPU.
+ *
+ * generate.c's loop `for (i = start; i < end; i++) out[i] = element(i)`
+ * becomes, when the kernel's target asks for SPMD code (sk_emit.spmd_bits)
+ * and everything the element reads is something this file can read for W
+ * consecutive positions at once,
+ *
+ *     for (i = start; i + W <= end; i += W)      element over W lanes
+ *         out[i .. i+W-1] = element(i .. i+W-1);  (codegen/spmd.c)
+ *     for (; i < end; i++)                        scalar remainder
+ *         out[i] = element(i);                    (input.c, as before)
+ *
+ * The lanes hold consecutive linear positions, so reads of manifest
+ * operands at the same position (map, zipWith of equal shapes, reshape)
+ * are vector loads and the stores are vector stores.  A generate of rank
+ * r >= 2 needs the multi-index: the range is walked row by row (a row is
+ * the innermost dimension), so that the outer components are uniform
+ * (computed once per row, with one division) and only the innermost one
+ * varies, consecutively, and each row has its own scalar remainder.
+ *
+ * What is not read here (backpermute, transform, replicate, slice, the
+ * general variant of zipWith) or not emitted by codegen/spmd.c leaves
+ * *done false and no function behind: generate.c emits the scalar loop.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "sk.h"
+
+static bool is_delayed(sk_fn *f, const fe_term *t)
+{
+    return t->delayed || t == f->e->k->op;
+}
+
+/* Whether t can be read for W consecutive positions here. */
+static bool readable(sk_emit *e, const fe_term *t, bool top)
+{
+    if (!top && !t->delayed) {
+        return true;
+    }
+    switch ((fe_kind)t->kind) {
+    case FE_MAP:
+        return readable(e, t->kid[0], false);
+    case FE_ZIPWITH:
+        if (!e->uniform) {
+            return false;
+        }
+        for (int k = 0; k < t->nkid; k++) {
+            if (!readable(e, t->kid[k], false)) {
+                return false;
+            }
+        }
+        return t->nkid <= 3;
+    case FE_GENERATE:
+        return true;
+    case FE_RESHAPE:
+        return readable(e, t->kid[1], false);
+    default:
+        return false;
+    }
+}
+
+/* Whether reading t needs the multi-index of its positions (a generate of
+ * rank 2 or more reached through maps and zipWiths). */
+static bool needs_ix(sk_fn *f, const fe_term *t)
+{
+    if (!is_delayed(f, t)) {
+        return false;
+    }
+    switch ((fe_kind)t->kind) {
+    case FE_MAP:
+    case FE_ZIPWITH:
+        for (int k = 0; k < t->nkid; k++) {
+            if (needs_ix(f, t->kid[k])) {
+                return true;
+            }
+        }
+        return false;
+    case FE_GENERATE:
+        return t->rank >= 2;
+    default:
+        return false;
+    }
+}
+
+/* The element of t at the W consecutive linear positions iv (varying),
+ * whose multi-index is ix when given (outer components uniform, the
+ * innermost one varying) and t's extent is the kernel's. */
+static weft_status vread(sk_fn *f, cg_spmd *s, const fe_term *t,
+                         LLVMValueRef iv, const cg_val *ix, cg_val *out)
+{
+    cg_fn *fn = &f->fn;
+    weft_status r;
+    cg_val x[3], tmp;
+    if (!is_delayed(f, t)) {
+        const cg_array *a = sk_manifest_array(f, t);
+        if (!a) {
+            return fe_error(WEFT_ERR_INTERNAL,
+                            "weft_compile: a kernel reads an operand it was "
+                            "not given");
+        }
+        return cg_spmd_array_load(s, a, iv, out);
+    }
+    switch ((fe_kind)t->kind) {
+    case FE_MAP:
+        if ((r = vread(f, s, t->kid[0], iv, ix, &x[0])) != WEFT_OK) {
+            return r;
+        }
+        return cg_spmd_apply(s, t->fun[0], x, out);
+    case FE_ZIPWITH:
+        for (int k = 0; k < t->nkid && k < 3; k++) {
+            if ((r = vread(f, s, t->kid[k], iv, ix, &x[k])) != WEFT_OK) {
+                return r;
+            }
+        }
+        return cg_spmd_apply(s, t->fun[0], x, out);
+    case FE_GENERATE:
+        if (!ix) {
+            LLVMValueRef ext[WEFT_MAX_RANK];
+            if ((r = sk_extent(f, t, ext)) != WEFT_OK ||
+                (r = cg_val_make(fn, t->rank, &tmp)) != WEFT_OK ||
+                (r = cg_spmd_from_index(s, t->rank, ext, iv, tmp.v)) !=
+                    WEFT_OK) {
+                return r;
+            }
+            ix = &tmp;
+        }
+        return cg_spmd_apply(s, t->fun[0], ix, out);
+    case FE_RESHAPE:
+        return vread(f, s, t->kid[1], iv, NULL, out);
+    default:
+        return fe_error(WEFT_ERR_INTERNAL,
+                        "weft_compile: SPMD code cannot read this operand");
+    }
+}
+
+/* out[i .. i+W-1] = element(i .. i+W-1), with ix the multi-index of i (or
+ * NULL). */
+static weft_status vstep(sk_fn *f, cg_spmd *s, LLVMValueRef i,
+                         const cg_val *ix)
+{
+    cg_val y;
+    LLVMValueRef iv = cg_spmd_consecutive(s, i);
+    weft_status r = vread(f, s, f->e->k->op, iv, ix, &y);
+    if (r) {
+        return r;
+    }
+    const cg_array *o = sk_out_array(f, 0);
+    if (y.n != o->nleaf) {
+        return fe_error(WEFT_ERR_INTERNAL,
+                        "weft_compile: an element of the wrong shape");
+    }
+    for (int k = 0; k < o->nleaf; k++) {
+        cg_spmd_store(s, o->leaf[k], o->ptr[k], i, y.v[k]);
+    }
+    return WEFT_OK;
+}
+
+/* for (i = from; i < to; i++) out[i] = element(i), scalar. */
+static weft_status scalar_loop(sk_fn *f, LLVMValueRef from, LLVMValueRef to)
+{
+    cg_fn *fn = &f->fn;
+    cg_loop l;
+    LLVMValueRef i;
+    cg_val y;
+    cg_loop_begin(fn, &l, from, to, &i);
+    weft_status r = sk_read(f, f->e->k->op, i, NULL, &y);
+    if (r == WEFT_OK) {
+        cg_array_store(fn, sk_out_array(f, 0), i, &y);
+    }
+    cg_loop_end(fn, &l);
+    return r;
+}
+
+/* from + ((to - from) rounded down to a multiple of w), to >= from. */
+static LLVMValueRef vector_end(cg_fn *fn, unsigned w, LLVMValueRef from,
+                               LLVMValueRef to)
+{
+    LLVMValueRef n = LLVMBuildSub(fn->b, to, from, "");
+    LLVMValueRef m = LLVMBuildAnd(fn->b, n, cg_i64(fn, -(int64_t)w), "");
+    return LLVMBuildAdd(fn->b, from, m, "vend");
+}
+
+/* The flat loop: the lanes are W consecutive linear positions. */
+static weft_status emit_flat(sk_fn *f, cg_spmd *s)
+{
+    cg_fn *fn = &f->fn;
+    LLVMValueRef lo = f->start;
+    LLVMValueRef hi = LLVMBuildSelect(
+        fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, f->end, lo, ""), lo, f->end,
+        "");
+    LLVMValueRef vend = vector_end(fn, s->w, lo, hi);
+    cg_sloop l;
+    LLVMValueRef i = cg_sloop_begin(fn, &l, lo, vend, cg_i64(fn, s->w), "vi");
+    weft_status r = vstep(f, s, i, NULL);
+    cg_sloop_end(fn, &l);
+    if (r) {
+        return r;
+    }
+    return scalar_loop(f, vend, hi);
+}
+
+/* Row by row (rank >= 2): outer index components uniform per row. */
+static weft_status emit_rows(sk_fn *f, cg_spmd *s)
+{
+    cg_fn *fn = &f->fn;
+    const fe_term *op = f->e->k->op;
+    int rank = op->rank;
+    LLVMValueRef ext[WEFT_MAX_RANK];
+    weft_status r = sk_extent(f, op, ext);
+    if (r) {
+        return r;
+    }
+    LLVMValueRef inner = ext[rank - 1];
+    LLVMBuilderRef b = fn->b;
+    /* for (i = start; i < end; i = seg_end) */
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(b);
+    LLVMBasicBlockRef head =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "row");
+    LLVMBasicBlockRef body =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "row.body");
+    LLVMBasicBlockRef exit =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "row.end");
+    LLVMBuildBr(b, head);
+    LLVMPositionBuilderAtEnd(b, head);
+    LLVMValueRef i = LLVMBuildPhi(b, LLVMInt64TypeInContext(fn->llctx), "ri");
+    LLVMAddIncoming(i, &f->start, &pre, 1);
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, i, f->end, ""), body,
+                    exit);
+    LLVMPositionBuilderAtEnd(b, body);
+    LLVMValueRef q[2] = {i, inner}, row, col;
+    if ((r = cg_prim(fn, WEFT_OP_QUOT, WEFT_I64, WEFT_I64, WEFT_I64, q,
+                     &row)) != WEFT_OK ||
+        (r = cg_prim(fn, WEFT_OP_REM, WEFT_I64, WEFT_I64, WEFT_I64, q,
+                     &col)) != WEFT_OK) {
+        return r;
+    }
+    cg_val ix;
+    if ((r = cg_val_make(fn, rank, &ix)) != WEFT_OK) {
+        return r;
+    }
+    cg_from_index(fn, rank - 1, ext, row, ix.v);
+    LLVMValueRef left = LLVMBuildSub(b, inner, col, "");
+    LLVMValueRef seg = LLVMBuildAdd(b, i, left, "");
+    LLVMValueRef seg_end = LLVMBuildSelect(
+        b, LLVMBuildICmp(b, LLVMIntSLT, f->end, seg, ""), f->end, seg, "");
+    LLVMValueRef vend = vector_end(fn, s->w, i, seg_end);
+    cg_sloop l;
+    LLVMValueRef p = cg_sloop_begin(fn, &l, i, vend, cg_i64(fn, s->w), "vi");
+    LLVMValueRef c = LLVMBuildAdd(b, col, LLVMBuildSub(b, p, i, ""), "");
+    ix.v[rank - 1] = cg_spmd_consecutive(s, c);
+    r = vstep(f, s, p, &ix);
+    cg_sloop_end(fn, &l);
+    if (r == WEFT_OK) {
+        r = scalar_loop(f, vend, seg_end);
+    }
+    if (r) {
+        return r;
+    }
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(b);
+    LLVMAddIncoming(i, &seg_end, &latch, 1);
+    LLVMBuildBr(b, head);
+    LLVMPositionBuilderAtEnd(b, exit);
+    return WEFT_OK;
+}
+
+/* Lanes for kernel k at spmd_bits: the vector holds W of the widest leaf
+ * the kernel stores (at least 32 bits). */
+static unsigned lanes_for(const sk_emit *e)
+{
+    const sk_item *o = &e->k->item[0];
+    int widest = 32;
+    for (int l = 0; l < o->nleaf; l++) {
+        int b = o->leaf[l] == WEFT_BOOL ? 8 : fe_type_bits(o->leaf[l]);
+        widest = b > widest ? b : widest;
+    }
+    unsigned w = (unsigned)(e->spmd_bits / widest);
+    return w > 16 ? 16 : w;
+}
+
+weft_status sk_spmd_generate(sk_emit *e, const char *name, bool *done)
+{
+    *done = false;
+    if (e->spmd_bits <= 0 || e->target != &sk_target_cpu || e->k->nout != 1 ||
+        !readable(e, e->k->op, true)) {
+        return WEFT_OK;
+    }
+    unsigned w = lanes_for(e);
+    if (w < 2) {
+        return WEFT_OK;
+    }
+    sk_fn f;
+    weft_status r = sk_fn_begin(e, &f, name);
+    if (r) {
+        return r;
+    }
+    cg_spmd s;
+    r = cg_spmd_begin(&s, &f.fn, w);
+    if (r == WEFT_OK) {
+        r = e->k->op->rank >= 2 && needs_ix(&f, e->k->op) ? emit_rows(&f, &s)
+                                                          : emit_flat(&f, &s);
+    }
+    if (r == WEFT_OK) {
+        char lanes[8];
+        snprintf(lanes, sizeof lanes, "%u", w);
+        LLVMAddAttributeAtIndex(
+            f.fn.fn, LLVMAttributeFunctionIndex,
+            LLVMCreateStringAttribute(e->llctx, "weft-spmd", 9, lanes,
+                                      (unsigned)strlen(lanes)));
+        sk_fn_end(&f);
+        *done = true;
+        return WEFT_OK;
+    }
+    /* not vectorised: remove what was emitted; the scalar loop follows */
+    LLVMValueRef g = f.fn.fn;
+    if (r != WEFT_ERR_OUT_OF_MEMORY) {
+        r = WEFT_OK;
+        fe_error_clear();
+    }
+    cg_fn_end(&f.fn);
+    LLVMDeleteFunction(g);
+    return r;
+}
