@@ -52,6 +52,7 @@
  */
 #include <string.h>
 
+
 #include "cg.h"
 
 #define B (fn->b)
@@ -1088,8 +1089,9 @@ static weft_status exp_while(cg_spmd *s, const fe_term *e, cg_val *out)
     }
     LLVMValueRef saved = s->mask;
     LLVMBasicBlockRef pre = LLVMGetInsertBlock(B);
-    LLVMBasicBlockRef head =
-        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "spmd.while");
+    /* named for what it is: a masked loop or a uniform one */
+    LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(
+        fn->llctx, fn->fn, cv ? "spmd.mwhile" : "spmd.uwhile");
     LLVMBasicBlockRef body =
         LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "spmd.while.body");
     LLVMBasicBlockRef exit =
