@@ -52,7 +52,6 @@
  */
 #include <string.h>
 
-
 #include "cg.h"
 
 #define B (fn->b)

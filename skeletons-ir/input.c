@@ -82,6 +82,11 @@ static const cg_val *scalar_item(sk_fn *f, const fe_term *t)
     return NULL;
 }
 
+const cg_val *sk_scalar_operand(sk_fn *f, const fe_term *t)
+{
+    return scalar_item(f, t);
+}
+
 static bool is_delayed(sk_fn *f, const fe_term *t)
 {
     return t->delayed || t == f->e->k->op;

@@ -247,6 +247,9 @@ bool sk_linear_ok(sk_fn *f, const fe_term *t);
 /* The manifest array that array term t denotes in this kernel (an
  * operand, a free array variable, a parameter, a used array), or NULL. */
 const cg_array *sk_manifest_array(sk_fn *f, const fe_term *t);
+/* The value of scalar operand t of the operation or of a delayed producer
+ * (a shape, a slice index) that the host evaluated, or NULL. */
+const cg_val *sk_scalar_operand(sk_fn *f, const fe_term *t);
 /* Store code in the kernel's error word. */
 void sk_set_error(sk_fn *f, int code);
 

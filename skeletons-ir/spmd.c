@@ -19,9 +19,12 @@
  * (computed once per row, with one division) and only the innermost one
  * varies, consecutively, and each row has its own scalar remainder.
  *
- * What is not read here (backpermute, transform, replicate, slice, the
- * general variant of zipWith) or not emitted by codegen/spmd.c leaves
- * *done false and no function behind: generate.c emits the scalar loop.
+ * Operands are read as input.c's sk_read reads them (the same cases, by
+ * linear position or by multi-index), over lanes: backpermute, transform
+ * and slice gather under the mask of the lanes whose index lies inside
+ * the source, and set the error word when an active lane's does not.
+ * What codegen/spmd.c cannot emit leaves *done false and no function
+ * behind: generate.c then emits the scalar loop.
  */
 #include <stdio.h>
 #include <string.h>
@@ -33,7 +36,7 @@ static bool is_delayed(sk_fn *f, const fe_term *t)
     return t->delayed || t == f->e->k->op;
 }
 
-/* Whether t can be read for W consecutive positions here. */
+/* Whether t can be read over lanes here (everything sk_read reads). */
 static bool readable(sk_emit *e, const fe_term *t, bool top)
 {
     if (!top && !t->delayed) {
@@ -43,9 +46,6 @@ static bool readable(sk_emit *e, const fe_term *t, bool top)
     case FE_MAP:
         return readable(e, t->kid[0], false);
     case FE_ZIPWITH:
-        if (!e->uniform) {
-            return false;
-        }
         for (int k = 0; k < t->nkid; k++) {
             if (!readable(e, t->kid[k], false)) {
                 return false;
@@ -56,6 +56,14 @@ static bool readable(sk_emit *e, const fe_term *t, bool top)
         return true;
     case FE_RESHAPE:
         return readable(e, t->kid[1], false);
+    case FE_BACKPERMUTE:
+    case FE_TRANSFORM:
+    case FE_REPLICATE:
+    case FE_SLICE:
+        return readable(e, t->kind == FE_REPLICATE || t->kind == FE_SLICE
+                               ? t->kid[0]
+                               : t->kid[1],
+                        false);
     default:
         return false;
     }
@@ -70,7 +78,11 @@ static bool needs_ix(sk_fn *f, const fe_term *t)
     }
     switch ((fe_kind)t->kind) {
     case FE_MAP:
+        return needs_ix(f, t->kid[0]);
     case FE_ZIPWITH:
+        if (!f->e->uniform) {
+            return t->rank >= 2;
+        }
         for (int k = 0; k < t->nkid; k++) {
             if (needs_ix(f, t->kid[k])) {
                 return true;
@@ -78,21 +90,128 @@ static bool needs_ix(sk_fn *f, const fe_term *t)
         }
         return false;
     case FE_GENERATE:
+    case FE_BACKPERMUTE:
+    case FE_TRANSFORM:
+    case FE_REPLICATE:
+    case FE_SLICE:
         return t->rank >= 2;
     default:
         return false;
     }
 }
 
-/* The element of t at the W consecutive linear positions iv (varying),
- * whose multi-index is ix when given (outer components uniform, the
- * innermost one varying) and t's extent is the kernel's. */
 static weft_status vread(sk_fn *f, cg_spmd *s, const fe_term *t,
-                         LLVMValueRef iv, const cg_val *ix, cg_val *out)
+                         LLVMValueRef i, const cg_val *ix, cg_val *out);
+
+/* ix from i in t's extent when the caller gave only i (input.c's
+ * index_of over lanes). */
+static weft_status vindex_of(sk_fn *f, cg_spmd *s, const fe_term *t,
+                             LLVMValueRef i, const cg_val *ix, cg_val *tmp,
+                             const cg_val **out)
+{
+    if (ix) {
+        *out = ix;
+        return WEFT_OK;
+    }
+    LLVMValueRef ext[WEFT_MAX_RANK];
+    weft_status r = sk_extent(f, t, ext);
+    if (r == WEFT_OK) {
+        r = cg_val_make(&f->fn, t->rank, tmp);
+    }
+    if (r == WEFT_OK) {
+        r = cg_spmd_from_index(s, t->rank, ext, i, tmp->v);
+    }
+    *out = tmp;
+    return r;
+}
+
+/* a[jx] where jx lies inside a's extent, zero elsewhere, and the error
+ * word set when an active lane lies outside (input.c's gather over
+ * lanes).  The read is masked by `inside`. */
+static weft_status vgather(sk_fn *f, cg_spmd *s, const fe_term *a,
+                           const cg_val *jx, int code, cg_val *out)
+{
+    cg_fn *fn = &f->fn;
+    LLVMBuilderRef b = fn->b;
+    LLVMValueRef ext[WEFT_MAX_RANK];
+    weft_status r = sk_extent(f, a, ext);
+    if (r) {
+        return r;
+    }
+    LLVMValueRef inside = LLVMConstInt(LLVMInt1TypeInContext(fn->llctx), 1, 0);
+    for (int d = 0; d < a->rank; d++) {
+        LLVMValueRef q[2] = {jx->v[d], ext[d]}, lt;
+        /* unsigned: a negative index is outside too */
+        if ((r = cg_spmd_prim(s, WEFT_OP_LT, WEFT_BOOL, WEFT_U64, WEFT_U64, q,
+                              &lt)) != WEFT_OK) {
+            return r;
+        }
+        LLVMValueRef c[2] = {inside, lt};
+        if ((r = cg_spmd_prim(s, WEFT_OP_AND, WEFT_BOOL, WEFT_BOOL, WEFT_BOOL,
+                              c, &inside)) != WEFT_OK) {
+            return r;
+        }
+    }
+    if (!cg_spmd_is_varying(inside)) {
+        /* uniform: as the scalar code, a branch; an error only when some
+         * lane is active (the scalar code of an active lane would read) */
+        cg_if c, e;
+        cg_val x, z;
+        cg_if_begin(fn, &c, inside);
+        if ((r = vread(f, s, a, NULL, jx, &x)) != WEFT_OK) {
+            return r;
+        }
+        cg_if_else(fn, &c);
+        if (s->mask) {
+            cg_if_begin(fn, &e, cg_spmd_any(s, s->mask));
+            sk_set_error(f, code);
+            cg_if_end(fn, &e);
+        } else {
+            sk_set_error(f, code);
+        }
+        const weft_type *leaves;
+        int n = cg_leaves(fn, a->type, &leaves);
+        if ((r = cg_val_make(fn, n, &z)) != WEFT_OK) {
+            return r;
+        }
+        for (int l = 0; l < n; l++) {
+            z.v[l] = LLVMConstNull(LLVMTypeOf(x.v[l]));
+        }
+        return cg_if_merge(fn, &c, &x, &z, out);
+    }
+    LLVMValueRef all = s->mask ? s->mask
+                               : LLVMConstAllOnes(LLVMTypeOf(inside));
+    LLVMValueRef bad = LLVMBuildAnd(b, all, LLVMBuildNot(b, inside, ""), "");
+    cg_if c;
+    cg_if_begin(fn, &c, cg_spmd_any(s, bad));
+    sk_set_error(f, code);
+    cg_if_end(fn, &c);
+    LLVMValueRef saved = s->mask;
+    s->mask = LLVMBuildAnd(b, all, inside, "");
+    cg_val x;
+    r = vread(f, s, a, NULL, jx, &x);
+    s->mask = saved;
+    if (r == WEFT_OK) {
+        r = cg_val_make(fn, x.n, out);
+    }
+    for (int l = 0; r == WEFT_OK && l < x.n; l++) {
+        LLVMValueRef v = cg_spmd_broadcast(s, x.v[l]);
+        out->v[l] = LLVMBuildSelect(b, inside, v, LLVMConstNull(LLVMTypeOf(v)),
+                                    "");
+    }
+    return r;
+}
+
+/* The element of t over the lanes at linear positions i (uniform or
+ * varying; consecutive ones read as vectors), or at multi-index ix;
+ * exactly one of i and ix is given (input.c's sk_read over lanes). */
+static weft_status vread(sk_fn *f, cg_spmd *s, const fe_term *t,
+                         LLVMValueRef i, const cg_val *ix, cg_val *out)
 {
     cg_fn *fn = &f->fn;
     weft_status r;
-    cg_val x[3], tmp;
+    cg_val x[3], tmp, jx;
+    const cg_val *ixv;
     if (!is_delayed(f, t)) {
         const cg_array *a = sk_manifest_array(f, t);
         if (!a) {
@@ -100,35 +219,98 @@ static weft_status vread(sk_fn *f, cg_spmd *s, const fe_term *t,
                             "weft_compile: a kernel reads an operand it was "
                             "not given");
         }
-        return cg_spmd_array_load(s, a, iv, out);
+        LLVMValueRef j = i;
+        if (!j && (r = cg_spmd_to_index(s, a->rank, a->extent, ix->v, &j)) !=
+                      WEFT_OK) {
+            return r;
+        }
+        return cg_spmd_array_load(s, a, j, out);
     }
     switch ((fe_kind)t->kind) {
     case FE_MAP:
-        if ((r = vread(f, s, t->kid[0], iv, ix, &x[0])) != WEFT_OK) {
+        if ((r = vread(f, s, t->kid[0], i, ix, &x[0])) != WEFT_OK) {
             return r;
         }
         return cg_spmd_apply(s, t->fun[0], x, out);
     case FE_ZIPWITH:
-        for (int k = 0; k < t->nkid && k < 3; k++) {
-            if ((r = vread(f, s, t->kid[k], iv, ix, &x[k])) != WEFT_OK) {
+        if (i && f->e->uniform) {
+            for (int k = 0; k < t->nkid && k < 3; k++) {
+                if ((r = vread(f, s, t->kid[k], i, NULL, &x[k])) != WEFT_OK) {
+                    return r;
+                }
+            }
+        } else {
+            if ((r = vindex_of(f, s, t, i, ix, &tmp, &ixv)) != WEFT_OK) {
                 return r;
+            }
+            for (int k = 0; k < t->nkid && k < 3; k++) {
+                if ((r = vread(f, s, t->kid[k], NULL, ixv, &x[k])) != WEFT_OK) {
+                    return r;
+                }
             }
         }
         return cg_spmd_apply(s, t->fun[0], x, out);
     case FE_GENERATE:
-        if (!ix) {
+        if ((r = vindex_of(f, s, t, i, ix, &tmp, &ixv)) != WEFT_OK) {
+            return r;
+        }
+        return cg_spmd_apply(s, t->fun[0], ixv, out);
+    case FE_BACKPERMUTE:
+    case FE_TRANSFORM:
+        if ((r = vindex_of(f, s, t, i, ix, &tmp, &ixv)) != WEFT_OK ||
+            (r = cg_spmd_apply(s, t->fun[0], ixv, &jx)) != WEFT_OK) {
+            return r;
+        }
+        if (t->kind == FE_BACKPERMUTE) {
+            return vgather(f, s, t->kid[1], &jx, SK_ERR_GATHER, out);
+        }
+        if ((r = vgather(f, s, t->kid[1], &jx, SK_ERR_GATHER, &x[0])) !=
+            WEFT_OK) {
+            return r;
+        }
+        return cg_spmd_apply(s, t->fun[1], x, out);
+    case FE_RESHAPE:
+        if (!i) {
             LLVMValueRef ext[WEFT_MAX_RANK];
             if ((r = sk_extent(f, t, ext)) != WEFT_OK ||
-                (r = cg_val_make(fn, t->rank, &tmp)) != WEFT_OK ||
-                (r = cg_spmd_from_index(s, t->rank, ext, iv, tmp.v)) !=
-                    WEFT_OK) {
+                (r = cg_spmd_to_index(s, t->rank, ext, ix->v, &i)) != WEFT_OK) {
                 return r;
             }
-            ix = &tmp;
         }
-        return cg_spmd_apply(s, t->fun[0], ix, out);
-    case FE_RESHAPE:
-        return vread(f, s, t->kid[1], iv, NULL, out);
+        return vread(f, s, t->kid[1], i, NULL, out);
+    case FE_REPLICATE:
+    case FE_SLICE: {
+        if ((r = vindex_of(f, s, t, i, ix, &tmp, &ixv)) != WEFT_OK) {
+            return r;
+        }
+        const fe_term *a = t->kid[0];
+        if ((r = cg_val_make(fn, a->rank, &jx)) != WEFT_OK) {
+            return r;
+        }
+        int src = 0, o = 0;
+        for (int d = 0; d < t->nkid - 1; d++) {
+            const fe_term *sp = t->kid[1 + d];
+            if (t->kind == FE_REPLICATE) {
+                if (sp->kind == FE_ALL) {
+                    jx.v[src++] = ixv->v[d];
+                }
+            } else if (sp->kind == FE_ALL) {
+                jx.v[d] = ixv->v[o++];
+            } else {
+                const cg_val *v = sk_scalar_operand(f, sp);
+                if (!v) {
+                    return fe_error(WEFT_ERR_INTERNAL,
+                                    "weft_compile: a kernel reads an operand "
+                                    "it was not given");
+                }
+                jx.v[d] = v->v[0];
+            }
+        }
+        if (t->kind == FE_REPLICATE) {
+            return vread(f, s, a, NULL, &jx, out);
+        }
+        return vgather(f, s, a, &jx, SK_ERR_SLICE, out);
+    }
     default:
         return fe_error(WEFT_ERR_INTERNAL,
                         "weft_compile: SPMD code cannot read this operand");
@@ -142,7 +324,8 @@ static weft_status vstep(sk_fn *f, cg_spmd *s, LLVMValueRef i,
 {
     cg_val y;
     LLVMValueRef iv = cg_spmd_consecutive(s, i);
-    weft_status r = vread(f, s, f->e->k->op, iv, ix, &y);
+    weft_status r = ix ? vread(f, s, f->e->k->op, NULL, ix, &y)
+                       : vread(f, s, f->e->k->op, iv, NULL, &y);
     if (r) {
         return r;
     }

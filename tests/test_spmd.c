@@ -23,6 +23,9 @@
  *              and f16;
  *   uniform    a conditional and a loop on uniform values inside a
  *              zipWith3;
+ *   gathers    backpermute, transform, and maps of slice and replicate
+ *              (fused) over lanes, with indices outside the source in some
+ *              lanes (the same error status as the interpreter);
  * with shapes that are empty, one element, not multiples of the lane count,
  * and of ranks 1 to 3.  (test_cpu.c's prims case runs every primitive
  * through the vector path of zipWith on every type.)
@@ -55,6 +58,8 @@ typedef int (*build_fn)(weft_program *p, weft_context *ctx, int variant,
                         weft_acc **res);
 
 static char *slurp_all(const char *dir, const char *suffix);
+/* SPMD kernels a case must have (0: one per output). */
+static int want_spmd = 0;
 static void remove_dir(const char *dir);
 
 /* One input: element type, value range (lo > hi: all bits random for
@@ -128,10 +133,17 @@ static void diff(const char *name, build_fn f, int variant, int nin,
         TU_PROGRAM_OK(p[s]);
         TU_OK(weft_compile(p[s], res, nout, &exe[s]));
     }
+    /* each output is one kernel here, each an SPMD function (but those of
+     * other skeletons, want_spmd) */
+    int want = want_spmd ? want_spmd : nout;
     char *report = slurp_all(dir, ".vec.txt");
-    ck_assert_msg(strstr(report, "SPMD-vectorised") != NULL,
-                  "%s variant %d: not vectorised over lanes:\n%s", name,
-                  variant, report);
+    int nspmd = 0;
+    for (const char *q = report; (q = strstr(q, "SPMD-vectorised")); q++) {
+        nspmd++;
+    }
+    ck_assert_msg(nspmd >= want,
+                  "%s variant %d: %d of %d kernels vectorised over lanes:\n%s",
+                  name, variant, nspmd, want, report);
     free(report);
     for (int r = 0; r < nrun; r++) {
         void *host[MAX_IN];
@@ -148,10 +160,14 @@ static void diff(const char *name, build_fn f, int variant, int nin,
                                            &a[s][i]));
             }
         }
+        weft_status st[2];
         for (int s = 0; s < 2; s++) {
-            TU_OK(weft_run(exe[s], a[s], nin, out[s], nout));
+            st[s] = weft_run(exe[s], a[s], nin, out[s], nout);
         }
-        for (int o = 0; o < nout; o++) {
+        ck_assert_msg(st[0] == st[1], "%s variant %d run %d: cpu %s, interp %s",
+                      name, variant, r, weft_status_name(st[1]),
+                      weft_status_name(st[0]));
+        for (int o = 0; st[0] == WEFT_OK && o < nout; o++) {
             weft_array *want = out[0][o], *got = out[1][o];
             int64_t n = weft_array_size(want);
             ck_assert_int_eq(n, weft_array_size(got));
@@ -443,6 +459,55 @@ static int build_uniform(weft_program *p, weft_context *ctx, int variant,
     return 1;
 }
 
+/* Over a of f32 of rank 1 (variant 0) or 2 (variant 1) and a rank-0 i64
+ * k: backpermute shifting the innermost index by k (outside the source in
+ * the last k lanes of each row when k > 0: the error word), a transform,
+ * a slice at k of a replicate of a (outside when k > 2), and a replicate
+ * whose innermost index is not the source's (both negated by a map, so
+ * that they are read inside its kernel). */
+static int build_gathers(weft_program *p, weft_context *ctx, int variant,
+                         weft_acc **res)
+{
+    (void)ctx;
+    int rank = variant + 1;
+    weft_acc *a = weft_param(p, WEFT_F32, rank);
+    weft_exp *k = weft_the(weft_param(p, WEFT_I64, 0));
+    weft_fun *pf = weft_fun1(p, WEFT_DIM(rank));
+    weft_exp *ix = weft_arg(pf, 0), *c[2];
+    for (int d = 0; d < rank; d++) {
+        c[d] = weft_get(ix, d);
+    }
+    c[rank - 1] = weft_add(c[rank - 1], k);
+    weft_fun_return(pf, weft_index(p, rank, c));
+    res[0] = weft_backpermute(weft_shape(a), pf, a);
+    /* transform: twice as long rows, each element twice, negated */
+    weft_fun *tf = weft_fun1(p, WEFT_DIM(rank));
+    ix = weft_arg(tf, 0);
+    for (int d = 0; d < rank; d++) {
+        c[d] = weft_get(ix, d);
+    }
+    c[rank - 1] = weft_quot(c[rank - 1], weft_i64(p, 2));
+    weft_fun_return(tf, weft_index(p, rank, c));
+    weft_fun *neg = weft_fun1(p, WEFT_F32);
+    weft_fun_return(neg, weft_neg(weft_arg(neg, 0)));
+    weft_exp *sh = weft_shape(a), *tsh[2];
+    for (int d = 0; d < rank; d++) {
+        tsh[d] = weft_get(sh, d);
+    }
+    tsh[rank - 1] = weft_mul(tsh[rank - 1], weft_i64(p, 2));
+    res[1] = weft_transform(weft_index(p, rank, tsh), tf, neg, a);
+    /* slice k of replicate (3 copies as the outermost dimension) */
+    weft_exp *rs[3] = {weft_i64(p, 3), weft_all(p), weft_all(p)};
+    weft_acc *rep = weft_replicate(rank + 1, rs, a);
+    weft_exp *ss[3] = {k, weft_all(p), weft_all(p)};
+    res[2] = weft_map(neg, weft_slice(rep, rank + 1, ss));
+    /* replicate with a new innermost dimension of 5 */
+    weft_exp *ri[3] = {weft_all(p), weft_all(p), weft_all(p)};
+    ri[rank] = weft_i64(p, 5);
+    res[3] = weft_map(neg, weft_replicate(rank + 1, ri, a));
+    return 4;
+}
+
 /* ------------------------------------------------------------------------
  * Differential cases
  * ---------------------------------------------------------------------- */
@@ -675,6 +740,28 @@ START_TEST(skylake_avx512)
 }
 END_TEST
 
+START_TEST(gathers)
+{
+    static const shapes runs1[] = {
+        {.rank = {1, 0}, .sh = {{0}}},   {.rank = {1, 0}, .sh = {{1}}},
+        {.rank = {1, 0}, .sh = {{17}}},  {.rank = {1, 0}, .sh = {{64}}},
+        {.rank = {1, 0}, .sh = {{1031}}},
+    };
+    static const shapes runs2[] = {
+        {.rank = {2, 0}, .sh = {{0, 5}}},  {.rank = {2, 0}, .sh = {{3, 7}}},
+        {.rank = {2, 0}, .sh = {{5, 33}}}, {.rank = {2, 0}, .sh = {{2, 64}}},
+    };
+    in_spec zero[2] = {{WEFT_F32, -1, 1}, {WEFT_I64, 0, 0}};
+    in_spec some[2] = {{WEFT_F32, -1, 1}, {WEFT_I64, 1, 2}};
+    in_spec far[2] = {{WEFT_F32, -1, 1}, {WEFT_I64, 3, 100}};
+    diff("gathers", build_gathers, 0, 2, zero, 5, runs1);
+    diff("gathers", build_gathers, 0, 2, some, 5, runs1);
+    diff("gathers", build_gathers, 0, 2, far, 5, runs1);
+    diff("gathers", build_gathers, 1, 2, zero, 4, runs2);
+    diff("gathers", build_gathers, 1, 2, some, 4, runs2);
+}
+END_TEST
+
 static Suite *spmd_suite(void)
 {
     Suite *s = suite_create("spmd");
@@ -686,6 +773,7 @@ static Suite *spmd_suite(void)
     tcase_add_test(t, collatz);
     tcase_add_test(t, tuple3);
     tcase_add_test(t, uniform);
+    tcase_add_test(t, gathers);
     tcase_add_test(t, x86_64_v3);
     tcase_add_test(t, skylake_avx512);
     suite_add_tcase(s, t);
