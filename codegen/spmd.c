@@ -1398,7 +1398,11 @@ weft_status cg_spmd_to_index(cg_spmd *s, int rank, const LLVMValueRef *sh,
 weft_status cg_spmd_from_index(cg_spmd *s, int rank, const LLVMValueRef *sh,
                                LLVMValueRef i, LLVMValueRef *ix)
 {
-    if (!cg_spmd_is_varying(i)) {
+    bool vary_any = cg_spmd_is_varying(i);
+    for (int k = 0; k < rank; k++) {
+        vary_any = vary_any || cg_spmd_is_varying(sh[k]);
+    }
+    if (!vary_any) {
         cg_from_index(s->fn, rank, sh, i, ix);
         return WEFT_OK;
     }

@@ -23,6 +23,8 @@
  *              and f16;
  *   uniform    a conditional and a loop on uniform values inside a
  *              zipWith3;
+ *   indices    from_index, to_index and shape_size of shapes that vary
+ *              per lane;
  *   gathers    backpermute, transform, and maps of slice and replicate
  *              (fused) over lanes, with indices outside the source in some
  *              lanes (the same error status as the interpreter);
@@ -459,6 +461,31 @@ static int build_uniform(weft_program *p, weft_context *ctx, int variant,
     return 1;
 }
 
+/* map over i64 x in [-3, 50]: index arithmetic on shapes that vary per
+ * lane (from_index, to_index, shape_size) and on uniform ones. */
+static int build_indices(weft_program *p, weft_context *ctx, int variant,
+                         weft_acc **res)
+{
+    (void)ctx;
+    (void)variant;
+    weft_acc *xs = weft_param(p, WEFT_I64, 1);
+    weft_fun *f = weft_fun1(p, WEFT_I64);
+    weft_exp *x = weft_arg(f, 0);
+    weft_exp *sh = weft_index2(x, weft_i64(p, 3));
+    weft_exp *fi = weft_from_index(
+        weft_index2(weft_i64(p, 3), weft_add(x, weft_i64(p, 4))),
+        weft_i64(p, 17));
+    weft_exp *gi = weft_from_index(weft_index2(weft_i64(p, 4), weft_i64(p, 5)),
+                                   weft_add(x, weft_i64(p, 100)));
+    weft_exp *c[6] = {
+        weft_get(fi, 0), weft_get(fi, 1),
+        weft_to_index(sh, weft_index2(weft_i64(p, 2), weft_i64(p, 1))),
+        weft_shape_size(weft_index2(x, x)), weft_get(gi, 0), weft_get(gi, 1)};
+    weft_fun_return(f, weft_tuple(p, 6, c));
+    res[0] = weft_map(f, xs);
+    return 1;
+}
+
 /* Over a of f32 of rank 1 (variant 0) or 2 (variant 1) and a rank-0 i64
  * k: backpermute shifting the innermost index by k (outside the source in
  * the last k lanes of each row when k > 0: the error word), a transform,
@@ -740,6 +767,17 @@ START_TEST(skylake_avx512)
 }
 END_TEST
 
+START_TEST(indices)
+{
+    static const shapes runs[] = {
+        {.rank = {1}, .sh = {{0}}}, {.rank = {1}, .sh = {{3}}},
+        {.rank = {1}, .sh = {{100}}},
+    };
+    in_spec in[1] = {{WEFT_I64, -3, 50}};
+    diff("indices", build_indices, 0, 1, in, 3, runs);
+}
+END_TEST
+
 START_TEST(gathers)
 {
     static const shapes runs1[] = {
@@ -774,6 +812,7 @@ static Suite *spmd_suite(void)
     tcase_add_test(t, tuple3);
     tcase_add_test(t, uniform);
     tcase_add_test(t, gathers);
+    tcase_add_test(t, indices);
     tcase_add_test(t, x86_64_v3);
     tcase_add_test(t, skylake_avx512);
     suite_add_tcase(s, t);
