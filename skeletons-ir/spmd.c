@@ -485,7 +485,7 @@ weft_status sk_spmd_generate(sk_emit *e, const char *name, bool *done)
                                                           : emit_flat(&f, &s);
     }
     if (r == WEFT_OK) {
-        char lanes[8];
+        char lanes[16];
         snprintf(lanes, sizeof lanes, "%u", w);
         LLVMAddAttributeAtIndex(
             f.fn.fn, LLVMAttributeFunctionIndex,
