@@ -275,6 +275,18 @@ weft_status sk_from_linear(sk_fn *f, int rank, LLVMValueRef const *extent,
  * is not vectorised: the caller emits its scalar loop.  Errors:
  * WEFT_ERR_OUT_OF_MEMORY, and those of sk_fn_begin. */
 weft_status sk_spmd_generate(sk_emit *e, const char *name, bool *done);
+/* fold.c's acc = f(acc, src[j]) for j in [lo, hi) of a row starting at
+ * linear position base, when src's elements run a while loop: W elements
+ * at a time over lanes, combined lane after lane in order (the scalar
+ * code's order), and *rest where the scalar loop must go on (lo when
+ * nothing was emitted).  row_ix: the row's multi-index (its outer
+ * components), when src is read by multi-index; NULL: by linear position.
+ * Errors: those of code generation (nothing is left half-emitted only on
+ * success). */
+weft_status sk_spmd_fold_range(sk_fn *f, const cg_mut *acc, const fe_term *src,
+                               const cg_val *row_ix, LLVMValueRef base,
+                               LLVMValueRef lo, LLVMValueRef hi,
+                               LLVMValueRef *rest);
 
 /* ===== permute.c: what a target's own permute shares ===== */
 

@@ -19,6 +19,11 @@
  * (computed once per row, with one division) and only the innermost one
  * varies, consecutively, and each row has its own scalar remainder.
  *
+ * fold.c calls sk_spmd_fold_range for the elements of a row whose
+ * computation runs a while loop: W of them over lanes, then combined lane
+ * after lane in order with the scalar combine (the result the scalar loop
+ * gives), the rest by the scalar loop.
+ *
  * Operands are read as input.c's sk_read reads them (the same cases, by
  * linear position or by multi-index), over lanes: backpermute, transform
  * and slice gather under the mask of the lanes whose index lies inside
@@ -462,6 +467,17 @@ static unsigned lanes_for(const sk_emit *e)
     return w > 16 ? 16 : w;
 }
 
+/* Mark function g as emitted over w lanes (for the vectorisation report). */
+static void mark_spmd(sk_emit *e, LLVMValueRef g, unsigned w)
+{
+    char lanes[16];
+    snprintf(lanes, sizeof lanes, "%u", w);
+    LLVMAddAttributeAtIndex(
+        g, LLVMAttributeFunctionIndex,
+        LLVMCreateStringAttribute(e->llctx, "weft-spmd", 9, lanes,
+                                  (unsigned)strlen(lanes)));
+}
+
 weft_status sk_spmd_generate(sk_emit *e, const char *name, bool *done)
 {
     *done = false;
@@ -485,12 +501,7 @@ weft_status sk_spmd_generate(sk_emit *e, const char *name, bool *done)
                                                           : emit_flat(&f, &s);
     }
     if (r == WEFT_OK) {
-        char lanes[16];
-        snprintf(lanes, sizeof lanes, "%u", w);
-        LLVMAddAttributeAtIndex(
-            f.fn.fn, LLVMAttributeFunctionIndex,
-            LLVMCreateStringAttribute(e->llctx, "weft-spmd", 9, lanes,
-                                      (unsigned)strlen(lanes)));
+        mark_spmd(e, f.fn.fn, w);
         sk_fn_end(&f);
         *done = true;
         return WEFT_OK;
@@ -503,5 +514,135 @@ weft_status sk_spmd_generate(sk_emit *e, const char *name, bool *done)
     }
     cg_fn_end(&f.fn);
     LLVMDeleteFunction(g);
+    return r;
+}
+
+/* ---- the per-element part of fold ----------------------------------------- */
+
+/* Whether scalar term e contains a while loop (up to a budget of nodes),
+ * and whether every term in it is one codegen/spmd.c emits. */
+static void scan_term(const fe_term *e, int *budget, bool *loops, bool *ok)
+{
+    if (!e || !*ok) {
+        return;
+    }
+    if (--*budget < 0) {
+        *ok = false;
+        return;
+    }
+    switch ((fe_kind)e->kind) {
+    case FE_CONST: case FE_VAR: case FE_PRIM: case FE_COND: case FE_TUPLE:
+    case FE_GET: case FE_SHAPE: case FE_SHAPE_SIZE: case FE_TO_INDEX:
+    case FE_FROM_INDEX: case FE_AT: case FE_AT_LINEAR: case FE_LET:
+        break;
+    case FE_WHILE:
+        *loops = true;
+        break;
+    default:
+        if (!e->acc) {
+            *ok = false;
+            return;
+        }
+        return; /* an array operand of FE_SHAPE / FE_AT / a let */
+    }
+    for (int k = 0; k < e->nkid; k++) {
+        if (e->kid[k] && !e->kid[k]->acc) {
+            scan_term(e->kid[k], budget, loops, ok);
+        }
+    }
+    for (int k = 0; k < e->nfun; k++) {
+        scan_term(e->fun[k] ? e->fun[k]->body : NULL, budget, loops, ok);
+    }
+}
+
+/* Whether reading t element by element runs a while loop, every function
+ * on the way being one codegen/spmd.c emits. */
+static bool costly(sk_fn *f, const fe_term *t, int *budget, bool *ok)
+{
+    if (!is_delayed(f, t)) {
+        return false;
+    }
+    bool loops = false;
+    for (int k = 0; k < t->nfun; k++) {
+        scan_term(t->fun[k] ? t->fun[k]->body : NULL, budget, &loops, ok);
+    }
+    for (int k = 0; k < t->nkid; k++) {
+        if (t->kid[k] && t->kid[k]->acc && costly(f, t->kid[k], budget, ok)) {
+            loops = true;
+        }
+    }
+    return loops && *ok;
+}
+
+weft_status sk_spmd_fold_range(sk_fn *f, const cg_mut *acc, const fe_term *src,
+                               const cg_val *row_ix, LLVMValueRef base,
+                               LLVMValueRef lo, LLVMValueRef hi,
+                               LLVMValueRef *rest)
+{
+    sk_emit *e = f->e;
+    cg_fn *fn = &f->fn;
+    int budget = 4096;
+    bool ok = true;
+    *rest = lo;
+    if (e->spmd_bits <= 0 || e->target != &sk_target_cpu ||
+        !readable(e, src, false) || !costly(f, src, &budget, &ok)) {
+        return WEFT_OK;
+    }
+    unsigned w = lanes_for(e);
+    if (w < 2) {
+        return WEFT_OK;
+    }
+    cg_spmd s;
+    weft_status r = cg_spmd_begin(&s, fn, w);
+    if (r) {
+        return r;
+    }
+    const fe_fun *comb = e->k->op->fun[0];
+    LLVMBuilderRef b = fn->b;
+    LLVMValueRef top = LLVMBuildSelect(
+        b, LLVMBuildICmp(b, LLVMIntSLT, hi, lo, ""), lo, hi, "");
+    LLVMValueRef vend = vector_end(fn, w, lo, top);
+    cg_sloop l;
+    LLVMValueRef p = cg_sloop_begin(fn, &l, lo, vend, cg_i64(fn, w), "vf");
+    cg_val y, ix;
+    if (row_ix) {
+        if ((r = cg_val_make(fn, row_ix->n, &ix)) != WEFT_OK) {
+            return r;
+        }
+        for (int d = 0; d < ix.n - 1; d++) {
+            ix.v[d] = row_ix->v[d];
+        }
+        ix.v[ix.n - 1] =
+            cg_spmd_consecutive(&s, LLVMBuildSub(b, p, base, ""));
+        r = vread(f, &s, src, NULL, &ix, &y);
+    } else {
+        r = vread(f, &s, src, cg_spmd_consecutive(&s, p), NULL, &y);
+    }
+    /* the combine, lane after lane in order, as the scalar loop would */
+    for (unsigned k = 0; r == WEFT_OK && k < w; k++) {
+        cg_val args[2], z;
+        if ((r = cg_mut_get(fn, acc, &args[0])) != WEFT_OK ||
+            (r = cg_val_make(fn, y.n, &args[1])) != WEFT_OK) {
+            break;
+        }
+        for (int j = 0; j < y.n; j++) {
+            args[1].v[j] =
+                cg_spmd_is_varying(y.v[j])
+                    ? LLVMBuildExtractElement(
+                          b, y.v[j],
+                          LLVMConstInt(LLVMInt32TypeInContext(fn->llctx), k, 0),
+                          "")
+                    : y.v[j];
+        }
+        fn->fmf = LLVMFastMathAllowReassoc;
+        r = cg_apply(fn, comb, args, &z);
+        fn->fmf = 0;
+        if (r == WEFT_OK) {
+            cg_mut_set(fn, acc, &z);
+        }
+    }
+    cg_sloop_end(fn, &l);
+    *rest = vend;
+    mark_spmd(e, fn->fn, w);
     return r;
 }

@@ -9,6 +9,8 @@
  *   mandel     generate (h, w) with a while loop whose trip count differs
  *              per lane (escape, and a per-element limit read from an
  *              array), f32 and f64: the masked loop, rank 2 by rows;
+ *   mandel_fold  fold, foldAll and fold1 of those counts: the element
+ *              function over lanes inside fold.c's loops;
  *   nbody      the n-body `while` formulation: a loop with a uniform
  *              counter and varying accumulators, body j read as scalars
  *              and broadcast;
@@ -225,6 +227,9 @@ static weft_exp *fc(weft_program *p, weft_type t, double v)
     return t == WEFT_F64 ? weft_f64(p, v) : weft_f32(p, (float)v);
 }
 
+static weft_acc *mandel_of(weft_program *p, weft_context *ctx, weft_type ft,
+                           weft_acc *lim, bool count_only);
+
 /* generate (shape lim) (\ix -> iterations of z = z^2 + c(ix) while
  * it < lim ! ix and |z|^2 <= 4); variant 0 f32, 1 f64; input 0 the i32
  * limits. */
@@ -232,7 +237,27 @@ static int build_mandel(weft_program *p, weft_context *ctx, int variant,
                         weft_acc **res)
 {
     weft_type ft = variant ? WEFT_F64 : WEFT_F32;
-    weft_acc *lim = weft_param(p, WEFT_I32, 2);
+    res[0] = mandel_of(p, ctx, ft, weft_param(p, WEFT_I32, 2), false);
+    return 1;
+}
+
+/* Folds of the Mandelbrot counts (fold.c's SPMD hook): variant 0 fold (+)
+ * along rows, 1 foldAll (+) (chunked rows), 2 fold1 max. */
+static int build_mandel_fold(weft_program *p, weft_context *ctx, int variant,
+                             weft_acc **res)
+{
+    weft_acc *m = mandel_of(p, ctx, WEFT_F32, weft_param(p, WEFT_I32, 2), true);
+    weft_fun *add = tu_fun_op2(p, WEFT_OP_ADD, WEFT_I32);
+    weft_fun *max = tu_fun_op2(p, WEFT_OP_MAX, WEFT_I32);
+    res[0] = variant == 0   ? weft_fold(add, weft_i32(p, 7), m)
+             : variant == 1 ? weft_fold_all(add, weft_i32(p, 0), m)
+                            : weft_fold1(max, m);
+    return 1;
+}
+
+static weft_acc *mandel_of(weft_program *p, weft_context *ctx, weft_type ft,
+                           weft_acc *lim, bool count_only)
+{
     weft_type st = weft_type_tuple(ctx, 3, (weft_type[]){ft, ft, WEFT_I32});
     weft_fun *g = weft_fun1(p, WEFT_DIM(2));
     weft_exp *ix = weft_arg(g, 0);
@@ -264,9 +289,8 @@ static int build_mandel(weft_program *p, weft_context *ctx, int variant,
     weft_exp *init[3] = {fc(p, ft, 0), fc(p, ft, 0), weft_i32(p, 0)};
     weft_exp *r = weft_while(cond, body, weft_tuple(p, 3, init));
     weft_exp *out[2] = {weft_get(r, 2), weft_get(r, 0)};
-    weft_fun_return(g, weft_tuple(p, 2, out));
-    res[0] = weft_generate(weft_shape(lim), g);
-    return 1;
+    weft_fun_return(g, count_only ? out[0] : weft_tuple(p, 2, out));
+    return weft_generate(weft_shape(lim), g);
 }
 
 /* generate n (\i -> while j < n: acc + interaction i j) over four f32
@@ -556,6 +580,22 @@ START_TEST(mandel)
 }
 END_TEST
 
+START_TEST(mandel_fold)
+{
+    static const shapes runs[] = {
+        {.rank = {2}, .sh = {{0, 5}}},   {.rank = {2}, .sh = {{5, 0}}},
+        {.rank = {2}, .sh = {{1, 1}}},   {.rank = {2}, .sh = {{3, 7}}},
+        {.rank = {2}, .sh = {{17, 13}}}, {.rank = {2}, .sh = {{2, 1031}}},
+        {.rank = {2}, .sh = {{3, 20000}}},
+    };
+    in_spec in[1] = {{WEFT_I32, 0, 300}};
+    diff("mandel_fold", build_mandel_fold, 0, 1, in, 7, runs);
+    diff("mandel_fold", build_mandel_fold, 1, 1, in, 7, runs);
+    /* fold1 of empty rows is an error: rows of at least one */
+    diff("mandel_fold", build_mandel_fold, 2, 1, in, 5, runs + 2);
+}
+END_TEST
+
 START_TEST(nbody)
 {
     static const shapes runs[] = {
@@ -806,6 +846,7 @@ static Suite *spmd_suite(void)
     TCase *t = tcase_create("spmd");
     tcase_set_timeout(t, 600);
     tcase_add_test(t, mandel);
+    tcase_add_test(t, mandel_fold);
     tcase_add_test(t, nbody);
     tcase_add_test(t, partial);
     tcase_add_test(t, collatz);
