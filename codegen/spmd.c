@@ -47,8 +47,12 @@
  *     operations (division by zero, shifts by the width) do not trap in
  *     any lane, as in cg_exp.
  * A term this file cannot vectorise makes cg_spmd_exp fail with
- * WEFT_ERR_UNSUPPORTED-like status WEFT_ERR_INTERNAL and message; the
- * skeleton then emits its scalar code instead.
+ * WEFT_ERR_INTERNAL and a message; the skeleton then emits its scalar
+ * code instead (skeletons-ir/spmd.c).
+ *
+ * Vector math: a math function (exp, log, sin, pow, ...) goes through
+ * cg_target.vmath when the target has one (the hook for vector math
+ * libraries), else lane by lane through the scalar math1 / math2.
  */
 #include <string.h>
 
