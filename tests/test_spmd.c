@@ -25,6 +25,8 @@
  *              and f16;
  *   uniform    a conditional and a loop on uniform values inside a
  *              zipWith3;
+ *   nested     a varying loop inside a uniform one, a masked loop inside
+ *              a varying conditional, a uniform loop inside a masked one;
  *   indices    from_index, to_index and shape_size of shapes that vary
  *              per lane;
  *   gathers    backpermute, transform, and maps of slice and replicate
@@ -485,6 +487,75 @@ static int build_uniform(weft_program *p, weft_context *ctx, int variant,
     return 1;
 }
 
+/* while v > 0 and k < 100: v = v quot 2 + (v rem 3), k + 1; gives k. */
+static weft_exp *halvings(weft_program *p, weft_context *ctx, weft_exp *v0)
+{
+    weft_type st = weft_type_tuple(ctx, 2, (weft_type[]){WEFT_I32, WEFT_I32});
+    weft_fun *c = weft_fun1(p, st);
+    weft_exp *s = weft_arg(c, 0);
+    weft_fun_return(c, weft_and(weft_gt(weft_get(s, 0), weft_i32(p, 0)),
+                                weft_lt(weft_get(s, 1), weft_i32(p, 100))));
+    weft_fun *b = weft_fun1(p, st);
+    s = weft_arg(b, 0);
+    weft_exp *v = weft_get(s, 0);
+    weft_exp *n[2] = {weft_add(weft_quot(v, weft_i32(p, 2)),
+                               weft_rem(v, weft_i32(p, 3))),
+                      weft_add(weft_get(s, 1), weft_i32(p, 1))};
+    weft_fun_return(b, weft_tuple(p, 2, n));
+    weft_exp *init[2] = {v0, weft_i32(p, 0)};
+    return weft_get(weft_while(c, b, weft_tuple(p, 2, init)), 1);
+}
+
+/* map over i32 x in [0, 50]: loops in loops and in conditionals:
+ * a varying loop inside a uniform one, a masked loop inside a varying
+ * conditional, a uniform loop inside a masked one. */
+static int build_nested(weft_program *p, weft_context *ctx, int variant,
+                        weft_acc **res)
+{
+    (void)variant;
+    weft_acc *xs = weft_param(p, WEFT_I32, 1);
+    weft_fun *f = weft_fun1(p, WEFT_I32);
+    weft_exp *x = weft_arg(f, 0);
+    weft_type st = weft_type_tuple(ctx, 2, (weft_type[]){WEFT_I32, WEFT_I32});
+    /* for j < 5 (uniform): acc += halvings(x + j) (varying) */
+    weft_fun *c1 = weft_fun1(p, st);
+    weft_fun_return(c1, weft_lt(weft_get(weft_arg(c1, 0), 0), weft_i32(p, 5)));
+    weft_fun *b1 = weft_fun1(p, st);
+    weft_exp *s = weft_arg(b1, 0);
+    weft_exp *n1[2] = {
+        weft_add(weft_get(s, 0), weft_i32(p, 1)),
+        weft_add(weft_get(s, 1), halvings(p, ctx, weft_add(x, weft_get(s, 0))))};
+    weft_fun_return(b1, weft_tuple(p, 2, n1));
+    weft_exp *z2[2] = {weft_i32(p, 0), weft_i32(p, 0)};
+    weft_exp *o1 = weft_get(weft_while(c1, b1, weft_tuple(p, 2, z2)), 1);
+    /* x > 25 ? halvings(x * 7) : -1 */
+    weft_exp *o2 = weft_cond(weft_gt(x, weft_i32(p, 25)),
+                             halvings(p, ctx, weft_mul(x, weft_i32(p, 7))),
+                             weft_i32(p, -1));
+    /* for i < x (varying): t += i * (sum of l for l < 3, uniform) */
+    weft_fun *c3 = weft_fun1(p, st);
+    weft_fun_return(c3, weft_lt(weft_get(weft_arg(c3, 0), 0), x));
+    weft_fun *b3 = weft_fun1(p, st);
+    s = weft_arg(b3, 0);
+    weft_fun *c4 = weft_fun1(p, st);
+    weft_fun_return(c4, weft_lt(weft_get(weft_arg(c4, 0), 0), weft_i32(p, 3)));
+    weft_fun *b4 = weft_fun1(p, st);
+    weft_exp *u = weft_arg(b4, 0);
+    weft_exp *n4[2] = {weft_add(weft_get(u, 0), weft_i32(p, 1)),
+                       weft_add(weft_get(u, 1), weft_get(u, 0))};
+    weft_fun_return(b4, weft_tuple(p, 2, n4));
+    weft_exp *inner = weft_get(weft_while(c4, b4, weft_tuple(p, 2, z2)), 1);
+    weft_exp *n3[2] = {
+        weft_add(weft_get(s, 0), weft_i32(p, 1)),
+        weft_add(weft_get(s, 1), weft_mul(weft_get(s, 0), inner))};
+    weft_fun_return(b3, weft_tuple(p, 2, n3));
+    weft_exp *o3 = weft_get(weft_while(c3, b3, weft_tuple(p, 2, z2)), 1);
+    weft_exp *o[3] = {o1, o2, o3};
+    weft_fun_return(f, weft_tuple(p, 3, o));
+    res[0] = weft_map(f, xs);
+    return 1;
+}
+
 /* map over i64 x in [-3, 50]: index arithmetic on shapes that vary per
  * lane (from_index, to_index, shape_size) and on uniform ones. */
 static int build_indices(weft_program *p, weft_context *ctx, int variant,
@@ -807,6 +878,18 @@ START_TEST(skylake_avx512)
 }
 END_TEST
 
+START_TEST(nested)
+{
+    static const shapes runs[] = {
+        {.rank = {1}, .sh = {{0}}},  {.rank = {1}, .sh = {{1}}},
+        {.rank = {1}, .sh = {{9}}},  {.rank = {1}, .sh = {{33}}},
+        {.rank = {1}, .sh = {{500}}},
+    };
+    in_spec in[1] = {{WEFT_I32, 0, 50}};
+    diff("nested", build_nested, 0, 1, in, 5, runs);
+}
+END_TEST
+
 START_TEST(indices)
 {
     static const shapes runs[] = {
@@ -854,6 +937,7 @@ static Suite *spmd_suite(void)
     tcase_add_test(t, uniform);
     tcase_add_test(t, gathers);
     tcase_add_test(t, indices);
+    tcase_add_test(t, nested);
     tcase_add_test(t, x86_64_v3);
     tcase_add_test(t, skylake_avx512);
     suite_add_tcase(s, t);
