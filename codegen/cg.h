@@ -292,6 +292,64 @@ LLVMValueRef cg_to_index(cg_fn *fn, int rank, const LLVMValueRef *sh,
 void cg_from_index(cg_fn *fn, int rank, const LLVMValueRef *sh,
                    LLVMValueRef i, LLVMValueRef *ix);
 
+/* ===== spmd.c: element functions over W lanes ===== */
+
+/* The state of one SPMD region: the scalar language emitted for W
+ * elements at once (see spmd.c).  A leaf of a value is uniform (a scalar
+ * LLVM value, the same in every lane) or varying (a <W x T> vector). */
+typedef struct cg_spmd {
+    cg_fn *fn;
+    unsigned w;               /* lanes: a power of two, 2 .. 64 */
+    LLVMValueRef mask;        /* <w x i1> active lanes; NULL: all */
+    LLVMValueRef *cons;       /* pairs (vector, base): vector = base +
+                                 (0, 1, ..., w-1) */
+    int ncons, capcons;
+    struct vflags **venv;     /* uniformity analysis: flags by variable */
+    uint32_t *vgen, gen;      /* venv[v] is current when vgen[v] == gen */
+} cg_spmd;
+
+/* Start a region of w lanes in fn (fn's environment as bound so far is
+ * visible; scalar bindings are uniform).  Errors: WEFT_ERR_INTERNAL for a
+ * bad w, WEFT_ERR_OUT_OF_MEMORY. */
+weft_status cg_spmd_begin(cg_spmd *s, cg_fn *fn, unsigned w);
+/* cg_exp / cg_apply over the lanes of s under s->mask.  Errors:
+ * WEFT_ERR_INTERNAL (with a message) for what is not vectorised: the
+ * caller then emits scalar code instead. */
+weft_status cg_spmd_exp(cg_spmd *s, const fe_term *e, cg_val *out);
+weft_status cg_spmd_apply(cg_spmd *s, const fe_fun *f, const cg_val *args,
+                          cg_val *out);
+/* cg_prim on uniform or varying operands (uniform ones only: cg_prim). */
+weft_status cg_spmd_prim(cg_spmd *s, weft_op op, weft_type rt, weft_type t0,
+                         weft_type t1, const LLVMValueRef *a,
+                         LLVMValueRef *r);
+/* Whether x is varying (a vector). */
+bool cg_spmd_is_varying(LLVMValueRef x);
+/* x as a varying value (x itself when it is one). */
+LLVMValueRef cg_spmd_broadcast(cg_spmd *s, LLVMValueRef x);
+/* base + (0, 1, ..., w-1) for a uniform integer base, remembered so that
+ * reads at it are vector loads; cg_spmd_base gives the base of such a
+ * value (NULL for any other). */
+LLVMValueRef cg_spmd_consecutive(cg_spmd *s, LLVMValueRef base);
+LLVMValueRef cg_spmd_base(const cg_spmd *s, LLVMValueRef v);
+/* Whether any lane of i1 vector m is set (i1). */
+LLVMValueRef cg_spmd_any(cg_spmd *s, LLVMValueRef m);
+/* Element(s) i of a leaf buffer / of every leaf of an array: a scalar load
+ * for uniform i, a vector load for consecutive i, else a gather; masked by
+ * s->mask. */
+LLVMValueRef cg_spmd_load(cg_spmd *s, weft_type t, LLVMValueRef base,
+                          LLVMValueRef i, bool invariant);
+weft_status cg_spmd_array_load(cg_spmd *s, const cg_array *a, LLVMValueRef i,
+                               cg_val *out);
+/* Store x (broadcast if uniform) at elements i0 .. i0 + w - 1 of a leaf
+ * buffer (every lane: no mask). */
+void cg_spmd_store(cg_spmd *s, weft_type t, LLVMValueRef base,
+                   LLVMValueRef i0, LLVMValueRef x);
+/* cg_to_index / cg_from_index on uniform or varying values. */
+weft_status cg_spmd_to_index(cg_spmd *s, int rank, const LLVMValueRef *sh,
+                             const LLVMValueRef *ix, LLVMValueRef *out);
+weft_status cg_spmd_from_index(cg_spmd *s, int rank, const LLVMValueRef *sh,
+                               LLVMValueRef i, LLVMValueRef *ix);
+
 /* ===== target_cpu.c: the target interface ===== */
 
 /* What a skeleton needs from a target.  Entries a target does not have are
@@ -355,6 +413,13 @@ struct cg_target {
      * CG_POLL_EVERY iterations. */
     LLVMValueRef (*cancel_poll)(cg_fn *fn);
     bool cancel_returns;
+    /* SPMD hook (spmd.c), optional: the vector form of floating function
+     * op (EXP .. ATANH, POW, ATAN2) on x (and y), vectors of float or
+     * double.  Sets *out NULL to decline, and spmd.c then calls math1 /
+     * math2 lane by lane; it must then give each lane the bits math1 /
+     * math2 would (or the configuration must allow otherwise). */
+    weft_status (*vmath)(cg_fn *fn, weft_op op, LLVMValueRef x,
+                         LLVMValueRef y, LLVMValueRef *out);
 };
 
 extern const cg_target cg_target_cpu;

@@ -177,6 +177,10 @@ typedef struct weft_config {
  * "Undefined operations").  Gathers of backpermute, transform and slice
  * and permute targets are checked in both modes. */
 #define WEFT_FLAG_CHECKED 4u
+#define WEFT_FLAG_NO_SPMD 0x100u /* CPU backend: emit element functions one
+                                    element at a time, not over vector
+                                    lanes (for comparisons and debugging;
+                                    $WEFT_SPMD=0) */
 
 /* The default configuration: the CPU backend on all cores (the reference
  * interpreter in a build without LLVM), the default cache directory, no

@@ -150,6 +150,10 @@ weft_status weft_context_create(const weft_config *cfg, weft_context **out)
             }
             c.timeout_ms = ms;
         }
+        const char *spmd = getenv("WEFT_SPMD");
+        if (spmd && strcmp(spmd, "0") == 0) {
+            c.flags |= WEFT_FLAG_NO_SPMD;
+        }
         const char *th = getenv("WEFT_THREADS");
         if (th && *th) {
             char *end;

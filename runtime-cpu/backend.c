@@ -93,7 +93,19 @@ typedef struct build {
     const fe_core *core;
     sk_kernel *k;
     const char *const *names;
+    int spmd_bits;            /* sk_emit.spmd_bits */
 } build;
+
+/* SPMD element functions: the JIT's vector width unless the
+ * configuration says no. */
+/* The SPMD width, 0 for none: WEFT_FLAG_NO_SPMD, and checked mode, whose
+ * per-element reports (cg_check) only the scalar emission makes. */
+static int spmd_bits_of(const weft_context *ctx, const cpu_jit *j)
+{
+    return ctx->cfg.flags & (WEFT_FLAG_NO_SPMD | WEFT_FLAG_CHECKED)
+               ? 0
+               : cpu_jit_vector_bits(j);
+}
 
 static weft_status build_module(void *user, LLVMContextRef llctx,
                                 LLVMModuleRef *out)
@@ -111,6 +123,7 @@ static weft_status build_module(void *user, LLVMContextRef llctx,
         .llctx = llctx,
         .mod = mod,
         .target = &sk_target_cpu,
+        .spmd_bits = b->spmd_bits,
     };
     weft_status s = sk_emit_kernel(&e, b->names);
     fe_arena_release(&scratch);
@@ -135,6 +148,9 @@ static weft_status get_kernel(void *user, weft_executable *exe, sk_kernel *k)
     cpu_state *st = state_of(ctx);
     cpu_key key;
     cpu_key_begin(st->jit, &key);
+    int spmd_bits = spmd_bits_of(ctx, st->jit);
+    cpu_key_add_str(&key, "spmd 1"); /* the SPMD code generator's version */
+    cpu_key_add_i64(&key, spmd_bits);
     sk_describe(&exe->core, k, key_add, &key);
     cpu_key_finish(&key, k->key);
     char names[SK_MAX_ENTRY][CPU_SYMBOL_MAX];
@@ -147,7 +163,8 @@ static weft_status get_kernel(void *user, weft_executable *exe, sk_kernel *k)
         cpu_jit_symbol(k->key, i, names[i]);
         np[i] = names[i];
     }
-    build b = {.ctx = ctx, .core = &exe->core, .k = k, .names = np};
+    build b = {.ctx = ctx, .core = &exe->core, .k = k, .names = np,
+               .spmd_bits = spmd_bits};
     return cpu_jit_get(st->jit, k->key, build_module, &b, np, nsym, k->entry);
 }
 

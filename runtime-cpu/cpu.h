@@ -174,6 +174,11 @@ weft_status cpu_jit_create(weft_context *ctx, const cpu_jit_options *opt,
                            cpu_jit **out);
 void cpu_jit_free(cpu_jit *j);
 
+/* The vector register width, in bits, that j's target CPU has for SPMD
+ * element functions (skeletons-ir/spmd.c): prefer_vector_width when set,
+ * else 512 with AVX-512F, 256 with AVX2 (or AVX), 128 otherwise. */
+int cpu_jit_vector_bits(const cpu_jit *j);
+
 /* Whether j's code can be called (false for an explicit target CPU). */
 bool cpu_jit_runnable(const cpu_jit *j);
 

@@ -347,6 +347,70 @@ void cpu_jit_free(cpu_jit *j)
     fe_free(j->ctx, j, sizeof *j);
 }
 
+/* CPUs that LLVM 19 gives AVX-512F, and those with AVX2 but not it (for
+ * an explicit CPU name, whose features string is empty). */
+static const char *const avx512_cpus[] = {
+    "x86-64-v4", "skylake-avx512", "cascadelake", "cooperlake",
+    "cannonlake", "icelake-client", "icelake-server", "rocketlake",
+    "tigerlake", "sapphirerapids", "graniterapids", "graniterapids-d",
+    "emeraldrapids", "knl", "knm", "znver4", "znver5",
+};
+static const char *const avx2_cpus[] = {
+    "x86-64-v3", "haswell", "broadwell", "skylake", "alderlake",
+    "raptorlake", "meteorlake", "arrowlake", "arrowlake-s", "lunarlake",
+    "gracemont", "pantherlake", "sierraforest", "grandridge", "clearwaterforest",
+    "znver1", "znver2", "znver3", "bdver4", "core-avx2",
+};
+
+static bool in_list(const char *cpu, const char *const *l, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(cpu, l[i]) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Whether the LLVM feature string fs enables feature f ("+avx2"). */
+static bool has_feature(const char *fs, const char *f)
+{
+    size_t n = strlen(f);
+    for (const char *p = fs; p && (p = strstr(p, f)) != NULL; p += n) {
+        if ((p == fs || p[-1] == ',') && (p[n] == ',' || p[n] == '\0')) {
+            return true;
+        }
+    }
+    return false;
+}
+
+int cpu_jit_vector_bits(const cpu_jit *j)
+{
+    if (!j) {
+        return 0;
+    }
+    if (j->prefer_vector_width) {
+        return j->prefer_vector_width;
+    }
+    if (strncmp(j->triple, "x86_64", 6) != 0) {
+        return 128;
+    }
+    bool f512 = has_feature(j->features, "+avx512f");
+    bool f256 = has_feature(j->features, "+avx2") ||
+                has_feature(j->features, "+avx");
+    if (has_feature(j->features, "-avx512f")) {
+        f512 = false;
+    } else if (in_list(j->cpu, avx512_cpus,
+                       sizeof avx512_cpus / sizeof avx512_cpus[0])) {
+        f512 = true;
+    }
+    if (!has_feature(j->features, "-avx2") &&
+        in_list(j->cpu, avx2_cpus, sizeof avx2_cpus / sizeof avx2_cpus[0])) {
+        f256 = true;
+    }
+    return f512 ? 512 : f256 ? 256 : 128;
+}
+
 bool cpu_jit_runnable(const cpu_jit *j)
 {
     return j && j->jit;
@@ -564,7 +628,15 @@ static void dump_vec_report(cpu_jit *j, LLVMModuleRef m, const char *name)
         size_t n;
         const char *fname = LLVMGetValueName2(fn, &n);
         char *ty = widest ? LLVMPrintTypeToString(widest) : NULL;
-        if (vloops > 0 && !widest) {
+        LLVMAttributeRef spmd = LLVMGetStringAttributeAtIndex(
+            fn, LLVMAttributeFunctionIndex, "weft-spmd", 9);
+        if (spmd) {
+            /* emitted over vector lanes by skeletons-ir/spmd.c */
+            unsigned ln;
+            const char *lanes = LLVMGetStringAttributeValue(spmd, &ln);
+            fprintf(f, "%s: SPMD-vectorised, %.*s lanes, widest %s\n", fname,
+                    (int)ln, lanes, ty ? ty : "?");
+        } else if (vloops > 0 && !widest) {
             /* The loop vectoriser marks loops it only interleaved, too. */
             fprintf(f, "%s: not vectorised (loops interleaved, width 1)\n",
                     fname);

@@ -93,6 +93,15 @@ static weft_status fold_range(sk_fn *f, const cg_mut *acc,
     cg_loop l;
     LLVMValueRef j;
     cg_val args[2], y;
+    if (src) {
+        /* SPMD hook (spmd.c): costly elements W at a time, then the rest */
+        weft_status s = sk_spmd_fold_range(
+            f, acc, src, rw && rw->by_index ? &rw->ix : NULL,
+            rw ? rw->base : NULL, lo, hi, &lo);
+        if (s) {
+            return s;
+        }
+    }
     cg_loop_begin(fn, &l, lo, hi, &j);
     weft_status s = cg_mut_get(fn, acc, &args[0]);
     if (s == WEFT_OK) {

@@ -47,7 +47,13 @@ weft_status sk_store_element(sk_fn *f, LLVMValueRef i, void *user)
 static weft_status generate_emit(sk_emit *e, const char *const *names)
 {
     sk_fn f;
-    weft_status s = sk_fn_begin(e, &f, names[0]);
+    /* SPMD hook (spmd.c): the element function over W lanes, if it can */
+    bool done = false;
+    weft_status s = sk_spmd_generate(e, names[0], &done);
+    if (s || done) {
+        return s;
+    }
+    s = sk_fn_begin(e, &f, names[0]);
     if (s) {
         return s;
     }

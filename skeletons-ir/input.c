@@ -110,6 +110,12 @@ static int manifest_item(sk_fn *f, const fe_term *t)
     return -1;
 }
 
+const cg_array *sk_manifest_array(sk_fn *f, const fe_term *t)
+{
+    int i = manifest_item(f, t);
+    return i >= 0 ? &f->arr[i] : NULL;
+}
+
 /* The value of scalar operand t of a delayed producer (or of the
  * operation). */
 static const cg_val *scalar_item(sk_fn *f, const fe_term *t)
@@ -127,6 +133,11 @@ static const cg_val *scalar_item(sk_fn *f, const fe_term *t)
         }
     }
     return NULL;
+}
+
+const cg_val *sk_scalar_operand(sk_fn *f, const fe_term *t)
+{
+    return scalar_item(f, t);
 }
 
 static bool is_delayed(sk_fn *f, const fe_term *t)

@@ -217,6 +217,8 @@ struct sk_emit {
     LLVMModuleRef mod;
     const sk_target *target;
     bool uniform;             /* emitting the equal-shapes variant */
+    int spmd_bits;            /* CPU: vector register width in bits for
+                                 SPMD element functions (spmd.c); 0: none */
 };
 
 /* ===== kernel.c ===== */
@@ -303,6 +305,12 @@ weft_status sk_extent(sk_fn *f, const fe_term *t, LLVMValueRef *ext);
  * arrays, and maps / zipWiths of equal shapes over them): else a consumer
  * that walks rows does better to pass multi-indices. */
 bool sk_linear_ok(sk_fn *f, const fe_term *t);
+/* The manifest array that array term t denotes in this kernel (an
+ * operand, a free array variable, a parameter, a used array), or NULL. */
+const cg_array *sk_manifest_array(sk_fn *f, const fe_term *t);
+/* The value of scalar operand t of the operation or of a delayed producer
+ * (a shape, a slice index) that the host evaluated, or NULL. */
+const cg_val *sk_scalar_operand(sk_fn *f, const fe_term *t);
 /* A report of code (cg_err) where fn->b is: in checked mode a cg_check
  * for the current element, else straight into the kernel's error word
  * with no element. */
@@ -324,6 +332,27 @@ LLVMValueRef sk_size(sk_fn *f, const cg_array *a);
  * given as rank extents. */
 weft_status sk_from_linear(sk_fn *f, int rank, LLVMValueRef const *extent,
                            LLVMValueRef i, cg_val *ix);
+
+/* ===== spmd.c: the generate family over W lanes (CPU) ===== */
+
+/* Emit entry point `name` of a generate-family kernel with its element
+ * function over W lanes (W from e->spmd_bits), a vector loop and a scalar
+ * remainder.  *done false (and nothing added to e->mod) where the kernel
+ * is not vectorised: the caller emits its scalar loop.  Errors:
+ * WEFT_ERR_OUT_OF_MEMORY, and those of sk_fn_begin. */
+weft_status sk_spmd_generate(sk_emit *e, const char *name, bool *done);
+/* fold.c's acc = f(acc, src[j]) for j in [lo, hi) of a row starting at
+ * linear position base, when src's elements run a while loop: W elements
+ * at a time over lanes, combined lane after lane in order (the scalar
+ * code's order), and *rest where the scalar loop must go on (lo when
+ * nothing was emitted).  row_ix: the row's multi-index (its outer
+ * components), when src is read by multi-index; NULL: by linear position.
+ * Errors: those of code generation (nothing is left half-emitted only on
+ * success). */
+weft_status sk_spmd_fold_range(sk_fn *f, const cg_mut *acc, const fe_term *src,
+                               const cg_val *row_ix, LLVMValueRef base,
+                               LLVMValueRef lo, LLVMValueRef hi,
+                               LLVMValueRef *rest);
 
 /* ===== permute.c: what a target's own permute shares ===== */
 
