@@ -151,7 +151,7 @@ static int items_per_lane(weft_context *ctx, weft_type elt)
     for (int l = 0; l < n; l++) {
         bytes += (int)weft_type_size(leaf[l]);
     }
-    int k = bytes > 0 ? ITEM_BYTES / bytes : MAX_ITEMS;
+    int k = bytes > 0 ? (getenv("WEFT_XIB") ? atoi(getenv("WEFT_XIB")) : ITEM_BYTES) / bytes : MAX_ITEMS;
     return k < 1 ? 1 : (k > MAX_ITEMS ? MAX_ITEMS : k);
 }
 
@@ -162,7 +162,7 @@ static weft_status ptx_scan_prepare(weft_context *ctx, fe_arena *arena,
     k->nentry = 1;
     k->item_threads[0] = k->item_threads[1] = SK_ITEM_BLOCK;
     k->chunk_min = (int64_t)WARP * items_per_lane(ctx, in.elt);
-    k->block_max = BLOCK;
+    k->block_max = getenv("WEFT_XBLOCK") ? atoi(getenv("WEFT_XBLOCK")) : BLOCK;
     static const struct {
         int aux;
         bool elt;
@@ -1132,7 +1132,7 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in)
     }
     for (int l = 0; l < nleaf; l++) {
         T.buf[l] = tg->shared_array(fn, cg_mem_type(c, T.carry.leaf[l]),
-                                    BLOCK / WARP * area);
+                                    (f->e->k->block_max ? f->e->k->block_max : 1024) / WARP * area);
     }
     T.wbase = LLVMBuildMul(fn->b, L->wid, cg_i64(fn, area), "wbase");
     LLVMValueRef stile = tg->shared_array(fn, i64, 1);
