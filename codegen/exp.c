@@ -711,7 +711,7 @@ static weft_status exp_while(cg_fn *fn, const fe_term *e, cg_val *out)
     }
     /* With a cancel word, the loop counts its iterations and polls the
      * word every CG_POLL_EVERY of them (cg.h cancel_poll). */
-    bool poll = fn->cancel && fn->target && fn->target->cancel_poll && !getenv("WEFT_XNOPOLL");
+    bool poll = fn->cancel && fn->target && fn->target->cancel_poll;
     LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
     LLVMValueRef count = NULL;
     LLVMBasicBlockRef pre = LLVMGetInsertBlock(B);

@@ -99,14 +99,14 @@
 enum {
     WARP = 32,       /* lanes */
     MAX_WARPS = 32,  /* warps of a block of 1024 threads */
-    BLOCK = 128,     /* the most threads of a block (sk_kernel.block_max):
-                        several tiles in flight per SM, each with few
-                        barriers to wait at (measured on the H100: one
-                        768-thread block per SM left DRAM at 27%) */
+    BLOCK = 512,     /* the most threads of a block (sk_kernel.block_max;
+                        measured on the H100 for 2^28 i32, 16 items per
+                        lane: 128 threads 2.75 ms, 256 2.48, 512 1.99; 8
+                        items: 256 3.13, 512 2.66, 768 2.19) */
     MAX_ITEMS = 16,  /* the most chunks of 32 a warp owns in a tile */
     ITEM_BYTES = 64, /* ... and the most bytes of leaves a lane keeps (the
                         shared staging of a block then takes at most
-                        8.5 KiB; 24 items of 4 bytes took 168 registers
+                        33 KiB; 24 items of 4 bytes took 168 registers
                         where 16 take 92) */
 };
 
@@ -151,7 +151,7 @@ static int items_per_lane(weft_context *ctx, weft_type elt)
     for (int l = 0; l < n; l++) {
         bytes += (int)weft_type_size(leaf[l]);
     }
-    int k = bytes > 0 ? (getenv("WEFT_XIB") ? atoi(getenv("WEFT_XIB")) : ITEM_BYTES) / bytes : MAX_ITEMS;
+    int k = bytes > 0 ? ITEM_BYTES / bytes : MAX_ITEMS;
     return k < 1 ? 1 : (k > MAX_ITEMS ? MAX_ITEMS : k);
 }
 
@@ -162,7 +162,7 @@ static weft_status ptx_scan_prepare(weft_context *ctx, fe_arena *arena,
     k->nentry = 1;
     k->item_threads[0] = k->item_threads[1] = SK_ITEM_BLOCK;
     k->chunk_min = (int64_t)WARP * items_per_lane(ctx, in.elt);
-    k->block_max = getenv("WEFT_XBLOCK") ? atoi(getenv("WEFT_XBLOCK")) : BLOCK;
+    k->block_max = BLOCK;
     static const struct {
         int aux;
         bool elt;
@@ -1132,7 +1132,7 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in)
     }
     for (int l = 0; l < nleaf; l++) {
         T.buf[l] = tg->shared_array(fn, cg_mem_type(c, T.carry.leaf[l]),
-                                    (f->e->k->block_max ? f->e->k->block_max : 1024) / WARP * area);
+                                    BLOCK / WARP * area);
     }
     T.wbase = LLVMBuildMul(fn->b, L->wid, cg_i64(fn, area), "wbase");
     LLVMValueRef stile = tg->shared_array(fn, i64, 1);
