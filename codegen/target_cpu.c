@@ -3,12 +3,15 @@
  * target machines.
  *
  * A target is a const table of functions (cg_target) that skeletons call
- * for what differs between machines.  On the CPU, floating functions that
- * LLVM has intrinsics for (sqrt, exp, log, sin, cos, pow) become
- * intrinsics, which the optimiser understands and lowers to the same libm
- * entries the interpreter calls; the others are plain calls of libm's
- * float or double function (tanf / tan, ...), resolved by the JIT in the
- * process.  A CPU kernel is given its range [start, end) by the gang, so
+ * for what differs between machines.  On the CPU, exp and log are weft's
+ * own branch-free code (vmath.c), computed in double and rounded once for
+ * f32, so that loops calling them vectorise; the other floating functions
+ * that LLVM has intrinsics for (sqrt, sin, cos, pow) become intrinsics,
+ * which the optimiser understands and lowers to the same libm entries the
+ * interpreter calls (sqrt to the instruction); the others are plain calls
+ * of libm's float or double function (tanf / tan, ...), resolved by the
+ * JIT in the process.  With fast math the calls carry the context's
+ * fast-math flags (afn: LLVM may use approximations).  A CPU kernel is given its range [start, end) by the gang, so
  * the GPU entries (thread indices, barriers, shared memory) are NULL.
  * Atomics are LLVM's atomicrmw / cmpxchg, sequentially consistent.
  */
@@ -24,8 +27,6 @@ static const char *math_name(weft_op op, bool *intrinsic)
     *intrinsic = true;
     switch (op) {
     case WEFT_OP_SQRT: return "llvm.sqrt";
-    case WEFT_OP_EXP: return "llvm.exp";
-    case WEFT_OP_LOG: return "llvm.log";
     case WEFT_OP_SIN: return "llvm.sin";
     case WEFT_OP_COS: return "llvm.cos";
     case WEFT_OP_POW: return "llvm.pow";
@@ -56,6 +57,22 @@ static weft_status cpu_math(cg_fn *fn, weft_op op, LLVMValueRef *args,
     bool intrinsic;
     const char *name = math_name(op, &intrinsic);
     *out = NULL;
+    LLVMTypeRef elt = kind == LLVMVectorTypeKind ? LLVMGetElementType(ty) : ty;
+    LLVMTypeKind ek = LLVMGetTypeKind(elt);
+    if ((op == WEFT_OP_EXP || op == WEFT_OP_LOG) && n == 1 &&
+        (ek == LLVMFloatTypeKind || ek == LLVMDoubleTypeKind)) {
+        bool single = ek == LLVMFloatTypeKind;
+        LLVMTypeRef dty = LLVMDoubleTypeInContext(fn->llctx);
+        if (kind == LLVMVectorTypeKind) {
+            dty = LLVMVectorType(dty, LLVMGetVectorSize(ty));
+        }
+        LLVMValueRef w = single ? LLVMBuildFPExt(fn->b, args[0], dty, "")
+                                : args[0];
+        LLVMValueRef r = op == WEFT_OP_EXP ? cg_vm_exp(fn, w, single)
+                                           : cg_vm_log(fn, w, single);
+        *out = single ? LLVMBuildFPTrunc(fn->b, r, ty, "") : r;
+        return WEFT_OK;
+    }
     if (name && (kind == LLVMFloatTypeKind || kind == LLVMDoubleTypeKind)) {
         if (intrinsic) {
             *out = cg_intrinsic(fn, name, &ty, 1, args, n);
@@ -64,6 +81,10 @@ static weft_status cpu_math(cg_fn *fn, weft_op op, LLVMValueRef *args,
             snprintf(buf, sizeof buf, "%s%s", name,
                      kind == LLVMFloatTypeKind ? "f" : "");
             *out = cg_libcall(fn, buf, ty, args, n);
+        }
+        LLVMFastMathFlags f = cg_fast_flags(fn);
+        if (*out && f && LLVMCanValueUseFastMathFlags(*out)) {
+            LLVMSetFastMathFlags(*out, f);
         }
     }
     if (!*out) {
