@@ -368,6 +368,8 @@ void cpu_key_begin(const cpu_jit *j, cpu_key *k)
     cpu_key_add_str(k, j->cpu);
     cpu_key_add_str(k, j->features);
     cpu_key_add_i64(k, j->prefer_vector_width);
+    /* fast math changes the code of every kernel with floating operations */
+    cpu_key_add_i64(k, (j->ctx->cfg.flags & WEFT_FLAG_FAST_MATH) != 0);
 }
 
 void cpu_key_add(cpu_key *k, const void *p, size_t n)

@@ -27,7 +27,7 @@
 /* Bumped whenever the kernel ABI, the argument block layout or anything
  * else that makes an old cached kernel wrong changes; it is mixed into
  * every kernel key, so old disk entries are simply never found again. */
-#define RT_ABI_VERSION 4
+#define RT_ABI_VERSION 5 /* 5: fast math in the keys */
 
 /* ===== disk.c: the disk cache of compiled kernels ===== */
 
