@@ -99,6 +99,11 @@ typedef struct rt_ops {
     weft_status (*read_error)(rt_job *j, int64_t *code);
     /* The job is over (success or not): release what addr held. */
     void (*done)(rt_job *j);
+    /* Optional: make sure the general variant of j->k (entries
+     * [nentry, 2 nentry)) is there before a job runs it, for a backend
+     * that compiles it only when first needed (the CPU); NULL where
+     * compilation filled every entry. */
+    weft_status (*general)(rt_job *j);
 } rt_ops;
 
 #define RT_MAX_LEAVES 64

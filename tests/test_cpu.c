@@ -49,7 +49,7 @@
 /* Fast math (test_cpu_fast: this file built with -DDT_FAST_MATH).  The
  * compiled side runs with WEFT_FLAG_FAST_MATH and only the cases whose
  * results are floating point run (the `fast` column of the suite); every
- * floating leaf then matches within FAST_TOL(t) absolute plus FAST_TOL(t)
+ * floating leaf then matches within fast_tol(t) absolute plus fast_tol(t)
  * relative (or the case's own tolerance where it is looser), NaN where
  * NaN, infinities exactly, as the flag promises.  Why those bounds:
  * contraction into FMA and reassociation change each operation they touch
