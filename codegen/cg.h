@@ -351,6 +351,10 @@ LLVMValueRef cg_fp_flag(const cg_fn *fn, LLVMValueRef v);
  * result will be rounded to float (exp then uses a shorter polynomial). */
 LLVMValueRef cg_vm_exp(cg_fn *fn, LLVMValueRef x, bool single);
 LLVMValueRef cg_vm_log(cg_fn *fn, LLVMValueRef x, bool single);
+/* With fast math, f32: exp and log of x, a float or a vector of float, in
+ * float (fewer correct bits, twice the lanes; see vmath.c). */
+LLVMValueRef cg_vm_expf(cg_fn *fn, LLVMValueRef x);
+LLVMValueRef cg_vm_logf(cg_fn *fn, LLVMValueRef x);
 
 /* ===== target_ptx.c ===== */
 

@@ -10,8 +10,10 @@
  * which the optimiser understands and lowers to the same libm entries the
  * interpreter calls (sqrt to the instruction); the others are plain calls
  * of libm's float or double function (tanf / tan, ...), resolved by the
- * JIT in the process.  With fast math the calls carry the context's
- * fast-math flags (afn: LLVM may use approximations).  A CPU kernel is given its range [start, end) by the gang, so
+ * JIT in the process.  With fast math f32 exp and log stay in float
+ * (cg_vm_expf, cg_vm_logf: within 2 ulp, twice the lanes) and the calls
+ * carry the context's fast-math flags (afn: LLVM may use
+ * approximations).  A CPU kernel is given its range [start, end) by the gang, so
  * the GPU entries (thread indices, barriers, shared memory) are NULL.
  * Atomics are LLVM's atomicrmw / cmpxchg, sequentially consistent.
  */
@@ -62,6 +64,11 @@ static weft_status cpu_math(cg_fn *fn, weft_op op, LLVMValueRef *args,
     if ((op == WEFT_OP_EXP || op == WEFT_OP_LOG) && n == 1 &&
         (ek == LLVMFloatTypeKind || ek == LLVMDoubleTypeKind)) {
         bool single = ek == LLVMFloatTypeKind;
+        if (single && cg_fast_math(fn)) {
+            *out = op == WEFT_OP_EXP ? cg_vm_expf(fn, args[0])
+                                     : cg_vm_logf(fn, args[0]);
+            return WEFT_OK;
+        }
         LLVMTypeRef dty = LLVMDoubleTypeInContext(fn->llctx);
         if (kind == LLVMVectorTypeKind) {
             dty = LLVMVectorType(dty, LLVMGetVectorSize(ty));
