@@ -95,7 +95,8 @@ float REF(sum)(const float *restrict x, int64_t n)
  * live on the stack). */
 #define MAX_THREADS 1024
 
-void REF(prefix_sum)(const int32_t *restrict x, int32_t *restrict out, int64_t n)
+void REF(prefix_sum)(const int32_t *restrict x, int32_t *restrict out,
+                     int64_t n)
 {
     int32_t block_sum[MAX_THREADS + 1];
 #pragma omp parallel

@@ -13,8 +13,9 @@
  * JIT in the process.  With fast math f32 exp and log stay in float
  * (cg_vm_expf, cg_vm_logf: within 2 ulp, twice the lanes) and the calls
  * carry the context's fast-math flags (afn: LLVM may use
- * approximations).  A CPU kernel is given its range [start, end) by the gang, so
- * the GPU entries (thread indices, barriers, shared memory) are NULL.
+ * approximations).  A CPU kernel is given its range [start, end) by the
+ * gang, so the GPU entries (thread indices, barriers, shared memory) are
+ * NULL.
  * Atomics are LLVM's atomicrmw / cmpxchg, sequentially consistent.
  */
 #include <stdio.h>

@@ -347,18 +347,16 @@ LLVMValueRef cg_vm_logf(cg_fn *fn, LLVMValueRef x)
     LLVMValueRef e0 = sel(fn, sub, ki(fn, ity, -23), ki(fn, ity, 0));
     LLVMValueRef bits = LLVMBuildBitCast(B, xs, ity, "");
     /* m in [0.5, 1), x = 2^e m */
-    LLVMValueRef e = LLVMBuildAdd(
-        B, e0,
-        LLVMBuildSub(B,
-                     LLVMBuildAnd(B, LLVMBuildLShr(B, bits, ki(fn, ity, 23), ""),
-                                  ki(fn, ity, 0xff), ""),
-                     ki(fn, ity, 126), ""),
-        "");
+    LLVMValueRef be = LLVMBuildAnd(
+        B, LLVMBuildLShr(B, bits, ki(fn, ity, 23), ""), ki(fn, ity, 0xff), "");
+    LLVMValueRef e =
+        LLVMBuildAdd(B, e0, LLVMBuildSub(B, be, ki(fn, ity, 126), ""), "");
     LLVMValueRef m = LLVMBuildBitCast(
         B, LLVMBuildOr(B, LLVMBuildAnd(B, bits, ki(fn, ity, 0x007fffff), ""),
                        ki(fn, ity, 0x3f000000), ""),
         ty, "");
-    LLVMValueRef small = fcmp(fn, LLVMRealOLT, m, kf(fn, ty, 0.707106781186547524));
+    LLVMValueRef small =
+        fcmp(fn, LLVMRealOLT, m, kf(fn, ty, 0.707106781186547524));
     e = LLVMBuildSub(B, e, LLVMBuildZExt(B, small, ity, ""), "");
     m = LLVMBuildFSub(B, sel(fn, small, LLVMBuildFAdd(B, m, m, ""), m),
                       kf(fn, ty, 1), "");

@@ -141,7 +141,8 @@ static weft_status get_variant(weft_executable *exe, sk_kernel *k,
     const char *np[SK_MAX_ENTRY];
     int nsym = k->nentry;
     if (2 * nsym > SK_MAX_ENTRY) {
-        return fe_error(WEFT_ERR_INTERNAL, "weft_compile: too many entry points");
+        return fe_error(WEFT_ERR_INTERNAL,
+                        "weft_compile: too many entry points");
     }
     for (int i = 0; i < nsym; i++) {
         cpu_jit_symbol(key, i, names[i]);

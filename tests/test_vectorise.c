@@ -32,8 +32,8 @@
 #include "tu.h"
 
 typedef enum kind { K_MAP, K_ZIP, K_FOLD, K_FOLD_ALL, K_EXP, K_BS } kind;
-static const char *const kind_names[] = {"map", "zipwith", "fold",
-                                         "fold_all", "map exp", "Black-Scholes"};
+static const char *const kind_names[] = {
+    "map", "zipwith", "fold", "fold_all", "map exp", "Black-Scholes"};
 
 /* N(d), the cumulative normal distribution, as examples/blackscholes.c
  * writes it (f32): a rational approximation with exp and a conditional. */
