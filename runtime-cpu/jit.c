@@ -687,10 +687,7 @@ static weft_status compile_module(cpu_jit *j, LLVMModuleRef m,
     po = LLVMCreatePassBuilderOptions();
     LLVMPassBuilderOptionsSetLoopVectorization(po, 1);
     LLVMPassBuilderOptionsSetSLPVectorization(po, 1);
-    /* No interleaving: a vector loop with one accumulator per phase is
-     * what memory-bound kernels need, and interleaved bodies cost a
-     * quarter of the compile time (CG_CPU_PIPELINE). */
-    LLVMPassBuilderOptionsSetLoopInterleaving(po, 0);
+    LLVMPassBuilderOptionsSetLoopInterleaving(po, 1);
     LLVMPassBuilderOptionsSetLoopUnrolling(po, 1);
     LLVMErrorRef e = LLVMRunPasses(m, CG_CPU_PIPELINE, tm, po);
     if (e) {
