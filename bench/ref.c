@@ -13,7 +13,11 @@
  *
  * Built with -O3 -march=native -fopenmp (and -fno-math-errno, so that
  * sqrtf may become one vector instruction as LLVM's llvm.sqrt does in
- * weft; nothing else of fast math).
+ * weft; nothing else of fast math): the functions ref_*.  bench/run.sh
+ * compiles this file a second time with -ffast-math -DREF_FAST, which
+ * names them reff_* (see ref.h): the same loops as a programmer who
+ * allows fast math gets them (FMA contraction, reassociation, vector
+ * math from glibc's libmvec for expf and logf).
  */
 #include <math.h>
 #include <omp.h>
@@ -22,6 +26,7 @@
 
 #include "ref.h"
 
+#ifndef REF_FAST
 void ref_set_threads(int n)
 {
     omp_set_num_threads(n);
@@ -55,7 +60,9 @@ void ref_zero(float *restrict dst, int64_t n)
     }
 }
 
-float ref_dotp(const float *restrict x, const float *restrict y, int64_t n)
+#endif /* REF_FAST */
+
+float REF(dotp)(const float *restrict x, const float *restrict y, int64_t n)
 {
     float s = 0.0f;
 #pragma omp parallel for simd schedule(static) reduction(+ : s)
@@ -65,7 +72,7 @@ float ref_dotp(const float *restrict x, const float *restrict y, int64_t n)
     return s;
 }
 
-void ref_saxpy(float a, const float *restrict x, const float *restrict y,
+void REF(saxpy)(float a, const float *restrict x, const float *restrict y,
                float *restrict out, int64_t n)
 {
 #pragma omp parallel for simd schedule(static)
@@ -74,7 +81,7 @@ void ref_saxpy(float a, const float *restrict x, const float *restrict y,
     }
 }
 
-float ref_sum(const float *restrict x, int64_t n)
+float REF(sum)(const float *restrict x, int64_t n)
 {
     float s = 0.0f;
 #pragma omp parallel for simd schedule(static) reduction(+ : s)
@@ -88,7 +95,8 @@ float ref_sum(const float *restrict x, int64_t n)
  * live on the stack). */
 #define MAX_THREADS 1024
 
-void ref_prefix_sum(const int32_t *restrict x, int32_t *restrict out, int64_t n)
+void REF(prefix_sum)(const int32_t *restrict x, int32_t *restrict out,
+                     int64_t n)
 {
     int32_t block_sum[MAX_THREADS + 1];
 #pragma omp parallel
@@ -143,7 +151,7 @@ static inline float cnd(float d)
     return d > 0.0f ? 1.0f - r : r;
 }
 
-void ref_black_scholes(const float *restrict price,
+void REF(black_scholes)(const float *restrict price,
                        const float *restrict strike,
                        const float *restrict years, float *restrict call,
                        float *restrict put, int64_t n, float riskfree,
@@ -165,7 +173,7 @@ void ref_black_scholes(const float *restrict price,
 
 /* ---- Mandelbrot --------------------------------------------------------- */
 
-void ref_mandelbrot(int64_t w, int64_t h, int32_t max_iter, float x0, float y0,
+void REF(mandelbrot)(int64_t w, int64_t h, int32_t max_iter, float x0, float y0,
                     float dx, float dy, int32_t *restrict out)
 {
 #pragma omp parallel for schedule(dynamic, 1)
@@ -188,7 +196,7 @@ void ref_mandelbrot(int64_t w, int64_t h, int32_t max_iter, float x0, float y0,
 
 /* ---- n-body ------------------------------------------------------------- */
 
-void ref_nbody(const float *restrict x, const float *restrict y,
+void REF(nbody)(const float *restrict x, const float *restrict y,
                const float *restrict z, const float *restrict m,
                float *restrict ax, float *restrict ay, float *restrict az,
                int64_t n, float eps2)

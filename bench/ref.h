@@ -1,7 +1,8 @@
 /*
  * bench/ref.h: the hand-written C references that bench/weft_bench.c
  * times against weft.  They live in bench/ref.c, compiled with
- * -O3 -march=native -fopenmp, and run on ref_set_threads() threads.
+ * -O3 -march=native -fopenmp (ref_*) and once more with -ffast-math too
+ * (reff_*), and run on ref_set_threads() threads.
  * Every function writes into buffers the caller owns and allocates
  * nothing.
  */
@@ -23,30 +24,45 @@ void ref_copy(float *dst, const float *src, int64_t n);
  * kernels will use them), filled with zeros. */
 void ref_zero(float *dst, int64_t n);
 
-/* sum x[i] * y[i]. */
-float ref_dotp(const float *x, const float *y, int64_t n);
-/* out[i] = a * x[i] + y[i]. */
-void ref_saxpy(float a, const float *x, const float *y, float *out, int64_t n);
-/* sum x[i]. */
-float ref_sum(const float *x, int64_t n);
-/* out[i] = x[0] + ... + x[i] (inclusive prefix sum), in three phases. */
-void ref_prefix_sum(const int32_t *x, int32_t *out, int64_t n);
+/* The programs, declared for a prefix P: ref_ (strict: the flags above)
+ * and reff_ (the same source built with -ffast-math -DREF_FAST).
+ *
+ *   P##dotp           sum x[i] * y[i];
+ *   P##saxpy          out[i] = a * x[i] + y[i];
+ *   P##sum            sum x[i];
+ *   P##prefix_sum     out[i] = x[0] + ... + x[i] (inclusive), three phases;
+ *   P##black_scholes  European call and put prices (the formulas of
+ *                     examples/blackscholes.c, in f32);
+ *   P##mandelbrot     escape iteration counts (at most max_iter) of the
+ *                     w x h grid of points (x0 + dx * x, y0 + dy * y), row
+ *                     y at out[y * w];
+ *   P##nbody          the acceleration of each of n bodies from all n
+ *                     (softened by eps2, so that a body's own term is
+ *                     zero): a = sum_j m_j d / (|d|^2 + eps2)^1.5,
+ *                     d = p_j - p_i. */
+#define REF_PROGRAMS(P)                                                      \
+    float P##dotp(const float *x, const float *y, int64_t n);                \
+    void P##saxpy(float a, const float *x, const float *y, float *out,       \
+                  int64_t n);                                                \
+    float P##sum(const float *x, int64_t n);                                 \
+    void P##prefix_sum(const int32_t *x, int32_t *out, int64_t n);           \
+    void P##black_scholes(const float *price, const float *strike,           \
+                          const float *years, float *call, float *put,       \
+                          int64_t n, float riskfree, float volatility);      \
+    void P##mandelbrot(int64_t w, int64_t h, int32_t max_iter, float x0,     \
+                       float y0, float dx, float dy, int32_t *out);          \
+    void P##nbody(const float *x, const float *y, const float *z,            \
+                  const float *m, float *ax, float *ay, float *az,           \
+                  int64_t n, float eps2);
 
-/* European call and put prices (the formulas of examples/blackscholes.c,
- * in f32). */
-void ref_black_scholes(const float *price, const float *strike,
-                       const float *years, float *call, float *put, int64_t n,
-                       float riskfree, float volatility);
+REF_PROGRAMS(ref_)
+REF_PROGRAMS(reff_)
 
-/* Escape iteration counts (at most max_iter) of the w x h grid of points
- * (x0 + dx * x, y0 + dy * y), row y at out[y * w]. */
-void ref_mandelbrot(int64_t w, int64_t h, int32_t max_iter, float x0, float y0,
-                    float dx, float dy, int32_t *out);
-
-/* The acceleration of each of n bodies from all n (softened by eps2, so
- * that a body's own term is zero): a = sum_j m_j d / (|d|^2 + eps2)^1.5,
- * d = p_j - p_i. */
-void ref_nbody(const float *x, const float *y, const float *z, const float *m,
-               float *ax, float *ay, float *az, int64_t n, float eps2);
+/* The name ref.c defines: ref_x, or reff_x when built with REF_FAST. */
+#ifdef REF_FAST
+#define REF(x) reff_##x
+#else
+#define REF(x) ref_##x
+#endif
 
 #endif /* WEFT_BENCH_REF_H */

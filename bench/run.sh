@@ -3,6 +3,9 @@
 # benchmark, run it, and write bench/results/cpu.md.
 #
 # Usage: bench/run.sh [weft_bench options]   e.g. bench/run.sh -t 4 -r 9
+# Columns: weft (strict and with WEFT_FLAG_FAST_MATH) against C/OpenMP
+# (strict and -ffast-math) and numba where it is installed; thread scaling
+# of the compute-bound programs.
 # (-q runs a quick smoke at 1/16 of the sizes and writes nothing unless -o
 # is given.)  Needs what the library needs (LLVM 19) and GCC with OpenMP.
 set -eu
@@ -19,11 +22,17 @@ llvm=$( (llvm-config-19 --version || llvm-config --version) 2>/dev/null ||
 commit=$(git -C "$root" describe --always --dirty 2>/dev/null || echo unknown)
 cc=${CC:-gcc}
 # One program: weft_bench.c (uses only weft.h) and ref.c (the references),
-# both with the flags the references are judged by.
-$cc -std=c17 -O3 -march=native -fopenmp -fno-math-errno -Wall -Wextra \
-    -DWEFT_BENCH_LLVM="\"$llvm\"" -DWEFT_BENCH_COMMIT="\"$commit\"" -Iinclude \
-    bench/weft_bench.c bench/ref.c -o "$build/weft_bench" \
-    -L"$build" -lweft -Wl,-rpath,"$build" -lm
+# both with the flags the references are judged by; ref.c once more with
+# -ffast-math (-DREF_FAST names its functions reff_*: the fast columns).
+flags="-std=c17 -O3 -march=native -fopenmp -fno-math-errno -Wall -Wextra"
+$cc $flags -c bench/ref.c -o "$build/ref.o"
+$cc $flags -ffast-math -DREF_FAST -c bench/ref.c -o "$build/ref_fast.o"
+$cc $flags -DWEFT_BENCH_LLVM="\"$llvm\"" -DWEFT_BENCH_COMMIT="\"$commit\"" \
+    -Iinclude bench/weft_bench.c "$build/ref.o" "$build/ref_fast.o" \
+    -o "$build/weft_bench" -L"$build" -lweft -Wl,-rpath,"$build" -lm
+
+# The numba column (bench/numba_ref.py) appears where python3 can import
+# numba (`pip install numba`); without it the column says "-".
 
 # OpenMP threads sleep between parallel regions rather than spin, so that
 # they do not take cores from weft's gang while weft is timed (and the

@@ -4,8 +4,12 @@
  * Not a test: a program that times dotp, saxpy, sum, prefix sum,
  * Black-Scholes, Mandelbrot and n-body (two formulations) on the CPU
  * backend and, in the same process, the references of bench/ref.c on the
- * same number of threads, and prints one table (and writes it as
- * markdown with the machine it ran on, -o).
+ * same number of threads, strict (ref_*) and built with -ffast-math
+ * (reff_*), and prints the tables (and writes them as markdown with the
+ * machine it ran on, -o).  weft runs with the default flags and with
+ * WEFT_FLAG_FAST_MATH; numba (bench/numba_ref.py, run as a child process)
+ * where python3 can import it; the compute-bound programs also on one
+ * thread (thread scaling).
  *
  * For each program:
  *   1. compile it in a context whose disk cache is a fresh, empty
@@ -79,12 +83,37 @@ typedef struct options {
 
 static options opt = {0, 7, 0, NULL, NULL};
 
+/* Which references the programs' ref callbacks run: 0 the strict ones
+ * (ref_*), 1 the fast-math ones (reff_*: bench/ref.c built with
+ * -ffast-math). */
+static int use_fast;
+/* Set while a result of weft with WEFT_FLAG_FAST_MATH is checked: the
+ * checks whose result is a count of discrete outcomes allow more (see
+ * mandel_check). */
+static int checking_fast;
+#define REFN(x) (use_fast ? reff_##x : ref_##x)
+
+/* Threads of the contexts made from now on (opt.threads, or 1 for the
+ * scaling runs). */
+static int cur_threads;
+
 static double now_ms(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
 }
+
+/* CPU time of the calling thread (weft_compile compiles on it). */
+static double thread_cpu_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
+/* The CPU time of the last session_open's weft_compile. */
+static double last_compile_cpu_ms;
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -140,7 +169,15 @@ typedef struct bench bench;
 /* What one program measured; negative times were not measured. */
 typedef struct row {
     double weft_ms, unfused_ms, ref_ms, ref_fresh_ms;
+    double fast_ms;        /* weft with WEFT_FLAG_FAST_MATH */
+    double ref_fast_ms;    /* the fast-math C reference */
+    double numba_ms;       /* numba (parallel, fastmath), -1 when absent */
+    double weft1_ms, ref_fast1_ms; /* one thread (compute-bound programs) */
+    int fast_ok;
+    double fast_err;
     double compile_ms, llvm_ms, cached_ms;
+    double compile_cpu_ms; /* CPU time of the calling thread in the first
+                              compile (robust to other load) */
     uint64_t compiled, loaded, cached_compiled;
     int kernels, unfused_kernels;
     char plan[256];
@@ -272,7 +309,7 @@ static weft_acc *dotp_build(weft_context *ctx, weft_program *p,
 
 static void dotp_ref(bench *b)
 {
-    b->ref_scalar = ref_dotp(b->in[0].data, b->in[1].data, b->n);
+    b->ref_scalar = REFN(dotp)(b->in[0].data, b->in[1].data, b->n);
 }
 
 static int scalar_check(bench *b, weft_array *out, double *err)
@@ -313,7 +350,7 @@ static weft_acc *saxpy_build(weft_context *ctx, weft_program *p,
 
 static void saxpy_ref(bench *b)
 {
-    ref_saxpy(b->a, b->in[0].data, b->in[1].data, b->ref_out[0], b->n);
+    REFN(saxpy)(b->a, b->in[0].data, b->in[1].data, b->ref_out[0], b->n);
 }
 
 static int saxpy_check(bench *b, weft_array *out, double *err)
@@ -350,7 +387,7 @@ static weft_acc *sum_build(weft_context *ctx, weft_program *p,
 
 static void sum_ref(bench *b)
 {
-    b->ref_scalar = ref_sum(b->in[0].data, b->n);
+    b->ref_scalar = REFN(sum)(b->in[0].data, b->n);
 }
 
 /* -- prefix sum: scanl1 (+) xs on i32 -- */
@@ -379,7 +416,7 @@ static weft_acc *scan_build(weft_context *ctx, weft_program *p,
 
 static void scan_ref(bench *b)
 {
-    ref_prefix_sum(b->in[0].data, b->ref_out[0], b->n);
+    REFN(prefix_sum)(b->in[0].data, b->ref_out[0], b->n);
 }
 
 static int scan_check(bench *b, weft_array *out, double *err)
@@ -472,7 +509,7 @@ static weft_acc *bs_build(weft_context *ctx, weft_program *p,
 
 static void bs_ref(bench *b)
 {
-    ref_black_scholes(b->in[0].data, b->in[1].data, b->in[2].data,
+    REFN(black_scholes)(b->in[0].data, b->in[1].data, b->in[2].data,
                       b->ref_out[0], b->ref_out[1], b->n, BS_RISKFREE,
                       BS_VOLATILITY);
 }
@@ -551,7 +588,7 @@ static weft_acc *mandel_build(weft_context *ctx, weft_program *p,
 
 static void mandel_ref(bench *b)
 {
-    ref_mandelbrot(b->w, b->h, b->max_iter, b->x0, b->y0, b->dx, b->dy,
+    REFN(mandelbrot)(b->w, b->h, b->max_iter, b->x0, b->y0, b->dx, b->dy,
                    b->ref_out[0]);
     if (b->flops == 0) {
         const int32_t *r = b->ref_out[0];
@@ -577,7 +614,9 @@ static int mandel_check(bench *b, weft_array *out, double *err)
         bad += w[i] != r[i];
     }
     *err = (double)bad / (double)n;
-    return *err <= 1e-3;
+    /* fast math (contraction) moves the escape iteration of points near
+     * the set's boundary: 1% of the points may differ there */
+    return *err <= (checking_fast ? 1e-2 : 1e-3);
 }
 
 /* -- n-body: accelerations of all bodies, O(n^2) -- */
@@ -693,7 +732,7 @@ static weft_acc *nbody_while_build(weft_context *ctx, weft_program *p,
 
 static void nbody_ref(bench *b)
 {
-    ref_nbody(b->in[0].data, b->in[1].data, b->in[2].data, b->in[3].data,
+    REFN(nbody)(b->in[0].data, b->in[1].data, b->in[2].data, b->in[3].data,
               b->ref_out[0], b->ref_out[1], b->ref_out[2], b->n, b->eps2);
 }
 
@@ -772,7 +811,8 @@ static bench benches[] = {
      .what = "`generate (h, w)` whose function runs a `weft_while` over "
              "(zr, zi, i) and returns i",
      .tolerance = "at most 0.1% of the points' counts differ (the error "
-                  "column is that fraction)",
+                  "column is that fraction; with fast math 1%: contraction "
+                  "moves the escape iteration of points near the boundary)",
      .flop_rule = "9 per iteration actually done: zr^2, zi^2, their sum and "
                   "the test; zr^2 - zi^2 + cr and 2 zr zi + ci",
      .setup = mandel_setup,
@@ -817,7 +857,7 @@ static weft_status make_context(unsigned flags, const char *dir,
 {
     weft_config cfg = weft_config_default();
     cfg.backend = WEFT_BACKEND_CPU;
-    cfg.threads = opt.threads;
+    cfg.threads = cur_threads ? cur_threads : opt.threads;
     cfg.flags = WEFT_FLAG_NO_ENV | flags;
     cfg.cache_dir = dir;
     if (opt.dump_dir) {
@@ -865,9 +905,11 @@ static weft_status session_open(session *s, bench *b, unsigned flags,
         param[i] = weft_param(s->p, b->in[i].type, b->in[i].rank);
     }
     weft_acc *res = b->build(s->ctx, s->p, param, b);
+    double c0 = thread_cpu_ms();
     double t0 = now_ms();
     st = weft_compile(s->p, &res, 1, &s->exe);
     *compile_ms = now_ms() - t0;
+    last_compile_cpu_ms = thread_cpu_ms() - c0;
     for (int i = 0; st == WEFT_OK && i < b->nin; i++) {
         void *data[1] = {b->in[i].data};
         st = weft_array_wrap(s->ctx, b->in[i].type, b->in[i].rank,
@@ -946,22 +988,29 @@ static double ref_fresh_once(bench *b)
     return ms;
 }
 
-/* Time weft fused (s), weft unfused (u, when open), the reference into
- * fresh buffers (when its results are arrays) and the reference, in
- * rounds that run each once, so that all four meet the same load on a
+/* Time weft fused (s), weft unfused (u, when open), weft with fast math
+ * (f, when open), the strict reference into fresh buffers (when its
+ * results are arrays), the strict reference and the fast-math reference,
+ * in rounds that run each once, so that all meet the same load on a
  * shared machine: round 0 warms up, then the median of opt.runs rounds.
- * The last round's weft results are checked (the reference's results are
- * those of the round before, the same values). */
-static void time_rounds(bench *b, session *s, session *u)
+ * The last round's weft results are checked against the strict
+ * reference's (the fast-math reference runs last in a round and writes
+ * the same buffers, so the strict one runs once more before the check). */
+static void time_rounds(bench *b, session *s, session *u, session *f)
 {
     row *r = &b->r;
-    double t[4][64];
+    double t[6][64];
     int fresh = b->ref_out[0] != NULL;
     r->ok = 1;
+    r->fast_ok = f->exe != NULL;
     for (int k = 0; k <= opt.runs; k++) {
         int last = k == opt.runs;
         double ms;
         int ok = 1;
+        if (last) {
+            use_fast = 0;
+            b->ref(b); /* the strict results, for the checks */
+        }
         if (r->weft_ms > -2) {
             if (run_once(s, b, last, &ms, &ok, &r->err)) {
                 record_error(r, "run");
@@ -980,22 +1029,122 @@ static void time_rounds(bench *b, session *s, session *u)
             t[1][k] = ms;
             r->ok &= ok;
         }
+        if (f->exe && r->fast_ms > -2) {
+            ok = 1;
+            checking_fast = 1;
+            weft_status fst = run_once(f, b, last, &ms, &ok, &r->fast_err);
+            checking_fast = 0;
+            if (fst) {
+                record_error(r, "run with fast math");
+                r->fast_ms = -2;
+                ok = 0;
+            }
+            t[4][k] = ms;
+            r->fast_ok &= ok;
+        }
+        use_fast = 0;
         if (fresh) {
             t[2][k] = ref_fresh_once(b);
         }
         double t0 = now_ms();
         b->ref(b);
         t[3][k] = now_ms() - t0;
+        use_fast = 1;
+        t0 = now_ms();
+        b->ref(b);
+        t[5][k] = now_ms() - t0;
+        use_fast = 0;
     }
     /* (index 0 is the warm-up) */
     r->weft_ms = r->weft_ms > -2 ? median(t[0] + 1, opt.runs) : -1;
     r->unfused_ms =
         u->exe && r->unfused_ms > -2 ? median(t[1] + 1, opt.runs) : -1;
+    r->fast_ms = f->exe && r->fast_ms > -2 ? median(t[4] + 1, opt.runs) : -1;
     r->ref_fresh_ms = fresh ? median(t[2] + 1, opt.runs) : -1;
     r->ref_ms = median(t[3] + 1, opt.runs);
+    r->ref_fast_ms = median(t[5] + 1, opt.runs);
     if (!u->exe) {
         r->ok = 0;
     }
+}
+
+/* Thread scaling of a compute-bound program: weft (default flags) and the
+ * fast-math reference on one thread, median of SCALING_RUNS rounds after
+ * a warm-up (the all-threads times are those of time_rounds). */
+#define SCALING_RUNS 3
+static void time_one_thread(bench *b, const char *dir)
+{
+    row *r = &b->r;
+    session s;
+    double ignored, t[2][SCALING_RUNS + 1];
+    cur_threads = 1;
+    ref_set_threads(1);
+    if (session_open(&s, b, 0, dir, &ignored) == WEFT_OK) {
+        int ok = 1;
+        for (int k = 0; k <= SCALING_RUNS; k++) {
+            if (run_once(&s, b, 0, &t[0][k], &ok, &ignored)) {
+                record_error(r, "run on one thread");
+                break;
+            }
+            use_fast = 1;
+            double t0 = now_ms();
+            b->ref(b);
+            t[1][k] = now_ms() - t0;
+            use_fast = 0;
+            if (k == SCALING_RUNS) {
+                r->weft1_ms = median(t[0] + 1, SCALING_RUNS);
+                r->ref_fast1_ms = median(t[1] + 1, SCALING_RUNS);
+            }
+        }
+    } else {
+        record_error(r, "compile for one thread");
+    }
+    session_close(&s);
+    cur_threads = 0;
+    ref_set_threads(opt.threads);
+}
+
+/* The numba time of b (median of opt.runs runs after a warm-up, by
+ * bench/numba_ref.py), or -1 where numba or the script is missing. */
+static double numba_time(const bench *b)
+{
+    static const struct {
+        const char *bench, *prog;
+    } names[] = {
+        {"dotp", "dotp"}, {"saxpy", "saxpy"}, {"sum", "sum"},
+        {"prefix sum", "prefix_sum"}, {"Black-Scholes", "black_scholes"},
+        {"Mandelbrot", "mandelbrot"}, {"n-body", "nbody"},
+        {"n-body (while)", "nbody"},
+    };
+    const char *prog = NULL;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        if (strcmp(b->name, names[i].bench) == 0) {
+            prog = names[i].prog;
+        }
+    }
+    if (!prog || access("bench/numba_ref.py", R_OK) != 0) {
+        return -1;
+    }
+    char cmd[512];
+    snprintf(cmd, sizeof cmd,
+             "python3 bench/numba_ref.py %s %d %d %lld %lld %lld %d %.9g "
+             "%.9g %.9g %.9g %.9g %.9g 2>/dev/null",
+             prog, opt.threads, opt.runs, (long long)b->n, (long long)b->w,
+             (long long)b->h, (int)b->max_iter, (double)b->x0, (double)b->y0,
+             (double)b->dx, (double)b->dy, (double)b->eps2, (double)b->a);
+    FILE *p = popen(cmd, "r");
+    if (!p) {
+        return -1;
+    }
+    char line[256];
+    double ms = -1;
+    while (fgets(line, sizeof line, p)) {
+        double v;
+        if (sscanf(line, "ms %lf", &v) == 1) {
+            ms = v;
+        }
+    }
+    return pclose(p) == 0 ? ms : -1;
 }
 
 /* Remove the files of a flat directory, then the directory. */
@@ -1022,6 +1171,8 @@ static void run_bench(bench *b)
     row *r = &b->r;
     memset(r, 0, sizeof *r);
     r->weft_ms = r->unfused_ms = r->ref_ms = r->ref_fresh_ms = -1;
+    r->fast_ms = r->ref_fast_ms = r->numba_ms = -1;
+    r->weft1_ms = r->ref_fast1_ms = -1;
     r->kernels = r->unfused_kernels = -1;
     double scale = opt.quick ? 1.0 / 16 : 1.0;
     char dir[] = "/tmp/weft-bench-XXXXXX";
@@ -1040,6 +1191,7 @@ static void run_bench(bench *b)
         goto done;
     }
     weft_context_stats(s.ctx, &st);
+    r->compile_cpu_ms = last_compile_cpu_ms;
     r->llvm_ms = st.compile_ms;
     r->compiled = st.kernels_compiled;
     r->kernels = plan_kernels(&s, r->plan, sizeof r->plan);
@@ -1077,10 +1229,23 @@ static void run_bench(bench *b)
         record_error(r, "compile without fusion");
     }
 
-    /* 3. interleaved timing, and the checks */
-    time_rounds(b, &s, &u);
+    /* 3. weft with fast math */
+    session fs;
+    if (session_open(&fs, b, WEFT_FLAG_FAST_MATH, dir, &ignored) != WEFT_OK) {
+        record_error(r, "compile with fast math");
+    }
+
+    /* 4. interleaved timing, and the checks */
+    time_rounds(b, &s, &u, &fs);
+    session_close(&fs);
     session_close(&u);
     session_close(&s);
+
+    /* 5. one thread, for the compute-bound programs; numba */
+    if (b->flops > 0 && opt.threads > 1) {
+        time_one_thread(b, dir);
+    }
+    r->numba_ms = numba_time(b);
 
 done:
     bench_release(b);
@@ -1204,7 +1369,7 @@ static void fmt_rate(char *buf, size_t n, const bench *b, double ms)
 
 static void fmt_err(char *buf, size_t n, const row *r)
 {
-    double e = fmax(r->err, r->unfused_err);
+    double e = fmax(fmax(r->err, r->unfused_err), r->fast_err);
     if (e == 0) {
         snprintf(buf, n, "0");
     } else {
@@ -1212,59 +1377,110 @@ static void fmt_err(char *buf, size_t n, const row *r)
     }
 }
 
-/* The table of run times, as markdown (md) or plain columns. */
-static void print_runs(FILE *f, int md, double copy_gbs)
+/* a / b as a ratio, or "-". */
+static void fmt_ratio(char *buf, size_t n, double a, double b)
 {
-    const char *hdr[] = {"program", "size",     "weft ms",      "unfused ms",
-                         "ref ms",  "ratio",    "ref+alloc ms", "weft",
-                         "ref",     "floor ms", "check",        "error"};
-    const int width[] = {15, 25, 9, 10, 9, 7, 12, 15, 15, 9, 5, 8};
-    const int nh = (int)(sizeof hdr / sizeof hdr[0]);
-    for (int i = 0; i < nh; i++) {
+    if (a > 0 && b > 0) {
+        snprintf(buf, n, "%.2f", a / b);
+    } else {
+        snprintf(buf, n, "-");
+    }
+}
+
+/* One row of a table: md (markdown) or plain columns of the given
+ * widths. */
+static void print_cells(FILE *f, int md, int n, char (*c)[64],
+                        const int *width)
+{
+    for (int i = 0; i < n; i++) {
         if (md) {
-            fprintf(f, "| %s ", hdr[i]);
+            fprintf(f, "| %s ", c[i]);
         } else {
-            fprintf(f, "%-*s ", width[i], hdr[i]);
+            fprintf(f, "%-*s ", width[i], c[i]);
         }
     }
     fprintf(f, md ? "|\n" : "\n");
+}
+
+static void print_header(FILE *f, int md, int n, const char *const *hdr,
+                         const int *width, int first_num, int last_num)
+{
+    char c[24][64];
+    for (int i = 0; i < n; i++) {
+        snprintf(c[i], 64, "%s", hdr[i]);
+    }
+    print_cells(f, md, n, c, width);
     if (md) {
-        for (int i = 0; i < nh; i++) {
-            fprintf(f, i >= 2 && i <= 9 ? "|---:" : "|---");
+        for (int i = 0; i < n; i++) {
+            fprintf(f, i >= first_num && i <= last_num ? "|---:" : "|---");
         }
         fprintf(f, "|\n");
     }
+}
+
+/* The table of run times, as markdown (md) or plain columns. */
+static void print_runs(FILE *f, int md, double copy_gbs)
+{
+    static const char *const hdr[] = {
+        "program", "size", "weft ms", "unfused ms", "C ms", "weft / C",
+        "C fast ms", "weft / C fast", "weft fast ms", "weft fast / C fast",
+        "numba ms", "weft fast / numba", "ref+alloc ms", "weft", "floor ms",
+        "check", "error"};
+    static const int width[] = {15, 25, 8, 10, 8, 8, 9, 13, 12, 18, 9, 17,
+                                12, 15, 8, 9, 8};
+    const int nh = (int)(sizeof hdr / sizeof hdr[0]);
+    print_header(f, md, nh, hdr, width, 2, 14);
     for (int k = 0; k < NBENCH; k++) {
         const bench *b = &benches[k];
         const row *r = &b->r;
-        char c[12][64];
+        char c[17][64];
         snprintf(c[0], 64, "%s%s", b->name, r->note[0] ? " *" : "");
         snprintf(c[1], 64, "%s", b->size);
         fmt_ms(c[2], 64, r->weft_ms);
         fmt_ms(c[3], 64, r->unfused_ms);
         fmt_ms(c[4], 64, r->ref_ms);
-        if (r->weft_ms > 0 && r->ref_ms > 0) {
-            snprintf(c[5], 64, "%.2f", r->weft_ms / r->ref_ms);
-        } else {
-            snprintf(c[5], 64, "-");
+        fmt_ratio(c[5], 64, r->weft_ms, r->ref_ms);
+        fmt_ms(c[6], 64, r->ref_fast_ms);
+        fmt_ratio(c[7], 64, r->weft_ms, r->ref_fast_ms);
+        fmt_ms(c[8], 64, r->fast_ms);
+        fmt_ratio(c[9], 64, r->fast_ms, r->ref_fast_ms);
+        fmt_ms(c[10], 64, r->numba_ms);
+        fmt_ratio(c[11], 64, r->fast_ms, r->numba_ms);
+        fmt_ms(c[12], 64, r->ref_fresh_ms);
+        fmt_rate(c[13], 64, b, r->weft_ms);
+        fmt_ms(c[14], 64, copy_gbs > 0 ? b->bytes / (copy_gbs * 1e6) : -1);
+        snprintf(c[15], 64, "%s / %s",
+                 r->error[0] ? "ERROR" : r->ok ? "ok" : "FAIL",
+                 r->fast_ok ? "ok" : "FAIL");
+        fmt_err(c[16], 64, r);
+        print_cells(f, md, nh, c, width);
+    }
+}
+
+/* The thread scaling of the compute-bound programs. */
+static void print_scaling(FILE *f, int md)
+{
+    static const char *const hdr[] = {
+        "program", "weft 1 thread ms", "weft all ms", "weft speed-up",
+        "C fast 1 thread ms", "C fast all ms", "C fast speed-up"};
+    static const int width[] = {15, 16, 11, 13, 18, 13, 15};
+    const int nh = (int)(sizeof hdr / sizeof hdr[0]);
+    print_header(f, md, nh, hdr, width, 1, 6);
+    for (int k = 0; k < NBENCH; k++) {
+        const bench *b = &benches[k];
+        const row *r = &b->r;
+        if (r->weft1_ms < 0) {
+            continue;
         }
-        fmt_ms(c[6], 64, r->ref_fresh_ms);
-        fmt_rate(c[7], 64, b, r->weft_ms);
-        fmt_rate(c[8], 64, b, r->ref_ms);
-        fmt_ms(c[9], 64, copy_gbs > 0 ? b->bytes / (copy_gbs * 1e6) : -1);
-        snprintf(c[10], 64, "%s",
-                 r->error[0] ? "ERROR"
-                 : r->ok     ? "ok"
-                             : "FAIL");
-        fmt_err(c[11], 64, r);
-        for (int i = 0; i < nh; i++) {
-            if (md) {
-                fprintf(f, "| %s ", c[i]);
-            } else {
-                fprintf(f, "%-*s ", width[i], c[i]);
-            }
-        }
-        fprintf(f, md ? "|\n" : "\n");
+        char c[7][64];
+        snprintf(c[0], 64, "%s", b->name);
+        fmt_ms(c[1], 64, r->weft1_ms);
+        fmt_ms(c[2], 64, r->weft_ms);
+        fmt_ratio(c[3], 64, r->weft1_ms, r->weft_ms);
+        fmt_ms(c[4], 64, r->ref_fast1_ms);
+        fmt_ms(c[5], 64, r->ref_fast_ms);
+        fmt_ratio(c[6], 64, r->ref_fast1_ms, r->ref_fast_ms);
+        print_cells(f, md, nh, c, width);
     }
 }
 
@@ -1273,31 +1489,34 @@ static void print_compiles(FILE *f, int md)
 {
     if (md) {
         fprintf(f, "| program | kernels (fused plan) | unfused kernels | "
-                   "first compile ms | of which LLVM ms | compiled | "
+                   "first compile ms | CPU ms | of which LLVM ms | compiled | "
                    "from disk cache ms | loaded | compiled |\n"
-                   "|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+                   "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     } else {
-        fprintf(f, "%-15s %7s %8s %10s %9s %9s %10s %7s %9s  %s\n", "program",
-                "kernels", "unfused", "compile ms", "LLVM ms", "compiled",
-                "cached ms", "loaded", "compiled", "plan");
+        fprintf(f, "%-15s %7s %8s %10s %7s %9s %9s %10s %7s %9s  %s\n",
+                "program", "kernels", "unfused", "compile ms", "CPU ms",
+                "LLVM ms", "compiled", "cached ms", "loaded", "compiled",
+                "plan");
     }
     for (int k = 0; k < NBENCH; k++) {
         const bench *b = &benches[k];
         const row *r = &b->r;
         if (md) {
             fprintf(f,
-                    "| %s | %d: %s | %d | %.1f | %.1f | %llu | %.2f | %llu | "
-                    "%llu |\n",
+                    "| %s | %d: %s | %d | %.1f | %.1f | %.1f | %llu | %.2f | "
+                    "%llu | %llu |\n",
                     b->name, r->kernels, r->plan[0] ? r->plan : "none",
-                    r->unfused_kernels, r->compile_ms, r->llvm_ms,
+                    r->unfused_kernels, r->compile_ms, r->compile_cpu_ms,
+                    r->llvm_ms,
                     (unsigned long long)r->compiled, r->cached_ms,
                     (unsigned long long)r->loaded,
                     (unsigned long long)r->cached_compiled);
         } else {
             fprintf(f,
-                    "%-15s %7d %8d %10.1f %9.1f %9llu %10.2f %7llu %9llu  %s\n",
+                    "%-15s %7d %8d %10.1f %7.1f %9.1f %9llu %10.2f %7llu "
+                    "%9llu  %s\n",
                     b->name, r->kernels, r->unfused_kernels, r->compile_ms,
-                    r->llvm_ms, (unsigned long long)r->compiled, r->cached_ms,
+                    r->compile_cpu_ms, r->llvm_ms, (unsigned long long)r->compiled, r->cached_ms,
                     (unsigned long long)r->loaded,
                     (unsigned long long)r->cached_compiled, r->plan);
         }
@@ -1326,10 +1545,13 @@ static void write_report(const char *path, const machine *m, double copy_gbs,
     fprintf(f, "- last-level cache: %s; memory: %s\n", m->llc, m->memory);
     fprintf(f, "- OS: %s\n", m->os);
     fprintf(f,
-            "- compilers: weft's kernels by LLVM %s (ORC JIT, "
-            "`default<O3>`, host CPU); references by GCC %s with "
+            "- compilers: weft's kernels by LLVM %s (ORC JIT, weft's "
+            "function pipeline with the loop and SLP vectorisers, host CPU); "
+            "references by GCC %s with "
             "`-std=c17 -O3 -march=native -fopenmp -fno-math-errno` (%s; ISO C "
-            "mode, so no FMA contraction, as in weft's kernels)\n",
+            "mode, so no FMA contraction, as in weft's kernels), and once "
+            "more with `-ffast-math` too (the C fast columns: contraction, "
+            "reassociation, glibc's libmvec for expf and logf)\n",
             WEFT_BENCH_LLVM, __VERSION__, ref_openmp());
     fprintf(f,
             "- weft: commit %s (`git describe --always --dirty` of "
@@ -1345,8 +1567,9 @@ static void write_report(const char *path, const machine *m, double copy_gbs,
                            "numbers"
                          : "one per CPU");
     fprintf(f,
-            "- timing: rounds that run weft fused, weft unfused, the "
-            "reference into fresh buffers and the reference once each "
+            "- timing: rounds that run weft fused, weft unfused, weft "
+            "with fast math, the reference into fresh buffers, the "
+            "reference and the fast-math reference once each "
             "(interleaved, so that all meet the same load); one warm-up "
             "round, then the median of %d rounds; "
             "OMP_WAIT_POLICY=%s%s\n",
@@ -1379,28 +1602,54 @@ static void write_report(const char *path, const machine *m, double copy_gbs,
                "into a buffer allocated once.\n"
                "- **unfused ms**: the same program in a context with "
                "`WEFT_FLAG_NO_FUSION` (every operation its own array).\n"
-               "- **ratio**: weft ms / ref ms (below 1: weft is faster).\n"
+               "- **C ms**, **weft / C**: the strict C reference "
+               "(`bench/ref.c`) and weft ms over it (below 1: weft is "
+               "faster).\n"
+               "- **C fast ms**, **weft / C fast**: the same C built with "
+               "`-ffast-math`, and weft (strict, the default) over it.\n"
+               "- **weft fast ms**, **weft fast / C fast**: weft in a "
+               "context with `WEFT_FLAG_FAST_MATH`, and its ratio to the "
+               "fast-math C.\n"
+               "- **numba ms**, **weft fast / numba**: "
+               "`bench/numba_ref.py`, the same program in numba "
+               "(`parallel=True, fastmath=True`, on as many threads; "
+               "compilation and one warm-up run excluded, median of as many "
+               "runs), where numba can be imported (`-` elsewhere).\n"
                "- **ref+alloc ms**: the reference writing into output "
                "buffers malloc'ed in the timed region at each run (fresh "
                "pages are faulted in on first write): what a fresh "
                "allocation per run costs.\n"
-               "- **weft**, **ref**: throughput; GB/s is the bytes the "
+               "- **weft**: throughput; GB/s is the bytes the "
                "program must move (inputs read once, outputs written once) "
                "over time, GFLOP/s counts operations as in the notes.\n"
                "- **floor ms**: those bytes over the copy bandwidth, about "
                "the best a memory-bound program can do here (a program that "
                "only reads, as dotp and sum, can beat it: a copy also pays "
                "for reading each written line before writing it).\n"
-               "- **check**: weft's results, fused and unfused, against "
-               "the reference's (tolerances below); **error** is the "
-               "larger of the two measures.\n\n");
+               "- **check**: weft's results, fused and unfused / with fast "
+               "math, against the strict reference's (tolerances below); "
+               "**error** is the largest of the three measures.\n\n");
+    fprintf(f, "## Thread scaling\n\n");
+    print_scaling(f, 1);
+    fprintf(f, "\n- The compute-bound programs on one thread (weft "
+               "`cfg.threads = 1`, `omp_set_num_threads(1)`) against all "
+               "%d threads (the times of the table above); median of %d "
+               "rounds after a warm-up.%s\n\n",
+            opt.threads, SCALING_RUNS,
+            opt.threads <= 2 ? "  With only 2 CPUs the best speed-up is 2."
+                             : "");
 
     fprintf(f, "## Compile time\n\n");
     print_compiles(f, 1);
     fprintf(f, "\n- **first compile**: wall time of `weft_compile` in a "
-               "new context whose disk cache is an empty directory; **LLVM "
-               "ms** is `weft_context_stats().compile_ms` (optimising and "
-               "emitting); **compiled** the kernels LLVM built.\n"
+               "new context whose disk cache is an empty directory; **CPU "
+               "ms** the CPU time of the thread that called it (weft "
+               "compiles on that thread, so this is the wall time the "
+               "compile takes on an idle machine, whatever else runs here); "
+               "**LLVM ms** is `weft_context_stats().compile_ms` (optimising "
+               "and emitting, wall); **compiled** the kernels LLVM built.  "
+               "The general variant of a fused zipWith (operands of "
+               "different shapes) is compiled at its first use, not here.\n"
                "- **from disk cache**: the same program compiled in a second "
                "new context on that directory: **loaded** kernels came from "
                "the disk cache, **compiled** should be 0.\n\n");
@@ -1513,6 +1762,8 @@ int main(int argc, char **argv)
     }
     printf("\n");
     print_runs(stdout, 0, copy_gbs);
+    printf("\n");
+    print_scaling(stdout, 0);
     printf("\n");
     print_compiles(stdout, 0);
     double again = copy_bandwidth(copy_n);

@@ -330,10 +330,7 @@ weft_status cg_prim(cg_fn *fn, weft_op op, weft_type rt, weft_type t0,
                 : op == WEFT_OP_SUB ? LLVMBuildFSub(B, p, q, "")
                 : op == WEFT_OP_MUL ? LLVMBuildFMul(B, p, q, "")
                                     : LLVMBuildFDiv(B, p, q, "");
-            if (fn->fmf && LLVMCanValueUseFastMathFlags(v)) {
-                LLVMSetFastMathFlags(v, fn->fmf);
-            }
-            *r = narrow(fn, t, v);
+            *r = narrow(fn, t, cg_fp_flag(fn, v));
         } else if (op == WEFT_OP_FDIV) {
             return internal("fdiv of integers", (int)t);
         } else {
@@ -343,7 +340,7 @@ weft_status cg_prim(cg_fn *fn, weft_op op, weft_type rt, weft_type t0,
         }
         break;
     case WEFT_OP_NEG:
-        *r = flt ? LLVMBuildFNeg(B, x, "")
+        *r = flt ? cg_fp_flag(fn, LLVMBuildFNeg(B, x, ""))
                  : LLVMBuildSub(B, LLVMConstInt(ty, 0, 0), x, "");
         break;
     case WEFT_OP_ABS:

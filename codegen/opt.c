@@ -98,3 +98,29 @@ LLVMValueRef cg_libcall(cg_fn *fn, const char *name, LLVMTypeRef ty,
     }
     return LLVMBuildCall2(fn->b, fty, f, args, (unsigned)nargs, "");
 }
+
+/* ---- fast math ---- */
+
+bool cg_fast_math(const cg_fn *fn)
+{
+    return fn && fn->ctx && (fn->ctx->cfg.flags & WEFT_FLAG_FAST_MATH);
+}
+
+LLVMFastMathFlags cg_fast_flags(const cg_fn *fn)
+{
+    return cg_fast_math(fn) ? CG_FAST_MATH_FLAGS : 0;
+}
+
+LLVMFastMathFlags cg_fp_flags(const cg_fn *fn)
+{
+    return fn->fmf | cg_fast_flags(fn);
+}
+
+LLVMValueRef cg_fp_flag(const cg_fn *fn, LLVMValueRef v)
+{
+    LLVMFastMathFlags f = cg_fp_flags(fn);
+    if (f && v && LLVMIsAInstruction(v) && LLVMCanValueUseFastMathFlags(v)) {
+        LLVMSetFastMathFlags(v, f);
+    }
+    return v;
+}

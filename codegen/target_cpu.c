@@ -3,13 +3,19 @@
  * target machines.
  *
  * A target is a const table of functions (cg_target) that skeletons call
- * for what differs between machines.  On the CPU, floating functions that
- * LLVM has intrinsics for (sqrt, exp, log, sin, cos, pow) become
- * intrinsics, which the optimiser understands and lowers to the same libm
- * entries the interpreter calls; the others are plain calls of libm's
- * float or double function (tanf / tan, ...), resolved by the JIT in the
- * process.  A CPU kernel is given its range [start, end) by the gang, so
- * the GPU entries (thread indices, barriers, shared memory) are NULL.
+ * for what differs between machines.  On the CPU, exp and log are weft's
+ * own branch-free code (vmath.c), computed in double and rounded once for
+ * f32, so that loops calling them vectorise; the other floating functions
+ * that LLVM has intrinsics for (sqrt, sin, cos, pow) become intrinsics,
+ * which the optimiser understands and lowers to the same libm entries the
+ * interpreter calls (sqrt to the instruction); the others are plain calls
+ * of libm's float or double function (tanf / tan, ...), resolved by the
+ * JIT in the process.  With fast math f32 exp and log stay in float
+ * (cg_vm_expf, cg_vm_logf: within 2 ulp, twice the lanes) and the calls
+ * carry the context's fast-math flags (afn: LLVM may use
+ * approximations).  A CPU kernel is given its range [start, end) by the
+ * gang, so the GPU entries (thread indices, barriers, shared memory) are
+ * NULL.
  * Atomics are LLVM's atomicrmw / cmpxchg, sequentially consistent.
  */
 #include <stdio.h>
@@ -24,8 +30,6 @@ static const char *math_name(weft_op op, bool *intrinsic)
     *intrinsic = true;
     switch (op) {
     case WEFT_OP_SQRT: return "llvm.sqrt";
-    case WEFT_OP_EXP: return "llvm.exp";
-    case WEFT_OP_LOG: return "llvm.log";
     case WEFT_OP_SIN: return "llvm.sin";
     case WEFT_OP_COS: return "llvm.cos";
     case WEFT_OP_POW: return "llvm.pow";
@@ -56,6 +60,27 @@ static weft_status cpu_math(cg_fn *fn, weft_op op, LLVMValueRef *args,
     bool intrinsic;
     const char *name = math_name(op, &intrinsic);
     *out = NULL;
+    LLVMTypeRef elt = kind == LLVMVectorTypeKind ? LLVMGetElementType(ty) : ty;
+    LLVMTypeKind ek = LLVMGetTypeKind(elt);
+    if ((op == WEFT_OP_EXP || op == WEFT_OP_LOG) && n == 1 &&
+        (ek == LLVMFloatTypeKind || ek == LLVMDoubleTypeKind)) {
+        bool single = ek == LLVMFloatTypeKind;
+        if (single && cg_fast_math(fn)) {
+            *out = op == WEFT_OP_EXP ? cg_vm_expf(fn, args[0])
+                                     : cg_vm_logf(fn, args[0]);
+            return WEFT_OK;
+        }
+        LLVMTypeRef dty = LLVMDoubleTypeInContext(fn->llctx);
+        if (kind == LLVMVectorTypeKind) {
+            dty = LLVMVectorType(dty, LLVMGetVectorSize(ty));
+        }
+        LLVMValueRef w = single ? LLVMBuildFPExt(fn->b, args[0], dty, "")
+                                : args[0];
+        LLVMValueRef r = op == WEFT_OP_EXP ? cg_vm_exp(fn, w, single)
+                                           : cg_vm_log(fn, w, single);
+        *out = single ? LLVMBuildFPTrunc(fn->b, r, ty, "") : r;
+        return WEFT_OK;
+    }
     if (name && (kind == LLVMFloatTypeKind || kind == LLVMDoubleTypeKind)) {
         if (intrinsic) {
             *out = cg_intrinsic(fn, name, &ty, 1, args, n);
@@ -64,6 +89,10 @@ static weft_status cpu_math(cg_fn *fn, weft_op op, LLVMValueRef *args,
             snprintf(buf, sizeof buf, "%s%s", name,
                      kind == LLVMFloatTypeKind ? "f" : "");
             *out = cg_libcall(fn, buf, ty, args, n);
+        }
+        LLVMFastMathFlags f = cg_fast_flags(fn);
+        if (*out && f && LLVMCanValueUseFastMathFlags(*out)) {
+            LLVMSetFastMathFlags(*out, f);
         }
     }
     if (!*out) {
@@ -85,6 +114,19 @@ static weft_status cpu_math2(cg_fn *fn, weft_op op, LLVMValueRef x,
 {
     LLVMValueRef a[2] = {x, y};
     return cpu_math(fn, op, a, 2, out);
+}
+
+/* cg_target.vmath: exp and log over vectors are the same branch-free code
+ * as one lane's (vmath.c), so every lane gets math1's bits; the other
+ * functions decline (spmd.c calls them lane by lane). */
+static weft_status cpu_vmath(cg_fn *fn, weft_op op, LLVMValueRef x,
+                             LLVMValueRef y, LLVMValueRef *out)
+{
+    *out = NULL;
+    if (y || (op != WEFT_OP_EXP && op != WEFT_OP_LOG)) {
+        return WEFT_OK;
+    }
+    return cpu_math(fn, op, &x, 1, out);
 }
 
 static LLVMValueRef cpu_atomic_rmw(cg_fn *fn, LLVMAtomicRMWBinOp op,
@@ -134,6 +176,7 @@ const cg_target cg_target_cpu = {
     .name = "cpu",
     .math1 = cpu_math1,
     .math2 = cpu_math2,
+    .vmath = cpu_vmath,
     /* A CPU kernel works on the range its arguments give: no thread
      * indices, barriers or shared memory. */
     .thread_index = NULL,

@@ -42,6 +42,13 @@
  * sinh, atanh, pow, atan2 2; asinh, acosh 3 ulp at most.  Results may so
  * differ from the CPU's libm in the last bits; sqrt never does.
  *
+ * Fast math (WEFT_FLAG_FAST_MATH): f32 exp, log, sin, cos and sqrt become
+ * the hardware's approximate instructions (ex2.approx after a multiply by
+ * log2 e, lg2.approx, sin.approx, cos.approx, sqrt.approx), as CUDA's
+ * --use_fast_math makes them; after optimisation every f32 division that
+ * carries the arcp flag becomes div.approx.f32, and 1 / sqrt.approx(x)
+ * rsqrt.approx.f32 (approx_divisions).  Doubles keep libdevice.
+ *
  * Finishing.  cg_ptx_finish sets the module's triple and layout, marks the
  * kernels twice over (the PTX_Kernel calling convention and the
  * !nvvm.annotations "kernel" entry: LLVM 19 honours either), links
@@ -300,12 +307,53 @@ static const char *libdevice_name(weft_op op)
     }
 }
 
+/* A call of a non-overloaded NVVM intrinsic on float arguments. */
+static LLVMValueRef nvvm_f32(cg_fn *fn, const char *name, LLVMValueRef *args,
+                             int n)
+{
+    return cg_intrinsic(fn, name, NULL, 0, args, n);
+}
+
+/* Fast math, f32: the approximate instructions of the hardware, as CUDA's
+ * --use_fast_math gives them (ex2.approx, lg2.approx, sin.approx,
+ * cos.approx, sqrt.approx; the CUDA C Programming Guide states their
+ * errors: __expf 2 + 1.16 |1.16 x| ulp, __logf 2^-21.41 absolute in
+ * [0.5, 2], __sinf / __cosf 2^-21.41 absolute in [-pi, pi] and worse
+ * outside).  NULL for the other functions (libdevice as without fast
+ * math). */
+static LLVMValueRef ptx_fast_f32(cg_fn *fn, weft_op op, LLVMValueRef x)
+{
+    LLVMTypeRef f32 = LLVMFloatTypeInContext(fn->llctx);
+    LLVMValueRef a;
+    switch (op) {
+    case WEFT_OP_EXP:
+        a = LLVMBuildFMul(fn->b, x, LLVMConstReal(f32, 1.4426950408889634),
+                          "");
+        return nvvm_f32(fn, "llvm.nvvm.ex2.approx.f", &a, 1);
+    case WEFT_OP_LOG:
+        a = nvvm_f32(fn, "llvm.nvvm.lg2.approx.f", &x, 1);
+        return a ? LLVMBuildFMul(fn->b, a,
+                                 LLVMConstReal(f32, 0.6931471805599453), "")
+                 : NULL;
+    case WEFT_OP_SIN: return nvvm_f32(fn, "llvm.nvvm.sin.approx.f", &x, 1);
+    case WEFT_OP_COS: return nvvm_f32(fn, "llvm.nvvm.cos.approx.f", &x, 1);
+    case WEFT_OP_SQRT: return nvvm_f32(fn, "llvm.nvvm.sqrt.approx.f", &x, 1);
+    default: return NULL;
+    }
+}
+
 static weft_status ptx_math(cg_fn *fn, weft_op op, LLVMValueRef *args,
                             int n, LLVMValueRef *out)
 {
     LLVMTypeRef ty = LLVMTypeOf(args[0]);
     LLVMTypeKind kind = LLVMGetTypeKind(ty);
     *out = NULL;
+    if (n == 1 && kind == LLVMFloatTypeKind && cg_fast_math(fn)) {
+        *out = ptx_fast_f32(fn, op, args[0]);
+        if (*out) {
+            return WEFT_OK;
+        }
+    }
     if (kind == LLVMFloatTypeKind || kind == LLVMDoubleTypeKind) {
         const char *name = libdevice_name(op);
         if (op == WEFT_OP_SQRT && n == 1) {
@@ -727,6 +775,62 @@ static void dump_opt_ir(const char *prefix, LLVMModuleRef mod)
     }
 }
 
+/* Fast math: every f32 fdiv that may use a reciprocal (the arcp flag,
+ * which only WEFT_FLAG_FAST_MATH sets) becomes div.approx.f32, and
+ * 1 / sqrt.approx(x) becomes rsqrt.approx.f32.  LLVM 19's NVPTX picks the
+ * approximate division only for a target machine built with unsafe math,
+ * a setting the C API does not reach. */
+static void approx_divisions(LLVMModuleRef mod)
+{
+    LLVMContextRef c = LLVMGetModuleContext(mod);
+    LLVMTypeRef f32 = LLVMFloatTypeInContext(c);
+    unsigned div_id = LLVMLookupIntrinsicID("llvm.nvvm.div.approx.f", 22);
+    unsigned rsq_id = LLVMLookupIntrinsicID("llvm.nvvm.rsqrt.approx.f", 24);
+    unsigned sqrt_id = LLVMLookupIntrinsicID("llvm.nvvm.sqrt.approx.f", 23);
+    if (!div_id || !rsq_id || !sqrt_id) {
+        return;
+    }
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(c);
+    for (LLVMValueRef f = LLVMGetFirstFunction(mod); f;
+         f = LLVMGetNextFunction(f)) {
+        for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb;
+             bb = LLVMGetNextBasicBlock(bb)) {
+            LLVMValueRef in = LLVMGetFirstInstruction(bb);
+            while (in) {
+                LLVMValueRef next = LLVMGetNextInstruction(in);
+                if (LLVMGetInstructionOpcode(in) == LLVMFDiv &&
+                    LLVMTypeOf(in) == f32 &&
+                    (LLVMGetFastMathFlags(in) & LLVMFastMathAllowReciprocal)) {
+                    LLVMValueRef x = LLVMGetOperand(in, 0);
+                    LLVMValueRef y = LLVMGetOperand(in, 1);
+                    LLVMBool lossy = 0;
+                    LLVMValueRef callee =
+                        LLVMIsACallInst(y) ? LLVMGetCalledValue(y) : NULL;
+                    bool rsqrt = LLVMIsAConstantFP(x) &&
+                                 LLVMConstRealGetDouble(x, &lossy) == 1.0 &&
+                                 callee && LLVMIsAFunction(callee) &&
+                                 LLVMGetIntrinsicID(callee) == sqrt_id;
+                    unsigned id = rsqrt ? rsq_id : div_id;
+                    LLVMValueRef decl =
+                        LLVMGetIntrinsicDeclaration(mod, id, NULL, 0);
+                    LLVMTypeRef fty = LLVMIntrinsicGetType(c, id, NULL, 0);
+                    LLVMValueRef args[2] = {x, y};
+                    if (rsqrt) {
+                        args[0] = LLVMGetOperand(y, 0);
+                    }
+                    LLVMPositionBuilderBefore(b, in);
+                    LLVMValueRef r = LLVMBuildCall2(b, fty, decl, args,
+                                                    rsqrt ? 1 : 2, "");
+                    LLVMReplaceAllUsesWith(in, r);
+                    LLVMInstructionEraseFromParent(in);
+                }
+                in = next;
+            }
+        }
+    }
+    LLVMDisposeBuilder(b);
+}
+
 /* The steps of cg_ptx_finish after the diagnostic handler is in place. */
 static weft_status finish(LLVMModuleRef mod, LLVMTargetMachineRef tm,
                           const char *const *kernels, int nkernels,
@@ -755,6 +859,7 @@ static weft_status finish(LLVMModuleRef mod, LLVMTargetMachineRef tm,
     if (s != WEFT_OK) {
         return s;
     }
+    approx_divisions(mod);
     if (dump_prefix) {
         dump_opt_ir(dump_prefix, mod);
     }

@@ -181,6 +181,15 @@ typedef struct weft_config {
                                     element at a time, not over vector
                                     lanes (for comparisons and debugging;
                                     $WEFT_SPMD=0) */
+/* Fast math ($WEFT_FAST_MATH=1 sets it, =0 clears it): floating-point
+ * operations in kernels may be reassociated, contracted into fused
+ * multiply-adds, and computed with approximate functions and reciprocals,
+ * and the sign of zero may be ignored; NaN and infinity are still
+ * honoured.  Results may differ from the default (strict IEEE, the
+ * interpreter's) in the last bits, or more where a sum is reordered.
+ * The reference interpreter ignores the flag.  Part of every kernel's
+ * cache key. */
+#define WEFT_FLAG_FAST_MATH 8u
 
 /* The default configuration: the CPU backend on all cores (the reference
  * interpreter in a build without LLVM), the default cache directory, no

@@ -4,7 +4,8 @@
  * A context holds the configuration, the chosen backend (a table of
  * functions, lib/fe.h fe_backend) and the interned tuple types.  The
  * environment (WEFT_BACKEND, WEFT_THREADS, WEFT_CHECK, WEFT_TIMEOUT_MS,
- * ...) overrides the configuration unless WEFT_FLAG_NO_ENV is set.
+ * WEFT_FAST_MATH, ...) overrides the configuration unless WEFT_FLAG_NO_ENV
+ * is set.
  */
 #include <ctype.h>
 #include <math.h>
@@ -153,6 +154,18 @@ weft_status weft_context_create(const weft_config *cfg, weft_context **out)
         const char *spmd = getenv("WEFT_SPMD");
         if (spmd && strcmp(spmd, "0") == 0) {
             c.flags |= WEFT_FLAG_NO_SPMD;
+        }
+        const char *fast = getenv("WEFT_FAST_MATH");
+        if (fast && *fast) {
+            if (strcmp(fast, "1") == 0) {
+                c.flags |= WEFT_FLAG_FAST_MATH;
+            } else if (strcmp(fast, "0") == 0) {
+                c.flags &= ~WEFT_FLAG_FAST_MATH;
+            } else {
+                return fe_error(WEFT_ERR_INVALID_ARGUMENT,
+                                "weft_context_create: WEFT_FAST_MATH=\"%.32s\" "
+                                "is neither 0 nor 1", fast);
+            }
         }
         const char *th = getenv("WEFT_THREADS");
         if (th && *th) {

@@ -8,7 +8,9 @@
  * becomes a kernel (skeletons-ir/): its layout is prepared, its cache key
  * computed from a canonical description, and its entry points fetched from
  * the JIT, which builds the module only when neither memory nor disk has
- * it.
+ * it.  Of a kernel with two variants (sk_kernel.general) only the
+ * equal-shapes one is compiled then; the general one when a run first
+ * needs it (cpu_general).
  *
  * weft_run: the interpreter's walker evaluates the core (lets, acond,
  * awhile, tuples, the scalar terms the host computes), and hands each
@@ -92,12 +94,11 @@ typedef struct build {
     weft_context *ctx;
     const fe_core *core;
     sk_kernel *k;
+    bool uniform;             /* which variant */
     const char *const *names;
     int spmd_bits;            /* sk_emit.spmd_bits */
 } build;
 
-/* SPMD element functions: the JIT's vector width unless the
- * configuration says no. */
 /* The SPMD width, 0 for none: WEFT_FLAG_NO_SPMD, and checked mode, whose
  * per-element reports (cg_check) only the scalar emission makes. */
 static int spmd_bits_of(const weft_context *ctx, const cpu_jit *j)
@@ -125,7 +126,7 @@ static weft_status build_module(void *user, LLVMContextRef llctx,
         .target = &sk_target_cpu,
         .spmd_bits = b->spmd_bits,
     };
-    weft_status s = sk_emit_kernel(&e, b->names);
+    weft_status s = sk_emit_variant(&e, b->uniform, b->names);
     fe_arena_release(&scratch);
     if (s) {
         LLVMDisposeModule(mod);
@@ -140,32 +141,84 @@ static void key_add(void *user, const void *p, size_t n)
     cpu_key_add(user, p, n);
 }
 
-/* rt_get_fn: the kernel's entry points from the JIT. */
+/* One variant of kernel k from the JIT (key: that variant's key) into
+ * addrs[0 .. k->nentry - 1]. */
+static weft_status get_variant(weft_executable *exe, sk_kernel *k,
+                               bool uniform, const uint8_t key[32],
+                               void **addrs)
+{
+    cpu_state *st = state_of(exe->ctx);
+    char names[SK_MAX_ENTRY][CPU_SYMBOL_MAX];
+    const char *np[SK_MAX_ENTRY];
+    int nsym = k->nentry;
+    if (2 * nsym > SK_MAX_ENTRY) {
+        return fe_error(WEFT_ERR_INTERNAL,
+                        "weft_compile: too many entry points");
+    }
+    for (int i = 0; i < nsym; i++) {
+        cpu_jit_symbol(key, i, names[i]);
+        np[i] = names[i];
+    }
+    build b = {.ctx = exe->ctx, .core = &exe->core, .k = k,
+               .uniform = uniform, .names = np,
+               .spmd_bits = spmd_bits_of(exe->ctx, st->jit)};
+    return cpu_jit_get(st->jit, key, build_module, &b, np, nsym, addrs);
+}
+
+/* The key of the general variant: the kernel's key (which names the
+ * equal-shapes variant) hashed again with a tag. */
+static void general_key(const sk_kernel *k, uint8_t key[32])
+{
+    cpu_key h;
+    llvm_blake3_hasher_init(&h.h);
+    cpu_key_add_str(&h, "general variant");
+    cpu_key_add(&h, k->key, 32);
+    cpu_key_finish(&h, key);
+}
+
+/* rt_get_fn: the kernel's entry points from the JIT.  A kernel with two
+ * variants (a fused zipWith) gets only its equal-shapes variant here; the
+ * general one, for operands of different shapes, is compiled by the first
+ * run that needs it (cpu_general), so the common case compiles half as
+ * much. */
 static weft_status get_kernel(void *user, weft_executable *exe, sk_kernel *k)
 {
     (void)user;
-    weft_context *ctx = exe->ctx;
-    cpu_state *st = state_of(ctx);
+    cpu_state *st = state_of(exe->ctx);
     cpu_key key;
     cpu_key_begin(st->jit, &key);
-    int spmd_bits = spmd_bits_of(ctx, st->jit);
+    int spmd_bits = spmd_bits_of(exe->ctx, st->jit);
     cpu_key_add_str(&key, "spmd 1"); /* the SPMD code generator's version */
     cpu_key_add_i64(&key, spmd_bits);
     sk_describe(&exe->core, k, key_add, &key);
     cpu_key_finish(&key, k->key);
-    char names[SK_MAX_ENTRY][CPU_SYMBOL_MAX];
-    const char *np[SK_MAX_ENTRY];
-    int nsym = k->nentry * (k->general ? 2 : 1);
-    if (nsym > SK_MAX_ENTRY) {
-        return fe_error(WEFT_ERR_INTERNAL, "weft_compile: too many entry points");
+    for (int i = k->nentry; i < SK_MAX_ENTRY; i++) {
+        k->entry[i] = NULL;
     }
-    for (int i = 0; i < nsym; i++) {
-        cpu_jit_symbol(k->key, i, names[i]);
-        np[i] = names[i];
+    return get_variant(exe, k, true, k->key, k->entry);
+}
+
+/* rt_ops.general: the general variant of the job's kernel, compiled (or
+ * loaded) at its first use.  Several runs may ask at once: the JIT makes
+ * the latecomers wait for the first, and every one stores the same
+ * addresses (atomically: runs on other threads read them). */
+static weft_status cpu_general(rt_job *j)
+{
+    sk_kernel *k = j->k;
+    if (__atomic_load_n(&k->entry[2 * k->nentry - 1], __ATOMIC_ACQUIRE)) {
+        return WEFT_OK;
     }
-    build b = {.ctx = ctx, .core = &exe->core, .k = k, .names = np,
-               .spmd_bits = spmd_bits};
-    return cpu_jit_get(st->jit, k->key, build_module, &b, np, nsym, k->entry);
+    uint8_t key[32];
+    general_key(k, key);
+    void *addrs[SK_MAX_ENTRY];
+    weft_status s = get_variant(j->be_job, k, false, key, addrs);
+    if (s != WEFT_OK) {
+        return s;
+    }
+    for (int i = 0; i < k->nentry; i++) {
+        __atomic_store_n(&k->entry[k->nentry + i], addrs[i], __ATOMIC_RELEASE);
+    }
+    return WEFT_OK;
 }
 
 static weft_status cpu_compile(weft_executable *exe)
@@ -212,7 +265,10 @@ static weft_status rt_run(rt_job *j, int n, const rt_phase *ph)
 {
     cpu_phase p[CPU_GANG_MAX_PHASES];
     for (int i = 0; i < n && i < CPU_GANG_MAX_PHASES; i++) {
-        p[i] = (cpu_phase){.kernel = (cpu_kernel_fn)j->k->entry[ph[i].entry],
+        /* atomic: cpu_general may be storing the general variant's
+         * entries (the same values) from another run */
+        void *e = __atomic_load_n(&j->k->entry[ph[i].entry], __ATOMIC_ACQUIRE);
+        p[i] = (cpu_phase){.kernel = (cpu_kernel_fn)e,
                            .args = j->w, .n = ph[i].n, .grain = ph[i].grain,
                            .cancel = j->cancel};
     }
@@ -245,6 +301,7 @@ static const rt_ops cpu_rt_ops = {
     .run = rt_run,
     .copy = rt_copy,
     .read_error = rt_read_error,
+    .general = cpu_general,
 };
 
 static weft_status hook(void *user, fe_ix *ix, const fe_term *t,
@@ -263,7 +320,7 @@ static weft_status hook(void *user, fe_ix *ix, const fe_term *t,
     fe_cancel *c = fe_ix_cancel(ix);
     rt_backend rb = {.ops = &cpu_rt_ops, .be = g,
                      .workers = cpu_gang_size(g), .grain = CPU_GRAIN,
-                     .chunk_min = CPU_GRAIN,
+                     .chunk_min = CPU_GRAIN, .be_job = exe,
                      .cancel_word = (uint64_t)(uintptr_t)(c ? c : &never)};
     return rt_exec(exe->ctx, &rb, ix, k, out);
 }

@@ -6,8 +6,9 @@
  * (cpu_jit_get) for a key goes
  *
  *     memory table -> disk cache (runtime/disk.c) -> build the module, optimise
- *     (LLVMRunPasses "default<O3>" with the loop and SLP vectorisers), emit
- *     an ELF object in memory, write it to the disk cache
+ *     (LLVMRunPasses with CG_CPU_PIPELINE, codegen/cg.h: a function
+ *     pipeline with the loop and SLP vectorisers), emit an ELF object in
+ *     memory, write it to the disk cache
  *
  * and in both of the last two cases the object is handed to the LLJIT with
  * LLVMOrcLLJITAddObjectFile, so a fresh kernel and a cached one take the
@@ -432,6 +433,8 @@ void cpu_key_begin(const cpu_jit *j, cpu_key *k)
     cpu_key_add_str(k, j->cpu);
     cpu_key_add_str(k, j->features);
     cpu_key_add_i64(k, j->prefer_vector_width);
+    /* fast math changes the code of every kernel with floating operations */
+    cpu_key_add_i64(k, j->ctx && (j->ctx->cfg.flags & WEFT_FLAG_FAST_MATH));
 }
 
 void cpu_key_add(cpu_key *k, const void *p, size_t n)
@@ -758,7 +761,7 @@ static weft_status compile_module(cpu_jit *j, LLVMModuleRef m,
     LLVMPassBuilderOptionsSetSLPVectorization(po, 1);
     LLVMPassBuilderOptionsSetLoopInterleaving(po, 1);
     LLVMPassBuilderOptionsSetLoopUnrolling(po, 1);
-    LLVMErrorRef e = LLVMRunPasses(m, "default<O3>", tm, po);
+    LLVMErrorRef e = LLVMRunPasses(m, CG_CPU_PIPELINE, tm, po);
     if (e) {
         s = llvm_error(e, "optimisation failed");
         goto out;

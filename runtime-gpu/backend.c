@@ -193,15 +193,17 @@ static void key_add(void *user, const void *p, size_t n)
     llvm_blake3_hasher_update(user, p, n);
 }
 
-/* The key of kernel k for this context's SM. */
-static void kernel_key(const ptx_state *st, const fe_core *core, sk_kernel *k)
+/* The key of kernel k for this context's SM and fast-math setting. */
+static void kernel_key(const ptx_state *st, const weft_context *ctx,
+                       const fe_core *core, sk_kernel *k)
 {
     llvm_blake3_hasher h;
     llvm_blake3_hasher_init(&h);
     static const char tag[] = "weft-ptx";
     llvm_blake3_hasher_update(&h, tag, sizeof tag);
-    int64_t words[3] = {st->sm, LLVM_VERSION_MAJOR * 100 + LLVM_VERSION_MINOR,
-                        RT_ABI_VERSION};
+    int64_t words[4] = {st->sm, LLVM_VERSION_MAJOR * 100 + LLVM_VERSION_MINOR,
+                        RT_ABI_VERSION,
+                        (ctx->cfg.flags & WEFT_FLAG_FAST_MATH) != 0};
     llvm_blake3_hasher_update(&h, words, sizeof words);
     sk_describe(core, k, key_add, &h);
     llvm_blake3_hasher_finalize(&h, k->key, 32);
@@ -285,7 +287,7 @@ static weft_status load_kernel(ptx_state *st, sk_kernel *k, const void *img,
 static weft_status get_kernel(void *user, weft_executable *exe, sk_kernel *k)
 {
     ptx_state *st = user;
-    kernel_key(st, &exe->core, k);
+    kernel_key(st, exe->ctx, &exe->core, k);
     int nfn = k->nentry * (k->general ? 2 : 1);
     if (nfn > SK_MAX_ENTRY) {
         return fe_error(WEFT_ERR_INTERNAL, "weft_compile: too many entry points");

@@ -5,8 +5,8 @@
  *
  * One file per kernel, named by its key: <dir>/<64 hex digits><ext>.  The
  * key already covers the kernel, the target (triple, CPU, features, or the
- * SM), the LLVM version and RT_ABI_VERSION, so an entry is valid wherever
- * its name matches.  A file is
+ * SM), the LLVM version, RT_ABI_VERSION and WEFT_FLAG_FAST_MATH, so an
+ * entry is valid wherever its name matches.  A file is
  *
  *     magic "WEFTOBJ1" | u32 ABI version | u32 header bytes | key[32] |
  *     u64 payload bytes | blake3(payload)[32] | payload (an ELF object)

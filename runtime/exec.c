@@ -641,6 +641,9 @@ weft_status rt_exec(weft_context *ctx, const rt_backend *rb, fe_ix *ix,
     if (s == WEFT_OK) {
         s = uniformity(&j);
     }
+    if (s == WEFT_OK && j.variant == 1 && j.ops->general) {
+        s = j.ops->general(&j);
+    }
     if (s == WEFT_OK) {
         s = rt_job_aux(&j, SK_ERR_AUX, WEFT_I64, 1, false);
     }

@@ -27,7 +27,7 @@
 /* Bumped whenever the kernel ABI, the argument block layout or anything
  * else that makes an old cached kernel wrong changes; it is mixed into
  * every kernel key, so old disk entries are simply never found again. */
-#define RT_ABI_VERSION 8
+#define RT_ABI_VERSION 9 /* 9: fast math, checked mode, cancel words */
 
 /* ===== disk.c: the disk cache of compiled kernels ===== */
 
@@ -100,6 +100,11 @@ typedef struct rt_ops {
     weft_status (*read_error)(rt_job *j, int64_t *word);
     /* The job is over (success or not): release what addr held. */
     void (*done)(rt_job *j);
+    /* Optional: make sure the general variant of j->k (entries
+     * [nentry, 2 nentry)) is there before a job runs it, for a backend
+     * that compiles it only when first needed (the CPU); NULL where
+     * compilation filled every entry. */
+    weft_status (*general)(rt_job *j);
 } rt_ops;
 
 #define RT_MAX_LEAVES 64

@@ -14,9 +14,11 @@
  *          partials left to right.
  *
  * The seed enters once per result, on the left, as Accelerate says.  The
- * combine function is applied with the reassoc fast-math flag: the user
- * declared it associative, and that lets LLVM vectorise the inner loop of
- * a floating-point sum.  Aux items: 0 the partials (rank 1, the element
+ * combine function is applied with the reassoc fast-math flag over the
+ * elements of a row (entries 0 and 1): the user declared it associative,
+ * and that lets LLVM vectorise the inner loop of a floating-point sum.
+ * Entry 2 combines a row's few partials in order, without the flag: a
+ * vector loop there would cost compile time and gain nothing.  Aux items: 0 the partials (rank 1, the element
  * type), 1 the number of chunks per row C (i64).
  */
 #include "sk.h"
@@ -109,7 +111,9 @@ static weft_status fold_range(sk_fn *f, const cg_mut *acc,
                 : cg_array_load(fn, part, j, &args[1]);
     }
     if (s == WEFT_OK) {
-        fn->fmf = LLVMFastMathAllowReassoc;
+        /* reassoc lets LLVM vectorise a sum over a row; the few partials
+         * of a row (entry 2) are combined in order, in scalar code */
+        fn->fmf = src ? LLVMFastMathAllowReassoc : 0;
         s = cg_apply(fn, comb, args, &y);
         fn->fmf = 0;
     }

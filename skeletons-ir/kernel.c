@@ -777,6 +777,13 @@ weft_status sk_from_linear(sk_fn *f, int rank, LLVMValueRef const *extent,
     return s;
 }
 
+weft_status sk_emit_variant(sk_emit *e, bool uniform,
+                            const char *const *names)
+{
+    e->uniform = uniform;
+    return e->k->skel->emit(e, names);
+}
+
 weft_status sk_emit_kernel(sk_emit *e, const char *const *names)
 {
     e->uniform = true;

@@ -248,6 +248,12 @@ bool sk_zipwith_general(const fe_term *t);
 
 /* Emit every entry point of k into e->mod, named names[i]. */
 weft_status sk_emit_kernel(sk_emit *e, const char *const *names);
+/* Emit the entry points of one variant of k (uniform: the equal-shapes
+ * one, the only one unless k->general) into e->mod, named names[0 ..
+ * k->nentry - 1], so that a backend may compile the general variant only
+ * when a run needs it. */
+weft_status sk_emit_variant(sk_emit *e, bool uniform,
+                            const char *const *names);
 
 /* Begin entry point `name`: a cg_fn whose environment has every free
  * variable bound from the argument block, fn->array_of answering

@@ -22,6 +22,10 @@
  * Memory.  Compiling the same program twice in one context compiles once:
  * the second compilation finds every kernel in memory (kernels_reused).
  *
+ * Fast math.  WEFT_FLAG_FAST_MATH (or $WEFT_FAST_MATH=1) is part of every
+ * key: a fast context compiles what a default one cached, and loads what
+ * a fast one cached.
+ *
  * The directory is removed at the end of each test.
  */
 #include <dirent.h>
@@ -57,18 +61,23 @@ static void build(weft_program *p, weft_acc **res)
     res[2] = weft_map(f, v);
 }
 
-static weft_context *open_cpu(const char *cache_dir)
+static weft_context *open_cpu_flags(const char *cache_dir, unsigned flags)
 {
     weft_config cfg = weft_config_default();
     cfg.backend = WEFT_BACKEND_CPU;
     cfg.threads = 2;
-    cfg.flags = WEFT_FLAG_NO_ENV;
+    cfg.flags = flags;
     cfg.cache_dir = cache_dir;
     weft_context *ctx = NULL;
     if (weft_context_create(&cfg, &ctx) != WEFT_OK) {
         return NULL;
     }
     return ctx;
+}
+
+static weft_context *open_cpu(const char *cache_dir)
+{
+    return open_cpu_flags(cache_dir, WEFT_FLAG_NO_ENV);
 }
 
 /* Run the program once in ctx and check its results; returns a message or
@@ -363,6 +372,58 @@ START_TEST(memory_cache_compiles_once)
 }
 END_TEST
 
+/* Fast math is part of every kernel's key: a context with
+ * WEFT_FLAG_FAST_MATH finds nothing that a default one wrote to the disk
+ * cache, and $WEFT_FAST_MATH (1 sets the flag, 0 clears it) selects the
+ * entries accordingly; other values are refused. */
+static void run_counting(const char *dir, unsigned flags, weft_stats *st)
+{
+    weft_context *ctx = open_cpu_flags(dir, flags);
+    ck_assert_msg(ctx != NULL, "%s", weft_last_error());
+    const char *err = run_and_check(ctx);
+    ck_assert_msg(err == NULL, "%s", err);
+    TU_OK(weft_context_stats(ctx, st));
+    weft_context_free(ctx);
+}
+
+START_TEST(fast_math_keys)
+{
+    char dir[] = "/tmp/weft-cache-test-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    weft_stats a, b, c, d;
+    run_counting(dir, WEFT_FLAG_NO_ENV, &a);
+    ck_assert_uint_gt(a.kernels_compiled, 0);
+    run_counting(dir, WEFT_FLAG_NO_ENV | WEFT_FLAG_FAST_MATH, &b);
+    ck_assert_uint_eq(b.kernels_compiled, a.kernels_compiled);
+    ck_assert_uint_eq(b.kernels_loaded, 0);
+    char *old = getenv("WEFT_FAST_MATH") ? strdup(getenv("WEFT_FAST_MATH"))
+                                         : NULL;
+    setenv("WEFT_FAST_MATH", "1", 1);
+    run_counting(dir, 0, &c);
+    ck_assert_uint_eq(c.kernels_compiled, 0);
+    ck_assert_uint_eq(c.kernels_loaded, a.kernels_compiled);
+    setenv("WEFT_FAST_MATH", "0", 1);
+    run_counting(dir, WEFT_FLAG_FAST_MATH, &d);
+    ck_assert_uint_eq(d.kernels_compiled, 0);
+    ck_assert_uint_eq(d.kernels_loaded, a.kernels_compiled);
+    setenv("WEFT_FAST_MATH", "yes", 1);
+    weft_config cfg = weft_config_default();
+    cfg.backend = WEFT_BACKEND_CPU;
+    weft_context *ctx = NULL;
+    TU_STATUS(WEFT_ERR_INVALID_ARGUMENT, weft_context_create(&cfg, &ctx));
+    ck_assert_ptr_null(ctx);
+    ck_assert_msg(strstr(weft_last_error(), "WEFT_FAST_MATH") != NULL, "%s",
+                  weft_last_error());
+    if (old) {
+        setenv("WEFT_FAST_MATH", old, 1);
+        free(old);
+    } else {
+        unsetenv("WEFT_FAST_MATH");
+    }
+    remove_dir(dir);
+}
+END_TEST
+
 static Suite *cache_suite(void)
 {
     Suite *s = suite_create("cpu_cache");
@@ -371,6 +432,7 @@ static Suite *cache_suite(void)
     tcase_add_test(t, second_process_compiles_nothing);
     tcase_add_test(t, one_damaged_entry);
     tcase_add_test(t, memory_cache_compiles_once);
+    tcase_add_test(t, fast_math_keys);
     suite_add_tcase(s, t);
     return s;
 }

@@ -584,6 +584,56 @@ START_TEST(math)
 }
 END_TEST
 
+/* Fast math: a context with WEFT_FLAG_FAST_MATH gets the approximate
+ * instructions for f32 exp, log, sqrt, division and 1 / sqrt. */
+START_TEST(fast_math)
+{
+    kmod k;
+    km_open(&k);
+    weft_context_free(k.ctx);
+    weft_config cfg = weft_config_default();
+    cfg.backend = WEFT_BACKEND_INTERP;
+    cfg.flags |= WEFT_FLAG_NO_ENV | WEFT_FLAG_FAST_MATH;
+    ck_assert_msg(weft_context_create(&cfg, &k.ctx) == WEFT_OK, "%s",
+                  weft_last_error());
+    cg_fn fn;
+    km_begin(&k, &fn, "k_fast", 2);
+    gs_loop l;
+    LLVMValueRef i = gs_begin(&fn, &l, LLVMGetParam(fn.fn, 2));
+    LLVMValueRef x = cg_load(&fn, WEFT_F32, LLVMGetParam(fn.fn, 0), i);
+    LLVMValueRef e, g, r, q, inv, sum;
+    ck_assert(fn.target->math1(&fn, WEFT_OP_EXP, x, &e) == WEFT_OK);
+    ck_assert(fn.target->math1(&fn, WEFT_OP_LOG, x, &g) == WEFT_OK);
+    ck_assert(fn.target->math1(&fn, WEFT_OP_SQRT, x, &r) == WEFT_OK);
+    LLVMValueRef a[2] = {e, x};
+    ck_assert(cg_prim(&fn, WEFT_OP_FDIV, WEFT_F32, WEFT_F32, WEFT_F32, a,
+                      &q) == WEFT_OK);
+    a[0] = LLVMConstReal(LLVMFloatTypeInContext(k.c), 1.0);
+    a[1] = r;
+    ck_assert(cg_prim(&fn, WEFT_OP_FDIV, WEFT_F32, WEFT_F32, WEFT_F32, a,
+                      &inv) == WEFT_OK);
+    a[0] = q;
+    a[1] = inv;
+    ck_assert(cg_prim(&fn, WEFT_OP_ADD, WEFT_F32, WEFT_F32, WEFT_F32, a,
+                      &sum) == WEFT_OK);
+    cg_store(&fn, WEFT_F32, LLVMGetParam(fn.fn, 1), i,
+             LLVMBuildFAdd(fn.b, sum, g, ""));
+    gs_end(&fn, &l);
+    km_end(&fn);
+    const char *names[] = {"k_fast"};
+    char *ptx = km_ptx(&k, 90, names, 1, NULL);
+    ASSERT_HAS(ptx, "ex2.approx");
+    ASSERT_HAS(ptx, "lg2.approx");
+    ASSERT_HAS(ptx, "div.approx.f32");
+    ASSERT_HAS(ptx, "rsqrt.approx.f32");
+    ASSERT_LACKS(ptx, "div.rn.f32");
+    ASSERT_LACKS(ptx, "__nv_");
+    assert_assembles(ptx, "k_fast");
+    free(ptx);
+    km_close(&k);
+}
+END_TEST
+
 START_TEST(all_math)
 {
     if (!have_libdevice()) {
@@ -765,6 +815,7 @@ int main(void)
     tcase_add_test(tc, machines);
     tcase_add_test(tc, math);
     tcase_add_test(tc, all_math);
+    tcase_add_test(tc, fast_math);
     tcase_add_test(tc, atomics);
     tcase_add_test(tc, block_sum);
     tcase_add_test(tc, vote);

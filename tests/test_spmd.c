@@ -101,6 +101,21 @@ static void fill(weft_type t, void *d, int64_t n, double lo, double hi)
     }
 }
 
+/* An i32 output leaf holding the bits of a float that exp or log gave, or
+ * -1: weft's exp and log (codegen/vmath.c) are within 1 ulp of the C
+ * library's, which the interpreter calls, not bit for bit, so such a leaf
+ * may differ by one unit in its last place (bit patterns of one sign are
+ * ordered like the floats). */
+static int g_ulp_leaf = -1;
+
+static bool within_ulp(const void *a, const void *b)
+{
+    int32_t x, y;
+    memcpy(&x, a, 4);
+    memcpy(&y, b, 4);
+    return (x < 0) == (y < 0) && (x > y ? x - y : y - x) <= 1;
+}
+
 static bool same(weft_type t, const unsigned char *a, const unsigned char *b)
 {
     size_t w = weft_type_size(t);
@@ -186,7 +201,9 @@ static void diff(const char *name, build_fn f, int variant, int nin,
                 const unsigned char *pw = weft_array_data(want, l);
                 const unsigned char *pg = weft_array_data(got, l);
                 for (int64_t i = 0; i < n; i++) {
-                    if (!same(lt, pw + (size_t)i * w, pg + (size_t)i * w)) {
+                    if (!same(lt, pw + (size_t)i * w, pg + (size_t)i * w) &&
+                        !(l == g_ulp_leaf && lt == WEFT_I32 &&
+                          within_ulp(pw + (size_t)i * w, pg + (size_t)i * w))) {
                         ck_abort_msg("%s variant %d run %d: output %d leaf %d "
                                      "element %lld of %lld: cpu %.17g, "
                                      "interp %.17g",
@@ -684,6 +701,7 @@ END_TEST
 
 START_TEST(partial)
 {
+    g_ulp_leaf = 2; /* c[2]: bits of a float that log or exp computed */
     static const shapes runs[] = {
         {.rank = {1, 0}, .sh = {{0}}},    {.rank = {1, 0}, .sh = {{1}}},
         {.rank = {1, 0}, .sh = {{2}}},    {.rank = {1, 0}, .sh = {{15}}},
@@ -698,6 +716,7 @@ START_TEST(partial)
     in_spec small[2] = {{WEFT_I32, 0, 100}, {WEFT_I32, -40, 40}};
     diff("partial", build_partial, 0, 2, all, 8, runs);
     diff("partial", build_partial, 1, 2, small, 8, runs);
+    g_ulp_leaf = -1;
     diff("partial", build_partial, 2, 2, all, 3, runs2);
 }
 END_TEST

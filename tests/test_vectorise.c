@@ -3,7 +3,9 @@
  * x86 CPUs, whatever the host.
  *
  * For each of map (x * 2 + 1), zipWith (+) and fold (+) (along the rows of
- * a matrix, and over everything), on f32 and on i32, the test makes a CPU
+ * a matrix, and over everything), on f32 and on i32, and for map exp (f32,
+ * f64) and the call price of Black-Scholes (zipWith3 with log, sqrt, exp,
+ * division and conditionals; f32), the test makes a CPU
  * context with weft_config.target_cpu set (compile only: weft_run says
  * WEFT_ERR_BACKEND_UNAVAILABLE) and dump = "asm,vec" into a fresh
  * temporary directory, compiles the program, and reads what the JIT wrote
@@ -18,7 +20,9 @@
  *   both                   the .vec.txt report says "vectorised" for some
  *                          function of the kernel (map and zipWith: by the
  *                          loop vectoriser, or emitted over vector lanes,
- *                          "SPMD-vectorised", by skeletons-ir/spmd.c).
+ *                          "SPMD-vectorised", by skeletons-ir/spmd.c); the exp and
+ *                          Black-Scholes kernels call no function (exp
+ *                          and log are vector code, codegen/vmath.c).
  *
  * Compiling for a named CPU needs only LLVM's X86 target, not such a CPU,
  * so the test runs on any x86-64 host (with or without AVX-512); on other
@@ -29,9 +33,50 @@
 
 #include "tu.h"
 
-typedef enum kind { K_MAP, K_ZIP, K_FOLD, K_FOLD_ALL } kind;
-static const char *const kind_names[] = {"map", "zipwith", "fold",
-                                         "fold_all"};
+typedef enum kind { K_MAP, K_ZIP, K_FOLD, K_FOLD_ALL, K_EXP, K_BS } kind;
+static const char *const kind_names[] = {
+    "map", "zipwith", "fold", "fold_all", "map exp", "Black-Scholes"};
+
+/* N(d), the cumulative normal distribution, as examples/blackscholes.c
+ * writes it (f32): a rational approximation with exp and a conditional. */
+static weft_exp *cnd(weft_program *p, weft_exp *d)
+{
+    static const double coeff[5] = {0.31938153, -0.356563782, 1.781477937,
+                                    -1.821255978, 1.330274429};
+    weft_exp *k =
+        weft_fdiv(weft_f32(p, 1),
+                  weft_add(weft_f32(p, 1),
+                           weft_mul(weft_f32(p, 0.2316419f), weft_abs(d))));
+    weft_exp *poly = weft_f32(p, (float)coeff[4]);
+    for (int i = 3; i >= 0; i--) {
+        poly = weft_add(weft_f32(p, (float)coeff[i]), weft_mul(k, poly));
+    }
+    weft_exp *c = weft_mul(
+        weft_mul(weft_f32(p, 0.39894228f),
+                 weft_fexp(weft_mul(weft_f32(p, -0.5f), weft_mul(d, d)))),
+        weft_mul(k, poly));
+    return weft_cond(weft_gt(d, weft_f32(p, 0)), weft_sub(weft_f32(p, 1), c),
+                     c);
+}
+
+/* The call price of Black-Scholes (s, x, t): log, sqrt, exp, division and
+ * conditionals, f32. */
+static weft_acc *black_scholes(weft_program *p, weft_acc *ss, weft_acc *xs,
+                               weft_acc *ts)
+{
+    weft_fun *f = weft_fun3(p, WEFT_F32, WEFT_F32, WEFT_F32);
+    weft_exp *s = weft_arg(f, 0), *x = weft_arg(f, 1), *t = weft_arg(f, 2);
+    weft_exp *r = weft_f32(p, 0.02f), *v = weft_f32(p, 0.30f);
+    weft_exp *v_sqrtt = weft_mul(v, weft_sqrt(t));
+    weft_exp *drift = weft_add(r, weft_mul(weft_f32(p, 0.5f), weft_mul(v, v)));
+    weft_exp *d1 = weft_fdiv(
+        weft_add(weft_log(weft_fdiv(s, x)), weft_mul(drift, t)), v_sqrtt);
+    weft_exp *d2 = weft_sub(d1, v_sqrtt);
+    weft_exp *x_exprt = weft_mul(x, weft_fexp(weft_mul(weft_neg(r), t)));
+    weft_fun_return(f, weft_sub(weft_mul(s, cnd(p, d1)),
+                                weft_mul(x_exprt, cnd(p, d2))));
+    return weft_zipwith3(f, ss, xs, ts);
+}
 
 /* Read the whole file at path into a malloc'd string. */
 static char *slurp(const char *path)
@@ -150,6 +195,12 @@ static void check_kernel(const char *cpu, kind k, weft_type t)
     case K_FOLD_ALL:
         r = weft_fold_all(add, zero, a);
         break;
+    case K_EXP:
+        r = weft_map(tu_fun_op1(p, WEFT_OP_EXP, t), a);
+        break;
+    case K_BS:
+        r = black_scholes(p, a, b, weft_param(p, t, 1));
+        break;
     }
     TU_PROGRAM_OK(p);
     weft_executable *exe = NULL;
@@ -157,19 +208,22 @@ static void check_kernel(const char *cpu, kind k, weft_type t)
 
     /* compile only: running is refused with the named status */
     int64_t sh2[2] = {4, 4};
-    weft_array *in[2] = {NULL, NULL}, *out[1] = {NULL};
+    weft_array *in[3] = {NULL, NULL, NULL}, *out[1] = {NULL};
     TU_OK(weft_array_create(ctx, t, k == K_FOLD ? 2 : 1, sh2, &in[0]));
     TU_OK(weft_array_create(ctx, t, 1, sh2, &in[1]));
-    TU_STATUS(WEFT_ERR_BACKEND_UNAVAILABLE, weft_run(exe, in, 2, out, 1));
+    TU_OK(weft_array_create(ctx, t, 1, sh2, &in[2]));
+    TU_STATUS(WEFT_ERR_BACKEND_UNAVAILABLE,
+              weft_run(exe, in, k == K_BS ? 3 : 2, out, 1));
     ck_assert_ptr_null(out[0]);
-    weft_array_release(in[0]);
-    weft_array_release(in[1]);
+    for (int i = 0; i < 3; i++) {
+        weft_array_release(in[i]);
+    }
 
     int nasm = 0, nvec = 0;
     char *text = gather(dir, ".s", &nasm);
     char *report = gather(dir, ".vec.txt", &nvec);
     const char *what = kind_names[k];
-    const char *tn = f ? "f32" : "i32";
+    const char *tn = f ? "f32" : t == WEFT_F64 ? "f64" : "i32";
     ck_assert_msg(nasm >= 1 && nvec >= 1,
                   "%s %s on %s: %d assembly files, %d reports in %s", what,
                   tn, cpu, nasm, nvec, dir);
@@ -186,8 +240,15 @@ static void check_kernel(const char *cpu, kind k, weft_type t)
     static const char *const ps_add[] = {"vaddps", NULL};
     static const char *const pd_map[] = {"vpaddd", "vpslld", "vpmulld", NULL};
     static const char *const pd_add[] = {"vpaddd", NULL};
-    const char *const *want = f ? (k == K_MAP ? ps_map : ps_add)
-                                : (k == K_MAP ? pd_map : pd_add);
+    /* exp and log are computed in double (codegen/vmath.c) */
+    static const char *const pd_math[] = {"vmulpd", "vfmadd", NULL};
+    const char *const *want = k >= K_EXP ? pd_math
+                              : f ? (k == K_MAP ? ps_map : ps_add)
+                                  : (k == K_MAP ? pd_map : pd_add);
+    /* no call of libm's exp or log: vector code throughout */
+    ck_assert_msg(k < K_EXP || strstr(text, "call") == NULL,
+                  "%s %s on %s: the assembly calls a function", what, tn,
+                  cpu);
     ck_assert_msg(has_any(text, want),
                   "%s %s on %s: no packed %s in the assembly", what, tn, cpu,
                   want[0]);
@@ -218,6 +279,9 @@ static void check_cpu(const char *cpu)
         check_kernel(cpu, (kind)k, WEFT_F32);
         check_kernel(cpu, (kind)k, WEFT_I32);
     }
+    check_kernel(cpu, K_EXP, WEFT_F32);
+    check_kernel(cpu, K_EXP, WEFT_F64);
+    check_kernel(cpu, K_BS, WEFT_F32);
 }
 
 START_TEST(x86_64_v3)
