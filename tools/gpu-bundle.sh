@@ -52,7 +52,8 @@ for h in "$root"/include/*.h; do
     put_src "$h" include
     files="$files include/${h##*/}"
 done
-for f in "$root"/bench/weft_bench.c "$root"/bench/ref.c "$root"/bench/ref.h; do
+for f in "$root"/bench/weft_bench.c "$root"/bench/ref.c "$root"/bench/ref.h \
+         "$root"/bench/numba_ref.py; do
     if [ -e "$f" ]; then
         put_src "$f" bench
         files="$files bench/${f##*/}"
@@ -132,13 +133,18 @@ EOF
 
 write build-bench.sh <<'EOF'
 #!/bin/sh
-# build-bench.sh: build the CPU benchmark here against ./libweft.so
-# (the references use OpenMP: gcc's libgomp).  Then: ./weft_bench -h
+# build-bench.sh: build the CPU benchmark here against ./libweft.so, as
+# bench/run.sh does (the references use OpenMP: gcc's libgomp; ref.c once
+# more with -ffast-math for the fast columns).  Then: ./weft_bench -h
+# (run it from this folder: it finds bench/numba_ref.py for the numba
+# column where python3 imports numba).
 set -eu
 cd "$(dirname "$0")"
-${CC:-gcc} -std=c17 -O3 -march=native -fopenmp -fno-math-errno -Iinclude \
-    bench/weft_bench.c bench/ref.c -o weft_bench \
-    -L. -lweft -Wl,-rpath,'$ORIGIN' -lm
+flags="-std=c17 -O3 -march=native -fopenmp -fno-math-errno"
+${CC:-gcc} $flags -c bench/ref.c -o ref.o
+${CC:-gcc} $flags -ffast-math -DREF_FAST -c bench/ref.c -o ref_fast.o
+${CC:-gcc} $flags -Iinclude bench/weft_bench.c ref.o ref_fast.o \
+    -o weft_bench -L. -lweft -Wl,-rpath,'$ORIGIN' -lm
 EOF
 
 (cd "$root" && git describe --always --dirty 2>/dev/null || echo unknown) |
