@@ -1,0 +1,305 @@
+/*
+ * tests/fuzz/run.c: run a program on several configurations and compare.
+ *
+ * configs[0] is the oracle: the reference interpreter without fusion, the
+ * most literal reading of the program.  Every other configuration
+ * (interpreter with fusion, cpu, cpu without fusion, ptx, ptx without
+ * fusion) must agree with it:
+ *   - statuses exactly.  Without checked mode (WEFT_FLAG_CHECKED, when
+ *     weft.h defines it) a compiled kernel need not report an index out of
+ *     bounds, a division by zero or another undefined operation (it may
+ *     even write out of bounds), so a program for which the oracle reports
+ *     one of those is not run on the compiled backends at all (FZ_SKIP).
+ *     With checked mode the statuses must match.
+ *   - shapes exactly;
+ *   - integers and bools exactly (every non-float value is exact by
+ *     construction, see fuzz.h);
+ *   - floats bit for bit, except that any NaN equals any NaN (payloads and
+ *     signs of NaN are not specified), when the output is exact;
+ *   - floats of an inexact output (a libm function, or a float fold / scan
+ *     / permute whose order of combination is unspecified) within a
+ *     relative tolerance of 1e-3 (f16: 1e-2) plus an absolute one of 1e-3
+ *     times the largest finite magnitude in that output (reassociating a
+ *     sum loses absolute, not relative, precision), with infinities and
+ *     NaNs equal only to themselves, except that an infinity matches a
+ *     finite value beyond half the type's largest (an overflow that one
+ *     order of summation reaches and another does not).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fuzz.h"
+
+bool fz_checked(void)
+{
+#ifdef WEFT_FLAG_CHECKED
+    return true;
+#else
+    return false;
+#endif
+}
+
+void fz_result_free(fz_result *r)
+{
+    for (int o = 0; o < 16; o++) {
+        for (int l = 0; l < FZ_MAXT; l++) {
+            free(r->data[o][l]);
+            r->data[o][l] = NULL;
+        }
+    }
+    r->nouts = 0;
+}
+
+void fz_run_one(const fz_prog *prog, fz_config *c, fz_result *r)
+{
+    memset(r, 0, sizeof *r);
+    fz_built b;
+    weft_status st = fz_build(c->ctx, prog, &b);
+    if (st) {
+        r->status = st;
+        snprintf(r->msg, sizeof r->msg, "build: %s",
+                 b.p ? weft_program_error(b.p) : weft_last_error());
+        r->nouts = -1; /* marks a build failure */
+        fz_built_free(&b);
+        return;
+    }
+    weft_executable *exe = NULL;
+    st = weft_compile(b.p, b.results, b.nresults, &exe);
+    if (st) {
+        r->status = st;
+        snprintf(r->msg, sizeof r->msg, "compile: %s", weft_last_error());
+        fz_built_free(&b);
+        return;
+    }
+    weft_array *out[16] = {NULL};
+    st = weft_run(exe, b.params, b.nparams, out, b.nouts);
+    r->status = st;
+    if (st) {
+        snprintf(r->msg, sizeof r->msg, "%s", weft_last_error());
+    } else {
+        r->nouts = b.nouts;
+        for (int o = 0; o < b.nouts; o++) {
+            weft_array *a = out[o];
+            weft_type t = weft_array_type(a);
+            r->type[o] = t;
+            r->rank[o] = weft_array_rank(a);
+            for (int d = 0; d < r->rank[o] && d < 8; d++) {
+                r->shape[o][d] = weft_array_extent(a, d);
+            }
+            int nl = weft_type_leaves(c->ctx, t);
+            r->nleaf[o] = nl > FZ_MAXT ? FZ_MAXT : nl;
+            int64_t size = weft_array_size(a);
+            for (int l = 0; l < r->nleaf[o]; l++) {
+                weft_type lt = weft_type_leaf(c->ctx, t, l);
+                size_t bytes = (size_t)size * weft_type_size(lt);
+                r->leaft[o][l] = lt;
+                r->data[o][l] = malloc(bytes + 1);
+                if (weft_array_read(a, l, r->data[o][l], bytes)) {
+                    r->status = WEFT_ERR_INTERNAL;
+                    snprintf(r->msg, sizeof r->msg, "weft_array_read: %s",
+                             weft_last_error());
+                }
+            }
+            weft_array_release(a);
+        }
+    }
+    weft_executable_free(exe);
+    fz_built_free(&b);
+}
+
+static double load_float(weft_type t, const unsigned char *p)
+{
+    if (t == WEFT_F16) {
+        uint16_t h;
+        memcpy(&h, p, 2);
+        return fz_half_to_double(h);
+    }
+    if (t == WEFT_F32) {
+        float f;
+        memcpy(&f, p, 4);
+        return f;
+    }
+    double d;
+    memcpy(&d, p, 8);
+    return d;
+}
+
+static double type_max(weft_type t)
+{
+    return t == WEFT_F16 ? 65504.0 : t == WEFT_F32 ? 3.4028234663852886e38
+                                                   : 1.7976931348623157e308;
+}
+
+static bool close_enough(weft_type t, double a, double b, double scale)
+{
+    if (isnan(a) || isnan(b)) {
+        return isnan(a) && isnan(b);
+    }
+    if (isinf(a) || isinf(b)) {
+        if (a == b) {
+            return true;
+        }
+        double fin = isinf(a) ? b : a, inf = isinf(a) ? a : b;
+        return !isinf(fin) && (fin > 0) == (inf > 0) &&
+               fabs(fin) > type_max(t) / 2;
+    }
+    double rtol = t == WEFT_F16 ? 1e-2 : 1e-3;
+    double m = fmax(fabs(a), fabs(b));
+    return fabs(a - b) <= rtol * m + 1e-3 * scale + 1e-300;
+}
+
+static void val_str(weft_type t, const unsigned char *p, char *buf, size_t n)
+{
+    if (fz_is_float(t)) {
+        snprintf(buf, n, "%.17g", load_float(t, p));
+        return;
+    }
+    uint64_t v = 0;
+    memcpy(&v, p, fz_size(t) ? fz_size(t) : 1);
+    int w = fz_bits(t);
+    if (fz_is_signed(t) && w < 64 && (v >> (w - 1)) & 1) {
+        v |= ~(((uint64_t)1 << w) - 1);
+    }
+    if (fz_is_signed(t)) {
+        snprintf(buf, n, "%lld", (long long)v);
+    } else {
+        snprintf(buf, n, "%llu", (unsigned long long)v);
+    }
+}
+
+static bool kernel_error(weft_status s)
+{
+    return s == WEFT_ERR_OUT_OF_BOUNDS || s == WEFT_ERR_DIVIDE_BY_ZERO ||
+           s == WEFT_ERR_UNDEFINED;
+}
+
+int fz_compare(const fz_prog *prog, const fz_result *o, const fz_result *r,
+               char *why, size_t n)
+{
+    if (o->nouts < 0) {
+        snprintf(why, n, "the program does not build: %s", o->msg);
+        return FZ_BUILD;
+    }
+    if (o->status != r->status) {
+        snprintf(why, n, "status %s (%s), oracle %s (%s)",
+                 weft_status_name(r->status), r->msg,
+                 weft_status_name(o->status), o->msg);
+        return FZ_DIFF_STATUS;
+    }
+    if (o->status != WEFT_OK) {
+        return FZ_SAME;
+    }
+    if (o->nouts != r->nouts) {
+        snprintf(why, n, "%d outputs, oracle %d", r->nouts, o->nouts);
+        return FZ_DIFF_SHAPE;
+    }
+    fz_built dummy;
+    (void)dummy;
+    for (int out = 0, root = 0, comp = 0; out < o->nouts; out++) {
+        /* which root this output belongs to, for its exactness */
+        while (root < prog->nroot && comp >= prog->node[prog->root[root]].arity) {
+            root++;
+            comp = 0;
+        }
+        bool inexact = root < prog->nroot && prog->node[prog->root[root]].inexact;
+        comp++;
+        /* tuple types are interned per context: compare their leaves */
+        bool same_type = o->nleaf[out] == r->nleaf[out];
+        for (int l = 0; l < o->nleaf[out] && same_type; l++) {
+            same_type = o->leaft[out][l] == r->leaft[out][l];
+        }
+        if (!same_type || o->rank[out] != r->rank[out]) {
+            snprintf(why, n, "output %d: type %d rank %d, oracle type %d rank %d",
+                     out, r->type[out], r->rank[out], o->type[out],
+                     o->rank[out]);
+            return FZ_DIFF_SHAPE;
+        }
+        int64_t size = 1;
+        for (int d = 0; d < o->rank[out]; d++) {
+            if (o->shape[out][d] != r->shape[out][d]) {
+                char a[128] = "", b[128] = "";
+                for (int e = 0; e < o->rank[out]; e++) {
+                    size_t la = strlen(a), lb = strlen(b);
+                    snprintf(a + la, sizeof a - la, " %lld",
+                             (long long)r->shape[out][e]);
+                    snprintf(b + lb, sizeof b - lb, " %lld",
+                             (long long)o->shape[out][e]);
+                }
+                snprintf(why, n, "output %d: shape%s, oracle%s", out, a, b);
+                return FZ_DIFF_SHAPE;
+            }
+            size *= o->shape[out][d];
+        }
+        for (int l = 0; l < o->nleaf[out]; l++) {
+            weft_type t = o->leaft[out][l];
+            size_t es = weft_type_size(t);
+            const unsigned char *x = o->data[out][l], *y = r->data[out][l];
+            double scale = 0;
+            if (fz_is_float(t) && inexact) {
+                for (int64_t i = 0; i < size; i++) {
+                    double v = fabs(load_float(t, x + i * es));
+                    if (isfinite(v) && v > scale) {
+                        scale = v;
+                    }
+                }
+            }
+            for (int64_t i = 0; i < size; i++) {
+                bool same;
+                if (fz_is_float(t)) {
+                    double a = load_float(t, x + i * es);
+                    double b = load_float(t, y + i * es);
+                    if (inexact) {
+                        same = close_enough(t, a, b, scale);
+                    } else {
+                        same = (isnan(a) && isnan(b)) ||
+                               memcmp(x + i * es, y + i * es, es) == 0;
+                    }
+                } else {
+                    same = memcmp(x + i * es, y + i * es, es) == 0;
+                }
+                if (!same) {
+                    char va[64], vb[64];
+                    val_str(t, y + i * es, va, sizeof va);
+                    val_str(t, x + i * es, vb, sizeof vb);
+                    snprintf(why, n,
+                             "output %d leaf %d (%s%s) element %lld: %s, "
+                             "oracle %s",
+                             out, l, fz_tname(t), inexact ? ", inexact" : "",
+                             (long long)i, va, vb);
+                    return FZ_DIFF_VALUE;
+                }
+            }
+        }
+    }
+    return FZ_SAME;
+}
+
+int fz_check(const fz_prog *prog, fz_config *configs, int nconfig, int *bad,
+             char *why, size_t n)
+{
+    fz_result oracle, r;
+    *bad = 0;
+    why[0] = 0;
+    fz_run_one(prog, &configs[0], &oracle);
+    if (oracle.nouts < 0) {
+        snprintf(why, n, "the program does not build: %s", oracle.msg);
+        fz_result_free(&oracle);
+        return FZ_BUILD;
+    }
+    if (kernel_error(oracle.status) && !fz_checked()) {
+        fz_result_free(&oracle);
+        return FZ_SKIP;
+    }
+    int verdict = FZ_SAME;
+    for (int c = 1; c < nconfig && verdict == FZ_SAME; c++) {
+        fz_run_one(prog, &configs[c], &r);
+        verdict = fz_compare(prog, &oracle, &r, why, n);
+        if (verdict != FZ_SAME) {
+            *bad = c;
+        }
+        fz_result_free(&r);
+    }
+    fz_result_free(&oracle);
+    return verdict;
+}
