@@ -270,12 +270,16 @@ enum {
     FZ_DIFF_SHAPE,
     FZ_DIFF_VALUE,
     FZ_CRASH,         /* the worker died (signal) or hung */
+    FZ_INTERNAL,      /* some configuration said WEFT_ERR_INTERNAL */
 };
 
 /* Compare the result of config c against the oracle's; a description of
  * the first difference goes to why (size n). */
 int fz_compare(const fz_prog *prog, const fz_result *oracle,
                const fz_result *r, char *why, size_t n);
+
+/* How often the oracle returned each status (in this process). */
+extern long fz_oracle_status[32];
 
 /* Does the current build define checked mode? */
 bool fz_checked(void);

@@ -907,7 +907,7 @@ static int gen_exp(gen *g, fz_ty ty, int depth, bool exact)
     if (t == WEFT_I64 && roll < 62) {
         return gen_i64_special(g, depth);
     }
-    if (t == WEFT_I32 && roll < 60) {
+    if (t == WEFT_I32 && roll < 68) {
         static const weft_op ops[] = {WEFT_OP_POPCOUNT, WEFT_OP_CLZ,
                                       WEFT_OP_CTZ};
         return prim1(g, ops[fz_below(r, 3)], ty,

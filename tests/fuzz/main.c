@@ -69,6 +69,7 @@ typedef struct slot {
     volatile long ran, same, skipped, failed;
     volatile long per_op[FZ_NOPS];
     volatile int ptx_missing;
+    volatile long status[32]; /* the oracle's statuses */
 } slot;
 
 /* ------------------------------------------------------------------------
@@ -147,8 +148,9 @@ static const char *verdict_name(int v)
 {
     static const char *names[] = {"same", "skip", "build-error",
                                   "status-mismatch", "shape-mismatch",
-                                  "value-mismatch", "crash"};
-    return v >= 0 && v <= FZ_CRASH ? names[v] : "?";
+                                  "value-mismatch", "crash",
+                                  "internal-error"};
+    return v >= 0 && v <= FZ_INTERNAL ? names[v] : "?";
 }
 
 /* ------------------------------------------------------------------------
@@ -198,6 +200,9 @@ static void worker(const opts *o, uint64_t from, uint64_t to, slot *s, int fd,
         int bad;
         int v = fz_check(p, cf, n, &bad, why, sizeof why);
         alarm(0);
+        for (int k = 0; k < 32; k++) {
+            s->status[k] = fz_oracle_status[k];
+        }
         s->ran++;
         if (v == FZ_SAME) {
             s->same++;
@@ -255,7 +260,7 @@ static int check_in_child(const fz_prog *prog, const opts *o,
         alarm((unsigned)o->timeout);
         char w[512];
         int bad;
-        int v = nc >= 2 ? fz_check(prog, cf, nc, &bad, w, sizeof w) : FZ_SKIP;
+        int v = nc >= 1 ? fz_check(prog, cf, nc, &bad, w, sizeof w) : FZ_SKIP;
         alarm(0);
         if (write(pfd[1], w, strlen(w) + 1) < 0) {
             v = FZ_SKIP;
@@ -597,7 +602,7 @@ int main(int argc, char **argv)
     close(pfd[0]);
     double secs = now() - t0;
     long ran = 0, same = 0, skipped = 0, failed = 0;
-    long per_op[FZ_NOPS] = {0};
+    long per_op[FZ_NOPS] = {0}, status[32] = {0};
     int ptx_missing = 0;
     for (int j = 0; j < o.jobs; j++) {
         ran += slots[j].ran;
@@ -607,6 +612,9 @@ int main(int argc, char **argv)
         ptx_missing |= slots[j].ptx_missing;
         for (int k = 0; k < FZ_NOPS; k++) {
             per_op[k] += slots[j].per_op[k];
+        }
+        for (int k = 0; k < 32; k++) {
+            status[k] += slots[j].status[k];
         }
     }
     if (exit3) {
@@ -624,6 +632,12 @@ int main(int argc, char **argv)
         printf("programs using each operation:");
         for (int k = 0; k < FZ_NOPS; k++) {
             printf("%s %s %ld", k % 8 ? "," : "\n  ", fz_op_name(k), per_op[k]);
+        }
+        printf("\noracle statuses:");
+        for (int k = 0; k < 32; k++) {
+            if (status[k]) {
+                printf(" %s %ld", weft_status_name((weft_status)k), status[k]);
+            }
         }
         printf("\n");
     }

@@ -31,6 +31,8 @@
 
 #include "fuzz.h"
 
+long fz_oracle_status[32];
+
 bool fz_checked(void)
 {
 #ifdef WEFT_FLAG_CHECKED
@@ -181,6 +183,10 @@ int fz_compare(const fz_prog *prog, const fz_result *o, const fz_result *r,
         snprintf(why, n, "the program does not build: %s", o->msg);
         return FZ_BUILD;
     }
+    if (r->status == WEFT_ERR_INTERNAL) {
+        snprintf(why, n, "%s", r->msg);
+        return FZ_INTERNAL;
+    }
     if (o->status != r->status) {
         snprintf(why, n, "status %s (%s), oracle %s (%s)",
                  weft_status_name(r->status), r->msg,
@@ -282,18 +288,41 @@ int fz_check(const fz_prog *prog, fz_config *configs, int nconfig, int *bad,
     *bad = 0;
     why[0] = 0;
     fz_run_one(prog, &configs[0], &oracle);
+    if (oracle.status >= 0 && oracle.status < 32) {
+        fz_oracle_status[oracle.status]++;
+    }
     if (oracle.nouts < 0) {
         snprintf(why, n, "the program does not build: %s", oracle.msg);
         fz_result_free(&oracle);
         return FZ_BUILD;
+    }
+    if (oracle.status == WEFT_ERR_INTERNAL) {
+        snprintf(why, n, "the oracle: %s", oracle.msg);
+        fz_result_free(&oracle);
+        return FZ_INTERNAL;
     }
     if (kernel_error(oracle.status) && !fz_checked()) {
         fz_result_free(&oracle);
         return FZ_SKIP;
     }
     int verdict = FZ_SAME;
+    /* WEFT_FUZZ_SELFTEST=1: flip a bit of the last configuration's first
+     * non-empty output, to show that differences are caught and shrunk */
+    const char *self = getenv("WEFT_FUZZ_SELFTEST");
     for (int c = 1; c < nconfig && verdict == FZ_SAME; c++) {
         fz_run_one(prog, &configs[c], &r);
+        if (self && *self == '1' && c == nconfig - 1 && r.status == WEFT_OK) {
+            for (int o = 0; o < r.nouts; o++) {
+                int64_t size = 1;
+                for (int d = 0; d < r.rank[o]; d++) {
+                    size *= r.shape[o][d];
+                }
+                if (size > 0) {
+                    *(unsigned char *)r.data[o][0] ^= 2;
+                    break;
+                }
+            }
+        }
         verdict = fz_compare(prog, &oracle, &r, why, n);
         if (verdict != FZ_SAME) {
             *bad = c;
