@@ -955,13 +955,15 @@ static int gen_use(gen *g, fz_ty ty, int rank, const int64_t *want)
     n.rank = rank;
     n.shk = true;
     int64_t size = 1;
-    bool big = HAS(BIG) && fz_chance(&g->r, 4);
+    /* big: past the CPU gang's grain and the GPU's block, so that the
+     * multi-phase skeletons (fold, scan, permute) run all their phases */
+    bool big = HAS(BIG) && fz_chance(&g->r, 8);
     for (int d = 0; d < rank; d++) {
         n.sh[d] = want ? want[d] : rand_extent(g);
         if (big && !want) {
-            n.sh[d] = rank == 1 ? 500 + fz_below(&g->r, 5000)
-                    : rank == 2 ? 10 + fz_below(&g->r, 70)
-                                : 3 + fz_below(&g->r, 14);
+            n.sh[d] = rank == 1 ? 500 + fz_below(&g->r, 20000)
+                    : rank == 2 ? 10 + fz_below(&g->r, 150)
+                                : 3 + fz_below(&g->r, 25);
         }
         size *= n.sh[d];
     }

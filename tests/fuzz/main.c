@@ -52,6 +52,7 @@ typedef struct opts {
     int jobs;
     bool want[3];       /* interp (always), cpu, ptx */
     bool ptx_required;  /* --backends named ptx explicitly */
+    const char *configs; /* --configs: only these besides the oracle */
     int size;
     unsigned features;
     int timeout;
@@ -85,6 +86,21 @@ static unsigned base_flags(void)
     return f;
 }
 
+/* Whether name is one of the comma-separated list. */
+static bool in_list(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && strncmp(p, name, n) == 0) {
+            return true;
+        }
+        p += len + (e != NULL);
+    }
+    return false;
+}
+
 /* Make the configurations: [0] the oracle (interp, no fusion), then
  * interp, cpu, cpu-nofuse, ptx, ptx-nofuse as available and wanted.
  * only >= 0: just the oracle and configuration named only. */
@@ -110,6 +126,9 @@ static int make_configs(const opts *o, fz_config *cf, const char *only,
             continue;
         }
         if (only && i > 0 && strcmp(only, all[i].name) != 0) {
+            continue;
+        }
+        if (!only && i > 0 && o->configs && !in_list(o->configs, all[i].name)) {
             continue;
         }
         weft_config c = weft_config_default();
@@ -366,7 +385,8 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: weft_fuzz [--seed S] [--count N] [--jobs J]\n"
-            "         [--backends interp,cpu,ptx] [--size N] [--without F,...]\n"
+            "         [--backends interp,cpu,ptx] [--configs interp,cpu,...]\n"
+            "         [--size N] [--without F,...]\n"
             "         [--timeout SEC] [--time-limit SEC] [--threads T]\n"
             "         [--shrink-tests N] [--max-shrink N] [--no-shrink]\n"
             "         [--print] [--verbose]\n"
@@ -441,6 +461,8 @@ int main(int argc, char **argv)
             if (!parse_features(v, &o.features)) {
                 return 2;
             }
+        } else if (ARG("--configs")) {
+            o.configs = v;
         } else if (ARG("--backends")) {
             o.want[1] = strstr(v, "cpu") != NULL;
             o.want[2] = strstr(v, "ptx") != NULL;
