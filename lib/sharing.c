@@ -1189,14 +1189,14 @@ static fe_term *emit_expr(share *s, int32_t n)
 /* Node n where it is used: its variable if it is bound, else its term. */
 static fe_term *emit_use(share *s, int32_t n)
 {
-    if (s->flags[n] & NF_BOUND) {
-        if (!s->env[n]) {
-            return fail(s, WEFT_ERR_INTERNAL,
-                        "a shared term is used outside its let (internal "
-                        "error)");
-        }
+    if (s->flags[n] & NF_BOUND && s->env[n]) {
         return var_term(s, s->env[n]);
     }
+    /* Unbound, or bound where this use cannot see it: a use inside a term
+     * that was hoisted above n's let by a way note_hoists does not follow
+     * (a failing term copied into uses at several levels).  Computing n
+     * again here gives the same value, and runs only where the program
+     * runs this use. */
     return emit_expr(s, n);
 }
 
