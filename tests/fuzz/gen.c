@@ -428,6 +428,16 @@ static int gen_fun(gen *g, int nargs, fz_ty argt, bool arg_inexact, fz_ty ty,
  * Float + and * are marked inexact: their order is unspecified. */
 static int gen_combine(gen *g, fz_ty ty)
 {
+    /* one function passed to several operations */
+    if (fz_chance(&g->r, 25)) {
+        for (int i = g->p->n - 1; i >= 0; i--) {
+            const fz_node *n = &g->p->node[i];
+            if (n->op == F_FUN && n->aux2 == 1 && n->nkid == 1 &&
+                fz_ty_eq(n->argt[0], ty) && visible(g, i)) {
+                return i;
+            }
+        }
+    }
     int f = fun_open(g, 1, (int[]){2}, &ty, (bool[]){false});
     if (f < 0) {
         return 0;
@@ -475,6 +485,7 @@ static int gen_combine(gen *g, fz_ty ty)
                                                : mk(g, E_TUPLE, ty, n, comp);
     fun_close(g, f, body);
     g->p->node[f].inexact = inexact;
+    g->p->node[f].aux2 = 1; /* a combination: may be reused */
     return f;
 }
 
@@ -1670,6 +1681,20 @@ fz_prog *fz_generate(uint64_t seed, unsigned features, int size)
         int rank = fz_below(&g.r, 4);
         int depth = 2 + fz_below(&g.r, 3);
         g.p->root[g.p->nroot++] = gen_acc(&g, ty, rank, depth);
+    }
+    /* now and then a result that is also used inside another, or a tuple
+     * of arrays (scanl' whole, an awhile's state) */
+    if (g.p->nroot < FZ_MAXROOTS && fz_chance(&g.r, 20)) {
+        int cand[64], nc = 0;
+        for (int i = 0; i < g.p->n && nc < 64; i++) {
+            const fz_node *n = &g.p->node[i];
+            if (fz_is_array_op(n->op) && n->op != A_AARG && n->scope < 0) {
+                cand[nc++] = i;
+            }
+        }
+        if (nc) {
+            g.p->root[g.p->nroot++] = cand[fz_below(&g.r, nc)];
+        }
     }
     return g.p;
 }
