@@ -271,6 +271,8 @@ enum {
     FZ_DIFF_VALUE,
     FZ_CRASH,         /* the worker died (signal) or hung */
     FZ_INTERNAL,      /* some configuration said WEFT_ERR_INTERNAL */
+    FZ_OTHER_ERROR,   /* both failed at run, with different errors: agreed
+                         unless --strict-status */
 };
 
 /* Compare the result of config c against the oracle's; a description of
@@ -280,6 +282,9 @@ int fz_compare(const fz_prog *prog, const fz_result *oracle,
 
 /* How often the oracle returned each status (in this process). */
 extern long fz_oracle_status[32];
+
+/* --strict-status: two different run-time errors are a mismatch. */
+extern bool fz_strict_status;
 
 /* Does the current build define checked mode? */
 bool fz_checked(void);

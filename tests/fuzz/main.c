@@ -67,7 +67,7 @@ typedef struct opts {
 /* Per-worker counters, in memory shared with the parent. */
 typedef struct slot {
     volatile uint64_t cur;    /* the seed being run */
-    volatile long ran, same, skipped, failed;
+    volatile long ran, same, skipped, failed, other;
     volatile long per_op[FZ_NOPS];
     volatile int ptx_missing;
     volatile long status[32]; /* the oracle's statuses */
@@ -168,8 +168,8 @@ static const char *verdict_name(int v)
     static const char *names[] = {"same", "skip", "build-error",
                                   "status-mismatch", "shape-mismatch",
                                   "value-mismatch", "crash",
-                                  "internal-error"};
-    return v >= 0 && v <= FZ_INTERNAL ? names[v] : "?";
+                                  "internal-error", "other-error"};
+    return v >= 0 && v <= FZ_OTHER_ERROR ? names[v] : "?";
 }
 
 /* ------------------------------------------------------------------------
@@ -225,6 +225,13 @@ static void worker(const opts *o, uint64_t from, uint64_t to, slot *s, int fd,
         s->ran++;
         if (v == FZ_SAME) {
             s->same++;
+        } else if (v == FZ_OTHER_ERROR) {
+            s->same++;
+            s->other++;
+            if (o->verbose) {
+                fprintf(stderr, "seed %llu: different run-time errors on %s: "
+                        "%s\n", (unsigned long long)seed, cf[bad].name, why);
+            }
         } else if (v == FZ_SKIP) {
             s->skipped++;
         } else {
@@ -389,7 +396,7 @@ static void usage(void)
             "         [--size N] [--without F,...]\n"
             "         [--timeout SEC] [--time-limit SEC] [--threads T]\n"
             "         [--shrink-tests N] [--max-shrink N] [--no-shrink]\n"
-            "         [--print] [--verbose]\n"
+            "         [--strict-status] [--print] [--verbose]\n"
             "features for --without:");
     for (int i = 0; i < FZ_NFEATURES; i++) {
         fprintf(stderr, " %s", feature_names[i]);
@@ -467,6 +474,8 @@ int main(int argc, char **argv)
             o.want[1] = strstr(v, "cpu") != NULL;
             o.want[2] = strstr(v, "ptx") != NULL;
             o.ptx_required = o.want[2];
+        } else if (strcmp(a, "--strict-status") == 0) {
+            fz_strict_status = true;
         } else if (strcmp(a, "--no-shrink") == 0) {
             shrink = false;
         } else if (strcmp(a, "--print") == 0) {
@@ -623,7 +632,7 @@ int main(int argc, char **argv)
     close(pfd[1]);
     close(pfd[0]);
     double secs = now() - t0;
-    long ran = 0, same = 0, skipped = 0, failed = 0;
+    long ran = 0, same = 0, skipped = 0, failed = 0, other = 0;
     long per_op[FZ_NOPS] = {0}, status[32] = {0};
     int ptx_missing = 0;
     for (int j = 0; j < o.jobs; j++) {
@@ -631,6 +640,7 @@ int main(int argc, char **argv)
         same += slots[j].same;
         skipped += slots[j].skipped;
         failed += slots[j].failed;
+        other += slots[j].other;
         ptx_missing |= slots[j].ptx_missing;
         for (int k = 0; k < FZ_NOPS; k++) {
             per_op[k] += slots[j].per_op[k];
@@ -674,9 +684,11 @@ int main(int argc, char **argv)
                    ms[i].config, ms[i].why);
         }
     }
-    printf("weft_fuzz: %ld programs in %.1f s (%.1f/s): %ld agreed, %ld "
-           "skipped (oracle reported a kernel error), %ld mismatched\n",
-           ran, secs, secs > 0 ? ran / secs : 0.0, same, skipped, failed);
+    printf("weft_fuzz: %ld programs in %.1f s (%.1f/s): %ld agreed (%ld of "
+           "them failing with different run-time errors), %ld skipped "
+           "(oracle reported a kernel error), %ld mismatched\n",
+           ran, secs, secs > 0 ? ran / secs : 0.0, same, other, skipped,
+           failed);
     free(ms);
     free(pids);
     free(ends);

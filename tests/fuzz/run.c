@@ -33,6 +33,7 @@
 #include "fuzz.h"
 
 long fz_oracle_status[32];
+bool fz_strict_status;
 
 bool fz_checked(void)
 {
@@ -205,12 +206,12 @@ int fz_compare(const fz_prog *prog, const fz_result *o, const fz_result *r,
         snprintf(why, n, "%s", r->msg);
         return FZ_INTERNAL;
     }
-    if (o->status != r->status && !(run_error(o->status) &&
-                                    run_error(r->status))) {
+    if (o->status != r->status) {
         snprintf(why, n, "status %s (%s), oracle %s (%s)",
                  weft_status_name(r->status), r->msg,
                  weft_status_name(o->status), o->msg);
-        return FZ_DIFF_STATUS;
+        return run_error(o->status) && run_error(r->status) ? FZ_OTHER_ERROR
+                                                            : FZ_DIFF_STATUS;
     }
     if (o->status != WEFT_OK) {
         return FZ_SAME;
@@ -324,7 +325,8 @@ int fz_check(const fz_prog *prog, fz_config *configs, int nconfig, int *bad,
         fz_result_free(&oracle);
         return FZ_SKIP;
     }
-    int verdict = FZ_SAME;
+    int verdict = FZ_SAME, other = 0;
+    char other_why[512];
     /* WEFT_FUZZ_SELFTEST=1: flip a bit of the last configuration's first
      * non-empty output, to show that differences are caught and shrunk */
     const char *self = getenv("WEFT_FUZZ_SELFTEST");
@@ -343,11 +345,22 @@ int fz_check(const fz_prog *prog, fz_config *configs, int nconfig, int *bad,
             }
         }
         verdict = fz_compare(prog, &oracle, &r, why, n);
+        if (verdict == FZ_OTHER_ERROR && !fz_strict_status) {
+            /* remembered, and the other configurations still compared */
+            other = c;
+            snprintf(other_why, sizeof other_why, "%s", why);
+            verdict = FZ_SAME;
+        }
         if (verdict != FZ_SAME) {
             *bad = c;
         }
         fz_result_free(&r);
     }
     fz_result_free(&oracle);
+    if (verdict == FZ_SAME && other > 0) {
+        *bad = other;
+        snprintf(why, n, "%s", other_why);
+        return FZ_OTHER_ERROR;
+    }
     return verdict;
 }
