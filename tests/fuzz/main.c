@@ -433,7 +433,9 @@ static double now(void)
 
 int main(int argc, char **argv)
 {
-    opts o = {.seed = 1, .count = WEFT_FUZZ_QUICK_COUNT, .jobs = 1,
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    opts o = {.seed = 1, .count = WEFT_FUZZ_QUICK_COUNT,
+              .jobs = ncpu < 1 ? 1 : ncpu > 4 ? 4 : (int)ncpu,
               .want = {true, true, true}, .size = 40, .features = FZ_F_ALL,
               .timeout = 120, .threads = 2, .shrink_tests = 400,
               .max_shrink = 5};

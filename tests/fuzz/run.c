@@ -20,11 +20,14 @@
  *   - floats of an inexact output (a libm function, or a float fold / scan
  *     / permute whose order of combination is unspecified) within a
  *     relative tolerance of 1e-3 (f16: 1e-2) plus an absolute one of 1e-3
- *     times the largest finite magnitude in that output (reassociating a
- *     sum loses absolute, not relative, precision), with infinities and
- *     NaNs equal only to themselves, except that an infinity matches a
- *     finite value beyond half the type's largest (an overflow that one
- *     order of summation reaches and another does not).
+ *     times the largest finite magnitude in that output or in the
+ *     program's float data and constants (reassociating a sum loses
+ *     absolute, not relative, precision); an infinity matches only itself
+ *     or a finite value beyond half the type's largest (an overflow that
+ *     one order of summation reaches and another does not); a NaN matches
+ *     anything (a product that overflows in one order and meets a zero
+ *     is NaN, in another 0).  Inexact floats are checked loosely: the
+ *     exact ones carry the weight.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -135,10 +138,42 @@ static double type_max(weft_type t)
                                                    : 1.7976931348623157e308;
 }
 
+/* The largest finite magnitude of a float in the program's arrays and
+ * constants: sums that cancel (1e10 + 1 - 1e10) lose absolute precision of
+ * that order whatever their result. */
+static double data_scale(const fz_prog *prog)
+{
+    double m = 0;
+    for (int i = 0; i < prog->n; i++) {
+        const fz_node *n = &prog->node[i];
+        int64_t size = n->op == A_USE ? fz_use_size(n) : 1;
+        if (n->op != A_USE && n->op != E_CONST) {
+            continue;
+        }
+        for (int l = 0; l < fz_ty_leaves(n->ty); l++) {
+            weft_type t = fz_ty_leaf(n->ty, l);
+            if (!fz_is_float(t)) {
+                continue;
+            }
+            const unsigned char *d = n->op == A_USE ? n->data[l]
+                                                    : (const void *)&n->val;
+            for (int64_t j = 0; j < size; j++) {
+                double v = fabs(load_float(t, d + j * (int64_t)fz_size(t)));
+                if (isfinite(v) && v > m) {
+                    m = v;
+                }
+            }
+        }
+    }
+    return m;
+}
+
 static bool close_enough(weft_type t, double a, double b, double scale)
 {
     if (isnan(a) || isnan(b)) {
-        return isnan(a) && isnan(b);
+        /* a product that overflows in one order and meets a zero gives
+         * NaN, in another order 0; inf - inf likewise */
+        return true;
     }
     if (isinf(a) || isinf(b)) {
         if (a == b) {
@@ -261,7 +296,7 @@ int fz_compare(const fz_prog *prog, const fz_result *o, const fz_result *r,
             weft_type t = o->leaft[out][l];
             size_t es = weft_type_size(t);
             const unsigned char *x = o->data[out][l], *y = r->data[out][l];
-            double scale = 0;
+            double scale = data_scale(prog);
             if (fz_is_float(t) && inexact) {
                 for (int64_t i = 0; i < size; i++) {
                     double v = fabs(load_float(t, x + i * es));
