@@ -283,6 +283,10 @@ int fz_compare(const fz_prog *prog, const fz_result *oracle,
 /* How often the oracle returned each status (in this process). */
 extern long fz_oracle_status[32];
 
+/* Where fz_check writes the name of the configuration it is running (so
+ * that a parent can tell which one a dead worker was in), or NULL. */
+extern char *fz_running_name;
+
 /* --strict-status: two different run-time errors are a mismatch. */
 extern bool fz_strict_status;
 

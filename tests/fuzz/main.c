@@ -71,6 +71,7 @@ typedef struct slot {
     volatile long per_op[FZ_NOPS];
     volatile int ptx_missing;
     volatile long status[32]; /* the oracle's statuses */
+    char running[32];         /* the configuration being run */
 } slot;
 
 /* ------------------------------------------------------------------------
@@ -199,6 +200,7 @@ static void worker(const opts *o, uint64_t from, uint64_t to, slot *s, int fd,
     int ptx_missing = 0;
     int n = make_configs(o, cf, NULL, &ptx_missing);
     s->ptx_missing = ptx_missing;
+    fz_running_name = s->running;
     if (ptx_missing && o->ptx_required) {
         fprintf(stderr, "weft_fuzz: ptx: no GPU here: %s\n", weft_last_error());
         _exit(3);
@@ -212,9 +214,14 @@ static void worker(const opts *o, uint64_t from, uint64_t to, slot *s, int fd,
             }
         }
         s->cur = seed;
+        s->running[0] = 0;
         fz_prog *p = fz_generate(seed, o->features, o->size);
         count_ops(p, s);
         alarm((unsigned)o->timeout);
+        const char *self = getenv("WEFT_FUZZ_SELFTEST");
+        if (self && strcmp(self, "crash") == 0 && seed == from + 1) {
+            raise(SIGSEGV); /* shows that a dead worker is reported */
+        }
         char why[512];
         int bad;
         int v = fz_check(p, cf, n, &bad, why, sizeof why);
@@ -598,7 +605,8 @@ int main(int argc, char **argv)
                 mismatch *m = &ms[nms++];
                 m->seed = slots[j].cur;
                 m->verdict = FZ_CRASH;
-                snprintf(m->config, sizeof m->config, "some backend");
+                snprintf(m->config, sizeof m->config, "%s",
+                         slots[j].running[0] ? slots[j].running : "?");
                 if (WIFSIGNALED(st)) {
                     snprintf(m->why, sizeof m->why, "worker died of signal %d%s",
                              WTERMSIG(st),
@@ -659,7 +667,8 @@ int main(int argc, char **argv)
            (unsigned long long)o.seed,
            (unsigned long long)(o.seed + (uint64_t)o.count - 1), o.jobs,
            o.jobs == 1 ? "" : "s", o.want[1] ? ",cpu" : "",
-           o.want[2] && !ptx_missing ? ",ptx" : "",
+           o.want[2] && !ptx_missing && (!o.configs || strstr(o.configs, "ptx"))
+               ? ",ptx" : "",
            o.want[2] && ptx_missing ? " (ptx: no GPU, skipped)" : "",
            fz_checked() ? "on" : "off (kernel errors of the oracle skip)");
     if (o.verbose || o.count >= 1000) {

@@ -37,6 +37,14 @@
 
 long fz_oracle_status[32];
 bool fz_strict_status;
+char *fz_running_name;
+
+static void note_running(const char *name)
+{
+    if (fz_running_name) {
+        snprintf(fz_running_name, 32, "%s", name);
+    }
+}
 
 bool fz_checked(void)
 {
@@ -342,6 +350,7 @@ int fz_check(const fz_prog *prog, fz_config *configs, int nconfig, int *bad,
     fz_result oracle, r;
     *bad = 0;
     why[0] = 0;
+    note_running(configs[0].name);
     fz_run_one(prog, &configs[0], &oracle);
     if (oracle.status >= 0 && oracle.status < 32) {
         fz_oracle_status[oracle.status]++;
@@ -366,6 +375,7 @@ int fz_check(const fz_prog *prog, fz_config *configs, int nconfig, int *bad,
      * non-empty output, to show that differences are caught and shrunk */
     const char *self = getenv("WEFT_FUZZ_SELFTEST");
     for (int c = 1; c < nconfig && verdict == FZ_SAME; c++) {
+        note_running(configs[c].name);
         fz_run_one(prog, &configs[c], &r);
         if (self && *self == '1' && c == nconfig - 1 && r.status == WEFT_OK) {
             for (int o = 0; o < r.nouts; o++) {
