@@ -220,7 +220,7 @@ const char *fz_op_name(fz_op op)
         [E_SIZE] = "size", [E_SHAPE_SIZE] = "shape_size",
         [E_TO_INDEX] = "to_index", [E_FROM_INDEX] = "from_index",
         [E_AT] = "at", [E_AT_LIN] = "at_linear", [E_THE] = "the",
-        [E_WHILE] = "while", [E_IGNORE] = "ignore", [F_FUN] = "fun",
+        [E_WHILE] = "while", [E_IGNORE] = "ignore", [E_APPLY] = "apply", [F_FUN] = "fun",
         [F_AFUN] = "afun", [A_USE] = "use", [A_AARG] = "afun_arg",
         [A_UNIT] = "unit", [A_GENERATE] = "generate", [A_MAP] = "map",
         [A_ZIP] = "zipwith", [A_ZIP3] = "zipwith3", [A_RESHAPE] = "reshape",

@@ -126,6 +126,14 @@ static void *bnode(bstate *s, int i)
     case E_IGNORE:
         r = weft_ignore(p, n->ty.n);
         break;
+    case E_APPLY: {
+        weft_exp *a[FZ_MAXK];
+        for (int j = 1; j < n->nkid; j++) {
+            a[j - 1] = E(s, k[j]);
+        }
+        r = weft_apply(F(s, k[0]), a);
+        break;
+    }
     case F_FUN: {
         weft_type t[64];
         int a = 0;

@@ -87,6 +87,7 @@ typedef enum fz_op {
     E_THE,       /* rank-0 array */
     E_WHILE,     /* cond fun, body fun, init */
     E_IGNORE,    /* ty: DIM(rank) */
+    E_APPLY,     /* f, then its arguments */
     /* functions */
     F_FUN,       /* kid0: body; nargs, argt */
     F_AFUN,      /* kid0: body; kid1: the array its argument is like */

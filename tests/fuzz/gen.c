@@ -897,6 +897,23 @@ static int gen_exp(gen *g, fz_ty ty, int depth, bool exact)
     if (roll < 40 && HAS(WHILE)) {
         return gen_while(g, ty, depth, exact);
     }
+    if (roll < 42) {
+        /* apply a function to arguments: lets of the arguments */
+        int na = 1 + fz_below(r, 2);
+        fz_ty at[2] = {fz_scalar(rand_scalar(g)), fz_scalar(rand_scalar(g))};
+        int args[2];
+        bool inex[2];
+        for (int i = 0; i < na; i++) {
+            args[i] = gen_exp(g, at[i], depth - 1, exact);
+            inex[i] = g->p->node[args[i]].inexact;
+        }
+        int f = fun_open(g, na, (int[]){1, 1}, at, inex);
+        if (f < 0) {
+            return gen_const(g, ty);
+        }
+        fun_close(g, f, gen_exp(g, ty, depth - 1, exact));
+        return mk(g, E_APPLY, ty, na + 1, (int[]){f, args[0], args[1]});
+    }
     if (roll < 44 && HAS(TUPLES)) {
         /* a component of a tuple */
         fz_ty tt = {FZ_TUPLE, 2, {t, rand_scalar(g), 0}};

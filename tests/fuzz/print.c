@@ -251,6 +251,13 @@ static void pnode(pstate *s, int i)
         fprintf(o, "weft_while(f%d, f%d, e%d)", k[0], k[1], k[2]);
         break;
     case E_IGNORE: fprintf(o, "weft_ignore(p, %d)", n->ty.n); break;
+    case E_APPLY:
+        fprintf(o, "weft_apply(f%d, (weft_exp *[]){", k[0]);
+        for (int j = 1; j < n->nkid; j++) {
+            fprintf(o, "%se%d", j > 1 ? ", " : "", k[j]);
+        }
+        fprintf(o, "})");
+        break;
     case A_AARG: fprintf(o, "weft_afun_arg(f%d)", n->aux); break;
     case A_UNIT: fprintf(o, "weft_unit(e%d)", k[0]); break;
     case A_GENERATE: fprintf(o, "weft_generate(e%d, f%d)", k[0], k[1]); break;
