@@ -778,10 +778,53 @@ static int gen_convert(gen *g, weft_type t, int depth)
     return add(g, m, 1, (int[]){gen_exp(g, fz_scalar(from), depth - 1, ex)});
 }
 
+/* A partial operation on the right of && or ||, guarded by the left:
+ *   i >= 0 && i < size a && a !! i `cmp` y      (or the || dual)
+ *   y /= 0 && x `quot` y `cmp` z */
+static int gen_short_circuit(gen *g, int depth)
+{
+    fz_ty b = fz_scalar(WEFT_BOOL), i64 = fz_scalar(WEFT_I64);
+    fz_rng *r = &g->r;
+    int guard, partial;
+    if (fz_chance(r, 50)) {
+        fz_ty et = fz_scalar(rand_scalar(g));
+        int a = acc_for_index(g, et, 1 + fz_below(r, 2), depth - 1);
+        int i = gen_exp(g, i64, depth - 1, true);
+        guard = prim2(g, WEFT_OP_AND, b, prim2(g, WEFT_OP_GE, b, i, i64c(g, 0)),
+                      prim2(g, WEFT_OP_LT, b, i, mk1(g, E_SIZE, i64, a)));
+        int x = mk2(g, E_AT_LIN, et, a, i);
+        partial = prim2(g, cmp_ops[fz_below(r, 6)], b, x,
+                        gen_exp(g, et, depth - 1, true));
+    } else {
+        weft_type t = rand_int_type(g);
+        fz_ty ty = fz_scalar(t);
+        int y = gen_exp(g, ty, depth - 1, true);
+        guard = prim2(g, WEFT_OP_NE, b, y, const_of(g, t, 0));
+        if (fz_is_signed(t)) {
+            guard = prim2(g, WEFT_OP_AND, b, guard,
+                          prim2(g, WEFT_OP_NE, b, y, const_of(g, t, ~0ull)));
+        }
+        static const weft_op divs[] = {WEFT_OP_QUOT, WEFT_OP_REM, WEFT_OP_IDIV,
+                                       WEFT_OP_MOD};
+        int q = prim2(g, divs[fz_below(r, 4)], ty,
+                      gen_exp(g, ty, depth - 1, true), y);
+        g->p->node[q].partial = true;
+        partial = prim2(g, cmp_ops[fz_below(r, 6)], b, q,
+                        gen_exp(g, ty, depth - 1, true));
+    }
+    if (fz_chance(r, 50)) {
+        return prim2(g, WEFT_OP_AND, b, guard, partial);
+    }
+    return prim2(g, WEFT_OP_OR, b, prim1(g, WEFT_OP_NOT, b, guard), partial);
+}
+
 static int gen_bool(gen *g, int depth)
 {
     fz_ty b = fz_scalar(WEFT_BOOL);
     fz_rng *r = &g->r;
+    if (fz_chance(r, 12)) {
+        return gen_short_circuit(g, depth);
+    }
     switch (fz_below(r, 6)) {
     case 0:
     case 1: {
