@@ -72,6 +72,7 @@ typedef struct slot {
     volatile int ptx_missing;
     volatile long status[32]; /* the oracle's statuses */
     char running[32];         /* the configuration being run */
+    volatile uint64_t next;   /* the first seed not yet finished */
 } slot;
 
 /* ------------------------------------------------------------------------
@@ -260,6 +261,7 @@ static void worker(const opts *o, uint64_t from, uint64_t to, slot *s, int fd,
             }
         }
         fz_prog_free(p);
+        s->next = seed + 1;
     }
     free_configs(cf, n);
     _exit(0);
@@ -543,6 +545,7 @@ int main(int argc, char **argv)
             worker(&o, from, to, &slots[j], pfd[1], deadline);
         }
         pids[j] = pid;
+        slots[j].next = from;
         running++;
     }
     mismatch *ms = NULL;
@@ -618,6 +621,7 @@ int main(int argc, char **argv)
                 slots[j].ran++;
                 slots[j].failed++;
                 uint64_t next = slots[j].cur + 1;
+                slots[j].next = next;
                 if (next < ends[j]) {
                     fflush(NULL);
                     pid_t np = fork();
@@ -680,6 +684,18 @@ int main(int argc, char **argv)
         for (int k = 0; k < 32; k++) {
             if (status[k]) {
                 printf(" %s %ld", weft_status_name((weft_status)k), status[k]);
+            }
+        }
+        printf("\n");
+    }
+    if (ran < o.count) {
+        /* --time-limit: what is left, to run later */
+        printf("not run (time limit):");
+        for (int j = 0; j < o.jobs; j++) {
+            if (slots[j].next < ends[j]) {
+                printf(" --seed %llu --count %llu;",
+                       (unsigned long long)slots[j].next,
+                       (unsigned long long)(ends[j] - slots[j].next));
             }
         }
         printf("\n");
