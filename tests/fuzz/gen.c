@@ -1258,12 +1258,20 @@ static int gen_segments(gen *g, int64_t n, bool nonempty)
     s.ty = fz_scalar(t);
     s.rank = 1;
     s.shk = true;
-    int64_t lens[16];
+    /* few short segments; for a long row, up to 60 of mixed lengths (the
+     * GPU gives a short segment a warp and a long one a block) */
+    int64_t lens[64];
     int k = 0;
     int64_t left = n < 0 ? 4 : n;
     int want = fz_below(&g->r, 6);
-    while (k < want && k < 16) {
-        int64_t l = left > 0 ? fz_below(&g->r, (int)(left < 6 ? left : 6) + 1) : 0;
+    int64_t most = 6;
+    if (n > 64 && fz_chance(&g->r, 70)) {
+        want = 1 + fz_below(&g->r, 60);
+        most = 2 * n / want + 1;
+    }
+    while (k < want && k < 62) {
+        int64_t cap = left < most ? left : most;
+        int64_t l = left > 0 ? (int64_t)(fz_next(&g->r) % (uint64_t)(cap + 1)) : 0;
         if (nonempty && l == 0) {
             if (left == 0) {
                 break;
