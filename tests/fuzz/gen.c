@@ -401,8 +401,83 @@ static int fun_open(gen *g, int ngroups, const int *cnt, const fz_ty *argt,
     return id;
 }
 
+/* Whether node `want` is reachable from node `from` (through kids). */
+static bool reaches(gen *g, int from, int want, bool *seen)
+{
+    if (from == want) {
+        return true;
+    }
+    if (from < 0 || seen[from]) {
+        return false;
+    }
+    seen[from] = true;
+    const fz_node *n = &g->p->node[from];
+    for (int k = 0; k < n->nkid; k++) {
+        if (reaches(g, n->kid[k], want, seen)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Fold a scalar leaf x into body (of scalar type ty), so that an argument
+ * the body ignores is used: body + convert x, or body xor (x /= 0). */
+static int mix_in(gen *g, int body, int x, fz_ty ty)
+{
+    const fz_node *xn = &g->p->node[x];
+    weft_type t = ty.s[0], xt = xn->ty.s[0];
+    fz_ty b = fz_scalar(WEFT_BOOL);
+    if (xn->ty.kind != FZ_SCALAR || (fz_is_float(xt) && !fz_is_float(t) &&
+                                     t != WEFT_BOOL)) {
+        return body;
+    }
+    if (t == WEFT_BOOL) {
+        if (xn->inexact) {
+            return body;
+        }
+        return prim2(g, WEFT_OP_BXOR, b, body,
+                     prim2(g, WEFT_OP_NE, b, x, const_of(g, xt, 0)));
+    }
+    fz_node m = blank();
+    m.op = E_PRIMT;
+    m.aux = WEFT_OP_CONVERT;
+    m.ty = ty;
+    int c = add(g, m, 1, (int[]){x});
+    return prim2(g, fz_chance(&g->r, 50) ? WEFT_OP_ADD : WEFT_OP_SUB, ty,
+                 body, c);
+}
+
 static int fun_close(gen *g, int f, int body)
 {
+    /* a function of a few arguments uses each of them (a zipWith that
+     * ignores an input tests less) */
+    fz_node *fn = &g->p->node[f];
+    fz_ty ty = g->p->node[body].ty;
+    if (fn->nargs >= 2 && fn->nargs <= 3 && ty.kind == FZ_SCALAR &&
+        fz_chance(&g->r, 80)) {
+        bool *seen = calloc(FZ_MAXNODES, 1); /* mix_in adds nodes */
+        for (int i = f + 1; i < g->p->n; i++) {
+            const fz_node *a = &g->p->node[i];
+            if (a->op != E_ARG || a->aux != f) {
+                continue;
+            }
+            memset(seen, 0, FZ_MAXNODES);
+            bool used = reaches(g, body, i, seen);
+            if (!used) {
+                memset(seen, 0, FZ_MAXNODES);
+                /* its first component, if it is a tuple */
+                int leaf = a->ty.kind == FZ_SCALAR ? i
+                           : i + 1 < g->p->n && g->p->node[i + 1].op == E_GET &&
+                                   g->p->node[i + 1].kid[0] == i
+                               ? i + 1
+                               : -1;
+                if (leaf >= 0 && !reaches(g, body, leaf, seen)) {
+                    body = mix_in(g, body, leaf, ty);
+                }
+            }
+        }
+        free(seen);
+    }
     g->nstk--;
     fz_node *n = &g->p->node[f];
     n->kid[0] = body;
