@@ -66,6 +66,9 @@ void fz_result_free(fz_result *r)
     r->nouts = 0;
 }
 
+static void collect(fz_config *c, weft_executable *exe, fz_built *bp,
+                    fz_result *r);
+
 void fz_run_one(const fz_prog *prog, fz_config *c, fz_result *r)
 {
     memset(r, 0, sizeof *r);
@@ -87,8 +90,32 @@ void fz_run_one(const fz_prog *prog, fz_config *c, fz_result *r)
         fz_built_free(&b);
         return;
     }
+    collect(c, exe, &b, r);
+    /* compile once, run many: a second run must agree with the first
+     * (pools, caches and device copies are reused between runs) */
+    fz_result again;
+    memset(&again, 0, sizeof again);
+    collect(c, exe, &b, &again);
+    char why[200];
+    int v = fz_compare(prog, r, &again, why, sizeof why);
+    if (v != FZ_SAME && v != FZ_OTHER_ERROR) {
+        fz_result_free(r);
+        r->status = WEFT_ERR_INTERNAL;
+        snprintf(r->msg, sizeof r->msg,
+                 "a second run of the executable differs: %s", why);
+    }
+    fz_result_free(&again);
+    weft_executable_free(exe);
+    fz_built_free(&b);
+}
+
+/* Run exe once and read its outputs into *r. */
+static void collect(fz_config *c, weft_executable *exe, fz_built *bp,
+                    fz_result *r)
+{
+    fz_built b = *bp;
     weft_array *out[16] = {NULL};
-    st = weft_run(exe, b.params, b.nparams, out, b.nouts);
+    weft_status st = weft_run(exe, b.params, b.nparams, out, b.nouts);
     r->status = st;
     if (st) {
         snprintf(r->msg, sizeof r->msg, "%s", weft_last_error());
@@ -119,8 +146,6 @@ void fz_run_one(const fz_prog *prog, fz_config *c, fz_result *r)
             weft_array_release(a);
         }
     }
-    weft_executable_free(exe);
-    fz_built_free(&b);
 }
 
 static double load_float(weft_type t, const unsigned char *p)
