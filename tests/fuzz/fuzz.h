@@ -256,6 +256,7 @@ typedef struct fz_result {
     int nleaf[16];
     weft_type leaft[16][FZ_MAXT];
     void *data[16][FZ_MAXT]; /* malloc'd copies */
+    bool fused;              /* a compiled backend with fusion on */
 } fz_result;
 
 void fz_result_free(fz_result *r);
@@ -274,6 +275,9 @@ enum {
     FZ_INTERNAL,      /* some configuration said WEFT_ERR_INTERNAL */
     FZ_OTHER_ERROR,   /* both failed at run, with different errors: agreed
                          unless --strict-status */
+    FZ_FUSED_OK,      /* the oracle failed at run, a fused compiled run did
+                         not: it never computed the failing element (agreed,
+                         docs/language.md, "Fusion") */
 };
 
 /* Compare the result of config c against the oracle's; a description of

@@ -67,7 +67,7 @@ typedef struct opts {
 /* Per-worker counters, in memory shared with the parent. */
 typedef struct slot {
     volatile uint64_t cur;    /* the seed being run */
-    volatile long ran, same, skipped, failed, other;
+    volatile long ran, same, skipped, failed, other, fused_ok;
     volatile long per_op[FZ_NOPS];
     volatile int ptx_missing;
     volatile long status[32]; /* the oracle's statuses */
@@ -170,8 +170,9 @@ static const char *verdict_name(int v)
     static const char *names[] = {"same", "skip", "build-error",
                                   "status-mismatch", "shape-mismatch",
                                   "value-mismatch", "crash",
-                                  "internal-error", "other-error"};
-    return v >= 0 && v <= FZ_OTHER_ERROR ? names[v] : "?";
+                                  "internal-error", "other-error",
+                                  "fused-ok"};
+    return v >= 0 && v <= FZ_FUSED_OK ? names[v] : "?";
 }
 
 /* ------------------------------------------------------------------------
@@ -233,6 +234,9 @@ static void worker(const opts *o, uint64_t from, uint64_t to, slot *s, int fd,
         s->ran++;
         if (v == FZ_SAME) {
             s->same++;
+        } else if (v == FZ_FUSED_OK) {
+            s->same++;
+            s->fused_ok++;
         } else if (v == FZ_OTHER_ERROR) {
             s->same++;
             s->other++;
@@ -652,7 +656,7 @@ int main(int argc, char **argv)
     close(pfd[1]);
     close(pfd[0]);
     double secs = now() - t0;
-    long ran = 0, same = 0, skipped = 0, failed = 0, other = 0;
+    long ran = 0, same = 0, skipped = 0, failed = 0, other = 0, fused_ok = 0;
     long per_op[FZ_NOPS] = {0}, status[32] = {0};
     int ptx_missing = 0;
     for (int j = 0; j < o.jobs; j++) {
@@ -661,6 +665,7 @@ int main(int argc, char **argv)
         skipped += slots[j].skipped;
         failed += slots[j].failed;
         other += slots[j].other;
+        fused_ok += slots[j].fused_ok;
         ptx_missing |= slots[j].ptx_missing;
         for (int k = 0; k < FZ_NOPS; k++) {
             per_op[k] += slots[j].per_op[k];
@@ -718,10 +723,11 @@ int main(int argc, char **argv)
         }
     }
     printf("weft_fuzz: %ld programs in %.1f s (%.1f/s): %ld agreed (%ld of "
-           "them failing with different run-time errors), %ld skipped "
-           "(oracle reported a kernel error), %ld mismatched\n",
-           ran, secs, secs > 0 ? ran / secs : 0.0, same, other, skipped,
-           failed);
+           "them failing with different run-time errors, %ld failing in the "
+           "oracle only where fusion skips the failing element), %ld "
+           "skipped (oracle reported a kernel error), %ld mismatched\n",
+           ran, secs, secs > 0 ? ran / secs : 0.0, same, other, fused_ok,
+           skipped, failed);
     free(ms);
     free(pids);
     free(ends);
