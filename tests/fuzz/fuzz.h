@@ -141,6 +141,8 @@ typedef struct fz_node {
     bool shk;        /* sh known */
     void *data[FZ_MAXT]; /* A_USE: a buffer per leaf (malloc'd) */
     bool inexact;    /* may hold floats that differ between backends */
+    bool unordered;  /* may hold floats of an f16 sum or product whose
+                        order is unspecified: not compared at all */
     bool partial;    /* scalar: may fail at run (div, !, conversion) */
     int scope;       /* the function or afun node it was made in, -1 top */
     bool dead;       /* dropped by the shrinker */

@@ -105,6 +105,7 @@ static int add(gen *g, fz_node n, int nk, const int *k)
             n.partial |= c->partial && !fz_is_array_op(c->op);
         }
         n.inexact |= c->inexact;
+        n.unordered |= c->unordered;
     }
     n.scope = top_scope(g);
     g->budget--;
@@ -484,6 +485,7 @@ static int fun_close(gen *g, int f, int body)
     n->nkid = 1;
     n->ty = g->p->node[body].ty;
     n->inexact = g->p->node[body].inexact;
+    n->unordered = g->p->node[body].unordered;
     return f;
 }
 
@@ -525,7 +527,7 @@ static int gen_combine(gen *g, fz_ty ty)
     (void)a0;
     int n = fz_ty_leaves(ty);
     int comp[FZ_MAXT];
-    bool inexact = false;
+    bool inexact = false, unordered = false;
     for (int i = 0; i < n; i++) {
         weft_type t = fz_ty_leaf(ty, i);
         int xi = x, yi = y;
@@ -553,6 +555,9 @@ static int gen_combine(gen *g, fz_ty ty)
         } else {
             op = fz_chance(&g->r, 75) ? WEFT_OP_ADD : WEFT_OP_MUL;
             inexact = true;
+            /* an f16 sum in one order stalls at 2048 (2048 + 1 rounds to
+             * 2048) where another order reaches 20000: no tolerance fits */
+            unordered |= t == WEFT_F16;
         }
         comp[i] = prim2(g, op, fz_scalar(t), xi, yi);
     }
@@ -560,6 +565,7 @@ static int gen_combine(gen *g, fz_ty ty)
                                                : mk(g, E_TUPLE, ty, n, comp);
     fun_close(g, f, body);
     g->p->node[f].inexact = inexact;
+    g->p->node[f].unordered = unordered;
     g->p->node[f].aux2 = 1; /* a combination: may be reused */
     return f;
 }
@@ -1460,6 +1466,7 @@ static int gen_awhile(gen *g, fz_ty ty, int rank, int depth)
         }
         g->nstk--;
         g->p->node[f].inexact = g->p->node[body].inexact;
+        g->p->node[f].unordered = g->p->node[body].unordered;
         g->p->node[f].kid[0] = body;
         g->p->node[f].kid[1] = init;
         g->p->node[f].nkid = 2;
