@@ -108,6 +108,10 @@ typedef struct share {
     uint32_t mquery;
     struct mframe *mstack;
     uint8_t *plev;                 /* the lowest level of a node's parents */
+    int32_t *top;                  /* the nearest bound node on the chain
+                                      that emits a node, or -1 */
+    int32_t *req;                  /* a point a node's let must be at or
+                                      above (-1: none) */
     /* the core being made */
     uint32_t nvar, nterm_out;
     int nuse;
@@ -818,18 +822,53 @@ static void note_parent_level(share *s, int32_t u)
     }
 }
 
+/* A term u bound at a point P above it is emitted at P, outside the points
+ * between P and u: a let placed there is not in scope at u.  So a child c of
+ * u whose meet lies strictly between (above u's chain, below P) is bound at
+ * P instead: s->req[c].  u's chain is the run of unbound terms emitted
+ * inside their parent, up to the nearest bound one (s->top); hoists above
+ * that one are followed too. */
+static void note_hoists(share *s, int32_t u)
+{
+    for (int32_t i = 0; i < s->nch[u]; i++) {
+        int32_t c = s->ch[u][i];
+        if (c < 0) {
+            continue;
+        }
+        int32_t B = s->idom[c];
+        for (int32_t w = s->top[u]; w >= 0; w = s->top[s->bind_at[w]]) {
+            int32_t P = s->bind_at[w];
+            if (s->depth[B] >= s->depth[w]) {
+                break; /* on the chain itself: in scope */
+            }
+            if (s->depth[B] > s->depth[P]) {
+                B = P;
+            }
+            if (P == s->nnode) {
+                break;
+            }
+        }
+        if (B != s->idom[c]) {
+            s->req[c] = s->req[c] < 0 ? B : meet(s, s->req[c], B);
+        }
+    }
+}
+
 static void place(share *s)
 {
     int32_t root = s->nnode;
     note_parent_level(s, root);
+    s->top[root] = -1;
     for (int32_t t = root - 1; t >= 0; t--) {
         s->bind_at[t] = -1;
         if (s->flags[t] & NF_FUN) {
             note_parent_level(s, t);
+            s->top[t] = s->top[s->idom[t]];
+            note_hoists(s, t);
             continue;
         }
         const fe_term *x = s->nterm[t];
-        int32_t M = s->idom[t];
+        int32_t M = s->req[t] >= 0 ? s->req[t] : s->idom[t];
         int lm = level(s, M);
         int32_t P = -1;
         if (!is_trivial(x)) {
@@ -865,6 +904,8 @@ static void place(share *s)
             s->eff[t] = (uint8_t)(lm == LV_ARR ? LV_HOST : lm);
         }
         note_parent_level(s, t);
+        s->top[t] = P >= 0 ? t : s->top[s->idom[t]];
+        note_hoists(s, t);
     }
     for (int32_t t = 0; t < root; t++) {
         int32_t P = s->bind_at[t];
@@ -1148,14 +1189,14 @@ static fe_term *emit_expr(share *s, int32_t n)
 /* Node n where it is used: its variable if it is bound, else its term. */
 static fe_term *emit_use(share *s, int32_t n)
 {
-    if (s->flags[n] & NF_BOUND) {
-        if (!s->env[n]) {
-            return fail(s, WEFT_ERR_INTERNAL,
-                        "a shared term is used outside its let (internal "
-                        "error)");
-        }
+    if (s->flags[n] & NF_BOUND && s->env[n]) {
         return var_term(s, s->env[n]);
     }
+    /* Unbound, or bound where this use cannot see it: a use inside a term
+     * that was hoisted above n's let by a way note_hoists does not follow
+     * (a failing term copied into uses at several levels).  Computing n
+     * again here gives the same value, and runs only where the program
+     * runs this use. */
     return emit_expr(s, n);
 }
 
@@ -1199,6 +1240,8 @@ static bool setup(share *s)
     s->flags = salloc(s, cap);
     s->eff = salloc(s, cap);
     s->bind_at = ints(s, cap, -1);
+    s->top = ints(s, cap, -1);
+    s->req = ints(s, cap, -1);
     s->let_head = ints(s, cap, -1);
     s->let_tail = ints(s, cap, -1);
     s->let_next = ints(s, cap, -1);
