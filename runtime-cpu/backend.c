@@ -319,7 +319,8 @@ static weft_status hook(void *user, fe_ix *ix, const fe_term *t,
     static fe_cancel never = {.poll = fe_cancel_poll};
     fe_cancel *c = fe_ix_cancel(ix);
     rt_backend rb = {.ops = &cpu_rt_ops, .be = g,
-                     .workers = cpu_gang_size(g), .grain = CPU_GRAIN,
+                     .workers = cpu_gang_size(g),
+                     .grain = k->light ? CPU_GRAIN : CPU_GRAIN_HEAVY,
                      .chunk_min = CPU_GRAIN, .be_job = exe,
                      .cancel_word = (uint64_t)(uintptr_t)(c ? c : &never)};
     return rt_exec(exe->ctx, &rb, ix, k, out);
