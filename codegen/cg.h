@@ -375,6 +375,11 @@ struct cg_target {
     LLVMValueRef (*grid_size)(cg_fn *fn, int dim);      /* i32, in blocks */
     LLVMValueRef (*lane_index)(cg_fn *fn);              /* i32 */
     void (*barrier)(cg_fn *fn);
+    /* Loops the IR vectorisers must leave alone: cg_loop marks them
+     * (NVPTX in LLVM 19 aborts the process on some short vectors the
+     * loop vectoriser makes, such as a v2i16 compare: weft_fuzz seed
+     * 550081; PTX threads are the vector lanes anyway). */
+    bool scalar_loops;
     /* A barrier of the warp alone (every lane takes part): orders the
      * lanes' shared-memory accesses before it before those after it. */
     void (*warp_barrier)(cg_fn *fn);

@@ -43,9 +43,18 @@ weft_status cg_optimise(LLVMModuleRef mod, LLVMTargetMachineRef tm,
         return s;
     }
 #endif
+    /* No IR vectorisers for the GPU: LLVM 19's NVPTX cannot select some
+     * short vectors they form (a v2i16 setcc of a u16 stencil, weft_fuzz
+     * seed 550081) and aborts the process.  These options were not enough
+     * for the loop vectoriser (seen: it still ran), so cg_loop also marks
+     * the GPU's loops (cg_target.scalar_loops).  Vector loads and stores
+     * there come from NVPTX's own load/store vectoriser. */
+    const char *triple = LLVMGetTarget(mod);
+    bool gpu = triple && strncmp(triple, "nvptx", 5) == 0;
     LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
-    LLVMPassBuilderOptionsSetLoopVectorization(opts, 1);
-    LLVMPassBuilderOptionsSetSLPVectorization(opts, 1);
+    LLVMPassBuilderOptionsSetLoopVectorization(opts, !gpu);
+    LLVMPassBuilderOptionsSetSLPVectorization(opts, !gpu);
+    LLVMPassBuilderOptionsSetLoopInterleaving(opts, !gpu);
     LLVMErrorRef err = LLVMRunPasses(mod, passes, tm, opts);
     LLVMDisposePassBuilderOptions(opts);
     if (err) {

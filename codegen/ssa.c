@@ -18,6 +18,8 @@
  * The increment carries nsw but not nuw, since a skeleton may count up
  * from a negative start; nsw alone lets SCEV compute the trip count.
  */
+#include <llvm-c/DebugInfo.h> /* LLVMTemporaryMDNode */
+
 #include "cg.h"
 
 /* Start function `name` (see cg.h). */
@@ -191,13 +193,33 @@ void cg_loop_begin(cg_fn *fn, cg_loop *l, LLVMValueRef start,
     *i = l->i;
 }
 
+/* On a target whose loops the IR vectorisers must leave alone
+ * (cg_target.scalar_loops), mark the back-edge br with a loop ID saying
+ * llvm.loop.vectorize.enable false. */
+static void scalar_loop(cg_fn *fn, LLVMValueRef br)
+{
+    if (!fn->target || !fn->target->scalar_loops) {
+        return;
+    }
+    LLVMContextRef c = fn->llctx;
+    LLVMMetadataRef kv[2] = {
+        LLVMMDStringInContext2(c, "llvm.loop.vectorize.enable", 26),
+        LLVMValueAsMetadata(LLVMConstInt(LLVMInt1TypeInContext(c), 0, 0))};
+    LLVMMetadataRef self = LLVMTemporaryMDNode(c, NULL, 0);
+    LLVMMetadataRef ops[2] = {self, LLVMMDNodeInContext2(c, kv, 2)};
+    LLVMMetadataRef id = LLVMMDNodeInContext2(c, ops, 2);
+    LLVMMetadataReplaceAllUsesWith(self, id);
+    LLVMSetMetadata(br, LLVMGetMDKindIDInContext(c, "llvm.loop", 9),
+                    LLVMMetadataAsValue(c, id));
+}
+
 /* Close a counted loop (see cg.h). */
 void cg_loop_end(cg_fn *fn, cg_loop *l)
 {
     LLVMBasicBlockRef latch = LLVMGetInsertBlock(fn->b);
     LLVMValueRef next = LLVMBuildNSWAdd(fn->b, l->i, cg_i64(fn, 1), "");
     LLVMValueRef go = LLVMBuildICmp(fn->b, LLVMIntSLT, next, l->end, "");
-    LLVMBuildCondBr(fn->b, go, l->body, l->exit);
+    scalar_loop(fn, LLVMBuildCondBr(fn->b, go, l->body, l->exit));
     LLVMAddIncoming(l->i, &next, &latch, 1);
     LLVMPositionBuilderAtEnd(fn->b, l->exit);
 }

@@ -408,6 +408,7 @@ const cg_target cg_target_ptx = {
     .lane_index = ptx_lane_index,
     .barrier = ptx_barrier,
     .warp_barrier = ptx_warp_barrier,
+    .scalar_loops = true,
     .shared_array = ptx_shared_array,
     .atomic_rmw = ptx_atomic_rmw,
     .atomic_cas = ptx_atomic_cas,

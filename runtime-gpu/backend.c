@@ -479,18 +479,8 @@ static weft_status rt_run(rt_job *j, int n, const rt_phase *ph)
         } else if (per > 1) {
             items *= per;
         }
-        /* A thread per item and fewer items than a full block per SM
-         * (a generate of 65536 heavy elements in 1024-thread blocks
-         * filled 64 of the H100's 132 SMs): smaller blocks, one per SM. */
-        int block = 0;
-        int64_t sms = gpu_dev_sms(d);
-        if (per <= 1 && items < sms * f->block) {
-            int64_t b = ((items + sms - 1) / sms + 31) / 32 * 32;
-            block = (int)(b < 32 ? 32 : b);
-        }
-        unsigned grid = block ? (unsigned)((items + block - 1) / block)
-                              : gpu_grid_for(d, f, items);
-        weft_status s = gpu_launch(d, f, grid, block, 0, params, WHO);
+        unsigned grid = gpu_grid_for(d, f, items);
+        weft_status s = gpu_launch(d, f, grid, 0, 0, params, WHO);
         if (s) {
             return s;
         }

@@ -420,6 +420,32 @@ START_TEST(unit_kernels)
 }
 END_TEST
 
+/* A stencil2 of u16 and i64 whose function's signum and compare on u16
+ * the IR vectorisers once paired into a v2i16 setcc, which LLVM 19's
+ * NVPTX cannot select: it aborted the process (weft_fuzz seed 550081).
+ * The GPU pipeline runs without them. */
+START_TEST(u16_stencil2)
+{
+    weft_context *ctx = open_sm90();
+    weft_program *p;
+    TU_OK(weft_program_create(ctx, &p));
+    weft_acc *a = weft_param(p, WEFT_U16, 1);
+    weft_acc *b = weft_param(p, WEFT_I64, 1);
+    weft_type args[10];
+    for (int i = 0; i < 10; i++) {
+        args[i] = i < 5 ? WEFT_U16 : WEFT_I64;
+    }
+    weft_fun *f = weft_fun_create(p, 10, args);
+    weft_fun_return(f, weft_sub(weft_u16(p, 0), weft_signum(weft_arg(f, 4))));
+    weft_boundary wrap = {WEFT_BOUNDARY_WRAP, NULL};
+    weft_acc *r = weft_stencil2(f, (const int[]){5}, wrap, a, (const int[]){5},
+                                wrap, b);
+    compile(p, &r, 1, "stencil2 of u16 and i64");
+    weft_program_free(p);
+    weft_context_free(ctx);
+}
+END_TEST
+
 /* Every .ptx file: entries, nothing unresolved, and ptxas accepts it. */
 START_TEST(ptxas_accepts)
 {
@@ -473,6 +499,7 @@ static Suite *suite(void)
     tcase_add_test(tc, permutes);
     tcase_add_test(tc, stencils_and_shapes);
     tcase_add_test(tc, checked);
+    tcase_add_test(tc, u16_stencil2);
     tcase_add_test(tc, while_cancel);
     tcase_add_test(tc, unit_kernels);
     tcase_add_test(tc, ptxas_accepts); /* last: reads what the others wrote */
