@@ -177,6 +177,10 @@ typedef enum cg_err {
 /* Iterations of a scalar while loop between two polls of the cancel word
  * (a power of two). */
 #define CG_POLL_EVERY 1024
+/* ... on the GPU, whose poll is a read of host memory over the bus: every
+ * 1,024 iterations, n-body written with a while loop (65,536 iterations a
+ * thread) measured 28 -> 140 ms on the H100 */
+#define CG_POLL_EVERY_GPU 65536
 
 /* Add function `name` of type fnty to mod and start its body: an entry
  * block for allocas and a first body block where fn->b is positioned.
@@ -419,6 +423,7 @@ struct cg_target {
      * waiting for it), so that every loop after it ends within
      * CG_POLL_EVERY iterations. */
     LLVMValueRef (*cancel_poll)(cg_fn *fn);
+    int poll_every; /* iterations between polls (a power of two) */
     bool cancel_returns;
     /* SPMD hook (spmd.c), optional: the vector form of floating function
      * op (EXP .. ATANH, POW, ATAN2) on x (and y), vectors of float or

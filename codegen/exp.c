@@ -751,7 +751,9 @@ static weft_status exp_while(cg_fn *fn, const fe_term *e, cg_val *out)
     if (poll) {
         count1 = LLVMBuildAdd(B, count, LLVMConstInt(i32, 1, 0), "");
         LLVMValueRef low = LLVMBuildAnd(
-            B, count1, LLVMConstInt(i32, CG_POLL_EVERY - 1, 0), "");
+            B, count1,
+            LLVMConstInt(i32, (unsigned)fn->target->poll_every - 1, 0),
+            "");
         LLVMValueRef due = LLVMBuildICmp(B, LLVMIntEQ, low,
                                          LLVMConstInt(i32, 0, 0), "");
         LLVMBasicBlockRef check =

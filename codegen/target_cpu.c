@@ -176,6 +176,7 @@ const cg_target cg_target_cpu = {
     .name = "cpu",
     .math1 = cpu_math1,
     .math2 = cpu_math2,
+    .poll_every = CG_POLL_EVERY,
     .vmath = cpu_vmath,
     /* A CPU kernel works on the range its arguments give: no thread
      * indices, barriers or shared memory. */

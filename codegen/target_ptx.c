@@ -409,6 +409,7 @@ const cg_target cg_target_ptx = {
     .barrier = ptx_barrier,
     .warp_barrier = ptx_warp_barrier,
     .scalar_loops = true,
+    .poll_every = CG_POLL_EVERY_GPU,
     .shared_array = ptx_shared_array,
     .atomic_rmw = ptx_atomic_rmw,
     .atomic_cas = ptx_atomic_cas,
