@@ -298,6 +298,12 @@ LLVMValueRef cg_to_index(cg_fn *fn, int rank, const LLVMValueRef *sh,
 void cg_from_index(cg_fn *fn, int rank, const LLVMValueRef *sh,
                    LLVMValueRef i, LLVMValueRef *ix);
 
+/* Comparison op (LT, LE, GT, GE, EQ, NE) of a and b of scalar type
+ * t, or of vectors of it (spmd.c): ordered for floats except NE, signed
+ * or unsigned as t is. */
+LLVMValueRef cg_compare(cg_fn *fn, weft_op op, weft_type t, LLVMValueRef a,
+                        LLVMValueRef b);
+
 /* ===== spmd.c: element functions over W lanes ===== */
 
 /* The state of one SPMD region: the scalar language emitted for W

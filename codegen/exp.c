@@ -210,8 +210,9 @@ static void check_range(cg_fn *fn, weft_op op, weft_type rt, LLVMValueRef v)
     cg_check(fn, LLVMBuildNot(B, ok, ""), CG_ERR_CONVERT, op, rt);
 }
 
-static LLVMValueRef compare(cg_fn *fn, weft_op op, weft_type t,
-                            LLVMValueRef a, LLVMValueRef b)
+/* Comparison op of a and b of type t (see cg.h). */
+LLVMValueRef cg_compare(cg_fn *fn, weft_op op, weft_type t, LLVMValueRef a,
+                        LLVMValueRef b)
 {
     if (fe_is_float(t)) {
         LLVMRealPredicate p;
@@ -378,7 +379,7 @@ weft_status cg_prim(cg_fn *fn, weft_op op, weft_type rt, weft_type t0,
         break;
     case WEFT_OP_MIN:
     case WEFT_OP_MAX: {
-        LLVMValueRef le = compare(fn, WEFT_OP_LE, t, x, y);
+        LLVMValueRef le = cg_compare(fn, WEFT_OP_LE, t, x, y);
         *r = op == WEFT_OP_MIN ? LLVMBuildSelect(B, le, x, y, "")
                                : LLVMBuildSelect(B, le, y, x, "");
         break;
@@ -495,7 +496,7 @@ weft_status cg_prim(cg_fn *fn, weft_op op, weft_type rt, weft_type t0,
     case WEFT_OP_GE:
     case WEFT_OP_EQ:
     case WEFT_OP_NE:
-        *r = compare(fn, op, t, x, y);
+        *r = cg_compare(fn, op, t, x, y);
         break;
     case WEFT_OP_AND: *r = LLVMBuildAnd(B, x, y, ""); break;
     case WEFT_OP_OR: *r = LLVMBuildOr(B, x, y, ""); break;

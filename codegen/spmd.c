@@ -555,35 +555,6 @@ static LLVMValueRef vconst_int(cg_spmd *s, LLVMTypeRef et, uint64_t v)
     return cg_spmd_broadcast(s, LLVMConstInt(et, v, 0));
 }
 
-static LLVMValueRef vcompare(cg_spmd *s, weft_op op, weft_type t,
-                             LLVMValueRef a, LLVMValueRef b)
-{
-    cg_fn *fn = s->fn;
-    if (fe_is_float(t)) {
-        LLVMRealPredicate p;
-        switch (op) {
-        case WEFT_OP_LT: p = LLVMRealOLT; break;
-        case WEFT_OP_LE: p = LLVMRealOLE; break;
-        case WEFT_OP_GT: p = LLVMRealOGT; break;
-        case WEFT_OP_GE: p = LLVMRealOGE; break;
-        case WEFT_OP_EQ: p = LLVMRealOEQ; break;
-        default: p = LLVMRealUNE; break;
-        }
-        return LLVMBuildFCmp(B, p, a, b, "");
-    }
-    bool sg = fe_is_signed(t);
-    LLVMIntPredicate p;
-    switch (op) {
-    case WEFT_OP_LT: p = sg ? LLVMIntSLT : LLVMIntULT; break;
-    case WEFT_OP_LE: p = sg ? LLVMIntSLE : LLVMIntULE; break;
-    case WEFT_OP_GT: p = sg ? LLVMIntSGT : LLVMIntUGT; break;
-    case WEFT_OP_GE: p = sg ? LLVMIntSGE : LLVMIntUGE; break;
-    case WEFT_OP_EQ: p = LLVMIntEQ; break;
-    default: p = LLVMIntNE; break;
-    }
-    return LLVMBuildICmp(B, p, a, b, "");
-}
-
 /* The vector form of op on varying operands (after broadcasting), where
  * it computes the scalar code's bits lane for lane; NULL where it does not
  * exist here (the caller goes lane by lane). */
@@ -647,7 +618,7 @@ static LLVMValueRef vnative(cg_spmd *s, weft_op op, weft_type rt,
         return NULL;
     case WEFT_OP_MIN:
     case WEFT_OP_MAX: {
-        LLVMValueRef le = vcompare(s, WEFT_OP_LE, t, x, y);
+        LLVMValueRef le = cg_compare(s->fn, WEFT_OP_LE, t, x, y);
         return op == WEFT_OP_MIN ? LLVMBuildSelect(B, le, x, y, "")
                                  : LLVMBuildSelect(B, le, y, x, "");
     }
@@ -683,7 +654,7 @@ static LLVMValueRef vnative(cg_spmd *s, weft_op op, weft_type rt,
     case WEFT_OP_GE:
     case WEFT_OP_EQ:
     case WEFT_OP_NE:
-        return vcompare(s, op, t, x, y);
+        return cg_compare(s->fn, op, t, x, y);
     case WEFT_OP_FLOOR:
     case WEFT_OP_CEILING:
     case WEFT_OP_ROUND:

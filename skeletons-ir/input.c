@@ -135,11 +135,6 @@ static const cg_val *scalar_item(sk_fn *f, const fe_term *t)
     return NULL;
 }
 
-const cg_val *sk_scalar_operand(sk_fn *f, const fe_term *t)
-{
-    return scalar_item(f, t);
-}
-
 static bool is_delayed(sk_fn *f, const fe_term *t)
 {
     return t->delayed || t == f->e->k->op;
@@ -392,25 +387,8 @@ static weft_status read_at(sk_fn *f, const fe_term *t, LLVMValueRef i,
             return s;
         }
         const fe_term *a = t->kid[0];
-        if ((s = cg_val_make(fn, a->rank, &jx)) != WEFT_OK) {
+        if ((s = sk_source_index(f, t, ixv, &jx)) != WEFT_OK) {
             return s;
-        }
-        int src = 0, o = 0;
-        for (int d = 0; d < t->nkid - 1; d++) {
-            const fe_term *sp = t->kid[1 + d];
-            if (t->kind == FE_REPLICATE) {
-                if (sp->kind == FE_ALL) {
-                    jx.v[src++] = ixv->v[d];
-                }
-            } else if (sp->kind == FE_ALL) {
-                jx.v[d] = ixv->v[o++];
-            } else {
-                const cg_val *v = scalar_item(f, sp);
-                if (!v) {
-                    return missing();
-                }
-                jx.v[d] = v->v[0];
-            }
         }
         if (t->kind == FE_REPLICATE) {
             return read_at(f, a, NULL, &jx, out);
@@ -420,6 +398,34 @@ static weft_status read_at(sk_fn *f, const fe_term *t, LLVMValueRef i,
     default:
         return missing();
     }
+}
+
+weft_status sk_source_index(sk_fn *f, const fe_term *t, const cg_val *ix,
+                            cg_val *out)
+{
+    const fe_term *a = t->kid[0];
+    weft_status s = cg_val_make(&f->fn, a->rank, out);
+    if (s != WEFT_OK) {
+        return s;
+    }
+    int src = 0, o = 0;
+    for (int d = 0; d < t->nkid - 1; d++) {
+        const fe_term *sp = t->kid[1 + d];
+        if (t->kind == FE_REPLICATE) {
+            if (sp->kind == FE_ALL) {
+                out->v[src++] = ix->v[d];
+            }
+        } else if (sp->kind == FE_ALL) {
+            out->v[d] = ix->v[o++];
+        } else {
+            const cg_val *v = scalar_item(f, sp);
+            if (!v) {
+                return missing();
+            }
+            out->v[d] = v->v[0];
+        }
+    }
+    return WEFT_OK;
 }
 
 weft_status sk_read(sk_fn *f, const fe_term *t, LLVMValueRef i,

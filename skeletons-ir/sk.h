@@ -311,12 +311,16 @@ weft_status sk_extent(sk_fn *f, const fe_term *t, LLVMValueRef *ext);
  * arrays, and maps / zipWiths of equal shapes over them): else a consumer
  * that walks rows does better to pass multi-indices. */
 bool sk_linear_ok(sk_fn *f, const fe_term *t);
+/* The index in the source (t->kid[0]) of replicate or slice t's element
+ * at multi-index ix (leaves scalar, or vectors in SPMD code): the
+ * replicated dimensions dropped, or the sliced ones filled in from the
+ * slice's scalar operands.  Errors: WEFT_ERR_OUT_OF_MEMORY,
+ * WEFT_ERR_INTERNAL. */
+weft_status sk_source_index(sk_fn *f, const fe_term *t, const cg_val *ix,
+                            cg_val *out);
 /* The manifest array that array term t denotes in this kernel (an
  * operand, a free array variable, a parameter, a used array), or NULL. */
 const cg_array *sk_manifest_array(sk_fn *f, const fe_term *t);
-/* The value of scalar operand t of the operation or of a delayed producer
- * (a shape, a slice index) that the host evaluated, or NULL. */
-const cg_val *sk_scalar_operand(sk_fn *f, const fe_term *t);
 /* A report of code (cg_err) where fn->b is: in checked mode a cg_check
  * for the current element, else straight into the kernel's error word
  * with no element. */

@@ -213,7 +213,6 @@ static weft_status vgather(sk_fn *f, cg_spmd *s, const fe_term *a,
 static weft_status vread(sk_fn *f, cg_spmd *s, const fe_term *t,
                          LLVMValueRef i, const cg_val *ix, cg_val *out)
 {
-    cg_fn *fn = &f->fn;
     weft_status r;
     cg_val x[3], tmp, jx;
     const cg_val *ixv;
@@ -289,27 +288,8 @@ static weft_status vread(sk_fn *f, cg_spmd *s, const fe_term *t,
             return r;
         }
         const fe_term *a = t->kid[0];
-        if ((r = cg_val_make(fn, a->rank, &jx)) != WEFT_OK) {
+        if ((r = sk_source_index(f, t, ixv, &jx)) != WEFT_OK) {
             return r;
-        }
-        int src = 0, o = 0;
-        for (int d = 0; d < t->nkid - 1; d++) {
-            const fe_term *sp = t->kid[1 + d];
-            if (t->kind == FE_REPLICATE) {
-                if (sp->kind == FE_ALL) {
-                    jx.v[src++] = ixv->v[d];
-                }
-            } else if (sp->kind == FE_ALL) {
-                jx.v[d] = ixv->v[o++];
-            } else {
-                const cg_val *v = sk_scalar_operand(f, sp);
-                if (!v) {
-                    return fe_error(WEFT_ERR_INTERNAL,
-                                    "weft_compile: a kernel reads an operand "
-                                    "it was not given");
-                }
-                jx.v[d] = v->v[0];
-            }
         }
         if (t->kind == FE_REPLICATE) {
             return vread(f, s, a, NULL, &jx, out);
