@@ -214,6 +214,22 @@ LLVMValueRef cg_vm_exp(cg_fn *fn, LLVMValueRef x, bool single)
     return sel(fn, nan, x, v);
 }
 
+/* log's special values over v, the polynomial's result: x itself for
+ * NaN and +inf, the host's invalid NaN below 0, -inf at (either) 0. */
+static LLVMValueRef log_special(cg_fn *fn, LLVMTypeRef ty, LLVMValueRef x,
+                                LLVMValueRef v)
+{
+    LLVMValueRef inf = kf(fn, ty, __builtin_inf());
+    v = sel(fn,
+            LLVMBuildOr(B, fcmp(fn, LLVMRealUNO, x, x),
+                        fcmp(fn, LLVMRealOEQ, x, inf), ""),
+            x, v);
+    v = sel(fn, fcmp(fn, LLVMRealOLT, x, kf(fn, ty, 0)),
+            kf(fn, ty, invalid_nan()), v);
+    return sel(fn, fcmp(fn, LLVMRealOEQ, x, kf(fn, ty, 0)),
+               kf(fn, ty, -__builtin_inf()), v);
+}
+
 /* log of double (or vector of double) x (see the head). */
 LLVMValueRef cg_vm_log(cg_fn *fn, LLVMValueRef x, bool single)
 {
@@ -283,15 +299,7 @@ LLVMValueRef cg_vm_log(cg_fn *fn, LLVMValueRef x, bool single)
     LLVMValueRef b = psub(
         fn, hi, psub(fn, psub(fn, pmul(fn, s, psub(fn, f, R)), lo), f));
     LLVMValueRef v = sel(fn, big, a, b);
-    LLVMValueRef inf = kf(fn, ty, __builtin_inf());
-    v = sel(fn,
-            LLVMBuildOr(B, fcmp(fn, LLVMRealUNO, x, x),
-                        fcmp(fn, LLVMRealOEQ, x, inf), ""),
-            x, v);
-    v = sel(fn, fcmp(fn, LLVMRealOLT, x, kf(fn, ty, 0)),
-            kf(fn, ty, invalid_nan()), v);
-    return sel(fn, fcmp(fn, LLVMRealOEQ, x, kf(fn, ty, 0)),
-               kf(fn, ty, -__builtin_inf()), v);
+    return log_special(fn, ty, x, v);
 }
 
 /* ---- fast math, f32: in float, half the work per lane ---- */
@@ -377,13 +385,5 @@ LLVMValueRef cg_vm_logf(cg_fn *fn, LLVMValueRef x)
     y = padd(fn, y, pmul(fn, kf(fn, ty, -0.5), z));
     LLVMValueRef v = padd(fn, padd(fn, m, y),
                           pmul(fn, fe, kf(fn, ty, 0.693359375)));
-    LLVMValueRef inf = kf(fn, ty, __builtin_inf());
-    v = sel(fn,
-            LLVMBuildOr(B, fcmp(fn, LLVMRealUNO, x, x),
-                        fcmp(fn, LLVMRealOEQ, x, inf), ""),
-            x, v);
-    v = sel(fn, fcmp(fn, LLVMRealOLT, x, kf(fn, ty, 0)),
-            kf(fn, ty, invalid_nan()), v);
-    return sel(fn, fcmp(fn, LLVMRealOEQ, x, kf(fn, ty, 0)),
-               kf(fn, ty, -__builtin_inf()), v);
+    return log_special(fn, ty, x, v);
 }
