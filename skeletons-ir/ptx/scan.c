@@ -504,6 +504,8 @@ typedef struct tile {
     LLVMValueRef row, q;  /* its row and piece */
     LLVMValueRef lo, hi;  /* its logical positions in the row */
     LLVMValueRef seg;     /* the warp's first position */
+    LLVMValueRef whole;   /* i1: all the warp's 32 K positions are in the
+                             tile (reads and writes need no guard) */
     LLVMValueRef *wt;     /* shared, per leaf [32]: warp totals */
     LLVMValueRef *wp;     /* shared, per leaf [32]: warp prefixes */
     LLVMValueRef wpv;     /* shared i8 [32]: whether warp v has one */
@@ -589,12 +591,8 @@ static weft_status warp_chunks(sk_fn *f, tile *T, const source *sr)
     /* the warp's positions, coalesced, into its staging area: when all
      * 32 K are in the tile, every read first and unguarded (K loads in
      * flight per lane) */
-    LLVMValueRef whole = LLVMBuildICmp(
-        fn->b, LLVMIntSLE,
-        LLVMBuildAdd(fn->b, T->seg, cg_i64(fn, (int64_t)WARP * T->K), ""),
-        T->hi, "whole");
     cg_if wh;
-    cg_if_begin(fn, &wh, whole);
+    cg_if_begin(fn, &wh, T->whole);
     cg_val got[MAX_ITEMS];
     for (int i = 0; i < T->K; i++) {
         LLVMValueRef p = LLVMBuildAdd(fn->b, T->seg, stripe_off(fn, T, i), "");
@@ -1026,12 +1024,8 @@ static weft_status tile_write(sk_fn *f, tile *T)
     }
     fn->target->warp_barrier(fn);
     /* ... and out, coalesced (unguarded when all 32 K are in the tile) */
-    LLVMValueRef whole = LLVMBuildICmp(
-        fn->b, LLVMIntSLE,
-        LLVMBuildAdd(fn->b, T->seg, cg_i64(fn, (int64_t)WARP * T->K), ""),
-        T->hi, "whole");
     cg_if wh;
-    cg_if_begin(fn, &wh, whole);
+    cg_if_begin(fn, &wh, T->whole);
     for (int i = 0; i < T->K; i++) {
         LLVMValueRef q = stripe_off(fn, T, i);
         cg_val y;
@@ -1164,6 +1158,10 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in)
         fn->b, T.lo,
         LLVMBuildMul(fn->b, L->wid, cg_i64(fn, (int64_t)WARP * T.K), ""),
         "seg");
+    T.whole = LLVMBuildICmp(
+        fn->b, LLVMIntSLE,
+        LLVMBuildAdd(fn->b, T.seg, cg_i64(fn, (int64_t)WARP * T.K), ""), T.hi,
+        "whole");
     source sr = {.src = in->src};
     if ((s = source_row(f, &sr, ext, T.row,
                         LLVMBuildMul(fn->b, T.row, T.m, ""))) != WEFT_OK ||
