@@ -77,6 +77,27 @@ static const fe_backend *backend_table(weft_backend b)
     }
 }
 
+/* An on/off variable of the environment: $name=1 sets flag in *flags, 0
+ * clears it, unset or empty leaves it; anything else is an error. */
+static weft_status env_switch(const char *name, unsigned flag,
+                              unsigned *flags)
+{
+    const char *v = getenv(name);
+    if (!v || !*v) {
+        return WEFT_OK;
+    }
+    if (strcmp(v, "1") == 0) {
+        *flags |= flag;
+    } else if (strcmp(v, "0") == 0) {
+        *flags &= ~flag;
+    } else {
+        return fe_error(WEFT_ERR_INVALID_ARGUMENT,
+                        "weft_context_create: %s=\"%.32s\" is neither 0 nor 1",
+                        name, v);
+    }
+    return WEFT_OK;
+}
+
 weft_status weft_context_create(const weft_config *cfg, weft_context **out)
 {
     if (!out) {
@@ -127,17 +148,9 @@ weft_status weft_context_create(const weft_config *cfg, weft_context **out)
             }
             c.device_memory = n;
         }
-        const char *chk = getenv("WEFT_CHECK");
-        if (chk && *chk) {
-            if (strcmp(chk, "1") == 0) {
-                c.flags |= WEFT_FLAG_CHECKED;
-            } else if (strcmp(chk, "0") == 0) {
-                c.flags &= ~WEFT_FLAG_CHECKED;
-            } else {
-                return fe_error(WEFT_ERR_INVALID_ARGUMENT,
-                                "weft_context_create: WEFT_CHECK=\"%.32s\" "
-                                "is not 1 (checked mode) or 0", chk);
-            }
+        weft_status st = env_switch("WEFT_CHECK", WEFT_FLAG_CHECKED, &c.flags);
+        if (st != WEFT_OK) {
+            return st;
         }
         const char *to = getenv("WEFT_TIMEOUT_MS");
         if (to && *to) {
@@ -155,17 +168,9 @@ weft_status weft_context_create(const weft_config *cfg, weft_context **out)
         if (spmd && strcmp(spmd, "0") == 0) {
             c.flags |= WEFT_FLAG_NO_SPMD;
         }
-        const char *fast = getenv("WEFT_FAST_MATH");
-        if (fast && *fast) {
-            if (strcmp(fast, "1") == 0) {
-                c.flags |= WEFT_FLAG_FAST_MATH;
-            } else if (strcmp(fast, "0") == 0) {
-                c.flags &= ~WEFT_FLAG_FAST_MATH;
-            } else {
-                return fe_error(WEFT_ERR_INVALID_ARGUMENT,
-                                "weft_context_create: WEFT_FAST_MATH=\"%.32s\" "
-                                "is neither 0 nor 1", fast);
-            }
+        st = env_switch("WEFT_FAST_MATH", WEFT_FLAG_FAST_MATH, &c.flags);
+        if (st != WEFT_OK) {
+            return st;
         }
         const char *th = getenv("WEFT_THREADS");
         if (th && *th) {
