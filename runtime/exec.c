@@ -508,14 +508,22 @@ weft_status rt_exec_fold(job *j)
         return s;
     }
     /* Few long rows: cut each row into C chunks so that every worker has
-     * several; else one row per iteration. */
+     * several; else one row per iteration.  A kernel without the whole-row
+     * entry always goes by chunks: C = 0 when rows are empty (entry 2 then
+     * gives z), else at least 1. */
+    bool chunks_only = j->k->flags & SK_FOLD_CHUNKS_ONLY;
     int64_t C = rt_row_chunks(j, rows, m);
+    if (chunks_only && m == 0) {
+        C = 0;
+    }
     j->auxval[1].i = C;
-    if ((s = rt_job_aux(j, 0, t->type, C > 1 ? rows * C : 1, false)) != WEFT_OK ||
+    bool by_chunks = C > 1 || chunks_only;
+    if ((s = rt_job_aux(j, 0, t->type, by_chunks && C > 0 ? rows * C : 1,
+                        false)) != WEFT_OK ||
         (s = rt_job_fill(j)) != WEFT_OK) {
         return s;
     }
-    if (C == 1) {
+    if (!by_chunks) {
         int64_t grain = m > 0 ? j->grain / m : j->grain;
         return rt_job_run(j, 0, rows, grain > 0 ? grain : 1);
     }
@@ -523,7 +531,7 @@ weft_status rt_exec_fold(job *j)
         {.entry = 1, .n = rows * C, .grain = 1},
         {.entry = 2, .n = rows, .grain = 1},
     };
-    return rt_job_phases(j, 2, ph);
+    return C > 0 ? rt_job_phases(j, 2, ph) : rt_job_phases(j, 1, ph + 1);
 }
 
 /* ---- entry ------------------------------------------------------------------ */

@@ -173,7 +173,7 @@ struct sk_kernel {
     int err_item;             /* the error word (aux SK_ERR_AUX) */
     void *entry[SK_MAX_ENTRY];/* their addresses, filled by the runtime */
     uint8_t key[32];          /* the kernel's cache key */
-    unsigned flags;           /* skeleton-specific (e.g. SK_FOLD_*) */
+    unsigned flags;           /* skeleton-specific (SK_FOLD_*) */
     int item_threads[SK_MAX_ENTRY]; /* GPU: threads that work together on
                                   one item of entry e's [0, n) (raw
                                   entries): 0 or 1 one thread, 32 a warp,
@@ -206,6 +206,13 @@ struct sk_kernel {
                                  undefined operations (part of the key) */
     int number;               /* its position in the plan (messages) */
 };
+
+/* sk_kernel.flags of a fold: entry 0 (whole rows) is an empty function,
+ * and the driver cuts every row into chunks (entries 1 and 2), C >= 1, or
+ * C = 0 for rows of no element.  fold.c sets it for a fold of rank 1 (one
+ * row): entry 0 would only serve short arrays, and its vector loop costs
+ * as much compile time as entry 1's. */
+#define SK_FOLD_CHUNKS_ONLY 1u
 
 /* The context in which a kernel's functions are emitted. */
 struct sk_emit {
