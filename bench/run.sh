@@ -3,6 +3,7 @@
 # benchmark, run it, and write bench/results/cpu.md.
 #
 # Usage: bench/run.sh [weft_bench options]   e.g. bench/run.sh -t 4 -r 9
+# (-p n-body runs only the programs whose name contains "n-body")
 # Columns: weft (strict and with WEFT_FLAG_FAST_MATH) against C/OpenMP
 # (strict and -ffast-math) and numba where it is installed; thread scaling
 # of the compute-bound programs.

@@ -79,9 +79,10 @@ typedef struct options {
     int quick;
     const char *out_path;
     const char *dump_dir;
+    const char *only; /* -p: run only the programs whose name has this */
 } options;
 
-static options opt = {0, 7, 0, NULL, NULL};
+static options opt = {0, 7, 0, NULL, NULL, NULL};
 
 /* Which references the programs' ref callbacks run: 0 the strict ones
  * (ref_*), 1 the fast-math ones (reff_*: bench/ref.c built with
@@ -189,6 +190,7 @@ typedef struct row {
 
 struct bench {
     const char *name;
+    int skipped; /* left out by -p */
     const char *what;      /* the weft formulation, for the notes */
     const char *tolerance; /* how the check compares, for the notes */
     const char *flop_rule; /* how flops are counted, or NULL */
@@ -1432,6 +1434,9 @@ static void print_runs(FILE *f, int md, double copy_gbs)
     print_header(f, md, nh, hdr, width, 2, 14);
     for (int k = 0; k < NBENCH; k++) {
         const bench *b = &benches[k];
+        if (b->skipped) {
+            continue;
+        }
         const row *r = &b->r;
         char c[17][64];
         snprintf(c[0], 64, "%s%s", b->name, r->note[0] ? " *" : "");
@@ -1468,6 +1473,9 @@ static void print_scaling(FILE *f, int md)
     print_header(f, md, nh, hdr, width, 1, 6);
     for (int k = 0; k < NBENCH; k++) {
         const bench *b = &benches[k];
+        if (b->skipped) {
+            continue;
+        }
         const row *r = &b->r;
         if (r->weft1_ms < 0) {
             continue;
@@ -1500,6 +1508,9 @@ static void print_compiles(FILE *f, int md)
     }
     for (int k = 0; k < NBENCH; k++) {
         const bench *b = &benches[k];
+        if (b->skipped) {
+            continue;
+        }
         const row *r = &b->r;
         if (md) {
             fprintf(f,
@@ -1657,6 +1668,9 @@ static void write_report(const char *path, const machine *m, double copy_gbs,
     fprintf(f, "## Programs\n\n");
     for (int k = 0; k < NBENCH; k++) {
         const bench *b = &benches[k];
+        if (b->skipped) {
+            continue;
+        }
         fprintf(f, "- **%s** (%s): %s. Check: %s.", b->name, b->size, b->what,
                 b->tolerance);
         if (b->flop_rule) {
@@ -1706,7 +1720,7 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: weft_bench [-t threads] [-r runs] [-q] [-o report.md] "
-            "[-d dump-dir]\n");
+            "[-d dump-dir] [-p name-part]\n");
     exit(2);
 }
 
@@ -1723,6 +1737,8 @@ int main(int argc, char **argv)
             opt.out_path = argv[++i];
         } else if (strcmp(argv[i], "-d") == 0 && i + 1 < argc) {
             opt.dump_dir = argv[++i];
+        } else if (strcmp(argv[i], "-p") == 0 && i + 1 < argc) {
+            opt.only = argv[++i];
         } else {
             usage();
         }
@@ -1746,9 +1762,15 @@ int main(int argc, char **argv)
     printf("copy bandwidth: %.2f GB/s (best of %d copies of %lld f32)\n\n",
            copy_gbs, opt.runs, (long long)copy_n);
 
+    for (int k = 0; k < NBENCH; k++) {
+        benches[k].skipped = opt.only && !strstr(benches[k].name, opt.only);
+    }
     int failed = 0;
     for (int k = 0; k < NBENCH; k++) {
         bench *b = &benches[k];
+        if (b->skipped) {
+            continue;
+        }
         printf("%s ...\n", b->name);
         fflush(stdout);
         run_bench(b);
