@@ -580,10 +580,7 @@ static LLVMValueRef vnative(cg_spmd *s, weft_op op, weft_type rt,
                 : op == WEFT_OP_SUB ? LLVMBuildFSub(B, x, y, "")
                 : op == WEFT_OP_MUL ? LLVMBuildFMul(B, x, y, "")
                                     : LLVMBuildFDiv(B, x, y, "");
-            if (fn->fmf && LLVMCanValueUseFastMathFlags(v)) {
-                LLVMSetFastMathFlags(v, fn->fmf);
-            }
-            return v;
+            return cg_fp_flag(fn, v);
         }
         if (op == WEFT_OP_FDIV) {
             return NULL;
@@ -593,7 +590,7 @@ static LLVMValueRef vnative(cg_spmd *s, weft_op op, weft_type rt,
                                    : LLVMBuildMul(B, x, y, "");
     }
     case WEFT_OP_NEG:
-        return flt ? LLVMBuildFNeg(B, x, "")
+        return flt ? cg_fp_flag(fn, LLVMBuildFNeg(B, x, ""))
                    : LLVMBuildSub(B, LLVMConstNull(vt), x, "");
     case WEFT_OP_ABS:
         if (flt) {
@@ -640,8 +637,16 @@ static LLVMValueRef vnative(cg_spmd *s, weft_op op, weft_type rt,
                : fe_is_signed(t) ? LLVMBuildAShr(B, x, k, "")
                                   : LLVMBuildLShr(B, x, k, "");
     }
-    case WEFT_OP_SQRT:
-        return flt ? cg_intrinsic(fn, "llvm.sqrt", &vt, 1, &x, 1) : NULL;
+    case WEFT_OP_SQRT: {
+        /* with the context's fast-math flags, as the target's math1 */
+        LLVMValueRef v = flt ? cg_intrinsic(fn, "llvm.sqrt", &vt, 1, &x, 1)
+                             : NULL;
+        LLVMFastMathFlags f = cg_fast_flags(fn);
+        if (v && f && LLVMCanValueUseFastMathFlags(v)) {
+            LLVMSetFastMathFlags(v, f);
+        }
+        return v;
+    }
     case WEFT_OP_ISNAN:
         return LLVMBuildFCmp(B, LLVMRealUNO, x, x, "");
     case WEFT_OP_ISINF:
@@ -1202,10 +1207,29 @@ static LLVMValueRef and_any(cg_spmd *s, LLVMValueRef a, LLVMValueRef b)
     return LLVMBuildAnd(s->fn->b, a, b, "");
 }
 
+/* A module constant of 16 zero bytes (the widest leaf is 8), read in
+ * place of an element outside its array. */
+static LLVMValueRef zero_block(cg_fn *fn)
+{
+    static const char name[] = "weft.zeros";
+    LLVMModuleRef mod = LLVMGetGlobalParent(fn->fn);
+    LLVMValueRef g = LLVMGetNamedGlobal(mod, name);
+    if (!g) {
+        LLVMTypeRef ty = LLVMArrayType2(LLVMInt64TypeInContext(fn->llctx), 2);
+        g = LLVMAddGlobal(mod, ty, name);
+        LLVMSetInitializer(g, LLVMConstNull(ty));
+        LLVMSetGlobalConstant(g, 1);
+        LLVMSetLinkage(g, LLVMPrivateLinkage);
+        LLVMSetAlignment(g, 16);
+    }
+    return g;
+}
+
 /* a ! ix or a !! i at linear position i: as exp.c's exp_at in unchecked
  * mode, zero in every leaf where the index is outside a (inside false),
  * without reading there.  Varying: a load masked by inside (its masked-off
- * lanes give zero); uniform: a branch around a scalar load. */
+ * lanes give zero); uniform: a scalar load from the element or from
+ * zero_block. */
 static weft_status at_inside(cg_spmd *s, const cg_array *a, LLVMValueRef i,
                              LLVMValueRef inside, cg_val *out)
 {
@@ -1221,26 +1245,19 @@ static weft_status at_inside(cg_spmd *s, const cg_array *a, LLVMValueRef i,
         s->mask = saved;
         return r;
     }
-    LLVMBasicBlockRef pre = LLVMGetInsertBlock(B);
-    LLVMBasicBlockRef in =
-        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "spmd.at.in");
-    LLVMBasicBlockRef join =
-        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "spmd.at.join");
-    LLVMBuildCondBr(B, inside, in, join);
-    LLVMPositionBuilderAtEnd(B, in);
-    cg_val x;
-    if ((r = cg_spmd_array_load(s, a, i, &x)) != WEFT_OK ||
-        (r = cg_val_make(fn, x.n, out)) != WEFT_OK) {
+    /* A uniform index: no branch.  Each leaf is read from its element when
+     * the index is inside, else from a constant zero (nothing of the array
+     * is read), so that the load feeds the lanes' broadcast directly (an
+     * operand of the arithmetic on x86) instead of through a phi: n-body's
+     * inner loop reads four arrays at body j this way. */
+    LLVMValueRef zeros = zero_block(fn);
+    LLVMValueRef at = LLVMBuildSelect(B, inside, i, cg_i64(fn, 0), "");
+    if ((r = cg_val_make(fn, a->nleaf, out)) != WEFT_OK) {
         return r;
     }
-    LLVMBasicBlockRef in_end = LLVMGetInsertBlock(B);
-    LLVMBuildBr(B, join);
-    LLVMPositionBuilderAtEnd(B, join);
-    for (int k = 0; k < x.n; k++) {
-        LLVMValueRef zero = LLVMConstNull(LLVMTypeOf(x.v[k]));
-        out->v[k] = LLVMBuildPhi(B, LLVMTypeOf(x.v[k]), "");
-        LLVMAddIncoming(out->v[k], &x.v[k], &in_end, 1);
-        LLVMAddIncoming(out->v[k], &zero, &pre, 1);
+    for (int k = 0; k < a->nleaf; k++) {
+        LLVMValueRef base = LLVMBuildSelect(B, inside, a->ptr[k], zeros, "");
+        out->v[k] = cg_spmd_load(s, a->leaf[k], base, at, a->readonly);
     }
     return WEFT_OK;
 }

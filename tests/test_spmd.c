@@ -813,17 +813,18 @@ static void remove_dir(const char *dir)
     ck_assert_int_eq(rmdir(dir), 0);
 }
 
-/* Compile f's program for cpu with dumps; return the IR before
- * optimisation, the assembly and the report (malloc'd). */
-static void compile_for(const char *cpu, build_fn f, char **ir, char **text,
-                        char **report)
+/* Compile f's program for cpu with dumps (context flags `flags` too);
+ * return the IR before optimisation, the assembly and the report
+ * (malloc'd). */
+static void compile_for(const char *cpu, unsigned flags, build_fn f, char **ir,
+                        char **text, char **report)
 {
     char dir[] = "/tmp/weft-spmd-test-XXXXXX";
     ck_assert_ptr_nonnull(mkdtemp(dir));
     weft_config cfg = weft_config_default();
     cfg.backend = WEFT_BACKEND_CPU;
     cfg.threads = 1;
-    cfg.flags = WEFT_FLAG_NO_ENV;
+    cfg.flags = WEFT_FLAG_NO_ENV | flags;
     cfg.target_cpu = cpu;
     cfg.dump = "ir,asm,vec";
     cfg.dump_dir = dir;
@@ -850,7 +851,7 @@ static void check_cpu(const char *cpu, const char *lanes, const char *reg)
 {
     char *ir, *text, *report;
     /* Mandelbrot-like: the masked loop */
-    compile_for(cpu, build_mandel, &ir, &text, &report);
+    compile_for(cpu, 0, build_mandel, &ir, &text, &report);
     ck_assert_msg(strstr(report, lanes) != NULL,
                   "mandel on %s: the report does not say '%s':\n%s", cpu,
                   lanes, report);
@@ -863,7 +864,7 @@ static void check_cpu(const char *cpu, const char *lanes, const char *reg)
     free(text);
     free(report);
     /* n-body while: a uniform loop, body j broadcast, no gather */
-    compile_for(cpu, build_nbody, &ir, &text, &report);
+    compile_for(cpu, 0, build_nbody, &ir, &text, &report);
     ck_assert_msg(strstr(report, lanes) != NULL,
                   "nbody on %s: the report does not say '%s':\n%s", cpu, lanes,
                   report);
@@ -876,6 +877,24 @@ static void check_cpu(const char *cpu, const char *lanes, const char *reg)
                   cpu);
     ck_assert_msg(strstr(text, reg) || strstr(text, "%zmm"),
                   "nbody on %s: no %s register", cpu, reg);
+    /* strict: 1 / sqrt r2 is a packed square root and a division */
+    ck_assert_msg(strstr(text, "vsqrtps") && strstr(text, "vdivps") &&
+                      !strstr(text, "vrsqrt"),
+                  "nbody on %s: strict code without vsqrtps and vdivps", cpu);
+    free(ir);
+    free(text);
+    free(report);
+    /* with fast math the vector code carries the flags too: the packed
+     * reciprocal square root estimate (and a Newton step) instead of the
+     * square root and the division, and contracted multiply-adds */
+    compile_for(cpu, WEFT_FLAG_FAST_MATH, build_nbody, &ir, &text, &report);
+    ck_assert_msg(strstr(report, lanes) != NULL,
+                  "fast nbody on %s: the report does not say '%s':\n%s", cpu,
+                  lanes, report);
+    ck_assert_msg(strstr(text, "vrsqrt") && strstr(text, "vfmadd") &&
+                      !strstr(text, "vsqrtps") && !strstr(text, "vdivps"),
+                  "fast nbody on %s: no vrsqrt and vfmadd, or a packed "
+                  "square root or division", cpu);
     free(ir);
     free(text);
     free(report);
