@@ -315,12 +315,19 @@ __global__ void k_mandel(int32_t *__restrict__ out, int w, int h,
     if (px >= w || py >= h) {
         return;
     }
-    float cr = x0 + dx * (float)px, ci = y0 + dy * (float)py;
+    /* Every step rounded on its own (__fmul_rn and __fadd_rn are never
+     * contracted into an FMA), as weft's program and the other peers
+     * compute it: nvcc's contraction moves the escape iteration of some
+     * boundary pixels. */
+    float cr = __fadd_rn(x0, __fmul_rn(dx, (float)px));
+    float ci = __fadd_rn(y0, __fmul_rn(dy, (float)py));
     float zr = 0.0f, zi = 0.0f;
     int it = 0;
-    while (it < max_iter && zr * zr + zi * zi <= 4.0f) {
-        float nr = zr * zr - zi * zi + cr;
-        zi = 2.0f * zr * zi + ci;
+    while (it < max_iter &&
+           __fadd_rn(__fmul_rn(zr, zr), __fmul_rn(zi, zi)) <= 4.0f) {
+        float nr = __fadd_rn(__fsub_rn(__fmul_rn(zr, zr), __fmul_rn(zi, zi)),
+                             cr);
+        zi = __fadd_rn(__fmul_rn(__fmul_rn(2.0f, zr), zi), ci);
         zr = nr;
         it++;
     }
