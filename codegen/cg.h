@@ -222,6 +222,8 @@ weft_status cg_bind_array(cg_fn *fn, const fe_var *v, const cg_array *a);
 typedef struct cg_loop {
     LLVMBasicBlockRef body, exit;
     LLVMValueRef i, end;
+    bool scalar; /* set after cg_loop_begin: the IR vectorisers leave this
+                    loop alone (as every loop where cg_target.scalar_loops) */
 } cg_loop;
 void cg_loop_begin(cg_fn *fn, cg_loop *l, LLVMValueRef start,
                    LLVMValueRef end, LLVMValueRef *i);

@@ -185,6 +185,7 @@ void cg_loop_begin(cg_fn *fn, cg_loop *l, LLVMValueRef start,
     l->body = LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "loop");
     l->exit = LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "loop.exit");
     l->end = end;
+    l->scalar = false;
     LLVMValueRef go = LLVMBuildICmp(fn->b, LLVMIntSLT, start, end, "");
     LLVMBuildCondBr(fn->b, go, l->body, l->exit);
     LLVMPositionBuilderAtEnd(fn->b, l->body);
@@ -193,12 +194,12 @@ void cg_loop_begin(cg_fn *fn, cg_loop *l, LLVMValueRef start,
     *i = l->i;
 }
 
-/* On a target whose loops the IR vectorisers must leave alone
- * (cg_target.scalar_loops), mark the back-edge br with a loop ID saying
- * llvm.loop.vectorize.enable false. */
-static void scalar_loop(cg_fn *fn, LLVMValueRef br)
+/* For a loop the IR vectorisers must leave alone (asked, or on a target
+ * with cg_target.scalar_loops), mark the back-edge br with a loop ID
+ * saying llvm.loop.vectorize.enable false. */
+static void scalar_loop(cg_fn *fn, LLVMValueRef br, bool asked)
 {
-    if (!fn->target || !fn->target->scalar_loops) {
+    if (!asked && (!fn->target || !fn->target->scalar_loops)) {
         return;
     }
     LLVMContextRef c = fn->llctx;
@@ -219,7 +220,7 @@ void cg_loop_end(cg_fn *fn, cg_loop *l)
     LLVMBasicBlockRef latch = LLVMGetInsertBlock(fn->b);
     LLVMValueRef next = LLVMBuildNSWAdd(fn->b, l->i, cg_i64(fn, 1), "");
     LLVMValueRef go = LLVMBuildICmp(fn->b, LLVMIntSLT, next, l->end, "");
-    scalar_loop(fn, LLVMBuildCondBr(fn->b, go, l->body, l->exit));
+    scalar_loop(fn, LLVMBuildCondBr(fn->b, go, l->body, l->exit), l->scalar);
     LLVMAddIncoming(l->i, &next, &latch, 1);
     LLVMPositionBuilderAtEnd(fn->b, l->exit);
 }

@@ -92,25 +92,19 @@ static weft_status row_read(sk_fn *f, const fe_term *src, const row_reader *rw,
     return sk_read(f, src, NULL, &ix, out);
 }
 
-static weft_status fold_range(sk_fn *f, const cg_mut *acc,
-                              const fe_term *src, const cg_array *part,
-                              const row_reader *rw, LLVMValueRef lo, LLVMValueRef hi)
+/* acc = f(acc, element j) over [lo, hi) in one loop (scalar: left alone
+ * by the vectorisers). */
+static weft_status fold_loop(sk_fn *f, const cg_mut *acc, const fe_term *src,
+                             const cg_array *part, const row_reader *rw,
+                             LLVMValueRef lo, LLVMValueRef hi, bool scalar)
 {
     cg_fn *fn = &f->fn;
     const fe_fun *comb = f->e->k->op->fun[0];
     cg_loop l;
     LLVMValueRef j;
     cg_val args[2], y;
-    if (src) {
-        /* SPMD hook (spmd.c): costly elements W at a time, then the rest */
-        weft_status s = sk_spmd_fold_range(
-            f, acc, src, rw && rw->by_index ? &rw->ix : NULL,
-            rw ? rw->base : NULL, lo, hi, &lo);
-        if (s) {
-            return s;
-        }
-    }
     cg_loop_begin(fn, &l, lo, hi, &j);
+    l.scalar = scalar;
     weft_status s = cg_mut_get(fn, acc, &args[0]);
     if (s == WEFT_OK) {
         s = src ? row_read(f, src, rw, j, &args[1])
@@ -128,6 +122,44 @@ static weft_status fold_range(sk_fn *f, const cg_mut *acc,
     }
     cg_loop_end(fn, &l);
     return s;
+}
+
+/* Elements of an input row in the loop the vectoriser widens: a multiple
+ * of FOLD_BLOCK.  LLVM gives a vector loop whose trip count it cannot
+ * divide a vector epilogue and a scalar remainder; for a multiple of
+ * FOLD_BLOCK (16 lanes of f32 times 4 accumulators) it needs neither, and
+ * the rest, fewer than FOLD_BLOCK elements, is a plain scalar loop: less
+ * code to compile (dotp: 330 -> 281 lines of x86 assembly, its first
+ * compile in a process 15.3 -> 14.9 ms on the development machine). */
+#define FOLD_BLOCK 64
+
+static weft_status fold_range(sk_fn *f, const cg_mut *acc,
+                              const fe_term *src, const cg_array *part,
+                              const row_reader *rw, LLVMValueRef lo, LLVMValueRef hi)
+{
+    cg_fn *fn = &f->fn;
+    if (!src) {
+        return fold_loop(f, acc, NULL, part, rw, lo, hi, false);
+    }
+    /* SPMD hook (spmd.c): costly elements W at a time, then the rest */
+    LLVMValueRef rest = lo;
+    weft_status s = sk_spmd_fold_range(
+        f, acc, src, rw && rw->by_index ? &rw->ix : NULL,
+        rw ? rw->base : NULL, lo, hi, &rest);
+    if (s) {
+        return s;
+    }
+    if (rest != lo) { /* the SPMD loop took the elements: the rest is short */
+        return fold_loop(f, acc, src, NULL, rw, rest, hi, true);
+    }
+    LLVMValueRef len = LLVMBuildSub(fn->b, hi, lo, "");
+    LLVMValueRef mid = LLVMBuildAdd(
+        fn->b, lo,
+        LLVMBuildAnd(fn->b, len, cg_i64(fn, -(int64_t)FOLD_BLOCK), ""), "");
+    if ((s = fold_loop(f, acc, src, NULL, rw, lo, mid, false)) != WEFT_OK) {
+        return s;
+    }
+    return fold_loop(f, acc, src, NULL, rw, mid, hi, true);
 }
 
 /* Entry 0: whole rows. */
