@@ -250,5 +250,7 @@ void cpu_jit_stats_get(cpu_jit *j, cpu_jit_stats *out);
                                every core (n-body written with a while loop,
                                8192 bodies: 2 chunks of 4096 kept 16 cores at
                                a 1.6x speed-up) */
+#define CPU_GRAIN_HEAVY_MIN 16 /* ... and the least such chunk (backend.c:
+                                  phase_grain) */
 
 #endif /* WEFT_CPU_H */
