@@ -1226,7 +1226,7 @@ static weft_status acc_fold(interp *st, const fe_term *t, weft_array **out)
     bool seeded = t->kind == FE_FOLD;
     const fe_term *ta = t->kid[seeded ? 1 : 0];
     weft_array *a = NULL, *r = NULL;
-    int64_t outer, inner;
+    int64_t outer = 0, inner = 0; /* set by rows_of (gcc -O3 cannot tell) */
     mark m = mark_now(st);
     int n = leaves_of(st, t->type);
     fe_val *z = push(st, (size_t)n), *acc = push(st, (size_t)n);
@@ -1294,7 +1294,7 @@ static weft_status acc_fold_seg(interp *st, const fe_term *t, weft_array **out)
     const fe_term *ta = t->kid[seeded ? 1 : 0];
     const fe_term *tseg = t->kid[seeded ? 2 : 1];
     weft_array *a = NULL, *seg = NULL, *r = NULL;
-    int64_t *off = NULL, nseg = 0, outer, inner;
+    int64_t *off = NULL, nseg = 0, outer = 0, inner = 0;
     mark m = mark_now(st);
     int n = leaves_of(st, t->type);
     fe_val *z = push(st, (size_t)n), *acc = push(st, (size_t)n);
@@ -1424,7 +1424,7 @@ static weft_status acc_scan(interp *st, const fe_term *t, weft_array **out)
     const fe_term *ta = t->kid[seeded ? 1 : 0];
     weft_type elt = pair ? t->atype->comp[0]->elt : t->type;
     weft_array *a = NULL, *r = NULL, *tot = NULL;
-    int64_t outer, inner;
+    int64_t outer = 0, inner = 0; /* set by rows_of (gcc -O3 cannot tell) */
     mark m = mark_now(st);
     int n = leaves_of(st, elt);
     fe_val *z = push(st, (size_t)n), *acc = push(st, (size_t)n);

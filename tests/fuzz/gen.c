@@ -650,7 +650,7 @@ static int gen_index_into(gen *g, fz_ty ty, int depth)
                       prim2(g, WEFT_OP_LT, b, i, sz));
         return cond(g, ty, c, r, gen_exp(g, ty, depth - 1, false));
     }
-    int comps[3];
+    int comps[3] = {0, 0, 0};
     int sh = mk1(g, E_SHAPE, fz_dim(rank), a);
     for (int k = 0; k < rank; k++) {
         int e = gen_exp(g, i64, depth - 1, true);
@@ -1207,7 +1207,7 @@ static int gen_ixfun(gen *g, int rin, int a, bool allow_ignore, int rout)
     }
     bool safe = !HAS(PARTIAL) || fz_chance(&g->r, 85);
     int sh = mk1(g, E_SHAPE, fz_dim(rout), a);
-    int comps[3];
+    int comps[3] = {0, 0, 0};
     for (int k = 0; k < rout; k++) {
         int e;
         if (rin > 0 && fz_chance(&g->r, 60)) {
