@@ -1251,13 +1251,17 @@ static weft_status at_inside(cg_spmd *s, const cg_array *a, LLVMValueRef i,
      * operand of the arithmetic on x86) instead of through a phi: n-body's
      * inner loop reads four arrays at body j this way. */
     LLVMValueRef zeros = zero_block(fn);
-    LLVMValueRef at = LLVMBuildSelect(B, inside, i, cg_i64(fn, 0), "");
     if ((r = cg_val_make(fn, a->nleaf, out)) != WEFT_OK) {
         return r;
     }
     for (int k = 0; k < a->nleaf; k++) {
-        LLVMValueRef base = LLVMBuildSelect(B, inside, a->ptr[k], zeros, "");
-        out->v[k] = cg_spmd_load(s, a->leaf[k], base, at, a->readonly);
+        /* a plain (not inbounds) address: outside, it is computed but
+         * never used */
+        LLVMTypeRef mt = cg_mem_type(fn->llctx, a->leaf[k]);
+        LLVMValueRef p = LLVMBuildGEP2(B, mt, a->ptr[k], &i, 1, "");
+        p = LLVMBuildSelect(B, inside, p, zeros, "");
+        out->v[k] = cg_spmd_load(s, a->leaf[k], p, cg_i64(fn, 0),
+                                 a->readonly);
     }
     return WEFT_OK;
 }
