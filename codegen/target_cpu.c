@@ -7,19 +7,19 @@
  * and f64) and pow (f32) are weft's own code (vmath.c), computed in double
  * and rounded once for f32, within 1 ulp of glibc, so that loops calling
  * them vectorise; sin and cos beyond 2^19 pi/2 (and of infinities and
- * NaN) and pow outside x > 0 with finite operands are the C library's,
- * behind a branch taken only when a lane needs it.  Scalar code and SPMD
- * code (cpu_vmath) emit the same operations, so every lane has the scalar
- * code's bits.  The other floating functions that LLVM has intrinsics for
- * (sqrt, pow of f64) become intrinsics, which the optimiser understands
- * and lowers to the same libm entries the interpreter calls (sqrt to the
- * instruction); the others are plain calls of libm's float or double
- * function (tanf / tan, ...), resolved by the JIT in the process.  With
- * fast math f32 exp and log stay in float (cg_vm_expf, cg_vm_logf: within
- * 2 ulp, twice the lanes), vmath.c's polynomials and the calls carry the
- * context's fast-math flags (afn: LLVM may use approximations).  A CPU
- * kernel is given its range [start, end) by the gang, so the GPU entries
- * (thread indices, barriers, shared memory) are NULL.
+ * NaN) are the C library's, behind a branch taken only when a lane needs
+ * it.  Scalar code and SPMD code (cpu_vmath) emit the same operations, so
+ * every lane has the scalar code's bits.  The other floating functions
+ * that LLVM has intrinsics for (sqrt, pow of f64) become intrinsics, which
+ * the optimiser understands and lowers to the same libm entries the
+ * interpreter calls (sqrt to the instruction); the others are plain calls
+ * of libm's float or double function (tanf / tan, ...), resolved by the
+ * JIT in the process.  With fast math f32 exp and log stay in float
+ * (cg_vm_expf, cg_vm_logf: within 2 ulp, twice the lanes), vmath.c's
+ * polynomials and the calls carry the context's fast-math flags (afn: LLVM
+ * may use approximations).  A CPU kernel is given its range [start, end)
+ * by the gang, so the GPU entries (thread indices, barriers, shared
+ * memory) are NULL.
  * Atomics are LLVM's atomicrmw / cmpxchg, sequentially consistent.
  */
 #include <stdio.h>

@@ -13,13 +13,16 @@
  * double; the CPU target widens f32 (and f16) arguments to double and
  * rounds the result once, which makes the single-precision results
  * correctly rounded except in rare double-rounding cases (within 1 ulp,
- * measured by tests/test_vmath.c).  exp and log have no branches and no
- * calls.  sin, cos and pow leave some arguments to the C library: those
- * lanes' results are replaced by the library's (sin / cos of double, sinf /
- * cosf / powf of the float: what the interpreter calls) in a block that a
- * branch reaches only when some lane of the vector needs it (libm_lanes),
- * and the fast path is computed for every lane, on a harmless argument
- * where the lane is the library's.
+ * measured by tests/test_vmath.c).  exp, log and pow have no branches
+ * and no calls.  sin and cos leave the arguments beyond their reduction's
+ * range to the C library: those lanes' results are replaced by the
+ * library's (sin / cos of double, sinf / cosf of the float: what the
+ * interpreter calls) in a block that a branch reaches only when some lane
+ * of the vector needs it (libm_lanes), and the fast path is computed for
+ * every lane, on a harmless argument where the lane is the library's.
+ * (A loop with such a branch stays scalar for LLVM's loop vectoriser,
+ * which would call the function for every lane if it could; SPMD code,
+ * skeletons-ir/spmd.c, is vector code around it.)
  *
  *   exp  Cody and Waite's reduction x = k ln2 + r, |r| <= ln2/2, with
  *        k = roundeven(x / ln2) by the 1.5 * 2^52 trick and ln2 split in
@@ -47,12 +50,14 @@
  *        correction qx for |y0| >= 0.3 by selects), both computed, and
  *        n mod 4 picks one and the sign.  Lanes with |x| beyond the range,
  *        infinite or NaN reduce 0 instead and take the library's sin / cos.
- *   pow  of f32 only: exp(y log x) with the two functions above, in double
- *        (the product's error, at most 2^-46 relative below overflow, is
- *        far below float's ulp), for x > 0 finite and y finite; every other
- *        lane (x <= 0, NaN or infinite operands: the special cases of
- *        C's pow) takes powf.  pow of double stays the library's call: a
- *        vector pow within 1 ulp in double needs log in double-double.
+ *   pow  of f32 only: exp(y log|x|) with the two functions above, in
+ *        double (the product's error, at most 2^-46 relative below
+ *        overflow, is far below float's ulp), negated for x < 0 and odd
+ *        integer y; C's special cases (x or y zero, infinite or NaN, x = 1,
+ *        x < 0 with y not an integer) by selects, the NaN of an invalid
+ *        operation being the host's, as powf's.  pow of double stays the
+ *        library's call: a vector pow within 1 ulp in double needs log in
+ *        double-double.
  * Measured against glibc over sweeps (tests/test_vmath.c): exp, log, sin
  * and cos of double within 1 ulp (sin and cos differ from glibc's, which
  * is correctly rounded, in about 2% of arguments below 2^19 pi/2); exp,
@@ -437,15 +442,15 @@ static void rare_branch(cg_fn *fn, LLVMValueRef cond, LLVMBasicBlockRef rare,
 
 /* v, the branch-free result (double or vector of double), with the lanes
  * where `slow` (i1 or vector of i1) holds replaced by the C library's
- * function `name` of x (and y, unless NULL): of the float arguments and
- * widened back when `single` (sinf, powf: what the interpreter calls), else
- * of the doubles.  When no lane is slow, a branch skips the calls; else a
- * block calls the function lane by lane and selects per lane (so a lane that
- * is not slow keeps v's bits, as in code of one lane).  The builder is left
- * at the end of the join block. */
+ * function `name` of x: of the float argument and widened back when
+ * `single` (sinf: what the interpreter calls), else of the double.  When
+ * no lane is slow, a branch skips the calls; else a block calls the
+ * function lane by lane and selects per lane (so a lane that is not slow
+ * keeps v's bits, as in code of one lane).  The builder is left at the end
+ * of the join block. */
 static LLVMValueRef libm_lanes(cg_fn *fn, const char *name, bool single,
                                LLVMValueRef slow, LLVMValueRef v,
-                               LLVMValueRef x, LLVMValueRef y)
+                               LLVMValueRef x)
 {
     LLVMContextRef c = fn->llctx;
     LLVMTypeRef ty = LLVMTypeOf(v);
@@ -465,18 +470,13 @@ static LLVMValueRef libm_lanes(cg_fn *fn, const char *name, bool single,
     LLVMPositionBuilderAtEnd(B, call);
     unsigned lanes = vec ? LLVMGetVectorSize(ty) : 1;
     LLVMValueRef lib = vec ? LLVMGetUndef(ty) : NULL;
-    LLVMValueRef in[2] = {x, y};
     for (unsigned k = 0; k < lanes; k++) {
         LLVMValueRef lane = LLVMConstInt(LLVMInt32TypeInContext(c), k, 0);
-        LLVMValueRef a[2];
-        int n = y ? 2 : 1;
-        for (int i = 0; i < n; i++) {
-            a[i] = vec ? LLVMBuildExtractElement(B, in[i], lane, "") : in[i];
-            if (single) {
-                a[i] = LLVMBuildFPTrunc(B, a[i], aty, ""); /* exact */
-            }
+        LLVMValueRef a = vec ? LLVMBuildExtractElement(B, x, lane, "") : x;
+        if (single) {
+            a = LLVMBuildFPTrunc(B, a, aty, ""); /* exact */
         }
-        LLVMValueRef r = cg_libcall(fn, name, aty, a, n);
+        LLVMValueRef r = cg_libcall(fn, name, aty, &a, 1);
         if (single) {
             r = LLVMBuildFPExt(B, r, dty, "");
         }
@@ -620,16 +620,20 @@ LLVMValueRef cg_vm_sincos(cg_fn *fn, LLVMValueRef x, bool single,
     }
     const char *name = want_cos ? (single ? "cosf" : "cos")
                                 : (single ? "sinf" : "sin");
-    return libm_lanes(fn, name, single, LLVMBuildNot(B, fast, ""), v, x,
-                      NULL);
+    return libm_lanes(fn, name, single, LLVMBuildNot(B, fast, ""), v, x);
 }
 
 /* ---- pow ---- */
 
 /* pow of x and y, doubles (or vectors of double) that hold floats, to be
- * rounded to float (`single`; pow of double is not provided: NULL).
- * exp(y log(x)) in double for x > 0 finite and y finite, powf (what the
- * interpreter calls) on the other lanes. */
+ * rounded to float (`single`; pow of double is not provided: NULL): see
+ * the head.  C's special cases by selects, in the order that makes the
+ * later ones win: |x| = 1 gives 1 unless y is NaN (-1 to the power of
+ * +-inf is 1), x < 0 finite with y finite and not an integer the host's
+ * invalid NaN (what powf returns), y = 0 and x = 1 give 1 (even for NaN
+ * x or y).  The rest follows from exp(y log|x|):
+ * log gives -inf at 0, +inf at +inf and NaN for NaN, exp gives 0 at
+ * -inf, +inf at +inf, and the sign is x's when y is an odd integer. */
 LLVMValueRef cg_vm_pow(cg_fn *fn, LLVMValueRef x, LLVMValueRef y,
                        bool single)
 {
@@ -637,14 +641,38 @@ LLVMValueRef cg_vm_pow(cg_fn *fn, LLVMValueRef x, LLVMValueRef y,
         return NULL;
     }
     LLVMTypeRef ty = LLVMTypeOf(x);
-    LLVMValueRef inf = kf(fn, ty, __builtin_inf());
-    LLVMValueRef ay = cg_intrinsic(fn, "llvm.fabs", &ty, 1, &y, 1);
-    LLVMValueRef fast = LLVMBuildAnd(
-        B,
-        LLVMBuildAnd(B, fcmp(fn, LLVMRealOGT, x, kf(fn, ty, 0)),
-                     fcmp(fn, LLVMRealOLT, x, inf), ""),
-        fcmp(fn, LLVMRealOLT, ay, inf), "");
-    LLVMValueRef l = cg_vm_log(fn, x, single);
+    LLVMTypeRef ity = int_like(fn, ty);
+    LLVMValueRef one = kf(fn, ty, 1);
+    LLVMValueRef ax = cg_intrinsic(fn, "llvm.fabs", &ty, 1, &x, 1);
+    LLVMValueRef l = cg_vm_log(fn, ax, single);
     LLVMValueRef v = cg_vm_exp(fn, LLVMBuildFMul(B, y, l, ""), single);
-    return libm_lanes(fn, "powf", true, LLVMBuildNot(B, fast, ""), v, x, y);
+    v = sel(fn,
+            LLVMBuildAnd(B, fcmp(fn, LLVMRealOEQ, ax, one),
+                         fcmp(fn, LLVMRealORD, y, y), ""),
+            one, v);
+    /* y is an integer (infinities count as even ones), and an odd one */
+    LLVMValueRef h = LLVMBuildFMul(B, y, kf(fn, ty, 0.5), ""); /* exact */
+    LLVMValueRef integral = fcmp(
+        fn, LLVMRealOEQ, cg_intrinsic(fn, "llvm.trunc", &ty, 1, &y, 1), y);
+    LLVMValueRef odd = LLVMBuildAnd(
+        B, integral,
+        fcmp(fn, LLVMRealUNE, cg_intrinsic(fn, "llvm.trunc", &ty, 1, &h, 1),
+             h),
+        "");
+    LLVMValueRef xneg = LLVMBuildICmp(
+        B, LLVMIntSLT, LLVMBuildBitCast(B, x, ity, ""), ki(fn, ity, 0), "");
+    v = sel(fn, LLVMBuildAnd(B, odd, xneg, ""), LLVMBuildFNeg(B, v, ""), v);
+    LLVMValueRef finite_neg = LLVMBuildAnd(
+        B, fcmp(fn, LLVMRealOLT, x, kf(fn, ty, 0)),
+        fcmp(fn, LLVMRealOGT, x, kf(fn, ty, -__builtin_inf())), "");
+    LLVMValueRef ay = cg_intrinsic(fn, "llvm.fabs", &ty, 1, &y, 1);
+    LLVMValueRef fraction = LLVMBuildAnd(
+        B, LLVMBuildNot(B, integral, ""),
+        fcmp(fn, LLVMRealOLT, ay, kf(fn, ty, __builtin_inf())), "");
+    v = sel(fn, LLVMBuildAnd(B, finite_neg, fraction, ""),
+            kf(fn, ty, invalid_nan()), v);
+    return sel(fn,
+               LLVMBuildOr(B, fcmp(fn, LLVMRealOEQ, y, kf(fn, ty, 0)),
+                           fcmp(fn, LLVMRealOEQ, x, one), ""),
+               one, v);
 }
