@@ -197,6 +197,17 @@ static LLVMValueRef pow2(cg_fn *fn, LLVMTypeRef ty, LLVMTypeRef ity,
     return LLVMBuildBitCast(B, e, ty, "");
 }
 
+/* roundeven(x c) as a ty, by adding and subtracting magic (1.5 * 2^52 for
+ * double, 1.5 * 2^23 for float) while |x c| < 2^51 (2^22): exact steps,
+ * no flags. */
+static LLVMValueRef round_mul(cg_fn *fn, LLVMTypeRef ty, LLVMValueRef x,
+                              double c, double magic)
+{
+    LLVMValueRef t = LLVMBuildFMul(B, x, kf(fn, ty, c), "");
+    return LLVMBuildFSub(B, LLVMBuildFAdd(B, t, kf(fn, ty, magic), ""),
+                         kf(fn, ty, magic), "");
+}
+
 /* exp of double (or vector of double) x; `single`: the result will be
  * rounded to float, a shorter polynomial suffices (see the head). */
 LLVMValueRef cg_vm_exp(cg_fn *fn, LLVMValueRef x, bool single)
@@ -209,7 +220,6 @@ LLVMValueRef cg_vm_exp(cg_fn *fn, LLVMValueRef x, bool single)
     const double log2e = 0x1.71547652b82fep+0;
     const double ln2_hi = 0x1.62e42feep-1;
     const double ln2_lo = 0x1.a39ef35793c76p-33;
-    const double magic = 0x1.8p52;
     LLVMValueRef nan = fcmp(fn, LLVMRealUNO, x, x);
     /* clamped, and 0 for NaN so that the conversion below is defined */
     LLVMValueRef xc = sel(fn, fcmp(fn, LLVMRealOGT, x, kf(fn, ty, hi)),
@@ -217,10 +227,8 @@ LLVMValueRef cg_vm_exp(cg_fn *fn, LLVMValueRef x, bool single)
     xc = sel(fn, fcmp(fn, LLVMRealOLT, xc, kf(fn, ty, lo)), kf(fn, ty, lo),
              xc);
     xc = sel(fn, nan, kf(fn, ty, 0), xc);
-    /* k = roundeven(xc log2e): exact integers, no flags */
-    LLVMValueRef t = LLVMBuildFMul(B, xc, kf(fn, ty, log2e), "");
-    LLVMValueRef kd = LLVMBuildFSub(
-        B, LLVMBuildFAdd(B, t, kf(fn, ty, magic), ""), kf(fn, ty, magic), "");
+    /* k = roundeven(xc log2e) */
+    LLVMValueRef kd = round_mul(fn, ty, xc, log2e, 0x1.8p52);
     LLVMValueRef k = LLVMBuildFPToSI(B, kd, ity, "");
     LLVMValueRef r = LLVMBuildFSub(
         B, xc, LLVMBuildFMul(B, kd, kf(fn, ty, ln2_hi), ""), "");
@@ -356,11 +364,7 @@ LLVMValueRef cg_vm_expf(cg_fn *fn, LLVMValueRef x)
     xc = sel(fn, fcmp(fn, LLVMRealOLT, xc, kf(fn, ty, lo)), kf(fn, ty, lo),
              xc);
     xc = sel(fn, nan, kf(fn, ty, 0), xc);
-    LLVMValueRef t = LLVMBuildFMul(B, xc, kf(fn, ty, 1.44269504088896341),
-                                   "");
-    LLVMValueRef kd = LLVMBuildFSub(
-        B, LLVMBuildFAdd(B, t, kf(fn, ty, 0x1.8p23), ""),
-        kf(fn, ty, 0x1.8p23), "");
+    LLVMValueRef kd = round_mul(fn, ty, xc, 1.44269504088896341, 0x1.8p23);
     LLVMValueRef k = LLVMBuildFPToSI(B, kd, ity, "");
     LLVMValueRef r = LLVMBuildFSub(
         B, xc, LLVMBuildFMul(B, kd, kf(fn, ty, 0.693359375), ""), "");
@@ -578,16 +582,13 @@ LLVMValueRef cg_vm_sincos(cg_fn *fn, LLVMValueRef x, bool single,
     const double pio2_2 = 0x1.0b4611a6p-34;
     const double pio2_3 = 0x1.3198a2ep-69;
     const double pio2_3t = 0x1.b839a252049c1p-104;
-    const double magic = 0x1.8p52;
     LLVMValueRef ax = cg_intrinsic(fn, "llvm.fabs", &ty, 1, &x, 1);
     /* false for NaN and for |x| beyond the range (infinities too) */
     LLVMValueRef fast = fcmp(fn, LLVMRealOLE, ax, kf(fn, ty, limit));
     LLVMValueRef xs = sel(fn, fast, x, kf(fn, ty, 0));
     /* n = roundeven(x 2/pi), |n| <= 2^19: n pio2_k is exact (no flags
      * on the reduction) */
-    LLVMValueRef t = LLVMBuildFMul(B, xs, kf(fn, ty, invpio2), "");
-    LLVMValueRef nd = LLVMBuildFSub(
-        B, LLVMBuildFAdd(B, t, kf(fn, ty, magic), ""), kf(fn, ty, magic), "");
+    LLVMValueRef nd = round_mul(fn, ty, xs, invpio2, 0x1.8p52);
     LLVMValueRef n = LLVMBuildFPToSI(B, nd, ity, "");
     /* r = x - n pio2_1 - n pio2_2 - n pio2_3 - n pio2_3t as y0 + y1: the
      * first difference is exact (Sterbenz), the next two keep their
