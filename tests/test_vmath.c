@@ -79,6 +79,8 @@ static int64_t ord64(double x)
  * the exponents at in2, else NULL) on the CPU backend; the results are
  * written to out. */
 static unsigned map_flags; /* WEFT_FLAG_FAST_MATH for the fast sweeps */
+/* When set, the function to map instead of op (spmd_control). */
+static weft_fun *(*map_fun)(weft_program *p, weft_context *ctx, weft_type t);
 
 static void run_map(weft_op op, weft_type t, const void *in, const void *in2,
                     int64_t n, void *out)
@@ -98,7 +100,8 @@ static void run_map(weft_op op, weft_type t, const void *in, const void *in2,
         r = weft_zipwith(tu_fun_op2(u.p, op, t), xs, ys);
         TU_OK(weft_array_from_host(u.ctx, t, 1, &n, &in2, &a[1]));
     } else {
-        r = weft_map(tu_fun_op1(u.p, op, t), xs);
+        r = weft_map(map_fun ? map_fun(u.p, u.ctx, t) : tu_fun_op1(u.p, op, t),
+                     xs);
     }
     TU_OK(tu_run(u.p, &r, 1, a, in2 ? 2 : 1, &res, 1));
     memcpy(out, weft_array_data(res, 0), (size_t)n * weft_type_size(t));
@@ -529,6 +532,63 @@ START_TEST(spmd_agrees)
 }
 END_TEST
 
+/* \x -> (if x > 0 then sin x else cos (2 x)) + v, where v is the state of
+ * a loop that runs while v < 1e9 and at most 4 times (a varying trip
+ * count) with v' = 20 v + 3 + sin v + pow(v / 1e9, 0.3): sin beyond 2^19
+ * pi/2 in some lanes of later iterations only, so its branch is taken
+ * inside a masked loop and a varying conditional. */
+static weft_fun *control_fun(weft_program *p, weft_context *ctx, weft_type t)
+{
+    weft_type st = weft_type_tuple(ctx, 2, (weft_type[]){WEFT_I32, t});
+    weft_fun *cond = weft_fun1(p, st);
+    weft_exp *s = weft_arg(cond, 0);
+    weft_fun_return(cond, weft_and(weft_lt(weft_get(s, 0), weft_i32(p, 4)),
+                                   weft_lt(weft_get(s, 1), weft_f32(p, 1e9f))));
+    weft_fun *body = weft_fun1(p, st);
+    s = weft_arg(body, 0);
+    weft_exp *v = weft_get(s, 1);
+    weft_exp *nv = weft_add(
+        weft_add(weft_mul(v, weft_f32(p, 20)), weft_f32(p, 3)),
+        weft_add(weft_sin(v),
+                 weft_pow(weft_fdiv(v, weft_f32(p, 1e9f)), weft_f32(p, 0.3f))));
+    weft_exp *next[2] = {weft_add(weft_get(s, 0), weft_i32(p, 1)), nv};
+    weft_fun_return(body, weft_tuple(p, 2, next));
+    weft_fun *f = weft_fun1(p, t);
+    weft_exp *x = weft_arg(f, 0);
+    weft_exp *init[2] = {weft_i32(p, 0), weft_abs(x)};
+    weft_exp *loop = weft_get(weft_while(cond, body, weft_tuple(p, 2, init)), 1);
+    weft_exp *c = weft_cond(weft_gt(x, weft_f32(p, 0)), weft_sin(x),
+                            weft_cos(weft_mul(x, weft_f32(p, 2))));
+    weft_fun_return(f, weft_add(c, loop));
+    return f;
+}
+
+/* The same agreement for control_fun over f32: sin, cos and pow in a
+ * varying conditional and a masked loop. */
+START_TEST(spmd_control)
+{
+    int64_t n = 4099;
+    float *x = malloc((size_t)n * 4);
+    float *r[2] = {malloc((size_t)n * 4), malloc((size_t)n * 4)};
+    ck_assert(x && r[0] && r[1]);
+    for (int64_t i = 0; i < n; i++) {
+        x[i] = (float)(i % 5 == 0 ? uniform(-1e6, 1e6) : uniform(-1e3, 1e3));
+    }
+    map_fun = control_fun;
+    for (int s = 0; s < 2; s++) {
+        map_flags = s ? WEFT_FLAG_NO_SPMD : 0;
+        run_map(WEFT_OP_SIN, WEFT_F32, x, NULL, n, r[s]);
+    }
+    map_fun = NULL;
+    map_flags = 0;
+    ck_assert_msg(memcmp(r[0], r[1], (size_t)n * 4) == 0,
+                  "SPMD and scalar code differ");
+    free(x);
+    free(r[0]);
+    free(r[1]);
+}
+END_TEST
+
 static Suite *vmath_suite(void)
 {
     Suite *s = suite_create("vmath");
@@ -542,6 +602,7 @@ static Suite *vmath_suite(void)
     tcase_add_test(tc, f32_pow);
     tcase_add_test(tc, f32_pow_fast);
     tcase_add_test(tc, spmd_agrees);
+    tcase_add_test(tc, spmd_control);
 #endif
     suite_add_tcase(s, tc);
     return s;
