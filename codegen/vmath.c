@@ -632,9 +632,9 @@ LLVMValueRef cg_vm_sincos(cg_fn *fn, LLVMValueRef x, bool single,
  * later ones win: |x| = 1 gives 1 unless y is NaN (-1 to the power of
  * +-inf is 1), x < 0 finite with y finite and not an integer the host's
  * invalid NaN (what powf returns), y = 0 and x = 1 give 1 (even for NaN
- * x or y).  The rest follows from exp(y log|x|):
- * log gives -inf at 0, +inf at +inf and NaN for NaN, exp gives 0 at
- * -inf, +inf at +inf, and the sign is x's when y is an odd integer. */
+ * x or y).  The rest follows from exp(y log|x|): log gives -inf at 0, +inf
+ * at +inf and NaN for NaN, exp gives 0 at -inf and +inf at +inf, and the
+ * sign is x's when y is an odd integer. */
 LLVMValueRef cg_vm_pow(cg_fn *fn, LLVMValueRef x, LLVMValueRef y,
                        bool single)
 {
