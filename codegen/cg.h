@@ -13,7 +13,7 @@
  *                 host target machines;
  *   opt.c         verification, optimisation (the CPU pass pipeline),
  *                 intrinsic helpers and the fast-math flags of fp ops;
- *   vmath.c       exp and log as branch-free IR (they vectorise).
+ *   vmath.c       exp, log, sin, cos and f32 pow as vector-friendly IR.
  *
  * Values.  A weft value of a scalar type is one LLVM value; a value of a
  * tuple or DIM type is a flat list of LLVM values, one per leaf in the
@@ -516,6 +516,18 @@ LLVMValueRef cg_fp_flag(const cg_fn *fn, LLVMValueRef v);
  * result will be rounded to float (exp then uses a shorter polynomial). */
 LLVMValueRef cg_vm_exp(cg_fn *fn, LLVMValueRef x, bool single);
 LLVMValueRef cg_vm_log(cg_fn *fn, LLVMValueRef x, bool single);
+/* sin (cos when want_cos) of x, a double or a vector of double: branch-free
+ * for |x| <= 2^19 pi/2, the C library's sin / cos (sinf / cosf of the float
+ * when single: x is then a float widened) on the other lanes, behind a
+ * branch taken only when some lane needs it.  The builder is left at the
+ * end of a new block. */
+LLVMValueRef cg_vm_sincos(cg_fn *fn, LLVMValueRef x, bool single,
+                          bool want_cos);
+/* pow of x and y, doubles (or vectors) that hold floats (single must be
+ * true; NULL otherwise: f64 pow is the C library's), as exp(y log|x|) and
+ * C's special cases by selects: branch-free, no calls. */
+LLVMValueRef cg_vm_pow(cg_fn *fn, LLVMValueRef x, LLVMValueRef y,
+                       bool single);
 /* With fast math, f32: exp and log of x, a float or a vector of float, in
  * float (fewer correct bits, twice the lanes; see vmath.c). */
 LLVMValueRef cg_vm_expf(cg_fn *fn, LLVMValueRef x);

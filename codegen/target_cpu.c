@@ -3,19 +3,23 @@
  * target machines.
  *
  * A target is a const table of functions (cg_target) that skeletons call
- * for what differs between machines.  On the CPU, exp and log are weft's
- * own branch-free code (vmath.c), computed in double and rounded once for
- * f32, so that loops calling them vectorise; the other floating functions
- * that LLVM has intrinsics for (sqrt, sin, cos, pow) become intrinsics,
- * which the optimiser understands and lowers to the same libm entries the
+ * for what differs between machines.  On the CPU, exp, log, sin, cos (f32
+ * and f64) and pow (f32) are weft's own code (vmath.c), computed in double
+ * and rounded once for f32, within 1 ulp of glibc, so that loops calling
+ * them vectorise; sin and cos beyond 2^19 pi/2 (and of infinities and
+ * NaN) are the C library's, behind a branch taken only when a lane needs
+ * it.  Scalar code and SPMD code (cpu_vmath) emit the same operations, so
+ * every lane has the scalar code's bits.  The other floating functions
+ * that LLVM has intrinsics for (sqrt, pow of f64) become intrinsics, which
+ * the optimiser understands and lowers to the same libm entries the
  * interpreter calls (sqrt to the instruction); the others are plain calls
  * of libm's float or double function (tanf / tan, ...), resolved by the
  * JIT in the process.  With fast math f32 exp and log stay in float
- * (cg_vm_expf, cg_vm_logf: within 2 ulp, twice the lanes) and the calls
- * carry the context's fast-math flags (afn: LLVM may use
- * approximations).  A CPU kernel is given its range [start, end) by the
- * gang, so the GPU entries (thread indices, barriers, shared memory) are
- * NULL.
+ * (cg_vm_expf, cg_vm_logf: within 2 ulp, twice the lanes), vmath.c's
+ * polynomials and the calls carry the context's fast-math flags (afn: LLVM
+ * may use approximations).  A CPU kernel is given its range [start, end)
+ * by the gang, so the GPU entries (thread indices, barriers, shared
+ * memory) are NULL.
  * Atomics are LLVM's atomicrmw / cmpxchg, sequentially consistent.
  */
 #include <stdio.h>
@@ -30,8 +34,6 @@ static const char *math_name(weft_op op, bool *intrinsic)
     *intrinsic = true;
     switch (op) {
     case WEFT_OP_SQRT: return "llvm.sqrt";
-    case WEFT_OP_SIN: return "llvm.sin";
-    case WEFT_OP_COS: return "llvm.cos";
     case WEFT_OP_POW: return "llvm.pow";
     default: break;
     }
@@ -52,6 +54,52 @@ static const char *math_name(weft_op op, bool *intrinsic)
     }
 }
 
+/* Whether op on operands of float (single) or double is vmath.c's code. */
+static bool is_vmath(weft_op op, bool single)
+{
+    switch (op) {
+    case WEFT_OP_EXP: case WEFT_OP_LOG: case WEFT_OP_SIN: case WEFT_OP_COS:
+        return true;
+    case WEFT_OP_POW:
+        return single;
+    default:
+        return false;
+    }
+}
+
+/* op on args (n of them) of float or double, scalar or vector, by vmath.c:
+ * f32 widened to double and the result rounded once, or with fast math
+ * exp and log of f32 in float. */
+static LLVMValueRef cpu_vm(cg_fn *fn, weft_op op, LLVMValueRef *args, int n)
+{
+    LLVMTypeRef ty = LLVMTypeOf(args[0]);
+    bool vec = LLVMGetTypeKind(ty) == LLVMVectorTypeKind;
+    LLVMTypeRef elt = vec ? LLVMGetElementType(ty) : ty;
+    bool single = LLVMGetTypeKind(elt) == LLVMFloatTypeKind;
+    if (single && cg_fast_math(fn) &&
+        (op == WEFT_OP_EXP || op == WEFT_OP_LOG)) {
+        return op == WEFT_OP_EXP ? cg_vm_expf(fn, args[0])
+                                 : cg_vm_logf(fn, args[0]);
+    }
+    LLVMTypeRef dty = LLVMDoubleTypeInContext(fn->llctx);
+    if (vec) {
+        dty = LLVMVectorType(dty, LLVMGetVectorSize(ty));
+    }
+    LLVMValueRef w[2];
+    for (int k = 0; k < n; k++) {
+        w[k] = single ? LLVMBuildFPExt(fn->b, args[k], dty, "") : args[k];
+    }
+    LLVMValueRef r;
+    switch (op) {
+    case WEFT_OP_EXP: r = cg_vm_exp(fn, w[0], single); break;
+    case WEFT_OP_LOG: r = cg_vm_log(fn, w[0], single); break;
+    case WEFT_OP_SIN: r = cg_vm_sincos(fn, w[0], single, false); break;
+    case WEFT_OP_COS: r = cg_vm_sincos(fn, w[0], single, true); break;
+    default: r = cg_vm_pow(fn, w[0], w[1], single); break;
+    }
+    return single && r ? LLVMBuildFPTrunc(fn->b, r, ty, "") : r;
+}
+
 static weft_status cpu_math(cg_fn *fn, weft_op op, LLVMValueRef *args,
                             int n, LLVMValueRef *out)
 {
@@ -62,26 +110,11 @@ static weft_status cpu_math(cg_fn *fn, weft_op op, LLVMValueRef *args,
     *out = NULL;
     LLVMTypeRef elt = kind == LLVMVectorTypeKind ? LLVMGetElementType(ty) : ty;
     LLVMTypeKind ek = LLVMGetTypeKind(elt);
-    if ((op == WEFT_OP_EXP || op == WEFT_OP_LOG) && n == 1 &&
-        (ek == LLVMFloatTypeKind || ek == LLVMDoubleTypeKind)) {
-        bool single = ek == LLVMFloatTypeKind;
-        if (single && cg_fast_math(fn)) {
-            *out = op == WEFT_OP_EXP ? cg_vm_expf(fn, args[0])
-                                     : cg_vm_logf(fn, args[0]);
-            return WEFT_OK;
-        }
-        LLVMTypeRef dty = LLVMDoubleTypeInContext(fn->llctx);
-        if (kind == LLVMVectorTypeKind) {
-            dty = LLVMVectorType(dty, LLVMGetVectorSize(ty));
-        }
-        LLVMValueRef w = single ? LLVMBuildFPExt(fn->b, args[0], dty, "")
-                                : args[0];
-        LLVMValueRef r = op == WEFT_OP_EXP ? cg_vm_exp(fn, w, single)
-                                           : cg_vm_log(fn, w, single);
-        *out = single ? LLVMBuildFPTrunc(fn->b, r, ty, "") : r;
-        return WEFT_OK;
-    }
-    if (name && (kind == LLVMFloatTypeKind || kind == LLVMDoubleTypeKind)) {
+    if ((ek == LLVMFloatTypeKind || ek == LLVMDoubleTypeKind) &&
+        is_vmath(op, ek == LLVMFloatTypeKind)) {
+        *out = cpu_vm(fn, op, args, n);
+    } else if (name &&
+               (kind == LLVMFloatTypeKind || kind == LLVMDoubleTypeKind)) {
         if (intrinsic) {
             *out = cg_intrinsic(fn, name, &ty, 1, args, n);
         } else {
@@ -116,17 +149,20 @@ static weft_status cpu_math2(cg_fn *fn, weft_op op, LLVMValueRef x,
     return cpu_math(fn, op, a, 2, out);
 }
 
-/* cg_target.vmath: exp and log over vectors are the same branch-free code
- * as one lane's (vmath.c), so every lane gets math1's bits; the other
- * functions decline (spmd.c calls them lane by lane). */
+/* cg_target.vmath: exp, log, sin, cos and f32 pow over vectors are the same
+ * code as one lane's (vmath.c), so every lane gets math1's / math2's bits;
+ * the other functions decline (spmd.c calls them lane by lane). */
 static weft_status cpu_vmath(cg_fn *fn, weft_op op, LLVMValueRef x,
                              LLVMValueRef y, LLVMValueRef *out)
 {
     *out = NULL;
-    if (y || (op != WEFT_OP_EXP && op != WEFT_OP_LOG)) {
+    LLVMTypeRef elt = LLVMGetElementType(LLVMTypeOf(x));
+    if (!is_vmath(op, LLVMGetTypeKind(elt) == LLVMFloatTypeKind) ||
+        (y != NULL) != (op == WEFT_OP_POW)) {
         return WEFT_OK;
     }
-    return cpu_math(fn, op, &x, 1, out);
+    LLVMValueRef a[2] = {x, y};
+    return cpu_math(fn, op, a, y ? 2 : 1, out);
 }
 
 static LLVMValueRef cpu_atomic_rmw(cg_fn *fn, LLVMAtomicRMWBinOp op,

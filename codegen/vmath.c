@@ -1,19 +1,28 @@
 /*
- * codegen/vmath.c: exp and log as branch-free IR, so that loops that call
- * them vectorise.
+ * codegen/vmath.c: exp, log, sin, cos and pow of f32 as IR that
+ * vectorises.
  *
- * LLVM lowers llvm.exp / llvm.log on a vector by calling the scalar libm
- * function once per lane, and its cost model then usually keeps the loop
- * scalar; glibc's vector library (libmvec) is reachable only through a
- * command-line option of LLVM's, a process-wide setting.  So weft emits
- * the two functions itself, with no branches and no calls: every step is
- * an IEEE operation, a bit operation or a select, on a scalar or on a
- * vector (the functions accept <N x double> as well as double, so that
- * vector code can call them too), and the loop vectoriser widens them like
- * any arithmetic.  Both work in double; the CPU target widens f32 (and
- * f16) arguments to double and rounds the result once, which makes the
- * single-precision results correctly rounded except in rare
- * double-rounding cases (within 1 ulp, measured by tests/test_vmath.c).
+ * LLVM lowers llvm.exp / llvm.sin / ... on a vector by calling the scalar
+ * libm function once per lane, and its cost model then usually keeps the
+ * loop scalar; glibc's vector library (libmvec) is reachable only through
+ * a command-line option of LLVM's, a process-wide setting.  So weft emits
+ * these functions itself: every step is an IEEE operation, a bit operation
+ * or a select, on a scalar or on a vector (the functions accept
+ * <N x double> as well as double, so that vector code can call them too),
+ * and the loop vectoriser widens them like any arithmetic.  All work in
+ * double; the CPU target widens f32 (and f16) arguments to double and
+ * rounds the result once, which makes the single-precision results
+ * correctly rounded except in rare double-rounding cases (within 1 ulp,
+ * measured by tests/test_vmath.c).  exp, log and pow have no branches
+ * and no calls.  sin and cos leave the arguments beyond their reduction's
+ * range to the C library: those lanes' results are replaced by the
+ * library's (sin / cos of double, sinf / cosf of the float: what the
+ * interpreter calls) in a block that a branch reaches only when some lane
+ * of the vector needs it (libm_lanes), and the fast path is computed for
+ * every lane, on a harmless argument where the lane is the library's.
+ * (A loop with such a branch stays scalar for LLVM's loop vectoriser,
+ * which would call the function for every lane if it could; SPMD code,
+ * skeletons-ir/spmd.c, is vector code around it.)
  *
  *   exp  Cody and Waite's reduction x = k ln2 + r, |r| <= ln2/2, with
  *        k = roundeven(x / ln2) by the 1.5 * 2^52 trick and ln2 split in
@@ -29,16 +38,40 @@
  *        polynomial, both of fdlibm's two final formulas computed and one
  *        selected; subnormal arguments are scaled by 2^54 first; log(0) =
  *        -inf, log(x < 0) = NaN, log(+inf) = +inf, NaN stays NaN.
- * Measured against glibc over sweeps (tests/test_vmath.c): exp and log of
- * double within 1 ulp; of float within 1 ulp (almost always correctly
- * rounded).
+ *   sin, cos  fdlibm's (s_sin.c, s_cos.c) for |x| <= 2^19 pi/2: n =
+ *        roundeven(x 2/pi) by the same trick, and r = x - n pi/2 with
+ *        pi/2 in four parts, the first three of 33 significant bits (those
+ *        of fdlibm's __ieee754_rem_pio2), so that n times each is exact
+ *        while n fits 20 bits; fdlibm subtracts the second and third parts
+ *        only when the first cancels many bits, here all three always,
+ *        keeping the rounding error of each subtraction (TwoSum), so r is
+ *        a double-double y0 + y1 whatever the cancellation.  Then
+ *        fdlibm's __kernel_sin(y0, y1) and __kernel_cos(y0, y1) (its
+ *        correction qx for |y0| >= 0.3 by selects), both computed, and
+ *        n mod 4 picks one and the sign.  Lanes with |x| beyond the range,
+ *        infinite or NaN reduce 0 instead and take the library's sin / cos.
+ *   pow  of f32 only: exp(y log|x|) with the two functions above, in
+ *        double (the product's error, at most 2^-46 relative below
+ *        overflow, is far below float's ulp), negated for x < 0 and odd
+ *        integer y; C's special cases (x or y zero, infinite or NaN, x = 1,
+ *        x < 0 with y not an integer) by selects, the NaN of an invalid
+ *        operation being the host's, as powf's.  pow of double stays the
+ *        library's call: a vector pow within 1 ulp in double needs log in
+ *        double-double.
+ * Measured against glibc over sweeps (tests/test_vmath.c): exp, log, sin
+ * and cos of double within 1 ulp (sin and cos differ from glibc's, which
+ * is correctly rounded, in about 2% of arguments below 2^19 pi/2); exp,
+ * log, sin, cos and pow of float within 1 ulp (sin and cos not bit for
+ * bit glibc's in 0.1% of the sweep, exp, log and pow in 0.01%).
  *
  * With fast math (WEFT_FLAG_FAST_MATH) the polynomial steps carry the
  * context's fast-math flags (contraction into FMA, reassociation); the
  * steps whose exactness the algorithms rely on (the rounding trick, the
- * reduction, the bit manipulation) never do.  And f32 then stays in float
- * (cg_vm_expf, cg_vm_logf: Cephes' expf and logf, branch-free), twice the
- * lanes per vector: measured within 2 ulp of glibc (tests/test_vmath.c).
+ * reduction, the bit manipulation) never do.  And f32 exp and log then
+ * stay in float (cg_vm_expf, cg_vm_logf: Cephes' expf and logf,
+ * branch-free), twice the lanes per vector: measured within 2 ulp of glibc
+ * (tests/test_vmath.c); sin, cos and pow of f32 stay in double (measured
+ * within 1 ulp with fast math too).
  */
 #include "cg.h"
 
@@ -164,6 +197,17 @@ static LLVMValueRef pow2(cg_fn *fn, LLVMTypeRef ty, LLVMTypeRef ity,
     return LLVMBuildBitCast(B, e, ty, "");
 }
 
+/* roundeven(x c) as a ty, by adding and subtracting magic (1.5 * 2^52 for
+ * double, 1.5 * 2^23 for float) while |x c| < 2^51 (2^22): exact steps,
+ * no flags. */
+static LLVMValueRef round_mul(cg_fn *fn, LLVMTypeRef ty, LLVMValueRef x,
+                              double c, double magic)
+{
+    LLVMValueRef t = LLVMBuildFMul(B, x, kf(fn, ty, c), "");
+    return LLVMBuildFSub(B, LLVMBuildFAdd(B, t, kf(fn, ty, magic), ""),
+                         kf(fn, ty, magic), "");
+}
+
 /* exp of double (or vector of double) x; `single`: the result will be
  * rounded to float, a shorter polynomial suffices (see the head). */
 LLVMValueRef cg_vm_exp(cg_fn *fn, LLVMValueRef x, bool single)
@@ -176,7 +220,6 @@ LLVMValueRef cg_vm_exp(cg_fn *fn, LLVMValueRef x, bool single)
     const double log2e = 0x1.71547652b82fep+0;
     const double ln2_hi = 0x1.62e42feep-1;
     const double ln2_lo = 0x1.a39ef35793c76p-33;
-    const double magic = 0x1.8p52;
     LLVMValueRef nan = fcmp(fn, LLVMRealUNO, x, x);
     /* clamped, and 0 for NaN so that the conversion below is defined */
     LLVMValueRef xc = sel(fn, fcmp(fn, LLVMRealOGT, x, kf(fn, ty, hi)),
@@ -184,10 +227,8 @@ LLVMValueRef cg_vm_exp(cg_fn *fn, LLVMValueRef x, bool single)
     xc = sel(fn, fcmp(fn, LLVMRealOLT, xc, kf(fn, ty, lo)), kf(fn, ty, lo),
              xc);
     xc = sel(fn, nan, kf(fn, ty, 0), xc);
-    /* k = roundeven(xc log2e): exact integers, no flags */
-    LLVMValueRef t = LLVMBuildFMul(B, xc, kf(fn, ty, log2e), "");
-    LLVMValueRef kd = LLVMBuildFSub(
-        B, LLVMBuildFAdd(B, t, kf(fn, ty, magic), ""), kf(fn, ty, magic), "");
+    /* k = roundeven(xc log2e) */
+    LLVMValueRef kd = round_mul(fn, ty, xc, log2e, 0x1.8p52);
     LLVMValueRef k = LLVMBuildFPToSI(B, kd, ity, "");
     LLVMValueRef r = LLVMBuildFSub(
         B, xc, LLVMBuildFMul(B, kd, kf(fn, ty, ln2_hi), ""), "");
@@ -323,11 +364,7 @@ LLVMValueRef cg_vm_expf(cg_fn *fn, LLVMValueRef x)
     xc = sel(fn, fcmp(fn, LLVMRealOLT, xc, kf(fn, ty, lo)), kf(fn, ty, lo),
              xc);
     xc = sel(fn, nan, kf(fn, ty, 0), xc);
-    LLVMValueRef t = LLVMBuildFMul(B, xc, kf(fn, ty, 1.44269504088896341),
-                                   "");
-    LLVMValueRef kd = LLVMBuildFSub(
-        B, LLVMBuildFAdd(B, t, kf(fn, ty, 0x1.8p23), ""),
-        kf(fn, ty, 0x1.8p23), "");
+    LLVMValueRef kd = round_mul(fn, ty, xc, 1.44269504088896341, 0x1.8p23);
     LLVMValueRef k = LLVMBuildFPToSI(B, kd, ity, "");
     LLVMValueRef r = LLVMBuildFSub(
         B, xc, LLVMBuildFMul(B, kd, kf(fn, ty, 0.693359375), ""), "");
@@ -386,4 +423,257 @@ LLVMValueRef cg_vm_logf(cg_fn *fn, LLVMValueRef x)
     LLVMValueRef v = padd(fn, padd(fn, m, y),
                           pmul(fn, fe, kf(fn, ty, 0.693359375)));
     return log_special(fn, ty, x, v);
+}
+
+/* ---- the C library on the lanes the branch-free code does not cover ---- */
+
+/* Branch to `rare` when cond holds, else to `common`, with branch weights
+ * that say it rarely does (for the layout; not llvm.expect, which only
+ * a pass weft does not run removes, and which keeps loops scalar). */
+static void rare_branch(cg_fn *fn, LLVMValueRef cond, LLVMBasicBlockRef rare,
+                        LLVMBasicBlockRef common)
+{
+    LLVMContextRef c = fn->llctx;
+    LLVMValueRef br = LLVMBuildCondBr(B, cond, rare, common);
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(c);
+    LLVMMetadataRef w[3] = {
+        LLVMMDStringInContext2(c, "branch_weights", 14),
+        LLVMValueAsMetadata(LLVMConstInt(i32, 1, 0)),
+        LLVMValueAsMetadata(LLVMConstInt(i32, 1 << 20, 0))};
+    LLVMSetMetadata(br, LLVMGetMDKindIDInContext(c, "prof", 4),
+                    LLVMMetadataAsValue(c, LLVMMDNodeInContext2(c, w, 3)));
+}
+
+/* v, the branch-free result (double or vector of double), with the lanes
+ * where `slow` (i1 or vector of i1) holds replaced by the C library's
+ * function `name` of x: of the float argument and widened back when
+ * `single` (sinf: what the interpreter calls), else of the double.  When
+ * no lane is slow, a branch skips the calls; else a block calls the
+ * function lane by lane and selects per lane (so a lane that is not slow
+ * keeps v's bits, as in code of one lane).  The builder is left at the end
+ * of the join block. */
+static LLVMValueRef libm_lanes(cg_fn *fn, const char *name, bool single,
+                               LLVMValueRef slow, LLVMValueRef v,
+                               LLVMValueRef x)
+{
+    LLVMContextRef c = fn->llctx;
+    LLVMTypeRef ty = LLVMTypeOf(v);
+    bool vec = LLVMGetTypeKind(ty) == LLVMVectorTypeKind;
+    LLVMTypeRef dty = LLVMDoubleTypeInContext(c);
+    LLVMTypeRef aty = single ? LLVMFloatTypeInContext(c) : dty;
+    LLVMTypeRef bty = LLVMTypeOf(slow);
+    LLVMValueRef any = vec ? cg_intrinsic(fn, "llvm.vector.reduce.or", &bty,
+                                          1, &slow, 1)
+                           : slow;
+    LLVMBasicBlockRef from = LLVMGetInsertBlock(B);
+    LLVMValueRef f = LLVMGetBasicBlockParent(from);
+    LLVMBasicBlockRef call = LLVMAppendBasicBlockInContext(c, f, "vm.libm");
+    LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(c, f, "vm.join");
+    rare_branch(fn, any, call, join);
+
+    LLVMPositionBuilderAtEnd(B, call);
+    unsigned lanes = vec ? LLVMGetVectorSize(ty) : 1;
+    LLVMValueRef lib = vec ? LLVMGetUndef(ty) : NULL;
+    for (unsigned k = 0; k < lanes; k++) {
+        LLVMValueRef lane = LLVMConstInt(LLVMInt32TypeInContext(c), k, 0);
+        LLVMValueRef a = vec ? LLVMBuildExtractElement(B, x, lane, "") : x;
+        if (single) {
+            a = LLVMBuildFPTrunc(B, a, aty, ""); /* exact */
+        }
+        LLVMValueRef r = cg_libcall(fn, name, aty, &a, 1);
+        if (single) {
+            r = LLVMBuildFPExt(B, r, dty, "");
+        }
+        lib = vec ? LLVMBuildInsertElement(B, lib, r, lane, "") : r;
+    }
+    LLVMValueRef mixed = sel(fn, slow, lib, v);
+    LLVMBuildBr(B, join);
+
+    LLVMPositionBuilderAtEnd(B, join);
+    LLVMValueRef phi = LLVMBuildPhi(B, ty, "");
+    LLVMValueRef vals[2] = {v, mixed};
+    LLVMBasicBlockRef blocks[2] = {from, call};
+    LLVMAddIncoming(phi, vals, blocks, 2);
+    return phi;
+}
+
+/* ---- sin and cos ---- */
+
+/* a - b = *hi + *lo exactly (Knuth's TwoSum, six operations, whatever
+ * the magnitudes). */
+static void two_diff(cg_fn *fn, LLVMValueRef a, LLVMValueRef b,
+                     LLVMValueRef *hi, LLVMValueRef *lo)
+{
+    LLVMValueRef s = LLVMBuildFSub(B, a, b, "");
+    LLVMValueRef bb = LLVMBuildFSub(B, a, s, "");
+    LLVMValueRef ab = LLVMBuildFAdd(B, s, bb, "");
+    *hi = s;
+    *lo = LLVMBuildFSub(B, LLVMBuildFSub(B, a, ab, ""),
+                        LLVMBuildFSub(B, b, bb, ""), "");
+}
+
+/* fdlibm's __kernel_sin(x, y, 1): sin(x + y) for |x + y| <= ~pi/4, y the
+ * tail of the reduced argument: x + x^3 (S1 + x^2 S(x^2)), the tail's
+ * first-order term y (1 - x^2/2) added in. */
+static LLVMValueRef kernel_sin(cg_fn *fn, LLVMTypeRef ty, LLVMValueRef x,
+                               LLVMValueRef y)
+{
+    static const double s[5] = {
+        0x1.111111110f8a6p-7, -0x1.a01a019c161d5p-13, 0x1.71de357b1fe7dp-19,
+        -0x1.ae5e68a2b9cebp-26, 0x1.5d93a5acfd57cp-33}; /* S2 .. S6 */
+    const double s1 = -0x1.5555555555549p-3;
+    LLVMValueRef z = pmul(fn, x, x);
+    LLVMValueRef v = pmul(fn, z, x);
+    LLVMValueRef r = horner(fn, ty, z, s, 5);
+    /* x - ((z (y/2 - v r) - y) - v S1) */
+    LLVMValueRef t = psub(fn, pmul(fn, kf(fn, ty, 0.5), y), pmul(fn, v, r));
+    t = psub(fn, pmul(fn, z, t), y);
+    t = psub(fn, t, pmul(fn, v, kf(fn, ty, s1)));
+    return psub(fn, x, t);
+}
+
+/* fdlibm's __kernel_cos(x, y): cos(x + y) for |x + y| <= ~pi/4 as
+ * 1 - (x^2/2 - (x^4 C(x^2) - x y)), where for |x| >= 0.3 a part qx of
+ * x^2/2 is subtracted from 1 first, exactly (qx = x/4 with the low 32 bits
+ * of its representation cleared, or 0.28125 above 0.78125); fdlibm's
+ * branches on the high word of |x| are selects. */
+static LLVMValueRef kernel_cos(cg_fn *fn, LLVMTypeRef ty, LLVMTypeRef ity,
+                               LLVMValueRef x, LLVMValueRef y)
+{
+    static const double c[6] = {
+        0x1.555555555554cp-5, -0x1.6c16c16c15177p-10, 0x1.a01a019cb159p-16,
+        -0x1.27e4f809c52adp-22, 0x1.1ee9ebdb4b1c4p-29,
+        -0x1.8fae9be8838d4p-37}; /* C1 .. C6 */
+    LLVMValueRef z = pmul(fn, x, x);
+    LLVMValueRef r = pmul(fn, z, horner(fn, ty, z, c, 6));
+    LLVMValueRef hx = LLVMBuildAnd(
+        B, LLVMBuildLShr(B, LLVMBuildBitCast(B, x, ity, ""), ki(fn, ity, 32),
+                         ""),
+        ki(fn, ity, 0x7fffffff), "");
+    /* qx: the high word of |x| less 2 in the exponent, the low word 0 */
+    LLVMValueRef qx = LLVMBuildBitCast(
+        B, LLVMBuildShl(B, LLVMBuildSub(B, hx, ki(fn, ity, 0x00200000), ""),
+                        ki(fn, ity, 32), ""),
+        ty, "");
+    qx = sel(fn, LLVMBuildICmp(B, LLVMIntSGT, hx, ki(fn, ity, 0x3fe90000), ""),
+             kf(fn, ty, 0.28125), qx);
+    qx = sel(fn, LLVMBuildICmp(B, LLVMIntSLT, hx, ki(fn, ity, 0x3fd33333), ""),
+             kf(fn, ty, 0), qx);
+    LLVMValueRef hz = LLVMBuildFSub(
+        B, LLVMBuildFMul(B, kf(fn, ty, 0.5), z, ""), qx, "");
+    LLVMValueRef a = LLVMBuildFSub(B, kf(fn, ty, 1), qx, "");
+    LLVMValueRef w = psub(fn, pmul(fn, z, r), pmul(fn, x, y));
+    return LLVMBuildFSub(B, a, LLVMBuildFSub(B, hz, w, ""), "");
+}
+
+/* sin (or cos, want_cos) of double (or vector of double) x (see the head);
+ * `single`: x is a float widened, and the lanes outside the reduction's
+ * range take sinf / cosf of it. */
+LLVMValueRef cg_vm_sincos(cg_fn *fn, LLVMValueRef x, bool single,
+                          bool want_cos)
+{
+    LLVMTypeRef ty = LLVMTypeOf(x);
+    LLVMTypeRef ity = int_like(fn, ty);
+    const double limit = 0x1.921fb54442d18p+19; /* 2^19 pi/2 */
+    const double invpio2 = 0x1.45f306dc9c883p-1;
+    /* pi/2 = pio2_1 + pio2_2 + pio2_3 + pio2_3t (to 2^-160), the first
+     * three of 33 significant bits */
+    const double pio2_1 = 0x1.921fb544p+0;
+    const double pio2_2 = 0x1.0b4611a6p-34;
+    const double pio2_3 = 0x1.3198a2ep-69;
+    const double pio2_3t = 0x1.b839a252049c1p-104;
+    LLVMValueRef ax = cg_intrinsic(fn, "llvm.fabs", &ty, 1, &x, 1);
+    /* false for NaN and for |x| beyond the range (infinities too) */
+    LLVMValueRef fast = fcmp(fn, LLVMRealOLE, ax, kf(fn, ty, limit));
+    LLVMValueRef xs = sel(fn, fast, x, kf(fn, ty, 0));
+    /* n = roundeven(x 2/pi), |n| <= 2^19: n pio2_k is exact (no flags
+     * on the reduction) */
+    LLVMValueRef nd = round_mul(fn, ty, xs, invpio2, 0x1.8p52);
+    LLVMValueRef n = LLVMBuildFPToSI(B, nd, ity, "");
+    /* r = x - n pio2_1 - n pio2_2 - n pio2_3 - n pio2_3t as y0 + y1: the
+     * first difference is exact (Sterbenz), the next two keep their
+     * rounding errors (TwoSum), which join the last, tiny, term */
+    LLVMValueRef r = LLVMBuildFSub(
+        B, xs, LLVMBuildFMul(B, nd, kf(fn, ty, pio2_1), ""), "");
+    LLVMValueRef s2, e2, s3, e3;
+    two_diff(fn, r, LLVMBuildFMul(B, nd, kf(fn, ty, pio2_2), ""), &s2, &e2);
+    two_diff(fn, s2, LLVMBuildFMul(B, nd, kf(fn, ty, pio2_3), ""), &s3, &e3);
+    LLVMValueRef tail = LLVMBuildFSub(
+        B, LLVMBuildFAdd(B, e2, e3, ""),
+        LLVMBuildFMul(B, nd, kf(fn, ty, pio2_3t), ""), "");
+    LLVMValueRef y0 = LLVMBuildFAdd(B, s3, tail, "");
+    LLVMValueRef y1 = LLVMBuildFAdd(B, LLVMBuildFSub(B, s3, y0, ""), tail, "");
+    /* quadrant q = n (+ 1 for cos) mod 4: sin(r), cos(r), -sin(r), -cos(r) */
+    LLVMValueRef q = LLVMBuildAdd(B, n, ki(fn, ity, want_cos ? 1 : 0), "");
+    LLVMValueRef odd = LLVMBuildICmp(
+        B, LLVMIntNE, LLVMBuildAnd(B, q, ki(fn, ity, 1), ""), ki(fn, ity, 0),
+        "");
+    LLVMValueRef neg = LLVMBuildICmp(
+        B, LLVMIntNE, LLVMBuildAnd(B, q, ki(fn, ity, 2), ""), ki(fn, ity, 0),
+        "");
+    LLVMValueRef v = sel(fn, odd, kernel_cos(fn, ty, ity, y0, y1),
+                         kernel_sin(fn, ty, y0, y1));
+    v = sel(fn, neg, LLVMBuildFNeg(B, v, ""), v);
+    if (!want_cos) {
+        /* sin(+-0) = +-0 whatever fast math's nsz did to the kernel's
+         * zeros */
+        v = sel(fn, fcmp(fn, LLVMRealOEQ, xs, kf(fn, ty, 0)), xs, v);
+    }
+    const char *name = want_cos ? (single ? "cosf" : "cos")
+                                : (single ? "sinf" : "sin");
+    return libm_lanes(fn, name, single, LLVMBuildNot(B, fast, ""), v, x);
+}
+
+/* ---- pow ---- */
+
+/* pow of x and y, doubles (or vectors of double) that hold floats, to be
+ * rounded to float (`single`; pow of double is not provided: NULL): see
+ * the head.  C's special cases by selects, in the order that makes the
+ * later ones win: |x| = 1 gives 1 unless y is NaN (-1 to the power of
+ * +-inf is 1), x < 0 finite with y finite and not an integer the host's
+ * invalid NaN (what powf returns), y = 0 and x = 1 give 1 (even for NaN
+ * x or y).  The rest follows from exp(y log|x|): log gives -inf at 0, +inf
+ * at +inf and NaN for NaN, exp gives 0 at -inf and +inf at +inf, and the
+ * sign is x's when y is an odd integer. */
+LLVMValueRef cg_vm_pow(cg_fn *fn, LLVMValueRef x, LLVMValueRef y,
+                       bool single)
+{
+    if (!single) {
+        return NULL;
+    }
+    LLVMTypeRef ty = LLVMTypeOf(x);
+    LLVMTypeRef ity = int_like(fn, ty);
+    LLVMValueRef one = kf(fn, ty, 1);
+    LLVMValueRef ax = cg_intrinsic(fn, "llvm.fabs", &ty, 1, &x, 1);
+    LLVMValueRef l = cg_vm_log(fn, ax, single);
+    LLVMValueRef v = cg_vm_exp(fn, LLVMBuildFMul(B, y, l, ""), single);
+    v = sel(fn,
+            LLVMBuildAnd(B, fcmp(fn, LLVMRealOEQ, ax, one),
+                         fcmp(fn, LLVMRealORD, y, y), ""),
+            one, v);
+    /* y is an integer (infinities count as even ones), and an odd one */
+    LLVMValueRef h = LLVMBuildFMul(B, y, kf(fn, ty, 0.5), ""); /* exact */
+    LLVMValueRef integral = fcmp(
+        fn, LLVMRealOEQ, cg_intrinsic(fn, "llvm.trunc", &ty, 1, &y, 1), y);
+    LLVMValueRef odd = LLVMBuildAnd(
+        B, integral,
+        fcmp(fn, LLVMRealUNE, cg_intrinsic(fn, "llvm.trunc", &ty, 1, &h, 1),
+             h),
+        "");
+    LLVMValueRef xneg = LLVMBuildICmp(
+        B, LLVMIntSLT, LLVMBuildBitCast(B, x, ity, ""), ki(fn, ity, 0), "");
+    v = sel(fn, LLVMBuildAnd(B, odd, xneg, ""), LLVMBuildFNeg(B, v, ""), v);
+    LLVMValueRef finite_neg = LLVMBuildAnd(
+        B, fcmp(fn, LLVMRealOLT, x, kf(fn, ty, 0)),
+        fcmp(fn, LLVMRealOGT, x, kf(fn, ty, -__builtin_inf())), "");
+    LLVMValueRef ay = cg_intrinsic(fn, "llvm.fabs", &ty, 1, &y, 1);
+    LLVMValueRef fraction = LLVMBuildAnd(
+        B, LLVMBuildNot(B, integral, ""),
+        fcmp(fn, LLVMRealOLT, ay, kf(fn, ty, __builtin_inf())), "");
+    v = sel(fn, LLVMBuildAnd(B, finite_neg, fraction, ""),
+            kf(fn, ty, invalid_nan()), v);
+    return sel(fn,
+               LLVMBuildOr(B, fcmp(fn, LLVMRealOEQ, y, kf(fn, ty, 0)),
+                           fcmp(fn, LLVMRealOEQ, x, one), ""),
+               one, v);
 }

@@ -27,7 +27,7 @@
 /* Bumped whenever the kernel ABI, the argument block layout or anything
  * else that makes an old cached kernel wrong changes; it is mixed into
  * every kernel key, so old disk entries are simply never found again. */
-#define RT_ABI_VERSION 9 /* 9: fast math, checked mode, cancel words */
+#define RT_ABI_VERSION 10 /* 10: CPU sin, cos, f32 pow by vmath.c */
 
 /* ===== disk.c: the disk cache of compiled kernels ===== */
 

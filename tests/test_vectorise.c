@@ -4,8 +4,8 @@
  *
  * For each of map (x * 2 + 1), zipWith (+) and fold (+) (along the rows of
  * a matrix, and over everything), on f32 and on i32, and for map exp (f32,
- * f64) and the call price of Black-Scholes (zipWith3 with log, sqrt, exp,
- * division and conditionals; f32), the test makes a CPU
+ * f64), map sin (f32) and the call price of Black-Scholes (zipWith3 with
+ * log, sqrt, exp, division and conditionals; f32), the test makes a CPU
  * context with weft_config.target_cpu set (compile only: weft_run says
  * WEFT_ERR_BACKEND_UNAVAILABLE) and dump = "asm,vec" into a fresh
  * temporary directory, compiles the program, and reads what the JIT wrote
@@ -22,7 +22,9 @@
  *                          loop vectoriser, or emitted over vector lanes,
  *                          "SPMD-vectorised", by skeletons-ir/spmd.c); the exp and
  *                          Black-Scholes kernels call no function (exp
- *                          and log are vector code, codegen/vmath.c).
+ *                          and log are vector code, codegen/vmath.c), the
+ *                          sin kernel none but sinf (for the lanes
+ *                          beyond its vector code's range).
  *
  * Compiling for a named CPU needs only LLVM's X86 target, not such a CPU,
  * so the test runs on any x86-64 host (with or without AVX-512); on other
@@ -33,9 +35,11 @@
 
 #include "tu.h"
 
-typedef enum kind { K_MAP, K_ZIP, K_FOLD, K_FOLD_ALL, K_EXP, K_BS } kind;
-static const char *const kind_names[] = {
-    "map", "zipwith", "fold", "fold_all", "map exp", "Black-Scholes"};
+typedef enum kind { K_MAP, K_ZIP, K_FOLD, K_FOLD_ALL, K_EXP, K_BS, K_SIN } kind;
+static const char *const kind_names[] = {"map",     "zipwith",
+                                         "fold",    "fold_all",
+                                         "map exp", "Black-Scholes",
+                                         "map sin"};
 
 /* N(d), the cumulative normal distribution, as examples/blackscholes.c
  * writes it (f32): a rational approximation with exp and a conditional. */
@@ -152,6 +156,21 @@ static bool has_any(const char *text, const char *const *words)
     return false;
 }
 
+/* Whether every call in the assembly text calls fn (NULL: there is no
+ * call). */
+static bool calls_only(const char *text, const char *fn)
+{
+    for (const char *q = text; (q = strstr(q, "call")) != NULL; q++) {
+        q += strcspn(q, " \t");
+        q += strspn(q, " \t");
+        if (!fn || strncmp(q, fn, strlen(fn)) != 0 ||
+            (q[strlen(fn)] != '@' && q[strlen(fn)] != '\n')) {
+            return false;
+        }
+    }
+    return true;
+}
+
 /* Build the program of kind k on type t, compile it for cpu with dumps
  * into a fresh directory, and check the assembly and the report. */
 static void check_kernel(const char *cpu, kind k, weft_type t)
@@ -201,6 +220,9 @@ static void check_kernel(const char *cpu, kind k, weft_type t)
     case K_BS:
         r = black_scholes(p, a, b, weft_param(p, t, 1));
         break;
+    case K_SIN:
+        r = weft_map(tu_fun_op1(p, WEFT_OP_SIN, t), a);
+        break;
     }
     TU_PROGRAM_OK(p);
     weft_executable *exe = NULL;
@@ -240,13 +262,14 @@ static void check_kernel(const char *cpu, kind k, weft_type t)
     static const char *const ps_add[] = {"vaddps", NULL};
     static const char *const pd_map[] = {"vpaddd", "vpslld", "vpmulld", NULL};
     static const char *const pd_add[] = {"vpaddd", NULL};
-    /* exp and log are computed in double (codegen/vmath.c) */
+    /* exp, log and sin are computed in double (codegen/vmath.c) */
     static const char *const pd_math[] = {"vmulpd", "vfmadd", NULL};
     const char *const *want = k >= K_EXP ? pd_math
                               : f ? (k == K_MAP ? ps_map : ps_add)
                                   : (k == K_MAP ? pd_map : pd_add);
-    /* no call of libm's exp or log: vector code throughout */
-    ck_assert_msg(k < K_EXP || strstr(text, "call") == NULL,
+    /* no call of libm's exp or log: vector code throughout; sin calls sinf
+     * only for the lanes beyond 2^19 pi/2 */
+    ck_assert_msg(k < K_EXP || calls_only(text, k == K_SIN ? "sinf" : NULL),
                   "%s %s on %s: the assembly calls a function", what, tn,
                   cpu);
     ck_assert_msg(has_any(text, want),
@@ -282,6 +305,7 @@ static void check_cpu(const char *cpu)
     check_kernel(cpu, K_EXP, WEFT_F32);
     check_kernel(cpu, K_EXP, WEFT_F64);
     check_kernel(cpu, K_BS, WEFT_F32);
+    check_kernel(cpu, K_SIN, WEFT_F32);
 }
 
 START_TEST(x86_64_v3)
