@@ -511,9 +511,17 @@ static void scan_term(const fe_term *e, int *budget, bool *loops, bool *ok)
         return;
     }
     switch ((fe_kind)e->kind) {
-    case FE_CONST: case FE_VAR: case FE_PRIM: case FE_COND: case FE_TUPLE:
+    case FE_CONST: case FE_VAR: case FE_COND: case FE_TUPLE:
     case FE_GET: case FE_SHAPE: case FE_SHAPE_SIZE: case FE_TO_INDEX:
     case FE_FROM_INDEX: case FE_AT: case FE_AT_LINEAR: case FE_LET:
+        break;
+    case FE_PRIM:
+        /* sin and cos branch to the C library for some arguments
+         * (codegen/vmath.c), which keeps LLVM from vectorising a scalar
+         * loop over them: they count as a loop */
+        if (e->op == WEFT_OP_SIN || e->op == WEFT_OP_COS) {
+            *loops = true;
+        }
         break;
     case FE_WHILE:
         *loops = true;
@@ -535,8 +543,8 @@ static void scan_term(const fe_term *e, int *budget, bool *loops, bool *ok)
     }
 }
 
-/* Whether reading t element by element runs a while loop, every function
- * on the way being one codegen/spmd.c emits. */
+/* Whether reading t element by element runs a while loop (or sin, cos),
+ * every function on the way being one codegen/spmd.c emits. */
 static bool costly(sk_fn *f, const fe_term *t, int *budget, bool *ok)
 {
     if (!is_delayed(f, t)) {

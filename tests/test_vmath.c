@@ -589,6 +589,56 @@ START_TEST(spmd_control)
 }
 END_TEST
 
+/* fold (+) 0 (map sin xs) and the same with cos, f32 and f64: the SPMD
+ * fold (sin and cos count as costly, skeletons-ir/spmd.c, so their
+ * elements are computed over lanes and added in order) gives the scalar
+ * loop's bits, huge arguments (the library's lanes) included. */
+START_TEST(spmd_fold)
+{
+    int64_t n = 5 * 4099;
+    for (int o = 0; o < 4; o++) {
+        weft_op op = o % 2 ? WEFT_OP_COS : WEFT_OP_SIN;
+        weft_type t = o < 2 ? WEFT_F32 : WEFT_F64;
+        size_t w = weft_type_size(t);
+        void *x = malloc((size_t)n * w);
+        char r[2][8];
+        ck_assert(x);
+        for (int64_t i = 0; i < n; i++) {
+            double v = i % 97 == 0 ? uniform(-1e9, 1e9) : uniform(-50, 50);
+            if (t == WEFT_F32) {
+                ((float *)x)[i] = (float)v;
+            } else {
+                ((double *)x)[i] = v;
+            }
+        }
+        for (int s = 0; s < 2; s++) {
+            tu u;
+            weft_config cfg = weft_config_default();
+            cfg.threads = 2;
+            cfg.flags = WEFT_FLAG_NO_ENV | (s ? WEFT_FLAG_NO_SPMD : 0);
+            TU_OK(weft_context_create(&cfg, &u.ctx));
+            TU_OK(weft_program_create(u.ctx, &u.p));
+            weft_acc *xs = weft_param(u.p, t, 1);
+            weft_exp *z = t == WEFT_F32 ? weft_f32(u.p, 0) : weft_f64(u.p, 0);
+            weft_acc *f = weft_fold(tu_fun_op2(u.p, WEFT_OP_ADD, t), z,
+                                    weft_map(tu_fun_op1(u.p, op, t), xs));
+            weft_array *a = NULL, *res = NULL;
+            const void *in = x;
+            TU_OK(weft_array_from_host(u.ctx, t, 1, &n, &in, &a));
+            TU_OK(tu_run(u.p, &f, 1, &a, 1, &res, 1));
+            memcpy(r[s], weft_array_data(res, 0), w);
+            weft_array_release(a);
+            weft_array_release(res);
+            tu_close(&u);
+        }
+        ck_assert_msg(memcmp(r[0], r[1], w) == 0,
+                      "fold of %s %s: SPMD and scalar code differ",
+                      weft_op_name(op), t == WEFT_F32 ? "f32" : "f64");
+        free(x);
+    }
+}
+END_TEST
+
 static Suite *vmath_suite(void)
 {
     Suite *s = suite_create("vmath");
@@ -598,6 +648,7 @@ static Suite *vmath_suite(void)
     tcase_add_test(tc, f32_sweep);
     tcase_add_test(tc, f32_sweep_fast);
     tcase_add_test(tc, f64_sweep);
+    tcase_add_test(tc, spmd_fold);
     tcase_add_test(tc, f64_trig);
     tcase_add_test(tc, f32_pow);
     tcase_add_test(tc, f32_pow_fast);
