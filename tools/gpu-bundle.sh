@@ -143,7 +143,9 @@ cd "$(dirname "$0")"
 flags="-std=c17 -O3 -march=native -fopenmp -fno-math-errno"
 ${CC:-gcc} $flags -c bench/ref.c -o ref.o
 ${CC:-gcc} $flags -ffast-math -DREF_FAST -c bench/ref.c -o ref_fast.o
-${CC:-gcc} $flags -Iinclude bench/weft_bench.c ref.o ref_fast.o \
+commit="$(cat VERSION 2>/dev/null || echo unknown) (the GPU bundle)"
+${CC:-gcc} $flags -DWEFT_BENCH_COMMIT="\"$commit\"" -Iinclude \
+    bench/weft_bench.c ref.o ref_fast.o \
     -o weft_bench -L. -lweft -Wl,-rpath,'$ORIGIN' -lm
 EOF
 
