@@ -57,6 +57,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
@@ -1742,6 +1743,13 @@ int main(int argc, char **argv)
         } else {
             usage();
         }
+    }
+    const char *wait = getenv("OMP_WAIT_POLICY");
+    if (!wait || strcasecmp(wait, "passive") != 0) {
+        fprintf(stderr,
+                "weft_bench: OMP_WAIT_POLICY is not PASSIVE: OpenMP's "
+                "threads spin after each reference and slow the weft run "
+                "that follows (bench/run.sh sets it)\n");
     }
     machine m;
     read_machine(&m);

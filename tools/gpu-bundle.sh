@@ -135,7 +135,9 @@ write build-bench.sh <<'EOF'
 #!/bin/sh
 # build-bench.sh: build the CPU benchmark here against ./libweft.so, as
 # bench/run.sh does (the references use OpenMP: gcc's libgomp; ref.c once
-# more with -ffast-math for the fast columns).  Then: ./weft_bench -h
+# more with -ffast-math for the fast columns).  Then, as bench/run.sh
+# runs it: OMP_WAIT_POLICY=PASSIVE ./weft_bench (OpenMP's threads
+# otherwise spin after each reference and take cores from weft's next run)
 # (run it from this folder: it finds bench/numba_ref.py for the numba
 # column where python3 imports numba).
 set -eu
