@@ -233,8 +233,22 @@ void cg_if_begin(cg_fn *fn, cg_if *f, LLVMValueRef c)
     f->join_bb = LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "join");
     f->then_end = f->else_end = NULL;
     f->in_else = false;
-    LLVMBuildCondBr(fn->b, c, f->then_bb, f->else_bb);
+    f->br = LLVMBuildCondBr(fn->b, c, f->then_bb, f->else_bb);
     LLVMPositionBuilderAtEnd(fn->b, f->then_bb);
+}
+
+/* Branch weights (see cg.h). */
+void cg_branch_weights(cg_fn *fn, LLVMValueRef br, unsigned then_w,
+                       unsigned else_w)
+{
+    LLVMContextRef c = fn->llctx;
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(c);
+    LLVMMetadataRef w[3] = {
+        LLVMMDStringInContext2(c, "branch_weights", 14),
+        LLVMValueAsMetadata(LLVMConstInt(i32, then_w, 0)),
+        LLVMValueAsMetadata(LLVMConstInt(i32, else_w, 0))};
+    LLVMSetMetadata(br, LLVMGetMDKindIDInContext(c, "prof", 4),
+                    LLVMMetadataAsValue(c, LLVMMDNodeInContext2(c, w, 3)));
 }
 
 /* Switch to the else side (see cg.h). */

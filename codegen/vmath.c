@@ -433,15 +433,8 @@ LLVMValueRef cg_vm_logf(cg_fn *fn, LLVMValueRef x)
 static void rare_branch(cg_fn *fn, LLVMValueRef cond, LLVMBasicBlockRef rare,
                         LLVMBasicBlockRef common)
 {
-    LLVMContextRef c = fn->llctx;
-    LLVMValueRef br = LLVMBuildCondBr(B, cond, rare, common);
-    LLVMTypeRef i32 = LLVMInt32TypeInContext(c);
-    LLVMMetadataRef w[3] = {
-        LLVMMDStringInContext2(c, "branch_weights", 14),
-        LLVMValueAsMetadata(LLVMConstInt(i32, 1, 0)),
-        LLVMValueAsMetadata(LLVMConstInt(i32, 1 << 20, 0))};
-    LLVMSetMetadata(br, LLVMGetMDKindIDInContext(c, "prof", 4),
-                    LLVMMetadataAsValue(c, LLVMMDNodeInContext2(c, w, 3)));
+    cg_branch_weights(fn, LLVMBuildCondBr(B, cond, rare, common), CG_RARE,
+                      CG_USUAL);
 }
 
 /* v, the branch-free result (double or vector of double), with the lanes

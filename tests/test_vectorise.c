@@ -2,8 +2,10 @@
  * tests/test_vectorise.c: canonical kernels become vector code for explicit
  * x86 CPUs, whatever the host.
  *
- * For each of map (x * 2 + 1), zipWith (+) and fold (+) (along the rows of
- * a matrix, and over everything), on f32 and on i32, and for map exp (f32,
+ * For each of map (x * 2 + 1), zipWith (+), fold (+) (along the rows of
+ * a matrix, and over everything) and a fold (+) of a ! i + b ! i (reads
+ * whose bounds checks must leave the vector loop: no masked loads), on
+ * f32 and on i32, and for map exp (f32,
  * f64), map sin (f32) and the call price of Black-Scholes (zipWith3 with
  * log, sqrt, exp, division and conditionals; f32), the test makes a CPU
  * context with weft_config.target_cpu set (compile only: weft_run says
@@ -35,11 +37,12 @@
 
 #include "tu.h"
 
-typedef enum kind { K_MAP, K_ZIP, K_FOLD, K_FOLD_ALL, K_EXP, K_BS, K_SIN } kind;
-static const char *const kind_names[] = {"map",     "zipwith",
-                                         "fold",    "fold_all",
-                                         "map exp", "Black-Scholes",
-                                         "map sin"};
+typedef enum kind {
+    K_MAP, K_ZIP, K_FOLD, K_FOLD_ALL, K_AT, K_EXP, K_BS, K_SIN
+} kind;
+static const char *const kind_names[] = {
+    "map",     "zipwith",       "fold",   "fold_all", "fold of reads",
+    "map exp", "Black-Scholes", "map sin"};
 
 /* N(d), the cumulative normal distribution, as examples/blackscholes.c
  * writes it (f32): a rational approximation with exp and a conditional. */
@@ -214,6 +217,15 @@ static void check_kernel(const char *cpu, kind k, weft_type t)
     case K_FOLD_ALL:
         r = weft_fold_all(add, zero, a);
         break;
+    case K_AT: {
+        /* fold (+) 0 (generate (shape a) (\i -> a ! i + b ! i)): reads
+         * that check their index against a's and b's extents */
+        weft_fun *g = weft_fun1(p, WEFT_DIM(1));
+        weft_exp *i = weft_arg(g, 0);
+        weft_fun_return(g, weft_add(weft_at(a, i), weft_at(b, i)));
+        r = weft_fold(add, zero, weft_generate(weft_shape(a), g));
+        break;
+    }
     case K_EXP:
         r = weft_map(tu_fun_op1(p, WEFT_OP_EXP, t), a);
         break;
@@ -275,6 +287,12 @@ static void check_kernel(const char *cpu, kind k, weft_type t)
     ck_assert_msg(has_any(text, want),
                   "%s %s on %s: no packed %s in the assembly", what, tn, cpu,
                   want[0]);
+    /* the reads' bounds checks leave the vector loop (irce): plain vector
+     * loads, no masked ones (vmaskmov with AVX2, a {%k} mask with
+     * AVX-512) */
+    ck_assert_msg(k != K_AT || (!strstr(text, "maskmov") &&
+                                !strstr(text, "{%k")),
+                  "%s %s on %s: masked loads in the assembly", what, tn, cpu);
     ck_assert_msg(strstr(report, ": vectorised") != NULL
                       || strstr(report, ": SLP-vectorised") != NULL
                       || strstr(report, ": SPMD-vectorised") != NULL,
@@ -298,7 +316,7 @@ static void check_kernel(const char *cpu, kind k, weft_type t)
 
 static void check_cpu(const char *cpu)
 {
-    for (int k = K_MAP; k <= K_FOLD_ALL; k++) {
+    for (int k = K_MAP; k <= K_AT; k++) {
         check_kernel(cpu, (kind)k, WEFT_F32);
         check_kernel(cpu, (kind)k, WEFT_I32);
     }
