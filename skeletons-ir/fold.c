@@ -25,14 +25,19 @@
  */
 #include "sk.h"
 
-static weft_status fold_prepare(weft_context *ctx, fe_arena *arena,
-                               sk_kernel *k)
+void sk_fold_chunks_only(sk_kernel *k)
 {
-    k->nentry = 3;
     const fe_term *op = k->op;
     if (op->kid[op->kind == FE_FOLD ? 1 : 0]->rank == 1) {
         k->flags |= SK_FOLD_CHUNKS_ONLY;
     }
+}
+
+static weft_status fold_prepare(weft_context *ctx, fe_arena *arena,
+                               sk_kernel *k)
+{
+    k->nentry = 3;
+    sk_fold_chunks_only(k);
     weft_status s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX, 0,
                                 k->op->type, 1);
     if (s) {

@@ -209,10 +209,15 @@ struct sk_kernel {
 
 /* sk_kernel.flags of a fold: entry 0 (whole rows) is an empty function,
  * and the driver cuts every row into chunks (entries 1 and 2), C >= 1, or
- * C = 0 for rows of no element.  fold.c sets it for a fold of rank 1 (one
- * row): entry 0 would only serve short arrays, and its vector loop costs
- * as much compile time as entry 1's. */
+ * C = 0 for rows of no element.  Both folds (fold.c, ptx/fold.c) set it
+ * for an input of rank 1 (one row): entry 0 would only serve short
+ * arrays, and it costs as much compile time as entry 1 (on the GPU a
+ * short array then takes two launches, entry 1 with one block and entry
+ * 2, instead of one warp in one launch). */
 #define SK_FOLD_CHUNKS_ONLY 1u
+/* Set SK_FOLD_CHUNKS_ONLY on fold kernel k when its input has rank 1
+ * (fold.c; the PTX fold too). */
+void sk_fold_chunks_only(sk_kernel *k);
 
 /* The context in which a kernel's functions are emitted. */
 struct sk_emit {

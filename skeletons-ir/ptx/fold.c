@@ -7,12 +7,14 @@
  * the element type), aux 1 C, the chunks per row.
  *
  *   entry 0, a warp per row (n = rows):
- *       out[r] = z `f` row r (fold), or the row's fold1;
+ *       out[r] = z `f` row r (fold), or the row's fold1; empty for an
+ *       input of rank 1 (SK_FOLD_CHUNKS_ONLY, as in fold.c);
  *   entry 1, a block per chunk (n = rows * C):
  *       partial[c] = fold1 of piece c % C of row c / C (pieces as in fold.c:
  *       contiguous, never empty);
  *   entry 2, a block per row (n = rows):
- *       out[r] = z `f` (the row's C partials, left to right), or without z.
+ *       out[r] = z `f` (the row's C partials, left to right), or without z;
+ *       z alone when C = 0 (an empty row).
  *
  * Each entry walks its items in a loop (item = global warp or block id,
  * step = warps or blocks in the grid: the runtime sizes the grid by
@@ -74,6 +76,7 @@ static weft_status ptx_fold_prepare(weft_context *ctx, fe_arena *arena,
                                     sk_kernel *k)
 {
     k->nentry = 3;
+    sk_fold_chunks_only(k);
     /* a warp per row, a block per chunk, a block per row; the general
      * variant (a fused zipWith) has the same three again */
     for (int v = 0; v < 2; v++) {
@@ -645,13 +648,24 @@ static weft_status emit_blocks(sk_fn *f, bool has_seed, bool chunks)
     }
     if (chunks) {
         cg_array_store(fn, part, c, &y);
+    } else if (!has_seed) {
+        cg_array_store(fn, sk_out_array(f, 0), c, &y);
     } else {
-        cg_val r = y;
-        if (has_seed &&
-            (s = combine(f, sk_kid_value(f, 0), &y, &r)) != WEFT_OK) {
+        /* z `f` the partials; z alone when there are none (C = 0: an
+         * empty row of a kernel without entry 0) */
+        const cg_val *z = sk_kid_value(f, 0);
+        cg_val r, out;
+        cg_if some;
+        cg_if_begin(fn, &some,
+                    LLVMBuildICmp(fn->b, LLVMIntSGT, C, cg_i64(fn, 0), ""));
+        if ((s = combine(f, z, &y, &r)) != WEFT_OK) {
             return s;
         }
-        cg_array_store(fn, sk_out_array(f, 0), c, &r);
+        cg_if_else(fn, &some);
+        if ((s = cg_if_merge(fn, &some, &r, z, &out)) != WEFT_OK) {
+            return s;
+        }
+        cg_array_store(fn, sk_out_array(f, 0), c, &out);
     }
     cg_if_end(fn, &t0);
     cg_sloop_end(fn, &items);
@@ -676,7 +690,8 @@ static weft_status ptx_fold_emit(sk_emit *e, const char *const *names)
     for (int i = 0; i < 3; i++) {
         sk_fn f;
         weft_status s = sk_fn_begin_raw(e, &f, names[i]);
-        if (s == WEFT_OK) {
+        bool empty = i == 0 && (e->k->flags & SK_FOLD_CHUNKS_ONLY);
+        if (s == WEFT_OK && !empty) {
             s = emit[i](&f, has_seed);
         }
         if (s) {
