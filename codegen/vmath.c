@@ -208,6 +208,70 @@ static LLVMValueRef round_mul(cg_fn *fn, LLVMTypeRef ty, LLVMValueRef x,
                          kf(fn, ty, magic), "");
 }
 
+/* fdlibm's ln2 = LN2_HI + LN2_LO: LN2_HI has 11 trailing zero bits, so
+ * k LN2_HI is exact for |k| < 2^11. */
+#define LN2_HI 0x1.62e42feep-1
+#define LN2_LO 0x1.a39ef35793c76p-33
+
+/* x clamped to [lo, hi], and 0 for NaN, so that a conversion of it to an
+ * integer is defined. */
+static LLVMValueRef exp_clamp(cg_fn *fn, LLVMTypeRef ty, LLVMValueRef x,
+                              double hi, double lo)
+{
+    LLVMValueRef xc = sel(fn, fcmp(fn, LLVMRealOGT, x, kf(fn, ty, hi)),
+                          kf(fn, ty, hi), x);
+    xc = sel(fn, fcmp(fn, LLVMRealOLT, xc, kf(fn, ty, lo)), kf(fn, ty, lo),
+             xc);
+    return sel(fn, fcmp(fn, LLVMRealUNO, x, x), kf(fn, ty, 0), xc);
+}
+
+/* exp's reduction of xc (clamped, so |xc| < 2^11 ln2): *kd = roundeven(xc
+ * / ln2) (a double) and *k the same as an integer (ity); returns xc - kd
+ * LN2_HI, exact. */
+static LLVMValueRef exp_reduce(cg_fn *fn, LLVMTypeRef ty, LLVMTypeRef ity,
+                               LLVMValueRef xc, LLVMValueRef *kd,
+                               LLVMValueRef *k)
+{
+    *kd = round_mul(fn, ty, xc, 0x1.71547652b82fep+0, 0x1.8p52);
+    *k = LLVMBuildFPToSI(B, *kd, ity, "");
+    return LLVMBuildFSub(B, xc, LLVMBuildFMul(B, *kd, kf(fn, ty, LN2_HI), ""),
+                         "");
+}
+
+/* The Taylor coefficients of exp after 1 + r: c[i] = 1 / (i + 2)!, n of
+ * them. */
+static void exp_taylor(double *c, int n)
+{
+    double f = 2;
+    for (int i = 0; i < n; i++) {
+        c[i] = 1.0 / f;
+        f *= i + 3;
+    }
+}
+
+/* v 2^k for integer k (ity), |k| <= 2 * 1022: as two powers of two,
+ * 2^(k/2) and 2^(k - k/2), so that a result in the subnormal range is
+ * rounded once and one beyond the largest finite is infinite. */
+static LLVMValueRef scale2(cg_fn *fn, LLVMTypeRef ty, LLVMTypeRef ity,
+                           LLVMValueRef v, LLVMValueRef k)
+{
+    LLVMValueRef k1 = LLVMBuildAShr(B, k, ki(fn, ity, 1), "");
+    LLVMValueRef k2 = LLVMBuildSub(B, k, k1, "");
+    return LLVMBuildFMul(B, LLVMBuildFMul(B, v, pow2(fn, ty, ity, k1), ""),
+                         pow2(fn, ty, ity, k2), "");
+}
+
+/* exp's limits over v, the result computed for x clamped: +inf above hi,
+ * +0 below lo, x itself for NaN. */
+static LLVMValueRef exp_limits(cg_fn *fn, LLVMTypeRef ty, LLVMValueRef x,
+                               LLVMValueRef v, double hi, double lo)
+{
+    v = sel(fn, fcmp(fn, LLVMRealOGT, x, kf(fn, ty, hi)),
+            kf(fn, ty, __builtin_inf()), v);
+    v = sel(fn, fcmp(fn, LLVMRealOLT, x, kf(fn, ty, lo)), kf(fn, ty, 0), v);
+    return sel(fn, fcmp(fn, LLVMRealUNO, x, x), x, v);
+}
+
 /* exp of double (or vector of double) x; `single`: the result will be
  * rounded to float, a shorter polynomial suffices (see the head). */
 LLVMValueRef cg_vm_exp(cg_fn *fn, LLVMValueRef x, bool single)
@@ -217,42 +281,18 @@ LLVMValueRef cg_vm_exp(cg_fn *fn, LLVMValueRef x, bool single)
     /* exp(x) is finite for x <= hi and rounds to 0 below lo */
     const double hi = 0x1.62e42fefa39efp+9;   /* 709.782712893384 */
     const double lo = -0x1.74910d52d3051p+9;  /* -745.1332191019411 */
-    const double log2e = 0x1.71547652b82fep+0;
-    const double ln2_hi = 0x1.62e42feep-1;
-    const double ln2_lo = 0x1.a39ef35793c76p-33;
-    LLVMValueRef nan = fcmp(fn, LLVMRealUNO, x, x);
-    /* clamped, and 0 for NaN so that the conversion below is defined */
-    LLVMValueRef xc = sel(fn, fcmp(fn, LLVMRealOGT, x, kf(fn, ty, hi)),
-                          kf(fn, ty, hi), x);
-    xc = sel(fn, fcmp(fn, LLVMRealOLT, xc, kf(fn, ty, lo)), kf(fn, ty, lo),
-             xc);
-    xc = sel(fn, nan, kf(fn, ty, 0), xc);
-    /* k = roundeven(xc log2e) */
-    LLVMValueRef kd = round_mul(fn, ty, xc, log2e, 0x1.8p52);
-    LLVMValueRef k = LLVMBuildFPToSI(B, kd, ity, "");
-    LLVMValueRef r = LLVMBuildFSub(
-        B, xc, LLVMBuildFMul(B, kd, kf(fn, ty, ln2_hi), ""), "");
-    r = LLVMBuildFSub(B, r, LLVMBuildFMul(B, kd, kf(fn, ty, ln2_lo), ""), "");
+    LLVMValueRef xc = exp_clamp(fn, ty, x, hi, lo);
+    LLVMValueRef kd, k;
+    LLVMValueRef r = exp_reduce(fn, ty, ity, xc, &kd, &k);
+    r = LLVMBuildFSub(B, r, LLVMBuildFMul(B, kd, kf(fn, ty, LN2_LO), ""), "");
     /* q(r) = 1/2! + r/3! + ... */
     double c[12];
-    double f = 2;
     int n = single ? 8 : 12;
-    for (int i = 0; i < n; i++) {
-        c[i] = 1.0 / f;
-        f *= i + 3;
-    }
+    exp_taylor(c, n);
     LLVMValueRef q = horner(fn, ty, r, c, n);
     LLVMValueRef s = padd(fn, r, pmul(fn, pmul(fn, r, r), q));
     LLVMValueRef p = padd(fn, kf(fn, ty, 1), s);
-    LLVMValueRef k1 = LLVMBuildAShr(B, k, ki(fn, ity, 1), "");
-    LLVMValueRef k2 = LLVMBuildSub(B, k, k1, "");
-    LLVMValueRef v = LLVMBuildFMul(
-        B, LLVMBuildFMul(B, p, pow2(fn, ty, ity, k1), ""),
-        pow2(fn, ty, ity, k2), "");
-    v = sel(fn, fcmp(fn, LLVMRealOGT, x, kf(fn, ty, hi)),
-            kf(fn, ty, __builtin_inf()), v);
-    v = sel(fn, fcmp(fn, LLVMRealOLT, x, kf(fn, ty, lo)), kf(fn, ty, 0), v);
-    return sel(fn, nan, x, v);
+    return exp_limits(fn, ty, x, scale2(fn, ty, ity, p, k), hi, lo);
 }
 
 /* log's special values over v, the polynomial's result: x itself for
@@ -271,48 +311,58 @@ static LLVMValueRef log_special(cg_fn *fn, LLVMTypeRef ty, LLVMValueRef x,
                kf(fn, ty, -__builtin_inf()), v);
 }
 
+/* x = 2^k m with sqrt(2)/2 <= m < sqrt(2), for positive finite x
+ * (subnormals are scaled by 2^54 first; 0, infinities and NaN give some m
+ * and k, to be replaced): returns m, with *k (ity) and *hx, the high 20
+ * bits of the (scaled) fraction (fdlibm's hx). */
+static LLVMValueRef log_split(cg_fn *fn, LLVMTypeRef ty, LLVMTypeRef ity,
+                              LLVMValueRef x, LLVMValueRef *k,
+                              LLVMValueRef *hx)
+{
+    LLVMValueRef sub = fcmp(fn, LLVMRealOLT, x, kf(fn, ty, 0x1p-1022));
+    LLVMValueRef xs = sel(fn, sub, LLVMBuildFMul(B, x, kf(fn, ty, 0x1p54), ""),
+                          x);
+    LLVMValueRef e = sel(fn, sub, ki(fn, ity, -54), ki(fn, ity, 0));
+    LLVMValueRef bits = LLVMBuildBitCast(B, xs, ity, "");
+    LLVMValueRef h = LLVMBuildLShr(B, bits, ki(fn, ity, 32), "");
+    e = LLVMBuildAdd(B, e,
+                     LLVMBuildSub(B,
+                                  LLVMBuildAnd(B,
+                                               LLVMBuildLShr(B, h,
+                                                             ki(fn, ity, 20),
+                                                             ""),
+                                               ki(fn, ity, 0x7ff), ""),
+                                  ki(fn, ity, 1023), ""),
+                     "");
+    h = LLVMBuildAnd(B, h, ki(fn, ity, 0xfffff), "");
+    LLVMValueRef i = LLVMBuildAnd(
+        B, LLVMBuildAdd(B, h, ki(fn, ity, 0x95f64), ""),
+        ki(fn, ity, 0x100000), "");
+    /* the exponent of 1, or of 1/2 where the fraction is above sqrt(2) */
+    LLVMValueRef high = LLVMBuildOr(
+        B, h, LLVMBuildXor(B, i, ki(fn, ity, 0x3ff00000), ""), "");
+    LLVMValueRef nb = LLVMBuildOr(
+        B, LLVMBuildShl(B, high, ki(fn, ity, 32), ""),
+        LLVMBuildAnd(B, bits, ki(fn, ity, 0xffffffff), ""), "");
+    *k = LLVMBuildAdd(B, e, LLVMBuildLShr(B, i, ki(fn, ity, 20), ""), "");
+    *hx = h;
+    return LLVMBuildBitCast(B, nb, ty, "");
+}
+
 /* log of double (or vector of double) x (see the head). */
 LLVMValueRef cg_vm_log(cg_fn *fn, LLVMValueRef x, bool single)
 {
     (void)single;
     LLVMTypeRef ty = LLVMTypeOf(x);
     LLVMTypeRef ity = int_like(fn, ty);
-    const double ln2_hi = 0x1.62e42feep-1;
-    const double ln2_lo = 0x1.a39ef35793c76p-33;
     static const double lg_odd[4] = {
         0x1.5555555555593p-1, 0x1.2492494229359p-2, 0x1.7466496cb03dep-3,
         0x1.2f112df3e5244p-3}; /* Lg1, Lg3, Lg5, Lg7 */
     static const double lg_even[3] = {
         0x1.999999997fa04p-2, 0x1.c71c51d8e78afp-3,
         0x1.39a09d078c69fp-3}; /* Lg2, Lg4, Lg6 */
-    /* subnormals (and 0, negatives: replaced below) scaled by 2^54 */
-    LLVMValueRef sub = fcmp(fn, LLVMRealOLT, x, kf(fn, ty, 0x1p-1022));
-    LLVMValueRef xs = sel(fn, sub, LLVMBuildFMul(B, x, kf(fn, ty, 0x1p54), ""),
-                          x);
-    LLVMValueRef k = sel(fn, sub, ki(fn, ity, -54), ki(fn, ity, 0));
-    LLVMValueRef bits = LLVMBuildBitCast(B, xs, ity, "");
-    LLVMValueRef hx = LLVMBuildLShr(B, bits, ki(fn, ity, 32), "");
-    k = LLVMBuildAdd(B, k,
-                     LLVMBuildSub(B,
-                                  LLVMBuildAnd(B,
-                                               LLVMBuildLShr(B, hx,
-                                                             ki(fn, ity, 20),
-                                                             ""),
-                                               ki(fn, ity, 0x7ff), ""),
-                                  ki(fn, ity, 1023), ""),
-                     "");
-    hx = LLVMBuildAnd(B, hx, ki(fn, ity, 0xfffff), "");
-    LLVMValueRef i = LLVMBuildAnd(
-        B, LLVMBuildAdd(B, hx, ki(fn, ity, 0x95f64), ""),
-        ki(fn, ity, 0x100000), "");
-    /* x normalised into [sqrt(2)/2, sqrt(2)) */
-    LLVMValueRef high = LLVMBuildOr(
-        B, hx, LLVMBuildXor(B, i, ki(fn, ity, 0x3ff00000), ""), "");
-    LLVMValueRef nb = LLVMBuildOr(
-        B, LLVMBuildShl(B, high, ki(fn, ity, 32), ""),
-        LLVMBuildAnd(B, bits, ki(fn, ity, 0xffffffff), ""), "");
-    LLVMValueRef xn = LLVMBuildBitCast(B, nb, ty, "");
-    k = LLVMBuildAdd(B, k, LLVMBuildLShr(B, i, ki(fn, ity, 20), ""), "");
+    LLVMValueRef k, hx;
+    LLVMValueRef xn = log_split(fn, ty, ity, x, &k, &hx);
     LLVMValueRef f = LLVMBuildFSub(B, xn, kf(fn, ty, 1), ""); /* exact */
     LLVMValueRef s =
         LLVMBuildFDiv(B, f, LLVMBuildFAdd(B, kf(fn, ty, 2), f, ""), "");
@@ -322,8 +372,8 @@ LLVMValueRef cg_vm_log(cg_fn *fn, LLVMValueRef x, bool single)
     LLVMValueRef t1 = pmul(fn, w, horner(fn, ty, w, lg_even, 3));
     LLVMValueRef t2 = pmul(fn, z, horner(fn, ty, w, lg_odd, 4));
     LLVMValueRef R = padd(fn, t2, t1);
-    LLVMValueRef hi = LLVMBuildFMul(B, dk, kf(fn, ty, ln2_hi), "");
-    LLVMValueRef lo = LLVMBuildFMul(B, dk, kf(fn, ty, ln2_lo), "");
+    LLVMValueRef hi = LLVMBuildFMul(B, dk, kf(fn, ty, LN2_HI), "");
+    LLVMValueRef lo = LLVMBuildFMul(B, dk, kf(fn, ty, LN2_LO), "");
     /* fdlibm's choice: i = (hx - 0x6147a) | (0x6b851 - hx) > 0 */
     LLVMValueRef ic = LLVMBuildOr(
         B, LLVMBuildSub(B, hx, ki(fn, ity, 0x6147a), ""),
@@ -358,12 +408,7 @@ LLVMValueRef cg_vm_expf(cg_fn *fn, LLVMValueRef x)
     static const double p[6] = {5.0000001201e-1, 1.6666665459e-1,
                                 4.1665795894e-2, 8.3334519073e-3,
                                 1.3981999507e-3, 1.9875691500e-4};
-    LLVMValueRef nan = fcmp(fn, LLVMRealUNO, x, x);
-    LLVMValueRef xc = sel(fn, fcmp(fn, LLVMRealOGT, x, kf(fn, ty, hi)),
-                          kf(fn, ty, hi), x);
-    xc = sel(fn, fcmp(fn, LLVMRealOLT, xc, kf(fn, ty, lo)), kf(fn, ty, lo),
-             xc);
-    xc = sel(fn, nan, kf(fn, ty, 0), xc);
+    LLVMValueRef xc = exp_clamp(fn, ty, x, hi, lo);
     LLVMValueRef kd = round_mul(fn, ty, xc, 1.44269504088896341, 0x1.8p23);
     LLVMValueRef k = LLVMBuildFPToSI(B, kd, ity, "");
     LLVMValueRef r = LLVMBuildFSub(
@@ -373,14 +418,7 @@ LLVMValueRef cg_vm_expf(cg_fn *fn, LLVMValueRef x)
     LLVMValueRef q = horner(fn, ty, r, p, 6);
     LLVMValueRef v = padd(fn, kf(fn, ty, 1),
                           padd(fn, r, pmul(fn, pmul(fn, r, r), q)));
-    LLVMValueRef k1 = LLVMBuildAShr(B, k, ki(fn, ity, 1), "");
-    LLVMValueRef k2 = LLVMBuildSub(B, k, k1, "");
-    v = LLVMBuildFMul(B, LLVMBuildFMul(B, v, pow2(fn, ty, ity, k1), ""),
-                      pow2(fn, ty, ity, k2), "");
-    v = sel(fn, fcmp(fn, LLVMRealOGT, x, kf(fn, ty, hi)),
-            kf(fn, ty, __builtin_inf()), v);
-    v = sel(fn, fcmp(fn, LLVMRealOLT, x, kf(fn, ty, lo)), kf(fn, ty, 0), v);
-    return sel(fn, nan, x, v);
+    return exp_limits(fn, ty, x, scale2(fn, ty, ity, v, k), hi, lo);
 }
 
 /* log of float (or vector of float) x, with fast math: Cephes' logf
