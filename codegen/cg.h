@@ -540,9 +540,9 @@ LLVMValueRef cg_vm_log(cg_fn *fn, LLVMValueRef x, bool single);
  * end of a new block. */
 LLVMValueRef cg_vm_sincos(cg_fn *fn, LLVMValueRef x, bool single,
                           bool want_cos);
-/* pow of x and y, doubles (or vectors) that hold floats (single must be
- * true; NULL otherwise: f64 pow is the C library's), as exp(y log|x|) and
- * C's special cases by selects: branch-free, no calls. */
+/* pow of x and y, doubles (or vectors), that hold floats when single, as
+ * exp(y log|x|) (for double with log|x| and y log|x| in double-double) and
+ * C's special cases by selects: branch-free, no calls but llvm.fma. */
 LLVMValueRef cg_vm_pow(cg_fn *fn, LLVMValueRef x, LLVMValueRef y,
                        bool single);
 /* With fast math, f32: exp and log of x, a float or a vector of float, in

@@ -3,23 +3,22 @@
  * target machines.
  *
  * A target is a const table of functions (cg_target) that skeletons call
- * for what differs between machines.  On the CPU, exp, log, sin, cos (f32
- * and f64) and pow (f32) are weft's own code (vmath.c), computed in double
- * and rounded once for f32, within 1 ulp of glibc, so that loops calling
- * them vectorise; sin and cos beyond 2^19 pi/2 (and of infinities and
- * NaN) are the C library's, behind a branch taken only when a lane needs
- * it.  Scalar code and SPMD code (cpu_vmath) emit the same operations, so
- * every lane has the scalar code's bits.  The other floating functions
- * that LLVM has intrinsics for (sqrt, pow of f64) become intrinsics, which
- * the optimiser understands and lowers to the same libm entries the
- * interpreter calls (sqrt to the instruction); the others are plain calls
- * of libm's float or double function (tanf / tan, ...), resolved by the
- * JIT in the process.  With fast math f32 exp and log stay in float
- * (cg_vm_expf, cg_vm_logf: within 2 ulp, twice the lanes), vmath.c's
- * polynomials and the calls carry the context's fast-math flags (afn: LLVM
- * may use approximations).  A CPU kernel is given its range [start, end)
- * by the gang, so the GPU entries (thread indices, barriers, shared
- * memory) are NULL.
+ * for what differs between machines.  On the CPU, exp, log, sin, cos and
+ * pow (f32 and f64) are weft's own code (vmath.c), computed in double
+ * (pow of f64 partly in double-double) and rounded once for f32, within 1
+ * ulp of glibc, so that loops calling them vectorise; sin and cos beyond
+ * 2^19 pi/2 (and of infinities and NaN) are the C library's, behind a
+ * branch taken only when a lane needs it.  Scalar code and SPMD code
+ * (cpu_vmath) emit the same operations, so every lane has the scalar
+ * code's bits.  sqrt becomes LLVM's intrinsic, which the optimiser
+ * understands and lowers to the instruction; the other floating functions
+ * are plain calls of libm's float or double function (tanf / tan, ...),
+ * resolved by the JIT in the process.  With fast math f32 exp and log
+ * stay in float (cg_vm_expf, cg_vm_logf: within 2 ulp, twice the lanes),
+ * vmath.c's polynomials and the calls carry the context's fast-math flags
+ * (afn: LLVM may use approximations).  A CPU kernel is given its range
+ * [start, end) by the gang, so the GPU entries (thread indices, barriers,
+ * shared memory) are NULL.
  * Atomics are LLVM's atomicrmw / cmpxchg, sequentially consistent.
  */
 #include <stdio.h>
@@ -34,7 +33,6 @@ static const char *math_name(weft_op op, bool *intrinsic)
     *intrinsic = true;
     switch (op) {
     case WEFT_OP_SQRT: return "llvm.sqrt";
-    case WEFT_OP_POW: return "llvm.pow";
     default: break;
     }
     *intrinsic = false;
@@ -54,14 +52,13 @@ static const char *math_name(weft_op op, bool *intrinsic)
     }
 }
 
-/* Whether op on operands of float (single) or double is vmath.c's code. */
-static bool is_vmath(weft_op op, bool single)
+/* Whether op on float or double operands is vmath.c's code. */
+static bool is_vmath(weft_op op)
 {
     switch (op) {
     case WEFT_OP_EXP: case WEFT_OP_LOG: case WEFT_OP_SIN: case WEFT_OP_COS:
-        return true;
     case WEFT_OP_POW:
-        return single;
+        return true;
     default:
         return false;
     }
@@ -111,7 +108,7 @@ static weft_status cpu_math(cg_fn *fn, weft_op op, LLVMValueRef *args,
     LLVMTypeRef elt = kind == LLVMVectorTypeKind ? LLVMGetElementType(ty) : ty;
     LLVMTypeKind ek = LLVMGetTypeKind(elt);
     if ((ek == LLVMFloatTypeKind || ek == LLVMDoubleTypeKind) &&
-        is_vmath(op, ek == LLVMFloatTypeKind)) {
+        is_vmath(op)) {
         *out = cpu_vm(fn, op, args, n);
     } else if (name &&
                (kind == LLVMFloatTypeKind || kind == LLVMDoubleTypeKind)) {
@@ -149,15 +146,14 @@ static weft_status cpu_math2(cg_fn *fn, weft_op op, LLVMValueRef x,
     return cpu_math(fn, op, a, 2, out);
 }
 
-/* cg_target.vmath: exp, log, sin, cos and f32 pow over vectors are the same
+/* cg_target.vmath: exp, log, sin, cos and pow over vectors are the same
  * code as one lane's (vmath.c), so every lane gets math1's / math2's bits;
  * the other functions decline (spmd.c calls them lane by lane). */
 static weft_status cpu_vmath(cg_fn *fn, weft_op op, LLVMValueRef x,
                              LLVMValueRef y, LLVMValueRef *out)
 {
     *out = NULL;
-    LLVMTypeRef elt = LLVMGetElementType(LLVMTypeOf(x));
-    if (!is_vmath(op, LLVMGetTypeKind(elt) == LLVMFloatTypeKind) ||
+    if (!is_vmath(op) ||
         (y != NULL) != (op == WEFT_OP_POW)) {
         return WEFT_OK;
     }

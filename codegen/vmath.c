@@ -1,6 +1,5 @@
 /*
- * codegen/vmath.c: exp, log, sin, cos and pow of f32 as IR that
- * vectorises.
+ * codegen/vmath.c: exp, log, sin, cos and pow as IR that vectorises.
  *
  * LLVM lowers llvm.exp / llvm.sin / ... on a vector by calling the scalar
  * libm function once per lane, and its cost model then usually keeps the
@@ -26,7 +25,7 @@
  *
  *   exp  Cody and Waite's reduction x = k ln2 + r, |r| <= ln2/2, with
  *        k = roundeven(x / ln2) by the 1.5 * 2^52 trick and ln2 split in
- *        two (fdlibm's ln2_hi has 11 trailing zero bits, so k * ln2_hi is
+ *        two (fdlibm's ln2_hi has 21 trailing zero bits, so k * ln2_hi is
  *        exact); exp(r) = 1 + (r + r^2 q(r)) with q the Taylor series to
  *        r^13 (r^9 when the result is rounded to float); the result is
  *        scaled by 2^k as two powers of two, 2^(k/2) and 2^(k - k/2), so
@@ -50,19 +49,42 @@
  *        correction qx for |y0| >= 0.3 by selects), both computed, and
  *        n mod 4 picks one and the sign.  Lanes with |x| beyond the range,
  *        infinite or NaN reduce 0 instead and take the library's sin / cos.
- *   pow  of f32 only: exp(y log|x|) with the two functions above, in
- *        double (the product's error, at most 2^-46 relative below
- *        overflow, is far below float's ulp), negated for x < 0 and odd
- *        integer y; C's special cases (x or y zero, infinite or NaN, x = 1,
- *        x < 0 with y not an integer) by selects, the NaN of an invalid
- *        operation being the host's, as powf's.  pow of double stays the
- *        library's call: a vector pow within 1 ulp in double needs log in
- *        double-double.
- * Measured against glibc over sweeps (tests/test_vmath.c): exp, log, sin
- * and cos of double within 1 ulp (sin and cos differ from glibc's, which
- * is correctly rounded, in about 2% of arguments below 2^19 pi/2); exp,
- * log, sin, cos and pow of float within 1 ulp (sin and cos not bit for
- * bit glibc's in 0.1% of the sweep, exp, log and pow in 0.01%).
+ *   pow  of f32: exp(y log|x|) with the two functions above, in double
+ *        (the product's error, at most 2^-46 relative below overflow, is
+ *        far below float's ulp), negated for x < 0 and odd integer y;
+ *        C's special cases (x or y zero, infinite or NaN, x = 1, x < 0
+ *        with y not an integer) by selects, the NaN of an invalid
+ *        operation being the host's, as powf's.
+ *   pow  of f64: the same, but y log|x| must be known to well below
+ *        2^-54 absolute (exp turns its absolute error into the result's
+ *        relative error, and half an ulp is at least 2^-54 relative), and
+ *        |y log|x|| reaches 745, so log|x| is a double-double (log_dd):
+ *        x = 2^k m as in log, s = (m - 1) / (m + 1) with its remainder by
+ *        a fused multiply-add (the llvm.fma intrinsic: one instruction with
+ *        FMA hardware, else libm's fma), log m = 2 atanh s = 2 s + s^3
+ *        (2/3 + 2/5 z + z^2 W(z)), z = s^2, with W(z) = 2/7 + 2/9 z + ...
+ *        + 2/25 z^9 in double (the series to s^25: for |s| <= 0.1716 the
+ *        truncation is below 2^-70 relative), the rest in double-double
+ *        arithmetic (Dekker's Fast2Sum, products exact by fma), and k ln2
+ *        with ln2_hi as in exp; relative error below 2^-66 by our
+ *        analysis.  Then t = y log|x| as th + tl (the product's error by
+ *        fma), and exp(th + tl) (exp_dd): exp's reduction of th with tl
+ *        joining r = rh + rl, and exp(r) = (1 + rh + rh^2/2) + (rh^3
+ *        q(rh) + rl exp(rh)), the first sum kept exact as a double-double,
+ *        q the Taylor series to rh^11/14!; scaled by 2^k as exp does, where
+ *        the two multiplications overflow and underflow by themselves for
+ *        th in [-750, 712], beyond which +0 and +inf are selected.
+ *        The two polynomials (W, q) are evaluated by Estrin's scheme, for
+ *        a shorter dependency chain.  Subnormal x are scaled as in log.
+ *        The special cases are f32's, and glibc's pow(sNaN, 0) and
+ *        pow(1, sNaN), which are NaN.  Measured within 0.53 ulp of the
+ *        exact value (powl's; glibc's pow: 0.51).
+ * Measured against glibc over sweeps (tests/test_vmath.c): exp, log, sin,
+ * cos and pow of double within 1 ulp (sin and cos differ from glibc's,
+ * which is correctly rounded, in about 2% of arguments below 2^19 pi/2,
+ * pow in 0.6% of the sweep and 0.2% of finite results); exp, log, sin,
+ * cos and pow of float within 1 ulp (sin and cos not bit for bit glibc's
+ * in 0.1% of the sweep, exp, log and pow in 0.01%).
  *
  * With fast math (WEFT_FLAG_FAST_MATH) the polynomial steps carry the
  * context's fast-math flags (contraction into FMA, reassociation); the
@@ -71,7 +93,9 @@
  * stay in float (cg_vm_expf, cg_vm_logf: Cephes' expf and logf,
  * branch-free), twice the lanes per vector: measured within 2 ulp of glibc
  * (tests/test_vmath.c); sin, cos and pow of f32 stay in double (measured
- * within 1 ulp with fast math too).
+ * within 1 ulp with fast math too).  pow of f64's double-double steps never
+ * carry the flags (reassociation would cancel them), only its
+ * polynomials.
  */
 #include "cg.h"
 
@@ -173,6 +197,34 @@ static LLVMValueRef horner(cg_fn *fn, LLVMTypeRef ty, LLVMValueRef x,
     return p;
 }
 
+/* The same polynomial by Estrin's scheme: pairs c[2i] + c[2i+1] x, then
+ * pairs of those with x^2, x^4, ...; more operations than Horner but a
+ * dependency chain of about 2 log2(n) steps instead of 2 n. */
+static LLVMValueRef estrin(cg_fn *fn, LLVMTypeRef ty, LLVMValueRef x,
+                           const double *c, int n)
+{
+    LLVMValueRef t[16];
+    int m = 0;
+    if (n > 32) {
+        return horner(fn, ty, x, c, n);
+    }
+    for (int i = 0; i < n; i += 2) {
+        t[m++] = i + 1 < n ? padd(fn, kf(fn, ty, c[i]),
+                                  pmul(fn, kf(fn, ty, c[i + 1]), x))
+                           : kf(fn, ty, c[i]);
+    }
+    LLVMValueRef p = x;
+    while (m > 1) {
+        p = pmul(fn, p, p);
+        int j = 0;
+        for (int i = 0; i < m; i += 2) {
+            t[j++] = i + 1 < m ? padd(fn, t[i], pmul(fn, t[i + 1], p)) : t[i];
+        }
+        m = j;
+    }
+    return t[0];
+}
+
 static LLVMValueRef fcmp(cg_fn *fn, LLVMRealPredicate p, LLVMValueRef a,
                          LLVMValueRef b)
 {
@@ -208,6 +260,70 @@ static LLVMValueRef round_mul(cg_fn *fn, LLVMTypeRef ty, LLVMValueRef x,
                          kf(fn, ty, magic), "");
 }
 
+/* fdlibm's ln2 = LN2_HI + LN2_LO: LN2_HI has 11 trailing zero bits, so
+ * k LN2_HI is exact for |k| < 2^11. */
+#define LN2_HI 0x1.62e42feep-1
+#define LN2_LO 0x1.a39ef35793c76p-33
+
+/* x clamped to [lo, hi], and 0 for NaN, so that a conversion of it to an
+ * integer is defined. */
+static LLVMValueRef exp_clamp(cg_fn *fn, LLVMTypeRef ty, LLVMValueRef x,
+                              double hi, double lo)
+{
+    LLVMValueRef xc = sel(fn, fcmp(fn, LLVMRealOGT, x, kf(fn, ty, hi)),
+                          kf(fn, ty, hi), x);
+    xc = sel(fn, fcmp(fn, LLVMRealOLT, xc, kf(fn, ty, lo)), kf(fn, ty, lo),
+             xc);
+    return sel(fn, fcmp(fn, LLVMRealUNO, x, x), kf(fn, ty, 0), xc);
+}
+
+/* exp's reduction of xc (clamped, so |xc| < 2^11 ln2): *kd = roundeven(xc
+ * / ln2) (a double) and *k the same as an integer (ity); returns xc - kd
+ * LN2_HI, exact. */
+static LLVMValueRef exp_reduce(cg_fn *fn, LLVMTypeRef ty, LLVMTypeRef ity,
+                               LLVMValueRef xc, LLVMValueRef *kd,
+                               LLVMValueRef *k)
+{
+    *kd = round_mul(fn, ty, xc, 0x1.71547652b82fep+0, 0x1.8p52);
+    *k = LLVMBuildFPToSI(B, *kd, ity, "");
+    return LLVMBuildFSub(B, xc, LLVMBuildFMul(B, *kd, kf(fn, ty, LN2_HI), ""),
+                         "");
+}
+
+/* The Taylor coefficients of exp after 1 + r: c[i] = 1 / (i + 2)!, n of
+ * them. */
+static void exp_taylor(double *c, int n)
+{
+    double f = 2;
+    for (int i = 0; i < n; i++) {
+        c[i] = 1.0 / f;
+        f *= i + 3;
+    }
+}
+
+/* v 2^k for integer k (ity), |k| <= 2 * 1022: as two powers of two,
+ * 2^(k/2) and 2^(k - k/2), so that a result in the subnormal range is
+ * rounded once and one beyond the largest finite is infinite. */
+static LLVMValueRef scale2(cg_fn *fn, LLVMTypeRef ty, LLVMTypeRef ity,
+                           LLVMValueRef v, LLVMValueRef k)
+{
+    LLVMValueRef k1 = LLVMBuildAShr(B, k, ki(fn, ity, 1), "");
+    LLVMValueRef k2 = LLVMBuildSub(B, k, k1, "");
+    return LLVMBuildFMul(B, LLVMBuildFMul(B, v, pow2(fn, ty, ity, k1), ""),
+                         pow2(fn, ty, ity, k2), "");
+}
+
+/* exp's limits over v, the result computed for x clamped: +inf above hi,
+ * +0 below lo, x itself for NaN. */
+static LLVMValueRef exp_limits(cg_fn *fn, LLVMTypeRef ty, LLVMValueRef x,
+                               LLVMValueRef v, double hi, double lo)
+{
+    v = sel(fn, fcmp(fn, LLVMRealOGT, x, kf(fn, ty, hi)),
+            kf(fn, ty, __builtin_inf()), v);
+    v = sel(fn, fcmp(fn, LLVMRealOLT, x, kf(fn, ty, lo)), kf(fn, ty, 0), v);
+    return sel(fn, fcmp(fn, LLVMRealUNO, x, x), x, v);
+}
+
 /* exp of double (or vector of double) x; `single`: the result will be
  * rounded to float, a shorter polynomial suffices (see the head). */
 LLVMValueRef cg_vm_exp(cg_fn *fn, LLVMValueRef x, bool single)
@@ -217,42 +333,18 @@ LLVMValueRef cg_vm_exp(cg_fn *fn, LLVMValueRef x, bool single)
     /* exp(x) is finite for x <= hi and rounds to 0 below lo */
     const double hi = 0x1.62e42fefa39efp+9;   /* 709.782712893384 */
     const double lo = -0x1.74910d52d3051p+9;  /* -745.1332191019411 */
-    const double log2e = 0x1.71547652b82fep+0;
-    const double ln2_hi = 0x1.62e42feep-1;
-    const double ln2_lo = 0x1.a39ef35793c76p-33;
-    LLVMValueRef nan = fcmp(fn, LLVMRealUNO, x, x);
-    /* clamped, and 0 for NaN so that the conversion below is defined */
-    LLVMValueRef xc = sel(fn, fcmp(fn, LLVMRealOGT, x, kf(fn, ty, hi)),
-                          kf(fn, ty, hi), x);
-    xc = sel(fn, fcmp(fn, LLVMRealOLT, xc, kf(fn, ty, lo)), kf(fn, ty, lo),
-             xc);
-    xc = sel(fn, nan, kf(fn, ty, 0), xc);
-    /* k = roundeven(xc log2e) */
-    LLVMValueRef kd = round_mul(fn, ty, xc, log2e, 0x1.8p52);
-    LLVMValueRef k = LLVMBuildFPToSI(B, kd, ity, "");
-    LLVMValueRef r = LLVMBuildFSub(
-        B, xc, LLVMBuildFMul(B, kd, kf(fn, ty, ln2_hi), ""), "");
-    r = LLVMBuildFSub(B, r, LLVMBuildFMul(B, kd, kf(fn, ty, ln2_lo), ""), "");
+    LLVMValueRef xc = exp_clamp(fn, ty, x, hi, lo);
+    LLVMValueRef kd, k;
+    LLVMValueRef r = exp_reduce(fn, ty, ity, xc, &kd, &k);
+    r = LLVMBuildFSub(B, r, LLVMBuildFMul(B, kd, kf(fn, ty, LN2_LO), ""), "");
     /* q(r) = 1/2! + r/3! + ... */
     double c[12];
-    double f = 2;
     int n = single ? 8 : 12;
-    for (int i = 0; i < n; i++) {
-        c[i] = 1.0 / f;
-        f *= i + 3;
-    }
+    exp_taylor(c, n);
     LLVMValueRef q = horner(fn, ty, r, c, n);
     LLVMValueRef s = padd(fn, r, pmul(fn, pmul(fn, r, r), q));
     LLVMValueRef p = padd(fn, kf(fn, ty, 1), s);
-    LLVMValueRef k1 = LLVMBuildAShr(B, k, ki(fn, ity, 1), "");
-    LLVMValueRef k2 = LLVMBuildSub(B, k, k1, "");
-    LLVMValueRef v = LLVMBuildFMul(
-        B, LLVMBuildFMul(B, p, pow2(fn, ty, ity, k1), ""),
-        pow2(fn, ty, ity, k2), "");
-    v = sel(fn, fcmp(fn, LLVMRealOGT, x, kf(fn, ty, hi)),
-            kf(fn, ty, __builtin_inf()), v);
-    v = sel(fn, fcmp(fn, LLVMRealOLT, x, kf(fn, ty, lo)), kf(fn, ty, 0), v);
-    return sel(fn, nan, x, v);
+    return exp_limits(fn, ty, x, scale2(fn, ty, ity, p, k), hi, lo);
 }
 
 /* log's special values over v, the polynomial's result: x itself for
@@ -271,48 +363,58 @@ static LLVMValueRef log_special(cg_fn *fn, LLVMTypeRef ty, LLVMValueRef x,
                kf(fn, ty, -__builtin_inf()), v);
 }
 
+/* x = 2^k m with sqrt(2)/2 <= m < sqrt(2), for positive finite x
+ * (subnormals are scaled by 2^54 first; 0, infinities and NaN give some m
+ * and k, to be replaced): returns m, with *k (ity) and *hx, the high 20
+ * bits of the (scaled) fraction (fdlibm's hx). */
+static LLVMValueRef log_split(cg_fn *fn, LLVMTypeRef ty, LLVMTypeRef ity,
+                              LLVMValueRef x, LLVMValueRef *k,
+                              LLVMValueRef *hx)
+{
+    LLVMValueRef sub = fcmp(fn, LLVMRealOLT, x, kf(fn, ty, 0x1p-1022));
+    LLVMValueRef xs = sel(fn, sub, LLVMBuildFMul(B, x, kf(fn, ty, 0x1p54), ""),
+                          x);
+    LLVMValueRef e = sel(fn, sub, ki(fn, ity, -54), ki(fn, ity, 0));
+    LLVMValueRef bits = LLVMBuildBitCast(B, xs, ity, "");
+    LLVMValueRef h = LLVMBuildLShr(B, bits, ki(fn, ity, 32), "");
+    e = LLVMBuildAdd(B, e,
+                     LLVMBuildSub(B,
+                                  LLVMBuildAnd(B,
+                                               LLVMBuildLShr(B, h,
+                                                             ki(fn, ity, 20),
+                                                             ""),
+                                               ki(fn, ity, 0x7ff), ""),
+                                  ki(fn, ity, 1023), ""),
+                     "");
+    h = LLVMBuildAnd(B, h, ki(fn, ity, 0xfffff), "");
+    LLVMValueRef i = LLVMBuildAnd(
+        B, LLVMBuildAdd(B, h, ki(fn, ity, 0x95f64), ""),
+        ki(fn, ity, 0x100000), "");
+    /* the exponent of 1, or of 1/2 where the fraction is above sqrt(2) */
+    LLVMValueRef high = LLVMBuildOr(
+        B, h, LLVMBuildXor(B, i, ki(fn, ity, 0x3ff00000), ""), "");
+    LLVMValueRef nb = LLVMBuildOr(
+        B, LLVMBuildShl(B, high, ki(fn, ity, 32), ""),
+        LLVMBuildAnd(B, bits, ki(fn, ity, 0xffffffff), ""), "");
+    *k = LLVMBuildAdd(B, e, LLVMBuildLShr(B, i, ki(fn, ity, 20), ""), "");
+    *hx = h;
+    return LLVMBuildBitCast(B, nb, ty, "");
+}
+
 /* log of double (or vector of double) x (see the head). */
 LLVMValueRef cg_vm_log(cg_fn *fn, LLVMValueRef x, bool single)
 {
     (void)single;
     LLVMTypeRef ty = LLVMTypeOf(x);
     LLVMTypeRef ity = int_like(fn, ty);
-    const double ln2_hi = 0x1.62e42feep-1;
-    const double ln2_lo = 0x1.a39ef35793c76p-33;
     static const double lg_odd[4] = {
         0x1.5555555555593p-1, 0x1.2492494229359p-2, 0x1.7466496cb03dep-3,
         0x1.2f112df3e5244p-3}; /* Lg1, Lg3, Lg5, Lg7 */
     static const double lg_even[3] = {
         0x1.999999997fa04p-2, 0x1.c71c51d8e78afp-3,
         0x1.39a09d078c69fp-3}; /* Lg2, Lg4, Lg6 */
-    /* subnormals (and 0, negatives: replaced below) scaled by 2^54 */
-    LLVMValueRef sub = fcmp(fn, LLVMRealOLT, x, kf(fn, ty, 0x1p-1022));
-    LLVMValueRef xs = sel(fn, sub, LLVMBuildFMul(B, x, kf(fn, ty, 0x1p54), ""),
-                          x);
-    LLVMValueRef k = sel(fn, sub, ki(fn, ity, -54), ki(fn, ity, 0));
-    LLVMValueRef bits = LLVMBuildBitCast(B, xs, ity, "");
-    LLVMValueRef hx = LLVMBuildLShr(B, bits, ki(fn, ity, 32), "");
-    k = LLVMBuildAdd(B, k,
-                     LLVMBuildSub(B,
-                                  LLVMBuildAnd(B,
-                                               LLVMBuildLShr(B, hx,
-                                                             ki(fn, ity, 20),
-                                                             ""),
-                                               ki(fn, ity, 0x7ff), ""),
-                                  ki(fn, ity, 1023), ""),
-                     "");
-    hx = LLVMBuildAnd(B, hx, ki(fn, ity, 0xfffff), "");
-    LLVMValueRef i = LLVMBuildAnd(
-        B, LLVMBuildAdd(B, hx, ki(fn, ity, 0x95f64), ""),
-        ki(fn, ity, 0x100000), "");
-    /* x normalised into [sqrt(2)/2, sqrt(2)) */
-    LLVMValueRef high = LLVMBuildOr(
-        B, hx, LLVMBuildXor(B, i, ki(fn, ity, 0x3ff00000), ""), "");
-    LLVMValueRef nb = LLVMBuildOr(
-        B, LLVMBuildShl(B, high, ki(fn, ity, 32), ""),
-        LLVMBuildAnd(B, bits, ki(fn, ity, 0xffffffff), ""), "");
-    LLVMValueRef xn = LLVMBuildBitCast(B, nb, ty, "");
-    k = LLVMBuildAdd(B, k, LLVMBuildLShr(B, i, ki(fn, ity, 20), ""), "");
+    LLVMValueRef k, hx;
+    LLVMValueRef xn = log_split(fn, ty, ity, x, &k, &hx);
     LLVMValueRef f = LLVMBuildFSub(B, xn, kf(fn, ty, 1), ""); /* exact */
     LLVMValueRef s =
         LLVMBuildFDiv(B, f, LLVMBuildFAdd(B, kf(fn, ty, 2), f, ""), "");
@@ -322,8 +424,8 @@ LLVMValueRef cg_vm_log(cg_fn *fn, LLVMValueRef x, bool single)
     LLVMValueRef t1 = pmul(fn, w, horner(fn, ty, w, lg_even, 3));
     LLVMValueRef t2 = pmul(fn, z, horner(fn, ty, w, lg_odd, 4));
     LLVMValueRef R = padd(fn, t2, t1);
-    LLVMValueRef hi = LLVMBuildFMul(B, dk, kf(fn, ty, ln2_hi), "");
-    LLVMValueRef lo = LLVMBuildFMul(B, dk, kf(fn, ty, ln2_lo), "");
+    LLVMValueRef hi = LLVMBuildFMul(B, dk, kf(fn, ty, LN2_HI), "");
+    LLVMValueRef lo = LLVMBuildFMul(B, dk, kf(fn, ty, LN2_LO), "");
     /* fdlibm's choice: i = (hx - 0x6147a) | (0x6b851 - hx) > 0 */
     LLVMValueRef ic = LLVMBuildOr(
         B, LLVMBuildSub(B, hx, ki(fn, ity, 0x6147a), ""),
@@ -358,12 +460,7 @@ LLVMValueRef cg_vm_expf(cg_fn *fn, LLVMValueRef x)
     static const double p[6] = {5.0000001201e-1, 1.6666665459e-1,
                                 4.1665795894e-2, 8.3334519073e-3,
                                 1.3981999507e-3, 1.9875691500e-4};
-    LLVMValueRef nan = fcmp(fn, LLVMRealUNO, x, x);
-    LLVMValueRef xc = sel(fn, fcmp(fn, LLVMRealOGT, x, kf(fn, ty, hi)),
-                          kf(fn, ty, hi), x);
-    xc = sel(fn, fcmp(fn, LLVMRealOLT, xc, kf(fn, ty, lo)), kf(fn, ty, lo),
-             xc);
-    xc = sel(fn, nan, kf(fn, ty, 0), xc);
+    LLVMValueRef xc = exp_clamp(fn, ty, x, hi, lo);
     LLVMValueRef kd = round_mul(fn, ty, xc, 1.44269504088896341, 0x1.8p23);
     LLVMValueRef k = LLVMBuildFPToSI(B, kd, ity, "");
     LLVMValueRef r = LLVMBuildFSub(
@@ -373,14 +470,7 @@ LLVMValueRef cg_vm_expf(cg_fn *fn, LLVMValueRef x)
     LLVMValueRef q = horner(fn, ty, r, p, 6);
     LLVMValueRef v = padd(fn, kf(fn, ty, 1),
                           padd(fn, r, pmul(fn, pmul(fn, r, r), q)));
-    LLVMValueRef k1 = LLVMBuildAShr(B, k, ki(fn, ity, 1), "");
-    LLVMValueRef k2 = LLVMBuildSub(B, k, k1, "");
-    v = LLVMBuildFMul(B, LLVMBuildFMul(B, v, pow2(fn, ty, ity, k1), ""),
-                      pow2(fn, ty, ity, k2), "");
-    v = sel(fn, fcmp(fn, LLVMRealOGT, x, kf(fn, ty, hi)),
-            kf(fn, ty, __builtin_inf()), v);
-    v = sel(fn, fcmp(fn, LLVMRealOLT, x, kf(fn, ty, lo)), kf(fn, ty, 0), v);
-    return sel(fn, nan, x, v);
+    return exp_limits(fn, ty, x, scale2(fn, ty, ity, v, k), hi, lo);
 }
 
 /* log of float (or vector of float) x, with fast math: Cephes' logf
@@ -619,27 +709,176 @@ LLVMValueRef cg_vm_sincos(cg_fn *fn, LLVMValueRef x, bool single,
 
 /* ---- pow ---- */
 
-/* pow of x and y, doubles (or vectors of double) that hold floats, to be
- * rounded to float (`single`; pow of double is not provided: NULL): see
- * the head.  C's special cases by selects, in the order that makes the
- * later ones win: |x| = 1 gives 1 unless y is NaN (-1 to the power of
- * +-inf is 1), x < 0 finite with y finite and not an integer the host's
- * invalid NaN (what powf returns), y = 0 and x = 1 give 1 (even for NaN
- * x or y).  The rest follows from exp(y log|x|): log gives -inf at 0, +inf
- * at +inf and NaN for NaN, exp gives 0 at -inf and +inf at +inf, and the
- * sign is x's when y is an odd integer. */
+/* a + b = *s + *e exactly, where a's exponent is at least b's (|a| >=
+ * |b| suffices) or a = 0 (Dekker's Fast2Sum). */
+static void fast_two_sum(cg_fn *fn, LLVMValueRef a, LLVMValueRef b,
+                         LLVMValueRef *s, LLVMValueRef *e)
+{
+    *s = LLVMBuildFAdd(B, a, b, "");
+    *e = LLVMBuildFSub(B, b, LLVMBuildFSub(B, *s, a, ""), "");
+}
+
+/* a b = *p + *e, exactly unless e underflows: e by a fused
+ * multiply-add. */
+static void two_prod(cg_fn *fn, LLVMTypeRef ty, LLVMValueRef a,
+                     LLVMValueRef b, LLVMValueRef *p, LLVMValueRef *e)
+{
+    *p = LLVMBuildFMul(B, a, b, "");
+    LLVMValueRef args[3] = {a, b, LLVMBuildFNeg(B, *p, "")};
+    *e = cg_intrinsic(fn, "llvm.fma", &ty, 1, args, 3);
+}
+
+/* (ah + al)(bh + bl) as *p + *e, with the low parts' product left out
+ * (relative error about 2^-104 when |al| and |bl| are within an ulp of
+ * ah and bh). */
+static void dd_mul(cg_fn *fn, LLVMTypeRef ty, LLVMValueRef ah,
+                   LLVMValueRef al, LLVMValueRef bh, LLVMValueRef bl,
+                   LLVMValueRef *p, LLVMValueRef *e)
+{
+    LLVMValueRef err;
+    two_prod(fn, ty, ah, bh, p, &err);
+    *e = LLVMBuildFAdd(B, err,
+                       LLVMBuildFAdd(B, LLVMBuildFMul(B, ah, bl, ""),
+                                     LLVMBuildFMul(B, al, bh, ""), ""),
+                       "");
+}
+
+/* log x as *hi + *lo for positive finite x, with a relative error below
+ * 2^-66 (see the head): x = 2^k m, s = (m - 1) / (m + 1) as sh + sl,
+ * log m = 2 s + s^3 (2/3 + z (2/5 + z W(z))), z = s^2, where W carries the
+ * series' terms 2/7 .. 2/25 in double and the rest is double-double. */
+static void log_dd(cg_fn *fn, LLVMTypeRef ty, LLVMTypeRef ity, LLVMValueRef x,
+                   LLVMValueRef *hi, LLVMValueRef *lo)
+{
+    const double c3h = 0x1.5555555555555p-1, c3l = 0x1.5555555555555p-55;
+    const double c5h = 0x1.999999999999ap-2, c5l = -0x1.999999999999ap-56;
+    double wt[10];
+    for (int i = 0; i < 10; i++) {
+        wt[i] = 2.0 / (2 * i + 7);
+    }
+    LLVMValueRef k, hx;
+    LLVMValueRef m = log_split(fn, ty, ity, x, &k, &hx);
+    LLVMValueRef one = kf(fn, ty, 1);
+    LLVMValueRef f = LLVMBuildFSub(B, m, one, ""); /* exact */
+    LLVMValueRef dh, dl;
+    fast_two_sum(fn, one, m, &dh, &dl);
+    /* s = f / (dh + dl): the quotient's remainder f - sh dh is exact, and
+     * the rest is divided by 1 + m as a multiplication by (1 - s) / 2 */
+    LLVMValueRef sh = LLVMBuildFDiv(B, f, dh, "");
+    LLVMValueRef fa[3] = {LLVMBuildFNeg(B, sh, ""), dh, f};
+    LLVMValueRef rem = cg_intrinsic(fn, "llvm.fma", &ty, 1, fa, 3);
+    LLVMValueRef sl = LLVMBuildFMul(
+        B, LLVMBuildFSub(B, rem, LLVMBuildFMul(B, sh, dl, ""), ""),
+        LLVMBuildFMul(B, LLVMBuildFSub(B, one, sh, ""), kf(fn, ty, 0.5), ""),
+        "");
+    /* z = s^2 and s^3 */
+    LLVMValueRef zh, zl, s3h, s3l;
+    two_prod(fn, ty, sh, sh, &zh, &zl);
+    zl = LLVMBuildFAdd(
+        B, zl, LLVMBuildFMul(B, LLVMBuildFAdd(B, sh, sh, ""), sl, ""), "");
+    dd_mul(fn, ty, zh, zl, sh, sl, &s3h, &s3l);
+    /* a = 2/5 + z Wt(z), then w = 2/3 + z a */
+    LLVMValueRef zw = pmul(fn, zh, estrin(fn, ty, zh, wt, 10));
+    LLVMValueRef ah, al, bh, bl, wh, wl;
+    fast_two_sum(fn, kf(fn, ty, c5h), zw, &ah, &al);
+    al = LLVMBuildFAdd(B, al, kf(fn, ty, c5l), "");
+    dd_mul(fn, ty, zh, zl, ah, al, &bh, &bl);
+    fast_two_sum(fn, kf(fn, ty, c3h), bh, &wh, &wl);
+    wl = LLVMBuildFAdd(B, wl, LLVMBuildFAdd(B, bl, kf(fn, ty, c3l), ""), "");
+    /* log m = 2 s + s^3 w, and log x = k ln2 + log m */
+    LLVMValueRef th, tl, uh, ul, h, l;
+    dd_mul(fn, ty, s3h, s3l, wh, wl, &th, &tl);
+    fast_two_sum(fn, LLVMBuildFAdd(B, sh, sh, ""), th, &uh, &ul);
+    ul = LLVMBuildFAdd(
+        B, ul, LLVMBuildFAdd(B, LLVMBuildFAdd(B, sl, sl, ""), tl, ""), "");
+    LLVMValueRef dk = LLVMBuildSIToFP(B, k, ty, "");
+    /* |k ln2| >= ln2 > |log m| unless k = 0 */
+    fast_two_sum(fn, LLVMBuildFMul(B, dk, kf(fn, ty, LN2_HI), ""), uh, &h,
+                 &l);
+    l = LLVMBuildFAdd(
+        B, l,
+        LLVMBuildFAdd(B, ul, LLVMBuildFMul(B, dk, kf(fn, ty, LN2_LO), ""), ""),
+        "");
+    fast_two_sum(fn, h, l, hi, lo);
+}
+
+/* Whether double x is a signalling NaN (the quiet bit clear). */
+static LLVMValueRef is_snan(cg_fn *fn, LLVMTypeRef ity, LLVMValueRef x)
+{
+    LLVMValueRef a = LLVMBuildAnd(B, LLVMBuildBitCast(B, x, ity, ""),
+                                  ki(fn, ity, INT64_MAX), "");
+    return LLVMBuildAnd(
+        B, LLVMBuildICmp(B, LLVMIntUGT, a, ki(fn, ity, 0x7ff0000000000000), ""),
+        LLVMBuildICmp(B, LLVMIntULT, a, ki(fn, ity, 0x7ff8000000000000), ""),
+        "");
+}
+
+/* exp(t + tl), tl within a few ulps of t: exp's reduction of t, with tl
+ * joining r = rh + rl (exactly, TwoSum); exp(r) = (1 + rh + rh^2/2) + (rh^3
+ * q3(rh) + rl exp(rh)), q3 the Taylor series from 1/3! to rh^11/14!, the
+ * first sum exact as a double-double; scaled by 2^k as exp is.  Beyond
+ * [-750, 712] +0 or +inf (in between, the scaling underflows or overflows
+ * by itself), NaN t passes through. */
+static LLVMValueRef exp_dd(cg_fn *fn, LLVMTypeRef ty, LLVMTypeRef ity,
+                           LLVMValueRef t, LLVMValueRef tl)
+{
+    const double hi = 712, lo = -750;
+    LLVMValueRef tc = exp_clamp(fn, ty, t, hi, lo);
+    tl = sel(fn, fcmp(fn, LLVMRealOEQ, tc, t), tl, kf(fn, ty, 0));
+    LLVMValueRef kd, k, rh, rl;
+    LLVMValueRef r = exp_reduce(fn, ty, ity, tc, &kd, &k);
+    two_diff(fn, r,
+             LLVMBuildFSub(B, LLVMBuildFMul(B, kd, kf(fn, ty, LN2_LO), ""), tl,
+                           ""),
+             &rh, &rl);
+    /* 1 + rh + rh^2/2 = h2 + l + l2 + sqe/2 exactly */
+    double c[13];
+    exp_taylor(c, 13);
+    LLVMValueRef half = kf(fn, ty, 0.5);
+    LLVMValueRef sq, sqe, h, l, h2, l2;
+    two_prod(fn, ty, rh, rh, &sq, &sqe);
+    fast_two_sum(fn, kf(fn, ty, 1), rh, &h, &l);
+    fast_two_sum(fn, h, LLVMBuildFMul(B, sq, half, ""), &h2, &l2);
+    LLVMValueRef p3 = pmul(fn, pmul(fn, rh, sq), estrin(fn, ty, rh, c + 1, 12));
+    LLVMValueRef e = LLVMBuildFAdd(
+        B, LLVMBuildFAdd(B, l, l2, ""),
+        LLVMBuildFAdd(B, LLVMBuildFMul(B, sqe, half, ""), p3, ""), "");
+    e = LLVMBuildFAdd(B, e, LLVMBuildFMul(B, rl, h2, ""), "");
+    LLVMValueRef v = LLVMBuildFAdd(B, h2, e, "");
+    return exp_limits(fn, ty, t, scale2(fn, ty, ity, v, k), hi, lo);
+}
+
+/* pow of x and y, doubles (or vectors of double), that hold floats and
+ * will be rounded to float when `single`: see the head.  C's special cases
+ * by selects, in the order that makes the later ones win: |x| = 1 gives 1
+ * unless y is NaN (-1 to the power of +-inf is 1), x < 0 finite with y
+ * finite and not an integer the host's invalid NaN (what powf returns),
+ * y = 0 and x = 1 give 1 (even for NaN x or y; of double, not for a
+ * signalling NaN, as glibc).  The rest
+ * follows from exp(y log|x|): log gives -inf at 0, +inf at +inf and NaN for
+ * NaN, exp gives 0 at -inf and +inf at +inf, and the sign is x's when y is
+ * an odd integer. */
 LLVMValueRef cg_vm_pow(cg_fn *fn, LLVMValueRef x, LLVMValueRef y,
                        bool single)
 {
-    if (!single) {
-        return NULL;
-    }
     LLVMTypeRef ty = LLVMTypeOf(x);
     LLVMTypeRef ity = int_like(fn, ty);
     LLVMValueRef one = kf(fn, ty, 1);
     LLVMValueRef ax = cg_intrinsic(fn, "llvm.fabs", &ty, 1, &x, 1);
-    LLVMValueRef l = cg_vm_log(fn, ax, single);
-    LLVMValueRef v = cg_vm_exp(fn, LLVMBuildFMul(B, y, l, ""), single);
+    LLVMValueRef v;
+    if (single) {
+        LLVMValueRef l = cg_vm_log(fn, ax, single);
+        v = cg_vm_exp(fn, LLVMBuildFMul(B, y, l, ""), single);
+    } else {
+        /* y log|x| as th + tl; log's special values on the high part (the
+         * low part is dropped where th is not finite) */
+        LLVMValueRef lh, ll, th, tl;
+        log_dd(fn, ty, ity, ax, &lh, &ll);
+        lh = log_special(fn, ty, ax, lh);
+        two_prod(fn, ty, y, lh, &th, &tl);
+        tl = LLVMBuildFAdd(B, tl, LLVMBuildFMul(B, y, ll, ""), "");
+        v = exp_dd(fn, ty, ity, th, tl);
+    }
     v = sel(fn,
             LLVMBuildAnd(B, fcmp(fn, LLVMRealOEQ, ax, one),
                          fcmp(fn, LLVMRealORD, y, y), ""),
@@ -665,8 +904,18 @@ LLVMValueRef cg_vm_pow(cg_fn *fn, LLVMValueRef x, LLVMValueRef y,
         fcmp(fn, LLVMRealOLT, ay, kf(fn, ty, __builtin_inf())), "");
     v = sel(fn, LLVMBuildAnd(B, finite_neg, fraction, ""),
             kf(fn, ty, invalid_nan()), v);
-    return sel(fn,
-               LLVMBuildOr(B, fcmp(fn, LLVMRealOEQ, y, kf(fn, ty, 0)),
-                           fcmp(fn, LLVMRealOEQ, x, one), ""),
-               one, v);
+    LLVMValueRef unit = LLVMBuildOr(B, fcmp(fn, LLVMRealOEQ, y, kf(fn, ty, 0)),
+                                    fcmp(fn, LLVMRealOEQ, x, one), "");
+    if (!single) {
+        /* glibc's pow gives NaN there when the other argument is a
+         * signalling NaN (a float widened is quiet): y log|x| is NaN */
+        unit = LLVMBuildAnd(
+            B, unit,
+            LLVMBuildNot(B,
+                         LLVMBuildOr(B, is_snan(fn, ity, x),
+                                     is_snan(fn, ity, y), ""),
+                         ""),
+            "");
+    }
+    return sel(fn, unit, one, v);
 }

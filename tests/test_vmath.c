@@ -24,6 +24,12 @@
  *        result anywhere from overflow to underflow), and every pair of
  *        the specials (0, -0, infinities, NaN, negative x with integer and
  *        other y, 1 with NaN, ...);
+ *   pow  f64: N64 pairs each of: x over all exponents with y putting the
+ *        result anywhere from overflow to underflow, x in (0, 10] with y in
+ *        [-50, 50], |x| within 2^-32 of 1 with y up to 2^61, results within
+ *        2^-20 (relative, in the exponent) of overflow, the smallest normal
+ *        and the smallest subnormal, negative x with integer y, random bit
+ *        patterns (twice); and every pair of the specials and a few more;
  *   all  the special values: +-0, +-inf, NaN, the smallest and largest
  *        subnormals and normals, where exp overflows and underflows,
  *        around multiples of pi/2 and 2^19 pi/2.
@@ -140,13 +146,14 @@ static float ref32(weft_op op, float x, float y)
     }
 }
 
-static double ref64(weft_op op, double x)
+static double ref64(weft_op op, double x, double y)
 {
     switch (op) {
     case WEFT_OP_EXP: return exp(x);
     case WEFT_OP_LOG: return log(x);
     case WEFT_OP_SIN: return sin(x);
-    default: return cos(x);
+    case WEFT_OP_COS: return cos(x);
+    default: return pow(x, y);
     }
 }
 
@@ -203,17 +210,21 @@ static void check32(weft_op op, const float *x, const float *y, int64_t n,
     free(r);
 }
 
-static void check64(weft_op op, const double *x, int64_t n, tally *t)
+static void check64(weft_op op, const double *x, const double *y, int64_t n,
+                    tally *t)
 {
     double *r = malloc((size_t)n * sizeof *r);
     ck_assert_ptr_nonnull(r);
-    run_map(op, WEFT_F64, x, NULL, n, r);
+    t->binary = y != NULL;
+    run_map(op, WEFT_F64, x, y, n, r);
     for (int64_t i = 0; i < n; i++) {
-        double want = ref64(op, x[i]);
+        double yi = y ? y[i] : 0;
+        double want = ref64(op, x[i], yi);
         double got = r[i];
-        count(t, op, isnan(x[i]), isnan(got), isnan(want),
+        count(t, op, isnan(x[i]) || isnan(yi), isnan(got), isnan(want),
               isinf(want) || want == 0 || isinf(got) || got == 0,
-              memcmp(&want, &got, 8) == 0, ord64(got), ord64(want), x[i], 0);
+              memcmp(&want, &got, 8) == 0, ord64(got), ord64(want), x[i],
+              yi);
     }
     free(r);
 }
@@ -365,7 +376,7 @@ START_TEST(f64_sweep)
         k += add_specials(WEFT_F64, x, k);
         ck_assert_int_eq(k, n);
         tally t = {0};
-        check64(op, x, n, &t);
+        check64(op, x, NULL, n, &t);
         report(o ? "log f64" : "exp f64", &t, 1);
         free(x);
     }
@@ -411,7 +422,7 @@ START_TEST(f64_trig)
         k += add_specials(WEFT_F64, x, k);
         ck_assert_int_eq(k, n);
         tally t = {0};
-        check64(op, x, n, &t);
+        check64(op, x, NULL, n, &t);
         report(o == 2 ? "sin f64" : "cos f64", &t, 1);
         free(x);
     }
@@ -479,8 +490,93 @@ START_TEST(f32_pow_fast)
 }
 END_TEST
 
+/* x with a random sign (when `sign`) and exponent in [elo, ehi]. */
+static double rnd_x(int elo, int ehi, bool sign)
+{
+    int e = elo + (int)(rnd() % (uint64_t)(ehi - elo + 1));
+    double x = ldexp(uniform(1, 2), e);
+    return sign && rnd() & 1 ? -x : x;
+}
+
+/* pow of f64 (x, y), N64 pairs of each kind: y = t / log2|x| with t
+ * uniform in [-1100, 1050] (results from overflow through the subnormals
+ * to underflow; negative x with such y gives NaN) and x over every
+ * exponent; x in (0, 10] and y in [-50, 50]; |x| within 2^-32 of 1 and y
+ * = t / log|x| with t in [-750, 712] (y up to 2^61); t within 2^-20 of
+ * 1024, -1022 and -1074 (the edges of overflow, the normals and the
+ * subnormals); negative x with integer y; random bit patterns; and every
+ * pair of the specials and a few more (odd and even integers near 2^53,
+ * the thresholds, a signalling NaN: pow(sNaN, 0) is glibc's NaN). */
+START_TEST(f64_pow)
+{
+    static const double more[] = {
+        -3.0, -2.0, -0.5, 0.25, 0x1.fffffffffffffp52, -0x1.fffffffffffffp52,
+        0x1p53, 0x1p63, 1e308, -1e308, 1075.0, -1075.0, 1024.0, -1022.0,
+        0x1.0000000000001p0, -0x1.fffffffffffffp-1, __builtin_nans("")};
+    int64_t nm = (int64_t)(sizeof more / sizeof more[0]);
+    int64_t ns = add_specials(WEFT_F64, NULL, 0) + nm;
+    int64_t n = 7 * (int64_t)N64 + ns * ns;
+    double *x = malloc((size_t)n * sizeof *x);
+    double *y = malloc((size_t)n * sizeof *y);
+    double *sp = malloc((size_t)ns * sizeof *sp);
+    ck_assert(x && y && sp);
+    int64_t k = 0;
+    for (int64_t i = 0; i < N64; i++, k++) {
+        x[k] = rnd_x(-1074, 1023, true);
+        y[k] = uniform(-1100, 1050) / log2(fabs(x[k]));
+        y[k] = i % 3 ? y[k] : round(y[k]);
+    }
+    for (int64_t i = 0; i < N64; i++, k++) {
+        x[k] = uniform(0, 10);
+        y[k] = uniform(-50, 50);
+    }
+    for (int64_t i = 0; i < N64; i++, k++) {
+        x[k] = (rnd() & 1 ? 1 : -1) * (1 + uniform(-0x1p-32, 0x1p-32));
+        y[k] = uniform(-750, 712) / log(fabs(x[k]));
+        y[k] = i % 4 ? y[k] : round(y[k]);
+    }
+    for (int64_t i = 0; i < N64; i++, k++) {
+        static const double edge[3] = {1024, -1022, -1074};
+        x[k] = rnd_x(-1074, 1023, false);
+        double l2 = log2(x[k]);
+        y[k] = edge[i % 3] * (1 + uniform(-0x1p-20, 0x1p-20)) / l2;
+        if (i % 5 == 0 && fabs(y[k]) < 0x1p52) {
+            /* an integer y and x with the sign that makes it odd or not */
+            y[k] = round(y[k]);
+            x[k] = rnd() & 1 ? -x[k] : x[k];
+        }
+    }
+    for (int64_t i = 0; i < N64; i++, k++) {
+        x[k] = -uniform(0, 1) * (i % 2 ? 100 : 2);
+        y[k] = (double)((int64_t)(rnd() % 2001) - 1000);
+    }
+    for (int64_t i = 0; i < 2 * (int64_t)N64; i++, k++) {
+        uint64_t a = rnd(), b = rnd();
+        memcpy(&x[k], &a, 8);
+        memcpy(&y[k], &b, 8);
+        /* half the exponents small enough for a result not 0 or inf */
+        y[k] = i % 2 ? ldexp(y[k], -1000) : y[k];
+    }
+    add_specials(WEFT_F64, sp, 0);
+    memcpy(sp + ns - nm, more, sizeof more);
+    for (int64_t i = 0; i < ns; i++) {
+        for (int64_t j = 0; j < ns; j++, k++) {
+            x[k] = sp[i];
+            y[k] = sp[j];
+        }
+    }
+    ck_assert_int_eq(k, n);
+    tally t = {0};
+    check64(WEFT_OP_POW, x, y, n, &t);
+    report("pow f64", &t, 1);
+    free(x);
+    free(y);
+    free(sp);
+}
+END_TEST
+
 /* SPMD code (spmd.c, the default) and scalar code (WEFT_FLAG_NO_SPMD) give
- * the same bits for sin and cos of f32 and f64 and pow of f32: the vector
+ * the same bits for sin, cos and pow of f32 and f64: the vector
  * lanes run the scalar code's operations (cpu_vmath), and a lane beyond
  * the branch-free range takes the library's value in both, whatever its
  * neighbours.  The arguments: random bit patterns, uniform below 10 and
@@ -488,9 +584,9 @@ END_TEST
 START_TEST(spmd_agrees)
 {
     int64_t n = 3 * 4099 + add_specials(WEFT_F64, NULL, 0);
-    for (int o = 0; o < 5; o++) {
+    for (int o = 0; o < 6; o++) {
         weft_op op = o < 2 ? ops1[2 + o] : o < 4 ? ops1[o] : WEFT_OP_POW;
-        weft_type t = o == 2 || o == 3 ? WEFT_F64 : WEFT_F32;
+        weft_type t = o == 2 || o == 3 || o == 5 ? WEFT_F64 : WEFT_F32;
         size_t w = weft_type_size(t);
         double *x = malloc((size_t)n * 8), *y = malloc((size_t)n * 8);
         char *r[2] = {malloc((size_t)n * w), malloc((size_t)n * w)};
@@ -503,7 +599,9 @@ START_TEST(spmd_agrees)
                 v = t == WEFT_F32 ? (double)(float)ldexp(v, -900) : v;
             }
             x[i] = op == WEFT_OP_POW && i % 2 ? fabs(v) : v;
-            y[i] = uniform(-3, 3);
+            /* f64 pow: also exponents that reach overflow and underflow */
+            y[i] = o == 5 && i % 4 == 1 ? uniform(-300, 300)
+                                        : uniform(-3, 3);
         }
         add_specials(WEFT_F64, x, 3 * 4099);
         add_specials(WEFT_F64, y, 3 * 4099);
@@ -652,6 +750,7 @@ static Suite *vmath_suite(void)
     tcase_add_test(tc, f64_trig);
     tcase_add_test(tc, f32_pow);
     tcase_add_test(tc, f32_pow_fast);
+    tcase_add_test(tc, f64_pow);
     tcase_add_test(tc, spmd_agrees);
     tcase_add_test(tc, spmd_control);
 #endif
