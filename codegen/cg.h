@@ -123,6 +123,10 @@ struct cg_fn {
                                    component is INT64_MIN, as in the
                                    interpreter) */
     bool checked;               /* checked mode (cg_checked) */
+    bool cold;                  /* emitting code that runs for a few
+                                   elements only (a remainder loop): a ! ix
+                                   gets no branch weights, so that irce
+                                   does not copy its loops for nothing */
     LLVMValueRef elem;          /* checked mode: an i64 slot holding the
                                    element being computed, -1 when none is
                                    known (cg_set_elem); reports name it */

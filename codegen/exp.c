@@ -847,7 +847,9 @@ static weft_status exp_at(cg_fn *fn, const fe_term *e, const cg_array *a,
     cg_val x, z;
     cg_if c;
     cg_if_begin(fn, &c, inside);
-    cg_branch_weights(fn, c.br, CG_USUAL, CG_RARE); /* for irce */
+    if (!fn->cold) {
+        cg_branch_weights(fn, c.br, CG_USUAL, CG_RARE); /* for irce */
+    }
     weft_status s = cg_array_load(fn, a, i, &x);
     if (s != WEFT_OK) {
         return s;

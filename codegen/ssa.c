@@ -42,6 +42,7 @@ weft_status cg_fn_begin(cg_fn *fn, weft_context *ctx, const cg_target *t,
     fn->fmf = 0;
     fn->ignored = NULL;
     fn->checked = false;
+    fn->cold = false;
     fn->elem = NULL;
     fn->fail = NULL;
     fn->nsite = 0;

@@ -110,6 +110,8 @@ static weft_status fold_loop(sk_fn *f, const cg_mut *acc, const fe_term *src,
     cg_val args[2], y;
     cg_loop_begin(fn, &l, lo, hi, &j);
     l.scalar = scalar;
+    bool was = fn->cold;
+    fn->cold = scalar; /* a short remainder */
     weft_status s = cg_mut_get(fn, acc, &args[0]);
     if (s == WEFT_OK) {
         s = src ? row_read(f, src, rw, j, &args[1])
@@ -125,6 +127,7 @@ static weft_status fold_loop(sk_fn *f, const cg_mut *acc, const fe_term *src,
     if (s == WEFT_OK) {
         cg_mut_set(fn, acc, &y);
     }
+    fn->cold = was;
     cg_loop_end(fn, &l);
     return s;
 }

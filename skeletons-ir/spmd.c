@@ -333,7 +333,11 @@ static weft_status scalar_loop(sk_fn *f, LLVMValueRef from, LLVMValueRef to)
     LLVMValueRef i;
     cg_val y;
     cg_loop_begin(fn, &l, from, to, &i);
+    l.scalar = true; /* fewer than W elements */
+    bool was = fn->cold;
+    fn->cold = true;
     weft_status r = sk_read(f, f->e->k->op, i, NULL, &y);
+    fn->cold = was;
     if (r == WEFT_OK) {
         cg_array_store(fn, sk_out_array(f, 0), i, &y);
     }
