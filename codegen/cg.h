@@ -124,7 +124,8 @@ struct cg_fn {
                                    interpreter) */
     bool checked;               /* checked mode (cg_checked) */
     bool cold;                  /* emitting code that runs for a few
-                                   elements only (a remainder loop): a ! ix
+                                   elements only (a remainder loop): its
+                                   counted loops are left scalar, and a ! ix
                                    gets no branch weights, so that irce
                                    does not copy its loops for nothing */
     LLVMValueRef elem;          /* checked mode: an i64 slot holding the
@@ -226,8 +227,9 @@ weft_status cg_bind_array(cg_fn *fn, const fe_var *v, const cg_array *a);
 typedef struct cg_loop {
     LLVMBasicBlockRef body, exit;
     LLVMValueRef i, end;
-    bool scalar; /* set after cg_loop_begin: the IR vectorisers leave this
-                    loop alone (as every loop where cg_target.scalar_loops) */
+    bool scalar; /* begun in cold code (cg_fn.cold): the IR vectorisers
+                    leave this loop alone (as every loop where
+                    cg_target.scalar_loops) */
 } cg_loop;
 void cg_loop_begin(cg_fn *fn, cg_loop *l, LLVMValueRef start,
                    LLVMValueRef end, LLVMValueRef *i);

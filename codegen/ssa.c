@@ -186,7 +186,7 @@ void cg_loop_begin(cg_fn *fn, cg_loop *l, LLVMValueRef start,
     l->body = LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "loop");
     l->exit = LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "loop.exit");
     l->end = end;
-    l->scalar = false;
+    l->scalar = fn->cold;
     LLVMValueRef go = LLVMBuildICmp(fn->b, LLVMIntSLT, start, end, "");
     LLVMBuildCondBr(fn->b, go, l->body, l->exit);
     LLVMPositionBuilderAtEnd(fn->b, l->body);

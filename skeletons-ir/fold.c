@@ -97,8 +97,8 @@ static weft_status row_read(sk_fn *f, const fe_term *src, const row_reader *rw,
     return sk_read(f, src, NULL, &ix, out);
 }
 
-/* acc = f(acc, element j) over [lo, hi) in one loop (scalar: left alone
- * by the vectorisers). */
+/* acc = f(acc, element j) over [lo, hi) in one loop (scalar: a short
+ * remainder, emitted cold: left alone by the vectorisers and irce). */
 static weft_status fold_loop(sk_fn *f, const cg_mut *acc, const fe_term *src,
                              const cg_array *part, const row_reader *rw,
                              LLVMValueRef lo, LLVMValueRef hi, bool scalar)
@@ -108,10 +108,9 @@ static weft_status fold_loop(sk_fn *f, const cg_mut *acc, const fe_term *src,
     cg_loop l;
     LLVMValueRef j;
     cg_val args[2], y;
-    cg_loop_begin(fn, &l, lo, hi, &j);
-    l.scalar = scalar;
     bool was = fn->cold;
     fn->cold = scalar; /* a short remainder */
+    cg_loop_begin(fn, &l, lo, hi, &j);
     weft_status s = cg_mut_get(fn, acc, &args[0]);
     if (s == WEFT_OK) {
         s = src ? row_read(f, src, rw, j, &args[1])

@@ -332,10 +332,9 @@ static weft_status scalar_loop(sk_fn *f, LLVMValueRef from, LLVMValueRef to)
     cg_loop l;
     LLVMValueRef i;
     cg_val y;
-    cg_loop_begin(fn, &l, from, to, &i);
-    l.scalar = true; /* fewer than W elements */
     bool was = fn->cold;
-    fn->cold = true;
+    fn->cold = true; /* fewer than W elements */
+    cg_loop_begin(fn, &l, from, to, &i);
     weft_status r = sk_read(f, f->e->k->op, i, NULL, &y);
     fn->cold = was;
     if (r == WEFT_OK) {
