@@ -190,6 +190,23 @@ typedef struct weft_config {
  * The reference interpreter ignores the flag.  Part of every kernel's
  * cache key. */
 #define WEFT_FLAG_FAST_MATH 8u
+/* Tiered compilation (CPU backend).  By default a kernel that is in
+ * neither cache is compiled in two tiers: weft_compile optimises its IR
+ * and emits it with LLVM's quick code generator (about a tenth of the
+ * time of the optimising one), so it returns soon with code that already
+ * computes exactly the results of the optimised code, only more slowly;
+ * a background thread of the context then emits the same IR with full
+ * optimisation, writes that to the disk cache, and swaps it in: runs that
+ * start after that use it.  weft_context_wait_optimised waits for it;
+ * weft_context_free lets it finish first.  WEFT_FLAG_NO_TIERING
+ * ($WEFT_TIERING=0) makes weft_compile emit the optimised code itself
+ * before it returns.  WEFT_FLAG_QUICK_CODE ($WEFT_TIERING=quick) keeps
+ * the quick code and never optimises it, nor reads or writes the disk
+ * cache: for telling a bug of LLVM's optimising code generator from one
+ * of weft's.  Neither flag changes a result.  Ignored by the other
+ * backends, by target_cpu and while dumping (always optimised at once). */
+#define WEFT_FLAG_NO_TIERING 0x200u
+#define WEFT_FLAG_QUICK_CODE 0x400u
 
 /* The default configuration: the CPU backend on all cores (the reference
  * interpreter in a build without LLVM), the default cache directory, no
@@ -255,7 +272,20 @@ typedef struct weft_stats {
     uint64_t evictions;        /* device copies moved to the host to make
                                   room (PTX backend) */
     uint64_t device_bytes;     /* device memory held now, pool included */
+    uint64_t kernels_optimised; /* CPU: quick code replaced by optimised
+                                   code (WEFT_FLAG_NO_TIERING) */
+    double optimise_ms;        /* CPU: time the background thread spent
+                                  emitting optimised code */
 } weft_stats;
+
+/* Block until every kernel that ctx has compiled so far runs its fully
+ * optimised code (see WEFT_FLAG_NO_TIERING) and is in the disk cache;
+ * returns at once when none is waiting for it, and on backends without
+ * tiers.  Call it before timing steady-state runs.  Errors:
+ * WEFT_ERR_NULL_ARGUMENT; WEFT_ERR_INTERNAL when LLVM failed to optimise
+ * a kernel's code since the last call (that kernel keeps its quick code,
+ * whose results are the same). */
+WEFT_API weft_status weft_context_wait_optimised(weft_context *ctx);
 
 /* Read ctx's counters into *out.  Errors: WEFT_ERR_NULL_ARGUMENT. */
 WEFT_API weft_status weft_context_stats(const weft_context *ctx,

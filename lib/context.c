@@ -172,6 +172,21 @@ weft_status weft_context_create(const weft_config *cfg, weft_context **out)
         if (st != WEFT_OK) {
             return st;
         }
+        const char *tier = getenv("WEFT_TIERING");
+        if (tier && *tier) {
+            unsigned both = WEFT_FLAG_NO_TIERING | WEFT_FLAG_QUICK_CODE;
+            if (strcmp(tier, "1") == 0) {
+                c.flags &= ~both;
+            } else if (strcmp(tier, "0") == 0) {
+                c.flags = (c.flags & ~both) | WEFT_FLAG_NO_TIERING;
+            } else if (strcmp(tier, "quick") == 0) {
+                c.flags = (c.flags & ~both) | WEFT_FLAG_QUICK_CODE;
+            } else {
+                return fe_error(WEFT_ERR_INVALID_ARGUMENT,
+                                "weft_context_create: WEFT_TIERING=\"%.32s\" "
+                                "is not 0, 1 or quick", tier);
+            }
+        }
         const char *th = getenv("WEFT_THREADS");
         if (th && *th) {
             char *end;
@@ -265,6 +280,15 @@ void weft_context_free(weft_context *ctx)
 weft_backend weft_context_backend(const weft_context *ctx)
 {
     return ctx ? ctx->backend : WEFT_BACKEND_INTERP;
+}
+
+weft_status weft_context_wait_optimised(weft_context *ctx)
+{
+    if (!ctx) {
+        return fe_error(WEFT_ERR_NULL_ARGUMENT,
+                        "weft_context_wait_optimised: the context is NULL");
+    }
+    return ctx->be->wait_optimised ? ctx->be->wait_optimised(ctx) : WEFT_OK;
 }
 
 weft_status weft_context_stats(const weft_context *ctx, weft_stats *out)

@@ -506,6 +506,10 @@ struct fe_backend {
     void (*stats)(const weft_context *ctx, weft_stats *out);
     /* Print the kernels of exe, a line each (may be NULL: none). */
     void (*dump_plan)(const weft_executable *exe, FILE *out);
+    /* Wait for the optimised code of every kernel compiled so far (may be
+     * NULL: kernels are final when compiled); weft_context_wait_optimised
+     * says what it returns. */
+    weft_status (*wait_optimised)(weft_context *ctx);
 };
 
 extern const fe_backend fe_backend_interp;

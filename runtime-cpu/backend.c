@@ -52,6 +52,9 @@ static weft_status cpu_context_init(weft_context *ctx)
     opt.cache_dir = ctx->cfg.cache_dir;
     opt.dump = ctx->cfg.dump ? cpu_dump_flags(ctx->cfg.dump) : 0;
     opt.dump_dir = ctx->cfg.dump_dir ? ctx->cfg.dump_dir : ".";
+    opt.tier = ctx->cfg.flags & WEFT_FLAG_QUICK_CODE   ? CPU_TIER_QUICK_ONLY
+               : ctx->cfg.flags & WEFT_FLAG_NO_TIERING ? CPU_TIER_NONE
+                                                       : CPU_TIER_QUICK_FIRST;
     weft_status s = cpu_jit_create(ctx, &opt, &st->jit);
     if (s == WEFT_OK) {
         s = cpu_gang_create(ctx, ctx->cfg.threads, &st->gang);
@@ -85,7 +88,20 @@ static void cpu_stats(const weft_context *ctx, weft_stats *out)
     out->kernels_loaded = js.disk_loads;
     out->kernels_reused = js.memory_hits;
     out->compile_ms = js.compile_ms;
+    out->kernels_optimised = js.optimised;
+    out->optimise_ms = js.optimise_ms;
     out->threads = cpu_gang_size(st->gang);
+}
+
+static weft_status cpu_wait_optimised(weft_context *ctx)
+{
+    weft_status s = cpu_jit_wait(state_of(ctx)->jit);
+    if (s != WEFT_OK) {
+        char msg[FE_MSG_MAX];
+        snprintf(msg, sizeof msg, "%s", weft_last_error());
+        return fe_error(s, "weft_context_wait_optimised: %s", msg);
+    }
+    return s;
 }
 
 /* ---- compile ----------------------------------------------------------- */
@@ -142,10 +158,10 @@ static void key_add(void *user, const void *p, size_t n)
 }
 
 /* One variant of kernel k from the JIT (key: that variant's key) into
- * addrs[0 .. k->nentry - 1]. */
+ * addrs[0 .. k->nentry - 1]; *live: the JIT's table of them. */
 static weft_status get_variant(weft_executable *exe, sk_kernel *k,
                                bool uniform, const uint8_t key[32],
-                               void **addrs)
+                               void **addrs, void *const **live)
 {
     cpu_state *st = state_of(exe->ctx);
     char names[SK_MAX_ENTRY][CPU_SYMBOL_MAX];
@@ -162,7 +178,8 @@ static weft_status get_variant(weft_executable *exe, sk_kernel *k,
     build b = {.ctx = exe->ctx, .core = &exe->core, .k = k,
                .uniform = uniform, .names = np,
                .spmd_bits = spmd_bits_of(exe->ctx, st->jit)};
-    return cpu_jit_get(st->jit, key, build_module, &b, np, nsym, addrs);
+    return cpu_jit_get_live(st->jit, key, build_module, &b, np, nsym, addrs,
+                            live);
 }
 
 /* The key of the general variant: the kernel's key (which names the
@@ -195,7 +212,8 @@ static weft_status get_kernel(void *user, weft_executable *exe, sk_kernel *k)
     for (int i = k->nentry; i < SK_MAX_ENTRY; i++) {
         k->entry[i] = NULL;
     }
-    return get_variant(exe, k, true, k->key, k->entry);
+    k->live[1] = NULL;
+    return get_variant(exe, k, true, k->key, k->entry, &k->live[0]);
 }
 
 /* rt_ops.general: the general variant of the job's kernel, compiled (or
@@ -211,10 +229,12 @@ static weft_status cpu_general(rt_job *j)
     uint8_t key[32];
     general_key(k, key);
     void *addrs[SK_MAX_ENTRY];
-    weft_status s = get_variant(j->be_job, k, false, key, addrs);
+    void *const *live = NULL;
+    weft_status s = get_variant(j->be_job, k, false, key, addrs, &live);
     if (s != WEFT_OK) {
         return s;
     }
+    __atomic_store_n(&k->live[1], live, __ATOMIC_RELEASE);
     for (int i = 0; i < k->nentry; i++) {
         __atomic_store_n(&k->entry[k->nentry + i], addrs[i], __ATOMIC_RELEASE);
     }
@@ -280,13 +300,25 @@ static int64_t phase_grain(const rt_job *j, int64_t n, int64_t grain)
     return fine < grain ? fine : grain;
 }
 
+/* The address of entry point e of kernel k: from the JIT's table, where
+ * a tier-up may have put the optimised code, else from k->entry (atomic:
+ * cpu_general may be storing the general variant's, the same values, from
+ * another run). */
+static void *entry_addr(const sk_kernel *k, int e)
+{
+    int v = e >= k->nentry;
+    void *const *live = __atomic_load_n(&k->live[v], __ATOMIC_ACQUIRE);
+    if (live) {
+        return __atomic_load_n(&live[e - v * k->nentry], __ATOMIC_ACQUIRE);
+    }
+    return __atomic_load_n(&k->entry[e], __ATOMIC_ACQUIRE);
+}
+
 static weft_status rt_run(rt_job *j, int n, const rt_phase *ph)
 {
     cpu_phase p[CPU_GANG_MAX_PHASES];
     for (int i = 0; i < n && i < CPU_GANG_MAX_PHASES; i++) {
-        /* atomic: cpu_general may be storing the general variant's
-         * entries (the same values) from another run */
-        void *e = __atomic_load_n(&j->k->entry[ph[i].entry], __ATOMIC_ACQUIRE);
+        void *e = entry_addr(j->k, ph[i].entry);
         p[i] = (cpu_phase){.kernel = (cpu_kernel_fn)e, .args = j->w,
                            .n = ph[i].n,
                            .grain = phase_grain(j, ph[i].n, ph[i].grain),
@@ -376,6 +408,7 @@ const fe_backend fe_backend_cpu = {
     .exe_free = cpu_exe_free,
     .stats = cpu_stats,
     .dump_plan = cpu_dump_plan,
+    .wait_optimised = cpu_wait_optimised,
 };
 
 #endif /* WEFT_HAVE_LLVM */

@@ -123,6 +123,15 @@ enum {
                             and how wide it was vectorised */
 };
 
+/* How a fresh kernel is compiled (jit.c, "Tiers"). */
+enum {
+    CPU_TIER_NONE = 0,       /* optimised code, made before cpu_jit_get
+                                returns */
+    CPU_TIER_QUICK_FIRST,    /* quick code at once, replaced by optimised
+                                code that a background thread makes */
+    CPU_TIER_QUICK_ONLY      /* quick code only; no disk cache */
+};
+
 /* Options of cpu_jit_create; zero-initialise and set what you need. */
 typedef struct cpu_jit_options {
     const char *cpu;       /* NULL: the host CPU, code is run; else a CPU
@@ -140,6 +149,8 @@ typedef struct cpu_jit_options {
                               (skylake-avx512 prefers 256 by default) */
     unsigned dump;         /* CPU_DUMP_* */
     const char *dump_dir;  /* where dumps go; required when dump != 0 */
+    int tier;              /* CPU_TIER_*; only CPU_TIER_NONE for an explicit
+                              cpu or with dump flags */
 } cpu_jit_options;
 
 typedef struct cpu_jit cpu_jit;
@@ -151,7 +162,10 @@ typedef struct cpu_jit_stats {
     uint64_t memory_hits;   /* requests answered from memory (or by waiting
                                for another thread's compilation) */
     uint64_t disk_rejects;  /* disk entries found corrupt and recompiled */
-    double compile_ms;      /* time spent optimising and emitting */
+    double compile_ms;      /* time spent optimising and emitting by the
+                               threads that asked for kernels */
+    uint64_t optimised;     /* quick code replaced by optimised code */
+    double optimise_ms;     /* time the background thread spent emitting */
     uint64_t disk_bytes_written;
     bool disk_enabled;      /* the disk cache is in use */
     char disk_note[256];    /* its directory, or why it is off */
@@ -201,6 +215,7 @@ void cpu_key_finish(cpu_key *k, uint8_t key[32]);
  * between kernels; deriving them from the key guarantees that, and makes
  * an object loaded from disk define exactly the names asked for. */
 #define CPU_SYMBOL_MAX 96
+#define CPU_MAX_SYMBOLS 16 /* entry points of one kernel, at most */
 void cpu_jit_symbol(const uint8_t key[32], int i, char *buf);
 
 /* Builds the kernel's module in llctx (owned by cpu_jit, disposed after
@@ -216,8 +231,10 @@ typedef weft_status (*cpu_build_fn)(void *user, LLVMContextRef llctx,
 /* The entry points of kernel `key`: addrs[i] is the address of
  * symbols[i] (NULL for every i when j is not runnable).  The kernel is
  * taken from memory, else loaded from the disk cache, else built with
- * build(user, ...), optimised (default<O3>, loop and SLP vectorisers),
- * emitted as an object file, written to the disk cache and linked.  Each
+ * build(user, ...), optimised (CG_CPU_PIPELINE, with the loop and SLP
+ * vectorisers), emitted as an object file, written to the disk cache and
+ * linked; with CPU_TIER_QUICK_FIRST, emitted quickly and linked, the rest
+ * left to the background thread (jit.c, "Tiers").  Each
  * key is compiled once per cpu_jit; concurrent requests for one key wait
  * for the first.  Thread-safe; blocks while compiling.  Errors: those of
  * build, WEFT_ERR_INVALID_ARGUMENT (nsym < 1, or a request for a key
@@ -228,6 +245,21 @@ typedef weft_status (*cpu_build_fn)(void *user, LLVMContextRef llctx,
 weft_status cpu_jit_get(cpu_jit *j, const uint8_t key[32], cpu_build_fn build,
                         void *user, const char *const *symbols, int nsym,
                         void **addrs);
+
+/* cpu_jit_get, and *live: the kernel's table of nsym addresses inside j,
+ * where a tier-up (CPU_TIER_QUICK_FIRST) stores the optimised code's
+ * addresses in place of the quick code's.  Read it with atomic loads
+ * (__atomic_load_n, acquire); it stays valid until cpu_jit_free. */
+weft_status cpu_jit_get_live(cpu_jit *j, const uint8_t key[32],
+                             cpu_build_fn build, void *user,
+                             const char *const *symbols, int nsym,
+                             void **addrs, void *const **live);
+
+/* Block until every kernel that j compiled with quick code so far has its
+ * optimised code (or failed to get it: the kernel keeps its quick code,
+ * and the first such failure since the last call is returned, with LLVM's
+ * message).  Returns at once when nothing is pending.  NULL: WEFT_OK. */
+weft_status cpu_jit_wait(cpu_jit *j);
 
 /* cpu_jit_get for a module already built (in any LLVM context; ownership
  * of m is taken, its context stays the caller's).  When the key is cached,

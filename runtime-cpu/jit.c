@@ -15,6 +15,31 @@
  * same path, and the entry points are looked up by name.  ORC never sees
  * IR: we emit the object ourselves, with our own target machine.
  *
+ * Tiers.  Of a fresh kernel's compile time, LLVM's code generation at -O3
+ * (instruction selection, scheduling, register allocation, loop strength
+ * reduction) takes about three quarters: dotp, 20 ms of which 14 are code
+ * generation on a 2-core EPYC.  With cpu_jit_options.tier =
+ * CPU_TIER_QUICK_FIRST the requesting thread optimises the IR as always
+ * (so the code computes exactly what the optimised code computes: the
+ * vectorisers' reassociation is decided there), emits a copy of it with
+ * LLVM's quick code generator (CodeGenOpt::None: fast instruction
+ * selection, no scheduling, the fast register allocator; about a tenth of
+ * the time), links it under names of its own (the symbols with a "q"
+ * appended) and returns those addresses.  The optimised module then goes
+ * to a background thread of the cpu_jit, which emits it at -O3, writes it
+ * to the disk cache (only optimised code is ever written there), links it
+ * under the kernel's own names and stores the new addresses into the
+ * entry's table, which callers that asked for it (cpu_jit_get_live) read
+ * at every run.  A run that started with the quick code finishes with it;
+ * both kinds of code stay linked until cpu_jit_free, which lets the
+ * background thread finish every queued kernel first, so a freed context
+ * leaves its kernels in the disk cache.  cpu_jit_wait blocks until the
+ * queue is empty.  CPU_TIER_QUICK_ONLY keeps the quick code and never
+ * reads or writes the disk cache (for tests and for telling a
+ * code-generation bug from an optimiser bug).  Modules given to
+ * cpu_jit_compile (in the caller's LLVM context, which the background
+ * thread may not touch) and dumps are always compiled at -O3 at once.
+ *
  * Concurrency.  The table is guarded by one mutex.  The first request for
  * a key inserts an entry in state COMPILING and compiles with no lock held;
  * later requests for that key sleep on a condition variable until the entry
@@ -70,10 +95,22 @@ typedef struct entry {
     uint8_t key[32];
     enum entry_state state;
     int nsym;
-    void **addrs;            /* nsym addresses when READY */
+    void **addrs;            /* nsym addresses when READY; a tier-up
+                                replaces them (atomic stores, under the
+                                lock), so they are read atomically */
     weft_status status;      /* when FAILED */
     char *msg;               /* when FAILED: fe_alloc'd FE_MSG_MAX bytes */
 } entry;
+
+/* A kernel whose optimised code the background thread is to make. */
+typedef struct tier_job {
+    struct tier_job *next;
+    entry *e;
+    LLVMContextRef llctx;    /* owned: the job alone uses it */
+    LLVMModuleRef m;         /* the optimised IR, the kernel's own names */
+    int nsym;
+    char (*symbols)[CPU_SYMBOL_MAX];
+} tier_job;
 
 struct cpu_jit {
     weft_context *ctx;
@@ -92,6 +129,15 @@ struct cpu_jit {
     size_t cap, count;
     cpu_jit_stats st;
     pthread_mutex_t link;    /* serialises AddObjectFile and lookups */
+    int tier;                /* CPU_TIER_* */
+    tier_job *queue, *queue_tail; /* under lock: for the background thread */
+    int tier_pending;        /* under lock: jobs queued or running */
+    bool tier_stop;          /* under lock: cpu_jit_free is waiting */
+    bool tier_started;       /* tier_thread runs */
+    pthread_t tier_thread;
+    pthread_cond_t tier_wake;   /* a job was queued, or stop */
+    weft_status tier_status; /* under lock: the first failed tier-up */
+    char tier_msg[FE_MSG_MAX];
     pthread_mutex_t session_lock; /* guards session_msg */
     char session_msg[256];   /* ORC's last reported error */
 };
@@ -249,13 +295,17 @@ weft_status cpu_jit_create(weft_context *ctx, const cpu_jit_options *opt,
     pthread_mutex_init(&j->link, NULL);
     pthread_mutex_init(&j->session_lock, NULL);
     pthread_cond_init(&j->changed, NULL);
+    pthread_cond_init(&j->tier_wake, NULL);
     j->prefer_vector_width = opt->prefer_vector_width;
     j->dump = opt->dump;
     bool runnable = opt->cpu == NULL;
+    /* Tiers only where code runs and nothing is dumped (cpu.h). */
+    j->tier = runnable && !opt->dump ? opt->tier : CPU_TIER_NONE;
     /* The disk structure is set up first so that cpu_jit_free can always
      * close it. */
     rt_disk_open(&j->disk, ctx, opt->cache_dir, opt->cache_max_bytes,
-                  opt->no_disk_cache || !runnable, ".o");
+                  opt->no_disk_cache || !runnable
+                      || j->tier == CPU_TIER_QUICK_ONLY, ".o");
 
     char *t = LLVMGetDefaultTargetTriple();
     j->triple = LLVMNormalizeTargetTriple(t);
@@ -314,10 +364,25 @@ fail:
     return s;
 }
 
+static void tier_job_free(cpu_jit *j, tier_job *t);
+
 void cpu_jit_free(cpu_jit *j)
 {
     if (!j) {
         return;
+    }
+    if (j->tier_started) {
+        /* The thread empties the queue, then returns. */
+        pthread_mutex_lock(&j->lock);
+        j->tier_stop = true;
+        pthread_cond_signal(&j->tier_wake);
+        pthread_mutex_unlock(&j->lock);
+        pthread_join(j->tier_thread, NULL);
+    }
+    while (j->queue) { /* none when the thread ran; kept for safety */
+        tier_job *t = j->queue;
+        j->queue = t->next;
+        tier_job_free(j, t);
     }
     if (j->jit) {
         LLVMErrorRef e = LLVMOrcDisposeLLJIT(j->jit);
@@ -342,6 +407,7 @@ void cpu_jit_free(cpu_jit *j)
     LLVMDisposeMessage(j->features);
     rt_disk_close(&j->disk);
     pthread_cond_destroy(&j->changed);
+    pthread_cond_destroy(&j->tier_wake);
     pthread_mutex_destroy(&j->link);
     pthread_mutex_destroy(&j->session_lock);
     pthread_mutex_destroy(&j->lock);
@@ -729,25 +795,34 @@ static weft_status prepare(cpu_jit *j, LLVMModuleRef m, LLVMTargetMachineRef tm,
     return WEFT_OK;
 }
 
-/* Optimise m and emit it as an object into *obj (the caller owns it).
- * Dumps as asked.  *ms gets the time spent optimising and emitting. */
-static weft_status compile_module(cpu_jit *j, LLVMModuleRef m,
-                                  const char *const *symbols, int nsym,
-                                  LLVMMemoryBufferRef *obj, double *ms)
+/* A target machine for j's target at code generation level `level`, or
+ * NULL with the last error set. */
+static LLVMTargetMachineRef target_machine(cpu_jit *j, LLVMCodeGenOptLevel level)
 {
-    *obj = NULL;
-    *ms = 0;
-    weft_status s = WEFT_OK;
-    LLVMPassBuilderOptionsRef po = NULL;
     LLVMTargetMachineRef tm = LLVMCreateTargetMachine(
-        j->target, j->triple, j->cpu, j->features, LLVMCodeGenLevelAggressive,
-        LLVMRelocPIC, LLVMCodeModelSmall);
+        j->target, j->triple, j->cpu, j->features, level, LLVMRelocPIC,
+        LLVMCodeModelSmall);
     if (!tm) {
-        return fe_error(WEFT_ERR_BACKEND_UNAVAILABLE,
-                        "cpu_jit: cannot make a target machine for %s, cpu %s",
-                        j->triple, j->cpu);
+        fe_error(WEFT_ERR_BACKEND_UNAVAILABLE,
+                 "cpu_jit: cannot make a target machine for %s, cpu %s",
+                 j->triple, j->cpu);
     }
-    s = prepare(j, m, tm, symbols, nsym);
+    return tm;
+}
+
+/* Prepare and optimise m (CG_CPU_PIPELINE) for j's target, dumping the IR
+ * as asked.  *ms gets the time spent in the passes. */
+static weft_status optimise_module(cpu_jit *j, LLVMModuleRef m,
+                                   const char *const *symbols, int nsym,
+                                   double *ms)
+{
+    *ms = 0;
+    LLVMTargetMachineRef tm = target_machine(j, LLVMCodeGenLevelAggressive);
+    if (!tm) {
+        return WEFT_ERR_BACKEND_UNAVAILABLE;
+    }
+    LLVMPassBuilderOptionsRef po = NULL;
+    weft_status s = prepare(j, m, tm, symbols, nsym);
     if (s) {
         goto out;
     }
@@ -766,13 +841,35 @@ static weft_status compile_module(cpu_jit *j, LLVMModuleRef m,
         s = llvm_error(e, "optimisation failed");
         goto out;
     }
-    double t1 = now_ms();
+    *ms = now_ms() - t0;
     if (j->dump & CPU_DUMP_OPT_IR) {
         dump_module(j, m, name, ".opt.ll");
     }
     if (j->dump & CPU_DUMP_VEC) {
         dump_vec_report(j, m, name);
     }
+out:
+    if (po) {
+        LLVMDisposePassBuilderOptions(po);
+    }
+    LLVMDisposeTargetMachine(tm);
+    return s;
+}
+
+/* Emit the optimised module m as an object into *obj (the caller owns
+ * it), with code generation at `level`; the assembly too when dumping
+ * (named after `name`).  *ms gets the time spent emitting the object. */
+static weft_status emit_module(cpu_jit *j, LLVMModuleRef m,
+                               LLVMCodeGenOptLevel level, const char *name,
+                               LLVMMemoryBufferRef *obj, double *ms)
+{
+    *obj = NULL;
+    *ms = 0;
+    LLVMTargetMachineRef tm = target_machine(j, level);
+    if (!tm) {
+        return WEFT_ERR_BACKEND_UNAVAILABLE;
+    }
+    weft_status s = WEFT_OK;
     if (j->dump & CPU_DUMP_ASM) {
         /* Code generation changes the module a little: print the assembly
          * of a copy, and emit the object from the original. */
@@ -793,18 +890,14 @@ static weft_status compile_module(cpu_jit *j, LLVMModuleRef m,
             LLVMDisposeModule(copy);
         }
     }
-    double t2 = now_ms();
+    double t0 = now_ms();
     char *err = NULL;
     if (LLVMTargetMachineEmitToMemoryBuffer(tm, m, LLVMObjectFile, &err, obj)) {
         *obj = NULL;
         s = llvm_message(err, "cannot emit the object file");
-        goto out;
-    }
-    LLVMDisposeMessage(err);
-    *ms = (t1 - t0) + (now_ms() - t2);
-out:
-    if (po) {
-        LLVMDisposePassBuilderOptions(po);
+    } else {
+        LLVMDisposeMessage(err);
+        *ms = now_ms() - t0;
     }
     LLVMDisposeTargetMachine(tm);
     return s;
@@ -866,11 +959,100 @@ typedef struct source {
     LLVMModuleRef given;     /* cpu_jit_compile's module; NULL once used */
 } source;
 
-/* Produce the kernel of key into addrs: from disk, else compiled.  No lock
- * held.  Counters updated. */
-static weft_status produce(cpu_jit *j, const uint8_t key[32], source *src,
-                           const char *const *symbols, int nsym, void **addrs)
+/* The name of entry point i of a kernel's quick code: the symbol with "q"
+ * appended, so that it and the optimised code can live in one dylib. */
+static void quick_name(const char *symbol, char buf[CPU_SYMBOL_MAX])
 {
+    snprintf(buf, CPU_SYMBOL_MAX, "%sq", symbol);
+}
+
+static void tier_job_free(cpu_jit *j, tier_job *t)
+{
+    if (t->m) {
+        LLVMDisposeModule(t->m);
+    }
+    if (t->llctx) {
+        LLVMContextDispose(t->llctx);
+    }
+    fe_free(j->ctx, t->symbols, (size_t)t->nsym * sizeof *t->symbols);
+    fe_free(j->ctx, t, sizeof *t);
+}
+
+/* A job for the background thread: m (optimised) and its context, whose
+ * ownership it takes when it returns non-NULL. */
+static tier_job *tier_job_new(cpu_jit *j, LLVMContextRef llctx,
+                              LLVMModuleRef m, const char *const *symbols,
+                              int nsym)
+{
+    tier_job *t = fe_calloc(j->ctx, sizeof *t);
+    if (!t) {
+        return NULL;
+    }
+    t->symbols = fe_calloc(j->ctx, (size_t)nsym * sizeof *t->symbols);
+    if (!t->symbols) {
+        fe_free(j->ctx, t, sizeof *t);
+        return NULL;
+    }
+    for (int i = 0; i < nsym; i++) {
+        snprintf(t->symbols[i], CPU_SYMBOL_MAX, "%s", symbols[i]);
+    }
+    t->nsym = nsym;
+    t->llctx = llctx;
+    t->m = m;
+    return t;
+}
+
+/* Emit the quick code of the optimised module m (CodeGenOpt::None) and
+ * link it into addrs: for CPU_TIER_QUICK_FIRST, a copy of m with the entry
+ * points renamed (quick_name), m itself being kept for the optimised code;
+ * for CPU_TIER_QUICK_ONLY, m itself under the kernel's own names. */
+static weft_status emit_quick(cpu_jit *j, LLVMModuleRef m,
+                              const char *const *symbols, int nsym,
+                              void **addrs, double *ms)
+{
+    *ms = 0;
+    if (nsym > CPU_MAX_SYMBOLS) {
+        return fe_error(WEFT_ERR_INTERNAL, "cpu_jit: %d entry points, at "
+                        "most %d", nsym, CPU_MAX_SYMBOLS);
+    }
+    bool copy = j->tier == CPU_TIER_QUICK_FIRST;
+    LLVMModuleRef q = copy ? LLVMCloneModule(m) : m;
+    if (!q) {
+        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "cpu_jit: cannot copy the "
+                        "kernel module");
+    }
+    char names[CPU_MAX_SYMBOLS][CPU_SYMBOL_MAX];
+    const char *np[CPU_MAX_SYMBOLS];
+    for (int i = 0; i < nsym; i++) {
+        np[i] = symbols[i];
+        if (copy) {
+            quick_name(symbols[i], names[i]);
+            LLVMValueRef f = LLVMGetNamedFunction(q, symbols[i]);
+            LLVMSetValueName2(f, names[i], strlen(names[i]));
+            np[i] = names[i];
+        }
+    }
+    LLVMMemoryBufferRef obj = NULL;
+    weft_status s = emit_module(j, q, LLVMCodeGenLevelNone, symbols[0], &obj,
+                                ms);
+    if (copy) {
+        LLVMDisposeModule(q);
+    }
+    if (s == WEFT_OK) {
+        s = link_object(j, obj, np, nsym, addrs);
+    }
+    return s;
+}
+
+/* Produce the kernel of key into addrs: from disk, else compiled.  No lock
+ * held.  Counters updated.  With CPU_TIER_QUICK_FIRST, a compiled kernel's
+ * addresses are its quick code's and *job is what the background thread
+ * must do for the optimised code (NULL when nothing is left to do). */
+static weft_status produce(cpu_jit *j, const uint8_t key[32], source *src,
+                           const char *const *symbols, int nsym, void **addrs,
+                           tier_job **job)
+{
+    *job = NULL;
     bool dumping = j->dump != 0;
     if (j->jit && !dumping) {
         LLVMMemoryBufferRef obj = NULL;
@@ -933,9 +1115,17 @@ static weft_status produce(cpu_jit *j, const uint8_t key[32], source *src,
         old_user = LLVMContextGetDiagnosticContext(mctx);
         LLVMContextSetDiagnosticHandler(mctx, on_diagnostic, &dg);
     }
+    /* Only a module in a context of our own can go to the background. */
+    bool tiered = llctx && j->tier != CPU_TIER_NONE;
     LLVMMemoryBufferRef obj = NULL;
-    double ms = 0;
-    s = compile_module(j, m, symbols, nsym, &obj, &ms);
+    double opt_ms = 0, emit_ms = 0;
+    s = optimise_module(j, m, symbols, nsym, &opt_ms);
+    if (s == WEFT_OK && !tiered) {
+        s = emit_module(j, m, LLVMCodeGenLevelAggressive, symbols[0], &obj,
+                        &emit_ms);
+    } else if (s == WEFT_OK) {
+        s = emit_quick(j, m, symbols, nsym, addrs, &emit_ms);
+    }
     if (s == WEFT_OK && dg.msg[0]) {
         s = fe_error(WEFT_ERR_INTERNAL, "cpu_jit: LLVM: %s", dg.msg);
     }
@@ -949,7 +1139,17 @@ static weft_status produce(cpu_jit *j, const uint8_t key[32], source *src,
         goto out;
     }
     uint64_t written = 0;
-    if (j->jit) {
+    if (tiered && j->tier == CPU_TIER_QUICK_FIRST) {
+        LLVMContextSetDiagnosticHandler(llctx, NULL, NULL);
+        *job = tier_job_new(j, llctx, m, symbols, nsym);
+        if (*job) {
+            llctx = NULL; /* the job's now */
+            m = NULL;
+        }
+        /* out of memory: the quick code stays */
+    } else if (tiered) {
+        /* quick code only: linked by emit_quick */
+    } else if (j->jit) {
         written = rt_disk_store(&j->disk, key, LLVMGetBufferStart(obj),
                                  LLVMGetBufferSize(obj));
         s = link_object(j, obj, symbols, nsym, addrs);
@@ -961,7 +1161,7 @@ static weft_status produce(cpu_jit *j, const uint8_t key[32], source *src,
     }
     pthread_mutex_lock(&j->lock);
     j->st.compiled++;
-    j->st.compile_ms += ms;
+    j->st.compile_ms += opt_ms + emit_ms;
     j->st.disk_bytes_written += written;
     pthread_mutex_unlock(&j->lock);
 out:
@@ -974,17 +1174,143 @@ out:
     return s;
 }
 
+/* The background thread's work on one job: emit t's module at -O3, write
+ * it to the disk cache, link it into addrs.  *written: bytes written to
+ * disk; *ms: time spent emitting. */
+static weft_status tier_up(cpu_jit *j, tier_job *t, void **addrs,
+                           uint64_t *written, double *ms)
+{
+    *written = 0;
+    diag dg = {{0}};
+    LLVMContextSetDiagnosticHandler(t->llctx, on_diagnostic, &dg);
+    LLVMMemoryBufferRef obj = NULL;
+    weft_status s = emit_module(j, t->m, LLVMCodeGenLevelAggressive,
+                                t->symbols[0], &obj, ms);
+    if (s == WEFT_OK && dg.msg[0]) {
+        s = fe_error(WEFT_ERR_INTERNAL, "cpu_jit: LLVM: %s", dg.msg);
+    }
+    if (s) {
+        if (obj) {
+            LLVMDisposeMemoryBuffer(obj);
+        }
+        return s;
+    }
+    *written = rt_disk_store(&j->disk, t->e->key, LLVMGetBufferStart(obj),
+                             LLVMGetBufferSize(obj));
+    const char *np[CPU_MAX_SYMBOLS];
+    for (int i = 0; i < t->nsym; i++) {
+        np[i] = t->symbols[i];
+    }
+    return link_object(j, obj, np, t->nsym, addrs);
+}
+
+/* Do job t (taken off the queue) and publish its outcome: the optimised
+ * addresses into its entry's table, or the first failure (the entry keeps
+ * its quick code).  Frees t. */
+static void tier_run(cpu_jit *j, tier_job *t)
+{
+    void *addrs[CPU_MAX_SYMBOLS];
+    uint64_t written = 0;
+    double ms = 0;
+    weft_status s = tier_up(j, t, addrs, &written, &ms);
+    entry *e = t->e;
+    tier_job_free(j, t);
+    pthread_mutex_lock(&j->lock);
+    if (s == WEFT_OK) {
+        for (int i = 0; i < e->nsym; i++) {
+            __atomic_store_n(&e->addrs[i], addrs[i], __ATOMIC_RELEASE);
+        }
+        j->st.optimised++;
+        j->st.optimise_ms += ms;
+        j->st.disk_bytes_written += written;
+    } else if (j->tier_status == WEFT_OK) {
+        j->tier_status = s;
+        snprintf(j->tier_msg, sizeof j->tier_msg, "%s", weft_last_error());
+    }
+    j->tier_pending--;
+    pthread_cond_broadcast(&j->changed);
+    pthread_mutex_unlock(&j->lock);
+}
+
+/* The background thread: jobs in the order queued, until cpu_jit_free
+ * asks it to stop and the queue is empty. */
+static void *tier_main(void *arg)
+{
+    cpu_jit *j = arg;
+    pthread_mutex_lock(&j->lock);
+    for (;;) {
+        while (!j->queue && !j->tier_stop) {
+            pthread_cond_wait(&j->tier_wake, &j->lock);
+        }
+        tier_job *t = j->queue;
+        if (!t) {
+            break;
+        }
+        j->queue = t->next;
+        if (!j->queue) {
+            j->queue_tail = NULL;
+        }
+        pthread_mutex_unlock(&j->lock);
+        tier_run(j, t);
+        pthread_mutex_lock(&j->lock);
+    }
+    pthread_mutex_unlock(&j->lock);
+    return NULL;
+}
+
+/* Queue t for entry e (lock held; e READY with quick code).  Starts the
+ * background thread the first time; false when it cannot be started (the
+ * caller then runs the job itself, unlocked). */
+static bool tier_queue(cpu_jit *j, entry *e, tier_job *t)
+{
+    t->e = e;
+    j->tier_pending++;
+    if (!j->tier_started) {
+        if (pthread_create(&j->tier_thread, NULL, tier_main, j) != 0) {
+            return false;
+        }
+        j->tier_started = true;
+    }
+    if (j->queue_tail) {
+        j->queue_tail->next = t;
+    } else {
+        j->queue = t;
+    }
+    j->queue_tail = t;
+    pthread_cond_signal(&j->tier_wake);
+    return true;
+}
+
+weft_status cpu_jit_wait(cpu_jit *j)
+{
+    if (!j) {
+        return WEFT_OK;
+    }
+    pthread_mutex_lock(&j->lock);
+    while (j->tier_pending > 0) {
+        pthread_cond_wait(&j->changed, &j->lock);
+    }
+    weft_status s = j->tier_status;
+    if (s != WEFT_OK) {
+        fe_error_copy(s, j->tier_msg);
+        j->tier_status = WEFT_OK;
+    }
+    pthread_mutex_unlock(&j->lock);
+    return s;
+}
+
 static weft_status request(cpu_jit *j, const uint8_t key[32], source *src,
-                           const char *const *symbols, int nsym, void **addrs)
+                           const char *const *symbols, int nsym, void **addrs,
+                           void *const **live)
 {
     static const char who[] = "cpu_jit_get";
     if (!j || !key || !symbols || !addrs || (!src->build && !src->given)) {
         return fe_error(WEFT_ERR_NULL_ARGUMENT, "%s: a required argument is "
                         "NULL", who);
     }
-    if (nsym < 1) {
-        return fe_error(WEFT_ERR_INVALID_ARGUMENT, "%s: %d symbols asked for",
-                        who, nsym);
+    if (nsym < 1 || nsym > CPU_MAX_SYMBOLS) {
+        return fe_error(WEFT_ERR_INVALID_ARGUMENT, "%s: %d symbols asked for "
+                        "(1 to %d)", who, nsym, CPU_MAX_SYMBOLS);
     }
     for (int i = 0; i < nsym; i++) {
         if (!symbols[i] || !symbols[i][0]) {
@@ -1007,6 +1333,9 @@ static weft_status request(cpu_jit *j, const uint8_t key[32], source *src,
         weft_status s = WEFT_OK;
         if (e->state == READY) {
             memcpy(addrs, e->addrs, (size_t)nsym * sizeof *addrs);
+            if (live) {
+                *live = e->addrs;
+            }
             j->st.memory_hits++;
         } else {
             s = fe_error_copy(e->status, e->msg);
@@ -1033,12 +1362,20 @@ static weft_status request(cpu_jit *j, const uint8_t key[32], source *src,
     pthread_mutex_unlock(&j->lock);
 
     void **tmp = addrs; /* the caller's array is ours until we return */
-    weft_status s = produce(j, key, src, symbols, nsym, tmp);
+    tier_job *job = NULL;
+    weft_status s = produce(j, key, src, symbols, nsym, tmp, &job);
 
     pthread_mutex_lock(&j->lock);
+    bool inline_job = false;
     if (s == WEFT_OK) {
         memcpy(e->addrs, tmp, (size_t)nsym * sizeof *tmp);
         e->state = READY;
+        if (live) {
+            *live = e->addrs;
+        }
+        if (job) {
+            inline_job = !tier_queue(j, e, job);
+        }
     } else {
         e->status = s;
         snprintf(e->msg, FE_MSG_MAX, "%s", weft_last_error());
@@ -1046,6 +1383,9 @@ static weft_status request(cpu_jit *j, const uint8_t key[32], source *src,
     }
     pthread_cond_broadcast(&j->changed);
     pthread_mutex_unlock(&j->lock);
+    if (inline_job) {
+        tier_run(j, job); /* no background thread: optimise here */
+    }
     return s;
 }
 
@@ -1053,11 +1393,19 @@ weft_status cpu_jit_get(cpu_jit *j, const uint8_t key[32], cpu_build_fn build,
                         void *user, const char *const *symbols, int nsym,
                         void **addrs)
 {
+    return cpu_jit_get_live(j, key, build, user, symbols, nsym, addrs, NULL);
+}
+
+weft_status cpu_jit_get_live(cpu_jit *j, const uint8_t key[32],
+                             cpu_build_fn build, void *user,
+                             const char *const *symbols, int nsym,
+                             void **addrs, void *const **live)
+{
     source src = {build, user, NULL};
     if (!build) {
         return fe_error(WEFT_ERR_NULL_ARGUMENT, "cpu_jit_get: build is NULL");
     }
-    return request(j, key, &src, symbols, nsym, addrs);
+    return request(j, key, &src, symbols, nsym, addrs, live);
 }
 
 weft_status cpu_jit_compile(cpu_jit *j, LLVMModuleRef m, const uint8_t key[32],
@@ -1069,7 +1417,7 @@ weft_status cpu_jit_compile(cpu_jit *j, LLVMModuleRef m, const uint8_t key[32],
                         "NULL");
     }
     source src = {NULL, NULL, m};
-    weft_status s = request(j, key, &src, symbols, nsym, addrs);
+    weft_status s = request(j, key, &src, symbols, nsym, addrs, NULL);
     if (src.given) {
         LLVMDisposeModule(src.given); /* cached: not needed */
     }

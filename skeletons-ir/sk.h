@@ -172,6 +172,10 @@ struct sk_kernel {
                                  [nentry, 2 nentry) for any shapes */
     int err_item;             /* the error word (aux SK_ERR_AUX) */
     void *entry[SK_MAX_ENTRY];/* their addresses, filled by the runtime */
+    void *const *live[2];     /* CPU: where the JIT keeps the addresses of
+                                 variant 0 (equal shapes) and 1 (general),
+                                 which a tier-up replaces (cpu_jit_get_live);
+                                 runs read them there when set */
     uint8_t key[32];          /* the kernel's cache key */
     unsigned flags;           /* skeleton-specific (SK_FOLD_*) */
     int item_threads[SK_MAX_ENTRY]; /* GPU: threads that work together on
