@@ -180,6 +180,12 @@ typedef struct row {
     double compile_ms, llvm_ms, cached_ms;
     double compile_cpu_ms; /* CPU time of the calling thread in the first
                               compile (robust to other load) */
+    double optimised_ms;   /* from the first compile's start until
+                              weft_context_wait_optimised returned */
+    double optimise_llvm_ms; /* weft_stats.optimise_ms then */
+    double quick_ms;       /* median run time on the quick code
+                              (WEFT_FLAG_QUICK_CODE) */
+    int quick_ok;
     uint64_t compiled, loaded, cached_compiled;
     int kernels, unfused_kernels;
     char plan[256];
@@ -1107,6 +1113,32 @@ static void time_one_thread(bench *b, const char *dir)
     ref_set_threads(opt.threads);
 }
 
+/* The run time of b on the quick code (WEFT_FLAG_QUICK_CODE): the median
+ * of SCALING_RUNS runs after a first one, checked against the strict
+ * reference, on all threads. */
+static void quick_time(bench *b, const char *dir)
+{
+    row *r = &b->r;
+    session s;
+    double ignored, t[SCALING_RUNS + 1];
+    if (session_open(&s, b, WEFT_FLAG_QUICK_CODE, dir, &ignored) == WEFT_OK) {
+        b->ref(b); /* the strict results again: the fast ones ran last */
+        for (int k = 0; k <= SCALING_RUNS; k++) {
+            double err = 0;
+            if (run_once(&s, b, k == 0, &t[k], &r->quick_ok, &err)) {
+                record_error(r, "run on the quick code");
+                break;
+            }
+            if (k == SCALING_RUNS) {
+                r->quick_ms = median(t + 1, SCALING_RUNS);
+            }
+        }
+    } else {
+        record_error(r, "compile the quick code");
+    }
+    session_close(&s);
+}
+
 /* The numba time of b (median of opt.runs runs after a warm-up, by
  * bench/numba_ref.py), or -1 where numba or the script is missing. */
 static double numba_time(const bench *b)
@@ -1197,6 +1229,15 @@ static void run_bench(bench *b)
     r->compile_cpu_ms = last_compile_cpu_ms;
     r->llvm_ms = st.compile_ms;
     r->compiled = st.kernels_compiled;
+    /* the optimised code, made in the background since weft_compile
+     * returned (tiered compilation), before anything is timed */
+    double w0 = now_ms();
+    if (weft_context_wait_optimised(s.ctx) != WEFT_OK) {
+        record_error(r, "optimise");
+    }
+    r->optimised_ms = r->compile_ms + (now_ms() - w0);
+    weft_context_stats(s.ctx, &st);
+    r->optimise_llvm_ms = st.optimise_ms;
     r->kernels = plan_kernels(&s, r->plan, sizeof r->plan);
     if (r->kernels == 0) {
         /* The operation runs on the interpreter fallback: shrink. */
@@ -1225,7 +1266,8 @@ static void run_bench(bench *b)
     /* 2. the unfused program beside it */
     session u;
     double ignored;
-    if (session_open(&u, b, WEFT_FLAG_NO_FUSION, dir, &ignored) == WEFT_OK) {
+    if (session_open(&u, b, WEFT_FLAG_NO_FUSION, dir, &ignored) == WEFT_OK
+        && weft_context_wait_optimised(u.ctx) == WEFT_OK) {
         char plan[256];
         r->unfused_kernels = plan_kernels(&u, plan, sizeof plan);
     } else {
@@ -1234,12 +1276,17 @@ static void run_bench(bench *b)
 
     /* 3. weft with fast math */
     session fs;
-    if (session_open(&fs, b, WEFT_FLAG_FAST_MATH, dir, &ignored) != WEFT_OK) {
+    if (session_open(&fs, b, WEFT_FLAG_FAST_MATH, dir, &ignored) != WEFT_OK
+        || weft_context_wait_optimised(fs.ctx) != WEFT_OK) {
         record_error(r, "compile with fast math");
     }
 
     /* 4. interleaved timing, and the checks */
     time_rounds(b, &s, &u, &fs);
+    /* the quick code of tiered compilation, what runs until the optimised
+     * code is ready (checked against the strict reference's results,
+     * which the last round left) */
+    quick_time(b, dir);
     session_close(&fs);
     session_close(&u);
     session_close(&s);
@@ -1499,13 +1546,17 @@ static void print_compiles(FILE *f, int md)
     if (md) {
         fprintf(f, "| program | kernels (fused plan) | unfused kernels | "
                    "first compile ms | CPU ms | of which LLVM ms | compiled | "
+                   "optimised after ms | background LLVM ms | "
+                   "quick code run ms | optimised run ms | "
                    "from disk cache ms | loaded | compiled |\n"
-                   "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+                   "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+                   "---:|---:|---:|\n");
     } else {
-        fprintf(f, "%-15s %7s %8s %10s %7s %9s %9s %10s %7s %9s  %s\n",
+        fprintf(f, "%-15s %7s %8s %10s %7s %9s %9s %10s %9s %9s %10s %7s "
+                "%9s  %s\n",
                 "program", "kernels", "unfused", "compile ms", "CPU ms",
-                "LLVM ms", "compiled", "cached ms", "loaded", "compiled",
-                "plan");
+                "LLVM ms", "compiled", "optimised", "quick run", "opt run",
+                "cached ms", "loaded", "compiled", "plan");
     }
     for (int k = 0; k < NBENCH; k++) {
         const bench *b = &benches[k];
@@ -1515,22 +1566,26 @@ static void print_compiles(FILE *f, int md)
         const row *r = &b->r;
         if (md) {
             fprintf(f,
-                    "| %s | %d: %s | %d | %.1f | %.1f | %.1f | %llu | %.2f | "
-                    "%llu | %llu |\n",
+                    "| %s | %d: %s | %d | %.1f | %.1f | %.1f | %llu | %.1f | "
+                    "%.1f | %.3g%s | %.3g | %.2f | %llu | %llu |\n",
                     b->name, r->kernels, r->plan[0] ? r->plan : "none",
                     r->unfused_kernels, r->compile_ms, r->compile_cpu_ms,
-                    r->llvm_ms,
-                    (unsigned long long)r->compiled, r->cached_ms,
+                    r->llvm_ms, (unsigned long long)r->compiled,
+                    r->optimised_ms, r->optimise_llvm_ms, r->quick_ms,
+                    r->quick_ok ? "" : " (WRONG)", r->weft_ms, r->cached_ms,
                     (unsigned long long)r->loaded,
                     (unsigned long long)r->cached_compiled);
         } else {
             fprintf(f,
-                    "%-15s %7d %8d %10.1f %7.1f %9.1f %9llu %10.2f %7llu "
-                    "%9llu  %s\n",
+                    "%-15s %7d %8d %10.1f %7.1f %9.1f %9llu %10.1f %9.3g "
+                    "%9.3g %10.2f %7llu %9llu  %s%s\n",
                     b->name, r->kernels, r->unfused_kernels, r->compile_ms,
-                    r->compile_cpu_ms, r->llvm_ms, (unsigned long long)r->compiled, r->cached_ms,
+                    r->compile_cpu_ms, r->llvm_ms,
+                    (unsigned long long)r->compiled, r->optimised_ms,
+                    r->quick_ms, r->weft_ms, r->cached_ms,
                     (unsigned long long)r->loaded,
-                    (unsigned long long)r->cached_compiled, r->plan);
+                    (unsigned long long)r->cached_compiled, r->plan,
+                    r->quick_ok ? "" : "  quick code WRONG");
         }
     }
 }
@@ -1659,7 +1714,16 @@ static void write_report(const char *path, const machine *m, double copy_gbs,
                "compiles on that thread, so this is the wall time the "
                "compile takes on an idle machine, whatever else runs here); "
                "**LLVM ms** is `weft_context_stats().compile_ms` (optimising "
-               "and emitting, wall); **compiled** the kernels LLVM built.  "
+               "the IR and emitting the quick code, wall); **compiled** the "
+               "kernels LLVM built.  **optimised after**: from the start of "
+               "that compile until `weft_context_wait_optimised` returned, "
+               "called right after it (the background thread emitting the "
+               "optimised code: tiered compilation, `WEFT_FLAG_NO_TIERING`); "
+               "**background LLVM ms** its time emitting.  **quick code "
+               "run ms**: the program on the quick code "
+               "(`WEFT_FLAG_QUICK_CODE`, median of 3 runs after a checked "
+               "one), what runs until the optimised code is ready, beside "
+               "**optimised run ms**, the weft ms of the first table.  "
                "The general variant of a fused zipWith (operands of "
                "different shapes) is compiled at its first use, not here.\n"
                "- **from disk cache**: the same program compiled in a second "

@@ -36,7 +36,10 @@
  * executable from four host threads at once.  Each Check case holds one
  * test, so CK_RUN_CASE=<name> runs one; DT_STATS=1 prints each case's
  * kernel counters to stderr.  Built again as test_cpu_fast (-DDT_FAST_MATH)
- * it runs the floating-point cases with WEFT_FLAG_FAST_MATH (see DT_FAST).
+ * it runs the floating-point cases with WEFT_FLAG_FAST_MATH (see DT_FAST),
+ * and as test_cpu_quick (-DDT_QUICK) on the quick code of tiered
+ * compilation (WEFT_FLAG_QUICK_CODE: the same optimised IR through LLVM's
+ * quick code generator, which must give the same results).
  */
 #include <math.h>
 #include <pthread.h>
@@ -255,7 +258,8 @@ static void diff_open_flags(diff *d, unsigned cpu_flags)
         weft_config cfg = weft_config_default();
         cfg.backend = s == 0 ? WEFT_BACKEND_INTERP : DT_BACKEND;
         cfg.threads = s == 0 ? 1 : 3;
-        cfg.flags = WEFT_FLAG_NO_ENV | (s == 1 ? cpu_flags | DT_FLAGS : 0);
+        cfg.flags = WEFT_FLAG_NO_ENV
+                    | (s == 1 ? cpu_flags | DT_FLAGS | DT_TIER : 0);
         weft_status st = weft_context_create(&cfg, &d->ctx[s]);
         ck_assert_msg(st == WEFT_OK, "weft_context_create(%s): %s",
                       side_name[s], weft_last_error());

@@ -71,13 +71,26 @@ typedef struct tu {
     weft_program *p;
 } tu;
 
+/* Which CPU code the tests that compare results check (tu_open_backend,
+ * test_cpu's differential contexts): the optimised code, compiled before
+ * weft_compile returns (WEFT_FLAG_NO_TIERING), so that every run of a test
+ * runs the same code whatever the timing; built with -DDT_QUICK
+ * (test_cpu_quick), the quick code of tiered compilation
+ * (WEFT_FLAG_QUICK_CODE).  Tests that make their own contexts get the
+ * default, both tiers. */
+#ifdef DT_QUICK
+#define DT_TIER WEFT_FLAG_QUICK_CODE
+#else
+#define DT_TIER WEFT_FLAG_NO_TIERING
+#endif
+
 /* Make a context on backend b (environment ignored) and a program in it. */
 static inline void tu_open_backend(tu *t, weft_backend b)
 {
     weft_config cfg = weft_config_default();
     cfg.backend = b;
     cfg.threads = 2;
-    cfg.flags |= WEFT_FLAG_NO_ENV;
+    cfg.flags |= WEFT_FLAG_NO_ENV | DT_TIER;
     t->ctx = NULL;
     t->p = NULL;
     weft_status s = weft_context_create(&cfg, &t->ctx);

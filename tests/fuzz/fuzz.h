@@ -241,6 +241,8 @@ void fz_built_free(fz_built *b);
  * Running and comparing (run.c)
  * ---------------------------------------------------------------------- */
 
+#define FZ_MAX_CONFIGS 7 /* the oracle and the configurations main.c knows */
+
 typedef struct fz_config {
     const char *name;   /* "interp", "cpu", "cpu-nofuse", ... */
     weft_backend backend;

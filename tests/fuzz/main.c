@@ -104,7 +104,9 @@ static bool in_list(const char *list, const char *name)
 }
 
 /* Make the configurations: [0] the oracle (interp, no fusion), then
- * interp, cpu, cpu-nofuse, ptx, ptx-nofuse as available and wanted.
+ * interp, cpu, cpu-nofuse, cpu-quick, ptx, ptx-nofuse as available and
+ * wanted (cpu and cpu-nofuse run the optimised code, cpu-quick the quick
+ * code of tiered compilation).
  * only >= 0: just the oracle and configuration named only. */
 static int make_configs(const opts *o, fz_config *cf, const char *only,
                         int *ptx_missing)
@@ -114,16 +116,18 @@ static int make_configs(const opts *o, fz_config *cf, const char *only,
         weft_backend b;
         unsigned flags;
         int want;
-    } all[] = {
+    } all[FZ_MAX_CONFIGS] = {
         {"interp-nofuse", WEFT_BACKEND_INTERP, WEFT_FLAG_NO_FUSION, 0},
         {"interp", WEFT_BACKEND_INTERP, 0, 0},
-        {"cpu", WEFT_BACKEND_CPU, 0, 1},
-        {"cpu-nofuse", WEFT_BACKEND_CPU, WEFT_FLAG_NO_FUSION, 1},
+        {"cpu", WEFT_BACKEND_CPU, WEFT_FLAG_NO_TIERING, 1},
+        {"cpu-nofuse", WEFT_BACKEND_CPU,
+         WEFT_FLAG_NO_FUSION | WEFT_FLAG_NO_TIERING, 1},
+        {"cpu-quick", WEFT_BACKEND_CPU, WEFT_FLAG_QUICK_CODE, 1},
         {"ptx", WEFT_BACKEND_PTX, 0, 2},
         {"ptx-nofuse", WEFT_BACKEND_PTX, WEFT_FLAG_NO_FUSION, 2},
     };
     int n = 0;
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < FZ_MAX_CONFIGS; i++) {
         if (!o->want[all[i].want]) {
             continue;
         }
@@ -198,7 +202,7 @@ static void count_ops(const fz_prog *p, slot *s)
 static void worker(const opts *o, uint64_t from, uint64_t to, slot *s, int fd,
                    double deadline)
 {
-    fz_config cf[6];
+    fz_config cf[FZ_MAX_CONFIGS];
     int ptx_missing = 0;
     int n = make_configs(o, cf, NULL, &ptx_missing);
     s->ptx_missing = ptx_missing;
@@ -293,7 +297,7 @@ static int check_in_child(const fz_prog *prog, const opts *o,
     pid_t pid = fork();
     if (pid == 0) {
         close(pfd[0]);
-        fz_config cf[6];
+        fz_config cf[FZ_MAX_CONFIGS];
         int ptx_missing = 0;
         int nc = make_configs(o, cf, config, &ptx_missing);
         alarm((unsigned)o->timeout);
