@@ -81,9 +81,10 @@ typedef struct options {
     const char *out_path;
     const char *dump_dir;
     const char *only; /* -p: run only the programs whose name has this */
+    unsigned flags;   /* -n: WEFT_FLAG_NO_TIERING on every context */
 } options;
 
-static options opt = {0, 7, 0, NULL, NULL, NULL};
+static options opt = {0, 7, 0, NULL, NULL, NULL, 0};
 
 /* Which references the programs' ref callbacks run: 0 the strict ones
  * (ref_*), 1 the fast-math ones (reff_*: bench/ref.c built with
@@ -867,7 +868,10 @@ static weft_status make_context(unsigned flags, const char *dir,
     weft_config cfg = weft_config_default();
     cfg.backend = WEFT_BACKEND_CPU;
     cfg.threads = cur_threads ? cur_threads : opt.threads;
-    cfg.flags = WEFT_FLAG_NO_ENV | flags;
+    cfg.flags = WEFT_FLAG_NO_ENV | opt.flags | flags;
+    if (flags & WEFT_FLAG_QUICK_CODE) {
+        cfg.flags &= ~WEFT_FLAG_NO_TIERING;
+    }
     cfg.cache_dir = dir;
     if (opt.dump_dir) {
         cfg.dump = "plan,opt-ir,asm,vec";
@@ -1785,7 +1789,9 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: weft_bench [-t threads] [-r runs] [-q] [-o report.md] "
-            "[-d dump-dir] [-p name-part]\n");
+            "[-d dump-dir] [-p name-part] [-n]\n"
+            "  -n: compile without tiers (WEFT_FLAG_NO_TIERING): the "
+            "first compile emits the optimised code itself\n");
     exit(2);
 }
 
@@ -1804,6 +1810,8 @@ int main(int argc, char **argv)
             opt.dump_dir = argv[++i];
         } else if (strcmp(argv[i], "-p") == 0 && i + 1 < argc) {
             opt.only = argv[++i];
+        } else if (strcmp(argv[i], "-n") == 0) {
+            opt.flags |= WEFT_FLAG_NO_TIERING;
         } else {
             usage();
         }
