@@ -6,7 +6,9 @@
 # (test_gang), the JIT and its caches under concurrent requests (test_jit),
 # the CPU backend's concurrent runs of one executable and its multi-chunk
 # folds and scans (test_cpu cases concurrent_runs, fold_large, scan_large,
-# awhile), and cancellation from another thread (test_cancel).  Any report
+# awhile), cancellation from another thread (test_cancel), and tiered
+# compilation: the background thread that swaps optimised code in while
+# other threads run the quick code (test_tier).  Any report
 # fails the run (halt_on_error); the exit status is 0 when all are clean.
 #
 #   tools/tsan.sh              build-tsan, -j2
@@ -24,7 +26,7 @@ jobs=${JOBS:-2}
 cmake -S . -B "$dir" -DWEFT_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DWEFT_SANITIZE=thread -DWEFT_BUILD_EXAMPLES=OFF >/dev/null
 cmake --build "$dir" -j"$jobs" --target test_gang test_jit test_cpu \
-      test_cancel
+      test_cancel test_tier
 
 run=()
 if command -v setarch >/dev/null 2>&1 && setarch "$(uname -m)" -R true 2>/dev/null; then
@@ -54,4 +56,5 @@ for c in concurrent_runs fold_large scan_large awhile; do
   CK_RUN_CASE=$c one "test_cpu-$c" "$dir/test_cpu"
 done
 one test_cancel "$dir/test_cancel"
+one test_tier "$dir/test_tier"
 exit $status
