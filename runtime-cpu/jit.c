@@ -133,7 +133,12 @@ struct cpu_jit {
     tier_job *queue, *queue_tail; /* under lock: for the background thread */
     int tier_pending;        /* under lock: jobs queued or running */
     bool tier_stop;          /* under lock: cpu_jit_free is waiting */
+    bool tier_abandon;       /* under lock: the process exits; leave the
+                                queue */
     bool tier_started;       /* tier_thread runs */
+    bool tier_joined;        /* under live_lock: joined at exit */
+    struct cpu_jit *next_live; /* under live_lock: the list of jits that
+                                may start a tier thread */
     pthread_t tier_thread;
     pthread_cond_t tier_wake;   /* a job was queued, or stop */
     weft_status tier_status; /* under lock: the first failed tier-up */
@@ -260,6 +265,66 @@ static char *dup_llvm(const char *s)
     return LLVMCreateMessage(s ? s : "");
 }
 
+/* The jits that may start a background thread (tiered ones).  A process
+ * that exits without freeing its contexts would run LLVM's static
+ * destructors under a thread that is still compiling; tier_at_exit (an
+ * atexit handler, which runs before the destructors of LLVM's statics,
+ * made earlier) stops every such thread after its current job and joins
+ * it.  Lock order: live_lock, then a jit's lock. */
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static cpu_jit *live_jits;
+static pthread_once_t live_once = PTHREAD_ONCE_INIT;
+
+static void tier_at_exit(void)
+{
+    pthread_mutex_lock(&live_lock);
+    for (cpu_jit *j = live_jits; j; j = j->next_live) {
+        pthread_mutex_lock(&j->lock);
+        j->tier_stop = true;
+        j->tier_abandon = true;
+        pthread_cond_signal(&j->tier_wake);
+        j->tier_joined = j->tier_started; /* joined below */
+        pthread_mutex_unlock(&j->lock);
+    }
+    for (cpu_jit *j = live_jits; j; j = j->next_live) {
+        if (j->tier_joined) {
+            pthread_join(j->tier_thread, NULL);
+        }
+    }
+    live_jits = NULL;
+    pthread_mutex_unlock(&live_lock);
+}
+
+static void live_register(void)
+{
+    atexit(tier_at_exit);
+}
+
+/* Put j on the list of live jits (see tier_at_exit). */
+static void live_add(cpu_jit *j)
+{
+    pthread_once(&live_once, live_register);
+    pthread_mutex_lock(&live_lock);
+    j->next_live = live_jits;
+    live_jits = j;
+    pthread_mutex_unlock(&live_lock);
+}
+
+/* Take j off the list; whether tier_at_exit has joined its thread. */
+static bool live_remove(cpu_jit *j)
+{
+    pthread_mutex_lock(&live_lock);
+    bool joined = j->tier_joined;
+    for (cpu_jit **p = &live_jits; *p; p = &(*p)->next_live) {
+        if (*p == j) {
+            *p = j->next_live;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&live_lock);
+    return joined;
+}
+
 weft_status cpu_jit_create(weft_context *ctx, const cpu_jit_options *opt,
                            cpu_jit **out)
 {
@@ -301,6 +366,9 @@ weft_status cpu_jit_create(weft_context *ctx, const cpu_jit_options *opt,
     bool runnable = opt->cpu == NULL;
     /* Tiers only where code runs and nothing is dumped (cpu.h). */
     j->tier = runnable && !opt->dump ? opt->tier : CPU_TIER_NONE;
+    if (j->tier != CPU_TIER_NONE) {
+        live_add(j);
+    }
     /* The disk structure is set up first so that cpu_jit_free can always
      * close it. */
     rt_disk_open(&j->disk, ctx, opt->cache_dir, opt->cache_max_bytes,
@@ -371,13 +439,15 @@ void cpu_jit_free(cpu_jit *j)
     if (!j) {
         return;
     }
-    if (j->tier_started) {
+    if (j->tier != CPU_TIER_NONE) {
         /* The thread empties the queue, then returns. */
         pthread_mutex_lock(&j->lock);
         j->tier_stop = true;
         pthread_cond_signal(&j->tier_wake);
         pthread_mutex_unlock(&j->lock);
-        pthread_join(j->tier_thread, NULL);
+        if (!live_remove(j) && j->tier_started) {
+            pthread_join(j->tier_thread, NULL);
+        }
     }
     while (j->queue) { /* none when the thread ran; kept for safety */
         tier_job *t = j->queue;
@@ -1243,7 +1313,11 @@ static void *tier_main(void *arg)
             pthread_cond_wait(&j->tier_wake, &j->lock);
         }
         tier_job *t = j->queue;
-        if (!t) {
+        if (!t || j->tier_abandon) {
+            if (j->tier_abandon) { /* exiting: nobody may wait forever */
+                j->tier_pending = 0;
+                pthread_cond_broadcast(&j->changed);
+            }
             break;
         }
         j->queue = t->next;
@@ -1266,8 +1340,9 @@ static bool tier_queue(cpu_jit *j, entry *e, tier_job *t)
     t->e = e;
     j->tier_pending++;
     if (!j->tier_started) {
-        if (pthread_create(&j->tier_thread, NULL, tier_main, j) != 0) {
-            return false;
+        if (j->tier_stop
+            || pthread_create(&j->tier_thread, NULL, tier_main, j) != 0) {
+            return false; /* exiting, or no thread */
         }
         j->tier_started = true;
     }
