@@ -577,13 +577,6 @@ END_TEST
  * The disk cache keeps checked and unchecked kernels apart
  * ---------------------------------------------------------------------- */
 
-static void remove_dir(const char *dir)
-{
-    char cmd[4200];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    ck_assert_int_eq(system(cmd), 0);
-}
-
 /* 100 quot x over [1, 0, 4] on a new context caching in dir: its status,
  * and the kernels it loaded from disk. */
 static weft_status cached_quot(const char *dir, bool checked, uint64_t *loaded,
@@ -637,7 +630,7 @@ START_TEST(cache_keys)
     TU_OK(cached_quot(dir, false, &loaded, &mid));
     ck_assert_uint_ge(loaded, 1);
     ck_assert_int_eq(mid, 100);
-    remove_dir(dir);
+    tu_remove_dir(dir);
 }
 END_TEST
 

@@ -245,18 +245,6 @@ static int list_files(const char *dir, const char *suffix, char **out,
     return n < cap ? n : cap;
 }
 
-/* Remove dir and everything in it (it holds only files). */
-static void remove_dir(const char *dir)
-{
-    char *files[256];
-    int n = list_files(dir, NULL, files, 256);
-    for (int i = 0; i < n; i++) {
-        unlink(files[i]);
-        free(files[i]);
-    }
-    ck_assert_int_eq(rmdir(dir), 0);
-}
-
 /* Damage one cache entry: truncate it to half (truncate_it) or flip bytes
  * in the middle of the object and near its end. */
 static void damage(const char *path, bool truncate_it)
@@ -321,7 +309,7 @@ START_TEST(second_process_compiles_nothing)
     ck_assert_msg(e.compiled == 0 && e.loaded == a.compiled,
                   "after rewrite: compiled %llu loaded %llu", e.compiled,
                   e.loaded);
-    remove_dir(dir);
+    tu_remove_dir(dir);
 }
 END_TEST
 
@@ -343,7 +331,7 @@ START_TEST(one_damaged_entry)
     ck_assert_msg(b.compiled == 1 && b.loaded == a.compiled - 1,
                   "compiled %llu loaded %llu of %llu", b.compiled, b.loaded,
                   a.compiled);
-    remove_dir(dir);
+    tu_remove_dir(dir);
 }
 END_TEST
 
@@ -368,7 +356,7 @@ START_TEST(memory_cache_compiles_once)
     ck_assert_uint_eq(s2.kernels_loaded, 0);
     ck_assert_uint_eq(s2.kernels_reused, s1.kernels_compiled);
     weft_context_free(ctx);
-    remove_dir(dir);
+    tu_remove_dir(dir);
 }
 END_TEST
 
@@ -396,13 +384,11 @@ START_TEST(fast_math_keys)
     run_counting(dir, WEFT_FLAG_NO_ENV | WEFT_FLAG_FAST_MATH, &b);
     ck_assert_uint_eq(b.kernels_compiled, a.kernels_compiled);
     ck_assert_uint_eq(b.kernels_loaded, 0);
-    char *old = getenv("WEFT_FAST_MATH") ? strdup(getenv("WEFT_FAST_MATH"))
-                                         : NULL;
-    /* the contexts below read the environment: the GPU machine runs the
-     * suite with WEFT_BACKEND=ptx, which would make them PTX contexts */
-    char *old_backend =
-        getenv("WEFT_BACKEND") ? strdup(getenv("WEFT_BACKEND")) : NULL;
-    unsetenv("WEFT_BACKEND");
+    /* the contexts below read the environment (WEFT_BACKEND=ptx, as the
+     * GPU machine runs the suite, would make them PTX contexts) */
+    static const char *const names[] = {"WEFT_FAST_MATH", "WEFT_BACKEND"};
+    char *old[2];
+    tu_env_aside(names, 2, old);
     setenv("WEFT_FAST_MATH", "1", 1);
     run_counting(dir, 0, &c);
     ck_assert_uint_eq(c.kernels_compiled, 0);
@@ -419,17 +405,8 @@ START_TEST(fast_math_keys)
     ck_assert_ptr_null(ctx);
     ck_assert_msg(strstr(weft_last_error(), "WEFT_FAST_MATH") != NULL, "%s",
                   weft_last_error());
-    if (old) {
-        setenv("WEFT_FAST_MATH", old, 1);
-        free(old);
-    } else {
-        unsetenv("WEFT_FAST_MATH");
-    }
-    if (old_backend) {
-        setenv("WEFT_BACKEND", old_backend, 1);
-        free(old_backend);
-    }
-    remove_dir(dir);
+    tu_env_restore(names, 2, old);
+    tu_remove_dir(dir);
 }
 END_TEST
 

@@ -218,23 +218,6 @@ END_TEST
  * ---------------------------------------------------------------------- */
 
 #ifdef WEFT_HAVE_LLVM
-static void remove_dir(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (d) {
-        struct dirent *de;
-        while ((de = readdir(d))) {
-            if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
-                char path[4096];
-                snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-                unlink(path);
-            }
-        }
-        closedir(d);
-    }
-    rmdir(dir);
-}
-
 /* Run map (x * 3 - 1) over [0..99] (i32) on a new CPU context caching in
  * dir; checks the result. */
 static void run_cached(const char *dir, weft_stats *st)
@@ -343,7 +326,7 @@ START_TEST(fifo_cache_entry)
         ck_assert_uint_eq(st.kernels_compiled, 0);
         ck_assert_uint_gt(st.kernels_loaded, 0);
     }
-    remove_dir(dir);
+    tu_remove_dir(dir);
 #endif
 }
 END_TEST

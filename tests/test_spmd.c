@@ -66,7 +66,6 @@ typedef int (*build_fn)(weft_program *p, weft_context *ctx, int variant,
 static char *slurp_all(const char *dir, const char *suffix);
 /* SPMD kernels a case must have (0: one per output). */
 static int want_spmd = 0;
-static void remove_dir(const char *dir);
 
 /* One input: element type, value range (lo > hi: all bits random for
  * integers). */
@@ -234,7 +233,7 @@ static void diff(const char *name, build_fn f, int variant, int nin,
         weft_program_free(p[s]);
         weft_context_free(ctx[s]);
     }
-    remove_dir(dir);
+    tu_remove_dir(dir);
 }
 
 /* ------------------------------------------------------------------------
@@ -797,22 +796,6 @@ static char *slurp_all(const char *dir, const char *suffix)
     return all;
 }
 
-static void remove_dir(const char *dir)
-{
-    DIR *d = opendir(dir);
-    ck_assert_ptr_nonnull(d);
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-            char path[4200];
-            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-            unlink(path);
-        }
-    }
-    closedir(d);
-    ck_assert_int_eq(rmdir(dir), 0);
-}
-
 /* Compile f's program for cpu with dumps (context flags `flags` too);
  * return the IR before optimisation, the assembly and the report
  * (malloc'd). */
@@ -844,7 +827,7 @@ static void compile_for(const char *cpu, unsigned flags, build_fn f, char **ir,
     weft_executable_free(exe);
     weft_program_free(p);
     weft_context_free(ctx);
-    remove_dir(dir);
+    tu_remove_dir(dir);
 }
 
 static void check_cpu(const char *cpu, const char *lanes, const char *reg)

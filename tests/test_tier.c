@@ -513,20 +513,6 @@ static int count_entries(const char *dir)
     return count_;
 }
 
-static int remove_entry(const char *path, const struct stat *sb, int flag,
-                        struct FTW *f)
-{
-    (void)sb;
-    (void)flag;
-    (void)f;
-    return remove(path);
-}
-
-static void remove_dir(const char *dir)
-{
-    ck_assert_int_eq(nftw(dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS), 0);
-}
-
 /* ------------------------------------------------------------------------
  * Tests
  * ---------------------------------------------------------------------- */
@@ -581,7 +567,7 @@ START_TEST(same_results)
     weft_context_free(quick);
     weft_context_free(opt);
     weft_context_free(tier);
-    remove_dir(dir);
+    tu_remove_dir(dir);
 }
 END_TEST
 
@@ -629,7 +615,7 @@ START_TEST(tier_up)
     blob_free(&r3);
     weft_context_free(b);
     weft_context_free(a);
-    remove_dir(dir);
+    tu_remove_dir(dir);
 }
 END_TEST
 
@@ -663,7 +649,7 @@ START_TEST(free_unwaited)
     blob_free(&rq);
     weft_context_free(q);
     weft_context_free(b);
-    remove_dir(dir);
+    tu_remove_dir(dir);
 }
 END_TEST
 
@@ -705,7 +691,7 @@ START_TEST(quick_no_disk)
     work_close(&w);
     weft_context_free(q);
     ck_assert_int_eq(count_entries(dir), 1);
-    remove_dir(dir);
+    tu_remove_dir(dir);
 }
 END_TEST
 
@@ -738,7 +724,7 @@ START_TEST(no_tiering)
     blob_free(&rb);
     weft_context_free(b);
     weft_context_free(a);
-    remove_dir(dir);
+    tu_remove_dir(dir);
 }
 END_TEST
 
@@ -815,7 +801,7 @@ START_TEST(concurrent_runs)
     work_close(&wq);
     weft_context_free(ctx);
     weft_context_free(q);
-    remove_dir(dir);
+    tu_remove_dir(dir);
 }
 END_TEST
 
@@ -851,11 +837,7 @@ START_TEST(environment)
                                         "WEFT_DUMP"};
     enum { NNAMES = sizeof names / sizeof names[0] };
     char *old[NNAMES];
-    for (int i = 0; i < NNAMES; i++) {
-        const char *v = getenv(names[i]);
-        old[i] = v ? strdup(v) : NULL;
-        unsetenv(names[i]);
-    }
+    tu_env_aside(names, NNAMES, old);
     weft_config cfg = weft_config_default();
     cfg.backend = WEFT_BACKEND_CPU;
     cfg.threads = 2;
@@ -894,20 +876,13 @@ START_TEST(environment)
     ck_assert_uint_eq(waited.kernels_optimised, 1);
     ck_assert_int_eq(count_entries(sub[2]), 1);
 
-    for (int i = 0; i < NNAMES; i++) {
-        if (old[i]) {
-            setenv(names[i], old[i], 1);
-            free(old[i]);
-        } else {
-            unsetenv(names[i]);
-        }
-    }
+    tu_env_restore(names, NNAMES, old);
     TU_STATUS(WEFT_ERR_NULL_ARGUMENT, weft_context_wait_optimised(NULL));
     tu t;
     tu_open(&t);
     TU_OK(weft_context_wait_optimised(t.ctx));
     tu_close(&t);
-    remove_dir(dir);
+    tu_remove_dir(dir);
 }
 END_TEST
 

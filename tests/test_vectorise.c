@@ -131,23 +131,6 @@ static char *gather(const char *dir, const char *suffix, int *count)
     return all;
 }
 
-static void remove_dir(const char *dir)
-{
-    DIR *d = opendir(dir);
-    ck_assert_ptr_nonnull(d);
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) {
-            continue;
-        }
-        char path[4200];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        unlink(path);
-    }
-    closedir(d);
-    ck_assert_int_eq(rmdir(dir), 0);
-}
-
 /* Does the text contain any of the words (a NULL-terminated list)? */
 static bool has_any(const char *text, const char *const *words)
 {
@@ -311,7 +294,7 @@ static void check_kernel(const char *cpu, kind k, weft_type t)
     weft_executable_free(exe);
     weft_program_free(p);
     weft_context_free(ctx);
-    remove_dir(dir);
+    tu_remove_dir(dir);
 }
 
 static void check_cpu(const char *cpu)
@@ -373,7 +356,7 @@ START_TEST(sse_only_target)
     weft_executable_free(exe);
     weft_program_free(p);
     weft_context_free(ctx);
-    remove_dir(dir);
+    tu_remove_dir(dir);
 #endif
 }
 END_TEST

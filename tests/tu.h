@@ -18,6 +18,11 @@
  *                           weft_last_error()
  *   tu_eval_i / tu_eval_f   run one scalar term through weft_unit and
  *                           weft_run1 and read it back
+ *   tu_remove_dir           remove a test's directory (a disk cache) and
+ *                           everything below it
+ *   tu_env_aside / tu_env_restore
+ *                           unset WEFT_* variables for a test that reads
+ *                           the environment, and put them back
  * Half floats are converted here by hand (tu_half_to_double,
  * tu_double_to_half, round to nearest even) so that expectations do not
  * depend on the library's own conversion.
@@ -30,12 +35,15 @@
 #define WEFT_TESTS_TU_H
 
 #include <check.h>
+#include <errno.h>
+#include <ftw.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "weft.h"
 
@@ -61,6 +69,55 @@
                       weft_status_name(tu_s_), weft_last_error(),            \
                       weft_status_name(want));                               \
     } while (0)
+
+/* ------------------------------------------------------------------------
+ * Files and the environment
+ * ---------------------------------------------------------------------- */
+
+static inline int tu_remove_entry_(const char *path, const struct stat *sb,
+                                   int flag, struct FTW *f)
+{
+    (void)sb;
+    (void)flag;
+    (void)f;
+    return remove(path);
+}
+
+/* Remove dir, which must exist, and everything below it (a disk cache
+ * may hold directories). */
+static inline void tu_remove_dir(const char *dir)
+{
+    ck_assert_msg(nftw(dir, tu_remove_entry_, 8, FTW_DEPTH | FTW_PHYS) == 0,
+                  "removing %s: %s", dir, strerror(errno));
+}
+
+/* Unset the n environment variables names[i], keeping their values in
+ * saved[i] (malloc'd, or NULL where unset) for tu_env_restore: for tests
+ * whose contexts read the environment (the GPU machine runs the suite
+ * with WEFT_BACKEND=ptx). */
+static inline void tu_env_aside(const char *const *names, int n, char **saved)
+{
+    for (int i = 0; i < n; i++) {
+        const char *v = getenv(names[i]);
+        saved[i] = v ? strdup(v) : NULL;
+        unsetenv(names[i]);
+    }
+}
+
+/* Put back what tu_env_aside set aside (unsetting the others), freeing
+ * saved. */
+static inline void tu_env_restore(const char *const *names, int n,
+                                  char **saved)
+{
+    for (int i = 0; i < n; i++) {
+        if (saved[i]) {
+            setenv(names[i], saved[i], 1);
+            free(saved[i]);
+        } else {
+            unsetenv(names[i]);
+        }
+    }
+}
 
 /* ------------------------------------------------------------------------
  * Context and program
