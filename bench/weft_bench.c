@@ -868,10 +868,8 @@ static weft_status make_context(unsigned flags, const char *dir,
     weft_config cfg = weft_config_default();
     cfg.backend = WEFT_BACKEND_CPU;
     cfg.threads = cur_threads ? cur_threads : opt.threads;
-    cfg.flags = WEFT_FLAG_NO_ENV | opt.flags | flags;
-    if (flags & WEFT_FLAG_QUICK_CODE) {
-        cfg.flags &= ~WEFT_FLAG_NO_TIERING;
-    }
+    cfg.flags = WEFT_FLAG_NO_ENV | opt.flags | flags; /* QUICK_CODE wins
+                                                         over -n's flag */
     cfg.cache_dir = dir;
     if (opt.dump_dir) {
         cfg.dump = "plan,opt-ir,asm,vec";

@@ -203,7 +203,8 @@ typedef struct weft_config {
  * before it returns.  WEFT_FLAG_QUICK_CODE ($WEFT_TIERING=quick) keeps
  * the quick code and never optimises it, nor reads or writes the disk
  * cache: for telling a bug of LLVM's optimising code generator from one
- * of weft's.  Neither flag changes a result.  Ignored by the other
+ * of weft's; it wins when both flags are set.  Neither flag changes a
+ * result.  Ignored by the other
  * backends, by target_cpu and while dumping (always optimised at once). */
 #define WEFT_FLAG_NO_TIERING 0x200u
 #define WEFT_FLAG_QUICK_CODE 0x400u

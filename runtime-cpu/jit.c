@@ -449,7 +449,7 @@ void cpu_jit_free(cpu_jit *j)
             pthread_join(j->tier_thread, NULL);
         }
     }
-    while (j->queue) { /* none when the thread ran; kept for safety */
+    while (j->queue) { /* what a thread stopped at exit left */
         tier_job *t = j->queue;
         j->queue = t->next;
         tier_job_free(j, t);
@@ -1080,11 +1080,7 @@ static weft_status emit_quick(cpu_jit *j, LLVMModuleRef m,
                               const char *const *symbols, int nsym,
                               void **addrs, double *ms)
 {
-    *ms = 0;
-    if (nsym > CPU_MAX_SYMBOLS) {
-        return fe_error(WEFT_ERR_INTERNAL, "cpu_jit: %d entry points, at "
-                        "most %d", nsym, CPU_MAX_SYMBOLS);
-    }
+    *ms = 0; /* nsym <= CPU_MAX_SYMBOLS: request refuses more */
     bool copy = j->tier == CPU_TIER_QUICK_FIRST;
     LLVMModuleRef q = copy ? LLVMCloneModule(m) : m;
     if (!q) {
