@@ -9,18 +9,20 @@
  * The strongest hand-written CUDA we know for each program, so that the
  * benchmark's ratios to it are honest:
  *
- *   saxpy, Black-Scholes   grid-stride loops of float4 loads and stores,
- *                          two vectors per trip (all loads first), the at
- *                          most 3 elements past the last vector done by
- *                          scalars; the grid is as many blocks of 256 as
- *                          the device runs at once (the occupancy API),
- *                          capped by the work.  Black-Scholes with the
- *                          accurate expf / logf and IEEE division (no fast
- *                          math), nvcc's default FMA contraction.
+ *   saxpy, Black-Scholes   grid-stride loops of float4 loads and stores
+ *                          (saxpy: two vectors per trip, all loads first),
+ *                          the at most 3 elements past the last vector
+ *                          done by scalars; the grid is as many blocks of
+ *                          256 as the device runs at once (the occupancy
+ *                          API), capped by the work.  Black-Scholes with
+ *                          the accurate expf / logf and IEEE division (no
+ *                          fast math), nvcc's default FMA contraction, one
+ *                          vector per trip and launch bounds that hold it
+ *                          to 40 registers (6 blocks per multiprocessor).
  *   sum, scan              CUB: DeviceReduce::Sum, DeviceScan::InclusiveSum
  *                          (32-bit offsets), their storage allocated once
  *                          when the program opens.
- *   dotp                   one launch: the grid-stride float4 loop, a
+ *   dotp                   one launch: saxpy's grid-stride loop, a
  *                          warp-shuffle block sum, each block's share
  *                          stored and counted by an atomic ticket; the
  *                          block with the last ticket adds the shares (the
@@ -32,12 +34,14 @@
  *                          per body, whose shares of the bodies j (tiles
  *                          of 512 in shared memory) are added by shuffles;
  *                          rsqrt.approx.ftz in this kernel alone; one wave
- *                          of 4 blocks per multiprocessor at 65536 bodies.
+ *                          of 4 blocks per multiprocessor for 65536
+ *                          bodies on 132 multiprocessors (H100, H200).
  *   Mandelbrot             one pixel per thread in blocks of 16 x 16,
  *                          every step rounded on its own (as weft's).
  *   histogram              per-warp bins (32-bit counters) in shared
  *                          memory, added per block and into the global
- *                          bins with atomics; grid-stride int4 loads.
+ *                          bins with atomics; the grid-stride loop of int4
+ *                          loads, two per trip, as saxpy's.
  *
  * Each rf_run is timed with CUDA events on the default stream (a histogram
  * run includes zeroing its bins).
@@ -191,17 +195,23 @@ RF_API double rf_copy_gbs(int64_t bytes, int reps, double *ms)
  * Scholes, histogram). */
 #define THREADS 256
 #define WARPS (THREADS / 32)
+/* Blocks of THREADS per multiprocessor that the launch bounds of the
+ * memory-bound kernels ask room for: 2048 threads, the most a Hopper
+ * multiprocessor holds, so at most 32 registers (saxpy and dotp use 32,
+ * the histogram 31, none spills). */
+#define FULL_BLOCKS (2048 / THREADS)
 #define FULL_MASK 0xffffffffu
 
 /* The loop of the grid-stride kernels over n elements taken four at a
  * time: thread t of the grid takes the 128-bit vectors t, t + stride,
- * t + 2 stride, ... below n4 = n / 4, two per trip (load(i) of both before
- * use(i, loaded) of either, so that each thread has two vectors of every
- * input in flight), then the one left over when its count is odd.  The at
+ * t + 2 stride, ... below n4 = n / 4; with Pairs, two per trip (load(i) of
+ * both before use(i, loaded) of either, so that each thread has two
+ * vectors of every input in flight), then the one left over when its count
+ * is odd; without, one per trip (fewer registers for heavy uses).  The at
  * most 3 elements past 4 n4 go to threads 0, 1 and 2 of the grid (tail(e)
  * handles element e); a grid has at least THREADS threads.  The arrays
  * come from cudaMalloc and start at offset 0, so every vector is aligned. */
-template <typename Load, typename Use, typename Tail>
+template <bool Pairs = true, typename Load, typename Use, typename Tail>
 __device__ __forceinline__ void grid_stride4(int64_t n, Load load, Use use,
                                              Tail tail)
 {
@@ -209,14 +219,20 @@ __device__ __forceinline__ void grid_stride4(int64_t n, Load load, Use use,
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     int64_t i = t;
-    for (; i + stride < n4; i += 2 * stride) {
-        auto a = load(i);
-        auto b = load(i + stride);
-        use(i, a);
-        use(i + stride, b);
-    }
-    if (i < n4) {
-        use(i, load(i));
+    if (Pairs) {
+        for (; i + stride < n4; i += 2 * stride) {
+            auto a = load(i);
+            auto b = load(i + stride);
+            use(i, a);
+            use(i + stride, b);
+        }
+        if (i < n4) {
+            use(i, load(i));
+        }
+    } else {
+        for (; i < n4; i += stride) {
+            use(i, load(i));
+        }
     }
     if (4 * n4 + t < n) {
         tail(4 * n4 + t);
@@ -237,7 +253,7 @@ __device__ __forceinline__ float4 saxpy4(float a, float4 x, float4 y)
                        a * x.w + y.w);
 }
 
-__global__ void __launch_bounds__(THREADS)
+__global__ void __launch_bounds__(THREADS, FULL_BLOCKS)
     k_saxpy(float a, const float *__restrict__ x, const float *__restrict__ y,
             float *__restrict__ z, int64_t n)
 {
@@ -282,7 +298,7 @@ __device__ __forceinline__ float dot4(float4 u, float4 v)
  * ticket, gridDim.x - 1, adds the shares.  atomicInc wraps at gridDim.x -
  * 1, so the last ticket puts *ticket back to 0 for the next launch (it is
  * 0 before the first). */
-__global__ void __launch_bounds__(THREADS)
+__global__ void __launch_bounds__(THREADS, FULL_BLOCKS)
     k_dotp(const float *__restrict__ x, const float *__restrict__ y,
            int64_t n, float *__restrict__ partial,
            unsigned int *__restrict__ ticket, float *__restrict__ out)
@@ -361,7 +377,9 @@ __device__ __forceinline__ void bs_one(float s, float x, float t, float *call,
     *put = x_exprt * (1.0f - c2) - s * (1.0f - c1);
 }
 
-__global__ void __launch_bounds__(THREADS)
+/* Black-Scholes: 40 registers (6 blocks per multiprocessor) with one
+ * vector per trip; two per trip take 46 and spill when held to 40. */
+__global__ void __launch_bounds__(THREADS, 6)
     k_bs(const float *__restrict__ price, const float *__restrict__ strike,
          const float *__restrict__ years, float *__restrict__ call,
          float *__restrict__ put, int64_t n)
@@ -369,7 +387,7 @@ __global__ void __launch_bounds__(THREADS)
     const float4 *s4 = (const float4 *)price, *x4 = (const float4 *)strike,
                  *t4 = (const float4 *)years;
     float4 *c4 = (float4 *)call, *p4 = (float4 *)put;
-    grid_stride4(
+    grid_stride4<false>(
         n, [&](int64_t i) { return float4x3{s4[i], x4[i], t4[i]}; },
         [&](int64_t i, float4x3 v) {
             float4 c, p;
@@ -450,7 +468,7 @@ __global__ void __launch_bounds__(NB_THREADS, 2048 / NB_THREADS)
 /* Mandelbrot: one pixel per thread, blocks of MB_SIDE x MB_SIDE. */
 #define MB_SIDE 16
 
-__global__ void __launch_bounds__(MB_SIDE *MB_SIDE)
+__global__ void __launch_bounds__(MB_SIDE * MB_SIDE)
     k_mandel(int32_t *__restrict__ out, int w, int h, int max_iter, float x0,
              float y0, float dx, float dy)
 {
@@ -483,7 +501,7 @@ __global__ void __launch_bounds__(MB_SIDE *MB_SIDE)
  * memory, so the atomics of different warps never meet); at the end the
  * block adds its warps' counts per bin and adds the nonzero sums into the
  * global bins with atomics.  The global bins are zeroed before. */
-__global__ void __launch_bounds__(THREADS)
+__global__ void __launch_bounds__(THREADS, FULL_BLOCKS)
     k_hist(const int32_t *__restrict__ keys, int64_t n,
            int32_t *__restrict__ bins_out, int bins)
 {
