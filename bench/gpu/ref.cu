@@ -315,6 +315,9 @@ __global__ void __launch_bounds__(THREADS, FULL_BLOCKS)
         partial[blockIdx.x] = acc;
         __threadfence();
         last = atomicInc(ticket, gridDim.x - 1) == gridDim.x - 1;
+        if (last) {
+            __threadfence(); /* the shares before the reads that follow */
+        }
     }
     __syncthreads();
     if (last) {
@@ -444,7 +447,7 @@ __global__ void __launch_bounds__(NB_THREADS, 2048 / NB_THREADS)
         for (int k = 0; k < NB_THREADS / NB_SPLIT; k++) {
             float4 p = tile[k * NB_SPLIT + q];
             float dx = p.x - xi, dy = p.y - yi, dz = p.z - zi;
-            float r2 = dx * dx + dy * dy + dz * dz + eps2;
+            float r2 = eps2 + dx * dx + dy * dy + dz * dz; /* 3 FMAs */
             float inv = rsqrt_ftz(r2);
             float s = p.w * (inv * inv * inv);
             sx += dx * s;
