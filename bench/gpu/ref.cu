@@ -410,15 +410,17 @@ __global__ void __launch_bounds__(THREADS, 6)
  * their shares meet by shuffles), NB_BODIES bodies per block; the bodies j
  * pass through shared memory in tiles of NB_THREADS, one loaded by each
  * thread (a padding body has mass 0 and pulls nothing), and thread q of a
- * body takes the tile's bodies q, q + NB_SPLIT, ...  A grid of n /
- * NB_BODIES blocks of NB_THREADS fills the device in one wave (65536
- * bodies: 512 blocks, 4 per multiprocessor at <= 32 registers). */
+ * body takes the tile's bodies q, q + NB_SPLIT, ...  A grid of ceil(n /
+ * NB_BODIES) blocks of NB_THREADS fills the device in one wave (65536
+ * bodies: 512 blocks, 4 per multiprocessor at <= 32 registers, on 132
+ * multiprocessors). */
 #define NB_BODIES 128
 #define NB_SPLIT 4
 #define NB_THREADS (NB_BODIES * NB_SPLIT)
 
-/* 1 / sqrt(x), the hardware's approximation (2 ulp), subnormals flushed:
- * what rsqrtf gives under -use_fast_math, for this kernel alone. */
+/* 1 / sqrt(x), the hardware's approximation (relative error within
+ * 2^-22.9), subnormals flushed: what rsqrtf gives under -use_fast_math,
+ * for this kernel alone. */
 __device__ __forceinline__ float rsqrt_ftz(float x)
 {
     float r;
