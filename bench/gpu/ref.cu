@@ -6,24 +6,59 @@
  * weft_gpu.c waits for weft's stream (the runtime API works in the
  * device's primary context, which weft, CuPy, PyTorch and JAX share).
  *
- * Straightforward good CUDA: grid-stride loops of float4 / int4 loads for
- * the memory-bound programs (a grid of 8 blocks of 256 threads per SM),
- * CUB for sum (DeviceReduce::Sum) and scan (DeviceScan::InclusiveSum), a
- * warp-shuffle block reduction and one finishing block for dotp, a
- * shared-memory tiled all-pairs kernel for n-body (rsqrtf), one thread per
- * pixel for Mandelbrot, and per-block shared-memory histograms added into
- * the global one with atomics.  Each rf_run is timed with CUDA events on
- * the default stream (a histogram run includes zeroing its bins).
+ * The strongest hand-written CUDA we know for each program, so that the
+ * benchmark's ratios to it are honest:
+ *
+ *   saxpy, Black-Scholes   grid-stride loops of float4 loads and stores
+ *                          (saxpy: two vectors per trip, all loads first),
+ *                          the at most 3 elements past the last vector
+ *                          done by scalars; the grid is as many blocks of
+ *                          256 as the device runs at once (the occupancy
+ *                          API), capped by the work.  Black-Scholes with
+ *                          the accurate expf / logf and IEEE division (no
+ *                          fast math), nvcc's default FMA contraction, one
+ *                          vector per trip and launch bounds that hold it
+ *                          to 40 registers (6 blocks per multiprocessor).
+ *   sum, scan              CUB: DeviceReduce::Sum, DeviceScan::InclusiveSum
+ *                          (32-bit offsets), their storage allocated once
+ *                          when the program opens.
+ *   dotp                   one launch: saxpy's grid-stride loop, a
+ *                          warp-shuffle block sum, each block's share
+ *                          stored and counted by an atomic ticket; the
+ *                          block with the last ticket adds the shares (the
+ *                          ticket counter wraps back to 0 by itself).
+ *                          CUB's TransformReduce over float4 indices is
+ *                          the other form (RF_DOTP_CUB below, or the
+ *                          environment variable of that name, 0 or 1).
+ *   n-body                 128 bodies per block of 512 threads, 4 threads
+ *                          per body, whose shares of the bodies j (tiles
+ *                          of 512 in shared memory) are added by shuffles;
+ *                          rsqrt.approx.ftz in this kernel alone; one wave
+ *                          of 4 blocks per multiprocessor for 65536
+ *                          bodies on 132 multiprocessors (H100, H200).
+ *   Mandelbrot             one pixel per thread in blocks of 16 x 16,
+ *                          every step rounded on its own (as weft's).
+ *   histogram              per-warp bins (32-bit counters) in shared
+ *                          memory, added per block and into the global
+ *                          bins with atomics; the grid-stride loop of int4
+ *                          loads, two per trip, as saxpy's.
+ *
+ * Each rf_run is timed with CUDA events on the default stream (a histogram
+ * run includes zeroing its bins).
  *
  * Build: nvcc -O3 -arch=sm_90 -lineinfo -Xcompiler -fPIC -shared \
  *            bench/gpu/ref.cu -o bench_ref_gpu.so
  */
 #include <cub/cub.cuh>
+#include <cuda/std/functional>
 #include <cuda_runtime.h>
+#include <thrust/iterator/counting_iterator.h>
 
 #include <algorithm>
 #include <cstdarg>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -156,33 +191,87 @@ RF_API double rf_copy_gbs(int64_t bytes, int reps, double *ms)
 
 /* ---- kernels ------------------------------------------------------------ */
 
+/* Threads of a block of the grid-stride kernels (saxpy, dotp, Black-
+ * Scholes, histogram). */
 #define THREADS 256
+#define WARPS (THREADS / 32)
+/* Blocks of THREADS per multiprocessor that the launch bounds of the
+ * memory-bound kernels ask room for: 2048 threads, the most a Hopper
+ * multiprocessor holds, so at most 32 registers (saxpy and dotp use 32,
+ * the histogram 31, none spills). */
+#define FULL_BLOCKS (2048 / THREADS)
+#define FULL_MASK 0xffffffffu
 
-__global__ void k_saxpy(float a, const float *__restrict__ x,
-                        const float *__restrict__ y, float *__restrict__ z,
-                        int64_t n)
+/* The loop of the grid-stride kernels over n elements taken four at a
+ * time: thread t of the grid takes the 128-bit vectors t, t + stride,
+ * t + 2 stride, ... below n4 = n / 4; with Pairs, two per trip (load(i) of
+ * both before use(i, loaded) of either, so that each thread has two
+ * vectors of every input in flight), then the one left over when its count
+ * is odd; without, one per trip (fewer registers for heavy uses).  The at
+ * most 3 elements past 4 n4 go to threads 0, 1 and 2 of the grid (tail(e)
+ * handles element e); a grid has at least THREADS threads.  The arrays
+ * come from cudaMalloc and start at offset 0, so every vector is aligned. */
+template <bool Pairs = true, typename Load, typename Use, typename Tail>
+__device__ __forceinline__ void grid_stride4(int64_t n, Load load, Use use,
+                                             Tail tail)
 {
-    int64_t n4 = n / 4;
-    int64_t stride = (int64_t)gridDim.x * blockDim.x;
-    int64_t i0 = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    const float4 *x4 = (const float4 *)x, *y4 = (const float4 *)y;
-    float4 *z4 = (float4 *)z;
-    for (int64_t i = i0; i < n4; i += stride) {
-        float4 u = x4[i], v = y4[i];
-        z4[i] = make_float4(a * u.x + v.x, a * u.y + v.y, a * u.z + v.z,
-                            a * u.w + v.w);
+    const int64_t n4 = n >> 2;
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    int64_t i = t;
+    if (Pairs) {
+        for (; i + stride < n4; i += 2 * stride) {
+            auto a = load(i);
+            auto b = load(i + stride);
+            use(i, a);
+            use(i + stride, b);
+        }
+        if (i < n4) {
+            use(i, load(i));
+        }
+    } else {
+        for (; i < n4; i += stride) {
+            use(i, load(i));
+        }
     }
-    for (int64_t i = 4 * n4 + i0; i < n; i += stride) {
-        z[i] = a * x[i] + y[i];
+    if (4 * n4 + t < n) {
+        tail(4 * n4 + t);
     }
 }
 
-/* The sum of v over the block (valid in thread 0). */
+struct float4x2 {
+    float4 a, b;
+};
+
+struct float4x3 {
+    float4 a, b, c;
+};
+
+__device__ __forceinline__ float4 saxpy4(float a, float4 x, float4 y)
+{
+    return make_float4(a * x.x + y.x, a * x.y + y.y, a * x.z + y.z,
+                       a * x.w + y.w);
+}
+
+__global__ void __launch_bounds__(THREADS, FULL_BLOCKS)
+    k_saxpy(float a, const float *__restrict__ x, const float *__restrict__ y,
+            float *__restrict__ z, int64_t n)
+{
+    const float4 *x4 = (const float4 *)x, *y4 = (const float4 *)y;
+    float4 *z4 = (float4 *)z;
+    grid_stride4(
+        n, [&](int64_t i) { return float4x2{x4[i], y4[i]}; },
+        [&](int64_t i, float4x2 v) { z4[i] = saxpy4(a, v.a, v.b); },
+        [&](int64_t e) { z[e] = a * x[e] + y[e]; });
+}
+
+/* The sum of v over the block of THREADS threads (valid in thread 0).  A
+ * second call must be separated from the first by a __syncthreads. */
 __device__ float block_sum(float v)
 {
-    __shared__ float warp_sums[32];
+    __shared__ float warp_sums[WARPS];
     for (int o = 16; o > 0; o >>= 1) {
-        v += __shfl_down_sync(0xffffffffu, v, o);
+        v += __shfl_down_sync(FULL_MASK, v, o);
     }
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     if (lane == 0) {
@@ -190,50 +279,80 @@ __device__ float block_sum(float v)
     }
     __syncthreads();
     if (warp == 0) {
-        v = lane < (int)(blockDim.x >> 5) ? warp_sums[lane] : 0.0f;
-        for (int o = 16; o > 0; o >>= 1) {
-            v += __shfl_down_sync(0xffffffffu, v, o);
+        v = lane < WARPS ? warp_sums[lane] : 0.0f;
+        for (int o = WARPS / 2; o > 0; o >>= 1) {
+            v += __shfl_down_sync(FULL_MASK, v, o);
         }
     }
     return v;
 }
 
-/* partial[block] = the block's share of sum x[i] * y[i]. */
-__global__ void k_dotp(const float *__restrict__ x,
-                       const float *__restrict__ y, int64_t n,
-                       float *__restrict__ partial)
+__device__ __forceinline__ float dot4(float4 u, float4 v)
 {
-    int64_t n4 = n / 4;
-    int64_t stride = (int64_t)gridDim.x * blockDim.x;
-    int64_t i0 = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    return u.x * v.x + u.y * v.y + u.z * v.z + u.w * v.w;
+}
+
+/* *out = sum x[i] * y[i], in one launch: each block writes its share into
+ * partial[blockIdx.x] and takes a ticket (atomicInc on *ticket, after a
+ * fence that makes the share visible); the block that draws the last
+ * ticket, gridDim.x - 1, adds the shares.  atomicInc wraps at gridDim.x -
+ * 1, so the last ticket puts *ticket back to 0 for the next launch (it is
+ * 0 before the first). */
+__global__ void __launch_bounds__(THREADS, FULL_BLOCKS)
+    k_dotp(const float *__restrict__ x, const float *__restrict__ y,
+           int64_t n, float *__restrict__ partial,
+           unsigned int *__restrict__ ticket, float *__restrict__ out)
+{
     const float4 *x4 = (const float4 *)x, *y4 = (const float4 *)y;
+    __shared__ bool last;
     float acc = 0.0f;
-    for (int64_t i = i0; i < n4; i += stride) {
-        float4 u = x4[i], v = y4[i];
-        acc += u.x * v.x + u.y * v.y + u.z * v.z + u.w * v.w;
-    }
-    for (int64_t i = 4 * n4 + i0; i < n; i += stride) {
-        acc += x[i] * y[i];
-    }
+    grid_stride4(
+        n, [&](int64_t i) { return float4x2{x4[i], y4[i]}; },
+        [&](int64_t, float4x2 v) { acc += dot4(v.a, v.b); },
+        [&](int64_t e) { acc += x[e] * y[e]; });
     acc = block_sum(acc);
     if (threadIdx.x == 0) {
         partial[blockIdx.x] = acc;
+        __threadfence();
+        last = atomicInc(ticket, gridDim.x - 1) == gridDim.x - 1;
+        if (last) {
+            __threadfence(); /* the shares before the reads that follow */
+        }
+    }
+    __syncthreads();
+    if (last) {
+        acc = 0.0f;
+        for (unsigned int b = threadIdx.x; b < gridDim.x; b += THREADS) {
+            acc += __ldcg(&partial[b]); /* from L2, where the shares are */
+        }
+        acc = block_sum(acc);
+        if (threadIdx.x == 0) {
+            *out = acc;
+        }
     }
 }
 
-/* *out = sum of partial[0 .. m-1] (one block). */
-__global__ void k_finish(const float *__restrict__ partial, int m,
-                         float *__restrict__ out)
-{
-    float acc = 0.0f;
-    for (int i = threadIdx.x; i < m; i += blockDim.x) {
-        acc += partial[i];
+/* CUB's form of dotp (RF_DOTP_CUB): DeviceReduce::TransformReduce over the
+ * float4 indices 0 .. ceil(n / 4) - 1, each mapped to its 4-element dot
+ * product (the last one, when n is not a multiple of 4, to the products
+ * of what is left). */
+struct dot4_at {
+    const float *x, *y;
+    int64_t n;
+    __device__ float operator()(int i) const
+    {
+        int64_t e = 4 * (int64_t)i;
+        if (e + 4 <= n) {
+            return dot4(__ldg((const float4 *)x + i),
+                        __ldg((const float4 *)y + i));
+        }
+        float s = 0.0f;
+        for (; e < n; e++) {
+            s += x[e] * y[e];
+        }
+        return s;
     }
-    acc = block_sum(acc);
-    if (threadIdx.x == 0) {
-        *out = acc;
-    }
-}
+};
 
 __device__ float cnd(float d)
 {
@@ -247,52 +366,91 @@ __device__ float cnd(float d)
     return d > 0.0f ? 1.0f - r : r;
 }
 
-__global__ void k_bs(const float *__restrict__ price,
-                     const float *__restrict__ strike,
-                     const float *__restrict__ years, float *__restrict__ call,
-                     float *__restrict__ put, int64_t n)
+/* One option: its call and put prices. */
+__device__ __forceinline__ void bs_one(float s, float x, float t, float *call,
+                                       float *put)
 {
     const float drift = GB_RISKFREE + 0.5f * (GB_VOLATILITY * GB_VOLATILITY);
-    int64_t stride = (int64_t)gridDim.x * blockDim.x;
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-         i += stride) {
-        float s = price[i], x = strike[i], t = years[i];
-        float v_sqrtt = GB_VOLATILITY * sqrtf(t);
-        float d1 = (logf(s / x) + drift * t) / v_sqrtt;
-        float d2 = d1 - v_sqrtt;
-        float c1 = cnd(d1), c2 = cnd(d2);
-        float x_exprt = x * expf(-GB_RISKFREE * t);
-        call[i] = s * c1 - x_exprt * c2;
-        put[i] = x_exprt * (1.0f - c2) - s * (1.0f - c1);
-    }
+    float v_sqrtt = GB_VOLATILITY * sqrtf(t);
+    float d1 = (logf(s / x) + drift * t) / v_sqrtt;
+    float d2 = d1 - v_sqrtt;
+    float c1 = cnd(d1), c2 = cnd(d2);
+    float x_exprt = x * expf(-GB_RISKFREE * t);
+    *call = s * c1 - x_exprt * c2;
+    *put = x_exprt * (1.0f - c2) - s * (1.0f - c1);
 }
 
-#define NB_TILE 128
+/* Black-Scholes: 40 registers (6 blocks per multiprocessor) with one
+ * vector per trip; two per trip take 46 and spill when held to 40. */
+__global__ void __launch_bounds__(THREADS, 6)
+    k_bs(const float *__restrict__ price, const float *__restrict__ strike,
+         const float *__restrict__ years, float *__restrict__ call,
+         float *__restrict__ put, int64_t n)
+{
+    const float4 *s4 = (const float4 *)price, *x4 = (const float4 *)strike,
+                 *t4 = (const float4 *)years;
+    float4 *c4 = (float4 *)call, *p4 = (float4 *)put;
+    grid_stride4<false>(
+        n, [&](int64_t i) { return float4x3{s4[i], x4[i], t4[i]}; },
+        [&](int64_t i, float4x3 v) {
+            float4 c, p;
+            bs_one(v.a.x, v.b.x, v.c.x, &c.x, &p.x);
+            bs_one(v.a.y, v.b.y, v.c.y, &c.y, &p.y);
+            bs_one(v.a.z, v.b.z, v.c.z, &c.z, &p.z);
+            bs_one(v.a.w, v.b.w, v.c.w, &c.w, &p.w);
+            c4[i] = c;
+            p4[i] = p;
+        },
+        [&](int64_t e) {
+            bs_one(price[e], strike[e], years[e], &call[e], &put[e]);
+        });
+}
 
-/* One thread per body i; the bodies j pass through shared memory in tiles
- * (a padding body has mass 0 and pulls nothing). */
-__global__ void __launch_bounds__(NB_TILE)
+/* n-body: NB_SPLIT threads per body i (lanes next to each other, so that
+ * their shares meet by shuffles), NB_BODIES bodies per block; the bodies j
+ * pass through shared memory in tiles of NB_THREADS, one loaded by each
+ * thread (a padding body has mass 0 and pulls nothing), and thread q of a
+ * body takes the tile's bodies q, q + NB_SPLIT, ...  A grid of ceil(n /
+ * NB_BODIES) blocks of NB_THREADS fills the device in one wave (65536
+ * bodies: 512 blocks, 4 per multiprocessor at <= 32 registers, on 132
+ * multiprocessors). */
+#define NB_BODIES 128
+#define NB_SPLIT 4
+#define NB_THREADS (NB_BODIES * NB_SPLIT)
+
+/* 1 / sqrt(x), the hardware's approximation (relative error within
+ * 2^-22.9), subnormals flushed: what rsqrtf gives under -use_fast_math,
+ * for this kernel alone. */
+__device__ __forceinline__ float rsqrt_ftz(float x)
+{
+    float r;
+    asm("rsqrt.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+    return r;
+}
+
+__global__ void __launch_bounds__(NB_THREADS, 2048 / NB_THREADS)
     k_nbody(const float *__restrict__ x, const float *__restrict__ y,
             const float *__restrict__ z, const float *__restrict__ m,
             float *__restrict__ ax, float *__restrict__ ay,
             float *__restrict__ az, int n, float eps2)
 {
-    __shared__ float4 tile[NB_TILE];
-    int i = blockIdx.x * NB_TILE + threadIdx.x;
+    __shared__ float4 tile[NB_THREADS];
+    const int q = threadIdx.x % NB_SPLIT;
+    const int i = blockIdx.x * NB_BODIES + threadIdx.x / NB_SPLIT;
     float xi = i < n ? x[i] : 0.0f, yi = i < n ? y[i] : 0.0f,
           zi = i < n ? z[i] : 0.0f;
     float sx = 0.0f, sy = 0.0f, sz = 0.0f;
-    for (int base = 0; base < n; base += NB_TILE) {
+    for (int base = 0; base < n; base += NB_THREADS) {
         int j = base + threadIdx.x;
         tile[threadIdx.x] = j < n ? make_float4(x[j], y[j], z[j], m[j])
                                   : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
         __syncthreads();
-#pragma unroll 16
-        for (int k = 0; k < NB_TILE; k++) {
-            float4 p = tile[k];
+#pragma unroll 8
+        for (int k = 0; k < NB_THREADS / NB_SPLIT; k++) {
+            float4 p = tile[k * NB_SPLIT + q];
             float dx = p.x - xi, dy = p.y - yi, dz = p.z - zi;
-            float r2 = dx * dx + dy * dy + dz * dz + eps2;
-            float inv = rsqrtf(r2);
+            float r2 = eps2 + dx * dx + dy * dy + dz * dz; /* 3 FMAs */
+            float inv = rsqrt_ftz(r2);
             float s = p.w * (inv * inv * inv);
             sx += dx * s;
             sy += dy * s;
@@ -300,18 +458,27 @@ __global__ void __launch_bounds__(NB_TILE)
         }
         __syncthreads();
     }
-    if (i < n) {
+    for (int o = 1; o < NB_SPLIT; o <<= 1) {
+        sx += __shfl_xor_sync(FULL_MASK, sx, o);
+        sy += __shfl_xor_sync(FULL_MASK, sy, o);
+        sz += __shfl_xor_sync(FULL_MASK, sz, o);
+    }
+    if (q == 0 && i < n) {
         ax[i] = sx;
         ay[i] = sy;
         az[i] = sz;
     }
 }
 
-__global__ void k_mandel(int32_t *__restrict__ out, int w, int h,
-                         int max_iter, float x0, float y0, float dx, float dy)
+/* Mandelbrot: one pixel per thread, blocks of MB_SIDE x MB_SIDE. */
+#define MB_SIDE 16
+
+__global__ void __launch_bounds__(MB_SIDE * MB_SIDE)
+    k_mandel(int32_t *__restrict__ out, int w, int h, int max_iter, float x0,
+             float y0, float dx, float dy)
 {
-    int px = blockIdx.x * blockDim.x + threadIdx.x;
-    int py = blockIdx.y * blockDim.y + threadIdx.y;
+    int px = blockIdx.x * MB_SIDE + threadIdx.x;
+    int py = blockIdx.y * MB_SIDE + threadIdx.y;
     if (px >= w || py >= h) {
         return;
     }
@@ -334,34 +501,39 @@ __global__ void k_mandel(int32_t *__restrict__ out, int w, int h,
     out[(int64_t)py * w + px] = it;
 }
 
-/* Keys in [0, bins): a histogram per block in shared memory (bins ints of
- * dynamic shared memory), added into the global one at the end. */
-__global__ void k_hist(const int32_t *__restrict__ keys, int64_t n,
-                       int32_t *__restrict__ bins_out, int bins)
+/* Histogram of keys in [0, bins): each warp counts into bins of its own
+ * in shared memory (WARPS x bins 32-bit counters of dynamic shared
+ * memory, so the atomics of different warps never meet); at the end the
+ * block adds its warps' counts per bin and adds the nonzero sums into the
+ * global bins with atomics.  The global bins are zeroed before. */
+__global__ void __launch_bounds__(THREADS, FULL_BLOCKS)
+    k_hist(const int32_t *__restrict__ keys, int64_t n,
+           int32_t *__restrict__ bins_out, int bins)
 {
     extern __shared__ int32_t h[];
-    for (int b = threadIdx.x; b < bins; b += blockDim.x) {
+    for (int b = threadIdx.x; b < WARPS * bins; b += THREADS) {
         h[b] = 0;
     }
     __syncthreads();
-    int64_t n4 = n / 4;
-    int64_t stride = (int64_t)gridDim.x * blockDim.x;
-    int64_t i0 = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    int32_t *mine = h + (threadIdx.x >> 5) * bins;
     const int4 *k4 = (const int4 *)keys;
-    for (int64_t i = i0; i < n4; i += stride) {
-        int4 k = k4[i];
-        atomicAdd(&h[k.x], 1);
-        atomicAdd(&h[k.y], 1);
-        atomicAdd(&h[k.z], 1);
-        atomicAdd(&h[k.w], 1);
-    }
-    for (int64_t i = 4 * n4 + i0; i < n; i += stride) {
-        atomicAdd(&h[keys[i]], 1);
-    }
+    grid_stride4(
+        n, [&](int64_t i) { return k4[i]; },
+        [&](int64_t, int4 k) {
+            atomicAdd(&mine[k.x], 1);
+            atomicAdd(&mine[k.y], 1);
+            atomicAdd(&mine[k.z], 1);
+            atomicAdd(&mine[k.w], 1);
+        },
+        [&](int64_t e) { atomicAdd(&mine[keys[e]], 1); });
     __syncthreads();
-    for (int b = threadIdx.x; b < bins; b += blockDim.x) {
-        if (h[b]) {
-            atomicAdd(&bins_out[b], h[b]);
+    for (int b = threadIdx.x; b < bins; b += THREADS) {
+        int32_t c = 0;
+        for (int w = 0; w < WARPS; w++) {
+            c += h[w * bins + b];
+        }
+        if (c) {
+            atomicAdd(&bins_out[b], c);
         }
     }
 }
@@ -370,6 +542,10 @@ __global__ void k_hist(const int32_t *__restrict__ keys, int64_t n,
 
 #define MAX_BUF 4
 
+/* dotp's form when the environment does not choose (RF_DOTP_CUB=0 or 1):
+ * 0, the one-launch kernel k_dotp; 1, CUB's TransformReduce. */
+#define RF_DOTP_CUB 0
+
 typedef struct prog_state {
     int open;
     gb_shape s;
@@ -377,9 +553,10 @@ typedef struct prog_state {
     void *out[MAX_BUF];
     int64_t out_bytes[MAX_BUF];
     int nin, nout;
-    void *temp;        /* CUB's temporary storage, dotp's partial sums */
+    void *temp;        /* CUB's temporary storage; dotp's shares and ticket */
     size_t temp_bytes;
     int grid;          /* blocks of the grid-stride kernels */
+    int dotp_cub;      /* dotp by CUB's TransformReduce */
     cudaEvent_t e0, e1;
 } prog_state;
 
@@ -401,6 +578,33 @@ RF_API void rf_close(int prog)
     memset(p, 0, sizeof *p);
 }
 
+/* *grid = the blocks of THREADS threads (smem bytes of dynamic shared
+ * memory each) of kernel that the device runs at once, but no more than
+ * enough for one 4-element vector per thread over n elements, and at least
+ * one. */
+template <typename K>
+static int occupancy_grid(K kernel, size_t smem, int64_t n, int *grid)
+{
+    int per_sm = 0;
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, THREADS,
+                                                     smem));
+    int64_t full = (int64_t)(sms > 0 ? sms : 132) * std::max(per_sm, 1);
+    int64_t need = (n / 4 + THREADS - 1) / THREADS;
+    *grid = (int)std::max<int64_t>(1, std::min(full, need));
+    return 0;
+}
+
+/* dotp's transform-reduce by CUB: with temp == nullptr, the size of its
+ * storage into *temp_bytes. */
+static cudaError_t dotp_cub(void *temp, size_t *temp_bytes, const float *x,
+                            const float *y, int64_t n, float *out)
+{
+    return cub::DeviceReduce::TransformReduce(
+        temp, *temp_bytes, thrust::counting_iterator<int>(0), out,
+        (int)((n + 3) / 4), cuda::std::plus<float>(), dot4_at{x, y, n},
+        0.0f);
+}
+
 /* Launch program p once on the default stream (no wait). */
 static int launch(int prog, prog_state *p)
 {
@@ -413,11 +617,18 @@ static int launch(int prog, prog_state *p)
         k_saxpy<<<p->grid, THREADS>>>(s->a, in[0], in[1], out[0], n);
         break;
     case GB_SUM:
-        CK(cub::DeviceReduce::Sum(p->temp, p->temp_bytes, in[0], out[0], n));
+        CK(cub::DeviceReduce::Sum(p->temp, p->temp_bytes, in[0], out[0],
+                                  (int)n));
         break;
     case GB_DOTP:
-        k_dotp<<<p->grid, THREADS>>>(in[0], in[1], n, (float *)p->temp);
-        k_finish<<<1, 1024>>>((const float *)p->temp, p->grid, out[0]);
+        if (p->dotp_cub) {
+            CK(dotp_cub(p->temp, &p->temp_bytes, in[0], in[1], n, out[0]));
+        } else {
+            float *partial = (float *)p->temp;
+            k_dotp<<<p->grid, THREADS>>>(
+                in[0], in[1], n, partial,
+                (unsigned int *)(partial + p->grid), out[0]);
+        }
         break;
     case GB_SCAN:
         CK(cub::DeviceScan::InclusiveSum(p->temp, p->temp_bytes,
@@ -428,20 +639,21 @@ static int launch(int prog, prog_state *p)
         k_bs<<<p->grid, THREADS>>>(in[0], in[1], in[2], out[0], out[1], n);
         break;
     case GB_NBODY:
-        k_nbody<<<(unsigned)((n + NB_TILE - 1) / NB_TILE), NB_TILE>>>(
+        k_nbody<<<(unsigned)((n + NB_BODIES - 1) / NB_BODIES), NB_THREADS>>>(
             in[0], in[1], in[2], in[3], out[0], out[1], out[2], (int)n,
             s->eps2);
         break;
     case GB_MANDEL: {
-        dim3 block(32, 8);
-        dim3 grid((unsigned)((n + 31) / 32), (unsigned)((s->h + 7) / 8));
+        dim3 block(MB_SIDE, MB_SIDE);
+        dim3 grid((unsigned)((n + MB_SIDE - 1) / MB_SIDE),
+                  (unsigned)((s->h + MB_SIDE - 1) / MB_SIDE));
         k_mandel<<<grid, block>>>((int32_t *)p->out[0], (int)n, (int)s->h,
                                   s->max_iter, s->x0, s->y0, s->dx, s->dy);
         break;
     }
     case GB_HIST:
         CK(cudaMemsetAsync(p->out[0], 0, (size_t)s->bins * sizeof(int32_t)));
-        k_hist<<<p->grid, THREADS, (size_t)s->bins * sizeof(int32_t)>>>(
+        k_hist<<<p->grid, THREADS, (size_t)WARPS * s->bins * sizeof(int32_t)>>>(
             (const int32_t *)p->in[0], n, (int32_t *)p->out[0], s->bins);
         break;
     default: return rf_fail("rf: no program %d", prog);
@@ -450,13 +662,26 @@ static int launch(int prog, prog_state *p)
     return 0;
 }
 
+/* The largest histogram: WARPS copies of its bins in the 48 KB of shared
+ * memory a block gets without asking. */
+#define HIST_MAX_BINS (48 * 1024 / (WARPS * (int)sizeof(int32_t)))
+
 /* Open program prog of size *sh: device buffers, the inputs copied from
- * the host buffers in[] (gpubench.h's order), CUB's storage; run once.
- * Returns 0, or -1 with rf_error() set (nothing stays open). */
+ * the host buffers in[] (gpubench.h's order), the grid, CUB's storage or
+ * dotp's; run once.  Returns 0, or -1 with rf_error() set (nothing stays
+ * open). */
 RF_API int rf_open(int prog, const gb_shape *sh, const void *const *in)
 {
     if (prog < 0 || prog >= GB_NPROG || prog == GB_NBODY_FOLD) {
         return rf_fail("rf_open: no program %d", prog);
+    }
+    if (sh->n < 0 || sh->n > INT32_MAX) {
+        return rf_fail("rf_open: n = %lld is outside [0, 2^31)",
+                       (long long)sh->n);
+    }
+    if (prog == GB_HIST && (sh->bins < 1 || sh->bins > HIST_MAX_BINS)) {
+        return rf_fail("rf_open: %d bins is outside [1, %d]", (int)sh->bins,
+                       HIST_MAX_BINS);
     }
     rf_close(prog);
     prog_state *p = &progs[prog];
@@ -487,11 +712,19 @@ RF_API int rf_open(int prog, const gb_shape *sh, const void *const *in)
         break;
     }
     p->open = 1;
-    p->grid = (sms > 0 ? sms : 132) * 8;
+    const char *env = getenv("RF_DOTP_CUB");
+    p->dotp_cub = env && *env ? atoi(env) != 0 : RF_DOTP_CUB;
     int rc = 0;
 #define CKO(call)                                                            \
     do {                                                                     \
         if ((rc = [&]() -> int { CK(call); return 0; }()) != 0) {            \
+            rf_close(prog);                                                  \
+            return rc;                                                       \
+        }                                                                    \
+    } while (0)
+#define CKI(call)                                                            \
+    do {                                                                     \
+        if ((rc = (call)) != 0) {                                            \
             rf_close(prog);                                                  \
             return rc;                                                       \
         }                                                                    \
@@ -505,25 +738,43 @@ RF_API int rf_open(int prog, const gb_shape *sh, const void *const *in)
     for (int i = 0; i < p->nout; i++) {
         CKO(cudaMalloc(&p->out[i], (size_t)p->out_bytes[i]));
     }
-    if (prog == GB_SUM) {
-        CKO(cub::DeviceReduce::Sum(nullptr, p->temp_bytes, (float *)p->in[0],
-                                   (float *)p->out[0], n));
-    } else if (prog == GB_SCAN) {
+    float *const *din = (float *const *)p->in;
+    float *const *dout = (float *const *)p->out;
+    switch (prog) {
+    case GB_SAXPY: CKI(occupancy_grid(k_saxpy, 0, n, &p->grid)); break;
+    case GB_BS: CKI(occupancy_grid(k_bs, 0, n, &p->grid)); break;
+    case GB_HIST:
+        CKI(occupancy_grid(k_hist, (size_t)WARPS * sh->bins * 4, n,
+                           &p->grid));
+        break;
+    case GB_SUM:
+        CKO(cub::DeviceReduce::Sum(nullptr, p->temp_bytes, din[0], dout[0],
+                                   (int)n));
+        break;
+    case GB_SCAN:
         CKO(cub::DeviceScan::InclusiveSum(nullptr, p->temp_bytes,
-                                          (int32_t *)p->in[0],
-                                          (int32_t *)p->out[0], (int)n));
-    } else if (prog == GB_DOTP) {
-        p->temp_bytes = (size_t)p->grid * sizeof(float);
+                                          (const int32_t *)din[0],
+                                          (int32_t *)dout[0], (int)n));
+        break;
+    case GB_DOTP:
+        if (p->dotp_cub) {
+            CKO(dotp_cub(nullptr, &p->temp_bytes, din[0], din[1], n,
+                         dout[0]));
+        } else {
+            CKI(occupancy_grid(k_dotp, 0, n, &p->grid));
+            p->temp_bytes = (size_t)p->grid * sizeof(float) +
+                            sizeof(unsigned int); /* shares, ticket */
+        }
+        break;
     }
     if (p->temp_bytes) {
         CKO(cudaMalloc(&p->temp, p->temp_bytes));
+        CKO(cudaMemset(p->temp, 0, p->temp_bytes)); /* dotp's ticket 0 */
     }
-    if ((rc = launch(prog, p)) != 0) {
-        rf_close(prog);
-        return rc;
-    }
+    CKI(launch(prog, p));
     CKO(cudaDeviceSynchronize());
 #undef CKO
+#undef CKI
     return 0;
 }
 
