@@ -43,7 +43,8 @@
  *   -t  threads for weft (cfg.threads) and OpenMP (default: online CPUs)
  *   -r  timed runs per measurement (default 7, at least 5 recommended)
  *   -q  quick: every size divided by 16 (a smoke run; do not publish)
- *   -o  write the markdown report to this file
+ *   -o  write the markdown report to this file, and its tables as JSON
+ *       beside it (x.md: x.json) for scripts that compare runs
  *   -d  write each kernel's plan, optimised IR, assembly and
  *       vectorisation report to this directory (WEFT_DUMP's kinds; the
  *       dumps need the IR, so the "from disk cache" compile compiles too)
@@ -1761,6 +1762,200 @@ static void write_report(const char *path, const machine *m, double copy_gbs,
     printf("wrote %s\n", path);
 }
 
+/* ---- the same tables as JSON (-o x.md also writes x.json) ------------------ */
+
+/* s as a JSON string. */
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\') {
+            fprintf(f, "\\%c", *p);
+        } else if (*p < 0x20) {
+            fprintf(f, "\\u%04x", *p);
+        } else {
+            fputc(*p, f);
+        }
+    }
+    fputc('"', f);
+}
+
+/* A time or a ratio: null where the tables say "-" (negative: absent). */
+static void json_num(FILE *f, double v)
+{
+    if (v >= 0 && isfinite(v)) {
+        fprintf(f, "%.6g", v);
+    } else {
+        fprintf(f, "null");
+    }
+}
+
+/* One row of the run-time table per (program, implementation): median ms
+ * and its ratio to the C reference of the same kind (strict C for weft
+ * and weft unfused, fast-math C for weft fast; none for the references
+ * and numba). */
+static void json_run_row(FILE *f, int *first, const bench *b,
+                         const char *impl, double ms, const char *ratio_to,
+                         double ref_ms, const char *check)
+{
+    fprintf(f, "%s\n    {\"program\": ", *first ? "" : ",");
+    *first = 0;
+    json_str(f, b->name);
+    fprintf(f, ", \"size\": ");
+    json_str(f, b->size);
+    fprintf(f, ", \"implementation\": ");
+    json_str(f, impl);
+    fprintf(f, ", \"median_ms\": ");
+    json_num(f, ms);
+    fprintf(f, ", \"ratio\": ");
+    json_num(f, ratio_to && ms > 0 && ref_ms > 0 ? ms / ref_ms : -1);
+    fprintf(f, ", \"ratio_to\": ");
+    if (ratio_to) {
+        json_str(f, ratio_to);
+    } else {
+        fprintf(f, "null");
+    }
+    fprintf(f, ", \"check\": ");
+    if (check) {
+        json_str(f, check);
+    } else {
+        fprintf(f, "null");
+    }
+    fprintf(f, "}");
+}
+
+/* The report's numbers for scripts that compare runs (one object: the
+ * machine and run, then "rows" (the run-time table, one object per
+ * program and implementation), "compile" and "scaling" arrays of flat
+ * objects; times in ms, null where the Markdown says "-"). */
+static void write_json(const char *md_path, const machine *m, double copy_gbs)
+{
+    char path[4096];
+    size_t n = strlen(md_path);
+    if (n > 3 && strcmp(md_path + n - 3, ".md") == 0) {
+        snprintf(path, sizeof path, "%.*s.json", (int)(n - 3), md_path);
+    } else {
+        snprintf(path, sizeof path, "%s.json", md_path);
+    }
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "weft_bench: cannot write %s: %s\n", path,
+                strerror(errno));
+        return;
+    }
+    char host[256] = "unknown";
+    gethostname(host, sizeof host - 1);
+    fprintf(f, "{\"bench\": \"cpu\", \"format\": 1, \"commit\": ");
+    json_str(f, WEFT_BENCH_COMMIT);
+    fprintf(f, ", \"date\": ");
+    json_str(f, m->date);
+    fprintf(f, ",\n  \"host\": {\"name\": ");
+    json_str(f, host);
+    fprintf(f, ", \"cpu\": ");
+    json_str(f, m->model);
+    fprintf(f, ", \"cpus\": %d, \"memory\": ", m->cpus);
+    json_str(f, m->memory);
+    fprintf(f, ", \"llc\": ");
+    json_str(f, m->llc);
+    fprintf(f, ", \"os\": ");
+    json_str(f, m->os);
+    fprintf(f, ", \"virtual_machine\": %s},\n  \"llvm\": ",
+            m->virtual_machine ? "true" : "false");
+    json_str(f, WEFT_BENCH_LLVM);
+    fprintf(f, ", \"threads\": %d, \"rounds\": %d, \"quick\": %s, "
+               "\"copy_gbs\": ",
+            opt.threads, opt.runs, opt.quick ? "true" : "false");
+    json_num(f, copy_gbs);
+    fprintf(f, ", \"load_start\": ");
+    json_str(f, m->load_start);
+    fprintf(f, ", \"load_end\": ");
+    json_str(f, m->load_end);
+    fprintf(f, ",\n  \"rows\": [");
+    int first = 1;
+    for (int k = 0; k < NBENCH; k++) {
+        const bench *b = &benches[k];
+        if (b->skipped) {
+            continue;
+        }
+        const row *r = &b->r;
+        const char *ok = r->error[0] ? "ERROR" : r->ok ? "ok" : "FAIL";
+        json_run_row(f, &first, b, "weft", r->weft_ms, "C", r->ref_ms, ok);
+        json_run_row(f, &first, b, "weft unfused", r->unfused_ms, "C",
+                     r->ref_ms, ok);
+        json_run_row(f, &first, b, "weft fast", r->fast_ms, "C fast",
+                     r->ref_fast_ms, r->fast_ok ? "ok" : "FAIL");
+        json_run_row(f, &first, b, "C", r->ref_ms, NULL, 0, NULL);
+        json_run_row(f, &first, b, "C fast", r->ref_fast_ms, NULL, 0, NULL);
+        json_run_row(f, &first, b, "C + alloc", r->ref_fresh_ms, NULL, 0,
+                     NULL);
+        json_run_row(f, &first, b, "numba", r->numba_ms, NULL, 0, NULL);
+    }
+    fprintf(f, "\n  ],\n  \"compile\": [");
+    first = 1;
+    for (int k = 0; k < NBENCH; k++) {
+        const bench *b = &benches[k];
+        if (b->skipped) {
+            continue;
+        }
+        const row *r = &b->r;
+        fprintf(f, "%s\n    {\"program\": ", first ? "" : ",");
+        first = 0;
+        json_str(f, b->name);
+        fprintf(f, ", \"kernels\": %d, \"unfused_kernels\": %d, "
+                   "\"first_compile_ms\": ",
+                r->kernels, r->unfused_kernels);
+        json_num(f, r->compile_ms);
+        fprintf(f, ", \"cpu_ms\": ");
+        json_num(f, r->compile_cpu_ms);
+        fprintf(f, ", \"llvm_ms\": ");
+        json_num(f, r->llvm_ms);
+        fprintf(f, ", \"compiled\": %llu, \"optimised_after_ms\": ",
+                (unsigned long long)r->compiled);
+        json_num(f, r->optimised_ms);
+        fprintf(f, ", \"background_llvm_ms\": ");
+        json_num(f, r->optimise_llvm_ms);
+        fprintf(f, ", \"quick_code_run_ms\": ");
+        json_num(f, r->quick_ms);
+        fprintf(f, ", \"quick_code_ok\": %s, \"from_disk_ms\": ",
+                r->quick_ok ? "true" : "false");
+        json_num(f, r->cached_ms);
+        fprintf(f, ", \"loaded\": %llu, \"from_disk_compiled\": %llu, "
+                   "\"plan\": ",
+                (unsigned long long)r->loaded,
+                (unsigned long long)r->cached_compiled);
+        json_str(f, r->plan);
+        fprintf(f, "}");
+    }
+    fprintf(f, "\n  ],\n  \"scaling\": [");
+    first = 1;
+    for (int k = 0; k < NBENCH; k++) {
+        const bench *b = &benches[k];
+        if (b->skipped || b->r.weft1_ms < 0) {
+            continue;
+        }
+        const row *r = &b->r;
+        fprintf(f, "%s\n    {\"program\": ", first ? "" : ",");
+        first = 0;
+        json_str(f, b->name);
+        fprintf(f, ", \"weft_1_thread_ms\": ");
+        json_num(f, r->weft1_ms);
+        fprintf(f, ", \"weft_all_ms\": ");
+        json_num(f, r->weft_ms);
+        fprintf(f, ", \"c_fast_1_thread_ms\": ");
+        json_num(f, r->ref_fast1_ms);
+        fprintf(f, ", \"c_fast_all_ms\": ");
+        json_num(f, r->ref_fast_ms);
+        fprintf(f, "}");
+    }
+    fprintf(f, "\n  ]\n}\n");
+    if (fclose(f) != 0) {
+        fprintf(stderr, "weft_bench: cannot write %s: %s\n", path,
+                strerror(errno));
+        return;
+    }
+    printf("wrote %s\n", path);
+}
+
 /* The best bandwidth of opt.runs OpenMP copies of n floats (after one to
  * warm up), in GB/s counting bytes read and bytes written. */
 static double copy_bandwidth(int64_t n)
@@ -1874,6 +2069,7 @@ int main(int argc, char **argv)
            m.load_end);
     if (opt.out_path) {
         write_report(opt.out_path, &m, copy_gbs, copy_n);
+        write_json(opt.out_path, &m, copy_gbs);
     }
     return failed ? 1 : 0;
 }
