@@ -1764,9 +1764,13 @@ static void write_report(const char *path, const machine *m, double copy_gbs,
 
 /* ---- the same tables as JSON (-o x.md also writes x.json) ------------------ */
 
-/* s as a JSON string. */
+/* s as a JSON string (null for NULL). */
 static void json_str(FILE *f, const char *s)
 {
+    if (!s) {
+        fprintf(f, "null");
+        return;
+    }
     fputc('"', f);
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         if (*p == '"' || *p == '\\') {
@@ -1780,54 +1784,54 @@ static void json_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
-/* A time or a ratio: null where the tables say "-" (negative: absent). */
-static void json_num(FILE *f, double v)
+/* Members of an object after its first: `, "key": value`.  A number is
+ * null where the tables say "-" (negative: absent). */
+static void json_s(FILE *f, const char *key, const char *s)
+{
+    fprintf(f, ", \"%s\": ", key);
+    json_str(f, s);
+}
+
+static void json_n(FILE *f, const char *key, double v)
 {
     if (v >= 0 && isfinite(v)) {
-        fprintf(f, "%.6g", v);
+        fprintf(f, ", \"%s\": %.6g", key, v);
     } else {
-        fprintf(f, "null");
+        fprintf(f, ", \"%s\": null", key);
     }
 }
 
+/* Open the next object of an array: `{"program": name` (after a comma
+ * unless it is the first). */
+static void json_row(FILE *f, int *first, const char *program)
+{
+    fprintf(f, "%s\n    {\"program\": ", *first ? "" : ",");
+    *first = 0;
+    json_str(f, program);
+}
+
 /* One row of the run-time table per (program, implementation): median ms
- * and its ratio to the C reference of the same kind (strict C for weft
- * and weft unfused, fast-math C for weft fast; none for the references
- * and numba). */
+ * and its ratio to the C reference of the same kind, ratio_to (strict C
+ * for weft and weft unfused, fast-math C for weft fast; NULL for the
+ * references and numba). */
 static void json_run_row(FILE *f, int *first, const bench *b,
                          const char *impl, double ms, const char *ratio_to,
                          double ref_ms, const char *check)
 {
-    fprintf(f, "%s\n    {\"program\": ", *first ? "" : ",");
-    *first = 0;
-    json_str(f, b->name);
-    fprintf(f, ", \"size\": ");
-    json_str(f, b->size);
-    fprintf(f, ", \"implementation\": ");
-    json_str(f, impl);
-    fprintf(f, ", \"median_ms\": ");
-    json_num(f, ms);
-    fprintf(f, ", \"ratio\": ");
-    json_num(f, ratio_to && ms > 0 && ref_ms > 0 ? ms / ref_ms : -1);
-    fprintf(f, ", \"ratio_to\": ");
-    if (ratio_to) {
-        json_str(f, ratio_to);
-    } else {
-        fprintf(f, "null");
-    }
-    fprintf(f, ", \"check\": ");
-    if (check) {
-        json_str(f, check);
-    } else {
-        fprintf(f, "null");
-    }
+    json_row(f, first, b->name);
+    json_s(f, "size", b->size);
+    json_s(f, "implementation", impl);
+    json_n(f, "median_ms", ms);
+    json_n(f, "ratio", ratio_to && ms > 0 && ref_ms > 0 ? ms / ref_ms : -1);
+    json_s(f, "ratio_to", ratio_to);
+    json_s(f, "check", check);
     fprintf(f, "}");
 }
 
-/* The report's numbers for scripts that compare runs (one object: the
+/* The report's numbers for scripts that compare runs: one object, the
  * machine and run, then "rows" (the run-time table, one object per
  * program and implementation), "compile" and "scaling" arrays of flat
- * objects; times in ms, null where the Markdown says "-"). */
+ * objects; times in ms, null where the Markdown says "-". */
 static void write_json(const char *md_path, const machine *m, double copy_gbs)
 {
     char path[4096];
@@ -1845,31 +1849,24 @@ static void write_json(const char *md_path, const machine *m, double copy_gbs)
     }
     char host[256] = "unknown";
     gethostname(host, sizeof host - 1);
-    fprintf(f, "{\"bench\": \"cpu\", \"format\": 1, \"commit\": ");
-    json_str(f, WEFT_BENCH_COMMIT);
-    fprintf(f, ", \"date\": ");
-    json_str(f, m->date);
+    fprintf(f, "{\"bench\": \"cpu\", \"format\": 1");
+    json_s(f, "commit", WEFT_BENCH_COMMIT);
+    json_s(f, "date", m->date);
     fprintf(f, ",\n  \"host\": {\"name\": ");
     json_str(f, host);
-    fprintf(f, ", \"cpu\": ");
-    json_str(f, m->model);
-    fprintf(f, ", \"cpus\": %d, \"memory\": ", m->cpus);
-    json_str(f, m->memory);
-    fprintf(f, ", \"llc\": ");
-    json_str(f, m->llc);
-    fprintf(f, ", \"os\": ");
-    json_str(f, m->os);
-    fprintf(f, ", \"virtual_machine\": %s},\n  \"llvm\": ",
+    json_s(f, "cpu", m->model);
+    fprintf(f, ", \"cpus\": %d", m->cpus);
+    json_s(f, "memory", m->memory);
+    json_s(f, "llc", m->llc);
+    json_s(f, "os", m->os);
+    fprintf(f, ", \"virtual_machine\": %s}",
             m->virtual_machine ? "true" : "false");
-    json_str(f, WEFT_BENCH_LLVM);
-    fprintf(f, ", \"threads\": %d, \"rounds\": %d, \"quick\": %s, "
-               "\"copy_gbs\": ",
+    json_s(f, "llvm", WEFT_BENCH_LLVM);
+    fprintf(f, ", \"threads\": %d, \"rounds\": %d, \"quick\": %s",
             opt.threads, opt.runs, opt.quick ? "true" : "false");
-    json_num(f, copy_gbs);
-    fprintf(f, ", \"load_start\": ");
-    json_str(f, m->load_start);
-    fprintf(f, ", \"load_end\": ");
-    json_str(f, m->load_end);
+    json_n(f, "copy_gbs", copy_gbs);
+    json_s(f, "load_start", m->load_start);
+    json_s(f, "load_end", m->load_end);
     fprintf(f, ",\n  \"rows\": [");
     int first = 1;
     for (int k = 0; k < NBENCH; k++) {
@@ -1898,32 +1895,21 @@ static void write_json(const char *md_path, const machine *m, double copy_gbs)
             continue;
         }
         const row *r = &b->r;
-        fprintf(f, "%s\n    {\"program\": ", first ? "" : ",");
-        first = 0;
-        json_str(f, b->name);
-        fprintf(f, ", \"kernels\": %d, \"unfused_kernels\": %d, "
-                   "\"first_compile_ms\": ",
-                r->kernels, r->unfused_kernels);
-        json_num(f, r->compile_ms);
-        fprintf(f, ", \"cpu_ms\": ");
-        json_num(f, r->compile_cpu_ms);
-        fprintf(f, ", \"llvm_ms\": ");
-        json_num(f, r->llvm_ms);
-        fprintf(f, ", \"compiled\": %llu, \"optimised_after_ms\": ",
-                (unsigned long long)r->compiled);
-        json_num(f, r->optimised_ms);
-        fprintf(f, ", \"background_llvm_ms\": ");
-        json_num(f, r->optimise_llvm_ms);
-        fprintf(f, ", \"quick_code_run_ms\": ");
-        json_num(f, r->quick_ms);
-        fprintf(f, ", \"quick_code_ok\": %s, \"from_disk_ms\": ",
-                r->quick_ok ? "true" : "false");
-        json_num(f, r->cached_ms);
-        fprintf(f, ", \"loaded\": %llu, \"from_disk_compiled\": %llu, "
-                   "\"plan\": ",
-                (unsigned long long)r->loaded,
-                (unsigned long long)r->cached_compiled);
-        json_str(f, r->plan);
+        json_row(f, &first, b->name);
+        json_n(f, "kernels", r->kernels);
+        json_n(f, "unfused_kernels", r->unfused_kernels);
+        json_n(f, "first_compile_ms", r->compile_ms);
+        json_n(f, "cpu_ms", r->compile_cpu_ms);
+        json_n(f, "llvm_ms", r->llvm_ms);
+        json_n(f, "compiled", (double)r->compiled);
+        json_n(f, "optimised_after_ms", r->optimised_ms);
+        json_n(f, "background_llvm_ms", r->optimise_llvm_ms);
+        json_n(f, "quick_code_run_ms", r->quick_ms);
+        fprintf(f, ", \"quick_code_ok\": %s", r->quick_ok ? "true" : "false");
+        json_n(f, "from_disk_ms", r->cached_ms);
+        json_n(f, "loaded", (double)r->loaded);
+        json_n(f, "from_disk_compiled", (double)r->cached_compiled);
+        json_s(f, "plan", r->plan);
         fprintf(f, "}");
     }
     fprintf(f, "\n  ],\n  \"scaling\": [");
@@ -1933,18 +1919,11 @@ static void write_json(const char *md_path, const machine *m, double copy_gbs)
         if (b->skipped || b->r.weft1_ms < 0) {
             continue;
         }
-        const row *r = &b->r;
-        fprintf(f, "%s\n    {\"program\": ", first ? "" : ",");
-        first = 0;
-        json_str(f, b->name);
-        fprintf(f, ", \"weft_1_thread_ms\": ");
-        json_num(f, r->weft1_ms);
-        fprintf(f, ", \"weft_all_ms\": ");
-        json_num(f, r->weft_ms);
-        fprintf(f, ", \"c_fast_1_thread_ms\": ");
-        json_num(f, r->ref_fast1_ms);
-        fprintf(f, ", \"c_fast_all_ms\": ");
-        json_num(f, r->ref_fast_ms);
+        json_row(f, &first, b->name);
+        json_n(f, "weft_1_thread_ms", b->r.weft1_ms);
+        json_n(f, "weft_all_ms", b->r.weft_ms);
+        json_n(f, "c_fast_1_thread_ms", b->r.ref_fast1_ms);
+        json_n(f, "c_fast_all_ms", b->r.ref_fast_ms);
         fprintf(f, "}");
     }
     fprintf(f, "\n  ]\n}\n");
