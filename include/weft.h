@@ -429,14 +429,16 @@ typedef struct weft_cache_info {
 } weft_cache_info;
 
 /* Fill *out (`size` bytes; call it through the macro weft_cache_info_get)
- * with the disk cache that weft_context_create(cfg, ...) would use (cfg
- * NULL: defaults), the environment applied as there ($WEFT_CACHE_DIR,
+ * with the disk cache that a context made from cfg (NULL: defaults) would
+ * use on a compiled backend (cpu or ptx), the environment applied as there ($WEFT_CACHE_DIR,
  * $XDG_CACHE_HOME, $HOME, $WEFT_CACHE_MAX; not with WEFT_FLAG_NO_ENV).
  * Like a context, it creates the directory when it is missing.  A cache
  * that cannot be used is not an error: enabled is 0 and why says why (no
  * directory, not writable, a build without LLVM).  Errors:
- * WEFT_ERR_NULL_ARGUMENT; WEFT_ERR_INVALID_ARGUMENT for a cfg that
- * weft_context_create refuses or a bad $WEFT_CACHE_MAX. */
+ * WEFT_ERR_NULL_ARGUMENT; the status weft_context_create gives a cfg or
+ * an environment it refuses (WEFT_ERR_INVALID_ARGUMENT for a bad magic or
+ * size, or a bad $WEFT_CACHE_MAX; WEFT_ERR_BACKEND_UNKNOWN for a bad
+ * $WEFT_BACKEND). */
 WEFT_API weft_status weft_cache_info_sized(const weft_config *cfg,
                                            weft_cache_info *out, size_t size);
 #define weft_cache_info_get(cfg, out)                                        \
