@@ -4,8 +4,13 @@
  * A context holds the configuration, the chosen backend (a table of
  * functions, lib/fe.h fe_backend) and the interned tuple types.  The
  * environment (WEFT_BACKEND, WEFT_THREADS, WEFT_CHECK, WEFT_TIMEOUT_MS,
- * WEFT_FAST_MATH, ...) overrides the configuration unless WEFT_FLAG_NO_ENV
- * is set.
+ * WEFT_FAST_MATH, WEFT_CACHE_MAX, ...) overrides the configuration unless
+ * WEFT_FLAG_NO_ENV is set.
+ *
+ * The configuration crosses the API as the caller's struct, whose layout
+ * may be an older or newer weft.h's (docs/abi.md): it carries its size and
+ * a magic number, and config_copy reads it into a full-size weft_config
+ * first, so everything after that reads fields as declared here.
  */
 #include <ctype.h>
 #include <math.h>
