@@ -1,6 +1,8 @@
 #!/bin/sh
 # bench/run.sh: build libweft (Release, in build-bench/) and the CPU
-# benchmark, run it, and write bench/results/cpu.md.
+# benchmark, run it, and write bench/results/cpu.md, with the same tables
+# as JSON in bench/results/cpu.json (one object per program and
+# implementation, with the commit and the machine: for comparing runs).
 #
 # Usage: bench/run.sh [weft_bench options]   e.g. bench/run.sh -t 4 -r 9
 # (-p n-body runs only the programs whose name contains "n-body")

@@ -43,7 +43,8 @@
  *   -t  threads for weft (cfg.threads) and OpenMP (default: online CPUs)
  *   -r  timed runs per measurement (default 7, at least 5 recommended)
  *   -q  quick: every size divided by 16 (a smoke run; do not publish)
- *   -o  write the markdown report to this file
+ *   -o  write the markdown report to this file, and its tables as JSON
+ *       beside it (x.md: x.json) for scripts that compare runs
  *   -d  write each kernel's plan, optimised IR, assembly and
  *       vectorisation report to this directory (WEFT_DUMP's kinds; the
  *       dumps need the IR, so the "from disk cache" compile compiles too)
@@ -1761,6 +1762,179 @@ static void write_report(const char *path, const machine *m, double copy_gbs,
     printf("wrote %s\n", path);
 }
 
+/* ---- the same tables as JSON (-o x.md also writes x.json) ------------------ */
+
+/* s as a JSON string (null for NULL). */
+static void json_str(FILE *f, const char *s)
+{
+    if (!s) {
+        fprintf(f, "null");
+        return;
+    }
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\') {
+            fprintf(f, "\\%c", *p);
+        } else if (*p < 0x20) {
+            fprintf(f, "\\u%04x", *p);
+        } else {
+            fputc(*p, f);
+        }
+    }
+    fputc('"', f);
+}
+
+/* Members of an object after its first: `, "key": value`.  A number is
+ * null where the tables say "-" (negative: absent). */
+static void json_s(FILE *f, const char *key, const char *s)
+{
+    fprintf(f, ", \"%s\": ", key);
+    json_str(f, s);
+}
+
+static void json_n(FILE *f, const char *key, double v)
+{
+    if (v >= 0 && isfinite(v)) {
+        fprintf(f, ", \"%s\": %.6g", key, v);
+    } else {
+        fprintf(f, ", \"%s\": null", key);
+    }
+}
+
+/* Open the next object of an array: `{"program": name` (after a comma
+ * unless it is the first). */
+static void json_row(FILE *f, int *first, const char *program)
+{
+    fprintf(f, "%s\n    {\"program\": ", *first ? "" : ",");
+    *first = 0;
+    json_str(f, program);
+}
+
+/* One row of the run-time table per (program, implementation): median ms
+ * and its ratio to the C reference of the same kind, ratio_to (strict C
+ * for weft and weft unfused, fast-math C for weft fast; NULL for the
+ * references and numba). */
+static void json_run_row(FILE *f, int *first, const bench *b,
+                         const char *impl, double ms, const char *ratio_to,
+                         double ref_ms, const char *check)
+{
+    json_row(f, first, b->name);
+    json_s(f, "size", b->size);
+    json_s(f, "implementation", impl);
+    json_n(f, "median_ms", ms);
+    json_n(f, "ratio", ratio_to && ms > 0 && ref_ms > 0 ? ms / ref_ms : -1);
+    json_s(f, "ratio_to", ratio_to);
+    json_s(f, "check", check);
+    fprintf(f, "}");
+}
+
+/* The report's numbers for scripts that compare runs: one object, the
+ * machine and run, then "rows" (the run-time table, one object per
+ * program and implementation), "compile" and "scaling" arrays of flat
+ * objects; times in ms, null where the Markdown says "-". */
+static void write_json(const char *md_path, const machine *m, double copy_gbs)
+{
+    char path[4096];
+    size_t n = strlen(md_path);
+    if (n > 3 && strcmp(md_path + n - 3, ".md") == 0) {
+        snprintf(path, sizeof path, "%.*s.json", (int)(n - 3), md_path);
+    } else {
+        snprintf(path, sizeof path, "%s.json", md_path);
+    }
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "weft_bench: cannot write %s: %s\n", path,
+                strerror(errno));
+        return;
+    }
+    char host[256] = "unknown";
+    gethostname(host, sizeof host - 1);
+    fprintf(f, "{\"bench\": \"cpu\", \"format\": 1");
+    json_s(f, "commit", WEFT_BENCH_COMMIT);
+    json_s(f, "date", m->date);
+    fprintf(f, ",\n  \"host\": {\"name\": ");
+    json_str(f, host);
+    json_s(f, "cpu", m->model);
+    fprintf(f, ", \"cpus\": %d", m->cpus);
+    json_s(f, "memory", m->memory);
+    json_s(f, "llc", m->llc);
+    json_s(f, "os", m->os);
+    fprintf(f, ", \"virtual_machine\": %s}",
+            m->virtual_machine ? "true" : "false");
+    json_s(f, "llvm", WEFT_BENCH_LLVM);
+    fprintf(f, ", \"threads\": %d, \"rounds\": %d, \"quick\": %s",
+            opt.threads, opt.runs, opt.quick ? "true" : "false");
+    json_n(f, "copy_gbs", copy_gbs);
+    json_s(f, "load_start", m->load_start);
+    json_s(f, "load_end", m->load_end);
+    fprintf(f, ",\n  \"rows\": [");
+    int first = 1;
+    for (int k = 0; k < NBENCH; k++) {
+        const bench *b = &benches[k];
+        if (b->skipped) {
+            continue;
+        }
+        const row *r = &b->r;
+        const char *ok = r->error[0] ? "ERROR" : r->ok ? "ok" : "FAIL";
+        json_run_row(f, &first, b, "weft", r->weft_ms, "C", r->ref_ms, ok);
+        json_run_row(f, &first, b, "weft unfused", r->unfused_ms, "C",
+                     r->ref_ms, ok);
+        json_run_row(f, &first, b, "weft fast", r->fast_ms, "C fast",
+                     r->ref_fast_ms, r->fast_ok ? "ok" : "FAIL");
+        json_run_row(f, &first, b, "C", r->ref_ms, NULL, 0, NULL);
+        json_run_row(f, &first, b, "C fast", r->ref_fast_ms, NULL, 0, NULL);
+        json_run_row(f, &first, b, "C + alloc", r->ref_fresh_ms, NULL, 0,
+                     NULL);
+        json_run_row(f, &first, b, "numba", r->numba_ms, NULL, 0, NULL);
+    }
+    fprintf(f, "\n  ],\n  \"compile\": [");
+    first = 1;
+    for (int k = 0; k < NBENCH; k++) {
+        const bench *b = &benches[k];
+        if (b->skipped) {
+            continue;
+        }
+        const row *r = &b->r;
+        json_row(f, &first, b->name);
+        json_n(f, "kernels", r->kernels);
+        json_n(f, "unfused_kernels", r->unfused_kernels);
+        json_n(f, "first_compile_ms", r->compile_ms);
+        json_n(f, "cpu_ms", r->compile_cpu_ms);
+        json_n(f, "llvm_ms", r->llvm_ms);
+        json_n(f, "compiled", (double)r->compiled);
+        json_n(f, "optimised_after_ms", r->optimised_ms);
+        json_n(f, "background_llvm_ms", r->optimise_llvm_ms);
+        json_n(f, "quick_code_run_ms", r->quick_ms);
+        fprintf(f, ", \"quick_code_ok\": %s", r->quick_ok ? "true" : "false");
+        json_n(f, "from_disk_ms", r->cached_ms);
+        json_n(f, "loaded", (double)r->loaded);
+        json_n(f, "from_disk_compiled", (double)r->cached_compiled);
+        json_s(f, "plan", r->plan);
+        fprintf(f, "}");
+    }
+    fprintf(f, "\n  ],\n  \"scaling\": [");
+    first = 1;
+    for (int k = 0; k < NBENCH; k++) {
+        const bench *b = &benches[k];
+        if (b->skipped || b->r.weft1_ms < 0) {
+            continue;
+        }
+        json_row(f, &first, b->name);
+        json_n(f, "weft_1_thread_ms", b->r.weft1_ms);
+        json_n(f, "weft_all_ms", b->r.weft_ms);
+        json_n(f, "c_fast_1_thread_ms", b->r.ref_fast1_ms);
+        json_n(f, "c_fast_all_ms", b->r.ref_fast_ms);
+        fprintf(f, "}");
+    }
+    fprintf(f, "\n  ]\n}\n");
+    if (fclose(f) != 0) {
+        fprintf(stderr, "weft_bench: cannot write %s: %s\n", path,
+                strerror(errno));
+        return;
+    }
+    printf("wrote %s\n", path);
+}
+
 /* The best bandwidth of opt.runs OpenMP copies of n floats (after one to
  * warm up), in GB/s counting bytes read and bytes written. */
 static double copy_bandwidth(int64_t n)
@@ -1874,6 +2048,7 @@ int main(int argc, char **argv)
            m.load_end);
     if (opt.out_path) {
         write_report(opt.out_path, &m, copy_gbs, copy_n);
+        write_json(opt.out_path, &m, copy_gbs);
     }
     return failed ? 1 : 0;
 }

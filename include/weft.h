@@ -35,8 +35,12 @@ extern "C" {
 #define WEFT_API
 #endif
 
+/* The version of this header, kept equal to project(VERSION) in
+ * CMakeLists.txt (tests/test_info.c checks it); weft_version() gives the
+ * library's at run time. */
 #define WEFT_VERSION_MAJOR 0
 #define WEFT_VERSION_MINOR 1
+#define WEFT_VERSION_PATCH 0
 #define WEFT_MAX_RANK 8 /* arrays have rank 0 .. WEFT_MAX_RANK */
 
 /* ------------------------------------------------------------------------
@@ -127,7 +131,14 @@ typedef enum weft_backend {
 typedef void *(*weft_alloc_fn)(void *user, void *ptr, size_t old_size,
                                size_t new_size);
 
+/* A configuration.  Make one with weft_config_init (or
+ * weft_config_default) and then set fields: never zero-initialise one by
+ * hand, since weft_context_create refuses a configuration without its
+ * size and magic.  docs/abi.md says how the struct may grow. */
 typedef struct weft_config {
+    uint32_t size;        /* sizeof(weft_config) in the caller's header:
+                             set by weft_config_init, do not change */
+    uint32_t magic;       /* WEFT_CONFIG_MAGIC: set by weft_config_init */
     weft_backend backend; /* overridden by $WEFT_BACKEND */
     int threads;          /* worker threads, 0 = one per core, at most 4096
                              (else weft_context_create fails with
@@ -158,7 +169,17 @@ typedef struct weft_config {
                               WEFT_ERR_CANCELLED (0: none; negative or not a
                               number: WEFT_ERR_INVALID_ARGUMENT at
                               weft_context_create); $WEFT_TIMEOUT_MS */
+    /* ---- fields added since the first sized layout (docs/abi.md): a
+     * configuration from an older header gets their defaults ---- */
+    uint64_t cache_max;    /* bound of the disk cache of compiled kernels
+                              in bytes: past it the oldest entries are
+                              deleted (0: 256 MiB; $WEFT_CACHE_MAX, in
+                              bytes or with a suffix K, M or G, powers of
+                              1024) */
 } weft_config;
+
+/* The value of weft_config.magic ("weft" in ASCII). */
+#define WEFT_CONFIG_MAGIC 0x77656674u
 
 #define WEFT_FLAG_NO_ENV 1u    /* ignore the WEFT_* environment variables */
 #define WEFT_FLAG_NO_FUSION 2u /* compute every operation as its own array
@@ -209,10 +230,30 @@ typedef struct weft_config {
 #define WEFT_FLAG_NO_TIERING 0x200u
 #define WEFT_FLAG_QUICK_CODE 0x400u
 
-/* The default configuration: the CPU backend on all cores (the reference
- * interpreter in a build without LLVM), the default cache directory, no
- * flags. */
-WEFT_API weft_config weft_config_default(void);
+/* Fill *cfg with the default configuration: the CPU backend on all cores
+ * (the reference interpreter in a build without LLVM), the default cache
+ * directory and bound, no flags; cfg->size = size, cfg->magic =
+ * WEFT_CONFIG_MAGIC.  size is sizeof(weft_config) as the caller's weft.h
+ * declares it: call it through the macro weft_config_init, so that a
+ * program built against an older or newer weft.h keeps working (a binding
+ * that lays out the struct itself passes its own size).  Of a larger size
+ * than this weft knows (a newer header), the fields it knows get their
+ * defaults and the rest is zeroed, which is every newer field's default.
+ * Errors: WEFT_ERR_NULL_ARGUMENT; WEFT_ERR_INVALID_ARGUMENT for a size
+ * smaller than the first sized layout (the fields up to timeout_ms), larger
+ * than 4096, or not a multiple of the struct's alignment (nothing is
+ * written then). */
+WEFT_API weft_status weft_config_init_sized(weft_config *cfg, size_t size);
+#define weft_config_init(cfg) weft_config_init_sized((cfg), sizeof(weft_config))
+
+/* The default configuration by value (as weft_config_init), with the size
+ * of the caller's header: `weft_config c = weft_config_default();`. */
+static inline weft_config weft_config_default(void)
+{
+    weft_config cfg;
+    weft_config_init(&cfg);
+    return cfg;
+}
 
 /* Parse a backend name ("interp", "cpu", "ptx"; case-insensitive).
  * Returns WEFT_ERR_BACKEND_UNKNOWN for any other name. */
@@ -224,7 +265,14 @@ typedef struct weft_context weft_context;
 /* Create a context from cfg (NULL = defaults).  The environment variable
  * WEFT_BACKEND, when set, overrides cfg->backend.  On success *out owns the
  * context; free it with weft_context_free() after every program, executable
- * and array made with it.  Errors: WEFT_ERR_NULL_ARGUMENT,
+ * and array made with it.  cfg must come from weft_config_init (or
+ * weft_config_default): a cfg->magic other than WEFT_CONFIG_MAGIC, or a
+ * cfg->size that no weft.h could have, is WEFT_ERR_INVALID_ARGUMENT.  A
+ * configuration of an older, smaller layout is read as far as it goes,
+ * the newer fields taking their defaults; one of a newer, larger layout is
+ * accepted when every byte past the fields this weft knows is zero (the
+ * newer fields at their defaults), else WEFT_ERR_INVALID_ARGUMENT naming
+ * the size.  Errors: WEFT_ERR_NULL_ARGUMENT, WEFT_ERR_INVALID_ARGUMENT,
  * WEFT_ERR_BACKEND_UNKNOWN (bad $WEFT_BACKEND), WEFT_ERR_BACKEND_UNAVAILABLE,
  * WEFT_ERR_OUT_OF_MEMORY.  A context may be used from several threads. */
 WEFT_API weft_status weft_context_create(const weft_config *cfg,
@@ -288,9 +336,113 @@ typedef struct weft_stats {
  * whose results are the same). */
 WEFT_API weft_status weft_context_wait_optimised(weft_context *ctx);
 
-/* Read ctx's counters into *out.  Errors: WEFT_ERR_NULL_ARGUMENT. */
-WEFT_API weft_status weft_context_stats(const weft_context *ctx,
-                                        weft_stats *out);
+/* Read ctx's counters into *out, which is `size` bytes: of the struct as
+ * this weft knows it, the first min(size, sizeof) bytes are written, and
+ * any bytes past that up to size are zeroed (newer fields of a newer
+ * header read 0).  Call it through the macro weft_context_stats, which
+ * passes the caller's sizeof(weft_stats).  Errors: WEFT_ERR_NULL_ARGUMENT. */
+WEFT_API weft_status weft_context_stats_sized(const weft_context *ctx,
+                                             weft_stats *out, size_t size);
+#define weft_context_stats(ctx, out)                                         \
+    weft_context_stats_sized((ctx), (out), sizeof(weft_stats))
+
+/* ------------------------------------------------------------------------
+ * Introspection: versions, backends, devices, the disk cache
+ *
+ * What a program (or `weft-info`, tools/weft-info.c) may ask before making
+ * a context.  None of these needs a context; all may be called from any
+ * thread, and again (the GPU driver is opened once per process and never
+ * closed).  Structs that weft fills carry no size of their own: each
+ * function takes the caller's sizeof, as weft_context_stats_sized does.
+ * ---------------------------------------------------------------------- */
+
+/* weft's version at run time, "MAJOR.MINOR.PATCH" (static).  A program
+ * built against an older weft.h may compare it with WEFT_VERSION_*. */
+WEFT_API const char *weft_version(void);
+/* The same as numbers; any pointer may be NULL. */
+WEFT_API void weft_version_numbers(int *major, int *minor, int *patch);
+/* The version of LLVM weft was built with ("19.1.7"), or "none" in a
+ * build without LLVM (where only the interp backend exists).  Static. */
+WEFT_API const char *weft_llvm_version(void);
+
+/* Whether backend b can run here: 1 if so, else 0 with *why (when why is
+ * not NULL) set to a one-line reason, owned by weft and valid until this
+ * thread's next call of weft_backend_available (weft_last_error says the
+ * same); *why is set to NULL when the backend is available.  interp is
+ * always available; cpu when weft was built with LLVM and LLVM has a
+ * target machine for this host; ptx when libcuda.so.1 loads, cuInit
+ * succeeds and the driver sees a device (libdevice is needed only by
+ * kernels that call math functions, and is not checked: see
+ * weft_libdevice_path).  A backend number weft does not know gives 0. */
+WEFT_API int weft_backend_available(weft_backend b, const char **why);
+
+/* The CUDA devices the ptx backend may use (weft_config.device is an
+ * ordinal below *n).  Errors: WEFT_ERR_NULL_ARGUMENT;
+ * WEFT_ERR_BACKEND_UNAVAILABLE, with *n set to 0 and the reason (no
+ * driver, the dlopen message; no device; a build without LLVM) in
+ * weft_last_error. */
+WEFT_API weft_status weft_device_count(int *n);
+
+/* Facts about one CUDA device. */
+typedef struct weft_device_info {
+    char name[256];          /* "NVIDIA H100 80GB HBM3" */
+    int ordinal;             /* as asked for */
+    int sm_major, sm_minor;  /* compute capability: 9 and 0 for sm_90 */
+    int multiprocessors;
+    int clock_khz;           /* peak core clock (0: not reported) */
+    uint64_t memory_bytes;   /* total device memory */
+    int driver_version;      /* cuDriverGetVersion: 1000 * major + 10 *
+                                minor of the CUDA version the driver
+                                supports, 12080 for 12.8 */
+} weft_device_info;
+
+/* Fill *out (`size` bytes, as weft_context_stats_sized; call it through
+ * the macro weft_device_info_get) with the facts of device `ordinal`.
+ * Cheap: no context is created on the device.  Errors:
+ * WEFT_ERR_NULL_ARGUMENT; WEFT_ERR_BACKEND_UNAVAILABLE as
+ * weft_device_count; WEFT_ERR_INVALID_ARGUMENT for an ordinal outside
+ * 0 .. count - 1; WEFT_ERR_DEVICE when the driver fails to answer. */
+WEFT_API weft_status weft_device_info_sized(int ordinal, weft_device_info *out,
+                                            size_t size);
+#define weft_device_info_get(ordinal, out)                                   \
+    weft_device_info_sized((ordinal), (out), sizeof(weft_device_info))
+
+/* Where the ptx backend finds libdevice (NVIDIA's bitcode library of math
+ * functions, libdevice.10.bc, linked into kernels that call exp, sin,
+ * pow...): $WEFT_LIBDEVICE if set, else under $CUDA_HOME, $CUDA_PATH and
+ * the usual CUDA install directories.  Copies the path into buf (n
+ * bytes).  Errors: WEFT_ERR_NULL_ARGUMENT; WEFT_ERR_BACKEND_UNAVAILABLE
+ * when it is not found (weft_last_error lists every path tried) or in a
+ * build without LLVM; WEFT_ERR_INVALID_ARGUMENT when the path does not fit
+ * in n bytes. */
+WEFT_API weft_status weft_libdevice_path(char *buf, size_t n);
+
+/* The disk cache of compiled kernels as a context made from a
+ * configuration would use it. */
+typedef struct weft_cache_info {
+    int enabled;        /* 1: compiled kernels are kept in dir */
+    char dir[4096];     /* the directory ("" when there is none) */
+    char why[256];      /* enabled 0: why not ("" otherwise) */
+    uint64_t bytes;     /* bytes of the entries in dir now */
+    uint64_t entries;   /* number of entries in dir now */
+    uint64_t max_bytes; /* the bound: past it the oldest entries go */
+} weft_cache_info;
+
+/* Fill *out (`size` bytes; call it through the macro weft_cache_info_get)
+ * with the disk cache that a context made from cfg (NULL: defaults) would
+ * use on a compiled backend (cpu or ptx), the environment applied as there ($WEFT_CACHE_DIR,
+ * $XDG_CACHE_HOME, $HOME, $WEFT_CACHE_MAX; not with WEFT_FLAG_NO_ENV).
+ * Like a context, it creates the directory when it is missing.  A cache
+ * that cannot be used is not an error: enabled is 0 and why says why (no
+ * directory, not writable, a build without LLVM).  Errors:
+ * WEFT_ERR_NULL_ARGUMENT; the status weft_context_create gives a cfg or
+ * an environment it refuses (WEFT_ERR_INVALID_ARGUMENT for a bad magic or
+ * size, or a bad $WEFT_CACHE_MAX; WEFT_ERR_BACKEND_UNKNOWN for a bad
+ * $WEFT_BACKEND). */
+WEFT_API weft_status weft_cache_info_sized(const weft_config *cfg,
+                                           weft_cache_info *out, size_t size);
+#define weft_cache_info_get(cfg, out)                                        \
+    weft_cache_info_sized((cfg), (out), sizeof(weft_cache_info))
 
 /* A tuple type of n >= 0 component types (which may be tuples), interned in
  * ctx: equal tuples give the same weft_type.  Returns 0 (no type) and sets

@@ -21,6 +21,8 @@
  *   CONV   any scalar (not a tuple) to the scalar type given
  *   CAST   any scalar to a scalar type of the same size
  * This header is included by weft.h and by weft's sources; it has no guard.
+ * New primitives go at the end: the order numbers weft_op, which bindings
+ * may hard-code (docs/abi.md).
  */
 WEFT_OP(ADD, add, 2, NUM)
 WEFT_OP(SUB, sub, 2, NUM)

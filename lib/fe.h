@@ -50,6 +50,13 @@ weft_status fe_verror(weft_status s, const char *fmt, va_list ap);
 weft_status fe_error_copy(weft_status s, const char *msg);
 void fe_error_clear(void);
 
+/* ===== info.c: versions, backends, devices, the disk cache ===== */
+
+/* Copy the src_n bytes of a struct weft fills into the caller's dst of
+ * dst_n bytes (a sized call: weft_context_stats_sized): the first
+ * min(dst_n, src_n) bytes, then zeros up to dst_n. */
+void fe_copy_sized(void *dst, size_t dst_n, const void *src, size_t src_n);
+
 /* ===== alloc.c: allocation through the context's allocator, and arenas ===== */
 
 /* Raw allocation through ctx's allocator: NULL on failure (no message).
@@ -156,6 +163,20 @@ const char *fe_atype_name(const weft_context *ctx, const fe_atype *t,
 /* ===== context.c ===== */
 
 typedef struct fe_backend fe_backend;
+
+/* The configuration a context made from cfg (NULL: defaults) would have:
+ * cfg checked for its magic and size and copied into the full-size *out
+ * (defaults for fields an older layout lacks), then the environment
+ * applied (unless WEFT_FLAG_NO_ENV) and the values checked.  Errors as
+ * weft_context_create's, with messages prefixed by `who`. */
+weft_status fe_config_resolve(const weft_config *cfg, weft_config *out,
+                              const char *who);
+/* The table of backend b, or NULL where it is not built into this weft. */
+const fe_backend *fe_backend_table(weft_backend b);
+
+/* The disk cache's bound when neither weft_config.cache_max nor
+ * $WEFT_CACHE_MAX sets it (runtime/disk.c). */
+#define FE_CACHE_MAX_DEFAULT ((uint64_t)256 << 20)
 
 struct weft_context {
     weft_config cfg;
@@ -510,6 +531,14 @@ struct fe_backend {
      * NULL: kernels are final when compiled); weft_context_wait_optimised
      * says what it returns. */
     weft_status (*wait_optimised)(weft_context *ctx);
+    /* Introspection (info.c), without a context; each may be NULL.
+     * probe: whether the backend can run on this machine, WEFT_OK or a
+     * status with the reason as its message (NULL: always).  device_count
+     * and device_info: the devices, as weft_device_count and
+     * weft_device_info_sized say (NULL: a backend without devices). */
+    weft_status (*probe)(void);
+    weft_status (*device_count)(int *n);
+    weft_status (*device_info)(int ordinal, weft_device_info *out);
 };
 
 extern const fe_backend fe_backend_interp;

@@ -39,6 +39,18 @@ static cpu_state *state_of(const weft_context *ctx)
 
 /* ---- context ----------------------------------------------------------- */
 
+/* The backend's probe (weft_backend_available): LLVM makes a target
+ * machine for this host. */
+static weft_status cpu_probe(void)
+{
+    LLVMTargetMachineRef tm;
+    weft_status s = cg_cpu_machine(NULL, NULL, LLVMCodeGenLevelNone, &tm);
+    if (s == WEFT_OK) {
+        LLVMDisposeTargetMachine(tm);
+    }
+    return s;
+}
+
 static weft_status cpu_context_init(weft_context *ctx)
 {
     cpu_state *st = fe_calloc(ctx, sizeof *st);
@@ -409,6 +421,7 @@ const fe_backend fe_backend_cpu = {
     .stats = cpu_stats,
     .dump_plan = cpu_dump_plan,
     .wait_optimised = cpu_wait_optimised,
+    .probe = cpu_probe,
 };
 
 #endif /* WEFT_HAVE_LLVM */

@@ -606,6 +606,9 @@ const fe_backend fe_backend_ptx = {
     .exe_free = ptx_exe_free,
     .stats = ptx_stats,
     .dump_plan = ptx_dump_plan,
+    .probe = gpu_probe,
+    .device_count = gpu_device_count,
+    .device_info = gpu_device_info,
 };
 
 #endif /* WEFT_HAVE_LLVM */

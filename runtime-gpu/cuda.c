@@ -6,8 +6,11 @@
  * up by the symbol that cuda.h's macros map its name to (cuMemAlloc is
  * cuMemAlloc_v2), with the unversioned symbol as a fallback where older
  * drivers had only that.  The same once runs cuInit and counts the
- * devices, so gpu_available is cheap after its first call and a missing
- * driver is reported the same way each time (with dlopen's own message).
+ * devices, so gpu_available (and gpu_probe, gpu_device_count, which
+ * weft_backend_available and weft-info use) is cheap after its first call
+ * and a missing driver is reported the same way each time (with dlopen's
+ * own message).  Asking about a device (gpu_device_info) makes no CUDA
+ * context: only the driver's device queries run.
  *
  * Calls.  Every driver call goes through GPU_CU (driver.h) or gpu_cu_fail:
  * a CUresult becomes WEFT_ERR_DEVICE (WEFT_ERR_OUT_OF_MEMORY for
@@ -77,6 +80,7 @@ static const struct {
     const char *name, *old;
 } syms[] = {
     SYM(cuInit, "cuInit", NULL),
+    SYM(cuDriverGetVersion, "cuDriverGetVersion", NULL),
     SYM(cuGetErrorName, "cuGetErrorName", NULL),
     SYM(cuGetErrorString, "cuGetErrorString", NULL),
     SYM(cuDeviceGetCount, "cuDeviceGetCount", NULL),
@@ -190,6 +194,63 @@ bool gpu_available(void)
 {
     pthread_once(&load_once, load);
     return load_status == WEFT_OK;
+}
+
+weft_status gpu_probe(void)
+{
+    pthread_once(&load_once, load);
+    if (load_status != WEFT_OK) {
+        return fe_error(load_status, "%s", load_msg);
+    }
+    return WEFT_OK;
+}
+
+weft_status gpu_device_count(int *n)
+{
+    *n = 0;
+    weft_status st = gpu_probe();
+    if (st == WEFT_OK) {
+        *n = device_count;
+    }
+    return st;
+}
+
+weft_status gpu_device_info(int ordinal, weft_device_info *out)
+{
+    static const char who[] = "weft_device_info";
+    memset(out, 0, sizeof *out);
+    weft_status st = gpu_probe();
+    if (st != WEFT_OK) {
+        return st;
+    }
+    if (ordinal < 0 || ordinal >= device_count) {
+        return fe_error(WEFT_ERR_INVALID_ARGUMENT,
+                        "%s: there is no CUDA device %d (%d present)", who,
+                        ordinal, device_count);
+    }
+    CUdevice dev;
+    size_t total = 0;
+    out->ordinal = ordinal;
+    GPU_CU(NULL, who, cuDeviceGet, &dev, ordinal);
+    GPU_CU(NULL, who, cuDeviceGetName, out->name, (int)sizeof out->name, dev);
+    out->name[sizeof out->name - 1] = '\0';
+    GPU_CU(NULL, who, cuDeviceGetAttribute, &out->sm_major,
+           CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+    GPU_CU(NULL, who, cuDeviceGetAttribute, &out->sm_minor,
+           CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+    GPU_CU(NULL, who, cuDeviceGetAttribute, &out->multiprocessors,
+           CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+    /* Newer drivers may stop reporting the clock: 0 then, no error. */
+    if (gpu_drv.cuDeviceGetAttribute(&out->clock_khz,
+                                     CU_DEVICE_ATTRIBUTE_CLOCK_RATE, dev)
+        != CUDA_SUCCESS) {
+        out->clock_khz = 0;
+    }
+    GPU_CU(NULL, who, cuDeviceTotalMem, &total, dev);
+    out->memory_bytes = total;
+    GPU_CU(NULL, who, cuDriverGetVersion, &out->driver_version);
+cleanup:
+    return st;
 }
 
 /* Whether r is a fault of a kernel (reported by the call that waits). */

@@ -55,6 +55,7 @@ enum {
 
 enum {
     CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK = 8,
+    CU_DEVICE_ATTRIBUTE_CLOCK_RATE = 13, /* kHz */
     CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
     CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
     CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
@@ -85,6 +86,7 @@ enum { CU_MEMHOSTALLOC_DEVICEMAP = 2 };
  * reader finds in NVIDIA's documentation. */
 typedef struct gpu_driver {
     CUresult (*cuInit)(unsigned flags);
+    CUresult (*cuDriverGetVersion)(int *version);
     CUresult (*cuGetErrorName)(CUresult r, const char **s);
     CUresult (*cuGetErrorString)(CUresult r, const char **s);
     CUresult (*cuDeviceGetCount)(int *n);

@@ -60,6 +60,17 @@ void gpu_dev_close(gpu_dev *d);
 /* Whether a driver and at least one device are present (cheap after the
  * first call; for tests that skip). */
 bool gpu_available(void);
+/* The same as a status: WEFT_OK, or WEFT_ERR_BACKEND_UNAVAILABLE with the
+ * reason as the message (no driver, with dlopen's message; a driver too
+ * old; cuInit failing; no device).  The ptx backend's probe. */
+weft_status gpu_probe(void);
+/* The devices the driver sees (weft_device_count): *n, or 0 and
+ * gpu_probe's status. */
+weft_status gpu_device_count(int *n);
+/* Facts of device `ordinal` (weft_device_info_sized), through the driver's
+ * device queries only.  Errors: gpu_probe's; WEFT_ERR_INVALID_ARGUMENT for
+ * an ordinal out of range; WEFT_ERR_DEVICE when a query fails. */
+weft_status gpu_device_info(int ordinal, weft_device_info *out);
 
 /* Device facts: compute capability as major * 10 + minor (90 on an H100),
  * multiprocessors, total memory in bytes, the name ("NVIDIA H100 80GB

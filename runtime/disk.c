@@ -21,7 +21,9 @@
  * reported, and the caller recompiles and rewrites.
  *
  * The directory is bounded: after each write, if the entries add up to
- * more than max_bytes, the oldest by modification time go first.  Any
+ * more than max_bytes (the caller's, else the configuration's cache_max
+ * or $WEFT_CACHE_MAX, else FE_CACHE_MAX_DEFAULT), the oldest by
+ * modification time go first.  Any
  * problem with the directory (cannot create it, cannot write) switches the
  * cache off for this context, with the reason kept in `note`; compilation
  * never fails because of the disk.
@@ -52,7 +54,7 @@ typedef struct header {
     uint8_t checksum[32];
 } header;
 
-enum { DEFAULT_MAX = 256 * 1024 * 1024, PATH_CAP = 4096 };
+enum { PATH_CAP = 4096 };
 
 static void disable(rt_disk *d, const char *fmt, const char *a, int err)
 {
@@ -97,7 +99,11 @@ void rt_disk_open(rt_disk *d, weft_context *ctx, const char *dir,
     d->ctx = ctx;
     d->ext = ext;
     pthread_mutex_init(&d->lock, NULL);
-    d->max_bytes = max_bytes ? max_bytes : (uint64_t)DEFAULT_MAX;
+    d->max_bytes = max_bytes;
+    if (!d->max_bytes) {
+        d->max_bytes = ctx && ctx->cfg.cache_max ? ctx->cfg.cache_max
+                                                 : FE_CACHE_MAX_DEFAULT;
+    }
     if (disabled) {
         snprintf(d->note, sizeof d->note, "disk cache off: not asked for");
         return;
@@ -333,18 +339,18 @@ static int older_first(const void *a, const void *b)
     return strcmp(x->name, y->name);
 }
 
-/* Remove the oldest entries until the directory holds at most max_bytes.
- * Best effort: any failure leaves the directory as it is. */
-static void trim(rt_disk *d)
+/* The entries of d's directory, open as `dir`: *np of them in *vp (room
+ * for *capp, fe_alloc'd with d's context: the caller frees it), their
+ * bytes in *total.  False when out of memory (what was listed so far is
+ * kept). */
+static bool list_entries(rt_disk *d, DIR *dir, entry_info **vp, size_t *np,
+                         size_t *capp, uint64_t *total)
 {
-    DIR *dir = opendir(d->dir);
-    if (!dir) {
-        return;
-    }
     int dfd = dirfd(dir);
     entry_info *v = NULL;
     size_t n = 0, cap = 0;
-    uint64_t total = 0;
+    bool ok = true;
+    *total = 0;
     struct dirent *de;
     while ((de = readdir(dir))) {
         if (strlen(de->d_name) != 66 || !is_entry_name(de->d_name)) {
@@ -360,7 +366,8 @@ static void trim(rt_disk *d)
             entry_info *nv = fe_realloc(d->ctx, v, cap * sizeof *v,
                                         nc * sizeof *v);
             if (!nv) {
-                goto done;
+                ok = false;
+                break;
             }
             v = nv;
             cap = nc;
@@ -368,10 +375,28 @@ static void trim(rt_disk *d)
         memcpy(v[n].name, de->d_name, 67);
         v[n].bytes = (uint64_t)st.st_size;
         v[n].mtime = st.st_mtim;
-        total += v[n].bytes;
+        *total += v[n].bytes;
         n++;
     }
-    if (total > d->max_bytes) {
+    *vp = v;
+    *np = n;
+    *capp = cap;
+    return ok;
+}
+
+/* Remove the oldest entries until the directory holds at most max_bytes.
+ * Best effort: any failure leaves the directory as it is. */
+static void trim(rt_disk *d)
+{
+    DIR *dir = opendir(d->dir);
+    if (!dir) {
+        return;
+    }
+    int dfd = dirfd(dir);
+    entry_info *v;
+    size_t n, cap;
+    uint64_t total;
+    if (list_entries(d, dir, &v, &n, &cap, &total) && total > d->max_bytes) {
         qsort(v, n, sizeof *v, older_first);
         for (size_t i = 0; i < n && total > d->max_bytes; i++) {
             if (unlinkat(dfd, v[i].name, 0) == 0) {
@@ -379,9 +404,25 @@ static void trim(rt_disk *d)
             }
         }
     }
-done:
     fe_free(d->ctx, v, cap * sizeof *v);
     closedir(dir);
+}
+
+bool rt_disk_usage(rt_disk *d, uint64_t *bytes, uint64_t *entries)
+{
+    *bytes = 0;
+    *entries = 0;
+    DIR *dir = d->dir ? opendir(d->dir) : NULL;
+    if (!dir) {
+        return false;
+    }
+    entry_info *v;
+    size_t n, cap;
+    bool ok = list_entries(d, dir, &v, &n, &cap, bytes);
+    *entries = n;
+    fe_free(d->ctx, v, cap * sizeof *v);
+    closedir(dir);
+    return ok;
 }
 
 uint64_t rt_disk_store(rt_disk *d, const uint8_t key[32], const void *p,

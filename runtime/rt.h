@@ -44,8 +44,9 @@ typedef struct rt_disk {
 
 /* Choose and create (mkdir -p) the cache directory: dir if not NULL, else
  * ctx's cache_dir, else the environment (unless WEFT_FLAG_NO_ENV).  Entries
- * are files <key>.<ext>.  Never fails: a problem leaves the cache disabled
- * with the reason in d->note. */
+ * are files <key>.<ext>.  The bound is max_bytes, else ctx's cache_max,
+ * else FE_CACHE_MAX_DEFAULT.  Never fails: a problem leaves the cache
+ * disabled with the reason in d->note. */
 void rt_disk_open(rt_disk *d, weft_context *ctx, const char *dir,
                   uint64_t max_bytes, bool disabled, const char *ext);
 void rt_disk_close(rt_disk *d);
@@ -64,6 +65,10 @@ int rt_disk_load(rt_disk *d, const uint8_t key[32], void **out, size_t *n);
  * write failed, which switches the cache off with the reason noted). */
 uint64_t rt_disk_store(rt_disk *d, const uint8_t key[32], const void *p,
                        size_t n);
+/* The bytes and number of the entries in d's directory now (every
+ * extension).  False (zeros) when there is no directory or it cannot be
+ * read, or when out of memory (part counted). */
+bool rt_disk_usage(rt_disk *d, uint64_t *bytes, uint64_t *entries);
 
 #ifdef WEFT_HAVE_LLVM
 struct sk_kernel;

@@ -26,7 +26,11 @@ device synchronised for an array result; JAX: block_until_ready).
 
 The report (gpu.md in the output directory) has the device, the copy
 bandwidth (cudaMemcpy device to device of 1 GiB; 2 x bytes / time), a table
-per program and weft's compile times.
+per program and weft's compile times.  gpu.json beside it has the same
+numbers for scripts that compare runs: the machine and commit, then "rows"
+(one object per program and implementation: median ms, runs, ratio to the
+best peer and to CUDA, check, or why n/a) and "compile" (one per weft
+program).
 
 Usage:
   run.py OUTDIR [--weft-lib PATH] [--ref-lib PATH]     (on the GPU machine)
@@ -39,6 +43,7 @@ import argparse
 import ctypes
 import datetime
 import gc
+import json
 import os
 import platform
 import shutil
@@ -1078,6 +1083,46 @@ def write_report(path, info, copy, results, compiles, dotp_compile, quick, backe
     return "\n".join(L)
 
 
+def write_json(path, info, copy, results, compiles, dotp_compile, quick, backend):
+    """The report's numbers as one JSON object (see the module's doc)."""
+    rows = []
+    for prog, prog_rows in results:
+        peers = [r for r in prog_rows if not r.name.startswith("weft") and r.ms]
+        best = min(peers, key=lambda r: r.ms) if peers else None
+        cuda = next((r for r in prog_rows if r.name.startswith("CUDA") and r.ms), None)
+        for r in prog_rows:
+            rows.append({
+                "program": prog.key, "size": prog.size, "implementation": r.name,
+                "median_ms": r.ms, "runs": r.runs,
+                "ratio_to_best_peer": r.ms / best.ms if r.ms and best else None,
+                "best_peer": best.name if best else None,
+                "ratio_to_cuda": r.ms / cuda.ms if r.ms and cuda else None,
+                "check": r.check, "na": r.na})
+    doc = {
+        "bench": "gpu", "format": 1, "commit": info.get("commit"),
+        "date": info.get("date"), "host": info.get("host"),
+        "node": platform.node(), "gpu": info.get("gpu"),
+        "driver": info.get("driver"), "cuda": info.get("cuda"),
+        "backend": backend, "quick": bool(quick),
+        "copy_gbs": copy[0] if copy else None,
+        "rows": rows,
+        "compile": [{"program": key, "implementation": name, "compile_ms": ms,
+                     "kernels_compiled": c, "loaded": l, "kernels": k,
+                     "plan": plan}
+                    for key, name, (ms, c, l, k, plan) in compiles],
+    }
+    if dotp_compile:
+        (first, disk), (k_first, k_loaded, k_compiled) = dotp_compile
+        doc["dotp_compile"] = {"first_ms": first, "from_disk_ms": disk,
+                               "compiled": k_first, "loaded": k_loaded,
+                               "from_disk_compiled": k_compiled}
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
 # ---- main -------------------------------------------------------------------
 
 
@@ -1163,6 +1208,7 @@ def main():
         return make
 
     path = os.path.join(args.outdir, "gpu.md")
+    json_path = os.path.join(args.outdir, "gpu.json")
     only = [s for s in args.only.split(",") if s]
     results, compiles = [], []
     for key, pid, title in PROGRAM_LIST:
@@ -1203,6 +1249,8 @@ def main():
         # the report so far (a run stopped later still leaves one)
         write_report(path, info, copy, results, compiles, dotp_compile, quick,
                      backend, log_lines)
+        write_json(json_path, info, copy, results, compiles, dotp_compile,
+                   quick, backend)
 
     if rf is not None:
         ms = ctypes.c_double()
@@ -1214,8 +1262,10 @@ def main():
 
     text = write_report(path, info, copy, results, compiles, dotp_compile, quick,
                         backend, log_lines)
+    write_json(json_path, info, copy, results, compiles, dotp_compile, quick,
+               backend)
     shutil.rmtree(tmp, ignore_errors=True)
-    log("wrote %s (%.0f s in all)" % (path, time.time() - t_start))
+    log("wrote %s and %s (%.0f s in all)" % (path, json_path, time.time() - t_start))
     bad = any(r.check.startswith("FAIL") for _, rows in results for r in rows
               if r.name.startswith("weft"))
     bad |= any(r.na for _, rows in results for r in rows if r.name.startswith("weft"))

@@ -3,7 +3,8 @@
 # bundle (tools/gpu-bundle.sh; it holds libweft.so, include/ and bench/gpu/).
 # Builds bench_weft_gpu.so (weft_gpu.c, gcc, against ./libweft.so) and
 # bench_ref_gpu.so (ref.cu, nvcc), runs bench/gpu/run.py, which writes
-# gpu.md and run.log into OUTDIR, and prints gpu.md.
+# gpu.md, gpu.json (the same tables, one object per program and
+# implementation) and run.log into OUTDIR, and prints gpu.md.
 #
 # Usage: sh bench/gpu/run.sh OUTDIR
 # Environment: NVCC (default: nvcc on PATH, else /usr/local/cuda/bin/nvcc),
