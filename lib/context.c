@@ -4,7 +4,7 @@
  * A context holds the configuration, the chosen backend (a table of
  * functions, lib/fe.h fe_backend) and the interned tuple types.  The
  * environment (WEFT_BACKEND, WEFT_THREADS, WEFT_CHECK, WEFT_TIMEOUT_MS,
- * WEFT_FAST_MATH, ...) overrides the configuration unless WEFT_FLAG_NO_ENV
+ * WEFT_FAST_MATH, WEFT_TRACE, ...) overrides the configuration unless WEFT_FLAG_NO_ENV
  * is set.
  */
 #include <ctype.h>
@@ -187,6 +187,10 @@ weft_status weft_context_create(const weft_config *cfg, weft_context **out)
                                 "is not 0, 1 or quick", tier);
             }
         }
+        const char *trace = getenv("WEFT_TRACE");
+        if (trace && *trace) {
+            c.trace = trace;
+        }
         const char *th = getenv("WEFT_THREADS");
         if (th && *th) {
             char *end;
@@ -244,14 +248,18 @@ weft_status weft_context_create(const weft_config *cfg, weft_context **out)
         return fe_error(WEFT_ERR_OUT_OF_MEMORY,
                         "weft_context_create: cannot create a mutex");
     }
-    if (be->context_init) {
-        weft_status st = be->context_init(ctx);
-        if (st) {
-            pthread_mutex_destroy(&ctx->pool_lock);
-            pthread_mutex_destroy(&ctx->lock);
-            fe_free(ctx, ctx, sizeof *ctx);
-            return st;
-        }
+    /* The trace first, so that it sees the backend's set-up. */
+    weft_status st = c.trace && *c.trace ? fe_trace_open(ctx, c.trace)
+                                         : WEFT_OK;
+    if (st == WEFT_OK && be->context_init) {
+        st = be->context_init(ctx);
+    }
+    if (st) {
+        fe_trace_close(ctx);
+        pthread_mutex_destroy(&ctx->pool_lock);
+        pthread_mutex_destroy(&ctx->lock);
+        fe_free(ctx, ctx, sizeof *ctx);
+        return st;
     }
     *out = ctx;
     return WEFT_OK;
@@ -265,6 +273,7 @@ void weft_context_free(weft_context *ctx)
     if (ctx->be->context_fini) {
         ctx->be->context_fini(ctx);
     }
+    fe_trace_close(ctx); /* after the backend's last events */
     for (int i = 0; i < ctx->ntuples; i++) {
         fe_tuple *tu = ctx->tuples[i];
         fe_free(ctx, tu, sizeof *tu + sizeof(weft_type) *
@@ -302,5 +311,18 @@ weft_status weft_context_stats(const weft_context *ctx, weft_stats *out)
     if (ctx->be->stats) {
         ctx->be->stats(ctx, out);
     }
+    double ms[FE_PHASE_COUNT];
+    for (int p = 0; p < FE_PHASE_COUNT; p++) {
+        ms[p] = (double)atomic_load_explicit(&ctx->phase_ns[p],
+                                             memory_order_relaxed) / 1e6;
+    }
+    out->frontend_ms = ms[FE_PHASE_FRONTEND];
+    out->ir_ms = ms[FE_PHASE_IR];
+    out->llvm_opt_ms = ms[FE_PHASE_LLVM_OPT];
+    out->llvm_codegen_ms = ms[FE_PHASE_LLVM_CODEGEN];
+    out->ptx_ms = ms[FE_PHASE_PTX];
+    out->driver_link_ms = ms[FE_PHASE_DRIVER_LINK];
+    out->jit_link_ms = ms[FE_PHASE_JIT_LINK];
+    out->disk_ms = ms[FE_PHASE_DISK];
     return WEFT_OK;
 }

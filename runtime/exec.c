@@ -439,7 +439,14 @@ weft_status rt_job_phases(job *j, int n, const rt_phase *phases)
         ph[i] = phases[i];
         ph[i].entry = rt_job_entry(j, phases[i].entry);
     }
-    return j->ops->run(j, n < 4 ? n : 4, ph);
+    uint64_t t0 = fe_trace_begin(j->ctx);
+    weft_status s = j->ops->run(j, n < 4 ? n : 4, ph);
+    if (FE_TRACING(j->ctx)) {
+        fe_trace_span(j->ctx, t0, "run", "launch",
+                      "\"kernel\":%d,\"phases\":%d,\"elements\":%lld",
+                      j->k->number, n < 4 ? n : 4, (long long)ph[0].n);
+    }
+    return s;
 }
 
 weft_status rt_job_run(job *j, int entry, int64_t n, int64_t grain)
@@ -626,6 +633,7 @@ static weft_status kernel_error(const sk_kernel *k, uint64_t w)
 weft_status rt_exec(weft_context *ctx, const rt_backend *rb, fe_ix *ix,
                     sk_kernel *k, weft_array **out)
 {
+    uint64_t t0 = fe_trace_begin(ctx);
     job j;
     memset(&j, 0, sizeof j);
     j.ctx = ctx;
@@ -675,6 +683,13 @@ weft_status rt_exec(weft_context *ctx, const rt_backend *rb, fe_ix *ix,
         }
     }
     job_release(&j);
+    if (FE_TRACING(ctx)) {
+        char name[128];
+        fe_trace_span(ctx, t0, "run", "kernel",
+                      "\"kernel\":%d,\"what\":\"%s\",\"backend\":\"%s\"",
+                      k->number, rt_kernel_name(k, name, sizeof name),
+                      rb->ops->name);
+    }
     return s;
 }
 
