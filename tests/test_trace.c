@@ -31,14 +31,14 @@ enum { N = 1000, LIMIT = 5 }; /* elements; awhile iterations */
 /* ---- the program ---------------------------------------------------------- */
 
 /* A context on backend b tracing to path (NULL: none), disk cache in
- * cache, environment ignored. */
+ * cache, environment ignored, and flags. */
 static weft_context *open_ctx(weft_backend b, const char *path,
-                              const char *cache)
+                              const char *cache, unsigned flags)
 {
     weft_config cfg = weft_config_default();
     cfg.backend = b;
     cfg.threads = 2;
-    cfg.flags |= WEFT_FLAG_NO_ENV;
+    cfg.flags |= WEFT_FLAG_NO_ENV | flags;
     cfg.cache_dir = cache;
     cfg.trace = path;
     weft_context *ctx = NULL;
@@ -240,12 +240,12 @@ START_TEST(test_spans)
     temp_dir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/trace.json", dir);
     snprintf(cache, sizeof cache, "%s/cache", dir);
-    weft_context *c1 = open_ctx(DT_BACKEND, path, cache);
+    weft_context *c1 = open_ctx(DT_BACKEND, path, cache, 0);
     run_program(c1);
     TU_OK(weft_context_wait_optimised(c1)); /* the CPU's disk stores */
     weft_stats st;
     TU_OK(weft_context_stats(c1, &st));
-    weft_context *c2 = open_ctx(DT_BACKEND, path, cache);
+    weft_context *c2 = open_ctx(DT_BACKEND, path, cache, 0);
     run_program(c2);
     weft_stats st2;
     TU_OK(weft_context_stats(c2, &st2));
@@ -328,7 +328,7 @@ START_TEST(test_interp)
     char dir[64], path[96];
     temp_dir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/interp.json", dir);
-    weft_context *ctx = open_ctx(WEFT_BACKEND_INTERP, path, NULL);
+    weft_context *ctx = open_ctx(WEFT_BACKEND_INTERP, path, NULL, 0);
     run_program(ctx);
     weft_stats st;
     TU_OK(weft_context_stats(ctx, &st));
@@ -390,7 +390,7 @@ START_TEST(test_config)
     char dir[64], cache[96];
     temp_dir(dir, sizeof dir);
     snprintf(cache, sizeof cache, "%s/cache", dir);
-    weft_context *ctx = open_ctx(DT_BACKEND, NULL, cache);
+    weft_context *ctx = open_ctx(DT_BACKEND, NULL, cache, 0);
     run_program(ctx);
     weft_stats st;
     TU_OK(weft_context_stats(ctx, &st));
@@ -454,16 +454,11 @@ static const char *child_args[2];
 START_TEST(exit_child)
 {
     /* No tiers: a CPU context that exits while its background thread
-     * compiles may crash in LLVM's static destructors (a fault of the
-     * tier thread's exit handling, not of the trace: see the report). */
-    weft_config cfg = weft_config_default();
-    cfg.backend = DT_BACKEND;
-    cfg.threads = 2;
-    cfg.flags |= WEFT_FLAG_NO_ENV | WEFT_FLAG_NO_TIERING;
-    cfg.cache_dir = child_args[1];
-    cfg.trace = child_args[0];
-    weft_context *ctx = NULL;
-    TU_OK(weft_context_create(&cfg, &ctx));
+     * compiles may crash, as LLVM's statics that the thread made first
+     * are destroyed before runtime-cpu/jit.c's atexit handler stops it
+     * (a fault of that handler, not of the trace). */
+    weft_context *ctx = open_ctx(DT_BACKEND, child_args[0], child_args[1],
+                                 WEFT_FLAG_NO_TIERING);
     run_program(ctx);
     exit(0); /* ctx is never freed */
 }
