@@ -592,11 +592,15 @@ weft_status cg_ptx_libdevice_path(char *buf, size_t n);
  * dump_prefix is not NULL the text is also written to <dump_prefix>.ptx,
  * and the optimised IR to <dump_prefix>.opt.ll (each skipped if the file
  * cannot be written).  While it runs, diagnostics of
- * mod's context go to a handler of its own (nothing is printed).
+ * mod's context go to a handler of its own (nothing is printed).  The
+ * time of its steps counts in ctx's phases (libdevice's link and the
+ * optimisation as FE_PHASE_LLVM_OPT, the emission as FE_PHASE_PTX) and
+ * shows in its trace; ctx may be NULL.
  * Errors: WEFT_ERR_BACKEND_UNAVAILABLE when libdevice is needed and not
  * found, WEFT_ERR_INTERNAL with LLVM's message for anything else. */
 weft_status cg_ptx_finish(LLVMModuleRef mod, LLVMTargetMachineRef tm,
                           const char *const *kernels, int nkernels,
-                          const char *dump_prefix, LLVMMemoryBufferRef *ptx);
+                          const char *dump_prefix, weft_context *ctx,
+                          LLVMMemoryBufferRef *ptx);
 
 #endif /* WEFT_CG_H */

@@ -836,8 +836,8 @@ static void approx_divisions(LLVMModuleRef mod)
 /* The steps of cg_ptx_finish after the diagnostic handler is in place. */
 static weft_status finish(LLVMModuleRef mod, LLVMTargetMachineRef tm,
                           const char *const *kernels, int nkernels,
-                          const char *dump_prefix, diag *d,
-                          LLVMMemoryBufferRef *ptx)
+                          const char *dump_prefix, weft_context *ctx,
+                          diag *d, LLVMMemoryBufferRef *ptx)
 {
     cg_module_target(mod, tm);
     for (int k = 0; k < nkernels; k++) {
@@ -850,17 +850,22 @@ static weft_status finish(LLVMModuleRef mod, LLVMTargetMachineRef tm,
         mark_kernel(mod, f);
     }
     weft_status s = WEFT_OK;
+    uint64_t t = fe_clock_ns();
     if (needs_libdevice(mod)) {
         s = link_libdevice(mod, d);
         if (s != WEFT_OK) {
             return s;
         }
+        t = fe_phase_end(ctx, FE_PHASE_LLVM_OPT, t, "libdevice.link",
+                         "\"kernel\":\"%s\"", kernels[0]);
     }
     internalise(mod, kernels, nkernels);
     s = cg_optimise(mod, tm, "default<O3>", "weft (ptx)");
     if (s != WEFT_OK) {
         return s;
     }
+    t = fe_phase_end(ctx, FE_PHASE_LLVM_OPT, t, "llvm.opt",
+                     "\"kernel\":\"%s\"", kernels[0]);
     approx_divisions(mod);
     if (dump_prefix) {
         dump_opt_ir(dump_prefix, mod);
@@ -879,13 +884,17 @@ static weft_status finish(LLVMModuleRef mod, LLVMTargetMachineRef tm,
         return s;
     }
     LLVMDisposeMessage(err);
+    fe_phase_end(ctx, FE_PHASE_PTX, t, "ptx.emit",
+                 "\"kernel\":\"%s\",\"ptx_bytes\":%zu", kernels[0],
+                 LLVMGetBufferSize(*ptx));
     return WEFT_OK;
 }
 
 /* Turn a skeleton's module into PTX (see cg.h). */
 weft_status cg_ptx_finish(LLVMModuleRef mod, LLVMTargetMachineRef tm,
                           const char *const *kernels, int nkernels,
-                          const char *dump_prefix, LLVMMemoryBufferRef *ptx)
+                          const char *dump_prefix, weft_context *ctx,
+                          LLVMMemoryBufferRef *ptx)
 {
     *ptx = NULL;
     /* Without a handler of its own, LLVM prints warnings and exits the
@@ -896,7 +905,8 @@ weft_status cg_ptx_finish(LLVMModuleRef mod, LLVMTargetMachineRef tm,
     void *old_ctx = LLVMContextGetDiagnosticContext(c);
     diag d = {.error = false};
     LLVMContextSetDiagnosticHandler(c, diag_handler, &d);
-    weft_status s = finish(mod, tm, kernels, nkernels, dump_prefix, &d, ptx);
+    weft_status s = finish(mod, tm, kernels, nkernels, dump_prefix, ctx, &d,
+                           ptx);
     LLVMContextSetDiagnosticHandler(c, old, old_ctx);
     if (s == WEFT_OK && dump_prefix) {
         dump_ptx(dump_prefix, *ptx);

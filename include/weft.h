@@ -176,6 +176,16 @@ typedef struct weft_config {
                               deleted (0: 256 MiB; $WEFT_CACHE_MAX, in
                               bytes or with a suffix K, M or G, powers of
                               1024) */
+    const char *trace;     /* a Chrome trace of compile and run phases is
+                              written to this file ($WEFT_TRACE, which
+                              overrides it; "%p" in it becomes the process
+                              id; NULL or "": none).  Contexts of one
+                              process that name the same file share it;
+                              it is valid JSON once the last of them is
+                              freed, or the process exits (README,
+                              "Tracing").  A file that cannot be written
+                              fails weft_context_create with
+                              WEFT_ERR_INVALID_ARGUMENT */
 } weft_config;
 
 /* The value of weft_config.magic ("weft" in ASCII). */
@@ -325,6 +335,27 @@ typedef struct weft_stats {
                                    code (WEFT_FLAG_NO_TIERING) */
     double optimise_ms;        /* CPU: time the background thread spent
                                   emitting optimised code */
+    /* Compile time by phase, in milliseconds, summed over every kernel
+     * and thread of the context (the background thread's included, but
+     * for its code generation, which is optimise_ms); every backend
+     * counts the phases it has, and WEFT_TRACE shows each as spans. */
+    double frontend_ms;     /* weft_compile's passes over the program:
+                               sharing recovery, simplify, fuse, plan
+                               (every backend) */
+    double ir_ms;           /* building each kernel's LLVM IR from its
+                               skeleton */
+    double llvm_opt_ms;     /* LLVM's optimisation pipeline on kernel IR
+                               (PTX: with the link of libdevice) */
+    double llvm_codegen_ms; /* CPU: machine code emitted by the threads
+                               that compile (the quick tier, or -O3 with
+                               WEFT_FLAG_NO_TIERING) */
+    double ptx_ms;          /* PTX: LLVM's NVPTX emission of PTX text */
+    double driver_link_ms;  /* PTX: the CUDA driver's link of PTX to a
+                               cubin (ptxas) and its loading of cubins */
+    double jit_link_ms;     /* CPU: linking objects into the JIT and
+                               looking up their entry points */
+    double disk_ms;         /* reading and writing the disk cache of
+                               compiled kernels */
 } weft_stats;
 
 /* Block until every kernel that ctx has compiled so far runs its fully

@@ -4,7 +4,7 @@
  * A context holds the configuration, the chosen backend (a table of
  * functions, lib/fe.h fe_backend) and the interned tuple types.  The
  * environment (WEFT_BACKEND, WEFT_THREADS, WEFT_CHECK, WEFT_TIMEOUT_MS,
- * WEFT_FAST_MATH, WEFT_CACHE_MAX, ...) overrides the configuration unless
+ * WEFT_FAST_MATH, WEFT_CACHE_MAX, WEFT_TRACE, ...) overrides the configuration unless
  * WEFT_FLAG_NO_ENV is set.
  *
  * The configuration crosses the API as the caller's struct, whose layout
@@ -303,6 +303,10 @@ weft_status fe_config_resolve(const weft_config *cfg, weft_config *out,
                                 "or quick", who, tier);
             }
         }
+        const char *trace = getenv("WEFT_TRACE");
+        if (trace && *trace) {
+            c.trace = trace;
+        }
         const char *th = getenv("WEFT_THREADS");
         if (th && *th) {
             char *end;
@@ -386,14 +390,18 @@ weft_status weft_context_create(const weft_config *cfg, weft_context **out)
         return fe_error(WEFT_ERR_OUT_OF_MEMORY,
                         "weft_context_create: cannot create a mutex");
     }
-    if (be->context_init) {
-        weft_status st = be->context_init(ctx);
-        if (st) {
-            pthread_mutex_destroy(&ctx->pool_lock);
-            pthread_mutex_destroy(&ctx->lock);
-            fe_free(ctx, ctx, sizeof *ctx);
-            return st;
-        }
+    /* The trace first, so that it sees the backend's set-up. */
+    weft_status st = c.trace && *c.trace ? fe_trace_open(ctx, c.trace)
+                                         : WEFT_OK;
+    if (st == WEFT_OK && be->context_init) {
+        st = be->context_init(ctx);
+    }
+    if (st) {
+        fe_trace_close(ctx);
+        pthread_mutex_destroy(&ctx->pool_lock);
+        pthread_mutex_destroy(&ctx->lock);
+        fe_free(ctx, ctx, sizeof *ctx);
+        return st;
     }
     *out = ctx;
     return WEFT_OK;
@@ -407,6 +415,7 @@ void weft_context_free(weft_context *ctx)
     if (ctx->be->context_fini) {
         ctx->be->context_fini(ctx);
     }
+    fe_trace_close(ctx); /* after the backend's last events */
     for (int i = 0; i < ctx->ntuples; i++) {
         fe_tuple *tu = ctx->tuples[i];
         fe_free(ctx, tu, sizeof *tu + sizeof(weft_type) *
@@ -446,6 +455,19 @@ weft_status weft_context_stats_sized(const weft_context *ctx,
     if (ctx->be->stats) {
         ctx->be->stats(ctx, &st);
     }
+    double ms[FE_PHASE_COUNT];
+    for (int p = 0; p < FE_PHASE_COUNT; p++) {
+        ms[p] = (double)atomic_load_explicit(&ctx->phase_ns[p],
+                                             memory_order_relaxed) / 1e6;
+    }
+    st.frontend_ms = ms[FE_PHASE_FRONTEND];
+    st.ir_ms = ms[FE_PHASE_IR];
+    st.llvm_opt_ms = ms[FE_PHASE_LLVM_OPT];
+    st.llvm_codegen_ms = ms[FE_PHASE_LLVM_CODEGEN];
+    st.ptx_ms = ms[FE_PHASE_PTX];
+    st.driver_link_ms = ms[FE_PHASE_DRIVER_LINK];
+    st.jit_link_ms = ms[FE_PHASE_JIT_LINK];
+    st.disk_ms = ms[FE_PHASE_DISK];
     fe_copy_sized(out, size, &st, sizeof st);
     return WEFT_OK;
 }

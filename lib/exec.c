@@ -95,11 +95,15 @@ static weft_status deep_call_run(const char *who, uint64_t depth,
     return c.st == WEFT_OK ? WEFT_OK : fe_error_copy(c.st, c.msg);
 }
 
-/* The passes between sharing recovery and the backend, in order. */
-static weft_status (*const passes[])(fe_core *) = {
-    fe_simplify,
-    fe_fuse,
-    fe_plan,
+/* The passes between sharing recovery and the backend, in order, with
+ * their names in traces. */
+static const struct {
+    weft_status (*run)(fe_core *);
+    const char *name;
+} passes[] = {
+    {fe_simplify, "simplify"},
+    {fe_fuse, "fuse"},
+    {fe_plan, "plan"},
 };
 
 /* $WEFT_DUMP=plan: write the plan of each compiled executable to
@@ -146,12 +150,15 @@ static weft_status compile_passes(void *arg)
 {
     compile_job *j = arg;
     weft_executable *exe = j->exe;
+    uint64_t t = fe_clock_ns();
     weft_status st = fe_share(j->p, "weft_compile",
                               (fe_term *const *)j->results, j->n, &exe->arena,
                               &exe->core);
+    t = fe_phase_end(exe->ctx, FE_PHASE_FRONTEND, t, "sharing", NULL);
     exe->core.no_fusion = (exe->ctx->cfg.flags & WEFT_FLAG_NO_FUSION) != 0;
     for (size_t i = 0; st == WEFT_OK && i < sizeof passes / sizeof *passes; i++) {
-        st = passes[i](&exe->core);
+        st = passes[i].run(&exe->core);
+        t = fe_phase_end(exe->ctx, FE_PHASE_FRONTEND, t, passes[i].name, NULL);
     }
     if (st == WEFT_OK) {
         exe->depth = fe_core_depth(exe->ctx, &exe->core);
@@ -185,11 +192,17 @@ weft_status weft_compile(weft_program *p, weft_acc *const *results, int n,
     }
     exe->ctx = ctx;
     fe_arena_init(&exe->arena, ctx);
+    uint64_t t0 = fe_trace_begin(ctx);
     compile_job job = {p, results, n, exe};
     weft_status st = deep_call_run("weft_compile",
                                    fe_program_depth(p, (fe_term *const *)results,
                                                     n),
                                    compile_passes, &job);
+    if (FE_TRACING(ctx)) {
+        fe_trace_span(ctx, t0, "compile", "weft_compile",
+                      "\"status\":%d,\"outputs\":%d", (int)st,
+                      st ? 0 : exe->core.noutput);
+    }
     if (st) {
         exe_destroy(exe);
         return st;
@@ -257,6 +270,11 @@ static weft_status run_backend(void *arg)
     return j->exe->ctx->be->run(j->exe, j->in, j->out, j->cancel);
 }
 
+static weft_status run_checked(weft_executable *exe, weft_array *const *in,
+                               weft_array **out, int n_out);
+static weft_status run_traced(weft_executable *exe, weft_array *const *in,
+                              weft_array **out, int n_out);
+
 weft_status weft_run(weft_executable *exe, weft_array *const *in, int n_in,
                      weft_array **out, int n_out)
 {
@@ -302,6 +320,16 @@ weft_status weft_run(weft_executable *exe, weft_array *const *in, int n_in,
         }
     }
     /* The run may be cancelled from now on (lib/cancel.c). */
+    if (FE_TRACING(exe->ctx)) {
+        return run_traced(exe, in, out, n_out);
+    }
+    return run_checked(exe, in, out, n_out);
+}
+
+/* weft_run once its arguments are checked. */
+static weft_status run_checked(weft_executable *exe, weft_array *const *in,
+                               weft_array **out, int n_out)
+{
     fe_cancel cancel;
     fe_cancel_begin(exe->ctx, &cancel);
     run_job job = {exe, in, out, &cancel};
@@ -317,6 +345,18 @@ weft_status weft_run(weft_executable *exe, weft_array *const *in, int n_in,
         }
         st = fe_cancel_error(&cancel);
     }
+    return st;
+}
+
+/* run_checked as a "weft_run" span (out of line: the untraced path stays
+ * one test). */
+static __attribute__((noinline)) weft_status
+run_traced(weft_executable *exe, weft_array *const *in, weft_array **out,
+           int n_out)
+{
+    uint64_t t0 = fe_clock_ns();
+    weft_status st = run_checked(exe, in, out, n_out);
+    fe_trace_span(exe->ctx, t0, "run", "weft_run", "\"status\":%d", (int)st);
     return st;
 }
 

@@ -191,7 +191,81 @@ struct weft_context {
     size_t pool_bytes;           /* bytes held by the pool */
     int pool_count;              /* buffers held by the pool */
     _Atomic uint64_t cancel_epoch; /* weft_cancel calls so far (cancel.c) */
+    struct fe_trace *trace;      /* the trace writer (trace.c); NULL: off */
+    _Atomic uint64_t phase_ns[8]; /* compile time by fe_phase (trace.c) */
 };
+
+/* ===== trace.c: WEFT_TRACE, and the compile time by phase ===== */
+
+/* Where compile time goes, as weft_stats reports it (weft.h says what
+ * each phase covers).  FE_PHASE_NONE: a span counted nowhere. */
+typedef enum fe_phase {
+    FE_PHASE_FRONTEND,     /* sharing recovery, simplify, fuse, plan */
+    FE_PHASE_IR,           /* a kernel's LLVM IR from its skeleton */
+    FE_PHASE_LLVM_OPT,     /* LLVM's optimisation (and libdevice's link) */
+    FE_PHASE_LLVM_CODEGEN, /* CPU machine code on the compiling thread */
+    FE_PHASE_PTX,          /* NVPTX's emission of PTX text */
+    FE_PHASE_DRIVER_LINK,  /* the CUDA driver: ptxas, module load */
+    FE_PHASE_JIT_LINK,     /* ORC: adding an object, looking symbols up */
+    FE_PHASE_DISK,         /* disk cache reads and writes */
+    FE_PHASE_COUNT,
+    FE_PHASE_NONE = FE_PHASE_COUNT
+} fe_phase;
+
+typedef struct fe_trace fe_trace;
+
+/* The monotonic clock in nanoseconds. */
+uint64_t fe_clock_ns(void);
+
+/* Whether ctx writes a trace: the one branch a site pays when it does
+ * not. */
+#define FE_TRACING(ctx) __builtin_expect((ctx)->trace != NULL, 0)
+
+/* The start of a run-time span: the clock when ctx traces, else 0 (and
+ * no clock read). */
+static inline uint64_t fe_trace_begin(const weft_context *ctx)
+{
+    return FE_TRACING(ctx) ? fe_clock_ns() : 0;
+}
+
+/* Write a complete span [t0, now) of category cat named name on the
+ * calling thread's track; args is a printf format of the inside of a
+ * JSON object ("\"bytes\":%zu"; strings put in it must need no escape) or
+ * NULL.  Does nothing when ctx is NULL or does not trace.  Thread-safe. */
+void fe_trace_span(weft_context *ctx, uint64_t t0, const char *cat,
+                   const char *name, const char *args, ...) FE_PRINTF(5, 6);
+/* The same with an explicit track and times (ns of fe_clock_ns): for
+ * spans measured elsewhere (the GPU's device time). */
+void fe_trace_event(weft_context *ctx, int tid, uint64_t t0, uint64_t dur,
+                    const char *cat, const char *name, const char *args, ...)
+    FE_PRINTF(7, 8);
+/* Name track tid (once per trace file; tid from fe_trace_tid or a
+ * number of FE_TRACE_DEVICE_TID and up). */
+void fe_trace_track_name(weft_context *ctx, int tid, const char *name);
+#define FE_TRACE_DEVICE_TID 1000
+/* The calling thread's track: a small number, stable for the thread's
+ * life, 1 for the first thread that asks. */
+int fe_trace_tid(void);
+/* Name the calling thread's track in every trace it writes to from now
+ * on (a static string: "weft tier-up"). */
+void fe_trace_thread_label(const char *label);
+
+/* Add [t0, now) to ctx's counter of phase ph and, when ctx traces, write
+ * it as a span (category from ph: "frontend" or "compile") named name
+ * with args as fe_trace_span.  ctx NULL: nothing.  Returns now. */
+uint64_t fe_phase_end(weft_context *ctx, fe_phase ph, uint64_t t0,
+                      const char *name, const char *args, ...)
+    FE_PRINTF(5, 6);
+
+/* weft_context_create / weft_context_free: open ctx's trace for path
+ * (shared with every other context of the process tracing to the same
+ * file; "%p" in path becomes the process id), and release it.  Errors:
+ * WEFT_ERR_INVALID_ARGUMENT (the file cannot be written, or the path is
+ * too long), WEFT_ERR_OUT_OF_MEMORY. */
+weft_status fe_trace_open(weft_context *ctx, const char *path);
+void fe_trace_close(weft_context *ctx);
+/* Write ctx's buffered events now (the file stays valid JSON). */
+void fe_trace_flush(weft_context *ctx);
 
 /* ===== cancel.c: stopping a run (weft_cancel, the deadline) ===== */
 

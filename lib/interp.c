@@ -1825,8 +1825,9 @@ static weft_status acc_awhile(interp *st, const fe_term *t, weft_array **out)
     if (!s) {
         s = eval_acc(st, t->kid[0], x);
     }
-    while (!s) {
+    for (int64_t iter = 0; !s; iter++) {
         weft_array *c = NULL;
+        uint64_t t0 = fe_trace_begin(st->ctx);
         if ((s = fe_cancel_check(st->cancel)) != WEFT_OK) {
             break;
         }
@@ -1858,6 +1859,10 @@ static weft_status acc_awhile(interp *st, const fe_term *t, weft_array **out)
         release_all(x, n);
         memcpy(x, y, sizeof *x * (size_t)n);
         memset(y, 0, sizeof *y * (size_t)n);
+        if (FE_TRACING(st->ctx)) {
+            fe_trace_span(st->ctx, t0, "run", "awhile.iter",
+                          "\"iteration\":%lld", (long long)iter);
+        }
     }
     if (x) {
         if (s) {

@@ -141,6 +141,7 @@ static weft_status build_module(void *user, LLVMContextRef llctx,
 {
     build *b = user;
     *out = NULL;
+    uint64_t t0 = fe_clock_ns();
     fe_arena scratch;
     fe_arena_init(&scratch, b->ctx);
     LLVMModuleRef mod = LLVMModuleCreateWithNameInContext("weft", llctx);
@@ -156,6 +157,11 @@ static weft_status build_module(void *user, LLVMContextRef llctx,
     };
     weft_status s = sk_emit_variant(&e, b->uniform, b->names);
     fe_arena_release(&scratch);
+    char name[128];
+    fe_phase_end(b->ctx, FE_PHASE_IR, t0, "ir",
+                 "\"kernel\":\"%s\",\"what\":\"%s\",\"variant\":\"%s\"",
+                 b->names[0], rt_kernel_name(b->k, name, sizeof name),
+                 b->uniform ? "equal shapes" : "general");
     if (s) {
         LLVMDisposeModule(mod);
         return s;

@@ -797,13 +797,6 @@ static void dump_vec_report(cpu_jit *j, LLVMModuleRef m, const char *name)
 
 /* ---- compilation ---- */
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 static bool listed(const char *name, size_t n, const char *const *symbols,
                    int nsym)
 {
@@ -900,7 +893,7 @@ static weft_status optimise_module(cpu_jit *j, LLVMModuleRef m,
     if (j->dump & CPU_DUMP_IR) {
         dump_module(j, m, name, ".ll");
     }
-    double t0 = now_ms();
+    uint64_t t0 = fe_clock_ns();
     po = LLVMCreatePassBuilderOptions();
     LLVMPassBuilderOptionsSetLoopVectorization(po, 1);
     LLVMPassBuilderOptionsSetSLPVectorization(po, 1);
@@ -911,7 +904,8 @@ static weft_status optimise_module(cpu_jit *j, LLVMModuleRef m,
         s = llvm_error(e, "optimisation failed");
         goto out;
     }
-    *ms = now_ms() - t0;
+    *ms = (double)(fe_phase_end(j->ctx, FE_PHASE_LLVM_OPT, t0, "llvm.opt",
+                                "\"kernel\":\"%s\"", name) - t0) / 1e6;
     if (j->dump & CPU_DUMP_OPT_IR) {
         dump_module(j, m, name, ".opt.ll");
     }
@@ -928,10 +922,13 @@ out:
 
 /* Emit the optimised module m as an object into *obj (the caller owns
  * it), with code generation at `level`; the assembly too when dumping
- * (named after `name`).  *ms gets the time spent emitting the object. */
+ * (named after `name`).  *ms gets the time spent emitting the object,
+ * which counts as the context's FE_PHASE_LLVM_CODEGEN unless `background`
+ * (the tier-up thread's, optimise_ms). */
 static weft_status emit_module(cpu_jit *j, LLVMModuleRef m,
                                LLVMCodeGenOptLevel level, const char *name,
-                               LLVMMemoryBufferRef *obj, double *ms)
+                               bool background, LLVMMemoryBufferRef *obj,
+                               double *ms)
 {
     *obj = NULL;
     *ms = 0;
@@ -960,14 +957,20 @@ static weft_status emit_module(cpu_jit *j, LLVMModuleRef m,
             LLVMDisposeModule(copy);
         }
     }
-    double t0 = now_ms();
+    uint64_t t0 = fe_clock_ns();
     char *err = NULL;
     if (LLVMTargetMachineEmitToMemoryBuffer(tm, m, LLVMObjectFile, &err, obj)) {
         *obj = NULL;
         s = llvm_message(err, "cannot emit the object file");
     } else {
         LLVMDisposeMessage(err);
-        *ms = now_ms() - t0;
+        uint64_t t1 = fe_phase_end(
+            j->ctx, background ? FE_PHASE_NONE : FE_PHASE_LLVM_CODEGEN, t0,
+            "llvm.codegen",
+            "\"kernel\":\"%s\",\"level\":\"%s\",\"thread\":\"%s\"", name,
+            level == LLVMCodeGenLevelNone ? "quick" : "O3",
+            background ? "background" : "caller");
+        *ms = (double)(t1 - t0) / 1e6;
     }
     LLVMDisposeTargetMachine(tm);
     return s;
@@ -981,6 +984,7 @@ static weft_status link_object(cpu_jit *j, LLVMMemoryBufferRef obj,
 {
     weft_status s = WEFT_OK;
     pthread_mutex_lock(&j->link);
+    uint64_t t0 = fe_clock_ns();
     /* A tracker of its own, so that a kernel that fails to link leaves no
      * half-defined symbols behind and can be tried again. */
     LLVMOrcResourceTrackerRef rt = LLVMOrcJITDylibCreateResourceTracker(
@@ -1018,6 +1022,9 @@ out:
     /* On success the code stays: a released tracker hands its resources
      * to the dylib's default tracker. */
     LLVMOrcReleaseResourceTracker(rt);
+    fe_phase_end(j->ctx, FE_PHASE_JIT_LINK, t0, "jit.link",
+                 "\"kernel\":\"%s\",\"ok\":%s", symbols[0],
+                 s == WEFT_OK ? "true" : "false");
     pthread_mutex_unlock(&j->link);
     return s;
 }
@@ -1099,8 +1106,8 @@ static weft_status emit_quick(cpu_jit *j, LLVMModuleRef m,
         }
     }
     LLVMMemoryBufferRef obj = NULL;
-    weft_status s = emit_module(j, q, LLVMCodeGenLevelNone, symbols[0], &obj,
-                                ms);
+    weft_status s = emit_module(j, q, LLVMCodeGenLevelNone, symbols[0], false,
+                                &obj, ms);
     if (copy) {
         LLVMDisposeModule(q);
     }
@@ -1187,8 +1194,8 @@ static weft_status produce(cpu_jit *j, const uint8_t key[32], source *src,
     double opt_ms = 0, emit_ms = 0;
     s = optimise_module(j, m, symbols, nsym, &opt_ms);
     if (s == WEFT_OK && !tiered) {
-        s = emit_module(j, m, LLVMCodeGenLevelAggressive, symbols[0], &obj,
-                        &emit_ms);
+        s = emit_module(j, m, LLVMCodeGenLevelAggressive, symbols[0], false,
+                        &obj, &emit_ms);
     } else if (s == WEFT_OK) {
         s = emit_quick(j, m, symbols, nsym, addrs, &emit_ms);
     }
@@ -1251,7 +1258,7 @@ static weft_status tier_up(cpu_jit *j, tier_job *t, void **addrs,
     LLVMContextSetDiagnosticHandler(t->llctx, on_diagnostic, &dg);
     LLVMMemoryBufferRef obj = NULL;
     weft_status s = emit_module(j, t->m, LLVMCodeGenLevelAggressive,
-                                t->symbols[0], &obj, ms);
+                                t->symbols[0], true, &obj, ms);
     if (s == WEFT_OK && dg.msg[0]) {
         s = fe_error(WEFT_ERR_INTERNAL, "cpu_jit: LLVM: %s", dg.msg);
     }
@@ -1303,6 +1310,7 @@ static void tier_run(cpu_jit *j, tier_job *t)
 static void *tier_main(void *arg)
 {
     cpu_jit *j = arg;
+    fe_trace_thread_label("weft tier-up");
     pthread_mutex_lock(&j->lock);
     for (;;) {
         while (!j->queue && !j->tier_stop) {

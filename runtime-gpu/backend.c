@@ -215,6 +215,7 @@ static weft_status build_ptx(ptx_state *st, weft_executable *exe,
                              LLVMMemoryBufferRef *ptx)
 {
     weft_context *ctx = exe->ctx;
+    uint64_t t0 = fe_clock_ns();
     fe_arena scratch;
     fe_arena_init(&scratch, ctx);
     LLVMContextRef llctx = LLVMContextCreate();
@@ -230,6 +231,10 @@ static weft_status build_ptx(ptx_state *st, weft_executable *exe,
     };
     weft_status s = sk_emit_kernel(&e, names);
     fe_arena_release(&scratch);
+    char what[128];
+    fe_phase_end(ctx, FE_PHASE_IR, t0, "ir",
+                 "\"kernel\":\"%s\",\"what\":\"%s\"", names[0],
+                 rt_kernel_name(k, what, sizeof what));
     if (s == WEFT_OK) {
         char prefix[1024];
         const char *dump = NULL;
@@ -238,7 +243,7 @@ static weft_status build_ptx(ptx_state *st, weft_executable *exe,
                      ctx->cfg.dump_dir ? ctx->cfg.dump_dir : ".", names[0]);
             dump = prefix;
         }
-        s = cg_ptx_finish(mod, st->tm, names, n, dump, ptx);
+        s = cg_ptx_finish(mod, st->tm, names, n, dump, ctx, ptx);
     }
     LLVMDisposeModule(mod);
     LLVMContextDispose(llctx);

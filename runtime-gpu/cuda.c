@@ -55,6 +55,22 @@
  * CUDA's own advice is to end the process.  So after a fault every later
  * call, gpu_dev_open included, fails with WEFT_ERR_DEVICE, and the message
  * of those that did not wait for the faulting kernel says so.
+ *
+ * Tracing (WEFT_TRACE, lib/trace.c).  Only when the context traces,
+ * gpu_launch records an event on the stream before and after each launch
+ * (events are made on first use, GPU_TIMED_MAX pairs per device, and
+ * destroyed with it).  Nothing waits for them: their times are read
+ * (cuEventElapsedTime) when the host waits for the stream anyway
+ * (gpu_stream_wait, gpu_wait_cancel: every download, upload and error
+ * word), and written as "kernel.device" spans on the device's own track.
+ * Only when GPU_TIMED_MAX launches pile up with no wait in between does
+ * gpu_launch wait first, to reuse the events.  A device span's duration
+ * and the gaps between device spans are the events' (about half a
+ * microsecond of resolution); their place against the host's spans is
+ * anchored at the host time of the first launch since the last wait, so
+ * it is early by the time the device took to start that launch.  The
+ * module load's spans (the driver's link, cuModuleLoadData) are timed
+ * always, for weft_stats.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -120,6 +136,10 @@ static const struct {
     SYM(cuOccupancyMaxActiveBlocksPerMultiprocessor,
         "cuOccupancyMaxActiveBlocksPerMultiprocessor", NULL),
     SYM(cuLaunchKernel, "cuLaunchKernel", NULL),
+    SYM(cuEventCreate, "cuEventCreate", NULL),
+    SYM(cuEventRecord, "cuEventRecord", NULL),
+    SYM(cuEventElapsedTime, "cuEventElapsedTime", NULL),
+    SYM(cuEventDestroy, "cuEventDestroy_v2", "cuEventDestroy"),
 };
 
 /* The driver's name and description of r (into buf when it has none). */
@@ -428,6 +448,8 @@ cleanup:
     return WEFT_OK;
 }
 
+static void timed_flush(gpu_dev *d, bool done);
+
 void gpu_dev_close(gpu_dev *d)
 {
     if (!d) {
@@ -439,6 +461,14 @@ void gpu_dev_close(gpu_dev *d)
     if (live && d->cancel_host) {
         gpu_drv.cuMemFreeHost((void *)d->cancel_host);
         d->cancel_host = NULL;
+    }
+    if (live) {
+        timed_flush(d, d->ntimed > 0 && gpu_drv.cuStreamSynchronize(d->stream)
+                                            == CUDA_SUCCESS);
+        for (int i = 0; i < d->nevents; i++) {
+            gpu_drv.cuEventDestroy(d->timed[i].start);
+            gpu_drv.cuEventDestroy(d->timed[i].end);
+        }
     }
     if (live) {
         gpu_drv.cuStreamDestroy(d->stream);
@@ -592,6 +622,7 @@ weft_status gpu_module_load(gpu_dev *d, const void *image, size_t n,
     log[0] = '\0';
     const void *img = image;
     size_t img_n = n;
+    uint64_t t0 = 0;
     if (is_ptx) {
         /* The JIT wants the text NUL-terminated, the NUL counted. */
         ptx = fe_alloc(d->ctx, n + 1);
@@ -604,6 +635,7 @@ weft_status gpu_module_load(gpu_dev *d, const void *image, size_t n,
         CUjit_option opt[2] = {CU_JIT_ERROR_LOG_BUFFER,
                                CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
         void *val[2] = {log, (void *)(uintptr_t)LOG_MAX};
+        t0 = fe_clock_ns();
         GPU_CU(d, who, cuLinkCreate, 2, opt, val, &link);
         CUresult r = gpu_drv.cuLinkAddData(link, CU_JIT_INPUT_PTX, ptx, n + 1,
                                            "weft.ptx", 0, NULL, NULL);
@@ -620,13 +652,19 @@ weft_status gpu_module_load(gpu_dev *d, const void *image, size_t n,
         }
         img = bin; /* owned by the link state: copied before it goes */
         img_n = bin_n;
+        fe_phase_end(d->ctx, FE_PHASE_DRIVER_LINK, t0, "cuda.link",
+                     "\"ptx_bytes\":%zu,\"cubin_bytes\":%zu", n, bin_n);
     } else if (!cubin_whole(image, n)) {
         st = fe_error(WEFT_ERR_DEVICE,
                       "%s: the cubin (%zu bytes) is not a whole ELF image",
                       who, n);
         goto cleanup;
     }
+    t0 = fe_clock_ns();
     GPU_CU(d, who, cuModuleLoadData, &m->mod, img);
+    fe_phase_end(d->ctx, FE_PHASE_DRIVER_LINK, t0, "cuda.module_load",
+                 "\"cubin_bytes\":%zu,\"from\":\"%s\"", img_n,
+                 is_ptx ? "link" : "disk cache");
     if (cubin) {
         void *copy = fe_alloc(d->ctx, img_n);
         if (!copy) {
@@ -758,6 +796,72 @@ cleanup:
 
 /* ---- launches ------------------------------------------------------------ */
 
+/* Whether d's context writes a trace. */
+static bool tracing(const gpu_dev *d)
+{
+    return d->ctx && FE_TRACING(d->ctx);
+}
+
+/* Write the device spans of d's timed launches (when `done`: the stream
+ * was waited for without a fault) and forget them (d entered). */
+static void timed_flush(gpu_dev *d, bool done)
+{
+    if (d->ntimed == 0) {
+        return;
+    }
+    int tid = FE_TRACE_DEVICE_TID + d->ordinal;
+    char label[64];
+    snprintf(label, sizeof label, "GPU %d stream (device time)", d->ordinal);
+    fe_trace_track_name(d->ctx, tid, label);
+    const gpu_timed *first = &d->timed[0];
+    for (int i = 0; done && i < d->ntimed; i++) {
+        const gpu_timed *t = &d->timed[i];
+        float off = 0, ms = 0;
+        if (gpu_drv.cuEventElapsedTime(&off, first->start, t->start)
+                != CUDA_SUCCESS
+            || gpu_drv.cuEventElapsedTime(&ms, t->start, t->end)
+                   != CUDA_SUCCESS) {
+            continue;
+        }
+        off = off > 0 ? off : 0;
+        ms = ms > 0 ? ms : 0;
+        fe_trace_event(d->ctx, tid, first->host_ns + (uint64_t)(off * 1e6),
+                       (uint64_t)(ms * 1e6), "device", "kernel.device",
+                       "\"fn\":\"%s\",\"grid\":%u,\"block\":%d,"
+                       "\"device_us\":%.3f",
+                       t->name, t->grid, t->block, ms * 1e3);
+    }
+    d->ntimed = 0;
+}
+
+/* The next slot for a timed launch of f (d entered, tracing), or NULL
+ * when no event can be had (the launch then goes untimed). */
+static gpu_timed *timed_slot(gpu_dev *d, const gpu_fn *f, unsigned grid,
+                             int block)
+{
+    if (d->ntimed == GPU_TIMED_MAX) {
+        /* only while tracing: make the events reusable */
+        timed_flush(d, gpu_drv.cuStreamSynchronize(d->stream)
+                           == CUDA_SUCCESS);
+    }
+    gpu_timed *t = &d->timed[d->ntimed];
+    if (d->ntimed == d->nevents) {
+        if (gpu_drv.cuEventCreate(&t->start, 0) != CUDA_SUCCESS) {
+            return NULL;
+        }
+        if (gpu_drv.cuEventCreate(&t->end, 0) != CUDA_SUCCESS) {
+            gpu_drv.cuEventDestroy(t->start);
+            return NULL;
+        }
+        d->nevents++;
+    }
+    t->host_ns = fe_clock_ns();
+    t->name = f->name;
+    t->grid = grid;
+    t->block = block;
+    return t;
+}
+
 /* Add kernel `name` to d's pending list, once; "..." when it is full. */
 static void pending_add(gpu_dev *d, const char *name)
 {
@@ -796,8 +900,16 @@ weft_status gpu_launch(gpu_dev *d, const gpu_fn *f, unsigned grid, int block,
     if (st != WEFT_OK) {
         return st;
     }
+    gpu_timed *t = tracing(d) ? timed_slot(d, f, grid, block) : NULL;
+    if (t && gpu_drv.cuEventRecord(t->start, d->stream) != CUDA_SUCCESS) {
+        t = NULL;
+    }
     CUresult r = gpu_drv.cuLaunchKernel(f->fn, grid, 1, 1, (unsigned)block,
                                         1, 1, shared, d->stream, params, NULL);
+    if (t && r == CUDA_SUCCESS
+        && gpu_drv.cuEventRecord(t->end, d->stream) == CUDA_SUCCESS) {
+        d->ntimed++;
+    }
     if (r != CUDA_SUCCESS) {
         char call[160];
         snprintf(call, sizeof call, "cuLaunchKernel (%.120s)", f->name);
@@ -831,6 +943,7 @@ weft_status gpu_stream_wait(gpu_dev *d, const char *who)
                          __LINE__);
     }
     d->pending[0] = '\0';
+    timed_flush(d, r == CUDA_SUCCESS);
     return st;
 }
 
@@ -906,6 +1019,7 @@ weft_status gpu_wait_cancel(gpu_dev *d, fe_cancel *c, const char *who)
         pause_ns = pause_ns < 2000 ? 2000 : pause_ns > 1000000 ? 1000000 : pause_ns;
     }
     d->pending[0] = '\0';
+    timed_flush(d, st == WEFT_OK);
     gpu_leave(d);
     return st;
 }

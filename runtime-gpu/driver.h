@@ -26,6 +26,7 @@ typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
 typedef struct CUlinkState_st *CUlinkState;
+typedef struct CUevent_st *CUevent;
 typedef int CUjit_option;
 typedef int CUjitInputType;
 typedef int CUdevice_attribute;
@@ -143,6 +144,11 @@ typedef struct gpu_driver {
                                unsigned gz, unsigned bx, unsigned by,
                                unsigned bz, unsigned smem, CUstream s,
                                void **params, void **extra);
+    /* events: the device time of launches, only while tracing */
+    CUresult (*cuEventCreate)(CUevent *e, unsigned flags);
+    CUresult (*cuEventRecord)(CUevent e, CUstream s);
+    CUresult (*cuEventElapsedTime)(float *ms, CUevent start, CUevent end);
+    CUresult (*cuEventDestroy)(CUevent e);
 } gpu_driver;
 
 /* The table, valid once gpu_available or gpu_dev_open has succeeded. */
@@ -152,6 +158,17 @@ extern gpu_driver gpu_drv;
 
 #define GPU_CLASSES 416     /* size classes of the pool (mem.c) */
 #define GPU_PENDING_MAX 256 /* bytes of kernel names kept between syncs */
+#define GPU_TIMED_MAX 64    /* launches timed between syncs (tracing) */
+
+/* A launch whose device time is measured (cuda.c, "Tracing"): events
+ * recorded before and after it on the stream, read at the next wait. */
+typedef struct gpu_timed {
+    CUevent start, end;
+    uint64_t host_ns;       /* fe_clock_ns when it was launched */
+    const char *name;       /* the kernel function's (its module's copy) */
+    unsigned grid;
+    int block;
+} gpu_timed;
 
 typedef struct gpu_block gpu_block;   /* a pooled device block (mem.c) */
 typedef struct gpu_mirror gpu_mirror; /* an array's device copy (mem.c) */
@@ -183,6 +200,11 @@ struct gpu_dev {
      * memory, and its device address */
     volatile int32_t *cancel_host;
     CUdeviceptr cancel_dev;
+    /* tracing (cuda.c): launches timed since the last wait, the first
+     * ntimed of timed[]; events are made on first use and kept */
+    gpu_timed timed[GPU_TIMED_MAX];
+    int ntimed;
+    int nevents;            /* entries of timed[] whose events exist */
 };
 
 /* Lock d and make its context current on this thread (pushed); on failure

@@ -37,6 +37,10 @@
  *
  * Locking: everything here runs under the gpu_dev's recursive lock; the
  * mirror hooks take it themselves, from whichever thread calls them.
+ *
+ * Traces (WEFT_TRACE): uploads, downloads (of whole arrays and plain
+ * copies, each timed up to the end of its wait) and evictions are spans
+ * of category "memory" with their bytes, when the context traces.
  */
 #include <string.h>
 
@@ -205,11 +209,31 @@ static uint64_t buffer_bytes(const gpu_mirror *m)
     return n;
 }
 
+/* ---- tracing ---------------------------------------------------------------- */
+
+/* The start of a traced copy or eviction: the clock, or 0 when d's
+ * context writes no trace. */
+static uint64_t trace_begin(const gpu_dev *d)
+{
+    return d->ctx ? fe_trace_begin(d->ctx) : 0;
+}
+
+/* A copy of `bytes` that began at t0 ("upload", "download"), as a span. */
+static void trace_copy(gpu_dev *d, uint64_t t0, const char *what,
+                       uint64_t bytes)
+{
+    if (t0) {
+        fe_trace_span(d->ctx, t0, "memory", what, "\"bytes\":%llu",
+                      (unsigned long long)bytes);
+    }
+}
+
 /* ---- copies of whole arrays ----------------------------------------------- */
 
 /* Download every leaf of m to the host (d entered); host_valid after. */
 static weft_status download_leaves(gpu_dev *d, gpu_mirror *m, const char *who)
 {
+    uint64_t t0 = trace_begin(d);
     weft_status st = WEFT_OK;
     uint64_t n = 0;
     for (int l = 0; l < m->nleaf; l++) {
@@ -223,6 +247,7 @@ static weft_status download_leaves(gpu_dev *d, gpu_mirror *m, const char *who)
     if (st == WEFT_OK) {
         d->downloaded += n;
         m->host_valid = true;
+        trace_copy(d, t0, "download", n);
     }
 cleanup:
     return st;
@@ -231,6 +256,7 @@ cleanup:
 /* Upload every leaf of m from the host (d entered); device_valid after. */
 static weft_status upload_leaves(gpu_dev *d, gpu_mirror *m, const char *who)
 {
+    uint64_t t0 = trace_begin(d);
     weft_status st = WEFT_OK;
     uint64_t n = 0;
     for (int l = 0; l < m->nleaf; l++) {
@@ -244,6 +270,7 @@ static weft_status upload_leaves(gpu_dev *d, gpu_mirror *m, const char *who)
     if (st == WEFT_OK) {
         d->uploaded += n;
         m->device_valid = true;
+        trace_copy(d, t0, "upload", n);
     }
 cleanup:
     return st;
@@ -253,6 +280,9 @@ cleanup:
  * the host's is stale, free its buffers to the driver. */
 static weft_status evict(gpu_dev *d, gpu_mirror *m, const char *who)
 {
+    uint64_t t0 = trace_begin(d);
+    uint64_t bytes = buffer_bytes(m);
+    bool copied = m->device_valid && !m->host_valid;
     if (m->device_valid && !m->host_valid) {
         weft_status st = download_leaves(d, m, who);
         if (st != WEFT_OK) {
@@ -268,6 +298,11 @@ static weft_status evict(gpu_dev *d, gpu_mirror *m, const char *who)
     m->device_valid = false;
     m->host_valid = true;
     d->evictions++;
+    if (t0) {
+        fe_trace_span(d->ctx, t0, "memory", "evict",
+                      "\"bytes\":%llu,\"downloaded\":%s",
+                      (unsigned long long)bytes, copied ? "true" : "false");
+    }
     return WEFT_OK;
 }
 
@@ -382,10 +417,12 @@ weft_status gpu_upload(gpu_dev *d, uint64_t dst, const void *src,
     if (st != WEFT_OK) {
         return st;
     }
+    uint64_t t0 = trace_begin(d);
     GPU_CU(d, who, cuMemcpyHtoDAsync, dst, src, bytes, d->stream);
     st = gpu_stream_wait(d, who);
     if (st == WEFT_OK) {
         d->uploaded += bytes;
+        trace_copy(d, t0, "upload", bytes);
     }
 cleanup:
     gpu_leave(d);
@@ -402,10 +439,12 @@ weft_status gpu_download(gpu_dev *d, void *dst, uint64_t src, size_t bytes,
     if (st != WEFT_OK) {
         return st;
     }
+    uint64_t t0 = trace_begin(d);
     GPU_CU(d, who, cuMemcpyDtoHAsync, dst, src, bytes, d->stream);
     st = gpu_stream_wait(d, who);
     if (st == WEFT_OK) {
         d->downloaded += bytes;
+        trace_copy(d, t0, "download", bytes);
     }
 cleanup:
     gpu_leave(d);

@@ -240,7 +240,8 @@ static bool write_all(int fd, const void *buf, size_t n)
     return true;
 }
 
-int rt_disk_load(rt_disk *d, const uint8_t key[32], void **out, size_t *n)
+/* rt_disk_load, untimed. */
+static int disk_load(rt_disk *d, const uint8_t key[32], void **out, size_t *n)
 {
     *out = NULL;
     *n = 0;
@@ -425,8 +426,9 @@ bool rt_disk_usage(rt_disk *d, uint64_t *bytes, uint64_t *entries)
     return ok;
 }
 
-uint64_t rt_disk_store(rt_disk *d, const uint8_t key[32], const void *p,
-                        size_t n)
+/* rt_disk_store, untimed. */
+static uint64_t disk_store(rt_disk *d, const uint8_t key[32], const void *p,
+                           size_t n)
 {
     if (!rt_disk_enabled(d) || n == 0) {
         return 0;
@@ -482,6 +484,46 @@ out:
     fe_free(d->ctx, tmp, tn);
     fe_free(d->ctx, path, pn);
     return written;
+}
+
+/* The first 8 bytes of a key in hex, for traces. */
+static const char *short_key(const uint8_t key[32], char buf[17])
+{
+    for (int i = 0; i < 8; i++) {
+        snprintf(buf + 2 * i, 3, "%02x", key[i]);
+    }
+    return buf;
+}
+
+int rt_disk_load(rt_disk *d, const uint8_t key[32], void **out, size_t *n)
+{
+    if (!rt_disk_enabled(d)) {
+        *out = NULL;
+        *n = 0;
+        return 0;
+    }
+    uint64_t t0 = fe_clock_ns();
+    int r = disk_load(d, key, out, n);
+    char k[17];
+    fe_phase_end(d->ctx, FE_PHASE_DISK, t0, "disk.load",
+                 "\"key\":\"%s\",\"hit\":%s,\"bytes\":%zu,\"ext\":\"%s\"",
+                 short_key(key, k), r > 0 ? "true" : "false", *n, d->ext);
+    return r;
+}
+
+uint64_t rt_disk_store(rt_disk *d, const uint8_t key[32], const void *p,
+                       size_t n)
+{
+    if (!rt_disk_enabled(d) || n == 0) {
+        return 0;
+    }
+    uint64_t t0 = fe_clock_ns();
+    uint64_t w = disk_store(d, key, p, n);
+    char k[17];
+    fe_phase_end(d->ctx, FE_PHASE_DISK, t0, "disk.store",
+                 "\"key\":\"%s\",\"bytes\":%llu,\"ext\":\"%s\"",
+                 short_key(key, k), (unsigned long long)w, d->ext);
+    return w;
 }
 
 #endif /* WEFT_HAVE_LLVM */

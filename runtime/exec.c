@@ -432,12 +432,28 @@ weft_status rt_shape_of(const fe_val *v, int rank, int64_t *shape,
     return WEFT_OK;
 }
 
+/* j->ops->run as a "launch" span (out of line: the untraced path stays
+ * one test). */
+static __attribute__((noinline)) weft_status
+phases_traced(job *j, int n, const rt_phase *ph)
+{
+    uint64_t t0 = fe_clock_ns();
+    weft_status s = j->ops->run(j, n, ph);
+    fe_trace_span(j->ctx, t0, "run", "launch",
+                  "\"kernel\":%d,\"phases\":%d,\"elements\":%lld",
+                  j->k->number, n, (long long)ph[0].n);
+    return s;
+}
+
 weft_status rt_job_phases(job *j, int n, const rt_phase *phases)
 {
     rt_phase ph[4];
     for (int i = 0; i < n && i < 4; i++) {
         ph[i] = phases[i];
         ph[i].entry = rt_job_entry(j, phases[i].entry);
+    }
+    if (FE_TRACING(j->ctx)) {
+        return phases_traced(j, n < 4 ? n : 4, ph);
     }
     return j->ops->run(j, n < 4 ? n : 4, ph);
 }
@@ -623,8 +639,9 @@ static weft_status kernel_error(const sk_kernel *k, uint64_t w)
                     name);
 }
 
-weft_status rt_exec(weft_context *ctx, const rt_backend *rb, fe_ix *ix,
-                    sk_kernel *k, weft_array **out)
+/* rt_exec without its span. */
+static weft_status exec_kernel(weft_context *ctx, const rt_backend *rb,
+                               fe_ix *ix, sk_kernel *k, weft_array **out)
 {
     job j;
     memset(&j, 0, sizeof j);
@@ -676,6 +693,30 @@ weft_status rt_exec(weft_context *ctx, const rt_backend *rb, fe_ix *ix,
     }
     job_release(&j);
     return s;
+}
+
+/* exec_kernel as a "kernel" span. */
+static __attribute__((noinline)) weft_status
+exec_traced(weft_context *ctx, const rt_backend *rb, fe_ix *ix, sk_kernel *k,
+            weft_array **out)
+{
+    uint64_t t0 = fe_clock_ns();
+    weft_status s = exec_kernel(ctx, rb, ix, k, out);
+    char name[128];
+    fe_trace_span(ctx, t0, "run", "kernel",
+                  "\"kernel\":%d,\"what\":\"%s\",\"backend\":\"%s\"",
+                  k->number, rt_kernel_name(k, name, sizeof name),
+                  rb->ops->name);
+    return s;
+}
+
+weft_status rt_exec(weft_context *ctx, const rt_backend *rb, fe_ix *ix,
+                    sk_kernel *k, weft_array **out)
+{
+    if (FE_TRACING(ctx)) {
+        return exec_traced(ctx, rb, ix, k, out);
+    }
+    return exec_kernel(ctx, rb, ix, k, out);
 }
 
 #endif /* WEFT_HAVE_LLVM */

@@ -110,7 +110,7 @@ static char *km_ptx(kmod *k, int sm, const char *const *names, int n,
                   weft_last_error());
     LLVMMemoryBufferRef buf;
     double t0 = now_ms();
-    weft_status s = cg_ptx_finish(k->mod, tm, names, n, NULL, &buf);
+    weft_status s = cg_ptx_finish(k->mod, tm, names, n, NULL, NULL, &buf);
     if (ms) {
         *ms = now_ms() - t0;
     }
@@ -476,7 +476,7 @@ START_TEST(libdevice_missing)
     ck_assert(cg_ptx_machine(90, &tm) == WEFT_OK);
     LLVMMemoryBufferRef ptx;
     const char *names[] = {"k_math_f32"};
-    ck_assert_int_eq(cg_ptx_finish(k.mod, tm, names, 1, NULL, &ptx),
+    ck_assert_int_eq(cg_ptx_finish(k.mod, tm, names, 1, NULL, NULL, &ptx),
                      WEFT_ERR_BACKEND_UNAVAILABLE);
     ck_assert_ptr_null(ptx);
     LLVMDisposeTargetMachine(tm);
@@ -749,7 +749,7 @@ START_TEST(finish_misc)
     ck_assert(cg_ptx_machine(90, &tm) == WEFT_OK);
     LLVMMemoryBufferRef ptx;
     const char *bad[] = {"k_missing"};
-    ck_assert_int_eq(cg_ptx_finish(k.mod, tm, bad, 1, NULL, &ptx),
+    ck_assert_int_eq(cg_ptx_finish(k.mod, tm, bad, 1, NULL, NULL, &ptx),
                      WEFT_ERR_INTERNAL);
     ck_assert(strstr(weft_last_error(), "k_missing"));
     ck_assert_ptr_null(ptx);
@@ -766,7 +766,7 @@ START_TEST(finish_misc)
     build_vote(&k, "k_vote");
     ck_assert(cg_ptx_machine(90, &tm) == WEFT_OK);
     const char *names[] = {"k_vote"};
-    ck_assert(cg_ptx_finish(k.mod, tm, names, 1, prefix, &ptx) == WEFT_OK);
+    ck_assert(cg_ptx_finish(k.mod, tm, names, 1, prefix, NULL, &ptx) == WEFT_OK);
     FILE *f = fopen(path, "r");
     ck_assert_msg(f, "no dump %s", path);
     size_t len = LLVMGetBufferSize(ptx);

@@ -170,7 +170,7 @@ static weft_status get_kernel(void *user, weft_executable *exe, sk_kernel *k)
     LLVMTargetMachineRef tm;
     ck_assert_msg(cg_ptx_machine(90, &tm) == WEFT_OK, "%s", weft_last_error());
     LLVMMemoryBufferRef buf;
-    s = cg_ptx_finish(mod, tm, np, nsym, NULL, &buf);
+    s = cg_ptx_finish(mod, tm, np, nsym, NULL, NULL, &buf);
     ck_assert_msg(s == WEFT_OK, "%s: cg_ptx_finish: %s", sn->what,
                   weft_last_error());
     char *text = strdup(LLVMGetBufferStart(buf));

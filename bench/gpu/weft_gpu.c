@@ -24,6 +24,15 @@
  * Build (next to libweft.so):
  *   gcc -std=c17 -O2 -shared -fPIC -Iinclude bench/gpu/weft_gpu.c \
  *       -o bench_weft_gpu.so -L. -lweft -Wl,-rpath,'$ORIGIN' -lm
+ *
+ * Built with -DWG_PHASES_MAIN it is instead a program that prints, for
+ * every program, where its first compile's time goes (weft_stats' phase
+ * split: the frontend's passes, IR, LLVM's optimisation, PTX emission,
+ * the driver's link, the disk cache), each compile in a new context on a
+ * new, empty disk cache:
+ *   gcc -std=c17 -O2 -DWG_PHASES_MAIN -Iinclude bench/gpu/weft_gpu.c \
+ *       -o wg_phases -L. -lweft -Wl,-rpath,'$ORIGIN' -lm && ./wg_phases
+ * (a backend name as argument: interp, cpu, ptx; ptx by default).
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -811,3 +820,94 @@ WG_API int wg_compile_dotp(const char *dir, double *ms, int64_t *k)
     weft_context_free(c1);
     return rc;
 }
+
+#ifdef WG_PHASES_MAIN
+/* ---- the first compile's phases (-DWG_PHASES_MAIN) ----------------------- */
+
+#include <unistd.h>
+
+static const char *const prog_names[GB_NPROG] = {
+    [GB_SAXPY] = "saxpy",   [GB_SUM] = "sum",
+    [GB_DOTP] = "dotp",     [GB_SCAN] = "scan",
+    [GB_BS] = "blackscholes", [GB_NBODY] = "nbody",
+    [GB_NBODY_FOLD] = "nbody-fold", [GB_MANDEL] = "mandelbrot",
+    [GB_HIST] = "histogram",
+};
+
+/* Compile program prog in a new context on the empty cache dir; print
+ * its wall time and phase split.  Returns 0 or -1. */
+static int phases_of(int prog, const char *dir)
+{
+    gb_shape sh = {.n = 1 << 20, .h = 1024, .max_iter = 255, .bins = 256,
+                   .a = 2.5f, .eps2 = 0.01f, .x0 = -2.0f, .y0 = -1.25f,
+                   .dx = 2.5f / 1024, .dy = 2.5f / 1024};
+    weft_type t[MAX_IN];
+    int nin = prog_inputs(prog, t);
+    weft_context *ctx = NULL;
+    weft_program *p = NULL;
+    weft_executable *exe = NULL;
+    int rc = -1;
+    if (open_context(dir, &ctx) || weft_program_create(ctx, &p)) {
+        fail_weft("weft_context_create");
+        goto out;
+    }
+    weft_acc *x[MAX_IN];
+    for (int i = 0; i < nin; i++) {
+        x[i] = weft_param(p, t[i], 1);
+    }
+    weft_acc *r = build(prog, ctx, p, x, &sh);
+    double t0 = now_ms();
+    if (weft_compile(p, &r, 1, &exe)) {
+        fail_weft("weft_compile");
+        goto out;
+    }
+    double wall = now_ms() - t0;
+    weft_stats st;
+    weft_context_stats(ctx, &st);
+    double sum = st.frontend_ms + st.ir_ms + st.llvm_opt_ms + st.ptx_ms +
+                 st.driver_link_ms + st.disk_ms + st.llvm_codegen_ms +
+                 st.jit_link_ms;
+    printf("| %-12s | %7.1f | %3d | %6.2f | %6.2f | %7.2f | %6.2f | %7.2f "
+           "| %6.2f | %7.2f | %7.1f |\n",
+           prog_names[prog], wall, (int)st.kernels_compiled, st.frontend_ms,
+           st.ir_ms, st.llvm_opt_ms, st.ptx_ms, st.driver_link_ms,
+           st.disk_ms, st.llvm_codegen_ms + st.jit_link_ms, wall - sum);
+    rc = 0;
+out:
+    weft_executable_free(exe);
+    weft_program_free(p);
+    weft_context_free(ctx);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && weft_backend_from_name(argv[1], &wg_backend)) {
+        fprintf(stderr, "wg_phases: %s\n", weft_last_error());
+        return 2;
+    }
+    printf("First compile of each program, ms (a new context on an empty "
+           "disk cache; weft_stats)\n\n"
+           "| program      |    wall | krn | front  |   IR   | LLVM opt |"
+           "  PTX   | driver  |  disk  | cpu cg+link | other |\n"
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    int rc = 0;
+    for (int prog = 0; prog < GB_NPROG; prog++) {
+        char dir[] = "/tmp/wg-phases-XXXXXX";
+        if (!mkdtemp(dir)) {
+            perror("wg_phases: mkdtemp");
+            return 1;
+        }
+        if (phases_of(prog, dir)) {
+            fprintf(stderr, "wg_phases: %s: %s\n", prog_names[prog], wg_msg);
+            rc = 1;
+        }
+        char cmd[64];
+        snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+        if (system(cmd) != 0) {
+            fprintf(stderr, "wg_phases: could not remove %s\n", dir);
+        }
+    }
+    return rc;
+}
+#endif /* WG_PHASES_MAIN */
