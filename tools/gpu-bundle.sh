@@ -6,8 +6,9 @@
 # everything is built here: a Release build with -DWEFT_STATIC_LLVM=ON in
 # build-gpu/ (libweft.so with LLVM, libstdc++ and libgcc inside, exporting
 # only weft_*; the public-API tests and the examples link it with RPATH
-# $ORIGIN and Check statically), stripped into build-gpu/bundle/ with the
-# public headers, the benchmark's sources and run-tests.sh.
+# $ORIGIN and Check statically) and weft-info, stripped into
+# build-gpu/bundle/ with the public headers, the benchmark's sources and
+# run-tests.sh.
 #
 # Usage: tools/gpu-bundle.sh            (WEFT_JOBS sets the build's -j)
 # Running it again when nothing changed rebuilds nothing and keeps the
@@ -43,10 +44,11 @@ put_src() {  # put_src FILE DIR: copy FILE to stage/DIR when it differs
 put_bin libweft.so
 tests=$(awk '$1 == "test" { print $2 }' "$build/weft-public.txt")
 examples=$(awk '$1 == "example" { print $2 }' "$build/weft-public.txt")
-for t in $tests $examples; do
+tools=$(awk '$1 == "tool" { print $2 }' "$build/weft-public.txt")
+for t in $tests $examples $tools; do
     put_bin "$t"
 done
-files="libweft.so $tests $examples"
+files="libweft.so $tests $examples $tools"
 rm -f "$stage"/include/*
 for h in "$root"/include/*.h; do
     put_src "$h" include
@@ -70,8 +72,9 @@ for f in "$root"/bench/gpu/*.c "$root"/bench/gpu/*.cu "$root"/bench/gpu/*.h \
 done
 files="$files tests.txt run-tests.sh build-bench.sh VERSION"
 
-# What run-tests.sh runs: the tests, then the examples.
-list=$(printf '%s\n' $tests $examples)
+# What run-tests.sh runs: the tests, then the examples, then the tools
+# (weft-info: its log lists the GPU, the driver and libdevice).
+list=$(printf '%s\n' $tests $examples $tools)
 [ "$(cat "$stage/tests.txt" 2>/dev/null)" = "$list" ] ||
     printf '%s\n' "$list" >"$stage/tests.txt"
 
