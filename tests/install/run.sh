@@ -113,6 +113,14 @@ no_llvm() {
         fail "$1 names LLVM in the static-LLVM flavour: $2"
     fi
 }
+# link_no_llvm LOG: in the static-LLVM flavour, the command that linked
+# `consumer` in the verbose build LOG must not name LLVM.
+link_no_llvm() {
+    [ $static_llvm = 1 ] || return 0
+    link=$(grep -e '-o consumer\( \|$\)' "$1") ||
+        fail "no link command of consumer in $1"
+    no_llvm "the consumer's link command" "$link"
+}
 
 # Install, and check what is there.
 step install cmake --install "$build" --prefix "$prefix"
@@ -147,11 +155,7 @@ found=$(sed -n 's/^weft_DIR:PATH=//p' "$work/find/CMakeCache.txt")
 [ "$found" = "$libdir/cmake/weft" ] ||
     fail "find_package(weft) found '$found', not $libdir/cmake/weft"
 step find-build cmake --build "$work/find" --verbose
-if [ $static_llvm = 1 ]; then
-    link=$(grep -e '-o consumer\( \|$\)' "$work/find-build.log") ||
-        fail "no link command of consumer in $work/find-build.log"
-    no_llvm "the consumer's link command" "$link"
-fi
+link_no_llvm "$work/find-build.log"
 run_consumer "$work/find/consumer"
 [ $static_llvm = 1 ] || run_consumer "$work/find/consumer_static"
 echo "install_consumer: (a) find_package passed"
@@ -182,7 +186,8 @@ echo "install_consumer: (b) pkg-config passed"
 step sub-configure cmake -S "$here" -B "$work/sub" -DCMAKE_C_COMPILER="$cc" \
     -DWEFT_SOURCE="$src" -DCONSUMER_STATIC=$consumer_static \
     -DWEFT_STATIC_LLVM=$([ $static_llvm = 1 ] && echo ON || echo OFF)
-step sub-build cmake --build "$work/sub" -j"$jobs"
+step sub-build cmake --build "$work/sub" -j"$jobs" --verbose
+link_no_llvm "$work/sub-build.log"
 for t in test_cpu dotp weft_fuzz; do
     [ ! -e "$work/sub/weft/$t" ] || fail "the subproject built $t (tests or examples on)"
 done
