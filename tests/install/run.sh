@@ -11,7 +11,9 @@
 #       --libs weft)`, and the same with weft_static;
 #   (c) add_subdirectory of this source tree (the same CMakeLists.txt with
 #       WEFT_SOURCE), which builds weft again as a subproject, tests and
-#       examples off, -j$WEFT_INSTALL_TEST_JOBS (2).
+#       examples off, -j$WEFT_INSTALL_TEST_JOBS (2); then the same through
+#       FetchContent (SOURCE_DIR, so no download).  Unoptimised (no build
+#       type), each takes a few seconds.
 # Besides running each consumer (exit 0 when it sums 1..10 to 55), it
 # checks what was installed (libraries, headers, the CMake package, the
 # .pc files, LICENSE and NOTICE), that libweft.so's SONAME is libweft.so.0
@@ -182,17 +184,28 @@ if [ $static_llvm = 0 ]; then
 fi
 echo "install_consumer: (b) pkg-config passed"
 
-# (c) add_subdirectory of the source tree.
-step sub-configure cmake -S "$here" -B "$work/sub" -DCMAKE_C_COMPILER="$cc" \
-    -DWEFT_SOURCE="$src" -DCONSUMER_STATIC=$consumer_static \
-    -DWEFT_STATIC_LLVM=$([ $static_llvm = 1 ] && echo ON || echo OFF)
-step sub-build cmake --build "$work/sub" -j"$jobs" --verbose
-link_no_llvm "$work/sub-build.log"
-for t in test_cpu dotp weft_fuzz; do
-    [ ! -e "$work/sub/weft/$t" ] || fail "the subproject built $t (tests or examples on)"
+# (c) add_subdirectory of the source tree, then FetchContent: in WORK/sub
+# and WORK/fetch, weft's build in WEFTDIR.
+for via in sub fetch; do
+    if [ $via = sub ]; then
+        fetch=OFF weftdir=$work/sub/weft
+    else
+        fetch=ON weftdir=$work/fetch/_deps/weft-build
+    fi
+    step $via-configure cmake -S "$here" -B "$work/$via" \
+        -DCMAKE_C_COMPILER="$cc" -DWEFT_SOURCE="$src" \
+        -DWEFT_FETCHCONTENT=$fetch -DCONSUMER_STATIC=$consumer_static \
+        -DWEFT_STATIC_LLVM=$([ $static_llvm = 1 ] && echo ON || echo OFF)
+    step $via-build cmake --build "$work/$via" -j"$jobs" --verbose
+    link_no_llvm "$work/$via-build.log"
+    [ -e "$weftdir/libweft.so.0" ] || fail "no $weftdir/libweft.so.0"
+    for t in test_cpu dotp weft_fuzz; do
+        [ ! -e "$weftdir/$t" ] ||
+            fail "the subproject built $t (tests or examples on)"
+    done
+    run_consumer "$work/$via/consumer" "$weftdir"
+    [ $static_llvm = 1 ] || run_consumer "$work/$via/consumer_static"
 done
-run_consumer "$work/sub/consumer" "$work/sub/weft"
-[ $static_llvm = 1 ] || run_consumer "$work/sub/consumer_static"
-echo "install_consumer: (c) add_subdirectory passed"
+echo "install_consumer: (c) add_subdirectory and FetchContent passed"
 
 echo "install_consumer: all passed in $(($(date +%s) - t_start)) s"
