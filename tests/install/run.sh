@@ -65,8 +65,8 @@ cached() {
     sed -n "s/^$1:[A-Z]*=//p" "$build/CMakeCache.txt"
 }
 case $(cached WEFT_STATIC_LLVM) in
-    ON | on | 1 | TRUE | true | YES | yes) static_llvm=1 ;;
-    *) static_llvm=0 ;;
+    ON | on | 1 | TRUE | true | YES | yes) static_llvm=1 static_opt=ON ;;
+    *) static_llvm=0 static_opt=OFF ;;
 esac
 libdir_name=$(cached CMAKE_INSTALL_LIBDIR)
 case $libdir_name in
@@ -126,17 +126,16 @@ link_no_llvm() {
 
 # Install, and check what is there.
 step install cmake --install "$build" --prefix "$prefix"
-want="$libdir/libweft.so $libdir/libweft.so.0 include/weft.h include/weft_ops.h
-      $libdir/cmake/weft/weftConfig.cmake
-      $libdir/cmake/weft/weftConfigVersion.cmake
-      $libdir/cmake/weft/weftTargets.cmake $libdir/pkgconfig/weft.pc
+l=$libdir_name
+want="$l/libweft.so $l/libweft.so.0 include/weft.h include/weft_ops.h
+      $l/cmake/weft/weftConfig.cmake $l/cmake/weft/weftConfigVersion.cmake
+      $l/cmake/weft/weftTargets.cmake $l/pkgconfig/weft.pc
       share/doc/weft/LICENSE share/doc/weft/NOTICE"
 if [ $static_llvm = 0 ]; then
-    want="$want $libdir/libweft_static.a $libdir/pkgconfig/weft_static.pc"
+    want="$want $l/libweft_static.a $l/pkgconfig/weft_static.pc"
 fi
 for f in $want; do
-    case $f in /*) ;; *) f=$prefix/$f ;; esac
-    [ -e "$f" ] || fail "not installed: $f"
+    [ -e "$prefix/$f" ] || fail "not installed: $prefix/$f"
 done
 readelf -d "$libdir/libweft.so" | grep -q 'SONAME.*\[libweft\.so\.0\]' ||
     fail "libweft.so's SONAME is not libweft.so.0: $(readelf -d "$libdir/libweft.so" | grep SONAME)"
@@ -195,7 +194,7 @@ for via in sub fetch; do
     step $via-configure cmake -S "$here" -B "$work/$via" \
         -DCMAKE_C_COMPILER="$cc" -DWEFT_SOURCE="$src" \
         -DWEFT_FETCHCONTENT=$fetch -DCONSUMER_STATIC=$consumer_static \
-        -DWEFT_STATIC_LLVM=$([ $static_llvm = 1 ] && echo ON || echo OFF)
+        -DWEFT_STATIC_LLVM=$static_opt
     step $via-build cmake --build "$work/$via" -j"$jobs" --verbose
     link_no_llvm "$work/$via-build.log"
     [ -e "$weftdir/libweft.so.0" ] || fail "no $weftdir/libweft.so.0"
