@@ -41,14 +41,18 @@ put_bin() {  # put_bin NAME: build/NAME, stripped, to stage/NAME
 put_src() {  # put_src FILE DIR: copy FILE to stage/DIR when it differs
     cmp -s "$1" "$stage/$2/${1##*/}" || cp "$1" "$stage/$2/"
 }
-put_bin libweft.so
+# libweft.so.0 (the SONAME, which the binaries need) and libweft.so, the
+# name -lweft links (build-bench.sh, bench/gpu/run.sh), a link to it.
+put_bin libweft.so.0
+[ -L "$stage/libweft.so" ] || { rm -f "$stage/libweft.so" &&
+                                 ln -s libweft.so.0 "$stage/libweft.so"; }
 tests=$(awk '$1 == "test" { print $2 }' "$build/weft-public.txt")
 examples=$(awk '$1 == "example" { print $2 }' "$build/weft-public.txt")
 tools=$(awk '$1 == "tool" { print $2 }' "$build/weft-public.txt")
 for t in $tests $examples $tools; do
     put_bin "$t"
 done
-files="libweft.so $tests $examples $tools"
+files="libweft.so.0 libweft.so $tests $examples $tools"
 rm -f "$stage"/include/*
 for h in "$root"/include/*.h; do
     put_src "$h" include
