@@ -523,9 +523,17 @@ def cond(c, a, b):
             isinstance(b, (Acc, tuple)) and _has_acc(b):
         return acond(c, a, b)
     p = c.p
-    hint_a = b.t if isinstance(b, Exp) else None
-    ea = to_exp(p, a, hint_a)
-    eb = to_exp(p, b, ea.t)
+    if a is ignore or b is ignore:  # a permute index or ignore
+        other = b if a is ignore else a
+        if not isinstance(other, Exp):
+            other = index(*(other if isinstance(other, (tuple, list))
+                            else (other,)), p=p)
+        ea = to_exp(p, a, other.t)
+        eb = to_exp(p, b, other.t)
+    else:
+        hint_a = b.t if isinstance(b, Exp) else None
+        ea = to_exp(p, a, hint_a)
+        eb = to_exp(p, b, ea.t)
     ea, eb = _promote(ea, eb)
     c = to_exp(p, c, lib.WEFT_BOOL)
     return unpack(Exp(p, _ok(p, lib.weft_cond(c.ptr, ea.ptr, eb.ptr))))
