@@ -34,7 +34,7 @@ from ._errors import (BackendUnavailable, BackendUnknown, BuildError,
                       InternalError, InvalidArgument, OutOfBounds,
                       OutOfMemory, RankMismatch, ShapeError, TypeMismatch,
                       Undefined)
-from ._ffi import ffi as _ffi, lib as _lib
+from ._ffi import lib as _lib
 from ._jit import jit
 from ._terms import (Acc, Exp, acond, awhile, backpermute, bitcast, cast,
                      ceil, cond, cumprod, cumsum, flatten, floor, fold,

@@ -30,7 +30,7 @@ from typing import Any, Dict, Optional, Tuple
 import numpy as np
 
 from . import _types as T
-from ._errors import Error, check, error_for
+from ._errors import Error, InvalidArgument, error_for
 from ._ffi import ffi, lib
 
 _kept: Dict[int, Any] = {}
@@ -131,12 +131,13 @@ class Array:
     def _ctx_of(self):
         ctx = self._h.ctx() if self._h.ctx is not None else None
         if ctx is None or ctx.closed:
-            raise Error(int(lib.WEFT_ERR_NULL_ARGUMENT),
-                        "this array's context is closed: pass context=")
+            raise InvalidArgument(int(lib.WEFT_ERR_NULL_ARGUMENT),
+                                  "this array's context is closed: pass "
+                                  "context=")
         return ctx
 
     def __del__(self):
-        p = self._ptr
+        p = getattr(self, '_ptr', None)
         if p is not None and lib is not None:
             self._ptr = None
             lib.weft_array_release(p)

@@ -18,7 +18,7 @@ import threading
 import weakref
 from typing import Any, Dict, List, Optional
 
-from ._errors import Error, check, error_for
+from ._errors import Error, InvalidArgument, check, error_for
 from ._ffi import ffi, has, lib
 
 _BACKENDS = {'interp': lib.WEFT_BACKEND_INTERP, 'cpu': lib.WEFT_BACKEND_CPU,
@@ -127,8 +127,8 @@ class Context:
     def _ptr(self):
         h = self._h
         if h is None:
-            raise Error(int(lib.WEFT_ERR_NULL_ARGUMENT),
-                        'the context is closed')
+            raise InvalidArgument(int(lib.WEFT_ERR_NULL_ARGUMENT),
+                                  'the context is closed')
         return h.ptr
 
     def close(self) -> None:

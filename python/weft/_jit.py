@@ -258,7 +258,7 @@ def _run(exe: Executable, h, args):
                     continue
             if not isinstance(a, np.ndarray):
                 a = np.asarray(a)
-            elif not a.flags.c_contiguous:
+            elif not a.flags.c_contiguous or not a.dtype.isnative:
                 a = _contiguous(a)
             w = wrap(ctxptr, a)
             owned.append(w)
