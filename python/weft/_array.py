@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import itertools
 import threading
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Tuple
 
 import numpy as np
 
@@ -33,8 +33,11 @@ from . import _types as T
 from ._errors import Error, InvalidArgument, error_for
 from ._ffi import ffi, lib
 
-_kept: Dict[int, Any] = {}
-_numbers = itertools.count(1)
+# buffer (a cffi pointer, equal and hashing by address) -> list of the
+# from_buffer cdata objects wrapping it, each of which keeps its numpy array
+# alive; a list because one buffer may be wrapped again before weft
+# releases it.
+_kept: Dict[Any, List[Any]] = {}
 _released = [0]
 
 
@@ -43,7 +46,10 @@ def _release(user):
     # Runs on whichever thread drops the last reference (cffi takes the
     # GIL).  At interpreter exit the module may be half torn down.
     try:
-        _kept.pop(int(ffi.cast('uintptr_t', user)), None)
+        e = _kept[user]
+        e.pop()
+        if not e:
+            del _kept[user]
         _released[0] += 1
     except Exception:  # pragma: no cover - shutdown only
         pass
@@ -56,7 +62,7 @@ def released() -> int:
 
 def kept() -> int:
     """How many wrapped numpy arrays weft holds now."""
-    return len(_kept)
+    return sum(len(e) for e in _kept.values())
 
 
 def _contiguous(a: np.ndarray) -> np.ndarray:
@@ -76,7 +82,12 @@ class _Bufs(threading.local):
 
 
 _bufs = _Bufs()
+_data = lib.weft_array_data
+_cast = ffi.cast
+_uintptr = ffi.typeof('uintptr_t')
 _num_code = T.CODE_OF_NUM
+_from_buffer = ffi.from_buffer
+_wrap = lib.weft_array_wrap
 
 
 def wrap(ctxptr, a: np.ndarray):
@@ -91,16 +102,24 @@ def wrap(ctxptr, a: np.ndarray):
     shape = a.shape
     rank = len(shape)
     sh = b.shape
-    for d in range(rank):
-        sh[d] = shape[d]
-    b.data[0] = ffi.cast('void *', a.ctypes.data) if a.size == 0 else \
-        ffi.from_buffer(a, require_writable=False)
-    n = next(_numbers)
-    _kept[n] = a
-    st = lib.weft_array_wrap(ctxptr, code, rank, sh, b.data, _release,
-                             ffi.cast('void *', n), b.out)
+    if rank == 1:
+        sh[0] = shape[0]
+    else:
+        for d in range(rank):
+            sh[d] = shape[d]
+    buf = _from_buffer(a, require_writable=False)
+    b.data[0] = buf
+    e = _kept.get(buf)
+    if e is None:
+        _kept[buf] = [buf]
+    else:
+        e.append(buf)
+    st = _wrap(ctxptr, code, rank, sh, b.data, _release, buf, b.out)
     if st:
-        _kept.pop(n, None)
+        e = _kept[buf]
+        e.pop()
+        if not e:
+            del _kept[buf]
         raise error_for(st)
     return b.out[0]
 
@@ -180,12 +199,17 @@ class Array:
 
     @property
     def __array_interface__(self) -> Dict[str, Any]:
-        if self.size == 0:
+        shape = self.shape
+        if 0 in shape:
             # numpy wants a pointer even for no elements; weft may have none
-            return {'version': 3, 'shape': self.shape,
-                    'typestr': self._dtype.str, 'data': (_EMPTY_ADDR, False)}
-        return {'version': 3, 'shape': self.shape, 'typestr': self._dtype.str,
-                'data': (int(ffi.cast('uintptr_t', self._host())), False)}
+            addr = _EMPTY_ADDR
+        else:
+            ptr = _data(self._ptr, self._leaf)
+            if ptr == ffi.NULL:
+                raise error_for(int(lib.WEFT_ERR_DEVICE))
+            addr = int(_cast(_uintptr, ptr))
+        return {'version': 3, 'shape': shape, 'typestr': self._dtype.str,
+                'data': (addr, False)}
 
     def numpy(self) -> np.ndarray:
         """A numpy view of the host buffer (no copy; it keeps this array

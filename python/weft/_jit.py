@@ -45,9 +45,9 @@ class Executable:
     """One compiled trace of a jit function on one context."""
 
     __slots__ = ('ptr', 'h', 'nin', 'nout', 'out_types', 'out_dtypes',
-                 'structure', 'scratch', 'plan')
+                 'structure', 'scratch', 'nested')
 
-    def __init__(self, ptr, h, nin, nout, out_types, structure):
+    def __init__(self, ptr, h, nin, nout, out_types, structure, nested):
         self.ptr = ptr
         self.h = h
         self.nin = nin
@@ -56,6 +56,7 @@ class Executable:
         self.out_dtypes = [T.DTYPE_OF.get(t) for t in out_types]
         self.structure = structure
         self.scratch = _Scratch(nin, nout)
+        self.nested = nested  # some argument is a tuple of arrays
 
     def __del__(self):
         if self.ptr is not None and lib is not None:
@@ -64,22 +65,19 @@ class Executable:
 
 
 def _arg_key(x):
-    """The trace key of one argument (see the module's head comment)."""
+    """The trace key of one argument (see the module's head comment): an
+    array's is (dtype.num, ndim), numpy's numbers for its dtypes."""
     if isinstance(x, np.ndarray):
-        try:
-            return ('a', _num_code[x.dtype.num], x.ndim)
-        except KeyError:
-            raise TypeError('weft.jit: no weft element type for dtype %s'
-                            % x.dtype) from None
+        return (x.dtype.num, x.ndim)
     if isinstance(x, Array):
         if lib.weft_array_type(x._ptr) != T.CODE_OF[x._dtype]:
             raise TypeError('weft.jit: a leaf of a tuple array is passed as '
                             'numpy (x.numpy())')
-        return ('a', T.CODE_OF[x._dtype], x.ndim)
+        return (x._dtype.num, x.ndim)
     if isinstance(x, tuple):
         return tuple(_arg_key(v) for v in x)
     if isinstance(x, (bool, int, float, np.generic)):
-        return ('s', _num_code[np.asarray(x).dtype.num])
+        return ('s', np.asarray(x).dtype.num)
     return _arg_key(np.asarray(x))
 
 
@@ -133,7 +131,14 @@ class jit:
         h = ctx._h
         if h is None:
             ctx._ptr  # raises: closed
-        key = tuple(map(_arg_key, args))
+        # the key: (dtype.num, ndim) per numpy array, the fast common case
+        key = []
+        for a in args:
+            if type(a) is np.ndarray:
+                key.append((a.dtype.num, a.ndim))
+            else:
+                key.append(_arg_key(a))
+        key = tuple(key)
         exes = ctx._exes.get(self._key_owner)
         exe = exes.get(key) if exes is not None else None
         if exe is None:
@@ -185,14 +190,26 @@ class jit:
 def _params(p: _terms.Program, key):
     """The jit function's symbolic arguments for a key, and the list of
     (kind) flattening them into weft_param order."""
-    if isinstance(key[0], tuple) or key == ():
+    if key == () or isinstance(key[0], tuple):
         return tuple(_params(p, k) for k in key)
-    kind, code, *rest = key
-    if kind == 'a':
-        return _terms.Acc(p, _terms._ok(p, lib.weft_param(p.ptr, code,
-                                                          rest[0])))
-    acc = _terms.Acc(p, _terms._ok(p, lib.weft_param(p.ptr, code, 0)))
-    return _terms.the(acc)
+    if key[0] == 's':
+        acc = _terms.Acc(p, _terms._ok(p, lib.weft_param(
+            p.ptr, _code_of_num(key[1]), 0)))
+        return _terms.the(acc)
+    return _terms.Acc(p, _terms._ok(p, lib.weft_param(
+        p.ptr, _code_of_num(key[0]), key[1])))
+
+
+def _code_of_num(num: int) -> int:
+    try:
+        return _num_code[num]
+    except KeyError:
+        for d in (np.dtype(c) for c in np.typecodes['All']):
+            if d.num == num:
+                raise TypeError('weft.jit: no weft element type for dtype '
+                                '%s' % d) from None
+        raise TypeError('weft.jit: no weft element type for this dtype') \
+            from None
 
 
 def _flatten_results(r, out: List[Any]):
@@ -226,7 +243,10 @@ def trace(fn: Callable, ctx: Context, key) -> Executable:
     exe = out[0]
     nin = lib.weft_executable_inputs(exe)
     nout = lib.weft_executable_outputs(exe)
-    return Executable(exe, ctx._h, nin, nout, [a.t for a in accs], structure)
+    nested = any(isinstance(k, tuple) and k and isinstance(k[0], tuple)
+                 for k in key)
+    return Executable(exe, ctx._h, nin, nout, [a.t for a in accs], structure,
+                      nested)
 
 
 def _flat_args(args, flat: List[Any]):
@@ -237,11 +257,16 @@ def _flat_args(args, flat: List[Any]):
             flat.append(a)
 
 
+_new = object.__new__
+_weft_run = lib.weft_run
+_release_array = lib.weft_array_release
+
+
 def _run(exe: Executable, h, args):
     ctxptr = h.ptr
     s = exe.scratch
     ins = s.ins
-    if any(isinstance(a, tuple) for a in args):
+    if exe.nested:
         flat: List[Any] = []
         _flat_args(args, flat)
         args = flat
@@ -250,37 +275,41 @@ def _run(exe: Executable, h, args):
     try:
         for i in range(n):
             a = args[i]
-            if isinstance(a, Array):
-                if a._h is not h:
+            if type(a) is not np.ndarray:
+                if isinstance(a, Array):
+                    if a._h is h:
+                        ins[i] = a._ptr
+                        continue
                     a = a.numpy()
-                else:
-                    ins[i] = a._ptr
-                    continue
-            if not isinstance(a, np.ndarray):
                 a = np.asarray(a)
-            elif not a.flags.c_contiguous or not a.dtype.isnative:
+            if not a.flags.c_contiguous or not a.dtype.isnative:
                 a = _contiguous(a)
             w = wrap(ctxptr, a)
             owned.append(w)
             ins[i] = w
         outs = s.outs
-        st = lib.weft_run(exe.ptr, ins, n, outs, exe.nout)
+        st = _weft_run(exe.ptr, ins, n, outs, exe.nout)
     finally:
         for w in owned:
-            lib.weft_array_release(w)
+            _release_array(w)
     if st:
         raise error_for(st)
-    types = exe.out_types
     dts = exe.out_dtypes
     vals = []
     for i in range(exe.nout):
         d = dts[i]
         if d is not None:
-            vals.append(Array._own(outs[i], h, 0, d))
+            r = _new(Array)
+            r._ptr = outs[i]
+            r._h = h
+            r._leaf = 0
+            r._dtype = d
+            r._shape = None
+            vals.append(r)
         else:
-            vals.append(results(outs[i], h, ctxptr, types[i]))
+            vals.append(results(outs[i], h, ctxptr, exe.out_types[i]))
     st = exe.structure
-    if isinstance(st, int):
+    if st.__class__ is int:
         return vals[st]
     return _rebuild(st, vals)
 
