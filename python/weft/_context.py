@@ -122,6 +122,7 @@ class Context:
         self.backend: str = _BACKEND_NAMES.get(
             int(lib.weft_context_backend(out[0])), '?')
         self.checked = bool(checked)
+        self.device = device
 
     @property
     def _ptr(self):
