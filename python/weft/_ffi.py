@@ -63,11 +63,11 @@ def _find_library() -> str:
 
 def _cdef_text(include: str) -> str:
     pre = os.path.join(_HERE, '_cdef.h')
-    if os.path.samefile(include, os.path.join(_HERE, 'include')) \
-            if os.path.isdir(os.path.join(_HERE, 'include')) else False:
-        if os.path.isfile(pre):
-            with open(pre) as f:
-                return f.read()
+    own = os.path.join(_HERE, 'include')
+    if os.path.isfile(pre) and os.path.isdir(own) and \
+            os.path.samefile(include, own):
+        with open(pre) as f:
+            return f.read()
     return _cdef.generate(os.path.join(include, 'weft.h'))
 
 
