@@ -14,7 +14,8 @@ Array operations (Accelerate's language): map, zip_with, generate, fold,
 fold1, fold_all, fold1_all, fold_seg, fold1_seg, scanl, scanl1,
 scanl_exclusive, scanr, scanr1, scanr_exclusive, permute (with
 weft.ignore), backpermute, transform, reshape, replicate, slice,
-transpose, flatten, stencil, stencil2, acond, awhile, use, unit, the;
+transpose, flatten, zip, unzip, stencil, stencil2, acond, awhile, use,
+unit, the;
 numpy-style helpers sum, prod, max, min, cumsum, cumprod, where.
 Scalar terms: operators, weft.cond, weft.while_, weft.cast, and every
 primitive of weft_ops.h under numpy's name (weft.sqrt, weft.exp,
@@ -42,8 +43,9 @@ from ._terms import (Acc, Exp, acond, awhile, backpermute, bitcast, cast,
                      generate, ignore, index, permute, prod, replicate,
                      reshape, scanl, scanl1, scanl_exclusive, scanr, scanr1,
                      scanr_exclusive, stencil, stencil2, the, transform,
-                     transpose, trunc, unit, where, while_, zip_with,
-                     zip_with3)
+                     transpose, trunc, unit, unzip, where, while_,
+                     zip_with, zip_with3)
+from ._terms import zip_ as zip  # noqa: A001
 from ._terms import all_ as all  # noqa: A001 - Accelerate's `All`
 from ._terms import map_ as map  # noqa: A001
 from ._terms import max_ as max  # noqa: A001

@@ -1144,6 +1144,22 @@ def awhile(cond_fn: Callable, body_fn: Callable, init):
                                      afun(body_fn, False), ip))
 
 
+def zip_(*arrays: Acc) -> Acc:
+    """One array of tuples from two or three arrays (their extents'
+    intersection): zip_with of the tuple constructor."""
+    return zip_with(lambda *xs: tuple(xs), *arrays)
+
+
+def unzip(a: Acc) -> Tuple[Acc, ...]:
+    """The arrays of the components of an array of tuples (maps of each
+    component; fused into their consumers)."""
+    a = _check_acc(a, 'unzip')
+    n = _arity(a.p, a.t) if is_tuple_type(a.p, a.t) else 0
+    if n == 0:
+        raise TypeError('weft.unzip: an array of tuples, not %s' % (a.dtype,))
+    return tuple(map_(lambda v, k=k: v[k], a) for k in range(n))
+
+
 def unit(e) -> Acc:
     """A rank-0 array holding the scalar term e."""
     p = _program_of([e]) or current()
