@@ -38,25 +38,36 @@ from . import _types as T
 from ._errors import InvalidArgument, check, error_for
 from ._ffi import ffi, has, lib
 
-ffi.cdef('''
-typedef struct { uint32_t major; uint32_t minor; } DLPackVersion;
-typedef struct { int32_t device_type; int32_t device_id; } DLDevice;
-typedef struct { uint8_t code; uint8_t bits; uint16_t lanes; } DLDataType;
-typedef struct {
-    void *data; DLDevice device; int32_t ndim; DLDataType dtype;
-    int64_t *shape; int64_t *strides; uint64_t byte_offset;
-} DLTensor;
-typedef struct DLManagedTensor {
-    DLTensor dl_tensor; void *manager_ctx;
-    void (*deleter)(struct DLManagedTensor *self);
-} DLManagedTensor;
-struct DLManagedTensorVersioned {
-    DLPackVersion version; void *manager_ctx;
-    void (*deleter)(struct DLManagedTensorVersioned *self);
-    uint64_t flags; DLTensor dl_tensor;
-};
-typedef struct DLManagedTensorVersioned DLManagedTensorVersioned;
-''')
+
+def _known(decl: str) -> bool:
+    try:
+        ffi.sizeof(decl)
+        return True
+    except Exception:
+        return False
+
+
+# Declared here unless weft.h brought a full dlpack.h into the cdef.
+if not _known('DLTensor'):
+    ffi.cdef('''
+    typedef struct { uint32_t major; uint32_t minor; } DLPackVersion;
+    typedef struct { int32_t device_type; int32_t device_id; } DLDevice;
+    typedef struct { uint8_t code; uint8_t bits; uint16_t lanes; } DLDataType;
+    typedef struct {
+        void *data; DLDevice device; int32_t ndim; DLDataType dtype;
+        int64_t *shape; int64_t *strides; uint64_t byte_offset;
+    } DLTensor;
+    typedef struct DLManagedTensor {
+        DLTensor dl_tensor; void *manager_ctx;
+        void (*deleter)(struct DLManagedTensor *self);
+    } DLManagedTensor;
+    struct DLManagedTensorVersioned {
+        DLPackVersion version; void *manager_ctx;
+        void (*deleter)(struct DLManagedTensorVersioned *self);
+        uint64_t flags; DLTensor dl_tensor;
+    };
+    typedef struct DLManagedTensorVersioned DLManagedTensorVersioned;
+    ''')
 
 KDL_CPU, KDL_CUDA, KDL_CUDA_HOST, KDL_CUDA_MANAGED = 1, 2, 3, 13
 _INT, _UINT, _FLOAT, _BOOL = 0, 1, 2, 6
