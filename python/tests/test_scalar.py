@@ -264,3 +264,10 @@ def test_nan_and_inf(ctx):
     np.testing.assert_array_equal(r[1], np.isinf(x))
     assert math.isnan(float(weft.jit(lambda a: weft.sum(a),
                                      context=ctx)(x)))
+
+
+def test_typing_stubs_name_every_primitive():
+    from weft import _primitives
+    stub = {n for n in dir(_primitives) if not n.startswith('_')} - {'Any',
+                                                                     'Term'}
+    assert stub == set(_terms.PRIMITIVES)

@@ -25,6 +25,18 @@ Errors are weft.Error subclasses; contexts are weft.Context.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the primitives below are made at run time
+    from ._primitives import (  # noqa: F401
+        add, subtract, multiply, negative, absolute, sign, minimum, maximum,
+        quot, rem, floor_divide, mod, bitwise_and, bitwise_or, bitwise_xor,
+        invert, left_shift, right_shift, rotl, rotr, popcount, clz, ctz,
+        true_divide, power, arctan2, exp, log, sqrt, sin, cos, tan, arcsin,
+        arccos, arctan, sinh, cosh, tanh, arcsinh, arccosh, arctanh, isnan,
+        isinf, less, less_equal, greater, greater_equal, equal, not_equal,
+        logical_and, logical_or, logical_not)
+
 from . import _terms
 from ._array import Array, asarray
 from ._context import (Context, Stats, backend_available, default_context,
