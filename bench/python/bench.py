@@ -168,15 +168,7 @@ def np_nbody(x, y, z, m, xp=np, eps2=np.float32(0.01)):
 
 
 def numpy_impl(name):
-    return {
-        'dotp': lambda x, y: np.dot(x, y),
-        'saxpy': lambda x, y: np.float32(2.5) * x + y,
-        'sum': lambda x: x.sum(),
-        'prefix sum': lambda x: np.cumsum(x, dtype=np.int32),
-        'Black-Scholes': lambda s, x, t: black_scholes(s, x, t, np),
-        'Mandelbrot': np_mandelbrot,
-        'n-body': np_nbody,
-    }[name]
+    return _xp_impl(name, np)
 
 
 def weft_impl(name, ctx):

@@ -10,10 +10,9 @@ the point escaped (max_iter inside the set).  The colours are numpy's
 work on the counts; PIL writes the file.
 """
 
-import argparse
 import time
 
-import _path  # noqa: F401 - the checkout's package when not installed
+import _path  # the checkout's package when not installed
 import numpy as np
 
 import weft
@@ -56,17 +55,9 @@ def colour(counts, max_iter):
 
 
 def main():
-    ap = argparse.ArgumentParser(description='Mandelbrot with weft')
-    ap.add_argument('--backend', default='cpu')
-    ap.add_argument('--size', type=int, default=1024)
-    ap.add_argument('--iter', type=int, default=256)
-    ap.add_argument('--out', default='mandelbrot.png')
-    args = ap.parse_args()
-    try:
-        ctx = weft.Context(args.backend)
-    except weft.BackendUnavailable as e:
-        print('backend %s is not available here: %s' % (args.backend,
-                                                       e.message))
+    ctx, args = _path.context('Mandelbrot with weft', size=(int, 1024),
+                              iter=(int, 256), out=(str, 'mandelbrot.png'))
+    if ctx is None:
         return
     t0 = time.perf_counter()
     counts = render(ctx, args.size, args.iter)

@@ -11,10 +11,9 @@ into the fold.  step() adds a leapfrog step around it.  The state stays in
 weft.Arrays between steps (no copies); numpy reads it at the end.
 """
 
-import argparse
 import time
 
-import _path  # noqa: F401 - the checkout's package when not installed
+import _path  # the checkout's package when not installed
 import numpy as np
 
 import weft
@@ -72,17 +71,9 @@ def frame(x, y, path, size=512):
 
 
 def main():
-    ap = argparse.ArgumentParser(description='n-body with weft')
-    ap.add_argument('--backend', default='cpu')
-    ap.add_argument('--bodies', type=int, default=2048)
-    ap.add_argument('--steps', type=int, default=10)
-    ap.add_argument('--out', default='nbody.png')
-    args = ap.parse_args()
-    try:
-        ctx = weft.Context(args.backend)
-    except weft.BackendUnavailable as e:
-        print('backend %s is not available here: %s' % (args.backend,
-                                                       e.message))
+    ctx, args = _path.context('n-body with weft', bodies=(int, 2048),
+                              steps=(int, 10), out=(str, 'nbody.png'))
+    if ctx is None:
         return
     state, m = bodies(args.bodies)
     f = step.with_context(ctx)

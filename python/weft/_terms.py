@@ -317,7 +317,59 @@ def _floatify(e: 'Exp') -> 'Exp':
     return e if T.is_float(e.t) else e.astype_code(lib.WEFT_F64)
 
 
-class Exp:
+class _Operators:
+    """Python's operators on terms, for Exp (scalar) and Acc (element-wise
+    over arrays: _bin and friends map or zip where an operand is an
+    array)."""
+
+    __slots__ = ()
+
+    def __add__(self, o): return _bin('ADD', self, o)
+    def __radd__(self, o): return _bin('ADD', o, self)
+    def __sub__(self, o): return _bin('SUB', self, o)
+    def __rsub__(self, o): return _bin('SUB', o, self)
+    def __mul__(self, o): return _bin('MUL', self, o)
+    def __rmul__(self, o): return _bin('MUL', o, self)
+    def __truediv__(self, o): return true_divide(self, o)
+    def __rtruediv__(self, o): return true_divide(o, self)
+    def __floordiv__(self, o): return floor_divide(self, o)
+    def __rfloordiv__(self, o): return floor_divide(o, self)
+    def __mod__(self, o): return mod(self, o)
+    def __rmod__(self, o): return mod(o, self)
+    def __pow__(self, o): return power(self, o)
+    def __rpow__(self, o): return power(o, self)
+    def __neg__(self): return _un('NEG', self)
+    def __pos__(self): return self
+    def __abs__(self): return _un('ABS', self)
+    def __invert__(self): return _invert(self)
+    def __and__(self, o): return _bin('BAND', self, o)
+    def __rand__(self, o): return _bin('BAND', o, self)
+    def __or__(self, o): return _bin('BOR', self, o)
+    def __ror__(self, o): return _bin('BOR', o, self)
+    def __xor__(self, o): return _bin('BXOR', self, o)
+    def __rxor__(self, o): return _bin('BXOR', o, self)
+    def __lshift__(self, o): return _shift('SHL', self, o)
+    def __rlshift__(self, o): return _shift('SHL', o, self)
+    def __rshift__(self, o): return _shift('SHR', self, o)
+    def __rrshift__(self, o): return _shift('SHR', o, self)
+    def __lt__(self, o): return _bin('LT', self, o)
+    def __le__(self, o): return _bin('LE', self, o)
+    def __gt__(self, o): return _bin('GT', self, o)
+    def __ge__(self, o): return _bin('GE', self, o)
+    def __eq__(self, o): return _bin('EQ', self, o)  # type: ignore[override]
+    def __ne__(self, o): return _bin('NE', self, o)  # type: ignore[override]
+
+    __hash__ = object.__hash__
+
+
+def _invert(a):
+    """~a: logical not on bool, bitwise not on integers."""
+    if isinstance(a, Acc):
+        return map_(_invert, a)
+    return _un('NOT' if a.t == lib.WEFT_BOOL else 'BNOT', a)
+
+
+class Exp(_Operators):
     """A scalar term of a program being traced (weft_exp).
 
     Arithmetic (+ - * / // % **, unary -, abs), comparisons (giving bool
@@ -356,8 +408,6 @@ class Exp:
                         'weft.cond(c, a, b) for a branch, weft.while_ for a '
                         'loop, & | ~ for logic')
 
-    __hash__ = object.__hash__
-
     # -- index and tuple access
     def __len__(self):
         if T.is_dim(self.t):
@@ -384,43 +434,6 @@ class Exp:
         """The product of an index's components (i64), e.g. a shape's
         number of elements."""
         return Exp(self.p, _ok(self.p, lib.weft_shape_size(self.ptr)))
-
-    # -- arithmetic
-    def __add__(self, o): return _bin('ADD', self, o)
-    def __radd__(self, o): return _bin('ADD', o, self)
-    def __sub__(self, o): return _bin('SUB', self, o)
-    def __rsub__(self, o): return _bin('SUB', o, self)
-    def __mul__(self, o): return _bin('MUL', self, o)
-    def __rmul__(self, o): return _bin('MUL', o, self)
-    def __truediv__(self, o): return true_divide(self, o)
-    def __rtruediv__(self, o): return true_divide(o, self)
-    def __floordiv__(self, o): return floor_divide(self, o)
-    def __rfloordiv__(self, o): return floor_divide(o, self)
-    def __mod__(self, o): return mod(self, o)
-    def __rmod__(self, o): return mod(o, self)
-    def __pow__(self, o): return power(self, o)
-    def __rpow__(self, o): return power(o, self)
-    def __neg__(self): return _un('NEG', self)
-    def __pos__(self): return self
-    def __abs__(self): return _un('ABS', self)
-    def __invert__(self):
-        return _un('NOT' if self.t == lib.WEFT_BOOL else 'BNOT', self)
-    def __and__(self, o): return _bin('BAND', self, o)
-    def __rand__(self, o): return _bin('BAND', o, self)
-    def __or__(self, o): return _bin('BOR', self, o)
-    def __ror__(self, o): return _bin('BOR', o, self)
-    def __xor__(self, o): return _bin('BXOR', self, o)
-    def __rxor__(self, o): return _bin('BXOR', o, self)
-    def __lshift__(self, o): return _shift('SHL', self, o)
-    def __rlshift__(self, o): return _shift('SHL', o, self)
-    def __rshift__(self, o): return _shift('SHR', self, o)
-    def __rrshift__(self, o): return _shift('SHR', o, self)
-    def __lt__(self, o): return _bin('LT', self, o)
-    def __le__(self, o): return _bin('LE', self, o)
-    def __gt__(self, o): return _bin('GT', self, o)
-    def __ge__(self, o): return _bin('GE', self, o)
-    def __eq__(self, o): return _bin('EQ', self, o)  # type: ignore[override]
-    def __ne__(self, o): return _bin('NE', self, o)  # type: ignore[override]
 
 
 def _op(name: str) -> int:
@@ -699,7 +712,7 @@ def _lift(fn: Callable, a, b):
 # ---------------------------------------------------------------------------
 # Array terms
 
-class Acc:
+class Acc(_Operators):
     """An array term of a program being traced (weft_acc): a jit function's
     arguments and the results of weft's array operations.
 
@@ -737,8 +750,6 @@ class Acc:
         raise TypeError('weft: an array term has no truth value: use '
                         'weft.acond / weft.awhile')
 
-    __hash__ = object.__hash__
-
     def __getitem__(self, ix):
         if not isinstance(ix, tuple):
             ix = (ix,)
@@ -772,40 +783,6 @@ class Acc:
     def prod(self, axis=None): return prod(self, axis)
     def max(self, axis=None): return max_(self, axis)
     def min(self, axis=None): return min_(self, axis)
-
-    # element-wise operators
-    def __add__(self, o): return _bin('ADD', self, o)
-    def __radd__(self, o): return _bin('ADD', o, self)
-    def __sub__(self, o): return _bin('SUB', self, o)
-    def __rsub__(self, o): return _bin('SUB', o, self)
-    def __mul__(self, o): return _bin('MUL', self, o)
-    def __rmul__(self, o): return _bin('MUL', o, self)
-    def __truediv__(self, o): return true_divide(self, o)
-    def __rtruediv__(self, o): return true_divide(o, self)
-    def __floordiv__(self, o): return floor_divide(self, o)
-    def __rfloordiv__(self, o): return floor_divide(o, self)
-    def __mod__(self, o): return mod(self, o)
-    def __rmod__(self, o): return mod(o, self)
-    def __pow__(self, o): return power(self, o)
-    def __rpow__(self, o): return power(o, self)
-    def __neg__(self): return _un('NEG', self)
-    def __pos__(self): return self
-    def __abs__(self): return _un('ABS', self)
-    def __invert__(self): return map_(lambda x: ~x, self)
-    def __and__(self, o): return _bin('BAND', self, o)
-    def __rand__(self, o): return _bin('BAND', o, self)
-    def __or__(self, o): return _bin('BOR', self, o)
-    def __ror__(self, o): return _bin('BOR', o, self)
-    def __xor__(self, o): return _bin('BXOR', self, o)
-    def __rxor__(self, o): return _bin('BXOR', o, self)
-    def __lshift__(self, o): return _shift('SHL', self, o)
-    def __rshift__(self, o): return _shift('SHR', self, o)
-    def __lt__(self, o): return _bin('LT', self, o)
-    def __le__(self, o): return _bin('LE', self, o)
-    def __gt__(self, o): return _bin('GT', self, o)
-    def __ge__(self, o): return _bin('GE', self, o)
-    def __eq__(self, o): return _bin('EQ', self, o)  # type: ignore[override]
-    def __ne__(self, o): return _bin('NE', self, o)  # type: ignore[override]
 
 
 def _is_all(c) -> bool:
