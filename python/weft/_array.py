@@ -31,7 +31,7 @@ import numpy as np
 
 from . import _types as T
 from ._errors import Error, InvalidArgument, error_for
-from ._ffi import ffi, lib
+from ._ffi import ffi, keep_forever, lib
 
 # buffer (a cffi pointer, equal and hashing by address) -> list of the
 # from_buffer cdata objects wrapping it, each of which keeps its numpy array
@@ -53,6 +53,9 @@ def _release(user):
         _released[0] += 1
     except Exception:  # pragma: no cover - shutdown only
         pass
+
+
+keep_forever(_release)
 
 
 def released() -> int:

@@ -36,7 +36,7 @@ import numpy as np
 
 from . import _types as T
 from ._errors import InvalidArgument, check, error_for
-from ._ffi import ffi, has, lib
+from ._ffi import ffi, has, keep_forever, lib
 
 
 def _known(decl: str) -> bool:
@@ -142,9 +142,15 @@ def _deleter_v(t):
     _drop(t)
 
 
+keep_forever(_deleter_v)
+
+
 @ffi.callback('void(DLManagedTensor *)')
 def _deleter_l(t):
     _drop(t)
+
+
+keep_forever(_deleter_l)
 
 
 def _drop(t) -> None:
@@ -217,6 +223,9 @@ def _capsule_destructor(cap):
         pass
 
 
+keep_forever(_capsule_destructor)
+
+
 def export(a, stream=None, max_version=None, dl_device=None, copy=None):
     """a.__dlpack__(...): a capsule of the versioned tensor when the
     consumer gives max_version >= (1, 0), else of the legacy one."""
@@ -259,6 +268,9 @@ def _release_imported(user):
             t.deleter(t)
     except Exception:  # pragma: no cover
         pass
+
+
+keep_forever(_release_imported)
 
 
 def _compact(d) -> bool:

@@ -22,6 +22,7 @@ otherwise the cdef is generated from the header found (needs cc).
 
 from __future__ import annotations
 
+import ctypes
 import ctypes.util
 import os
 
@@ -84,6 +85,15 @@ try:
 except OSError as e:
     raise ImportError('weft: cannot open %s: %s' % (library_path, e)) from e
 libc = ffi.dlopen(None)
+
+
+def keep_forever(obj):
+    """obj, with one reference that is never dropped: for the callbacks
+    that weft may call while the interpreter shuts down (an array released
+    after the module that made the callback was torn down must not call
+    freed code)."""
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(obj))
+    return obj
 
 
 def has(name: str) -> bool:
