@@ -73,3 +73,27 @@ def test_versioned_round_trip_through_weft(ctx):
     w = weft.from_dlpack(r, context=ctx)
     np.testing.assert_array_equal(w, [0, 3, 6, 9, 12])
     assert np.shares_memory(np.asarray(w), np.asarray(r))
+
+
+class _Foreign:
+    """An array of another library: only the DLPack protocol."""
+
+    def __init__(self, a):
+        self.a = a
+
+    def __dlpack__(self, stream=None, **kw):
+        return self.a.__dlpack__(stream=stream)
+
+    def __dlpack_device__(self):
+        return self.a.__dlpack_device__()
+
+
+def test_jit_takes_dlpack_objects(ctx, backend):
+    if backend == 'ptx':
+        pytest.skip('host test')
+    x = np.arange(6, dtype=np.float32)
+    f = weft.jit(lambda a: a, context=ctx)
+    r = f(_Foreign(x))
+    assert np.shares_memory(np.asarray(r), x)
+    np.testing.assert_array_equal(weft.jit(lambda a: a * 2, context=ctx)(
+        _Foreign(x)), x * 2)

@@ -54,8 +54,7 @@ def test_torch_tensor_straight_into_jit(cache_dir):
         pytest.skip('torch without CUDA')
     with _ptx(cache_dir) as ctx:
         x = torch.randn(1000, device='cuda', dtype=torch.float64)
-        r = weft.jit(lambda a: weft.exp(a) + 1, context=ctx)(
-            weft.from_dlpack(x, context=ctx))
+        r = weft.jit(lambda a: weft.exp(a) + 1, context=ctx)(x)
         # weft's exp is within 1 ulp of glibc's, torch's CUDA exp within 1
         # ulp of the true value: rtol 4.5e-16 (2 ulp of f64)
         torch.testing.assert_close(torch.from_dlpack(r), torch.exp(x) + 1,

@@ -29,6 +29,7 @@ from . import _terms
 from . import _types as T
 from ._array import Array, _contiguous, results, wrap
 from ._context import Context, default_context
+from ._dlpack import from_dlpack
 from ._errors import error_for
 from ._ffi import ffi, lib
 
@@ -92,8 +93,9 @@ class jit:
         np.asarray(r)                      # a view, no copy
 
     Arguments: numpy arrays (C-contiguous ones are used in place; others
-    are copied), weft.Arrays, Python or numpy scalars (seen as scalar
-    terms), or tuples of those.  The function returns an array term, a
+    are copied), weft.Arrays, arrays of other libraries that speak DLPack
+    (torch, cupy, jax: taken without a copy, weft.from_dlpack), Python or
+    numpy scalars (seen as scalar terms), or tuples of those.  The function returns an array term, a
     scalar term (a rank-0 array), or a tuple of them; the call returns
     weft.Arrays in the same structure (an array of tuples: a tuple of
     weft.Arrays).
@@ -133,11 +135,16 @@ class jit:
             ctx._ptr  # raises: closed
         # the key: (dtype.num, ndim) per numpy array, the fast common case
         key = []
-        for a in args:
+        for k, a in enumerate(args):
             if type(a) is np.ndarray:
                 key.append((a.dtype.num, a.ndim))
-            else:
-                key.append(_arg_key(a))
+                continue
+            if not isinstance(a, (Array, np.ndarray, tuple, bool, int, float,
+                                  np.generic)) and hasattr(a, '__dlpack__'):
+                # torch, cupy, jax...: taken through DLPack, no copy
+                a = from_dlpack(a, context=ctx)
+                args = args[:k] + (a,) + args[k + 1:]
+            key.append(_arg_key(a))
         key = tuple(key)
         exes = ctx._exes.get(self._key_owner)
         exe = exes.get(key) if exes is not None else None
