@@ -391,10 +391,8 @@ def median_ms(fn, args, runs, sync=lambda r: None):
 
 
 def weft_sync(r):
-    if not weft._ffi.has('weft_array_wait'):
-        return
     for a in (r if isinstance(r, tuple) else (r,)):
-        weft._errors.check(weft._lib.weft_array_wait(a._ptr))
+        a.wait()
 
 
 PROGRAMS = ['dotp', 'saxpy', 'sum', 'prefix sum', 'Black-Scholes',

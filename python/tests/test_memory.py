@@ -102,3 +102,23 @@ def test_contexts_and_programs_freed(cache_dir):
     gc.collect()
     assert all(h() is None for h in refs)
     assert _array.kept() == 0  # the arrays fixed by weft.use went too
+
+
+def test_out_into_caller_arrays(ctx):
+    """out=: results written into the caller's numpy arrays
+    (weft_run_into), returned as given."""
+    if not weft._ffi.has('weft_run_into'):
+        pytest.skip('this libweft has no weft_run_into')
+    x = np.arange(10, dtype=np.float32)
+    dst = np.zeros(10, np.float32)
+    f = weft.jit(lambda a: a * 3, context=ctx)
+    r = f(x, out=dst)
+    assert r is dst
+    np.testing.assert_array_equal(dst, x * 3)
+    with pytest.raises(weft.Error):
+        f(x, out=(dst, dst))
+
+
+def test_wait(ctx):
+    r = weft.jit(lambda a: a + 1, context=ctx)(np.arange(3.0))
+    assert r.wait() is r and r.block_until_ready() is r

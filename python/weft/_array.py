@@ -31,7 +31,7 @@ import numpy as np
 
 from . import _types as T
 from ._errors import Error, InvalidArgument, error_for
-from ._ffi import ffi, keep_forever, lib
+from ._ffi import ffi, has, keep_forever, lib
 
 # buffer (a cffi pointer, equal and hashing by address) -> list of the
 # from_buffer cdata objects wrapping it, each of which keeps its numpy array
@@ -222,6 +222,19 @@ class Array:
     def __array__(self, dtype=None):
         a = self.numpy()
         return a if dtype is None else a.astype(dtype, copy=False)
+
+    def wait(self) -> 'Array':
+        """Wait until weft has finished computing this array (a GPU run
+        may return before its kernels finish; weft_array_wait); returns
+        self.  A no-op where the library has no weft_array_wait (its runs
+        are complete when they return)."""
+        if has('weft_array_wait'):
+            st = lib.weft_array_wait(self._ptr)
+            if st:
+                raise error_for(st)
+        return self
+
+    block_until_ready = wait  # JAX's name
 
     def item(self):
         """The value of a one-element array as a Python scalar."""

@@ -17,7 +17,8 @@ Library lookup, first found wins:
 Header lookup: $WEFT_INCLUDE, the package's copy (weft/include), the
 checkout's include/, /usr/local/include, /usr/include.  A weft/_cdef.h that
 setup.py wrote is used when the header found is the package's own copy;
-otherwise the cdef is generated from the header found (needs cc).
+otherwise the cdef is generated from the header found (needs cc), and
+where no C compiler is found a weft/_cdef.h made beforehand stands in.
 """
 
 from __future__ import annotations
@@ -69,7 +70,16 @@ def _cdef_text(include: str) -> str:
             os.path.samefile(include, own):
         with open(pre) as f:
             return f.read()
-    return _cdef.generate(os.path.join(include, 'weft.h'))
+    try:
+        return _cdef.generate(os.path.join(include, 'weft.h'))
+    except RuntimeError:
+        # no C compiler (a GPU machine with only the library): a _cdef.h
+        # written beside the package beforehand (python -m weft._cdef
+        # include/weft.h python/weft/_cdef.h) stands in
+        if os.path.isfile(pre):
+            with open(pre) as f:
+                return f.read()
+        raise
 
 
 include_dir = _find_include()

@@ -30,8 +30,8 @@ from . import _types as T
 from ._array import Array, _contiguous, results, wrap
 from ._context import Context, default_context
 from ._dlpack import from_dlpack
-from ._errors import error_for
-from ._ffi import ffi, lib
+from ._errors import InvalidArgument, check, error_for
+from ._ffi import ffi, has, lib
 
 _num_code = T.CODE_OF_NUM
 
@@ -120,8 +120,10 @@ class jit:
         if self._fn is None:  # @weft.jit(context=...)
             (fn,) = args
             return jit(fn, context=self._context)
+        out = kwargs.pop('out', None)
         if kwargs:
-            raise TypeError('weft.jit functions take positional arguments')
+            raise TypeError('weft.jit functions take positional arguments '
+                            '(and out=)')
         ctx = self._context
         if ctx is None:
             for a in args:
@@ -150,6 +152,8 @@ class jit:
         exe = exes.get(key) if exes is not None else None
         if exe is None:
             exe = self._compile(ctx, key)
+        if out is not None:
+            return _run_into(exe, h, args, out)
         return _run(exe, h, args)
 
     def with_context(self, ctx: Context) -> 'jit':
@@ -319,6 +323,45 @@ def _run(exe: Executable, h, args):
     if st.__class__ is int:
         return vals[st]
     return _rebuild(st, vals)
+
+
+def _run_into(exe: Executable, h, args, out):
+    """A run whose outputs go into the caller's arrays (weft_run_into):
+    `out` is one array or a tuple, one per output of the executable, each
+    of the output's type and shape (numpy arrays are written in place);
+    returns `out`."""
+    if not has('weft_run_into'):
+        raise NotImplementedError('weft: this libweft has no weft_run_into '
+                                  '(out=)')
+    outs = list(out) if isinstance(out, tuple) else [out]
+    if len(outs) != exe.nout:
+        raise InvalidArgument(int(lib.WEFT_ERR_ARGUMENT_COUNT),
+                              'out= gives %d arrays for %d outputs'
+                              % (len(outs), exe.nout))
+    flat: List[Any] = []
+    _flat_args(args, flat)
+    owned = []
+    try:
+        ins = ffi.new('weft_array *[]', max(len(flat), 1))
+        dst = ffi.new('weft_array *[]', max(len(outs), 1))
+        for arr, items in ((ins, flat), (dst, outs)):
+            for i, a in enumerate(items):
+                if isinstance(a, Array) and a._h is h:
+                    arr[i] = a._ptr
+                    continue
+                a = np.asarray(a.numpy() if isinstance(a, Array) else a)
+                if items is outs and (not a.flags.c_contiguous or
+                                      not a.flags.writeable):
+                    raise ValueError('weft: out= arrays must be writable and '
+                                     'C-contiguous')
+                w = wrap(h.ptr, _contiguous(a))
+                owned.append(w)
+                arr[i] = w
+        check(lib.weft_run_into(exe.ptr, ins, len(flat), dst, len(outs)))
+    finally:
+        for w in owned:
+            _release_array(w)
+    return out
 
 
 def _rebuild(st, vals):
