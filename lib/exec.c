@@ -438,6 +438,22 @@ weft_status weft_run_into(weft_executable *exe, weft_array *const *in,
                           who, i, got, want);
         }
     }
+    /* A result that is one of the output arrays (an input returned, and
+     * given as an output too) is read before that output is written. */
+    for (int i = 0; st == WEFT_OK && i < n_out; i++) {
+        for (int k = 0; st == WEFT_OK && k < n_out; k++) {
+            if (k != i && res[i] == out[k] && res[i] != out[i]) {
+                weft_array *c;
+                st = fe_array_new_raw(ctx, who, res[i]->type, res[i]->rank,
+                                      res[i]->shape, &c);
+                if (st == WEFT_OK) {
+                    st = fe_array_copy(c, res[i], who);
+                    weft_array_release(res[i]);
+                    res[i] = c;
+                }
+            }
+        }
+    }
     for (int i = 0; st == WEFT_OK && i < n_out; i++) {
         st = fe_array_copy(out[i], res[i], who);
     }
