@@ -374,7 +374,9 @@ WEFT_API int64_t weft_array_size(const weft_array *a);
  * through the pointer: the next run that uses the array on a GPU uploads
  * it again.  A wrapped buffer (weft_array_wrap) that the caller writes
  * directly must be passed through this call once after writing, before a
- * ptx run uses it. */
+ * ptx run uses it.  The pointer of a read-only array (from a read-only
+ * DLPack tensor) must not be written through.  A device array
+ * (weft_array_wrap_device) gets host buffers here, made by weft. */
 WEFT_API void *weft_array_data(weft_array *a, int leaf);
 
 /* Copy leaf `leaf` into dst (bytes bytes, at least size * element size),
@@ -721,7 +723,10 @@ WEFT_API int weft_executable_outputs(const weft_executable *exe);
  * output.  On failure no output is stored (out[i] is set to NULL).  Errors:
  * WEFT_ERR_ARGUMENT_COUNT, WEFT_ERR_TYPE_MISMATCH, WEFT_ERR_RANK_MISMATCH
  * for inputs; run-time errors (WEFT_ERR_OUT_OF_BOUNDS, ...).  An executable
- * may run on several threads at once. */
+ * may run on several threads at once.  On ptx it may return before the
+ * device has computed the outputs ("Device arrays and DLPack" below says
+ * when, and what can still fail); weft_run_into writes into the caller's
+ * arrays instead. */
 WEFT_API weft_status weft_run(weft_executable *exe, weft_array *const *in,
                               int n_in, weft_array **out, int n_out);
 
