@@ -764,8 +764,9 @@ WEFT_API weft_status weft_run1(weft_program *p, weft_acc *const *results,
  * (it does not synchronise with CUDA's legacy default stream).  Imports
  * (weft_array_wrap_device, weft_array_from_dlpack of a CUDA tensor) wait
  * for all work queued so far on the device's primary context, by anyone
- * (cuCtxSynchronize): whatever stream the producer wrote on, its writes
- * are complete before weft's kernels read.  So from Python, call
+ * (cuCtxSynchronize; the primary context is the one CUDA's runtime, and
+ * so PyTorch, CuPy and JAX, use): whatever stream the producer wrote on,
+ * its writes are complete before weft's kernels read.  So from Python, call
  * __dlpack__() with no stream (or any stream of the current device):
  * weft does not need the producer to order its writes before a stream of
  * weft's.  A caller that writes a wrapped device buffer again later must
@@ -798,7 +799,9 @@ WEFT_API weft_status weft_run1(weft_program *p, weft_acc *const *results,
  * outputs (an input or `use` returned as it is, a reshape view, the
  * result of an acond or awhile, one result given twice, an output array
  * that is also an input of the run) are computed into weft's own arrays
- * and copied in (on the device for a device array).  After weft_run_into
+ * and copied in (on the device for a device array).  Distinct arrays
+ * over overlapping memory (one tensor imported twice, once as an input
+ * and once as an output) are not detected: their results are undefined.  After weft_run_into
  * returns, a host output array (weft_array_create / _wrap / from_dlpack
  * of a host tensor) holds its values in its host buffers (on ptx they
  * are downloaded before it returns); a device array's values may still

@@ -27,6 +27,8 @@
  *                    the run, counted by the context's allocator), outputs
  *                    copied where they are not computed (an input
  *                    returned, an output that is also an input)
+ *   run_into_shared  a result that the program also uses (let-bound at
+ *                    the top) is still written in place
  *   run_into_refused shape, type, rank mismatches, an array twice
  *   no_device        wrap_device, device_ptr, kDLCUDA export refused;
  *                    weft_array_wait returns at once
@@ -629,6 +631,53 @@ START_TEST(run_into)
 }
 END_TEST
 
+/* A result also used by the program (bound by a let at the top): still
+ * written in place. */
+START_TEST(run_into_shared)
+{
+    enum { N = 1000 };
+    for (int bi = 0; bi < NBACKENDS; bi++) {
+        weft_context *ctx = open_ctx(backends[bi]);
+        weft_program *p;
+        TU_OK(weft_program_create(ctx, &p));
+        weft_acc *x = weft_param(p, WEFT_F32, 1);
+        weft_fun *f = weft_fun1(p, WEFT_F32);
+        weft_fun_return(f, weft_add(weft_mul(weft_arg(f, 0), weft_f32(p, 2)),
+                                    weft_f32(p, 1)));
+        weft_acc *m = weft_map(f, x);
+        weft_acc *res[2] = {m, weft_fold(tu_fun_op2(p, WEFT_OP_ADD, WEFT_F32),
+                                         weft_f32(p, 0), m)};
+        weft_executable *exe;
+        TU_OK(weft_compile(p, res, 2, &exe));
+        weft_program_free(p);
+        static float xs[N], mine[N];
+        for (int i = 0; i < N; i++) {
+            xs[i] = (float)(i % 7);
+        }
+        weft_array *in = tu_arr_host(ctx, WEFT_F32, 1, TU_SH(N),
+                                     (const void *[]){xs});
+        weft_array *out[2];
+        TU_OK(weft_array_wrap(ctx, WEFT_F32, 1, TU_SH(N), (void *[]){mine},
+                              NULL, NULL, &out[0]));
+        TU_OK(weft_array_create(ctx, WEFT_F32, 0, NULL, &out[1]));
+        watch_bytes = N * sizeof(float);
+        watch_hits = 0;
+        TU_OK(weft_run_into(exe, &in, 1, out, 2));
+        ck_assert_int_eq(watch_hits, 0);
+        expect_affine(out[0], xs, N);
+        double sum = 0; /* exact: integers below 2^24 */
+        for (int i = 0; i < N; i++) {
+            sum += xs[i] * 2 + 1;
+        }
+        TU_CHECK_F(ctx, out[1], 0, 0, NULL, TU_F(sum), 0);
+        tu_release_all(out, 2);
+        weft_array_release(in);
+        weft_executable_free(exe);
+        weft_context_free(ctx);
+    }
+}
+END_TEST
+
 START_TEST(run_into_refused)
 {
     for (int bi = 0; bi < NBACKENDS; bi++) {
@@ -719,6 +768,7 @@ static Suite *dlpack_suite(void)
     tcase_add_test(t, rank0_empty);
     tcase_add_test(t, read_only);
     tcase_add_test(t, run_into);
+    tcase_add_test(t, run_into_shared);
     tcase_add_test(t, run_into_refused);
     tcase_add_test(t, no_device);
     suite_add_tcase(s, t);
