@@ -557,7 +557,9 @@ WEFT_API int64_t weft_array_size(const weft_array *a);
  * through the pointer: the next run that uses the array on a GPU uploads
  * it again.  A wrapped buffer (weft_array_wrap) that the caller writes
  * directly must be passed through this call once after writing, before a
- * ptx run uses it. */
+ * ptx run uses it.  The pointer of a read-only array (from a read-only
+ * DLPack tensor) must not be written through.  A device array
+ * (weft_array_wrap_device) gets host buffers here, made by weft. */
 WEFT_API void *weft_array_data(weft_array *a, int leaf);
 
 /* Copy leaf `leaf` into dst (bytes bytes, at least size * element size),
@@ -904,7 +906,10 @@ WEFT_API int weft_executable_outputs(const weft_executable *exe);
  * output.  On failure no output is stored (out[i] is set to NULL).  Errors:
  * WEFT_ERR_ARGUMENT_COUNT, WEFT_ERR_TYPE_MISMATCH, WEFT_ERR_RANK_MISMATCH
  * for inputs; run-time errors (WEFT_ERR_OUT_OF_BOUNDS, ...).  An executable
- * may run on several threads at once. */
+ * may run on several threads at once.  On ptx it may return before the
+ * device has computed the outputs ("Device arrays and DLPack" below says
+ * when, and what can still fail); weft_run_into writes into the caller's
+ * arrays instead. */
 WEFT_API weft_status weft_run(weft_executable *exe, weft_array *const *in,
                               int n_in, weft_array **out, int n_out);
 
@@ -912,6 +917,190 @@ WEFT_API weft_status weft_run(weft_executable *exe, weft_array *const *in,
 WEFT_API weft_status weft_run1(weft_program *p, weft_acc *const *results,
                                int n, weft_array *const *in, int n_in,
                                weft_array **out, int n_out);
+
+/* ------------------------------------------------------------------------
+ * Device arrays and DLPack
+ *
+ * For runtimes that hand weft their own buffers (numpy, PyTorch, CuPy,
+ * JAX) and take its results without copies.
+ *
+ * When weft_run returns.  On interp and cpu, weft_run returns when every
+ * output is computed.  On ptx it queues the kernels of the run on the
+ * context's one CUDA stream and returns without waiting for the last of
+ * them: its outputs may still be being computed on the device.  It waits
+ * only where the host needs a value: an awhile's or acond's condition, a
+ * scalar read from an array, the error word of a kernel that can report
+ * one (gathers, checked mode), a kernel with a scalar while loop (for
+ * cancellation), an upload of host data.  Every error of the language
+ * (out of bounds, division by zero, ...) is still returned by weft_run
+ * itself; what can arise after it returned is only a fault of the device
+ * (an illegal address, e.g. from a device buffer the caller freed, a
+ * trap, a launch failure), reported as WEFT_ERR_DEVICE by the next call
+ * that waits for the stream: weft_array_wait, weft_array_data,
+ * weft_array_read, weft_array_device_ptr, weft_array_to_dlpack, or a
+ * later weft_run on the context.  Anything that reads an output through
+ * weft (weft_array_data, _read, _device_ptr, _to_dlpack) waits for it
+ * first, so a host runtime may do its own work between weft_run and the
+ * first read.
+ *
+ * Streams.  weft's GPU work runs on one non-blocking stream per context
+ * (it does not synchronise with CUDA's legacy default stream).  Imports
+ * (weft_array_wrap_device, weft_array_from_dlpack of a CUDA tensor) wait
+ * for all work queued so far on the device's primary context, by anyone
+ * (cuCtxSynchronize; the primary context is the one CUDA's runtime, and
+ * so PyTorch, CuPy and JAX, use): whatever stream the producer wrote on,
+ * its writes are complete before weft's kernels read.  So from Python, call
+ * __dlpack__() with no stream (or any stream of the current device):
+ * weft does not need the producer to order its writes before a stream of
+ * weft's.  A caller that writes a wrapped device buffer again later must
+ * itself make that write complete (cudaStreamSynchronize) before the next
+ * weft_run that reads it.  Exports (weft_array_device_ptr,
+ * weft_array_to_dlpack) wait for weft's stream before they return: the
+ * consumer may read the memory on any stream at once, so weft ignores
+ * the stream argument of Python's __dlpack__(stream=...).  When an
+ * exported array dies (the tensor's deleter released the last
+ * reference), weft waits for the whole context before its device memory
+ * is used again, in case the consumer's kernels still read it.  When a
+ * device array dies, weft waits for its stream before calling the
+ * caller's release callback.
+ *
+ * Device arrays (ptx only).  weft_array_wrap_device makes an array whose
+ * home is the caller's device buffers: kernels read and write them in
+ * place, they are never freed, pooled or evicted by weft, and the array
+ * has no host copy until weft_array_data or weft_array_read downloads it
+ * into host buffers weft allocates (freed with the array).  A host write
+ * through weft_array_data is uploaded back into the caller's buffers at
+ * the next kernel that reads the array.  The release callback runs once,
+ * when the last reference goes.
+ *
+ * Outputs into the caller's arrays (weft_run_into).  An output computed
+ * by a kernel at the top level of the program (a map, fold, scan, ...
+ * that is a result, or bound by a top-level let to a result) is written
+ * straight into the caller's array when its type and shape match: host
+ * memory on interp and cpu, and on ptx the device buffers of a device
+ * array (no copy at all) or the device copy of a host array.  Other
+ * outputs (an input or `use` returned as it is, a reshape view, the
+ * result of an acond or awhile, one result given twice, an output array
+ * that is also an input of the run) are computed into weft's own arrays
+ * and copied in (on the device for a device array).  Distinct arrays
+ * over overlapping memory (one tensor imported twice, once as an input
+ * and once as an output) are not detected: their results are undefined.  After weft_run_into
+ * returns, a host output array (weft_array_create / _wrap / from_dlpack
+ * of a host tensor) holds its values in its host buffers (on ptx they
+ * are downloaded before it returns); a device array's values may still
+ * be being computed (see above: weft_array_wait).
+ *
+ * DLPack.  weft speaks the versioned managed tensor of DLPack 1.x (weft
+ * declares its ABI itself; the header dlpack.h is not needed, and a
+ * caller that has it passes its DLManagedTensorVersioned as it is).
+ * Accepted on import: version major 1 (any minor); dtypes bool (kDLBool,
+ * 8 bits), int and uint of 8, 16, 32, 64 bits, float of 16, 32, 64 bits,
+ * one lane, to the weft type of the same name (anything else:
+ * WEFT_ERR_TYPE_MISMATCH); ndim 0 .. WEFT_MAX_RANK; byte_offset; strides
+ * NULL or compact row-major (an extent of 1 may have any stride; an
+ * empty tensor any strides), others WEFT_ERR_INVALID_ARGUMENT unless
+ * WEFT_DLPACK_COPY; devices:
+ *   kDLCPU, kDLCUDAHost   host memory, wrapped on every backend (on ptx
+ *                         uploaded when a kernel reads it);
+ *   kDLCUDA               on ptx a device array of the same device
+ *                         ordinal (another ordinal:
+ *                         WEFT_ERR_INVALID_ARGUMENT); on interp and cpu
+ *                         WEFT_ERR_BACKEND_UNAVAILABLE (weft has no
+ *                         driver there to copy it, even with the flag);
+ *   kDLCUDAManaged        on ptx a device array, elsewhere host memory;
+ *   others                WEFT_ERR_INVALID_ARGUMENT.
+ * A pointer not aligned to its element size is refused (or copied with
+ * the flag).  The read-only flag is honoured: the array is never written
+ * by weft, weft_run_into refuses it as an output
+ * (WEFT_ERR_INVALID_ARGUMENT), and the caller must not write through
+ * weft_array_data of it; it is exported read-only again.  Host tensors
+ * on kDLCUDAHost or kDLCUDAManaged memory on interp and cpu must be
+ * complete when imported (weft has no stream to wait for there).
+ * ---------------------------------------------------------------------- */
+
+struct DLManagedTensorVersioned; /* DLPack >= 1.0 (dlpack.h) */
+
+/* weft_array_from_dlpack: allow a copy when the tensor cannot be used in
+ * place (strides that are not compact, a misaligned pointer); the copy
+ * is a weft array on the host, and the tensor is deleted at once. */
+#define WEFT_DLPACK_COPY 1u
+
+/* Make an array of tensor t (flags: WEFT_DLPACK_COPY or 0).  On success
+ * weft owns t: its deleter (if not NULL) is called exactly once, when the
+ * array is freed, or before this returns if weft copied.  On failure the
+ * caller still owns t and *out is NULL.  The array shares t's memory (see
+ * the section's head for devices and streams).  Errors:
+ * WEFT_ERR_NULL_ARGUMENT, WEFT_ERR_INVALID_ARGUMENT (version, strides,
+ * device, alignment, rank), WEFT_ERR_TYPE_MISMATCH (dtype),
+ * WEFT_ERR_BAD_SHAPE, WEFT_ERR_BACKEND_UNAVAILABLE (a CUDA tensor where
+ * there is no GPU), WEFT_ERR_DEVICE, WEFT_ERR_OUT_OF_MEMORY. */
+WEFT_API weft_status weft_array_from_dlpack(weft_context *ctx,
+                                            struct DLManagedTensorVersioned *t,
+                                            unsigned flags, weft_array **out);
+
+/* Export leaf `leaf` of a as a new DLPack 1.1 tensor in *out, compact
+ * row-major with explicit strides, on device_type 1 (kDLCPU: a's host
+ * buffer, downloaded first when the device copy is newer), 2 (kDLCUDA,
+ * ptx only: a's device buffer, uploaded first when the host copy is
+ * newer; device_id the context's device) or 0 (where the newest copy
+ * is: kDLCUDA on ptx when a's newer copy is on the device or a is a
+ * device array, else kDLCPU).  No copy of the data is made (the flag
+ * IS_COPIED is never set).  The tensor holds a reference to a; its
+ * deleter releases it (call it exactly once, before weft_context_free).
+ * The consumer may write through the tensor unless it is read-only (a
+ * read-only array): weft then takes the exported copy as the newer one.
+ * Errors: WEFT_ERR_NULL_ARGUMENT, WEFT_ERR_INVALID_ARGUMENT (leaf,
+ * device_type), WEFT_ERR_BACKEND_UNAVAILABLE (kDLCUDA without a GPU),
+ * WEFT_ERR_DEVICE, WEFT_ERR_OUT_OF_MEMORY. */
+WEFT_API weft_status weft_array_to_dlpack(weft_array *a, int leaf,
+                                          int device_type,
+                                          struct DLManagedTensorVersioned **out);
+
+/* As weft_array_wrap, for device memory of the ptx context's GPU:
+ * device_ptrs[leaf] (CUdeviceptr values as pointers) become the array's
+ * home (see the section's head).  release(user), if not NULL, is called
+ * once when the last reference goes (not on failure).  Errors: those of
+ * weft_array_wrap, WEFT_ERR_BACKEND_UNAVAILABLE (not a ptx context that
+ * runs on a GPU), WEFT_ERR_DEVICE. */
+WEFT_API weft_status weft_array_wrap_device(weft_context *ctx, weft_type type,
+                                            int rank, const int64_t *shape,
+                                            void *const *device_ptrs,
+                                            void (*release)(void *user),
+                                            void *user, weft_array **out);
+
+/* The device address of leaf `leaf` of a (ptx only) in *out: uploaded
+ * first when the host has the newer copy; every queued write to a is
+ * complete when this returns.  The address stays valid while a lives
+ * (its device copy is never evicted afterwards).  The caller may write
+ * through it (not for a read-only array): the device copy becomes the
+ * newer one.  NULL for an empty array.  Errors: WEFT_ERR_NULL_ARGUMENT,
+ * WEFT_ERR_INVALID_ARGUMENT (leaf), WEFT_ERR_BACKEND_UNAVAILABLE,
+ * WEFT_ERR_DEVICE, WEFT_ERR_OUT_OF_MEMORY. */
+WEFT_API weft_status weft_array_device_ptr(weft_array *a, int leaf,
+                                           void **out);
+
+/* As weft_run, with the outputs written into the caller's arrays
+ * out[0..n_out-1] (each made by weft_array_create, _wrap, _wrap_device
+ * or weft_array_from_dlpack in exe's context, of the output's element
+ * type and rank, no array twice, none read-only): see the section's head
+ * for which outputs are written in place and when their values are
+ * there.  The caller keeps its references.  Errors: those of weft_run;
+ * WEFT_ERR_TYPE_MISMATCH, WEFT_ERR_RANK_MISMATCH,
+ * WEFT_ERR_INVALID_ARGUMENT (an array twice, or read-only) before
+ * anything runs; WEFT_ERR_BAD_SHAPE when an output's shape is not the
+ * one the run computes (that array is not written; other outputs may
+ * have been).  On any failure the contents of the output arrays are
+ * unspecified. */
+WEFT_API weft_status weft_run_into(weft_executable *exe,
+                                   weft_array *const *in, int n_in,
+                                   weft_array *const *out, int n_out);
+
+/* Block until every write queued for a on the device is complete (on
+ * ptx: the context's stream is waited for); returns at once for an array
+ * without a device copy and on interp and cpu.  Returns an asynchronous
+ * failure of the device (WEFT_ERR_DEVICE) if one occurred; also
+ * WEFT_ERR_NULL_ARGUMENT. */
+WEFT_API weft_status weft_array_wait(weft_array *a);
 
 #ifdef __cplusplus
 }

@@ -1,5 +1,11 @@
 /*
- * lib/array.c: reference-counted host arrays, one buffer per leaf.
+ * lib/array.c: reference-counted arrays, one buffer per leaf.
+ *
+ * An array's home is its host buffers (made by weft, or the caller's,
+ * wrapped), with a device copy that a GPU backend keeps beside them
+ * (fe_mirror_ops).  A device array (weft_array_wrap_device) is the other
+ * way round: its home is the caller's device buffers, and host buffers
+ * appear only when someone reads it on the host (the mirror makes them).
  */
 #include <string.h>
 
@@ -70,6 +76,9 @@ static weft_status new_header(weft_context *ctx, const char *who,
     a->nleaf = nleaf;
     a->data = data;
     a->bytes = bytes;
+    for (int l = 0; l < nleaf; l++) {
+        bytes[l] = (size_t)size * weft_type_size(leaves[l]);
+    }
     *out = a;
     return WEFT_OK;
 }
@@ -356,8 +365,9 @@ void *weft_array_data(weft_array *a, int leaf)
         return NULL;
     }
     /* The caller may write through the pointer: the host copy becomes the
-     * only valid one. */
-    if (fe_array_host_written(a) != WEFT_OK) {
+     * only valid one (not of a read-only array, which no one writes). */
+    if ((a->read_only ? fe_array_host(a) : fe_array_host_written(a)) !=
+        WEFT_OK) {
         return NULL;
     }
     return a->data[leaf];
@@ -388,6 +398,140 @@ weft_status weft_array_read(weft_array *a, int leaf, void *dst, size_t bytes)
     }
     if (need > 0) {
         memcpy(dst, a->data[leaf], need);
+    }
+    return WEFT_OK;
+}
+
+/* ---- device arrays ------------------------------------------------------- */
+
+/* The backend's device operations, or a status saying there is none. */
+static weft_status device_of(weft_context *ctx, const char *who,
+                             const fe_device_ops **out)
+{
+    *out = ctx->be->device;
+    if (!*out) {
+        return fe_error(WEFT_ERR_BACKEND_UNAVAILABLE,
+                        "%s: the %s backend has no device (only ptx has)",
+                        who, ctx->be->name);
+    }
+    int ordinal;
+    return (*out)->ordinal(ctx, &ordinal, who);
+}
+
+weft_status fe_array_wrap_device(weft_context *ctx, const char *who,
+                                 weft_type type, int rank,
+                                 const int64_t *shape, void *const *device_ptrs,
+                                 void (*release)(void *user), void *user,
+                                 weft_array **out)
+{
+    if (!out) {
+        return fe_error(WEFT_ERR_NULL_ARGUMENT, "%s: out is NULL", who);
+    }
+    *out = NULL;
+    if (!ctx) {
+        return fe_error(WEFT_ERR_NULL_ARGUMENT, "%s: the context is NULL", who);
+    }
+    if (!device_ptrs && !no_leaves(ctx, type)) {
+        return fe_error(WEFT_ERR_NULL_ARGUMENT, "%s: device_ptrs is NULL", who);
+    }
+    const fe_device_ops *dev;
+    weft_status st = device_of(ctx, who, &dev);
+    if (st) {
+        return st;
+    }
+    weft_array *a;
+    st = new_header(ctx, who, type, rank, shape, &a);
+    if (st) {
+        return st;
+    }
+    for (int l = 0; l < a->nleaf; l++) {
+        if (!device_ptrs[l] && a->size > 0) {
+            free_array(a);
+            return fe_error(WEFT_ERR_NULL_ARGUMENT, "%s: device_ptrs[%d] is NULL",
+                            who, l);
+        }
+    }
+    a->on_device = true;
+    st = dev->wrap(a, device_ptrs, who);
+    if (st) {
+        free_array(a);
+        return st;
+    }
+    a->release = release; /* only now: a failure above does not call it */
+    a->user = user;
+    *out = a;
+    return WEFT_OK;
+}
+
+weft_status weft_array_wrap_device(weft_context *ctx, weft_type type,
+                                   int rank, const int64_t *shape,
+                                   void *const *device_ptrs,
+                                   void (*release)(void *user), void *user,
+                                   weft_array **out)
+{
+    return fe_array_wrap_device(ctx, "weft_array_wrap_device", type, rank,
+                                shape, device_ptrs, release, user, out);
+}
+
+/* The device address of leaf `leaf` of a (fe_device_ops.export_ptr). */
+weft_status fe_array_export(weft_array *a, int leaf, bool writable,
+                            uint64_t *ptr, const char *who)
+{
+    const fe_device_ops *dev;
+    weft_status st = device_of(a->ctx, who, &dev);
+    return st ? st : dev->export_ptr(a, leaf, writable, ptr, who);
+}
+
+weft_status weft_array_device_ptr(weft_array *a, int leaf, void **out)
+{
+    static const char who[] = "weft_array_device_ptr";
+    if (!a || !out) {
+        return fe_error(WEFT_ERR_NULL_ARGUMENT, "%s: %s is NULL", who,
+                        a ? "out" : "the array");
+    }
+    *out = NULL;
+    if (leaf < 0 || leaf >= a->nleaf) {
+        return fe_error(WEFT_ERR_INVALID_ARGUMENT, "%s: leaf %d is outside 0..%d",
+                        who, leaf, a->nleaf - 1);
+    }
+    uint64_t p = 0;
+    weft_status st = fe_array_export(a, leaf, !a->read_only, &p, who);
+    if (st == WEFT_OK) {
+        *out = (void *)(uintptr_t)p;
+    }
+    return st;
+}
+
+weft_status weft_array_wait(weft_array *a)
+{
+    if (!a) {
+        return fe_error(WEFT_ERR_NULL_ARGUMENT,
+                        "weft_array_wait: the array is NULL");
+    }
+    return a->mirror ? a->mirror->wait(a) : WEFT_OK;
+}
+
+weft_status fe_array_copy(weft_array *dst, weft_array *src, const char *who)
+{
+    if (dst == src) {
+        return WEFT_OK;
+    }
+    if (dst->on_device) {
+        const fe_device_ops *dev;
+        weft_status st = device_of(dst->ctx, who, &dev);
+        return st ? st : dev->copy(dst, src, who);
+    }
+    weft_status st = fe_array_host(src);
+    if (st) {
+        return st;
+    }
+    for (int l = 0; l < dst->nleaf; l++) {
+        if (dst->bytes[l] > 0) {
+            memcpy(dst->data[l], src->data[l], dst->bytes[l]);
+        }
+    }
+    if (dst->mirror) {
+        dst->mirror->host_written(dst);
     }
     return WEFT_OK;
 }

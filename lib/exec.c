@@ -262,77 +262,67 @@ typedef struct run_job {
     weft_array *const *in;
     weft_array **out;
     fe_cancel *cancel;
+    weft_array *const *into;
 } run_job;
 
 static weft_status run_backend(void *arg)
 {
     run_job *j = arg;
-    return j->exe->ctx->be->run(j->exe, j->in, j->out, j->cancel);
+    return j->exe->ctx->be->run(j->exe, j->in, j->out, j->cancel, j->into);
 }
 
-static weft_status run_checked(weft_executable *exe, weft_array *const *in,
-                               weft_array **out, int n_out);
-static weft_status run_traced(weft_executable *exe, weft_array *const *in,
-                              weft_array **out, int n_out);
-
-weft_status weft_run(weft_executable *exe, weft_array *const *in, int n_in,
-                     weft_array **out, int n_out)
+/* Check weft_run's (or weft_run_into's) counts and inputs. */
+static weft_status check_inputs(const char *who, weft_executable *exe,
+                                weft_array *const *in, int n_in, int n_out)
 {
-    if (!exe || (n_in > 0 && !in) || (n_out > 0 && !out)) {
-        return fe_error(WEFT_ERR_NULL_ARGUMENT, "weft_run: %s is NULL",
-                        !exe ? "the executable" : (n_in > 0 && !in) ? "in" : "out");
-    }
     const fe_core *core = &exe->core;
-    for (int i = 0; i < n_out; i++) {
-        out[i] = NULL;
-    }
     if (n_in != core->nparam) {
         return fe_error(WEFT_ERR_ARGUMENT_COUNT,
-                        "weft_run: %d input arrays given, the program has %d "
-                        "parameters", n_in, core->nparam);
+                        "%s: %d input arrays given, the program has %d "
+                        "parameters", who, n_in, core->nparam);
     }
     if (n_out != core->noutput) {
         return fe_error(WEFT_ERR_ARGUMENT_COUNT,
-                        "weft_run: room for %d outputs given, the program has %d",
-                        n_out, core->noutput);
+                        "%s: room for %d outputs given, the program has %d",
+                        who, n_out, core->noutput);
     }
     for (int i = 0; i < n_in; i++) {
         const fe_atype *t = core->param[i];
         char want[128], got[128];
         if (!in[i]) {
-            return fe_error(WEFT_ERR_NULL_ARGUMENT, "weft_run: input %d is NULL", i);
+            return fe_error(WEFT_ERR_NULL_ARGUMENT, "%s: input %d is NULL",
+                            who, i);
         }
         if (in[i]->ctx != exe->ctx) {
             return fe_error(WEFT_ERR_PROGRAM_MISMATCH,
-                            "weft_run: input %d belongs to another context", i);
+                            "%s: input %d belongs to another context", who, i);
         }
         if (in[i]->type != t->elt) {
             return fe_error(WEFT_ERR_TYPE_MISMATCH,
-                            "weft_run: input %d has element type %s, parameter "
-                            "%d takes %s", i,
+                            "%s: input %d has element type %s, parameter "
+                            "%d takes %s", who, i,
                             fe_type_name(exe->ctx, in[i]->type, got, sizeof got),
                             i, fe_type_name(exe->ctx, t->elt, want, sizeof want));
         }
         if (in[i]->rank != t->rank) {
             return fe_error(WEFT_ERR_RANK_MISMATCH,
-                            "weft_run: input %d has rank %d, parameter %d has "
-                            "rank %d", i, in[i]->rank, i, t->rank);
+                            "%s: input %d has rank %d, parameter %d has "
+                            "rank %d", who, i, in[i]->rank, i, t->rank);
         }
     }
-    /* The run may be cancelled from now on (lib/cancel.c). */
-    if (FE_TRACING(exe->ctx)) {
-        return run_traced(exe, in, out, n_out);
-    }
-    return run_checked(exe, in, out, n_out);
+    return WEFT_OK;
 }
 
-/* weft_run once its arguments are checked. */
-static weft_status run_checked(weft_executable *exe, weft_array *const *in,
-                               weft_array **out, int n_out)
+/* Run the backend (on a deep stack when needed) and check cancellation;
+ * on failure no output is left in out. */
+static weft_status run_untraced(weft_executable *exe, weft_array *const *in,
+                                weft_array **out, int n_out,
+                                weft_array *const *into)
 {
+    /* The run may be cancelled from now on (lib/cancel.c). */
     fe_cancel cancel;
     fe_cancel_begin(exe->ctx, &cancel);
-    run_job job = {exe, in, out, &cancel};
+    run_job job = {exe, in, out, &cancel, into};
     weft_status st = exe->depth <= DEEP_DIRECT
                          ? run_backend(&job)
                          : deep_call_run("weft_run", exe->depth, run_backend,
@@ -348,15 +338,174 @@ static weft_status run_checked(weft_executable *exe, weft_array *const *in,
     return st;
 }
 
-/* run_checked as a "weft_run" span (out of line: the untraced path stays
+/* run_untraced as a "weft_run" span (out of line: the untraced path stays
  * one test). */
 static __attribute__((noinline)) weft_status
 run_traced(weft_executable *exe, weft_array *const *in, weft_array **out,
-           int n_out)
+           int n_out, weft_array *const *into)
 {
     uint64_t t0 = fe_clock_ns();
-    weft_status st = run_checked(exe, in, out, n_out);
-    fe_trace_span(exe->ctx, t0, "run", "weft_run", "\"status\":%d", (int)st);
+    weft_status st = run_untraced(exe, in, out, n_out, into);
+    fe_trace_span(exe->ctx, t0, "run", into ? "weft_run_into" : "weft_run",
+                  "\"status\":%d", (int)st);
+    return st;
+}
+
+/* The run of weft_run and weft_run_into once their arguments are checked.
+ * The run may be cancelled from now on (lib/cancel.c). */
+static weft_status run_checked(weft_executable *exe, weft_array *const *in,
+                               weft_array **out, int n_out,
+                               weft_array *const *into)
+{
+    if (FE_TRACING(exe->ctx)) {
+        return run_traced(exe, in, out, n_out, into);
+    }
+    return run_untraced(exe, in, out, n_out, into);
+}
+
+weft_status weft_run(weft_executable *exe, weft_array *const *in, int n_in,
+                     weft_array **out, int n_out)
+{
+    if (!exe || (n_in > 0 && !in) || (n_out > 0 && !out)) {
+        return fe_error(WEFT_ERR_NULL_ARGUMENT, "weft_run: %s is NULL",
+                        !exe ? "the executable" : (n_in > 0 && !in) ? "in" : "out");
+    }
+    for (int i = 0; i < n_out; i++) {
+        out[i] = NULL;
+    }
+    weft_status st = check_inputs("weft_run", exe, in, n_in, n_out);
+    return st ? st : run_checked(exe, in, out, n_out, NULL);
+}
+
+/* Check weft_run_into's output arrays; into[i] is out[i] where the run may
+ * write it in place, NULL where it must be copied in afterwards (an array
+ * that is also an input or a `use` of the program). */
+static weft_status check_outputs(weft_executable *exe, weft_array *const *in,
+                                 int n_in, weft_array *const *out, int n_out,
+                                 weft_array **into)
+{
+    static const char who[] = "weft_run_into";
+    const fe_core *core = &exe->core;
+    for (int i = 0; i < n_out; i++) {
+        const fe_atype *t = core->output[i];
+        weft_array *a = out[i];
+        char want[128], got[128];
+        if (!a) {
+            return fe_error(WEFT_ERR_NULL_ARGUMENT, "%s: output %d is NULL",
+                            who, i);
+        }
+        if (a->ctx != exe->ctx) {
+            return fe_error(WEFT_ERR_PROGRAM_MISMATCH,
+                            "%s: output %d belongs to another context", who, i);
+        }
+        if (a->type != t->elt) {
+            return fe_error(WEFT_ERR_TYPE_MISMATCH,
+                            "%s: output %d has element type %s, the program's "
+                            "output %d is %s", who, i,
+                            fe_type_name(exe->ctx, a->type, got, sizeof got),
+                            i, fe_type_name(exe->ctx, t->elt, want, sizeof want));
+        }
+        if (a->rank != t->rank) {
+            return fe_error(WEFT_ERR_RANK_MISMATCH,
+                            "%s: output %d has rank %d, the program's output "
+                            "%d has rank %d", who, i, a->rank, i, t->rank);
+        }
+        if (a->read_only) {
+            return fe_error(WEFT_ERR_INVALID_ARGUMENT,
+                            "%s: output %d is read-only (a read-only DLPack "
+                            "tensor)", who, i);
+        }
+        into[i] = a;
+        for (int k = 0; k < i; k++) {
+            if (out[k] == a) {
+                return fe_error(WEFT_ERR_INVALID_ARGUMENT,
+                                "%s: outputs %d and %d are the same array",
+                                who, k, i);
+            }
+        }
+        for (int k = 0; k < n_in; k++) {
+            into[i] = in[k] == a ? NULL : into[i];
+        }
+        for (int k = 0; k < core->nuse; k++) {
+            into[i] = core->uses[k] == a ? NULL : into[i];
+        }
+    }
+    return WEFT_OK;
+}
+
+weft_status weft_run_into(weft_executable *exe, weft_array *const *in,
+                          int n_in, weft_array *const *out, int n_out)
+{
+    static const char who[] = "weft_run_into";
+    if (!exe || (n_in > 0 && !in) || (n_out > 0 && !out)) {
+        return fe_error(WEFT_ERR_NULL_ARGUMENT, "%s: %s is NULL", who,
+                        !exe ? "the executable" : (n_in > 0 && !in) ? "in" : "out");
+    }
+    weft_status st = check_inputs(who, exe, in, n_in, n_out);
+    if (st) {
+        return st;
+    }
+    weft_context *ctx = exe->ctx;
+    size_t n = (size_t)(n_out > 0 ? n_out : 1);
+    weft_array **into = fe_calloc(ctx, sizeof *into * n);
+    weft_array **res = fe_calloc(ctx, sizeof *res * n);
+    if (!into || !res) {
+        fe_free(ctx, into, sizeof *into * n);
+        fe_free(ctx, res, sizeof *res * n);
+        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+    }
+    st = check_outputs(exe, in, n_in, out, n_out, into);
+    if (st == WEFT_OK) {
+        st = run_checked(exe, in, res, n_out, into);
+    }
+    /* Outputs not written in place: check every shape, then copy. */
+    for (int i = 0; st == WEFT_OK && i < n_out; i++) {
+        if (res[i] != out[i] &&
+            memcmp(res[i]->shape, out[i]->shape,
+                   sizeof *res[i]->shape * (size_t)res[i]->rank) != 0) {
+            char got[160] = "", want[160] = "";
+            for (int d = 0; d < res[i]->rank; d++) {
+                size_t g = strlen(got), w = strlen(want);
+                snprintf(got + g, sizeof got - g, "%s%lld", d ? " " : "",
+                         (long long)out[i]->shape[d]);
+                snprintf(want + w, sizeof want - w, "%s%lld", d ? " " : "",
+                         (long long)res[i]->shape[d]);
+            }
+            st = fe_error(WEFT_ERR_BAD_SHAPE,
+                          "%s: output %d has shape [%s], the run computed [%s]",
+                          who, i, got, want);
+        }
+    }
+    /* A result that is one of the output arrays (an input returned, and
+     * given as an output too) is read before that output is written. */
+    for (int i = 0; st == WEFT_OK && i < n_out; i++) {
+        for (int k = 0; st == WEFT_OK && k < n_out; k++) {
+            if (k != i && res[i] == out[k] && res[i] != out[i]) {
+                weft_array *c;
+                st = fe_array_new_raw(ctx, who, res[i]->type, res[i]->rank,
+                                      res[i]->shape, &c);
+                if (st == WEFT_OK) {
+                    st = fe_array_copy(c, res[i], who);
+                    weft_array_release(res[i]);
+                    res[i] = c;
+                }
+            }
+        }
+    }
+    for (int i = 0; st == WEFT_OK && i < n_out; i++) {
+        st = fe_array_copy(out[i], res[i], who);
+    }
+    /* A host output holds its values when this returns. */
+    for (int i = 0; st == WEFT_OK && i < n_out; i++) {
+        if (!out[i]->on_device) {
+            st = fe_array_host(out[i]);
+        }
+    }
+    for (int i = 0; i < n_out; i++) {
+        weft_array_release(res[i]);
+    }
+    fe_free(ctx, into, sizeof *into * n);
+    fe_free(ctx, res, sizeof *res * n);
     return st;
 }
 

@@ -331,6 +331,12 @@ typedef struct fe_mirror_ops {
     void (*host_written)(weft_array *a);
     /* a dies: release its device copy (a->dev). */
     void (*drop)(weft_array *a);
+    /* Block until every write queued for a on the device is complete;
+     * returns an asynchronous failure of the device (weft_array_wait). */
+    weft_status (*wait)(weft_array *a);
+    /* Whether the device copy is newer than the host's (or the host has
+     * none). */
+    bool (*device_newer)(weft_array *a);
 } fe_mirror_ops;
 
 struct weft_array {
@@ -342,10 +348,16 @@ struct weft_array {
     int64_t size;              /* product of the shape */
     int nleaf;
     void **data;               /* nleaf host buffers */
-    size_t *bytes;             /* size of each buffer when weft owns it */
+    size_t *bytes;             /* size of each leaf's buffer */
     void (*release)(void *);   /* wrapped buffers: the caller's release */
     void *user;
     bool owned;                /* weft allocated the buffers */
+    bool on_device;            /* a device array (weft_array_wrap_device):
+                                  the caller's device buffers are its home;
+                                  data[] is NULL until the mirror makes
+                                  host buffers for a host read */
+    bool read_only;            /* from a read-only DLPack tensor: never
+                                  an output, never written by weft */
     const fe_mirror_ops *mirror; /* NULL: no device copy */
     void *dev;                 /* the backend's device copy (mirror's) */
 };
@@ -366,6 +378,31 @@ static inline weft_status fe_array_host_written(weft_array *a)
     }
     return s;
 }
+
+/* Whether a has host buffers (every array but a device array that was
+ * never read on the host). */
+static inline bool fe_array_has_host(const weft_array *a)
+{
+    return a->nleaf == 0 || a->size == 0 || a->data[0] != NULL;
+}
+
+/* Make dst's values those of src (same type and shape): on the device for
+ * a device array dst (the backend's fe_device_ops.copy), else into dst's
+ * host buffers (src brought to the host first; dst's device copy, if any,
+ * becomes stale).  `who` names the API call in messages. */
+weft_status fe_array_copy(weft_array *dst, weft_array *src, const char *who);
+
+/* weft_array_wrap_device, with `who` naming the API call in messages. */
+weft_status fe_array_wrap_device(weft_context *ctx, const char *who,
+                                 weft_type type, int rank,
+                                 const int64_t *shape, void *const *device_ptrs,
+                                 void (*release)(void *user), void *user,
+                                 weft_array **out);
+
+/* The device address of leaf `leaf` of a (see fe_device_ops.export_ptr);
+ * WEFT_ERR_BACKEND_UNAVAILABLE on a backend without a device. */
+weft_status fe_array_export(weft_array *a, int leaf, bool writable,
+                            uint64_t *ptr, const char *who);
 
 /* The buffer pool: array buffers that weft allocated are not freed when
  * their array dies but kept (the newest FE_POOL_ENTRIES, up to FE_POOL_MAX
@@ -593,9 +630,13 @@ struct fe_backend {
     /* Prepare exe->be_state from exe->core. */
     weft_status (*compile)(weft_executable *exe);
     /* Run with checked inputs; store exe->core.noutput new arrays in out.
-     * cancel (not NULL) is polled as cancel.c says. */
+     * cancel (not NULL) is polled as cancel.c says.  into (NULL for
+     * weft_run) has an array or NULL per output: where the operation that
+     * computes output i may write it (fe_ix_dest); out[i] is then that
+     * same array. */
     weft_status (*run)(weft_executable *exe, weft_array *const *in,
-                       weft_array **out, fe_cancel *cancel);
+                       weft_array **out, fe_cancel *cancel,
+                       weft_array *const *into);
     void (*exe_free)(weft_executable *exe);
     /* Fill the counters (may be NULL: all zero). */
     void (*stats)(const weft_context *ctx, weft_stats *out);
@@ -613,7 +654,36 @@ struct fe_backend {
     weft_status (*probe)(void);
     weft_status (*device_count)(int *n);
     weft_status (*device_info)(int ordinal, weft_device_info *out);
+    /* Device arrays and DLPack's device tensors (NULL: no device). */
+    const struct fe_device_ops *device;
 };
+
+/* What a backend with a device (ptx) gives lib/array.c and lib/dlpack.c.
+ * Each returns a status with its message (`who` names the API call). */
+typedef struct fe_device_ops {
+    /* The device's ordinal (WEFT_ERR_BACKEND_UNAVAILABLE for a context
+     * that compiles for a GPU it does not run). */
+    weft_status (*ordinal)(weft_context *ctx, int *out, const char *who);
+    /* Wait for all work queued so far on the device's context by anyone,
+     * weft or not (cuCtxSynchronize): a producer's writes are complete. */
+    weft_status (*sync_all)(weft_context *ctx, const char *who);
+    /* Give a, a new header with no buffers (a->on_device), the caller's
+     * device buffers ptrs[leaf] as its only copy: never freed nor evicted
+     * by weft; the stream is waited for before a->release runs. */
+    weft_status (*wrap)(weft_array *a, void *const *ptrs, const char *who);
+    /* The device address of leaf `leaf` of a, uploading a when the host
+     * copy is newer; the copy stays on the device (never evicted) until a
+     * dies, and every queued write to it is complete when this returns.
+     * `writable`: the caller may write through the address, so the host
+     * copy becomes stale. */
+    weft_status (*export_ptr)(weft_array *a, int leaf, bool writable,
+                              uint64_t *ptr, const char *who);
+    /* Copy `bytes` bytes from device address src to host memory dst. */
+    weft_status (*download)(weft_context *ctx, void *dst, uint64_t src,
+                            size_t bytes, const char *who);
+    /* dst = src on the device (dst a device array). */
+    weft_status (*copy)(weft_array *dst, weft_array *src, const char *who);
+} fe_device_ops;
 
 extern const fe_backend fe_backend_interp;
 #ifdef WEFT_HAVE_LLVM
@@ -632,7 +702,7 @@ extern const fe_backend fe_backend_ptx; /* runtime-gpu/backend.c */
  * WEFT_ERR_OUT_OF_MEMORY). Thread-safe: all state is per call. */
 weft_status fe_interp(weft_context *ctx, const fe_core *core,
                       weft_array *const *in, weft_array **out,
-                      fe_cancel *cancel);
+                      fe_cancel *cancel, weft_array *const *into);
 
 /* A compiled backend runs the core through the interpreter's walker and
  * takes over the collective operations: fe_interp_hooked calls hook for
@@ -648,8 +718,17 @@ typedef weft_status (*fe_interp_hook)(void *user, fe_ix *ix,
                                       bool *handled);
 weft_status fe_interp_hooked(weft_context *ctx, const fe_core *core,
                              weft_array *const *in, weft_array **out,
-                             fe_cancel *cancel, fe_interp_hook hook,
-                             void *user);
+                             fe_cancel *cancel, weft_array *const *into,
+                             fe_interp_hook hook, void *user);
+/* Outputs into the caller's arrays (weft_run_into; fe_interp's `into`).
+ * Output o of operation t, of this type and shape, is to be a new array:
+ * when t computes one of the run's outputs and the caller gave an array
+ * of that type and shape for it, that array (a new reference; host_only:
+ * only if it has host buffers, whose device copy, if any, is then
+ * dropped as stale), else NULL: allocate as usual.  Each caller's array
+ * is handed out once. */
+weft_array *fe_ix_dest(fe_ix *ix, const fe_term *t, int o, weft_type type,
+                       int rank, const int64_t *shape, bool host_only);
 /* The run's cancellation state (may be NULL). */
 fe_cancel *fe_ix_cancel(fe_ix *ix);
 weft_status fe_ix_acc(fe_ix *ix, const fe_term *t, weft_array **out);

@@ -84,6 +84,15 @@ typedef struct fe_ix {
                               the operation that read it */
     fe_cancel *cancel;     /* the run's cancellation (may be NULL) */
     uint32_t ticks;        /* scalar terms evaluated, for polling it */
+    /* weft_run_into: per output, the caller's array (or NULL), the
+     * operation that computes it and which of that operation's arrays it
+     * is (mark_dests), and whether it was handed out (fe_ix_dest) */
+    weft_array *const *into;
+    const fe_term **dest_term;
+    int *dest_o;
+    bool *dest_used;
+    const fe_term *cur;    /* the array operation being evaluated */
+    int cur_out;           /* new_array calls made for it so far */
 } interp;
 
 /* Scalar terms evaluated between two polls of the run's cancellation: a
@@ -405,9 +414,25 @@ static weft_status take_shape(const char *op, int rank, const fe_val *sh,
     return WEFT_OK;
 }
 
+/* A new zero-filled array for the next result of the operation being
+ * evaluated: the caller's own array when it is an output of
+ * weft_run_into (fe_ix_dest). */
 static weft_status new_array(interp *st, weft_type type, int rank,
                              const int64_t *shape, weft_array **out)
 {
+    if (st->into && st->cur) {
+        weft_array *d = fe_ix_dest(st, st->cur, st->cur_out++, type, rank,
+                                   shape, true);
+        if (d) {
+            for (int l = 0; l < d->nleaf; l++) {
+                if (d->bytes[l] > 0) {
+                    memset(d->data[l], 0, d->bytes[l]);
+                }
+            }
+            *out = d;
+            return WEFT_OK;
+        }
+    }
     return fe_array_new(st->ctx, WHO, type, rank, shape, out);
 }
 
@@ -1927,7 +1952,14 @@ static weft_status eval_acc_op(interp *st, const fe_term *t,
  * operation's own status, whose result was computed from stale data. */
 static weft_status eval_acc(interp *st, const fe_term *t, weft_array **out)
 {
+    /* new_array makes t's results (for weft_run_into's fe_ix_dest) */
+    const fe_term *cur = st->cur;
+    int cur_out = st->cur_out;
+    st->cur = t;
+    st->cur_out = 0;
     weft_status s = eval_acc_op(st, t, out);
+    st->cur = cur;
+    st->cur_out = cur_out;
     if (st->sync) {
         if (s == WEFT_OK) {
             for (int i = 0; i < (t->atype ? t->atype->narrays : 1); i++) {
@@ -2050,9 +2082,93 @@ static weft_status eval_acc_op(interp *st, const fe_term *t, weft_array **out)
 
 weft_status fe_interp(weft_context *ctx, const fe_core *core,
                       weft_array *const *in, weft_array **out,
-                      fe_cancel *cancel)
+                      fe_cancel *cancel, weft_array *const *into)
 {
-    return fe_interp_hooked(ctx, core, in, out, cancel, NULL, NULL);
+    return fe_interp_hooked(ctx, core, in, out, cancel, into, NULL, NULL);
+}
+
+/* ---- outputs into the caller's arrays (weft_run_into) --------------------- */
+
+/* The term a root-level let binds to variable v, or NULL. */
+static const fe_term *root_binding(const fe_core *core, const fe_var *v)
+{
+    for (const fe_term *t = core->root; t && t->kind == FE_LET; t = t->kid[1]) {
+        if (t->u.var == v) {
+            return t->kid[0];
+        }
+    }
+    return NULL;
+}
+
+/* Record which operation computes the outputs off.. of result term t:
+ * through tuples and root-level lets to the operation itself.  Outputs
+ * that no operation of the run's top level computes (a parameter, a use,
+ * an awhile or acond, a component of a tuple-valued variable) get none
+ * and are copied by weft_run_into.  depth bounds chains of variables. */
+static void mark_dests(interp *st, const fe_term *t, int off, int depth)
+{
+    if (!t || depth > 64) {
+        return;
+    }
+    switch ((fe_kind)t->kind) {
+    case FE_ATUPLE:
+        for (int i = 0; i < t->nkid; i++) {
+            mark_dests(st, t->kid[i], off + fe_atype_offset(t->atype, i),
+                       depth + 1);
+        }
+        return;
+    case FE_VAR:
+        mark_dests(st, root_binding(st->core, t->u.var), off, depth + 1);
+        return;
+    case FE_LET:
+    case FE_PARAM:
+    case FE_USE:
+    case FE_AWHILE:
+    case FE_ACOND:
+    case FE_AGET:
+        return;
+    default:
+        break;
+    }
+    int n = t->atype ? t->atype->narrays : 1;
+    for (int i = 0; i < st->core->noutput; i++) {
+        if (st->dest_term[i] == t) {
+            return; /* a second use of one result: copied */
+        }
+    }
+    for (int k = 0; k < n && off + k < st->core->noutput; k++) {
+        st->dest_term[off + k] = t;
+        st->dest_o[off + k] = k;
+    }
+}
+
+weft_array *fe_ix_dest(fe_ix *ix, const fe_term *t, int o, weft_type type,
+                       int rank, const int64_t *shape, bool host_only)
+{
+    if (!ix->into || !t) {
+        return NULL;
+    }
+    for (int i = 0; i < ix->core->noutput; i++) {
+        weft_array *a = ix->into[i];
+        if (ix->dest_term[i] != t || ix->dest_o[i] != o || !a ||
+            ix->dest_used[i]) {
+            continue;
+        }
+        if (a->type != type || a->rank != rank ||
+            (rank > 0 && memcmp(a->shape, shape, sizeof *shape * (size_t)rank))) {
+            return NULL; /* weft_run_into reports the mismatch */
+        }
+        if (host_only && (a->on_device || !fe_array_has_host(a))) {
+            return NULL;
+        }
+        if (host_only && a->mirror) {
+            a->mirror->host_written(a); /* all of it is written here */
+        }
+        ix->dest_used[i] = true;
+        weft_array_retain(a);
+        return a;
+    }
+    return NULL;
 }
 
 fe_cancel *fe_ix_cancel(fe_ix *ix)
@@ -2105,8 +2221,8 @@ weft_array *fe_ix_param(fe_ix *ix, int i)
 
 weft_status fe_interp_hooked(weft_context *ctx, const fe_core *core,
                              weft_array *const *in, weft_array **out,
-                             fe_cancel *cancel, fe_interp_hook hook,
-                             void *user)
+                             fe_cancel *cancel, weft_array *const *into,
+                             fe_interp_hook hook, void *user)
 {
     if (!ctx || !core || !core->root || !out) {
         return fe_error(WEFT_ERR_NULL_ARGUMENT, WHO ": no program to run");
@@ -2131,7 +2247,31 @@ weft_status fe_interp_hooked(weft_context *ctx, const fe_core *core,
     if (!st.env) {
         return oom();
     }
+    size_t nout = (size_t)core->noutput;
+    if (into) {
+        st.dest_term = fe_calloc(ctx, sizeof *st.dest_term * nout);
+        st.dest_o = fe_calloc(ctx, sizeof *st.dest_o * nout);
+        st.dest_used = fe_calloc(ctx, sizeof *st.dest_used * nout);
+        if (!st.dest_term || !st.dest_o || !st.dest_used) {
+            fe_free(ctx, st.dest_term, sizeof *st.dest_term * nout);
+            fe_free(ctx, st.dest_o, sizeof *st.dest_o * nout);
+            fe_free(ctx, st.dest_used, sizeof *st.dest_used * nout);
+            fe_free(ctx, st.env, sizeof *st.env * nvar);
+            return oom();
+        }
+        st.into = into;
+        const fe_term *r = core->root;
+        while (r && r->kind == FE_LET) {
+            r = r->kid[1];
+        }
+        mark_dests(&st, r, 0, 0);
+    }
     weft_status s = eval_acc(&st, core->root, out);
+    if (into) {
+        fe_free(ctx, st.dest_term, sizeof *st.dest_term * nout);
+        fe_free(ctx, st.dest_o, sizeof *st.dest_o * nout);
+        fe_free(ctx, st.dest_used, sizeof *st.dest_used * nout);
+    }
     for (uint32_t v = 0; v < core->nvar; v++) {
         slot *sl = &st.env[v];
         if (sl->v) {
@@ -2163,9 +2303,10 @@ static weft_status interp_compile(weft_executable *exe)
 }
 
 static weft_status interp_run(weft_executable *exe, weft_array *const *in,
-                              weft_array **out, fe_cancel *cancel)
+                              weft_array **out, fe_cancel *cancel,
+                              weft_array *const *into)
 {
-    return fe_interp(exe->ctx, &exe->core, in, out, cancel);
+    return fe_interp(exe->ctx, &exe->core, in, out, cancel, into);
 }
 
 static void interp_exe_free(weft_executable *exe)

@@ -274,9 +274,14 @@ static weft_status cpu_compile(weft_executable *exe)
 /* The CPU's half of runtime/rt.h: arrays live in host memory, kernels see
  * their host pointers, phases run on the gang. */
 
+/* An output: the caller's own array under weft_run_into, else new. */
 static weft_status rt_out(rt_job *j, int o, weft_type type, int rank,
                           const int64_t *shape)
 {
+    j->out[o] = fe_ix_dest(j->ix, j->k->op, o, type, rank, shape, true);
+    if (j->out[o]) {
+        return WEFT_OK;
+    }
     return fe_array_new_raw(j->ctx, "weft_run", type, rank, shape, &j->out[o]);
 }
 
@@ -397,14 +402,16 @@ static weft_status hook(void *user, fe_ix *ix, const fe_term *t,
 }
 
 static weft_status cpu_run(weft_executable *exe, weft_array *const *in,
-                           weft_array **out, fe_cancel *cancel)
+                           weft_array **out, fe_cancel *cancel,
+                           weft_array *const *into)
 {
     if (!cpu_jit_runnable(state_of(exe->ctx)->jit)) {
         return fe_error(WEFT_ERR_BACKEND_UNAVAILABLE,
                         "weft_run: this context compiles for another CPU "
                         "(target_cpu) and cannot run kernels");
     }
-    return fe_interp_hooked(exe->ctx, &exe->core, in, out, cancel, hook, exe);
+    return fe_interp_hooked(exe->ctx, &exe->core, in, out, cancel, into, hook,
+                            exe);
 }
 
 static void cpu_dump_plan(const weft_executable *exe, FILE *out)

@@ -391,9 +391,15 @@ static gpu_dev *dev_of(rt_job *j)
     return j->be;
 }
 
+/* An output: the caller's own array under weft_run_into (a device
+ * array's buffers are then written in place), else a new one. */
 static weft_status rt_out(rt_job *j, int o, weft_type type, int rank,
                           const int64_t *shape)
 {
+    j->out[o] = fe_ix_dest(j->ix, j->k->op, o, type, rank, shape, false);
+    if (j->out[o]) {
+        return WEFT_OK;
+    }
     return fe_array_new_raw(j->ctx, WHO, type, rank, shape, &j->out[o]);
 }
 
@@ -576,7 +582,8 @@ static weft_status hook(void *user, fe_ix *ix, const fe_term *t,
 }
 
 static weft_status ptx_run(weft_executable *exe, weft_array *const *in,
-                           weft_array **out, fe_cancel *cancel)
+                           weft_array **out, fe_cancel *cancel,
+                           weft_array *const *into)
 {
     gpu_dev *d = state_of(exe->ctx)->dev;
     if (!d) {
@@ -586,8 +593,8 @@ static weft_status ptx_run(weft_executable *exe, weft_array *const *in,
                         exe->ctx->cfg.target_cpu);
     }
     gpu_lock(d);
-    weft_status s =
-        fe_interp_hooked(exe->ctx, &exe->core, in, out, cancel, hook, exe);
+    weft_status s = fe_interp_hooked(exe->ctx, &exe->core, in, out, cancel,
+                                     into, hook, exe);
     gpu_unlock(d);
     return s;
 }
@@ -602,6 +609,99 @@ static void ptx_exe_free(weft_executable *exe)
     (void)exe; /* kernels belong to the context's table */
 }
 
+/* ---- device arrays and DLPack (lib/fe.h fe_device_ops) ------------------ */
+
+/* The context's device, or a status: a compile-only context has none. */
+static weft_status device(weft_context *ctx, const char *who, gpu_dev **out)
+{
+    *out = state_of(ctx)->dev;
+    if (!*out) {
+        return fe_error(WEFT_ERR_BACKEND_UNAVAILABLE,
+                        "%s: this context compiles for another GPU (target "
+                        "%s) and has no device", who, ctx->cfg.target_cpu);
+    }
+    return WEFT_OK;
+}
+
+static weft_status dev_ordinal(weft_context *ctx, int *out, const char *who)
+{
+    gpu_dev *d;
+    weft_status s = device(ctx, who, &d);
+    *out = s ? -1 : gpu_dev_ordinal(d);
+    return s;
+}
+
+static weft_status dev_sync_all(weft_context *ctx, const char *who)
+{
+    gpu_dev *d;
+    weft_status s = device(ctx, who, &d);
+    return s ? s : gpu_ctx_sync(d, who);
+}
+
+static weft_status dev_wrap(weft_array *a, void *const *ptrs, const char *who)
+{
+    gpu_dev *d;
+    weft_status s = device(a->ctx, who, &d);
+    return s ? s : gpu_array_wrap(d, a, ptrs, who);
+}
+
+static weft_status dev_export(weft_array *a, int leaf, bool writable,
+                              uint64_t *ptr, const char *who)
+{
+    gpu_dev *d;
+    weft_status s = device(a->ctx, who, &d);
+    return s ? s : gpu_array_export(d, a, leaf, writable, ptr, who);
+}
+
+static weft_status dev_download(weft_context *ctx, void *dst, uint64_t src,
+                                size_t bytes, const char *who)
+{
+    gpu_dev *d;
+    weft_status s = device(ctx, who, &d);
+    return s ? s : gpu_download(d, dst, src, bytes, who);
+}
+
+/* dst = src on the device: src uploaded if need be, dst's buffers written
+ * on the stream. */
+static weft_status dev_copy(weft_array *dst, weft_array *src, const char *who)
+{
+    gpu_dev *d;
+    weft_status s = device(dst->ctx, who, &d);
+    if (s) {
+        return s;
+    }
+    size_t n = sizeof(uint64_t) * (size_t)(dst->nleaf > 0 ? dst->nleaf : 1);
+    uint64_t *sp = fe_calloc(dst->ctx, n), *dp = fe_calloc(dst->ctx, n);
+    if (!sp || !dp) {
+        fe_free(dst->ctx, sp, n);
+        fe_free(dst->ctx, dp, n);
+        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+    }
+    gpu_lock(d);
+    s = gpu_array_in(d, src, sp, who);
+    if (s == WEFT_OK) {
+        s = gpu_array_out(d, dst, dp, who);
+        for (int l = 0; s == WEFT_OK && l < dst->nleaf; l++) {
+            s = gpu_copy(d, dp[l], sp[l], dst->bytes[l], who);
+        }
+        gpu_array_unpin(d, dst);
+        gpu_array_unpin(d, src);
+    }
+    gpu_unlock(d);
+    fe_free(dst->ctx, sp, n);
+    fe_free(dst->ctx, dp, n);
+    return s;
+}
+
+static const fe_device_ops ptx_device_ops = {
+    .ordinal = dev_ordinal,
+    .sync_all = dev_sync_all,
+    .wrap = dev_wrap,
+    .export_ptr = dev_export,
+    .download = dev_download,
+    .copy = dev_copy,
+};
+
 const fe_backend fe_backend_ptx = {
     .name = "ptx",
     .context_init = ptx_context_init,
@@ -614,6 +714,7 @@ const fe_backend fe_backend_ptx = {
     .probe = gpu_probe,
     .device_count = gpu_device_count,
     .device_info = gpu_device_info,
+    .device = &ptx_device_ops,
 };
 
 #endif /* WEFT_HAVE_LLVM */

@@ -111,6 +111,7 @@ static const struct {
     SYM(cuCtxPopCurrent, "cuCtxPopCurrent_v2", NULL),
     SYM(cuStreamCreate, "cuStreamCreate", NULL),
     SYM(cuStreamSynchronize, "cuStreamSynchronize", NULL),
+    SYM(cuCtxSynchronize, "cuCtxSynchronize", NULL),
     SYM(cuStreamQuery, "cuStreamQuery", NULL),
     SYM(cuMemHostAlloc, "cuMemHostAlloc", NULL),
     SYM(cuMemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2", NULL),
@@ -479,6 +480,26 @@ void gpu_dev_close(gpu_dev *d)
     pthread_mutex_unlock(&d->lock);
     pthread_mutex_destroy(&d->lock);
     fe_free(d->ctx, d, sizeof *d);
+}
+
+int gpu_dev_ordinal(const gpu_dev *d)
+{
+    return d->ordinal;
+}
+
+weft_status gpu_ctx_sync(gpu_dev *d, const char *who)
+{
+    weft_status st = gpu_enter(d, who);
+    if (st != WEFT_OK) {
+        return st;
+    }
+    CUresult r = gpu_drv.cuCtxSynchronize();
+    if (r != CUDA_SUCCESS) {
+        st = gpu_cu_fail(d, who, "cuCtxSynchronize", r, __FILE__, __LINE__);
+    }
+    d->pending[0] = '\0';
+    gpu_leave(d);
+    return st;
 }
 
 int gpu_dev_sm(const gpu_dev *d)

@@ -102,6 +102,7 @@ typedef struct gpu_driver {
     CUresult (*cuCtxPopCurrent)(CUcontext *ctx);
     CUresult (*cuStreamCreate)(CUstream *s, unsigned flags);
     CUresult (*cuStreamSynchronize)(CUstream s);
+    CUresult (*cuCtxSynchronize)(void);
     CUresult (*cuStreamQuery)(CUstream s);
     CUresult (*cuMemHostAlloc)(void **p, size_t bytes, unsigned flags);
     CUresult (*cuMemHostGetDevicePointer)(CUdeviceptr *d, void *p,

@@ -75,6 +75,7 @@ weft_status gpu_device_info(int ordinal, weft_device_info *out);
 /* Device facts: compute capability as major * 10 + minor (90 on an H100),
  * multiprocessors, total memory in bytes, the name ("NVIDIA H100 80GB
  * HBM3"). */
+int gpu_dev_ordinal(const gpu_dev *d);
 int gpu_dev_sm(const gpu_dev *d);
 int gpu_dev_sms(const gpu_dev *d);
 uint64_t gpu_dev_memory(const gpu_dev *d);
@@ -120,6 +121,11 @@ unsigned gpu_grid_for(const gpu_dev *d, const gpu_fn *f, int64_t items);
  * (illegal address) the context is unusable and every later call fails
  * with WEFT_ERR_DEVICE. */
 weft_status gpu_sync(gpu_dev *d, const char *who);
+
+/* Wait for all work queued on d's context, by weft or anyone else
+ * (cuCtxSynchronize): a producer's writes to memory weft is given are
+ * complete.  Errors: WEFT_ERR_DEVICE. */
+weft_status gpu_ctx_sync(gpu_dev *d, const char *who);
 
 /* Cancellation of a kernel with a scalar while loop (codegen/cg.h
  * cancel_poll).  gpu_cancel_flag lowers d's cancel flag, an i32 in mapped
@@ -172,6 +178,22 @@ weft_status gpu_array_in(gpu_dev *d, weft_array *a, uint64_t *ptrs,
 weft_status gpu_array_out(gpu_dev *d, weft_array *a, uint64_t *ptrs,
                           const char *who);
 void gpu_array_unpin(gpu_dev *d, weft_array *a);
+
+/* Device arrays and exports (lib/fe.h fe_device_ops).  gpu_array_wrap
+ * makes the caller's buffers ptrs[leaf] the device copy of a (a new
+ * device array, a->on_device, without host buffers), after waiting for
+ * the context (gpu_ctx_sync): the buffers are never freed, pooled or
+ * evicted, host buffers are made on the first download (and freed with
+ * a), and the stream is waited for before a dies.  gpu_array_export
+ * gives leaf `leaf`'s device address, uploading first when the host copy
+ * is newer, waits for the stream, and keeps the copy on the device for
+ * good (never evicted; the context is waited for when a dies, in case a
+ * consumer still reads it); `writable`: the host copy becomes stale.
+ * Errors as gpu_array_in, WEFT_ERR_DEVICE. */
+weft_status gpu_array_wrap(gpu_dev *d, weft_array *a, void *const *ptrs,
+                           const char *who);
+weft_status gpu_array_export(gpu_dev *d, weft_array *a, int leaf,
+                             bool writable, uint64_t *ptr, const char *who);
 
 /* Counters of d (bytes both ways, evictions, device bytes held now
  * including the pool). */

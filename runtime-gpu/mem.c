@@ -59,6 +59,12 @@ struct gpu_mirror {
     int pins;                  /* gpu_array_in/_out not yet unpinned */
     bool host_valid;           /* a->data holds the current values */
     bool device_valid;         /* ptr[] holds the current values */
+    bool foreign;              /* ptr[] are the caller's (a device array):
+                                  never freed, pooled or evicted */
+    bool fixed;                /* never evicted: foreign, or its addresses
+                                  were given out (gpu_array_export) */
+    bool host_own;             /* a->data[] made here (a device array read
+                                  on the host), freed at drop */
     size_t size;               /* of this record, for fe_free */
     uint64_t *ptr;             /* device buffer of each leaf (0: none) */
     size_t *bytes;             /* bytes of each leaf */
@@ -67,11 +73,15 @@ struct gpu_mirror {
 static void mirror_drop(weft_array *a);
 static weft_status mirror_to_host(weft_array *a);
 static void mirror_host_written(weft_array *a);
+static weft_status mirror_wait(weft_array *a);
+static bool mirror_device_newer(weft_array *a);
 
 static const fe_mirror_ops mirror_ops = {
     .to_host = mirror_to_host,
     .host_written = mirror_host_written,
     .drop = mirror_drop,
+    .wait = mirror_wait,
+    .device_newer = mirror_device_newer,
 };
 
 /* ---- size classes and the pool ------------------------------------------- */
@@ -359,7 +369,8 @@ weft_status gpu_mem_alloc(gpu_dev *d, size_t bytes, uint64_t *out,
             continue;
         }
         gpu_mirror *victim = d->lru_tail;
-        while (victim && (victim->pins > 0 || !has_buffers(victim))) {
+        while (victim && (victim->pins > 0 || victim->fixed ||
+                          !has_buffers(victim))) {
             victim = victim->prev;
         }
         if (!victim) {
@@ -523,8 +534,7 @@ static weft_status mirror_get(gpu_dev *d, weft_array *a, const char *who,
     m->ptr = (uint64_t *)(m + 1);
     m->bytes = (size_t *)(m->ptr + a->nleaf);
     for (int l = 0; l < a->nleaf; l++) {
-        m->bytes[l] = a->owned ? a->bytes[l]
-                               : (size_t)a->size * weft_type_size(leaves[l]);
+        m->bytes[l] = a->bytes[l];
     }
     m->host_valid = true;
     lru_push(d, m);
@@ -618,6 +628,27 @@ void gpu_array_unpin(gpu_dev *d, weft_array *a)
     gpu_unlock(d);
 }
 
+/* Host buffers for a device array that has none (d locked). */
+static weft_status make_host(gpu_dev *d, gpu_mirror *m, const char *who)
+{
+    weft_array *a = m->a;
+    if (fe_array_has_host(a)) {
+        return WEFT_OK;
+    }
+    for (int l = 0; l < m->nleaf; l++) {
+        a->data[l] = fe_alloc(d->ctx, m->bytes[l] > 0 ? m->bytes[l] : 1);
+        if (!a->data[l]) {
+            while (l-- > 0) {
+                fe_free(d->ctx, a->data[l], m->bytes[l] > 0 ? m->bytes[l] : 1);
+                a->data[l] = NULL;
+            }
+            return fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+        }
+    }
+    m->host_own = true;
+    return WEFT_OK;
+}
+
 /* fe_mirror_ops.to_host: download if the device copy is newer. */
 static weft_status mirror_to_host(weft_array *a)
 {
@@ -626,7 +657,7 @@ static weft_status mirror_to_host(weft_array *a)
     gpu_dev *d = m->d;
     weft_status st = WEFT_OK;
     gpu_lock(d);
-    if (!m->host_valid) {
+    if (!m->host_valid && (st = make_host(d, m, who)) == WEFT_OK) {
         st = gpu_enter(d, who);
         if (st == WEFT_OK) {
             st = download_leaves(d, m, who);
@@ -648,14 +679,45 @@ static void mirror_host_written(weft_array *a)
     gpu_unlock(d);
 }
 
-/* fe_mirror_ops.drop: a dies; its buffers go to the pool. */
+/* fe_mirror_ops.wait: the stream holds every write queued for a. */
+static weft_status mirror_wait(weft_array *a)
+{
+    return gpu_sync(((gpu_mirror *)a->dev)->d, "weft_array_wait");
+}
+
+/* fe_mirror_ops.device_newer */
+static bool mirror_device_newer(weft_array *a)
+{
+    gpu_mirror *m = a->dev;
+    gpu_lock(m->d);
+    bool newer = !m->host_valid;
+    gpu_unlock(m->d);
+    return newer;
+}
+
+/* fe_mirror_ops.drop: a dies; its buffers go to the pool (a device
+ * array's stay the caller's, once weft's stream is done with them; an
+ * exported copy's once every stream of the context is: a consumer may
+ * still read it).  Failures of those waits have no one to go to: the
+ * next call that waits reports a fault again. */
 static void mirror_drop(weft_array *a)
 {
     gpu_mirror *m = a->dev;
     gpu_dev *d = m->d;
     gpu_lock(d);
+    if (m->foreign) {
+        gpu_sync(d, "weft_array_release");
+    } else if (m->fixed) {
+        gpu_ctx_sync(d, "weft_array_release");
+    }
     for (int l = 0; l < m->nleaf; l++) {
-        gpu_mem_free(d, m->ptr[l], m->bytes[l]);
+        if (!m->foreign) {
+            gpu_mem_free(d, m->ptr[l], m->bytes[l]);
+        }
+        if (m->host_own) {
+            fe_free(d->ctx, a->data[l], m->bytes[l] > 0 ? m->bytes[l] : 1);
+            a->data[l] = NULL;
+        }
     }
     lru_unlink(d, m);
     a->mirror = NULL;
@@ -671,7 +733,7 @@ void gpu_mem_release_all(gpu_dev *d, bool live)
     }
     while (d->lru_head) {
         gpu_mirror *m = d->lru_head;
-        if (live && !m->host_valid) {
+        if (live && !m->host_valid && fe_array_has_host(m->a)) {
             for (int l = 0; l < m->nleaf; l++) {
                 if (m->bytes[l] > 0 && m->ptr[l]) {
                     gpu_drv.cuMemcpyDtoHAsync(m->a->data[l], m->ptr[l],
@@ -681,7 +743,7 @@ void gpu_mem_release_all(gpu_dev *d, bool live)
             gpu_drv.cuStreamSynchronize(d->stream);
         }
         for (int l = 0; l < m->nleaf; l++) {
-            if (m->ptr[l]) {
+            if (m->ptr[l] && !m->foreign) {
                 if (live) {
                     gpu_drv.cuMemFree(m->ptr[l]);
                 }
@@ -694,6 +756,55 @@ void gpu_mem_release_all(gpu_dev *d, bool live)
         fe_free(d->ctx, m, m->size);
     }
     pool_flush(d, live);
+}
+
+weft_status gpu_array_wrap(gpu_dev *d, weft_array *a, void *const *ptrs,
+                           const char *who)
+{
+    weft_status st = gpu_ctx_sync(d, who); /* the producer's writes */
+    if (st != WEFT_OK) {
+        return st;
+    }
+    st = gpu_enter(d, who);
+    if (st != WEFT_OK) {
+        return st;
+    }
+    gpu_mirror *m = NULL;
+    st = mirror_get(d, a, who, &m);
+    if (st == WEFT_OK) {
+        m->foreign = m->fixed = true;
+        m->host_valid = false;
+        m->device_valid = true;
+        for (int l = 0; l < m->nleaf; l++) {
+            m->ptr[l] = m->bytes[l] > 0 ? (uint64_t)(uintptr_t)ptrs[l] : 0;
+        }
+    }
+    gpu_leave(d);
+    return st;
+}
+
+weft_status gpu_array_export(gpu_dev *d, weft_array *a, int leaf,
+                             bool writable, uint64_t *ptr, const char *who)
+{
+    uint64_t *ptrs = fe_calloc(d->ctx, sizeof *ptrs * (size_t)a->nleaf);
+    if (!ptrs) {
+        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+    }
+    gpu_lock(d);
+    weft_status st = gpu_array_in(d, a, ptrs, who);
+    if (st == WEFT_OK) {
+        gpu_mirror *m = a->dev;
+        m->fixed = true;
+        if (writable) {
+            m->host_valid = false;
+        }
+        gpu_array_unpin(d, a);
+        st = gpu_sync(d, who);
+        *ptr = ptrs[leaf];
+    }
+    gpu_unlock(d);
+    fe_free(d->ctx, ptrs, sizeof *ptrs * (size_t)a->nleaf);
+    return st;
 }
 
 void gpu_mem_stats_get(gpu_dev *d, gpu_mem_stats *out)
