@@ -66,8 +66,9 @@ def test_nbody_accelerations(ctx):
 def test_scripts_run(tmp_path, script, args):
     out = [] if script == 'torch_interop.py' else ['--out',
                                                     str(tmp_path / 'o.png')]
-    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(
-        weft.__file__)))
+    path = [os.path.dirname(os.path.dirname(weft.__file__))]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        path + [p for p in [os.environ.get('PYTHONPATH')] if p]))
     r = subprocess.run([sys.executable, os.path.join(EX, script)] + args + out,
                        env=env, stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, universal_newlines=True)
