@@ -13,6 +13,8 @@
 #   python    the pytest suite with torch and cupy present     -> python.txt
 #   examples  Mandelbrot on cpu and ptx (PNGs), torch_interop  -> examples.txt
 #   bench     bench/gpu/run.sh with every peer                 -> gpu/
+#   pybench   bench/python on ptx and cpu, and the per-call overhead
+#             -> pybench.txt, python-ptx.{md,json}, python-cpu.{md,json}
 #
 # Each stage runs even when an earlier one failed; the exit status is the
 # number of failed stages.  The device tool brings back at most 8 files:
@@ -76,6 +78,13 @@ for s in "$@"; do
             python3 examples/python/mandelbrot.py --backend ptx --out $out/mandelbrot-ptx.png && \
             python3 examples/python/mandelbrot.py --backend cpu --out $out/mandelbrot-cpu.png && \
             python3 examples/python/torch_interop.py"
+        ;;
+    pybench)
+        stage pybench pybench.txt sh -c "export $py_env && \
+            python3 bench/python/overhead.py --backend cpu && \
+            python3 bench/python/overhead.py --backend ptx && \
+            python3 bench/python/bench.py --backend ptx --out $out/python-ptx && \
+            python3 bench/python/bench.py --backend cpu --out $out/python-cpu"
         ;;
     bench)
         stage bench bench.txt sh "$w/bench/gpu/run.sh" "$out/gpu"
