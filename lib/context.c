@@ -265,12 +265,7 @@ void weft_context_free(weft_context *ctx)
     if (ctx->be->context_fini) {
         ctx->be->context_fini(ctx);
     }
-    for (int i = 0; i < ctx->ntuples; i++) {
-        fe_tuple *tu = ctx->tuples[i];
-        fe_free(ctx, tu, sizeof *tu + sizeof(weft_type) *
-                                      (size_t)(tu->arity + tu->nleaf));
-    }
-    fe_free(ctx, ctx->tuples, sizeof *ctx->tuples * (size_t)ctx->cap_tuples);
+    fe_type_table_free(ctx);
     fe_pool_drain(ctx);
     pthread_mutex_destroy(&ctx->pool_lock);
     pthread_mutex_destroy(&ctx->lock);

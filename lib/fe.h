@@ -93,6 +93,7 @@ typedef struct fe_tuple {
     weft_type *comp;   /* arity components */
     int nleaf;
     weft_type *leaf;   /* nleaf scalar leaf types, depth-first */
+    int *leaf_off;     /* arity + 1: the first leaf of each component */
 } fe_tuple;
 
 /* Whether t is a valid type in ctx (scalar, DIM or an interned tuple). */
@@ -113,6 +114,8 @@ const char *fe_type_name(const weft_context *ctx, weft_type t, char *buf,
 /* Intern a tuple type (status and message on failure). */
 weft_status fe_type_tuple(weft_context *ctx, int n, const weft_type *comps,
                           weft_type *out);
+/* Free ctx's tuple table (weft_context_free). */
+void fe_type_table_free(weft_context *ctx);
 
 /* One scalar value, as the interpreter and constants hold it:
  *   signed integers sign-extended in i, unsigned and bool zero-extended in
@@ -165,6 +168,8 @@ struct weft_context {
     pthread_mutex_t lock;        /* guards the tuple table */
     fe_tuple **tuples;           /* interned tuple types */
     int ntuples, cap_tuples;
+    int32_t *tuple_slots;        /* hash table of tuple indices (-1: free) */
+    uint32_t tuple_nslot;        /* its size, a power of two (0: none) */
     pthread_mutex_t pool_lock;   /* guards the buffer pool */
     struct fe_pooled *pool;      /* freed array buffers kept for reuse */
     size_t pool_bytes;           /* bytes held by the pool */

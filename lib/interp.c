@@ -654,6 +654,20 @@ static weft_status eval_exp(interp *st, const fe_term *t, fe_val *out)
     }
     case FE_GET: {
         weft_type tt = t->kid[0]->type;
+        if (t->kid[0]->kind == FE_VAR) {
+            /* a component of a bound tuple: copy its leaves alone (a wide
+             * tuple projected once per component would otherwise copy
+             * the whole tuple each time) */
+            const fe_var *v = t->kid[0]->u.var;
+            if (!v || v->acc || v->id >= st->core->nvar ||
+                !st->env[v->id].v) {
+                return internal("an unbound scalar variable");
+            }
+            int off = fe_type_leaf_offset(st->ctx, tt, t->u.index);
+            memcpy(out, st->env[v->id].v + off,
+                   sizeof *out * (size_t)leaves_of(st, t->type));
+            return WEFT_OK;
+        }
         mark m = mark_now(st);
         fe_val *tmp = push(st, (size_t)leaves_of(st, tt));
         if (!tmp) {
