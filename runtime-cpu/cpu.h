@@ -187,6 +187,13 @@ unsigned cpu_dump_flags(const char *list);
 weft_status cpu_jit_create(weft_context *ctx, const cpu_jit_options *opt,
                            cpu_jit **out);
 void cpu_jit_free(cpu_jit *j);
+/* Tests only: called by the background thread before each tier-up (NULL:
+ * nothing), and how many jits cpu_jit_free has left to their background
+ * thread to free, because it was doing a job (jit.c, "Freeing"). */
+extern void (*cpu_jit_tier_hook)(void);
+extern atomic_int cpu_jit_orphaned;
+/* Wait until every jit left to its thread is freed (its queue done). */
+void cpu_jit_wait_orphans(void);
 
 /* The vector register width, in bits, that j's target CPU has for SPMD
  * element functions (skeletons-ir/spmd.c): prefer_vector_width when set,

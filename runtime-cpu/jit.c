@@ -113,7 +113,11 @@ typedef struct tier_job {
 } tier_job;
 
 struct cpu_jit {
-    weft_context *ctx;
+    weft_context *ctx;       /* &actx: what the jit allocates with */
+    weft_context actx;       /* only cfg is set: a copy of the context's
+                                configuration, so that a tier-up left
+                                running by cpu_jit_free (see "Freeing")
+                                needs nothing of the context */
     LLVMOrcLLJITRef jit;     /* NULL when compiling for another CPU */
     LLVMTargetRef target;
     char *triple;            /* LLVM-allocated strings (LLVMDisposeMessage) */
@@ -136,6 +140,10 @@ struct cpu_jit {
     bool tier_abandon;       /* under lock: the process exits; leave the
                                 queue */
     bool tier_started;       /* tier_thread runs */
+    bool tier_busy;          /* under lock: the thread is doing a job */
+    bool tier_orphan;        /* under lock: cpu_jit_free returned while the
+                                thread was doing a job; the thread frees
+                                the jit when the job ends */
     bool tier_joined;        /* under live_lock: joined at exit */
     struct cpu_jit *next_live; /* under live_lock: the list of jits that
                                 may start a tier thread */
@@ -274,9 +282,18 @@ static char *dup_llvm(const char *s)
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
 static cpu_jit *live_jits;
 static pthread_once_t live_once = PTHREAD_ONCE_INIT;
+/* Under live_lock: detached threads still finishing a job for a freed jit
+ * (see "Freeing"), and their signal when one ends. */
+static int orphans_running;
+static pthread_cond_t orphans_done = PTHREAD_COND_INITIALIZER;
+static atomic_bool exiting; /* tier_at_exit ran: orphans leave their queue */
+/* Jits that cpu_jit_free left to their thread, ever (for tests). */
+atomic_int cpu_jit_orphaned;
+void (*cpu_jit_tier_hook)(void);
 
 static void tier_at_exit(void)
 {
+    atomic_store(&exiting, true);
     pthread_mutex_lock(&live_lock);
     for (cpu_jit *j = live_jits; j; j = j->next_live) {
         pthread_mutex_lock(&j->lock);
@@ -292,6 +309,9 @@ static void tier_at_exit(void)
         }
     }
     live_jits = NULL;
+    while (orphans_running > 0) {
+        pthread_cond_wait(&orphans_done, &live_lock);
+    }
     pthread_mutex_unlock(&live_lock);
 }
 
@@ -308,21 +328,6 @@ static void live_add(cpu_jit *j)
     j->next_live = live_jits;
     live_jits = j;
     pthread_mutex_unlock(&live_lock);
-}
-
-/* Take j off the list; whether tier_at_exit has joined its thread. */
-static bool live_remove(cpu_jit *j)
-{
-    pthread_mutex_lock(&live_lock);
-    bool joined = j->tier_joined;
-    for (cpu_jit **p = &live_jits; *p; p = &(*p)->next_live) {
-        if (*p == j) {
-            *p = j->next_live;
-            break;
-        }
-    }
-    pthread_mutex_unlock(&live_lock);
-    return joined;
 }
 
 weft_status cpu_jit_create(weft_context *ctx, const cpu_jit_options *opt,
@@ -355,7 +360,10 @@ weft_status cpu_jit_create(weft_context *ctx, const cpu_jit_options *opt,
     if (!j) {
         return fe_error(WEFT_ERR_OUT_OF_MEMORY, "cpu_jit_create: out of memory");
     }
-    j->ctx = ctx;
+    if (ctx) {
+        j->actx.cfg = ctx->cfg;
+    }
+    j->ctx = &j->actx;
     pthread_mutex_init(&j->lock, NULL);
     pthread_mutex_init(&j->link, NULL);
     pthread_mutex_init(&j->session_lock, NULL);
@@ -371,7 +379,7 @@ weft_status cpu_jit_create(weft_context *ctx, const cpu_jit_options *opt,
     }
     /* The disk structure is set up first so that cpu_jit_free can always
      * close it. */
-    rt_disk_open(&j->disk, ctx, opt->cache_dir, opt->cache_max_bytes,
+    rt_disk_open(&j->disk, j->ctx, opt->cache_dir, opt->cache_max_bytes,
                   opt->no_disk_cache || !runnable
                       || j->tier == CPU_TIER_QUICK_ONLY, ".o");
 
@@ -405,7 +413,7 @@ weft_status cpu_jit_create(weft_context *ctx, const cpu_jit_options *opt,
     }
     if (opt->dump_dir) {
         size_t n = strlen(opt->dump_dir) + 1;
-        j->dump_dir = fe_alloc(ctx, n);
+        j->dump_dir = fe_alloc(j->ctx, n);
         if (!j->dump_dir) {
             s = fe_error(WEFT_ERR_OUT_OF_MEMORY, "cpu_jit_create: out of memory");
             goto fail;
@@ -433,22 +441,79 @@ fail:
 }
 
 static void tier_job_free(cpu_jit *j, tier_job *t);
+static void jit_destroy(cpu_jit *j);
 
+/*
+ * Freeing.  cpu_jit_free does not wait for the background thread, which
+ * may be deep inside LLVM for seconds: while it has work (a job running
+ * or queued) it is detached and made the jit's owner (tier_orphan); it
+ * finishes the queue (the optimised objects still go to the disk cache),
+ * then frees the jit, the LLJIT and all.  So the disk cache holds a
+ * freed context's kernels some time after cpu_jit_free returns, or at
+ * once when cpu_jit_wait was called first.
+ * Everything the job touches belongs to the jit: its LLVM context and
+ * module, the target description, the disk cache, and the allocator,
+ * through actx, a copy of the configuration (the context itself is gone
+ * by then).  Only when the configuration names its own allocator
+ * (weft_config.alloc), which the caller may tear down once the context
+ * is freed, does cpu_jit_free wait for the queue as before.  A process
+ * that exits meanwhile abandons the queues (tier_at_exit) and waits for
+ * the job each orphan is doing (orphans_running), as for live jits, so
+ * that no thread is in LLVM when LLVM's static destructors run (those
+ * LLVM makes on first use are made by codegen/init.c's warm-up, before
+ * the handler): exit waits for at most one job per thread, never for a
+ * queue.
+ */
 void cpu_jit_free(cpu_jit *j)
 {
     if (!j) {
         return;
     }
     if (j->tier != CPU_TIER_NONE) {
-        /* The thread empties the queue, then returns. */
+        pthread_mutex_lock(&live_lock);
         pthread_mutex_lock(&j->lock);
         j->tier_stop = true;
+        bool orphan = j->tier_started && (j->tier_busy || j->queue) &&
+                      !j->tier_joined && j->actx.cfg.alloc == NULL;
+        pthread_t th = j->tier_thread;
+        bool join = j->tier_started && !j->tier_joined && !orphan;
+        j->tier_orphan = orphan;
+        if (orphan) {
+            orphans_running++;
+        }
+        for (cpu_jit **p = &live_jits; *p; p = &(*p)->next_live) {
+            if (*p == j) {
+                *p = j->next_live;
+                break;
+            }
+        }
         pthread_cond_signal(&j->tier_wake);
         pthread_mutex_unlock(&j->lock);
-        if (!live_remove(j) && j->tier_started) {
-            pthread_join(j->tier_thread, NULL);
+        pthread_mutex_unlock(&live_lock);
+        if (orphan) {
+            atomic_fetch_add(&cpu_jit_orphaned, 1);
+            pthread_detach(th); /* the thread frees j */
+            return;
+        }
+        if (join) {
+            pthread_join(th, NULL);
         }
     }
+    jit_destroy(j);
+}
+
+void cpu_jit_wait_orphans(void)
+{
+    pthread_mutex_lock(&live_lock);
+    while (orphans_running > 0) {
+        pthread_cond_wait(&orphans_done, &live_lock);
+    }
+    pthread_mutex_unlock(&live_lock);
+}
+
+/* Free j and everything it holds (no thread uses it any more). */
+static void jit_destroy(cpu_jit *j)
+{
     while (j->queue) { /* what a thread stopped at exit left */
         tier_job *t = j->queue;
         j->queue = t->next;
@@ -1247,6 +1312,9 @@ static weft_status tier_up(cpu_jit *j, tier_job *t, void **addrs,
                            uint64_t *written, double *ms)
 {
     *written = 0;
+    if (cpu_jit_tier_hook) {
+        cpu_jit_tier_hook();
+    }
     diag dg = {{0}};
     LLVMContextSetDiagnosticHandler(t->llctx, on_diagnostic, &dg);
     LLVMMemoryBufferRef obj = NULL;
@@ -1309,6 +1377,9 @@ static void *tier_main(void *arg)
             pthread_cond_wait(&j->tier_wake, &j->lock);
         }
         tier_job *t = j->queue;
+        if (j->tier_orphan && atomic_load(&exiting)) {
+            j->tier_abandon = true; /* the process exits: leave the queue */
+        }
         if (!t || j->tier_abandon) {
             if (j->tier_abandon) { /* exiting: nobody may wait forever */
                 j->tier_pending = 0;
@@ -1320,11 +1391,22 @@ static void *tier_main(void *arg)
         if (!j->queue) {
             j->queue_tail = NULL;
         }
+        j->tier_busy = true;
         pthread_mutex_unlock(&j->lock);
         tier_run(j, t);
         pthread_mutex_lock(&j->lock);
+        j->tier_busy = false;
     }
+    bool orphan = j->tier_orphan;
     pthread_mutex_unlock(&j->lock);
+    if (orphan) {
+        /* cpu_jit_free has returned: this thread owns j (see "Freeing") */
+        jit_destroy(j);
+        pthread_mutex_lock(&live_lock);
+        orphans_running--;
+        pthread_cond_broadcast(&orphans_done);
+        pthread_mutex_unlock(&live_lock);
+    }
     return NULL;
 }
 

@@ -19,11 +19,18 @@
  *     element, as checked compiled kernels do;
  *   - concurrent_compiles: 8 threads compile and run programs at once on
  *     one CPU context (LLVM's pass instrumentation made a ThreadSanitizer
- *     report here: tools/tsan.sh runs this test).
+ *     report here: tools/tsan.sh runs this test);
+ *   - free_during_tier_up: weft_context_free returns while the background
+ *     optimisation is inside a tier-up, which then finishes alone
+ *     (runtime-cpu/jit.c, "Freeing").
  */
+#include <dirent.h>
 #include <pthread.h>
 
 #include "tu.h"
+#ifdef WEFT_HAVE_LLVM
+#include "cpu.h"
+#endif
 
 static const weft_backend backends[] = {
     WEFT_BACKEND_INTERP,
@@ -299,6 +306,82 @@ START_TEST(concurrent_compiles)
     weft_context_free(ctx);
 }
 END_TEST
+
+/* The tier-up hook of free_during_tier_up: tells that a tier-up began,
+ * then holds it until the test lets it go. */
+static pthread_mutex_t hook_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t hook_cond = PTHREAD_COND_INITIALIZER;
+static int hook_entered, hook_released;
+
+static void hold_tier_up(void)
+{
+    pthread_mutex_lock(&hook_lock);
+    hook_entered++;
+    pthread_cond_broadcast(&hook_cond);
+    while (!hook_released) {
+        pthread_cond_wait(&hook_cond, &hook_lock);
+    }
+    pthread_mutex_unlock(&hook_lock);
+}
+
+/* weft_context_free returns while the background thread is inside a
+ * tier-up (held there by the hook, so it cannot have finished: a free
+ * that waited for it would never return and the test would time out);
+ * the thread then finishes alone and frees the JIT, and the optimised
+ * kernel still reaches the disk cache. */
+START_TEST(free_during_tier_up)
+{
+    char dir[] = "/tmp/weft-large-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    weft_config cfg = weft_config_default();
+    cfg.backend = WEFT_BACKEND_CPU;
+    cfg.threads = 2;
+    cfg.flags |= WEFT_FLAG_NO_ENV; /* tiered: the default */
+    cfg.cache_dir = dir;
+    weft_context *ctx = NULL;
+    TU_OK(weft_context_create(&cfg, &ctx));
+    hook_entered = hook_released = 0;
+    cpu_jit_tier_hook = hold_tier_up;
+    weft_program *p = NULL;
+    TU_OK(weft_program_create(ctx, &p));
+    weft_fun *f = weft_fun1(p, WEFT_I64);
+    weft_fun_return(f, weft_mul(weft_arg(f, 0), weft_i64(p, 5)));
+    weft_acc *r = weft_map(f, weft_param(p, WEFT_I64, 1));
+    weft_array *in[1] = {tu_arr_i(ctx, WEFT_I64, 1, TU_SH(3), TU_I(1, 2, 3))};
+    weft_array *out[1] = {NULL};
+    TU_OK(tu_run(p, &r, 1, in, 1, out, 1)); /* the quick code */
+    TU_CHECK_I(ctx, out[0], 0, 1, TU_SH(3), TU_I(5, 10, 15));
+    weft_array_release(out[0]);
+    weft_array_release(in[0]);
+    weft_program_free(p);
+    pthread_mutex_lock(&hook_lock);
+    while (hook_entered == 0) {
+        pthread_cond_wait(&hook_cond, &hook_lock);
+    }
+    pthread_mutex_unlock(&hook_lock);
+    int before = atomic_load(&cpu_jit_orphaned);
+    weft_context_free(ctx); /* returns with the tier-up held */
+    ck_assert_int_eq(atomic_load(&cpu_jit_orphaned), before + 1);
+    pthread_mutex_lock(&hook_lock);
+    ck_assert_int_eq(hook_released, 0);
+    hook_released = 1;
+    pthread_cond_broadcast(&hook_cond);
+    pthread_mutex_unlock(&hook_lock);
+    cpu_jit_wait_orphans();
+    cpu_jit_tier_hook = NULL;
+    /* the optimised object was written by the orphaned thread */
+    int objects = 0;
+    DIR *d = opendir(dir);
+    ck_assert_ptr_nonnull(d);
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        size_t n = strlen(e->d_name);
+        objects += n > 2 && strcmp(e->d_name + n - 2, ".o") == 0;
+    }
+    closedir(d);
+    ck_assert_int_eq(objects, 1);
+    tu_remove_dir(dir);
+}
+END_TEST
 #endif
 
 static Suite *large_suite(void)
@@ -314,6 +397,7 @@ static Suite *large_suite(void)
         {"interp_error_element", interp_error_element},
 #ifdef WEFT_HAVE_LLVM
         {"concurrent_compiles", concurrent_compiles},
+        {"free_during_tier_up", free_during_tier_up},
 #endif
     };
     Suite *s = suite_create("large");
