@@ -35,8 +35,9 @@
  * Defaults: every shape, sizes 1000,10000,100000,1000000, backends interp
  * and cpu, 100 s a case.  Results: bench/results/compile-scaling.md.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _XOPEN_SOURCE 700
 #include <errno.h>
+#include <ftw.h>
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
@@ -45,6 +46,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -206,6 +208,21 @@ enum { NSHAPE = sizeof shapes / sizeof shapes[0] };
 
 /* ---- one case, in a child process ------------------------------------- */
 
+static int remove_entry(const char *path, const struct stat *sb, int flag,
+                        struct FTW *f)
+{
+    (void)sb;
+    (void)flag;
+    (void)f;
+    return remove(path);
+}
+
+/* Remove dir and what is in it (errors ignored). */
+static void remove_dir(const char *dir)
+{
+    nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 /* Build, compile, run and free shape sh at size n on backend b, writing
  * the NPHASE times (or a negative first time on failure, with the message
  * on stderr) to fd. */
@@ -214,6 +231,12 @@ static void run_case(const shape *sh, long n, weft_backend b, int fd)
     double t[NPHASE] = {-1, 0, 0, 0};
     weft_config cfg = weft_config_default();
     cfg.backend = b;
+    /* a disk cache of its own, so that nothing is loaded from earlier
+     * runs (left behind in /tmp: a case may be killed) */
+    char cache[] = "/tmp/weft-compile-scaling-XXXXXX";
+    if (mkdtemp(cache)) {
+        cfg.cache_dir = cache;
+    }
     weft_context *ctx = NULL;
     weft_program *p = NULL;
     weft_executable *exe = NULL;
@@ -266,6 +289,7 @@ static void run_case(const shape *sh, long n, weft_backend b, int fd)
     weft_program_free(p);
     weft_context_free(ctx);
     double t4 = now();
+    remove_dir(cache);
     t[0] = t1 - t0;
     t[1] = t2 - t1;
     t[2] = t3 - t2;

@@ -945,11 +945,50 @@ static LLVMTargetMachineRef target_machine(cpu_jit *j, LLVMCodeGenOptLevel level
     return tm;
 }
 
-/* Prepare and optimise m (CG_CPU_PIPELINE) for j's target, dumping the IR
- * as asked.  *ms gets the time spent in the passes. */
+/*
+ * Huge kernels.  A generated program can make one element function of a
+ * million instructions, and several of LLVM's passes and its -O3 code
+ * generation take time superlinear in the size of a function (minutes at
+ * 20,000 conditionals).  A module of more than CPU_HUGE_INSTRUCTIONS
+ * instructions is therefore optimised by CPU_HUGE_PIPELINE (passes linear
+ * in practice: scalar replacement, early CSE, instcombine; no loop
+ * passes, vectorisers or CFG simplification) and emitted by the quick code
+ * generator only, as its final code: no background -O3 tier-up, nothing
+ * written to the disk cache (which holds optimised code only).  Such a
+ * kernel's loop is one of a few iterations around a huge body, so the
+ * loop optimisations would gain little.
+ */
+#define CPU_HUGE_INSTRUCTIONS 20000
+#define CPU_HUGE_PIPELINE "function(sroa,early-cse,instcombine<no-verify-fixpoint>)"
+
+/* Instructions in m, counting up to limit + 1. */
+static size_t module_size(LLVMModuleRef m, size_t limit)
+{
+    size_t n = 0;
+    for (LLVMValueRef f = LLVMGetFirstFunction(m); f && n <= limit;
+         f = LLVMGetNextFunction(f)) {
+        for (LLVMBasicBlockRef b = LLVMGetFirstBasicBlock(f); b && n <= limit;
+             b = LLVMGetNextBasicBlock(b)) {
+            for (LLVMValueRef i = LLVMGetFirstInstruction(b); i;
+                 i = LLVMGetNextInstruction(i)) {
+                n++;
+            }
+        }
+    }
+    return n;
+}
+
+static bool module_huge(LLVMModuleRef m)
+{
+    return module_size(m, CPU_HUGE_INSTRUCTIONS) > CPU_HUGE_INSTRUCTIONS;
+}
+
+/* Prepare and optimise m (CG_CPU_PIPELINE, or CPU_HUGE_PIPELINE when huge)
+ * for j's target, dumping the IR as asked.  *ms gets the time spent in the
+ * passes. */
 static weft_status optimise_module(cpu_jit *j, LLVMModuleRef m,
                                    const char *const *symbols, int nsym,
-                                   double *ms)
+                                   bool huge, double *ms)
 {
     *ms = 0;
     LLVMTargetMachineRef tm = target_machine(j, LLVMCodeGenLevelAggressive);
@@ -971,7 +1010,8 @@ static weft_status optimise_module(cpu_jit *j, LLVMModuleRef m,
     LLVMPassBuilderOptionsSetSLPVectorization(po, 1);
     LLVMPassBuilderOptionsSetLoopInterleaving(po, 1);
     LLVMPassBuilderOptionsSetLoopUnrolling(po, 1);
-    LLVMErrorRef e = LLVMRunPasses(m, CG_CPU_PIPELINE, tm, po);
+    LLVMErrorRef e = LLVMRunPasses(
+        m, huge ? CPU_HUGE_PIPELINE : CG_CPU_PIPELINE, tm, po);
     if (e) {
         s = llvm_error(e, "optimisation failed");
         goto out;
@@ -1248,10 +1288,20 @@ static weft_status produce(cpu_jit *j, const uint8_t key[32], source *src,
     }
     /* Only a module in a context of our own can go to the background. */
     bool tiered = llctx && j->tier != CPU_TIER_NONE;
+    bool huge = module_huge(m); /* see "Huge kernels" */
     LLVMMemoryBufferRef obj = NULL;
     double opt_ms = 0, emit_ms = 0;
-    s = optimise_module(j, m, symbols, nsym, &opt_ms);
-    if (s == WEFT_OK && !tiered) {
+    s = optimise_module(j, m, symbols, nsym, huge, &opt_ms);
+    if (s == WEFT_OK && huge && j->jit && !dumping) {
+        /* final quick code, linked under the kernel's own names */
+        s = emit_module(j, m, LLVMCodeGenLevelNone, symbols[0], &obj,
+                        &emit_ms);
+        if (s == WEFT_OK) {
+            s = link_object(j, obj, symbols, nsym, addrs);
+            obj = NULL;
+        }
+        tiered = false;
+    } else if (s == WEFT_OK && !tiered) {
         s = emit_module(j, m, LLVMCodeGenLevelAggressive, symbols[0], &obj,
                         &emit_ms);
     } else if (s == WEFT_OK) {
@@ -1270,7 +1320,9 @@ static weft_status produce(cpu_jit *j, const uint8_t key[32], source *src,
         goto out;
     }
     uint64_t written = 0;
-    if (tiered && j->tier == CPU_TIER_QUICK_FIRST) {
+    if (huge && j->jit && !dumping) {
+        /* linked above; nothing for the background or the disk */
+    } else if (tiered && j->tier == CPU_TIER_QUICK_FIRST) {
         LLVMContextSetDiagnosticHandler(llctx, NULL, NULL);
         *job = tier_job_new(j, llctx, m, symbols, nsym);
         if (*job) {
