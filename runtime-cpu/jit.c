@@ -31,10 +31,12 @@
  * under the kernel's own names and stores the new addresses into the
  * entry's table, which callers that asked for it (cpu_jit_get_live) read
  * at every run.  A run that started with the quick code finishes with it;
- * both kinds of code stay linked until cpu_jit_free, which lets the
- * background thread finish every queued kernel first, so a freed context
- * leaves its kernels in the disk cache.  cpu_jit_wait blocks until the
- * queue is empty.  CPU_TIER_QUICK_ONLY keeps the quick code and never
+ * both kinds of code stay linked until cpu_jit_free, which does not wait
+ * for the background thread: a thread with work left finishes it on its
+ * own and then frees the jit ("Freeing" below), so a freed context's
+ * kernels reach the disk cache after it is gone.  Kernels too large for
+ * LLVM's superlinear passes skip the -O3 tier ("Huge kernels").
+ * cpu_jit_wait blocks until the queue is empty.  CPU_TIER_QUICK_ONLY keeps the quick code and never
  * reads or writes the disk cache (for tests and for telling a
  * code-generation bug from an optimiser bug).  Modules given to
  * cpu_jit_compile (in the caller's LLVM context, which the background
