@@ -633,16 +633,18 @@ static bool walk(share *s, fe_term *r)
  * node (Myers' skew-binary scheme), so that the meet of two nodes costs
  * O(log depth) even on long chains, where walking idom one step at a time
  * would be quadratic (a function used by each of 100k chained maps). */
+/* Node u joins a tree with depths dep and jump pointers jump as a child
+ * of p (its jump pointer per the skew-binary scheme). */
+static void jump_link(int32_t *dep, int32_t *jump, int32_t u, int32_t p)
+{
+    dep[u] = dep[p] + 1;
+    int32_t j = jump[p];
+    jump[u] = dep[p] - dep[j] == dep[j] - dep[jump[j]] ? jump[j] : p;
+}
+
 static void tree_link(share *s, int32_t u)
 {
-    int32_t p = s->idom[u];
-    s->depth[u] = s->depth[p] + 1;
-    int32_t j = s->jump[p];
-    if (s->depth[p] - s->depth[j] == s->depth[j] - s->depth[s->jump[j]]) {
-        s->jump[u] = s->jump[j];
-    } else {
-        s->jump[u] = p;
-    }
+    jump_link(s->depth, s->jump, u, s->idom[u]);
 }
 
 static int32_t ancestor_at(const share *s, int32_t u, int32_t d)
@@ -862,13 +864,7 @@ static void chain_link(share *s, int32_t w)
         s->cjump[w] = w;
         return;
     }
-    s->cdep[w] = s->cdep[p] + 1;
-    int32_t j = s->cjump[p];
-    if (s->cdep[p] - s->cdep[j] == s->cdep[j] - s->cdep[s->cjump[j]]) {
-        s->cjump[w] = s->cjump[j];
-    } else {
-        s->cjump[w] = p;
-    }
+    jump_link(s->cdep, s->cjump, w, p);
 }
 
 /* The first bound term from w up the chain tree whose key is below d, or
