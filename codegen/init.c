@@ -8,9 +8,112 @@
  * NVPTX is registered too when this LLVM has it (Debian's does), so that a
  * PTX context needs no second initialisation.
  */
+#include <llvm-c/IRReader.h>
 #include <llvm-c/Target.h>
+#include <llvm-c/Transforms/PassBuilder.h>
 
 #include "cg.h"
+
+/* LLVMRunPasses makes LLVM's pass instrumentation, whose timer groups
+ * lock a mutex that LLVM creates on first use (a ManagedStatic: made
+ * under a lock, published through an atomic pointer).  That is correct,
+ * but the atomic lives in libLLVM, which ThreadSanitizer does not see, so
+ * when several threads compile at once it reports the first lock of the
+ * mutex in one thread as racing with its creation in another
+ * (llvm::TimerGroup::TimerGroup, reached from runtime-cpu/jit.c's
+ * optimise_module).  Running the pipeline once here, inside the one-time
+ * initialisation, creates those objects before any other thread can
+ * compile; every later compile is ordered after it by pthread_once, which
+ * ThreadSanitizer does see.  Costs well under a millisecond (an empty
+ * module). */
+/* The same for code generation: LLVM 19 keeps some of its state in
+ * function-local statics made on first use (SelectionDAG's table of value
+ * types among them), whose destructors run at exit in the reverse order
+ * of their making.  Made here, before any cpu_jit registers its exit
+ * handler (runtime-cpu/jit.c, tier_at_exit), they outlive that handler,
+ * which waits for background tier-ups still inside LLVM; made first by
+ * such a tier-up, they would be destroyed under it.  One small function
+ * with a switch, an odd vector type and wide integers, emitted at -O0 and
+ * -O3 for the host: a few milliseconds, once per process. */
+static const char warm_up_ir[] =
+    "define void @f(ptr %p, i64 %n, i128 %w) {\n"
+    "entry:\n"
+    "  %v = load <3 x i64>, ptr %p\n"
+    "  %s = add <3 x i64> %v, <i64 1, i64 2, i64 3>\n"
+    "  store <3 x i64> %s, ptr %p\n"
+    "  %x = load <8 x float>, ptr %p\n"
+    "  %y = fmul <8 x float> %x, %x\n"
+    "  store <8 x float> %y, ptr %p\n"
+    "  %m = mul i128 %w, %w\n"
+    "  store i128 %m, ptr %p\n"
+    "  switch i64 %n, label %done [ i64 0, label %a\n"
+    "                               i64 7, label %b ]\n"
+    "a:\n"
+    "  store i64 1, ptr %p\n"
+    "  br label %done\n"
+    "b:\n"
+    "  store i64 2, ptr %p\n"
+    "  br label %done\n"
+    "done:\n"
+    "  ret void\n"
+    "}\n";
+
+static void warm_up_codegen(void)
+{
+    char *triple = LLVMGetDefaultTargetTriple();
+    char *cpu = LLVMGetHostCPUName();
+    char *features = LLVMGetHostCPUFeatures();
+    LLVMTargetRef target = NULL;
+    char *err = NULL;
+    if (LLVMGetTargetFromTriple(triple, &target, &err) == 0) {
+        const LLVMCodeGenOptLevel levels[2] = {LLVMCodeGenLevelNone,
+                                               LLVMCodeGenLevelAggressive};
+        for (int i = 0; i < 2; i++) {
+            LLVMContextRef c = LLVMContextCreate();
+            LLVMMemoryBufferRef src = LLVMCreateMemoryBufferWithMemoryRangeCopy(
+                warm_up_ir, sizeof warm_up_ir - 1, "weft_warm_up");
+            LLVMModuleRef m = NULL;
+            char *perr = NULL;
+            /* takes src */
+            if (LLVMParseIRInContext(c, src, &m, &perr) == 0) {
+                LLVMTargetMachineRef tm = LLVMCreateTargetMachine(
+                    target, triple, cpu, features, levels[i],
+                    LLVMRelocPIC, LLVMCodeModelDefault);
+                LLVMMemoryBufferRef obj = NULL;
+                char *eerr = NULL;
+                if (tm && LLVMTargetMachineEmitToMemoryBuffer(
+                              tm, m, LLVMObjectFile, &eerr, &obj) == 0) {
+                    LLVMDisposeMemoryBuffer(obj);
+                }
+                LLVMDisposeMessage(eerr);
+                if (tm) {
+                    LLVMDisposeTargetMachine(tm);
+                }
+                LLVMDisposeModule(m);
+            }
+            LLVMDisposeMessage(perr);
+            LLVMContextDispose(c);
+        }
+    }
+    LLVMDisposeMessage(err);
+    LLVMDisposeMessage(triple);
+    LLVMDisposeMessage(cpu);
+    LLVMDisposeMessage(features);
+}
+
+static void warm_up_passes(void)
+{
+    LLVMContextRef c = LLVMContextCreate();
+    LLVMModuleRef m = LLVMModuleCreateWithNameInContext("weft_warm_up", c);
+    LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+    LLVMErrorRef e = LLVMRunPasses(m, CG_CPU_PIPELINE, NULL, po);
+    if (e) {
+        LLVMConsumeError(e); /* only a warm-up: the real runs report */
+    }
+    LLVMDisposePassBuilderOptions(po);
+    LLVMDisposeModule(m);
+    LLVMContextDispose(c);
+}
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static bool init_ok;
@@ -30,6 +133,8 @@ static void init_llvm(void)
     LLVMInitializeNVPTXTarget();
     LLVMInitializeNVPTXTargetMC();
     LLVMInitializeNVPTXAsmPrinter();
+    warm_up_passes();
+    warm_up_codegen();
     init_ok = true;
 }
 

@@ -300,6 +300,16 @@ static weft_status vf_all(cg_spmd *s, int n, bool x, vflags *out)
     return st;
 }
 
+/* Copy n flags from src to dst: nothing for n == 0, where both may be
+ * NULL (a unit-typed value has no leaves, and memcpy of NULL is undefined
+ * even for no bytes). */
+static void vf_copy(bool *dst, const bool *src, int n)
+{
+    if (n > 0) {
+        memcpy(dst, src, sizeof(bool) * (size_t)n);
+    }
+}
+
 static bool vf_any(const vflags *f)
 {
     for (int k = 0; k < f->n; k++) {
@@ -359,7 +369,7 @@ static weft_status vary_while(cg_spmd *s, const fe_term *e, const vflags *init,
     if (r) {
         return r;
     }
-    memcpy(st.v, init->v, sizeof(bool) * (size_t)init->n);
+    vf_copy(st.v, init->v, init->n);
     *cv = false;
     for (;;) {
         if ((r = vary_apply(s, e->fun[0], &st, &c)) != WEFT_OK) {
@@ -475,7 +485,7 @@ static weft_status vary(cg_spmd *s, const fe_term *e, vflags *out)
             if (at + a.n > n) {
                 return no("a tuple with too many leaves", at + a.n);
             }
-            memcpy(out->v + at, a.v, sizeof(bool) * (size_t)a.n);
+            vf_copy(out->v + at, a.v, a.n);
             at += a.n;
         }
         return WEFT_OK;

@@ -229,7 +229,10 @@ typedef struct weft_config {
  * a background thread of the context then emits the same IR with full
  * optimisation, writes that to the disk cache, and swaps it in: runs that
  * start after that use it.  weft_context_wait_optimised waits for it;
- * weft_context_free lets it finish first.  WEFT_FLAG_NO_TIERING
+ * weft_context_free does not: the thread finishes on its own and the
+ * optimised code reaches the disk cache after the free (a process that
+ * exits meanwhile waits only for the kernel being optimised; wait first
+ * to have them all cached).  WEFT_FLAG_NO_TIERING
  * ($WEFT_TIERING=0) makes weft_compile emit the optimised code itself
  * before it returns.  WEFT_FLAG_QUICK_CODE ($WEFT_TIERING=quick) keeps
  * the quick code and never optimises it, nor reads or writes the disk

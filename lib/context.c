@@ -416,12 +416,7 @@ void weft_context_free(weft_context *ctx)
         ctx->be->context_fini(ctx);
     }
     fe_trace_close(ctx); /* after the backend's last events */
-    for (int i = 0; i < ctx->ntuples; i++) {
-        fe_tuple *tu = ctx->tuples[i];
-        fe_free(ctx, tu, sizeof *tu + sizeof(weft_type) *
-                                      (size_t)(tu->arity + tu->nleaf));
-    }
-    fe_free(ctx, ctx->tuples, sizeof *ctx->tuples * (size_t)ctx->cap_tuples);
+    fe_type_table_free(ctx);
     fe_pool_drain(ctx);
     pthread_mutex_destroy(&ctx->pool_lock);
     pthread_mutex_destroy(&ctx->lock);
@@ -442,6 +437,23 @@ weft_status weft_context_wait_optimised(weft_context *ctx)
     return ctx->be->wait_optimised ? ctx->be->wait_optimised(ctx) : WEFT_OK;
 }
 
+void fe_stats_add_phases(weft_stats *st, const weft_context *src)
+{
+    double ms[FE_PHASE_COUNT];
+    for (int p = 0; p < FE_PHASE_COUNT; p++) {
+        ms[p] = (double)atomic_load_explicit(&src->phase_ns[p],
+                                             memory_order_relaxed) / 1e6;
+    }
+    st->frontend_ms += ms[FE_PHASE_FRONTEND];
+    st->ir_ms += ms[FE_PHASE_IR];
+    st->llvm_opt_ms += ms[FE_PHASE_LLVM_OPT];
+    st->llvm_codegen_ms += ms[FE_PHASE_LLVM_CODEGEN];
+    st->ptx_ms += ms[FE_PHASE_PTX];
+    st->driver_link_ms += ms[FE_PHASE_DRIVER_LINK];
+    st->jit_link_ms += ms[FE_PHASE_JIT_LINK];
+    st->disk_ms += ms[FE_PHASE_DISK];
+}
+
 weft_status weft_context_stats_sized(const weft_context *ctx,
                                      weft_stats *out, size_t size)
 {
@@ -452,22 +464,10 @@ weft_status weft_context_stats_sized(const weft_context *ctx,
     weft_stats st;
     memset(&st, 0, sizeof st);
     st.threads = 1;
-    if (ctx->be->stats) {
+    fe_stats_add_phases(&st, ctx);
+    if (ctx->be->stats) { /* a backend's own phases are added there */
         ctx->be->stats(ctx, &st);
     }
-    double ms[FE_PHASE_COUNT];
-    for (int p = 0; p < FE_PHASE_COUNT; p++) {
-        ms[p] = (double)atomic_load_explicit(&ctx->phase_ns[p],
-                                             memory_order_relaxed) / 1e6;
-    }
-    st.frontend_ms = ms[FE_PHASE_FRONTEND];
-    st.ir_ms = ms[FE_PHASE_IR];
-    st.llvm_opt_ms = ms[FE_PHASE_LLVM_OPT];
-    st.llvm_codegen_ms = ms[FE_PHASE_LLVM_CODEGEN];
-    st.ptx_ms = ms[FE_PHASE_PTX];
-    st.driver_link_ms = ms[FE_PHASE_DRIVER_LINK];
-    st.jit_link_ms = ms[FE_PHASE_JIT_LINK];
-    st.disk_ms = ms[FE_PHASE_DISK];
     fe_copy_sized(out, size, &st, sizeof st);
     return WEFT_OK;
 }

@@ -100,6 +100,7 @@ typedef struct fe_tuple {
     weft_type *comp;   /* arity components */
     int nleaf;
     weft_type *leaf;   /* nleaf scalar leaf types, depth-first */
+    int *leaf_off;     /* arity + 1: the first leaf of each component */
 } fe_tuple;
 
 /* Whether t is a valid type in ctx (scalar, DIM or an interned tuple). */
@@ -120,6 +121,8 @@ const char *fe_type_name(const weft_context *ctx, weft_type t, char *buf,
 /* Intern a tuple type (status and message on failure). */
 weft_status fe_type_tuple(weft_context *ctx, int n, const weft_type *comps,
                           weft_type *out);
+/* Free ctx's tuple table (weft_context_free). */
+void fe_type_table_free(weft_context *ctx);
 
 /* One scalar value, as the interpreter and constants hold it:
  *   signed integers sign-extended in i, unsigned and bool zero-extended in
@@ -186,6 +189,8 @@ struct weft_context {
     pthread_mutex_t lock;        /* guards the tuple table */
     fe_tuple **tuples;           /* interned tuple types */
     int ntuples, cap_tuples;
+    int32_t *tuple_slots;        /* hash table of tuple indices (-1: free) */
+    uint32_t tuple_nslot;        /* its size, a power of two (0: none) */
     pthread_mutex_t pool_lock;   /* guards the buffer pool */
     struct fe_pooled *pool;      /* freed array buffers kept for reuse */
     size_t pool_bytes;           /* bytes held by the pool */
@@ -263,6 +268,12 @@ uint64_t fe_phase_end(weft_context *ctx, fe_phase ph, uint64_t t0,
  * WEFT_ERR_INVALID_ARGUMENT (the file cannot be written, or the path is
  * too long), WEFT_ERR_OUT_OF_MEMORY. */
 weft_status fe_trace_open(weft_context *ctx, const char *path);
+/* dst writes to src's trace too (one more reference to src's writer, which
+ * fe_trace_close(dst) drops): for a shadow context that outlives src (the
+ * CPU JIT's, runtime-cpu/jit.c "Freeing").  Nothing when src has none. */
+void fe_trace_share(weft_context *dst, const weft_context *src);
+/* Add src's compile phases (phase_ns) to st's *_ms fields (context.c). */
+void fe_stats_add_phases(weft_stats *st, const weft_context *src);
 void fe_trace_close(weft_context *ctx);
 /* Write ctx's buffered events now (the file stays valid JSON). */
 void fe_trace_flush(weft_context *ctx);

@@ -397,6 +397,28 @@ static weft_status out_of_bounds(int rank, const int64_t *ix,
                     fmt_ix(b, sizeof b, rank, shape), where);
 }
 
+/* A run-time error s met while computing element i of an operation: the
+ * thread's message gets " at element i", as checked compiled kernels say
+ * it (docs/language.md, "What checked mode reports": the result's linear
+ * position for the generate family and stencil, the input's for folds,
+ * scans and permute).  Other statuses (cancellation, memory) and a
+ * message that already names its element (an error inside a nested
+ * operation) pass through. */
+static weft_status at_element(weft_status s, int64_t i)
+{
+    if (s != WEFT_ERR_OUT_OF_BOUNDS && s != WEFT_ERR_DIVIDE_BY_ZERO &&
+        s != WEFT_ERR_UNDEFINED && s != WEFT_ERR_BAD_SHAPE) {
+        return s;
+    }
+    const char *msg = weft_last_error();
+    if (strstr(msg, " at element ")) {
+        return s;
+    }
+    char buf[FE_MSG_MAX];
+    snprintf(buf, sizeof buf, "%s", msg);
+    return fe_error(s, "%s at element %lld", buf, (long long)i);
+}
+
 /* Copy leaves sh[0..rank-1] to shape and check it; *size gets its size. */
 static weft_status take_shape(const char *op, int rank, const fe_val *sh,
                               int64_t *shape, int64_t *size)
@@ -679,6 +701,20 @@ static weft_status eval_exp(interp *st, const fe_term *t, fe_val *out)
     }
     case FE_GET: {
         weft_type tt = t->kid[0]->type;
+        if (t->kid[0]->kind == FE_VAR) {
+            /* a component of a bound tuple: copy its leaves alone (a wide
+             * tuple projected once per component would otherwise copy
+             * the whole tuple each time) */
+            const fe_var *v = t->kid[0]->u.var;
+            if (!v || v->acc || v->id >= st->core->nvar ||
+                !st->env[v->id].v) {
+                return internal("an unbound scalar variable");
+            }
+            int off = fe_type_leaf_offset(st->ctx, tt, t->u.index);
+            memcpy(out, st->env[v->id].v + off,
+                   sizeof *out * (size_t)leaves_of(st, t->type));
+            return WEFT_OK;
+        }
         mark m = mark_now(st);
         fe_val *tmp = push(st, (size_t)leaves_of(st, tt));
         if (!tmp) {
@@ -794,10 +830,11 @@ static weft_status acc_generate(interp *st, const fe_term *t, weft_array **out)
         s = oom();
         goto done;
     }
-    for (int64_t i = 0; i < size; i++) {
+    for (int64_t i = 0; i < (rv.n > 0 ? size : 0); i++) {
         put_ix(p, rank, ix);
         s = eval_exp(st, f->body, tmp);
         if (s) {
+            s = at_element(s, i);
             goto done;
         }
         store_elem(&rv, i, tmp);
@@ -834,10 +871,11 @@ static weft_status acc_map(interp *st, const fe_term *t, weft_array **out)
         s = p ? oom() : WEFT_ERR_OUT_OF_MEMORY;
         goto done;
     }
-    for (int64_t i = 0; i < a->size; i++) {
+    for (int64_t i = 0; i < (rv.n > 0 ? a->size : 0); i++) {
         load_elem(&av, i, p);
         s = eval_exp(st, f->body, tmp);
         if (s) {
+            s = at_element(s, i);
             goto done;
         }
         store_elem(&rv, i, tmp);
@@ -899,12 +937,13 @@ static weft_status acc_zipwith(interp *st, const fe_term *t, weft_array **out)
         s = oom();
         goto done;
     }
-    for (int64_t i = 0; i < r->size; i++) {
+    for (int64_t i = 0; i < (rv.n > 0 ? r->size : 0); i++) {
         for (int k = 0; k < n; k++) {
             load_elem(&av[k], ix_linear(rank, a[k]->shape, ix), p[k]);
         }
         s = eval_exp(st, f->body, tmp);
         if (s) {
+            s = at_element(s, i);
             goto done;
         }
         store_elem(&rv, i, tmp);
@@ -1156,6 +1195,7 @@ static weft_status acc_backpermute(interp *st, const fe_term *t,
         put_ix(pix, rank, ix);
         s = eval_exp(st, fix->body, siv);
         if (s) {
+            s = at_element(s, i);
             goto done;
         }
         for (int d = 0; d < a->rank; d++) {
@@ -1170,6 +1210,7 @@ static weft_status acc_backpermute(interp *st, const fe_term *t,
             load_elem(&av, j, pf);
             s = eval_exp(st, f->body, tmp);
             if (s) {
+                s = at_element(s, i);
                 goto done;
             }
             store_elem(&rv, i, tmp);
@@ -1214,7 +1255,8 @@ static weft_status comb_left(interp *st, const comb *c, fe_val *acc,
 {
     memcpy(c->p0, acc, sizeof *acc * (size_t)c->n);
     load_elem(v, i, c->p1);
-    return eval_exp(st, c->f->body, acc);
+    weft_status s = eval_exp(st, c->f->body, acc);
+    return s ? at_element(s, i) : s;
 }
 
 /* acc = f(element i of v, acc) */
@@ -1223,7 +1265,8 @@ static weft_status comb_right(interp *st, const comb *c, fe_val *acc,
 {
     load_elem(v, i, c->p0);
     memcpy(c->p1, acc, sizeof *acc * (size_t)c->n);
-    return eval_exp(st, c->f->body, acc);
+    weft_status s = eval_exp(st, c->f->body, acc);
+    return s ? at_element(s, i) : s;
 }
 
 /* Evaluate the input array of a fold or scan (rank >= 1) and split its
@@ -1615,6 +1658,7 @@ static weft_status acc_permute(interp *st, const fe_term *t, weft_array **out)
         st->ignored = false;
         s = eval_exp(st, fix->body, tv);
         if (s) {
+            s = at_element(s, i);
             goto done;
         }
         bool ign = drank == 0 ? st->ignored : true;
@@ -1634,6 +1678,7 @@ static weft_status acc_permute(interp *st, const fe_term *t, weft_array **out)
         load_elem(&rv, j, c.p1);
         s = eval_exp(st, f->body, tmp);
         if (s) {
+            s = at_element(s, i);
             goto done;
         }
         store_elem(&rv, j, tmp);
@@ -1811,6 +1856,7 @@ static weft_status acc_stencil(interp *st, const fe_term *t, weft_array **out)
         }
         s = eval_exp(st, f->body, tmp);
         if (s) {
+            s = at_element(s, i);
             goto done;
         }
         store_elem(&rv, i, tmp);
@@ -1972,11 +2018,24 @@ static weft_status eval_acc(interp *st, const fe_term *t, weft_array **out)
     return s;
 }
 
+/* Whether t is a generate, map or zipWith whose elements have no leaves
+ * (the unit type, tuples of units): its result is a shape and nothing
+ * else, so its function never runs (its value is never needed, as with
+ * dead code; a generate over 2^40 units takes no time).  Every backend
+ * leaves such a term to the interpreter's walker, so all agree. */
+static bool nothing_to_compute(interp *st, const fe_term *t)
+{
+    return (t->kind == FE_GENERATE || t->kind == FE_MAP ||
+            t->kind == FE_ZIPWITH) &&
+           t->atype && t->atype->arity == 0 && leaves_of(st, t->type) == 0;
+}
+
 static weft_status eval_acc_op(interp *st, const fe_term *t, weft_array **out)
 {
     weft_status s;
     if (st->hook && t->kind != FE_VAR && t->kind != FE_LET &&
-        t->kind != FE_AWHILE && t->kind != FE_ACOND) {
+        t->kind != FE_AWHILE && t->kind != FE_ACOND &&
+        !nothing_to_compute(st, t)) {
         bool handled = false;
         s = st->hook(st->hook_user, st, t, out, &handled);
         if (s || handled) {

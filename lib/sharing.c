@@ -112,6 +112,8 @@ typedef struct share {
                                       that emits a node, or -1 */
     int32_t *req;                  /* a point a node's let must be at or
                                       above (-1: none) */
+    int32_t *cpar, *cjump, *cdep;  /* bound nodes: the chain tree
+                                      (note_hoists) */
     /* the core being made */
     uint32_t nvar, nterm_out;
     int nuse;
@@ -299,7 +301,13 @@ static uint64_t term_hash(const fe_term *t, const int32_t *ch, int nch)
     for (int i = 0; i < nch; i++) {
         h = mix(h, (uint64_t)(uint32_t)ch[i]);
     }
-    return h;
+    /* mix only carries upwards, and the table takes the low bits: fold the
+     * high half down, or constants that differ only in their high bits
+     * (the f64 values 1.0, 2.0, ...) share one slot and probe in a line,
+     * quadratic in their number */
+    h ^= h >> 29;
+    h *= 0xbf58476d1ce4e5b9ull;
+    return h ^ (h >> 32);
 }
 
 static bool term_same(const share *s, int32_t n, const fe_term *t,
@@ -625,16 +633,18 @@ static bool walk(share *s, fe_term *r)
  * node (Myers' skew-binary scheme), so that the meet of two nodes costs
  * O(log depth) even on long chains, where walking idom one step at a time
  * would be quadratic (a function used by each of 100k chained maps). */
+/* Node u joins a tree with depths dep and jump pointers jump as a child
+ * of p (its jump pointer per the skew-binary scheme). */
+static void jump_link(int32_t *dep, int32_t *jump, int32_t u, int32_t p)
+{
+    dep[u] = dep[p] + 1;
+    int32_t j = jump[p];
+    jump[u] = dep[p] - dep[j] == dep[j] - dep[jump[j]] ? jump[j] : p;
+}
+
 static void tree_link(share *s, int32_t u)
 {
-    int32_t p = s->idom[u];
-    s->depth[u] = s->depth[p] + 1;
-    int32_t j = s->jump[p];
-    if (s->depth[p] - s->depth[j] == s->depth[j] - s->depth[s->jump[j]]) {
-        s->jump[u] = s->jump[j];
-    } else {
-        s->jump[u] = p;
-    }
+    jump_link(s->depth, s->jump, u, s->idom[u]);
 }
 
 static int32_t ancestor_at(const share *s, int32_t u, int32_t d)
@@ -828,6 +838,46 @@ static void note_parent_level(share *s, int32_t u)
  * P instead: s->req[c].  u's chain is the run of unbound terms emitted
  * inside their parent, up to the nearest bound one (s->top); hoists above
  * that one are followed too. */
+/*
+ * Walking that chain one bound term at a time is quadratic on long chains
+ * (a let chain of n terms whose every link uses one shared term).  The
+ * bound terms w_1 = top[u], w_2 = top[bind_at[w_1]], ... form a tree (the
+ * chain tree, parent cpar), and the depth of bind_at[w_k] in the dominator
+ * tree (its key) strictly decreases along it.  Following the chain, the
+ * first w_k whose key is below the depth of c's meet B decides: if B lies
+ * strictly between bind_at[w_k] and w_k, c is bound at bind_at[w_k];
+ * otherwise B is on the chain and in scope.  Since keys are monotone, that
+ * w_k is found with jump pointers as in the dominator tree: O(log n).
+ */
+static int32_t chain_key(const share *s, int32_t w)
+{
+    return s->depth[s->bind_at[w]];
+}
+
+/* Bound term w joins the chain tree (its bind_at is set). */
+static void chain_link(share *s, int32_t w)
+{
+    int32_t p = s->top[s->bind_at[w]];
+    s->cpar[w] = p;
+    if (p < 0) {
+        s->cdep[w] = 0;
+        s->cjump[w] = w;
+        return;
+    }
+    jump_link(s->cdep, s->cjump, w, p);
+}
+
+/* The first bound term from w up the chain tree whose key is below d, or
+ * -1. */
+static int32_t chain_first_below(const share *s, int32_t w, int32_t d)
+{
+    while (w >= 0 && chain_key(s, w) >= d) {
+        int32_t j = s->cjump[w];
+        w = j != w && chain_key(s, j) >= d ? j : s->cpar[w];
+    }
+    return w;
+}
+
 static void note_hoists(share *s, int32_t u)
 {
     for (int32_t i = 0; i < s->nch[u]; i++) {
@@ -836,17 +886,9 @@ static void note_hoists(share *s, int32_t u)
             continue;
         }
         int32_t B = s->idom[c];
-        for (int32_t w = s->top[u]; w >= 0; w = s->top[s->bind_at[w]]) {
-            int32_t P = s->bind_at[w];
-            if (s->depth[B] >= s->depth[w]) {
-                break; /* on the chain itself: in scope */
-            }
-            if (s->depth[B] > s->depth[P]) {
-                B = P;
-            }
-            if (P == s->nnode) {
-                break;
-            }
+        int32_t w = chain_first_below(s, s->top[u], s->depth[B]);
+        if (w >= 0 && s->depth[B] < s->depth[w]) {
+            B = s->bind_at[w]; /* strictly between: bound at w's point */
         }
         if (B != s->idom[c]) {
             s->req[c] = s->req[c] < 0 ? B : meet(s, s->req[c], B);
@@ -905,6 +947,9 @@ static void place(share *s)
         }
         note_parent_level(s, t);
         s->top[t] = P >= 0 ? t : s->top[s->idom[t]];
+        if (P >= 0) {
+            chain_link(s, t);
+        }
         note_hoists(s, t);
     }
     for (int32_t t = 0; t < root; t++) {
@@ -1242,6 +1287,9 @@ static bool setup(share *s)
     s->bind_at = ints(s, cap, -1);
     s->top = ints(s, cap, -1);
     s->req = ints(s, cap, -1);
+    s->cpar = ints(s, cap, -1);
+    s->cjump = ints(s, cap, -1);
+    s->cdep = ints(s, cap, 0);
     s->let_head = ints(s, cap, -1);
     s->let_tail = ints(s, cap, -1);
     s->let_next = ints(s, cap, -1);

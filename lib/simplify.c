@@ -672,6 +672,8 @@ typedef struct cand {
     int size;
     int parent;     /* the nearest enclosing candidate, or -1 */
     bool dead;      /* replaced by a variable */
+    int8_t under;   /* memo of cand_dead for the enclosing candidates:
+                       -1 not known yet, else 0 or 1 */
 } cand;
 
 typedef struct cse {
@@ -766,7 +768,7 @@ static bool collect(simp *s, cse *q, fe_term **slot, int parent, uint64_t *h,
             q->cap = cap;
         }
         me = q->n++;
-        q->c[me] = (cand){slot, 0, 0, parent, false};
+        q->c[me] = (cand){slot, 0, 0, parent, false, -1};
     }
     *h = mix(*h, t->op);
     *h = mix(*h, (uint64_t)(t->kind == FE_GET ? t->u.index : 0));
@@ -792,14 +794,35 @@ static bool collect(simp *s, cse *q, fe_term **slot, int parent, uint64_t *h,
     return ok;
 }
 
-static bool cand_dead(const cse *q, int i)
+/* Whether candidate i or one enclosing it was replaced by a variable.
+ * Candidates are handled largest first and an enclosing one is larger, so
+ * when i is asked about, every candidate above it is final: what the
+ * chain above a candidate says is remembered (c[].under), and a chain of
+ * n nested candidates costs O(n) in all rather than O(n) per query. */
+static bool cand_dead(cse *q, int i)
 {
-    for (; i >= 0; i = q->c[i].parent) {
-        if (q->c[i].dead) {
-            return true;
-        }
+    if (q->c[i].dead) {
+        return true;
     }
-    return false;
+    /* find the nearest ancestor whose answer is known */
+    int j = q->c[i].parent;
+    int8_t ans = 0;
+    while (j >= 0) {
+        if (q->c[j].dead) {
+            ans = 1;
+            break;
+        }
+        if (q->c[j].under >= 0) {
+            ans = q->c[j].under;
+            break;
+        }
+        j = q->c[j].parent;
+    }
+    /* fill the memo on the way */
+    for (int k = i; k >= 0 && k != j; k = q->c[k].parent) {
+        q->c[k].under = ans;
+    }
+    return ans != 0;
 }
 
 static int cand_order(const void *a, const void *b)

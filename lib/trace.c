@@ -421,6 +421,17 @@ weft_status fe_trace_open(weft_context *ctx, const char *path)
     return s;
 }
 
+void fe_trace_share(weft_context *dst, const weft_context *src)
+{
+    pthread_mutex_lock(&open_lock);
+    fe_trace *t = src->trace;
+    if (t) {
+        t->refs++;
+    }
+    dst->trace = t;
+    pthread_mutex_unlock(&open_lock);
+}
+
 void fe_trace_flush(weft_context *ctx)
 {
     fe_trace *t = ctx ? ctx->trace : NULL;

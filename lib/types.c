@@ -98,14 +98,11 @@ int fe_type_leaf_offset(const weft_context *ctx, weft_type t, int i)
     if (fe_is_dim(t)) {
         return i;
     }
-    const weft_type *comps;
-    int n = fe_type_comps(ctx, t, &comps);
-    int off = 0;
-    for (int k = 0; k < i && k < n; k++) {
-        const weft_type *l;
-        off += fe_type_leaves(ctx, comps[k], &l);
+    const fe_tuple *tu = tuple_of(ctx, t);
+    if (!tu || i < 0) {
+        return 0;
     }
-    return off;
+    return tu->leaf_off[i < tu->arity ? i : tu->arity];
 }
 
 static const char *scalar_names[] = {
@@ -143,6 +140,65 @@ const char *fe_type_name(const weft_context *ctx, weft_type t, char *buf,
     return buf;
 }
 
+/* Bytes of an interned tuple: the struct, then comp, leaf and leaf_off. */
+static size_t tuple_bytes(int n, int nleaf)
+{
+    return sizeof(fe_tuple) + sizeof(weft_type) * (size_t)(n + nleaf) +
+           sizeof(int) * (size_t)(n + 1);
+}
+
+static uint64_t tuple_hash(int n, const weft_type *comps)
+{
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)n;
+    for (int i = 0; i < n; i++) {
+        h = (h ^ (uint64_t)(uint32_t)comps[i]) * 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+    }
+    return h;
+}
+
+/* Grow the hash table of tuples to fit twice the tuples there will be
+ * after one more (under ctx->lock); false when out of memory. */
+static bool tuple_rehash(weft_context *ctx)
+{
+    uint32_t nslot = ctx->tuple_nslot ? 2 * ctx->tuple_nslot : 64;
+    while (nslot < 2 * (uint32_t)(ctx->ntuples + 1)) {
+        nslot *= 2;
+    }
+    int32_t *slots = fe_alloc(ctx, sizeof *slots * nslot);
+    if (!slots) {
+        return false;
+    }
+    memset(slots, 0xff, sizeof *slots * nslot);
+    for (int i = 0; i < ctx->ntuples; i++) {
+        const fe_tuple *tu = ctx->tuples[i];
+        uint32_t j = (uint32_t)tuple_hash(tu->arity, tu->comp) & (nslot - 1);
+        while (slots[j] >= 0) {
+            j = (j + 1) & (nslot - 1);
+        }
+        slots[j] = i;
+    }
+    fe_free(ctx, ctx->tuple_slots, sizeof *slots * ctx->tuple_nslot);
+    ctx->tuple_slots = slots;
+    ctx->tuple_nslot = nslot;
+    return true;
+}
+
+void fe_type_table_free(weft_context *ctx)
+{
+    for (int i = 0; i < ctx->ntuples; i++) {
+        fe_tuple *tu = ctx->tuples[i];
+        fe_free(ctx, tu, tuple_bytes(tu->arity, tu->nleaf));
+    }
+    fe_free(ctx, ctx->tuples, sizeof *ctx->tuples * (size_t)ctx->cap_tuples);
+    fe_free(ctx, ctx->tuple_slots,
+            sizeof *ctx->tuple_slots * ctx->tuple_nslot);
+    ctx->tuples = NULL;
+    ctx->tuple_slots = NULL;
+    ctx->ntuples = ctx->cap_tuples = 0;
+    ctx->tuple_nslot = 0;
+}
+
 weft_status fe_type_tuple(weft_context *ctx, int n, const weft_type *comps,
                           weft_type *out)
 {
@@ -165,14 +221,21 @@ weft_status fe_type_tuple(weft_context *ctx, int n, const weft_type *comps,
         nleaf += k;
     }
     weft_status st = WEFT_OK;
+    uint64_t h = tuple_hash(n, comps);
     pthread_mutex_lock(&ctx->lock);
-    for (int i = 0; i < ctx->ntuples; i++) {
-        fe_tuple *tu = ctx->tuples[i];
-        if (tu->arity == n &&
-            (n == 0 || memcmp(tu->comp, comps, sizeof *comps * (size_t)n) == 0)) {
-            *out = FE_TUPLE_BASE + i;
-            pthread_mutex_unlock(&ctx->lock);
-            return WEFT_OK;
+    uint32_t slot = 0;
+    if (ctx->tuple_nslot > 0) {
+        uint32_t mask = ctx->tuple_nslot - 1;
+        for (slot = (uint32_t)h & mask; ctx->tuple_slots[slot] >= 0;
+             slot = (slot + 1) & mask) {
+            fe_tuple *tu = ctx->tuples[ctx->tuple_slots[slot]];
+            if (tu->arity == n &&
+                (n == 0 ||
+                 memcmp(tu->comp, comps, sizeof *comps * (size_t)n) == 0)) {
+                *out = FE_TUPLE_BASE + ctx->tuple_slots[slot];
+                pthread_mutex_unlock(&ctx->lock);
+                return WEFT_OK;
+            }
         }
     }
     if (ctx->ntuples == ctx->cap_tuples) {
@@ -187,8 +250,17 @@ weft_status fe_type_tuple(weft_context *ctx, int n, const weft_type *comps,
         ctx->tuples = nt;
         ctx->cap_tuples = cap;
     }
-    size_t bytes = sizeof(fe_tuple) + sizeof(weft_type) * (size_t)(n + nleaf);
-    fe_tuple *tu = fe_calloc(ctx, bytes);
+    if (2 * (uint32_t)(ctx->ntuples + 1) > ctx->tuple_nslot) {
+        if (!tuple_rehash(ctx)) {
+            st = WEFT_ERR_OUT_OF_MEMORY;
+            goto done;
+        }
+        uint32_t mask = ctx->tuple_nslot - 1;
+        for (slot = (uint32_t)h & mask; ctx->tuple_slots[slot] >= 0;
+             slot = (slot + 1) & mask) {
+        }
+    }
+    fe_tuple *tu = fe_calloc(ctx, tuple_bytes(n, nleaf));
     if (!tu) {
         st = WEFT_ERR_OUT_OF_MEMORY;
         goto done;
@@ -197,6 +269,7 @@ weft_status fe_type_tuple(weft_context *ctx, int n, const weft_type *comps,
     tu->comp = (weft_type *)(tu + 1);
     tu->nleaf = nleaf;
     tu->leaf = tu->comp + n;
+    tu->leaf_off = (int *)(tu->leaf + nleaf);
     if (n > 0) {
         memcpy(tu->comp, comps, sizeof *comps * (size_t)n);
     }
@@ -216,8 +289,11 @@ weft_status fe_type_tuple(weft_context *ctx, int n, const weft_type *comps,
         if (m > 0) {
             memcpy(tu->leaf + k, l, sizeof *l * (size_t)m);
         }
+        tu->leaf_off[i] = k;
         k += m;
     }
+    tu->leaf_off[n] = k;
+    ctx->tuple_slots[slot] = ctx->ntuples;
     ctx->tuples[ctx->ntuples] = tu;
     *out = FE_TUPLE_BASE + ctx->ntuples;
     ctx->ntuples++;

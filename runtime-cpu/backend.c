@@ -103,6 +103,7 @@ static void cpu_stats(const weft_context *ctx, weft_stats *out)
     out->kernels_optimised = js.optimised;
     out->optimise_ms = js.optimise_ms;
     out->threads = cpu_gang_size(st->gang);
+    cpu_jit_phases(st->jit, out);
 }
 
 static weft_status cpu_wait_optimised(weft_context *ctx)

@@ -187,6 +187,13 @@ unsigned cpu_dump_flags(const char *list);
 weft_status cpu_jit_create(weft_context *ctx, const cpu_jit_options *opt,
                            cpu_jit **out);
 void cpu_jit_free(cpu_jit *j);
+/* Tests only: called by the background thread before each tier-up (NULL:
+ * nothing), and how many jits cpu_jit_free has left to their background
+ * thread to free, because it was doing a job (jit.c, "Freeing"). */
+extern void (*cpu_jit_tier_hook)(void);
+extern atomic_int cpu_jit_orphaned;
+/* Wait until every jit left to its thread is freed (its queue done). */
+void cpu_jit_wait_orphans(void);
 
 /* The vector register width, in bits, that j's target CPU has for SPMD
  * element functions (skeletons-ir/spmd.c): prefer_vector_width when set,
@@ -270,6 +277,8 @@ weft_status cpu_jit_compile(cpu_jit *j, LLVMModuleRef m, const uint8_t key[32],
 
 /* Copy j's counters into *out. */
 void cpu_jit_stats_get(cpu_jit *j, cpu_jit_stats *out);
+/* Add the compile phases j counted (weft_stats' *_ms fields) to *st. */
+void cpu_jit_phases(cpu_jit *j, weft_stats *st);
 
 #endif /* WEFT_HAVE_LLVM */
 

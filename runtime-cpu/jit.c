@@ -31,10 +31,12 @@
  * under the kernel's own names and stores the new addresses into the
  * entry's table, which callers that asked for it (cpu_jit_get_live) read
  * at every run.  A run that started with the quick code finishes with it;
- * both kinds of code stay linked until cpu_jit_free, which lets the
- * background thread finish every queued kernel first, so a freed context
- * leaves its kernels in the disk cache.  cpu_jit_wait blocks until the
- * queue is empty.  CPU_TIER_QUICK_ONLY keeps the quick code and never
+ * both kinds of code stay linked until cpu_jit_free, which does not wait
+ * for the background thread: a thread with work left finishes it on its
+ * own and then frees the jit ("Freeing" below), so a freed context's
+ * kernels reach the disk cache after it is gone.  Kernels too large for
+ * LLVM's superlinear passes skip the -O3 tier ("Huge kernels").
+ * cpu_jit_wait blocks until the queue is empty.  CPU_TIER_QUICK_ONLY keeps the quick code and never
  * reads or writes the disk cache (for tests and for telling a
  * code-generation bug from an optimiser bug).  Modules given to
  * cpu_jit_compile (in the caller's LLVM context, which the background
@@ -113,7 +115,11 @@ typedef struct tier_job {
 } tier_job;
 
 struct cpu_jit {
-    weft_context *ctx;
+    weft_context *ctx;       /* &actx: what the jit allocates with */
+    weft_context actx;       /* only cfg is set: a copy of the context's
+                                configuration, so that a tier-up left
+                                running by cpu_jit_free (see "Freeing")
+                                needs nothing of the context */
     LLVMOrcLLJITRef jit;     /* NULL when compiling for another CPU */
     LLVMTargetRef target;
     char *triple;            /* LLVM-allocated strings (LLVMDisposeMessage) */
@@ -136,6 +142,10 @@ struct cpu_jit {
     bool tier_abandon;       /* under lock: the process exits; leave the
                                 queue */
     bool tier_started;       /* tier_thread runs */
+    bool tier_busy;          /* under lock: the thread is doing a job */
+    bool tier_orphan;        /* under lock: cpu_jit_free returned while the
+                                thread was doing a job; the thread frees
+                                the jit when the job ends */
     bool tier_joined;        /* under live_lock: joined at exit */
     struct cpu_jit *next_live; /* under live_lock: the list of jits that
                                 may start a tier thread */
@@ -274,9 +284,18 @@ static char *dup_llvm(const char *s)
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
 static cpu_jit *live_jits;
 static pthread_once_t live_once = PTHREAD_ONCE_INIT;
+/* Under live_lock: detached threads still finishing a job for a freed jit
+ * (see "Freeing"), and their signal when one ends. */
+static int orphans_running;
+static pthread_cond_t orphans_done = PTHREAD_COND_INITIALIZER;
+static atomic_bool exiting; /* tier_at_exit ran: orphans leave their queue */
+/* Jits that cpu_jit_free left to their thread, ever (for tests). */
+atomic_int cpu_jit_orphaned;
+void (*cpu_jit_tier_hook)(void);
 
 static void tier_at_exit(void)
 {
+    atomic_store(&exiting, true);
     pthread_mutex_lock(&live_lock);
     for (cpu_jit *j = live_jits; j; j = j->next_live) {
         pthread_mutex_lock(&j->lock);
@@ -292,6 +311,9 @@ static void tier_at_exit(void)
         }
     }
     live_jits = NULL;
+    while (orphans_running > 0) {
+        pthread_cond_wait(&orphans_done, &live_lock);
+    }
     pthread_mutex_unlock(&live_lock);
 }
 
@@ -308,21 +330,6 @@ static void live_add(cpu_jit *j)
     j->next_live = live_jits;
     live_jits = j;
     pthread_mutex_unlock(&live_lock);
-}
-
-/* Take j off the list; whether tier_at_exit has joined its thread. */
-static bool live_remove(cpu_jit *j)
-{
-    pthread_mutex_lock(&live_lock);
-    bool joined = j->tier_joined;
-    for (cpu_jit **p = &live_jits; *p; p = &(*p)->next_live) {
-        if (*p == j) {
-            *p = j->next_live;
-            break;
-        }
-    }
-    pthread_mutex_unlock(&live_lock);
-    return joined;
 }
 
 weft_status cpu_jit_create(weft_context *ctx, const cpu_jit_options *opt,
@@ -355,7 +362,14 @@ weft_status cpu_jit_create(weft_context *ctx, const cpu_jit_options *opt,
     if (!j) {
         return fe_error(WEFT_ERR_OUT_OF_MEMORY, "cpu_jit_create: out of memory");
     }
-    j->ctx = ctx;
+    if (ctx) {
+        j->actx.cfg = ctx->cfg;
+        /* the jit's spans go to ctx's trace, kept open while the jit
+         * lives (an orphan's included); its phases are counted in actx
+         * and added to ctx's by cpu_jit_phases */
+        fe_trace_share(&j->actx, ctx);
+    }
+    j->ctx = &j->actx;
     pthread_mutex_init(&j->lock, NULL);
     pthread_mutex_init(&j->link, NULL);
     pthread_mutex_init(&j->session_lock, NULL);
@@ -371,7 +385,7 @@ weft_status cpu_jit_create(weft_context *ctx, const cpu_jit_options *opt,
     }
     /* The disk structure is set up first so that cpu_jit_free can always
      * close it. */
-    rt_disk_open(&j->disk, ctx, opt->cache_dir, opt->cache_max_bytes,
+    rt_disk_open(&j->disk, j->ctx, opt->cache_dir, opt->cache_max_bytes,
                   opt->no_disk_cache || !runnable
                       || j->tier == CPU_TIER_QUICK_ONLY, ".o");
 
@@ -405,7 +419,7 @@ weft_status cpu_jit_create(weft_context *ctx, const cpu_jit_options *opt,
     }
     if (opt->dump_dir) {
         size_t n = strlen(opt->dump_dir) + 1;
-        j->dump_dir = fe_alloc(ctx, n);
+        j->dump_dir = fe_alloc(j->ctx, n);
         if (!j->dump_dir) {
             s = fe_error(WEFT_ERR_OUT_OF_MEMORY, "cpu_jit_create: out of memory");
             goto fail;
@@ -433,22 +447,79 @@ fail:
 }
 
 static void tier_job_free(cpu_jit *j, tier_job *t);
+static void jit_destroy(cpu_jit *j);
 
+/*
+ * Freeing.  cpu_jit_free does not wait for the background thread, which
+ * may be deep inside LLVM for seconds: while it has work (a job running
+ * or queued) it is detached and made the jit's owner (tier_orphan); it
+ * finishes the queue (the optimised objects still go to the disk cache),
+ * then frees the jit, the LLJIT and all.  So the disk cache holds a
+ * freed context's kernels some time after cpu_jit_free returns, or at
+ * once when cpu_jit_wait was called first.
+ * Everything the job touches belongs to the jit: its LLVM context and
+ * module, the target description, the disk cache, and the allocator,
+ * through actx, a copy of the configuration (the context itself is gone
+ * by then).  Only when the configuration names its own allocator
+ * (weft_config.alloc), which the caller may tear down once the context
+ * is freed, does cpu_jit_free wait for the queue as before.  A process
+ * that exits meanwhile abandons the queues (tier_at_exit) and waits for
+ * the job each orphan is doing (orphans_running), as for live jits, so
+ * that no thread is in LLVM when LLVM's static destructors run (those
+ * LLVM makes on first use are made by codegen/init.c's warm-up, before
+ * the handler): exit waits for at most one job per thread, never for a
+ * queue.
+ */
 void cpu_jit_free(cpu_jit *j)
 {
     if (!j) {
         return;
     }
     if (j->tier != CPU_TIER_NONE) {
-        /* The thread empties the queue, then returns. */
+        pthread_mutex_lock(&live_lock);
         pthread_mutex_lock(&j->lock);
         j->tier_stop = true;
+        bool orphan = j->tier_started && (j->tier_busy || j->queue) &&
+                      !j->tier_joined && j->actx.cfg.alloc == NULL;
+        pthread_t th = j->tier_thread;
+        bool join = j->tier_started && !j->tier_joined && !orphan;
+        j->tier_orphan = orphan;
+        if (orphan) {
+            orphans_running++;
+        }
+        for (cpu_jit **p = &live_jits; *p; p = &(*p)->next_live) {
+            if (*p == j) {
+                *p = j->next_live;
+                break;
+            }
+        }
         pthread_cond_signal(&j->tier_wake);
         pthread_mutex_unlock(&j->lock);
-        if (!live_remove(j) && j->tier_started) {
-            pthread_join(j->tier_thread, NULL);
+        pthread_mutex_unlock(&live_lock);
+        if (orphan) {
+            atomic_fetch_add(&cpu_jit_orphaned, 1);
+            pthread_detach(th); /* the thread frees j */
+            return;
+        }
+        if (join) {
+            pthread_join(th, NULL);
         }
     }
+    jit_destroy(j);
+}
+
+void cpu_jit_wait_orphans(void)
+{
+    pthread_mutex_lock(&live_lock);
+    while (orphans_running > 0) {
+        pthread_cond_wait(&orphans_done, &live_lock);
+    }
+    pthread_mutex_unlock(&live_lock);
+}
+
+/* Free j and everything it holds (no thread uses it any more). */
+static void jit_destroy(cpu_jit *j)
+{
     while (j->queue) { /* what a thread stopped at exit left */
         tier_job *t = j->queue;
         j->queue = t->next;
@@ -481,6 +552,7 @@ void cpu_jit_free(cpu_jit *j)
     pthread_mutex_destroy(&j->link);
     pthread_mutex_destroy(&j->session_lock);
     pthread_mutex_destroy(&j->lock);
+    fe_trace_close(&j->actx);
     fe_free(j->ctx, j, sizeof *j);
 }
 
@@ -873,11 +945,50 @@ static LLVMTargetMachineRef target_machine(cpu_jit *j, LLVMCodeGenOptLevel level
     return tm;
 }
 
-/* Prepare and optimise m (CG_CPU_PIPELINE) for j's target, dumping the IR
- * as asked.  *ms gets the time spent in the passes. */
+/*
+ * Huge kernels.  A generated program can make one element function of a
+ * million instructions, and several of LLVM's passes and its -O3 code
+ * generation take time superlinear in the size of a function (minutes at
+ * 20,000 conditionals).  A module of more than CPU_HUGE_INSTRUCTIONS
+ * instructions is therefore optimised by CPU_HUGE_PIPELINE (passes linear
+ * in practice: scalar replacement, early CSE, instcombine; no loop
+ * passes, vectorisers or CFG simplification) and emitted by the quick code
+ * generator only, as its final code: no background -O3 tier-up, nothing
+ * written to the disk cache (which holds optimised code only).  Such a
+ * kernel's loop is one of a few iterations around a huge body, so the
+ * loop optimisations would gain little.
+ */
+#define CPU_HUGE_INSTRUCTIONS 20000
+#define CPU_HUGE_PIPELINE "function(sroa,early-cse,instcombine<no-verify-fixpoint>)"
+
+/* Instructions in m, counting up to limit + 1. */
+static size_t module_size(LLVMModuleRef m, size_t limit)
+{
+    size_t n = 0;
+    for (LLVMValueRef f = LLVMGetFirstFunction(m); f && n <= limit;
+         f = LLVMGetNextFunction(f)) {
+        for (LLVMBasicBlockRef b = LLVMGetFirstBasicBlock(f); b && n <= limit;
+             b = LLVMGetNextBasicBlock(b)) {
+            for (LLVMValueRef i = LLVMGetFirstInstruction(b); i;
+                 i = LLVMGetNextInstruction(i)) {
+                n++;
+            }
+        }
+    }
+    return n;
+}
+
+static bool module_huge(LLVMModuleRef m)
+{
+    return module_size(m, CPU_HUGE_INSTRUCTIONS) > CPU_HUGE_INSTRUCTIONS;
+}
+
+/* Prepare and optimise m (CG_CPU_PIPELINE, or CPU_HUGE_PIPELINE when huge)
+ * for j's target, dumping the IR as asked.  *ms gets the time spent in the
+ * passes. */
 static weft_status optimise_module(cpu_jit *j, LLVMModuleRef m,
                                    const char *const *symbols, int nsym,
-                                   double *ms)
+                                   bool huge, double *ms)
 {
     *ms = 0;
     LLVMTargetMachineRef tm = target_machine(j, LLVMCodeGenLevelAggressive);
@@ -899,7 +1010,8 @@ static weft_status optimise_module(cpu_jit *j, LLVMModuleRef m,
     LLVMPassBuilderOptionsSetSLPVectorization(po, 1);
     LLVMPassBuilderOptionsSetLoopInterleaving(po, 1);
     LLVMPassBuilderOptionsSetLoopUnrolling(po, 1);
-    LLVMErrorRef e = LLVMRunPasses(m, CG_CPU_PIPELINE, tm, po);
+    LLVMErrorRef e = LLVMRunPasses(
+        m, huge ? CPU_HUGE_PIPELINE : CG_CPU_PIPELINE, tm, po);
     if (e) {
         s = llvm_error(e, "optimisation failed");
         goto out;
@@ -1190,12 +1302,22 @@ static weft_status produce(cpu_jit *j, const uint8_t key[32], source *src,
     }
     /* Only a module in a context of our own can go to the background. */
     bool tiered = llctx && j->tier != CPU_TIER_NONE;
+    bool huge = module_huge(m); /* see "Huge kernels" */
     LLVMMemoryBufferRef obj = NULL;
     double opt_ms = 0, emit_ms = 0;
-    s = optimise_module(j, m, symbols, nsym, &opt_ms);
-    if (s == WEFT_OK && !tiered) {
-        s = emit_module(j, m, LLVMCodeGenLevelAggressive, symbols[0], false,
-                        &obj, &emit_ms);
+    s = optimise_module(j, m, symbols, nsym, huge, &opt_ms);
+    if (s == WEFT_OK && huge && j->jit && !dumping) {
+        /* final quick code, linked under the kernel's own names */
+        s = emit_module(j, m, LLVMCodeGenLevelNone, symbols[0], false, &obj,
+                        &emit_ms);
+        if (s == WEFT_OK) {
+            s = link_object(j, obj, symbols, nsym, addrs);
+            obj = NULL;
+        }
+        tiered = false;
+    } else if (s == WEFT_OK && !tiered) {
+        s = emit_module(j, m, LLVMCodeGenLevelAggressive, symbols[0], false, &obj,
+                        &emit_ms);
     } else if (s == WEFT_OK) {
         s = emit_quick(j, m, symbols, nsym, addrs, &emit_ms);
     }
@@ -1212,7 +1334,9 @@ static weft_status produce(cpu_jit *j, const uint8_t key[32], source *src,
         goto out;
     }
     uint64_t written = 0;
-    if (tiered && j->tier == CPU_TIER_QUICK_FIRST) {
+    if (huge && j->jit && !dumping) {
+        /* linked above; nothing for the background or the disk */
+    } else if (tiered && j->tier == CPU_TIER_QUICK_FIRST) {
         LLVMContextSetDiagnosticHandler(llctx, NULL, NULL);
         *job = tier_job_new(j, llctx, m, symbols, nsym);
         if (*job) {
@@ -1254,6 +1378,9 @@ static weft_status tier_up(cpu_jit *j, tier_job *t, void **addrs,
                            uint64_t *written, double *ms)
 {
     *written = 0;
+    if (cpu_jit_tier_hook) {
+        cpu_jit_tier_hook();
+    }
     diag dg = {{0}};
     LLVMContextSetDiagnosticHandler(t->llctx, on_diagnostic, &dg);
     LLVMMemoryBufferRef obj = NULL;
@@ -1317,6 +1444,9 @@ static void *tier_main(void *arg)
             pthread_cond_wait(&j->tier_wake, &j->lock);
         }
         tier_job *t = j->queue;
+        if (j->tier_orphan && atomic_load(&exiting)) {
+            j->tier_abandon = true; /* the process exits: leave the queue */
+        }
         if (!t || j->tier_abandon) {
             if (j->tier_abandon) { /* exiting: nobody may wait forever */
                 j->tier_pending = 0;
@@ -1328,11 +1458,22 @@ static void *tier_main(void *arg)
         if (!j->queue) {
             j->queue_tail = NULL;
         }
+        j->tier_busy = true;
         pthread_mutex_unlock(&j->lock);
         tier_run(j, t);
         pthread_mutex_lock(&j->lock);
+        j->tier_busy = false;
     }
+    bool orphan = j->tier_orphan;
     pthread_mutex_unlock(&j->lock);
+    if (orphan) {
+        /* cpu_jit_free has returned: this thread owns j (see "Freeing") */
+        jit_destroy(j);
+        pthread_mutex_lock(&live_lock);
+        orphans_running--;
+        pthread_cond_broadcast(&orphans_done);
+        pthread_mutex_unlock(&live_lock);
+    }
     return NULL;
 }
 
@@ -1501,6 +1642,13 @@ weft_status cpu_jit_compile(cpu_jit *j, LLVMModuleRef m, const uint8_t key[32],
         LLVMDisposeModule(src.given); /* cached: not needed */
     }
     return s;
+}
+
+void cpu_jit_phases(cpu_jit *j, weft_stats *st)
+{
+    if (j) {
+        fe_stats_add_phases(st, &j->actx);
+    }
 }
 
 void cpu_jit_stats_get(cpu_jit *j, cpu_jit_stats *out)

@@ -601,6 +601,7 @@ static weft_status cached_quot(const char *dir, bool checked, uint64_t *loaded,
         *mid = tu_load_i(WEFT_I32, (const char *)weft_array_data(out, 0) + 4);
     }
     weft_stats st;
+    TU_OK(weft_context_wait_optimised(ctx)); /* the kernel on disk */
     TU_OK(weft_context_stats(ctx, &st));
     *loaded = st.kernels_loaded;
     weft_array_release(in);

@@ -168,6 +168,8 @@ static int child_main(const char *dir, const char *stats)
     }
     const char *err = run_and_check(ctx);
     weft_stats st;
+    /* the optimised kernels to the disk cache before the process ends */
+    weft_context_wait_optimised(ctx);
     weft_context_stats(ctx, &st);
     weft_context_free(ctx);
     if (err) {
@@ -370,6 +372,7 @@ static void run_counting(const char *dir, unsigned flags, weft_stats *st)
     ck_assert_msg(ctx != NULL, "%s", weft_last_error());
     const char *err = run_and_check(ctx);
     ck_assert_msg(err == NULL, "%s", err);
+    TU_OK(weft_context_wait_optimised(ctx)); /* all in the disk cache */
     TU_OK(weft_context_stats(ctx, st));
     weft_context_free(ctx);
 }

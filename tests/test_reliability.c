@@ -244,6 +244,7 @@ static void run_cached(const char *dir, weft_stats *st)
     weft_array *out = NULL;
     TU_OK(weft_run1(p, &r, 1, &in, 1, &out, 1));
     TU_CHECK_I(t.ctx, out, 0, 1, TU_SH(100), want);
+    TU_OK(weft_context_wait_optimised(t.ctx)); /* the entry on disk */
     TU_OK(weft_context_stats(t.ctx, st));
     weft_array_release(in);
     weft_array_release(out);

@@ -8,7 +8,8 @@
 # folds and scans (test_cpu cases concurrent_runs, fold_large, scan_large,
 # awhile), cancellation from another thread (test_cancel), and tiered
 # compilation: the background thread that swaps optimised code in while
-# other threads run the quick code (test_tier).  Any report
+# other threads run the quick code (test_tier), and 8 threads compiling at
+# once (test_large concurrent_compiles).  Any report
 # fails the run (halt_on_error); the exit status is 0 when all are clean.
 #
 #   tools/tsan.sh              build-tsan, -j2
@@ -26,7 +27,7 @@ jobs=${JOBS:-2}
 cmake -S . -B "$dir" -DWEFT_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DWEFT_SANITIZE=thread -DWEFT_BUILD_EXAMPLES=OFF >/dev/null
 cmake --build "$dir" -j"$jobs" --target test_gang test_jit test_cpu \
-      test_cancel test_tier
+      test_cancel test_tier test_large
 
 run=()
 if command -v setarch >/dev/null 2>&1 && setarch "$(uname -m)" -R true 2>/dev/null; then
@@ -57,4 +58,7 @@ for c in concurrent_runs fold_large scan_large awhile; do
 done
 one test_cancel "$dir/test_cancel"
 one test_tier "$dir/test_tier"
+# 8 threads compiling at once (LLVM's pass instrumentation, issue 21)
+CK_RUN_CASE=concurrent_compiles one test_large-concurrent_compiles \
+  "$dir/test_large"
 exit $status
