@@ -28,17 +28,23 @@
 
 static char g_dir[256];
 
-static weft_context *open_sm90(void)
+/* A ptx context for sm_90 that writes its PTX into dir. */
+static weft_context *open_sm90_in(const char *dir)
 {
     weft_config cfg = weft_config_default();
     cfg.backend = WEFT_BACKEND_PTX;
     cfg.flags |= WEFT_FLAG_NO_ENV;
     cfg.target_cpu = "sm_90";
     cfg.dump = "ptx";
-    cfg.dump_dir = g_dir;
+    cfg.dump_dir = dir;
     weft_context *ctx = NULL;
     TU_OK(weft_context_create(&cfg, &ctx));
     return ctx;
+}
+
+static weft_context *open_sm90(void)
+{
+    return open_sm90_in(g_dir);
 }
 
 static int count_ptx(void)
@@ -143,6 +149,17 @@ START_TEST(reductions)
     r[0] = weft_scanl_(add2(p, WEFT_I64), z, v);
     r[1] = weft_scanr_(add2(p, WEFT_I64), z, v);
     compile(p, r, 2, "scanl', scanr'");
+    /* and of 4-byte elements (the packed tile status), i32 and f32 */
+    weft_acc *v32 = weft_param(p, WEFT_I32, 2), *f32 = weft_param(p, WEFT_F32, 1);
+    weft_exp *z32 = weft_i32(p, 0);
+    r[0] = weft_scanl(add2(p, WEFT_I32), z32, v32);
+    r[1] = weft_scanl1(add2(p, WEFT_I32), v32);
+    r[2] = weft_scanr(add2(p, WEFT_I32), z32, v32);
+    r[3] = weft_scanr1(add2(p, WEFT_I32), v32);
+    compile(p, r, 4, "scanl, scanl1, scanr, scanr1 of i32");
+    r[0] = weft_scanl_(add2(p, WEFT_I32), z32, v32);
+    r[1] = weft_scanr_(add2(p, WEFT_F32), weft_f32(p, 0), f32);
+    compile(p, r, 2, "scanl' of i32, scanr' of f32");
     /* fold_seg of a tuple with a non-commutative function */
     weft_type pair = weft_type_tuple(ctx, 2, (weft_type[]){WEFT_I32, WEFT_F64});
     weft_acc *tv = weft_param(p, pair, 1), *seg = weft_param(p, WEFT_I32, 1);
@@ -446,6 +463,65 @@ START_TEST(u16_stencil2)
 }
 END_TEST
 
+/* The text of the one PTX file in dir (static storage). */
+static const char *only_ptx(const char *dir)
+{
+    static char text[1 << 22];
+    DIR *d = opendir(dir);
+    ck_assert_ptr_nonnull(d);
+    struct dirent *e;
+    int n = 0;
+    while ((e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name);
+        if (len <= 4 || strcmp(e->d_name + len - 4, ".ptx") != 0) {
+            continue;
+        }
+        char path[600];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        FILE *f = fopen(path, "r");
+        ck_assert_ptr_nonnull(f);
+        size_t got = fread(text, 1, sizeof text - 1, f);
+        fclose(f);
+        text[got] = '\0';
+        n++;
+    }
+    closedir(d);
+    ck_assert_int_eq(n, 1);
+    return text;
+}
+
+/* The single-pass scan's tile status: for elements of one 4-byte leaf,
+ * flag and value share a 64-bit word, published and read without a fence;
+ * other elements (i64 here) keep flags and values apart, with fences. */
+START_TEST(scan_status_word)
+{
+    const weft_type ts[2] = {WEFT_I32, WEFT_I64};
+    for (int i = 0; i < 2; i++) {
+        char dir[300];
+        snprintf(dir, sizeof dir, "%s/status-%d", g_dir, i);
+        ck_assert_int_eq(mkdir(dir, 0700), 0);
+        weft_context *ctx = open_sm90_in(dir);
+        weft_program *p;
+        TU_OK(weft_program_create(ctx, &p));
+        weft_acc *r = weft_scanl1(add2(p, ts[i]), weft_param(p, ts[i], 1));
+        weft_executable *exe = NULL;
+        TU_OK(weft_compile(p, &r, 1, &exe));
+        const char *text = only_ptx(dir);
+        bool packed = ts[i] == WEFT_I32;
+        ck_assert_msg((strstr(text, "membar") == NULL) == packed,
+                      "scan %d: a fence where %s expected", i,
+                      packed ? "none was" : "one was");
+        if (packed) {
+            ck_assert_msg(strstr(text, "ld.volatile.global.u64") != NULL,
+                          "scan %d: no 64-bit status load", i);
+        }
+        weft_executable_free(exe);
+        weft_program_free(p);
+        weft_context_free(ctx);
+    }
+}
+END_TEST
+
 /* Every .ptx file: entries, nothing unresolved, and ptxas accepts it. */
 START_TEST(ptxas_accepts)
 {
@@ -502,6 +578,7 @@ static Suite *suite(void)
     tcase_add_test(tc, u16_stencil2);
     tcase_add_test(tc, while_cancel);
     tcase_add_test(tc, unit_kernels);
+    tcase_add_test(tc, scan_status_word);
     tcase_add_test(tc, ptxas_accepts); /* last: reads what the others wrote */
     suite_add_tcase(s, tc);
     return s;

@@ -155,6 +155,17 @@ static int items_per_lane(weft_context *ctx, weft_type elt)
     return k < 1 ? 1 : (k > MAX_ITEMS ? MAX_ITEMS : k);
 }
 
+/* Whether a tile's status is one 64-bit word, the flag in its low half
+ * and the value's bits in its high one (a single leaf of 4 bytes): one
+ * relaxed 64-bit access carries both, so neither side needs a fence. */
+static bool packed_status(weft_context *ctx, weft_type elt)
+{
+    const weft_type *leaf;
+    int n = fe_type_leaves(ctx, elt, &leaf);
+    return n == 1 && (leaf[0] == WEFT_I32 || leaf[0] == WEFT_U32 ||
+                      leaf[0] == WEFT_F32);
+}
+
 static weft_status ptx_scan_prepare(weft_context *ctx, fe_arena *arena,
                                     sk_kernel *k)
 {
@@ -171,10 +182,14 @@ static weft_status ptx_scan_prepare(weft_context *ctx, fe_arena *arena,
                 {AUX_AGG, true, 0},
                 {AUX_INCL, true, 0},
                 {AUX_COUNTER, false, WEFT_I64}};
+    bool packed = packed_status(ctx, in.elt);
     for (int a = 0; a < 4; a++) {
+        weft_type t = aux[a].elt ? in.elt : aux[a].t;
+        if (aux[a].aux == AUX_FLAGS && packed) {
+            t = WEFT_I64;
+        }
         weft_status s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX,
-                                    aux[a].aux, aux[a].elt ? in.elt : aux[a].t,
-                                    1);
+                                    aux[a].aux, t, 1);
         if (s) {
             return s;
         }
@@ -306,6 +321,37 @@ static void vstore_val(cg_fn *fn, const cg_array *a, LLVMValueRef i,
     for (int l = 0; l < a->nleaf; l++) {
         vstore(fn, a->leaf[l], a->ptr[l], i, x->v[l]);
     }
+}
+
+/* The packed status word of flag and x (packed_status). */
+static LLVMValueRef pack(cg_fn *fn, int flag, const cg_val *x)
+{
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
+    LLVMValueRef bits = x->v[0];
+    if (LLVMTypeOf(bits) != i32) {
+        bits = LLVMBuildBitCast(fn->b, bits, i32, "");
+    }
+    LLVMValueRef hi = LLVMBuildShl(fn->b, LLVMBuildZExt(fn->b, bits, i64, ""),
+                                   cg_i64(fn, 32), "");
+    return LLVMBuildOr(fn->b, hi, cg_i64(fn, flag), "");
+}
+
+/* The value of packed status word w, of element type elt. */
+static weft_status unpack(cg_fn *fn, weft_type elt, LLVMValueRef w,
+                          cg_val *out)
+{
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+    const weft_type *leaf;
+    cg_leaves(fn, elt, &leaf);
+    weft_status s = cg_val_make(fn, 1, out);
+    if (s == WEFT_OK) {
+        LLVMValueRef bits = LLVMBuildTrunc(
+            fn->b, LLVMBuildLShr(fn->b, w, cg_i64(fn, 32), ""), i32, "");
+        LLVMTypeRef t = cg_type(fn->llctx, leaf[0]);
+        out->v[0] = t == i32 ? bits : LLVMBuildBitCast(fn->b, bits, t, "");
+    }
+    return s;
 }
 
 /* x of lane `src` (i32), every leaf; every lane of the warp takes part. */
@@ -498,6 +544,7 @@ typedef struct tile {
     const scan_info *in;
     lanes L;
     int K;
+    bool packed;          /* packed_status */
     LLVMValueRef m;       /* row length */
     LLVMValueRef tpr;     /* tiles per row */
     LLVMValueRef t;       /* the tile */
@@ -757,7 +804,13 @@ static weft_status look_back(sk_fn *f, tile *T, const cg_mut *excl)
     /* spin until every flag up to the first P (lanes past the row's first
      * piece count as P) is set */
     LLVMPositionBuilderAtEnd(fn->b, spin);
-    LLVMValueRef fl = vload(fn, WEFT_I32, flags->ptr[0], gi);
+    LLVMValueRef word = NULL, fl;
+    if (T->packed) {
+        word = vload(fn, WEFT_I64, flags->ptr[0], gi);
+        fl = LLVMBuildTrunc(fn->b, word, i32, "");
+    } else {
+        fl = vload(fn, WEFT_I32, flags->ptr[0], gi);
+    }
     fl = LLVMBuildSelect(fn->b, inr, fl, i32_const(fn, FLAG_PREFIX), "");
     LLVMValueRef pm = tg->ballot(fn, eq(fn, fl, i32_const(fn, FLAG_PREFIX)));
     LLVMValueRef zm = tg->ballot(fn, eq(fn, fl, i32_const(fn, FLAG_NONE)));
@@ -772,7 +825,9 @@ static weft_status look_back(sk_fn *f, tile *T, const cg_mut *excl)
     LLVMBuildCondBr(fn->b, wait, spin, got);
     /* read the window: aggregates before the first P, its prefix */
     LLVMPositionBuilderAtEnd(fn->b, got);
-    tg->fence(fn);
+    if (!T->packed) {
+        tg->fence(fn);
+    }
     LLVMValueRef fp64 = wide(fn, fp);
     cg_mut x;
     cg_val z, a, p;
@@ -781,21 +836,30 @@ static weft_status look_back(sk_fn *f, tile *T, const cg_mut *excl)
         return s;
     }
     cg_mut_set(fn, &x, &z);
-    cg_if take, which;
-    LLVMValueRef before = LLVMBuildICmp(fn->b, LLVMIntULT, L->lane, fp64, "");
+    cg_if take;
     LLVMValueRef upto_fp = LLVMBuildICmp(fn->b, LLVMIntULE, L->lane, fp64, "");
     cg_if_begin(fn, &take, LLVMBuildAnd(fn->b, inr, upto_fp, ""));
-    cg_if_begin(fn, &which, before);
-    if ((s = vload_val(fn, agg, gi, &a)) != WEFT_OK) {
-        return s;
+    if (T->packed) {
+        /* the value came with its flag */
+        if ((s = unpack(fn, in->elt, word, &a)) != WEFT_OK) {
+            return s;
+        }
+        cg_mut_set(fn, &x, &a);
+    } else {
+        cg_if which;
+        cg_if_begin(fn, &which,
+                    LLVMBuildICmp(fn->b, LLVMIntULT, L->lane, fp64, ""));
+        if ((s = vload_val(fn, agg, gi, &a)) != WEFT_OK) {
+            return s;
+        }
+        cg_mut_set(fn, &x, &a);
+        cg_if_else(fn, &which);
+        if ((s = vload_val(fn, incl, gi, &p)) != WEFT_OK) {
+            return s;
+        }
+        cg_mut_set(fn, &x, &p);
+        cg_if_end(fn, &which);
     }
-    cg_mut_set(fn, &x, &a);
-    cg_if_else(fn, &which);
-    if ((s = vload_val(fn, incl, gi, &p)) != WEFT_OK) {
-        return s;
-    }
-    cg_mut_set(fn, &x, &p);
-    cg_if_end(fn, &which);
     cg_if_end(fn, &take);
     /* reduce lanes 0 .. fp in order: higher lanes hold earlier pieces */
     for (int d = 1; d < WARP; d *= 2) {
@@ -842,16 +906,31 @@ static weft_status look_back(sk_fn *f, tile *T, const cg_mut *excl)
     return WEFT_OK;
 }
 
+/* Publish x as the tile's aggregate (aux AUX_AGG, flag FLAG_AGG) or
+ * inclusive prefix (AUX_INCL, FLAG_PREFIX): the packed word, or the value,
+ * a fence and the flag. */
+static void publish(sk_fn *f, const tile *T, int aux, int flag,
+                    const cg_val *x)
+{
+    cg_fn *fn = &f->fn;
+    const cg_array *flags = sk_aux_array(f, AUX_FLAGS);
+    if (T->packed) {
+        vstore(fn, WEFT_I64, flags->ptr[0], T->t, pack(fn, flag, x));
+        return;
+    }
+    vstore_val(fn, sk_aux_array(f, aux), T->t, x);
+    fn->target->fence(fn);
+    vstore(fn, WEFT_I32, flags->ptr[0], T->t, i32_const(fn, flag));
+}
+
 /* Steps 2 and 3 (warp 0): the warp totals scanned, the tile's prefix by
  * look-back, the inclusive prefix published, the row's totals, and each
  * warp's prefix into shared memory. */
 static weft_status tile_prefix(sk_fn *f, tile *T)
 {
     cg_fn *fn = &f->fn;
-    const cg_target *tg = fn->target;
     const scan_info *in = T->in;
     const lanes *L = &T->L;
-    const cg_array *flags = sk_aux_array(f, AUX_FLAGS);
     weft_status s;
     LLVMValueRef zero = cg_i64(fn, 0), one = cg_i64(fn, 1);
     LLVMValueRef lane0 = LLVMBuildICmp(fn->b, LLVMIntEQ, L->lane, zero, "");
@@ -913,9 +992,7 @@ static weft_status tile_prefix(sk_fn *f, tile *T)
     /* publish the aggregate (a tile past the first is never empty) */
     cg_if pa;
     cg_if_begin(fn, &pa, lane0);
-    vstore_val(fn, sk_aux_array(f, AUX_AGG), T->t, &agg);
-    tg->fence(fn);
-    vstore(fn, WEFT_I32, flags->ptr[0], T->t, i32_const(fn, FLAG_AGG));
+    publish(f, T, AUX_AGG, FLAG_AGG, &agg);
     cg_if_end(fn, &pa);
     if ((s = look_back(f, T, &prefix)) != WEFT_OK) {
         return s;
@@ -938,9 +1015,7 @@ static weft_status tile_prefix(sk_fn *f, tile *T)
         fn->b, LLVMIntEQ, T->q, LLVMBuildSub(fn->b, T->tpr, one, ""), "");
     cg_if more;
     cg_if_begin(fn, &more, LLVMBuildNot(fn->b, lastq, ""));
-    vstore_val(fn, sk_aux_array(f, AUX_INCL), T->t, &inc);
-    tg->fence(fn);
-    vstore(fn, WEFT_I32, flags->ptr[0], T->t, i32_const(fn, FLAG_PREFIX));
+    publish(f, T, AUX_INCL, FLAG_PREFIX, &inc);
     cg_if_end(fn, &more);
     LLVMValueRef m1 = LLVMBuildAdd(fn->b, T->m, one, "");
     LLVMValueRef endpos =
@@ -1068,6 +1143,7 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in)
     memset(&T, 0, sizeof T);
     T.in = in;
     T.K = items_per_lane(fn->ctx, in->elt);
+    T.packed = packed_status(fn->ctx, in->elt);
     lanes *L = &T.L;
     L->tid = wide(fn, tg->thread_index(fn, 0));
     L->lane32 = LLVMBuildAnd(fn->b, tg->thread_index(fn, 0),
