@@ -150,7 +150,8 @@ START_TEST(reductions)
     r[1] = weft_scanr_(add2(p, WEFT_I64), z, v);
     compile(p, r, 2, "scanl', scanr'");
     /* and of 4-byte elements (the packed tile status), i32 and f32 */
-    weft_acc *v32 = weft_param(p, WEFT_I32, 2), *f32 = weft_param(p, WEFT_F32, 1);
+    weft_acc *v32 = weft_param(p, WEFT_I32, 2);
+    weft_acc *f32 = weft_param(p, WEFT_F32, 1);
     weft_exp *z32 = weft_i32(p, 0);
     r[0] = weft_scanl(add2(p, WEFT_I32), z32, v32);
     r[1] = weft_scanl1(add2(p, WEFT_I32), v32);
@@ -491,8 +492,10 @@ static const char *only_ptx(const char *dir)
 }
 
 /* The single-pass scan's tile status: for elements of one 4-byte leaf,
- * flag and value share a 64-bit word, published and read without a fence;
- * other elements (i64 here) keep flags and values apart, with fences. */
+ * flag and value share a 64-bit word, published and read without a fence,
+ * and the kernel carries launch bounds (2 blocks of 512 per SM); other
+ * elements (i64 here) keep flags and values apart, with fences, and no
+ * bounds. */
 START_TEST(scan_status_word)
 {
     const weft_type ts[2] = {WEFT_I32, WEFT_I64};
@@ -515,6 +518,9 @@ START_TEST(scan_status_word)
             ck_assert_msg(strstr(text, "ld.volatile.global.u64") != NULL,
                           "scan %d: no 64-bit status load", i);
         }
+        ck_assert_msg((strstr(text, ".maxntid 512, 1, 1") != NULL) == packed &&
+                          (strstr(text, ".minnctapersm 2") != NULL) == packed,
+                      "scan %d: launch bounds", i);
         weft_executable_free(exe);
         weft_program_free(p);
         weft_context_free(ctx);

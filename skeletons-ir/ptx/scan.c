@@ -108,6 +108,10 @@ enum {
                         shared staging of a block then takes at most
                         33 KiB; 24 items of 4 bytes took 168 registers
                         where 16 take 92) */
+    MIN_BLOCKS = 2,  /* blocks of BLOCK resident per SM asked of ptxas for
+                        a packed status (launch_bounds): 64 registers, no
+                        spills for 16 i32 items (ptxas 13.0, sm_90), where
+                        92 without the bound let one block of 512 in */
 };
 
 enum { FLAG_NONE, FLAG_AGG, FLAG_PREFIX };
@@ -1260,12 +1264,36 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in)
     return WEFT_OK;
 }
 
+/* Launch bounds (!nvvm.annotations beside the target's "kernel"): blocks
+ * of at most BLOCK threads (.maxntid; the driver's block_max is the same)
+ * and MIN_BLOCKS of them resident per SM (.minnctapersm), which bounds
+ * ptxas to 64K / (MIN_BLOCKS BLOCK) registers a thread. */
+static void launch_bounds(cg_fn *fn)
+{
+    static const char *const key[2] = {"maxntidx", "minctasm"};
+    const int val[2] = {BLOCK, MIN_BLOCKS};
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+    for (int a = 0; a < 2; a++) {
+        LLVMMetadataRef md[3] = {
+            LLVMValueAsMetadata(fn->fn),
+            LLVMMDStringInContext2(fn->llctx, key[a], strlen(key[a])),
+            LLVMValueAsMetadata(LLVMConstInt(i32, (unsigned)val[a], 0)),
+        };
+        LLVMMetadataRef node = LLVMMDNodeInContext2(fn->llctx, md, 3);
+        LLVMAddNamedMetadataOperand(fn->mod, "nvvm.annotations",
+                                    LLVMMetadataAsValue(fn->llctx, node));
+    }
+}
+
 static weft_status ptx_scan_emit(sk_emit *e, const char *const *names)
 {
     scan_info in = info_of(e->k->op);
     sk_fn f;
     weft_status s = sk_fn_begin_raw(e, &f, names[0]);
     if (s == WEFT_OK) {
+        if (packed_status(f.fn.ctx, in.elt)) {
+            launch_bounds(&f.fn);
+        }
         s = emit_tiles(&f, &in);
     }
     if (s) {
