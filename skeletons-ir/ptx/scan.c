@@ -60,7 +60,8 @@
  *      any other tile publishes its aggregate (flag A), then looks at its
  *      predecessors 32 at a time, nearest in lane 0: it spins until every
  *      flag up to the first P (inclusive prefix) is set, reads the
- *      aggregates before it and that prefix, and reduces the window in
+ *      aggregates before it and that prefix (with the packed status they
+ *      came with the flags), and reduces the window in
  *      order (lane l + d holds the earlier values: x = y . x); windows
  *      without a P go in front of what it has and it moves 32 further
  *      back.  Then the tile publishes its inclusive prefix (flag P), and
@@ -77,14 +78,31 @@
  * keep the next tile from overwriting shared memory that is still read.
  *
  * Publishing and reading follow the PTX memory model with the target's
- * relaxed operations: the publisher stores the value leaves, then
- * target->fence (membar.gl, fence.sc.gpu), then the flag; the reader
- * loads the flags, target->fence, then the values.  Flags and values of
- * the tile status are loaded and stored volatile (ld.volatile: never a
- * stale line of the SM's L1, and never hoisted out of the spin loop).
+ * relaxed operations.  Where the element is one leaf of 4 bytes (i32,
+ * u32, f32: packed_status) a tile's status is a single 64-bit word, the
+ * flag in its low half and the value's bits in its high one (A with the
+ * aggregate, later P with the inclusive prefix): the publisher stores it
+ * with one st.volatile.u64 and the look-back takes flag and value from
+ * the one ld.volatile.u64 of its spin.  An aligned 64-bit access is
+ * single-copy atomic, so a reader never sees a flag without its value,
+ * and no fence is needed on either side (Merrill and Garland's packed
+ * descriptor; CUB does the same).  Otherwise the publisher stores the
+ * value leaves, then target->fence (membar.gl, fence.sc.gpu), then the
+ * flag; the reader loads the flags, target->fence, then the values.
+ * Flags and values of the tile status are loaded and stored volatile
+ * (ld.volatile: never a stale line of the SM's L1, and never hoisted out
+ * of the spin loop).  The fence was costly where it sat: besides ordering
+ * it waits for the lane's outstanding stores, among them the previous
+ * tile's writes.
  *
- * Aux items: 0 the tile flags (i32, 0 none, 1 A, 2 P), 1 the aggregates,
- * 2 the inclusive prefixes (both of the element type), 3 the tile counter
+ * Kernels with the packed status carry launch bounds (launch_bounds:
+ * .maxntid BLOCK, .minnctapersm MIN_BLOCKS), so that ptxas keeps to 64
+ * registers and two blocks of 512 share an SM; the others keep ptxas's
+ * own choice.
+ *
+ * Aux items: 0 the tile flags (0 none, 1 A, 2 P; i32, or the i64 words of
+ * the packed status), 1 the aggregates, 2 the inclusive prefixes (both of
+ * the element type, unused with the packed status), 3 the tile counter
  * (i64), all zeroed by the driver and sized for the smallest block (32
  * threads: at most ceil(m / (32 K)) tiles per row); k->chunk_min carries
  * 32 K to the driver.  The input is read through sk_read (fused
@@ -102,7 +120,9 @@ enum {
     BLOCK = 512,     /* the most threads of a block (sk_kernel.block_max;
                         measured on the H100 for 2^28 i32, 16 items per
                         lane: 128 threads 2.75 ms, 256 2.48, 512 1.99; 8
-                        items: 256 3.13, 512 2.66, 768 2.19) */
+                        items: 256 3.13, 512 2.66, 768 2.19; all before
+                        the packed status and the launch bounds, with
+                        92 registers) */
     MAX_ITEMS = 16,  /* the most chunks of 32 a warp owns in a tile */
     ITEM_BYTES = 64, /* ... and the most bytes of leaves a lane keeps (the
                         shared staging of a block then takes at most
@@ -111,7 +131,9 @@ enum {
     MIN_BLOCKS = 2,  /* blocks of BLOCK resident per SM asked of ptxas for
                         a packed status (launch_bounds): 64 registers, no
                         spills for 16 i32 items (ptxas 13.0, sm_90), where
-                        92 without the bound let one block of 512 in */
+                        89 without the bound let one block of 512 in; 3
+                        would mean 40 registers and 88 bytes of spills.  Chosen by
+                        ptxas -v, not yet timed on a GPU */
 };
 
 enum { FLAG_NONE, FLAG_AGG, FLAG_PREFIX };
