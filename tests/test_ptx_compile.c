@@ -78,6 +78,20 @@ static void compile(weft_program *p, weft_acc **r, int n, const char *what)
     weft_executable_free(exe);
 }
 
+/* The six scans of (+) on elements of type t, rank `rank`, seed z. */
+static void six_scans(weft_program *p, weft_type t, int rank, weft_exp *z)
+{
+    weft_acc *v = weft_param(p, t, rank), *r[4];
+    r[0] = weft_scanl(add2(p, t), z, v);
+    r[1] = weft_scanl1(add2(p, t), v);
+    r[2] = weft_scanr(add2(p, t), z, v);
+    r[3] = weft_scanr1(add2(p, t), v);
+    compile(p, r, 4, "scanl, scanl1, scanr, scanr1");
+    r[0] = weft_scanl_(add2(p, t), z, v);
+    r[1] = weft_scanr_(add2(p, t), z, v);
+    compile(p, r, 2, "scanl', scanr'");
+}
+
 START_TEST(elementwise)
 {
     weft_context *ctx = open_sm90();
@@ -138,29 +152,11 @@ START_TEST(reductions)
     r[0] = weft_fold_all(add2(p, WEFT_F32), weft_f32(p, 1),
                          weft_zipwith(mul, x, y));
     compile(p, r, 1, "fold_all of a fused zipWith (two variants)");
-    /* the six scans, i64 */
-    weft_acc *v = weft_param(p, WEFT_I64, 2);
-    weft_exp *z = weft_i64(p, 3);
-    r[0] = weft_scanl(add2(p, WEFT_I64), z, v);
-    r[1] = weft_scanl1(add2(p, WEFT_I64), v);
-    r[2] = weft_scanr(add2(p, WEFT_I64), z, v);
-    r[3] = weft_scanr1(add2(p, WEFT_I64), v);
-    compile(p, r, 4, "scanl, scanl1, scanr, scanr1");
-    r[0] = weft_scanl_(add2(p, WEFT_I64), z, v);
-    r[1] = weft_scanr_(add2(p, WEFT_I64), z, v);
-    compile(p, r, 2, "scanl', scanr'");
-    /* and of 4-byte elements (the packed tile status), i32 and f32 */
-    weft_acc *v32 = weft_param(p, WEFT_I32, 2);
-    weft_acc *f32 = weft_param(p, WEFT_F32, 1);
-    weft_exp *z32 = weft_i32(p, 0);
-    r[0] = weft_scanl(add2(p, WEFT_I32), z32, v32);
-    r[1] = weft_scanl1(add2(p, WEFT_I32), v32);
-    r[2] = weft_scanr(add2(p, WEFT_I32), z32, v32);
-    r[3] = weft_scanr1(add2(p, WEFT_I32), v32);
-    compile(p, r, 4, "scanl, scanl1, scanr, scanr1 of i32");
-    r[0] = weft_scanl_(add2(p, WEFT_I32), z32, v32);
-    r[1] = weft_scanr_(add2(p, WEFT_F32), weft_f32(p, 0), f32);
-    compile(p, r, 2, "scanl' of i32, scanr' of f32");
+    /* the six scans, i64, and of 4-byte elements (the packed tile
+     * status), i32 and f32 */
+    six_scans(p, WEFT_I64, 2, weft_i64(p, 3));
+    six_scans(p, WEFT_I32, 2, weft_i32(p, 0));
+    six_scans(p, WEFT_F32, 1, weft_f32(p, 0));
     /* fold_seg of a tuple with a non-commutative function */
     weft_type pair = weft_type_tuple(ctx, 2, (weft_type[]){WEFT_I32, WEFT_F64});
     weft_acc *tv = weft_param(p, pair, 1), *seg = weft_param(p, WEFT_I32, 1);
@@ -464,8 +460,10 @@ START_TEST(u16_stencil2)
 }
 END_TEST
 
-/* The text of the one PTX file in dir (static storage). */
-static const char *only_ptx(const char *dir)
+/* Call fn(path, text, user) for every .ptx file in dir (text in static
+ * storage, valid until the next call); returns how many there were. */
+static int each_ptx(const char *dir,
+                    void (*fn)(const char *, const char *, void *), void *user)
 {
     static char text[1 << 22];
     DIR *d = opendir(dir);
@@ -484,10 +482,24 @@ static const char *only_ptx(const char *dir)
         size_t got = fread(text, 1, sizeof text - 1, f);
         fclose(f);
         text[got] = '\0';
+        fn(path, text, user);
         n++;
     }
     closedir(d);
-    ck_assert_int_eq(n, 1);
+    return n;
+}
+
+static void keep_text(const char *path, const char *text, void *user)
+{
+    (void)path;
+    *(const char **)user = text;
+}
+
+/* The text of the one PTX file in dir (static storage). */
+static const char *only_ptx(const char *dir)
+{
+    const char *text = NULL;
+    ck_assert_int_eq(each_ptx(dir, keep_text, &text), 1);
     return text;
 }
 
@@ -528,6 +540,22 @@ START_TEST(scan_status_word)
 }
 END_TEST
 
+/* One .ptx file: entries, nothing unresolved, and the ptxas that user
+ * points to (if not NULL) accepts it. */
+static void check_ptx(const char *path, const char *text, void *user)
+{
+    const char *ptxas = *(const char **)user;
+    ck_assert_msg(strstr(text, ".entry") != NULL, "%s: no .entry", path);
+    ck_assert_msg(strstr(text, ".extern .func __nv_") == NULL,
+                  "%s: an unresolved libdevice call", path);
+    if (ptxas) {
+        char cmd[1400];
+        snprintf(cmd, sizeof cmd, "%s -arch=sm_90 %s -o /dev/null 2>&1",
+                 ptxas, path);
+        ck_assert_msg(system(cmd) == 0, "ptxas rejects %s", path);
+    }
+}
+
 /* Every .ptx file: entries, nothing unresolved, and ptxas accepts it. */
 START_TEST(ptxas_accepts)
 {
@@ -535,34 +563,7 @@ START_TEST(ptxas_accepts)
                             ? "/usr/local/cuda/bin/ptxas"
                             : (system("command -v ptxas >/dev/null 2>&1") == 0
                                    ? "ptxas" : NULL);
-    DIR *d = opendir(g_dir);
-    ck_assert_ptr_nonnull(d);
-    struct dirent *e;
-    int n = 0;
-    while ((e = readdir(d)) != NULL) {
-        size_t len = strlen(e->d_name);
-        if (len <= 4 || strcmp(e->d_name + len - 4, ".ptx") != 0) {
-            continue;
-        }
-        char path[600], cmd[1400];
-        snprintf(path, sizeof path, "%s/%s", g_dir, e->d_name);
-        FILE *f = fopen(path, "r");
-        ck_assert_ptr_nonnull(f);
-        static char text[1 << 22];
-        size_t got = fread(text, 1, sizeof text - 1, f);
-        fclose(f);
-        text[got] = '\0';
-        ck_assert_msg(strstr(text, ".entry") != NULL, "%s: no .entry", path);
-        ck_assert_msg(strstr(text, ".extern .func __nv_") == NULL,
-                      "%s: an unresolved libdevice call", path);
-        if (ptxas) {
-            snprintf(cmd, sizeof cmd, "%s -arch=sm_90 %s -o /dev/null 2>&1",
-                     ptxas, path);
-            ck_assert_msg(system(cmd) == 0, "ptxas rejects %s", path);
-        }
-        n++;
-    }
-    closedir(d);
+    int n = each_ptx(g_dir, check_ptx, &ptxas);
     ck_assert_int_ge(n, 20);
     if (!ptxas) {
         printf("test_ptx_compile: no ptxas here: %d PTX files checked "
