@@ -101,8 +101,9 @@ weft_status rt_exec_scan(rt_job *j)
 }
 
 /* Run single-pass scan job j (ptx/scan.c): the outputs, aux 0 the tile
- * flags (i32), 1 and 2 the tiles' aggregates and inclusive prefixes, 3
- * the tile counter, all zeroed, sized for the most tiles the kernel can
+ * flags (of the kernel's type: i32, or i64 holding the value too), 1 and
+ * 2 the tiles' aggregates and inclusive prefixes, 3 the tile counter, all
+ * zeroed, sized for the most tiles the kernel can
  * cut (k->chunk_min positions per tile, its smallest block: at most
  * ceil(m / chunk_min) per row, one for an empty row), then one launch of
  * entry 0 over those tiles, a block each.  Errors: those of scan_outputs,
@@ -125,7 +126,10 @@ weft_status rt_exec_scan_pass(rt_job *j)
     int64_t per_row = m > 0 ? m / tile + (m % tile != 0) : 1;
     int64_t tiles = rows * per_row;
     int64_t slots = tiles > 0 ? tiles : 1;
-    if ((s = rt_job_aux(j, 0, WEFT_I32, slots, false)) != WEFT_OK ||
+    /* the flags' type is the kernel's (i64 where flag and value share a
+     * word) */
+    weft_type flag = j->k->item[j->k->aux_item[0]].type;
+    if ((s = rt_job_aux(j, 0, flag, slots, false)) != WEFT_OK ||
         (s = rt_job_aux(j, 1, elt, slots, false)) != WEFT_OK ||
         (s = rt_job_aux(j, 2, elt, slots, false)) != WEFT_OK ||
         (s = rt_job_aux(j, 3, WEFT_I64, 1, false)) != WEFT_OK ||

@@ -28,17 +28,23 @@
 
 static char g_dir[256];
 
-static weft_context *open_sm90(void)
+/* A ptx context for sm_90 that writes its PTX into dir. */
+static weft_context *open_sm90_in(const char *dir)
 {
     weft_config cfg = weft_config_default();
     cfg.backend = WEFT_BACKEND_PTX;
     cfg.flags |= WEFT_FLAG_NO_ENV;
     cfg.target_cpu = "sm_90";
     cfg.dump = "ptx";
-    cfg.dump_dir = g_dir;
+    cfg.dump_dir = dir;
     weft_context *ctx = NULL;
     TU_OK(weft_context_create(&cfg, &ctx));
     return ctx;
+}
+
+static weft_context *open_sm90(void)
+{
+    return open_sm90_in(g_dir);
 }
 
 static int count_ptx(void)
@@ -70,6 +76,20 @@ static void compile(weft_program *p, weft_acc **r, int n, const char *what)
     ck_assert_msg(s == WEFT_OK, "%s: %s", what, weft_last_error());
     ck_assert_msg(count_ptx() > before, "%s: no PTX written", what);
     weft_executable_free(exe);
+}
+
+/* The six scans of (+) on elements of type t, rank `rank`, seed z. */
+static void six_scans(weft_program *p, weft_type t, int rank, weft_exp *z)
+{
+    weft_acc *v = weft_param(p, t, rank), *r[4];
+    r[0] = weft_scanl(add2(p, t), z, v);
+    r[1] = weft_scanl1(add2(p, t), v);
+    r[2] = weft_scanr(add2(p, t), z, v);
+    r[3] = weft_scanr1(add2(p, t), v);
+    compile(p, r, 4, "scanl, scanl1, scanr, scanr1");
+    r[0] = weft_scanl_(add2(p, t), z, v);
+    r[1] = weft_scanr_(add2(p, t), z, v);
+    compile(p, r, 2, "scanl', scanr'");
 }
 
 START_TEST(elementwise)
@@ -132,17 +152,11 @@ START_TEST(reductions)
     r[0] = weft_fold_all(add2(p, WEFT_F32), weft_f32(p, 1),
                          weft_zipwith(mul, x, y));
     compile(p, r, 1, "fold_all of a fused zipWith (two variants)");
-    /* the six scans, i64 */
-    weft_acc *v = weft_param(p, WEFT_I64, 2);
-    weft_exp *z = weft_i64(p, 3);
-    r[0] = weft_scanl(add2(p, WEFT_I64), z, v);
-    r[1] = weft_scanl1(add2(p, WEFT_I64), v);
-    r[2] = weft_scanr(add2(p, WEFT_I64), z, v);
-    r[3] = weft_scanr1(add2(p, WEFT_I64), v);
-    compile(p, r, 4, "scanl, scanl1, scanr, scanr1");
-    r[0] = weft_scanl_(add2(p, WEFT_I64), z, v);
-    r[1] = weft_scanr_(add2(p, WEFT_I64), z, v);
-    compile(p, r, 2, "scanl', scanr'");
+    /* the six scans, i64, and of 4-byte elements (the packed tile
+     * status), i32 and f32 */
+    six_scans(p, WEFT_I64, 2, weft_i64(p, 3));
+    six_scans(p, WEFT_I32, 2, weft_i32(p, 0));
+    six_scans(p, WEFT_F32, 1, weft_f32(p, 0));
     /* fold_seg of a tuple with a non-commutative function */
     weft_type pair = weft_type_tuple(ctx, 2, (weft_type[]){WEFT_I32, WEFT_F64});
     weft_acc *tv = weft_param(p, pair, 1), *seg = weft_param(p, WEFT_I32, 1);
@@ -446,14 +460,13 @@ START_TEST(u16_stencil2)
 }
 END_TEST
 
-/* Every .ptx file: entries, nothing unresolved, and ptxas accepts it. */
-START_TEST(ptxas_accepts)
+/* Call fn(path, text, user) for every .ptx file in dir (text in static
+ * storage, valid until the next call); returns how many there were. */
+static int each_ptx(const char *dir,
+                    void (*fn)(const char *, const char *, void *), void *user)
 {
-    const char *ptxas = access("/usr/local/cuda/bin/ptxas", X_OK) == 0
-                            ? "/usr/local/cuda/bin/ptxas"
-                            : (system("command -v ptxas >/dev/null 2>&1") == 0
-                                   ? "ptxas" : NULL);
-    DIR *d = opendir(g_dir);
+    static char text[1 << 22];
+    DIR *d = opendir(dir);
     ck_assert_ptr_nonnull(d);
     struct dirent *e;
     int n = 0;
@@ -462,25 +475,95 @@ START_TEST(ptxas_accepts)
         if (len <= 4 || strcmp(e->d_name + len - 4, ".ptx") != 0) {
             continue;
         }
-        char path[600], cmd[1400];
-        snprintf(path, sizeof path, "%s/%s", g_dir, e->d_name);
+        char path[600];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         FILE *f = fopen(path, "r");
         ck_assert_ptr_nonnull(f);
-        static char text[1 << 22];
         size_t got = fread(text, 1, sizeof text - 1, f);
         fclose(f);
         text[got] = '\0';
-        ck_assert_msg(strstr(text, ".entry") != NULL, "%s: no .entry", path);
-        ck_assert_msg(strstr(text, ".extern .func __nv_") == NULL,
-                      "%s: an unresolved libdevice call", path);
-        if (ptxas) {
-            snprintf(cmd, sizeof cmd, "%s -arch=sm_90 %s -o /dev/null 2>&1",
-                     ptxas, path);
-            ck_assert_msg(system(cmd) == 0, "ptxas rejects %s", path);
-        }
+        fn(path, text, user);
         n++;
     }
     closedir(d);
+    return n;
+}
+
+static void keep_text(const char *path, const char *text, void *user)
+{
+    (void)path;
+    *(const char **)user = text;
+}
+
+/* The text of the one PTX file in dir (static storage). */
+static const char *only_ptx(const char *dir)
+{
+    const char *text = NULL;
+    ck_assert_int_eq(each_ptx(dir, keep_text, &text), 1);
+    return text;
+}
+
+/* The single-pass scan's tile status: for elements of one 4-byte leaf,
+ * flag and value share a 64-bit word, published and read without a fence,
+ * and the kernel carries launch bounds (2 blocks of 512 per SM); other
+ * elements (i64 here) keep flags and values apart, with fences, and no
+ * bounds. */
+START_TEST(scan_status_word)
+{
+    const weft_type ts[2] = {WEFT_I32, WEFT_I64};
+    for (int i = 0; i < 2; i++) {
+        char dir[300];
+        snprintf(dir, sizeof dir, "%s/status-%d", g_dir, i);
+        ck_assert_int_eq(mkdir(dir, 0700), 0);
+        weft_context *ctx = open_sm90_in(dir);
+        weft_program *p;
+        TU_OK(weft_program_create(ctx, &p));
+        weft_acc *r = weft_scanl1(add2(p, ts[i]), weft_param(p, ts[i], 1));
+        weft_executable *exe = NULL;
+        TU_OK(weft_compile(p, &r, 1, &exe));
+        const char *text = only_ptx(dir);
+        bool packed = ts[i] == WEFT_I32;
+        ck_assert_msg((strstr(text, "membar") == NULL) == packed,
+                      "scan %d: a fence where %s expected", i,
+                      packed ? "none was" : "one was");
+        if (packed) {
+            ck_assert_msg(strstr(text, "ld.volatile.global.u64") != NULL,
+                          "scan %d: no 64-bit status load", i);
+        }
+        ck_assert_msg((strstr(text, ".maxntid 512, 1, 1") != NULL) == packed &&
+                          (strstr(text, ".minnctapersm 2") != NULL) == packed,
+                      "scan %d: launch bounds", i);
+        weft_executable_free(exe);
+        weft_program_free(p);
+        weft_context_free(ctx);
+    }
+}
+END_TEST
+
+/* One .ptx file: entries, nothing unresolved, and the ptxas that user
+ * points to (if not NULL) accepts it. */
+static void check_ptx(const char *path, const char *text, void *user)
+{
+    const char *ptxas = *(const char **)user;
+    ck_assert_msg(strstr(text, ".entry") != NULL, "%s: no .entry", path);
+    ck_assert_msg(strstr(text, ".extern .func __nv_") == NULL,
+                  "%s: an unresolved libdevice call", path);
+    if (ptxas) {
+        char cmd[1400];
+        snprintf(cmd, sizeof cmd, "%s -arch=sm_90 %s -o /dev/null 2>&1",
+                 ptxas, path);
+        ck_assert_msg(system(cmd) == 0, "ptxas rejects %s", path);
+    }
+}
+
+/* Every .ptx file: entries, nothing unresolved, and ptxas accepts it. */
+START_TEST(ptxas_accepts)
+{
+    const char *ptxas = access("/usr/local/cuda/bin/ptxas", X_OK) == 0
+                            ? "/usr/local/cuda/bin/ptxas"
+                            : (system("command -v ptxas >/dev/null 2>&1") == 0
+                                   ? "ptxas" : NULL);
+    int n = each_ptx(g_dir, check_ptx, &ptxas);
     ck_assert_int_ge(n, 20);
     if (!ptxas) {
         printf("test_ptx_compile: no ptxas here: %d PTX files checked "
@@ -502,6 +585,7 @@ static Suite *suite(void)
     tcase_add_test(tc, u16_stencil2);
     tcase_add_test(tc, while_cancel);
     tcase_add_test(tc, unit_kernels);
+    tcase_add_test(tc, scan_status_word);
     tcase_add_test(tc, ptxas_accepts); /* last: reads what the others wrote */
     suite_add_tcase(s, tc);
     return s;

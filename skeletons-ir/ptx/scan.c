@@ -60,7 +60,8 @@
  *      any other tile publishes its aggregate (flag A), then looks at its
  *      predecessors 32 at a time, nearest in lane 0: it spins until every
  *      flag up to the first P (inclusive prefix) is set, reads the
- *      aggregates before it and that prefix, and reduces the window in
+ *      aggregates before it and that prefix (with the packed status they
+ *      came with the flags), and reduces the window in
  *      order (lane l + d holds the earlier values: x = y . x); windows
  *      without a P go in front of what it has and it moves 32 further
  *      back.  Then the tile publishes its inclusive prefix (flag P), and
@@ -77,14 +78,31 @@
  * keep the next tile from overwriting shared memory that is still read.
  *
  * Publishing and reading follow the PTX memory model with the target's
- * relaxed operations: the publisher stores the value leaves, then
- * target->fence (membar.gl, fence.sc.gpu), then the flag; the reader
- * loads the flags, target->fence, then the values.  Flags and values of
- * the tile status are loaded and stored volatile (ld.volatile: never a
- * stale line of the SM's L1, and never hoisted out of the spin loop).
+ * relaxed operations.  Where the element is one leaf of 4 bytes (i32,
+ * u32, f32: packed_status) a tile's status is a single 64-bit word, the
+ * flag in its low half and the value's bits in its high one (A with the
+ * aggregate, later P with the inclusive prefix): the publisher stores it
+ * with one st.volatile.u64 and the look-back takes flag and value from
+ * the one ld.volatile.u64 of its spin.  An aligned 64-bit access is
+ * single-copy atomic, so a reader never sees a flag without its value,
+ * and no fence is needed on either side (Merrill and Garland's packed
+ * descriptor; CUB does the same).  Otherwise the publisher stores the
+ * value leaves, then target->fence (membar.gl, fence.sc.gpu), then the
+ * flag; the reader loads the flags, target->fence, then the values.
+ * Flags and values of the tile status are loaded and stored volatile
+ * (ld.volatile: never a stale line of the SM's L1, and never hoisted out
+ * of the spin loop).  The fence was costly where it sat: besides ordering
+ * it waits for the lane's outstanding stores, among them the previous
+ * tile's writes.
  *
- * Aux items: 0 the tile flags (i32, 0 none, 1 A, 2 P), 1 the aggregates,
- * 2 the inclusive prefixes (both of the element type), 3 the tile counter
+ * Kernels with the packed status carry launch bounds (launch_bounds:
+ * .maxntid BLOCK, .minnctapersm MIN_BLOCKS), so that ptxas keeps to 64
+ * registers and two blocks of 512 share an SM; the others keep ptxas's
+ * own choice.
+ *
+ * Aux items: 0 the tile flags (0 none, 1 A, 2 P; i32, or the i64 words of
+ * the packed status), 1 the aggregates, 2 the inclusive prefixes (both of
+ * the element type, unused with the packed status), 3 the tile counter
  * (i64), all zeroed by the driver and sized for the smallest block (32
  * threads: at most ceil(m / (32 K)) tiles per row); k->chunk_min carries
  * 32 K to the driver.  The input is read through sk_read (fused
@@ -102,12 +120,20 @@ enum {
     BLOCK = 512,     /* the most threads of a block (sk_kernel.block_max;
                         measured on the H100 for 2^28 i32, 16 items per
                         lane: 128 threads 2.75 ms, 256 2.48, 512 1.99; 8
-                        items: 256 3.13, 512 2.66, 768 2.19) */
+                        items: 256 3.13, 512 2.66, 768 2.19; all before
+                        the packed status and the launch bounds, with
+                        92 registers) */
     MAX_ITEMS = 16,  /* the most chunks of 32 a warp owns in a tile */
     ITEM_BYTES = 64, /* ... and the most bytes of leaves a lane keeps (the
                         shared staging of a block then takes at most
                         33 KiB; 24 items of 4 bytes took 168 registers
                         where 16 take 92) */
+    MIN_BLOCKS = 2,  /* blocks of BLOCK resident per SM asked of ptxas for
+                        a packed status (launch_bounds): 64 registers, no
+                        spills for 16 i32 items (ptxas 13.0, sm_90), where
+                        89 without the bound let one block of 512 in; 3
+                        would mean 40 registers and 88 bytes of spills.  Chosen by
+                        ptxas -v, not yet timed on a GPU */
 };
 
 enum { FLAG_NONE, FLAG_AGG, FLAG_PREFIX };
@@ -155,6 +181,17 @@ static int items_per_lane(weft_context *ctx, weft_type elt)
     return k < 1 ? 1 : (k > MAX_ITEMS ? MAX_ITEMS : k);
 }
 
+/* Whether a tile's status is one 64-bit word, the flag in its low half
+ * and the value's bits in its high one (a single leaf of 4 bytes): one
+ * relaxed 64-bit access carries both, so neither side needs a fence. */
+static bool packed_status(weft_context *ctx, weft_type elt)
+{
+    const weft_type *leaf;
+    int n = fe_type_leaves(ctx, elt, &leaf);
+    return n == 1 && (leaf[0] == WEFT_I32 || leaf[0] == WEFT_U32 ||
+                      leaf[0] == WEFT_F32);
+}
+
 static weft_status ptx_scan_prepare(weft_context *ctx, fe_arena *arena,
                                     sk_kernel *k)
 {
@@ -171,10 +208,14 @@ static weft_status ptx_scan_prepare(weft_context *ctx, fe_arena *arena,
                 {AUX_AGG, true, 0},
                 {AUX_INCL, true, 0},
                 {AUX_COUNTER, false, WEFT_I64}};
+    bool packed = packed_status(ctx, in.elt);
     for (int a = 0; a < 4; a++) {
+        weft_type t = aux[a].elt ? in.elt : aux[a].t;
+        if (aux[a].aux == AUX_FLAGS && packed) {
+            t = WEFT_I64;
+        }
         weft_status s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX,
-                                    aux[a].aux, aux[a].elt ? in.elt : aux[a].t,
-                                    1);
+                                    aux[a].aux, t, 1);
         if (s) {
             return s;
         }
@@ -306,6 +347,37 @@ static void vstore_val(cg_fn *fn, const cg_array *a, LLVMValueRef i,
     for (int l = 0; l < a->nleaf; l++) {
         vstore(fn, a->leaf[l], a->ptr[l], i, x->v[l]);
     }
+}
+
+/* The packed status word of flag and x (packed_status). */
+static LLVMValueRef pack(cg_fn *fn, int flag, const cg_val *x)
+{
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
+    LLVMValueRef bits = x->v[0];
+    if (LLVMTypeOf(bits) != i32) {
+        bits = LLVMBuildBitCast(fn->b, bits, i32, "");
+    }
+    LLVMValueRef hi = LLVMBuildShl(fn->b, LLVMBuildZExt(fn->b, bits, i64, ""),
+                                   cg_i64(fn, 32), "");
+    return LLVMBuildOr(fn->b, hi, cg_i64(fn, flag), "");
+}
+
+/* The value of packed status word w, of element type elt. */
+static weft_status unpack(cg_fn *fn, weft_type elt, LLVMValueRef w,
+                          cg_val *out)
+{
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+    const weft_type *leaf;
+    cg_leaves(fn, elt, &leaf);
+    weft_status s = cg_val_make(fn, 1, out);
+    if (s == WEFT_OK) {
+        LLVMValueRef bits = LLVMBuildTrunc(
+            fn->b, LLVMBuildLShr(fn->b, w, cg_i64(fn, 32), ""), i32, "");
+        LLVMTypeRef t = cg_type(fn->llctx, leaf[0]);
+        out->v[0] = t == i32 ? bits : LLVMBuildBitCast(fn->b, bits, t, "");
+    }
+    return s;
 }
 
 /* x of lane `src` (i32), every leaf; every lane of the warp takes part. */
@@ -498,6 +570,7 @@ typedef struct tile {
     const scan_info *in;
     lanes L;
     int K;
+    bool packed;          /* packed_status */
     LLVMValueRef m;       /* row length */
     LLVMValueRef tpr;     /* tiles per row */
     LLVMValueRef t;       /* the tile */
@@ -757,7 +830,13 @@ static weft_status look_back(sk_fn *f, tile *T, const cg_mut *excl)
     /* spin until every flag up to the first P (lanes past the row's first
      * piece count as P) is set */
     LLVMPositionBuilderAtEnd(fn->b, spin);
-    LLVMValueRef fl = vload(fn, WEFT_I32, flags->ptr[0], gi);
+    LLVMValueRef word = NULL, fl;
+    if (T->packed) {
+        word = vload(fn, WEFT_I64, flags->ptr[0], gi);
+        fl = LLVMBuildTrunc(fn->b, word, i32, "");
+    } else {
+        fl = vload(fn, WEFT_I32, flags->ptr[0], gi);
+    }
     fl = LLVMBuildSelect(fn->b, inr, fl, i32_const(fn, FLAG_PREFIX), "");
     LLVMValueRef pm = tg->ballot(fn, eq(fn, fl, i32_const(fn, FLAG_PREFIX)));
     LLVMValueRef zm = tg->ballot(fn, eq(fn, fl, i32_const(fn, FLAG_NONE)));
@@ -772,7 +851,9 @@ static weft_status look_back(sk_fn *f, tile *T, const cg_mut *excl)
     LLVMBuildCondBr(fn->b, wait, spin, got);
     /* read the window: aggregates before the first P, its prefix */
     LLVMPositionBuilderAtEnd(fn->b, got);
-    tg->fence(fn);
+    if (!T->packed) {
+        tg->fence(fn);
+    }
     LLVMValueRef fp64 = wide(fn, fp);
     cg_mut x;
     cg_val z, a, p;
@@ -781,21 +862,30 @@ static weft_status look_back(sk_fn *f, tile *T, const cg_mut *excl)
         return s;
     }
     cg_mut_set(fn, &x, &z);
-    cg_if take, which;
-    LLVMValueRef before = LLVMBuildICmp(fn->b, LLVMIntULT, L->lane, fp64, "");
+    cg_if take;
     LLVMValueRef upto_fp = LLVMBuildICmp(fn->b, LLVMIntULE, L->lane, fp64, "");
     cg_if_begin(fn, &take, LLVMBuildAnd(fn->b, inr, upto_fp, ""));
-    cg_if_begin(fn, &which, before);
-    if ((s = vload_val(fn, agg, gi, &a)) != WEFT_OK) {
-        return s;
+    if (T->packed) {
+        /* the value came with its flag */
+        if ((s = unpack(fn, in->elt, word, &a)) != WEFT_OK) {
+            return s;
+        }
+        cg_mut_set(fn, &x, &a);
+    } else {
+        cg_if which;
+        cg_if_begin(fn, &which,
+                    LLVMBuildICmp(fn->b, LLVMIntULT, L->lane, fp64, ""));
+        if ((s = vload_val(fn, agg, gi, &a)) != WEFT_OK) {
+            return s;
+        }
+        cg_mut_set(fn, &x, &a);
+        cg_if_else(fn, &which);
+        if ((s = vload_val(fn, incl, gi, &p)) != WEFT_OK) {
+            return s;
+        }
+        cg_mut_set(fn, &x, &p);
+        cg_if_end(fn, &which);
     }
-    cg_mut_set(fn, &x, &a);
-    cg_if_else(fn, &which);
-    if ((s = vload_val(fn, incl, gi, &p)) != WEFT_OK) {
-        return s;
-    }
-    cg_mut_set(fn, &x, &p);
-    cg_if_end(fn, &which);
     cg_if_end(fn, &take);
     /* reduce lanes 0 .. fp in order: higher lanes hold earlier pieces */
     for (int d = 1; d < WARP; d *= 2) {
@@ -842,16 +932,31 @@ static weft_status look_back(sk_fn *f, tile *T, const cg_mut *excl)
     return WEFT_OK;
 }
 
+/* Publish x as the tile's aggregate (aux AUX_AGG, flag FLAG_AGG) or
+ * inclusive prefix (AUX_INCL, FLAG_PREFIX): the packed word, or the value,
+ * a fence and the flag. */
+static void publish(sk_fn *f, const tile *T, int aux, int flag,
+                    const cg_val *x)
+{
+    cg_fn *fn = &f->fn;
+    const cg_array *flags = sk_aux_array(f, AUX_FLAGS);
+    if (T->packed) {
+        vstore(fn, WEFT_I64, flags->ptr[0], T->t, pack(fn, flag, x));
+        return;
+    }
+    vstore_val(fn, sk_aux_array(f, aux), T->t, x);
+    fn->target->fence(fn);
+    vstore(fn, WEFT_I32, flags->ptr[0], T->t, i32_const(fn, flag));
+}
+
 /* Steps 2 and 3 (warp 0): the warp totals scanned, the tile's prefix by
  * look-back, the inclusive prefix published, the row's totals, and each
  * warp's prefix into shared memory. */
 static weft_status tile_prefix(sk_fn *f, tile *T)
 {
     cg_fn *fn = &f->fn;
-    const cg_target *tg = fn->target;
     const scan_info *in = T->in;
     const lanes *L = &T->L;
-    const cg_array *flags = sk_aux_array(f, AUX_FLAGS);
     weft_status s;
     LLVMValueRef zero = cg_i64(fn, 0), one = cg_i64(fn, 1);
     LLVMValueRef lane0 = LLVMBuildICmp(fn->b, LLVMIntEQ, L->lane, zero, "");
@@ -913,9 +1018,7 @@ static weft_status tile_prefix(sk_fn *f, tile *T)
     /* publish the aggregate (a tile past the first is never empty) */
     cg_if pa;
     cg_if_begin(fn, &pa, lane0);
-    vstore_val(fn, sk_aux_array(f, AUX_AGG), T->t, &agg);
-    tg->fence(fn);
-    vstore(fn, WEFT_I32, flags->ptr[0], T->t, i32_const(fn, FLAG_AGG));
+    publish(f, T, AUX_AGG, FLAG_AGG, &agg);
     cg_if_end(fn, &pa);
     if ((s = look_back(f, T, &prefix)) != WEFT_OK) {
         return s;
@@ -938,9 +1041,7 @@ static weft_status tile_prefix(sk_fn *f, tile *T)
         fn->b, LLVMIntEQ, T->q, LLVMBuildSub(fn->b, T->tpr, one, ""), "");
     cg_if more;
     cg_if_begin(fn, &more, LLVMBuildNot(fn->b, lastq, ""));
-    vstore_val(fn, sk_aux_array(f, AUX_INCL), T->t, &inc);
-    tg->fence(fn);
-    vstore(fn, WEFT_I32, flags->ptr[0], T->t, i32_const(fn, FLAG_PREFIX));
+    publish(f, T, AUX_INCL, FLAG_PREFIX, &inc);
     cg_if_end(fn, &more);
     LLVMValueRef m1 = LLVMBuildAdd(fn->b, T->m, one, "");
     LLVMValueRef endpos =
@@ -1068,6 +1169,7 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in)
     memset(&T, 0, sizeof T);
     T.in = in;
     T.K = items_per_lane(fn->ctx, in->elt);
+    T.packed = packed_status(fn->ctx, in->elt);
     lanes *L = &T.L;
     L->tid = wide(fn, tg->thread_index(fn, 0));
     L->lane32 = LLVMBuildAnd(fn->b, tg->thread_index(fn, 0),
@@ -1184,12 +1286,36 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in)
     return WEFT_OK;
 }
 
+/* Launch bounds (!nvvm.annotations beside the target's "kernel"): blocks
+ * of at most BLOCK threads (.maxntid; the driver's block_max is the same)
+ * and MIN_BLOCKS of them resident per SM (.minnctapersm), which bounds
+ * ptxas to 64K / (MIN_BLOCKS BLOCK) registers a thread. */
+static void launch_bounds(cg_fn *fn)
+{
+    static const char *const key[2] = {"maxntidx", "minctasm"};
+    const int val[2] = {BLOCK, MIN_BLOCKS};
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+    for (int a = 0; a < 2; a++) {
+        LLVMMetadataRef md[3] = {
+            LLVMValueAsMetadata(fn->fn),
+            LLVMMDStringInContext2(fn->llctx, key[a], strlen(key[a])),
+            LLVMValueAsMetadata(LLVMConstInt(i32, (unsigned)val[a], 0)),
+        };
+        LLVMMetadataRef node = LLVMMDNodeInContext2(fn->llctx, md, 3);
+        LLVMAddNamedMetadataOperand(fn->mod, "nvvm.annotations",
+                                    LLVMMetadataAsValue(fn->llctx, node));
+    }
+}
+
 static weft_status ptx_scan_emit(sk_emit *e, const char *const *names)
 {
     scan_info in = info_of(e->k->op);
     sk_fn f;
     weft_status s = sk_fn_begin_raw(e, &f, names[0]);
     if (s == WEFT_OK) {
+        if (packed_status(f.fn.ctx, in.elt)) {
+            launch_bounds(&f.fn);
+        }
         s = emit_tiles(&f, &in);
     }
     if (s) {
