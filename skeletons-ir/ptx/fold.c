@@ -70,6 +70,9 @@ enum {
     MAX_WARPS = 32,   /* warps of a block of 1024 threads */
     MAX_RUN = 8,      /* the most consecutive elements a lane reads alone */
     RUN_BYTES = 32,   /* ... and the most bytes of them */
+    VEC_BYTES = 16,   /* a vector load: ld.global.nc.v4 of 4-byte leaves,
+                         .v2 of 8-byte ones */
+    MAX_VEC_ARRAYS = 8, /* manifest arrays a vector-read source may have */
 };
 
 static weft_status ptx_fold_prepare(weft_context *ctx, fe_arena *arena,
@@ -162,6 +165,24 @@ static void mut_zero(cg_fn *fn, const cg_mut *m)
     }
 }
 
+/* The run length K of a lane: consecutive elements it reads before the
+ * warp combines, as many as keep a lane's run within RUN_BYTES bytes of
+ * the fold's leaves, at least 1. */
+static int run_length(sk_fn *f)
+{
+    const weft_type *leaf;
+    int n = cg_leaves(&f->fn, f->e->k->op->type, &leaf);
+    int bytes = 0;
+    for (int l = 0; l < n; l++) {
+        bytes += (int)weft_type_size(leaf[l]);
+    }
+    int k = MAX_RUN;
+    while (k > 1 && k * bytes > RUN_BYTES) {
+        k /= 2;
+    }
+    return k;
+}
+
 /* ---- reading the source ----------------------------------------------- */
 
 /* What a fold reads: the input term src, one row of it (fold.c's
@@ -173,7 +194,178 @@ typedef struct source {
     cg_val ix;          /* by_index: the row's outer index components */
     LLVMValueRef base;  /* linear position of the row's first element */
     bool by_index;
+    bool vec;           /* full tiles may read by vector loads (vec_plan) */
+    LLVMValueRef aligned; /* vec: i1, every base pointer 16-byte aligned */
+    int narr;           /* vec: the manifest arrays read, each once */
+    const cg_array *arr[MAX_VEC_ARRAYS];
 } source;
+
+/* ---- vector reads ------------------------------------------------------ */
+
+/* Whether term t, read by linear position, is manifest arrays under maps,
+ * zipWiths (equal shapes) and reshapes, every leaf of them 4 or 8 bytes
+ * with a lane's run of k of them a whole number of vector loads; each
+ * array goes into sr->arr once. */
+static bool vec_terms(sk_fn *f, source *sr, const fe_term *t, int k)
+{
+    if (!t->delayed) {
+        const cg_array *a = sk_manifest_array(f, t);
+        if (!a || !a->readonly) {
+            return false;
+        }
+        for (int l = 0; l < a->nleaf; l++) {
+            int size = (int)weft_type_size(a->leaf[l]);
+            if ((size != 4 && size != 8) || (k * size) % VEC_BYTES != 0) {
+                return false;
+            }
+        }
+        for (int i = 0; i < sr->narr; i++) {
+            if (sr->arr[i] == a) {
+                return true;
+            }
+        }
+        if (sr->narr == MAX_VEC_ARRAYS) {
+            return false;
+        }
+        sr->arr[sr->narr++] = a;
+        return true;
+    }
+    switch ((fe_kind)t->kind) {
+    case FE_MAP:
+        return vec_terms(f, sr, t->kid[0], k);
+    case FE_ZIPWITH:
+        for (int c = 0; c < t->nkid; c++) {
+            if (!f->e->uniform || c >= 3 || !vec_terms(f, sr, t->kid[c], k)) {
+                return false;
+            }
+        }
+        return true;
+    case FE_RESHAPE:
+        return vec_terms(f, sr, t->kid[1], k);
+    default:
+        return false;
+    }
+}
+
+/* sr->vec and sr->aligned for a source read by linear position.  The
+ * alignment is tested on the pointers' bits through an opaque `and`
+ * (inline PTX): the kernel's pointer loads carry !align of the target's
+ * array_align (skeletons-ir/kernel.c), which device arrays wrapped from
+ * DLPack with a byte offset need not honour, and LLVM would fold a plain
+ * test to true. */
+static void vec_plan(sk_fn *f, source *sr)
+{
+    cg_fn *fn = &f->fn;
+    sr->narr = 0;
+    sr->vec = sr->src && vec_terms(f, sr, sr->src, run_length(f));
+    if (!sr->vec) {
+        return;
+    }
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
+    LLVMValueRef bits = cg_i64(fn, 0);
+    for (int i = 0; i < sr->narr; i++) {
+        for (int l = 0; l < sr->arr[i]->nleaf; l++) {
+            bits = LLVMBuildOr(
+                fn->b, bits, LLVMBuildPtrToInt(fn->b, sr->arr[i]->ptr[l], i64, ""),
+                "");
+        }
+    }
+    static const char text[] = "and.b64 $0, $1, 15;", cons[] = "=l,l";
+    LLVMTypeRef ty = LLVMFunctionType(i64, &i64, 1, 0);
+    LLVMValueRef low = LLVMBuildCall2(
+        fn->b, ty,
+        LLVMGetInlineAsm(ty, text, sizeof text - 1, cons, sizeof cons - 1, 0, 0,
+                         LLVMInlineAsmDialectATT, 0),
+        &bits, 1, "");
+    sr->aligned =
+        LLVMBuildICmp(fn->b, LLVMIntEQ, low, cg_i64(fn, 0), "aligned");
+}
+
+/* The leaves of every array of sr at positions j0 .. j0 + k - 1 (j0 k
+ * elements past a 16-byte aligned base: whole vector loads), into
+ * vals[array][leaf * k + i].  The loads are llvm.nvvm.ldg.global (the
+ * arrays are read-only: ld.global.nc.v4 / .v2): a plain vector load whose
+ * lanes are all extracted, VectorCombine turns back into scalar loads,
+ * without their !invariant.load. */
+static weft_status vec_load(sk_fn *f, const source *sr, LLVMValueRef j0,
+                            int k, LLVMValueRef **vals)
+{
+    cg_fn *fn = &f->fn;
+    LLVMContextRef c = fn->llctx;
+    LLVMTypeRef g = LLVMPointerTypeInContext(c, 1);
+    for (int i = 0; i < sr->narr; i++) {
+        const cg_array *a = sr->arr[i];
+        vals[i] = fe_arena_alloc(fn->arena,
+                                 sizeof *vals[i] * (size_t)(a->nleaf * k));
+        if (!vals[i]) {
+            return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+        }
+        for (int l = 0; l < a->nleaf; l++) {
+            LLVMTypeRef mt = cg_mem_type(c, a->leaf[l]);
+            int per = VEC_BYTES / (int)weft_type_size(a->leaf[l]);
+            LLVMTypeRef vt = LLVMVectorType(mt, (unsigned)per);
+            for (int q = 0; q < k; q += per) {
+                LLVMValueRef at = LLVMBuildAdd(fn->b, j0, cg_i64(fn, q), "");
+                LLVMValueRef p =
+                    LLVMBuildInBoundsGEP2(fn->b, mt, a->ptr[l], &at, 1, "");
+                LLVMValueRef args[2] = {
+                    LLVMBuildAddrSpaceCast(fn->b, p, g, ""),
+                    LLVMConstInt(LLVMInt32TypeInContext(c), VEC_BYTES, 0)};
+                LLVMTypeRef over[2] = {vt, g};
+                LLVMValueRef v = cg_intrinsic(
+                    fn, fe_is_float(a->leaf[l]) ? "llvm.nvvm.ldg.global.f"
+                                                : "llvm.nvvm.ldg.global.i",
+                    over, 2, args, 2);
+                for (int e = 0; e < per; e++) {
+                    vals[i][l * k + q + e] = LLVMBuildExtractElement(
+                        fn->b, v, LLVMConstInt(LLVMInt32TypeInContext(c),
+                                               (unsigned)e, 0), "");
+                }
+            }
+        }
+    }
+    return WEFT_OK;
+}
+
+/* Element i of the run that vec_load loaded: t as read_at (input.c) reads
+ * it, the loads replaced by the loaded leaves. */
+static weft_status vec_read(sk_fn *f, const source *sr, LLVMValueRef **vals,
+                            int k, const fe_term *t, int i, cg_val *out)
+{
+    cg_fn *fn = &f->fn;
+    weft_status s;
+    cg_val x[3];
+    if (!t->delayed) {
+        const cg_array *a = sk_manifest_array(f, t);
+        int n = 0;
+        while (sr->arr[n] != a) {
+            n++;
+        }
+        if ((s = cg_val_make(fn, a->nleaf, out)) != WEFT_OK) {
+            return s;
+        }
+        for (int l = 0; l < a->nleaf; l++) {
+            out->v[l] = vals[n][l * k + i];
+        }
+        return WEFT_OK;
+    }
+    switch ((fe_kind)t->kind) {
+    case FE_MAP:
+        if ((s = vec_read(f, sr, vals, k, t->kid[0], i, &x[0])) != WEFT_OK) {
+            return s;
+        }
+        return cg_apply(fn, t->fun[0], x, out);
+    case FE_ZIPWITH:
+        for (int c = 0; c < t->nkid; c++) {
+            if ((s = vec_read(f, sr, vals, k, t->kid[c], i, &x[c])) != WEFT_OK) {
+                return s;
+            }
+        }
+        return cg_apply(fn, t->fun[0], x, out);
+    default: /* FE_RESHAPE (vec_terms) */
+        return vec_read(f, sr, vals, k, t->kid[1], i, out);
+    }
+}
 
 /* Prepare to read row r of src (extents ext) starting at linear position
  * base. */
@@ -183,6 +375,7 @@ static weft_status source_row(sk_fn *f, source *sr, LLVMValueRef *ext,
     sr->base = base;
     sr->by_index = sr->src && !sk_linear_ok(f, sr->src);
     if (!sr->by_index) {
+        vec_plan(f, sr);
         return WEFT_OK;
     }
     weft_status s = cg_val_make(&f->fn, sr->src->rank, &sr->ix);
@@ -304,26 +497,11 @@ static weft_status warp_accumulate(sk_fn *f, warp *w)
     return s;
 }
 
-/* The run length K of a lane: consecutive elements it reads before the
- * warp combines, as many as keep a lane's run within 32 bytes of leaves
- * (8 for 4-byte elements), at least 1. */
-static int run_length(const warp *w)
-{
-    int bytes = 0;
-    for (int l = 0; l < w->x.n; l++) {
-        bytes += (int)weft_type_size(w->x.leaf[l]);
-    }
-    int k = MAX_RUN;
-    while (k > 1 && k * bytes > RUN_BYTES) {
-        k /= 2;
-    }
-    return k;
-}
-
 /* One full tile at t: lane l reads its K elements (all first, so that
- * they are in flight together), folds them and the warp reduces. */
+ * they are in flight together), folds them and the warp reduces.  vec:
+ * by vector loads (t a multiple of K, the base pointers aligned). */
 static weft_status full_tile(sk_fn *f, warp *w, const source *sr,
-                             LLVMValueRef t, int k, LLVMValueRef hi)
+                             LLVMValueRef t, int k, LLVMValueRef hi, bool vec)
 {
     cg_fn *fn = &f->fn;
     weft_status s;
@@ -331,9 +509,19 @@ static weft_status full_tile(sk_fn *f, warp *w, const source *sr,
     LLVMValueRef llo =
         LLVMBuildAdd(fn->b, t, LLVMBuildMul(fn->b, w->lane, K, ""), "");
     cg_val x[MAX_RUN], y;
+    LLVMValueRef *vals[MAX_VEC_ARRAYS];
+    if (vec && (s = vec_load(f, sr, llo, k, vals)) != WEFT_OK) {
+        return s;
+    }
     for (int i = 0; i < k; i++) {
         LLVMValueRef j = LLVMBuildAdd(fn->b, llo, cg_i64(fn, i), "");
-        if ((s = source_read(f, sr, j, &x[i])) != WEFT_OK) {
+        if (vec) {
+            cg_set_elem(fn, j);
+            s = vec_read(f, sr, vals, k, sr->src, i, &x[i]);
+        } else {
+            s = source_read(f, sr, j, &x[i]);
+        }
+        if (s) {
             return s;
         }
     }
@@ -394,14 +582,30 @@ static weft_status part_tile(sk_fn *f, warp *w, const source *sr,
 
 /* The warp folds [lo, hi) of the source (bounds the same in every lane)
  * into lane 0's acc / have: the full tiles of 32 K elements, then the
- * partial one if any. */
+ * partial one if any.  A source with vector reads whose pointers are
+ * aligned first folds a head [lo, a) up to the next multiple a of K as a
+ * partial tile, so that its full tiles start at multiples of K. */
 static weft_status warp_fold(sk_fn *f, warp *w, const source *sr,
                              LLVMValueRef lo, LLVMValueRef hi)
 {
     cg_fn *fn = &f->fn;
     weft_status s;
-    int k = run_length(w);
+    int k = run_length(f);
     LLVMValueRef T = cg_i64(fn, (int64_t)k * WARP);
+    if (sr->vec) {
+        LLVMValueRef up = LLVMBuildAnd(
+            fn->b, LLVMBuildAdd(fn->b, lo, cg_i64(fn, k - 1), ""),
+            cg_i64(fn, -k), "");
+        LLVMValueRef a =
+            LLVMBuildSelect(fn->b, sr->aligned, min64(fn, up, hi), lo, "head");
+        cg_if head;
+        cg_if_begin(fn, &head, LLVMBuildICmp(fn->b, LLVMIntSLT, lo, a, ""));
+        if ((s = part_tile(f, w, sr, lo, a)) != WEFT_OK) {
+            return s;
+        }
+        cg_if_end(fn, &head);
+        lo = a;
+    }
     LLVMValueRef len =
         max64(fn, LLVMBuildSub(fn->b, hi, lo, ""), cg_i64(fn, 0));
     LLVMValueRef full = LLVMBuildAdd(
@@ -409,7 +613,18 @@ static weft_status warp_fold(sk_fn *f, warp *w, const source *sr,
         LLVMBuildMul(fn->b, LLVMBuildUDiv(fn->b, len, T, ""), T, ""), "full");
     cg_sloop tl;
     LLVMValueRef t = cg_sloop_begin(fn, &tl, lo, full, T, "tile");
-    if ((s = full_tile(f, w, sr, t, k, hi)) != WEFT_OK) {
+    if (sr->vec) {
+        cg_if by;
+        cg_if_begin(fn, &by, sr->aligned);
+        if ((s = full_tile(f, w, sr, t, k, hi, true)) != WEFT_OK) {
+            return s;
+        }
+        cg_if_else(fn, &by);
+        if ((s = full_tile(f, w, sr, t, k, hi, false)) != WEFT_OK) {
+            return s;
+        }
+        cg_if_end(fn, &by);
+    } else if ((s = full_tile(f, w, sr, t, k, hi, false)) != WEFT_OK) {
         return s;
     }
     cg_sloop_end(fn, &tl);
@@ -472,7 +687,7 @@ static weft_status block_fold(sk_fn *f, block *bk, const source *sr,
      * of tiles, so that the non-empty sub-ranges are a prefix */
     LLVMValueRef len = LLVMBuildSub(fn->b, hi, lo, "len");
     LLVMValueRef per = ceil_div(fn, len, bk->nwarp);
-    LLVMValueRef T = cg_i64(fn, (int64_t)run_length(w) * WARP);
+    LLVMValueRef T = cg_i64(fn, (int64_t)run_length(f) * WARP);
     LLVMValueRef S = LLVMBuildMul(fn->b, ceil_div(fn, per, T), T, "span");
     LLVMValueRef wlo =
         min64(fn,
