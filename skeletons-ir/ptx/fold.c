@@ -68,8 +68,9 @@
 enum {
     WARP = 32,        /* lanes */
     MAX_WARPS = 32,   /* warps of a block of 1024 threads */
-    MAX_RUN = 8,      /* the most consecutive elements a lane reads alone */
-    RUN_BYTES = 32,   /* ... and the most bytes of them */
+    MAX_RUN = 16,     /* the most consecutive elements a lane reads alone */
+    RUN_BYTES = 32,   /* ... and the most bytes of them (fold values) */
+    VEC_RUN_BYTES = 64, /* ... with vector reads (see vec_plan) */
     VEC_BYTES = 16,   /* a vector load: ld.global.nc.v4 of 4-byte leaves,
                          .v2 of 8-byte ones */
     MAX_VEC_ARRAYS = 8, /* manifest arrays a vector-read source may have */
@@ -165,10 +166,20 @@ static void mut_zero(cg_fn *fn, const cg_mut *m)
     }
 }
 
-/* The run length K of a lane: consecutive elements it reads before the
- * warp combines, as many as keep a lane's run within RUN_BYTES bytes of
- * the fold's leaves, at least 1. */
-static int run_length(sk_fn *f)
+/* A run length K: the most consecutive elements a lane reads before the
+ * warp combines, a power of two of at most MAX_RUN and at least 1, such
+ * that K elements of `bytes` bytes each stay within `budget` bytes. */
+static int run_of(int bytes, int budget)
+{
+    int k = MAX_RUN;
+    while (k > 1 && k * bytes > budget) {
+        k /= 2;
+    }
+    return k;
+}
+
+/* The bytes of one value of the fold's type (its leaves). */
+static int fold_bytes(sk_fn *f)
 {
     const weft_type *leaf;
     int n = cg_leaves(&f->fn, f->e->k->op->type, &leaf);
@@ -176,11 +187,7 @@ static int run_length(sk_fn *f)
     for (int l = 0; l < n; l++) {
         bytes += (int)weft_type_size(leaf[l]);
     }
-    int k = MAX_RUN;
-    while (k > 1 && k * bytes > RUN_BYTES) {
-        k /= 2;
-    }
-    return k;
+    return bytes;
 }
 
 /* ---- reading the source ----------------------------------------------- */
@@ -194,6 +201,7 @@ typedef struct source {
     cg_val ix;          /* by_index: the row's outer index components */
     LLVMValueRef base;  /* linear position of the row's first element */
     bool by_index;
+    int k;              /* the run length K of its full tiles */
     bool vec;           /* full tiles may read by vector loads (vec_plan) */
     LLVMValueRef aligned; /* vec: i1, every base pointer 16-byte aligned */
     int narr;           /* vec: the manifest arrays read, each once */
@@ -202,11 +210,10 @@ typedef struct source {
 
 /* ---- vector reads ------------------------------------------------------ */
 
-/* Whether term t, read by linear position, is manifest arrays under maps,
- * zipWiths (equal shapes) and reshapes, every leaf of them 4 or 8 bytes
- * with a lane's run of k of them a whole number of vector loads; each
- * array goes into sr->arr once. */
-static bool vec_terms(sk_fn *f, source *sr, const fe_term *t, int k)
+/* Whether term t, read by linear position, is manifest read-only arrays
+ * under maps, zipWiths (equal shapes) and reshapes, every leaf of them 4
+ * or 8 bytes; each array goes into sr->arr once. */
+static bool vec_terms(sk_fn *f, source *sr, const fe_term *t)
 {
     if (!t->delayed) {
         const cg_array *a = sk_manifest_array(f, t);
@@ -215,7 +222,7 @@ static bool vec_terms(sk_fn *f, source *sr, const fe_term *t, int k)
         }
         for (int l = 0; l < a->nleaf; l++) {
             int size = (int)weft_type_size(a->leaf[l]);
-            if ((size != 4 && size != 8) || (k * size) % VEC_BYTES != 0) {
+            if (size != 4 && size != 8) {
                 return false;
             }
         }
@@ -232,22 +239,26 @@ static bool vec_terms(sk_fn *f, source *sr, const fe_term *t, int k)
     }
     switch ((fe_kind)t->kind) {
     case FE_MAP:
-        return vec_terms(f, sr, t->kid[0], k);
+        return vec_terms(f, sr, t->kid[0]);
     case FE_ZIPWITH:
         for (int c = 0; c < t->nkid; c++) {
-            if (!f->e->uniform || c >= 3 || !vec_terms(f, sr, t->kid[c], k)) {
+            if (!f->e->uniform || c >= 3 || !vec_terms(f, sr, t->kid[c])) {
                 return false;
             }
         }
         return true;
     case FE_RESHAPE:
-        return vec_terms(f, sr, t->kid[1], k);
+        return vec_terms(f, sr, t->kid[1]);
     default:
         return false;
     }
 }
 
-/* sr->vec and sr->aligned for a source read by linear position.  The
+/* sr->k, sr->vec and sr->aligned.  A source read by multi-index, and the
+ * partials, have runs of RUN_BYTES of the fold's values; a source of
+ * vector reads has runs of VEC_RUN_BYTES both of the fold's values and of
+ * the leaves it loads per element (a lane's loads are all in flight
+ * together), and each leaf's run must be whole vector loads.  The
  * alignment is tested on the pointers' bits through an opaque `and`
  * (inline PTX): the kernel's pointer loads carry !align of the target's
  * array_align (skeletons-ir/kernel.c), which device arrays wrapped from
@@ -257,10 +268,26 @@ static void vec_plan(sk_fn *f, source *sr)
 {
     cg_fn *fn = &f->fn;
     sr->narr = 0;
-    sr->vec = sr->src && vec_terms(f, sr, sr->src, run_length(f));
+    sr->k = run_of(fold_bytes(f), RUN_BYTES);
+    sr->vec = sr->src && !sr->by_index && vec_terms(f, sr, sr->src);
+    int bytes = 0;
+    for (int i = 0; sr->vec && i < sr->narr; i++) {
+        for (int l = 0; l < sr->arr[i]->nleaf; l++) {
+            bytes += (int)weft_type_size(sr->arr[i]->leaf[l]);
+        }
+    }
+    int k = run_of(bytes, VEC_RUN_BYTES), kf = run_of(fold_bytes(f), VEC_RUN_BYTES);
+    k = k < kf ? k : kf;
+    for (int i = 0; sr->vec && i < sr->narr; i++) {
+        for (int l = 0; l < sr->arr[i]->nleaf; l++) {
+            sr->vec = sr->vec &&
+                      k * (int)weft_type_size(sr->arr[i]->leaf[l]) % VEC_BYTES == 0;
+        }
+    }
     if (!sr->vec) {
         return;
     }
+    sr->k = k;
     LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
     LLVMValueRef bits = cg_i64(fn, 0);
     for (int i = 0; i < sr->narr; i++) {
@@ -374,8 +401,8 @@ static weft_status source_row(sk_fn *f, source *sr, LLVMValueRef *ext,
 {
     sr->base = base;
     sr->by_index = sr->src && !sk_linear_ok(f, sr->src);
+    vec_plan(f, sr);
     if (!sr->by_index) {
-        vec_plan(f, sr);
         return WEFT_OK;
     }
     weft_status s = cg_val_make(&f->fn, sr->src->rank, &sr->ix);
@@ -590,7 +617,7 @@ static weft_status warp_fold(sk_fn *f, warp *w, const source *sr,
 {
     cg_fn *fn = &f->fn;
     weft_status s;
-    int k = run_length(f);
+    int k = sr->k;
     LLVMValueRef T = cg_i64(fn, (int64_t)k * WARP);
     if (sr->vec) {
         LLVMValueRef up = LLVMBuildAnd(
@@ -687,7 +714,7 @@ static weft_status block_fold(sk_fn *f, block *bk, const source *sr,
      * of tiles, so that the non-empty sub-ranges are a prefix */
     LLVMValueRef len = LLVMBuildSub(fn->b, hi, lo, "len");
     LLVMValueRef per = ceil_div(fn, len, bk->nwarp);
-    LLVMValueRef T = cg_i64(fn, (int64_t)run_length(f) * WARP);
+    LLVMValueRef T = cg_i64(fn, (int64_t)sr->k * WARP);
     LLVMValueRef S = LLVMBuildMul(fn->b, ceil_div(fn, per, T), T, "span");
     LLVMValueRef wlo =
         min64(fn,
@@ -850,6 +877,7 @@ static weft_status emit_blocks(sk_fn *f, bool has_seed, bool chunks)
     } else {
         lo = LLVMBuildMul(fn->b, c, C, "");
         hi = LLVMBuildAdd(fn->b, lo, C, "");
+        vec_plan(f, &sr);
     }
     if ((s = block_fold(f, &bk, &sr, lo, hi)) != WEFT_OK) {
         return s;
