@@ -219,6 +219,12 @@ struct sk_kernel {
  * short array then takes two launches, entry 1 with one block and entry
  * 2, instead of one warp in one launch). */
 #define SK_FOLD_CHUNKS_ONLY 1u
+/* sk_kernel.flags of a fold of rank-1 input on the GPU (ptx/fold.c, with
+ * SK_FOLD_CHUNKS_ONLY): entry 1 also finishes the fold, in the block that
+ * draws the last ticket of a counter in aux 2 (an i32 array of one
+ * element, zero before the run and again after it), so the driver runs
+ * entry 1 alone when C > 0, and entry 2 only for an empty input (C = 0). */
+#define SK_FOLD_LAST_BLOCK 2u
 /* Set SK_FOLD_CHUNKS_ONLY on fold kernel k when its input has rank 1
  * (fold.c; the PTX fold too). */
 void sk_fold_chunks_only(sk_kernel *k);

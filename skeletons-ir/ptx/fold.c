@@ -99,6 +99,12 @@ static weft_status ptx_fold_prepare(weft_context *ctx, fe_arena *arena,
     k->aux_item[0] = k->nitem - 1;
     s = sk_add_item(ctx, arena, k, SK_SCALAR, SK_SRC_AUX, 1, WEFT_I64, 0);
     k->aux_item[1] = k->nitem - 1;
+    if (s == WEFT_OK && (k->flags & SK_FOLD_CHUNKS_ONLY)) {
+        /* one row: the last block finishes it (sk.h), its ticket in aux 2 */
+        k->flags |= SK_FOLD_LAST_BLOCK;
+        s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX, 2, WEFT_I32, 1);
+        k->aux_item[2] = k->nitem - 1;
+    }
     return s;
 }
 
@@ -834,6 +840,72 @@ static weft_status emit_rows(sk_fn *f, bool has_seed)
     return WEFT_OK;
 }
 
+/* out[0] = z `f` y, or y without a seed (thread 0). */
+static weft_status put_result(sk_fn *f, bool has_seed, LLVMValueRef r,
+                              const cg_val *y)
+{
+    cg_val out = *y;
+    if (has_seed) {
+        weft_status s = combine(f, sk_kid_value(f, 0), y, &out);
+        if (s) {
+            return s;
+        }
+    }
+    cg_array_store(&f->fn, sk_out_array(f, 0), r, &out);
+    return WEFT_OK;
+}
+
+/* The end of entry 1 of a fold of one row (SK_FOLD_LAST_BLOCK), after
+ * the block's chunks: thread 0 takes a ticket (a fence first, so that its
+ * partials are out before), and the block that drew the last one (the
+ * grid's size less one) folds the C > 0 partials in order, writes the
+ * result and puts the counter back to zero. */
+static weft_status last_block(sk_fn *f, block *bk, bool has_seed,
+                              const cg_array *part, LLVMValueRef C)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+    LLVMValueRef ticket = sk_aux_array(f, 2)->ptr[0];
+    LLVMValueRef flag = tg->shared_array(fn, i32, 1);
+    LLVMValueRef t0 =
+        LLVMBuildICmp(fn->b, LLVMIntEQ, bk->tid, cg_i64(fn, 0), "");
+    cg_if draw;
+    cg_if_begin(fn, &draw, t0);
+    tg->fence(fn);
+    LLVMValueRef old = tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd, ticket,
+                                      LLVMConstInt(i32, 1, 0));
+    LLVMValueRef last = LLVMBuildICmp(
+        fn->b, LLVMIntEQ, old,
+        LLVMBuildSub(fn->b, tg->grid_size(fn, 0), LLVMConstInt(i32, 1, 0), ""),
+        "");
+    LLVMBuildStore(fn->b, LLVMBuildZExt(fn->b, last, i32, ""), flag);
+    cg_if_end(fn, &draw);
+    tg->barrier(fn);
+    cg_if fin;
+    cg_if_begin(fn, &fin,
+                LLVMBuildICmp(fn->b, LLVMIntNE, LLVMBuildLoad2(fn->b, i32, flag, ""),
+                              LLVMConstInt(i32, 0, 0), ""));
+    tg->fence(fn);
+    source sr = {.part = part};
+    vec_plan(f, &sr);
+    weft_status s = block_fold(f, bk, &sr, cg_i64(fn, 0), C);
+    if (s) {
+        return s;
+    }
+    cg_if put;
+    cg_if_begin(fn, &put, t0);
+    cg_val y;
+    if ((s = cg_mut_get(fn, &bk->w.acc, &y)) != WEFT_OK ||
+        (s = put_result(f, has_seed, cg_i64(fn, 0), &y)) != WEFT_OK) {
+        return s;
+    }
+    LLVMBuildStore(fn->b, LLVMConstInt(i32, 0, 0), ticket);
+    cg_if_end(fn, &put);
+    cg_if_end(fn, &fin);
+    return WEFT_OK;
+}
+
 /* Entry 1 (chunks: a block per chunk c, into partial[c]) or entry 2
  * (combine: a block per row r, the row's C partials into out[r]). */
 static weft_status emit_blocks(sk_fn *f, bool has_seed, bool chunks)
@@ -912,6 +984,31 @@ static weft_status emit_blocks(sk_fn *f, bool has_seed, bool chunks)
     }
     cg_if_end(fn, &t0);
     cg_sloop_end(fn, &items);
+    if (chunks && (f->e->k->flags & SK_FOLD_LAST_BLOCK)) {
+        return last_block(f, &bk, has_seed, part, C);
+    }
+    return WEFT_OK;
+}
+
+/* Entry 2 of a fold of one row that its last block finishes
+ * (SK_FOLD_LAST_BLOCK): the driver runs it only for an empty row (C = 0),
+ * whose fold is z (a fold1 of it is an error the driver reports). */
+static weft_status emit_seed(sk_fn *f, bool has_seed)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    if (!has_seed) {
+        return WEFT_OK;
+    }
+    LLVMValueRef first = LLVMBuildICmp(
+        fn->b, LLVMIntEQ,
+        LLVMBuildOr(fn->b, wide(fn, tg->block_index(fn, 0)),
+                    wide(fn, tg->thread_index(fn, 0)), ""),
+        cg_i64(fn, 0), "");
+    cg_if t0;
+    cg_if_begin(fn, &t0, first);
+    cg_array_store(fn, sk_out_array(f, 0), cg_i64(fn, 0), sk_kid_value(f, 0));
+    cg_if_end(fn, &t0);
     return WEFT_OK;
 }
 
@@ -922,6 +1019,9 @@ static weft_status emit_chunks(sk_fn *f, bool has_seed)
 
 static weft_status emit_combine(sk_fn *f, bool has_seed)
 {
+    if (f->e->k->flags & SK_FOLD_LAST_BLOCK) {
+        return emit_seed(f, has_seed);
+    }
     return emit_blocks(f, has_seed, false);
 }
 
