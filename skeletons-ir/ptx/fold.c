@@ -16,6 +16,11 @@
  *       out[r] = z `f` (the row's C partials, left to right), or without z;
  *       z alone when C = 0 (an empty row).
  *
+ * For an input of rank 1 (one row) entry 1 also finishes the fold (the
+ * last block, below; SK_FOLD_LAST_BLOCK, aux 2 its ticket counter), so
+ * the driver launches entry 1 alone when C > 0, and entry 2 then only
+ * writes z for an empty input.
+ *
  * Each entry walks its items in a loop (item = global warp or block id,
  * step = warps or blocks in the grid: the runtime sizes the grid by
  * k->item_threads and the occupancy, never by n).
@@ -36,8 +41,11 @@
  * prefix: lane j is valid when t + j K < hi, which needs no division; the
  * lane at lane + d, when valid, holds its group's fold), and lane 0
  * accumulates acc = f(acc, tile) (acc = tile for the first one when there
- * is no seed).  K is a constant of the kernel, as many elements as make
- * 32 bytes of leaves (8 for 4-byte elements, at most 8, at least 1): a
+ * is no seed).  K is a constant of the kernel, a power of two of at most
+ * 16 (see vec_plan): as many elements as make 32 bytes of the fold's
+ * leaves (8 for 4-byte elements), or, for vector reads (below), 64 bytes
+ * both of the fold's leaves and of the leaves loaded per element (16 for
+ * a sum of f32, 8 for a dot product of f32); at least 1.  A
  * full tile reads its K elements per lane unconditionally and all before
  * combining them, so that K loads per lane are in flight at once, and the
  * warp pays one reduction per 32 K elements; only the last, partial tile
@@ -62,6 +70,39 @@
  * division per element, by multi-index, as fold.c does; reads and
  * combines are guarded so that no lane reads past its range or applies
  * f to values that are not there.
+ *
+ * Vector reads: head, body, tail.  Where the source is read by linear
+ * position and is manifest read-only arrays under maps, zipWiths (equal
+ * shapes) and reshapes, with 4- and 8-byte leaves (a sum, a dot product,
+ * a fold of a map), a full tile's lane loads its run of K elements per
+ * leaf as K size / 16 vector loads of 16 bytes (ld.global.nc.v4.f32,
+ * .v2.f64, ...), extracts the elements and computes the fused producers
+ * on them one by one, in the same order as the scalar reads.  That needs
+ * every leaf's base pointer 16-byte aligned and every run to start at a
+ * multiple of K: the kernel tests the first once, uniformly (the OR of
+ * the pointers, `and` 15: device buffers are 256-byte aligned, but an
+ * array wrapped from DLPack with a byte offset need not be), and when it
+ * holds, a warp's range [lo, hi) is folded as a head [lo, a) up to the
+ * next multiple a of K (fewer than K elements, a partial tile, scalar),
+ * the body of full tiles from a (vector loads; tiles of 32 K keep every
+ * run at a multiple of K) and the tail as before.  With unaligned
+ * pointers there is no head and the full tiles read scalars, as before.
+ * Either way the order of combination is the one above: the head is a
+ * tile of its own, folded into acc first.  Other sources (multi-index
+ * reads, gathers, 1- and 2-byte leaves) read as before.
+ *
+ * The last block.  A fold of one row (rank-1 input) is entry 1 over its
+ * C chunks and then the fold of the C partials.  Instead of a second
+ * launch, each block of entry 1, after its chunks, takes a ticket: thread
+ * 0 fences (its partials are visible before its ticket), adds one to the
+ * counter (aux 2, an i32 the runtime zeroes with the job's other aux
+ * arrays) and tells the block through shared memory whether it drew the
+ * last ticket (the grid's size less one).  That block, and only it,
+ * fences again (the others' partials after their tickets), folds the C
+ * partials in order as entry 2 would, writes z `f` that (or that) to the
+ * result and stores 0 into the counter, so that it is zero again for
+ * whatever runs next.  The branch is block-uniform, so its barriers are
+ * too.
  */
 #include "../sk.h"
 
