@@ -317,33 +317,32 @@ static void vec_plan(sk_fn *f, source *sr)
     sr->narr = 0;
     sr->k = run_of(fold_bytes(f), RUN_BYTES);
     sr->vec = sr->src && !sr->by_index && vec_terms(f, sr, sr->src);
+    if (!sr->vec) {
+        return;
+    }
     int bytes = 0;
-    for (int i = 0; sr->vec && i < sr->narr; i++) {
+    for (int i = 0; i < sr->narr; i++) {
         for (int l = 0; l < sr->arr[i]->nleaf; l++) {
             bytes += (int)weft_type_size(sr->arr[i]->leaf[l]);
         }
     }
-    int k = run_of(bytes, VEC_RUN_BYTES), kf = run_of(fold_bytes(f), VEC_RUN_BYTES);
+    int k = run_of(bytes, VEC_RUN_BYTES);
+    int kf = run_of(fold_bytes(f), VEC_RUN_BYTES);
     k = k < kf ? k : kf;
-    for (int i = 0; sr->vec && i < sr->narr; i++) {
-        for (int l = 0; l < sr->arr[i]->nleaf; l++) {
-            sr->vec = sr->vec &&
-                      k * (int)weft_type_size(sr->arr[i]->leaf[l]) % VEC_BYTES == 0;
-        }
-    }
-    if (!sr->vec) {
-        return;
-    }
-    sr->k = k;
     LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
     LLVMValueRef bits = cg_i64(fn, 0);
     for (int i = 0; i < sr->narr; i++) {
-        for (int l = 0; l < sr->arr[i]->nleaf; l++) {
-            bits = LLVMBuildOr(
-                fn->b, bits, LLVMBuildPtrToInt(fn->b, sr->arr[i]->ptr[l], i64, ""),
-                "");
+        const cg_array *a = sr->arr[i];
+        for (int l = 0; l < a->nleaf; l++) {
+            if (k * (int)weft_type_size(a->leaf[l]) % VEC_BYTES != 0) {
+                sr->vec = false;
+                return;
+            }
+            LLVMValueRef p = LLVMBuildPtrToInt(fn->b, a->ptr[l], i64, "");
+            bits = LLVMBuildOr(fn->b, bits, p, "");
         }
     }
+    sr->k = k;
     static const char text[] = "and.b64 $0, $1, 15;", cons[] = "=l,l";
     LLVMTypeRef ty = LLVMFunctionType(i64, &i64, 1, 0);
     LLVMValueRef low = LLVMBuildCall2(
@@ -372,7 +371,8 @@ static weft_status vec_load(sk_fn *f, const source *sr, LLVMValueRef j0,
         vals[i] = fe_arena_alloc(fn->arena,
                                  sizeof *vals[i] * (size_t)(a->nleaf * k));
         if (!vals[i]) {
-            return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+            return fe_error(WEFT_ERR_OUT_OF_MEMORY,
+                            "weft_compile: out of memory");
         }
         for (int l = 0; l < a->nleaf; l++) {
             LLVMTypeRef mt = cg_mem_type(c, a->leaf[l]);
@@ -431,7 +431,8 @@ static weft_status vec_read(sk_fn *f, const source *sr, LLVMValueRef **vals,
         return cg_apply(fn, t->fun[0], x, out);
     case FE_ZIPWITH:
         for (int c = 0; c < t->nkid; c++) {
-            if ((s = vec_read(f, sr, vals, k, t->kid[c], i, &x[c])) != WEFT_OK) {
+            s = vec_read(f, sr, vals, k, t->kid[c], i, &x[c]);
+            if (s) {
                 return s;
             }
         }
@@ -924,9 +925,9 @@ static weft_status last_block(sk_fn *f, block *bk, bool has_seed,
     cg_if_end(fn, &draw);
     tg->barrier(fn);
     cg_if fin;
-    cg_if_begin(fn, &fin,
-                LLVMBuildICmp(fn->b, LLVMIntNE, LLVMBuildLoad2(fn->b, i32, flag, ""),
-                              LLVMConstInt(i32, 0, 0), ""));
+    LLVMValueRef drew = LLVMBuildLoad2(fn->b, i32, flag, "");
+    cg_if_begin(fn, &fin, LLVMBuildICmp(fn->b, LLVMIntNE, drew,
+                                        LLVMConstInt(i32, 0, 0), ""));
     tg->fence(fn);
     source sr = {.part = part};
     vec_plan(f, &sr);
