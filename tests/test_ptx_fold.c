@@ -262,36 +262,42 @@ static weft_type tuple(weft_context *ctx, int n, const weft_type *ts)
 
 /* ---- cases ---- */
 
-START_TEST(sum2)
+/* (+) on t. */
+static weft_fun *add_fun(weft_program *p, weft_type t)
+{
+    weft_fun *add = weft_fun2(p, t, t);
+    weft_fun_return(add, weft_add(weft_arg(add, 0), weft_arg(add, 1)));
+    return add;
+}
+
+/* A sum of f32 of rank `rank`: one kernel with `vec` 128-bit loads,
+ * finished by its last block or not. */
+static void sum_case(int rank, int vec, int last)
 {
     tcase t;
     tc_open(&t);
-    weft_acc *a = weft_param(t.p, WEFT_F32, 2);
-    weft_fun *add = weft_fun2(t.p, WEFT_F32, WEFT_F32);
-    weft_fun_return(add, weft_add(weft_arg(add, 0), weft_arg(add, 1)));
-    seen sn = plan(&t, "sum2", weft_fold(add, weft_f32(t.p, 0), a));
+    weft_acc *a = weft_param(t.p, WEFT_F32, rank);
+    seen sn = plan(&t, "sum",
+                   weft_fold(add_fun(t.p, WEFT_F32), weft_f32(t.p, 0), a));
     ck_assert_int_eq(sn.folds, 1);
     ck_assert_int_eq(sn.general, 0);
-    /* runs of K = 16 f32, four v4 loads, in entries 0 and 1 */
-    ck_assert_int_eq(sn.vec, 8);
-    ck_assert_int_eq(sn.last, 0);
+    ck_assert_int_eq(sn.vec, vec);
+    ck_assert_int_eq(sn.last, last);
     tc_close(&t);
+}
+
+/* Runs of K = 16 f32, four v4 loads, in entries 0 and 1. */
+START_TEST(sum2)
+{
+    sum_case(2, 8, 0);
 }
 END_TEST
 
-/* A sum of a vector: 128-bit loads, and one launch (the last block). */
+/* A vector: entry 1 alone has the loads, and one launch (the last
+ * block). */
 START_TEST(sum1)
 {
-    tcase t;
-    tc_open(&t);
-    weft_acc *a = weft_param(t.p, WEFT_F32, 1);
-    weft_fun *add = weft_fun2(t.p, WEFT_F32, WEFT_F32);
-    weft_fun_return(add, weft_add(weft_arg(add, 0), weft_arg(add, 1)));
-    seen sn = plan(&t, "sum1", weft_fold(add, weft_f32(t.p, 0), a));
-    ck_assert_int_eq(sn.folds, 1);
-    ck_assert_int_eq(sn.vec, 4);
-    ck_assert_int_eq(sn.last, 1);
-    tc_close(&t);
+    sum_case(1, 4, 1);
 }
 END_TEST
 
@@ -303,10 +309,8 @@ START_TEST(narrow)
     weft_acc *a = weft_param(t.p, WEFT_I8, 1);
     weft_fun *cvt = weft_fun1(t.p, WEFT_I8);
     weft_fun_return(cvt, weft_convert(weft_arg(cvt, 0), WEFT_F32));
-    weft_fun *add = weft_fun2(t.p, WEFT_F32, WEFT_F32);
-    weft_fun_return(add, weft_add(weft_arg(add, 0), weft_arg(add, 1)));
     seen sn = plan(&t, "narrow",
-                   weft_fold1(add, weft_map(cvt, a)));
+                   weft_fold1(add_fun(t.p, WEFT_F32), weft_map(cvt, a)));
     ck_assert_int_eq(sn.folds, 1);
     ck_assert_int_eq(sn.vec, 0);
     ck_assert_int_eq(sn.last, 1);
