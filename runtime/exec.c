@@ -528,6 +528,7 @@ weft_status rt_exec_fold(job *j)
      * entry always goes by chunks: C = 0 when rows are empty (entry 2 then
      * gives z), else at least 1. */
     bool chunks_only = j->k->flags & SK_FOLD_CHUNKS_ONLY;
+    bool last_block = j->k->flags & SK_FOLD_LAST_BLOCK;
     int64_t C = rt_row_chunks(j, rows, m);
     if (chunks_only && m == 0) {
         C = 0;
@@ -536,12 +537,18 @@ weft_status rt_exec_fold(job *j)
     bool by_chunks = C > 1 || chunks_only;
     if ((s = rt_job_aux(j, 0, t->type, by_chunks && C > 0 ? rows * C : 1,
                         false)) != WEFT_OK ||
+        (last_block &&
+         (s = rt_job_aux(j, 2, WEFT_I32, 1, false)) != WEFT_OK) ||
         (s = rt_job_fill(j)) != WEFT_OK) {
         return s;
     }
     if (!by_chunks) {
         int64_t grain = m > 0 ? j->grain / m : j->grain;
         return rt_job_run(j, 0, rows, grain > 0 ? grain : 1);
+    }
+    if (last_block && C > 0) {
+        /* the last block of entry 1 writes the result (sk.h) */
+        return rt_job_run(j, 1, rows * C, 1);
     }
     rt_phase ph[2] = {
         {.entry = 1, .n = rows * C, .grain = 1},

@@ -216,9 +216,15 @@ struct sk_kernel {
  * C = 0 for rows of no element.  Both folds (fold.c, ptx/fold.c) set it
  * for an input of rank 1 (one row): entry 0 would only serve short
  * arrays, and it costs as much compile time as entry 1 (on the GPU a
- * short array then takes two launches, entry 1 with one block and entry
- * 2, instead of one warp in one launch). */
+ * short array then takes one block of entry 1 instead of one warp, see
+ * SK_FOLD_LAST_BLOCK). */
 #define SK_FOLD_CHUNKS_ONLY 1u
+/* sk_kernel.flags of a fold of rank-1 input on the GPU (ptx/fold.c, with
+ * SK_FOLD_CHUNKS_ONLY): entry 1 also finishes the fold, in the block that
+ * draws the last ticket of a counter in aux 2 (an i32 array of one
+ * element, zero before the run and again after it), so the driver runs
+ * entry 1 alone when C > 0, and entry 2 only for an empty input (C = 0). */
+#define SK_FOLD_LAST_BLOCK 2u
 /* Set SK_FOLD_CHUNKS_ONLY on fold kernel k when its input has rank 1
  * (fold.c; the PTX fold too). */
 void sk_fold_chunks_only(sk_kernel *k);

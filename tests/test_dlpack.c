@@ -1032,6 +1032,71 @@ START_TEST(ptx_async)
 }
 END_TEST
 
+/* Sums of device arrays whose base lies 4 bytes past a 16-byte boundary,
+ * as a DLPack tensor's byte offset may put it: the PTX fold tests its
+ * pointers' alignment and reads scalars there, 128-bit loads where every
+ * pointer is aligned (skeletons-ir/ptx/fold.c).  Small integers in f32,
+ * so every partial sum is exact (below 2^24) in any grouping. */
+START_TEST(ptx_misaligned_fold)
+{
+    enum { N = (1 << 20) + 3 };
+    weft_context *ctx = open_ptx();
+    weft_program *p;
+    TU_OK(weft_program_create(ctx, &p));
+    weft_acc *x = weft_param(p, WEFT_F32, 1), *y = weft_param(p, WEFT_F32, 1);
+    weft_acc *res[2] = {
+        weft_fold(tu_fun_op2(p, WEFT_OP_ADD, WEFT_F32), weft_f32(p, 0), x),
+        weft_fold(tu_fun_op2(p, WEFT_OP_ADD, WEFT_F32), weft_f32(p, 0),
+                  weft_zipwith(tu_fun_op2(p, WEFT_OP_MUL, WEFT_F32), x, y)),
+    };
+    weft_executable *exe;
+    TU_OK(weft_compile(p, res, 2, &exe));
+    weft_program_free(p);
+    static float xs[N + 1], ys[N + 1];
+    for (int i = 0; i <= N; i++) {
+        xs[i] = (float)(i % 7);
+        ys[i] = (float)(i % 3);
+    }
+    uint64_t dx = device_floats(xs, N + 1), dy = device_floats(ys, N + 1);
+    int released = 0;
+    /* x and y 0 or 1 element past their (256-byte aligned) buffers */
+    static const int offs[3][2] = {{0, 0}, {1, 1}, {0, 1}};
+    for (int c = 0; c < 3; c++) {
+        int ox = offs[c][0], oy = offs[c][1];
+        double sum = 0, dot = 0;
+        for (int i = 0; i < N; i++) {
+            sum += xs[i + ox];
+            dot += (double)xs[i + ox] * ys[i + oy];
+        }
+        weft_array *in[2], *out[2];
+        TU_OK(weft_array_wrap_device(
+            ctx, WEFT_F32, 1, TU_SH(N),
+            (void *const[]){(void *)(uintptr_t)(dx + 4 * (uint64_t)ox)},
+            device_release, &released, &in[0]));
+        TU_OK(weft_array_wrap_device(
+            ctx, WEFT_F32, 1, TU_SH(N),
+            (void *const[]){(void *)(uintptr_t)(dy + 4 * (uint64_t)oy)},
+            device_release, &released, &in[1]));
+        TU_OK(weft_run(exe, in, 2, out, 2));
+        float got[2];
+        TU_OK(weft_array_read(out[0], 0, &got[0], sizeof got[0]));
+        TU_OK(weft_array_read(out[1], 0, &got[1], sizeof got[1]));
+        ck_assert_msg(got[0] == (float)sum && got[1] == (float)dot,
+                      "offsets %d %d: sum %g dot %g, expected %g %g", ox, oy,
+                      (double)got[0], (double)got[1], sum, dot);
+        for (int k = 0; k < 2; k++) {
+            weft_array_release(out[k]);
+            weft_array_release(in[k]);
+        }
+    }
+    ck_assert_int_eq(released, 6);
+    CU_OK(cu.mem_free(dx));
+    CU_OK(cu.mem_free(dy));
+    weft_executable_free(exe);
+    weft_context_free(ctx);
+}
+END_TEST
+
 static Suite *dlpack_suite(void)
 {
     Suite *s = suite_create("dlpack_ptx");
@@ -1040,6 +1105,7 @@ static Suite *dlpack_suite(void)
     tcase_add_test(t, ptx_device);
     tcase_add_test(t, ptx_dlpack_cuda);
     tcase_add_test(t, ptx_async);
+    tcase_add_test(t, ptx_misaligned_fold);
     suite_add_tcase(s, t);
     return s;
 }

@@ -122,6 +122,9 @@ typedef struct seen {
     const char *what;
     int folds;         /* fold kernels emitted */
     int general;       /* of which general */
+    int vec;           /* 128-bit loads of the input (ld.global.nc.v2/v4) */
+    int last;          /* kernels finished by their last block: a ticket
+                          (SK_FOLD_LAST_BLOCK, atom.global.add) */
     weft_context *ctx;
 } seen;
 
@@ -189,6 +192,11 @@ static weft_status get_kernel(void *user, weft_executable *exe, sk_kernel *k)
         printf("---- %s ----\n%s\n", sn->what, text);
     }
     assert_assembles(text, sn->what);
+    sn->vec += count(text, "ld.global.nc.v");
+    bool ticket = (k->flags & SK_FOLD_LAST_BLOCK) != 0;
+    ck_assert_int_eq(count(text, "atom.global.add.u32") > 0, ticket);
+    ck_assert_int_eq(ticket, (k->flags & SK_FOLD_CHUNKS_ONLY) != 0);
+    sn->last += ticket;
     free(text);
     sn->folds++;
     sn->general += k->general;
@@ -254,16 +262,58 @@ static weft_type tuple(weft_context *ctx, int n, const weft_type *ts)
 
 /* ---- cases ---- */
 
-START_TEST(sum2)
+/* (+) on t. */
+static weft_fun *add_fun(weft_program *p, weft_type t)
+{
+    weft_fun *add = weft_fun2(p, t, t);
+    weft_fun_return(add, weft_add(weft_arg(add, 0), weft_arg(add, 1)));
+    return add;
+}
+
+/* A sum of f32 of rank `rank`: one kernel with `vec` 128-bit loads,
+ * finished by its last block or not. */
+static void sum_case(int rank, int vec, int last)
 {
     tcase t;
     tc_open(&t);
-    weft_acc *a = weft_param(t.p, WEFT_F32, 2);
-    weft_fun *add = weft_fun2(t.p, WEFT_F32, WEFT_F32);
-    weft_fun_return(add, weft_add(weft_arg(add, 0), weft_arg(add, 1)));
-    seen sn = plan(&t, "sum2", weft_fold(add, weft_f32(t.p, 0), a));
+    weft_acc *a = weft_param(t.p, WEFT_F32, rank);
+    seen sn = plan(&t, "sum",
+                   weft_fold(add_fun(t.p, WEFT_F32), weft_f32(t.p, 0), a));
     ck_assert_int_eq(sn.folds, 1);
     ck_assert_int_eq(sn.general, 0);
+    ck_assert_int_eq(sn.vec, vec);
+    ck_assert_int_eq(sn.last, last);
+    tc_close(&t);
+}
+
+/* Runs of K = 16 f32, four v4 loads, in entries 0 and 1. */
+START_TEST(sum2)
+{
+    sum_case(2, 8, 0);
+}
+END_TEST
+
+/* A vector: entry 1 alone has the loads, and one launch (the last
+ * block). */
+START_TEST(sum1)
+{
+    sum_case(1, 4, 1);
+}
+END_TEST
+
+/* A fold of a map from 1-byte elements reads scalars. */
+START_TEST(narrow)
+{
+    tcase t;
+    tc_open(&t);
+    weft_acc *a = weft_param(t.p, WEFT_I8, 1);
+    weft_fun *cvt = weft_fun1(t.p, WEFT_I8);
+    weft_fun_return(cvt, weft_convert(weft_arg(cvt, 0), WEFT_F32));
+    seen sn = plan(&t, "narrow",
+                   weft_fold1(add_fun(t.p, WEFT_F32), weft_map(cvt, a)));
+    ck_assert_int_eq(sn.folds, 1);
+    ck_assert_int_eq(sn.vec, 0);
+    ck_assert_int_eq(sn.last, 1);
     tc_close(&t);
 }
 END_TEST
@@ -298,6 +348,7 @@ START_TEST(last)
     weft_fun_return(f, weft_arg(f, 1));
     seen sn = plan(&t, "last", weft_fold1(f, a));
     ck_assert_int_eq(sn.folds, 1);
+    ck_assert_int_eq(sn.vec, 0); /* 1- and 2-byte leaves */
     tc_close(&t);
 }
 END_TEST
@@ -317,6 +368,9 @@ START_TEST(dotp)
                              weft_zipwith(mul, xs, ys)));
     ck_assert_int_eq(sn.folds, 1);
     ck_assert_int_eq(sn.general, 1);
+    /* the equal-shapes variant: K = 4 f64 per array, two v2 loads each,
+     * in entries 0 and 1; the general one reads by multi-index */
+    ck_assert_int_eq(sn.vec, 8);
     tc_close(&t);
 }
 END_TEST
@@ -343,6 +397,8 @@ int main(void)
     TCase *tc = tcase_create("emit");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, sum2);
+    tcase_add_test(tc, sum1);
+    tcase_add_test(tc, narrow);
     tcase_add_test(tc, affine);
     tcase_add_test(tc, last);
     tcase_add_test(tc, dotp);

@@ -16,6 +16,11 @@
  *       out[r] = z `f` (the row's C partials, left to right), or without z;
  *       z alone when C = 0 (an empty row).
  *
+ * For an input of rank 1 (one row) entry 1 also finishes the fold (the
+ * last block, below; SK_FOLD_LAST_BLOCK, aux 2 its ticket counter), so
+ * the driver launches entry 1 alone when C > 0, and entry 2 then only
+ * writes z for an empty input.
+ *
  * Each entry walks its items in a loop (item = global warp or block id,
  * step = warps or blocks in the grid: the runtime sizes the grid by
  * k->item_threads and the occupancy, never by n).
@@ -36,8 +41,11 @@
  * prefix: lane j is valid when t + j K < hi, which needs no division; the
  * lane at lane + d, when valid, holds its group's fold), and lane 0
  * accumulates acc = f(acc, tile) (acc = tile for the first one when there
- * is no seed).  K is a constant of the kernel, as many elements as make
- * 32 bytes of leaves (8 for 4-byte elements, at most 8, at least 1): a
+ * is no seed).  K is a constant of the kernel, a power of two of at most
+ * 16 (see vec_plan): as many elements as make 32 bytes of the fold's
+ * leaves (8 for 4-byte elements), or, for vector reads (below), 64 bytes
+ * both of the fold's leaves and of the leaves loaded per element (16 for
+ * a sum of f32, 8 for a dot product of f32); at least 1.  A
  * full tile reads its K elements per lane unconditionally and all before
  * combining them, so that K loads per lane are in flight at once, and the
  * warp pays one reduction per 32 K elements; only the last, partial tile
@@ -62,14 +70,51 @@
  * division per element, by multi-index, as fold.c does; reads and
  * combines are guarded so that no lane reads past its range or applies
  * f to values that are not there.
+ *
+ * Vector reads: head, body, tail.  Where the source is read by linear
+ * position and is manifest read-only arrays under maps, zipWiths (equal
+ * shapes) and reshapes, with 4- and 8-byte leaves (a sum, a dot product,
+ * a fold of a map), a full tile's lane loads its run of K elements per
+ * leaf as K size / 16 vector loads of 16 bytes (ld.global.nc.v4.f32,
+ * .v2.f64, ...), extracts the elements and computes the fused producers
+ * on them one by one, in the same order as the scalar reads.  That needs
+ * every leaf's base pointer 16-byte aligned and every run to start at a
+ * multiple of K: the kernel tests the first once, uniformly (the OR of
+ * the pointers, `and` 15: device buffers are 256-byte aligned, but an
+ * array wrapped from DLPack with a byte offset need not be), and when it
+ * holds, a warp's range [lo, hi) is folded as a head [lo, a) up to the
+ * next multiple a of K (fewer than K elements, a partial tile, scalar),
+ * the body of full tiles from a (vector loads; tiles of 32 K keep every
+ * run at a multiple of K) and the tail as before.  With unaligned
+ * pointers there is no head and the full tiles read scalars, as before.
+ * Either way the order of combination is the one above: the head is a
+ * tile of its own, folded into acc first.  Other sources (multi-index
+ * reads, gathers, 1- and 2-byte leaves) read as before.
+ *
+ * The last block.  A fold of one row (rank-1 input) is entry 1 over its
+ * C chunks and then the fold of the C partials.  Instead of a second
+ * launch, each block of entry 1, after its chunks, takes a ticket: thread
+ * 0 fences (its partials are visible before its ticket), adds one to the
+ * counter (aux 2, an i32 the runtime zeroes with the job's other aux
+ * arrays) and tells the block through shared memory whether it drew the
+ * last ticket (the grid's size less one).  That block, and only it,
+ * fences again (the others' partials after their tickets), folds the C
+ * partials in order as entry 2 would, writes z `f` that (or that) to the
+ * result and stores 0 into the counter, so that it is zero again for
+ * whatever runs next.  The branch is block-uniform, so its barriers are
+ * too.
  */
 #include "../sk.h"
 
 enum {
     WARP = 32,        /* lanes */
     MAX_WARPS = 32,   /* warps of a block of 1024 threads */
-    MAX_RUN = 8,      /* the most consecutive elements a lane reads alone */
-    RUN_BYTES = 32,   /* ... and the most bytes of them */
+    MAX_RUN = 16,     /* the most consecutive elements a lane reads alone */
+    RUN_BYTES = 32,   /* ... and the most bytes of them (fold values) */
+    VEC_RUN_BYTES = 64, /* ... with vector reads (see vec_plan) */
+    VEC_BYTES = 16,   /* a vector load: ld.global.nc.v4 of 4-byte leaves,
+                         .v2 of 8-byte ones */
+    MAX_VEC_ARRAYS = 8, /* manifest arrays a vector-read source may have */
 };
 
 static weft_status ptx_fold_prepare(weft_context *ctx, fe_arena *arena,
@@ -95,6 +140,12 @@ static weft_status ptx_fold_prepare(weft_context *ctx, fe_arena *arena,
     k->aux_item[0] = k->nitem - 1;
     s = sk_add_item(ctx, arena, k, SK_SCALAR, SK_SRC_AUX, 1, WEFT_I64, 0);
     k->aux_item[1] = k->nitem - 1;
+    if (s == WEFT_OK && (k->flags & SK_FOLD_CHUNKS_ONLY)) {
+        /* one row: the last block finishes it (sk.h), its ticket in aux 2 */
+        k->flags |= SK_FOLD_LAST_BLOCK;
+        s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX, 2, WEFT_I32, 1);
+        k->aux_item[2] = k->nitem - 1;
+    }
     return s;
 }
 
@@ -162,6 +213,30 @@ static void mut_zero(cg_fn *fn, const cg_mut *m)
     }
 }
 
+/* A run length K: the most consecutive elements a lane reads before the
+ * warp combines, a power of two of at most MAX_RUN and at least 1, such
+ * that K elements of `bytes` bytes each stay within `budget` bytes. */
+static int run_of(int bytes, int budget)
+{
+    int k = MAX_RUN;
+    while (k > 1 && k * bytes > budget) {
+        k /= 2;
+    }
+    return k;
+}
+
+/* The bytes of one value of the fold's type (its leaves). */
+static int fold_bytes(sk_fn *f)
+{
+    const weft_type *leaf;
+    int n = cg_leaves(&f->fn, f->e->k->op->type, &leaf);
+    int bytes = 0;
+    for (int l = 0; l < n; l++) {
+        bytes += (int)weft_type_size(leaf[l]);
+    }
+    return bytes;
+}
+
 /* ---- reading the source ----------------------------------------------- */
 
 /* What a fold reads: the input term src, one row of it (fold.c's
@@ -173,7 +248,199 @@ typedef struct source {
     cg_val ix;          /* by_index: the row's outer index components */
     LLVMValueRef base;  /* linear position of the row's first element */
     bool by_index;
+    int k;              /* the run length K of its full tiles */
+    bool vec;           /* full tiles may read by vector loads (vec_plan) */
+    LLVMValueRef aligned; /* vec: i1, every base pointer 16-byte aligned */
+    int narr;           /* vec: the manifest arrays read, each once */
+    const cg_array *arr[MAX_VEC_ARRAYS];
 } source;
+
+/* ---- vector reads ------------------------------------------------------ */
+
+/* Whether term t, read by linear position, is manifest read-only arrays
+ * under maps, zipWiths (equal shapes) and reshapes, every leaf of them 4
+ * or 8 bytes; each array goes into sr->arr once. */
+static bool vec_terms(sk_fn *f, source *sr, const fe_term *t)
+{
+    if (!t->delayed) {
+        const cg_array *a = sk_manifest_array(f, t);
+        if (!a || !a->readonly) {
+            return false;
+        }
+        for (int l = 0; l < a->nleaf; l++) {
+            int size = (int)weft_type_size(a->leaf[l]);
+            if (size != 4 && size != 8) {
+                return false;
+            }
+        }
+        for (int i = 0; i < sr->narr; i++) {
+            if (sr->arr[i] == a) {
+                return true;
+            }
+        }
+        if (sr->narr == MAX_VEC_ARRAYS) {
+            return false;
+        }
+        sr->arr[sr->narr++] = a;
+        return true;
+    }
+    switch ((fe_kind)t->kind) {
+    case FE_MAP:
+        return vec_terms(f, sr, t->kid[0]);
+    case FE_ZIPWITH:
+        for (int c = 0; c < t->nkid; c++) {
+            if (!f->e->uniform || c >= 3 || !vec_terms(f, sr, t->kid[c])) {
+                return false;
+            }
+        }
+        return true;
+    case FE_RESHAPE:
+        return vec_terms(f, sr, t->kid[1]);
+    default:
+        return false;
+    }
+}
+
+/* sr->k, sr->vec and sr->aligned.  A source read by multi-index, and the
+ * partials, have runs of RUN_BYTES of the fold's values; a source of
+ * vector reads has runs of VEC_RUN_BYTES both of the fold's values and of
+ * the leaves it loads per element (a lane's loads are all in flight
+ * together), and each leaf's run must be whole vector loads.  The
+ * alignment is tested on the pointers' bits through an opaque `and`
+ * (inline PTX): the kernel's pointer loads carry !align of the target's
+ * array_align (skeletons-ir/kernel.c), which device arrays wrapped from
+ * DLPack with a byte offset need not honour, and LLVM would fold a plain
+ * test to true. */
+static void vec_plan(sk_fn *f, source *sr)
+{
+    cg_fn *fn = &f->fn;
+    sr->narr = 0;
+    sr->k = run_of(fold_bytes(f), RUN_BYTES);
+    sr->vec = sr->src && !sr->by_index && vec_terms(f, sr, sr->src);
+    if (!sr->vec) {
+        return;
+    }
+    int bytes = 0;
+    for (int i = 0; i < sr->narr; i++) {
+        for (int l = 0; l < sr->arr[i]->nleaf; l++) {
+            bytes += (int)weft_type_size(sr->arr[i]->leaf[l]);
+        }
+    }
+    int k = run_of(bytes, VEC_RUN_BYTES);
+    int kf = run_of(fold_bytes(f), VEC_RUN_BYTES);
+    k = k < kf ? k : kf;
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
+    LLVMValueRef bits = cg_i64(fn, 0);
+    for (int i = 0; i < sr->narr; i++) {
+        const cg_array *a = sr->arr[i];
+        for (int l = 0; l < a->nleaf; l++) {
+            if (k * (int)weft_type_size(a->leaf[l]) % VEC_BYTES != 0) {
+                sr->vec = false;
+                return;
+            }
+            LLVMValueRef p = LLVMBuildPtrToInt(fn->b, a->ptr[l], i64, "");
+            bits = LLVMBuildOr(fn->b, bits, p, "");
+        }
+    }
+    sr->k = k;
+    static const char text[] = "and.b64 $0, $1, 15;", cons[] = "=l,l";
+    LLVMTypeRef ty = LLVMFunctionType(i64, &i64, 1, 0);
+    LLVMValueRef low = LLVMBuildCall2(
+        fn->b, ty,
+        LLVMGetInlineAsm(ty, text, sizeof text - 1, cons, sizeof cons - 1, 0, 0,
+                         LLVMInlineAsmDialectATT, 0),
+        &bits, 1, "");
+    sr->aligned =
+        LLVMBuildICmp(fn->b, LLVMIntEQ, low, cg_i64(fn, 0), "aligned");
+}
+
+/* The leaves of every array of sr at positions j0 .. j0 + k - 1 (j0 k
+ * elements past a 16-byte aligned base: whole vector loads), into
+ * vals[array][leaf * k + i].  The loads are llvm.nvvm.ldg.global (the
+ * arrays are read-only: ld.global.nc.v4 / .v2): a plain vector load whose
+ * lanes are all extracted, VectorCombine turns back into scalar loads,
+ * without their !invariant.load. */
+static weft_status vec_load(sk_fn *f, const source *sr, LLVMValueRef j0,
+                            int k, LLVMValueRef **vals)
+{
+    cg_fn *fn = &f->fn;
+    LLVMContextRef c = fn->llctx;
+    LLVMTypeRef g = LLVMPointerTypeInContext(c, 1);
+    for (int i = 0; i < sr->narr; i++) {
+        const cg_array *a = sr->arr[i];
+        vals[i] = fe_arena_alloc(fn->arena,
+                                 sizeof *vals[i] * (size_t)(a->nleaf * k));
+        if (!vals[i]) {
+            return fe_error(WEFT_ERR_OUT_OF_MEMORY,
+                            "weft_compile: out of memory");
+        }
+        for (int l = 0; l < a->nleaf; l++) {
+            LLVMTypeRef mt = cg_mem_type(c, a->leaf[l]);
+            int per = VEC_BYTES / (int)weft_type_size(a->leaf[l]);
+            LLVMTypeRef vt = LLVMVectorType(mt, (unsigned)per);
+            for (int q = 0; q < k; q += per) {
+                LLVMValueRef at = LLVMBuildAdd(fn->b, j0, cg_i64(fn, q), "");
+                LLVMValueRef p =
+                    LLVMBuildInBoundsGEP2(fn->b, mt, a->ptr[l], &at, 1, "");
+                LLVMValueRef args[2] = {
+                    LLVMBuildAddrSpaceCast(fn->b, p, g, ""),
+                    LLVMConstInt(LLVMInt32TypeInContext(c), VEC_BYTES, 0)};
+                LLVMTypeRef over[2] = {vt, g};
+                LLVMValueRef v = cg_intrinsic(
+                    fn, fe_is_float(a->leaf[l]) ? "llvm.nvvm.ldg.global.f"
+                                                : "llvm.nvvm.ldg.global.i",
+                    over, 2, args, 2);
+                for (int e = 0; e < per; e++) {
+                    vals[i][l * k + q + e] = LLVMBuildExtractElement(
+                        fn->b, v, LLVMConstInt(LLVMInt32TypeInContext(c),
+                                               (unsigned)e, 0), "");
+                }
+            }
+        }
+    }
+    return WEFT_OK;
+}
+
+/* Element i of the run that vec_load loaded: t as read_at (input.c) reads
+ * it, the loads replaced by the loaded leaves. */
+static weft_status vec_read(sk_fn *f, const source *sr, LLVMValueRef **vals,
+                            int k, const fe_term *t, int i, cg_val *out)
+{
+    cg_fn *fn = &f->fn;
+    weft_status s;
+    cg_val x[3];
+    if (!t->delayed) {
+        const cg_array *a = sk_manifest_array(f, t);
+        int n = 0;
+        while (sr->arr[n] != a) {
+            n++;
+        }
+        if ((s = cg_val_make(fn, a->nleaf, out)) != WEFT_OK) {
+            return s;
+        }
+        for (int l = 0; l < a->nleaf; l++) {
+            out->v[l] = vals[n][l * k + i];
+        }
+        return WEFT_OK;
+    }
+    switch ((fe_kind)t->kind) {
+    case FE_MAP:
+        if ((s = vec_read(f, sr, vals, k, t->kid[0], i, &x[0])) != WEFT_OK) {
+            return s;
+        }
+        return cg_apply(fn, t->fun[0], x, out);
+    case FE_ZIPWITH:
+        for (int c = 0; c < t->nkid; c++) {
+            s = vec_read(f, sr, vals, k, t->kid[c], i, &x[c]);
+            if (s) {
+                return s;
+            }
+        }
+        return cg_apply(fn, t->fun[0], x, out);
+    default: /* FE_RESHAPE (vec_terms) */
+        return vec_read(f, sr, vals, k, t->kid[1], i, out);
+    }
+}
 
 /* Prepare to read row r of src (extents ext) starting at linear position
  * base. */
@@ -182,6 +449,7 @@ static weft_status source_row(sk_fn *f, source *sr, LLVMValueRef *ext,
 {
     sr->base = base;
     sr->by_index = sr->src && !sk_linear_ok(f, sr->src);
+    vec_plan(f, sr);
     if (!sr->by_index) {
         return WEFT_OK;
     }
@@ -304,26 +572,11 @@ static weft_status warp_accumulate(sk_fn *f, warp *w)
     return s;
 }
 
-/* The run length K of a lane: consecutive elements it reads before the
- * warp combines, as many as keep a lane's run within 32 bytes of leaves
- * (8 for 4-byte elements), at least 1. */
-static int run_length(const warp *w)
-{
-    int bytes = 0;
-    for (int l = 0; l < w->x.n; l++) {
-        bytes += (int)weft_type_size(w->x.leaf[l]);
-    }
-    int k = MAX_RUN;
-    while (k > 1 && k * bytes > RUN_BYTES) {
-        k /= 2;
-    }
-    return k;
-}
-
 /* One full tile at t: lane l reads its K elements (all first, so that
- * they are in flight together), folds them and the warp reduces. */
+ * they are in flight together), folds them and the warp reduces.  vec:
+ * by vector loads (t a multiple of K, the base pointers aligned). */
 static weft_status full_tile(sk_fn *f, warp *w, const source *sr,
-                             LLVMValueRef t, int k, LLVMValueRef hi)
+                             LLVMValueRef t, int k, LLVMValueRef hi, bool vec)
 {
     cg_fn *fn = &f->fn;
     weft_status s;
@@ -331,9 +584,19 @@ static weft_status full_tile(sk_fn *f, warp *w, const source *sr,
     LLVMValueRef llo =
         LLVMBuildAdd(fn->b, t, LLVMBuildMul(fn->b, w->lane, K, ""), "");
     cg_val x[MAX_RUN], y;
+    LLVMValueRef *vals[MAX_VEC_ARRAYS];
+    if (vec && (s = vec_load(f, sr, llo, k, vals)) != WEFT_OK) {
+        return s;
+    }
     for (int i = 0; i < k; i++) {
         LLVMValueRef j = LLVMBuildAdd(fn->b, llo, cg_i64(fn, i), "");
-        if ((s = source_read(f, sr, j, &x[i])) != WEFT_OK) {
+        if (vec) {
+            cg_set_elem(fn, j);
+            s = vec_read(f, sr, vals, k, sr->src, i, &x[i]);
+        } else {
+            s = source_read(f, sr, j, &x[i]);
+        }
+        if (s) {
             return s;
         }
     }
@@ -394,14 +657,30 @@ static weft_status part_tile(sk_fn *f, warp *w, const source *sr,
 
 /* The warp folds [lo, hi) of the source (bounds the same in every lane)
  * into lane 0's acc / have: the full tiles of 32 K elements, then the
- * partial one if any. */
+ * partial one if any.  A source with vector reads whose pointers are
+ * aligned first folds a head [lo, a) up to the next multiple a of K as a
+ * partial tile, so that its full tiles start at multiples of K. */
 static weft_status warp_fold(sk_fn *f, warp *w, const source *sr,
                              LLVMValueRef lo, LLVMValueRef hi)
 {
     cg_fn *fn = &f->fn;
     weft_status s;
-    int k = run_length(w);
+    int k = sr->k;
     LLVMValueRef T = cg_i64(fn, (int64_t)k * WARP);
+    if (sr->vec) {
+        LLVMValueRef up = LLVMBuildAnd(
+            fn->b, LLVMBuildAdd(fn->b, lo, cg_i64(fn, k - 1), ""),
+            cg_i64(fn, -k), "");
+        LLVMValueRef a =
+            LLVMBuildSelect(fn->b, sr->aligned, min64(fn, up, hi), lo, "head");
+        cg_if head;
+        cg_if_begin(fn, &head, LLVMBuildICmp(fn->b, LLVMIntSLT, lo, a, ""));
+        if ((s = part_tile(f, w, sr, lo, a)) != WEFT_OK) {
+            return s;
+        }
+        cg_if_end(fn, &head);
+        lo = a;
+    }
     LLVMValueRef len =
         max64(fn, LLVMBuildSub(fn->b, hi, lo, ""), cg_i64(fn, 0));
     LLVMValueRef full = LLVMBuildAdd(
@@ -409,7 +688,18 @@ static weft_status warp_fold(sk_fn *f, warp *w, const source *sr,
         LLVMBuildMul(fn->b, LLVMBuildUDiv(fn->b, len, T, ""), T, ""), "full");
     cg_sloop tl;
     LLVMValueRef t = cg_sloop_begin(fn, &tl, lo, full, T, "tile");
-    if ((s = full_tile(f, w, sr, t, k, hi)) != WEFT_OK) {
+    if (sr->vec) {
+        cg_if by;
+        cg_if_begin(fn, &by, sr->aligned);
+        if ((s = full_tile(f, w, sr, t, k, hi, true)) != WEFT_OK) {
+            return s;
+        }
+        cg_if_else(fn, &by);
+        if ((s = full_tile(f, w, sr, t, k, hi, false)) != WEFT_OK) {
+            return s;
+        }
+        cg_if_end(fn, &by);
+    } else if ((s = full_tile(f, w, sr, t, k, hi, false)) != WEFT_OK) {
         return s;
     }
     cg_sloop_end(fn, &tl);
@@ -472,7 +762,7 @@ static weft_status block_fold(sk_fn *f, block *bk, const source *sr,
      * of tiles, so that the non-empty sub-ranges are a prefix */
     LLVMValueRef len = LLVMBuildSub(fn->b, hi, lo, "len");
     LLVMValueRef per = ceil_div(fn, len, bk->nwarp);
-    LLVMValueRef T = cg_i64(fn, (int64_t)run_length(w) * WARP);
+    LLVMValueRef T = cg_i64(fn, (int64_t)sr->k * WARP);
     LLVMValueRef S = LLVMBuildMul(fn->b, ceil_div(fn, per, T), T, "span");
     LLVMValueRef wlo =
         min64(fn,
@@ -592,6 +882,72 @@ static weft_status emit_rows(sk_fn *f, bool has_seed)
     return WEFT_OK;
 }
 
+/* out[0] = z `f` y, or y without a seed (thread 0). */
+static weft_status put_result(sk_fn *f, bool has_seed, LLVMValueRef r,
+                              const cg_val *y)
+{
+    cg_val out = *y;
+    if (has_seed) {
+        weft_status s = combine(f, sk_kid_value(f, 0), y, &out);
+        if (s) {
+            return s;
+        }
+    }
+    cg_array_store(&f->fn, sk_out_array(f, 0), r, &out);
+    return WEFT_OK;
+}
+
+/* The end of entry 1 of a fold of one row (SK_FOLD_LAST_BLOCK), after
+ * the block's chunks: thread 0 takes a ticket (a fence first, so that its
+ * partials are out before), and the block that drew the last one (the
+ * grid's size less one) folds the C > 0 partials in order, writes the
+ * result and puts the counter back to zero. */
+static weft_status last_block(sk_fn *f, block *bk, bool has_seed,
+                              const cg_array *part, LLVMValueRef C)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+    LLVMValueRef ticket = sk_aux_array(f, 2)->ptr[0];
+    LLVMValueRef flag = tg->shared_array(fn, i32, 1);
+    LLVMValueRef t0 =
+        LLVMBuildICmp(fn->b, LLVMIntEQ, bk->tid, cg_i64(fn, 0), "");
+    cg_if draw;
+    cg_if_begin(fn, &draw, t0);
+    tg->fence(fn);
+    LLVMValueRef old = tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd, ticket,
+                                      LLVMConstInt(i32, 1, 0));
+    LLVMValueRef last = LLVMBuildICmp(
+        fn->b, LLVMIntEQ, old,
+        LLVMBuildSub(fn->b, tg->grid_size(fn, 0), LLVMConstInt(i32, 1, 0), ""),
+        "");
+    LLVMBuildStore(fn->b, LLVMBuildZExt(fn->b, last, i32, ""), flag);
+    cg_if_end(fn, &draw);
+    tg->barrier(fn);
+    cg_if fin;
+    LLVMValueRef drew = LLVMBuildLoad2(fn->b, i32, flag, "");
+    cg_if_begin(fn, &fin, LLVMBuildICmp(fn->b, LLVMIntNE, drew,
+                                        LLVMConstInt(i32, 0, 0), ""));
+    tg->fence(fn);
+    source sr = {.part = part};
+    vec_plan(f, &sr);
+    weft_status s = block_fold(f, bk, &sr, cg_i64(fn, 0), C);
+    if (s) {
+        return s;
+    }
+    cg_if put;
+    cg_if_begin(fn, &put, t0);
+    cg_val y;
+    if ((s = cg_mut_get(fn, &bk->w.acc, &y)) != WEFT_OK ||
+        (s = put_result(f, has_seed, cg_i64(fn, 0), &y)) != WEFT_OK) {
+        return s;
+    }
+    LLVMBuildStore(fn->b, LLVMConstInt(i32, 0, 0), ticket);
+    cg_if_end(fn, &put);
+    cg_if_end(fn, &fin);
+    return WEFT_OK;
+}
+
 /* Entry 1 (chunks: a block per chunk c, into partial[c]) or entry 2
  * (combine: a block per row r, the row's C partials into out[r]). */
 static weft_status emit_blocks(sk_fn *f, bool has_seed, bool chunks)
@@ -635,6 +991,7 @@ static weft_status emit_blocks(sk_fn *f, bool has_seed, bool chunks)
     } else {
         lo = LLVMBuildMul(fn->b, c, C, "");
         hi = LLVMBuildAdd(fn->b, lo, C, "");
+        vec_plan(f, &sr);
     }
     if ((s = block_fold(f, &bk, &sr, lo, hi)) != WEFT_OK) {
         return s;
@@ -669,6 +1026,31 @@ static weft_status emit_blocks(sk_fn *f, bool has_seed, bool chunks)
     }
     cg_if_end(fn, &t0);
     cg_sloop_end(fn, &items);
+    if (chunks && (f->e->k->flags & SK_FOLD_LAST_BLOCK)) {
+        return last_block(f, &bk, has_seed, part, C);
+    }
+    return WEFT_OK;
+}
+
+/* Entry 2 of a fold of one row that its last block finishes
+ * (SK_FOLD_LAST_BLOCK): the driver runs it only for an empty row (C = 0),
+ * whose fold is z (a fold1 of it is an error the driver reports). */
+static weft_status emit_seed(sk_fn *f, bool has_seed)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    if (!has_seed) {
+        return WEFT_OK;
+    }
+    LLVMValueRef first = LLVMBuildICmp(
+        fn->b, LLVMIntEQ,
+        LLVMBuildOr(fn->b, wide(fn, tg->block_index(fn, 0)),
+                    wide(fn, tg->thread_index(fn, 0)), ""),
+        cg_i64(fn, 0), "");
+    cg_if t0;
+    cg_if_begin(fn, &t0, first);
+    cg_array_store(fn, sk_out_array(f, 0), cg_i64(fn, 0), sk_kid_value(f, 0));
+    cg_if_end(fn, &t0);
     return WEFT_OK;
 }
 
@@ -679,6 +1061,9 @@ static weft_status emit_chunks(sk_fn *f, bool has_seed)
 
 static weft_status emit_combine(sk_fn *f, bool has_seed)
 {
+    if (f->e->k->flags & SK_FOLD_LAST_BLOCK) {
+        return emit_seed(f, has_seed);
+    }
     return emit_blocks(f, has_seed, false);
 }
 
