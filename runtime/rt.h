@@ -27,7 +27,8 @@
 /* Bumped whenever the kernel ABI, the argument block layout or anything
  * else that makes an old cached kernel wrong changes; it is mixed into
  * every kernel key, so old disk entries are simply never found again. */
-#define RT_ABI_VERSION 10 /* 10: CPU sin, cos, f32 pow by vmath.c */
+#define RT_ABI_VERSION 11 /* 11: ptx fold by 128-bit loads and a last-block
+                             ticket, ptx scan status words */
 
 /* ===== disk.c: the disk cache of compiled kernels ===== */
 
