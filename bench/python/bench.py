@@ -156,7 +156,8 @@ def np_mandelbrot(w, xp=np, zeros=None):
         nr = xp.where(live, zr * zr - zi * zi + cr, zr)
         zi = xp.where(live, 2 * zr * zi + ci, zi)
         zr = nr
-        k = k + live.astype(xp.int32)
+        k = k + (live.astype(xp.int32) if hasattr(live, 'astype')
+                 else live.to(xp.int32))  # a torch tensor
     return k
 
 
