@@ -1012,8 +1012,9 @@ WEFT_API weft_status weft_run1(weft_program *p, weft_acc *const *results,
  *                         driver there to copy it, even with the flag);
  *   kDLCUDAManaged        on ptx a device array, elsewhere host memory;
  *   others                WEFT_ERR_INVALID_ARGUMENT.
- * A pointer not aligned to its element size is refused (or copied with
- * the flag).  The read-only flag is honoured: the array is never written
+ * A pointer not aligned to its element size (a device array: to 256
+ * bytes, as cuMemAlloc's are, since weft's GPU kernels assume it; a
+ * slice's offset breaks it) is refused (or copied with the flag).  The read-only flag is honoured: the array is never written
  * by weft, weft_run_into refuses it as an output
  * (WEFT_ERR_INVALID_ARGUMENT), and the caller must not write through
  * weft_array_data of it; it is exported read-only again.  Host tensors
@@ -1062,7 +1063,9 @@ WEFT_API weft_status weft_array_to_dlpack(weft_array *a, int leaf,
 /* As weft_array_wrap, for device memory of the ptx context's GPU:
  * device_ptrs[leaf] (CUdeviceptr values as pointers) become the array's
  * home (see the section's head).  release(user), if not NULL, is called
- * once when the last reference goes (not on failure).  Errors: those of
+ * once when the last reference goes (not on failure).  Each pointer must
+ * be aligned to 256 bytes, as cuMemAlloc's are (weft's GPU kernels
+ * assume it), else WEFT_ERR_INVALID_ARGUMENT.  Errors: those of
  * weft_array_wrap, WEFT_ERR_BACKEND_UNAVAILABLE (not a ptx context that
  * runs on a GPU), WEFT_ERR_DEVICE. */
 WEFT_API weft_status weft_array_wrap_device(weft_context *ctx, weft_type type,

@@ -450,6 +450,14 @@ weft_status fe_array_wrap_device(weft_context *ctx, const char *who,
             return fe_error(WEFT_ERR_NULL_ARGUMENT, "%s: device_ptrs[%d] is NULL",
                             who, l);
         }
+        if ((uintptr_t)device_ptrs[l] % FE_DEVICE_ALIGN != 0) {
+            free_array(a);
+            return fe_error(WEFT_ERR_INVALID_ARGUMENT,
+                            "%s: device_ptrs[%d] is not aligned to %d bytes "
+                            "(weft's GPU kernels assume cuMemAlloc's "
+                            "alignment; a slice's offset breaks it)",
+                            who, l, FE_DEVICE_ALIGN);
+        }
     }
     a->on_device = true;
     st = dev->wrap(a, device_ptrs, who);

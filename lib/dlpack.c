@@ -298,14 +298,19 @@ weft_status weft_array_from_dlpack(weft_context *ctx,
         return st;
     }
     void *first = t->data ? (char *)t->data + t->byte_offset : NULL;
-    bool aligned = (uintptr_t)first % weft_type_size(type) == 0;
+    /* device memory as weft's kernels assume it (FE_DEVICE_ALIGN), host
+     * memory to its element size */
+    size_t align = on_device ? FE_DEVICE_ALIGN : weft_type_size(type);
+    bool aligned = (uintptr_t)first % align == 0;
     bool in_place = aligned && compact(t, size);
     if (!in_place && !(flags & WEFT_DLPACK_COPY)) {
         return fe_error(WEFT_ERR_INVALID_ARGUMENT,
                         "%s: the tensor %s; pass WEFT_DLPACK_COPY to copy it",
                         who_in,
                         aligned ? "is not compact row-major (its strides)"
-                                : "is not aligned to its element size");
+                        : on_device ? "is not aligned to 256 bytes (a slice's "
+                                      "offset?), which weft's GPU kernels assume"
+                                    : "is not aligned to its element size");
     }
     weft_array *a = NULL;
     if (!in_place) {

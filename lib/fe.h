@@ -671,6 +671,12 @@ struct fe_backend {
 
 /* What a backend with a device (ptx) gives lib/array.c and lib/dlpack.c.
  * Each returns a status with its message (`who` names the API call). */
+/* The alignment of every device buffer a GPU kernel reads or writes: what
+ * cuMemAlloc gives, and what the PTX target tells LLVM (sk_target
+ * array_align), so that it may merge loads; memory handed in by the
+ * caller (weft_array_wrap_device, DLPack) must have it too. */
+#define FE_DEVICE_ALIGN 256
+
 typedef struct fe_device_ops {
     /* The device's ordinal (WEFT_ERR_BACKEND_UNAVAILABLE for a context
      * that compiles for a GPU it does not run). */

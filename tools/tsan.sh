@@ -27,7 +27,7 @@ jobs=${JOBS:-2}
 cmake -S . -B "$dir" -DWEFT_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DWEFT_SANITIZE=thread -DWEFT_BUILD_EXAMPLES=OFF >/dev/null
 cmake --build "$dir" -j"$jobs" --target test_gang test_jit test_cpu \
-      test_cancel test_tier test_large
+      test_cancel test_tier test_large test_trace
 
 run=()
 if command -v setarch >/dev/null 2>&1 && setarch "$(uname -m)" -R true 2>/dev/null; then
@@ -61,4 +61,9 @@ one test_tier "$dir/test_tier"
 # 8 threads compiling at once (LLVM's pass instrumentation, issue 21)
 CK_RUN_CASE=concurrent_compiles one test_large-concurrent_compiles \
   "$dir/test_large"
+# A context freed while its tier-up runs: the detached thread owns the jit
+CK_RUN_CASE=free_during_tier_up one test_large-free_during_tier_up \
+  "$dir/test_large"
+# The trace writer, shared by contexts, their tier-up threads and exit
+one test_trace "$dir/test_trace"
 exit $status

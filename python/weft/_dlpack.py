@@ -312,10 +312,13 @@ def from_dlpack(x, context=None, copy: Optional[bool] = None):
     """A weft.Array over the memory of x (anything with __dlpack__: torch,
     cupy, jax, numpy arrays) without a copy: host tensors on any context,
     CUDA tensors on a ptx context (where the library has
-    weft_array_from_dlpack).  copy=True asks the library to copy where it
-    cannot share (WEFT_DLPACK_COPY).  Errors: a dtype weft has no type for
-    (TypeError), non-contiguous strides or a device the context cannot
-    use (weft.InvalidArgument or BufferError)."""
+    weft_array_from_dlpack).  copy=None (the default) or True: the library
+    copies where it cannot share (WEFT_DLPACK_COPY: strides that are not
+    compact, a device pointer off weft's 256-byte alignment, as a slice's
+    offset gives); copy=False: never, such a tensor is an error.  Errors:
+    a dtype weft has no type for (TypeError), with copy=False a tensor
+    that cannot be shared, a device the context cannot use
+    (weft.InvalidArgument or BufferError)."""
     from ._array import Array
     from ._context import default_context
     ctx = context or default_context()
@@ -332,7 +335,9 @@ def from_dlpack(x, context=None, copy: Optional[bool] = None):
     if has('weft_array_from_dlpack'):
         v = t if versioned else _versioned_of(t)
         out = ffi.new('weft_array **')
-        flags = getattr(lib, 'WEFT_DLPACK_COPY', 1) if copy else 0
+        # copy=None: copy only where weft cannot share (a slice's offset,
+        # strides), as the array API's from_dlpack; copy=False: never
+        flags = getattr(lib, 'WEFT_DLPACK_COPY', 1) if copy is not False else 0
         st = lib.weft_array_from_dlpack(ctx._ptr, v, flags, out)
         if st:
             if not versioned:

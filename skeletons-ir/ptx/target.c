@@ -114,5 +114,6 @@ const sk_target sk_target_ptx = {
     .range_begin = ptx_range_begin,
     .range_end = ptx_range_end,
     .chunk_elems = 4,    /* runtime-gpu's element-wise grain: 16 bytes of f32 */
-    .array_align = 256,  /* device arrays are whole cuMemAlloc blocks */
+    .array_align = FE_DEVICE_ALIGN, /* cuMemAlloc blocks; caller memory
+                                       is checked (lib/array.c) */
 };
