@@ -42,6 +42,12 @@ typedef struct cg_target cg_target;
  * parsers) once per process; safe to call from several threads.  Returns
  * WEFT_OK, or WEFT_ERR_BACKEND_UNAVAILABLE when the host target is missing. */
 weft_status cg_init(void);
+/* Make LLVM's lazily made state (pass timers, code generation tables) by
+ * compiling an empty and a small module, once per process (init.c): call
+ * it, after cg_init, before anything that optimises or emits code and
+ * before registering an exit handler that waits for such work.  Safe from
+ * several threads. */
+void cg_warm_up(void);
 
 /* ===== types.c ===== */
 
@@ -140,6 +146,13 @@ struct cg_fn {
                                    scalar while loops poll it every
                                    CG_POLL_EVERY iterations through the
                                    target's cancel_poll */
+    int cond_depth;             /* conditional branches around the code
+                                   being emitted (exp.c, "Deep
+                                   conditionals") */
+    LLVMValueRef spec;          /* NULL, or an i1: the code being emitted
+                                   is a speculated side of a deep
+                                   conditional, wanted only where this
+                                   holds (exp.c, "Deep conditionals") */
 };
 
 /* Codes of the undefined operations a kernel reports in checked mode (and
@@ -331,6 +344,9 @@ typedef struct cg_spmd {
     cg_fn *fn;
     unsigned w;               /* lanes: a power of two, 2 .. 64 */
     LLVMValueRef mask;        /* <w x i1> active lanes; NULL: all */
+    int guards;               /* branches on "any lane active" around
+                                 the code being emitted (spmd.c,
+                                 needs_guard) */
     LLVMValueRef *cons;       /* pairs (vector, base): vector = base +
                                  (0, 1, ..., w-1) */
     int ncons, capcons;

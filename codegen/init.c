@@ -7,6 +7,11 @@
  * calls only read the recorded outcome.  The native target is required;
  * NVPTX is registered too when this LLVM has it (Debian's does), so that a
  * PTX context needs no second initialisation.
+ *
+ * A warm-up (below) also runs once, but only before the first compile
+ * (cg_warm_up): a context that compiles nothing, or loads its kernels
+ * from the disk cache, does not pay for it (creating the first context of
+ * a process: about 1 ms without it, 7-9 ms with it).
  */
 #include <llvm-c/IRReader.h>
 #include <llvm-c/Target.h>
@@ -21,20 +26,21 @@
  * when several threads compile at once it reports the first lock of the
  * mutex in one thread as racing with its creation in another
  * (llvm::TimerGroup::TimerGroup, reached from runtime-cpu/jit.c's
- * optimise_module).  Running the pipeline once here, inside the one-time
- * initialisation, creates those objects before any other thread can
- * compile; every later compile is ordered after it by pthread_once, which
- * ThreadSanitizer does see.  Costs well under a millisecond (an empty
- * module). */
+ * optimise_module).  Running the pipeline once in the warm-up, which
+ * every compile calls first (cg_warm_up), creates those objects before
+ * any other thread can compile; every later compile is ordered after it
+ * by pthread_once, which ThreadSanitizer does see.  Costs well under a
+ * millisecond (an empty module). */
 /* The same for code generation: LLVM 19 keeps some of its state in
  * function-local statics made on first use (SelectionDAG's table of value
  * types among them), whose destructors run at exit in the reverse order
- * of their making.  Made here, before any cpu_jit registers its exit
- * handler (runtime-cpu/jit.c, tier_at_exit), they outlive that handler,
- * which waits for background tier-ups still inside LLVM; made first by
- * such a tier-up, they would be destroyed under it.  One small function
- * with a switch, an odd vector type and wide integers, emitted at -O0 and
- * -O3 for the host: a few milliseconds, once per process. */
+ * of their making.  Made by the warm-up, before any cpu_jit registers its
+ * exit handler (runtime-cpu/jit.c, tier_at_exit: when it starts its first
+ * background thread, after a compile), they outlive that handler, which
+ * waits for background tier-ups still inside LLVM; made first by such a
+ * tier-up, they would be destroyed under it.  One small function with a
+ * switch, an odd vector type and wide integers, emitted at -O0 and -O3
+ * for the host: a few milliseconds, once per process. */
 static const char warm_up_ir[] =
     "define void @f(ptr %p, i64 %n, i128 %w) {\n"
     "entry:\n"
@@ -133,9 +139,21 @@ static void init_llvm(void)
     LLVMInitializeNVPTXTarget();
     LLVMInitializeNVPTXTargetMC();
     LLVMInitializeNVPTXAsmPrinter();
+    init_ok = true;
+}
+
+static pthread_once_t warm_once = PTHREAD_ONCE_INIT;
+
+static void warm_up(void)
+{
     warm_up_passes();
     warm_up_codegen();
-    init_ok = true;
+}
+
+/* The warm-up, once per process (see cg.h). */
+void cg_warm_up(void)
+{
+    (void)pthread_once(&warm_once, warm_up);
 }
 
 /* Initialise LLVM once (see cg.h). */

@@ -37,6 +37,7 @@ weft_status cg_verify(LLVMModuleRef mod, const char *who)
 weft_status cg_optimise(LLVMModuleRef mod, LLVMTargetMachineRef tm,
                         const char *passes, const char *who)
 {
+    cg_warm_up(); /* LLVM's pass timers, made once (init.c) */
 #ifndef NDEBUG
     weft_status s = cg_verify(mod, who);
     if (s != WEFT_OK) {

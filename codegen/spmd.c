@@ -805,9 +805,14 @@ weft_status cg_spmd_prim(cg_spmd *s, weft_op op, weft_type rt, weft_type t0,
 
 /* ---- terms -------------------------------------------------------------- */
 
+#define CG_SPMD_GUARDS 8
+
 /* Whether e (up to a budget of nodes) reads memory or loops: such a side
- * of a varying conditional is skipped when none of its lanes is active.
- * *size counts nodes. */
+ * of a varying conditional is skipped when none of its lanes is active,
+ * unless CG_SPMD_GUARDS such branches are around it already (a generated
+ * chain of conditionals would nest them as deep as the chain, which LLVM's
+ * assembler lays out in quadratic time: codegen/exp.c, "Deep
+ * conditionals").  *size counts nodes. */
 static bool heavy(const fe_term *e, int *budget)
 {
     if (!e || --*budget < 0) {
@@ -824,10 +829,10 @@ static bool heavy(const fe_term *e, int *budget)
     return false;
 }
 
-static bool needs_guard(const fe_term *e)
+static bool needs_guard(const cg_spmd *s, const fe_term *e)
 {
     int budget = 24;
-    return heavy(e, &budget);
+    return s->guards < CG_SPMD_GUARDS && heavy(e, &budget);
 }
 
 static weft_status exp1(cg_spmd *s, const fe_term *e, LLVMValueRef *out)
@@ -868,6 +873,7 @@ static weft_status under_mask(cg_spmd *s, const fe_term *e, LLVMValueRef m,
         s->mask = saved;
         return r;
     }
+    s->guards++;
     LLVMBasicBlockRef pre = LLVMGetInsertBlock(B);
     LLVMBasicBlockRef body =
         LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "spmd.on");
@@ -878,6 +884,7 @@ static weft_status under_mask(cg_spmd *s, const fe_term *e, LLVMValueRef m,
     cg_val x;
     r = cg_spmd_exp(s, e, &x);
     s->mask = saved;
+    s->guards--;
     if (r == WEFT_OK) {
         r = cg_val_make(fn, x.n, out);
     }
@@ -999,7 +1006,7 @@ static weft_status exp_short(cg_spmd *s, const fe_term *e, cg_val *out)
         return and ? uniform_if(s, x, e->kid[1], NULL, LLVMConstInt(i1, 0, 0), out)
                    : uniform_if(s, x, NULL, e->kid[1], LLVMConstInt(i1, 1, 0), out);
     }
-    if (!needs_guard(e->kid[1])) {
+    if (!needs_guard(s, e->kid[1])) {
         if ((r = exp1(s, e->kid[1], &y)) != WEFT_OK) {
             return r;
         }
@@ -1325,10 +1332,9 @@ weft_status cg_spmd_exp(cg_spmd *s, const fe_term *e, cg_val *out)
         cg_val t, f;
         LLVMValueRef mt = mask_and(s, c);
         LLVMValueRef mf = mask_and(s, LLVMBuildNot(B, c, ""));
-        if ((r = under_mask(s, e->kid[1], mt, needs_guard(e->kid[1]), &t)) !=
-                WEFT_OK ||
-            (r = under_mask(s, e->kid[2], mf, needs_guard(e->kid[2]), &f)) !=
-                WEFT_OK) {
+        bool gt = needs_guard(s, e->kid[1]), gf = needs_guard(s, e->kid[2]);
+        if ((r = under_mask(s, e->kid[1], mt, gt, &t)) != WEFT_OK ||
+            (r = under_mask(s, e->kid[2], mf, gf, &f)) != WEFT_OK) {
             return r;
         }
         return vselect(s, c, &t, &f, out);

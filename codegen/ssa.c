@@ -47,6 +47,8 @@ weft_status cg_fn_begin(cg_fn *fn, weft_context *ctx, const cg_target *t,
     fn->fail = NULL;
     fn->nsite = 0;
     fn->cancel = NULL; /* set by skeletons-ir/kernel.c for a cancel word */
+    fn->cond_depth = 0;
+    fn->spec = NULL;
     if (nvar > 0) {
         fn->env = fe_arena_alloc(arena, nvar * sizeof *fn->env);
         fn->aenv = fe_arena_alloc(arena, nvar * sizeof *fn->aenv);
@@ -109,6 +111,10 @@ void cg_check(cg_fn *fn, LLVMValueRef bad, int code, int op, weft_type type)
         return;
     }
     LLVMBuilderRef B = fn->b;
+    if (fn->spec) { /* a speculated side: reports where it is wanted only
+                       (exp.c, "Deep conditionals") */
+        bad = bad ? LLVMBuildAnd(B, bad, fn->spec, "") : fn->spec;
+    }
     LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
     int site = fn->nsite < CG_KEY_SITE_MAX ? fn->nsite : CG_KEY_SITE_MAX;
     fn->nsite++;

@@ -158,6 +158,19 @@ static weft_status build_module(void *user, LLVMContextRef llctx,
     };
     weft_status s = sk_emit_variant(&e, b->uniform, b->names);
     fe_arena_release(&scratch);
+    if (s == WEFT_OK && e.spmd_bits && cpu_module_huge(mod)) {
+        /* Huge: scalar code only, half the size, and scalar instructions
+         * take LLVM's fast instruction selector, where vector ones go
+         * through the SelectionDAG (jit.c, "Huge kernels"). */
+        LLVMDisposeModule(mod);
+        mod = LLVMModuleCreateWithNameInContext("weft", llctx);
+        fe_arena_init(&scratch, b->ctx);
+        e.arena = &scratch;
+        e.mod = mod;
+        e.spmd_bits = 0;
+        s = sk_emit_variant(&e, b->uniform, b->names);
+        fe_arena_release(&scratch);
+    }
     char name[128];
     fe_phase_end(b->ctx, FE_PHASE_IR, t0, "ir",
                  "\"kernel\":\"%s\",\"what\":\"%s\",\"variant\":\"%s\"",

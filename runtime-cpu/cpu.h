@@ -195,6 +195,11 @@ extern atomic_int cpu_jit_orphaned;
 /* Wait until every jit left to its thread is freed (its queue done). */
 void cpu_jit_wait_orphans(void);
 
+/* Whether module m is huge: over the instruction count above which the
+ * JIT compiles it with linear passes and quick code only (jit.c, "Huge
+ * kernels"); the caller then builds it again without SPMD code. */
+bool cpu_module_huge(LLVMModuleRef m);
+
 /* The vector register width, in bits, that j's target CPU has for SPMD
  * element functions (skeletons-ir/spmd.c): prefer_vector_width when set,
  * else 512 with AVX-512F, 256 with AVX2 (or AVX), 128 otherwise. */

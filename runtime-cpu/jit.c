@@ -322,10 +322,10 @@ static void live_register(void)
     atexit(tier_at_exit);
 }
 
-/* Put j on the list of live jits (see tier_at_exit). */
+/* Put j on the list of live jits (see tier_at_exit, which tier_queue
+ * registers when it starts the first thread). */
 static void live_add(cpu_jit *j)
 {
-    pthread_once(&live_once, live_register);
     pthread_mutex_lock(&live_lock);
     j->next_live = live_jits;
     live_jits = j;
@@ -958,7 +958,7 @@ static LLVMTargetMachineRef target_machine(cpu_jit *j, LLVMCodeGenOptLevel level
  * kernel's loop is one of a few iterations around a huge body, so the
  * loop optimisations would gain little.
  */
-#define CPU_HUGE_INSTRUCTIONS 20000
+#define CPU_HUGE_INSTRUCTIONS 5000
 #define CPU_HUGE_PIPELINE "function(sroa,early-cse,instcombine<no-verify-fixpoint>)"
 
 /* Instructions in m, counting up to limit + 1. */
@@ -978,9 +978,226 @@ static size_t module_size(LLVMModuleRef m, size_t limit)
     return n;
 }
 
-static bool module_huge(LLVMModuleRef m)
+bool cpu_module_huge(LLVMModuleRef m)
 {
     return module_size(m, CPU_HUGE_INSTRUCTIONS) > CPU_HUGE_INSTRUCTIONS;
+}
+
+/*
+ * Constants of huge kernels.  LLVM's code generator keeps a function's
+ * floating-point and vector constants in a pool, which it searches
+ * linearly for each constant it adds (MachineConstantPool::
+ * getConstantPoolIndex): quadratic time in a huge function of distinct
+ * constants (half the time of a 30,000-term chain of f64 additions).  So
+ * the constants of those kinds in a huge module move into one table of
+ * its own, a global, loaded from where they are used: a splat vector as
+ * its element, loaded and broadcast.  The table is not marked constant,
+ * so that nothing folds the loads back.  Left in place: integer scalars
+ * (immediates, never pooled), and the operands of calls (an intrinsic may
+ * need a constant there) and of phis, switches and address arithmetic.
+ */
+
+/* Pointer to index, open addressing (the constants are uniqued by LLVM,
+ * so the pointer is the value). */
+typedef struct const_map {
+    LLVMValueRef *key;
+    uint32_t *at;
+    size_t cap, n;
+} const_map;
+
+static bool const_map_grow(cpu_jit *j, const_map *m)
+{
+    size_t nc = m->cap ? 2 * m->cap : 1024;
+    LLVMValueRef *nk = fe_calloc(j->ctx, nc * sizeof *nk);
+    uint32_t *na = fe_calloc(j->ctx, nc * sizeof *na);
+    if (!nk || !na) {
+        fe_free(j->ctx, nk, nc * sizeof *nk);
+        fe_free(j->ctx, na, nc * sizeof *na);
+        return false;
+    }
+    for (size_t i = 0; i < m->cap; i++) {
+        if (m->key[i]) {
+            size_t h = ((uintptr_t)m->key[i] >> 4) * 0x9E3779B97F4A7C15u;
+            size_t k = h & (nc - 1);
+            while (nk[k]) {
+                k = (k + 1) & (nc - 1);
+            }
+            nk[k] = m->key[i];
+            na[k] = m->at[i];
+        }
+    }
+    fe_free(j->ctx, m->key, m->cap * sizeof *m->key);
+    fe_free(j->ctx, m->at, m->cap * sizeof *m->at);
+    m->key = nk;
+    m->at = na;
+    m->cap = nc;
+    return true;
+}
+
+/* The slot of c in m (inserted with index m->n when absent), or NULL when
+ * out of memory. */
+static uint32_t *const_map_slot(cpu_jit *j, const_map *m, LLVMValueRef c)
+{
+    if (2 * (m->n + 1) > m->cap && !const_map_grow(j, m)) {
+        return NULL;
+    }
+    size_t h = ((uintptr_t)c >> 4) * 0x9E3779B97F4A7C15u;
+    size_t k = h & (m->cap - 1);
+    while (m->key[k] && m->key[k] != c) {
+        k = (k + 1) & (m->cap - 1);
+    }
+    if (!m->key[k]) {
+        m->key[k] = c;
+        m->at[k] = (uint32_t)m->n++;
+    }
+    return &m->at[k];
+}
+
+/* What of operand c goes into the table: c itself, or the element of a
+ * splat vector (*splat set); NULL when c stays. */
+static LLVMValueRef tabled(LLVMValueRef c, bool *splat)
+{
+    *splat = false;
+    if (LLVMIsAConstantFP(c)) {
+        return c;
+    }
+    if (!LLVMIsAConstantDataVector(c) && !LLVMIsAConstantVector(c)) {
+        return NULL;
+    }
+    LLVMTypeRef t = LLVMTypeOf(c);
+    LLVMTypeRef et = LLVMGetElementType(t);
+    if (LLVMGetTypeKind(et) == LLVMIntegerTypeKind
+        && LLVMGetIntTypeWidth(et) == 1) {
+        return NULL; /* masks: made in mask registers */
+    }
+    unsigned n = LLVMGetVectorSize(t);
+    LLVMValueRef first = LLVMGetAggregateElement(c, 0);
+    bool same = first && (LLVMIsAConstantInt(first) || LLVMIsAConstantFP(first));
+    for (unsigned i = 1; same && i < n; i++) {
+        same = LLVMGetAggregateElement(c, i) == first;
+    }
+    *splat = same;
+    return same ? first : c;
+}
+
+static bool operands_stay(LLVMValueRef in)
+{
+    switch (LLVMGetInstructionOpcode(in)) {
+    case LLVMCall: case LLVMPHI: case LLVMSwitch: case LLVMGetElementPtr:
+    case LLVMAlloca: case LLVMShuffleVector: case LLVMExtractElement:
+    case LLVMInsertElement: case LLVMExtractValue: case LLVMInsertValue:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Move m's pooled constants into a table (see above).  Out of memory
+ * leaves the rest in place: only time is lost. */
+static void table_constants(cpu_jit *j, LLVMModuleRef m)
+{
+    const_map map = {0};
+    size_t cap = 0;
+    LLVMValueRef *elts = NULL;
+    /* first pass: the table's entries, in order of first use */
+    for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
+        for (LLVMBasicBlockRef b = LLVMGetFirstBasicBlock(f); b;
+             b = LLVMGetNextBasicBlock(b)) {
+            for (LLVMValueRef in = LLVMGetFirstInstruction(b); in;
+                 in = LLVMGetNextInstruction(in)) {
+                if (operands_stay(in)) {
+                    continue;
+                }
+                int nop = LLVMGetNumOperands(in);
+                for (int k = 0; k < nop; k++) {
+                    bool splat;
+                    LLVMValueRef c = tabled(LLVMGetOperand(in, k), &splat);
+                    if (!c) {
+                        continue;
+                    }
+                    size_t had = map.n;
+                    if (!const_map_slot(j, &map, c)) {
+                        goto out;
+                    }
+                    if (map.n == had) {
+                        continue;
+                    }
+                    if (map.n > cap) {
+                        size_t nc = cap ? 2 * cap : 1024;
+                        LLVMValueRef *ne = fe_realloc(
+                            j->ctx, elts, cap * sizeof *elts, nc * sizeof *elts);
+                        if (!ne) {
+                            goto out;
+                        }
+                        elts = ne;
+                        cap = nc;
+                    }
+                    elts[map.n - 1] = c;
+                }
+            }
+        }
+    }
+    if (map.n == 0 || map.n > UINT32_MAX / 2) {
+        goto out;
+    }
+    LLVMContextRef c = LLVMGetModuleContext(m);
+    LLVMTypeRef *types = fe_alloc(j->ctx, map.n * sizeof *types);
+    if (!types) {
+        goto out;
+    }
+    for (size_t i = 0; i < map.n; i++) {
+        types[i] = LLVMTypeOf(elts[i]);
+    }
+    LLVMTypeRef ty = LLVMStructTypeInContext(c, types, (unsigned)map.n, 0);
+    fe_free(j->ctx, types, map.n * sizeof *types);
+    LLVMValueRef table = LLVMAddGlobal(m, ty, "weft.constants");
+    LLVMSetInitializer(table, LLVMConstStructInContext(c, elts,
+                                                       (unsigned)map.n, 0));
+    LLVMSetLinkage(table, LLVMInternalLinkage);
+    /* second pass: each use loads its constant */
+    LLVMBuilderRef bld = LLVMCreateBuilderInContext(c);
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(c);
+    for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
+        for (LLVMBasicBlockRef b = LLVMGetFirstBasicBlock(f); b;
+             b = LLVMGetNextBasicBlock(b)) {
+            for (LLVMValueRef in = LLVMGetFirstInstruction(b); in;
+                 in = LLVMGetNextInstruction(in)) {
+                if (operands_stay(in)) {
+                    continue;
+                }
+                int nop = LLVMGetNumOperands(in);
+                for (int k = 0; k < nop; k++) {
+                    LLVMValueRef op = LLVMGetOperand(in, k);
+                    bool splat;
+                    LLVMValueRef e = tabled(op, &splat);
+                    if (!e) {
+                        continue;
+                    }
+                    uint32_t at = *const_map_slot(j, &map, e); /* present */
+                    LLVMPositionBuilderBefore(bld, in);
+                    LLVMValueRef p = LLVMBuildStructGEP2(bld, ty, table, at, "");
+                    LLVMValueRef v = LLVMBuildLoad2(bld, LLVMTypeOf(e), p, "");
+                    if (splat) {
+                        LLVMTypeRef vt = LLVMTypeOf(op);
+                        v = LLVMBuildInsertElement(
+                            bld, LLVMGetPoison(vt), v, LLVMConstInt(i32, 0, 0),
+                            "");
+                        v = LLVMBuildShuffleVector(
+                            bld, v, LLVMGetPoison(vt),
+                            LLVMConstNull(LLVMVectorType(
+                                i32, LLVMGetVectorSize(vt))),
+                            "");
+                    }
+                    LLVMSetOperand(in, (unsigned)k, v);
+                }
+            }
+        }
+    }
+    LLVMDisposeBuilder(bld);
+out:
+    fe_free(j->ctx, elts, cap * sizeof *elts);
+    fe_free(j->ctx, map.key, map.cap * sizeof *map.key);
+    fe_free(j->ctx, map.at, map.cap * sizeof *map.at);
 }
 
 /* Prepare and optimise m (CG_CPU_PIPELINE, or CPU_HUGE_PIPELINE when huge)
@@ -1015,6 +1232,9 @@ static weft_status optimise_module(cpu_jit *j, LLVMModuleRef m,
     if (e) {
         s = llvm_error(e, "optimisation failed");
         goto out;
+    }
+    if (huge) {
+        table_constants(j, m);
     }
     *ms = (double)(fe_phase_end(j->ctx, FE_PHASE_LLVM_OPT, t0, "llvm.opt",
                                 "\"kernel\":\"%s\"", name) - t0) / 1e6;
@@ -1269,6 +1489,7 @@ static weft_status produce(cpu_jit *j, const uint8_t key[32], source *src,
         }
     }
 
+    cg_warm_up(); /* before the first compile (codegen/init.c) */
     weft_status s = WEFT_OK;
     LLVMContextRef llctx = NULL;
     LLVMModuleRef m = NULL;
@@ -1302,7 +1523,7 @@ static weft_status produce(cpu_jit *j, const uint8_t key[32], source *src,
     }
     /* Only a module in a context of our own can go to the background. */
     bool tiered = llctx && j->tier != CPU_TIER_NONE;
-    bool huge = module_huge(m); /* see "Huge kernels" */
+    bool huge = cpu_module_huge(m); /* see "Huge kernels" */
     LLVMMemoryBufferRef obj = NULL;
     double opt_ms = 0, emit_ms = 0;
     s = optimise_module(j, m, symbols, nsym, huge, &opt_ms);
@@ -1485,6 +1706,8 @@ static bool tier_queue(cpu_jit *j, entry *e, tier_job *t)
     t->e = e;
     j->tier_pending++;
     if (!j->tier_started) {
+        /* after produce's cg_warm_up: LLVM's statics outlive the handler */
+        pthread_once(&live_once, live_register);
         if (j->tier_stop
             || pthread_create(&j->tier_thread, NULL, tier_main, j) != 0) {
             return false; /* exiting, or no thread */

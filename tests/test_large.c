@@ -22,10 +22,23 @@
  *     report here: tools/tsan.sh runs this test);
  *   - free_during_tier_up: weft_context_free returns while the background
  *     optimisation is inside a tier-up, which then finishes alone
- *     (runtime-cpu/jit.c, "Freeing").
+ *     (runtime-cpu/jit.c, "Freeing");
+ *   - exit_during_tier_up: a process that exits right after its first
+ *     compile, with the tier-up still running (after freeing the context,
+ *     and without), exits cleanly (LLVM's statics are made before the
+ *     exit handler that waits for the tier-up: codegen/init.c);
+ *   - deep_conditionals: chains of conditionals deeper than the depth
+ *     where the code generators stop branching (codegen/exp.c, "Deep
+ *     conditionals"): values on every backend, checked mode included,
+ *     with a while loop that must not run on the side not taken;
+ *   - huge_constants: a chain of 30,000 f64 additions of distinct
+ *     constants, one huge kernel whose constants go into a table
+ *     (runtime-cpu/jit.c, "Constants of huge kernels").
  */
 #include <dirent.h>
 #include <pthread.h>
+#include <spawn.h>
+#include <sys/wait.h>
 
 #include "tu.h"
 #ifdef WEFT_HAVE_LLVM
@@ -233,7 +246,137 @@ START_TEST(interp_error_element)
 }
 END_TEST
 
+/* A context on backend b with flags added to the tests' usual ones. */
+static void open_flags(tu *u, weft_backend b, unsigned flags)
+{
+    weft_config cfg = weft_config_default();
+    cfg.backend = b;
+    cfg.threads = 2;
+    cfg.flags |= WEFT_FLAG_NO_ENV | DT_TIER | flags;
+    u->ctx = NULL;
+    u->p = NULL;
+    TU_OK(weft_context_create(&cfg, &u->ctx));
+    TU_OK(weft_program_create(u->ctx, &u->p));
+}
+
+enum { NDEEP = 3000, NSHORT = 24, NX = 19 };
+
+/* The inputs of deep_conditionals: 19 of them, so that the CPU's SPMD
+ * loop (8 lanes) and its scalar remainder both run. */
+static const int64_t deep_x[NX] = {-5000, -3000, -2999, -1500, -24, -23,
+                                   -12,   -9,    -8,    -3,    -1,  0,
+                                   1,     2,     5,     7,     100, 2999,
+                                   5000};
+
+START_TEST(deep_conditionals)
+{
+    const struct {
+        weft_backend b;
+        unsigned flags;
+    } modes[] = {
+        {WEFT_BACKEND_INTERP, 0},
 #ifdef WEFT_HAVE_LLVM
+        {WEFT_BACKEND_CPU, 0},
+        {WEFT_BACKEND_CPU, WEFT_FLAG_NO_SPMD},
+        {WEFT_BACKEND_CPU, WEFT_FLAG_CHECKED},
+#endif
+    };
+    for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
+        tu u;
+        open_flags(&u, modes[m].b, modes[m].flags);
+        weft_array *in[1] = {tu_arr_i(u.ctx, WEFT_I64, 1, TU_SH(NX), deep_x)};
+        weft_array *out[1] = {NULL};
+        int64_t want[NX];
+        /* e_i = cond (x > -i) (e_{i-1} + 1) x, e_0 = x: the issue's chain */
+        weft_program *p = u.p;
+        weft_fun *f = weft_fun1(p, WEFT_I64);
+        weft_exp *x = weft_arg(f, 0), *e = x;
+        for (int i = 1; i <= NDEEP; i++) {
+            e = weft_cond(weft_gt(x, weft_i64(p, -i)),
+                          weft_add(e, weft_i64(p, 1)), x);
+        }
+        weft_fun_return(f, e);
+        run1(&u, weft_map(f, weft_param(p, WEFT_I64, 1)), in, 1, out);
+        for (int k = 0; k < NX; k++) {
+            int64_t v = deep_x[k];
+            for (int i = 1; i <= NDEEP; i++) {
+                v = deep_x[k] > -i ? v + 1 : deep_x[k];
+            }
+            want[k] = v;
+        }
+        TU_CHECK_I(u.ctx, out[0], 0, 1, TU_SH(NX), want);
+        weft_array_release(out[0]);
+        /* innermost, NSHORT conditionals deep: cond (x >= 0) (count x
+         * down to 0 by a while, + 5) (1 quot (x - x)), which loops 2^63
+         * times for a negative x and divides by zero for every x (zero in
+         * unchecked code, a report in checked code), so neither side may
+         * run where it is not taken; around it, e_i = cond (x > -i)
+         * (e_{i-1} + 1) (x - 1) */
+        tu_reset(&u);
+        p = u.p;
+        f = weft_fun1(p, WEFT_I64);
+        x = weft_arg(f, 0);
+        weft_fun *wc = weft_fun1(p, WEFT_I64), *wb = weft_fun1(p, WEFT_I64);
+        weft_fun_return(wc, weft_ne(weft_arg(wc, 0), weft_i64(p, 0)));
+        weft_fun_return(wb, weft_sub(weft_arg(wb, 0), weft_i64(p, 1)));
+        e = weft_cond(weft_ge(x, weft_i64(p, 0)),
+                      weft_add(weft_while(wc, wb, x), weft_i64(p, 5)),
+                      weft_quot(weft_i64(p, 1), weft_sub(x, x)));
+        for (int i = 1; i <= NSHORT; i++) {
+            e = weft_cond(weft_gt(x, weft_i64(p, -i)),
+                          weft_add(e, weft_i64(p, 1)),
+                          weft_sub(x, weft_i64(p, 1)));
+        }
+        weft_fun_return(f, e);
+        run1(&u, weft_map(f, weft_param(p, WEFT_I64, 1)), in, 1, out);
+        for (int k = 0; k < NX; k++) {
+            int64_t xk = deep_x[k];
+            /* the innermost side x < 0 is reached for x in (-1, 0): none */
+            int64_t v = xk >= 0 ? 5 : 0;
+            for (int i = 1; i <= NSHORT; i++) {
+                v = xk > -i ? v + 1 : xk - 1;
+            }
+            want[k] = v;
+        }
+        TU_CHECK_I(u.ctx, out[0], 0, 1, TU_SH(NX), want);
+        weft_array_release(out[0]);
+        weft_array_release(in[0]);
+        tu_close(&u);
+    }
+}
+END_TEST
+
+#ifdef WEFT_HAVE_LLVM
+START_TEST(huge_constants)
+{
+    enum { N = 30000 };
+    tu u;
+    tu_open_backend(&u, WEFT_BACKEND_CPU);
+    weft_program *p = u.p;
+    /* map (\x -> ((x + 1.5) + 2.5) + ... + (N + 0.5)): every partial sum
+     * is a multiple of 0.5 below 2^30, so f64 computes it exactly */
+    weft_fun *f = weft_fun1(p, WEFT_F64);
+    weft_exp *e = weft_arg(f, 0);
+    for (int i = 1; i <= N; i++) {
+        e = weft_add(e, weft_f64(p, i + 0.5));
+    }
+    weft_fun_return(f, e);
+    weft_array *in[1] = {tu_arr_f(u.ctx, WEFT_F64, 1, TU_SH(11),
+                                  TU_F(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, -0.5))};
+    weft_array *out[1] = {NULL};
+    run1(&u, weft_map(f, weft_param(p, WEFT_F64, 1)), in, 1, out);
+    double s = (double)N * (N + 1) / 2 + 0.5 * N, want[11];
+    for (int i = 0; i < 10; i++) {
+        want[i] = s + i;
+    }
+    want[10] = s - 0.5;
+    TU_CHECK_F(u.ctx, out[0], 0, 1, TU_SH(11), want, 0); /* exact */
+    weft_array_release(out[0]);
+    weft_array_release(in[0]);
+    tu_close(&u);
+}
+END_TEST
+
 enum { NTHREAD = 8 };
 
 typedef struct compile_job {
@@ -382,6 +525,115 @@ START_TEST(free_during_tier_up)
     tu_remove_dir(dir);
 }
 END_TEST
+
+/* The tier-up hook of exit_child: says that the tier-up began, and holds
+ * it long enough for the process to be inside exit() when it goes on into
+ * LLVM's code generator. */
+static atomic_int child_tiering;
+
+static void delay_tier_up(void)
+{
+    atomic_store(&child_tiering, 1);
+    nanosleep(&(struct timespec){0, 200 * 1000 * 1000}, NULL);
+}
+
+/* The child of exit_during_tier_up (a fresh process: this binary again,
+ * with $WEFT_LARGE_EXIT_CHILD set to "free" or "keep"): compile its
+ * first kernel, run its quick code, free the context (or not) and exit
+ * at once, the tier-up running. */
+static void exit_child(const char *mode)
+{
+    cpu_jit_tier_hook = delay_tier_up;
+    weft_config cfg = weft_config_default();
+    cfg.backend = WEFT_BACKEND_CPU;
+    cfg.flags |= WEFT_FLAG_NO_ENV; /* tiered: the default */
+    cfg.cache_dir = getenv("WEFT_LARGE_EXIT_CACHE");
+    weft_context *ctx = NULL;
+    weft_program *p = NULL;
+    if (weft_context_create(&cfg, &ctx) != WEFT_OK ||
+        weft_program_create(ctx, &p) != WEFT_OK) {
+        _exit(3);
+    }
+    weft_fun *f = weft_fun1(p, WEFT_I64);
+    weft_exp *e = weft_arg(f, 0);
+    for (int i = 0; i < 20; i++) {
+        e = weft_bxor(weft_mul(e, weft_i64(p, 3)), weft_shr(e, weft_i64(p, 1)));
+    }
+    weft_fun_return(f, e);
+    weft_acc *r = weft_map(f, weft_param(p, WEFT_I64, 1));
+    weft_executable *exe = NULL;
+    weft_array *in = NULL, *out = NULL;
+    int64_t xs[2] = {1, 2};
+    const void *data[1] = {xs};
+    if (weft_compile(p, &r, 1, &exe) != WEFT_OK ||
+        weft_array_from_host(ctx, WEFT_I64, 1, TU_SH(2), data, &in) != WEFT_OK ||
+        weft_run(exe, &in, 1, &out, 1) != WEFT_OK) {
+        _exit(4);
+    }
+    for (int ms = 0; !atomic_load(&child_tiering); ms++) {
+        if (ms == 60000) {
+            _exit(5); /* no tier-up (the kernel came from a disk cache?) */
+        }
+        nanosleep(&(struct timespec){0, 1000 * 1000}, NULL);
+    }
+    if (strcmp(mode, "free") == 0) {
+        weft_array_release(in);
+        weft_array_release(out);
+        weft_executable_free(exe);
+        weft_program_free(p);
+        weft_context_free(ctx);
+    }
+    exit(0);
+}
+
+__attribute__((constructor)) static void maybe_exit_child(void)
+{
+    const char *mode = getenv("WEFT_LARGE_EXIT_CHILD");
+    if (mode) {
+        exit_child(mode);
+    }
+}
+
+extern char **environ;
+
+START_TEST(exit_during_tier_up)
+{
+    char dir[] = "/tmp/weft-large-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    const char *modes[2] = {"free", "keep"};
+    for (int m = 0; m < 2; m++) {
+        char self[4096];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+        ck_assert_int_gt(n, 0);
+        self[n] = '\0';
+        /* the environment, with the child's variables added */
+        size_t ne = 0;
+        while (environ[ne]) {
+            ne++;
+        }
+        char **env = calloc(ne + 3, sizeof *env);
+        ck_assert_ptr_nonnull(env);
+        memcpy(env, environ, ne * sizeof *env);
+        char mode[64], cache[128];
+        snprintf(mode, sizeof mode, "WEFT_LARGE_EXIT_CHILD=%s", modes[m]);
+        /* a cache of its own: not the other child's kernel */
+        snprintf(cache, sizeof cache, "WEFT_LARGE_EXIT_CACHE=%s/%s", dir,
+                 modes[m]);
+        env[ne] = mode;
+        env[ne + 1] = cache;
+        char *argv[2] = {self, NULL};
+        pid_t pid;
+        ck_assert_int_eq(posix_spawn(&pid, self, NULL, NULL, argv, env), 0);
+        free(env);
+        int status = 0;
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                      "mode %s: the child ended with status 0x%x", modes[m],
+                      status);
+    }
+    tu_remove_dir(dir);
+}
+END_TEST
 #endif
 
 static Suite *large_suite(void)
@@ -398,7 +650,10 @@ static Suite *large_suite(void)
 #ifdef WEFT_HAVE_LLVM
         {"concurrent_compiles", concurrent_compiles},
         {"free_during_tier_up", free_during_tier_up},
+        {"exit_during_tier_up", exit_during_tier_up},
+        {"huge_constants", huge_constants},
 #endif
+        {"deep_conditionals", deep_conditionals},
     };
     Suite *s = suite_create("large");
     for (size_t i = 0; i < sizeof tests / sizeof *tests; i++) {
