@@ -225,14 +225,26 @@ static void general_key(const sk_kernel *k, uint8_t key[32])
     cpu_key_finish(&h, key);
 }
 
-/* rt_get_fn: the kernel's entry points from the JIT.  A kernel with two
- * variants (a fused zipWith) gets only its equal-shapes variant here; the
- * general one, for operands of different shapes, is compiled by the first
- * run that needs it (cpu_general), so the common case compiles half as
- * much. */
+/* The kernels of a plan, whose entry points cpu_compile gets after
+ * rt_plan: together when there are many (runtime-cpu/jit.c, "Many
+ * kernels"). */
+typedef struct pending {
+    sk_kernel **k;
+    int n, cap;
+} pending;
+
+/* Kernels in a plan from which they are compiled in batches (fewer: one
+ * by one, each its own disk cache entry and tier-up). */
+#define CPU_BATCH_MIN 16
+
+/* rt_get_fn: the kernel's key, and the kernel on the list (user) of
+ * those cpu_compile gets.  A kernel with two variants (a fused zipWith)
+ * gets only its equal-shapes variant there; the general one, for operands
+ * of different shapes, is compiled by the first run that needs it
+ * (cpu_general), so the common case compiles half as much. */
 static weft_status get_kernel(void *user, weft_executable *exe, sk_kernel *k)
 {
-    (void)user;
+    pending *pd = user;
     cpu_state *st = state_of(exe->ctx);
     cpu_key key;
     cpu_key_begin(st->jit, &key);
@@ -245,7 +257,94 @@ static weft_status get_kernel(void *user, weft_executable *exe, sk_kernel *k)
         k->entry[i] = NULL;
     }
     k->live[1] = NULL;
-    return get_variant(exe, k, true, k->key, k->entry, &k->live[0]);
+    if (pd->n == pd->cap) {
+        int cap = pd->cap ? 2 * pd->cap : 64;
+        sk_kernel **nk = fe_arena_alloc(&exe->arena, sizeof *nk * (size_t)cap);
+        if (!nk) {
+            return fe_error(WEFT_ERR_OUT_OF_MEMORY,
+                            "weft_compile: out of memory");
+        }
+        if (pd->n) {
+            memcpy(nk, pd->k, sizeof *nk * (size_t)pd->n);
+        }
+        pd->k = nk;
+        pd->cap = cap;
+    }
+    pd->k[pd->n++] = k;
+    return WEFT_OK;
+}
+
+/* Kernels k[0 .. n-1] in one batch (n <= CPU_BATCH_KERNELS, their entry
+ * points together at most CPU_BATCH_SYMBOLS). */
+static weft_status get_batch(weft_executable *exe, sk_kernel **k, int n)
+{
+    cpu_state *st = state_of(exe->ctx);
+    fe_arena scratch;
+    fe_arena_init(&scratch, exe->ctx);
+    cpu_request *r = fe_arena_alloc(&scratch, sizeof *r * (size_t)n);
+    build *b = fe_arena_alloc(&scratch, sizeof *b * (size_t)n);
+    weft_status s = WEFT_OK;
+    if (!r || !b) {
+        s = fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+    }
+    int spmd_bits = spmd_bits_of(exe->ctx, st->jit);
+    for (int i = 0; i < n && s == WEFT_OK; i++) {
+        int nsym = k[i]->nentry;
+        char(*names)[CPU_SYMBOL_MAX] =
+            fe_arena_alloc(&scratch, sizeof *names * (size_t)nsym);
+        const char **np = fe_arena_alloc(&scratch, sizeof *np * (size_t)nsym);
+        if (!names || !np) {
+            s = fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+            break;
+        }
+        for (int e = 0; e < nsym; e++) {
+            cpu_jit_symbol(k[i]->key, e, names[e]);
+            np[e] = names[e];
+        }
+        b[i] = (build){.ctx = exe->ctx, .core = &exe->core, .k = k[i],
+                       .uniform = true, .names = np, .spmd_bits = spmd_bits};
+        r[i] = (cpu_request){.key = k[i]->key, .user = &b[i], .symbols = np,
+                             .nsym = nsym, .addrs = k[i]->entry};
+    }
+    if (s == WEFT_OK) {
+        s = cpu_jit_get_many(st->jit, build_module, r, n);
+    }
+    for (int i = 0; i < n && s == WEFT_OK; i++) {
+        k[i]->live[0] = r[i].live;
+    }
+    fe_arena_release(&scratch);
+    return s;
+}
+
+/* The entry points of the plan's kernels: one by one when few, else in
+ * batches. */
+static weft_status get_pending(weft_executable *exe, const pending *pd)
+{
+    if (pd->n < CPU_BATCH_MIN) {
+        for (int i = 0; i < pd->n; i++) {
+            sk_kernel *k = pd->k[i];
+            weft_status s =
+                get_variant(exe, k, true, k->key, k->entry, &k->live[0]);
+            if (s != WEFT_OK) {
+                return s;
+            }
+        }
+        return WEFT_OK;
+    }
+    for (int i = 0; i < pd->n;) {
+        int m = 0, nsym = 0;
+        while (i + m < pd->n && m < CPU_BATCH_KERNELS &&
+               nsym + pd->k[i + m]->nentry <= CPU_BATCH_SYMBOLS) {
+            nsym += pd->k[i + m]->nentry;
+            m++;
+        }
+        weft_status s = get_batch(exe, pd->k + i, m);
+        if (s != WEFT_OK) {
+            return s;
+        }
+        i += m;
+    }
+    return WEFT_OK;
 }
 
 /* rt_ops.general: the general variant of the job's kernel, compiled (or
@@ -276,7 +375,11 @@ static weft_status cpu_general(rt_job *j)
 static weft_status cpu_compile(weft_executable *exe)
 {
     rt_plan_t *pl;
-    weft_status s = rt_plan(exe, &sk_target_cpu, get_kernel, NULL, &pl);
+    pending pd = {0};
+    weft_status s = rt_plan(exe, &sk_target_cpu, get_kernel, &pd, &pl);
+    if (s == WEFT_OK) {
+        s = get_pending(exe, &pd);
+    }
     if (s == WEFT_OK) {
         exe->be_state = pl;
     }

@@ -195,9 +195,10 @@ extern atomic_int cpu_jit_orphaned;
 /* Wait until every jit left to its thread is freed (its queue done). */
 void cpu_jit_wait_orphans(void);
 
-/* Whether module m is huge: over the instruction count above which the
- * JIT compiles it with linear passes and quick code only (jit.c, "Huge
- * kernels"); the caller then builds it again without SPMD code. */
+/* Whether module m is huge: a function of it over the instruction count
+ * above which the JIT compiles it with linear passes and quick code only
+ * (jit.c, "Huge kernels"); the caller then builds it again without SPMD
+ * code. */
 bool cpu_module_huge(LLVMModuleRef m);
 
 /* The vector register width, in bits, that j's target CPU has for SPMD
@@ -266,6 +267,28 @@ weft_status cpu_jit_get_live(cpu_jit *j, const uint8_t key[32],
                              cpu_build_fn build, void *user,
                              const char *const *symbols, int nsym,
                              void **addrs, void *const **live);
+
+/* One kernel of cpu_jit_get_many: as cpu_jit_get_live's arguments. */
+typedef struct cpu_request {
+    const uint8_t *key;           /* 32 bytes */
+    void *user;                   /* for the build function */
+    const char *const *symbols;
+    int nsym;                     /* 1 .. CPU_MAX_SYMBOLS */
+    void **addrs;                 /* out: nsym addresses */
+    void *const *live;            /* out: the jit's table of them */
+} cpu_request;
+/* Kernels in one batch, at most, and their symbols together. */
+#define CPU_BATCH_KERNELS 128
+#define CPU_BATCH_SYMBOLS 512
+
+/* cpu_jit_get_live for n kernels (n <= CPU_BATCH_KERNELS, their symbols
+ * together at most CPU_BATCH_SYMBOLS), built by `build` with each one's
+ * user: those not in memory are compiled together, as one module, and
+ * kept in the disk cache as one object, under a key made of all their
+ * keys (jit.c, "Many kernels").  Errors: as cpu_jit_get; on failure no
+ * kernel of the batch is ready (they may be asked for again). */
+weft_status cpu_jit_get_many(cpu_jit *j, cpu_build_fn build, cpu_request *r,
+                             int n);
 
 /* Block until every kernel that j compiled with quick code so far has its
  * optimised code (or failed to get it: the kernel keeps its quick code,

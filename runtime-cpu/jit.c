@@ -82,6 +82,7 @@
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Error.h>
 #include <llvm-c/LLJIT.h>
+#include <llvm-c/Linker.h>
 #include <llvm-c/Orc.h>
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
@@ -104,10 +105,14 @@ typedef struct entry {
     char *msg;               /* when FAILED: fe_alloc'd FE_MSG_MAX bytes */
 } entry;
 
-/* A kernel whose optimised code the background thread is to make. */
+/* Kernels whose optimised code the background thread is to make: one,
+ * or a batch (see "Many kernels"). */
 typedef struct tier_job {
     struct tier_job *next;
-    entry *e;
+    uint8_t key[32];         /* of the object in the disk cache */
+    entry **es;              /* ne entries, whose nsym symbols follow each
+                                other in symbols */
+    int ne;
     LLVMContextRef llctx;    /* owned: the job alone uses it */
     LLVMModuleRef m;         /* the optimised IR, the kernel's own names */
     int nsym;
@@ -961,26 +966,31 @@ static LLVMTargetMachineRef target_machine(cpu_jit *j, LLVMCodeGenOptLevel level
 #define CPU_HUGE_INSTRUCTIONS 5000
 #define CPU_HUGE_PIPELINE "function(sroa,early-cse,instcombine<no-verify-fixpoint>)"
 
-/* Instructions in m, counting up to limit + 1. */
-static size_t module_size(LLVMModuleRef m, size_t limit)
+/* Instructions in function f, counting up to limit + 1. */
+static size_t function_size(LLVMValueRef f, size_t limit)
 {
     size_t n = 0;
-    for (LLVMValueRef f = LLVMGetFirstFunction(m); f && n <= limit;
-         f = LLVMGetNextFunction(f)) {
-        for (LLVMBasicBlockRef b = LLVMGetFirstBasicBlock(f); b && n <= limit;
-             b = LLVMGetNextBasicBlock(b)) {
-            for (LLVMValueRef i = LLVMGetFirstInstruction(b); i;
-                 i = LLVMGetNextInstruction(i)) {
-                n++;
-            }
+    for (LLVMBasicBlockRef b = LLVMGetFirstBasicBlock(f); b && n <= limit;
+         b = LLVMGetNextBasicBlock(b)) {
+        for (LLVMValueRef i = LLVMGetFirstInstruction(b); i;
+             i = LLVMGetNextInstruction(i)) {
+            n++;
         }
     }
     return n;
 }
 
+/* Per function: the passes are function passes, and a batch of small
+ * kernels (see "Many kernels") is no huge kernel. */
 bool cpu_module_huge(LLVMModuleRef m)
 {
-    return module_size(m, CPU_HUGE_INSTRUCTIONS) > CPU_HUGE_INSTRUCTIONS;
+    for (LLVMValueRef f = LLVMGetFirstFunction(m); f;
+         f = LLVMGetNextFunction(f)) {
+        if (function_size(f, CPU_HUGE_INSTRUCTIONS) > CPU_HUGE_INSTRUCTIONS) {
+            return true;
+        }
+    }
+    return false;
 }
 
 /*
@@ -1384,19 +1394,22 @@ static void tier_job_free(cpu_jit *j, tier_job *t)
         LLVMContextDispose(t->llctx);
     }
     fe_free(j->ctx, t->symbols, (size_t)t->nsym * sizeof *t->symbols);
+    fe_free(j->ctx, t->es, (size_t)t->ne * sizeof *t->es);
     fe_free(j->ctx, t, sizeof *t);
 }
 
 /* A job for the background thread: m (optimised) and its context, whose
- * ownership it takes when it returns non-NULL. */
-static tier_job *tier_job_new(cpu_jit *j, LLVMContextRef llctx,
-                              LLVMModuleRef m, const char *const *symbols,
-                              int nsym)
+ * ownership it takes when it returns non-NULL; the caller sets its
+ * entries (tier_queue). */
+static tier_job *tier_job_new(cpu_jit *j, const uint8_t key[32],
+                              LLVMContextRef llctx, LLVMModuleRef m,
+                              const char *const *symbols, int nsym)
 {
     tier_job *t = fe_calloc(j->ctx, sizeof *t);
     if (!t) {
         return NULL;
     }
+    memcpy(t->key, key, 32);
     t->symbols = fe_calloc(j->ctx, (size_t)nsym * sizeof *t->symbols);
     if (!t->symbols) {
         fe_free(j->ctx, t, sizeof *t);
@@ -1419,15 +1432,15 @@ static weft_status emit_quick(cpu_jit *j, LLVMModuleRef m,
                               const char *const *symbols, int nsym,
                               void **addrs, double *ms)
 {
-    *ms = 0; /* nsym <= CPU_MAX_SYMBOLS: request refuses more */
+    *ms = 0; /* nsym <= CPU_BATCH_SYMBOLS: request, get_many refuse more */
     bool copy = j->tier == CPU_TIER_QUICK_FIRST;
     LLVMModuleRef q = copy ? LLVMCloneModule(m) : m;
     if (!q) {
         return fe_error(WEFT_ERR_OUT_OF_MEMORY, "cpu_jit: cannot copy the "
                         "kernel module");
     }
-    char names[CPU_MAX_SYMBOLS][CPU_SYMBOL_MAX];
-    const char *np[CPU_MAX_SYMBOLS];
+    char names[CPU_BATCH_SYMBOLS][CPU_SYMBOL_MAX];
+    const char *np[CPU_BATCH_SYMBOLS];
     for (int i = 0; i < nsym; i++) {
         np[i] = symbols[i];
         if (copy) {
@@ -1559,7 +1572,7 @@ static weft_status produce(cpu_jit *j, const uint8_t key[32], source *src,
         /* linked above; nothing for the background or the disk */
     } else if (tiered && j->tier == CPU_TIER_QUICK_FIRST) {
         LLVMContextSetDiagnosticHandler(llctx, NULL, NULL);
-        *job = tier_job_new(j, llctx, m, symbols, nsym);
+        *job = tier_job_new(j, key, llctx, m, symbols, nsym);
         if (*job) {
             llctx = NULL; /* the job's now */
             m = NULL;
@@ -1616,9 +1629,9 @@ static weft_status tier_up(cpu_jit *j, tier_job *t, void **addrs,
         }
         return s;
     }
-    *written = rt_disk_store(&j->disk, t->e->key, LLVMGetBufferStart(obj),
+    *written = rt_disk_store(&j->disk, t->key, LLVMGetBufferStart(obj),
                              LLVMGetBufferSize(obj));
-    const char *np[CPU_MAX_SYMBOLS];
+    const char *np[CPU_BATCH_SYMBOLS];
     for (int i = 0; i < t->nsym; i++) {
         np[i] = t->symbols[i];
     }
@@ -1630,16 +1643,18 @@ static weft_status tier_up(cpu_jit *j, tier_job *t, void **addrs,
  * its quick code).  Frees t. */
 static void tier_run(cpu_jit *j, tier_job *t)
 {
-    void *addrs[CPU_MAX_SYMBOLS];
+    void *addrs[CPU_BATCH_SYMBOLS];
     uint64_t written = 0;
     double ms = 0;
     weft_status s = tier_up(j, t, addrs, &written, &ms);
-    entry *e = t->e;
-    tier_job_free(j, t);
     pthread_mutex_lock(&j->lock);
     if (s == WEFT_OK) {
-        for (int i = 0; i < e->nsym; i++) {
-            __atomic_store_n(&e->addrs[i], addrs[i], __ATOMIC_RELEASE);
+        int at = 0;
+        for (int k = 0; k < t->ne; k++) {
+            entry *e = t->es[k];
+            for (int i = 0; i < e->nsym; i++) {
+                __atomic_store_n(&e->addrs[i], addrs[at++], __ATOMIC_RELEASE);
+            }
         }
         j->st.optimised++;
         j->st.optimise_ms += ms;
@@ -1651,6 +1666,7 @@ static void tier_run(cpu_jit *j, tier_job *t)
     j->tier_pending--;
     pthread_cond_broadcast(&j->changed);
     pthread_mutex_unlock(&j->lock);
+    tier_job_free(j, t);
 }
 
 /* The background thread: jobs in the order queued, until cpu_jit_free
@@ -1698,12 +1714,14 @@ static void *tier_main(void *arg)
     return NULL;
 }
 
-/* Queue t for entry e (lock held; e READY with quick code).  Starts the
- * background thread the first time; false when it cannot be started (the
- * caller then runs the job itself, unlocked). */
-static bool tier_queue(cpu_jit *j, entry *e, tier_job *t)
+/* Queue t for its ne entries es (lock held; each READY with quick code;
+ * es fe_alloc'd, now t's).  Starts the background thread the first time;
+ * false when it cannot be started (the caller then runs the job itself,
+ * unlocked). */
+static bool tier_queue(cpu_jit *j, entry **es, int ne, tier_job *t)
 {
-    t->e = e;
+    t->es = es;
+    t->ne = ne;
     j->tier_pending++;
     if (!j->tier_started) {
         /* after produce's cg_warm_up: LLVM's statics outlive the handler */
@@ -1816,8 +1834,13 @@ static weft_status request(cpu_jit *j, const uint8_t key[32], source *src,
         if (live) {
             *live = e->addrs;
         }
-        if (job) {
-            inline_job = !tier_queue(j, e, job);
+        entry **es = job ? fe_alloc(j->ctx, sizeof *es) : NULL;
+        if (es) {
+            es[0] = e;
+            inline_job = !tier_queue(j, es, 1, job);
+        } else if (job) {
+            tier_job_free(j, job); /* out of memory: the quick code stays */
+            job = NULL;
         }
     } else {
         e->status = s;
@@ -1829,6 +1852,249 @@ static weft_status request(cpu_jit *j, const uint8_t key[32], source *src,
     if (inline_job) {
         tier_run(j, job); /* no background thread: optimise here */
     }
+    return s;
+}
+
+/*
+ * Many kernels.  Each compile has fixed costs: an LLVM context, a target
+ * machine, the pass pipeline's set-up, the code generator's per-module
+ * work, an object to link and a disk cache file: about 10 ms, for a small
+ * kernel nearly all its time, so a program of a thousand small kernels
+ * took 13 s.  cpu_jit_get_many compiles the kernels of a batch that are
+ * not in memory as one module: each built in the batch's LLVM context,
+ * its functions but the entry points made internal, and linked into the
+ * first (LLVMLinkModules2, which renames internal names that collide);
+ * from there on the batch is one kernel to produce (one object, one disk
+ * cache entry under a key hashed from the kernels' keys, one tier-up job
+ * whose optimised addresses go to every entry).  The entries are claimed
+ * (COMPILING) before compiling and published before waiting for entries
+ * that other threads compile, so that two batches that share kernels
+ * cannot wait for each other.
+ */
+
+/* The build function of a batch: every kernel claimed, linked into one
+ * module. */
+typedef struct batch {
+    cpu_build_fn build;
+    cpu_request *r;
+    const bool *mine;
+    int n;
+    const char *const *symbols; /* all entry points, in order */
+    int nsym;
+} batch;
+
+static weft_status build_batch(void *user, LLVMContextRef llctx,
+                               LLVMModuleRef *out)
+{
+    batch *b = user;
+    LLVMModuleRef all = NULL;
+    weft_status s = WEFT_OK;
+    for (int i = 0; i < b->n && s == WEFT_OK; i++) {
+        if (!b->mine[i]) {
+            continue;
+        }
+        LLVMModuleRef m = NULL;
+        s = b->build(b->r[i].user, llctx, &m);
+        if (s != WEFT_OK || !m) {
+            s = s ? s : fe_error(WEFT_ERR_INTERNAL, "cpu_jit: a kernel "
+                                 "builder returned no module");
+            break;
+        }
+        for (LLVMValueRef f = LLVMGetFirstFunction(m); f;
+             f = LLVMGetNextFunction(f)) {
+            size_t n;
+            const char *name = LLVMGetValueName2(f, &n);
+            if (!LLVMIsDeclaration(f)
+                && !listed(name, n, b->symbols, b->nsym)) {
+                LLVMSetLinkage(f, LLVMInternalLinkage);
+            }
+        }
+        for (LLVMValueRef g = LLVMGetFirstGlobal(m); g;
+             g = LLVMGetNextGlobal(g)) {
+            if (!LLVMIsDeclaration(g)) {
+                LLVMSetLinkage(g, LLVMInternalLinkage);
+            }
+        }
+        if (!all) {
+            all = m;
+        } else if (LLVMLinkModules2(all, m)) { /* takes m */
+            s = fe_error(WEFT_ERR_INTERNAL, "cpu_jit: the kernels of a "
+                         "batch do not link together");
+        }
+    }
+    if (s != WEFT_OK && all) {
+        LLVMDisposeModule(all);
+        all = NULL;
+    }
+    *out = all;
+    return s;
+}
+
+weft_status cpu_jit_get_many(cpu_jit *j, cpu_build_fn build, cpu_request *r,
+                             int n)
+{
+    static const char who[] = "cpu_jit_get_many";
+    if (!j || !build || !r) {
+        return fe_error(WEFT_ERR_NULL_ARGUMENT, "%s: a required argument is "
+                        "NULL", who);
+    }
+    if (n < 1 || n > CPU_BATCH_KERNELS) {
+        return fe_error(WEFT_ERR_INVALID_ARGUMENT, "%s: %d kernels (1 to %d)",
+                        who, n, CPU_BATCH_KERNELS);
+    }
+    int total = 0;
+    for (int i = 0; i < n; i++) {
+        if (!r[i].key || !r[i].symbols || !r[i].addrs || r[i].nsym < 1 ||
+            r[i].nsym > CPU_MAX_SYMBOLS) {
+            return fe_error(WEFT_ERR_INVALID_ARGUMENT, "%s: request %d has no "
+                            "key, symbols or room, or %d symbols", who, i,
+                            r[i].nsym);
+        }
+        for (int k = 0; k < r[i].nsym; k++) {
+            if (!r[i].symbols[k] || !r[i].symbols[k][0]) {
+                return fe_error(WEFT_ERR_NULL_ARGUMENT, "%s: a symbol of "
+                                "request %d is NULL or empty", who, i);
+            }
+        }
+        total += r[i].nsym;
+        r[i].live = NULL;
+    }
+    if (total > CPU_BATCH_SYMBOLS) {
+        return fe_error(WEFT_ERR_INVALID_ARGUMENT, "%s: %d symbols (at most "
+                        "%d)", who, total, CPU_BATCH_SYMBOLS);
+    }
+    entry **es = fe_calloc(j->ctx, (size_t)n * sizeof *es);
+    bool *mine = fe_calloc(j->ctx, (size_t)n * sizeof *mine);
+    const char **syms = fe_calloc(j->ctx, (size_t)total * sizeof *syms);
+    void **addrs = fe_calloc(j->ctx, (size_t)total * sizeof *addrs);
+    entry **claimed = fe_calloc(j->ctx, (size_t)n * sizeof *claimed);
+    weft_status s = WEFT_OK;
+    if (!es || !mine || !syms || !addrs || !claimed) {
+        s = fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+        goto out;
+    }
+    /* claim what is not there */
+    int nmine = 0, nsym = 0;
+    pthread_mutex_lock(&j->lock);
+    for (int i = 0; i < n && s == WEFT_OK; i++) {
+        entry *e = find(j, r[i].key);
+        if (e && e->nsym != r[i].nsym) {
+            s = fe_error(WEFT_ERR_INVALID_ARGUMENT, "%s: kernel %s has %d "
+                         "symbols, %d asked for", who, r[i].symbols[0],
+                         e->nsym, r[i].nsym);
+            break;
+        }
+        if (e && e->state != FAILED) {
+            es[i] = e; /* ready, or compiled by another request */
+            continue;
+        }
+        if (!e) {
+            e = fe_calloc(j->ctx, sizeof *e);
+            void **a = fe_calloc(j->ctx, (size_t)r[i].nsym * sizeof *a);
+            char *msg = fe_calloc(j->ctx, FE_MSG_MAX);
+            if (!e || !a || !msg ||
+                (memcpy(e->key, r[i].key, 32), !insert(j, e))) {
+                fe_free(j->ctx, e, sizeof *e);
+                fe_free(j->ctx, a, (size_t)r[i].nsym * sizeof *a);
+                fe_free(j->ctx, msg, FE_MSG_MAX);
+                s = fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+                break;
+            }
+            e->nsym = r[i].nsym;
+            e->addrs = a;
+            e->msg = msg;
+        }
+        e->state = COMPILING;
+        es[i] = e;
+        mine[i] = true;
+        claimed[nmine++] = e;
+        for (int k = 0; k < r[i].nsym; k++) {
+            syms[nsym++] = r[i].symbols[k];
+        }
+    }
+    pthread_mutex_unlock(&j->lock);
+    /* compile the claimed ones (also after a failure above: they must
+     * leave COMPILING) */
+    tier_job *job = NULL;
+    if (nmine > 0) {
+        weft_status c = s;
+        if (c == WEFT_OK) {
+            uint8_t key[32];
+            cpu_key h;
+            llvm_blake3_hasher_init(&h.h);
+            cpu_key_add_str(&h, "weft cpu batch");
+            for (int i = 0; i < n; i++) {
+                if (mine[i]) {
+                    cpu_key_add(&h, r[i].key, 32);
+                }
+            }
+            cpu_key_finish(&h, key);
+            batch b = {build, r, mine, n, syms, nsym};
+            source src = {build_batch, &b, NULL};
+            c = produce(j, key, &src, syms, nsym, addrs, &job);
+        }
+        char msg[FE_MSG_MAX];
+        snprintf(msg, sizeof msg, "%s", c ? weft_last_error() : "");
+        pthread_mutex_lock(&j->lock);
+        for (int i = 0, at = 0; i < n; i++) {
+            if (!mine[i]) {
+                continue;
+            }
+            entry *e = es[i];
+            if (c == WEFT_OK) {
+                memcpy(e->addrs, addrs + at, (size_t)e->nsym * sizeof *addrs);
+                e->state = READY;
+                at += e->nsym;
+            } else {
+                e->status = c;
+                snprintf(e->msg, FE_MSG_MAX, "%s", msg);
+                e->state = FAILED;
+            }
+        }
+        bool inline_job = false;
+        entry **jes = job ? fe_alloc(j->ctx, (size_t)nmine * sizeof *jes)
+                          : NULL;
+        if (jes) {
+            memcpy(jes, claimed, (size_t)nmine * sizeof *jes);
+            inline_job = !tier_queue(j, jes, nmine, job);
+        } else if (job) {
+            tier_job_free(j, job); /* out of memory: the quick code stays */
+            job = NULL;
+        }
+        pthread_cond_broadcast(&j->changed);
+        pthread_mutex_unlock(&j->lock);
+        if (inline_job) {
+            tier_run(j, job);
+        }
+        if (c != WEFT_OK) {
+            s = fe_error_copy(c, msg);
+        }
+    }
+    if (s != WEFT_OK) {
+        goto out;
+    }
+    /* everything: ours, and what others compiled */
+    pthread_mutex_lock(&j->lock);
+    for (int i = 0; i < n && s == WEFT_OK; i++) {
+        entry *e = es[i];
+        while (e->state == COMPILING) {
+            pthread_cond_wait(&j->changed, &j->lock);
+        }
+        if (e->state == READY) {
+            memcpy(r[i].addrs, e->addrs, (size_t)e->nsym * sizeof(void *));
+            r[i].live = e->addrs;
+            j->st.memory_hits += !mine[i];
+        } else {
+            s = fe_error_copy(e->status, e->msg);
+        }
+    }
+    pthread_mutex_unlock(&j->lock);
+out:
+    fe_free(j->ctx, es, (size_t)n * sizeof *es);
+    fe_free(j->ctx, mine, (size_t)n * sizeof *mine);
+    fe_free(j->ctx, syms, (size_t)total * sizeof *syms);
+    fe_free(j->ctx, addrs, (size_t)total * sizeof *addrs);
+    fe_free(j->ctx, claimed, (size_t)n * sizeof *claimed);
     return s;
 }
 
