@@ -33,7 +33,11 @@
  *     with a while loop that must not run on the side not taken;
  *   - huge_constants: a chain of 30,000 f64 additions of distinct
  *     constants, one huge kernel whose constants go into a table
- *     (runtime-cpu/jit.c, "Constants of huge kernels").
+ *     (runtime-cpu/jit.c, "Constants of huge kernels");
+ *   - many_kernels: 300 kernels compiled in batches (runtime-cpu/jit.c,
+ *     "Many kernels"): their quick code, their optimised code, a second
+ *     program sharing half of them, and a fresh context that loads the
+ *     batches from the disk cache.
  */
 #include <dirent.h>
 #include <pthread.h>
@@ -377,6 +381,64 @@ START_TEST(huge_constants)
 }
 END_TEST
 
+enum { NMANY = 300 };
+
+/* Program: results i = map (\y -> y * (i + first)) xs, i < n; run on
+ * [1, 2, 3] and checked. */
+static void many_run(weft_context *ctx, int first, int n)
+{
+    weft_program *p = NULL;
+    TU_OK(weft_program_create(ctx, &p));
+    weft_acc *xs = weft_param(p, WEFT_I64, 1);
+    weft_acc *r[NMANY];
+    weft_array *out[NMANY] = {NULL};
+    for (int i = 0; i < n; i++) {
+        weft_fun *f = weft_fun1(p, WEFT_I64);
+        weft_fun_return(f, weft_mul(weft_arg(f, 0), weft_i64(p, i + first)));
+        r[i] = weft_map(f, xs);
+    }
+    weft_array *in[1] = {tu_arr_i(ctx, WEFT_I64, 1, TU_SH(3), TU_I(1, 2, 3))};
+    TU_OK(tu_run(p, r, n, in, 1, out, n));
+    for (int i = 0; i < n; i++) {
+        int64_t c = i + first;
+        TU_CHECK_I(ctx, out[i], 0, 1, TU_SH(3), TU_I(c, 2 * c, 3 * c));
+        weft_array_release(out[i]);
+    }
+    weft_array_release(in[0]);
+    weft_program_free(p);
+}
+
+START_TEST(many_kernels)
+{
+    char dir[] = "/tmp/weft-large-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    weft_config cfg = weft_config_default();
+    cfg.backend = WEFT_BACKEND_CPU;
+    cfg.threads = 2;
+    cfg.flags |= WEFT_FLAG_NO_ENV; /* tiered */
+    cfg.cache_dir = dir;
+    weft_context *ctx = NULL;
+    TU_OK(weft_context_create(&cfg, &ctx));
+    many_run(ctx, 0, NMANY);              /* quick code, 3 batches */
+    TU_OK(weft_context_wait_optimised(ctx));
+    many_run(ctx, 0, NMANY);              /* optimised code */
+    many_run(ctx, NMANY / 2, NMANY);      /* half of them again */
+    TU_OK(weft_context_wait_optimised(ctx));
+    weft_stats st;
+    TU_OK(weft_context_stats(ctx, &st));
+    /* tier-ups are per batch: 128, 128 and 44 kernels, then 128 and 22 */
+    ck_assert_uint_eq(st.kernels_optimised, 3 + 2);
+    weft_context_free(ctx);
+    TU_OK(weft_context_create(&cfg, &ctx));
+    many_run(ctx, 0, NMANY);              /* from the disk cache */
+    TU_OK(weft_context_stats(ctx, &st));
+    ck_assert_uint_eq(st.kernels_loaded, 3);
+    ck_assert_uint_eq(st.kernels_compiled, 0);
+    weft_context_free(ctx);
+    tu_remove_dir(dir);
+}
+END_TEST
+
 enum { NTHREAD = 8 };
 
 typedef struct compile_job {
@@ -652,6 +714,7 @@ static Suite *large_suite(void)
         {"free_during_tier_up", free_during_tier_up},
         {"exit_during_tier_up", exit_during_tier_up},
         {"huge_constants", huge_constants},
+        {"many_kernels", many_kernels},
 #endif
         {"deep_conditionals", deep_conditionals},
     };
