@@ -5,19 +5,60 @@
  * (a test injects failures there).  An arena is a list of chunks; terms of
  * a program, the core of an executable and pass scratch live in arenas and
  * die in one call (QBE's pools).
+ *
+ * Large arena allocations.  Arena memory is zeroed, and some passes take
+ * a table indexed by variable for each kernel or function (code
+ * generation's environments, a kernel's free variables): n variables
+ * times k kernels, quadratic in a generated program of many kernels
+ * (10^5 maps: 10^10 bytes zeroed), though each kernel touches a few
+ * entries.  So, with the default allocator, a request of MAPPED_MIN bytes
+ * or more gets a chunk of its own from mmap, whose pages the kernel zeroes
+ * when first touched: the cost follows what is used.  (A context with its
+ * own allocator keeps every byte going through it.)
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "fe.h"
 
 struct fe_chunk {
     struct fe_chunk *next;
     size_t size;                     /* bytes of data[] */
+    bool mapped;                     /* from mmap (a large allocation) */
     _Alignas(16) unsigned char data[];
 };
 
-enum { CHUNK_DEFAULT = 16 * 1024 };
+enum { CHUNK_DEFAULT = 16 * 1024, MAPPED_MIN = 64 * 1024 };
+
+/* A zeroed chunk of its own for a large request of the default allocator,
+ * put behind the arena's current chunk (which stays current); NULL when
+ * not taken this way. */
+static void *arena_mapped(fe_arena *a, size_t n)
+{
+    if (n < MAPPED_MIN || (a->ctx && a->ctx->cfg.alloc) ||
+        n > SIZE_MAX / 2) {
+        return NULL;
+    }
+    size_t size = sizeof(struct fe_chunk) + n;
+    void *m = mmap(NULL, size, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) {
+        return NULL;
+    }
+    struct fe_chunk *c = m;
+    c->size = n;
+    c->mapped = true;
+    if (a->chunks) {
+        c->next = a->chunks->next;
+        a->chunks->next = c;
+    } else {
+        c->next = NULL;
+        a->chunks = c;
+        a->used = a->cap = n; /* full: the next request takes a new chunk */
+    }
+    return c->data;
+}
 
 static void *call_alloc(weft_context *ctx, void *p, size_t old_n, size_t new_n)
 {
@@ -71,6 +112,10 @@ void *fe_arena_alloc(fe_arena *a, size_t n)
     if (n == 0) {
         n = 16;
     }
+    void *big = arena_mapped(a, n);
+    if (big) {
+        return big;
+    }
     if (!a->chunks || a->cap - a->used < n) {
         size_t size = n > CHUNK_DEFAULT ? n : CHUNK_DEFAULT;
         if (size > SIZE_MAX - sizeof(struct fe_chunk)) {
@@ -81,6 +126,7 @@ void *fe_arena_alloc(fe_arena *a, size_t n)
             return NULL;
         }
         c->size = size;
+        c->mapped = false;
         c->next = a->chunks;
         a->chunks = c;
         a->used = 0;
@@ -109,7 +155,11 @@ void fe_arena_release(fe_arena *a)
     struct fe_chunk *c = a->chunks;
     while (c) {
         struct fe_chunk *next = c->next;
-        fe_free(a->ctx, c, sizeof *c + c->size);
+        if (c->mapped) {
+            munmap(c, sizeof *c + c->size);
+        } else {
+            fe_free(a->ctx, c, sizeof *c + c->size);
+        }
         c = next;
     }
     a->chunks = NULL;

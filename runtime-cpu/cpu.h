@@ -195,7 +195,7 @@ extern atomic_int cpu_jit_orphaned;
 /* Wait until every jit left to its thread is freed (its queue done). */
 void cpu_jit_wait_orphans(void);
 
-/* Whether module m is huge: a function of it over the instruction count
+/* Whether module m (one kernel) is huge: over the instruction count
  * above which the JIT compiles it with linear passes and quick code only
  * (jit.c, "Huge kernels"); the caller then builds it again without SPMD
  * code. */

@@ -980,17 +980,27 @@ static size_t function_size(LLVMValueRef f, size_t limit)
     return n;
 }
 
-/* Per function: the passes are function passes, and a batch of small
- * kernels (see "Many kernels") is no huge kernel. */
-bool cpu_module_huge(LLVMModuleRef m)
+/* Whether m holds more than CPU_HUGE_INSTRUCTIONS instructions: in one
+ * function, or when `total`, in all (a kernel may be many small functions,
+ * one per fused map; a batch of small kernels, see "Many kernels", is no
+ * huge kernel). */
+static bool huge_module(LLVMModuleRef m, bool total)
 {
+    size_t n = 0;
     for (LLVMValueRef f = LLVMGetFirstFunction(m); f;
          f = LLVMGetNextFunction(f)) {
-        if (function_size(f, CPU_HUGE_INSTRUCTIONS) > CPU_HUGE_INSTRUCTIONS) {
+        size_t k = function_size(f, CPU_HUGE_INSTRUCTIONS);
+        n = total ? n + k : k;
+        if (n > CPU_HUGE_INSTRUCTIONS) {
             return true;
         }
     }
     return false;
+}
+
+bool cpu_module_huge(LLVMModuleRef m)
+{
+    return huge_module(m, true);
 }
 
 /*
@@ -1371,6 +1381,9 @@ out:
     return s;
 }
 
+static weft_status build_batch(void *user, LLVMContextRef llctx,
+                               LLVMModuleRef *out);
+
 /* What a request builds from: a build function, or a module in hand. */
 typedef struct source {
     cpu_build_fn build;
@@ -1536,7 +1549,8 @@ static weft_status produce(cpu_jit *j, const uint8_t key[32], source *src,
     }
     /* Only a module in a context of our own can go to the background. */
     bool tiered = llctx && j->tier != CPU_TIER_NONE;
-    bool huge = cpu_module_huge(m); /* see "Huge kernels" */
+    /* see "Huge kernels" */
+    bool huge = huge_module(m, src->build != build_batch);
     LLVMMemoryBufferRef obj = NULL;
     double opt_ms = 0, emit_ms = 0;
     s = optimise_module(j, m, symbols, nsym, huge, &opt_ms);

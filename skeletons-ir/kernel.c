@@ -498,8 +498,10 @@ void sk_describe(const fe_core *core, const sk_kernel *k,
     desc d = {.add = add, .user = user, .k = k, .nvar = core->nvar};
     uint32_t stack_num[256];
     uint32_t *num = stack_num;
+    fe_arena scratch; /* a large table costs what is touched (lib/alloc.c) */
+    fe_arena_init(&scratch, NULL);
     if (core->nvar > 256) {
-        num = fe_calloc(NULL, sizeof *num * core->nvar);
+        num = fe_arena_alloc(&scratch, sizeof *num * core->nvar);
     } else {
         memset(stack_num, 0, sizeof stack_num);
     }
@@ -530,9 +532,7 @@ void sk_describe(const fe_core *core, const sk_kernel *k,
             describe_term(&d, kid, false);
         }
     }
-    if (num != stack_num && num) {
-        fe_free(NULL, num, sizeof *num * core->nvar);
-    }
+    fe_arena_release(&scratch);
 }
 
 /* ---- entry points ------------------------------------------------------- */
