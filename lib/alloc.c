@@ -14,7 +14,10 @@
  * entries.  So, with the default allocator, a request of MAPPED_MIN bytes
  * or more gets a chunk of its own from mmap, whose pages the kernel zeroes
  * when first touched: the cost follows what is used.  (A context with its
- * own allocator keeps every byte going through it.)
+ * own allocator keeps every byte going through it.)  Mappings are a
+ * resource of the process (vm.max_map_count, 65530 by default, which
+ * malloc and the JIT need too), so at most MAPPED_MAX are live; meant
+ * for scratch arenas, released soon.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +32,9 @@ struct fe_chunk {
     _Alignas(16) unsigned char data[];
 };
 
-enum { CHUNK_DEFAULT = 16 * 1024, MAPPED_MIN = 64 * 1024 };
+enum { CHUNK_DEFAULT = 16 * 1024, MAPPED_MIN = 64 * 1024, MAPPED_MAX = 1024 };
+
+static atomic_int mapped_live; /* chunks from mmap not yet unmapped */
 
 /* A zeroed chunk of its own for a large request of the default allocator,
  * put behind the arena's current chunk (which stays current); NULL when
@@ -40,10 +45,15 @@ static void *arena_mapped(fe_arena *a, size_t n)
         n > SIZE_MAX / 2) {
         return NULL;
     }
+    if (atomic_fetch_add(&mapped_live, 1) >= MAPPED_MAX) {
+        atomic_fetch_sub(&mapped_live, 1);
+        return NULL;
+    }
     size_t size = sizeof(struct fe_chunk) + n;
     void *m = mmap(NULL, size, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED) {
+        atomic_fetch_sub(&mapped_live, 1);
         return NULL;
     }
     struct fe_chunk *c = m;
@@ -157,6 +167,7 @@ void fe_arena_release(fe_arena *a)
         struct fe_chunk *next = c->next;
         if (c->mapped) {
             munmap(c, sizeof *c + c->size);
+            atomic_fetch_sub(&mapped_live, 1);
         } else {
             fe_free(a->ctx, c, sizeof *c + c->size);
         }

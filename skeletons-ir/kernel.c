@@ -340,21 +340,26 @@ weft_status sk_prepare(weft_context *ctx, const fe_core *core, fe_arena *arena,
     /* free variables of the functions */
     walk w = {.ctx = ctx, .arena = arena, .k = k, .nvar = core->nvar};
     size_t nv = core->nvar ? core->nvar : 1;
-    w.bound = fe_arena_alloc(arena, nv);
-    w.seen = fe_arena_alloc(arena, nv);
+    fe_arena scratch; /* tables by variable: cost what is touched
+                         (lib/alloc.c) */
+    fe_arena_init(&scratch, ctx);
+    s = WEFT_OK;
+    w.bound = fe_arena_alloc(&scratch, nv);
+    w.seen = fe_arena_alloc(&scratch, nv);
     if (!w.bound || !w.seen) {
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+        s = fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
     }
-    for (int i = 0; i < t->nfun; i++) {
-        if ((s = walk_fun(&w, t->fun[i])) != WEFT_OK) {
-            return s;
+    for (int i = 0; s == WEFT_OK && i < t->nfun; i++) {
+        s = walk_fun(&w, t->fun[i]);
+    }
+    for (int i = 0; s == WEFT_OK && i < t->nkid; i++) {
+        if (t->kid[i] && t->kid[i]->acc && t->kid[i]->delayed) {
+            s = walk_delayed(&w, t->kid[i]);
         }
     }
-    for (int i = 0; i < t->nkid; i++) {
-        if (t->kid[i] && t->kid[i]->acc && t->kid[i]->delayed &&
-            (s = walk_delayed(&w, t->kid[i])) != WEFT_OK) {
-            return s;
-        }
+    fe_arena_release(&scratch);
+    if (s) {
+        return s;
     }
     k->light = w.cost <= SK_LIGHT_COST;
     /* the error word, then the skeleton's own items */
