@@ -11,6 +11,7 @@
  * own.  The kernels live in the executable's arena.
  */
 #ifdef WEFT_HAVE_LLVM
+#include <stdlib.h>
 #include <string.h>
 
 #include "rt.h"
@@ -77,6 +78,13 @@ static weft_status walk(weft_executable *exe, rt_plan_t *pl,
     return WEFT_OK;
 }
 
+static int by_op(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t)(*(struct sk_kernel *const *)a)->op;
+    uintptr_t y = (uintptr_t)(*(struct sk_kernel *const *)b)->op;
+    return x < y ? -1 : x > y;
+}
+
 weft_status rt_plan(weft_executable *exe, const sk_target *tg, rt_get_fn get,
                     void *user, rt_plan_t **out)
 {
@@ -86,6 +94,17 @@ weft_status rt_plan(weft_executable *exe, const sk_target *tg, rt_get_fn get,
     }
     memset(pl, 0, sizeof *pl);
     weft_status s = walk(exe, pl, tg, get, user, exe->core.root);
+    if (s == WEFT_OK && pl->n > 0) {
+        /* a program of many kernels looks each up by its operation at
+         * every run: by binary search, not a walk of the list */
+        pl->by_op = fe_arena_dup(&exe->arena, pl->k,
+                                 sizeof *pl->k * (size_t)pl->n);
+        if (!pl->by_op) {
+            s = fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+        } else {
+            qsort(pl->by_op, (size_t)pl->n, sizeof *pl->by_op, by_op);
+        }
+    }
     if (s == WEFT_OK) {
         *out = pl;
     }
@@ -94,9 +113,17 @@ weft_status rt_plan(weft_executable *exe, const sk_target *tg, rt_get_fn get,
 
 struct sk_kernel *rt_plan_kernel(const rt_plan_t *pl, const fe_term *t)
 {
-    for (int i = 0; pl && i < pl->n; i++) {
-        if (pl->k[i]->op == t) {
-            return pl->k[i];
+    int lo = 0, hi = pl ? pl->n : 0;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        uintptr_t op = (uintptr_t)pl->by_op[mid]->op;
+        if (op == (uintptr_t)t) {
+            return pl->by_op[mid];
+        }
+        if (op < (uintptr_t)t) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
         }
     }
     return NULL;

@@ -204,6 +204,8 @@ struct sk_target;
 typedef struct rt_plan_t {
     int n, cap;
     struct sk_kernel **k;
+    struct sk_kernel **by_op; /* the n kernels by address of op, for
+                                 rt_plan_kernel's binary search */
 } rt_plan_t;
 /* Fill kernel k's entry points (k->entry) for the backend: compile it or
  * find it in a cache.  Returns a status with its message on failure. */
