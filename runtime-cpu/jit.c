@@ -954,17 +954,23 @@ static LLVMTargetMachineRef target_machine(cpu_jit *j, LLVMCodeGenOptLevel level
  * Huge kernels.  A generated program can make one element function of a
  * million instructions, and several of LLVM's passes and its -O3 code
  * generation take time superlinear in the size of a function (minutes at
- * 20,000 conditionals).  A module of more than CPU_HUGE_INSTRUCTIONS
- * instructions is therefore optimised by CPU_HUGE_PIPELINE (passes linear
- * in practice: scalar replacement, early CSE, instcombine; no loop
- * passes, vectorisers or CFG simplification) and emitted by the quick code
- * generator only, as its final code: no background -O3 tier-up, nothing
- * written to the disk cache (which holds optimised code only).  Such a
- * kernel's loop is one of a few iterations around a huge body, so the
- * loop optimisations would gain little.
+ * 20,000 conditionals; the loop and SLP vectorisers already take a
+ * second or more at 10,000 straight-line instructions).  A module of more
+ * than CPU_HUGE_INSTRUCTIONS instructions is therefore optimised by
+ * CPU_HUGE_PIPELINE (passes linear in practice: scalar replacement, early
+ * CSE with its simplifications, dead code elimination; no instcombine,
+ * whose known-bits queries took a third of the time of a 10^5-deep chain
+ * of conditionals, no loop passes, vectorisers or CFG simplification) and
+ * emitted by the quick code generator only, as its final code: no
+ * background -O3 tier-up, nothing written to the disk cache (which holds
+ * optimised code only).  Such a kernel's loop is one of a few iterations
+ * around a huge body, so the loop optimisations would gain little; its
+ * module is built again without SPMD code (runtime-cpu/backend.c): half
+ * the size, and scalar instructions take LLVM's fast instruction
+ * selector, vector ones its SelectionDAG.
  */
 #define CPU_HUGE_INSTRUCTIONS 5000
-#define CPU_HUGE_PIPELINE "function(sroa,early-cse,instcombine<no-verify-fixpoint>)"
+#define CPU_HUGE_PIPELINE "function(sroa,early-cse,adce)"
 
 /* Instructions in function f, counting up to limit + 1. */
 static size_t function_size(LLVMValueRef f, size_t limit)
