@@ -1118,112 +1118,126 @@ static bool operands_stay(LLVMValueRef in)
     }
 }
 
+/* What the passes of table_constants share. */
+typedef struct tabling {
+    cpu_jit *j;
+    const_map map;
+    LLVMValueRef *elts;      /* the table's entries, by index */
+    size_t cap;
+    bool failed;             /* out of memory */
+    LLVMBuilderRef bld;      /* second pass */
+    LLVMTypeRef ty;          /* the table's type */
+    LLVMValueRef table;
+} tabling;
+
+/* Call fn for every operand of m that goes into the table: c, what of it
+ * goes there (tabled). */
+static void each_tabled(LLVMModuleRef m,
+                        void (*fn)(tabling *t, LLVMValueRef in, unsigned k,
+                                   LLVMValueRef c, LLVMValueRef e, bool splat),
+                        tabling *t)
+{
+    for (LLVMValueRef f = LLVMGetFirstFunction(m); f && !t->failed;
+         f = LLVMGetNextFunction(f)) {
+        for (LLVMBasicBlockRef b = LLVMGetFirstBasicBlock(f); b;
+             b = LLVMGetNextBasicBlock(b)) {
+            for (LLVMValueRef in = LLVMGetFirstInstruction(b); in;
+                 in = LLVMGetNextInstruction(in)) {
+                int nop = operands_stay(in) ? 0 : LLVMGetNumOperands(in);
+                for (int k = 0; k < nop && !t->failed; k++) {
+                    bool splat;
+                    LLVMValueRef c = LLVMGetOperand(in, (unsigned)k);
+                    LLVMValueRef e = tabled(c, &splat);
+                    if (e) {
+                        fn(t, in, (unsigned)k, c, e, splat);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* First pass: the table's entries, in order of first use. */
+static void collect(tabling *t, LLVMValueRef in, unsigned k, LLVMValueRef c,
+                    LLVMValueRef e, bool splat)
+{
+    (void)in;
+    (void)k;
+    (void)c;
+    (void)splat;
+    size_t had = t->map.n;
+    if (!const_map_slot(t->j, &t->map, e)) {
+        t->failed = true;
+        return;
+    }
+    if (t->map.n == had) {
+        return;
+    }
+    if (t->map.n > t->cap) {
+        size_t nc = t->cap ? 2 * t->cap : 1024;
+        LLVMValueRef *ne = fe_realloc(t->j->ctx, t->elts,
+                                      t->cap * sizeof *ne, nc * sizeof *ne);
+        if (!ne) {
+            t->failed = true;
+            return;
+        }
+        t->elts = ne;
+        t->cap = nc;
+    }
+    t->elts[t->map.n - 1] = e;
+}
+
+/* Second pass: the operand loads its constant (a splat: its element,
+ * broadcast). */
+static void replace(tabling *t, LLVMValueRef in, unsigned k, LLVMValueRef c,
+                    LLVMValueRef e, bool splat)
+{
+    uint32_t at = *const_map_slot(t->j, &t->map, e); /* present */
+    LLVMBuilderRef b = t->bld;
+    LLVMPositionBuilderBefore(b, in);
+    LLVMValueRef p = LLVMBuildStructGEP2(b, t->ty, t->table, at, "");
+    LLVMValueRef v = LLVMBuildLoad2(b, LLVMTypeOf(e), p, "");
+    if (splat) {
+        LLVMTypeRef vt = LLVMTypeOf(c);
+        LLVMTypeRef i32 = LLVMInt32TypeInContext(LLVMGetTypeContext(vt));
+        v = LLVMBuildInsertElement(b, LLVMGetPoison(vt), v,
+                                   LLVMConstInt(i32, 0, 0), "");
+        v = LLVMBuildShuffleVector(
+            b, v, LLVMGetPoison(vt),
+            LLVMConstNull(LLVMVectorType(i32, LLVMGetVectorSize(vt))), "");
+    }
+    LLVMSetOperand(in, k, v);
+}
+
 /* Move m's pooled constants into a table (see above).  Out of memory
- * leaves the rest in place: only time is lost. */
+ * leaves them in place: only time is lost. */
 static void table_constants(cpu_jit *j, LLVMModuleRef m)
 {
-    const_map map = {0};
-    size_t cap = 0;
-    LLVMValueRef *elts = NULL;
-    /* first pass: the table's entries, in order of first use */
-    for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
-        for (LLVMBasicBlockRef b = LLVMGetFirstBasicBlock(f); b;
-             b = LLVMGetNextBasicBlock(b)) {
-            for (LLVMValueRef in = LLVMGetFirstInstruction(b); in;
-                 in = LLVMGetNextInstruction(in)) {
-                if (operands_stay(in)) {
-                    continue;
-                }
-                int nop = LLVMGetNumOperands(in);
-                for (int k = 0; k < nop; k++) {
-                    bool splat;
-                    LLVMValueRef c = tabled(LLVMGetOperand(in, k), &splat);
-                    if (!c) {
-                        continue;
-                    }
-                    size_t had = map.n;
-                    if (!const_map_slot(j, &map, c)) {
-                        goto out;
-                    }
-                    if (map.n == had) {
-                        continue;
-                    }
-                    if (map.n > cap) {
-                        size_t nc = cap ? 2 * cap : 1024;
-                        LLVMValueRef *ne = fe_realloc(
-                            j->ctx, elts, cap * sizeof *elts, nc * sizeof *elts);
-                        if (!ne) {
-                            goto out;
-                        }
-                        elts = ne;
-                        cap = nc;
-                    }
-                    elts[map.n - 1] = c;
-                }
-            }
+    tabling t = {.j = j};
+    each_tabled(m, collect, &t);
+    size_t n = t.map.n;
+    LLVMTypeRef *types = NULL;
+    if (!t.failed && n > 0 && n <= UINT32_MAX / 2) {
+        types = fe_alloc(j->ctx, n * sizeof *types);
+    }
+    if (types) {
+        LLVMContextRef c = LLVMGetModuleContext(m);
+        for (size_t i = 0; i < n; i++) {
+            types[i] = LLVMTypeOf(t.elts[i]);
         }
+        t.ty = LLVMStructTypeInContext(c, types, (unsigned)n, 0);
+        fe_free(j->ctx, types, n * sizeof *types);
+        t.table = LLVMAddGlobal(m, t.ty, "weft.constants");
+        LLVMSetInitializer(t.table,
+                           LLVMConstStructInContext(c, t.elts, (unsigned)n, 0));
+        LLVMSetLinkage(t.table, LLVMInternalLinkage);
+        t.bld = LLVMCreateBuilderInContext(c);
+        each_tabled(m, replace, &t);
+        LLVMDisposeBuilder(t.bld);
     }
-    if (map.n == 0 || map.n > UINT32_MAX / 2) {
-        goto out;
-    }
-    LLVMContextRef c = LLVMGetModuleContext(m);
-    LLVMTypeRef *types = fe_alloc(j->ctx, map.n * sizeof *types);
-    if (!types) {
-        goto out;
-    }
-    for (size_t i = 0; i < map.n; i++) {
-        types[i] = LLVMTypeOf(elts[i]);
-    }
-    LLVMTypeRef ty = LLVMStructTypeInContext(c, types, (unsigned)map.n, 0);
-    fe_free(j->ctx, types, map.n * sizeof *types);
-    LLVMValueRef table = LLVMAddGlobal(m, ty, "weft.constants");
-    LLVMSetInitializer(table, LLVMConstStructInContext(c, elts,
-                                                       (unsigned)map.n, 0));
-    LLVMSetLinkage(table, LLVMInternalLinkage);
-    /* second pass: each use loads its constant */
-    LLVMBuilderRef bld = LLVMCreateBuilderInContext(c);
-    LLVMTypeRef i32 = LLVMInt32TypeInContext(c);
-    for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
-        for (LLVMBasicBlockRef b = LLVMGetFirstBasicBlock(f); b;
-             b = LLVMGetNextBasicBlock(b)) {
-            for (LLVMValueRef in = LLVMGetFirstInstruction(b); in;
-                 in = LLVMGetNextInstruction(in)) {
-                if (operands_stay(in)) {
-                    continue;
-                }
-                int nop = LLVMGetNumOperands(in);
-                for (int k = 0; k < nop; k++) {
-                    LLVMValueRef op = LLVMGetOperand(in, k);
-                    bool splat;
-                    LLVMValueRef e = tabled(op, &splat);
-                    if (!e) {
-                        continue;
-                    }
-                    uint32_t at = *const_map_slot(j, &map, e); /* present */
-                    LLVMPositionBuilderBefore(bld, in);
-                    LLVMValueRef p = LLVMBuildStructGEP2(bld, ty, table, at, "");
-                    LLVMValueRef v = LLVMBuildLoad2(bld, LLVMTypeOf(e), p, "");
-                    if (splat) {
-                        LLVMTypeRef vt = LLVMTypeOf(op);
-                        v = LLVMBuildInsertElement(
-                            bld, LLVMGetPoison(vt), v, LLVMConstInt(i32, 0, 0),
-                            "");
-                        v = LLVMBuildShuffleVector(
-                            bld, v, LLVMGetPoison(vt),
-                            LLVMConstNull(LLVMVectorType(
-                                i32, LLVMGetVectorSize(vt))),
-                            "");
-                    }
-                    LLVMSetOperand(in, (unsigned)k, v);
-                }
-            }
-        }
-    }
-    LLVMDisposeBuilder(bld);
-out:
-    fe_free(j->ctx, elts, cap * sizeof *elts);
-    fe_free(j->ctx, map.key, map.cap * sizeof *map.key);
-    fe_free(j->ctx, map.at, map.cap * sizeof *map.at);
+    fe_free(j->ctx, t.elts, t.cap * sizeof *t.elts);
+    fe_free(j->ctx, t.map.key, t.map.cap * sizeof *t.map.key);
+    fe_free(j->ctx, t.map.at, t.map.cap * sizeof *t.map.at);
 }
 
 /* Prepare and optimise m (CG_CPU_PIPELINE, or CPU_HUGE_PIPELINE when huge)

@@ -408,15 +408,23 @@ static void many_run(weft_context *ctx, int first, int n)
     weft_program_free(p);
 }
 
+/* A CPU context's configuration, tiered (the default), with its disk
+ * cache in dir. */
+static weft_config tiered_cpu(const char *dir)
+{
+    weft_config cfg = weft_config_default();
+    cfg.backend = WEFT_BACKEND_CPU;
+    cfg.threads = 2;
+    cfg.flags |= WEFT_FLAG_NO_ENV;
+    cfg.cache_dir = dir;
+    return cfg;
+}
+
 START_TEST(many_kernels)
 {
     char dir[] = "/tmp/weft-large-XXXXXX";
     ck_assert_ptr_nonnull(mkdtemp(dir));
-    weft_config cfg = weft_config_default();
-    cfg.backend = WEFT_BACKEND_CPU;
-    cfg.threads = 2;
-    cfg.flags |= WEFT_FLAG_NO_ENV; /* tiered */
-    cfg.cache_dir = dir;
+    weft_config cfg = tiered_cpu(dir);
     weft_context *ctx = NULL;
     TU_OK(weft_context_create(&cfg, &ctx));
     many_run(ctx, 0, NMANY);              /* quick code, 3 batches */
@@ -538,11 +546,7 @@ START_TEST(free_during_tier_up)
 {
     char dir[] = "/tmp/weft-large-XXXXXX";
     ck_assert_ptr_nonnull(mkdtemp(dir));
-    weft_config cfg = weft_config_default();
-    cfg.backend = WEFT_BACKEND_CPU;
-    cfg.threads = 2;
-    cfg.flags |= WEFT_FLAG_NO_ENV; /* tiered: the default */
-    cfg.cache_dir = dir;
+    weft_config cfg = tiered_cpu(dir);
     weft_context *ctx = NULL;
     TU_OK(weft_context_create(&cfg, &ctx));
     hook_entered = hook_released = 0;
@@ -606,10 +610,7 @@ static void delay_tier_up(void)
 static void exit_child(const char *mode)
 {
     cpu_jit_tier_hook = delay_tier_up;
-    weft_config cfg = weft_config_default();
-    cfg.backend = WEFT_BACKEND_CPU;
-    cfg.flags |= WEFT_FLAG_NO_ENV; /* tiered: the default */
-    cfg.cache_dir = getenv("WEFT_LARGE_EXIT_CACHE");
+    weft_config cfg = tiered_cpu(getenv("WEFT_LARGE_EXIT_CACHE"));
     weft_context *ctx = NULL;
     weft_program *p = NULL;
     if (weft_context_create(&cfg, &ctx) != WEFT_OK ||
