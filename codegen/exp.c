@@ -694,92 +694,6 @@ static weft_status exp_prim(cg_fn *fn, const fe_term *e, cg_val *out)
     return cg_val_one(fn, r, out);
 }
 
-/*
- * Deep conditionals.  A conditional is a branch, two sides and a join; a
- * generated chain of n conditionals nests n such regions, every jump
- * spanning the ones inside it, and LLVM's assembler lays that out in time
- * quadratic in n (its branch relaxation: minutes at 10^4).  So inside
- * CG_BRANCH_DEPTH nested conditional branches, a conditional computes both
- * of its sides and joins them by selects, unless the code watches for
- * `ignore` (which the side not taken must not set).  Code may compute a
- * side that is not wanted, since every operation is defined on every
- * input ("Undefined operations" above, reads outside an array included),
- * except a while loop, which need not end there: fn->spec holds the
- * condition under which the code being emitted is wanted, a while loop
- * met under it runs behind a branch on it (exp_wanted), and checked
- * code's tests report only where it holds (cg_check).  Only code nested
- * that deep pays for the side not taken.
- */
-#define CG_BRANCH_DEPTH 8
-
-static weft_status exp_cond(cg_fn *fn, const fe_term *e, cg_val *out)
-{
-    LLVMValueRef c = NULL;
-    cg_val t, f;
-    weft_status s = exp1(fn, e->kid[0], &c);
-    if (s != WEFT_OK) {
-        return s;
-    }
-    if (fn->cond_depth < CG_BRANCH_DEPTH || fn->ignored) {
-        cg_if i;
-        fn->cond_depth++;
-        cg_if_begin(fn, &i, c);
-        s = cg_exp(fn, e->kid[1], &t);
-        if (s == WEFT_OK) {
-            cg_if_else(fn, &i);
-            s = cg_exp(fn, e->kid[2], &f);
-        }
-        fn->cond_depth--;
-        return s != WEFT_OK ? s : cg_if_merge(fn, &i, &t, &f, out);
-    }
-    LLVMValueRef outer = fn->spec, nc = LLVMBuildNot(B, c, "");
-    fn->spec = outer ? LLVMBuildAnd(B, outer, c, "") : c;
-    s = cg_exp(fn, e->kid[1], &t);
-    if (s == WEFT_OK) {
-        fn->spec = outer ? LLVMBuildAnd(B, outer, nc, "") : nc;
-        s = cg_exp(fn, e->kid[2], &f);
-    }
-    fn->spec = outer;
-    if (s == WEFT_OK && t.n != f.n) {
-        s = internal("a conditional with sides of different shapes", t.n);
-    }
-    if (s == WEFT_OK) {
-        s = cg_val_make(fn, t.n, out);
-    }
-    for (int k = 0; s == WEFT_OK && k < t.n; k++) {
-        out->v[k] = LLVMBuildSelect(B, c, t.v[k], f.v[k], "");
-    }
-    return s;
-}
-
-static weft_status exp_while(cg_fn *fn, const fe_term *e, cg_val *out);
-
-/* A while loop on a speculated side (fn->spec set): run only where the
- * side is wanted, zeros elsewhere (see "Deep conditionals"). */
-static weft_status exp_wanted(cg_fn *fn, const fe_term *e, cg_val *out)
-{
-    LLVMValueRef wanted = fn->spec;
-    cg_val t, z;
-    cg_if i;
-    cg_if_begin(fn, &i, wanted);
-    fn->spec = NULL;
-    fn->cond_depth++;
-    weft_status s = exp_while(fn, e, &t);
-    fn->cond_depth--;
-    fn->spec = wanted;
-    if (s == WEFT_OK) {
-        s = cg_val_make(fn, t.n, &z);
-    }
-    if (s != WEFT_OK) {
-        return s;
-    }
-    cg_if_else(fn, &i);
-    for (int k = 0; k < t.n; k++) {
-        z.v[k] = LLVMConstNull(LLVMTypeOf(t.v[k]));
-    }
-    return cg_if_merge(fn, &i, &t, &z, out);
-}
-
 static weft_status exp_while(cg_fn *fn, const fe_term *e, cg_val *out)
 {
     if (e->nfun != 2 || e->nkid != 1 || e->fun[0]->arity != 1 ||
@@ -950,6 +864,90 @@ static weft_status exp_at(cg_fn *fn, const fe_term *e, const cg_array *a,
         z.v[l] = LLVMConstNull(ty_of(fn, a->leaf[l]));
     }
     return cg_if_merge(fn, &c, &x, &z, out);
+}
+
+/*
+ * Deep conditionals.  A conditional is a branch, two sides and a join; a
+ * generated chain of n conditionals nests n such regions, every jump
+ * spanning the ones inside it, and LLVM's assembler lays that out in time
+ * quadratic in n (its branch relaxation: minutes at 10^4).  So inside
+ * CG_BRANCH_DEPTH nested conditional branches, a conditional computes both
+ * of its sides and joins them by selects, unless the code watches for
+ * `ignore` (which the side not taken must not set).  Code may compute a
+ * side that is not wanted, since every operation is defined on every
+ * input ("Undefined operations" above, reads outside an array included),
+ * except a while loop, which need not end there: fn->spec holds the
+ * condition under which the code being emitted is wanted, a while loop
+ * met under it runs behind a branch on it (exp_wanted), and checked
+ * code's tests report only where it holds (cg_check).  Only code nested
+ * that deep pays for the side not taken.
+ */
+#define CG_BRANCH_DEPTH 8
+
+static weft_status exp_cond(cg_fn *fn, const fe_term *e, cg_val *out)
+{
+    LLVMValueRef c = NULL;
+    cg_val t, f;
+    weft_status s = exp1(fn, e->kid[0], &c);
+    if (s != WEFT_OK) {
+        return s;
+    }
+    if (fn->cond_depth < CG_BRANCH_DEPTH || fn->ignored) {
+        cg_if i;
+        fn->cond_depth++;
+        cg_if_begin(fn, &i, c);
+        s = cg_exp(fn, e->kid[1], &t);
+        if (s == WEFT_OK) {
+            cg_if_else(fn, &i);
+            s = cg_exp(fn, e->kid[2], &f);
+        }
+        fn->cond_depth--;
+        return s != WEFT_OK ? s : cg_if_merge(fn, &i, &t, &f, out);
+    }
+    LLVMValueRef outer = fn->spec, nc = LLVMBuildNot(B, c, "");
+    fn->spec = outer ? LLVMBuildAnd(B, outer, c, "") : c;
+    s = cg_exp(fn, e->kid[1], &t);
+    if (s == WEFT_OK) {
+        fn->spec = outer ? LLVMBuildAnd(B, outer, nc, "") : nc;
+        s = cg_exp(fn, e->kid[2], &f);
+    }
+    fn->spec = outer;
+    if (s == WEFT_OK && t.n != f.n) {
+        s = internal("a conditional with sides of different shapes", t.n);
+    }
+    if (s == WEFT_OK) {
+        s = cg_val_make(fn, t.n, out);
+    }
+    for (int k = 0; s == WEFT_OK && k < t.n; k++) {
+        out->v[k] = LLVMBuildSelect(B, c, t.v[k], f.v[k], "");
+    }
+    return s;
+}
+
+/* A while loop on a speculated side (fn->spec set): run only where the
+ * side is wanted, zeros elsewhere (see "Deep conditionals"). */
+static weft_status exp_wanted(cg_fn *fn, const fe_term *e, cg_val *out)
+{
+    LLVMValueRef wanted = fn->spec;
+    cg_val t, z;
+    cg_if i;
+    cg_if_begin(fn, &i, wanted);
+    fn->spec = NULL;
+    fn->cond_depth++;
+    weft_status s = exp_while(fn, e, &t);
+    fn->cond_depth--;
+    fn->spec = wanted;
+    if (s == WEFT_OK) {
+        s = cg_val_make(fn, t.n, &z);
+    }
+    if (s != WEFT_OK) {
+        return s;
+    }
+    cg_if_else(fn, &i);
+    for (int k = 0; k < t.n; k++) {
+        z.v[k] = LLVMConstNull(LLVMTypeOf(t.v[k]));
+    }
+    return cg_if_merge(fn, &i, &t, &z, out);
 }
 
 /* Emit a scalar core term (see cg.h). */

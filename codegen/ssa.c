@@ -41,14 +41,14 @@ weft_status cg_fn_begin(cg_fn *fn, weft_context *ctx, const cg_target *t,
     fn->user = NULL;
     fn->fmf = 0;
     fn->ignored = NULL;
+    fn->cond_depth = 0;
+    fn->spec = NULL;
     fn->checked = false;
     fn->cold = false;
     fn->elem = NULL;
     fn->fail = NULL;
     fn->nsite = 0;
     fn->cancel = NULL; /* set by skeletons-ir/kernel.c for a cancel word */
-    fn->cond_depth = 0;
-    fn->spec = NULL;
     if (nvar > 0) {
         fn->env = fe_arena_alloc(arena, nvar * sizeof *fn->env);
         fn->aenv = fe_arena_alloc(arena, nvar * sizeof *fn->aenv);
