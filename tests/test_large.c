@@ -19,7 +19,8 @@
  *     element, as checked compiled kernels do;
  *   - concurrent_compiles: 8 threads compile and run programs at once on
  *     one CPU context (LLVM's pass instrumentation made a ThreadSanitizer
- *     report here: tools/tsan.sh runs this test);
+ *     report here: tools/tsan.sh runs this test); concurrent_batches: the
+ *     same with 40 kernels each, compiled in batches that overlap;
  *   - free_during_tier_up: weft_context_free returns while the background
  *     optimisation is inside a tier-up, which then finishes alone
  *     (runtime-cpu/jit.c, "Freeing");
@@ -449,63 +450,79 @@ END_TEST
 
 enum { NTHREAD = 8 };
 
+enum { NBATCHED = 40 };
+
 typedef struct compile_job {
     weft_context *ctx;
-    int k;          /* this thread's constant */
+    int k;          /* this thread's first constant */
+    int n;          /* results: 1, or NBATCHED (compiled in batches) */
     int ok;         /* 1 when the result was right */
     char msg[256];
 } compile_job;
 
-/* Compile and run map (\x -> x * k + k * k) on ctx; job->ok on success. */
+/* Compile and run the maps (\x -> x * c + c * c), c = k .. k + n - 1, on
+ * ctx; job->ok on success. */
 static void *compile_one(void *arg)
 {
     compile_job *j = arg;
     weft_program *p = NULL;
     weft_executable *exe = NULL;
-    weft_array *in = NULL, *out = NULL;
+    weft_array *in = NULL, *out[NBATCHED] = {NULL};
+    weft_acc *r[NBATCHED];
     int64_t xs[4] = {1, 2, 3, 4}, got[4] = {0};
     const void *data[1] = {xs};
     if (weft_program_create(j->ctx, &p) != WEFT_OK) {
         goto done;
     }
-    weft_fun *f = weft_fun1(p, WEFT_I64);
-    weft_fun_return(f, weft_add(weft_mul(weft_arg(f, 0), weft_i64(p, j->k)),
-                                weft_i64(p, (int64_t)j->k * j->k)));
-    weft_acc *r = weft_map(f, weft_param(p, WEFT_I64, 1));
-    if (weft_compile(p, &r, 1, &exe) != WEFT_OK ||
+    weft_acc *x = weft_param(p, WEFT_I64, 1);
+    for (int i = 0; i < j->n; i++) {
+        int64_t c = j->k + i;
+        weft_fun *f = weft_fun1(p, WEFT_I64);
+        weft_fun_return(f, weft_add(weft_mul(weft_arg(f, 0), weft_i64(p, c)),
+                                    weft_i64(p, c * c)));
+        r[i] = weft_map(f, x);
+    }
+    if (weft_compile(p, r, j->n, &exe) != WEFT_OK ||
         weft_array_from_host(j->ctx, WEFT_I64, 1, TU_SH(4), data, &in) !=
             WEFT_OK ||
-        weft_run(exe, &in, 1, &out, 1) != WEFT_OK ||
-        weft_array_read(out, 0, got, sizeof got) != WEFT_OK) {
+        weft_run(exe, &in, 1, out, j->n) != WEFT_OK) {
         goto done;
     }
     j->ok = 1;
-    for (int i = 0; i < 4; i++) {
-        j->ok &= got[i] == xs[i] * j->k + (int64_t)j->k * j->k;
+    for (int i = 0; i < j->n && j->ok; i++) {
+        int64_t c = j->k + i;
+        j->ok = weft_array_read(out[i], 0, got, sizeof got) == WEFT_OK;
+        for (int e = 0; e < 4; e++) {
+            j->ok &= got[e] == xs[e] * c + c * c;
+        }
     }
 done:
     if (!j->ok) {
         snprintf(j->msg, sizeof j->msg, "%s", weft_last_error());
     }
     weft_array_release(in);
-    weft_array_release(out);
+    for (int i = 0; i < j->n; i++) {
+        weft_array_release(out[i]);
+    }
     weft_executable_free(exe);
     weft_program_free(p);
     return NULL;
 }
 
-START_TEST(concurrent_compiles)
+/* NTHREAD threads compile and run on one CPU context: one kernel each
+ * (step 1), or NBATCHED each in batches (step 10: each thread's kernels
+ * overlap the next one's, so batches claim and wait for each other's). */
+static void compile_together(int n, int step)
 {
-    weft_config cfg = weft_config_default();
-    cfg.backend = WEFT_BACKEND_CPU;
-    cfg.threads = 2;
-    cfg.flags |= WEFT_FLAG_NO_ENV;
+    char dir[] = "/tmp/weft-large-XXXXXX"; /* compiled here, not loaded */
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    weft_config cfg = tiered_cpu(dir);
     weft_context *ctx = NULL;
     TU_OK(weft_context_create(&cfg, &ctx));
     compile_job jobs[NTHREAD];
     pthread_t th[NTHREAD];
     for (int i = 0; i < NTHREAD; i++) {
-        jobs[i] = (compile_job){ctx, i + 3, 0, ""};
+        jobs[i] = (compile_job){ctx, 3 + i * step, n, 0, ""};
         ck_assert_int_eq(pthread_create(&th[i], NULL, compile_one, &jobs[i]),
                          0);
     }
@@ -517,6 +534,18 @@ START_TEST(concurrent_compiles)
     }
     TU_OK(weft_context_wait_optimised(ctx));
     weft_context_free(ctx);
+    tu_remove_dir(dir);
+}
+
+START_TEST(concurrent_compiles)
+{
+    compile_together(1, 1);
+}
+END_TEST
+
+START_TEST(concurrent_batches)
+{
+    compile_together(NBATCHED, 10);
 }
 END_TEST
 
@@ -712,6 +741,7 @@ static Suite *large_suite(void)
         {"interp_error_element", interp_error_element},
 #ifdef WEFT_HAVE_LLVM
         {"concurrent_compiles", concurrent_compiles},
+        {"concurrent_batches", concurrent_batches},
         {"free_during_tier_up", free_during_tier_up},
         {"exit_during_tier_up", exit_during_tier_up},
         {"huge_constants", huge_constants},
