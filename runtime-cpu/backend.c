@@ -316,8 +316,49 @@ static weft_status get_batch(weft_executable *exe, sk_kernel **k, int n)
     return s;
 }
 
+/* The batches of a plan, compiled by the calling thread and up to
+ * CPU_BATCH_THREADS - 1 others (the gang's size at most), each taking
+ * the next batch: LLVM's cost per kernel is the same in a batch, so
+ * threads are what is left to divide it. */
+#define CPU_BATCH_THREADS 8
+/* Deeper programs compile on one thread: lib/exec.c's DEEP_DIRECT, the
+ * levels of recursion a thread's own stack holds. */
+#define CPU_BATCH_DEPTH 256
+
+typedef struct batches {
+    weft_executable *exe;
+    sk_kernel **k;
+    int *first;              /* batch b: kernels first[b] .. first[b+1]-1 */
+    int n;
+    atomic_int next;         /* the next batch to take */
+    pthread_mutex_t lock;
+    weft_status status;      /* under lock: the first failure */
+    char msg[FE_MSG_MAX];
+} batches;
+
+static void *batch_worker(void *arg)
+{
+    batches *w = arg;
+    for (int b; (b = atomic_fetch_add(&w->next, 1)) < w->n;) {
+        weft_status s = get_batch(w->exe, w->k + w->first[b],
+                                  w->first[b + 1] - w->first[b]);
+        if (s != WEFT_OK) {
+            pthread_mutex_lock(&w->lock);
+            if (w->status == WEFT_OK) {
+                w->status = s;
+                snprintf(w->msg, sizeof w->msg, "%s", weft_last_error());
+            }
+            pthread_mutex_unlock(&w->lock);
+            atomic_store(&w->next, w->n); /* the others stop */
+        }
+    }
+    return NULL;
+}
+
 /* The entry points of the plan's kernels: one by one when few, else in
- * batches. */
+ * batches, on several threads when there are several batches and the
+ * program is shallow (a thread's own stack holds its recursion: see
+ * lib/exec.c, deep_call_run). */
 static weft_status get_pending(weft_executable *exe, const pending *pd)
 {
     if (pd->n < CPU_BATCH_MIN) {
@@ -331,20 +372,49 @@ static weft_status get_pending(weft_executable *exe, const pending *pd)
         }
         return WEFT_OK;
     }
-    for (int i = 0; i < pd->n;) {
+    fe_arena scratch;
+    fe_arena_init(&scratch, exe->ctx);
+    batches w = {.exe = exe, .k = pd->k};
+    w.first = fe_arena_alloc(&scratch, sizeof *w.first * (size_t)(pd->n + 1));
+    if (!w.first) {
+        fe_arena_release(&scratch);
+        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+    }
+    for (int i = 0; i < pd->n; w.n++) {
         int m = 0, nsym = 0;
         while (i + m < pd->n && m < CPU_BATCH_KERNELS &&
                nsym + pd->k[i + m]->nentry <= CPU_BATCH_SYMBOLS) {
             nsym += pd->k[i + m]->nentry;
             m++;
         }
-        weft_status s = get_batch(exe, pd->k + i, m);
-        if (s != WEFT_OK) {
-            return s;
-        }
+        w.first[w.n] = i;
         i += m;
+        w.first[w.n + 1] = i;
     }
-    return WEFT_OK;
+    int nth = cpu_gang_size(state_of(exe->ctx)->gang);
+    nth = nth < CPU_BATCH_THREADS ? nth : CPU_BATCH_THREADS;
+    nth = nth < w.n ? nth : w.n;
+    if (exe->depth == 0 || exe->depth > CPU_BATCH_DEPTH) {
+        nth = 1;
+    }
+    pthread_mutex_init(&w.lock, NULL);
+    pthread_t th[CPU_BATCH_THREADS];
+    int started = 0;
+    while (started < nth - 1 &&
+           pthread_create(&th[started], NULL, batch_worker, &w) == 0) {
+        started++; /* fewer threads than asked: the others do more */
+    }
+    batch_worker(&w);
+    for (int t = 0; t < started; t++) {
+        pthread_join(th[t], NULL);
+    }
+    pthread_mutex_destroy(&w.lock);
+    weft_status s = w.status;
+    if (s != WEFT_OK) {
+        fe_error_copy(s, w.msg);
+    }
+    fe_arena_release(&scratch);
+    return s;
 }
 
 /* rt_ops.general: the general variant of the job's kernel, compiled (or
