@@ -1854,6 +1854,38 @@ static void print_scaling(FILE *f, int md)
     }
 }
 
+/* The other peers (scipy.sparse, scikit-learn): the programs that have
+ * one; returns how many rows it printed. */
+static int print_peers(FILE *f, int md, double copy_gbs)
+{
+    static const char *const hdr[] = {"program", "peer", "peer ms",
+                                      "weft ms", "weft / peer",
+                                      "weft fast / peer", "floor ms"};
+    static const int width[] = {17, 13, 8, 8, 11, 16, 8};
+    const int nh = (int)(sizeof hdr / sizeof hdr[0]);
+    int rows = 0;
+    for (int k = 0; k < NBENCH; k++) {
+        const bench *b = &benches[k];
+        if (b->skipped || !b->peer) {
+            continue;
+        }
+        if (rows++ == 0) {
+            print_header(f, md, nh, hdr, width, 2, 6);
+        }
+        const row *r = &b->r;
+        char c[7][64];
+        snprintf(c[0], 64, "%s", b->name);
+        snprintf(c[1], 64, "%s", b->peer);
+        fmt_ms(c[2], 64, r->peer_ms);
+        fmt_ms(c[3], 64, r->weft_ms);
+        fmt_ratio(c[4], 64, r->weft_ms, r->peer_ms);
+        fmt_ratio(c[5], 64, r->fast_ms, r->peer_ms);
+        fmt_ms(c[6], 64, copy_gbs > 0 ? b->bytes / (copy_gbs * 1e6) : -1);
+        print_cells(f, md, nh, c, width);
+    }
+    return rows;
+}
+
 /* The table of compile times. */
 static void print_compiles(FILE *f, int md)
 {
@@ -2010,6 +2042,21 @@ static void write_report(const char *path, const machine *m, double copy_gbs,
                "- **check**: weft's results, fused and unfused / with fast "
                "math, against the strict reference's (tolerances below); "
                "**error** is the largest of the three measures.\n\n");
+    fprintf(f, "## Other peers\n\n");
+    if (print_peers(f, 1, copy_gbs) > 0) {
+        fprintf(f, "\n- **peer ms**: `bench/numba_ref.py` runs the peer on "
+                   "the bench's own inputs (median of as many runs after a "
+                   "warm-up; `-` where python3 cannot import it): "
+                   "scipy.sparse's CSR matrix times a vector (`A @ x`, one "
+                   "thread: scipy does not parallelise it), scikit-learn's "
+                   "`KMeans` (`algorithm=\"lloyd\"`, the bench's initial "
+                   "centroids, `n_init=1`, `tol=0`: it stops when no point "
+                   "changes cluster, or after 50 iterations; on as many "
+                   "OpenMP threads through threadpoolctl; its time includes "
+                   "its input checks and the final labels).\n\n");
+    } else {
+        fprintf(f, "(none of the programs run has another peer)\n\n");
+    }
     fprintf(f, "## Thread scaling\n\n");
     print_scaling(f, 1);
     fprintf(f, "\n- The compute-bound programs on one thread (weft "
@@ -2197,6 +2244,9 @@ static void write_json(const char *md_path, const machine *m, double copy_gbs)
         json_run_row(f, &first, b, "C + alloc", r->ref_fresh_ms, NULL, 0,
                      NULL);
         json_run_row(f, &first, b, "numba", r->numba_ms, NULL, 0, NULL);
+        if (b->peer) {
+            json_run_row(f, &first, b, b->peer, r->peer_ms, NULL, 0, NULL);
+        }
     }
     fprintf(f, "\n  ],\n  \"compile\": [");
     first = 1;
@@ -2348,6 +2398,9 @@ int main(int argc, char **argv)
     printf("\n");
     print_runs(stdout, 0, copy_gbs);
     printf("\n");
+    if (print_peers(stdout, 0, copy_gbs) > 0) {
+        printf("\n");
+    }
     print_scaling(stdout, 0);
     printf("\n");
     print_compiles(stdout, 0);
