@@ -8,8 +8,9 @@
  * offsets on the host: aux 0 is an i64 array of nseg + 1 offsets, off[0] =
  * 0, off[k + 1] = off[k] + len[k].  One entry point runs over the results
  * (outer * nseg of them, row-major): result q is row o = q / nseg, segment
- * k = q % nseg, and folds the elements [o * inner + off[k], o * inner +
- * off[k + 1]) of the input from left to right:
+ * k = q % nseg (divided once at the start of the range, then stepped:
+ * k + 1, or 0 and the next row), and folds the elements [o * inner +
+ * off[k], o * inner + off[k + 1]) of the input from left to right:
  *
  *     acc = z (foldSeg) or the segment's first element (fold1Seg);
  *     for the rest: acc = f(acc, a[i]);  out[q] = acc
@@ -59,13 +60,28 @@ static weft_status emit_loop(sk_fn *f)
     if ((s = cg_mut_new(fn, t->type, &acc)) != WEFT_OK) {
         return s;
     }
+    /* the segment k of result q and its row's base, divided out once per
+     * range and then stepped (a division per result costs more than the
+     * fold of a short segment) */
+    LLVMBuilderRef B = fn->b;
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
+    LLVMValueRef kslot = cg_alloca(fn, i64, "seg");
+    LLVMValueRef bslot = cg_alloca(fn, i64, "rowbase");
+    LLVMBuildStore(B, LLVMBuildSRem(B, f->start, nseg, ""), kslot);
+    LLVMBuildStore(B, LLVMBuildMul(B, LLVMBuildSDiv(B, f->start, nseg, ""),
+                                   inner, ""),
+                   bslot);
     cg_loop l;
     LLVMValueRef q;
     cg_loop_begin(fn, &l, f->start, f->end, &q);
-    LLVMValueRef o = LLVMBuildSDiv(fn->b, q, nseg, "");
-    LLVMValueRef k = LLVMBuildSRem(fn->b, q, nseg, "");
-    LLVMValueRef k1 = LLVMBuildAdd(fn->b, k, cg_i64(fn, 1), "");
-    LLVMValueRef base = LLVMBuildMul(fn->b, o, inner, "");
+    LLVMValueRef k = LLVMBuildLoad2(B, i64, kslot, "");
+    LLVMValueRef base = LLVMBuildLoad2(B, i64, bslot, "");
+    LLVMValueRef k1 = LLVMBuildAdd(B, k, cg_i64(fn, 1), "");
+    LLVMValueRef wrap = LLVMBuildICmp(B, LLVMIntEQ, k1, nseg, "");
+    LLVMBuildStore(B, LLVMBuildSelect(B, wrap, cg_i64(fn, 0), k1, ""), kslot);
+    LLVMBuildStore(B, LLVMBuildSelect(B, wrap, LLVMBuildAdd(B, base, inner, ""),
+                                      base, ""),
+                   bslot);
     LLVMValueRef lo = LLVMBuildAdd(fn->b, base, cg_load(fn, WEFT_I64,
                                                         off->ptr[0], k), "");
     LLVMValueRef hi = LLVMBuildAdd(fn->b, base, cg_load(fn, WEFT_I64,
