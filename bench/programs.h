@@ -16,10 +16,11 @@
  *             (cx, cy) until no point changes cluster or max_iter
  *             iterations, in one awhile: each step assigns every point the
  *             nearest centroid (generate (n, k) of (distance, j) folded by
- *             the lesser distance, the lower j on ties), sums the points
- *             and counts per cluster with permute (+), divides (a cluster
- *             that lost every point keeps its centroid), and counts the
- *             points whose cluster changed.
+ *             the lesser distance, the lower j on ties; or, by_while,
+ *             generate n of a while loop over j), sums the points and
+ *             counts per cluster with permute (+), divides (a cluster that
+ *             lost every point keeps its centroid), and counts the points
+ *             whose cluster changed.
  *
  * The inputs: a banded matrix (every row `band` consecutive columns,
  * shifted at the edges so that all rows are equally long); a power-law
@@ -232,12 +233,86 @@ static inline void bp_kmeans_points(float *px, float *py, int64_t n, int k,
     }
 }
 
+/* The squared distance of point i to centroid j (i64 indices). */
+static inline weft_exp *bp_dist2(weft_acc *px, weft_acc *py, weft_acc *cx,
+                                 weft_acc *cy, weft_exp *i, weft_exp *j)
+{
+    weft_exp *ii = weft_index1(i), *jj = weft_index1(j);
+    weft_exp *dx = weft_sub(weft_at(px, ii), weft_at(cx, jj));
+    weft_exp *dy = weft_sub(weft_at(py, ii), weft_at(cy, jj));
+    return weft_add(weft_mul(dx, dx), weft_mul(dy, dy));
+}
+
+/* The nearest centroid of every point (i32), the lower j on ties: fold
+ * (nearer) of generate (n, k) (\(i, j) -> (distance, j)). */
+static inline weft_acc *bp_nearest_fold(weft_context *ctx, weft_program *p,
+                                        weft_acc *px, weft_acc *py,
+                                        weft_acc *cx, weft_acc *cy)
+{
+    weft_type dj = weft_type_tuple(ctx, 2, (weft_type[]){WEFT_F32, WEFT_I32});
+    weft_fun *g = weft_fun1(p, WEFT_DIM(2));
+    weft_exp *ix = weft_arg(g, 0);
+    weft_exp *dist[2] = {
+        bp_dist2(px, py, cx, cy, weft_get(ix, 0), weft_get(ix, 1)),
+        weft_convert(weft_get(ix, 1), WEFT_I32)};
+    weft_fun_return(g, weft_tuple(p, 2, dist));
+    /* the nearer, the lower j on ties: associative and commutative (bor
+     * and band evaluate both sides: no branch) */
+    weft_fun *near = weft_fun2(p, dj, dj);
+    weft_exp *a = weft_arg(near, 0), *b = weft_arg(near, 1);
+    weft_exp *b_wins = weft_bor(
+        weft_lt(weft_get(b, 0), weft_get(a, 0)),
+        weft_band(weft_eq(weft_get(b, 0), weft_get(a, 0)),
+                  weft_lt(weft_get(b, 1), weft_get(a, 1))));
+    weft_fun_return(near, weft_cond(b_wins, b, a));
+    weft_exp *none[2] = {weft_f32(p, INFINITY), weft_i32(p, 0)};
+    weft_acc *best = weft_fold(near, weft_tuple(p, 2, none),
+                               weft_generate(weft_index2(weft_size(px),
+                                                         weft_size(cx)),
+                                             g));
+    weft_fun *second = weft_fun1(p, dj);
+    weft_fun_return(second, weft_get(weft_arg(second, 0), 1));
+    return weft_map(second, best);
+}
+
+/* The same by generate n (\i -> a while loop over j keeping the nearest,
+ * the first on ties). */
+static inline weft_acc *bp_nearest_while(weft_context *ctx, weft_program *p,
+                                         weft_acc *px, weft_acc *py,
+                                         weft_acc *cx, weft_acc *cy)
+{
+    weft_type st = weft_type_tuple(
+        ctx, 3, (weft_type[]){WEFT_I64, WEFT_F32, WEFT_I32});
+    weft_fun *g = weft_fun1(p, WEFT_DIM(1));
+    weft_exp *i = weft_get(weft_arg(g, 0), 0);
+    weft_fun *cond = weft_fun1(p, st);
+    weft_fun_return(cond, weft_lt(weft_get(weft_arg(cond, 0), 0),
+                                  weft_size(cx)));
+    weft_fun *body = weft_fun1(p, st);
+    weft_exp *s = weft_arg(body, 0);
+    weft_exp *j = weft_get(s, 0);
+    weft_exp *d = bp_dist2(px, py, cx, cy, i, j);
+    weft_exp *nearer = weft_lt(d, weft_get(s, 1));
+    weft_exp *next[3] = {
+        weft_add(j, weft_i64(p, 1)), weft_cond(nearer, d, weft_get(s, 1)),
+        weft_cond(nearer, weft_convert(j, WEFT_I32), weft_get(s, 2))};
+    weft_fun_return(body, weft_tuple(p, 3, next));
+    weft_exp *init[3] = {weft_i64(p, 0), weft_f32(p, INFINITY),
+                         weft_i32(p, 0)};
+    weft_fun_return(g, weft_get(weft_while(cond, body,
+                                           weft_tuple(p, 3, init)),
+                                2));
+    return weft_generate(weft_index1(weft_size(px)), g);
+}
+
 /* k-means of the points (px, py: f32 vectors) from the centroids (cx, cy:
  * f32 vectors of k); the result is a tuple of three arrays: the centroids
- * cx, cy and a unit i32, the iterations run. */
+ * cx, cy and a unit i32, the iterations run.  by_while picks
+ * bp_nearest_while for the assignment, else bp_nearest_fold. */
 static inline weft_acc *bp_kmeans(weft_context *ctx, weft_program *p,
                                   weft_acc *px, weft_acc *py, weft_acc *cx,
-                                  weft_acc *cy, int32_t max_iter)
+                                  weft_acc *cy, int32_t max_iter,
+                                  int by_while)
 {
     weft_exp *n = weft_size(px);
     weft_fun *neg1 = weft_fun1(p, WEFT_DIM(1));
@@ -259,31 +334,8 @@ static inline weft_acc *bp_kmeans(weft_context *ctx, weft_program *p,
     weft_acc *ccx = weft_aget(s, 0), *ccy = weft_aget(s, 1);
     weft_acc *old = weft_aget(s, 2);
     weft_exp *k = weft_size(ccx);
-
-    /* (distance, j) of point i to centroid j */
-    weft_type dj = weft_type_tuple(ctx, 2, (weft_type[]){WEFT_F32, WEFT_I32});
-    weft_fun *g = weft_fun1(p, WEFT_DIM(2));
-    weft_exp *ix = weft_arg(g, 0);
-    weft_exp *i = weft_index1(weft_get(ix, 0)), *j = weft_index1(weft_get(ix, 1));
-    weft_exp *dx = weft_sub(weft_at(px, i), weft_at(ccx, j));
-    weft_exp *dy = weft_sub(weft_at(py, i), weft_at(ccy, j));
-    weft_exp *dist[2] = {weft_add(weft_mul(dx, dx), weft_mul(dy, dy)),
-                         weft_convert(weft_get(ix, 1), WEFT_I32)};
-    weft_fun_return(g, weft_tuple(p, 2, dist));
-    /* the nearer, the lower j on ties: associative and commutative */
-    weft_fun *near = weft_fun2(p, dj, dj);
-    weft_exp *a = weft_arg(near, 0), *b = weft_arg(near, 1);
-    weft_exp *b_wins = weft_or(
-        weft_lt(weft_get(b, 0), weft_get(a, 0)),
-        weft_and(weft_eq(weft_get(b, 0), weft_get(a, 0)),
-                 weft_lt(weft_get(b, 1), weft_get(a, 1))));
-    weft_fun_return(near, weft_cond(b_wins, b, a));
-    weft_exp *none[2] = {weft_f32(p, INFINITY), weft_i32(p, 0)};
-    weft_acc *best = weft_fold(near, weft_tuple(p, 2, none),
-                               weft_generate(weft_index2(n, k), g));
-    weft_fun *second = weft_fun1(p, dj);
-    weft_fun_return(second, weft_get(weft_arg(second, 0), 1));
-    weft_acc *assign = weft_map(second, best);
+    weft_acc *assign = by_while ? bp_nearest_while(ctx, p, px, py, ccx, ccy)
+                                : bp_nearest_fold(ctx, p, px, py, ccx, ccy);
 
     /* sums and counts per cluster */
     weft_fun *to = weft_fun1(p, WEFT_DIM(1));

@@ -955,7 +955,13 @@ static void kmeans_setup(bench *b, double scale)
 static weft_acc *kmeans_build(weft_context *ctx, weft_program *p,
                               weft_acc *const *in, const bench *b)
 {
-    return bp_kmeans(ctx, p, in[0], in[1], in[2], in[3], b->iters);
+    return bp_kmeans(ctx, p, in[0], in[1], in[2], in[3], b->iters, 0);
+}
+
+static weft_acc *kmeans_while_build(weft_context *ctx, weft_program *p,
+                                    weft_acc *const *in, const bench *b)
+{
+    return bp_kmeans(ctx, p, in[0], in[1], in[2], in[3], b->iters, 1);
 }
 
 static void kmeans_ref(bench *b)
@@ -1118,6 +1124,15 @@ static bench benches[] = {
      .share_inputs = 1,
      .peer = "scikit-learn",
      .peer_prog = "kmeans_sklearn"},
+    {.name = "k-means (while)",
+     .what = "the same with the nearest centroid found by `generate n` of a "
+             "`weft_while` over the centroids (as n-body (while))",
+     .tolerance = "as k-means",
+     .setup = kmeans_setup,
+     .build = kmeans_while_build,
+     .ref = kmeans_ref,
+     .check = kmeans_check,
+     .share_inputs = 1},
 };
 
 #define NBENCH ((int)(sizeof benches / sizeof benches[0]))
@@ -1483,7 +1498,7 @@ static const char *numba_prog(const bench *b)
         {"Mandelbrot", "mandelbrot"}, {"n-body", "nbody"},
         {"n-body (while)", "nbody"}, {"smvm (banded)", "smvm"},
         {"smvm (power law)", "smvm"}, {"Jacobi", "jacobi"},
-        {"k-means", "kmeans"},
+        {"k-means", "kmeans"}, {"k-means (while)", "kmeans"},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         if (strcmp(b->name, names[i].bench) == 0) {
