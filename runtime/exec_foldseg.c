@@ -142,6 +142,50 @@ static int64_t offsets_parallel(rt_job *j, const int32_t *len, int64_t nseg,
     return done;
 }
 
+/* How many parts of about equal elements a rank-1 input of nseg segments
+ * and `elems` elements is cut into: where the workers are host threads
+ * (rt_ops.host_phases), PARTS_PER_WORKER per worker, each of at least the
+ * grain; else 0 (a GPU runs over the results, a thread per segment).
+ * Whole segments go to a part, so one longer than a part leaves the next
+ * parts empty; the gang's stealing evens out what remains. */
+enum { PARTS_PER_WORKER = 16 };
+
+static int64_t parts_of(const rt_job *j, int64_t nseg, int64_t elems)
+{
+    if (!j->ops->host_phases || j->workers < 2) {
+        return 0;
+    }
+    int64_t parts = j->workers * PARTS_PER_WORKER;
+    int64_t most = elems / (j->grain > 0 ? j->grain : 1);
+    parts = parts < most ? parts : most;
+    parts = parts < nseg ? parts : nseg;
+    return parts >= 2 ? parts : 0;
+}
+
+/* part[p] = the first segment that starts at or after p * elems / parts
+ * (off[nseg] = elems; off non-decreasing), part[parts] = nseg. */
+static void cut_parts(int64_t *part, int64_t parts, const int64_t *off,
+                      int64_t nseg)
+{
+    part[0] = 0;
+    for (int64_t p = 1; p < parts; p++) {
+        /* p * elems / parts without overflow (the remainder's product is
+         * below parts^2) */
+        int64_t want = off[nseg] / parts * p + off[nseg] % parts * p / parts;
+        int64_t lo = part[p - 1], hi = nseg;
+        while (lo < hi) {
+            int64_t mid = lo + (hi - lo) / 2;
+            if (off[mid] < want) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        part[p] = lo;
+    }
+    part[parts] = nseg;
+}
+
 /* Runs foldSeg / fold1Seg kernel j->k (see the head comment). */
 weft_status rt_exec_fold_seg(rt_job *j)
 {
@@ -214,12 +258,21 @@ weft_status rt_exec_fold_seg(rt_job *j)
             }
         }
     }
+    int64_t parts = outer == 1 ? parts_of(j, nseg, off[nseg]) : 0;
+    if ((s = rt_job_aux(j, 1, WEFT_I64, parts + 1, true)) != WEFT_OK) {
+        return s;
+    }
+    cut_parts(j->aux[1]->data[0], parts, off, nseg);
+    j->auxval[2].i = parts > 0;
     if ((s = rt_job_out(j, 0, t->type, rank, shape)) != WEFT_OK ||
         (s = rt_job_fill(j)) != WEFT_OK) {
         return s;
     }
     if (n == 0) {
         return WEFT_OK;
+    }
+    if (parts > 0) {
+        return rt_job_run(j, 0, parts, 1);
     }
     /* about j->grain input elements per chunk */
     int64_t per = off[nseg] / (nseg > 0 ? nseg : 1);

@@ -6,8 +6,10 @@
  *   smvm          a sparse matrix times a vector as bench/programs.h
  *                 writes it (foldSeg of zipWith (*) vals (backpermute
  *                 cols x)), rows of 1 to 300 nonzeros, 100000 of them: on
- *                 4 threads the offsets are scanned on the gang, on 1 in
- *                 the serial loop; i32 and i64 lengths;
+ *                 4 threads the offsets are scanned on the gang and the
+ *                 kernel runs over parts of about equal nonzeros, on 1 in
+ *                 the serial loop and over the results; i32 and i64
+ *                 lengths;
  *   rows          a rank-2 input of 300 rows cut into 10 segments of 3 (a
  *                 column left over), so that the ranges the gang hands out
  *                 start inside a row (the kernel steps segment and row
