@@ -874,7 +874,7 @@ static int smvm_check(bench *b, weft_array *const *outs, double *err)
     *err = w && weft_array_size(outs[0]) == b->n
                ? max_err_f32(w, b->ref_out[0], b->n)
                : INFINITY;
-    return *err <= 1e-4;
+    return *err <= 5e-4;
 }
 
 /* -- Jacobi: awhile over (u, count) of a 3x3 clamped stencil -- */
@@ -1079,8 +1079,10 @@ static bench benches[] = {
      .what = "`foldSeg (+) 0 (zipWith (*) vals (backpermute nnz (\\i -> "
              "cols ! i) x)) rowlen`, CSR in f32 (`bench/programs.h`); "
              "every row 10 consecutive columns around the diagonal",
-     .tolerance = "max |w - r| / max(1, |r|) <= 1e-4 (reassociated f32 "
-                  "sums of 10 to 10^4 products of magnitude below 1)",
+     .tolerance = "max |w - r| / max(1, |r|) <= 5e-4 (f32 sums of 10 to "
+                  "10^4 products of magnitude below 1 in another order: weft "
+                  "along the row, the C reference in vector lanes; 4e-5 "
+                  "seen on the power-law matrix)",
      .setup = smvm_banded_setup,
      .build = smvm_build,
      .ref = smvm_ref,
