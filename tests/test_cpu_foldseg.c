@@ -16,7 +16,8 @@
  *                 from the range's start); fold1Seg too;
  *   errors        a negative length, and lengths that pass the extent,
  *                 deep inside 100000 segments: the same status and
- *                 message as the interpreter's, on 4 threads and on 1.
+ *                 message as the interpreter's, on 4 threads and on 1;
+ *                 where they fit, foldSeg and fold1Seg agree.
  *
  * The values are chosen so that every sum is exact (multiples of 1/64 far
  * below 2^24 / 64, small integers): results must agree bit for bit.
@@ -236,12 +237,13 @@ END_TEST
 
 /* ---- errors deep inside many segments -------------------------------------- */
 
+/* user: NULL foldSeg (+) 0, else fold1Seg max */
 static weft_acc *build_sum(weft_program *p, weft_acc *const *in,
                            const void *user)
 {
-    (void)user;
-    return weft_fold_seg(binop(p, WEFT_I32, WEFT_OP_ADD), weft_i32(p, 0),
-                         in[0], in[1]);
+    return user ? weft_fold1_seg(binop(p, WEFT_I32, WEFT_OP_MAX), in[0], in[1])
+                : weft_fold_seg(binop(p, WEFT_I32, WEFT_OP_ADD),
+                                weft_i32(p, 0), in[0], in[1]);
 }
 
 START_TEST(test_errors)
@@ -275,6 +277,9 @@ START_TEST(test_errors)
             for (int threads = 1; threads <= 4; threads += 3) {
                 check_both(what, build_sum, NULL, in, 2, threads,
                            bad ? WEFT_ERR_SEGMENTS : WEFT_OK);
+            }
+            if (!bad) { /* fold1Seg over parts too */
+                check_both("fold1Seg", build_sum, "", in, 2, 4, WEFT_OK);
             }
         }
     }
