@@ -67,12 +67,20 @@ typedef struct par_offsets {
     int64_t sum[PAR_CHUNKS_MAX + 1]; /* per chunk; -1: a negative length */
 } par_offsets;
 
+/* The lengths [*lo, *hi) of chunk c. */
+static void par_chunk(const par_offsets *po, int64_t c, int64_t *lo,
+                      int64_t *hi)
+{
+    *lo = c * po->per;
+    *hi = *lo + po->per < po->nseg ? *lo + po->per : po->nseg;
+}
+
 static void par_sum(int64_t start, int64_t end, const void *arg)
 {
     par_offsets *po = (par_offsets *)arg;
     for (int64_t c = start; c < end; c++) {
-        int64_t lo = c * po->per, hi = lo + po->per < po->nseg ? lo + po->per
-                                                               : po->nseg;
+        int64_t lo, hi;
+        par_chunk(po, c, &lo, &hi);
         int64_t acc = 0;
         bool neg = false;
         for (int64_t k = lo; k < hi; k++) {
@@ -87,8 +95,8 @@ static void par_write(int64_t start, int64_t end, const void *arg)
 {
     const par_offsets *po = arg;
     for (int64_t c = start; c < end; c++) {
-        int64_t lo = c * po->per, hi = lo + po->per < po->nseg ? lo + po->per
-                                                               : po->nseg;
+        int64_t lo, hi;
+        par_chunk(po, c, &lo, &hi);
         int64_t acc = po->sum[c];
         for (int64_t k = lo; k < hi; k++) {
             acc += po->len[k];
