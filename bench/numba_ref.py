@@ -1,28 +1,48 @@
 #!/usr/bin/env python3
-"""bench/numba_ref.py: the numba column of bench/weft_bench.c.
+"""bench/numba_ref.py: the numba column of bench/weft_bench.c, and its
+other peers (scipy.sparse, scikit-learn).
 
-weft_bench runs this once per program, where numba can be imported:
+weft_bench runs this once per program and peer, where python3 can import
+what the program needs:
 
-    python3 bench/numba_ref.py PROGRAM THREADS RUNS N W H MAX_ITER X0 Y0 DX DY EPS2 A
+    python3 bench/numba_ref.py PROGRAM THREADS RUNS N W H MAX_ITER X0 Y0 DX DY EPS2 A [DIR]
 
 PROGRAM is dotp, saxpy, sum, prefix_sum, black_scholes, mandelbrot or
-nbody; the numbers are the bench's sizes and parameters.  Each program is
-one numba function with parallel=True and fastmath=True (prange loops; the
-prefix sum in three phases as bench/ref.c), on inputs made here in the
-same ranges as the bench's.  It compiles, warms up once, then prints the
-median wall time of RUNS runs as `ms <value>`.  Exits 2 when numba cannot
-be imported (the bench then leaves the column empty).
+nbody (numba, on inputs made here in the same ranges as the bench's);
+smvm, jacobi or kmeans (numba, on the bench's own inputs, which it wrote
+to DIR/in0.bin, in1.bin, ... as bench/programs.h made them); or the other
+peers smvm_scipy (scipy.sparse's CSR matrix times a vector: one thread,
+as scipy runs it) and kmeans_sklearn (scikit-learn's KMeans, Lloyd's
+algorithm from the same initial centroids, tol=0 so that it stops when no
+point changes cluster, at most MAX_ITER iterations, on THREADS OpenMP
+threads).  The numbers are the bench's sizes and parameters (smvm: N rows,
+W nonzeros; jacobi: W x H, MAX_ITER steps; kmeans: N points, MAX_ITER
+iterations at most).  Each numba program is one function with
+parallel=True and fastmath=True (prange loops; the prefix sum in three
+phases as bench/ref.c; smvm's rows split by nonzeros, k-means with
+partial sums per thread, as bench/ref.c).  It compiles, warms up once,
+then prints the median wall time of RUNS runs as `ms <value>`.  Exits 2
+when what the program needs cannot be imported (the bench then leaves the
+column empty).
 """
 import sys
 import time
 
 try:
-    import numba
     import numpy as np
-    from numba import njit, prange
-except ImportError as e:  # the column is optional
-    print("numba unavailable: %s" % e)
+except ImportError as e:  # every column here is optional
+    print("numpy unavailable: %s" % e)
     sys.exit(2)
+try:
+    import numba
+    from numba import njit, prange
+except ImportError as e:  # the numba column is optional; the other peers
+    numba = None          # do without it
+    NUMBA_ERROR = str(e)
+    prange = range
+
+    def njit(*args, **kwargs):
+        return lambda f: f
 
 FAST = dict(parallel=True, fastmath=True, cache=False)
 
@@ -143,14 +163,136 @@ def nbody(x, y, z, m, ax, ay, az, eps2):
         az[i] = sz
 
 
+@njit(**FAST)
+def smvm(rowptr, cols, vals, x, y, bounds):
+    for t in prange(bounds.shape[0] - 1):
+        for r in range(bounds[t], bounds[t + 1]):
+            s = np.float32(0)
+            for i in range(rowptr[r], rowptr[r + 1]):
+                s += vals[i] * x[cols[i]]
+            y[r] = s
+
+
+@njit(**FAST)
+def jacobi(u, a, b, steps):
+    h, w = u.shape
+    src = u
+    for it in range(steps):
+        dst = a if it % 2 == 0 else b
+        for i in prange(h):
+            im = max(i - 1, 0)
+            ip = min(i + 1, h - 1)
+            dst[i, 0] = np.float32(0.25) * (((src[im, 0] + src[ip, 0]) +
+                                             src[i, 0]) + src[i, 1])
+            for j in range(1, w - 1):
+                dst[i, j] = np.float32(0.25) * (((src[im, j] + src[ip, j]) +
+                                                 src[i, j - 1]) + src[i, j + 1])
+            dst[i, w - 1] = np.float32(0.25) * (
+                ((src[im, w - 1] + src[ip, w - 1]) + src[i, w - 2]) +
+                src[i, w - 1])
+        src = dst
+    return src
+
+
+@njit(**FAST)
+def kmeans(px, py, cx, cy, assign, max_iter, nt):
+    n = px.shape[0]
+    k = cx.shape[0]
+    sx = np.zeros((nt, k), np.float32)
+    sy = np.zeros((nt, k), np.float32)
+    cnt = np.zeros((nt, k), np.int64)
+    mv = np.zeros(nt, np.int64)
+    assign[:] = -1
+    it = 0
+    moved = 1
+    while moved > 0 and it < max_iter:
+        for t in prange(nt):
+            lo = n * t // nt
+            hi = n * (t + 1) // nt
+            for j in range(k):
+                sx[t, j] = 0
+                sy[t, j] = 0
+                cnt[t, j] = 0
+            m = 0
+            for i in range(lo, hi):
+                x = px[i]
+                y = py[i]
+                best = np.float32(np.inf)
+                bj = 0
+                for j in range(k):
+                    dx = x - cx[j]
+                    dy = y - cy[j]
+                    d = dx * dx + dy * dy
+                    if d < best:
+                        best = d
+                        bj = j
+                if assign[i] != bj:
+                    m += 1
+                assign[i] = bj
+                sx[t, bj] += x
+                sy[t, bj] += y
+                cnt[t, bj] += 1
+            mv[t] = m
+        moved = mv.sum()
+        for j in range(k):
+            c = cnt[:, j].sum()
+            if c > 0:
+                cx[j] = sx[:, j].sum() / np.float32(c)
+                cy[j] = sy[:, j].sum() / np.float32(c)
+        it += 1
+    return it
+
+
+def bench_inputs(d, kinds):
+    """The bench's inputs: DIR/in<i>.bin of the numpy dtypes in kinds."""
+    return [np.fromfile("%s/in%d.bin" % (d, i), dtype=t)
+            for i, t in enumerate(kinds)]
+
+
+def peer_call(prog, threads, n, max_iter, d):
+    """The call of a peer that numba is not needed for, or None."""
+    if prog == "smvm_scipy":
+        from scipy.sparse import csr_matrix  # ImportError: column empty
+        vals, cols, rowlen, x = bench_inputs(
+            d, [np.float32, np.int32, np.int32, np.float32])
+        rowptr = np.zeros(n + 1, np.int64)
+        np.cumsum(rowlen, out=rowptr[1:])
+        m = csr_matrix((vals, cols, rowptr), shape=(n, x.shape[0]))
+        return lambda: m @ x
+    if prog == "kmeans_sklearn":
+        from sklearn.cluster import KMeans
+        from threadpoolctl import threadpool_limits
+        px, py, cx, cy = bench_inputs(d, [np.float32] * 4)
+        pts = np.ascontiguousarray(np.stack([px, py], axis=1))
+        init = np.stack([cx, cy], axis=1)
+
+        def fit():
+            with threadpool_limits(limits=threads):
+                KMeans(n_clusters=init.shape[0], init=init, n_init=1,
+                       max_iter=max_iter, tol=0, algorithm="lloyd").fit(pts)
+        return fit
+    return None
+
+
 def main():
-    if len(sys.argv) != 14:
+    if len(sys.argv) not in (14, 15):
         print(__doc__)
         sys.exit(1)
     prog = sys.argv[1]
     threads, runs = int(sys.argv[2]), int(sys.argv[3])
     n, w, h, max_iter = (int(v) for v in sys.argv[4:8])
     x0, y0, dx, dy, eps2, a = (np.float32(float(v)) for v in sys.argv[8:14])
+    d = sys.argv[14] if len(sys.argv) > 14 else "."
+    try:
+        call = peer_call(prog, threads, n, max_iter, d)
+    except ImportError as e:
+        print("%s unavailable: %s" % (prog, e))
+        sys.exit(2)
+    if call is not None:
+        sys.exit(time_runs(call, runs))
+    if numba is None:
+        print("numba unavailable: %s" % NUMBA_ERROR)
+        sys.exit(2)
     numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
     rng = np.random.default_rng(1)
 
@@ -183,10 +325,40 @@ def main():
         x, y, z, m = f32(-1, 1), f32(-1, 1), f32(-1, 1), f32(0.5, 1.5)
         ax, ay, az = (np.empty(n, np.float32) for _ in range(3))
         call = lambda: nbody(x, y, z, m, ax, ay, az, eps2)
+    elif prog == "smvm":
+        vals, cols, rowlen, x = bench_inputs(
+            d, [np.float32, np.int32, np.int32, np.float32])
+        rowptr = np.zeros(n + 1, np.int64)
+        np.cumsum(rowlen, out=rowptr[1:])
+        # each thread a share of rows with as many nonzeros (bench/ref.c)
+        bounds = np.searchsorted(
+            rowptr, np.arange(threads + 1, dtype=np.int64) * w // threads)
+        bounds[-1] = n
+        y = np.empty(n, np.float32)
+        call = lambda: smvm(rowptr, cols, vals, x, y, bounds)
+    elif prog == "jacobi":
+        (u,) = bench_inputs(d, [np.float32])
+        u = u.reshape(h, w)
+        ga, gb = np.empty_like(u), np.empty_like(u)
+        call = lambda: jacobi(u, ga, gb, max_iter)
+    elif prog == "kmeans":
+        px, py, cx0, cy0 = bench_inputs(d, [np.float32] * 4)
+        cx, cy = cx0.copy(), cy0.copy()
+        assign = np.empty(n, np.int32)
+
+        def call():
+            cx[:] = cx0
+            cy[:] = cy0
+            return kmeans(px, py, cx, cy, assign, max_iter, threads)
     else:
         print("unknown program %s" % prog)
         sys.exit(1)
-    call()  # compile and warm up
+    sys.exit(time_runs(call, runs))
+
+
+def time_runs(call, runs):
+    """Warm up (and compile), then print the median of runs calls."""
+    call()
     times = []
     for _ in range(runs):
         t0 = time.perf_counter()
@@ -194,6 +366,7 @@ def main():
         times.append((time.perf_counter() - t0) * 1e3)
     times.sort()
     print("ms %.4f" % times[len(times) // 2])
+    return 0
 
 
 if __name__ == "__main__":

@@ -220,3 +220,168 @@ void REF(nbody)(const float *restrict x, const float *restrict y,
         az[i] = sz;
     }
 }
+
+/* ---- sparse matrix times vector (CSR) ----------------------------------- */
+
+/* The first row of thread t's share when nt threads split the nonzeros
+ * evenly: the row where the running count passes t / nt of them (a
+ * binary search in rowptr).  Rows stay whole. */
+static int64_t nnz_split(const int32_t *rowptr, int64_t nrows, int t, int nt)
+{
+    int64_t want = (int64_t)rowptr[nrows] * t / nt;
+    int64_t lo = 0, hi = nrows;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (rowptr[mid] < want) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo;
+}
+
+void REF(smvm)(const int32_t *restrict rowptr, const int32_t *restrict cols,
+               const float *restrict vals, const float *restrict x,
+               float *restrict y, int64_t nrows)
+{
+#pragma omp parallel
+    {
+        int nt = omp_get_num_threads(), t = omp_get_thread_num();
+        int64_t r0 = nnz_split(rowptr, nrows, t, nt);
+        int64_t r1 = nnz_split(rowptr, nrows, t + 1, nt);
+        for (int64_t r = r0; r < r1; r++) {
+            float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+            for (int32_t i = rowptr[r]; i < rowptr[r + 1]; i++) {
+                s += vals[i] * x[cols[i]];
+            }
+            y[r] = s;
+        }
+    }
+}
+
+/* ---- Jacobi ------------------------------------------------------------- */
+
+/* One step from u into v (h x w, clamped): rows in parallel, the first and
+ * last columns apart so that the loop between them vectorises. */
+static void jacobi_step(const float *restrict u, float *restrict v,
+                        int64_t h, int64_t w)
+{
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < h; i++) {
+        const float *n = u + (i > 0 ? i - 1 : 0) * w;
+        const float *c = u + i * w;
+        const float *s = u + (i < h - 1 ? i + 1 : h - 1) * w;
+        float *o = v + i * w;
+        if (w == 1) {
+            o[0] = 0.25f * (((n[0] + s[0]) + c[0]) + c[0]);
+            continue;
+        }
+        o[0] = 0.25f * (((n[0] + s[0]) + c[0]) + c[1]);
+#pragma omp simd
+        for (int64_t j = 1; j < w - 1; j++) {
+            o[j] = 0.25f * (((n[j] + s[j]) + c[j - 1]) + c[j + 1]);
+        }
+        o[w - 1] = 0.25f * (((n[w - 1] + s[w - 1]) + c[w - 2]) + c[w - 1]);
+    }
+}
+
+const float *REF(jacobi)(const float *restrict u, float *restrict buf0,
+                         float *restrict buf1, int64_t h, int64_t w,
+                         int32_t iterations)
+{
+    const float *from = u;
+    float *bufs[2] = {buf0, buf1};
+    for (int32_t it = 0; it < iterations; it++) {
+        float *to = bufs[it & 1];
+        jacobi_step(from, to, h, w);
+        from = to;
+    }
+    return from;
+}
+
+/* ---- k-means ------------------------------------------------------------ */
+
+#define KMEANS_MAX_K 64
+#define KMEANS_MAX_THREADS 256
+
+int32_t REF(kmeans)(const float *restrict px, const float *restrict py,
+                    int64_t n, int k, float *restrict cx, float *restrict cy,
+                    int32_t *restrict assign, int32_t max_iter)
+{
+    static float part_x[KMEANS_MAX_THREADS][KMEANS_MAX_K];
+    static float part_y[KMEANS_MAX_THREADS][KMEANS_MAX_K];
+    static int64_t part_n[KMEANS_MAX_THREADS][KMEANS_MAX_K];
+    int64_t part_moved[KMEANS_MAX_THREADS];
+    if (k > KMEANS_MAX_K) {
+        return -1;
+    }
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; i++) {
+        assign[i] = -1;
+    }
+    int32_t iter = 0;
+    int64_t moved = 1;
+    while (moved > 0 && iter < max_iter) {
+        int nt_used = 1;
+#pragma omp parallel
+        {
+            int nt = omp_get_num_threads(), t = omp_get_thread_num();
+            if (nt > KMEANS_MAX_THREADS) {
+                nt = KMEANS_MAX_THREADS;
+            }
+            if (t == 0) {
+                nt_used = nt;
+            }
+            if (t < nt) {
+                float sx[KMEANS_MAX_K] = {0}, sy[KMEANS_MAX_K] = {0};
+                int64_t cnt[KMEANS_MAX_K] = {0}, mv = 0;
+                int64_t lo = n * t / nt, hi = n * (t + 1) / nt;
+                for (int64_t i = lo; i < hi; i++) {
+                    float x = px[i], y = py[i];
+                    float best = INFINITY;
+                    int32_t bj = 0;
+                    for (int j = 0; j < k; j++) {
+                        float dx = x - cx[j], dy = y - cy[j];
+                        float d = dx * dx + dy * dy;
+                        if (d < best) {
+                            best = d;
+                            bj = j;
+                        }
+                    }
+                    mv += assign[i] != bj;
+                    assign[i] = bj;
+                    sx[bj] += x;
+                    sy[bj] += y;
+                    cnt[bj]++;
+                }
+                for (int j = 0; j < k; j++) {
+                    part_x[t][j] = sx[j];
+                    part_y[t][j] = sy[j];
+                    part_n[t][j] = cnt[j];
+                }
+                part_moved[t] = mv;
+            }
+        }
+        moved = 0;
+        for (int t = 0; t < nt_used; t++) {
+            moved += part_moved[t];
+        }
+        for (int j = 0; j < k; j++) {
+            float sx = 0.0f, sy = 0.0f;
+            int64_t cnt = 0;
+            for (int t = 0; t < nt_used; t++) {
+                sx += part_x[t][j];
+                sy += part_y[t][j];
+                cnt += part_n[t][j];
+            }
+            if (cnt > 0) {
+                cx[j] = sx / (float)cnt;
+                cy[j] = sy / (float)cnt;
+            }
+        }
+        iter++;
+    }
+    return iter;
+}

@@ -39,7 +39,21 @@ void ref_zero(float *dst, int64_t n);
  *   P##nbody          the acceleration of each of n bodies from all n
  *                     (softened by eps2, so that a body's own term is
  *                     zero): a = sum_j m_j d / (|d|^2 + eps2)^1.5,
- *                     d = p_j - p_i. */
+ *                     d = p_j - p_i;
+ *   P##smvm           y = A x for A in CSR (rowptr of nrows + 1, cols,
+ *                     vals), each thread a share of rows holding about
+ *                     as many nonzeros as the others';
+ *   P##jacobi         `iterations` 5-point Jacobi steps of the h x w grid u
+ *                     (clamped), 0.25 * (((n + s) + w) + e), ping-ponging
+ *                     between buf0 and buf1; returns the one holding the
+ *                     result (u itself for 0 iterations);
+ *   P##kmeans         Lloyd's iterations from the centroids (cx, cy) of k
+ *                     <= 64, until no point changes cluster or max_iter
+ *                     (the nearest centroid, the lower index on ties; a
+ *                     cluster without points keeps its centroid): the
+ *                     centroids are updated in place, assign (n) gets the
+ *                     clusters; returns the iterations run (-1 for too
+ *                     large a k). */
 #define REF_PROGRAMS(P)                                                      \
     float P##dotp(const float *x, const float *y, int64_t n);                \
     void P##saxpy(float a, const float *x, const float *y, float *out,       \
@@ -53,7 +67,15 @@ void ref_zero(float *dst, int64_t n);
                        float y0, float dx, float dy, int32_t *out);          \
     void P##nbody(const float *x, const float *y, const float *z,            \
                   const float *m, float *ax, float *ay, float *az,           \
-                  int64_t n, float eps2);
+                  int64_t n, float eps2);                                \
+    void P##smvm(const int32_t *rowptr, const int32_t *cols,                 \
+                 const float *vals, const float *x, float *y,                \
+                 int64_t nrows);                                             \
+    const float *P##jacobi(const float *u, float *buf0, float *buf1,         \
+                           int64_t h, int64_t w, int32_t iterations);        \
+    int32_t P##kmeans(const float *px, const float *py, int64_t n, int k,    \
+                      float *cx, float *cy, int32_t *assign,                 \
+                      int32_t max_iter);
 
 REF_PROGRAMS(ref_)
 REF_PROGRAMS(reff_)

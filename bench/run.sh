@@ -7,8 +7,9 @@
 # Usage: bench/run.sh [weft_bench options]   e.g. bench/run.sh -t 4 -r 9
 # (-p n-body runs only the programs whose name contains "n-body")
 # Columns: weft (strict and with WEFT_FLAG_FAST_MATH) against C/OpenMP
-# (strict and -ffast-math) and numba where it is installed; thread scaling
-# of the compute-bound programs.
+# (strict and -ffast-math) and numba where it is installed, the floor
+# (bytes over copy bandwidth); scipy.sparse and scikit-learn beside smvm
+# and k-means; thread scaling of the compute-bound programs.
 # (-q runs a quick smoke at 1/16 of the sizes and writes nothing unless -o
 # is given.)  Needs what the library needs (LLVM 19) and GCC with OpenMP.
 set -eu
@@ -35,7 +36,10 @@ $cc $flags -DWEFT_BENCH_LLVM="\"$llvm\"" -DWEFT_BENCH_COMMIT="\"$commit\"" \
     -o "$build/weft_bench" -L"$build" -lweft -Wl,-rpath,"$build" -lm
 
 # The numba column (bench/numba_ref.py) appears where python3 can import
-# numba (`pip install numba`); without it the column says "-".
+# numba (`pip install numba`); without it the column says "-".  Likewise
+# the other peers of smvm and k-means: scipy.sparse and scikit-learn
+# (`pip install scipy scikit-learn`).  bench/programs.h holds the weft
+# programs of smvm, Jacobi and k-means (shared with the GPU benchmark).
 
 # OpenMP threads sleep between parallel regions rather than spin, so that
 # they do not take cores from weft's gang while weft is timed (and the

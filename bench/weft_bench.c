@@ -63,6 +63,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "programs.h"
 #include "ref.h"
 #include "weft.h"
 
@@ -160,6 +161,7 @@ static void *xmalloc(size_t n)
 
 #define MAX_IN 4
 #define MAX_REF 3
+#define MAX_OUT 4 /* outputs of a program (the arrays of its tuple) */
 
 typedef struct input {
     weft_type type;
@@ -176,6 +178,7 @@ typedef struct row {
     double fast_ms;        /* weft with WEFT_FLAG_FAST_MATH */
     double ref_fast_ms;    /* the fast-math C reference */
     double numba_ms;       /* numba (parallel, fastmath), -1 when absent */
+    double peer_ms;        /* the other peer (scipy, scikit-learn), or -1 */
     double weft1_ms, ref_fast1_ms; /* one thread (compute-bound programs) */
     int fast_ok;
     double fast_err;
@@ -211,7 +214,7 @@ struct bench {
     void (*ref)(bench *b);
     /* Compare a weft result with the reference's: 1 if within tolerance;
      * *err gets the measure. */
-    int (*check)(bench *b, weft_array *out, double *err);
+    int (*check)(bench *b, weft_array *const *outs, double *err);
     char size[64];
     int nin;
     input in[MAX_IN];
@@ -223,6 +226,17 @@ struct bench {
     int64_t n, w, h;
     int32_t max_iter;
     float a, x0, y0, dx, dy, eps2;
+    /* smvm, Jacobi, k-means */
+    int powerlaw;          /* smvm: the power-law matrix, else the banded */
+    int32_t *rowptr;       /* smvm: the references' CSR row pointers */
+    int k;                 /* k-means: clusters */
+    int32_t iters;         /* Jacobi: steps; k-means: the most */
+    int32_t ref_iters;     /* k-means: the iterations the reference ran */
+    const float *ref_grid; /* Jacobi: the reference's result buffer */
+    const char *peer;      /* the other peer's name, or NULL */
+    const char *peer_prog; /* ... its program in bench/numba_ref.py */
+    int share_inputs;      /* the Python programs read the inputs from
+                              files (write_inputs) */
     row r;
 };
 
@@ -237,6 +251,8 @@ static void bench_release(bench *b)
         b->ref_out[i] = NULL;
         b->ref_bytes[i] = 0;
     }
+    free(b->rowptr);
+    b->rowptr = NULL;
     b->nin = 0;
 }
 
@@ -323,8 +339,9 @@ static void dotp_ref(bench *b)
     b->ref_scalar = REFN(dotp)(b->in[0].data, b->in[1].data, b->n);
 }
 
-static int scalar_check(bench *b, weft_array *out, double *err)
+static int scalar_check(bench *b, weft_array *const *outs, double *err)
 {
+    weft_array *out = outs[0];
     const float *w = weft_array_data(out, 0);
     *err = w ? rel_err(*w, b->ref_scalar) : INFINITY;
     return *err <= 1e-4;
@@ -364,8 +381,9 @@ static void saxpy_ref(bench *b)
     REFN(saxpy)(b->a, b->in[0].data, b->in[1].data, b->ref_out[0], b->n);
 }
 
-static int saxpy_check(bench *b, weft_array *out, double *err)
+static int saxpy_check(bench *b, weft_array *const *outs, double *err)
 {
+    weft_array *out = outs[0];
     const float *w = weft_array_data(out, 0);
     *err = w && weft_array_size(out) == b->n
                ? max_err_f32(w, b->ref_out[0], b->n)
@@ -430,8 +448,9 @@ static void scan_ref(bench *b)
     REFN(prefix_sum)(b->in[0].data, b->ref_out[0], b->n);
 }
 
-static int scan_check(bench *b, weft_array *out, double *err)
+static int scan_check(bench *b, weft_array *const *outs, double *err)
 {
+    weft_array *out = outs[0];
     const int32_t *w = weft_array_data(out, 0);
     const int32_t *r = b->ref_out[0];
     if (!w || weft_array_size(out) != b->n) {
@@ -525,8 +544,9 @@ static void bs_ref(bench *b)
                       BS_VOLATILITY);
 }
 
-static int bs_check(bench *b, weft_array *out, double *err)
+static int bs_check(bench *b, weft_array *const *outs, double *err)
 {
+    weft_array *out = outs[0];
     const float *call = weft_array_data(out, 0);
     const float *put = weft_array_data(out, 1);
     if (!call || !put || weft_array_size(out) != b->n) {
@@ -611,8 +631,9 @@ static void mandel_ref(bench *b)
     }
 }
 
-static int mandel_check(bench *b, weft_array *out, double *err)
+static int mandel_check(bench *b, weft_array *const *outs, double *err)
 {
+    weft_array *out = outs[0];
     const int32_t *w = weft_array_data(out, 0);
     const int32_t *r = b->ref_out[0];
     int64_t n = b->w * b->h;
@@ -747,8 +768,9 @@ static void nbody_ref(bench *b)
               b->ref_out[0], b->ref_out[1], b->ref_out[2], b->n, b->eps2);
 }
 
-static int nbody_check(bench *b, weft_array *out, double *err)
+static int nbody_check(bench *b, weft_array *const *outs, double *err)
 {
+    weft_array *out = outs[0];
     if (weft_array_size(out) != b->n) {
         *err = INFINITY;
         return 0;
@@ -776,6 +798,209 @@ static int nbody_check(bench *b, weft_array *out, double *err)
     }
     *err = e / fmax(scale, 1e-30);
     return *err <= 1e-3;
+}
+
+/* -- smvm: foldSeg (+) 0 (zipWith (*) vals (backpermute cols x)) rowlen -- */
+
+#define SMVM_BAND 10
+#define SMVM_MAXLEN 10000
+
+/* Inputs 0..3: vals, cols, rowlen, x; bench/programs.h makes the matrix. */
+static void smvm_setup(bench *b, double scale)
+{
+    int64_t n = scaled(1048576.0, scale);
+    bp_csr m;
+    int ok = b->powerlaw
+                 ? bp_csr_powerlaw(&m, n * SMVM_BAND, n, SMVM_MAXLEN, 0x5eed)
+                 : bp_csr_banded(&m, n, SMVM_BAND, 0x5eed);
+    if (!ok) {
+        fprintf(stderr, "weft_bench: out of memory (a sparse matrix)\n");
+        exit(2);
+    }
+    b->n = m.nrows;
+    b->w = m.nnz;
+    snprintf(b->size, sizeof b->size, "%lld rows, %lld nonzeros",
+             (long long)m.nrows, (long long)m.nnz);
+    void *data[4] = {m.vals, m.cols, m.rowlen, NULL};
+    weft_type types[4] = {WEFT_F32, WEFT_I32, WEFT_I32, WEFT_F32};
+    int64_t len[4] = {m.nnz, m.nnz, m.nrows, m.ncols};
+    for (int k = 0; k < 4; k++) {
+        b->in[k] = (input){.type = types[k], .rank = 1, .shape = {len[k]},
+                           .data = data[k]};
+    }
+    b->nin = 4;
+    set_input(b, 3, WEFT_F32, 1, m.ncols, sizeof(float));
+    float *x = b->in[3].data;
+    for (int64_t i = 0; i < m.ncols; i++) {
+        x[i] = rnd_f32(-1, 1);
+    }
+    b->rowptr = m.rowptr;
+    set_ref_out(b, 0, (size_t)m.nrows * sizeof(float));
+    /* values and columns once, the row lengths (pointers), x once, y */
+    b->bytes = 8.0 * (double)m.nnz + 8.0 * (double)m.nrows +
+               4.0 * (double)m.ncols;
+    b->flops = 0;
+}
+
+static void smvm_banded_setup(bench *b, double scale)
+{
+    b->powerlaw = 0;
+    smvm_setup(b, scale);
+}
+
+static void smvm_powerlaw_setup(bench *b, double scale)
+{
+    b->powerlaw = 1;
+    smvm_setup(b, scale);
+}
+
+static weft_acc *smvm_build(weft_context *ctx, weft_program *p,
+                            weft_acc *const *in, const bench *b)
+{
+    (void)ctx;
+    (void)b;
+    return bp_smvm(p, in[0], in[1], in[2], in[3]);
+}
+
+static void smvm_ref(bench *b)
+{
+    REFN(smvm)(b->rowptr, b->in[1].data, b->in[0].data, b->in[3].data,
+               b->ref_out[0], b->n);
+}
+
+static int smvm_check(bench *b, weft_array *const *outs, double *err)
+{
+    const float *w = weft_array_data(outs[0], 0);
+    *err = w && weft_array_size(outs[0]) == b->n
+               ? max_err_f32(w, b->ref_out[0], b->n)
+               : INFINITY;
+    return *err <= 5e-4;
+}
+
+/* -- Jacobi: awhile over (u, count) of a 3x3 clamped stencil -- */
+
+static void jacobi_setup(bench *b, double scale)
+{
+    b->h = b->w = scaled(4096.0, sqrt(scale));
+    b->iters = 100;
+    snprintf(b->size, sizeof b->size, "%lldx%lld, %d steps", (long long)b->h,
+             (long long)b->w, (int)b->iters);
+    set_input(b, 0, WEFT_F32, 2, b->h * b->w, sizeof(float));
+    b->in[0].shape[0] = b->h;
+    b->in[0].shape[1] = b->w;
+    float *u = b->in[0].data;
+    for (int64_t i = 0; i < b->h * b->w; i++) {
+        u[i] = rnd_f32(0, 1);
+    }
+    for (int k = 0; k < 2; k++) {
+        set_ref_out(b, k, (size_t)(b->h * b->w) * sizeof(float));
+    }
+    b->bytes = 8.0 * (double)(b->h * b->w) * b->iters;
+    b->flops = 0;
+}
+
+static weft_acc *jacobi_build(weft_context *ctx, weft_program *p,
+                              weft_acc *const *in, const bench *b)
+{
+    (void)ctx;
+    return bp_jacobi(p, in[0], b->iters);
+}
+
+static void jacobi_ref(bench *b)
+{
+    b->ref_grid = REFN(jacobi)(b->in[0].data, b->ref_out[0], b->ref_out[1],
+                               b->h, b->w, b->iters);
+}
+
+static int jacobi_check(bench *b, weft_array *const *outs, double *err)
+{
+    const float *w = weft_array_data(outs[0], 0);
+    *err = w && weft_array_size(outs[0]) == b->h * b->w
+               ? max_err_f32(w, b->ref_grid, b->h * b->w)
+               : INFINITY;
+    return *err <= 1e-5;
+}
+
+/* -- k-means: Lloyd's iterations in an awhile -- */
+
+#define KMEANS_K 16
+#define KMEANS_SPREAD 2.5f
+
+/* Inputs: px, py, and the initial centroids cx, cy (the first k points);
+ * the reference's outputs: cx, cy, the assignment. */
+static void kmeans_setup(bench *b, double scale)
+{
+    b->n = scaled(4194304.0, scale);
+    b->k = KMEANS_K;
+    b->iters = 50;
+    for (int c = 0; c < 2; c++) {
+        set_input(b, c, WEFT_F32, 1, b->n, sizeof(float));
+        set_input(b, c + 2, WEFT_F32, 1, b->k, sizeof(float));
+    }
+    bp_kmeans_points(b->in[0].data, b->in[1].data, b->n, b->k, KMEANS_SPREAD,
+                     0x5eed);
+    for (int c = 0; c < 2; c++) {
+        memcpy(b->in[c + 2].data, b->in[c].data, sizeof(float) * (size_t)b->k);
+        set_ref_out(b, c, sizeof(float) * (size_t)b->k);
+    }
+    set_ref_out(b, 2, sizeof(int32_t) * (size_t)b->n);
+    /* the reference's first run tells the iterations (kmeans_ref) */
+    b->ref_iters = 0;
+    snprintf(b->size, sizeof b->size, "%lld points, k = %d", (long long)b->n,
+             b->k);
+    b->bytes = 0;
+    b->flops = 0;
+}
+
+static weft_acc *kmeans_build(weft_context *ctx, weft_program *p,
+                              weft_acc *const *in, const bench *b)
+{
+    return bp_kmeans(ctx, p, in[0], in[1], in[2], in[3], b->iters, 0);
+}
+
+static weft_acc *kmeans_while_build(weft_context *ctx, weft_program *p,
+                                    weft_acc *const *in, const bench *b)
+{
+    return bp_kmeans(ctx, p, in[0], in[1], in[2], in[3], b->iters, 1);
+}
+
+static void kmeans_ref(bench *b)
+{
+    for (int c = 0; c < 2; c++) {
+        memcpy(b->ref_out[c], b->in[c + 2].data, sizeof(float) * (size_t)b->k);
+    }
+    int32_t it = REFN(kmeans)(b->in[0].data, b->in[1].data, b->n, b->k,
+                              b->ref_out[0], b->ref_out[1], b->ref_out[2],
+                              b->iters);
+    if (!use_fast) {
+        b->ref_iters = it;
+    }
+    if (b->bytes == 0) {
+        /* per iteration: the points, and each point's cluster read and
+         * written */
+        b->bytes = 16.0 * (double)b->n * it;
+        size_t len = strlen(b->size);
+        snprintf(b->size + len, sizeof b->size - len, ", %d iterations",
+                 (int)it);
+    }
+}
+
+/* The centroids within 1e-2 (max |w - r| / max(1, |r|): each is the f32
+ * sum of some 2^18 points added in another order, weft's permute in
+ * whatever order the updates land; the blobs are 10 apart) and the
+ * iterations within 2 of the reference's. */
+static int kmeans_check(bench *b, weft_array *const *outs, double *err)
+{
+    const float *cx = weft_array_data(outs[0], 0);
+    const float *cy = weft_array_data(outs[1], 0);
+    const int32_t *it = weft_array_data(outs[2], 0);
+    if (!cx || !cy || !it || weft_array_size(outs[0]) != b->k) {
+        *err = INFINITY;
+        return 0;
+    }
+    *err = fmax(max_err_f32(cx, b->ref_out[0], b->k),
+                max_err_f32(cy, b->ref_out[1], b->k));
+    return *err <= 1e-2 && abs(*it - b->ref_iters) <= 2;
 }
 
 static bench benches[] = {
@@ -850,6 +1075,70 @@ static bench benches[] = {
      .build = nbody_while_build,
      .ref = nbody_ref,
      .check = nbody_check},
+    {.name = "smvm (banded)",
+     .what = "`foldSeg (+) 0 (zipWith (*) vals (backpermute nnz (\\i -> "
+             "cols ! i) x)) rowlen`, CSR in f32 (`bench/programs.h`); "
+             "every row 10 consecutive columns around the diagonal",
+     .tolerance = "max |w - r| / max(1, |r|) <= 5e-4 (f32 sums of 10 to "
+                  "10^4 products of magnitude below 1 in another order: weft "
+                  "along the row, the C reference in vector lanes; 4e-5 "
+                  "seen on the power-law matrix)",
+     .setup = smvm_banded_setup,
+     .build = smvm_build,
+     .ref = smvm_ref,
+     .check = smvm_check,
+     .share_inputs = 1,
+     .peer = "scipy.sparse",
+     .peer_prog = "smvm_scipy"},
+    {.name = "smvm (power law)",
+     .what = "the same program on a matrix of as many nonzeros in rows of "
+             "1 to 10^4 (length l with density ~ l^-2), columns uniform",
+     .tolerance = "as smvm (banded)",
+     .setup = smvm_powerlaw_setup,
+     .build = smvm_build,
+     .ref = smvm_ref,
+     .check = smvm_check,
+     .share_inputs = 1,
+     .peer = "scipy.sparse",
+     .peer_prog = "smvm_scipy"},
+    {.name = "Jacobi",
+     .what = "`awhile` over (u, unit count) of `stencil` 3x3 (clamp) of the "
+             "5-point average 0.25 * (((n + s) + w) + e), f32",
+     .tolerance = "max |w - r| / max(1, |r|) <= 1e-5 (the strict programs "
+                  "agree exactly; fast math contracts and reassociates)",
+     .setup = jacobi_setup,
+     .build = jacobi_build,
+     .ref = jacobi_ref,
+     .check = jacobi_check,
+     .share_inputs = 1},
+    {.name = "k-means",
+     .what = "Lloyd's iterations in one `awhile` until no point changes "
+             "cluster or 50 iterations: `fold` (nearest) of `generate` "
+             "(n, k) distances, `permute (+)` of x, y and 1 to the "
+             "clusters, a `fold` counting the points that moved; points in "
+             "16 Gaussian blobs (sigma 2.5, 10 apart), the first 16 the "
+             "initial centroids",
+     .tolerance = "max |w - r| / max(1, |r|) <= 1e-2 over the centroids "
+                  "(each the f32 sum of some 2^18 points, added in another "
+                  "order: weft's permute in whatever order the updates "
+                  "land, the reference per thread; the blobs are 10 "
+                  "apart), iterations within 2 of the reference's",
+     .setup = kmeans_setup,
+     .build = kmeans_build,
+     .ref = kmeans_ref,
+     .check = kmeans_check,
+     .share_inputs = 1,
+     .peer = "scikit-learn",
+     .peer_prog = "kmeans_sklearn"},
+    {.name = "k-means (while)",
+     .what = "the same with the nearest centroid found by `generate n` of a "
+             "`weft_while` over the centroids (as n-body (while))",
+     .tolerance = "as k-means",
+     .setup = kmeans_setup,
+     .build = kmeans_while_build,
+     .ref = kmeans_ref,
+     .check = kmeans_check,
+     .share_inputs = 1},
 };
 
 #define NBENCH ((int)(sizeof benches / sizeof benches[0]))
@@ -970,14 +1259,18 @@ static int plan_kernels(const session *s, char *buf, size_t cap)
 static weft_status run_once(session *s, bench *b, int check, double *ms,
                             int *ok, double *err)
 {
-    weft_array *out[1] = {NULL};
+    weft_array *out[MAX_OUT] = {NULL};
+    int nout = weft_executable_outputs(s->exe);
+    nout = nout < 1 ? 1 : nout > MAX_OUT ? MAX_OUT : nout;
     double t0 = now_ms();
-    weft_status st = weft_run(s->exe, s->in, s->nin, out, 1);
+    weft_status st = weft_run(s->exe, s->in, s->nin, out, nout);
     *ms = now_ms() - t0;
     if (st == WEFT_OK && check) {
-        *ok = b->check(b, out[0], err);
+        *ok = b->check(b, out, err);
     }
-    weft_array_release(out[0]);
+    for (int i = 0; i < nout; i++) {
+        weft_array_release(out[i]);
+    }
     return st;
 }
 
@@ -1118,22 +1411,26 @@ static void time_one_thread(bench *b, const char *dir)
 
 /* The run time of b on the quick code (WEFT_FLAG_QUICK_CODE): the median
  * of SCALING_RUNS runs after a first one, checked against the strict
- * reference, on all threads. */
+ * reference, on all threads; for a program whose optimised run takes more
+ * than QUICK_ONE_MS, the first run alone (the quick code may be many
+ * times slower). */
+#define QUICK_ONE_MS 1000.0
 static void quick_time(bench *b, const char *dir)
 {
     row *r = &b->r;
     session s;
     double ignored, t[SCALING_RUNS + 1];
+    int last = r->weft_ms > QUICK_ONE_MS ? 0 : SCALING_RUNS;
     if (session_open(&s, b, WEFT_FLAG_QUICK_CODE, dir, &ignored) == WEFT_OK) {
         b->ref(b); /* the strict results again: the fast ones ran last */
-        for (int k = 0; k <= SCALING_RUNS; k++) {
+        for (int k = 0; k <= last; k++) {
             double err = 0;
             if (run_once(&s, b, k == 0, &t[k], &r->quick_ok, &err)) {
                 record_error(r, "run on the quick code");
                 break;
             }
-            if (k == SCALING_RUNS) {
-                r->quick_ms = median(t + 1, SCALING_RUNS);
+            if (k == last) {
+                r->quick_ms = last ? median(t + 1, last) : t[0];
             }
         }
     } else {
@@ -1142,34 +1439,49 @@ static void quick_time(bench *b, const char *dir)
     session_close(&s);
 }
 
-/* The numba time of b (median of opt.runs runs after a warm-up, by
- * bench/numba_ref.py), or -1 where numba or the script is missing. */
-static double numba_time(const bench *b)
+/* Write b's inputs to dir/in0.bin, in1.bin, ... (raw, as in memory), for
+ * bench/numba_ref.py's programs that read the bench's own inputs; 0 on
+ * failure. */
+static int write_inputs(const bench *b, const char *dir)
 {
-    static const struct {
-        const char *bench, *prog;
-    } names[] = {
-        {"dotp", "dotp"}, {"saxpy", "saxpy"}, {"sum", "sum"},
-        {"prefix sum", "prefix_sum"}, {"Black-Scholes", "black_scholes"},
-        {"Mandelbrot", "mandelbrot"}, {"n-body", "nbody"},
-        {"n-body (while)", "nbody"},
-    };
-    const char *prog = NULL;
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        if (strcmp(b->name, names[i].bench) == 0) {
-            prog = names[i].prog;
+    for (int i = 0; i < b->nin; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/in%d.bin", dir, i);
+        FILE *f = fopen(path, "wb");
+        int64_t n = b->in[i].shape[0] * (b->in[i].rank > 1 ? b->in[i].shape[1]
+                                                            : 1);
+        size_t elt = b->in[i].type == WEFT_F32 || b->in[i].type == WEFT_I32
+                         ? 4
+                         : 8;
+        int ok = f && fwrite(b->in[i].data, elt, (size_t)n, f) == (size_t)n;
+        if (f && fclose(f) != 0) {
+            ok = 0;
+        }
+        if (!ok) {
+            return 0;
         }
     }
+    return 1;
+}
+
+/* The time of b in bench/numba_ref.py's program prog (median of opt.runs
+ * runs after a warm-up), or -1 where python3 cannot import what it needs
+ * (numba, scipy, scikit-learn) or the script is missing.  The programs of
+ * bench/programs.h read b's inputs from files in dir. */
+static double py_time(const bench *b, const char *prog, const char *dir)
+{
     if (!prog || access("bench/numba_ref.py", R_OK) != 0) {
         return -1;
     }
-    char cmd[512];
+    char cmd[4096 + 512];
     snprintf(cmd, sizeof cmd,
              "python3 bench/numba_ref.py %s %d %d %lld %lld %lld %d %.9g "
-             "%.9g %.9g %.9g %.9g %.9g 2>/dev/null",
+             "%.9g %.9g %.9g %.9g %.9g %s 2>/dev/null",
              prog, opt.threads, opt.runs, (long long)b->n, (long long)b->w,
-             (long long)b->h, (int)b->max_iter, (double)b->x0, (double)b->y0,
-             (double)b->dx, (double)b->dy, (double)b->eps2, (double)b->a);
+             (long long)b->h,
+             (int)(b->iters ? b->iters : b->max_iter), (double)b->x0,
+             (double)b->y0, (double)b->dx, (double)b->dy, (double)b->eps2,
+             (double)b->a, dir);
     FILE *p = popen(cmd, "r");
     if (!p) {
         return -1;
@@ -1183,6 +1495,27 @@ static double numba_time(const bench *b)
         }
     }
     return pclose(p) == 0 ? ms : -1;
+}
+
+/* The numba program of b, or NULL. */
+static const char *numba_prog(const bench *b)
+{
+    static const struct {
+        const char *bench, *prog;
+    } names[] = {
+        {"dotp", "dotp"}, {"saxpy", "saxpy"}, {"sum", "sum"},
+        {"prefix sum", "prefix_sum"}, {"Black-Scholes", "black_scholes"},
+        {"Mandelbrot", "mandelbrot"}, {"n-body", "nbody"},
+        {"n-body (while)", "nbody"}, {"smvm (banded)", "smvm"},
+        {"smvm (power law)", "smvm"}, {"Jacobi", "jacobi"},
+        {"k-means", "kmeans"}, {"k-means (while)", "kmeans"},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        if (strcmp(b->name, names[i].bench) == 0) {
+            return names[i].prog;
+        }
+    }
+    return NULL;
 }
 
 /* Remove the files of a flat directory, then the directory. */
@@ -1209,7 +1542,7 @@ static void run_bench(bench *b)
     row *r = &b->r;
     memset(r, 0, sizeof *r);
     r->weft_ms = r->unfused_ms = r->ref_ms = r->ref_fresh_ms = -1;
-    r->fast_ms = r->ref_fast_ms = r->numba_ms = -1;
+    r->fast_ms = r->ref_fast_ms = r->numba_ms = r->peer_ms = -1;
     r->weft1_ms = r->ref_fast1_ms = -1;
     r->kernels = r->unfused_kernels = -1;
     double scale = opt.quick ? 1.0 / 16 : 1.0;
@@ -1298,7 +1631,10 @@ static void run_bench(bench *b)
     if (b->flops > 0 && opt.threads > 1) {
         time_one_thread(b, dir);
     }
-    r->numba_ms = numba_time(b);
+    if (!b->share_inputs || write_inputs(b, dir)) {
+        r->numba_ms = py_time(b, numba_prog(b), dir);
+        r->peer_ms = py_time(b, b->peer_prog, dir);
+    }
 
 done:
     bench_release(b);
@@ -1543,6 +1879,38 @@ static void print_scaling(FILE *f, int md)
     }
 }
 
+/* The other peers (scipy.sparse, scikit-learn): the programs that have
+ * one; returns how many rows it printed. */
+static int print_peers(FILE *f, int md, double copy_gbs)
+{
+    static const char *const hdr[] = {"program", "peer", "peer ms",
+                                      "weft ms", "weft / peer",
+                                      "weft fast / peer", "floor ms"};
+    static const int width[] = {17, 13, 8, 8, 11, 16, 8};
+    const int nh = (int)(sizeof hdr / sizeof hdr[0]);
+    int rows = 0;
+    for (int k = 0; k < NBENCH; k++) {
+        const bench *b = &benches[k];
+        if (b->skipped || !b->peer) {
+            continue;
+        }
+        if (rows++ == 0) {
+            print_header(f, md, nh, hdr, width, 2, 6);
+        }
+        const row *r = &b->r;
+        char c[7][64];
+        snprintf(c[0], 64, "%s", b->name);
+        snprintf(c[1], 64, "%s", b->peer);
+        fmt_ms(c[2], 64, r->peer_ms);
+        fmt_ms(c[3], 64, r->weft_ms);
+        fmt_ratio(c[4], 64, r->weft_ms, r->peer_ms);
+        fmt_ratio(c[5], 64, r->fast_ms, r->peer_ms);
+        fmt_ms(c[6], 64, copy_gbs > 0 ? b->bytes / (copy_gbs * 1e6) : -1);
+        print_cells(f, md, nh, c, width);
+    }
+    return rows;
+}
+
 /* The table of compile times. */
 static void print_compiles(FILE *f, int md)
 {
@@ -1699,6 +2067,21 @@ static void write_report(const char *path, const machine *m, double copy_gbs,
                "- **check**: weft's results, fused and unfused / with fast "
                "math, against the strict reference's (tolerances below); "
                "**error** is the largest of the three measures.\n\n");
+    fprintf(f, "## Other peers\n\n");
+    if (print_peers(f, 1, copy_gbs) > 0) {
+        fprintf(f, "\n- **peer ms**: `bench/numba_ref.py` runs the peer on "
+                   "the bench's own inputs (median of as many runs after a "
+                   "warm-up; `-` where python3 cannot import it): "
+                   "scipy.sparse's CSR matrix times a vector (`A @ x`, one "
+                   "thread: scipy does not parallelise it), scikit-learn's "
+                   "`KMeans` (`algorithm=\"lloyd\"`, the bench's initial "
+                   "centroids, `n_init=1`, `tol=0`: it stops when no point "
+                   "changes cluster, or after 50 iterations; on as many "
+                   "OpenMP threads through threadpoolctl; its time includes "
+                   "its input checks and the final labels).\n\n");
+    } else {
+        fprintf(f, "(none of the programs run has another peer)\n\n");
+    }
     fprintf(f, "## Thread scaling\n\n");
     print_scaling(f, 1);
     fprintf(f, "\n- The compute-bound programs on one thread (weft "
@@ -1725,7 +2108,9 @@ static void write_report(const char *path, const machine *m, double copy_gbs,
                "**background LLVM ms** its time emitting.  **quick code "
                "run ms**: the program on the quick code "
                "(`WEFT_FLAG_QUICK_CODE`, median of 3 runs after a checked "
-               "one), what runs until the optimised code is ready, beside "
+               "one; the checked one alone for a program whose optimised "
+               "run takes more than a second), what runs until the "
+               "optimised code is ready, beside "
                "**optimised run ms**, the weft ms of the first table.  "
                "The general variant of a fused zipWith (operands of "
                "different shapes) is compiled at its first use, not here.\n"
@@ -1886,6 +2271,9 @@ static void write_json(const char *md_path, const machine *m, double copy_gbs)
         json_run_row(f, &first, b, "C + alloc", r->ref_fresh_ms, NULL, 0,
                      NULL);
         json_run_row(f, &first, b, "numba", r->numba_ms, NULL, 0, NULL);
+        if (b->peer) {
+            json_run_row(f, &first, b, b->peer, r->peer_ms, NULL, 0, NULL);
+        }
     }
     fprintf(f, "\n  ],\n  \"compile\": [");
     first = 1;
@@ -2037,6 +2425,9 @@ int main(int argc, char **argv)
     printf("\n");
     print_runs(stdout, 0, copy_gbs);
     printf("\n");
+    if (print_peers(stdout, 0, copy_gbs) > 0) {
+        printf("\n");
+    }
     print_scaling(stdout, 0);
     printf("\n");
     print_compiles(stdout, 0);

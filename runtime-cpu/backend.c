@@ -537,6 +537,23 @@ static weft_status rt_run(rt_job *j, int n, const rt_phase *ph)
     return cpu_gang_run_phases(j->be, n, p);
 }
 
+/* Host work on the gang (rt_ops.host_phases). */
+static weft_status rt_host_phases(rt_job *j, int n, const rt_host_phase *ph)
+{
+    cpu_phase p[CPU_GANG_MAX_PHASES];
+    weft_status s = WEFT_OK;
+    for (int at = 0; s == WEFT_OK && at < n; at += CPU_GANG_MAX_PHASES) {
+        int m = n - at < CPU_GANG_MAX_PHASES ? n - at : CPU_GANG_MAX_PHASES;
+        for (int i = 0; i < m; i++) {
+            p[i] = (cpu_phase){.kernel = ph[at + i].fn, .args = ph[at + i].arg,
+                               .n = ph[at + i].n, .grain = ph[at + i].grain,
+                               .cancel = j->cancel};
+        }
+        s = cpu_gang_run_phases(j->be, m, p);
+    }
+    return s;
+}
+
 static weft_status rt_copy(rt_job *j, weft_array *dst, weft_array *src)
 {
     (void)j;
@@ -564,6 +581,7 @@ static const rt_ops cpu_rt_ops = {
     .copy = rt_copy,
     .read_error = rt_read_error,
     .general = cpu_general,
+    .host_phases = rt_host_phases,
 };
 
 static weft_status hook(void *user, fe_ix *ix, const fe_term *t,

@@ -9,7 +9,11 @@
  * an empty segment of fold1Seg where the result has elements
  * WEFT_ERR_EMPTY_ARRAY.  The running sums become the kernel's offsets (aux
  * 0), and the kernel runs over the results on the gang, with chunks sized
- * so that each holds about the backend's grain of input elements.
+ * so that each holds about the backend's grain of input elements.  The
+ * common descriptors (i32, i64) are scanned in a tight loop, and many i32
+ * lengths on the backend's host threads where it has them
+ * (rt_ops.host_phases: the CPU's gang): a serial scan of a million
+ * lengths took as long as the segmented fold itself on 16 cores.
  */
 #ifdef WEFT_HAVE_LLVM
 #include <string.h>
@@ -18,6 +22,177 @@
 #include "../skeletons-ir/sk.h"
 
 #define WHO "weft_run"
+
+/* The offsets of i32 or i64 lengths len[0 .. nseg-1] into off[1 ..] (off[0]
+ * = 0 set), for as long as every length is non-negative and the running
+ * sum stays within inner; returns the first segment it could not take
+ * (nseg when it took them all).  The common descriptor types in a tight
+ * loop: fe_load's per-element switch cost as much as the segmented fold
+ * of a million short rows; what it stops at goes through the general loop
+ * below, which reports it. */
+#define OFFSETS(T)                                                           \
+    static int64_t offsets_##T(const T##_t *len, int64_t nseg,               \
+                               int64_t inner, int64_t *off)                  \
+    {                                                                        \
+        int64_t acc = 0;                                                     \
+        for (int64_t k = 0; k < nseg; k++) {                                 \
+            int64_t v = len[k];                                              \
+            if (v < 0 || v > inner - acc) {                                  \
+                return k;                                                    \
+            }                                                                \
+            acc += v;                                                        \
+            off[k + 1] = acc;                                                \
+        }                                                                    \
+        return nseg;                                                         \
+    }
+OFFSETS(int32)
+OFFSETS(int64)
+#undef OFFSETS
+
+/* Offsets of many i32 lengths on the backend's host threads: each of C
+ * chunks of the lengths is summed (phase 1), the sums scanned here, and
+ * each chunk writes its offsets from its carry (phase 2).  A negative
+ * length or a total past the extent leaves the offsets to the serial
+ * loops, which find and report the first bad segment. */
+enum {
+    PAR_MIN_SEGS = 1 << 16,   /* fewer segments: the serial loop */
+    PAR_CHUNK_MIN = 1 << 14,  /* fewest lengths in a chunk */
+    PAR_CHUNKS_MAX = 256      /* most chunks */
+};
+
+typedef struct par_offsets {
+    const int32_t *len;
+    int64_t nseg, per; /* lengths, and per chunk */
+    int64_t *off;
+    int64_t sum[PAR_CHUNKS_MAX + 1]; /* per chunk; -1: a negative length */
+} par_offsets;
+
+/* The lengths [*lo, *hi) of chunk c. */
+static void par_chunk(const par_offsets *po, int64_t c, int64_t *lo,
+                      int64_t *hi)
+{
+    *lo = c * po->per;
+    *hi = *lo + po->per < po->nseg ? *lo + po->per : po->nseg;
+}
+
+static void par_sum(int64_t start, int64_t end, const void *arg)
+{
+    par_offsets *po = (par_offsets *)arg;
+    for (int64_t c = start; c < end; c++) {
+        int64_t lo, hi;
+        par_chunk(po, c, &lo, &hi);
+        int64_t acc = 0;
+        bool neg = false;
+        for (int64_t k = lo; k < hi; k++) {
+            neg |= po->len[k] < 0;
+            acc += po->len[k];
+        }
+        po->sum[c] = neg ? -1 : acc;
+    }
+}
+
+static void par_write(int64_t start, int64_t end, const void *arg)
+{
+    const par_offsets *po = arg;
+    for (int64_t c = start; c < end; c++) {
+        int64_t lo, hi;
+        par_chunk(po, c, &lo, &hi);
+        int64_t acc = po->sum[c];
+        for (int64_t k = lo; k < hi; k++) {
+            acc += po->len[k];
+            po->off[k + 1] = acc;
+        }
+    }
+}
+
+/* The offsets of i32 lengths by par_offsets where the backend has host
+ * threads and there are enough segments: returns the segments done, nseg
+ * or 0 (not done here: too few, a bad length, out of memory); *s gets a
+ * failure of the host threads (cancellation). */
+static int64_t offsets_parallel(rt_job *j, const int32_t *len, int64_t nseg,
+                                int64_t inner, int64_t *off, weft_status *s)
+{
+    int64_t chunks = j->workers * 4;
+    chunks = chunks > PAR_CHUNKS_MAX ? PAR_CHUNKS_MAX : chunks;
+    if (chunks > nseg / PAR_CHUNK_MIN) {
+        chunks = nseg / PAR_CHUNK_MIN;
+    }
+    if (!j->ops->host_phases || j->workers < 2 || nseg < PAR_MIN_SEGS ||
+        chunks < 2) {
+        return 0;
+    }
+    par_offsets *po = fe_alloc(j->ctx, sizeof *po);
+    if (!po) {
+        return 0; /* the serial loop needs no memory */
+    }
+    po->len = len;
+    po->nseg = nseg;
+    po->per = (nseg + chunks - 1) / chunks;
+    po->off = off;
+    chunks = (nseg + po->per - 1) / po->per;
+    rt_host_phase ph = {.fn = par_sum, .arg = po, .n = chunks, .grain = 1};
+    int64_t done = 0;
+    if ((*s = j->ops->host_phases(j, 1, &ph)) == WEFT_OK) {
+        int64_t acc = 0;
+        bool ok = true;
+        for (int64_t c = 0; c < chunks && ok; c++) {
+            int64_t v = po->sum[c];
+            ok = v >= 0 && v <= inner - acc;
+            po->sum[c] = acc;
+            acc += ok ? v : 0;
+        }
+        ph.fn = par_write;
+        if (ok && (*s = j->ops->host_phases(j, 1, &ph)) == WEFT_OK) {
+            done = nseg;
+        }
+    }
+    fe_free(j->ctx, po, sizeof *po);
+    return done;
+}
+
+/* How many parts of about equal elements a rank-1 input of nseg segments
+ * and `elems` elements is cut into: where the workers are host threads
+ * (rt_ops.host_phases), PARTS_PER_WORKER per worker, each of at least the
+ * grain; else 0 (a GPU runs over the results, a thread per segment).
+ * Whole segments go to a part, so one longer than a part leaves the next
+ * parts empty; the gang's stealing evens out what remains. */
+enum { PARTS_PER_WORKER = 16 };
+
+static int64_t parts_of(const rt_job *j, int64_t nseg, int64_t elems)
+{
+    if (!j->ops->host_phases || j->workers < 2) {
+        return 0;
+    }
+    int64_t parts = j->workers * PARTS_PER_WORKER;
+    int64_t most = elems / (j->grain > 0 ? j->grain : 1);
+    parts = parts < most ? parts : most;
+    parts = parts < nseg ? parts : nseg;
+    return parts >= 2 ? parts : 0;
+}
+
+/* part[p] = the first segment that starts at or after p * elems / parts
+ * (off[nseg] = elems; off non-decreasing), part[parts] = nseg. */
+static void cut_parts(int64_t *part, int64_t parts, const int64_t *off,
+                      int64_t nseg)
+{
+    part[0] = 0;
+    for (int64_t p = 1; p < parts; p++) {
+        /* p * elems / parts without overflow (the remainder's product is
+         * below parts^2) */
+        int64_t want = off[nseg] / parts * p + off[nseg] % parts * p / parts;
+        int64_t lo = part[p - 1], hi = nseg;
+        while (lo < hi) {
+            int64_t mid = lo + (hi - lo) / 2;
+            if (off[mid] < want) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        part[p] = lo;
+    }
+    part[parts] = nseg;
+}
 
 /* Runs foldSeg / fold1Seg kernel j->k (see the head comment). */
 weft_status rt_exec_fold_seg(rt_job *j)
@@ -47,7 +222,19 @@ weft_status rt_exec_fold_seg(rt_job *j)
     }
     int64_t *off = j->aux[0]->data[0];
     off[0] = 0;
-    for (int64_t k = 0; k < nseg; k++) {
+    int64_t k0 = 0;
+    if (seg->type == WEFT_I32) {
+        k0 = offsets_parallel(j, seg->data[0], nseg, inner, off, &s);
+        if (s) {
+            return s;
+        }
+        if (k0 == 0) {
+            k0 = offsets_int32(seg->data[0], nseg, inner, off);
+        }
+    } else if (seg->type == WEFT_I64) {
+        k0 = offsets_int64(seg->data[0], nseg, inner, off);
+    }
+    for (int64_t k = k0; k < nseg; k++) {
         fe_val v = fe_load(seg->type, seg->data[0], k);
         bool neg = fe_is_signed(seg->type) ? v.i < 0 : false;
         bool huge = !fe_is_signed(seg->type) && v.u > (uint64_t)INT64_MAX;
@@ -79,12 +266,21 @@ weft_status rt_exec_fold_seg(rt_job *j)
             }
         }
     }
+    int64_t parts = outer == 1 ? parts_of(j, nseg, off[nseg]) : 0;
+    if ((s = rt_job_aux(j, 1, WEFT_I64, parts + 1, true)) != WEFT_OK) {
+        return s;
+    }
+    cut_parts(j->aux[1]->data[0], parts, off, nseg);
+    j->auxval[2].i = parts > 0;
     if ((s = rt_job_out(j, 0, t->type, rank, shape)) != WEFT_OK ||
         (s = rt_job_fill(j)) != WEFT_OK) {
         return s;
     }
     if (n == 0) {
         return WEFT_OK;
+    }
+    if (parts > 0) {
+        return rt_job_run(j, 0, parts, 1);
     }
     /* about j->grain input elements per chunk */
     int64_t per = off[nseg] / (nseg > 0 ? nseg : 1);

@@ -27,8 +27,9 @@
 /* Bumped whenever the kernel ABI, the argument block layout or anything
  * else that makes an old cached kernel wrong changes; it is mixed into
  * every kernel key, so old disk entries are simply never found again. */
-#define RT_ABI_VERSION 11 /* 11: ptx fold by 128-bit loads and a last-block
-                             ticket, ptx scan status words */
+#define RT_ABI_VERSION 12 /* 11: ptx fold by 128-bit loads and a last-block
+                             ticket, ptx scan status words; 12: foldSeg's
+                             parts (aux 1 and 2) */
 
 /* ===== disk.c: the disk cache of compiled kernels ===== */
 
@@ -83,6 +84,15 @@ typedef struct rt_phase {
     int64_t grain;
 } rt_phase;
 
+/* A phase of host work (rt_ops.host_phases): fn over [0, n) in chunks of
+ * grain, each call given [start, end) and arg. */
+typedef struct rt_host_phase {
+    void (*fn)(int64_t start, int64_t end, const void *arg);
+    const void *arg;
+    int64_t n;
+    int64_t grain;
+} rt_host_phase;
+
 /* What a backend gives the drivers (a const table per backend). */
 typedef struct rt_ops {
     const char *name;
@@ -111,6 +121,11 @@ typedef struct rt_ops {
      * that compiles it only when first needed (the CPU); NULL where
      * compilation filled every entry. */
     weft_status (*general)(rt_job *j);
+    /* Optional: run host functions ph[0 .. n-1] in order, each complete
+     * before the next, on the backend's host threads (the CPU: the gang);
+     * NULL where the backend has none (a driver then does that work on
+     * the calling thread). */
+    weft_status (*host_phases)(rt_job *j, int n, const rt_host_phase *ph);
 } rt_ops;
 
 #define RT_MAX_LEAVES 64

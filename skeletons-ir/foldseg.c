@@ -4,12 +4,18 @@
  *
  * The input is `outer` rows of `inner` elements; the segment descriptor
  * cuts every row the same way into nseg consecutive segments.  The driver
- * (runtime-cpu/exec_foldseg.c) checks the lengths and turns them into
+ * (runtime/exec_foldseg.c) checks the lengths and turns them into
  * offsets on the host: aux 0 is an i64 array of nseg + 1 offsets, off[0] =
  * 0, off[k + 1] = off[k] + len[k].  One entry point runs over the results
- * (outer * nseg of them, row-major): result q is row o = q / nseg, segment
- * k = q % nseg, and folds the elements [o * inner + off[k], o * inner +
- * off[k + 1]) of the input from left to right:
+ * (outer * nseg of them, row-major), or, when aux 2 is not 0, over parts:
+ * part p is the results [part[p], part[p + 1]) (aux 1, parts + 1 of them,
+ * which the driver cuts so that each part holds about as many elements:
+ * segments of very different lengths, as a power-law matrix's rows, are
+ * shared out by elements, not by count).  Result q is row o = q / nseg,
+ * segment k = q % nseg (divided once at the start of the range, then
+ * stepped: k + 1, or 0 and the next row), and folds the elements
+ * [o * inner + off[k], o * inner + off[k + 1]) of the input from left to
+ * right:
  *
  *     acc = z (foldSeg) or the segment's first element (fold1Seg);
  *     for the rest: acc = f(acc, a[i]);  out[q] = acc
@@ -35,7 +41,27 @@ static weft_status fold_seg_prepare(weft_context *ctx, fe_arena *arena,
     weft_status s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX, 0,
                                 WEFT_I64, 1);
     k->aux_item[0] = k->nitem - 1;
+    if (s == WEFT_OK) {
+        s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX, 1, WEFT_I64, 1);
+        k->aux_item[1] = k->nitem - 1;
+    }
+    if (s == WEFT_OK) {
+        s = sk_add_item(ctx, arena, k, SK_SCALAR, SK_SRC_AUX, 2, WEFT_I64, 0);
+        k->aux_item[2] = k->nitem - 1;
+    }
     return s;
+}
+
+/* Where the results of the range begin or end: at (start or end) itself,
+ * or by parts at part[at]; the part array is read at 0 when not by parts
+ * (it has one element then), so that nothing is read outside it. */
+static LLVMValueRef range_at(cg_fn *fn, LLVMValueRef byparts,
+                             const cg_array *part, LLVMValueRef at)
+{
+    LLVMBuilderRef B = fn->b;
+    LLVMValueRef i = LLVMBuildSelect(B, byparts, at, cg_i64(fn, 0), "");
+    LLVMValueRef q = cg_load(fn, WEFT_I64, part->ptr[0], i);
+    return LLVMBuildSelect(B, byparts, q, at, "");
 }
 
 /* The loop over results [start, end). */
@@ -59,13 +85,34 @@ static weft_status emit_loop(sk_fn *f)
     if ((s = cg_mut_new(fn, t->type, &acc)) != WEFT_OK) {
         return s;
     }
+    /* the results [q0, q1) of the range: the range itself, or by parts */
+    LLVMBuilderRef B = fn->b;
+    LLVMValueRef byparts = LLVMBuildICmp(B, LLVMIntNE, sk_aux_value(f, 2)->v[0],
+                                         cg_i64(fn, 0), "");
+    const cg_array *part = sk_aux_array(f, 1);
+    LLVMValueRef q0 = range_at(fn, byparts, part, f->start);
+    LLVMValueRef q1 = range_at(fn, byparts, part, f->end);
+    /* the segment k of result q and its row's base, divided out once per
+     * range and then stepped (a division per result costs more than the
+     * fold of a short segment) */
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
+    LLVMValueRef kslot = cg_alloca(fn, i64, "seg");
+    LLVMValueRef bslot = cg_alloca(fn, i64, "rowbase");
+    LLVMBuildStore(B, LLVMBuildSRem(B, q0, nseg, ""), kslot);
+    LLVMBuildStore(B, LLVMBuildMul(B, LLVMBuildSDiv(B, q0, nseg, ""), inner,
+                                   ""),
+                   bslot);
     cg_loop l;
     LLVMValueRef q;
-    cg_loop_begin(fn, &l, f->start, f->end, &q);
-    LLVMValueRef o = LLVMBuildSDiv(fn->b, q, nseg, "");
-    LLVMValueRef k = LLVMBuildSRem(fn->b, q, nseg, "");
-    LLVMValueRef k1 = LLVMBuildAdd(fn->b, k, cg_i64(fn, 1), "");
-    LLVMValueRef base = LLVMBuildMul(fn->b, o, inner, "");
+    cg_loop_begin(fn, &l, q0, q1, &q);
+    LLVMValueRef k = LLVMBuildLoad2(B, i64, kslot, "");
+    LLVMValueRef base = LLVMBuildLoad2(B, i64, bslot, "");
+    LLVMValueRef k1 = LLVMBuildAdd(B, k, cg_i64(fn, 1), "");
+    LLVMValueRef wrap = LLVMBuildICmp(B, LLVMIntEQ, k1, nseg, "");
+    LLVMBuildStore(B, LLVMBuildSelect(B, wrap, cg_i64(fn, 0), k1, ""), kslot);
+    LLVMBuildStore(B, LLVMBuildSelect(B, wrap, LLVMBuildAdd(B, base, inner, ""),
+                                      base, ""),
+                   bslot);
     LLVMValueRef lo = LLVMBuildAdd(fn->b, base, cg_load(fn, WEFT_I64,
                                                         off->ptr[0], k), "");
     LLVMValueRef hi = LLVMBuildAdd(fn->b, base, cg_load(fn, WEFT_I64,

@@ -1,0 +1,301 @@
+/*
+ * tests/test_cpu_foldseg.c: foldSeg on the CPU against the interpreter
+ * where the CPU takes paths of its own (runtime/exec_foldseg.c,
+ * skeletons-ir/foldseg.c):
+ *
+ *   smvm          a sparse matrix times a vector as bench/programs.h
+ *                 writes it (foldSeg of zipWith (*) vals (backpermute
+ *                 cols x)), rows of 1 to 300 nonzeros, 100000 of them: on
+ *                 4 threads the offsets are scanned on the gang and the
+ *                 kernel runs over parts of about equal nonzeros, on 1 in
+ *                 the serial loop and over the results; i32 and i64
+ *                 lengths;
+ *   rows          a rank-2 input of 300 rows cut into 10 segments of 3 (a
+ *                 column left over), so that the ranges the gang hands out
+ *                 start inside a row (the kernel steps segment and row
+ *                 from the range's start); fold1Seg too;
+ *   errors        a negative length, and lengths that pass the extent,
+ *                 deep inside 100000 segments: the same status and
+ *                 message as the interpreter's, on 4 threads and on 1;
+ *                 where they fit, foldSeg and fold1Seg agree.
+ *
+ * The values are chosen so that every sum is exact (multiples of 1/64 far
+ * below 2^24 / 64, small integers): results must agree bit for bit.
+ */
+#include "tu.h"
+
+static uint64_t rng_state = 0x2545f4914f6cdd1dull;
+
+static uint64_t rnd(void)
+{
+    uint64_t x = rng_state;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return rng_state = x;
+}
+
+/* One array of a case: type, rank, shape and host data (not owned). */
+typedef struct input {
+    weft_type type;
+    int rank;
+    int64_t shape[2];
+    void *data;
+} input;
+
+typedef weft_acc *(*build_fn)(weft_program *p, weft_acc *const *in,
+                              const void *user);
+
+/* Run the program of build on in[0 .. n-1] in a context of backend b with
+ * `threads` threads: *status, and *out (the one output) on success. */
+static void run_on(weft_backend b, int threads, build_fn build,
+                   const void *user, const input *in, int n,
+                   weft_status *status, char *msg, size_t cap,
+                   weft_context **ctx_out, weft_array **out)
+{
+    weft_config cfg = weft_config_default();
+    cfg.backend = b;
+    cfg.threads = threads;
+    cfg.flags |= WEFT_FLAG_NO_ENV | DT_TIER;
+    weft_context *ctx = NULL;
+    weft_program *p = NULL;
+    TU_OK(weft_context_create(&cfg, &ctx));
+    TU_OK(weft_program_create(ctx, &p));
+    weft_acc *param[4];
+    weft_array *arr[4] = {NULL};
+    for (int i = 0; i < n; i++) {
+        param[i] = weft_param(p, in[i].type, in[i].rank);
+        void *data[1] = {in[i].data};
+        TU_OK(weft_array_wrap(ctx, in[i].type, in[i].rank, in[i].shape, data,
+                              NULL, NULL, &arr[i]));
+    }
+    weft_acc *r = build(p, param, user);
+    *out = NULL;
+    *status = weft_run1(p, &r, 1, arr, n, out, 1);
+    snprintf(msg, cap, "%s", *status ? weft_last_error() : "");
+    for (int i = 0; i < n; i++) {
+        weft_array_release(arr[i]);
+    }
+    weft_program_free(p);
+    *ctx_out = ctx;
+}
+
+/* The program on the interpreter and on the CPU (threads): the same
+ * status, message and (on success) output, bit for bit. */
+static void check_both(const char *what, build_fn build, const void *user,
+                       const input *in, int n, int threads,
+                       weft_status want)
+{
+    weft_status s[2];
+    char msg[2][512];
+    weft_context *ctx[2];
+    weft_array *out[2];
+    run_on(WEFT_BACKEND_INTERP, 1, build, user, in, n, &s[0], msg[0],
+           sizeof msg[0], &ctx[0], &out[0]);
+    run_on(WEFT_BACKEND_CPU, threads, build, user, in, n, &s[1], msg[1],
+           sizeof msg[1], &ctx[1], &out[1]);
+    ck_assert_msg(s[0] == want, "%s: the interpreter gave %s (%s)", what,
+                  weft_status_name(s[0]), msg[0]);
+    ck_assert_msg(s[1] == s[0], "%s on %d threads: %s (%s), interpreter %s",
+                  what, threads, weft_status_name(s[1]), msg[1],
+                  weft_status_name(s[0]));
+    ck_assert_msg(strcmp(msg[0], msg[1]) == 0, "%s: \"%s\" against \"%s\"",
+                  what, msg[1], msg[0]);
+    if (s[0] == WEFT_OK) {
+        int64_t size = weft_array_size(out[0]);
+        weft_type t = weft_array_type(out[0]);
+        ck_assert_int_eq(weft_array_size(out[1]), size);
+        ck_assert_int_eq(weft_array_rank(out[1]), weft_array_rank(out[0]));
+        ck_assert_int_eq(weft_array_type(out[1]), t);
+        size_t elt = t == WEFT_F32 || t == WEFT_I32 ? 4 : 8;
+        const char *a = weft_array_data(out[0], 0);
+        const char *b = weft_array_data(out[1], 0);
+        for (int64_t i = 0; i < size; i++) {
+            ck_assert_msg(memcmp(a + i * (int64_t)elt, b + i * (int64_t)elt,
+                                 elt) == 0,
+                          "%s on %d threads: element %lld differs", what,
+                          threads, (long long)i);
+        }
+    }
+    for (int k = 0; k < 2; k++) {
+        weft_array_release(out[k]);
+        weft_context_free(ctx[k]);
+    }
+}
+
+/* ---- smvm ------------------------------------------------------------------ */
+
+static weft_fun *binop(weft_program *p, weft_type t, weft_op op)
+{
+    weft_fun *f = weft_fun2(p, t, t);
+    weft_fun_return(f, weft_prim2(op, weft_arg(f, 0), weft_arg(f, 1)));
+    return f;
+}
+
+/* in: vals (f32), cols (i32), lengths, x (f32) */
+static weft_acc *build_smvm(weft_program *p, weft_acc *const *in,
+                            const void *user)
+{
+    (void)user;
+    weft_fun *ix = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(ix, weft_index1(weft_convert(
+                            weft_at(in[1], weft_arg(ix, 0)), WEFT_I64)));
+    weft_acc *xs = weft_backpermute(weft_shape(in[0]), ix, in[3]);
+    weft_acc *prod = weft_zipwith(binop(p, WEFT_F32, WEFT_OP_MUL), in[0], xs);
+    return weft_fold_seg(binop(p, WEFT_F32, WEFT_OP_ADD), weft_f32(p, 0), prod,
+                         in[2]);
+}
+
+enum { NSEG = 100000, NCOL = 5000 };
+
+/* A matrix of NSEG rows of 1 to 300 nonzeros (most short), its lengths as
+ * i32 (len32) and i64 (len64); returns the nonzeros. */
+static int64_t make_matrix(float **vals, int32_t **cols, int32_t *len32,
+                           int64_t *len64, float *x)
+{
+    int64_t nnz = 0;
+    for (int64_t r = 0; r < NSEG; r++) {
+        int64_t l = 1 + (int64_t)(rnd() % 8);
+        if (rnd() % 64 == 0) {
+            l = 1 + (int64_t)(rnd() % 300);
+        }
+        len32[r] = (int32_t)l;
+        len64[r] = l;
+        nnz += l;
+    }
+    *vals = malloc(sizeof **vals * (size_t)nnz);
+    *cols = malloc(sizeof **cols * (size_t)nnz);
+    ck_assert(*vals && *cols);
+    for (int64_t i = 0; i < nnz; i++) {
+        (*vals)[i] = (float)((int)(rnd() % 65) - 32) / 8.0f;
+        (*cols)[i] = (int32_t)(rnd() % NCOL);
+    }
+    for (int64_t j = 0; j < NCOL; j++) {
+        x[j] = (float)((int)(rnd() % 65) - 32) / 8.0f;
+    }
+    return nnz;
+}
+
+START_TEST(test_smvm)
+{
+    static int32_t len32[NSEG];
+    static int64_t len64[NSEG];
+    static float x[NCOL];
+    float *vals;
+    int32_t *cols;
+    int64_t nnz = make_matrix(&vals, &cols, len32, len64, x);
+    for (int wide = 0; wide < 2; wide++) {
+        input in[4] = {
+            {WEFT_F32, 1, {nnz, 0}, vals},
+            {WEFT_I32, 1, {nnz, 0}, cols},
+            {wide ? WEFT_I64 : WEFT_I32, 1, {NSEG, 0},
+             wide ? (void *)len64 : (void *)len32},
+            {WEFT_F32, 1, {NCOL, 0}, x}};
+        check_both(wide ? "smvm, i64 lengths" : "smvm", build_smvm, NULL, in,
+                   4, 4, WEFT_OK);
+        check_both(wide ? "smvm, i64 lengths" : "smvm", build_smvm, NULL, in,
+                   4, 1, WEFT_OK);
+    }
+    free(vals);
+    free(cols);
+}
+END_TEST
+
+/* ---- rank 2: ranges that start inside a row ------------------------------ */
+
+/* user: 0 foldSeg (+) 7, 1 fold1Seg max */
+static weft_acc *build_rows(weft_program *p, weft_acc *const *in,
+                            const void *user)
+{
+    int one = *(const int *)user;
+    return one ? weft_fold1_seg(binop(p, WEFT_I32, WEFT_OP_MAX), in[0], in[1])
+               : weft_fold_seg(binop(p, WEFT_I32, WEFT_OP_ADD),
+                               weft_i32(p, 7), in[0], in[1]);
+}
+
+START_TEST(test_rows)
+{
+    enum { ROWS = 300, COLS = 31, SEGS = 10 };
+    static int32_t a[ROWS * COLS];
+    int32_t len[SEGS];
+    for (int i = 0; i < ROWS * COLS; i++) {
+        a[i] = (int32_t)(rnd() % 2001) - 1000;
+    }
+    for (int k = 0; k < SEGS; k++) {
+        len[k] = 3; /* 30 of the 31 columns */
+    }
+    input in[2] = {{WEFT_I32, 2, {ROWS, COLS}, a},
+                   {WEFT_I32, 1, {SEGS, 0}, len}};
+    for (int one = 0; one < 2; one++) {
+        for (int threads = 1; threads <= 4; threads += 3) {
+            check_both(one ? "fold1Seg of rows" : "foldSeg of rows",
+                       build_rows, &one, in, 2, threads, WEFT_OK);
+        }
+    }
+}
+END_TEST
+
+/* ---- errors deep inside many segments -------------------------------------- */
+
+/* user: NULL foldSeg (+) 0, else fold1Seg max */
+static weft_acc *build_sum(weft_program *p, weft_acc *const *in,
+                           const void *user)
+{
+    return user ? weft_fold1_seg(binop(p, WEFT_I32, WEFT_OP_MAX), in[0], in[1])
+                : weft_fold_seg(binop(p, WEFT_I32, WEFT_OP_ADD),
+                                weft_i32(p, 0), in[0], in[1]);
+}
+
+START_TEST(test_errors)
+{
+    enum { N = 2 * NSEG };
+    static int32_t a[N];
+    static int32_t len32[NSEG];
+    static int64_t len64[NSEG];
+    for (int i = 0; i < N; i++) {
+        a[i] = (int32_t)(rnd() % 100);
+    }
+    for (int bad = 0; bad < 3; bad++) {
+        for (int k = 0; k < NSEG; k++) {
+            len32[k] = 2; /* exactly the extent */
+        }
+        const char *what = "lengths that fit";
+        if (bad == 1) {
+            len32[70000] = -1;
+            what = "a negative length";
+        } else if (bad == 2) {
+            len32[80000] = 40001; /* past the extent there */
+            what = "lengths past the extent";
+        }
+        for (int k = 0; k < NSEG; k++) {
+            len64[k] = len32[k];
+        }
+        for (int wide = 0; wide < 2; wide++) {
+            input in[2] = {{WEFT_I32, 1, {N, 0}, a},
+                           {wide ? WEFT_I64 : WEFT_I32, 1, {NSEG, 0},
+                            wide ? (void *)len64 : (void *)len32}};
+            for (int threads = 1; threads <= 4; threads += 3) {
+                check_both(what, build_sum, NULL, in, 2, threads,
+                           bad ? WEFT_ERR_SEGMENTS : WEFT_OK);
+            }
+            if (!bad) { /* fold1Seg over parts too */
+                check_both("fold1Seg", build_sum, "", in, 2, 4, WEFT_OK);
+            }
+        }
+    }
+}
+END_TEST
+
+static Suite *cpu_foldseg_suite(void)
+{
+    Suite *s = suite_create("cpu_foldseg");
+    TCase *tc = tcase_create("foldseg");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_smvm);
+    tcase_add_test(tc, test_rows);
+    tcase_add_test(tc, test_errors);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+TU_MAIN(cpu_foldseg_suite)
