@@ -359,6 +359,11 @@ typedef struct weft_stats {
                                looking up their entry points */
     double disk_ms;         /* reading and writing the disk cache of
                                compiled kernels */
+    uint64_t driver_calls;  /* PTX: calls into the CUDA driver made for
+                               this context (launches, copies, waits,
+                               context switches, allocations, links):
+                               divided by the runs, weft's fixed cost per
+                               run (bench/gpu/overhead.c) */
 } weft_stats;
 
 /* Block until every kernel that ctx has compiled so far runs its fully

@@ -184,6 +184,7 @@ static void ptx_stats(const weft_context *ctx, weft_stats *out)
     out->bytes_downloaded = ms.downloaded;
     out->evictions = ms.evictions;
     out->device_bytes = ms.held;
+    out->driver_calls = ms.calls;
 }
 
 /* ---- compile ----------------------------------------------------------- */

@@ -320,7 +320,7 @@ weft_status gpu_cu_fail(gpu_dev *d, const char *who, const char *call,
 weft_status gpu_enter(gpu_dev *d, const char *who)
 {
     pthread_mutex_lock(&d->lock);
-    CUresult r = gpu_drv.cuCtxPushCurrent(d->cu);
+    CUresult r = gpu_call(d)->cuCtxPushCurrent(d->cu);
     if (r != CUDA_SUCCESS) {
         weft_status s =
             gpu_cu_fail(d, who, "cuCtxPushCurrent", r, __FILE__, __LINE__);
@@ -333,7 +333,7 @@ weft_status gpu_enter(gpu_dev *d, const char *who)
 void gpu_leave(gpu_dev *d)
 {
     CUcontext popped;
-    gpu_drv.cuCtxPopCurrent(&popped); /* cannot fail after a push */
+    gpu_call(d)->cuCtxPopCurrent(&popped); /* cannot fail after a push */
     pthread_mutex_unlock(&d->lock);
 }
 
@@ -435,11 +435,11 @@ weft_status gpu_dev_open(weft_context *ctx, int ordinal, gpu_dev **out)
 cleanup:
     if (pushed) {
         CUcontext popped;
-        gpu_drv.cuCtxPopCurrent(&popped);
+        gpu_call(d)->cuCtxPopCurrent(&popped);
     }
     if (st != WEFT_OK) {
         if (retained) {
-            gpu_drv.cuDevicePrimaryCtxRelease(d->dev);
+            gpu_call(d)->cuDevicePrimaryCtxRelease(d->dev);
         }
         pthread_mutex_destroy(&d->lock);
         fe_free(ctx, d, sizeof *d);
@@ -457,26 +457,26 @@ void gpu_dev_close(gpu_dev *d)
         return;
     }
     pthread_mutex_lock(&d->lock);
-    bool live = gpu_drv.cuCtxPushCurrent(d->cu) == CUDA_SUCCESS;
+    bool live = gpu_call(d)->cuCtxPushCurrent(d->cu) == CUDA_SUCCESS;
     gpu_mem_release_all(d, live);
     if (live && d->cancel_host) {
-        gpu_drv.cuMemFreeHost((void *)d->cancel_host);
+        gpu_call(d)->cuMemFreeHost((void *)d->cancel_host);
         d->cancel_host = NULL;
     }
     if (live) {
-        timed_flush(d, d->ntimed > 0 && gpu_drv.cuStreamSynchronize(d->stream)
+        timed_flush(d, d->ntimed > 0 && gpu_call(d)->cuStreamSynchronize(d->stream)
                                             == CUDA_SUCCESS);
         for (int i = 0; i < d->nevents; i++) {
-            gpu_drv.cuEventDestroy(d->timed[i].start);
-            gpu_drv.cuEventDestroy(d->timed[i].end);
+            gpu_call(d)->cuEventDestroy(d->timed[i].start);
+            gpu_call(d)->cuEventDestroy(d->timed[i].end);
         }
     }
     if (live) {
-        gpu_drv.cuStreamDestroy(d->stream);
+        gpu_call(d)->cuStreamDestroy(d->stream);
         CUcontext popped;
-        gpu_drv.cuCtxPopCurrent(&popped);
+        gpu_call(d)->cuCtxPopCurrent(&popped);
     }
-    gpu_drv.cuDevicePrimaryCtxRelease(d->dev);
+    gpu_call(d)->cuDevicePrimaryCtxRelease(d->dev);
     pthread_mutex_unlock(&d->lock);
     pthread_mutex_destroy(&d->lock);
     fe_free(d->ctx, d, sizeof *d);
@@ -493,7 +493,7 @@ weft_status gpu_ctx_sync(gpu_dev *d, const char *who)
     if (st != WEFT_OK) {
         return st;
     }
-    CUresult r = gpu_drv.cuCtxSynchronize();
+    CUresult r = gpu_call(d)->cuCtxSynchronize();
     if (r != CUDA_SUCCESS) {
         st = gpu_cu_fail(d, who, "cuCtxSynchronize", r, __FILE__, __LINE__);
     }
@@ -658,7 +658,7 @@ weft_status gpu_module_load(gpu_dev *d, const void *image, size_t n,
         void *val[2] = {log, (void *)(uintptr_t)LOG_MAX};
         t0 = fe_clock_ns();
         GPU_CU(d, who, cuLinkCreate, 2, opt, val, &link);
-        CUresult r = gpu_drv.cuLinkAddData(link, CU_JIT_INPUT_PTX, ptx, n + 1,
+        CUresult r = gpu_call(d)->cuLinkAddData(link, CU_JIT_INPUT_PTX, ptx, n + 1,
                                            "weft.ptx", 0, NULL, NULL);
         if (r != CUDA_SUCCESS) {
             st = link_fail(who, "cuLinkAddData", r, log);
@@ -666,7 +666,7 @@ weft_status gpu_module_load(gpu_dev *d, const void *image, size_t n,
         }
         void *bin = NULL;
         size_t bin_n = 0;
-        r = gpu_drv.cuLinkComplete(link, &bin, &bin_n);
+        r = gpu_call(d)->cuLinkComplete(link, &bin, &bin_n);
         if (r != CUDA_SUCCESS) {
             st = link_fail(who, "cuLinkComplete", r, log);
             goto cleanup;
@@ -698,10 +698,10 @@ weft_status gpu_module_load(gpu_dev *d, const void *image, size_t n,
     }
 cleanup:
     if (link) {
-        gpu_drv.cuLinkDestroy(link);
+        gpu_call(d)->cuLinkDestroy(link);
     }
     if (st != WEFT_OK && m->mod) {
-        gpu_drv.cuModuleUnload(m->mod);
+        gpu_call(d)->cuModuleUnload(m->mod);
     }
     gpu_leave(d);
     fe_free(d->ctx, ptx, n + 1);
@@ -719,10 +719,10 @@ void gpu_module_free(gpu_dev *d, gpu_module *m)
         return;
     }
     pthread_mutex_lock(&d->lock);
-    if (gpu_drv.cuCtxPushCurrent(d->cu) == CUDA_SUCCESS) {
-        gpu_drv.cuModuleUnload(m->mod);
+    if (gpu_call(d)->cuCtxPushCurrent(d->cu) == CUDA_SUCCESS) {
+        gpu_call(d)->cuModuleUnload(m->mod);
         CUcontext popped;
-        gpu_drv.cuCtxPopCurrent(&popped);
+        gpu_call(d)->cuCtxPopCurrent(&popped);
     }
     pthread_mutex_unlock(&d->lock);
     for (gpu_name *nm = m->names, *next; nm; nm = next) {
@@ -746,7 +746,7 @@ weft_status gpu_module_fn(gpu_dev *d, gpu_module *m, const char *name,
         return st;
     }
     CUfunction f = NULL;
-    CUresult r = gpu_drv.cuModuleGetFunction(&f, m->mod, name);
+    CUresult r = gpu_call(d)->cuModuleGetFunction(&f, m->mod, name);
     if (r == CUDA_ERROR_NOT_FOUND) {
         st = fe_error(WEFT_ERR_INTERNAL, "%s: the module has no kernel %s",
                       who, name);
@@ -838,9 +838,9 @@ static void timed_flush(gpu_dev *d, bool done)
     for (int i = 0; done && i < d->ntimed; i++) {
         const gpu_timed *t = &d->timed[i];
         float off = 0, ms = 0;
-        if (gpu_drv.cuEventElapsedTime(&off, first->start, t->start)
+        if (gpu_call(d)->cuEventElapsedTime(&off, first->start, t->start)
                 != CUDA_SUCCESS
-            || gpu_drv.cuEventElapsedTime(&ms, t->start, t->end)
+            || gpu_call(d)->cuEventElapsedTime(&ms, t->start, t->end)
                    != CUDA_SUCCESS) {
             continue;
         }
@@ -862,16 +862,16 @@ static gpu_timed *timed_slot(gpu_dev *d, const gpu_fn *f, unsigned grid,
 {
     if (d->ntimed == GPU_TIMED_MAX) {
         /* only while tracing: make the events reusable */
-        timed_flush(d, gpu_drv.cuStreamSynchronize(d->stream)
+        timed_flush(d, gpu_call(d)->cuStreamSynchronize(d->stream)
                            == CUDA_SUCCESS);
     }
     gpu_timed *t = &d->timed[d->ntimed];
     if (d->ntimed == d->nevents) {
-        if (gpu_drv.cuEventCreate(&t->start, 0) != CUDA_SUCCESS) {
+        if (gpu_call(d)->cuEventCreate(&t->start, 0) != CUDA_SUCCESS) {
             return NULL;
         }
-        if (gpu_drv.cuEventCreate(&t->end, 0) != CUDA_SUCCESS) {
-            gpu_drv.cuEventDestroy(t->start);
+        if (gpu_call(d)->cuEventCreate(&t->end, 0) != CUDA_SUCCESS) {
+            gpu_call(d)->cuEventDestroy(t->start);
             return NULL;
         }
         d->nevents++;
@@ -922,13 +922,13 @@ weft_status gpu_launch(gpu_dev *d, const gpu_fn *f, unsigned grid, int block,
         return st;
     }
     gpu_timed *t = tracing(d) ? timed_slot(d, f, grid, block) : NULL;
-    if (t && gpu_drv.cuEventRecord(t->start, d->stream) != CUDA_SUCCESS) {
+    if (t && gpu_call(d)->cuEventRecord(t->start, d->stream) != CUDA_SUCCESS) {
         t = NULL;
     }
-    CUresult r = gpu_drv.cuLaunchKernel(f->fn, grid, 1, 1, (unsigned)block,
+    CUresult r = gpu_call(d)->cuLaunchKernel(f->fn, grid, 1, 1, (unsigned)block,
                                         1, 1, shared, d->stream, params, NULL);
     if (t && r == CUDA_SUCCESS
-        && gpu_drv.cuEventRecord(t->end, d->stream) == CUDA_SUCCESS) {
+        && gpu_call(d)->cuEventRecord(t->end, d->stream) == CUDA_SUCCESS) {
         d->ntimed++;
     }
     if (r != CUDA_SUCCESS) {
@@ -958,7 +958,7 @@ unsigned gpu_grid_for(const gpu_dev *d, const gpu_fn *f, int64_t items)
 weft_status gpu_stream_wait(gpu_dev *d, const char *who)
 {
     weft_status st = WEFT_OK;
-    CUresult r = gpu_drv.cuStreamSynchronize(d->stream);
+    CUresult r = gpu_call(d)->cuStreamSynchronize(d->stream);
     if (r != CUDA_SUCCESS) {
         st = gpu_cu_fail(d, who, "cuStreamSynchronize", r, __FILE__,
                          __LINE__);
@@ -992,9 +992,9 @@ weft_status gpu_cancel_flag(gpu_dev *d, uint64_t *dev_addr, const char *who)
         CUdeviceptr dp = 0;
         GPU_CU(d, who, cuMemHostAlloc, &p, sizeof(int32_t),
                CU_MEMHOSTALLOC_DEVICEMAP);
-        CUresult r = gpu_drv.cuMemHostGetDevicePointer(&dp, p, 0);
+        CUresult r = gpu_call(d)->cuMemHostGetDevicePointer(&dp, p, 0);
         if (r != CUDA_SUCCESS) {
-            gpu_drv.cuMemFreeHost(p);
+            gpu_call(d)->cuMemFreeHost(p);
             st = gpu_cu_fail(d, who, "cuMemHostGetDevicePointer", r, __FILE__,
                              __LINE__);
             goto cleanup;
@@ -1021,7 +1021,7 @@ weft_status gpu_wait_cancel(gpu_dev *d, fe_cancel *c, const char *who)
      * was measured to add 0.6 ms to a 2.1 ms kernel) */
     long pause_ns = 2000, waited_ns = 0;
     for (;;) {
-        CUresult r = gpu_drv.cuStreamQuery(d->stream);
+        CUresult r = gpu_call(d)->cuStreamQuery(d->stream);
         if (r == CUDA_SUCCESS) {
             break;
         }

@@ -206,7 +206,20 @@ struct gpu_dev {
     gpu_timed timed[GPU_TIMED_MAX];
     int ntimed;
     int nevents;            /* entries of timed[] whose events exist */
+    uint64_t calls;         /* driver calls made for d (gpu_call) */
 };
+
+/* The driver table, counting one call made for d (d locked; NULL: a call
+ * for no device, not counted): every call to the driver is written
+ * gpu_call(d)->cuXxx(...), so that d->calls is weft's whole use of the
+ * driver (weft_stats.driver_calls). */
+static inline const gpu_driver *gpu_call(gpu_dev *d)
+{
+    if (d) {
+        d->calls++;
+    }
+    return &gpu_drv;
+}
 
 /* Lock d and make its context current on this thread (pushed); on failure
  * the lock is released again and the status returned.  Pair every success
@@ -229,7 +242,7 @@ weft_status gpu_cu_fail(gpu_dev *d, const char *who, const char *call,
  * the local `st` and jump to the local label `cleanup`. */
 #define GPU_CU(d, who, fn, ...)                                             \
     do {                                                                    \
-        CUresult gpu_r_ = gpu_drv.fn(__VA_ARGS__);                          \
+        CUresult gpu_r_ = gpu_call(d)->fn(__VA_ARGS__);                          \
         if (gpu_r_ != CUDA_SUCCESS) {                                       \
             st = gpu_cu_fail((d), (who), #fn, gpu_r_, __FILE__, __LINE__);  \
             goto cleanup;                                                   \

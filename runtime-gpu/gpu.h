@@ -196,9 +196,9 @@ weft_status gpu_array_export(gpu_dev *d, weft_array *a, int leaf,
                              bool writable, uint64_t *ptr, const char *who);
 
 /* Counters of d (bytes both ways, evictions, device bytes held now
- * including the pool). */
+ * including the pool, driver calls made for d). */
 typedef struct gpu_mem_stats {
-    uint64_t uploaded, downloaded, evictions, held, pooled;
+    uint64_t uploaded, downloaded, evictions, held, pooled, calls;
 } gpu_mem_stats;
 void gpu_mem_stats_get(gpu_dev *d, gpu_mem_stats *out);
 

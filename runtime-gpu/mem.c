@@ -135,7 +135,7 @@ static CUresult driver_alloc(gpu_dev *d, size_t size, CUdeviceptr *p)
     if (d->limit && (d->held > d->limit || size > d->limit - d->held)) {
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    CUresult r = gpu_drv.cuMemAlloc(p, size);
+    CUresult r = gpu_call(d)->cuMemAlloc(p, size);
     if (r == CUDA_SUCCESS) {
         d->held += size;
     }
@@ -146,7 +146,7 @@ static CUresult driver_alloc(gpu_dev *d, size_t size, CUdeviceptr *p)
  * waited for).  Errors are ignored: the block is gone either way. */
 static void driver_free(gpu_dev *d, CUdeviceptr p, size_t size)
 {
-    gpu_drv.cuMemFree(p);
+    gpu_call(d)->cuMemFree(p);
     d->held -= size;
 }
 
@@ -409,7 +409,7 @@ void gpu_mem_free(gpu_dev *d, uint64_t p, size_t bytes)
         d->pooled += size;
     } else if (gpu_enter(d, "weft_run") == WEFT_OK) {
         /* No memory for the pool's record: back to the driver. */
-        gpu_drv.cuStreamSynchronize(d->stream);
+        gpu_call(d)->cuStreamSynchronize(d->stream);
         driver_free(d, p, size);
         gpu_leave(d);
     }
@@ -729,23 +729,23 @@ static void mirror_drop(weft_array *a)
 void gpu_mem_release_all(gpu_dev *d, bool live)
 {
     if (live) {
-        gpu_drv.cuStreamSynchronize(d->stream);
+        gpu_call(d)->cuStreamSynchronize(d->stream);
     }
     while (d->lru_head) {
         gpu_mirror *m = d->lru_head;
         if (live && !m->host_valid && fe_array_has_host(m->a)) {
             for (int l = 0; l < m->nleaf; l++) {
                 if (m->bytes[l] > 0 && m->ptr[l]) {
-                    gpu_drv.cuMemcpyDtoHAsync(m->a->data[l], m->ptr[l],
+                    gpu_call(d)->cuMemcpyDtoHAsync(m->a->data[l], m->ptr[l],
                                               m->bytes[l], d->stream);
                 }
             }
-            gpu_drv.cuStreamSynchronize(d->stream);
+            gpu_call(d)->cuStreamSynchronize(d->stream);
         }
         for (int l = 0; l < m->nleaf; l++) {
             if (m->ptr[l] && !m->foreign) {
                 if (live) {
-                    gpu_drv.cuMemFree(m->ptr[l]);
+                    gpu_call(d)->cuMemFree(m->ptr[l]);
                 }
                 d->held -= rounded(m->bytes[l]);
             }
@@ -815,6 +815,7 @@ void gpu_mem_stats_get(gpu_dev *d, gpu_mem_stats *out)
     out->evictions = d->evictions;
     out->held = d->held;
     out->pooled = d->pooled;
+    out->calls = d->calls;
     gpu_unlock(d);
 }
 
