@@ -1113,6 +1113,21 @@ WEFT_API weft_status weft_run_into(weft_executable *exe,
  * WEFT_ERR_NULL_ARGUMENT. */
 WEFT_API weft_status weft_array_wait(weft_array *a);
 
+/* ---- weft_context_stream (ptx): weft's CUDA stream ---------------------
+ * The CUDA stream on which ctx runs all its GPU work (kernels, copies),
+ * into *stream: a CUstream of the driver API, which is also a
+ * cudaStream_t of the runtime API (in the device's primary context).  A
+ * caller may record CUDA events on it around weft_run to time the run on
+ * the device (cudaEventRecord before and after, cudaEventElapsedTime:
+ * weft_run queues its kernels on this stream and returns without waiting
+ * unless it must read a kernel's error word), or make its own streams wait
+ * for weft's work (cudaStreamWaitEvent) instead of the host.  The stream
+ * belongs to ctx: never destroy it; it is valid until weft_context_free.
+ * Errors: WEFT_ERR_NULL_ARGUMENT; WEFT_ERR_BACKEND_UNAVAILABLE on interp
+ * and cpu and for a ptx context that compiles for another GPU (target
+ * "sm_XY"), *stream NULL then. */
+WEFT_API weft_status weft_context_stream(weft_context *ctx, void **stream);
+
 #ifdef __cplusplus
 }
 #endif

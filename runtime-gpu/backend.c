@@ -380,11 +380,18 @@ static weft_status ptx_compile(weft_executable *exe)
 
 /* ---- run: the GPU's half of runtime/rt.h ------------------------------- */
 
-/* The arrays a job pinned on the device (unpinned when it is done). */
+/* The arrays a job pinned on the device (unpinned when it is done), and
+ * its zeroed auxiliary arrays: those live in one device block of the
+ * pool, zeroed by one memset when the first of them is given an address
+ * (rt_addr), and have no device mirror (nothing reads them back through
+ * one; the error word is read by its address, rt_read_error). */
 typedef struct ptx_job {
     int n;
     weft_array *pinned[64];
     weft_array *zero[8];         /* auxiliary arrays to zero on the device */
+    uint64_t zero_ptr[8][RT_MAX_LEAVES]; /* their leaves' addresses */
+    uint64_t block;              /* the block holding them (0: not yet) */
+    size_t block_bytes;
 } ptx_job;
 
 static gpu_dev *dev_of(rt_job *j)
@@ -415,37 +422,73 @@ static weft_status rt_aux(rt_job *j, int a, weft_type type, int64_t n,
     if (host_filled) {
         return fe_array_new(j->ctx, WHO, type, 1, &n, &j->aux[a]);
     }
-    ((ptx_job *)j->be_job)->zero[a] = NULL;
+    ptx_job *pj = j->be_job;
+    pj->zero[a] = NULL;
     weft_status s = fe_array_new_raw(j->ctx, WHO, type, 1, &n, &j->aux[a]);
     if (s == WEFT_OK) {
-        ((ptx_job *)j->be_job)->zero[a] = j->aux[a];
+        if (j->aux[a]->nleaf > RT_MAX_LEAVES) {
+            return fe_error(WEFT_ERR_INTERNAL,
+                            WHO ": an auxiliary array of too many leaves");
+        }
+        pj->zero[a] = j->aux[a];
     }
     return s;
 }
 
-/* Whether a is an auxiliary array to zero on the device. */
-static bool is_zero_aux(const rt_job *j, const weft_array *a)
+/* The index of a among the job's zeroed auxiliary arrays, or -1. */
+static int zero_index(const rt_job *j, const weft_array *a)
 {
     const ptx_job *pj = j->be_job;
     for (int i = 0; i < 8; i++) {
         if (a && pj->zero[i] == a) {
-            return true;
+            return i;
         }
     }
-    return false;
+    return -1;
 }
 
-/* The device copy of a zeroed auxiliary array (device buffers come in
- * multiples of 256 bytes, so whole words may be set). */
-static weft_status zero_aux(rt_job *j, weft_array *a, uint64_t *ptrs)
+/* Give every zeroed auxiliary array of the job its place in one pooled
+ * device block (each leaf at a multiple of 256 bytes) and zero the block
+ * with one memset.  The error word of a kernel that cannot fail is never
+ * written, so a block holding nothing else is not zeroed at all. */
+static weft_status zero_block(rt_job *j)
 {
-    weft_status s = gpu_array_out(dev_of(j), a, ptrs, WHO);
-    const weft_type *leaf;
-    fe_type_leaves(j->ctx, a->type, &leaf);
-    for (int l = 0; s == WEFT_OK && l < a->nleaf; l++) {
-        size_t bytes = (size_t)a->size * weft_type_size(leaf[l]);
-        if (bytes > 0) {
-            s = gpu_memset32(dev_of(j), ptrs[l], 0, (bytes + 3) / 4, WHO);
+    ptx_job *pj = j->be_job;
+    size_t total = 0;
+    bool needed = false;
+    for (int i = 0; i < 8; i++) {
+        weft_array *a = pj->zero[i];
+        if (!a) {
+            continue;
+        }
+        const weft_type *leaf;
+        fe_type_leaves(j->ctx, a->type, &leaf);
+        for (int l = 0; l < a->nleaf; l++) {
+            size_t bytes = (size_t)a->size * weft_type_size(leaf[l]);
+            total += (bytes + 255) & ~(size_t)255;
+        }
+        needed |= i != SK_ERR_AUX || j->k->may_fail;
+    }
+    weft_status s = gpu_mem_alloc(dev_of(j), total, &pj->block, WHO);
+    if (s) {
+        return s;
+    }
+    pj->block_bytes = total;
+    if (needed && total > 0) {
+        s = gpu_memset32(dev_of(j), pj->block, 0, total / 4, WHO);
+    }
+    uint64_t at = pj->block;
+    for (int i = 0; i < 8; i++) {
+        weft_array *a = pj->zero[i];
+        if (!a) {
+            continue;
+        }
+        const weft_type *leaf;
+        fe_type_leaves(j->ctx, a->type, &leaf);
+        for (int l = 0; l < a->nleaf; l++) {
+            size_t bytes = (size_t)a->size * weft_type_size(leaf[l]);
+            pj->zero_ptr[i][l] = bytes > 0 ? at : 0;
+            at += (bytes + 255) & ~(size_t)255;
         }
     }
     return s;
@@ -464,9 +507,16 @@ static weft_status rt_addr(rt_job *j, weft_array *a, bool written,
     if (pj->n == (int)(sizeof pj->pinned / sizeof pj->pinned[0])) {
         return fe_error(WEFT_ERR_INTERNAL, WHO ": a kernel with too many arrays");
     }
-    weft_status s = is_out(j, a)        ? gpu_array_out(dev_of(j), a, ptrs, WHO)
-                    : is_zero_aux(j, a) ? zero_aux(j, a, ptrs)
-                                        : gpu_array_in(dev_of(j), a, ptrs, WHO);
+    int z = is_out(j, a) ? -1 : zero_index(j, a);
+    if (z >= 0) {
+        weft_status s = pj->block || pj->block_bytes ? WEFT_OK : zero_block(j);
+        for (int l = 0; s == WEFT_OK && l < a->nleaf; l++) {
+            ptrs[l] = pj->zero_ptr[z][l];
+        }
+        return s;
+    }
+    weft_status s = is_out(j, a) ? gpu_array_out(dev_of(j), a, ptrs, WHO)
+                                 : gpu_array_in(dev_of(j), a, ptrs, WHO);
     if (s == WEFT_OK) {
         pj->pinned[pj->n++] = a;
     }
@@ -539,6 +589,10 @@ static void rt_done(rt_job *j)
         gpu_array_unpin(dev_of(j), pj->pinned[i]);
     }
     pj->n = 0;
+    /* the stream is ordered: the block may serve the next job at once */
+    gpu_mem_free(dev_of(j), pj->block, pj->block_bytes);
+    pj->block = 0;
+    pj->block_bytes = 0;
 }
 
 static const rt_ops ptx_rt_ops = {
@@ -593,10 +647,15 @@ static weft_status ptx_run(weft_executable *exe, weft_array *const *in,
                         "(target %s) and cannot run kernels",
                         exe->ctx->cfg.target_cpu);
     }
-    gpu_lock(d);
-    weft_status s = fe_interp_hooked(exe->ctx, &exe->core, in, out, cancel,
-                                     into, hook, exe);
-    gpu_unlock(d);
+    /* entered once for the whole run: its kernels, copies and waits make
+     * the context current no more (cuda.c, "Contexts and threads") */
+    weft_status s = gpu_enter(d, WHO);
+    if (s) {
+        return s;
+    }
+    s = fe_interp_hooked(exe->ctx, &exe->core, in, out, cancel, into, hook,
+                         exe);
+    gpu_leave(d);
     return s;
 }
 
@@ -694,6 +753,14 @@ static weft_status dev_copy(weft_array *dst, weft_array *src, const char *who)
     return s;
 }
 
+static weft_status dev_stream(weft_context *ctx, void **out, const char *who)
+{
+    gpu_dev *d;
+    weft_status s = device(ctx, who, &d);
+    *out = s ? NULL : gpu_dev_stream(d);
+    return s;
+}
+
 static const fe_device_ops ptx_device_ops = {
     .ordinal = dev_ordinal,
     .sync_all = dev_sync_all,
@@ -701,6 +768,7 @@ static const fe_device_ops ptx_device_ops = {
     .export_ptr = dev_export,
     .download = dev_download,
     .copy = dev_copy,
+    .stream = dev_stream,
 };
 
 const fe_backend fe_backend_ptx = {

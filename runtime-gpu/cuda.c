@@ -21,10 +21,13 @@
  * primary context (retained, so several gpu_devs of one device share it),
  * one non-blocking stream on which everything runs in order, and a
  * recursive mutex.  Each public function that touches the device locks the
- * mutex and pushes the context on the calling thread's context stack
- * (gpu_enter), and pops it and unlocks on every path out (gpu_leave), so
- * that any host thread may call in and nested calls (the backend holding
- * the lock for a run, a mirror hook inside it) are fine.
+ * mutex and makes the context current on the calling thread (gpu_enter),
+ * and undoes that and unlocks on every path out (gpu_leave), so that any
+ * host thread may call in and nested calls (the backend holding the lock
+ * for a run, a mirror hook inside it) are fine.  Only the outermost enter
+ * of a thread costs driver calls: cuCtxGetCurrent, and a push and a pop
+ * of the context when another one (or none) was current there; a run
+ * enters once for all its kernels, copies and waits.
  *
  * Modules.  PTX is linked to a cubin by the driver's JIT linker
  * (cuLinkCreate / cuLinkAddData / cuLinkComplete), for the architecture of
@@ -109,6 +112,7 @@ static const struct {
         "cuDevicePrimaryCtxRelease"),
     SYM(cuCtxPushCurrent, "cuCtxPushCurrent_v2", NULL),
     SYM(cuCtxPopCurrent, "cuCtxPopCurrent_v2", NULL),
+    SYM(cuCtxGetCurrent, "cuCtxGetCurrent", NULL),
     SYM(cuStreamCreate, "cuStreamCreate", NULL),
     SYM(cuStreamSynchronize, "cuStreamSynchronize", NULL),
     SYM(cuCtxSynchronize, "cuCtxSynchronize", NULL),
@@ -320,6 +324,17 @@ weft_status gpu_cu_fail(gpu_dev *d, const char *who, const char *call,
 weft_status gpu_enter(gpu_dev *d, const char *who)
 {
     pthread_mutex_lock(&d->lock);
+    if (d->entered > 0) { /* this thread entered already (the lock is
+                             recursive): d's context is current */
+        d->entered++;
+        return WEFT_OK;
+    }
+    CUcontext cur = NULL;
+    if (gpu_call(d)->cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == d->cu) {
+        d->pushed = false;
+        d->entered = 1;
+        return WEFT_OK;
+    }
     CUresult r = gpu_call(d)->cuCtxPushCurrent(d->cu);
     if (r != CUDA_SUCCESS) {
         weft_status s =
@@ -327,13 +342,18 @@ weft_status gpu_enter(gpu_dev *d, const char *who)
         pthread_mutex_unlock(&d->lock);
         return s;
     }
+    d->pushed = true;
+    d->entered = 1;
     return WEFT_OK;
 }
 
 void gpu_leave(gpu_dev *d)
 {
-    CUcontext popped;
-    gpu_call(d)->cuCtxPopCurrent(&popped); /* cannot fail after a push */
+    if (--d->entered == 0 && d->pushed) {
+        CUcontext popped;
+        gpu_call(d)->cuCtxPopCurrent(&popped); /* cannot fail after a push */
+        d->pushed = false;
+    }
     pthread_mutex_unlock(&d->lock);
 }
 
@@ -463,6 +483,10 @@ void gpu_dev_close(gpu_dev *d)
         gpu_call(d)->cuMemFreeHost((void *)d->cancel_host);
         d->cancel_host = NULL;
     }
+    if (live && d->bounce) {
+        gpu_call(d)->cuMemFreeHost(d->bounce);
+        d->bounce = NULL;
+    }
     if (live) {
         timed_flush(d, d->ntimed > 0 && gpu_call(d)->cuStreamSynchronize(d->stream)
                                             == CUDA_SUCCESS);
@@ -520,6 +544,11 @@ uint64_t gpu_dev_memory(const gpu_dev *d)
 const char *gpu_dev_name(const gpu_dev *d)
 {
     return d->name;
+}
+
+void *gpu_dev_stream(const gpu_dev *d)
+{
+    return d->stream;
 }
 
 /* ---- modules ------------------------------------------------------------- */
@@ -886,6 +915,10 @@ static gpu_timed *timed_slot(gpu_dev *d, const gpu_fn *f, unsigned grid,
 /* Add kernel `name` to d's pending list, once; "..." when it is full. */
 static void pending_add(gpu_dev *d, const char *name)
 {
+    if (name == d->pending_last && d->pending[0]) {
+        return; /* the kernel launched last: listed */
+    }
+    d->pending_last = name;
     size_t n = strlen(name), used = strlen(d->pending);
     for (const char *p = d->pending; (p = strstr(p, name)) != NULL; p += n) {
         bool starts = p == d->pending || p[-1] == ' ';

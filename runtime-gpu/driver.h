@@ -100,6 +100,7 @@ typedef struct gpu_driver {
     CUresult (*cuDevicePrimaryCtxRelease)(CUdevice dev);
     CUresult (*cuCtxPushCurrent)(CUcontext ctx);
     CUresult (*cuCtxPopCurrent)(CUcontext *ctx);
+    CUresult (*cuCtxGetCurrent)(CUcontext *ctx);
     CUresult (*cuStreamCreate)(CUstream *s, unsigned flags);
     CUresult (*cuStreamSynchronize)(CUstream s);
     CUresult (*cuCtxSynchronize)(void);
@@ -207,7 +208,24 @@ struct gpu_dev {
     int ntimed;
     int nevents;            /* entries of timed[] whose events exist */
     uint64_t calls;         /* driver calls made for d (gpu_call) */
+    /* gpu_enter: how deep the thread holding the lock has entered d, and
+     * whether the outermost enter pushed d's context (it did not when the
+     * context was current on that thread already) */
+    int entered;
+    bool pushed;
+    /* kernels launched since the last sync (pending): the last name
+     * added, so that a run of launches of one kernel adds it once */
+    const char *pending_last;
+    /* small copies to and from the host go through pinned memory
+     * (mem.c, gpu_bounce): made on first use, GPU_BOUNCE bytes */
+    void *bounce;
+    /* records of the pool and of mirrors kept for reuse (mem.c) */
+    gpu_block *spare_blocks;
+    gpu_mirror *spare_mirrors;
+    int nspare_mirrors;
 };
+
+#define GPU_BOUNCE 65536 /* bytes of d->bounce */
 
 /* The driver table, counting one call made for d (d locked; NULL: a call
  * for no device, not counted): every call to the driver is written
@@ -221,12 +239,6 @@ static inline const gpu_driver *gpu_call(gpu_dev *d)
     return &gpu_drv;
 }
 
-/* Lock d and make its context current on this thread (pushed); on failure
- * the lock is released again and the status returned.  Pair every success
- * with gpu_leave. */
-weft_status gpu_enter(gpu_dev *d, const char *who);
-/* Pop d's context and unlock. */
-void gpu_leave(gpu_dev *d);
 
 /* The status of a failed driver call `call` (its cuda.h name) made for
  * `who`: WEFT_ERR_OUT_OF_MEMORY for CUDA_ERROR_OUT_OF_MEMORY, else

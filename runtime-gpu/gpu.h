@@ -80,10 +80,21 @@ int gpu_dev_sm(const gpu_dev *d);
 int gpu_dev_sms(const gpu_dev *d);
 uint64_t gpu_dev_memory(const gpu_dev *d);
 const char *gpu_dev_name(const gpu_dev *d);
+/* The stream everything of d runs on (a CUstream). */
+void *gpu_dev_stream(const gpu_dev *d);
 
 /* The device's recursive lock (see the head comment). */
 void gpu_lock(gpu_dev *d);
 void gpu_unlock(gpu_dev *d);
+/* Lock d and make its context current on this thread; on failure the lock
+ * is released again and the status returned.  Pair every success with
+ * gpu_leave.  Only the outermost enter of a thread touches the driver: it
+ * asks for the current context (cuCtxGetCurrent) and pushes d's when it
+ * is another; nested enters (a mirror hook inside a run, an allocation
+ * inside gpu_array_in) only count. */
+weft_status gpu_enter(gpu_dev *d, const char *who);
+/* Undo gpu_enter: the outermost pops d's context if it pushed it; unlock. */
+void gpu_leave(gpu_dev *d);
 
 /* Load a module from a PTX text (is_ptx, n bytes, not necessarily
  * NUL-terminated) or a cubin image.  PTX is linked to a cubin by the
