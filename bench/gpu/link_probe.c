@@ -31,6 +31,11 @@
  * Build and run (on the GPU machine):
  *   gcc -O2 -std=c17 bench/gpu/link_probe.c -o link_probe -ldl -lpthread
  *   ./link_probe bench/gpu/ptx/[a-z]*.ptx
+ * Built with -DLP_WEFT -Iinclude ... -L. -lweft, it first makes a weft ptx
+ * context (is a link in a weft process dearer?); LP_WARM=1 in the
+ * environment first links text that is not PTX (does a failed link load
+ * the driver's compiler, so that a warm-up could be done off the critical
+ * path without filling the driver's cache?).
  * The driver also keeps a cache of PTX it compiled for cuModuleLoadData
  * (~/.nv/ComputeCache; CUDA_CACHE_DISABLE=1 turns it off,
  * CUDA_CACHE_PATH moves it): run once with a fresh CUDA_CACHE_PATH and
@@ -46,6 +51,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#ifdef LP_WEFT
+#include "weft.h"
+#endif
 
 typedef int CUresult;
 typedef int CUdevice;
@@ -195,8 +204,10 @@ static unsigned options(const how *h, int *opt, void **val, char *log,
                         size_t logn, float *wall)
 {
     unsigned n = 0;
-    opt[n] = CU_JIT_WALL_TIME;
-    val[n++] = wall; /* an output: the driver writes a float here */
+    (void)wall;
+    opt[n] = CU_JIT_WALL_TIME; /* an output: the driver writes a float into
+                                  the value's own slot, val[0] */
+    val[n++] = NULL;
     if (h->log) {
         opt[n] = CU_JIT_ERROR_LOG_BUFFER;
         val[n++] = log;
@@ -269,6 +280,7 @@ static void make(const ptx *p, const how *h, double *ms, float *wall,
         }
         ms[0] = now_ms() - t0;
     }
+    memcpy(&w, &val[0], sizeof w);
     *wall = w;
     check(cu.unload(m), "cuModuleUnload");
 }
@@ -317,22 +329,45 @@ int main(int argc, char **argv)
         read_ptx(argv[i + 1], &p[i]);
     }
     double t0 = now_ms();
+#ifdef LP_WEFT
+    /* a weft context (ptx) first, as in a weft program */
+    weft_config cfg = weft_config_default();
+    cfg.backend = WEFT_BACKEND_PTX;
+    weft_context *wctx;
+    if (weft_context_create(&cfg, &wctx)) {
+        fprintf(stderr, "link_probe: %s\n", weft_last_error());
+        return 77;
+    }
+    printf("weft_context_create (ptx): %.1f ms\n", now_ms() - t0);
+    t0 = now_ms();
+#endif
     open_driver();
     printf("driver open + cuInit + primary context: %.1f ms\n", now_ms() - t0);
-
-    /* The first link of the process (the driver loads its compiler). */
     double ms[4];
     float wall;
-    make(&p[0], &hows[0], ms, &wall, NULL, NULL);
-    printf("first link of the process (%s): create %.2f, add %.2f, complete "
-           "%.2f, load cubin %.2f ms; driver's compile time %.2f ms\n",
-           p[0].path, ms[0], ms[1], ms[2], ms[3], wall);
-    make(&p[0], &hows[0], ms, &wall, NULL, NULL);
-    printf("second link of the same: create %.2f, add %.2f, complete %.2f, "
-           "load cubin %.2f ms; driver's %.2f ms\n\n",
-           ms[0], ms[1], ms[2], ms[3], wall);
+    if (getenv("LP_WARM")) {
+        /* a link of text that is no PTX: does it load the compiler? */
+        static char junk[] = ".version 7.8\n.target sm_90\nnot ptx\n";
+        CUlinkState st;
+        t0 = now_ms();
+        check(cu.link_create(0, NULL, NULL, &st), "cuLinkCreate");
+        CUresult r = cu.link_add(st, CU_JIT_INPUT_PTX, junk, sizeof junk,
+                                 "junk.ptx", 0, NULL, NULL);
+        cu.link_destroy(st);
+        printf("warm-up: a link of bad PTX failed (%d) in %.1f ms\n", r,
+               now_ms() - t0);
+    }
+    /* Each file's first link in this process, in the order given. */
+    for (int i = 0; i < np; i++) {
+        make(&p[i], &hows[0], ms, &wall, NULL, NULL);
+        printf("first link of %s: create %.2f, add %.2f, complete %.2f, "
+               "load %.2f ms (driver's compile time %.2f ms)\n",
+               p[i].path, ms[0], ms[1], ms[2], ms[3], wall);
+    }
+    printf("\n");
 
-    printf("median of %d, ms: total (driver's compile time)\n", REPS);
+    printf("later links, median of %d, ms: total (driver's compile time)\n",
+           REPS);
     printf("%-40s %9s", "file (bytes)", "cubin");
     for (int h = 0; h < NHOW; h++) {
         printf(" %16s", hows[h].name);
