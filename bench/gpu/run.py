@@ -1286,8 +1286,8 @@ def main():
                 r.name = getattr(make, "__name__", "?")
         for r in rows:
             if r.ms is not None:
-                log("  %-45s %10s ms host, %s ms events  (%d runs)  %s" % (
-                    r.name, fmt_ms(r.ms), fmt_ms(r.ems), r.runs, rate(prog, r.ms)))
+                log("  %-45s %10s ms  (%d runs)  %s  (host clock; events: %s ms)" % (
+                    r.name, fmt_ms(r.ms), r.runs, rate(prog, r.ms), fmt_ms(r.ems)))
         results.append((prog, rows))
         for nm, ci in cinfo.items():
             compiles.append((key, nm, ci))
