@@ -32,8 +32,9 @@
  * Modules.  PTX is linked to a cubin by the driver's JIT linker
  * (cuLinkCreate / cuLinkAddData / cuLinkComplete), for the architecture of
  * the current context, with an error log whose text goes into the message
- * of a failed link; the cubin is loaded with cuModuleLoadData and a copy
- * handed back for the disk cache.  A cubin from the cache is checked to be
+ * of a failed link and the compiler's work split over the machine's
+ * threads (CU_JIT_SPLIT_COMPILE, where the driver knows it); the cubin is
+ * loaded with cuModuleLoadData and a copy handed back for the disk cache.  A cubin from the cache is checked to be
  * a whole ELF image before the driver reads it (the driver takes no size).
  *
  * Launch configuration.  cuOccupancyMaxPotentialBlockSize gives a kernel's
@@ -682,11 +683,23 @@ weft_status gpu_module_load(gpu_dev *d, const void *image, size_t n,
         }
         memcpy(ptx, image, n);
         ptx[n] = '\0';
-        CUjit_option opt[2] = {CU_JIT_ERROR_LOG_BUFFER,
-                               CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
-        void *val[2] = {log, (void *)(uintptr_t)LOG_MAX};
+        /* CU_JIT_SPLIT_COMPILE 0: the compiler's optimisations on as many
+         * threads as the machine has (bench/gpu/link_probe.c: a third off
+         * the larger kernels); a driver that does not know the option
+         * refuses it, and the link goes without it. */
+        CUjit_option opt[3] = {CU_JIT_ERROR_LOG_BUFFER,
+                               CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                               CU_JIT_SPLIT_COMPILE};
+        void *val[3] = {log, (void *)(uintptr_t)LOG_MAX, (void *)0};
         t0 = fe_clock_ns();
-        GPU_CU(d, who, cuLinkCreate, 2, opt, val, &link);
+        CUresult rc = gpu_call(d)->cuLinkCreate(3, opt, val, &link);
+        if (rc == CUDA_ERROR_INVALID_VALUE) {
+            rc = gpu_call(d)->cuLinkCreate(2, opt, val, &link);
+        }
+        if (rc != CUDA_SUCCESS) {
+            st = gpu_cu_fail(d, who, "cuLinkCreate", rc, __FILE__, __LINE__);
+            goto cleanup;
+        }
         CUresult r = gpu_call(d)->cuLinkAddData(link, CU_JIT_INPUT_PTX, ptx, n + 1,
                                            "weft.ptx", 0, NULL, NULL);
         if (r != CUDA_SUCCESS) {

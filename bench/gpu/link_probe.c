@@ -366,6 +366,7 @@ int main(int argc, char **argv)
     }
     printf("\n");
 
+    bool same_split = true;
     printf("later links, median of %d, ms: total (driver's compile time)\n",
            REPS);
     printf("%-40s %9s", "file (bytes)", "cubin");
@@ -390,6 +391,11 @@ int main(int argc, char **argv)
             cu.unload(m);
         }
         printf("%-40s %9.3f", label, median(c, REPS));
+        void *bin2 = NULL;
+        size_t bin2_n = 0;
+        make(&p[i], &hows[8], ms, &wall, &bin2, &bin2_n); /* link-split */
+        same_split &= bin2_n == bin_n && memcmp(bin, bin2, bin_n) == 0;
+        free(bin2);
         free(bin);
         for (int h = 0; h < NHOW; h++) {
             double t[REPS], wl[REPS];
@@ -402,6 +408,9 @@ int main(int argc, char **argv)
         }
         printf("\n");
     }
+
+    printf("\nthe cubins of link-split are %s those of link\n",
+           same_split ? "byte for byte" : "NOT the same as");
 
     /* Concurrency: T threads each link every file once. */
     printf("\nparallel links (link-nolog of all %d files per thread):\n", np);
