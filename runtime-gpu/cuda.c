@@ -640,6 +640,86 @@ static weft_status link_fail(const char *who, const char *call, CUresult r,
                     n ? ": " : "", log);
 }
 
+weft_status gpu_link(gpu_dev *d, const void *text, size_t n, void **cubin,
+                     size_t *cubin_n, const char *who)
+{
+    *cubin = NULL;
+    *cubin_n = 0;
+    if (n == 0 || n == SIZE_MAX) {
+        return fe_error(WEFT_ERR_DEVICE, "%s: the kernel image is empty",
+                        who);
+    }
+    /* The JIT wants the text NUL-terminated, the NUL counted. */
+    char *ptx = fe_alloc(d->ctx, n + 1);
+    if (!ptx) {
+        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+    }
+    memcpy(ptx, text, n);
+    ptx[n] = '\0';
+    /* d's lock is not taken: only this thread's context stack is touched,
+     * and failures name no kernel (gpu_cu_fail without d) */
+    weft_status st = WEFT_OK;
+    CUlinkState link = NULL;
+    void *bin = NULL, *copy = NULL;
+    size_t bin_n = 0;
+    char log[LOG_MAX];
+    log[0] = '\0';
+    uint64_t t0 = fe_clock_ns();
+    CUresult r = gpu_call(d)->cuCtxPushCurrent(d->cu);
+    if (r != CUDA_SUCCESS) {
+        st = gpu_cu_fail(NULL, who, "cuCtxPushCurrent", r, __FILE__, __LINE__);
+        fe_free(d->ctx, ptx, n + 1);
+        return st;
+    }
+    /* CU_JIT_SPLIT_COMPILE 0: the compiler's optimisations on as many
+     * threads as the machine has (bench/gpu/link_probe.c: a third off the
+     * larger kernels, the same cubin); a driver that does not know the
+     * option refuses it, and the link goes without it. */
+    CUjit_option opt[3] = {CU_JIT_ERROR_LOG_BUFFER,
+                           CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                           CU_JIT_SPLIT_COMPILE};
+    void *val[3] = {log, (void *)(uintptr_t)LOG_MAX, (void *)0};
+    r = gpu_call(d)->cuLinkCreate(3, opt, val, &link);
+    if (r == CUDA_ERROR_INVALID_VALUE) {
+        r = gpu_call(d)->cuLinkCreate(2, opt, val, &link);
+    }
+    if (r != CUDA_SUCCESS) {
+        st = gpu_cu_fail(NULL, who, "cuLinkCreate", r, __FILE__, __LINE__);
+        link = NULL;
+        goto cleanup;
+    }
+    r = gpu_call(d)->cuLinkAddData(link, CU_JIT_INPUT_PTX, ptx, n + 1,
+                                   "weft.ptx", 0, NULL, NULL);
+    if (r != CUDA_SUCCESS) {
+        st = link_fail(who, "cuLinkAddData", r, log);
+        goto cleanup;
+    }
+    r = gpu_call(d)->cuLinkComplete(link, &bin, &bin_n);
+    if (r != CUDA_SUCCESS) {
+        st = link_fail(who, "cuLinkComplete", r, log);
+        goto cleanup;
+    }
+    /* the cubin belongs to the link state: copied before it goes */
+    copy = fe_alloc(d->ctx, bin_n);
+    if (!copy) {
+        st = fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+        goto cleanup;
+    }
+    memcpy(copy, bin, bin_n);
+    *cubin = copy;
+    *cubin_n = bin_n;
+    fe_phase_end(d->ctx, FE_PHASE_DRIVER_LINK, t0, "cuda.link",
+                 "\"ptx_bytes\":%zu,\"cubin_bytes\":%zu", n, bin_n);
+cleanup:
+    if (link) {
+        gpu_call(d)->cuLinkDestroy(link);
+    }
+    CUcontext popped;
+    gpu_call(d)->cuCtxPopCurrent(&popped);
+    fe_free(d->ctx, ptx, n + 1);
+    return st;
+}
+
 weft_status gpu_module_load(gpu_dev *d, const void *image, size_t n,
                             bool is_ptx, void **cubin, size_t *cubin_n,
                             const char *who, gpu_module **out)
@@ -658,95 +738,42 @@ weft_status gpu_module_load(gpu_dev *d, const void *image, size_t n,
         return fe_error(WEFT_ERR_DEVICE, "%s: the kernel image is empty",
                         who);
     }
-    gpu_module *m = fe_calloc(d->ctx, sizeof *m);
-    if (!m) {
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+    void *bin = NULL;
+    size_t bin_n = 0;
+    if (is_ptx) {
+        weft_status st = gpu_link(d, image, n, &bin, &bin_n, who);
+        if (st != WEFT_OK) {
+            return st;
+        }
+        image = bin;
+        n = bin_n;
+    } else if (!cubin_whole(image, n)) {
+        return fe_error(WEFT_ERR_DEVICE,
+                        "%s: the cubin (%zu bytes) is not a whole ELF image",
+                        who, n);
     }
-    weft_status st = gpu_enter(d, who);
+    gpu_module *m = fe_calloc(d->ctx, sizeof *m);
+    weft_status st = m ? gpu_enter(d, who)
+                       : fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory",
+                                  who);
     if (st != WEFT_OK) {
         fe_free(d->ctx, m, sizeof *m);
+        fe_free(d->ctx, bin, bin_n);
         return st;
     }
-    char *ptx = NULL;
-    CUlinkState link = NULL;
-    char log[LOG_MAX];
-    log[0] = '\0';
-    const void *img = image;
-    size_t img_n = n;
-    uint64_t t0 = 0;
-    if (is_ptx) {
-        /* The JIT wants the text NUL-terminated, the NUL counted. */
-        ptx = fe_alloc(d->ctx, n + 1);
-        if (!ptx) {
-            st = fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
-            goto cleanup;
-        }
-        memcpy(ptx, image, n);
-        ptx[n] = '\0';
-        /* CU_JIT_SPLIT_COMPILE 0: the compiler's optimisations on as many
-         * threads as the machine has (bench/gpu/link_probe.c: a third off
-         * the larger kernels); a driver that does not know the option
-         * refuses it, and the link goes without it. */
-        CUjit_option opt[3] = {CU_JIT_ERROR_LOG_BUFFER,
-                               CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-                               CU_JIT_SPLIT_COMPILE};
-        void *val[3] = {log, (void *)(uintptr_t)LOG_MAX, (void *)0};
-        t0 = fe_clock_ns();
-        CUresult rc = gpu_call(d)->cuLinkCreate(3, opt, val, &link);
-        if (rc == CUDA_ERROR_INVALID_VALUE) {
-            rc = gpu_call(d)->cuLinkCreate(2, opt, val, &link);
-        }
-        if (rc != CUDA_SUCCESS) {
-            st = gpu_cu_fail(d, who, "cuLinkCreate", rc, __FILE__, __LINE__);
-            goto cleanup;
-        }
-        CUresult r = gpu_call(d)->cuLinkAddData(link, CU_JIT_INPUT_PTX, ptx, n + 1,
-                                           "weft.ptx", 0, NULL, NULL);
-        if (r != CUDA_SUCCESS) {
-            st = link_fail(who, "cuLinkAddData", r, log);
-            goto cleanup;
-        }
-        void *bin = NULL;
-        size_t bin_n = 0;
-        r = gpu_call(d)->cuLinkComplete(link, &bin, &bin_n);
-        if (r != CUDA_SUCCESS) {
-            st = link_fail(who, "cuLinkComplete", r, log);
-            goto cleanup;
-        }
-        img = bin; /* owned by the link state: copied before it goes */
-        img_n = bin_n;
-        fe_phase_end(d->ctx, FE_PHASE_DRIVER_LINK, t0, "cuda.link",
-                     "\"ptx_bytes\":%zu,\"cubin_bytes\":%zu", n, bin_n);
-    } else if (!cubin_whole(image, n)) {
-        st = fe_error(WEFT_ERR_DEVICE,
-                      "%s: the cubin (%zu bytes) is not a whole ELF image",
-                      who, n);
-        goto cleanup;
-    }
-    t0 = fe_clock_ns();
-    GPU_CU(d, who, cuModuleLoadData, &m->mod, img);
+    uint64_t t0 = fe_clock_ns();
+    GPU_CU(d, who, cuModuleLoadData, &m->mod, image);
     fe_phase_end(d->ctx, FE_PHASE_DRIVER_LINK, t0, "cuda.module_load",
-                 "\"cubin_bytes\":%zu,\"from\":\"%s\"", img_n,
+                 "\"cubin_bytes\":%zu,\"from\":\"%s\"", n,
                  is_ptx ? "link" : "disk cache");
-    if (cubin) {
-        void *copy = fe_alloc(d->ctx, img_n);
-        if (!copy) {
-            st = fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
-            goto cleanup;
-        }
-        memcpy(copy, img, img_n);
-        *cubin = copy;
-        *cubin_n = img_n;
-    }
 cleanup:
-    if (link) {
-        gpu_call(d)->cuLinkDestroy(link);
-    }
-    if (st != WEFT_OK && m->mod) {
-        gpu_call(d)->cuModuleUnload(m->mod);
-    }
     gpu_leave(d);
-    fe_free(d->ctx, ptx, n + 1);
+    if (st == WEFT_OK && cubin && bin) {
+        *cubin = bin; /* the caller's now */
+        *cubin_n = bin_n;
+    } else {
+        fe_free(d->ctx, bin, bin_n);
+    }
     if (st != WEFT_OK) {
         fe_free(d->ctx, m, sizeof *m);
         return st;

@@ -228,14 +228,14 @@ struct gpu_dev {
 
 #define GPU_BOUNCE 65536 /* bytes of d->bounce */
 
-/* The driver table, counting one call made for d (d locked; NULL: a call
- * for no device, not counted): every call to the driver is written
+/* The driver table, counting one call made for d (NULL: a call for no
+ * device, not counted): every call to the driver is written
  * gpu_call(d)->cuXxx(...), so that d->calls is weft's whole use of the
  * driver (weft_stats.driver_calls). */
 static inline const gpu_driver *gpu_call(gpu_dev *d)
 {
-    if (d) {
-        d->calls++;
+    if (d) { /* atomic: gpu_link calls without d's lock */
+        __atomic_fetch_add(&d->calls, 1, __ATOMIC_RELAXED);
     }
     return &gpu_drv;
 }

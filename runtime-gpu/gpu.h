@@ -108,6 +108,15 @@ weft_status gpu_module_load(gpu_dev *d, const void *image, size_t n,
                             bool is_ptx, void **cubin, size_t *cubin_n,
                             const char *who, gpu_module **out);
 void gpu_module_free(gpu_dev *d, gpu_module *m);
+/* Link PTX text (n bytes, not necessarily NUL-terminated) to a cubin for
+ * d's device, as gpu_module_load does, without loading it: *cubin gets a
+ * copy (fe_alloc'd with d's allocator, *cubin_n bytes; the caller frees
+ * it with fe_free).  Any thread may call it, also while another holds
+ * d's lock (it takes none: the driver's JIT runs in several threads at
+ * once, so that the kernels of one program link in parallel).  Errors as
+ * gpu_module_load's. */
+weft_status gpu_link(gpu_dev *d, const void *ptx, size_t n, void **cubin,
+                     size_t *cubin_n, const char *who);
 /* Kernel `name` of m, with its occupancy-derived block size (for dynamic
  * shared memory of `shared_per_thread` bytes per thread; 0 for none), at
  * most block_max threads (0: no limit but the device's).

@@ -901,7 +901,7 @@ void gpu_mem_stats_get(gpu_dev *d, gpu_mem_stats *out)
     out->evictions = d->evictions;
     out->held = d->held;
     out->pooled = d->pooled;
-    out->calls = d->calls;
+    out->calls = __atomic_load_n(&d->calls, __ATOMIC_RELAXED);
     gpu_unlock(d);
 }
 
