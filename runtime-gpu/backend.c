@@ -556,7 +556,8 @@ typedef struct ptx_job {
     int n;
     weft_array *pinned[64];
     weft_array *zero[8];         /* auxiliary arrays to zero on the device */
-    uint64_t zero_ptr[8][RT_MAX_LEAVES]; /* their leaves' addresses */
+    uint64_t zero_at[8];         /* the address of each one's first leaf
+                                    (the others follow: leaf_bytes) */
     uint64_t block;              /* the block holding them (0: not yet) */
     size_t block_bytes;
 } ptx_job;
@@ -593,10 +594,6 @@ static weft_status rt_aux(rt_job *j, int a, weft_type type, int64_t n,
     pj->zero[a] = NULL;
     weft_status s = fe_array_new_raw(j->ctx, WHO, type, 1, &n, &j->aux[a]);
     if (s == WEFT_OK) {
-        if (j->aux[a]->nleaf > RT_MAX_LEAVES) {
-            return fe_error(WEFT_ERR_INTERNAL,
-                            WHO ": an auxiliary array of too many leaves");
-        }
         pj->zero[a] = j->aux[a];
     }
     return s;
@@ -614,10 +611,20 @@ static int zero_index(const rt_job *j, const weft_array *a)
     return -1;
 }
 
+/* The bytes leaf l of a takes in the job's block: a multiple of 256. */
+static size_t leaf_bytes(const rt_job *j, const weft_array *a, int l)
+{
+    const weft_type *leaf;
+    fe_type_leaves(j->ctx, a->type, &leaf);
+    size_t bytes = (size_t)a->size * weft_type_size(leaf[l]);
+    return (bytes + 255) & ~(size_t)255;
+}
+
 /* Give every zeroed auxiliary array of the job its place in one pooled
- * device block (each leaf at a multiple of 256 bytes) and zero the block
- * with one memset.  The error word of a kernel that cannot fail is never
- * written, so a block holding nothing else is not zeroed at all. */
+ * device block (its leaves one after another, each at a multiple of 256
+ * bytes) and zero the block with one memset.  The error word of a kernel
+ * that cannot fail is never written, so a block holding nothing else is
+ * not zeroed at all. */
 static weft_status zero_block(rt_job *j)
 {
     ptx_job *pj = j->be_job;
@@ -625,16 +632,10 @@ static weft_status zero_block(rt_job *j)
     bool needed = false;
     for (int i = 0; i < 8; i++) {
         weft_array *a = pj->zero[i];
-        if (!a) {
-            continue;
+        for (int l = 0; a && l < a->nleaf; l++) {
+            total += leaf_bytes(j, a, l);
         }
-        const weft_type *leaf;
-        fe_type_leaves(j->ctx, a->type, &leaf);
-        for (int l = 0; l < a->nleaf; l++) {
-            size_t bytes = (size_t)a->size * weft_type_size(leaf[l]);
-            total += (bytes + 255) & ~(size_t)255;
-        }
-        needed |= i != SK_ERR_AUX || j->k->may_fail;
+        needed |= a && (i != SK_ERR_AUX || j->k->may_fail);
     }
     weft_status s = gpu_mem_alloc(dev_of(j), total, &pj->block, WHO);
     if (s) {
@@ -647,15 +648,9 @@ static weft_status zero_block(rt_job *j)
     uint64_t at = pj->block;
     for (int i = 0; i < 8; i++) {
         weft_array *a = pj->zero[i];
-        if (!a) {
-            continue;
-        }
-        const weft_type *leaf;
-        fe_type_leaves(j->ctx, a->type, &leaf);
-        for (int l = 0; l < a->nleaf; l++) {
-            size_t bytes = (size_t)a->size * weft_type_size(leaf[l]);
-            pj->zero_ptr[i][l] = bytes > 0 ? at : 0;
-            at += (bytes + 255) & ~(size_t)255;
+        pj->zero_at[i] = at;
+        for (int l = 0; a && l < a->nleaf; l++) {
+            at += leaf_bytes(j, a, l);
         }
     }
     return s;
@@ -677,8 +672,11 @@ static weft_status rt_addr(rt_job *j, weft_array *a, bool written,
     int z = is_out(j, a) ? -1 : zero_index(j, a);
     if (z >= 0) {
         weft_status s = pj->block || pj->block_bytes ? WEFT_OK : zero_block(j);
+        uint64_t at = pj->zero_at[z];
         for (int l = 0; s == WEFT_OK && l < a->nleaf; l++) {
-            ptrs[l] = pj->zero_ptr[z][l];
+            size_t bytes = leaf_bytes(j, a, l);
+            ptrs[l] = bytes > 0 ? at : 0;
+            at += bytes;
         }
         return s;
     }
