@@ -82,6 +82,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <time.h>
 
 #include "driver.h"
@@ -1082,6 +1083,8 @@ cleanup:
     return st;
 }
 
+#define WAIT_SPIN_NS 4000000 /* gpu_wait_cancel yields, not sleeps, this long */
+
 weft_status gpu_wait_cancel(gpu_dev *d, fe_cancel *c, const char *who)
 {
     weft_status st = gpu_enter(d, who);
@@ -1089,10 +1092,14 @@ weft_status gpu_wait_cancel(gpu_dev *d, fe_cancel *c, const char *who)
         return st;
     }
     bool raised = false;
-    /* sleep between queries a 32nd of the time waited so far (2 us to
-     * 1 ms): the kernel's end is seen at most ~3% late (a doubling pause
-     * was measured to add 0.6 ms to a 2.1 ms kernel) */
-    long pause_ns = 2000, waited_ns = 0;
+    /* Between queries: for the first WAIT_SPIN_NS only a yield of the CPU
+     * (cuStreamSynchronize spins too, so a short kernel's end is seen as
+     * soon), then a sleep of a 256th of the time waited so far, at least
+     * 50 us (a shorter sleep lasts that long anyway: Linux's timer slack)
+     * and at most 1 ms: a long kernel's end is seen at most ~0.4% late, a
+     * cancel within a millisecond.  (A nominal 2 us sleep that grew by a
+     * 32nd of the sleeps' sum lost up to 3% and more: each lasted 50 us.) */
+    uint64_t t0 = fe_clock_ns();
     for (;;) {
         CUresult r = gpu_call(d)->cuStreamQuery(d->stream);
         if (r == CUDA_SUCCESS) {
@@ -1106,11 +1113,15 @@ weft_status gpu_wait_cancel(gpu_dev *d, fe_cancel *c, const char *who)
             *d->cancel_host = 1; /* the kernel's loops read it and leave */
             raised = true;
         }
-        struct timespec ts = {0, pause_ns};
+        uint64_t waited = fe_clock_ns() - t0;
+        if (waited < WAIT_SPIN_NS) {
+            sched_yield();
+            continue;
+        }
+        uint64_t pause = waited / 256;
+        pause = pause < 50000 ? 50000 : pause > 1000000 ? 1000000 : pause;
+        struct timespec ts = {0, (long)pause};
         nanosleep(&ts, NULL);
-        waited_ns += pause_ns;
-        pause_ns = waited_ns / 32;
-        pause_ns = pause_ns < 2000 ? 2000 : pause_ns > 1000000 ? 1000000 : pause_ns;
     }
     d->pending[0] = '\0';
     timed_flush(d, st == WEFT_OK);

@@ -151,10 +151,11 @@ weft_status gpu_ctx_sync(gpu_dev *d, const char *who);
  * cancel_poll).  gpu_cancel_flag lowers d's cancel flag, an i32 in mapped
  * host memory (cuMemHostAlloc with DEVICEMAP, made on first use), and
  * gives its device address.  gpu_wait_cancel waits for the stream like
- * gpu_sync, but by polling (cuStreamQuery, with sleeps growing to 1 ms):
- * when fe_cancelled(c) it raises the flag, which the running kernel's
- * loops read, and goes on waiting until the kernel has left.  Errors:
- * WEFT_ERR_DEVICE, WEFT_ERR_OUT_OF_MEMORY. */
+ * gpu_sync, but by polling (cuStreamQuery, with yields of the CPU for
+ * the first 4 ms, then sleeps of a 256th of the time waited, 50 us to
+ * 1 ms): when fe_cancelled(c) it raises the flag, which the running
+ * kernel's loops read, and goes on waiting until the kernel has left.
+ * Errors: WEFT_ERR_DEVICE, WEFT_ERR_OUT_OF_MEMORY. */
 weft_status gpu_cancel_flag(gpu_dev *d, uint64_t *dev_addr, const char *who);
 weft_status gpu_wait_cancel(gpu_dev *d, fe_cancel *c, const char *who);
 
