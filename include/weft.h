@@ -952,7 +952,8 @@ WEFT_API weft_status weft_run1(weft_program *p, weft_acc *const *results,
  * first read.
  *
  * Streams.  weft's GPU work runs on one non-blocking stream per context
- * (it does not synchronise with CUDA's legacy default stream).  Imports
+ * (it does not synchronise with CUDA's legacy default stream; its handle:
+ * weft_context_stream).  Imports
  * (weft_array_wrap_device, weft_array_from_dlpack of a CUDA tensor) wait
  * for all work queued so far on the device's primary context, by anyone
  * (cuCtxSynchronize; the primary context is the one CUDA's runtime, and
