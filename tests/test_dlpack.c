@@ -1007,17 +1007,16 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-START_TEST(ptx_async)
+/* map (\x -> rounds times x := sin (x + 1)): a long kernel without a
+ * while loop, compiled in ctx. */
+static weft_executable *sin_rounds(weft_context *ctx, int rounds)
 {
-    /* a long kernel without a while loop: 256 rounds of sin per element */
-    enum { N = 1 << 24 };
-    weft_context *ctx = open_ptx();
     weft_program *p;
     TU_OK(weft_program_create(ctx, &p));
     weft_acc *x = weft_param(p, WEFT_F32, 1);
     weft_fun *f = weft_fun1(p, WEFT_F32);
     weft_exp *v = weft_arg(f, 0);
-    for (int i = 0; i < 256; i++) {
+    for (int i = 0; i < rounds; i++) {
         v = weft_sin(weft_add(v, weft_f32(p, 1)));
     }
     weft_fun_return(f, v);
@@ -1025,6 +1024,32 @@ START_TEST(ptx_async)
     weft_executable *exe;
     TU_OK(weft_compile(p, &res, 1, &exe));
     weft_program_free(p);
+    return exe;
+}
+
+/* Check that the first and last of n elements of r, computed by
+ * sin_rounds from 0, are sin_rounds' value (tolerance 1e-4: the device's
+ * sin differs from the host's by a few ulp a round, and the rounds of a
+ * contraction keep the error near that). */
+static void check_sin_rounds(weft_array *r, int64_t n, int rounds)
+{
+    float want = 0;
+    for (int i = 0; i < rounds; i++) {
+        want = sinf(want + 1);
+    }
+    const float *d = weft_array_data(r, 0);
+    ck_assert_ptr_nonnull(d);
+    ck_assert_msg(fabsf(d[0] - want) < 1e-4f && fabsf(d[n - 1] - want) < 1e-4f,
+                  "%g %g, expected %g", (double)d[0], (double)d[n - 1],
+                  (double)want);
+}
+
+START_TEST(ptx_async)
+{
+    /* 256 rounds of sin per element */
+    enum { N = 1 << 24 };
+    weft_context *ctx = open_ptx();
+    weft_executable *exe = sin_rounds(ctx, 256);
     weft_array *a, *r;
     TU_OK(weft_array_create(ctx, WEFT_F32, 1, TU_SH(N), &a));
     TU_OK(weft_run(exe, &a, 1, &r, 1)); /* warm: upload, module */
@@ -1036,19 +1061,7 @@ START_TEST(ptx_async)
     double t2 = now_ms();
     printf("ptx_async: weft_run returned after %.3f ms, weft_array_wait "
            "after %.3f ms more\n", t1 - t0, t2 - t1);
-    /* every element started from 0: the same value, computed on the host
-     * in f32 with sinf (tolerance 1e-4: the device's sin differs from the
-     * host's by a few ulp a round, and 256 rounds of a contraction keep
-     * the error near that) */
-    float want = 0;
-    for (int i = 0; i < 256; i++) {
-        want = sinf(want + 1);
-    }
-    const float *d = weft_array_data(r, 0);
-    ck_assert_ptr_nonnull(d);
-    ck_assert_msg(fabsf(d[0] - want) < 1e-4f && fabsf(d[N - 1] - want) < 1e-4f,
-                  "%g %g, expected %g", (double)d[0], (double)d[N - 1],
-                  (double)want);
+    check_sin_rounds(r, N, 256); /* every element started from 0 */
     weft_array_release(r);
     weft_array_release(a);
     weft_executable_free(exe);
@@ -1069,19 +1082,7 @@ START_TEST(ptx_stream)
     ck_assert_ptr_nonnull(stream);
     TU_OK(weft_context_stream(ctx, &again));
     ck_assert_ptr_eq(stream, again);
-    weft_program *p;
-    TU_OK(weft_program_create(ctx, &p));
-    weft_acc *x = weft_param(p, WEFT_F32, 1);
-    weft_fun *f = weft_fun1(p, WEFT_F32);
-    weft_exp *v = weft_arg(f, 0);
-    for (int i = 0; i < 32; i++) {
-        v = weft_sin(weft_add(v, weft_f32(p, 1)));
-    }
-    weft_fun_return(f, v);
-    weft_acc *res = weft_map(f, x);
-    weft_executable *exe;
-    TU_OK(weft_compile(p, &res, 1, &exe));
-    weft_program_free(p);
+    weft_executable *exe = sin_rounds(ctx, 32);
     weft_array *a, *r;
     TU_OK(weft_array_create(ctx, WEFT_F32, 1, TU_SH(N), &a));
     TU_OK(weft_run(exe, &a, 1, &r, 1)); /* warm: upload, module */
@@ -1101,17 +1102,7 @@ START_TEST(ptx_stream)
     ck_assert_msg(ms > 0, "the run took %g ms on the device", (double)ms);
     stats_of(ctx, &s1);
     ck_assert_uint_gt(s1.driver_calls, s0.driver_calls);
-    /* every element started from 0: the same value (tolerance 1e-4 as
-     * ptx_async's, for fewer rounds) */
-    float want = 0;
-    for (int i = 0; i < 32; i++) {
-        want = sinf(want + 1);
-    }
-    const float *d = weft_array_data(r, 0);
-    ck_assert_ptr_nonnull(d);
-    ck_assert_msg(fabsf(d[0] - want) < 1e-4f && fabsf(d[N - 1] - want) < 1e-4f,
-                  "%g %g, expected %g", (double)d[0], (double)d[N - 1],
-                  (double)want);
+    check_sin_rounds(r, N, 32);
     CU_OK(cu.event_destroy(e0));
     CU_OK(cu.event_destroy(e1));
     weft_array_release(r);
