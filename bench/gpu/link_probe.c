@@ -35,7 +35,9 @@
  * context (is a link in a weft process dearer?); LP_WARM=1 in the
  * environment first links text that is not PTX (does a failed link load
  * the driver's compiler, so that a warm-up could be done off the critical
- * path without filling the driver's cache?).
+ * path without filling the driver's cache?); LP_SAVE=DIR writes each
+ * file's cubin, linked without and with CU_JIT_SPLIT_COMPILE, into DIR
+ * (FILE.cubin, FILE.split.cubin: compare them with cuobjdump -sass).
  * The driver also keeps a cache of PTX it compiled for cuModuleLoadData
  * (~/.nv/ComputeCache; CUDA_CACHE_DISABLE=1 turns it off,
  * CUDA_CACHE_PATH moves it): run once with a fresh CUDA_CACHE_PATH and
@@ -395,6 +397,17 @@ int main(int argc, char **argv)
         size_t bin2_n = 0;
         make(&p[i], &hows[8], ms, &wall, &bin2, &bin2_n); /* link-split */
         same_split &= bin2_n == bin_n && memcmp(bin, bin2, bin_n) == 0;
+        const char *save = getenv("LP_SAVE");
+        for (int k = 0; save && k < 2; k++) { /* for cuobjdump -sass */
+            char path[1024];
+            snprintf(path, sizeof path, "%s/%s%s.cubin", save, base,
+                     k ? ".split" : "");
+            FILE *f = fopen(path, "wb");
+            if (f) {
+                fwrite(k ? bin2 : bin, 1, k ? bin2_n : bin_n, f);
+                fclose(f);
+            }
+        }
         free(bin2);
         free(bin);
         for (int h = 0; h < NHOW; h++) {

@@ -162,7 +162,8 @@ static void weft_cases(double *t, int n)
         free(h);
         char name[64];
         snprintf(name, sizeof name, "weft map %lld + wait", (long long)m);
-        time_weft(ctx, name, emap, in, 1, false, t, n);
+        /* both programs take x and y (one weft_program): map ignores y */
+        time_weft(ctx, name, emap, in, 2, false, t, n);
         snprintf(name, sizeof name, "weft dotp %lld + read", (long long)m);
         time_weft(ctx, name, edotp, in, 2, true, t, n);
         weft_array_release(in[0]);
