@@ -359,6 +359,11 @@ typedef struct weft_stats {
                                looking up their entry points */
     double disk_ms;         /* reading and writing the disk cache of
                                compiled kernels */
+    uint64_t driver_calls;  /* PTX: calls into the CUDA driver made for
+                               this context (launches, copies, waits,
+                               context switches, allocations, links):
+                               divided by the runs, weft's fixed cost per
+                               run (bench/gpu/overhead.c) */
 } weft_stats;
 
 /* Block until every kernel that ctx has compiled so far runs its fully
@@ -947,7 +952,8 @@ WEFT_API weft_status weft_run1(weft_program *p, weft_acc *const *results,
  * first read.
  *
  * Streams.  weft's GPU work runs on one non-blocking stream per context
- * (it does not synchronise with CUDA's legacy default stream).  Imports
+ * (it does not synchronise with CUDA's legacy default stream; its handle:
+ * weft_context_stream).  Imports
  * (weft_array_wrap_device, weft_array_from_dlpack of a CUDA tensor) wait
  * for all work queued so far on the device's primary context, by anyone
  * (cuCtxSynchronize; the primary context is the one CUDA's runtime, and
@@ -1107,6 +1113,21 @@ WEFT_API weft_status weft_run_into(weft_executable *exe,
  * failure of the device (WEFT_ERR_DEVICE) if one occurred; also
  * WEFT_ERR_NULL_ARGUMENT. */
 WEFT_API weft_status weft_array_wait(weft_array *a);
+
+/* ---- weft_context_stream (ptx): weft's CUDA stream ---------------------
+ * The CUDA stream on which ctx runs all its GPU work (kernels, copies),
+ * into *stream: a CUstream of the driver API, which is also a
+ * cudaStream_t of the runtime API (in the device's primary context).  A
+ * caller may record CUDA events on it around weft_run to time the run on
+ * the device (cudaEventRecord before and after, cudaEventElapsedTime:
+ * weft_run queues its kernels on this stream and returns without waiting
+ * unless it must read a kernel's error word), or make its own streams wait
+ * for weft's work (cudaStreamWaitEvent) instead of the host.  The stream
+ * belongs to ctx: never destroy it; it is valid until weft_context_free.
+ * Errors: WEFT_ERR_NULL_ARGUMENT; WEFT_ERR_BACKEND_UNAVAILABLE on interp
+ * and cpu and for a ptx context that compiles for another GPU (target
+ * "sm_XY"), *stream NULL then. */
+WEFT_API weft_status weft_context_stream(weft_context *ctx, void **stream);
 
 #ifdef __cplusplus
 }

@@ -519,6 +519,21 @@ weft_status weft_array_wait(weft_array *a)
     return a->mirror ? a->mirror->wait(a) : WEFT_OK;
 }
 
+weft_status weft_context_stream(weft_context *ctx, void **stream)
+{
+    static const char who[] = "weft_context_stream";
+    if (!stream) {
+        return fe_error(WEFT_ERR_NULL_ARGUMENT, "%s: stream is NULL", who);
+    }
+    *stream = NULL;
+    if (!ctx) {
+        return fe_error(WEFT_ERR_NULL_ARGUMENT, "%s: the context is NULL", who);
+    }
+    const fe_device_ops *dev;
+    weft_status st = device_of(ctx, who, &dev);
+    return st ? st : dev->stream(ctx, stream, who);
+}
+
 weft_status fe_array_copy(weft_array *dst, weft_array *src, const char *who)
 {
     if (dst == src) {

@@ -700,6 +700,8 @@ typedef struct fe_device_ops {
                             size_t bytes, const char *who);
     /* dst = src on the device (dst a device array). */
     weft_status (*copy)(weft_array *dst, weft_array *src, const char *who);
+    /* The stream the context's work runs on (weft_context_stream). */
+    weft_status (*stream)(weft_context *ctx, void **out, const char *who);
 } fe_device_ops;
 
 extern const fe_backend fe_backend_interp;

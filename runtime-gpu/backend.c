@@ -184,6 +184,7 @@ static void ptx_stats(const weft_context *ctx, weft_stats *out)
     out->bytes_downloaded = ms.downloaded;
     out->evictions = ms.evictions;
     out->device_bytes = ms.held;
+    out->driver_calls = ms.calls;
 }
 
 /* ---- compile ----------------------------------------------------------- */
@@ -250,35 +251,30 @@ static weft_status build_ptx(ptx_state *st, weft_executable *exe,
     return s;
 }
 
-/* Load image (PTX or cubin) as kernel k and add it to the table. */
-static weft_status load_kernel(ptx_state *st, sk_kernel *k, const void *img,
-                               size_t n, bool is_ptx, char names[][80],
+/* Load cubin (n bytes) as kernel k and add it to the table (st locked);
+ * `store`: also write it to the disk cache. */
+static weft_status load_kernel(ptx_state *st, sk_kernel *k, const void *cubin,
+                               size_t n, bool store, char names[][80],
                                int nfn, ptx_kernel **out)
 {
     ptx_kernel *pk = fe_calloc(NULL, sizeof *pk);
     if (!pk) {
         return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
     }
-    void *cubin = NULL;
-    size_t cubin_n = 0;
-    weft_status s = gpu_module_load(st->dev, img, n, is_ptx,
-                                    is_ptx ? &cubin : NULL, &cubin_n,
+    weft_status s = gpu_module_load(st->dev, cubin, n, false, NULL, NULL,
                                     "weft_compile", &pk->mod);
     for (int i = 0; s == WEFT_OK && i < nfn; i++) {
         memcpy(pk->names[i], names[i], sizeof pk->names[i]);
         s = gpu_module_fn(st->dev, pk->mod, pk->names[i], 0, k->block_max,
                           &pk->fn[i]);
     }
-    if (s == WEFT_OK && cubin) {
-        rt_disk_store(&st->disk, k->key, cubin, cubin_n);
-    }
-    if (cubin) {
-        fe_free(NULL, cubin, cubin_n);
-    }
     if (s) {
         gpu_module_free(st->dev, pk->mod);
         fe_free(NULL, pk, sizeof *pk);
         return s;
+    }
+    if (store) {
+        rt_disk_store(&st->disk, k->key, cubin, n);
     }
     memcpy(pk->key, k->key, 32);
     pk->nfn = nfn;
@@ -288,10 +284,172 @@ static weft_status load_kernel(ptx_state *st, sk_kernel *k, const void *img,
     return WEFT_OK;
 }
 
-/* rt_get_fn: the kernel's functions from the table, the disk or LLVM. */
+/* Linking in parallel.  The driver's JIT runs in several threads at once
+ * (bench/gpu/link_probe.c), so weft_compile does not wait for a kernel's
+ * link: each new kernel's PTX is linked on a thread of its own while the
+ * compile goes on with the next kernel's IR, and the links are waited for
+ * (in order; at most LINKS_MAX at a time) when the plan is complete, their
+ * cubins loaded, stored on disk and handed to the kernels.  A kernel met
+ * again in the same compile waits for the same link. */
+#define LINKS_MAX 4
+
+typedef struct ptx_waiter {
+    struct ptx_waiter *next;
+    sk_kernel *k;
+} ptx_waiter;
+
+typedef struct ptx_link {
+    struct ptx_link *next;
+    sk_kernel *k;               /* the kernel it was built for */
+    ptx_waiter *waiters;        /* others of the same key */
+    char names[SK_MAX_ENTRY][80];
+    int nfn;
+    gpu_dev *dev;
+    LLVMMemoryBufferRef ptx;
+    pthread_t thread;
+    bool threaded;              /* thread runs it (else done in line) */
+    bool done;                  /* finished (waited for, loaded) */
+    double ms;                  /* the build's time before the link */
+    double link_ms;
+    weft_status status;         /* the link's */
+    char msg[FE_MSG_MAX];       /* its message, for the compiling thread */
+    void *cubin;
+    size_t cubin_n;
+} ptx_link;
+
+/* What rt_plan's get_kernel works with: the context's state and the links
+ * of this compile, oldest first. */
+typedef struct ptx_compiling {
+    weft_context *ctx;
+    ptx_state *st;
+    ptx_link *links, *last;
+    int running;
+} ptx_compiling;
+
+static void *link_thread(void *arg)
+{
+    ptx_link *l = arg;
+    double t0 = now_ms();
+    l->status = gpu_link(l->dev, LLVMGetBufferStart(l->ptx),
+                         LLVMGetBufferSize(l->ptx), &l->cubin, &l->cubin_n,
+                         "weft_compile");
+    if (l->status != WEFT_OK) {
+        snprintf(l->msg, sizeof l->msg, "%s", weft_last_error());
+    }
+    l->link_ms = now_ms() - t0;
+    return NULL;
+}
+
+/* Wait for link l, load its cubin and fill its kernels' entries.  The
+ * link's failure comes back as its status with its message. */
+static weft_status link_finish(ptx_compiling *pc, ptx_link *l)
+{
+    if (l->done) {
+        return l->status;
+    }
+    if (l->threaded) {
+        pthread_join(l->thread, NULL);
+        pc->running--;
+    }
+    l->done = true;
+    LLVMDisposeMemoryBuffer(l->ptx);
+    l->ptx = NULL;
+    ptx_state *st = pc->st;
+    if (l->status != WEFT_OK) {
+        return fe_error_copy(l->status, l->msg);
+    }
+    pthread_mutex_lock(&st->lock);
+    ptx_kernel *pk = NULL;
+    weft_status s = load_kernel(st, l->k, l->cubin, l->cubin_n, true,
+                                l->names, l->nfn, &pk);
+    st->compile_ms += l->ms + l->link_ms;
+    if (s == WEFT_OK) {
+        st->compiled++;
+        for (int i = 0; i < l->nfn; i++) {
+            l->k->entry[i] = &pk->fn[i];
+        }
+        for (ptx_waiter *w = l->waiters; w; w = w->next) {
+            for (int i = 0; i < l->nfn; i++) {
+                w->k->entry[i] = &pk->fn[i];
+            }
+            st->reused++;
+        }
+    }
+    pthread_mutex_unlock(&st->lock);
+    fe_free(pc->ctx, l->cubin, l->cubin_n);
+    l->cubin = NULL;
+    l->status = s;
+    return s;
+}
+
+/* Start linking ptx (taken over) for kernel k, on a thread when one can
+ * be had (else here, now), after waiting for the oldest running link
+ * when LINKS_MAX run. */
+static weft_status link_start(ptx_compiling *pc, sk_kernel *k,
+                              char names[][80], int nfn,
+                              LLVMMemoryBufferRef ptx, double ms)
+{
+    weft_status s = WEFT_OK;
+    for (ptx_link *l = pc->links; pc->running >= LINKS_MAX && l; l = l->next) {
+        if (!l->done && (s = link_finish(pc, l)) != WEFT_OK) {
+            LLVMDisposeMemoryBuffer(ptx);
+            return s;
+        }
+    }
+    ptx_link *l = fe_calloc(pc->ctx, sizeof *l);
+    if (!l) {
+        LLVMDisposeMemoryBuffer(ptx);
+        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+    }
+    l->k = k;
+    memcpy(l->names, names, sizeof l->names[0] * (size_t)nfn);
+    l->nfn = nfn;
+    l->dev = pc->st->dev;
+    l->ptx = ptx;
+    l->ms = ms;
+    if (pc->last) {
+        pc->last->next = l;
+    } else {
+        pc->links = l;
+    }
+    pc->last = l;
+    if (pthread_create(&l->thread, NULL, link_thread, l) == 0) {
+        l->threaded = true;
+        pc->running++;
+        return WEFT_OK;
+    }
+    link_thread(l); /* no thread to be had: link here */
+    return l->status == WEFT_OK ? WEFT_OK
+                                : fe_error_copy(l->status, l->msg);
+}
+
+/* Wait for every link of the compile and free them; the first failure's
+ * status (with its message), else `s`. */
+static weft_status links_end(ptx_compiling *pc, weft_status s)
+{
+    for (ptx_link *l = pc->links, *next; l; l = next) {
+        next = l->next;
+        weft_status r = link_finish(pc, l);
+        if (s == WEFT_OK) {
+            s = r;
+        }
+        for (ptx_waiter *w = l->waiters, *wn; w; w = wn) {
+            wn = w->next;
+            fe_free(pc->ctx, w, sizeof *w);
+        }
+        fe_free(pc->ctx, l->cubin, l->cubin_n);
+        fe_free(pc->ctx, l, sizeof *l);
+    }
+    pc->links = pc->last = NULL;
+    return s;
+}
+
+/* rt_get_fn: the kernel's functions from the table, the disk or LLVM (the
+ * link then goes on beside the compile: link_start). */
 static weft_status get_kernel(void *user, weft_executable *exe, sk_kernel *k)
 {
-    ptx_state *st = user;
+    ptx_compiling *pc = user;
+    ptx_state *st = pc->st;
     kernel_key(st, exe->ctx, &exe->core, k);
     int nfn = k->nentry * (k->general ? 2 : 1);
     if (nfn > SK_MAX_ENTRY) {
@@ -314,6 +472,19 @@ static weft_status get_kernel(void *user, weft_executable *exe, sk_kernel *k)
         sprintf(p, "_%d", i);
         np[i] = names[i];
     }
+    for (ptx_link *l = pc->links; l; l = l->next) {
+        if (memcmp(l->k->key, k->key, 32) == 0) { /* being linked */
+            ptx_waiter *w = fe_calloc(pc->ctx, sizeof *w);
+            if (!w) {
+                return fe_error(WEFT_ERR_OUT_OF_MEMORY,
+                                "weft_compile: out of memory");
+            }
+            w->k = k;
+            w->next = l->waiters;
+            l->waiters = w;
+            return WEFT_OK;
+        }
+    }
     pthread_mutex_lock(&st->lock);
     weft_status s = WEFT_OK;
     ptx_kernel *pk = st->kernels;
@@ -327,7 +498,7 @@ static weft_status get_kernel(void *user, weft_executable *exe, sk_kernel *k)
         size_t n = 0;
         if (rt_disk_load(&st->disk, k->key, &img, &n) == 1) {
             s = load_kernel(st, k, img, n, false, names, nfn, &pk);
-            fe_free(NULL, img, n);
+            fe_free(exe->ctx, img, n);
             if (s == WEFT_OK) {
                 st->loaded++;
             }
@@ -344,17 +515,13 @@ static weft_status get_kernel(void *user, weft_executable *exe, sk_kernel *k)
                 pthread_mutex_unlock(&st->lock);
                 return WEFT_OK;
             }
+            pthread_mutex_unlock(&st->lock);
             if (s == WEFT_OK) {
-                s = load_kernel(st, k, LLVMGetBufferStart(ptx),
-                                LLVMGetBufferSize(ptx), true, names, nfn, &pk);
-            }
-            if (ptx) {
+                s = link_start(pc, k, names, nfn, ptx, now_ms() - t0);
+            } else if (ptx) {
                 LLVMDisposeMemoryBuffer(ptx);
             }
-            st->compile_ms += now_ms() - t0;
-            if (s == WEFT_OK) {
-                st->compiled++;
-            }
+            return s;
         }
     }
     if (s == WEFT_OK) {
@@ -369,8 +536,9 @@ static weft_status get_kernel(void *user, weft_executable *exe, sk_kernel *k)
 static weft_status ptx_compile(weft_executable *exe)
 {
     rt_plan_t *pl;
-    weft_status s = rt_plan(exe, &sk_target_ptx, get_kernel,
-                            state_of(exe->ctx), &pl);
+    ptx_compiling pc = {.ctx = exe->ctx, .st = state_of(exe->ctx)};
+    weft_status s = rt_plan(exe, &sk_target_ptx, get_kernel, &pc, &pl);
+    s = links_end(&pc, s);
     if (s == WEFT_OK) {
         exe->be_state = pl;
     }
@@ -379,11 +547,19 @@ static weft_status ptx_compile(weft_executable *exe)
 
 /* ---- run: the GPU's half of runtime/rt.h ------------------------------- */
 
-/* The arrays a job pinned on the device (unpinned when it is done). */
+/* The arrays a job pinned on the device (unpinned when it is done), and
+ * its zeroed auxiliary arrays: those live in one device block of the
+ * pool, zeroed by one memset when the first of them is given an address
+ * (rt_addr), and have no device mirror (nothing reads them back through
+ * one; the error word is read by its address, rt_read_error). */
 typedef struct ptx_job {
     int n;
     weft_array *pinned[64];
     weft_array *zero[8];         /* auxiliary arrays to zero on the device */
+    uint64_t zero_at[8];         /* the address of each one's first leaf
+                                    (the others follow: leaf_bytes) */
+    uint64_t block;              /* the block holding them (0: not yet) */
+    size_t block_bytes;
 } ptx_job;
 
 static gpu_dev *dev_of(rt_job *j)
@@ -414,37 +590,67 @@ static weft_status rt_aux(rt_job *j, int a, weft_type type, int64_t n,
     if (host_filled) {
         return fe_array_new(j->ctx, WHO, type, 1, &n, &j->aux[a]);
     }
-    ((ptx_job *)j->be_job)->zero[a] = NULL;
+    ptx_job *pj = j->be_job;
+    pj->zero[a] = NULL;
     weft_status s = fe_array_new_raw(j->ctx, WHO, type, 1, &n, &j->aux[a]);
     if (s == WEFT_OK) {
-        ((ptx_job *)j->be_job)->zero[a] = j->aux[a];
+        pj->zero[a] = j->aux[a];
     }
     return s;
 }
 
-/* Whether a is an auxiliary array to zero on the device. */
-static bool is_zero_aux(const rt_job *j, const weft_array *a)
+/* The index of a among the job's zeroed auxiliary arrays, or -1. */
+static int zero_index(const rt_job *j, const weft_array *a)
 {
     const ptx_job *pj = j->be_job;
     for (int i = 0; i < 8; i++) {
         if (a && pj->zero[i] == a) {
-            return true;
+            return i;
         }
     }
-    return false;
+    return -1;
 }
 
-/* The device copy of a zeroed auxiliary array (device buffers come in
- * multiples of 256 bytes, so whole words may be set). */
-static weft_status zero_aux(rt_job *j, weft_array *a, uint64_t *ptrs)
+/* The bytes leaf l of a takes in the job's block: a multiple of 256. */
+static size_t leaf_bytes(const rt_job *j, const weft_array *a, int l)
 {
-    weft_status s = gpu_array_out(dev_of(j), a, ptrs, WHO);
     const weft_type *leaf;
     fe_type_leaves(j->ctx, a->type, &leaf);
-    for (int l = 0; s == WEFT_OK && l < a->nleaf; l++) {
-        size_t bytes = (size_t)a->size * weft_type_size(leaf[l]);
-        if (bytes > 0) {
-            s = gpu_memset32(dev_of(j), ptrs[l], 0, (bytes + 3) / 4, WHO);
+    size_t bytes = (size_t)a->size * weft_type_size(leaf[l]);
+    return (bytes + 255) & ~(size_t)255;
+}
+
+/* Give every zeroed auxiliary array of the job its place in one pooled
+ * device block (its leaves one after another, each at a multiple of 256
+ * bytes) and zero the block with one memset.  The error word of a kernel
+ * that cannot fail is never written, so a block holding nothing else is
+ * not zeroed at all. */
+static weft_status zero_block(rt_job *j)
+{
+    ptx_job *pj = j->be_job;
+    size_t total = 0;
+    bool needed = false;
+    for (int i = 0; i < 8; i++) {
+        weft_array *a = pj->zero[i];
+        for (int l = 0; a && l < a->nleaf; l++) {
+            total += leaf_bytes(j, a, l);
+        }
+        needed |= a && (i != SK_ERR_AUX || j->k->may_fail);
+    }
+    weft_status s = gpu_mem_alloc(dev_of(j), total, &pj->block, WHO);
+    if (s) {
+        return s;
+    }
+    pj->block_bytes = total;
+    if (needed && total > 0) {
+        s = gpu_memset32(dev_of(j), pj->block, 0, total / 4, WHO);
+    }
+    uint64_t at = pj->block;
+    for (int i = 0; i < 8; i++) {
+        weft_array *a = pj->zero[i];
+        pj->zero_at[i] = at;
+        for (int l = 0; a && l < a->nleaf; l++) {
+            at += leaf_bytes(j, a, l);
         }
     }
     return s;
@@ -463,9 +669,19 @@ static weft_status rt_addr(rt_job *j, weft_array *a, bool written,
     if (pj->n == (int)(sizeof pj->pinned / sizeof pj->pinned[0])) {
         return fe_error(WEFT_ERR_INTERNAL, WHO ": a kernel with too many arrays");
     }
-    weft_status s = is_out(j, a)        ? gpu_array_out(dev_of(j), a, ptrs, WHO)
-                    : is_zero_aux(j, a) ? zero_aux(j, a, ptrs)
-                                        : gpu_array_in(dev_of(j), a, ptrs, WHO);
+    int z = is_out(j, a) ? -1 : zero_index(j, a);
+    if (z >= 0) {
+        weft_status s = pj->block || pj->block_bytes ? WEFT_OK : zero_block(j);
+        uint64_t at = pj->zero_at[z];
+        for (int l = 0; s == WEFT_OK && l < a->nleaf; l++) {
+            size_t bytes = leaf_bytes(j, a, l);
+            ptrs[l] = bytes > 0 ? at : 0;
+            at += bytes;
+        }
+        return s;
+    }
+    weft_status s = is_out(j, a) ? gpu_array_out(dev_of(j), a, ptrs, WHO)
+                                 : gpu_array_in(dev_of(j), a, ptrs, WHO);
     if (s == WEFT_OK) {
         pj->pinned[pj->n++] = a;
     }
@@ -538,6 +754,10 @@ static void rt_done(rt_job *j)
         gpu_array_unpin(dev_of(j), pj->pinned[i]);
     }
     pj->n = 0;
+    /* the stream is ordered: the block may serve the next job at once */
+    gpu_mem_free(dev_of(j), pj->block, pj->block_bytes);
+    pj->block = 0;
+    pj->block_bytes = 0;
 }
 
 static const rt_ops ptx_rt_ops = {
@@ -592,10 +812,15 @@ static weft_status ptx_run(weft_executable *exe, weft_array *const *in,
                         "(target %s) and cannot run kernels",
                         exe->ctx->cfg.target_cpu);
     }
-    gpu_lock(d);
-    weft_status s = fe_interp_hooked(exe->ctx, &exe->core, in, out, cancel,
-                                     into, hook, exe);
-    gpu_unlock(d);
+    /* entered once for the whole run: its kernels, copies and waits make
+     * the context current no more (cuda.c, "Contexts and threads") */
+    weft_status s = gpu_enter(d, WHO);
+    if (s) {
+        return s;
+    }
+    s = fe_interp_hooked(exe->ctx, &exe->core, in, out, cancel, into, hook,
+                         exe);
+    gpu_leave(d);
     return s;
 }
 
@@ -693,6 +918,14 @@ static weft_status dev_copy(weft_array *dst, weft_array *src, const char *who)
     return s;
 }
 
+static weft_status dev_stream(weft_context *ctx, void **out, const char *who)
+{
+    gpu_dev *d;
+    weft_status s = device(ctx, who, &d);
+    *out = s ? NULL : gpu_dev_stream(d);
+    return s;
+}
+
 static const fe_device_ops ptx_device_ops = {
     .ordinal = dev_ordinal,
     .sync_all = dev_sync_all,
@@ -700,6 +933,7 @@ static const fe_device_ops ptx_device_ops = {
     .export_ptr = dev_export,
     .download = dev_download,
     .copy = dev_copy,
+    .stream = dev_stream,
 };
 
 const fe_backend fe_backend_ptx = {

@@ -21,16 +21,20 @@
  * primary context (retained, so several gpu_devs of one device share it),
  * one non-blocking stream on which everything runs in order, and a
  * recursive mutex.  Each public function that touches the device locks the
- * mutex and pushes the context on the calling thread's context stack
- * (gpu_enter), and pops it and unlocks on every path out (gpu_leave), so
- * that any host thread may call in and nested calls (the backend holding
- * the lock for a run, a mirror hook inside it) are fine.
+ * mutex and makes the context current on the calling thread (gpu_enter),
+ * and undoes that and unlocks on every path out (gpu_leave), so that any
+ * host thread may call in and nested calls (the backend holding the lock
+ * for a run, a mirror hook inside it) are fine.  Only the outermost enter
+ * of a thread costs driver calls: cuCtxGetCurrent, and a push and a pop
+ * of the context when another one (or none) was current there; a run
+ * enters once for all its kernels, copies and waits.
  *
  * Modules.  PTX is linked to a cubin by the driver's JIT linker
  * (cuLinkCreate / cuLinkAddData / cuLinkComplete), for the architecture of
  * the current context, with an error log whose text goes into the message
- * of a failed link; the cubin is loaded with cuModuleLoadData and a copy
- * handed back for the disk cache.  A cubin from the cache is checked to be
+ * of a failed link and the compiler's work split over the machine's
+ * threads (CU_JIT_SPLIT_COMPILE, where the driver knows it); the cubin is
+ * loaded with cuModuleLoadData and a copy handed back for the disk cache.  A cubin from the cache is checked to be
  * a whole ELF image before the driver reads it (the driver takes no size).
  *
  * Launch configuration.  cuOccupancyMaxPotentialBlockSize gives a kernel's
@@ -78,6 +82,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <time.h>
 
 #include "driver.h"
@@ -109,6 +114,7 @@ static const struct {
         "cuDevicePrimaryCtxRelease"),
     SYM(cuCtxPushCurrent, "cuCtxPushCurrent_v2", NULL),
     SYM(cuCtxPopCurrent, "cuCtxPopCurrent_v2", NULL),
+    SYM(cuCtxGetCurrent, "cuCtxGetCurrent", NULL),
     SYM(cuStreamCreate, "cuStreamCreate", NULL),
     SYM(cuStreamSynchronize, "cuStreamSynchronize", NULL),
     SYM(cuCtxSynchronize, "cuCtxSynchronize", NULL),
@@ -320,20 +326,36 @@ weft_status gpu_cu_fail(gpu_dev *d, const char *who, const char *call,
 weft_status gpu_enter(gpu_dev *d, const char *who)
 {
     pthread_mutex_lock(&d->lock);
-    CUresult r = gpu_drv.cuCtxPushCurrent(d->cu);
+    if (d->entered > 0) { /* this thread entered already (the lock is
+                             recursive): d's context is current */
+        d->entered++;
+        return WEFT_OK;
+    }
+    CUcontext cur = NULL;
+    if (gpu_call(d)->cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == d->cu) {
+        d->pushed = false;
+        d->entered = 1;
+        return WEFT_OK;
+    }
+    CUresult r = gpu_call(d)->cuCtxPushCurrent(d->cu);
     if (r != CUDA_SUCCESS) {
         weft_status s =
             gpu_cu_fail(d, who, "cuCtxPushCurrent", r, __FILE__, __LINE__);
         pthread_mutex_unlock(&d->lock);
         return s;
     }
+    d->pushed = true;
+    d->entered = 1;
     return WEFT_OK;
 }
 
 void gpu_leave(gpu_dev *d)
 {
-    CUcontext popped;
-    gpu_drv.cuCtxPopCurrent(&popped); /* cannot fail after a push */
+    if (--d->entered == 0 && d->pushed) {
+        CUcontext popped;
+        gpu_call(d)->cuCtxPopCurrent(&popped); /* cannot fail after a push */
+        d->pushed = false;
+    }
     pthread_mutex_unlock(&d->lock);
 }
 
@@ -435,11 +457,11 @@ weft_status gpu_dev_open(weft_context *ctx, int ordinal, gpu_dev **out)
 cleanup:
     if (pushed) {
         CUcontext popped;
-        gpu_drv.cuCtxPopCurrent(&popped);
+        gpu_call(d)->cuCtxPopCurrent(&popped);
     }
     if (st != WEFT_OK) {
         if (retained) {
-            gpu_drv.cuDevicePrimaryCtxRelease(d->dev);
+            gpu_call(d)->cuDevicePrimaryCtxRelease(d->dev);
         }
         pthread_mutex_destroy(&d->lock);
         fe_free(ctx, d, sizeof *d);
@@ -457,26 +479,30 @@ void gpu_dev_close(gpu_dev *d)
         return;
     }
     pthread_mutex_lock(&d->lock);
-    bool live = gpu_drv.cuCtxPushCurrent(d->cu) == CUDA_SUCCESS;
+    bool live = gpu_call(d)->cuCtxPushCurrent(d->cu) == CUDA_SUCCESS;
     gpu_mem_release_all(d, live);
     if (live && d->cancel_host) {
-        gpu_drv.cuMemFreeHost((void *)d->cancel_host);
+        gpu_call(d)->cuMemFreeHost((void *)d->cancel_host);
         d->cancel_host = NULL;
     }
+    if (live && d->bounce) {
+        gpu_call(d)->cuMemFreeHost(d->bounce);
+        d->bounce = NULL;
+    }
     if (live) {
-        timed_flush(d, d->ntimed > 0 && gpu_drv.cuStreamSynchronize(d->stream)
+        timed_flush(d, d->ntimed > 0 && gpu_call(d)->cuStreamSynchronize(d->stream)
                                             == CUDA_SUCCESS);
         for (int i = 0; i < d->nevents; i++) {
-            gpu_drv.cuEventDestroy(d->timed[i].start);
-            gpu_drv.cuEventDestroy(d->timed[i].end);
+            gpu_call(d)->cuEventDestroy(d->timed[i].start);
+            gpu_call(d)->cuEventDestroy(d->timed[i].end);
         }
     }
     if (live) {
-        gpu_drv.cuStreamDestroy(d->stream);
+        gpu_call(d)->cuStreamDestroy(d->stream);
         CUcontext popped;
-        gpu_drv.cuCtxPopCurrent(&popped);
+        gpu_call(d)->cuCtxPopCurrent(&popped);
     }
-    gpu_drv.cuDevicePrimaryCtxRelease(d->dev);
+    gpu_call(d)->cuDevicePrimaryCtxRelease(d->dev);
     pthread_mutex_unlock(&d->lock);
     pthread_mutex_destroy(&d->lock);
     fe_free(d->ctx, d, sizeof *d);
@@ -493,7 +519,7 @@ weft_status gpu_ctx_sync(gpu_dev *d, const char *who)
     if (st != WEFT_OK) {
         return st;
     }
-    CUresult r = gpu_drv.cuCtxSynchronize();
+    CUresult r = gpu_call(d)->cuCtxSynchronize();
     if (r != CUDA_SUCCESS) {
         st = gpu_cu_fail(d, who, "cuCtxSynchronize", r, __FILE__, __LINE__);
     }
@@ -520,6 +546,11 @@ uint64_t gpu_dev_memory(const gpu_dev *d)
 const char *gpu_dev_name(const gpu_dev *d)
 {
     return d->name;
+}
+
+void *gpu_dev_stream(const gpu_dev *d)
+{
+    return d->stream;
 }
 
 /* ---- modules ------------------------------------------------------------- */
@@ -610,6 +641,88 @@ static weft_status link_fail(const char *who, const char *call, CUresult r,
                     n ? ": " : "", log);
 }
 
+weft_status gpu_link(gpu_dev *d, const void *text, size_t n, void **cubin,
+                     size_t *cubin_n, const char *who)
+{
+    *cubin = NULL;
+    *cubin_n = 0;
+    if (n == 0 || n == SIZE_MAX) {
+        return fe_error(WEFT_ERR_DEVICE, "%s: the kernel image is empty",
+                        who);
+    }
+    /* The JIT wants the text NUL-terminated, the NUL counted. */
+    char *ptx = fe_alloc(d->ctx, n + 1);
+    if (!ptx) {
+        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+    }
+    memcpy(ptx, text, n);
+    ptx[n] = '\0';
+    /* d's lock is not taken: only this thread's context stack is touched,
+     * and failures name no kernel (gpu_cu_fail without d) */
+    weft_status st = WEFT_OK;
+    CUlinkState link = NULL;
+    void *bin = NULL, *copy = NULL;
+    size_t bin_n = 0;
+    char log[LOG_MAX];
+    log[0] = '\0';
+    uint64_t t0 = fe_clock_ns();
+    CUresult r = gpu_call(d)->cuCtxPushCurrent(d->cu);
+    if (r != CUDA_SUCCESS) {
+        st = gpu_cu_fail(NULL, who, "cuCtxPushCurrent", r, __FILE__, __LINE__);
+        fe_free(d->ctx, ptx, n + 1);
+        return st;
+    }
+    /* CU_JIT_SPLIT_COMPILE 0: the compiler's optimisations on as many
+     * threads as the machine has (bench/gpu/link_probe.c: n-body's fold of
+     * three large entries 170 -> 120 ms, one-entry kernels about the same;
+     * the code differs in its schedule, not in its number of instructions,
+     * within 0.5%); a driver that does not know the option refuses it, and
+     * the link goes without it. */
+    CUjit_option opt[3] = {CU_JIT_ERROR_LOG_BUFFER,
+                           CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                           CU_JIT_SPLIT_COMPILE};
+    void *val[3] = {log, (void *)(uintptr_t)LOG_MAX, (void *)0};
+    r = gpu_call(d)->cuLinkCreate(3, opt, val, &link);
+    if (r == CUDA_ERROR_INVALID_VALUE) {
+        r = gpu_call(d)->cuLinkCreate(2, opt, val, &link);
+    }
+    if (r != CUDA_SUCCESS) {
+        st = gpu_cu_fail(NULL, who, "cuLinkCreate", r, __FILE__, __LINE__);
+        link = NULL;
+        goto cleanup;
+    }
+    r = gpu_call(d)->cuLinkAddData(link, CU_JIT_INPUT_PTX, ptx, n + 1,
+                                   "weft.ptx", 0, NULL, NULL);
+    if (r != CUDA_SUCCESS) {
+        st = link_fail(who, "cuLinkAddData", r, log);
+        goto cleanup;
+    }
+    r = gpu_call(d)->cuLinkComplete(link, &bin, &bin_n);
+    if (r != CUDA_SUCCESS) {
+        st = link_fail(who, "cuLinkComplete", r, log);
+        goto cleanup;
+    }
+    /* the cubin belongs to the link state: copied before it goes */
+    copy = fe_alloc(d->ctx, bin_n);
+    if (!copy) {
+        st = fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+        goto cleanup;
+    }
+    memcpy(copy, bin, bin_n);
+    *cubin = copy;
+    *cubin_n = bin_n;
+    fe_phase_end(d->ctx, FE_PHASE_DRIVER_LINK, t0, "cuda.link",
+                 "\"ptx_bytes\":%zu,\"cubin_bytes\":%zu", n, bin_n);
+cleanup:
+    if (link) {
+        gpu_call(d)->cuLinkDestroy(link);
+    }
+    CUcontext popped;
+    gpu_call(d)->cuCtxPopCurrent(&popped);
+    fe_free(d->ctx, ptx, n + 1);
+    return st;
+}
+
 weft_status gpu_module_load(gpu_dev *d, const void *image, size_t n,
                             bool is_ptx, void **cubin, size_t *cubin_n,
                             const char *who, gpu_module **out)
@@ -628,83 +741,42 @@ weft_status gpu_module_load(gpu_dev *d, const void *image, size_t n,
         return fe_error(WEFT_ERR_DEVICE, "%s: the kernel image is empty",
                         who);
     }
-    gpu_module *m = fe_calloc(d->ctx, sizeof *m);
-    if (!m) {
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+    void *bin = NULL;
+    size_t bin_n = 0;
+    if (is_ptx) {
+        weft_status st = gpu_link(d, image, n, &bin, &bin_n, who);
+        if (st != WEFT_OK) {
+            return st;
+        }
+        image = bin;
+        n = bin_n;
+    } else if (!cubin_whole(image, n)) {
+        return fe_error(WEFT_ERR_DEVICE,
+                        "%s: the cubin (%zu bytes) is not a whole ELF image",
+                        who, n);
     }
-    weft_status st = gpu_enter(d, who);
+    gpu_module *m = fe_calloc(d->ctx, sizeof *m);
+    weft_status st = m ? gpu_enter(d, who)
+                       : fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory",
+                                  who);
     if (st != WEFT_OK) {
         fe_free(d->ctx, m, sizeof *m);
+        fe_free(d->ctx, bin, bin_n);
         return st;
     }
-    char *ptx = NULL;
-    CUlinkState link = NULL;
-    char log[LOG_MAX];
-    log[0] = '\0';
-    const void *img = image;
-    size_t img_n = n;
-    uint64_t t0 = 0;
-    if (is_ptx) {
-        /* The JIT wants the text NUL-terminated, the NUL counted. */
-        ptx = fe_alloc(d->ctx, n + 1);
-        if (!ptx) {
-            st = fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
-            goto cleanup;
-        }
-        memcpy(ptx, image, n);
-        ptx[n] = '\0';
-        CUjit_option opt[2] = {CU_JIT_ERROR_LOG_BUFFER,
-                               CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
-        void *val[2] = {log, (void *)(uintptr_t)LOG_MAX};
-        t0 = fe_clock_ns();
-        GPU_CU(d, who, cuLinkCreate, 2, opt, val, &link);
-        CUresult r = gpu_drv.cuLinkAddData(link, CU_JIT_INPUT_PTX, ptx, n + 1,
-                                           "weft.ptx", 0, NULL, NULL);
-        if (r != CUDA_SUCCESS) {
-            st = link_fail(who, "cuLinkAddData", r, log);
-            goto cleanup;
-        }
-        void *bin = NULL;
-        size_t bin_n = 0;
-        r = gpu_drv.cuLinkComplete(link, &bin, &bin_n);
-        if (r != CUDA_SUCCESS) {
-            st = link_fail(who, "cuLinkComplete", r, log);
-            goto cleanup;
-        }
-        img = bin; /* owned by the link state: copied before it goes */
-        img_n = bin_n;
-        fe_phase_end(d->ctx, FE_PHASE_DRIVER_LINK, t0, "cuda.link",
-                     "\"ptx_bytes\":%zu,\"cubin_bytes\":%zu", n, bin_n);
-    } else if (!cubin_whole(image, n)) {
-        st = fe_error(WEFT_ERR_DEVICE,
-                      "%s: the cubin (%zu bytes) is not a whole ELF image",
-                      who, n);
-        goto cleanup;
-    }
-    t0 = fe_clock_ns();
-    GPU_CU(d, who, cuModuleLoadData, &m->mod, img);
+    uint64_t t0 = fe_clock_ns();
+    GPU_CU(d, who, cuModuleLoadData, &m->mod, image);
     fe_phase_end(d->ctx, FE_PHASE_DRIVER_LINK, t0, "cuda.module_load",
-                 "\"cubin_bytes\":%zu,\"from\":\"%s\"", img_n,
+                 "\"cubin_bytes\":%zu,\"from\":\"%s\"", n,
                  is_ptx ? "link" : "disk cache");
-    if (cubin) {
-        void *copy = fe_alloc(d->ctx, img_n);
-        if (!copy) {
-            st = fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
-            goto cleanup;
-        }
-        memcpy(copy, img, img_n);
-        *cubin = copy;
-        *cubin_n = img_n;
-    }
 cleanup:
-    if (link) {
-        gpu_drv.cuLinkDestroy(link);
-    }
-    if (st != WEFT_OK && m->mod) {
-        gpu_drv.cuModuleUnload(m->mod);
-    }
     gpu_leave(d);
-    fe_free(d->ctx, ptx, n + 1);
+    if (st == WEFT_OK && cubin && bin) {
+        *cubin = bin; /* the caller's now */
+        *cubin_n = bin_n;
+    } else {
+        fe_free(d->ctx, bin, bin_n);
+    }
     if (st != WEFT_OK) {
         fe_free(d->ctx, m, sizeof *m);
         return st;
@@ -719,10 +791,10 @@ void gpu_module_free(gpu_dev *d, gpu_module *m)
         return;
     }
     pthread_mutex_lock(&d->lock);
-    if (gpu_drv.cuCtxPushCurrent(d->cu) == CUDA_SUCCESS) {
-        gpu_drv.cuModuleUnload(m->mod);
+    if (gpu_call(d)->cuCtxPushCurrent(d->cu) == CUDA_SUCCESS) {
+        gpu_call(d)->cuModuleUnload(m->mod);
         CUcontext popped;
-        gpu_drv.cuCtxPopCurrent(&popped);
+        gpu_call(d)->cuCtxPopCurrent(&popped);
     }
     pthread_mutex_unlock(&d->lock);
     for (gpu_name *nm = m->names, *next; nm; nm = next) {
@@ -746,7 +818,7 @@ weft_status gpu_module_fn(gpu_dev *d, gpu_module *m, const char *name,
         return st;
     }
     CUfunction f = NULL;
-    CUresult r = gpu_drv.cuModuleGetFunction(&f, m->mod, name);
+    CUresult r = gpu_call(d)->cuModuleGetFunction(&f, m->mod, name);
     if (r == CUDA_ERROR_NOT_FOUND) {
         st = fe_error(WEFT_ERR_INTERNAL, "%s: the module has no kernel %s",
                       who, name);
@@ -838,9 +910,9 @@ static void timed_flush(gpu_dev *d, bool done)
     for (int i = 0; done && i < d->ntimed; i++) {
         const gpu_timed *t = &d->timed[i];
         float off = 0, ms = 0;
-        if (gpu_drv.cuEventElapsedTime(&off, first->start, t->start)
+        if (gpu_call(d)->cuEventElapsedTime(&off, first->start, t->start)
                 != CUDA_SUCCESS
-            || gpu_drv.cuEventElapsedTime(&ms, t->start, t->end)
+            || gpu_call(d)->cuEventElapsedTime(&ms, t->start, t->end)
                    != CUDA_SUCCESS) {
             continue;
         }
@@ -862,16 +934,16 @@ static gpu_timed *timed_slot(gpu_dev *d, const gpu_fn *f, unsigned grid,
 {
     if (d->ntimed == GPU_TIMED_MAX) {
         /* only while tracing: make the events reusable */
-        timed_flush(d, gpu_drv.cuStreamSynchronize(d->stream)
+        timed_flush(d, gpu_call(d)->cuStreamSynchronize(d->stream)
                            == CUDA_SUCCESS);
     }
     gpu_timed *t = &d->timed[d->ntimed];
     if (d->ntimed == d->nevents) {
-        if (gpu_drv.cuEventCreate(&t->start, 0) != CUDA_SUCCESS) {
+        if (gpu_call(d)->cuEventCreate(&t->start, 0) != CUDA_SUCCESS) {
             return NULL;
         }
-        if (gpu_drv.cuEventCreate(&t->end, 0) != CUDA_SUCCESS) {
-            gpu_drv.cuEventDestroy(t->start);
+        if (gpu_call(d)->cuEventCreate(&t->end, 0) != CUDA_SUCCESS) {
+            gpu_call(d)->cuEventDestroy(t->start);
             return NULL;
         }
         d->nevents++;
@@ -886,6 +958,10 @@ static gpu_timed *timed_slot(gpu_dev *d, const gpu_fn *f, unsigned grid,
 /* Add kernel `name` to d's pending list, once; "..." when it is full. */
 static void pending_add(gpu_dev *d, const char *name)
 {
+    if (name == d->pending_last && d->pending[0]) {
+        return; /* the kernel launched last: listed */
+    }
+    d->pending_last = name;
     size_t n = strlen(name), used = strlen(d->pending);
     for (const char *p = d->pending; (p = strstr(p, name)) != NULL; p += n) {
         bool starts = p == d->pending || p[-1] == ' ';
@@ -922,13 +998,13 @@ weft_status gpu_launch(gpu_dev *d, const gpu_fn *f, unsigned grid, int block,
         return st;
     }
     gpu_timed *t = tracing(d) ? timed_slot(d, f, grid, block) : NULL;
-    if (t && gpu_drv.cuEventRecord(t->start, d->stream) != CUDA_SUCCESS) {
+    if (t && gpu_call(d)->cuEventRecord(t->start, d->stream) != CUDA_SUCCESS) {
         t = NULL;
     }
-    CUresult r = gpu_drv.cuLaunchKernel(f->fn, grid, 1, 1, (unsigned)block,
+    CUresult r = gpu_call(d)->cuLaunchKernel(f->fn, grid, 1, 1, (unsigned)block,
                                         1, 1, shared, d->stream, params, NULL);
     if (t && r == CUDA_SUCCESS
-        && gpu_drv.cuEventRecord(t->end, d->stream) == CUDA_SUCCESS) {
+        && gpu_call(d)->cuEventRecord(t->end, d->stream) == CUDA_SUCCESS) {
         d->ntimed++;
     }
     if (r != CUDA_SUCCESS) {
@@ -958,7 +1034,7 @@ unsigned gpu_grid_for(const gpu_dev *d, const gpu_fn *f, int64_t items)
 weft_status gpu_stream_wait(gpu_dev *d, const char *who)
 {
     weft_status st = WEFT_OK;
-    CUresult r = gpu_drv.cuStreamSynchronize(d->stream);
+    CUresult r = gpu_call(d)->cuStreamSynchronize(d->stream);
     if (r != CUDA_SUCCESS) {
         st = gpu_cu_fail(d, who, "cuStreamSynchronize", r, __FILE__,
                          __LINE__);
@@ -992,9 +1068,9 @@ weft_status gpu_cancel_flag(gpu_dev *d, uint64_t *dev_addr, const char *who)
         CUdeviceptr dp = 0;
         GPU_CU(d, who, cuMemHostAlloc, &p, sizeof(int32_t),
                CU_MEMHOSTALLOC_DEVICEMAP);
-        CUresult r = gpu_drv.cuMemHostGetDevicePointer(&dp, p, 0);
+        CUresult r = gpu_call(d)->cuMemHostGetDevicePointer(&dp, p, 0);
         if (r != CUDA_SUCCESS) {
-            gpu_drv.cuMemFreeHost(p);
+            gpu_call(d)->cuMemFreeHost(p);
             st = gpu_cu_fail(d, who, "cuMemHostGetDevicePointer", r, __FILE__,
                              __LINE__);
             goto cleanup;
@@ -1009,6 +1085,8 @@ cleanup:
     return st;
 }
 
+#define WAIT_SPIN_NS 4000000 /* gpu_wait_cancel yields, not sleeps, this long */
+
 weft_status gpu_wait_cancel(gpu_dev *d, fe_cancel *c, const char *who)
 {
     weft_status st = gpu_enter(d, who);
@@ -1016,12 +1094,16 @@ weft_status gpu_wait_cancel(gpu_dev *d, fe_cancel *c, const char *who)
         return st;
     }
     bool raised = false;
-    /* sleep between queries a 32nd of the time waited so far (2 us to
-     * 1 ms): the kernel's end is seen at most ~3% late (a doubling pause
-     * was measured to add 0.6 ms to a 2.1 ms kernel) */
-    long pause_ns = 2000, waited_ns = 0;
+    /* Between queries: for the first WAIT_SPIN_NS only a yield of the CPU
+     * (cuStreamSynchronize spins too, so a short kernel's end is seen as
+     * soon), then a sleep of a 256th of the time waited so far, at least
+     * 50 us (a shorter sleep lasts that long anyway: Linux's timer slack)
+     * and at most 1 ms: a long kernel's end is seen at most ~0.4% late, a
+     * cancel within a millisecond.  (A nominal 2 us sleep that grew by a
+     * 32nd of the sleeps' sum lost up to 3% and more: each lasted 50 us.) */
+    uint64_t t0 = fe_clock_ns();
     for (;;) {
-        CUresult r = gpu_drv.cuStreamQuery(d->stream);
+        CUresult r = gpu_call(d)->cuStreamQuery(d->stream);
         if (r == CUDA_SUCCESS) {
             break;
         }
@@ -1033,11 +1115,15 @@ weft_status gpu_wait_cancel(gpu_dev *d, fe_cancel *c, const char *who)
             *d->cancel_host = 1; /* the kernel's loops read it and leave */
             raised = true;
         }
-        struct timespec ts = {0, pause_ns};
+        uint64_t waited = fe_clock_ns() - t0;
+        if (waited < WAIT_SPIN_NS) {
+            sched_yield();
+            continue;
+        }
+        uint64_t pause = waited / 256;
+        pause = pause < 50000 ? 50000 : pause > 1000000 ? 1000000 : pause;
+        struct timespec ts = {0, (long)pause};
         nanosleep(&ts, NULL);
-        waited_ns += pause_ns;
-        pause_ns = waited_ns / 32;
-        pause_ns = pause_ns < 2000 ? 2000 : pause_ns > 1000000 ? 1000000 : pause_ns;
     }
     d->pending[0] = '\0';
     timed_flush(d, st == WEFT_OK);

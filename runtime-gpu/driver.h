@@ -72,6 +72,7 @@ enum {
     CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4,
     CU_JIT_ERROR_LOG_BUFFER = 5,
     CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
+    CU_JIT_SPLIT_COMPILE = 34, /* newer drivers only (cuda.c) */
 };
 
 enum { CU_JIT_INPUT_CUBIN = 0, CU_JIT_INPUT_PTX = 1 };
@@ -100,6 +101,7 @@ typedef struct gpu_driver {
     CUresult (*cuDevicePrimaryCtxRelease)(CUdevice dev);
     CUresult (*cuCtxPushCurrent)(CUcontext ctx);
     CUresult (*cuCtxPopCurrent)(CUcontext *ctx);
+    CUresult (*cuCtxGetCurrent)(CUcontext *ctx);
     CUresult (*cuStreamCreate)(CUstream *s, unsigned flags);
     CUresult (*cuStreamSynchronize)(CUstream s);
     CUresult (*cuCtxSynchronize)(void);
@@ -206,14 +208,38 @@ struct gpu_dev {
     gpu_timed timed[GPU_TIMED_MAX];
     int ntimed;
     int nevents;            /* entries of timed[] whose events exist */
+    uint64_t calls;         /* driver calls made for d (gpu_call) */
+    /* gpu_enter: how deep the thread holding the lock has entered d, and
+     * whether the outermost enter pushed d's context (it did not when the
+     * context was current on that thread already) */
+    int entered;
+    bool pushed;
+    /* kernels launched since the last sync (pending): the last name
+     * added, so that a run of launches of one kernel adds it once */
+    const char *pending_last;
+    /* small copies to and from the host go through pinned memory
+     * (mem.c, gpu_bounce): made on first use, GPU_BOUNCE bytes */
+    void *bounce;
+    /* records of the pool and of mirrors kept for reuse (mem.c) */
+    gpu_block *spare_blocks;
+    gpu_mirror *spare_mirrors;
+    int nspare_mirrors;
 };
 
-/* Lock d and make its context current on this thread (pushed); on failure
- * the lock is released again and the status returned.  Pair every success
- * with gpu_leave. */
-weft_status gpu_enter(gpu_dev *d, const char *who);
-/* Pop d's context and unlock. */
-void gpu_leave(gpu_dev *d);
+#define GPU_BOUNCE 65536 /* bytes of d->bounce */
+
+/* The driver table, counting one call made for d (NULL: a call for no
+ * device, not counted): every call to the driver is written
+ * gpu_call(d)->cuXxx(...), so that d->calls is weft's whole use of the
+ * driver (weft_stats.driver_calls). */
+static inline const gpu_driver *gpu_call(gpu_dev *d)
+{
+    if (d) { /* atomic: gpu_link calls without d's lock */
+        __atomic_fetch_add(&d->calls, 1, __ATOMIC_RELAXED);
+    }
+    return &gpu_drv;
+}
+
 
 /* The status of a failed driver call `call` (its cuda.h name) made for
  * `who`: WEFT_ERR_OUT_OF_MEMORY for CUDA_ERROR_OUT_OF_MEMORY, else
@@ -229,7 +255,7 @@ weft_status gpu_cu_fail(gpu_dev *d, const char *who, const char *call,
  * the local `st` and jump to the local label `cleanup`. */
 #define GPU_CU(d, who, fn, ...)                                             \
     do {                                                                    \
-        CUresult gpu_r_ = gpu_drv.fn(__VA_ARGS__);                          \
+        CUresult gpu_r_ = gpu_call(d)->fn(__VA_ARGS__);                          \
         if (gpu_r_ != CUDA_SUCCESS) {                                       \
             st = gpu_cu_fail((d), (who), #fn, gpu_r_, __FILE__, __LINE__);  \
             goto cleanup;                                                   \

@@ -80,10 +80,21 @@ int gpu_dev_sm(const gpu_dev *d);
 int gpu_dev_sms(const gpu_dev *d);
 uint64_t gpu_dev_memory(const gpu_dev *d);
 const char *gpu_dev_name(const gpu_dev *d);
+/* The stream everything of d runs on (a CUstream). */
+void *gpu_dev_stream(const gpu_dev *d);
 
 /* The device's recursive lock (see the head comment). */
 void gpu_lock(gpu_dev *d);
 void gpu_unlock(gpu_dev *d);
+/* Lock d and make its context current on this thread; on failure the lock
+ * is released again and the status returned.  Pair every success with
+ * gpu_leave.  Only the outermost enter of a thread touches the driver: it
+ * asks for the current context (cuCtxGetCurrent) and pushes d's when it
+ * is another; nested enters (a mirror hook inside a run, an allocation
+ * inside gpu_array_in) only count. */
+weft_status gpu_enter(gpu_dev *d, const char *who);
+/* Undo gpu_enter: the outermost pops d's context if it pushed it; unlock. */
+void gpu_leave(gpu_dev *d);
 
 /* Load a module from a PTX text (is_ptx, n bytes, not necessarily
  * NUL-terminated) or a cubin image.  PTX is linked to a cubin by the
@@ -97,6 +108,15 @@ weft_status gpu_module_load(gpu_dev *d, const void *image, size_t n,
                             bool is_ptx, void **cubin, size_t *cubin_n,
                             const char *who, gpu_module **out);
 void gpu_module_free(gpu_dev *d, gpu_module *m);
+/* Link PTX text (n bytes, not necessarily NUL-terminated) to a cubin for
+ * d's device, as gpu_module_load does, without loading it: *cubin gets a
+ * copy (fe_alloc'd with d's allocator, *cubin_n bytes; the caller frees
+ * it with fe_free).  Any thread may call it, also while another holds
+ * d's lock (it takes none: the driver's JIT runs in several threads at
+ * once, so that the kernels of one program link in parallel).  Errors as
+ * gpu_module_load's. */
+weft_status gpu_link(gpu_dev *d, const void *ptx, size_t n, void **cubin,
+                     size_t *cubin_n, const char *who);
 /* Kernel `name` of m, with its occupancy-derived block size (for dynamic
  * shared memory of `shared_per_thread` bytes per thread; 0 for none), at
  * most block_max threads (0: no limit but the device's).
@@ -131,10 +151,11 @@ weft_status gpu_ctx_sync(gpu_dev *d, const char *who);
  * cancel_poll).  gpu_cancel_flag lowers d's cancel flag, an i32 in mapped
  * host memory (cuMemHostAlloc with DEVICEMAP, made on first use), and
  * gives its device address.  gpu_wait_cancel waits for the stream like
- * gpu_sync, but by polling (cuStreamQuery, with sleeps growing to 1 ms):
- * when fe_cancelled(c) it raises the flag, which the running kernel's
- * loops read, and goes on waiting until the kernel has left.  Errors:
- * WEFT_ERR_DEVICE, WEFT_ERR_OUT_OF_MEMORY. */
+ * gpu_sync, but by polling (cuStreamQuery, with yields of the CPU for
+ * the first 4 ms, then sleeps of a 256th of the time waited, 50 us to
+ * 1 ms): when fe_cancelled(c) it raises the flag, which the running
+ * kernel's loops read, and goes on waiting until the kernel has left.
+ * Errors: WEFT_ERR_DEVICE, WEFT_ERR_OUT_OF_MEMORY. */
 weft_status gpu_cancel_flag(gpu_dev *d, uint64_t *dev_addr, const char *who);
 weft_status gpu_wait_cancel(gpu_dev *d, fe_cancel *c, const char *who);
 
@@ -196,9 +217,9 @@ weft_status gpu_array_export(gpu_dev *d, weft_array *a, int leaf,
                              bool writable, uint64_t *ptr, const char *who);
 
 /* Counters of d (bytes both ways, evictions, device bytes held now
- * including the pool). */
+ * including the pool, driver calls made for d). */
 typedef struct gpu_mem_stats {
-    uint64_t uploaded, downloaded, evictions, held, pooled;
+    uint64_t uploaded, downloaded, evictions, held, pooled, calls;
 } gpu_mem_stats;
 void gpu_mem_stats_get(gpu_dev *d, gpu_mem_stats *out);
 

@@ -135,7 +135,7 @@ static CUresult driver_alloc(gpu_dev *d, size_t size, CUdeviceptr *p)
     if (d->limit && (d->held > d->limit || size > d->limit - d->held)) {
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    CUresult r = gpu_drv.cuMemAlloc(p, size);
+    CUresult r = gpu_call(d)->cuMemAlloc(p, size);
     if (r == CUDA_SUCCESS) {
         d->held += size;
     }
@@ -146,7 +146,7 @@ static CUresult driver_alloc(gpu_dev *d, size_t size, CUdeviceptr *p)
  * waited for).  Errors are ignored: the block is gone either way. */
 static void driver_free(gpu_dev *d, CUdeviceptr p, size_t size)
 {
-    gpu_drv.cuMemFree(p);
+    gpu_call(d)->cuMemFree(p);
     d->held -= size;
 }
 
@@ -165,9 +165,26 @@ static void pool_flush(gpu_dev *d, bool live)
                 d->held -= size;
             }
             d->pooled -= size;
-            fe_free(d->ctx, b, sizeof *b);
+            b->next = d->spare_blocks;
+            d->spare_blocks = b;
         }
     }
+}
+
+/* Free the records kept for reuse (d locked). */
+static void spares_free(gpu_dev *d)
+{
+    while (d->spare_blocks) {
+        gpu_block *b = d->spare_blocks;
+        d->spare_blocks = b->next;
+        fe_free(d->ctx, b, sizeof *b);
+    }
+    while (d->spare_mirrors) {
+        gpu_mirror *m = d->spare_mirrors;
+        d->spare_mirrors = m->next;
+        fe_free(d->ctx, m, m->size);
+    }
+    d->nspare_mirrors = 0;
 }
 
 /* ---- the LRU list --------------------------------------------------------- */
@@ -240,20 +257,56 @@ static void trace_copy(gpu_dev *d, uint64_t t0, const char *what,
 
 /* ---- copies of whole arrays ----------------------------------------------- */
 
-/* Download every leaf of m to the host (d entered); host_valid after. */
+/* d's pinned bounce buffer (GPU_BOUNCE bytes), made on first use (d
+ * entered), or NULL when the driver gives none (copies then go straight
+ * to pageable memory). */
+static void *bounce(gpu_dev *d)
+{
+    if (!d->bounce) {
+        void *p = NULL;
+        if (gpu_call(d)->cuMemHostAlloc(&p, GPU_BOUNCE, 0) == CUDA_SUCCESS) {
+            d->bounce = p;
+        }
+    }
+    return d->bounce;
+}
+
+/* Download every leaf of m to the host (d entered); host_valid after.
+ * Small arrays (all leaves within GPU_BOUNCE bytes, each at a 16-byte
+ * offset) come through the pinned bounce buffer: a copy into pinned
+ * memory is a plain DMA the stream runs, where one into pageable memory
+ * is staged by the driver, and the host copy out of it is a few
+ * nanoseconds at these sizes. */
 static weft_status download_leaves(gpu_dev *d, gpu_mirror *m, const char *who)
 {
     uint64_t t0 = trace_begin(d);
     weft_status st = WEFT_OK;
     uint64_t n = 0;
+    size_t room = 0;
+    for (int l = 0; l < m->nleaf; l++) {
+        room += (m->bytes[l] + 15) & ~(size_t)15;
+    }
+    char *b = room <= GPU_BOUNCE ? bounce(d) : NULL;
+    size_t off = 0;
     for (int l = 0; l < m->nleaf; l++) {
         if (m->bytes[l] > 0 && m->ptr[l]) {
-            GPU_CU(d, who, cuMemcpyDtoHAsync, m->a->data[l], m->ptr[l],
-                   m->bytes[l], d->stream);
+            void *dst = b ? b + off : m->a->data[l];
+            GPU_CU(d, who, cuMemcpyDtoHAsync, dst, m->ptr[l], m->bytes[l],
+                   d->stream);
             n += m->bytes[l];
         }
+        off += (m->bytes[l] + 15) & ~(size_t)15;
     }
     st = gpu_stream_wait(d, who);
+    if (st == WEFT_OK && b) {
+        off = 0;
+        for (int l = 0; l < m->nleaf; l++) {
+            if (m->bytes[l] > 0 && m->ptr[l]) {
+                memcpy(m->a->data[l], b + off, m->bytes[l]);
+            }
+            off += (m->bytes[l] + 15) & ~(size_t)15;
+        }
+    }
     if (st == WEFT_OK) {
         d->downloaded += n;
         m->host_valid = true;
@@ -341,7 +394,8 @@ weft_status gpu_mem_alloc(gpu_dev *d, size_t bytes, uint64_t *out,
         d->pool[c] = b->next;
         d->pooled -= size;
         *out = b->p;
-        fe_free(d->ctx, b, sizeof *b);
+        b->next = d->spare_blocks; /* the record, for the next free */
+        d->spare_blocks = b;
         gpu_leave(d);
         return WEFT_OK;
     }
@@ -401,7 +455,12 @@ void gpu_mem_free(gpu_dev *d, uint64_t p, size_t bytes)
         return;
     }
     gpu_lock(d);
-    gpu_block *b = fe_alloc(d->ctx, sizeof *b);
+    gpu_block *b = d->spare_blocks;
+    if (b) {
+        d->spare_blocks = b->next;
+    } else {
+        b = fe_alloc(d->ctx, sizeof *b);
+    }
     if (b) {
         b->p = p;
         b->next = d->pool[c];
@@ -409,7 +468,7 @@ void gpu_mem_free(gpu_dev *d, uint64_t p, size_t bytes)
         d->pooled += size;
     } else if (gpu_enter(d, "weft_run") == WEFT_OK) {
         /* No memory for the pool's record: back to the driver. */
-        gpu_drv.cuStreamSynchronize(d->stream);
+        gpu_call(d)->cuStreamSynchronize(d->stream);
         driver_free(d, p, size);
         gpu_leave(d);
     }
@@ -451,8 +510,12 @@ weft_status gpu_download(gpu_dev *d, void *dst, uint64_t src, size_t bytes,
         return st;
     }
     uint64_t t0 = trace_begin(d);
-    GPU_CU(d, who, cuMemcpyDtoHAsync, dst, src, bytes, d->stream);
+    char *b = bytes <= GPU_BOUNCE ? bounce(d) : NULL; /* download_leaves */
+    GPU_CU(d, who, cuMemcpyDtoHAsync, b ? b : dst, src, bytes, d->stream);
     st = gpu_stream_wait(d, who);
+    if (st == WEFT_OK && b) {
+        memcpy(dst, b, bytes);
+    }
     if (st == WEFT_OK) {
         d->downloaded += bytes;
         trace_copy(d, t0, "download", bytes);
@@ -496,6 +559,20 @@ cleanup:
 
 /* ---- mirrors ------------------------------------------------------------------ */
 
+/* Keep the record m of a dead mirror for reuse (one-leaf records, the
+ * common kind, at most SPARE_MIRRORS of them), else free it (d locked). */
+#define SPARE_MIRRORS 64
+static void spare_mirror(gpu_dev *d, gpu_mirror *m)
+{
+    if (m->nleaf == 1 && d->nspare_mirrors < SPARE_MIRRORS) {
+        m->next = d->spare_mirrors;
+        d->spare_mirrors = m;
+        d->nspare_mirrors++;
+    } else {
+        fe_free(d->ctx, m, m->size);
+    }
+}
+
 /* a's record on d, made (host copy valid, no buffers) if a has none there.
  * An array mirrored elsewhere is brought to the host and detached from
  * there first.  d entered. */
@@ -523,7 +600,15 @@ static weft_status mirror_get(gpu_dev *d, weft_array *a, const char *who,
     }
     size_t size = sizeof(gpu_mirror) +
                   (size_t)a->nleaf * (sizeof(uint64_t) + sizeof(size_t));
-    gpu_mirror *m = fe_calloc(d->ctx, size);
+    gpu_mirror *m = NULL;
+    if (d->spare_mirrors && d->spare_mirrors->size == size) {
+        m = d->spare_mirrors;
+        d->spare_mirrors = m->next;
+        d->nspare_mirrors--;
+        memset(m, 0, size);
+    } else {
+        m = fe_calloc(d->ctx, size);
+    }
     if (!m) {
         return fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
     }
@@ -722,30 +807,30 @@ static void mirror_drop(weft_array *a)
     lru_unlink(d, m);
     a->mirror = NULL;
     a->dev = NULL;
-    fe_free(d->ctx, m, m->size);
+    spare_mirror(d, m);
     gpu_unlock(d);
 }
 
 void gpu_mem_release_all(gpu_dev *d, bool live)
 {
     if (live) {
-        gpu_drv.cuStreamSynchronize(d->stream);
+        gpu_call(d)->cuStreamSynchronize(d->stream);
     }
     while (d->lru_head) {
         gpu_mirror *m = d->lru_head;
         if (live && !m->host_valid && fe_array_has_host(m->a)) {
             for (int l = 0; l < m->nleaf; l++) {
                 if (m->bytes[l] > 0 && m->ptr[l]) {
-                    gpu_drv.cuMemcpyDtoHAsync(m->a->data[l], m->ptr[l],
+                    gpu_call(d)->cuMemcpyDtoHAsync(m->a->data[l], m->ptr[l],
                                               m->bytes[l], d->stream);
                 }
             }
-            gpu_drv.cuStreamSynchronize(d->stream);
+            gpu_call(d)->cuStreamSynchronize(d->stream);
         }
         for (int l = 0; l < m->nleaf; l++) {
             if (m->ptr[l] && !m->foreign) {
                 if (live) {
-                    gpu_drv.cuMemFree(m->ptr[l]);
+                    gpu_call(d)->cuMemFree(m->ptr[l]);
                 }
                 d->held -= rounded(m->bytes[l]);
             }
@@ -756,6 +841,7 @@ void gpu_mem_release_all(gpu_dev *d, bool live)
         fe_free(d->ctx, m, m->size);
     }
     pool_flush(d, live);
+    spares_free(d);
 }
 
 weft_status gpu_array_wrap(gpu_dev *d, weft_array *a, void *const *ptrs,
@@ -815,6 +901,7 @@ void gpu_mem_stats_get(gpu_dev *d, gpu_mem_stats *out)
     out->evictions = d->evictions;
     out->held = d->held;
     out->pooled = d->pooled;
+    out->calls = __atomic_load_n(&d->calls, __ATOMIC_RELAXED);
     gpu_unlock(d);
 }
 

@@ -48,10 +48,10 @@ static void job_release(job *j)
         weft_array_release(j->out[i]);
         j->out[i] = NULL;
     }
-    if (j->w) {
+    if (j->w && j->w != j->wbuf) {
         fe_free(j->ctx, j->w, sizeof *j->w * (size_t)(j->k->nwords + 1));
-        j->w = NULL;
     }
+    j->w = NULL;
     int n = j->k->nitem;
     if (j->iarr) {
         for (int i = 0; i < n; i++) {
@@ -75,6 +75,13 @@ static void job_release(job *j)
 static weft_status eval_terms(job *j)
 {
     sk_kernel *k = j->k;
+    int terms = 0;
+    for (int i = 0; i < k->nitem; i++) {
+        terms += k->item[i].src == SK_SRC_TERM;
+    }
+    if (terms == 0) {
+        return WEFT_OK; /* nothing to hold: no allocation */
+    }
     j->iarr = fe_calloc(j->ctx, sizeof *j->iarr * (size_t)(k->nitem + 1));
     j->ival = fe_calloc(j->ctx, sizeof *j->ival * (size_t)(k->nitem + 1));
     if (!j->iarr || !j->ival) {
@@ -351,7 +358,13 @@ static void put_scalar(uint64_t *w, const sk_item *it, const fe_val *v)
 weft_status rt_job_fill(job *j)
 {
     sk_kernel *k = j->k;
-    j->w = fe_calloc(j->ctx, sizeof *j->w * (size_t)(k->nwords + 1));
+    size_t words = (size_t)k->nwords + 1;
+    if (words <= RT_WBUF) { /* no allocation per run for common kernels */
+        memset(j->wbuf, 0, sizeof j->wbuf[0] * words);
+        j->w = j->wbuf;
+    } else {
+        j->w = fe_calloc(j->ctx, sizeof *j->w * words);
+    }
     if (!j->w) {
         return fe_error(WEFT_ERR_OUT_OF_MEMORY, WHO ": out of memory");
     }

@@ -129,6 +129,7 @@ typedef struct rt_ops {
 } rt_ops;
 
 #define RT_MAX_LEAVES 64
+#define RT_WBUF 64 /* words of an argument block kept in the job itself */
 
 /* One run of one kernel, as the drivers (exec_*.c) see it.  rt_exec has
  * evaluated the operands into kid[] (arrays) and val[] (scalars) before
@@ -151,7 +152,8 @@ struct rt_job {
     weft_array *out[2];        /* outputs (owned until handed out) */
     weft_array *aux[8];        /* auxiliary arrays (owned) */
     fe_val auxval[8];          /* auxiliary scalars (one leaf each) */
-    uint64_t *w;               /* the argument block */
+    uint64_t *w;               /* the argument block: wbuf when it fits */
+    uint64_t wbuf[RT_WBUF];
     weft_array **iarr;         /* per item: operands of fused producers */
     fe_val **ival;             /* (SK_SRC_TERM), evaluated by rt_exec */
     int variant;               /* 0: equal-shapes entries; 1: general */

@@ -30,8 +30,9 @@
  *   run_into_shared  a result that the program also uses (let-bound at
  *                    the top) is still written in place
  *   run_into_refused shape, type, rank mismatches, an array twice
- *   no_device        wrap_device, device_ptr, kDLCUDA export refused;
- *                    weft_array_wait returns at once
+ *   no_device        wrap_device, device_ptr, kDLCUDA export,
+ *                    weft_context_stream refused; weft_array_wait
+ *                    returns at once; no driver calls counted
  * ptx (test_ptx_dlpack; cuMemAlloc through the driver, opened here with
  * dlopen, plays the producer):
  *   ptx_device       device buffers wrapped, a run into a device array,
@@ -42,6 +43,9 @@
  *                    refused; strided copied through the host)
  *   ptx_async        weft_run returns, weft_array_wait waits (the times
  *                    are printed, not asserted), values right
+ *   ptx_stream       weft_context_stream: the same stream each time;
+ *                    CUDA events recorded on it around weft_run complete
+ *                    after the run's work; driver calls are counted
  */
 #include <dlfcn.h>
 #include <stddef.h>
@@ -749,6 +753,14 @@ START_TEST(no_device)
         ck_assert_ptr_null(o);
         TU_OK(weft_array_wait(a));
         TU_STATUS(WEFT_ERR_NULL_ARGUMENT, weft_array_wait(NULL));
+        void *stream = fake;
+        TU_STATUS(WEFT_ERR_BACKEND_UNAVAILABLE,
+                  weft_context_stream(ctx, &stream));
+        ck_assert_ptr_null(stream);
+        TU_STATUS(WEFT_ERR_NULL_ARGUMENT, weft_context_stream(ctx, NULL));
+        weft_stats st;
+        TU_OK(weft_context_stats(ctx, &st));
+        ck_assert_uint_eq(st.driver_calls, 0);
         weft_array_release(a);
         weft_context_free(ctx);
     }
@@ -791,6 +803,12 @@ static struct {
     cu_result (*mem_free)(uint64_t);
     cu_result (*htod)(uint64_t, const void *, size_t);
     cu_result (*dtoh)(void *, uint64_t, size_t);
+    cu_result (*event_create)(void **, unsigned);
+    cu_result (*event_record)(void *, void *);
+    cu_result (*event_sync)(void *);
+    cu_result (*event_ms)(float *, void *, void *);
+    cu_result (*event_destroy)(void *);
+    cu_result (*stream_query)(void *);
     int dev;
 } cu;
 
@@ -817,6 +835,12 @@ static void cu_open(void)
     CU_SYM(mem_free, "cuMemFree_v2");
     CU_SYM(htod, "cuMemcpyHtoD_v2");
     CU_SYM(dtoh, "cuMemcpyDtoH_v2");
+    CU_SYM(event_create, "cuEventCreate");
+    CU_SYM(event_record, "cuEventRecord");
+    CU_SYM(event_sync, "cuEventSynchronize");
+    CU_SYM(event_ms, "cuEventElapsedTime");
+    CU_SYM(event_destroy, "cuEventDestroy_v2");
+    CU_SYM(stream_query, "cuStreamQuery");
 #undef CU_SYM
     void *c = NULL;
     CU_OK(cu.init(0));
@@ -983,17 +1007,16 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-START_TEST(ptx_async)
+/* map (\x -> rounds times x := sin (x + 1)): a long kernel without a
+ * while loop, compiled in ctx. */
+static weft_executable *sin_rounds(weft_context *ctx, int rounds)
 {
-    /* a long kernel without a while loop: 256 rounds of sin per element */
-    enum { N = 1 << 24 };
-    weft_context *ctx = open_ptx();
     weft_program *p;
     TU_OK(weft_program_create(ctx, &p));
     weft_acc *x = weft_param(p, WEFT_F32, 1);
     weft_fun *f = weft_fun1(p, WEFT_F32);
     weft_exp *v = weft_arg(f, 0);
-    for (int i = 0; i < 256; i++) {
+    for (int i = 0; i < rounds; i++) {
         v = weft_sin(weft_add(v, weft_f32(p, 1)));
     }
     weft_fun_return(f, v);
@@ -1001,6 +1024,32 @@ START_TEST(ptx_async)
     weft_executable *exe;
     TU_OK(weft_compile(p, &res, 1, &exe));
     weft_program_free(p);
+    return exe;
+}
+
+/* Check that the first and last of n elements of r, computed by
+ * sin_rounds from 0, are sin_rounds' value (tolerance 1e-4: the device's
+ * sin differs from the host's by a few ulp a round, and the rounds of a
+ * contraction keep the error near that). */
+static void check_sin_rounds(weft_array *r, int64_t n, int rounds)
+{
+    float want = 0;
+    for (int i = 0; i < rounds; i++) {
+        want = sinf(want + 1);
+    }
+    const float *d = weft_array_data(r, 0);
+    ck_assert_ptr_nonnull(d);
+    ck_assert_msg(fabsf(d[0] - want) < 1e-4f && fabsf(d[n - 1] - want) < 1e-4f,
+                  "%g %g, expected %g", (double)d[0], (double)d[n - 1],
+                  (double)want);
+}
+
+START_TEST(ptx_async)
+{
+    /* 256 rounds of sin per element */
+    enum { N = 1 << 24 };
+    weft_context *ctx = open_ptx();
+    weft_executable *exe = sin_rounds(ctx, 256);
     weft_array *a, *r;
     TU_OK(weft_array_create(ctx, WEFT_F32, 1, TU_SH(N), &a));
     TU_OK(weft_run(exe, &a, 1, &r, 1)); /* warm: upload, module */
@@ -1012,19 +1061,50 @@ START_TEST(ptx_async)
     double t2 = now_ms();
     printf("ptx_async: weft_run returned after %.3f ms, weft_array_wait "
            "after %.3f ms more\n", t1 - t0, t2 - t1);
-    /* every element started from 0: the same value, computed on the host
-     * in f32 with sinf (tolerance 1e-4: the device's sin differs from the
-     * host's by a few ulp a round, and 256 rounds of a contraction keep
-     * the error near that) */
-    float want = 0;
-    for (int i = 0; i < 256; i++) {
-        want = sinf(want + 1);
-    }
-    const float *d = weft_array_data(r, 0);
-    ck_assert_ptr_nonnull(d);
-    ck_assert_msg(fabsf(d[0] - want) < 1e-4f && fabsf(d[N - 1] - want) < 1e-4f,
-                  "%g %g, expected %g", (double)d[0], (double)d[N - 1],
-                  (double)want);
+    check_sin_rounds(r, N, 256); /* every element started from 0 */
+    weft_array_release(r);
+    weft_array_release(a);
+    weft_executable_free(exe);
+    weft_context_free(ctx);
+}
+END_TEST
+
+/* weft_context_stream: one stream for the context's life, on which CUDA
+ * events recorded around weft_run time the run: once the second event
+ * has completed, the stream is idle (cuStreamQuery) and the result is
+ * there; every run makes driver calls, counted in weft_stats. */
+START_TEST(ptx_stream)
+{
+    enum { N = 1 << 20 };
+    weft_context *ctx = open_ptx();
+    void *stream = NULL, *again = NULL;
+    TU_OK(weft_context_stream(ctx, &stream));
+    ck_assert_ptr_nonnull(stream);
+    TU_OK(weft_context_stream(ctx, &again));
+    ck_assert_ptr_eq(stream, again);
+    weft_executable *exe = sin_rounds(ctx, 32);
+    weft_array *a, *r;
+    TU_OK(weft_array_create(ctx, WEFT_F32, 1, TU_SH(N), &a));
+    TU_OK(weft_run(exe, &a, 1, &r, 1)); /* warm: upload, module */
+    weft_array_release(r);
+    weft_stats s0, s1;
+    stats_of(ctx, &s0);
+    void *e0, *e1;
+    CU_OK(cu.event_create(&e0, 0));
+    CU_OK(cu.event_create(&e1, 0));
+    CU_OK(cu.event_record(e0, stream));
+    TU_OK(weft_run(exe, &a, 1, &r, 1));
+    CU_OK(cu.event_record(e1, stream));
+    CU_OK(cu.event_sync(e1));
+    CU_OK(cu.stream_query(stream)); /* 0: nothing left on weft's stream */
+    float ms = -1;
+    CU_OK(cu.event_ms(&ms, e0, e1));
+    ck_assert_msg(ms > 0, "the run took %g ms on the device", (double)ms);
+    stats_of(ctx, &s1);
+    ck_assert_uint_gt(s1.driver_calls, s0.driver_calls);
+    check_sin_rounds(r, N, 32);
+    CU_OK(cu.event_destroy(e0));
+    CU_OK(cu.event_destroy(e1));
     weft_array_release(r);
     weft_array_release(a);
     weft_executable_free(exe);
@@ -1118,6 +1198,7 @@ static Suite *dlpack_suite(void)
     tcase_add_test(t, ptx_device);
     tcase_add_test(t, ptx_dlpack_cuda);
     tcase_add_test(t, ptx_async);
+    tcase_add_test(t, ptx_stream);
     tcase_add_test(t, ptx_misaligned_fold);
     suite_add_tcase(s, t);
     return s;

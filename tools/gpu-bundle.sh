@@ -66,13 +66,20 @@ for f in "$root"/bench/weft_bench.c "$root"/bench/ref.c "$root"/bench/ref.h \
         files="$files bench/${f##*/}"
     fi
 done
-# The GPU benchmark's sources (bench/gpu/run.sh builds and runs them there).
-mkdir -p "$stage/bench/gpu"
+# The GPU benchmark's sources (bench/gpu/run.sh builds and runs them there),
+# overhead.c and link_probe.c with the PTX the probe links (bench/gpu/ptx/).
+mkdir -p "$stage/bench/gpu/ptx"
 for f in "$root"/bench/gpu/*.c "$root"/bench/gpu/*.cu "$root"/bench/gpu/*.h \
          "$root"/bench/gpu/*.py "$root"/bench/gpu/*.sh; do
     if [ -e "$f" ]; then
         put_src "$f" bench/gpu
         files="$files bench/gpu/${f##*/}"
+    fi
+done
+for f in "$root"/bench/gpu/ptx/*.ptx; do
+    if [ -e "$f" ]; then
+        put_src "$f" bench/gpu/ptx
+        files="$files bench/gpu/ptx/${f##*/}"
     fi
 done
 files="$files tests.txt run-tests.sh build-bench.sh VERSION"

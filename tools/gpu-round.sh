@@ -8,7 +8,13 @@
 #
 #   info      weft-info, text and --json                     -> info.txt
 #   tests     run-tests.sh on ptx ($TESTS: which; all if unset) -> tests.txt
-#   phases    each bench/gpu program's first compile, by phase -> phases.md
+#   phases    each bench/gpu program's first compile, by phase, on a new
+#             CUDA cache (the driver's own of compiled PTX) -> phases.md
+#   overhead  weft's cost per run against CUDA's floor (bench/gpu/overhead.c)
+#             -> overhead.md
+#   link      the driver's PTX link, by option, first call, threads
+#             (bench/gpu/link_probe.c on bench/gpu/ptx/, the driver's own
+#             cache off, then on)                            -> link.txt
 #   trace     a WEFT_TRACE of examples/dotp on ptx, checked   -> trace.txt
 #   python    the pytest suite with torch and cupy present     -> python.txt
 #   examples  Mandelbrot on cpu and ptx (PNGs), torch_interop  -> examples.txt
@@ -60,9 +66,31 @@ for s in "$@"; do
             "cd $w && WEFT_BACKEND=ptx WEFT_TEST_TIMEOUT=400 ./run-tests.sh ${TESTS:-}"
         ;;
     phases)
+        # a new, empty CUDA cache (the driver keeps the cubins of PTX it
+        # compiled; a warm one would hide its link)
         stage phases phases.md sh -c "cd $w && gcc -std=c17 -O2 \
             -DWG_PHASES_MAIN -Iinclude bench/gpu/weft_gpu.c -o wg_phases \
-            -L. -lweft -Wl,-rpath,'\$ORIGIN' -lm && ./wg_phases && ./wg_phases cpu"
+            -L. -lweft -Wl,-rpath,'\$ORIGIN' -lm && \
+            CUDA_CACHE_PATH=\$(mktemp -d) ./wg_phases && ./wg_phases cpu"
+        ;;
+    overhead)
+        stage overhead overhead.md sh -c "cd $w && gcc -std=c17 -O2 -Iinclude \
+            bench/gpu/overhead.c -o overhead -L. -lweft -Wl,-rpath,'\$ORIGIN' \
+            -ldl -lm && WEFT_CACHE_DIR=\$(mktemp -d) ./overhead"
+        ;;
+    link)
+        stage link link.txt sh -c "cd $w/bench/gpu/ptx && \
+            f='saxpy.ptx mandelbrot.ptx blackscholes.ptx dotp.ptx scan.ptx nbody-fold.ptx' && \
+            gcc -std=c17 -O2 ../link_probe.c -o ../lp -ldl -lpthread && \
+            gcc -std=c17 -O2 -DLP_WEFT -I$w/include ../link_probe.c -o ../lpw \
+                -L$w -lweft -Wl,-rpath,$w -ldl -lpthread && \
+            echo '== the driver cache off' && CUDA_CACHE_DISABLE=1 ../lp \$f && \
+            echo '== off, after a failed link' && \
+            LP_WARM=1 CUDA_CACHE_DISABLE=1 ../lp saxpy.ptx mandelbrot.ptx && \
+            echo '== off, in a weft process' && \
+            CUDA_CACHE_DISABLE=1 ../lpw saxpy.ptx mandelbrot.ptx && \
+            echo '== on, a new cache' && \
+            CUDA_CACHE_PATH=\$(mktemp -d) ../lp saxpy.ptx mandelbrot.ptx"
         ;;
     trace)
         stage trace trace.txt sh -c "d=\$(mktemp -d) && cd $w && \

@@ -43,8 +43,12 @@
  *                          bins with atomics; the grid-stride loop of int4
  *                          loads, two per trip, as saxpy's.
  *
- * Each rf_run is timed with CUDA events on the default stream (a histogram
- * run includes zeroing its bins).
+ * Each rf_run is timed two ways at once (a histogram run includes zeroing
+ * its bins): by CUDA events recorded on the default stream before and
+ * after the launch, and by the host clock from before the first event to
+ * the return of cudaEventSynchronize on the second (the result is then
+ * complete on the device).  rf_event_record / rf_event_finish do the same
+ * for another library's run on its own stream (weft's: weft_gpu.c).
  *
  * Build: nvcc -O3 -arch=sm_90 -lineinfo -Xcompiler -fPIC -shared \
  *            bench/gpu/ref.cu -o bench_ref_gpu.so
@@ -60,6 +64,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <vector>
 
 #include "gpubench.h"
@@ -778,9 +783,51 @@ RF_API int rf_open(int prog, const gb_shape *sh, const void *const *in)
     return 0;
 }
 
-/* One run of the open program prog, timed with events: milliseconds, or
- * -1 with rf_error() set. */
-RF_API double rf_run(int prog)
+/* The host clock, ms. */
+static double host_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
+/* Timing another library's run on its stream: rf_event_record(0, s)
+ * before the run, rf_event_record(1, s) after it, then rf_event_finish
+ * waits for the second event and gives the milliseconds between the two
+ * on the device (-1 and rf_error() on a failure).  The events are made
+ * on first use and kept. */
+static cudaEvent_t rf_ev[2];
+
+RF_API int rf_event_record(int which, void *stream)
+{
+    if (which < 0 || which > 1) {
+        return rf_fail("rf_event_record: no event %d", which);
+    }
+    if (!rf_ev[which]) {
+        CK(cudaEventCreate(&rf_ev[which]));
+    }
+    CK(cudaEventRecord(rf_ev[which], (cudaStream_t)stream));
+    return 0;
+}
+
+RF_API double rf_event_finish(void)
+{
+    float ms = -1;
+    cudaError_t e = cudaEventSynchronize(rf_ev[1]);
+    if (e == cudaSuccess) {
+        e = cudaEventElapsedTime(&ms, rf_ev[0], rf_ev[1]);
+    }
+    if (e != cudaSuccess) {
+        rf_fail("rf_event_finish: %s", cudaGetErrorString(e));
+        return -1;
+    }
+    return ms;
+}
+
+/* One run of the open program prog: the milliseconds between its events,
+ * and in *host the host clock's (see the head comment); -1 with
+ * rf_error() set on a failure. */
+RF_API double rf_run(int prog, double *host)
 {
     if (prog < 0 || prog >= GB_NPROG || !progs[prog].open) {
         rf_fail("rf_run: program %d is not open", prog);
@@ -789,6 +836,7 @@ RF_API double rf_run(int prog)
     prog_state *p = &progs[prog];
     float ms = -1;
     rf_msg[0] = 0;
+    double t0 = host_ms();
     if (cudaEventRecord(p->e0) != cudaSuccess || launch(prog, p) != 0 ||
         cudaEventRecord(p->e1) != cudaSuccess) {
         if (!rf_msg[0]) {
@@ -797,6 +845,7 @@ RF_API double rf_run(int prog)
         return -1;
     }
     cudaError_t e = cudaEventSynchronize(p->e1);
+    *host = host_ms() - t0;
     if (e != cudaSuccess) {
         rf_fail("rf_run: %s", cudaGetErrorString(e));
         return -1;

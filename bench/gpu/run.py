@@ -19,10 +19,15 @@ built from weft_gpu.c against libweft.so), the hand-written CUDA references
      BUDGET_MS of timed runs); the median is reported.
   4. everything of the program is freed before the next.
 
-Timing: CUDA reference, CuPy, PyTorch: CUDA events around one run on the
-stream the run uses.  weft and JAX: the host clock around one call until the
-result is there (weft: weft_run, then the read of a scalar result, or the
-device synchronised for an array result; JAX: block_until_ready).
+Timing: every implementation the same two ways in each timed run.  The
+host clock, from before the run is started to the moment its result is
+complete on the device (nothing is copied back, a scalar is not read):
+an event recorded after the run on the stream the run uses is waited for
+(CUDA reference, weft, CuPy, PyTorch), or block_until_ready (JAX).  And
+CUDA events recorded on that stream before and after the run, where there
+is one: the CUDA reference (the default stream), weft (its own stream,
+weft_context_stream), CuPy and PyTorch (their current streams); JAX has
+none (n/a).  Both medians are reported, with the ratios on both.
 
 The report (gpu.md in the output directory) has the device, the copy
 bandwidth (cudaMemcpy device to device of 1 GiB; 2 x bytes / time), a table
@@ -145,7 +150,7 @@ def load_weft(path):
     sig = {
         "wg_error": (P, []),
         "wg_configure": (None, [I, P]),
-        "wg_set_sync": (None, [V]),
+        "wg_set_events": (None, [V, V]),
         "wg_fill_f32": (None, [V, I64, ctypes.c_float, ctypes.c_float, ctypes.c_uint64]),
         "wg_fill_f32_16ths": (None, [V, I64, ctypes.c_uint64]),
         "wg_fill_i32": (None, [V, I64, ctypes.c_int32, ctypes.c_uint64]),
@@ -155,7 +160,7 @@ def load_weft(path):
         "wg_sum_i32": (D, [V, I64]),
         "wg_cref": (I, [I, S, V, V]),
         "wg_open": (I, [I, S, V]),
-        "wg_run": (D, [I]),
+        "wg_run": (D, [I, ctypes.POINTER(D)]),
         "wg_result": (I, [I, V, V]),
         "wg_close": (None, [I]),
         "wg_compile_info": (D, [I, ctypes.POINTER(I64), ctypes.POINTER(I64)]),
@@ -183,7 +188,9 @@ def load_ref(path):
         "rf_mem_info": (I, [ctypes.POINTER(I64), ctypes.POINTER(I64)]),
         "rf_copy_gbs": (D, [I64, I, ctypes.POINTER(D)]),
         "rf_open": (I, [I, S, V]),
-        "rf_run": (D, [I]),
+        "rf_run": (D, [I, ctypes.POINTER(D)]),
+        "rf_event_record": (I, [I, V]),
+        "rf_event_finish": (D, []),
         "rf_result": (I, [I, V, V]),
         "rf_close": (None, [I]),
     }
@@ -347,7 +354,8 @@ def check(wg, prog, got, ref):
 
 class Impl:
     """One implementation of one program: open() prepares (inputs on the
-    device, first run), time_once() -> ms, result() -> [Buf], close()."""
+    device, first run), time_once() -> (host ms, events ms or None),
+    result() -> [Buf], close()."""
 
     name = "?"
     timer = "?"
@@ -357,7 +365,7 @@ class Impl:
 
 
 class WeftImpl(Impl):
-    timer = "host clock"
+    timer = "host clock; CUDA events on weft's stream"
 
     def __init__(self, wg, pid, name="weft"):
         self.wg, self.pid, self.name = wg, pid, name
@@ -369,10 +377,11 @@ class WeftImpl(Impl):
         self.opened = True
 
     def time_once(self):
-        ms = self.wg.wg_run(self.pid)
+        ev = ctypes.c_double()
+        ms = self.wg.wg_run(self.pid, ctypes.byref(ev))
         if ms < 0:
             raise Unavailable(self.wg.wg_error().decode())
-        return ms
+        return ms, (ev.value if ev.value >= 0 else None)
 
     def result(self):
         out = out_bufs(self.prog)
@@ -409,7 +418,7 @@ class CrefImpl(Impl):
         if self.wg.wg_cref(self.prog.pid, ctypes.byref(self.prog.shape),
                            ptrs(self.inputs), ptrs(self.out)):
             raise Unavailable(self.wg.wg_error().decode())
-        return (time.perf_counter() - t0) * 1e3
+        return (time.perf_counter() - t0) * 1e3, None
 
     def result(self):
         self.time_once()
@@ -418,7 +427,7 @@ class CrefImpl(Impl):
 
 class CudaImpl(Impl):
     name = "CUDA (hand-written, CUB)"
-    timer = "CUDA events"
+    timer = "host clock; CUDA events on the default stream"
 
     def __init__(self, rf):
         self.rf = rf
@@ -429,10 +438,11 @@ class CudaImpl(Impl):
             raise Unavailable(self.rf.rf_error().decode())
 
     def time_once(self):
-        ms = self.rf.rf_run(self.prog.pid)
+        host = ctypes.c_double()
+        ms = self.rf.rf_run(self.prog.pid, ctypes.byref(host))
         if ms < 0:
             raise Unavailable(self.rf.rf_error().decode())
-        return ms
+        return host.value, ms
 
     def result(self):
         out = out_bufs(self.prog)
@@ -482,7 +492,7 @@ class PeerImpl(Impl):
 
 class CupyImpl(PeerImpl):
     name = "CuPy"
-    timer = "CUDA events"
+    timer = "host clock; CUDA events on the current stream"
 
     def __init__(self):
         import cupy as cp  # noqa: F401 (ImportError: n/a)
@@ -503,11 +513,13 @@ class CupyImpl(PeerImpl):
         cp = self.cp
         self.out = None
         e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+        t0 = time.perf_counter()
         e0.record()
         self.out = self.fn(*self.dev)
         e1.record()
         e1.synchronize()
-        return cp.cuda.get_elapsed_time(e0, e1)
+        host = (time.perf_counter() - t0) * 1e3
+        return host, cp.cuda.get_elapsed_time(e0, e1)
 
     def setup(self, prog, host):
         cp = self.cp
@@ -553,7 +565,7 @@ class CupyImpl(PeerImpl):
 
 class TorchImpl(PeerImpl):
     name = "PyTorch"
-    timer = "CUDA events"
+    timer = "host clock; CUDA events on the current stream"
 
     def __init__(self):
         import torch
@@ -576,11 +588,13 @@ class TorchImpl(PeerImpl):
         self.out = None
         e0 = torch.cuda.Event(enable_timing=True)
         e1 = torch.cuda.Event(enable_timing=True)
+        t0 = time.perf_counter()
         e0.record()
         self.out = self.fn(*self.dev)
         e1.record()
         e1.synchronize()
-        return e0.elapsed_time(e1)
+        host = (time.perf_counter() - t0) * 1e3
+        return host, e0.elapsed_time(e1)
 
     def setup(self, prog, host):
         torch = self.torch
@@ -644,7 +658,7 @@ class TorchMath:
 
 class JaxImpl(PeerImpl):
     name = "JAX (jit)"
-    timer = "host clock"
+    timer = "host clock (no events)"
 
     def __init__(self):
         import jax
@@ -671,7 +685,7 @@ class JaxImpl(PeerImpl):
         self.jax.block_until_ready(out)
         ms = (time.perf_counter() - t0) * 1e3
         self.out = out
-        return ms
+        return ms, None
 
     def setup(self, prog, host):
         jax = self.jax
@@ -827,9 +841,13 @@ def mandel_xp(m, s, arange, zeros_f, zeros_i, ones_b):
 
 
 class Row:
+    """One implementation's results: ms and ems, the medians of the host
+    clock's and of the events' times (None: none)."""
+
     def __init__(self, name):
         self.name, self.ms, self.runs, self.check, self.na = name, None, 0, "-", None
-        self.times, self.timer = [], ""
+        self.ems = None
+        self.times, self.etimes, self.timer = [], [], ""
 
 
 def bench_program(prog, impls, ref_impl, wg, log):
@@ -859,7 +877,7 @@ def bench_program(prog, impls, ref_impl, wg, log):
             del got
             if isinstance(impl, WeftImpl):
                 compile_info[impl.name] = impl.compile_info()
-            row.warm = impl.time_once()
+            row.warm = impl.time_once()[0]
             live.append((impl, row))
         except Exception as e:  # missing, out of memory, failed
             row.na = short(e)
@@ -882,13 +900,18 @@ def bench_program(prog, impls, ref_impl, wg, log):
             if row.na or r >= want[id(impl)]:
                 continue
             try:
-                row.times.append(impl.time_once())
+                host, ev = impl.time_once()
+                row.times.append(host)
+                if ev is not None:
+                    row.etimes.append(ev)
             except Exception as e:
                 row.na = short(e)
     for impl, row in live:
         if row.times and not row.na:
             row.ms = statistics.median(row.times)
             row.runs = len(row.times)
+            if len(row.etimes) == len(row.times):
+                row.ems = statistics.median(row.etimes)
         try:
             impl.close()
         except Exception:
@@ -905,6 +928,22 @@ def fmt_ms(ms):
     if ms is None:
         return "-"
     return "%.3f" % ms if ms < 1 else "%.2f" % ms if ms < 100 else "%.0f" % ms
+
+
+def both_ms(r):
+    """A row's medians, "host / events"."""
+    return "%s / %s" % (fmt_ms(r.ms), fmt_ms(r.ems))
+
+
+def ratio(a, b):
+    return "%.2f" % (a / b) if a and b else "-"
+
+
+def both_ratio(r, base):
+    """r's times over base's, by each clock: "host / events"."""
+    if not r or not base:
+        return "-"
+    return "%s / %s" % (ratio(r.ms, base.ms), ratio(r.ems, base.ems))
 
 
 def rate(prog, ms):
@@ -985,15 +1024,25 @@ def write_report(path, info, copy, results, compiles, dotp_compile, quick, backe
     w("- timing: every implementation prepared once (inputs on the device, one run "
       "to compile / upload), checked, warmed up once, then %d interleaved rounds "
       "(each implementation once per round; at least %d and at most %d runs, fewer "
-      "when one run is slow: about %.0f s of runs each); the median.  CUDA, CuPy, "
-      "PyTorch: CUDA events; weft and JAX: the host clock until the result is "
-      "there (weft: `weft_run`, then the read of a scalar result or a device "
-      "synchronisation for an array result)." % (ROUNDS, MIN_ROUNDS, ROUNDS,
-                                                  BUDGET_MS / 1e3))
+      "when one run is slow: about %.0f s of runs each); the medians.  Every "
+      "run is timed two ways at once: **host**, the host clock from before the "
+      "run starts until its result is complete on the device (an event "
+      "recorded after the run on its stream is waited for; JAX: "
+      "`block_until_ready`; nothing is copied back, a scalar is not read), "
+      "which counts each library's cost per call; and **events**, CUDA events "
+      "recorded before and after the run on the stream it uses (the CUDA "
+      "reference: the default stream; weft: its own, `weft_context_stream`; "
+      "CuPy, PyTorch: the current stream; JAX: none), the device's time from "
+      "the first event to the end of the last kernel, which still includes "
+      "what the host takes to launch the first kernel after the first event."
+      % (ROUNDS, MIN_ROUNDS, ROUNDS, BUDGET_MS / 1e3))
     w("")
     # summary
     w("## Summary\n")
-    w("| program | size | weft ms | best peer | best peer ms | weft / best | CUDA ms | weft / CUDA |")
+    w("Each cell: host clock / CUDA events (ms, or the ratio of the two "
+      "implementations' times by the same clock; - where there is none).\n")
+    w("| program | size | weft ms | best peer (host) | best peer ms | weft / best | "
+      "CUDA ms | weft / CUDA |")
     w("|---|---|---:|---|---:|---:|---:|---:|")
     for prog, rows in results:
         weft_rows = [r for r in rows if r.name.startswith("weft") and r.ms]
@@ -1002,21 +1051,21 @@ def write_report(path, info, copy, results, compiles, dotp_compile, quick, backe
         cuda = next((r for r in rows if r.name.startswith("CUDA") and r.ms), None)
         wr = min(weft_rows, key=lambda r: r.ms) if weft_rows else None
         w("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
-            prog.key, prog.size, fmt_ms(wr.ms) if wr else "n/a",
-            best.name if best else "-", fmt_ms(best.ms) if best else "-",
-            "%.2f" % (wr.ms / best.ms) if wr and best else "-",
-            fmt_ms(cuda.ms) if cuda else "-",
-            "%.2f" % (wr.ms / cuda.ms) if wr and cuda else "-"))
+            prog.key, prog.size, both_ms(wr) if wr else "n/a",
+            best.name if best else "-", both_ms(best) if best else "-",
+            both_ratio(wr, best), both_ms(cuda) if cuda else "-",
+            both_ratio(wr, cuda)))
     w("")
     w("## Programs\n")
     for prog, rows in results:
         w("### %s (%s)\n" % (prog.title, prog.size))
         peers = [r for r in rows if not r.name.startswith("weft") and r.ms]
         best = min(peers, key=lambda r: r.ms) if peers else None
-        hdr = "| implementation | median ms | runs | throughput | x best peer |"
-        sep = "|---|---:|---:|---:|---:|"
+        hdr = ("| implementation | host ms | events ms | runs | throughput (host) "
+               "| x best peer (host / events) |")
+        sep = "|---|---:|---:|---:|---:|---:|"
         if prog.memory_bound and copy:
-            hdr += " of copy bandwidth |"
+            hdr += " of copy bandwidth (host) |"
             sep += "---:|"
         hdr += " check |"
         sep += "---|"
@@ -1024,14 +1073,14 @@ def write_report(path, info, copy, results, compiles, dotp_compile, quick, backe
         w(sep)
         for r in rows:
             if r.na:
-                line = "| %s | n/a (%s) | | | |" % (r.name, r.na.replace("|", "/"))
+                line = "| %s | n/a (%s) | | | | |" % (r.name, r.na.replace("|", "/"))
                 if prog.memory_bound and copy:
                     line += " |"
                 w(line + " %s |" % r.check)
                 continue
-            line = "| %s | %s | %d | %s | %s |" % (
-                r.name, fmt_ms(r.ms), r.runs, rate(prog, r.ms),
-                "%.2f" % (r.ms / best.ms) if best and r.ms else "-")
+            line = "| %s | %s | %s | %d | %s | %s |" % (
+                r.name, fmt_ms(r.ms), fmt_ms(r.ems), r.runs, rate(prog, r.ms),
+                both_ratio(r, best) if best and r.ms else "-")
             if prog.memory_bound and copy:
                 line += " %s |" % ("%.0f%%" % (100 * prog.bytes / (r.ms * 1e6) / copy[0])
                                    if r.ms else "-")
@@ -1093,13 +1142,18 @@ def write_json(path, info, copy, results, compiles, dotp_compile, quick, backend
         for r in prog_rows:
             rows.append({
                 "program": prog.key, "size": prog.size, "implementation": r.name,
-                "median_ms": r.ms, "runs": r.runs,
+                "median_ms": r.ms, "median_event_ms": r.ems, "runs": r.runs,
+                "timer": r.timer,
                 "ratio_to_best_peer": r.ms / best.ms if r.ms and best else None,
+                "event_ratio_to_best_peer": (r.ems / best.ems
+                                             if r.ems and best and best.ems else None),
                 "best_peer": best.name if best else None,
                 "ratio_to_cuda": r.ms / cuda.ms if r.ms and cuda else None,
+                "event_ratio_to_cuda": (r.ems / cuda.ems
+                                        if r.ems and cuda and cuda.ems else None),
                 "check": r.check, "na": r.na})
     doc = {
-        "bench": "gpu", "format": 1, "commit": info.get("commit"),
+        "bench": "gpu", "format": 2, "commit": info.get("commit"),
         "date": info.get("date"), "host": info.get("host"),
         "node": platform.node(), "gpu": info.get("gpu"),
         "driver": info.get("driver"), "cuda": info.get("cuda"),
@@ -1158,7 +1212,8 @@ def main():
         rf = load_ref(os.path.abspath(args.ref_lib))
         if rf.rf_init(0):
             sys.exit("run.py: CUDA: %s" % rf.rf_error().decode())
-        wg.wg_set_sync(ctypes.cast(rf.rf_sync, ctypes.c_void_p))
+        wg.wg_set_events(ctypes.cast(rf.rf_event_record, ctypes.c_void_p),
+                         ctypes.cast(rf.rf_event_finish, ctypes.c_void_p))
     tmp = tempfile.mkdtemp(prefix="weft-gpubench-")
     wg.wg_configure({"interp": 0, "cpu": 1, "ptx": 2}[backend],
                     os.path.join(tmp, "cache").encode())
@@ -1231,7 +1286,8 @@ def main():
                 r.name = getattr(make, "__name__", "?")
         for r in rows:
             if r.ms is not None:
-                log("  %-45s %10s ms  (%d runs)  %s" % (r.name, fmt_ms(r.ms), r.runs, rate(prog, r.ms)))
+                log("  %-45s %10s ms  (%d runs)  %s  (host clock; events: %s ms)" % (
+                    r.name, fmt_ms(r.ms), r.runs, rate(prog, r.ms), fmt_ms(r.ems)))
         results.append((prog, rows))
         for nm, ci in cinfo.items():
             compiles.append((key, nm, ci))

@@ -8,13 +8,16 @@
  * that weft's device memory goes back before the next program), makes the
  * input arrays from the driver's host buffers and runs once, which uploads
  * them; they stay on the device from then on, since nothing writes them on
- * the host.  wg_run then times one weft_run on the host clock, up to the
- * moment the result is there: a scalar result is read (weft_array_data
- * waits for it, as a user's read does); an array result is waited for
- * with the synchronisation function the driver gives (wg_set_sync: the
- * CUDA runtime's cudaDeviceSynchronize, which waits for every stream of
- * the primary context weft shares, weft's too), without downloading it.
- * On the CPU backend weft_run returns when the work is done.
+ * the host.  wg_run then times one weft_run as ref.cu times its runs, two
+ * ways at once: CUDA events recorded on weft's stream (weft_context_stream)
+ * before and after weft_run, through the functions the driver gives
+ * (wg_set_events: ref.cu's rf_event_record and rf_event_finish), and the
+ * host clock from before the first event to the moment the second has
+ * completed (the result is then complete on the device; it is not
+ * downloaded, and a scalar result is not read).  Without those functions,
+ * or on a backend without a stream (interp, cpu), only the host clock,
+ * up to weft_array_wait on the result (weft_run itself returns when the
+ * work is done on the CPU).
  *
  * Also here, in plain C and with no weft: the input generators (a hash of
  * the element's index, so any implementation can be fed the same inputs),
@@ -37,6 +40,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,7 +56,8 @@
 /* ---- errors, clock, configuration ---------------------------------------- */
 
 static char wg_msg[512];
-static void (*wg_sync_fn)(void);
+static int (*wg_record)(int which, void *stream);
+static double (*wg_finish)(void);
 static weft_backend wg_backend = WEFT_BACKEND_PTX;
 static char wg_cache[1024];
 
@@ -91,10 +96,15 @@ WG_API void wg_configure(int backend, const char *cache_dir)
     snprintf(wg_cache, sizeof wg_cache, "%s", cache_dir ? cache_dir : "");
 }
 
-/* How wg_run waits for an array result on a GPU (NULL: it does not). */
-WG_API void wg_set_sync(void (*fn)(void))
+/* How wg_run times a run by CUDA events on weft's stream: record(0 or 1,
+ * stream) records the first or second event, finish() waits for the
+ * second and gives the ms between them (see the head comment; NULL: no
+ * events). */
+WG_API void wg_set_events(int (*record)(int which, void *stream),
+                          double (*finish)(void))
 {
-    wg_sync_fn = fn;
+    wg_record = record;
+    wg_finish = finish;
 }
 
 static weft_status open_context(const char *dir, weft_context **ctx)
@@ -555,7 +565,8 @@ typedef struct session {
     weft_executable *exe;
     weft_array *in[MAX_IN];
     int nin;
-    int scalar;        /* the result is rank 0: read it to wait */
+    int scalar;        /* the result is rank 0 */
+    void *stream;      /* weft's CUDA stream (NULL: none, not ptx) */
     double compile_ms; /* wall time of weft_compile */
     weft_stats after;  /* the context's counters after the compile */
 } session;
@@ -585,21 +596,29 @@ WG_API void wg_close(int prog)
 }
 
 /* Run s once; *out gets the result (the caller releases it).  Waits for
- * the result as the comment at the top says. */
-static int run_wait(session *s, weft_array **out)
+ * the result as the comment at the top says; *event_ms gets the events'
+ * time, or -1 when there are none. */
+static int run_wait(session *s, weft_array **out, double *event_ms)
 {
     *out = NULL;
+    *event_ms = -1;
+    bool events = wg_record && wg_finish && s->stream;
+    if (events && wg_record(0, s->stream)) {
+        return fail("wg_run: the first event could not be recorded");
+    }
     if (weft_run(s->exe, s->in, s->nin, out, 1)) {
         return fail_weft("weft_run");
     }
-    if (s->scalar) {
-        if (!weft_array_data(*out, 0)) {
+    if (events) {
+        if (wg_record(1, s->stream) || (*event_ms = wg_finish()) < 0) {
             weft_array_release(*out);
             *out = NULL;
-            return fail_weft("weft_array_data");
+            return fail("wg_run: the second event failed");
         }
-    } else if (wg_sync_fn) {
-        wg_sync_fn();
+    } else if (weft_array_wait(*out)) {
+        weft_array_release(*out);
+        *out = NULL;
+        return fail_weft("weft_array_wait");
     }
     return 0;
 }
@@ -639,6 +658,9 @@ WG_API int wg_open(int prog, const gb_shape *sh, const void *const *in)
     s->compile_ms = now_ms() - t0;
     s->exe = exe;
     s->scalar = weft_acc_rank(r) == 0;
+    if (weft_context_stream(s->ctx, &s->stream)) {
+        s->stream = NULL; /* interp, cpu: the host clock only */
+    }
     weft_context_stats(s->ctx, &s->after);
     int64_t n = sh->n;
     for (int i = 0; i < nin; i++) {
@@ -651,7 +673,8 @@ WG_API int wg_open(int prog, const gb_shape *sh, const void *const *in)
         s->nin = i + 1;
     }
     weft_array *out;
-    if (run_wait(s, &out)) {
+    double ev;
+    if (run_wait(s, &out, &ev)) {
         wg_close(prog);
         return -1;
     }
@@ -659,9 +682,11 @@ WG_API int wg_open(int prog, const gb_shape *sh, const void *const *in)
     return 0;
 }
 
-/* One timed run of the open program prog: milliseconds, or -1 (wg_error). */
-WG_API double wg_run(int prog)
+/* One timed run of the open program prog: the host clock's milliseconds,
+ * and in *event_ms the events' (-1: none), or -1 (wg_error). */
+WG_API double wg_run(int prog, double *event_ms)
 {
+    *event_ms = -1;
     session *s = session_of(prog);
     if (!s) {
         fail("wg_run: program %d is not open", prog);
@@ -669,7 +694,7 @@ WG_API double wg_run(int prog)
     }
     weft_array *out;
     double t0 = now_ms();
-    if (run_wait(s, &out)) {
+    if (run_wait(s, &out, event_ms)) {
         return -1;
     }
     double ms = now_ms() - t0;
@@ -686,7 +711,8 @@ WG_API int wg_result(int prog, void *const *out, const int64_t *bytes)
         return fail("wg_result: program %d is not open", prog);
     }
     weft_array *r;
-    if (run_wait(s, &r)) {
+    double ev;
+    if (run_wait(s, &r, &ev)) {
         return -1;
     }
     int leaves = weft_type_leaves(s->ctx, weft_array_type(r));
