@@ -117,23 +117,20 @@
 enum {
     WARP = 32,       /* lanes */
     MAX_WARPS = 32,  /* warps of a block of 1024 threads */
-    BLOCK = 512,     /* the most threads of a block (sk_kernel.block_max;
-                        measured on the H100 for 2^28 i32, 16 items per
-                        lane: 128 threads 2.75 ms, 256 2.48, 512 1.99; 8
-                        items: 256 3.13, 512 2.66, 768 2.19; all before
-                        the packed status and the launch bounds, with
-                        92 registers) */
+    BLOCK = 128,     /* the most threads of a block (sk_kernel.block_max):
+                        many small blocks per SM, so that while one waits
+                        at a barrier or in its look-back the others load
+                        (the earlier 512 left two blocks per SM, DRAM at
+                        47%: 1.39 ms for 2^28 i32 on the H100) */
     MAX_ITEMS = 16,  /* the most chunks of 32 a warp owns in a tile */
-    ITEM_BYTES = 64, /* ... and the most bytes of leaves a lane keeps (the
-                        shared staging of a block then takes at most
-                        33 KiB; 24 items of 4 bytes took 168 registers
-                        where 16 take 92) */
-    MIN_BLOCKS = 2,  /* blocks of BLOCK resident per SM asked of ptxas for
-                        a packed status (launch_bounds): 64 registers, no
-                        spills for 16 i32 items (ptxas 13.0, sm_90), where
-                        89 without the bound let one block of 512 in; 3
-                        would mean 40 registers and 88 bytes of spills.  Chosen by
-                        ptxas -v, not yet timed on a GPU */
+    ITEM_BYTES = 64, /* ... and the most bytes of leaves a lane reads (the
+                        staging areas of a block take 4 (32 + 1) of them:
+                        8.4 KiB; 24 i32 items spill at 64 registers,
+                        ptxas 13.0) */
+    MIN_BLOCKS = 10, /* blocks of BLOCK resident per SM asked of ptxas for
+                        a packed status (launch_bounds): 48 registers, no
+                        spills for 16 i32 items (ptxas 13.0, sm_90); 12
+                        would mean 40 registers and spills */
 };
 
 enum { FLAG_NONE, FLAG_AGG, FLAG_PREFIX };
@@ -584,8 +581,8 @@ typedef struct tile {
     LLVMValueRef wpv;     /* shared i8 [32]: whether warp v has one */
     LLVMValueRef *buf;    /* shared, per leaf: the warps' staging areas */
     LLVMValueRef wbase;   /* this warp's area in buf: 32 K + K slots */
-    cg_mut v[MAX_ITEMS];  /* per chunk: the lane's value */
-    cg_mut carry;         /* the warp's total */
+    cg_mut pre;           /* the total of the warp's earlier lanes (none
+                             in lane 0); its leaves name the leaf types */
 } tile;
 
 /* Physical position of logical position p. */
@@ -629,25 +626,63 @@ static void stage_put(cg_fn *fn, const tile *T, LLVMValueRef q,
                       const cg_val *x)
 {
     for (int l = 0; l < x->n; l++) {
-        cg_store(fn, T->carry.leaf[l], T->buf[l], slot(fn, T, q), x->v[l]);
+        cg_store(fn, T->pre.leaf[l], T->buf[l], slot(fn, T, q), x->v[l]);
     }
 }
 
 static weft_status stage_get(cg_fn *fn, const tile *T, LLVMValueRef q,
                              cg_val *out)
 {
-    weft_status s = cg_val_make(fn, T->carry.n, out);
+    weft_status s = cg_val_make(fn, T->pre.n, out);
     for (int l = 0; s == WEFT_OK && l < out->n; l++) {
-        out->v[l] = cg_load(fn, T->carry.leaf[l], T->buf[l], slot(fn, T, q));
+        out->v[l] = cg_load(fn, T->pre.leaf[l], T->buf[l], slot(fn, T, q));
     }
     return s;
 }
 
-/* Step 1: every lane scans its own K positions in order, the warp scans
- * the lane totals, and each lane puts the earlier lanes' total in front
- * of its values (for exclusive scans shifted by one position: item i
- * gets what stands before it).  Lane 0 of each warp that has positions in
- * the tile puts the warp's total in shared memory. */
+/* The lane's positions of the staging area in order (items 0 .. K - 1;
+ * with `guarded` only those before hi, a prefix of them) combined into
+ * *x, the lane's total (left as it is where the lane has none). */
+static weft_status lane_total(sk_fn *f, const tile *T, bool guarded,
+                              const cg_mut *x)
+{
+    cg_fn *fn = &f->fn;
+    weft_status s;
+    for (int i = 0; i < T->K; i++) {
+        LLVMValueRef q = item_off(fn, T, i);
+        cg_if rd;
+        if (guarded) {
+            cg_if_begin(fn, &rd,
+                        lt(fn, LLVMBuildAdd(fn->b, T->seg, q, ""), T->hi));
+        }
+        cg_val e, cur, y;
+        if ((s = stage_get(fn, T, q, &e)) != WEFT_OK) {
+            return s;
+        }
+        if (i == 0) {
+            cg_mut_set(fn, x, &e);
+        } else {
+            if ((s = cg_mut_get(fn, x, &cur)) != WEFT_OK ||
+                (s = comb(f, T->in, &cur, &e, &y)) != WEFT_OK) {
+                return s;
+            }
+            cg_mut_set(fn, x, &y);
+        }
+        if (guarded) {
+            cg_if_end(fn, &rd);
+        }
+    }
+    return WEFT_OK;
+}
+
+/* Step 1: the warp's positions, coalesced, into its staging area (when
+ * all 32 K are in the tile, every read first and unguarded: K loads in
+ * flight per lane), a warp barrier, and each lane combines its own K
+ * positions in order into its total; the values stay in the staging area
+ * for step 4.  The warp scans the lane totals; each lane keeps the total
+ * of the lanes before it (T->pre, nothing for lane 0), and lane 0 of each
+ * warp that has positions in the tile puts the warp's total in shared
+ * memory. */
 static weft_status warp_chunks(sk_fn *f, tile *T, const source *sr)
 {
     cg_fn *fn = &f->fn;
@@ -661,9 +696,6 @@ static weft_status warp_chunks(sk_fn *f, tile *T, const source *sr)
         return s;
     }
     cg_mut_set(fn, &x, &z);
-    /* the warp's positions, coalesced, into its staging area: when all
-     * 32 K are in the tile, every read first and unguarded (K loads in
-     * flight per lane) */
     cg_if wh;
     cg_if_begin(fn, &wh, T->whole);
     cg_val got[MAX_ITEMS];
@@ -676,12 +708,16 @@ static weft_status warp_chunks(sk_fn *f, tile *T, const source *sr)
     for (int i = 0; i < T->K; i++) {
         stage_put(fn, T, stripe_off(fn, T, i), &got[i]);
     }
+    fn->target->warp_barrier(fn);
+    if ((s = lane_total(f, T, false, &x)) != WEFT_OK) {
+        return s;
+    }
     cg_if_else(fn, &wh);
     for (int i = 0; i < T->K; i++) {
         LLVMValueRef q = stripe_off(fn, T, i);
         LLVMValueRef p = LLVMBuildAdd(fn->b, T->seg, q, "");
         cg_if rd;
-        cg_if_begin(fn, &rd, LLVMBuildICmp(fn->b, LLVMIntSLT, p, T->hi, ""));
+        cg_if_begin(fn, &rd, lt(fn, p, T->hi));
         cg_val e;
         if ((s = source_read(f, sr, phys(fn, T, p), &e)) != WEFT_OK) {
             return s;
@@ -689,39 +725,17 @@ static weft_status warp_chunks(sk_fn *f, tile *T, const source *sr)
         stage_put(fn, T, q, &e);
         cg_if_end(fn, &rd);
     }
-    cg_if_end(fn, &wh);
     fn->target->warp_barrier(fn);
-    LLVMValueRef valid[MAX_ITEMS];
-    /* the lane's own positions, in order (the valid ones are a prefix) */
-    for (int i = 0; i < T->K; i++) {
-        LLVMValueRef q = item_off(fn, T, i);
-        LLVMValueRef p = LLVMBuildAdd(fn->b, T->seg, q, "");
-        valid[i] = LLVMBuildICmp(fn->b, LLVMIntSLT, p, T->hi, "");
-        cg_if rd;
-        cg_if_begin(fn, &rd, valid[i]);
-        cg_val e;
-        if ((s = stage_get(fn, T, q, &e)) != WEFT_OK) {
-            return s;
-        }
-        if (i == 0) {
-            cg_mut_set(fn, &x, &e);
-        } else {
-            cg_val cur, y;
-            if ((s = cg_mut_get(fn, &x, &cur)) != WEFT_OK ||
-                (s = comb(f, in, &cur, &e, &y)) != WEFT_OK) {
-                return s;
-            }
-            cg_mut_set(fn, &x, &y);
-        }
-        cg_val xi;
-        if ((s = cg_mut_get(fn, &x, &xi)) != WEFT_OK) {
-            return s;
-        }
-        cg_mut_set(fn, &T->v[i], &xi);
-        cg_if_end(fn, &rd);
+    if ((s = lane_total(f, T, true, &x)) != WEFT_OK) {
+        return s;
     }
-    /* across the lanes: lane l gets the total of lanes 0 .. l */
-    if ((s = warp_scan(f, in, L, &x, valid[0])) != WEFT_OK) {
+    cg_if_end(fn, &wh);
+    /* across the lanes: lane l gets the total of lanes 0 .. l (the lanes
+     * with positions are a prefix of the warp) */
+    LLVMValueRef has = lt(fn, LLVMBuildAdd(fn->b, T->seg, item_off(fn, T, 0),
+                                           ""),
+                          T->hi);
+    if ((s = warp_scan(f, in, L, &x, has)) != WEFT_OK) {
         return s;
     }
     cg_val xs, pre;
@@ -735,6 +749,7 @@ static weft_status warp_chunks(sk_fn *f, tile *T, const source *sr)
     if ((s = shuffle_val(fn, &xs, left, &pre)) != WEFT_OK) {
         return s;
     }
+    cg_mut_set(fn, &T->pre, &pre);
     /* the warp's total: the value of its last lane with positions */
     LLVMValueRef last = min64(
         fn,
@@ -753,39 +768,11 @@ static weft_status warp_chunks(sk_fn *f, tile *T, const source *sr)
                          &total)) != WEFT_OK) {
         return s;
     }
-    cg_mut_set(fn, &T->carry, &total);
-    /* exclusive scans: item i takes item i - 1's value, item 0 nothing of
-     * its own (tile_write knows that lane 0's item 0 has no value) */
-    if (in->exclusive) {
-        for (int i = T->K - 1; i > 0; i--) {
-            cg_if sh;
-            cg_if_begin(fn, &sh, valid[i]);
-            cg_val prev;
-            if ((s = cg_mut_get(fn, &T->v[i - 1], &prev)) != WEFT_OK) {
-                return s;
-            }
-            cg_mut_set(fn, &T->v[i], &prev);
-            cg_if_end(fn, &sh);
-        }
-        cg_mut_set(fn, &T->v[0], &pre);
-    }
-    /* the earlier lanes in front (lane 0 has none) */
-    LLVMValueRef notl0 = LLVMBuildNot(fn->b, lane0, "");
-    for (int i = in->exclusive ? 1 : 0; i < T->K; i++) {
-        cg_if fr;
-        cg_if_begin(fn, &fr, LLVMBuildAnd(fn->b, notl0, valid[i], ""));
-        s = comb_front(f, in, &pre, &T->v[i]);
-        cg_if_end(fn, &fr);
-        if (s) {
-            return s;
-        }
-    }
-    /* lane 0 of a warp with positions: its total */
-    LLVMValueRef busy = LLVMBuildICmp(fn->b, LLVMIntSLT, T->seg, T->hi, "");
+    LLVMValueRef busy = lt(fn, T->seg, T->hi);
     cg_if put;
     cg_if_begin(fn, &put, LLVMBuildAnd(fn->b, busy, lane0, ""));
     for (int l = 0; l < total.n; l++) {
-        cg_store(fn, T->carry.leaf[l], T->wt[l], L->wid, total.v[l]);
+        cg_store(fn, T->pre.leaf[l], T->wt[l], L->wid, total.v[l]);
     }
     cg_if_end(fn, &put);
     return WEFT_OK;
@@ -1081,7 +1068,71 @@ static weft_status tile_prefix(sk_fn *f, tile *T)
     return WEFT_OK;
 }
 
-/* Step 4: every lane writes its positions, the warp's prefix in front. */
+/* The lane's results in place of its values in the staging area: at item
+ * i, lp . e_0 . ... . e_i (inclusive scans) or lp . e_0 . ... . e_{i-1}
+ * (exclusive ones, lp at item 0), e the values step 1 left there and lp
+ * the lane's prefix, absent where lpv (i1; NULL: always there) is false
+ * (only scans without a seed, whose first position has nothing before
+ * it).  With `guarded` only the items before hi, a prefix of them. */
+static weft_status lane_results(sk_fn *f, const tile *T, bool guarded,
+                                const cg_val *lp, LLVMValueRef lpv)
+{
+    cg_fn *fn = &f->fn;
+    const scan_info *in = T->in;
+    weft_status s;
+    cg_mut y;
+    if ((s = cg_mut_new(fn, in->elt, &y)) != WEFT_OK) {
+        return s;
+    }
+    cg_mut_set(fn, &y, lp);
+    for (int i = 0; i < T->K; i++) {
+        LLVMValueRef q = item_off(fn, T, i);
+        cg_if rd;
+        if (guarded) {
+            cg_if_begin(fn, &rd,
+                        lt(fn, LLVMBuildAdd(fn->b, T->seg, q, ""), T->hi));
+        }
+        cg_val e, cur;
+        if ((s = stage_get(fn, T, q, &e)) != WEFT_OK ||
+            (s = cg_mut_get(fn, &y, &cur)) != WEFT_OK) {
+            return s;
+        }
+        if (in->exclusive) {
+            stage_put(fn, T, q, &cur);
+        }
+        if (!in->exclusive || i < T->K - 1) {
+            cg_if pv;
+            if (i == 0 && lpv) {
+                cg_if_begin(fn, &pv, lpv);
+            }
+            cg_val nx;
+            if ((s = comb(f, in, &cur, &e, &nx)) != WEFT_OK) {
+                return s;
+            }
+            cg_mut_set(fn, &y, &nx);
+            if (i == 0 && lpv) {
+                cg_if_else(fn, &pv);
+                cg_mut_set(fn, &y, &e);
+                cg_if_end(fn, &pv);
+            }
+        }
+        if (!in->exclusive) {
+            cg_val r;
+            if ((s = cg_mut_get(fn, &y, &r)) != WEFT_OK) {
+                return s;
+            }
+            stage_put(fn, T, q, &r);
+        }
+        if (guarded) {
+            cg_if_end(fn, &rd);
+        }
+    }
+    return WEFT_OK;
+}
+
+/* Step 4: every lane puts its results into the staging area (the warp's
+ * prefix and the lane's in front), a warp barrier, and the warp writes
+ * the area out coalesced, as it read it. */
 static weft_status tile_write(sk_fn *f, tile *T)
 {
     cg_fn *fn = &f->fn;
@@ -1089,43 +1140,46 @@ static weft_status tile_write(sk_fn *f, tile *T)
     const lanes *L = &T->L;
     const cg_array *out = sk_out_array(f, 0);
     weft_status s;
-    cg_val w;
-    if ((s = cg_val_make(fn, T->carry.n, &w)) != WEFT_OK) {
+    cg_val w, pre, lp;
+    if ((s = cg_val_make(fn, T->pre.n, &w)) != WEFT_OK ||
+        (s = cg_mut_get(fn, &T->pre, &pre)) != WEFT_OK) {
         return s;
     }
     for (int l = 0; l < w.n; l++) {
-        w.v[l] = cg_load(fn, T->carry.leaf[l], T->wp[l], L->wid);
+        w.v[l] = cg_load(fn, T->pre.leaf[l], T->wp[l], L->wid);
     }
-    LLVMValueRef wv = cg_load(fn, WEFT_BOOL, T->wpv, L->wid);
+    /* a seeded scan's warps always have a prefix (tile_prefix) */
+    LLVMValueRef wv = in->seeded ? i1_const(fn, true)
+                                 : cg_load(fn, WEFT_BOOL, T->wpv, L->wid);
+    /* the lanes before this one, where it has positions (never a
+     * combine with the placeholder of a lane without) */
+    LLVMValueRef before = LLVMBuildAnd(
+        fn->b, LLVMBuildICmp(fn->b, LLVMIntNE, L->lane, cg_i64(fn, 0), ""),
+        lt(fn, LLVMBuildAdd(fn->b, T->seg, item_off(fn, T, 0), ""), T->hi),
+        "");
+    LLVMValueRef lpv;
+    if ((s = comb_opt(f, in, &w, wv, &pre, before, &lp, &lpv)) != WEFT_OK) {
+        return s;
+    }
+    if (in->seeded) {
+        lpv = NULL;
+    }
     LLVMValueRef rowlen =
         in->grow ? LLVMBuildAdd(fn->b, T->m, cg_i64(fn, 1), "") : T->m;
     LLVMValueRef obase = LLVMBuildMul(fn->b, T->row, rowlen, "");
-    LLVMValueRef lane0 =
-        LLVMBuildICmp(fn->b, LLVMIntEQ, L->lane, cg_i64(fn, 0), "");
-    /* the lane's results into the warp's staging area ... */
-    for (int i = 0; i < T->K; i++) {
-        LLVMValueRef q = item_off(fn, T, i);
-        LLVMValueRef p = LLVMBuildAdd(fn->b, T->seg, q, "");
-        cg_if valid;
-        cg_if_begin(fn, &valid, LLVMBuildICmp(fn->b, LLVMIntSLT, p, T->hi, ""));
-        cg_val x, y;
-        if ((s = cg_mut_get(fn, &T->v[i], &x)) != WEFT_OK) {
-            return s;
-        }
-        /* exclusive scans: lane 0's first position has no value of its
-         * own */
-        LLVMValueRef xv = in->exclusive && i == 0
-                              ? LLVMBuildNot(fn->b, lane0, "")
-                              : i1_const(fn, true);
-        if ((s = comb_opt(f, in, &w, wv, &x, xv, &y, NULL)) != WEFT_OK) {
-            return s;
-        }
-        stage_put(fn, T, q, &y);
-        cg_if_end(fn, &valid);
+    /* the results into the staging area ... */
+    cg_if wh;
+    cg_if_begin(fn, &wh, T->whole);
+    if ((s = lane_results(f, T, false, &lp, lpv)) != WEFT_OK) {
+        return s;
     }
+    cg_if_else(fn, &wh);
+    if ((s = lane_results(f, T, true, &lp, lpv)) != WEFT_OK) {
+        return s;
+    }
+    cg_if_end(fn, &wh);
     fn->target->warp_barrier(fn);
     /* ... and out, coalesced (unguarded when all 32 K are in the tile) */
-    cg_if wh;
     cg_if_begin(fn, &wh, T->whole);
     for (int i = 0; i < T->K; i++) {
         LLVMValueRef q = stripe_off(fn, T, i);
@@ -1144,7 +1198,7 @@ static weft_status tile_write(sk_fn *f, tile *T)
         LLVMValueRef q = stripe_off(fn, T, i);
         LLVMValueRef p = LLVMBuildAdd(fn->b, T->seg, q, "");
         cg_if valid;
-        cg_if_begin(fn, &valid, LLVMBuildICmp(fn->b, LLVMIntSLT, p, T->hi, ""));
+        cg_if_begin(fn, &valid, lt(fn, p, T->hi));
         cg_val y;
         if ((s = stage_get(fn, T, q, &y)) != WEFT_OK) {
             return s;
@@ -1201,38 +1255,41 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in)
         total = LLVMBuildSelect(fn->b, empty, zero, total, "");
     }
     /* shared memory */
-    if ((s = cg_mut_new(fn, in->elt, &T.carry)) != WEFT_OK) {
+    if ((s = cg_mut_new(fn, in->elt, &T.pre)) != WEFT_OK) {
         return s;
     }
-    int nleaf = T.carry.n;
-    for (int i = 0; i < T.K; i++) {
-        if ((s = cg_mut_new(fn, in->elt, &T.v[i])) != WEFT_OK) {
-            return s;
-        }
-    }
+    int nleaf = T.pre.n;
     T.wt = fe_arena_alloc(fn->arena, sizeof *T.wt * (size_t)(nleaf + 1));
     T.wp = fe_arena_alloc(fn->arena, sizeof *T.wp * (size_t)(nleaf + 1));
-    if (!T.wt || !T.wp) {
+    T.buf = fe_arena_alloc(fn->arena, sizeof *T.buf * (size_t)(nleaf + 1));
+    if (!T.wt || !T.wp || !T.buf) {
         return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
     }
+    int64_t area = (int64_t)WARP * T.K + T.K;
     for (int l = 0; l < nleaf; l++) {
-        LLVMTypeRef mt = cg_mem_type(c, T.carry.leaf[l]);
+        LLVMTypeRef mt = cg_mem_type(c, T.pre.leaf[l]);
         T.wt[l] = tg->shared_array(fn, mt, MAX_WARPS);
         T.wp[l] = tg->shared_array(fn, mt, MAX_WARPS);
+        T.buf[l] = tg->shared_array(fn, mt, BLOCK / WARP * area);
     }
     T.wpv = tg->shared_array(fn, LLVMInt8TypeInContext(c), MAX_WARPS);
-    int64_t area = (int64_t)WARP * T.K + T.K;
-    T.buf = fe_arena_alloc(fn->arena, sizeof *T.buf * (size_t)(nleaf + 1));
-    if (!T.buf) {
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
-    }
-    for (int l = 0; l < nleaf; l++) {
-        T.buf[l] = tg->shared_array(fn, cg_mem_type(c, T.carry.leaf[l]),
-                                    BLOCK / WARP * area);
-    }
     T.wbase = LLVMBuildMul(fn->b, L->wid, cg_i64(fn, area), "wbase");
+    /* the tile loop: thread 0 takes the block's first tile before it and
+     * the next one at the start of each tile (its atomic's latency hidden
+     * behind the tile's loads), and hands it over through stile after the
+     * barrier that ends step 1 (every thread has read the current one) */
     LLVMValueRef stile = tg->shared_array(fn, i64, 1);
-    /* the tile loop */
+    LLVMValueRef counter = sk_aux_array(f, AUX_COUNTER)->ptr[0];
+    LLVMValueRef nextp = cg_alloca(fn, i64, "next");
+    LLVMValueRef thread0 = eq(fn, L->tid, zero);
+    cg_if t0;
+    cg_if_begin(fn, &t0, thread0);
+    LLVMBuildStore(fn->b,
+                   tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd, counter,
+                                  cg_i64(fn, 1)),
+                   stile);
+    cg_if_end(fn, &t0);
+    tg->barrier(fn);
     LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(c, fn->fn, "tile");
     LLVMBasicBlockRef body =
         LLVMAppendBasicBlockInContext(c, fn->fn, "tile.body");
@@ -1240,18 +1297,15 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in)
         LLVMAppendBasicBlockInContext(c, fn->fn, "tile.end");
     LLVMBuildBr(fn->b, head);
     LLVMPositionBuilderAtEnd(fn->b, head);
-    cg_if t0;
-    cg_if_begin(fn, &t0, LLVMBuildICmp(fn->b, LLVMIntEQ, L->tid, zero, ""));
-    LLVMValueRef got = tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd,
-                                      sk_aux_array(f, AUX_COUNTER)->ptr[0],
-                                      cg_i64(fn, 1));
-    LLVMBuildStore(fn->b, got, stile);
-    cg_if_end(fn, &t0);
-    tg->barrier(fn);
     T.t = LLVMBuildLoad2(fn->b, i64, stile, "t");
-    LLVMBuildCondBr(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, T.t, total, ""),
-                    body, exit);
+    LLVMBuildCondBr(fn->b, lt(fn, T.t, total), body, exit);
     LLVMPositionBuilderAtEnd(fn->b, body);
+    cg_if_begin(fn, &t0, thread0);
+    LLVMBuildStore(fn->b,
+                   tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd, counter,
+                                  cg_i64(fn, 1)),
+                   nextp);
+    cg_if_end(fn, &t0);
     T.row = LLVMBuildSDiv(fn->b, T.t, T.tpr, "row");
     T.q = LLVMBuildSub(fn->b, T.t, LLVMBuildMul(fn->b, T.row, T.tpr, ""), "q");
     T.lo = LLVMBuildMul(fn->b, T.q, tsize, "lo");
@@ -1271,8 +1325,11 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in)
         return s;
     }
     tg->barrier(fn);
+    cg_if_begin(fn, &t0, thread0);
+    LLVMBuildStore(fn->b, LLVMBuildLoad2(fn->b, i64, nextp, ""), stile);
+    cg_if_end(fn, &t0);
     cg_if w0;
-    cg_if_begin(fn, &w0, LLVMBuildICmp(fn->b, LLVMIntEQ, L->wid, zero, ""));
+    cg_if_begin(fn, &w0, eq(fn, L->wid, zero));
     if ((s = tile_prefix(f, &T)) != WEFT_OK) {
         return s;
     }
@@ -1281,6 +1338,7 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in)
     if ((s = tile_write(f, &T)) != WEFT_OK) {
         return s;
     }
+    tg->barrier(fn);
     LLVMBuildBr(fn->b, head);
     LLVMPositionBuilderAtEnd(fn->b, exit);
     return WEFT_OK;
