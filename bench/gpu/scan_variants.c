@@ -17,7 +17,8 @@
  *   gcc -std=c17 -O2 -Iinclude bench/gpu/scan_variants.c -o scan_variants \
  *       -L. -lweft -Wl,-rpath,'$ORIGIN' -lm && ./scan_variants [runs]
  * (`./scan_variants 3 cpu` runs the same on the CPU backend: a check of
- * this program where no GPU is.)
+ * this program where no GPU is; `./scan_variants 10 ptx f64,rows` only
+ * the cases whose names contain one of the comma-separated parts.)
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -52,8 +53,8 @@ static const scase cases[] = {
     {"scanl1 + f64 2^27", L1, SUM, WEFT_F64, 1, {1 << 27}},
     {"scanl  + i64 2^27", L, SUM, WEFT_I64, 1, {1 << 27}},
     {"scanl1 affine (i32,i32) 2^27", L1, AFFINE, 0, 1, {1 << 27}},
-    {"scanl1 + i32 16384 x 16384", L1, SUM, WEFT_I32, 2, {16384, 16384}},
-    {"scanl1 + i32 2^20 x 100", L1, SUM, WEFT_I32, 2, {1 << 20, 100}},
+    {"scanl1 + i32 rows 16384 x 16384", L1, SUM, WEFT_I32, 2, {16384, 16384}},
+    {"scanl1 + i32 rows 2^20 x 100", L1, SUM, WEFT_I32, 2, {1 << 20, 100}},
     {"scanl1 + i32 1000003", L1, SUM, WEFT_I32, 1, {1000003}},
     {"scanl1 + i32 1000", L1, SUM, WEFT_I32, 1, {1000}},
 };
@@ -246,6 +247,24 @@ static int run_case(const scase *c, int runs, weft_backend be)
     return bad;
 }
 
+/* Whether name contains one of the comma-separated parts of list. */
+static bool picked(const char *name, const char *list)
+{
+    char part[64];
+    while (*list) {
+        size_t n = strcspn(list, ",");
+        if (n > 0 && n < sizeof part) {
+            memcpy(part, list, n);
+            part[n] = '\0';
+            if (strstr(name, part)) {
+                return true;
+            }
+        }
+        list += n + (list[n] == ',');
+    }
+    return false;
+}
+
 int main(int argc, char **argv)
 {
     int runs = argc > 1 ? atoi(argv[1]) : 20;
@@ -255,8 +274,14 @@ int main(int argc, char **argv)
     weft_backend be = argc > 2 && strcmp(argv[2], "cpu") == 0
                           ? WEFT_BACKEND_CPU
                           : WEFT_BACKEND_PTX;
+    /* a third argument: a comma-separated list of parts of case names,
+     * to run only the cases that contain one of them */
+    const char *only = argc > 3 ? argv[3] : NULL;
     int bad = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (only && !picked(cases[i].name, only)) {
+            continue;
+        }
         bad |= run_case(&cases[i], runs, be);
     }
     return bad;

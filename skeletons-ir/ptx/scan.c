@@ -110,6 +110,8 @@
  * element, by multi-index with the row's outer components computed once
  * per tile, as scan.c does.
  */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../sk.h"
@@ -122,7 +124,8 @@ enum {
                         at a barrier or in its look-back the others load
                         (the earlier 512 left two blocks per SM, DRAM at
                         47%: 1.39 ms for 2^28 i32 on the H100) */
-    MAX_ITEMS = 16,  /* the most chunks of 32 a warp owns in a tile */
+    MAX_ITEMS = 32,  /* the most chunks of 32 a warp owns in a tile */
+    MAX_BLOCK = 512, /* the most threads of a block tuning may ask */
     ITEM_BYTES = 64, /* ... and the most bytes of leaves a lane reads (the
                         staging areas of a block take 4 (32 + 1) of them:
                         8.4 KiB; 24 i32 items spill at 64 registers,
@@ -132,6 +135,33 @@ enum {
                         spills for 16 i32 items (ptxas 13.0, sm_90); 12
                         would mean 40 registers and spills */
 };
+
+/* TEMPORARY, for one device round of tuning, removed before the branch
+ * is merged: $WEFT_SCAN_TUNE = "block,item_bytes,min_blocks" replaces
+ * BLOCK, ITEM_BYTES and MIN_BLOCKS (0: the constant).  The disk cache
+ * does not know of it: give each setting a cache directory of its own. */
+typedef struct scan_tune {
+    int block, item_bytes, min_blocks;
+} scan_tune;
+
+static scan_tune tuned(void)
+{
+    scan_tune t = {BLOCK, ITEM_BYTES, MIN_BLOCKS};
+    const char *v = getenv("WEFT_SCAN_TUNE");
+    int b = 0, ib = 0, mb = 0;
+    if (v && sscanf(v, "%d,%d,%d", &b, &ib, &mb) == 3) {
+        if (b >= 32 && b <= MAX_BLOCK && b % 32 == 0) {
+            t.block = b;
+        }
+        if (ib > 0) {
+            t.item_bytes = ib;
+        }
+        if (mb > 0) {
+            t.min_blocks = mb;
+        }
+    }
+    return t;
+}
 
 enum { FLAG_NONE, FLAG_AGG, FLAG_PREFIX };
 
@@ -174,8 +204,9 @@ static int items_per_lane(weft_context *ctx, weft_type elt)
     for (int l = 0; l < n; l++) {
         bytes += (int)weft_type_size(leaf[l]);
     }
-    int k = bytes > 0 ? ITEM_BYTES / bytes : MAX_ITEMS;
-    return k < 1 ? 1 : (k > MAX_ITEMS ? MAX_ITEMS : k);
+    int cap = tuned().item_bytes > ITEM_BYTES ? MAX_ITEMS : 16;
+    int k = bytes > 0 ? tuned().item_bytes / bytes : cap;
+    return k < 1 ? 1 : (k > cap ? cap : k);
 }
 
 /* Whether a tile's status is one 64-bit word, the flag in its low half
@@ -196,7 +227,7 @@ static weft_status ptx_scan_prepare(weft_context *ctx, fe_arena *arena,
     k->nentry = 1;
     k->item_threads[0] = k->item_threads[1] = SK_ITEM_BLOCK;
     k->chunk_min = (int64_t)WARP * items_per_lane(ctx, in.elt);
-    k->block_max = BLOCK;
+    k->block_max = tuned().block;
     static const struct {
         int aux;
         bool elt;
@@ -1270,7 +1301,7 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in)
         LLVMTypeRef mt = cg_mem_type(c, T.pre.leaf[l]);
         T.wt[l] = tg->shared_array(fn, mt, MAX_WARPS);
         T.wp[l] = tg->shared_array(fn, mt, MAX_WARPS);
-        T.buf[l] = tg->shared_array(fn, mt, BLOCK / WARP * area);
+        T.buf[l] = tg->shared_array(fn, mt, tuned().block / WARP * area);
     }
     T.wpv = tg->shared_array(fn, LLVMInt8TypeInContext(c), MAX_WARPS);
     T.wbase = LLVMBuildMul(fn->b, L->wid, cg_i64(fn, area), "wbase");
@@ -1351,7 +1382,7 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in)
 static void launch_bounds(cg_fn *fn)
 {
     static const char *const key[2] = {"maxntidx", "minctasm"};
-    const int val[2] = {BLOCK, MIN_BLOCKS};
+    const int val[2] = {tuned().block, tuned().min_blocks};
     LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
     for (int a = 0; a < 2; a++) {
         LLVMMetadataRef md[3] = {
