@@ -28,32 +28,35 @@
  * 32; K a constant of the kernel, items_per_lane); tiles never span two
  * rows, tpr = ceil(m / T) tiles per row (1 when m = 0: the tile that
  * writes z and the totals), and tile t is (row t / tpr, piece t % tpr).
- * The blocks loop: thread 0 takes the next tile from a global counter
- * (atomic add) and broadcasts it through shared memory, so tiles start in
- * order and a tile's predecessors are held by running blocks, which
- * publish their aggregates without waiting for anyone: look-back always
- * makes progress.  Within a tile:
+ * The blocks loop (the grid is what stays resident: a few blocks of 128
+ * threads per SM, so that while one waits at a barrier or in its
+ * look-back the others load): thread 0 takes tiles from a global counter
+ * (atomic add), its first before the loop and the next one at the start
+ * of each tile, so that the atomic's latency hides behind the tile's
+ * loads; it hands that one over through shared memory after the barrier
+ * that ends step 1, when every thread has read the current one.  So tiles
+ * start in order and a tile's predecessors are held by running blocks,
+ * which publish their aggregates without waiting for anyone: look-back
+ * always makes progress.  Within a tile:
  *
  *   1. warp w owns the 32 K consecutive positions [lo + 32 K w, ...),
  *      lane l the K consecutive ones [lo + 32 K w + K l, ... + K) of
- *      them.  A lane reads its positions in order and scans them
- *      sequentially in registers (K - 1 combines; the positions inside
- *      the tile are a prefix of them), then the warp scans the lane
- *      totals in order (Hillis-Steele with shuffles: lane l takes
- *      x = (lane l - d) . x for d = 1, 2, 4, 8, 16 when l >= d and it
- *      holds a value; the lanes holding values are always a prefix), and
- *      each lane puts the total of the lanes before it (lane l - 1's
- *      scanned value) in front of its own values.  For exclusive scans a
- *      position keeps the value of the position before it instead (lane
- *      0's first: none).  So a warp pays five shuffles per 32 K
- *      positions, not per 32.  The reads go through the warp's staging
- *      area in shared memory: the warp reads its positions coalesced
- *      (K passes, lane l taking 32 i + l; right scans read descending
- *      addresses, the same sectors) into the area, a warp barrier, then
- *      each lane takes its own K from there.  The area has a pad slot
- *      after every 32, so neither pattern has bank conflicts.  Lane 0 of
- *      each warp puts the warp's total (the value of its last lane with
- *      positions) in shared memory.
+ *      them.  The warp reads its positions coalesced (K passes, lane l
+ *      taking 32 i + l; right scans read descending addresses, the same
+ *      sectors; when all 32 K are in the tile every read comes first and
+ *      unguarded) into its staging area in shared memory, where they stay
+ *      until step 4; a warp barrier; each lane combines its own K in order
+ *      into its total (K - 1 combines; the positions inside the tile are
+ *      a prefix of them).  The area has a pad slot after every 32, so
+ *      neither pattern has bank conflicts.  The warp scans the lane totals
+ *      in order (Hillis-Steele with shuffles: lane l takes x = (lane l -
+ *      d) . x for d = 1, 2, 4, 8, 16 when l >= d and it holds a value; the
+ *      lanes holding values are always a prefix), and each lane keeps the
+ *      total of the lanes before it (lane l - 1's scanned value).  So a
+ *      warp pays five shuffles per 32 K positions, not per 32, and a lane
+ *      keeps two values, not K, across steps 2 and 3 (registers: more
+ *      blocks per SM).  Lane 0 of each warp puts the warp's total (the
+ *      value of its last lane with positions) in shared memory.
  *   2. warp 0 scans the warp totals the same way: the tile's aggregate
  *      and each warp's exclusive prefix within the tile.
  *   3. look-back (warp 0): piece 0 of a row has the prefix z (or none);
@@ -69,13 +72,17 @@
  *      scanr writes z).  Warp 0 puts each warp's prefix (the tile's
  *      prefix . the warp's exclusive prefix, either possibly absent) in
  *      shared memory.
- *   4. every lane puts prefix . its value for each of its positions
- *      into the staging area, a warp barrier, and the warp writes the
- *      area out coalesced, as it read it.
+ *   4. each lane's prefix is the warp's . the lane's (where there);
+ *      the lane walks its K values in the staging area once more and puts
+ *      in their place prefix . its values up to each (inclusive scans) or
+ *      up to the one before (exclusive ones): one combine per position;
+ *      a warp barrier, and the warp writes the area out coalesced, as it
+ *      read it.
  *
- * Three barriers per tile, at block-uniform points (the tile loop's
- * condition comes from shared memory; nothing returns early); they also
- * keep the next tile from overwriting shared memory that is still read.
+ * Three barriers per tile (after steps 1, 3 and 4), at block-uniform
+ * points (the tile loop's condition comes from shared memory; nothing
+ * returns early); they also keep the next tile from overwriting shared
+ * memory that is still read.
  *
  * Publishing and reading follow the PTX memory model with the target's
  * relaxed operations.  Where the element is one leaf of 4 bytes (i32,
@@ -96,14 +103,15 @@
  * tile's writes.
  *
  * Kernels with the packed status carry launch bounds (launch_bounds:
- * .maxntid BLOCK, .minnctapersm MIN_BLOCKS), so that ptxas keeps to 64
- * registers and two blocks of 512 share an SM; the others keep ptxas's
+ * .maxntid BLOCK, .minnctapersm MIN_BLOCKS), so that ptxas keeps to 48
+ * registers and ten blocks of 128 share an SM; the others keep ptxas's
  * own choice.
  *
  * Aux items: 0 the tile flags (0 none, 1 A, 2 P; i32, or the i64 words of
  * the packed status), 1 the aggregates, 2 the inclusive prefixes (both of
- * the element type, unused with the packed status), 3 the tile counter
- * (i64), all zeroed by the driver and sized for the smallest block (32
+ * the element type; with the packed status unused, and the driver makes
+ * them one element long), 3 the tile counter (i64), all zeroed by the
+ * driver and sized for the smallest block (32
  * threads: at most ceil(m / (32 K)) tiles per row); k->chunk_min carries
  * 32 K to the driver.  The input is read through sk_read (fused
  * producers inline), by linear position or, where that would divide per
@@ -430,6 +438,55 @@ static weft_status shuffle_down_val(cg_fn *fn, const cg_val *x, int delta,
     return s;
 }
 
+/* x (i32) of lane - d, the lane's own x below lane d: shfl.sync.up (the
+ * target has no up shuffle; with shuffle_idx the five source lanes of a
+ * warp scan are loop invariants that take five registers through the
+ * whole tile loop). */
+static LLVMValueRef shfl_up32(cg_fn *fn, LLVMValueRef x, int d)
+{
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+    LLVMValueRef args[4] = {LLVMConstInt(i32, 0xffffffffu, 0), x,
+                            i32_const(fn, d), i32_const(fn, 0)};
+    return cg_intrinsic(fn, "llvm.nvvm.shfl.sync.up.i32", NULL, 0, args, 4);
+}
+
+/* shfl_up32 of a register value of any scalar type, in 32-bit pieces. */
+static LLVMValueRef shfl_up(cg_fn *fn, LLVMValueRef x, int d)
+{
+    LLVMBuilderRef B = fn->b;
+    LLVMTypeRef ty = LLVMTypeOf(x);
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
+    switch (LLVMGetTypeKind(ty)) {
+    case LLVMIntegerTypeKind:
+        break;
+    case LLVMPointerTypeKind:
+        return LLVMBuildIntToPtr(
+            B, shfl_up(fn, LLVMBuildPtrToInt(B, x, i64, ""), d), ty, "");
+    default: {
+        /* half, bfloat, float, double: their bits */
+        LLVMTypeRef bits = LLVMIntTypeInContext(
+            fn->llctx, LLVMGetTypeKind(ty) == LLVMDoubleTypeKind ? 64
+                       : LLVMGetTypeKind(ty) == LLVMFloatTypeKind ? 32
+                                                                  : 16);
+        return LLVMBuildBitCast(
+            B, shfl_up(fn, LLVMBuildBitCast(B, x, bits, ""), d), ty, "");
+    }
+    }
+    unsigned w = LLVMGetIntTypeWidth(ty);
+    if (w <= 32) {
+        LLVMValueRef v = shfl_up32(fn, w < 32 ? LLVMBuildZExt(B, x, i32, "") : x,
+                                   d);
+        return w < 32 ? LLVMBuildTrunc(B, v, ty, "") : v;
+    }
+    LLVMValueRef k32 = cg_i64(fn, 32);
+    LLVMValueRef lo = shfl_up32(fn, LLVMBuildTrunc(B, x, i32, ""), d);
+    LLVMValueRef hi = shfl_up32(
+        fn, LLVMBuildTrunc(B, LLVMBuildLShr(B, x, k32, ""), i32, ""), d);
+    return LLVMBuildOr(B, LLVMBuildShl(B, LLVMBuildZExt(B, hi, i64, ""), k32, ""),
+                       LLVMBuildZExt(B, lo, i64, ""), "");
+}
+
 /* ---- combining in logical order ---------------------------------------- */
 
 /* out = earlier . later: f(earlier, later) for left scans, f(later,
@@ -527,11 +584,11 @@ static weft_status warp_scan(sk_fn *f, const scan_info *in, const lanes *L,
         }
         LLVMValueRef up = LLVMBuildICmp(fn->b, LLVMIntUGE, L->lane32,
                                         i32_const(fn, d), "");
-        LLVMValueRef src = LLVMBuildSelect(
-            fn->b, up, LLVMBuildSub(fn->b, L->lane32, i32_const(fn, d), ""),
-            L->lane32, "");
-        if ((s = shuffle_val(fn, &cur, src, &y)) != WEFT_OK) {
+        if ((s = cg_val_make(fn, cur.n, &y)) != WEFT_OK) {
             return s;
+        }
+        for (int l = 0; l < cur.n; l++) {
+            y.v[l] = shfl_up(fn, cur.v[l], d);
         }
         cg_if c;
         cg_if_begin(fn, &c, LLVMBuildAnd(fn->b, up, valid, ""));
