@@ -122,6 +122,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <llvm-c/DebugInfo.h> /* LLVMTemporaryMDNode */
+
 #include "../sk.h"
 
 enum {
@@ -487,6 +489,29 @@ static LLVMValueRef shfl_up(cg_fn *fn, LLVMValueRef x, int d)
                        LLVMBuildZExt(B, lo, i64, ""), "");
 }
 
+/* cg_loop_end for the loops of partial tiles, which run for few tiles
+ * (the last of a row): the back-edge also says llvm.loop.unroll.disable,
+ * so that they stay small (less to compile) and leave registers alone. */
+static void loop_end_rolled(cg_fn *fn, cg_loop *l)
+{
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(fn->b);
+    cg_loop_end(fn, l);
+    LLVMValueRef br = LLVMGetBasicBlockTerminator(latch);
+    LLVMContextRef c = fn->llctx;
+    LLVMMetadataRef kv[2] = {
+        LLVMMDStringInContext2(c, "llvm.loop.vectorize.enable", 26),
+        LLVMValueAsMetadata(LLVMConstInt(LLVMInt1TypeInContext(c), 0, 0))};
+    LLVMMetadataRef off = LLVMMDStringInContext2(c, "llvm.loop.unroll.disable",
+                                                 24);
+    LLVMMetadataRef self = LLVMTemporaryMDNode(c, NULL, 0);
+    LLVMMetadataRef ops[3] = {self, LLVMMDNodeInContext2(c, kv, 2),
+                              LLVMMDNodeInContext2(c, &off, 1)};
+    LLVMMetadataRef id = LLVMMDNodeInContext2(c, ops, 3);
+    LLVMMetadataReplaceAllUsesWith(self, id);
+    LLVMSetMetadata(br, LLVMGetMDKindIDInContext(c, "llvm.loop", 9),
+                    LLVMMetadataAsValue(c, id));
+}
+
 /* ---- combining in logical order ---------------------------------------- */
 
 /* out = earlier . later: f(earlier, later) for left scans, f(later,
@@ -699,6 +724,44 @@ static LLVMValueRef stripe_off(cg_fn *fn, const tile *T, int i)
     return LLVMBuildAdd(fn->b, T->L.lane, cg_i64(fn, (int64_t)WARP * i), "");
 }
 
+/* item_off and stripe_off of an i64 index. */
+static LLVMValueRef item_at(cg_fn *fn, const tile *T, LLVMValueRef i)
+{
+    return LLVMBuildAdd(
+        fn->b, LLVMBuildMul(fn->b, T->L.lane, cg_i64(fn, T->K), ""), i, "");
+}
+
+static LLVMValueRef stripe_at(cg_fn *fn, const tile *T, LLVMValueRef i)
+{
+    return LLVMBuildAdd(fn->b, T->L.lane,
+                        LLVMBuildMul(fn->b, i, cg_i64(fn, WARP), ""), "");
+}
+
+/* How many of the lane's items (K lane + i) are in the tile: a prefix,
+ * 0 .. K. */
+static LLVMValueRef items_in(cg_fn *fn, const tile *T)
+{
+    LLVMValueRef left = LLVMBuildSub(
+        fn->b, LLVMBuildSub(fn->b, T->hi, T->seg, ""),
+        LLVMBuildMul(fn->b, T->L.lane, cg_i64(fn, T->K), ""), "");
+    return min64(fn, max64(fn, left, cg_i64(fn, 0)), cg_i64(fn, T->K));
+}
+
+/* How many of the lane's coalesced steps (32 i + lane) are in the tile:
+ * a prefix, 0 .. K. */
+static LLVMValueRef stripes_in(cg_fn *fn, const tile *T)
+{
+    LLVMValueRef left = max64(
+        fn,
+        LLVMBuildSub(fn->b, LLVMBuildSub(fn->b, T->hi, T->seg, ""), T->L.lane,
+                     ""),
+        cg_i64(fn, 0));
+    LLVMValueRef n = LLVMBuildLShr(
+        fn->b, LLVMBuildAdd(fn->b, left, cg_i64(fn, WARP - 1), ""),
+        cg_i64(fn, 5), "");
+    return min64(fn, n, cg_i64(fn, T->K));
+}
+
 /* The staging slot of offset q: one pad slot after every 32, so that
  * both the coalesced passes (32 i + lane) and the lanes' own runs (K lane
  * + i) fall into 32 different banks. */
@@ -728,38 +791,57 @@ static weft_status stage_get(cg_fn *fn, const tile *T, LLVMValueRef q,
     return s;
 }
 
-/* The lane's positions of the staging area in order (items 0 .. K - 1;
- * with `guarded` only those before hi, a prefix of them) combined into
- * *x, the lane's total (left as it is where the lane has none). */
+/* x = x . the value at staging offset q. */
+static weft_status take_next(sk_fn *f, const tile *T, LLVMValueRef q,
+                             const cg_mut *x)
+{
+    cg_val e, cur, y;
+    weft_status s;
+    if ((s = stage_get(&f->fn, T, q, &e)) != WEFT_OK ||
+        (s = cg_mut_get(&f->fn, x, &cur)) != WEFT_OK ||
+        (s = comb(f, T->in, &cur, &e, &y)) != WEFT_OK) {
+        return s;
+    }
+    cg_mut_set(&f->fn, x, &y);
+    return WEFT_OK;
+}
+
+/* The lane's positions of the staging area in order combined into *x,
+ * the lane's total: all K unrolled, or with `guarded` those in the tile
+ * (a prefix, maybe none: *x is then left as it is) by a loop. */
 static weft_status lane_total(sk_fn *f, const tile *T, bool guarded,
                               const cg_mut *x)
 {
     cg_fn *fn = &f->fn;
     weft_status s;
-    for (int i = 0; i < T->K; i++) {
-        LLVMValueRef q = item_off(fn, T, i);
-        cg_if rd;
-        if (guarded) {
-            cg_if_begin(fn, &rd,
-                        lt(fn, LLVMBuildAdd(fn->b, T->seg, q, ""), T->hi));
-        }
-        cg_val e, cur, y;
-        if ((s = stage_get(fn, T, q, &e)) != WEFT_OK) {
+    cg_val e;
+    if (!guarded) {
+        if ((s = stage_get(fn, T, item_off(fn, T, 0), &e)) != WEFT_OK) {
             return s;
         }
-        if (i == 0) {
-            cg_mut_set(fn, x, &e);
-        } else {
-            if ((s = cg_mut_get(fn, x, &cur)) != WEFT_OK ||
-                (s = comb(f, T->in, &cur, &e, &y)) != WEFT_OK) {
+        cg_mut_set(fn, x, &e);
+        for (int i = 1; i < T->K; i++) {
+            if ((s = take_next(f, T, item_off(fn, T, i), x)) != WEFT_OK) {
                 return s;
             }
-            cg_mut_set(fn, x, &y);
         }
-        if (guarded) {
-            cg_if_end(fn, &rd);
-        }
+        return WEFT_OK;
     }
+    LLVMValueRef n = items_in(fn, T);
+    cg_if any;
+    cg_if_begin(fn, &any, lt(fn, cg_i64(fn, 0), n));
+    if ((s = stage_get(fn, T, item_off(fn, T, 0), &e)) != WEFT_OK) {
+        return s;
+    }
+    cg_mut_set(fn, x, &e);
+    cg_loop lp;
+    LLVMValueRef i;
+    cg_loop_begin(fn, &lp, cg_i64(fn, 1), n, &i);
+    if ((s = take_next(f, T, item_at(fn, T, i), x)) != WEFT_OK) {
+        return s;
+    }
+    loop_end_rolled(fn, &lp);
+    cg_if_end(fn, &any);
     return WEFT_OK;
 }
 
@@ -801,18 +883,17 @@ static weft_status warp_chunks(sk_fn *f, tile *T, const source *sr)
         return s;
     }
     cg_if_else(fn, &wh);
-    for (int i = 0; i < T->K; i++) {
-        LLVMValueRef q = stripe_off(fn, T, i);
-        LLVMValueRef p = LLVMBuildAdd(fn->b, T->seg, q, "");
-        cg_if rd;
-        cg_if_begin(fn, &rd, lt(fn, p, T->hi));
-        cg_val e;
-        if ((s = source_read(f, sr, phys(fn, T, p), &e)) != WEFT_OK) {
-            return s;
-        }
-        stage_put(fn, T, q, &e);
-        cg_if_end(fn, &rd);
+    cg_loop rd;
+    LLVMValueRef i;
+    cg_loop_begin(fn, &rd, cg_i64(fn, 0), stripes_in(fn, T), &i);
+    LLVMValueRef q = stripe_at(fn, T, i);
+    cg_val e;
+    if ((s = source_read(f, sr, phys(fn, T, LLVMBuildAdd(fn->b, T->seg, q, "")),
+                         &e)) != WEFT_OK) {
+        return s;
     }
+    stage_put(fn, T, q, &e);
+    loop_end_rolled(fn, &rd);
     fn->target->warp_barrier(fn);
     if ((s = lane_total(f, T, true, &x)) != WEFT_OK) {
         return s;
@@ -1156,65 +1237,114 @@ static weft_status tile_prefix(sk_fn *f, tile *T)
     return WEFT_OK;
 }
 
+/* Item 0 of lane_results: y = lp . e_0 (e_0 alone where lpv is false),
+ * and in its place y (inclusive) or lp (exclusive). */
+static weft_status result_first(sk_fn *f, const tile *T, const cg_val *lp,
+                                LLVMValueRef lpv, const cg_mut *y)
+{
+    cg_fn *fn = &f->fn;
+    LLVMValueRef q = item_off(fn, T, 0);
+    cg_val e, nx;
+    weft_status s;
+    if ((s = stage_get(fn, T, q, &e)) != WEFT_OK) {
+        return s;
+    }
+    if (T->in->exclusive) {
+        stage_put(fn, T, q, lp);
+    }
+    cg_if pv;
+    if (lpv) {
+        cg_if_begin(fn, &pv, lpv);
+    }
+    if ((s = comb(f, T->in, lp, &e, &nx)) != WEFT_OK) {
+        return s;
+    }
+    cg_mut_set(fn, y, &nx);
+    if (lpv) {
+        cg_if_else(fn, &pv);
+        cg_mut_set(fn, y, &e);
+        cg_if_end(fn, &pv);
+    }
+    if (!T->in->exclusive) {
+        if ((s = cg_mut_get(fn, y, &nx)) != WEFT_OK) {
+            return s;
+        }
+        stage_put(fn, T, q, &nx);
+    }
+    return WEFT_OK;
+}
+
+/* A later item of lane_results, at staging offset q: y = y . e, and in
+ * its place y (inclusive scans) or y before (exclusive ones; `last`: the
+ * lane's last item, whose combine nobody needs). */
+static weft_status result_next(sk_fn *f, const tile *T, LLVMValueRef q,
+                               const cg_mut *y, bool last)
+{
+    cg_fn *fn = &f->fn;
+    cg_val e, cur, nx;
+    weft_status s;
+    if ((s = stage_get(fn, T, q, &e)) != WEFT_OK ||
+        (s = cg_mut_get(fn, y, &cur)) != WEFT_OK) {
+        return s;
+    }
+    if (T->in->exclusive) {
+        stage_put(fn, T, q, &cur);
+        if (last) {
+            return WEFT_OK;
+        }
+    }
+    if ((s = comb(f, T->in, &cur, &e, &nx)) != WEFT_OK) {
+        return s;
+    }
+    cg_mut_set(fn, y, &nx);
+    if (!T->in->exclusive) {
+        stage_put(fn, T, q, &nx);
+    }
+    return WEFT_OK;
+}
+
 /* The lane's results in place of its values in the staging area: at item
  * i, lp . e_0 . ... . e_i (inclusive scans) or lp . e_0 . ... . e_{i-1}
  * (exclusive ones, lp at item 0), e the values step 1 left there and lp
  * the lane's prefix, absent where lpv (i1; NULL: always there) is false
  * (only scans without a seed, whose first position has nothing before
- * it).  With `guarded` only the items before hi, a prefix of them. */
+ * it).  All K unrolled, or with `guarded` those in the tile (a prefix)
+ * by a loop. */
 static weft_status lane_results(sk_fn *f, const tile *T, bool guarded,
                                 const cg_val *lp, LLVMValueRef lpv)
 {
     cg_fn *fn = &f->fn;
-    const scan_info *in = T->in;
     weft_status s;
     cg_mut y;
-    if ((s = cg_mut_new(fn, in->elt, &y)) != WEFT_OK) {
+    if ((s = cg_mut_new(fn, T->in->elt, &y)) != WEFT_OK) {
         return s;
     }
-    cg_mut_set(fn, &y, lp);
-    for (int i = 0; i < T->K; i++) {
-        LLVMValueRef q = item_off(fn, T, i);
-        cg_if rd;
-        if (guarded) {
-            cg_if_begin(fn, &rd,
-                        lt(fn, LLVMBuildAdd(fn->b, T->seg, q, ""), T->hi));
-        }
-        cg_val e, cur;
-        if ((s = stage_get(fn, T, q, &e)) != WEFT_OK ||
-            (s = cg_mut_get(fn, &y, &cur)) != WEFT_OK) {
+    if (!guarded) {
+        if ((s = result_first(f, T, lp, lpv, &y)) != WEFT_OK) {
             return s;
         }
-        if (in->exclusive) {
-            stage_put(fn, T, q, &cur);
-        }
-        if (!in->exclusive || i < T->K - 1) {
-            cg_if pv;
-            if (i == 0 && lpv) {
-                cg_if_begin(fn, &pv, lpv);
-            }
-            cg_val nx;
-            if ((s = comb(f, in, &cur, &e, &nx)) != WEFT_OK) {
+        for (int i = 1; i < T->K; i++) {
+            if ((s = result_next(f, T, item_off(fn, T, i), &y,
+                                 i == T->K - 1)) != WEFT_OK) {
                 return s;
             }
-            cg_mut_set(fn, &y, &nx);
-            if (i == 0 && lpv) {
-                cg_if_else(fn, &pv);
-                cg_mut_set(fn, &y, &e);
-                cg_if_end(fn, &pv);
-            }
         }
-        if (!in->exclusive) {
-            cg_val r;
-            if ((s = cg_mut_get(fn, &y, &r)) != WEFT_OK) {
-                return s;
-            }
-            stage_put(fn, T, q, &r);
-        }
-        if (guarded) {
-            cg_if_end(fn, &rd);
-        }
+        return WEFT_OK;
     }
+    LLVMValueRef n = items_in(fn, T);
+    cg_if any;
+    cg_if_begin(fn, &any, lt(fn, cg_i64(fn, 0), n));
+    if ((s = result_first(f, T, lp, lpv, &y)) != WEFT_OK) {
+        return s;
+    }
+    cg_loop lo;
+    LLVMValueRef i;
+    cg_loop_begin(fn, &lo, cg_i64(fn, 1), n, &i);
+    if ((s = result_next(f, T, item_at(fn, T, i), &y, false)) != WEFT_OK) {
+        return s;
+    }
+    loop_end_rolled(fn, &lo);
+    cg_if_end(fn, &any);
     return WEFT_OK;
 }
 
@@ -1282,19 +1412,20 @@ static weft_status tile_write(sk_fn *f, tile *T)
                        &y);
     }
     cg_if_else(fn, &wh);
-    for (int i = 0; i < T->K; i++) {
-        LLVMValueRef q = stripe_off(fn, T, i);
-        LLVMValueRef p = LLVMBuildAdd(fn->b, T->seg, q, "");
-        cg_if valid;
-        cg_if_begin(fn, &valid, lt(fn, p, T->hi));
-        cg_val y;
-        if ((s = stage_get(fn, T, q, &y)) != WEFT_OK) {
-            return s;
-        }
-        cg_array_store(fn, out, LLVMBuildAdd(fn->b, obase, phys(fn, T, p), ""),
-                       &y);
-        cg_if_end(fn, &valid);
+    cg_loop wr;
+    LLVMValueRef i;
+    cg_loop_begin(fn, &wr, cg_i64(fn, 0), stripes_in(fn, T), &i);
+    LLVMValueRef q = stripe_at(fn, T, i);
+    cg_val y;
+    if ((s = stage_get(fn, T, q, &y)) != WEFT_OK) {
+        return s;
     }
+    cg_array_store(
+        fn, out,
+        LLVMBuildAdd(fn->b, obase,
+                     phys(fn, T, LLVMBuildAdd(fn->b, T->seg, q, "")), ""),
+        &y);
+    loop_end_rolled(fn, &wr);
     cg_if_end(fn, &wh);
     return WEFT_OK;
 }
