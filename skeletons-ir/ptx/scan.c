@@ -30,12 +30,10 @@
  * writes z and the totals), and tile t is (row t / tpr, piece t % tpr).
  * The blocks loop (the grid is what stays resident: a few blocks of 128
  * threads per SM, so that while one waits at a barrier or in its
- * look-back the others load): thread 0 takes tiles from a global counter
- * (atomic add), its first before the loop and the next one at the start
- * of each tile, so that the atomic's latency hides behind the tile's
- * loads; it hands that one over through shared memory after the barrier
- * that ends step 1, when every thread has read the current one.  So tiles
- * start in order and a tile's predecessors are held by running blocks,
+ * look-back the others load): when the block is free, thread 0 takes
+ * the next tile from a global counter (atomic add) and broadcasts it
+ * through shared memory.  So tiles start in order and a tile's
+ * predecessors are held by running blocks,
  * which publish their aggregates without waiting for anyone: look-back
  * always makes progress.  Within a tile:
  *
@@ -79,10 +77,10 @@
  *      a warp barrier, and the warp writes the area out coalesced, as it
  *      read it.
  *
- * Three barriers per tile (after steps 1, 3 and 4), at block-uniform
- * points (the tile loop's condition comes from shared memory; nothing
- * returns early); they also keep the next tile from overwriting shared
- * memory that is still read.
+ * Three barriers per tile (before step 1, after steps 1 and 3), at
+ * block-uniform points (the tile loop's condition comes from shared
+ * memory; nothing returns early); they also keep the next tile from
+ * overwriting shared memory that is still read.
  *
  * Publishing and reading follow the PTX memory model with the target's
  * relaxed operations.  Where the element is one leaf of 4 bytes (i32,
@@ -103,8 +101,8 @@
  * tile's writes.
  *
  * Kernels with the packed status carry launch bounds (launch_bounds:
- * .maxntid BLOCK, .minnctapersm MIN_BLOCKS), so that ptxas keeps to 48
- * registers and ten blocks of 128 share an SM; the others keep ptxas's
+ * .maxntid BLOCK, .minnctapersm MIN_BLOCKS), so that ptxas keeps to 64
+ * registers and eight blocks of 128 share an SM; the others keep ptxas's
  * own choice.
  *
  * Aux items: 0 the tile flags (0 none, 1 A, 2 P; i32, or the i64 words of
@@ -140,10 +138,12 @@ enum {
                         staging areas of a block take 4 (32 + 1) of them:
                         8.4 KiB; 24 i32 items spill at 64 registers,
                         ptxas 13.0) */
-    MIN_BLOCKS = 10, /* blocks of BLOCK resident per SM asked of ptxas for
-                        a packed status (launch_bounds): 48 registers, no
-                        spills for 16 i32 items (ptxas 13.0, sm_90); 12
-                        would mean 40 registers and spills */
+    MIN_BLOCKS = 8,  /* blocks of BLOCK resident per SM asked of ptxas for
+                        a packed status (launch_bounds): 64 registers, no
+                        spills for 16 i32 items in the relocatable code
+                        the driver's link compiles (ptxas -c, 13.0,
+                        sm_90), where 10 (48 registers) spill 40 bytes;
+                        whole-program ptxas needs fewer */
 };
 
 /* TEMPORARY, for one device round of tuning, removed before the branch
@@ -287,6 +287,36 @@ static LLVMValueRef ceil_div(cg_fn *fn, LLVMValueRef a, LLVMValueRef b)
     LLVMValueRef t = LLVMBuildAdd(
         fn->b, a, LLVMBuildSub(fn->b, b, cg_i64(fn, 1), ""), "");
     return LLVMBuildSDiv(fn->b, t, b, "");
+}
+
+/* a / n for 0 <= a < 2^63 and n (i64) in 1 .. 2^16, by 32-bit divisions
+ * of 16-bit pieces: a 64-bit division by a value known only at run time
+ * is a call in the SASS (__cuda_sm20_div_u64), and in the relocatable
+ * code the driver's link compiles, the call's convention cost ptxas 16
+ * to 48 bytes of spills across the kernel. */
+static LLVMValueRef div_small(cg_fn *fn, LLVMValueRef a, LLVMValueRef n)
+{
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
+    LLVMValueRef n32 = LLVMBuildTrunc(fn->b, n, i32, "");
+    LLVMValueRef r = LLVMConstInt(i32, 0, 0), q = cg_i64(fn, 0);
+    for (int c = 3; c >= 0; c--) {
+        LLVMValueRef piece = LLVMBuildTrunc(
+            fn->b,
+            LLVMBuildAnd(fn->b, LLVMBuildLShr(fn->b, a, cg_i64(fn, 16 * c), ""),
+                         cg_i64(fn, 0xffff), ""),
+            i32, "");
+        LLVMValueRef cur = LLVMBuildOr(
+            fn->b, LLVMBuildShl(fn->b, r, LLVMConstInt(i32, 16, 0), ""), piece,
+            "");
+        LLVMValueRef qc = LLVMBuildUDiv(fn->b, cur, n32, "");
+        r = LLVMBuildSub(fn->b, cur, LLVMBuildMul(fn->b, qc, n32, ""), "");
+        q = LLVMBuildOr(fn->b, q,
+                        LLVMBuildShl(fn->b, LLVMBuildZExt(fn->b, qc, i64, ""),
+                                     cg_i64(fn, 16 * c), ""),
+                        "");
+    }
+    return q;
 }
 
 static LLVMValueRef i1_const(cg_fn *fn, bool v)
@@ -1467,8 +1497,20 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in)
         fn->b, LLVMBuildMul(fn->b, L->nwarp, cg_i64(fn, WARP), ""),
         cg_i64(fn, T.K), "tile");
     LLVMValueRef empty = LLVMBuildICmp(fn->b, LLVMIntEQ, T.m, zero, "");
-    T.tpr = LLVMBuildSelect(fn->b, empty, cg_i64(fn, 1),
-                            ceil_div(fn, T.m, tsize), "tpr");
+    /* ceil(m / tsize) as ceil(ceil(m / 32 K) / nwarp): a constant divisor
+     * (a multiplication), then a small one */
+    LLVMValueRef span = cg_i64(fn, (int64_t)WARP * T.K);
+    LLVMValueRef chunks = LLVMBuildUDiv(
+        fn->b,
+        LLVMBuildAdd(fn->b, T.m, LLVMBuildSub(fn->b, span, cg_i64(fn, 1), ""),
+                     ""),
+        span, "");
+    LLVMValueRef tpr = div_small(
+        fn,
+        LLVMBuildAdd(fn->b, chunks,
+                     LLVMBuildSub(fn->b, L->nwarp, cg_i64(fn, 1), ""), ""),
+        L->nwarp);
+    T.tpr = LLVMBuildSelect(fn->b, empty, cg_i64(fn, 1), tpr, "tpr");
     LLVMValueRef total = LLVMBuildMul(fn->b, rows, T.tpr, "");
     if (!in->seeded) {
         total = LLVMBuildSelect(fn->b, empty, zero, total, "");
@@ -1493,22 +1535,13 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in)
     }
     T.wpv = tg->shared_array(fn, LLVMInt8TypeInContext(c), MAX_WARPS);
     T.wbase = LLVMBuildMul(fn->b, L->wid, cg_i64(fn, area), "wbase");
-    /* the tile loop: thread 0 takes the block's first tile before it and
-     * the next one at the start of each tile (its atomic's latency hidden
-     * behind the tile's loads), and hands it over through stile after the
-     * barrier that ends step 1 (every thread has read the current one) */
+    /* the tile loop: thread 0 takes the next tile and hands it over
+     * through shared memory.  Only when the block is free: a tile taken
+     * early (say at the start of the block's previous one, to hide the
+     * atomic) starts late, after tiles taken after it, which then wait
+     * for it in their look-back (tried: 2.2 ms for 2^28 i32 on an H200,
+     * most of it warps at barriers) */
     LLVMValueRef stile = tg->shared_array(fn, i64, 1);
-    LLVMValueRef counter = sk_aux_array(f, AUX_COUNTER)->ptr[0];
-    LLVMValueRef nextp = cg_alloca(fn, i64, "next");
-    LLVMValueRef thread0 = eq(fn, L->tid, zero);
-    cg_if t0;
-    cg_if_begin(fn, &t0, thread0);
-    LLVMBuildStore(fn->b,
-                   tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd, counter,
-                                  cg_i64(fn, 1)),
-                   stile);
-    cg_if_end(fn, &t0);
-    tg->barrier(fn);
     LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(c, fn->fn, "tile");
     LLVMBasicBlockRef body =
         LLVMAppendBasicBlockInContext(c, fn->fn, "tile.body");
@@ -1516,17 +1549,27 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in)
         LLVMAppendBasicBlockInContext(c, fn->fn, "tile.end");
     LLVMBuildBr(fn->b, head);
     LLVMPositionBuilderAtEnd(fn->b, head);
+    cg_if t0;
+    cg_if_begin(fn, &t0, eq(fn, L->tid, zero));
+    LLVMBuildStore(fn->b,
+                   tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd,
+                                  sk_aux_array(f, AUX_COUNTER)->ptr[0],
+                                  cg_i64(fn, 1)),
+                   stile);
+    cg_if_end(fn, &t0);
+    tg->barrier(fn);
     T.t = LLVMBuildLoad2(fn->b, i64, stile, "t");
     LLVMBuildCondBr(fn->b, lt(fn, T.t, total), body, exit);
     LLVMPositionBuilderAtEnd(fn->b, body);
-    cg_if_begin(fn, &t0, thread0);
-    LLVMBuildStore(fn->b,
-                   tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd, counter,
-                                  cg_i64(fn, 1)),
-                   nextp);
-    cg_if_end(fn, &t0);
-    T.row = LLVMBuildSDiv(fn->b, T.t, T.tpr, "row");
-    T.q = LLVMBuildSub(fn->b, T.t, LLVMBuildMul(fn->b, T.row, T.tpr, ""), "q");
+    if (rank == 1) {
+        /* one row: no division per tile */
+        T.row = zero;
+        T.q = T.t;
+    } else {
+        T.row = LLVMBuildSDiv(fn->b, T.t, T.tpr, "row");
+        T.q = LLVMBuildSub(fn->b, T.t, LLVMBuildMul(fn->b, T.row, T.tpr, ""),
+                           "q");
+    }
     T.lo = LLVMBuildMul(fn->b, T.q, tsize, "lo");
     T.hi = min64(fn, LLVMBuildAdd(fn->b, T.lo, tsize, ""), T.m);
     T.seg = LLVMBuildAdd(
@@ -1544,9 +1587,6 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in)
         return s;
     }
     tg->barrier(fn);
-    cg_if_begin(fn, &t0, thread0);
-    LLVMBuildStore(fn->b, LLVMBuildLoad2(fn->b, i64, nextp, ""), stile);
-    cg_if_end(fn, &t0);
     cg_if w0;
     cg_if_begin(fn, &w0, eq(fn, L->wid, zero));
     if ((s = tile_prefix(f, &T)) != WEFT_OK) {
@@ -1557,7 +1597,6 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in)
     if ((s = tile_write(f, &T)) != WEFT_OK) {
         return s;
     }
-    tg->barrier(fn);
     LLVMBuildBr(fn->b, head);
     LLVMPositionBuilderAtEnd(fn->b, exit);
     return WEFT_OK;
