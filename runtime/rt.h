@@ -27,10 +27,9 @@
 /* Bumped whenever the kernel ABI, the argument block layout or anything
  * else that makes an old cached kernel wrong changes; it is mixed into
  * every kernel key, so old disk entries are simply never found again. */
-#define RT_ABI_VERSION 12 /* 11: ptx fold by 128-bit loads and a last-block
-                             ticket, ptx scan status words; 12: ptx scan
-                             by blocks of 128 (staged values, prefetched
-                             tile index) */
+#define RT_ABI_VERSION 13 /* 11: ptx fold by 128-bit loads and a last-block
+                             ticket, ptx scan status words; 12, 13: ptx
+                             scan by blocks of 128, staged values */
 
 /* ===== disk.c: the disk cache of compiled kernels ===== */
 
