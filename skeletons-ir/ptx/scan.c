@@ -152,14 +152,18 @@ enum {
  * does not know of it: give each setting a cache directory of its own. */
 typedef struct scan_tune {
     int block, item_bytes, min_blocks;
+    int relaxed;  /* packed status by ld/st.relaxed.gpu (sm_70 on) */
+    int sleep_ns; /* look-back spins sleep this long (sm_70 on; 0: no) */
 } scan_tune;
 
 static scan_tune tuned(void)
 {
-    scan_tune t = {BLOCK, ITEM_BYTES, MIN_BLOCKS};
+    scan_tune t = {BLOCK, ITEM_BYTES, MIN_BLOCKS, 0, 0};
     const char *v = getenv("WEFT_SCAN_TUNE");
-    int b = 0, ib = 0, mb = 0;
-    if (v && sscanf(v, "%d,%d,%d", &b, &ib, &mb) == 3) {
+    int b = 0, ib = 0, mb = 0, rx = 0, sl = 0;
+    if (v && sscanf(v, "%d,%d,%d,%d,%d", &b, &ib, &mb, &rx, &sl) >= 3) {
+        t.relaxed = rx;
+        t.sleep_ns = sl;
         if (b >= 32 && b <= MAX_BLOCK && b % 32 == 0) {
             t.block = b;
         }
@@ -397,6 +401,94 @@ static void vstore(cg_fn *fn, weft_type t, LLVMValueRef base, LLVMValueRef i,
         x = LLVMBuildZExt(fn->b, x, mt, "");
     }
     LLVMSetVolatile(LLVMBuildStore(fn->b, x, p), 1);
+}
+
+/* The SM the PTX is for, times 10 (__nvvm_reflect("__CUDA_ARCH"), which
+ * the NVPTX machine's NVVMReflect pass answers at the start of the
+ * optimisation, so that branches on it fold away). */
+static LLVMValueRef cuda_arch(cg_fn *fn)
+{
+    static const char name[] = "__CUDA_ARCH";
+    LLVMContextRef c = fn->llctx;
+    LLVMValueRef str = LLVMGetNamedGlobal(fn->mod, "weft.cuda_arch");
+    if (!str) {
+        LLVMValueRef init = LLVMConstStringInContext(c, name, sizeof name - 1,
+                                                     0);
+        str = LLVMAddGlobal(fn->mod, LLVMTypeOf(init), "weft.cuda_arch");
+        LLVMSetInitializer(str, init);
+        LLVMSetGlobalConstant(str, 1);
+        LLVMSetLinkage(str, LLVMPrivateLinkage);
+    }
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(c);
+    LLVMTypeRef ptr = LLVMPointerTypeInContext(c, 0);
+    LLVMTypeRef ty = LLVMFunctionType(i32, &ptr, 1, 0);
+    LLVMValueRef f = LLVMGetNamedFunction(fn->mod, "__nvvm_reflect");
+    if (!f) {
+        f = LLVMAddFunction(fn->mod, "__nvvm_reflect", ty);
+    }
+    return LLVMBuildCall2(fn->b, ty, f, &str, 1, "arch");
+}
+
+/* Inline PTX `text` with constraints `cons` (side effects: never moved
+ * out of a loop or dropped). */
+static LLVMValueRef asm_call(cg_fn *fn, LLVMTypeRef ret, const char *text,
+                             const char *cons, LLVMValueRef *args, int n)
+{
+    LLVMTypeRef at[2];
+    for (int a = 0; a < n; a++) {
+        at[a] = LLVMTypeOf(args[a]);
+    }
+    LLVMTypeRef ty = LLVMFunctionType(ret, at, (unsigned)n, 0);
+    return LLVMBuildCall2(
+        fn->b, ty,
+        LLVMGetInlineAsm(ty, text, strlen(text), cons, strlen(cons), 1, 0,
+                         LLVMInlineAsmDialectATT, 0),
+        args, (unsigned)n, "");
+}
+
+/* The packed status word i of base: ld.relaxed.gpu where the SM has it
+ * and tuning asks (TEMPORARY), else volatile. */
+static LLVMValueRef status_load(cg_fn *fn, LLVMValueRef base, LLVMValueRef i)
+{
+    if (!tuned().relaxed) {
+        return vload(fn, WEFT_I64, base, i);
+    }
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
+    LLVMValueRef p = LLVMBuildInBoundsGEP2(fn->b, i64, base, &i, 1, "");
+    LLVMValueRef slot = cg_alloca(fn, i64, "status");
+    cg_if new_sm;
+    cg_if_begin(fn, &new_sm,
+                LLVMBuildICmp(fn->b, LLVMIntSGE, cuda_arch(fn),
+                              i32_const(fn, 700), ""));
+    LLVMBuildStore(fn->b,
+                   asm_call(fn, i64, "ld.relaxed.gpu.global.b64 $0, [$1];",
+                            "=l,l,~{memory}", &p, 1),
+                   slot);
+    cg_if_else(fn, &new_sm);
+    LLVMBuildStore(fn->b, vload(fn, WEFT_I64, base, i), slot);
+    cg_if_end(fn, &new_sm);
+    return LLVMBuildLoad2(fn->b, i64, slot, "");
+}
+
+static void status_store(cg_fn *fn, LLVMValueRef base, LLVMValueRef i,
+                         LLVMValueRef w)
+{
+    if (!tuned().relaxed) {
+        vstore(fn, WEFT_I64, base, i, w);
+        return;
+    }
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
+    LLVMValueRef p = LLVMBuildInBoundsGEP2(fn->b, i64, base, &i, 1, "");
+    cg_if new_sm;
+    cg_if_begin(fn, &new_sm,
+                LLVMBuildICmp(fn->b, LLVMIntSGE, cuda_arch(fn),
+                              i32_const(fn, 700), ""));
+    LLVMValueRef args[2] = {p, w};
+    asm_call(fn, LLVMVoidTypeInContext(fn->llctx),
+             "st.relaxed.gpu.global.b64 [$0], $1;", "l,l,~{memory}", args, 2);
+    cg_if_else(fn, &new_sm);
+    vstore(fn, WEFT_I64, base, i, w);
+    cg_if_end(fn, &new_sm);
 }
 
 static weft_status vload_val(cg_fn *fn, const cg_array *a, LLVMValueRef i,
@@ -1018,7 +1110,7 @@ static weft_status look_back(sk_fn *f, tile *T, const cg_mut *excl)
     LLVMPositionBuilderAtEnd(fn->b, spin);
     LLVMValueRef word = NULL, fl;
     if (T->packed) {
-        word = vload(fn, WEFT_I64, flags->ptr[0], gi);
+        word = status_load(fn, flags->ptr[0], gi);
         fl = LLVMBuildTrunc(fn->b, word, i32, "");
     } else {
         fl = vload(fn, WEFT_I32, flags->ptr[0], gi);
@@ -1034,7 +1126,23 @@ static weft_status look_back(sk_fn *f, tile *T, const cg_mut *excl)
         fn->b, LLVMBuildSub(fn->b, upto, cg_i64(fn, 1), ""), i32, "");
     LLVMValueRef wait = LLVMBuildNot(
         fn->b, eq(fn, LLVMBuildAnd(fn->b, zm, need, ""), i32_const(fn, 0)), "");
-    LLVMBuildCondBr(fn->b, wait, spin, got);
+    if (tuned().sleep_ns > 0) {
+        LLVMBasicBlockRef nap =
+            LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "lb.nap");
+        LLVMBuildCondBr(fn->b, wait, nap, got);
+        LLVMPositionBuilderAtEnd(fn->b, nap);
+        cg_if new_sm;
+        cg_if_begin(fn, &new_sm,
+                    LLVMBuildICmp(fn->b, LLVMIntSGE, cuda_arch(fn),
+                                  i32_const(fn, 700), ""));
+        LLVMValueRef ns = i32_const(fn, tuned().sleep_ns);
+        asm_call(fn, LLVMVoidTypeInContext(fn->llctx), "nanosleep.u32 $0;",
+                 "r", &ns, 1);
+        cg_if_end(fn, &new_sm);
+        LLVMBuildBr(fn->b, spin);
+    } else {
+        LLVMBuildCondBr(fn->b, wait, spin, got);
+    }
     /* read the window: aggregates before the first P, its prefix */
     LLVMPositionBuilderAtEnd(fn->b, got);
     if (!T->packed) {
@@ -1127,7 +1235,7 @@ static void publish(sk_fn *f, const tile *T, int aux, int flag,
     cg_fn *fn = &f->fn;
     const cg_array *flags = sk_aux_array(f, AUX_FLAGS);
     if (T->packed) {
-        vstore(fn, WEFT_I64, flags->ptr[0], T->t, pack(fn, flag, x));
+        status_store(fn, flags->ptr[0], T->t, pack(fn, flag, x));
         return;
     }
     vstore_val(fn, sk_aux_array(f, aux), T->t, x);
