@@ -127,23 +127,24 @@
 enum {
     WARP = 32,       /* lanes */
     MAX_WARPS = 32,  /* warps of a block of 1024 threads */
-    BLOCK = 128,     /* the most threads of a block (sk_kernel.block_max):
-                        many small blocks per SM, so that while one waits
-                        at a barrier or in its look-back the others load
-                        (the earlier 512 left two blocks per SM, DRAM at
-                        47%: 1.39 ms for 2^28 i32 on the H100) */
+    BLOCK = 256,     /* the most threads of a block (sk_kernel.block_max);
+                        with ITEM_BYTES and MIN_BLOCKS measured on an H200
+                        for scanl1 (+) over 2^28 i32 (CUB 0.70 ms):
+                        128 threads x 16 items 1.07 ms, 256 x 16 1.00,
+                        128 x 32 0.78, 256 x 32 0.75: the fewer tiles the
+                        less look-back (the earlier 512 x 16, one tile
+                        per block, 1.91) */
     MAX_ITEMS = 32,  /* the most chunks of 32 a warp owns in a tile */
-    MAX_BLOCK = 512, /* the most threads of a block tuning may ask */
-    ITEM_BYTES = 64, /* ... and the most bytes of leaves a lane reads (the
-                        staging areas of a block take 4 (32 + 1) of them:
-                        8.4 KiB; 24 i32 items spill at 64 registers,
-                        ptxas 13.0) */
-    MIN_BLOCKS = 8,  /* blocks of BLOCK resident per SM asked of ptxas for
+    ITEM_BYTES = 128, /* ... and the most bytes of leaves a lane reads
+                         (the staging areas of a block take 8 (32 + 1) of
+                         them: 33 KiB, within the 48 KiB of static shared
+                         memory a block may have; 512 threads would not
+                         fit) */
+    MIN_BLOCKS = 4,  /* blocks of BLOCK resident per SM asked of ptxas for
                         a packed status (launch_bounds): 64 registers, no
-                        spills for 16 i32 items in the relocatable code
+                        spills for 32 i32 items in the relocatable code
                         the driver's link compiles (ptxas -c, 13.0,
-                        sm_90), where 10 (48 registers) spill 40 bytes;
-                        whole-program ptxas needs fewer */
+                        sm_90); 24 items spill at 64 */
 };
 
 /* TEMPORARY, for one device round of tuning, removed before the branch
@@ -154,16 +155,19 @@ typedef struct scan_tune {
     int block, item_bytes, min_blocks;
     int relaxed;  /* packed status by ld/st.relaxed.gpu (sm_70 on) */
     int sleep_ns; /* look-back spins sleep this long (sm_70 on; 0: no) */
+    int bound_all; /* launch bounds on every kernel, not only packed */
 } scan_tune;
 
 static scan_tune tuned(void)
 {
-    scan_tune t = {BLOCK, ITEM_BYTES, MIN_BLOCKS, 0, 0};
+    scan_tune t = {BLOCK, ITEM_BYTES, MIN_BLOCKS, 0, 0, 0};
     const char *v = getenv("WEFT_SCAN_TUNE");
-    int b = 0, ib = 0, mb = 0, rx = 0, sl = 0;
-    if (v && sscanf(v, "%d,%d,%d,%d,%d", &b, &ib, &mb, &rx, &sl) >= 3) {
+    int b = 0, ib = 0, mb = 0, rx = 0, sl = 0, ba = 0;
+    if (v && sscanf(v, "%d,%d,%d,%d,%d,%d", &b, &ib, &mb, &rx, &sl, &ba) >=
+                 3) {
         t.relaxed = rx;
         t.sleep_ns = sl;
+        t.bound_all = ba;
         if (b >= 32 && b <= MAX_BLOCK && b % 32 == 0) {
             t.block = b;
         }
@@ -218,9 +222,8 @@ static int items_per_lane(weft_context *ctx, weft_type elt)
     for (int l = 0; l < n; l++) {
         bytes += (int)weft_type_size(leaf[l]);
     }
-    int cap = tuned().item_bytes > ITEM_BYTES ? MAX_ITEMS : 16;
-    int k = bytes > 0 ? tuned().item_bytes / bytes : cap;
-    return k < 1 ? 1 : (k > cap ? cap : k);
+    int k = bytes > 0 ? tuned().item_bytes / bytes : MAX_ITEMS;
+    return k < 1 ? 1 : (k > MAX_ITEMS ? MAX_ITEMS : k);
 }
 
 /* Whether a tile's status is one 64-bit word, the flag in its low half
@@ -1737,7 +1740,7 @@ static weft_status ptx_scan_emit(sk_emit *e, const char *const *names)
     sk_fn f;
     weft_status s = sk_fn_begin_raw(e, &f, names[0]);
     if (s == WEFT_OK) {
-        if (packed_status(f.fn.ctx, in.elt)) {
+        if (packed_status(f.fn.ctx, in.elt) || tuned().bound_all) {
             launch_bounds(&f.fn);
         }
         s = emit_tiles(&f, &in);
