@@ -135,6 +135,7 @@ enum {
                         less look-back (the earlier 512 x 16, one tile
                         per block, 1.91) */
     MAX_ITEMS = 32,  /* the most chunks of 32 a warp owns in a tile */
+    MAX_BLOCK = 512, /* the most threads of a block tuning may ask */
     ITEM_BYTES = 128, /* ... and the most bytes of leaves a lane reads
                          (the staging areas of a block take 8 (32 + 1) of
                          them: 33 KiB, within the 48 KiB of static shared
