@@ -28,14 +28,14 @@
  * 32; K a constant of the kernel, items_per_lane); tiles never span two
  * rows, tpr = ceil(m / T) tiles per row (1 when m = 0: the tile that
  * writes z and the totals), and tile t is (row t / tpr, piece t % tpr).
- * The blocks loop (the grid is what stays resident: a few blocks of 128
+ * The blocks loop (the grid is what stays resident: a few blocks of 256
  * threads per SM, so that while one waits at a barrier or in its
  * look-back the others load): when the block is free, thread 0 takes
  * the next tile from a global counter (atomic add) and broadcasts it
  * through shared memory.  So tiles start in order and a tile's
- * predecessors are held by running blocks,
- * which publish their aggregates without waiting for anyone: look-back
- * always makes progress.  Within a tile:
+ * predecessors are held by running blocks, which publish their
+ * aggregates without waiting for anyone: look-back always makes
+ * progress.  Within a tile:
  *
  *   1. warp w owns the 32 K consecutive positions [lo + 32 K w, ...),
  *      lane l the K consecutive ones [lo + 32 K w + K l, ... + K) of
@@ -102,7 +102,7 @@
  *
  * Kernels with the packed status carry launch bounds (launch_bounds:
  * .maxntid BLOCK, .minnctapersm MIN_BLOCKS), so that ptxas keeps to 64
- * registers and eight blocks of 128 share an SM; the others keep ptxas's
+ * registers and four blocks of 256 share an SM; the others keep ptxas's
  * own choice.
  *
  * Aux items: 0 the tile flags (0 none, 1 A, 2 P; i32, or the i64 words of
