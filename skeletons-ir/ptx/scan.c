@@ -116,8 +116,6 @@
  * element, by multi-index with the row's outer components computed once
  * per tile, as scan.c does.
  */
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include <llvm-c/DebugInfo.h> /* LLVMTemporaryMDNode */
@@ -133,9 +131,10 @@ enum {
                         128 threads x 16 items 1.07 ms, 256 x 16 1.00,
                         128 x 32 0.78, 256 x 32 0.75: the fewer tiles the
                         less look-back (the earlier 512 x 16, one tile
-                        per block, 1.91) */
+                        per block, 1.91); a nanosleep in the look-back
+                        spin and ld/st.relaxed.gpu for the status words
+                        changed nothing measurable there */
     MAX_ITEMS = 32,  /* the most chunks of 32 a warp owns in a tile */
-    MAX_BLOCK = 512, /* the most threads of a block tuning may ask */
     ITEM_BYTES = 128, /* ... and the most bytes of leaves a lane reads
                          (the staging areas of a block take 8 (32 + 1) of
                          them: 33 KiB, within the 48 KiB of static shared
@@ -147,40 +146,6 @@ enum {
                         the driver's link compiles (ptxas -c, 13.0,
                         sm_90); 24 items spill at 64 */
 };
-
-/* TEMPORARY, for one device round of tuning, removed before the branch
- * is merged: $WEFT_SCAN_TUNE = "block,item_bytes,min_blocks" replaces
- * BLOCK, ITEM_BYTES and MIN_BLOCKS (0: the constant).  The disk cache
- * does not know of it: give each setting a cache directory of its own. */
-typedef struct scan_tune {
-    int block, item_bytes, min_blocks;
-    int relaxed;  /* packed status by ld/st.relaxed.gpu (sm_70 on) */
-    int sleep_ns; /* look-back spins sleep this long (sm_70 on; 0: no) */
-    int bound_all; /* launch bounds on every kernel, not only packed */
-} scan_tune;
-
-static scan_tune tuned(void)
-{
-    scan_tune t = {BLOCK, ITEM_BYTES, MIN_BLOCKS, 0, 0, 0};
-    const char *v = getenv("WEFT_SCAN_TUNE");
-    int b = 0, ib = 0, mb = 0, rx = 0, sl = 0, ba = 0;
-    if (v && sscanf(v, "%d,%d,%d,%d,%d,%d", &b, &ib, &mb, &rx, &sl, &ba) >=
-                 3) {
-        t.relaxed = rx;
-        t.sleep_ns = sl;
-        t.bound_all = ba;
-        if (b >= 32 && b <= MAX_BLOCK && b % 32 == 0) {
-            t.block = b;
-        }
-        if (ib > 0) {
-            t.item_bytes = ib;
-        }
-        if (mb > 0) {
-            t.min_blocks = mb;
-        }
-    }
-    return t;
-}
 
 enum { FLAG_NONE, FLAG_AGG, FLAG_PREFIX };
 
@@ -223,7 +188,7 @@ static int items_per_lane(weft_context *ctx, weft_type elt)
     for (int l = 0; l < n; l++) {
         bytes += (int)weft_type_size(leaf[l]);
     }
-    int k = bytes > 0 ? tuned().item_bytes / bytes : MAX_ITEMS;
+    int k = bytes > 0 ? ITEM_BYTES / bytes : MAX_ITEMS;
     return k < 1 ? 1 : (k > MAX_ITEMS ? MAX_ITEMS : k);
 }
 
@@ -245,7 +210,7 @@ static weft_status ptx_scan_prepare(weft_context *ctx, fe_arena *arena,
     k->nentry = 1;
     k->item_threads[0] = k->item_threads[1] = SK_ITEM_BLOCK;
     k->chunk_min = (int64_t)WARP * items_per_lane(ctx, in.elt);
-    k->block_max = tuned().block;
+    k->block_max = BLOCK;
     static const struct {
         int aux;
         bool elt;
@@ -405,94 +370,6 @@ static void vstore(cg_fn *fn, weft_type t, LLVMValueRef base, LLVMValueRef i,
         x = LLVMBuildZExt(fn->b, x, mt, "");
     }
     LLVMSetVolatile(LLVMBuildStore(fn->b, x, p), 1);
-}
-
-/* The SM the PTX is for, times 10 (__nvvm_reflect("__CUDA_ARCH"), which
- * the NVPTX machine's NVVMReflect pass answers at the start of the
- * optimisation, so that branches on it fold away). */
-static LLVMValueRef cuda_arch(cg_fn *fn)
-{
-    static const char name[] = "__CUDA_ARCH";
-    LLVMContextRef c = fn->llctx;
-    LLVMValueRef str = LLVMGetNamedGlobal(fn->mod, "weft.cuda_arch");
-    if (!str) {
-        LLVMValueRef init = LLVMConstStringInContext(c, name, sizeof name - 1,
-                                                     0);
-        str = LLVMAddGlobal(fn->mod, LLVMTypeOf(init), "weft.cuda_arch");
-        LLVMSetInitializer(str, init);
-        LLVMSetGlobalConstant(str, 1);
-        LLVMSetLinkage(str, LLVMPrivateLinkage);
-    }
-    LLVMTypeRef i32 = LLVMInt32TypeInContext(c);
-    LLVMTypeRef ptr = LLVMPointerTypeInContext(c, 0);
-    LLVMTypeRef ty = LLVMFunctionType(i32, &ptr, 1, 0);
-    LLVMValueRef f = LLVMGetNamedFunction(fn->mod, "__nvvm_reflect");
-    if (!f) {
-        f = LLVMAddFunction(fn->mod, "__nvvm_reflect", ty);
-    }
-    return LLVMBuildCall2(fn->b, ty, f, &str, 1, "arch");
-}
-
-/* Inline PTX `text` with constraints `cons` (side effects: never moved
- * out of a loop or dropped). */
-static LLVMValueRef asm_call(cg_fn *fn, LLVMTypeRef ret, const char *text,
-                             const char *cons, LLVMValueRef *args, int n)
-{
-    LLVMTypeRef at[2];
-    for (int a = 0; a < n; a++) {
-        at[a] = LLVMTypeOf(args[a]);
-    }
-    LLVMTypeRef ty = LLVMFunctionType(ret, at, (unsigned)n, 0);
-    return LLVMBuildCall2(
-        fn->b, ty,
-        LLVMGetInlineAsm(ty, text, strlen(text), cons, strlen(cons), 1, 0,
-                         LLVMInlineAsmDialectATT, 0),
-        args, (unsigned)n, "");
-}
-
-/* The packed status word i of base: ld.relaxed.gpu where the SM has it
- * and tuning asks (TEMPORARY), else volatile. */
-static LLVMValueRef status_load(cg_fn *fn, LLVMValueRef base, LLVMValueRef i)
-{
-    if (!tuned().relaxed) {
-        return vload(fn, WEFT_I64, base, i);
-    }
-    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
-    LLVMValueRef p = LLVMBuildInBoundsGEP2(fn->b, i64, base, &i, 1, "");
-    LLVMValueRef slot = cg_alloca(fn, i64, "status");
-    cg_if new_sm;
-    cg_if_begin(fn, &new_sm,
-                LLVMBuildICmp(fn->b, LLVMIntSGE, cuda_arch(fn),
-                              i32_const(fn, 700), ""));
-    LLVMBuildStore(fn->b,
-                   asm_call(fn, i64, "ld.relaxed.gpu.global.b64 $0, [$1];",
-                            "=l,l,~{memory}", &p, 1),
-                   slot);
-    cg_if_else(fn, &new_sm);
-    LLVMBuildStore(fn->b, vload(fn, WEFT_I64, base, i), slot);
-    cg_if_end(fn, &new_sm);
-    return LLVMBuildLoad2(fn->b, i64, slot, "");
-}
-
-static void status_store(cg_fn *fn, LLVMValueRef base, LLVMValueRef i,
-                         LLVMValueRef w)
-{
-    if (!tuned().relaxed) {
-        vstore(fn, WEFT_I64, base, i, w);
-        return;
-    }
-    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
-    LLVMValueRef p = LLVMBuildInBoundsGEP2(fn->b, i64, base, &i, 1, "");
-    cg_if new_sm;
-    cg_if_begin(fn, &new_sm,
-                LLVMBuildICmp(fn->b, LLVMIntSGE, cuda_arch(fn),
-                              i32_const(fn, 700), ""));
-    LLVMValueRef args[2] = {p, w};
-    asm_call(fn, LLVMVoidTypeInContext(fn->llctx),
-             "st.relaxed.gpu.global.b64 [$0], $1;", "l,l,~{memory}", args, 2);
-    cg_if_else(fn, &new_sm);
-    vstore(fn, WEFT_I64, base, i, w);
-    cg_if_end(fn, &new_sm);
 }
 
 static weft_status vload_val(cg_fn *fn, const cg_array *a, LLVMValueRef i,
@@ -1114,7 +991,7 @@ static weft_status look_back(sk_fn *f, tile *T, const cg_mut *excl)
     LLVMPositionBuilderAtEnd(fn->b, spin);
     LLVMValueRef word = NULL, fl;
     if (T->packed) {
-        word = status_load(fn, flags->ptr[0], gi);
+        word = vload(fn, WEFT_I64, flags->ptr[0], gi);
         fl = LLVMBuildTrunc(fn->b, word, i32, "");
     } else {
         fl = vload(fn, WEFT_I32, flags->ptr[0], gi);
@@ -1130,23 +1007,7 @@ static weft_status look_back(sk_fn *f, tile *T, const cg_mut *excl)
         fn->b, LLVMBuildSub(fn->b, upto, cg_i64(fn, 1), ""), i32, "");
     LLVMValueRef wait = LLVMBuildNot(
         fn->b, eq(fn, LLVMBuildAnd(fn->b, zm, need, ""), i32_const(fn, 0)), "");
-    if (tuned().sleep_ns > 0) {
-        LLVMBasicBlockRef nap =
-            LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "lb.nap");
-        LLVMBuildCondBr(fn->b, wait, nap, got);
-        LLVMPositionBuilderAtEnd(fn->b, nap);
-        cg_if new_sm;
-        cg_if_begin(fn, &new_sm,
-                    LLVMBuildICmp(fn->b, LLVMIntSGE, cuda_arch(fn),
-                                  i32_const(fn, 700), ""));
-        LLVMValueRef ns = i32_const(fn, tuned().sleep_ns);
-        asm_call(fn, LLVMVoidTypeInContext(fn->llctx), "nanosleep.u32 $0;",
-                 "r", &ns, 1);
-        cg_if_end(fn, &new_sm);
-        LLVMBuildBr(fn->b, spin);
-    } else {
-        LLVMBuildCondBr(fn->b, wait, spin, got);
-    }
+    LLVMBuildCondBr(fn->b, wait, spin, got);
     /* read the window: aggregates before the first P, its prefix */
     LLVMPositionBuilderAtEnd(fn->b, got);
     if (!T->packed) {
@@ -1239,7 +1100,7 @@ static void publish(sk_fn *f, const tile *T, int aux, int flag,
     cg_fn *fn = &f->fn;
     const cg_array *flags = sk_aux_array(f, AUX_FLAGS);
     if (T->packed) {
-        status_store(fn, flags->ptr[0], T->t, pack(fn, flag, x));
+        vstore(fn, WEFT_I64, flags->ptr[0], T->t, pack(fn, flag, x));
         return;
     }
     vstore_val(fn, sk_aux_array(f, aux), T->t, x);
@@ -1643,7 +1504,7 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in)
         LLVMTypeRef mt = cg_mem_type(c, T.pre.leaf[l]);
         T.wt[l] = tg->shared_array(fn, mt, MAX_WARPS);
         T.wp[l] = tg->shared_array(fn, mt, MAX_WARPS);
-        T.buf[l] = tg->shared_array(fn, mt, tuned().block / WARP * area);
+        T.buf[l] = tg->shared_array(fn, mt, BLOCK / WARP * area);
     }
     T.wpv = tg->shared_array(fn, LLVMInt8TypeInContext(c), MAX_WARPS);
     T.wbase = LLVMBuildMul(fn->b, L->wid, cg_i64(fn, area), "wbase");
@@ -1721,7 +1582,7 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in)
 static void launch_bounds(cg_fn *fn)
 {
     static const char *const key[2] = {"maxntidx", "minctasm"};
-    const int val[2] = {tuned().block, tuned().min_blocks};
+    const int val[2] = {BLOCK, MIN_BLOCKS};
     LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
     for (int a = 0; a < 2; a++) {
         LLVMMetadataRef md[3] = {
@@ -1741,7 +1602,7 @@ static weft_status ptx_scan_emit(sk_emit *e, const char *const *names)
     sk_fn f;
     weft_status s = sk_fn_begin_raw(e, &f, names[0]);
     if (s == WEFT_OK) {
-        if (packed_status(f.fn.ctx, in.elt) || tuned().bound_all) {
+        if (packed_status(f.fn.ctx, in.elt)) {
             launch_bounds(&f.fn);
         }
         s = emit_tiles(&f, &in);
