@@ -102,8 +102,9 @@ weft_status rt_exec_scan(rt_job *j)
 
 /* Run single-pass scan job j (ptx/scan.c): the outputs, aux 0 the tile
  * flags (of the kernel's type: i32, or i64 holding the value too), 1 and
- * 2 the tiles' aggregates and inclusive prefixes, 3 the tile counter, all
- * zeroed, sized for the most tiles the kernel can
+ * 2 the tiles' aggregates and inclusive prefixes (one element each where
+ * the flags hold the values: the kernel does not touch them), 3 the tile
+ * counter, all zeroed, sized for the most tiles the kernel can
  * cut (k->chunk_min positions per tile, its smallest block: at most
  * ceil(m / chunk_min) per row, one for an empty row), then one launch of
  * entry 0 over those tiles, a block each.  Errors: those of scan_outputs,
@@ -129,9 +130,10 @@ weft_status rt_exec_scan_pass(rt_job *j)
     /* the flags' type is the kernel's (i64 where flag and value share a
      * word) */
     weft_type flag = j->k->item[j->k->aux_item[0]].type;
+    int64_t vslots = flag == WEFT_I64 ? 1 : slots; /* unused when packed */
     if ((s = rt_job_aux(j, 0, flag, slots, false)) != WEFT_OK ||
-        (s = rt_job_aux(j, 1, elt, slots, false)) != WEFT_OK ||
-        (s = rt_job_aux(j, 2, elt, slots, false)) != WEFT_OK ||
+        (s = rt_job_aux(j, 1, elt, vslots, false)) != WEFT_OK ||
+        (s = rt_job_aux(j, 2, elt, vslots, false)) != WEFT_OK ||
         (s = rt_job_aux(j, 3, WEFT_I64, 1, false)) != WEFT_OK ||
         (s = rt_job_fill(j)) != WEFT_OK) {
         return s;

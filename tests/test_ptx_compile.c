@@ -505,7 +505,7 @@ static const char *only_ptx(const char *dir)
 
 /* The single-pass scan's tile status: for elements of one 4-byte leaf,
  * flag and value share a 64-bit word, published and read without a fence,
- * and the kernel carries launch bounds (2 blocks of 512 per SM); other
+ * and the kernel carries launch bounds (4 blocks of 256 per SM); other
  * elements (i64 here) keep flags and values apart, with fences, and no
  * bounds. */
 START_TEST(scan_status_word)
@@ -530,8 +530,8 @@ START_TEST(scan_status_word)
             ck_assert_msg(strstr(text, "ld.volatile.global.u64") != NULL,
                           "scan %d: no 64-bit status load", i);
         }
-        ck_assert_msg((strstr(text, ".maxntid 512, 1, 1") != NULL) == packed &&
-                          (strstr(text, ".minnctapersm 2") != NULL) == packed,
+        ck_assert_msg((strstr(text, ".maxntid 256, 1, 1") != NULL) == packed &&
+                          (strstr(text, ".minnctapersm 4") != NULL) == packed,
                       "scan %d: launch bounds", i);
         weft_executable_free(exe);
         weft_program_free(p);
