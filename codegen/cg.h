@@ -596,6 +596,14 @@ weft_status cg_ptx_machine(int sm, LLVMTargetMachineRef *out);
  * Errors: WEFT_ERR_BACKEND_UNAVAILABLE naming every path tried. */
 weft_status cg_ptx_libdevice_path(char *buf, size_t n);
 
+/* Launch bounds of kernel fn->fn, as !nvvm.annotations beside the
+ * "kernel" entry that cg_ptx_finish adds: blocks of at most max_threads
+ * threads (.maxntid; the runtime's occupancy query then never picks a
+ * larger block) and, when min_blocks > 0, that many blocks resident per
+ * SM (.minnctapersm), which holds ptxas to 64K / (min_blocks max_threads)
+ * registers a thread. */
+void cg_ptx_launch_bounds(cg_fn *fn, int max_threads, int min_blocks);
+
 /* Turn mod, built by skeletons for cg_target_ptx, into PTX text for tm
  * (cg_ptx_machine): sets mod's triple and data layout, marks the functions
  * kernels[0..nkernels-1] as kernels (PTX_Kernel calling convention and

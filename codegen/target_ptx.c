@@ -46,8 +46,8 @@
  * the hardware's approximate instructions (ex2.approx after a multiply by
  * log2 e, lg2.approx, sin.approx, cos.approx, sqrt.approx), as CUDA's
  * --use_fast_math makes them; after optimisation every f32 division that
- * carries the arcp flag becomes div.approx.f32, and 1 / sqrt.approx(x)
- * rsqrt.approx.f32 (approx_divisions).  Doubles keep libdevice.
+ * carries the arcp flag becomes div.approx.f32, and x / sqrt.approx(y)
+ * x * rsqrt.approx.f32(y) (approx_divisions).  Doubles keep libdevice.
  *
  * Finishing.  cg_ptx_finish sets the module's triple and layout, marks the
  * kernels twice over (the PTX_Kernel calling convention and the
@@ -601,6 +601,33 @@ static weft_status libdevice(const char **bytes, size_t *size)
     return s;
 }
 
+/* ---- launch bounds ---- */
+
+/* One !nvvm.annotations entry {fn, key, val} of mod. */
+static void annotate(LLVMModuleRef mod, LLVMValueRef f, const char *key,
+                     int val)
+{
+    LLVMContextRef c = LLVMGetModuleContext(mod);
+    LLVMMetadataRef md[3] = {
+        LLVMValueAsMetadata(f),
+        LLVMMDStringInContext2(c, key, strlen(key)),
+        LLVMValueAsMetadata(
+            LLVMConstInt(LLVMInt32TypeInContext(c), (unsigned)val, 0)),
+    };
+    LLVMAddNamedMetadataOperand(
+        mod, "nvvm.annotations",
+        LLVMMetadataAsValue(c, LLVMMDNodeInContext2(c, md, 3)));
+}
+
+void cg_ptx_launch_bounds(cg_fn *fn, int max_threads, int min_blocks)
+{
+    assert(max_threads > 0 && max_threads <= 1024);
+    annotate(fn->mod, fn->fn, "maxntidx", max_threads);
+    if (min_blocks > 0) {
+        annotate(fn->mod, fn->fn, "minctasm", min_blocks);
+    }
+}
+
 /* ---- finishing a module ---- */
 
 /* The first error diagnostic LLVM reports while cg_ptx_finish runs. */
@@ -701,16 +728,8 @@ static weft_status link_libdevice(LLVMModuleRef mod, diag *d)
 /* Mark function f a kernel: calling convention and !nvvm.annotations. */
 static void mark_kernel(LLVMModuleRef mod, LLVMValueRef f)
 {
-    LLVMContextRef c = LLVMGetModuleContext(mod);
     LLVMSetFunctionCallConv(f, PTX_KERNEL_CC);
-    LLVMMetadataRef md[3] = {
-        LLVMValueAsMetadata(f),
-        LLVMMDStringInContext2(c, "kernel", 6),
-        LLVMValueAsMetadata(LLVMConstInt(LLVMInt32TypeInContext(c), 1, 0)),
-    };
-    LLVMAddNamedMetadataOperand(
-        mod, "nvvm.annotations",
-        LLVMMetadataAsValue(c, LLVMMDNodeInContext2(c, md, 3)));
+    annotate(mod, f, "kernel", 1);
 }
 
 /* Whether f is one of the kernels. */
@@ -779,9 +798,10 @@ static void dump_opt_ir(const char *prefix, LLVMModuleRef mod)
 
 /* Fast math: every f32 fdiv that may use a reciprocal (the arcp flag,
  * which only WEFT_FLAG_FAST_MATH sets) becomes div.approx.f32, and
- * 1 / sqrt.approx(x) becomes rsqrt.approx.f32.  LLVM 19's NVPTX picks the
- * approximate division only for a target machine built with unsafe math,
- * a setting the C API does not reach. */
+ * x / sqrt.approx(y) becomes x * rsqrt.approx.f32(y) (1 / sqrt.approx(y)
+ * the rsqrt alone), as nvcc's --use_fast_math gives them.  LLVM 19's
+ * NVPTX picks the approximate division only for a target machine built
+ * with unsafe math, a setting the C API does not reach. */
 static void approx_divisions(LLVMModuleRef mod)
 {
     LLVMContextRef c = LLVMGetModuleContext(mod);
@@ -808,10 +828,10 @@ static void approx_divisions(LLVMModuleRef mod)
                     LLVMBool lossy = 0;
                     LLVMValueRef callee =
                         LLVMIsACallInst(y) ? LLVMGetCalledValue(y) : NULL;
-                    bool rsqrt = LLVMIsAConstantFP(x) &&
-                                 LLVMConstRealGetDouble(x, &lossy) == 1.0 &&
-                                 callee && LLVMIsAFunction(callee) &&
+                    bool rsqrt = callee && LLVMIsAFunction(callee) &&
                                  LLVMGetIntrinsicID(callee) == sqrt_id;
+                    bool one = LLVMIsAConstantFP(x) &&
+                               LLVMConstRealGetDouble(x, &lossy) == 1.0;
                     unsigned id = rsqrt ? rsq_id : div_id;
                     LLVMValueRef decl =
                         LLVMGetIntrinsicDeclaration(mod, id, NULL, 0);
@@ -823,6 +843,10 @@ static void approx_divisions(LLVMModuleRef mod)
                     LLVMPositionBuilderBefore(b, in);
                     LLVMValueRef r = LLVMBuildCall2(b, fty, decl, args,
                                                     rsqrt ? 1 : 2, "");
+                    if (rsqrt && !one) {
+                        r = LLVMBuildFMul(b, x, r, "");
+                        LLVMSetFastMathFlags(r, LLVMGetFastMathFlags(in));
+                    }
                     LLVMReplaceAllUsesWith(in, r);
                     LLVMInstructionEraseFromParent(in);
                 }

@@ -149,6 +149,10 @@ struct sk_target {
 
 extern const sk_target sk_target_cpu; /* cpu/target.c */
 extern const sk_target sk_target_ptx; /* ptx/target.c */
+/* The most threads in a block of a PTX grid-stride kernel (.maxntid):
+ * blocks of 256 reach full occupancy as well as larger ones, and a grid
+ * of 2^16 elements still fills 132 SMs (1024-thread blocks filled 64). */
+#define SK_PTX_ELEMENT_BLOCK 256
 
 /* The skeleton of operation t on target tg, or NULL (the interpreter runs
  * it). */

@@ -24,6 +24,8 @@
  * with warp shuffles) are this target's own (sk_target_ptx.own) and use
  * sk_fn_begin_raw, which skips the loop.
  */
+#include <stdlib.h>
+
 #include "../sk.h"
 
 /* Kernels of the PTX target's own, by family (NULL: the shared one). */
@@ -58,9 +60,27 @@ static weft_status ptx_entry_begin(sk_emit *e, sk_fn *f, const char *name)
     return WEFT_OK;
 }
 
+/* KERN-TEMP: launch-bound knobs for the device round's sweep. */
+static int knob(const char *name, int dflt)
+{
+    const char *v = getenv(name);
+    return v && v[0] ? atoi(v) : dflt;
+}
+
 static LLVMValueRef wide(cg_fn *fn, LLVMValueRef x)
 {
     return LLVMBuildZExt(fn->b, x, LLVMInt64TypeInContext(fn->llctx), "");
+}
+
+/* x (i64) through an inline-assembly copy that the optimiser cannot see
+ * through. */
+static LLVMValueRef opaque(cg_fn *fn, LLVMValueRef x)
+{
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
+    LLVMTypeRef ty = LLVMFunctionType(i64, &i64, 1, 0);
+    LLVMValueRef mov = LLVMGetInlineAsm(ty, "mov.b64 $0, $1;", 15, "=l,l", 4,
+                                        0, 0, LLVMInlineAsmDialectATT, 0);
+    return LLVMBuildCall2(fn->b, ty, mov, &x, 1, "");
 }
 
 static void ptx_range_begin(sk_fn *f)
@@ -68,6 +88,10 @@ static void ptx_range_begin(sk_fn *f)
     cg_fn *fn = &f->fn;
     const cg_target *t = fn->target;
     LLVMBuilderRef b = fn->b;
+    int most = f->e->k->block_max > 0
+                   ? f->e->k->block_max
+                   : knob("KERN_MAXNTID", SK_PTX_ELEMENT_BLOCK);
+    cg_ptx_launch_bounds(fn, most, knob("KERN_MINCTA", 0));
     LLVMValueRef bs = wide(fn, t->block_size(fn, 0));
     LLVMValueRef gid = LLVMBuildAdd(
         b, LLVMBuildMul(b, wide(fn, t->block_index(fn, 0)), bs, ""),
@@ -89,8 +113,8 @@ static void ptx_range_begin(sk_fn *f)
     LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntULT, f->loop_i, chunks, ""),
                     body, f->loop_exit);
     LLVMPositionBuilderAtEnd(b, body);
-    f->chunk = f->loop_i;
-    f->start = LLVMBuildMul(b, f->loop_i, f->grain, "start");
+    f->chunk = getenv("KERN_NOOPAQUE") ? f->loop_i : opaque(fn, f->loop_i);
+    f->start = LLVMBuildMul(b, f->chunk, f->grain, "start");
     LLVMValueRef hi = LLVMBuildAdd(b, f->start, f->grain, "");
     f->end = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, hi, f->n, ""), hi,
                              f->n, "end");
