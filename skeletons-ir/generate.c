@@ -44,6 +44,60 @@ weft_status sk_store_element(sk_fn *f, LLVMValueRef i, void *user)
     return s;
 }
 
+/* The elements of [f->start, f->end) on the PTX target for a wide kernel
+ * (sk_ptx_wide): a full chunk of K = chunk_elems elements from c K reads
+ * all K elements' values before storing any, and stores leaf by leaf, so
+ * that LLVM's load-store vectoriser makes each operand's K reads and each
+ * result leaf's K writes one 16-byte access (the order of sk_elements'
+ * loop, element by element, interleaves the leaves' stores, which the
+ * vectoriser may not reorder; and a heavy body in a loop is not
+ * unrolled); any other range is a plain loop. */
+static weft_status elements_wide(sk_fn *f)
+{
+    enum { K_MAX = 8 };
+    cg_fn *fn = &f->fn;
+    LLVMBuilderRef b = fn->b;
+    int k = f->e->target->chunk_elems;
+    if (k > K_MAX || k < 1) {
+        return fe_error(WEFT_ERR_INTERNAL, "weft_compile: chunk of %d", k);
+    }
+    LLVMValueRef kk = cg_i64(fn, k);
+    LLVMValueRef go = LLVMBuildICmp(
+        b, LLVMIntEQ, LLVMBuildSub(b, f->end, f->start, ""), kk, "full");
+    cg_if full;
+    cg_if_begin(fn, &full, go);
+    /* c K with the constant K: LLVM knows the alignment (see sk_elements) */
+    LLVMValueRef lo = LLVMBuildNSWMul(b, f->chunk, kk, "");
+    LLVMValueRef ix[K_MAX];
+    cg_val y[K_MAX];
+    weft_status s = WEFT_OK;
+    for (int j = 0; j < k && s == WEFT_OK; j++) {
+        ix[j] = LLVMBuildNSWAdd(b, lo, cg_i64(fn, j), "");
+        s = sk_read(f, f->e->k->op, ix[j], NULL, &y[j]);
+    }
+    const cg_array *out = sk_out_array(f, 0);
+    for (int l = 0; l < out->nleaf && s == WEFT_OK; l++) {
+        cg_array leaf = *out;
+        leaf.nleaf = 1;
+        leaf.leaf = &out->leaf[l];
+        leaf.ptr = &out->ptr[l];
+        for (int j = 0; j < k; j++) {
+            cg_val v = {.n = 1, .v = &y[j].v[l]};
+            cg_array_store(fn, &leaf, ix[j], &v);
+        }
+    }
+    cg_if_else(fn, &full);
+    if (s == WEFT_OK) {
+        cg_loop l;
+        LLVMValueRef i;
+        cg_loop_begin(fn, &l, f->start, f->end, &i);
+        s = sk_store_element(f, i, NULL);
+        cg_loop_end(fn, &l);
+    }
+    cg_if_end(fn, &full);
+    return s;
+}
+
 static weft_status generate_emit(sk_emit *e, const char *const *names)
 {
     sk_fn f;
@@ -57,7 +111,9 @@ static weft_status generate_emit(sk_emit *e, const char *const *names)
     if (s) {
         return s;
     }
-    s = sk_elements(&f, sk_store_element, NULL);
+    s = e->target == &sk_target_ptx && sk_ptx_wide(e->k)
+            ? elements_wide(&f)
+            : sk_elements(&f, sk_store_element, NULL);
     sk_fn_end(&f);
     return s;
 }

@@ -153,6 +153,11 @@ extern const sk_target sk_target_ptx; /* ptx/target.c */
  * blocks of 256 reach full occupancy as well as larger ones, and a grid
  * of 2^16 elements still fills 132 SMs (1024-thread blocks filled 64). */
 #define SK_PTX_ELEMENT_BLOCK 256
+/* Whether the PTX kernel k computes sk_target_ptx.chunk_elems elements
+ * per chunk whatever grain the runtime passes (ptx/target.c): the
+ * generate family without a while loop, whose full chunks then read and
+ * write 16 bytes at a time (generate.c). */
+bool sk_ptx_wide(const sk_kernel *k);
 
 /* The skeleton of operation t on target tg, or NULL (the interpreter runs
  * it). */

@@ -67,6 +67,35 @@ static int knob(const char *name, int dflt)
     return v && v[0] ? atoi(v) : dflt;
 }
 
+/* Whether term t, or a function or fused producer in it, has a while
+ * loop.  Manifest array operands are other kernels' work. */
+static bool has_loop(const fe_term *t)
+{
+    if (!t) {
+        return false;
+    }
+    if (t->kind == FE_WHILE) {
+        return true;
+    }
+    for (int i = 0; i < t->nfun; i++) {
+        if (t->fun[i] && has_loop(t->fun[i]->body)) {
+            return true;
+        }
+    }
+    for (int i = 0; i < t->nkid; i++) {
+        const fe_term *kid = t->kid[i];
+        if (kid && (!kid->acc || kid->delayed) && has_loop(kid)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+bool sk_ptx_wide(const sk_kernel *k)
+{
+    return k->skel && k->skel->family == SK_GENERATE && !has_loop(k->op);
+}
+
 static LLVMValueRef wide(cg_fn *fn, LLVMValueRef x)
 {
     return LLVMBuildZExt(fn->b, x, LLVMInt64TypeInContext(fn->llctx), "");
@@ -97,6 +126,9 @@ static void ptx_range_begin(sk_fn *f)
         b, LLVMBuildMul(b, wide(fn, t->block_index(fn, 0)), bs, ""),
         wide(fn, t->thread_index(fn, 0)), "gid");
     f->loop_step = LLVMBuildMul(b, wide(fn, t->grid_size(fn, 0)), bs, "");
+    if (sk_ptx_wide(f->e->k)) {
+        f->grain = cg_i64(fn, f->e->target->chunk_elems);
+    }
     LLVMValueRef one = cg_i64(fn, 1);
     LLVMValueRef chunks = LLVMBuildUDiv(
         b, LLVMBuildSub(b, LLVMBuildAdd(b, f->n, f->grain, ""), one, ""),
