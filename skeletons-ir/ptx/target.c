@@ -93,6 +93,9 @@ static bool has_loop(const fe_term *t)
 
 bool sk_ptx_wide(const sk_kernel *k)
 {
+    if (getenv("KERN_NOWIDE")) { /* KERN-TEMP */
+        return false;
+    }
     return k->skel && k->skel->family == SK_GENERATE && !has_loop(k->op);
 }
 
