@@ -18,7 +18,10 @@
  * which has two variants), the six scans, permute with a native atomic, a
  * CAS loop and per-element locks, foldSeg, stencils with each boundary,
  * the reshape family, checked mode (WEFT_FLAG_CHECKED) in each of the
- * skeletons, and scalar while loops that poll the cancel flag.
+ * skeletons, and scalar while loops that poll the cancel flag.  A few
+ * cases also look for what the text should hold: element-wise kernels'
+ * launch bounds and 16-byte accesses, fast math's rsqrt, the scan's
+ * status word.
  */
 #include <dirent.h>
 #include <sys/stat.h>
@@ -540,6 +543,107 @@ START_TEST(scan_status_word)
 }
 END_TEST
 
+/* Occurrences of needle in text. */
+static int count_of(const char *text, const char *needle)
+{
+    int n = 0;
+    for (const char *q = strstr(text, needle); q;
+         q = strstr(q + strlen(needle), needle)) {
+        n++;
+    }
+    return n;
+}
+
+/* The PTX of program r (its one kernel) in a fresh directory g_dir/name,
+ * compiled by a context with flags. */
+static const char *ptx_of_one(const char *name, unsigned flags,
+                              weft_acc *(*build)(weft_program *))
+{
+    char dir[300];
+    snprintf(dir, sizeof dir, "%s/%s", g_dir, name);
+    ck_assert_int_eq(mkdir(dir, 0700), 0);
+    weft_config cfg = weft_config_default();
+    cfg.backend = WEFT_BACKEND_PTX;
+    cfg.flags |= WEFT_FLAG_NO_ENV | flags;
+    cfg.target_cpu = "sm_90";
+    cfg.dump = "ptx";
+    cfg.dump_dir = dir;
+    weft_context *ctx = NULL;
+    TU_OK(weft_context_create(&cfg, &ctx));
+    weft_program *p;
+    TU_OK(weft_program_create(ctx, &p));
+    weft_acc *r = build(p);
+    weft_executable *exe = NULL;
+    TU_OK(weft_compile(p, &r, 1, &exe));
+    weft_executable_free(exe);
+    weft_program_free(p);
+    weft_context_free(ctx);
+    return only_ptx(dir);
+}
+
+/* zipWith3 (\s x t -> (s exp(t) / sqrt x, log(s / x) + t)): heavy (not
+ * a light kernel), two result leaves. */
+static weft_acc *build_heavy3(weft_program *p)
+{
+    weft_acc *in[3];
+    for (int i = 0; i < 3; i++) {
+        in[i] = weft_param(p, WEFT_F32, 1);
+    }
+    weft_fun *f = weft_fun3(p, WEFT_F32, WEFT_F32, WEFT_F32);
+    weft_exp *s = weft_arg(f, 0), *x = weft_arg(f, 1), *t = weft_arg(f, 2);
+    weft_exp *r[2] = {
+        weft_fdiv(weft_mul(s, weft_fexp(t)), weft_sqrt(x)),
+        weft_add(weft_log(weft_fdiv(s, x)), t)};
+    weft_fun_return(f, weft_tuple(p, 2, r));
+    return weft_zipwith3(f, in[0], in[1], in[2]);
+}
+
+/* generate n (\i -> while (< i) (+ 1) 0) */
+static weft_acc *build_loop(weft_program *p)
+{
+    weft_fun *g = weft_fun1(p, WEFT_DIM(1));
+    weft_exp *i = weft_get(weft_arg(g, 0), 0);
+    weft_fun *cond = weft_fun1(p, WEFT_I64);
+    weft_fun_return(cond, weft_lt(weft_arg(cond, 0), i));
+    weft_fun *body = weft_fun1(p, WEFT_I64);
+    weft_fun_return(body, weft_add(weft_arg(body, 0), weft_i64(p, 1)));
+    weft_fun_return(g, weft_while(cond, body, weft_i64(p, 0)));
+    return weft_generate(weft_index1(weft_i64(p, 1000)), g);
+}
+
+/* zipWith (\x y -> x / sqrt y) */
+static weft_acc *build_div_sqrt(weft_program *p)
+{
+    weft_acc *x = weft_param(p, WEFT_F32, 1), *y = weft_param(p, WEFT_F32, 1);
+    weft_fun *f = weft_fun2(p, WEFT_F32, WEFT_F32);
+    weft_fun_return(f, weft_fdiv(weft_arg(f, 0), weft_sqrt(weft_arg(f, 1))));
+    return weft_zipwith(f, x, y);
+}
+
+/* Element-wise kernels (skeletons-ir/ptx/target.c, generate.c): blocks of
+ * at most 256 threads (.maxntid), four elements per chunk moved 16 bytes
+ * at a time for a heavy body without a loop (each of the three operands
+ * one vector load, each of the two result leaves one vector store), one
+ * element per chunk with a while loop; with fast math x / sqrt y is a
+ * multiplication by rsqrt.approx. */
+START_TEST(element_kernels)
+{
+    const char *text = ptx_of_one("heavy3", 0, build_heavy3);
+    ck_assert_msg(strstr(text, ".maxntid 256, 1, 1") != NULL,
+                  "heavy3: no launch bounds");
+    ck_assert_int_eq(count_of(text, "ld.global.nc.v4.f32"), 3);
+    ck_assert_int_eq(count_of(text, "st.global.v4.f32"), 2);
+    text = ptx_of_one("loop", 0, build_loop);
+    ck_assert_msg(strstr(text, ".maxntid 256, 1, 1") != NULL,
+                  "loop: no launch bounds");
+    ck_assert_int_eq(count_of(text, ".v4."), 0);
+    text = ptx_of_one("div_sqrt", WEFT_FLAG_FAST_MATH, build_div_sqrt);
+    ck_assert_int_ge(count_of(text, "rsqrt.approx.f32"), 1);
+    ck_assert_int_eq(count_of(text, "\tsqrt."), 0);
+    ck_assert_int_eq(count_of(text, "\tdiv."), 0);
+}
+END_TEST
+
 /* One .ptx file: entries, nothing unresolved, and the ptxas that user
  * points to (if not NULL) accepts it. */
 static void check_ptx(const char *path, const char *text, void *user)
@@ -586,6 +690,7 @@ static Suite *suite(void)
     tcase_add_test(tc, while_cancel);
     tcase_add_test(tc, unit_kernels);
     tcase_add_test(tc, scan_status_word);
+    tcase_add_test(tc, element_kernels);
     tcase_add_test(tc, ptxas_accepts); /* last: reads what the others wrote */
     suite_add_tcase(s, tc);
     return s;
