@@ -89,6 +89,12 @@ enum {
 
 #define PTX_TRIPLE "nvptx64-nvidia-cuda"
 
+/* default<O3>, then irce (cg.h's CG_CPU_PIPELINE says what it does) and
+ * a cleanup of the loops it splits. */
+#define PTX_PIPELINE                                                         \
+    "default<O3>,function(irce,simplifycfg," CG_IC ",loop-mssa(licm),"       \
+    "simplifycfg)"
+
 /* ---- special registers, barrier, fence ---- */
 
 /* A call of the non-overloaded intrinsic `name` on args. */
@@ -896,7 +902,7 @@ static weft_status finish(LLVMModuleRef mod, LLVMTargetMachineRef tm,
                          "\"kernel\":\"%s\"", kernels[0]);
     }
     internalise(mod, kernels, nkernels);
-    s = cg_optimise(mod, tm, "default<O3>", "weft (ptx)");
+    s = cg_optimise(mod, tm, getenv("KERN_NOIRCE") ? "default<O3>" : PTX_PIPELINE, "weft (ptx)");
     if (s != WEFT_OK) {
         return s;
     }
