@@ -141,6 +141,10 @@ struct cg_fn {
                                    least report key met so far (CG_KEY_*),
                                    all ones when none */
     int nsite;                  /* checks emitted so far (report keys) */
+    struct cg_hoisted *hoisted; /* reads taken out of the while loops
+                                   being emitted (exp.c), nhoisted of
+                                   them, innermost loop's last */
+    int nhoisted;
     LLVMValueRef cancel;        /* NULL, or the kernel's cancel word as a
                                    pointer (skeletons-ir SK_CANCEL_AUX):
                                    scalar while loops poll it every

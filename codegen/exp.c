@@ -45,6 +45,7 @@
  * a loop whose head holds one phi per leaf of the state.
  */
 #include <math.h>
+#include <string.h>
 
 #include "cg.h"
 
@@ -694,6 +695,176 @@ static weft_status exp_prim(cg_fn *fn, const fe_term *e, cg_val *out)
     return cg_val_one(fn, r, out);
 }
 
+/* ---- reads taken out of while loops ----
+ *
+ * A read `a ! ix` in a while loop's functions whose index does not depend
+ * on anything the loop binds (its functions' parameters and the lets in
+ * them) reads the same element at every trip: n-body's `x ! i` beside
+ * `x ! j`.  Its bounds test puts the load behind a branch, which LLVM
+ * will not hoist, so exp_while reads it once before the loop and cg_exp
+ * answers the read from there.  A read is pure (outside its array it
+ * gives zero, reading nothing), so reading it when the loop runs no trip
+ * is harmless; checked mode keeps reads where they are (a read that
+ * falls outside reports, and only when it runs), and so does a kernel
+ * that watches for `ignore`. */
+
+typedef struct cg_hoisted {
+    const fe_term *at;          /* the FE_AT or FE_AT_LINEAR term */
+    cg_val v;                   /* its value, read before the loop */
+} cg_hoisted;
+
+enum { HOIST_MAX = 32 };        /* reads hoisted per loop, at most */
+
+/* Mark in `inner` the variables that t binds: lets, and the parameters
+ * of its functions (nested while loops). */
+static void mark_bound(const fe_term *t, bool *inner, uint32_t nvar)
+{
+    if (!t) {
+        return;
+    }
+    if (t->kind == FE_LET && t->u.var && t->u.var->id < nvar) {
+        inner[t->u.var->id] = true;
+    }
+    for (int i = 0; i < t->nfun; i++) {
+        const fe_fun *f = t->fun[i];
+        for (int k = 0; f && f->param && k < f->arity; k++) {
+            if (f->param[k] && f->param[k]->id < nvar) {
+                inner[f->param[k]->id] = true;
+            }
+        }
+        mark_bound(f ? f->body : NULL, inner, nvar);
+    }
+    for (int i = 0; i < t->nkid; i++) {
+        mark_bound(t->kid[i], inner, nvar);
+    }
+}
+
+/* Whether scalar term t is the same at every trip of the loop whose
+ * bound variables `inner` marks, and cheap and safe to compute before
+ * it: constants, outer variables, primitives (their undefined cases give
+ * values, exp.c's head), tuples, projections, shapes and reads of
+ * parameter arrays. */
+static bool invariant(const fe_term *t, const bool *inner, uint32_t nvar,
+                      int depth)
+{
+    if (!t || depth > 16 || t->nfun > 0) {
+        return false;
+    }
+    switch (t->kind) {
+    case FE_VAR:
+        return t->u.var && t->u.var->id < nvar && !inner[t->u.var->id];
+    case FE_PARAM:
+    case FE_USE:
+        return true;
+    case FE_CONST:
+    case FE_PRIM:
+    case FE_TUPLE:
+    case FE_GET:
+    case FE_SHAPE:
+    case FE_SHAPE_SIZE:
+    case FE_TO_INDEX:
+    case FE_FROM_INDEX:
+    case FE_AT:
+    case FE_AT_LINEAR:
+        break;
+    default:
+        return false;
+    }
+    if ((t->kind == FE_AT || t->kind == FE_AT_LINEAR || t->kind == FE_SHAPE)
+        && t->kid[0]->kind != FE_PARAM && t->kid[0]->kind != FE_USE &&
+        t->kid[0]->kind != FE_VAR) {
+        return false; /* a fused producer: computed inline, maybe costly */
+    }
+    for (int i = 0; i < t->nkid; i++) {
+        if (!invariant(t->kid[i], inner, nvar, depth + 1)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Collect in h[*n] (at most HOIST_MAX) the outermost invariant reads in
+ * t, each term once. */
+static void find_reads(const fe_term *t, const bool *inner, uint32_t nvar,
+                       const fe_term **h, int *n)
+{
+    if (!t || t->acc) {
+        return;
+    }
+    if ((t->kind == FE_AT || t->kind == FE_AT_LINEAR) &&
+        invariant(t, inner, nvar, 0)) {
+        for (int k = 0; k < *n; k++) {
+            if (h[k] == t) {
+                return;
+            }
+        }
+        if (*n < HOIST_MAX) {
+            h[(*n)++] = t;
+        }
+        return;
+    }
+    for (int i = 0; i < t->nfun; i++) {
+        find_reads(t->fun[i] ? t->fun[i]->body : NULL, inner, nvar, h, n);
+    }
+    for (int i = 0; i < t->nkid; i++) {
+        find_reads(t->kid[i], inner, nvar, h, n);
+    }
+}
+
+/* Read the invariant reads of while loop e before it, onto fn->hoisted
+ * (the caller drops them after the loop by restoring fn->nhoisted). */
+static weft_status hoist_reads(cg_fn *fn, const fe_term *e)
+{
+    if (fn->checked || fn->ignored || fn->nvar == 0) {
+        return WEFT_OK;
+    }
+    bool *inner = fe_arena_alloc(fn->arena, fn->nvar * sizeof *inner);
+    if (!inner) {
+        return fe_error(WEFT_ERR_OUT_OF_MEMORY,
+                        "weft_compile: out of memory in code generation");
+    }
+    memset(inner, 0, fn->nvar * sizeof *inner);
+    mark_bound(e, inner, fn->nvar);
+    const fe_term *h[HOIST_MAX];
+    int n = 0;
+    for (int i = 0; i < e->nfun; i++) {
+        find_reads(e->fun[i]->body, inner, fn->nvar, h, &n);
+    }
+    if (n == 0) {
+        return WEFT_OK;
+    }
+    cg_hoisted *all = fe_arena_alloc(
+        fn->arena, (size_t)(fn->nhoisted + n) * sizeof *all);
+    if (!all) {
+        return fe_error(WEFT_ERR_OUT_OF_MEMORY,
+                        "weft_compile: out of memory in code generation");
+    }
+    if (fn->nhoisted > 0) {
+        memcpy(all, fn->hoisted, (size_t)fn->nhoisted * sizeof *all);
+    }
+    for (int k = 0; k < n; k++) {
+        all[fn->nhoisted + k].at = h[k];
+        weft_status s = cg_exp(fn, h[k], &all[fn->nhoisted + k].v);
+        if (s != WEFT_OK) {
+            return s;
+        }
+    }
+    fn->hoisted = all;
+    fn->nhoisted += n;
+    return WEFT_OK;
+}
+
+/* The value of read t taken out of an enclosing loop, or NULL. */
+static const cg_val *hoisted_read(const cg_fn *fn, const fe_term *t)
+{
+    for (int k = fn->nhoisted - 1; k >= 0; k--) {
+        if (fn->hoisted[k].at == t) {
+            return &fn->hoisted[k].v;
+        }
+    }
+    return NULL;
+}
+
 static weft_status exp_while(cg_fn *fn, const fe_term *e, cg_val *out)
 {
     if (e->nfun != 2 || e->nkid != 1 || e->fun[0]->arity != 1 ||
@@ -701,9 +872,13 @@ static weft_status exp_while(cg_fn *fn, const fe_term *e, cg_val *out)
         return internal("a malformed while", e->nfun);
     }
     cg_val init, st, c, next;
+    int nhoisted = fn->nhoisted;
     weft_status s = cg_exp(fn, e->kid[0], &init);
     if (s == WEFT_OK) {
         s = cg_val_make(fn, init.n, &st);
+    }
+    if (s == WEFT_OK) {
+        s = hoist_reads(fn, e);
     }
     if (s != WEFT_OK) {
         return s;
@@ -784,6 +959,7 @@ static weft_status exp_while(cg_fn *fn, const fe_term *e, cg_val *out)
         LLVMAddIncoming(count, &count1, &latch, 1);
     }
     LLVMPositionBuilderAtEnd(B, exit);
+    fn->nhoisted = nhoisted;
     *out = st;
     return WEFT_OK;
 }
@@ -1080,6 +1256,13 @@ weft_status cg_exp(cg_fn *fn, const fe_term *e, cg_val *out)
     case FE_AT_LINEAR: {
         cg_array a;
         cg_val ix;
+        const cg_val *h = fn->nhoisted > 0 ? hoisted_read(fn, e) : NULL;
+        if (h) {
+            if ((s = cg_val_make(fn, h->n, out)) == WEFT_OK) {
+                memcpy(out->v, h->v, (size_t)h->n * sizeof *h->v);
+            }
+            return s;
+        }
         if ((s = array_of(fn, e->kid[0], &a)) != WEFT_OK ||
             (s = cg_exp(fn, e->kid[1], &ix)) != WEFT_OK) {
             return s;

@@ -49,6 +49,8 @@ weft_status cg_fn_begin(cg_fn *fn, weft_context *ctx, const cg_target *t,
     fn->fail = NULL;
     fn->nsite = 0;
     fn->cancel = NULL; /* set by skeletons-ir/kernel.c for a cancel word */
+    fn->hoisted = NULL;
+    fn->nhoisted = 0;
     if (nvar > 0) {
         fn->env = fe_arena_alloc(arena, nvar * sizeof *fn->env);
         fn->aenv = fe_arena_alloc(arena, nvar * sizeof *fn->aenv);

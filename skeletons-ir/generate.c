@@ -51,7 +51,8 @@ weft_status sk_store_element(sk_fn *f, LLVMValueRef i, void *user)
  * result leaf's K writes one 16-byte access (the order of sk_elements'
  * loop, element by element, interleaves the leaves' stores, which the
  * vectoriser may not reorder; and a heavy body in a loop is not
- * unrolled); any other range is a plain loop. */
+ * unrolled); any other range (the last chunk's rest) is a plain loop,
+ * emitted cold. */
 static weft_status elements_wide(sk_fn *f)
 {
     enum { K_MAX = 8 };
@@ -88,11 +89,15 @@ static weft_status elements_wide(sk_fn *f)
     }
     cg_if_else(fn, &full);
     if (s == WEFT_OK) {
+        /* at most K - 1 elements, once: cold (cg_fn.cold) */
+        bool cold = fn->cold;
+        fn->cold = true;
         cg_loop l;
         LLVMValueRef i;
         cg_loop_begin(fn, &l, f->start, f->end, &i);
         s = sk_store_element(f, i, NULL);
         cg_loop_end(fn, &l);
+        fn->cold = cold;
     }
     cg_if_end(fn, &full);
     return s;

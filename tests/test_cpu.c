@@ -2375,6 +2375,38 @@ static int build_collatz(bld *b, weft_acc **res)
     return 1;
 }
 
+/* generate (size v) (\i -> while (j < size a) (j + 1, s + a!j * v!i +
+ * v!(size v - 1 - i) - j) (0, 0)): the reads of v do not change from
+ * trip to trip (codegen takes them out of the loop), and an empty a runs
+ * no trip.  (Reads outside an array are errors for the interpreter.) */
+static int build_while_reads(bld *b, weft_acc **res)
+{
+    weft_program *p = b->p;
+    weft_acc *a = weft_param(p, WEFT_I64, 1), *v = weft_param(p, WEFT_I64, 1);
+    weft_type st = pair_type(b->ctx, WEFT_I64, WEFT_I64);
+    weft_fun *g = weft_fun1(p, WEFT_DIM(1));
+    weft_exp *i = weft_get(weft_arg(g, 0), 0);
+    weft_exp *one = weft_i64(p, 1);
+    weft_fun *cond = weft_fun1(p, st);
+    weft_fun_return(cond,
+                    weft_lt(weft_get(weft_arg(cond, 0), 0), weft_size(a)));
+    weft_fun *body = weft_fun1(p, st);
+    weft_exp *j = weft_get(weft_arg(body, 0), 0);
+    weft_exp *mirror = weft_sub(weft_sub(weft_size(v), one), i);
+    weft_exp *term = weft_sub(
+        weft_add(weft_mul(weft_at(a, weft_index1(j)), weft_at(v, weft_index1(i))),
+                 weft_at(v, weft_index1(mirror))),
+        j);
+    weft_exp *next[2] = {weft_add(j, one),
+                         weft_add(weft_get(weft_arg(body, 0), 1), term)};
+    weft_fun_return(body, weft_tuple(p, 2, next));
+    weft_exp *init[2] = {weft_i64(p, 0), weft_i64(p, 0)};
+    weft_fun_return(
+        g, weft_get(weft_while(cond, body, weft_tuple(p, 2, init)), 1));
+    res[0] = weft_generate(weft_shape(v), g);
+    return 1;
+}
+
 /* The programs, each on a few sizes; fusion on (flags 0) and off. */
 static void programs_with(unsigned flags)
 {
@@ -2456,6 +2488,15 @@ static void programs_with(unsigned flags)
         harr h = harr_vec(WEFT_F64, sizes[k], 0, 1000);
         diff_run(&d, &h, 1);
         harr_free(&h);
+    }
+    diff_build(&d, "while reads", build_while_reads, &b);
+    static const int64_t lens[][2] = {{0, 5}, {1, 1}, {300, 7}, {50, 2000}};
+    for (int k = 0; k < 4; k++) {
+        harr h[2] = {harr_vec(WEFT_I64, lens[k][0], -50, 50),
+                     harr_vec(WEFT_I64, lens[k][1], -50, 50)};
+        diff_run(&d, h, 2);
+        harr_free(&h[0]);
+        harr_free(&h[1]);
     }
     diff_build(&d, "collatz while", build_collatz, &b);
     for (int64_t n = 0; n <= 3000; n += 1500) {
