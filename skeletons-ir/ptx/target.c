@@ -20,6 +20,22 @@
  * from the kernel's occupancy (runtime-gpu), never from n, so one launch
  * covers any n.  Counters are 64-bit: n may exceed 2^32.
  *
+ * Blocks have at most SK_PTX_ELEMENT_BLOCK (256) threads (.maxntid, unless
+ * the skeleton sets sk_kernel.block_max): the occupancy query then picks
+ * no larger block, blocks of 256 reach full occupancy as well as 1024,
+ * and a grid of 65,536 elements fills 256 blocks, every SM of an H100
+ * (in blocks of 1024 it filled 64 of 132).  The generate family without
+ * a while loop (sk_ptx_wide) takes chunk_elems elements per chunk
+ * whatever grain the runtime passes, which generate.c reads and writes
+ * 16 bytes at a time; with a while loop an element is a chunk, so that
+ * a small n still gives every thread one element.
+ *
+ * The chunk number c reaches the body through an inline-assembly copy:
+ * LLVM's loop strength reduction would otherwise turn every array's
+ * address c grain + i into a 64-bit pointer of its own, stepped by the
+ * grid's stride and kept alive across the chunk loop, beside the inner
+ * loop's copies (Black-Scholes: 47 registers; 38 with the copy).
+ *
  * Skeletons whose parallel structure differs on the GPU (block reductions
  * with warp shuffles) are this target's own (sk_target_ptx.own) and use
  * sk_fn_begin_raw, which skips the loop.
