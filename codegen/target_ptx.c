@@ -63,13 +63,14 @@
  * kernels twice over (the PTX_Kernel calling convention and the
  * !nvvm.annotations "kernel" entry: LLVM 19 honours either), links
  * libdevice when needed, internalises everything but the kernels so that
- * globaldce drops what is not called, optimises with default<O3> and then
- * irce (inductive range check elimination: a loop whose reads test their
- * index against an array's extent gets a main loop without the tests, as
- * on the CPU; n-body's while loop 61 -> 45 SASS instructions a trip) (the
- * NVPTX machine adds NVVMReflect at the start of that pipeline, which
- * answers __nvvm_reflect("__CUDA_FTZ") from the "nvvm-reflect-ftz" module
- * flag, 0 here, and "__CUDA_ARCH" from the machine's SM) and emits PTX.
+ * globaldce drops what is not called, optimises (PTX_PIPELINE) and emits
+ * PTX.  The pipeline is default<O3> (the NVPTX machine adds NVVMReflect at
+ * its start, which answers __nvvm_reflect("__CUDA_FTZ") from the
+ * "nvvm-reflect-ftz" module flag, 0 here, and "__CUDA_ARCH" from the
+ * machine's SM), then irce, inductive range check elimination, as on the
+ * CPU: a loop whose reads test their index against an array's extent gets
+ * a main loop without the tests (n-body's while loop, fast math: 61 -> 45
+ * SASS instructions a trip), and a cleanup of the loops it splits.
  *
  * libdevice is 460 KB of bitcode.  Its bytes are read once per process
  * (under a mutex); each link then reads it lazily into the module's
