@@ -11,7 +11,7 @@
  * host pointers.  Its threads cut [0, n) into chunks of `grain` elements
  * and walk them in a grid-stride loop,
  *
- *     for (c = global thread id; c < ceil(n / grain); c += threads in grid)
+ *     for (c = global thread id; c grain < n; c += threads in grid)
  *         body(c grain, min(n, (c + 1) grain))
  *
  * so consecutive threads take consecutive chunks: with grain 1 a map
@@ -148,10 +148,8 @@ static void ptx_range_begin(sk_fn *f)
     if (sk_ptx_wide(f->e->k)) {
         f->grain = cg_i64(fn, f->e->target->chunk_elems);
     }
-    LLVMValueRef one = cg_i64(fn, 1);
-    LLVMValueRef chunks = LLVMBuildUDiv(
-        b, LLVMBuildSub(b, LLVMBuildAdd(b, f->n, f->grain, ""), one, ""),
-        f->grain, "chunks");
+    /* c grain < n rather than c < ceil(n / grain): no 64-bit division,
+     * whose slow path is a call (c grain < n + grain never wraps) */
     LLVMBasicBlockRef pre = LLVMGetInsertBlock(b);
     f->loop_head = LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "chunk");
     LLVMBasicBlockRef body =
@@ -161,8 +159,11 @@ static void ptx_range_begin(sk_fn *f)
     LLVMPositionBuilderAtEnd(b, f->loop_head);
     f->loop_i = LLVMBuildPhi(b, LLVMInt64TypeInContext(fn->llctx), "c");
     LLVMAddIncoming(f->loop_i, &gid, &pre, 1);
-    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntULT, f->loop_i, chunks, ""),
-                    body, f->loop_exit);
+    LLVMBuildCondBr(
+        b,
+        LLVMBuildICmp(b, LLVMIntULT, LLVMBuildMul(b, f->loop_i, f->grain, ""),
+                      f->n, ""),
+        body, f->loop_exit);
     LLVMPositionBuilderAtEnd(b, body);
     f->chunk = getenv("KERN_NOOPAQUE") ? f->loop_i : opaque(fn, f->loop_i);
     f->start = LLVMBuildMul(b, f->chunk, f->grain, "start");
