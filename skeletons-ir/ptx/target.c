@@ -115,6 +115,21 @@ bool sk_ptx_wide(const sk_kernel *k)
     return k->skel && k->skel->family == SK_GENERATE && !has_loop(k->op);
 }
 
+int sk_ptx_launch_block(int block, int64_t items, int sms)
+{
+    enum { LEAST = 64 };
+    if (block <= LEAST || items <= 0 || sms <= 0) {
+        return block > 0 ? block : LEAST;
+    }
+    for (int b = block; b >= LEAST; b /= 2) {
+        int w = b - b % 32;
+        if ((items + w - 1) / w >= sms) {
+            return w;
+        }
+    }
+    return LEAST;
+}
+
 static LLVMValueRef wide(cg_fn *fn, LLVMValueRef x)
 {
     return LLVMBuildZExt(fn->b, x, LLVMInt64TypeInContext(fn->llctx), "");
