@@ -161,8 +161,8 @@ bool sk_ptx_wide(const sk_kernel *k);
 /* The block to launch a grid-stride entry with over `items` items (chunks,
  * or threads of raw entries) on a device of `sms` SMs, given `block`, the
  * occupancy API's choice: block itself when ceil(items / block) blocks
- * fill every SM, else the largest of block / 2, block / 4, ... (at least
- * 64 threads, whole warps) that does (65,536 n-body threads: 256, not
+ * fill every SM, else the largest power of two below block, down to 64,
+ * that does, else 64 (65,536 n-body threads: 256, not
  * 1024, whose 64 blocks leave 68 of 132 SMs idle), else 64.  A larger
  * block beats a smaller one once the grid fills the device (measured on
  * an H200: Mandelbrot 2.17 ms in blocks of 640, 2.32 in blocks of 256).

@@ -3,8 +3,8 @@
  * kernels (skeletons-ir/ptx/target.c).  Nothing here needs a GPU.
  *
  * sk_ptx_launch_block keeps the occupancy API's block when the grid
- * fills every SM, and otherwise halves it (whole warps, at least 64
- * threads) until it does: n-body's 65,536 threads on an H100's 132 SMs
+ * fills every SM, and otherwise takes the largest power of two below it
+ * (at least 64) that does: n-body's 65,536 threads on an H100's 132 SMs
  * take blocks of 256 (in 1024 they left 68 SMs idle), Mandelbrot's 2^26
  * pixels keep the occupancy API's 640.
  */
@@ -26,8 +26,8 @@ START_TEST(launch_block)
         {640, 67108864, 132, 640},    /* plenty: the occupancy API's */
         {1024, 132 * 1024, 132, 1024},/* exactly one block per SM */
         {1024, 131 * 1024, 132, 512}, /* 131 blocks: one SM idle */
-        {640, 65536, 132, 320},       /* 205 blocks of 320 */
-        {640, 20000, 132, 128},       /* 640, 320, 160: too few; 80 -> 64 */
+        {640, 65536, 132, 256},       /* 128 of 512 too few; 256 of 256 */
+        {640, 20000, 132, 128},       /* 512, 256: too few; 157 of 128 */
         {1024, 1000, 132, 64},        /* nothing fills: the least */
         {256, 0, 132, 256},           /* no items: as given */
         {48, 100000, 132, 48},        /* small blocks stay */

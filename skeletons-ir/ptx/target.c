@@ -118,13 +118,17 @@ bool sk_ptx_wide(const sk_kernel *k)
 int sk_ptx_launch_block(int block, int64_t items, int sms)
 {
     enum { LEAST = 64 };
-    if (block <= LEAST || items <= 0 || sms <= 0) {
+    if (block <= LEAST || items <= 0 || sms <= 0 ||
+        (items + block - 1) / block >= sms) {
         return block > 0 ? block : LEAST;
     }
-    for (int b = block; b >= LEAST; b /= 2) {
-        int w = b - b % 32;
-        if ((items + w - 1) / w >= sms) {
-            return w;
+    int b = LEAST;
+    while (b * 2 < block) {
+        b *= 2; /* the largest power of two below block */
+    }
+    for (; b > LEAST; b /= 2) {
+        if ((items + b - 1) / b >= sms) {
+            return b;
         }
     }
     return LEAST;
