@@ -428,6 +428,12 @@ struct cg_target {
      * loop vectoriser makes, such as a v2i16 compare: weft_fuzz seed
      * 550081; PTX threads are the vector lanes anyway). */
     bool scalar_loops;
+    /* 64-bit integer division is a call of a library routine (PTX: its
+     * slow path; in code that ptxas compiles as relocatable, as the
+     * driver's link does, the call's convention costs registers in the
+     * whole kernel): cg_from_index divides in 32 bits where both operands
+     * fit and otherwise by a loop, with no call. */
+    bool div64_call;
     /* A barrier of the warp alone (every lane takes part): orders the
      * lanes' shared-memory accesses before it before those after it. */
     void (*warp_barrier)(cg_fn *fn);

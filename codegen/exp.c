@@ -47,6 +47,8 @@
 #include <math.h>
 #include <string.h>
 
+#include <llvm-c/DebugInfo.h> /* LLVMTemporaryMDNode */
+
 #include "cg.h"
 
 #define B (fn->b)
@@ -566,13 +568,115 @@ LLVMValueRef cg_to_index(cg_fn *fn, int rank, const LLVMValueRef *sh,
     return r;
 }
 
+/* The unsigned quotient and remainder of a by d (i64, d not 0) by
+ * restoring division, one bit a trip: 64 trips of a loop with no call,
+ * kept rolled (llvm.loop.unroll.disable), so that it holds few registers
+ * in the kernels it sits in, cold. */
+static void udivrem_loop(cg_fn *fn, LLVMValueRef a, LLVMValueRef d,
+                         LLVMValueRef *q, LLVMValueRef *r)
+{
+    LLVMContextRef c = fn->llctx;
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(c);
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(B);
+    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(c, fn->fn, "udiv");
+    LLVMBasicBlockRef done =
+        LLVMAppendBasicBlockInContext(c, fn->fn, "udiv.done");
+    LLVMBuildBr(B, body);
+    LLVMPositionBuilderAtEnd(B, body);
+    LLVMValueRef bit = LLVMBuildPhi(B, i64, "bit"); /* 63 .. 0 */
+    LLVMValueRef qq = LLVMBuildPhi(B, i64, "q");
+    LLVMValueRef rr = LLVMBuildPhi(B, i64, "r");
+    LLVMValueRef z = cg_i64(fn, 0), top = cg_i64(fn, 63);
+    LLVMAddIncoming(bit, &top, &pre, 1);
+    LLVMAddIncoming(qq, &z, &pre, 1);
+    LLVMAddIncoming(rr, &z, &pre, 1);
+    LLVMValueRef r2 = LLVMBuildOr(
+        B, LLVMBuildShl(B, rr, cg_i64(fn, 1), ""),
+        LLVMBuildAnd(B, LLVMBuildLShr(B, a, bit, ""), cg_i64(fn, 1), ""), "");
+    LLVMValueRef ge = LLVMBuildICmp(B, LLVMIntUGE, r2, d, "");
+    LLVMValueRef rn = LLVMBuildSelect(B, ge, LLVMBuildSub(B, r2, d, ""), r2, "");
+    LLVMValueRef qn = LLVMBuildOr(
+        B, qq, LLVMBuildShl(B, LLVMBuildZExt(B, ge, i64, ""), bit, ""), "");
+    LLVMValueRef bn = LLVMBuildSub(B, bit, cg_i64(fn, 1), "");
+    LLVMAddIncoming(bit, &bn, &body, 1);
+    LLVMAddIncoming(qq, &qn, &body, 1);
+    LLVMAddIncoming(rr, &rn, &body, 1);
+    LLVMValueRef br = LLVMBuildCondBr(
+        B, LLVMBuildICmp(B, LLVMIntEQ, bit, z, ""), done, body);
+    LLVMMetadataRef kv[1] = {
+        LLVMMDStringInContext2(c, "llvm.loop.unroll.disable", 24)};
+    LLVMMetadataRef self = LLVMTemporaryMDNode(c, NULL, 0);
+    LLVMMetadataRef ops[2] = {self, LLVMMDNodeInContext2(c, kv, 1)};
+    LLVMMetadataRef id = LLVMMDNodeInContext2(c, ops, 2);
+    LLVMMetadataReplaceAllUsesWith(self, id);
+    LLVMSetMetadata(br, LLVMGetMDKindIDInContext(c, "llvm.loop", 9),
+                    LLVMMetadataAsValue(c, id));
+    LLVMPositionBuilderAtEnd(B, done);
+    *q = qn;
+    *r = rn;
+}
+
+/* a quot d and a rem d of i64 values with int_div's replacement of the
+ * divisors that would trap, where the target's 64-bit division is a call
+ * (cg_target.div64_call): in 32 bits when a and the divisor both lie in
+ * [0, 2^32), the common case of indices; else on the magnitudes by
+ * udivrem_loop (cold), the signs as sdiv and srem give them. */
+static void divrem_nocall(cg_fn *fn, LLVMValueRef a, LLVMValueRef b,
+                          LLVMValueRef *q, LLVMValueRef *r)
+{
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+    LLVMValueRef zero = cg_i64(fn, 0), one = cg_i64(fn, 1);
+    LLVMValueRef bad = LLVMBuildOr(
+        B, LLVMBuildICmp(B, LLVMIntEQ, b, zero, ""),
+        LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntEQ, a, cg_i64(fn, INT64_MIN), ""),
+                     LLVMBuildICmp(B, LLVMIntEQ, b, cg_i64(fn, -1), ""), ""),
+        "");
+    LLVMValueRef d = LLVMBuildSelect(B, bad, one, b, "");
+    LLVMValueRef small = LLVMBuildICmp(
+        B, LLVMIntEQ,
+        LLVMBuildLShr(B, LLVMBuildOr(B, a, d, ""), cg_i64(fn, 32), ""), zero,
+        "");
+    cg_if c;
+    cg_if_begin(fn, &c, small);
+    cg_branch_weights(fn, c.br, CG_USUAL, CG_RARE);
+    LLVMValueRef a32 = LLVMBuildTrunc(B, a, i32, "");
+    LLVMValueRef d32 = LLVMBuildTrunc(B, d, i32, "");
+    LLVMValueRef fq = LLVMBuildZExt(B, LLVMBuildUDiv(B, a32, d32, ""), i64, "");
+    LLVMValueRef fr = LLVMBuildZExt(B, LLVMBuildURem(B, a32, d32, ""), i64, "");
+    LLVMBasicBlockRef fast = LLVMGetInsertBlock(B);
+    cg_if_else(fn, &c);
+    LLVMValueRef an = LLVMBuildICmp(B, LLVMIntSLT, a, zero, "");
+    LLVMValueRef dn = LLVMBuildICmp(B, LLVMIntSLT, d, zero, "");
+    LLVMValueRef ua = LLVMBuildSelect(B, an, LLVMBuildNeg(B, a, ""), a, "");
+    LLVMValueRef ud = LLVMBuildSelect(B, dn, LLVMBuildNeg(B, d, ""), d, "");
+    LLVMValueRef uq, ur;
+    udivrem_loop(fn, ua, ud, &uq, &ur);
+    LLVMValueRef sq = LLVMBuildSelect(B, LLVMBuildXor(B, an, dn, ""),
+                                      LLVMBuildNeg(B, uq, ""), uq, "");
+    LLVMValueRef sr = LLVMBuildSelect(B, an, LLVMBuildNeg(B, ur, ""), ur, "");
+    LLVMBasicBlockRef slow = LLVMGetInsertBlock(B);
+    cg_if_end(fn, &c);
+    *q = LLVMBuildPhi(B, i64, "");
+    LLVMAddIncoming(*q, &fq, &fast, 1);
+    LLVMAddIncoming(*q, &sq, &slow, 1);
+    *r = LLVMBuildPhi(B, i64, "");
+    LLVMAddIncoming(*r, &fr, &fast, 1);
+    LLVMAddIncoming(*r, &sr, &slow, 1);
+}
+
 /* Inverse of cg_to_index (see cg.h): quot and rem by each inner extent
  * from the innermost out, the outermost component not reduced.  Extents
  * that would trap (0, or -1 with the minimum) divide by 1 instead. */
 void cg_from_index(cg_fn *fn, int rank, const LLVMValueRef *sh,
                    LLVMValueRef i, LLVMValueRef *ix)
 {
+    bool nocall = fn->target && fn->target->div64_call;
     for (int k = rank - 1; k >= 1; k--) {
+        if (nocall) {
+            divrem_nocall(fn, i, sh[k], &i, &ix[k]);
+            continue;
+        }
         ix[k] = int_div(fn, WEFT_OP_REM, WEFT_I64, i, sh[k]);
         i = int_div(fn, WEFT_OP_QUOT, WEFT_I64, i, sh[k]);
     }

@@ -441,6 +441,7 @@ const cg_target cg_target_ptx = {
     .barrier = ptx_barrier,
     .warp_barrier = ptx_warp_barrier,
     .scalar_loops = true,
+    .div64_call = true,
     .poll_every = CG_POLL_EVERY_GPU,
     .shared_array = ptx_shared_array,
     .atomic_rmw = ptx_atomic_rmw,

@@ -2407,6 +2407,35 @@ static int build_while_reads(bld *b, weft_acc **res)
     return 1;
 }
 
+/* generate (n / 3) (\k -> from_index (|x!3k+1| >> 20 + 1, |x!3k+2| >> 40 +
+ * 1, 7) (x!3k)) folded to one i64: indices of every sign and size (on
+ * PTX, cg_from_index divides in 32 bits where it can and otherwise by a
+ * loop: both paths). */
+static int build_from_index_wide(bld *b, weft_acc **res)
+{
+    weft_program *p = b->p;
+    weft_acc *x = weft_param(p, WEFT_I64, 1);
+    weft_fun *g = weft_fun1(p, WEFT_DIM(1));
+    weft_exp *k3 = weft_mul(weft_get(weft_arg(g, 0), 0), weft_i64(p, 3));
+    weft_exp *at[3];
+    for (int j = 0; j < 3; j++) {
+        at[j] = weft_at(x, weft_index1(weft_add(k3, weft_i64(p, j))));
+    }
+    weft_exp *sh[3] = {
+        weft_add(weft_prim2(WEFT_OP_SHR, weft_abs(at[1]), weft_i64(p, 20)), weft_i64(p, 1)),
+        weft_add(weft_prim2(WEFT_OP_SHR, weft_abs(at[2]), weft_i64(p, 40)), weft_i64(p, 1)),
+        weft_i64(p, 7)};
+    weft_exp *ix = weft_from_index(weft_index(p, 3, sh), at[0]);
+    weft_exp *r = weft_add(
+        weft_add(weft_mul(weft_get(ix, 0), weft_i64(p, 1000003)),
+                 weft_mul(weft_get(ix, 1), weft_i64(p, 1009))),
+        weft_get(ix, 2));
+    weft_fun_return(g, r);
+    res[0] = weft_generate(
+        weft_index1(weft_quot(weft_size(x), weft_i64(p, 3))), g);
+    return 1;
+}
+
 /* The programs, each on a few sizes; fusion on (flags 0) and off. */
 static void programs_with(unsigned flags)
 {
@@ -2497,6 +2526,14 @@ static void programs_with(unsigned flags)
         diff_run(&d, h, 2);
         harr_free(&h[0]);
         harr_free(&h[1]);
+    }
+    diff_build(&d, "from_index wide", build_from_index_wide, &b);
+    for (int k = 0; k < 2; k++) {
+        /* raw 64-bit words (lo > hi), and small ones */
+        harr h = k ? harr_vec(WEFT_I64, 3000, -70000, 70000)
+                   : harr_vec(WEFT_I64, 30000, 1, 0);
+        diff_run(&d, &h, 1);
+        harr_free(&h);
     }
     diff_build(&d, "collatz while", build_collatz, &b);
     for (int64_t n = 0; n <= 3000; n += 1500) {
