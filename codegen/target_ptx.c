@@ -374,18 +374,6 @@ static weft_status ptx_math(cg_fn *fn, weft_op op, LLVMValueRef *args,
             return WEFT_OK;
         }
     }
-    if (getenv("KERN_VMATH") && n == 1 && (op == WEFT_OP_EXP || op == WEFT_OP_LOG) &&
-        (kind == LLVMFloatTypeKind || kind == LLVMDoubleTypeKind)) {
-        bool single = kind == LLVMFloatTypeKind;
-        if (single && getenv("KERN_VMATH")[0] == 'f') {
-            *out = op == WEFT_OP_EXP ? cg_vm_expf(fn, args[0]) : cg_vm_logf(fn, args[0]);
-            return WEFT_OK;
-        }
-        LLVMValueRef w = single ? LLVMBuildFPExt(fn->b, args[0], LLVMDoubleTypeInContext(fn->llctx), "") : args[0];
-        LLVMValueRef r = op == WEFT_OP_EXP ? cg_vm_exp(fn, w, single) : cg_vm_log(fn, w, single);
-        *out = single ? LLVMBuildFPTrunc(fn->b, r, ty, "") : r;
-        return WEFT_OK;
-    }
     if (kind == LLVMFloatTypeKind || kind == LLVMDoubleTypeKind) {
         const char *name = libdevice_name(op);
         if (op == WEFT_OP_SQRT && n == 1) {
@@ -917,7 +905,7 @@ static weft_status finish(LLVMModuleRef mod, LLVMTargetMachineRef tm,
                          "\"kernel\":\"%s\"", kernels[0]);
     }
     internalise(mod, kernels, nkernels);
-    s = cg_optimise(mod, tm, getenv("KERN_NOIRCE") ? "default<O3>" : PTX_PIPELINE, "weft (ptx)");
+    s = cg_optimise(mod, tm, PTX_PIPELINE, "weft (ptx)");
     if (s != WEFT_OK) {
         return s;
     }

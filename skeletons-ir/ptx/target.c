@@ -40,8 +40,6 @@
  * with warp shuffles) are this target's own (sk_target_ptx.own) and use
  * sk_fn_begin_raw, which skips the loop.
  */
-#include <stdlib.h>
-
 #include "../sk.h"
 
 /* Kernels of the PTX target's own, by family (NULL: the shared one). */
@@ -76,13 +74,6 @@ static weft_status ptx_entry_begin(sk_emit *e, sk_fn *f, const char *name)
     return WEFT_OK;
 }
 
-/* KERN-TEMP: launch-bound knobs for the device round's sweep. */
-static int knob(const char *name, int dflt)
-{
-    const char *v = getenv(name);
-    return v && v[0] ? atoi(v) : dflt;
-}
-
 /* Whether term t, or a function or fused producer in it, has a while
  * loop.  Manifest array operands are other kernels' work. */
 static bool has_loop(const fe_term *t)
@@ -109,9 +100,6 @@ static bool has_loop(const fe_term *t)
 
 bool sk_ptx_wide(const sk_kernel *k)
 {
-    if (getenv("KERN_NOWIDE")) { /* KERN-TEMP */
-        return false;
-    }
     return k->skel && k->skel->family == SK_GENERATE && !has_loop(k->op);
 }
 
@@ -155,10 +143,9 @@ static void ptx_range_begin(sk_fn *f)
     cg_fn *fn = &f->fn;
     const cg_target *t = fn->target;
     LLVMBuilderRef b = fn->b;
-    int most = f->e->k->block_max > 0
-                   ? f->e->k->block_max
-                   : knob("KERN_MAXNTID", SK_PTX_ELEMENT_BLOCK);
-    cg_ptx_launch_bounds(fn, most, knob("KERN_MINCTA", 0));
+    int most = f->e->k->block_max > 0 ? f->e->k->block_max
+                                       : SK_PTX_ELEMENT_BLOCK;
+    cg_ptx_launch_bounds(fn, most, 0);
     LLVMValueRef bs = wide(fn, t->block_size(fn, 0));
     LLVMValueRef gid = LLVMBuildAdd(
         b, LLVMBuildMul(b, wide(fn, t->block_index(fn, 0)), bs, ""),
@@ -184,7 +171,7 @@ static void ptx_range_begin(sk_fn *f)
                       f->n, ""),
         body, f->loop_exit);
     LLVMPositionBuilderAtEnd(b, body);
-    f->chunk = getenv("KERN_NOOPAQUE") ? f->loop_i : opaque(fn, f->loop_i);
+    f->chunk = opaque(fn, f->loop_i);
     f->start = LLVMBuildMul(b, f->chunk, f->grain, "start");
     LLVMValueRef hi = LLVMBuildAdd(b, f->start, f->grain, "");
     f->end = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, hi, f->n, ""), hi,
