@@ -327,7 +327,9 @@ weft_status cg_apply(cg_fn *fn, const fe_fun *f, const cg_val *args,
 weft_status cg_prim(cg_fn *fn, weft_op op, weft_type rt, weft_type t0,
                     weft_type t1, const LLVMValueRef *a, LLVMValueRef *r);
 /* Shape helpers on i64 leaves: row-major linear index of ix in sh, and the
- * inverse (outermost component not reduced). */
+ * inverse (outermost component not reduced; on a target whose 64-bit
+ * division is a call, cg_target.div64_call, it divides in 32 bits where
+ * it can and otherwise by a loop, with the same results). */
 LLVMValueRef cg_to_index(cg_fn *fn, int rank, const LLVMValueRef *sh,
                          const LLVMValueRef *ix);
 void cg_from_index(cg_fn *fn, int rank, const LLVMValueRef *sh,
