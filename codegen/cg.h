@@ -251,6 +251,9 @@ typedef struct cg_loop {
 void cg_loop_begin(cg_fn *fn, cg_loop *l, LLVMValueRef start,
                    LLVMValueRef end, LLVMValueRef *i);
 void cg_loop_end(cg_fn *fn, cg_loop *l);
+/* Mark br, the back edge of a loop, with a loop ID (llvm.loop) holding
+ * the one property node prop (e.g. !{"llvm.loop.unroll.disable"}). */
+void cg_loop_id(cg_fn *fn, LLVMValueRef br, LLVMMetadataRef prop);
 
 /* A strided loop: for (i = start; i < end; i += step), i64 with a signed
  * compare; on a GPU, every thread of the group that runs it with the same

@@ -47,8 +47,6 @@
 #include <math.h>
 #include <string.h>
 
-#include <llvm-c/DebugInfo.h> /* LLVMTemporaryMDNode */
-
 #include "cg.h"
 
 #define B (fn->b)
@@ -605,12 +603,7 @@ static void udivrem_loop(cg_fn *fn, LLVMValueRef a, LLVMValueRef d,
         B, LLVMBuildICmp(B, LLVMIntEQ, bit, z, ""), done, body);
     LLVMMetadataRef kv[1] = {
         LLVMMDStringInContext2(c, "llvm.loop.unroll.disable", 24)};
-    LLVMMetadataRef self = LLVMTemporaryMDNode(c, NULL, 0);
-    LLVMMetadataRef ops[2] = {self, LLVMMDNodeInContext2(c, kv, 1)};
-    LLVMMetadataRef id = LLVMMDNodeInContext2(c, ops, 2);
-    LLVMMetadataReplaceAllUsesWith(self, id);
-    LLVMSetMetadata(br, LLVMGetMDKindIDInContext(c, "llvm.loop", 9),
-                    LLVMMetadataAsValue(c, id));
+    cg_loop_id(fn, br, LLVMMDNodeInContext2(c, kv, 1));
     LLVMPositionBuilderAtEnd(B, done);
     *q = qn;
     *r = rn;

@@ -203,6 +203,18 @@ void cg_loop_begin(cg_fn *fn, cg_loop *l, LLVMValueRef start,
     *i = l->i;
 }
 
+/* Mark a loop's back-edge br with a loop ID holding prop (see cg.h). */
+void cg_loop_id(cg_fn *fn, LLVMValueRef br, LLVMMetadataRef prop)
+{
+    LLVMContextRef c = fn->llctx;
+    LLVMMetadataRef self = LLVMTemporaryMDNode(c, NULL, 0);
+    LLVMMetadataRef ops[2] = {self, prop};
+    LLVMMetadataRef id = LLVMMDNodeInContext2(c, ops, 2);
+    LLVMMetadataReplaceAllUsesWith(self, id);
+    LLVMSetMetadata(br, LLVMGetMDKindIDInContext(c, "llvm.loop", 9),
+                    LLVMMetadataAsValue(c, id));
+}
+
 /* For a loop the IR vectorisers must leave alone (asked, or on a target
  * with cg_target.scalar_loops), mark the back-edge br with a loop ID
  * saying llvm.loop.vectorize.enable false. */
@@ -215,12 +227,7 @@ static void scalar_loop(cg_fn *fn, LLVMValueRef br, bool asked)
     LLVMMetadataRef kv[2] = {
         LLVMMDStringInContext2(c, "llvm.loop.vectorize.enable", 26),
         LLVMValueAsMetadata(LLVMConstInt(LLVMInt1TypeInContext(c), 0, 0))};
-    LLVMMetadataRef self = LLVMTemporaryMDNode(c, NULL, 0);
-    LLVMMetadataRef ops[2] = {self, LLVMMDNodeInContext2(c, kv, 2)};
-    LLVMMetadataRef id = LLVMMDNodeInContext2(c, ops, 2);
-    LLVMMetadataReplaceAllUsesWith(self, id);
-    LLVMSetMetadata(br, LLVMGetMDKindIDInContext(c, "llvm.loop", 9),
-                    LLVMMetadataAsValue(c, id));
+    cg_loop_id(fn, br, LLVMMDNodeInContext2(c, kv, 2));
 }
 
 /* Close a counted loop (see cg.h). */

@@ -31,18 +31,23 @@
 
 static char g_dir[256];
 
-/* A ptx context for sm_90 that writes its PTX into dir. */
-static weft_context *open_sm90_in(const char *dir)
+/* A ptx context for sm_90 with flags that writes its PTX into dir. */
+static weft_context *open_sm90_flags(const char *dir, unsigned flags)
 {
     weft_config cfg = weft_config_default();
     cfg.backend = WEFT_BACKEND_PTX;
-    cfg.flags |= WEFT_FLAG_NO_ENV;
+    cfg.flags |= WEFT_FLAG_NO_ENV | flags;
     cfg.target_cpu = "sm_90";
     cfg.dump = "ptx";
     cfg.dump_dir = dir;
     weft_context *ctx = NULL;
     TU_OK(weft_context_create(&cfg, &ctx));
     return ctx;
+}
+
+static weft_context *open_sm90_in(const char *dir)
+{
+    return open_sm90_flags(dir, 0);
 }
 
 static weft_context *open_sm90(void)
@@ -562,14 +567,7 @@ static const char *ptx_of_one(const char *name, unsigned flags,
     char dir[300];
     snprintf(dir, sizeof dir, "%s/%s", g_dir, name);
     ck_assert_int_eq(mkdir(dir, 0700), 0);
-    weft_config cfg = weft_config_default();
-    cfg.backend = WEFT_BACKEND_PTX;
-    cfg.flags |= WEFT_FLAG_NO_ENV | flags;
-    cfg.target_cpu = "sm_90";
-    cfg.dump = "ptx";
-    cfg.dump_dir = dir;
-    weft_context *ctx = NULL;
-    TU_OK(weft_context_create(&cfg, &ctx));
+    weft_context *ctx = open_sm90_flags(dir, flags);
     weft_program *p;
     TU_OK(weft_program_create(ctx, &p));
     weft_acc *r = build(p);
