@@ -283,11 +283,39 @@ static weft_status update_lock(sk_fn *f, const cg_array *r, LLVMValueRef j,
     return WEFT_OK;
 }
 
+/* The extents of permute t's source into sext.  A source that is a fused
+ * generate over the shape of an array the kernel also reads (the
+ * histogram's `generate (shape keys) 1` with an index function that reads
+ * keys) takes that array's extents, the same values the host computed,
+ * so that the index function's bounds checks on it compare against the
+ * very extents the source loop runs to (ptx/permute.c tells LLVM that
+ * every source position lies inside them). */
+static weft_status source_extent(sk_fn *f, const fe_term *t,
+                                 LLVMValueRef *sext)
+{
+    const fe_term *src = t->kid[1];
+    const fe_term *sh = src->delayed && src->kind == FE_GENERATE && src->nkid
+                            ? src->kid[0]
+                            : NULL;
+    const cg_array *a = NULL;
+    if (sh && sh->kind == FE_SHAPE && sh->nkid == 1 && sh->kid[0]->acc &&
+        sh->kid[0]->rank == src->rank) {
+        a = sk_manifest_array(f, sh->kid[0]);
+    }
+    if (!a) {
+        return sk_extent(f, src, sext);
+    }
+    for (int d = 0; d < src->rank; d++) {
+        sext[d] = a->extent[d];
+    }
+    return WEFT_OK;
+}
+
 weft_status sk_permute_begin(sk_fn *f, LLVMValueRef *sext)
 {
     cg_fn *fn = &f->fn;
     const fe_term *t = f->e->k->op;
-    weft_status s = sk_extent(f, t->kid[1], sext);
+    weft_status s = source_extent(f, t, sext);
     if (s == WEFT_OK && sk_out_array(f, 0)->rank == 0) {
         fn->ignored = cg_alloca(fn, LLVMInt1TypeInContext(fn->llctx),
                                 "ignored");
@@ -295,9 +323,9 @@ weft_status sk_permute_begin(sk_fn *f, LLVMValueRef *sext)
     return s;
 }
 
-weft_status sk_permute_step(sk_fn *f, const cg_array *r,
-                            const LLVMValueRef *sext, LLVMValueRef i,
-                            sk_permute_update update)
+weft_status sk_permute_target(sk_fn *f, const cg_array *r,
+                              const LLVMValueRef *sext, LLVMValueRef i,
+                              sk_permute_elem *e)
 {
     weft_status s;
     cg_fn *fn = &f->fn;
@@ -306,11 +334,12 @@ weft_status sk_permute_step(sk_fn *f, const cg_array *r,
     const fe_fun *fix = t->fun[1];
     int drank = r->rank;
     LLVMTypeRef i1 = LLVMInt1TypeInContext(fn->llctx);
-    cg_val x, ix, tv;
+    cg_val ix, tv;
+    e->i = i;
     /* The source element first: like the interpreter, which computes the
      * whole source, a gather fused into it is checked even where the
      * element is then ignored. */
-    s = sk_read(f, src, i, NULL, &x);
+    s = sk_read(f, src, i, NULL, &e->x);
     if (s == WEFT_OK) {
         s = sk_from_linear(f, src->rank, sext, i, &ix);
     }
@@ -323,35 +352,57 @@ weft_status sk_permute_step(sk_fn *f, const cg_array *r,
     if (s) {
         return s;
     }
-    LLVMValueRef ign, inside = LLVMConstInt(i1, 1, 0);
+    e->inside = LLVMConstInt(i1, 1, 0);
     if (drank == 0) {
-        ign = LLVMBuildLoad2(fn->b, i1, fn->ignored, "");
-    } else {
-        ign = LLVMConstInt(i1, 1, 0);
-        for (int d = 0; d < drank; d++) {
-            ign = LLVMBuildAnd(fn->b, ign,
-                               LLVMBuildICmp(fn->b, LLVMIntEQ, tv.v[d],
-                                             cg_i64(fn, INT64_MIN), ""), "");
-            /* 0 <= c < extent, as one unsigned compare */
-            inside = LLVMBuildAnd(fn->b, inside,
-                                  LLVMBuildICmp(fn->b, LLVMIntULT, tv.v[d],
-                                                r->extent[d], ""), "");
-        }
+        e->ignored = LLVMBuildLoad2(fn->b, i1, fn->ignored, "");
+        e->j = cg_i64(fn, 0);
+        return WEFT_OK;
     }
+    e->ignored = LLVMConstInt(i1, 1, 0);
+    for (int d = 0; d < drank; d++) {
+        e->ignored = LLVMBuildAnd(fn->b, e->ignored,
+                                  LLVMBuildICmp(fn->b, LLVMIntEQ, tv.v[d],
+                                                cg_i64(fn, INT64_MIN), ""),
+                                  "");
+        /* 0 <= c < extent, as one unsigned compare */
+        e->inside = LLVMBuildAnd(fn->b, e->inside,
+                                 LLVMBuildICmp(fn->b, LLVMIntULT, tv.v[d],
+                                               r->extent[d], ""),
+                                 "");
+    }
+    e->j = cg_to_index(fn, drank, r->extent, tv.v);
+    return WEFT_OK;
+}
+
+weft_status sk_permute_put(sk_fn *f, const cg_array *r,
+                           const sk_permute_elem *e, sk_permute_update update)
+{
+    cg_fn *fn = &f->fn;
     cg_if keep;
-    cg_if_begin(fn, &keep, LLVMBuildNot(fn->b, ign, ""));
+    cg_if_begin(fn, &keep, LLVMBuildNot(fn->b, e->ignored, ""));
     cg_if in;
-    cg_if_begin(fn, &in, inside);
-    LLVMValueRef jlin = drank == 0 ? cg_i64(fn, 0)
-                                   : cg_to_index(fn, drank, r->extent, tv.v);
-    if ((s = update(f, r, jlin, &x)) != WEFT_OK) {
+    cg_if_begin(fn, &in, e->inside);
+    weft_status s = update(f, r, e->j, &e->x);
+    if (s) {
         return s;
     }
     cg_if_else(fn, &in);
+    /* checked mode names the element: a target read after it may have
+     * moved the current element on */
+    cg_set_elem(fn, e->i);
     sk_set_error(f, CG_ERR_PERMUTE);
     cg_if_end(fn, &in);
     cg_if_end(fn, &keep);
     return WEFT_OK;
+}
+
+weft_status sk_permute_step(sk_fn *f, const cg_array *r,
+                            const LLVMValueRef *sext, LLVMValueRef i,
+                            sk_permute_update update)
+{
+    sk_permute_elem e;
+    weft_status s = sk_permute_target(f, r, sext, i, &e);
+    return s ? s : sk_permute_put(f, r, &e, update);
 }
 
 typedef struct permute_loop {

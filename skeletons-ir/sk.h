@@ -407,6 +407,22 @@ weft_status sk_permute_begin(sk_fn *f, LLVMValueRef *sext);
 weft_status sk_permute_step(sk_fn *f, const cg_array *r,
                             const LLVMValueRef *sext, LLVMValueRef i,
                             sk_permute_update update);
+/* sk_permute_step in two halves, so that a target may compute several
+ * positions' targets before it updates (their reads then sit together):
+ * sk_permute_target reads src[i] and applies the index function (no
+ * branch of its own), sk_permute_put makes the update or the report. */
+typedef struct sk_permute_elem {
+    LLVMValueRef i;       /* the source position */
+    cg_val x;             /* src[i] */
+    LLVMValueRef ignored; /* i1: the target is `ignore` */
+    LLVMValueRef inside;  /* i1: the target lies inside r */
+    LLVMValueRef j;       /* the linear target (meaningful when inside) */
+} sk_permute_elem;
+weft_status sk_permute_target(sk_fn *f, const cg_array *r,
+                              const LLVMValueRef *sext, LLVMValueRef i,
+                              sk_permute_elem *e);
+weft_status sk_permute_put(sk_fn *f, const cg_array *r,
+                           const sk_permute_elem *e, sk_permute_update update);
 
 /* ===== ptx/permute.c ===== */
 

@@ -12,24 +12,36 @@
  *   chunk, so chunk c is [c grain, min(n, (c + 1) grain)), as the
  *   target's range loop cuts [0, n); item_threads SK_ITEM_BLOCK):
  *
- *       copy[b] = identity               for every bin b of the result
+ *       copy[w][b] = identity            for every copy w and bin b
  *       barrier
  *       for each chunk c of this block (c = block, block + grid, ...):
  *           for each source i of c (groups of 4 consecutive sources,
- *           group lo + 4 thread, stepping by 4 blocks, so that a group's
- *           reads are one vector load): the step of permute.c
- *           (sk_permute_step) with the update an atomicrmw on copy[j]
+ *           group lo + 4 thread, stepping by 4 blocks): the step of
+ *           permute.c with the update an atomicrmw on copy[warp % ncopy][j]
  *           instead of out[j]
  *       barrier
- *       out[b] = out[b] op copy[b]       (atomic) for every bin b whose
- *                                        copy is not the identity
+ *       out[b] = out[b] op (op over w of copy[w][b])   (atomic) for every
+ *                                        bin b the block touched
  *
- * where copy is an array in shared memory of SK_PERMUTE_SHARED_BYTES (the
- * driver uses entry 2 only for a result that fits).  So a block's updates
+ * where the copies lie in shared memory of SK_PERMUTE_SHARED_BYTES (the
+ * driver uses entry 2 only for a result that fits), ncopy = min(warps,
+ * what fits) of them: with 256 bins of i32 each warp of 32 has its own,
+ * so the atomics of different warps never meet.  So a block's updates
  * contend in its own shared memory, and the output sees one global atomic
  * per block and bin touched instead of one per source: the histogram case
  * (2^28 sources into 256 bins) goes from 2^28 atomics on 256 addresses to
  * a few hundred thousand.
+ *
+ * The hot loop is kept short.  A group's four targets are computed before
+ * its four updates, so that its reads sit together and become one 128-bit
+ * load; every source position is said to lie inside the source's extents
+ * (llvm.assume), which sk_permute_begin takes from the array whose shape
+ * a fused `generate (shape a) f` source has, so an index function that
+ * reads a at the position (the histogram's keys) loses its bounds check;
+ * the copy's extents are 32-bit values (bins <= cap); and without checked
+ * mode a target outside the result raises a flag that the thread reports
+ * once after its loop (such a report names no element anyway), so each
+ * update is one atomic on shared memory behind one compare.
  *
  * The identity of op is 0 for add, or, xor and unsigned max, all ones for
  * and and unsigned min, the type's largest value for min and its smallest
@@ -95,19 +107,97 @@ static LLVMValueRef as_bits(cg_fn *fn, LLVMValueRef x)
                             "");
 }
 
-enum { GROUP = 4 }; /* consecutive sources a thread takes at a time */
+enum {
+    GROUP = 4,          /* consecutive sources a thread takes at a time */
+    PRIVATE_VERSION = 1 /* of entry 2's code (sk_kernel.flags, the key) */
+};
 
-/* The permute step of sources [lo, hi) into the block's copy. */
-static weft_status private_run(sk_fn *f, const cg_array *copy,
-                               LLVMValueRef *sext, LLVMValueRef lo,
-                               LLVMValueRef hi)
+/* Says to LLVM that source position i lies inside the source's extents
+ * (size ssize), so that bounds checks against them fold away
+ * (sk_permute_begin). */
+static void assume_inside(cg_fn *fn, LLVMValueRef i, LLVMValueRef ssize)
 {
+    LLVMValueRef in = LLVMBuildICmp(fn->b, LLVMIntULT, i, ssize, "");
+    cg_intrinsic(fn, "llvm.assume", NULL, 0, &in, 1);
+}
+
+/* The update of one element into the warp's copy.  Unchecked, a target
+ * outside the result only raises the thread's flag *bad (an i1 slot),
+ * which the kernel reports once at the end (the report names no element
+ * then), so that the update is one predicated atomic with no branch to
+ * a report in the loop; checked mode reports each element as
+ * sk_permute_put does. */
+static weft_status private_put(sk_fn *f, const cg_array *copy,
+                               const sk_permute_elem *e, LLVMValueRef bad)
+{
+    cg_fn *fn = &f->fn;
+    if (f->e->k->checked) {
+        return sk_permute_put(f, copy, e, sk_permute_update_rmw);
+    }
+    LLVMTypeRef i1 = LLVMInt1TypeInContext(fn->llctx);
+    LLVMValueRef keep = LLVMBuildNot(fn->b, e->ignored, "");
+    LLVMValueRef out = LLVMBuildAnd(fn->b, keep,
+                                    LLVMBuildNot(fn->b, e->inside, ""), "");
+    LLVMBuildStore(fn->b,
+                   LLVMBuildOr(fn->b, LLVMBuildLoad2(fn->b, i1, bad, ""), out,
+                               ""),
+                   bad);
+    cg_if in;
+    cg_if_begin(fn, &in, LLVMBuildAnd(fn->b, keep, e->inside, ""));
+    weft_status s = sk_permute_update_rmw(f, copy, e->j, &e->x);
+    cg_if_end(fn, &in);
+    return s;
+}
+
+/* The permute step of the GROUP sources from g into the warp's copy: the
+ * targets first, then the updates, so that the group's reads sit together
+ * and become one vector load. */
+static weft_status private_group(sk_fn *f, const cg_array *copy,
+                                 LLVMValueRef *sext, LLVMValueRef ssize,
+                                 LLVMValueRef g, LLVMValueRef bad)
+{
+    cg_fn *fn = &f->fn;
+    sk_permute_elem e[GROUP];
+    weft_status s = WEFT_OK;
+    for (int k = 0; k < GROUP && s == WEFT_OK; k++) {
+        LLVMValueRef i = LLVMBuildNSWAdd(fn->b, g, cg_i64(fn, k), "");
+        assume_inside(fn, i, ssize);
+        s = sk_permute_target(f, copy, sext, i, &e[k]);
+    }
+    for (int k = 0; k < GROUP && s == WEFT_OK; k++) {
+        s = private_put(f, copy, &e[k], bad);
+    }
+    return s;
+}
+
+/* The permute step of sources [lo, hi) into the warp's copy. */
+static weft_status private_run(sk_fn *f, const cg_array *copy,
+                               LLVMValueRef *sext, LLVMValueRef ssize,
+                               LLVMValueRef lo, LLVMValueRef hi,
+                               LLVMValueRef bad)
+{
+    cg_fn *fn = &f->fn;
     cg_loop l;
     LLVMValueRef i;
-    cg_loop_begin(&f->fn, &l, lo, hi, &i);
-    weft_status s = sk_permute_step(f, copy, sext, i, sk_permute_update_rmw);
-    cg_loop_end(&f->fn, &l);
+    cg_loop_begin(fn, &l, lo, hi, &i);
+    assume_inside(fn, i, ssize);
+    sk_permute_elem e;
+    weft_status s = sk_permute_target(f, copy, sext, i, &e);
+    if (s == WEFT_OK) {
+        s = private_put(f, copy, &e, bad);
+    }
+    cg_loop_end(fn, &l);
     return s;
+}
+
+/* The product of the source's extents, as the driver's n. */
+static LLVMValueRef source_size(cg_fn *fn, int rank, const LLVMValueRef *sext)
+{
+    LLVMValueRef n = rank > 0 ? sext[0] : cg_i64(fn, 1);
+    for (int d = 1; d < rank; d++) {
+        n = LLVMBuildNSWMul(fn->b, n, sext[d], "");
+    }
+    return n;
 }
 
 /* Entry 2 (see the head comment). */
@@ -115,20 +205,17 @@ static weft_status emit_private(sk_fn *f)
 {
     cg_fn *fn = &f->fn;
     const cg_target *tg = fn->target;
+    const fe_term *t = f->e->k->op;
     LLVMAtomicRMWBinOp op;
-    if (!sk_permute_rmw_op(f->e->k->op, &op)) {
+    if (!sk_permute_rmw_op(t, &op)) {
         return fe_error(WEFT_ERR_INTERNAL,
                         "weft_compile: permute: the combine is not atomic");
     }
     const cg_array *out = sk_out_array(f, 0);
     weft_type ty = out->leaf[0];
+    LLVMTypeRef mt = cg_mem_type(fn->llctx, ty);
     int64_t cap = SK_PERMUTE_SHARED_BYTES / (int64_t)weft_type_size(ty);
-    cg_array copy = *out;
-    copy.ptr = fe_arena_alloc(fn->arena, sizeof *copy.ptr);
-    if (!copy.ptr) {
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
-    }
-    copy.ptr[0] = tg->shared_array(fn, cg_mem_type(fn->llctx, ty), cap);
+    LLVMValueRef shared = tg->shared_array(fn, mt, cap);
     LLVMValueRef bins = sk_size(f, out);
     LLVMValueRef tid = wide(fn, tg->thread_index(fn, 0));
     LLVMValueRef bs = wide(fn, tg->block_size(fn, 0));
@@ -138,22 +225,69 @@ static weft_status emit_private(sk_fn *f)
     if (s) {
         return s;
     }
-    /* the block's copy starts at the identity */
+    LLVMValueRef ssize = source_size(fn, t->kid[1]->rank, sext);
+    /* bins <= cap, the driver's condition for entry 2 */
+    LLVMValueRef fits = LLVMBuildICmp(fn->b, LLVMIntULE, bins,
+                                      cg_i64(fn, cap), "");
+    cg_intrinsic(fn, "llvm.assume", NULL, 0, &fits, 1);
+    LLVMTypeRef i1 = LLVMInt1TypeInContext(fn->llctx);
+    LLVMValueRef bad = cg_alloca(fn, i1, "bad");
+    LLVMBuildStore(fn->b, LLVMConstInt(i1, 0, 0), bad);
+    /* ncopy = min(warps, cap / bins) copies, warp w using copy w % ncopy
+     * (bins <= cap: the driver's condition, so ncopy >= 1) */
+    LLVMValueRef one = cg_i64(fn, 1);
+    LLVMValueRef warps = LLVMBuildLShr(
+        fn->b, LLVMBuildAdd(fn->b, bs, cg_i64(fn, 31), ""), cg_i64(fn, 5), "");
+    LLVMValueRef nb = LLVMBuildSelect(
+        fn->b, LLVMBuildICmp(fn->b, LLVMIntSGT, bins, one, ""), bins, one, "");
+    LLVMValueRef fit = LLVMBuildUDiv(fn->b, cg_i64(fn, cap), nb, "");
+    LLVMValueRef ncopy = LLVMBuildSelect(
+        fn->b, LLVMBuildICmp(fn->b, LLVMIntULT, fit, warps, ""), fit, warps,
+        "ncopy");
+    ncopy = LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntULT, ncopy, one,
+                                                 ""),
+                            one, ncopy, "");
+    LLVMValueRef mine = LLVMBuildURem(
+        fn->b, LLVMBuildLShr(fn->b, tid, cg_i64(fn, 5), ""), ncopy, "");
+    LLVMValueRef off = LLVMBuildMul(fn->b, mine, bins, "");
+    cg_array copy = *out;
+    copy.ptr = fe_arena_alloc(fn->arena, sizeof *copy.ptr);
+    if (!copy.ptr) {
+        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+    }
+    copy.ptr[0] = LLVMBuildInBoundsGEP2(fn->b, mt, shared, &off, 1, "mine");
+    /* the copy's extents as 32-bit values: each is at most bins <= cap
+     * unless another is 0, and then no target lies inside either way; so
+     * the test of a target against them is a 32-bit compare */
+    copy.extent = fe_arena_alloc(fn->arena, sizeof *copy.extent *
+                                                (size_t)(out->rank + 1));
+    if (!copy.extent) {
+        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+    }
+    for (int d = 0; d < out->rank; d++) {
+        copy.extent[d] = LLVMBuildZExt(
+            fn->b,
+            LLVMBuildTrunc(fn->b, out->extent[d],
+                           LLVMInt32TypeInContext(fn->llctx), ""),
+            LLVMInt64TypeInContext(fn->llctx), "");
+    }
+    /* every copy starts at the identity */
     cg_sloop init;
-    LLVMValueRef b = cg_sloop_begin(fn, &init, tid, bins, bs, "init");
-    cg_store(fn, ty, copy.ptr[0], b, id);
+    LLVMValueRef b = cg_sloop_begin(fn, &init, tid,
+                                    LLVMBuildMul(fn->b, ncopy, bins, ""), bs,
+                                    "init");
+    cg_store(fn, ty, shared, b, id);
     cg_sloop_end(fn, &init);
     tg->barrier(fn);
-    /* the block's chunks into the copy */
+    /* the block's chunks into the copies */
     LLVMValueRef chunks = LLVMBuildUDiv(
         fn->b,
-        LLVMBuildSub(fn->b, LLVMBuildAdd(fn->b, f->n, f->grain, ""),
-                     cg_i64(fn, 1), ""),
+        LLVMBuildSub(fn->b, LLVMBuildAdd(fn->b, f->n, f->grain, ""), one, ""),
         f->grain, "chunks");
     cg_sloop cl;
     LLVMValueRef c = cg_sloop_begin(fn, &cl, wide(fn, tg->block_index(fn, 0)),
-                                 chunks, wide(fn, tg->grid_size(fn, 0)),
-                                 "chunk");
+                                    chunks, wide(fn, tg->grid_size(fn, 0)),
+                                    "chunk");
     LLVMValueRef lo = LLVMBuildMul(fn->b, c, f->grain, "lo");
     LLVMValueRef hi = LLVMBuildAdd(fn->b, lo, f->grain, "");
     hi = LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, hi, f->n, ""),
@@ -172,28 +306,56 @@ static weft_status emit_private(sk_fn *f)
     LLVMValueRef gend = LLVMBuildNSWAdd(fn->b, g, cg_i64(fn, GROUP), "");
     cg_if whole;
     cg_if_begin(fn, &whole, LLVMBuildICmp(fn->b, LLVMIntSLE, gend, hi, ""));
-    if ((s = private_run(f, &copy, sext, g, gend)) != WEFT_OK) {
+    if ((s = private_group(f, &copy, sext, ssize, g, bad)) != WEFT_OK) {
         return s;
     }
     cg_if_else(fn, &whole);
-    if ((s = private_run(f, &copy, sext, g, hi)) != WEFT_OK) {
+    if ((s = private_run(f, &copy, sext, ssize, g, hi, bad)) != WEFT_OK) {
         return s;
     }
     cg_if_end(fn, &whole);
     cg_sloop_end(fn, &el);
     cg_sloop_end(fn, &cl);
+    cg_if report;
+    cg_if_begin(fn, &report, LLVMBuildLoad2(fn->b, i1, bad, ""));
+    sk_set_error(f, CG_ERR_PERMUTE);
+    cg_if_end(fn, &report);
     tg->barrier(fn);
-    /* the bins the block touched into the output, one atomic each */
+    /* each bin: its copies combined, then into the output, one atomic
+     * where the block touched it */
     cg_sloop flush;
     b = cg_sloop_begin(fn, &flush, tid, bins, bs, "flush");
-    LLVMValueRef v = cg_load(fn, ty, copy.ptr[0], b);
+    cg_mut acc;
+    if ((s = cg_mut_new(fn, ty, &acc)) != WEFT_OK) {
+        return s;
+    }
+    cg_val v;
+    if ((s = cg_val_one(fn, cg_load(fn, ty, shared, b), &v)) != WEFT_OK) {
+        return s;
+    }
+    cg_mut_set(fn, &acc, &v);
+    cg_sloop cc;
+    LLVMValueRef at = cg_sloop_begin(fn, &cc, LLVMBuildAdd(fn->b, b, bins, ""),
+                                     LLVMBuildMul(fn->b, ncopy, bins, ""),
+                                     bins, "copies");
+    cg_val args[2], y;
+    if ((s = cg_val_one(fn, cg_load(fn, ty, shared, at), &args[0])) !=
+            WEFT_OK ||
+        (s = cg_mut_get(fn, &acc, &args[1])) != WEFT_OK ||
+        (s = cg_apply(fn, t->fun[0], args, &y)) != WEFT_OK) {
+        return s;
+    }
+    cg_mut_set(fn, &acc, &y);
+    cg_sloop_end(fn, &cc);
+    if ((s = cg_mut_get(fn, &acc, &v)) != WEFT_OK) {
+        return s;
+    }
     cg_if touched;
     cg_if_begin(fn, &touched,
-                LLVMBuildICmp(fn->b, LLVMIntNE, as_bits(fn, v),
+                LLVMBuildICmp(fn->b, LLVMIntNE, as_bits(fn, v.v[0]),
                               as_bits(fn, id), ""));
-    LLVMValueRef p = LLVMBuildInBoundsGEP2(
-        fn->b, cg_mem_type(fn->llctx, ty), out->ptr[0], &b, 1, "");
-    tg->atomic_rmw(fn, op, p, v);
+    LLVMValueRef p = LLVMBuildInBoundsGEP2(fn->b, mt, out->ptr[0], &b, 1, "");
+    tg->atomic_rmw(fn, op, p, v.v[0]);
     cg_if_end(fn, &touched);
     cg_sloop_end(fn, &flush);
     return WEFT_OK;
@@ -212,8 +374,11 @@ static weft_status ptx_permute_prepare(weft_context *ctx, fe_arena *arena,
     /* a block per chunk, in both variants (a fused zipWith has two) */
     k->item_threads[2] = SK_ITEM_BLOCK;
     k->item_threads[3 + 2] = SK_ITEM_BLOCK;
-    /* the copy's size is part of the compiled code: into the key */
-    k->flags |= (unsigned)SK_PERMUTE_SHARED_BYTES << 8;
+    /* the copy's size is part of the compiled code: into the key, with
+     * the version of entry 2's code (cached kernels of an older one are
+     * not reused) */
+    k->flags |= (unsigned)SK_PERMUTE_SHARED_BYTES << 8 |
+                (unsigned)PRIVATE_VERSION << 28;
     return WEFT_OK;
 }
 
