@@ -5,8 +5,12 @@
  *     r = copy of def;  for each i of src:  j = ix(index i);
  *                       if j is not ignore: r[j] = combine(src[i], r[j])
  *
- * The driver (runtime-cpu/exec_permute.c) copies def into the output; the
- * kernel runs over the linear positions of src.  For each one it reads
+ * The driver (runtime/exec_permute.c) copies def into the output, or,
+ * where def is a fused producer (lib/fuse.c; only one whose computation
+ * cannot store an error, sk_permute_fuses_default, so that a run reports
+ * the interpreter's error), runs the default's entry first: the last
+ * entry, out[i] = def[i] over the output's positions.  The kernel runs
+ * over the linear positions of src.  For each one it reads
  * src[i] (through sk_read, so a producer fused into the source is computed
  * inline), applies ix to the multi-index of i, drops the element when the
  * result is `ignore` (every component INT64_MIN; at rank 0, where there
@@ -47,6 +51,30 @@
 enum { PERMUTE_RMW = 1, PERMUTE_CAS = 2, PERMUTE_LOCK = 3 };
 #define PERMUTE_LOCKS 4096 /* striped locks (a power of two) */
 #define PERMUTE_LOCK_BITS 12
+
+/* Whether computing array term t inline may store an error: a delayed
+ * gather in it (the checks of checked mode aside). */
+static bool gathers(const fe_term *t)
+{
+    if (!t || !t->acc || !t->delayed) {
+        return false;
+    }
+    switch ((fe_kind)t->kind) {
+    case FE_BACKPERMUTE:
+    case FE_TRANSFORM:
+    case FE_REPLICATE:
+    case FE_SLICE:
+        return true;
+    default:
+        break;
+    }
+    for (int i = 0; i < t->nkid; i++) {
+        if (gathers(t->kid[i])) {
+            return true;
+        }
+    }
+    return false;
+}
 
 /* Whether term t is the variable v. */
 static bool is_var(const fe_term *t, const fe_var *v)
@@ -125,10 +153,22 @@ static bool permute_supported(const fe_term *t)
            t->fun[0]->arity == 2 && t->fun[1]->arity == 1;
 }
 
+bool sk_permute_fuses_default(const fe_term *t, bool checked)
+{
+    return !checked && t->kind == FE_PERMUTE && t->nkid == 2 && t->kid[0] &&
+           !gathers(t->kid[0]);
+}
+
+int sk_permute_init_entry(const sk_kernel *k)
+{
+    return k->op->kid[0]->delayed ? k->nentry - 1 : -1;
+}
+
 static weft_status permute_prepare(weft_context *ctx, fe_arena *arena,
                                    sk_kernel *k)
 {
-    k->nentry = 2;
+    /* the atomic and the plain loop, and the default's entry */
+    k->nentry = k->op->kid[0]->delayed ? 3 : 2;
     k->permute_mode = permute_mode_of(k->op);
     k->flags = (unsigned)k->permute_mode;
     if (k->permute_mode != PERMUTE_LOCK) {
@@ -452,11 +492,40 @@ static weft_status emit_entry(sk_emit *e, const char *name, bool atomic)
     return WEFT_OK;
 }
 
+/* out[i] = def[i], the default's element (an sk_elements body). */
+static weft_status init_element(sk_fn *f, LLVMValueRef i, void *user)
+{
+    (void)user;
+    cg_val y;
+    weft_status s = sk_read(f, f->e->k->op->kid[0], i, NULL, &y);
+    if (s == WEFT_OK) {
+        cg_array_store(&f->fn, sk_out_array(f, 0), i, &y);
+    }
+    return s;
+}
+
+/* The default's entry: its elements over the output's positions. */
+static weft_status emit_init(sk_emit *e, const char *name)
+{
+    sk_fn f;
+    weft_status s = sk_fn_begin(e, &f, name);
+    if (s) {
+        return s;
+    }
+    s = sk_elements(&f, init_element, NULL);
+    sk_fn_end(&f);
+    return s;
+}
+
 static weft_status permute_emit(sk_emit *e, const char *const *names)
 {
+    int init = sk_permute_init_entry(e->k);
     weft_status s = emit_entry(e, names[0], true);
     if (s == WEFT_OK) {
         s = emit_entry(e, names[1], false);
+    }
+    if (s == WEFT_OK && init >= 0) {
+        s = emit_init(e, names[init]);
     }
     return s;
 }

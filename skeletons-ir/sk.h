@@ -388,6 +388,17 @@ weft_status sk_spmd_fold_range(sk_fn *f, const cg_mut *acc, const fe_term *src,
 
 /* ===== permute.c: what a target's own permute shares ===== */
 
+/* Whether permute t computes a fused (delayed) default inline, in its
+ * default's entry (and on PTX in entry 2): where computing it cannot
+ * store an error (no gather in it, not checked mode), so that the errors
+ * a run reports stay the interpreter's, which computes the default
+ * first.  runtime/plan.c makes other defaults arrays of their own. */
+bool sk_permute_fuses_default(const fe_term *t, bool checked);
+/* The default's entry of permute kernel k (the last one, k->nentry - 1:
+ * out[i] = def[i] over the output's positions, run before the loop over
+ * the sources), or -1 when the default is an array the driver copies. */
+int sk_permute_init_entry(const sk_kernel *k);
+
 /* r[j] = combine(x, r[j]) for one element, r an array of the output's
  * type and shape (the output itself, or a block's copy of it). */
 typedef weft_status (*sk_permute_update)(sk_fn *f, const cg_array *r,

@@ -43,6 +43,17 @@
  * once after its loop (such a report names no element anyway), so each
  * update is one atomic on shared memory behind one compare.
  *
+ * A fused default (permute.c: the kernel writes the default itself) is
+ * written by entry 2 too, so that a histogram is one launch: the blocks
+ * flush their copies not into the output but with atomics into
+ * accumulators (aux 1, which the runtime zeroes, in a form whose zero is
+ * op's identity: acc_op), each thread fences, and thread 0 takes a ticket;
+ * the block that draws the last one (all the others' atomics are in)
+ * writes out[b] = f(acc[b], def[b]) for the bins some block touched and
+ * def[b] for the others (last_block).  Only that block writes the output,
+ * after every flush, so no ordering between blocks is needed but the
+ * ticket's.
+ *
  * The identity of op is 0 for add, or, xor and unsigned max, all ones for
  * and and unsigned min, the type's largest value for min and its smallest
  * for max, and -0.0 for fadd (x + -0.0 = x for every x, -0.0 and NaN
@@ -200,6 +211,211 @@ static LLVMValueRef source_size(cg_fn *fn, int rank, const LLVMValueRef *sext)
     return n;
 }
 
+/* ---- a fused default: the accumulators and the last block ---------- */
+
+/* Where aux 1 keeps the blocks' combined copies (runtime/exec_permute.c
+ * sizes it): bins accumulators of the result's type from word 0, then
+ * the ticket (an i32), then a bit per bin (the bins an f32 / f64 add
+ * touched).  All zero before the run. */
+typedef struct acc_place {
+    weft_type ty;
+    LLVMValueRef acc, ticket, bits;
+} acc_place;
+
+static weft_status acc_place_of(sk_fn *f, acc_place *pa, weft_type ty,
+                                LLVMValueRef bins)
+{
+    cg_fn *fn = &f->fn;
+    const cg_array *aux = sk_aux_array(f, 1);
+    if (!aux) {
+        return fe_error(WEFT_ERR_INTERNAL,
+                        "weft_compile: permute: no accumulator array");
+    }
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+    LLVMValueRef words = LLVMBuildUDiv(
+        fn->b,
+        LLVMBuildAdd(fn->b,
+                     LLVMBuildMul(fn->b, bins,
+                                  cg_i64(fn, (int64_t)weft_type_size(ty)), ""),
+                     cg_i64(fn, 3), ""),
+        cg_i64(fn, 4), "");
+    pa->ty = ty;
+    pa->acc = aux->ptr[0];
+    pa->ticket = LLVMBuildInBoundsGEP2(fn->b, i32, aux->ptr[0], &words, 1,
+                                       "ticket");
+    LLVMValueRef one = cg_i64(fn, 1);
+    pa->bits = LLVMBuildInBoundsGEP2(fn->b, i32, pa->ticket, &one, 1, "bits");
+    return WEFT_OK;
+}
+
+/* How accumulator words hold values of op: the atomic that combines
+ * them and the mask that they are xored with, chosen so that op's
+ * identity is 0 (what the runtime's zeroing gives): and, umin: the
+ * complement, combined by or, umax; max, min: the order turned into an
+ * unsigned one (the sign bit flipped; every bit but the sign flipped,
+ * which also reverses it), combined by umax.  add, or, xor, umax and fadd
+ * keep their values (fadd: the bits say which bins were touched, as 0.0
+ * is not fadd's identity -0.0). */
+static LLVMAtomicRMWBinOp acc_op(LLVMAtomicRMWBinOp op, int bits,
+                                 uint64_t *mask)
+{
+    uint64_t ones = bits >= 64 ? ~0ull : (1ull << bits) - 1;
+    *mask = 0;
+    switch (op) {
+    case LLVMAtomicRMWBinOpAnd:
+        *mask = ones;
+        return LLVMAtomicRMWBinOpOr;
+    case LLVMAtomicRMWBinOpUMin:
+        *mask = ones;
+        return LLVMAtomicRMWBinOpUMax;
+    case LLVMAtomicRMWBinOpMax:
+        *mask = 1ull << (bits - 1);
+        return LLVMAtomicRMWBinOpUMax;
+    case LLVMAtomicRMWBinOpMin:
+        *mask = ones >> 1;
+        return LLVMAtomicRMWBinOpUMax;
+    default:
+        return op;
+    }
+}
+
+/* acc[b] = acc[b] op' (v ^ mask), atomic (the flush of a block's bin b
+ * that it touched); fadd also sets bin b's bit. */
+static void accumulate(sk_fn *f, const acc_place *pa, LLVMAtomicRMWBinOp op,
+                       LLVMValueRef b, LLVMValueRef v)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    LLVMTypeRef mt = cg_mem_type(fn->llctx, pa->ty);
+    LLVMValueRef p = LLVMBuildInBoundsGEP2(fn->b, mt, pa->acc, &b, 1, "");
+    if (op == LLVMAtomicRMWBinOpFAdd) {
+        tg->atomic_rmw(fn, op, p, v);
+        LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+        LLVMValueRef w = LLVMBuildLShr(fn->b, b, cg_i64(fn, 5), "");
+        LLVMValueRef bit = LLVMBuildShl(
+            fn->b, LLVMConstInt(i32, 1, 0),
+            LLVMBuildTrunc(fn->b, LLVMBuildAnd(fn->b, b, cg_i64(fn, 31), ""),
+                           i32, ""),
+            "");
+        tg->atomic_rmw(fn, LLVMAtomicRMWBinOpOr,
+                       LLVMBuildInBoundsGEP2(fn->b, i32, pa->bits, &w, 1, ""),
+                       bit);
+        return;
+    }
+    uint64_t mask;
+    LLVMAtomicRMWBinOp aop = acc_op(op, fe_type_bits(pa->ty), &mask);
+    LLVMValueRef x = LLVMBuildXor(fn->b, v, LLVMConstInt(LLVMTypeOf(v), mask, 0),
+                                  "");
+    tg->atomic_rmw(fn, aop, p, x);
+}
+
+/* A load of bin b's accumulator word (or of its bits' word) that sees
+ * the other blocks' atomics (after the fence). */
+static LLVMValueRef load_seen(cg_fn *fn, LLVMTypeRef ty, LLVMValueRef p,
+                              unsigned align)
+{
+    LLVMValueRef v = LLVMBuildLoad2(fn->b, ty, p, "");
+    LLVMSetOrdering(v, LLVMAtomicOrderingMonotonic);
+    LLVMSetAlignment(v, align);
+    return v;
+}
+
+/* The end of entry 2 with a fused default.  Every thread fences its
+ * flush, the block meets at a barrier, thread 0 takes a ticket and
+ * tells the block through shared memory whether it drew the last one
+ * (the grid's size less one, block-uniform, so the barriers inside are
+ * too); that block fences again and writes each bin b:
+ *
+ *     out[b] = f(acc[b] ^ mask, def[b])   where a block touched b
+ *     out[b] = def[b]                     elsewhere
+ *
+ * (fadd: the bit of b says which; else a zero word, op's identity), then
+ * puts the ticket back to zero. */
+static weft_status last_block(sk_fn *f, const acc_place *pa,
+                              LLVMAtomicRMWBinOp op, LLVMValueRef bins,
+                              LLVMValueRef tid, LLVMValueRef bs)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    const fe_term *t = f->e->k->op;
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+    LLVMValueRef zero32 = LLVMConstInt(i32, 0, 0);
+    LLVMValueRef flag = tg->shared_array(fn, i32, 1);
+    tg->fence(fn);
+    tg->barrier(fn);
+    LLVMValueRef t0 = LLVMBuildICmp(fn->b, LLVMIntEQ, tid, cg_i64(fn, 0), "");
+    cg_if draw;
+    cg_if_begin(fn, &draw, t0);
+    LLVMValueRef old = tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd, pa->ticket,
+                                      LLVMConstInt(i32, 1, 0));
+    LLVMValueRef last = LLVMBuildICmp(
+        fn->b, LLVMIntEQ, old,
+        LLVMBuildSub(fn->b, tg->grid_size(fn, 0), LLVMConstInt(i32, 1, 0), ""),
+        "");
+    LLVMBuildStore(fn->b, LLVMBuildZExt(fn->b, last, i32, ""), flag);
+    cg_if_end(fn, &draw);
+    tg->barrier(fn);
+    cg_if fin;
+    cg_if_begin(fn, &fin, LLVMBuildICmp(fn->b, LLVMIntNE,
+                                        LLVMBuildLoad2(fn->b, i32, flag, ""),
+                                        zero32, ""));
+    tg->fence(fn);
+    const cg_array *out = sk_out_array(f, 0);
+    weft_type ty = pa->ty;
+    LLVMTypeRef mt = cg_mem_type(fn->llctx, ty);
+    unsigned size = (unsigned)weft_type_size(ty);
+    cg_sloop bl;
+    LLVMValueRef b = cg_sloop_begin(fn, &bl, tid, bins, bs, "bin");
+    cg_val d, args[2], y;
+    weft_status s = sk_read(f, t->kid[0], b, NULL, &d);
+    if (s) {
+        return s;
+    }
+    LLVMValueRef a = load_seen(
+        fn, mt, LLVMBuildInBoundsGEP2(fn->b, mt, pa->acc, &b, 1, ""), size);
+    LLVMValueRef hit;
+    if (op == LLVMAtomicRMWBinOpFAdd) {
+        LLVMValueRef w = LLVMBuildLShr(fn->b, b, cg_i64(fn, 5), "");
+        LLVMValueRef word = load_seen(
+            fn, i32, LLVMBuildInBoundsGEP2(fn->b, i32, pa->bits, &w, 1, ""),
+            4);
+        LLVMValueRef sh = LLVMBuildTrunc(
+            fn->b, LLVMBuildAnd(fn->b, b, cg_i64(fn, 31), ""), i32, "");
+        hit = LLVMBuildICmp(
+            fn->b, LLVMIntNE,
+            LLVMBuildAnd(fn->b, LLVMBuildLShr(fn->b, word, sh, ""),
+                         LLVMConstInt(i32, 1, 0), ""),
+            zero32, "");
+    } else {
+        uint64_t mask;
+        acc_op(op, fe_type_bits(ty), &mask);
+        hit = LLVMBuildICmp(fn->b, LLVMIntNE, a,
+                            LLVMConstInt(LLVMTypeOf(a), 0, 0), "");
+        a = LLVMBuildXor(fn->b, a, LLVMConstInt(LLVMTypeOf(a), mask, 0), "");
+    }
+    cg_if h;
+    cg_if_begin(fn, &h, hit);
+    if ((s = cg_val_one(fn, a, &args[0])) != WEFT_OK) {
+        return s;
+    }
+    args[1] = d;
+    if ((s = cg_apply(fn, t->fun[0], args, &y)) != WEFT_OK) {
+        return s;
+    }
+    cg_val r;
+    if ((s = cg_if_merge(fn, &h, &y, &d, &r)) != WEFT_OK) {
+        return s;
+    }
+    cg_array_store(fn, out, b, &r);
+    cg_sloop_end(fn, &bl);
+    cg_if put;
+    cg_if_begin(fn, &put, t0);
+    LLVMBuildStore(fn->b, zero32, pa->ticket);
+    cg_if_end(fn, &put);
+    cg_if_end(fn, &fin);
+    return WEFT_OK;
+}
+
 /* Entry 2 (see the head comment). */
 static weft_status emit_private(sk_fn *f)
 {
@@ -226,6 +442,11 @@ static weft_status emit_private(sk_fn *f)
         return s;
     }
     LLVMValueRef ssize = source_size(fn, t->kid[1]->rank, sext);
+    bool fused = sk_permute_init_entry(f->e->k) >= 0;
+    acc_place pa = {.ty = ty};
+    if (fused && (s = acc_place_of(f, &pa, ty, bins)) != WEFT_OK) {
+        return s;
+    }
     /* bins <= cap, the driver's condition for entry 2 */
     LLVMValueRef fits = LLVMBuildICmp(fn->b, LLVMIntULE, bins,
                                       cg_i64(fn, cap), "");
@@ -354,11 +575,16 @@ static weft_status emit_private(sk_fn *f)
     cg_if_begin(fn, &touched,
                 LLVMBuildICmp(fn->b, LLVMIntNE, as_bits(fn, v.v[0]),
                               as_bits(fn, id), ""));
-    LLVMValueRef p = LLVMBuildInBoundsGEP2(fn->b, mt, out->ptr[0], &b, 1, "");
-    tg->atomic_rmw(fn, op, p, v.v[0]);
+    if (fused) {
+        accumulate(f, &pa, op, b, v.v[0]);
+    } else {
+        LLVMValueRef p =
+            LLVMBuildInBoundsGEP2(fn->b, mt, out->ptr[0], &b, 1, "");
+        tg->atomic_rmw(fn, op, p, v.v[0]);
+    }
     cg_if_end(fn, &touched);
     cg_sloop_end(fn, &flush);
-    return WEFT_OK;
+    return fused ? last_block(f, &pa, op, bins, tid, bs) : WEFT_OK;
 }
 
 static weft_status ptx_permute_prepare(weft_context *ctx, fe_arena *arena,
@@ -369,17 +595,23 @@ static weft_status ptx_permute_prepare(weft_context *ctx, fe_arena *arena,
     if (s || !sk_permute_rmw_op(k->op, &op)) {
         return s;
     }
-    k->nentry = 3;
+    /* entry 2, before the default's entry (still the last one) */
+    k->nentry++;
     k->privatise = true;
     /* a block per chunk, in both variants (a fused zipWith has two) */
     k->item_threads[2] = SK_ITEM_BLOCK;
-    k->item_threads[3 + 2] = SK_ITEM_BLOCK;
+    k->item_threads[k->nentry + 2] = SK_ITEM_BLOCK;
     /* the copy's size is part of the compiled code: into the key, with
      * the version of entry 2's code (cached kernels of an older one are
      * not reused) */
     k->flags |= (unsigned)SK_PERMUTE_SHARED_BYTES << 8 |
                 (unsigned)PRIVATE_VERSION << 28;
-    return WEFT_OK;
+    if (sk_permute_init_entry(k) >= 0) {
+        /* the accumulators, ticket and bits of a fused default */
+        s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX, 1, WEFT_U32, 1);
+        k->aux_item[1] = k->nitem - 1;
+    }
+    return s;
 }
 
 static weft_status ptx_permute_emit(sk_emit *e, const char *const *names)
