@@ -436,6 +436,47 @@ weft_status sk_permute_put(sk_fn *f, const cg_array *r,
     return WEFT_OK;
 }
 
+void sk_permute_assume_inside(sk_fn *f, LLVMValueRef i, LLVMValueRef ssize)
+{
+    cg_fn *fn = &f->fn;
+    LLVMValueRef in = LLVMBuildICmp(fn->b, LLVMIntULT, i, ssize, "");
+    cg_intrinsic(fn, "llvm.assume", NULL, 0, &in, 1);
+}
+
+LLVMValueRef sk_permute_source_size(sk_fn *f, const LLVMValueRef *sext)
+{
+    cg_fn *fn = &f->fn;
+    int rank = f->e->k->op->kid[1]->rank;
+    LLVMValueRef n = rank > 0 ? sext[0] : cg_i64(fn, 1);
+    for (int d = 1; d < rank; d++) {
+        n = LLVMBuildNSWMul(fn->b, n, sext[d], "");
+    }
+    return n;
+}
+
+weft_status sk_permute_group(sk_fn *f, const cg_array *r,
+                             const LLVMValueRef *sext, LLVMValueRef ssize,
+                             LLVMValueRef g, int count, sk_permute_put_fn put,
+                             void *user)
+{
+    cg_fn *fn = &f->fn;
+    sk_permute_elem e[SK_PERMUTE_GROUP_MAX];
+    weft_status s = WEFT_OK;
+    if (count > SK_PERMUTE_GROUP_MAX) {
+        return fe_error(WEFT_ERR_INTERNAL, "weft_compile: permute: a group "
+                                           "too large");
+    }
+    for (int k = 0; k < count && s == WEFT_OK; k++) {
+        LLVMValueRef i = LLVMBuildNSWAdd(fn->b, g, cg_i64(fn, k), "");
+        sk_permute_assume_inside(f, i, ssize);
+        s = sk_permute_target(f, r, sext, i, &e[k]);
+    }
+    for (int k = 0; k < count && s == WEFT_OK; k++) {
+        s = put(f, r, &e[k], user);
+    }
+    return s;
+}
+
 weft_status sk_permute_step(sk_fn *f, const cg_array *r,
                             const LLVMValueRef *sext, LLVMValueRef i,
                             sk_permute_update update)
@@ -456,6 +497,48 @@ static weft_status permute_element(sk_fn *f, LLVMValueRef i, void *user)
     return sk_permute_step(f, sk_out_array(f, 0), pl->sext, i, pl->update);
 }
 
+/* sk_permute_put with the loop's update (a sk_permute_group put). */
+static weft_status put_update(sk_fn *f, const cg_array *r,
+                              const sk_permute_elem *e, void *user)
+{
+    const permute_loop *pl = user;
+    return sk_permute_put(f, r, e, pl->update);
+}
+
+/* The atomic loop on a target whose element-wise work comes in chunks of
+ * K elements (PTX): a full chunk is one group (its K targets before its K
+ * updates, so that its reads sit together and combine into a vector
+ * load), any other range goes element by element. */
+static weft_status emit_chunks(sk_fn *f, permute_loop *pl, int K)
+{
+    cg_fn *fn = &f->fn;
+    LLVMBuilderRef b = fn->b;
+    LLVMValueRef kk = cg_i64(fn, K);
+    const cg_array *out = sk_out_array(f, 0);
+    LLVMValueRef ssize = sk_permute_source_size(f, pl->sext);
+    LLVMValueRef go = LLVMBuildAnd(
+        b, LLVMBuildICmp(b, LLVMIntEQ, f->grain, kk, ""),
+        LLVMBuildICmp(b, LLVMIntEQ, LLVMBuildSub(b, f->end, f->start, ""), kk,
+                      ""), "full");
+    cg_if full;
+    cg_if_begin(fn, &full, go);
+    /* the chunk at c K, said with the constant K (its alignment) */
+    weft_status s = sk_permute_group(f, out, pl->sext, ssize,
+                                     LLVMBuildNSWMul(b, f->chunk, kk, ""), K,
+                                     put_update, pl);
+    cg_if_else(fn, &full);
+    if (s == WEFT_OK) {
+        cg_loop l;
+        LLVMValueRef i;
+        cg_loop_begin(fn, &l, f->start, f->end, &i);
+        sk_permute_assume_inside(f, i, ssize);
+        s = sk_permute_step(f, out, pl->sext, i, pl->update);
+        cg_loop_end(fn, &l);
+    }
+    cg_if_end(fn, &full);
+    return s;
+}
+
 /* The body of one entry point: the loop over src positions [start, end). */
 static weft_status emit_loop(sk_fn *f, bool atomic)
 {
@@ -470,6 +553,11 @@ static weft_status emit_loop(sk_fn *f, bool atomic)
         return s;
     }
     permute_loop pl = {.sext = sext, .update = update};
+    int K = f->e->target->chunk_elems;
+    if (atomic && K > 1 && K <= SK_PERMUTE_GROUP_MAX && f->chunk &&
+        f->e->k->light) {
+        return emit_chunks(f, &pl, K);
+    }
     return sk_elements(f, permute_element, &pl);
 }
 

@@ -410,7 +410,10 @@ bool sk_permute_rmw_op(const fe_term *t, LLVMAtomicRMWBinOp *op);
 weft_status sk_permute_update_rmw(sk_fn *f, const cg_array *r,
                                   LLVMValueRef j, const cg_val *x);
 /* Before the loop over source positions: the source's extents into
- * sext[WEFT_MAX_RANK] and, for a rank-0 result, fn->ignored. */
+ * sext[WEFT_MAX_RANK] and, for a rank-0 result, fn->ignored.  A source
+ * that is a fused `generate (shape a) f`, a an array the kernel reads,
+ * takes a's extents (the same values), so that an index function reading
+ * a at the source position compares against them. */
 weft_status sk_permute_begin(sk_fn *f, LLVMValueRef *sext);
 /* Source position i (i64): read src[i] (sk_read), apply the index
  * function; nothing when the target is `ignore`, CG_ERR_PERMUTE when it
@@ -434,6 +437,24 @@ weft_status sk_permute_target(sk_fn *f, const cg_array *r,
                               sk_permute_elem *e);
 weft_status sk_permute_put(sk_fn *f, const cg_array *r,
                            const sk_permute_elem *e, sk_permute_update update);
+/* The number of source positions (the product of sext, the source's
+ * extents from sk_permute_begin), and an llvm.assume that position i lies
+ * below it: every position a loop over [0, n) reaches does, and an index
+ * function's bounds check against the same extents then folds away (see
+ * sk_permute_begin). */
+LLVMValueRef sk_permute_source_size(sk_fn *f, const LLVMValueRef *sext);
+void sk_permute_assume_inside(sk_fn *f, LLVMValueRef i, LLVMValueRef ssize);
+/* The positions g .. g + count - 1 (count <= SK_PERMUTE_GROUP_MAX, each
+ * inside the source): their targets first (sk_permute_target), then
+ * put(f, r, e, user) for each in order (sk_permute_put, or a target's
+ * own). */
+#define SK_PERMUTE_GROUP_MAX 8
+typedef weft_status (*sk_permute_put_fn)(sk_fn *f, const cg_array *r,
+                                         const sk_permute_elem *e, void *user);
+weft_status sk_permute_group(sk_fn *f, const cg_array *r,
+                             const LLVMValueRef *sext, LLVMValueRef ssize,
+                             LLVMValueRef g, int count, sk_permute_put_fn put,
+                             void *user);
 
 /* ===== ptx/permute.c ===== */
 

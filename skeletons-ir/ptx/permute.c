@@ -123,15 +123,6 @@ enum {
     PRIVATE_VERSION = 1 /* of entry 2's code (sk_kernel.flags, the key) */
 };
 
-/* Says to LLVM that source position i lies inside the source's extents
- * (size ssize), so that bounds checks against them fold away
- * (sk_permute_begin). */
-static void assume_inside(cg_fn *fn, LLVMValueRef i, LLVMValueRef ssize)
-{
-    LLVMValueRef in = LLVMBuildICmp(fn->b, LLVMIntULT, i, ssize, "");
-    cg_intrinsic(fn, "llvm.assume", NULL, 0, &in, 1);
-}
-
 /* The update of one element into the warp's copy.  Unchecked, a target
  * outside the result only raises the thread's flag *bad (an i1 slot),
  * which the kernel reports once at the end (the report names no element
@@ -139,9 +130,10 @@ static void assume_inside(cg_fn *fn, LLVMValueRef i, LLVMValueRef ssize)
  * a report in the loop; checked mode reports each element as
  * sk_permute_put does. */
 static weft_status private_put(sk_fn *f, const cg_array *copy,
-                               const sk_permute_elem *e, LLVMValueRef bad)
+                               const sk_permute_elem *e, void *user)
 {
     cg_fn *fn = &f->fn;
+    LLVMValueRef bad = user;
     if (f->e->k->checked) {
         return sk_permute_put(f, copy, e, sk_permute_update_rmw);
     }
@@ -160,27 +152,6 @@ static weft_status private_put(sk_fn *f, const cg_array *copy,
     return s;
 }
 
-/* The permute step of the GROUP sources from g into the warp's copy: the
- * targets first, then the updates, so that the group's reads sit together
- * and become one vector load. */
-static weft_status private_group(sk_fn *f, const cg_array *copy,
-                                 LLVMValueRef *sext, LLVMValueRef ssize,
-                                 LLVMValueRef g, LLVMValueRef bad)
-{
-    cg_fn *fn = &f->fn;
-    sk_permute_elem e[GROUP];
-    weft_status s = WEFT_OK;
-    for (int k = 0; k < GROUP && s == WEFT_OK; k++) {
-        LLVMValueRef i = LLVMBuildNSWAdd(fn->b, g, cg_i64(fn, k), "");
-        assume_inside(fn, i, ssize);
-        s = sk_permute_target(f, copy, sext, i, &e[k]);
-    }
-    for (int k = 0; k < GROUP && s == WEFT_OK; k++) {
-        s = private_put(f, copy, &e[k], bad);
-    }
-    return s;
-}
-
 /* The permute step of sources [lo, hi) into the warp's copy. */
 static weft_status private_run(sk_fn *f, const cg_array *copy,
                                LLVMValueRef *sext, LLVMValueRef ssize,
@@ -191,7 +162,7 @@ static weft_status private_run(sk_fn *f, const cg_array *copy,
     cg_loop l;
     LLVMValueRef i;
     cg_loop_begin(fn, &l, lo, hi, &i);
-    assume_inside(fn, i, ssize);
+    sk_permute_assume_inside(f, i, ssize);
     sk_permute_elem e;
     weft_status s = sk_permute_target(f, copy, sext, i, &e);
     if (s == WEFT_OK) {
@@ -199,16 +170,6 @@ static weft_status private_run(sk_fn *f, const cg_array *copy,
     }
     cg_loop_end(fn, &l);
     return s;
-}
-
-/* The product of the source's extents, as the driver's n. */
-static LLVMValueRef source_size(cg_fn *fn, int rank, const LLVMValueRef *sext)
-{
-    LLVMValueRef n = rank > 0 ? sext[0] : cg_i64(fn, 1);
-    for (int d = 1; d < rank; d++) {
-        n = LLVMBuildNSWMul(fn->b, n, sext[d], "");
-    }
-    return n;
 }
 
 /* ---- a fused default: the accumulators and the last block ---------- */
@@ -441,7 +402,7 @@ static weft_status emit_private(sk_fn *f)
     if (s) {
         return s;
     }
-    LLVMValueRef ssize = source_size(fn, t->kid[1]->rank, sext);
+    LLVMValueRef ssize = sk_permute_source_size(f, sext);
     bool fused = sk_permute_init_entry(f->e->k) >= 0;
     acc_place pa = {.ty = ty};
     if (fused && (s = acc_place_of(f, &pa, ty, bins)) != WEFT_OK) {
@@ -527,7 +488,8 @@ static weft_status emit_private(sk_fn *f)
     LLVMValueRef gend = LLVMBuildNSWAdd(fn->b, g, cg_i64(fn, GROUP), "");
     cg_if whole;
     cg_if_begin(fn, &whole, LLVMBuildICmp(fn->b, LLVMIntSLE, gend, hi, ""));
-    if ((s = private_group(f, &copy, sext, ssize, g, bad)) != WEFT_OK) {
+    if ((s = sk_permute_group(f, &copy, sext, ssize, g, GROUP, private_put,
+                              bad)) != WEFT_OK) {
         return s;
     }
     cg_if_else(fn, &whole);
