@@ -38,7 +38,7 @@
  * (llvm.assume), which sk_permute_begin takes from the array whose shape
  * a fused `generate (shape a) f` source has, so an index function that
  * reads a at the position (the histogram's keys) loses its bounds check;
- * the copy's extents are 32-bit values (bins <= cap); and without checked
+ * and without checked
  * mode a target outside the result raises a flag that the thread reports
  * once after its loop (such a report names no element anyway), so each
  * update is one atomic on shared memory behind one compare.
@@ -408,10 +408,6 @@ static weft_status emit_private(sk_fn *f)
     if (fused && (s = acc_place_of(f, &pa, ty, bins)) != WEFT_OK) {
         return s;
     }
-    /* bins <= cap, the driver's condition for entry 2 */
-    LLVMValueRef fits = LLVMBuildICmp(fn->b, LLVMIntULE, bins,
-                                      cg_i64(fn, cap), "");
-    cg_intrinsic(fn, "llvm.assume", NULL, 0, &fits, 1);
     LLVMTypeRef i1 = LLVMInt1TypeInContext(fn->llctx);
     LLVMValueRef bad = cg_alloca(fn, i1, "bad");
     LLVMBuildStore(fn->b, LLVMConstInt(i1, 0, 0), bad);
@@ -438,21 +434,6 @@ static weft_status emit_private(sk_fn *f)
         return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
     }
     copy.ptr[0] = LLVMBuildInBoundsGEP2(fn->b, mt, shared, &off, 1, "mine");
-    /* the copy's extents as 32-bit values: each is at most bins <= cap
-     * unless another is 0, and then no target lies inside either way; so
-     * the test of a target against them is a 32-bit compare */
-    copy.extent = fe_arena_alloc(fn->arena, sizeof *copy.extent *
-                                                (size_t)(out->rank + 1));
-    if (!copy.extent) {
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
-    }
-    for (int d = 0; d < out->rank; d++) {
-        copy.extent[d] = LLVMBuildZExt(
-            fn->b,
-            LLVMBuildTrunc(fn->b, out->extent[d],
-                           LLVMInt32TypeInContext(fn->llctx), ""),
-            LLVMInt64TypeInContext(fn->llctx), "");
-    }
     /* every copy starts at the identity */
     cg_sloop init;
     LLVMValueRef b = cg_sloop_begin(fn, &init, tid,
