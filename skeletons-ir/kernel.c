@@ -268,9 +268,7 @@ static weft_status walk_delayed(walk *w, const fe_term *t)
     return WEFT_OK;
 }
 
-/* Whether reading t (the operation, or a delayed producer inside it)
- * gathers: the reads that check bounds and may set the error word. */
-static bool gathers(const fe_term *t, bool top)
+bool sk_gathers(const fe_term *t, bool top)
 {
     if (!t || !t->acc || (!top && !t->delayed)) {
         return false;
@@ -286,7 +284,7 @@ static bool gathers(const fe_term *t, bool top)
         break;
     }
     for (int i = 0; i < t->nkid; i++) {
-        if (gathers(t->kid[i], false)) {
+        if (sk_gathers(t->kid[i], false)) {
             return true;
         }
     }
@@ -369,7 +367,7 @@ weft_status sk_prepare(weft_context *ctx, const fe_core *core, fe_arena *arena,
     }
     k->err_item = k->aux_item[SK_ERR_AUX] = k->nitem - 1;
     k->checked = (ctx->cfg.flags & WEFT_FLAG_CHECKED) != 0;
-    k->may_fail = gathers(t, true) || k->checked;
+    k->may_fail = sk_gathers(t, true) || k->checked;
     /* the cancel word, which scalar while loops poll */
     if (w.has_while) {
         s = sk_add_item(ctx, arena, k, SK_SCALAR, SK_SRC_AUX, SK_CANCEL_AUX,

@@ -52,30 +52,6 @@ enum { PERMUTE_RMW = 1, PERMUTE_CAS = 2, PERMUTE_LOCK = 3 };
 #define PERMUTE_LOCKS 4096 /* striped locks (a power of two) */
 #define PERMUTE_LOCK_BITS 12
 
-/* Whether computing array term t inline may store an error: a delayed
- * gather in it (the checks of checked mode aside). */
-static bool gathers(const fe_term *t)
-{
-    if (!t || !t->acc || !t->delayed) {
-        return false;
-    }
-    switch ((fe_kind)t->kind) {
-    case FE_BACKPERMUTE:
-    case FE_TRANSFORM:
-    case FE_REPLICATE:
-    case FE_SLICE:
-        return true;
-    default:
-        break;
-    }
-    for (int i = 0; i < t->nkid; i++) {
-        if (gathers(t->kid[i])) {
-            return true;
-        }
-    }
-    return false;
-}
-
 /* Whether term t is the variable v. */
 static bool is_var(const fe_term *t, const fe_var *v)
 {
@@ -156,7 +132,7 @@ static bool permute_supported(const fe_term *t)
 bool sk_permute_fuses_default(const fe_term *t, bool checked)
 {
     return !checked && t->kind == FE_PERMUTE && t->nkid == 2 && t->kid[0] &&
-           !gathers(t->kid[0]);
+           (!t->kid[0]->delayed || !sk_gathers(t->kid[0], false));
 }
 
 int sk_permute_init_entry(const sk_kernel *k)

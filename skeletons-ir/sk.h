@@ -256,6 +256,10 @@ weft_status sk_add_item(weft_context *ctx, fe_arena *arena, sk_kernel *k,
                         sk_item_kind kind, sk_src src, int index,
                         weft_type type, int rank);
 
+/* Whether reading t (the operation, top, or a delayed producer inside
+ * it) gathers: the reads that check bounds and may set the error word. */
+bool sk_gathers(const fe_term *t, bool top);
+
 /* Feed a canonical description of kernel k (skeleton, layout types, the
  * operation's functions with variables renumbered) to add(user, p, n). */
 void sk_describe(const fe_core *core, const sk_kernel *k,
