@@ -688,6 +688,16 @@ static weft_status elements_loop(sk_fn *f, LLVMValueRef lo, LLVMValueRef hi,
     return s;
 }
 
+LLVMValueRef sk_full_chunk(sk_fn *f, int k)
+{
+    LLVMBuilderRef b = f->fn.b;
+    LLVMValueRef kk = cg_i64(&f->fn, k);
+    return LLVMBuildAnd(
+        b, LLVMBuildICmp(b, LLVMIntEQ, f->grain, kk, ""),
+        LLVMBuildICmp(b, LLVMIntEQ, LLVMBuildSub(b, f->end, f->start, ""), kk,
+                      ""), "full");
+}
+
 weft_status sk_elements(sk_fn *f, sk_elem_body body, void *user)
 {
     cg_fn *fn = &f->fn;
@@ -700,12 +710,8 @@ weft_status sk_elements(sk_fn *f, sk_elem_body body, void *user)
      * bytes at a multiple of 16 in a buffer aligned to array_align) */
     LLVMBuilderRef b = fn->b;
     LLVMValueRef kk = cg_i64(fn, k);
-    LLVMValueRef go = LLVMBuildAnd(
-        b, LLVMBuildICmp(b, LLVMIntEQ, f->grain, kk, ""),
-        LLVMBuildICmp(b, LLVMIntEQ, LLVMBuildSub(b, f->end, f->start, ""), kk,
-                      ""), "full");
     cg_if full;
-    cg_if_begin(fn, &full, go);
+    cg_if_begin(fn, &full, sk_full_chunk(f, k));
     LLVMValueRef lo = LLVMBuildNSWMul(b, f->chunk, kk, "");
     LLVMValueRef hi = LLVMBuildNSWAdd(b, lo, kk, "");
     weft_status s = elements_loop(f, lo, hi, body, user);

@@ -492,12 +492,8 @@ static weft_status emit_chunks(sk_fn *f, permute_loop *pl, int K)
     LLVMValueRef kk = cg_i64(fn, K);
     const cg_array *out = sk_out_array(f, 0);
     LLVMValueRef ssize = sk_permute_source_size(f, pl->sext);
-    LLVMValueRef go = LLVMBuildAnd(
-        b, LLVMBuildICmp(b, LLVMIntEQ, f->grain, kk, ""),
-        LLVMBuildICmp(b, LLVMIntEQ, LLVMBuildSub(b, f->end, f->start, ""), kk,
-                      ""), "full");
     cg_if full;
-    cg_if_begin(fn, &full, go);
+    cg_if_begin(fn, &full, sk_full_chunk(f, K));
     /* the chunk at c K, said with the constant K (its alignment) */
     weft_status s = sk_permute_group(f, out, pl->sext, ssize,
                                      LLVMBuildNSWMul(b, f->chunk, kk, ""), K,

@@ -320,6 +320,9 @@ void sk_flush_error(sk_fn *f);
  * may not keep values between calls. */
 typedef weft_status (*sk_elem_body)(sk_fn *f, LLVMValueRef i, void *user);
 weft_status sk_elements(sk_fn *f, sk_elem_body body, void *user);
+/* The i1 that says the range is a full chunk of k elements (the kernel's
+ * grain is k and the range has k elements: it starts at f->chunk k). */
+LLVMValueRef sk_full_chunk(sk_fn *f, int k);
 
 /* Reading array operands, manifest or fused.  sk_read gives the element of
  * array term t (the operation itself when it is a producer, one of its
