@@ -3,10 +3,12 @@
  * of a small result (the PTX target's own SK_PERMUTE skeleton).
  *
  * The contract is permute.c's, for the same host driver
- * (runtime/exec_permute.c): entry 0 the atomic grid-stride loop and
- * entry 1 the plain one, both emitted by the shared skeleton itself.
- * When the combine is one native atomic (PERMUTE_RMW: add, min, max, and,
- * or, xor; fadd) the kernel has a third entry, and k->privatise says so:
+ * (runtime/exec_permute.c): entry 0 the atomic grid-stride loop, entry 1
+ * the plain one and, with a fused default, the default's entry last, all
+ * emitted by the shared skeleton itself.  When the combine is one native
+ * atomic (PERMUTE_RMW: add, min, max, and, or, xor; fadd) the kernel has
+ * one more entry, entry 2 (the default's entry after it), and
+ * k->privatise says so:
  *
  *   entry 2, a block per chunk of sources (n = source elements, grain the
  *   chunk, so chunk c is [c grain, min(n, (c + 1) grain)), as the
@@ -38,10 +40,10 @@
  * (llvm.assume), which sk_permute_begin takes from the array whose shape
  * a fused `generate (shape a) f` source has, so an index function that
  * reads a at the position (the histogram's keys) loses its bounds check;
- * and without checked
- * mode a target outside the result raises a flag that the thread reports
- * once after its loop (such a report names no element anyway), so each
- * update is one atomic on shared memory behind one compare.
+ * and without checked mode a target outside the result raises a flag that
+ * the thread reports once after its loop (such a report names no element
+ * anyway), so each update is one atomic on shared memory behind one
+ * compare.
  *
  * A fused default (permute.c: the kernel writes the default itself) is
  * written by entry 2 too, so that a histogram is one launch: the blocks
@@ -63,11 +65,12 @@
  * result behave as in permute.c, since the step is permute.c's, with the
  * copy's extents those of the output.
  *
- * Barriers.  The two barriers stand at the top level of the kernel,
- * outside every loop and branch, and no thread returns early, so every
- * thread of the block reaches each of them; the loops between them hold
- * no barrier, so their bounds need not be uniform.  The block's chunks
- * all go into one copy, flushed once at the end.
+ * Barriers.  Every barrier (two, and two more around the ticket of a
+ * fused default) stands at the top level of the kernel, outside every
+ * loop and branch, and no thread returns early, so every thread of the
+ * block reaches each of them; the loops between them hold no barrier, so
+ * their bounds need not be uniform.  The block's chunks all go into its
+ * copies, flushed once at the end.
  */
 #include "../sk.h"
 
@@ -75,7 +78,6 @@ static LLVMValueRef wide(cg_fn *fn, LLVMValueRef x)
 {
     return LLVMBuildZExt(fn->b, x, LLVMInt64TypeInContext(fn->llctx), "");
 }
-
 
 /* The identity of atomic operation op on scalar type ty (register form;
  * see the head comment). */
