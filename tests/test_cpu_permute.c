@@ -474,7 +474,8 @@ START_TEST(test_permute_signs)
 END_TEST
 
 /* fadd's signed zeros, bit for bit: into a default of -0.0, bin 0 gets
- * as many 1.0 as -1.0 (+0.0 in any order), bin 1 only -0.0 (-0.0), bin
+ * as many 1.0 as -1.0 (+0.0 in any order), bin 1 only -0.0 (-0.0, which
+ * the GPU's atomic float add gets wrong: permute skips adding -0.0), bin
  * 2 nothing (-0.0, the default); enough sources for every parallel
  * path. */
 static weft_acc *build_zeros(weft_program *p, weft_acc *const *in,
