@@ -448,22 +448,24 @@ LLVMValueRef sk_permute_source_size(sk_fn *f, const LLVMValueRef *sext)
 
 weft_status sk_permute_group(sk_fn *f, const cg_array *r,
                              const LLVMValueRef *sext, LLVMValueRef ssize,
-                             LLVMValueRef g, int count, sk_permute_put_fn put,
-                             void *user)
+                             const LLVMValueRef *g, int ng, int count,
+                             sk_permute_put_fn put, void *user)
 {
     cg_fn *fn = &f->fn;
     sk_permute_elem e[SK_PERMUTE_GROUP_MAX];
     weft_status s = WEFT_OK;
-    if (count > SK_PERMUTE_GROUP_MAX) {
+    int n = ng * count;
+    if (n > SK_PERMUTE_GROUP_MAX) {
         return fe_error(WEFT_ERR_INTERNAL, "weft_compile: permute: a group "
                                            "too large");
     }
-    for (int k = 0; k < count && s == WEFT_OK; k++) {
-        LLVMValueRef i = LLVMBuildNSWAdd(fn->b, g, cg_i64(fn, k), "");
+    for (int k = 0; k < n && s == WEFT_OK; k++) {
+        LLVMValueRef i =
+            LLVMBuildNSWAdd(fn->b, g[k / count], cg_i64(fn, k % count), "");
         sk_permute_assume_inside(f, i, ssize);
         s = sk_permute_target(f, r, sext, i, &e[k]);
     }
-    for (int k = 0; k < count && s == WEFT_OK; k++) {
+    for (int k = 0; k < n && s == WEFT_OK; k++) {
         s = put(f, r, &e[k], user);
     }
     return s;
@@ -511,8 +513,8 @@ static weft_status emit_chunks(sk_fn *f, permute_loop *pl, int K)
     cg_if full;
     cg_if_begin(fn, &full, sk_full_chunk(f, K));
     /* the chunk at c K, said with the constant K (its alignment) */
-    weft_status s = sk_permute_group(f, out, pl->sext, ssize,
-                                     LLVMBuildNSWMul(b, f->chunk, kk, ""), K,
+    LLVMValueRef g = LLVMBuildNSWMul(b, f->chunk, kk, "");
+    weft_status s = sk_permute_group(f, out, pl->sext, ssize, &g, 1, K,
                                      put_update, pl);
     cg_if_else(fn, &full);
     if (s == WEFT_OK) {

@@ -451,17 +451,26 @@ weft_status sk_permute_put(sk_fn *f, const cg_array *r,
  * sk_permute_begin). */
 LLVMValueRef sk_permute_source_size(sk_fn *f, const LLVMValueRef *sext);
 void sk_permute_assume_inside(sk_fn *f, LLVMValueRef i, LLVMValueRef ssize);
-/* The positions g .. g + count - 1 (count <= SK_PERMUTE_GROUP_MAX, each
- * inside the source): their targets first (sk_permute_target), then
- * put(f, r, e, user) for each in order (sk_permute_put, or a target's
- * own). */
+/* The positions g[b] .. g[b] + count - 1 for b < ng (ng count <=
+ * SK_PERMUTE_GROUP_MAX, each inside the source): their targets first
+ * (sk_permute_target), then put(f, r, e, user) for each in order
+ * (sk_permute_put, or a target's own). */
 #define SK_PERMUTE_GROUP_MAX 8
 typedef weft_status (*sk_permute_put_fn)(sk_fn *f, const cg_array *r,
                                          const sk_permute_elem *e, void *user);
 weft_status sk_permute_group(sk_fn *f, const cg_array *r,
                              const LLVMValueRef *sext, LLVMValueRef ssize,
-                             LLVMValueRef g, int count, sk_permute_put_fn put,
-                             void *user);
+                             const LLVMValueRef *g, int ng, int count,
+                             sk_permute_put_fn put, void *user);
+
+/* ===== ptx/target.c ===== */
+
+/* Launch bounds on kernel fn (!nvvm.annotations beside the target's
+ * "kernel"): blocks of at most maxntid threads (.maxntid; the kernel's
+ * block_max should say the same) and minctasm of them resident per SM
+ * (.minnctapersm), which bounds ptxas to 64K / (minctasm maxntid)
+ * registers a thread. */
+void sk_ptx_launch_bounds(cg_fn *fn, int maxntid, int minctasm);
 
 /* ===== ptx/permute.c ===== */
 

@@ -18,7 +18,8 @@
  *       barrier
  *       for each chunk c of this block (c = block, block + grid, ...):
  *           for each source i of c (groups of 4 consecutive sources,
- *           group lo + 4 thread, stepping by 4 blocks): the step of
+ *           groups lo + 4 thread and lo + 4 (thread + block), stepping
+ *           by 8 blocks, two groups a step): the step of
  *           permute.c with the update an atomicrmw on copy[warp % ncopy][j]
  *           instead of out[j]
  *       barrier
@@ -122,7 +123,13 @@ static LLVMValueRef as_bits(cg_fn *fn, LLVMValueRef x)
 
 enum {
     GROUP = 4,          /* consecutive sources a thread takes at a time */
-    PRIVATE_VERSION = 1 /* of entry 2's code (sk_kernel.flags, the key) */
+    PRIVATE_VERSION = 2, /* of entry 2's code (sk_kernel.flags, the key) */
+    /* entry 2's launch bounds where the kernel is light: 2 blocks of 1024
+     * threads an SM, as many threads as an SM holds, so at most 32
+     * registers (the histogram's pairs of groups took ptxas to 39
+     * without, which halved the blocks) */
+    PRIVATE_BLOCK = 1024,
+    PRIVATE_BLOCKS_PER_SM = 2
 };
 
 /* The update of one element into the warp's copy.  Unchecked, a target
@@ -172,6 +179,49 @@ static weft_status private_run(sk_fn *f, const cg_array *copy,
     }
     cg_loop_end(fn, &l);
     return s;
+}
+
+/* The step of a thread's two groups g[0] and g[1] (g[0] + GROUP threads,
+ * g[0] < hi): where both are whole, their eight targets before their
+ * eight updates (two 128-bit loads in flight, as the loads of a pair of
+ * grid-stride steps are in hand-written code); else g[0] whole or in
+ * part, then the part of g[1] below hi. */
+static weft_status private_pair(sk_fn *f, const cg_array *copy,
+                                LLVMValueRef *sext, LLVMValueRef ssize,
+                                const LLVMValueRef *g, LLVMValueRef hi,
+                                LLVMValueRef bad)
+{
+    cg_fn *fn = &f->fn;
+    LLVMValueRef four = cg_i64(fn, GROUP);
+    cg_if both;
+    cg_if_begin(fn, &both, LLVMBuildICmp(fn->b, LLVMIntSLE,
+                                         LLVMBuildNSWAdd(fn->b, g[1], four, ""),
+                                         hi, ""));
+    weft_status s = sk_permute_group(f, copy, sext, ssize, g, 2, GROUP,
+                                     private_put, bad);
+    if (s) {
+        return s;
+    }
+    cg_if_else(fn, &both);
+    cg_if whole;
+    cg_if_begin(fn, &whole, LLVMBuildICmp(fn->b, LLVMIntSLE,
+                                          LLVMBuildNSWAdd(fn->b, g[0], four, ""),
+                                          hi, ""));
+    if ((s = sk_permute_group(f, copy, sext, ssize, g, 1, GROUP, private_put,
+                              bad)) != WEFT_OK) {
+        return s;
+    }
+    cg_if_else(fn, &whole);
+    if ((s = private_run(f, copy, sext, ssize, g[0], hi, bad)) != WEFT_OK) {
+        return s;
+    }
+    cg_if_end(fn, &whole);
+    /* g[1] < hi only when g[0] was whole; the loop is empty otherwise */
+    if ((s = private_run(f, copy, sext, ssize, g[1], hi, bad)) != WEFT_OK) {
+        return s;
+    }
+    cg_if_end(fn, &both);
+    return WEFT_OK;
 }
 
 /* ---- a fused default: the accumulators and the last block ---------- */
@@ -462,24 +512,18 @@ static weft_status emit_private(sk_fn *f)
      * `and` changes nothing but tells LLVM that a group is aligned (its
      * reads become one vector load) */
     lo = LLVMBuildAnd(fn->b, lo, cg_i64(fn, -GROUP), "");
+    LLVMValueRef gstep = LLVMBuildMul(fn->b, bs, cg_i64(fn, GROUP), "");
     cg_sloop el;
-    LLVMValueRef g = cg_sloop_begin(
+    LLVMValueRef g[2];
+    g[0] = cg_sloop_begin(
         fn, &el,
         LLVMBuildAdd(fn->b, lo, LLVMBuildMul(fn->b, tid, cg_i64(fn, GROUP), ""),
                      ""),
-        hi, LLVMBuildMul(fn->b, bs, cg_i64(fn, GROUP), ""), "src");
-    LLVMValueRef gend = LLVMBuildNSWAdd(fn->b, g, cg_i64(fn, GROUP), "");
-    cg_if whole;
-    cg_if_begin(fn, &whole, LLVMBuildICmp(fn->b, LLVMIntSLE, gend, hi, ""));
-    if ((s = sk_permute_group(f, &copy, sext, ssize, g, GROUP, private_put,
-                              bad)) != WEFT_OK) {
+        hi, LLVMBuildMul(fn->b, gstep, cg_i64(fn, 2), ""), "src");
+    g[1] = LLVMBuildNSWAdd(fn->b, g[0], gstep, "");
+    if ((s = private_pair(f, &copy, sext, ssize, g, hi, bad)) != WEFT_OK) {
         return s;
     }
-    cg_if_else(fn, &whole);
-    if ((s = private_run(f, &copy, sext, ssize, g, hi, bad)) != WEFT_OK) {
-        return s;
-    }
-    cg_if_end(fn, &whole);
     cg_sloop_end(fn, &el);
     cg_sloop_end(fn, &cl);
     cg_if report;
@@ -546,6 +590,7 @@ static weft_status ptx_permute_prepare(weft_context *ctx, fe_arena *arena,
     /* a block per chunk, in both variants (a fused zipWith has two) */
     k->item_threads[2] = SK_ITEM_BLOCK;
     k->item_threads[k->nentry + 2] = SK_ITEM_BLOCK;
+    k->block_max = PRIVATE_BLOCK;
     /* the copy's size is part of the compiled code: into the key, with
      * the version of entry 2's code (cached kernels of an older one are
      * not reused) */
@@ -568,6 +613,10 @@ static weft_status ptx_permute_emit(sk_emit *e, const char *const *names)
     sk_fn f;
     if ((s = sk_fn_begin_raw(e, &f, names[2])) != WEFT_OK) {
         return s;
+    }
+    if (e->k->light) {
+        /* little work a source: registers to spare for the bound */
+        sk_ptx_launch_bounds(&f.fn, PRIVATE_BLOCK, PRIVATE_BLOCKS_PER_SM);
     }
     if ((s = emit_private(&f)) != WEFT_OK) {
         /* close the half-built function; the module is thrown away */
