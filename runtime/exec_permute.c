@@ -66,7 +66,8 @@ static int64_t private_chunk(const rt_job *j, int64_t n, int64_t bins)
  * a bit per bin. */
 static int64_t private_words(int64_t bins, weft_type type)
 {
-    return (bins * (int64_t)weft_type_size(type) + 3) / 4 + 1 + (bins + 31) / 32;
+    int64_t acc = (bins * (int64_t)weft_type_size(type) + 3) / 4;
+    return acc + 1 + (bins + 31) / 32;
 }
 
 /* Runs permute kernel j->k (see the head comment). */

@@ -489,11 +489,11 @@ static weft_acc *build_zeros(weft_program *p, weft_acc *const *in,
     weft_exp *k = weft_arg(v, 0);
     weft_exp *r = weft_rem(k, weft_i32(p, 4));
     /* k mod 4: 0 -> 1.0, 1 -> -1.0 (bin 0); 2, 3 -> -0.0 (bin 1) */
-    weft_fun_return(
-        v, weft_convert(weft_cond(weft_eq(r, weft_i32(p, 0)), weft_f64(p, 1),
-                                  weft_cond(weft_eq(r, weft_i32(p, 1)),
-                                            weft_f64(p, -1), weft_f64(p, -0.0))),
-                        t));
+    weft_exp *rest = weft_cond(weft_eq(r, weft_i32(p, 1)), weft_f64(p, -1),
+                               weft_f64(p, -0.0));
+    weft_fun_return(v, weft_convert(weft_cond(weft_eq(r, weft_i32(p, 0)),
+                                              weft_f64(p, 1), rest),
+                                    t));
     weft_acc *src = weft_map(v, in[0]);
     weft_fun *ix = weft_fun1(p, WEFT_DIM(1));
     weft_exp *kr = weft_rem(weft_at(in[0], weft_arg(ix, 0)), weft_i32(p, 4));

@@ -203,10 +203,9 @@ static weft_status private_pair(sk_fn *f, const cg_array *copy,
         return s;
     }
     cg_if_else(fn, &both);
+    LLVMValueRef gend = LLVMBuildNSWAdd(fn->b, g[0], four, "");
     cg_if whole;
-    cg_if_begin(fn, &whole, LLVMBuildICmp(fn->b, LLVMIntSLE,
-                                          LLVMBuildNSWAdd(fn->b, g[0], four, ""),
-                                          hi, ""));
+    cg_if_begin(fn, &whole, LLVMBuildICmp(fn->b, LLVMIntSLE, gend, hi, ""));
     if ((s = sk_permute_group(f, copy, sext, ssize, g, 1, GROUP, private_put,
                               bad)) != WEFT_OK) {
         return s;
@@ -317,8 +316,8 @@ static void accumulate(sk_fn *f, const acc_place *pa, LLVMAtomicRMWBinOp op,
     }
     uint64_t mask;
     LLVMAtomicRMWBinOp aop = acc_op(op, fe_type_bits(pa->ty), &mask);
-    LLVMValueRef x = LLVMBuildXor(fn->b, v, LLVMConstInt(LLVMTypeOf(v), mask, 0),
-                                  "");
+    LLVMValueRef x =
+        LLVMBuildXor(fn->b, v, LLVMConstInt(LLVMTypeOf(v), mask, 0), "");
     tg->atomic_rmw(fn, aop, p, x);
 }
 
