@@ -49,6 +49,7 @@
 
 /* The atomic update of one permute kernel (k->flags, k->permute_mode). */
 enum { PERMUTE_RMW = 1, PERMUTE_CAS = 2, PERMUTE_LOCK = 3 };
+enum { PERMUTE_VERSION = 1 }; /* of the emitted code (k->flags bits 4-7) */
 #define PERMUTE_LOCKS 4096 /* striped locks (a power of two) */
 #define PERMUTE_LOCK_BITS 12
 
@@ -146,7 +147,9 @@ static weft_status permute_prepare(weft_context *ctx, fe_arena *arena,
     /* the atomic and the plain loop, and the default's entry */
     k->nentry = k->op->kid[0]->delayed ? 3 : 2;
     k->permute_mode = permute_mode_of(k->op);
-    k->flags = (unsigned)k->permute_mode;
+    /* the mode and the version of this file's code (the key: cached
+     * kernels of older code are not reused) */
+    k->flags = (unsigned)k->permute_mode | (unsigned)PERMUTE_VERSION << 4;
     if (k->permute_mode != PERMUTE_LOCK) {
         return WEFT_OK;
     }

@@ -589,7 +589,6 @@ static weft_status ptx_permute_prepare(weft_context *ctx, fe_arena *arena,
     /* a block per chunk, in both variants (a fused zipWith has two) */
     k->item_threads[2] = SK_ITEM_BLOCK;
     k->item_threads[k->nentry + 2] = SK_ITEM_BLOCK;
-    k->block_max = PRIVATE_BLOCK;
     /* the copy's size is part of the compiled code: into the key, with
      * the version of entry 2's code (cached kernels of an older one are
      * not reused) */
