@@ -476,10 +476,12 @@ END_TEST
 /* fadd's signed zeros, bit for bit: into a default of -0.0, bin 0 gets
  * as many 1.0 as -1.0 (+0.0 in any order), bin 1 only -0.0 (-0.0), bin 2
  * nothing (-0.0, the default); enough sources for every parallel path.
- * On PTX bin 1 is only asked to be a zero: the H200 gave +0.0 there in
- * two device rounds, before and after permute skipped atomic adds of
- * -0.0, with n = 4 (the plain entry, whose PTX adds with add.rn.f32), and
- * the cause was not found in time (an open question for the lead). */
+ * On PTX bin 1 is only asked to be a zero: the source's -0.0 is
+ * `cond(.., -1.0, -0.0)`, whose correct `selp.f32 .., 0fBF800000,
+ * 0f80000000` ptxas (12.x, and the H200's driver in device rounds 2 and
+ * 3) turns into an integer select of -1 or 0 and an I2FP conversion,
+ * which gives +0.0: the contributions arrive as +0.0, and so does bin 1.
+ * Not permute's doing (bin 0 and the default's bin 2 keep their signs). */
 static weft_acc *build_zeros(weft_program *p, weft_acc *const *in,
                              const void *user)
 {
