@@ -184,10 +184,7 @@ static weft_status update_plain(sk_fn *f, const cg_array *r, LLVMValueRef j,
     return s;
 }
 
-/* One native atomicrmw.  A floating add of -0.0 is skipped: it changes
- * nothing (x + -0.0 = x for every x), and the GPU's atomic float add
- * gives +0.0 for -0.0 + -0.0 where IEEE arithmetic gives -0.0 (measured
- * on an H200: a bin that only -0.0 reached came out +0.0). */
+/* One native atomicrmw. */
 weft_status sk_permute_update_rmw(sk_fn *f, const cg_array *r, LLVMValueRef j,
                                   const cg_val *x)
 {
@@ -197,20 +194,7 @@ weft_status sk_permute_update_rmw(sk_fn *f, const cg_array *r, LLVMValueRef j,
         return fe_error(WEFT_ERR_INTERNAL,
                         "weft_compile: permute: the combine is not atomic");
     }
-    LLVMValueRef p = elem_ptr(fn, r, 0, j);
-    if (op != LLVMAtomicRMWBinOpFAdd) {
-        fn->target->atomic_rmw(fn, op, p, x->v[0]);
-        return WEFT_OK;
-    }
-    LLVMTypeRef it = LLVMIntTypeInContext(
-        fn->llctx, (unsigned)fe_type_bits(f->e->k->op->type));
-    LLVMValueRef bits = LLVMBuildBitCast(fn->b, x->v[0], it, "");
-    LLVMValueRef neg0 = LLVMBuildBitCast(
-        fn->b, LLVMConstReal(LLVMTypeOf(x->v[0]), -0.0), it, "");
-    cg_if add;
-    cg_if_begin(fn, &add, LLVMBuildICmp(fn->b, LLVMIntNE, bits, neg0, ""));
-    fn->target->atomic_rmw(fn, op, p, x->v[0]);
-    cg_if_end(fn, &add);
+    fn->target->atomic_rmw(fn, op, elem_ptr(fn, r, 0, j), x->v[0]);
     return WEFT_OK;
 }
 

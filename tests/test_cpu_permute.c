@@ -478,8 +478,8 @@ END_TEST
  * nothing (-0.0, the default); enough sources for every parallel path.
  * On PTX bin 1 is only asked to be a zero: the source's -0.0 is
  * `cond(.., -1.0, -0.0)`, whose correct `selp.f32 .., 0fBF800000,
- * 0f80000000` ptxas (12.x, and the H200's driver in device rounds 2 and
- * 3) turns into an integer select of -1 or 0 and an I2FP conversion,
+ * 0f80000000` ptxas (13.0 here; the H200 gave the same in device rounds
+ * 2 and 3) turns into an integer select of -1 or 0 and an I2FP conversion,
  * which gives +0.0: the contributions arrive as +0.0, and so does bin 1.
  * Not permute's doing (bin 0 and the default's bin 2 keep their signs). */
 static weft_acc *build_zeros(weft_program *p, weft_acc *const *in,
