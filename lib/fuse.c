@@ -17,7 +17,9 @@
  *
  * Producers (generate, map, zipWith, backpermute, transform, replicate,
  * slice, reshape) fuse into each other and into the array input of fold,
- * fold1, foldSeg, fold1Seg, the scans, and the source of permute.  A
+ * fold1, foldSeg, fold1Seg, the scans, and the source and the default of
+ * permute (the default where the backend can compute it inline without
+ * changing which error a run reports: runtime/plan.c).  A
  * producer that is let-bound because it has several data uses stays
  * manifest: no work is duplicated.  The cost rule for gathers: a producer
  * fused into backpermute, transform, replicate or slice is computed once
@@ -63,6 +65,8 @@ bool fe_fusible_operand(const fe_term *t, int k)
     case FE_SCANL1:
     case FE_SCANR1:
         return k == 0;
+    case FE_PERMUTE:
+        return k == 0 || k == 1;
     case FE_BACKPERMUTE:
     case FE_TRANSFORM:
     case FE_RESHAPE:
@@ -72,7 +76,6 @@ bool fe_fusible_operand(const fe_term *t, int k)
     case FE_SCANL_:
     case FE_SCANR:
     case FE_SCANR_:
-    case FE_PERMUTE:
         return k == 1;
     default:
         return false;

@@ -2,8 +2,12 @@
  * runtime/exec_permute.c: the driver of the permute skeleton
  * (skeletons-ir/permute.c).
  *
- * The output starts as a copy of the default array (the backend's copy);
- * then the kernel runs over the linear positions of the source.  With more
+ * The output starts as a copy of the default array (the backend's copy),
+ * or, where the default is fused into the kernel, as what the kernel's
+ * default entry (sk_permute_init_entry) writes, a phase before the
+ * others; then the kernel runs over the linear positions of the source.
+ * The default's shape is worked out before the source's, as the
+ * interpreter computes the default first.  With more
  * than one worker and more than one chunk of source, entry 0 runs on the
  * gang and updates the output atomically (native atomics, a CAS loop or
  * striped locks, as the kernel was compiled); otherwise entry 1, the plain
@@ -21,7 +25,11 @@
  * otherwise as many as give each of j->workers / PRIVATE_WORKERS blocks
  * one (on the GPU j->workers is 64 per SM, so four blocks per SM; the
  * backend launches no more blocks than fit, and those take the rest of the
- * chunks in turn).  The CPU's permute has no third entry.
+ * chunks in turn).  With a fused default, entry 2 also writes the
+ * default and runs alone: its blocks combine their copies into
+ * accumulators in aux 1 (zeroed, private_words of them), and the last
+ * block to finish writes each bin from its accumulator and the default.
+ * The CPU's permute has no such entry.
  */
 #ifdef WEFT_HAVE_LLVM
 #include <string.h>
@@ -53,46 +61,75 @@ static int64_t private_chunk(const rt_job *j, int64_t n, int64_t bins)
     return grain;
 }
 
+/* The words of aux 1 of a PTX permute whose entry 2 also computes a
+ * fused default (ptx/permute.c): the bins' accumulators, the ticket and
+ * a bit per bin. */
+static int64_t private_words(int64_t bins, weft_type type)
+{
+    int64_t acc = (bins * (int64_t)weft_type_size(type) + 3) / 4;
+    return acc + 1 + (bins + 31) / 32;
+}
+
 /* Runs permute kernel j->k (see the head comment). */
 weft_status rt_exec_permute(rt_job *j)
 {
     const fe_term *t = j->k->op;
+    const fe_term *dt = t->kid[0], *src = t->kid[1];
+    int init = sk_permute_init_entry(j->k);
     const weft_array *def = j->kid[0];
-    if (!def || t->kid[1] == NULL) {
+    if (!dt || !src || (init < 0 && !def)) {
         return fe_error(WEFT_ERR_INTERNAL,
                         "weft_run: permute: an operand is missing");
     }
-    int64_t sshape[WEFT_MAX_RANK];
-    weft_status s = rt_term_shape(j, t->kid[1], sshape);
-    if (s || (s = rt_job_out(j, 0, def->type, def->rank, def->shape)) !=
-                 WEFT_OK) {
+    /* the default's shape first, as the interpreter computes it first */
+    int64_t dshape[WEFT_MAX_RANK], sshape[WEFT_MAX_RANK];
+    weft_status s = WEFT_OK;
+    if (init >= 0) {
+        s = rt_term_shape(j, dt, dshape);
+    } else {
+        memcpy(dshape, def->shape, sizeof *dshape * (size_t)def->rank);
+    }
+    if (s || (s = rt_term_shape(j, src, sshape)) != WEFT_OK ||
+        (s = rt_job_out(j, 0, t->type, dt->rank, dshape)) != WEFT_OK) {
         return s;
     }
-    if ((s = j->ops->copy(j, j->out[0], j->kid[0])) != WEFT_OK) {
+    if (init < 0 && (s = j->ops->copy(j, j->out[0], j->kid[0])) != WEFT_OK) {
         return s;
     }
+    int64_t n = fe_shape_size(src->rank, sshape);
+    int64_t bins = j->out[0]->size;
+    bool parallel = j->workers > 1 && n > j->grain;
+    bool private = parallel && j->k->privatise && j->k->nentry >= 3 &&
+                   bins <= SK_PERMUTE_SHARED_BYTES /
+                               (int64_t)weft_type_size(j->out[0]->type);
     bool locks = j->k->aux_item[0] >= 0;
     /* the striped locks: PERMUTE_LOCKS of skeletons-ir/permute.c */
     if (locks && (s = rt_job_aux(j, 0, WEFT_I32, 4096, false)) != WEFT_OK) {
         return s;
     }
+    if (j->k->aux_item[1] >= 0 &&
+        (s = rt_job_aux(j, 1, WEFT_U32,
+                        private ? private_words(bins, j->out[0]->type) : 1,
+                        false)) != WEFT_OK) {
+        return s;
+    }
     if ((s = rt_job_fill(j)) != WEFT_OK) {
         return s;
     }
-    int64_t n = fe_shape_size(t->kid[1]->rank, sshape);
-    if (n <= 0) {
-        return WEFT_OK;
+    if (private) {
+        /* entry 2 computes a fused default itself */
+        return rt_job_run(j, 2, n, private_chunk(j, n, bins));
     }
-    if (j->workers > 1 && n > j->grain) {
-        int64_t bins = j->out[0]->size;
-        if (j->k->privatise && j->k->nentry >= 3 &&
-            bins <= SK_PERMUTE_SHARED_BYTES /
-                        (int64_t)weft_type_size(j->out[0]->type)) {
-            return rt_job_run(j, 2, n, private_chunk(j, n, bins));
-        }
-        return rt_job_run(j, 0, n, j->grain);
+    rt_phase ph[2];
+    int np = 0;
+    if (init >= 0) {
+        ph[np++] = (rt_phase){.entry = init, .n = bins, .grain = j->grain};
     }
-    /* One chunk, one thread: no atomics needed. */
-    return rt_job_run(j, 1, n, n);
+    if (n > 0) {
+        /* one chunk, one thread: no atomics needed */
+        ph[np++] = parallel ? (rt_phase){.entry = 0, .n = n, .grain = j->grain}
+                            : (rt_phase){.entry = 1, .n = n, .grain = n};
+    }
+    return np > 0 ? rt_job_phases(j, np, ph) : WEFT_OK;
 }
 #endif

@@ -47,6 +47,23 @@ static weft_status add(weft_executable *exe, rt_plan_t *pl,
     return WEFT_OK;
 }
 
+/* Whether operand i of t, a delayed producer, stays fused in the kernel
+ * of t's skeleton sk (NULL: t has none).  A permute's default does only
+ * where the skeleton can compute it without changing which error a run
+ * reports (sk_permute_fuses_default). */
+static bool stays_fused(const weft_executable *exe, const sk_skeleton *sk,
+                        const fe_term *t, int i)
+{
+    if (!sk || !sk->fuses_input) {
+        return false;
+    }
+    if (t->kind == FE_PERMUTE && i == 0) {
+        return sk_permute_fuses_default(
+            t, (exe->ctx->cfg.flags & WEFT_FLAG_CHECKED) != 0);
+    }
+    return true;
+}
+
 static weft_status walk(weft_executable *exe, rt_plan_t *pl,
                         const sk_target *tg, rt_get_fn get, void *user,
                         const fe_term *t)
@@ -58,7 +75,7 @@ static weft_status walk(weft_executable *exe, rt_plan_t *pl,
     const sk_skeleton *sk = sk_skeleton_of(t, tg);
     for (int i = 0; i < t->nkid; i++) {
         fe_term *kid = t->kid[i];
-        if (kid && kid->delayed && !(sk && sk->fuses_input)) {
+        if (kid && kid->delayed && !stays_fused(exe, sk, t, i)) {
             kid->delayed = false;
         }
     }

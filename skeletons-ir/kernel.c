@@ -268,9 +268,7 @@ static weft_status walk_delayed(walk *w, const fe_term *t)
     return WEFT_OK;
 }
 
-/* Whether reading t (the operation, or a delayed producer inside it)
- * gathers: the reads that check bounds and may set the error word. */
-static bool gathers(const fe_term *t, bool top)
+bool sk_gathers(const fe_term *t, bool top)
 {
     if (!t || !t->acc || (!top && !t->delayed)) {
         return false;
@@ -286,7 +284,7 @@ static bool gathers(const fe_term *t, bool top)
         break;
     }
     for (int i = 0; i < t->nkid; i++) {
-        if (gathers(t->kid[i], false)) {
+        if (sk_gathers(t->kid[i], false)) {
             return true;
         }
     }
@@ -369,7 +367,7 @@ weft_status sk_prepare(weft_context *ctx, const fe_core *core, fe_arena *arena,
     }
     k->err_item = k->aux_item[SK_ERR_AUX] = k->nitem - 1;
     k->checked = (ctx->cfg.flags & WEFT_FLAG_CHECKED) != 0;
-    k->may_fail = gathers(t, true) || k->checked;
+    k->may_fail = sk_gathers(t, true) || k->checked;
     /* the cancel word, which scalar while loops poll */
     if (w.has_while) {
         s = sk_add_item(ctx, arena, k, SK_SCALAR, SK_SRC_AUX, SK_CANCEL_AUX,
@@ -690,6 +688,16 @@ static weft_status elements_loop(sk_fn *f, LLVMValueRef lo, LLVMValueRef hi,
     return s;
 }
 
+LLVMValueRef sk_full_chunk(sk_fn *f, int k)
+{
+    LLVMBuilderRef b = f->fn.b;
+    LLVMValueRef kk = cg_i64(&f->fn, k);
+    return LLVMBuildAnd(
+        b, LLVMBuildICmp(b, LLVMIntEQ, f->grain, kk, ""),
+        LLVMBuildICmp(b, LLVMIntEQ, LLVMBuildSub(b, f->end, f->start, ""), kk,
+                      ""), "full");
+}
+
 weft_status sk_elements(sk_fn *f, sk_elem_body body, void *user)
 {
     cg_fn *fn = &f->fn;
@@ -702,12 +710,8 @@ weft_status sk_elements(sk_fn *f, sk_elem_body body, void *user)
      * bytes at a multiple of 16 in a buffer aligned to array_align) */
     LLVMBuilderRef b = fn->b;
     LLVMValueRef kk = cg_i64(fn, k);
-    LLVMValueRef go = LLVMBuildAnd(
-        b, LLVMBuildICmp(b, LLVMIntEQ, f->grain, kk, ""),
-        LLVMBuildICmp(b, LLVMIntEQ, LLVMBuildSub(b, f->end, f->start, ""), kk,
-                      ""), "full");
     cg_if full;
-    cg_if_begin(fn, &full, go);
+    cg_if_begin(fn, &full, sk_full_chunk(f, k));
     LLVMValueRef lo = LLVMBuildNSWMul(b, f->chunk, kk, "");
     LLVMValueRef hi = LLVMBuildNSWAdd(b, lo, kk, "");
     weft_status s = elements_loop(f, lo, hi, body, user);

@@ -5,8 +5,12 @@
  *     r = copy of def;  for each i of src:  j = ix(index i);
  *                       if j is not ignore: r[j] = combine(src[i], r[j])
  *
- * The driver (runtime-cpu/exec_permute.c) copies def into the output; the
- * kernel runs over the linear positions of src.  For each one it reads
+ * The driver (runtime/exec_permute.c) copies def into the output, or,
+ * where def is a fused producer (lib/fuse.c; only one whose computation
+ * cannot store an error, sk_permute_fuses_default, so that a run reports
+ * the interpreter's error), runs the default's entry first: the last
+ * entry, out[i] = def[i] over the output's positions.  The kernel runs
+ * over the linear positions of src.  For each one it reads
  * src[i] (through sk_read, so a producer fused into the source is computed
  * inline), applies ix to the multi-index of i, drops the element when the
  * result is `ignore` (every component INT64_MIN; at rank 0, where there
@@ -45,6 +49,7 @@
 
 /* The atomic update of one permute kernel (k->flags, k->permute_mode). */
 enum { PERMUTE_RMW = 1, PERMUTE_CAS = 2, PERMUTE_LOCK = 3 };
+enum { PERMUTE_VERSION = 1 }; /* of the emitted code (k->flags bits 4-7) */
 #define PERMUTE_LOCKS 4096 /* striped locks (a power of two) */
 #define PERMUTE_LOCK_BITS 12
 
@@ -125,12 +130,26 @@ static bool permute_supported(const fe_term *t)
            t->fun[0]->arity == 2 && t->fun[1]->arity == 1;
 }
 
+bool sk_permute_fuses_default(const fe_term *t, bool checked)
+{
+    return !checked && t->kind == FE_PERMUTE && t->nkid == 2 && t->kid[0] &&
+           (!t->kid[0]->delayed || !sk_gathers(t->kid[0], false));
+}
+
+int sk_permute_init_entry(const sk_kernel *k)
+{
+    return k->op->kid[0]->delayed ? k->nentry - 1 : -1;
+}
+
 static weft_status permute_prepare(weft_context *ctx, fe_arena *arena,
                                    sk_kernel *k)
 {
-    k->nentry = 2;
+    /* the atomic and the plain loop, and the default's entry */
+    k->nentry = k->op->kid[0]->delayed ? 3 : 2;
     k->permute_mode = permute_mode_of(k->op);
-    k->flags = (unsigned)k->permute_mode;
+    /* the mode and the version of this file's code (the key: cached
+     * kernels of older code are not reused) */
+    k->flags = (unsigned)k->permute_mode | (unsigned)PERMUTE_VERSION << 4;
     if (k->permute_mode != PERMUTE_LOCK) {
         return WEFT_OK;
     }
@@ -283,11 +302,39 @@ static weft_status update_lock(sk_fn *f, const cg_array *r, LLVMValueRef j,
     return WEFT_OK;
 }
 
+/* The extents of permute t's source into sext.  A source that is a fused
+ * generate over the shape of an array the kernel also reads (the
+ * histogram's `generate (shape keys) 1` with an index function that reads
+ * keys) takes that array's extents, the same values the host computed,
+ * so that the index function's bounds checks on it compare against the
+ * very extents the source loop runs to (ptx/permute.c tells LLVM that
+ * every source position lies inside them). */
+static weft_status source_extent(sk_fn *f, const fe_term *t,
+                                 LLVMValueRef *sext)
+{
+    const fe_term *src = t->kid[1];
+    const fe_term *sh = src->delayed && src->kind == FE_GENERATE && src->nkid
+                            ? src->kid[0]
+                            : NULL;
+    const cg_array *a = NULL;
+    if (sh && sh->kind == FE_SHAPE && sh->nkid == 1 && sh->kid[0]->acc &&
+        sh->kid[0]->rank == src->rank) {
+        a = sk_manifest_array(f, sh->kid[0]);
+    }
+    if (!a) {
+        return sk_extent(f, src, sext);
+    }
+    for (int d = 0; d < src->rank; d++) {
+        sext[d] = a->extent[d];
+    }
+    return WEFT_OK;
+}
+
 weft_status sk_permute_begin(sk_fn *f, LLVMValueRef *sext)
 {
     cg_fn *fn = &f->fn;
     const fe_term *t = f->e->k->op;
-    weft_status s = sk_extent(f, t->kid[1], sext);
+    weft_status s = source_extent(f, t, sext);
     if (s == WEFT_OK && sk_out_array(f, 0)->rank == 0) {
         fn->ignored = cg_alloca(fn, LLVMInt1TypeInContext(fn->llctx),
                                 "ignored");
@@ -295,9 +342,9 @@ weft_status sk_permute_begin(sk_fn *f, LLVMValueRef *sext)
     return s;
 }
 
-weft_status sk_permute_step(sk_fn *f, const cg_array *r,
-                            const LLVMValueRef *sext, LLVMValueRef i,
-                            sk_permute_update update)
+weft_status sk_permute_target(sk_fn *f, const cg_array *r,
+                              const LLVMValueRef *sext, LLVMValueRef i,
+                              sk_permute_elem *e)
 {
     weft_status s;
     cg_fn *fn = &f->fn;
@@ -306,11 +353,12 @@ weft_status sk_permute_step(sk_fn *f, const cg_array *r,
     const fe_fun *fix = t->fun[1];
     int drank = r->rank;
     LLVMTypeRef i1 = LLVMInt1TypeInContext(fn->llctx);
-    cg_val x, ix, tv;
+    cg_val ix, tv;
+    e->i = i;
     /* The source element first: like the interpreter, which computes the
      * whole source, a gather fused into it is checked even where the
      * element is then ignored. */
-    s = sk_read(f, src, i, NULL, &x);
+    s = sk_read(f, src, i, NULL, &e->x);
     if (s == WEFT_OK) {
         s = sk_from_linear(f, src->rank, sext, i, &ix);
     }
@@ -323,35 +371,100 @@ weft_status sk_permute_step(sk_fn *f, const cg_array *r,
     if (s) {
         return s;
     }
-    LLVMValueRef ign, inside = LLVMConstInt(i1, 1, 0);
+    e->inside = LLVMConstInt(i1, 1, 0);
     if (drank == 0) {
-        ign = LLVMBuildLoad2(fn->b, i1, fn->ignored, "");
-    } else {
-        ign = LLVMConstInt(i1, 1, 0);
-        for (int d = 0; d < drank; d++) {
-            ign = LLVMBuildAnd(fn->b, ign,
-                               LLVMBuildICmp(fn->b, LLVMIntEQ, tv.v[d],
-                                             cg_i64(fn, INT64_MIN), ""), "");
-            /* 0 <= c < extent, as one unsigned compare */
-            inside = LLVMBuildAnd(fn->b, inside,
-                                  LLVMBuildICmp(fn->b, LLVMIntULT, tv.v[d],
-                                                r->extent[d], ""), "");
-        }
+        e->ignored = LLVMBuildLoad2(fn->b, i1, fn->ignored, "");
+        e->j = cg_i64(fn, 0);
+        return WEFT_OK;
     }
+    e->ignored = LLVMConstInt(i1, 1, 0);
+    for (int d = 0; d < drank; d++) {
+        e->ignored = LLVMBuildAnd(fn->b, e->ignored,
+                                  LLVMBuildICmp(fn->b, LLVMIntEQ, tv.v[d],
+                                                cg_i64(fn, INT64_MIN), ""),
+                                  "");
+        /* 0 <= c < extent, as one unsigned compare */
+        e->inside = LLVMBuildAnd(fn->b, e->inside,
+                                 LLVMBuildICmp(fn->b, LLVMIntULT, tv.v[d],
+                                               r->extent[d], ""),
+                                 "");
+    }
+    e->j = cg_to_index(fn, drank, r->extent, tv.v);
+    return WEFT_OK;
+}
+
+weft_status sk_permute_put(sk_fn *f, const cg_array *r,
+                           const sk_permute_elem *e, sk_permute_update update)
+{
+    cg_fn *fn = &f->fn;
     cg_if keep;
-    cg_if_begin(fn, &keep, LLVMBuildNot(fn->b, ign, ""));
+    cg_if_begin(fn, &keep, LLVMBuildNot(fn->b, e->ignored, ""));
     cg_if in;
-    cg_if_begin(fn, &in, inside);
-    LLVMValueRef jlin = drank == 0 ? cg_i64(fn, 0)
-                                   : cg_to_index(fn, drank, r->extent, tv.v);
-    if ((s = update(f, r, jlin, &x)) != WEFT_OK) {
+    cg_if_begin(fn, &in, e->inside);
+    weft_status s = update(f, r, e->j, &e->x);
+    if (s) {
         return s;
     }
     cg_if_else(fn, &in);
+    /* checked mode names the element: a target read after it may have
+     * moved the current element on */
+    cg_set_elem(fn, e->i);
     sk_set_error(f, CG_ERR_PERMUTE);
     cg_if_end(fn, &in);
     cg_if_end(fn, &keep);
     return WEFT_OK;
+}
+
+void sk_permute_assume_inside(sk_fn *f, LLVMValueRef i, LLVMValueRef ssize)
+{
+    cg_fn *fn = &f->fn;
+    LLVMValueRef in = LLVMBuildICmp(fn->b, LLVMIntULT, i, ssize, "");
+    cg_intrinsic(fn, "llvm.assume", NULL, 0, &in, 1);
+}
+
+LLVMValueRef sk_permute_source_size(sk_fn *f, const LLVMValueRef *sext)
+{
+    cg_fn *fn = &f->fn;
+    int rank = f->e->k->op->kid[1]->rank;
+    LLVMValueRef n = rank > 0 ? sext[0] : cg_i64(fn, 1);
+    for (int d = 1; d < rank; d++) {
+        n = LLVMBuildNSWMul(fn->b, n, sext[d], "");
+    }
+    return n;
+}
+
+weft_status sk_permute_group(sk_fn *f, const cg_array *r,
+                             const LLVMValueRef *sext, LLVMValueRef ssize,
+                             const LLVMValueRef *g, int ng, int count,
+                             sk_permute_put_fn put, void *user)
+{
+    cg_fn *fn = &f->fn;
+    sk_permute_elem e[SK_PERMUTE_GROUP_MAX];
+    weft_status s = WEFT_OK;
+    int n = ng * count;
+    if (n > SK_PERMUTE_GROUP_MAX) {
+        return fe_error(WEFT_ERR_INTERNAL, "weft_compile: permute: a group "
+                                           "too large");
+    }
+    for (int k = 0; k < n && s == WEFT_OK; k++) {
+        LLVMValueRef i =
+            LLVMBuildNSWAdd(fn->b, g[k / count], cg_i64(fn, k % count), "");
+        sk_permute_assume_inside(f, i, ssize);
+        s = sk_permute_target(f, r, sext, i, &e[k]);
+    }
+    for (int k = 0; k < n && s == WEFT_OK; k++) {
+        s = put(f, r, &e[k], user);
+    }
+    return s;
+}
+
+weft_status sk_permute_step(sk_fn *f, const cg_array *r,
+                            const LLVMValueRef *sext, LLVMValueRef i,
+                            sk_permute_update update)
+{
+    sk_permute_elem e;
+    weft_status s = sk_permute_target(f, r, sext, i, &e);
+    return s ? s : sk_permute_put(f, r, &e, update);
 }
 
 typedef struct permute_loop {
@@ -363,6 +476,44 @@ static weft_status permute_element(sk_fn *f, LLVMValueRef i, void *user)
 {
     permute_loop *pl = user;
     return sk_permute_step(f, sk_out_array(f, 0), pl->sext, i, pl->update);
+}
+
+/* sk_permute_put with the loop's update (a sk_permute_group put). */
+static weft_status put_update(sk_fn *f, const cg_array *r,
+                              const sk_permute_elem *e, void *user)
+{
+    const permute_loop *pl = user;
+    return sk_permute_put(f, r, e, pl->update);
+}
+
+/* The atomic loop on a target whose element-wise work comes in chunks of
+ * K elements (PTX): a full chunk is one group (its K targets before its K
+ * updates, so that its reads sit together and combine into a vector
+ * load), any other range goes element by element. */
+static weft_status emit_chunks(sk_fn *f, permute_loop *pl, int K)
+{
+    cg_fn *fn = &f->fn;
+    LLVMBuilderRef b = fn->b;
+    LLVMValueRef kk = cg_i64(fn, K);
+    const cg_array *out = sk_out_array(f, 0);
+    LLVMValueRef ssize = sk_permute_source_size(f, pl->sext);
+    cg_if full;
+    cg_if_begin(fn, &full, sk_full_chunk(f, K));
+    /* the chunk at c K, said with the constant K (its alignment) */
+    LLVMValueRef g = LLVMBuildNSWMul(b, f->chunk, kk, "");
+    weft_status s = sk_permute_group(f, out, pl->sext, ssize, &g, 1, K,
+                                     put_update, pl);
+    cg_if_else(fn, &full);
+    if (s == WEFT_OK) {
+        cg_loop l;
+        LLVMValueRef i;
+        cg_loop_begin(fn, &l, f->start, f->end, &i);
+        sk_permute_assume_inside(f, i, ssize);
+        s = sk_permute_step(f, out, pl->sext, i, pl->update);
+        cg_loop_end(fn, &l);
+    }
+    cg_if_end(fn, &full);
+    return s;
 }
 
 /* The body of one entry point: the loop over src positions [start, end). */
@@ -379,6 +530,11 @@ static weft_status emit_loop(sk_fn *f, bool atomic)
         return s;
     }
     permute_loop pl = {.sext = sext, .update = update};
+    int K = f->e->target->chunk_elems;
+    if (atomic && K > 1 && K <= SK_PERMUTE_GROUP_MAX && f->chunk &&
+        f->e->k->light) {
+        return emit_chunks(f, &pl, K);
+    }
     return sk_elements(f, permute_element, &pl);
 }
 
@@ -401,11 +557,40 @@ static weft_status emit_entry(sk_emit *e, const char *name, bool atomic)
     return WEFT_OK;
 }
 
+/* out[i] = def[i], the default's element (an sk_elements body). */
+static weft_status init_element(sk_fn *f, LLVMValueRef i, void *user)
+{
+    (void)user;
+    cg_val y;
+    weft_status s = sk_read(f, f->e->k->op->kid[0], i, NULL, &y);
+    if (s == WEFT_OK) {
+        cg_array_store(&f->fn, sk_out_array(f, 0), i, &y);
+    }
+    return s;
+}
+
+/* The default's entry: its elements over the output's positions. */
+static weft_status emit_init(sk_emit *e, const char *name)
+{
+    sk_fn f;
+    weft_status s = sk_fn_begin(e, &f, name);
+    if (s) {
+        return s;
+    }
+    s = sk_elements(&f, init_element, NULL);
+    sk_fn_end(&f);
+    return s;
+}
+
 static weft_status permute_emit(sk_emit *e, const char *const *names)
 {
+    int init = sk_permute_init_entry(e->k);
     weft_status s = emit_entry(e, names[0], true);
     if (s == WEFT_OK) {
         s = emit_entry(e, names[1], false);
+    }
+    if (s == WEFT_OK && init >= 0) {
+        s = emit_init(e, names[init]);
     }
     return s;
 }

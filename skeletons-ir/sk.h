@@ -275,6 +275,10 @@ weft_status sk_add_item(weft_context *ctx, fe_arena *arena, sk_kernel *k,
                         sk_item_kind kind, sk_src src, int index,
                         weft_type type, int rank);
 
+/* Whether reading t (the operation, top, or a delayed producer inside
+ * it) gathers: the reads that check bounds and may set the error word. */
+bool sk_gathers(const fe_term *t, bool top);
+
 /* Feed a canonical description of kernel k (skeleton, layout types, the
  * operation's functions with variables renumbered) to add(user, p, n). */
 void sk_describe(const fe_core *core, const sk_kernel *k,
@@ -335,6 +339,9 @@ void sk_flush_error(sk_fn *f);
  * may not keep values between calls. */
 typedef weft_status (*sk_elem_body)(sk_fn *f, LLVMValueRef i, void *user);
 weft_status sk_elements(sk_fn *f, sk_elem_body body, void *user);
+/* The i1 that says the range is a full chunk of k elements (the kernel's
+ * grain is k and the range has k elements: it starts at f->chunk k). */
+LLVMValueRef sk_full_chunk(sk_fn *f, int k);
 
 /* Reading array operands, manifest or fused.  sk_read gives the element of
  * array term t (the operation itself when it is a producer, one of its
@@ -407,6 +414,17 @@ weft_status sk_spmd_fold_range(sk_fn *f, const cg_mut *acc, const fe_term *src,
 
 /* ===== permute.c: what a target's own permute shares ===== */
 
+/* Whether permute t computes a fused (delayed) default inline, in its
+ * default's entry (and on PTX in entry 2): where computing it cannot
+ * store an error (no gather in it, not checked mode), so that the errors
+ * a run reports stay the interpreter's, which computes the default
+ * first.  runtime/plan.c makes other defaults arrays of their own. */
+bool sk_permute_fuses_default(const fe_term *t, bool checked);
+/* The default's entry of permute kernel k (the last one, k->nentry - 1:
+ * out[i] = def[i] over the output's positions, run before the loop over
+ * the sources), or -1 when the default is an array the driver copies. */
+int sk_permute_init_entry(const sk_kernel *k);
+
 /* r[j] = combine(x, r[j]) for one element, r an array of the output's
  * type and shape (the output itself, or a block's copy of it). */
 typedef weft_status (*sk_permute_update)(sk_fn *f, const cg_array *r,
@@ -418,7 +436,10 @@ bool sk_permute_rmw_op(const fe_term *t, LLVMAtomicRMWBinOp *op);
 weft_status sk_permute_update_rmw(sk_fn *f, const cg_array *r,
                                   LLVMValueRef j, const cg_val *x);
 /* Before the loop over source positions: the source's extents into
- * sext[WEFT_MAX_RANK] and, for a rank-0 result, fn->ignored. */
+ * sext[WEFT_MAX_RANK] and, for a rank-0 result, fn->ignored.  A source
+ * that is a fused `generate (shape a) f`, a an array the kernel reads,
+ * takes a's extents (the same values), so that an index function reading
+ * a at the source position compares against them. */
 weft_status sk_permute_begin(sk_fn *f, LLVMValueRef *sext);
 /* Source position i (i64): read src[i] (sk_read), apply the index
  * function; nothing when the target is `ignore`, CG_ERR_PERMUTE when it
@@ -426,6 +447,49 @@ weft_status sk_permute_begin(sk_fn *f, LLVMValueRef *sext);
 weft_status sk_permute_step(sk_fn *f, const cg_array *r,
                             const LLVMValueRef *sext, LLVMValueRef i,
                             sk_permute_update update);
+/* sk_permute_step in two halves, so that a target may compute several
+ * positions' targets before it updates (their reads then sit together):
+ * sk_permute_target reads src[i] and applies the index function (no
+ * branch of its own), sk_permute_put makes the update or the report. */
+typedef struct sk_permute_elem {
+    LLVMValueRef i;       /* the source position */
+    cg_val x;             /* src[i] */
+    LLVMValueRef ignored; /* i1: the target is `ignore` */
+    LLVMValueRef inside;  /* i1: the target lies inside r */
+    LLVMValueRef j;       /* the linear target (meaningful when inside) */
+} sk_permute_elem;
+weft_status sk_permute_target(sk_fn *f, const cg_array *r,
+                              const LLVMValueRef *sext, LLVMValueRef i,
+                              sk_permute_elem *e);
+weft_status sk_permute_put(sk_fn *f, const cg_array *r,
+                           const sk_permute_elem *e, sk_permute_update update);
+/* The number of source positions (the product of sext, the source's
+ * extents from sk_permute_begin), and an llvm.assume that position i lies
+ * below it: every position a loop over [0, n) reaches does, and an index
+ * function's bounds check against the same extents then folds away (see
+ * sk_permute_begin). */
+LLVMValueRef sk_permute_source_size(sk_fn *f, const LLVMValueRef *sext);
+void sk_permute_assume_inside(sk_fn *f, LLVMValueRef i, LLVMValueRef ssize);
+/* The positions g[b] .. g[b] + count - 1 for b < ng (ng count <=
+ * SK_PERMUTE_GROUP_MAX, each inside the source): their targets first
+ * (sk_permute_target), then put(f, r, e, user) for each in order
+ * (sk_permute_put, or a target's own). */
+#define SK_PERMUTE_GROUP_MAX 8
+typedef weft_status (*sk_permute_put_fn)(sk_fn *f, const cg_array *r,
+                                         const sk_permute_elem *e, void *user);
+weft_status sk_permute_group(sk_fn *f, const cg_array *r,
+                             const LLVMValueRef *sext, LLVMValueRef ssize,
+                             const LLVMValueRef *g, int ng, int count,
+                             sk_permute_put_fn put, void *user);
+
+/* ===== ptx/target.c ===== */
+
+/* Launch bounds on kernel fn (!nvvm.annotations beside the target's
+ * "kernel"): blocks of at most maxntid threads (.maxntid; the kernel's
+ * block_max should say the same) and minctasm of them resident per SM
+ * (.minnctapersm), which bounds ptxas to 64K / (minctasm maxntid)
+ * registers a thread. */
+void sk_ptx_launch_bounds(cg_fn *fn, int maxntid, int minctasm);
 
 /* ===== ptx/permute.c ===== */
 

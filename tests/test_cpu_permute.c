@@ -237,6 +237,7 @@ typedef struct perm_case {
     bool flip;          /* the recognised combine with its arguments swapped */
     bool wrap;          /* targets modulo the output size (else a key past
                            the output is out of bounds) */
+    bool negdef;        /* default element i is conv(i mod 5 - 2) */
 } perm_case;
 
 static weft_exp *conv_elem(weft_program *p, const perm_case *pc, weft_type et,
@@ -293,6 +294,9 @@ static weft_acc *build_permute(weft_program *p, weft_acc *const *in,
     weft_exp *dsh = shape_exp(p, pc->drank, pc->dshape);
     weft_exp *li = weft_convert(
         weft_rem(weft_to_index(dsh, weft_arg(g, 0)), weft_i64(p, 5)), WEFT_I32);
+    if (pc->negdef) {
+        li = weft_sub(li, weft_i32(p, 2));
+    }
     weft_fun_return(g, conv_elem(p, pc, et, li));
     weft_acc *def = weft_generate(shape_exp(p, pc->drank, pc->dshape), g);
     /* source: conv(key mod 7 + 1), or parameter 1 */
@@ -430,6 +434,108 @@ START_TEST(test_permute_flip_direct)
                             .drank = 1, .dshape = {37}, .wrap = true,
                             .flip = true, .direct = s % 2 == 0};
             run_perm(&c, &pc, 1, src_sizes[s], -5, 1000, (uint64_t)(m + s));
+        }
+    }
+    pair_close(&c);
+}
+END_TEST
+
+/* Every native atomic combine on signed and unsigned types with values
+ * of both signs in the source and the default (the PTX target's entry 2
+ * keeps them in words whose zero is the combine's identity), into few
+ * and many bins. */
+START_TEST(test_permute_signs)
+{
+    pair c;
+    pair_open(&c, 4);
+    static const weft_type types[] = {WEFT_I32, WEFT_I64, WEFT_U32, WEFT_U64};
+    static const int combs[] = {C_ADD, C_MIN, C_MAX, C_BAND, C_BOR, C_BXOR};
+    static const int64_t sizes[] = {7, 4099, 300007};
+    uint64_t seed = 7;
+    for (int t = 0; t < 4; t++) {
+        for (int m = 0; m < 6; m++) {
+            for (int s = 0; s < 3; s++) {
+                perm_case pc = {.t = types[t], .comb = combs[m], .drank = 1,
+                                .dshape = {s == 1 ? 3 : 700}, .wrap = true,
+                                .direct = true, .negdef = true};
+                run_perm(&c, &pc, 1, sizes[s], -3, 2000, seed++);
+            }
+        }
+    }
+    /* f32 and f64 add with negative values */
+    for (int t = 0; t < 2; t++) {
+        perm_case pc = {.t = t ? WEFT_F64 : WEFT_F32, .comb = C_ADD,
+                        .drank = 1, .dshape = {300}, .wrap = true,
+                        .direct = true, .negdef = true};
+        run_perm(&c, &pc, 1, 300007, -3, 2000, seed++);
+    }
+    pair_close(&c);
+}
+END_TEST
+
+/* fadd's signed zeros, bit for bit: into a default of -0.0, bin 0 gets
+ * as many 1.0 as -1.0 (+0.0 in any order), bin 1 only -0.0 (-0.0), bin 2
+ * nothing (-0.0, the default); enough sources for every parallel path.
+ * On PTX bin 1 is only asked to be a zero: the source's -0.0 is
+ * `cond(.., -1.0, -0.0)`, whose correct `selp.f32 .., 0fBF800000,
+ * 0f80000000` ptxas (13.0 here; the H200 gave the same in device rounds
+ * 2 and 3) turns into an integer select of -1 or 0 and an I2FP conversion,
+ * which gives +0.0: the contributions arrive as +0.0, and so does bin 1.
+ * Not permute's doing (bin 0 and the default's bin 2 keep their signs). */
+static weft_acc *build_zeros(weft_program *p, weft_acc *const *in,
+                             const void *user)
+{
+    weft_type t = *(const weft_type *)user;
+    weft_fun *g = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(g, weft_convert(weft_f64(p, -0.0), t));
+    weft_acc *def = weft_generate(weft_index1(weft_i64(p, 3)), g);
+    weft_fun *v = weft_fun1(p, WEFT_I32);
+    weft_exp *k = weft_arg(v, 0);
+    weft_exp *r = weft_rem(k, weft_i32(p, 4));
+    /* k mod 4: 0 -> 1.0, 1 -> -1.0 (bin 0); 2, 3 -> -0.0 (bin 1) */
+    weft_exp *rest = weft_cond(weft_eq(r, weft_i32(p, 1)), weft_f64(p, -1),
+                               weft_f64(p, -0.0));
+    weft_fun_return(v, weft_convert(weft_cond(weft_eq(r, weft_i32(p, 0)),
+                                              weft_f64(p, 1), rest),
+                                    t));
+    weft_acc *src = weft_map(v, in[0]);
+    weft_fun *ix = weft_fun1(p, WEFT_DIM(1));
+    weft_exp *kr = weft_rem(weft_at(in[0], weft_arg(ix, 0)), weft_i32(p, 4));
+    weft_fun_return(ix, weft_index1(weft_convert(
+                            weft_quot(kr, weft_i32(p, 2)), WEFT_I64)));
+    return weft_permute(tu_fun_op2(p, WEFT_OP_ADD, t), def, ix, src);
+}
+
+START_TEST(test_permute_signed_zeros)
+{
+    pair c;
+    pair_open(&c, 4);
+    for (int t = 0; t < 2; t++) {
+        weft_type ty = t ? WEFT_F64 : WEFT_F32;
+        for (int64_t n = 4; n <= 400000; n *= 100) {
+            /* keys 0, 1, 2, 3, 0, 1, ...: as many of each */
+            int32_t *keys = malloc((size_t)n * sizeof *keys);
+            ck_assert_ptr_nonnull(keys);
+            for (int64_t i = 0; i < n; i++) {
+                keys[i] = (int32_t)(i % 4);
+            }
+            in_spec sp = {.type = WEFT_I32, .rank = 1, .shape = {n},
+                          .data = keys};
+            void *host[1] = {keys};
+            weft_array *got = NULL;
+            TU_OK(run_in(c.cpu, build_zeros, &ty, 1, &sp, host, true, &got));
+            double want[3] = {0.0, -0.0, -0.0};
+            for (int b = 0; b < 3; b++) {
+                double x = tu_load_f(ty, (const char *)weft_array_data(got, 0) +
+                                             (size_t)b * weft_type_size(ty));
+                bool sign = DT_BACKEND != WEFT_BACKEND_PTX || b != 1;
+                ck_assert_msg(x == 0 && (!sign || !signbit(x) ==
+                                                      !signbit(want[b])),
+                              "type %d n %lld bin %d: %g, want %s0.0", (int)ty,
+                              (long long)n, b, x, signbit(want[b]) ? "-" : "+");
+            }
+            weft_array_release(got);
+            free(keys);
         }
     }
     pair_close(&c);
@@ -825,6 +931,8 @@ static Suite *suite(void)
         tcase_add_test(tp, test_permute_one_worker);
     }
     tcase_add_test(tp, test_permute_fused);
+    tcase_add_test(tp, test_permute_signs);
+    tcase_add_test(tp, test_permute_signed_zeros);
     suite_add_tcase(s, tp);
     TCase *tf = tcase_create("fold_seg");
     tcase_set_timeout(tf, 600);

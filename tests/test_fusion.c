@@ -29,6 +29,10 @@
  *   generate/zipWith/map/fold    a mixed chain whose zipWith operands have
  *                                different extents (intersection): 1
  *   a fused gather out of bounds WEFT_ERR_OUT_OF_BOUNDS, no output
+ *   a histogram                  permute with a generated default and
+ *                                source: 1 kernel (3 without fusion); a
+ *                                map as the default: 1; a gather as the
+ *                                default stays an array: 2
  *
  * Tolerances, relative where the expected value exceeds 1 in magnitude
  * and absolute below, are stated at each case.
@@ -899,6 +903,84 @@ START_TEST(fused_gather_out_of_bounds)
 }
 END_TEST
 
+/* ---- a histogram: permute with its default and source fused -------------- */
+
+/* permute (+) (generate 256 (\_ -> 3)) (\i -> index1 (keys ! i)) (generate
+ * (shape keys) (\_ -> 1)), keys in [0, 255]: one kernel that writes the
+ * default itself; with `map (* 2) ds` as the default (ds of 256 elements)
+ * still one; with a backpermute as the default (a gather, which may fail:
+ * runtime/plan.c keeps it an array of its own) two. */
+static int hist_default; /* 0: generate, 1: map, 2: backpermute */
+
+static int build_hist(weft_program *p, weft_acc *const *x, weft_acc **res)
+{
+    weft_exp *nb[1] = {weft_i64(p, 256)};
+    weft_acc *def;
+    if (hist_default == 0) {
+        weft_fun *three = weft_fun1(p, WEFT_DIM(1));
+        weft_fun_return(three, weft_i32(p, 3));
+        def = weft_generate(weft_index(p, 1, nb), three);
+    } else {
+        /* ds: the first 256 elements of x[1] */
+        weft_acc *ds = x[1];
+        weft_fun *twice = weft_fun1(p, WEFT_I32);
+        weft_fun_return(twice, weft_mul(weft_arg(twice, 0), weft_i32(p, 2)));
+        if (hist_default == 1) {
+            def = weft_map(twice, x[1]);
+        } else {
+            weft_fun *rev = weft_fun1(p, WEFT_DIM(1));
+            weft_exp *i = weft_get(weft_arg(rev, 0), 0);
+            weft_fun_return(rev, weft_index1(weft_sub(weft_i64(p, 255), i)));
+            def = weft_backpermute(weft_index(p, 1, nb), rev,
+                                   weft_map(twice, ds));
+        }
+    }
+    weft_fun *one = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(one, weft_i32(p, 1));
+    weft_acc *ones = weft_generate(weft_shape(x[0]), one);
+    weft_fun *ix = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(ix, weft_index1(weft_convert(
+                            weft_at(x[0], weft_arg(ix, 0)), WEFT_I64)));
+    res[0] = weft_permute(fun_add(p, WEFT_I32), def, ix, ones);
+    return 1;
+}
+
+/* keys of every size; ds of 256 elements */
+static bool shape_hist(int s, int k, int64_t *sh)
+{
+    if (s >= NSIZES1) {
+        return false;
+    }
+    sh[0] = k == 0 ? sizes1[s] : 256;
+    return true;
+}
+
+START_TEST(histogram)
+{
+    fcase c = {.name = "permute (+) (generate ..) ix (generate ..)",
+               .nin = 2,
+               .in = {{WEFT_I32, 1, 0, 255}, {WEFT_I32, 1, -1000, 1000}},
+               .build = build_hist,
+               .shape = shape_hist,
+               .kernels = 1,
+               .kernels_unfused = 3,
+               .kernel = "kernel 0: permute, fused: generate, generate"};
+    hist_default = 0;
+    run_case(&c);
+    c.name = "permute (+) (map f ds) ix (generate ..)";
+    c.kernels_unfused = 3;
+    c.kernel = "kernel 0: permute, fused: map, generate";
+    hist_default = 1;
+    run_case(&c);
+    c.name = "permute (+) (backpermute ..) ix (generate ..)";
+    c.kernels = 2;
+    c.kernels_unfused = 4;
+    c.kernel = "permute, fused: generate";
+    hist_default = 2;
+    run_case(&c);
+}
+END_TEST
+
 /* ---- suite --------------------------------------------------------------- */
 
 static Suite *fusion_suite(void)
@@ -915,6 +997,7 @@ static Suite *fusion_suite(void)
     tcase_add_test(t, black_scholes);
     tcase_add_test(t, mixed_chain);
     tcase_add_test(t, fused_gather_out_of_bounds);
+    tcase_add_test(t, histogram);
     suite_add_tcase(s, t);
     return s;
 }

@@ -219,8 +219,10 @@ START_TEST(permutes)
     weft_exp *z[2] = {weft_i32(p, 0), weft_f64(p, 0)};
     r[2] = hist(p, pair, tadd, weft_tuple(p, 2, z));
     compile(p, r, 3, "permute: atomic add, CAS, locks");
-    /* histograms (privatised in shared memory): i32 add of ones into 256
-     * bins, f32 add, i64 max, each by a bin computed from the index */
+    /* histograms (privatised in shared memory, the default fused): i32
+     * add of ones into 256 bins, f32 add, i64 max, each by a bin computed
+     * from the index; then every other native atomic, whose entry 2 keeps
+     * the blocks' sums in words that start at zero */
     weft_type ht[3] = {WEFT_I32, WEFT_F32, WEFT_I64};
     weft_op hop[3] = {WEFT_OP_ADD, WEFT_OP_ADD, WEFT_OP_MAX};
     for (int k = 0; k < 3; k++) {
@@ -240,6 +242,27 @@ START_TEST(permutes)
         r[k] = weft_permute(tu_fun_op2(p, hop[k], ht[k]), bins, bin, ones);
     }
     compile(p, r, 3, "permute: histograms of i32 add, f32 add, i64 max");
+    weft_type at[9] = {WEFT_I32, WEFT_I32, WEFT_U32, WEFT_U32, WEFT_I64,
+                       WEFT_U64, WEFT_I32, WEFT_F64, WEFT_U8};
+    weft_op aop[9] = {WEFT_OP_MIN, WEFT_OP_MAX, WEFT_OP_MIN, WEFT_OP_MAX,
+                      WEFT_OP_MIN, WEFT_OP_BAND, WEFT_OP_BOR, WEFT_OP_ADD,
+                      WEFT_OP_ADD};
+    for (int k = 0; k < 9; k++) {
+        weft_acc *keys = weft_param(p, WEFT_I32, 1);
+        weft_fun *one = weft_fun1(p, WEFT_DIM(1));
+        weft_fun_return(one, weft_convert(weft_i32(p, 3), at[k]));
+        weft_acc *src = weft_generate(weft_shape(keys), one);
+        weft_fun *dflt = weft_fun1(p, WEFT_DIM(1));
+        weft_fun_return(dflt, weft_convert(weft_get(weft_arg(dflt, 0), 0),
+                                           at[k]));
+        weft_exp *bsh[1] = {weft_i64(p, 100)};
+        weft_acc *bins = weft_generate(weft_index(p, 1, bsh), dflt);
+        weft_fun *bin = weft_fun1(p, WEFT_DIM(1));
+        weft_fun_return(bin, weft_index1(weft_convert(
+                                 weft_at(keys, weft_arg(bin, 0)), WEFT_I64)));
+        r[0] = weft_permute(tu_fun_op2(p, aop[k], at[k]), bins, bin, src);
+        compile(p, r, 1, "permute: a histogram of each native atomic");
+    }
     weft_program_free(p);
     weft_context_free(ctx);
 }

@@ -3,33 +3,59 @@
  * of a small result (the PTX target's own SK_PERMUTE skeleton).
  *
  * The contract is permute.c's, for the same host driver
- * (runtime/exec_permute.c): entry 0 the atomic grid-stride loop and
- * entry 1 the plain one, both emitted by the shared skeleton itself.
- * When the combine is one native atomic (PERMUTE_RMW: add, min, max, and,
- * or, xor; fadd) the kernel has a third entry, and k->privatise says so:
+ * (runtime/exec_permute.c): entry 0 the atomic grid-stride loop, entry 1
+ * the plain one and, with a fused default, the default's entry last, all
+ * emitted by the shared skeleton itself.  When the combine is one native
+ * atomic (PERMUTE_RMW: add, min, max, and, or, xor; fadd) the kernel has
+ * one more entry, entry 2 (the default's entry after it), and
+ * k->privatise says so:
  *
  *   entry 2, a block per chunk of sources (n = source elements, grain the
  *   chunk, so chunk c is [c grain, min(n, (c + 1) grain)), as the
  *   target's range loop cuts [0, n); item_threads SK_ITEM_BLOCK):
  *
- *       copy[b] = identity               for every bin b of the result
+ *       copy[w][b] = identity            for every copy w and bin b
  *       barrier
  *       for each chunk c of this block (c = block, block + grid, ...):
  *           for each source i of c (groups of 4 consecutive sources,
- *           group lo + 4 thread, stepping by 4 blocks, so that a group's
- *           reads are one vector load): the step of permute.c
- *           (sk_permute_step) with the update an atomicrmw on copy[j]
+ *           groups lo + 4 thread and lo + 4 (thread + block), stepping
+ *           by 8 blocks, two groups a step): the step of
+ *           permute.c with the update an atomicrmw on copy[warp % ncopy][j]
  *           instead of out[j]
  *       barrier
- *       out[b] = out[b] op copy[b]       (atomic) for every bin b whose
- *                                        copy is not the identity
+ *       out[b] = out[b] op (op over w of copy[w][b])   (atomic) for every
+ *                                        bin b the block touched
  *
- * where copy is an array in shared memory of SK_PERMUTE_SHARED_BYTES (the
- * driver uses entry 2 only for a result that fits).  So a block's updates
+ * where the copies lie in shared memory of SK_PERMUTE_SHARED_BYTES (the
+ * driver uses entry 2 only for a result that fits), ncopy = min(warps,
+ * what fits) of them: with 256 bins of i32 each warp of 32 has its own,
+ * so the atomics of different warps never meet.  So a block's updates
  * contend in its own shared memory, and the output sees one global atomic
  * per block and bin touched instead of one per source: the histogram case
  * (2^28 sources into 256 bins) goes from 2^28 atomics on 256 addresses to
  * a few hundred thousand.
+ *
+ * The hot loop is kept short.  A group's four targets are computed before
+ * its four updates, so that its reads sit together and become one 128-bit
+ * load; every source position is said to lie inside the source's extents
+ * (llvm.assume), which sk_permute_begin takes from the array whose shape
+ * a fused `generate (shape a) f` source has, so an index function that
+ * reads a at the position (the histogram's keys) loses its bounds check;
+ * and without checked mode a target outside the result raises a flag that
+ * the thread reports once after its loop (such a report names no element
+ * anyway), so each update is one atomic on shared memory behind one
+ * compare.
+ *
+ * A fused default (permute.c: the kernel writes the default itself) is
+ * written by entry 2 too, so that a histogram is one launch: the blocks
+ * flush their copies not into the output but with atomics into
+ * accumulators (aux 1, which the runtime zeroes, in a form whose zero is
+ * op's identity: acc_op), each thread fences, and thread 0 takes a ticket;
+ * the block that draws the last one (all the others' atomics are in)
+ * writes out[b] = f(acc[b], def[b]) for the bins some block touched and
+ * def[b] for the others (last_block).  Only that block writes the output,
+ * after every flush, so no ordering between blocks is needed but the
+ * ticket's.
  *
  * The identity of op is 0 for add, or, xor and unsigned max, all ones for
  * and and unsigned min, the type's largest value for min and its smallest
@@ -40,11 +66,12 @@
  * result behave as in permute.c, since the step is permute.c's, with the
  * copy's extents those of the output.
  *
- * Barriers.  The two barriers stand at the top level of the kernel,
- * outside every loop and branch, and no thread returns early, so every
- * thread of the block reaches each of them; the loops between them hold
- * no barrier, so their bounds need not be uniform.  The block's chunks
- * all go into one copy, flushed once at the end.
+ * Barriers.  Every barrier (two, and two more around the ticket of a
+ * fused default) stands at the top level of the kernel, outside every
+ * loop and branch, and no thread returns early, so every thread of the
+ * block reaches each of them; the loops between them hold no barrier, so
+ * their bounds need not be uniform.  The block's chunks all go into its
+ * copies, flushed once at the end.
  */
 #include "../sk.h"
 
@@ -52,7 +79,6 @@ static LLVMValueRef wide(cg_fn *fn, LLVMValueRef x)
 {
     return LLVMBuildZExt(fn->b, x, LLVMInt64TypeInContext(fn->llctx), "");
 }
-
 
 /* The identity of atomic operation op on scalar type ty (register form;
  * see the head comment). */
@@ -95,19 +121,311 @@ static LLVMValueRef as_bits(cg_fn *fn, LLVMValueRef x)
                             "");
 }
 
-enum { GROUP = 4 }; /* consecutive sources a thread takes at a time */
+enum {
+    GROUP = 4,          /* consecutive sources a thread takes at a time */
+    PRIVATE_VERSION = 2, /* of entry 2's code (sk_kernel.flags, the key) */
+    /* entry 2's launch bounds where the kernel is light: 2 blocks of 1024
+     * threads an SM, as many threads as an SM holds, so at most 32
+     * registers (the histogram's pairs of groups took ptxas to 39
+     * without, which halved the blocks) */
+    PRIVATE_BLOCK = 1024,
+    PRIVATE_BLOCKS_PER_SM = 2
+};
 
-/* The permute step of sources [lo, hi) into the block's copy. */
-static weft_status private_run(sk_fn *f, const cg_array *copy,
-                               LLVMValueRef *sext, LLVMValueRef lo,
-                               LLVMValueRef hi)
+/* The update of one element into the warp's copy.  Unchecked, a target
+ * outside the result only raises the thread's flag *bad (an i1 slot),
+ * which the kernel reports once at the end (the report names no element
+ * then), so that the update is one predicated atomic with no branch to
+ * a report in the loop; checked mode reports each element as
+ * sk_permute_put does. */
+static weft_status private_put(sk_fn *f, const cg_array *copy,
+                               const sk_permute_elem *e, void *user)
 {
+    cg_fn *fn = &f->fn;
+    LLVMValueRef bad = user;
+    if (f->e->k->checked) {
+        return sk_permute_put(f, copy, e, sk_permute_update_rmw);
+    }
+    LLVMTypeRef i1 = LLVMInt1TypeInContext(fn->llctx);
+    LLVMValueRef keep = LLVMBuildNot(fn->b, e->ignored, "");
+    LLVMValueRef out = LLVMBuildAnd(fn->b, keep,
+                                    LLVMBuildNot(fn->b, e->inside, ""), "");
+    LLVMBuildStore(fn->b,
+                   LLVMBuildOr(fn->b, LLVMBuildLoad2(fn->b, i1, bad, ""), out,
+                               ""),
+                   bad);
+    cg_if in;
+    cg_if_begin(fn, &in, LLVMBuildAnd(fn->b, keep, e->inside, ""));
+    weft_status s = sk_permute_update_rmw(f, copy, e->j, &e->x);
+    cg_if_end(fn, &in);
+    return s;
+}
+
+/* The permute step of sources [lo, hi) into the warp's copy. */
+static weft_status private_run(sk_fn *f, const cg_array *copy,
+                               LLVMValueRef *sext, LLVMValueRef ssize,
+                               LLVMValueRef lo, LLVMValueRef hi,
+                               LLVMValueRef bad)
+{
+    cg_fn *fn = &f->fn;
     cg_loop l;
     LLVMValueRef i;
-    cg_loop_begin(&f->fn, &l, lo, hi, &i);
-    weft_status s = sk_permute_step(f, copy, sext, i, sk_permute_update_rmw);
-    cg_loop_end(&f->fn, &l);
+    cg_loop_begin(fn, &l, lo, hi, &i);
+    sk_permute_assume_inside(f, i, ssize);
+    sk_permute_elem e;
+    weft_status s = sk_permute_target(f, copy, sext, i, &e);
+    if (s == WEFT_OK) {
+        s = private_put(f, copy, &e, bad);
+    }
+    cg_loop_end(fn, &l);
     return s;
+}
+
+/* The step of a thread's two groups g[0] and g[1] (g[0] + GROUP threads,
+ * g[0] < hi): where both are whole, their eight targets before their
+ * eight updates (two 128-bit loads in flight, as the loads of a pair of
+ * grid-stride steps are in hand-written code); else g[0] whole or in
+ * part, then the part of g[1] below hi. */
+static weft_status private_pair(sk_fn *f, const cg_array *copy,
+                                LLVMValueRef *sext, LLVMValueRef ssize,
+                                const LLVMValueRef *g, LLVMValueRef hi,
+                                LLVMValueRef bad)
+{
+    cg_fn *fn = &f->fn;
+    LLVMValueRef four = cg_i64(fn, GROUP);
+    cg_if both;
+    cg_if_begin(fn, &both, LLVMBuildICmp(fn->b, LLVMIntSLE,
+                                         LLVMBuildNSWAdd(fn->b, g[1], four, ""),
+                                         hi, ""));
+    weft_status s = sk_permute_group(f, copy, sext, ssize, g, 2, GROUP,
+                                     private_put, bad);
+    if (s) {
+        return s;
+    }
+    cg_if_else(fn, &both);
+    LLVMValueRef gend = LLVMBuildNSWAdd(fn->b, g[0], four, "");
+    cg_if whole;
+    cg_if_begin(fn, &whole, LLVMBuildICmp(fn->b, LLVMIntSLE, gend, hi, ""));
+    if ((s = sk_permute_group(f, copy, sext, ssize, g, 1, GROUP, private_put,
+                              bad)) != WEFT_OK) {
+        return s;
+    }
+    cg_if_else(fn, &whole);
+    if ((s = private_run(f, copy, sext, ssize, g[0], hi, bad)) != WEFT_OK) {
+        return s;
+    }
+    cg_if_end(fn, &whole);
+    /* g[1] < hi only when g[0] was whole; the loop is empty otherwise */
+    if ((s = private_run(f, copy, sext, ssize, g[1], hi, bad)) != WEFT_OK) {
+        return s;
+    }
+    cg_if_end(fn, &both);
+    return WEFT_OK;
+}
+
+/* ---- a fused default: the accumulators and the last block ---------- */
+
+/* Where aux 1 keeps the blocks' combined copies (runtime/exec_permute.c
+ * sizes it): bins accumulators of the result's type from word 0, then
+ * the ticket (an i32), then a bit per bin (the bins an f32 / f64 add
+ * touched).  All zero before the run. */
+typedef struct acc_place {
+    weft_type ty;
+    LLVMValueRef acc, ticket, bits;
+} acc_place;
+
+static weft_status acc_place_of(sk_fn *f, acc_place *pa, weft_type ty,
+                                LLVMValueRef bins)
+{
+    cg_fn *fn = &f->fn;
+    const cg_array *aux = sk_aux_array(f, 1);
+    if (!aux) {
+        return fe_error(WEFT_ERR_INTERNAL,
+                        "weft_compile: permute: no accumulator array");
+    }
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+    LLVMValueRef words = LLVMBuildUDiv(
+        fn->b,
+        LLVMBuildAdd(fn->b,
+                     LLVMBuildMul(fn->b, bins,
+                                  cg_i64(fn, (int64_t)weft_type_size(ty)), ""),
+                     cg_i64(fn, 3), ""),
+        cg_i64(fn, 4), "");
+    pa->ty = ty;
+    pa->acc = aux->ptr[0];
+    pa->ticket = LLVMBuildInBoundsGEP2(fn->b, i32, aux->ptr[0], &words, 1,
+                                       "ticket");
+    LLVMValueRef one = cg_i64(fn, 1);
+    pa->bits = LLVMBuildInBoundsGEP2(fn->b, i32, pa->ticket, &one, 1, "bits");
+    return WEFT_OK;
+}
+
+/* How accumulator words hold values of op: the atomic that combines
+ * them and the mask that they are xored with, chosen so that op's
+ * identity is 0 (what the runtime's zeroing gives): and, umin: the
+ * complement, combined by or, umax; max, min: the order turned into an
+ * unsigned one (the sign bit flipped; every bit but the sign flipped,
+ * which also reverses it), combined by umax.  add, or, xor, umax and fadd
+ * keep their values (fadd: the bits say which bins were touched, as 0.0
+ * is not fadd's identity -0.0). */
+static LLVMAtomicRMWBinOp acc_op(LLVMAtomicRMWBinOp op, int bits,
+                                 uint64_t *mask)
+{
+    uint64_t ones = bits >= 64 ? ~0ull : (1ull << bits) - 1;
+    *mask = 0;
+    switch (op) {
+    case LLVMAtomicRMWBinOpAnd:
+        *mask = ones;
+        return LLVMAtomicRMWBinOpOr;
+    case LLVMAtomicRMWBinOpUMin:
+        *mask = ones;
+        return LLVMAtomicRMWBinOpUMax;
+    case LLVMAtomicRMWBinOpMax:
+        *mask = 1ull << (bits - 1);
+        return LLVMAtomicRMWBinOpUMax;
+    case LLVMAtomicRMWBinOpMin:
+        *mask = ones >> 1;
+        return LLVMAtomicRMWBinOpUMax;
+    default:
+        return op;
+    }
+}
+
+/* acc[b] = acc[b] op' (v ^ mask), atomic (the flush of a block's bin b
+ * that it touched); fadd also sets bin b's bit. */
+static void accumulate(sk_fn *f, const acc_place *pa, LLVMAtomicRMWBinOp op,
+                       LLVMValueRef b, LLVMValueRef v)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    LLVMTypeRef mt = cg_mem_type(fn->llctx, pa->ty);
+    LLVMValueRef p = LLVMBuildInBoundsGEP2(fn->b, mt, pa->acc, &b, 1, "");
+    if (op == LLVMAtomicRMWBinOpFAdd) {
+        tg->atomic_rmw(fn, op, p, v);
+        LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+        LLVMValueRef w = LLVMBuildLShr(fn->b, b, cg_i64(fn, 5), "");
+        LLVMValueRef bit = LLVMBuildShl(
+            fn->b, LLVMConstInt(i32, 1, 0),
+            LLVMBuildTrunc(fn->b, LLVMBuildAnd(fn->b, b, cg_i64(fn, 31), ""),
+                           i32, ""),
+            "");
+        tg->atomic_rmw(fn, LLVMAtomicRMWBinOpOr,
+                       LLVMBuildInBoundsGEP2(fn->b, i32, pa->bits, &w, 1, ""),
+                       bit);
+        return;
+    }
+    uint64_t mask;
+    LLVMAtomicRMWBinOp aop = acc_op(op, fe_type_bits(pa->ty), &mask);
+    LLVMValueRef x =
+        LLVMBuildXor(fn->b, v, LLVMConstInt(LLVMTypeOf(v), mask, 0), "");
+    tg->atomic_rmw(fn, aop, p, x);
+}
+
+/* A load of bin b's accumulator word (or of its bits' word) that sees
+ * the other blocks' atomics (after the fence). */
+static LLVMValueRef load_seen(cg_fn *fn, LLVMTypeRef ty, LLVMValueRef p,
+                              unsigned align)
+{
+    LLVMValueRef v = LLVMBuildLoad2(fn->b, ty, p, "");
+    LLVMSetOrdering(v, LLVMAtomicOrderingMonotonic);
+    LLVMSetAlignment(v, align);
+    return v;
+}
+
+/* The end of entry 2 with a fused default.  Every thread fences its
+ * flush, the block meets at a barrier, thread 0 takes a ticket and
+ * tells the block through shared memory whether it drew the last one
+ * (the grid's size less one, block-uniform, so the barriers inside are
+ * too); that block fences again and writes each bin b:
+ *
+ *     out[b] = f(acc[b] ^ mask, def[b])   where a block touched b
+ *     out[b] = def[b]                     elsewhere
+ *
+ * (fadd: the bit of b says which; else a zero word, op's identity), then
+ * puts the ticket back to zero. */
+static weft_status last_block(sk_fn *f, const acc_place *pa,
+                              LLVMAtomicRMWBinOp op, LLVMValueRef bins,
+                              LLVMValueRef tid, LLVMValueRef bs)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    const fe_term *t = f->e->k->op;
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+    LLVMValueRef zero32 = LLVMConstInt(i32, 0, 0);
+    LLVMValueRef flag = tg->shared_array(fn, i32, 1);
+    tg->fence(fn);
+    tg->barrier(fn);
+    LLVMValueRef t0 = LLVMBuildICmp(fn->b, LLVMIntEQ, tid, cg_i64(fn, 0), "");
+    cg_if draw;
+    cg_if_begin(fn, &draw, t0);
+    LLVMValueRef old = tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd, pa->ticket,
+                                      LLVMConstInt(i32, 1, 0));
+    LLVMValueRef last = LLVMBuildICmp(
+        fn->b, LLVMIntEQ, old,
+        LLVMBuildSub(fn->b, tg->grid_size(fn, 0), LLVMConstInt(i32, 1, 0), ""),
+        "");
+    LLVMBuildStore(fn->b, LLVMBuildZExt(fn->b, last, i32, ""), flag);
+    cg_if_end(fn, &draw);
+    tg->barrier(fn);
+    cg_if fin;
+    cg_if_begin(fn, &fin, LLVMBuildICmp(fn->b, LLVMIntNE,
+                                        LLVMBuildLoad2(fn->b, i32, flag, ""),
+                                        zero32, ""));
+    tg->fence(fn);
+    const cg_array *out = sk_out_array(f, 0);
+    weft_type ty = pa->ty;
+    LLVMTypeRef mt = cg_mem_type(fn->llctx, ty);
+    unsigned size = (unsigned)weft_type_size(ty);
+    cg_sloop bl;
+    LLVMValueRef b = cg_sloop_begin(fn, &bl, tid, bins, bs, "bin");
+    cg_val d, args[2], y;
+    weft_status s = sk_read(f, t->kid[0], b, NULL, &d);
+    if (s) {
+        return s;
+    }
+    LLVMValueRef a = load_seen(
+        fn, mt, LLVMBuildInBoundsGEP2(fn->b, mt, pa->acc, &b, 1, ""), size);
+    LLVMValueRef hit;
+    if (op == LLVMAtomicRMWBinOpFAdd) {
+        LLVMValueRef w = LLVMBuildLShr(fn->b, b, cg_i64(fn, 5), "");
+        LLVMValueRef word = load_seen(
+            fn, i32, LLVMBuildInBoundsGEP2(fn->b, i32, pa->bits, &w, 1, ""),
+            4);
+        LLVMValueRef sh = LLVMBuildTrunc(
+            fn->b, LLVMBuildAnd(fn->b, b, cg_i64(fn, 31), ""), i32, "");
+        hit = LLVMBuildICmp(
+            fn->b, LLVMIntNE,
+            LLVMBuildAnd(fn->b, LLVMBuildLShr(fn->b, word, sh, ""),
+                         LLVMConstInt(i32, 1, 0), ""),
+            zero32, "");
+    } else {
+        uint64_t mask;
+        acc_op(op, fe_type_bits(ty), &mask);
+        hit = LLVMBuildICmp(fn->b, LLVMIntNE, a,
+                            LLVMConstInt(LLVMTypeOf(a), 0, 0), "");
+        a = LLVMBuildXor(fn->b, a, LLVMConstInt(LLVMTypeOf(a), mask, 0), "");
+    }
+    cg_if h;
+    cg_if_begin(fn, &h, hit);
+    if ((s = cg_val_one(fn, a, &args[0])) != WEFT_OK) {
+        return s;
+    }
+    args[1] = d;
+    if ((s = cg_apply(fn, t->fun[0], args, &y)) != WEFT_OK) {
+        return s;
+    }
+    cg_val r;
+    if ((s = cg_if_merge(fn, &h, &y, &d, &r)) != WEFT_OK) {
+        return s;
+    }
+    cg_array_store(fn, out, b, &r);
+    cg_sloop_end(fn, &bl);
+    cg_if put;
+    cg_if_begin(fn, &put, t0);
+    LLVMBuildStore(fn->b, zero32, pa->ticket);
+    cg_if_end(fn, &put);
+    cg_if_end(fn, &fin);
+    return WEFT_OK;
 }
 
 /* Entry 2 (see the head comment). */
@@ -115,20 +433,17 @@ static weft_status emit_private(sk_fn *f)
 {
     cg_fn *fn = &f->fn;
     const cg_target *tg = fn->target;
+    const fe_term *t = f->e->k->op;
     LLVMAtomicRMWBinOp op;
-    if (!sk_permute_rmw_op(f->e->k->op, &op)) {
+    if (!sk_permute_rmw_op(t, &op)) {
         return fe_error(WEFT_ERR_INTERNAL,
                         "weft_compile: permute: the combine is not atomic");
     }
     const cg_array *out = sk_out_array(f, 0);
     weft_type ty = out->leaf[0];
+    LLVMTypeRef mt = cg_mem_type(fn->llctx, ty);
     int64_t cap = SK_PERMUTE_SHARED_BYTES / (int64_t)weft_type_size(ty);
-    cg_array copy = *out;
-    copy.ptr = fe_arena_alloc(fn->arena, sizeof *copy.ptr);
-    if (!copy.ptr) {
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
-    }
-    copy.ptr[0] = tg->shared_array(fn, cg_mem_type(fn->llctx, ty), cap);
+    LLVMValueRef shared = tg->shared_array(fn, mt, cap);
     LLVMValueRef bins = sk_size(f, out);
     LLVMValueRef tid = wide(fn, tg->thread_index(fn, 0));
     LLVMValueRef bs = wide(fn, tg->block_size(fn, 0));
@@ -138,22 +453,55 @@ static weft_status emit_private(sk_fn *f)
     if (s) {
         return s;
     }
-    /* the block's copy starts at the identity */
+    LLVMValueRef ssize = sk_permute_source_size(f, sext);
+    bool fused = sk_permute_init_entry(f->e->k) >= 0;
+    acc_place pa = {.ty = ty};
+    if (fused && (s = acc_place_of(f, &pa, ty, bins)) != WEFT_OK) {
+        return s;
+    }
+    LLVMTypeRef i1 = LLVMInt1TypeInContext(fn->llctx);
+    LLVMValueRef bad = cg_alloca(fn, i1, "bad");
+    LLVMBuildStore(fn->b, LLVMConstInt(i1, 0, 0), bad);
+    /* ncopy = min(warps, cap / bins) copies, warp w using copy w % ncopy
+     * (bins <= cap: the driver's condition, so ncopy >= 1) */
+    LLVMValueRef one = cg_i64(fn, 1);
+    LLVMValueRef warps = LLVMBuildLShr(
+        fn->b, LLVMBuildAdd(fn->b, bs, cg_i64(fn, 31), ""), cg_i64(fn, 5), "");
+    LLVMValueRef nb = LLVMBuildSelect(
+        fn->b, LLVMBuildICmp(fn->b, LLVMIntSGT, bins, one, ""), bins, one, "");
+    LLVMValueRef fit = LLVMBuildUDiv(fn->b, cg_i64(fn, cap), nb, "");
+    LLVMValueRef ncopy = LLVMBuildSelect(
+        fn->b, LLVMBuildICmp(fn->b, LLVMIntULT, fit, warps, ""), fit, warps,
+        "ncopy");
+    ncopy = LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntULT, ncopy, one,
+                                                 ""),
+                            one, ncopy, "");
+    LLVMValueRef mine = LLVMBuildURem(
+        fn->b, LLVMBuildLShr(fn->b, tid, cg_i64(fn, 5), ""), ncopy, "");
+    LLVMValueRef off = LLVMBuildMul(fn->b, mine, bins, "");
+    cg_array copy = *out;
+    copy.ptr = fe_arena_alloc(fn->arena, sizeof *copy.ptr);
+    if (!copy.ptr) {
+        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+    }
+    copy.ptr[0] = LLVMBuildInBoundsGEP2(fn->b, mt, shared, &off, 1, "mine");
+    /* every copy starts at the identity */
     cg_sloop init;
-    LLVMValueRef b = cg_sloop_begin(fn, &init, tid, bins, bs, "init");
-    cg_store(fn, ty, copy.ptr[0], b, id);
+    LLVMValueRef b = cg_sloop_begin(fn, &init, tid,
+                                    LLVMBuildMul(fn->b, ncopy, bins, ""), bs,
+                                    "init");
+    cg_store(fn, ty, shared, b, id);
     cg_sloop_end(fn, &init);
     tg->barrier(fn);
-    /* the block's chunks into the copy */
+    /* the block's chunks into the copies */
     LLVMValueRef chunks = LLVMBuildUDiv(
         fn->b,
-        LLVMBuildSub(fn->b, LLVMBuildAdd(fn->b, f->n, f->grain, ""),
-                     cg_i64(fn, 1), ""),
+        LLVMBuildSub(fn->b, LLVMBuildAdd(fn->b, f->n, f->grain, ""), one, ""),
         f->grain, "chunks");
     cg_sloop cl;
     LLVMValueRef c = cg_sloop_begin(fn, &cl, wide(fn, tg->block_index(fn, 0)),
-                                 chunks, wide(fn, tg->grid_size(fn, 0)),
-                                 "chunk");
+                                    chunks, wide(fn, tg->grid_size(fn, 0)),
+                                    "chunk");
     LLVMValueRef lo = LLVMBuildMul(fn->b, c, f->grain, "lo");
     LLVMValueRef hi = LLVMBuildAdd(fn->b, lo, f->grain, "");
     hi = LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, hi, f->n, ""),
@@ -163,40 +511,68 @@ static weft_status emit_private(sk_fn *f)
      * `and` changes nothing but tells LLVM that a group is aligned (its
      * reads become one vector load) */
     lo = LLVMBuildAnd(fn->b, lo, cg_i64(fn, -GROUP), "");
+    LLVMValueRef gstep = LLVMBuildMul(fn->b, bs, cg_i64(fn, GROUP), "");
     cg_sloop el;
-    LLVMValueRef g = cg_sloop_begin(
+    LLVMValueRef g[2];
+    g[0] = cg_sloop_begin(
         fn, &el,
         LLVMBuildAdd(fn->b, lo, LLVMBuildMul(fn->b, tid, cg_i64(fn, GROUP), ""),
                      ""),
-        hi, LLVMBuildMul(fn->b, bs, cg_i64(fn, GROUP), ""), "src");
-    LLVMValueRef gend = LLVMBuildNSWAdd(fn->b, g, cg_i64(fn, GROUP), "");
-    cg_if whole;
-    cg_if_begin(fn, &whole, LLVMBuildICmp(fn->b, LLVMIntSLE, gend, hi, ""));
-    if ((s = private_run(f, &copy, sext, g, gend)) != WEFT_OK) {
+        hi, LLVMBuildMul(fn->b, gstep, cg_i64(fn, 2), ""), "src");
+    g[1] = LLVMBuildNSWAdd(fn->b, g[0], gstep, "");
+    if ((s = private_pair(f, &copy, sext, ssize, g, hi, bad)) != WEFT_OK) {
         return s;
     }
-    cg_if_else(fn, &whole);
-    if ((s = private_run(f, &copy, sext, g, hi)) != WEFT_OK) {
-        return s;
-    }
-    cg_if_end(fn, &whole);
     cg_sloop_end(fn, &el);
     cg_sloop_end(fn, &cl);
+    cg_if report;
+    cg_if_begin(fn, &report, LLVMBuildLoad2(fn->b, i1, bad, ""));
+    sk_set_error(f, CG_ERR_PERMUTE);
+    cg_if_end(fn, &report);
     tg->barrier(fn);
-    /* the bins the block touched into the output, one atomic each */
+    /* each bin: its copies combined, then into the output, one atomic
+     * where the block touched it */
     cg_sloop flush;
     b = cg_sloop_begin(fn, &flush, tid, bins, bs, "flush");
-    LLVMValueRef v = cg_load(fn, ty, copy.ptr[0], b);
+    cg_mut acc;
+    if ((s = cg_mut_new(fn, ty, &acc)) != WEFT_OK) {
+        return s;
+    }
+    cg_val v;
+    if ((s = cg_val_one(fn, cg_load(fn, ty, shared, b), &v)) != WEFT_OK) {
+        return s;
+    }
+    cg_mut_set(fn, &acc, &v);
+    cg_sloop cc;
+    LLVMValueRef at = cg_sloop_begin(fn, &cc, LLVMBuildAdd(fn->b, b, bins, ""),
+                                     LLVMBuildMul(fn->b, ncopy, bins, ""),
+                                     bins, "copies");
+    cg_val args[2], y;
+    if ((s = cg_val_one(fn, cg_load(fn, ty, shared, at), &args[0])) !=
+            WEFT_OK ||
+        (s = cg_mut_get(fn, &acc, &args[1])) != WEFT_OK ||
+        (s = cg_apply(fn, t->fun[0], args, &y)) != WEFT_OK) {
+        return s;
+    }
+    cg_mut_set(fn, &acc, &y);
+    cg_sloop_end(fn, &cc);
+    if ((s = cg_mut_get(fn, &acc, &v)) != WEFT_OK) {
+        return s;
+    }
     cg_if touched;
     cg_if_begin(fn, &touched,
-                LLVMBuildICmp(fn->b, LLVMIntNE, as_bits(fn, v),
+                LLVMBuildICmp(fn->b, LLVMIntNE, as_bits(fn, v.v[0]),
                               as_bits(fn, id), ""));
-    LLVMValueRef p = LLVMBuildInBoundsGEP2(
-        fn->b, cg_mem_type(fn->llctx, ty), out->ptr[0], &b, 1, "");
-    tg->atomic_rmw(fn, op, p, v);
+    if (fused) {
+        accumulate(f, &pa, op, b, v.v[0]);
+    } else {
+        LLVMValueRef p =
+            LLVMBuildInBoundsGEP2(fn->b, mt, out->ptr[0], &b, 1, "");
+        tg->atomic_rmw(fn, op, p, v.v[0]);
+    }
     cg_if_end(fn, &touched);
     cg_sloop_end(fn, &flush);
-    return WEFT_OK;
+    return fused ? last_block(f, &pa, op, bins, tid, bs) : WEFT_OK;
 }
 
 static weft_status ptx_permute_prepare(weft_context *ctx, fe_arena *arena,
@@ -207,14 +583,23 @@ static weft_status ptx_permute_prepare(weft_context *ctx, fe_arena *arena,
     if (s || !sk_permute_rmw_op(k->op, &op)) {
         return s;
     }
-    k->nentry = 3;
+    /* entry 2, before the default's entry (still the last one) */
+    k->nentry++;
     k->privatise = true;
     /* a block per chunk, in both variants (a fused zipWith has two) */
     k->item_threads[2] = SK_ITEM_BLOCK;
-    k->item_threads[3 + 2] = SK_ITEM_BLOCK;
-    /* the copy's size is part of the compiled code: into the key */
-    k->flags |= (unsigned)SK_PERMUTE_SHARED_BYTES << 8;
-    return WEFT_OK;
+    k->item_threads[k->nentry + 2] = SK_ITEM_BLOCK;
+    /* the copy's size is part of the compiled code: into the key, with
+     * the version of entry 2's code (cached kernels of an older one are
+     * not reused) */
+    k->flags |= (unsigned)SK_PERMUTE_SHARED_BYTES << 8 |
+                (unsigned)PRIVATE_VERSION << 28;
+    if (sk_permute_init_entry(k) >= 0) {
+        /* the accumulators, ticket and bits of a fused default */
+        s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX, 1, WEFT_U32, 1);
+        k->aux_item[1] = k->nitem - 1;
+    }
+    return s;
 }
 
 static weft_status ptx_permute_emit(sk_emit *e, const char *const *names)
@@ -226,6 +611,10 @@ static weft_status ptx_permute_emit(sk_emit *e, const char *const *names)
     sk_fn f;
     if ((s = sk_fn_begin_raw(e, &f, names[2])) != WEFT_OK) {
         return s;
+    }
+    if (e->k->light) {
+        /* little work a source: registers to spare for the bound */
+        sk_ptx_launch_bounds(&f.fn, PRIVATE_BLOCK, PRIVATE_BLOCKS_PER_SM);
     }
     if ((s = emit_private(&f)) != WEFT_OK) {
         /* close the half-built function; the module is thrown away */

@@ -40,6 +40,8 @@
  * with warp shuffles) are this target's own (sk_target_ptx.own) and use
  * sk_fn_begin_raw, which skips the loop.
  */
+#include <string.h>
+
 #include "../sk.h"
 
 /* Kernels of the PTX target's own, by family (NULL: the shared one). */
@@ -48,6 +50,23 @@ static const sk_skeleton *const ptx_own[SK_FAMILY_COUNT_] = {
     [SK_SCAN] = &sk_ptx_scan,
     [SK_PERMUTE] = &sk_ptx_permute,
 };
+
+void sk_ptx_launch_bounds(cg_fn *fn, int maxntid, int minctasm)
+{
+    static const char *const key[2] = {"maxntidx", "minctasm"};
+    const int val[2] = {maxntid, minctasm};
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+    for (int a = 0; a < 2; a++) {
+        LLVMMetadataRef md[3] = {
+            LLVMValueAsMetadata(fn->fn),
+            LLVMMDStringInContext2(fn->llctx, key[a], strlen(key[a])),
+            LLVMValueAsMetadata(LLVMConstInt(i32, (unsigned)val[a], 0)),
+        };
+        LLVMMetadataRef node = LLVMMDNodeInContext2(fn->llctx, md, 3);
+        LLVMAddNamedMetadataOperand(fn->mod, "nvvm.annotations",
+                                    LLVMMetadataAsValue(fn->llctx, node));
+    }
+}
 
 static weft_status ptx_entry_begin(sk_emit *e, sk_fn *f, const char *name)
 {
