@@ -484,13 +484,6 @@ weft_status sk_permute_group(sk_fn *f, const cg_array *r,
 
 /* ===== ptx/target.c ===== */
 
-/* Launch bounds on kernel fn (!nvvm.annotations beside the target's
- * "kernel"): blocks of at most maxntid threads (.maxntid; the kernel's
- * block_max should say the same) and minctasm of them resident per SM
- * (.minnctapersm), which bounds ptxas to 64K / (minctasm maxntid)
- * registers a thread. */
-void sk_ptx_launch_bounds(cg_fn *fn, int maxntid, int minctasm);
-
 /* ===== ptx/permute.c ===== */
 
 /* The most bytes of result that entry 2 of the PTX permute keeps per block

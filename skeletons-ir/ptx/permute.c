@@ -614,7 +614,7 @@ static weft_status ptx_permute_emit(sk_emit *e, const char *const *names)
     }
     if (e->k->light) {
         /* little work a source: registers to spare for the bound */
-        sk_ptx_launch_bounds(&f.fn, PRIVATE_BLOCK, PRIVATE_BLOCKS_PER_SM);
+        cg_ptx_launch_bounds(&f.fn, PRIVATE_BLOCK, PRIVATE_BLOCKS_PER_SM);
     }
     if ((s = emit_private(&f)) != WEFT_OK) {
         /* close the half-built function; the module is thrown away */

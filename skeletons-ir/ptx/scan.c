@@ -1581,19 +1581,7 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in)
  * ptxas to 64K / (MIN_BLOCKS BLOCK) registers a thread. */
 static void launch_bounds(cg_fn *fn)
 {
-    static const char *const key[2] = {"maxntidx", "minctasm"};
-    const int val[2] = {BLOCK, MIN_BLOCKS};
-    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
-    for (int a = 0; a < 2; a++) {
-        LLVMMetadataRef md[3] = {
-            LLVMValueAsMetadata(fn->fn),
-            LLVMMDStringInContext2(fn->llctx, key[a], strlen(key[a])),
-            LLVMValueAsMetadata(LLVMConstInt(i32, (unsigned)val[a], 0)),
-        };
-        LLVMMetadataRef node = LLVMMDNodeInContext2(fn->llctx, md, 3);
-        LLVMAddNamedMetadataOperand(fn->mod, "nvvm.annotations",
-                                    LLVMMetadataAsValue(fn->llctx, node));
-    }
+    cg_ptx_launch_bounds(fn, BLOCK, MIN_BLOCKS);
 }
 
 static weft_status ptx_scan_emit(sk_emit *e, const char *const *names)

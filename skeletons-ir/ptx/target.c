@@ -51,23 +51,6 @@ static const sk_skeleton *const ptx_own[SK_FAMILY_COUNT_] = {
     [SK_PERMUTE] = &sk_ptx_permute,
 };
 
-void sk_ptx_launch_bounds(cg_fn *fn, int maxntid, int minctasm)
-{
-    static const char *const key[2] = {"maxntidx", "minctasm"};
-    const int val[2] = {maxntid, minctasm};
-    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
-    for (int a = 0; a < 2; a++) {
-        LLVMMetadataRef md[3] = {
-            LLVMValueAsMetadata(fn->fn),
-            LLVMMDStringInContext2(fn->llctx, key[a], strlen(key[a])),
-            LLVMValueAsMetadata(LLVMConstInt(i32, (unsigned)val[a], 0)),
-        };
-        LLVMMetadataRef node = LLVMMDNodeInContext2(fn->llctx, md, 3);
-        LLVMAddNamedMetadataOperand(fn->mod, "nvvm.annotations",
-                                    LLVMMetadataAsValue(fn->llctx, node));
-    }
-}
-
 static weft_status ptx_entry_begin(sk_emit *e, sk_fn *f, const char *name)
 {
     LLVMContextRef c = e->llctx;
