@@ -40,7 +40,6 @@
  * with warp shuffles) are this target's own (sk_target_ptx.own) and use
  * sk_fn_begin_raw, which skips the loop.
  */
-#include <string.h>
 
 #include "../sk.h"
 
