@@ -249,8 +249,9 @@ typedef struct source {
     LLVMValueRef base;  /* linear position of the row's first element */
     bool by_index;
     int k;              /* the run length K of its full tiles */
-    bool vec;           /* full tiles may read by vector loads (vec_plan) */
-    LLVMValueRef aligned; /* vec: i1, every base pointer 16-byte aligned */
+    bool vec;           /* full tiles read by vector loads (vec_plan) */
+    bool lanes;         /* computed elements: lanes read contiguous runs
+                           (warp_lanes), not tiles */
     int narr;           /* vec: the manifest arrays read, each once */
     const cg_array *arr[MAX_VEC_ARRAYS];
 } source;
@@ -301,19 +302,16 @@ static bool vec_terms(sk_fn *f, source *sr, const fe_term *t)
     }
 }
 
-/* sr->k, sr->vec and sr->aligned.  A source read by multi-index, and the
- * partials, have runs of RUN_BYTES of the fold's values; a source of
- * vector reads has runs of VEC_RUN_BYTES both of the fold's values and of
- * the leaves it loads per element (a lane's loads are all in flight
- * together), and each leaf's run must be whole vector loads.  The
- * alignment is tested on the pointers' bits through an opaque `and`
- * (inline PTX): the kernel's pointer loads carry !align of the target's
- * array_align (skeletons-ir/kernel.c), which device arrays wrapped from
- * DLPack with a byte offset need not honour, and LLVM would fold a plain
- * test to true. */
+/* sr->k and sr->vec.  A source read by multi-index, and the partials,
+ * have runs of RUN_BYTES of the fold's values; a source of vector reads
+ * has runs of VEC_RUN_BYTES both of the fold's values and of the leaves it
+ * loads per element (a lane's loads are all in flight together), and each
+ * leaf's run must be whole vector loads.  Every array a kernel sees is a
+ * whole device buffer, FE_DEVICE_ALIGN-aligned (wrap_device and
+ * from_dlpack refuse or copy others), so a run that starts at a multiple
+ * of K is 16-byte aligned. */
 static void vec_plan(sk_fn *f, source *sr)
 {
-    cg_fn *fn = &f->fn;
     sr->narr = 0;
     sr->k = run_of(fold_bytes(f), RUN_BYTES);
     sr->vec = sr->src && !sr->by_index && vec_terms(f, sr, sr->src);
@@ -329,8 +327,6 @@ static void vec_plan(sk_fn *f, source *sr)
     int k = run_of(bytes, VEC_RUN_BYTES);
     int kf = run_of(fold_bytes(f), VEC_RUN_BYTES);
     k = k < kf ? k : kf;
-    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
-    LLVMValueRef bits = cg_i64(fn, 0);
     for (int i = 0; i < sr->narr; i++) {
         const cg_array *a = sr->arr[i];
         for (int l = 0; l < a->nleaf; l++) {
@@ -338,20 +334,9 @@ static void vec_plan(sk_fn *f, source *sr)
                 sr->vec = false;
                 return;
             }
-            LLVMValueRef p = LLVMBuildPtrToInt(fn->b, a->ptr[l], i64, "");
-            bits = LLVMBuildOr(fn->b, bits, p, "");
         }
     }
     sr->k = k;
-    static const char text[] = "and.b64 $0, $1, 15;", cons[] = "=l,l";
-    LLVMTypeRef ty = LLVMFunctionType(i64, &i64, 1, 0);
-    LLVMValueRef low = LLVMBuildCall2(
-        fn->b, ty,
-        LLVMGetInlineAsm(ty, text, sizeof text - 1, cons, sizeof cons - 1, 0, 0,
-                         LLVMInlineAsmDialectATT, 0),
-        &bits, 1, "");
-    sr->aligned =
-        LLVMBuildICmp(fn->b, LLVMIntEQ, low, cg_i64(fn, 0), "aligned");
 }
 
 /* The leaves of every array of sr at positions j0 .. j0 + k - 1 (j0 k
@@ -442,6 +427,34 @@ static weft_status vec_read(sk_fn *f, const source *sr, LLVMValueRef **vals,
     }
 }
 
+/* Whether term t streams manifest arrays (maps, zipWiths and reshapes of
+ * them): its element at a position reads the arrays at that position, so
+ * consecutive elements are consecutive in memory, which tiles read
+ * coalesced.  Other sources (generates, gathers, replicates...) compute
+ * their elements, and the lanes of a team read contiguous runs of them
+ * (warp_lanes). */
+static bool streamed(const fe_term *t)
+{
+    if (!t->delayed) {
+        return true;
+    }
+    switch ((fe_kind)t->kind) {
+    case FE_MAP:
+        return streamed(t->kid[0]);
+    case FE_ZIPWITH:
+        for (int c = 0; c < t->nkid; c++) {
+            if (!streamed(t->kid[c])) {
+                return false;
+            }
+        }
+        return true;
+    case FE_RESHAPE:
+        return streamed(t->kid[1]);
+    default:
+        return false;
+    }
+}
+
 /* Prepare to read row r of src (extents ext) starting at linear position
  * base. */
 static weft_status source_row(sk_fn *f, source *sr, LLVMValueRef *ext,
@@ -449,6 +462,7 @@ static weft_status source_row(sk_fn *f, source *sr, LLVMValueRef *ext,
 {
     sr->base = base;
     sr->by_index = sr->src && !sk_linear_ok(f, sr->src);
+    sr->lanes = sr->src && !streamed(sr->src);
     vec_plan(f, sr);
     if (!sr->by_index) {
         return WEFT_OK;
@@ -484,19 +498,28 @@ static weft_status source_read(sk_fn *f, const source *sr, LLVMValueRef j,
 
 /* ---- warps ------------------------------------------------------------ */
 
+typedef struct warp warp;
+static weft_status warp_lanes(sk_fn *f, warp *w, const source *sr,
+                              LLVMValueRef lo, LLVMValueRef hi);
+
 /* The lanes of a warp, and the mutable values a warp fold works in. */
-typedef struct warp {
+struct warp {
     LLVMValueRef lane;  /* i64 0..31 */
+    LLVMValueRef tl;    /* i64: the lane within its team (warp_lanes) */
+    LLVMValueRef g;     /* i64: lanes per team, a power of two up to 32;
+                           NULL: the whole warp (tl = lane) */
     cg_mut x;           /* a lane's value */
     cg_mut acc;         /* lane 0: the fold so far */
     LLVMValueRef have;  /* i1 slot: lane 0 has a value in acc */
-} warp;
+};
 
 static weft_status warp_init(sk_fn *f, warp *w, LLVMValueRef tid)
 {
     cg_fn *fn = &f->fn;
     weft_type t = f->e->k->op->type;
     w->lane = LLVMBuildAnd(fn->b, tid, cg_i64(fn, WARP - 1), "lane");
+    w->tl = w->lane;
+    w->g = NULL;
     weft_status s = cg_mut_new(fn, t, &w->x);
     if (s == WEFT_OK) {
         s = cg_mut_new(fn, t, &w->acc);
@@ -505,11 +528,13 @@ static weft_status warp_init(sk_fn *f, warp *w, LLVMValueRef tid)
     return s;
 }
 
-/* In-order reduction of the warp's x over its valid lanes, lane j being
- * valid when at + j stride < hi (the same bounds in every lane, lane 0
+/* In-order reduction of x over the valid lanes of each team (the whole
+ * warp, or teams of w->g lanes), lane j of its team being valid when
+ * at + j stride < hi (the same bounds in every lane of a team, lane 0
  * valid: the valid lanes are a prefix, and no division is needed to count
- * them): lane 0's x becomes x[0] `f` x[1] `f` ... over the valid lanes.
- * Every lane must run it. */
+ * them; hi NULL: every lane valid): lane 0 of the team ends with x[0] `f`
+ * x[1] `f` ... over the valid lanes.  Every lane of the warp must run it
+ * (w->g the same in all). */
 static weft_status warp_reduce(sk_fn *f, warp *w, LLVMValueRef at,
                                LLVMValueRef stride, LLVMValueRef hi)
 {
@@ -518,6 +543,11 @@ static weft_status warp_reduce(sk_fn *f, warp *w, LLVMValueRef at,
     LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
     weft_status s;
     for (int d = 1; d < WARP; d *= 2) {
+        cg_if team;
+        if (w->g) {
+            cg_if_begin(fn, &team, LLVMBuildICmp(fn->b, LLVMIntSLT,
+                                                 cg_i64(fn, d), w->g, ""));
+        }
         cg_val x, y;
         if ((s = cg_mut_get(fn, &w->x, &x)) != WEFT_OK ||
             (s = cg_val_make(fn, x.n, &y)) != WEFT_OK) {
@@ -527,21 +557,28 @@ static weft_status warp_reduce(sk_fn *f, warp *w, LLVMValueRef at,
             y.v[l] = tg->shuffle_down(fn, x.v[l],
                                       LLVMConstInt(i32, (unsigned)d, 0));
         }
-        LLVMValueRef mine = LLVMBuildICmp(
+        LLVMValueRef take = LLVMBuildICmp(
             fn->b, LLVMIntEQ,
-            LLVMBuildAnd(fn->b, w->lane, cg_i64(fn, 2 * d - 1), ""),
+            LLVMBuildAnd(fn->b, w->tl, cg_i64(fn, 2 * d - 1), ""),
             cg_i64(fn, 0), "");
-        LLVMValueRef other = LLVMBuildAdd(fn->b, w->lane, cg_i64(fn, d), "");
-        LLVMValueRef there = LLVMBuildICmp(
-            fn->b, LLVMIntSLT,
-            LLVMBuildAdd(fn->b, at, LLVMBuildMul(fn->b, other, stride, ""), ""),
-            hi, "");
+        if (hi) {
+            LLVMValueRef other = LLVMBuildAdd(fn->b, w->tl, cg_i64(fn, d), "");
+            LLVMValueRef there = LLVMBuildICmp(
+                fn->b, LLVMIntSLT,
+                LLVMBuildAdd(fn->b, at, LLVMBuildMul(fn->b, other, stride, ""),
+                             ""),
+                hi, "");
+            take = LLVMBuildAnd(fn->b, take, there, "");
+        }
         cg_if c;
-        cg_if_begin(fn, &c, LLVMBuildAnd(fn->b, mine, there, ""));
+        cg_if_begin(fn, &c, take);
         s = combine_into(f, &w->x, &y);
         cg_if_end(fn, &c);
         if (s) {
             return s;
+        }
+        if (w->g) {
+            cg_if_end(fn, &team);
         }
     }
     return WEFT_OK;
@@ -573,10 +610,10 @@ static weft_status warp_accumulate(sk_fn *f, warp *w)
 }
 
 /* One full tile at t: lane l reads its K elements (all first, so that
- * they are in flight together), folds them and the warp reduces.  vec:
- * by vector loads (t a multiple of K, the base pointers aligned). */
+ * they are in flight together), folds them and the warp reduces (every
+ * lane valid).  vec: by vector loads (t a multiple of K). */
 static weft_status full_tile(sk_fn *f, warp *w, const source *sr,
-                             LLVMValueRef t, int k, LLVMValueRef hi, bool vec)
+                             LLVMValueRef t, int k, bool vec)
 {
     cg_fn *fn = &f->fn;
     weft_status s;
@@ -607,29 +644,89 @@ static weft_status full_tile(sk_fn *f, warp *w, const source *sr,
         x[0] = y;
     }
     cg_mut_set(fn, &w->x, &x[0]);
-    if ((s = warp_reduce(f, w, t, K, hi)) != WEFT_OK) {
+    if ((s = warp_reduce(f, w, t, K, NULL)) != WEFT_OK) {
         return s;
     }
     return warp_accumulate(f, w);
 }
 
-/* The last, partial tile at t (t < hi < t + 32 K): with the run
- * k = ceil((hi - t) / 32) (1 .. K, so that a short row still spreads over
- * the lanes), lane l folds [t + l k, min(t + (l + 1) k, hi)) when that is
- * not empty. */
+/* The last, partial tile at t (t < hi < t + 32 K), as warp_lanes: lane
+ * l folds [t + l k, min(t + (l + 1) k, hi)) with k = ceil((hi - t) / 32)
+ * (1 .. K, so that a short row still spreads over the lanes), and lane 0
+ * adds the tile's fold to acc. */
 static weft_status part_tile(sk_fn *f, warp *w, const source *sr,
                              LLVMValueRef t, LLVMValueRef hi)
 {
+    weft_status s = warp_lanes(f, w, sr, t, hi);
+    return s ? s : warp_accumulate(f, w);
+}
+
+/* The warp folds [lo, hi) of the source (bounds the same in every lane)
+ * into lane 0's acc / have: the full tiles of 32 K elements, then the
+ * partial one if any.  A source with vector reads first folds a head
+ * [lo, a) up to the next multiple a of K as a partial tile, so that its
+ * full tiles start at multiples of K. */
+static weft_status warp_fold(sk_fn *f, warp *w, const source *sr,
+                             LLVMValueRef lo, LLVMValueRef hi)
+{
     cg_fn *fn = &f->fn;
     weft_status s;
-    LLVMValueRef K = LLVMBuildLShr(
-        fn->b,
-        LLVMBuildAdd(fn->b, LLVMBuildSub(fn->b, hi, t, ""),
-                     cg_i64(fn, WARP - 1), ""),
-        cg_i64(fn, 5), "run");
+    int k = sr->k;
+    LLVMValueRef T = cg_i64(fn, (int64_t)k * WARP);
+    if (sr->vec) {
+        LLVMValueRef a = min64(
+            fn,
+            LLVMBuildAnd(fn->b, LLVMBuildAdd(fn->b, lo, cg_i64(fn, k - 1), ""),
+                         cg_i64(fn, -k), ""),
+            hi);
+        cg_if head;
+        cg_if_begin(fn, &head, LLVMBuildICmp(fn->b, LLVMIntSLT, lo, a, ""));
+        if ((s = part_tile(f, w, sr, lo, a)) != WEFT_OK) {
+            return s;
+        }
+        cg_if_end(fn, &head);
+        lo = max64(fn, lo, a);
+    }
+    LLVMValueRef len =
+        max64(fn, LLVMBuildSub(fn->b, hi, lo, ""), cg_i64(fn, 0));
+    LLVMValueRef full = LLVMBuildAdd(
+        fn->b, lo,
+        LLVMBuildMul(fn->b, LLVMBuildUDiv(fn->b, len, T, ""), T, ""), "full");
+    cg_sloop tl;
+    LLVMValueRef t = cg_sloop_begin(fn, &tl, lo, full, T, "tile");
+    if ((s = full_tile(f, w, sr, t, k, sr->vec)) != WEFT_OK) {
+        return s;
+    }
+    cg_sloop_end(fn, &tl);
+    cg_if tail;
+    cg_if_begin(fn, &tail, LLVMBuildICmp(fn->b, LLVMIntSLT, full, hi, ""));
+    if ((s = part_tile(f, w, sr, full, hi)) != WEFT_OK) {
+        return s;
+    }
+    cg_if_end(fn, &tail);
+    return WEFT_OK;
+}
+
+/* The lanes of each team (w->g, or the whole warp) fold [lo, hi) of the
+ * source (bounds the same in every lane of a team, the range possibly
+ * empty), each lane its own contiguous run of L = ceil((hi - lo) / g)
+ * elements one after the other, then the team reduces in order: lane 0
+ * of the team ends with the fold in x when lo < hi.  For elements that
+ * are computed rather than streamed (a generate, a gather): no per-tile
+ * reduction, one copy of the element code, and where the teams are small
+ * the lanes of a warp read the same few columns.  Every lane of the warp
+ * must run it. */
+static weft_status warp_lanes(sk_fn *f, warp *w, const source *sr,
+                              LLVMValueRef lo, LLVMValueRef hi)
+{
+    cg_fn *fn = &f->fn;
+    weft_status s;
+    LLVMValueRef len =
+        max64(fn, LLVMBuildSub(fn->b, hi, lo, ""), cg_i64(fn, 0));
+    LLVMValueRef L = ceil_div(fn, len, w->g ? w->g : cg_i64(fn, WARP));
     LLVMValueRef llo =
-        LLVMBuildAdd(fn->b, t, LLVMBuildMul(fn->b, w->lane, K, ""), "");
-    LLVMValueRef lhi = min64(fn, LLVMBuildAdd(fn->b, llo, K, ""), hi);
+        LLVMBuildAdd(fn->b, lo, LLVMBuildMul(fn->b, w->tl, L, ""), "");
+    LLVMValueRef lhi = min64(fn, LLVMBuildAdd(fn->b, llo, L, ""), hi);
     mut_zero(fn, &w->x);
     cg_if valid;
     cg_if_begin(fn, &valid, LLVMBuildICmp(fn->b, LLVMIntSLT, llo, lhi, ""));
@@ -649,67 +746,7 @@ static weft_status part_tile(sk_fn *f, warp *w, const source *sr,
     }
     cg_loop_end(fn, &run);
     cg_if_end(fn, &valid);
-    if ((s = warp_reduce(f, w, t, K, hi)) != WEFT_OK) {
-        return s;
-    }
-    return warp_accumulate(f, w);
-}
-
-/* The warp folds [lo, hi) of the source (bounds the same in every lane)
- * into lane 0's acc / have: the full tiles of 32 K elements, then the
- * partial one if any.  A source with vector reads whose pointers are
- * aligned first folds a head [lo, a) up to the next multiple a of K as a
- * partial tile, so that its full tiles start at multiples of K. */
-static weft_status warp_fold(sk_fn *f, warp *w, const source *sr,
-                             LLVMValueRef lo, LLVMValueRef hi)
-{
-    cg_fn *fn = &f->fn;
-    weft_status s;
-    int k = sr->k;
-    LLVMValueRef T = cg_i64(fn, (int64_t)k * WARP);
-    if (sr->vec) {
-        LLVMValueRef up = LLVMBuildAnd(
-            fn->b, LLVMBuildAdd(fn->b, lo, cg_i64(fn, k - 1), ""),
-            cg_i64(fn, -k), "");
-        LLVMValueRef a =
-            LLVMBuildSelect(fn->b, sr->aligned, min64(fn, up, hi), lo, "head");
-        cg_if head;
-        cg_if_begin(fn, &head, LLVMBuildICmp(fn->b, LLVMIntSLT, lo, a, ""));
-        if ((s = part_tile(f, w, sr, lo, a)) != WEFT_OK) {
-            return s;
-        }
-        cg_if_end(fn, &head);
-        lo = a;
-    }
-    LLVMValueRef len =
-        max64(fn, LLVMBuildSub(fn->b, hi, lo, ""), cg_i64(fn, 0));
-    LLVMValueRef full = LLVMBuildAdd(
-        fn->b, lo,
-        LLVMBuildMul(fn->b, LLVMBuildUDiv(fn->b, len, T, ""), T, ""), "full");
-    cg_sloop tl;
-    LLVMValueRef t = cg_sloop_begin(fn, &tl, lo, full, T, "tile");
-    if (sr->vec) {
-        cg_if by;
-        cg_if_begin(fn, &by, sr->aligned);
-        if ((s = full_tile(f, w, sr, t, k, hi, true)) != WEFT_OK) {
-            return s;
-        }
-        cg_if_else(fn, &by);
-        if ((s = full_tile(f, w, sr, t, k, hi, false)) != WEFT_OK) {
-            return s;
-        }
-        cg_if_end(fn, &by);
-    } else if ((s = full_tile(f, w, sr, t, k, hi, false)) != WEFT_OK) {
-        return s;
-    }
-    cg_sloop_end(fn, &tl);
-    cg_if tail;
-    cg_if_begin(fn, &tail, LLVMBuildICmp(fn->b, LLVMIntSLT, full, hi, ""));
-    if ((s = part_tile(f, w, sr, full, hi)) != WEFT_OK) {
-        return s;
-    }
-    cg_if_end(fn, &tail);
-    return WEFT_OK;
+    return warp_reduce(f, w, lo, L, hi);
 }
 
 /* ---- blocks ----------------------------------------------------------- */
@@ -759,10 +796,11 @@ static weft_status block_fold(sk_fn *f, block *bk, const source *sr,
     warp *w = &bk->w;
     weft_status s;
     /* warp v takes [lo + v S, min(lo + (v + 1) S, hi)), S a whole number
-     * of tiles, so that the non-empty sub-ranges are a prefix */
+     * of tiles (or of 32 lanes' runs), so that the non-empty sub-ranges
+     * are a prefix */
     LLVMValueRef len = LLVMBuildSub(fn->b, hi, lo, "len");
     LLVMValueRef per = ceil_div(fn, len, bk->nwarp);
-    LLVMValueRef T = cg_i64(fn, (int64_t)sr->k * WARP);
+    LLVMValueRef T = cg_i64(fn, sr->lanes ? WARP : (int64_t)sr->k * WARP);
     LLVMValueRef S = LLVMBuildMul(fn->b, ceil_div(fn, per, T), T, "span");
     LLVMValueRef wlo =
         min64(fn,
@@ -771,7 +809,9 @@ static weft_status block_fold(sk_fn *f, block *bk, const source *sr,
     LLVMValueRef whi = min64(fn, LLVMBuildAdd(fn->b, wlo, S, ""), hi);
     LLVMBuildStore(fn->b, LLVMConstInt(LLVMInt1TypeInContext(fn->llctx), 0, 0),
                    w->have);
-    if ((s = warp_fold(f, w, sr, wlo, whi)) != WEFT_OK) {
+    s = sr->lanes ? part_tile(f, w, sr, wlo, whi)
+                  : warp_fold(f, w, sr, wlo, whi);
+    if (s) {
         return s;
     }
     /* lane 0 of every warp with a value: shared[warp] = acc */
@@ -826,7 +866,107 @@ static weft_status block_fold(sk_fn *f, block *bk, const source *sr,
 
 /* ---- the entries ------------------------------------------------------ */
 
-/* Entry 0: a warp per row. */
+/* out[r] = z `f` y, or y without a seed; z alone when the row is empty
+ * (y not there: m = 0). */
+static weft_status put_row(sk_fn *f, bool has_seed, LLVMValueRef r,
+                           LLVMValueRef m, const cg_val *y)
+{
+    cg_fn *fn = &f->fn;
+    if (!has_seed) {
+        cg_array_store(fn, sk_out_array(f, 0), r, y);
+        return WEFT_OK;
+    }
+    const cg_val *z = sk_kid_value(f, 0);
+    cg_val zy, out;
+    cg_if some;
+    cg_if_begin(fn, &some,
+                LLVMBuildICmp(fn->b, LLVMIntSGT, m, cg_i64(fn, 0), ""));
+    weft_status s = combine(f, z, y, &zy);
+    if (s) {
+        return s;
+    }
+    cg_if_else(fn, &some);
+    if ((s = cg_if_merge(fn, &some, &zy, z, &out)) != WEFT_OK) {
+        return s;
+    }
+    cg_array_store(fn, sk_out_array(f, 0), r, &out);
+    return WEFT_OK;
+}
+
+/* Entry 0 for computed elements (!streamed): teams of g lanes per row,
+ * each lane a contiguous run of the row (warp_lanes), g chosen from the
+ * grid the runtime launched (sized for a warp per row, at most as many
+ * blocks as are resident): the largest power of two up to 32 with
+ * rows g <= the grid's threads, so that many rows take a thread each
+ * (whose loads of a column-indexed array are then the same address in
+ * every lane) and few rows a warp each.  The teams of a warp take
+ * consecutive rows; the warp loops while its first row is in range, so
+ * that its lanes meet at every shuffle. */
+static weft_status emit_teams(sk_fn *f, bool has_seed, const fe_term *src,
+                              LLVMValueRef *ext)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    weft_status s;
+    LLVMValueRef m = ext[src->rank - 1];
+    LLVMValueRef bs = wide(fn, tg->block_size(fn, 0));
+    LLVMValueRef gtid = LLVMBuildAdd(
+        fn->b, LLVMBuildMul(fn->b, wide(fn, tg->block_index(fn, 0)), bs, ""),
+        wide(fn, tg->thread_index(fn, 0)), "");
+    LLVMValueRef threads =
+        LLVMBuildMul(fn->b, wide(fn, tg->grid_size(fn, 0)), bs, "");
+    LLVMValueRef q = LLVMBuildUDiv(fn->b, threads,
+                                   max64(fn, f->n, cg_i64(fn, 1)), "");
+    LLVMValueRef lg = cg_i64(fn, 0);
+    for (int b = 1; b <= 5; b++) {
+        lg = LLVMBuildSelect(fn->b,
+                             LLVMBuildICmp(fn->b, LLVMIntSGE, q,
+                                           cg_i64(fn, 1 << b), ""),
+                             cg_i64(fn, b), lg, "");
+    }
+    warp w;
+    if ((s = warp_init(f, &w, gtid)) != WEFT_OK) {
+        return s;
+    }
+    w.g = LLVMBuildShl(fn->b, cg_i64(fn, 1), lg, "team");
+    w.tl = LLVMBuildAnd(fn->b, w.lane,
+                        LLVMBuildSub(fn->b, w.g, cg_i64(fn, 1), ""), "");
+    LLVMValueRef per = LLVMBuildLShr(fn->b, cg_i64(fn, WARP), lg, "");
+    LLVMValueRef first = LLVMBuildMul(
+        fn->b, LLVMBuildLShr(fn->b, gtid, cg_i64(fn, 5), ""), per, "");
+    LLVMValueRef step = LLVMBuildMul(
+        fn->b, LLVMBuildLShr(fn->b, threads, cg_i64(fn, 5), ""), per, "");
+    cg_sloop rows;
+    LLVMValueRef r0 = cg_sloop_begin(fn, &rows, first, f->n, step, "rows");
+    LLVMValueRef r = LLVMBuildAdd(fn->b, r0, LLVMBuildLShr(fn->b, w.lane, lg, ""),
+                                  "row");
+    LLVMValueRef on = LLVMBuildICmp(fn->b, LLVMIntSLT, r, f->n, "");
+    r = LLVMBuildSelect(fn->b, on, r, r0, "");
+    LLVMValueRef base = LLVMBuildMul(fn->b, r, m, "");
+    source sr = {.src = src};
+    if ((s = source_row(f, &sr, ext, r, base)) != WEFT_OK ||
+        (s = warp_lanes(f, &w, &sr, base,
+                        LLVMBuildSelect(fn->b, on,
+                                        LLVMBuildAdd(fn->b, base, m, ""),
+                                        base, ""))) != WEFT_OK) {
+        return s;
+    }
+    cg_if put;
+    cg_if_begin(fn, &put,
+                LLVMBuildAnd(fn->b, on,
+                             LLVMBuildICmp(fn->b, LLVMIntEQ, w.tl,
+                                           cg_i64(fn, 0), ""), ""));
+    cg_val y;
+    if ((s = cg_mut_get(fn, &w.x, &y)) != WEFT_OK ||
+        (s = put_row(f, has_seed, r, m, &y)) != WEFT_OK) {
+        return s;
+    }
+    cg_if_end(fn, &put);
+    cg_sloop_end(fn, &rows);
+    return WEFT_OK;
+}
+
+/* Entry 0: a warp per row (streamed elements), or emit_teams. */
 static weft_status emit_rows(sk_fn *f, bool has_seed)
 {
     cg_fn *fn = &f->fn;
@@ -836,6 +976,9 @@ static weft_status emit_rows(sk_fn *f, bool has_seed)
     weft_status s = sk_extent(f, src, ext);
     if (s) {
         return s;
+    }
+    if (!streamed(src)) {
+        return emit_teams(f, has_seed, src, ext);
     }
     LLVMValueRef m = ext[src->rank - 1];
     LLVMValueRef bs = wide(fn, tg->block_size(fn, 0));
@@ -898,10 +1041,10 @@ static weft_status put_result(sk_fn *f, bool has_seed, LLVMValueRef r,
 }
 
 /* The end of entry 1 of a fold of one row (SK_FOLD_LAST_BLOCK), after
- * the block's chunks: thread 0 takes a ticket (a fence first, so that its
- * partials are out before), and the block that drew the last one (the
- * grid's size less one) folds the C > 0 partials in order, writes the
- * result and puts the counter back to zero. */
+ * the block's piece: thread 0 takes a ticket (a fence first, so that its
+ * partial is out before), and the block that drew the last one (the
+ * grid's size less one) folds the C > 0 partials in order (C the pieces
+ * there are), writes the result and puts the counter back to zero. */
 static weft_status last_block(sk_fn *f, block *bk, bool has_seed,
                               const cg_array *part, LLVMValueRef C)
 {
@@ -1026,10 +1169,54 @@ static weft_status emit_blocks(sk_fn *f, bool has_seed, bool chunks)
     }
     cg_if_end(fn, &t0);
     cg_sloop_end(fn, &items);
-    if (chunks && (f->e->k->flags & SK_FOLD_LAST_BLOCK)) {
-        return last_block(f, &bk, has_seed, part, C);
-    }
     return WEFT_OK;
+}
+
+/* Entry 1 of a fold of one row (SK_FOLD_LAST_BLOCK): the grid's first
+ * G = min(grid, C) blocks take a piece each, [b m / G, (b + 1) m / G)
+ * (m >= C >= G: never empty), into partial[b] (one pass over the row with
+ * every block busy to the end, and no barrier but the two of block_fold),
+ * and the last block folds the G partials. */
+static weft_status emit_one_row(sk_fn *f, bool has_seed)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    const fe_term *src = f->e->k->op->kid[has_seed ? 1 : 0];
+    const cg_array *part = sk_aux_array(f, 0);
+    LLVMValueRef ext[WEFT_MAX_RANK];
+    weft_status s = sk_extent(f, src, ext);
+    block bk;
+    if (s || (s = block_init(f, &bk)) != WEFT_OK) {
+        return s;
+    }
+    LLVMValueRef G = min64(fn, wide(fn, tg->grid_size(fn, 0)),
+                           sk_aux_value(f, 1)->v[0]);
+    LLVMValueRef b = wide(fn, tg->block_index(fn, 0));
+    cg_if mine;
+    cg_if_begin(fn, &mine, LLVMBuildICmp(fn->b, LLVMIntSLT, b, G, ""));
+    LLVMValueRef m = ext[0];
+    LLVMValueRef lo = LLVMBuildSDiv(fn->b, LLVMBuildMul(fn->b, b, m, ""), G, "");
+    LLVMValueRef hi = LLVMBuildSDiv(
+        fn->b,
+        LLVMBuildMul(fn->b, LLVMBuildAdd(fn->b, b, cg_i64(fn, 1), ""), m, ""),
+        G, "");
+    source sr = {.src = src};
+    if ((s = source_row(f, &sr, ext, cg_i64(fn, 0), cg_i64(fn, 0))) !=
+            WEFT_OK ||
+        (s = block_fold(f, &bk, &sr, lo, hi)) != WEFT_OK) {
+        return s;
+    }
+    cg_if t0;
+    cg_if_begin(fn, &t0,
+                LLVMBuildICmp(fn->b, LLVMIntEQ, bk.tid, cg_i64(fn, 0), ""));
+    cg_val y;
+    if ((s = cg_mut_get(fn, &bk.w.acc, &y)) != WEFT_OK) {
+        return s;
+    }
+    cg_array_store(fn, part, b, &y);
+    cg_if_end(fn, &t0);
+    cg_if_end(fn, &mine);
+    return last_block(f, &bk, has_seed, part, G);
 }
 
 /* Entry 2 of a fold of one row that its last block finishes
@@ -1056,6 +1243,9 @@ static weft_status emit_seed(sk_fn *f, bool has_seed)
 
 static weft_status emit_chunks(sk_fn *f, bool has_seed)
 {
+    if (f->e->k->flags & SK_FOLD_LAST_BLOCK) {
+        return emit_one_row(f, has_seed);
+    }
     return emit_blocks(f, has_seed, true);
 }
 
