@@ -115,6 +115,7 @@ enum {
     VEC_BYTES = 16,   /* a vector load: ld.global.nc.v4 of 4-byte leaves,
                          .v2 of 8-byte ones */
     MAX_VEC_ARRAYS = 8, /* manifest arrays a vector-read source may have */
+    SHORT_ROW = 16,   /* streamed rows up to this long go by teams (entry 0) */
 };
 
 static weft_status ptx_fold_prepare(weft_context *ctx, fe_arena *arena,
@@ -250,8 +251,10 @@ typedef struct source {
     bool by_index;
     int k;              /* the run length K of its full tiles */
     bool vec;           /* full tiles read by vector loads (vec_plan) */
-    bool lanes;         /* computed elements: lanes read contiguous runs
-                           (warp_lanes), not tiles */
+    bool lanes;         /* computed elements, or the partials: lanes read
+                           contiguous runs (warp_lanes), not tiles */
+    bool tiled;         /* every range to fold starts at a multiple of K
+                           (no head) */
     int narr;           /* vec: the manifest arrays read, each once */
     const cg_array *arr[MAX_VEC_ARRAYS];
 } source;
@@ -508,6 +511,7 @@ struct warp {
     LLVMValueRef tl;    /* i64: the lane within its team (warp_lanes) */
     LLVMValueRef g;     /* i64: lanes per team, a power of two up to 32;
                            NULL: the whole warp (tl = lane) */
+    LLVMValueRef lg;    /* i64: log2 g (with g) */
     cg_mut x;           /* a lane's value */
     cg_mut acc;         /* lane 0: the fold so far */
     LLVMValueRef have;  /* i1 slot: lane 0 has a value in acc */
@@ -520,6 +524,7 @@ static weft_status warp_init(sk_fn *f, warp *w, LLVMValueRef tid)
     w->lane = LLVMBuildAnd(fn->b, tid, cg_i64(fn, WARP - 1), "lane");
     w->tl = w->lane;
     w->g = NULL;
+    w->lg = NULL;
     weft_status s = cg_mut_new(fn, t, &w->x);
     if (s == WEFT_OK) {
         s = cg_mut_new(fn, t, &w->acc);
@@ -673,7 +678,7 @@ static weft_status warp_fold(sk_fn *f, warp *w, const source *sr,
     weft_status s;
     int k = sr->k;
     LLVMValueRef T = cg_i64(fn, (int64_t)k * WARP);
-    if (sr->vec) {
+    if (sr->vec && !sr->tiled) {
         LLVMValueRef a = min64(
             fn,
             LLVMBuildAnd(fn->b, LLVMBuildAdd(fn->b, lo, cg_i64(fn, k - 1), ""),
@@ -685,7 +690,7 @@ static weft_status warp_fold(sk_fn *f, warp *w, const source *sr,
             return s;
         }
         cg_if_end(fn, &head);
-        lo = max64(fn, lo, a);
+        lo = a;
     }
     LLVMValueRef len =
         max64(fn, LLVMBuildSub(fn->b, hi, lo, ""), cg_i64(fn, 0));
@@ -723,7 +728,13 @@ static weft_status warp_lanes(sk_fn *f, warp *w, const source *sr,
     weft_status s;
     LLVMValueRef len =
         max64(fn, LLVMBuildSub(fn->b, hi, lo, ""), cg_i64(fn, 0));
-    LLVMValueRef L = ceil_div(fn, len, w->g ? w->g : cg_i64(fn, WARP));
+    LLVMValueRef L = LLVMBuildLShr(
+        fn->b,
+        LLVMBuildAdd(fn->b, len,
+                     w->g ? LLVMBuildSub(fn->b, w->g, cg_i64(fn, 1), "")
+                          : cg_i64(fn, WARP - 1),
+                     ""),
+        w->g ? w->lg : cg_i64(fn, 5), "run");
     LLVMValueRef llo =
         LLVMBuildAdd(fn->b, lo, LLVMBuildMul(fn->b, w->tl, L, ""), "");
     LLVMValueRef lhi = min64(fn, LLVMBuildAdd(fn->b, llo, L, ""), hi);
@@ -929,6 +940,7 @@ static weft_status emit_teams(sk_fn *f, bool has_seed, const fe_term *src,
         return s;
     }
     w.g = LLVMBuildShl(fn->b, cg_i64(fn, 1), lg, "team");
+    w.lg = lg;
     w.tl = LLVMBuildAnd(fn->b, w.lane,
                         LLVMBuildSub(fn->b, w.g, cg_i64(fn, 1), ""), "");
     LLVMValueRef per = LLVMBuildLShr(fn->b, cg_i64(fn, WARP), lg, "");
@@ -966,7 +978,8 @@ static weft_status emit_teams(sk_fn *f, bool has_seed, const fe_term *src,
     return WEFT_OK;
 }
 
-/* Entry 0: a warp per row (streamed elements), or emit_teams. */
+/* Entry 0: a warp per row of streamed elements (rows longer than
+ * SHORT_ROW), else emit_teams. */
 static weft_status emit_rows(sk_fn *f, bool has_seed)
 {
     cg_fn *fn = &f->fn;
@@ -980,7 +993,16 @@ static weft_status emit_rows(sk_fn *f, bool has_seed)
     if (!streamed(src)) {
         return emit_teams(f, has_seed, src, ext);
     }
+    /* rows of a few elements: a warp each would leave most lanes idle and
+     * pay a reduction per row */
     LLVMValueRef m = ext[src->rank - 1];
+    cg_if few;
+    cg_if_begin(fn, &few, LLVMBuildICmp(fn->b, LLVMIntSLE, m,
+                                        cg_i64(fn, SHORT_ROW), ""));
+    if ((s = emit_teams(f, has_seed, src, ext)) != WEFT_OK) {
+        return s;
+    }
+    cg_if_else(fn, &few);
     LLVMValueRef bs = wide(fn, tg->block_size(fn, 0));
     LLVMValueRef gtid = LLVMBuildAdd(
         fn->b, LLVMBuildMul(fn->b, wide(fn, tg->block_index(fn, 0)), bs, ""),
@@ -1022,6 +1044,7 @@ static weft_status emit_rows(sk_fn *f, bool has_seed)
     cg_array_store(fn, sk_out_array(f, 0), r, &y);
     cg_if_end(fn, &lane0);
     cg_sloop_end(fn, &rows);
+    cg_if_end(fn, &few);
     return WEFT_OK;
 }
 
@@ -1072,8 +1095,7 @@ static weft_status last_block(sk_fn *f, block *bk, bool has_seed,
     cg_if_begin(fn, &fin, LLVMBuildICmp(fn->b, LLVMIntNE, drew,
                                         LLVMConstInt(i32, 0, 0), ""));
     tg->fence(fn);
-    source sr = {.part = part};
-    vec_plan(f, &sr);
+    source sr = {.part = part, .lanes = true, .k = 1};
     weft_status s = block_fold(f, bk, &sr, cg_i64(fn, 0), C);
     if (s) {
         return s;
@@ -1112,7 +1134,7 @@ static weft_status emit_blocks(sk_fn *f, bool has_seed, bool chunks)
     cg_sloop items;
     LLVMValueRef c = cg_sloop_begin(fn, &items, wide(fn, tg->block_index(fn, 0)),
                                  f->n, wide(fn, tg->grid_size(fn, 0)), "item");
-    source sr = {.part = part};
+    source sr = {.part = part, .lanes = true, .k = 1};
     LLVMValueRef lo, hi;
     if (chunks) {
         /* piece q of row c / C covers [q m / C, (q + 1) m / C) */
@@ -1134,7 +1156,6 @@ static weft_status emit_blocks(sk_fn *f, bool has_seed, bool chunks)
     } else {
         lo = LLVMBuildMul(fn->b, c, C, "");
         hi = LLVMBuildAdd(fn->b, lo, C, "");
-        vec_plan(f, &sr);
     }
     if ((s = block_fold(f, &bk, &sr, lo, hi)) != WEFT_OK) {
         return s;
@@ -1173,10 +1194,14 @@ static weft_status emit_blocks(sk_fn *f, bool has_seed, bool chunks)
 }
 
 /* Entry 1 of a fold of one row (SK_FOLD_LAST_BLOCK): the grid's first
- * G = min(grid, C) blocks take a piece each, [b m / G, (b + 1) m / G)
- * (m >= C >= G: never empty), into partial[b] (one pass over the row with
+ * G blocks take a piece each into partial[b] (one pass over the row with
  * every block busy to the end, and no barrier but the two of block_fold),
- * and the last block folds the G partials. */
+ * and the last block folds the G partials.  Piece b is [p(b), p(b + 1)),
+ * p(b) = b m / G rounded down to a multiple of the tile T = 32 K (p(G) =
+ * m), so that every warp's range starts at a whole tile and the vector
+ * reads need no head; G = min(grid, C, max(1, m / T)) keeps the pieces
+ * at least a tile long (p(b + 1) - p(b) >= T), never empty, and within
+ * the C partials the runtime allocated. */
 static weft_status emit_one_row(sk_fn *f, bool has_seed)
 {
     cg_fn *fn = &f->fn;
@@ -1189,21 +1214,29 @@ static weft_status emit_one_row(sk_fn *f, bool has_seed)
     if (s || (s = block_init(f, &bk)) != WEFT_OK) {
         return s;
     }
-    LLVMValueRef G = min64(fn, wide(fn, tg->grid_size(fn, 0)),
-                           sk_aux_value(f, 1)->v[0]);
+    source sr = {.src = src, .tiled = true};
+    if ((s = source_row(f, &sr, ext, cg_i64(fn, 0), cg_i64(fn, 0))) != WEFT_OK) {
+        return s;
+    }
+    LLVMValueRef m = ext[0];
+    int64_t t = (int64_t)sr.k * WARP;
+    LLVMValueRef G = min64(
+        fn, min64(fn, wide(fn, tg->grid_size(fn, 0)), sk_aux_value(f, 1)->v[0]),
+        max64(fn, LLVMBuildSDiv(fn->b, m, cg_i64(fn, t), ""), cg_i64(fn, 1)));
     LLVMValueRef b = wide(fn, tg->block_index(fn, 0));
+    LLVMValueRef b1 = LLVMBuildAdd(fn->b, b, cg_i64(fn, 1), "");
     cg_if mine;
     cg_if_begin(fn, &mine, LLVMBuildICmp(fn->b, LLVMIntSLT, b, G, ""));
-    LLVMValueRef m = ext[0];
-    LLVMValueRef lo = LLVMBuildSDiv(fn->b, LLVMBuildMul(fn->b, b, m, ""), G, "");
-    LLVMValueRef hi = LLVMBuildSDiv(
-        fn->b,
-        LLVMBuildMul(fn->b, LLVMBuildAdd(fn->b, b, cg_i64(fn, 1), ""), m, ""),
-        G, "");
-    source sr = {.src = src};
-    if ((s = source_row(f, &sr, ext, cg_i64(fn, 0), cg_i64(fn, 0))) !=
-            WEFT_OK ||
-        (s = block_fold(f, &bk, &sr, lo, hi)) != WEFT_OK) {
+    LLVMValueRef lo = LLVMBuildAnd(
+        fn->b, LLVMBuildSDiv(fn->b, LLVMBuildMul(fn->b, b, m, ""), G, ""),
+        cg_i64(fn, -t), "");
+    LLVMValueRef hi = LLVMBuildSelect(
+        fn->b, LLVMBuildICmp(fn->b, LLVMIntEQ, b1, G, ""), m,
+        LLVMBuildAnd(fn->b,
+                     LLVMBuildSDiv(fn->b, LLVMBuildMul(fn->b, b1, m, ""), G, ""),
+                     cg_i64(fn, -t), ""),
+        "");
+    if ((s = block_fold(f, &bk, &sr, lo, hi)) != WEFT_OK) {
         return s;
     }
     cg_if t0;
