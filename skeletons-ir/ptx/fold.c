@@ -6,7 +6,7 @@
  * rt_exec_fold): three entries over [0, n), aux 0 the partials (rank 1,
  * the element type), aux 1 C, the chunks per row.
  *
- *   entry 0, a warp per row (n = rows):
+ *   entry 0, a warp per row (n = rows; the grid is sized for that):
  *       out[r] = z `f` row r (fold), or the row's fold1; empty for an
  *       input of rank 1 (SK_FOLD_CHUNKS_ONLY, as in fold.c);
  *   entry 1, a block per chunk (n = rows * C):
@@ -23,45 +23,66 @@
  *
  * Each entry walks its items in a loop (item = global warp or block id,
  * step = warps or blocks in the grid: the runtime sizes the grid by
- * k->item_threads and the occupancy, never by n).
+ * k->item_threads and the occupancy, never by n), but for one row, where
+ * each block takes one piece (below).
  *
  * Order.  The combine function is associative but need not be
  * commutative, so every step keeps left-to-right order and no step needs
- * an identity element.  A warp folds a range [lo, hi) in tiles of 32 K
- * consecutive elements: lane l folds its own K consecutive elements
- * [t + l K, t + (l + 1) K) sequentially (the lanes whose run is empty at
- * the end of the range are invalid), then the warp reduces the 32 lane
- * values in order,
+ * an identity element.  The lanes of a warp (or of a team of g lanes,
+ * below) hold values of consecutive runs of a range, and the warp reduces
+ * them in order,
  *
- *     for d = 1, 2, 4, 8, 16:
+ *     for d = 1, 2, 4, 8, 16 (d < g):
  *         y = shuffle_down(x, d)                    (every lane)
  *         if (lane % 2d == 0 && lane + d is valid)  x = f(x, y)
  *
- * after which lane 0 holds the tile's fold (the valid lanes always form a
- * prefix: lane j is valid when t + j K < hi, which needs no division; the
- * lane at lane + d, when valid, holds its group's fold), and lane 0
- * accumulates acc = f(acc, tile) (acc = tile for the first one when there
- * is no seed).  K is a constant of the kernel, a power of two of at most
- * 16 (see vec_plan): as many elements as make 32 bytes of the fold's
- * leaves (8 for 4-byte elements), or, for vector reads (below), 64 bytes
- * both of the fold's leaves and of the leaves loaded per element (16 for
- * a sum of f32, 8 for a dot product of f32); at least 1.  A
- * full tile reads its K elements per lane unconditionally and all before
- * combining them, so that K loads per lane are in flight at once, and the
- * warp pays one reduction per 32 K elements; only the last, partial tile
- * of a range checks bounds, with a run of its own, ceil(rest / 32), so
- * that short rows still use every lane.  A warp's loads stay within 32 K
- * consecutive elements, so what it fetches is all used.
+ * after which lane 0 holds the fold (the valid lanes, those whose run is
+ * not empty, always form a prefix: lane j is valid when lo + j K < hi,
+ * which needs no division; the lane at lane + d, when valid, holds its
+ * group's fold).  Two ways cut a range [lo, hi) into the lanes' runs:
+ *
+ * Tiles, for streamed elements (manifest arrays under maps, zipWiths and
+ * reshapes: consecutive elements are consecutive in memory).  The warp
+ * walks tiles of 32 K consecutive elements: lane l folds [t + l K,
+ * t + (l + 1) K), the warp reduces, and lane 0 accumulates acc = f(acc,
+ * tile) (acc = tile for the first one when there is no seed).  K is a
+ * constant of the kernel, a power of two of at most 16 (see vec_plan):
+ * as many elements as make 32 bytes of the fold's leaves (8 for 4-byte
+ * elements), or, for vector reads (below), 64 bytes both of the fold's
+ * leaves and of the leaves loaded per element (16 for a sum of f32, 8 for
+ * a dot product of f32); at least 1.  A full tile reads its K elements
+ * per lane unconditionally and all before combining them, so that K loads
+ * per lane are in flight at once, and reduces with no bounds at all; the
+ * warp pays one reduction per 32 K elements, and its loads stay within
+ * 32 K consecutive elements, so what it fetches is all used.  Only the
+ * last, partial tile of a range checks bounds, as lanes (below) with runs
+ * of ceil(rest / 32), so that short rows still use every lane.
+ *
+ * Lanes (warp_lanes), for computed elements (generates, gathers: their
+ * reads follow the index function, not the position) and for the
+ * partials.  Each lane folds one contiguous run of ceil((hi - lo) / g)
+ * elements one after the other, and the team reduces once at the end:
+ * one copy of the element code, a plain loop, no reduction per tile.
+ * Entry 0 of such a source (emit_teams) gives each row a team of g lanes,
+ * g the largest power of two up to 32 with rows g <= the threads of the
+ * grid (sized for a warp per row, at most the resident blocks): many rows
+ * take a thread each, and a read of a column-indexed array (n-body's
+ * bodies j) is then one address across the warp, few rows a warp each.
+ * The teams of a warp take consecutive rows and the warp loops while its
+ * first row is in range, so that every lane meets every shuffle.  Rows of
+ * streamed elements no longer than SHORT_ROW go by teams too (a warp per
+ * row would idle most lanes and reduce once per row).
  *
  * A block folds its range by cutting it into per-warp sub-ranges of S
- * elements (S a multiple of the tile, so only the last one has a partial
- * tile; the non-empty ones are again a prefix), each warp as above; lane 0
- * of each warp puts its fold into shared memory (one array of 32 per leaf:
- * a block has at most 1024 threads), a barrier, warp 0 reduces the warp
- * results in order, and thread 0 writes.  A second barrier keeps the next
- * item from overwriting shared memory before warp 0 has read it.  Both
- * barriers are at block-uniform points: the item loop's bounds are the
- * same for every thread of the block, and nothing returns early.
+ * elements (S a multiple of the tile, or of 32 lanes' runs, so only the
+ * last one is short; the non-empty ones are again a prefix), each warp as
+ * above; lane 0 of each warp puts its fold into shared memory (one array
+ * of 32 per leaf: a block has at most 1024 threads), a barrier, warp 0
+ * reduces the warp results in order, and thread 0 writes.  A second
+ * barrier keeps the next item from overwriting shared memory before warp
+ * 0 has read it.  Both barriers are at block-uniform points: the item
+ * loop's bounds are the same for every thread of the block, and nothing
+ * returns early.
  *
  * Block sizes are whatever the runtime launches (block_size at run time);
  * they must be a multiple of 32 (the occupancy API's always are), since
@@ -78,28 +99,31 @@
  * leaf as K size / 16 vector loads of 16 bytes (ld.global.nc.v4.f32,
  * .v2.f64, ...), extracts the elements and computes the fused producers
  * on them one by one, in the same order as the scalar reads.  That needs
- * every leaf's base pointer 16-byte aligned and every run to start at a
- * multiple of K: the kernel tests the first once, uniformly (the OR of
- * the pointers, `and` 15: device buffers are 256-byte aligned, but an
- * array wrapped from DLPack with a byte offset need not be), and when it
- * holds, a warp's range [lo, hi) is folded as a head [lo, a) up to the
- * next multiple a of K (fewer than K elements, a partial tile, scalar),
- * the body of full tiles from a (vector loads; tiles of 32 K keep every
- * run at a multiple of K) and the tail as before.  With unaligned
- * pointers there is no head and the full tiles read scalars, as before.
- * Either way the order of combination is the one above: the head is a
- * tile of its own, folded into acc first.  Other sources (multi-index
- * reads, gathers, 1- and 2-byte leaves) read as before.
+ * every run 16-byte aligned: every array a kernel sees is a whole device
+ * buffer, FE_DEVICE_ALIGN-aligned (wrap_device and from_dlpack refuse or
+ * copy anything else), so a run that starts at a multiple of K is.  A
+ * warp's range [lo, hi) is folded as a head [lo, a) up to the next
+ * multiple a of K (fewer than K elements, a partial tile, scalar), the
+ * body of full tiles from a (vector loads; tiles of 32 K keep every run at
+ * a multiple of K) and the tail as before; the head is a tile of its own,
+ * folded into acc first.  Where every range starts at a whole tile (one
+ * row, below) there is no head.  Other sources (multi-index reads,
+ * gathers, 1- and 2-byte leaves) read scalars.
  *
- * The last block.  A fold of one row (rank-1 input) is entry 1 over its
- * C chunks and then the fold of the C partials.  Instead of a second
- * launch, each block of entry 1, after its chunks, takes a ticket: thread
- * 0 fences (its partials are visible before its ticket), adds one to the
- * counter (aux 2, an i32 the runtime zeroes with the job's other aux
- * arrays) and tells the block through shared memory whether it drew the
- * last ticket (the grid's size less one).  That block, and only it,
- * fences again (the others' partials after their tickets), folds the C
- * partials in order as entry 2 would, writes z `f` that (or that) to the
+ * One row and the last block.  A fold of one row (rank-1 input, m
+ * elements) is entry 1 and then the fold of its partials.  The grid's
+ * first G blocks take one piece each, [p(b), p(b + 1)) with p(b) = b m / G
+ * rounded down to a whole tile (p(G) = m), G = min(grid, C, max(1, m /
+ * tile)) so that no piece is empty: every block streams to the end with
+ * only block_fold's two barriers (a loop over many small chunks left warps
+ * idle at each chunk's end and waited at barriers between them).  Instead
+ * of a second launch, each block of entry 1, after its piece, takes a
+ * ticket: thread 0 fences (its partial is visible before its ticket), adds
+ * one to the counter (aux 2, an i32 the runtime zeroes with the job's
+ * other aux arrays) and tells the block through shared memory whether it
+ * drew the last ticket (the grid's size less one).  That block, and only
+ * it, fences again (the others' partials after their tickets), folds the
+ * G partials in order as entry 2 would, writes z `f` that (or that) to the
  * result and stores 0 into the counter, so that it is zero again for
  * whatever runs next.  The branch is block-uniform, so its barriers are
  * too.
@@ -305,8 +329,8 @@ static bool vec_terms(sk_fn *f, source *sr, const fe_term *t)
     }
 }
 
-/* sr->k and sr->vec.  A source read by multi-index, and the partials,
- * have runs of RUN_BYTES of the fold's values; a source of vector reads
+/* sr->k and sr->vec.  A source read by multi-index has runs of
+ * RUN_BYTES of the fold's values; a source of vector reads
  * has runs of VEC_RUN_BYTES both of the fold's values and of the leaves it
  * loads per element (a lane's loads are all in flight together), and each
  * leaf's run must be whole vector loads.  Every array a kernel sees is a
