@@ -6,8 +6,8 @@
  * passes as weft_compile does (fe_share, fe_simplify, fe_fuse, fe_plan)
  * into an executable of the test's own, and plans it for the PTX target
  * (rt_plan with sk_target_ptx).  Every fold kernel of the plan must be
- * sk_ptx_fold, with a warp per item for entry 0 and a block per item for
- * entries 1 and 2 (in both variants when a fused zipWith makes the kernel
+ * sk_ptx_fold, with a warp per item for entries 0 and 2 and a block per
+ * item for entry 1 (in both variants when a fused zipWith makes the kernel
  * general); its entries are emitted into a module of their own, finished
  * with cg_ptx_finish for sm_90 and checked: every entry is an .entry,
  * there are warp shuffles (shfl.sync.down) and barriers (bar.sync), and
@@ -145,7 +145,7 @@ static weft_status get_kernel(void *user, weft_executable *exe, sk_kernel *k)
     for (int v = 0; v < (k->general ? 2 : 1); v++) {
         ck_assert_int_eq(k->item_threads[3 * v + 0], 32);
         ck_assert_int_eq(k->item_threads[3 * v + 1], SK_ITEM_BLOCK);
-        ck_assert_int_eq(k->item_threads[3 * v + 2], SK_ITEM_BLOCK);
+        ck_assert_int_eq(k->item_threads[3 * v + 2], 32);
     }
     char names[SK_MAX_ENTRY][32];
     const char *np[SK_MAX_ENTRY];

@@ -12,7 +12,8 @@
  *   entry 1, a block per chunk (n = rows * C):
  *       partial[c] = fold1 of piece c % C of row c / C (pieces as in fold.c:
  *       contiguous, never empty);
- *   entry 2, a block per row (n = rows):
+ *   entry 2, a warp per row (n = rows), by teams as entry 0 of computed
+ *       elements (below):
  *       out[r] = z `f` (the row's C partials, left to right), or without z;
  *       z alone when C = 0 (an empty row).
  *
@@ -147,12 +148,12 @@ static weft_status ptx_fold_prepare(weft_context *ctx, fe_arena *arena,
 {
     k->nentry = 3;
     sk_fold_chunks_only(k);
-    /* a warp per row, a block per chunk, a block per row; the general
-     * variant (a fused zipWith) has the same three again */
+    /* a warp per row, a block per chunk, a warp per row of partials; the
+     * general variant (a fused zipWith) has the same three again */
     for (int v = 0; v < 2; v++) {
         k->item_threads[3 * v + 0] = WARP;
         k->item_threads[3 * v + 1] = SK_ITEM_BLOCK;
-        k->item_threads[3 * v + 2] = SK_ITEM_BLOCK;
+        k->item_threads[3 * v + 2] = WARP;
     }
     /* a block per chunk: chunks of at least 32K elements, so that a
      * block streams long runs between its barriers */
@@ -938,12 +939,11 @@ static weft_status put_row(sk_fn *f, bool has_seed, LLVMValueRef r,
  * consecutive rows; the warp loops while its first row is in range, so
  * that its lanes meet at every shuffle. */
 static weft_status emit_teams(sk_fn *f, bool has_seed, const fe_term *src,
-                              LLVMValueRef *ext)
+                              LLVMValueRef *ext, LLVMValueRef m)
 {
     cg_fn *fn = &f->fn;
     const cg_target *tg = fn->target;
     weft_status s;
-    LLVMValueRef m = ext[src->rank - 1];
     LLVMValueRef bs = wide(fn, tg->block_size(fn, 0));
     LLVMValueRef gtid = LLVMBuildAdd(
         fn->b, LLVMBuildMul(fn->b, wide(fn, tg->block_index(fn, 0)), bs, ""),
@@ -979,7 +979,7 @@ static weft_status emit_teams(sk_fn *f, bool has_seed, const fe_term *src,
     LLVMValueRef on = LLVMBuildICmp(fn->b, LLVMIntSLT, r, f->n, "");
     r = LLVMBuildSelect(fn->b, on, r, r0, "");
     LLVMValueRef base = LLVMBuildMul(fn->b, r, m, "");
-    source sr = {.src = src};
+    source sr = {.src = src, .part = src ? NULL : sk_aux_array(f, 0)};
     if ((s = source_row(f, &sr, ext, r, base)) != WEFT_OK ||
         (s = warp_lanes(f, &w, &sr, base,
                         LLVMBuildSelect(fn->b, on,
@@ -1014,16 +1014,16 @@ static weft_status emit_rows(sk_fn *f, bool has_seed)
     if (s) {
         return s;
     }
+    LLVMValueRef m = ext[src->rank - 1];
     if (!streamed(src)) {
-        return emit_teams(f, has_seed, src, ext);
+        return emit_teams(f, has_seed, src, ext, m);
     }
     /* rows of a few elements: a warp each would leave most lanes idle and
      * pay a reduction per row */
-    LLVMValueRef m = ext[src->rank - 1];
     cg_if few;
     cg_if_begin(fn, &few, LLVMBuildICmp(fn->b, LLVMIntSLE, m,
                                         cg_i64(fn, SHORT_ROW), ""));
-    if ((s = emit_teams(f, has_seed, src, ext)) != WEFT_OK) {
+    if ((s = emit_teams(f, has_seed, src, ext, m)) != WEFT_OK) {
         return s;
     }
     cg_if_else(fn, &few);
@@ -1137,9 +1137,8 @@ static weft_status last_block(sk_fn *f, block *bk, bool has_seed,
     return WEFT_OK;
 }
 
-/* Entry 1 (chunks: a block per chunk c, into partial[c]) or entry 2
- * (combine: a block per row r, the row's C partials into out[r]). */
-static weft_status emit_blocks(sk_fn *f, bool has_seed, bool chunks)
+/* Entry 1: a block per chunk c, into partial[c]. */
+static weft_status emit_chunks(sk_fn *f, bool has_seed)
 {
     cg_fn *fn = &f->fn;
     const cg_target *tg = fn->target;
@@ -1147,41 +1146,29 @@ static weft_status emit_blocks(sk_fn *f, bool has_seed, bool chunks)
     const cg_array *part = sk_aux_array(f, 0);
     LLVMValueRef C = sk_aux_value(f, 1)->v[0];
     LLVMValueRef ext[WEFT_MAX_RANK];
-    weft_status s;
-    if (chunks && (s = sk_extent(f, src, ext)) != WEFT_OK) {
-        return s;
-    }
+    weft_status s = sk_extent(f, src, ext);
     block bk;
-    if ((s = block_init(f, &bk)) != WEFT_OK) {
+    if (s || (s = block_init(f, &bk)) != WEFT_OK) {
         return s;
     }
     cg_sloop items;
     LLVMValueRef c = cg_sloop_begin(fn, &items, wide(fn, tg->block_index(fn, 0)),
                                  f->n, wide(fn, tg->grid_size(fn, 0)), "item");
-    source sr = {.part = part, .lanes = true, .k = 1};
-    LLVMValueRef lo, hi;
-    if (chunks) {
-        /* piece q of row c / C covers [q m / C, (q + 1) m / C) */
-        LLVMValueRef m = ext[src->rank - 1];
-        LLVMValueRef row = LLVMBuildSDiv(fn->b, c, C, "");
-        LLVMValueRef q = LLVMBuildSRem(fn->b, c, C, "");
-        LLVMValueRef base = LLVMBuildMul(fn->b, row, m, "");
-        LLVMValueRef q1 = LLVMBuildAdd(fn->b, q, cg_i64(fn, 1), "");
-        lo = LLVMBuildAdd(
-            fn->b, base,
-            LLVMBuildSDiv(fn->b, LLVMBuildMul(fn->b, q, m, ""), C, ""), "");
-        hi = LLVMBuildAdd(
-            fn->b, base,
-            LLVMBuildSDiv(fn->b, LLVMBuildMul(fn->b, q1, m, ""), C, ""), "");
-        sr.src = src;
-        if ((s = source_row(f, &sr, ext, row, base)) != WEFT_OK) {
-            return s;
-        }
-    } else {
-        lo = LLVMBuildMul(fn->b, c, C, "");
-        hi = LLVMBuildAdd(fn->b, lo, C, "");
-    }
-    if ((s = block_fold(f, &bk, &sr, lo, hi)) != WEFT_OK) {
+    /* piece q of row c / C covers [q m / C, (q + 1) m / C) */
+    LLVMValueRef m = ext[src->rank - 1];
+    LLVMValueRef row = LLVMBuildSDiv(fn->b, c, C, "");
+    LLVMValueRef q = LLVMBuildSRem(fn->b, c, C, "");
+    LLVMValueRef base = LLVMBuildMul(fn->b, row, m, "");
+    LLVMValueRef q1 = LLVMBuildAdd(fn->b, q, cg_i64(fn, 1), "");
+    LLVMValueRef lo = LLVMBuildAdd(
+        fn->b, base,
+        LLVMBuildSDiv(fn->b, LLVMBuildMul(fn->b, q, m, ""), C, ""), "");
+    LLVMValueRef hi = LLVMBuildAdd(
+        fn->b, base,
+        LLVMBuildSDiv(fn->b, LLVMBuildMul(fn->b, q1, m, ""), C, ""), "");
+    source sr = {.src = src};
+    if ((s = source_row(f, &sr, ext, row, base)) != WEFT_OK ||
+        (s = block_fold(f, &bk, &sr, lo, hi)) != WEFT_OK) {
         return s;
     }
     cg_if t0;
@@ -1191,27 +1178,7 @@ static weft_status emit_blocks(sk_fn *f, bool has_seed, bool chunks)
     if ((s = cg_mut_get(fn, &bk.w.acc, &y)) != WEFT_OK) {
         return s;
     }
-    if (chunks) {
-        cg_array_store(fn, part, c, &y);
-    } else if (!has_seed) {
-        cg_array_store(fn, sk_out_array(f, 0), c, &y);
-    } else {
-        /* z `f` the partials; z alone when there are none (C = 0: an
-         * empty row of a kernel without entry 0) */
-        const cg_val *z = sk_kid_value(f, 0);
-        cg_val r, out;
-        cg_if some;
-        cg_if_begin(fn, &some,
-                    LLVMBuildICmp(fn->b, LLVMIntSGT, C, cg_i64(fn, 0), ""));
-        if ((s = combine(f, z, &y, &r)) != WEFT_OK) {
-            return s;
-        }
-        cg_if_else(fn, &some);
-        if ((s = cg_if_merge(fn, &some, &r, z, &out)) != WEFT_OK) {
-            return s;
-        }
-        cg_array_store(fn, sk_out_array(f, 0), c, &out);
-    }
+    cg_array_store(fn, part, c, &y);
     cg_if_end(fn, &t0);
     cg_sloop_end(fn, &items);
     return WEFT_OK;
@@ -1298,26 +1265,28 @@ static weft_status emit_seed(sk_fn *f, bool has_seed)
     return WEFT_OK;
 }
 
-static weft_status emit_chunks(sk_fn *f, bool has_seed)
+static weft_status emit_pieces(sk_fn *f, bool has_seed)
 {
     if (f->e->k->flags & SK_FOLD_LAST_BLOCK) {
         return emit_one_row(f, has_seed);
     }
-    return emit_blocks(f, has_seed, true);
+    return emit_chunks(f, has_seed);
 }
 
+/* Entry 2: the rows of C partials by teams (emit_teams), z `f` them, z
+ * alone when C = 0. */
 static weft_status emit_combine(sk_fn *f, bool has_seed)
 {
     if (f->e->k->flags & SK_FOLD_LAST_BLOCK) {
         return emit_seed(f, has_seed);
     }
-    return emit_blocks(f, has_seed, false);
+    return emit_teams(f, has_seed, NULL, NULL, sk_aux_value(f, 1)->v[0]);
 }
 
 static weft_status ptx_fold_emit(sk_emit *e, const char *const *names)
 {
     bool has_seed = e->k->op->kind == FE_FOLD;
-    weft_status (*const emit[3])(sk_fn *, bool) = {emit_rows, emit_chunks,
+    weft_status (*const emit[3])(sk_fn *, bool) = {emit_rows, emit_pieces,
                                                    emit_combine};
     for (int i = 0; i < 3; i++) {
         sk_fn f;
