@@ -1137,13 +1137,33 @@ static weft_status last_block(sk_fn *f, block *bk, bool has_seed,
     return WEFT_OK;
 }
 
+/* The block folds [lo, hi) (not empty) of sr into partial[c]. */
+static weft_status fold_piece(sk_fn *f, block *bk, const source *sr,
+                              LLVMValueRef lo, LLVMValueRef hi, LLVMValueRef c)
+{
+    cg_fn *fn = &f->fn;
+    weft_status s = block_fold(f, bk, sr, lo, hi);
+    if (s) {
+        return s;
+    }
+    cg_if t0;
+    cg_if_begin(fn, &t0,
+                LLVMBuildICmp(fn->b, LLVMIntEQ, bk->tid, cg_i64(fn, 0), ""));
+    cg_val y;
+    if ((s = cg_mut_get(fn, &bk->w.acc, &y)) != WEFT_OK) {
+        return s;
+    }
+    cg_array_store(fn, sk_aux_array(f, 0), c, &y);
+    cg_if_end(fn, &t0);
+    return WEFT_OK;
+}
+
 /* Entry 1: a block per chunk c, into partial[c]. */
 static weft_status emit_chunks(sk_fn *f, bool has_seed)
 {
     cg_fn *fn = &f->fn;
     const cg_target *tg = fn->target;
     const fe_term *src = f->e->k->op->kid[has_seed ? 1 : 0];
-    const cg_array *part = sk_aux_array(f, 0);
     LLVMValueRef C = sk_aux_value(f, 1)->v[0];
     LLVMValueRef ext[WEFT_MAX_RANK];
     weft_status s = sk_extent(f, src, ext);
@@ -1168,18 +1188,9 @@ static weft_status emit_chunks(sk_fn *f, bool has_seed)
         LLVMBuildSDiv(fn->b, LLVMBuildMul(fn->b, q1, m, ""), C, ""), "");
     source sr = {.src = src};
     if ((s = source_row(f, &sr, ext, row, base)) != WEFT_OK ||
-        (s = block_fold(f, &bk, &sr, lo, hi)) != WEFT_OK) {
+        (s = fold_piece(f, &bk, &sr, lo, hi, c)) != WEFT_OK) {
         return s;
     }
-    cg_if t0;
-    cg_if_begin(fn, &t0,
-                LLVMBuildICmp(fn->b, LLVMIntEQ, bk.tid, cg_i64(fn, 0), ""));
-    cg_val y;
-    if ((s = cg_mut_get(fn, &bk.w.acc, &y)) != WEFT_OK) {
-        return s;
-    }
-    cg_array_store(fn, part, c, &y);
-    cg_if_end(fn, &t0);
     cg_sloop_end(fn, &items);
     return WEFT_OK;
 }
@@ -1227,18 +1238,9 @@ static weft_status emit_one_row(sk_fn *f, bool has_seed)
                      LLVMBuildSDiv(fn->b, LLVMBuildMul(fn->b, b1, m, ""), G, ""),
                      cg_i64(fn, -t), ""),
         "");
-    if ((s = block_fold(f, &bk, &sr, lo, hi)) != WEFT_OK) {
+    if ((s = fold_piece(f, &bk, &sr, lo, hi, b)) != WEFT_OK) {
         return s;
     }
-    cg_if t0;
-    cg_if_begin(fn, &t0,
-                LLVMBuildICmp(fn->b, LLVMIntEQ, bk.tid, cg_i64(fn, 0), ""));
-    cg_val y;
-    if ((s = cg_mut_get(fn, &bk.w.acc, &y)) != WEFT_OK) {
-        return s;
-    }
-    cg_array_store(fn, part, b, &y);
-    cg_if_end(fn, &t0);
     cg_if_end(fn, &mine);
     return last_block(f, &bk, has_seed, part, G);
 }
