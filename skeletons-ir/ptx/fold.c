@@ -129,6 +129,10 @@
  * whatever runs next.  The branch is block-uniform, so its barriers are
  * too.
  */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "../sk.h"
 
 enum {
@@ -141,6 +145,10 @@ enum {
                          .v2 of 8-byte ones */
     MAX_VEC_ARRAYS = 8, /* manifest arrays a vector-read source may have */
     SHORT_ROW = 16,   /* streamed rows up to this long go by teams (entry 0) */
+    PIECES_PER_BLOCK = 16, /* one row: pieces per block of the grid, which
+                              blocks take as they finish */
+    MAX_PIECES = 32768, /* ... at most (the ticket word's high half counts
+                           the pieces taken, its low half the blocks done) */
 };
 
 static weft_status ptx_fold_prepare(weft_context *ctx, fe_arena *arena,
@@ -169,6 +177,11 @@ static weft_status ptx_fold_prepare(weft_context *ctx, fe_arena *arena,
     if (s == WEFT_OK && (k->flags & SK_FOLD_CHUNKS_ONLY)) {
         /* one row: the last block finishes it (sk.h), its ticket in aux 2 */
         k->flags |= SK_FOLD_LAST_BLOCK;
+        int nt, mb;
+        const char *knob = getenv("WEFT_FOLD_BOUNDS");
+        if (knob && sscanf(knob, "%d,%d", &nt, &mb) == 2) {
+            k->block_max = nt;
+        }
         s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX, 2, WEFT_I32, 1);
         k->aux_item[2] = k->nitem - 1;
     }
@@ -968,8 +981,17 @@ static weft_status emit_teams(sk_fn *f, bool has_seed, const fe_term *src,
     w.tl = LLVMBuildAnd(fn->b, w.lane,
                         LLVMBuildSub(fn->b, w.g, cg_i64(fn, 1), ""), "");
     LLVMValueRef per = LLVMBuildLShr(fn->b, cg_i64(fn, WARP), lg, "");
-    LLVMValueRef first = LLVMBuildMul(
-        fn->b, LLVMBuildLShr(fn->b, gtid, cg_i64(fn, 5), ""), per, "");
+    /* warp v of block b is warp v grid + b: consecutive rows go to
+     * different blocks, so that with fewer busy warps than launched ones
+     * (teams of several rows) every SM still has its share */
+    LLVMValueRef vw = LLVMBuildAdd(
+        fn->b,
+        LLVMBuildMul(fn->b,
+                     LLVMBuildLShr(fn->b, wide(fn, tg->thread_index(fn, 0)),
+                                   cg_i64(fn, 5), ""),
+                     wide(fn, tg->grid_size(fn, 0)), ""),
+        wide(fn, tg->block_index(fn, 0)), "");
+    LLVMValueRef first = LLVMBuildMul(fn->b, vw, per, "");
     LLVMValueRef step = LLVMBuildMul(
         fn->b, LLVMBuildLShr(fn->b, threads, cg_i64(fn, 5), ""), per, "");
     cg_sloop rows;
@@ -1108,7 +1130,7 @@ static weft_status last_block(sk_fn *f, block *bk, bool has_seed,
     LLVMValueRef old = tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd, ticket,
                                       LLVMConstInt(i32, 1, 0));
     LLVMValueRef last = LLVMBuildICmp(
-        fn->b, LLVMIntEQ, old,
+        fn->b, LLVMIntEQ, LLVMBuildAnd(fn->b, old, LLVMConstInt(i32, 0xffff, 0), ""),
         LLVMBuildSub(fn->b, tg->grid_size(fn, 0), LLVMConstInt(i32, 1, 0), ""),
         "");
     LLVMBuildStore(fn->b, LLVMBuildZExt(fn->b, last, i32, ""), flag);
@@ -1222,13 +1244,69 @@ static weft_status emit_one_row(sk_fn *f, bool has_seed)
     }
     LLVMValueRef m = ext[0];
     int64_t t = (int64_t)sr.k * WARP;
+    LLVMValueRef grid = wide(fn, tg->grid_size(fn, 0));
+    int nt, mb;
+    const char *bounds = getenv("WEFT_FOLD_BOUNDS");
+    if (bounds && sscanf(bounds, "%d,%d", &nt, &mb) == 2) {
+        static const char *const key[2] = {"maxntidx", "minctasm"};
+        const int val[2] = {nt, mb};
+        LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+        for (int a = 0; a < 2; a++) {
+            LLVMMetadataRef md[3] = {
+                LLVMValueAsMetadata(fn->fn),
+                LLVMMDStringInContext2(fn->llctx, key[a], strlen(key[a])),
+                LLVMValueAsMetadata(LLVMConstInt(i32, (unsigned)val[a], 0)),
+            };
+            LLVMAddNamedMetadataOperand(
+                fn->mod, "nvvm.annotations",
+                LLVMMetadataAsValue(fn->llctx,
+                                    LLVMMDNodeInContext2(fn->llctx, md, 3)));
+        }
+    }
+    const char *knob = getenv("WEFT_FOLD_PIECES");
+    int per = knob ? atoi(knob) : PIECES_PER_BLOCK;
     LLVMValueRef G = min64(
-        fn, min64(fn, wide(fn, tg->grid_size(fn, 0)), sk_aux_value(f, 1)->v[0]),
+        fn, min64(fn, sk_aux_value(f, 1)->v[0],
+                  per > 0 ? LLVMBuildMul(fn->b, grid, cg_i64(fn, per), "")
+                          : grid),
         max64(fn, LLVMBuildSDiv(fn->b, m, cg_i64(fn, t), ""), cg_i64(fn, 1)));
-    LLVMValueRef b = wide(fn, tg->block_index(fn, 0));
-    LLVMValueRef b1 = LLVMBuildAdd(fn->b, b, cg_i64(fn, 1), "");
+    if (per > 0) {
+        G = min64(fn, G, cg_i64(fn, MAX_PIECES));
+    }
+    LLVMValueRef b;
     cg_if mine;
-    cg_if_begin(fn, &mine, LLVMBuildICmp(fn->b, LLVMIntSLT, b, G, ""));
+    LLVMBasicBlockRef head = NULL, exit = NULL;
+    if (per > 0) {
+        /* thread 0 grabs the next piece (the high half of the ticket
+         * word) and tells the block */
+        LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+        LLVMValueRef slot = tg->shared_array(fn, i32, 1);
+        head = LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "grab");
+        LLVMBasicBlockRef body =
+            LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "piece");
+        exit = LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "pieces.end");
+        LLVMBuildBr(fn->b, head);
+        LLVMPositionBuilderAtEnd(fn->b, head);
+        cg_if grab;
+        cg_if_begin(fn, &grab, LLVMBuildICmp(fn->b, LLVMIntEQ, bk.tid,
+                                             cg_i64(fn, 0), ""));
+        LLVMValueRef old =
+            tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd, sk_aux_array(f, 2)->ptr[0],
+                           LLVMConstInt(i32, 0x10000, 0));
+        LLVMBuildStore(fn->b,
+                       LLVMBuildLShr(fn->b, old, LLVMConstInt(i32, 16, 0), ""),
+                       slot);
+        cg_if_end(fn, &grab);
+        tg->barrier(fn);
+        b = wide(fn, LLVMBuildLoad2(fn->b, i32, slot, "piece"));
+        LLVMBuildCondBr(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, b, G, ""), body,
+                        exit);
+        LLVMPositionBuilderAtEnd(fn->b, body);
+    } else {
+        b = wide(fn, tg->block_index(fn, 0));
+        cg_if_begin(fn, &mine, LLVMBuildICmp(fn->b, LLVMIntSLT, b, G, ""));
+    }
+    LLVMValueRef b1 = LLVMBuildAdd(fn->b, b, cg_i64(fn, 1), "");
     LLVMValueRef lo = LLVMBuildAnd(
         fn->b, LLVMBuildSDiv(fn->b, LLVMBuildMul(fn->b, b, m, ""), G, ""),
         cg_i64(fn, -t), "");
@@ -1241,7 +1319,12 @@ static weft_status emit_one_row(sk_fn *f, bool has_seed)
     if ((s = fold_piece(f, &bk, &sr, lo, hi, b)) != WEFT_OK) {
         return s;
     }
-    cg_if_end(fn, &mine);
+    if (per > 0) {
+        LLVMBuildBr(fn->b, head);
+        LLVMPositionBuilderAtEnd(fn->b, exit);
+    } else {
+        cg_if_end(fn, &mine);
+    }
     return last_block(f, &bk, has_seed, part, G);
 }
 
