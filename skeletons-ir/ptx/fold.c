@@ -784,10 +784,40 @@ static weft_status warp_lanes(sk_fn *f, warp *w, const source *sr,
         return s;
     }
     cg_mut_set(fn, &w->x, &x0);
+    LLVMValueRef from = LLVMBuildAdd(fn->b, llo, cg_i64(fn, 1), "");
+    const char *knob = getenv("WEFT_FOLD_UNROLL");
+    int u = knob && sr->src && sr->lanes ? atoi(knob) : 1;
+    if (u > 1 && u <= MAX_RUN) {
+        /* u elements at a time, all read before they are combined */
+        LLVMValueRef U = cg_i64(fn, u);
+        LLVMValueRef end = LLVMBuildAdd(
+            fn->b, from,
+            LLVMBuildMul(fn->b,
+                         LLVMBuildUDiv(fn->b, LLVMBuildSub(fn->b, lhi, from, ""),
+                                       U, ""),
+                         U, ""),
+            "");
+        cg_sloop un;
+        LLVMValueRef j0 = cg_sloop_begin(fn, &un, from, end, U, "unrolled");
+        cg_val xs[MAX_RUN];
+        for (int i = 0; i < u; i++) {
+            if ((s = source_read(f, sr,
+                                 LLVMBuildAdd(fn->b, j0, cg_i64(fn, i), ""),
+                                 &xs[i])) != WEFT_OK) {
+                return s;
+            }
+        }
+        for (int i = 0; i < u; i++) {
+            if ((s = combine_into(f, &w->x, &xs[i])) != WEFT_OK) {
+                return s;
+            }
+        }
+        cg_sloop_end(fn, &un);
+        from = end;
+    }
     cg_loop run;
     LLVMValueRef j;
-    cg_loop_begin(fn, &run, LLVMBuildAdd(fn->b, llo, cg_i64(fn, 1), ""), lhi,
-                  &j);
+    cg_loop_begin(fn, &run, from, lhi, &j);
     cg_val xj;
     if ((s = source_read(f, sr, j, &xj)) != WEFT_OK ||
         (s = combine_into(f, &w->x, &xj)) != WEFT_OK) {
