@@ -25,7 +25,7 @@
  * Each entry walks its items in a loop (item = global warp or block id,
  * step = warps or blocks in the grid: the runtime sizes the grid by
  * k->item_threads and the occupancy, never by n), but for one row, where
- * each block takes one piece (below).
+ * the blocks take pieces as they finish (below).
  *
  * Order.  The combine function is associative but need not be
  * commutative, so every step keeps left-to-right order and no step needs
@@ -112,22 +112,25 @@
  * gathers, 1- and 2-byte leaves) read scalars.
  *
  * One row and the last block.  A fold of one row (rank-1 input, m
- * elements) is entry 1 and then the fold of its partials.  The grid's
- * first G blocks take one piece each, [p(b), p(b + 1)) with p(b) = b m / G
- * rounded down to a whole tile (p(G) = m), G = min(grid, C, max(1, m /
- * tile)) so that no piece is empty: every block streams to the end with
- * only block_fold's two barriers (a loop over many small chunks left warps
- * idle at each chunk's end and waited at barriers between them).  Instead
- * of a second launch, each block of entry 1, after its piece, takes a
- * ticket: thread 0 fences (its partial is visible before its ticket), adds
- * one to the counter (aux 2, an i32 the runtime zeroes with the job's
- * other aux arrays) and tells the block through shared memory whether it
- * drew the last ticket (the grid's size less one).  That block, and only
- * it, fences again (the others' partials after their tickets), folds the
- * G partials in order as entry 2 would, writes z `f` that (or that) to the
- * result and stores 0 into the counter, so that it is zero again for
- * whatever runs next.  The branch is block-uniform, so its barriers are
- * too.
+ * elements) is entry 1 and then the fold of its partials.  The row is cut
+ * into P pieces, [p(i), p(i + 1)) with p(i) = i m / P rounded down to a
+ * whole tile (p(P) = m), P = min(C, PIECES_PER_BLOCK grid, m / tile,
+ * MAX_PIECES) (at least 1) so that no piece is empty, and the blocks take
+ * them in turn as they finish one: thread 0 adds 2^16 to the ticket word
+ * (aux 2, an i32 the runtime zeroes with the job's other aux arrays), the
+ * high half is the piece, and the block folds it into partial[i] (only
+ * block_fold's two barriers and the grab's one per piece).  Blocks that
+ * stream faster take more pieces, so that all of them stream to the end
+ * (a fixed share per block left a sixth of the SMs idle at the end, seen
+ * on an H200).  Instead of a second launch, each block, when no piece is
+ * left, takes a ticket: thread 0 fences (its partials are visible before
+ * its ticket), adds one to the word's low half and tells the block through
+ * shared memory whether it drew the last ticket (the grid's size less
+ * one).  That block, and only it, fences again (the others' partials after
+ * their tickets), folds the P partials in order as entry 2 would, writes
+ * z `f` that (or that) to the result and stores 0 into the word, so that
+ * it is zero again for whatever runs next.  The branches are
+ * block-uniform, so their barriers are too.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -1247,15 +1250,10 @@ static weft_status emit_chunks(sk_fn *f, bool has_seed)
     return WEFT_OK;
 }
 
-/* Entry 1 of a fold of one row (SK_FOLD_LAST_BLOCK): the grid's first
- * G blocks take a piece each into partial[b] (one pass over the row with
- * every block busy to the end, and no barrier but the two of block_fold),
- * and the last block folds the G partials.  Piece b is [p(b), p(b + 1)),
- * p(b) = b m / G rounded down to a multiple of the tile T = 32 K (p(G) =
- * m), so that every warp's range starts at a whole tile and the vector
- * reads need no head; G = min(grid, C, max(1, m / T)) keeps the pieces
- * at least a tile long (p(b + 1) - p(b) >= T), never empty, and within
- * the C partials the runtime allocated. */
+/* Entry 1 of a fold of one row (SK_FOLD_LAST_BLOCK): the blocks take
+ * the P pieces in turn into their partials, then the last block folds the
+ * P partials (see the head comment).  The pieces start at whole tiles, so
+ * the vector reads need no head. */
 static weft_status emit_one_row(sk_fn *f, bool has_seed)
 {
     cg_fn *fn = &f->fn;
