@@ -132,7 +132,7 @@
  * it is zero again for whatever runs next.  The branches are
  * block-uniform, so their barriers are too.
  */
-#include <stdio.h>
+#include <stdio.h> /* FOLD-TEMP */
 #include <stdlib.h>
 #include <string.h>
 
@@ -180,11 +180,6 @@ static weft_status ptx_fold_prepare(weft_context *ctx, fe_arena *arena,
     if (s == WEFT_OK && (k->flags & SK_FOLD_CHUNKS_ONLY)) {
         /* one row: the last block finishes it (sk.h), its ticket in aux 2 */
         k->flags |= SK_FOLD_LAST_BLOCK;
-        int nt, mb;
-        const char *knob = getenv("WEFT_FOLD_BOUNDS");
-        if (knob && sscanf(knob, "%d,%d", &nt, &mb) == 2) {
-            k->block_max = nt;
-        }
         s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX, 2, WEFT_I32, 1);
         k->aux_item[2] = k->nitem - 1;
     }
@@ -210,12 +205,42 @@ static LLVMValueRef max64(cg_fn *fn, LLVMValueRef a, LLVMValueRef b)
                            a, b, "");
 }
 
-/* ceil(a / b) for a >= 0, b > 0. */
-static LLVMValueRef ceil_div(cg_fn *fn, LLVMValueRef a, LLVMValueRef b)
+/* ceil(a / n) for 0 <= a < 2^63 and 1 <= n <= 32 (n i64), by four 32-bit
+ * divisions of 16-bit digits: a 64-bit division is a call in the driver's
+ * relocatable compile, which costs the whole entry registers. */
+static LLVMValueRef ceil_div_small(cg_fn *fn, LLVMValueRef a, LLVMValueRef n)
 {
-    LLVMValueRef t = LLVMBuildAdd(
-        fn->b, a, LLVMBuildSub(fn->b, b, cg_i64(fn, 1), ""), "");
-    return LLVMBuildSDiv(fn->b, t, b, "");
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+    a = LLVMBuildAdd(fn->b, a, LLVMBuildSub(fn->b, n, cg_i64(fn, 1), ""), "");
+    LLVMValueRef n32 = LLVMBuildTrunc(fn->b, n, i32, "");
+    LLVMValueRef r = LLVMConstInt(i32, 0, 0), q = cg_i64(fn, 0);
+    for (int d = 3; d >= 0; d--) {
+        LLVMValueRef digit = LLVMBuildTrunc(
+            fn->b,
+            LLVMBuildAnd(fn->b,
+                         LLVMBuildLShr(fn->b, a, cg_i64(fn, 16 * d), ""),
+                         cg_i64(fn, 0xffff), ""),
+            i32, "");
+        LLVMValueRef cur = LLVMBuildOr(
+            fn->b, LLVMBuildShl(fn->b, r, LLVMConstInt(i32, 16, 0), ""), digit,
+            "");
+        LLVMValueRef qd = LLVMBuildUDiv(fn->b, cur, n32, "");
+        r = LLVMBuildSub(fn->b, cur, LLVMBuildMul(fn->b, qd, n32, ""), "");
+        q = LLVMBuildOr(fn->b, q,
+                        LLVMBuildShl(fn->b, wide(fn, qd), cg_i64(fn, 16 * d), ""),
+                        "");
+    }
+    return q;
+}
+
+/* floor(log2 x) for x >= 1. */
+static LLVMValueRef log2_floor(cg_fn *fn, LLVMValueRef x)
+{
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
+    LLVMValueRef args[2] = {x, LLVMConstInt(LLVMInt1TypeInContext(fn->llctx),
+                                            1, 0)};
+    LLVMValueRef lz = cg_intrinsic(fn, "llvm.ctlz", &i64, 1, args, 2);
+    return LLVMBuildSub(fn->b, cg_i64(fn, 63), lz, "");
 }
 
 
@@ -787,40 +812,10 @@ static weft_status warp_lanes(sk_fn *f, warp *w, const source *sr,
         return s;
     }
     cg_mut_set(fn, &w->x, &x0);
-    LLVMValueRef from = LLVMBuildAdd(fn->b, llo, cg_i64(fn, 1), "");
-    const char *knob = getenv("WEFT_FOLD_UNROLL");
-    int u = knob && sr->src && sr->lanes ? atoi(knob) : 1;
-    if (u > 1 && u <= MAX_RUN) {
-        /* u elements at a time, all read before they are combined */
-        LLVMValueRef U = cg_i64(fn, u);
-        LLVMValueRef end = LLVMBuildAdd(
-            fn->b, from,
-            LLVMBuildMul(fn->b,
-                         LLVMBuildUDiv(fn->b, LLVMBuildSub(fn->b, lhi, from, ""),
-                                       U, ""),
-                         U, ""),
-            "");
-        cg_sloop un;
-        LLVMValueRef j0 = cg_sloop_begin(fn, &un, from, end, U, "unrolled");
-        cg_val xs[MAX_RUN];
-        for (int i = 0; i < u; i++) {
-            if ((s = source_read(f, sr,
-                                 LLVMBuildAdd(fn->b, j0, cg_i64(fn, i), ""),
-                                 &xs[i])) != WEFT_OK) {
-                return s;
-            }
-        }
-        for (int i = 0; i < u; i++) {
-            if ((s = combine_into(f, &w->x, &xs[i])) != WEFT_OK) {
-                return s;
-            }
-        }
-        cg_sloop_end(fn, &un);
-        from = end;
-    }
     cg_loop run;
     LLVMValueRef j;
-    cg_loop_begin(fn, &run, from, lhi, &j);
+    cg_loop_begin(fn, &run, LLVMBuildAdd(fn->b, llo, cg_i64(fn, 1), ""), lhi,
+                  &j);
     cg_val xj;
     if ((s = source_read(f, sr, j, &xj)) != WEFT_OK ||
         (s = combine_into(f, &w->x, &xj)) != WEFT_OK) {
@@ -881,9 +876,12 @@ static weft_status block_fold(sk_fn *f, block *bk, const source *sr,
      * of tiles (or of 32 lanes' runs), so that the non-empty sub-ranges
      * are a prefix */
     LLVMValueRef len = LLVMBuildSub(fn->b, hi, lo, "len");
-    LLVMValueRef per = ceil_div(fn, len, bk->nwarp);
-    LLVMValueRef T = cg_i64(fn, sr->lanes ? WARP : (int64_t)sr->k * WARP);
-    LLVMValueRef S = LLVMBuildMul(fn->b, ceil_div(fn, per, T), T, "span");
+    int64_t t = sr->lanes ? WARP : (int64_t)sr->k * WARP;
+    LLVMValueRef tiles = LLVMBuildLShr(
+        fn->b, LLVMBuildAdd(fn->b, len, cg_i64(fn, t - 1), ""),
+        cg_i64(fn, __builtin_ctzll((unsigned long long)t)), "");
+    LLVMValueRef S = LLVMBuildMul(fn->b, ceil_div_small(fn, tiles, bk->nwarp),
+                                  cg_i64(fn, t), "span");
     LLVMValueRef wlo =
         min64(fn,
               LLVMBuildAdd(fn->b, lo, LLVMBuildMul(fn->b, bk->wid, S, ""), ""),
@@ -996,14 +994,16 @@ static weft_status emit_teams(sk_fn *f, bool has_seed, const fe_term *src,
         wide(fn, tg->thread_index(fn, 0)), "");
     LLVMValueRef threads =
         LLVMBuildMul(fn->b, wide(fn, tg->grid_size(fn, 0)), bs, "");
-    LLVMValueRef q = LLVMBuildUDiv(fn->b, threads,
-                                   max64(fn, f->n, cg_i64(fn, 1)), "");
+    /* g = 2^lg: rows g <= threads (no division: a 64-bit one is a call
+     * in the driver's relocatable compile, which costs registers) */
     LLVMValueRef lg = cg_i64(fn, 0);
     for (int b = 1; b <= 5; b++) {
-        lg = LLVMBuildSelect(fn->b,
-                             LLVMBuildICmp(fn->b, LLVMIntSGE, q,
-                                           cg_i64(fn, 1 << b), ""),
-                             cg_i64(fn, b), lg, "");
+        lg = LLVMBuildSelect(
+            fn->b,
+            LLVMBuildICmp(fn->b, LLVMIntSGE,
+                          LLVMBuildLShr(fn->b, threads, cg_i64(fn, b), ""),
+                          f->n, ""),
+            cg_i64(fn, b), lg, "");
     }
     warp w;
     if ((s = warp_init(f, &w, gtid)) != WEFT_OK) {
@@ -1071,6 +1071,24 @@ static weft_status emit_rows(sk_fn *f, bool has_seed)
     }
     LLVMValueRef m = ext[src->rank - 1];
     if (!streamed(src)) {
+        int nt, mb; /* FOLD-TEMP: launch bounds for the device round */
+        const char *bounds = getenv("WEFT_FOLD_TBOUNDS");
+        if (bounds && sscanf(bounds, "%d,%d", &nt, &mb) == 2) {
+            static const char *const key[2] = {"maxntidx", "minctasm"};
+            const int val[2] = {nt, mb};
+            LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+            for (int a = 0; a < 2; a++) {
+                LLVMMetadataRef md[3] = {
+                    LLVMValueAsMetadata(fn->fn),
+                    LLVMMDStringInContext2(fn->llctx, key[a], strlen(key[a])),
+                    LLVMValueAsMetadata(LLVMConstInt(i32, (unsigned)val[a], 0)),
+                };
+                LLVMAddNamedMetadataOperand(
+                    fn->mod, "nvvm.annotations",
+                    LLVMMetadataAsValue(fn->llctx,
+                                        LLVMMDNodeInContext2(fn->llctx, md, 3)));
+            }
+        }
         return emit_teams(f, has_seed, src, ext, m);
     }
     /* rows of a few elements: a warp each would leave most lanes idle and
@@ -1272,88 +1290,58 @@ static weft_status emit_one_row(sk_fn *f, bool has_seed)
     }
     LLVMValueRef m = ext[0];
     int64_t t = (int64_t)sr.k * WARP;
-    LLVMValueRef grid = wide(fn, tg->grid_size(fn, 0));
-    int nt, mb;
-    const char *bounds = getenv("WEFT_FOLD_BOUNDS");
-    if (bounds && sscanf(bounds, "%d,%d", &nt, &mb) == 2) {
-        static const char *const key[2] = {"maxntidx", "minctasm"};
-        const int val[2] = {nt, mb};
-        LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
-        for (int a = 0; a < 2; a++) {
-            LLVMMetadataRef md[3] = {
-                LLVMValueAsMetadata(fn->fn),
-                LLVMMDStringInContext2(fn->llctx, key[a], strlen(key[a])),
-                LLVMValueAsMetadata(LLVMConstInt(i32, (unsigned)val[a], 0)),
-            };
-            LLVMAddNamedMetadataOperand(
-                fn->mod, "nvvm.annotations",
-                LLVMMetadataAsValue(fn->llctx,
-                                    LLVMMDNodeInContext2(fn->llctx, md, 3)));
-        }
-    }
-    const char *knob = getenv("WEFT_FOLD_PIECES");
-    int per = knob ? atoi(knob) : PIECES_PER_BLOCK;
-    LLVMValueRef G = min64(
-        fn, min64(fn, sk_aux_value(f, 1)->v[0],
-                  per > 0 ? LLVMBuildMul(fn->b, grid, cg_i64(fn, per), "")
-                          : grid),
-        max64(fn, LLVMBuildSDiv(fn->b, m, cg_i64(fn, t), ""), cg_i64(fn, 1)));
-    if (per > 0) {
-        G = min64(fn, G, cg_i64(fn, MAX_PIECES));
-    }
-    LLVMValueRef b;
-    cg_if mine;
-    LLVMBasicBlockRef head = NULL, exit = NULL;
-    if (per > 0) {
-        /* thread 0 grabs the next piece (the high half of the ticket
-         * word) and tells the block */
-        LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
-        LLVMValueRef slot = tg->shared_array(fn, i32, 1);
-        head = LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "grab");
-        LLVMBasicBlockRef body =
-            LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "piece");
-        exit = LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "pieces.end");
-        LLVMBuildBr(fn->b, head);
-        LLVMPositionBuilderAtEnd(fn->b, head);
-        cg_if grab;
-        cg_if_begin(fn, &grab, LLVMBuildICmp(fn->b, LLVMIntEQ, bk.tid,
-                                             cg_i64(fn, 0), ""));
-        LLVMValueRef old =
-            tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd, sk_aux_array(f, 2)->ptr[0],
-                           LLVMConstInt(i32, 0x10000, 0));
-        LLVMBuildStore(fn->b,
-                       LLVMBuildLShr(fn->b, old, LLVMConstInt(i32, 16, 0), ""),
-                       slot);
-        cg_if_end(fn, &grab);
-        tg->barrier(fn);
-        b = wide(fn, LLVMBuildLoad2(fn->b, i32, slot, "piece"));
-        LLVMBuildCondBr(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, b, G, ""), body,
-                        exit);
-        LLVMPositionBuilderAtEnd(fn->b, body);
-    } else {
-        b = wide(fn, tg->block_index(fn, 0));
-        cg_if_begin(fn, &mine, LLVMBuildICmp(fn->b, LLVMIntSLT, b, G, ""));
-    }
+    LLVMValueRef most = min64(
+        fn,
+        min64(fn, sk_aux_value(f, 1)->v[0],
+              LLVMBuildMul(fn->b, wide(fn, tg->grid_size(fn, 0)),
+                           cg_i64(fn, PIECES_PER_BLOCK), "")),
+        min64(fn, LLVMBuildLShr(fn->b, m, cg_i64(fn, __builtin_ctzll(t)), ""),
+              cg_i64(fn, MAX_PIECES)));
+    LLVMValueRef lgp = log2_floor(fn, max64(fn, most, cg_i64(fn, 1)));
+    LLVMValueRef P = LLVMBuildShl(fn->b, cg_i64(fn, 1), lgp, "pieces");
+    /* thread 0 takes the next piece (the high half of the ticket word)
+     * and tells the block */
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+    LLVMValueRef slot = tg->shared_array(fn, i32, 1);
+    LLVMBasicBlockRef head =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "take");
+    LLVMBasicBlockRef body =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "piece");
+    LLVMBasicBlockRef exit =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "pieces.end");
+    LLVMBuildBr(fn->b, head);
+    LLVMPositionBuilderAtEnd(fn->b, head);
+    cg_if take;
+    cg_if_begin(fn, &take,
+                LLVMBuildICmp(fn->b, LLVMIntEQ, bk.tid, cg_i64(fn, 0), ""));
+    LLVMValueRef old =
+        tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd, sk_aux_array(f, 2)->ptr[0],
+                       LLVMConstInt(i32, 1u << 16, 0));
+    LLVMBuildStore(fn->b, LLVMBuildLShr(fn->b, old, LLVMConstInt(i32, 16, 0), ""),
+                   slot);
+    cg_if_end(fn, &take);
+    tg->barrier(fn);
+    LLVMValueRef b = wide(fn, LLVMBuildLoad2(fn->b, i32, slot, "piece"));
+    LLVMBuildCondBr(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, b, P, ""), body,
+                    exit);
+    LLVMPositionBuilderAtEnd(fn->b, body);
+    /* piece b: [p(b), p(b + 1)), p(b) = b m / P (a shift) to a whole tile */
     LLVMValueRef b1 = LLVMBuildAdd(fn->b, b, cg_i64(fn, 1), "");
     LLVMValueRef lo = LLVMBuildAnd(
-        fn->b, LLVMBuildSDiv(fn->b, LLVMBuildMul(fn->b, b, m, ""), G, ""),
+        fn->b, LLVMBuildLShr(fn->b, LLVMBuildMul(fn->b, b, m, ""), lgp, ""),
         cg_i64(fn, -t), "");
     LLVMValueRef hi = LLVMBuildSelect(
-        fn->b, LLVMBuildICmp(fn->b, LLVMIntEQ, b1, G, ""), m,
+        fn->b, LLVMBuildICmp(fn->b, LLVMIntEQ, b1, P, ""), m,
         LLVMBuildAnd(fn->b,
-                     LLVMBuildSDiv(fn->b, LLVMBuildMul(fn->b, b1, m, ""), G, ""),
+                     LLVMBuildLShr(fn->b, LLVMBuildMul(fn->b, b1, m, ""), lgp, ""),
                      cg_i64(fn, -t), ""),
         "");
     if ((s = fold_piece(f, &bk, &sr, lo, hi, b)) != WEFT_OK) {
         return s;
     }
-    if (per > 0) {
-        LLVMBuildBr(fn->b, head);
-        LLVMPositionBuilderAtEnd(fn->b, exit);
-    } else {
-        cg_if_end(fn, &mine);
-    }
-    return last_block(f, &bk, has_seed, part, G);
+    LLVMBuildBr(fn->b, head);
+    LLVMPositionBuilderAtEnd(fn->b, exit);
+    return last_block(f, &bk, has_seed, part, P);
 }
 
 /* Entry 2 of a fold of one row that its last block finishes
