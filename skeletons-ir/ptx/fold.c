@@ -134,10 +134,6 @@
  * it is zero again for whatever runs next.  The branches are
  * block-uniform, so their barriers are too.
  */
-#include <stdio.h> /* FOLD-TEMP */
-#include <stdlib.h>
-#include <string.h>
-
 #include "../sk.h"
 
 enum {
@@ -1073,24 +1069,6 @@ static weft_status emit_rows(sk_fn *f, bool has_seed)
     }
     LLVMValueRef m = ext[src->rank - 1];
     if (!streamed(src)) {
-        int nt, mb; /* FOLD-TEMP: launch bounds for the device round */
-        const char *bounds = getenv("WEFT_FOLD_TBOUNDS");
-        if (bounds && sscanf(bounds, "%d,%d", &nt, &mb) == 2) {
-            static const char *const key[2] = {"maxntidx", "minctasm"};
-            const int val[2] = {nt, mb};
-            LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
-            for (int a = 0; a < 2; a++) {
-                LLVMMetadataRef md[3] = {
-                    LLVMValueAsMetadata(fn->fn),
-                    LLVMMDStringInContext2(fn->llctx, key[a], strlen(key[a])),
-                    LLVMValueAsMetadata(LLVMConstInt(i32, (unsigned)val[a], 0)),
-                };
-                LLVMAddNamedMetadataOperand(
-                    fn->mod, "nvvm.annotations",
-                    LLVMMetadataAsValue(fn->llctx,
-                                        LLVMMDNodeInContext2(fn->llctx, md, 3)));
-            }
-        }
         return emit_teams(f, has_seed, src, ext, m);
     }
     /* rows of a few elements: a warp each would leave most lanes idle and
