@@ -1269,6 +1269,75 @@ START_TEST(fold_large)
 }
 END_TEST
 
+/* fold (variant 0) or fold1 (variant 1) of affine-map composition over
+ * elements that are computed, not streamed: generate (shape a) (\ix ->
+ * (a ! ix).0 | 1, (a ! ix).1 + the innermost index), so that the ptx fold
+ * takes its paths for computed elements (teams of lanes per row, each
+ * lane a contiguous run).  The multipliers are odd, so that no product
+ * vanishes and every element's place in the order shows. */
+static int build_fold_computed(bld *b, weft_acc **res)
+{
+    weft_program *p = b->p;
+    weft_type pt = pair_type(b->ctx, WEFT_I32, WEFT_I32);
+    weft_acc *a = weft_param(p, pt, b->rank);
+    weft_fun *g = weft_fun1(p, WEFT_DIM(b->rank));
+    weft_exp *ix = weft_arg(g, 0);
+    weft_exp *v = weft_at(a, ix);
+    weft_exp *j = weft_get(ix, b->rank - 1);
+    weft_exp *c[2] = {weft_bor(weft_get(v, 0), weft_i32(p, 1)),
+                      weft_add(weft_get(v, 1), weft_convert(j, WEFT_I32))};
+    weft_fun_return(g, weft_tuple(p, 2, c));
+    weft_acc *src = weft_generate(weft_shape(a), g);
+    weft_fun *f = fun_affine(p, b->ctx);
+    res[0] = b->variant ? weft_fold1(f, src)
+                        : weft_fold(f, combine_seed(b, C_AFFINE), src);
+    return 1;
+}
+
+/* Rows of every kind of length over computed elements: empty, one row,
+ * few long rows (cut into chunks), many short ones (a thread or a few per
+ * row on the GPU), rank 3. */
+START_TEST(fold_computed)
+{
+    diff d;
+    diff_open(&d);
+    seed(13);
+    static const struct {
+        int rank;
+        int64_t e[3];
+    } shapes_c[] = {
+        {1, {0}},          {1, {1}},         {1, {100}},
+        {1, {1000003}},    {2, {0, 5}},      {2, {5, 0}},
+        {2, {1, 1}},       {2, {3, 7}},      {2, {1000, 3}},
+        {2, {300001, 5}},  {2, {100003, 41}}, {2, {3001, 700}},
+        {2, {37, 70001}},  {2, {2, 300007}},  {3, {4, 5, 6}},
+        {3, {0, 3, 4}},
+    };
+    for (int variant = 0; variant < 2; variant++) {
+        for (int rank = 1; rank <= 3; rank++) {
+            bld b = {.t = WEFT_I32, .rank = rank, .variant = variant};
+            diff_build(&d, "fold computed", build_fold_computed, &b);
+            for (size_t i = 0; i < sizeof shapes_c / sizeof *shapes_c; i++) {
+                if (shapes_c[i].rank != rank) {
+                    continue;
+                }
+                weft_type leaves[2] = {WEFT_I32, WEFT_I32};
+                harr h = harr_new(2, leaves, rank, shapes_c[i].e, 1, 0);
+                weft_status st = diff_run_tol(&d, &h, 1, 0, 0);
+                /* fold1 of empty rows is an error on both sides */
+                if (st != WEFT_OK) {
+                    ck_assert_msg(variant == 1 && st == WEFT_ERR_EMPTY_ARRAY,
+                                  "%s: unexpected %s", d.name,
+                                  weft_status_name(st));
+                }
+                harr_free(&h);
+            }
+        }
+    }
+    diff_close(&d);
+}
+END_TEST
+
 /* ------------------------------------------------------------------------
  * foldSeg, fold1Seg
  * ---------------------------------------------------------------------- */
@@ -2748,6 +2817,7 @@ static Suite *cpu_suite(void)
         {"fold_float", fold_float, true},
         {"fold_tuple", fold_tuple, true},
         {"fold_large", fold_large, true},
+        {"fold_computed", fold_computed, false},
         {"fold_seg", fold_seg, true},
         {"scan_int", scan_int, false},
         {"scan_float", scan_float, true},

@@ -6,8 +6,8 @@
  * passes as weft_compile does (fe_share, fe_simplify, fe_fuse, fe_plan)
  * into an executable of the test's own, and plans it for the PTX target
  * (rt_plan with sk_target_ptx).  Every fold kernel of the plan must be
- * sk_ptx_fold, with a warp per item for entry 0 and a block per item for
- * entries 1 and 2 (in both variants when a fused zipWith makes the kernel
+ * sk_ptx_fold, with a warp per item for entries 0 and 2 and a block per
+ * item for entry 1 (in both variants when a fused zipWith makes the kernel
  * general); its entries are emitted into a module of their own, finished
  * with cg_ptx_finish for sm_90 and checked: every entry is an .entry,
  * there are warp shuffles (shfl.sync.down) and barriers (bar.sync), and
@@ -23,7 +23,9 @@
  *   dotp      fold (+) 0 (zipWith (*) xs ys) of f64 matrices: a fused
  *             zipWith, so the kernel has the general variant (multi-index
  *             reads) too;
- *   all       foldAll (+) 0 of map (* 2) over an i64 array of rank 3.
+ *   all       foldAll (+) 0 of map (* 2) over an i64 array of rank 3;
+ *   computed  fold (+) 0 of a generate reading a ! j - a ! i (n-body's
+ *             shape), of rank 1 and 2: elements computed, not streamed.
  * The differential runs against the interpreter happen on a GPU
  * (tests/test_cpu.c's fold cases on the ptx backend).
  */
@@ -143,7 +145,7 @@ static weft_status get_kernel(void *user, weft_executable *exe, sk_kernel *k)
     for (int v = 0; v < (k->general ? 2 : 1); v++) {
         ck_assert_int_eq(k->item_threads[3 * v + 0], 32);
         ck_assert_int_eq(k->item_threads[3 * v + 1], SK_ITEM_BLOCK);
-        ck_assert_int_eq(k->item_threads[3 * v + 2], SK_ITEM_BLOCK);
+        ck_assert_int_eq(k->item_threads[3 * v + 2], 32);
     }
     char names[SK_MAX_ENTRY][32];
     const char *np[SK_MAX_ENTRY];
@@ -375,6 +377,37 @@ START_TEST(dotp)
 }
 END_TEST
 
+/* A fold of computed elements (a generate that reads its array at its
+ * own index, as n-body's fold does): teams of lanes with contiguous runs,
+ * scalar reads; of rank 1 it is still one launch. */
+static void computed_case(int rank, int last)
+{
+    tcase t;
+    tc_open(&t);
+    weft_acc *a = weft_param(t.p, WEFT_F32, 1);
+    weft_fun *g = weft_fun1(t.p, WEFT_DIM(rank));
+    weft_exp *ix = weft_arg(g, 0);
+    weft_exp *j = weft_index1(weft_get(ix, rank - 1));
+    weft_exp *i = weft_index1(weft_get(ix, 0));
+    weft_fun_return(g, weft_sub(weft_at(a, j), weft_at(a, i)));
+    weft_exp *n = weft_size(a);
+    weft_exp *sh = rank == 1 ? weft_index1(n) : weft_index2(n, n);
+    seen sn = plan(&t, "computed",
+                   weft_fold(add_fun(t.p, WEFT_F32), weft_f32(t.p, 0),
+                             weft_generate(sh, g)));
+    ck_assert_int_eq(sn.folds, 1);
+    ck_assert_int_eq(sn.vec, 0);
+    ck_assert_int_eq(sn.last, last);
+    tc_close(&t);
+}
+
+START_TEST(computed)
+{
+    computed_case(1, 1);
+    computed_case(2, 0);
+}
+END_TEST
+
 START_TEST(all)
 {
     tcase t;
@@ -398,6 +431,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, sum2);
     tcase_add_test(tc, sum1);
+    tcase_add_test(tc, computed);
     tcase_add_test(tc, narrow);
     tcase_add_test(tc, affine);
     tcase_add_test(tc, last);

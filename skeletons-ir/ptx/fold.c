@@ -6,13 +6,14 @@
  * rt_exec_fold): three entries over [0, n), aux 0 the partials (rank 1,
  * the element type), aux 1 C, the chunks per row.
  *
- *   entry 0, a warp per row (n = rows):
+ *   entry 0, a warp per row (n = rows; the grid is sized for that):
  *       out[r] = z `f` row r (fold), or the row's fold1; empty for an
  *       input of rank 1 (SK_FOLD_CHUNKS_ONLY, as in fold.c);
  *   entry 1, a block per chunk (n = rows * C):
  *       partial[c] = fold1 of piece c % C of row c / C (pieces as in fold.c:
  *       contiguous, never empty);
- *   entry 2, a block per row (n = rows):
+ *   entry 2, a warp per row (n = rows), by teams as entry 0 of computed
+ *       elements (below):
  *       out[r] = z `f` (the row's C partials, left to right), or without z;
  *       z alone when C = 0 (an empty row).
  *
@@ -23,45 +24,66 @@
  *
  * Each entry walks its items in a loop (item = global warp or block id,
  * step = warps or blocks in the grid: the runtime sizes the grid by
- * k->item_threads and the occupancy, never by n).
+ * k->item_threads and the occupancy, never by n), but for one row, where
+ * the blocks take pieces as they finish (below).
  *
  * Order.  The combine function is associative but need not be
  * commutative, so every step keeps left-to-right order and no step needs
- * an identity element.  A warp folds a range [lo, hi) in tiles of 32 K
- * consecutive elements: lane l folds its own K consecutive elements
- * [t + l K, t + (l + 1) K) sequentially (the lanes whose run is empty at
- * the end of the range are invalid), then the warp reduces the 32 lane
- * values in order,
+ * an identity element.  The lanes of a warp (or of a team of g lanes,
+ * below) hold values of consecutive runs of a range, and the warp reduces
+ * them in order,
  *
- *     for d = 1, 2, 4, 8, 16:
+ *     for d = 1, 2, 4, 8, 16 (d < g):
  *         y = shuffle_down(x, d)                    (every lane)
  *         if (lane % 2d == 0 && lane + d is valid)  x = f(x, y)
  *
- * after which lane 0 holds the tile's fold (the valid lanes always form a
- * prefix: lane j is valid when t + j K < hi, which needs no division; the
- * lane at lane + d, when valid, holds its group's fold), and lane 0
- * accumulates acc = f(acc, tile) (acc = tile for the first one when there
- * is no seed).  K is a constant of the kernel, a power of two of at most
- * 16 (see vec_plan): as many elements as make 32 bytes of the fold's
- * leaves (8 for 4-byte elements), or, for vector reads (below), 64 bytes
- * both of the fold's leaves and of the leaves loaded per element (16 for
- * a sum of f32, 8 for a dot product of f32); at least 1.  A
- * full tile reads its K elements per lane unconditionally and all before
- * combining them, so that K loads per lane are in flight at once, and the
- * warp pays one reduction per 32 K elements; only the last, partial tile
- * of a range checks bounds, with a run of its own, ceil(rest / 32), so
- * that short rows still use every lane.  A warp's loads stay within 32 K
- * consecutive elements, so what it fetches is all used.
+ * after which lane 0 holds the fold (the valid lanes, those whose run is
+ * not empty, always form a prefix: lane j is valid when lo + j K < hi,
+ * which needs no division; the lane at lane + d, when valid, holds its
+ * group's fold).  Two ways cut a range [lo, hi) into the lanes' runs:
+ *
+ * Tiles, for streamed elements (manifest arrays under maps, zipWiths and
+ * reshapes: consecutive elements are consecutive in memory).  The warp
+ * walks tiles of 32 K consecutive elements: lane l folds [t + l K,
+ * t + (l + 1) K), the warp reduces, and lane 0 accumulates acc = f(acc,
+ * tile) (acc = tile for the first one when there is no seed).  K is a
+ * constant of the kernel, a power of two of at most 16 (see vec_plan):
+ * as many elements as make 32 bytes of the fold's leaves (8 for 4-byte
+ * elements), or, for vector reads (below), 64 bytes both of the fold's
+ * leaves and of the leaves loaded per element (16 for a sum of f32, 8 for
+ * a dot product of f32); at least 1.  A full tile reads its K elements
+ * per lane unconditionally and all before combining them, so that K loads
+ * per lane are in flight at once, and reduces with no bounds at all; the
+ * warp pays one reduction per 32 K elements, and its loads stay within
+ * 32 K consecutive elements, so what it fetches is all used.  Only the
+ * last, partial tile of a range checks bounds, as lanes (below) with runs
+ * of ceil(rest / 32), so that short rows still use every lane.
+ *
+ * Lanes (warp_lanes), for computed elements (generates, gathers: their
+ * reads follow the index function, not the position) and for the
+ * partials.  Each lane folds one contiguous run of ceil((hi - lo) / g)
+ * elements one after the other, and the team reduces once at the end:
+ * one copy of the element code, a plain loop, no reduction per tile.
+ * Entry 0 of such a source (emit_teams) gives each row a team of g lanes,
+ * g the largest power of two up to 32 with rows g <= the threads of the
+ * grid (sized for a warp per row, at most the resident blocks): many rows
+ * take a thread each, and a read of a column-indexed array (n-body's
+ * bodies j) is then one address across the warp, few rows a warp each.
+ * The teams of a warp take consecutive rows and the warp loops while its
+ * first row is in range, so that every lane meets every shuffle.  Rows of
+ * streamed elements no longer than SHORT_ROW go by teams too (a warp per
+ * row would idle most lanes and reduce once per row).
  *
  * A block folds its range by cutting it into per-warp sub-ranges of S
- * elements (S a multiple of the tile, so only the last one has a partial
- * tile; the non-empty ones are again a prefix), each warp as above; lane 0
- * of each warp puts its fold into shared memory (one array of 32 per leaf:
- * a block has at most 1024 threads), a barrier, warp 0 reduces the warp
- * results in order, and thread 0 writes.  A second barrier keeps the next
- * item from overwriting shared memory before warp 0 has read it.  Both
- * barriers are at block-uniform points: the item loop's bounds are the
- * same for every thread of the block, and nothing returns early.
+ * elements (S a multiple of the tile, or of 32 lanes' runs, so only the
+ * last one is short; the non-empty ones are again a prefix), each warp as
+ * above; lane 0 of each warp puts its fold into shared memory (one array
+ * of 32 per leaf: a block has at most 1024 threads), a barrier, warp 0
+ * reduces the warp results in order, and thread 0 writes.  A second
+ * barrier keeps the next item from overwriting shared memory before warp
+ * 0 has read it.  Both barriers are at block-uniform points: the item
+ * loop's bounds are the same for every thread of the block, and nothing
+ * returns early.
  *
  * Block sizes are whatever the runtime launches (block_size at run time);
  * they must be a multiple of 32 (the occupancy API's always are), since
@@ -78,31 +100,39 @@
  * leaf as K size / 16 vector loads of 16 bytes (ld.global.nc.v4.f32,
  * .v2.f64, ...), extracts the elements and computes the fused producers
  * on them one by one, in the same order as the scalar reads.  That needs
- * every leaf's base pointer 16-byte aligned and every run to start at a
- * multiple of K: the kernel tests the first once, uniformly (the OR of
- * the pointers, `and` 15: device buffers are 256-byte aligned, but an
- * array wrapped from DLPack with a byte offset need not be), and when it
- * holds, a warp's range [lo, hi) is folded as a head [lo, a) up to the
- * next multiple a of K (fewer than K elements, a partial tile, scalar),
- * the body of full tiles from a (vector loads; tiles of 32 K keep every
- * run at a multiple of K) and the tail as before.  With unaligned
- * pointers there is no head and the full tiles read scalars, as before.
- * Either way the order of combination is the one above: the head is a
- * tile of its own, folded into acc first.  Other sources (multi-index
- * reads, gathers, 1- and 2-byte leaves) read as before.
+ * every run 16-byte aligned: every array a kernel sees is a whole device
+ * buffer, FE_DEVICE_ALIGN-aligned (wrap_device and from_dlpack refuse or
+ * copy anything else), so a run that starts at a multiple of K is.  A
+ * warp's range [lo, hi) is folded as a head [lo, a) up to the next
+ * multiple a of K (fewer than K elements, a partial tile, scalar), the
+ * body of full tiles from a (vector loads; tiles of 32 K keep every run at
+ * a multiple of K) and the tail as before; the head is a tile of its own,
+ * folded into acc first.  Where every range starts at a whole tile (one
+ * row, below) there is no head.  Other sources (multi-index reads,
+ * gathers, 1- and 2-byte leaves) read scalars.
  *
- * The last block.  A fold of one row (rank-1 input) is entry 1 over its
- * C chunks and then the fold of the C partials.  Instead of a second
- * launch, each block of entry 1, after its chunks, takes a ticket: thread
- * 0 fences (its partials are visible before its ticket), adds one to the
- * counter (aux 2, an i32 the runtime zeroes with the job's other aux
- * arrays) and tells the block through shared memory whether it drew the
- * last ticket (the grid's size less one).  That block, and only it,
- * fences again (the others' partials after their tickets), folds the C
- * partials in order as entry 2 would, writes z `f` that (or that) to the
- * result and stores 0 into the counter, so that it is zero again for
- * whatever runs next.  The branch is block-uniform, so its barriers are
- * too.
+ * One row and the last block.  A fold of one row (rank-1 input, m
+ * elements) is entry 1 and then the fold of its partials.  The row is cut
+ * into P pieces, [p(i), p(i + 1)) with p(i) = i m / P rounded down to a
+ * whole tile (p(P) = m; m < 2^48), P the largest power of two up to
+ * min(C, PIECES_PER_BLOCK grid, m / tile, MAX_PIECES) (at least 1), so
+ * that no piece is empty and p is a shift, and the blocks take
+ * them in turn as they finish one: thread 0 adds 2^16 to the ticket word
+ * (aux 2, an i32 the runtime zeroes with the job's other aux arrays), the
+ * high half is the piece, and the block folds it into partial[i] (only
+ * block_fold's two barriers and the take's one per piece).  Blocks that
+ * stream faster take more pieces, so that all of them stream to the end
+ * (one fixed piece per block left SMs idle before the end: a sum of 2^28
+ * f32 on an H200 took 0.261 ms, 0.256 ms by pieces taken in turn, CUB
+ * 0.242).  Instead of a second launch, each block, when no piece is
+ * left, takes a ticket: thread 0 fences (its partials are visible before
+ * its ticket), adds one to the word's low half and tells the block through
+ * shared memory whether it drew the last ticket (the grid's size less
+ * one).  That block, and only it, fences again (the others' partials after
+ * their tickets), folds the P partials in order as entry 2 would, writes
+ * z `f` that (or that) to the result and stores 0 into the word, so that
+ * it is zero again for whatever runs next.  The branches are
+ * block-uniform, so their barriers are too.
  */
 #include "../sk.h"
 
@@ -115,6 +145,11 @@ enum {
     VEC_BYTES = 16,   /* a vector load: ld.global.nc.v4 of 4-byte leaves,
                          .v2 of 8-byte ones */
     MAX_VEC_ARRAYS = 8, /* manifest arrays a vector-read source may have */
+    SHORT_ROW = 16,   /* streamed rows up to this long go by teams (entry 0) */
+    PIECES_PER_BLOCK = 16, /* one row: pieces per block of the grid, which
+                              blocks take as they finish */
+    MAX_PIECES = 32768, /* ... at most (the ticket word's high half counts
+                           the pieces taken, its low half the blocks done) */
 };
 
 static weft_status ptx_fold_prepare(weft_context *ctx, fe_arena *arena,
@@ -122,12 +157,12 @@ static weft_status ptx_fold_prepare(weft_context *ctx, fe_arena *arena,
 {
     k->nentry = 3;
     sk_fold_chunks_only(k);
-    /* a warp per row, a block per chunk, a block per row; the general
-     * variant (a fused zipWith) has the same three again */
+    /* a warp per row, a block per chunk, a warp per row of partials; the
+     * general variant (a fused zipWith) has the same three again */
     for (int v = 0; v < 2; v++) {
         k->item_threads[3 * v + 0] = WARP;
         k->item_threads[3 * v + 1] = SK_ITEM_BLOCK;
-        k->item_threads[3 * v + 2] = SK_ITEM_BLOCK;
+        k->item_threads[3 * v + 2] = WARP;
     }
     /* a block per chunk: chunks of at least 32K elements, so that a
      * block streams long runs between its barriers */
@@ -168,12 +203,42 @@ static LLVMValueRef max64(cg_fn *fn, LLVMValueRef a, LLVMValueRef b)
                            a, b, "");
 }
 
-/* ceil(a / b) for a >= 0, b > 0. */
-static LLVMValueRef ceil_div(cg_fn *fn, LLVMValueRef a, LLVMValueRef b)
+/* ceil(a / n) for 0 <= a < 2^63 and 1 <= n <= 32 (n i64), by four 32-bit
+ * divisions of 16-bit digits: a 64-bit division is a call in the driver's
+ * relocatable compile, which costs the whole entry registers. */
+static LLVMValueRef ceil_div_small(cg_fn *fn, LLVMValueRef a, LLVMValueRef n)
 {
-    LLVMValueRef t = LLVMBuildAdd(
-        fn->b, a, LLVMBuildSub(fn->b, b, cg_i64(fn, 1), ""), "");
-    return LLVMBuildSDiv(fn->b, t, b, "");
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+    a = LLVMBuildAdd(fn->b, a, LLVMBuildSub(fn->b, n, cg_i64(fn, 1), ""), "");
+    LLVMValueRef n32 = LLVMBuildTrunc(fn->b, n, i32, "");
+    LLVMValueRef r = LLVMConstInt(i32, 0, 0), q = cg_i64(fn, 0);
+    for (int d = 3; d >= 0; d--) {
+        LLVMValueRef digit = LLVMBuildTrunc(
+            fn->b,
+            LLVMBuildAnd(fn->b,
+                         LLVMBuildLShr(fn->b, a, cg_i64(fn, 16 * d), ""),
+                         cg_i64(fn, 0xffff), ""),
+            i32, "");
+        LLVMValueRef cur = LLVMBuildOr(
+            fn->b, LLVMBuildShl(fn->b, r, LLVMConstInt(i32, 16, 0), ""), digit,
+            "");
+        LLVMValueRef qd = LLVMBuildUDiv(fn->b, cur, n32, "");
+        r = LLVMBuildSub(fn->b, cur, LLVMBuildMul(fn->b, qd, n32, ""), "");
+        q = LLVMBuildOr(fn->b, q,
+                        LLVMBuildShl(fn->b, wide(fn, qd), cg_i64(fn, 16 * d), ""),
+                        "");
+    }
+    return q;
+}
+
+/* floor(log2 x) for x >= 1. */
+static LLVMValueRef log2_floor(cg_fn *fn, LLVMValueRef x)
+{
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
+    LLVMValueRef args[2] = {x, LLVMConstInt(LLVMInt1TypeInContext(fn->llctx),
+                                            1, 0)};
+    LLVMValueRef lz = cg_intrinsic(fn, "llvm.ctlz", &i64, 1, args, 2);
+    return LLVMBuildSub(fn->b, cg_i64(fn, 63), lz, "");
 }
 
 
@@ -249,8 +314,11 @@ typedef struct source {
     LLVMValueRef base;  /* linear position of the row's first element */
     bool by_index;
     int k;              /* the run length K of its full tiles */
-    bool vec;           /* full tiles may read by vector loads (vec_plan) */
-    LLVMValueRef aligned; /* vec: i1, every base pointer 16-byte aligned */
+    bool vec;           /* full tiles read by vector loads (vec_plan) */
+    bool lanes;         /* computed elements, or the partials: lanes read
+                           contiguous runs (warp_lanes), not tiles */
+    bool tiled;         /* every range to fold starts at a multiple of K
+                           (no head) */
     int narr;           /* vec: the manifest arrays read, each once */
     const cg_array *arr[MAX_VEC_ARRAYS];
 } source;
@@ -301,19 +369,16 @@ static bool vec_terms(sk_fn *f, source *sr, const fe_term *t)
     }
 }
 
-/* sr->k, sr->vec and sr->aligned.  A source read by multi-index, and the
- * partials, have runs of RUN_BYTES of the fold's values; a source of
- * vector reads has runs of VEC_RUN_BYTES both of the fold's values and of
- * the leaves it loads per element (a lane's loads are all in flight
- * together), and each leaf's run must be whole vector loads.  The
- * alignment is tested on the pointers' bits through an opaque `and`
- * (inline PTX): the kernel's pointer loads carry !align of the target's
- * array_align (skeletons-ir/kernel.c), which device arrays wrapped from
- * DLPack with a byte offset need not honour, and LLVM would fold a plain
- * test to true. */
+/* sr->k and sr->vec.  A source read by multi-index has runs of
+ * RUN_BYTES of the fold's values; a source of vector reads
+ * has runs of VEC_RUN_BYTES both of the fold's values and of the leaves it
+ * loads per element (a lane's loads are all in flight together), and each
+ * leaf's run must be whole vector loads.  Every array a kernel sees is a
+ * whole device buffer, FE_DEVICE_ALIGN-aligned (wrap_device and
+ * from_dlpack refuse or copy others), so a run that starts at a multiple
+ * of K is 16-byte aligned. */
 static void vec_plan(sk_fn *f, source *sr)
 {
-    cg_fn *fn = &f->fn;
     sr->narr = 0;
     sr->k = run_of(fold_bytes(f), RUN_BYTES);
     sr->vec = sr->src && !sr->by_index && vec_terms(f, sr, sr->src);
@@ -329,8 +394,6 @@ static void vec_plan(sk_fn *f, source *sr)
     int k = run_of(bytes, VEC_RUN_BYTES);
     int kf = run_of(fold_bytes(f), VEC_RUN_BYTES);
     k = k < kf ? k : kf;
-    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
-    LLVMValueRef bits = cg_i64(fn, 0);
     for (int i = 0; i < sr->narr; i++) {
         const cg_array *a = sr->arr[i];
         for (int l = 0; l < a->nleaf; l++) {
@@ -338,20 +401,9 @@ static void vec_plan(sk_fn *f, source *sr)
                 sr->vec = false;
                 return;
             }
-            LLVMValueRef p = LLVMBuildPtrToInt(fn->b, a->ptr[l], i64, "");
-            bits = LLVMBuildOr(fn->b, bits, p, "");
         }
     }
     sr->k = k;
-    static const char text[] = "and.b64 $0, $1, 15;", cons[] = "=l,l";
-    LLVMTypeRef ty = LLVMFunctionType(i64, &i64, 1, 0);
-    LLVMValueRef low = LLVMBuildCall2(
-        fn->b, ty,
-        LLVMGetInlineAsm(ty, text, sizeof text - 1, cons, sizeof cons - 1, 0, 0,
-                         LLVMInlineAsmDialectATT, 0),
-        &bits, 1, "");
-    sr->aligned =
-        LLVMBuildICmp(fn->b, LLVMIntEQ, low, cg_i64(fn, 0), "aligned");
 }
 
 /* The leaves of every array of sr at positions j0 .. j0 + k - 1 (j0 k
@@ -442,6 +494,34 @@ static weft_status vec_read(sk_fn *f, const source *sr, LLVMValueRef **vals,
     }
 }
 
+/* Whether term t streams manifest arrays (maps, zipWiths and reshapes of
+ * them): its element at a position reads the arrays at that position, so
+ * consecutive elements are consecutive in memory, which tiles read
+ * coalesced.  Other sources (generates, gathers, replicates...) compute
+ * their elements, and the lanes of a team read contiguous runs of them
+ * (warp_lanes). */
+static bool streamed(const fe_term *t)
+{
+    if (!t->delayed) {
+        return true;
+    }
+    switch ((fe_kind)t->kind) {
+    case FE_MAP:
+        return streamed(t->kid[0]);
+    case FE_ZIPWITH:
+        for (int c = 0; c < t->nkid; c++) {
+            if (!streamed(t->kid[c])) {
+                return false;
+            }
+        }
+        return true;
+    case FE_RESHAPE:
+        return streamed(t->kid[1]);
+    default:
+        return false;
+    }
+}
+
 /* Prepare to read row r of src (extents ext) starting at linear position
  * base. */
 static weft_status source_row(sk_fn *f, source *sr, LLVMValueRef *ext,
@@ -449,6 +529,7 @@ static weft_status source_row(sk_fn *f, source *sr, LLVMValueRef *ext,
 {
     sr->base = base;
     sr->by_index = sr->src && !sk_linear_ok(f, sr->src);
+    sr->lanes = sr->src && !streamed(sr->src);
     vec_plan(f, sr);
     if (!sr->by_index) {
         return WEFT_OK;
@@ -484,19 +565,30 @@ static weft_status source_read(sk_fn *f, const source *sr, LLVMValueRef j,
 
 /* ---- warps ------------------------------------------------------------ */
 
+typedef struct warp warp;
+static weft_status warp_lanes(sk_fn *f, warp *w, const source *sr,
+                              LLVMValueRef lo, LLVMValueRef hi);
+
 /* The lanes of a warp, and the mutable values a warp fold works in. */
-typedef struct warp {
+struct warp {
     LLVMValueRef lane;  /* i64 0..31 */
+    LLVMValueRef tl;    /* i64: the lane within its team (warp_lanes) */
+    LLVMValueRef g;     /* i64: lanes per team, a power of two up to 32;
+                           NULL: the whole warp (tl = lane) */
+    LLVMValueRef lg;    /* i64: log2 g (with g) */
     cg_mut x;           /* a lane's value */
     cg_mut acc;         /* lane 0: the fold so far */
     LLVMValueRef have;  /* i1 slot: lane 0 has a value in acc */
-} warp;
+};
 
 static weft_status warp_init(sk_fn *f, warp *w, LLVMValueRef tid)
 {
     cg_fn *fn = &f->fn;
     weft_type t = f->e->k->op->type;
     w->lane = LLVMBuildAnd(fn->b, tid, cg_i64(fn, WARP - 1), "lane");
+    w->tl = w->lane;
+    w->g = NULL;
+    w->lg = NULL;
     weft_status s = cg_mut_new(fn, t, &w->x);
     if (s == WEFT_OK) {
         s = cg_mut_new(fn, t, &w->acc);
@@ -505,11 +597,13 @@ static weft_status warp_init(sk_fn *f, warp *w, LLVMValueRef tid)
     return s;
 }
 
-/* In-order reduction of the warp's x over its valid lanes, lane j being
- * valid when at + j stride < hi (the same bounds in every lane, lane 0
+/* In-order reduction of x over the valid lanes of each team (the whole
+ * warp, or teams of w->g lanes), lane j of its team being valid when
+ * at + j stride < hi (the same bounds in every lane of a team, lane 0
  * valid: the valid lanes are a prefix, and no division is needed to count
- * them): lane 0's x becomes x[0] `f` x[1] `f` ... over the valid lanes.
- * Every lane must run it. */
+ * them; hi NULL: every lane valid): lane 0 of the team ends with x[0] `f`
+ * x[1] `f` ... over the valid lanes.  Every lane of the warp must run it
+ * (w->g the same in all). */
 static weft_status warp_reduce(sk_fn *f, warp *w, LLVMValueRef at,
                                LLVMValueRef stride, LLVMValueRef hi)
 {
@@ -518,6 +612,11 @@ static weft_status warp_reduce(sk_fn *f, warp *w, LLVMValueRef at,
     LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
     weft_status s;
     for (int d = 1; d < WARP; d *= 2) {
+        cg_if team;
+        if (w->g) {
+            cg_if_begin(fn, &team, LLVMBuildICmp(fn->b, LLVMIntSLT,
+                                                 cg_i64(fn, d), w->g, ""));
+        }
         cg_val x, y;
         if ((s = cg_mut_get(fn, &w->x, &x)) != WEFT_OK ||
             (s = cg_val_make(fn, x.n, &y)) != WEFT_OK) {
@@ -527,21 +626,28 @@ static weft_status warp_reduce(sk_fn *f, warp *w, LLVMValueRef at,
             y.v[l] = tg->shuffle_down(fn, x.v[l],
                                       LLVMConstInt(i32, (unsigned)d, 0));
         }
-        LLVMValueRef mine = LLVMBuildICmp(
+        LLVMValueRef take = LLVMBuildICmp(
             fn->b, LLVMIntEQ,
-            LLVMBuildAnd(fn->b, w->lane, cg_i64(fn, 2 * d - 1), ""),
+            LLVMBuildAnd(fn->b, w->tl, cg_i64(fn, 2 * d - 1), ""),
             cg_i64(fn, 0), "");
-        LLVMValueRef other = LLVMBuildAdd(fn->b, w->lane, cg_i64(fn, d), "");
-        LLVMValueRef there = LLVMBuildICmp(
-            fn->b, LLVMIntSLT,
-            LLVMBuildAdd(fn->b, at, LLVMBuildMul(fn->b, other, stride, ""), ""),
-            hi, "");
+        if (hi) {
+            LLVMValueRef other = LLVMBuildAdd(fn->b, w->tl, cg_i64(fn, d), "");
+            LLVMValueRef there = LLVMBuildICmp(
+                fn->b, LLVMIntSLT,
+                LLVMBuildAdd(fn->b, at, LLVMBuildMul(fn->b, other, stride, ""),
+                             ""),
+                hi, "");
+            take = LLVMBuildAnd(fn->b, take, there, "");
+        }
         cg_if c;
-        cg_if_begin(fn, &c, LLVMBuildAnd(fn->b, mine, there, ""));
+        cg_if_begin(fn, &c, take);
         s = combine_into(f, &w->x, &y);
         cg_if_end(fn, &c);
         if (s) {
             return s;
+        }
+        if (w->g) {
+            cg_if_end(fn, &team);
         }
     }
     return WEFT_OK;
@@ -573,10 +679,10 @@ static weft_status warp_accumulate(sk_fn *f, warp *w)
 }
 
 /* One full tile at t: lane l reads its K elements (all first, so that
- * they are in flight together), folds them and the warp reduces.  vec:
- * by vector loads (t a multiple of K, the base pointers aligned). */
+ * they are in flight together), folds them and the warp reduces (every
+ * lane valid).  vec: by vector loads (t a multiple of K). */
 static weft_status full_tile(sk_fn *f, warp *w, const source *sr,
-                             LLVMValueRef t, int k, LLVMValueRef hi, bool vec)
+                             LLVMValueRef t, int k, bool vec)
 {
     cg_fn *fn = &f->fn;
     weft_status s;
@@ -607,29 +713,95 @@ static weft_status full_tile(sk_fn *f, warp *w, const source *sr,
         x[0] = y;
     }
     cg_mut_set(fn, &w->x, &x[0]);
-    if ((s = warp_reduce(f, w, t, K, hi)) != WEFT_OK) {
+    if ((s = warp_reduce(f, w, t, K, NULL)) != WEFT_OK) {
         return s;
     }
     return warp_accumulate(f, w);
 }
 
-/* The last, partial tile at t (t < hi < t + 32 K): with the run
- * k = ceil((hi - t) / 32) (1 .. K, so that a short row still spreads over
- * the lanes), lane l folds [t + l k, min(t + (l + 1) k, hi)) when that is
- * not empty. */
+/* The last, partial tile at t (t < hi < t + 32 K), as warp_lanes: lane
+ * l folds [t + l k, min(t + (l + 1) k, hi)) with k = ceil((hi - t) / 32)
+ * (1 .. K, so that a short row still spreads over the lanes), and lane 0
+ * adds the tile's fold to acc. */
 static weft_status part_tile(sk_fn *f, warp *w, const source *sr,
                              LLVMValueRef t, LLVMValueRef hi)
 {
+    weft_status s = warp_lanes(f, w, sr, t, hi);
+    return s ? s : warp_accumulate(f, w);
+}
+
+/* The warp folds [lo, hi) of the source (bounds the same in every lane)
+ * into lane 0's acc / have: the full tiles of 32 K elements, then the
+ * partial one if any.  A source with vector reads first folds a head
+ * [lo, a) up to the next multiple a of K as a partial tile, so that its
+ * full tiles start at multiples of K. */
+static weft_status warp_fold(sk_fn *f, warp *w, const source *sr,
+                             LLVMValueRef lo, LLVMValueRef hi)
+{
     cg_fn *fn = &f->fn;
     weft_status s;
-    LLVMValueRef K = LLVMBuildLShr(
+    int k = sr->k;
+    LLVMValueRef T = cg_i64(fn, (int64_t)k * WARP);
+    if (sr->vec && !sr->tiled) {
+        LLVMValueRef a = min64(
+            fn,
+            LLVMBuildAnd(fn->b, LLVMBuildAdd(fn->b, lo, cg_i64(fn, k - 1), ""),
+                         cg_i64(fn, -k), ""),
+            hi);
+        cg_if head;
+        cg_if_begin(fn, &head, LLVMBuildICmp(fn->b, LLVMIntSLT, lo, a, ""));
+        if ((s = part_tile(f, w, sr, lo, a)) != WEFT_OK) {
+            return s;
+        }
+        cg_if_end(fn, &head);
+        lo = a;
+    }
+    LLVMValueRef len =
+        max64(fn, LLVMBuildSub(fn->b, hi, lo, ""), cg_i64(fn, 0));
+    LLVMValueRef full = LLVMBuildAdd(
+        fn->b, lo,
+        LLVMBuildMul(fn->b, LLVMBuildUDiv(fn->b, len, T, ""), T, ""), "full");
+    cg_sloop tl;
+    LLVMValueRef t = cg_sloop_begin(fn, &tl, lo, full, T, "tile");
+    if ((s = full_tile(f, w, sr, t, k, sr->vec)) != WEFT_OK) {
+        return s;
+    }
+    cg_sloop_end(fn, &tl);
+    cg_if tail;
+    cg_if_begin(fn, &tail, LLVMBuildICmp(fn->b, LLVMIntSLT, full, hi, ""));
+    if ((s = part_tile(f, w, sr, full, hi)) != WEFT_OK) {
+        return s;
+    }
+    cg_if_end(fn, &tail);
+    return WEFT_OK;
+}
+
+/* The lanes of each team (w->g, or the whole warp) fold [lo, hi) of the
+ * source (bounds the same in every lane of a team, the range possibly
+ * empty), each lane its own contiguous run of L = ceil((hi - lo) / g)
+ * elements one after the other, then the team reduces in order: lane 0
+ * of the team ends with the fold in x when lo < hi.  For elements that
+ * are computed rather than streamed (a generate, a gather): no per-tile
+ * reduction, one copy of the element code, and where the teams are small
+ * the lanes of a warp read the same few columns.  Every lane of the warp
+ * must run it. */
+static weft_status warp_lanes(sk_fn *f, warp *w, const source *sr,
+                              LLVMValueRef lo, LLVMValueRef hi)
+{
+    cg_fn *fn = &f->fn;
+    weft_status s;
+    LLVMValueRef len =
+        max64(fn, LLVMBuildSub(fn->b, hi, lo, ""), cg_i64(fn, 0));
+    LLVMValueRef L = LLVMBuildLShr(
         fn->b,
-        LLVMBuildAdd(fn->b, LLVMBuildSub(fn->b, hi, t, ""),
-                     cg_i64(fn, WARP - 1), ""),
-        cg_i64(fn, 5), "run");
+        LLVMBuildAdd(fn->b, len,
+                     w->g ? LLVMBuildSub(fn->b, w->g, cg_i64(fn, 1), "")
+                          : cg_i64(fn, WARP - 1),
+                     ""),
+        w->g ? w->lg : cg_i64(fn, 5), "run");
     LLVMValueRef llo =
-        LLVMBuildAdd(fn->b, t, LLVMBuildMul(fn->b, w->lane, K, ""), "");
-    LLVMValueRef lhi = min64(fn, LLVMBuildAdd(fn->b, llo, K, ""), hi);
+        LLVMBuildAdd(fn->b, lo, LLVMBuildMul(fn->b, w->tl, L, ""), "");
+    LLVMValueRef lhi = min64(fn, LLVMBuildAdd(fn->b, llo, L, ""), hi);
     mut_zero(fn, &w->x);
     cg_if valid;
     cg_if_begin(fn, &valid, LLVMBuildICmp(fn->b, LLVMIntSLT, llo, lhi, ""));
@@ -649,67 +821,7 @@ static weft_status part_tile(sk_fn *f, warp *w, const source *sr,
     }
     cg_loop_end(fn, &run);
     cg_if_end(fn, &valid);
-    if ((s = warp_reduce(f, w, t, K, hi)) != WEFT_OK) {
-        return s;
-    }
-    return warp_accumulate(f, w);
-}
-
-/* The warp folds [lo, hi) of the source (bounds the same in every lane)
- * into lane 0's acc / have: the full tiles of 32 K elements, then the
- * partial one if any.  A source with vector reads whose pointers are
- * aligned first folds a head [lo, a) up to the next multiple a of K as a
- * partial tile, so that its full tiles start at multiples of K. */
-static weft_status warp_fold(sk_fn *f, warp *w, const source *sr,
-                             LLVMValueRef lo, LLVMValueRef hi)
-{
-    cg_fn *fn = &f->fn;
-    weft_status s;
-    int k = sr->k;
-    LLVMValueRef T = cg_i64(fn, (int64_t)k * WARP);
-    if (sr->vec) {
-        LLVMValueRef up = LLVMBuildAnd(
-            fn->b, LLVMBuildAdd(fn->b, lo, cg_i64(fn, k - 1), ""),
-            cg_i64(fn, -k), "");
-        LLVMValueRef a =
-            LLVMBuildSelect(fn->b, sr->aligned, min64(fn, up, hi), lo, "head");
-        cg_if head;
-        cg_if_begin(fn, &head, LLVMBuildICmp(fn->b, LLVMIntSLT, lo, a, ""));
-        if ((s = part_tile(f, w, sr, lo, a)) != WEFT_OK) {
-            return s;
-        }
-        cg_if_end(fn, &head);
-        lo = a;
-    }
-    LLVMValueRef len =
-        max64(fn, LLVMBuildSub(fn->b, hi, lo, ""), cg_i64(fn, 0));
-    LLVMValueRef full = LLVMBuildAdd(
-        fn->b, lo,
-        LLVMBuildMul(fn->b, LLVMBuildUDiv(fn->b, len, T, ""), T, ""), "full");
-    cg_sloop tl;
-    LLVMValueRef t = cg_sloop_begin(fn, &tl, lo, full, T, "tile");
-    if (sr->vec) {
-        cg_if by;
-        cg_if_begin(fn, &by, sr->aligned);
-        if ((s = full_tile(f, w, sr, t, k, hi, true)) != WEFT_OK) {
-            return s;
-        }
-        cg_if_else(fn, &by);
-        if ((s = full_tile(f, w, sr, t, k, hi, false)) != WEFT_OK) {
-            return s;
-        }
-        cg_if_end(fn, &by);
-    } else if ((s = full_tile(f, w, sr, t, k, hi, false)) != WEFT_OK) {
-        return s;
-    }
-    cg_sloop_end(fn, &tl);
-    cg_if tail;
-    cg_if_begin(fn, &tail, LLVMBuildICmp(fn->b, LLVMIntSLT, full, hi, ""));
-    if ((s = part_tile(f, w, sr, full, hi)) != WEFT_OK) {
-        return s;
-    }
-    cg_if_end(fn, &tail);
-    return WEFT_OK;
+    return warp_reduce(f, w, lo, L, hi);
 }
 
 /* ---- blocks ----------------------------------------------------------- */
@@ -759,11 +871,15 @@ static weft_status block_fold(sk_fn *f, block *bk, const source *sr,
     warp *w = &bk->w;
     weft_status s;
     /* warp v takes [lo + v S, min(lo + (v + 1) S, hi)), S a whole number
-     * of tiles, so that the non-empty sub-ranges are a prefix */
+     * of tiles (or of 32 lanes' runs), so that the non-empty sub-ranges
+     * are a prefix */
     LLVMValueRef len = LLVMBuildSub(fn->b, hi, lo, "len");
-    LLVMValueRef per = ceil_div(fn, len, bk->nwarp);
-    LLVMValueRef T = cg_i64(fn, (int64_t)sr->k * WARP);
-    LLVMValueRef S = LLVMBuildMul(fn->b, ceil_div(fn, per, T), T, "span");
+    int64_t t = sr->lanes ? WARP : (int64_t)sr->k * WARP;
+    LLVMValueRef tiles = LLVMBuildLShr(
+        fn->b, LLVMBuildAdd(fn->b, len, cg_i64(fn, t - 1), ""),
+        cg_i64(fn, __builtin_ctzll((unsigned long long)t)), "");
+    LLVMValueRef S = LLVMBuildMul(fn->b, ceil_div_small(fn, tiles, bk->nwarp),
+                                  cg_i64(fn, t), "span");
     LLVMValueRef wlo =
         min64(fn,
               LLVMBuildAdd(fn->b, lo, LLVMBuildMul(fn->b, bk->wid, S, ""), ""),
@@ -771,7 +887,9 @@ static weft_status block_fold(sk_fn *f, block *bk, const source *sr,
     LLVMValueRef whi = min64(fn, LLVMBuildAdd(fn->b, wlo, S, ""), hi);
     LLVMBuildStore(fn->b, LLVMConstInt(LLVMInt1TypeInContext(fn->llctx), 0, 0),
                    w->have);
-    if ((s = warp_fold(f, w, sr, wlo, whi)) != WEFT_OK) {
+    s = sr->lanes ? part_tile(f, w, sr, wlo, whi)
+                  : warp_fold(f, w, sr, wlo, whi);
+    if (s) {
         return s;
     }
     /* lane 0 of every warp with a value: shared[warp] = acc */
@@ -826,7 +944,119 @@ static weft_status block_fold(sk_fn *f, block *bk, const source *sr,
 
 /* ---- the entries ------------------------------------------------------ */
 
-/* Entry 0: a warp per row. */
+/* out[r] = z `f` y, or y without a seed; z alone when the row is empty
+ * (y not there: m = 0). */
+static weft_status put_row(sk_fn *f, bool has_seed, LLVMValueRef r,
+                           LLVMValueRef m, const cg_val *y)
+{
+    cg_fn *fn = &f->fn;
+    if (!has_seed) {
+        cg_array_store(fn, sk_out_array(f, 0), r, y);
+        return WEFT_OK;
+    }
+    const cg_val *z = sk_kid_value(f, 0);
+    cg_val zy, out;
+    cg_if some;
+    cg_if_begin(fn, &some,
+                LLVMBuildICmp(fn->b, LLVMIntSGT, m, cg_i64(fn, 0), ""));
+    weft_status s = combine(f, z, y, &zy);
+    if (s) {
+        return s;
+    }
+    cg_if_else(fn, &some);
+    if ((s = cg_if_merge(fn, &some, &zy, z, &out)) != WEFT_OK) {
+        return s;
+    }
+    cg_array_store(fn, sk_out_array(f, 0), r, &out);
+    return WEFT_OK;
+}
+
+/* Entry 0 for computed elements (!streamed): teams of g lanes per row,
+ * each lane a contiguous run of the row (warp_lanes), g chosen from the
+ * grid the runtime launched (sized for a warp per row, at most as many
+ * blocks as are resident): the largest power of two up to 32 with
+ * rows g <= the grid's threads, so that many rows take a thread each
+ * (whose loads of a column-indexed array are then the same address in
+ * every lane) and few rows a warp each.  The teams of a warp take
+ * consecutive rows; the warp loops while its first row is in range, so
+ * that its lanes meet at every shuffle. */
+static weft_status emit_teams(sk_fn *f, bool has_seed, const fe_term *src,
+                              LLVMValueRef *ext, LLVMValueRef m)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    weft_status s;
+    LLVMValueRef bs = wide(fn, tg->block_size(fn, 0));
+    LLVMValueRef gtid = LLVMBuildAdd(
+        fn->b, LLVMBuildMul(fn->b, wide(fn, tg->block_index(fn, 0)), bs, ""),
+        wide(fn, tg->thread_index(fn, 0)), "");
+    LLVMValueRef threads =
+        LLVMBuildMul(fn->b, wide(fn, tg->grid_size(fn, 0)), bs, "");
+    /* g = 2^lg: rows g <= threads (no division: a 64-bit one is a call
+     * in the driver's relocatable compile, which costs registers) */
+    LLVMValueRef lg = cg_i64(fn, 0);
+    for (int b = 1; b <= 5; b++) {
+        lg = LLVMBuildSelect(
+            fn->b,
+            LLVMBuildICmp(fn->b, LLVMIntSGE,
+                          LLVMBuildLShr(fn->b, threads, cg_i64(fn, b), ""),
+                          f->n, ""),
+            cg_i64(fn, b), lg, "");
+    }
+    warp w;
+    if ((s = warp_init(f, &w, gtid)) != WEFT_OK) {
+        return s;
+    }
+    w.g = LLVMBuildShl(fn->b, cg_i64(fn, 1), lg, "team");
+    w.lg = lg;
+    w.tl = LLVMBuildAnd(fn->b, w.lane,
+                        LLVMBuildSub(fn->b, w.g, cg_i64(fn, 1), ""), "");
+    LLVMValueRef per = LLVMBuildLShr(fn->b, cg_i64(fn, WARP), lg, "");
+    /* warp v of block b is warp v grid + b: consecutive rows go to
+     * different blocks, so that with fewer busy warps than launched ones
+     * (teams of several rows) every SM still has its share */
+    LLVMValueRef vw = LLVMBuildAdd(
+        fn->b,
+        LLVMBuildMul(fn->b,
+                     LLVMBuildLShr(fn->b, wide(fn, tg->thread_index(fn, 0)),
+                                   cg_i64(fn, 5), ""),
+                     wide(fn, tg->grid_size(fn, 0)), ""),
+        wide(fn, tg->block_index(fn, 0)), "");
+    LLVMValueRef first = LLVMBuildMul(fn->b, vw, per, "");
+    LLVMValueRef step = LLVMBuildMul(
+        fn->b, LLVMBuildLShr(fn->b, threads, cg_i64(fn, 5), ""), per, "");
+    cg_sloop rows;
+    LLVMValueRef r0 = cg_sloop_begin(fn, &rows, first, f->n, step, "rows");
+    LLVMValueRef r = LLVMBuildAdd(fn->b, r0, LLVMBuildLShr(fn->b, w.lane, lg, ""),
+                                  "row");
+    LLVMValueRef on = LLVMBuildICmp(fn->b, LLVMIntSLT, r, f->n, "");
+    r = LLVMBuildSelect(fn->b, on, r, r0, "");
+    LLVMValueRef base = LLVMBuildMul(fn->b, r, m, "");
+    source sr = {.src = src, .part = src ? NULL : sk_aux_array(f, 0)};
+    if ((s = source_row(f, &sr, ext, r, base)) != WEFT_OK ||
+        (s = warp_lanes(f, &w, &sr, base,
+                        LLVMBuildSelect(fn->b, on,
+                                        LLVMBuildAdd(fn->b, base, m, ""),
+                                        base, ""))) != WEFT_OK) {
+        return s;
+    }
+    cg_if put;
+    cg_if_begin(fn, &put,
+                LLVMBuildAnd(fn->b, on,
+                             LLVMBuildICmp(fn->b, LLVMIntEQ, w.tl,
+                                           cg_i64(fn, 0), ""), ""));
+    cg_val y;
+    if ((s = cg_mut_get(fn, &w.x, &y)) != WEFT_OK ||
+        (s = put_row(f, has_seed, r, m, &y)) != WEFT_OK) {
+        return s;
+    }
+    cg_if_end(fn, &put);
+    cg_sloop_end(fn, &rows);
+    return WEFT_OK;
+}
+
+/* Entry 0: a warp per row of streamed elements (rows longer than
+ * SHORT_ROW), else emit_teams. */
 static weft_status emit_rows(sk_fn *f, bool has_seed)
 {
     cg_fn *fn = &f->fn;
@@ -838,6 +1068,18 @@ static weft_status emit_rows(sk_fn *f, bool has_seed)
         return s;
     }
     LLVMValueRef m = ext[src->rank - 1];
+    if (!streamed(src)) {
+        return emit_teams(f, has_seed, src, ext, m);
+    }
+    /* rows of a few elements: a warp each would leave most lanes idle and
+     * pay a reduction per row */
+    cg_if few;
+    cg_if_begin(fn, &few, LLVMBuildICmp(fn->b, LLVMIntSLE, m,
+                                        cg_i64(fn, SHORT_ROW), ""));
+    if ((s = emit_teams(f, has_seed, src, ext, m)) != WEFT_OK) {
+        return s;
+    }
+    cg_if_else(fn, &few);
     LLVMValueRef bs = wide(fn, tg->block_size(fn, 0));
     LLVMValueRef gtid = LLVMBuildAdd(
         fn->b, LLVMBuildMul(fn->b, wide(fn, tg->block_index(fn, 0)), bs, ""),
@@ -879,6 +1121,7 @@ static weft_status emit_rows(sk_fn *f, bool has_seed)
     cg_array_store(fn, sk_out_array(f, 0), r, &y);
     cg_if_end(fn, &lane0);
     cg_sloop_end(fn, &rows);
+    cg_if_end(fn, &few);
     return WEFT_OK;
 }
 
@@ -898,10 +1141,10 @@ static weft_status put_result(sk_fn *f, bool has_seed, LLVMValueRef r,
 }
 
 /* The end of entry 1 of a fold of one row (SK_FOLD_LAST_BLOCK), after
- * the block's chunks: thread 0 takes a ticket (a fence first, so that its
- * partials are out before), and the block that drew the last one (the
- * grid's size less one) folds the C > 0 partials in order, writes the
- * result and puts the counter back to zero. */
+ * the block's piece: thread 0 takes a ticket (a fence first, so that its
+ * partial is out before), and the block that drew the last one (the
+ * grid's size less one) folds the C > 0 partials in order (C the pieces
+ * there are), writes the result and puts the counter back to zero. */
 static weft_status last_block(sk_fn *f, block *bk, bool has_seed,
                               const cg_array *part, LLVMValueRef C)
 {
@@ -918,7 +1161,7 @@ static weft_status last_block(sk_fn *f, block *bk, bool has_seed,
     LLVMValueRef old = tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd, ticket,
                                       LLVMConstInt(i32, 1, 0));
     LLVMValueRef last = LLVMBuildICmp(
-        fn->b, LLVMIntEQ, old,
+        fn->b, LLVMIntEQ, LLVMBuildAnd(fn->b, old, LLVMConstInt(i32, 0xffff, 0), ""),
         LLVMBuildSub(fn->b, tg->grid_size(fn, 0), LLVMConstInt(i32, 1, 0), ""),
         "");
     LLVMBuildStore(fn->b, LLVMBuildZExt(fn->b, last, i32, ""), flag);
@@ -929,8 +1172,7 @@ static weft_status last_block(sk_fn *f, block *bk, bool has_seed,
     cg_if_begin(fn, &fin, LLVMBuildICmp(fn->b, LLVMIntNE, drew,
                                         LLVMConstInt(i32, 0, 0), ""));
     tg->fence(fn);
-    source sr = {.part = part};
-    vec_plan(f, &sr);
+    source sr = {.part = part, .lanes = true, .k = 1};
     weft_status s = block_fold(f, bk, &sr, cg_i64(fn, 0), C);
     if (s) {
         return s;
@@ -948,88 +1190,138 @@ static weft_status last_block(sk_fn *f, block *bk, bool has_seed,
     return WEFT_OK;
 }
 
-/* Entry 1 (chunks: a block per chunk c, into partial[c]) or entry 2
- * (combine: a block per row r, the row's C partials into out[r]). */
-static weft_status emit_blocks(sk_fn *f, bool has_seed, bool chunks)
+/* The block folds [lo, hi) (not empty) of sr into partial[c]. */
+static weft_status fold_piece(sk_fn *f, block *bk, const source *sr,
+                              LLVMValueRef lo, LLVMValueRef hi, LLVMValueRef c)
+{
+    cg_fn *fn = &f->fn;
+    weft_status s = block_fold(f, bk, sr, lo, hi);
+    if (s) {
+        return s;
+    }
+    cg_if t0;
+    cg_if_begin(fn, &t0,
+                LLVMBuildICmp(fn->b, LLVMIntEQ, bk->tid, cg_i64(fn, 0), ""));
+    cg_val y;
+    if ((s = cg_mut_get(fn, &bk->w.acc, &y)) != WEFT_OK) {
+        return s;
+    }
+    cg_array_store(fn, sk_aux_array(f, 0), c, &y);
+    cg_if_end(fn, &t0);
+    return WEFT_OK;
+}
+
+/* Entry 1: a block per chunk c, into partial[c]. */
+static weft_status emit_chunks(sk_fn *f, bool has_seed)
 {
     cg_fn *fn = &f->fn;
     const cg_target *tg = fn->target;
     const fe_term *src = f->e->k->op->kid[has_seed ? 1 : 0];
-    const cg_array *part = sk_aux_array(f, 0);
     LLVMValueRef C = sk_aux_value(f, 1)->v[0];
     LLVMValueRef ext[WEFT_MAX_RANK];
-    weft_status s;
-    if (chunks && (s = sk_extent(f, src, ext)) != WEFT_OK) {
-        return s;
-    }
+    weft_status s = sk_extent(f, src, ext);
     block bk;
-    if ((s = block_init(f, &bk)) != WEFT_OK) {
+    if (s || (s = block_init(f, &bk)) != WEFT_OK) {
         return s;
     }
     cg_sloop items;
     LLVMValueRef c = cg_sloop_begin(fn, &items, wide(fn, tg->block_index(fn, 0)),
                                  f->n, wide(fn, tg->grid_size(fn, 0)), "item");
-    source sr = {.part = part};
-    LLVMValueRef lo, hi;
-    if (chunks) {
-        /* piece q of row c / C covers [q m / C, (q + 1) m / C) */
-        LLVMValueRef m = ext[src->rank - 1];
-        LLVMValueRef row = LLVMBuildSDiv(fn->b, c, C, "");
-        LLVMValueRef q = LLVMBuildSRem(fn->b, c, C, "");
-        LLVMValueRef base = LLVMBuildMul(fn->b, row, m, "");
-        LLVMValueRef q1 = LLVMBuildAdd(fn->b, q, cg_i64(fn, 1), "");
-        lo = LLVMBuildAdd(
-            fn->b, base,
-            LLVMBuildSDiv(fn->b, LLVMBuildMul(fn->b, q, m, ""), C, ""), "");
-        hi = LLVMBuildAdd(
-            fn->b, base,
-            LLVMBuildSDiv(fn->b, LLVMBuildMul(fn->b, q1, m, ""), C, ""), "");
-        sr.src = src;
-        if ((s = source_row(f, &sr, ext, row, base)) != WEFT_OK) {
-            return s;
-        }
-    } else {
-        lo = LLVMBuildMul(fn->b, c, C, "");
-        hi = LLVMBuildAdd(fn->b, lo, C, "");
-        vec_plan(f, &sr);
-    }
-    if ((s = block_fold(f, &bk, &sr, lo, hi)) != WEFT_OK) {
+    /* piece q of row c / C covers [q m / C, (q + 1) m / C) */
+    LLVMValueRef m = ext[src->rank - 1];
+    LLVMValueRef row = LLVMBuildSDiv(fn->b, c, C, "");
+    LLVMValueRef q = LLVMBuildSRem(fn->b, c, C, "");
+    LLVMValueRef base = LLVMBuildMul(fn->b, row, m, "");
+    LLVMValueRef q1 = LLVMBuildAdd(fn->b, q, cg_i64(fn, 1), "");
+    LLVMValueRef lo = LLVMBuildAdd(
+        fn->b, base,
+        LLVMBuildSDiv(fn->b, LLVMBuildMul(fn->b, q, m, ""), C, ""), "");
+    LLVMValueRef hi = LLVMBuildAdd(
+        fn->b, base,
+        LLVMBuildSDiv(fn->b, LLVMBuildMul(fn->b, q1, m, ""), C, ""), "");
+    source sr = {.src = src};
+    if ((s = source_row(f, &sr, ext, row, base)) != WEFT_OK ||
+        (s = fold_piece(f, &bk, &sr, lo, hi, c)) != WEFT_OK) {
         return s;
     }
-    cg_if t0;
-    cg_if_begin(fn, &t0,
-                LLVMBuildICmp(fn->b, LLVMIntEQ, bk.tid, cg_i64(fn, 0), ""));
-    cg_val y;
-    if ((s = cg_mut_get(fn, &bk.w.acc, &y)) != WEFT_OK) {
-        return s;
-    }
-    if (chunks) {
-        cg_array_store(fn, part, c, &y);
-    } else if (!has_seed) {
-        cg_array_store(fn, sk_out_array(f, 0), c, &y);
-    } else {
-        /* z `f` the partials; z alone when there are none (C = 0: an
-         * empty row of a kernel without entry 0) */
-        const cg_val *z = sk_kid_value(f, 0);
-        cg_val r, out;
-        cg_if some;
-        cg_if_begin(fn, &some,
-                    LLVMBuildICmp(fn->b, LLVMIntSGT, C, cg_i64(fn, 0), ""));
-        if ((s = combine(f, z, &y, &r)) != WEFT_OK) {
-            return s;
-        }
-        cg_if_else(fn, &some);
-        if ((s = cg_if_merge(fn, &some, &r, z, &out)) != WEFT_OK) {
-            return s;
-        }
-        cg_array_store(fn, sk_out_array(f, 0), c, &out);
-    }
-    cg_if_end(fn, &t0);
     cg_sloop_end(fn, &items);
-    if (chunks && (f->e->k->flags & SK_FOLD_LAST_BLOCK)) {
-        return last_block(f, &bk, has_seed, part, C);
-    }
     return WEFT_OK;
+}
+
+/* Entry 1 of a fold of one row (SK_FOLD_LAST_BLOCK): the blocks take
+ * the P pieces in turn into their partials, then the last block folds the
+ * P partials (see the head comment).  The pieces start at whole tiles, so
+ * the vector reads need no head. */
+static weft_status emit_one_row(sk_fn *f, bool has_seed)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    const fe_term *src = f->e->k->op->kid[has_seed ? 1 : 0];
+    const cg_array *part = sk_aux_array(f, 0);
+    LLVMValueRef ext[WEFT_MAX_RANK];
+    weft_status s = sk_extent(f, src, ext);
+    block bk;
+    if (s || (s = block_init(f, &bk)) != WEFT_OK) {
+        return s;
+    }
+    source sr = {.src = src, .tiled = true};
+    if ((s = source_row(f, &sr, ext, cg_i64(fn, 0), cg_i64(fn, 0))) != WEFT_OK) {
+        return s;
+    }
+    LLVMValueRef m = ext[0];
+    int64_t t = (int64_t)sr.k * WARP;
+    LLVMValueRef most = min64(
+        fn,
+        min64(fn, sk_aux_value(f, 1)->v[0],
+              LLVMBuildMul(fn->b, wide(fn, tg->grid_size(fn, 0)),
+                           cg_i64(fn, PIECES_PER_BLOCK), "")),
+        min64(fn, LLVMBuildLShr(fn->b, m, cg_i64(fn, __builtin_ctzll(t)), ""),
+              cg_i64(fn, MAX_PIECES)));
+    LLVMValueRef lgp = log2_floor(fn, max64(fn, most, cg_i64(fn, 1)));
+    LLVMValueRef P = LLVMBuildShl(fn->b, cg_i64(fn, 1), lgp, "pieces");
+    /* thread 0 takes the next piece (the high half of the ticket word)
+     * and tells the block */
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+    LLVMValueRef slot = tg->shared_array(fn, i32, 1);
+    LLVMBasicBlockRef head =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "take");
+    LLVMBasicBlockRef body =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "piece");
+    LLVMBasicBlockRef exit =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "pieces.end");
+    LLVMBuildBr(fn->b, head);
+    LLVMPositionBuilderAtEnd(fn->b, head);
+    cg_if take;
+    cg_if_begin(fn, &take,
+                LLVMBuildICmp(fn->b, LLVMIntEQ, bk.tid, cg_i64(fn, 0), ""));
+    LLVMValueRef old =
+        tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd, sk_aux_array(f, 2)->ptr[0],
+                       LLVMConstInt(i32, 1u << 16, 0));
+    LLVMBuildStore(fn->b, LLVMBuildLShr(fn->b, old, LLVMConstInt(i32, 16, 0), ""),
+                   slot);
+    cg_if_end(fn, &take);
+    tg->barrier(fn);
+    LLVMValueRef b = wide(fn, LLVMBuildLoad2(fn->b, i32, slot, "piece"));
+    LLVMBuildCondBr(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, b, P, ""), body,
+                    exit);
+    LLVMPositionBuilderAtEnd(fn->b, body);
+    /* piece b: [p(b), p(b + 1)), p(b) = b m / P (a shift) to a whole tile */
+    LLVMValueRef b1 = LLVMBuildAdd(fn->b, b, cg_i64(fn, 1), "");
+    LLVMValueRef lo = LLVMBuildAnd(
+        fn->b, LLVMBuildLShr(fn->b, LLVMBuildMul(fn->b, b, m, ""), lgp, ""),
+        cg_i64(fn, -t), "");
+    LLVMValueRef hi = LLVMBuildSelect(
+        fn->b, LLVMBuildICmp(fn->b, LLVMIntEQ, b1, P, ""), m,
+        LLVMBuildAnd(fn->b,
+                     LLVMBuildLShr(fn->b, LLVMBuildMul(fn->b, b1, m, ""), lgp, ""),
+                     cg_i64(fn, -t), ""),
+        "");
+    if ((s = fold_piece(f, &bk, &sr, lo, hi, b)) != WEFT_OK) {
+        return s;
+    }
+    LLVMBuildBr(fn->b, head);
+    LLVMPositionBuilderAtEnd(fn->b, exit);
+    return last_block(f, &bk, has_seed, part, P);
 }
 
 /* Entry 2 of a fold of one row that its last block finishes
@@ -1054,23 +1346,28 @@ static weft_status emit_seed(sk_fn *f, bool has_seed)
     return WEFT_OK;
 }
 
-static weft_status emit_chunks(sk_fn *f, bool has_seed)
+static weft_status emit_pieces(sk_fn *f, bool has_seed)
 {
-    return emit_blocks(f, has_seed, true);
+    if (f->e->k->flags & SK_FOLD_LAST_BLOCK) {
+        return emit_one_row(f, has_seed);
+    }
+    return emit_chunks(f, has_seed);
 }
 
+/* Entry 2: the rows of C partials by teams (emit_teams), z `f` them, z
+ * alone when C = 0. */
 static weft_status emit_combine(sk_fn *f, bool has_seed)
 {
     if (f->e->k->flags & SK_FOLD_LAST_BLOCK) {
         return emit_seed(f, has_seed);
     }
-    return emit_blocks(f, has_seed, false);
+    return emit_teams(f, has_seed, NULL, NULL, sk_aux_value(f, 1)->v[0]);
 }
 
 static weft_status ptx_fold_emit(sk_emit *e, const char *const *names)
 {
     bool has_seed = e->k->op->kind == FE_FOLD;
-    weft_status (*const emit[3])(sk_fn *, bool) = {emit_rows, emit_chunks,
+    weft_status (*const emit[3])(sk_fn *, bool) = {emit_rows, emit_pieces,
                                                    emit_combine};
     for (int i = 0; i < 3; i++) {
         sk_fn f;
