@@ -9,7 +9,9 @@
 # awhile), cancellation from another thread (test_cancel), and tiered
 # compilation: the background thread that swaps optimised code in while
 # other threads run the quick code (test_tier), and 8 threads compiling at
-# once (test_large concurrent_compiles).  Any report
+# once (test_large concurrent_compiles; batches of kernels on threads and
+# an exit during a tier-up, concurrent_batches, many_kernels,
+# exit_during_tier_up).  Any report
 # fails the run (halt_on_error); the exit status is 0 when all are clean.
 #
 #   tools/tsan.sh              build-tsan, -j2
@@ -64,6 +66,11 @@ CK_RUN_CASE=concurrent_compiles one test_large-concurrent_compiles \
 # A context freed while its tier-up runs: the detached thread owns the jit
 CK_RUN_CASE=free_during_tier_up one test_large-free_during_tier_up \
   "$dir/test_large"
+# Batches of kernels compiled on several threads, and a process that exits
+# while a tier-up runs (the exit handler and LLVM's statics)
+for c in concurrent_batches many_kernels exit_during_tier_up; do
+  CK_RUN_CASE=$c one "test_large-$c" "$dir/test_large"
+done
 # The trace writer, shared by contexts, their tier-up threads and exit
 one test_trace "$dir/test_trace"
 exit $status
