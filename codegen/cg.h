@@ -175,6 +175,10 @@ typedef enum cg_err {
     CG_ERR_CONVERT,    /* float to integer: NaN or out of range */
     CG_ERR_FROM_ZERO,  /* from_index in a shape with an inner extent 0 */
     CG_ERR_FROM_NEG,   /* ... with a negative inner extent */
+    CG_ERR_SEG_NEG,    /* foldSeg: a segment of negative length (the report's
+                          element is the segment) */
+    CG_ERR_SEG_PAST,   /* foldSeg: lengths that sum past the innermost
+                          extent (at the segment named) */
     CG_ERR_COUNT_
 } cg_err;
 

@@ -32,6 +32,7 @@ static weft_status (*const drivers[SK_FAMILY_COUNT_])(rt_job *) = {
     [SK_STENCIL] = rt_exec_stencil,
     [SK_RESHAPE] = rt_exec_reshape,
     [SK_SCAN_PASS] = rt_exec_scan_pass,
+    [SK_FOLD_SEG_PASS] = rt_exec_fold_seg_pass,
 };
 
 static void job_release(job *j)
@@ -649,6 +650,16 @@ static weft_status kernel_error(const sk_kernel *k, uint64_t w)
         s = WEFT_ERR_BAD_SHAPE;
         snprintf(what, sizeof what, "from_index in a shape with a negative "
                                     "inner extent");
+        break;
+    case CG_ERR_SEG_NEG:
+    case CG_ERR_SEG_PAST:
+        /* the element is the segment (ptx/foldseg.c) */
+        s = WEFT_ERR_SEGMENTS;
+        snprintf(what, sizeof what, "fold_seg: %s",
+                 code == CG_ERR_SEG_NEG
+                     ? "a segment has a negative length"
+                     : "segment lengths sum past the innermost extent");
+        snprintf(at, sizeof at, " at segment %llu", (unsigned long long)elem);
         break;
     default:
         return fe_error(WEFT_ERR_INTERNAL,

@@ -27,14 +27,15 @@
 /* Bumped whenever the kernel ABI, the argument block layout or anything
  * else that makes an old cached kernel wrong changes; it is mixed into
  * every kernel key, so old disk entries are simply never found again. */
-#define RT_ABI_VERSION 15 /* 11: ptx fold by 128-bit loads and a last-block
+#define RT_ABI_VERSION 16 /* 11: ptx fold by 128-bit loads and a last-block
                              ticket, ptx scan status words; 12: foldSeg's
                              parts (aux 1 and 2); 13: ptx scan by blocks of
                              256, staged values; 14: ptx element kernels'
                              launch bounds, fold pieces, permute's fused
                              default; 15: ptx generate's four-element
                              chunks, irce, reads hoisted out of while
-                             loops */
+                             loops; 16: ptx foldSeg in one pass, its
+                             error codes */
 
 /* ===== disk.c: the disk cache of compiled kernels ===== */
 
@@ -253,6 +254,8 @@ weft_status rt_exec_scan(rt_job *j);     /* exec_scan.c */
 weft_status rt_exec_scan_pass(rt_job *j); /* exec_scan.c: ptx/scan.c */
 weft_status rt_exec_permute(rt_job *j);  /* exec_permute.c */
 weft_status rt_exec_fold_seg(rt_job *j); /* exec_foldseg.c */
+weft_status rt_exec_fold_seg_pass(rt_job *j); /* exec_foldseg_pass.c:
+                                                  ptx/foldseg.c */
 weft_status rt_exec_stencil(rt_job *j);  /* exec_stencil.c */
 weft_status rt_exec_reshape(rt_job *j);  /* exec_reshape.c: unit,
                                             reshape, replicate, slice */

@@ -57,6 +57,11 @@ static void put_key(sk_fn *f, LLVMValueRef key)
     LLVMPositionBuilderAtEnd(B, done);
 }
 
+void sk_report_key(sk_fn *f, LLVMValueRef key)
+{
+    put_key(f, key);
+}
+
 void sk_set_error(sk_fn *f, int code)
 {
     cg_fn *fn = &f->fn;

@@ -104,6 +104,8 @@ typedef enum sk_family {
     SK_STENCIL,  /* stencil.c: stencil, stencil2 */
     SK_RESHAPE,  /* reshape.c: unit, reshape, replicate, slice */
     SK_SCAN_PASS, /* ptx/scan.c: the scans in one pass (decoupled look-back) */
+    SK_FOLD_SEG_PASS, /* ptx/foldseg.c: foldSeg in one pass (lengths scanned
+                         by look-back, merge path) */
     SK_FAMILY_COUNT_
 } sk_family;
 
@@ -373,6 +375,10 @@ const cg_array *sk_manifest_array(sk_fn *f, const fe_term *t);
  * for the current element, else straight into the kernel's error word
  * with no element. */
 void sk_set_error(sk_fn *f, int code);
+/* Put report key `key` (an i64, codegen/cg.h CG_KEY_*) into the kernel's
+ * error word where it is less than what is there: for a skeleton's own
+ * reports that name an element of their own (ptx/foldseg.c: a segment). */
+void sk_report_key(sk_fn *f, LLVMValueRef key);
 
 /* Helpers for emitters. */
 /* The cg_array of kid k of the operation / output o / aux a. */
@@ -503,5 +509,6 @@ extern const sk_skeleton sk_reshape;  /* reshape.c */
 extern const sk_skeleton sk_ptx_fold; /* ptx/fold.c */
 extern const sk_skeleton sk_ptx_scan; /* ptx/scan.c */
 extern const sk_skeleton sk_ptx_permute; /* ptx/permute.c */
+extern const sk_skeleton sk_ptx_fold_seg; /* ptx/foldseg.c */
 
 #endif /* WEFT_SK_H */

@@ -1,0 +1,991 @@
+/*
+ * skeletons-ir/ptx/foldseg.c: foldSeg on the GPU in one pass, the PTX
+ * target's own SK_FOLD_SEG skeleton, of family SK_FOLD_SEG_PASS (driver
+ * rt_exec_fold_seg_pass, runtime/exec_foldseg_pass.c).  fold1Seg keeps
+ * the shared skeleton (foldseg.c).
+ *
+ * Semantics are foldseg.c's: the input is `outer` rows of `inner`
+ * elements, every row cut the same way by the nseg segment lengths (any
+ * integral type), and result q = o nseg + k is z `f` (the elements of
+ * segment k of row o, in order), z alone for an empty segment.  The
+ * combine is associative but need not be commutative: every step below
+ * keeps left-to-right order and none needs an identity.  The seed enters
+ * once on the left of each segment's fold (f(z, x0 . x1 . ...), which is
+ * the interpreter's f(...f(f(z, x0), x1)...) up to associativity: equal
+ * for integers, within rounding for floats).
+ *
+ * The lengths are scanned on the device, in the same pass (the shared
+ * skeleton's driver scanned them on the host and uploaded the offsets:
+ * for a million rows that took longer than the fold).  One entry, a block
+ * per tile, tiles taken from a counter in order (aux 1, zeroed) by blocks
+ * that loop until none is left, as ptx/scan.c does, so that look-back
+ * always makes progress.  A tile is B consecutive segments of one row (B
+ * the block size, at most BLOCK, a multiple of 32; tile t is row t / tpr,
+ * piece t % tpr, tpr = ceil(nseg / B)).  In a tile:
+ *
+ *   1. thread i loads the length of segment s0 + i (0 past nseg), and the
+ *      block scans them (i64 sums: warp shuffles, then the warp totals
+ *      through shared memory): each segment's offset within the tile
+ *      (loc[i], in shared memory, loc[nt] = A the tile's elements).
+ *   2. look-back (warp 0, as ptx/scan.c with the packed status: flag in
+ *      the top two bits of a 64-bit word, the value in the low 62, one
+ *      volatile store and load, no fence): piece 0 publishes its
+ *      inclusive prefix A at once; the others their aggregate, then
+ *      look at their predecessors 32 at a time until an inclusive prefix,
+ *      and publish theirs.  P, the tile's first element within its row.
+ *   3. checks, as the host driver made them: a negative length, or one
+ *      that takes the running sum past inner, reports CG_ERR_SEG_NEG or
+ *      CG_ERR_SEG_PAST with the segment as the report's element (the
+ *      least wins, as the interpreter reports the first bad segment); a
+ *      tile with a bad length (or after one) computes nothing more.
+ *   4. the fold, balanced by merge path (Merrill and Garland, "Merge-based
+ *      Parallel Sparse Matrix-Vector Multiplication", 2016): the tile's
+ *      nt segment ends and A elements, merged in order (an end comes
+ *      before element j when loc[end + 1] <= j), are M = nt + A items, and
+ *      thread i takes the items [i c, (i + 1) c), c = ceil(M / B): a binary
+ *      search in loc finds where it starts, and it walks its items,
+ *      folding elements (read through sk_read: fused producers inline) and
+ *      closing segments.  A segment that starts and ends in the thread is
+ *      written at once; the first one it closes may have begun in an
+ *      earlier thread and waits.  Whatever is open at its end is its carry
+ *      (segment key, value or none).  The block scans the carries by key
+ *      (a segmented scan: (k1, v1) . (k2, v2) = (k2, k1 == k2 ? v1 . v2 :
+ *      v2), associative), and each thread completes its waiting segment
+ *      with the carries of the threads before it that hold the same key.
+ *      So every thread does about c items whatever the lengths: a row of
+ *      10^4 elements is spread over the whole block, a run of empty rows
+ *      costs one item each.
+ *
+ * Barriers sit at block-uniform points (the tile loop's condition and the
+ * bad-tile test come from shared memory).  The reads of one thread are
+ * consecutive elements, of neighbouring threads neighbouring runs.
+ *
+ * Aux items: 0 the tile status words (i64, zeroed; sized by the driver
+ * for blocks of MIN_BLOCK threads), 1 the tile counter (i64, zeroed).
+ */
+#include <string.h>
+
+#include "../sk.h"
+
+enum {
+    WARP = 32,
+    BLOCK = 256,                 /* the most threads of a block */
+    MAX_WARPS = BLOCK / WARP,
+    FLAG_AGG = 1,                /* the status word's top two bits */
+    FLAG_PREFIX = 2,
+    AUX_STATUS = 0,
+    AUX_TICKET = 1,
+};
+
+/* ---- small helpers ---------------------------------------------------- */
+
+static LLVMTypeRef t_i64(cg_fn *fn)
+{
+    return LLVMInt64TypeInContext(fn->llctx);
+}
+
+static LLVMTypeRef t_i32(cg_fn *fn)
+{
+    return LLVMInt32TypeInContext(fn->llctx);
+}
+
+static LLVMValueRef c32(cg_fn *fn, int v)
+{
+    return LLVMConstInt(t_i32(fn), (unsigned)v, 0);
+}
+
+static LLVMValueRef wide(cg_fn *fn, LLVMValueRef x)
+{
+    return LLVMBuildZExt(fn->b, x, t_i64(fn), "");
+}
+
+static LLVMValueRef smin(cg_fn *fn, LLVMValueRef a, LLVMValueRef b)
+{
+    return LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, a, b, ""),
+                           a, b, "");
+}
+
+static LLVMValueRef smax(cg_fn *fn, LLVMValueRef a, LLVMValueRef b)
+{
+    return LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntSGT, a, b, ""),
+                           a, b, "");
+}
+
+static LLVMValueRef load64(cg_fn *fn, LLVMValueRef base, LLVMValueRef i)
+{
+    LLVMValueRef p = LLVMBuildInBoundsGEP2(fn->b, t_i64(fn), base, &i, 1, "");
+    return LLVMBuildLoad2(fn->b, t_i64(fn), p, "");
+}
+
+static void store64(cg_fn *fn, LLVMValueRef base, LLVMValueRef i,
+                    LLVMValueRef x)
+{
+    LLVMValueRef p = LLVMBuildInBoundsGEP2(fn->b, t_i64(fn), base, &i, 1, "");
+    LLVMBuildStore(fn->b, x, p);
+}
+
+/* A mutable i1, i32 or i64 (an alloca; mem2reg makes it SSA). */
+static LLVMValueRef var(cg_fn *fn, LLVMTypeRef ty, LLVMValueRef init)
+{
+    LLVMValueRef p = cg_alloca(fn, ty, "v");
+    LLVMBuildStore(fn->b, init, p);
+    return p;
+}
+
+static LLVMValueRef get(cg_fn *fn, LLVMTypeRef ty, LLVMValueRef p)
+{
+    return LLVMBuildLoad2(fn->b, ty, p, "");
+}
+
+static LLVMValueRef i1c(cg_fn *fn, bool v)
+{
+    return LLVMConstInt(LLVMInt1TypeInContext(fn->llctx), v, 0);
+}
+
+/* x of lane `src` (i32), every leaf (every lane of the warp takes part). */
+static weft_status shuffle_val(cg_fn *fn, const cg_val *x, LLVMValueRef src,
+                               cg_val *out)
+{
+    weft_status s = cg_val_make(fn, x->n, out);
+    for (int l = 0; s == WEFT_OK && l < x->n; l++) {
+        out->v[l] = fn->target->shuffle_idx(fn, x->v[l], src);
+    }
+    return s;
+}
+
+/* A placeholder value of type t (every leaf zero). */
+static weft_status zero_val(cg_fn *fn, weft_type t, cg_val *out)
+{
+    const weft_type *leaf;
+    int n = cg_leaves(fn, t, &leaf);
+    weft_status s = cg_val_make(fn, n, out);
+    for (int l = 0; s == WEFT_OK && l < n; l++) {
+        out->v[l] = LLVMConstNull(cg_type(fn->llctx, leaf[l]));
+    }
+    return s;
+}
+
+/* m = a `f` m (a the earlier value), with the combine's reassoc flag. */
+static weft_status comb_front(sk_fn *f, const cg_val *a, const cg_mut *m)
+{
+    cg_fn *fn = &f->fn;
+    cg_val args[2], y;
+    weft_status s = cg_mut_get(fn, m, &args[1]);
+    if (s) {
+        return s;
+    }
+    args[0] = *a;
+    fn->fmf = LLVMFastMathAllowReassoc;
+    s = cg_apply(fn, f->e->k->op->fun[0], args, &y);
+    fn->fmf = 0;
+    if (s == WEFT_OK) {
+        cg_mut_set(fn, m, &y);
+    }
+    return s;
+}
+
+/* m = m `f` x. */
+static weft_status comb_back(sk_fn *f, const cg_mut *m, const cg_val *x)
+{
+    cg_fn *fn = &f->fn;
+    cg_val args[2], y;
+    weft_status s = cg_mut_get(fn, m, &args[0]);
+    if (s) {
+        return s;
+    }
+    args[1] = *x;
+    fn->fmf = LLVMFastMathAllowReassoc;
+    s = cg_apply(fn, f->e->k->op->fun[0], args, &y);
+    fn->fmf = 0;
+    if (s == WEFT_OK) {
+        cg_mut_set(fn, m, &y);
+    }
+    return s;
+}
+
+/* A value that may be absent: (valid, x). */
+typedef struct opt {
+    LLVMValueRef valid; /* i1 slot */
+    cg_mut x;
+} opt;
+
+static weft_status opt_new(sk_fn *f, opt *o)
+{
+    cg_fn *fn = &f->fn;
+    o->valid = var(fn, LLVMInt1TypeInContext(fn->llctx), i1c(fn, false));
+    cg_val z;
+    weft_status s = cg_mut_new(fn, f->e->k->op->type, &o->x);
+    if (s == WEFT_OK && (s = zero_val(fn, f->e->k->op->type, &z)) == WEFT_OK) {
+        cg_mut_set(fn, &o->x, &z);
+    }
+    return s;
+}
+
+static LLVMValueRef opt_valid(cg_fn *fn, const opt *o)
+{
+    return get(fn, LLVMInt1TypeInContext(fn->llctx), o->valid);
+}
+
+/* o = a . o where a (valid when a_ok) is the earlier value. */
+static weft_status opt_front(sk_fn *f, LLVMValueRef a_ok, const cg_val *a,
+                             const opt *o)
+{
+    cg_fn *fn = &f->fn;
+    weft_status s = WEFT_OK;
+    cg_if has_a, both;
+    cg_if_begin(fn, &has_a, a_ok);
+    cg_if_begin(fn, &both, opt_valid(fn, o));
+    s = comb_front(f, a, &o->x);
+    cg_if_else(fn, &both);
+    cg_mut_set(fn, &o->x, a);
+    LLVMBuildStore(fn->b, i1c(fn, true), o->valid);
+    cg_if_end(fn, &both);
+    cg_if_end(fn, &has_a);
+    return s;
+}
+
+/* ---- the tile --------------------------------------------------------- */
+
+typedef struct tile {
+    LLVMValueRef tid, lane, warp, nwarps, bs; /* i64 */
+    LLVMValueRef outer, inner, nseg, tpr;     /* i64 */
+    LLVMValueRef sh_tile, sh_prefix, sh_bad;  /* shared scalars (i64) */
+    LLVMValueRef sh_loc;                      /* shared i64[BLOCK + 1] */
+    LLVMValueRef sh_wsum, sh_wneg;            /* shared i64[MAX_WARPS] */
+    LLVMValueRef sh_ckey, sh_cok;             /* shared i64[MAX_WARPS] */
+    LLVMValueRef *sh_cval;                    /* per leaf [MAX_WARPS] */
+    /* per tile */
+    LLVMValueRef t, row, s0, nt, len;
+} tile;
+
+/* The length of segment s (i64): the descriptor's leaf converted (signed
+ * types extended with their sign; a u64 past INT64_MAX becomes negative,
+ * which the checks report as a sum past the extent, as the host did). */
+static LLVMValueRef seg_len(sk_fn *f, LLVMValueRef s, LLVMValueRef *huge)
+{
+    cg_fn *fn = &f->fn;
+    const cg_array *seg = sk_kid_array(f, 2);
+    weft_type lt = seg->leaf[0];
+    LLVMValueRef v = cg_load(fn, lt, seg->ptr[0], s);
+    LLVMTypeRef ty = LLVMTypeOf(v);
+    unsigned w = LLVMGetIntTypeWidth(ty);
+    bool sgn = fe_is_signed(lt);
+    *huge = i1c(fn, false);
+    if (w < 64) {
+        return sgn ? LLVMBuildSExt(fn->b, v, t_i64(fn), "")
+                   : LLVMBuildZExt(fn->b, v, t_i64(fn), "");
+    }
+    if (!sgn) {
+        *huge = LLVMBuildICmp(fn->b, LLVMIntSLT, v, cg_i64(fn, 0), "");
+    }
+    return v;
+}
+
+/* Report code at segment s (i64) into the error word. */
+static void report(sk_fn *f, LLVMValueRef s, int code)
+{
+    cg_fn *fn = &f->fn;
+    LLVMValueRef key = LLVMBuildOr(
+        fn->b, LLVMBuildShl(fn->b, s, cg_i64(fn, CG_KEY_ELEM_SHIFT), ""),
+        cg_i64(fn, (int64_t)code << 10), "");
+    sk_report_key(f, key);
+}
+
+/* Step 1: the lengths scanned; returns each thread's exclusive offset and
+ * sets *total (the tile's A) and *neg (i1: some length is negative). */
+static void scan_lengths(sk_fn *f, tile *T, LLVMValueRef len,
+                         LLVMValueRef *excl, LLVMValueRef *total,
+                         LLVMValueRef *neg)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    LLVMBuilderRef B = fn->b;
+    LLVMValueRef lane32 = LLVMBuildTrunc(B, T->lane, t_i32(fn), "");
+    LLVMValueRef x = len;
+    for (int d = 1; d < WARP; d *= 2) {
+        LLVMValueRef src = LLVMBuildSelect(
+            B, LLVMBuildICmp(B, LLVMIntUGE, lane32, c32(fn, d), ""),
+            LLVMBuildSub(B, lane32, c32(fn, d), ""), lane32, "");
+        LLVMValueRef y = tg->shuffle_idx(fn, x, src);
+        x = LLVMBuildSelect(
+            B, LLVMBuildICmp(B, LLVMIntUGE, lane32, c32(fn, d), ""),
+            LLVMBuildAdd(B, x, y, ""), x, "");
+    }
+    LLVMValueRef negw = tg->ballot(
+        fn, LLVMBuildICmp(B, LLVMIntSLT, len, cg_i64(fn, 0), ""));
+    cg_if last;
+    cg_if_begin(fn, &last, LLVMBuildICmp(B, LLVMIntEQ, T->lane,
+                                         cg_i64(fn, WARP - 1), ""));
+    store64(fn, T->sh_wsum, T->warp, x);
+    store64(fn, T->sh_wneg, T->warp, wide(fn, negw));
+    cg_if_end(fn, &last);
+    tg->barrier(fn);
+    /* the warps before this one, and all of them */
+    LLVMValueRef before = var(fn, t_i64(fn), cg_i64(fn, 0));
+    LLVMValueRef all = var(fn, t_i64(fn), cg_i64(fn, 0));
+    LLVMValueRef anyneg = var(fn, t_i64(fn), cg_i64(fn, 0));
+    cg_loop l;
+    LLVMValueRef w;
+    cg_loop_begin(fn, &l, cg_i64(fn, 0), T->nwarps, &w);
+    LLVMValueRef ws = load64(fn, T->sh_wsum, w);
+    LLVMValueRef a = get(fn, t_i64(fn), all);
+    LLVMBuildStore(fn->b, LLVMBuildAdd(fn->b, a, ws, ""), all);
+    LLVMValueRef bf = get(fn, t_i64(fn), before);
+    LLVMBuildStore(fn->b,
+                   LLVMBuildSelect(fn->b,
+                                   LLVMBuildICmp(fn->b, LLVMIntULT, w, T->warp,
+                                                 ""),
+                                   LLVMBuildAdd(fn->b, bf, ws, ""), bf, ""),
+                   before);
+    LLVMBuildStore(fn->b,
+                   LLVMBuildOr(fn->b, get(fn, t_i64(fn), anyneg),
+                               load64(fn, T->sh_wneg, w), ""),
+                   anyneg);
+    cg_loop_end(fn, &l);
+    B = fn->b;
+    *excl = LLVMBuildSub(
+        B, LLVMBuildAdd(B, get(fn, t_i64(fn), before), x, ""), len, "");
+    *total = get(fn, t_i64(fn), all);
+    *neg = LLVMBuildICmp(B, LLVMIntNE, get(fn, t_i64(fn), anyneg),
+                         cg_i64(fn, 0), "");
+}
+
+/* The packed status word of flag and v (v clamped to 62 bits' range by
+ * the caller). */
+static LLVMValueRef pack(cg_fn *fn, int flag, LLVMValueRef v)
+{
+    LLVMValueRef bits = LLVMBuildAnd(fn->b, v,
+                                     cg_i64(fn, (INT64_C(1) << 62) - 1), "");
+    return LLVMBuildOr(fn->b, bits, cg_i64(fn, (int64_t)((uint64_t)flag << 62)),
+                       "");
+}
+
+static void publish(sk_fn *f, const tile *T, int flag, LLVMValueRef v)
+{
+    cg_fn *fn = &f->fn;
+    const cg_array *st = sk_aux_array(f, AUX_STATUS);
+    LLVMValueRef at = T->t;
+    LLVMValueRef p = LLVMBuildInBoundsGEP2(fn->b, t_i64(fn), st->ptr[0], &at,
+                                           1, "");
+    LLVMValueRef x = LLVMBuildStore(fn->b, pack(fn, flag, v), p);
+    LLVMSetVolatile(x, 1);
+    LLVMSetAlignment(x, 8);
+}
+
+/* Step 2 (warp 0, every lane): the sum of the lengths of the row's tiles
+ * before this one, by look-back; piece 0 has none. */
+static LLVMValueRef look_back(sk_fn *f, const tile *T, LLVMValueRef piece)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    const cg_array *st = sk_aux_array(f, AUX_STATUS);
+    LLVMTypeRef i64 = t_i64(fn), i32 = t_i32(fn);
+    LLVMValueRef excl = var(fn, i64, cg_i64(fn, 0));
+    LLVMValueRef endp = var(fn, i64, piece); /* window: pieces end-1-lane */
+    LLVMValueRef first = LLVMBuildSub(fn->b, T->t, piece, "");
+    LLVMBasicBlockRef head =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "lb.window");
+    LLVMBasicBlockRef spin =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "lb.spin");
+    LLVMBasicBlockRef got =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "lb.got");
+    LLVMBasicBlockRef done =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "lb.done");
+    LLVMBuildCondBr(fn->b,
+                    LLVMBuildICmp(fn->b, LLVMIntEQ, piece, cg_i64(fn, 0), ""),
+                    done, head);
+    LLVMPositionBuilderAtEnd(fn->b, head);
+    LLVMValueRef end = get(fn, i64, endp);
+    LLVMValueRef j = LLVMBuildSub(
+        fn->b, LLVMBuildSub(fn->b, end, cg_i64(fn, 1), ""), T->lane, "");
+    LLVMValueRef inr = LLVMBuildICmp(fn->b, LLVMIntSGE, j, cg_i64(fn, 0), "");
+    LLVMValueRef gi =
+        LLVMBuildSelect(fn->b, inr, LLVMBuildAdd(fn->b, first, j, ""), T->t, "");
+    LLVMBuildBr(fn->b, spin);
+    LLVMPositionBuilderAtEnd(fn->b, spin);
+    LLVMValueRef p = LLVMBuildInBoundsGEP2(fn->b, i64, st->ptr[0], &gi, 1, "");
+    LLVMValueRef word = LLVMBuildLoad2(fn->b, i64, p, "");
+    LLVMSetVolatile(word, 1);
+    LLVMSetAlignment(word, 8);
+    /* lanes before the row's first piece count as a prefix of 0 */
+    word = LLVMBuildSelect(fn->b, inr, word,
+                           cg_i64(fn, (int64_t)((uint64_t)FLAG_PREFIX << 62)),
+                           "");
+    LLVMValueRef fl = LLVMBuildTrunc(
+        fn->b, LLVMBuildLShr(fn->b, word, cg_i64(fn, 62), ""), i32, "");
+    LLVMValueRef pm = tg->ballot(
+        fn, LLVMBuildICmp(fn->b, LLVMIntEQ, fl, c32(fn, FLAG_PREFIX), ""));
+    LLVMValueRef zm =
+        tg->ballot(fn, LLVMBuildICmp(fn->b, LLVMIntEQ, fl, c32(fn, 0), ""));
+    LLVMValueRef ctz_args[2] = {pm, i1c(fn, false)};
+    LLVMValueRef fp = cg_intrinsic(fn, "llvm.cttz", &i32, 1, ctz_args, 2);
+    /* lanes 0 .. fp (all 32 when there is no prefix) must be set */
+    LLVMValueRef upto = LLVMBuildShl(fn->b, cg_i64(fn, 2), wide(fn, fp), "");
+    LLVMValueRef need = LLVMBuildTrunc(
+        fn->b, LLVMBuildSub(fn->b, upto, cg_i64(fn, 1), ""), i32, "");
+    LLVMValueRef wait = LLVMBuildICmp(
+        fn->b, LLVMIntNE, LLVMBuildAnd(fn->b, zm, need, ""), c32(fn, 0), "");
+    LLVMBuildCondBr(fn->b, wait, spin, got);
+    LLVMPositionBuilderAtEnd(fn->b, got);
+    /* the value, sign-extended from 62 bits, of lanes 0 .. fp */
+    LLVMValueRef v = LLVMBuildAShr(
+        fn->b, LLVMBuildShl(fn->b, word, cg_i64(fn, 2), ""), cg_i64(fn, 2), "");
+    v = LLVMBuildSelect(
+        fn->b, LLVMBuildICmp(fn->b, LLVMIntULE, T->lane, wide(fn, fp), ""), v,
+        cg_i64(fn, 0), "");
+    for (int d = 1; d < WARP; d *= 2) {
+        v = LLVMBuildAdd(
+            fn->b, v,
+            tg->shuffle_down(fn, v, c32(fn, d)) /* past lane 31: own */, "");
+    }
+    /* shuffle_down past lane 31 gives the lane's own value: only lane 0's
+     * sum is complete, which the warp then shares */
+    v = tg->shuffle_idx(fn, v, c32(fn, 0));
+    LLVMBuildStore(fn->b, LLVMBuildAdd(fn->b, get(fn, i64, excl), v, ""), excl);
+    LLVMBuildStore(fn->b, LLVMBuildSub(fn->b, end, cg_i64(fn, WARP), ""), endp);
+    LLVMBuildCondBr(fn->b,
+                    LLVMBuildICmp(fn->b, LLVMIntULT, fp, c32(fn, WARP), ""),
+                    done, head);
+    LLVMPositionBuilderAtEnd(fn->b, done);
+    return get(fn, i64, excl);
+}
+
+/* Write result q of the output: z `f` acc when acc is valid, else z. */
+static weft_status put_result(sk_fn *f, LLVMValueRef q, const opt *acc)
+{
+    cg_fn *fn = &f->fn;
+    const cg_array *out = sk_out_array(f, 0);
+    const cg_val *z = sk_kid_value(f, 0);
+    opt r;
+    weft_status s = opt_new(f, &r);
+    if (s) {
+        return s;
+    }
+    cg_mut_set(fn, &r.x, z);
+    cg_if has;
+    cg_if_begin(fn, &has, opt_valid(fn, acc));
+    cg_val a;
+    if ((s = cg_mut_get(fn, &acc->x, &a)) != WEFT_OK ||
+        (s = comb_back(f, &r.x, &a)) != WEFT_OK) {
+        return s;
+    }
+    cg_if_end(fn, &has);
+    cg_val y;
+    if ((s = cg_mut_get(fn, &r.x, &y)) != WEFT_OK) {
+        return s;
+    }
+    cg_array_store(fn, out, q, &y);
+    return WEFT_OK;
+}
+
+/* The merge-path split of diagonal d: how many segment ends (i) of the
+ * tile come before it (its elements then d - i); loc in shared memory. */
+static LLVMValueRef split(sk_fn *f, const tile *T, LLVMValueRef d,
+                          LLVMValueRef total)
+{
+    cg_fn *fn = &f->fn;
+    LLVMTypeRef i64 = t_i64(fn);
+    LLVMValueRef lop = var(fn, i64,
+                           smax(fn, cg_i64(fn, 0),
+                                LLVMBuildSub(fn->b, d, total, "")));
+    LLVMValueRef hip = var(fn, i64, smin(fn, d, T->nt));
+    LLVMBasicBlockRef head =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "mp.search");
+    LLVMBasicBlockRef body =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "mp.step");
+    LLVMBasicBlockRef done =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "mp.found");
+    LLVMBuildBr(fn->b, head);
+    LLVMPositionBuilderAtEnd(fn->b, head);
+    LLVMValueRef lo = get(fn, i64, lop), hi = get(fn, i64, hip);
+    LLVMBuildCondBr(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, lo, hi, ""), body,
+                    done);
+    LLVMPositionBuilderAtEnd(fn->b, body);
+    LLVMValueRef mid = LLVMBuildLShr(fn->b, LLVMBuildAdd(fn->b, lo, hi, ""),
+                                     cg_i64(fn, 1), "");
+    /* end `mid` comes before the diagonal: loc[mid + 1] <= d - mid - 1 */
+    LLVMValueRef e = load64(fn, T->sh_loc,
+                            LLVMBuildAdd(fn->b, mid, cg_i64(fn, 1), ""));
+    LLVMValueRef before = LLVMBuildICmp(
+        fn->b, LLVMIntSLE, e,
+        LLVMBuildSub(fn->b, LLVMBuildSub(fn->b, d, mid, ""), cg_i64(fn, 1), ""),
+        "");
+    LLVMBuildStore(fn->b,
+                   LLVMBuildSelect(fn->b, before,
+                                   LLVMBuildAdd(fn->b, mid, cg_i64(fn, 1), ""),
+                                   lo, ""),
+                   lop);
+    LLVMBuildStore(fn->b, LLVMBuildSelect(fn->b, before, hi, mid, ""), hip);
+    LLVMBuildBr(fn->b, head);
+    LLVMPositionBuilderAtEnd(fn->b, done);
+    return lo;
+}
+
+/* A carry: the key (i64, -1: none) and the value, maybe absent. */
+typedef struct carry {
+    LLVMValueRef key; /* i64 slot */
+    opt v;
+} carry;
+
+/* c = p . c for the segmented scan: where the keys agree the values
+ * combine (p's first), else c stays. */
+static weft_status carry_front(sk_fn *f, LLVMValueRef pkey, LLVMValueRef pok,
+                               const cg_val *pv, const carry *c)
+{
+    cg_fn *fn = &f->fn;
+    LLVMValueRef same = LLVMBuildICmp(fn->b, LLVMIntEQ, pkey,
+                                      get(fn, t_i64(fn), c->key), "");
+    return opt_front(f, LLVMBuildAnd(fn->b, same, pok, ""), pv, &c->v);
+}
+
+/* Step 4's scan of the carries: c becomes the exclusive segmented scan of
+ * the block's carries in thread order (key -1 for thread 0). */
+static weft_status scan_carries(sk_fn *f, const tile *T, const carry *c)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    LLVMTypeRef i64 = t_i64(fn);
+    const weft_type *leaf;
+    int nleaf = cg_leaves(fn, f->e->k->op->type, &leaf);
+    LLVMValueRef lane32 = LLVMBuildTrunc(fn->b, T->lane, t_i32(fn), "");
+    weft_status s;
+    /* inclusive within the warp (Hillis-Steele, lane - d first) */
+    for (int d = 1; d < WARP; d *= 2) {
+        LLVMValueRef up =
+            LLVMBuildICmp(fn->b, LLVMIntUGE, lane32, c32(fn, d), "");
+        LLVMValueRef src = LLVMBuildSelect(
+            fn->b, up, LLVMBuildSub(fn->b, lane32, c32(fn, d), ""), lane32, "");
+        cg_val v, pv;
+        if ((s = cg_mut_get(fn, &c->v.x, &v)) != WEFT_OK ||
+            (s = shuffle_val(fn, &v, src, &pv)) != WEFT_OK) {
+            return s;
+        }
+        LLVMValueRef pkey = tg->shuffle_idx(fn, get(fn, i64, c->key), src);
+        LLVMValueRef pok = tg->shuffle_idx(fn, opt_valid(fn, &c->v), src);
+        if ((s = carry_front(f, pkey, LLVMBuildAnd(fn->b, up, pok, ""), &pv,
+                             c)) != WEFT_OK) {
+            return s;
+        }
+    }
+    /* the warp's total into shared memory */
+    cg_val v;
+    if ((s = cg_mut_get(fn, &c->v.x, &v)) != WEFT_OK) {
+        return s;
+    }
+    LLVMValueRef key = get(fn, i64, c->key), ok = opt_valid(fn, &c->v);
+    cg_if last;
+    cg_if_begin(fn, &last, LLVMBuildICmp(fn->b, LLVMIntEQ, T->lane,
+                                         cg_i64(fn, WARP - 1), ""));
+    store64(fn, T->sh_ckey, T->warp, key);
+    store64(fn, T->sh_cok, T->warp, wide(fn, ok));
+    for (int l = 0; l < nleaf; l++) {
+        cg_store(fn, leaf[l], T->sh_cval[l], T->warp, v.v[l]);
+    }
+    cg_if_end(fn, &last);
+    tg->barrier(fn);
+    /* exclusive within the warp: lane - 1's inclusive */
+    LLVMValueRef up = LLVMBuildICmp(fn->b, LLVMIntUGE, lane32, c32(fn, 1), "");
+    LLVMValueRef src = LLVMBuildSelect(
+        fn->b, up, LLVMBuildSub(fn->b, lane32, c32(fn, 1), ""), lane32, "");
+    cg_val pv;
+    if ((s = shuffle_val(fn, &v, src, &pv)) != WEFT_OK) {
+        return s;
+    }
+    LLVMValueRef pkey = tg->shuffle_idx(fn, key, src);
+    LLVMValueRef pok = tg->shuffle_idx(fn, ok, src);
+    LLVMBuildStore(fn->b, LLVMBuildSelect(fn->b, up, pkey, cg_i64(fn, -1), ""),
+                   c->key);
+    LLVMBuildStore(fn->b, LLVMBuildAnd(fn->b, up, pok, ""), c->v.valid);
+    cg_mut_set(fn, &c->v.x, &pv);
+    /* the warps' totals before this one, nearest first: c = total[w] . c
+     * (keys never decrease from thread to thread, so a warp whose total
+     * has c's key follows only warps that end in it or in a lower one;
+     * lane 0's key -1 takes the nearest warp's total as it is) */
+    cg_loop l;
+    LLVMValueRef k;
+    cg_loop_begin(fn, &l, cg_i64(fn, 0), T->warp, &k);
+    LLVMValueRef w = LLVMBuildSub(
+        fn->b, LLVMBuildSub(fn->b, T->warp, cg_i64(fn, 1), ""), k, "");
+    LLVMValueRef wkey = load64(fn, T->sh_ckey, w);
+    LLVMValueRef wok = LLVMBuildICmp(fn->b, LLVMIntNE, load64(fn, T->sh_cok, w),
+                                     cg_i64(fn, 0), "");
+    cg_val wv;
+    if ((s = cg_val_make(fn, nleaf, &wv)) != WEFT_OK) {
+        return s;
+    }
+    for (int li = 0; li < nleaf; li++) {
+        wv.v[li] = cg_load(fn, leaf[li], T->sh_cval[li], w);
+    }
+    LLVMValueRef fresh = LLVMBuildICmp(fn->b, LLVMIntEQ,
+                                       get(fn, i64, c->key), cg_i64(fn, -1), "");
+    cg_if nf;
+    cg_if_begin(fn, &nf, fresh);
+    LLVMBuildStore(fn->b, wkey, c->key);
+    LLVMBuildStore(fn->b, wok, c->v.valid);
+    cg_mut_set(fn, &c->v.x, &wv);
+    cg_if_else(fn, &nf);
+    s = carry_front(f, wkey, wok, &wv, c);
+    cg_if_end(fn, &nf);
+    cg_loop_end(fn, &l);
+    return s;
+}
+
+/* Step 4 for thread T->tid: the walk over its merge-path items. */
+static weft_status walk(sk_fn *f, const tile *T, LLVMValueRef total,
+                        LLVMValueRef base, LLVMValueRef qbase)
+{
+    cg_fn *fn = &f->fn;
+    const fe_term *src = f->e->k->op->kid[1];
+    LLVMTypeRef i64 = t_i64(fn), i1 = LLVMInt1TypeInContext(fn->llctx);
+    weft_status s;
+    /* items per thread: ceil(M / B) */
+    LLVMValueRef m = LLVMBuildAdd(fn->b, T->nt, total, "items");
+    LLVMValueRef per = LLVMBuildUDiv(
+        fn->b, LLVMBuildAdd(fn->b, m, LLVMBuildSub(fn->b, T->bs, cg_i64(fn, 1),
+                                                   ""), ""),
+        T->bs, "per");
+    LLVMValueRef d0 = smin(fn, LLVMBuildMul(fn->b, T->tid, per, ""), m);
+    LLVMValueRef d1 = smin(fn, LLVMBuildAdd(fn->b, d0, per, ""), m);
+    LLVMValueRef i0 = split(f, T, d0, total);
+    LLVMValueRef ip = var(fn, i64, i0);
+    LLVMValueRef jp = var(fn, i64, LLVMBuildSub(fn->b, d0, i0, ""));
+    LLVMValueRef waiting = var(fn, i1, i1c(fn, false));
+    opt acc, first;
+    if ((s = opt_new(f, &acc)) != WEFT_OK ||
+        (s = opt_new(f, &first)) != WEFT_OK) {
+        return s;
+    }
+    cg_loop l;
+    LLVMValueRef step;
+    cg_loop_begin(fn, &l, d0, d1, &step);
+    (void)step;
+    LLVMValueRef i = get(fn, i64, ip), j = get(fn, i64, jp);
+    LLVMValueRef has_end = LLVMBuildICmp(fn->b, LLVMIntSLT, i, T->nt, "");
+    /* loc[i + 1] read only for an end of the tile (loc has nt + 1) */
+    LLVMValueRef at = smin(fn, LLVMBuildAdd(fn->b, i, cg_i64(fn, 1), ""), T->nt);
+    LLVMValueRef ends = LLVMBuildAnd(
+        fn->b, has_end,
+        LLVMBuildICmp(fn->b, LLVMIntSLE, load64(fn, T->sh_loc, at), j, ""),
+        "ends");
+    cg_if e;
+    cg_if_begin(fn, &e, ends);
+    {
+        cg_if fst;
+        cg_if_begin(fn, &fst, LLVMBuildICmp(fn->b, LLVMIntEQ, i, i0, ""));
+        cg_val a;
+        if ((s = cg_mut_get(fn, &acc.x, &a)) != WEFT_OK) {
+            return s;
+        }
+        cg_mut_set(fn, &first.x, &a);
+        LLVMBuildStore(fn->b, opt_valid(fn, &acc), first.valid);
+        LLVMBuildStore(fn->b, i1c(fn, true), waiting);
+        cg_if_else(fn, &fst);
+        if ((s = put_result(f, LLVMBuildAdd(fn->b, qbase, i, ""), &acc)) !=
+            WEFT_OK) {
+            return s;
+        }
+        cg_if_end(fn, &fst);
+        LLVMBuildStore(fn->b, LLVMBuildAdd(fn->b, i, cg_i64(fn, 1), ""), ip);
+        LLVMBuildStore(fn->b, i1c(fn, false), acc.valid);
+    }
+    cg_if_else(fn, &e);
+    {
+        cg_val x;
+        if ((s = sk_read(f, src, LLVMBuildAdd(fn->b, base, j, ""), NULL, &x)) !=
+            WEFT_OK) {
+            return s;
+        }
+        cg_if v;
+        cg_if_begin(fn, &v, opt_valid(fn, &acc));
+        if ((s = comb_back(f, &acc.x, &x)) != WEFT_OK) {
+            return s;
+        }
+        cg_if_else(fn, &v);
+        cg_mut_set(fn, &acc.x, &x);
+        LLVMBuildStore(fn->b, i1c(fn, true), acc.valid);
+        cg_if_end(fn, &v);
+        LLVMBuildStore(fn->b, LLVMBuildAdd(fn->b, j, cg_i64(fn, 1), ""), jp);
+    }
+    cg_if_end(fn, &e);
+    cg_loop_end(fn, &l);
+    /* the carries, scanned; the waiting segment takes the one before */
+    carry c = {.key = var(fn, i64, get(fn, i64, ip)), .v = acc};
+    if ((s = scan_carries(f, T, &c)) != WEFT_OK) {
+        return s;
+    }
+    cg_if w;
+    cg_if_begin(fn, &w, get(fn, i1, waiting));
+    cg_val cv;
+    if ((s = cg_mut_get(fn, &c.v.x, &cv)) != WEFT_OK) {
+        return s;
+    }
+    LLVMValueRef same = LLVMBuildICmp(fn->b, LLVMIntEQ, get(fn, i64, c.key),
+                                      i0, "");
+    if ((s = opt_front(f, LLVMBuildAnd(fn->b, same, opt_valid(fn, &c.v), ""),
+                       &cv, &first)) != WEFT_OK ||
+        (s = put_result(f, LLVMBuildAdd(fn->b, qbase, i0, ""), &first)) !=
+            WEFT_OK) {
+        return s;
+    }
+    cg_if_end(fn, &w);
+    return WEFT_OK;
+}
+
+/* Shared memory of the tile loop. */
+static weft_status tile_shared(sk_fn *f, tile *T)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    LLVMTypeRef i64 = t_i64(fn);
+    LLVMValueRef sc = tg->shared_array(fn, i64, 3);
+    LLVMValueRef one = cg_i64(fn, 1), two = cg_i64(fn, 2);
+    T->sh_tile = sc;
+    T->sh_prefix = LLVMBuildInBoundsGEP2(fn->b, i64, sc, &one, 1, "");
+    T->sh_bad = LLVMBuildInBoundsGEP2(fn->b, i64, sc, &two, 1, "");
+    T->sh_loc = tg->shared_array(fn, i64, BLOCK + 1);
+    T->sh_wsum = tg->shared_array(fn, i64, MAX_WARPS);
+    T->sh_wneg = tg->shared_array(fn, i64, MAX_WARPS);
+    T->sh_ckey = tg->shared_array(fn, i64, MAX_WARPS);
+    T->sh_cok = tg->shared_array(fn, i64, MAX_WARPS);
+    const weft_type *leaf;
+    int nleaf = cg_leaves(fn, f->e->k->op->type, &leaf);
+    T->sh_cval = fe_arena_alloc(fn->arena, sizeof *T->sh_cval *
+                                               (size_t)(nleaf > 0 ? nleaf : 1));
+    if (!T->sh_cval) {
+        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+    }
+    for (int l = 0; l < nleaf; l++) {
+        T->sh_cval[l] =
+            tg->shared_array(fn, cg_mem_type(fn->llctx, leaf[l]), MAX_WARPS);
+    }
+    return WEFT_OK;
+}
+
+/* One tile (T->t): steps 1 to 4. */
+static weft_status one_tile(sk_fn *f, tile *T)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    LLVMBuilderRef B = fn->b;
+    weft_status s;
+    /* row and piece: 64-bit division once per tile */
+    T->row = LLVMBuildUDiv(B, T->t, T->tpr, "row");
+    LLVMValueRef piece =
+        LLVMBuildSub(B, T->t, LLVMBuildMul(B, T->row, T->tpr, ""), "piece");
+    T->s0 = LLVMBuildMul(B, piece, T->bs, "s0");
+    T->nt = smin(fn, T->bs, LLVMBuildSub(B, T->nseg, T->s0, ""));
+    /* 1. the lengths */
+    LLVMValueRef sidx = LLVMBuildAdd(B, T->s0, T->tid, "seg");
+    LLVMValueRef inside = LLVMBuildICmp(B, LLVMIntSLT, T->tid, T->nt, "");
+    LLVMValueRef lenp = var(fn, t_i64(fn), cg_i64(fn, 0));
+    LLVMValueRef hugep = var(fn, LLVMInt1TypeInContext(fn->llctx),
+                             i1c(fn, false));
+    cg_if in;
+    cg_if_begin(fn, &in, inside);
+    LLVMValueRef huge;
+    LLVMValueRef lv = seg_len(f, sidx, &huge);
+    LLVMBuildStore(fn->b, lv, lenp);
+    LLVMBuildStore(fn->b, huge, hugep);
+    cg_if_end(fn, &in);
+    LLVMValueRef len = get(fn, t_i64(fn), lenp);
+    huge = get(fn, LLVMInt1TypeInContext(fn->llctx), hugep);
+    /* a huge u64 length scans as negative: the tile is bad either way */
+    LLVMValueRef excl, total, neg;
+    scan_lengths(f, T, len, &excl, &total, &neg);
+    store64(fn, T->sh_loc, T->tid, excl);
+    cg_if lastt;
+    cg_if_begin(fn, &lastt, LLVMBuildICmp(fn->b, LLVMIntEQ, T->tid,
+                                          cg_i64(fn, 0), ""));
+    store64(fn, T->sh_loc, T->nt, total);
+    cg_if_end(fn, &lastt);
+    /* 2. the prefix (warp 0) */
+    cg_if w0;
+    cg_if_begin(fn, &w0, LLVMBuildICmp(fn->b, LLVMIntEQ, T->warp,
+                                       cg_i64(fn, 0), ""));
+    LLVMValueRef limit = LLVMBuildAdd(fn->b, T->inner, cg_i64(fn, 1), "");
+    cg_if p0;
+    cg_if_begin(fn, &p0, LLVMBuildAnd(
+                             fn->b,
+                             LLVMBuildICmp(fn->b, LLVMIntEQ, T->lane,
+                                           cg_i64(fn, 0), ""),
+                             LLVMBuildICmp(fn->b, LLVMIntNE, piece,
+                                           cg_i64(fn, 0), ""), ""));
+    publish(f, T, FLAG_AGG, smax(fn, cg_i64(fn, -1), smin(fn, total, limit)));
+    cg_if_end(fn, &p0);
+    LLVMValueRef pre = look_back(f, T, piece);
+    cg_if l0;
+    cg_if_begin(fn, &l0, LLVMBuildICmp(fn->b, LLVMIntEQ, T->lane,
+                                       cg_i64(fn, 0), ""));
+    /* the inclusive prefix, kept within [-1, inner + 1]: past that it is
+     * an error anyway, and it stays far from the 62 bits */
+    LLVMValueRef incl = smax(fn, cg_i64(fn, -1),
+                             smin(fn, LLVMBuildAdd(fn->b, pre, total, ""),
+                                  limit));
+    publish(f, T, FLAG_PREFIX, incl);
+    store64(fn, T->sh_prefix, cg_i64(fn, 0), pre);
+    cg_if_end(fn, &l0);
+    cg_if_end(fn, &w0);
+    tg->barrier(fn);
+    /* 3. the checks */
+    LLVMValueRef P = load64(fn, T->sh_prefix, cg_i64(fn, 0));
+    LLVMValueRef bad = LLVMBuildOr(
+        fn->b, neg,
+        LLVMBuildOr(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, P, cg_i64(fn, 0), ""),
+                    LLVMBuildICmp(fn->b, LLVMIntSGT,
+                                  LLVMBuildAdd(fn->b, P, total, ""), T->inner,
+                                  ""),
+                    ""),
+        "bad");
+    cg_if chk;
+    cg_if_begin(fn, &chk, LLVMBuildAnd(fn->b, bad, inside, ""));
+    {
+        LLVMValueRef past = LLVMBuildICmp(
+            fn->b, LLVMIntSGT, len,
+            LLVMBuildSub(fn->b, T->inner, LLVMBuildAdd(fn->b, P, excl, ""), ""),
+            "");
+        LLVMValueRef isneg =
+            LLVMBuildICmp(fn->b, LLVMIntSLT, len, cg_i64(fn, 0), "");
+        cg_if n;
+        cg_if_begin(fn, &n, LLVMBuildAnd(fn->b, isneg, LLVMBuildNot(fn->b, huge,
+                                                                    ""), ""));
+        report(f, sidx, CG_ERR_SEG_NEG);
+        cg_if_else(fn, &n);
+        cg_if pp;
+        cg_if_begin(fn, &pp, LLVMBuildOr(fn->b, huge, past, ""));
+        report(f, sidx, CG_ERR_SEG_PAST);
+        cg_if_end(fn, &pp);
+        cg_if_end(fn, &n);
+    }
+    cg_if_end(fn, &chk);
+    /* 4. the fold of a good tile of a row that exists */
+    cg_if go;
+    cg_if_begin(fn, &go, LLVMBuildAnd(
+                             fn->b, LLVMBuildNot(fn->b, bad, ""),
+                             LLVMBuildICmp(fn->b, LLVMIntULT, T->row, T->outer,
+                                           ""), ""));
+    LLVMValueRef base = LLVMBuildAdd(
+        fn->b, LLVMBuildMul(fn->b, T->row, T->inner, ""), P, "base");
+    LLVMValueRef qbase = LLVMBuildAdd(
+        fn->b, LLVMBuildMul(fn->b, T->row, T->nseg, ""), T->s0, "qbase");
+    s = walk(f, T, total, base, qbase);
+    cg_if_end(fn, &go);
+    return s;
+}
+
+/* The entry: blocks take tiles until none is left. */
+static weft_status emit_tiles(sk_fn *f)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    const fe_term *t = f->e->k->op;
+    const fe_term *src = t->kid[1];
+    tile T;
+    memset(&T, 0, sizeof T);
+    weft_status s = tile_shared(f, &T);
+    if (s) {
+        return s;
+    }
+    LLVMValueRef ext[WEFT_MAX_RANK];
+    if ((s = sk_extent(f, src, ext)) != WEFT_OK) {
+        return s;
+    }
+    T.inner = ext[src->rank - 1];
+    T.outer = cg_i64(fn, 1);
+    for (int d = 0; d + 1 < src->rank; d++) {
+        T.outer = LLVMBuildMul(fn->b, T.outer, ext[d], "");
+    }
+    T.nseg = sk_kid_array(f, 2)->extent[0];
+    T.tid = wide(fn, tg->thread_index(fn, 0));
+    T.bs = wide(fn, tg->block_size(fn, 0));
+    T.lane = LLVMBuildAnd(fn->b, T.tid, cg_i64(fn, WARP - 1), "lane");
+    T.warp = LLVMBuildLShr(fn->b, T.tid, cg_i64(fn, 5), "warp");
+    T.nwarps = LLVMBuildLShr(fn->b, T.bs, cg_i64(fn, 5), "");
+    T.tpr = LLVMBuildUDiv(
+        fn->b,
+        LLVMBuildAdd(fn->b, T.nseg,
+                     LLVMBuildSub(fn->b, T.bs, cg_i64(fn, 1), ""), ""),
+        T.bs, "tpr");
+    /* rows 0 (an input of no rows) still check the lengths once */
+    LLVMValueRef rows = smax(fn, T.outer, cg_i64(fn, 1));
+    LLVMValueRef ntiles = LLVMBuildMul(fn->b, rows, T.tpr, "tiles");
+    const cg_array *ticket = sk_aux_array(f, AUX_TICKET);
+    LLVMBasicBlockRef head =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "tile");
+    LLVMBasicBlockRef body =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "tile.body");
+    LLVMBasicBlockRef done =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "tile.done");
+    LLVMBuildBr(fn->b, head);
+    LLVMPositionBuilderAtEnd(fn->b, head);
+    tg->barrier(fn); /* the last tile's shared memory is read */
+    cg_if t0;
+    cg_if_begin(fn, &t0, LLVMBuildICmp(fn->b, LLVMIntEQ, T.tid, cg_i64(fn, 0),
+                                       ""));
+    LLVMValueRef tk =
+        tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd, ticket->ptr[0], cg_i64(fn, 1));
+    store64(fn, T.sh_tile, cg_i64(fn, 0), tk);
+    cg_if_end(fn, &t0);
+    tg->barrier(fn);
+    T.t = load64(fn, T.sh_tile, cg_i64(fn, 0));
+    LLVMBuildCondBr(fn->b, LLVMBuildICmp(fn->b, LLVMIntULT, T.t, ntiles, ""),
+                    body, done);
+    LLVMPositionBuilderAtEnd(fn->b, body);
+    if ((s = one_tile(f, &T)) != WEFT_OK) {
+        return s;
+    }
+    LLVMBuildBr(fn->b, head);
+    LLVMPositionBuilderAtEnd(fn->b, done);
+    return WEFT_OK;
+}
+
+/* ---- the skeleton ------------------------------------------------------ */
+
+static bool ptx_fold_seg_supported(const fe_term *t)
+{
+    return t->kind == FE_FOLD_SEG && t->atype->narrays == 1 && t->nfun == 1 &&
+           t->nkid == 3;
+}
+
+static weft_status ptx_fold_seg_prepare(weft_context *ctx, fe_arena *arena,
+                                        sk_kernel *k)
+{
+    k->nentry = 1;
+    k->item_threads[0] = k->item_threads[1] = SK_ITEM_BLOCK;
+    k->block_max = BLOCK;
+    k->may_fail = true; /* the lengths are checked in the kernel */
+    weft_status s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX,
+                                AUX_STATUS, WEFT_I64, 1);
+    k->aux_item[AUX_STATUS] = k->nitem - 1;
+    if (s == WEFT_OK) {
+        s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX, AUX_TICKET,
+                        WEFT_I64, 1);
+        k->aux_item[AUX_TICKET] = k->nitem - 1;
+    }
+    return s;
+}
+
+static weft_status ptx_fold_seg_emit(sk_emit *e, const char *const *names)
+{
+    sk_fn f;
+    weft_status s = sk_fn_begin_raw(e, &f, names[0]);
+    if (s) {
+        return s;
+    }
+    cg_ptx_launch_bounds(&f.fn, BLOCK, 0);
+    if ((s = emit_tiles(&f)) != WEFT_OK) {
+        LLVMBuildUnreachable(f.fn.b);
+        cg_fn_end(&f.fn);
+        return s;
+    }
+    sk_fn_end(&f);
+    return WEFT_OK;
+}
+
+const sk_skeleton sk_ptx_fold_seg = {
+    .name = "ptx-fold-seg",
+    .family = SK_FOLD_SEG_PASS,
+    .supported = ptx_fold_seg_supported,
+    .prepare = ptx_fold_seg_prepare,
+    .emit = ptx_fold_seg_emit,
+    .fuses_input = true,
+};
