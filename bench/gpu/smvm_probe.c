@@ -9,6 +9,7 @@
  * Build and run (from the unpacked bundle, next to libweft.so):
  *   gcc -std=c17 -O2 -Iinclude bench/gpu/smvm_probe.c -o smvm_probe \
  *       -L. -lweft -Wl,-rpath,'$ORIGIN' -lm && ./smvm_probe [ptx|cpu] [runs]
+ * (a third argument `smvm`: the two matrices only).
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -196,8 +197,10 @@ int main(int argc, char **argv)
     }
     smvm(ctx, 0, runs);
     smvm(ctx, 1, runs);
-    kmeans(ctx, 0, runs > 5 ? 5 : runs);
-    kmeans(ctx, 1, runs > 5 ? 5 : runs);
+    if (argc <= 3 || strcmp(argv[3], "smvm") != 0) {
+        kmeans(ctx, 0, runs > 5 ? 5 : runs);
+        kmeans(ctx, 1, runs > 5 ? 5 : runs);
+    }
     weft_context_free(ctx);
     return 0;
 }
