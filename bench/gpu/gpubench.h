@@ -17,6 +17,16 @@
  *   NBODY_FOLD   as NBODY (weft only: the other formulation)
  *   MANDEL       none                           iterations i32[h*w]
  *   HIST         keys i32[n] in [0, bins)       counts i32[bins]
+ *   SMVM_BANDED  vals f32[h], cols i32[h],      y f32[n]
+ *   SMVM_POWER   rowlen i32[n], x f32[bins],
+ *                rowptr i32[n + 1] (the CSR
+ *                matrix of bench/programs.h:
+ *                n rows, h nonzeros, bins
+ *                columns; weft reads rowlen,
+ *                the others rowptr)
+ *   KMEANS       px, py f32[n], cx, cy f32[bins]  cx, cy, iterations: f32[2 bins
+ *   KMEANS_WHILE (k = bins centroids, at most     + 1] (the count as a float)
+ *                max_iter iterations)
  */
 #ifndef GPUBENCH_H
 #define GPUBENCH_H
@@ -33,6 +43,11 @@ enum {
     GB_NBODY_FOLD,
     GB_MANDEL,
     GB_HIST,
+    /* smvm and k-means (helper smvm) */
+    GB_SMVM_BANDED,
+    GB_SMVM_POWER,
+    GB_KMEANS,
+    GB_KMEANS_WHILE,
     GB_NPROG
 };
 

@@ -42,6 +42,25 @@
  *                          memory, added per block and into the global
  *                          bins with atomics; the grid-stride loop of int4
  *                          loads, two per trip, as saxpy's.
+ *   smvm                   CSR vector kernel: L lanes of a warp per row
+ *                          (L = 32, a warp per row, when rows average 32
+ *                          nonzeros or more; else the power of two at or
+ *                          below the average, at least 2: 8 for these
+ *                          matrices' 10; RF_SMVM_LANES=32 forces a warp),
+ *                          x read through the read-only path, the lanes'
+ *                          sums added by shuffles.
+ *   k-means                an iteration is two launches: every thread
+ *                          takes points in a grid-stride loop, the k
+ *                          centroids in shared memory, assigns the nearest
+ *                          (the first on ties) and adds the point to its
+ *                          block's sums and counts in shared memory
+ *                          (shared atomics), which go to global ones by
+ *                          atomics at the block's end, with the count of
+ *                          points that moved; one block then divides
+ *                          (a centroid without points stays) and zeroes
+ *                          the sums.  The host reads the count after each
+ *                          iteration (4 bytes) and stops at 0 or after
+ *                          max_iter iterations.
  *
  * Each rf_run is timed two ways at once (a histogram run includes zeroing
  * its bins): by CUDA events recorded on the default stream before and
@@ -543,6 +562,134 @@ __global__ void __launch_bounds__(THREADS, FULL_BLOCKS)
     }
 }
 
+/* ---- smvm and k-means (helper smvm) -------------------------------------- */
+
+/* y = A x, L lanes per row (L a power of two, 2 .. 32). */
+template <int L>
+__global__ void __launch_bounds__(THREADS)
+    k_smvm(const int32_t *__restrict__ rowptr, const int32_t *__restrict__ cols,
+           const float *__restrict__ vals, const float *__restrict__ x,
+           float *__restrict__ y, int nrows)
+{
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    int row = t / L, lane = t % L;
+    if (row >= nrows) {
+        return;
+    }
+    int lo = rowptr[row], hi = rowptr[row + 1];
+    float acc = 0.0f;
+    for (int k = lo + lane; k < hi; k += L) {
+        acc += vals[k] * __ldg(&x[cols[k]]);
+    }
+    for (int d = L / 2; d > 0; d /= 2) {
+        acc += __shfl_down_sync(0xffffffffu, acc, d, L);
+    }
+    if (lane == 0) {
+        y[row] = acc;
+    }
+}
+
+#define KM_MAX_K 64
+
+/* Assign every point its nearest centroid (c: cx then cy, k of each), add
+ * it to sums (sx, sy) and counts per cluster, count the points whose
+ * cluster changed into *moved. */
+__global__ void __launch_bounds__(THREADS)
+    k_kmeans_assign(const float *__restrict__ px, const float *__restrict__ py,
+                    int64_t n, const float *__restrict__ c, int k,
+                    int32_t *__restrict__ assign, float *sums, int32_t *counts,
+                    int32_t *moved)
+{
+    __shared__ float scx[KM_MAX_K], scy[KM_MAX_K], ssx[KM_MAX_K],
+        ssy[KM_MAX_K];
+    __shared__ int32_t scnt[KM_MAX_K], smoved;
+    for (int j = threadIdx.x; j < k; j += blockDim.x) {
+        scx[j] = c[j];
+        scy[j] = c[k + j];
+        ssx[j] = ssy[j] = 0.0f;
+        scnt[j] = 0;
+    }
+    if (threadIdx.x == 0) {
+        smoved = 0;
+    }
+    __syncthreads();
+    int mv = 0;
+    int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += stride) {
+        float x = px[i], y = py[i];
+        float bd = INFINITY;
+        int best = 0;
+        for (int j = 0; j < k; j++) {
+            float dx = x - scx[j], dy = y - scy[j];
+            float d = dx * dx + dy * dy;
+            if (d < bd) {
+                bd = d;
+                best = j;
+            }
+        }
+        if (assign[i] != best) {
+            assign[i] = best;
+            mv++;
+        }
+        atomicAdd(&ssx[best], x);
+        atomicAdd(&ssy[best], y);
+        atomicAdd(&scnt[best], 1);
+    }
+    for (int d = 16; d > 0; d /= 2) {
+        mv += __shfl_down_sync(0xffffffffu, mv, d);
+    }
+    if ((threadIdx.x & 31) == 0 && mv) {
+        atomicAdd(&smoved, mv);
+    }
+    __syncthreads();
+    for (int j = threadIdx.x; j < k; j += blockDim.x) {
+        if (scnt[j]) {
+            atomicAdd(&sums[j], ssx[j]);
+            atomicAdd(&sums[k + j], ssy[j]);
+            atomicAdd(&counts[j], scnt[j]);
+        }
+    }
+    if (threadIdx.x == 0 && smoved) {
+        atomicAdd(moved, smoved);
+    }
+}
+
+/* c = the means (a centroid without points stays), sums and counts back
+ * to 0; one block. */
+__global__ void k_kmeans_update(float *c, int k, float *sums, int32_t *counts)
+{
+    for (int j = threadIdx.x; j < k; j += blockDim.x) {
+        if (counts[j] > 0) {
+            c[j] = sums[j] / (float)counts[j];
+            c[k + j] = sums[k + j] / (float)counts[j];
+        }
+        sums[j] = sums[k + j] = 0.0f;
+        counts[j] = 0;
+    }
+}
+
+/* k-means' device state beside prog_state: the centroids being moved, the
+ * assignment, sums, counts and the moved count (in prog_state.temp). */
+typedef struct km_state {
+    float *c;        /* 2 k: cx, cy */
+    int32_t *assign; /* n */
+    float *sums;     /* 2 k */
+    int32_t *counts; /* k */
+    int32_t *moved;  /* 1 */
+    int32_t *moved_host; /* pinned */
+    int grid;
+    int lanes;       /* smvm */
+} km_state;
+
+static km_state sv_state[GB_NPROG];
+
+static bool sv_prog(int prog)
+{
+    return prog == GB_SMVM_BANDED || prog == GB_SMVM_POWER ||
+           prog == GB_KMEANS || prog == GB_KMEANS_WHILE;
+}
+
 /* ---- programs ------------------------------------------------------------ */
 
 #define MAX_BUF 4
@@ -567,6 +714,141 @@ typedef struct prog_state {
 
 static prog_state progs[GB_NPROG];
 
+/* One run of smvm or k-means on the default stream; k-means waits for
+ * its moved count after each iteration. */
+static int sv_launch(int prog, prog_state *p)
+{
+    const gb_shape *s = &p->s;
+    km_state *st = &sv_state[prog];
+    if (prog == GB_SMVM_BANDED || prog == GB_SMVM_POWER) {
+        const int32_t *cols = (const int32_t *)p->in[1];
+        const int32_t *rowptr = (const int32_t *)p->in[3];
+        const float *vals = (const float *)p->in[0];
+        const float *x = (const float *)p->in[2];
+        float *y = (float *)p->out[0];
+        int nrows = (int)s->n;
+        unsigned grid =
+            (unsigned)(((int64_t)nrows * st->lanes + THREADS - 1) / THREADS);
+        switch (st->lanes) {
+        case 2: k_smvm<2><<<grid, THREADS>>>(rowptr, cols, vals, x, y, nrows);
+            break;
+        case 4: k_smvm<4><<<grid, THREADS>>>(rowptr, cols, vals, x, y, nrows);
+            break;
+        case 8: k_smvm<8><<<grid, THREADS>>>(rowptr, cols, vals, x, y, nrows);
+            break;
+        case 16: k_smvm<16><<<grid, THREADS>>>(rowptr, cols, vals, x, y, nrows);
+            break;
+        default: k_smvm<32><<<grid, THREADS>>>(rowptr, cols, vals, x, y, nrows);
+            break;
+        }
+        CK(cudaGetLastError());
+        return 0;
+    }
+    int k = s->bins;
+    const float *px = (const float *)p->in[0], *py = (const float *)p->in[1];
+    CK(cudaMemcpyAsync(st->c, p->in[2], sizeof(float) * k,
+                       cudaMemcpyDeviceToDevice));
+    CK(cudaMemcpyAsync(st->c + k, p->in[3], sizeof(float) * k,
+                       cudaMemcpyDeviceToDevice));
+    CK(cudaMemsetAsync(st->assign, 0xff, sizeof(int32_t) * (size_t)s->n));
+    int it = 0, moved = 1;
+    while (moved > 0 && it < s->max_iter) {
+        CK(cudaMemsetAsync(st->moved, 0, sizeof(int32_t)));
+        k_kmeans_assign<<<st->grid, THREADS>>>(px, py, s->n, st->c, k,
+                                                st->assign, st->sums,
+                                                st->counts, st->moved);
+        k_kmeans_update<<<1, 64>>>(st->c, k, st->sums, st->counts);
+        CK(cudaMemcpyAsync(st->moved_host, st->moved, sizeof(int32_t),
+                           cudaMemcpyDeviceToHost));
+        CK(cudaStreamSynchronize(0));
+        moved = *st->moved_host;
+        it++;
+    }
+    float fit = (float)it;
+    float *out = (float *)p->out[0];
+    CK(cudaMemcpyAsync(out, st->c, sizeof(float) * 2 * k,
+                       cudaMemcpyDeviceToDevice));
+    CK(cudaMemcpyAsync(out + 2 * k, &fit, sizeof fit, cudaMemcpyHostToDevice));
+    CK(cudaGetLastError());
+    return 0;
+}
+
+/* Open smvm or k-means (rf_open's contract): inputs in gpubench.h's order
+ * (smvm keeps vals, cols, x and rowptr: p->in[0..3]; weft's rowlen is not
+ * needed here). */
+static int sv_open(int prog, prog_state *p, const gb_shape *sh,
+                   const void *const *in)
+{
+    km_state *st = &sv_state[prog];
+    memset(st, 0, sizeof *st);
+    p->s = *sh;
+    p->open = 1;
+    CK(cudaEventCreate(&p->e0));
+    CK(cudaEventCreate(&p->e1));
+    if (prog == GB_SMVM_BANDED || prog == GB_SMVM_POWER) {
+        const int64_t bytes[4] = {4 * sh->h, 4 * sh->h, 4 * (int64_t)sh->bins,
+                                  4 * (sh->n + 1)};
+        const void *src[4] = {in[0], in[1], in[3], in[4]};
+        for (int i = 0; i < 4; i++) {
+            CK(cudaMalloc(&p->in[i], (size_t)bytes[i]));
+            CK(cudaMemcpy(p->in[i], src[i], (size_t)bytes[i],
+                          cudaMemcpyHostToDevice));
+        }
+        p->nin = 4;
+        p->nout = 1;
+        p->out_bytes[0] = 4 * sh->n;
+        CK(cudaMalloc(&p->out[0], (size_t)p->out_bytes[0]));
+        int64_t avg = sh->n > 0 ? sh->h / sh->n : 1;
+        int lanes = 2;
+        while (lanes < 32 && lanes * 2 <= avg) {
+            lanes *= 2;
+        }
+        const char *env = getenv("RF_SMVM_LANES");
+        if (env && *env) {
+            lanes = atoi(env);
+        }
+        st->lanes = lanes;
+    } else {
+        int64_t n = sh->n;
+        int k = sh->bins;
+        if (k < 1 || k > KM_MAX_K) {
+            return rf_fail("rf_open: k = %d is outside [1, %d]", k, KM_MAX_K);
+        }
+        const int64_t bytes[4] = {4 * n, 4 * n, 4 * (int64_t)k, 4 * (int64_t)k};
+        for (int i = 0; i < 4; i++) {
+            CK(cudaMalloc(&p->in[i], (size_t)bytes[i]));
+            CK(cudaMemcpy(p->in[i], in[i], (size_t)bytes[i],
+                          cudaMemcpyHostToDevice));
+        }
+        p->nin = 4;
+        p->nout = 1;
+        p->out_bytes[0] = 4 * (2 * (int64_t)k + 1);
+        CK(cudaMalloc(&p->out[0], (size_t)p->out_bytes[0]));
+        /* one allocation: c, sums (2 k each), counts, moved, assignment */
+        p->temp_bytes = sizeof(float) * 4 * k + sizeof(int32_t) * (k + 1) +
+                        sizeof(int32_t) * (size_t)n;
+        CK(cudaMalloc(&p->temp, p->temp_bytes));
+        CK(cudaMemset(p->temp, 0, p->temp_bytes));
+        st->c = (float *)p->temp;
+        st->sums = st->c + 2 * k;
+        st->counts = (int32_t *)(st->sums + 2 * k);
+        st->moved = st->counts + k;
+        st->assign = st->moved + 1;
+        CK(cudaMallocHost(&st->moved_host, sizeof(int32_t)));
+        int per_sm = 0;
+        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            &per_sm, k_kmeans_assign, THREADS, 0));
+        int64_t full = (int64_t)(sms > 0 ? sms : 132) * std::max(per_sm, 1);
+        st->grid = (int)std::max<int64_t>(
+            1, std::min(full, (n + THREADS - 1) / THREADS));
+    }
+    if (sv_launch(prog, p) != 0) {
+        return -1;
+    }
+    CK(cudaDeviceSynchronize());
+    return 0;
+}
+
 RF_API void rf_close(int prog)
 {
     if (prog < 0 || prog >= GB_NPROG || !progs[prog].open) {
@@ -581,6 +863,10 @@ RF_API void rf_close(int prog)
     cudaEventDestroy(p->e0);
     cudaEventDestroy(p->e1);
     memset(p, 0, sizeof *p);
+    if (sv_prog(prog) && sv_state[prog].moved_host) {
+        cudaFreeHost(sv_state[prog].moved_host);
+        sv_state[prog].moved_host = NULL;
+    }
 }
 
 /* *grid = the blocks of THREADS threads (smem bytes of dynamic shared
@@ -661,6 +947,10 @@ static int launch(int prog, prog_state *p)
         k_hist<<<p->grid, THREADS, (size_t)WARPS * s->bins * sizeof(int32_t)>>>(
             (const int32_t *)p->in[0], n, (int32_t *)p->out[0], s->bins);
         break;
+    case GB_SMVM_BANDED:
+    case GB_SMVM_POWER:
+    case GB_KMEANS:
+    case GB_KMEANS_WHILE: return sv_launch(prog, p);
     default: return rf_fail("rf: no program %d", prog);
     }
     CK(cudaGetLastError());
@@ -679,6 +969,14 @@ RF_API int rf_open(int prog, const gb_shape *sh, const void *const *in)
 {
     if (prog < 0 || prog >= GB_NPROG || prog == GB_NBODY_FOLD) {
         return rf_fail("rf_open: no program %d", prog);
+    }
+    if (sv_prog(prog)) {
+        rf_close(prog);
+        int rc = sv_open(prog, &progs[prog], sh, in);
+        if (rc) {
+            rf_close(prog);
+        }
+        return rc;
     }
     if (sh->n < 0 || sh->n > INT32_MAX) {
         return rf_fail("rf_open: n = %lld is outside [0, 2^31)",

@@ -72,6 +72,9 @@ BUDGET_MS = 3000.0
 
 # gpubench.h's programs
 SAXPY, SUM, DOTP, SCAN, BS, NBODY, NBODY_FOLD, MANDEL, HIST = range(9)
+# smvm and k-means (helper smvm; their Program is SparseProgram below)
+SMVM_B, SMVM_P, KMEANS, KMEANS_W = range(9, 13)
+SV_PIDS = (SMVM_B, SMVM_P, KMEANS, KMEANS_W)
 
 
 class Shape(ctypes.Structure):
@@ -167,6 +170,9 @@ def load_weft(path):
         "wg_plan": (I, [I, P, I64]),
         "wg_backend_name": (P, []),
         "wg_compile_dotp": (I, [P, ctypes.POINTER(D), ctypes.POINTER(I64)]),
+        "wg_smvm_make": (I, [I, I64, ctypes.POINTER(I64)]),
+        "wg_smvm_copy": (None, [V, V, V, V]),
+        "wg_kmeans_points": (None, [V, V, I64, ctypes.c_int32, V, V]),
     }
     for name, (res, args) in sig.items():
         f = getattr(lib, name)
@@ -283,6 +289,13 @@ PROGRAM_LIST = [
     ("nbody", NBODY, "n-body: accelerations, all pairs, one step"),
     ("mandelbrot", MANDEL, "Mandelbrot: generate with a while loop"),
     ("histogram", HIST, "histogram: permute (+) of ones into 256 zeros"),
+    ("smvm", SMVM_B, "smvm, banded CSR (10 a row): foldSeg (+) 0 (zipWith (*) "
+     "vals (backpermute cols x)) rowlen"),
+    ("smvm-powerlaw", SMVM_P, "smvm, power-law CSR (rows of 1 to 10^4): as smvm"),
+    ("kmeans", KMEANS, "k-means, 2-D, k = 16, until no point moves or 50 "
+     "iterations: fold of (distance, j) per point, permute (+)"),
+    ("kmeans-while", KMEANS_W, "k-means, the nearest centroid by a while "
+     "loop per point: as kmeans"),
 ]
 
 CHECKS = {
@@ -297,10 +310,18 @@ CHECKS = {
             "peers that contract, and fast math, move a few boundary pixels: "
             "the mismatches are reported, 'ok' when at most 0.1% of pixels",
     HIST: "exact",
+    SMVM_B: "max |r - c| / max(1, |c|) <= 5e-4 per row (f32 sums of a row "
+            "in other orders)",
+    SMVM_P: "as smvm",
+    KMEANS: "centroids: max |r - c| / max(1, |c|) <= 1e-2 (f32 sums of 2^18 "
+            "points in other orders); iterations within 2 of the reference's",
+    KMEANS_W: "as kmeans",
 }
 
 
 def fill_inputs(wg, prog):
+    if prog.pid in SV_PIDS:
+        return prog.make_inputs(wg)
     bufs = []
     for k, (dtype, fill) in enumerate(prog.inputs):
         b = Buf(dtype, prog.shape.n)
@@ -324,6 +345,8 @@ def check(wg, prog, got, ref):
     pid = prog.pid
     if len(got) != len(ref) or any(g.n != r.n for g, r in zip(got, ref)):
         return False, "FAIL (result of %s elements)" % [g.n for g in got]
+    if pid in SV_PIDS:
+        return sv_check(wg, prog, got, ref)
     err = ctypes.c_double()
     if pid in (SUM, DOTP):
         g, r = float(got[0].a[0]), float(ref[0].a[0])
@@ -554,6 +577,8 @@ class CupyImpl(PeerImpl):
             self.label = "CuPy (ufuncs, %d iterations over the image)" % s.max_iter
         elif pid == HIST:
             self.fn = lambda k: cp.bincount(k, minlength=s.bins)
+        elif pid in SV_PIDS:
+            self.fn, self.label = sv_cupy(cp, prog, self.dev)
         self.out = self.fn(*self.dev)
         self.sync()
 
@@ -634,6 +659,8 @@ class TorchImpl(PeerImpl):
                 self.dev = [k.long()]
                 self.fn = lambda k: torch.bincount(k, minlength=s.bins)
                 self.label = "PyTorch (keys as int64)"
+        elif pid in SV_PIDS:
+            self.fn, self.label = sv_torch(torch, prog, self.dev)
         self.out = self.fn(*self.dev)
         self.sync()
 
@@ -747,6 +774,8 @@ class JaxImpl(PeerImpl):
             self.label = "JAX (jit, lax.fori_loop over the image)"
         elif pid == HIST:
             f = lambda k: jnp.bincount(k, length=int(s.bins))  # noqa: E731
+        elif pid in SV_PIDS:
+            f, self.label = sv_jax(jax, prog)
         self.fn = jax.jit(f)
         self.out = self.fn(*self.dev)
         self.sync()
@@ -837,6 +866,189 @@ def mandel_xp(m, s, arange, zeros_f, zeros_i, ones_b):
     return mandel
 
 
+# ---- smvm and k-means (helper smvm) -------------------------------------------
+
+
+class SparseProgram(Program):
+    """smvm (the CSR matrices of bench/programs.h, made by weft_gpu.c) and
+    k-means (its points): inputs of several lengths (gpubench.h's table).
+    shape: smvm n rows, h nonzeros, bins columns; k-means n points, bins
+    centroids, max_iter iterations at most."""
+
+    def __init__(self, key, pid, title, quick):
+        self.key, self.pid, self.title = key, pid, title
+        s = Shape()
+        if pid in (SMVM_B, SMVM_P):
+            s.n = 4096 if quick else 1 << 20  # columns; rows once made
+        else:
+            s.n = (1 << 14) if quick else 1 << 22
+            s.bins, s.max_iter = 16, 50
+        self.shape = s
+        self.flops = 0.0
+        self.bytes = 0
+        self.size = ""
+        if pid in (KMEANS, KMEANS_W):
+            self.outputs = [("f32", 2 * s.bins + 1)]
+            self.size = "%d points, k = %d" % (s.n, s.bins)
+
+    def make_inputs(self, wg):
+        s = self.shape
+        if self.pid in (SMVM_B, SMVM_P):
+            dims = (ctypes.c_int64 * 3)()
+            if wg.wg_smvm_make(1 if self.pid == SMVM_P else 0, s.n, dims):
+                raise Unavailable(wg.wg_error().decode())
+            rows, nnz, cols = dims[0], dims[1], dims[2]
+            vals, cidx = Buf("f32", nnz), Buf("i32", nnz)
+            rowlen, rowptr = Buf("i32", rows), Buf("i32", rows + 1)
+            x = Buf("f32", cols)
+            wg.wg_smvm_copy(vals.ptr, cidx.ptr, rowlen.ptr, rowptr.ptr)
+            wg.wg_fill_f32(x.ptr, x.n, -1, 1, 1000 * self.pid + 4)
+            s.n, s.h, s.bins = rows, nnz, cols
+            self.outputs = [("f32", rows)]
+            # values and columns once, the row pointers (lengths), x, y
+            self.bytes = 8 * nnz + 4 * (rows + 1) + 4 * cols + 4 * rows
+            self.size = "%d rows, %d nonzeros" % (rows, nnz)
+            return [vals, cidx, rowlen, x, rowptr]
+        px, py = Buf("f32", s.n), Buf("f32", s.n)
+        cx, cy = Buf("f32", s.bins), Buf("f32", s.bins)
+        wg.wg_kmeans_points(px.ptr, py.ptr, s.n, s.bins, cx.ptr, cy.ptr)
+        return [px, py, cx, cy]
+
+    def reference_result(self, ref):
+        """k-means: the reference's iterations set the bytes (per iteration
+        the points, and each point's cluster read and written)."""
+        if self.pid in (KMEANS, KMEANS_W):
+            it = int(round(float(ref[0].a[2 * self.shape.bins])))
+            self.bytes = 16 * self.shape.n * it
+            self.size = "%d points, k = %d, %d iterations" % (
+                self.shape.n, self.shape.bins, it)
+
+
+def sv_check(wg, prog, got, ref):
+    err = ctypes.c_double()
+    g, r = got[0], ref[0]
+    if prog.pid in (SMVM_B, SMVM_P):
+        bad = wg.wg_compare_f32(g.ptr, r.ptr, r.n, 1.0, 5e-4, ctypes.byref(err))
+        return bad == 0, "%s (max err. %.1e%s)" % (
+            "ok" if bad == 0 else "FAIL", err.value, "" if bad == 0 else ", %d over" % bad)
+    k = prog.shape.bins
+    bad = wg.wg_compare_f32(g.ptr, r.ptr, 2 * k, 1.0, 1e-2, ctypes.byref(err))
+    gi, ri = float(g.a[2 * k]), float(r.a[2 * k])
+    ok = bad == 0 and abs(gi - ri) <= 2
+    return ok, "%s (centroids max err. %.1e; %d iterations, reference %d)" % (
+        "ok" if ok else "FAIL", err.value, gi, ri)
+
+
+def sv_kmeans_step_np(xp, px, py, cx, cy, k, argmin, bincount):
+    """One Lloyd step in array idioms: distances (n x k), the nearest (the
+    first on ties), sums and counts by bincount; a centroid without points
+    stays."""
+    d = (px[:, None] - cx[None, :]) ** 2 + (py[:, None] - cy[None, :]) ** 2
+    a = argmin(d)
+    cnt = bincount(a, None)
+    sx, sy = bincount(a, px), bincount(a, py)
+    has = cnt > 0
+    safe = xp.where(has, cnt, 1)
+    return a, xp.where(has, sx / safe, cx), xp.where(has, sy / safe, cy)
+
+
+def sv_cupy(cp, prog, dev):
+    s = prog.shape
+    if prog.pid in (SMVM_B, SMVM_P):
+        import cupyx.scipy.sparse as sp
+
+        vals, cols, _, x, rowptr = dev
+        a = sp.csr_matrix((vals, cols, rowptr), shape=(int(s.n), int(s.bins)))
+        return (lambda *_: a @ x), "CuPy (cupyx.scipy.sparse csr @ x: cuSPARSE)"
+    k, mi = int(s.bins), int(s.max_iter)
+
+    def run(px, py, cx0, cy0):
+        cx, cy = cx0.astype(cp.float32), cy0.astype(cp.float32)
+        old = cp.full(px.shape[0], -1, dtype=cp.int64)
+        it, moved = 0, 1
+        while moved > 0 and it < mi:
+            a, cx, cy = sv_kmeans_step_np(
+                cp, px, py, cx, cy, k, lambda d: cp.argmin(d, axis=1),
+                lambda a, w: cp.bincount(a, weights=w, minlength=k))
+            cx, cy = cx.astype(cp.float32), cy.astype(cp.float32)
+            moved = int((a != old).sum())
+            old = a
+            it += 1
+        return cp.concatenate([cx, cy, cp.asarray([it], dtype=cp.float32)])
+
+    return run, "CuPy (argmin of n x k distances, bincount; host loop)"
+
+
+def sv_torch(torch, prog, dev):
+    s = prog.shape
+    if prog.pid in (SMVM_B, SMVM_P):
+        vals, cols, _, x, rowptr = dev
+        a = torch.sparse_csr_tensor(rowptr, cols, vals, size=(int(s.n), int(s.bins)))
+        return (lambda *_: torch.mv(a, x)), "PyTorch (sparse_csr_tensor, torch.mv)"
+    k, mi = int(s.bins), int(s.max_iter)
+
+    def bincount(a, w):
+        return torch.bincount(a, weights=w, minlength=k)
+
+    def run(px, py, cx0, cy0):
+        cx, cy = cx0.clone(), cy0.clone()
+        old = torch.full((px.shape[0],), -1, dtype=torch.int64, device=px.device)
+        it, moved = 0, 1
+        while moved > 0 and it < mi:
+            a, cx, cy = sv_kmeans_step_np(torch, px, py, cx, cy, k,
+                                          lambda d: torch.argmin(d, dim=1), bincount)
+            cx, cy = cx.float(), cy.float()
+            moved = int((a != old).sum())
+            old = a
+            it += 1
+        return torch.cat([cx, cy, torch.tensor([float(it)], device=px.device)])
+
+    return run, "PyTorch (argmin of n x k distances, bincount; host loop)"
+
+
+def sv_jax(jax, prog):
+    import jax.numpy as jnp
+    from jax import lax
+
+    s = prog.shape
+    if prog.pid in (SMVM_B, SMVM_P):
+        shape = (int(s.n), int(s.bins))
+        try:
+            from jax.experimental import sparse
+
+            def f(vals, cols, rowlen, x, rowptr):
+                return sparse.BCSR((vals, cols, rowptr), shape=shape) @ x
+
+            return f, "JAX (jit, jax.experimental.sparse.BCSR @ x)"
+        except Exception:
+            def g(vals, cols, rowlen, x, rowptr):
+                rows = jnp.repeat(jnp.arange(shape[0]), rowlen,
+                                  total_repeat_length=vals.shape[0])
+                return jax.ops.segment_sum(vals * x[cols], rows,
+                                           num_segments=shape[0])
+
+            return g, "JAX (jit, segment_sum)"
+    k, mi = int(s.bins), int(s.max_iter)
+
+    def f(px, py, cx0, cy0):
+        def step(st):
+            cx, cy, old, it, _ = st
+            a, nx, ny = sv_kmeans_step_np(
+                jnp, px, py, cx, cy, k,
+                lambda d: jnp.argmin(d, axis=1).astype(jnp.int32),
+                lambda a, w: jnp.bincount(a, weights=w, length=k))
+            moved = jnp.sum(a != old).astype(jnp.int32)
+            return (nx.astype(jnp.float32), ny.astype(jnp.float32), a, it + 1, moved)
+
+        init = (cx0, cy0, jnp.full(px.shape[0], -1, jnp.int32), jnp.int32(0),
+                jnp.int32(1))
+        cx, cy, _, it, _ = lax.while_loop(
+            lambda st: (st[4] > 0) & (st[3] < mi), step, init)
+        return jnp.concatenate([cx, cy, it.astype(jnp.float32)[None]])
+
+    return f, "JAX (jit, lax.while_loop of argmin and bincount)"
+
+
 # ---- timing -----------------------------------------------------------------
 
 
@@ -870,6 +1082,8 @@ def bench_program(prog, impls, ref_impl, wg, log):
             if ref is None:
                 ref = got
                 row.check = "(reference)"
+                if prog.pid in SV_PIDS:
+                    prog.reference_result(ref)
                 if prog.pid == MANDEL:
                     prog.flops = 9.0 * wg.wg_sum_i32(ref[0].ptr, ref[0].n)
             else:
@@ -1125,6 +1339,19 @@ def write_report(path, info, copy, results, compiles, dotp_compile, quick, backe
       "`jax.jit`), `sum`, `dot`, `cumsum(dtype=int32)`, `bincount`; n-body in "
       "chunks of rows (c x n temporaries); Mandelbrot as 255 masked steps over "
       "the whole image.")
+    w("- **smvm, k-means** (bench/programs.h, written once for the CPU and "
+      "GPU benchmarks): weft's smvm is `foldSeg (+) 0` over the row lengths, "
+      "the others take the row pointers; CUDA is a CSR vector kernel (L lanes "
+      "a row, L the power of two at or below the average row, 8 here; "
+      "RF_SMVM_LANES=32 gives a warp per row) and a k-means iteration of an "
+      "assignment kernel with shared-memory sums and an update kernel, the "
+      "host reading the moved count each iteration; CuPy `cupyx.scipy.sparse."
+      "csr_matrix @ x` (cuSPARSE), PyTorch `torch.mv` of a `sparse_csr_tensor`, "
+      "JAX `jax.experimental.sparse.BCSR @ x` under jit; their k-means is "
+      "argmin over the n x k distances and bincount sums (CuPy, PyTorch: a "
+      "host loop reading the moved count; JAX: `lax.while_loop`).  weft's "
+      "k-means returns its centroids and count packed into one array (one "
+      "more small kernel).")
     w("- n/a: the implementation is missing or failed (the reason is given).")
     w("")
     with open(path, "w") as f:
@@ -1269,7 +1496,7 @@ def main():
     for key, pid, title in PROGRAM_LIST:
         if only and key not in only:
             continue
-        prog = Program(key, pid, title, quick)
+        prog = (SparseProgram if pid in SV_PIDS else Program)(key, pid, title, quick)
         log("%s (%s) ..." % (key, prog.size))
         impls = [lambda: WeftImpl(wg, pid)]
         if pid == NBODY:

@@ -47,6 +47,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../programs.h"
 #include "gpubench.h"
 #include "weft.h"
 
@@ -238,6 +239,166 @@ static void nbody_c(const gb_shape *s, const float *const *in, float *ax,
     }
 }
 
+/* ---- smvm and k-means: inputs and references (helper smvm) -------------- */
+
+/* The CSR matrix of the last wg_smvm_make. */
+static bp_csr sv_matrix;
+
+/* Make the matrix of smvm (bench/programs.h, as bench/weft_bench.c: 10
+ * nonzeros a row on average over n columns; banded n x n, or power-law
+ * rows of 1 to 10^4) and keep it for wg_smvm_copy: dims[0..2] get its
+ * rows, nonzeros and columns.  Returns 0, or -1 (out of memory). */
+WG_API int wg_smvm_make(int powerlaw, int64_t n, int64_t *dims)
+{
+    bp_csr_free(&sv_matrix);
+    int ok = powerlaw ? bp_csr_powerlaw(&sv_matrix, n * 10, n, 10000, 0x5eed)
+                      : bp_csr_banded(&sv_matrix, n, 10, 0x5eed);
+    if (!ok) {
+        return fail("wg_smvm_make: out of memory");
+    }
+    dims[0] = sv_matrix.nrows;
+    dims[1] = sv_matrix.nnz;
+    dims[2] = sv_matrix.ncols;
+    return 0;
+}
+
+/* Copy the matrix of wg_smvm_make out (sizes from its dims) and free it. */
+WG_API void wg_smvm_copy(float *vals, int32_t *cols, int32_t *rowlen,
+                         int32_t *rowptr)
+{
+    const bp_csr *m = &sv_matrix;
+    memcpy(vals, m->vals, sizeof *vals * (size_t)m->nnz);
+    memcpy(cols, m->cols, sizeof *cols * (size_t)m->nnz);
+    memcpy(rowlen, m->rowlen, sizeof *rowlen * (size_t)m->nrows);
+    memcpy(rowptr, m->rowptr, sizeof *rowptr * (size_t)(m->nrows + 1));
+    bp_csr_free(&sv_matrix);
+}
+
+/* k-means' points (bench/programs.h: k blobs) into px, py (n each), the
+ * first k also into cx, cy. */
+WG_API void wg_kmeans_points(float *px, float *py, int64_t n, int32_t k,
+                             float *cx, float *cy)
+{
+    bp_kmeans_points(px, py, n, k, 2.5f, 0x5eed);
+    memcpy(cx, px, sizeof *cx * (size_t)k);
+    memcpy(cy, py, sizeof *cy * (size_t)k);
+}
+
+/* smvm and k-means sequentially (gpubench.h's inputs and outputs). */
+static int sv_cref(int prog, const gb_shape *s, const void *const *in,
+                   void *const *out)
+{
+    if (prog == GB_SMVM_BANDED || prog == GB_SMVM_POWER) {
+        const float *vals = in[0], *x = in[3];
+        const int32_t *cols = in[1], *rowptr = in[4];
+        float *y = out[0];
+        for (int64_t r = 0; r < s->n; r++) {
+            double acc = 0;
+            for (int32_t k = rowptr[r]; k < rowptr[r + 1]; k++) {
+                acc += (double)vals[k] * x[cols[k]];
+            }
+            y[r] = (float)acc;
+        }
+        return 0;
+    }
+    const float *px = in[0], *py = in[1];
+    int k = s->bins;
+    float *r = out[0]; /* cx, cy, iterations */
+    int32_t *assign = malloc(sizeof *assign * (size_t)(s->n ? s->n : 1));
+    double *acc = malloc(sizeof *acc * 3 * (size_t)k);
+    if (!assign || !acc) {
+        free(assign);
+        free(acc);
+        return fail("wg_cref: out of memory");
+    }
+    memcpy(r, in[2], sizeof(float) * (size_t)k);
+    memcpy(r + k, in[3], sizeof(float) * (size_t)k);
+    for (int64_t i = 0; i < s->n; i++) {
+        assign[i] = -1;
+    }
+    int32_t it = 0, moved = 1;
+    while (moved > 0 && it < s->max_iter) {
+        memset(acc, 0, sizeof *acc * 3 * (size_t)k);
+        moved = 0;
+        for (int64_t i = 0; i < s->n; i++) {
+            int32_t best = 0;
+            float bd = INFINITY;
+            for (int j = 0; j < k; j++) {
+                float dx = px[i] - r[j], dy = py[i] - r[k + j];
+                float d = dx * dx + dy * dy;
+                if (d < bd) {
+                    bd = d;
+                    best = j;
+                }
+            }
+            moved += best != assign[i];
+            assign[i] = best;
+            acc[3 * best] += px[i];
+            acc[3 * best + 1] += py[i];
+            acc[3 * best + 2] += 1;
+        }
+        for (int j = 0; j < k; j++) {
+            if (acc[3 * j + 2] > 0) {
+                r[j] = (float)(acc[3 * j] / acc[3 * j + 2]);
+                r[k + j] = (float)(acc[3 * j + 1] / acc[3 * j + 2]);
+            }
+        }
+        it++;
+    }
+    r[2 * k] = (float)it;
+    free(assign);
+    free(acc);
+    return 0;
+}
+
+/* The elements of input i of program prog (smvm's and k-means' inputs
+ * differ in length; every other program's are all n long). */
+static int64_t sv_input_len(int prog, int i, const gb_shape *s)
+{
+    switch (prog) {
+    case GB_SMVM_BANDED:
+    case GB_SMVM_POWER: {
+        const int64_t len[4] = {s->h, s->h, s->n, s->bins};
+        return len[i];
+    }
+    case GB_KMEANS:
+    case GB_KMEANS_WHILE: return i < 2 ? s->n : s->bins;
+    }
+    return s->n;
+}
+
+/* k-means of bench/programs.h, its three results (cx, cy, iterations) as
+ * one f32 array of 2 k + 1: [cx, cy, iterations]. */
+static weft_acc *sv_build_kmeans(weft_context *ctx, weft_program *p,
+                                 weft_acc *const *x, const gb_shape *s,
+                                 int by_while)
+{
+    weft_acc *r = bp_kmeans(ctx, p, x[0], x[1], x[2], x[3], s->max_iter,
+                            by_while);
+    weft_acc *cx = weft_aget(r, 0), *cy = weft_aget(r, 1);
+    weft_acc *it = weft_aget(r, 2);
+    weft_exp *k = weft_size(cx);
+    weft_exp *itf = weft_convert(weft_the(it), WEFT_F32);
+    weft_fun *g = weft_fun1(p, WEFT_DIM(1));
+    weft_exp *i = weft_get(weft_arg(g, 0), 0);
+    weft_exp *last = weft_sub(k, weft_i64(p, 1));
+    weft_exp *ix = weft_prim2(WEFT_OP_MIN, i, last);
+    weft_exp *iy = weft_prim2(WEFT_OP_MAX, weft_i64(p, 0),
+                              weft_prim2(WEFT_OP_MIN, weft_sub(i, k), last));
+    /* the count added, not chosen by a conditional: a conditional whose
+     * other side is a free scalar fails the CPU's SPMD code (LLVM: PHI
+     * node operands are not the same type as the result) */
+    weft_exp *two_k = weft_add(k, k);
+    weft_exp *v = weft_add(
+        weft_cond(weft_lt(i, k), weft_at(cx, weft_index1(ix)),
+                  weft_cond(weft_lt(i, two_k), weft_at(cy, weft_index1(iy)),
+                            weft_f32(p, 0))),
+        weft_mul(itf, weft_convert(weft_eq(i, two_k), WEFT_F32)));
+    weft_fun_return(g, v);
+    return weft_generate(
+        weft_index1(weft_add(weft_add(k, k), weft_i64(p, 1))), g);
+}
+
 /* Program prog in plain C, sequentially (sums in double): in and out as
  * in gpubench.h.  For checking at small sizes. */
 WG_API int wg_cref(int prog, const gb_shape *s, const void *const *in,
@@ -323,6 +484,11 @@ WG_API int wg_cref(int prog, const gb_shape *s, const void *const *in,
         }
         return 0;
     }
+    case GB_SMVM_BANDED:
+    case GB_SMVM_POWER:
+    case GB_KMEANS:
+    case GB_KMEANS_WHILE:
+        return sv_cref(prog, s, in, out);
     }
     return fail("wg_cref: no program %d", prog);
 }
@@ -526,6 +692,13 @@ static int prog_inputs(int prog, weft_type *t)
     case GB_NBODY:
     case GB_NBODY_FOLD: t[0] = t[1] = t[2] = t[3] = WEFT_F32; return 4;
     case GB_MANDEL: return 0;
+    case GB_SMVM_BANDED:
+    case GB_SMVM_POWER:
+        t[0] = t[3] = WEFT_F32;
+        t[1] = t[2] = WEFT_I32;
+        return 4;
+    case GB_KMEANS:
+    case GB_KMEANS_WHILE: t[0] = t[1] = t[2] = t[3] = WEFT_F32; return 4;
     }
     return -1;
 }
@@ -553,6 +726,10 @@ static weft_acc *build(int prog, weft_context *ctx, weft_program *p,
     case GB_NBODY_FOLD: return build_nbody_fold(ctx, p, x, s->eps2);
     case GB_MANDEL: return build_mandel(ctx, p, s);
     case GB_HIST: return build_hist(p, x[0], s->bins);
+    case GB_SMVM_BANDED:
+    case GB_SMVM_POWER: return bp_smvm(p, x[0], x[1], x[2], x[3]);
+    case GB_KMEANS: return sv_build_kmeans(ctx, p, x, s, 0);
+    case GB_KMEANS_WHILE: return sv_build_kmeans(ctx, p, x, s, 1);
     }
     return NULL;
 }
@@ -662,8 +839,8 @@ WG_API int wg_open(int prog, const gb_shape *sh, const void *const *in)
         s->stream = NULL; /* interp, cpu: the host clock only */
     }
     weft_context_stats(s->ctx, &s->after);
-    int64_t n = sh->n;
     for (int i = 0; i < nin; i++) {
+        int64_t n = sv_input_len(prog, i, sh);
         const void *data[1] = {in[i]};
         if (weft_array_from_host(s->ctx, t[i], 1, &n, data, &s->in[i])) {
             fail_weft("weft_array_from_host");
@@ -858,6 +1035,8 @@ static const char *const prog_names[GB_NPROG] = {
     [GB_BS] = "blackscholes", [GB_NBODY] = "nbody",
     [GB_NBODY_FOLD] = "nbody-fold", [GB_MANDEL] = "mandelbrot",
     [GB_HIST] = "histogram",
+    [GB_SMVM_BANDED] = "smvm-banded", [GB_SMVM_POWER] = "smvm-power",
+    [GB_KMEANS] = "kmeans", [GB_KMEANS_WHILE] = "kmeans-while",
 };
 
 /* Compile program prog in a new context on the empty cache dir; print

@@ -114,14 +114,16 @@ static LLVMValueRef smax(cg_fn *fn, LLVMValueRef a, LLVMValueRef b)
 static LLVMValueRef load64(cg_fn *fn, LLVMValueRef base, LLVMValueRef i)
 {
     LLVMValueRef p = LLVMBuildInBoundsGEP2(fn->b, t_i64(fn), base, &i, 1, "");
-    return LLVMBuildLoad2(fn->b, t_i64(fn), p, "");
+    LLVMValueRef x = LLVMBuildLoad2(fn->b, t_i64(fn), p, "");
+    LLVMSetAlignment(x, 8); /* the data layout comes later (cg_ptx_finish) */
+    return x;
 }
 
 static void store64(cg_fn *fn, LLVMValueRef base, LLVMValueRef i,
                     LLVMValueRef x)
 {
     LLVMValueRef p = LLVMBuildInBoundsGEP2(fn->b, t_i64(fn), base, &i, 1, "");
-    LLVMBuildStore(fn->b, x, p);
+    LLVMSetAlignment(LLVMBuildStore(fn->b, x, p), 8);
 }
 
 /* A mutable i1, i32 or i64 (an alloca; mem2reg makes it SSA). */
