@@ -75,6 +75,9 @@ enum {
     FLAG_PREFIX = 2,
     AUX_STATUS = 0,
     AUX_TICKET = 1,
+    STAGE_BYTES = 32,            /* bytes of elements a thread stages in a
+                                    round (items_per_thread) */
+    MAX_P = 8,
 };
 
 /* ---- small helpers ---------------------------------------------------- */
@@ -248,14 +251,28 @@ static weft_status opt_front(sk_fn *f, LLVMValueRef a_ok, const cg_val *a,
 
 /* ---- the tile --------------------------------------------------------- */
 
+/* Carries kept in shared memory: arrays of keys, valid flags (i64) and
+ * values (a shared array per leaf). */
+typedef struct slots {
+    LLVMValueRef key, ok;
+    LLVMValueRef *val;
+} slots;
+
 typedef struct tile {
     LLVMValueRef tid, lane, warp, nwarps, bs; /* i64 */
     LLVMValueRef outer, inner, nseg, tpr;     /* i64 */
     LLVMValueRef sh_tile, sh_prefix, sh_bad;  /* shared scalars (i64) */
     LLVMValueRef sh_loc;                      /* shared i64[BLOCK + 1] */
     LLVMValueRef sh_wsum, sh_wneg;            /* shared i64[MAX_WARPS] */
-    LLVMValueRef sh_ckey, sh_cok;             /* shared i64[MAX_WARPS] */
-    LLVMValueRef *sh_cval;                    /* per leaf [MAX_WARPS] */
+    LLVMValueRef sh_sp;                       /* shared i64[BLOCK + 1]: the
+                                                 round's split points */
+    LLVMValueRef *sh_stage;                   /* per leaf [BLOCK P]: the
+                                                 round's elements */
+    int P;                                    /* merge-path items of a
+                                                 thread in a round */
+    slots sh_w;                               /* the warps' carries */
+    slots sh_r;                               /* the round's carry, two
+                                                 slots (rounds r and r + 1) */
     /* per tile */
     LLVMValueRef t, row, s0, nt, len;
 } tile;
@@ -540,15 +557,85 @@ static weft_status carry_front(sk_fn *f, LLVMValueRef pkey, LLVMValueRef pok,
     return opt_front(f, LLVMBuildAnd(fn->b, same, pok, ""), pv, &c->v);
 }
 
-/* Step 4's scan of the carries: c becomes the exclusive segmented scan of
- * the block's carries in thread order (key -1 for thread 0). */
-static weft_status scan_carries(sk_fn *f, const tile *T, const carry *c)
+static weft_status slot_load(sk_fn *f, const slots *sl, LLVMValueRef i,
+                             LLVMValueRef *key, LLVMValueRef *ok, cg_val *v)
+{
+    cg_fn *fn = &f->fn;
+    const weft_type *leaf;
+    int nleaf = cg_leaves(fn, f->e->k->op->type, &leaf);
+    *key = load64(fn, sl->key, i);
+    *ok = LLVMBuildICmp(fn->b, LLVMIntNE, load64(fn, sl->ok, i), cg_i64(fn, 0),
+                        "");
+    weft_status s = cg_val_make(fn, nleaf, v);
+    for (int l = 0; s == WEFT_OK && l < nleaf; l++) {
+        v->v[l] = cg_load(fn, leaf[l], sl->val[l], i);
+    }
+    return s;
+}
+
+static void slot_store(sk_fn *f, const slots *sl, LLVMValueRef i,
+                       LLVMValueRef key, LLVMValueRef ok, const cg_val *v)
+{
+    cg_fn *fn = &f->fn;
+    const weft_type *leaf;
+    int nleaf = cg_leaves(fn, f->e->k->op->type, &leaf);
+    store64(fn, sl->key, i, key);
+    store64(fn, sl->ok, i, wide(fn, ok));
+    for (int l = 0; l < nleaf; l++) {
+        cg_store(fn, leaf[l], sl->val[l], i, v->v[l]);
+    }
+}
+
+/* c = (key, ok, v) . c for the segmented scan, (key, ok, v) the earlier
+ * carry: c takes it whole where c's key is -1 (nothing before), combines
+ * the values where the keys agree, else stays. */
+static weft_status carry_in(sk_fn *f, const carry *c, LLVMValueRef key,
+                            LLVMValueRef ok, const cg_val *v)
+{
+    cg_fn *fn = &f->fn;
+    weft_status s;
+    LLVMValueRef fresh = LLVMBuildICmp(fn->b, LLVMIntEQ,
+                                       get(fn, t_i64(fn), c->key),
+                                       cg_i64(fn, -1), "");
+    cg_if nf;
+    cg_if_begin(fn, &nf, fresh);
+    LLVMBuildStore(fn->b, key, c->key);
+    LLVMBuildStore(fn->b, ok, c->v.valid);
+    cg_mut_set(fn, &c->v.x, v);
+    cg_if_else(fn, &nf);
+    s = carry_front(f, key, ok, v, c);
+    cg_if_end(fn, &nf);
+    return s;
+}
+
+/* o = o . x where x is there (x_ok). */
+static weft_status opt_back(sk_fn *f, const opt *o, LLVMValueRef x_ok,
+                            const cg_val *x)
+{
+    cg_fn *fn = &f->fn;
+    weft_status s;
+    cg_if has_x, both;
+    cg_if_begin(fn, &has_x, x_ok);
+    cg_if_begin(fn, &both, opt_valid(fn, o));
+    s = comb_back(f, &o->x, x);
+    cg_if_else(fn, &both);
+    cg_mut_set(fn, &o->x, x);
+    LLVMBuildStore(fn->b, i1c(fn, true), o->valid);
+    cg_if_end(fn, &both);
+    cg_if_end(fn, &has_x);
+    return s;
+}
+
+/* Step 4's scan of one round's carries: c becomes the exclusive segmented
+ * scan of the round's carry (slot `rin` of T->sh_r) and the block's
+ * carries before this thread, in order; the last thread puts the round's
+ * inclusive total (the carry of the next round) into slot `rout`. */
+static weft_status scan_carries(sk_fn *f, const tile *T, const carry *c,
+                                LLVMValueRef rin, LLVMValueRef rout)
 {
     cg_fn *fn = &f->fn;
     const cg_target *tg = fn->target;
     LLVMTypeRef i64 = t_i64(fn);
-    const weft_type *leaf;
-    int nleaf = cg_leaves(fn, f->e->k->op->type, &leaf);
     LLVMValueRef lane32 = LLVMBuildTrunc(fn->b, T->lane, t_i32(fn), "");
     weft_status s;
     /* inclusive within the warp (Hillis-Steele, lane - d first) */
@@ -578,11 +665,7 @@ static weft_status scan_carries(sk_fn *f, const tile *T, const carry *c)
     cg_if last;
     cg_if_begin(fn, &last, LLVMBuildICmp(fn->b, LLVMIntEQ, T->lane,
                                          cg_i64(fn, WARP - 1), ""));
-    store64(fn, T->sh_ckey, T->warp, key);
-    store64(fn, T->sh_cok, T->warp, wide(fn, ok));
-    for (int l = 0; l < nleaf; l++) {
-        cg_store(fn, leaf[l], T->sh_cval[l], T->warp, v.v[l]);
-    }
+    slot_store(f, &T->sh_w, T->warp, key, ok, &v);
     cg_if_end(fn, &last);
     tg->barrier(fn);
     /* exclusive within the warp: lane - 1's inclusive */
@@ -599,56 +682,200 @@ static weft_status scan_carries(sk_fn *f, const tile *T, const carry *c)
                    c->key);
     LLVMBuildStore(fn->b, LLVMBuildAnd(fn->b, up, pok, ""), c->v.valid);
     cg_mut_set(fn, &c->v.x, &pv);
-    /* the warps' totals before this one, nearest first: c = total[w] . c
-     * (keys never decrease from thread to thread, so a warp whose total
-     * has c's key follows only warps that end in it or in a lower one;
-     * lane 0's key -1 takes the nearest warp's total as it is) */
+    /* the warps' totals before this one, nearest first (keys never
+     * decrease from thread to thread: a warp's total with c's key follows
+     * warps that end in it or in a lower key), then the round's carry */
     cg_loop l;
     LLVMValueRef k;
     cg_loop_begin(fn, &l, cg_i64(fn, 0), T->warp, &k);
     LLVMValueRef w = LLVMBuildSub(
         fn->b, LLVMBuildSub(fn->b, T->warp, cg_i64(fn, 1), ""), k, "");
-    LLVMValueRef wkey = load64(fn, T->sh_ckey, w);
-    LLVMValueRef wok = LLVMBuildICmp(fn->b, LLVMIntNE, load64(fn, T->sh_cok, w),
-                                     cg_i64(fn, 0), "");
+    LLVMValueRef wkey, wok;
     cg_val wv;
-    if ((s = cg_val_make(fn, nleaf, &wv)) != WEFT_OK) {
+    if ((s = slot_load(f, &T->sh_w, w, &wkey, &wok, &wv)) != WEFT_OK ||
+        (s = carry_in(f, c, wkey, wok, &wv)) != WEFT_OK) {
         return s;
     }
-    for (int li = 0; li < nleaf; li++) {
-        wv.v[li] = cg_load(fn, leaf[li], T->sh_cval[li], w);
-    }
-    LLVMValueRef fresh = LLVMBuildICmp(fn->b, LLVMIntEQ,
-                                       get(fn, i64, c->key), cg_i64(fn, -1), "");
-    cg_if nf;
-    cg_if_begin(fn, &nf, fresh);
-    LLVMBuildStore(fn->b, wkey, c->key);
-    LLVMBuildStore(fn->b, wok, c->v.valid);
-    cg_mut_set(fn, &c->v.x, &wv);
-    cg_if_else(fn, &nf);
-    s = carry_front(f, wkey, wok, &wv, c);
-    cg_if_end(fn, &nf);
     cg_loop_end(fn, &l);
-    return s;
+    LLVMValueRef rkey, rok;
+    cg_val rv;
+    if ((s = slot_load(f, &T->sh_r, rin, &rkey, &rok, &rv)) != WEFT_OK ||
+        (s = carry_in(f, c, rkey, rok, &rv)) != WEFT_OK) {
+        return s;
+    }
+    /* the last thread: the round's carry . every warp's total, in order */
+    cg_if lt;
+    cg_if_begin(fn, &lt, LLVMBuildICmp(fn->b, LLVMIntEQ, T->tid,
+                                       LLVMBuildSub(fn->b, T->bs, cg_i64(fn, 1),
+                                                    ""), ""));
+    carry tot = {.key = var(fn, i64, rkey)};
+    if ((s = opt_new(f, &tot.v)) != WEFT_OK) {
+        return s;
+    }
+    LLVMBuildStore(fn->b, rok, tot.v.valid);
+    cg_mut_set(fn, &tot.v.x, &rv);
+    cg_loop lw;
+    LLVMValueRef w2;
+    cg_loop_begin(fn, &lw, cg_i64(fn, 0), T->nwarps, &w2);
+    LLVMValueRef tkey, tok;
+    cg_val tv;
+    if ((s = slot_load(f, &T->sh_w, w2, &tkey, &tok, &tv)) != WEFT_OK) {
+        return s;
+    }
+    cg_if same;
+    cg_if_begin(fn, &same, LLVMBuildICmp(fn->b, LLVMIntEQ, tkey,
+                                         get(fn, i64, tot.key), ""));
+    s = opt_back(f, &tot.v, tok, &tv);
+    cg_if_else(fn, &same);
+    LLVMBuildStore(fn->b, tkey, tot.key);
+    LLVMBuildStore(fn->b, tok, tot.v.valid);
+    cg_mut_set(fn, &tot.v.x, &tv);
+    cg_if_end(fn, &same);
+    if (s) {
+        return s;
+    }
+    cg_loop_end(fn, &lw);
+    cg_val tv2;
+    if ((s = cg_mut_get(fn, &tot.v.x, &tv2)) != WEFT_OK) {
+        return s;
+    }
+    slot_store(f, &T->sh_r, rout, get(fn, i64, tot.key),
+               opt_valid(fn, &tot.v), &tv2);
+    cg_if_end(fn, &lt);
+    return WEFT_OK;
 }
 
-/* Step 4 for thread T->tid: the walk over its merge-path items. */
+/* Step 4's staging: the round's elements [j_lo, j_hi) of the tile (j_hi >
+ * j_lo), read coalesced (thread tid takes j_lo + tid + k B for k < P) into
+ * T->sh_stage.  A light kernel reads all its slots first (each slot that
+ * has elements for some thread, a block-uniform test; a thread past j_hi
+ * reads element j_hi - 1 again) and then stores those below j_hi, so that
+ * P reads are in flight at once; other kernels compute only their own
+ * elements, one after the other. */
+static weft_status stage_round(sk_fn *f, const tile *T, LLVMValueRef j_lo,
+                               LLVMValueRef j_hi, LLVMValueRef base)
+{
+    cg_fn *fn = &f->fn;
+    const fe_term *src = f->e->k->op->kid[1];
+    const weft_type *leaf;
+    int nleaf = cg_leaves(fn, f->e->k->op->type, &leaf);
+    weft_status s;
+    LLVMValueRef n = LLVMBuildSub(fn->b, j_hi, j_lo, "");
+    LLVMValueRef last = LLVMBuildSub(fn->b, j_hi, cg_i64(fn, 1), "");
+    bool light = f->e->k->light;
+    cg_mut x[MAX_P];
+    for (int k = 0; light && k < T->P; k++) {
+        if ((s = cg_mut_new(fn, f->e->k->op->type, &x[k])) != WEFT_OK) {
+            return s;
+        }
+        LLVMValueRef first = LLVMBuildMul(fn->b, T->bs, cg_i64(fn, k), "");
+        cg_if any;
+        cg_if_begin(fn, &any, LLVMBuildICmp(fn->b, LLVMIntSLT, first, n, ""));
+        LLVMValueRef j = smin(
+            fn, LLVMBuildAdd(fn->b, j_lo, LLVMBuildAdd(fn->b, first, T->tid, ""),
+                             ""),
+            last);
+        cg_val v;
+        if ((s = sk_read(f, src, LLVMBuildAdd(fn->b, base, j, ""), NULL, &v)) !=
+            WEFT_OK) {
+            return s;
+        }
+        cg_mut_set(fn, &x[k], &v);
+        cg_if_end(fn, &any);
+    }
+    for (int k = 0; k < T->P; k++) {
+        LLVMValueRef at = LLVMBuildAdd(
+            fn->b, T->tid, LLVMBuildMul(fn->b, T->bs, cg_i64(fn, k), ""), "");
+        cg_if in;
+        cg_if_begin(fn, &in, LLVMBuildICmp(fn->b, LLVMIntSLT, at, n, ""));
+        cg_val v;
+        if (light) {
+            s = cg_mut_get(fn, &x[k], &v);
+        } else {
+            s = sk_read(f, src,
+                        LLVMBuildAdd(fn->b, base,
+                                     LLVMBuildAdd(fn->b, j_lo, at, ""), ""),
+                        NULL, &v);
+        }
+        if (s) {
+            return s;
+        }
+        for (int l = 0; l < nleaf; l++) {
+            cg_store(fn, leaf[l], T->sh_stage[l], at, v.v[l]);
+        }
+        cg_if_end(fn, &in);
+    }
+    return WEFT_OK;
+}
+
+/* Step 4 for thread T->tid, by rounds of R = B P merge-path items: the
+ * split points of the round's threads (shared memory), its elements
+ * staged, each thread's walk over its P items, the carries scanned. */
 static weft_status walk(sk_fn *f, const tile *T, LLVMValueRef total,
                         LLVMValueRef base, LLVMValueRef qbase)
 {
     cg_fn *fn = &f->fn;
-    const fe_term *src = f->e->k->op->kid[1];
+    const cg_target *tg = fn->target;
+    const weft_type *leaf;
+    int nleaf = cg_leaves(fn, f->e->k->op->type, &leaf);
     LLVMTypeRef i64 = t_i64(fn), i1 = LLVMInt1TypeInContext(fn->llctx);
     weft_status s;
-    /* items per thread: ceil(M / B) */
+    /* rounds of at most B P items, as even as whole items per thread make
+     * them: P' = ceil(M / (rounds B)) <= P a thread */
+    LLVMValueRef Rmax = LLVMBuildMul(fn->b, T->bs, cg_i64(fn, T->P), "");
     LLVMValueRef m = LLVMBuildAdd(fn->b, T->nt, total, "items");
-    LLVMValueRef per = LLVMBuildUDiv(
-        fn->b, LLVMBuildAdd(fn->b, m, LLVMBuildSub(fn->b, T->bs, cg_i64(fn, 1),
-                                                   ""), ""),
-        T->bs, "per");
-    LLVMValueRef d0 = smin(fn, LLVMBuildMul(fn->b, T->tid, per, ""), m);
-    LLVMValueRef d1 = smin(fn, LLVMBuildAdd(fn->b, d0, per, ""), m);
+    LLVMValueRef rounds = LLVMBuildUDiv(
+        fn->b,
+        LLVMBuildAdd(fn->b, m, LLVMBuildSub(fn->b, Rmax, cg_i64(fn, 1), ""), ""),
+        Rmax, "rounds");
+    LLVMValueRef rb = LLVMBuildMul(fn->b, smax(fn, rounds, cg_i64(fn, 1)),
+                                   T->bs, "");
+    LLVMValueRef P = LLVMBuildUDiv(
+        fn->b, LLVMBuildAdd(fn->b, m, LLVMBuildSub(fn->b, rb, cg_i64(fn, 1), ""),
+                            ""),
+        rb, "per");
+    LLVMValueRef R = LLVMBuildMul(fn->b, T->bs, P, "R");
+    /* nothing carried into the first round */
+    cg_val zero;
+    if ((s = zero_val(fn, f->e->k->op->type, &zero)) != WEFT_OK) {
+        return s;
+    }
+    cg_if t0;
+    cg_if_begin(fn, &t0, LLVMBuildICmp(fn->b, LLVMIntEQ, T->tid, cg_i64(fn, 0),
+                                       ""));
+    slot_store(f, &T->sh_r, cg_i64(fn, 0), cg_i64(fn, -1), i1c(fn, false),
+               &zero);
+    cg_if_end(fn, &t0);
+    cg_loop lr;
+    LLVMValueRef r;
+    cg_loop_begin(fn, &lr, cg_i64(fn, 0), rounds, &r);
+    LLVMValueRef d_lo = LLVMBuildMul(fn->b, r, R, "");
+    LLVMValueRef d_hi = smin(fn, LLVMBuildAdd(fn->b, d_lo, R, ""), m);
+    LLVMValueRef d0 = smin(
+        fn, LLVMBuildAdd(fn->b, d_lo, LLVMBuildMul(fn->b, T->tid, P, ""), ""),
+        d_hi);
+    LLVMValueRef d1 = smin(fn, LLVMBuildAdd(fn->b, d0, P, ""), d_hi);
     LLVMValueRef i0 = split(f, T, d0, total);
+    store64(fn, T->sh_sp, T->tid, i0);
+    cg_if tl;
+    cg_if_begin(fn, &tl, LLVMBuildICmp(fn->b, LLVMIntEQ, T->tid,
+                                       LLVMBuildSub(fn->b, T->bs, cg_i64(fn, 1),
+                                                    ""), ""));
+    store64(fn, T->sh_sp, T->bs, split(f, T, d_hi, total));
+    cg_if_end(fn, &tl);
+    tg->barrier(fn);
+    LLVMValueRef j_lo =
+        LLVMBuildSub(fn->b, d_lo, load64(fn, T->sh_sp, cg_i64(fn, 0)), "j_lo");
+    LLVMValueRef j_hi =
+        LLVMBuildSub(fn->b, d_hi, load64(fn, T->sh_sp, T->bs), "j_hi");
+    cg_if some;
+    cg_if_begin(fn, &some, LLVMBuildICmp(fn->b, LLVMIntSGT, j_hi, j_lo, ""));
+    if ((s = stage_round(f, T, j_lo, j_hi, base)) != WEFT_OK) {
+        return s;
+    }
+    cg_if_end(fn, &some);
+    tg->barrier(fn);
+    /* the walk */
     LLVMValueRef ip = var(fn, i64, i0);
     LLVMValueRef jp = var(fn, i64, LLVMBuildSub(fn->b, d0, i0, ""));
     LLVMValueRef waiting = var(fn, i1, i1c(fn, false));
@@ -693,26 +920,25 @@ static weft_status walk(sk_fn *f, const tile *T, LLVMValueRef total,
     cg_if_else(fn, &e);
     {
         cg_val x;
-        if ((s = sk_read(f, src, LLVMBuildAdd(fn->b, base, j, ""), NULL, &x)) !=
-            WEFT_OK) {
+        if ((s = cg_val_make(fn, nleaf, &x)) != WEFT_OK) {
             return s;
         }
-        cg_if v;
-        cg_if_begin(fn, &v, opt_valid(fn, &acc));
-        if ((s = comb_back(f, &acc.x, &x)) != WEFT_OK) {
+        LLVMValueRef sj = LLVMBuildSub(fn->b, j, j_lo, "");
+        for (int li = 0; li < nleaf; li++) {
+            x.v[li] = cg_load(fn, leaf[li], T->sh_stage[li], sj);
+        }
+        if ((s = opt_back(f, &acc, i1c(fn, true), &x)) != WEFT_OK) {
             return s;
         }
-        cg_if_else(fn, &v);
-        cg_mut_set(fn, &acc.x, &x);
-        LLVMBuildStore(fn->b, i1c(fn, true), acc.valid);
-        cg_if_end(fn, &v);
         LLVMBuildStore(fn->b, LLVMBuildAdd(fn->b, j, cg_i64(fn, 1), ""), jp);
     }
     cg_if_end(fn, &e);
     cg_loop_end(fn, &l);
     /* the carries, scanned; the waiting segment takes the one before */
     carry c = {.key = var(fn, i64, get(fn, i64, ip)), .v = acc};
-    if ((s = scan_carries(f, T, &c)) != WEFT_OK) {
+    LLVMValueRef rin = LLVMBuildAnd(fn->b, r, cg_i64(fn, 1), "");
+    LLVMValueRef rout = LLVMBuildXor(fn->b, rin, cg_i64(fn, 1), "");
+    if ((s = scan_carries(f, T, &c, rin, rout)) != WEFT_OK) {
         return s;
     }
     cg_if w;
@@ -730,7 +956,44 @@ static weft_status walk(sk_fn *f, const tile *T, LLVMValueRef total,
         return s;
     }
     cg_if_end(fn, &w);
+    cg_loop_end(fn, &lr);
     return WEFT_OK;
+}
+
+/* Shared carries: n slots. */
+static weft_status slots_new(sk_fn *f, slots *sl, int n)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    const weft_type *leaf;
+    int nleaf = cg_leaves(fn, f->e->k->op->type, &leaf);
+    sl->key = tg->shared_array(fn, t_i64(fn), n);
+    sl->ok = tg->shared_array(fn, t_i64(fn), n);
+    sl->val = fe_arena_alloc(fn->arena, sizeof *sl->val *
+                                            (size_t)(nleaf > 0 ? nleaf : 1));
+    if (!sl->val) {
+        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+    }
+    for (int l = 0; l < nleaf; l++) {
+        sl->val[l] = tg->shared_array(fn, cg_mem_type(fn->llctx, leaf[l]), n);
+    }
+    return WEFT_OK;
+}
+
+/* Merge-path items a thread takes in a round: P elements of the element
+ * type staged per thread are at most STAGE_BYTES (8 of an f32, 4 of an
+ * f64, 2 of a 12-byte tuple), at least 1. */
+static int items_per_thread(sk_fn *f)
+{
+    cg_fn *fn = &f->fn;
+    const weft_type *leaf;
+    int nleaf = cg_leaves(fn, f->e->k->op->type, &leaf);
+    int bytes = 0;
+    for (int l = 0; l < nleaf; l++) {
+        bytes += (int)weft_type_size(leaf[l]);
+    }
+    int p = bytes > 0 ? STAGE_BYTES / bytes : MAX_P;
+    return p < 1 ? 1 : p > MAX_P ? MAX_P : p;
 }
 
 /* Shared memory of the tile loop. */
@@ -745,22 +1008,26 @@ static weft_status tile_shared(sk_fn *f, tile *T)
     T->sh_prefix = LLVMBuildInBoundsGEP2(fn->b, i64, sc, &one, 1, "");
     T->sh_bad = LLVMBuildInBoundsGEP2(fn->b, i64, sc, &two, 1, "");
     T->sh_loc = tg->shared_array(fn, i64, BLOCK + 1);
+    T->sh_sp = tg->shared_array(fn, i64, BLOCK + 1);
     T->sh_wsum = tg->shared_array(fn, i64, MAX_WARPS);
     T->sh_wneg = tg->shared_array(fn, i64, MAX_WARPS);
-    T->sh_ckey = tg->shared_array(fn, i64, MAX_WARPS);
-    T->sh_cok = tg->shared_array(fn, i64, MAX_WARPS);
+    T->P = items_per_thread(f);
     const weft_type *leaf;
     int nleaf = cg_leaves(fn, f->e->k->op->type, &leaf);
-    T->sh_cval = fe_arena_alloc(fn->arena, sizeof *T->sh_cval *
-                                               (size_t)(nleaf > 0 ? nleaf : 1));
-    if (!T->sh_cval) {
+    T->sh_stage = fe_arena_alloc(fn->arena, sizeof *T->sh_stage *
+                                                (size_t)(nleaf > 0 ? nleaf : 1));
+    if (!T->sh_stage) {
         return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
     }
     for (int l = 0; l < nleaf; l++) {
-        T->sh_cval[l] =
-            tg->shared_array(fn, cg_mem_type(fn->llctx, leaf[l]), MAX_WARPS);
+        T->sh_stage[l] = tg->shared_array(fn, cg_mem_type(fn->llctx, leaf[l]),
+                                          (int64_t)BLOCK * T->P);
     }
-    return WEFT_OK;
+    weft_status s = slots_new(f, &T->sh_w, MAX_WARPS);
+    if (s == WEFT_OK) {
+        s = slots_new(f, &T->sh_r, 2);
+    }
+    return s;
 }
 
 /* One tile (T->t): steps 1 to 4. */
