@@ -38,7 +38,10 @@
  *      CG_ERR_SEG_PAST with the segment as the report's element (the
  *      least wins, as the interpreter reports the first bad segment); a
  *      tile with a bad length (or after one) computes nothing more.
- *   4. the fold, balanced by merge path (Merrill and Garland, "Merge-based
+ *   4. a tile whose segments are all short (SHORT_SEG elements at most:
+ *      a banded matrix's rows) folds a segment per thread, z first and its
+ *      elements in order (short_segments); any other tile is folded
+ *      balanced by merge path (Merrill and Garland, "Merge-based
  *      Parallel Sparse Matrix-Vector Multiplication", 2016): the tile's
  *      nt segment ends and A elements, merged in order (an end comes
  *      before element j when loc[end + 1] <= j), are M = nt + A items, and
@@ -55,6 +58,10 @@
  *      So every thread does about c items whatever the lengths: a row of
  *      10^4 elements is spread over the whole block, a run of empty rows
  *      costs one item each.
+ *
+ * Registers: launch bounds of four blocks of 256 a multiprocessor (64
+ * registers a thread; the first version took 114, two blocks, and ncu
+ * showed a quarter of the issue slots used at 25% occupancy).
  *
  * Barriers sit at block-uniform points (the tile loop's condition and the
  * bad-tile test come from shared memory).  The reads of one thread are
@@ -78,6 +85,8 @@ enum {
     STAGE_BYTES = 32,            /* bytes of elements a thread stages in a
                                     round (items_per_thread) */
     MAX_P = 8,
+    SHORT_SEG = 32,              /* a tile of no longer segments folds a
+                                    segment per thread (short_segments) */
 };
 
 /* ---- small helpers ---------------------------------------------------- */
@@ -311,10 +320,11 @@ static void report(sk_fn *f, LLVMValueRef s, int code)
 }
 
 /* Step 1: the lengths scanned; returns each thread's exclusive offset and
- * sets *total (the tile's A) and *neg (i1: some length is negative). */
+ * sets *total (the tile's A), *neg (i1: some length is negative) and
+ * *longer (i1: some length exceeds SHORT_SEG). */
 static void scan_lengths(sk_fn *f, tile *T, LLVMValueRef len,
                          LLVMValueRef *excl, LLVMValueRef *total,
-                         LLVMValueRef *neg)
+                         LLVMValueRef *neg, LLVMValueRef *longer)
 {
     cg_fn *fn = &f->fn;
     const cg_target *tg = fn->target;
@@ -330,13 +340,22 @@ static void scan_lengths(sk_fn *f, tile *T, LLVMValueRef len,
             B, LLVMBuildICmp(B, LLVMIntUGE, lane32, c32(fn, d), ""),
             LLVMBuildAdd(B, x, y, ""), x, "");
     }
-    LLVMValueRef negw = tg->ballot(
-        fn, LLVMBuildICmp(B, LLVMIntSLT, len, cg_i64(fn, 0), ""));
+    /* the warp's negative lengths in the low half, its long ones above */
+    LLVMValueRef negw = LLVMBuildOr(
+        B,
+        wide(fn, tg->ballot(fn, LLVMBuildICmp(B, LLVMIntSLT, len,
+                                              cg_i64(fn, 0), ""))),
+        LLVMBuildShl(B,
+                     wide(fn, tg->ballot(fn, LLVMBuildICmp(
+                                                 B, LLVMIntSGT, len,
+                                                 cg_i64(fn, SHORT_SEG), ""))),
+                     cg_i64(fn, 32), ""),
+        "");
     cg_if last;
     cg_if_begin(fn, &last, LLVMBuildICmp(B, LLVMIntEQ, T->lane,
                                          cg_i64(fn, WARP - 1), ""));
     store64(fn, T->sh_wsum, T->warp, x);
-    store64(fn, T->sh_wneg, T->warp, wide(fn, negw));
+    store64(fn, T->sh_wneg, T->warp, negw);
     cg_if_end(fn, &last);
     tg->barrier(fn);
     /* the warps before this one, and all of them */
@@ -365,8 +384,50 @@ static void scan_lengths(sk_fn *f, tile *T, LLVMValueRef len,
     *excl = LLVMBuildSub(
         B, LLVMBuildAdd(B, get(fn, t_i64(fn), before), x, ""), len, "");
     *total = get(fn, t_i64(fn), all);
-    *neg = LLVMBuildICmp(B, LLVMIntNE, get(fn, t_i64(fn), anyneg),
+    LLVMValueRef flags = get(fn, t_i64(fn), anyneg);
+    *neg = LLVMBuildICmp(B, LLVMIntNE,
+                         LLVMBuildAnd(B, flags, cg_i64(fn, 0xffffffff), ""),
                          cg_i64(fn, 0), "");
+    *longer = LLVMBuildICmp(B, LLVMIntUGT, flags, cg_i64(fn, 0xffffffff), "");
+}
+
+/* Step 4 of a tile whose segments are all short (at most SHORT_SEG
+ * elements): thread tid folds its own segment, z first and then its
+ * elements in order, as the interpreter does, and writes it.  No merge
+ * path, no staging, no carries: for a banded matrix's rows of 10 the
+ * merge path's bookkeeping cost more than the fold. */
+static weft_status short_segments(sk_fn *f, const tile *T, LLVMValueRef excl,
+                                  LLVMValueRef len, LLVMValueRef base,
+                                  LLVMValueRef qbase)
+{
+    cg_fn *fn = &f->fn;
+    const fe_term *src = f->e->k->op->kid[1];
+    weft_status s;
+    cg_if in;
+    cg_if_begin(fn, &in, LLVMBuildICmp(fn->b, LLVMIntSLT, T->tid, T->nt, ""));
+    cg_mut acc;
+    if ((s = cg_mut_new(fn, f->e->k->op->type, &acc)) != WEFT_OK) {
+        return s;
+    }
+    cg_mut_set(fn, &acc, sk_kid_value(f, 0));
+    LLVMValueRef lo = LLVMBuildAdd(fn->b, base, excl, "");
+    cg_loop l;
+    LLVMValueRef i;
+    cg_loop_begin(fn, &l, lo, LLVMBuildAdd(fn->b, lo, len, ""), &i);
+    cg_val x;
+    if ((s = sk_read(f, src, i, NULL, &x)) != WEFT_OK ||
+        (s = comb_back(f, &acc, &x)) != WEFT_OK) {
+        return s;
+    }
+    cg_loop_end(fn, &l);
+    cg_val y;
+    if ((s = cg_mut_get(fn, &acc, &y)) != WEFT_OK) {
+        return s;
+    }
+    cg_array_store(fn, sk_out_array(f, 0), LLVMBuildAdd(fn->b, qbase, T->tid, ""),
+                   &y);
+    cg_if_end(fn, &in);
+    return WEFT_OK;
 }
 
 /* The packed status word of flag and v (v clamped to 62 bits' range by
@@ -1059,8 +1120,8 @@ static weft_status one_tile(sk_fn *f, tile *T)
     LLVMValueRef len = get(fn, t_i64(fn), lenp);
     huge = get(fn, LLVMInt1TypeInContext(fn->llctx), hugep);
     /* a huge u64 length scans as negative: the tile is bad either way */
-    LLVMValueRef excl, total, neg;
-    scan_lengths(f, T, len, &excl, &total, &neg);
+    LLVMValueRef excl, total, neg, longer;
+    scan_lengths(f, T, len, &excl, &total, &neg, &longer);
     store64(fn, T->sh_loc, T->tid, excl);
     cg_if lastt;
     cg_if_begin(fn, &lastt, LLVMBuildICmp(fn->b, LLVMIntEQ, T->tid,
@@ -1136,7 +1197,14 @@ static weft_status one_tile(sk_fn *f, tile *T)
         fn->b, LLVMBuildMul(fn->b, T->row, T->inner, ""), P, "base");
     LLVMValueRef qbase = LLVMBuildAdd(
         fn->b, LLVMBuildMul(fn->b, T->row, T->nseg, ""), T->s0, "qbase");
-    s = walk(f, T, total, base, qbase);
+    cg_if sh;
+    cg_if_begin(fn, &sh, LLVMBuildNot(fn->b, longer, ""));
+    s = short_segments(f, T, excl, len, base, qbase);
+    cg_if_else(fn, &sh);
+    if (s == WEFT_OK) {
+        s = walk(f, T, total, base, qbase);
+    }
+    cg_if_end(fn, &sh);
     cg_if_end(fn, &go);
     return s;
 }
@@ -1240,7 +1308,7 @@ static weft_status ptx_fold_seg_emit(sk_emit *e, const char *const *names)
     if (s) {
         return s;
     }
-    cg_ptx_launch_bounds(&f.fn, BLOCK, 0);
+    cg_ptx_launch_bounds(&f.fn, BLOCK, 4);
     if ((s = emit_tiles(&f)) != WEFT_OK) {
         LLVMBuildUnreachable(f.fn.b);
         cg_fn_end(&f.fn);
