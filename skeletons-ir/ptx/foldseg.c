@@ -39,9 +39,10 @@
  *      least wins, as the interpreter reports the first bad segment); a
  *      tile with a bad length (or after one) computes nothing more.
  *   4. a tile whose segments are all short (SHORT_SEG elements at most:
- *      a banded matrix's rows) folds a segment per thread, z first and its
- *      elements in order (short_segments); any other tile is folded
- *      balanced by merge path (Merrill and Garland, "Merge-based
+ *      a banded matrix's rows) stages its elements through shared memory
+ *      and folds a segment per thread from there, z first and its elements
+ *      in order (short_segments); any other tile is folded balanced by
+ *      merge path (Merrill and Garland, "Merge-based
  *      Parallel Sparse Matrix-Vector Multiplication", 2016): the tile's
  *      nt segment ends and A elements, merged in order (an end comes
  *      before element j when loc[end + 1] <= j), are M = nt + A items, and
@@ -59,9 +60,10 @@
  *      10^4 elements is spread over the whole block, a run of empty rows
  *      costs one item each.
  *
- * Registers: launch bounds of four blocks of 256 a multiprocessor (64
- * registers a thread; the first version took 114, two blocks, and ncu
- * showed a quarter of the issue slots used at 25% occupancy).
+ * Registers: launch bounds of three blocks of 256 a multiprocessor (80
+ * registers a thread, 20 bytes spilled; four blocks spilled 84 bytes; the
+ * merge path alone took 114, two blocks, where ncu showed smvm banded at
+ * 351 us on the H100 with a quarter of the issue slots used).
  *
  * Barriers sit at block-uniform points (the tile loop's condition and the
  * bad-tile test come from shared memory).  The reads of one thread are
@@ -85,7 +87,7 @@ enum {
     STAGE_BYTES = 32,            /* bytes of elements a thread stages in a
                                     round (items_per_thread) */
     MAX_P = 8,
-    SHORT_SEG = 32,              /* a tile of no longer segments folds a
+    SHORT_SEG = 256,             /* a tile of no longer segments folds a
                                     segment per thread (short_segments) */
 };
 
@@ -389,45 +391,6 @@ static void scan_lengths(sk_fn *f, tile *T, LLVMValueRef len,
                          LLVMBuildAnd(B, flags, cg_i64(fn, 0xffffffff), ""),
                          cg_i64(fn, 0), "");
     *longer = LLVMBuildICmp(B, LLVMIntUGT, flags, cg_i64(fn, 0xffffffff), "");
-}
-
-/* Step 4 of a tile whose segments are all short (at most SHORT_SEG
- * elements): thread tid folds its own segment, z first and then its
- * elements in order, as the interpreter does, and writes it.  No merge
- * path, no staging, no carries: for a banded matrix's rows of 10 the
- * merge path's bookkeeping cost more than the fold. */
-static weft_status short_segments(sk_fn *f, const tile *T, LLVMValueRef excl,
-                                  LLVMValueRef len, LLVMValueRef base,
-                                  LLVMValueRef qbase)
-{
-    cg_fn *fn = &f->fn;
-    const fe_term *src = f->e->k->op->kid[1];
-    weft_status s;
-    cg_if in;
-    cg_if_begin(fn, &in, LLVMBuildICmp(fn->b, LLVMIntSLT, T->tid, T->nt, ""));
-    cg_mut acc;
-    if ((s = cg_mut_new(fn, f->e->k->op->type, &acc)) != WEFT_OK) {
-        return s;
-    }
-    cg_mut_set(fn, &acc, sk_kid_value(f, 0));
-    LLVMValueRef lo = LLVMBuildAdd(fn->b, base, excl, "");
-    cg_loop l;
-    LLVMValueRef i;
-    cg_loop_begin(fn, &l, lo, LLVMBuildAdd(fn->b, lo, len, ""), &i);
-    cg_val x;
-    if ((s = sk_read(f, src, i, NULL, &x)) != WEFT_OK ||
-        (s = comb_back(f, &acc, &x)) != WEFT_OK) {
-        return s;
-    }
-    cg_loop_end(fn, &l);
-    cg_val y;
-    if ((s = cg_mut_get(fn, &acc, &y)) != WEFT_OK) {
-        return s;
-    }
-    cg_array_store(fn, sk_out_array(f, 0), LLVMBuildAdd(fn->b, qbase, T->tid, ""),
-                   &y);
-    cg_if_end(fn, &in);
-    return WEFT_OK;
 }
 
 /* The packed status word of flag and v (v clamped to 62 bits' range by
@@ -1091,6 +1054,78 @@ static weft_status tile_shared(sk_fn *f, tile *T)
     return s;
 }
 
+/* Step 4 of a tile whose segments are all short (at most SHORT_SEG
+ * elements): the tile's elements staged through shared memory in rounds
+ * of B P (coalesced, P reads of a light kernel in flight at once, as the
+ * merge path's rounds), and thread tid folds its own segment from there,
+ * z first and then its elements in order, as the interpreter does, its
+ * value kept from round to round.  No merge path and no carries: for a
+ * banded matrix's rows of 10 the merge path's bookkeeping cost more than
+ * the fold, and a short segment's share of the shared-memory loop is
+ * cheap next to its reads. */
+static weft_status short_segments(sk_fn *f, const tile *T, LLVMValueRef excl,
+                                  LLVMValueRef len, LLVMValueRef total,
+                                  LLVMValueRef base, LLVMValueRef qbase)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    const weft_type *leaf;
+    int nleaf = cg_leaves(fn, f->e->k->op->type, &leaf);
+    weft_status s;
+    cg_mut acc;
+    if ((s = cg_mut_new(fn, f->e->k->op->type, &acc)) != WEFT_OK) {
+        return s;
+    }
+    cg_mut_set(fn, &acc, sk_kid_value(f, 0));
+    LLVMValueRef R = LLVMBuildMul(fn->b, T->bs, cg_i64(fn, T->P), "R");
+    LLVMValueRef rounds = LLVMBuildUDiv(
+        fn->b,
+        LLVMBuildAdd(fn->b, total, LLVMBuildSub(fn->b, R, cg_i64(fn, 1), ""),
+                     ""),
+        R, "rounds");
+    LLVMValueRef mine = LLVMBuildICmp(fn->b, LLVMIntSLT, T->tid, T->nt, "");
+    LLVMValueRef e0 = excl;
+    LLVMValueRef e1 = LLVMBuildSelect(fn->b, mine,
+                                      LLVMBuildAdd(fn->b, excl, len, ""), excl,
+                                      "");
+    cg_loop lr;
+    LLVMValueRef r;
+    cg_loop_begin(fn, &lr, cg_i64(fn, 0), rounds, &r);
+    LLVMValueRef j_lo = LLVMBuildMul(fn->b, r, R, "");
+    LLVMValueRef j_hi = smin(fn, LLVMBuildAdd(fn->b, j_lo, R, ""), total);
+    tg->barrier(fn); /* the last round's elements are read */
+    if ((s = stage_round(f, T, j_lo, j_hi, base)) != WEFT_OK) {
+        return s;
+    }
+    tg->barrier(fn);
+    cg_loop l;
+    LLVMValueRef j;
+    cg_loop_begin(fn, &l, smax(fn, e0, j_lo), smin(fn, e1, j_hi), &j);
+    cg_val x;
+    if ((s = cg_val_make(fn, nleaf, &x)) != WEFT_OK) {
+        return s;
+    }
+    LLVMValueRef sj = LLVMBuildSub(fn->b, j, j_lo, "");
+    for (int li = 0; li < nleaf; li++) {
+        x.v[li] = cg_load(fn, leaf[li], T->sh_stage[li], sj);
+    }
+    if ((s = comb_back(f, &acc, &x)) != WEFT_OK) {
+        return s;
+    }
+    cg_loop_end(fn, &l);
+    cg_loop_end(fn, &lr);
+    cg_if in;
+    cg_if_begin(fn, &in, mine);
+    cg_val y;
+    if ((s = cg_mut_get(fn, &acc, &y)) != WEFT_OK) {
+        return s;
+    }
+    cg_array_store(fn, sk_out_array(f, 0), LLVMBuildAdd(fn->b, qbase, T->tid, ""),
+                   &y);
+    cg_if_end(fn, &in);
+    return WEFT_OK;
+}
+
 /* One tile (T->t): steps 1 to 4. */
 static weft_status one_tile(sk_fn *f, tile *T)
 {
@@ -1199,7 +1234,7 @@ static weft_status one_tile(sk_fn *f, tile *T)
         fn->b, LLVMBuildMul(fn->b, T->row, T->nseg, ""), T->s0, "qbase");
     cg_if sh;
     cg_if_begin(fn, &sh, LLVMBuildNot(fn->b, longer, ""));
-    s = short_segments(f, T, excl, len, base, qbase);
+    s = short_segments(f, T, excl, len, total, base, qbase);
     cg_if_else(fn, &sh);
     if (s == WEFT_OK) {
         s = walk(f, T, total, base, qbase);
@@ -1308,7 +1343,7 @@ static weft_status ptx_fold_seg_emit(sk_emit *e, const char *const *names)
     if (s) {
         return s;
     }
-    cg_ptx_launch_bounds(&f.fn, BLOCK, 4);
+    cg_ptx_launch_bounds(&f.fn, BLOCK, 3);
     if ((s = emit_tiles(&f)) != WEFT_OK) {
         LLVMBuildUnreachable(f.fn.b);
         cg_fn_end(&f.fn);
