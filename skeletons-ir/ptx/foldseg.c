@@ -181,16 +181,17 @@ static weft_status zero_val(cg_fn *fn, weft_type t, cg_val *out)
     return s;
 }
 
-/* m = a `f` m (a the earlier value), with the combine's reassoc flag. */
-static weft_status comb_front(sk_fn *f, const cg_val *a, const cg_mut *m)
+/* m = x `f` m (front: x the earlier value) or m = m `f` x, with the
+ * combine's reassoc flag. */
+static weft_status comb(sk_fn *f, const cg_mut *m, const cg_val *x, bool front)
 {
     cg_fn *fn = &f->fn;
     cg_val args[2], y;
-    weft_status s = cg_mut_get(fn, m, &args[1]);
+    weft_status s = cg_mut_get(fn, m, &args[front ? 1 : 0]);
     if (s) {
         return s;
     }
-    args[0] = *a;
+    args[front ? 0 : 1] = *x;
     fn->fmf = LLVMFastMathAllowReassoc;
     s = cg_apply(fn, f->e->k->op->fun[0], args, &y);
     fn->fmf = 0;
@@ -200,23 +201,14 @@ static weft_status comb_front(sk_fn *f, const cg_val *a, const cg_mut *m)
     return s;
 }
 
-/* m = m `f` x. */
+static weft_status comb_front(sk_fn *f, const cg_val *a, const cg_mut *m)
+{
+    return comb(f, m, a, true);
+}
+
 static weft_status comb_back(sk_fn *f, const cg_mut *m, const cg_val *x)
 {
-    cg_fn *fn = &f->fn;
-    cg_val args[2], y;
-    weft_status s = cg_mut_get(fn, m, &args[0]);
-    if (s) {
-        return s;
-    }
-    args[1] = *x;
-    fn->fmf = LLVMFastMathAllowReassoc;
-    s = cg_apply(fn, f->e->k->op->fun[0], args, &y);
-    fn->fmf = 0;
-    if (s == WEFT_OK) {
-        cg_mut_set(fn, m, &y);
-    }
-    return s;
+    return comb(f, m, x, false);
 }
 
 /* A value that may be absent: (valid, x). */
