@@ -6,7 +6,9 @@
  * two).  The kernel runs over pieces of rows: rows are every dimension
  * but the innermost, and a long row (more than 2 * ST_PIECE columns) is cut
  * into C pieces of about ST_PIECE columns, so that even a rank-1 array
- * spreads over the whole gang.  An empty result runs nothing.
+ * spreads over the whole gang.  An empty result runs nothing.  The GPU's
+ * tiled kernel of rank 2 (SK_STENCIL_TILED, skeletons-ir/ptx/stencil.c)
+ * runs instead over its tiles, a block each.
  */
 #ifdef WEFT_HAVE_LLVM
 #include "rt.h"
@@ -44,6 +46,13 @@ weft_status rt_exec_stencil(rt_job *j)
     }
     if (j->out[0]->size == 0) {
         return WEFT_OK;
+    }
+    if (j->k->flags & SK_STENCIL_TILED) {
+        /* a block per tile of the GPU's tiled kernel (rank 2) */
+        int64_t tw = sk_stencil_tile_w(j->k->flags);
+        int64_t th = sk_stencil_tile_h(j->k->flags);
+        int64_t tiles = ((shape[0] + th - 1) / th) * ((m + tw - 1) / tw);
+        return rt_job_run(j, 0, tiles, 1);
     }
     int64_t cols = m / C; /* columns per piece, at least 1 */
     int64_t grain = j->grain / (cols > 0 ? cols : 1);

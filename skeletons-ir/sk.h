@@ -484,6 +484,17 @@ weft_status sk_permute_group(sk_fn *f, const cg_array *r,
 
 /* ===== ptx/target.c ===== */
 
+/* ===== ptx/stencil.c ===== */
+
+/* sk_kernel.flags of a stencil of rank 2 on the GPU in shared-memory
+ * tiles (ptx/stencil.c): entry 0 takes a tile of sk_stencil_tile_w x
+ * sk_stencil_tile_h result elements per block (n = the number of tiles,
+ * grain 1, item_threads SK_ITEM_BLOCK), and the driver counts the tiles
+ * (runtime/exec_stencil.c).  Without it the kernel is stencil.c's. */
+#define SK_STENCIL_TILED 1u
+int sk_stencil_tile_w(unsigned flags);
+int sk_stencil_tile_h(unsigned flags);
+
 /* ===== ptx/permute.c ===== */
 
 /* The most bytes of result that entry 2 of the PTX permute keeps per block
@@ -503,5 +514,6 @@ extern const sk_skeleton sk_reshape;  /* reshape.c */
 extern const sk_skeleton sk_ptx_fold; /* ptx/fold.c */
 extern const sk_skeleton sk_ptx_scan; /* ptx/scan.c */
 extern const sk_skeleton sk_ptx_permute; /* ptx/permute.c */
+extern const sk_skeleton sk_ptx_stencil; /* ptx/stencil.c */
 
 #endif /* WEFT_SK_H */

@@ -48,6 +48,7 @@ static const sk_skeleton *const ptx_own[SK_FAMILY_COUNT_] = {
     [SK_FOLD] = &sk_ptx_fold,
     [SK_SCAN] = &sk_ptx_scan,
     [SK_PERMUTE] = &sk_ptx_permute,
+    [SK_STENCIL] = &sk_ptx_stencil,
 };
 
 static weft_status ptx_entry_begin(sk_emit *e, sk_fn *f, const char *name)

@@ -1,0 +1,620 @@
+/*
+ * skeletons-ir/ptx/stencil.c: stencil and stencil2 of rank 2 on the GPU,
+ * in 2-D tiles whose halo is loaded once into shared memory (the PTX
+ * target's own SK_STENCIL skeleton).
+ *
+ * The semantics are stencil.c's: the result has the extent of its array
+ * (stencil2: the intersection of both), its element (y, x) is f of the
+ * windows around (y, x) in row-major order (stencil2: the first array's
+ * window, then the second's), and a window element outside its array
+ * reads what the boundary says (clamp, mirror, wrap, constant).
+ *
+ * The shared skeleton gives a GPU thread a run of columns of one row, so
+ * neighbouring threads read addresses a row apart and every element is
+ * loaded once per window that holds it.  Here the result is cut into
+ * tiles of TW x TH elements (constants of the kernel, chosen by
+ * tile_pick below), and a block takes a tile at a time (grid-stride over
+ * the tiles: the grid is what stays resident):
+ *
+ *     tile t: rows [y0, y0 + TH), columns [x0, x0 + TW), t in row-major
+ *             order of the tiles (tiles_x = ceil(m / TW) per row)
+ *     load:   for each array i, its (TH + 2 hy_i) x (TW + 2 hx_i) elements
+ *             around the tile into shared memory (one array per leaf),
+ *             row by row, so that a warp reads consecutive addresses
+ *     barrier
+ *     apply:  each result element of the tile inside the result: f of
+ *             the windows read from shared memory, stored
+ *     barrier (the next tile overwrites the shared arrays)
+ *
+ * A tile whose halo lies inside every array (interior: every tile but a
+ * band of the outermost ones) loads with no boundary test at all, and its
+ * loads are unrolled into straight-line code (all of a thread's loads
+ * are issued before its shared stores, so that each thread keeps several
+ * in flight: with one load at a time 2048 threads an SM keep too few
+ * bytes moving to cover the memory's latency).  Other tiles load through
+ * the boundary (bound below: no division, the index reflected or wrapped
+ * in a loop that runs at most a few times when an array is narrower than
+ * its halo) in a plain loop.  The apply phase tests whether each element
+ * lies inside the result, a test that only the last row and column of
+ * tiles fail.
+ *
+ * Threads.  The work of a phase is written for BLOCK (256) threads:
+ * element e of the tile's K BLOCK elements goes to thread e % BLOCK.  The
+ * block size comes from the occupancy API (at most BLOCK, .maxntid), so
+ * a block of fewer threads plays the BLOCK "virtual" threads in turn (a
+ * loop v = tid, tid + bs, ... < BLOCK, once when bs is BLOCK); the
+ * barriers stand outside that loop, at the top level of the tile loop,
+ * which every thread of the block runs with the same bounds.  With TW 64
+ * a warp takes 32 consecutive columns of a row: its shared-memory reads
+ * are consecutive words (no bank conflict), and its global stores 128
+ * bytes of f32.
+ *
+ * Tiles.  TW x TH starts at 64 x 32 and halves (TH down to 8, then TW
+ * down to 32) until the shared arrays of both sides fit in SHARED_MAX
+ * bytes; where even 32 x 8 does not fit (wide tuples in 9 x 9 windows),
+ * and for ranks 1 and 3, the shared skeleton (stencil.c) runs instead.
+ * The tile's shape is part of the compiled code and the driver needs it
+ * (runtime/exec_stencil.c counts the tiles), so it is in sk_kernel.flags
+ * (SK_STENCIL_TILED, and so in the kernel's key).
+ *
+ * Checked mode names the result's linear element (cg_set_elem) before f;
+ * a while loop in f polls the cancel word as everywhere (codegen/exp.c),
+ * and a thread that leaves its loop on cancellation goes on to the
+ * barriers with the others.
+ */
+#include "../sk.h"
+
+enum {
+    BLOCK = 256,       /* the threads the phases are written for */
+    TILE_W = 64,       /* the widest tile */
+    TILE_H = 32,       /* the tallest tile */
+    MIN_W = 32,        /* a warp's columns */
+    MIN_H = 8,
+    /* shared bytes of one block's tiles (both sides): 24 KiB lets 8 blocks
+     * of 256 threads (every thread an SM holds) stay resident in the 228
+     * KiB of an H100's SM */
+    SHARED_MAX = 24576,
+    TILED_VERSION = 1 /* of this file's code (sk_kernel.flags, the key) */
+};
+
+/* The tile of stencil t (rank 2): *tw x *th, or false when none fits
+ * (then the shared skeleton runs).  ctx: for the element types' leaves. */
+static bool tile_pick(const weft_context *ctx, const fe_term *t, int *tw,
+                      int *th)
+{
+    int nside = t->kind == FE_STENCIL2 ? 2 : 1;
+    if (t->rank != 2) {
+        return false;
+    }
+    int64_t esize[2] = {0, 0};
+    for (int i = 0; i < nside; i++) {
+        const weft_type *leaf = NULL;
+        int n = fe_type_leaves(ctx, t->kid[2 * i]->type, &leaf);
+        for (int l = 0; l < n; l++) {
+            esize[i] += (int64_t)weft_type_size(leaf[l]);
+        }
+    }
+    for (*tw = TILE_W, *th = TILE_H;;) {
+        int64_t bytes = 0;
+        for (int i = 0; i < nside; i++) {
+            int64_t lh = *th + 2 * (t->u.st.window[i][0] / 2);
+            int64_t lw = *tw + 2 * (t->u.st.window[i][1] / 2);
+            bytes += lh * lw * esize[i];
+        }
+        if (bytes <= SHARED_MAX) {
+            return true;
+        }
+        if (*th > MIN_H) {
+            *th /= 2;
+        } else if (*tw > MIN_W) {
+            *tw /= 2;
+        } else {
+            return false;
+        }
+    }
+}
+
+static int log2i(int x)
+{
+    int k = 0;
+    while ((1 << k) < x) {
+        k++;
+    }
+    return k;
+}
+
+/* sk_kernel.flags of a tiled kernel: SK_STENCIL_TILED, log2 TW in bits
+ * 4..7, log2 TH in bits 8..11, the version in bits 28.. */
+static unsigned tile_flags(int tw, int th)
+{
+    return SK_STENCIL_TILED | (unsigned)log2i(tw) << 4 |
+           (unsigned)log2i(th) << 8 | (unsigned)TILED_VERSION << 28;
+}
+
+int sk_stencil_tile_w(unsigned flags)
+{
+    return 1 << (flags >> 4 & 0xf);
+}
+
+int sk_stencil_tile_h(unsigned flags)
+{
+    return 1 << (flags >> 8 & 0xf);
+}
+
+/* One array of the stencil as a tile sees it. */
+typedef struct tside {
+    const cg_array *a;
+    int wy, wx, hy, hx;       /* window extents and radii */
+    int lh, lw;               /* the tile with its halo */
+    weft_boundary_kind bnd;
+    const cg_val *cval;       /* constant boundary value, or NULL */
+    LLVMValueRef *sh;         /* a shared array per leaf (lh lw elements) */
+} tside;
+
+static LLVMValueRef i32c(cg_fn *fn, int64_t x)
+{
+    return LLVMConstInt(LLVMInt32TypeInContext(fn->llctx),
+                        (unsigned long long)x, 1);
+}
+
+static LLVMValueRef wide(cg_fn *fn, LLVMValueRef x)
+{
+    return LLVMBuildZExt(fn->b, x, LLVMInt64TypeInContext(fn->llctx), "");
+}
+
+static LLVMValueRef select_lt(cg_fn *fn, LLVMValueRef x, LLVMValueRef y,
+                              bool min)
+{
+    LLVMValueRef lt = LLVMBuildICmp(fn->b, LLVMIntSLT, x, y, "");
+    return min ? LLVMBuildSelect(fn->b, lt, x, y, "")
+               : LLVMBuildSelect(fn->b, lt, y, x, "");
+}
+
+/* x (i64, from the phi of a loop head) stepped by step(x) while more(x):
+ * the loop of bound() (body builds the next x where fn->b is). */
+typedef LLVMValueRef (*step_fn)(cg_fn *fn, LLVMValueRef x, LLVMValueRef n);
+typedef LLVMValueRef (*test_fn)(cg_fn *fn, LLVMValueRef x, LLVMValueRef n);
+
+static LLVMValueRef repeat(cg_fn *fn, LLVMValueRef x0, LLVMValueRef n,
+                           test_fn more, step_fn step)
+{
+    LLVMBuilderRef B = fn->b;
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(B);
+    LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(fn->llctx, fn->fn,
+                                                           "bound");
+    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(fn->llctx, fn->fn,
+                                                           "bound.step");
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(fn->llctx, fn->fn,
+                                                           "bound.done");
+    LLVMBuildBr(B, head);
+    LLVMPositionBuilderAtEnd(B, head);
+    LLVMValueRef x = LLVMBuildPhi(B, LLVMTypeOf(x0), "x");
+    LLVMAddIncoming(x, &x0, &pre, 1);
+    LLVMBuildCondBr(B, more(fn, x, n), body, done);
+    LLVMPositionBuilderAtEnd(B, body);
+    LLVMValueRef next = step(fn, x, n);
+    LLVMBasicBlockRef end = LLVMGetInsertBlock(B);
+    LLVMAddIncoming(x, &next, &end, 1);
+    LLVMBuildBr(B, head);
+    LLVMPositionBuilderAtEnd(B, done);
+    return x;
+}
+
+static LLVMValueRef outside(cg_fn *fn, LLVMValueRef x, LLVMValueRef n)
+{
+    return LLVMBuildICmp(fn->b, LLVMIntUGE, x, n, ""); /* x < 0 or x >= n */
+}
+
+/* wrap: x + n below 0, x - n from n on */
+static LLVMValueRef wrap_step(cg_fn *fn, LLVMValueRef x, LLVMValueRef n)
+{
+    LLVMValueRef neg = LLVMBuildICmp(fn->b, LLVMIntSLT, x, cg_i64(fn, 0), "");
+    return LLVMBuildSelect(fn->b, neg, LLVMBuildAdd(fn->b, x, n, ""),
+                           LLVMBuildSub(fn->b, x, n, ""), "");
+}
+
+/* mirror without repeating the edge: -x below 0, 2n - 2 - x from n on */
+static LLVMValueRef mirror_step(cg_fn *fn, LLVMValueRef x, LLVMValueRef n)
+{
+    LLVMBuilderRef B = fn->b;
+    LLVMValueRef neg = LLVMBuildICmp(B, LLVMIntSLT, x, cg_i64(fn, 0), "");
+    LLVMValueRef hi = LLVMBuildSub(
+        B, LLVMBuildSub(B, LLVMBuildShl(B, n, cg_i64(fn, 1), ""), cg_i64(fn, 2),
+                        ""),
+        x, "");
+    return LLVMBuildSelect(B, neg, LLVMBuildNeg(B, x, ""), hi, "");
+}
+
+/* Where index i of an extent-n dimension (n >= 1) reads under boundary
+ * b (always inside [0, n)), and in *inside (constant boundary) whether i
+ * is.  Equal to stencil.c's bound(), without its divisions (a 64-bit
+ * division is a slow call on the GPU): wrap and mirror step the index
+ * back by a period or a reflection while it is outside, which a halo of
+ * at most 4 needs a few times at most (mirror of an extent 1 reads 0). */
+static LLVMValueRef bound(cg_fn *fn, weft_boundary_kind b, LLVMValueRef i,
+                          LLVMValueRef n, LLVMValueRef *inside)
+{
+    LLVMBuilderRef B = fn->b;
+    switch (b) {
+    case WEFT_BOUNDARY_WRAP:
+        return repeat(fn, i, n, outside, wrap_step);
+    case WEFT_BOUNDARY_MIRROR: {
+        LLVMValueRef one = LLVMBuildICmp(B, LLVMIntEQ, n, cg_i64(fn, 1), "");
+        LLVMValueRef x = LLVMBuildSelect(B, one, cg_i64(fn, 0), i, "");
+        return repeat(fn, x, n, outside, mirror_step);
+    }
+    case WEFT_BOUNDARY_CONSTANT:
+    case WEFT_BOUNDARY_CLAMP:
+    default:
+        /* constant: read at the clamped position, the caller selects */
+        if (b == WEFT_BOUNDARY_CONSTANT) {
+            *inside = LLVMBuildICmp(B, LLVMIntULT, i, n, "");
+        }
+        return select_lt(
+            fn, cg_i64(fn, 0),
+            select_lt(fn, i, LLVMBuildSub(B, n, cg_i64(fn, 1), ""), true),
+            false);
+    }
+}
+
+static weft_status side_init(sk_fn *f, tside *sd, int which, int tw, int th)
+{
+    cg_fn *fn = &f->fn;
+    const fe_term *t = f->e->k->op;
+    int kid = 2 * which;
+    sd->a = sk_kid_array(f, kid);
+    if (!sd->a) {
+        return fe_error(WEFT_ERR_INTERNAL,
+                        "weft_compile: a stencil without its array");
+    }
+    sd->wy = t->u.st.window[which][0];
+    sd->wx = t->u.st.window[which][1];
+    sd->hy = sd->wy / 2;
+    sd->hx = sd->wx / 2;
+    sd->lh = th + 2 * sd->hy;
+    sd->lw = tw + 2 * sd->hx;
+    sd->bnd = t->u.st.bnd[which];
+    sd->cval = NULL;
+    if (sd->bnd == WEFT_BOUNDARY_CONSTANT &&
+        !(sd->cval = sk_kid_value(f, kid + 1))) {
+        return fe_error(WEFT_ERR_INTERNAL,
+                        "weft_compile: a constant stencil boundary without "
+                        "its value");
+    }
+    sd->sh = fe_arena_alloc(f->e->arena, sizeof *sd->sh * (size_t)sd->a->nleaf);
+    if (!sd->sh) {
+        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+    }
+    for (int l = 0; l < sd->a->nleaf; l++) {
+        sd->sh[l] = fn->target->shared_array(
+            fn, cg_mem_type(fn->llctx, sd->a->leaf[l]),
+            (int64_t)sd->lh * sd->lw);
+    }
+    return WEFT_OK;
+}
+
+/* Store x at e (i32) of the side's shared arrays. */
+static void shared_put(cg_fn *fn, const tside *sd, LLVMValueRef e,
+                       const cg_val *x)
+{
+    for (int l = 0; l < sd->a->nleaf; l++) {
+        cg_store(fn, sd->a->leaf[l], sd->sh[l], wide(fn, e), x->v[l]);
+    }
+}
+
+/* The global position of tile element e (i32) of side sd, whose tile
+ * starts at row y0, column x0 (with the halo: y0 - hy, x0 - hx), read
+ * without a test (an interior tile). */
+static LLVMValueRef interior_at(cg_fn *fn, const tside *sd, LLVMValueRef base,
+                                LLVMValueRef e)
+{
+    LLVMBuilderRef B = fn->b;
+    LLVMValueRef lw = i32c(fn, sd->lw);
+    LLVMValueRef r = wide(fn, LLVMBuildUDiv(B, e, lw, ""));
+    LLVMValueRef c = wide(fn, LLVMBuildURem(B, e, lw, ""));
+    return LLVMBuildAdd(
+        B, base, LLVMBuildAdd(B, LLVMBuildMul(B, r, sd->a->extent[1], ""), c, ""),
+        "");
+}
+
+/* Load an interior tile of side sd (its halo inside the array) for the
+ * virtual thread v (i32): elements v, v + BLOCK, ... of the lh lw, every
+ * load first (unrolled), then the shared stores. */
+static weft_status load_interior(sk_fn *f, const tside *sd, LLVMValueRef v,
+                                 LLVMValueRef y0, LLVMValueRef x0)
+{
+    cg_fn *fn = &f->fn;
+    LLVMBuilderRef B = fn->b;
+    int total = sd->lh * sd->lw;
+    int K = (total + BLOCK - 1) / BLOCK;
+    LLVMValueRef base = LLVMBuildAdd(
+        B,
+        LLVMBuildMul(B, LLVMBuildSub(B, y0, cg_i64(fn, sd->hy), ""),
+                     sd->a->extent[1], ""),
+        LLVMBuildSub(B, x0, cg_i64(fn, sd->hx), ""), "base");
+    cg_val *x = fe_arena_alloc(f->e->arena, sizeof *x * (size_t)K);
+    LLVMValueRef *e = fe_arena_alloc(f->e->arena, sizeof *e * (size_t)K);
+    if (!x || !e) {
+        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+    }
+    for (int k = 0; k < K; k++) {
+        e[k] = LLVMBuildAdd(B, v, i32c(fn, (int64_t)k * BLOCK), "");
+        /* the last round's elements past the tile load its last one */
+        LLVMValueRef at = e[k];
+        if ((k + 1) * BLOCK > total) {
+            at = select_lt(fn, at, i32c(fn, total - 1), true);
+        }
+        weft_status s = cg_array_load(fn, sd->a, interior_at(fn, sd, base, at),
+                                      &x[k]);
+        if (s) {
+            return s;
+        }
+    }
+    for (int k = 0; k < K; k++) {
+        if ((k + 1) * BLOCK <= total) {
+            shared_put(fn, sd, e[k], &x[k]);
+            continue;
+        }
+        cg_if in;
+        cg_if_begin(fn, &in,
+                    LLVMBuildICmp(B, LLVMIntULT, e[k], i32c(fn, total), ""));
+        shared_put(fn, sd, e[k], &x[k]);
+        cg_if_end(fn, &in);
+    }
+    return WEFT_OK;
+}
+
+/* Load a tile of side sd whose halo may leave the array, through the
+ * boundary: elements v, v + BLOCK, ... < lh lw in a loop. */
+static weft_status load_border(sk_fn *f, const tside *sd, LLVMValueRef v,
+                               LLVMValueRef y0, LLVMValueRef x0)
+{
+    cg_fn *fn = &f->fn;
+    LLVMBuilderRef B = fn->b;
+    int total = sd->lh * sd->lw;
+    cg_sloop l;
+    LLVMValueRef e64 = cg_sloop_begin(fn, &l, wide(fn, v), cg_i64(fn, total),
+                                      cg_i64(fn, BLOCK), "e");
+    LLVMValueRef e = LLVMBuildTrunc(B, e64, LLVMInt32TypeInContext(fn->llctx),
+                                    "");
+    LLVMValueRef lw = i32c(fn, sd->lw);
+    LLVMValueRef r = wide(fn, LLVMBuildUDiv(B, e, lw, ""));
+    LLVMValueRef c = wide(fn, LLVMBuildURem(B, e, lw, ""));
+    LLVMValueRef t1 = LLVMConstInt(LLVMInt1TypeInContext(fn->llctx), 1, 0);
+    LLVMValueRef in_y = t1, in_x = t1;
+    LLVMValueRef gy = bound(
+        fn, sd->bnd,
+        LLVMBuildAdd(B, y0, LLVMBuildSub(B, r, cg_i64(fn, sd->hy), ""), ""),
+        sd->a->extent[0], &in_y);
+    LLVMValueRef gx = bound(
+        fn, sd->bnd,
+        LLVMBuildAdd(B, x0, LLVMBuildSub(B, c, cg_i64(fn, sd->hx), ""), ""),
+        sd->a->extent[1], &in_x);
+    cg_val x;
+    weft_status s = cg_array_load(
+        fn, sd->a,
+        LLVMBuildAdd(B, LLVMBuildMul(B, gy, sd->a->extent[1], ""), gx, ""), &x);
+    if (s) {
+        return s;
+    }
+    if (sd->cval) {
+        LLVMValueRef inside = LLVMBuildAnd(B, in_y, in_x, "");
+        for (int k = 0; k < x.n; k++) {
+            x.v[k] = LLVMBuildSelect(B, inside, x.v[k], sd->cval->v[k], "");
+        }
+    }
+    shared_put(fn, sd, e, &x);
+    cg_sloop_end(fn, &l);
+    return WEFT_OK;
+}
+
+/* Whether side sd's halo around the tile at (y0, x0) lies inside its
+ * array (i1). */
+static LLVMValueRef tile_inside(cg_fn *fn, const tside *sd, LLVMValueRef y0,
+                                LLVMValueRef x0, int tw, int th)
+{
+    LLVMBuilderRef B = fn->b;
+    LLVMValueRef c[4] = {
+        LLVMBuildICmp(B, LLVMIntSGE, y0, cg_i64(fn, sd->hy), ""),
+        LLVMBuildICmp(B, LLVMIntSLE, LLVMBuildAdd(B, y0, cg_i64(fn, th + sd->hy), ""),
+                      sd->a->extent[0], ""),
+        LLVMBuildICmp(B, LLVMIntSGE, x0, cg_i64(fn, sd->hx), ""),
+        LLVMBuildICmp(B, LLVMIntSLE, LLVMBuildAdd(B, x0, cg_i64(fn, tw + sd->hx), ""),
+                      sd->a->extent[1], "")};
+    return LLVMBuildAnd(B, LLVMBuildAnd(B, c[0], c[1], ""),
+                        LLVMBuildAnd(B, c[2], c[3], ""), "");
+}
+
+/* The apply phase of virtual thread v: elements v + k BLOCK of the tile
+ * (row e / tw, column e % tw) inside the result, f of their windows. */
+static weft_status apply_tile(sk_fn *f, const tside *sd, int nside,
+                              LLVMValueRef v, LLVMValueRef y0,
+                              LLVMValueRef x0, int tw, int th, cg_val *args)
+{
+    cg_fn *fn = &f->fn;
+    LLVMBuilderRef B = fn->b;
+    const cg_array *out = sk_out_array(f, 0);
+    cg_loop l;
+    LLVMValueRef k;
+    cg_loop_begin(fn, &l, cg_i64(fn, 0), cg_i64(fn, (int64_t)tw * th / BLOCK),
+                  &k);
+    LLVMValueRef e = LLVMBuildAdd(
+        B, v,
+        LLVMBuildTrunc(B, LLVMBuildMul(B, k, cg_i64(fn, BLOCK), ""),
+                       LLVMInt32TypeInContext(fn->llctx), ""),
+        "");
+    LLVMValueRef r = LLVMBuildUDiv(B, e, i32c(fn, tw), "");
+    LLVMValueRef c = LLVMBuildURem(B, e, i32c(fn, tw), "");
+    LLVMValueRef y = LLVMBuildAdd(B, y0, wide(fn, r), "y");
+    LLVMValueRef x = LLVMBuildAdd(B, x0, wide(fn, c), "x");
+    cg_if in;
+    cg_if_begin(fn, &in,
+                LLVMBuildAnd(B,
+                             LLVMBuildICmp(B, LLVMIntSLT, y, out->extent[0], ""),
+                             LLVMBuildICmp(B, LLVMIntSLT, x, out->extent[1], ""),
+                             ""));
+    weft_status s = WEFT_OK;
+    int at = 0;
+    for (int i = 0; i < nside && s == WEFT_OK; i++) {
+        for (int dy = 0; dy < sd[i].wy && s == WEFT_OK; dy++) {
+            /* (r + dy) lw + c + dx of the side's shared tile */
+            LLVMValueRef row = LLVMBuildMul(
+                B, LLVMBuildAdd(B, r, i32c(fn, dy), ""), i32c(fn, sd[i].lw), "");
+            for (int dx = 0; dx < sd[i].wx && s == WEFT_OK; dx++) {
+                LLVMValueRef p = wide(
+                    fn, LLVMBuildAdd(B, row, LLVMBuildAdd(B, c, i32c(fn, dx), ""),
+                                     ""));
+                cg_val *a = &args[at++];
+                s = cg_val_make(fn, sd[i].a->nleaf, a);
+                for (int q = 0; s == WEFT_OK && q < sd[i].a->nleaf; q++) {
+                    a->v[q] = cg_load(fn, sd[i].a->leaf[q], sd[i].sh[q], p);
+                }
+            }
+        }
+    }
+    if (s == WEFT_OK) {
+        LLVMValueRef pos = LLVMBuildAdd(
+            B, LLVMBuildMul(B, y, out->extent[1], ""), x, "at");
+        cg_set_elem(fn, pos); /* reports of f name the result's element */
+        cg_val res;
+        if ((s = cg_apply(fn, f->e->k->op->fun[0], args, &res)) == WEFT_OK) {
+            cg_array_store(fn, out, pos, &res);
+        }
+    }
+    cg_if_end(fn, &in);
+    cg_loop_end(fn, &l);
+    return s;
+}
+
+/* The one entry (see the head comment): n = tiles, grain 1. */
+static weft_status emit_tiled(sk_fn *f, int tw, int th)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    LLVMBuilderRef B = fn->b;
+    const fe_term *t = f->e->k->op;
+    int nside = t->kind == FE_STENCIL2 ? 2 : 1;
+    tside sd[2];
+    int ktotal = 0;
+    weft_status s = WEFT_OK;
+    for (int i = 0; i < nside && s == WEFT_OK; i++) {
+        s = side_init(f, &sd[i], i, tw, th);
+        ktotal += sd[i].wy * sd[i].wx;
+    }
+    if (s) {
+        return s;
+    }
+    cg_val *args = fe_arena_alloc(f->e->arena, sizeof *args * (size_t)ktotal);
+    if (!args) {
+        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+    }
+    cg_ptx_launch_bounds(fn, BLOCK, 0);
+    const cg_array *out = sk_out_array(f, 0);
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+    LLVMValueRef tid = tg->thread_index(fn, 0);
+    LLVMValueRef bs = tg->block_size(fn, 0);
+    /* tiles per row; tile numbers fit in 32 bits (2^31 tiles are 2^42
+     * elements), so t / tiles_x is a 32-bit division */
+    LLVMValueRef tiles_x = LLVMBuildTrunc(
+        B,
+        LLVMBuildLShr(B, LLVMBuildAdd(B, out->extent[1], cg_i64(fn, tw - 1), ""),
+                      cg_i64(fn, log2i(tw)), ""),
+        i32, "tiles_x");
+    cg_sloop tl;
+    LLVMValueRef tile = cg_sloop_begin(fn, &tl, wide(fn, tg->block_index(fn, 0)),
+                                       f->n, wide(fn, tg->grid_size(fn, 0)),
+                                       "tile");
+    LLVMValueRef t32 = LLVMBuildTrunc(B, tile, i32, "");
+    LLVMValueRef y0 = LLVMBuildMul(
+        B, wide(fn, LLVMBuildUDiv(B, t32, tiles_x, "")), cg_i64(fn, th), "y0");
+    LLVMValueRef x0 = LLVMBuildMul(
+        B, wide(fn, LLVMBuildURem(B, t32, tiles_x, "")), cg_i64(fn, tw), "x0");
+    LLVMValueRef interior = LLVMConstInt(LLVMInt1TypeInContext(fn->llctx), 1, 0);
+    for (int i = 0; i < nside; i++) {
+        interior = LLVMBuildAnd(B, interior,
+                                tile_inside(fn, &sd[i], y0, x0, tw, th), "");
+    }
+    /* load */
+    cg_sloop vl;
+    LLVMValueRef v = LLVMBuildTrunc(
+        B,
+        cg_sloop_begin(fn, &vl, wide(fn, tid), cg_i64(fn, BLOCK), wide(fn, bs),
+                       "v"),
+        i32, "");
+    cg_if ii;
+    cg_if_begin(fn, &ii, interior);
+    for (int i = 0; i < nside && s == WEFT_OK; i++) {
+        s = load_interior(f, &sd[i], v, y0, x0);
+    }
+    cg_if_else(fn, &ii);
+    for (int i = 0; i < nside && s == WEFT_OK; i++) {
+        s = load_border(f, &sd[i], v, y0, x0);
+    }
+    cg_if_end(fn, &ii);
+    cg_sloop_end(fn, &vl);
+    if (s) {
+        return s;
+    }
+    tg->barrier(fn);
+    /* apply */
+    cg_sloop al;
+    v = LLVMBuildTrunc(B,
+                       cg_sloop_begin(fn, &al, wide(fn, tid), cg_i64(fn, BLOCK),
+                                      wide(fn, bs), "v"),
+                       i32, "");
+    if ((s = apply_tile(f, sd, nside, v, y0, x0, tw, th, args)) != WEFT_OK) {
+        return s;
+    }
+    cg_sloop_end(fn, &al);
+    tg->barrier(fn);
+    cg_sloop_end(fn, &tl);
+    return WEFT_OK;
+}
+
+static weft_status ptx_stencil_prepare(weft_context *ctx, fe_arena *arena,
+                                       sk_kernel *k)
+{
+    weft_status s = sk_stencil.prepare(ctx, arena, k);
+    int tw, th;
+    if (s || !tile_pick(ctx, k->op, &tw, &th)) {
+        return s;
+    }
+    k->flags |= tile_flags(tw, th);
+    k->block_max = BLOCK;
+    k->item_threads[0] = SK_ITEM_BLOCK; /* a block per tile */
+    return WEFT_OK;
+}
+
+static weft_status ptx_stencil_emit(sk_emit *e, const char *const *names)
+{
+    if (!(e->k->flags & SK_STENCIL_TILED)) {
+        return sk_stencil.emit(e, names);
+    }
+    sk_fn f;
+    weft_status s = sk_fn_begin_raw(e, &f, names[0]);
+    if (s) {
+        return s;
+    }
+    if ((s = emit_tiled(&f, sk_stencil_tile_w(e->k->flags),
+                        sk_stencil_tile_h(e->k->flags))) != WEFT_OK) {
+        /* close the half-built function; the module is thrown away */
+        LLVMBuildUnreachable(f.fn.b);
+        cg_fn_end(&f.fn);
+        return s;
+    }
+    sk_fn_end(&f);
+    return WEFT_OK;
+}
+
+static bool ptx_stencil_supported(const fe_term *t)
+{
+    return sk_stencil.supported(t);
+}
+
+const sk_skeleton sk_ptx_stencil = {
+    .name = "ptx-stencil",
+    .family = SK_STENCIL,
+    .supported = ptx_stencil_supported,
+    .prepare = ptx_stencil_prepare,
+    .emit = ptx_stencil_emit,
+};
