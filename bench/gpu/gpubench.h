@@ -17,6 +17,8 @@
  *   NBODY_FOLD   as NBODY (weft only: the other formulation)
  *   MANDEL       none                           iterations i32[h*w]
  *   HIST         keys i32[n] in [0, bins)       counts i32[bins]
+ *   JACOBI       u f32[h*n] (h rows of n)       u after max_iter steps
+ *                                               f32[h*n]
  */
 #ifndef GPUBENCH_H
 #define GPUBENCH_H
@@ -33,6 +35,9 @@ enum {
     GB_NBODY_FOLD,
     GB_MANDEL,
     GB_HIST,
+    /* -- Jacobi (stencil) -- */
+    GB_JACOBI,
+    /* -- end Jacobi -- */
     GB_NPROG
 };
 
@@ -44,9 +49,10 @@ enum {
 /* The size and parameters of one program (run.py mirrors this layout as a
  * ctypes.Structure: keep the two in step). */
 typedef struct gb_shape {
-    int64_t n;            /* elements, options, bodies, keys; Mandelbrot: w */
-    int64_t h;            /* Mandelbrot: height */
-    int32_t max_iter;     /* Mandelbrot */
+    int64_t n;            /* elements, options, bodies, keys; Mandelbrot,
+                             Jacobi: w */
+    int64_t h;            /* Mandelbrot, Jacobi: height */
+    int32_t max_iter;     /* Mandelbrot; Jacobi: steps */
     int32_t bins;         /* histogram */
     float a;              /* saxpy */
     float eps2;           /* n-body softening */

@@ -72,6 +72,10 @@ BUDGET_MS = 3000.0
 
 # gpubench.h's programs
 SAXPY, SUM, DOTP, SCAN, BS, NBODY, NBODY_FOLD, MANDEL, HIST = range(9)
+# -- Jacobi (stencil) --
+JACOBI = 9
+JACOBI_STEPS = 100
+# -- end Jacobi --
 
 
 class Shape(ctypes.Structure):
@@ -234,8 +238,13 @@ class Program:
             s.n, s.h = (300, 200) if quick else (8192, 8192)
             s.x0, s.y0 = -2.0, -1.25
             s.dx, s.dy = 2.5 / s.n, 2.5 / s.h
+        elif pid == JACOBI:  # -- Jacobi: an h x n grid, n columns --
+            s.n, s.h = (131, 77) if quick else (8192, 8192)
+            s.max_iter = JACOBI_STEPS
         self.shape = s
         n = s.n
+        # elements of each input (Jacobi: the whole grid)
+        self.in_n = n * s.h if pid == JACOBI else n
         # inputs: (dtype, fill) with fill ("u", lo, hi), ("16",), ("i", m)
         self.inputs = {
             SAXPY: [("f32", ("u", -1, 1)), ("f32", ("u", -1, 1))],
@@ -247,6 +256,7 @@ class Program:
             NBODY: [("f32", ("u", -1, 1))] * 3 + [("f32", ("u", 0.5, 1.5))],
             MANDEL: [],
             HIST: [("i32", ("i", s.bins))],
+            JACOBI: [("f32", ("u", 0, 1))],
         }[pid]
         self.outputs = {
             SAXPY: [("f32", n)],
@@ -257,16 +267,19 @@ class Program:
             NBODY: [("f32", n)] * 3,
             MANDEL: [("i32", s.n * s.h)],
             HIST: [("i32", s.bins)],
+            JACOBI: [("f32", s.n * s.h)],
         }[pid]
         # bytes a memory-bound program must move (inputs once, outputs once)
         self.bytes = {SAXPY: 12 * n, SUM: 4 * n, DOTP: 8 * n, SCAN: 8 * n,
-                      BS: 20 * n, HIST: 4 * n + 4 * s.bins}.get(pid, 0)
+                      BS: 20 * n, HIST: 4 * n + 4 * s.bins,
+                      JACOBI: 8 * n * s.h * s.max_iter}.get(pid, 0)
         self.flops = 20.0 * n * n if pid == NBODY else 0.0  # Mandelbrot: later
         self.size = {
             SAXPY: "%d f32" % n, SUM: "%d f32" % n, DOTP: "%d f32" % n,
             SCAN: "%d i32" % n, BS: "%d options" % n, NBODY: "%d bodies" % n,
             MANDEL: "%dx%d, %d iterations" % (s.n, s.h, s.max_iter),
             HIST: "%d i32 keys, %d bins" % (n, s.bins),
+            JACOBI: "%dx%d f32, %d steps" % (s.h, n, s.max_iter),
         }[pid]
 
     @property
@@ -283,6 +296,7 @@ PROGRAM_LIST = [
     ("nbody", NBODY, "n-body: accelerations, all pairs, one step"),
     ("mandelbrot", MANDEL, "Mandelbrot: generate with a while loop"),
     ("histogram", HIST, "histogram: permute (+) of ones into 256 zeros"),
+    ("jacobi", JACOBI, "Jacobi: 5-point stencil 3x3 (clamp), awhile of 100 steps"),
 ]
 
 CHECKS = {
@@ -297,13 +311,15 @@ CHECKS = {
             "peers that contract, and fast math, move a few boundary pixels: "
             "the mismatches are reported, 'ok' when at most 0.1% of pixels",
     HIST: "exact",
+    JACOBI: "max |r - c| / max(1, |c|) <= 1e-5 per element (the sums in the "
+            "same order everywhere; values in [0, 1))",
 }
 
 
 def fill_inputs(wg, prog):
     bufs = []
     for k, (dtype, fill) in enumerate(prog.inputs):
-        b = Buf(dtype, prog.shape.n)
+        b = Buf(dtype, prog.in_n)
         seed = 1000 * prog.pid + k + 1
         if fill[0] == "u":
             wg.wg_fill_f32(b.ptr, b.n, fill[1], fill[2], seed)
@@ -329,8 +345,8 @@ def check(wg, prog, got, ref):
         g, r = float(got[0].a[0]), float(ref[0].a[0])
         e = abs(g - r) / max(abs(r), 1e-30)
         return e <= 1e-3, "%s (rel. err. %.1e)" % ("ok" if e <= 1e-3 else "FAIL", e)
-    if pid in (SAXPY, BS, NBODY):
-        tol = {SAXPY: 1e-5, BS: 1e-3, NBODY: 1e-3}[pid]
+    if pid in (SAXPY, BS, NBODY, JACOBI):
+        tol = {SAXPY: 1e-5, BS: 1e-3, NBODY: 1e-3, JACOBI: 1e-5}[pid]
         floor = 1.0
         if pid == NBODY:
             floor = max(wg.wg_max_abs_f32(r.ptr, r.n) for r in ref) or 1.0
@@ -554,6 +570,10 @@ class CupyImpl(PeerImpl):
             self.label = "CuPy (ufuncs, %d iterations over the image)" % s.max_iter
         elif pid == HIST:
             self.fn = lambda k: cp.bincount(k, minlength=s.bins)
+        elif pid == JACOBI:
+            self.dev = [d.reshape(int(s.h), int(s.n)) for d in self.dev]
+            self.fn = jacobi_xp(lambda u: cp.pad(u, 1, mode="edge"), s.max_iter)
+            self.label = "CuPy (pad edge + slices, %d steps)" % s.max_iter
         self.out = self.fn(*self.dev)
         self.sync()
 
@@ -634,6 +654,14 @@ class TorchImpl(PeerImpl):
                 self.dev = [k.long()]
                 self.fn = lambda k: torch.bincount(k, minlength=s.bins)
                 self.label = "PyTorch (keys as int64)"
+        elif pid == JACOBI:
+            import torch.nn.functional as F
+
+            self.dev = [d.reshape(int(s.h), int(s.n)) for d in self.dev]
+            self.fn = jacobi_xp(
+                lambda u: F.pad(u[None, None], (1, 1, 1, 1), mode="replicate")[0, 0],
+                s.max_iter)
+            self.label = "PyTorch (pad replicate + slices, %d steps)" % s.max_iter
         self.out = self.fn(*self.dev)
         self.sync()
 
@@ -747,6 +775,12 @@ class JaxImpl(PeerImpl):
             self.label = "JAX (jit, lax.fori_loop over the image)"
         elif pid == HIST:
             f = lambda k: jnp.bincount(k, length=int(s.bins))  # noqa: E731
+        elif pid == JACOBI:
+            self.dev = [d.reshape(int(s.h), int(s.n)) for d in self.dev]
+            step = jacobi_xp(lambda u: jnp.pad(u, 1, mode="edge"), 1)
+            iters = int(s.max_iter)
+            f = lambda u: lax.fori_loop(0, iters, lambda _, v: step(v), u)  # noqa: E731
+            self.label = "JAX (jit, lax.fori_loop of pad edge + slices)"
         self.fn = jax.jit(f)
         self.out = self.fn(*self.dev)
         self.sync()
@@ -817,6 +851,20 @@ def nbody_xp(m, s, sqrt, rowsum):
         return tuple(outs)
 
     return nbody
+
+
+def jacobi_xp(pad, iters):
+    """iters Jacobi steps, each 0.25 (((n + s) + w) + e) of the grid
+    padded by its edge (the clamped boundary), in weft's order."""
+    iters = int(iters)
+
+    def jacobi(u):
+        for _ in range(iters):
+            p = pad(u)
+            u = 0.25 * (((p[:-2, 1:-1] + p[2:, 1:-1]) + p[1:-1, :-2]) + p[1:-1, 2:])
+        return u
+
+    return jacobi
 
 
 def mandel_xp(m, s, arange, zeros_f, zeros_i, ones_b):

@@ -49,6 +49,7 @@
 
 #include "gpubench.h"
 #include "weft.h"
+#include "../programs.h" /* Jacobi (bp_jacobi) */
 
 #define WG_API __attribute__((visibility("default")))
 #define MAX_IN 4
@@ -238,6 +239,41 @@ static void nbody_c(const gb_shape *s, const float *const *in, float *ax,
     }
 }
 
+/* -- Jacobi (stencil) -- */
+
+/* max_iter 5-point steps of the h x n grid u into r, clamped, in
+ * bp_jacobi's order of operations (0.25 * (((n + s) + w) + e)).  Returns
+ * 0, or -1 when out of memory. */
+static int jacobi_c(const gb_shape *s, const float *u, float *r)
+{
+    int64_t h = s->h, w = s->n;
+    float *tmp = malloc((size_t)(h * w) * sizeof *tmp);
+    if (!tmp) {
+        return fail("wg_cref: out of memory");
+    }
+    /* the last step writes r: start in r or tmp by the parity */
+    float *bufs[2] = {s->max_iter % 2 ? r : tmp, s->max_iter % 2 ? tmp : r};
+    memcpy(r, u, (size_t)(h * w) * sizeof *r);
+    const float *from = u;
+    for (int32_t it = 0; it < s->max_iter; it++) {
+        float *to = bufs[it % 2];
+        for (int64_t y = 0; y < h; y++) {
+            int64_t yn = y > 0 ? y - 1 : 0, ys = y + 1 < h ? y + 1 : h - 1;
+            for (int64_t x = 0; x < w; x++) {
+                int64_t xw = x > 0 ? x - 1 : 0, xe = x + 1 < w ? x + 1 : w - 1;
+                to[y * w + x] = 0.25f * (((from[yn * w + x] + from[ys * w + x]) +
+                                          from[y * w + xw]) +
+                                         from[y * w + xe]);
+            }
+        }
+        from = to;
+    }
+    free(tmp);
+    return 0;
+}
+
+/* -- end Jacobi -- */
+
 /* Program prog in plain C, sequentially (sums in double): in and out as
  * in gpubench.h.  For checking at small sizes. */
 WG_API int wg_cref(int prog, const gb_shape *s, const void *const *in,
@@ -323,6 +359,8 @@ WG_API int wg_cref(int prog, const gb_shape *s, const void *const *in,
         }
         return 0;
     }
+    case GB_JACOBI:
+        return jacobi_c(s, x, out[0]);
     }
     return fail("wg_cref: no program %d", prog);
 }
@@ -526,8 +564,22 @@ static int prog_inputs(int prog, weft_type *t)
     case GB_NBODY:
     case GB_NBODY_FOLD: t[0] = t[1] = t[2] = t[3] = WEFT_F32; return 4;
     case GB_MANDEL: return 0;
+    case GB_JACOBI: t[0] = WEFT_F32; return 1;
     }
     return -1;
+}
+
+/* The shape of program prog's inputs (all alike) into shape; returns the
+ * rank: Jacobi's grid h x n, else n. */
+static int prog_input_shape(int prog, const gb_shape *s, int64_t *shape)
+{
+    if (prog == GB_JACOBI) {
+        shape[0] = s->h;
+        shape[1] = s->n;
+        return 2;
+    }
+    shape[0] = s->n;
+    return 1;
 }
 
 static weft_acc *build(int prog, weft_context *ctx, weft_program *p,
@@ -553,6 +605,7 @@ static weft_acc *build(int prog, weft_context *ctx, weft_program *p,
     case GB_NBODY_FOLD: return build_nbody_fold(ctx, p, x, s->eps2);
     case GB_MANDEL: return build_mandel(ctx, p, s);
     case GB_HIST: return build_hist(p, x[0], s->bins);
+    case GB_JACOBI: return bp_jacobi(p, x[0], s->max_iter);
     }
     return NULL;
 }
@@ -643,9 +696,11 @@ WG_API int wg_open(int prog, const gb_shape *sh, const void *const *in)
         wg_close(prog);
         return -1;
     }
+    int64_t shape[2];
+    int rank = prog_input_shape(prog, sh, shape);
     weft_acc *x[MAX_IN];
     for (int i = 0; i < nin; i++) {
-        x[i] = weft_param(s->p, t[i], 1);
+        x[i] = weft_param(s->p, t[i], rank);
     }
     weft_acc *r = build(prog, s->ctx, s->p, x, sh);
     double t0 = now_ms();
@@ -662,10 +717,10 @@ WG_API int wg_open(int prog, const gb_shape *sh, const void *const *in)
         s->stream = NULL; /* interp, cpu: the host clock only */
     }
     weft_context_stats(s->ctx, &s->after);
-    int64_t n = sh->n;
     for (int i = 0; i < nin; i++) {
         const void *data[1] = {in[i]};
-        if (weft_array_from_host(s->ctx, t[i], 1, &n, data, &s->in[i])) {
+        if (weft_array_from_host(s->ctx, t[i], rank, shape, data,
+                                 &s->in[i])) {
             fail_weft("weft_array_from_host");
             wg_close(prog);
             return -1;
@@ -857,7 +912,7 @@ static const char *const prog_names[GB_NPROG] = {
     [GB_DOTP] = "dotp",     [GB_SCAN] = "scan",
     [GB_BS] = "blackscholes", [GB_NBODY] = "nbody",
     [GB_NBODY_FOLD] = "nbody-fold", [GB_MANDEL] = "mandelbrot",
-    [GB_HIST] = "histogram",
+    [GB_HIST] = "histogram", [GB_JACOBI] = "jacobi",
 };
 
 /* Compile program prog in a new context on the empty cache dir; print
@@ -869,6 +924,8 @@ static int phases_of(int prog, const char *dir)
                    .dx = 2.5f / 1024, .dy = 2.5f / 1024};
     weft_type t[MAX_IN];
     int nin = prog_inputs(prog, t);
+    int64_t shape[2];
+    int rank = prog_input_shape(prog, &sh, shape);
     weft_context *ctx = NULL;
     weft_program *p = NULL;
     weft_executable *exe = NULL;
@@ -879,7 +936,7 @@ static int phases_of(int prog, const char *dir)
     }
     weft_acc *x[MAX_IN];
     for (int i = 0; i < nin; i++) {
-        x[i] = weft_param(p, t[i], 1);
+        x[i] = weft_param(p, t[i], rank);
     }
     weft_acc *r = build(prog, ctx, p, x, &sh);
     double t0 = now_ms();
