@@ -519,6 +519,96 @@ START_TEST(test_stencil2)
 }
 END_TEST
 
+/* Rank 2 around the GPU's tiles (ptx/stencil.c: 64 x 32 elements, fewer
+ * rows for wide elements or windows): extents that are multiples of the
+ * tile, one more, one less, narrower than the halo, one wide, empty;
+ * every boundary with windows from 3 to 9 per dimension and every
+ * element type, tuples included. */
+START_TEST(test_stencil_tiles)
+{
+    static const int64_t shapes[][3] = {
+        {32, 64}, {33, 65}, {31, 63}, {64, 128}, {97, 130}, {1, 200},
+        {200, 1}, {3, 2}, {2, 3}, {65, 33}, {130, 300}, {0, 0}, {4, 4},
+        {16, 64}, {17, 1}};
+    static const int win[][2] = {{3, 3}, {5, 5}, {9, 9}, {3, 9},
+                                 {9, 3}, {7, 3}, {3, 7}};
+    static const int elts[] = {E_F32, E_I32, E_F64, E_PAIR, E_TRIPLE,
+                               E_BOOL, E_F16, E_I8, E_U16, E_I64};
+    int ns = (int)(sizeof shapes / sizeof shapes[0]);
+    open_both();
+    for (int si = 0; si < ns; si++) {
+        for (int bi = 0; bi < 4; bi++) {
+            int turn = si * 4 + bi;
+            sten_arg sa;
+            memset(&sa, 0, sizeof sa);
+            sa.bnd[0] = (weft_boundary_kind)bi;
+            sa.win[0][0] = win[turn % 7][0];
+            sa.win[0][1] = win[turn % 7][1];
+            sa.free_var = turn % 3 == 0;
+            input in = {.elt = elts[turn % 10], .rank = 2};
+            sa.ncomp = in.elt == E_PAIR ? 2 : 3;
+            in.shape[0] = shapes[si][0];
+            in.shape[1] = shapes[si][1];
+            char what[160];
+            snprintf(what, sizeof what,
+                     "tiles shape %lld %lld window %d %d boundary %d elt %d",
+                     (long long)in.shape[0], (long long)in.shape[1],
+                     sa.win[0][0], sa.win[0][1], bi, in.elt);
+            check_both(what, &in, 1, build_stencil, &sa, WEFT_OK);
+        }
+    }
+    /* more tiles than a GPU's grid holds at once: blocks take several */
+    for (int bi = 0; bi < 4; bi++) {
+        sten_arg sa = {.win = {{3, 3}}, .bnd = {(weft_boundary_kind)bi}};
+        input in = {.elt = bi % 2 ? E_I32 : E_F32, .rank = 2,
+                    .shape = {1500, 1537}};
+        char what[64];
+        snprintf(what, sizeof what, "tiles 1500x1537 boundary %d", bi);
+        check_both(what, &in, 1, build_stencil, &sa, WEFT_OK);
+    }
+    close_both();
+}
+END_TEST
+
+/* stencil2 of rank 2 in tiles: arrays of other shapes (the result is the
+ * intersection), other windows and boundaries per array. */
+START_TEST(test_stencil2_tiles)
+{
+    static const struct {
+        int64_t a[3], b[3];
+        int ea, eb;
+        int wa[2], wb[2];
+    } cases[] = {
+        {{70, 130}, {66, 140}, E_F32, E_F32, {3, 3}, {5, 5}},
+        {{33, 65}, {40, 64}, E_F64, E_F32, {9, 3}, {3, 9}},
+        {{5, 200}, {7, 190}, E_I32, E_I8, {7, 7}, {3, 3}},
+        {{128, 64}, {128, 64}, E_I64, E_I32, {9, 9}, {9, 9}},
+        {{1, 1}, {3, 3}, E_F32, E_F64, {5, 3}, {3, 5}},
+    };
+    open_both();
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        for (int bi = 0; bi < 4; bi++) {
+            sten_arg sa;
+            memset(&sa, 0, sizeof sa);
+            sa.two = true;
+            sa.bnd[0] = (weft_boundary_kind)bi;
+            sa.bnd[1] = (weft_boundary_kind)((bi + 1 + (int)c) % 4);
+            memcpy(sa.win[0], cases[c].wa, sizeof cases[c].wa);
+            memcpy(sa.win[1], cases[c].wb, sizeof cases[c].wb);
+            input in[2] = {{.elt = cases[c].ea, .rank = 2},
+                           {.elt = cases[c].eb, .rank = 2}};
+            memcpy(in[0].shape, cases[c].a, sizeof cases[c].a);
+            memcpy(in[1].shape, cases[c].b, sizeof cases[c].b);
+            char what[96];
+            snprintf(what, sizeof what, "stencil2 tiles case %zu boundary %d",
+                     c, bi);
+            check_both(what, in, 2, build_stencil, &sa, WEFT_OK);
+        }
+    }
+    close_both();
+}
+END_TEST
+
 START_TEST(test_stencil_large)
 {
     open_both();
@@ -823,6 +913,8 @@ static Suite *cpu_stencil_suite(void)
     tcase_add_test(ts, test_stencil_tiny);
     tcase_add_test(ts, test_stencil2);
     tcase_add_test(ts, test_stencil_large);
+    tcase_add_test(ts, test_stencil_tiles);
+    tcase_add_test(ts, test_stencil2_tiles);
     suite_add_tcase(s, ts);
     TCase *tr = tcase_create("reshape");
     tcase_set_timeout(tr, 120);
