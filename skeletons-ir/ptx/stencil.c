@@ -38,16 +38,15 @@
  * lies inside the result, a test that only the last row and column of
  * tiles fail.
  *
- * Threads.  The work of a phase is written for BLOCK (256) threads:
- * element e of the tile's K BLOCK elements goes to thread e % BLOCK.  The
- * block size comes from the occupancy API (at most BLOCK, .maxntid), so
- * a block of fewer threads plays the BLOCK "virtual" threads in turn (a
- * loop v = tid, tid + bs, ... < BLOCK, once when bs is BLOCK); the
- * barriers stand outside that loop, at the top level of the tile loop,
- * which every thread of the block runs with the same bounds.  With TW 64
- * a warp takes 32 consecutive columns of a row: its shared-memory reads
- * are consecutive words (no bank conflict), and its global stores 128
- * bytes of f32.
+ * Threads.  Both phases give element e of the tile (and halo) to thread
+ * e % bs, in loops e = tid, tid + bs, ...; the unrolled interior load is
+ * written for blocks of BLOCK (256) threads, and the block size comes
+ * from the occupancy API (at most BLOCK, .maxntid), which may choose
+ * fewer (then the plain loop loads every tile).  The barriers stand at
+ * the top level of the tile loop, which every thread of the block runs
+ * with the same bounds.  With TW 64 a warp takes 32 consecutive columns
+ * of a row: its shared-memory reads are consecutive words (no bank
+ * conflict), and its global stores 128 bytes of f32.
  *
  * Tiles.  TW x TH starts at 64 x 32 and halves (TH down to 8, then TW
  * down to 32) until the shared arrays of both sides fit in SHARED_MAX
@@ -62,6 +61,9 @@
  * and a thread that leaves its loop on cancellation goes on to the
  * barriers with the others.
  */
+#include <stdio.h>
+#include <stdlib.h>
+
 #include "../sk.h"
 
 enum {
@@ -124,11 +126,34 @@ static int log2i(int x)
 }
 
 /* sk_kernel.flags of a tiled kernel: SK_STENCIL_TILED, log2 TW in bits
- * 4..7, log2 TH in bits 8..11, the version in bits 28.. */
-static unsigned tile_flags(int tw, int th)
+ * 4..7, log2 TH in bits 8..11, the blocks per SM asked of ptxas (0: none)
+ * in bits 12..15, the version in bits 28.. */
+static unsigned tile_flags(int tw, int th, int min_blocks)
 {
     return SK_STENCIL_TILED | (unsigned)log2i(tw) << 4 |
-           (unsigned)log2i(th) << 8 | (unsigned)TILED_VERSION << 28;
+           (unsigned)log2i(th) << 8 | (unsigned)(min_blocks & 0xf) << 12 |
+           (unsigned)TILED_VERSION << 28;
+}
+
+/* TUNING (temporary, for the device rounds): WEFT_STENCIL_TILE=WxH or
+ * WxHxB overrides the tile (powers of two, W * H >= BLOCK) and asks
+ * ptxas for B blocks per SM. */
+static void tile_tune(const fe_term *t, int *tw, int *th, int *mb)
+{
+    const char *env = getenv("WEFT_STENCIL_TILE");
+    int w = 0, h = 0, b = 0;
+    if (!env || sscanf(env, "%dx%dx%d", &w, &h, &b) < 2) {
+        return;
+    }
+    (void)t;
+    if (w >= 8 && h >= 1 && w * h >= BLOCK && w <= 1024 && h <= 1024 &&
+        (w & (w - 1)) == 0 && (h & (h - 1)) == 0) {
+        *tw = w;
+        *th = h;
+    }
+    if (b > 0 && b < 16) {
+        *mb = b;
+    }
 }
 
 int sk_stencil_tile_w(unsigned flags)
@@ -155,6 +180,20 @@ static LLVMValueRef i32c(cg_fn *fn, int64_t x)
 {
     return LLVMConstInt(LLVMInt32TypeInContext(fn->llctx),
                         (unsigned long long)x, 1);
+}
+
+/* x (i32) through an inline-assembly copy that the optimiser cannot see
+ * through: the thread index, once per tile, so that the positions of an
+ * interior tile's unrolled loads are computed per tile instead of being
+ * hoisted out of the tile loop (two 64-bit registers per load, kept
+ * across the loop: Jacobi's kernel 60 registers instead of 40). */
+static LLVMValueRef opaque32(cg_fn *fn, LLVMValueRef x)
+{
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+    LLVMTypeRef ty = LLVMFunctionType(i32, &i32, 1, 0);
+    LLVMValueRef mov = LLVMGetInlineAsm(ty, "mov.b32 $0, $1;", 15, "=r,r", 4,
+                                        0, 0, LLVMInlineAsmDialectATT, 0);
+    return LLVMBuildCall2(fn->b, ty, mov, &x, 1, "");
 }
 
 static LLVMValueRef wide(cg_fn *fn, LLVMValueRef x)
@@ -317,9 +356,9 @@ static LLVMValueRef interior_at(cg_fn *fn, const tside *sd, LLVMValueRef base,
         "");
 }
 
-/* Load an interior tile of side sd (its halo inside the array) for the
- * virtual thread v (i32): elements v, v + BLOCK, ... of the lh lw, every
- * load first (unrolled), then the shared stores. */
+/* Load an interior tile of side sd (its halo inside the array) in a
+ * block of BLOCK threads, thread v (i32) elements v, v + BLOCK, ... of
+ * the lh lw: every load first (unrolled), then the shared stores. */
 static weft_status load_interior(sk_fn *f, const tside *sd, LLVMValueRef v,
                                  LLVMValueRef y0, LLVMValueRef x0)
 {
@@ -364,17 +403,19 @@ static weft_status load_interior(sk_fn *f, const tside *sd, LLVMValueRef v,
     return WEFT_OK;
 }
 
-/* Load a tile of side sd whose halo may leave the array, through the
- * boundary: elements v, v + BLOCK, ... < lh lw in a loop. */
-static weft_status load_border(sk_fn *f, const tside *sd, LLVMValueRef v,
-                               LLVMValueRef y0, LLVMValueRef x0)
+/* Load a tile of side sd whose halo may leave the array (or any tile in
+ * a block of other than BLOCK threads), through the boundary: elements
+ * tid, tid + bs, ... < lh lw in a loop. */
+static weft_status load_border(sk_fn *f, const tside *sd, LLVMValueRef tid,
+                               LLVMValueRef bs, LLVMValueRef y0,
+                               LLVMValueRef x0)
 {
     cg_fn *fn = &f->fn;
     LLVMBuilderRef B = fn->b;
     int total = sd->lh * sd->lw;
     cg_sloop l;
-    LLVMValueRef e64 = cg_sloop_begin(fn, &l, wide(fn, v), cg_i64(fn, total),
-                                      cg_i64(fn, BLOCK), "e");
+    LLVMValueRef e64 = cg_sloop_begin(fn, &l, wide(fn, tid), cg_i64(fn, total),
+                                      wide(fn, bs), "e");
     LLVMValueRef e = LLVMBuildTrunc(B, e64, LLVMInt32TypeInContext(fn->llctx),
                                     "");
     LLVMValueRef lw = i32c(fn, sd->lw);
@@ -425,24 +466,22 @@ static LLVMValueRef tile_inside(cg_fn *fn, const tside *sd, LLVMValueRef y0,
                         LLVMBuildAnd(B, c[2], c[3], ""), "");
 }
 
-/* The apply phase of virtual thread v: elements v + k BLOCK of the tile
- * (row e / tw, column e % tw) inside the result, f of their windows. */
+/* The apply phase: elements tid, tid + bs, ... of the tile (row e / tw,
+ * column e % tw) that lie inside the result, f of their windows. */
 static weft_status apply_tile(sk_fn *f, const tside *sd, int nside,
-                              LLVMValueRef v, LLVMValueRef y0,
-                              LLVMValueRef x0, int tw, int th, cg_val *args)
+                              LLVMValueRef tid, LLVMValueRef bs,
+                              LLVMValueRef y0, LLVMValueRef x0, int tw, int th,
+                              cg_val *args)
 {
     cg_fn *fn = &f->fn;
     LLVMBuilderRef B = fn->b;
     const cg_array *out = sk_out_array(f, 0);
-    cg_loop l;
-    LLVMValueRef k;
-    cg_loop_begin(fn, &l, cg_i64(fn, 0), cg_i64(fn, (int64_t)tw * th / BLOCK),
-                  &k);
-    LLVMValueRef e = LLVMBuildAdd(
-        B, v,
-        LLVMBuildTrunc(B, LLVMBuildMul(B, k, cg_i64(fn, BLOCK), ""),
-                       LLVMInt32TypeInContext(fn->llctx), ""),
-        "");
+    cg_sloop l;
+    LLVMValueRef e = LLVMBuildTrunc(
+        B,
+        cg_sloop_begin(fn, &l, wide(fn, tid), cg_i64(fn, (int64_t)tw * th),
+                       wide(fn, bs), "e"),
+        LLVMInt32TypeInContext(fn->llctx), "");
     LLVMValueRef r = LLVMBuildUDiv(B, e, i32c(fn, tw), "");
     LLVMValueRef c = LLVMBuildURem(B, e, i32c(fn, tw), "");
     LLVMValueRef y = LLVMBuildAdd(B, y0, wide(fn, r), "y");
@@ -482,7 +521,7 @@ static weft_status apply_tile(sk_fn *f, const tside *sd, int nside,
         }
     }
     cg_if_end(fn, &in);
-    cg_loop_end(fn, &l);
+    cg_sloop_end(fn, &l);
     return s;
 }
 
@@ -508,7 +547,7 @@ static weft_status emit_tiled(sk_fn *f, int tw, int th)
     if (!args) {
         return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
     }
-    cg_ptx_launch_bounds(fn, BLOCK, 0);
+    cg_ptx_launch_bounds(fn, BLOCK, (int)(f->e->k->flags >> 12 & 0xf));
     const cg_array *out = sk_out_array(f, 0);
     LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
     LLVMValueRef tid = tg->thread_index(fn, 0);
@@ -534,38 +573,30 @@ static weft_status emit_tiled(sk_fn *f, int tw, int th)
         interior = LLVMBuildAnd(B, interior,
                                 tile_inside(fn, &sd[i], y0, x0, tw, th), "");
     }
-    /* load */
-    cg_sloop vl;
-    LLVMValueRef v = LLVMBuildTrunc(
-        B,
-        cg_sloop_begin(fn, &vl, wide(fn, tid), cg_i64(fn, BLOCK), wide(fn, bs),
-                       "v"),
-        i32, "");
+    /* load: unrolled where the tile is interior and the block has the
+     * BLOCK threads the unrolled code is written for */
     cg_if ii;
-    cg_if_begin(fn, &ii, interior);
+    cg_if_begin(fn, &ii,
+                LLVMBuildAnd(B, interior,
+                             LLVMBuildICmp(B, LLVMIntEQ, bs, i32c(fn, BLOCK), ""),
+                             ""));
+    LLVMValueRef tid_here = opaque32(fn, tid);
     for (int i = 0; i < nside && s == WEFT_OK; i++) {
-        s = load_interior(f, &sd[i], v, y0, x0);
+        s = load_interior(f, &sd[i], tid_here, y0, x0);
     }
     cg_if_else(fn, &ii);
     for (int i = 0; i < nside && s == WEFT_OK; i++) {
-        s = load_border(f, &sd[i], v, y0, x0);
+        s = load_border(f, &sd[i], tid, bs, y0, x0);
     }
     cg_if_end(fn, &ii);
-    cg_sloop_end(fn, &vl);
     if (s) {
         return s;
     }
     tg->barrier(fn);
-    /* apply */
-    cg_sloop al;
-    v = LLVMBuildTrunc(B,
-                       cg_sloop_begin(fn, &al, wide(fn, tid), cg_i64(fn, BLOCK),
-                                      wide(fn, bs), "v"),
-                       i32, "");
-    if ((s = apply_tile(f, sd, nside, v, y0, x0, tw, th, args)) != WEFT_OK) {
+    if ((s = apply_tile(f, sd, nside, tid, bs, y0, x0, tw, th, args)) !=
+        WEFT_OK) {
         return s;
     }
-    cg_sloop_end(fn, &al);
     tg->barrier(fn);
     cg_sloop_end(fn, &tl);
     return WEFT_OK;
@@ -575,11 +606,12 @@ static weft_status ptx_stencil_prepare(weft_context *ctx, fe_arena *arena,
                                        sk_kernel *k)
 {
     weft_status s = sk_stencil.prepare(ctx, arena, k);
-    int tw, th;
+    int tw, th, mb = 0;
     if (s || !tile_pick(ctx, k->op, &tw, &th)) {
         return s;
     }
-    k->flags |= tile_flags(tw, th);
+    tile_tune(k->op, &tw, &th, &mb);
+    k->flags |= tile_flags(tw, th, mb);
     k->block_max = BLOCK;
     k->item_threads[0] = SK_ITEM_BLOCK; /* a block per tile */
     return WEFT_OK;
