@@ -6,7 +6,9 @@
  * two).  The kernel runs over pieces of rows: rows are every dimension
  * but the innermost, and a long row (more than 2 * ST_PIECE columns) is cut
  * into C pieces of about ST_PIECE columns, so that even a rank-1 array
- * spreads over the whole gang.  An empty result runs nothing.  The GPU's
+ * spreads over the whole gang (on the GPU, SK_STENCIL_FINE, pieces of
+ * about ST_FINE_PIECE columns: one per thread, neighbouring threads on
+ * neighbouring pieces).  An empty result runs nothing.  The GPU's
  * tiled kernel of rank 2 (SK_STENCIL_TILED, skeletons-ir/ptx/stencil.c)
  * runs instead over its tiles, a block each.
  */
@@ -16,6 +18,7 @@
 
 #define WHO "weft_run"
 #define ST_PIECE 4096 /* columns per piece of a long row */
+#define ST_FINE_PIECE 4 /* ... on the GPU (SK_STENCIL_FINE) */
 
 weft_status rt_exec_stencil(rt_job *j)
 {
@@ -39,7 +42,8 @@ weft_status rt_exec_stencil(rt_job *j)
     }
     int64_t m = shape[rank - 1];
     int64_t rows = fe_shape_size(rank - 1, shape);
-    int64_t C = m > 2 * ST_PIECE ? m / ST_PIECE : 1;
+    int64_t piece = j->k->flags & SK_STENCIL_FINE ? ST_FINE_PIECE : ST_PIECE;
+    int64_t C = m > 2 * piece ? m / piece : 1;
     j->auxval[0].i = C;
     if ((s = rt_job_fill(j)) != WEFT_OK) {
         return s;

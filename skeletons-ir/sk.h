@@ -492,6 +492,13 @@ weft_status sk_permute_group(sk_fn *f, const cg_array *r,
  * grain 1, item_threads SK_ITEM_BLOCK), and the driver counts the tiles
  * (runtime/exec_stencil.c).  Without it the kernel is stencil.c's. */
 #define SK_STENCIL_TILED 1u
+/* sk_kernel.flags of the GPU's other stencils (stencil.c's kernel: ranks
+ * 1 and 3, and rank 2 where no tile fits): the driver cuts rows into
+ * pieces of a few columns (ST_FINE_PIECE), so that consecutive threads
+ * take consecutive pieces of a row (coalesced) and a row of any length
+ * spreads over the grid (pieces of 4096 columns, the CPU's, gave a
+ * rank-1 array of 2 million elements 488 threads). */
+#define SK_STENCIL_FINE 2u
 int sk_stencil_tile_w(unsigned flags);
 int sk_stencil_tile_h(unsigned flags);
 

@@ -442,7 +442,11 @@ static weft_status stencil_emit(sk_emit *e, const char *const *names)
     const cg_array *out = sk_out_array(&f, 0);
     LLVMValueRef m = out->extent[rank - 1];
     LLVMValueRef C = sk_aux_value(&f, 0)->v[0];
-    LLVMValueRef qn = LLVMBuildSDiv(B, m, C, ""), qr = LLVMBuildSRem(B, m, C, "");
+    /* divisions through cg_from_index: 32-bit ones where the values fit
+     * on a target whose 64-bit division is a call (the GPU) */
+    LLVMValueRef sh2[2] = {m, C}, qq[2];
+    cg_from_index(fn, 2, sh2, m, qq);
+    LLVMValueRef qn = qq[0], qr = qq[1];
     /* the interior's columns, before the row's own test: [lo, hi) */
     int lo_c = 0;
     LLVMValueRef hi = m;
@@ -458,8 +462,9 @@ static weft_status stencil_emit(sk_emit *e, const char *const *names)
     cg_loop lq;
     LLVMValueRef q;
     cg_loop_begin(fn, &lq, f.start, f.end, &q);
-    LLVMValueRef row = LLVMBuildSDiv(B, q, C, "");
-    LLVMValueRef piece = LLVMBuildSRem(B, q, C, "");
+    LLVMValueRef rp[2];
+    cg_from_index(fn, 2, sh2, q, rp);
+    LLVMValueRef row = rp[0], piece = rp[1];
     LLVMValueRef c0 = LLVMBuildAdd(B, LLVMBuildMul(B, piece, qn, ""),
                                    smin(fn, piece, qr), "");
     LLVMValueRef extra = LLVMBuildZExt(B, LLVMBuildICmp(B, LLVMIntSLT, piece,

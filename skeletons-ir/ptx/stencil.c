@@ -51,7 +51,8 @@
  * Tiles.  TW x TH starts at 64 x 32 and halves (TH down to 8, then TW
  * down to 32) until the shared arrays of both sides fit in SHARED_MAX
  * bytes; where even 32 x 8 does not fit (wide tuples in 9 x 9 windows),
- * and for ranks 1 and 3, the shared skeleton (stencil.c) runs instead.
+ * and for ranks 1 and 3, the shared skeleton (stencil.c) runs instead,
+ * its rows cut into pieces of a few columns (SK_STENCIL_FINE).
  * The tile's shape is part of the compiled code and the driver needs it
  * (runtime/exec_stencil.c counts the tiles), so it is in sk_kernel.flags
  * (SK_STENCIL_TILED, and so in the kernel's key).
@@ -607,8 +608,12 @@ static weft_status ptx_stencil_prepare(weft_context *ctx, fe_arena *arena,
 {
     weft_status s = sk_stencil.prepare(ctx, arena, k);
     int tw, th, mb = 0;
-    if (s || !tile_pick(ctx, k->op, &tw, &th)) {
+    if (s) {
         return s;
+    }
+    if (!tile_pick(ctx, k->op, &tw, &th)) {
+        k->flags |= SK_STENCIL_FINE; /* stencil.c's kernel, fine pieces */
+        return WEFT_OK;
     }
     tile_tune(k->op, &tw, &th, &mb);
     k->flags |= tile_flags(tw, th, mb);
