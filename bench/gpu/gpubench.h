@@ -19,6 +19,7 @@
  *   HIST         keys i32[n] in [0, bins)       counts i32[bins]
  *   JACOBI       u f32[h*n] (h rows of n)       u after max_iter steps
  *                                               f32[h*n]
+ *   JACOBI_LOOP  as JACOBI (weft only: the other formulation)
  */
 #ifndef GPUBENCH_H
 #define GPUBENCH_H
@@ -37,6 +38,7 @@ enum {
     GB_HIST,
     /* -- Jacobi (stencil) -- */
     GB_JACOBI,
+    GB_JACOBI_LOOP, /* as JACOBI (weft only: a host loop of one step) */
     /* -- end Jacobi -- */
     GB_NPROG
 };

@@ -752,7 +752,8 @@ static int launch(int prog, prog_state *p)
  * open). */
 RF_API int rf_open(int prog, const gb_shape *sh, const void *const *in)
 {
-    if (prog < 0 || prog >= GB_NPROG || prog == GB_NBODY_FOLD) {
+    if (prog < 0 || prog >= GB_NPROG || prog == GB_NBODY_FOLD ||
+        prog == GB_JACOBI_LOOP) {
         return rf_fail("rf_open: no program %d", prog);
     }
     if (sh->n < 0 || sh->n > INT32_MAX) {

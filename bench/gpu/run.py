@@ -73,7 +73,7 @@ BUDGET_MS = 3000.0
 # gpubench.h's programs
 SAXPY, SUM, DOTP, SCAN, BS, NBODY, NBODY_FOLD, MANDEL, HIST = range(9)
 # -- Jacobi (stencil) --
-JACOBI = 9
+JACOBI, JACOBI_LOOP = 9, 10
 JACOBI_STEPS = 100
 # -- end Jacobi --
 
@@ -1322,6 +1322,8 @@ def main():
         impls = [lambda: WeftImpl(wg, pid)]
         if pid == NBODY:
             impls.append(lambda: WeftImpl(wg, NBODY_FOLD, "weft (fold)"))
+        if pid == JACOBI:
+            impls.append(lambda: WeftImpl(wg, JACOBI_LOOP, "weft (host loop)"))
         if quick:
             ref_impl = lambda: CrefImpl(wg)  # noqa: E731
         else:

@@ -360,6 +360,7 @@ WG_API int wg_cref(int prog, const gb_shape *s, const void *const *in,
         return 0;
     }
     case GB_JACOBI:
+    case GB_JACOBI_LOOP:
         return jacobi_c(s, x, out[0]);
     }
     return fail("wg_cref: no program %d", prog);
@@ -564,7 +565,8 @@ static int prog_inputs(int prog, weft_type *t)
     case GB_NBODY:
     case GB_NBODY_FOLD: t[0] = t[1] = t[2] = t[3] = WEFT_F32; return 4;
     case GB_MANDEL: return 0;
-    case GB_JACOBI: t[0] = WEFT_F32; return 1;
+    case GB_JACOBI:
+    case GB_JACOBI_LOOP: t[0] = WEFT_F32; return 1;
     }
     return -1;
 }
@@ -573,7 +575,7 @@ static int prog_inputs(int prog, weft_type *t)
  * rank: Jacobi's grid h x n, else n. */
 static int prog_input_shape(int prog, const gb_shape *s, int64_t *shape)
 {
-    if (prog == GB_JACOBI) {
+    if (prog == GB_JACOBI || prog == GB_JACOBI_LOOP) {
         shape[0] = s->h;
         shape[1] = s->n;
         return 2;
@@ -606,6 +608,7 @@ static weft_acc *build(int prog, weft_context *ctx, weft_program *p,
     case GB_MANDEL: return build_mandel(ctx, p, s);
     case GB_HIST: return build_hist(p, x[0], s->bins);
     case GB_JACOBI: return bp_jacobi(p, x[0], s->max_iter);
+    case GB_JACOBI_LOOP: return bp_jacobi_step(p, x[0]);
     }
     return NULL;
 }
@@ -621,6 +624,8 @@ typedef struct session {
     int scalar;        /* the result is rank 0 */
     void *stream;      /* weft's CUDA stream (NULL: none, not ptx) */
     double compile_ms; /* wall time of weft_compile */
+    int32_t steps;     /* Jacobi's host loop: runs of one step per run */
+    weft_array *pp[2]; /* ... and the arrays they ping-pong between */
     weft_stats after;  /* the context's counters after the compile */
 } session;
 
@@ -642,11 +647,35 @@ WG_API void wg_close(int prog)
     for (int i = 0; i < MAX_IN; i++) {
         weft_array_release(s->in[i]);
     }
+    weft_array_release(s->pp[0]);
+    weft_array_release(s->pp[1]);
     weft_executable_free(s->exe);
     weft_program_free(s->p);
     weft_context_free(s->ctx);
     memset(s, 0, sizeof *s);
 }
+
+/* -- Jacobi (stencil): the host loop -- */
+
+/* s->steps runs of the one-step executable, each weft_run_into the other
+ * of s->pp (the first from the input), as ref.cu's launches ping-pong:
+ * *out gets the last one's array (a new reference).  Returns 0 or -1. */
+static int run_steps(session *s, weft_array **out)
+{
+    weft_array *from = s->in[0];
+    for (int32_t i = 0; i < s->steps; i++) {
+        weft_array *to = s->pp[(s->steps - 1 - i) % 2];
+        if (weft_run_into(s->exe, &from, 1, &to, 1)) {
+            return fail_weft("weft_run_into");
+        }
+        from = to;
+    }
+    weft_array_retain(from);
+    *out = from;
+    return 0;
+}
+
+/* -- end Jacobi -- */
 
 /* Run s once; *out gets the result (the caller releases it).  Waits for
  * the result as the comment at the top says; *event_ms gets the events'
@@ -659,8 +688,10 @@ static int run_wait(session *s, weft_array **out, double *event_ms)
     if (events && wg_record(0, s->stream)) {
         return fail("wg_run: the first event could not be recorded");
     }
-    if (weft_run(s->exe, s->in, s->nin, out, 1)) {
-        return fail_weft("weft_run");
+    if (s->steps > 0 ? run_steps(s, out)
+                     : weft_run(s->exe, s->in, s->nin, out, 1) ? fail_weft("weft_run")
+                                                              : 0) {
+        return -1;
     }
     if (events) {
         if (wg_record(1, s->stream) || (*event_ms = wg_finish()) < 0) {
@@ -726,6 +757,16 @@ WG_API int wg_open(int prog, const gb_shape *sh, const void *const *in)
             return -1;
         }
         s->nin = i + 1;
+    }
+    if (prog == GB_JACOBI_LOOP) {
+        s->steps = sh->max_iter;
+        for (int i = 0; i < 2; i++) {
+            if (weft_array_create(s->ctx, WEFT_F32, rank, shape, &s->pp[i])) {
+                fail_weft("weft_array_create");
+                wg_close(prog);
+                return -1;
+            }
+        }
     }
     weft_array *out;
     double ev;
@@ -913,6 +954,7 @@ static const char *const prog_names[GB_NPROG] = {
     [GB_BS] = "blackscholes", [GB_NBODY] = "nbody",
     [GB_NBODY_FOLD] = "nbody-fold", [GB_MANDEL] = "mandelbrot",
     [GB_HIST] = "histogram", [GB_JACOBI] = "jacobi",
+    [GB_JACOBI_LOOP] = "jacobi-loop",
 };
 
 /* Compile program prog in a new context on the empty cache dir; print
