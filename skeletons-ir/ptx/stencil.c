@@ -342,64 +342,105 @@ static void shared_put(cg_fn *fn, const tside *sd, LLVMValueRef e,
     }
 }
 
-/* The global position of tile element e (i32) of side sd, whose tile
- * starts at row y0, column x0 (with the halo: y0 - hy, x0 - hx), read
- * without a test (an interior tile). */
-static LLVMValueRef interior_at(cg_fn *fn, const tside *sd, LLVMValueRef base,
-                                LLVMValueRef e)
-{
-    LLVMBuilderRef B = fn->b;
-    LLVMValueRef lw = i32c(fn, sd->lw);
-    LLVMValueRef r = wide(fn, LLVMBuildUDiv(B, e, lw, ""));
-    LLVMValueRef c = wide(fn, LLVMBuildURem(B, e, lw, ""));
-    return LLVMBuildAdd(
-        B, base, LLVMBuildAdd(B, LLVMBuildMul(B, r, sd->a->extent[1], ""), c, ""),
-        "");
-}
+/* One load of an interior tile: global position at, shared index e,
+ * stored only where ok (NULL: always). */
+typedef struct tload {
+    LLVMValueRef at, e, ok;
+    cg_val x;
+} tload;
 
 /* Load an interior tile of side sd (its halo inside the array) in a
- * block of BLOCK threads, thread v (i32) elements v, v + BLOCK, ... of
- * the lh lw: every load first (unrolled), then the shared stores. */
-static weft_status load_interior(sk_fn *f, const tside *sd, LLVMValueRef v,
-                                 LLVMValueRef y0, LLVMValueRef x0)
+ * block of BLOCK threads, thread tid (i32).  The tile's tw middle columns
+ * go BLOCK / tw rows a round: thread tid takes row tid / tw + k BLOCK / tw
+ * of round k, column tid % tw, so that its positions differ by constants
+ * from round to round (one add each); then the 2 hx halo columns of every
+ * row, element e = tid + k BLOCK of them row e / (2 hx).  Every load is
+ * issued first (unrolled), then the shared stores; the last rounds'
+ * threads past the tile load an element inside it and store nothing. */
+static weft_status load_interior(sk_fn *f, const tside *sd, LLVMValueRef tid,
+                                 LLVMValueRef y0, LLVMValueRef x0, int tw)
 {
     cg_fn *fn = &f->fn;
     LLVMBuilderRef B = fn->b;
-    int total = sd->lh * sd->lw;
-    int K = (total + BLOCK - 1) / BLOCK;
-    LLVMValueRef base = LLVMBuildAdd(
-        B,
-        LLVMBuildMul(B, LLVMBuildSub(B, y0, cg_i64(fn, sd->hy), ""),
-                     sd->a->extent[1], ""),
-        LLVMBuildSub(B, x0, cg_i64(fn, sd->hx), ""), "base");
-    cg_val *x = fe_arena_alloc(f->e->arena, sizeof *x * (size_t)K);
-    LLVMValueRef *e = fe_arena_alloc(f->e->arena, sizeof *e * (size_t)K);
-    if (!x || !e) {
+    LLVMValueRef m = sd->a->extent[1];
+    int rp = BLOCK / tw;                      /* middle rows a round */
+    int km = (sd->lh + rp - 1) / rp;          /* middle rounds */
+    int hc = 2 * sd->hx, nh = sd->lh * hc;    /* halo columns, elements */
+    int kh = (nh + BLOCK - 1) / BLOCK;        /* halo rounds */
+    tload *ld = fe_arena_alloc(f->e->arena, sizeof *ld * (size_t)(km + kh));
+    if (!ld) {
         return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
     }
-    for (int k = 0; k < K; k++) {
-        e[k] = LLVMBuildAdd(B, v, i32c(fn, (int64_t)k * BLOCK), "");
-        /* the last round's elements past the tile load its last one */
-        LLVMValueRef at = e[k];
-        if ((k + 1) * BLOCK > total) {
-            at = select_lt(fn, at, i32c(fn, total - 1), true);
+    /* the halo tile's first element in the array */
+    LLVMValueRef base = LLVMBuildAdd(
+        B, LLVMBuildMul(B, LLVMBuildSub(B, y0, cg_i64(fn, sd->hy), ""), m, ""),
+        LLVMBuildSub(B, x0, cg_i64(fn, sd->hx), ""), "base");
+    LLVMValueRef r0 = LLVMBuildUDiv(B, tid, i32c(fn, tw), "");
+    LLVMValueRef c0 = LLVMBuildAdd(B, LLVMBuildURem(B, tid, i32c(fn, tw), ""),
+                                   i32c(fn, sd->hx), "");
+    LLVMValueRef mid = LLVMBuildAdd(
+        B, base,
+        LLVMBuildAdd(B, LLVMBuildMul(B, wide(fn, r0), m, ""), wide(fn, c0), ""),
+        "mid");
+    LLVMValueRef step = LLVMBuildMul(B, m, cg_i64(fn, rp), "");
+    int n = 0;
+    for (int k = 0; k < km; k++, n++) {
+        LLVMValueRef r = LLVMBuildAdd(B, r0, i32c(fn, (int64_t)k * rp), "");
+        ld[n].ok = NULL;
+        LLVMValueRef at = LLVMBuildAdd(
+            B, mid, LLVMBuildMul(B, step, cg_i64(fn, k), ""), "");
+        if ((k + 1) * rp > sd->lh) {
+            /* rows past the tile read its last row */
+            LLVMValueRef in = LLVMBuildICmp(B, LLVMIntULT, r,
+                                            i32c(fn, sd->lh), "");
+            ld[n].ok = in;
+            LLVMValueRef last = LLVMBuildAdd(
+                B, base,
+                LLVMBuildAdd(B,
+                             LLVMBuildMul(B, cg_i64(fn, sd->lh - 1), m, ""),
+                             wide(fn, c0), ""),
+                "");
+            at = LLVMBuildSelect(B, in, at, last, "");
         }
-        weft_status s = cg_array_load(fn, sd->a, interior_at(fn, sd, base, at),
-                                      &x[k]);
+        ld[n].at = at;
+        ld[n].e = LLVMBuildAdd(B, LLVMBuildMul(B, r, i32c(fn, sd->lw), ""), c0,
+                               "");
+    }
+    for (int k = 0; k < kh; k++, n++) {
+        LLVMValueRef e = LLVMBuildAdd(B, tid, i32c(fn, (int64_t)k * BLOCK), "");
+        ld[n].ok = NULL;
+        if ((k + 1) * BLOCK > nh) {
+            ld[n].ok = LLVMBuildICmp(B, LLVMIntULT, e, i32c(fn, nh), "");
+            e = select_lt(fn, e, i32c(fn, nh - 1), true);
+        }
+        LLVMValueRef r = LLVMBuildUDiv(B, e, i32c(fn, hc), "");
+        LLVMValueRef j = LLVMBuildURem(B, e, i32c(fn, hc), "");
+        /* halo column j: j left of the tile, tw + j right of it */
+        LLVMValueRef c = LLVMBuildSelect(
+            B, LLVMBuildICmp(B, LLVMIntULT, j, i32c(fn, sd->hx), ""), j,
+            LLVMBuildAdd(B, j, i32c(fn, tw), ""), "");
+        ld[n].at = LLVMBuildAdd(
+            B, base,
+            LLVMBuildAdd(B, LLVMBuildMul(B, wide(fn, r), m, ""), wide(fn, c), ""),
+            "");
+        ld[n].e = LLVMBuildAdd(B, LLVMBuildMul(B, r, i32c(fn, sd->lw), ""), c,
+                               "");
+    }
+    for (int i = 0; i < n; i++) {
+        weft_status s = cg_array_load(fn, sd->a, ld[i].at, &ld[i].x);
         if (s) {
             return s;
         }
     }
-    for (int k = 0; k < K; k++) {
-        if ((k + 1) * BLOCK <= total) {
-            shared_put(fn, sd, e[k], &x[k]);
-            continue;
-        }
+    for (int i = 0; i < n; i++) {
         cg_if in;
-        cg_if_begin(fn, &in,
-                    LLVMBuildICmp(B, LLVMIntULT, e[k], i32c(fn, total), ""));
-        shared_put(fn, sd, e[k], &x[k]);
-        cg_if_end(fn, &in);
+        if (ld[i].ok) {
+            cg_if_begin(fn, &in, ld[i].ok);
+        }
+        shared_put(fn, sd, ld[i].e, &ld[i].x);
+        if (ld[i].ok) {
+            cg_if_end(fn, &in);
+        }
     }
     return WEFT_OK;
 }
@@ -467,8 +508,86 @@ static LLVMValueRef tile_inside(cg_fn *fn, const tside *sd, LLVMValueRef y0,
                         LLVMBuildAnd(B, c[2], c[3], ""), "");
 }
 
-/* The apply phase: elements tid, tid + bs, ... of the tile (row e / tw,
- * column e % tw) that lie inside the result, f of their windows. */
+/* out[pos] = f of the windows of a tile's element, read from the
+ * sides' shared tiles: side i's window starts at sb[i] (i64, r lw + c for
+ * the element's row r and column c in the tile), its element (dy, dx) at
+ * sb[i] + dy lw + dx, a constant offset that the address takes. */
+static weft_status apply_at(sk_fn *f, const tside *sd, int nside,
+                            const LLVMValueRef *sb, LLVMValueRef pos,
+                            cg_val *args)
+{
+    cg_fn *fn = &f->fn;
+    LLVMBuilderRef B = fn->b;
+    const cg_array *out = sk_out_array(f, 0);
+    weft_status s = WEFT_OK;
+    int at = 0;
+    for (int i = 0; i < nside && s == WEFT_OK; i++) {
+        for (int dy = 0; dy < sd[i].wy && s == WEFT_OK; dy++) {
+            for (int dx = 0; dx < sd[i].wx && s == WEFT_OK; dx++) {
+                LLVMValueRef p = LLVMBuildNUWAdd(
+                    B, sb[i], cg_i64(fn, (int64_t)dy * sd[i].lw + dx), "");
+                cg_val *a = &args[at++];
+                s = cg_val_make(fn, sd[i].a->nleaf, a);
+                for (int q = 0; s == WEFT_OK && q < sd[i].a->nleaf; q++) {
+                    a->v[q] = cg_load(fn, sd[i].a->leaf[q], sd[i].sh[q], p);
+                }
+            }
+        }
+    }
+    if (s) {
+        return s;
+    }
+    cg_set_elem(fn, pos); /* reports of f name the result's element */
+    cg_val res;
+    if ((s = cg_apply(fn, f->e->k->op->fun[0], args, &res)) == WEFT_OK) {
+        cg_array_store(fn, out, pos, &res);
+    }
+    return s;
+}
+
+/* The apply phase of a tile inside the result in a block of BLOCK
+ * threads: thread tid takes column tid % tw of rows tid / tw + k BLOCK /
+ * tw, k < tw th / BLOCK (a loop of constant count, which LLVM unrolls
+ * where f is small), no test. */
+static weft_status apply_full(sk_fn *f, const tside *sd, int nside,
+                              LLVMValueRef tid, LLVMValueRef y0,
+                              LLVMValueRef x0, int tw, int th, cg_val *args)
+{
+    cg_fn *fn = &f->fn;
+    LLVMBuilderRef B = fn->b;
+    const cg_array *out = sk_out_array(f, 0);
+    int rp = BLOCK / tw;
+    LLVMValueRef r0 = wide(fn, LLVMBuildUDiv(B, tid, i32c(fn, tw), ""));
+    LLVMValueRef c = wide(fn, LLVMBuildURem(B, tid, i32c(fn, tw), ""));
+    /* round k: row r0 + k rp, so every position steps by a constant */
+    LLVMValueRef pos0 = LLVMBuildAdd(
+        B,
+        LLVMBuildMul(B, LLVMBuildAdd(B, y0, r0, ""), out->extent[1], ""),
+        LLVMBuildAdd(B, x0, c, ""), "pos0");
+    LLVMValueRef pstep = LLVMBuildMul(B, out->extent[1], cg_i64(fn, rp), "");
+    LLVMValueRef sb0[2], sb[2];
+    for (int i = 0; i < nside; i++) {
+        sb0[i] = LLVMBuildNUWAdd(
+            B, LLVMBuildNUWMul(B, r0, cg_i64(fn, sd[i].lw), ""), c, "");
+    }
+    cg_loop l;
+    LLVMValueRef k;
+    cg_loop_begin(fn, &l, cg_i64(fn, 0), cg_i64(fn, (int64_t)tw * th / BLOCK),
+                  &k);
+    for (int i = 0; i < nside; i++) {
+        sb[i] = LLVMBuildNUWAdd(
+            B, sb0[i],
+            LLVMBuildNUWMul(B, k, cg_i64(fn, (int64_t)rp * sd[i].lw), ""), "");
+    }
+    LLVMValueRef pos = LLVMBuildAdd(B, pos0, LLVMBuildMul(B, k, pstep, ""), "");
+    weft_status s = apply_at(f, sd, nside, sb, pos, args);
+    cg_loop_end(fn, &l);
+    return s;
+}
+
+/* The apply phase of any tile in a block of any size: elements tid, tid +
+ * bs, ... of the tile (row e / tw, column e % tw) that lie inside the
+ * result. */
 static weft_status apply_tile(sk_fn *f, const tside *sd, int nside,
                               LLVMValueRef tid, LLVMValueRef bs,
                               LLVMValueRef y0, LLVMValueRef x0, int tw, int th,
@@ -483,44 +602,24 @@ static weft_status apply_tile(sk_fn *f, const tside *sd, int nside,
         cg_sloop_begin(fn, &l, wide(fn, tid), cg_i64(fn, (int64_t)tw * th),
                        wide(fn, bs), "e"),
         LLVMInt32TypeInContext(fn->llctx), "");
-    LLVMValueRef r = LLVMBuildUDiv(B, e, i32c(fn, tw), "");
-    LLVMValueRef c = LLVMBuildURem(B, e, i32c(fn, tw), "");
-    LLVMValueRef y = LLVMBuildAdd(B, y0, wide(fn, r), "y");
-    LLVMValueRef x = LLVMBuildAdd(B, x0, wide(fn, c), "x");
+    LLVMValueRef r = wide(fn, LLVMBuildUDiv(B, e, i32c(fn, tw), ""));
+    LLVMValueRef c = wide(fn, LLVMBuildURem(B, e, i32c(fn, tw), ""));
+    LLVMValueRef y = LLVMBuildAdd(B, y0, r, "y");
+    LLVMValueRef x = LLVMBuildAdd(B, x0, c, "x");
     cg_if in;
     cg_if_begin(fn, &in,
                 LLVMBuildAnd(B,
                              LLVMBuildICmp(B, LLVMIntSLT, y, out->extent[0], ""),
                              LLVMBuildICmp(B, LLVMIntSLT, x, out->extent[1], ""),
                              ""));
-    weft_status s = WEFT_OK;
-    int at = 0;
-    for (int i = 0; i < nside && s == WEFT_OK; i++) {
-        for (int dy = 0; dy < sd[i].wy && s == WEFT_OK; dy++) {
-            /* (r + dy) lw + c + dx of the side's shared tile */
-            LLVMValueRef row = LLVMBuildMul(
-                B, LLVMBuildAdd(B, r, i32c(fn, dy), ""), i32c(fn, sd[i].lw), "");
-            for (int dx = 0; dx < sd[i].wx && s == WEFT_OK; dx++) {
-                LLVMValueRef p = wide(
-                    fn, LLVMBuildAdd(B, row, LLVMBuildAdd(B, c, i32c(fn, dx), ""),
-                                     ""));
-                cg_val *a = &args[at++];
-                s = cg_val_make(fn, sd[i].a->nleaf, a);
-                for (int q = 0; s == WEFT_OK && q < sd[i].a->nleaf; q++) {
-                    a->v[q] = cg_load(fn, sd[i].a->leaf[q], sd[i].sh[q], p);
-                }
-            }
-        }
+    LLVMValueRef sb[2];
+    for (int i = 0; i < nside; i++) {
+        sb[i] = LLVMBuildNUWAdd(
+            B, LLVMBuildNUWMul(B, r, cg_i64(fn, sd[i].lw), ""), c, "");
     }
-    if (s == WEFT_OK) {
-        LLVMValueRef pos = LLVMBuildAdd(
-            B, LLVMBuildMul(B, y, out->extent[1], ""), x, "at");
-        cg_set_elem(fn, pos); /* reports of f name the result's element */
-        cg_val res;
-        if ((s = cg_apply(fn, f->e->k->op->fun[0], args, &res)) == WEFT_OK) {
-            cg_array_store(fn, out, pos, &res);
-        }
-    }
+    LLVMValueRef pos = LLVMBuildAdd(B, LLVMBuildMul(B, y, out->extent[1], ""),
+                                    x, "at");
+    weft_status s = apply_at(f, sd, nside, sb, pos, args);
     cg_if_end(fn, &in);
     cg_sloop_end(fn, &l);
     return s;
@@ -583,7 +682,7 @@ static weft_status emit_tiled(sk_fn *f, int tw, int th)
                              ""));
     LLVMValueRef tid_here = opaque32(fn, tid);
     for (int i = 0; i < nside && s == WEFT_OK; i++) {
-        s = load_interior(f, &sd[i], tid_here, y0, x0);
+        s = load_interior(f, &sd[i], tid_here, y0, x0, tw);
     }
     cg_if_else(fn, &ii);
     for (int i = 0; i < nside && s == WEFT_OK; i++) {
@@ -594,8 +693,27 @@ static weft_status emit_tiled(sk_fn *f, int tw, int th)
         return s;
     }
     tg->barrier(fn);
-    if ((s = apply_tile(f, sd, nside, tid, bs, y0, x0, tw, th, args)) !=
-        WEFT_OK) {
+    /* apply: with no test where the tile lies inside the result and the
+     * block has BLOCK threads */
+    LLVMValueRef full = LLVMBuildAnd(
+        B,
+        LLVMBuildICmp(B, LLVMIntSLE, LLVMBuildAdd(B, y0, cg_i64(fn, th), ""),
+                      out->extent[0], ""),
+        LLVMBuildICmp(B, LLVMIntSLE, LLVMBuildAdd(B, x0, cg_i64(fn, tw), ""),
+                      out->extent[1], ""),
+        "");
+    cg_if fi;
+    cg_if_begin(fn, &fi,
+                LLVMBuildAnd(B, full,
+                             LLVMBuildICmp(B, LLVMIntEQ, bs, i32c(fn, BLOCK), ""),
+                             ""));
+    s = apply_full(f, sd, nside, opaque32(fn, tid), y0, x0, tw, th, args);
+    cg_if_else(fn, &fi);
+    if (s == WEFT_OK) {
+        s = apply_tile(f, sd, nside, tid, bs, y0, x0, tw, th, args);
+    }
+    cg_if_end(fn, &fi);
+    if (s) {
         return s;
     }
     tg->barrier(fn);
