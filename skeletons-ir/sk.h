@@ -482,7 +482,21 @@ weft_status sk_permute_group(sk_fn *f, const cg_array *r,
                              const LLVMValueRef *g, int ng, int count,
                              sk_permute_put_fn put, void *user);
 
+/* ===== stencil.c: what a target's own stencil shares ===== */
+
+/* The value of side `which` (0 or 1) of the stencil's constant boundary
+ * into *out, or NULL when its boundary is not constant.  Errors:
+ * WEFT_ERR_INTERNAL (a constant boundary without its value). */
+weft_status sk_stencil_boundary_value(sk_fn *f, int which,
+                                      const cg_val **out);
+
 /* ===== ptx/target.c ===== */
+
+/* x (i64) through an inline-assembly copy that the optimiser cannot see
+ * through: what it computes from x stays where it is used, instead of
+ * being strength-reduced or hoisted out of a loop into registers kept
+ * across it. */
+LLVMValueRef sk_ptx_opaque(cg_fn *fn, LLVMValueRef x);
 
 /* ===== ptx/stencil.c ===== */
 

@@ -199,6 +199,19 @@ static LLVMValueRef bound(cg_fn *fn, weft_boundary_kind b, LLVMValueRef i,
     }
 }
 
+weft_status sk_stencil_boundary_value(sk_fn *f, int which,
+                                      const cg_val **out)
+{
+    *out = NULL;
+    if (f->e->k->op->u.st.bnd[which] == WEFT_BOUNDARY_CONSTANT &&
+        !(*out = sk_kid_value(f, 2 * which + 1))) {
+        return fe_error(WEFT_ERR_INTERNAL,
+                        "weft_compile: a constant stencil boundary without "
+                        "its value");
+    }
+    return WEFT_OK;
+}
+
 static weft_status side_init(sk_fn *f, side *sd, int which, int kid)
 {
     const fe_term *t = f->e->k->op;
@@ -219,12 +232,9 @@ static weft_status side_init(sk_fn *f, side *sd, int which, int kid)
             sd->ncombo *= sd->w[d];
         }
     }
-    sd->cval = NULL;
-    if (sd->bnd == WEFT_BOUNDARY_CONSTANT &&
-        !(sd->cval = sk_kid_value(f, kid + 1))) {
-        return fe_error(WEFT_ERR_INTERNAL,
-                        "weft_compile: a constant stencil boundary without "
-                        "its value");
+    weft_status s = sk_stencil_boundary_value(f, which, &sd->cval);
+    if (s) {
+        return s;
     }
     fe_arena *ar = f->e->arena;
     sd->rowbase = fe_arena_alloc(ar, sizeof *sd->rowbase * (size_t)sd->ncombo);

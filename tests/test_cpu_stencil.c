@@ -473,6 +473,27 @@ START_TEST(test_stencil_tiny)
 }
 END_TEST
 
+/* stencil2 case c of a test under boundary bi of its first array (the
+ * second's turns with c): arrays of rank `rank`, shapes a and b (3
+ * extents each), element types ea and eb, windows win[0] and win[1]. */
+static void check_stencil2(const char *test, size_t c, int bi, int rank,
+                           const int64_t *a, const int64_t *b, int ea, int eb,
+                           const int (*win)[3])
+{
+    sten_arg sa;
+    memset(&sa, 0, sizeof sa);
+    sa.two = true;
+    sa.bnd[0] = (weft_boundary_kind)bi;
+    sa.bnd[1] = (weft_boundary_kind)((bi + 1 + (int)c) % 4);
+    memcpy(sa.win, win, sizeof sa.win);
+    input in[2] = {{.elt = ea, .rank = rank}, {.elt = eb, .rank = rank}};
+    memcpy(in[0].shape, a, 3 * sizeof *a);
+    memcpy(in[1].shape, b, 3 * sizeof *b);
+    char what[96];
+    snprintf(what, sizeof what, "%s case %zu boundary %d", test, c, bi);
+    check_both(what, in, 2, build_stencil, &sa, WEFT_OK);
+}
+
 START_TEST(test_stencil2)
 {
     static const struct {
@@ -493,26 +514,18 @@ START_TEST(test_stencil2)
     open_both();
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         for (int bi = 0; bi < 4; bi++) {
-            sten_arg sa;
-            memset(&sa, 0, sizeof sa);
-            sa.two = true;
-            sa.bnd[0] = (weft_boundary_kind)bi;
-            sa.bnd[1] = (weft_boundary_kind)((bi + 1 + (int)c) % 4);
+            int win[2][3] = {{0}};
             for (int d = 0; d < cases[c].rank; d++) {
-                sa.win[0][d] = wins[(c + (size_t)d + (size_t)bi) % 4];
-                sa.win[1][d] = wins[(2 * c + (size_t)bi + 1) % 4];
+                win[0][d] = wins[(c + (size_t)d + (size_t)bi) % 4];
+                win[1][d] = wins[(2 * c + (size_t)bi + 1) % 4];
                 if (cases[c].rank == 3) {
-                    sa.win[0][d] = 3;
-                    sa.win[1][d] = d == 1 ? 5 : 3;
+                    win[0][d] = 3;
+                    win[1][d] = d == 1 ? 5 : 3;
                 }
             }
-            input in[2] = {{.elt = cases[c].ea, .rank = cases[c].rank},
-                           {.elt = cases[c].eb, .rank = cases[c].rank}};
-            memcpy(in[0].shape, cases[c].a, sizeof cases[c].a);
-            memcpy(in[1].shape, cases[c].b, sizeof cases[c].b);
-            char what[96];
-            snprintf(what, sizeof what, "stencil2 case %zu boundary %d", c, bi);
-            check_both(what, in, 2, build_stencil, &sa, WEFT_OK);
+            check_stencil2("stencil2", c, bi, cases[c].rank, cases[c].a,
+                           cases[c].b, cases[c].ea, cases[c].eb,
+                           (const int(*)[3])win);
         }
     }
     close_both();
@@ -577,32 +590,19 @@ START_TEST(test_stencil2_tiles)
     static const struct {
         int64_t a[3], b[3];
         int ea, eb;
-        int wa[2], wb[2];
+        int win[2][3];
     } cases[] = {
-        {{70, 130}, {66, 140}, E_F32, E_F32, {3, 3}, {5, 5}},
-        {{33, 65}, {40, 64}, E_F64, E_F32, {9, 3}, {3, 9}},
-        {{5, 200}, {7, 190}, E_I32, E_I8, {7, 7}, {3, 3}},
-        {{128, 64}, {128, 64}, E_I64, E_I32, {9, 9}, {9, 9}},
-        {{1, 1}, {3, 3}, E_F32, E_F64, {5, 3}, {3, 5}},
+        {{70, 130}, {66, 140}, E_F32, E_F32, {{3, 3}, {5, 5}}},
+        {{33, 65}, {40, 64}, E_F64, E_F32, {{9, 3}, {3, 9}}},
+        {{5, 200}, {7, 190}, E_I32, E_I8, {{7, 7}, {3, 3}}},
+        {{128, 64}, {128, 64}, E_I64, E_I32, {{9, 9}, {9, 9}}},
+        {{1, 1}, {3, 3}, E_F32, E_F64, {{5, 3}, {3, 5}}},
     };
     open_both();
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         for (int bi = 0; bi < 4; bi++) {
-            sten_arg sa;
-            memset(&sa, 0, sizeof sa);
-            sa.two = true;
-            sa.bnd[0] = (weft_boundary_kind)bi;
-            sa.bnd[1] = (weft_boundary_kind)((bi + 1 + (int)c) % 4);
-            memcpy(sa.win[0], cases[c].wa, sizeof cases[c].wa);
-            memcpy(sa.win[1], cases[c].wb, sizeof cases[c].wb);
-            input in[2] = {{.elt = cases[c].ea, .rank = 2},
-                           {.elt = cases[c].eb, .rank = 2}};
-            memcpy(in[0].shape, cases[c].a, sizeof cases[c].a);
-            memcpy(in[1].shape, cases[c].b, sizeof cases[c].b);
-            char what[96];
-            snprintf(what, sizeof what, "stencil2 tiles case %zu boundary %d",
-                     c, bi);
-            check_both(what, in, 2, build_stencil, &sa, WEFT_OK);
+            check_stencil2("stencil2 tiles", c, bi, 2, cases[c].a, cases[c].b,
+                           cases[c].ea, cases[c].eb, cases[c].win);
         }
     }
     close_both();

@@ -183,23 +183,20 @@ static LLVMValueRef i32c(cg_fn *fn, int64_t x)
                         (unsigned long long)x, 1);
 }
 
-/* x (i32) through an inline-assembly copy that the optimiser cannot see
- * through: the thread index, once per tile, so that the positions of an
- * interior tile's unrolled loads are computed per tile instead of being
- * hoisted out of the tile loop (two 64-bit registers per load, kept
- * across the loop: Jacobi's kernel 60 registers instead of 40). */
-static LLVMValueRef opaque32(cg_fn *fn, LLVMValueRef x)
-{
-    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
-    LLVMTypeRef ty = LLVMFunctionType(i32, &i32, 1, 0);
-    LLVMValueRef mov = LLVMGetInlineAsm(ty, "mov.b32 $0, $1;", 15, "=r,r", 4,
-                                        0, 0, LLVMInlineAsmDialectATT, 0);
-    return LLVMBuildCall2(fn->b, ty, mov, &x, 1, "");
-}
-
 static LLVMValueRef wide(cg_fn *fn, LLVMValueRef x)
 {
     return LLVMBuildZExt(fn->b, x, LLVMInt64TypeInContext(fn->llctx), "");
+}
+
+/* The thread index tid (i32) through sk_ptx_opaque, once per tile, so
+ * that the positions of an interior tile's unrolled loads and of a full
+ * tile's elements are computed per tile instead of being hoisted out of
+ * the tile loop (two 64-bit registers per load, kept across the loop:
+ * Jacobi's kernel took 60 registers instead of 32). */
+static LLVMValueRef tid_per_tile(cg_fn *fn, LLVMValueRef tid)
+{
+    return LLVMBuildTrunc(fn->b, sk_ptx_opaque(fn, wide(fn, tid)),
+                          LLVMInt32TypeInContext(fn->llctx), "");
 }
 
 static LLVMValueRef select_lt(cg_fn *fn, LLVMValueRef x, LLVMValueRef y,
@@ -314,12 +311,9 @@ static weft_status side_init(sk_fn *f, tside *sd, int which, int tw, int th)
     sd->lh = th + 2 * sd->hy;
     sd->lw = tw + 2 * sd->hx;
     sd->bnd = t->u.st.bnd[which];
-    sd->cval = NULL;
-    if (sd->bnd == WEFT_BOUNDARY_CONSTANT &&
-        !(sd->cval = sk_kid_value(f, kid + 1))) {
-        return fe_error(WEFT_ERR_INTERNAL,
-                        "weft_compile: a constant stencil boundary without "
-                        "its value");
+    weft_status s = sk_stencil_boundary_value(f, which, &sd->cval);
+    if (s) {
+        return s;
     }
     sd->sh = fe_arena_alloc(f->e->arena, sizeof *sd->sh * (size_t)sd->a->nleaf);
     if (!sd->sh) {
@@ -680,7 +674,7 @@ static weft_status emit_tiled(sk_fn *f, int tw, int th)
                 LLVMBuildAnd(B, interior,
                              LLVMBuildICmp(B, LLVMIntEQ, bs, i32c(fn, BLOCK), ""),
                              ""));
-    LLVMValueRef tid_here = opaque32(fn, tid);
+    LLVMValueRef tid_here = tid_per_tile(fn, tid);
     for (int i = 0; i < nside && s == WEFT_OK; i++) {
         s = load_interior(f, &sd[i], tid_here, y0, x0, tw);
     }
@@ -707,7 +701,8 @@ static weft_status emit_tiled(sk_fn *f, int tw, int th)
                 LLVMBuildAnd(B, full,
                              LLVMBuildICmp(B, LLVMIntEQ, bs, i32c(fn, BLOCK), ""),
                              ""));
-    s = apply_full(f, sd, nside, opaque32(fn, tid), y0, x0, tw, th, args);
+    s = apply_full(f, sd, nside, tid_per_tile(fn, tid), y0, x0, tw, th,
+                   args);
     cg_if_else(fn, &fi);
     if (s == WEFT_OK) {
         s = apply_tile(f, sd, nside, tid, bs, y0, x0, tw, th, args);
