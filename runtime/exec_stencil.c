@@ -9,8 +9,8 @@
  * spreads over the whole gang (on the GPU, SK_STENCIL_FINE, pieces of
  * about ST_FINE_PIECE columns: one per thread, neighbouring threads on
  * neighbouring pieces).  An empty result runs nothing.  The GPU's
- * tiled kernel of rank 2 (SK_STENCIL_TILED, skeletons-ir/ptx/stencil.c)
- * runs instead over its tiles, a block each.
+ * tiled kernel of ranks 2 and 3 (SK_STENCIL_TILED,
+ * skeletons-ir/ptx/stencil.c) runs instead over its tiles, a block each.
  */
 #ifdef WEFT_HAVE_LLVM
 #include "rt.h"
@@ -52,10 +52,12 @@ weft_status rt_exec_stencil(rt_job *j)
         return WEFT_OK;
     }
     if (j->k->flags & SK_STENCIL_TILED) {
-        /* a block per tile of the GPU's tiled kernel (rank 2) */
+        /* a block per tile of the GPU's tiled kernel (ranks 2 and 3) */
         int64_t tw = sk_stencil_tile_w(j->k->flags);
         int64_t th = sk_stencil_tile_h(j->k->flags);
-        int64_t tiles = ((shape[0] + th - 1) / th) * ((m + tw - 1) / tw);
+        int64_t planes = rank == 3 ? shape[0] : 1;
+        int64_t tiles = planes * ((shape[rank - 2] + th - 1) / th) *
+                        ((m + tw - 1) / tw);
         return rt_job_run(j, 0, tiles, 1);
     }
     int64_t cols = m / C; /* columns per piece, at least 1 */

@@ -38,20 +38,17 @@
  * ever read outside an array.  Loads of the arrays and stores of the
  * result carry scoped no-alias metadata (the result is a fresh buffer).
  *
- * Large windows (more than ST_COMPACT elements in all, e.g. 5x5x5) take a
- * compact form instead: one loop over every column of the piece, whose
- * windows are gathered by a loop over their elements (all reads checked)
- * into stack arrays that f's arguments are loaded from.  Unrolled, such a
- * window makes LLVM's optimisation take seconds; compact, f is emitted
- * once and compiles in about a second even for 9x9x9.
+ * Large windows (more than SK_STENCIL_COMPACT elements in all, e.g.
+ * 5x5x5) take a compact form instead: one loop over every column of the
+ * piece, whose windows are gathered by a loop over their elements (all
+ * reads checked) into stack arrays that f's arguments are loaded from.
+ * Unrolled, such a window makes LLVM's optimisation take seconds;
+ * compact, f is emitted once and compiles in about a second even for
+ * 9x9x9.
  */
 #include "sk.h"
 
 #define ST_MAX_WIN 9
-/* Window elements (both arrays together) above which the kernel takes the
- * compact form (see side_gather): LLVM's optimisation time grows faster
- * than linearly with the unrolled window (a 7x7x7 window costs seconds). */
-#define ST_COMPACT 100
 
 /* One array of the stencil as the entry point sees it. */
 typedef struct side {
@@ -486,7 +483,7 @@ static weft_status stencil_emit(sk_emit *e, const char *const *names)
         cg_from_index(fn, rank - 1, out->extent, row, ox);
     }
     LLVMValueRef outbase = LLVMBuildMul(B, row, m, "");
-    if (ktotal > ST_COMPACT) {
+    if (ktotal > SK_STENCIL_COMPACT) {
         /* compact: every column gathers its windows through a loop */
         LLVMValueRef *tmp[2];
         for (int i = 0; i < nside && s == WEFT_OK; i++) {

@@ -1,61 +1,66 @@
 /*
- * skeletons-ir/ptx/stencil.c: stencil and stencil2 of rank 2 on the GPU,
- * in 2-D tiles whose halo is loaded once into shared memory (the PTX
- * target's own SK_STENCIL skeleton).
+ * skeletons-ir/ptx/stencil.c: stencil and stencil2 of ranks 2 and 3 on
+ * the GPU, in tiles whose halo is loaded once into shared memory (the
+ * PTX target's own SK_STENCIL skeleton).
  *
  * The semantics are stencil.c's: the result has the extent of its array
- * (stencil2: the intersection of both), its element (y, x) is f of the
- * windows around (y, x) in row-major order (stencil2: the first array's
+ * (stencil2: the intersection of both), its element at ix is f of the
+ * windows around ix in row-major order (stencil2: the first array's
  * window, then the second's), and a window element outside its array
  * reads what the boundary says (clamp, mirror, wrap, constant).
  *
- * The shared skeleton gives a GPU thread a run of columns of one row, so
- * neighbouring threads read addresses a row apart and every element is
- * loaded once per window that holds it.  Here the result is cut into
- * tiles of TW x TH elements (constants of the kernel, chosen by
- * tile_pick below), and a block takes a tile at a time (grid-stride over
- * the tiles: the grid is what stays resident):
+ * The shared skeleton gives a GPU thread a run of columns of one row and
+ * reads every element once per window that holds it.  Here each plane of
+ * the result (rank 2: the one plane) is cut into tiles of TW x TH
+ * elements (constants of the kernel, chosen by tile_pick below), and a
+ * block takes a tile at a time (grid-stride over the tiles: the grid is
+ * what stays resident):
  *
- *     tile t: rows [y0, y0 + TH), columns [x0, x0 + TW), t in row-major
- *             order of the tiles (tiles_x = ceil(m / TW) per row)
- *     load:   for each array i, its (TH + 2 hy_i) x (TW + 2 hx_i) elements
- *             around the tile into shared memory (one array per leaf),
- *             row by row, so that a warp reads consecutive addresses
+ *     tile t: plane z, rows [y0, y0 + TH), columns [x0, x0 + TW), t in
+ *             row-major order of (z, tile row, tile column)
+ *     load:   for each array i, the wz_i planes of (TH + 2 hy_i) x (TW +
+ *             2 hx_i) elements around the tile (wz 1 for rank 2) into
+ *             shared memory (one array per leaf), row by row, so that a
+ *             warp reads consecutive addresses
  *     barrier
  *     apply:  each result element of the tile inside the result: f of
- *             the windows read from shared memory, stored
+ *             the windows read from shared memory (at constant offsets
+ *             from the element's place), stored
  *     barrier (the next tile overwrites the shared arrays)
  *
  * A tile whose halo lies inside every array (interior: every tile but a
- * band of the outermost ones) loads with no boundary test at all, and its
- * loads are unrolled into straight-line code (all of a thread's loads
- * are issued before its shared stores, so that each thread keeps several
- * in flight: with one load at a time 2048 threads an SM keep too few
- * bytes moving to cover the memory's latency).  Other tiles load through
- * the boundary (bound below: no division, the index reflected or wrapped
- * in a loop that runs at most a few times when an array is narrower than
- * its halo) in a plain loop.  The apply phase tests whether each element
- * lies inside the result, a test that only the last row and column of
- * tiles fail.
+ * band of the outermost ones) loads with no boundary test at all, and
+ * its loads are unrolled into straight-line code: the TW middle columns
+ * of BLOCK / TW rows a round, a thread's positions a constant apart from
+ * round to round, then the 2 hx halo columns; a thread's loads are all
+ * issued before its shared stores, so that it keeps several in flight
+ * (with one load at a time 2048 threads an SM keep too few bytes moving
+ * to cover the memory's latency).  Other tiles load through the boundary
+ * (bound below: no division, the index reflected or wrapped in a loop
+ * that runs at most a few times when an array is narrower than its halo)
+ * in a plain loop.  Likewise a tile inside the result is applied with no
+ * test, a thread's elements a constant number of rows apart, and the
+ * tiles that the result's last rows and columns cut test each element.
  *
- * Threads.  Both phases give element e of the tile (and halo) to thread
- * e % bs, in loops e = tid, tid + bs, ...; the unrolled interior load is
- * written for blocks of BLOCK (256) threads, and the block size comes
- * from the occupancy API (at most BLOCK, .maxntid), which may choose
- * fewer (then the plain loop loads every tile).  The barriers stand at
- * the top level of the tile loop, which every thread of the block runs
- * with the same bounds.  With TW 64 a warp takes 32 consecutive columns
- * of a row: its shared-memory reads are consecutive words (no bank
- * conflict), and its global stores 128 bytes of f32.
+ * Threads.  The unrolled interior load and apply are written for blocks
+ * of BLOCK (256) threads; the block size comes from the occupancy API
+ * (at most BLOCK, .maxntid), which may choose fewer, and then every tile
+ * takes the plain loops (element e of the tile to thread e % bs).  The
+ * barriers stand at the top level of the tile loop, which every thread of
+ * the block runs with the same bounds.  With TW 64 a warp takes 32
+ * consecutive columns of a row: its shared-memory reads are consecutive
+ * words (no bank conflict), and its global stores 128 bytes of f32.
  *
  * Tiles.  TW x TH starts at 64 x 32 and halves (TH down to 8, then TW
  * down to 32) until the shared arrays of both sides fit in SHARED_MAX
- * bytes; where even 32 x 8 does not fit (wide tuples in 9 x 9 windows),
- * and for ranks 1 and 3, the shared skeleton (stencil.c) runs instead,
- * its rows cut into pieces of a few columns (SK_STENCIL_FINE).
- * The tile's shape is part of the compiled code and the driver needs it
- * (runtime/exec_stencil.c counts the tiles), so it is in sk_kernel.flags
- * (SK_STENCIL_TILED, and so in the kernel's key).
+ * bytes.  Where even 32 x 8 does not fit (wide tuples in 9 x 9 windows,
+ * most 7 x 7 x 7 ones), for windows of more than SK_STENCIL_COMPACT
+ * elements (whose unrolled form takes LLVM seconds) and for rank 1, the
+ * shared skeleton (stencil.c) runs instead, its rows cut into pieces of
+ * a few columns (SK_STENCIL_FINE).  The tile's shape is part of the
+ * compiled code and the driver needs it (runtime/exec_stencil.c counts
+ * the tiles), so it is in sk_kernel.flags (SK_STENCIL_TILED, and so in
+ * the kernel's key).
  *
  * Checked mode names the result's linear element (cg_set_elem) before f;
  * a while loop in f polls the cancel word as everywhere (codegen/exp.c),
@@ -86,23 +91,33 @@ static bool tile_pick(const weft_context *ctx, const fe_term *t, int *tw,
                       int *th)
 {
     int nside = t->kind == FE_STENCIL2 ? 2 : 1;
-    if (t->rank != 2) {
+    int r = t->rank;
+    if (r != 2 && r != 3) {
         return false;
     }
-    int64_t esize[2] = {0, 0};
+    int64_t esize[2] = {0, 0}, k = 0;
     for (int i = 0; i < nside; i++) {
+        int64_t ki = 1;
+        for (int d = 0; d < r; d++) {
+            ki *= t->u.st.window[i][d];
+        }
+        k += ki;
         const weft_type *leaf = NULL;
         int n = fe_type_leaves(ctx, t->kid[2 * i]->type, &leaf);
         for (int l = 0; l < n; l++) {
             esize[i] += (int64_t)weft_type_size(leaf[l]);
         }
     }
+    if (k > SK_STENCIL_COMPACT) {
+        return false; /* stencil.c's compact form */
+    }
     for (*tw = TILE_W, *th = TILE_H;;) {
         int64_t bytes = 0;
         for (int i = 0; i < nside; i++) {
-            int64_t lh = *th + 2 * (t->u.st.window[i][0] / 2);
-            int64_t lw = *tw + 2 * (t->u.st.window[i][1] / 2);
-            bytes += lh * lw * esize[i];
+            int64_t wz = r == 3 ? t->u.st.window[i][0] : 1;
+            int64_t lh = *th + 2 * (t->u.st.window[i][r - 2] / 2);
+            int64_t lw = *tw + 2 * (t->u.st.window[i][r - 1] / 2);
+            bytes += wz * lh * lw * esize[i];
         }
         if (bytes <= SHARED_MAX) {
             return true;
@@ -167,11 +182,22 @@ int sk_stencil_tile_h(unsigned flags)
     return 1 << (flags >> 8 & 0xf);
 }
 
+/* Where a tile lies: its plane z of the result (rank 3; 0 for rank 2),
+ * its first row y0 and column x0 in the plane, orow = z Y, the result's
+ * rows before its plane, and the result's rows Y and columns X a plane
+ * (all i64). */
+typedef struct tpos {
+    LLVMValueRef z, y0, x0, orow, Y, X;
+} tpos;
+
 /* One array of the stencil as a tile sees it. */
 typedef struct tside {
     const cg_array *a;
-    int wy, wx, hy, hx;       /* window extents and radii */
-    int lh, lw;               /* the tile with its halo */
+    int rank;
+    int wz, wy, wx, hz, hy, hx; /* window extents and radii (rank 2: wz 1) */
+    int lh, lw;               /* a plane of the tile with its halo; the
+                                 tile has wz planes */
+    LLVMValueRef ez, ey, ex;  /* the array's extents (rank 2: ez NULL) */
     weft_boundary_kind bnd;
     const cg_val *cval;       /* constant boundary value, or NULL */
     LLVMValueRef *sh;         /* a shared array per leaf (lh lw elements) */
@@ -304,8 +330,14 @@ static weft_status side_init(sk_fn *f, tside *sd, int which, int tw, int th)
         return fe_error(WEFT_ERR_INTERNAL,
                         "weft_compile: a stencil without its array");
     }
-    sd->wy = t->u.st.window[which][0];
-    sd->wx = t->u.st.window[which][1];
+    int r = sd->rank = t->rank;
+    sd->wz = r == 3 ? t->u.st.window[which][0] : 1;
+    sd->wy = t->u.st.window[which][r - 2];
+    sd->wx = t->u.st.window[which][r - 1];
+    sd->ez = r == 3 ? sd->a->extent[0] : NULL;
+    sd->ey = sd->a->extent[r - 2];
+    sd->ex = sd->a->extent[r - 1];
+    sd->hz = sd->wz / 2;
     sd->hy = sd->wy / 2;
     sd->hx = sd->wx / 2;
     sd->lh = th + 2 * sd->hy;
@@ -322,7 +354,7 @@ static weft_status side_init(sk_fn *f, tside *sd, int which, int tw, int th)
     for (int l = 0; l < sd->a->nleaf; l++) {
         sd->sh[l] = fn->target->shared_array(
             fn, cg_mem_type(fn->llctx, sd->a->leaf[l]),
-            (int64_t)sd->lh * sd->lw);
+            (int64_t)sd->wz * sd->lh * sd->lw);
     }
     return WEFT_OK;
 }
@@ -343,20 +375,22 @@ typedef struct tload {
     cg_val x;
 } tload;
 
-/* Load an interior tile of side sd (its halo inside the array) in a
- * block of BLOCK threads, thread tid (i32).  The tile's tw middle columns
+/* Load plane pz of an interior tile of side sd (its halo inside the
+ * array) in a block of BLOCK threads, thread tid (i32), from the array's
+ * element base (the plane's first, halo included) into the shared arrays
+ * from element soff.  The tile's tw middle columns
  * go BLOCK / tw rows a round: thread tid takes row tid / tw + k BLOCK / tw
  * of round k, column tid % tw, so that its positions differ by constants
  * from round to round (one add each); then the 2 hx halo columns of every
  * row, element e = tid + k BLOCK of them row e / (2 hx).  Every load is
  * issued first (unrolled), then the shared stores; the last rounds'
  * threads past the tile load an element inside it and store nothing. */
-static weft_status load_interior(sk_fn *f, const tside *sd, LLVMValueRef tid,
-                                 LLVMValueRef y0, LLVMValueRef x0, int tw)
+static weft_status load_plane(sk_fn *f, const tside *sd, LLVMValueRef tid,
+                              LLVMValueRef base, int soff, int tw)
 {
     cg_fn *fn = &f->fn;
     LLVMBuilderRef B = fn->b;
-    LLVMValueRef m = sd->a->extent[1];
+    LLVMValueRef m = sd->ex;
     int rp = BLOCK / tw;                      /* middle rows a round */
     int km = (sd->lh + rp - 1) / rp;          /* middle rounds */
     int hc = 2 * sd->hx, nh = sd->lh * hc;    /* halo columns, elements */
@@ -365,10 +399,6 @@ static weft_status load_interior(sk_fn *f, const tside *sd, LLVMValueRef tid,
     if (!ld) {
         return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
     }
-    /* the halo tile's first element in the array */
-    LLVMValueRef base = LLVMBuildAdd(
-        B, LLVMBuildMul(B, LLVMBuildSub(B, y0, cg_i64(fn, sd->hy), ""), m, ""),
-        LLVMBuildSub(B, x0, cg_i64(fn, sd->hx), ""), "base");
     LLVMValueRef r0 = LLVMBuildUDiv(B, tid, i32c(fn, tw), "");
     LLVMValueRef c0 = LLVMBuildAdd(B, LLVMBuildURem(B, tid, i32c(fn, tw), ""),
                                    i32c(fn, sd->hx), "");
@@ -397,8 +427,8 @@ static weft_status load_interior(sk_fn *f, const tside *sd, LLVMValueRef tid,
             at = LLVMBuildSelect(B, in, at, last, "");
         }
         ld[n].at = at;
-        ld[n].e = LLVMBuildAdd(B, LLVMBuildMul(B, r, i32c(fn, sd->lw), ""), c0,
-                               "");
+        ld[n].e = LLVMBuildAdd(B, LLVMBuildMul(B, r, i32c(fn, sd->lw), ""),
+                               LLVMBuildAdd(B, c0, i32c(fn, soff), ""), "");
     }
     for (int k = 0; k < kh; k++, n++) {
         LLVMValueRef e = LLVMBuildAdd(B, tid, i32c(fn, (int64_t)k * BLOCK), "");
@@ -417,8 +447,8 @@ static weft_status load_interior(sk_fn *f, const tside *sd, LLVMValueRef tid,
             B, base,
             LLVMBuildAdd(B, LLVMBuildMul(B, wide(fn, r), m, ""), wide(fn, c), ""),
             "");
-        ld[n].e = LLVMBuildAdd(B, LLVMBuildMul(B, r, i32c(fn, sd->lw), ""), c,
-                               "");
+        ld[n].e = LLVMBuildAdd(B, LLVMBuildMul(B, r, i32c(fn, sd->lw), ""),
+                               LLVMBuildAdd(B, c, i32c(fn, soff), ""), "");
     }
     for (int i = 0; i < n; i++) {
         weft_status s = cg_array_load(fn, sd->a, ld[i].at, &ld[i].x);
@@ -439,43 +469,89 @@ static weft_status load_interior(sk_fn *f, const tside *sd, LLVMValueRef tid,
     return WEFT_OK;
 }
 
+/* The array's row of the tile's halo row 0 in plane pz (rank 3: of plane
+ * z - hz + pz of the array, as a row of all its planes' rows; rank 2: y0
+ * - hy). */
+static LLVMValueRef halo_row(cg_fn *fn, const tside *sd, LLVMValueRef z,
+                             LLVMValueRef y0, int pz)
+{
+    LLVMBuilderRef B = fn->b;
+    LLVMValueRef row = LLVMBuildSub(B, y0, cg_i64(fn, sd->hy), "");
+    if (sd->rank == 3) {
+        LLVMValueRef gz = LLVMBuildAdd(B, z, cg_i64(fn, pz - sd->hz), "");
+        row = LLVMBuildAdd(B, LLVMBuildMul(B, gz, sd->ey, ""), row, "");
+    }
+    return row;
+}
+
+/* Load an interior tile of side sd (load_plane for each of its wz
+ * planes). */
+static weft_status load_interior(sk_fn *f, const tside *sd, LLVMValueRef tid,
+                                 const tpos *tp, int tw)
+{
+    cg_fn *fn = &f->fn;
+    LLVMBuilderRef B = fn->b;
+    for (int pz = 0; pz < sd->wz; pz++) {
+        LLVMValueRef base = LLVMBuildAdd(
+            B, LLVMBuildMul(B, halo_row(fn, sd, tp->z, tp->y0, pz), sd->ex, ""),
+            LLVMBuildSub(B, tp->x0, cg_i64(fn, sd->hx), ""), "base");
+        weft_status s =
+            load_plane(f, sd, tid, base, pz * sd->lh * sd->lw, tw);
+        if (s) {
+            return s;
+        }
+    }
+    return WEFT_OK;
+}
+
 /* Load a tile of side sd whose halo may leave the array (or any tile in
  * a block of other than BLOCK threads), through the boundary: elements
  * tid, tid + bs, ... < lh lw in a loop. */
 static weft_status load_border(sk_fn *f, const tside *sd, LLVMValueRef tid,
-                               LLVMValueRef bs, LLVMValueRef y0,
-                               LLVMValueRef x0)
+                               LLVMValueRef bs, const tpos *tp)
 {
     cg_fn *fn = &f->fn;
     LLVMBuilderRef B = fn->b;
-    int total = sd->lh * sd->lw;
+    LLVMValueRef z = tp->z, y0 = tp->y0, x0 = tp->x0;
+    int plane = sd->lh * sd->lw;
     cg_sloop l;
-    LLVMValueRef e64 = cg_sloop_begin(fn, &l, wide(fn, tid), cg_i64(fn, total),
+    LLVMValueRef e64 = cg_sloop_begin(fn, &l, wide(fn, tid),
+                                      cg_i64(fn, (int64_t)sd->wz * plane),
                                       wide(fn, bs), "e");
     LLVMValueRef e = LLVMBuildTrunc(B, e64, LLVMInt32TypeInContext(fn->llctx),
                                     "");
     LLVMValueRef lw = i32c(fn, sd->lw);
-    LLVMValueRef r = wide(fn, LLVMBuildUDiv(B, e, lw, ""));
-    LLVMValueRef c = wide(fn, LLVMBuildURem(B, e, lw, ""));
+    LLVMValueRef in_plane = LLVMBuildURem(B, e, i32c(fn, plane), "");
+    LLVMValueRef r = wide(fn, LLVMBuildUDiv(B, in_plane, lw, ""));
+    LLVMValueRef c = wide(fn, LLVMBuildURem(B, in_plane, lw, ""));
     LLVMValueRef t1 = LLVMConstInt(LLVMInt1TypeInContext(fn->llctx), 1, 0);
-    LLVMValueRef in_y = t1, in_x = t1;
+    LLVMValueRef in_z = t1, in_y = t1, in_x = t1;
     LLVMValueRef gy = bound(
         fn, sd->bnd,
         LLVMBuildAdd(B, y0, LLVMBuildSub(B, r, cg_i64(fn, sd->hy), ""), ""),
-        sd->a->extent[0], &in_y);
+        sd->ey, &in_y);
+    if (sd->rank == 3) {
+        LLVMValueRef pz = wide(fn, LLVMBuildUDiv(B, e, i32c(fn, plane), ""));
+        LLVMValueRef gz = bound(
+            fn, sd->bnd,
+            LLVMBuildAdd(B, z, LLVMBuildSub(B, pz, cg_i64(fn, sd->hz), ""), ""),
+            sd->ez, &in_z);
+        gy = LLVMBuildAdd(B, LLVMBuildMul(B, gz, sd->ey, ""), gy, "");
+    }
     LLVMValueRef gx = bound(
         fn, sd->bnd,
         LLVMBuildAdd(B, x0, LLVMBuildSub(B, c, cg_i64(fn, sd->hx), ""), ""),
-        sd->a->extent[1], &in_x);
+        sd->ex, &in_x);
     cg_val x;
     weft_status s = cg_array_load(
-        fn, sd->a,
-        LLVMBuildAdd(B, LLVMBuildMul(B, gy, sd->a->extent[1], ""), gx, ""), &x);
+        fn, sd->a, LLVMBuildAdd(B, LLVMBuildMul(B, gy, sd->ex, ""), gx, ""),
+        &x);
     if (s) {
         return s;
     }
     if (sd->cval) {
-        LLVMValueRef inside = LLVMBuildAnd(B, in_y, in_x, "");
+        LLVMValueRef inside =
+            LLVMBuildAnd(B, LLVMBuildAnd(B, in_z, in_y, ""), in_x, "");
         for (int k = 0; k < x.n; k++) {
             x.v[k] = LLVMBuildSelect(B, inside, x.v[k], sd->cval->v[k], "");
         }
@@ -485,27 +561,38 @@ static weft_status load_border(sk_fn *f, const tside *sd, LLVMValueRef tid,
     return WEFT_OK;
 }
 
-/* Whether side sd's halo around the tile at (y0, x0) lies inside its
- * array (i1). */
-static LLVMValueRef tile_inside(cg_fn *fn, const tside *sd, LLVMValueRef y0,
-                                LLVMValueRef x0, int tw, int th)
+/* Whether [at - h, at + n + h) lies inside [0, extent) (i1). */
+static LLVMValueRef span_inside(cg_fn *fn, LLVMValueRef at, int n, int h,
+                                LLVMValueRef extent)
 {
     LLVMBuilderRef B = fn->b;
-    LLVMValueRef c[4] = {
-        LLVMBuildICmp(B, LLVMIntSGE, y0, cg_i64(fn, sd->hy), ""),
-        LLVMBuildICmp(B, LLVMIntSLE, LLVMBuildAdd(B, y0, cg_i64(fn, th + sd->hy), ""),
-                      sd->a->extent[0], ""),
-        LLVMBuildICmp(B, LLVMIntSGE, x0, cg_i64(fn, sd->hx), ""),
-        LLVMBuildICmp(B, LLVMIntSLE, LLVMBuildAdd(B, x0, cg_i64(fn, tw + sd->hx), ""),
-                      sd->a->extent[1], "")};
-    return LLVMBuildAnd(B, LLVMBuildAnd(B, c[0], c[1], ""),
-                        LLVMBuildAnd(B, c[2], c[3], ""), "");
+    return LLVMBuildAnd(
+        B, LLVMBuildICmp(B, LLVMIntSGE, at, cg_i64(fn, h), ""),
+        LLVMBuildICmp(B, LLVMIntSLE, LLVMBuildAdd(B, at, cg_i64(fn, n + h), ""),
+                      extent, ""),
+        "");
+}
+
+/* Whether side sd's halo around tile tp lies inside its array (i1). */
+static LLVMValueRef tile_inside(cg_fn *fn, const tside *sd, const tpos *tp,
+                                int tw, int th)
+{
+    LLVMBuilderRef B = fn->b;
+    LLVMValueRef in =
+        LLVMBuildAnd(B, span_inside(fn, tp->y0, th, sd->hy, sd->ey),
+                     span_inside(fn, tp->x0, tw, sd->hx, sd->ex), "");
+    if (sd->rank == 3) {
+        in = LLVMBuildAnd(B, in, span_inside(fn, tp->z, 1, sd->hz, sd->ez),
+                          "");
+    }
+    return in;
 }
 
 /* out[pos] = f of the windows of a tile's element, read from the
  * sides' shared tiles: side i's window starts at sb[i] (i64, r lw + c for
- * the element's row r and column c in the tile), its element (dy, dx) at
- * sb[i] + dy lw + dx, a constant offset that the address takes. */
+ * the element's row r and column c in the tile), its element (dz, dy,
+ * dx) at sb[i] + (dz lh + dy) lw + dx, a constant offset that the
+ * address takes. */
 static weft_status apply_at(sk_fn *f, const tside *sd, int nside,
                             const LLVMValueRef *sb, LLVMValueRef pos,
                             cg_val *args)
@@ -516,10 +603,16 @@ static weft_status apply_at(sk_fn *f, const tside *sd, int nside,
     weft_status s = WEFT_OK;
     int at = 0;
     for (int i = 0; i < nside && s == WEFT_OK; i++) {
-        for (int dy = 0; dy < sd[i].wy && s == WEFT_OK; dy++) {
-            for (int dx = 0; dx < sd[i].wx && s == WEFT_OK; dx++) {
+        /* the window in row-major order: planes, rows, columns */
+        for (int j = 0; j < sd[i].wz * sd[i].wy * sd[i].wx && s == WEFT_OK;
+             j++) {
+            int dz = j / (sd[i].wy * sd[i].wx), dy = j / sd[i].wx % sd[i].wy;
+            int dx = j % sd[i].wx;
+            {
                 LLVMValueRef p = LLVMBuildNUWAdd(
-                    B, sb[i], cg_i64(fn, (int64_t)dy * sd[i].lw + dx), "");
+                    B, sb[i],
+                    cg_i64(fn, ((int64_t)dz * sd[i].lh + dy) * sd[i].lw + dx),
+                    "");
                 cg_val *a = &args[at++];
                 s = cg_val_make(fn, sd[i].a->nleaf, a);
                 for (int q = 0; s == WEFT_OK && q < sd[i].a->nleaf; q++) {
@@ -544,21 +637,20 @@ static weft_status apply_at(sk_fn *f, const tside *sd, int nside,
  * tw, k < tw th / BLOCK (a loop of constant count, which LLVM unrolls
  * where f is small), no test. */
 static weft_status apply_full(sk_fn *f, const tside *sd, int nside,
-                              LLVMValueRef tid, LLVMValueRef y0,
-                              LLVMValueRef x0, int tw, int th, cg_val *args)
+                              LLVMValueRef tid, const tpos *tp, int tw, int th,
+                              cg_val *args)
 {
     cg_fn *fn = &f->fn;
     LLVMBuilderRef B = fn->b;
-    const cg_array *out = sk_out_array(f, 0);
     int rp = BLOCK / tw;
     LLVMValueRef r0 = wide(fn, LLVMBuildUDiv(B, tid, i32c(fn, tw), ""));
     LLVMValueRef c = wide(fn, LLVMBuildURem(B, tid, i32c(fn, tw), ""));
     /* round k: row r0 + k rp, so every position steps by a constant */
-    LLVMValueRef pos0 = LLVMBuildAdd(
-        B,
-        LLVMBuildMul(B, LLVMBuildAdd(B, y0, r0, ""), out->extent[1], ""),
-        LLVMBuildAdd(B, x0, c, ""), "pos0");
-    LLVMValueRef pstep = LLVMBuildMul(B, out->extent[1], cg_i64(fn, rp), "");
+    LLVMValueRef row = LLVMBuildAdd(B, tp->orow, LLVMBuildAdd(B, tp->y0, r0, ""),
+                                    "");
+    LLVMValueRef pos0 = LLVMBuildAdd(B, LLVMBuildMul(B, row, tp->X, ""),
+                                     LLVMBuildAdd(B, tp->x0, c, ""), "pos0");
+    LLVMValueRef pstep = LLVMBuildMul(B, tp->X, cg_i64(fn, rp), "");
     LLVMValueRef sb0[2], sb[2];
     for (int i = 0; i < nside; i++) {
         sb0[i] = LLVMBuildNUWAdd(
@@ -584,12 +676,10 @@ static weft_status apply_full(sk_fn *f, const tside *sd, int nside,
  * result. */
 static weft_status apply_tile(sk_fn *f, const tside *sd, int nside,
                               LLVMValueRef tid, LLVMValueRef bs,
-                              LLVMValueRef y0, LLVMValueRef x0, int tw, int th,
-                              cg_val *args)
+                              const tpos *tp, int tw, int th, cg_val *args)
 {
     cg_fn *fn = &f->fn;
     LLVMBuilderRef B = fn->b;
-    const cg_array *out = sk_out_array(f, 0);
     cg_sloop l;
     LLVMValueRef e = LLVMBuildTrunc(
         B,
@@ -598,21 +688,20 @@ static weft_status apply_tile(sk_fn *f, const tside *sd, int nside,
         LLVMInt32TypeInContext(fn->llctx), "");
     LLVMValueRef r = wide(fn, LLVMBuildUDiv(B, e, i32c(fn, tw), ""));
     LLVMValueRef c = wide(fn, LLVMBuildURem(B, e, i32c(fn, tw), ""));
-    LLVMValueRef y = LLVMBuildAdd(B, y0, r, "y");
-    LLVMValueRef x = LLVMBuildAdd(B, x0, c, "x");
+    LLVMValueRef y = LLVMBuildAdd(B, tp->y0, r, "y");
+    LLVMValueRef x = LLVMBuildAdd(B, tp->x0, c, "x");
     cg_if in;
     cg_if_begin(fn, &in,
-                LLVMBuildAnd(B,
-                             LLVMBuildICmp(B, LLVMIntSLT, y, out->extent[0], ""),
-                             LLVMBuildICmp(B, LLVMIntSLT, x, out->extent[1], ""),
-                             ""));
+                LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntSLT, y, tp->Y, ""),
+                             LLVMBuildICmp(B, LLVMIntSLT, x, tp->X, ""), ""));
     LLVMValueRef sb[2];
     for (int i = 0; i < nside; i++) {
         sb[i] = LLVMBuildNUWAdd(
             B, LLVMBuildNUWMul(B, r, cg_i64(fn, sd[i].lw), ""), c, "");
     }
-    LLVMValueRef pos = LLVMBuildAdd(B, LLVMBuildMul(B, y, out->extent[1], ""),
-                                    x, "at");
+    LLVMValueRef pos = LLVMBuildAdd(
+        B, LLVMBuildMul(B, LLVMBuildAdd(B, tp->orow, y, ""), tp->X, ""), x,
+        "at");
     weft_status s = apply_at(f, sd, nside, sb, pos, args);
     cg_if_end(fn, &in);
     cg_sloop_end(fn, &l);
@@ -632,7 +721,7 @@ static weft_status emit_tiled(sk_fn *f, int tw, int th)
     weft_status s = WEFT_OK;
     for (int i = 0; i < nside && s == WEFT_OK; i++) {
         s = side_init(f, &sd[i], i, tw, th);
-        ktotal += sd[i].wy * sd[i].wx;
+        ktotal += sd[i].wz * sd[i].wy * sd[i].wx;
     }
     if (s) {
         return s;
@@ -643,44 +732,57 @@ static weft_status emit_tiled(sk_fn *f, int tw, int th)
     }
     cg_ptx_launch_bounds(fn, BLOCK, (int)(f->e->k->flags >> 12 & 0xf));
     const cg_array *out = sk_out_array(f, 0);
+    int rank = t->rank;
     LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
     LLVMValueRef tid = tg->thread_index(fn, 0);
     LLVMValueRef bs = tg->block_size(fn, 0);
-    /* tiles per row; tile numbers fit in 32 bits (2^31 tiles are 2^42
-     * elements), so t / tiles_x is a 32-bit division */
+    tpos tp = {.Y = out->extent[rank - 2], .X = out->extent[rank - 1]};
+    /* tiles per row and per plane; tile numbers fit in 32 bits (2^31
+     * tiles are 2^39 elements at least), so they are cut by 32-bit
+     * divisions */
     LLVMValueRef tiles_x = LLVMBuildTrunc(
         B,
-        LLVMBuildLShr(B, LLVMBuildAdd(B, out->extent[1], cg_i64(fn, tw - 1), ""),
+        LLVMBuildLShr(B, LLVMBuildAdd(B, tp.X, cg_i64(fn, tw - 1), ""),
                       cg_i64(fn, log2i(tw)), ""),
         i32, "tiles_x");
+    LLVMValueRef tiles_y = LLVMBuildTrunc(
+        B,
+        LLVMBuildLShr(B, LLVMBuildAdd(B, tp.Y, cg_i64(fn, th - 1), ""),
+                      cg_i64(fn, log2i(th)), ""),
+        i32, "tiles_y");
     cg_sloop tl;
     LLVMValueRef tile = cg_sloop_begin(fn, &tl, wide(fn, tg->block_index(fn, 0)),
                                        f->n, wide(fn, tg->grid_size(fn, 0)),
                                        "tile");
     LLVMValueRef t32 = LLVMBuildTrunc(B, tile, i32, "");
-    LLVMValueRef y0 = LLVMBuildMul(
-        B, wide(fn, LLVMBuildUDiv(B, t32, tiles_x, "")), cg_i64(fn, th), "y0");
-    LLVMValueRef x0 = LLVMBuildMul(
-        B, wide(fn, LLVMBuildURem(B, t32, tiles_x, "")), cg_i64(fn, tw), "x0");
+    LLVMValueRef q = LLVMBuildUDiv(B, t32, tiles_x, "");
+    tp.x0 = LLVMBuildMul(B, wide(fn, LLVMBuildURem(B, t32, tiles_x, "")),
+                         cg_i64(fn, tw), "x0");
+    if (rank == 3) {
+        tp.z = wide(fn, LLVMBuildUDiv(B, q, tiles_y, ""));
+        q = LLVMBuildURem(B, q, tiles_y, "");
+        tp.orow = LLVMBuildMul(B, tp.z, tp.Y, "orow");
+    } else {
+        tp.z = tp.orow = cg_i64(fn, 0);
+    }
+    tp.y0 = LLVMBuildMul(B, wide(fn, q), cg_i64(fn, th), "y0");
     LLVMValueRef interior = LLVMConstInt(LLVMInt1TypeInContext(fn->llctx), 1, 0);
     for (int i = 0; i < nside; i++) {
-        interior = LLVMBuildAnd(B, interior,
-                                tile_inside(fn, &sd[i], y0, x0, tw, th), "");
+        interior = LLVMBuildAnd(B, interior, tile_inside(fn, &sd[i], &tp, tw, th),
+                                "");
     }
+    LLVMValueRef whole = LLVMBuildICmp(B, LLVMIntEQ, bs, i32c(fn, BLOCK), "");
     /* load: unrolled where the tile is interior and the block has the
      * BLOCK threads the unrolled code is written for */
     cg_if ii;
-    cg_if_begin(fn, &ii,
-                LLVMBuildAnd(B, interior,
-                             LLVMBuildICmp(B, LLVMIntEQ, bs, i32c(fn, BLOCK), ""),
-                             ""));
+    cg_if_begin(fn, &ii, LLVMBuildAnd(B, interior, whole, ""));
     LLVMValueRef tid_here = tid_per_tile(fn, tid);
     for (int i = 0; i < nside && s == WEFT_OK; i++) {
-        s = load_interior(f, &sd[i], tid_here, y0, x0, tw);
+        s = load_interior(f, &sd[i], tid_here, &tp, tw);
     }
     cg_if_else(fn, &ii);
     for (int i = 0; i < nside && s == WEFT_OK; i++) {
-        s = load_border(f, &sd[i], tid, bs, y0, x0);
+        s = load_border(f, &sd[i], tid, bs, &tp);
     }
     cg_if_end(fn, &ii);
     if (s) {
@@ -691,21 +793,17 @@ static weft_status emit_tiled(sk_fn *f, int tw, int th)
      * block has BLOCK threads */
     LLVMValueRef full = LLVMBuildAnd(
         B,
-        LLVMBuildICmp(B, LLVMIntSLE, LLVMBuildAdd(B, y0, cg_i64(fn, th), ""),
-                      out->extent[0], ""),
-        LLVMBuildICmp(B, LLVMIntSLE, LLVMBuildAdd(B, x0, cg_i64(fn, tw), ""),
-                      out->extent[1], ""),
+        LLVMBuildICmp(B, LLVMIntSLE, LLVMBuildAdd(B, tp.y0, cg_i64(fn, th), ""),
+                      tp.Y, ""),
+        LLVMBuildICmp(B, LLVMIntSLE, LLVMBuildAdd(B, tp.x0, cg_i64(fn, tw), ""),
+                      tp.X, ""),
         "");
     cg_if fi;
-    cg_if_begin(fn, &fi,
-                LLVMBuildAnd(B, full,
-                             LLVMBuildICmp(B, LLVMIntEQ, bs, i32c(fn, BLOCK), ""),
-                             ""));
-    s = apply_full(f, sd, nside, tid_per_tile(fn, tid), y0, x0, tw, th,
-                   args);
+    cg_if_begin(fn, &fi, LLVMBuildAnd(B, full, whole, ""));
+    s = apply_full(f, sd, nside, tid_per_tile(fn, tid), &tp, tw, th, args);
     cg_if_else(fn, &fi);
     if (s == WEFT_OK) {
-        s = apply_tile(f, sd, nside, tid, bs, y0, x0, tw, th, args);
+        s = apply_tile(f, sd, nside, tid, bs, &tp, tw, th, args);
     }
     cg_if_end(fn, &fi);
     if (s) {
