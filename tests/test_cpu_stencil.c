@@ -583,6 +583,49 @@ START_TEST(test_stencil_tiles)
 }
 END_TEST
 
+/* Rank 3 around the GPU's tiles (a plane's 64 x 32 elements or fewer,
+ * the window's planes in shared memory): planes at, above and below the
+ * tile, thin and single planes, every boundary, windows of 3 to 7 per
+ * dimension, and a stencil2. */
+START_TEST(test_stencil_tiles3)
+{
+    static const int64_t shapes[][3] = {
+        {3, 32, 64}, {4, 33, 65}, {5, 31, 63}, {1, 1, 200}, {2, 70, 3},
+        {7, 2, 130}, {1, 40, 40}, {6, 17, 100}};
+    static const int win[][3] = {{3, 3, 3}, {3, 5, 3}, {5, 3, 3},
+                                 {3, 3, 7}, {3, 7, 3}};
+    static const int elts[] = {E_F32, E_F64, E_I32, E_PAIR, E_I8, E_TRIPLE};
+    int ns = (int)(sizeof shapes / sizeof shapes[0]);
+    open_both();
+    for (int si = 0; si < ns; si++) {
+        for (int bi = 0; bi < 4; bi++) {
+            int turn = si * 4 + bi;
+            sten_arg sa;
+            memset(&sa, 0, sizeof sa);
+            sa.bnd[0] = (weft_boundary_kind)bi;
+            memcpy(sa.win[0], win[turn % 5], sizeof win[0]);
+            sa.free_var = turn % 3 == 1;
+            input in = {.elt = elts[turn % 6], .rank = 3};
+            sa.ncomp = in.elt == E_PAIR ? 2 : 3;
+            memcpy(in.shape, shapes[si], sizeof shapes[si]);
+            char what[160];
+            snprintf(what, sizeof what,
+                     "tiles3 shape %lld %lld %lld window %d %d %d boundary %d "
+                     "elt %d", (long long)in.shape[0], (long long)in.shape[1],
+                     (long long)in.shape[2], sa.win[0][0], sa.win[0][1],
+                     sa.win[0][2], bi, in.elt);
+            check_both(what, &in, 1, build_stencil, &sa, WEFT_OK);
+        }
+    }
+    static const int w3[2][3] = {{3, 3, 3}, {3, 5, 3}};
+    for (int bi = 0; bi < 4; bi++) {
+        check_stencil2("stencil2 tiles3", 0, bi, 3, (const int64_t[]){4, 40, 70},
+                       (const int64_t[]){5, 33, 66}, E_F32, E_I32, w3);
+    }
+    close_both();
+}
+END_TEST
+
 /* stencil2 of rank 2 in tiles: arrays of other shapes (the result is the
  * intersection), other windows and boundaries per array. */
 START_TEST(test_stencil2_tiles)
@@ -915,6 +958,7 @@ static Suite *cpu_stencil_suite(void)
     tcase_add_test(ts, test_stencil_large);
     tcase_add_test(ts, test_stencil_tiles);
     tcase_add_test(ts, test_stencil2_tiles);
+    tcase_add_test(ts, test_stencil_tiles3);
     suite_add_tcase(s, ts);
     TCase *tr = tcase_create("reshape");
     tcase_set_timeout(tr, 120);
