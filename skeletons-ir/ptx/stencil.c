@@ -44,10 +44,11 @@
  *
  * Threads.  The unrolled interior load and apply are written for blocks
  * of BLOCK (256) threads; the block size comes from the occupancy API
- * (at most BLOCK, .maxntid), which may choose fewer, and then every tile
- * takes the plain loops (element e of the tile to thread e % bs).  The
- * barriers stand at the top level of the tile loop, which every thread of
- * the block runs with the same bounds.  With TW 64 a warp takes 32
+ * (at most BLOCK, .maxntid), which may choose fewer, and then the block's
+ * threads play the BLOCK in turn (virtual_begin); the plain loops give
+ * element e of the tile to thread e % bs.  The barriers stand at the top
+ * level of the tile loop, which every thread of the block runs with the
+ * same bounds.  With TW 64 a warp takes 32
  * consecutive columns of a row: its shared-memory reads are consecutive
  * words (no bank conflict), and its global stores 128 bytes of f32.
  *
@@ -214,14 +215,21 @@ static LLVMValueRef wide(cg_fn *fn, LLVMValueRef x)
     return LLVMBuildZExt(fn->b, x, LLVMInt64TypeInContext(fn->llctx), "");
 }
 
-/* The thread index tid (i32) through sk_ptx_opaque, once per tile, so
- * that the positions of an interior tile's unrolled loads and of a full
- * tile's elements are computed per tile instead of being hoisted out of
- * the tile loop (two 64-bit registers per load, kept across the loop:
- * Jacobi's kernel took 60 registers instead of 32). */
-static LLVMValueRef tid_per_tile(cg_fn *fn, LLVMValueRef tid)
+/* The loop over the BLOCK threads that the unrolled code is written
+ * for, played by the bs of the block: v = tid, tid + bs, ... < BLOCK
+ * (once when bs is BLOCK; the occupancy API may choose fewer threads
+ * where they make more warps resident, e.g. 96 for a kernel of 40
+ * registers).  v (i32) goes through sk_ptx_opaque, so that the positions
+ * of an interior tile's unrolled loads and of a full tile's elements are
+ * computed per tile instead of being hoisted out of the tile loop (two
+ * 64-bit registers per load, kept across the loop: Jacobi's kernel took
+ * 60 registers instead of 32).  Close with cg_sloop_end. */
+static LLVMValueRef virtual_begin(cg_fn *fn, cg_sloop *l, LLVMValueRef tid,
+                                  LLVMValueRef bs)
 {
-    return LLVMBuildTrunc(fn->b, sk_ptx_opaque(fn, wide(fn, tid)),
+    LLVMValueRef v = cg_sloop_begin(fn, l, wide(fn, tid), cg_i64(fn, BLOCK),
+                                    wide(fn, bs), "v");
+    return LLVMBuildTrunc(fn->b, sk_ptx_opaque(fn, v),
                           LLVMInt32TypeInContext(fn->llctx), "");
 }
 
@@ -771,15 +779,15 @@ static weft_status emit_tiled(sk_fn *f, int tw, int th)
         interior = LLVMBuildAnd(B, interior, tile_inside(fn, &sd[i], &tp, tw, th),
                                 "");
     }
-    LLVMValueRef whole = LLVMBuildICmp(B, LLVMIntEQ, bs, i32c(fn, BLOCK), "");
-    /* load: unrolled where the tile is interior and the block has the
-     * BLOCK threads the unrolled code is written for */
+    /* load: unrolled where the tile is interior */
     cg_if ii;
-    cg_if_begin(fn, &ii, LLVMBuildAnd(B, interior, whole, ""));
-    LLVMValueRef tid_here = tid_per_tile(fn, tid);
+    cg_if_begin(fn, &ii, interior);
+    cg_sloop vl;
+    LLVMValueRef v = virtual_begin(fn, &vl, tid, bs);
     for (int i = 0; i < nside && s == WEFT_OK; i++) {
-        s = load_interior(f, &sd[i], tid_here, &tp, tw);
+        s = load_interior(f, &sd[i], v, &tp, tw);
     }
+    cg_sloop_end(fn, &vl);
     cg_if_else(fn, &ii);
     for (int i = 0; i < nside && s == WEFT_OK; i++) {
         s = load_border(f, &sd[i], tid, bs, &tp);
@@ -789,8 +797,7 @@ static weft_status emit_tiled(sk_fn *f, int tw, int th)
         return s;
     }
     tg->barrier(fn);
-    /* apply: with no test where the tile lies inside the result and the
-     * block has BLOCK threads */
+    /* apply: with no test where the tile lies inside the result */
     LLVMValueRef full = LLVMBuildAnd(
         B,
         LLVMBuildICmp(B, LLVMIntSLE, LLVMBuildAdd(B, tp.y0, cg_i64(fn, th), ""),
@@ -799,8 +806,10 @@ static weft_status emit_tiled(sk_fn *f, int tw, int th)
                       tp.X, ""),
         "");
     cg_if fi;
-    cg_if_begin(fn, &fi, LLVMBuildAnd(B, full, whole, ""));
-    s = apply_full(f, sd, nside, tid_per_tile(fn, tid), &tp, tw, th, args);
+    cg_if_begin(fn, &fi, full);
+    v = virtual_begin(fn, &vl, tid, bs);
+    s = apply_full(f, sd, nside, v, &tp, tw, th, args);
+    cg_sloop_end(fn, &vl);
     cg_if_else(fn, &fi);
     if (s == WEFT_OK) {
         s = apply_tile(f, sd, nside, tid, bs, &tp, tw, th, args);
