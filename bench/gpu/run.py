@@ -1173,6 +1173,16 @@ def write_report(path, info, copy, results, compiles, dotp_compile, quick, backe
       "`jax.jit`), `sum`, `dot`, `cumsum(dtype=int32)`, `bincount`; n-body in "
       "chunks of rows (c x n temporaries); Mandelbrot as 255 masked steps over "
       "the whole image.")
+    # -- Jacobi (stencil) --
+    w("- **Jacobi**: weft as `bench/programs.h` writes it (an `awhile` over "
+      "(grid, unit count) of a 3x3 clamped `stencil`; the GPU waits for the "
+      "count's test every step), and **weft (host loop)**: one step compiled, "
+      "run %d times by `weft_run_into` between two arrays as ref.cu's launches "
+      "ping-pong; CUDA: a launch per step of a 64 x 32 shared-memory tile "
+      "kernel; CuPy, PyTorch, JAX: each step `pad` (edge / replicate) and four "
+      "slices added in weft's order (JAX in one `lax.fori_loop` under `jit`)."
+      % JACOBI_STEPS)
+    # -- end Jacobi --
     w("- n/a: the implementation is missing or failed (the reason is given).")
     w("")
     with open(path, "w") as f:
