@@ -162,7 +162,9 @@ static void tile_tune(const fe_term *t, int *tw, int *th, int *mb)
     if (!env || sscanf(env, "%dx%dx%d", &w, &h, &b) < 2) {
         return;
     }
-    (void)t;
+    if (t->rank != 2) {
+        return; /* rank 3: three planes of a large tile pass 48 KiB */
+    }
     if (w >= 8 && h >= 1 && w * h >= BLOCK && w <= 1024 && h <= 1024 &&
         (w & (w - 1)) == 0 && (h & (h - 1)) == 0) {
         *tw = w;
