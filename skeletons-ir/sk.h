@@ -488,7 +488,47 @@ weft_status sk_permute_group(sk_fn *f, const cg_array *r,
                              const LLVMValueRef *g, int ng, int count,
                              sk_permute_put_fn put, void *user);
 
+/* ===== stencil.c: what a target's own stencil shares ===== */
+
+/* Window elements (both arrays together) above which stencil.c's kernel
+ * takes its compact form (a loop over the window): LLVM's optimisation
+ * time grows faster than linearly with an unrolled window (a 7x7x7 one
+ * costs seconds).  The GPU's tiles unroll the window, so such stencils
+ * run stencil.c's kernel there too. */
+#define SK_STENCIL_COMPACT 100
+
+/* The value of side `which` (0 or 1) of the stencil's constant boundary
+ * into *out, or NULL when its boundary is not constant.  Errors:
+ * WEFT_ERR_INTERNAL (a constant boundary without its value). */
+weft_status sk_stencil_boundary_value(sk_fn *f, int which,
+                                      const cg_val **out);
+
 /* ===== ptx/target.c ===== */
+
+/* x (i64) through an inline-assembly copy that the optimiser cannot see
+ * through: what it computes from x stays where it is used, instead of
+ * being strength-reduced or hoisted out of a loop into registers kept
+ * across it. */
+LLVMValueRef sk_ptx_opaque(cg_fn *fn, LLVMValueRef x);
+
+/* ===== ptx/stencil.c ===== */
+
+/* sk_kernel.flags of a stencil of rank 2 or 3 on the GPU in shared-memory
+ * tiles (ptx/stencil.c): entry 0 takes a tile of sk_stencil_tile_w x
+ * sk_stencil_tile_h result elements of one plane per block (n = the
+ * number of tiles, grain 1, item_threads SK_ITEM_BLOCK), and the driver
+ * counts the tiles (runtime/exec_stencil.c).  Without it the kernel is
+ * stencil.c's. */
+#define SK_STENCIL_TILED 1u
+/* sk_kernel.flags of the GPU's other stencils (stencil.c's kernel: rank
+ * 1, and ranks 2 and 3 where no tile fits): the driver cuts rows into
+ * pieces of a few columns (ST_FINE_PIECE), so that consecutive threads
+ * take consecutive pieces of a row (coalesced) and a row of any length
+ * spreads over the grid (pieces of 4096 columns, the CPU's, gave a
+ * rank-1 array of 2 million elements 488 threads). */
+#define SK_STENCIL_FINE 2u
+int sk_stencil_tile_w(unsigned flags);
+int sk_stencil_tile_h(unsigned flags);
 
 /* ===== ptx/permute.c ===== */
 
@@ -510,5 +550,6 @@ extern const sk_skeleton sk_ptx_fold; /* ptx/fold.c */
 extern const sk_skeleton sk_ptx_scan; /* ptx/scan.c */
 extern const sk_skeleton sk_ptx_permute; /* ptx/permute.c */
 extern const sk_skeleton sk_ptx_fold_seg; /* ptx/foldseg.c */
+extern const sk_skeleton sk_ptx_stencil; /* ptx/stencil.c */
 
 #endif /* WEFT_SK_H */

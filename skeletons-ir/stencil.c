@@ -38,20 +38,17 @@
  * ever read outside an array.  Loads of the arrays and stores of the
  * result carry scoped no-alias metadata (the result is a fresh buffer).
  *
- * Large windows (more than ST_COMPACT elements in all, e.g. 5x5x5) take a
- * compact form instead: one loop over every column of the piece, whose
- * windows are gathered by a loop over their elements (all reads checked)
- * into stack arrays that f's arguments are loaded from.  Unrolled, such a
- * window makes LLVM's optimisation take seconds; compact, f is emitted
- * once and compiles in about a second even for 9x9x9.
+ * Large windows (more than SK_STENCIL_COMPACT elements in all, e.g.
+ * 5x5x5) take a compact form instead: one loop over every column of the
+ * piece, whose windows are gathered by a loop over their elements (all
+ * reads checked) into stack arrays that f's arguments are loaded from.
+ * Unrolled, such a window makes LLVM's optimisation take seconds;
+ * compact, f is emitted once and compiles in about a second even for
+ * 9x9x9.
  */
 #include "sk.h"
 
 #define ST_MAX_WIN 9
-/* Window elements (both arrays together) above which the kernel takes the
- * compact form (see side_gather): LLVM's optimisation time grows faster
- * than linearly with the unrolled window (a 7x7x7 window costs seconds). */
-#define ST_COMPACT 100
 
 /* One array of the stencil as the entry point sees it. */
 typedef struct side {
@@ -199,6 +196,19 @@ static LLVMValueRef bound(cg_fn *fn, weft_boundary_kind b, LLVMValueRef i,
     }
 }
 
+weft_status sk_stencil_boundary_value(sk_fn *f, int which,
+                                      const cg_val **out)
+{
+    *out = NULL;
+    if (f->e->k->op->u.st.bnd[which] == WEFT_BOUNDARY_CONSTANT &&
+        !(*out = sk_kid_value(f, 2 * which + 1))) {
+        return fe_error(WEFT_ERR_INTERNAL,
+                        "weft_compile: a constant stencil boundary without "
+                        "its value");
+    }
+    return WEFT_OK;
+}
+
 static weft_status side_init(sk_fn *f, side *sd, int which, int kid)
 {
     const fe_term *t = f->e->k->op;
@@ -219,12 +229,9 @@ static weft_status side_init(sk_fn *f, side *sd, int which, int kid)
             sd->ncombo *= sd->w[d];
         }
     }
-    sd->cval = NULL;
-    if (sd->bnd == WEFT_BOUNDARY_CONSTANT &&
-        !(sd->cval = sk_kid_value(f, kid + 1))) {
-        return fe_error(WEFT_ERR_INTERNAL,
-                        "weft_compile: a constant stencil boundary without "
-                        "its value");
+    weft_status s = sk_stencil_boundary_value(f, which, &sd->cval);
+    if (s) {
+        return s;
     }
     fe_arena *ar = f->e->arena;
     sd->rowbase = fe_arena_alloc(ar, sizeof *sd->rowbase * (size_t)sd->ncombo);
@@ -442,7 +449,11 @@ static weft_status stencil_emit(sk_emit *e, const char *const *names)
     const cg_array *out = sk_out_array(&f, 0);
     LLVMValueRef m = out->extent[rank - 1];
     LLVMValueRef C = sk_aux_value(&f, 0)->v[0];
-    LLVMValueRef qn = LLVMBuildSDiv(B, m, C, ""), qr = LLVMBuildSRem(B, m, C, "");
+    /* divisions through cg_from_index: 32-bit ones where the values fit
+     * on a target whose 64-bit division is a call (the GPU) */
+    LLVMValueRef sh2[2] = {m, C}, qq[2];
+    cg_from_index(fn, 2, sh2, m, qq);
+    LLVMValueRef qn = qq[0], qr = qq[1];
     /* the interior's columns, before the row's own test: [lo, hi) */
     int lo_c = 0;
     LLVMValueRef hi = m;
@@ -458,8 +469,9 @@ static weft_status stencil_emit(sk_emit *e, const char *const *names)
     cg_loop lq;
     LLVMValueRef q;
     cg_loop_begin(fn, &lq, f.start, f.end, &q);
-    LLVMValueRef row = LLVMBuildSDiv(B, q, C, "");
-    LLVMValueRef piece = LLVMBuildSRem(B, q, C, "");
+    LLVMValueRef rp[2];
+    cg_from_index(fn, 2, sh2, q, rp);
+    LLVMValueRef row = rp[0], piece = rp[1];
     LLVMValueRef c0 = LLVMBuildAdd(B, LLVMBuildMul(B, piece, qn, ""),
                                    smin(fn, piece, qr), "");
     LLVMValueRef extra = LLVMBuildZExt(B, LLVMBuildICmp(B, LLVMIntSLT, piece,
@@ -471,7 +483,7 @@ static weft_status stencil_emit(sk_emit *e, const char *const *names)
         cg_from_index(fn, rank - 1, out->extent, row, ox);
     }
     LLVMValueRef outbase = LLVMBuildMul(B, row, m, "");
-    if (ktotal > ST_COMPACT) {
+    if (ktotal > SK_STENCIL_COMPACT) {
         /* compact: every column gathers its windows through a loop */
         LLVMValueRef *tmp[2];
         for (int i = 0; i < nside && s == WEFT_OK; i++) {

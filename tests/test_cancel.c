@@ -114,6 +114,34 @@ static weft_executable *while_exe(weft_context *ctx, int64_t stop, int64_t step)
     return exe;
 }
 
+/* stencil 3x3 (clamp) of (\w -> while (\s -> s /= -1) (\s -> s + 2)
+ * centre) over a rank-2 array of even numbers: it never ends.  On the GPU
+ * it runs in shared-memory tiles with barriers (ptx/stencil.c): a thread
+ * that leaves its loop on cancellation must still meet the others. */
+static weft_executable *stencil_while_exe(weft_context *ctx)
+{
+    weft_program *p;
+    TU_OK(weft_program_create(ctx, &p));
+    weft_acc *xs = weft_param(p, WEFT_I64, 2);
+    weft_fun *c = weft_fun1(p, WEFT_I64);
+    weft_fun_return(c, weft_ne(weft_arg(c, 0), weft_i64(p, -1)));
+    weft_fun *b = weft_fun1(p, WEFT_I64);
+    weft_fun_return(b, weft_add(weft_arg(b, 0), weft_i64(p, 2)));
+    weft_type t9[9];
+    for (int i = 0; i < 9; i++) {
+        t9[i] = WEFT_I64;
+    }
+    weft_fun *f = weft_fun_create(p, 9, t9);
+    weft_fun_return(f, weft_while(c, b, weft_arg(f, 4)));
+    weft_boundary clamp = {WEFT_BOUNDARY_CLAMP, NULL};
+    weft_acc *r = weft_stencil(f, (const int[]){3, 3}, clamp, xs);
+    TU_PROGRAM_OK(p);
+    weft_executable *exe;
+    TU_OK(weft_compile(p, &r, 1, &exe));
+    weft_program_free(p);
+    return exe;
+}
+
 /* foldAll (+) 0 (generate n (\i -> g i)), g i = (v -> v * 3 ^ i) applied
  * 8 times to i: as a chain of 8 terms (inner 0), or as a while loop of
  * `inner` iterations.  With n large the chain runs for seconds in kernels
@@ -268,6 +296,19 @@ static weft_array *evens(weft_context *ctx)
     return a;
 }
 
+/* The evens of evens() as a 40 x 25 grid. */
+static weft_array *evens_grid(weft_context *ctx)
+{
+    int64_t sh[2] = {40, 25};
+    weft_array *a;
+    TU_OK(weft_array_create(ctx, WEFT_I64, 2, sh, &a));
+    int64_t *d = weft_array_data(a, 0);
+    for (int64_t i = 0; i < sh[0] * sh[1]; i++) {
+        d[i] = 2 * i;
+    }
+    return a;
+}
+
 static int64_t long_n(weft_backend b)
 {
     return b == WEFT_BACKEND_INTERP ? (int64_t)4 << 20
@@ -280,10 +321,13 @@ static void run_case(int which, bool by_deadline)
     for (int bi = 0; bi < NBACKENDS; bi++) {
         weft_backend b = backends[bi];
         weft_context *ctx = open_ctx(b, by_deadline ? DEADLINE_MS : 0);
-        weft_array *xs = evens(ctx);
+        weft_array *xs = which == 3 ? evens_grid(ctx) : evens(ctx);
         weft_executable *exe;
         const char *what;
-        if (which == 0) {
+        if (which == 3) {
+            exe = stencil_while_exe(ctx);
+            what = "endless stencil";
+        } else if (which == 0) {
             exe = awhile_exe(ctx, INT64_MAX);
             what = "endless awhile";
         } else if (which == 1) {
@@ -322,6 +366,13 @@ START_TEST(endless_while)
 {
     run_case(1, false);
     run_case(1, true);
+}
+END_TEST
+
+START_TEST(endless_stencil)
+{
+    run_case(3, false);
+    run_case(3, true);
 }
 END_TEST
 
@@ -381,6 +432,7 @@ static Suite *cancel_suite(void)
     tcase_set_timeout(t, 300);
     tcase_add_test(t, endless_awhile);
     tcase_add_test(t, endless_while);
+    tcase_add_test(t, endless_stencil);
     tcase_add_test(t, long_fold);
     tcase_add_test(t, cancel_semantics);
     suite_add_tcase(s, t);

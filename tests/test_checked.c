@@ -519,6 +519,85 @@ START_TEST(lowest_element_wins)
 }
 END_TEST
 
+/* stencil 3x3 (clamp) of (\w -> 100 quot centre) over an h x w grid of
+ * ones with zeros at the linear positions zeros[0 .. nz-1]: in checked
+ * mode the lowest zero's division is reported.  Of rank 2, so that on
+ * the GPU it runs in tiles (ptx/stencil.c), whose interior and border
+ * tiles, and tiles cut by the result's edge, apply f each their own
+ * way; on success every element is 100. */
+static weft_status stencil_zeros(weft_context *ctx, int64_t h, int64_t w,
+                                 const int64_t *zeros, int nz)
+{
+    weft_program *p = NULL;
+    TU_OK(weft_program_create(ctx, &p));
+    weft_acc *xs = weft_param(p, WEFT_I32, 2);
+    weft_type t9[9];
+    for (int i = 0; i < 9; i++) {
+        t9[i] = WEFT_I32;
+    }
+    weft_fun *f = weft_fun_create(p, 9, t9);
+    weft_fun_return(f, weft_quot(weft_i32(p, 100), weft_arg(f, 4)));
+    weft_boundary clamp = {WEFT_BOUNDARY_CLAMP, NULL};
+    weft_acc *r = weft_stencil(f, (const int[]){3, 3}, clamp, xs);
+    int64_t n = h * w;
+    int64_t *v = malloc(sizeof *v * (size_t)n);
+    ck_assert_ptr_nonnull(v);
+    for (int64_t i = 0; i < n; i++) {
+        v[i] = 1;
+    }
+    for (int k = 0; k < nz; k++) {
+        v[zeros[k]] = 0;
+    }
+    weft_array *in = tu_arr_i(ctx, WEFT_I32, 2, TU_SH(h, w), v);
+    weft_array *out = NULL;
+    weft_status s = weft_run1(p, &r, 1, &in, 1, &out, 1);
+    if (s == WEFT_OK) {
+        for (int64_t i = 0; i < n; i++) {
+            v[i] = 100;
+        }
+        TU_CHECK_I(ctx, out, 0, 2, TU_SH(h, w), v);
+    }
+    free(v);
+    weft_array_release(in);
+    weft_array_release(out);
+    weft_program_free(p);
+    return s;
+}
+
+START_TEST(stencil_lowest_element)
+{
+    weft_context *in = open_ctx(WEFT_BACKEND_INTERP, false);
+    weft_context *chk = open_ctx(DT_BACKEND, true);
+    const int64_t h = 97, w = 300;
+    /* (60, 250): a tile inside the grid and its halo; (70, 3): a tile at
+     * the left edge; (96, 299): the last row and column, a tile the
+     * result cuts */
+    const int64_t z[3] = {70 * w + 3, 60 * w + 250, 96 * w + 299};
+    const struct {
+        int first, nz;
+        int64_t want;
+    } cases[] = {{0, 3, 60 * w + 250}, {0, 1, 70 * w + 3},
+                 {2, 1, 96 * w + 299}, {0, 0, -1}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        weft_status want =
+            cases[c].nz ? WEFT_ERR_DIVIDE_BY_ZERO : WEFT_OK;
+        const int64_t *zs = z + cases[c].first;
+        TU_STATUS(want, stencil_zeros(in, h, w, zs, cases[c].nz));
+        TU_STATUS(want, stencil_zeros(chk, h, w, zs, cases[c].nz));
+        if (cases[c].nz) {
+            char el[64];
+            snprintf(el, sizeof el, "at element %lld",
+                     (long long)cases[c].want);
+            ck_assert_msg(strstr(weft_last_error(), el),
+                          "case %zu: \"%s\" lacks \"%s\"", c,
+                          weft_last_error(), el);
+        }
+    }
+    weft_context_free(in);
+    weft_context_free(chk);
+}
+END_TEST
+
 /* ------------------------------------------------------------------------
  * Gathers are checked in both modes; checked mode names the element
  * ---------------------------------------------------------------------- */
@@ -703,6 +782,7 @@ static Suite *checked_suite(void)
         {"in_permute", in_permute},
         {"in_stencil", in_stencil},
         {"lowest_element_wins", lowest_element_wins},
+        {"stencil_lowest_element", stencil_lowest_element},
         {"gathers", gathers},
         {"cache_keys", cache_keys},
         {"environment", environment},

@@ -473,6 +473,27 @@ START_TEST(test_stencil_tiny)
 }
 END_TEST
 
+/* stencil2 case c of a test under boundary bi of its first array (the
+ * second's turns with c): arrays of rank `rank`, shapes a and b (3
+ * extents each), element types ea and eb, windows win[0] and win[1]. */
+static void check_stencil2(const char *test, size_t c, int bi, int rank,
+                           const int64_t *a, const int64_t *b, int ea, int eb,
+                           const int (*win)[3])
+{
+    sten_arg sa;
+    memset(&sa, 0, sizeof sa);
+    sa.two = true;
+    sa.bnd[0] = (weft_boundary_kind)bi;
+    sa.bnd[1] = (weft_boundary_kind)((bi + 1 + (int)c) % 4);
+    memcpy(sa.win, win, sizeof sa.win);
+    input in[2] = {{.elt = ea, .rank = rank}, {.elt = eb, .rank = rank}};
+    memcpy(in[0].shape, a, 3 * sizeof *a);
+    memcpy(in[1].shape, b, 3 * sizeof *b);
+    char what[96];
+    snprintf(what, sizeof what, "%s case %zu boundary %d", test, c, bi);
+    check_both(what, in, 2, build_stencil, &sa, WEFT_OK);
+}
+
 START_TEST(test_stencil2)
 {
     static const struct {
@@ -493,26 +514,138 @@ START_TEST(test_stencil2)
     open_both();
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         for (int bi = 0; bi < 4; bi++) {
-            sten_arg sa;
-            memset(&sa, 0, sizeof sa);
-            sa.two = true;
-            sa.bnd[0] = (weft_boundary_kind)bi;
-            sa.bnd[1] = (weft_boundary_kind)((bi + 1 + (int)c) % 4);
+            int win[2][3] = {{0}};
             for (int d = 0; d < cases[c].rank; d++) {
-                sa.win[0][d] = wins[(c + (size_t)d + (size_t)bi) % 4];
-                sa.win[1][d] = wins[(2 * c + (size_t)bi + 1) % 4];
+                win[0][d] = wins[(c + (size_t)d + (size_t)bi) % 4];
+                win[1][d] = wins[(2 * c + (size_t)bi + 1) % 4];
                 if (cases[c].rank == 3) {
-                    sa.win[0][d] = 3;
-                    sa.win[1][d] = d == 1 ? 5 : 3;
+                    win[0][d] = 3;
+                    win[1][d] = d == 1 ? 5 : 3;
                 }
             }
-            input in[2] = {{.elt = cases[c].ea, .rank = cases[c].rank},
-                           {.elt = cases[c].eb, .rank = cases[c].rank}};
-            memcpy(in[0].shape, cases[c].a, sizeof cases[c].a);
-            memcpy(in[1].shape, cases[c].b, sizeof cases[c].b);
-            char what[96];
-            snprintf(what, sizeof what, "stencil2 case %zu boundary %d", c, bi);
-            check_both(what, in, 2, build_stencil, &sa, WEFT_OK);
+            check_stencil2("stencil2", c, bi, cases[c].rank, cases[c].a,
+                           cases[c].b, cases[c].ea, cases[c].eb,
+                           (const int(*)[3])win);
+        }
+    }
+    close_both();
+}
+END_TEST
+
+/* Rank 2 around the GPU's tiles (ptx/stencil.c: 64 x 32 elements, fewer
+ * rows for wide elements or windows): extents that are multiples of the
+ * tile, one more, one less, narrower than the halo, one wide, empty;
+ * every boundary with windows from 3 to 9 per dimension and every
+ * element type, tuples included. */
+START_TEST(test_stencil_tiles)
+{
+    static const int64_t shapes[][3] = {
+        {32, 64}, {33, 65}, {31, 63}, {64, 128}, {97, 130}, {1, 200},
+        {200, 1}, {3, 2}, {2, 3}, {65, 33}, {130, 300}, {0, 0}, {4, 4},
+        {16, 64}, {17, 1}};
+    static const int win[][2] = {{3, 3}, {5, 5}, {9, 9}, {3, 9},
+                                 {9, 3}, {7, 3}, {3, 7}};
+    static const int elts[] = {E_F32, E_I32, E_F64, E_PAIR, E_TRIPLE,
+                               E_BOOL, E_F16, E_I8, E_U16, E_I64};
+    int ns = (int)(sizeof shapes / sizeof shapes[0]);
+    open_both();
+    for (int si = 0; si < ns; si++) {
+        for (int bi = 0; bi < 4; bi++) {
+            int turn = si * 4 + bi;
+            sten_arg sa;
+            memset(&sa, 0, sizeof sa);
+            sa.bnd[0] = (weft_boundary_kind)bi;
+            sa.win[0][0] = win[turn % 7][0];
+            sa.win[0][1] = win[turn % 7][1];
+            sa.free_var = turn % 3 == 0;
+            input in = {.elt = elts[turn % 10], .rank = 2};
+            sa.ncomp = in.elt == E_PAIR ? 2 : 3;
+            in.shape[0] = shapes[si][0];
+            in.shape[1] = shapes[si][1];
+            char what[160];
+            snprintf(what, sizeof what,
+                     "tiles shape %lld %lld window %d %d boundary %d elt %d",
+                     (long long)in.shape[0], (long long)in.shape[1],
+                     sa.win[0][0], sa.win[0][1], bi, in.elt);
+            check_both(what, &in, 1, build_stencil, &sa, WEFT_OK);
+        }
+    }
+    /* more tiles than a GPU's grid holds at once: blocks take several */
+    for (int bi = 0; bi < 4; bi++) {
+        sten_arg sa = {.win = {{3, 3}}, .bnd = {(weft_boundary_kind)bi}};
+        input in = {.elt = bi % 2 ? E_I32 : E_F32, .rank = 2,
+                    .shape = {1500, 1537}};
+        char what[64];
+        snprintf(what, sizeof what, "tiles 1500x1537 boundary %d", bi);
+        check_both(what, &in, 1, build_stencil, &sa, WEFT_OK);
+    }
+    close_both();
+}
+END_TEST
+
+/* Rank 3 around the GPU's tiles (a plane's 64 x 32 elements or fewer,
+ * the window's planes in shared memory): planes at, above and below the
+ * tile, thin and single planes, every boundary, windows of 3 to 7 per
+ * dimension, and a stencil2. */
+START_TEST(test_stencil_tiles3)
+{
+    static const int64_t shapes[][3] = {
+        {3, 32, 64}, {4, 33, 65}, {5, 31, 63}, {1, 1, 200}, {2, 70, 3},
+        {7, 2, 130}, {1, 40, 40}, {6, 17, 100}};
+    static const int win[][3] = {{3, 3, 3}, {3, 5, 3}, {5, 3, 3},
+                                 {3, 3, 7}, {3, 7, 3}};
+    static const int elts[] = {E_F32, E_F64, E_I32, E_PAIR, E_I8, E_TRIPLE};
+    int ns = (int)(sizeof shapes / sizeof shapes[0]);
+    open_both();
+    for (int si = 0; si < ns; si++) {
+        for (int bi = 0; bi < 4; bi++) {
+            int turn = si * 4 + bi;
+            sten_arg sa;
+            memset(&sa, 0, sizeof sa);
+            sa.bnd[0] = (weft_boundary_kind)bi;
+            memcpy(sa.win[0], win[turn % 5], sizeof win[0]);
+            sa.free_var = turn % 3 == 1;
+            input in = {.elt = elts[turn % 6], .rank = 3};
+            sa.ncomp = in.elt == E_PAIR ? 2 : 3;
+            memcpy(in.shape, shapes[si], sizeof shapes[si]);
+            char what[160];
+            snprintf(what, sizeof what,
+                     "tiles3 shape %lld %lld %lld window %d %d %d boundary %d "
+                     "elt %d", (long long)in.shape[0], (long long)in.shape[1],
+                     (long long)in.shape[2], sa.win[0][0], sa.win[0][1],
+                     sa.win[0][2], bi, in.elt);
+            check_both(what, &in, 1, build_stencil, &sa, WEFT_OK);
+        }
+    }
+    static const int w3[2][3] = {{3, 3, 3}, {3, 5, 3}};
+    for (int bi = 0; bi < 4; bi++) {
+        check_stencil2("stencil2 tiles3", 0, bi, 3, (const int64_t[]){4, 40, 70},
+                       (const int64_t[]){5, 33, 66}, E_F32, E_I32, w3);
+    }
+    close_both();
+}
+END_TEST
+
+/* stencil2 of rank 2 in tiles: arrays of other shapes (the result is the
+ * intersection), other windows and boundaries per array. */
+START_TEST(test_stencil2_tiles)
+{
+    static const struct {
+        int64_t a[3], b[3];
+        int ea, eb;
+        int win[2][3];
+    } cases[] = {
+        {{70, 130}, {66, 140}, E_F32, E_F32, {{3, 3}, {5, 5}}},
+        {{33, 65}, {40, 64}, E_F64, E_F32, {{9, 3}, {3, 9}}},
+        {{5, 200}, {7, 190}, E_I32, E_I8, {{7, 7}, {3, 3}}},
+        {{128, 64}, {128, 64}, E_I64, E_I32, {{9, 9}, {9, 9}}},
+        {{1, 1}, {3, 3}, E_F32, E_F64, {{5, 3}, {3, 5}}},
+    };
+    open_both();
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        for (int bi = 0; bi < 4; bi++) {
+            check_stencil2("stencil2 tiles", c, bi, 2, cases[c].a, cases[c].b,
+                           cases[c].ea, cases[c].eb, cases[c].win);
         }
     }
     close_both();
@@ -823,6 +956,9 @@ static Suite *cpu_stencil_suite(void)
     tcase_add_test(ts, test_stencil_tiny);
     tcase_add_test(ts, test_stencil2);
     tcase_add_test(ts, test_stencil_large);
+    tcase_add_test(ts, test_stencil_tiles);
+    tcase_add_test(ts, test_stencil2_tiles);
+    tcase_add_test(ts, test_stencil_tiles3);
     suite_add_tcase(s, ts);
     TCase *tr = tcase_create("reshape");
     tcase_set_timeout(tr, 120);

@@ -27,6 +27,9 @@
  *   KMEANS       px, py f32[n], cx, cy f32[bins]  cx, cy, iterations: f32[2 bins
  *   KMEANS_WHILE (k = bins centroids, at most     + 1] (the count as a float)
  *                max_iter iterations)
+ *   JACOBI       u f32[h*n] (h rows of n)       u after max_iter steps
+ *                                               f32[h*n]
+ *   JACOBI_LOOP  as JACOBI (weft only: the other formulation)
  */
 #ifndef GPUBENCH_H
 #define GPUBENCH_H
@@ -48,6 +51,10 @@ enum {
     GB_SMVM_POWER,
     GB_KMEANS,
     GB_KMEANS_WHILE,
+    /* -- Jacobi (stencil) -- */
+    GB_JACOBI,
+    GB_JACOBI_LOOP, /* as JACOBI (weft only: a host loop of one step) */
+    /* -- end Jacobi -- */
     GB_NPROG
 };
 
@@ -59,9 +66,10 @@ enum {
 /* The size and parameters of one program (run.py mirrors this layout as a
  * ctypes.Structure: keep the two in step). */
 typedef struct gb_shape {
-    int64_t n;            /* elements, options, bodies, keys; Mandelbrot: w */
-    int64_t h;            /* Mandelbrot: height */
-    int32_t max_iter;     /* Mandelbrot */
+    int64_t n;            /* elements, options, bodies, keys; Mandelbrot,
+                             Jacobi: w */
+    int64_t h;            /* Mandelbrot, Jacobi: height */
+    int32_t max_iter;     /* Mandelbrot; Jacobi: steps */
     int32_t bins;         /* histogram */
     float a;              /* saxpy */
     float eps2;           /* n-body softening */

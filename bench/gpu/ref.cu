@@ -61,6 +61,12 @@
  *                          the sums.  The host reads the count after each
  *                          iteration (4 bytes) and stops at 0 or after
  *                          max_iter iterations.
+ *   Jacobi                 a launch per step, ping-pong between two
+ *                          buffers (the input is never written): tiles of
+ *                          64 x 32 per block of 32 x 8 threads, the tile
+ *                          and its one-element halo loaded once into
+ *                          shared memory (clamped indices), each thread
+ *                          two columns of 4 rows (k_jacobi).
  *
  * Each rf_run is timed two ways at once (a histogram run includes zeroing
  * its bins): by CUDA events recorded on the default stream before and
@@ -689,6 +695,69 @@ static bool sv_prog(int prog)
     return prog == GB_SMVM_BANDED || prog == GB_SMVM_POWER ||
            prog == GB_KMEANS || prog == GB_KMEANS_WHILE;
 }
+/* -- Jacobi (stencil) -- */
+
+#define JB_TW 64 /* tile columns: two per thread */
+#define JB_TH 32 /* tile rows: four per thread */
+#define JB_BX 32
+#define JB_BY 8
+
+/* One Jacobi step v = 0.25 (((n + s) + w) + e) of the h x w grid u,
+ * clamped: the block's tile and its halo into shared memory (every index
+ * clamped, which costs a min and a max), then the tile's elements from
+ * there.  Block (JB_BX, JB_BY), grid (ceil(w / JB_TW), ceil(h / JB_TH)). */
+__global__ void __launch_bounds__(JB_BX * JB_BY)
+    k_jacobi(const float *__restrict__ u, float *__restrict__ v, int h, int w)
+{
+    __shared__ float t[JB_TH + 2][JB_TW + 2];
+    int x0 = blockIdx.x * JB_TW, y0 = blockIdx.y * JB_TH;
+    int tx = threadIdx.x, ty = threadIdx.y;
+#pragma unroll
+    for (int r = ty; r < JB_TH + 2; r += JB_BY) {
+        int64_t gy = min(max(y0 + r - 1, 0), h - 1);
+#pragma unroll
+        for (int c = tx; c < JB_TW + 2; c += JB_BX) {
+            int gx = min(max(x0 + c - 1, 0), w - 1);
+            t[r][c] = u[gy * w + gx];
+        }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int r = ty; r < JB_TH; r += JB_BY) {
+#pragma unroll
+        for (int c = tx; c < JB_TW; c += JB_BX) {
+            int y = y0 + r, x = x0 + c;
+            if (y < h && x < w) {
+                v[(int64_t)y * w + x] =
+                    0.25f * (((t[r][c + 1] + t[r + 2][c + 1]) + t[r + 1][c]) +
+                             t[r + 1][c + 2]);
+            }
+        }
+    }
+}
+
+/* s->max_iter steps from in (never written) through out and tmp, the last
+ * one into out. */
+static int jacobi_launch(const gb_shape *s, const float *in, float *out,
+                         float *tmp)
+{
+    dim3 block(JB_BX, JB_BY);
+    dim3 grid((unsigned)((s->n + JB_TW - 1) / JB_TW),
+              (unsigned)((s->h + JB_TH - 1) / JB_TH));
+    const float *from = in;
+    for (int32_t i = 0; i < s->max_iter; i++) {
+        float *to = (s->max_iter - 1 - i) % 2 == 0 ? out : tmp;
+        k_jacobi<<<grid, block>>>(from, to, (int)s->h, (int)s->n);
+        from = to;
+    }
+    if (s->max_iter == 0) {
+        CK(cudaMemcpyAsync(out, in, (size_t)(s->n * s->h) * sizeof(float),
+                           cudaMemcpyDeviceToDevice));
+    }
+    return 0;
+}
+
+/* -- end Jacobi -- */
 
 /* ---- programs ------------------------------------------------------------ */
 
@@ -951,6 +1020,11 @@ static int launch(int prog, prog_state *p)
     case GB_SMVM_POWER:
     case GB_KMEANS:
     case GB_KMEANS_WHILE: return sv_launch(prog, p);
+    case GB_JACOBI:
+        if (jacobi_launch(s, in[0], out[0], (float *)p->temp)) {
+            return -1;
+        }
+        break;
     default: return rf_fail("rf: no program %d", prog);
     }
     CK(cudaGetLastError());
@@ -967,7 +1041,8 @@ static int launch(int prog, prog_state *p)
  * open). */
 RF_API int rf_open(int prog, const gb_shape *sh, const void *const *in)
 {
-    if (prog < 0 || prog >= GB_NPROG || prog == GB_NBODY_FOLD) {
+    if (prog < 0 || prog >= GB_NPROG || prog == GB_NBODY_FOLD ||
+        prog == GB_JACOBI_LOOP) {
         return rf_fail("rf_open: no program %d", prog);
     }
     if (sv_prog(prog)) {
@@ -1012,6 +1087,13 @@ RF_API int rf_open(int prog, const gb_shape *sh, const void *const *in)
         p->nin = 1;
         p->nout = 1;
         p->out_bytes[0] = (int64_t)sh->bins * 4;
+        break;
+    case GB_JACOBI: /* a grid of h x n; tmp, the other buffer of a step */
+        f4 = n * sh->h * 4;
+        p->nin = 1;
+        p->nout = 1;
+        p->out_bytes[0] = f4;
+        p->temp_bytes = (size_t)f4;
         break;
     }
     p->open = 1;

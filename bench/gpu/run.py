@@ -75,6 +75,10 @@ SAXPY, SUM, DOTP, SCAN, BS, NBODY, NBODY_FOLD, MANDEL, HIST = range(9)
 # smvm and k-means (helper smvm; their Program is SparseProgram below)
 SMVM_B, SMVM_P, KMEANS, KMEANS_W = range(9, 13)
 SV_PIDS = (SMVM_B, SMVM_P, KMEANS, KMEANS_W)
+# -- Jacobi (stencil) --
+JACOBI, JACOBI_LOOP = 13, 14
+JACOBI_STEPS = 100
+# -- end Jacobi --
 
 
 class Shape(ctypes.Structure):
@@ -240,8 +244,13 @@ class Program:
             s.n, s.h = (300, 200) if quick else (8192, 8192)
             s.x0, s.y0 = -2.0, -1.25
             s.dx, s.dy = 2.5 / s.n, 2.5 / s.h
+        elif pid == JACOBI:  # -- Jacobi: an h x n grid, n columns --
+            s.n, s.h = (131, 77) if quick else (8192, 8192)
+            s.max_iter = JACOBI_STEPS
         self.shape = s
         n = s.n
+        # elements of each input (Jacobi: the whole grid)
+        self.in_n = n * s.h if pid == JACOBI else n
         # inputs: (dtype, fill) with fill ("u", lo, hi), ("16",), ("i", m)
         self.inputs = {
             SAXPY: [("f32", ("u", -1, 1)), ("f32", ("u", -1, 1))],
@@ -253,6 +262,7 @@ class Program:
             NBODY: [("f32", ("u", -1, 1))] * 3 + [("f32", ("u", 0.5, 1.5))],
             MANDEL: [],
             HIST: [("i32", ("i", s.bins))],
+            JACOBI: [("f32", ("u", 0, 1))],
         }[pid]
         self.outputs = {
             SAXPY: [("f32", n)],
@@ -263,16 +273,19 @@ class Program:
             NBODY: [("f32", n)] * 3,
             MANDEL: [("i32", s.n * s.h)],
             HIST: [("i32", s.bins)],
+            JACOBI: [("f32", s.n * s.h)],
         }[pid]
         # bytes a memory-bound program must move (inputs once, outputs once)
         self.bytes = {SAXPY: 12 * n, SUM: 4 * n, DOTP: 8 * n, SCAN: 8 * n,
-                      BS: 20 * n, HIST: 4 * n + 4 * s.bins}.get(pid, 0)
+                      BS: 20 * n, HIST: 4 * n + 4 * s.bins,
+                      JACOBI: 8 * n * s.h * s.max_iter}.get(pid, 0)
         self.flops = 20.0 * n * n if pid == NBODY else 0.0  # Mandelbrot: later
         self.size = {
             SAXPY: "%d f32" % n, SUM: "%d f32" % n, DOTP: "%d f32" % n,
             SCAN: "%d i32" % n, BS: "%d options" % n, NBODY: "%d bodies" % n,
             MANDEL: "%dx%d, %d iterations" % (s.n, s.h, s.max_iter),
             HIST: "%d i32 keys, %d bins" % (n, s.bins),
+            JACOBI: "%dx%d f32, %d steps" % (s.h, n, s.max_iter),
         }[pid]
 
     @property
@@ -296,6 +309,7 @@ PROGRAM_LIST = [
      "iterations: fold of (distance, j) per point, permute (+)"),
     ("kmeans-while", KMEANS_W, "k-means, the nearest centroid by a while "
      "loop per point: as kmeans"),
+    ("jacobi", JACOBI, "Jacobi: 5-point stencil 3x3 (clamp), awhile of 100 steps"),
 ]
 
 CHECKS = {
@@ -316,6 +330,8 @@ CHECKS = {
     KMEANS: "centroids: max |r - c| / max(1, |c|) <= 1e-2 (f32 sums of 2^18 "
             "points in other orders); iterations within 2 of the reference's",
     KMEANS_W: "as kmeans",
+    JACOBI: "max |r - c| / max(1, |c|) <= 1e-5 per element (the sums in the "
+            "same order everywhere; values in [0, 1))",
 }
 
 
@@ -324,7 +340,7 @@ def fill_inputs(wg, prog):
         return prog.make_inputs(wg)
     bufs = []
     for k, (dtype, fill) in enumerate(prog.inputs):
-        b = Buf(dtype, prog.shape.n)
+        b = Buf(dtype, prog.in_n)
         seed = 1000 * prog.pid + k + 1
         if fill[0] == "u":
             wg.wg_fill_f32(b.ptr, b.n, fill[1], fill[2], seed)
@@ -352,8 +368,8 @@ def check(wg, prog, got, ref):
         g, r = float(got[0].a[0]), float(ref[0].a[0])
         e = abs(g - r) / max(abs(r), 1e-30)
         return e <= 1e-3, "%s (rel. err. %.1e)" % ("ok" if e <= 1e-3 else "FAIL", e)
-    if pid in (SAXPY, BS, NBODY):
-        tol = {SAXPY: 1e-5, BS: 1e-3, NBODY: 1e-3}[pid]
+    if pid in (SAXPY, BS, NBODY, JACOBI):
+        tol = {SAXPY: 1e-5, BS: 1e-3, NBODY: 1e-3, JACOBI: 1e-5}[pid]
         floor = 1.0
         if pid == NBODY:
             floor = max(wg.wg_max_abs_f32(r.ptr, r.n) for r in ref) or 1.0
@@ -579,6 +595,10 @@ class CupyImpl(PeerImpl):
             self.fn = lambda k: cp.bincount(k, minlength=s.bins)
         elif pid in SV_PIDS:
             self.fn, self.label = sv_cupy(cp, prog, self.dev)
+        elif pid == JACOBI:
+            self.dev = [d.reshape(int(s.h), int(s.n)) for d in self.dev]
+            self.fn = jacobi_xp(lambda u: cp.pad(u, 1, mode="edge"), s.max_iter)
+            self.label = "CuPy (pad edge + slices, %d steps)" % s.max_iter
         self.out = self.fn(*self.dev)
         self.sync()
 
@@ -661,6 +681,14 @@ class TorchImpl(PeerImpl):
                 self.label = "PyTorch (keys as int64)"
         elif pid in SV_PIDS:
             self.fn, self.label = sv_torch(torch, prog, self.dev)
+        elif pid == JACOBI:
+            import torch.nn.functional as F
+
+            self.dev = [d.reshape(int(s.h), int(s.n)) for d in self.dev]
+            self.fn = jacobi_xp(
+                lambda u: F.pad(u[None, None], (1, 1, 1, 1), mode="replicate")[0, 0],
+                s.max_iter)
+            self.label = "PyTorch (pad replicate + slices, %d steps)" % s.max_iter
         self.out = self.fn(*self.dev)
         self.sync()
 
@@ -776,6 +804,12 @@ class JaxImpl(PeerImpl):
             f = lambda k: jnp.bincount(k, length=int(s.bins))  # noqa: E731
         elif pid in SV_PIDS:
             f, self.label = sv_jax(jax, prog)
+        elif pid == JACOBI:
+            self.dev = [d.reshape(int(s.h), int(s.n)) for d in self.dev]
+            step = jacobi_xp(lambda u: jnp.pad(u, 1, mode="edge"), 1)
+            iters = int(s.max_iter)
+            f = lambda u: lax.fori_loop(0, iters, lambda _, v: step(v), u)  # noqa: E731
+            self.label = "JAX (jit, lax.fori_loop of pad edge + slices)"
         self.fn = jax.jit(f)
         self.out = self.fn(*self.dev)
         self.sync()
@@ -846,6 +880,20 @@ def nbody_xp(m, s, sqrt, rowsum):
         return tuple(outs)
 
     return nbody
+
+
+def jacobi_xp(pad, iters):
+    """iters Jacobi steps, each 0.25 (((n + s) + w) + e) of the grid
+    padded by its edge (the clamped boundary), in weft's order."""
+    iters = int(iters)
+
+    def jacobi(u):
+        for _ in range(iters):
+            p = pad(u)
+            u = 0.25 * (((p[:-2, 1:-1] + p[2:, 1:-1]) + p[1:-1, :-2]) + p[1:-1, 2:])
+        return u
+
+    return jacobi
 
 
 def mandel_xp(m, s, arange, zeros_f, zeros_i, ones_b):
@@ -1352,6 +1400,16 @@ def write_report(path, info, copy, results, compiles, dotp_compile, quick, backe
       "host loop reading the moved count; JAX: `lax.while_loop`).  weft's "
       "k-means returns its centroids and count packed into one array (one "
       "more small kernel).")
+    # -- Jacobi (stencil) --
+    w("- **Jacobi**: weft as `bench/programs.h` writes it (an `awhile` over "
+      "(grid, unit count) of a 3x3 clamped `stencil`; the GPU waits for the "
+      "count's test every step), and **weft (host loop)**: one step compiled, "
+      "run %d times by `weft_run_into` between two arrays as ref.cu's launches "
+      "ping-pong; CUDA: a launch per step of a 64 x 32 shared-memory tile "
+      "kernel; CuPy, PyTorch, JAX: each step `pad` (edge / replicate) and four "
+      "slices added in weft's order (JAX in one `lax.fori_loop` under `jit`)."
+      % JACOBI_STEPS)
+    # -- end Jacobi --
     w("- n/a: the implementation is missing or failed (the reason is given).")
     w("")
     with open(path, "w") as f:
@@ -1501,6 +1559,8 @@ def main():
         impls = [lambda: WeftImpl(wg, pid)]
         if pid == NBODY:
             impls.append(lambda: WeftImpl(wg, NBODY_FOLD, "weft (fold)"))
+        if pid == JACOBI:
+            impls.append(lambda: WeftImpl(wg, JACOBI_LOOP, "weft (host loop)"))
         if quick:
             ref_impl = lambda: CrefImpl(wg)  # noqa: E731
         else:

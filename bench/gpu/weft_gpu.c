@@ -50,6 +50,7 @@
 #include "../programs.h"
 #include "gpubench.h"
 #include "weft.h"
+#include "../programs.h" /* Jacobi (bp_jacobi) */
 
 #define WG_API __attribute__((visibility("default")))
 #define MAX_IN 4
@@ -398,6 +399,40 @@ static weft_acc *sv_build_kmeans(weft_context *ctx, weft_program *p,
     return weft_generate(
         weft_index1(weft_add(weft_add(k, k), weft_i64(p, 1))), g);
 }
+/* -- Jacobi (stencil) -- */
+
+/* max_iter 5-point steps of the h x n grid u into r, clamped, in
+ * bp_jacobi's order of operations (0.25 * (((n + s) + w) + e)).  Returns
+ * 0, or -1 when out of memory. */
+static int jacobi_c(const gb_shape *s, const float *u, float *r)
+{
+    int64_t h = s->h, w = s->n;
+    float *tmp = malloc((size_t)(h * w) * sizeof *tmp);
+    if (!tmp) {
+        return fail("wg_cref: out of memory");
+    }
+    /* the last step writes r: start in r or tmp by the parity */
+    float *bufs[2] = {s->max_iter % 2 ? r : tmp, s->max_iter % 2 ? tmp : r};
+    memcpy(r, u, (size_t)(h * w) * sizeof *r);
+    const float *from = u;
+    for (int32_t it = 0; it < s->max_iter; it++) {
+        float *to = bufs[it % 2];
+        for (int64_t y = 0; y < h; y++) {
+            int64_t yn = y > 0 ? y - 1 : 0, ys = y + 1 < h ? y + 1 : h - 1;
+            for (int64_t x = 0; x < w; x++) {
+                int64_t xw = x > 0 ? x - 1 : 0, xe = x + 1 < w ? x + 1 : w - 1;
+                to[y * w + x] = 0.25f * (((from[yn * w + x] + from[ys * w + x]) +
+                                          from[y * w + xw]) +
+                                         from[y * w + xe]);
+            }
+        }
+        from = to;
+    }
+    free(tmp);
+    return 0;
+}
+
+/* -- end Jacobi -- */
 
 /* Program prog in plain C, sequentially (sums in double): in and out as
  * in gpubench.h.  For checking at small sizes. */
@@ -489,6 +524,9 @@ WG_API int wg_cref(int prog, const gb_shape *s, const void *const *in,
     case GB_KMEANS:
     case GB_KMEANS_WHILE:
         return sv_cref(prog, s, in, out);
+    case GB_JACOBI:
+    case GB_JACOBI_LOOP:
+        return jacobi_c(s, x, out[0]);
     }
     return fail("wg_cref: no program %d", prog);
 }
@@ -699,8 +737,23 @@ static int prog_inputs(int prog, weft_type *t)
         return 4;
     case GB_KMEANS:
     case GB_KMEANS_WHILE: t[0] = t[1] = t[2] = t[3] = WEFT_F32; return 4;
+    case GB_JACOBI:
+    case GB_JACOBI_LOOP: t[0] = WEFT_F32; return 1;
     }
     return -1;
+}
+
+/* The shape of program prog's inputs (all alike) into shape; returns the
+ * rank: Jacobi's grid h x n, else n. */
+static int prog_input_shape(int prog, const gb_shape *s, int64_t *shape)
+{
+    if (prog == GB_JACOBI || prog == GB_JACOBI_LOOP) {
+        shape[0] = s->h;
+        shape[1] = s->n;
+        return 2;
+    }
+    shape[0] = s->n;
+    return 1;
 }
 
 static weft_acc *build(int prog, weft_context *ctx, weft_program *p,
@@ -730,6 +783,8 @@ static weft_acc *build(int prog, weft_context *ctx, weft_program *p,
     case GB_SMVM_POWER: return bp_smvm(p, x[0], x[1], x[2], x[3]);
     case GB_KMEANS: return sv_build_kmeans(ctx, p, x, s, 0);
     case GB_KMEANS_WHILE: return sv_build_kmeans(ctx, p, x, s, 1);
+    case GB_JACOBI: return bp_jacobi(p, x[0], s->max_iter);
+    case GB_JACOBI_LOOP: return bp_jacobi_step(p, x[0]);
     }
     return NULL;
 }
@@ -745,6 +800,8 @@ typedef struct session {
     int scalar;        /* the result is rank 0 */
     void *stream;      /* weft's CUDA stream (NULL: none, not ptx) */
     double compile_ms; /* wall time of weft_compile */
+    int32_t steps;     /* Jacobi's host loop: runs of one step per run */
+    weft_array *pp[2]; /* ... and the arrays they ping-pong between */
     weft_stats after;  /* the context's counters after the compile */
 } session;
 
@@ -766,11 +823,35 @@ WG_API void wg_close(int prog)
     for (int i = 0; i < MAX_IN; i++) {
         weft_array_release(s->in[i]);
     }
+    weft_array_release(s->pp[0]);
+    weft_array_release(s->pp[1]);
     weft_executable_free(s->exe);
     weft_program_free(s->p);
     weft_context_free(s->ctx);
     memset(s, 0, sizeof *s);
 }
+
+/* -- Jacobi (stencil): the host loop -- */
+
+/* s->steps runs of the one-step executable, each weft_run_into the other
+ * of s->pp (the first from the input), as ref.cu's launches ping-pong:
+ * *out gets the last one's array (a new reference).  Returns 0 or -1. */
+static int run_steps(session *s, weft_array **out)
+{
+    weft_array *from = s->in[0];
+    for (int32_t i = 0; i < s->steps; i++) {
+        weft_array *to = s->pp[(s->steps - 1 - i) % 2];
+        if (weft_run_into(s->exe, &from, 1, &to, 1)) {
+            return fail_weft("weft_run_into");
+        }
+        from = to;
+    }
+    weft_array_retain(from);
+    *out = from;
+    return 0;
+}
+
+/* -- end Jacobi -- */
 
 /* Run s once; *out gets the result (the caller releases it).  Waits for
  * the result as the comment at the top says; *event_ms gets the events'
@@ -783,8 +864,10 @@ static int run_wait(session *s, weft_array **out, double *event_ms)
     if (events && wg_record(0, s->stream)) {
         return fail("wg_run: the first event could not be recorded");
     }
-    if (weft_run(s->exe, s->in, s->nin, out, 1)) {
-        return fail_weft("weft_run");
+    if (s->steps > 0 ? run_steps(s, out)
+                     : weft_run(s->exe, s->in, s->nin, out, 1) ? fail_weft("weft_run")
+                                                              : 0) {
+        return -1;
     }
     if (events) {
         if (wg_record(1, s->stream) || (*event_ms = wg_finish()) < 0) {
@@ -820,9 +903,11 @@ WG_API int wg_open(int prog, const gb_shape *sh, const void *const *in)
         wg_close(prog);
         return -1;
     }
+    int64_t shape[2];
+    int rank = prog_input_shape(prog, sh, shape);
     weft_acc *x[MAX_IN];
     for (int i = 0; i < nin; i++) {
-        x[i] = weft_param(s->p, t[i], 1);
+        x[i] = weft_param(s->p, t[i], rank);
     }
     weft_acc *r = build(prog, s->ctx, s->p, x, sh);
     double t0 = now_ms();
@@ -842,12 +927,23 @@ WG_API int wg_open(int prog, const gb_shape *sh, const void *const *in)
     for (int i = 0; i < nin; i++) {
         int64_t n = sv_input_len(prog, i, sh);
         const void *data[1] = {in[i]};
-        if (weft_array_from_host(s->ctx, t[i], 1, &n, data, &s->in[i])) {
+        if (weft_array_from_host(s->ctx, t[i], rank, shape, data,
+                                 &s->in[i])) {
             fail_weft("weft_array_from_host");
             wg_close(prog);
             return -1;
         }
         s->nin = i + 1;
+    }
+    if (prog == GB_JACOBI_LOOP) {
+        s->steps = sh->max_iter;
+        for (int i = 0; i < 2; i++) {
+            if (weft_array_create(s->ctx, WEFT_F32, rank, shape, &s->pp[i])) {
+                fail_weft("weft_array_create");
+                wg_close(prog);
+                return -1;
+            }
+        }
     }
     weft_array *out;
     double ev;
@@ -1037,6 +1133,8 @@ static const char *const prog_names[GB_NPROG] = {
     [GB_HIST] = "histogram",
     [GB_SMVM_BANDED] = "smvm-banded", [GB_SMVM_POWER] = "smvm-power",
     [GB_KMEANS] = "kmeans", [GB_KMEANS_WHILE] = "kmeans-while",
+    [GB_HIST] = "histogram", [GB_JACOBI] = "jacobi",
+    [GB_JACOBI_LOOP] = "jacobi-loop",
 };
 
 /* Compile program prog in a new context on the empty cache dir; print
@@ -1048,6 +1146,8 @@ static int phases_of(int prog, const char *dir)
                    .dx = 2.5f / 1024, .dy = 2.5f / 1024};
     weft_type t[MAX_IN];
     int nin = prog_inputs(prog, t);
+    int64_t shape[2];
+    int rank = prog_input_shape(prog, &sh, shape);
     weft_context *ctx = NULL;
     weft_program *p = NULL;
     weft_executable *exe = NULL;
@@ -1058,7 +1158,7 @@ static int phases_of(int prog, const char *dir)
     }
     weft_acc *x[MAX_IN];
     for (int i = 0; i < nin; i++) {
-        x[i] = weft_param(p, t[i], 1);
+        x[i] = weft_param(p, t[i], rank);
     }
     weft_acc *r = build(prog, ctx, p, x, &sh);
     double t0 = now_ms();

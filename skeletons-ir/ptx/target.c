@@ -49,6 +49,7 @@ static const sk_skeleton *const ptx_own[SK_FAMILY_COUNT_] = {
     [SK_SCAN] = &sk_ptx_scan,
     [SK_PERMUTE] = &sk_ptx_permute,
     [SK_FOLD_SEG] = &sk_ptx_fold_seg,
+    [SK_STENCIL] = &sk_ptx_stencil,
 };
 
 static weft_status ptx_entry_begin(sk_emit *e, sk_fn *f, const char *name)
@@ -129,9 +130,7 @@ static LLVMValueRef wide(cg_fn *fn, LLVMValueRef x)
     return LLVMBuildZExt(fn->b, x, LLVMInt64TypeInContext(fn->llctx), "");
 }
 
-/* x (i64) through an inline-assembly copy that the optimiser cannot see
- * through. */
-static LLVMValueRef opaque(cg_fn *fn, LLVMValueRef x)
+LLVMValueRef sk_ptx_opaque(cg_fn *fn, LLVMValueRef x)
 {
     LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
     LLVMTypeRef ty = LLVMFunctionType(i64, &i64, 1, 0);
@@ -173,7 +172,7 @@ static void ptx_range_begin(sk_fn *f)
                       f->n, ""),
         body, f->loop_exit);
     LLVMPositionBuilderAtEnd(b, body);
-    f->chunk = opaque(fn, f->loop_i);
+    f->chunk = sk_ptx_opaque(fn, f->loop_i);
     f->start = LLVMBuildMul(b, f->chunk, f->grain, "start");
     LLVMValueRef hi = LLVMBuildAdd(b, f->start, f->grain, "");
     f->end = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, hi, f->n, ""), hi,
