@@ -29,7 +29,18 @@
  * default and runs alone: its blocks combine their copies into
  * accumulators in aux 1 (zeroed, private_words of them), and the last
  * block to finish writes each bin from its accumulator and the default.
- * The CPU's permute has no such entry.
+ *
+ * A kernel with k->private_parts (the CPU target's permute with a native
+ * atomic combine, skeletons-ir/cpu/permute.c) has entries 2 and 3 instead:
+ * entry 2 combines each chunk of S sources into its own copy of the
+ * result (aux 1, C copies `stride` elements apart), entry 3 the copies
+ * into the output, in order.  They run instead of entry 0 for a result of
+ * at most PARTS_MAX_BINS elements cut into at least two chunks.  S depends
+ * on the number of sources n and of bins only (at least PARTS_MIN_CHUNK
+ * sources and PARTS_PER_BIN per bin, and no more than PARTS_MAX_CHUNKS
+ * chunks), never on the workers, so that the order of the combines, and
+ * with it a float sum, is the same on every run and every number of
+ * threads; and the copies take at most n / PARTS_PER_BIN elements.
  */
 #ifdef WEFT_HAVE_LLVM
 #include <string.h>
@@ -43,6 +54,53 @@ enum {
     PRIVATE_WORKERS = 16,     /* workers per chunk aimed at */
     PRIVATE_ROUND = 1024      /* chunks a multiple of this */
 };
+
+enum {
+    PARTS_MAX_BINS = 1 << 14,   /* the largest result with private copies */
+    PARTS_MIN_CHUNK = 1 << 14,  /* fewest sources in a chunk of entry 2 */
+    PARTS_PER_BIN = 8,          /* ... and fewest per bin of the result */
+    PARTS_MAX_CHUNKS = 1 << 10, /* most chunks (and copies) */
+    PARTS_LINE = 64             /* bytes: copies start a cache line apart */
+};
+
+/* The sources per chunk of the CPU's entry 2 for n sources into `bins`
+ * (head comment: never the workers). */
+static int64_t parts_chunk(int64_t n, int64_t bins)
+{
+    int64_t S = (n + PARTS_MAX_CHUNKS - 1) / PARTS_MAX_CHUNKS;
+    S = S > PARTS_MIN_CHUNK ? S : PARTS_MIN_CHUNK;
+    return S > bins * PARTS_PER_BIN ? S : bins * PARTS_PER_BIN;
+}
+
+/* Sets up and runs the CPU's entries 2 and 3 (after the default's entry,
+ * init, when it is fused): the sources in C chunks of S into `bins`. */
+static weft_status run_parts(rt_job *j, int init, int64_t bins,
+                             int64_t S, int64_t C)
+{
+    weft_type ty = j->out[0]->type;
+    int64_t line = PARTS_LINE / (int64_t)weft_type_size(ty);
+    int64_t stride = (bins + line - 1) / line * line;
+    weft_status s = rt_job_aux(j, 1, ty, C * stride, false);
+    if (s) {
+        return s;
+    }
+    j->auxval[2].i = S;
+    j->auxval[3].i = stride;
+    j->auxval[4].i = C;
+    if ((s = rt_job_fill(j)) != WEFT_OK) {
+        return s;
+    }
+    int64_t per = (bins + j->workers - 1) / j->workers;
+    rt_phase ph[3];
+    int np = 0;
+    if (init >= 0) {
+        ph[np++] = (rt_phase){.entry = init, .n = bins, .grain = j->grain};
+    }
+    ph[np++] = (rt_phase){.entry = 2, .n = C, .grain = 1};
+    ph[np++] = (rt_phase){.entry = 3, .n = bins,
+                          .grain = per > 1024 ? per : 1024};
+    return rt_job_phases(j, np, ph);
+}
 
 /* The chunk of entry 2 for n sources into `bins` bins (head comment). */
 static int64_t private_chunk(const rt_job *j, int64_t n, int64_t bins)
@@ -102,15 +160,25 @@ weft_status rt_exec_permute(rt_job *j)
     bool private = parallel && j->k->privatise && j->k->nentry >= 3 &&
                    bins <= SK_PERMUTE_SHARED_BYTES /
                                (int64_t)weft_type_size(j->out[0]->type);
+    int64_t S = j->k->private_parts ? parts_chunk(n, bins) : 0;
+    int64_t C = S > 0 ? (n + S - 1) / S : 0;
+    if (parallel && j->k->private_parts && bins <= PARTS_MAX_BINS && C >= 2) {
+        return run_parts(j, init, bins, S, C);
+    }
     bool locks = j->k->aux_item[0] >= 0;
     /* the striped locks: PERMUTE_LOCKS of skeletons-ir/permute.c */
     if (locks && (s = rt_job_aux(j, 0, WEFT_I32, 4096, false)) != WEFT_OK) {
         return s;
     }
-    if (j->k->aux_item[1] >= 0 &&
-        (s = rt_job_aux(j, 1, WEFT_U32,
-                        private ? private_words(bins, j->out[0]->type) : 1,
-                        false)) != WEFT_OK) {
+    if (j->k->private_parts) {
+        /* the copies' item, unused */
+        s = rt_job_aux(j, 1, j->out[0]->type, 1, false);
+    } else if (j->k->aux_item[1] >= 0) {
+        s = rt_job_aux(j, 1, WEFT_U32,
+                       private ? private_words(bins, j->out[0]->type) : 1,
+                       false);
+    }
+    if (s) {
         return s;
     }
     if ((s = rt_job_fill(j)) != WEFT_OK) {

@@ -317,8 +317,21 @@ static weft_status fold_emit(sk_emit *e, const char *const *names)
                                                    emit_combine};
     for (int i = 0; i < 3; i++) {
         sk_fn f;
-        weft_status s = sk_fn_begin(e, &f, names[i]);
         bool empty = i == 0 && (e->k->flags & SK_FOLD_CHUNKS_ONLY);
+        bool done = false;
+        /* SPMD hook (spmd.c): short rows W at a time, across rows */
+        weft_status s = i == 0 && !empty
+                            ? sk_spmd_fold_rows(e, names[0], has_seed,
+                                                FOLD_BLOCK - 1, emit_rows,
+                                                &done)
+                            : WEFT_OK;
+        if (s || done) {
+            if (s) {
+                return s;
+            }
+            continue;
+        }
+        s = sk_fn_begin(e, &f, names[i]);
         if (s == WEFT_OK && !empty) {
             s = emit[i](&f, has_seed);
         }

@@ -167,9 +167,8 @@ static LLVMValueRef elem_ptr(cg_fn *fn, const cg_array *a, int l,
     return LLVMBuildInBoundsGEP2(fn->b, mt, a->ptr[l], &j, 1, "");
 }
 
-/* r[j] = combine(x, r[j]), not atomic. */
-static weft_status update_plain(sk_fn *f, const cg_array *r, LLVMValueRef j,
-                                const cg_val *x)
+weft_status sk_permute_update_plain(sk_fn *f, const cg_array *r,
+                                    LLVMValueRef j, const cg_val *x)
 {
     cg_fn *fn = &f->fn;
     cg_val args[2], y;
@@ -182,6 +181,34 @@ static weft_status update_plain(sk_fn *f, const cg_array *r, LLVMValueRef j,
         cg_array_store(fn, r, j, &y);
     }
     return s;
+}
+
+LLVMValueRef sk_permute_identity(cg_fn *fn, LLVMAtomicRMWBinOp op,
+                                 weft_type ty)
+{
+    LLVMTypeRef t = cg_type(fn->llctx, ty);
+    if (op == LLVMAtomicRMWBinOpFAdd) {
+        return LLVMConstReal(t, -0.0);
+    }
+    int bits = fe_type_bits(ty);
+    uint64_t ones = bits >= 64 ? ~0ull : (1ull << bits) - 1;
+    uint64_t v = 0;
+    switch (op) {
+    case LLVMAtomicRMWBinOpAnd:
+    case LLVMAtomicRMWBinOpUMin:
+        v = ones;
+        break;
+    case LLVMAtomicRMWBinOpMin:
+        v = ones >> 1;
+        break;
+    case LLVMAtomicRMWBinOpMax:
+        v = 1ull << (bits - 1);
+        break;
+    default: /* add, or, xor, umax */
+        v = 0;
+        break;
+    }
+    return LLVMConstInt(t, v, 0);
 }
 
 /* One native atomicrmw. */
@@ -288,7 +315,7 @@ static weft_status update_lock(sk_fn *f, const cg_array *r, LLVMValueRef j,
     if (fn->target->fence) {
         fn->target->fence(fn);
     }
-    weft_status s = update_plain(f, r, j, x);
+    weft_status s = sk_permute_update_plain(f, r, j, x);
     if (s) {
         return s;
     }
@@ -520,7 +547,7 @@ static weft_status emit_chunks(sk_fn *f, permute_loop *pl, int K)
 static weft_status emit_loop(sk_fn *f, bool atomic)
 {
     int mode = f->e->k->permute_mode;
-    sk_permute_update update = !atomic ? update_plain
+    sk_permute_update update = !atomic ? sk_permute_update_plain
                                : mode == PERMUTE_RMW ? sk_permute_update_rmw
                                : mode == PERMUTE_CAS ? update_cas
                                                      : update_lock;

@@ -71,7 +71,8 @@ typedef struct sk_item {
     int word;                 /* first word in the argument block */
 } sk_item;
 
-#define SK_MAX_ENTRY 8 /* entry points, both variants together */
+#define SK_MAX_ENTRY 10 /* entry points, both variants together (the
+                          CPU permute with a fused default has 5) */
 #define SK_ITEM_BLOCK (-1)
 #define SK_ERR_AUX 7   /* aux index of the error word (every kernel) */
 #define SK_CANCEL_AUX 6 /* aux index of the cancel word: a scalar u64 item,
@@ -208,6 +209,10 @@ struct sk_kernel {
     bool privatise;           /* permute (ptx/permute.c): entry 2 combines
                                  into per-block copies of a result of at
                                  most SK_PERMUTE_SHARED_BYTES */
+    bool private_parts;       /* permute (cpu/permute.c): entry 2 combines
+                                 each chunk of sources into its own copy
+                                 of the result (aux 1), entry 3 those
+                                 copies into the output */
     int block_max;            /* GPU: the most threads in a block (0: as
                                  the occupancy API likes); a skeleton
                                  that sizes shared memory for it sets it */
@@ -417,6 +422,19 @@ weft_status sk_spmd_fold_range(sk_fn *f, const cg_mut *acc, const fe_term *src,
                                const cg_val *row_ix, LLVMValueRef base,
                                LLVMValueRef lo, LLVMValueRef hi,
                                LLVMValueRef *rest);
+/* fold.c's entry 0 (whole rows) over W rows at a time, for rows of at
+ * most max_len elements: emit entry point `name`, whose lanes hold W
+ * consecutive rows (lane k row r + k) and run acc = f(acc, src[row, j])
+ * for j from 0 (fold: acc the seed) or 1 (fold1: acc element 0) up the
+ * row, each lane in the scalar loop's order, so the results are the
+ * scalar code's; then rest(f, has_seed) emits the scalar loop over the
+ * rows left (f->start moved past the vector rows; all of them when rows
+ * are longer).  *done false (and nothing added to e->mod) where the
+ * kernel is not vectorised: the caller emits its scalar entry.  Errors:
+ * WEFT_ERR_OUT_OF_MEMORY, and those of sk_fn_begin. */
+typedef weft_status (*sk_fold_rest)(sk_fn *f, bool has_seed);
+weft_status sk_spmd_fold_rows(sk_emit *e, const char *name, bool has_seed,
+                              int64_t max_len, sk_fold_rest rest, bool *done);
 
 /* ===== permute.c: what a target's own permute shares ===== */
 
@@ -441,6 +459,17 @@ bool sk_permute_rmw_op(const fe_term *t, LLVMAtomicRMWBinOp *op);
 /* That atomicrmw, through the target's atomic_rmw. */
 weft_status sk_permute_update_rmw(sk_fn *f, const cg_array *r,
                                   LLVMValueRef j, const cg_val *x);
+/* r[j] = combine(x, r[j]) with a plain read and write (one worker owns
+ * r's element j). */
+weft_status sk_permute_update_plain(sk_fn *f, const cg_array *r,
+                                    LLVMValueRef j, const cg_val *x);
+/* The identity of atomicrmw op on type ty (a constant): 0 for add, or,
+ * xor and unsigned max, all ones for and and unsigned min, the largest
+ * value for min and the smallest for max, and -0.0 for fadd (x + -0.0 is
+ * x for every x, -0.0 and NaN included, where 0.0 turns -0.0 into 0.0).
+ * Combining it changes nothing, bit for bit. */
+LLVMValueRef sk_permute_identity(cg_fn *fn, LLVMAtomicRMWBinOp op,
+                                 weft_type ty);
 /* Before the loop over source positions: the source's extents into
  * sext[WEFT_MAX_RANK] and, for a rank-0 result, fn->ignored.  A source
  * that is a fused `generate (shape a) f`, a an array the kernel reads,
@@ -551,5 +580,6 @@ extern const sk_skeleton sk_ptx_scan; /* ptx/scan.c */
 extern const sk_skeleton sk_ptx_permute; /* ptx/permute.c */
 extern const sk_skeleton sk_ptx_fold_seg; /* ptx/foldseg.c */
 extern const sk_skeleton sk_ptx_stencil; /* ptx/stencil.c */
+extern const sk_skeleton sk_cpu_permute; /* cpu/permute.c */
 
 #endif /* WEFT_SK_H */

@@ -637,3 +637,187 @@ weft_status sk_spmd_fold_range(sk_fn *f, const cg_mut *acc, const fe_term *src,
     mark_spmd(e, fn->fn, w);
     return r;
 }
+
+/* ---- fold across short rows ------------------------------------------------- */
+
+/* A variable of W-lane values, one alloca per leaf (mem2reg makes them
+ * phis). */
+typedef struct vmut {
+    int n;
+    LLVMValueRef *slot;
+} vmut;
+
+/* Set v (made on first use, its slots in the entry block) to x, every
+ * leaf widened to W lanes. */
+static weft_status vmut_set(cg_spmd *s, vmut *v, const cg_val *x)
+{
+    cg_fn *fn = s->fn;
+    if (!v->slot) {
+        v->n = x->n;
+        v->slot = fe_arena_alloc(fn->arena, sizeof *v->slot * (size_t)(x->n + 1));
+        if (!v->slot) {
+            return fe_error(WEFT_ERR_OUT_OF_MEMORY,
+                            "weft_compile: out of memory in code generation");
+        }
+        for (int l = 0; l < x->n; l++) {
+            LLVMTypeRef t = LLVMTypeOf(cg_spmd_broadcast(s, x->v[l]));
+            v->slot[l] = cg_alloca(fn, t, "vacc");
+        }
+    }
+    if (x->n != v->n) {
+        return fe_error(WEFT_ERR_INTERNAL,
+                        "weft_compile: a fold value of the wrong shape");
+    }
+    for (int l = 0; l < x->n; l++) {
+        LLVMBuildStore(fn->b, cg_spmd_broadcast(s, x->v[l]), v->slot[l]);
+    }
+    return WEFT_OK;
+}
+
+static weft_status vmut_get(cg_spmd *s, const vmut *v, cg_val *out)
+{
+    cg_fn *fn = s->fn;
+    weft_status r = cg_val_make(fn, v->n, out);
+    for (int l = 0; r == WEFT_OK && l < v->n; l++) {
+        out->v[l] = LLVMBuildLoad2(fn->b, LLVMGetAllocatedType(v->slot[l]),
+                                   v->slot[l], "");
+    }
+    return r;
+}
+
+/* src at (the rows' outer components rix, column j). */
+static weft_status vread_at_column(sk_fn *f, cg_spmd *s, const fe_term *src,
+                                   const cg_val *rix, LLVMValueRef j,
+                                   cg_val *out)
+{
+    cg_val ix;
+    weft_status r = cg_val_make(&f->fn, src->rank, &ix);
+    if (r) {
+        return r;
+    }
+    for (int d = 0; d < src->rank - 1; d++) {
+        ix.v[d] = rix->v[d];
+    }
+    ix.v[src->rank - 1] = j;
+    return vread(f, s, src, NULL, &ix, out);
+}
+
+/* The vector part of sk_spmd_fold_rows: rows [f->start, vend), W at a
+ * time; *vend where the scalar rows begin. */
+static weft_status fold_rows_vector(sk_fn *f, cg_spmd *s, bool has_seed,
+                                    int64_t max_len, LLVMValueRef *vend)
+{
+    cg_fn *fn = &f->fn;
+    LLVMBuilderRef b = fn->b;
+    const fe_term *op = f->e->k->op;
+    const fe_term *src = op->kid[has_seed ? 1 : 0];
+    LLVMValueRef ext[WEFT_MAX_RANK];
+    weft_status r = sk_extent(f, src, ext);
+    if (r) {
+        return r;
+    }
+    LLVMValueRef m = ext[src->rank - 1];
+    /* short rows (and, for fold1, not empty ones: the scalar code reads
+     * element 0 of every row) go W at a time */
+    LLVMValueRef use = LLVMBuildICmp(b, LLVMIntULE, m, cg_i64(fn, max_len), "");
+    if (!has_seed) {
+        use = LLVMBuildAnd(b, use,
+                           LLVMBuildICmp(b, LLVMIntSGT, m, cg_i64(fn, 0), ""),
+                           "");
+    }
+    LLVMValueRef hi = LLVMBuildSelect(
+        b, LLVMBuildICmp(b, LLVMIntSLT, f->end, f->start, ""), f->start,
+        f->end, "");
+    *vend = LLVMBuildSelect(b, use, vector_end(fn, s->w, f->start, hi),
+                            f->start, "rows.vend");
+    vmut acc = {0};
+    cg_sloop rl;
+    LLVMValueRef row = cg_sloop_begin(fn, &rl, f->start, *vend,
+                                      cg_i64(fn, s->w), "vr");
+    cg_val rix, x;
+    if ((r = cg_val_make(fn, src->rank, &rix)) != WEFT_OK ||
+        (r = cg_spmd_from_index(s, src->rank - 1, ext,
+                                cg_spmd_consecutive(s, row), rix.v)) !=
+            WEFT_OK) {
+        return r;
+    }
+    LLVMValueRef first = cg_i64(fn, has_seed ? 0 : 1);
+    if (has_seed) {
+        r = vmut_set(s, &acc, sk_kid_value(f, 0));
+    } else if ((r = vread_at_column(f, s, src, &rix, cg_i64(fn, 0), &x)) ==
+               WEFT_OK) {
+        r = vmut_set(s, &acc, &x);
+    }
+    if (r) {
+        return r;
+    }
+    /* acc = f(acc, src[rows, j]) for j in [first, m): each lane the
+     * scalar loop's order, so the results are the scalar code's */
+    cg_sloop jl;
+    LLVMValueRef j = cg_sloop_begin(fn, &jl, first, m, cg_i64(fn, 1), "vj");
+    cg_val args[2], y;
+    if ((r = vmut_get(s, &acc, &args[0])) == WEFT_OK &&
+        (r = vread_at_column(f, s, src, &rix, j, &args[1])) == WEFT_OK &&
+        (r = cg_spmd_apply(s, op->fun[0], args, &y)) == WEFT_OK) {
+        r = vmut_set(s, &acc, &y);
+    }
+    cg_sloop_end(fn, &jl);
+    if (r || (r = vmut_get(s, &acc, &y)) != WEFT_OK) {
+        return r;
+    }
+    const cg_array *o = sk_out_array(f, 0);
+    if (y.n != o->nleaf) {
+        return fe_error(WEFT_ERR_INTERNAL,
+                        "weft_compile: a fold value of the wrong shape");
+    }
+    for (int k = 0; k < o->nleaf; k++) {
+        cg_spmd_store(s, o->leaf[k], o->ptr[k], row, y.v[k]);
+    }
+    cg_sloop_end(fn, &rl);
+    return WEFT_OK;
+}
+
+weft_status sk_spmd_fold_rows(sk_emit *e, const char *name, bool has_seed,
+                              int64_t max_len, sk_fold_rest rest, bool *done)
+{
+    *done = false;
+    const fe_term *src = e->k->op->kid[has_seed ? 1 : 0];
+    if (e->spmd_bits <= 0 || e->target != &sk_target_cpu || e->k->nout != 1 ||
+        src->rank < 2 || !readable(e, src, false)) {
+        return WEFT_OK;
+    }
+    unsigned w = lanes_for(e);
+    if (w < 2) {
+        return WEFT_OK;
+    }
+    sk_fn f;
+    weft_status r = sk_fn_begin(e, &f, name);
+    if (r) {
+        return r;
+    }
+    cg_spmd s;
+    LLVMValueRef vend = NULL;
+    r = cg_spmd_begin(&s, &f.fn, w);
+    if (r == WEFT_OK) {
+        r = fold_rows_vector(&f, &s, has_seed, max_len, &vend);
+    }
+    if (r == WEFT_OK) {
+        f.start = vend;
+        r = rest(&f, has_seed);
+    }
+    if (r == WEFT_OK) {
+        mark_spmd(e, f.fn.fn, w);
+        sk_fn_end(&f);
+        *done = true;
+        return WEFT_OK;
+    }
+    /* not vectorised: remove what was emitted; the caller's loop follows */
+    LLVMValueRef g = f.fn.fn;
+    if (r != WEFT_ERR_OUT_OF_MEMORY) {
+        r = WEFT_OK;
+        fe_error_clear();
+    }
+    cg_fn_end(&f.fn);
+    LLVMDeleteFunction(g);
+    return r;
+}

@@ -8,8 +8,15 @@
  * The gang (runtime-cpu/gang.c) calls it on the ranges it hands out, so
  * there is no loop of the target's own: start and end are the parameters.
  * The argument block is noalias (nothing the kernel writes aliases it).
+ * Permute is this target's own (cpu/permute.c: private copies of a small
+ * result per chunk of sources).
  */
 #include "../sk.h"
+
+/* Kernels of the CPU target's own, by family (NULL: the shared one). */
+static const sk_skeleton *const cpu_own[SK_FAMILY_COUNT_] = {
+    [SK_PERMUTE] = &sk_cpu_permute,
+};
 
 static weft_status cpu_entry_begin(sk_emit *e, sk_fn *f, const char *name)
 {
@@ -41,7 +48,7 @@ static void cpu_range_end(sk_fn *f)
 const sk_target sk_target_cpu = {
     .name = "cpu",
     .cg = &cg_target_cpu,
-    .own = NULL,
+    .own = cpu_own,
     .entry_begin = cpu_entry_begin,
     .range_begin = cpu_range_begin,
     .range_end = cpu_range_end,

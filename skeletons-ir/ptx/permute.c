@@ -80,35 +80,6 @@ static LLVMValueRef wide(cg_fn *fn, LLVMValueRef x)
     return LLVMBuildZExt(fn->b, x, LLVMInt64TypeInContext(fn->llctx), "");
 }
 
-/* The identity of atomic operation op on scalar type ty (register form;
- * see the head comment). */
-static LLVMValueRef identity(cg_fn *fn, LLVMAtomicRMWBinOp op, weft_type ty)
-{
-    LLVMTypeRef t = cg_type(fn->llctx, ty);
-    if (op == LLVMAtomicRMWBinOpFAdd) {
-        return LLVMConstReal(t, -0.0);
-    }
-    int bits = fe_type_bits(ty);
-    uint64_t ones = bits >= 64 ? ~0ull : (1ull << bits) - 1;
-    uint64_t v = 0;
-    switch (op) {
-    case LLVMAtomicRMWBinOpAnd:
-    case LLVMAtomicRMWBinOpUMin:
-        v = ones;
-        break;
-    case LLVMAtomicRMWBinOpMin:
-        v = ones >> 1;
-        break;
-    case LLVMAtomicRMWBinOpMax:
-        v = 1ull << (bits - 1);
-        break;
-    default: /* add, or, xor, umax */
-        v = 0;
-        break;
-    }
-    return LLVMConstInt(t, v, 0);
-}
-
 /* x as the integer of its bits (floats), or x. */
 static LLVMValueRef as_bits(cg_fn *fn, LLVMValueRef x)
 {
@@ -447,7 +418,7 @@ static weft_status emit_private(sk_fn *f)
     LLVMValueRef bins = sk_size(f, out);
     LLVMValueRef tid = wide(fn, tg->thread_index(fn, 0));
     LLVMValueRef bs = wide(fn, tg->block_size(fn, 0));
-    LLVMValueRef id = identity(fn, op, ty);
+    LLVMValueRef id = sk_permute_identity(fn, op, ty);
     LLVMValueRef sext[WEFT_MAX_RANK];
     weft_status s = sk_permute_begin(f, sext);
     if (s) {
