@@ -62,11 +62,45 @@ void sk_report_key(sk_fn *f, LLVMValueRef key)
     put_key(f, key);
 }
 
+/* The CPU's codes reported so far by an unchecked entry, a bit per
+ * cg_err, in a local variable (an i32 zeroed at the entry) that
+ * sk_flush_error puts into the error word once, at the end: a gather's
+ * bounds check then costs the loop an `or` into a register, where a
+ * compare-and-swap on a word all workers share kept LLVM from vectorising
+ * it (smvm's gather of x).  The least code set is the least key the
+ * stores would have left: unchecked keys differ only in their code. */
+static LLVMValueRef err_bits(sk_fn *f)
+{
+    cg_fn *fn = &f->fn;
+    if (!f->err_bits) {
+        LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+        f->err_bits = cg_alloca(fn, i32, "err.bits");
+        LLVMBuilderRef b = LLVMCreateBuilderInContext(fn->llctx);
+        LLVMValueRef next = LLVMGetNextInstruction(f->err_bits);
+        if (next) {
+            LLVMPositionBuilderBefore(b, next);
+        } else {
+            LLVMPositionBuilderAtEnd(b, fn->entry);
+        }
+        LLVMBuildStore(b, LLVMConstInt(i32, 0, 0), f->err_bits);
+        LLVMDisposeBuilder(b);
+    }
+    return f->err_bits;
+}
+
 void sk_set_error(sk_fn *f, int code)
 {
     cg_fn *fn = &f->fn;
     if (fn->checked) {
         cg_check(fn, NULL, code, 0, 0);
+        return;
+    }
+    if (fn->target == &cg_target_cpu) {
+        LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+        LLVMValueRef p = err_bits(f);
+        LLVMValueRef v = LLVMBuildLoad2(fn->b, i32, p, "");
+        v = LLVMBuildOr(fn->b, v, LLVMConstInt(i32, 1u << code, 0), "");
+        LLVMBuildStore(fn->b, v, p);
         return;
     }
     put_key(f, cg_i64(fn, (int64_t)((uint64_t)CG_KEY_ELEM_NONE
@@ -77,6 +111,26 @@ void sk_set_error(sk_fn *f, int code)
 void sk_flush_error(sk_fn *f)
 {
     cg_fn *fn = &f->fn;
+    if (f->err_bits) {
+        /* the least code reported (err_bits), as its key */
+        LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+        LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
+        LLVMValueRef v = LLVMBuildLoad2(fn->b, i32, f->err_bits, "");
+        cg_if c;
+        cg_if_begin(fn, &c, LLVMBuildICmp(fn->b, LLVMIntNE, v,
+                                          LLVMConstInt(i32, 0, 0), ""));
+        LLVMValueRef a[2] = {v, LLVMConstInt(LLVMInt1TypeInContext(fn->llctx),
+                                             1, 0)};
+        LLVMValueRef code = cg_intrinsic(fn, "llvm.cttz", &i32, 1, a, 2);
+        code = LLVMBuildShl(fn->b, LLVMBuildZExt(fn->b, code, i64, ""),
+                            cg_i64(fn, 10), "");
+        put_key(f, LLVMBuildOr(
+                       fn->b, code,
+                       cg_i64(fn, (int64_t)((uint64_t)CG_KEY_ELEM_NONE
+                                            << CG_KEY_ELEM_SHIFT)),
+                       ""));
+        cg_if_end(fn, &c);
+    }
     if (!fn->checked) {
         return;
     }

@@ -324,6 +324,8 @@ struct sk_fn {
     LLVMBasicBlockRef loop_head, loop_exit;
     LLVMValueRef loop_i, loop_step;
     LLVMValueRef chunk;       /* PTX: c of the range [c grain, ...) */
+    LLVMValueRef err_bits;    /* CPU, unchecked: the i32 of the codes
+                                 reported (input.c), or NULL */
 };
 weft_status sk_fn_begin(sk_emit *e, sk_fn *f, const char *name);
 /* sk_fn_begin without the range loop: for a target's own skeletons,

@@ -1338,6 +1338,77 @@ START_TEST(fold_computed)
 }
 END_TEST
 
+/* Many short rows of every length from 1 to 70: the CPU folds rows of up
+ * to 63 elements W rows at a time (one row a lane, SPMD), longer ones row
+ * by row.  fold and fold1 of streamed and fused (mapped) inputs on
+ * integers, floats, tuples and the ordered combines (last, affine
+ * composition: not commutative), 67 rows (W-row groups and a remainder)
+ * and 5 (fewer than W), ranks 2 and 3.  A row's elements go through the
+ * combine in the interpreter's order, so every result is compared bit for
+ * bit, f32 sums included, except the sums of rows of 64 or more, which
+ * the row loop reassociates (sum_tol). */
+START_TEST(fold_short_rows)
+{
+    diff d;
+    diff_open(&d);
+    seed(17);
+    static const struct {
+        weft_type t;
+        enum combine c;
+        unsigned modes; /* build_fold's variant modes (bit m: mode m) */
+    } cases[] = {
+        {WEFT_I32, C_ADD, 0x33},    {WEFT_F32, C_ADD, 0x33},
+        {WEFT_F64, C_MAX, 0x03},    {WEFT_I64, C_MUL, 0x03},
+        {WEFT_U8, C_ADD, 0x01},     {WEFT_I32, C_LAST, 0x03},
+        {WEFT_I32, C_AFFINE, 0x33}, {WEFT_F64, C_MINMAX, 0x01},
+    };
+    static const int64_t rows[] = {67, 5};
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        for (int mode = 0; mode < 8; mode++) {
+            if (!(cases[k].modes & 1u << mode)) {
+                continue;
+            }
+            for (int rank = 2; rank <= (k < 2 ? 3 : 2); rank++) {
+                bld b = {.t = cases[k].t, .rank = rank,
+                         .variant = mode | (int)cases[k].c << 4};
+                diff_build(&d, mode & 1 ? "fold1 short rows" : "fold short rows",
+                           build_fold, &b);
+                for (int64_t m = 1; m <= 70; m++) {
+                    for (int r = 0; r < 2; r++) {
+                        int64_t e[3] = {rows[r], m};
+                        if (rank == 3) {
+                            e[0] = 3;
+                            e[1] = rows[r];
+                            e[2] = m;
+                        }
+                        weft_type leaves[2];
+                        int nl = combine_leaves(&b, cases[k].c, leaves);
+                        bool mul = cases[k].c == C_MUL;
+                        harr h = harr_new(nl, leaves, rank, e, mul ? -3 : 1,
+                                          mul ? 3 : 0);
+                        double tol = m >= 64 ? sum_tol(b.t, cases[k].c, m) : 0;
+                        TU_OK(diff_run_tol(&d, &h, 1, tol, tol ? 1e-6 : 0));
+                        harr_free(&h);
+                    }
+                }
+            }
+        }
+    }
+    /* computed elements (a generate fused into the fold) */
+    for (int variant = 0; variant < 2; variant++) {
+        bld b = {.t = WEFT_I32, .rank = 2, .variant = variant};
+        diff_build(&d, "fold computed short rows", build_fold_computed, &b);
+        for (int64_t m = 1; m <= 70; m++) {
+            weft_type leaves[2] = {WEFT_I32, WEFT_I32};
+            harr h = harr_new(2, leaves, 2, (int64_t[]){67, m}, 1, 0);
+            TU_OK(diff_run_tol(&d, &h, 1, 0, 0));
+            harr_free(&h);
+        }
+    }
+    diff_close(&d);
+}
+END_TEST
+
 /* ------------------------------------------------------------------------
  * foldSeg, fold1Seg
  * ---------------------------------------------------------------------- */
@@ -2818,6 +2889,7 @@ static Suite *cpu_suite(void)
         {"fold_tuple", fold_tuple, true},
         {"fold_large", fold_large, true},
         {"fold_computed", fold_computed, false},
+        {"fold_short_rows", fold_short_rows, true},
         {"fold_seg", fold_seg, true},
         {"scan_int", scan_int, false},
         {"scan_float", scan_float, true},

@@ -616,6 +616,156 @@ START_TEST(test_permute_one_worker)
 }
 END_TEST
 
+/* The plan's text of the program build(user) on ctx (for its kernels'
+ * phases). */
+static void plan_text(weft_context *ctx, build_fn build, const void *user,
+                      int nin, const in_spec *spec, char *buf, size_t n)
+{
+    weft_program *p = NULL;
+    TU_OK(weft_program_create(ctx, &p));
+    weft_acc *par[MAX_IN];
+    for (int i = 0; i < nin; i++) {
+        par[i] = weft_param(p, spec[i].type, spec[i].rank);
+    }
+    weft_acc *r = build(p, par, user);
+    TU_PROGRAM_OK(p);
+    weft_executable *exe = NULL;
+    TU_OK(weft_compile(p, &r, 1, &exe));
+    memset(buf, 0, n);
+    FILE *f = fmemopen(buf, n - 1, "w");
+    ck_assert_ptr_nonnull(f);
+    TU_OK(weft_executable_dump(exe, f));
+    fclose(f);
+    weft_executable_free(exe);
+    weft_program_free(p);
+}
+
+/* The CPU's private copies per chunk of sources (cpu/permute.c): only for
+ * the combines that are one native atomic (commutative and associative:
+ * integer add, min, max, and, or, xor; float add), whose kernels have the
+ * two more phases; the others (mul, a conditional max, sub, which is not
+ * commutative, a float min) keep the atomic loop. */
+START_TEST(test_permute_parts_which)
+{
+    if (DT_BACKEND != WEFT_BACKEND_CPU) {
+        return;
+    }
+    pair c;
+    pair_open(&c, 4);
+    static const struct { weft_type t; int comb; bool parts; } modes[] = {
+        {WEFT_I32, C_ADD, true},    {WEFT_I64, C_MIN, true},
+        {WEFT_U32, C_MAX, true},    {WEFT_U64, C_BAND, true},
+        {WEFT_I32, C_BOR, true},    {WEFT_U16, C_BXOR, true},
+        {WEFT_F32, C_ADD, true},    {WEFT_F64, C_ADD, true},
+        {WEFT_I32, C_MUL, false},   {WEFT_I64, C_CONDMAX, false},
+        {WEFT_I32, C_SUB, false},   {WEFT_F32, C_MIN, false},
+        {WEFT_BOOL, C_OR, false},   {WEFT_I32, C_PAIR, false},
+    };
+    for (size_t m = 0; m < sizeof modes / sizeof *modes; m++) {
+        perm_case pc = {.t = modes[m].t, .comb = modes[m].comb, .drank = 1,
+                        .dshape = {16}, .wrap = true};
+        in_spec sp;
+        keys_spec(&sp, 1, 100, 0, 15);
+        char buf[4096];
+        plan_text(c.cpu, build_permute, &pc, 1, &sp, buf, sizeof buf);
+        /* entries 0 and 1, 2 and 3 with the copies, the fused default's */
+        bool parts = strstr(buf, "(5 phases") != NULL;
+        ck_assert_msg(parts == modes[m].parts && (parts || strstr(buf,
+                                                            "(3 phases")),
+                      "type %d comb %d: %s", (int)modes[m].t, modes[m].comb,
+                      buf);
+    }
+    pair_close(&c);
+}
+END_TEST
+
+/* permute (+) of f32 values in [-1, 1) (not integers: the order of the
+ * additions shows in the bits) from a million sources into 16 and 1000
+ * bins: the copies' order is fixed by the sizes alone, so 2, 3 and 5
+ * workers give the same bits; and each bin lies within the bound of any
+ * order of recursive summation of its k values and its default d,
+ * |sum - exact| <= k 2^-24 (|d| + sum |x|), of the exact sum (f64 of f32
+ * values: exact for a million of them). */
+static weft_acc *build_fsum(weft_program *p, weft_acc *const *in,
+                            const void *user)
+{
+    int64_t bins = *(const int64_t *)user;
+    weft_fun *g = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(g, weft_f32(p, 0.5f));
+    weft_acc *def = weft_generate(weft_index1(weft_i64(p, bins)), g);
+    weft_fun *ix = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(ix, weft_index1(weft_convert(
+                            weft_at(in[0], weft_arg(ix, 0)), WEFT_I64)));
+    return weft_permute(tu_fun_op2(p, WEFT_OP_ADD, WEFT_F32), def, ix, in[1]);
+}
+
+START_TEST(test_permute_parts_order)
+{
+    if (DT_BACKEND != WEFT_BACKEND_CPU) {
+        return;
+    }
+    const int64_t n = 1000003;
+    int32_t *keys = malloc((size_t)n * sizeof *keys);
+    float *vals = malloc((size_t)n * sizeof *vals);
+    ck_assert(keys && vals);
+    static const int64_t nbins[] = {16, 1000};
+    static const int workers[] = {2, 3, 5};
+    for (int b = 0; b < 2; b++) {
+        int64_t bins = nbins[b];
+        uint64_t s = 99 + (uint64_t)b;
+        double *exact = calloc((size_t)bins, sizeof *exact);
+        double *mag = calloc((size_t)bins, sizeof *mag);
+        int64_t *cnt = calloc((size_t)bins, sizeof *cnt);
+        ck_assert(exact && mag && cnt);
+        for (int64_t i = 0; i < n; i++) {
+            keys[i] = (int32_t)(rng_next(&s) % (uint64_t)bins);
+            vals[i] = (float)((double)(rng_next(&s) >> 40) * 0x1p-23 - 1.0);
+            exact[keys[i]] += vals[i];
+            mag[keys[i]] += fabs(vals[i]);
+            cnt[keys[i]]++;
+        }
+        in_spec sp[2] = {{.type = WEFT_I32, .rank = 1, .shape = {n},
+                          .data = keys},
+                         {.type = WEFT_F32, .rank = 1, .shape = {n},
+                          .data = vals}};
+        void *host[2] = {keys, vals};
+        float *first = NULL;
+        for (int w = 0; w < 3; w++) {
+            pair c;
+            pair_open(&c, workers[w]);
+            weft_array *got = NULL;
+            TU_OK(run_in(c.cpu, build_fsum, &bins, 2, sp, host, true, &got));
+            const float *y = weft_array_data(got, 0);
+            for (int64_t k = 0; k < bins; k++) {
+                double want = exact[k] + 0.5;
+                double bound = (double)cnt[k] * 0x1p-24 * (mag[k] + 0.5);
+                ck_assert_msg(fabs(y[k] - want) <= bound,
+                              "%lld bins, %d workers, bin %lld: %.9g, exact "
+                              "%.9g, bound %g", (long long)bins, workers[w],
+                              (long long)k, y[k], want, bound);
+            }
+            if (!first) {
+                first = malloc((size_t)bins * sizeof *first);
+                ck_assert_ptr_nonnull(first);
+                memcpy(first, y, (size_t)bins * sizeof *first);
+            } else {
+                ck_assert_msg(memcmp(first, y, (size_t)bins * sizeof *y) == 0,
+                              "%lld bins: %d workers differ from 2",
+                              (long long)bins, workers[w]);
+            }
+            weft_array_release(got);
+            pair_close(&c);
+        }
+        free(first);
+        free(exact);
+        free(mag);
+        free(cnt);
+    }
+    free(keys);
+    free(vals);
+}
+END_TEST
+
 /* A source that is a zipWith of arrays of different shapes (fused: the
  * general variant of the kernel) and a backpermute whose gather may fall
  * outside its source. */
@@ -933,6 +1083,8 @@ static Suite *suite(void)
     tcase_add_test(tp, test_permute_fused);
     tcase_add_test(tp, test_permute_signs);
     tcase_add_test(tp, test_permute_signed_zeros);
+    tcase_add_test(tp, test_permute_parts_which);
+    tcase_add_test(tp, test_permute_parts_order);
     suite_add_tcase(s, tp);
     TCase *tf = tcase_create("fold_seg");
     tcase_set_timeout(tf, 600);
