@@ -249,7 +249,9 @@ static weft_status get_kernel(void *user, weft_executable *exe, sk_kernel *k)
     cpu_key key;
     cpu_key_begin(st->jit, &key);
     int spmd_bits = spmd_bits_of(exe->ctx, st->jit);
-    cpu_key_add_str(&key, "spmd 1"); /* the SPMD code generator's version */
+    /* the version of the SPMD code generator and of what CPU kernels emit
+     * (2: folds of short rows across rows, errors gathered in a local) */
+    cpu_key_add_str(&key, "spmd 2");
     cpu_key_add_i64(&key, spmd_bits);
     sk_describe(&exe->core, k, key_add, &key);
     cpu_key_finish(&key, k->key);
