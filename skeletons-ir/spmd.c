@@ -461,6 +461,29 @@ static void mark_spmd(sk_emit *e, LLVMValueRef g, unsigned w)
                                   (unsigned)strlen(lanes)));
 }
 
+/* Close entry f of an SPMD emission over w lanes that ended with status r:
+ * on success mark and finish it (*done); else remove what was emitted, so
+ * that the caller emits its scalar entry, and return WEFT_OK (or
+ * WEFT_ERR_OUT_OF_MEMORY, which stops the compile). */
+static weft_status spmd_finish(sk_emit *e, sk_fn *f, unsigned w,
+                               weft_status r, bool *done)
+{
+    if (r == WEFT_OK) {
+        mark_spmd(e, f->fn.fn, w);
+        sk_fn_end(f);
+        *done = true;
+        return WEFT_OK;
+    }
+    LLVMValueRef g = f->fn.fn;
+    if (r != WEFT_ERR_OUT_OF_MEMORY) {
+        r = WEFT_OK;
+        fe_error_clear();
+    }
+    cg_fn_end(&f->fn);
+    LLVMDeleteFunction(g);
+    return r;
+}
+
 weft_status sk_spmd_generate(sk_emit *e, const char *name, bool *done)
 {
     *done = false;
@@ -483,21 +506,7 @@ weft_status sk_spmd_generate(sk_emit *e, const char *name, bool *done)
         r = e->k->op->rank >= 2 && needs_ix(&f, e->k->op) ? emit_rows(&f, &s)
                                                           : emit_flat(&f, &s);
     }
-    if (r == WEFT_OK) {
-        mark_spmd(e, f.fn.fn, w);
-        sk_fn_end(&f);
-        *done = true;
-        return WEFT_OK;
-    }
-    /* not vectorised: remove what was emitted; the scalar loop follows */
-    LLVMValueRef g = f.fn.fn;
-    if (r != WEFT_ERR_OUT_OF_MEMORY) {
-        r = WEFT_OK;
-        fe_error_clear();
-    }
-    cg_fn_end(&f.fn);
-    LLVMDeleteFunction(g);
-    return r;
+    return spmd_finish(e, &f, w, r, done);
 }
 
 /* ---- the per-element part of fold ----------------------------------------- */
@@ -805,19 +814,5 @@ weft_status sk_spmd_fold_rows(sk_emit *e, const char *name, bool has_seed,
         f.start = vend;
         r = rest(&f, has_seed);
     }
-    if (r == WEFT_OK) {
-        mark_spmd(e, f.fn.fn, w);
-        sk_fn_end(&f);
-        *done = true;
-        return WEFT_OK;
-    }
-    /* not vectorised: remove what was emitted; the caller's loop follows */
-    LLVMValueRef g = f.fn.fn;
-    if (r != WEFT_ERR_OUT_OF_MEMORY) {
-        r = WEFT_OK;
-        fe_error_clear();
-    }
-    cg_fn_end(&f.fn);
-    LLVMDeleteFunction(g);
-    return r;
+    return spmd_finish(e, &f, w, r, done);
 }

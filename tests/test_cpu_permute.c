@@ -97,29 +97,45 @@ static void *make_host(const in_spec *sp, uint64_t seed)
     return h;
 }
 
+/* Build the program in ctx and compile it (*p and *exe, for the caller to
+ * free). */
+static void compile_in(weft_context *ctx, build_fn build, const void *user,
+                       int nin, const in_spec *spec, weft_program **p,
+                       weft_executable **exe)
+{
+    TU_OK(weft_program_create(ctx, p));
+    weft_acc *par[MAX_IN];
+    for (int i = 0; i < nin; i++) {
+        par[i] = weft_param(*p, spec[i].type, spec[i].rank);
+    }
+    weft_acc *r = build(*p, par, user);
+    TU_PROGRAM_OK(*p);
+    TU_OK(weft_compile(*p, &r, 1, exe));
+}
+
+/* The plan of exe as text into buf[n]. */
+static void plan_text(const weft_executable *exe, char *buf, size_t n)
+{
+    memset(buf, 0, n);
+    FILE *f = fmemopen(buf, n - 1, "w");
+    ck_assert_ptr_nonnull(f);
+    TU_OK(weft_executable_dump(exe, f));
+    fclose(f);
+}
+
 /* Compile and run the program in ctx; *out gets the result (or NULL). */
 static weft_status run_in(weft_context *ctx, build_fn build, const void *user,
                           int nin, const in_spec *spec, void *const *host,
                           bool want_kernel, weft_array **out)
 {
     weft_program *p = NULL;
-    TU_OK(weft_program_create(ctx, &p));
-    weft_acc *par[MAX_IN];
-    for (int i = 0; i < nin; i++) {
-        par[i] = weft_param(p, spec[i].type, spec[i].rank);
-    }
-    weft_acc *r = build(p, par, user);
-    TU_PROGRAM_OK(p);
     weft_executable *exe = NULL;
-    TU_OK(weft_compile(p, &r, 1, &exe));
+    compile_in(ctx, build, user, nin, spec, &p, &exe);
     if (want_kernel) {
         /* the plan must show a permute or fold_seg kernel: the backend
          * did not hand the operation to the interpreter */
-        char buf[4096] = {0};
-        FILE *f = fmemopen(buf, sizeof buf - 1, "w");
-        ck_assert_ptr_nonnull(f);
-        TU_OK(weft_executable_dump(exe, f));
-        fclose(f);
+        char buf[4096];
+        plan_text(exe, buf, sizeof buf);
         ck_assert_msg(strstr(buf, "permute") || strstr(buf, "fold_seg") ||
                           strstr(buf, "fold1_seg"),
                       "no kernel in the plan:\n%s", buf);
@@ -616,30 +632,6 @@ START_TEST(test_permute_one_worker)
 }
 END_TEST
 
-/* The plan's text of the program build(user) on ctx (for its kernels'
- * phases). */
-static void plan_text(weft_context *ctx, build_fn build, const void *user,
-                      int nin, const in_spec *spec, char *buf, size_t n)
-{
-    weft_program *p = NULL;
-    TU_OK(weft_program_create(ctx, &p));
-    weft_acc *par[MAX_IN];
-    for (int i = 0; i < nin; i++) {
-        par[i] = weft_param(p, spec[i].type, spec[i].rank);
-    }
-    weft_acc *r = build(p, par, user);
-    TU_PROGRAM_OK(p);
-    weft_executable *exe = NULL;
-    TU_OK(weft_compile(p, &r, 1, &exe));
-    memset(buf, 0, n);
-    FILE *f = fmemopen(buf, n - 1, "w");
-    ck_assert_ptr_nonnull(f);
-    TU_OK(weft_executable_dump(exe, f));
-    fclose(f);
-    weft_executable_free(exe);
-    weft_program_free(p);
-}
-
 /* The CPU's private copies per chunk of sources (cpu/permute.c): only for
  * the combines that are one native atomic (commutative and associative:
  * integer add, min, max, and, or, xor; float add), whose kernels have the
@@ -667,7 +659,12 @@ START_TEST(test_permute_parts_which)
         in_spec sp;
         keys_spec(&sp, 1, 100, 0, 15);
         char buf[4096];
-        plan_text(c.cpu, build_permute, &pc, 1, &sp, buf, sizeof buf);
+        weft_program *p = NULL;
+        weft_executable *exe = NULL;
+        compile_in(c.cpu, build_permute, &pc, 1, &sp, &p, &exe);
+        plan_text(exe, buf, sizeof buf);
+        weft_executable_free(exe);
+        weft_program_free(p);
         /* entries 0 and 1, 2 and 3 with the copies, the fused default's */
         bool parts = strstr(buf, "(5 phases") != NULL;
         ck_assert_msg(parts == modes[m].parts && (parts || strstr(buf,
