@@ -1338,6 +1338,24 @@ START_TEST(fold_computed)
 }
 END_TEST
 
+/* fold (+) 0 over the rows of a gather: element (r, j) is a ! (r, k ! (r,
+ * j)) (i32 a and k of one shape), outside a's row where k's value is
+ * negative or the row's length or more. */
+static int build_fold_gather(bld *b, weft_acc **res)
+{
+    weft_program *p = b->p;
+    weft_acc *a = weft_param(p, WEFT_I32, 2);
+    weft_acc *k = weft_param(p, WEFT_I32, 2);
+    weft_fun *g = weft_fun1(p, WEFT_DIM(2));
+    weft_exp *ix = weft_arg(g, 0);
+    weft_exp *c[2] = {weft_get(ix, 0),
+                      weft_convert(weft_at(k, ix), WEFT_I64)};
+    weft_fun_return(g, weft_index(p, 2, c));
+    weft_acc *src = weft_backpermute(weft_shape(a), g, a);
+    res[0] = weft_fold(op2(p, WEFT_I32, weft_add), weft_i32(p, 7), src);
+    return 1;
+}
+
 /* Many short rows of every length from 1 to 70: the CPU folds rows of up
  * to 63 elements W rows at a time (one row a lane, SPMD), longer ones row
  * by row.  fold and fold1 of streamed and fused (mapped) inputs on
@@ -1393,6 +1411,20 @@ START_TEST(fold_short_rows)
                 }
             }
         }
+    }
+    /* a gather in the rows: inside, then one element outside (the error
+     * the vector rows report once, at the end of their range) */
+    bld bg = {.t = WEFT_I32, .rank = 2};
+    diff_build(&d, "fold of a gather, short rows", build_fold_gather, &bg);
+    for (int64_t m = 1; m <= 70; m += 3) {
+        int64_t e[2] = {67, m};
+        harr h[2] = {harr1(WEFT_I32, 2, e, -9, 9),
+                     harr1(WEFT_I32, 2, e, 0, m - 1)};
+        diff_expect(&d, h, 2, WEFT_OK);
+        harr_set_i(&h[1], 0, 40 * m + m / 2, m % 2 ? m : -1);
+        diff_expect(&d, h, 2, WEFT_ERR_OUT_OF_BOUNDS);
+        harr_free(&h[0]);
+        harr_free(&h[1]);
     }
     /* computed elements (a generate fused into the fold) */
     for (int variant = 0; variant < 2; variant++) {
