@@ -325,10 +325,10 @@ static weft_status fold_emit(sk_emit *e, const char *const *names)
                                                 FOLD_BLOCK - 1, emit_rows,
                                                 &done)
                             : WEFT_OK;
-        if (s || done) {
-            if (s) {
-                return s;
-            }
+        if (s) {
+            return s;
+        }
+        if (done) {
             continue;
         }
         s = sk_fn_begin(e, &f, names[i]);
