@@ -791,8 +791,12 @@ weft_status sk_spmd_fold_rows(sk_emit *e, const char *name, bool has_seed,
 {
     *done = false;
     const fe_term *src = e->k->op->kid[has_seed ? 1 : 0];
+    /* Only light kernels (sk_kernel.light: k-means' distances, a sum):
+     * heavy elements (n-body's fold) come in long rows, where a second
+     * copy of them over lanes only doubled the compile time (n-body: LLVM
+     * 22 -> 56 ms). */
     if (e->spmd_bits <= 0 || e->target != &sk_target_cpu || e->k->nout != 1 ||
-        src->rank < 2 || !readable(e, src, false)) {
+        !e->k->light || src->rank < 2 || !readable(e, src, false)) {
         return WEFT_OK;
     }
     unsigned w = lanes_for(e);
