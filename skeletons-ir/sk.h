@@ -424,8 +424,9 @@ weft_status sk_spmd_fold_range(sk_fn *f, const cg_mut *acc, const fe_term *src,
                                const cg_val *row_ix, LLVMValueRef base,
                                LLVMValueRef lo, LLVMValueRef hi,
                                LLVMValueRef *rest);
-/* fold.c's entry 0 (whole rows) over W rows at a time, for rows of at
- * most max_len elements: emit entry point `name`, whose lanes hold W
+/* fold.c's entry 0 (whole rows) of a light kernel (sk_kernel.light) over
+ * W rows at a time, for rows of at most max_len elements: emit entry
+ * point `name`, whose lanes hold W
  * consecutive rows (lane k row r + k) and run acc = f(acc, src[row, j])
  * for j from 0 (fold: acc the seed) or 1 (fold1: acc element 0) up the
  * row, each lane in the scalar loop's order, so the results are the
