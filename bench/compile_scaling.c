@@ -3,7 +3,7 @@
  * the size of a program (issue 21).
  *
  *   weft_compile_scaling [-s shape,...] [-n size,...] [-b backend,...]
- *                        [-t seconds]
+ *                        [-t seconds] [-T seconds]
  *
  * Programs that reach weft from another runtime are generated (a traced
  * loop, a code generator), so they are large and deep.  Each shape below
@@ -33,7 +33,12 @@
  * whose time is under 1 ms are left out: they measure fixed costs).
  *
  * Defaults: every shape, sizes 1000,10000,100000,1000000, backends interp
- * and cpu, 100 s a case.  Results: bench/results/compile-scaling.md.
+ * and cpu, 100 s a case (-t), no limit on the whole run.  With -T, the
+ * whole run's limit: a case gets at most what is left of it, and once it
+ * is spent the remaining cases are reported "not tried" (for machines
+ * that lend a command a fixed time, such as the GPU machine; the GPU
+ * bundle builds this file there, tools/gpu-bundle.sh).  Results:
+ * bench/results/compile-scaling.md.
  */
 #define _XOPEN_SOURCE 700
 #include <errno.h>
@@ -421,7 +426,7 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: weft_compile_scaling [-s shape,...] [-n size,...] "
-            "[-b interp,cpu,ptx] [-t seconds]\nshapes:");
+            "[-b interp,cpu,ptx] [-t seconds] [-T seconds]\nshapes:");
     for (int i = 0; i < NSHAPE; i++) {
         fprintf(stderr, " %s", shapes[i].name);
     }
@@ -433,9 +438,9 @@ int main(int argc, char **argv)
 {
     char shape_arg[1024] = "", size_arg[1024] = "1000,10000,100000,1000000",
          be_arg[256] = "interp,cpu";
-    double limit = 100;
+    double limit = 100, budget = 0;
     int opt;
-    while ((opt = getopt(argc, argv, "s:n:b:t:h")) != -1) {
+    while ((opt = getopt(argc, argv, "s:n:b:t:T:h")) != -1) {
         switch (opt) {
         case 's':
             snprintf(shape_arg, sizeof shape_arg, "%s", optarg);
@@ -448,6 +453,9 @@ int main(int argc, char **argv)
             break;
         case 't':
             limit = atof(optarg);
+            break;
+        case 'T':
+            budget = atof(optarg);
             break;
         default:
             usage();
@@ -484,6 +492,7 @@ int main(int argc, char **argv)
     }
     char *bn[4];
     int nbe = split(be_arg, bn, 4);
+    double start = now();
     printf("| shape | backend | n | build | compile | run | free | total |\n"
            "|---|---|---:|---:|---:|---:|---:|---:|\n");
     char summary[8192] = "";
@@ -504,15 +513,19 @@ int main(int argc, char **argv)
             bool stop = false;
             for (int i = 0; i < nsize; i++) {
                 printf("| %s | %s | %ld |", shapes[s].name, bn[bi], sizes[i]);
-                if (stop) {
+                double left = budget > 0 ? budget - (now() - start) : limit;
+                if (stop || left < 1) {
                     printf(" - | - | - | - | not tried |\n");
                     continue;
                 }
                 double t[NPHASE];
-                int r = time_case(&shapes[s], sizes[i], b, limit, t);
+                int r = time_case(&shapes[s], sizes[i], b,
+                                  left < limit ? left : limit, t);
                 if (r != CASE_OK) {
                     printf(" | | | | %s |\n",
-                           r == CASE_OVER ? "over limit" : "failed");
+                           r != CASE_OVER  ? "failed"
+                           : left < limit ? "over the run's limit"
+                                          : "over limit");
                     stop = true;
                     fflush(stdout);
                     continue;
