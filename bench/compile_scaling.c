@@ -3,7 +3,7 @@
  * the size of a program (issue 21).
  *
  *   weft_compile_scaling [-s shape,...] [-n size,...] [-b backend,...]
- *                        [-t seconds] [-T seconds]
+ *                        [-t seconds] [-T seconds] [-m target]
  *
  * Programs that reach weft from another runtime are generated (a traced
  * loop, a code generator), so they are large and deep.  Each shape below
@@ -37,7 +37,10 @@
  * whole run's limit: a case gets at most what is left of it, and once it
  * is spent the remaining cases are reported "not tried" (for machines
  * that lend a command a fixed time, such as the GPU machine; the GPU
- * bundle builds this file there, tools/gpu-bundle.sh).  Results:
+ * bundle builds this file there, tools/gpu-bundle.sh).  With -m, the
+ * contexts' target_cpu (an SM such as sm_90 for ptx, a CPU name for cpu):
+ * code is compiled for it but not run (the run column is 0), which times
+ * the ptx backend's compile on a machine without a GPU.  Results:
  * bench/results/compile-scaling.md.
  */
 #define _XOPEN_SOURCE 700
@@ -231,11 +234,15 @@ static void remove_dir(const char *dir)
 /* Build, compile, run and free shape sh at size n on backend b, writing
  * the NPHASE times (or a negative first time on failure, with the message
  * on stderr) to fd. */
+/* -m: compile for this target, run nothing (NULL: the host's, run) */
+static const char *target;
+
 static void run_case(const shape *sh, long n, weft_backend b, int fd)
 {
     double t[NPHASE] = {-1, 0, 0, 0};
     weft_config cfg = weft_config_default();
     cfg.backend = b;
+    cfg.target_cpu = target;
     /* a disk cache of its own, so that nothing is loaded from earlier
      * runs (left behind in /tmp: a case may be killed) */
     char cache[] = "/tmp/weft-compile-scaling-XXXXXX";
@@ -246,6 +253,7 @@ static void run_case(const shape *sh, long n, weft_backend b, int fd)
     weft_program *p = NULL;
     weft_executable *exe = NULL;
     weft_array *in[3] = {NULL, NULL, NULL};
+    int nin = 0;
     int nr = sh->build == build_kernels ? (int)n : 1;
     weft_acc **r = calloc((size_t)nr, sizeof *r);
     weft_array **out = calloc((size_t)nr, sizeof *out);
@@ -263,25 +271,27 @@ static void run_case(const shape *sh, long n, weft_backend b, int fd)
         goto fail;
     }
     double t2 = now();
-    int64_t ne = NELEM;
-    int64_t xs[NELEM];
-    double xf[NELEM];
-    for (int i = 0; i < NELEM; i++) {
-        xs[i] = i - 5;
-        xf[i] = 0.5 * i;
-    }
-    int nin = weft_executable_inputs(exe);
-    for (int i = 0; i < nin; i++) {
-        int rank = i < 1 || sh->build == build_zipwith ? 1 : 0;
-        const void *data[1] = {sh->elt == WEFT_F64 ? (void *)xf
-                                                   : (void *)xs};
-        if (weft_array_from_host(ctx, sh->elt, rank, &ne, data, &in[i]) !=
-            WEFT_OK) {
+    if (!target) { /* -m: compiled for another machine, not run */
+        int64_t ne = NELEM;
+        int64_t xs[NELEM];
+        double xf[NELEM];
+        for (int i = 0; i < NELEM; i++) {
+            xs[i] = i - 5;
+            xf[i] = 0.5 * i;
+        }
+        nin = weft_executable_inputs(exe);
+        for (int i = 0; i < nin; i++) {
+            int rank = i < 1 || sh->build == build_zipwith ? 1 : 0;
+            const void *data[1] = {sh->elt == WEFT_F64 ? (void *)xf
+                                                       : (void *)xs};
+            if (weft_array_from_host(ctx, sh->elt, rank, &ne, data, &in[i]) !=
+                WEFT_OK) {
+                goto fail;
+            }
+        }
+        if (weft_run(exe, in, nin, out, nr) != WEFT_OK) {
             goto fail;
         }
-    }
-    if (weft_run(exe, in, nin, out, nr) != WEFT_OK) {
-        goto fail;
     }
     double t3 = now();
     for (int i = 0; i < nr; i++) {
@@ -426,7 +436,8 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: weft_compile_scaling [-s shape,...] [-n size,...] "
-            "[-b interp,cpu,ptx] [-t seconds] [-T seconds]\nshapes:");
+            "[-b interp,cpu,ptx] [-t seconds] [-T seconds] [-m target]\n"
+            "shapes:");
     for (int i = 0; i < NSHAPE; i++) {
         fprintf(stderr, " %s", shapes[i].name);
     }
@@ -440,7 +451,7 @@ int main(int argc, char **argv)
          be_arg[256] = "interp,cpu";
     double limit = 100, budget = 0;
     int opt;
-    while ((opt = getopt(argc, argv, "s:n:b:t:T:h")) != -1) {
+    while ((opt = getopt(argc, argv, "s:n:b:t:T:m:h")) != -1) {
         switch (opt) {
         case 's':
             snprintf(shape_arg, sizeof shape_arg, "%s", optarg);
@@ -456,6 +467,9 @@ int main(int argc, char **argv)
             break;
         case 'T':
             budget = atof(optarg);
+            break;
+        case 'm':
+            target = optarg;
             break;
         default:
             usage();
