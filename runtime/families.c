@@ -185,10 +185,19 @@ static fe_term *read_const(lift *l, const fe_term *c)
     return g;
 }
 
-static fe_fun *copy_fun(lift *l, const fe_fun *f);
+static void *grab(lift *l, size_t n)
+{
+    void *p = fe_arena_alloc(l->ar, n);
+    if (!p) {
+        l->oom = true;
+    }
+    return p;
+}
+
+static fe_fun **copy_funs(lift *l, fe_fun *const *fun, int n);
 
 /* A copy of function term t with its numeric constants read from l->var
- * (or, with l->var NULL, only counted into l->consts). */
+ * (recorded in l->consts, in order). */
 static fe_term *copy_term(lift *l, const fe_term *t)
 {
     if (!t || l->oom || t->acc) {
@@ -198,47 +207,33 @@ static fe_term *copy_term(lift *l, const fe_term *t)
         l->consts[l->n++] = (fe_term *)t;
         return read_const(l, t);
     }
-    fe_term *c = fe_arena_alloc(l->ar, sizeof *c);
+    fe_term *c = grab(l, sizeof *c);
     if (!c) {
-        l->oom = true;
         return NULL;
     }
     *c = *t;
-    if (t->nkid) {
-        c->kid = fe_arena_alloc(l->ar, sizeof *c->kid * (size_t)t->nkid);
-        if (!c->kid) {
-            l->oom = true;
-            return NULL;
-        }
+    if (t->nkid && (c->kid = grab(l, sizeof *c->kid * (size_t)t->nkid))) {
         for (int i = 0; i < t->nkid; i++) {
             c->kid[i] = copy_term(l, t->kid[i]);
         }
     }
     if (t->nfun) {
-        c->fun = fe_arena_alloc(l->ar, sizeof *c->fun * (size_t)t->nfun);
-        if (!c->fun) {
-            l->oom = true;
-            return NULL;
-        }
-        for (int i = 0; i < t->nfun; i++) {
-            c->fun[i] = copy_fun(l, t->fun[i]);
-        }
+        c->fun = copy_funs(l, t->fun, t->nfun);
     }
     return c;
 }
 
-static fe_fun *copy_fun(lift *l, const fe_fun *f)
+/* Copies of functions fun[0 .. n-1], their bodies copied by copy_term. */
+static fe_fun **copy_funs(lift *l, fe_fun *const *fun, int n)
 {
-    if (!f || l->oom) {
-        return (fe_fun *)f;
+    fe_fun **c = grab(l, sizeof *c * (size_t)n);
+    for (int i = 0; c && i < n; i++) {
+        c[i] = fun[i];
+        if (fun[i] && (c[i] = grab(l, sizeof *c[i]))) {
+            *c[i] = *fun[i];
+            c[i]->body = copy_term(l, fun[i]->body);
+        }
     }
-    fe_fun *c = fe_arena_alloc(l->ar, sizeof *c);
-    if (!c) {
-        l->oom = true;
-        return NULL;
-    }
-    *c = *f;
-    c->body = copy_term(l, f->body);
     return c;
 }
 
@@ -255,14 +250,7 @@ static void lift_kernel(lift *l, fe_term *t, bool top)
         }
     }
     if (t->nfun) {
-        fe_fun **fun = fe_arena_alloc(l->ar, sizeof *fun * (size_t)t->nfun);
-        if (!fun) {
-            l->oom = true;
-            return;
-        }
-        for (int i = 0; i < t->nfun; i++) {
-            fun[i] = copy_fun(l, t->fun[i]);
-        }
+        fe_fun **fun = copy_funs(l, t->fun, t->nfun);
         if (!l->oom) {
             t->fun = fun;
         }

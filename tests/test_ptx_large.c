@@ -35,6 +35,16 @@ static void run1(tu *u, weft_acc *r, weft_array **in, weft_array **out)
     TU_OK(tu_run(u->p, &r, 1, in, 1, out, 1));
 }
 
+/* Run map f over xs and check the result against want. */
+static void map_check(tu *u, weft_fun *f, const int64_t want[4])
+{
+    weft_array *in[1] = {vec(u)}, *out[1] = {NULL};
+    run1(u, weft_map(f, weft_param(u->p, WEFT_I64, 1)), in, out);
+    TU_CHECK_I(u->ctx, out[0], 0, 1, TU_SH(4), want);
+    weft_array_release(out[0]);
+    weft_array_release(in[0]);
+}
+
 START_TEST(huge_cond)
 {
     enum { N = 2000 };
@@ -50,8 +60,6 @@ START_TEST(huge_cond)
                       weft_mul(x, weft_i64(p, 2)));
     }
     weft_fun_return(f, e);
-    weft_array *in[1] = {vec(&u)}, *out[1] = {NULL};
-    run1(&u, weft_map(f, weft_param(p, WEFT_I64, 1)), in, out);
     int64_t want[4];
     for (int k = 0; k < 4; k++) {
         int64_t v = xs[k];
@@ -60,9 +68,7 @@ START_TEST(huge_cond)
         }
         want[k] = v;
     }
-    TU_CHECK_I(u.ctx, out[0], 0, 1, TU_SH(4), want);
-    weft_array_release(out[0]);
-    weft_array_release(in[0]);
+    map_check(&u, f, want);
     tu_close(&u);
 }
 END_TEST
@@ -79,8 +85,6 @@ START_TEST(huge_let)
         e = weft_bxor(weft_mul(e, weft_i64(p, 3)), weft_shr(e, weft_i64(p, 1)));
     }
     weft_fun_return(f, e);
-    weft_array *in[1] = {vec(&u)}, *out[1] = {NULL};
-    run1(&u, weft_map(f, weft_param(p, WEFT_I64, 1)), in, out);
     int64_t want[4];
     for (int k = 0; k < 4; k++) {
         uint64_t v = (uint64_t)xs[k]; /* wrapping, as i64 arithmetic */
@@ -89,9 +93,7 @@ START_TEST(huge_let)
         }
         want[k] = (int64_t)v;
     }
-    TU_CHECK_I(u.ctx, out[0], 0, 1, TU_SH(4), want);
-    weft_array_release(out[0]);
-    weft_array_release(in[0]);
+    map_check(&u, f, want);
     tu_close(&u);
 }
 END_TEST
