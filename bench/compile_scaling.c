@@ -20,7 +20,12 @@
  *            function (fusion makes one kernel)
  *   acond    a_i = acond (the s > i) (map inc a_{i-1}) a_{i-1}
  *   zipwith  a_i = zipWith (+) a_{i-1} xs
- *   kernels  n results, result i = map (\y -> y * i) xs: n kernels
+ *   kernels  n results, result i = map (\y -> y * i) xs: n kernels that
+ *            differ only in a constant (one compiled kernel: a family,
+ *            runtime/families.c)
+ *   distinct n results, result i = map (\y -> y * (i + 1)) xs, the
+ *            product by Horner's rule on the bits of i + 1 (additions
+ *            only): n kernels of different code, each compiled
  * and timed in a child process of its own (so that one case cannot slow
  * the next, and a case that passes the time limit is killed and reported
  * as "over" instead of hanging): build (the builder calls), compile
@@ -205,12 +210,41 @@ static int build_kernels(weft_program *p, long n, weft_acc **r)
     return (int)n;
 }
 
+/* \y -> y * c, c >= 1, by Horner's rule on c's bits: no constant, and
+ * code of its own for each c */
+static weft_fun *times(weft_program *p, long c)
+{
+    weft_fun *f = weft_fun1(p, WEFT_I64);
+    weft_exp *y = weft_arg(f, 0), *e = y;
+    int top = 62;
+    while (!(c >> top & 1)) {
+        top--;
+    }
+    for (int b = top - 1; b >= 0; b--) {
+        e = weft_add(e, e);
+        if (c >> b & 1) {
+            e = weft_add(e, y);
+        }
+    }
+    weft_fun_return(f, e);
+    return f;
+}
+
+static int build_distinct(weft_program *p, long n, weft_acc **r)
+{
+    weft_acc *xs = weft_param(p, WEFT_I64, 1);
+    for (long i = 0; i < n; i++) {
+        r[i] = weft_map(times(p, i + 1), xs);
+    }
+    return (int)n;
+}
+
 static const shape shapes[] = {
     {"add", WEFT_F64, build_add},         {"cond", WEFT_I64, build_cond},
     {"let", WEFT_I64, build_let},         {"tuple", WEFT_I64, build_tuple},
     {"wide", WEFT_I64, build_wide},       {"maps", WEFT_I64, build_maps},
     {"acond", WEFT_I64, build_acond},     {"zipwith", WEFT_I64, build_zipwith},
-    {"kernels", WEFT_I64, build_kernels},
+    {"kernels", WEFT_I64, build_kernels}, {"distinct", WEFT_I64, build_distinct},
 };
 enum { NSHAPE = sizeof shapes / sizeof shapes[0] };
 
@@ -254,7 +288,9 @@ static void run_case(const shape *sh, long n, weft_backend b, int fd)
     weft_executable *exe = NULL;
     weft_array *in[3] = {NULL, NULL, NULL};
     int nin = 0;
-    int nr = sh->build == build_kernels ? (int)n : 1;
+    int nr = sh->build == build_kernels || sh->build == build_distinct
+                 ? (int)n
+                 : 1;
     weft_acc **r = calloc((size_t)nr, sizeof *r);
     weft_array **out = calloc((size_t)nr, sizeof *out);
     if (!r || !out || weft_context_create(&cfg, &ctx) != WEFT_OK ||
