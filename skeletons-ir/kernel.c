@@ -433,7 +433,8 @@ static void describe_var(desc *d, const fe_var *v)
         n = ++d->next;
         d->oom = !fe_varmap_put(&d->num, v->id, n);
     }
-    put_i(d, d->oom ? -1000000 : (int64_t)n); /* out of memory: no number */
+    /* out of memory: no number, and a key no other kernel can have */
+    put_i(d, d->oom ? -(int64_t)(uintptr_t)d->k : (int64_t)n);
 }
 
 static void describe_term(desc *d, const fe_term *t, bool top);
