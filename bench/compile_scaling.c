@@ -3,7 +3,7 @@
  * the size of a program (issue 21).
  *
  *   weft_compile_scaling [-s shape,...] [-n size,...] [-b backend,...]
- *                        [-t seconds]
+ *                        [-t seconds] [-T seconds] [-m target]
  *
  * Programs that reach weft from another runtime are generated (a traced
  * loop, a code generator), so they are large and deep.  Each shape below
@@ -20,7 +20,12 @@
  *            function (fusion makes one kernel)
  *   acond    a_i = acond (the s > i) (map inc a_{i-1}) a_{i-1}
  *   zipwith  a_i = zipWith (+) a_{i-1} xs
- *   kernels  n results, result i = map (\y -> y * i) xs: n kernels
+ *   kernels  n results, result i = map (\y -> y * i) xs: n kernels that
+ *            differ only in a constant (one compiled kernel: a family,
+ *            runtime/families.c)
+ *   distinct n results, result i = map (\y -> y * (i + 1)) xs, the
+ *            product by Horner's rule on the bits of i + 1 (additions
+ *            only): n kernels of different code, each compiled
  * and timed in a child process of its own (so that one case cannot slow
  * the next, and a case that passes the time limit is killed and reported
  * as "over" instead of hanging): build (the builder calls), compile
@@ -33,7 +38,15 @@
  * whose time is under 1 ms are left out: they measure fixed costs).
  *
  * Defaults: every shape, sizes 1000,10000,100000,1000000, backends interp
- * and cpu, 100 s a case.  Results: bench/results/compile-scaling.md.
+ * and cpu, 100 s a case (-t), no limit on the whole run.  With -T, the
+ * whole run's limit: a case gets at most what is left of it, and once it
+ * is spent the remaining cases are reported "not tried" (for machines
+ * that lend a command a fixed time, such as the GPU machine; the GPU
+ * bundle builds this file there, tools/gpu-bundle.sh).  With -m, the
+ * contexts' target_cpu (an SM such as sm_90 for ptx, a CPU name for cpu):
+ * code is compiled for it but not run (the run column is 0), which times
+ * the ptx backend's compile on a machine without a GPU.  Results:
+ * bench/results/compile-scaling.md.
  */
 #define _XOPEN_SOURCE 700
 #include <errno.h>
@@ -197,12 +210,41 @@ static int build_kernels(weft_program *p, long n, weft_acc **r)
     return (int)n;
 }
 
+/* \y -> y * c, c >= 1, by Horner's rule on c's bits: no constant, and
+ * code of its own for each c */
+static weft_fun *times(weft_program *p, long c)
+{
+    weft_fun *f = weft_fun1(p, WEFT_I64);
+    weft_exp *y = weft_arg(f, 0), *e = y;
+    int top = 62;
+    while (!(c >> top & 1)) {
+        top--;
+    }
+    for (int b = top - 1; b >= 0; b--) {
+        e = weft_add(e, e);
+        if (c >> b & 1) {
+            e = weft_add(e, y);
+        }
+    }
+    weft_fun_return(f, e);
+    return f;
+}
+
+static int build_distinct(weft_program *p, long n, weft_acc **r)
+{
+    weft_acc *xs = weft_param(p, WEFT_I64, 1);
+    for (long i = 0; i < n; i++) {
+        r[i] = weft_map(times(p, i + 1), xs);
+    }
+    return (int)n;
+}
+
 static const shape shapes[] = {
     {"add", WEFT_F64, build_add},         {"cond", WEFT_I64, build_cond},
     {"let", WEFT_I64, build_let},         {"tuple", WEFT_I64, build_tuple},
     {"wide", WEFT_I64, build_wide},       {"maps", WEFT_I64, build_maps},
     {"acond", WEFT_I64, build_acond},     {"zipwith", WEFT_I64, build_zipwith},
-    {"kernels", WEFT_I64, build_kernels},
+    {"kernels", WEFT_I64, build_kernels}, {"distinct", WEFT_I64, build_distinct},
 };
 enum { NSHAPE = sizeof shapes / sizeof shapes[0] };
 
@@ -226,11 +268,15 @@ static void remove_dir(const char *dir)
 /* Build, compile, run and free shape sh at size n on backend b, writing
  * the NPHASE times (or a negative first time on failure, with the message
  * on stderr) to fd. */
+/* -m: compile for this target, run nothing (NULL: the host's, run) */
+static const char *target;
+
 static void run_case(const shape *sh, long n, weft_backend b, int fd)
 {
     double t[NPHASE] = {-1, 0, 0, 0};
     weft_config cfg = weft_config_default();
     cfg.backend = b;
+    cfg.target_cpu = target;
     /* a disk cache of its own, so that nothing is loaded from earlier
      * runs (left behind in /tmp: a case may be killed) */
     char cache[] = "/tmp/weft-compile-scaling-XXXXXX";
@@ -241,7 +287,10 @@ static void run_case(const shape *sh, long n, weft_backend b, int fd)
     weft_program *p = NULL;
     weft_executable *exe = NULL;
     weft_array *in[3] = {NULL, NULL, NULL};
-    int nr = sh->build == build_kernels ? (int)n : 1;
+    int nin = 0;
+    int nr = sh->build == build_kernels || sh->build == build_distinct
+                 ? (int)n
+                 : 1;
     weft_acc **r = calloc((size_t)nr, sizeof *r);
     weft_array **out = calloc((size_t)nr, sizeof *out);
     if (!r || !out || weft_context_create(&cfg, &ctx) != WEFT_OK ||
@@ -258,25 +307,27 @@ static void run_case(const shape *sh, long n, weft_backend b, int fd)
         goto fail;
     }
     double t2 = now();
-    int64_t ne = NELEM;
-    int64_t xs[NELEM];
-    double xf[NELEM];
-    for (int i = 0; i < NELEM; i++) {
-        xs[i] = i - 5;
-        xf[i] = 0.5 * i;
-    }
-    int nin = weft_executable_inputs(exe);
-    for (int i = 0; i < nin; i++) {
-        int rank = i < 1 || sh->build == build_zipwith ? 1 : 0;
-        const void *data[1] = {sh->elt == WEFT_F64 ? (void *)xf
-                                                   : (void *)xs};
-        if (weft_array_from_host(ctx, sh->elt, rank, &ne, data, &in[i]) !=
-            WEFT_OK) {
+    if (!target) { /* -m: compiled for another machine, not run */
+        int64_t ne = NELEM;
+        int64_t xs[NELEM];
+        double xf[NELEM];
+        for (int i = 0; i < NELEM; i++) {
+            xs[i] = i - 5;
+            xf[i] = 0.5 * i;
+        }
+        nin = weft_executable_inputs(exe);
+        for (int i = 0; i < nin; i++) {
+            int rank = i < 1 || sh->build == build_zipwith ? 1 : 0;
+            const void *data[1] = {sh->elt == WEFT_F64 ? (void *)xf
+                                                       : (void *)xs};
+            if (weft_array_from_host(ctx, sh->elt, rank, &ne, data, &in[i]) !=
+                WEFT_OK) {
+                goto fail;
+            }
+        }
+        if (weft_run(exe, in, nin, out, nr) != WEFT_OK) {
             goto fail;
         }
-    }
-    if (weft_run(exe, in, nin, out, nr) != WEFT_OK) {
-        goto fail;
     }
     double t3 = now();
     for (int i = 0; i < nr; i++) {
@@ -421,7 +472,8 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: weft_compile_scaling [-s shape,...] [-n size,...] "
-            "[-b interp,cpu,ptx] [-t seconds]\nshapes:");
+            "[-b interp,cpu,ptx] [-t seconds] [-T seconds] [-m target]\n"
+            "shapes:");
     for (int i = 0; i < NSHAPE; i++) {
         fprintf(stderr, " %s", shapes[i].name);
     }
@@ -433,9 +485,9 @@ int main(int argc, char **argv)
 {
     char shape_arg[1024] = "", size_arg[1024] = "1000,10000,100000,1000000",
          be_arg[256] = "interp,cpu";
-    double limit = 100;
+    double limit = 100, budget = 0;
     int opt;
-    while ((opt = getopt(argc, argv, "s:n:b:t:h")) != -1) {
+    while ((opt = getopt(argc, argv, "s:n:b:t:T:m:h")) != -1) {
         switch (opt) {
         case 's':
             snprintf(shape_arg, sizeof shape_arg, "%s", optarg);
@@ -448,6 +500,12 @@ int main(int argc, char **argv)
             break;
         case 't':
             limit = atof(optarg);
+            break;
+        case 'T':
+            budget = atof(optarg);
+            break;
+        case 'm':
+            target = optarg;
             break;
         default:
             usage();
@@ -484,6 +542,7 @@ int main(int argc, char **argv)
     }
     char *bn[4];
     int nbe = split(be_arg, bn, 4);
+    double start = now();
     printf("| shape | backend | n | build | compile | run | free | total |\n"
            "|---|---|---:|---:|---:|---:|---:|---:|\n");
     char summary[8192] = "";
@@ -504,15 +563,19 @@ int main(int argc, char **argv)
             bool stop = false;
             for (int i = 0; i < nsize; i++) {
                 printf("| %s | %s | %ld |", shapes[s].name, bn[bi], sizes[i]);
-                if (stop) {
+                double left = budget > 0 ? budget - (now() - start) : limit;
+                if (stop || left < 1) {
                     printf(" - | - | - | - | not tried |\n");
                     continue;
                 }
                 double t[NPHASE];
-                int r = time_case(&shapes[s], sizes[i], b, limit, t);
+                int r = time_case(&shapes[s], sizes[i], b,
+                                  left < limit ? left : limit, t);
                 if (r != CASE_OK) {
                     printf(" | | | | %s |\n",
-                           r == CASE_OVER ? "over limit" : "failed");
+                           r != CASE_OVER  ? "failed"
+                           : left < limit ? "over the run's limit"
+                                          : "over limit");
                     stop = true;
                     fflush(stdout);
                     continue;

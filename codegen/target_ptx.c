@@ -109,6 +109,20 @@ enum {
     "default<O3>,function(irce,simplifycfg," CG_IC ",loop-mssa(licm),"       \
     "simplifycfg)"
 
+/* Huge modules (more than PTX_HUGE_INSTRUCTIONS instructions: a generated
+ * program's one element function of 10^4 or more terms) take passes
+ * linear in practice, as the CPU's do (runtime-cpu/jit.c, "Huge
+ * kernels"): default<O3> took 12 s and the NVPTX emission at -O3 8 s for
+ * a 10,000-deep chain of conditionals, growing faster than the size.
+ * NVVMReflect runs first (default<O3> adds it itself; libdevice's code
+ * branches on it), and the PTX is emitted by a machine at
+ * CodeGenOpt::None (ptxas optimises the PTX anyway: register allocation
+ * and scheduling are its).  ptxas itself stays superlinear in one
+ * function's size (a 2,000-deep chain: 10 s; 10,000: 8 minutes). */
+#define PTX_HUGE_INSTRUCTIONS 5000
+#define PTX_HUGE_PIPELINE                                                    \
+    "globaldce,function(nvvm-reflect,sroa,early-cse,adce)"
+
 /* ---- special registers, barrier, fence ---- */
 
 /* A call of the non-overloaded intrinsic `name` on args. */
@@ -911,7 +925,10 @@ static weft_status finish(LLVMModuleRef mod, LLVMTargetMachineRef tm,
                          "\"kernel\":\"%s\"", kernels[0]);
     }
     internalise(mod, kernels, nkernels);
-    s = cg_optimise(mod, tm, PTX_PIPELINE, "weft (ptx)");
+    bool huge = cg_module_instructions(mod, PTX_HUGE_INSTRUCTIONS) >
+                PTX_HUGE_INSTRUCTIONS;
+    s = cg_optimise(mod, tm, huge ? PTX_HUGE_PIPELINE : PTX_PIPELINE,
+                    "weft (ptx)");
     if (s != WEFT_OK) {
         return s;
     }
@@ -922,9 +939,22 @@ static weft_status finish(LLVMModuleRef mod, LLVMTargetMachineRef tm,
         dump_opt_ir(dump_prefix, mod);
     }
     char *err = NULL;
-    if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMAssemblyFile, &err,
-                                            ptx) ||
-        d->error) {
+    LLVMTargetMachineRef quick = NULL;
+    if (huge) {
+        char *cpu = LLVMGetTargetMachineCPU(tm);
+        char *features = LLVMGetTargetMachineFeatureString(tm);
+        quick = LLVMCreateTargetMachine(
+            LLVMGetTargetMachineTarget(tm), PTX_TRIPLE, cpu, features,
+            LLVMCodeGenLevelNone, LLVMRelocDefault, LLVMCodeModelDefault);
+        LLVMDisposeMessage(cpu);
+        LLVMDisposeMessage(features);
+    }
+    bool failed = LLVMTargetMachineEmitToMemoryBuffer(
+        quick ? quick : tm, mod, LLVMAssemblyFile, &err, ptx);
+    if (quick) {
+        LLVMDisposeTargetMachine(quick);
+    }
+    if (failed || d->error) {
         s = fe_error(WEFT_ERR_INTERNAL, "weft: PTX emission failed: %s",
                      err ? err : d->error ? d->msg : "?");
         LLVMDisposeMessage(err);

@@ -79,6 +79,18 @@ void *fe_arena_alloc(fe_arena *a, size_t n);
 void *fe_arena_dup(fe_arena *a, const void *src, size_t n);
 void fe_arena_release(fe_arena *a);
 
+/* ===== varmap.c: variable id -> nonzero number, costing what is put in ===== */
+typedef struct fe_varmap {
+    fe_arena *ar;
+    uint32_t *key, *val; /* key: id + 1, 0 for a free slot */
+    uint32_t cap, n;
+} fe_varmap;
+void fe_varmap_init(fe_varmap *m, fe_arena *ar);
+/* The value of id, 0 when absent. */
+uint32_t fe_varmap_get(const fe_varmap *m, uint32_t id);
+/* Set id's value (nonzero); false when out of memory. */
+bool fe_varmap_put(fe_varmap *m, uint32_t id, uint32_t val);
+
 /* ===== types.c: element types, values and array types ===== */
 
 #define FE_TUPLE_BASE 256 /* tuple type ids are FE_TUPLE_BASE + index */

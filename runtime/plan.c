@@ -4,9 +4,10 @@
  *
  * rt_plan walks the core after fusion.  Every collective operation that
  * the target has a skeleton for, and that is not itself fused into its
- * consumer, becomes a kernel: its layout is prepared (sk_prepare) and the
- * backend's `get` fills its entry points (compiling it, or finding it in
- * a cache).  A fused operand stays fused only where its consumer's
+ * consumer, becomes a kernel: kernels that differ only in constants get
+ * the constants as arguments (families.c), then each kernel's layout is
+ * prepared (sk_prepare) and the backend's `get` fills its entry points
+ * (compiling it, or finding it in a cache).  A fused operand stays fused only where its consumer's
  * skeleton reads operands inline; elsewhere it becomes an array of its
  * own.  The kernels live in the executable's arena.
  */
@@ -64,11 +65,46 @@ static bool stays_fused(const weft_executable *exe, const sk_skeleton *sk,
     return true;
 }
 
-static weft_status walk(weft_executable *exe, rt_plan_t *pl,
-                        const sk_target *tg, rt_get_fn get, void *user,
-                        const fe_term *t)
+/* The kernel roots of a plan, in the order the kernels are numbered
+ * (the operation before its operands), with the slot each hangs from
+ * (NULL for one inside a scalar function, which rt_families leaves). */
+typedef struct roots {
+    fe_arena *ar;
+    fe_term **op;
+    fe_term ***slot;
+    int n, cap;
+} roots;
+
+static weft_status push_root(roots *r, fe_term **slot, fe_term *t)
+{
+    if (r->n == r->cap) {
+        int cap = r->cap ? 2 * r->cap : 64;
+        fe_term **op = fe_arena_alloc(r->ar, sizeof *op * (size_t)cap);
+        fe_term ***sl = fe_arena_alloc(r->ar, sizeof *sl * (size_t)cap);
+        if (!op || !sl) {
+            return fe_error(WEFT_ERR_OUT_OF_MEMORY,
+                            "weft_compile: out of memory");
+        }
+        if (r->n) {
+            memcpy(op, r->op, sizeof *op * (size_t)r->n);
+            memcpy(sl, r->slot, sizeof *sl * (size_t)r->n);
+        }
+        r->op = op;
+        r->slot = sl;
+        r->cap = cap;
+    }
+    r->op[r->n] = t;
+    r->slot[r->n++] = slot;
+    return WEFT_OK;
+}
+
+/* Find the kernel roots under *slot, deciding which delayed operands stay
+ * fused. */
+static weft_status walk(weft_executable *exe, const sk_target *tg,
+                        fe_term **slot, bool in_scalar, roots *r)
 {
     weft_status s;
+    fe_term *t = *slot;
     if (!t) {
         return WEFT_OK;
     }
@@ -79,20 +115,48 @@ static weft_status walk(weft_executable *exe, rt_plan_t *pl,
             kid->delayed = false;
         }
     }
-    if (sk && !t->delayed && (s = add(exe, pl, tg, get, user, t)) != WEFT_OK) {
+    if (sk && !t->delayed &&
+        (s = push_root(r, in_scalar ? NULL : slot, t)) != WEFT_OK) {
         return s;
     }
     for (int i = 0; i < t->nkid; i++) {
-        if ((s = walk(exe, pl, tg, get, user, t->kid[i])) != WEFT_OK) {
+        if ((s = walk(exe, tg, &t->kid[i], in_scalar, r)) != WEFT_OK) {
             return s;
         }
     }
     for (int i = 0; i < t->nfun; i++) {
-        if ((s = walk(exe, pl, tg, get, user, t->fun[i]->body)) != WEFT_OK) {
+        /* an awhile's functions are array code; others are scalar */
+        if ((s = walk(exe, tg, &t->fun[i]->body,
+                      in_scalar || t->kind != FE_AWHILE, r)) != WEFT_OK) {
             return s;
         }
     }
     return WEFT_OK;
+}
+
+/* The kernels of the roots: families first (families.c), which may put a
+ * let above a root, then each prepared and handed to get. */
+static weft_status make_kernels(weft_executable *exe, rt_plan_t *pl,
+                                const sk_target *tg, rt_get_fn get,
+                                void *user, roots *r)
+{
+    int nslot = 0;
+    for (int i = 0; i < r->n; i++) {
+        if (r->slot[i]) {
+            r->slot[nslot++] = r->slot[i];
+        }
+    }
+    bool lifted = false;
+    weft_status s = rt_families(exe, r->slot, nslot, &lifted);
+    if (s == WEFT_OK && lifted) {
+        /* the lets are levels of the tree that a run recurses through */
+        uint64_t d = fe_core_depth(exe->ctx, &exe->core);
+        exe->depth = d > exe->depth ? d : exe->depth;
+    }
+    for (int i = 0; s == WEFT_OK && i < r->n; i++) {
+        s = add(exe, pl, tg, get, user, r->op[i]);
+    }
+    return s;
 }
 
 static int by_op(const void *a, const void *b)
@@ -110,7 +174,14 @@ weft_status rt_plan(weft_executable *exe, const sk_target *tg, rt_get_fn get,
         return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
     }
     memset(pl, 0, sizeof *pl);
-    weft_status s = walk(exe, pl, tg, get, user, exe->core.root);
+    fe_arena scratch;
+    fe_arena_init(&scratch, exe->ctx);
+    roots r = {.ar = &scratch};
+    weft_status s = walk(exe, tg, &exe->core.root, false, &r);
+    if (s == WEFT_OK) {
+        s = make_kernels(exe, pl, tg, get, user, &r);
+    }
+    fe_arena_release(&scratch);
     if (s == WEFT_OK && pl->n > 0) {
         /* a program of many kernels looks each up by its operation at
          * every run: by binary search, not a walk of the list */

@@ -239,6 +239,14 @@ typedef weft_status (*rt_get_fn)(void *user, weft_executable *exe,
  * arena.  Errors: those of sk_prepare and get. */
 weft_status rt_plan(weft_executable *exe, const struct sk_target *tg,
                     rt_get_fn get, void *user, rt_plan_t **out);
+/* families.c: of the n kernel roots *slots[i] (operations with a
+ * skeleton that are not fused into their consumer, with the producers
+ * fused into them), those of a family that differ only in the numeric
+ * constants of their functions get the constants from a let put above
+ * them (*slots[i] replaced), so that the family shares one compiled
+ * kernel.  *lifted: whether any was.  Errors: out of memory. */
+weft_status rt_families(weft_executable *exe, fe_term **const *slots, int n,
+                        bool *lifted);
 /* The kernel of operation t, or NULL (the interpreter computes it). */
 struct sk_kernel *rt_plan_kernel(const rt_plan_t *pl, const fe_term *t);
 /* Print the kernels, a line each: what was fused into each. */

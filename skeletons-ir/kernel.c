@@ -113,12 +113,22 @@ typedef struct walk {
     weft_context *ctx;
     fe_arena *arena;
     sk_kernel *k;
-    bool *bound;      /* per var id: bound inside the functions */
-    bool *seen;       /* per var id: already an item */
+    fe_varmap vars;   /* var id -> WALK_BOUND (bound inside the functions)
+                         | WALK_SEEN (already an item) */
+    bool oom;
     uint32_t nvar;
     int cost;         /* scalar work per element, roughly (sk_kernel.light) */
     bool has_while;   /* a scalar while loop inside the functions */
 } walk;
+
+enum { WALK_BOUND = 1, WALK_SEEN = 2 };
+
+static void walk_mark(walk *w, uint32_t id, uint32_t flag)
+{
+    if (!fe_varmap_put(&w->vars, id, fe_varmap_get(&w->vars, id) | flag)) {
+        w->oom = true;
+    }
+}
 
 static weft_status walk_term(walk *w, const fe_term *t);
 
@@ -126,7 +136,7 @@ static weft_status walk_fun(walk *w, const fe_fun *f)
 {
     for (int i = 0; i < f->arity; i++) {
         if (f->param && f->param[i] && f->param[i]->id < w->nvar) {
-            w->bound[f->param[i]->id] = true;
+            walk_mark(w, f->param[i]->id, WALK_BOUND);
         }
     }
     return walk_term(w, f->body);
@@ -160,10 +170,10 @@ static weft_status walk_term(walk *w, const fe_term *t)
         if (!v || v->id >= w->nvar) {
             return fe_error(WEFT_ERR_INTERNAL, "weft_compile: a bad variable");
         }
-        if (w->bound[v->id] || w->seen[v->id]) {
+        if (fe_varmap_get(&w->vars, v->id)) {
             return WEFT_OK;
         }
-        w->seen[v->id] = true;
+        walk_mark(w, v->id, WALK_SEEN);
         if (v->acc) {
             if (!v->atype || v->atype->narrays != 1) {
                 return fe_error(WEFT_ERR_INTERNAL,
@@ -199,7 +209,7 @@ static weft_status walk_term(walk *w, const fe_term *t)
         return s;
     case FE_LET:
         if (t->u.var && t->u.var->id < w->nvar) {
-            w->bound[t->u.var->id] = true;
+            walk_mark(w, t->u.var->id, WALK_BOUND);
         }
         break;
     case FE_PRIM:
@@ -337,16 +347,11 @@ weft_status sk_prepare(weft_context *ctx, const fe_core *core, fe_arena *arena,
     }
     /* free variables of the functions */
     walk w = {.ctx = ctx, .arena = arena, .k = k, .nvar = core->nvar};
-    size_t nv = core->nvar ? core->nvar : 1;
-    fe_arena scratch; /* tables by variable: cost what is touched
-                         (lib/alloc.c) */
+    fe_arena scratch; /* the variables' table costs what is put in
+                         (lib/varmap.c) */
     fe_arena_init(&scratch, ctx);
+    fe_varmap_init(&w.vars, &scratch);
     s = WEFT_OK;
-    w.bound = fe_arena_alloc(&scratch, nv);
-    w.seen = fe_arena_alloc(&scratch, nv);
-    if (!w.bound || !w.seen) {
-        s = fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
-    }
     for (int i = 0; s == WEFT_OK && i < t->nfun; i++) {
         s = walk_fun(&w, t->fun[i]);
     }
@@ -356,6 +361,9 @@ weft_status sk_prepare(weft_context *ctx, const fe_core *core, fe_arena *arena,
         }
     }
     fe_arena_release(&scratch);
+    if (s == WEFT_OK && w.oom) {
+        s = fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+    }
     if (s) {
         return s;
     }
@@ -391,7 +399,8 @@ typedef struct desc {
     void (*add)(void *user, const void *p, size_t n);
     void *user;
     const sk_kernel *k;
-    uint32_t *num;     /* var id -> 1 + canonical number, 0: not yet */
+    fe_varmap num;     /* var id -> canonical number (from 1) */
+    bool oom;
     uint32_t next;
     uint32_t nvar;
 } desc;
@@ -419,10 +428,13 @@ static void describe_var(desc *d, const fe_var *v)
         put_i(d, -999999);
         return;
     }
-    if (d->num[v->id] == 0) {
-        d->num[v->id] = ++d->next;
+    uint32_t n = fe_varmap_get(&d->num, v->id);
+    if (n == 0 && !d->oom) {
+        n = ++d->next;
+        d->oom = !fe_varmap_put(&d->num, v->id, n);
     }
-    put_i(d, d->num[v->id]);
+    /* out of memory: no number, and a key no other kernel can have */
+    put_i(d, d->oom ? -(int64_t)(uintptr_t)d->k : (int64_t)n);
 }
 
 static void describe_term(desc *d, const fe_term *t, bool top);
@@ -499,19 +511,9 @@ void sk_describe(const fe_core *core, const sk_kernel *k,
                  void (*add)(void *user, const void *p, size_t n), void *user)
 {
     desc d = {.add = add, .user = user, .k = k, .nvar = core->nvar};
-    uint32_t stack_num[256];
-    uint32_t *num = stack_num;
-    fe_arena scratch; /* a large table costs what is touched (lib/alloc.c) */
+    fe_arena scratch; /* the table costs what is put in (lib/varmap.c) */
     fe_arena_init(&scratch, NULL);
-    if (core->nvar > 256) {
-        num = fe_arena_alloc(&scratch, sizeof *num * core->nvar);
-    } else {
-        memset(stack_num, 0, sizeof stack_num);
-    }
-    d.num = num;
-    if (!num) {
-        d.nvar = 0; /* describe variables by position only */
-    }
+    fe_varmap_init(&d.num, &scratch);
     put_i(&d, 0x77656674); /* "weft" */
     put(&d, k->skel->name, strlen(k->skel->name));
     put_i(&d, k->nitem);

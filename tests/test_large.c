@@ -38,7 +38,12 @@
  *   - many_kernels: 300 kernels compiled in batches (runtime-cpu/jit.c,
  *     "Many kernels"): their quick code, their optimised code, a second
  *     program sharing half of them, and a fresh context that loads the
- *     batches from the disk cache.
+ *     batches from the disk cache (each kernel a different structure,
+ *     x * c by Horner's rule on c's bits, so that no two share code);
+ *   - kernel_families: kernels that differ only in constants share one
+ *     compiled kernel (runtime/families.c): three families (one with
+ *     producers fused in, one of f64) and a group too small to be one;
+ *     values, and the JIT's count of kernels found in its table.
  */
 #include <dirent.h>
 #include <pthread.h>
@@ -384,7 +389,29 @@ END_TEST
 
 enum { NMANY = 300 };
 
-/* Program: results i = map (\y -> y * (i + first)) xs, i < n; run on
+/* \x -> x * c (c >= 1, i64) by Horner's rule on c's bits: a structure of
+ * its own for each c and no constant, so that kernels made of these share
+ * no code (runtime/families.c would give maps that differ only in a
+ * constant one kernel). */
+static weft_fun *times(weft_program *p, int64_t c)
+{
+    weft_fun *f = weft_fun1(p, WEFT_I64);
+    weft_exp *x = weft_arg(f, 0), *e = x;
+    int top = 62;
+    while (!(c >> top & 1)) {
+        top--;
+    }
+    for (int b = top - 1; b >= 0; b--) {
+        e = weft_add(e, e);
+        if (c >> b & 1) {
+            e = weft_add(e, x);
+        }
+    }
+    weft_fun_return(f, e);
+    return f;
+}
+
+/* Program: results i = map (\y -> y * (i + first + 1)) xs, i < n; run on
  * [1, 2, 3] and checked. */
 static void many_run(weft_context *ctx, int first, int n)
 {
@@ -394,14 +421,12 @@ static void many_run(weft_context *ctx, int first, int n)
     weft_acc *r[NMANY];
     weft_array *out[NMANY] = {NULL};
     for (int i = 0; i < n; i++) {
-        weft_fun *f = weft_fun1(p, WEFT_I64);
-        weft_fun_return(f, weft_mul(weft_arg(f, 0), weft_i64(p, i + first)));
-        r[i] = weft_map(f, xs);
+        r[i] = weft_map(times(p, i + first + 1), xs);
     }
     weft_array *in[1] = {tu_arr_i(ctx, WEFT_I64, 1, TU_SH(3), TU_I(1, 2, 3))};
     TU_OK(tu_run(p, r, n, in, 1, out, n));
     for (int i = 0; i < n; i++) {
-        int64_t c = i + first;
+        int64_t c = i + first + 1;
         TU_CHECK_I(ctx, out[i], 0, 1, TU_SH(3), TU_I(c, 2 * c, 3 * c));
         weft_array_release(out[i]);
     }
@@ -420,6 +445,83 @@ static weft_config tiered_cpu(const char *dir)
     cfg.cache_dir = dir;
     return cfg;
 }
+
+enum { NFAM = 40, NSMALL = 10 };
+
+/* Three families of maps that differ only in constants, and a group of
+ * NSMALL, fewer than a family needs: 3 * NFAM + NSMALL kernels, one
+ * batch, 3 + NSMALL different ones. */
+START_TEST(kernel_families)
+{
+    char dir[] = "/tmp/weft-large-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    weft_config cfg = tiered_cpu(dir);
+    weft_context *ctx = NULL;
+    TU_OK(weft_context_create(&cfg, &ctx));
+    weft_program *p = NULL;
+    TU_OK(weft_program_create(ctx, &p));
+    weft_acc *xs = weft_param(p, WEFT_I64, 1);
+    weft_acc *fs = weft_param(p, WEFT_F64, 1);
+    enum { N = 3 * NFAM + NSMALL };
+    weft_acc *r[N];
+    weft_array *out[N] = {NULL};
+    /* constants c = i + 2: no identity (x * 1, x - 0) folds one member
+     * into another shape */
+    for (int i = 0; i < NFAM; i++) {
+        int c = i + 2;
+        /* y * c + 7 */
+        weft_fun *f = weft_fun1(p, WEFT_I64);
+        weft_fun_return(f, weft_add(weft_mul(weft_arg(f, 0), weft_i64(p, c)),
+                                    weft_i64(p, 7)));
+        r[i] = weft_map(f, xs);
+        /* y * (c + 0.25) */
+        weft_fun *g = weft_fun1(p, WEFT_F64);
+        weft_fun_return(g, weft_mul(weft_arg(g, 0), weft_f64(p, c + 0.25)));
+        r[NFAM + i] = weft_map(g, fs);
+        /* map (\y -> y * c) (map (\y -> y * 3 + c) xs): fused */
+        weft_fun *h = weft_fun1(p, WEFT_I64);
+        weft_fun_return(h, weft_add(weft_mul(weft_arg(h, 0), weft_i64(p, 3)),
+                                    weft_i64(p, c)));
+        weft_fun *k = weft_fun1(p, WEFT_I64);
+        weft_fun_return(k, weft_mul(weft_arg(k, 0), weft_i64(p, c)));
+        r[2 * NFAM + i] = weft_map(k, weft_map(h, xs));
+    }
+    for (int i = 0; i < NSMALL; i++) {
+        weft_fun *f = weft_fun1(p, WEFT_I64);
+        weft_fun_return(f, weft_sub(weft_arg(f, 0), weft_i64(p, i + 2)));
+        r[3 * NFAM + i] = weft_map(f, xs);
+    }
+    weft_array *in[2] = {
+        tu_arr_i(ctx, WEFT_I64, 1, TU_SH(3), TU_I(1, 2, -3)),
+        tu_arr_f(ctx, WEFT_F64, 1, TU_SH(2), TU_F(1.5, -4))};
+    TU_OK(tu_run(p, r, N, in, 2, out, N));
+    for (int i = 0; i < NFAM; i++) {
+        int64_t c = i + 2;
+        TU_CHECK_I(ctx, out[i], 0, 1, TU_SH(3),
+                   TU_I(c + 7, 2 * c + 7, -3 * c + 7));
+        double d = c + 0.25; /* exact: products of small dyadic numbers */
+        TU_CHECK_F(ctx, out[NFAM + i], 0, 1, TU_SH(2),
+                   TU_F(1.5 * d, -4 * d), 0);
+        TU_CHECK_I(ctx, out[2 * NFAM + i], 0, 1, TU_SH(3),
+                   TU_I((3 + c) * c, (6 + c) * c, (-9 + c) * c));
+    }
+    for (int i = 0; i < NSMALL; i++) {
+        TU_CHECK_I(ctx, out[3 * NFAM + i], 0, 1, TU_SH(3),
+                   TU_I(1 - (i + 2), 2 - (i + 2), -3 - (i + 2)));
+    }
+    weft_stats st;
+    TU_OK(weft_context_stats(ctx, &st));
+    ck_assert_uint_eq(st.kernels_reused, N - (3 + NSMALL));
+    for (int i = 0; i < N; i++) {
+        weft_array_release(out[i]);
+    }
+    weft_array_release(in[0]);
+    weft_array_release(in[1]);
+    weft_program_free(p);
+    weft_context_free(ctx);
+    tu_remove_dir(dir);
+}
+END_TEST
 
 START_TEST(many_kernels)
 {
@@ -460,8 +562,8 @@ typedef struct compile_job {
     char msg[256];
 } compile_job;
 
-/* Compile and run the maps (\x -> x * c + c * c), c = k .. k + n - 1, on
- * ctx; job->ok on success. */
+/* Compile and run the maps (\x -> x * c), c = k .. k + n - 1 (times:
+ * kernels of different code), on ctx; job->ok on success. */
 static void *compile_one(void *arg)
 {
     compile_job *j = arg;
@@ -476,11 +578,7 @@ static void *compile_one(void *arg)
     }
     weft_acc *x = weft_param(p, WEFT_I64, 1);
     for (int i = 0; i < j->n; i++) {
-        int64_t c = j->k + i;
-        weft_fun *f = weft_fun1(p, WEFT_I64);
-        weft_fun_return(f, weft_add(weft_mul(weft_arg(f, 0), weft_i64(p, c)),
-                                    weft_i64(p, c * c)));
-        r[i] = weft_map(f, x);
+        r[i] = weft_map(times(p, j->k + i), x);
     }
     if (weft_compile(p, r, j->n, &exe) != WEFT_OK ||
         weft_array_from_host(j->ctx, WEFT_I64, 1, TU_SH(4), data, &in) !=
@@ -493,7 +591,7 @@ static void *compile_one(void *arg)
         int64_t c = j->k + i;
         j->ok = weft_array_read(out[i], 0, got, sizeof got) == WEFT_OK;
         for (int e = 0; e < 4; e++) {
-            j->ok &= got[e] == xs[e] * c + c * c;
+            j->ok &= got[e] == xs[e] * c;
         }
     }
 done:
@@ -746,6 +844,7 @@ static Suite *large_suite(void)
         {"exit_during_tier_up", exit_during_tier_up},
         {"huge_constants", huge_constants},
         {"many_kernels", many_kernels},
+        {"kernel_families", kernel_families},
 #endif
         {"deep_conditionals", deep_conditionals},
     };

@@ -60,7 +60,7 @@ for h in "$root"/include/*.h; do
 done
 for f in "$root"/bench/weft_bench.c "$root"/bench/ref.c "$root"/bench/ref.h \
          "$root"/bench/programs.h \
-         "$root"/bench/numba_ref.py; do
+         "$root"/bench/numba_ref.py "$root"/bench/compile_scaling.c; do
     if [ -e "$f" ]; then
         put_src "$f" bench
         files="$files bench/${f##*/}"
@@ -82,7 +82,7 @@ for f in "$root"/bench/gpu/ptx/*.ptx; do
         files="$files bench/gpu/ptx/${f##*/}"
     fi
 done
-files="$files tests.txt run-tests.sh build-bench.sh VERSION"
+files="$files tests.txt run-tests.sh build-bench.sh build-scaling.sh VERSION"
 
 # What run-tests.sh runs: the tests, then the examples, then the tools
 # (weft-info: its log lists the GPU, the driver and libdevice).
@@ -164,6 +164,19 @@ commit="$(cat VERSION 2>/dev/null || echo unknown) (the GPU bundle)"
 ${CC:-gcc} $flags -DWEFT_BENCH_COMMIT="\"$commit\"" -Iinclude \
     bench/weft_bench.c ref.o ref_fast.o \
     -o weft_bench -L. -lweft -Wl,-rpath,'$ORIGIN' -lm
+EOF
+
+write build-scaling.sh <<'EOF'
+#!/bin/sh
+# build-scaling.sh: build the compile-scaling benchmark (issue 21,
+# bench/compile_scaling.c) here against ./libweft.so, e.g. for ptx:
+#   ./build-scaling.sh && ./compile_scaling -b ptx -n 1000,10000,100000 \
+#       -t 60 -T 500
+# (-T: the whole run's seconds; cases past it are reported "not tried").
+set -eu
+cd "$(dirname "$0")"
+${CC:-gcc} -std=c17 -O2 -Iinclude bench/compile_scaling.c -o compile_scaling \
+    -L. -lweft -Wl,-rpath,'$ORIGIN' -lm
 EOF
 
 (cd "$root" && git describe --always --dirty 2>/dev/null || echo unknown) |
