@@ -925,10 +925,11 @@ WG_API int wg_open(int prog, const gb_shape *sh, const void *const *in)
     }
     weft_context_stats(s->ctx, &s->after);
     for (int i = 0; i < nin; i++) {
+        /* rank 1: each input's own length (smvm's and k-means' differ) */
         int64_t n = sv_input_len(prog, i, sh);
         const void *data[1] = {in[i]};
-        if (weft_array_from_host(s->ctx, t[i], rank, shape, data,
-                                 &s->in[i])) {
+        if (weft_array_from_host(s->ctx, t[i], rank, rank == 1 ? &n : shape,
+                                 data, &s->in[i])) {
             fail_weft("weft_array_from_host");
             wg_close(prog);
             return -1;
