@@ -1316,7 +1316,16 @@ weft_status cg_spmd_exp(cg_spmd *s, const fe_term *e, cg_val *out)
         if (!v || v->acc || v->id >= fn->nvar || !fn->bound[v->id]) {
             return no("an unbound scalar variable", v ? (int)v->id : -1);
         }
-        *out = fn->env[v->id];
+        /* a copy: callers broadcast leaves in place (uniform_if, vselect),
+         * which must not reach the environment the scalar tail loop and
+         * later terms read */
+        const cg_val *x = &fn->env[v->id];
+        if ((r = cg_val_make(fn, x->n, out)) != WEFT_OK) {
+            return r;
+        }
+        for (int k = 0; k < x->n; k++) {
+            out->v[k] = x->v[k];
+        }
         return WEFT_OK;
     }
     case FE_PRIM:
