@@ -1,7 +1,6 @@
 /*
  * bench/gpu/stencil_probe.c: time weft's stencils alone, public API only
- * (for the tile sweeps of ptx/stencil.c, where bench/gpu/run.py would run
- * every peer too).
+ * (to look at ptx/stencil.c's kernels without bench/gpu/run.py's peers).
  *
  * Programs (h x w f32, the values of weft_gpu.c's generator):
  *   jacobi-step   one 3x3 clamped 5-point step (bench/programs.h's
@@ -16,7 +15,7 @@
  * move (read once, written once) over the time.  The result of
  * jacobi-step is checked against bp_jacobi's on the same input.
  *
- * Build and run (next to libweft.so; WEFT_STENCIL_TILE may set the tile):
+ * Build and run (next to libweft.so):
  *   gcc -std=c17 -O2 -Iinclude bench/gpu/stencil_probe.c -o stencil_probe \
  *       -L. -lweft -Wl,-rpath,'$ORIGIN' -lm
  *   ./stencil_probe [backend [h w steps reps]]    (ptx 8192 8192 100 7)
@@ -130,10 +129,8 @@ int main(int argc, char **argv)
     if (weft_context_create(&cfg, &ctx)) {
         return fail("weft_context_create");
     }
-    const char *tile = getenv("WEFT_STENCIL_TILE");
-    printf("stencil_probe: %s, %lldx%lld, %d steps, median of %d; tile %s\n",
-           argv[1] ? argv[1] : "ptx", (long long)h, (long long)w, steps, reps,
-           tile ? tile : "(the skeleton's)");
+    printf("stencil_probe: %s, %lldx%lld, %d steps, median of %d\n",
+           argv[1] ? argv[1] : "ptx", (long long)h, (long long)w, steps, reps);
     int64_t d = (int64_t)floor(cbrt((double)(h * w)));
     int64_t n = h * w;
     float *host = malloc(sizeof *host * (size_t)n);
