@@ -363,6 +363,23 @@ static int build_stencil(weft_program *p, weft_acc **param, const void *argp,
 
 static const int wins[4] = {3, 5, 7, 9};
 
+/* The stencil of sa (its window and boundary, one array) over an array
+ * of rank `rank`, the given shape (3 extents) and element type elt. */
+static void check_stencil(int rank, const int64_t *shape, sten_arg *sa,
+                          int elt)
+{
+    input in = {.elt = elt, .rank = rank};
+    sa->ncomp = elt == E_PAIR ? 2 : 3;
+    memcpy(in.shape, shape, 3 * sizeof *shape);
+    char what[160];
+    snprintf(what, sizeof what,
+             "stencil rank %d shape %lld %lld %lld window %d %d %d "
+             "boundary %d elt %d", rank, (long long)in.shape[0],
+             (long long)in.shape[1], (long long)in.shape[2], sa->win[0][0],
+             sa->win[0][1], sa->win[0][2], (int)sa->bnd[0], elt);
+    check_both(what, &in, 1, build_stencil, sa, WEFT_OK);
+}
+
 /* Stencils of rank `rank` over every shape of `shapes`, every boundary,
  * windows and element types cycling. */
 static void stencil_sweep(int rank, const int64_t (*shapes)[3], int nshape,
@@ -381,16 +398,7 @@ static void stencil_sweep(int rank, const int64_t (*shapes)[3], int nshape,
                 turn++;
             } while (win_size(sa.win[0], rank) > maxk);
             sa.free_var = turn % 3 == 0;
-            input in = {.elt = elts[(si + bi) % nelt], .rank = rank};
-            sa.ncomp = in.elt == E_PAIR ? 2 : 3;
-            memcpy(in.shape, shapes[si], sizeof shapes[si]);
-            char what[160];
-            snprintf(what, sizeof what,
-                     "stencil rank %d shape %lld %lld %lld window %d %d %d "
-                     "boundary %d elt %d", rank, (long long)in.shape[0],
-                     (long long)in.shape[1], (long long)in.shape[2],
-                     sa.win[0][0], sa.win[0][1], sa.win[0][2], bi, in.elt);
-            check_both(what, &in, 1, build_stencil, &sa, WEFT_OK);
+            check_stencil(rank, shapes[si], &sa, elts[(si + bi) % nelt]);
         }
     }
 }
@@ -551,16 +559,7 @@ static void tile_sweep(int rank, const int64_t (*shapes)[3], int ns,
             sa.bnd[0] = (weft_boundary_kind)bi;
             memcpy(sa.win[0], win[turn % nw], sizeof win[0]);
             sa.free_var = turn % 3 == rank - 2;
-            input in = {.elt = elts[turn % ne], .rank = rank};
-            sa.ncomp = in.elt == E_PAIR ? 2 : 3;
-            memcpy(in.shape, shapes[si], sizeof shapes[si]);
-            char what[160];
-            snprintf(what, sizeof what,
-                     "tiles rank %d shape %lld %lld %lld window %d %d %d "
-                     "boundary %d elt %d", rank, (long long)in.shape[0],
-                     (long long)in.shape[1], (long long)in.shape[2],
-                     sa.win[0][0], sa.win[0][1], sa.win[0][2], bi, in.elt);
-            check_both(what, &in, 1, build_stencil, &sa, WEFT_OK);
+            check_stencil(rank, shapes[si], &sa, elts[turn % ne]);
         }
     }
 }
