@@ -363,6 +363,23 @@ static int build_stencil(weft_program *p, weft_acc **param, const void *argp,
 
 static const int wins[4] = {3, 5, 7, 9};
 
+/* The stencil of sa (its window and boundary, one array) over an array
+ * of rank `rank`, the given shape (3 extents) and element type elt. */
+static void check_stencil(int rank, const int64_t *shape, sten_arg *sa,
+                          int elt)
+{
+    input in = {.elt = elt, .rank = rank};
+    sa->ncomp = elt == E_PAIR ? 2 : 3;
+    memcpy(in.shape, shape, 3 * sizeof *shape);
+    char what[160];
+    snprintf(what, sizeof what,
+             "stencil rank %d shape %lld %lld %lld window %d %d %d "
+             "boundary %d elt %d", rank, (long long)in.shape[0],
+             (long long)in.shape[1], (long long)in.shape[2], sa->win[0][0],
+             sa->win[0][1], sa->win[0][2], (int)sa->bnd[0], elt);
+    check_both(what, &in, 1, build_stencil, sa, WEFT_OK);
+}
+
 /* Stencils of rank `rank` over every shape of `shapes`, every boundary,
  * windows and element types cycling. */
 static void stencil_sweep(int rank, const int64_t (*shapes)[3], int nshape,
@@ -381,16 +398,7 @@ static void stencil_sweep(int rank, const int64_t (*shapes)[3], int nshape,
                 turn++;
             } while (win_size(sa.win[0], rank) > maxk);
             sa.free_var = turn % 3 == 0;
-            input in = {.elt = elts[(si + bi) % nelt], .rank = rank};
-            sa.ncomp = in.elt == E_PAIR ? 2 : 3;
-            memcpy(in.shape, shapes[si], sizeof shapes[si]);
-            char what[160];
-            snprintf(what, sizeof what,
-                     "stencil rank %d shape %lld %lld %lld window %d %d %d "
-                     "boundary %d elt %d", rank, (long long)in.shape[0],
-                     (long long)in.shape[1], (long long)in.shape[2],
-                     sa.win[0][0], sa.win[0][1], sa.win[0][2], bi, in.elt);
-            check_both(what, &in, 1, build_stencil, &sa, WEFT_OK);
+            check_stencil(rank, shapes[si], &sa, elts[(si + bi) % nelt]);
         }
     }
 }
@@ -537,39 +545,39 @@ END_TEST
  * tile, one more, one less, narrower than the halo, one wide, empty;
  * every boundary with windows from 3 to 9 per dimension and every
  * element type, tuples included. */
-START_TEST(test_stencil_tiles)
+/* Stencils of rank `rank` over shapes[0 .. ns-1] under every boundary,
+ * the windows win[0 .. nw-1] and element types elts[0 .. ne-1] turning,
+ * a free variable in f every third case. */
+static void tile_sweep(int rank, const int64_t (*shapes)[3], int ns,
+                       const int (*win)[3], int nw, const int *elts, int ne)
 {
-    static const int64_t shapes[][3] = {
-        {32, 64}, {33, 65}, {31, 63}, {64, 128}, {97, 130}, {1, 200},
-        {200, 1}, {3, 2}, {2, 3}, {65, 33}, {130, 300}, {0, 0}, {4, 4},
-        {16, 64}, {17, 1}};
-    static const int win[][2] = {{3, 3}, {5, 5}, {9, 9}, {3, 9},
-                                 {9, 3}, {7, 3}, {3, 7}};
-    static const int elts[] = {E_F32, E_I32, E_F64, E_PAIR, E_TRIPLE,
-                               E_BOOL, E_F16, E_I8, E_U16, E_I64};
-    int ns = (int)(sizeof shapes / sizeof shapes[0]);
-    open_both();
     for (int si = 0; si < ns; si++) {
         for (int bi = 0; bi < 4; bi++) {
             int turn = si * 4 + bi;
             sten_arg sa;
             memset(&sa, 0, sizeof sa);
             sa.bnd[0] = (weft_boundary_kind)bi;
-            sa.win[0][0] = win[turn % 7][0];
-            sa.win[0][1] = win[turn % 7][1];
-            sa.free_var = turn % 3 == 0;
-            input in = {.elt = elts[turn % 10], .rank = 2};
-            sa.ncomp = in.elt == E_PAIR ? 2 : 3;
-            in.shape[0] = shapes[si][0];
-            in.shape[1] = shapes[si][1];
-            char what[160];
-            snprintf(what, sizeof what,
-                     "tiles shape %lld %lld window %d %d boundary %d elt %d",
-                     (long long)in.shape[0], (long long)in.shape[1],
-                     sa.win[0][0], sa.win[0][1], bi, in.elt);
-            check_both(what, &in, 1, build_stencil, &sa, WEFT_OK);
+            memcpy(sa.win[0], win[turn % nw], sizeof win[0]);
+            sa.free_var = turn % 3 == rank - 2;
+            check_stencil(rank, shapes[si], &sa, elts[turn % ne]);
         }
     }
+}
+
+START_TEST(test_stencil_tiles)
+{
+    static const int64_t shapes[][3] = {
+        {32, 64}, {33, 65}, {31, 63}, {64, 128}, {97, 130}, {1, 200},
+        {200, 1}, {3, 2}, {2, 3}, {65, 33}, {130, 300}, {0, 0}, {4, 4},
+        {16, 64}, {17, 1}};
+    static const int win[][3] = {{3, 3}, {5, 5}, {9, 9}, {3, 9},
+                                 {9, 3}, {7, 3}, {3, 7}};
+    static const int elts[] = {E_F32, E_I32, E_F64, E_PAIR, E_TRIPLE,
+                               E_BOOL, E_F16, E_I8, E_U16, E_I64};
+    open_both();
+    tile_sweep(2, shapes, (int)(sizeof shapes / sizeof shapes[0]), win,
+               (int)(sizeof win / sizeof win[0]), elts,
+               (int)(sizeof elts / sizeof elts[0]));
     /* more tiles than a GPU's grid holds at once: blocks take several */
     for (int bi = 0; bi < 4; bi++) {
         sten_arg sa = {.win = {{3, 3}}, .bnd = {(weft_boundary_kind)bi}};
@@ -595,28 +603,10 @@ START_TEST(test_stencil_tiles3)
     static const int win[][3] = {{3, 3, 3}, {3, 5, 3}, {5, 3, 3},
                                  {3, 3, 7}, {3, 7, 3}};
     static const int elts[] = {E_F32, E_F64, E_I32, E_PAIR, E_I8, E_TRIPLE};
-    int ns = (int)(sizeof shapes / sizeof shapes[0]);
     open_both();
-    for (int si = 0; si < ns; si++) {
-        for (int bi = 0; bi < 4; bi++) {
-            int turn = si * 4 + bi;
-            sten_arg sa;
-            memset(&sa, 0, sizeof sa);
-            sa.bnd[0] = (weft_boundary_kind)bi;
-            memcpy(sa.win[0], win[turn % 5], sizeof win[0]);
-            sa.free_var = turn % 3 == 1;
-            input in = {.elt = elts[turn % 6], .rank = 3};
-            sa.ncomp = in.elt == E_PAIR ? 2 : 3;
-            memcpy(in.shape, shapes[si], sizeof shapes[si]);
-            char what[160];
-            snprintf(what, sizeof what,
-                     "tiles3 shape %lld %lld %lld window %d %d %d boundary %d "
-                     "elt %d", (long long)in.shape[0], (long long)in.shape[1],
-                     (long long)in.shape[2], sa.win[0][0], sa.win[0][1],
-                     sa.win[0][2], bi, in.elt);
-            check_both(what, &in, 1, build_stencil, &sa, WEFT_OK);
-        }
-    }
+    tile_sweep(3, shapes, (int)(sizeof shapes / sizeof shapes[0]), win,
+               (int)(sizeof win / sizeof win[0]), elts,
+               (int)(sizeof elts / sizeof elts[0]));
     static const int w3[2][3] = {{3, 3, 3}, {3, 5, 3}};
     for (int bi = 0; bi < 4; bi++) {
         check_stencil2("stencil2 tiles3", 0, bi, 3, (const int64_t[]){4, 40, 70},

@@ -1404,8 +1404,8 @@ def write_report(path, info, copy, results, compiles, dotp_compile, quick, backe
     w("- **Jacobi**: weft as `bench/programs.h` writes it (an `awhile` over "
       "(grid, unit count) of a 3x3 clamped `stencil`; the GPU waits for the "
       "count's test every step), and **weft (host loop)**: one step compiled, "
-      "run %d times by `weft_run_into` between two arrays as ref.cu's launches "
-      "ping-pong; CUDA: a launch per step of a 64 x 32 shared-memory tile "
+      "run %d times by `weft_run`, each on the last result (which stays on "
+      "the device; released once the next run is queued); CUDA: a launch per step of a 64 x 32 shared-memory tile "
       "kernel; CuPy, PyTorch, JAX: each step `pad` (edge / replicate) and four "
       "slices added in weft's order (JAX in one `lax.fori_loop` under `jit`)."
       % JACOBI_STEPS)

@@ -1,12 +1,12 @@
 /*
  * bench/gpu/stencil_probe.c: time weft's stencils alone, public API only
- * (for the tile sweeps of ptx/stencil.c, where bench/gpu/run.py would run
- * every peer too).
+ * (to look at ptx/stencil.c's kernels without bench/gpu/run.py's peers).
  *
  * Programs (h x w f32, the values of weft_gpu.c's generator):
  *   jacobi-step   one 3x3 clamped 5-point step (bench/programs.h's
- *                 bp_jacobi_step), run `steps` times by weft_run_into
- *                 between two arrays: ms per step;
+ *                 bp_jacobi_step), run `steps` times by weft_run, each
+ *                 on the last result (on the device; released once the
+ *                 next run is queued): ms per step;
  *   jacobi        bp_jacobi's awhile of `steps` steps: ms per step;
  *   heat3         a 7-point 3x3x3 clamped step of a d x d x d grid
  *                 (d = the cube root of h w, rounded down), as jacobi-step;
@@ -15,7 +15,7 @@
  * move (read once, written once) over the time.  The result of
  * jacobi-step is checked against bp_jacobi's on the same input.
  *
- * Build and run (next to libweft.so; WEFT_STENCIL_TILE may set the tile):
+ * Build and run (next to libweft.so):
  *   gcc -std=c17 -O2 -Iinclude bench/gpu/stencil_probe.c -o stencil_probe \
  *       -L. -lweft -Wl,-rpath,'$ORIGIN' -lm
  *   ./stencil_probe [backend [h w steps reps]]    (ptx 8192 8192 100 7)
@@ -84,31 +84,25 @@ static int compile(weft_context *ctx, int prog, int rank, int32_t steps,
     return weft_compile(*p, &r, 1, exe) ? fail("weft_compile") : 0;
 }
 
-/* One timed run of prog: the steps by weft_run_into through pp (prog 0,
- * 2) or one weft_run (prog 1); *out (prog 1) gets its result. */
-static int run(weft_executable *exe, int prog, weft_array *in,
-               weft_array *const *pp, int32_t steps, weft_array **out,
-               double *ms)
+/* One timed run of prog: `steps` runs of exe, each on the last one's
+ * result (prog 0, 2), or one run (prog 1); *out gets the (last) result. */
+static int run(weft_executable *exe, int prog, weft_array *in, int32_t steps,
+               weft_array **out, double *ms)
 {
     double t0 = now_ms();
-    weft_array *last = NULL;
-    if (prog == 1) {
-        if (weft_run(exe, &in, 1, out, 1)) {
+    weft_array *from = in;
+    weft_array_retain(from);
+    for (int32_t i = 0; i < (prog == 1 ? 1 : steps); i++) {
+        weft_array *to = NULL;
+        weft_status st = weft_run(exe, &from, 1, &to, 1);
+        weft_array_release(from);
+        if (st) {
             return fail("weft_run");
         }
-        last = *out;
-    } else {
-        weft_array *from = in;
-        for (int32_t i = 0; i < steps; i++) {
-            weft_array *to = pp[(steps - 1 - i) % 2];
-            if (weft_run_into(exe, &from, 1, &to, 1)) {
-                return fail("weft_run_into");
-            }
-            from = to;
-        }
-        last = from;
+        from = to;
     }
-    if (weft_array_wait(last)) {
+    *out = from;
+    if (weft_array_wait(from)) {
         return fail("weft_array_wait");
     }
     *ms = now_ms() - t0;
@@ -135,10 +129,8 @@ int main(int argc, char **argv)
     if (weft_context_create(&cfg, &ctx)) {
         return fail("weft_context_create");
     }
-    const char *tile = getenv("WEFT_STENCIL_TILE");
-    printf("stencil_probe: %s, %lldx%lld, %d steps, median of %d; tile %s\n",
-           argv[1] ? argv[1] : "ptx", (long long)h, (long long)w, steps, reps,
-           tile ? tile : "(the skeleton's)");
+    printf("stencil_probe: %s, %lldx%lld, %d steps, median of %d\n",
+           argv[1] ? argv[1] : "ptx", (long long)h, (long long)w, steps, reps);
     int64_t d = (int64_t)floor(cbrt((double)(h * w)));
     int64_t n = h * w;
     float *host = malloc(sizeof *host * (size_t)n);
@@ -162,19 +154,17 @@ int main(int argc, char **argv)
         int64_t size = rank == 3 ? d * d * d : n;
         weft_program *p = NULL;
         weft_executable *exe = NULL;
-        weft_array *in = NULL, *pp[2] = {NULL, NULL}, *out = NULL;
+        weft_array *in = NULL, *out = NULL;
         const void *data[1] = {host};
         double t[100];
         if (compile(ctx, prog, rank, steps, &p, &exe) ||
-            weft_array_from_host(ctx, WEFT_F32, rank, shape, data, &in) ||
-            weft_array_create(ctx, WEFT_F32, rank, shape, &pp[0]) ||
-            weft_array_create(ctx, WEFT_F32, rank, shape, &pp[1])) {
+            weft_array_from_host(ctx, WEFT_F32, rank, shape, data, &in)) {
             rc = rc ? rc : fail("setup");
         }
         for (int r = 0; rc == 0 && r <= reps; r++) {
             weft_array_release(out);
             out = NULL;
-            rc = run(exe, prog, in, pp, steps, &out, &t[r > 0 ? r - 1 : 0]);
+            rc = run(exe, prog, in, steps, &out, &t[r > 0 ? r - 1 : 0]);
         }
         if (rc == 0) {
             qsort(t, (size_t)reps, sizeof t[0], cmp_d);
@@ -185,7 +175,7 @@ int main(int argc, char **argv)
         }
         /* jacobi-step's result against the awhile's */
         if (rc == 0 && prog == 0 &&
-            weft_array_read(pp[0], 0, want, sizeof *want * (size_t)n)) {
+            weft_array_read(out, 0, want, sizeof *want * (size_t)n)) {
             rc = fail("weft_array_read");
         }
         if (rc == 0 && prog == 1) {
@@ -205,8 +195,6 @@ int main(int argc, char **argv)
         }
         weft_array_release(out);
         weft_array_release(in);
-        weft_array_release(pp[0]);
-        weft_array_release(pp[1]);
         weft_executable_free(exe);
         weft_program_free(p);
     }

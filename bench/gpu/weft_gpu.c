@@ -801,7 +801,6 @@ typedef struct session {
     void *stream;      /* weft's CUDA stream (NULL: none, not ptx) */
     double compile_ms; /* wall time of weft_compile */
     int32_t steps;     /* Jacobi's host loop: runs of one step per run */
-    weft_array *pp[2]; /* ... and the arrays they ping-pong between */
     weft_stats after;  /* the context's counters after the compile */
 } session;
 
@@ -823,8 +822,6 @@ WG_API void wg_close(int prog)
     for (int i = 0; i < MAX_IN; i++) {
         weft_array_release(s->in[i]);
     }
-    weft_array_release(s->pp[0]);
-    weft_array_release(s->pp[1]);
     weft_executable_free(s->exe);
     weft_program_free(s->p);
     weft_context_free(s->ctx);
@@ -833,20 +830,26 @@ WG_API void wg_close(int prog)
 
 /* -- Jacobi (stencil): the host loop -- */
 
-/* s->steps runs of the one-step executable, each weft_run_into the other
- * of s->pp (the first from the input), as ref.cu's launches ping-pong:
- * *out gets the last one's array (a new reference).  Returns 0 or -1. */
+/* s->steps runs of the one-step executable, each on the last one's
+ * result (the first on the input), each result released once the next
+ * run is queued: the results stay on the device, and their buffers go
+ * back to weft's pool for the run after the next (two buffers in turn,
+ * as ref.cu's launches ping-pong).  weft_run_into into host arrays would
+ * download every step (r3 on the H100: 29 ms a step).  *out gets the last
+ * result.  Returns 0 or -1. */
 static int run_steps(session *s, weft_array **out)
 {
     weft_array *from = s->in[0];
+    weft_array_retain(from);
     for (int32_t i = 0; i < s->steps; i++) {
-        weft_array *to = s->pp[(s->steps - 1 - i) % 2];
-        if (weft_run_into(s->exe, &from, 1, &to, 1)) {
-            return fail_weft("weft_run_into");
+        weft_array *to = NULL;
+        weft_status st = weft_run(s->exe, &from, 1, &to, 1);
+        weft_array_release(from);
+        if (st) {
+            return fail_weft("weft_run");
         }
         from = to;
     }
-    weft_array_retain(from);
     *out = from;
     return 0;
 }
@@ -925,7 +928,8 @@ WG_API int wg_open(int prog, const gb_shape *sh, const void *const *in)
     }
     weft_context_stats(s->ctx, &s->after);
     for (int i = 0; i < nin; i++) {
-        /* rank 1: each input's own length (smvm's and k-means' differ) */
+        /* rank 1: each input its own length (smvm, k-means); Jacobi's
+         * grid: the shape */
         int64_t n = sv_input_len(prog, i, sh);
         const void *data[1] = {in[i]};
         if (weft_array_from_host(s->ctx, t[i], rank, rank == 1 ? &n : shape,
@@ -938,13 +942,6 @@ WG_API int wg_open(int prog, const gb_shape *sh, const void *const *in)
     }
     if (prog == GB_JACOBI_LOOP) {
         s->steps = sh->max_iter;
-        for (int i = 0; i < 2; i++) {
-            if (weft_array_create(s->ctx, WEFT_F32, rank, shape, &s->pp[i])) {
-                fail_weft("weft_array_create");
-                wg_close(prog);
-                return -1;
-            }
-        }
     }
     weft_array *out;
     double ev;

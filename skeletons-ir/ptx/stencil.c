@@ -68,9 +68,6 @@
  * and a thread that leaves its loop on cancellation goes on to the
  * barriers with the others.
  */
-#include <stdio.h>
-#include <stdlib.h>
-
 #include "../sk.h"
 
 enum {
@@ -143,36 +140,11 @@ static int log2i(int x)
 }
 
 /* sk_kernel.flags of a tiled kernel: SK_STENCIL_TILED, log2 TW in bits
- * 4..7, log2 TH in bits 8..11, the blocks per SM asked of ptxas (0: none)
- * in bits 12..15, the version in bits 28.. */
-static unsigned tile_flags(int tw, int th, int min_blocks)
+ * 4..7, log2 TH in bits 8..11, the version in bits 28.. */
+static unsigned tile_flags(int tw, int th)
 {
     return SK_STENCIL_TILED | (unsigned)log2i(tw) << 4 |
-           (unsigned)log2i(th) << 8 | (unsigned)(min_blocks & 0xf) << 12 |
-           (unsigned)TILED_VERSION << 28;
-}
-
-/* TUNING (temporary, for the device rounds): WEFT_STENCIL_TILE=WxH or
- * WxHxB overrides the tile (powers of two, W * H >= BLOCK) and asks
- * ptxas for B blocks per SM. */
-static void tile_tune(const fe_term *t, int *tw, int *th, int *mb)
-{
-    const char *env = getenv("WEFT_STENCIL_TILE");
-    int w = 0, h = 0, b = 0;
-    if (!env || sscanf(env, "%dx%dx%d", &w, &h, &b) < 2) {
-        return;
-    }
-    if (t->rank != 2) {
-        return; /* rank 3: three planes of a large tile pass 48 KiB */
-    }
-    if (w >= 8 && h >= 1 && w * h >= BLOCK && w <= 1024 && h <= 1024 &&
-        (w & (w - 1)) == 0 && (h & (h - 1)) == 0) {
-        *tw = w;
-        *th = h;
-    }
-    if (b > 0 && b < 16) {
-        *mb = b;
-    }
+           (unsigned)log2i(th) << 8 | (unsigned)TILED_VERSION << 28;
 }
 
 int sk_stencil_tile_w(unsigned flags)
@@ -740,7 +712,7 @@ static weft_status emit_tiled(sk_fn *f, int tw, int th)
     if (!args) {
         return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
     }
-    cg_ptx_launch_bounds(fn, BLOCK, (int)(f->e->k->flags >> 12 & 0xf));
+    cg_ptx_launch_bounds(fn, BLOCK, 0);
     const cg_array *out = sk_out_array(f, 0);
     int rank = t->rank;
     LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
@@ -829,7 +801,7 @@ static weft_status ptx_stencil_prepare(weft_context *ctx, fe_arena *arena,
                                        sk_kernel *k)
 {
     weft_status s = sk_stencil.prepare(ctx, arena, k);
-    int tw, th, mb = 0;
+    int tw, th;
     if (s) {
         return s;
     }
@@ -837,8 +809,7 @@ static weft_status ptx_stencil_prepare(weft_context *ctx, fe_arena *arena,
         k->flags |= SK_STENCIL_FINE; /* stencil.c's kernel, fine pieces */
         return WEFT_OK;
     }
-    tile_tune(k->op, &tw, &th, &mb);
-    k->flags |= tile_flags(tw, th, mb);
+    k->flags |= tile_flags(tw, th);
     k->block_max = BLOCK;
     k->item_threads[0] = SK_ITEM_BLOCK; /* a block per tile */
     return WEFT_OK;
