@@ -503,6 +503,35 @@ static int build_uniform(weft_program *p, weft_context *ctx, int variant,
     return 1;
 }
 
+/* generate (2 k + 1) over f32 cx, cy of k and a rank-0 i32 it:
+ * i < k ? cx ! min i (k - 1) : i < 2 k ? cy ! clamp (i - k) : convert (the
+ * it).  A uniform value (the conversion, computed once before the loops)
+ * on a side of a varying conditional is broadcast there; the broadcast once
+ * reached the value the scalar tail loop reads (a vector in a scalar phi,
+ * which LLVM refused). */
+static int build_scalar_side(weft_program *p, weft_context *ctx, int variant,
+                             weft_acc **res)
+{
+    (void)ctx;
+    (void)variant;
+    weft_acc *cx = weft_param(p, WEFT_F32, 1), *cy = weft_param(p, WEFT_F32, 1);
+    weft_acc *it = weft_param(p, WEFT_I32, 0);
+    weft_exp *k = weft_size(cx);
+    weft_fun *g = weft_fun1(p, WEFT_DIM(1));
+    weft_exp *i = weft_get(weft_arg(g, 0), 0);
+    weft_exp *last = weft_sub(k, weft_i64(p, 1));
+    weft_exp *ix = weft_min(i, last);
+    weft_exp *iy = weft_max(weft_i64(p, 0), weft_min(weft_sub(i, k), last));
+    weft_exp *v = weft_cond(
+        weft_lt(i, k), weft_at(cx, weft_index1(ix)),
+        weft_cond(weft_lt(i, weft_add(k, k)), weft_at(cy, weft_index1(iy)),
+                  weft_convert(weft_the(it), WEFT_F32)));
+    weft_fun_return(g, v);
+    res[0] = weft_generate(
+        weft_index1(weft_add(weft_add(k, k), weft_i64(p, 1))), g);
+    return 1;
+}
+
 /* while v > 0 and k < 100: v = v quot 2 + (v rem 3), k + 1; gives k. */
 static weft_exp *halvings(weft_program *p, weft_context *ctx, weft_exp *v0)
 {
@@ -899,6 +928,19 @@ START_TEST(skylake_avx512)
 }
 END_TEST
 
+START_TEST(scalar_side)
+{
+    static const shapes runs[] = {
+        {.rank = {1, 1, 0}, .sh = {{1}, {1}}},
+        {.rank = {1, 1, 0}, .sh = {{7}, {7}}},
+        {.rank = {1, 1, 0}, .sh = {{40}, {40}}},
+        {.rank = {1, 1, 0}, .sh = {{129}, {129}}},
+    };
+    in_spec in[3] = {{WEFT_F32, -4, 4}, {WEFT_F32, -4, 4}, {WEFT_I32, 0, 100}};
+    diff("scalar side", build_scalar_side, 0, 3, in, 4, runs);
+}
+END_TEST
+
 START_TEST(nested)
 {
     static const shapes runs[] = {
@@ -959,6 +1001,7 @@ static Suite *spmd_suite(void)
     tcase_add_test(t, gathers);
     tcase_add_test(t, indices);
     tcase_add_test(t, nested);
+    tcase_add_test(t, scalar_side);
     tcase_add_test(t, x86_64_v3);
     tcase_add_test(t, skylake_avx512);
     suite_add_tcase(s, t);
