@@ -46,7 +46,7 @@ typedef struct rt_disk {
     char *dir;              /* fe_alloc'd, no trailing slash */
     size_t dir_len;
     uint64_t max_bytes;
-    const char *ext;        /* ".o" (CPU objects), ".cubin" (GPU) */
+    const char *ext;        /* ".o" (CPU objects), ".ptx" (GPU) */
     char note[256];         /* the directory, or why the cache is off */
 } rt_disk;
 

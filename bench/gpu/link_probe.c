@@ -10,23 +10,25 @@
  * over REPS tries of:
  *
  *   link        cuLinkCreate + cuLinkAddData + cuLinkComplete, with the
- *               error log buffer (what weft does today), then
+ *               error log buffer (relocatable code, like ptxas -c: what
+ *               weft did before it loaded PTX whole), then
  *               cuModuleLoadData of the cubin
- *   link-nolog  the same without log buffers
- *   link-O0..4  with CU_JIT_OPTIMIZATION_LEVEL n (4 is the default)
- *   link-ctx    with CU_JIT_TARGET_FROM_CUCONTEXT
  *   link-split  with CU_JIT_SPLIT_COMPILE 0 (the compiler's threads)
- *   load        cuModuleLoadData of the PTX itself
+ *   link-O1     with CU_JIT_OPTIMIZATION_LEVEL 1 (4 is the default)
+ *   load        cuModuleLoadData of the PTX itself (a whole program)
  *   loadex      cuModuleLoadDataEx of the PTX, no options
- *   cubin       cuModuleLoadData of the cubin link made (what weft's disk
- *               cache costs)
+ *   loadex-weft with the error log and CU_JIT_SPLIT_COMPILE 0: what weft
+ *               does (runtime-gpu/cuda.c)
+ *   loadex-O0..3  the same with CU_JIT_OPTIMIZATION_LEVEL n
+ *   loadex-nosplit  the error log, no split
+ *   cubin       cuModuleLoadData of the cubin link made
  *
  * and the driver's own measure of the compile (CU_JIT_WALL_TIME, ms).
  * Before all that it times the very first link of the process (the driver
  * loads its PTX compiler then), split into its three calls.  Last, the
  * parallel test: every file linked once in each of T threads at the same
- * time, against the same work done one after another, to see whether the
- * driver's JIT runs concurrently.
+ * time (the way weft loads PTX), against the same work done one after
+ * another, to see whether the driver's JIT runs concurrently.
  *
  * Build and run (on the GPU machine):
  *   gcc -O2 -std=c17 bench/gpu/link_probe.c -o link_probe -ldl -lpthread
@@ -187,16 +189,16 @@ typedef struct how {
 
 static const how hows[] = {
     {"link", LINK, true, -1, false, false},
-    {"link-nolog", LINK, false, -1, false, false},
-    {"link-O0", LINK, false, 0, false, false},
+    {"link-split", LINK, true, -1, false, true},
     {"link-O1", LINK, false, 1, false, false},
-    {"link-O2", LINK, false, 2, false, false},
-    {"link-O3", LINK, false, 3, false, false},
-    {"link-O4", LINK, false, 4, false, false},
-    {"link-ctx", LINK, false, -1, true, false},
-    {"link-split", LINK, false, -1, false, true},
     {"load", LOAD, false, -1, false, false},
     {"loadex", LOADEX, false, -1, false, false},
+    {"loadex-weft", LOADEX, true, -1, false, true},
+    {"loadex-O0", LOADEX, true, 0, false, true},
+    {"loadex-O1", LOADEX, true, 1, false, true},
+    {"loadex-O2", LOADEX, true, 2, false, true},
+    {"loadex-O3", LOADEX, true, 3, false, true},
+    {"loadex-nosplit", LOADEX, true, -1, false, false},
 };
 #define NHOW (int)(sizeof hows / sizeof hows[0])
 
@@ -300,6 +302,7 @@ static double median(double *v, int n)
 }
 
 #define REPS 5
+#define PARALLEL_HOW 5 /* loadex-weft: what weft does */
 
 /* The parallel test: each thread links every file once (p, np). */
 typedef struct job {
@@ -314,7 +317,7 @@ static void *link_all(void *arg)
     for (int i = 0; i < j->np; i++) {
         double ms[4];
         float wall;
-        make(&j->p[i], &hows[1], ms, &wall, NULL, NULL);
+        make(&j->p[i], &hows[PARALLEL_HOW], ms, &wall, NULL, NULL);
     }
     return NULL;
 }
@@ -395,7 +398,7 @@ int main(int argc, char **argv)
         printf("%-40s %9.3f", label, median(c, REPS));
         void *bin2 = NULL;
         size_t bin2_n = 0;
-        make(&p[i], &hows[8], ms, &wall, &bin2, &bin2_n); /* link-split */
+        make(&p[i], &hows[1], ms, &wall, &bin2, &bin2_n); /* link-split */
         same_split &= bin2_n == bin_n && memcmp(bin, bin2, bin_n) == 0;
         const char *save = getenv("LP_SAVE");
         for (int k = 0; save && k < 2; k++) { /* for cuobjdump -sass */
@@ -426,7 +429,8 @@ int main(int argc, char **argv)
            same_split ? "byte for byte" : "NOT the same as");
 
     /* Concurrency: T threads each link every file once. */
-    printf("\nparallel links (link-nolog of all %d files per thread):\n", np);
+    printf("\nparallel compiles (%s of all %d files per thread):\n",
+           hows[PARALLEL_HOW].name, np);
     for (int T = 1; T <= 8; T *= 2) {
         pthread_t th[8];
         job j = {p, np};
@@ -438,8 +442,8 @@ int main(int argc, char **argv)
             pthread_join(th[t], NULL);
         }
         double wall_ms = now_ms() - a;
-        printf("  %d thread(s): %.1f ms wall for %d links (%.1f ms per link; "
-               "1 thread would take %d x the 1-thread time)\n",
+        printf("  %d thread(s): %.1f ms wall for %d compiles (%.1f ms per "
+               "compile; 1 thread would take %d x the 1-thread time)\n",
                T, wall_ms, T * np, wall_ms / (T * np), T);
     }
     return 0;
