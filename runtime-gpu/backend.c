@@ -56,6 +56,8 @@ typedef struct ptx_kernel {
     struct ptx_kernel *next;
 } ptx_kernel;
 
+#define CLEAN_BYTES 256 /* of the clean area per aux index ("Clean words") */
+
 typedef struct ptx_state {
     gpu_dev *dev;
     int sm;                      /* the SM the PTX is built for */
@@ -72,6 +74,9 @@ typedef struct ptx_state {
     int opt_level;               /* the driver's optimisation level of
                                     PTX ($WEFT_PTX_JIT_OPT, a tuning knob,
                                     0 to 4; -1: the driver's default) */
+    uint64_t clean;              /* 8 x CLEAN_BYTES kept zero between
+                                    runs ("Clean words"; 0: not yet) */
+    bool clean_ok;               /* clean is known to be all zero */
 } ptx_state;
 
 static ptx_state *state_of(const weft_context *ctx)
@@ -107,6 +112,9 @@ static void ptx_context_fini(weft_context *ctx)
         return;
     }
     free_kernels(st);
+    if (st->clean) {
+        gpu_mem_free(st->dev, st->clean, CLEAN_BYTES * 8);
+    }
     rt_disk_close(&st->disk);
     if (st->tm) {
         LLVMDisposeTargetMachine(st->tm);
@@ -573,12 +581,27 @@ static weft_status ptx_compile(weft_executable *exe)
 
 /* ---- run: the GPU's half of runtime/rt.h ------------------------------- */
 
+/* Clean words.  Some auxiliary words must be zero when a kernel starts
+ * and are zero again when it ends: a fold's ticket, which its last block
+ * puts back (RT_AUX_KEPT_ZERO), and the error word, which only a failing
+ * kernel writes and which the runtime puts back when it finds it set
+ * (rt_read_error) or cannot tell (rt_done: the job ended before reading
+ * it).  Those live in the context's clean area, CLEAN_BYTES per aux
+ * index, zeroed once when it is made (and again should a reset fail), so
+ * that no run zeroes them: the runs of a context are ordered on its one
+ * stream, so each kernel finds them as the last one left them.  Every
+ * other zeroed auxiliary array lives in one device block per job, zeroed
+ * by one memset unless nothing in it needs zeroing (RT_AUX_ANY, or only
+ * an error word no kernel writes). */
+
 /* The arrays a job pinned on the device (unpinned when it is done), and
- * its zeroed auxiliary arrays: those live in one device block of the
- * pool, zeroed by one memset when the first of them is given an address
- * (rt_addr), and have no device mirror (nothing reads them back through
- * one; the error word is read by its address, rt_read_error). */
+ * its zeroed auxiliary arrays: those live in the clean area (above) or in
+ * one device block of the pool, zeroed by one memset when the first of
+ * them is given an address (rt_addr), and have no device mirror (nothing
+ * reads them back through one; the error word is read by its address,
+ * rt_read_error). */
 typedef struct ptx_job {
+    ptx_state *st;
     int n;
     weft_array *pinned[64];
     weft_array *zero[8];         /* auxiliary arrays to zero on the device */
@@ -586,6 +609,9 @@ typedef struct ptx_job {
                                     (the others follow: leaf_bytes) */
     uint64_t block;              /* the block holding them (0: not yet) */
     size_t block_bytes;
+    uint64_t err_at;             /* the error word, when a kernel that may
+                                    fail may have written it since it was
+                                    last seen zero (else 0) */
 } ptx_job;
 
 static gpu_dev *dev_of(rt_job *j)
@@ -646,11 +672,19 @@ static size_t leaf_bytes(const rt_job *j, const weft_array *a, int l)
     return (bytes + 255) & ~(size_t)255;
 }
 
-/* Give every zeroed auxiliary array of the job its place in one pooled
- * device block (its leaves one after another, each at a multiple of 256
- * bytes) and zero the block with one memset.  The error word of a kernel
- * that cannot fail is never written, so a block holding nothing else is
- * not zeroed at all. */
+/* Whether zeroed auxiliary array i of the job lives in the clean area. */
+static bool in_clean(const rt_job *j, int i)
+{
+    const ptx_job *pj = j->be_job;
+    const weft_array *a = pj->zero[i];
+    return a && a->nleaf == 1 && leaf_bytes(j, a, 0) <= CLEAN_BYTES &&
+           (i == SK_ERR_AUX || j->aux_start[i] == RT_AUX_KEPT_ZERO);
+}
+
+/* Give every zeroed auxiliary array of the job that is not in the clean
+ * area its place in one pooled device block (its leaves one after
+ * another, each at a multiple of 256 bytes) and zero the block with one
+ * memset, unless every array there may start as it is (RT_AUX_ANY). */
 static weft_status zero_block(rt_job *j)
 {
     ptx_job *pj = j->be_job;
@@ -658,10 +692,14 @@ static weft_status zero_block(rt_job *j)
     bool needed = false;
     for (int i = 0; i < 8; i++) {
         weft_array *a = pj->zero[i];
-        for (int l = 0; a && l < a->nleaf; l++) {
+        if (!a || in_clean(j, i)) {
+            continue;
+        }
+        for (int l = 0; l < a->nleaf; l++) {
             total += leaf_bytes(j, a, l);
         }
-        needed |= a && (i != SK_ERR_AUX || j->k->may_fail);
+        needed |= (i != SK_ERR_AUX || j->k->may_fail) &&
+                  j->aux_start[i] != RT_AUX_ANY;
     }
     weft_status s = gpu_mem_alloc(dev_of(j), total, &pj->block, WHO);
     if (s) {
@@ -675,7 +713,10 @@ static weft_status zero_block(rt_job *j)
     for (int i = 0; i < 8; i++) {
         weft_array *a = pj->zero[i];
         pj->zero_at[i] = at;
-        for (int l = 0; a && l < a->nleaf; l++) {
+        if (!a || in_clean(j, i)) {
+            continue;
+        }
+        for (int l = 0; l < a->nleaf; l++) {
             at += leaf_bytes(j, a, l);
         }
     }
@@ -696,6 +737,13 @@ static weft_status rt_addr(rt_job *j, weft_array *a, bool written,
         return fe_error(WEFT_ERR_INTERNAL, WHO ": a kernel with too many arrays");
     }
     int z = is_out(j, a) ? -1 : zero_index(j, a);
+    if (z >= 0 && in_clean(j, z)) {
+        ptrs[0] = pj->st->clean + (uint64_t)z * CLEAN_BYTES;
+        if (z == SK_ERR_AUX && j->k->may_fail) {
+            pj->err_at = ptrs[0];
+        }
+        return WEFT_OK;
+    }
     if (z >= 0) {
         weft_status s = pj->block || pj->block_bytes ? WEFT_OK : zero_block(j);
         uint64_t at = pj->zero_at[z];
@@ -765,17 +813,38 @@ static weft_status rt_copy(rt_job *j, weft_array *dst, weft_array *src)
     return s;
 }
 
+/* The error word; put back to zero when set (it is in the clean area). */
 static weft_status rt_read_error(rt_job *j, int64_t *word)
 {
+    ptx_job *pj = j->be_job;
     const sk_kernel *k = j->k;
     uint64_t p = j->w[k->item[k->err_item].word];
     *word = 0;
-    return gpu_download(dev_of(j), word, p, sizeof *word, WHO);
+    weft_status s = gpu_download(dev_of(j), word, p, sizeof *word, WHO);
+    if (s == WEFT_OK && *word != 0) {
+        s = gpu_memset32(dev_of(j), p, 0, sizeof *word / 4, WHO);
+    }
+    if (s == WEFT_OK && p == pj->err_at) {
+        pj->err_at = 0; /* seen zero, or put back */
+    }
+    return s;
 }
 
 static void rt_done(rt_job *j)
 {
     ptx_job *pj = j->be_job;
+    if (pj->err_at) {
+        /* the job ended before the error word was read (a cancel, a
+         * failure): put it back, keeping the job's message; should that
+         * fail, the next run zeroes the whole clean area */
+        char msg[FE_MSG_MAX];
+        snprintf(msg, sizeof msg, "%s", weft_last_error());
+        if (gpu_memset32(dev_of(j), pj->err_at, 0, 2, WHO) != WEFT_OK) {
+            pj->st->clean_ok = false;
+        }
+        fe_error_copy(WEFT_ERR_DEVICE, msg);
+        pj->err_at = 0;
+    }
     for (int i = 0; i < pj->n; i++) {
         gpu_array_unpin(dev_of(j), pj->pinned[i]);
     }
@@ -808,7 +877,21 @@ static weft_status hook(void *user, fe_ix *ix, const fe_term *t,
     *handled = true;
     ptx_state *st = state_of(exe->ctx);
     gpu_dev *d = st->dev;
-    ptx_job pj = {.n = 0};
+    if (!st->clean_ok) {
+        /* the clean area: made and zeroed on first use (the stream
+         * orders the memset before every kernel) */
+        weft_status s = st->clean ? WEFT_OK
+                                  : gpu_mem_alloc(d, CLEAN_BYTES * 8,
+                                                  &st->clean, WHO);
+        if (s == WEFT_OK) {
+            s = gpu_memset32(d, st->clean, 0, CLEAN_BYTES * 8 / 4, WHO);
+        }
+        if (s) {
+            return s;
+        }
+        st->clean_ok = true;
+    }
+    ptx_job pj = {.st = st, .n = 0};
     /* Enough chunks of fold and scan rows that every SM has work, each of
      * at least 256 elements; light element-wise work st->grain (4)
      * elements per thread and chunk (sk_elements), any other one. */

@@ -23,7 +23,8 @@
  *   loadex-nosplit  the error log, no split
  *   cubin       cuModuleLoadData of the cubin link made
  *
- * and the driver's own measure of the compile (CU_JIT_WALL_TIME, ms).
+ * and the driver's own measure of the compile (CU_JIT_WALL_TIME, ms), then
+ * the registers per thread of each entry, linked against loaded whole.
  * Before all that it times the very first link of the process (the driver
  * loads its PTX compiler then), split into its three calls.  Last, the
  * parallel test: every file linked once in each of T threads at the same
@@ -65,6 +66,7 @@ typedef int CUdevice;
 typedef struct CUctx_st *CUcontext;
 typedef struct CUmod_st *CUmodule;
 typedef struct CUlinkState_st *CUlinkState;
+typedef struct CUfunc_st *CUfunction;
 
 enum {
     CU_JIT_WALL_TIME = 2,
@@ -89,6 +91,8 @@ static struct {
     CUresult (*load)(CUmodule *, const void *);
     CUresult (*load_ex)(CUmodule *, const void *, unsigned, int *, void **);
     CUresult (*unload)(CUmodule);
+    CUresult (*get_function)(CUfunction *, CUmodule, const char *);
+    CUresult (*func_attribute)(int *, int, CUfunction);
     CUresult (*error_name)(CUresult, const char **);
 } cu;
 
@@ -141,6 +145,8 @@ static void open_driver(void)
     *(void **)&cu.load = sym(h, "cuModuleLoadData");
     *(void **)&cu.load_ex = sym(h, "cuModuleLoadDataEx");
     *(void **)&cu.unload = sym(h, "cuModuleUnload");
+    *(void **)&cu.get_function = sym(h, "cuModuleGetFunction");
+    *(void **)&cu.func_attribute = sym(h, "cuFuncGetAttribute");
     *(void **)&cu.error_name = sym(h, "cuGetErrorName");
     CUdevice dev;
     check(cu.init(0), "cuInit");
@@ -149,10 +155,14 @@ static void open_driver(void)
     check(cu.set_current(context), "cuCtxSetCurrent");
 }
 
+#define MAX_ENTRIES 8
+
 typedef struct ptx {
     const char *path;
     char *text;
     size_t n; /* with the NUL */
+    int nentry;
+    char entry[MAX_ENTRIES][96]; /* the .entry names */
 } ptx;
 
 static void read_ptx(const char *path, ptx *p)
@@ -174,6 +184,29 @@ static void read_ptx(const char *path, ptx *p)
     p->text[n] = '\0';
     p->n = (size_t)n + 1;
     p->path = path;
+    p->nentry = 0;
+    for (const char *q = p->text; (q = strstr(q, ".entry ")) != NULL &&
+                                  p->nentry < MAX_ENTRIES;) {
+        q += 7;
+        size_t len = strcspn(q, "( \n");
+        if (len < sizeof p->entry[0]) {
+            memcpy(p->entry[p->nentry], q, len);
+            p->entry[p->nentry++][len] = '\0';
+        }
+    }
+}
+
+/* The registers per thread of each entry of p in module m (regs[i]). */
+static void entry_regs(const ptx *p, CUmodule m, int *regs)
+{
+    for (int i = 0; i < p->nentry; i++) {
+        CUfunction f;
+        regs[i] = -1;
+        if (cu.get_function(&f, m, p->entry[i]) == 0) {
+            cu.func_attribute(&regs[i], 4 /* CU_FUNC_ATTRIBUTE_NUM_REGS */,
+                              f);
+        }
+    }
 }
 
 /* One way to turn PTX into a loaded module. */
@@ -237,7 +270,7 @@ static unsigned options(const how *h, int *opt, void **val, char *log,
  * the load in ms[0]), ms[3] the load of the cubin, *wall the driver's own
  * compile time.  *cubin (if not NULL) gets a copy of the cubin. */
 static void make(const ptx *p, const how *h, double *ms, float *wall,
-                 void **cubin, size_t *cubin_n)
+                 void **cubin, size_t *cubin_n, int *regs)
 {
     int opt[8];
     void *val[8];
@@ -286,6 +319,9 @@ static void make(const ptx *p, const how *h, double *ms, float *wall,
     }
     memcpy(&w, &val[0], sizeof w);
     *wall = w;
+    if (regs) {
+        entry_regs(p, m, regs);
+    }
     check(cu.unload(m), "cuModuleUnload");
 }
 
@@ -317,7 +353,7 @@ static void *link_all(void *arg)
     for (int i = 0; i < j->np; i++) {
         double ms[4];
         float wall;
-        make(&j->p[i], &hows[PARALLEL_HOW], ms, &wall, NULL, NULL);
+        make(&j->p[i], &hows[PARALLEL_HOW], ms, &wall, NULL, NULL, NULL);
     }
     return NULL;
 }
@@ -364,7 +400,7 @@ int main(int argc, char **argv)
     }
     /* Each file's first link in this process, in the order given. */
     for (int i = 0; i < np; i++) {
-        make(&p[i], &hows[0], ms, &wall, NULL, NULL);
+        make(&p[i], &hows[0], ms, &wall, NULL, NULL, NULL);
         printf("first link of %s: create %.2f, add %.2f, complete %.2f, "
                "load %.2f ms (driver's compile time %.2f ms)\n",
                p[i].path, ms[0], ms[1], ms[2], ms[3], wall);
@@ -386,7 +422,7 @@ int main(int argc, char **argv)
         snprintf(label, sizeof label, "%.30s (%zu)", base, p[i].n - 1);
         void *bin = NULL;
         size_t bin_n = 0;
-        make(&p[i], &hows[0], ms, &wall, &bin, &bin_n);
+        make(&p[i], &hows[0], ms, &wall, &bin, &bin_n, NULL);
         double c[REPS];
         for (int r = 0; r < REPS; r++) {
             CUmodule m;
@@ -398,7 +434,7 @@ int main(int argc, char **argv)
         printf("%-40s %9.3f", label, median(c, REPS));
         void *bin2 = NULL;
         size_t bin2_n = 0;
-        make(&p[i], &hows[1], ms, &wall, &bin2, &bin2_n); /* link-split */
+        make(&p[i], &hows[1], ms, &wall, &bin2, &bin2_n, NULL); /* link-split */
         same_split &= bin2_n == bin_n && memcmp(bin, bin2, bin_n) == 0;
         const char *save = getenv("LP_SAVE");
         for (int k = 0; save && k < 2; k++) { /* for cuobjdump -sass */
@@ -416,7 +452,7 @@ int main(int argc, char **argv)
         for (int h = 0; h < NHOW; h++) {
             double t[REPS], wl[REPS];
             for (int r = 0; r < REPS; r++) {
-                make(&p[i], &hows[h], ms, &wall, NULL, NULL);
+                make(&p[i], &hows[h], ms, &wall, NULL, NULL, NULL);
                 t[r] = ms[0] + ms[1] + ms[2] + ms[3];
                 wl[r] = wall;
             }
@@ -427,6 +463,22 @@ int main(int argc, char **argv)
 
     printf("\nthe cubins of link-split are %s those of link\n",
            same_split ? "byte for byte" : "NOT the same as");
+
+    /* Registers per entry: relocatable (link) against whole program. */
+    printf("\nregisters per thread by entry: link (relocatable, ptxas -c) "
+           "against loadex-weft (whole program)\n");
+    for (int i = 0; i < np; i++) {
+        int rl[MAX_ENTRIES], rw[MAX_ENTRIES];
+        make(&p[i], &hows[0], ms, &wall, NULL, NULL, rl);
+        make(&p[i], &hows[PARALLEL_HOW], ms, &wall, NULL, NULL, rw);
+        printf("  %-24s", p[i].path);
+        for (int e = 0; e < p[i].nentry; e++) {
+            const char *tail = strrchr(p[i].entry[e], '_');
+            printf("  %s: %d -> %d", tail ? tail + 1 : p[i].entry[e], rl[e],
+                   rw[e]);
+        }
+        printf("\n");
+    }
 
     /* Concurrency: T threads each link every file once. */
     printf("\nparallel compiles (%s of all %d files per thread):\n",
