@@ -772,16 +772,26 @@ static weft_status rt_run(rt_job *j, int n, const rt_phase *ph)
             continue;
         }
         void *params[3] = {j->w, &total, &grain};
-        /* items of a raw entry take a warp or a block each */
+        /* items of a raw entry take a warp or a block each; a grid-stride
+         * entry takes smaller blocks where its own would leave SMs idle */
         int per = j->k->item_threads[ph[i].entry];
         int64_t items = (total + grain - 1) / grain;
+        int block = f->block;
         if (per == SK_ITEM_BLOCK) {
             items *= f->block;
         } else if (per > 1) {
             items *= per;
+        } else if (j->k->block_max == 0) {
+            block = sk_ptx_launch_block(f->block, items, gpu_dev_sms(d));
         }
-        unsigned grid = gpu_grid_for(d, f, items);
-        weft_status s = gpu_launch(d, f, grid, 0, 0, params, WHO);
+        unsigned grid = gpu_grid_for(d, f, block, items);
+        if (per == 0 && sk_ptx_uneven(j->k)) {
+            /* a chunk per thread: a persistent grid's stride can resonate
+             * with the rows of uneven work (ptx/target.c, "The grid") */
+            int64_t all = (items + block - 1) / block;
+            grid = all < 0x7fffffff ? (unsigned)all : 0x7fffffffu;
+        }
+        weft_status s = gpu_launch(d, f, grid, block, 0, params, WHO);
         if (s) {
             return s;
         }

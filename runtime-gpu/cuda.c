@@ -58,7 +58,8 @@
  * than the cap, so it needs no more shared memory than was assumed (no
  * callback: the driver's callback carries no user data).  Resident blocks
  * per SM come from cuOccupancyMaxActiveBlocksPerMultiprocessor, and
- * gpu_grid_for launches min(ceil(items / block), SMs * resident blocks).
+ * gpu_grid_for launches min(ceil(items / block), SMs * resident blocks)
+ * (for a block smaller than the kernel's, as many resident threads).
  *
  * Faults.  Launches are asynchronous: a kernel that faults or traps is
  * reported by the next call that waits for the stream.  gpu_launch keeps
@@ -920,15 +921,19 @@ weft_status gpu_launch(gpu_dev *d, const gpu_fn *f, unsigned grid, int block,
     return st;
 }
 
-unsigned gpu_grid_for(const gpu_dev *d, const gpu_fn *f, int64_t items)
+unsigned gpu_grid_for(const gpu_dev *d, const gpu_fn *f, int block,
+                      int64_t items)
 {
     if (items <= 0) {
         return 0;
     }
-    uint64_t block = f->block > 0 ? (uint64_t)f->block : 1;
-    uint64_t want = ((uint64_t)items + block - 1) / block;
-    uint64_t cap = (uint64_t)d->sms *
-                   (uint64_t)(f->blocks_per_sm > 0 ? f->blocks_per_sm : 1);
+    uint64_t fb = f->block > 0 ? (uint64_t)f->block : 1;
+    uint64_t b = block > 0 ? (uint64_t)block : fb;
+    uint64_t want = ((uint64_t)items + b - 1) / b;
+    /* resident blocks of b threads: as many threads per SM as of f's */
+    uint64_t per_sm = (uint64_t)(f->blocks_per_sm > 0 ? f->blocks_per_sm : 1);
+    per_sm = b < fb ? per_sm * fb / b : per_sm;
+    uint64_t cap = (uint64_t)d->sms * (per_sm > 0 ? per_sm : 1);
     uint64_t grid = want < cap ? want : cap;
     return grid > 0 ? (unsigned)grid : 1;
 }

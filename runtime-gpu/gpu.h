@@ -125,10 +125,12 @@ weft_status gpu_module_fn(gpu_dev *d, gpu_module *m, const char *name,
  * WEFT_ERR_INVALID_ARGUMENT (grid or block out of range). */
 weft_status gpu_launch(gpu_dev *d, const gpu_fn *f, unsigned grid, int block,
                        unsigned shared, void **params, const char *who);
-/* Blocks to launch for `items` independent pieces of work, one per thread
- * with a grid-stride loop: at most f's resident blocks on every SM, at
- * least 1 (0 when items is 0). */
-unsigned gpu_grid_for(const gpu_dev *d, const gpu_fn *f, int64_t items);
+/* Blocks of `block` threads (<= 0: f->block) to launch for `items`
+ * independent pieces of work, one per thread with a grid-stride loop: at
+ * most f's resident blocks on every SM (for a smaller block, as many
+ * resident threads), at least 1 (0 when items is 0). */
+unsigned gpu_grid_for(const gpu_dev *d, const gpu_fn *f, int block,
+                      int64_t items);
 /* Wait for the stream; report a kernel fault or trap as WEFT_ERR_DEVICE
  * naming the kernels launched since the last sync.  After a sticky fault
  * (illegal address) the context is unusable and every later call fails

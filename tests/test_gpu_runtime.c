@@ -510,11 +510,17 @@ START_TEST(ptx_module)
     ck_assert_int_ge(f.regs, 1); /* the driver's count */
     ck_assert_int_le(f.regs, 255);
     unsigned cap = (unsigned)(gpu_dev_sms(d) * f.blocks_per_sm);
-    ck_assert_uint_eq(gpu_grid_for(d, &f, 0), 0);
-    ck_assert_uint_eq(gpu_grid_for(d, &f, 1), 1);
-    ck_assert_uint_eq(gpu_grid_for(d, &f, (int64_t)f.block + 1), 2);
-    ck_assert_uint_eq(gpu_grid_for(d, &f, (int64_t)1 << 40), cap);
-    unsigned grid = gpu_grid_for(d, &f, (int64_t)n);
+    ck_assert_uint_eq(gpu_grid_for(d, &f, 0, 0), 0);
+    ck_assert_uint_eq(gpu_grid_for(d, &f, 0, 1), 1);
+    ck_assert_uint_eq(gpu_grid_for(d, &f, 0, (int64_t)f.block + 1), 2);
+    ck_assert_uint_eq(gpu_grid_for(d, &f, 0, (int64_t)1 << 40), cap);
+    /* a smaller block: more blocks, as many resident threads */
+    if (f.block >= 64) {
+        ck_assert_uint_eq(gpu_grid_for(d, &f, f.block / 2, (int64_t)1 << 40),
+                          2 * cap);
+        ck_assert_uint_eq(gpu_grid_for(d, &f, f.block / 2, f.block), 2);
+    }
+    unsigned grid = gpu_grid_for(d, &f, 0, (int64_t)n);
     ck_assert_uint_ge(grid, 1);
     ck_assert_uint_le(grid, cap);
     unsigned long long arg_p = p;
