@@ -27,7 +27,8 @@
  * use and stay on the device while they are not written on the host, the
  * argument block travels as a kernel parameter, and phases are launches
  * on one stream, ordered without host waits.  The host waits once per
- * kernel, to read the kernel's error word (a gather out of bounds).  A run
+ * kernel that may fail, to read its error word (a gather out of bounds),
+ * and takes small outputs along in that wait.  A run
  * holds the device's lock, so runs on one context are serialised.
  */
 #ifdef WEFT_HAVE_LLVM
@@ -823,14 +824,16 @@ static weft_status rt_copy(rt_job *j, weft_array *dst, weft_array *src)
     return s;
 }
 
-/* The error word; put back to zero when set (it is in the clean area). */
+/* The error word, and small outputs with it (gpu_read_word); the word put
+ * back to zero when set (it is in the clean area). */
 static weft_status rt_read_error(rt_job *j, int64_t *word)
 {
     ptx_job *pj = j->be_job;
     const sk_kernel *k = j->k;
     uint64_t p = j->w[k->item[k->err_item].word];
-    *word = 0;
-    weft_status s = gpu_download(dev_of(j), word, p, sizeof *word, WHO);
+    /* small outputs come along: a result read right after the run needs
+     * no second wait */
+    weft_status s = gpu_read_word(dev_of(j), p, word, j->out, k->nout, WHO);
     if (s == WEFT_OK && *word != 0) {
         s = gpu_memset32(dev_of(j), p, 0, sizeof *word / 4, WHO);
     }

@@ -17,7 +17,9 @@
  *   error_word        a read out of bounds in checked mode fails with
  *                     WEFT_ERR_OUT_OF_BOUNDS, and the next run of the same
  *                     kernel in bounds succeeds (the error word is put back
- *                     to zero after a failure), several times over.
+ *                     to zero after a failure), several times over; its
+ *                     small result comes to the host with the error word,
+ *                     so reading it downloads nothing more.
  *
  * Integer sums are compared exactly (modulo 2^64, as i64 addition wraps).  Runs only where a CUDA driver and a
  * GPU are present; elsewhere main returns 77 (a CTest skip).
@@ -268,7 +270,13 @@ START_TEST(error_word)
         ck_assert_ptr_null(out);
         in[0] = good;
         TU_OK(weft_run(exe, in, 2, &out, 1));
+        /* the small result came with the error word: reading it moves
+         * nothing more */
+        weft_stats s0, s1;
+        weft_context_stats(ctx, &s0);
         TU_CHECK_I(ctx, out, 0, 1, TU_SH(3), TU_I(20, 0, 10));
+        weft_context_stats(ctx, &s1);
+        ck_assert_uint_eq(s1.bytes_downloaded, s0.bytes_downloaded);
         weft_array_release(out);
         TU_OK(weft_run(exe, in, 2, &out, 1)); /* clean twice over */
         TU_CHECK_I(ctx, out, 0, 1, TU_SH(3), TU_I(20, 0, 10));

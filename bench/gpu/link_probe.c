@@ -340,10 +340,12 @@ static double median(double *v, int n)
 #define REPS 5
 #define PARALLEL_HOW 5 /* loadex-weft: what weft does */
 
-/* The parallel test: each thread links every file once (p, np). */
+/* The parallel test: each thread turns every file (p, np) into a module
+ * once, the way hows[how] says. */
 typedef struct job {
     const ptx *p;
     int np;
+    int how;
 } job;
 
 static void *link_all(void *arg)
@@ -353,7 +355,7 @@ static void *link_all(void *arg)
     for (int i = 0; i < j->np; i++) {
         double ms[4];
         float wall;
-        make(&j->p[i], &hows[PARALLEL_HOW], ms, &wall, NULL, NULL, NULL);
+        make(&j->p[i], &hows[j->how], ms, &wall, NULL, NULL, NULL);
     }
     return NULL;
 }
@@ -480,23 +482,27 @@ int main(int argc, char **argv)
         printf("\n");
     }
 
-    /* Concurrency: T threads each link every file once. */
-    printf("\nparallel compiles (%s of all %d files per thread):\n",
-           hows[PARALLEL_HOW].name, np);
-    for (int T = 1; T <= 8; T *= 2) {
-        pthread_t th[8];
-        job j = {p, np};
-        double a = now_ms();
-        for (int t = 0; t < T; t++) {
-            pthread_create(&th[t], NULL, link_all, &j);
+    /* Concurrency: T threads each compile every file once, by the JIT
+     * linker, by weft's load, and by a load without the split. */
+    static const int par[] = {0, PARALLEL_HOW, NHOW - 1};
+    for (size_t w = 0; w < sizeof par / sizeof par[0]; w++) {
+        printf("\nparallel compiles (%s of all %d files per thread):\n",
+               hows[par[w]].name, np);
+        for (int T = 1; T <= 8; T *= 2) {
+            pthread_t th[8];
+            job j = {p, np, par[w]};
+            double a = now_ms();
+            for (int t = 0; t < T; t++) {
+                pthread_create(&th[t], NULL, link_all, &j);
+            }
+            for (int t = 0; t < T; t++) {
+                pthread_join(th[t], NULL);
+            }
+            double wall_ms = now_ms() - a;
+            printf("  %d thread(s): %.1f ms wall for %d compiles (%.1f ms per "
+                   "compile; 1 thread would take %d x the 1-thread time)\n",
+                   T, wall_ms, T * np, wall_ms / (T * np), T);
         }
-        for (int t = 0; t < T; t++) {
-            pthread_join(th[t], NULL);
-        }
-        double wall_ms = now_ms() - a;
-        printf("  %d thread(s): %.1f ms wall for %d compiles (%.1f ms per "
-               "compile; 1 thread would take %d x the 1-thread time)\n",
-               T, wall_ms, T * np, wall_ms / (T * np), T);
     }
     return 0;
 }
