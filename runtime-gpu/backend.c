@@ -11,11 +11,13 @@
  * sk_target_ptx: each phase is a PTX kernel whose threads walk the
  * phase's chunks (skeletons-ir/ptx/target.c).  Its key covers the
  * kernel's canonical description, the SM, the LLVM version and the ABI
- * version.  A kernel is taken from the context's table, else from the
- * disk cache (its cubin, runtime/disk.c, next to the CPU's objects), else
- * built: IR from the skeleton, PTX from LLVM's NVPTX backend in-process
- * (codegen/target_ptx.c, libdevice linked when a math function is
- * called), a cubin from the driver's linker, stored on disk.
+ * version.  A kernel is taken from the context's table, else its PTX from
+ * the disk cache (runtime/disk.c, <key>.ptx next to the CPU's objects),
+ * else built: IR from the skeleton, PTX from LLVM's NVPTX backend
+ * in-process (codegen/target_ptx.c, libdevice linked when a math function
+ * is called), stored on disk.  Either way the driver compiles the PTX as
+ * a whole program and loads it (cuda.c, "Modules": its own cache of
+ * compiled PTX makes that cheap for PTX it has seen).
  *
  * weft_run: the interpreter's walker evaluates the core (lets, acond,
  * awhile, tuples, host scalars) and hands each operation that has a
@@ -25,7 +27,8 @@
  * use and stay on the device while they are not written on the host, the
  * argument block travels as a kernel parameter, and phases are launches
  * on one stream, ordered without host waits.  The host waits once per
- * kernel, to read the kernel's error word (a gather out of bounds).  A run
+ * kernel that may fail, to read its error word (a gather out of bounds),
+ * and takes small outputs along in that wait.  A run
  * holds the device's lock, so runs on one context are serialised.
  */
 #ifdef WEFT_HAVE_LLVM
@@ -54,19 +57,27 @@ typedef struct ptx_kernel {
     struct ptx_kernel *next;
 } ptx_kernel;
 
+#define CLEAN_BYTES 256 /* of the clean area per aux index ("Clean words") */
+
 typedef struct ptx_state {
     gpu_dev *dev;
     int sm;                      /* the SM the PTX is built for */
     LLVMTargetMachineRef tm;
     pthread_mutex_t lock;        /* guards the table, tm and the counters */
     ptx_kernel *kernels;         /* loaded kernels */
-    rt_disk disk;                /* cubins on disk */
+    rt_disk disk;                /* kernels' PTX on disk */
     uint64_t compiled, loaded, reused;
     double compile_ms;
     bool dump_ptx;
     int64_t grain;               /* elements per thread and chunk of
                                     element-wise work ($WEFT_PTX_GRAIN, a
                                     tuning knob; 1 by default) */
+    int opt_level;               /* the driver's optimisation level of
+                                    PTX ($WEFT_PTX_JIT_OPT, a tuning knob,
+                                    0 to 4; -1: the driver's default) */
+    uint64_t clean;              /* 8 x CLEAN_BYTES kept zero between
+                                    runs ("Clean words"; 0: not yet) */
+    bool clean_ok;               /* clean is known to be all zero */
 } ptx_state;
 
 static ptx_state *state_of(const weft_context *ctx)
@@ -102,6 +113,9 @@ static void ptx_context_fini(weft_context *ctx)
         return;
     }
     free_kernels(st);
+    if (st->clean) {
+        gpu_mem_free(st->dev, st->clean, CLEAN_BYTES * 8);
+    }
     rt_disk_close(&st->disk);
     if (st->tm) {
         LLVMDisposeTargetMachine(st->tm);
@@ -154,7 +168,7 @@ static weft_status ptx_context_init(weft_context *ctx)
         ptx_context_fini(ctx);
         return s;
     }
-    rt_disk_open(&st->disk, ctx, NULL, 0, st->dev == NULL, ".cubin");
+    rt_disk_open(&st->disk, ctx, NULL, 0, st->dev == NULL, ".ptx");
     const char *dump = ctx->cfg.dump;
     st->dump_ptx = dump && strstr(dump, "ptx") != NULL;
     st->grain = sk_target_ptx.chunk_elems; /* sk_elements' full chunks */
@@ -163,6 +177,10 @@ static weft_status ptx_context_init(weft_context *ctx)
     if (g && atoi(g) >= 1 && atoi(g) <= 64) {
         st->grain = atoi(g);
     }
+    const char *o = (ctx->cfg.flags & WEFT_FLAG_NO_ENV)
+                        ? NULL
+                        : getenv("WEFT_PTX_JIT_OPT");
+    st->opt_level = o && *o >= '0' && *o <= '4' && !o[1] ? *o - '0' : -1;
     return WEFT_OK;
 }
 
@@ -251,18 +269,20 @@ static weft_status build_ptx(ptx_state *st, weft_executable *exe,
     return s;
 }
 
-/* Load cubin (n bytes) as kernel k and add it to the table (st locked);
- * `store`: also write it to the disk cache. */
-static weft_status load_kernel(ptx_state *st, sk_kernel *k, const void *cubin,
-                               size_t n, bool store, char names[][80],
-                               int nfn, ptx_kernel **out)
+/* Make kernel k of module mod (compiled and loaded) and add it to the
+ * table (st locked): its functions looked up; `ptx` (n bytes, NULL for
+ * none) written to the disk cache. */
+static weft_status add_kernel(ptx_state *st, sk_kernel *k, gpu_module *mod,
+                              const void *ptx, size_t n, char names[][80],
+                              int nfn, ptx_kernel **out)
 {
     ptx_kernel *pk = fe_calloc(NULL, sizeof *pk);
     if (!pk) {
+        gpu_module_free(st->dev, mod);
         return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
     }
-    weft_status s = gpu_module_load(st->dev, cubin, n, false, NULL, NULL,
-                                    "weft_compile", &pk->mod);
+    pk->mod = mod;
+    weft_status s = WEFT_OK;
     for (int i = 0; s == WEFT_OK && i < nfn; i++) {
         memcpy(pk->names[i], names[i], sizeof pk->names[i]);
         s = gpu_module_fn(st->dev, pk->mod, pk->names[i], 0, k->block_max,
@@ -273,8 +293,8 @@ static weft_status load_kernel(ptx_state *st, sk_kernel *k, const void *cubin,
         fe_free(NULL, pk, sizeof *pk);
         return s;
     }
-    if (store) {
-        rt_disk_store(&st->disk, k->key, cubin, n);
+    if (ptx) {
+        rt_disk_store(&st->disk, k->key, ptx, n);
     }
     memcpy(pk->key, k->key, 32);
     pk->nfn = nfn;
@@ -284,65 +304,68 @@ static weft_status load_kernel(ptx_state *st, sk_kernel *k, const void *cubin,
     return WEFT_OK;
 }
 
-/* Linking in parallel.  The driver's JIT runs in several threads at once
- * (bench/gpu/link_probe.c), so weft_compile does not wait for a kernel's
- * link: each new kernel's PTX is linked on a thread of its own while the
- * compile goes on with the next kernel's IR, and the links are waited for
- * (in order; at most LINKS_MAX at a time) when the plan is complete, their
- * cubins loaded, stored on disk and handed to the kernels.  A kernel met
- * again in the same compile waits for the same link. */
-#define LINKS_MAX 4
+/* Compiling in parallel.  The driver's JIT runs in several threads at
+ * once (bench/gpu/link_probe.c), so weft_compile does not wait for a
+ * kernel's PTX to be compiled and loaded (gpu_module_load): each kernel's
+ * PTX, new from LLVM or read from the disk cache, goes to a thread of its
+ * own while the compile goes on with the next kernel, and the threads are
+ * waited for (in order; at most JITS_MAX at a time) when the plan is
+ * complete, their kernels' functions looked up, new PTX stored on disk.
+ * A kernel met again in the same compile waits for the same thread. */
+#define JITS_MAX 4
 
 typedef struct ptx_waiter {
     struct ptx_waiter *next;
     sk_kernel *k;
 } ptx_waiter;
 
-typedef struct ptx_link {
-    struct ptx_link *next;
-    sk_kernel *k;               /* the kernel it was built for */
+typedef struct ptx_jit {
+    struct ptx_jit *next;
+    sk_kernel *k;               /* the kernel it was started for */
     ptx_waiter *waiters;        /* others of the same key */
     char names[SK_MAX_ENTRY][80];
     int nfn;
     gpu_dev *dev;
-    LLVMMemoryBufferRef ptx;
+    int opt_level;              /* gpu_module_load's */
+    char *ptx;                  /* the text (fe_alloc'd), ptx_n bytes */
+    size_t ptx_n;
+    bool from_disk;             /* read from the disk cache (else new) */
     pthread_t thread;
     bool threaded;              /* thread runs it (else done in line) */
-    bool done;                  /* finished (waited for, loaded) */
-    double ms;                  /* the build's time before the link */
-    double link_ms;
-    weft_status status;         /* the link's */
+    bool done;                  /* finished (waited for, added) */
+    double ms;                  /* the build's time before the JIT */
+    double jit_ms;
+    weft_status status;         /* the JIT's */
     char msg[FE_MSG_MAX];       /* its message, for the compiling thread */
-    void *cubin;
-    size_t cubin_n;
-} ptx_link;
+    gpu_module *mod;            /* its module, until added */
+} ptx_jit;
 
-/* What rt_plan's get_kernel works with: the context's state and the links
+/* What rt_plan's get_kernel works with: the context's state and the JITs
  * of this compile, oldest first. */
 typedef struct ptx_compiling {
     weft_context *ctx;
     ptx_state *st;
-    ptx_link *links, *last;
+    ptx_jit *jits, *last;
     int running;
 } ptx_compiling;
 
-static void *link_thread(void *arg)
+static void *jit_thread(void *arg)
 {
-    ptx_link *l = arg;
+    ptx_jit *l = arg;
     double t0 = now_ms();
-    l->status = gpu_link(l->dev, LLVMGetBufferStart(l->ptx),
-                         LLVMGetBufferSize(l->ptx), &l->cubin, &l->cubin_n,
-                         "weft_compile");
+    l->status = gpu_module_load(l->dev, l->ptx, l->ptx_n, l->opt_level,
+                                l->from_disk ? "disk cache" : "llvm",
+                                "weft_compile", &l->mod);
     if (l->status != WEFT_OK) {
         snprintf(l->msg, sizeof l->msg, "%s", weft_last_error());
     }
-    l->link_ms = now_ms() - t0;
+    l->jit_ms = now_ms() - t0;
     return NULL;
 }
 
-/* Wait for link l, load its cubin and fill its kernels' entries.  The
- * link's failure comes back as its status with its message. */
-static weft_status link_finish(ptx_compiling *pc, ptx_link *l)
+/* Wait for JIT l and fill its kernels' entries.  The JIT's failure comes
+ * back as its status with its message. */
+static weft_status jit_finish(ptx_compiling *pc, ptx_jit *l)
 {
     if (l->done) {
         return l->status;
@@ -352,84 +375,95 @@ static weft_status link_finish(ptx_compiling *pc, ptx_link *l)
         pc->running--;
     }
     l->done = true;
-    LLVMDisposeMemoryBuffer(l->ptx);
-    l->ptx = NULL;
     ptx_state *st = pc->st;
-    if (l->status != WEFT_OK) {
-        return fe_error_copy(l->status, l->msg);
-    }
-    pthread_mutex_lock(&st->lock);
-    ptx_kernel *pk = NULL;
-    weft_status s = load_kernel(st, l->k, l->cubin, l->cubin_n, true,
-                                l->names, l->nfn, &pk);
-    st->compile_ms += l->ms + l->link_ms;
-    if (s == WEFT_OK) {
-        st->compiled++;
-        for (int i = 0; i < l->nfn; i++) {
-            l->k->entry[i] = &pk->fn[i];
+    weft_status s = l->status;
+    if (s != WEFT_OK) {
+        s = fe_error_copy(l->status, l->msg);
+    } else {
+        pthread_mutex_lock(&st->lock);
+        ptx_kernel *pk = NULL;
+        s = add_kernel(st, l->k, l->mod, l->from_disk ? NULL : l->ptx,
+                       l->ptx_n, l->names, l->nfn, &pk);
+        l->mod = NULL; /* the kernel's, or freed */
+        if (!l->from_disk) {
+            st->compile_ms += l->ms + l->jit_ms;
         }
-        for (ptx_waiter *w = l->waiters; w; w = w->next) {
-            for (int i = 0; i < l->nfn; i++) {
-                w->k->entry[i] = &pk->fn[i];
+        if (s == WEFT_OK) {
+            if (l->from_disk) {
+                st->loaded++;
+            } else {
+                st->compiled++;
             }
-            st->reused++;
+            for (int i = 0; i < l->nfn; i++) {
+                l->k->entry[i] = &pk->fn[i];
+            }
+            for (ptx_waiter *w = l->waiters; w; w = w->next) {
+                for (int i = 0; i < l->nfn; i++) {
+                    w->k->entry[i] = &pk->fn[i];
+                }
+                st->reused++;
+            }
         }
+        pthread_mutex_unlock(&st->lock);
     }
-    pthread_mutex_unlock(&st->lock);
-    fe_free(pc->ctx, l->cubin, l->cubin_n);
-    l->cubin = NULL;
+    fe_free(pc->ctx, l->ptx, l->ptx_n);
+    l->ptx = NULL;
     l->status = s;
     return s;
 }
 
-/* Start linking ptx (taken over) for kernel k, on a thread when one can
- * be had (else here, now), after waiting for the oldest running link
- * when LINKS_MAX run. */
-static weft_status link_start(ptx_compiling *pc, sk_kernel *k,
-                              char names[][80], int nfn,
-                              LLVMMemoryBufferRef ptx, double ms)
+/* Start compiling and loading ptx (n bytes, fe_alloc'd with pc->ctx's
+ * allocator, taken over) for kernel k, on a thread when one can be had
+ * (else here, now), after waiting for the oldest running one when
+ * JITS_MAX run. */
+static weft_status jit_start(ptx_compiling *pc, sk_kernel *k, char names[][80],
+                             int nfn, char *ptx, size_t n, bool from_disk,
+                             double ms)
 {
     weft_status s = WEFT_OK;
-    for (ptx_link *l = pc->links; pc->running >= LINKS_MAX && l; l = l->next) {
-        if (!l->done && (s = link_finish(pc, l)) != WEFT_OK) {
-            LLVMDisposeMemoryBuffer(ptx);
+    for (ptx_jit *l = pc->jits; pc->running >= JITS_MAX && l; l = l->next) {
+        if (!l->done && (s = jit_finish(pc, l)) != WEFT_OK) {
+            fe_free(pc->ctx, ptx, n);
             return s;
         }
     }
-    ptx_link *l = fe_calloc(pc->ctx, sizeof *l);
+    ptx_jit *l = fe_calloc(pc->ctx, sizeof *l);
     if (!l) {
-        LLVMDisposeMemoryBuffer(ptx);
+        fe_free(pc->ctx, ptx, n);
         return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
     }
     l->k = k;
     memcpy(l->names, names, sizeof l->names[0] * (size_t)nfn);
     l->nfn = nfn;
     l->dev = pc->st->dev;
+    l->opt_level = pc->st->opt_level;
     l->ptx = ptx;
+    l->ptx_n = n;
+    l->from_disk = from_disk;
     l->ms = ms;
     if (pc->last) {
         pc->last->next = l;
     } else {
-        pc->links = l;
+        pc->jits = l;
     }
     pc->last = l;
-    if (pthread_create(&l->thread, NULL, link_thread, l) == 0) {
+    if (pthread_create(&l->thread, NULL, jit_thread, l) == 0) {
         l->threaded = true;
         pc->running++;
         return WEFT_OK;
     }
-    link_thread(l); /* no thread to be had: link here */
+    jit_thread(l); /* no thread to be had: compile here */
     return l->status == WEFT_OK ? WEFT_OK
                                 : fe_error_copy(l->status, l->msg);
 }
 
-/* Wait for every link of the compile and free them; the first failure's
+/* Wait for every JIT of the compile and free them; the first failure's
  * status (with its message), else `s`. */
-static weft_status links_end(ptx_compiling *pc, weft_status s)
+static weft_status jits_end(ptx_compiling *pc, weft_status s)
 {
-    for (ptx_link *l = pc->links, *next; l; l = next) {
+    for (ptx_jit *l = pc->jits, *next; l; l = next) {
         next = l->next;
-        weft_status r = link_finish(pc, l);
+        weft_status r = jit_finish(pc, l);
         if (s == WEFT_OK) {
             s = r;
         }
@@ -437,15 +471,15 @@ static weft_status links_end(ptx_compiling *pc, weft_status s)
             wn = w->next;
             fe_free(pc->ctx, w, sizeof *w);
         }
-        fe_free(pc->ctx, l->cubin, l->cubin_n);
+        gpu_module_free(pc->st->dev, l->mod);
         fe_free(pc->ctx, l, sizeof *l);
     }
-    pc->links = pc->last = NULL;
+    pc->jits = pc->last = NULL;
     return s;
 }
 
-/* rt_get_fn: the kernel's functions from the table, the disk or LLVM (the
- * link then goes on beside the compile: link_start). */
+/* rt_get_fn: the kernel's functions from the table, else its PTX from the
+ * disk or LLVM, compiled and loaded beside the compile (jit_start). */
 static weft_status get_kernel(void *user, weft_executable *exe, sk_kernel *k)
 {
     ptx_compiling *pc = user;
@@ -472,8 +506,8 @@ static weft_status get_kernel(void *user, weft_executable *exe, sk_kernel *k)
         sprintf(p, "_%d", i);
         np[i] = names[i];
     }
-    for (ptx_link *l = pc->links; l; l = l->next) {
-        if (memcmp(l->k->key, k->key, 32) == 0) { /* being linked */
+    for (ptx_jit *l = pc->jits; l; l = l->next) {
+        if (memcmp(l->k->key, k->key, 32) == 0) { /* being compiled */
             ptx_waiter *w = fe_calloc(pc->ctx, sizeof *w);
             if (!w) {
                 return fe_error(WEFT_ERR_OUT_OF_MEMORY,
@@ -486,51 +520,52 @@ static weft_status get_kernel(void *user, weft_executable *exe, sk_kernel *k)
         }
     }
     pthread_mutex_lock(&st->lock);
-    weft_status s = WEFT_OK;
     ptx_kernel *pk = st->kernels;
     while (pk && memcmp(pk->key, k->key, 32) != 0) {
         pk = pk->next;
     }
     if (pk) {
         st->reused++;
-    } else {
-        void *img = NULL;
-        size_t n = 0;
-        if (rt_disk_load(&st->disk, k->key, &img, &n) == 1) {
-            s = load_kernel(st, k, img, n, false, names, nfn, &pk);
-            fe_free(exe->ctx, img, n);
-            if (s == WEFT_OK) {
-                st->loaded++;
-            }
-        }
-        if (!pk) {
-            double t0 = now_ms();
-            LLVMMemoryBufferRef ptx = NULL;
-            s = build_ptx(st, exe, k, np, nfn, &ptx);
-            if (s == WEFT_OK && !st->dev) {
-                /* compile only: the PTX is the product (WEFT_DUMP=ptx) */
-                LLVMDisposeMemoryBuffer(ptx);
-                st->compile_ms += now_ms() - t0;
-                st->compiled++;
-                pthread_mutex_unlock(&st->lock);
-                return WEFT_OK;
-            }
-            pthread_mutex_unlock(&st->lock);
-            if (s == WEFT_OK) {
-                s = link_start(pc, k, names, nfn, ptx, now_ms() - t0);
-            } else if (ptx) {
-                LLVMDisposeMemoryBuffer(ptx);
-            }
-            return s;
-        }
-    }
-    if (s == WEFT_OK) {
         for (int i = 0; i < nfn; i++) {
             k->entry[i] = &pk->fn[i];
         }
+        pthread_mutex_unlock(&st->lock);
+        return WEFT_OK;
+    }
+    void *img = NULL;
+    size_t n = 0;
+    if (rt_disk_load(&st->disk, k->key, &img, &n) == 1) {
+        pthread_mutex_unlock(&st->lock);
+        return jit_start(pc, k, names, nfn, img, n, true, 0);
+    }
+    double t0 = now_ms();
+    LLVMMemoryBufferRef ptx = NULL;
+    weft_status s = build_ptx(st, exe, k, np, nfn, &ptx);
+    if (s == WEFT_OK && !st->dev) {
+        /* compile only: the PTX is the product (WEFT_DUMP=ptx) */
+        LLVMDisposeMemoryBuffer(ptx);
+        st->compile_ms += now_ms() - t0;
+        st->compiled++;
+        pthread_mutex_unlock(&st->lock);
+        return WEFT_OK;
     }
     pthread_mutex_unlock(&st->lock);
-    return s;
+    char *text = NULL;
+    if (s == WEFT_OK) {
+        n = LLVMGetBufferSize(ptx);
+        text = fe_alloc(pc->ctx, n);
+        if (text) {
+            memcpy(text, LLVMGetBufferStart(ptx), n);
+        } else {
+            s = fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+        }
+    }
+    if (ptx) {
+        LLVMDisposeMemoryBuffer(ptx);
+    }
+    return s == WEFT_OK ? jit_start(pc, k, names, nfn, text, n, false,
+                                    now_ms() - t0)
+                        : s;
 }
 
 static weft_status ptx_compile(weft_executable *exe)
@@ -538,7 +573,7 @@ static weft_status ptx_compile(weft_executable *exe)
     rt_plan_t *pl;
     ptx_compiling pc = {.ctx = exe->ctx, .st = state_of(exe->ctx)};
     weft_status s = rt_plan(exe, &sk_target_ptx, get_kernel, &pc, &pl);
-    s = links_end(&pc, s);
+    s = jits_end(&pc, s);
     if (s == WEFT_OK) {
         exe->be_state = pl;
     }
@@ -547,12 +582,27 @@ static weft_status ptx_compile(weft_executable *exe)
 
 /* ---- run: the GPU's half of runtime/rt.h ------------------------------- */
 
+/* Clean words.  Some auxiliary words must be zero when a kernel starts
+ * and are zero again when it ends: a fold's ticket, which its last block
+ * puts back (RT_AUX_KEPT_ZERO), and the error word, which only a failing
+ * kernel writes and which the runtime puts back when it finds it set
+ * (rt_read_error) or cannot tell (rt_done: the job ended before reading
+ * it).  Those live in the context's clean area, CLEAN_BYTES per aux
+ * index, zeroed once when it is made (and again should a reset fail), so
+ * that no run zeroes them: the runs of a context are ordered on its one
+ * stream, so each kernel finds them as the last one left them.  Every
+ * other zeroed auxiliary array lives in one device block per job, zeroed
+ * by one memset unless nothing in it needs zeroing (RT_AUX_ANY, or only
+ * an error word no kernel writes). */
+
 /* The arrays a job pinned on the device (unpinned when it is done), and
- * its zeroed auxiliary arrays: those live in one device block of the
- * pool, zeroed by one memset when the first of them is given an address
- * (rt_addr), and have no device mirror (nothing reads them back through
- * one; the error word is read by its address, rt_read_error). */
+ * its zeroed auxiliary arrays: those live in the clean area (above) or in
+ * one device block of the pool, zeroed by one memset when the first of
+ * them is given an address (rt_addr), and have no device mirror (nothing
+ * reads them back through one; the error word is read by its address,
+ * rt_read_error). */
 typedef struct ptx_job {
+    ptx_state *st;
     int n;
     weft_array *pinned[64];
     weft_array *zero[8];         /* auxiliary arrays to zero on the device */
@@ -560,6 +610,9 @@ typedef struct ptx_job {
                                     (the others follow: leaf_bytes) */
     uint64_t block;              /* the block holding them (0: not yet) */
     size_t block_bytes;
+    uint64_t err_at;             /* the error word, when a kernel that may
+                                    fail may have written it since it was
+                                    last seen zero (else 0) */
 } ptx_job;
 
 static gpu_dev *dev_of(rt_job *j)
@@ -620,11 +673,19 @@ static size_t leaf_bytes(const rt_job *j, const weft_array *a, int l)
     return (bytes + 255) & ~(size_t)255;
 }
 
-/* Give every zeroed auxiliary array of the job its place in one pooled
- * device block (its leaves one after another, each at a multiple of 256
- * bytes) and zero the block with one memset.  The error word of a kernel
- * that cannot fail is never written, so a block holding nothing else is
- * not zeroed at all. */
+/* Whether zeroed auxiliary array i of the job lives in the clean area. */
+static bool in_clean(const rt_job *j, int i)
+{
+    const ptx_job *pj = j->be_job;
+    const weft_array *a = pj->zero[i];
+    return a && a->nleaf == 1 && leaf_bytes(j, a, 0) <= CLEAN_BYTES &&
+           (i == SK_ERR_AUX || j->aux_start[i] == RT_AUX_KEPT_ZERO);
+}
+
+/* Give every zeroed auxiliary array of the job that is not in the clean
+ * area its place in one pooled device block (its leaves one after
+ * another, each at a multiple of 256 bytes) and zero the block with one
+ * memset, unless every array there may start as it is (RT_AUX_ANY). */
 static weft_status zero_block(rt_job *j)
 {
     ptx_job *pj = j->be_job;
@@ -632,10 +693,14 @@ static weft_status zero_block(rt_job *j)
     bool needed = false;
     for (int i = 0; i < 8; i++) {
         weft_array *a = pj->zero[i];
-        for (int l = 0; a && l < a->nleaf; l++) {
+        if (!a || in_clean(j, i)) {
+            continue;
+        }
+        for (int l = 0; l < a->nleaf; l++) {
             total += leaf_bytes(j, a, l);
         }
-        needed |= a && (i != SK_ERR_AUX || j->k->may_fail);
+        needed |= (i != SK_ERR_AUX || j->k->may_fail) &&
+                  j->aux_start[i] != RT_AUX_ANY;
     }
     weft_status s = gpu_mem_alloc(dev_of(j), total, &pj->block, WHO);
     if (s) {
@@ -649,7 +714,10 @@ static weft_status zero_block(rt_job *j)
     for (int i = 0; i < 8; i++) {
         weft_array *a = pj->zero[i];
         pj->zero_at[i] = at;
-        for (int l = 0; a && l < a->nleaf; l++) {
+        if (!a || in_clean(j, i)) {
+            continue;
+        }
+        for (int l = 0; l < a->nleaf; l++) {
             at += leaf_bytes(j, a, l);
         }
     }
@@ -670,6 +738,13 @@ static weft_status rt_addr(rt_job *j, weft_array *a, bool written,
         return fe_error(WEFT_ERR_INTERNAL, WHO ": a kernel with too many arrays");
     }
     int z = is_out(j, a) ? -1 : zero_index(j, a);
+    if (z >= 0 && in_clean(j, z)) {
+        ptrs[0] = pj->st->clean + (uint64_t)z * CLEAN_BYTES;
+        if (z == SK_ERR_AUX && j->k->may_fail) {
+            pj->err_at = ptrs[0];
+        }
+        return WEFT_OK;
+    }
     if (z >= 0) {
         weft_status s = pj->block || pj->block_bytes ? WEFT_OK : zero_block(j);
         uint64_t at = pj->zero_at[z];
@@ -698,16 +773,26 @@ static weft_status rt_run(rt_job *j, int n, const rt_phase *ph)
             continue;
         }
         void *params[3] = {j->w, &total, &grain};
-        /* items of a raw entry take a warp or a block each */
+        /* items of a raw entry take a warp or a block each; a grid-stride
+         * entry takes smaller blocks where its own would leave SMs idle */
         int per = j->k->item_threads[ph[i].entry];
         int64_t items = (total + grain - 1) / grain;
+        int block = f->block;
         if (per == SK_ITEM_BLOCK) {
             items *= f->block;
         } else if (per > 1) {
             items *= per;
+        } else if (j->k->block_max == 0) {
+            block = sk_ptx_launch_block(f->block, items, gpu_dev_sms(d));
         }
-        unsigned grid = gpu_grid_for(d, f, items);
-        weft_status s = gpu_launch(d, f, grid, 0, 0, params, WHO);
+        unsigned grid = gpu_grid_for(d, f, block, items);
+        if (per == 0 && sk_ptx_uneven(j->k)) {
+            /* a chunk per thread: a persistent grid's stride can resonate
+             * with the rows of uneven work (ptx/target.c, "The grid") */
+            int64_t all = (items + block - 1) / block;
+            grid = all < 0x7fffffff ? (unsigned)all : 0x7fffffffu;
+        }
+        weft_status s = gpu_launch(d, f, grid, block, 0, params, WHO);
         if (s) {
             return s;
         }
@@ -739,17 +824,40 @@ static weft_status rt_copy(rt_job *j, weft_array *dst, weft_array *src)
     return s;
 }
 
+/* The error word, and small outputs with it (gpu_read_word); the word put
+ * back to zero when set (it is in the clean area). */
 static weft_status rt_read_error(rt_job *j, int64_t *word)
 {
+    ptx_job *pj = j->be_job;
     const sk_kernel *k = j->k;
     uint64_t p = j->w[k->item[k->err_item].word];
-    *word = 0;
-    return gpu_download(dev_of(j), word, p, sizeof *word, WHO);
+    /* small outputs come along: a result read right after the run needs
+     * no second wait */
+    weft_status s = gpu_read_word(dev_of(j), p, word, j->out, k->nout, WHO);
+    if (s == WEFT_OK && *word != 0) {
+        s = gpu_memset32(dev_of(j), p, 0, sizeof *word / 4, WHO);
+    }
+    if (s == WEFT_OK && p == pj->err_at) {
+        pj->err_at = 0; /* seen zero, or put back */
+    }
+    return s;
 }
 
 static void rt_done(rt_job *j)
 {
     ptx_job *pj = j->be_job;
+    if (pj->err_at) {
+        /* the job ended before the error word was read (a cancel, a
+         * failure): put it back, keeping the job's message; should that
+         * fail, the next run zeroes the whole clean area */
+        char msg[FE_MSG_MAX];
+        snprintf(msg, sizeof msg, "%s", weft_last_error());
+        if (gpu_memset32(dev_of(j), pj->err_at, 0, 2, WHO) != WEFT_OK) {
+            pj->st->clean_ok = false;
+        }
+        fe_error_copy(WEFT_ERR_DEVICE, msg);
+        pj->err_at = 0;
+    }
     for (int i = 0; i < pj->n; i++) {
         gpu_array_unpin(dev_of(j), pj->pinned[i]);
     }
@@ -782,7 +890,21 @@ static weft_status hook(void *user, fe_ix *ix, const fe_term *t,
     *handled = true;
     ptx_state *st = state_of(exe->ctx);
     gpu_dev *d = st->dev;
-    ptx_job pj = {.n = 0};
+    if (!st->clean_ok) {
+        /* the clean area: made and zeroed on first use (the stream
+         * orders the memset before every kernel) */
+        weft_status s = st->clean ? WEFT_OK
+                                  : gpu_mem_alloc(d, CLEAN_BYTES * 8,
+                                                  &st->clean, WHO);
+        if (s == WEFT_OK) {
+            s = gpu_memset32(d, st->clean, 0, CLEAN_BYTES * 8 / 4, WHO);
+        }
+        if (s) {
+            return s;
+        }
+        st->clean_ok = true;
+    }
+    ptx_job pj = {.st = st, .n = 0};
     /* Enough chunks of fold and scan rows that every SM has work, each of
      * at least 256 elements; light element-wise work st->grain (4)
      * elements per thread and chunk (sk_elements), any other one. */

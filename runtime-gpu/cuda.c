@@ -29,13 +29,26 @@
  * of the context when another one (or none) was current there; a run
  * enters once for all its kernels, copies and waits.
  *
- * Modules.  PTX is linked to a cubin by the driver's JIT linker
- * (cuLinkCreate / cuLinkAddData / cuLinkComplete), for the architecture of
- * the current context, with an error log whose text goes into the message
- * of a failed link and the compiler's work split over the machine's
- * threads (CU_JIT_SPLIT_COMPILE, where the driver knows it); the cubin is
- * loaded with cuModuleLoadData and a copy handed back for the disk cache.  A cubin from the cache is checked to be
- * a whole ELF image before the driver reads it (the driver takes no size).
+ * Modules.  PTX is compiled and loaded in one call, cuModuleLoadDataEx,
+ * as a whole program (ptxas without -c), for the architecture of the
+ * current context.  The driver's JIT linker (cuLinkCreate / AddData /
+ * Complete), which weft used before to get a cubin for its disk cache,
+ * compiles PTX as relocatable code (ptxas -c): every weft kernel then
+ * took 8-14 more registers (on sm_90: Black-Scholes 60 against 47,
+ * Mandelbrot 42 against 28, the fold of dotp 54 against 40), and fewer
+ * resident warps.  The options: an error log, whose text goes into the
+ * message of a failed compile; CU_JIT_WALL_TIME, the driver's own time
+ * of the compile, for the trace; the optimisation level when the caller
+ * gives one; and the compiler's work split over the machine's threads
+ * (CU_JIT_SPLIT_COMPILE, where the driver knows it).  No cubin comes
+ * back, so weft's disk cache keeps the PTX (backend.c), and a disk hit
+ * is a load of PTX that the driver's own cache of compiled PTX answers
+ * (~/.nv/ComputeCache; CUDA_CACHE_PATH moves it, CUDA_CACHE_MAXSIZE sizes
+ * it, CUDA_CACHE_DISABLE=1 turns it off): without it, or when it has
+ * dropped the entry, a disk hit compiles again (correct, as slow as a
+ * first compile's driver phase).  A load takes no lock of d: only the
+ * calling thread's context stack is touched, and the kernels of one
+ * program compile on several threads at once (backend.c).
  *
  * Launch configuration.  cuOccupancyMaxPotentialBlockSize gives a kernel's
  * block size.  With dynamic shared memory per thread, the block is first
@@ -45,7 +58,8 @@
  * than the cap, so it needs no more shared memory than was assumed (no
  * callback: the driver's callback carries no user data).  Resident blocks
  * per SM come from cuOccupancyMaxActiveBlocksPerMultiprocessor, and
- * gpu_grid_for launches min(ceil(items / block), SMs * resident blocks).
+ * gpu_grid_for launches min(ceil(items / block), SMs * resident blocks)
+ * (for a block smaller than the kernel's, as many resident threads).
  *
  * Faults.  Launches are asynchronous: a kernel that faults or traps is
  * reported by the next call that waits for the stream.  gpu_launch keeps
@@ -73,8 +87,8 @@
  * microsecond of resolution); their place against the host's spans is
  * anchored at the host time of the first launch since the last wait, so
  * it is early by the time the device took to start that launch.  The
- * module load's spans (the driver's link, cuModuleLoadData) are timed
- * always, for weft_stats.
+ * module load's span (cuModuleLoadDataEx: the driver's compile and load)
+ * is timed always, for weft_stats.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -130,11 +144,7 @@ static const struct {
     SYM(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", NULL),
     SYM(cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2", NULL),
     SYM(cuMemsetD32Async, "cuMemsetD32Async", NULL),
-    SYM(cuLinkCreate, "cuLinkCreate_v2", NULL),
-    SYM(cuLinkAddData, "cuLinkAddData_v2", NULL),
-    SYM(cuLinkComplete, "cuLinkComplete", NULL),
-    SYM(cuLinkDestroy, "cuLinkDestroy", NULL),
-    SYM(cuModuleLoadData, "cuModuleLoadData", NULL),
+    SYM(cuModuleLoadDataEx, "cuModuleLoadDataEx", NULL),
     SYM(cuModuleUnload, "cuModuleUnload", NULL),
     SYM(cuModuleGetFunction, "cuModuleGetFunction", NULL),
     SYM(cuFuncGetAttribute, "cuFuncGetAttribute", NULL),
@@ -567,60 +577,12 @@ struct gpu_module {
     gpu_name *names;
 };
 
-#define LOG_MAX 4096 /* bytes of the JIT linker's error log */
+#define LOG_MAX 4096 /* bytes of the JIT compiler's error log */
 
-/* Read a little-endian integer of n bytes at p. */
-static uint64_t le(const unsigned char *p, int n)
-{
-    uint64_t v = 0;
-    for (int i = n - 1; i >= 0; i--) {
-        v = v << 8 | p[i];
-    }
-    return v;
-}
-
-/* Whether [off, off + len) lies within n bytes. */
-static bool within(uint64_t off, uint64_t len, size_t n)
-{
-    return off <= n && len <= n - off;
-}
-
-/* Whether image (n bytes) is a whole 64-bit little-endian ELF file: its
- * header, program and section header tables, and every section's and
- * segment's bytes lie within n (the driver reads a cubin without a size,
- * so a truncated cache entry must not reach it). */
-static bool cubin_whole(const unsigned char *p, size_t n)
-{
-    if (n < 64 || memcmp(p, "\177ELF", 4) != 0 || p[4] != 2 || p[5] != 1) {
-        return false;
-    }
-    uint64_t phoff = le(p + 0x20, 8), shoff = le(p + 0x28, 8);
-    uint64_t phentsize = le(p + 0x36, 2), phnum = le(p + 0x38, 2);
-    uint64_t shentsize = le(p + 0x3a, 2), shnum = le(p + 0x3c, 2);
-    if ((phnum && (phentsize < 56 || !within(phoff, phnum * phentsize, n))) ||
-        (shnum && (shentsize < 64 || !within(shoff, shnum * shentsize, n)))) {
-        return false;
-    }
-    for (uint64_t i = 0; i < phnum; i++) {
-        const unsigned char *ph = p + phoff + i * phentsize;
-        if (!within(le(ph + 0x08, 8), le(ph + 0x20, 8), n)) {
-            return false;
-        }
-    }
-    for (uint64_t i = 0; i < shnum; i++) {
-        const unsigned char *sh = p + shoff + i * shentsize;
-        bool nobits = le(sh + 0x04, 4) == 8; /* SHT_NOBITS: no file bytes */
-        if (!nobits && !within(le(sh + 0x18, 8), le(sh + 0x20, 8), n)) {
-            return false;
-        }
-    }
-    return true;
-}
-
-/* The status of a failed JIT link step, with the linker's log (newlines
+/* The status of a failed JIT compile, with the compiler's log (newlines
  * made spaces, so the message stays one line). */
-static weft_status link_fail(const char *who, const char *call, CUresult r,
-                             char *log)
+static weft_status jit_fail(const char *who, const char *call, CUresult r,
+                            char *log)
 {
     char buf[32];
     const char *name, *str;
@@ -641,18 +603,26 @@ static weft_status link_fail(const char *who, const char *call, CUresult r,
                     n ? ": " : "", log);
 }
 
-weft_status gpu_link(gpu_dev *d, const void *text, size_t n, void **cubin,
-                     size_t *cubin_n, const char *who)
+weft_status gpu_module_load(gpu_dev *d, const void *text, size_t n,
+                            int opt_level, const char *from, const char *who,
+                            gpu_module **out)
 {
-    *cubin = NULL;
-    *cubin_n = 0;
-    if (n == 0 || n == SIZE_MAX) {
-        return fe_error(WEFT_ERR_DEVICE, "%s: the kernel image is empty",
+    if (!d || !text || !out || !from) {
+        return fe_error(WEFT_ERR_NULL_ARGUMENT,
+                        "%s: gpu_module_load: a required argument is NULL",
                         who);
     }
-    /* The JIT wants the text NUL-terminated, the NUL counted. */
+    *out = NULL;
+    if (n == 0 || n == SIZE_MAX) {
+        return fe_error(WEFT_ERR_DEVICE, "%s: the kernel's PTX is empty",
+                        who);
+    }
+    /* The JIT wants the text NUL-terminated. */
     char *ptx = fe_alloc(d->ctx, n + 1);
-    if (!ptx) {
+    gpu_module *m = fe_calloc(d->ctx, sizeof *m);
+    if (!ptx || !m) {
+        fe_free(d->ctx, ptx, n + 1);
+        fe_free(d->ctx, m, sizeof *m);
         return fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
     }
     memcpy(ptx, text, n);
@@ -660,9 +630,6 @@ weft_status gpu_link(gpu_dev *d, const void *text, size_t n, void **cubin,
     /* d's lock is not taken: only this thread's context stack is touched,
      * and failures name no kernel (gpu_cu_fail without d) */
     weft_status st = WEFT_OK;
-    CUlinkState link = NULL;
-    void *bin = NULL, *copy = NULL;
-    size_t bin_n = 0;
     char log[LOG_MAX];
     log[0] = '\0';
     uint64_t t0 = fe_clock_ns();
@@ -670,113 +637,46 @@ weft_status gpu_link(gpu_dev *d, const void *text, size_t n, void **cubin,
     if (r != CUDA_SUCCESS) {
         st = gpu_cu_fail(NULL, who, "cuCtxPushCurrent", r, __FILE__, __LINE__);
         fe_free(d->ctx, ptx, n + 1);
+        fe_free(d->ctx, m, sizeof *m);
         return st;
     }
-    /* CU_JIT_SPLIT_COMPILE 0: the compiler's optimisations on as many
-     * threads as the machine has (bench/gpu/link_probe.c: n-body's fold of
-     * three large entries 170 -> 120 ms, one-entry kernels about the same;
-     * the code differs in its schedule, not in its number of instructions,
-     * within 0.5%); a driver that does not know the option refuses it, and
-     * the link goes without it. */
-    CUjit_option opt[3] = {CU_JIT_ERROR_LOG_BUFFER,
-                           CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-                           CU_JIT_SPLIT_COMPILE};
-    void *val[3] = {log, (void *)(uintptr_t)LOG_MAX, (void *)0};
-    r = gpu_call(d)->cuLinkCreate(3, opt, val, &link);
+    /* CU_JIT_WALL_TIME is an output: the driver writes the compile's
+     * milliseconds, a float, into its own value slot (0 when its cache
+     * had the code).  CU_JIT_SPLIT_COMPILE 0 (last): the compiler's
+     * optimisations on as many threads as the machine has, which a driver
+     * that does not know the option refuses; the load then goes without
+     * it. */
+    CUjit_option opt[5] = {CU_JIT_WALL_TIME, CU_JIT_ERROR_LOG_BUFFER,
+                           CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void *val[5] = {NULL, log, (void *)(uintptr_t)LOG_MAX};
+    unsigned nopt = 3;
+    if (opt_level >= 0 && opt_level <= 4) {
+        opt[nopt] = CU_JIT_OPTIMIZATION_LEVEL;
+        val[nopt++] = (void *)(uintptr_t)opt_level;
+    }
+    opt[nopt] = CU_JIT_SPLIT_COMPILE;
+    val[nopt++] = (void *)(uintptr_t)0;
+    r = gpu_call(d)->cuModuleLoadDataEx(&m->mod, ptx, nopt, opt, val);
     if (r == CUDA_ERROR_INVALID_VALUE) {
-        r = gpu_call(d)->cuLinkCreate(2, opt, val, &link);
+        log[0] = '\0';
+        val[0] = NULL;
+        r = gpu_call(d)->cuModuleLoadDataEx(&m->mod, ptx, nopt - 1, opt, val);
     }
     if (r != CUDA_SUCCESS) {
-        st = gpu_cu_fail(NULL, who, "cuLinkCreate", r, __FILE__, __LINE__);
-        link = NULL;
-        goto cleanup;
-    }
-    r = gpu_call(d)->cuLinkAddData(link, CU_JIT_INPUT_PTX, ptx, n + 1,
-                                   "weft.ptx", 0, NULL, NULL);
-    if (r != CUDA_SUCCESS) {
-        st = link_fail(who, "cuLinkAddData", r, log);
-        goto cleanup;
-    }
-    r = gpu_call(d)->cuLinkComplete(link, &bin, &bin_n);
-    if (r != CUDA_SUCCESS) {
-        st = link_fail(who, "cuLinkComplete", r, log);
-        goto cleanup;
-    }
-    /* the cubin belongs to the link state: copied before it goes */
-    copy = fe_alloc(d->ctx, bin_n);
-    if (!copy) {
-        st = fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
-        goto cleanup;
-    }
-    memcpy(copy, bin, bin_n);
-    *cubin = copy;
-    *cubin_n = bin_n;
-    fe_phase_end(d->ctx, FE_PHASE_DRIVER_LINK, t0, "cuda.link",
-                 "\"ptx_bytes\":%zu,\"cubin_bytes\":%zu", n, bin_n);
-cleanup:
-    if (link) {
-        gpu_call(d)->cuLinkDestroy(link);
+        st = jit_fail(who, "cuModuleLoadDataEx", r, log);
+        m->mod = NULL;
+    } else {
+        float jit_ms = 0;
+        memcpy(&jit_ms, &val[0], sizeof jit_ms);
+        fe_phase_end(d->ctx, FE_PHASE_DRIVER_LINK, t0, "cuda.module_load",
+                     "\"ptx_bytes\":%zu,\"from\":\"%s\",\"opt_level\":%d,"
+                     "\"jit_ms\":%.3f",
+                     n, from, opt_level >= 0 && opt_level <= 4 ? opt_level : 4,
+                     (double)jit_ms);
     }
     CUcontext popped;
     gpu_call(d)->cuCtxPopCurrent(&popped);
     fe_free(d->ctx, ptx, n + 1);
-    return st;
-}
-
-weft_status gpu_module_load(gpu_dev *d, const void *image, size_t n,
-                            bool is_ptx, void **cubin, size_t *cubin_n,
-                            const char *who, gpu_module **out)
-{
-    if (!d || !image || !out || (cubin && !cubin_n)) {
-        return fe_error(WEFT_ERR_NULL_ARGUMENT,
-                        "%s: gpu_module_load: a required argument is NULL",
-                        who);
-    }
-    *out = NULL;
-    if (cubin) {
-        *cubin = NULL;
-        *cubin_n = 0;
-    }
-    if (n == 0 || n == SIZE_MAX) {
-        return fe_error(WEFT_ERR_DEVICE, "%s: the kernel image is empty",
-                        who);
-    }
-    void *bin = NULL;
-    size_t bin_n = 0;
-    if (is_ptx) {
-        weft_status st = gpu_link(d, image, n, &bin, &bin_n, who);
-        if (st != WEFT_OK) {
-            return st;
-        }
-        image = bin;
-        n = bin_n;
-    } else if (!cubin_whole(image, n)) {
-        return fe_error(WEFT_ERR_DEVICE,
-                        "%s: the cubin (%zu bytes) is not a whole ELF image",
-                        who, n);
-    }
-    gpu_module *m = fe_calloc(d->ctx, sizeof *m);
-    weft_status st = m ? gpu_enter(d, who)
-                       : fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory",
-                                  who);
-    if (st != WEFT_OK) {
-        fe_free(d->ctx, m, sizeof *m);
-        fe_free(d->ctx, bin, bin_n);
-        return st;
-    }
-    uint64_t t0 = fe_clock_ns();
-    GPU_CU(d, who, cuModuleLoadData, &m->mod, image);
-    fe_phase_end(d->ctx, FE_PHASE_DRIVER_LINK, t0, "cuda.module_load",
-                 "\"cubin_bytes\":%zu,\"from\":\"%s\"", n,
-                 is_ptx ? "link" : "disk cache");
-cleanup:
-    gpu_leave(d);
-    if (st == WEFT_OK && cubin && bin) {
-        *cubin = bin; /* the caller's now */
-        *cubin_n = bin_n;
-    } else {
-        fe_free(d->ctx, bin, bin_n);
-    }
     if (st != WEFT_OK) {
         fe_free(d->ctx, m, sizeof *m);
         return st;
@@ -859,6 +759,8 @@ weft_status gpu_module_fn(gpu_dev *d, gpu_module *m, const char *name,
     }
     GPU_CU(d, who, cuOccupancyMaxActiveBlocksPerMultiprocessor, &per_sm, f,
            block, (size_t)shared_per_thread * (size_t)block);
+    GPU_CU(d, who, cuFuncGetAttribute, &out->regs, CU_FUNC_ATTRIBUTE_NUM_REGS,
+           f);
     gpu_name *copy = NULL;
     for (gpu_name *nm = m->names; nm; nm = nm->next) {
         if (strcmp(nm->s, name) == 0) {
@@ -921,8 +823,8 @@ static void timed_flush(gpu_dev *d, bool done)
         fe_trace_event(d->ctx, tid, first->host_ns + (uint64_t)(off * 1e6),
                        (uint64_t)(ms * 1e6), "device", "kernel.device",
                        "\"fn\":\"%s\",\"grid\":%u,\"block\":%d,"
-                       "\"device_us\":%.3f",
-                       t->name, t->grid, t->block, ms * 1e3);
+                       "\"regs\":%d,\"device_us\":%.3f",
+                       t->name, t->grid, t->block, t->regs, ms * 1e3);
     }
     d->ntimed = 0;
 }
@@ -950,6 +852,7 @@ static gpu_timed *timed_slot(gpu_dev *d, const gpu_fn *f, unsigned grid,
     }
     t->host_ns = fe_clock_ns();
     t->name = f->name;
+    t->regs = f->regs;
     t->grid = grid;
     t->block = block;
     return t;
@@ -1018,15 +921,19 @@ weft_status gpu_launch(gpu_dev *d, const gpu_fn *f, unsigned grid, int block,
     return st;
 }
 
-unsigned gpu_grid_for(const gpu_dev *d, const gpu_fn *f, int64_t items)
+unsigned gpu_grid_for(const gpu_dev *d, const gpu_fn *f, int block,
+                      int64_t items)
 {
     if (items <= 0) {
         return 0;
     }
-    uint64_t block = f->block > 0 ? (uint64_t)f->block : 1;
-    uint64_t want = ((uint64_t)items + block - 1) / block;
-    uint64_t cap = (uint64_t)d->sms *
-                   (uint64_t)(f->blocks_per_sm > 0 ? f->blocks_per_sm : 1);
+    uint64_t fb = f->block > 0 ? (uint64_t)f->block : 1;
+    uint64_t b = block > 0 ? (uint64_t)block : fb;
+    uint64_t want = ((uint64_t)items + b - 1) / b;
+    /* resident blocks of b threads: as many threads per SM as of f's */
+    uint64_t per_sm = (uint64_t)(f->blocks_per_sm > 0 ? f->blocks_per_sm : 1);
+    per_sm = b < fb ? per_sm * fb / b : per_sm;
+    uint64_t cap = (uint64_t)d->sms * (per_sm > 0 ? per_sm : 1);
     uint64_t grid = want < cap ? want : cap;
     return grid > 0 ? (unsigned)grid : 1;
 }

@@ -7,7 +7,7 @@
  *
  * Numeric constants are those of cuda.h (CUDA 11 to 13; none of them has
  * changed since it was introduced): CUresult codes, CUdevice_attribute,
- * CUfunction_attribute, CUjit_option, CUjitInputType and the stream flag.
+ * CUfunction_attribute, CUjit_option and the stream flag.
  */
 #ifndef WEFT_GPU_DRIVER_H
 #define WEFT_GPU_DRIVER_H
@@ -25,10 +25,8 @@ typedef struct CUctx_st *CUcontext;
 typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
-typedef struct CUlinkState_st *CUlinkState;
 typedef struct CUevent_st *CUevent;
 typedef int CUjit_option;
-typedef int CUjitInputType;
 typedef int CUdevice_attribute;
 typedef int CUfunction_attribute;
 typedef size_t (*CUoccupancyB2DSize)(int block);
@@ -65,17 +63,16 @@ enum {
 enum {
     CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0,
     CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1,
+    CU_FUNC_ATTRIBUTE_NUM_REGS = 4,
 };
 
 enum {
-    CU_JIT_INFO_LOG_BUFFER = 3,
-    CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4,
+    CU_JIT_WALL_TIME = 2, /* an output: a float of ms in its value slot */
     CU_JIT_ERROR_LOG_BUFFER = 5,
     CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
+    CU_JIT_OPTIMIZATION_LEVEL = 7, /* 0 to 4, 4 the default */
     CU_JIT_SPLIT_COMPILE = 34, /* newer drivers only (cuda.c) */
 };
-
-enum { CU_JIT_INPUT_CUBIN = 0, CU_JIT_INPUT_PTX = 1 };
 
 enum { CU_STREAM_NON_BLOCKING = 1 };
 
@@ -122,14 +119,9 @@ typedef struct gpu_driver {
                                   size_t bytes, CUstream s);
     CUresult (*cuMemsetD32Async)(CUdeviceptr dst, unsigned v, size_t n,
                                  CUstream s);
-    CUresult (*cuLinkCreate)(unsigned nopt, CUjit_option *opt, void **vals,
-                             CUlinkState *out);
-    CUresult (*cuLinkAddData)(CUlinkState st, CUjitInputType type, void *data,
-                              size_t bytes, const char *name, unsigned nopt,
-                              CUjit_option *opt, void **vals);
-    CUresult (*cuLinkComplete)(CUlinkState st, void **cubin, size_t *bytes);
-    CUresult (*cuLinkDestroy)(CUlinkState st);
-    CUresult (*cuModuleLoadData)(CUmodule *m, const void *image);
+    CUresult (*cuModuleLoadDataEx)(CUmodule *m, const void *image,
+                                   unsigned nopt, CUjit_option *opt,
+                                   void **vals);
     CUresult (*cuModuleUnload)(CUmodule m);
     CUresult (*cuModuleGetFunction)(CUfunction *f, CUmodule m,
                                     const char *name);
@@ -171,6 +163,7 @@ typedef struct gpu_timed {
     const char *name;       /* the kernel function's (its module's copy) */
     unsigned grid;
     int block;
+    int regs;               /* the kernel's registers per thread */
 } gpu_timed;
 
 typedef struct gpu_block gpu_block;   /* a pooled device block (mem.c) */
@@ -234,7 +227,7 @@ struct gpu_dev {
  * driver (weft_stats.driver_calls). */
 static inline const gpu_driver *gpu_call(gpu_dev *d)
 {
-    if (d) { /* atomic: gpu_link calls without d's lock */
+    if (d) { /* atomic: gpu_module_load calls without d's lock */
         __atomic_fetch_add(&d->calls, 1, __ATOMIC_RELAXED);
     }
     return &gpu_drv;

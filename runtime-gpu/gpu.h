@@ -10,7 +10,7 @@
  *
  *   cuda.c     the driver table (dlopen, dlsym of the _v2 entry points),
  *              the device and its primary context, the stream, modules
- *              (PTX linked to a cubin with cuLink*, cubins loaded),
+ *              (PTX compiled and loaded by cuModuleLoadDataEx),
  *              kernel functions with their occupancy, launches, syncs;
  *   mem.c      device memory: a pool of freed blocks by size class, the
  *              mirror of host arrays (lib/fe.h fe_mirror_ops: upload on
@@ -44,6 +44,7 @@ typedef struct gpu_fn {
     const char *name;    /* points into the module's copy */
     int block;           /* threads per block from the occupancy API */
     int blocks_per_sm;   /* resident blocks of that size per SM */
+    int regs;            /* registers per thread (for traces) */
 } gpu_fn;
 
 /* Open device `ordinal` (< 0: $WEFT_DEVICE, else 0) of the driver:
@@ -96,27 +97,19 @@ weft_status gpu_enter(gpu_dev *d, const char *who);
 /* Undo gpu_enter: the outermost pops d's context if it pushed it; unlock. */
 void gpu_leave(gpu_dev *d);
 
-/* Load a module from a PTX text (is_ptx, n bytes, not necessarily
- * NUL-terminated) or a cubin image.  PTX is linked to a cubin by the
- * driver (cuLinkCreate / cuLinkAddData / cuLinkComplete, for the device's
- * own architecture); when cubin is not NULL a copy of the cubin is stored
- * there (fe_alloc'd with ctx's allocator, *cubin_n bytes; the caller frees
- * it with fe_free) so that the caller can cache it on disk.  Errors:
- * WEFT_ERR_DEVICE with the linker's error log in the message,
- * WEFT_ERR_OUT_OF_MEMORY.  `who` prefixes messages. */
-weft_status gpu_module_load(gpu_dev *d, const void *image, size_t n,
-                            bool is_ptx, void **cubin, size_t *cubin_n,
-                            const char *who, gpu_module **out);
+/* Compile PTX text (n bytes, not necessarily NUL-terminated) as a whole
+ * program for d's device and load it (cuModuleLoadDataEx; the driver's
+ * own cache of compiled PTX may answer).  opt_level: the compiler's
+ * optimisation level, 0 to 4 (4 the driver's default); any other value
+ * gives the default.  `from` ("llvm", "disk cache") only labels the
+ * trace span.  Any thread may call it, also while another holds d's lock
+ * (it takes none, so that the kernels of one program compile in
+ * parallel).  Errors: WEFT_ERR_DEVICE with the compiler's error log in
+ * the message, WEFT_ERR_OUT_OF_MEMORY.  `who` prefixes messages. */
+weft_status gpu_module_load(gpu_dev *d, const void *ptx, size_t n,
+                            int opt_level, const char *from, const char *who,
+                            gpu_module **out);
 void gpu_module_free(gpu_dev *d, gpu_module *m);
-/* Link PTX text (n bytes, not necessarily NUL-terminated) to a cubin for
- * d's device, as gpu_module_load does, without loading it: *cubin gets a
- * copy (fe_alloc'd with d's allocator, *cubin_n bytes; the caller frees
- * it with fe_free).  Any thread may call it, also while another holds
- * d's lock (it takes none: the driver's JIT runs in several threads at
- * once, so that the kernels of one program link in parallel).  Errors as
- * gpu_module_load's. */
-weft_status gpu_link(gpu_dev *d, const void *ptx, size_t n, void **cubin,
-                     size_t *cubin_n, const char *who);
 /* Kernel `name` of m, with its occupancy-derived block size (for dynamic
  * shared memory of `shared_per_thread` bytes per thread; 0 for none), at
  * most block_max threads (0: no limit but the device's).
@@ -132,10 +125,12 @@ weft_status gpu_module_fn(gpu_dev *d, gpu_module *m, const char *name,
  * WEFT_ERR_INVALID_ARGUMENT (grid or block out of range). */
 weft_status gpu_launch(gpu_dev *d, const gpu_fn *f, unsigned grid, int block,
                        unsigned shared, void **params, const char *who);
-/* Blocks to launch for `items` independent pieces of work, one per thread
- * with a grid-stride loop: at most f's resident blocks on every SM, at
- * least 1 (0 when items is 0). */
-unsigned gpu_grid_for(const gpu_dev *d, const gpu_fn *f, int64_t items);
+/* Blocks of `block` threads (<= 0: f->block) to launch for `items`
+ * independent pieces of work, one per thread with a grid-stride loop: at
+ * most f's resident blocks on every SM (for a smaller block, as many
+ * resident threads), at least 1 (0 when items is 0). */
+unsigned gpu_grid_for(const gpu_dev *d, const gpu_fn *f, int block,
+                      int64_t items);
 /* Wait for the stream; report a kernel fault or trap as WEFT_ERR_DEVICE
  * naming the kernels launched since the last sync.  After a sticky fault
  * (illegal address) the context is unusable and every later call fails
@@ -181,6 +176,14 @@ weft_status gpu_upload(gpu_dev *d, uint64_t dst, const void *src,
                        size_t bytes, const char *who);
 weft_status gpu_download(gpu_dev *d, void *dst, uint64_t src, size_t bytes,
                          const char *who);
+/* Read the 8-byte word at device address src (a kernel's error word) into
+ * *word, waiting for the stream; in the same wait, outs[0 .. nout) (at
+ * most 4; NULL entries skipped) whose device copies on d are newer than
+ * their host copies come to the host too when they take a few KiB in all
+ * (a small result read right after its run then costs nothing more).
+ * Errors as gpu_download. */
+weft_status gpu_read_word(gpu_dev *d, uint64_t src, int64_t *word,
+                          weft_array *const *outs, int nout, const char *who);
 weft_status gpu_copy(gpu_dev *d, uint64_t dst, uint64_t src, size_t bytes,
                      const char *who);
 weft_status gpu_memset32(gpu_dev *d, uint64_t dst, uint32_t v, size_t n,

@@ -1,7 +1,7 @@
 /*
  * runtime/disk.c: the disk cache of compiled kernels, for every compiled
- * backend: CPU object files (<key>.o) and GPU cubins (<key>.cubin) side by
- * side in one directory.
+ * backend: CPU object files (<key>.o) and GPU kernels' PTX (<key>.ptx)
+ * side by side in one directory.
  *
  * One file per kernel, named by its key: <dir>/<64 hex digits><ext>.  The
  * key already covers the kernel, the target (triple, CPU, features, or the
@@ -9,7 +9,8 @@
  * entry is valid wherever its name matches.  A file is
  *
  *     magic "WEFTOBJ1" | u32 ABI version | u32 header bytes | key[32] |
- *     u64 payload bytes | blake3(payload)[32] | payload (an ELF object)
+ *     u64 payload bytes | blake3(payload)[32] | payload (an ELF object,
+ *     or PTX text)
  *
  * in host byte order (a cache is not shared between machines of different
  * byte order: the key's triple differs anyway).  Writers write a temporary
@@ -325,7 +326,8 @@ static bool is_entry_name(const char *s)
             return false;
         }
     }
-    return strcmp(s + 64, ".o") == 0 || strcmp(s + 64, ".cubin") == 0;
+    return strcmp(s + 64, ".o") == 0 || strcmp(s + 64, ".ptx") == 0 ||
+           strcmp(s + 64, ".cubin") == 0; /* an older weft's GPU kernels */
 }
 
 static int older_first(const void *a, const void *b)

@@ -549,6 +549,10 @@ weft_status rt_exec_fold(job *j)
     }
     j->auxval[1].i = C;
     bool by_chunks = C > 1 || chunks_only;
+    /* every partial is written before it is read; the last block puts
+     * its ticket back to zero (skeletons-ir/ptx/fold.c) */
+    j->aux_start[0] = RT_AUX_ANY;
+    j->aux_start[2] = RT_AUX_KEPT_ZERO;
     if ((s = rt_job_aux(j, 0, t->type, by_chunks && C > 0 ? rows * C : 1,
                         false)) != WEFT_OK ||
         (last_block &&

@@ -46,7 +46,7 @@ typedef struct rt_disk {
     char *dir;              /* fe_alloc'd, no trailing slash */
     size_t dir_len;
     uint64_t max_bytes;
-    const char *ext;        /* ".o" (CPU objects), ".cubin" (GPU) */
+    const char *ext;        /* ".o" (CPU objects), ".ptx" (GPU) */
     char note[256];         /* the directory, or why the cache is off */
 } rt_disk;
 
@@ -137,6 +137,19 @@ typedef struct rt_ops {
 #define RT_MAX_LEAVES 64
 #define RT_WBUF 64 /* words of an argument block kept in the job itself */
 
+/* How an auxiliary array that is not host_filled must start (rt_job's
+ * aux_start, which a driver sets before rt_job_aux).  A backend may do
+ * the cheaper thing the weaker kinds allow (the GPU: no memset per run)
+ * or simply zero. */
+enum {
+    RT_AUX_ZERO = 0,  /* zeroed (the default) */
+    RT_AUX_ANY,       /* any contents: the kernel writes every element
+                         before it reads it */
+    RT_AUX_KEPT_ZERO, /* zeroed, and the kernel puts it back to zero
+                         before it ends (a fold's ticket word), so memory
+                         that such a kernel left zero serves as it is */
+};
+
 /* One run of one kernel, as the drivers (exec_*.c) see it.  rt_exec has
  * evaluated the operands into kid[] (arrays) and val[] (scalars) before
  * the driver runs; the driver allocates out[] and aux[] (rt_job_out,
@@ -165,6 +178,7 @@ struct rt_job {
     int variant;               /* 0: equal-shapes entries; 1: general */
     void *be_job;              /* the backend's per-job state */
     fe_cancel *cancel;         /* the run's cancellation (may be NULL) */
+    unsigned char aux_start[8]; /* how aux[a] must start: RT_AUX_* */
 };
 
 /* Run kernel k of operation k->op inside the interpreter's walk ix with

@@ -169,8 +169,12 @@ bool sk_ptx_wide(const sk_kernel *k);
  * 1024, whose 64 blocks leave 68 of 132 SMs idle), else 64.  A larger
  * block beats a smaller one once the grid fills the device (measured on
  * an H200: Mandelbrot 2.17 ms in blocks of 640, 2.32 in blocks of 256).
- * For runtime-gpu's launches (not yet called there: see docs/DESIGN.md). */
+ * runtime-gpu takes it for every grid-stride entry. */
 int sk_ptx_launch_block(int block, int64_t items, int sms);
+/* Whether the work per element of k's grid-stride entries varies (a while
+ * loop in its operation or fused producers): runtime-gpu then launches a
+ * thread per chunk rather than a persistent grid (ptx/target.c). */
+bool sk_ptx_uneven(const sk_kernel *k);
 
 /* The skeleton of operation t on target tg, or NULL (the interpreter runs
  * it). */

@@ -16,9 +16,10 @@
  * after a kernel output, re-upload after a host write, wrapped arrays);
  * eviction under a test limit of three arrays (the evicted arrays' device
  * contents reach the host); WEFT_ERR_OUT_OF_MEMORY when everything is
- * pinned; hand-written PTX linked, launched and checked, its cubin loaded
- * again, a grid-stride kernel over a million elements, a PTX syntax error
- * with the linker's log in the message; and, last, a kernel that traps:
+ * pinned; hand-written PTX compiled and loaded, launched and checked,
+ * loaded again at each optimisation level, a grid-stride kernel over a
+ * million elements, a PTX syntax error with the compiler's log in the
+ * message; and, last, a kernel that traps:
  * gpu_sync names it, later calls fail with WEFT_ERR_DEVICE, and (with
  * today's drivers, where no reset brings the device back within the
  * process) so does a new gpu_dev_open, saying why.
@@ -480,37 +481,46 @@ START_TEST(ptx_module)
 {
     gpu_dev *d = open_dev(NULL);
     gpu_module *m = NULL, *m2 = NULL;
-    void *cubin = NULL;
-    size_t cubin_n = 0;
-    TU_OK(gpu_module_load(d, ptx_ok, strlen(ptx_ok), true, &cubin, &cubin_n,
-                          WHO, &m));
-    ck_assert_ptr_nonnull(cubin);
-    ck_assert_uint_gt(cubin_n, 64);
-    ck_assert_mem_eq(cubin, "\177ELF", 4);
+    /* the text without its NUL: gpu_module_load adds one */
+    TU_OK(gpu_module_load(d, ptx_ok, strlen(ptx_ok), -1, "test", WHO, &m));
     uint64_t p = 0;
     size_t n = 1000003; /* elements for weft_iota */
     TU_OK(gpu_mem_alloc(d, n * 4, &p, WHO));
     store_and_check(d, m, p);
 
-    /* The cubin loads again without the JIT; a truncated one is refused. */
-    TU_OK(gpu_module_load(d, cubin, cubin_n, false, NULL, NULL, WHO, &m2));
-    store_and_check(d, m2, p + 4);
+    /* The same PTX again (the driver's cache may answer), at every
+     * optimisation level; levels out of range give the default. */
+    for (int level = -1; level <= 5; level++) {
+        gpu_module *mo = NULL;
+        TU_OK(gpu_module_load(d, ptx_ok, strlen(ptx_ok), level, "test", WHO,
+                              &mo));
+        store_and_check(d, mo, p + 4);
+        gpu_module_free(d, mo);
+    }
+    TU_OK(gpu_module_load(d, ptx_ok, strlen(ptx_ok), 4, "test", WHO, &m2));
     gpu_module *m3 = (gpu_module *)d;
     TU_STATUS(WEFT_ERR_DEVICE,
-              gpu_module_load(d, cubin, cubin_n / 2, false, NULL, NULL, WHO,
-                              &m3));
+              gpu_module_load(d, ptx_ok, 0, -1, "test", WHO, &m3));
     ck_assert_ptr_null(m3);
 
     /* A grid-stride kernel over a million elements, grid from
      * gpu_grid_for. */
     gpu_fn f;
     TU_OK(gpu_module_fn(d, m2, "weft_iota", 0, 0, &f));
+    ck_assert_int_ge(f.regs, 1); /* the driver's count */
+    ck_assert_int_le(f.regs, 255);
     unsigned cap = (unsigned)(gpu_dev_sms(d) * f.blocks_per_sm);
-    ck_assert_uint_eq(gpu_grid_for(d, &f, 0), 0);
-    ck_assert_uint_eq(gpu_grid_for(d, &f, 1), 1);
-    ck_assert_uint_eq(gpu_grid_for(d, &f, (int64_t)f.block + 1), 2);
-    ck_assert_uint_eq(gpu_grid_for(d, &f, (int64_t)1 << 40), cap);
-    unsigned grid = gpu_grid_for(d, &f, (int64_t)n);
+    ck_assert_uint_eq(gpu_grid_for(d, &f, 0, 0), 0);
+    ck_assert_uint_eq(gpu_grid_for(d, &f, 0, 1), 1);
+    ck_assert_uint_eq(gpu_grid_for(d, &f, 0, (int64_t)f.block + 1), 2);
+    ck_assert_uint_eq(gpu_grid_for(d, &f, 0, (int64_t)1 << 40), cap);
+    /* a smaller block: more blocks, as many resident threads */
+    if (f.block >= 64) {
+        ck_assert_uint_eq(gpu_grid_for(d, &f, f.block / 2, (int64_t)1 << 40),
+                          2 * cap);
+        ck_assert_uint_eq(gpu_grid_for(d, &f, f.block / 2, f.block), 2);
+    }
+    unsigned grid = gpu_grid_for(d, &f, 0, (int64_t)n);
     ck_assert_uint_ge(grid, 1);
     ck_assert_uint_le(grid, cap);
     unsigned long long arg_p = p;
@@ -546,7 +556,6 @@ START_TEST(ptx_module)
     gpu_module_free(d, m);
     gpu_module_free(d, m2);
     gpu_module_free(d, NULL);
-    fe_free(NULL, cubin, cubin_n);
     gpu_dev_close(d);
 }
 END_TEST
@@ -555,17 +564,13 @@ START_TEST(ptx_syntax_error)
 {
     gpu_dev *d = open_dev(NULL);
     gpu_module *m = (gpu_module *)d;
-    void *cubin = d;
-    size_t cubin_n = 1;
     TU_STATUS(WEFT_ERR_DEVICE, gpu_module_load(d, ptx_bad, strlen(ptx_bad),
-                                               true, &cubin, &cubin_n, WHO,
-                                               &m));
+                                               -1, "test", WHO, &m));
     ck_assert_ptr_null(m);
-    ck_assert_ptr_null(cubin);
     const char *msg = weft_last_error();
     printf("test_gpu_runtime: PTX error: %s\n", msg);
-    ck_assert_msg(strncmp(msg, "weft_run: cuLinkAddData: ", 25) == 0, "%s",
-                  msg);
+    ck_assert_msg(strncmp(msg, "weft_run: cuModuleLoadDataEx: ", 30) == 0,
+                  "%s", msg);
     ck_assert_msg(strstr(msg, "frobnicate") || strstr(msg, "line"), "%s",
                   msg);
     ck_assert_ptr_null(strchr(msg, '\n'));
@@ -590,8 +595,8 @@ START_TEST(trap_names_the_kernel)
 {
     gpu_dev *d = open_dev(NULL);
     gpu_module *m = NULL;
-    TU_OK(gpu_module_load(d, ptx_trap, strlen(ptx_trap), true, NULL, NULL,
-                          WHO, &m));
+    TU_OK(gpu_module_load(d, ptx_trap, strlen(ptx_trap), -1, "test", WHO,
+                          &m));
     gpu_fn f;
     TU_OK(gpu_module_fn(d, m, "weft_trap", 0, 0, &f));
     TU_OK(gpu_launch(d, &f, 1, 32, 0, NULL, WHO));

@@ -10,23 +10,26 @@
  * over REPS tries of:
  *
  *   link        cuLinkCreate + cuLinkAddData + cuLinkComplete, with the
- *               error log buffer (what weft does today), then
+ *               error log buffer (relocatable code, like ptxas -c: what
+ *               weft did before it loaded PTX whole), then
  *               cuModuleLoadData of the cubin
- *   link-nolog  the same without log buffers
- *   link-O0..4  with CU_JIT_OPTIMIZATION_LEVEL n (4 is the default)
- *   link-ctx    with CU_JIT_TARGET_FROM_CUCONTEXT
  *   link-split  with CU_JIT_SPLIT_COMPILE 0 (the compiler's threads)
- *   load        cuModuleLoadData of the PTX itself
+ *   link-O1     with CU_JIT_OPTIMIZATION_LEVEL 1 (4 is the default)
+ *   load        cuModuleLoadData of the PTX itself (a whole program)
  *   loadex      cuModuleLoadDataEx of the PTX, no options
- *   cubin       cuModuleLoadData of the cubin link made (what weft's disk
- *               cache costs)
+ *   loadex-weft with the error log and CU_JIT_SPLIT_COMPILE 0: what weft
+ *               does (runtime-gpu/cuda.c)
+ *   loadex-O0..3  the same with CU_JIT_OPTIMIZATION_LEVEL n
+ *   loadex-nosplit  the error log, no split
+ *   cubin       cuModuleLoadData of the cubin link made
  *
- * and the driver's own measure of the compile (CU_JIT_WALL_TIME, ms).
+ * and the driver's own measure of the compile (CU_JIT_WALL_TIME, ms), then
+ * the registers per thread of each entry, linked against loaded whole.
  * Before all that it times the very first link of the process (the driver
  * loads its PTX compiler then), split into its three calls.  Last, the
  * parallel test: every file linked once in each of T threads at the same
- * time, against the same work done one after another, to see whether the
- * driver's JIT runs concurrently.
+ * time (the way weft loads PTX), against the same work done one after
+ * another, to see whether the driver's JIT runs concurrently.
  *
  * Build and run (on the GPU machine):
  *   gcc -O2 -std=c17 bench/gpu/link_probe.c -o link_probe -ldl -lpthread
@@ -63,6 +66,7 @@ typedef int CUdevice;
 typedef struct CUctx_st *CUcontext;
 typedef struct CUmod_st *CUmodule;
 typedef struct CUlinkState_st *CUlinkState;
+typedef struct CUfunc_st *CUfunction;
 
 enum {
     CU_JIT_WALL_TIME = 2,
@@ -87,6 +91,8 @@ static struct {
     CUresult (*load)(CUmodule *, const void *);
     CUresult (*load_ex)(CUmodule *, const void *, unsigned, int *, void **);
     CUresult (*unload)(CUmodule);
+    CUresult (*get_function)(CUfunction *, CUmodule, const char *);
+    CUresult (*func_attribute)(int *, int, CUfunction);
     CUresult (*error_name)(CUresult, const char **);
 } cu;
 
@@ -139,6 +145,8 @@ static void open_driver(void)
     *(void **)&cu.load = sym(h, "cuModuleLoadData");
     *(void **)&cu.load_ex = sym(h, "cuModuleLoadDataEx");
     *(void **)&cu.unload = sym(h, "cuModuleUnload");
+    *(void **)&cu.get_function = sym(h, "cuModuleGetFunction");
+    *(void **)&cu.func_attribute = sym(h, "cuFuncGetAttribute");
     *(void **)&cu.error_name = sym(h, "cuGetErrorName");
     CUdevice dev;
     check(cu.init(0), "cuInit");
@@ -147,10 +155,14 @@ static void open_driver(void)
     check(cu.set_current(context), "cuCtxSetCurrent");
 }
 
+#define MAX_ENTRIES 8
+
 typedef struct ptx {
     const char *path;
     char *text;
     size_t n; /* with the NUL */
+    int nentry;
+    char entry[MAX_ENTRIES][96]; /* the .entry names */
 } ptx;
 
 static void read_ptx(const char *path, ptx *p)
@@ -172,6 +184,29 @@ static void read_ptx(const char *path, ptx *p)
     p->text[n] = '\0';
     p->n = (size_t)n + 1;
     p->path = path;
+    p->nentry = 0;
+    for (const char *q = p->text; (q = strstr(q, ".entry ")) != NULL &&
+                                  p->nentry < MAX_ENTRIES;) {
+        q += 7;
+        size_t len = strcspn(q, "( \n");
+        if (len < sizeof p->entry[0]) {
+            memcpy(p->entry[p->nentry], q, len);
+            p->entry[p->nentry++][len] = '\0';
+        }
+    }
+}
+
+/* The registers per thread of each entry of p in module m (regs[i]). */
+static void entry_regs(const ptx *p, CUmodule m, int *regs)
+{
+    for (int i = 0; i < p->nentry; i++) {
+        CUfunction f;
+        regs[i] = -1;
+        if (cu.get_function(&f, m, p->entry[i]) == 0) {
+            cu.func_attribute(&regs[i], 4 /* CU_FUNC_ATTRIBUTE_NUM_REGS */,
+                              f);
+        }
+    }
 }
 
 /* One way to turn PTX into a loaded module. */
@@ -187,16 +222,16 @@ typedef struct how {
 
 static const how hows[] = {
     {"link", LINK, true, -1, false, false},
-    {"link-nolog", LINK, false, -1, false, false},
-    {"link-O0", LINK, false, 0, false, false},
+    {"link-split", LINK, true, -1, false, true},
     {"link-O1", LINK, false, 1, false, false},
-    {"link-O2", LINK, false, 2, false, false},
-    {"link-O3", LINK, false, 3, false, false},
-    {"link-O4", LINK, false, 4, false, false},
-    {"link-ctx", LINK, false, -1, true, false},
-    {"link-split", LINK, false, -1, false, true},
     {"load", LOAD, false, -1, false, false},
     {"loadex", LOADEX, false, -1, false, false},
+    {"loadex-weft", LOADEX, true, -1, false, true},
+    {"loadex-O0", LOADEX, true, 0, false, true},
+    {"loadex-O1", LOADEX, true, 1, false, true},
+    {"loadex-O2", LOADEX, true, 2, false, true},
+    {"loadex-O3", LOADEX, true, 3, false, true},
+    {"loadex-nosplit", LOADEX, true, -1, false, false},
 };
 #define NHOW (int)(sizeof hows / sizeof hows[0])
 
@@ -235,7 +270,7 @@ static unsigned options(const how *h, int *opt, void **val, char *log,
  * the load in ms[0]), ms[3] the load of the cubin, *wall the driver's own
  * compile time.  *cubin (if not NULL) gets a copy of the cubin. */
 static void make(const ptx *p, const how *h, double *ms, float *wall,
-                 void **cubin, size_t *cubin_n)
+                 void **cubin, size_t *cubin_n, int *regs)
 {
     int opt[8];
     void *val[8];
@@ -284,6 +319,9 @@ static void make(const ptx *p, const how *h, double *ms, float *wall,
     }
     memcpy(&w, &val[0], sizeof w);
     *wall = w;
+    if (regs) {
+        entry_regs(p, m, regs);
+    }
     check(cu.unload(m), "cuModuleUnload");
 }
 
@@ -300,11 +338,14 @@ static double median(double *v, int n)
 }
 
 #define REPS 5
+#define PARALLEL_HOW 5 /* loadex-weft: what weft does */
 
-/* The parallel test: each thread links every file once (p, np). */
+/* The parallel test: each thread turns every file (p, np) into a module
+ * once, the way hows[how] says. */
 typedef struct job {
     const ptx *p;
     int np;
+    int how;
 } job;
 
 static void *link_all(void *arg)
@@ -314,7 +355,7 @@ static void *link_all(void *arg)
     for (int i = 0; i < j->np; i++) {
         double ms[4];
         float wall;
-        make(&j->p[i], &hows[1], ms, &wall, NULL, NULL);
+        make(&j->p[i], &hows[j->how], ms, &wall, NULL, NULL, NULL);
     }
     return NULL;
 }
@@ -361,7 +402,7 @@ int main(int argc, char **argv)
     }
     /* Each file's first link in this process, in the order given. */
     for (int i = 0; i < np; i++) {
-        make(&p[i], &hows[0], ms, &wall, NULL, NULL);
+        make(&p[i], &hows[0], ms, &wall, NULL, NULL, NULL);
         printf("first link of %s: create %.2f, add %.2f, complete %.2f, "
                "load %.2f ms (driver's compile time %.2f ms)\n",
                p[i].path, ms[0], ms[1], ms[2], ms[3], wall);
@@ -383,7 +424,7 @@ int main(int argc, char **argv)
         snprintf(label, sizeof label, "%.30s (%zu)", base, p[i].n - 1);
         void *bin = NULL;
         size_t bin_n = 0;
-        make(&p[i], &hows[0], ms, &wall, &bin, &bin_n);
+        make(&p[i], &hows[0], ms, &wall, &bin, &bin_n, NULL);
         double c[REPS];
         for (int r = 0; r < REPS; r++) {
             CUmodule m;
@@ -395,7 +436,7 @@ int main(int argc, char **argv)
         printf("%-40s %9.3f", label, median(c, REPS));
         void *bin2 = NULL;
         size_t bin2_n = 0;
-        make(&p[i], &hows[8], ms, &wall, &bin2, &bin2_n); /* link-split */
+        make(&p[i], &hows[1], ms, &wall, &bin2, &bin2_n, NULL); /* link-split */
         same_split &= bin2_n == bin_n && memcmp(bin, bin2, bin_n) == 0;
         const char *save = getenv("LP_SAVE");
         for (int k = 0; save && k < 2; k++) { /* for cuobjdump -sass */
@@ -413,7 +454,7 @@ int main(int argc, char **argv)
         for (int h = 0; h < NHOW; h++) {
             double t[REPS], wl[REPS];
             for (int r = 0; r < REPS; r++) {
-                make(&p[i], &hows[h], ms, &wall, NULL, NULL);
+                make(&p[i], &hows[h], ms, &wall, NULL, NULL, NULL);
                 t[r] = ms[0] + ms[1] + ms[2] + ms[3];
                 wl[r] = wall;
             }
@@ -425,22 +466,43 @@ int main(int argc, char **argv)
     printf("\nthe cubins of link-split are %s those of link\n",
            same_split ? "byte for byte" : "NOT the same as");
 
-    /* Concurrency: T threads each link every file once. */
-    printf("\nparallel links (link-nolog of all %d files per thread):\n", np);
-    for (int T = 1; T <= 8; T *= 2) {
-        pthread_t th[8];
-        job j = {p, np};
-        double a = now_ms();
-        for (int t = 0; t < T; t++) {
-            pthread_create(&th[t], NULL, link_all, &j);
+    /* Registers per entry: relocatable (link) against whole program. */
+    printf("\nregisters per thread by entry: link (relocatable, ptxas -c) "
+           "against loadex-weft (whole program)\n");
+    for (int i = 0; i < np; i++) {
+        int rl[MAX_ENTRIES], rw[MAX_ENTRIES];
+        make(&p[i], &hows[0], ms, &wall, NULL, NULL, rl);
+        make(&p[i], &hows[PARALLEL_HOW], ms, &wall, NULL, NULL, rw);
+        printf("  %-24s", p[i].path);
+        for (int e = 0; e < p[i].nentry; e++) {
+            const char *tail = strrchr(p[i].entry[e], '_');
+            printf("  %s: %d -> %d", tail ? tail + 1 : p[i].entry[e], rl[e],
+                   rw[e]);
         }
-        for (int t = 0; t < T; t++) {
-            pthread_join(th[t], NULL);
+        printf("\n");
+    }
+
+    /* Concurrency: T threads each compile every file once, by the JIT
+     * linker, by weft's load, and by a load without the split. */
+    static const int par[] = {0, PARALLEL_HOW, NHOW - 1};
+    for (size_t w = 0; w < sizeof par / sizeof par[0]; w++) {
+        printf("\nparallel compiles (%s of all %d files per thread):\n",
+               hows[par[w]].name, np);
+        for (int T = 1; T <= 8; T *= 2) {
+            pthread_t th[8];
+            job j = {p, np, par[w]};
+            double a = now_ms();
+            for (int t = 0; t < T; t++) {
+                pthread_create(&th[t], NULL, link_all, &j);
+            }
+            for (int t = 0; t < T; t++) {
+                pthread_join(th[t], NULL);
+            }
+            double wall_ms = now_ms() - a;
+            printf("  %d thread(s): %.1f ms wall for %d compiles (%.1f ms per "
+                   "compile; 1 thread would take %d x the 1-thread time)\n",
+                   T, wall_ms, T * np, wall_ms / (T * np), T);
         }
-        double wall_ms = now_ms() - a;
-        printf("  %d thread(s): %.1f ms wall for %d links (%.1f ms per link; "
-               "1 thread would take %d x the 1-thread time)\n",
-               T, wall_ms, T * np, wall_ms / (T * np), T);
     }
     return 0;
 }

@@ -12,6 +12,10 @@
  *                    f32, then weft_array_data of the scalar (which reads
  *                    it back to the host)
  *   map, dotp 2^20   the same over 1,048,576 elements
+ *   histogram 1000   weft_run of a 256-bin histogram (permute (+) of ones
+ *                    into generated zeros) of 1,000 i32 keys, then
+ *                    weft_array_data of the bins (a kernel that may fail:
+ *                    the run reads its error word)
  *   cuda launch+sync         the floor, through the driver API on a
  *                            non-blocking stream: cuLaunchKernel of an
  *                            empty kernel and cuStreamSynchronize
@@ -120,6 +124,52 @@ static void time_weft(weft_context *ctx, const char *name,
     report(name, t, n, (double)(s1.driver_calls - s0.driver_calls) / n);
 }
 
+/* A function of a rank-1 index that returns the constant c. */
+static weft_fun *const_fun(weft_program *p, weft_exp *c)
+{
+    weft_fun *f = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(f, c);
+    return f;
+}
+
+/* The histogram of 1,000 keys into 256 bins (bench/gpu/weft_gpu.c's). */
+static void hist_case(weft_context *ctx, double *t, int n)
+{
+    weft_program *p;
+    if (weft_program_create(ctx, &p)) {
+        die("weft_program_create");
+    }
+    weft_acc *keys = weft_param(p, WEFT_I32, 1);
+    weft_acc *zeros = weft_generate(weft_index1(weft_i64(p, 256)),
+                                    const_fun(p, weft_i32(p, 0)));
+    weft_acc *ones =
+        weft_generate(weft_shape(keys), const_fun(p, weft_i32(p, 1)));
+    weft_fun *ix = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(ix, weft_index1(weft_convert(
+                            weft_at(keys, weft_arg(ix, 0)), WEFT_I64)));
+    weft_fun *add = weft_fun2(p, WEFT_I32, WEFT_I32);
+    weft_fun_return(add, weft_add(weft_arg(add, 0), weft_arg(add, 1)));
+    weft_acc *r = weft_permute(add, zeros, ix, ones);
+    weft_executable *exe;
+    if (weft_compile(p, &r, 1, &exe)) {
+        die("weft_compile");
+    }
+    int64_t m = 1000;
+    int32_t h[1000];
+    for (int64_t i = 0; i < m; i++) {
+        h[i] = (int32_t)((i * 37) % 256);
+    }
+    weft_array *in;
+    const void *data[1] = {h};
+    if (weft_array_from_host(ctx, WEFT_I32, 1, &m, data, &in)) {
+        die("weft_array_from_host");
+    }
+    time_weft(ctx, "weft histogram 1000 + read", exe, &in, 1, true, t, n);
+    weft_array_release(in);
+    weft_executable_free(exe);
+    weft_program_free(p);
+}
+
 static void weft_cases(double *t, int n)
 {
     weft_config cfg = weft_config_default();
@@ -172,6 +222,7 @@ static void weft_cases(double *t, int n)
     weft_executable_free(emap);
     weft_executable_free(edotp);
     weft_program_free(p);
+    hist_case(ctx, t, n);
     weft_context_free(ctx);
 }
 

@@ -25,7 +25,7 @@ EXPECT = {
     "cpu": ["sharing", "simplify", "fuse", "plan", "weft_compile", "weft_run",
             "ir", "llvm.opt", "llvm.codegen", "jit.link", "kernel", "launch"],
     "ptx": ["sharing", "simplify", "fuse", "plan", "weft_compile", "weft_run",
-            "ir", "llvm.opt", "ptx.emit", "cuda.link", "cuda.module_load",
+            "ir", "llvm.opt", "ptx.emit", "cuda.module_load",
             "disk.store", "kernel", "launch", "kernel.device", "upload",
             "download"],
 }

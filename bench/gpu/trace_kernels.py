@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""bench/gpu/trace_kernels.py: where a WEFT_TRACE of GPU runs spends its time.
+
+Prints, for each kernel entry seen in "kernel.device" spans (the device
+time of each launch, CUDA events), its launches, grid, block, registers per
+thread and the median device microseconds; then the median duration of the
+host spans per name (weft_run, kernel, launch, download, ...) and of the
+compile's "cuda.module_load" spans with their driver-reported compile time.
+
+On the GPU machine, from the unpacked bundle:
+  d=$(mktemp -d); WEFT_TRACE=$d/t.json ./overhead 200 && \\
+      python3 bench/gpu/trace_kernels.py $d/t.json
+"""
+import collections
+import json
+import sys
+
+
+def median(v):
+    v = sorted(v)
+    n = len(v)
+    if n == 0:
+        return float("nan")
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+
+
+def main():
+    if len(sys.argv) != 2:
+        print("usage: trace_kernels.py TRACE.json")
+        sys.exit(2)
+    with open(sys.argv[1]) as f:
+        root = json.load(f)
+    events = root.get("traceEvents", []) if isinstance(root, dict) else root
+    dev = collections.defaultdict(list)
+    host = collections.defaultdict(list)
+    loads = []
+    for e in events:
+        name = e.get("name")
+        args = e.get("args") or {}
+        if name == "kernel.device":
+            key = (args.get("fn", "?"), args.get("grid"), args.get("block"),
+                   args.get("regs"))
+            dev[key].append(float(args.get("device_us", 0)))
+        elif name == "cuda.module_load":
+            loads.append((float(e.get("dur", 0)), args))
+        elif e.get("ph") == "X" and "dur" in e:
+            host[name].append(float(e["dur"]))
+    print("kernel entry | launches | grid | block | regs | median device us")
+    for (fn, grid, block, regs), v in sorted(dev.items()):
+        print("%s | %d | %s | %s | %s | %.2f" % (fn, len(v), grid, block,
+                                                 regs, median(v)))
+    print("\nhost span | count | median us")
+    for name, v in sorted(host.items()):
+        print("%s | %d | %.2f" % (name, len(v), median(v)))
+    print("\ncuda.module_load | us | args")
+    for dur, args in loads:
+        print("| %.0f | %s" % (dur, json.dumps(args, sort_keys=True)))
+
+
+if __name__ == "__main__":
+    main()
