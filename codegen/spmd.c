@@ -565,12 +565,13 @@ static LLVMValueRef vconst_int(cg_spmd *s, LLVMTypeRef et, uint64_t v)
     return cg_spmd_broadcast(s, LLVMConstInt(et, v, 0));
 }
 
-/* The vector form of op on varying operands (after broadcasting), where
- * it computes the scalar code's bits lane for lane; NULL where it does not
- * exist here (the caller goes lane by lane). */
+/* The vector form of op (simd VEC in lib/fe_ops.h) on varying operands
+ * (after broadcasting), where it computes the scalar code's bits lane for
+ * lane; NULL where it does not for these types (the caller goes lane by
+ * lane), and *missing set where op has no vector form here at all. */
 static LLVMValueRef vnative(cg_spmd *s, weft_op op, weft_type rt,
                             weft_type t, weft_type t1, LLVMValueRef x,
-                            LLVMValueRef y)
+                            LLVMValueRef y, bool *missing)
 {
     cg_fn *fn = s->fn;
     if (t == WEFT_F16 || rt == WEFT_F16 || !fe_is_scalar(t)) {
@@ -729,21 +730,8 @@ static LLVMValueRef vnative(cg_spmd *s, weft_op op, weft_type rt,
         }
         return LLVMBuildBitCast(B, x, vec_of(s, cg_type(fn->llctx, rt)), "");
     default:
+        *missing = true;
         return NULL;
-    }
-}
-
-static bool is_math(weft_op op)
-{
-    switch (op) {
-    case WEFT_OP_POW: case WEFT_OP_ATAN2: case WEFT_OP_EXP:
-    case WEFT_OP_LOG: case WEFT_OP_SIN: case WEFT_OP_COS: case WEFT_OP_TAN:
-    case WEFT_OP_ASIN: case WEFT_OP_ACOS: case WEFT_OP_ATAN:
-    case WEFT_OP_SINH: case WEFT_OP_COSH: case WEFT_OP_TANH:
-    case WEFT_OP_ASINH: case WEFT_OP_ACOSH: case WEFT_OP_ATANH:
-        return true;
-    default:
-        return false;
     }
 }
 
@@ -784,7 +772,8 @@ weft_status cg_spmd_prim(cg_spmd *s, weft_op op, weft_type rt, weft_type t0,
     for (int k = 0; k < n; k++) {
         v[k] = cg_spmd_broadcast(s, a[k]);
     }
-    if (is_math(op) && fn->target && fn->target->vmath && t0 != WEFT_F16) {
+    if (fe_prim_in_library(op) && fn->target && fn->target->vmath &&
+        t0 != WEFT_F16) {
         LLVMValueRef m = NULL;
         weft_status st = fn->target->vmath(fn, op, v[0], v[1], &m);
         if (st) {
@@ -795,10 +784,19 @@ weft_status cg_spmd_prim(cg_spmd *s, weft_op op, weft_type rt, weft_type t0,
             return WEFT_OK;
         }
     }
-    LLVMValueRef x = vnative(s, op, rt, t0, t1, v[0], v[1]);
-    if (x) {
-        *r = x;
-        return WEFT_OK;
+    if (fe_prims[op].simd == FE_SIMD_VEC) {
+        bool missing = false;
+        LLVMValueRef x = vnative(s, op, rt, t0, t1, v[0], v[1], &missing);
+        if (missing) {
+            return fe_error(WEFT_ERR_INTERNAL,
+                            "weft_compile: primitive %s is VEC in "
+                            "lib/fe_ops.h but SPMD code generation has no "
+                            "vector form of it", weft_op_name(op));
+        }
+        if (x) {
+            *r = x;
+            return WEFT_OK;
+        }
     }
     return per_lane(s, op, rt, t0, t1, a, n, r);
 }

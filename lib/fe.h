@@ -785,13 +785,50 @@ typedef enum fe_rule {
     FE_RULE_CAST, FE_RULE_ORD, FE_RULE_LOGIC
 } fe_rule;
 
+/* The columns of lib/fe_ops.h (its head comment says what each means). */
+typedef enum fe_failure {
+    FE_FAIL_NEVER, FE_FAIL_DIVISOR, FE_FAIL_SHIFT, FE_FAIL_ALWAYS,
+    FE_FAIL_TO_INT
+} fe_failure;
+typedef enum fe_cost { FE_COST_CHEAP, FE_COST_DEAR } fe_cost;
+typedef enum fe_simd { FE_SIMD_VEC, FE_SIMD_LANES } fe_simd;
+typedef enum fe_lower {
+    FE_LOWER_INLINE, FE_LOWER_LLVM, FE_LOWER_CALL, FE_LOWER_VMATH
+} fe_lower;
+
 typedef struct fe_prim_info {
     const char *name;   /* "add" */
     int arity;          /* 1 or 2; 1 for the T operations */
     bool typed;         /* a T operation: result type given */
     fe_rule rule;
+    /* from lib/fe_ops.h: */
+    bool fold;          /* constant folding may evaluate it */
+    fe_failure fail;
+    fe_cost cost;
+    fe_simd simd;
+    fe_lower lower;
+    const char *libm;   /* the C library's function ("tan"), or NULL */
+    double (*libm1)(double); /* it, of one argument, or NULL */
+    float (*libm1f)(float);
+    double (*libm2)(double, double); /* it, of two arguments, or NULL */
+    float (*libm2f)(float, float);
+    const char *libdevice; /* libdevice's: __nv_ + this, or NULL */
 } fe_prim_info;
 
 extern const fe_prim_info fe_prims[WEFT_OP_COUNT_];
+
+/* Whether a library function computes op in compiled code (lower CALL or
+ * VMATH: the C library's, libdevice's or weft's vmath.c), rather than
+ * cg_prim's own instructions or an LLVM intrinsic. */
+static inline bool fe_prim_in_library(weft_op op)
+{
+    return fe_prims[op].lower == FE_LOWER_CALL ||
+           fe_prims[op].lower == FE_LOWER_VMATH;
+}
+
+/* Whether evaluating primitive term t itself (not its kids) may fail: its
+ * fail column, given its operands (a constant divisor or shift amount
+ * makes DIVISOR and SHIFT safe when it is one). */
+bool fe_prim_may_fail(const fe_term *t);
 
 #endif /* WEFT_FE_H */

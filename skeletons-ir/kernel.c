@@ -213,8 +213,12 @@ static weft_status walk_term(walk *w, const fe_term *t)
         }
         break;
     case FE_PRIM:
-        /* floating division and the math functions count as several */
-        w->cost += t->op >= WEFT_OP_FDIV && t->op <= WEFT_OP_ATANH ? 8 : 1;
+        /* floating division and the math functions (cost DEAR in
+         * lib/fe_ops.h) count as several */
+        w->cost += t->op < WEFT_OP_COUNT_ &&
+                           fe_prims[t->op].cost == FE_COST_DEAR
+                       ? 8
+                       : 1;
         break;
     case FE_WHILE:
         w->cost += SK_LIGHT_COST + 1; /* unbounded: never light */
