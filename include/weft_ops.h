@@ -84,3 +84,5 @@ WEFT_OP(ROUND, round, T, ROUND) /* half to even */
 WEFT_OP(TRUNCATE, truncate, T, ROUND)
 WEFT_OP(CONVERT, convert, T, CONV)
 WEFT_OP(BITCAST, bitcast, T, CAST)
+WEFT_OP(EXPM1, expm1, 1, FLT)   /* exp x - 1, accurate for x near 0 */
+WEFT_OP(LOG1P, log1p, 1, FLT)   /* log (1 + x), accurate for x near 0 */
