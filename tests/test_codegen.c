@@ -809,6 +809,19 @@ START_TEST(arrays_and_short_circuit)
 }
 END_TEST
 
+/* A function void name(void) of target tg with nvar variables, in a new
+ * module *mod of h's context (the caller disposes of it). */
+static void bare_fn(harness *h, fe_arena *ar, const cg_target *tg,
+                    const char *name, uint32_t nvar, LLVMModuleRef *mod,
+                    cg_fn *fn)
+{
+    LLVMContextRef c = LLVMOrcThreadSafeContextGetContext(h->tsc);
+    *mod = LLVMModuleCreateWithNameInContext(name, c);
+    LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(c), NULL, 0, 0);
+    ck_assert(cg_fn_begin(fn, h->ctx, tg, ar, *mod, name, fty, nvar) ==
+              WEFT_OK);
+}
+
 /* A term codegen cannot emit is WEFT_ERR_INTERNAL with a message. */
 START_TEST(errors)
 {
@@ -816,12 +829,9 @@ START_TEST(errors)
     h_open(&h, NULL);
     fe_arena ar;
     fe_arena_init(&ar, h.ctx);
-    LLVMContextRef c = LLVMOrcThreadSafeContextGetContext(h.tsc);
-    LLVMModuleRef mod = LLVMModuleCreateWithNameInContext("bad", c);
-    LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(c), NULL, 0, 0);
+    LLVMModuleRef mod;
     cg_fn fn;
-    ck_assert(cg_fn_begin(&fn, h.ctx, &cg_target_cpu, &ar, mod, "bad", fty,
-                          2) == WEFT_OK);
+    bare_fn(&h, &ar, &cg_target_cpu, "bad", 2, &mod, &fn);
     fe_var v = {.id = 1, .type = WEFT_I32};
     fe_term *x = mk_var(&ar, &v);
     cg_val out;
@@ -836,6 +846,69 @@ START_TEST(errors)
     LLVMBuildRetVoid(fn.b);
     cg_fn_end(&fn);
     ck_assert(cg_verify(mod, "test") == WEFT_OK);
+    LLVMDisposeModule(mod);
+    fe_arena_release(&ar);
+    h_close(&h);
+}
+END_TEST
+
+/* A target whose vector math fails: a fault injected into SPMD code
+ * generation. */
+static weft_status failing_vmath(cg_fn *fn, weft_op op, LLVMValueRef x,
+                                 LLVMValueRef y, LLVMValueRef *out)
+{
+    (void)fn;
+    (void)x;
+    (void)y;
+    *out = NULL;
+    return fe_error(WEFT_ERR_INTERNAL, "weft_compile: injected fault in "
+                                       "the vector math of %s",
+                    weft_op_name(op));
+}
+
+/* SPMD code generation tells "cannot vectorise this" (cg_spmd.declined:
+ * the skeleton emits scalar code) from a fault, which keeps its status and
+ * message and is not declined (the skeleton reports it,
+ * skeletons-ir/spmd.c): a term it does not vectorise, a lane count it
+ * does not take, and a target whose vector math fails. */
+START_TEST(spmd_fault)
+{
+    harness h;
+    h_open(&h, NULL);
+    fe_arena ar;
+    fe_arena_init(&ar, h.ctx);
+    cg_target faulty = cg_target_cpu;
+    faulty.vmath = failing_vmath;
+    LLVMModuleRef mod;
+    cg_fn fn;
+    bare_fn(&h, &ar, &faulty, "spmd", 1, &mod, &fn);
+    cg_spmd s;
+    ck_assert_int_eq(cg_spmd_begin(&s, &fn, 3), WEFT_ERR_INTERNAL);
+    ck_assert(s.declined);
+    ck_assert_int_eq(cg_spmd_begin(&s, &fn, 4), WEFT_OK);
+    ck_assert(!s.declined);
+    cg_val out;
+    fe_term *all = mk(&ar, FE_ALL, 0, 0, NULL, NULL, NULL);
+    ck_assert_int_eq(cg_spmd_exp(&s, all, &out), WEFT_ERR_INTERNAL);
+    ck_assert(s.declined);
+    ck_assert_int_eq(cg_spmd_begin(&s, &fn, 4), WEFT_OK);
+    LLVMValueRef x = cg_spmd_broadcast(
+        &s, LLVMConstReal(LLVMDoubleTypeInContext(fn.llctx), 0.5)), r = NULL;
+    ck_assert(cg_spmd_is_varying(x));
+    /* cos is a library function (lib/fe_ops.h): the target's vmath */
+    ck_assert_int_eq(cg_spmd_prim(&s, WEFT_OP_COS, WEFT_F64, WEFT_F64, 0, &x,
+                                  &r),
+                     WEFT_ERR_INTERNAL);
+    ck_assert_ptr_nonnull(strstr(weft_last_error(), "injected fault"));
+    ck_assert(!s.declined);
+    /* on the real target the same operation is emitted */
+    fn.target = &cg_target_cpu;
+    ck_assert_int_eq(cg_spmd_prim(&s, WEFT_OP_COS, WEFT_F64, WEFT_F64, 0, &x,
+                                  &r),
+                     WEFT_OK);
+    ck_assert(r && cg_spmd_is_varying(r));
+    LLVMBuildRetVoid(fn.b);
+    cg_fn_end(&fn);
     LLVMDisposeModule(mod);
     fe_arena_release(&ar);
     h_close(&h);
@@ -905,6 +978,7 @@ int main(void)
     tcase_add_test(tc, init_threads);
     tcase_add_test(tc, errors);
     tcase_add_test(tc, prim_table);
+    tcase_add_test(tc, spmd_fault);
     tcase_add_test(tc, cond);
     tcase_add_test(tc, while_collatz);
     tcase_add_test(tc, tuple_let_get);
