@@ -365,15 +365,18 @@ typedef struct cg_spmd {
     int ncons, capcons;
     struct vflags **venv;     /* uniformity analysis: flags by variable */
     uint32_t *vgen, gen;      /* venv[v] is current when vgen[v] == gen */
+    bool declined;            /* a failure was "cannot vectorise this" (the
+                                 caller emits scalar code), not a fault */
 } cg_spmd;
 
 /* Start a region of w lanes in fn (fn's environment as bound so far is
  * visible; scalar bindings are uniform).  Errors: WEFT_ERR_INTERNAL for a
- * bad w, WEFT_ERR_OUT_OF_MEMORY. */
+ * bad w (declined), WEFT_ERR_OUT_OF_MEMORY. */
 weft_status cg_spmd_begin(cg_spmd *s, cg_fn *fn, unsigned w);
 /* cg_exp / cg_apply over the lanes of s under s->mask.  Errors:
- * WEFT_ERR_INTERNAL (with a message) for what is not vectorised: the
- * caller then emits scalar code instead. */
+ * WEFT_ERR_INTERNAL (with a message) for what is not vectorised, with
+ * s->declined set: the caller then emits scalar code instead; any other
+ * error (s->declined false) is a fault to report. */
 weft_status cg_spmd_exp(cg_spmd *s, const fe_term *e, cg_val *out);
 weft_status cg_spmd_apply(cg_spmd *s, const fe_fun *f, const cg_val *args,
                           cg_val *out);

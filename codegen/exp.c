@@ -305,6 +305,36 @@ static LLVMValueRef fabs_of(cg_fn *fn, LLVMValueRef x)
     return cg_intrinsic(fn, "llvm.fabs", &ty, 1, &x, 1);
 }
 
+/* Floating function op of x (and y, or NULL) of type t, by the target's
+ * math1 / math2 (lib/fe_ops.h's lower column: not cg_prim's own code). */
+static weft_status target_math(cg_fn *fn, weft_op op, weft_type t,
+                               LLVMValueRef x, LLVMValueRef y,
+                               LLVMValueRef *r)
+{
+    if (!fe_is_float(t)) {
+        return internal("a floating function of a non-float", (int)op);
+    }
+    const cg_target *tg = fn->target;
+    LLVMValueRef v = NULL;
+    weft_status s;
+    if (y) {
+        if (!tg || !tg->math2) {
+            return internal("math on a target without math2", (int)op);
+        }
+        s = tg->math2(fn, op, widen(fn, t, x), widen(fn, t, y), &v);
+    } else {
+        if (!tg || !tg->math1) {
+            return internal("math on a target without math1", (int)op);
+        }
+        s = tg->math1(fn, op, widen(fn, t, x), &v);
+    }
+    if (s != WEFT_OK) {
+        return s;
+    }
+    *r = narrow(fn, t, v);
+    return WEFT_OK;
+}
+
 /* Apply a primitive to emitted operands (see cg.h). */
 weft_status cg_prim(cg_fn *fn, weft_op op, weft_type rt, weft_type t0,
                     weft_type t1, const LLVMValueRef *a, LLVMValueRef *r)
@@ -320,6 +350,13 @@ weft_status cg_prim(cg_fn *fn, weft_op op, weft_type rt, weft_type t0,
     *r = NULL;
     if (!ty) {
         return internal("a primitive on a non-scalar operand", (int)op);
+    }
+    if ((unsigned)op < WEFT_OP_COUNT_ &&
+        fe_prims[op].lower != FE_LOWER_INLINE) {
+        s = target_math(fn, op, t, x, y, r);
+        return s != WEFT_OK || *r ? s
+                                  : internal("primitive (LLVM lacks an "
+                                             "intrinsic)", (int)op);
     }
     switch (op) {
     case WEFT_OP_ADD:
@@ -444,45 +481,6 @@ weft_status cg_prim(cg_fn *fn, weft_op op, weft_type rt, weft_type t0,
         } else {
             *r = v;
         }
-        break;
-    }
-    case WEFT_OP_POW:
-    case WEFT_OP_ATAN2:
-    case WEFT_OP_EXP:
-    case WEFT_OP_LOG:
-    case WEFT_OP_SQRT:
-    case WEFT_OP_SIN:
-    case WEFT_OP_COS:
-    case WEFT_OP_TAN:
-    case WEFT_OP_ASIN:
-    case WEFT_OP_ACOS:
-    case WEFT_OP_ATAN:
-    case WEFT_OP_SINH:
-    case WEFT_OP_COSH:
-    case WEFT_OP_TANH:
-    case WEFT_OP_ASINH:
-    case WEFT_OP_ACOSH:
-    case WEFT_OP_ATANH: {
-        if (!flt) {
-            return internal("a floating function of a non-float", (int)op);
-        }
-        const cg_target *tg = fn->target;
-        LLVMValueRef v = NULL;
-        if (y) {
-            if (!tg || !tg->math2) {
-                return internal("math on a target without math2", (int)op);
-            }
-            s = tg->math2(fn, op, widen(fn, t, x), widen(fn, t, y), &v);
-        } else {
-            if (!tg || !tg->math1) {
-                return internal("math on a target without math1", (int)op);
-            }
-            s = tg->math1(fn, op, widen(fn, t, x), &v);
-        }
-        if (s != WEFT_OK) {
-            return s;
-        }
-        *r = narrow(fn, t, v);
         break;
     }
     case WEFT_OP_ISNAN:

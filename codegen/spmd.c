@@ -47,8 +47,11 @@
  *     operations (division by zero, shifts by the width) do not trap in
  *     any lane, as in cg_exp.
  * A term this file cannot vectorise makes cg_spmd_exp fail with
- * WEFT_ERR_INTERNAL and a message; the skeleton then emits its scalar
- * code instead (skeletons-ir/spmd.c).
+ * WEFT_ERR_INTERNAL and a message, and sets cg_spmd.declined; the
+ * skeleton then emits its scalar code instead (skeletons-ir/spmd.c).
+ * Any other failure (a primitive marked VEC in lib/fe_ops.h without a
+ * vector form here, an error of the target's vector math) is a fault:
+ * declined stays false and the compile reports it.
  *
  * Vector math: a math function (exp, log, sin, pow, ...) goes through
  * cg_target.vmath when the target has one (the hook for vector math
@@ -60,8 +63,12 @@
 
 #define B (fn->b)
 
-static weft_status no(const char *what, int k)
+/* "Cannot vectorise this": s->declined tells the skeleton to emit scalar
+ * code instead; any other error of cg_spmd_exp is a fault and is reported
+ * (skeletons-ir/spmd.c). */
+static weft_status no(cg_spmd *s, const char *what, int k)
 {
+    s->declined = true;
     return fe_error(WEFT_ERR_INTERNAL,
                     "weft_compile: SPMD code generation cannot emit %s (%d)",
                     what, k);
@@ -176,7 +183,7 @@ weft_status cg_spmd_begin(cg_spmd *s, cg_fn *fn, unsigned w)
     s->fn = fn;
     s->w = w;
     if (w < 2 || w > 64 || (w & (w - 1))) {
-        return no("a lane count that is not a power of two up to 64", (int)w);
+        return no(s, "a lane count that is not a power of two up to 64", (int)w);
     }
     s->venv = fe_arena_alloc(fn->arena, sizeof *s->venv * (fn->nvar + 1));
     s->vgen = fe_arena_alloc(fn->arena, sizeof *s->vgen * (fn->nvar + 1));
@@ -329,7 +336,7 @@ static int leaves_of(cg_spmd *s, weft_type t)
 static weft_status vf_bind(cg_spmd *s, const fe_var *v, const vflags *f)
 {
     if (!v || v->id >= s->fn->nvar) {
-        return no("a variable outside the environment", -1);
+        return no(s, "a variable outside the environment", -1);
     }
     vflags *c = fe_arena_alloc(s->fn->arena, sizeof *c);
     if (!c) {
@@ -348,7 +355,7 @@ static weft_status vary_apply(cg_spmd *s, const fe_fun *f, const vflags *args,
                               vflags *out)
 {
     if (!f || !f->body || (f->arity > 0 && !f->param)) {
-        return no("a malformed function", 0);
+        return no(s, "a malformed function", 0);
     }
     for (int k = 0; k < f->arity; k++) {
         weft_status st = vf_bind(s, f->param[k], &args[k]);
@@ -383,7 +390,7 @@ static weft_status vary_while(cg_spmd *s, const fe_term *e, const vflags *init,
             return r;
         }
         if (nb.n != st.n) {
-            return no("a while body of another type", nb.n);
+            return no(s, "a while body of another type", nb.n);
         }
         bool changed = false;
         for (int k = 0; k < st.n; k++) {
@@ -405,7 +412,7 @@ static weft_status vary(cg_spmd *s, const fe_term *e, vflags *out)
     weft_status r;
     vflags a, b, c;
     if (!e) {
-        return no("a missing term", 0);
+        return no(s, "a missing term", 0);
     }
     switch (e->kind) {
     case FE_CONST:
@@ -414,14 +421,14 @@ static weft_status vary(cg_spmd *s, const fe_term *e, vflags *out)
     case FE_VAR: {
         const fe_var *v = e->u.var;
         if (!v || v->acc || v->id >= fn->nvar) {
-            return no("an unknown variable", -1);
+            return no(s, "an unknown variable", -1);
         }
         if (s->vgen[v->id] == s->gen && s->venv[v->id]) {
             *out = *s->venv[v->id];
             return WEFT_OK;
         }
         if (!fn->bound[v->id]) {
-            return no("an unbound variable", (int)v->id);
+            return no(s, "an unbound variable", (int)v->id);
         }
         const cg_val *x = &fn->env[v->id];
         if ((r = vf_make(s, x->n, out)) != WEFT_OK) {
@@ -464,7 +471,7 @@ static weft_status vary(cg_spmd *s, const fe_term *e, vflags *out)
             return r;
         }
         if (a.n != b.n) {
-            return no("a conditional with sides of different shapes", a.n);
+            return no(s, "a conditional with sides of different shapes", a.n);
         }
         if ((r = vf_make(s, a.n, out)) != WEFT_OK) {
             return r;
@@ -483,7 +490,7 @@ static weft_status vary(cg_spmd *s, const fe_term *e, vflags *out)
                 return r;
             }
             if (at + a.n > n) {
-                return no("a tuple with too many leaves", at + a.n);
+                return no(s, "a tuple with too many leaves", at + a.n);
             }
             vf_copy(out->v + at, a.v, a.n);
             at += a.n;
@@ -497,7 +504,7 @@ static weft_status vary(cg_spmd *s, const fe_term *e, vflags *out)
         int off = fe_type_leaf_offset(fn->ctx, e->kid[0]->type, e->u.index);
         int n = leaves_of(s, e->type);
         if (off < 0 || off + n > a.n) {
-            return no("a projection outside its tuple", e->u.index);
+            return no(s, "a projection outside its tuple", e->u.index);
         }
         out->n = n;
         out->v = a.v + off;
@@ -506,7 +513,7 @@ static weft_status vary(cg_spmd *s, const fe_term *e, vflags *out)
     case FE_WHILE: {
         bool cv;
         if (e->nfun != 2 || e->nkid != 1) {
-            return no("a malformed while", e->nfun);
+            return no(s, "a malformed while", e->nfun);
         }
         if ((r = vary(s, e->kid[0], &a)) != WEFT_OK) {
             return r;
@@ -516,7 +523,7 @@ static weft_status vary(cg_spmd *s, const fe_term *e, vflags *out)
     case FE_LET: {
         const fe_var *v = e->u.var;
         if (!v || v->id >= fn->nvar) {
-            return no("a let of an unknown variable", -1);
+            return no(s, "a let of an unknown variable", -1);
         }
         if (!v->acc && !e->kid[0]->acc) {
             if ((r = vary(s, e->kid[0], &a)) != WEFT_OK ||
@@ -527,7 +534,7 @@ static weft_status vary(cg_spmd *s, const fe_term *e, vflags *out)
         return vary(s, e->kid[1], out);
     }
     default:
-        return no("a term of this kind", e->kind);
+        return no(s, "a term of this kind", e->kind);
     }
 }
 
@@ -565,12 +572,13 @@ static LLVMValueRef vconst_int(cg_spmd *s, LLVMTypeRef et, uint64_t v)
     return cg_spmd_broadcast(s, LLVMConstInt(et, v, 0));
 }
 
-/* The vector form of op on varying operands (after broadcasting), where
- * it computes the scalar code's bits lane for lane; NULL where it does not
- * exist here (the caller goes lane by lane). */
+/* The vector form of op (simd VEC in lib/fe_ops.h) on varying operands
+ * (after broadcasting), where it computes the scalar code's bits lane for
+ * lane; NULL where it does not for these types (the caller goes lane by
+ * lane), and *missing set where op has no vector form here at all. */
 static LLVMValueRef vnative(cg_spmd *s, weft_op op, weft_type rt,
                             weft_type t, weft_type t1, LLVMValueRef x,
-                            LLVMValueRef y)
+                            LLVMValueRef y, bool *missing)
 {
     cg_fn *fn = s->fn;
     if (t == WEFT_F16 || rt == WEFT_F16 || !fe_is_scalar(t)) {
@@ -729,21 +737,8 @@ static LLVMValueRef vnative(cg_spmd *s, weft_op op, weft_type rt,
         }
         return LLVMBuildBitCast(B, x, vec_of(s, cg_type(fn->llctx, rt)), "");
     default:
+        *missing = true;
         return NULL;
-    }
-}
-
-static bool is_math(weft_op op)
-{
-    switch (op) {
-    case WEFT_OP_POW: case WEFT_OP_ATAN2: case WEFT_OP_EXP:
-    case WEFT_OP_LOG: case WEFT_OP_SIN: case WEFT_OP_COS: case WEFT_OP_TAN:
-    case WEFT_OP_ASIN: case WEFT_OP_ACOS: case WEFT_OP_ATAN:
-    case WEFT_OP_SINH: case WEFT_OP_COSH: case WEFT_OP_TANH:
-    case WEFT_OP_ASINH: case WEFT_OP_ACOSH: case WEFT_OP_ATANH:
-        return true;
-    default:
-        return false;
     }
 }
 
@@ -784,7 +779,8 @@ weft_status cg_spmd_prim(cg_spmd *s, weft_op op, weft_type rt, weft_type t0,
     for (int k = 0; k < n; k++) {
         v[k] = cg_spmd_broadcast(s, a[k]);
     }
-    if (is_math(op) && fn->target && fn->target->vmath && t0 != WEFT_F16) {
+    if (fe_prim_in_library(op) && fn->target && fn->target->vmath &&
+        t0 != WEFT_F16) {
         LLVMValueRef m = NULL;
         weft_status st = fn->target->vmath(fn, op, v[0], v[1], &m);
         if (st) {
@@ -795,10 +791,19 @@ weft_status cg_spmd_prim(cg_spmd *s, weft_op op, weft_type rt, weft_type t0,
             return WEFT_OK;
         }
     }
-    LLVMValueRef x = vnative(s, op, rt, t0, t1, v[0], v[1]);
-    if (x) {
-        *r = x;
-        return WEFT_OK;
+    if (fe_prims[op].simd == FE_SIMD_VEC) {
+        bool missing = false;
+        LLVMValueRef x = vnative(s, op, rt, t0, t1, v[0], v[1], &missing);
+        if (missing) {
+            return fe_error(WEFT_ERR_INTERNAL,
+                            "weft_compile: primitive %s is VEC in "
+                            "lib/fe_ops.h but SPMD code generation has no "
+                            "vector form of it", weft_op_name(op));
+        }
+        if (x) {
+            *r = x;
+            return WEFT_OK;
+        }
     }
     return per_lane(s, op, rt, t0, t1, a, n, r);
 }
@@ -843,7 +848,7 @@ static weft_status exp1(cg_spmd *s, const fe_term *e, LLVMValueRef *out)
         return r;
     }
     if (v.n != 1) {
-        return no("a scalar operand with several leaves", v.n);
+        return no(s, "a scalar operand with several leaves", v.n);
     }
     *out = v.v[0];
     return WEFT_OK;
@@ -913,7 +918,7 @@ static weft_status vselect(cg_spmd *s, LLVMValueRef c, const cg_val *t,
 {
     cg_fn *fn = s->fn;
     if (t->n != f->n) {
-        return no("a conditional with sides of different shapes", t->n);
+        return no(s, "a conditional with sides of different shapes", t->n);
     }
     weft_status r = cg_val_make(fn, t->n, out);
     for (int k = 0; r == WEFT_OK && k < t->n; k++) {
@@ -955,7 +960,7 @@ static weft_status uniform_if(cg_spmd *s, LLVMValueRef c, const fe_term *et,
     }
     LLVMBasicBlockRef fe = LLVMGetInsertBlock(B);
     if (t.n != f.n) {
-        return no("a conditional with sides of different shapes", t.n);
+        return no(s, "a conditional with sides of different shapes", t.n);
     }
     if ((r = cg_val_make(fn, t.n, out)) != WEFT_OK) {
         return r;
@@ -1029,7 +1034,7 @@ static weft_status exp_prim(cg_spmd *s, const fe_term *e, cg_val *out)
 {
     weft_op op = (weft_op)e->op;
     if ((unsigned)op >= WEFT_OP_COUNT_ || e->nkid != fe_prims[op].arity) {
-        return no("a primitive with a bad operand count", (int)op);
+        return no(s, "a primitive with a bad operand count", (int)op);
     }
     if (op == WEFT_OP_AND || op == WEFT_OP_OR) {
         return exp_short(s, e, out);
@@ -1054,7 +1059,7 @@ static weft_status exp_while(cg_spmd *s, const fe_term *e, cg_val *out)
     cg_fn *fn = s->fn;
     if (e->nfun != 2 || e->nkid != 1 || e->fun[0]->arity != 1 ||
         e->fun[1]->arity != 1) {
-        return no("a malformed while", e->nfun);
+        return no(s, "a malformed while", e->nfun);
     }
     cg_val init, st, c, next;
     vflags fi, fo;
@@ -1076,7 +1081,7 @@ static weft_status exp_while(cg_spmd *s, const fe_term *e, cg_val *out)
     }
     s->gen++;
     if (fo.n != init.n) {
-        return no("a while state of another shape", fo.n);
+        return no(s, "a while state of another shape", fo.n);
     }
     for (int k = 0; k < init.n; k++) {
         if (fo.v[k]) {
@@ -1117,7 +1122,7 @@ static weft_status exp_while(cg_spmd *s, const fe_term *e, cg_val *out)
     }
     r = cg_spmd_apply(s, e->fun[0], &st, &c);
     if (r == WEFT_OK && c.n != 1) {
-        r = no("a while condition with several leaves", c.n);
+        r = no(s, "a while condition with several leaves", c.n);
     }
     if (r) {
         s->mask = saved;
@@ -1132,7 +1137,7 @@ static weft_status exp_while(cg_spmd *s, const fe_term *e, cg_val *out)
         act_in = now;
     } else {
         if (cg_spmd_is_varying(c.v[0])) {
-            return no("a while whose condition the analysis took as uniform", 0);
+            return no(s, "a while whose condition the analysis took as uniform", 0);
         }
         go = c.v[0];
     }
@@ -1140,7 +1145,7 @@ static weft_status exp_while(cg_spmd *s, const fe_term *e, cg_val *out)
     LLVMPositionBuilderAtEnd(B, body);
     r = cg_spmd_apply(s, e->fun[1], &st, &next);
     if (r == WEFT_OK && next.n != st.n) {
-        r = no("a while body of another type", next.n);
+        r = no(s, "a while body of another type", next.n);
     }
     if (r) {
         s->mask = saved;
@@ -1150,7 +1155,7 @@ static weft_status exp_while(cg_spmd *s, const fe_term *e, cg_val *out)
         bool sv = cg_spmd_is_varying(st.v[k]);
         if (cg_spmd_is_varying(next.v[k]) && !sv) {
             s->mask = saved;
-            return no("a while state the analysis took as uniform", k);
+            return no(s, "a while state the analysis took as uniform", k);
         }
         if (sv) {
             next.v[k] = cg_spmd_broadcast(s, next.v[k]);
@@ -1283,8 +1288,9 @@ static weft_status at_inside(cg_spmd *s, const cg_array *a, LLVMValueRef i,
     return WEFT_OK;
 }
 
-static weft_status array_of(cg_fn *fn, const fe_term *acc, cg_array *out)
+static weft_status array_of(cg_spmd *s, const fe_term *acc, cg_array *out)
 {
+    cg_fn *fn = s->fn;
     if (acc->kind == FE_VAR && acc->u.var && acc->u.var->id < fn->nvar &&
         fn->aenv[acc->u.var->id]) {
         *out = *fn->aenv[acc->u.var->id];
@@ -1293,7 +1299,7 @@ static weft_status array_of(cg_fn *fn, const fe_term *acc, cg_array *out)
     if (fn->array_of) {
         return fn->array_of(fn, acc, out);
     }
-    return no("an array term the kernel was not given", acc->kind);
+    return no(s, "an array term the kernel was not given", acc->kind);
 }
 
 weft_status cg_spmd_exp(cg_spmd *s, const fe_term *e, cg_val *out)
@@ -1303,10 +1309,10 @@ weft_status cg_spmd_exp(cg_spmd *s, const fe_term *e, cg_val *out)
     out->n = 0;
     out->v = NULL;
     if (!e) {
-        return no("a missing term", 0);
+        return no(s, "a missing term", 0);
     }
     if (e->acc) {
-        return no("an array term in scalar position", e->kind);
+        return no(s, "an array term in scalar position", e->kind);
     }
     switch (e->kind) {
     case FE_CONST:
@@ -1314,7 +1320,7 @@ weft_status cg_spmd_exp(cg_spmd *s, const fe_term *e, cg_val *out)
     case FE_VAR: {
         const fe_var *v = e->u.var;
         if (!v || v->acc || v->id >= fn->nvar || !fn->bound[v->id]) {
-            return no("an unbound scalar variable", v ? (int)v->id : -1);
+            return no(s, "an unbound scalar variable", v ? (int)v->id : -1);
         }
         /* a copy: callers broadcast leaves in place (uniform_if, vselect),
          * which must not reach the environment the scalar tail loop and
@@ -1361,13 +1367,13 @@ weft_status cg_spmd_exp(cg_spmd *s, const fe_term *e, cg_val *out)
                 return r;
             }
             if (at + c.n > n) {
-                return no("a tuple with too many leaves", at + c.n);
+                return no(s, "a tuple with too many leaves", at + c.n);
             }
             for (int j = 0; j < c.n; j++) {
                 out->v[at++] = c.v[j];
             }
         }
-        return at == n ? WEFT_OK : no("a tuple with too few leaves", at);
+        return at == n ? WEFT_OK : no(s, "a tuple with too few leaves", at);
     }
     case FE_GET: {
         cg_val x;
@@ -1378,7 +1384,7 @@ weft_status cg_spmd_exp(cg_spmd *s, const fe_term *e, cg_val *out)
         int off = fe_type_leaf_offset(fn->ctx, e->kid[0]->type, e->u.index);
         int n = cg_leaves(fn, e->type, &leaves);
         if (off < 0 || off + n > x.n) {
-            return no("a projection outside its tuple", e->u.index);
+            return no(s, "a projection outside its tuple", e->u.index);
         }
         out->n = n;
         out->v = x.v + off;
@@ -1413,7 +1419,7 @@ weft_status cg_spmd_exp(cg_spmd *s, const fe_term *e, cg_val *out)
             return r;
         }
         if (sh.n != ix.n) {
-            return no("to_index of different ranks", ix.n);
+            return no(s, "to_index of different ranks", ix.n);
         }
         if ((r = cg_spmd_to_index(s, sh.n, sh.v, ix.v, &x)) != WEFT_OK) {
             return r;
@@ -1434,14 +1440,14 @@ weft_status cg_spmd_exp(cg_spmd *s, const fe_term *e, cg_val *out)
     case FE_AT_LINEAR: {
         cg_array a;
         cg_val ix;
-        if ((r = array_of(fn, e->kid[0], &a)) != WEFT_OK ||
+        if ((r = array_of(s, e->kid[0], &a)) != WEFT_OK ||
             (r = cg_spmd_exp(s, e->kid[1], &ix)) != WEFT_OK) {
             return r;
         }
         LLVMValueRef i = NULL, inside = NULL;
         if (e->kind == FE_AT) {
             if (ix.n != a.rank) {
-                return no("an index of the wrong rank", ix.n);
+                return no(s, "an index of the wrong rank", ix.n);
             }
             if ((r = cg_spmd_to_index(s, a.rank, a.extent, ix.v, &i)) !=
                 WEFT_OK) {
@@ -1452,7 +1458,7 @@ weft_status cg_spmd_exp(cg_spmd *s, const fe_term *e, cg_val *out)
             }
         } else {
             if (ix.n != 1) {
-                return no("a linear index with several leaves", ix.n);
+                return no(s, "a linear index with several leaves", ix.n);
             }
             i = ix.v[0];
             LLVMValueRef n = cg_i64(fn, 1);
@@ -1468,11 +1474,11 @@ weft_status cg_spmd_exp(cg_spmd *s, const fe_term *e, cg_val *out)
     case FE_LET: {
         const fe_var *v = e->u.var;
         if (!v || v->id >= fn->nvar) {
-            return no("a let of an unknown variable", -1);
+            return no(s, "a let of an unknown variable", -1);
         }
         if (v->acc || e->kid[0]->acc) {
             cg_array a;
-            if ((r = array_of(fn, e->kid[0], &a)) != WEFT_OK ||
+            if ((r = array_of(s, e->kid[0], &a)) != WEFT_OK ||
                 (r = cg_bind_array(fn, v, &a)) != WEFT_OK) {
                 return r;
             }
@@ -1487,7 +1493,7 @@ weft_status cg_spmd_exp(cg_spmd *s, const fe_term *e, cg_val *out)
         return cg_spmd_exp(s, e->kid[1], out);
     }
     default:
-        return no("a term of this kind", e->kind);
+        return no(s, "a term of this kind", e->kind);
     }
 }
 
@@ -1495,7 +1501,7 @@ weft_status cg_spmd_apply(cg_spmd *s, const fe_fun *f, const cg_val *args,
                           cg_val *out)
 {
     if (!f || !f->body || f->acc || (f->arity > 0 && !f->param)) {
-        return no("a malformed scalar function", f ? f->arity : -1);
+        return no(s, "a malformed scalar function", f ? f->arity : -1);
     }
     for (int k = 0; k < f->arity; k++) {
         weft_status r = cg_bind(s->fn, f->param[k], &args[k]);

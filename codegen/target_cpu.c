@@ -27,41 +27,20 @@
 #include "cg.h"
 
 /* The intrinsic or libm base name of a floating function, and whether it
- * is an intrinsic. */
+ * is an intrinsic (lib/fe_ops.h: lower LLVM is llvm.<libm>, CALL the C
+ * library's libm function); NULL for the others. */
 static const char *math_name(weft_op op, bool *intrinsic)
 {
-    *intrinsic = true;
-    switch (op) {
-    case WEFT_OP_SQRT: return "llvm.sqrt";
-    default: break;
-    }
-    *intrinsic = false;
-    switch (op) {
-    case WEFT_OP_TAN: return "tan";
-    case WEFT_OP_ASIN: return "asin";
-    case WEFT_OP_ACOS: return "acos";
-    case WEFT_OP_ATAN: return "atan";
-    case WEFT_OP_SINH: return "sinh";
-    case WEFT_OP_COSH: return "cosh";
-    case WEFT_OP_TANH: return "tanh";
-    case WEFT_OP_ASINH: return "asinh";
-    case WEFT_OP_ACOSH: return "acosh";
-    case WEFT_OP_ATANH: return "atanh";
-    case WEFT_OP_ATAN2: return "atan2";
-    default: return NULL;
-    }
+    fe_lower how = fe_prims[op].lower;
+    *intrinsic = how == FE_LOWER_LLVM;
+    return how == FE_LOWER_LLVM || how == FE_LOWER_CALL ? fe_prims[op].libm
+                                                        : NULL;
 }
 
 /* Whether op on float or double operands is vmath.c's code. */
 static bool is_vmath(weft_op op)
 {
-    switch (op) {
-    case WEFT_OP_EXP: case WEFT_OP_LOG: case WEFT_OP_SIN: case WEFT_OP_COS:
-    case WEFT_OP_POW:
-        return true;
-    default:
-        return false;
-    }
+    return fe_prims[op].lower == FE_LOWER_VMATH;
 }
 
 /* op on args (n of them) of float or double, scalar or vector, by vmath.c:
@@ -92,7 +71,8 @@ static LLVMValueRef cpu_vm(cg_fn *fn, weft_op op, LLVMValueRef *args, int n)
     case WEFT_OP_LOG: r = cg_vm_log(fn, w[0], single); break;
     case WEFT_OP_SIN: r = cg_vm_sincos(fn, w[0], single, false); break;
     case WEFT_OP_COS: r = cg_vm_sincos(fn, w[0], single, true); break;
-    default: r = cg_vm_pow(fn, w[0], w[1], single); break;
+    case WEFT_OP_POW: r = cg_vm_pow(fn, w[0], w[1], single); break;
+    default: r = NULL; break; /* reported by cpu_math */
     }
     return single && r ? LLVMBuildFPTrunc(fn->b, r, ty, "") : r;
 }
@@ -112,10 +92,11 @@ static weft_status cpu_math(cg_fn *fn, weft_op op, LLVMValueRef *args,
         *out = cpu_vm(fn, op, args, n);
     } else if (name &&
                (kind == LLVMFloatTypeKind || kind == LLVMDoubleTypeKind)) {
+        char buf[32];
         if (intrinsic) {
-            *out = cg_intrinsic(fn, name, &ty, 1, args, n);
+            snprintf(buf, sizeof buf, "llvm.%s", name);
+            *out = cg_intrinsic(fn, buf, &ty, 1, args, n);
         } else {
-            char buf[16];
             snprintf(buf, sizeof buf, "%s%s", name,
                      kind == LLVMFloatTypeKind ? "f" : "");
             *out = cg_libcall(fn, buf, ty, args, n);
@@ -153,8 +134,7 @@ static weft_status cpu_vmath(cg_fn *fn, weft_op op, LLVMValueRef x,
                              LLVMValueRef y, LLVMValueRef *out)
 {
     *out = NULL;
-    if (!is_vmath(op) ||
-        (y != NULL) != (op == WEFT_OP_POW)) {
+    if (!is_vmath(op) || (y != NULL) != (fe_prims[op].arity == 2)) {
         return WEFT_OK;
     }
     LLVMValueRef a[2] = {x, y};

@@ -317,28 +317,10 @@ static LLVMValueRef ptx_ballot(cg_fn *fn, LLVMValueRef pred)
 /* ---- math ---- */
 
 /* libdevice's base name of floating function op (without __nv_ and the
- * f of float), or NULL. */
+ * f of float), or NULL: lib/fe_ops.h's libdevice column. */
 static const char *libdevice_name(weft_op op)
 {
-    switch (op) {
-    case WEFT_OP_EXP: return "exp";
-    case WEFT_OP_LOG: return "log";
-    case WEFT_OP_SIN: return "sin";
-    case WEFT_OP_COS: return "cos";
-    case WEFT_OP_POW: return "pow";
-    case WEFT_OP_TAN: return "tan";
-    case WEFT_OP_ASIN: return "asin";
-    case WEFT_OP_ACOS: return "acos";
-    case WEFT_OP_ATAN: return "atan";
-    case WEFT_OP_SINH: return "sinh";
-    case WEFT_OP_COSH: return "cosh";
-    case WEFT_OP_TANH: return "tanh";
-    case WEFT_OP_ASINH: return "asinh";
-    case WEFT_OP_ACOSH: return "acosh";
-    case WEFT_OP_ATANH: return "atanh";
-    case WEFT_OP_ATAN2: return "atan2";
-    default: return NULL;
-    }
+    return fe_prims[op].libdevice;
 }
 
 /* A call of a non-overloaded NVVM intrinsic on float arguments. */

@@ -22,7 +22,9 @@
  *   CAST   any scalar to a scalar type of the same size
  * This header is included by weft.h and by weft's sources; it has no guard.
  * New primitives go at the end: the order numbers weft_op, which bindings
- * may hard-code (docs/abi.md).
+ * may hard-code (docs/abi.md).  How weft computes each (folding, failure,
+ * cost, vector code, library functions) is weft's own table,
+ * lib/fe_ops.h: one row per line here, in this order.
  */
 WEFT_OP(ADD, add, 2, NUM)
 WEFT_OP(SUB, sub, 2, NUM)
@@ -82,3 +84,5 @@ WEFT_OP(ROUND, round, T, ROUND) /* half to even */
 WEFT_OP(TRUNCATE, truncate, T, ROUND)
 WEFT_OP(CONVERT, convert, T, CONV)
 WEFT_OP(BITCAST, bitcast, T, CAST)
+WEFT_OP(EXPM1, expm1, 1, FLT)   /* exp x - 1, accurate for x near 0 */
+WEFT_OP(LOG1P, log1p, 1, FLT)   /* log (1 + x), accurate for x near 0 */

@@ -229,36 +229,12 @@ static void stencil_side(printer *pr, const fe_term *t, int side,
     operand(pr, a, ind);
 }
 
+/* The name of array kind `kind` (lib/fe_kinds.h), or "?". */
 static const char *acc_name(int kind)
 {
-    switch (kind) {
-    case FE_UNIT: return "unit";
-    case FE_GENERATE: return "generate";
-    case FE_MAP: return "map";
-    case FE_ZIPWITH: return "zipwith";
-    case FE_RESHAPE: return "reshape";
-    case FE_REPLICATE: return "replicate";
-    case FE_SLICE: return "slice";
-    case FE_BACKPERMUTE: return "backpermute";
-    case FE_TRANSFORM: return "transform";
-    case FE_FOLD: return "fold";
-    case FE_FOLD1: return "fold1";
-    case FE_FOLD_SEG: return "fold_seg";
-    case FE_FOLD1_SEG: return "fold1_seg";
-    case FE_SCANL: return "scanl";
-    case FE_SCANL1: return "scanl1";
-    case FE_SCANL_: return "scanl'";
-    case FE_SCANR: return "scanr";
-    case FE_SCANR1: return "scanr1";
-    case FE_SCANR_: return "scanr'";
-    case FE_PERMUTE: return "permute";
-    case FE_STENCIL: return "stencil";
-    case FE_STENCIL2: return "stencil2";
-    case FE_ACOND: return "acond";
-    case FE_AWHILE: return "awhile";
-    case FE_AGET: return "aget";
-    default: return "?";
-    }
+    const char *n = kind >= 0 && kind < FE_KIND_COUNT_ ? fe_kinds[kind].name
+                                                       : NULL;
+    return n ? n : "?";
 }
 
 const char *fe_acc_name(int kind)

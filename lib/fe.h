@@ -474,40 +474,33 @@ typedef enum fe_kind {
     FE_APPLY,       /* builder only: fun[0] applied to kid[0..arity-1] */
     FE_LET,         /* core only: u.var bound to kid[0] in kid[1]; scalar or
                        array depending on kid[1] (kid[0] may be either) */
-    /* array terms */
-    FE_USE,         /* u.array */
-    FE_PARAM,       /* u.index: parameter number */
-    FE_AARG,        /* builder only: u.arg.fun (an afun), its argument */
-    FE_UNIT,        /* kid[0] exp */
-    FE_GENERATE,    /* kid[0] sh; fun[0] */
-    FE_MAP,         /* fun[0]; kid[0] */
-    FE_ZIPWITH,     /* fun[0]; kid[0..nkid-1] (2 or 3 arrays) */
-    FE_RESHAPE,     /* kid: sh, a */
-    FE_REPLICATE,   /* kid[0] a; kid[1..] spec (FE_ALL or i64 exp) */
-    FE_SLICE,       /* kid[0] a; kid[1..] spec (FE_ALL or i64 exp) */
-    FE_BACKPERMUTE, /* kid: sh, a; fun[0] ix */
-    FE_TRANSFORM,   /* kid: sh, a; fun: ix, f */
-    FE_FOLD,        /* fun[0]; kid: z, a */
-    FE_FOLD1,       /* fun[0]; kid: a */
-    FE_FOLD_SEG,    /* fun[0]; kid: z, a, seg */
-    FE_FOLD1_SEG,   /* fun[0]; kid: a, seg */
-    FE_SCANL,       /* fun[0]; kid: z, a */
-    FE_SCANL1,      /* fun[0]; kid: a */
-    FE_SCANL_,      /* fun[0]; kid: z, a; a pair (scan, totals) */
-    FE_SCANR,       /* fun[0]; kid: z, a */
-    FE_SCANR1,      /* fun[0]; kid: a */
-    FE_SCANR_,      /* fun[0]; kid: z, a; a pair (scan, totals) */
-    FE_PERMUTE,     /* fun: combine, ix; kid: def, src */
-    FE_STENCIL,     /* fun[0]; kid: a, boundary value or NULL; u.st */
-    FE_STENCIL2,    /* fun[0]; kid: a1, value1|NULL, a2, value2|NULL; u.st */
-    FE_ACOND,       /* kid: c, t, e */
-    FE_AWHILE,      /* fun: cond, body (afuns); kid[0] init */
-    FE_ATUPLE,      /* kid: components */
-    FE_AGET,        /* kid[0]; u.index */
+    /* array terms: lib/fe_kinds.h, FE_USE first */
+#define FE_KIND(n_, name, family, producer, fusible, gather, eval) FE_##n_,
+#include "fe_kinds.h"
+#undef FE_KIND
     FE_KIND_COUNT_
 } fe_kind;
 
 static inline bool fe_kind_is_acc(int k) { return k >= FE_USE; }
+
+/* ===== kinds.c: the array-term table (lib/fe_kinds.h's columns) ===== */
+
+typedef enum fe_family {
+    FE_FAMILY_NONE, FE_FAMILY_GENERATE, FE_FAMILY_FOLD, FE_FAMILY_SCAN,
+    FE_FAMILY_PERMUTE, FE_FAMILY_FOLD_SEG, FE_FAMILY_STENCIL,
+    FE_FAMILY_RESHAPE
+} fe_family;
+
+typedef struct fe_kind_info {
+    const char *name;  /* in dumps, or NULL */
+    fe_family family;  /* the skeleton family of its kernel */
+    bool producer;     /* may be fused into its consumer */
+    unsigned fusible;  /* bit k: operand k may be a delayed producer */
+    bool gather;       /* reads an operand at indices it computes */
+} fe_kind_info;
+
+/* By kind; the scalar kinds' entries are all zero. */
+extern const fe_kind_info fe_kinds[FE_KIND_COUNT_];
 
 /* A variable of the core: a let binder or a function's parameter. */
 struct fe_var {
@@ -785,13 +778,50 @@ typedef enum fe_rule {
     FE_RULE_CAST, FE_RULE_ORD, FE_RULE_LOGIC
 } fe_rule;
 
+/* The columns of lib/fe_ops.h (its head comment says what each means). */
+typedef enum fe_failure {
+    FE_FAIL_NEVER, FE_FAIL_DIVISOR, FE_FAIL_SHIFT, FE_FAIL_ALWAYS,
+    FE_FAIL_TO_INT
+} fe_failure;
+typedef enum fe_cost { FE_COST_CHEAP, FE_COST_DEAR } fe_cost;
+typedef enum fe_simd { FE_SIMD_VEC, FE_SIMD_LANES } fe_simd;
+typedef enum fe_lower {
+    FE_LOWER_INLINE, FE_LOWER_LLVM, FE_LOWER_CALL, FE_LOWER_VMATH
+} fe_lower;
+
 typedef struct fe_prim_info {
     const char *name;   /* "add" */
     int arity;          /* 1 or 2; 1 for the T operations */
     bool typed;         /* a T operation: result type given */
     fe_rule rule;
+    /* from lib/fe_ops.h: */
+    bool fold;          /* constant folding may evaluate it */
+    fe_failure fail;
+    fe_cost cost;
+    fe_simd simd;
+    fe_lower lower;
+    const char *libm;   /* the C library's function ("tan"), or NULL */
+    double (*libm1)(double); /* it, of one argument, or NULL */
+    float (*libm1f)(float);
+    double (*libm2)(double, double); /* it, of two arguments, or NULL */
+    float (*libm2f)(float, float);
+    const char *libdevice; /* libdevice's: __nv_ + this, or NULL */
 } fe_prim_info;
 
 extern const fe_prim_info fe_prims[WEFT_OP_COUNT_];
+
+/* Whether a library function computes op in compiled code (lower CALL or
+ * VMATH: the C library's, libdevice's or weft's vmath.c), rather than
+ * cg_prim's own instructions or an LLVM intrinsic. */
+static inline bool fe_prim_in_library(weft_op op)
+{
+    return fe_prims[op].lower == FE_LOWER_CALL ||
+           fe_prims[op].lower == FE_LOWER_VMATH;
+}
+
+/* Whether evaluating primitive term t itself (not its kids) may fail: its
+ * fail column, given its operands (a constant divisor or shift amount
+ * makes DIVISOR and SHIFT safe when it is one). */
+bool fe_prim_may_fail(const fe_term *t);
 
 #endif /* WEFT_FE_H */

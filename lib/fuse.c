@@ -36,50 +36,16 @@
  */
 #include "fe.h"
 
+/* A producer (lib/fe_kinds.h's producer column) of one array. */
 static bool is_producer(const fe_term *t)
 {
-    switch ((fe_kind)t->kind) {
-    case FE_GENERATE:
-    case FE_MAP:
-    case FE_ZIPWITH:
-    case FE_BACKPERMUTE:
-    case FE_TRANSFORM:
-    case FE_REPLICATE:
-    case FE_SLICE:
-    case FE_RESHAPE:
-        return t->atype && t->atype->narrays == 1;
-    default:
-        return false;
-    }
+    return fe_kinds[t->kind].producer && t->atype &&
+           t->atype->narrays == 1;
 }
 
 bool fe_fusible_operand(const fe_term *t, int k)
 {
-    switch ((fe_kind)t->kind) {
-    case FE_MAP:
-    case FE_ZIPWITH:
-    case FE_REPLICATE:
-    case FE_SLICE:
-    case FE_FOLD1:
-    case FE_FOLD1_SEG:
-    case FE_SCANL1:
-    case FE_SCANR1:
-        return k == 0;
-    case FE_PERMUTE:
-        return k == 0 || k == 1;
-    case FE_BACKPERMUTE:
-    case FE_TRANSFORM:
-    case FE_RESHAPE:
-    case FE_FOLD:
-    case FE_FOLD_SEG:
-    case FE_SCANL:
-    case FE_SCANL_:
-    case FE_SCANR:
-    case FE_SCANR_:
-        return k == 1;
-    default:
-        return false;
-    }
+    return k < 32 && (fe_kinds[t->kind].fusible >> k & 1u);
 }
 
 /* ---- the let rule --------------------------------------------------------
@@ -345,8 +311,7 @@ static void mark(fe_term *t)
         if (!kid) {
             continue;
         }
-        bool zip = t->kind == FE_ZIPWITH;
-        if ((zip || fe_fusible_operand(t, i)) && kid->acc && is_producer(kid)) {
+        if (fe_fusible_operand(t, i) && kid->acc && is_producer(kid)) {
             kid->delayed = true;
         }
         mark(kid);

@@ -2030,6 +2030,18 @@ static bool nothing_to_compute(interp *st, const fe_term *t)
            t->atype && t->atype->arity == 0 && leaves_of(st, t->type) == 0;
 }
 
+/* The evaluator of each array operation (lib/fe_kinds.h's eval column);
+ * NULL for the kinds eval_acc_op handles itself. */
+typedef weft_status (*evaluator)(interp *st, const fe_term *t,
+                                 weft_array **out);
+#define acc_NONE NULL
+static const evaluator evaluators[FE_KIND_COUNT_] = {
+#define FE_KIND(n_, name, family, producer, fusible, gather, eval_)          \
+    [FE_##n_] = acc_##eval_,
+#include "fe_kinds.h"
+#undef FE_KIND
+};
+
 static weft_status eval_acc_op(interp *st, const fe_term *t, weft_array **out)
 {
     weft_status s;
@@ -2082,41 +2094,6 @@ static weft_status eval_acc_op(interp *st, const fe_term *t, weft_array **out)
         weft_array_retain(st->in[t->u.index]);
         out[0] = st->in[t->u.index];
         return WEFT_OK;
-    case FE_UNIT:
-        return acc_unit(st, t, out);
-    case FE_GENERATE:
-        return acc_generate(st, t, out);
-    case FE_MAP:
-        return acc_map(st, t, out);
-    case FE_ZIPWITH:
-        return acc_zipwith(st, t, out);
-    case FE_RESHAPE:
-        return acc_reshape(st, t, out);
-    case FE_REPLICATE:
-        return acc_replicate(st, t, out);
-    case FE_SLICE:
-        return acc_slice(st, t, out);
-    case FE_BACKPERMUTE:
-    case FE_TRANSFORM:
-        return acc_backpermute(st, t, out);
-    case FE_FOLD:
-    case FE_FOLD1:
-        return acc_fold(st, t, out);
-    case FE_FOLD_SEG:
-    case FE_FOLD1_SEG:
-        return acc_fold_seg(st, t, out);
-    case FE_SCANL:
-    case FE_SCANL1:
-    case FE_SCANL_:
-    case FE_SCANR:
-    case FE_SCANR1:
-    case FE_SCANR_:
-        return acc_scan(st, t, out);
-    case FE_PERMUTE:
-        return acc_permute(st, t, out);
-    case FE_STENCIL:
-    case FE_STENCIL2:
-        return acc_stencil(st, t, out);
     case FE_ACOND: {
         fe_val c;
         s = eval_exp(st, t->kid[0], &c);
@@ -2125,13 +2102,10 @@ static weft_status eval_acc_op(interp *st, const fe_term *t, weft_array **out)
         }
         return eval_acc(st, t->kid[c.u ? 1 : 2], out);
     }
-    case FE_AWHILE:
-        return acc_awhile(st, t, out);
-    case FE_ATUPLE:
-        return acc_atuple(st, t, out);
-    case FE_AGET:
-        return acc_aget(st, t, out);
     default:
+        if (t->kind < FE_KIND_COUNT_ && evaluators[t->kind]) {
+            return evaluators[t->kind](st, t, out);
+        }
         break;
     }
     return internal("an unexpected array term");

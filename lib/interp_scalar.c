@@ -102,79 +102,41 @@ static fe_val from_double(weft_type t, double d)
     return fe_norm(t, v);
 }
 
-/* Floating binary arithmetic, in the precision of t. */
+/* Floating binary arithmetic, in the precision of t: + - * / here, the
+ * C library's functions of two arguments through fe_prims. */
 static fe_val float2(weft_op op, weft_type t, double a, double b)
 {
+    const fe_prim_info *p = &fe_prims[op];
     if (t == WEFT_F64) {
         switch (op) {
         case WEFT_OP_ADD: return from_double(t, a + b);
         case WEFT_OP_SUB: return from_double(t, a - b);
         case WEFT_OP_MUL: return from_double(t, a * b);
         case WEFT_OP_FDIV: return from_double(t, a / b);
-        case WEFT_OP_POW: return from_double(t, pow(a, b));
-        case WEFT_OP_ATAN2: return from_double(t, atan2(a, b));
         default: break;
         }
-    } else {
-        float x = (float)a, y = (float)b;
-        switch (op) {
-        case WEFT_OP_ADD: return from_double(t, (double)(x + y));
-        case WEFT_OP_SUB: return from_double(t, (double)(x - y));
-        case WEFT_OP_MUL: return from_double(t, (double)(x * y));
-        case WEFT_OP_FDIV: return from_double(t, (double)(x / y));
-        case WEFT_OP_POW: return from_double(t, (double)powf(x, y));
-        case WEFT_OP_ATAN2: return from_double(t, (double)atan2f(x, y));
-        default: break;
-        }
+        return from_double(t, p->libm2 ? p->libm2(a, b) : NAN);
     }
-    return from_double(t, NAN);
+    float x = (float)a, y = (float)b;
+    switch (op) {
+    case WEFT_OP_ADD: return from_double(t, (double)(x + y));
+    case WEFT_OP_SUB: return from_double(t, (double)(x - y));
+    case WEFT_OP_MUL: return from_double(t, (double)(x * y));
+    case WEFT_OP_FDIV: return from_double(t, (double)(x / y));
+    default: break;
+    }
+    return from_double(t, p->libm2f ? (double)p->libm2f(x, y) : NAN);
 }
 
-/* Floating unary functions, in the precision of t (f16 through float). */
+/* The C library's floating function op of one argument, in the precision
+ * of t (f16 through float). */
 static fe_val float1(weft_op op, weft_type t, double a)
 {
+    const fe_prim_info *p = &fe_prims[op];
     if (t == WEFT_F64) {
-        double r;
-        switch (op) {
-        case WEFT_OP_EXP: r = exp(a); break;
-        case WEFT_OP_LOG: r = log(a); break;
-        case WEFT_OP_SQRT: r = sqrt(a); break;
-        case WEFT_OP_SIN: r = sin(a); break;
-        case WEFT_OP_COS: r = cos(a); break;
-        case WEFT_OP_TAN: r = tan(a); break;
-        case WEFT_OP_ASIN: r = asin(a); break;
-        case WEFT_OP_ACOS: r = acos(a); break;
-        case WEFT_OP_ATAN: r = atan(a); break;
-        case WEFT_OP_SINH: r = sinh(a); break;
-        case WEFT_OP_COSH: r = cosh(a); break;
-        case WEFT_OP_TANH: r = tanh(a); break;
-        case WEFT_OP_ASINH: r = asinh(a); break;
-        case WEFT_OP_ACOSH: r = acosh(a); break;
-        case WEFT_OP_ATANH: r = atanh(a); break;
-        default: r = NAN; break;
-        }
-        return from_double(t, r);
+        return from_double(t, p->libm1 ? p->libm1(a) : NAN);
     }
-    float x = (float)a, r;
-    switch (op) {
-    case WEFT_OP_EXP: r = expf(x); break;
-    case WEFT_OP_LOG: r = logf(x); break;
-    case WEFT_OP_SQRT: r = sqrtf(x); break;
-    case WEFT_OP_SIN: r = sinf(x); break;
-    case WEFT_OP_COS: r = cosf(x); break;
-    case WEFT_OP_TAN: r = tanf(x); break;
-    case WEFT_OP_ASIN: r = asinf(x); break;
-    case WEFT_OP_ACOS: r = acosf(x); break;
-    case WEFT_OP_ATAN: r = atanf(x); break;
-    case WEFT_OP_SINH: r = sinhf(x); break;
-    case WEFT_OP_COSH: r = coshf(x); break;
-    case WEFT_OP_TANH: r = tanhf(x); break;
-    case WEFT_OP_ASINH: r = asinhf(x); break;
-    case WEFT_OP_ACOSH: r = acoshf(x); break;
-    case WEFT_OP_ATANH: r = atanhf(x); break;
-    default: r = NAN; break;
-    }
-    return from_double(t, (double)r);
+    return from_double(t, p->libm1f ? (double)p->libm1f((float)a) : NAN);
 }
 
 /* Round half to even without depending on the floating-point environment. */
@@ -378,6 +340,15 @@ weft_status fe_prim_eval(weft_op op, weft_type rt, weft_type t0, weft_type t1,
     fe_val x = a[0];
     fe_val y = fe_prims[op].arity == 2 ? a[1] : x;
     r->u = 0;
+    /* the C library's functions (lib/fe_ops.h's libm column) */
+    if (fe_prims[op].libm1) {
+        *r = float1(op, t, x.f);
+        return WEFT_OK;
+    }
+    if (fe_prims[op].libm2) {
+        *r = float2(op, t, x.f, y.f);
+        return WEFT_OK;
+    }
     switch (op) {
     case WEFT_OP_ADD:
     case WEFT_OP_SUB:
@@ -391,8 +362,6 @@ weft_status fe_prim_eval(weft_op op, weft_type rt, weft_type t0, weft_type t1,
         }
         return WEFT_OK;
     case WEFT_OP_FDIV:
-    case WEFT_OP_POW:
-    case WEFT_OP_ATAN2:
         *r = float2(op, t, x.f, y.f);
         return WEFT_OK;
     case WEFT_OP_NEG:
@@ -472,23 +441,6 @@ weft_status fe_prim_eval(weft_op op, weft_type rt, weft_type t0, weft_type t1,
         r->i = n;
         return WEFT_OK;
     }
-    case WEFT_OP_EXP:
-    case WEFT_OP_LOG:
-    case WEFT_OP_SQRT:
-    case WEFT_OP_SIN:
-    case WEFT_OP_COS:
-    case WEFT_OP_TAN:
-    case WEFT_OP_ASIN:
-    case WEFT_OP_ACOS:
-    case WEFT_OP_ATAN:
-    case WEFT_OP_SINH:
-    case WEFT_OP_COSH:
-    case WEFT_OP_TANH:
-    case WEFT_OP_ASINH:
-    case WEFT_OP_ACOSH:
-    case WEFT_OP_ATANH:
-        *r = float1(op, t, x.f);
-        return WEFT_OK;
     case WEFT_OP_ISNAN:
         *r = from_bool(isnan(x.f));
         return WEFT_OK;

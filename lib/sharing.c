@@ -197,33 +197,8 @@ static bool may_fail(const fe_term *t)
     case FE_WHILE:
     case FE_APPLY:
         return true;
-    case FE_PRIM: {
-        const fe_term *b = t->nkid > 1 ? t->kid[1] : NULL;
-        bool konst = b && b->kind == FE_CONST;
-        switch (t->op) {
-        case WEFT_OP_QUOT:
-        case WEFT_OP_REM:
-        case WEFT_OP_IDIV:
-        case WEFT_OP_MOD:
-            /* safe by a constant divisor other than 0 and -1 */
-            return !konst || b->u.c.i == 0 ||
-                   (fe_is_signed(b->type) && b->u.c.i == -1);
-        case WEFT_OP_SHL:
-        case WEFT_OP_SHR:
-            return !konst || b->u.c.u >= (uint64_t)fe_type_bits(t->type);
-        case WEFT_OP_FLOOR:
-        case WEFT_OP_CEILING:
-        case WEFT_OP_ROUND:
-        case WEFT_OP_TRUNCATE:
-            return true;
-        case WEFT_OP_CONVERT:
-            /* float to integer out of range */
-            return fe_is_int(t->type) && t->nkid > 0 &&
-                   fe_is_float(t->kid[0]->type);
-        default:
-            return false;
-        }
-    }
+    case FE_PRIM:
+        return fe_prim_may_fail(t);
     default:
         return false;
     }

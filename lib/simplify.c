@@ -328,30 +328,11 @@ static void count(simp *s, const fe_term *t, int level, bool parent_acc)
 /* ---- 2b. folding and identities ----------------------------------------- */
 
 /* Primitives whose compiled implementation may differ from the C library's
- * (so folding them could change results). */
+ * (so folding them could change results) are not folded: lib/fe_ops.h's
+ * fold column. */
 static bool foldable(weft_op op)
 {
-    switch (op) {
-    case WEFT_OP_POW:
-    case WEFT_OP_ATAN2:
-    case WEFT_OP_EXP:
-    case WEFT_OP_LOG:
-    case WEFT_OP_SIN:
-    case WEFT_OP_COS:
-    case WEFT_OP_TAN:
-    case WEFT_OP_ASIN:
-    case WEFT_OP_ACOS:
-    case WEFT_OP_ATAN:
-    case WEFT_OP_SINH:
-    case WEFT_OP_COSH:
-    case WEFT_OP_TANH:
-    case WEFT_OP_ASINH:
-    case WEFT_OP_ACOSH:
-    case WEFT_OP_ATANH:
-        return false;
-    default:
-        return op < WEFT_OP_COUNT_;
-    }
+    return op < WEFT_OP_COUNT_ && fe_prims[op].fold;
 }
 
 /* Evaluate primitive t over its constant operands; t when it fails (the
@@ -687,33 +668,6 @@ static uint64_t mix(uint64_t h, uint64_t v)
     return h * 0xff51afd7ed558ccdull;
 }
 
-/* Whether evaluating t itself may fail (as sharing.c judges it). */
-static bool may_fail(const fe_term *t)
-{
-    const fe_term *b = t->nkid > 1 ? t->kid[1] : NULL;
-    bool konst = is_const(b);
-    switch ((weft_op)t->op) {
-    case WEFT_OP_QUOT:
-    case WEFT_OP_REM:
-    case WEFT_OP_IDIV:
-    case WEFT_OP_MOD:
-        return !konst || b->u.c.i == 0 ||
-               (fe_is_signed(b->type) && b->u.c.i == -1);
-    case WEFT_OP_SHL:
-    case WEFT_OP_SHR:
-        return !konst || b->u.c.u >= (uint64_t)fe_type_bits(t->type);
-    case WEFT_OP_FLOOR:
-    case WEFT_OP_CEILING:
-    case WEFT_OP_ROUND:
-    case WEFT_OP_TRUNCATE:
-        return true;
-    case WEFT_OP_CONVERT:
-        return fe_is_int(t->type) && fe_is_float(t->kid[0]->type);
-    default:
-        return false;
-    }
-}
-
 /* Collect the candidates under *slot (not entering functions).  Returns
  * whether the term may be hoisted to the top of the body; *h and *size get
  * its hash and size. */
@@ -754,7 +708,7 @@ static bool collect(simp *s, cse *q, fe_term **slot, int parent, uint64_t *h,
     }
     int me = -1;
     bool ok = t->kind != FE_LET && t->nfun == 0 &&
-              !(t->kind == FE_PRIM && may_fail(t));
+              !(t->kind == FE_PRIM && fe_prim_may_fail(t));
     if (ok && t->kind == FE_PRIM) {
         if (q->n == q->cap) {
             int cap = q->cap ? 2 * q->cap : 64;

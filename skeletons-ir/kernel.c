@@ -23,50 +23,22 @@
 
 /* ---- layout ------------------------------------------------------------- */
 
+/* The shared skeleton of each family of array operations (lib/fe_kinds.h's
+ * family column). */
+static const sk_skeleton *const by_family[] = {
+    [FE_FAMILY_NONE] = NULL,           [FE_FAMILY_GENERATE] = &sk_generate,
+    [FE_FAMILY_FOLD] = &sk_fold,       [FE_FAMILY_SCAN] = &sk_scan,
+    [FE_FAMILY_PERMUTE] = &sk_permute, [FE_FAMILY_FOLD_SEG] = &sk_fold_seg,
+    [FE_FAMILY_STENCIL] = &sk_stencil, [FE_FAMILY_RESHAPE] = &sk_reshape,
+};
+
 const sk_skeleton *sk_skeleton_of(const fe_term *t, const sk_target *tg)
 {
-    const sk_skeleton *s = NULL;
     if (!t->acc || !t->atype) {
         return NULL;
     }
-    switch ((fe_kind)t->kind) {
-    case FE_GENERATE:
-    case FE_MAP:
-    case FE_ZIPWITH:
-    case FE_BACKPERMUTE:
-    case FE_TRANSFORM:
-        s = &sk_generate;
-        break;
-    case FE_FOLD:
-    case FE_FOLD1:
-        s = &sk_fold;
-        break;
-    case FE_SCANL:
-    case FE_SCANL1:
-    case FE_SCANL_:
-    case FE_SCANR:
-    case FE_SCANR1:
-    case FE_SCANR_:
-        s = &sk_scan;
-        break;
-    case FE_PERMUTE:
-        s = &sk_permute;
-        break;
-    case FE_FOLD_SEG:
-    case FE_FOLD1_SEG:
-        s = &sk_fold_seg;
-        break;
-    case FE_STENCIL:
-    case FE_STENCIL2:
-        s = &sk_stencil;
-        break;
-    case FE_UNIT:
-    case FE_RESHAPE:
-    case FE_REPLICATE:
-    case FE_SLICE:
-        s = &sk_reshape;
-        break;
-    default:
+    const sk_skeleton *s = by_family[fe_kinds[t->kind].family];
+    if (!s) {
         return NULL;
     }
     if (tg && tg->own && tg->own[s->family] &&
@@ -213,8 +185,12 @@ static weft_status walk_term(walk *w, const fe_term *t)
         }
         break;
     case FE_PRIM:
-        /* floating division and the math functions count as several */
-        w->cost += t->op >= WEFT_OP_FDIV && t->op <= WEFT_OP_ATANH ? 8 : 1;
+        /* floating division and the math functions (cost DEAR in
+         * lib/fe_ops.h) count as several */
+        w->cost += t->op < WEFT_OP_COUNT_ &&
+                           fe_prims[t->op].cost == FE_COST_DEAR
+                       ? 8
+                       : 1;
         break;
     case FE_WHILE:
         w->cost += SK_LIGHT_COST + 1; /* unbounded: never light */
@@ -283,15 +259,8 @@ bool sk_gathers(const fe_term *t, bool top)
     if (!t || !t->acc || (!top && !t->delayed)) {
         return false;
     }
-    switch ((fe_kind)t->kind) {
-    case FE_BACKPERMUTE:
-    case FE_TRANSFORM:
-    case FE_REPLICATE:
-    case FE_SLICE:
-    case FE_PERMUTE:
+    if (fe_kinds[t->kind].gather) {
         return true;
-    default:
-        break;
     }
     for (int i = 0; i < t->nkid; i++) {
         if (sk_gathers(t->kid[i], false)) {

@@ -28,8 +28,9 @@
  * linear position or by multi-index), over lanes: backpermute, transform
  * and slice gather under the mask of the lanes whose index lies inside
  * the source, and set the error word when an active lane's does not.
- * What codegen/spmd.c cannot emit leaves *done false and no function
- * behind: generate.c then emits the scalar loop.
+ * What codegen/spmd.c cannot emit (cg_spmd.declined) leaves *done false
+ * and no function behind: generate.c then emits the scalar loop.  Any
+ * other failure (a fault in code generation) is the compile's error.
  */
 #include <stdio.h>
 #include <string.h>
@@ -297,6 +298,7 @@ static weft_status vread(sk_fn *f, cg_spmd *s, const fe_term *t,
         return vgather(f, s, a, &jx, CG_ERR_SLICE, out);
     }
     default:
+        s->declined = true; /* not vectorised: the scalar loop reads it */
         return fe_error(WEFT_ERR_INTERNAL,
                         "weft_compile: SPMD code cannot read this operand");
     }
@@ -505,6 +507,14 @@ weft_status sk_spmd_generate(sk_emit *e, const char *name, bool *done)
     if (r == WEFT_OK) {
         r = e->k->op->rank >= 2 && needs_ix(&f, e->k->op) ? emit_rows(&f, &s)
                                                           : emit_flat(&f, &s);
+        if (r != WEFT_OK && !s.declined) {
+            /* a fault, not "cannot vectorise this" (cg_spmd.declined):
+             * the compile's error, with its message */
+            LLVMValueRef g = f.fn.fn;
+            cg_fn_end(&f.fn);
+            LLVMDeleteFunction(g);
+            return r;
+        }
     }
     return spmd_finish(e, &f, w, r, done);
 }

@@ -18,7 +18,8 @@
  * Comparison is exact (bitwise for floats, NaN equal to NaN) except for
  * the transcendental functions and pow, where the JIT may reach libm
  * through an intrinsic: there a difference of TRANS_ULP units in the last
- * place of the result type is allowed.
+ * place of the result type is allowed (which functions those are is
+ * lib/fe_ops.h's lower column; prim_table checks that its columns agree).
  */
 #include <check.h>
 #include <math.h>
@@ -280,18 +281,10 @@ static bool same(weft_type t, fe_val want, fe_val got, int ulp)
     return d <= ulp;
 }
 
+/* A function of a library (lib/fe_ops.h: lower CALL or VMATH). */
 static bool transcendental(weft_op op)
 {
-    switch (op) {
-    case WEFT_OP_EXP: case WEFT_OP_LOG: case WEFT_OP_SIN: case WEFT_OP_COS:
-    case WEFT_OP_TAN: case WEFT_OP_ASIN: case WEFT_OP_ACOS:
-    case WEFT_OP_ATAN: case WEFT_OP_SINH: case WEFT_OP_COSH:
-    case WEFT_OP_TANH: case WEFT_OP_ASINH: case WEFT_OP_ACOSH:
-    case WEFT_OP_ATANH: case WEFT_OP_POW: case WEFT_OP_ATAN2:
-        return true;
-    default:
-        return false;
-    }
+    return fe_prim_in_library(op);
 }
 
 /* ---- one primitive ----------------------------------------------------- */
@@ -485,6 +478,51 @@ END_TEST
 START_TEST(prims_O2)
 {
     check_all_prims("default<O2>");
+}
+END_TEST
+
+/* The columns of lib/fe_ops.h agree with each other and with weft_ops.h:
+ * a library function is floating, not folded (the compiled code is not
+ * the C library's), dear, computed lane by lane (or by the target's
+ * vector math) and has a C library and a libdevice function of its
+ * arity; weft's own code has no library function; only binary operations
+ * have a divisor or an amount. */
+START_TEST(prim_table)
+{
+    for (int op = 0; op < WEFT_OP_COUNT_; op++) {
+        const fe_prim_info *p = &fe_prims[op];
+        const char *n = weft_op_name(op);
+        ck_assert_msg(p->name && n, "primitive %d has no name", op);
+        if (fe_prim_in_library(op)) {
+            ck_assert_msg(p->rule == FE_RULE_FLT && !p->fold &&
+                              p->cost == FE_COST_DEAR &&
+                              p->simd == FE_SIMD_LANES && p->libdevice,
+                          "%s: a library function", n);
+        }
+        if (p->lower == FE_LOWER_INLINE) {
+            ck_assert_msg(!p->libm && !p->libdevice, "%s: inline", n);
+        } else {
+            ck_assert_msg(p->libm != NULL, "%s: no libm stem", n);
+        }
+        bool one = p->libm && p->arity == 1, two = p->libm && p->arity == 2;
+        ck_assert_msg(!p->libm1 == !one && !p->libm1f == !one &&
+                          !p->libm2 == !two && !p->libm2f == !two,
+                      "%s: libm functions of another arity", n);
+        if (p->fail == FE_FAIL_DIVISOR || p->fail == FE_FAIL_SHIFT) {
+            ck_assert_msg(p->arity == 2, "%s: fails by its operand", n);
+        }
+    }
+    /* one spot check per column against the documented behaviour */
+    ck_assert(fe_prims[WEFT_OP_SQRT].fold && fe_prims[WEFT_OP_SQRT].lower ==
+                                                 FE_LOWER_LLVM);
+    ck_assert(!fe_prims[WEFT_OP_SIN].fold);
+    ck_assert_str_eq(fe_prims[WEFT_OP_TANH].libdevice, "tanh");
+    ck_assert(fe_prims[WEFT_OP_EXP].lower == FE_LOWER_VMATH);
+    ck_assert(fe_prims[WEFT_OP_QUOT].fail == FE_FAIL_DIVISOR &&
+              fe_prims[WEFT_OP_QUOT].simd == FE_SIMD_LANES);
+    ck_assert(fe_prims[WEFT_OP_ADD].cost == FE_COST_CHEAP &&
+              fe_prims[WEFT_OP_FDIV].cost == FE_COST_DEAR);
+    ck_assert(fe_prims[WEFT_OP_POW].libm2(2.0, 10.0) == 1024.0);
 }
 END_TEST
 
@@ -771,6 +809,19 @@ START_TEST(arrays_and_short_circuit)
 }
 END_TEST
 
+/* A function void name(void) of target tg with nvar variables, in a new
+ * module *mod of h's context (the caller disposes of it). */
+static void bare_fn(harness *h, fe_arena *ar, const cg_target *tg,
+                    const char *name, uint32_t nvar, LLVMModuleRef *mod,
+                    cg_fn *fn)
+{
+    LLVMContextRef c = LLVMOrcThreadSafeContextGetContext(h->tsc);
+    *mod = LLVMModuleCreateWithNameInContext(name, c);
+    LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(c), NULL, 0, 0);
+    ck_assert(cg_fn_begin(fn, h->ctx, tg, ar, *mod, name, fty, nvar) ==
+              WEFT_OK);
+}
+
 /* A term codegen cannot emit is WEFT_ERR_INTERNAL with a message. */
 START_TEST(errors)
 {
@@ -778,12 +829,9 @@ START_TEST(errors)
     h_open(&h, NULL);
     fe_arena ar;
     fe_arena_init(&ar, h.ctx);
-    LLVMContextRef c = LLVMOrcThreadSafeContextGetContext(h.tsc);
-    LLVMModuleRef mod = LLVMModuleCreateWithNameInContext("bad", c);
-    LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(c), NULL, 0, 0);
+    LLVMModuleRef mod;
     cg_fn fn;
-    ck_assert(cg_fn_begin(&fn, h.ctx, &cg_target_cpu, &ar, mod, "bad", fty,
-                          2) == WEFT_OK);
+    bare_fn(&h, &ar, &cg_target_cpu, "bad", 2, &mod, &fn);
     fe_var v = {.id = 1, .type = WEFT_I32};
     fe_term *x = mk_var(&ar, &v);
     cg_val out;
@@ -798,6 +846,69 @@ START_TEST(errors)
     LLVMBuildRetVoid(fn.b);
     cg_fn_end(&fn);
     ck_assert(cg_verify(mod, "test") == WEFT_OK);
+    LLVMDisposeModule(mod);
+    fe_arena_release(&ar);
+    h_close(&h);
+}
+END_TEST
+
+/* A target whose vector math fails: a fault injected into SPMD code
+ * generation. */
+static weft_status failing_vmath(cg_fn *fn, weft_op op, LLVMValueRef x,
+                                 LLVMValueRef y, LLVMValueRef *out)
+{
+    (void)fn;
+    (void)x;
+    (void)y;
+    *out = NULL;
+    return fe_error(WEFT_ERR_INTERNAL, "weft_compile: injected fault in "
+                                       "the vector math of %s",
+                    weft_op_name(op));
+}
+
+/* SPMD code generation tells "cannot vectorise this" (cg_spmd.declined:
+ * the skeleton emits scalar code) from a fault, which keeps its status and
+ * message and is not declined (the skeleton reports it,
+ * skeletons-ir/spmd.c): a term it does not vectorise, a lane count it
+ * does not take, and a target whose vector math fails. */
+START_TEST(spmd_fault)
+{
+    harness h;
+    h_open(&h, NULL);
+    fe_arena ar;
+    fe_arena_init(&ar, h.ctx);
+    cg_target faulty = cg_target_cpu;
+    faulty.vmath = failing_vmath;
+    LLVMModuleRef mod;
+    cg_fn fn;
+    bare_fn(&h, &ar, &faulty, "spmd", 1, &mod, &fn);
+    cg_spmd s;
+    ck_assert_int_eq(cg_spmd_begin(&s, &fn, 3), WEFT_ERR_INTERNAL);
+    ck_assert(s.declined);
+    ck_assert_int_eq(cg_spmd_begin(&s, &fn, 4), WEFT_OK);
+    ck_assert(!s.declined);
+    cg_val out;
+    fe_term *all = mk(&ar, FE_ALL, 0, 0, NULL, NULL, NULL);
+    ck_assert_int_eq(cg_spmd_exp(&s, all, &out), WEFT_ERR_INTERNAL);
+    ck_assert(s.declined);
+    ck_assert_int_eq(cg_spmd_begin(&s, &fn, 4), WEFT_OK);
+    LLVMValueRef x = cg_spmd_broadcast(
+        &s, LLVMConstReal(LLVMDoubleTypeInContext(fn.llctx), 0.5)), r = NULL;
+    ck_assert(cg_spmd_is_varying(x));
+    /* cos is a library function (lib/fe_ops.h): the target's vmath */
+    ck_assert_int_eq(cg_spmd_prim(&s, WEFT_OP_COS, WEFT_F64, WEFT_F64, 0, &x,
+                                  &r),
+                     WEFT_ERR_INTERNAL);
+    ck_assert_ptr_nonnull(strstr(weft_last_error(), "injected fault"));
+    ck_assert(!s.declined);
+    /* on the real target the same operation is emitted */
+    fn.target = &cg_target_cpu;
+    ck_assert_int_eq(cg_spmd_prim(&s, WEFT_OP_COS, WEFT_F64, WEFT_F64, 0, &x,
+                                  &r),
+                     WEFT_OK);
+    ck_assert(r && cg_spmd_is_varying(r));
+    LLVMBuildRetVoid(fn.b);
+    cg_fn_end(&fn);
     LLVMDisposeModule(mod);
     fe_arena_release(&ar);
     h_close(&h);
@@ -866,6 +977,8 @@ int main(void)
     tcase_set_timeout(tc, 240);
     tcase_add_test(tc, init_threads);
     tcase_add_test(tc, errors);
+    tcase_add_test(tc, prim_table);
+    tcase_add_test(tc, spmd_fault);
     tcase_add_test(tc, cond);
     tcase_add_test(tc, while_collatz);
     tcase_add_test(tc, tuple_let_get);

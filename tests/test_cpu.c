@@ -2217,7 +2217,7 @@ static int build_prims(bld *b, weft_acc **res)
     weft_fun *f = weft_fun2(p, t, t);
     weft_exp *x = weft_arg(f, 0), *y = weft_arg(f, 1);
     int n = 0;
-    weft_exp *c[16];
+    weft_exp *c[18];
     if (is_int(t)) {
         int width = (int)weft_type_size(t) * 8;
         weft_exp *nz = weft_cond(weft_eq(y, cst(p, t, 0)), cst(p, t, 1), y);
@@ -2293,6 +2293,8 @@ static int build_prims(bld *b, weft_acc **res)
             c[n++] = weft_cosh(x);
             c[n++] = weft_atanh(weft_mul(x, cstf(p, t, 0.5)));
             c[n++] = weft_acosh(weft_add(weft_abs(x), cstf(p, t, 1)));
+            c[n++] = weft_expm1(x);
+            c[n++] = weft_log1p(weft_abs(x));
             break;
         }
     }

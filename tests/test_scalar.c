@@ -629,6 +629,23 @@ START_TEST(test_hyperbolic)
        F(0, 0.5493061443340549, INFINITY, NAN), TOL64);
     F1(WEFT_OP_ATANH, WEFT_F32, F(-0.5), F(-0.5493061443340549), TOL32);
     F1(WEFT_OP_ATANH, WEFT_F16, F(0.5), F(0.5493061443340549), TOL16);
+    /* expm1 and log1p near 0, where exp x - 1 and log (1 + x) lose the
+     * digits: the expected values are the nearest doubles of the Taylor
+     * series; tolerances of two ulps there (f64 at 1e-10: ulp 2^-86 =
+     * 1.3e-26; f32 at 1e-5, the float 9.99999975e-6: ulp 2^-40 = 9.1e-13),
+     * where exp x - 1 would be off by 8e-18 (f64) and 4e-8 (f32) */
+    F1(WEFT_OP_EXPM1, WEFT_F64, F(1e-10), F(1.00000000005e-10), 2.6e-26);
+    F1(WEFT_OP_EXPM1, WEFT_F32, F(1e-5), F(1.0000049747542893e-05), 1.9e-12);
+    F1(WEFT_OP_LOG1P, WEFT_F64, F(1e-10), F(9.999999999500001e-11), 2.6e-26);
+    F1(WEFT_OP_LOG1P, WEFT_F32, F(1e-5), F(9.999949747714609e-06), 1.9e-12);
+    F1(WEFT_OP_EXPM1, WEFT_F64, F(0, 1, -INFINITY, INFINITY),
+       F(0, 1.718281828459045, -1, INFINITY), TOL64);
+    F1(WEFT_OP_EXPM1, WEFT_F32, F(-1), F(-0.6321205588285577), TOL32);
+    F1(WEFT_OP_EXPM1, WEFT_F16, F(1), F(1.718281828459045), TOL16);
+    F1(WEFT_OP_LOG1P, WEFT_F64, F(0, 1.718281828459045, -1, -2),
+       F(0, 1, -INFINITY, NAN), TOL64);
+    F1(WEFT_OP_LOG1P, WEFT_F32, F(1), F(0.6931471805599453), TOL32);
+    F1(WEFT_OP_LOG1P, WEFT_F16, F(3), F(1.3862943611198906), TOL16);
 }
 END_TEST
 

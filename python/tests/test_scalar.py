@@ -38,13 +38,15 @@ NP = {'add': np.add, 'subtract': np.subtract, 'multiply': np.multiply,
       'bitwise_or': np.bitwise_or, 'bitwise_xor': np.bitwise_xor,
       'invert': np.invert, 'left_shift': np.left_shift,
       'right_shift': np.right_shift, 'floor_divide': np.floor_divide,
-      'mod': np.mod}
+      'mod': np.mod, 'expm1': np.expm1, 'log1p': np.log1p}
 
 
 def domain(name, dtype, n=64):
     """Inputs inside the primitive's domain."""
     if name in ('arcsin', 'arccos', 'arctanh'):
         return RNG.uniform(-0.99, 0.99, n).astype(dtype)
+    if name == 'log1p':
+        return RNG.uniform(-0.99, 100, n).astype(dtype)
     if name in ('log', 'sqrt'):
         return RNG.uniform(0.01, 100, n).astype(dtype)
     if name == 'arccosh':

@@ -214,6 +214,16 @@ def arctanh(x: Term) -> Term:
     ...
 
 
+def expm1(x: Term) -> Term:
+    """weft primitive expm1 (FLT)."""
+    ...
+
+
+def log1p(x: Term) -> Term:
+    """weft primitive log1p (FLT)."""
+    ...
+
+
 def isnan(x: Term) -> Term:
     """weft primitive isnan (FPRED)."""
     ...

@@ -213,25 +213,10 @@ bool fz_is_array_op(fz_op op)
 
 const char *fz_op_name(fz_op op)
 {
-    static const char *names[FZ_NOPS] = {
-        [E_CONST] = "const", [E_ARG] = "arg", [E_PRIM] = "prim",
-        [E_PRIMT] = "primt", [E_COND] = "cond", [E_TUPLE] = "tuple",
-        [E_GET] = "get", [E_INDEX] = "index", [E_SHAPE] = "shape",
-        [E_SIZE] = "size", [E_SHAPE_SIZE] = "shape_size",
-        [E_TO_INDEX] = "to_index", [E_FROM_INDEX] = "from_index",
-        [E_AT] = "at", [E_AT_LIN] = "at_linear", [E_THE] = "the",
-        [E_WHILE] = "while", [E_IGNORE] = "ignore", [E_APPLY] = "apply", [F_FUN] = "fun",
-        [F_AFUN] = "afun", [A_USE] = "use", [A_AARG] = "afun_arg",
-        [A_UNIT] = "unit", [A_GENERATE] = "generate", [A_MAP] = "map",
-        [A_ZIP] = "zipwith", [A_ZIP3] = "zipwith3", [A_RESHAPE] = "reshape",
-        [A_REPLICATE] = "replicate", [A_SLICE] = "slice",
-        [A_BACKPERMUTE] = "backpermute", [A_TRANSFORM] = "transform",
-        [A_FOLD] = "fold", [A_FOLD1] = "fold1", [A_FOLDALL] = "fold_all",
-        [A_FOLD1ALL] = "fold1_all", [A_FOLDSEG] = "fold_seg",
-        [A_FOLD1SEG] = "fold1_seg", [A_SCAN] = "scan",
-        [A_PERMUTE] = "permute", [A_STENCIL] = "stencil",
-        [A_STENCIL2] = "stencil2", [A_ACOND] = "acond",
-        [A_AWHILE] = "awhile", [A_ATUPLE] = "atuple", [A_AGET] = "aget",
+    static const char *const names[FZ_NOPS] = {
+#define FZ_OP(op_, name, how, call, kids) [op_] = name,
+#include "ops.h"
+#undef FZ_OP
     };
     return op < FZ_NOPS && names[op] ? names[op] : "?";
 }

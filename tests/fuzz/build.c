@@ -35,6 +35,24 @@ static weft_fun *F(bstate *s, int i)
     return (weft_fun *)bnode(s, i);
 }
 
+static weft_afun *G(bstate *s, int i)
+{
+    return (weft_afun *)bnode(s, i);
+}
+
+/* The kids of a CALL node of ops.h, built as their kinds say. */
+#define ARGS(...) ARGS_N(__VA_ARGS__, 4, 3, 2, 1, 0)(__VA_ARGS__)
+#define ARGS_N(a, b, c, d, n, ...) ARGS_##n
+#define ARGS_1(a) a(s, k[0])
+#define ARGS_2(a, b) ARGS_1(a), b(s, k[1])
+#define ARGS_3(a, b, c) ARGS_2(a, b), c(s, k[2])
+#define ARGS_4(a, b, c, d) ARGS_3(a, b, c), d(s, k[3])
+#define BUILD_CALL(op, call, kids)                                           \
+    case op:                                                                 \
+        r = weft_##call(ARGS kids);                                          \
+        break;
+#define BUILD_SPECIAL(op, call, kids)
+
 static weft_boundary boundary(bstate *s, int kind, int value_kid)
 {
     weft_boundary b = {(weft_boundary_kind)kind, NULL};
@@ -57,6 +75,9 @@ static void *bnode(bstate *s, int i)
     const int *k = n->kid;
     void *r = NULL;
     switch (n->op) {
+#define FZ_OP(op, name, how, call, kids) BUILD_##how(op, call, kids)
+#include "ops.h"
+#undef FZ_OP
     case E_CONST:
         r = weft_const(p, n->ty.s[0], &n->val);
         break;
@@ -80,9 +101,6 @@ static void *bnode(bstate *s, int i)
         }
         break;
     }
-    case E_COND:
-        r = weft_cond(E(s, k[0]), E(s, k[1]), E(s, k[2]));
-        break;
     case E_TUPLE:
     case E_INDEX: {
         weft_exp *c[FZ_MAXK];
@@ -95,33 +113,6 @@ static void *bnode(bstate *s, int i)
     }
     case E_GET:
         r = weft_get(E(s, k[0]), n->aux);
-        break;
-    case E_SHAPE:
-        r = weft_shape(A(s, k[0]));
-        break;
-    case E_SIZE:
-        r = weft_size(A(s, k[0]));
-        break;
-    case E_SHAPE_SIZE:
-        r = weft_shape_size(E(s, k[0]));
-        break;
-    case E_TO_INDEX:
-        r = weft_to_index(E(s, k[0]), E(s, k[1]));
-        break;
-    case E_FROM_INDEX:
-        r = weft_from_index(E(s, k[0]), E(s, k[1]));
-        break;
-    case E_AT:
-        r = weft_at(A(s, k[0]), E(s, k[1]));
-        break;
-    case E_AT_LIN:
-        r = weft_at_linear(A(s, k[0]), E(s, k[1]));
-        break;
-    case E_THE:
-        r = weft_the(A(s, k[0]));
-        break;
-    case E_WHILE:
-        r = weft_while(F(s, k[0]), F(s, k[1]), E(s, k[2]));
         break;
     case E_IGNORE:
         r = weft_ignore(p, n->ty.n);
@@ -179,24 +170,6 @@ static void *bnode(bstate *s, int i)
     case A_AARG:
         r = weft_afun_arg((weft_afun *)bnode(s, n->aux));
         break;
-    case A_UNIT:
-        r = weft_unit(E(s, k[0]));
-        break;
-    case A_GENERATE:
-        r = weft_generate(E(s, k[0]), F(s, k[1]));
-        break;
-    case A_MAP:
-        r = weft_map(F(s, k[0]), A(s, k[1]));
-        break;
-    case A_ZIP:
-        r = weft_zipwith(F(s, k[0]), A(s, k[1]), A(s, k[2]));
-        break;
-    case A_ZIP3:
-        r = weft_zipwith3(F(s, k[0]), A(s, k[1]), A(s, k[2]), A(s, k[3]));
-        break;
-    case A_RESHAPE:
-        r = weft_reshape(E(s, k[0]), A(s, k[1]));
-        break;
     case A_REPLICATE:
     case A_SLICE: {
         weft_exp *spec[8];
@@ -209,30 +182,6 @@ static void *bnode(bstate *s, int i)
                                  : weft_slice(a, n->aux2, spec);
         break;
     }
-    case A_BACKPERMUTE:
-        r = weft_backpermute(E(s, k[0]), F(s, k[1]), A(s, k[2]));
-        break;
-    case A_TRANSFORM:
-        r = weft_transform(E(s, k[0]), F(s, k[1]), F(s, k[2]), A(s, k[3]));
-        break;
-    case A_FOLD:
-        r = weft_fold(F(s, k[0]), E(s, k[1]), A(s, k[2]));
-        break;
-    case A_FOLD1:
-        r = weft_fold1(F(s, k[0]), A(s, k[1]));
-        break;
-    case A_FOLDALL:
-        r = weft_fold_all(F(s, k[0]), E(s, k[1]), A(s, k[2]));
-        break;
-    case A_FOLD1ALL:
-        r = weft_fold1_all(F(s, k[0]), A(s, k[1]));
-        break;
-    case A_FOLDSEG:
-        r = weft_fold_seg(F(s, k[0]), E(s, k[1]), A(s, k[2]), A(s, k[3]));
-        break;
-    case A_FOLD1SEG:
-        r = weft_fold1_seg(F(s, k[0]), A(s, k[1]), A(s, k[2]));
-        break;
     case A_SCAN: {
         weft_fun *f = F(s, k[0]);
         bool one = n->aux == FZ_SCANL1 || n->aux == FZ_SCANR1;
@@ -248,9 +197,6 @@ static void *bnode(bstate *s, int i)
         }
         break;
     }
-    case A_PERMUTE:
-        r = weft_permute(F(s, k[0]), A(s, k[1]), F(s, k[2]), A(s, k[3]));
-        break;
     case A_STENCIL: {
         weft_boundary b = boundary(s, n->aux, k[2]);
         r = weft_stencil(F(s, k[0]), n->win, b, A(s, k[1]));
@@ -266,13 +212,6 @@ static void *bnode(bstate *s, int i)
                           A(s, k[2]));
         break;
     }
-    case A_ACOND:
-        r = weft_acond(E(s, k[0]), A(s, k[1]), A(s, k[2]));
-        break;
-    case A_AWHILE:
-        r = weft_awhile((weft_afun *)bnode(s, k[0]),
-                        (weft_afun *)bnode(s, k[1]), A(s, k[2]));
-        break;
     case A_ATUPLE: {
         weft_acc *c[FZ_MAXK];
         for (int j = 0; j < n->nkid; j++) {

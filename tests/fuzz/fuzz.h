@@ -68,56 +68,9 @@ bool fz_ty_has_float(fz_ty t);
  * ---------------------------------------------------------------------- */
 
 typedef enum fz_op {
-    /* scalar terms */
-    E_CONST,     /* val (bits of the scalar) */
-    E_ARG,       /* aux: function node, aux2: argument number */
-    E_PRIM,      /* aux: weft_op; kids: 1 or 2 operands */
-    E_PRIMT,     /* aux: floor, ceiling, round, truncate, convert, bitcast */
-    E_COND,      /* c, t, e */
-    E_TUPLE,     /* n components */
-    E_GET,       /* aux: component; kid: tuple or index */
-    E_INDEX,     /* rank components (i64) */
-    E_SHAPE,     /* kid: array */
-    E_SIZE,      /* kid: array */
-    E_SHAPE_SIZE, /* kid: shape */
-    E_TO_INDEX,  /* sh, ix */
-    E_FROM_INDEX, /* sh, i */
-    E_AT,        /* array, index */
-    E_AT_LIN,    /* array, i64 */
-    E_THE,       /* rank-0 array */
-    E_WHILE,     /* cond fun, body fun, init */
-    E_IGNORE,    /* ty: DIM(rank) */
-    E_APPLY,     /* f, then its arguments */
-    /* functions */
-    F_FUN,       /* kid0: body; nargs, argt */
-    F_AFUN,      /* kid0: body; kid1: the array its argument is like */
-    /* array terms */
-    A_USE,       /* aux: 1 for a param; data, sh */
-    A_AARG,      /* aux: afun node */
-    A_UNIT,
-    A_GENERATE,  /* sh, f */
-    A_MAP,       /* f, a */
-    A_ZIP,       /* f, a, b */
-    A_ZIP3,      /* f, a, b, c */
-    A_RESHAPE,   /* sh, a */
-    A_REPLICATE, /* a, then the non-`all` entries; aux: `all` mask, aux2: n */
-    A_SLICE,     /* a, then the non-`all` entries; aux: `all` mask, aux2: n */
-    A_BACKPERMUTE, /* sh, ixf, a */
-    A_TRANSFORM, /* sh, ixf, f, a */
-    A_FOLD,      /* f, z, a */
-    A_FOLD1,     /* f, a */
-    A_FOLDALL,   /* f, z, a */
-    A_FOLD1ALL,  /* f, a */
-    A_FOLDSEG,   /* f, z, a, seg */
-    A_FOLD1SEG,  /* f, a, seg */
-    A_SCAN,      /* aux: FZ_SCANL..; f, [z,] a */
-    A_PERMUTE,   /* f, def, ixf, src */
-    A_STENCIL,   /* f, a, [bval]; aux: boundary kind; win */
-    A_STENCIL2,  /* f, a1, a2, [bval1], [bval2]; aux, aux2: boundaries */
-    A_ACOND,     /* c, t, e */
-    A_AWHILE,    /* cond afun, body afun, init */
-    A_ATUPLE,    /* n components */
-    A_AGET,      /* aux: component */
+#define FZ_OP(op, name, how, call, kids) op,
+#include "ops.h"
+#undef FZ_OP
     FZ_NOPS
 } fz_op;
 

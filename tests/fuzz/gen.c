@@ -1484,6 +1484,381 @@ static int gen_awhile(gen *g, fz_ty ty, int rank, int depth)
     return r;
 }
 
+/* The generator's array operations, each a choice of gen_acc with its
+ * weight (its share of the draws; the weights' order is the draws', so
+ * that a seed gives the program it gave before).  A choice makes a node
+ * of type ty and rank `rank`, or returns RETRY when it cannot (a feature
+ * off, a rank it does not take), and gen_acc draws again. */
+#define RETRY (-2)
+
+static int choose_use(gen *g, fz_ty ty, int rank, int depth)
+{
+    (void)depth;
+    return gen_use(g, ty, rank, NULL);
+}
+
+static int choose_unit(gen *g, fz_ty ty, int rank, int depth)
+{
+    (void)depth;
+    if (rank == 0) {
+        return mka(g, A_UNIT, ty, 0, NULL, 1,
+                   (int[]){gen_exp(g, ty, 3, false)});
+    }
+    return RETRY;
+}
+
+static int choose_generate(gen *g, fz_ty ty, int rank, int depth)
+{
+int64_t sh[3];
+bool shk;
+int e = gen_extent_exp(g, rank, sh, &shk, depth);
+int f = gen_fun(g, 1, fz_dim(rank), false, ty, 4, false);
+return mka(g, A_GENERATE, ty, rank, shk ? sh : NULL, 2,
+           (int[]){e, f});
+}
+
+static int choose_map(gen *g, fz_ty ty, int rank, int depth)
+{
+    fz_rng *r = &g->r;
+fz_ty st = fz_chance(r, 50) ? ty : rand_ty(g);
+int s = gen_acc(g, st, rank, depth - 1);
+int f = gen_fun(g, 1, st, g->p->node[s].inexact, ty, 4, false);
+return mka(g, A_MAP, ty, rank, shape_of(g, s), 2, (int[]){f, s});
+}
+
+static int choose_zip(gen *g, fz_ty ty, int rank, int depth)
+{
+    fz_rng *r = &g->r;
+bool three = fz_chance(r, 25);
+fz_ty st[3];
+int s[3];
+bool inex[3];
+int64_t sh[3];
+bool shk = true;
+for (int i = 0; i < (three ? 3 : 2); i++) {
+    st[i] = fz_chance(r, 50) ? ty : rand_ty(g);
+    s[i] = gen_acc(g, st[i], rank, depth - 1);
+    inex[i] = g->p->node[s[i]].inexact;
+    shk &= g->p->node[s[i]].shk;
+    for (int d = 0; d < rank && shk; d++) {
+        int64_t x = g->p->node[s[i]].sh[d];
+        sh[d] = i == 0 || x < sh[d] ? x : sh[d];
+    }
+}
+int f = fun_open(g, three ? 3 : 2, (int[]){1, 1, 1}, st, inex);
+if (f < 0) {
+    return RETRY;
+}
+fun_close(g, f, gen_exp(g, ty, 4, false));
+return three ? mka(g, A_ZIP3, ty, rank, shk ? sh : NULL, 4,
+                   (int[]){f, s[0], s[1], s[2]})
+             : mka(g, A_ZIP, ty, rank, shk ? sh : NULL, 3,
+                   (int[]){f, s[0], s[1]});
+}
+
+static int choose_reshape(gen *g, fz_ty ty, int rank, int depth)
+{
+    fz_rng *r = &g->r;
+    if (HAS(SHAPEOPS)) {
+        /* reshape a known-shape array to rank `rank` */
+        int rs = fz_below(r, 4);
+        int s = gen_acc(g, ty, rs, depth - 1);
+        if (!g->p->node[s].shk) {
+            return RETRY;
+        }
+        int64_t n = 1;
+        for (int d = 0; d < rs; d++) {
+            n *= g->p->node[s].sh[d];
+        }
+        if (rank == 0 && n != 1) {
+            return RETRY;
+        }
+        int64_t sh[3] = {1, 1, 1};
+        if (rank > 0) {
+            sh[fz_below(r, rank)] = n;
+            if (rank >= 2 && n % 2 == 0 && n > 0 && fz_chance(r, 50)) {
+                int d0 = fz_below(r, rank), d1 = (d0 + 1) % rank;
+                sh[0] = sh[1] = sh[2] = 1;
+                sh[d0] = 2;
+                sh[d1] = n / 2;
+            }
+        }
+        if (HAS(PARTIAL) && rank > 0 && fz_chance(r, 4)) {
+            sh[0] += 1; /* a reshape to another size: an error */
+        }
+        int e = shape_const(g, rank, sh);
+        return mka(g, A_RESHAPE, ty, rank, sh, 2, (int[]){e, s});
+    }
+    return RETRY;
+}
+
+static int choose_replicate(gen *g, fz_ty ty, int rank, int depth)
+{
+    fz_rng *r = &g->r;
+    if (HAS(SHAPEOPS) && rank > 0) {
+        /* replicate: rank-ra array plus (rank - ra) new dims */
+        int ra = fz_below(r, rank + 1);
+        int s = gen_acc(g, ty, ra, depth - 1);
+        int k[FZ_MAXK], nk = 0;
+        k[nk++] = s;
+        int mask = 0, placed = 0;
+        int64_t sh[3];
+        bool shk = g->p->node[s].shk;
+        for (int d = 0; d < rank; d++) {
+            bool all = placed < ra &&
+                       (rank - d == ra - placed || fz_chance(r, 50));
+            if (all) {
+                mask |= 1 << d;
+                sh[d] = g->p->node[s].sh[placed++];
+            } else {
+                sh[d] = fz_below(r, 4);
+                k[nk++] = i64c(g, sh[d]);
+            }
+        }
+        int id = mka(g, A_REPLICATE, ty, rank, shk ? sh : NULL, nk, k);
+        g->p->node[id].aux = mask;
+        g->p->node[id].aux2 = rank;
+        return id;
+    }
+    return RETRY;
+}
+
+static int choose_slice(gen *g, fz_ty ty, int rank, int depth)
+{
+    fz_rng *r = &g->r;
+    if (HAS(SHAPEOPS) && rank < 3) {
+        int rs = rank + 1 + fz_below(r, 3 - rank);
+        int s = gen_acc(g, ty, rs, depth - 1);
+        int k[FZ_MAXK], nk = 0;
+        k[nk++] = s;
+        int fixed = rs - rank, mask = 0;
+        int64_t sh[3];
+        int nd = 0;
+        bool shk = g->p->node[s].shk;
+        for (int d = 0; d < rs; d++) {
+            bool fix = fixed > 0 && (rs - d == fixed || fz_chance(r, 50));
+            if (fix) {
+                fixed--;
+                int64_t ext = shk ? g->p->node[s].sh[d] : 1;
+                int64_t i = ext > 0 ? fz_below(r, (int)ext) : 0;
+                if (HAS(PARTIAL) && fz_chance(r, 3)) {
+                    i = ext;
+                }
+                k[nk++] = i64c(g, i);
+            } else {
+                mask |= 1 << d;
+                sh[nd++] = shk ? g->p->node[s].sh[d] : 0;
+            }
+        }
+        int id = mka(g, A_SLICE, ty, rank, shk ? sh : NULL, nk, k);
+        g->p->node[id].aux = mask;
+        g->p->node[id].aux2 = rs;
+        return id;
+    }
+    return RETRY;
+}
+
+static int choose_backpermute(gen *g, fz_ty ty, int rank, int depth)
+{
+    fz_rng *r = &g->r;
+/* backpermute / transform */
+int ra = fz_below(r, 4);
+bool tr = fz_chance(r, 40);
+fz_ty st = tr ? rand_ty(g) : ty;
+int s = gen_acc(g, st, ra, depth - 1);
+int64_t sh[3];
+bool shk;
+int e = gen_extent_exp(g, rank, sh, &shk, depth);
+int ixf = gen_ixfun(g, rank, s, false, ra);
+if (tr) {
+    int f = gen_fun(g, 1, st, g->p->node[s].inexact, ty, 3, false);
+    return mka(g, A_TRANSFORM, ty, rank, shk ? sh : NULL, 4,
+               (int[]){e, ixf, f, s});
+}
+return mka(g, A_BACKPERMUTE, ty, rank, shk ? sh : NULL, 3,
+           (int[]){e, ixf, s});
+}
+
+static int choose_fold(gen *g, fz_ty ty, int rank, int depth)
+{
+    fz_rng *r = &g->r;
+    if (HAS(FOLD)) {
+        /* fold, fold1 (rank <= 2), fold_all, fold1_all (rank 0),
+         * fold_seg, fold1_seg (rank >= 1) */
+        int cands[6], nc = 0;
+        for (int k = 0; k < 6; k++) {
+            bool ok = k <= 1   ? rank <= 2
+                      : k <= 3 ? rank == 0
+                               : rank >= 1 && HAS(SEG);
+            if (ok) {
+                cands[nc++] = k;
+            }
+        }
+        int kind = cands[fz_below(r, nc)];
+        int f = gen_combine(g, ty);
+        bool one = kind & 1;
+        int z = one ? -1 : gen_exp(g, ty, 2, false);
+        int rs = kind <= 1 ? rank + 1 : kind <= 3 ? fz_below(r, 4) : rank;
+        int s = gen_acc(g, ty, rs, depth - 1);
+        const int64_t *ssh = shape_of(g, s);
+        int64_t sh[3];
+        int id;
+        if (kind <= 1) {
+            if (ssh) {
+                memcpy(sh, ssh, sizeof sh);
+            }
+            id = one ? mka(g, A_FOLD1, ty, rank, ssh ? sh : NULL, 2, (int[]){f, s})
+                     : mka(g, A_FOLD, ty, rank, ssh ? sh : NULL, 3, (int[]){f, z, s});
+        } else if (kind <= 3) {
+            id = one ? mka(g, A_FOLD1ALL, ty, 0, NULL, 2, (int[]){f, s})
+                     : mka(g, A_FOLDALL, ty, 0, NULL, 3, (int[]){f, z, s});
+        } else {
+            int64_t n = ssh ? ssh[rank - 1] : -1;
+            int seg = gen_segments(g, n, one);
+            if (ssh) {
+                memcpy(sh, ssh, sizeof sh);
+                sh[rank - 1] = g->p->node[seg].sh[0];
+            }
+            id = one ? mka(g, A_FOLD1SEG, ty, rank, ssh ? sh : NULL, 3,
+                           (int[]){f, s, seg})
+                     : mka(g, A_FOLDSEG, ty, rank, ssh ? sh : NULL, 4,
+                           (int[]){f, z, s, seg});
+        }
+        g->p->node[id].inexact |= g->p->node[f].inexact;
+        return id;
+    }
+    return RETRY;
+}
+
+static int choose_scan(gen *g, fz_ty ty, int rank, int depth)
+{
+    fz_rng *r = &g->r;
+    if (HAS(SCAN) && (rank > 0 || fz_chance(r, 100))) {
+        int kind = fz_below(r, 6);
+        bool totals = (kind == FZ_SCANL_ || kind == FZ_SCANR_) &&
+                      fz_chance(r, 40);
+        if (rank == 0 && !totals) {
+            if (rank + 1 > 3) {
+                return RETRY;
+            }
+            kind = fz_chance(r, 50) ? FZ_SCANL_ : FZ_SCANR_;
+            totals = true;
+        }
+        if (totals && rank == 3) {
+            totals = false;
+        }
+        int rs = totals ? rank + 1 : rank;
+        int f = gen_combine(g, ty);
+        bool one = kind == FZ_SCANL1 || kind == FZ_SCANR1;
+        int z = one ? -1 : gen_exp(g, ty, 2, false);
+        int s = gen_acc(g, ty, rs, depth - 1);
+        const int64_t *ssh = shape_of(g, s);
+        int64_t sh[3];
+        if (ssh) {
+            memcpy(sh, ssh, sizeof sh);
+            if (kind == FZ_SCANL || kind == FZ_SCANR) {
+                sh[rs - 1]++;
+            }
+        }
+        int k[3] = {f, z, s};
+        int id;
+        if (one) {
+            k[1] = s;
+        }
+        bool pair = kind == FZ_SCANL_ || kind == FZ_SCANR_;
+        id = mka(g, A_SCAN, ty, rs, ssh ? sh : NULL, one ? 2 : 3, k);
+        g->p->node[id].aux = kind;
+        g->p->node[id].inexact |= g->p->node[f].inexact;
+        if (pair) {
+            g->p->node[id].arity = 2;
+            int gid = mka(g, A_AGET, ty, rank, ssh ? sh : NULL, 1,
+                          (int[]){id});
+            g->p->node[gid].aux = totals ? 1 : 0;
+            return gid;
+        }
+        return id;
+    }
+    return RETRY;
+}
+
+static int choose_permute(gen *g, fz_ty ty, int rank, int depth)
+{
+    fz_rng *r = &g->r;
+    if (HAS(PERMUTE)) {
+        int def = gen_acc(g, ty, rank, depth - 1);
+        int rs = fz_below(r, 4);
+        int src = gen_acc(g, ty, rs, depth - 1);
+        int f = gen_combine(g, ty);
+        int ixf = gen_ixfun(g, rs, def, true, rank);
+        int id = mka(g, A_PERMUTE, ty, rank, shape_of(g, def), 4,
+                     (int[]){f, def, ixf, src});
+        g->p->node[id].inexact |= g->p->node[f].inexact;
+        return id;
+    }
+    return RETRY;
+}
+
+static int choose_stencil(gen *g, fz_ty ty, int rank, int depth)
+{
+    fz_rng *r = &g->r;
+    if (HAS(STENCIL) && rank >= 1) {
+        int id = gen_stencil(g, ty, rank, depth, fz_chance(r, 30));
+        if (id >= 0) {
+            return id;
+        }
+    }
+    return RETRY;
+}
+
+static int choose_acond(gen *g, fz_ty ty, int rank, int depth)
+{
+    if (HAS(ACOND)) {
+        int c = gen_exp(g, fz_scalar(WEFT_BOOL), 3, true);
+        int t = gen_acc(g, ty, rank, depth - 1);
+        int e = gen_acc(g, ty, rank, depth - 1);
+        bool same = g->p->node[t].shk && g->p->node[e].shk &&
+                    memcmp(g->p->node[t].sh, g->p->node[e].sh,
+                           sizeof(int64_t) * (size_t)rank) == 0;
+        return mka(g, A_ACOND, ty, rank, same ? g->p->node[t].sh : NULL,
+                   3, (int[]){c, t, e});
+    }
+    return RETRY;
+}
+
+static int choose_awhile(gen *g, fz_ty ty, int rank, int depth)
+{
+    if (HAS(AWHILE)) {
+        return gen_awhile(g, ty, rank, depth);
+    }
+    return RETRY;
+}
+
+static int choose_unit_maybe(gen *g, fz_ty ty, int rank, int depth)
+{
+    (void)depth;
+    fz_rng *r = &g->r;
+    if (rank == 0 && fz_chance(r, 50)) {
+        return mka(g, A_UNIT, ty, 0, NULL, 1,
+                   (int[]){gen_exp(g, ty, 3, false)});
+    }
+    return RETRY;
+}
+
+typedef struct choice {
+    int weight;
+    int (*make)(gen *g, fz_ty ty, int rank, int depth);
+} choice;
+
+static const choice choices[] = {
+    {1, choose_use},         {1, choose_unit},     {2, choose_generate},
+    {2, choose_map},         {2, choose_zip},      {1, choose_reshape},
+    {1, choose_replicate},   {1, choose_slice},    {2, choose_backpermute},
+    {2, choose_fold},        {2, choose_scan},     {2, choose_permute},
+    {2, choose_stencil},     {1, choose_acond},    {1, choose_awhile},
+    {1, choose_unit_maybe},
+};
+enum { NCHOICES = (int)(sizeof choices / sizeof choices[0]) };
+
 static int gen_acc(gen *g, fz_ty ty, int rank, int depth)
 {
     fz_rng *r = &g->r;
@@ -1497,312 +1872,17 @@ static int gen_acc(gen *g, fz_ty ty, int rank, int depth)
     if (fz_chance(r, 12) && (a = pick_existing_acc(g, ty, rank)) >= 0) {
         return a;
     }
+    int total = 0;
+    for (int c = 0; c < NCHOICES; c++) {
+        total += choices[c].weight;
+    }
     for (int tries = 0; tries < 20; tries++) {
-        int op = fz_below(r, 24);
-        switch (op) {
-        case 0:
-            return gen_use(g, ty, rank, NULL);
-        case 1:
-            if (rank == 0) {
-                return mka(g, A_UNIT, ty, 0, NULL, 1,
-                           (int[]){gen_exp(g, ty, 3, false)});
-            }
-            break;
-        case 2:
-        case 3: {
-            int64_t sh[3];
-            bool shk;
-            int e = gen_extent_exp(g, rank, sh, &shk, depth);
-            int f = gen_fun(g, 1, fz_dim(rank), false, ty, 4, false);
-            return mka(g, A_GENERATE, ty, rank, shk ? sh : NULL, 2,
-                       (int[]){e, f});
+        int pick = fz_below(r, total), c = 0;
+        while (pick >= choices[c].weight) {
+            pick -= choices[c++].weight;
         }
-        case 4:
-        case 5: {
-            fz_ty st = fz_chance(r, 50) ? ty : rand_ty(g);
-            int s = gen_acc(g, st, rank, depth - 1);
-            int f = gen_fun(g, 1, st, g->p->node[s].inexact, ty, 4, false);
-            return mka(g, A_MAP, ty, rank, shape_of(g, s), 2, (int[]){f, s});
-        }
-        case 6:
-        case 7: {
-            bool three = fz_chance(r, 25);
-            fz_ty st[3];
-            int s[3];
-            bool inex[3];
-            int64_t sh[3];
-            bool shk = true;
-            for (int i = 0; i < (three ? 3 : 2); i++) {
-                st[i] = fz_chance(r, 50) ? ty : rand_ty(g);
-                s[i] = gen_acc(g, st[i], rank, depth - 1);
-                inex[i] = g->p->node[s[i]].inexact;
-                shk &= g->p->node[s[i]].shk;
-                for (int d = 0; d < rank && shk; d++) {
-                    int64_t x = g->p->node[s[i]].sh[d];
-                    sh[d] = i == 0 || x < sh[d] ? x : sh[d];
-                }
-            }
-            int f = fun_open(g, three ? 3 : 2, (int[]){1, 1, 1}, st, inex);
-            if (f < 0) {
-                break;
-            }
-            fun_close(g, f, gen_exp(g, ty, 4, false));
-            return three ? mka(g, A_ZIP3, ty, rank, shk ? sh : NULL, 4,
-                               (int[]){f, s[0], s[1], s[2]})
-                         : mka(g, A_ZIP, ty, rank, shk ? sh : NULL, 3,
-                               (int[]){f, s[0], s[1]});
-        }
-        case 8:
-            if (HAS(SHAPEOPS)) {
-                /* reshape a known-shape array to rank `rank` */
-                int rs = fz_below(r, 4);
-                int s = gen_acc(g, ty, rs, depth - 1);
-                if (!g->p->node[s].shk) {
-                    break;
-                }
-                int64_t n = 1;
-                for (int d = 0; d < rs; d++) {
-                    n *= g->p->node[s].sh[d];
-                }
-                if (rank == 0 && n != 1) {
-                    break;
-                }
-                int64_t sh[3] = {1, 1, 1};
-                if (rank > 0) {
-                    sh[fz_below(r, rank)] = n;
-                    if (rank >= 2 && n % 2 == 0 && n > 0 && fz_chance(r, 50)) {
-                        int d0 = fz_below(r, rank), d1 = (d0 + 1) % rank;
-                        sh[0] = sh[1] = sh[2] = 1;
-                        sh[d0] = 2;
-                        sh[d1] = n / 2;
-                    }
-                }
-                if (HAS(PARTIAL) && rank > 0 && fz_chance(r, 4)) {
-                    sh[0] += 1; /* a reshape to another size: an error */
-                }
-                int e = shape_const(g, rank, sh);
-                return mka(g, A_RESHAPE, ty, rank, sh, 2, (int[]){e, s});
-            }
-            break;
-        case 9:
-            if (HAS(SHAPEOPS) && rank > 0) {
-                /* replicate: rank-ra array plus (rank - ra) new dims */
-                int ra = fz_below(r, rank + 1);
-                int s = gen_acc(g, ty, ra, depth - 1);
-                int k[FZ_MAXK], nk = 0;
-                k[nk++] = s;
-                int mask = 0, placed = 0;
-                int64_t sh[3];
-                bool shk = g->p->node[s].shk;
-                for (int d = 0; d < rank; d++) {
-                    bool all = placed < ra &&
-                               (rank - d == ra - placed || fz_chance(r, 50));
-                    if (all) {
-                        mask |= 1 << d;
-                        sh[d] = g->p->node[s].sh[placed++];
-                    } else {
-                        sh[d] = fz_below(r, 4);
-                        k[nk++] = i64c(g, sh[d]);
-                    }
-                }
-                int id = mka(g, A_REPLICATE, ty, rank, shk ? sh : NULL, nk, k);
-                g->p->node[id].aux = mask;
-                g->p->node[id].aux2 = rank;
-                return id;
-            }
-            break;
-        case 10:
-            if (HAS(SHAPEOPS) && rank < 3) {
-                int rs = rank + 1 + fz_below(r, 3 - rank);
-                int s = gen_acc(g, ty, rs, depth - 1);
-                int k[FZ_MAXK], nk = 0;
-                k[nk++] = s;
-                int fixed = rs - rank, mask = 0;
-                int64_t sh[3];
-                int nd = 0;
-                bool shk = g->p->node[s].shk;
-                for (int d = 0; d < rs; d++) {
-                    bool fix = fixed > 0 && (rs - d == fixed || fz_chance(r, 50));
-                    if (fix) {
-                        fixed--;
-                        int64_t ext = shk ? g->p->node[s].sh[d] : 1;
-                        int64_t i = ext > 0 ? fz_below(r, (int)ext) : 0;
-                        if (HAS(PARTIAL) && fz_chance(r, 3)) {
-                            i = ext;
-                        }
-                        k[nk++] = i64c(g, i);
-                    } else {
-                        mask |= 1 << d;
-                        sh[nd++] = shk ? g->p->node[s].sh[d] : 0;
-                    }
-                }
-                int id = mka(g, A_SLICE, ty, rank, shk ? sh : NULL, nk, k);
-                g->p->node[id].aux = mask;
-                g->p->node[id].aux2 = rs;
-                return id;
-            }
-            break;
-        case 11:
-        case 12: {
-            /* backpermute / transform */
-            int ra = fz_below(r, 4);
-            bool tr = fz_chance(r, 40);
-            fz_ty st = tr ? rand_ty(g) : ty;
-            int s = gen_acc(g, st, ra, depth - 1);
-            int64_t sh[3];
-            bool shk;
-            int e = gen_extent_exp(g, rank, sh, &shk, depth);
-            int ixf = gen_ixfun(g, rank, s, false, ra);
-            if (tr) {
-                int f = gen_fun(g, 1, st, g->p->node[s].inexact, ty, 3, false);
-                return mka(g, A_TRANSFORM, ty, rank, shk ? sh : NULL, 4,
-                           (int[]){e, ixf, f, s});
-            }
-            return mka(g, A_BACKPERMUTE, ty, rank, shk ? sh : NULL, 3,
-                       (int[]){e, ixf, s});
-        }
-        case 13:
-        case 14:
-            if (HAS(FOLD)) {
-                /* fold, fold1 (rank <= 2), fold_all, fold1_all (rank 0),
-                 * fold_seg, fold1_seg (rank >= 1) */
-                int cands[6], nc = 0;
-                for (int k = 0; k < 6; k++) {
-                    bool ok = k <= 1   ? rank <= 2
-                              : k <= 3 ? rank == 0
-                                       : rank >= 1 && HAS(SEG);
-                    if (ok) {
-                        cands[nc++] = k;
-                    }
-                }
-                int kind = cands[fz_below(r, nc)];
-                int f = gen_combine(g, ty);
-                bool one = kind & 1;
-                int z = one ? -1 : gen_exp(g, ty, 2, false);
-                int rs = kind <= 1 ? rank + 1 : kind <= 3 ? fz_below(r, 4) : rank;
-                int s = gen_acc(g, ty, rs, depth - 1);
-                const int64_t *ssh = shape_of(g, s);
-                int64_t sh[3];
-                int id;
-                if (kind <= 1) {
-                    if (ssh) {
-                        memcpy(sh, ssh, sizeof sh);
-                    }
-                    id = one ? mka(g, A_FOLD1, ty, rank, ssh ? sh : NULL, 2, (int[]){f, s})
-                             : mka(g, A_FOLD, ty, rank, ssh ? sh : NULL, 3, (int[]){f, z, s});
-                } else if (kind <= 3) {
-                    id = one ? mka(g, A_FOLD1ALL, ty, 0, NULL, 2, (int[]){f, s})
-                             : mka(g, A_FOLDALL, ty, 0, NULL, 3, (int[]){f, z, s});
-                } else {
-                    int64_t n = ssh ? ssh[rank - 1] : -1;
-                    int seg = gen_segments(g, n, one);
-                    if (ssh) {
-                        memcpy(sh, ssh, sizeof sh);
-                        sh[rank - 1] = g->p->node[seg].sh[0];
-                    }
-                    id = one ? mka(g, A_FOLD1SEG, ty, rank, ssh ? sh : NULL, 3,
-                                   (int[]){f, s, seg})
-                             : mka(g, A_FOLDSEG, ty, rank, ssh ? sh : NULL, 4,
-                                   (int[]){f, z, s, seg});
-                }
-                g->p->node[id].inexact |= g->p->node[f].inexact;
-                return id;
-            }
-            break;
-        case 15:
-        case 16:
-            if (HAS(SCAN) && (rank > 0 || fz_chance(r, 100))) {
-                int kind = fz_below(r, 6);
-                bool totals = (kind == FZ_SCANL_ || kind == FZ_SCANR_) &&
-                              fz_chance(r, 40);
-                if (rank == 0 && !totals) {
-                    if (rank + 1 > 3) {
-                        break;
-                    }
-                    kind = fz_chance(r, 50) ? FZ_SCANL_ : FZ_SCANR_;
-                    totals = true;
-                }
-                if (totals && rank == 3) {
-                    totals = false;
-                }
-                int rs = totals ? rank + 1 : rank;
-                int f = gen_combine(g, ty);
-                bool one = kind == FZ_SCANL1 || kind == FZ_SCANR1;
-                int z = one ? -1 : gen_exp(g, ty, 2, false);
-                int s = gen_acc(g, ty, rs, depth - 1);
-                const int64_t *ssh = shape_of(g, s);
-                int64_t sh[3];
-                if (ssh) {
-                    memcpy(sh, ssh, sizeof sh);
-                    if (kind == FZ_SCANL || kind == FZ_SCANR) {
-                        sh[rs - 1]++;
-                    }
-                }
-                int k[3] = {f, z, s};
-                int id;
-                if (one) {
-                    k[1] = s;
-                }
-                bool pair = kind == FZ_SCANL_ || kind == FZ_SCANR_;
-                id = mka(g, A_SCAN, ty, rs, ssh ? sh : NULL, one ? 2 : 3, k);
-                g->p->node[id].aux = kind;
-                g->p->node[id].inexact |= g->p->node[f].inexact;
-                if (pair) {
-                    g->p->node[id].arity = 2;
-                    int gid = mka(g, A_AGET, ty, rank, ssh ? sh : NULL, 1,
-                                  (int[]){id});
-                    g->p->node[gid].aux = totals ? 1 : 0;
-                    return gid;
-                }
-                return id;
-            }
-            break;
-        case 17:
-        case 18:
-            if (HAS(PERMUTE)) {
-                int def = gen_acc(g, ty, rank, depth - 1);
-                int rs = fz_below(r, 4);
-                int src = gen_acc(g, ty, rs, depth - 1);
-                int f = gen_combine(g, ty);
-                int ixf = gen_ixfun(g, rs, def, true, rank);
-                int id = mka(g, A_PERMUTE, ty, rank, shape_of(g, def), 4,
-                             (int[]){f, def, ixf, src});
-                g->p->node[id].inexact |= g->p->node[f].inexact;
-                return id;
-            }
-            break;
-        case 19:
-        case 20:
-            if (HAS(STENCIL) && rank >= 1) {
-                int id = gen_stencil(g, ty, rank, depth, fz_chance(r, 30));
-                if (id >= 0) {
-                    return id;
-                }
-            }
-            break;
-        case 21:
-            if (HAS(ACOND)) {
-                int c = gen_exp(g, fz_scalar(WEFT_BOOL), 3, true);
-                int t = gen_acc(g, ty, rank, depth - 1);
-                int e = gen_acc(g, ty, rank, depth - 1);
-                bool same = g->p->node[t].shk && g->p->node[e].shk &&
-                            memcmp(g->p->node[t].sh, g->p->node[e].sh,
-                                   sizeof(int64_t) * (size_t)rank) == 0;
-                return mka(g, A_ACOND, ty, rank, same ? g->p->node[t].sh : NULL,
-                           3, (int[]){c, t, e});
-            }
-            break;
-        case 22:
-            if (HAS(AWHILE)) {
-                return gen_awhile(g, ty, rank, depth);
-            }
-            break;
-        default:
-            if (rank == 0 && fz_chance(r, 50)) {
-                return mka(g, A_UNIT, ty, 0, NULL, 1,
-                           (int[]){gen_exp(g, ty, 3, false)});
-            }
-            break;
+        if ((a = choices[c].make(g, ty, rank, depth)) != RETRY) {
+            return a;
         }
     }
     return gen_use(g, ty, rank, NULL);

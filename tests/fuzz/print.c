@@ -108,6 +108,28 @@ static char kind_of(const fz_node *n)
 
 static void pnode(pstate *s, int i);
 
+/* weft_<call>(k0, k1, ...) of a CALL node of ops.h: each kid named by its
+ * kind in kids ("(E, F, A)": e, f, f for G, a). */
+static void pcall(FILE *o, const char *call, const char *kids, const int *k)
+{
+    fprintf(o, "weft_%s(", call);
+    int j = 0;
+    for (const char *c = kids; *c; c++) {
+        if (*c >= 'A' && *c <= 'Z') {
+            char v = *c == 'G' ? 'f' : (char)(*c - 'A' + 'a');
+            fprintf(o, "%s%c%d", j ? ", " : "", v, k[j]);
+            j++;
+        }
+    }
+    fprintf(o, ")");
+}
+
+#define PRINT_CALL(op, call, kids)                                           \
+    case op:                                                                 \
+        pcall(o, #call, #kids, k);                                           \
+        break;
+#define PRINT_SPECIAL(op, call, kids)
+
 static void deps(pstate *s, int i)
 {
     const fz_node *n = &s->prog->node[i];
@@ -193,6 +215,9 @@ static void pnode(pstate *s, int i)
     fprintf(o, "    weft_%s *%c%d = ", kind_of(n) == 'a' ? "acc" : "exp",
             kind_of(n), i);
     switch (n->op) {
+#define FZ_OP(op, name, how, call, kids) PRINT_##how(op, call, kids)
+#include "ops.h"
+#undef FZ_OP
     case E_CONST:
         switch (n->ty.s[0]) {
         case WEFT_BOOL: fprintf(o, "weft_bool(p, %d)", (int)n->val); break;
@@ -224,9 +249,6 @@ static void pnode(pstate *s, int i)
         fprintf(o, "weft_%s(e%d, %s)", weft_op_name((weft_op)n->aux), k[0],
                 tconst(n->ty.s[0]));
         break;
-    case E_COND:
-        fprintf(o, "weft_cond(e%d, e%d, e%d)", k[0], k[1], k[2]);
-        break;
     case E_TUPLE:
     case E_INDEX:
         fprintf(o, "weft_%s(p, %d, (weft_exp *[]){",
@@ -237,19 +259,6 @@ static void pnode(pstate *s, int i)
         fprintf(o, "%s})", n->nkid ? "" : "NULL");
         break;
     case E_GET: fprintf(o, "weft_get(e%d, %d)", k[0], n->aux); break;
-    case E_SHAPE: fprintf(o, "weft_shape(a%d)", k[0]); break;
-    case E_SIZE: fprintf(o, "weft_size(a%d)", k[0]); break;
-    case E_SHAPE_SIZE: fprintf(o, "weft_shape_size(e%d)", k[0]); break;
-    case E_TO_INDEX: fprintf(o, "weft_to_index(e%d, e%d)", k[0], k[1]); break;
-    case E_FROM_INDEX:
-        fprintf(o, "weft_from_index(e%d, e%d)", k[0], k[1]);
-        break;
-    case E_AT: fprintf(o, "weft_at(a%d, e%d)", k[0], k[1]); break;
-    case E_AT_LIN: fprintf(o, "weft_at_linear(a%d, e%d)", k[0], k[1]); break;
-    case E_THE: fprintf(o, "weft_the(a%d)", k[0]); break;
-    case E_WHILE:
-        fprintf(o, "weft_while(f%d, f%d, e%d)", k[0], k[1], k[2]);
-        break;
     case E_IGNORE: fprintf(o, "weft_ignore(p, %d)", n->ty.n); break;
     case E_APPLY:
         fprintf(o, "weft_apply(f%d, (weft_exp *[]){", k[0]);
@@ -259,16 +268,6 @@ static void pnode(pstate *s, int i)
         fprintf(o, "})");
         break;
     case A_AARG: fprintf(o, "weft_afun_arg(f%d)", n->aux); break;
-    case A_UNIT: fprintf(o, "weft_unit(e%d)", k[0]); break;
-    case A_GENERATE: fprintf(o, "weft_generate(e%d, f%d)", k[0], k[1]); break;
-    case A_MAP: fprintf(o, "weft_map(f%d, a%d)", k[0], k[1]); break;
-    case A_ZIP:
-        fprintf(o, "weft_zipwith(f%d, a%d, a%d)", k[0], k[1], k[2]);
-        break;
-    case A_ZIP3:
-        fprintf(o, "weft_zipwith3(f%d, a%d, a%d, a%d)", k[0], k[1], k[2], k[3]);
-        break;
-    case A_RESHAPE: fprintf(o, "weft_reshape(e%d, a%d)", k[0], k[1]); break;
     case A_REPLICATE:
     case A_SLICE: {
         if (n->op == A_REPLICATE) {
@@ -291,25 +290,6 @@ static void pnode(pstate *s, int i)
         }
         break;
     }
-    case A_BACKPERMUTE:
-        fprintf(o, "weft_backpermute(e%d, f%d, a%d)", k[0], k[1], k[2]);
-        break;
-    case A_TRANSFORM:
-        fprintf(o, "weft_transform(e%d, f%d, f%d, a%d)", k[0], k[1], k[2],
-                k[3]);
-        break;
-    case A_FOLD: fprintf(o, "weft_fold(f%d, e%d, a%d)", k[0], k[1], k[2]); break;
-    case A_FOLD1: fprintf(o, "weft_fold1(f%d, a%d)", k[0], k[1]); break;
-    case A_FOLDALL:
-        fprintf(o, "weft_fold_all(f%d, e%d, a%d)", k[0], k[1], k[2]);
-        break;
-    case A_FOLD1ALL: fprintf(o, "weft_fold1_all(f%d, a%d)", k[0], k[1]); break;
-    case A_FOLDSEG:
-        fprintf(o, "weft_fold_seg(f%d, e%d, a%d, a%d)", k[0], k[1], k[2], k[3]);
-        break;
-    case A_FOLD1SEG:
-        fprintf(o, "weft_fold1_seg(f%d, a%d, a%d)", k[0], k[1], k[2]);
-        break;
     case A_SCAN: {
         static const char *names[] = {"scanl", "scanl1", "scanl_",
                                       "scanr", "scanr1", "scanr_"};
@@ -322,9 +302,6 @@ static void pnode(pstate *s, int i)
         }
         break;
     }
-    case A_PERMUTE:
-        fprintf(o, "weft_permute(f%d, a%d, f%d, a%d)", k[0], k[1], k[2], k[3]);
-        break;
     case A_STENCIL:
     case A_STENCIL2: {
         static const char *bk[] = {"WEFT_BOUNDARY_CLAMP", "WEFT_BOUNDARY_MIRROR",
@@ -360,12 +337,6 @@ static void pnode(pstate *s, int i)
         fprintf(o, ")");
         break;
     }
-    case A_ACOND:
-        fprintf(o, "weft_acond(e%d, a%d, a%d)", k[0], k[1], k[2]);
-        break;
-    case A_AWHILE:
-        fprintf(o, "weft_awhile(f%d, f%d, a%d)", k[0], k[1], k[2]);
-        break;
     case A_ATUPLE:
         fprintf(o, "weft_atuple(p, %d, (weft_acc *[]){", n->nkid);
         for (int j = 0; j < n->nkid; j++) {
