@@ -155,6 +155,13 @@ static void ptx_range_begin(sk_fn *f)
     if (sk_ptx_wide(f->e->k)) {
         f->grain = cg_i64(fn, f->e->target->chunk_elems);
     }
+    /* staged (sk_emit.stage): a chunk is one element, and the block runs
+     * while its first thread's chunk c - tid is in range */
+    LLVMValueRef lead = NULL;
+    if (f->e->stage) {
+        f->grain = cg_i64(fn, 1);
+        lead = wide(fn, t->thread_index(fn, 0));
+    }
     /* c grain < n rather than c < ceil(n / grain): no 64-bit division,
      * whose slow path is a call (c grain < n + grain never wraps) */
     LLVMBasicBlockRef pre = LLVMGetInsertBlock(b);
@@ -168,7 +175,9 @@ static void ptx_range_begin(sk_fn *f)
     LLVMAddIncoming(f->loop_i, &gid, &pre, 1);
     LLVMBuildCondBr(
         b,
-        LLVMBuildICmp(b, LLVMIntULT, LLVMBuildMul(b, f->loop_i, f->grain, ""),
+        LLVMBuildICmp(b, LLVMIntULT,
+                      lead ? LLVMBuildSub(b, f->loop_i, lead, "")
+                           : LLVMBuildMul(b, f->loop_i, f->grain, ""),
                       f->n, ""),
         body, f->loop_exit);
     LLVMPositionBuilderAtEnd(b, body);
