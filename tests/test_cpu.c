@@ -2582,6 +2582,88 @@ static int build_while_reads(bld *b, weft_acc **res)
     return 1;
 }
 
+/* generate (shape c) (\i -> while (j < size a) (j + 1,
+ *     s * 3 + a!j + snd (b!j) - 2 snd (b!!j) + c!i,
+ *     t + fst (b!j) * (i + 1) - j) (j0, 0, 0)), j0 = 0 or size a / 3:
+ * the loop that codegen/stage.c stages on PTX (tiles of the reads at j of
+ * a and of the pair array b, its leaves of 8, 4 and 2 bytes, one of them
+ * read twice, once linearly), with integer arithmetic that depends on
+ * the order of the trips, so that results must be equal.  b is as long
+ * as a or longer (reads outside are errors for the interpreter). */
+static int build_while_staged(bld *b, weft_acc **res)
+{
+    weft_program *p = b->p;
+    weft_acc *a = weft_param(p, WEFT_I32, 1);
+    weft_acc *pb = weft_param(p, pair_type(b->ctx, WEFT_I64, WEFT_I16), 1);
+    weft_acc *c = weft_param(p, WEFT_I32, 1);
+    weft_type st = weft_type_tuple(
+        b->ctx, 3, (weft_type[]){WEFT_I64, WEFT_I32, WEFT_I64});
+    weft_fun *g = weft_fun1(p, WEFT_DIM(1));
+    weft_exp *i = weft_get(weft_arg(g, 0), 0);
+    weft_fun *cond = weft_fun1(p, st);
+    weft_fun_return(cond,
+                    weft_lt(weft_get(weft_arg(cond, 0), 0), weft_size(a)));
+    weft_fun *body = weft_fun1(p, st);
+    weft_exp *s = weft_arg(body, 0);
+    weft_exp *j = weft_get(s, 0);
+    weft_exp *bj = weft_at(pb, weft_index1(j));
+    weft_exp *lin = weft_at_linear(pb, j);
+    weft_exp *s1 = weft_add(
+        weft_add(weft_add(weft_mul(weft_get(s, 1), weft_i32(p, 3)),
+                          weft_at(a, weft_index1(j))),
+                 weft_sub(weft_convert(weft_get(bj, 1), WEFT_I32),
+                          weft_mul(weft_convert(weft_get(lin, 1), WEFT_I32),
+                                   weft_i32(p, 2)))),
+        weft_at(c, weft_index1(i)));
+    weft_exp *s2 = weft_sub(
+        weft_add(weft_get(s, 2),
+                 weft_mul(weft_get(bj, 0), weft_add(i, weft_i64(p, 1)))),
+        j);
+    weft_exp *next[3] = {weft_add(j, weft_i64(p, 1)), s1, s2};
+    weft_fun_return(body, weft_tuple(p, 3, next));
+    weft_exp *j0 = b->variant ? weft_quot(weft_size(a), weft_i64(p, 3))
+                              : weft_i64(p, 0);
+    weft_exp *init[3] = {j0, weft_i32(p, 0), weft_i64(p, 0)};
+    weft_exp *r = weft_while(cond, body, weft_tuple(p, 3, init));
+    weft_exp *out[2] = {weft_get(r, 1), weft_get(r, 2)};
+    weft_fun_return(g, weft_tuple(p, 2, out));
+    res[0] = weft_generate(weft_shape(c), g);
+    return 1;
+}
+
+/* The staged loop (build_while_staged) on loops of no trip, fewer than a
+ * tile (256 on PTX), a tile and one more, several tiles and a partial
+ * one, from 0 and from size a / 3; results of no element, of fewer than
+ * a block, and of more elements than the grid has threads (the blocks
+ * run the chunk loop together, past the end too). */
+START_TEST(while_staged)
+{
+    diff d;
+    diff_open(&d);
+    seed(31);
+    static const int64_t lens[][3] = {
+        {0, 0, 5},     {5, 5, 0},     {1, 4, 3},      {100, 100, 70},
+        {255, 300, 1}, {256, 256, 256}, {257, 257, 1000}, {1000, 1003, 999},
+        {7, 7, 600001},
+    };
+    for (int v = 0; v < 2; v++) {
+        bld b = {.variant = v};
+        diff_build(&d, "while staged", build_while_staged, &b);
+        for (size_t k = 0; k < sizeof lens / sizeof *lens; k++) {
+            weft_type pl[2] = {WEFT_I64, WEFT_I16};
+            harr h[3] = {harr_vec(WEFT_I32, lens[k][0], -1000, 1000),
+                         harr_new(2, pl, 1, &lens[k][1], -1000, 1000),
+                         harr_vec(WEFT_I32, lens[k][2], -1000, 1000)};
+            diff_run(&d, h, 3);
+            for (int m = 0; m < 3; m++) {
+                harr_free(&h[m]);
+            }
+        }
+    }
+    diff_close(&d);
+}
+END_TEST
+
 /* generate (n / 3) (\k -> from_index (|x!3k+1| >> 20 + 1, |x!3k+2| >> 40 +
  * 1, 7) (x!3k)) folded to one i64: indices of every sign and size (on
  * PTX, cg_from_index divides in 32 bits where it can and otherwise by a
@@ -2925,6 +3007,7 @@ static Suite *cpu_suite(void)
         {"fold_large", fold_large, true},
         {"fold_computed", fold_computed, false},
         {"fold_short_rows", fold_short_rows, true},
+        {"while_staged", while_staged, false},
         {"fold_seg", fold_seg, true},
         {"scan_int", scan_int, false},
         {"scan_float", scan_float, true},

@@ -582,6 +582,8 @@ static int count_of(const char *text, const char *needle)
     return n;
 }
 
+static weft_context *g_ctx; /* ptx_of_one's, while its builder runs */
+
 /* The PTX of program r (its one kernel) in a fresh directory g_dir/name,
  * compiled by a context with flags. */
 static const char *ptx_of_one(const char *name, unsigned flags,
@@ -593,7 +595,9 @@ static const char *ptx_of_one(const char *name, unsigned flags,
     weft_context *ctx = open_sm90_flags(dir, flags);
     weft_program *p;
     TU_OK(weft_program_create(ctx, &p));
+    g_ctx = ctx;
     weft_acc *r = build(p);
+    g_ctx = NULL;
     weft_executable *exe = NULL;
     TU_OK(weft_compile(p, &r, 1, &exe));
     weft_executable_free(exe);
@@ -665,6 +669,77 @@ START_TEST(element_kernels)
 }
 END_TEST
 
+/* n-body's accelerations as a while loop over the bodies j from j0 (0, or
+ * the body i itself when from_i), bodies in four f32 vectors. */
+static weft_acc *build_nbody_from(weft_program *p, bool from_i)
+{
+    weft_context *ctx = g_ctx;
+    weft_acc *in[4];
+    for (int k = 0; k < 4; k++) {
+        in[k] = weft_param(p, WEFT_F32, 1);
+    }
+    weft_type st = weft_type_tuple(
+        ctx, 4, (weft_type[]){WEFT_I64, WEFT_F32, WEFT_F32, WEFT_F32});
+    weft_exp *n = weft_size(in[0]);
+    weft_fun *g = weft_fun1(p, WEFT_DIM(1));
+    weft_exp *i = weft_get(weft_arg(g, 0), 0);
+    weft_fun *cond = weft_fun1(p, st);
+    weft_fun_return(cond, weft_lt(weft_get(weft_arg(cond, 0), 0), n));
+    weft_fun *body = weft_fun1(p, st);
+    weft_exp *s = weft_arg(body, 0), *j = weft_get(s, 0), *d[3];
+    for (int k = 0; k < 3; k++) {
+        d[k] = weft_sub(weft_at(in[k], weft_index1(j)),
+                        weft_at(in[k], weft_index1(i)));
+    }
+    weft_exp *r2 = weft_add(
+        weft_add(weft_add(weft_mul(d[0], d[0]), weft_mul(d[1], d[1])),
+                 weft_mul(d[2], d[2])),
+        weft_f32(p, 0.01f));
+    weft_exp *inv = weft_fdiv(weft_f32(p, 1), weft_sqrt(r2));
+    weft_exp *w = weft_mul(weft_at(in[3], weft_index1(j)),
+                           weft_mul(weft_mul(inv, inv), inv));
+    weft_exp *next[4] = {weft_add(j, weft_i64(p, 1)),
+                         weft_add(weft_get(s, 1), weft_mul(d[0], w)),
+                         weft_add(weft_get(s, 2), weft_mul(d[1], w)),
+                         weft_add(weft_get(s, 3), weft_mul(d[2], w))};
+    weft_fun_return(body, weft_tuple(p, 4, next));
+    weft_exp *init[4] = {from_i ? i : weft_i64(p, 0), weft_f32(p, 0),
+                         weft_f32(p, 0), weft_f32(p, 0)};
+    weft_exp *r = weft_while(cond, body, weft_tuple(p, 4, init));
+    weft_exp *acc[3] = {weft_get(r, 1), weft_get(r, 2), weft_get(r, 3)};
+    weft_fun_return(g, weft_tuple(p, 3, acc));
+    return weft_generate(weft_index1(n), g);
+}
+
+static weft_acc *build_nbody_while(weft_program *p)
+{
+    return build_nbody_from(p, false);
+}
+
+static weft_acc *build_nbody_from_i(weft_program *p)
+{
+    return build_nbody_from(p, true);
+}
+
+/* A while loop whose reads at j are the same in every thread of a block
+ * (codegen/stage.c): tiles of records (x, y, z, m) written and read 16
+ * bytes at a time in shared memory, the cancel flag polled through a
+ * barrier that ors it over the block; not in checked mode, nor where j
+ * starts at the element's own index (not the same in every thread). */
+START_TEST(staged_while)
+{
+    const char *text = ptx_of_one("nbody_while", 0, build_nbody_while);
+    ck_assert_int_ge(count_of(text, "ld.shared.v4.f32"), 1);
+    ck_assert_int_ge(count_of(text, "st.shared.v4.f32"), 1);
+    ck_assert_int_ge(count_of(text, "bar.red.or.pred"), 1);
+    text = ptx_of_one("nbody_while_checked", WEFT_FLAG_CHECKED,
+                      build_nbody_while);
+    ck_assert_int_eq(count_of(text, ".shared"), 0);
+    text = ptx_of_one("nbody_from_i", 0, build_nbody_from_i);
+    ck_assert_int_eq(count_of(text, ".shared"), 0);
+}
+END_TEST
+
 /* One .ptx file: entries, nothing unresolved, and the ptxas that user
  * points to (if not NULL) accepts it. */
 static void check_ptx(const char *path, const char *text, void *user)
@@ -712,6 +787,7 @@ static Suite *suite(void)
     tcase_add_test(tc, unit_kernels);
     tcase_add_test(tc, scan_status_word);
     tcase_add_test(tc, element_kernels);
+    tcase_add_test(tc, staged_while);
     tcase_add_test(tc, ptxas_accepts); /* last: reads what the others wrote */
     suite_add_tcase(s, tc);
     return s;
