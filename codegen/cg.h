@@ -606,6 +606,30 @@ weft_status cg_stage_while(cg_fn *fn, const fe_term *e, const cg_val *init,
 const cg_staged *cg_staged_read(const cg_fn *fn, const fe_term *at);
 weft_status cg_staged_load(cg_fn *fn, const cg_staged *r, cg_val *out);
 
+/* For a skeleton that applies function f (of an index of rank r >= 1)
+ * to indices whose last component walks columns in the same order in
+ * every thread of a block (ptx/fold.c): *out a tile of `tile` records
+ * holding the manifest arrays that f reads at `index (last component)`,
+ * or NULL when it reads none (or in checked mode, or where a leaf
+ * cannot be staged); f's reads at `index (component d)`, d < r - 1,
+ * become the values cg_stage_fix reads once.  The skeleton fills record
+ * q with the arrays at column c (cg_stage_put: every thread its records,
+ * then a barrier), sets the reads' values for the index's other
+ * components (cg_stage_fix), and emits f's applications at columns whose
+ * records are q between cg_stage_use(fn, g, q) and cg_stage_use(fn,
+ * NULL, NULL), a barrier before the next fill.  Errors: those of code
+ * generation. */
+typedef struct cg_stage cg_stage;
+weft_status cg_stage_fun(cg_fn *fn, const fe_fun *f, int tile, cg_stage **out);
+weft_status cg_stage_put(cg_fn *fn, const cg_stage *g, LLVMValueRef q,
+                         LLVMValueRef c);
+weft_status cg_stage_fix(cg_fn *fn, cg_stage *g, const cg_val *ix);
+void cg_stage_use(cg_fn *fn, cg_stage *g, LLVMValueRef q);
+/* Ask LLVM to unroll the loop whose back-edge is br by a few trips (8),
+ * so that their loads and chains of arithmetic overlap (the hand-written
+ * n-body unrolls by 8). */
+void cg_stage_unroll(cg_fn *fn, LLVMValueRef br);
+
 /* ===== vmath.c ===== */
 
 /* exp and log of x, a double or a vector of double, as branch-free IR

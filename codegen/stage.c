@@ -64,14 +64,22 @@ enum {
     STAGE_ARRAYS = 8,   /* distinct arrays among them */
     MARK_COUNTER = 1,   /* a let bound to j */
     MARK_INDEX = 2,     /* a let bound to index j */
+    MARK_ROW = 16,      /* + d: a let bound to component d != k of a
+                           function's index (functions only) */
+    MARK_ROW_INDEX = 64, /* + d: ... to index of it */
     UNIFORM_DEPTH = 32, /* how deep uniform_value looks */
     STAGE_UNROLL = 8    /* trips of a tile unrolled */
 };
 
-/* One staged read: its term and its array's tile. */
+/* One staged read: its term and its array's tile; or (a function's
+ * read at another component d of its index, `fixed`) its value, read once
+ * for the index the skeleton gives (cg_stage_fix). */
 struct cg_staged {
     const fe_term *at;
     int slot;
+    bool fixed;
+    int d;
+    cg_val v;
 };
 
 /* The tile of a staged loop: one shared-memory array of T records of R
@@ -85,9 +93,10 @@ struct cg_stage {
     cg_array *arr;              /* the staged arrays */
     int *off[STAGE_ARRAYS];
     int rec;                    /* R */
+    int tile;                   /* T */
     LLVMValueRef base;          /* the shared array (a generic pointer) */
     LLVMValueRef q;
-    const struct cg_staged *read;
+    struct cg_staged *read;
     int nread;
 };
 
@@ -99,12 +108,37 @@ typedef struct stage_pat {
     uint8_t *mark;              /* MARK_* by variable id */
     const bool *inner;          /* variables the loop binds */
     uint32_t nvar;
+    int rank;                   /* a function's index: its rank (else 0) */
     int nread;
     struct cg_staged read[STAGE_READS];
     int narr;
     const fe_term *arr[STAGE_ARRAYS];
     bool over;                  /* more reads or arrays than room */
 } stage_pat;
+
+/* Component d != k of a function's index (a let of it), or -1. */
+static int row_of(const stage_pat *p, const fe_term *t)
+{
+    if (t->kind == FE_VAR && t->u.var) {
+        int m = t->u.var->id < p->nvar ? p->mark[t->u.var->id] : 0;
+        return m >= MARK_ROW && m < MARK_ROW_INDEX ? m - MARK_ROW : -1;
+    }
+    return p->rank > 0 && t->kind == FE_GET && t->u.index != p->k &&
+                   t->u.index < p->rank && t->kid[0]->kind == FE_VAR &&
+                   t->kid[0]->u.var == p->param
+               ? t->u.index
+               : -1;
+}
+
+/* index d for such a component (a let of it), or -1. */
+static int row_index_of(const stage_pat *p, const fe_term *t)
+{
+    if (t->kind == FE_VAR && t->u.var) {
+        int m = t->u.var->id < p->nvar ? p->mark[t->u.var->id] : 0;
+        return m >= MARK_ROW_INDEX ? m - MARK_ROW_INDEX : -1;
+    }
+    return t->kind == FE_TUPLE && t->nkid == 1 ? row_of(p, t->kid[0]) : -1;
+}
 
 static bool is_counter(const stage_pat *p, const fe_term *t)
 {
@@ -157,9 +191,24 @@ static bool same_array(const fe_term *a, const fe_term *b)
     }
 }
 
-/* Record read t of array a. */
-static void add_read(stage_pat *p, const fe_term *t, const fe_term *a)
+/* Record read t of array a (fixed: at component d of the index). */
+static void add_read(stage_pat *p, const fe_term *t, const fe_term *a,
+                     bool fixed, int d)
 {
+    for (int r = 0; r < p->nread; r++) {
+        if (p->read[r].at == t) {
+            return;
+        }
+    }
+    if (p->nread == STAGE_READS) {
+        p->over = true;
+        return;
+    }
+    if (fixed) {
+        p->read[p->nread] = (struct cg_staged){.at = t, .fixed = true, .d = d};
+        p->nread++;
+        return;
+    }
     int slot = 0;
     while (slot < p->narr && !same_array(p->arr[slot], a)) {
         slot++;
@@ -171,17 +220,8 @@ static void add_read(stage_pat *p, const fe_term *t, const fe_term *a)
         }
         p->arr[p->narr++] = a;
     }
-    for (int r = 0; r < p->nread; r++) {
-        if (p->read[r].at == t) {
-            return;
-        }
-    }
-    if (p->nread == STAGE_READS) {
-        p->over = true;
-        return;
-    }
-    p->read[p->nread].at = t;
-    p->read[p->nread++].slot = slot;
+    p->read[p->nread] = (struct cg_staged){.at = t, .slot = slot};
+    p->nread++;
 }
 
 /* Mark the lets of t bound to j or index j, and collect the reads at j. */
@@ -192,15 +232,24 @@ static void scan(stage_pat *p, const fe_term *t)
     }
     if (t->kind == FE_LET && t->u.var && !t->u.var->acc &&
         t->u.var->id < p->nvar) {
+        int d = row_of(p, t->kid[0]), di = row_index_of(p, t->kid[0]);
         p->mark[t->u.var->id] = is_counter(p, t->kid[0])         ? MARK_COUNTER
                                 : is_counter_index(p, t->kid[0]) ? MARK_INDEX
-                                                                 : 0;
+                                : d >= 0  ? MARK_ROW + d
+                                : di >= 0 ? MARK_ROW_INDEX + di
+                                          : 0;
     }
     if (((t->kind == FE_AT && t->kid[0]->rank == 1 &&
           is_counter_index(p, t->kid[1])) ||
          (t->kind == FE_AT_LINEAR && is_counter(p, t->kid[1]))) &&
         outer_array(p, t->kid[0])) {
-        add_read(p, t, t->kid[0]);
+        add_read(p, t, t->kid[0], false, 0);
+        return;
+    }
+    int d = t->kind == FE_AT && t->kid[0]->rank == 1
+                ? row_index_of(p, t->kid[1]) : -1;
+    if (d >= 0 && outer_array(p, t->kid[0])) {
+        add_read(p, t, t->kid[0], true, d);
         return;
     }
     for (int i = 0; i < t->nfun; i++) {
@@ -392,6 +441,13 @@ static LLVMValueRef record_leaf(cg_fn *fn, const struct cg_stage *g, int a,
 
 weft_status cg_staged_load(cg_fn *fn, const cg_staged *r, cg_val *out)
 {
+    if (r->fixed) {
+        weft_status s = cg_val_make(fn, r->v.n, out);
+        if (s == WEFT_OK && r->v.n > 0) {
+            memcpy(out->v, r->v.v, sizeof *out->v * (size_t)r->v.n);
+        }
+        return s;
+    }
     const struct cg_stage *g = fn->stage;
     const cg_array *a = &g->arr[r->slot];
     weft_status s = cg_val_make(fn, a->nleaf, out);
@@ -409,40 +465,40 @@ weft_status cg_staged_load(cg_fn *fn, const cg_staged *r, cg_val *out)
     return s;
 }
 
-/* Every thread: record q of the tile = the staged arrays at t + q (zero
- * outside them) for q = tid, tid + block, ... < T. */
-static weft_status stage_tiles(cg_fn *fn, const struct cg_stage *g,
-                               LLVMValueRef t, LLVMValueRef tid,
-                               LLVMValueRef bs)
+/* Element i of manifest array a where i lies inside it, else zero in
+ * every leaf (what `a !! i` gives), into *out. */
+static weft_status load_or_zero(cg_fn *fn, const cg_array *a, LLVMValueRef i,
+                                cg_val *out)
 {
-    int tile = fn->stage_tile;
-    cg_sloop l;
-    LLVMValueRef q = cg_sloop_begin(fn, &l, tid, cg_i64(fn, tile), bs, "stage");
-    LLVMValueRef at = LLVMBuildAdd(B, t, q, "");
+    LLVMValueRef size = cg_i64(fn, 1);
+    for (int d = 0; d < a->rank; d++) {
+        size = d == 0 ? a->extent[0] : LLVMBuildMul(B, size, a->extent[d], "");
+    }
+    cg_val x, z;
+    cg_if in;
+    cg_if_begin(fn, &in, LLVMBuildICmp(B, LLVMIntULT, i, size, ""));
+    cg_branch_weights(fn, in.br, CG_USUAL, CG_RARE);
+    weft_status s = cg_array_load(fn, a, i, &x);
+    if (s == WEFT_OK) {
+        cg_if_else(fn, &in);
+        s = cg_val_make(fn, a->nleaf, &z);
+    }
+    if (s != WEFT_OK) {
+        return s;
+    }
+    for (int k = 0; k < a->nleaf; k++) {
+        z.v[k] = LLVMConstNull(cg_type(fn->llctx, a->leaf[k]));
+    }
+    return cg_if_merge(fn, &in, &x, &z, out);
+}
+
+weft_status cg_stage_put(cg_fn *fn, const cg_stage *g, LLVMValueRef q,
+                         LLVMValueRef at)
+{
     cg_val v[STAGE_ARRAYS];
     for (int a = 0; a < g->narr; a++) {
-        const cg_array *arr = &g->arr[a];
-        LLVMValueRef size = cg_i64(fn, 1);
-        for (int d = 0; d < arr->rank; d++) {
-            size = d == 0 ? arr->extent[0] : LLVMBuildMul(B, size,
-                                                          arr->extent[d], "");
-        }
-        cg_val x, z;
-        cg_if in;
-        cg_if_begin(fn, &in, LLVMBuildICmp(B, LLVMIntULT, at, size, ""));
-        cg_branch_weights(fn, in.br, CG_USUAL, CG_RARE);
-        weft_status s = cg_array_load(fn, arr, at, &x);
-        if (s == WEFT_OK) {
-            cg_if_else(fn, &in);
-            s = cg_val_make(fn, arr->nleaf, &z);
-        }
+        weft_status s = load_or_zero(fn, &g->arr[a], at, &v[a]);
         if (s != WEFT_OK) {
-            return s;
-        }
-        for (int k = 0; k < arr->nleaf; k++) {
-            z.v[k] = LLVMConstNull(cg_type(fn->llctx, arr->leaf[k]));
-        }
-        if ((s = cg_if_merge(fn, &in, &x, &z, &v[a])) != WEFT_OK) {
             return s;
         }
     }
@@ -459,8 +515,50 @@ static weft_status stage_tiles(cg_fn *fn, const struct cg_stage *g,
             LLVMSetAlignment(LLVMBuildStore(B, x, p), align);
         }
     }
-    cg_sloop_end(fn, &l);
     return WEFT_OK;
+}
+
+weft_status cg_stage_fix(cg_fn *fn, cg_stage *g, const cg_val *ix)
+{
+    for (int r = 0; r < g->nread; r++) {
+        struct cg_staged *rd = &g->read[r];
+        if (!rd->fixed) {
+            continue;
+        }
+        cg_array a;
+        weft_status s = fn->array_of(fn, rd->at->kid[0], &a);
+        if (s == WEFT_OK) {
+            s = rd->d < ix->n ? load_or_zero(fn, &a, ix->v[rd->d], &rd->v)
+                              : fe_error(WEFT_ERR_INTERNAL,
+                                         "weft_compile: a staged index");
+        }
+        if (s != WEFT_OK) {
+            return s;
+        }
+    }
+    return WEFT_OK;
+}
+
+void cg_stage_use(cg_fn *fn, cg_stage *g, LLVMValueRef q)
+{
+    fn->stage = g;
+    if (g) {
+        g->q = q;
+    }
+}
+
+/* Every thread: record q of the tile = the staged arrays at t + q (zero
+ * outside them) for q = tid, tid + block, ... < T. */
+static weft_status stage_tiles(cg_fn *fn, const struct cg_stage *g,
+                               LLVMValueRef t, LLVMValueRef tid,
+                               LLVMValueRef bs)
+{
+    cg_sloop l;
+    LLVMValueRef q =
+        cg_sloop_begin(fn, &l, tid, cg_i64(fn, g->tile), bs, "stage");
+    weft_status s = cg_stage_put(fn, g, q, LLVMBuildAdd(B, t, q, ""));
+    cg_sloop_end(fn, &l);
+    return s;
 }
 
 /* Lay out the records of tile g (struct cg_stage) and make its shared
@@ -497,8 +595,50 @@ static weft_status stage_layout(cg_fn *fn, struct cg_stage *g)
     }
     g->rec = rec;
     g->base = fn->target->shared_array(fn, LLVMInt8TypeInContext(fn->llctx),
-                                       (int64_t)rec * fn->stage_tile);
+                                       (int64_t)rec * g->tile);
     return WEFT_OK;
+}
+
+/* The tile of T records for the arrays that pattern p stages (*g NULL
+ * where a leaf cannot be staged or there is no such array). */
+static weft_status stage_build(cg_fn *fn, const stage_pat *p, int tile,
+                               struct cg_stage **out)
+{
+    *out = NULL;
+    if (p->narr == 0 || !fn->array_of) {
+        return WEFT_OK;
+    }
+    struct cg_stage *g = fe_arena_alloc(fn->arena, sizeof *g);
+    cg_array *arr = fe_arena_alloc(fn->arena, sizeof *arr * (size_t)p->narr);
+    struct cg_staged *read =
+        fe_arena_alloc(fn->arena, sizeof *read * (size_t)p->nread);
+    if (!g || !arr || !read) {
+        return oom();
+    }
+    memset(g, 0, sizeof *g);
+    memcpy(read, p->read, sizeof *read * (size_t)p->nread);
+    g->narr = p->narr;
+    g->arr = arr;
+    g->read = read;
+    g->nread = p->nread;
+    g->tile = tile;
+    for (int a = 0; a < p->narr; a++) {
+        weft_status s = fn->array_of(fn, p->arr[a], &arr[a]);
+        if (s != WEFT_OK) {
+            return s;
+        }
+        for (int l = 0; l < arr[a].nleaf; l++) {
+            int size = (int)weft_type_size(arr[a].leaf[l]);
+            if (size != 1 && size != 2 && size != 4 && size != 8) {
+                return WEFT_OK;
+            }
+        }
+    }
+    weft_status s = stage_layout(fn, g);
+    if (s == WEFT_OK) {
+        *out = g;
+    }
+    return s;
 }
 
 /* The barrier at the end of a tile.  With a cancel word (count: the
@@ -539,10 +679,7 @@ static weft_status tile_barrier(cg_fn *fn, LLVMValueRef count,
     return s;
 }
 
-/* Ask LLVM to unroll the loop whose back-edge is br STAGE_UNROLL times:
- * the trips' loads and their chains of arithmetic then overlap (the hand
- * written n-body unrolls by 8). */
-static void unroll(cg_fn *fn, LLVMValueRef br)
+void cg_stage_unroll(cg_fn *fn, LLVMValueRef br)
 {
     LLVMContextRef c = fn->llctx;
     LLVMMetadataRef kv[2] = {
@@ -589,32 +726,8 @@ weft_status cg_stage_while(cg_fn *fn, const fe_term *e, const cg_val *init,
     }
     LLVMValueRef n = nv.v[0];
     int tile = fn->stage_tile;
-    /* the arrays and their tile */
-    struct cg_stage *g = fe_arena_alloc(fn->arena, sizeof *g);
-    cg_array *arr = fe_arena_alloc(fn->arena, sizeof *arr * (size_t)p->narr);
-    if (!g || !arr) {
-        return oom();
-    }
-    memset(g, 0, sizeof *g);
-    g->narr = p->narr;
-    g->arr = arr;
-    g->read = p->read;
-    g->nread = p->nread;
-    for (int a = 0; a < p->narr; a++) {
-        if (!fn->array_of) {
-            return WEFT_OK;
-        }
-        if ((s = fn->array_of(fn, p->arr[a], &arr[a])) != WEFT_OK) {
-            return s;
-        }
-        for (int l = 0; l < arr[a].nleaf; l++) {
-            int size = (int)weft_type_size(arr[a].leaf[l]);
-            if (size != 1 && size != 2 && size != 4 && size != 8) {
-                return WEFT_OK;
-            }
-        }
-    }
-    if ((s = stage_layout(fn, g)) != WEFT_OK) {
+    struct cg_stage *g;
+    if ((s = stage_build(fn, p, tile, &g)) != WEFT_OK || !g) {
         return s;
     }
     *done = true;
@@ -709,7 +822,7 @@ weft_status cg_stage_while(cg_fn *fn, const fe_term *e, const cg_val *init,
     }
     LLVMValueRef q1 = LLVMBuildNUWAdd(B, q, cg_i64(fn, 1), "");
     LLVMBasicBlockRef latch = LLVMGetInsertBlock(B);
-    unroll(fn, LLVMBuildBr(B, ihead));
+    cg_stage_unroll(fn, LLVMBuildBr(B, ihead));
     LLVMAddIncoming(q, &q1, &latch, 1);
     for (int k = 0; k < init->n; k++) {
         LLVMAddIncoming(si.v[k], &next.v[k], &latch, 1);
@@ -741,4 +854,37 @@ weft_status cg_stage_while(cg_fn *fn, const fe_term *e, const cg_val *init,
         }
     }
     return WEFT_OK;
+}
+
+weft_status cg_stage_fun(cg_fn *fn, const fe_fun *f, int tile, cg_stage **out)
+{
+    *out = NULL;
+    const cg_target *tg = fn->target;
+    if (fn->checked || fn->ignored || !tg || !tg->barrier ||
+        !tg->shared_array || fn->nvar == 0 || !f || f->arity != 1 ||
+        !f->param || !f->param[0] || !fe_is_dim(f->param[0]->type) ||
+        fe_dim_rank(f->param[0]->type) < 1) {
+        return WEFT_OK;
+    }
+    uint8_t *mark = fe_arena_alloc(fn->arena, fn->nvar);
+    bool *inner = fe_arena_alloc(fn->arena, fn->nvar * sizeof *inner);
+    stage_pat *p = fe_arena_alloc(fn->arena, sizeof *p);
+    if (!mark || !inner || !p) {
+        return oom();
+    }
+    memset(p, 0, sizeof *p);
+    memset(mark, 0, fn->nvar);
+    memset(inner, 0, fn->nvar * sizeof *inner);
+    cg_mark_bound(f->body, inner, fn->nvar);
+    p->mark = mark;
+    p->inner = inner;
+    p->nvar = fn->nvar;
+    p->param = f->param[0];
+    p->rank = fe_dim_rank(f->param[0]->type);
+    p->k = p->rank - 1;
+    scan(p, f->body);
+    if (p->over) {
+        return WEFT_OK;
+    }
+    return stage_build(fn, p, tile, out);
 }

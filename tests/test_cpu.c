@@ -1444,6 +1444,70 @@ START_TEST(fold_short_rows)
 }
 END_TEST
 
+/* fold (affine) of generate (size c, size a) (\(i, j) -> (a!j | 1,
+ * b!j + c!i + j)): on PTX its rows go by teams whose lanes read the
+ * arrays at j from shared-memory tiles (ptx/fold.c, staged columns) and
+ * c!i once per row; the combine is associative, not commutative, so the
+ * order of every element shows. */
+static int build_fold_staged(bld *b, weft_acc **res)
+{
+    weft_program *p = b->p;
+    weft_acc *a = weft_param(p, WEFT_I32, 1);
+    weft_acc *bb = weft_param(p, WEFT_I16, 1);
+    weft_acc *c = weft_param(p, WEFT_I32, 1);
+    weft_fun *g = weft_fun1(p, WEFT_DIM(2));
+    weft_exp *ix = weft_arg(g, 0);
+    weft_exp *i = weft_index1(weft_get(ix, 0));
+    weft_exp *j = weft_index1(weft_get(ix, 1));
+    weft_exp *e[2] = {
+        weft_bor(weft_at(a, j), weft_i32(p, 1)),
+        weft_add(weft_add(weft_convert(weft_at(bb, j), WEFT_I32),
+                          weft_at(c, i)),
+                 weft_convert(weft_get(ix, 1), WEFT_I32))};
+    weft_fun_return(g, weft_tuple(p, 2, e));
+    weft_acc *src = weft_generate(weft_index2(weft_size(c), weft_size(a)), g);
+    weft_fun *f = fun_affine(p, b->ctx);
+    res[0] = b->variant ? weft_fold1(f, src)
+                        : weft_fold(f, combine_seed(b, C_AFFINE), src);
+    return 1;
+}
+
+/* Staged columns on rows of every kind: none, empty, one column, fewer
+ * than a tile, a tile and one more, many rows (a thread each) and few
+ * long ones (teams of up to 32 lanes, 8 columns a lane per tile). */
+START_TEST(fold_staged)
+{
+    diff d;
+    diff_open(&d);
+    seed(17);
+    static const int64_t sizes[][3] = {
+        {0, 0, 5},     {5, 5, 0},       {1, 1, 1},      {7, 9, 3},
+        {255, 255, 40}, {257, 300, 600}, {3, 3, 100003}, {1000, 1000, 3},
+        {70001, 70001, 37}, {300007, 300007, 2},        {513, 513, 4097},
+    };
+    for (int variant = 0; variant < 2; variant++) {
+        bld b = {.t = WEFT_I32, .variant = variant};
+        diff_build(&d, "fold staged", build_fold_staged, &b);
+        for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+            harr h[3] = {harr_vec(WEFT_I32, sizes[k][0], -1000, 1000),
+                         harr_vec(WEFT_I16, sizes[k][1], -1000, 1000),
+                         harr_vec(WEFT_I32, sizes[k][2], -1000, 1000)};
+            weft_status st = diff_run_tol(&d, h, 3, 0, 0);
+            /* fold1 of empty rows is an error on both sides */
+            if (st != WEFT_OK) {
+                ck_assert_msg(variant == 1 && st == WEFT_ERR_EMPTY_ARRAY,
+                              "%s: unexpected %s", d.name,
+                              weft_status_name(st));
+            }
+            for (int m = 0; m < 3; m++) {
+                harr_free(&h[m]);
+            }
+        }
+    }
+    diff_close(&d);
+}
+END_TEST
+
 /* ------------------------------------------------------------------------
  * foldSeg, fold1Seg
  * ---------------------------------------------------------------------- */
@@ -3008,6 +3072,7 @@ static Suite *cpu_suite(void)
         {"fold_computed", fold_computed, false},
         {"fold_short_rows", fold_short_rows, true},
         {"while_staged", while_staged, false},
+        {"fold_staged", fold_staged, false},
         {"fold_seg", fold_seg, true},
         {"scan_int", scan_int, false},
         {"scan_float", scan_float, true},

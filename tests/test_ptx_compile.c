@@ -721,11 +721,66 @@ static weft_acc *build_nbody_from_i(weft_program *p)
     return build_nbody_from(p, true);
 }
 
+/* n-body's accelerations as fold (+3) (0, 0, 0) (generate (n, n) (\(i, j)
+ * -> pull of j on i)), and a fold of the pairs (a!j, b!j + c!i) with
+ * leaves of 4 and 2 bytes. */
+static weft_acc *build_nbody_fold(weft_program *p)
+{
+    weft_context *ctx = g_ctx;
+    weft_acc *in[4];
+    for (int k = 0; k < 4; k++) {
+        in[k] = weft_param(p, WEFT_F32, 1);
+    }
+    weft_type v3 =
+        weft_type_tuple(ctx, 3, (weft_type[]){WEFT_F32, WEFT_F32, WEFT_F32});
+    weft_fun *g = weft_fun1(p, WEFT_DIM(2));
+    weft_exp *ix = weft_arg(g, 0), *d[3];
+    weft_exp *i = weft_index1(weft_get(ix, 0)), *j = weft_index1(weft_get(ix, 1));
+    for (int k = 0; k < 3; k++) {
+        d[k] = weft_sub(weft_at(in[k], j), weft_at(in[k], i));
+    }
+    weft_exp *r2 = weft_add(
+        weft_add(weft_add(weft_mul(d[0], d[0]), weft_mul(d[1], d[1])),
+                 weft_mul(d[2], d[2])),
+        weft_f32(p, 0.01f));
+    weft_exp *inv = weft_fdiv(weft_f32(p, 1), weft_sqrt(r2));
+    weft_exp *w = weft_mul(weft_at(in[3], j), weft_mul(weft_mul(inv, inv), inv));
+    weft_exp *c[3] = {weft_mul(d[0], w), weft_mul(d[1], w), weft_mul(d[2], w)};
+    weft_fun_return(g, weft_tuple(p, 3, c));
+    weft_exp *n = weft_size(in[0]);
+    weft_acc *all = weft_generate(weft_index2(n, n), g);
+    weft_fun *plus = weft_fun2(p, v3, v3);
+    weft_exp *a = weft_arg(plus, 0), *b = weft_arg(plus, 1), *s[3], *z[3];
+    for (int k = 0; k < 3; k++) {
+        s[k] = weft_add(weft_get(a, k), weft_get(b, k));
+        z[k] = weft_f32(p, 0);
+    }
+    weft_fun_return(plus, weft_tuple(p, 3, s));
+    return weft_fold(plus, weft_tuple(p, 3, z), all);
+}
+
+static weft_acc *build_fold_pairs(weft_program *p)
+{
+    weft_acc *a = weft_param(p, WEFT_I32, 1), *b = weft_param(p, WEFT_I16, 1);
+    weft_acc *c = weft_param(p, WEFT_I32, 1);
+    weft_fun *g = weft_fun1(p, WEFT_DIM(2));
+    weft_exp *ix = weft_arg(g, 0);
+    weft_exp *j = weft_index1(weft_get(ix, 1));
+    weft_exp *e = weft_add(
+        weft_add(weft_at(a, j), weft_convert(weft_at(b, j), WEFT_I32)),
+        weft_at(c, weft_index1(weft_get(ix, 0))));
+    weft_fun_return(g, e);
+    weft_acc *all =
+        weft_generate(weft_index2(weft_size(c), weft_size(a)), g);
+    return weft_fold(add2(p, WEFT_I32), weft_i32(p, 0), all);
+}
+
 /* A while loop whose reads at j are the same in every thread of a block
  * (codegen/stage.c): tiles of records (x, y, z, m) written and read 16
  * bytes at a time in shared memory, the cancel flag polled through a
  * barrier that ors it over the block; not in checked mode, nor where j
- * starts at the element's own index (not the same in every thread). */
+ * starts at the element's own index (not the same in every thread).  The
+ * fold of a generate read at j: the same tiles. */
 START_TEST(staged_while)
 {
     const char *text = ptx_of_one("nbody_while", 0, build_nbody_while);
@@ -737,6 +792,12 @@ START_TEST(staged_while)
     ck_assert_int_eq(count_of(text, ".shared"), 0);
     text = ptx_of_one("nbody_from_i", 0, build_nbody_from_i);
     ck_assert_int_eq(count_of(text, ".shared"), 0);
+    /* the fold's teams read the columns from tiles (ptx/fold.c) */
+    text = ptx_of_one("nbody_fold", WEFT_FLAG_FAST_MATH, build_nbody_fold);
+    ck_assert_int_ge(count_of(text, "ld.shared.v4.f32"), 1);
+    ck_assert_int_ge(count_of(text, "st.shared.v4.f32"), 1);
+    text = ptx_of_one("fold_pairs", 0, build_fold_pairs);
+    ck_assert_int_ge(count_of(text, "st.shared.u16"), 1);
 }
 END_TEST
 
