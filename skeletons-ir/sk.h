@@ -156,6 +156,13 @@ extern const sk_target sk_target_ptx; /* ptx/target.c */
  * blocks of 256 reach full occupancy as well as larger ones, and a grid
  * of 2^16 elements still fills 132 SMs (1024-thread blocks filled 64). */
 #define SK_PTX_ELEMENT_BLOCK 256
+/* ... of a staged kernel (sk_emit.stage), whose threads each compute one
+ * element with a long loop: blocks of 128 spread 65,536 n-body threads
+ * evenly (512 blocks, 3.9 an SM of 132), where the occupancy API's 224
+ * for 71 registers gave 293 blocks, some SMs 3 and most 2 (H100: the
+ * kernel ran as long as its SMs of 3 blocks).  Its tiles stay
+ * SK_PTX_ELEMENT_BLOCK records (each thread fills two). */
+#define SK_PTX_STAGED_BLOCK 128
 /* Whether the PTX kernel k computes sk_target_ptx.chunk_elems elements
  * per chunk whatever grain the runtime passes (ptx/target.c): the
  * generate family without a while loop, whose full chunks then read and

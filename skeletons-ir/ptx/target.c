@@ -145,7 +145,8 @@ static void ptx_range_begin(sk_fn *f)
     const cg_target *t = fn->target;
     LLVMBuilderRef b = fn->b;
     int most = f->e->k->block_max > 0 ? f->e->k->block_max
-                                       : SK_PTX_ELEMENT_BLOCK;
+               : f->e->stage            ? SK_PTX_STAGED_BLOCK
+                                        : SK_PTX_ELEMENT_BLOCK;
     cg_ptx_launch_bounds(fn, most, 0);
     LLVMValueRef bs = wide(fn, t->block_size(fn, 0));
     LLVMValueRef gid = LLVMBuildAdd(
