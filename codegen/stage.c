@@ -1,6 +1,7 @@
 /*
- * codegen/stage.c: while loops that read their tiles through shared
- * memory (PTX).
+ * codegen/stage.c: loops that read their arrays through shared-memory
+ * tiles (PTX): while loops over a counter, and the columns of a
+ * skeleton's rows (ptx/fold.c).
  *
  * n-body written with a while loop runs, in every thread, the same loop
  *
@@ -52,6 +53,22 @@
  * barrier).  Checked mode never stages (fn->checked: a read outside its
  * array must report, and only when it runs), nor does code that watches
  * for `ignore`.
+ *
+ * The tile.  Record q of a tile holds position t + q of every leaf of
+ * every staged array, leaves by decreasing size (each at a multiple of
+ * its size) in R bytes, R a power of two up to 16 (or a multiple of the
+ * largest leaf): n-body's x, y, z and m are one 16-byte record, written
+ * by one st.shared.v4 and read by one ld.shared.v4, the same address in
+ * every lane (a broadcast).  A tile of more than STAGE_BYTES is not
+ * staged.
+ *
+ * Functions (cg_stage_fun).  A skeleton that applies a generate's
+ * function to a row's columns in lockstep across the block (n-body's
+ * fold: the pull of body j on body i, folded along j) stages the arrays
+ * the function reads at `index j`, j the index's last component, the
+ * same way, and fills the tiles itself (cg_stage_put: it knows which
+ * columns come next); the function's reads at `index i` (another
+ * component) it reads once per row (cg_stage_fix).
  */
 #include <string.h>
 
@@ -68,7 +85,9 @@ enum {
                            function's index (functions only) */
     MARK_ROW_INDEX = 64, /* + d: ... to index of it */
     UNIFORM_DEPTH = 32, /* how deep uniform_value looks */
-    STAGE_UNROLL = 8    /* trips of a tile unrolled */
+    STAGE_UNROLL = 8,   /* trips of a tile unrolled */
+    STAGE_BYTES = 16384 /* the most shared memory of one tile (a block
+                           has 48 KB of static shared memory) */
 };
 
 /* One staged read: its term and its array's tile; or (a function's
@@ -594,6 +613,10 @@ static weft_status stage_layout(cg_fn *fn, struct cg_stage *g)
         rec = p;
     }
     g->rec = rec;
+    if ((int64_t)rec * g->tile > STAGE_BYTES) {
+        g->base = NULL; /* too big: not staged */
+        return WEFT_OK;
+    }
     g->base = fn->target->shared_array(fn, LLVMInt8TypeInContext(fn->llctx),
                                        (int64_t)rec * g->tile);
     return WEFT_OK;
@@ -635,7 +658,7 @@ static weft_status stage_build(cg_fn *fn, const stage_pat *p, int tile,
         }
     }
     weft_status s = stage_layout(fn, g);
-    if (s == WEFT_OK) {
+    if (s == WEFT_OK && g->base) {
         *out = g;
     }
     return s;
