@@ -295,16 +295,30 @@ static bool is_step(const stage_pat *p, const fe_term *t)
     return false;
 }
 
-/* Whether while loop e has the staged pattern (the head comment), with
- * at least one read to stage; fills *p.  mark and inner: nvar entries,
- * inner already marking what e binds. */
-static bool stage_match(const fe_term *e, uint32_t nvar, uint8_t *mark,
-                        const bool *inner, stage_pat *p)
+/* A pattern with zeroed marks for nvar variables, and `inner` marking
+ * what term t binds; NULL when out of memory. */
+static stage_pat *pat_new(fe_arena *arena, uint32_t nvar, const fe_term *t)
 {
+    stage_pat *p = fe_arena_alloc(arena, sizeof *p);
+    uint8_t *mark = fe_arena_alloc(arena, nvar);
+    bool *inner = fe_arena_alloc(arena, nvar * sizeof *inner);
+    if (!p || !mark || !inner) {
+        return NULL;
+    }
     memset(p, 0, sizeof *p);
+    memset(mark, 0, nvar);
+    memset(inner, 0, nvar * sizeof *inner);
+    cg_mark_bound(t, inner, nvar);
     p->mark = mark;
     p->inner = inner;
     p->nvar = nvar;
+    return p;
+}
+
+/* Whether while loop e has the staged pattern (the head comment), with
+ * at least one read to stage; fills *p (from pat_new(..., e)). */
+static bool stage_match(const fe_term *e, stage_pat *p)
+{
     if (e->kind != FE_WHILE || e->nfun != 2 || e->nkid != 1 ||
         !e->fun[0] || !e->fun[1] || e->fun[0]->arity != 1 ||
         e->fun[1]->arity != 1 || !e->fun[0]->param || !e->fun[1]->param) {
@@ -328,7 +342,6 @@ static bool stage_match(const fe_term *e, uint32_t nvar, uint8_t *mark,
     }
     p->bound = c->kid[1];
     p->param = e->fun[1]->param[0];
-    memset(mark, 0, nvar);
     scan(p, e->fun[1]->body);
     if (p->over || p->nread == 0) {
         return false;
@@ -405,14 +418,9 @@ bool cg_stage_find(const fe_term *t, uint32_t nvar, fe_arena *arena)
         return false;
     }
     if (t->kind == FE_WHILE) {
-        uint8_t *mark = fe_arena_alloc(arena, nvar);
-        bool *inner = fe_arena_alloc(arena, nvar * sizeof *inner);
-        stage_pat p;
-        if (mark && inner) {
-            cg_mark_bound(t, inner, nvar);
-            if (stage_match(t, nvar, mark, inner, &p)) {
-                return true;
-            }
+        stage_pat *p = pat_new(arena, nvar, t);
+        if (p && stage_match(t, p)) {
+            return true;
         }
     }
     for (int i = 0; i < t->nfun; i++) {
@@ -722,15 +730,11 @@ weft_status cg_stage_while(cg_fn *fn, const fe_term *e, const cg_val *init,
         !tg->thread_index || fn->nvar == 0) {
         return WEFT_OK;
     }
-    uint8_t *mark = fe_arena_alloc(fn->arena, fn->nvar);
-    bool *inner = fe_arena_alloc(fn->arena, fn->nvar * sizeof *inner);
-    stage_pat *p = fe_arena_alloc(fn->arena, sizeof *p);
-    if (!mark || !inner || !p) {
+    stage_pat *p = pat_new(fn->arena, fn->nvar, e);
+    if (!p) {
         return oom();
     }
-    cg_mark_bound(e, inner, fn->nvar);
-    if (!stage_match(e, fn->nvar, mark, inner, p) ||
-        !cg_invariant(p->bound, inner, fn->nvar)) {
+    if (!stage_match(e, p) || !cg_invariant(p->bound, p->inner, fn->nvar)) {
         return WEFT_OK;
     }
     int kl = p->k < 0 ? 0
@@ -889,19 +893,10 @@ weft_status cg_stage_fun(cg_fn *fn, const fe_fun *f, int tile, cg_stage **out)
         fe_dim_rank(f->param[0]->type) < 1) {
         return WEFT_OK;
     }
-    uint8_t *mark = fe_arena_alloc(fn->arena, fn->nvar);
-    bool *inner = fe_arena_alloc(fn->arena, fn->nvar * sizeof *inner);
-    stage_pat *p = fe_arena_alloc(fn->arena, sizeof *p);
-    if (!mark || !inner || !p) {
+    stage_pat *p = pat_new(fn->arena, fn->nvar, f->body);
+    if (!p) {
         return oom();
     }
-    memset(p, 0, sizeof *p);
-    memset(mark, 0, fn->nvar);
-    memset(inner, 0, fn->nvar * sizeof *inner);
-    cg_mark_bound(f->body, inner, fn->nvar);
-    p->mark = mark;
-    p->inner = inner;
-    p->nvar = fn->nvar;
     p->param = f->param[0];
     p->rank = fe_dim_rank(f->param[0]->type);
     p->k = p->rank - 1;
