@@ -352,6 +352,10 @@ LLVMValueRef cg_to_index(cg_fn *fn, int rank, const LLVMValueRef *sh,
 void cg_from_index(cg_fn *fn, int rank, const LLVMValueRef *sh,
                    LLVMValueRef i, LLVMValueRef *ix);
 
+/* The array that array term acc denotes: a bound array variable
+ * (cg_bind_array), else fn->array_of's answer.  Errors: WEFT_ERR_INTERNAL
+ * for an array the kernel was not given. */
+weft_status cg_array_of(cg_fn *fn, const fe_term *acc, cg_array *out);
 /* Mark in inner (nvar entries, false on entry) the variables that term t
  * binds: its lets and its functions' parameters. */
 void cg_mark_bound(const fe_term *t, bool *inner, uint32_t nvar);

@@ -692,6 +692,11 @@ static weft_status array_of(cg_fn *fn, const fe_term *acc, cg_array *out)
     return internal("an array term the kernel was not given", acc->kind);
 }
 
+weft_status cg_array_of(cg_fn *fn, const fe_term *acc, cg_array *out)
+{
+    return array_of(fn, acc, out);
+}
+
 /* An expression whose evaluation is cheap and cannot fault, so that `and`
  * and `or` may evaluate it unconditionally. */
 static bool trivial(const fe_term *e, int depth)

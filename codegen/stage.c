@@ -553,7 +553,7 @@ weft_status cg_stage_fix(cg_fn *fn, cg_stage *g, const cg_val *ix)
             continue;
         }
         cg_array a;
-        weft_status s = fn->array_of(fn, rd->at->kid[0], &a);
+        weft_status s = cg_array_of(fn, rd->at->kid[0], &a);
         if (s == WEFT_OK) {
             s = rd->d < ix->n ? load_or_zero(fn, &a, ix->v[rd->d], &rd->v)
                               : fe_error(WEFT_ERR_INTERNAL,
@@ -636,7 +636,7 @@ static weft_status stage_build(cg_fn *fn, const stage_pat *p, int tile,
                                struct cg_stage **out)
 {
     *out = NULL;
-    if (p->narr == 0 || !fn->array_of) {
+    if (p->narr == 0) {
         return WEFT_OK;
     }
     struct cg_stage *g = fe_arena_alloc(fn->arena, sizeof *g);
@@ -654,7 +654,7 @@ static weft_status stage_build(cg_fn *fn, const stage_pat *p, int tile,
     g->nread = p->nread;
     g->tile = tile;
     for (int a = 0; a < p->narr; a++) {
-        weft_status s = fn->array_of(fn, p->arr[a], &arr[a]);
+        weft_status s = cg_array_of(fn, p->arr[a], &arr[a]);
         if (s != WEFT_OK) {
             return s;
         }

@@ -2695,6 +2695,58 @@ static int build_while_staged(bld *b, weft_acc **res)
     return 1;
 }
 
+/* Two rounds of an awhile over (x, rounds): x' = zipWith (+) (generate
+ * (shape x) (\i -> while (j < size x) (j + 1, s * 3 + x!j + i) (0, 0)))
+ * (fold (+) 0 (generate (size x, size x) (\(i, j) -> x!j * (i + 1)))):
+ * both staged forms (a while loop, a fold of a generate) reading at j an
+ * array that is a variable of the kernel, the awhile's state (k-means'
+ * centroids). */
+static int build_awhile_staged(bld *b, weft_acc **res)
+{
+    weft_program *p = b->p;
+    weft_acc *a = weft_param(p, WEFT_I32, 1);
+    weft_acc *init[2] = {a, weft_unit(weft_i32(p, 0))};
+    weft_acc *s0 = weft_atuple(p, 2, init);
+    weft_afun *cond = weft_afun_like(s0);
+    weft_afun_return(cond, weft_unit(weft_lt(
+                               weft_the(weft_aget(weft_afun_arg(cond), 1)),
+                               weft_i32(p, 2))));
+    weft_afun *body = weft_afun_like(s0);
+    weft_acc *s = weft_afun_arg(body), *x = weft_aget(s, 0);
+    weft_type st = pair_type(b->ctx, WEFT_I64, WEFT_I32);
+    weft_fun *g = weft_fun1(p, WEFT_DIM(1));
+    weft_exp *i = weft_get(weft_arg(g, 0), 0);
+    weft_fun *wc = weft_fun1(p, st);
+    weft_fun_return(wc, weft_lt(weft_get(weft_arg(wc, 0), 0), weft_size(x)));
+    weft_fun *wb = weft_fun1(p, st);
+    weft_exp *j = weft_get(weft_arg(wb, 0), 0);
+    weft_exp *next[2] = {
+        weft_add(j, weft_i64(p, 1)),
+        weft_add(weft_add(weft_mul(weft_get(weft_arg(wb, 0), 1),
+                                   weft_i32(p, 3)),
+                          weft_at(x, weft_index1(j))),
+                 weft_convert(i, WEFT_I32))};
+    weft_fun_return(wb, weft_tuple(p, 2, next));
+    weft_exp *w0[2] = {weft_i64(p, 0), weft_i32(p, 0)};
+    weft_fun_return(g, weft_get(weft_while(wc, wb, weft_tuple(p, 2, w0)), 1));
+    weft_acc *x1 = weft_generate(weft_shape(x), g);
+    weft_fun *h = weft_fun1(p, WEFT_DIM(2));
+    weft_exp *ix = weft_arg(h, 0);
+    weft_fun_return(
+        h, weft_mul(weft_at(x, weft_index1(weft_get(ix, 1))),
+                    weft_convert(weft_add(weft_get(ix, 0), weft_i64(p, 1)),
+                                 WEFT_I32)));
+    weft_acc *x2 = weft_fold(
+        op2(p, WEFT_I32, weft_add), weft_i32(p, 0),
+        weft_generate(weft_index2(weft_size(x), weft_size(x)), h));
+    weft_acc *out[2] = {
+        weft_zipwith(op2(p, WEFT_I32, weft_add), x1, x2),
+        weft_unit(weft_add(weft_the(weft_aget(s, 1)), weft_i32(p, 1)))};
+    weft_afun_return(body, weft_atuple(p, 2, out));
+    res[0] = weft_aget(weft_awhile(cond, body, s0), 0);
+    return 1;
+}
+
 /* The staged loop (build_while_staged) on loops of no trip, fewer than a
  * tile (256 on PTX), a tile and one more, several tiles and a partial
  * one, from 0 and from size a / 3; results of no element, of fewer than
@@ -2723,6 +2775,14 @@ START_TEST(while_staged)
                 harr_free(&h[m]);
             }
         }
+    }
+    bld b = {0};
+    diff_build(&d, "awhile staged", build_awhile_staged, &b);
+    static const int64_t sizes[] = {0, 1, 300, 1001};
+    for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+        harr h = harr_vec(WEFT_I32, sizes[k], -1000, 1000);
+        diff_run(&d, &h, 1);
+        harr_free(&h);
     }
     diff_close(&d);
 }
