@@ -163,6 +163,13 @@ extern const sk_target sk_target_ptx; /* ptx/target.c */
  * kernel ran as long as its SMs of 3 blocks).  Its tiles stay
  * SK_PTX_ELEMENT_BLOCK records (each thread fills two). */
 #define SK_PTX_STAGED_BLOCK 128
+/* ... and at least this many of them resident per SM (.minnctapersm):
+ * without it ptxas keeps such a kernel to 32 registers, as for full
+ * occupancy, and runs the unrolled trips of a tile one after the other;
+ * with it (up to 128 registers) it loads eight trips ahead and overlaps
+ * their arithmetic, which a grid of 65,536 threads (four blocks of 128
+ * an SM) needs, having no more warps to switch to. */
+#define SK_PTX_STAGED_MIN_BLOCKS 4
 /* Whether the PTX kernel k computes sk_target_ptx.chunk_elems elements
  * per chunk whatever grain the runtime passes (ptx/target.c): the
  * generate family without a while loop, whose full chunks then read and

@@ -778,12 +778,16 @@ static weft_acc *build_fold_pairs(weft_program *p)
 /* A while loop whose reads at j are the same in every thread of a block
  * (codegen/stage.c): tiles of records (x, y, z, m) written and read 16
  * bytes at a time in shared memory, the cancel flag polled through a
- * barrier that ors it over the block; not in checked mode, nor where j
- * starts at the element's own index (not the same in every thread).  The
- * fold of a generate read at j: the same tiles. */
+ * barrier that ors it over the block, blocks of at most 128 threads and
+ * at least 4 of them an SM (sk.h, SK_PTX_STAGED_BLOCK); not in checked
+ * mode, nor where j starts at the element's own index (not the same in
+ * every thread).  The fold of a generate read at j: the same tiles. */
 START_TEST(staged_while)
 {
     const char *text = ptx_of_one("nbody_while", 0, build_nbody_while);
+    ck_assert_msg(strstr(text, ".maxntid 128, 1, 1") != NULL &&
+                      strstr(text, ".minnctapersm 4") != NULL,
+                  "nbody_while: not the staged launch bounds");
     ck_assert_int_ge(count_of(text, "ld.shared.v4.f32"), 1);
     ck_assert_int_ge(count_of(text, "st.shared.v4.f32"), 1);
     ck_assert_int_ge(count_of(text, "bar.red.or.pred"), 1);

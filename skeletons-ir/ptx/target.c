@@ -147,7 +147,7 @@ static void ptx_range_begin(sk_fn *f)
     int most = f->e->k->block_max > 0 ? f->e->k->block_max
                : f->e->stage            ? SK_PTX_STAGED_BLOCK
                                         : SK_PTX_ELEMENT_BLOCK;
-    cg_ptx_launch_bounds(fn, most, 0);
+    cg_ptx_launch_bounds(fn, most, f->e->stage ? SK_PTX_STAGED_MIN_BLOCKS : 0);
     LLVMValueRef bs = wide(fn, t->block_size(fn, 0));
     LLVMValueRef gid = LLVMBuildAdd(
         b, LLVMBuildMul(b, wide(fn, t->block_index(fn, 0)), bs, ""),
