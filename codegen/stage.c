@@ -86,9 +86,6 @@ enum {
     MARK_ROW_INDEX = 64, /* + d: ... to index of it */
     UNIFORM_DEPTH = 32, /* how deep uniform_value looks */
     STAGE_UNROLL = 8,   /* trips of a tile unrolled (cg_stage_unroll) */
-    WHILE_UNROLL = 16,  /* ... of a staged while loop: one thread an element,
-                           a few warps an SM (65,536 n-body threads: 3.9
-                           warps a scheduler), so more trips in flight */
     STAGE_BYTES = 16384 /* the most shared memory of one tile (a block
                            has 48 KB of static shared memory) */
 };
@@ -713,19 +710,14 @@ static weft_status tile_barrier(cg_fn *fn, LLVMValueRef count,
     return s;
 }
 
-/* Unroll the loop whose back-edge is br by n trips. */
-static void unroll_by(cg_fn *fn, LLVMValueRef br, unsigned n)
+void cg_stage_unroll(cg_fn *fn, LLVMValueRef br)
 {
     LLVMContextRef c = fn->llctx;
     LLVMMetadataRef kv[2] = {
         LLVMMDStringInContext2(c, "llvm.loop.unroll.count", 22),
-        LLVMValueAsMetadata(LLVMConstInt(LLVMInt32TypeInContext(c), n, 0))};
+        LLVMValueAsMetadata(
+            LLVMConstInt(LLVMInt32TypeInContext(c), STAGE_UNROLL, 0))};
     cg_loop_id(fn, br, LLVMMDNodeInContext2(c, kv, 2));
-}
-
-void cg_stage_unroll(cg_fn *fn, LLVMValueRef br)
-{
-    unroll_by(fn, br, STAGE_UNROLL);
 }
 
 weft_status cg_stage_while(cg_fn *fn, const fe_term *e, const cg_val *init,
@@ -857,7 +849,7 @@ weft_status cg_stage_while(cg_fn *fn, const fe_term *e, const cg_val *init,
     }
     LLVMValueRef q1 = LLVMBuildNUWAdd(B, q, cg_i64(fn, 1), "");
     LLVMBasicBlockRef latch = LLVMGetInsertBlock(B);
-    unroll_by(fn, LLVMBuildBr(B, ihead), WHILE_UNROLL);
+    cg_stage_unroll(fn, LLVMBuildBr(B, ihead));
     LLVMAddIncoming(q, &q1, &latch, 1);
     for (int k = 0; k < init->n; k++) {
         LLVMAddIncoming(si.v[k], &next.v[k], &latch, 1);
