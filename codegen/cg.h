@@ -157,6 +157,16 @@ struct cg_fn {
                                    is a speculated side of a deep
                                    conditional, wanted only where this
                                    holds (exp.c, "Deep conditionals") */
+    int stage_tile;             /* GPU: > 0 where every thread of the
+                                   block runs the code being emitted
+                                   together (the skeleton sets it;
+                                   conditionals and loops clear it inside
+                                   them): a while loop of stage.c's
+                                   pattern there reads tiles of this many
+                                   elements through shared memory */
+    struct cg_stage *stage;     /* stage.c: the tile whose trips are
+                                   being emitted (their reads at j come
+                                   from shared memory), or NULL */
 };
 
 /* Codes of the undefined operations a kernel reports in checked mode (and
@@ -342,6 +352,17 @@ LLVMValueRef cg_to_index(cg_fn *fn, int rank, const LLVMValueRef *sh,
 void cg_from_index(cg_fn *fn, int rank, const LLVMValueRef *sh,
                    LLVMValueRef i, LLVMValueRef *ix);
 
+/* The array that array term acc denotes: a bound array variable
+ * (cg_bind_array), else fn->array_of's answer.  Errors: WEFT_ERR_INTERNAL
+ * for an array the kernel was not given. */
+weft_status cg_array_of(cg_fn *fn, const fe_term *acc, cg_array *out);
+/* Mark in inner (nvar entries, false on entry) the variables that term t
+ * binds: its lets and its functions' parameters. */
+void cg_mark_bound(const fe_term *t, bool *inner, uint32_t nvar);
+/* Whether scalar term t is the same at every trip of a loop whose bound
+ * variables inner marks, and cheap and safe to compute before it. */
+bool cg_invariant(const fe_term *t, const bool *inner, uint32_t nvar);
+
 /* Comparison op (LT, LE, GT, GE, EQ, NE) of a and b of scalar type
  * t, or of vectors of it (spmd.c): ordered for floats except NE, signed
  * or unsigned as t is. */
@@ -487,6 +508,9 @@ struct cg_target {
     LLVMValueRef (*cancel_poll)(cg_fn *fn);
     int poll_every; /* iterations between polls (a power of two) */
     bool cancel_returns;
+    /* GPU only: a barrier of the block (as barrier) that returns, in
+     * every thread, whether the i1 pred held in any thread of the block. */
+    LLVMValueRef (*barrier_or)(cg_fn *fn, LLVMValueRef pred);
     /* SPMD hook (spmd.c), optional: the vector form of floating function
      * op (EXP .. ATANH, POW, ATAN2) on x (and y), vectors of float or
      * double.  Sets *out NULL to decline, and spmd.c then calls math1 /
@@ -569,6 +593,49 @@ LLVMValueRef cg_fp_flag(const cg_fn *fn, LLVMValueRef v);
     "loop-mssa(loop-rotate,licm),simplifycfg," CG_IC ","                     \
     "loop(indvars),irce,loop-vectorize," CG_IC ","                           \
     "simplifycfg,slp-vectorizer," CG_IC ",simplifycfg)"
+
+/* ===== stage.c: while loops that read tiles through shared memory ===== */
+
+typedef struct cg_staged cg_staged;
+/* Whether term t (an operation, or a scalar term), its functions or the
+ * delayed producers in it hold a while loop of stage.c's pattern (which
+ * cg_stage_while may stage where fn->stage_tile allows).  nvar: the
+ * core's variables; scratch from arena. */
+bool cg_stage_find(const fe_term *t, uint32_t nvar, fe_arena *arena);
+/* While loop e, its initial state init already emitted: where
+ * fn->stage_tile allows and e has the pattern, emit it staged (*done
+ * true, *out the final state); else emit nothing (*done false).
+ * Errors: those of cg_exp. */
+weft_status cg_stage_while(cg_fn *fn, const fe_term *e, const cg_val *init,
+                           cg_val *out, bool *done);
+/* The staged read that read term `at` is in the tile being emitted, or
+ * NULL; and its value there. */
+const cg_staged *cg_staged_read(const cg_fn *fn, const fe_term *at);
+weft_status cg_staged_load(cg_fn *fn, const cg_staged *r, cg_val *out);
+
+/* For a skeleton that applies function f (of an index of rank r >= 1)
+ * to indices whose last component walks columns in the same order in
+ * every thread of a block (ptx/fold.c): *out a tile of `tile` records
+ * holding the manifest arrays that f reads at `index (last component)`,
+ * or NULL when it reads none (or in checked mode, or where a leaf
+ * cannot be staged); f's reads at `index (component d)`, d < r - 1,
+ * become the values cg_stage_fix reads once.  The skeleton fills record
+ * q with the arrays at column c (cg_stage_put: every thread its records,
+ * then a barrier), sets the reads' values for the index's other
+ * components (cg_stage_fix), and emits f's applications at columns whose
+ * records are q between cg_stage_use(fn, g, q) and cg_stage_use(fn,
+ * NULL, NULL), a barrier before the next fill.  Errors: those of code
+ * generation. */
+typedef struct cg_stage cg_stage;
+weft_status cg_stage_fun(cg_fn *fn, const fe_fun *f, int tile, cg_stage **out);
+weft_status cg_stage_put(cg_fn *fn, const cg_stage *g, LLVMValueRef q,
+                         LLVMValueRef c);
+weft_status cg_stage_fix(cg_fn *fn, cg_stage *g, const cg_val *ix);
+void cg_stage_use(cg_fn *fn, cg_stage *g, LLVMValueRef q);
+/* Ask LLVM to unroll the loop whose back-edge is br by a few trips (8),
+ * so that their loads and chains of arithmetic overlap (the hand-written
+ * n-body unrolls by 8). */
+void cg_stage_unroll(cg_fn *fn, LLVMValueRef br);
 
 /* ===== vmath.c ===== */
 

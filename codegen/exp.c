@@ -690,6 +690,11 @@ static weft_status array_of(cg_fn *fn, const fe_term *acc, cg_array *out)
     return internal("an array term the kernel was not given", acc->kind);
 }
 
+weft_status cg_array_of(cg_fn *fn, const fe_term *acc, cg_array *out)
+{
+    return array_of(fn, acc, out);
+}
+
 /* An expression whose evaluation is cheap and cannot fault, so that `and`
  * and `or` may evaluate it unconditionally. */
 static bool trivial(const fe_term *e, int depth)
@@ -753,13 +758,15 @@ static weft_status exp_short(cg_fn *fn, const fe_term *e, cg_val *out)
     LLVMValueRef k = LLVMConstInt(ty_of(fn, WEFT_BOOL), and ? 0 : 1, 0);
     cg_val t, f;
     cg_if c;
+    int stage_tile = fn->stage_tile;
+    fn->stage_tile = 0; /* y may not run in every thread (stage.c) */
     cg_if_begin(fn, &c, x);
     s = and ? cg_exp(fn, e->kid[1], &t) : cg_val_one(fn, k, &t);
-    if (s != WEFT_OK) {
-        return s;
+    if (s == WEFT_OK) {
+        cg_if_else(fn, &c);
+        s = and ? cg_val_one(fn, k, &f) : cg_exp(fn, e->kid[1], &f);
     }
-    cg_if_else(fn, &c);
-    s = and ? cg_val_one(fn, k, &f) : cg_exp(fn, e->kid[1], &f);
+    fn->stage_tile = stage_tile;
     if (s != WEFT_OK) {
         return s;
     }
@@ -878,6 +885,16 @@ static bool invariant(const fe_term *t, const bool *inner, uint32_t nvar,
     return true;
 }
 
+void cg_mark_bound(const fe_term *t, bool *inner, uint32_t nvar)
+{
+    mark_bound(t, inner, nvar);
+}
+
+bool cg_invariant(const fe_term *t, const bool *inner, uint32_t nvar)
+{
+    return invariant(t, inner, nvar, 0);
+}
+
 /* Collect in h[*n] (at most HOIST_MAX) the outermost invariant reads in
  * t, each term once. */
 static void find_reads(const fe_term *t, const bool *inner, uint32_t nvar,
@@ -975,9 +992,17 @@ static weft_status exp_while(cg_fn *fn, const fe_term *e, cg_val *out)
     if (s == WEFT_OK) {
         s = hoist_reads(fn, e);
     }
-    if (s != WEFT_OK) {
+    bool staged = false;
+    if (s == WEFT_OK) {
+        s = cg_stage_while(fn, e, &init, out, &staged);
+    }
+    if (s != WEFT_OK || staged) {
+        fn->nhoisted = nhoisted;
         return s;
     }
+    /* the trips are not block-uniform (stage.c) */
+    int stage_tile = fn->stage_tile;
+    fn->stage_tile = 0;
     /* With a cancel word, the loop counts its iterations and polls the
      * word every CG_POLL_EVERY of them (cg.h cancel_poll). */
     bool poll = fn->cancel && fn->target && fn->target->cancel_poll;
@@ -1055,6 +1080,7 @@ static weft_status exp_while(cg_fn *fn, const fe_term *e, cg_val *out)
     }
     LLVMPositionBuilderAtEnd(B, exit);
     fn->nhoisted = nhoisted;
+    fn->stage_tile = stage_tile;
     *out = st;
     return WEFT_OK;
 }
@@ -1163,6 +1189,8 @@ static weft_status exp_cond(cg_fn *fn, const fe_term *e, cg_val *out)
     if (s != WEFT_OK) {
         return s;
     }
+    int stage_tile = fn->stage_tile;
+    fn->stage_tile = 0; /* the sides may not be block-uniform (stage.c) */
     if (fn->cond_depth < CG_BRANCH_DEPTH || fn->ignored) {
         cg_if i;
         fn->cond_depth++;
@@ -1173,6 +1201,7 @@ static weft_status exp_cond(cg_fn *fn, const fe_term *e, cg_val *out)
             s = cg_exp(fn, e->kid[2], &f);
         }
         fn->cond_depth--;
+        fn->stage_tile = stage_tile;
         return s != WEFT_OK ? s : cg_if_merge(fn, &i, &t, &f, out);
     }
     LLVMValueRef outer = fn->spec, nc = LLVMBuildNot(B, c, "");
@@ -1183,6 +1212,7 @@ static weft_status exp_cond(cg_fn *fn, const fe_term *e, cg_val *out)
         s = cg_exp(fn, e->kid[2], &f);
     }
     fn->spec = outer;
+    fn->stage_tile = stage_tile;
     if (s == WEFT_OK && t.n != f.n) {
         s = internal("a conditional with sides of different shapes", t.n);
     }
@@ -1351,6 +1381,10 @@ weft_status cg_exp(cg_fn *fn, const fe_term *e, cg_val *out)
     case FE_AT_LINEAR: {
         cg_array a;
         cg_val ix;
+        const cg_staged *r = fn->stage ? cg_staged_read(fn, e) : NULL;
+        if (r) {
+            return cg_staged_load(fn, r, out);
+        }
         const cg_val *h = fn->nhoisted > 0 ? hoisted_read(fn, e) : NULL;
         if (h) {
             if ((s = cg_val_make(fn, h->n, out)) == WEFT_OK) {

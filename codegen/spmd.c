@@ -1064,14 +1064,21 @@ static weft_status exp_while(cg_spmd *s, const fe_term *e, cg_val *out)
     cg_val init, st, c, next;
     vflags fi, fo;
     bool cv;
-    weft_status r = cg_spmd_exp(s, e->kid[0], &init);
+    cg_val in;
+    weft_status r = cg_spmd_exp(s, e->kid[0], &in);
     if (r == WEFT_OK) {
-        r = vf_make(s, init.n, &fi);
+        r = vf_make(s, in.n, &fi);
+    }
+    /* a copy: in.v may be a variable's binding (a let-bound or free
+     * initial state), which the broadcasts below must not change */
+    if (r == WEFT_OK) {
+        r = cg_val_make(fn, in.n, &init);
     }
     if (r) {
         return r;
     }
     for (int k = 0; k < init.n; k++) {
+        init.v[k] = in.v[k];
         fi.v[k] = cg_spmd_is_varying(init.v[k]);
     }
     s->gen++;

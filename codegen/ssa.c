@@ -51,6 +51,8 @@ weft_status cg_fn_begin(cg_fn *fn, weft_context *ctx, const cg_target *t,
     fn->cancel = NULL; /* set by skeletons-ir/kernel.c for a cancel word */
     fn->hoisted = NULL;
     fn->nhoisted = 0;
+    fn->stage_tile = 0;
+    fn->stage = NULL;
     if (nvar > 0) {
         fn->env = fe_arena_alloc(arena, nvar * sizeof *fn->env);
         fn->aenv = fe_arena_alloc(arena, nvar * sizeof *fn->aenv);

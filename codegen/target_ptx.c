@@ -174,6 +174,16 @@ static void ptx_barrier(cg_fn *fn)
     (void)call0(fn, "llvm.nvvm.barrier0", NULL, 0);
 }
 
+/* bar.red.or.pred (__syncthreads_or): a barrier that ors pred over the
+ * block. */
+static LLVMValueRef ptx_barrier_or(cg_fn *fn, LLVMValueRef pred)
+{
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+    LLVMValueRef x = LLVMBuildZExt(fn->b, pred, i32, "");
+    LLVMValueRef r = call0(fn, "llvm.nvvm.barrier0.or", &x, 1);
+    return LLVMBuildICmp(fn->b, LLVMIntNE, r, LLVMConstInt(i32, 0, 0), "");
+}
+
 static void ptx_warp_barrier(cg_fn *fn)
 {
     LLVMValueRef all = LLVMConstInt(LLVMInt32TypeInContext(fn->llctx),
@@ -442,6 +452,7 @@ const cg_target cg_target_ptx = {
     .ballot = ptx_ballot,
     .cancel_poll = ptx_cancel_poll,
     .cancel_returns = false,
+    .barrier_or = ptx_barrier_or,
 };
 
 /* ---- target machines ---- */

@@ -110,6 +110,33 @@ static weft_status elements_wide(sk_fn *f)
     return s;
 }
 
+/* The element of a staged kernel (sk_emit.stage): every thread of a
+ * block runs the trips of the chunk loop together (ptx/target.c), and one
+ * whose chunk lies past the end computes the last element instead and
+ * does not store it, so that it meets the other threads at every barrier
+ * of the staged loops (codegen/stage.c).  That element is one the kernel
+ * computes anyway, so its loops end and its reports are the kernel's
+ * own. */
+static weft_status element_staged(sk_fn *f)
+{
+    cg_fn *fn = &f->fn;
+    LLVMBuilderRef b = fn->b;
+    LLVMValueRef active = LLVMBuildICmp(b, LLVMIntULT, f->chunk, f->n, "");
+    LLVMValueRef i = LLVMBuildSelect(
+        b, active, f->chunk, LLVMBuildSub(b, f->n, cg_i64(fn, 1), ""), "");
+    cg_val y;
+    fn->stage_tile = SK_PTX_ELEMENT_BLOCK;
+    weft_status s = sk_read(f, f->e->k->op, i, NULL, &y);
+    fn->stage_tile = 0;
+    if (s == WEFT_OK) {
+        cg_if put;
+        cg_if_begin(fn, &put, active);
+        cg_array_store(fn, sk_out_array(f, 0), i, &y);
+        cg_if_end(fn, &put);
+    }
+    return s;
+}
+
 static weft_status generate_emit(sk_emit *e, const char *const *names)
 {
     sk_fn f;
@@ -119,13 +146,18 @@ static weft_status generate_emit(sk_emit *e, const char *const *names)
     if (s || done) {
         return s;
     }
+    bool ptx = e->target == &sk_target_ptx;
+    e->stage = ptx && !e->k->checked && !sk_ptx_wide(e->k) &&
+               cg_stage_find(e->k->op, e->core->nvar, e->arena);
     s = sk_fn_begin(e, &f, names[0]);
     if (s) {
+        e->stage = false;
         return s;
     }
-    s = e->target == &sk_target_ptx && sk_ptx_wide(e->k)
-            ? elements_wide(&f)
-            : sk_elements(&f, sk_store_element, NULL);
+    s = e->stage                     ? element_staged(&f)
+        : ptx && sk_ptx_wide(e->k) ? elements_wide(&f)
+                                   : sk_elements(&f, sk_store_element, NULL);
+    e->stage = false;
     sk_fn_end(&f);
     return s;
 }

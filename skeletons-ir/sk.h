@@ -156,6 +156,20 @@ extern const sk_target sk_target_ptx; /* ptx/target.c */
  * blocks of 256 reach full occupancy as well as larger ones, and a grid
  * of 2^16 elements still fills 132 SMs (1024-thread blocks filled 64). */
 #define SK_PTX_ELEMENT_BLOCK 256
+/* ... of a staged kernel (sk_emit.stage), whose threads each compute one
+ * element with a long loop: blocks of 128 spread 65,536 n-body threads
+ * evenly (512 blocks, 3.9 an SM of 132), where the occupancy API's 224
+ * for 71 registers gave 293 blocks, some SMs 3 and most 2 (H100: the
+ * kernel ran as long as its SMs of 3 blocks).  Its tiles stay
+ * SK_PTX_ELEMENT_BLOCK records (each thread fills two). */
+#define SK_PTX_STAGED_BLOCK 128
+/* ... and at least this many of them resident per SM (.minnctapersm):
+ * without it ptxas keeps such a kernel to 32 registers, as for full
+ * occupancy, and runs the unrolled trips of a tile one after the other;
+ * with it (up to 128 registers) it loads eight trips ahead and overlaps
+ * their arithmetic, which a grid of 65,536 threads (four blocks of 128
+ * an SM) needs, having no more warps to switch to. */
+#define SK_PTX_STAGED_MIN_BLOCKS 4
 /* Whether the PTX kernel k computes sk_target_ptx.chunk_elems elements
  * per chunk whatever grain the runtime passes (ptx/target.c): the
  * generate family without a while loop, whose full chunks then read and
@@ -271,6 +285,12 @@ struct sk_emit {
     bool uniform;             /* emitting the equal-shapes variant */
     int spmd_bits;            /* CPU: vector register width in bits for
                                  SPMD element functions (spmd.c); 0: none */
+    bool stage;               /* PTX: a generate-family kernel whose while
+                                 loops read tiles through shared memory
+                                 (codegen/stage.c): one element per chunk,
+                                 and every thread of a block runs the
+                                 chunk loop's trips together (ptx/target.c,
+                                 generate.c) */
 };
 
 /* ===== kernel.c ===== */

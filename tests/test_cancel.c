@@ -11,6 +11,10 @@
  *                       between chunks; the interpreter between terms; on
  *                       a GPU, whose kernels run to their end, each element
  *                       is a long while loop)
+ *   long_staged_while   a generate whose elements are long while loops
+ *                       over an array read at the counter (on a GPU
+ *                       staged in shared-memory tiles: the blocks poll
+ *                       between tiles and leave together)
  * each stopped by weft_cancel from another thread after about 50 ms, and
  * by a deadline of 300 ms: the status is WEFT_ERR_CANCELLED, the run ends
  * soon after, and the next run on the same context gives correct values.
@@ -186,6 +190,39 @@ static weft_executable *fold_exe(weft_context *ctx, int64_t n, int64_t inner)
     return exe;
 }
 
+/* generate (n) (\i -> while (j < size a) (j + 1, s + a!j * i) (0, 0)):
+ * the staged loop of the GPU (codegen/stage.c: every block polls the
+ * cancel word between tiles and leaves together), long when n and a are
+ * large. */
+static weft_executable *staged_exe(weft_context *ctx, int64_t n)
+{
+    weft_program *p;
+    TU_OK(weft_program_create(ctx, &p));
+    weft_acc *a = weft_param(p, WEFT_I32, 1);
+    weft_type kv_c[2] = {WEFT_I64, WEFT_I64};
+    weft_type kv = weft_type_tuple(ctx, 2, kv_c);
+    weft_fun *g = weft_fun1(p, WEFT_DIM(1));
+    weft_exp *i = weft_get(weft_arg(g, 0), 0);
+    weft_fun *c = weft_fun1(p, kv);
+    weft_fun_return(c, weft_lt(weft_get(weft_arg(c, 0), 0), weft_size(a)));
+    weft_fun *b = weft_fun1(p, kv);
+    weft_exp *s = weft_arg(b, 0), *j = weft_get(s, 0);
+    weft_exp *nx[2] = {
+        weft_add(j, weft_i64(p, 1)),
+        weft_add(weft_get(s, 1),
+                 weft_mul(weft_convert(weft_at(a, weft_index1(j)), WEFT_I64),
+                          i))};
+    weft_fun_return(b, weft_tuple(p, 2, nx));
+    weft_exp *init[2] = {weft_i64(p, 0), weft_i64(p, 0)};
+    weft_fun_return(g, weft_get(weft_while(c, b, weft_tuple(p, 2, init)), 1));
+    weft_acc *r = weft_generate(weft_index1(weft_i64(p, n)), g);
+    TU_PROGRAM_OK(p);
+    weft_executable *exe;
+    TU_OK(weft_compile(p, &r, 1, &exe));
+    weft_program_free(p);
+    return exe;
+}
+
 static int64_t fold_expect(int64_t n)
 {
     uint64_t sum = 0;
@@ -261,6 +298,7 @@ static void expect_cancelled(weft_backend b, weft_context *ctx,
 static void expect_usable(weft_context *ctx)
 {
     weft_array *xs = tu_arr_i(ctx, WEFT_I64, 1, TU_SH(3), TU_I(2, 5, 7));
+    weft_array *xs32 = tu_arr_i(ctx, WEFT_I32, 1, TU_SH(3), TU_I(2, 5, 7));
     weft_array *out = NULL;
     weft_executable *e = awhile_exe(ctx, 10);
     TU_OK(weft_run(e, &xs, 1, &out, 1));
@@ -272,6 +310,13 @@ static void expect_usable(weft_context *ctx)
     TU_CHECK_I(ctx, out, 0, 1, TU_SH(3), TU_I(100, 100, 100));
     weft_array_release(out);
     weft_executable_free(e);
+    /* the staged loop: element i is i (2 + 5 + 7) */
+    e = staged_exe(ctx, 4);
+    TU_OK(weft_run(e, &xs32, 1, &out, 1));
+    TU_CHECK_I(ctx, out, 0, 1, TU_SH(4), TU_I(0, 14, 28, 42));
+    weft_array_release(out);
+    weft_executable_free(e);
+    weft_array_release(xs32);
     for (int64_t inner = 0; inner <= 8; inner += 8) {
         e = fold_exe(ctx, 1000, inner);
         TU_OK(weft_run(e, NULL, 0, &out, 1));
@@ -309,6 +354,15 @@ static weft_array *evens_grid(weft_context *ctx)
     return a;
 }
 
+/* The array of the long staged loop: 2^22 i32 (zero). */
+static weft_array *long_a(weft_context *ctx)
+{
+    int64_t n = (int64_t)1 << 22;
+    weft_array *a;
+    TU_OK(weft_array_create(ctx, WEFT_I32, 1, &n, &a));
+    return a;
+}
+
 static int64_t long_n(weft_backend b)
 {
     return b == WEFT_BACKEND_INTERP ? (int64_t)4 << 20
@@ -333,10 +387,16 @@ static void run_case(int which, bool by_deadline)
         } else if (which == 1) {
             exe = while_exe(ctx, -1, 2);
             what = "endless while";
-        } else {
+        } else if (which == 2) {
             exe = fold_exe(ctx, long_n(b),
                            b == WEFT_BACKEND_PTX ? (int64_t)1 << 30 : 0);
             what = "long fold";
+        } else {
+            /* 4: 2^20 elements of 2^22 trips each */
+            exe = staged_exe(ctx, (int64_t)1 << 20);
+            what = "long staged while";
+            weft_array_release(xs);
+            xs = long_a(ctx);
         }
         expect_cancelled(b, ctx, exe, which == 2 ? NULL : xs, by_deadline,
                          what);
@@ -380,6 +440,13 @@ START_TEST(long_fold)
 {
     run_case(2, false);
     run_case(2, true);
+}
+END_TEST
+
+START_TEST(long_staged_while)
+{
+    run_case(4, false);
+    run_case(4, true);
 }
 END_TEST
 
@@ -434,6 +501,7 @@ static Suite *cancel_suite(void)
     tcase_add_test(t, endless_while);
     tcase_add_test(t, endless_stencil);
     tcase_add_test(t, long_fold);
+    tcase_add_test(t, long_staged_while);
     tcase_add_test(t, cancel_semantics);
     suite_add_tcase(s, t);
     return s;

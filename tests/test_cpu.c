@@ -1444,6 +1444,70 @@ START_TEST(fold_short_rows)
 }
 END_TEST
 
+/* fold (affine) of generate (size c, size a) (\(i, j) -> (a!j | 1,
+ * b!j + c!i + j)): on PTX its rows go by teams whose lanes read the
+ * arrays at j from shared-memory tiles (ptx/fold.c, staged columns) and
+ * c!i once per row; the combine is associative, not commutative, so the
+ * order of every element shows. */
+static int build_fold_staged(bld *b, weft_acc **res)
+{
+    weft_program *p = b->p;
+    weft_acc *a = weft_param(p, WEFT_I32, 1);
+    weft_acc *bb = weft_param(p, WEFT_I16, 1);
+    weft_acc *c = weft_param(p, WEFT_I32, 1);
+    weft_fun *g = weft_fun1(p, WEFT_DIM(2));
+    weft_exp *ix = weft_arg(g, 0);
+    weft_exp *i = weft_index1(weft_get(ix, 0));
+    weft_exp *j = weft_index1(weft_get(ix, 1));
+    weft_exp *e[2] = {
+        weft_bor(weft_at(a, j), weft_i32(p, 1)),
+        weft_add(weft_add(weft_convert(weft_at(bb, j), WEFT_I32),
+                          weft_at(c, i)),
+                 weft_convert(weft_get(ix, 1), WEFT_I32))};
+    weft_fun_return(g, weft_tuple(p, 2, e));
+    weft_acc *src = weft_generate(weft_index2(weft_size(c), weft_size(a)), g);
+    weft_fun *f = fun_affine(p, b->ctx);
+    res[0] = b->variant ? weft_fold1(f, src)
+                        : weft_fold(f, combine_seed(b, C_AFFINE), src);
+    return 1;
+}
+
+/* Staged columns on rows of every kind: none, empty, one column, fewer
+ * than a tile, a tile and one more, many rows (a thread each) and few
+ * long ones (teams of up to 32 lanes, 8 columns a lane per tile). */
+START_TEST(fold_staged)
+{
+    diff d;
+    diff_open(&d);
+    seed(17);
+    static const int64_t sizes[][3] = {
+        {0, 0, 5},     {5, 5, 0},       {1, 1, 1},      {7, 9, 3},
+        {255, 255, 40}, {257, 300, 600}, {3, 3, 100003}, {1000, 1000, 3},
+        {70001, 70001, 37}, {300007, 300007, 2},        {513, 513, 4097},
+    };
+    for (int variant = 0; variant < 2; variant++) {
+        bld b = {.t = WEFT_I32, .variant = variant};
+        diff_build(&d, "fold staged", build_fold_staged, &b);
+        for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+            harr h[3] = {harr_vec(WEFT_I32, sizes[k][0], -1000, 1000),
+                         harr_vec(WEFT_I16, sizes[k][1], -1000, 1000),
+                         harr_vec(WEFT_I32, sizes[k][2], -1000, 1000)};
+            weft_status st = diff_run_tol(&d, h, 3, 0, 0);
+            /* fold1 of empty rows is an error on both sides */
+            if (st != WEFT_OK) {
+                ck_assert_msg(variant == 1 && st == WEFT_ERR_EMPTY_ARRAY,
+                              "%s: unexpected %s", d.name,
+                              weft_status_name(st));
+            }
+            for (int m = 0; m < 3; m++) {
+                harr_free(&h[m]);
+            }
+        }
+    }
+    diff_close(&d);
+}
+END_TEST
+
 /* ------------------------------------------------------------------------
  * foldSeg, fold1Seg
  * ---------------------------------------------------------------------- */
@@ -2584,6 +2648,148 @@ static int build_while_reads(bld *b, weft_acc **res)
     return 1;
 }
 
+/* generate (shape c) (\i -> while (j < size a) (j + 1,
+ *     s * 3 + a!j + snd (b!j) - 2 snd (b!!j) + c!i,
+ *     t + fst (b!j) * (i + 1) - j) (j0, 0, 0)), j0 = 0 or size a / 3:
+ * the loop that codegen/stage.c stages on PTX (tiles of the reads at j of
+ * a and of the pair array b, its leaves of 8, 4 and 2 bytes, one of them
+ * read twice, once linearly), with integer arithmetic that depends on
+ * the order of the trips, so that results must be equal.  b is as long
+ * as a or longer (reads outside are errors for the interpreter). */
+static int build_while_staged(bld *b, weft_acc **res)
+{
+    weft_program *p = b->p;
+    weft_acc *a = weft_param(p, WEFT_I32, 1);
+    weft_acc *pb = weft_param(p, pair_type(b->ctx, WEFT_I64, WEFT_I16), 1);
+    weft_acc *c = weft_param(p, WEFT_I32, 1);
+    weft_type st = weft_type_tuple(
+        b->ctx, 3, (weft_type[]){WEFT_I64, WEFT_I32, WEFT_I64});
+    weft_fun *g = weft_fun1(p, WEFT_DIM(1));
+    weft_exp *i = weft_get(weft_arg(g, 0), 0);
+    weft_fun *cond = weft_fun1(p, st);
+    weft_fun_return(cond,
+                    weft_lt(weft_get(weft_arg(cond, 0), 0), weft_size(a)));
+    weft_fun *body = weft_fun1(p, st);
+    weft_exp *s = weft_arg(body, 0);
+    weft_exp *j = weft_get(s, 0);
+    weft_exp *bj = weft_at(pb, weft_index1(j));
+    weft_exp *lin = weft_at_linear(pb, j);
+    weft_exp *s1 = weft_add(
+        weft_add(weft_add(weft_mul(weft_get(s, 1), weft_i32(p, 3)),
+                          weft_at(a, weft_index1(j))),
+                 weft_sub(weft_convert(weft_get(bj, 1), WEFT_I32),
+                          weft_mul(weft_convert(weft_get(lin, 1), WEFT_I32),
+                                   weft_i32(p, 2)))),
+        weft_at(c, weft_index1(i)));
+    weft_exp *s2 = weft_sub(
+        weft_add(weft_get(s, 2),
+                 weft_mul(weft_get(bj, 0), weft_add(i, weft_i64(p, 1)))),
+        j);
+    weft_exp *next[3] = {weft_add(j, weft_i64(p, 1)), s1, s2};
+    weft_fun_return(body, weft_tuple(p, 3, next));
+    weft_exp *j0 = b->variant ? weft_quot(weft_size(a), weft_i64(p, 3))
+                              : weft_i64(p, 0);
+    weft_exp *init[3] = {j0, weft_i32(p, 0), weft_i64(p, 0)};
+    weft_exp *r = weft_while(cond, body, weft_tuple(p, 3, init));
+    weft_exp *out[2] = {weft_get(r, 1), weft_get(r, 2)};
+    weft_fun_return(g, weft_tuple(p, 2, out));
+    res[0] = weft_generate(weft_shape(c), g);
+    return 1;
+}
+
+/* Two rounds of an awhile over (x, rounds): x' = zipWith (+) (generate
+ * (shape x) (\i -> while (j < size x) (j + 1, s * 3 + x!j + i) (0, 0)))
+ * (fold (+) 0 (generate (size x, size x) (\(i, j) -> x!j * (i + 1)))):
+ * both staged forms (a while loop, a fold of a generate) reading at j an
+ * array that is a variable of the kernel, the awhile's state (k-means'
+ * centroids). */
+static int build_awhile_staged(bld *b, weft_acc **res)
+{
+    weft_program *p = b->p;
+    weft_acc *a = weft_param(p, WEFT_I32, 1);
+    weft_acc *init[2] = {a, weft_unit(weft_i32(p, 0))};
+    weft_acc *s0 = weft_atuple(p, 2, init);
+    weft_afun *cond = weft_afun_like(s0);
+    weft_afun_return(cond, weft_unit(weft_lt(
+                               weft_the(weft_aget(weft_afun_arg(cond), 1)),
+                               weft_i32(p, 2))));
+    weft_afun *body = weft_afun_like(s0);
+    weft_acc *s = weft_afun_arg(body), *x = weft_aget(s, 0);
+    weft_type st = pair_type(b->ctx, WEFT_I64, WEFT_I32);
+    weft_fun *g = weft_fun1(p, WEFT_DIM(1));
+    weft_exp *i = weft_get(weft_arg(g, 0), 0);
+    weft_fun *wc = weft_fun1(p, st);
+    weft_fun_return(wc, weft_lt(weft_get(weft_arg(wc, 0), 0), weft_size(x)));
+    weft_fun *wb = weft_fun1(p, st);
+    weft_exp *j = weft_get(weft_arg(wb, 0), 0);
+    weft_exp *next[2] = {
+        weft_add(j, weft_i64(p, 1)),
+        weft_add(weft_add(weft_mul(weft_get(weft_arg(wb, 0), 1),
+                                   weft_i32(p, 3)),
+                          weft_at(x, weft_index1(j))),
+                 weft_convert(i, WEFT_I32))};
+    weft_fun_return(wb, weft_tuple(p, 2, next));
+    weft_exp *w0[2] = {weft_i64(p, 0), weft_i32(p, 0)};
+    weft_fun_return(g, weft_get(weft_while(wc, wb, weft_tuple(p, 2, w0)), 1));
+    weft_acc *x1 = weft_generate(weft_shape(x), g);
+    weft_fun *h = weft_fun1(p, WEFT_DIM(2));
+    weft_exp *ix = weft_arg(h, 0);
+    weft_fun_return(
+        h, weft_mul(weft_at(x, weft_index1(weft_get(ix, 1))),
+                    weft_convert(weft_add(weft_get(ix, 0), weft_i64(p, 1)),
+                                 WEFT_I32)));
+    weft_acc *x2 = weft_fold(
+        op2(p, WEFT_I32, weft_add), weft_i32(p, 0),
+        weft_generate(weft_index2(weft_size(x), weft_size(x)), h));
+    weft_acc *out[2] = {
+        weft_zipwith(op2(p, WEFT_I32, weft_add), x1, x2),
+        weft_unit(weft_add(weft_the(weft_aget(s, 1)), weft_i32(p, 1)))};
+    weft_afun_return(body, weft_atuple(p, 2, out));
+    res[0] = weft_aget(weft_awhile(cond, body, s0), 0);
+    return 1;
+}
+
+/* The staged loop (build_while_staged) on loops of no trip, fewer than a
+ * tile (256 on PTX), a tile and one more, several tiles and a partial
+ * one, from 0 and from size a / 3; results of no element, of fewer than
+ * a block, and of more elements than the grid has threads (the blocks
+ * run the chunk loop together, past the end too). */
+START_TEST(while_staged)
+{
+    diff d;
+    diff_open(&d);
+    seed(31);
+    static const int64_t lens[][3] = {
+        {0, 0, 5},     {5, 5, 0},     {1, 4, 3},      {100, 100, 70},
+        {255, 300, 1}, {256, 256, 256}, {257, 257, 1000}, {1000, 1003, 999},
+        {7, 7, 600001},
+    };
+    for (int v = 0; v < 2; v++) {
+        bld b = {.variant = v};
+        diff_build(&d, "while staged", build_while_staged, &b);
+        for (size_t k = 0; k < sizeof lens / sizeof *lens; k++) {
+            weft_type pl[2] = {WEFT_I64, WEFT_I16};
+            harr h[3] = {harr_vec(WEFT_I32, lens[k][0], -1000, 1000),
+                         harr_new(2, pl, 1, &lens[k][1], -1000, 1000),
+                         harr_vec(WEFT_I32, lens[k][2], -1000, 1000)};
+            diff_run(&d, h, 3);
+            for (int m = 0; m < 3; m++) {
+                harr_free(&h[m]);
+            }
+        }
+    }
+    bld b = {0};
+    diff_build(&d, "awhile staged", build_awhile_staged, &b);
+    static const int64_t sizes[] = {0, 1, 300, 1001};
+    for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+        harr h = harr_vec(WEFT_I32, sizes[k], -1000, 1000);
+        diff_run(&d, &h, 1);
+        harr_free(&h);
+    }
+    diff_close(&d);
+}
+END_TEST
+
 /* generate (n / 3) (\k -> from_index (|x!3k+1| >> 20 + 1, |x!3k+2| >> 40 +
  * 1, 7) (x!3k)) folded to one i64: indices of every sign and size (on
  * PTX, cg_from_index divides in 32 bits where it can and otherwise by a
@@ -2927,6 +3133,8 @@ static Suite *cpu_suite(void)
         {"fold_large", fold_large, true},
         {"fold_computed", fold_computed, false},
         {"fold_short_rows", fold_short_rows, true},
+        {"while_staged", while_staged, false},
+        {"fold_staged", fold_staged, false},
         {"fold_seg", fold_seg, true},
         {"scan_int", scan_int, false},
         {"scan_float", scan_float, true},

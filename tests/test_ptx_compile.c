@@ -582,6 +582,8 @@ static int count_of(const char *text, const char *needle)
     return n;
 }
 
+static weft_context *g_ctx; /* ptx_of_one's, while its builder runs */
+
 /* The PTX of program r (its one kernel) in a fresh directory g_dir/name,
  * compiled by a context with flags. */
 static const char *ptx_of_one(const char *name, unsigned flags,
@@ -593,7 +595,9 @@ static const char *ptx_of_one(const char *name, unsigned flags,
     weft_context *ctx = open_sm90_flags(dir, flags);
     weft_program *p;
     TU_OK(weft_program_create(ctx, &p));
+    g_ctx = ctx;
     weft_acc *r = build(p);
+    g_ctx = NULL;
     weft_executable *exe = NULL;
     TU_OK(weft_compile(p, &r, 1, &exe));
     weft_executable_free(exe);
@@ -665,6 +669,142 @@ START_TEST(element_kernels)
 }
 END_TEST
 
+/* n-body's accelerations as a while loop over the bodies j from j0 (0, or
+ * the body i itself when from_i), bodies in four f32 vectors. */
+static weft_acc *build_nbody_from(weft_program *p, bool from_i)
+{
+    weft_context *ctx = g_ctx;
+    weft_acc *in[4];
+    for (int k = 0; k < 4; k++) {
+        in[k] = weft_param(p, WEFT_F32, 1);
+    }
+    weft_type st = weft_type_tuple(
+        ctx, 4, (weft_type[]){WEFT_I64, WEFT_F32, WEFT_F32, WEFT_F32});
+    weft_exp *n = weft_size(in[0]);
+    weft_fun *g = weft_fun1(p, WEFT_DIM(1));
+    weft_exp *i = weft_get(weft_arg(g, 0), 0);
+    weft_fun *cond = weft_fun1(p, st);
+    weft_fun_return(cond, weft_lt(weft_get(weft_arg(cond, 0), 0), n));
+    weft_fun *body = weft_fun1(p, st);
+    weft_exp *s = weft_arg(body, 0), *j = weft_get(s, 0), *d[3];
+    for (int k = 0; k < 3; k++) {
+        d[k] = weft_sub(weft_at(in[k], weft_index1(j)),
+                        weft_at(in[k], weft_index1(i)));
+    }
+    weft_exp *r2 = weft_add(
+        weft_add(weft_add(weft_mul(d[0], d[0]), weft_mul(d[1], d[1])),
+                 weft_mul(d[2], d[2])),
+        weft_f32(p, 0.01f));
+    weft_exp *inv = weft_fdiv(weft_f32(p, 1), weft_sqrt(r2));
+    weft_exp *w = weft_mul(weft_at(in[3], weft_index1(j)),
+                           weft_mul(weft_mul(inv, inv), inv));
+    weft_exp *next[4] = {weft_add(j, weft_i64(p, 1)),
+                         weft_add(weft_get(s, 1), weft_mul(d[0], w)),
+                         weft_add(weft_get(s, 2), weft_mul(d[1], w)),
+                         weft_add(weft_get(s, 3), weft_mul(d[2], w))};
+    weft_fun_return(body, weft_tuple(p, 4, next));
+    weft_exp *init[4] = {from_i ? i : weft_i64(p, 0), weft_f32(p, 0),
+                         weft_f32(p, 0), weft_f32(p, 0)};
+    weft_exp *r = weft_while(cond, body, weft_tuple(p, 4, init));
+    weft_exp *acc[3] = {weft_get(r, 1), weft_get(r, 2), weft_get(r, 3)};
+    weft_fun_return(g, weft_tuple(p, 3, acc));
+    return weft_generate(weft_index1(n), g);
+}
+
+static weft_acc *build_nbody_while(weft_program *p)
+{
+    return build_nbody_from(p, false);
+}
+
+static weft_acc *build_nbody_from_i(weft_program *p)
+{
+    return build_nbody_from(p, true);
+}
+
+/* n-body's accelerations as fold (+3) (0, 0, 0) (generate (n, n) (\(i, j)
+ * -> pull of j on i)), and a fold of the pairs (a!j, b!j + c!i) with
+ * leaves of 4 and 2 bytes. */
+static weft_acc *build_nbody_fold(weft_program *p)
+{
+    weft_context *ctx = g_ctx;
+    weft_acc *in[4];
+    for (int k = 0; k < 4; k++) {
+        in[k] = weft_param(p, WEFT_F32, 1);
+    }
+    weft_type v3 =
+        weft_type_tuple(ctx, 3, (weft_type[]){WEFT_F32, WEFT_F32, WEFT_F32});
+    weft_fun *g = weft_fun1(p, WEFT_DIM(2));
+    weft_exp *ix = weft_arg(g, 0), *d[3];
+    weft_exp *i = weft_index1(weft_get(ix, 0)), *j = weft_index1(weft_get(ix, 1));
+    for (int k = 0; k < 3; k++) {
+        d[k] = weft_sub(weft_at(in[k], j), weft_at(in[k], i));
+    }
+    weft_exp *r2 = weft_add(
+        weft_add(weft_add(weft_mul(d[0], d[0]), weft_mul(d[1], d[1])),
+                 weft_mul(d[2], d[2])),
+        weft_f32(p, 0.01f));
+    weft_exp *inv = weft_fdiv(weft_f32(p, 1), weft_sqrt(r2));
+    weft_exp *w = weft_mul(weft_at(in[3], j), weft_mul(weft_mul(inv, inv), inv));
+    weft_exp *c[3] = {weft_mul(d[0], w), weft_mul(d[1], w), weft_mul(d[2], w)};
+    weft_fun_return(g, weft_tuple(p, 3, c));
+    weft_exp *n = weft_size(in[0]);
+    weft_acc *all = weft_generate(weft_index2(n, n), g);
+    weft_fun *plus = weft_fun2(p, v3, v3);
+    weft_exp *a = weft_arg(plus, 0), *b = weft_arg(plus, 1), *s[3], *z[3];
+    for (int k = 0; k < 3; k++) {
+        s[k] = weft_add(weft_get(a, k), weft_get(b, k));
+        z[k] = weft_f32(p, 0);
+    }
+    weft_fun_return(plus, weft_tuple(p, 3, s));
+    return weft_fold(plus, weft_tuple(p, 3, z), all);
+}
+
+static weft_acc *build_fold_pairs(weft_program *p)
+{
+    weft_acc *a = weft_param(p, WEFT_I32, 1), *b = weft_param(p, WEFT_I16, 1);
+    weft_acc *c = weft_param(p, WEFT_I32, 1);
+    weft_fun *g = weft_fun1(p, WEFT_DIM(2));
+    weft_exp *ix = weft_arg(g, 0);
+    weft_exp *j = weft_index1(weft_get(ix, 1));
+    weft_exp *e = weft_add(
+        weft_add(weft_at(a, j), weft_convert(weft_at(b, j), WEFT_I32)),
+        weft_at(c, weft_index1(weft_get(ix, 0))));
+    weft_fun_return(g, e);
+    weft_acc *all =
+        weft_generate(weft_index2(weft_size(c), weft_size(a)), g);
+    return weft_fold(add2(p, WEFT_I32), weft_i32(p, 0), all);
+}
+
+/* A while loop whose reads at j are the same in every thread of a block
+ * (codegen/stage.c): tiles of records (x, y, z, m) written and read 16
+ * bytes at a time in shared memory, the cancel flag polled through a
+ * barrier that ors it over the block, blocks of at most 128 threads and
+ * at least 4 of them an SM (sk.h, SK_PTX_STAGED_BLOCK); not in checked
+ * mode, nor where j starts at the element's own index (not the same in
+ * every thread).  The fold of a generate read at j: the same tiles. */
+START_TEST(staged_while)
+{
+    const char *text = ptx_of_one("nbody_while", 0, build_nbody_while);
+    ck_assert_msg(strstr(text, ".maxntid 128, 1, 1") != NULL &&
+                      strstr(text, ".minnctapersm 4") != NULL,
+                  "nbody_while: not the staged launch bounds");
+    ck_assert_int_ge(count_of(text, "ld.shared.v4.f32"), 1);
+    ck_assert_int_ge(count_of(text, "st.shared.v4.f32"), 1);
+    ck_assert_int_ge(count_of(text, "bar.red.or.pred"), 1);
+    text = ptx_of_one("nbody_while_checked", WEFT_FLAG_CHECKED,
+                      build_nbody_while);
+    ck_assert_int_eq(count_of(text, ".shared"), 0);
+    text = ptx_of_one("nbody_from_i", 0, build_nbody_from_i);
+    ck_assert_int_eq(count_of(text, ".shared"), 0);
+    /* the fold's teams read the columns from tiles (ptx/fold.c) */
+    text = ptx_of_one("nbody_fold", WEFT_FLAG_FAST_MATH, build_nbody_fold);
+    ck_assert_int_ge(count_of(text, "ld.shared.v4.f32"), 1);
+    ck_assert_int_ge(count_of(text, "st.shared.v4.f32"), 1);
+    text = ptx_of_one("fold_pairs", 0, build_fold_pairs);
+    ck_assert_int_ge(count_of(text, "st.shared.u16"), 1);
+}
+END_TEST
+
 /* One .ptx file: entries, nothing unresolved, and the ptxas that user
  * points to (if not NULL) accepts it. */
 static void check_ptx(const char *path, const char *text, void *user)
@@ -712,6 +852,7 @@ static Suite *suite(void)
     tcase_add_test(tc, unit_kernels);
     tcase_add_test(tc, scan_status_word);
     tcase_add_test(tc, element_kernels);
+    tcase_add_test(tc, staged_while);
     tcase_add_test(tc, ptxas_accepts); /* last: reads what the others wrote */
     suite_add_tcase(s, tc);
     return s;

@@ -824,6 +824,145 @@ static weft_status warp_lanes(sk_fn *f, warp *w, const source *sr,
     return warp_reduce(f, w, lo, L, hi);
 }
 
+/* ---- staged columns ----------------------------------------------------
+ *
+ * n-body's fold, generate (n, n) (\(i, j) -> pull of body j on body i)
+ * folded along j: every row reads the bodies at j in the same order.  So
+ * the teams of a block walk their rows' columns in lockstep, a tile of
+ * STAGE_TILE columns at a time, and the block first loads the arrays that
+ * the generate reads at `index j` into a shared-memory tile, a record per
+ * column (codegen/stage.c, cg_stage_fun); the elements then read the
+ * tile, and the reads at `index i` (the row) are read once per row.
+ * Order is kept: lane l of a team of g still folds its contiguous run
+ * [l L, (l + 1) L) of the row (L = ceil(m / g)), tile by tile: tile k
+ * holds, for each lane l, the S = STAGE_TILE / g columns l L + 1 + k S
+ * ... of its run (its first column is read before the tiles, directly),
+ * so that a lane's record q is l S + s.  The rows loop and the tiles are
+ * block-uniform (the block runs while its first warp's first row is in
+ * range; a lane past the last row folds the last row and does not store
+ * it), so every thread meets every barrier.
+ */
+enum { STAGE_TILE = 256 };
+
+/* The tile of source src read by multi-index (a generate), or NULL. */
+static weft_status stage_source(sk_fn *f, const fe_term *src, cg_stage **g)
+{
+    *g = NULL;
+    if (!src || f->e->k->checked || !src->delayed ||
+        src->kind != FE_GENERATE || src->nfun != 1 || sk_linear_ok(f, src)) {
+        return WEFT_OK;
+    }
+    return cg_stage_fun(&f->fn, src->fun[0], STAGE_TILE, g);
+}
+
+/* warp_lanes over staged columns: the lanes of each team fold [base, base
+ * + m) of the source (the same m in every thread of the block; sr a row
+ * read by multi-index, its reads at the row set by cg_stage_fix), each
+ * lane its run, the team reducing in order at the end.  Every thread of
+ * the block must run it (it has barriers). */
+static weft_status staged_lanes(sk_fn *f, warp *w, const source *sr,
+                                cg_stage *g, LLVMValueRef base,
+                                LLVMValueRef m)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    weft_status s;
+    LLVMValueRef one = cg_i64(fn, 1);
+    LLVMValueRef lgs = LLVMBuildSub(
+        fn->b, cg_i64(fn, __builtin_ctz(STAGE_TILE)), w->lg, "");
+    LLVMValueRef S = LLVMBuildShl(fn->b, one, lgs, "");
+    LLVMValueRef L = LLVMBuildLShr(
+        fn->b, LLVMBuildAdd(fn->b, m, LLVMBuildSub(fn->b, w->g, one, ""), ""),
+        w->lg, "run");
+    LLVMValueRef llo = LLVMBuildMul(fn->b, w->tl, L, "");
+    LLVMValueRef lhi = min64(fn, LLVMBuildAdd(fn->b, llo, L, ""), m);
+    LLVMValueRef valid = LLVMBuildICmp(fn->b, LLVMIntSLT, llo, lhi, "");
+    mut_zero(fn, &w->x);
+    if ((s = cg_stage_fix(fn, g, &sr->ix)) != WEFT_OK) {
+        return s;
+    }
+    cg_if first;
+    cg_if_begin(fn, &first, valid);
+    cg_val x0;
+    if ((s = source_read(f, sr, LLVMBuildAdd(fn->b, base, llo, ""), &x0)) !=
+        WEFT_OK) {
+        return s;
+    }
+    cg_mut_set(fn, &w->x, &x0);
+    cg_if_end(fn, &first);
+    /* K = ceil((L - 1) / S) tiles */
+    LLVMValueRef K = LLVMBuildSelect(
+        fn->b, LLVMBuildICmp(fn->b, LLVMIntSGT, L, one, ""),
+        LLVMBuildAdd(fn->b,
+                     LLVMBuildLShr(fn->b, LLVMBuildSub(fn->b, L,
+                                                       cg_i64(fn, 2), ""),
+                                   lgs, ""),
+                     one, ""),
+        cg_i64(fn, 0), "tiles");
+    LLVMValueRef tid = wide(fn, tg->thread_index(fn, 0));
+    LLVMValueRef bs = wide(fn, tg->block_size(fn, 0));
+    LLVMValueRef smask = LLVMBuildSub(fn->b, S, one, "");
+    cg_loop tiles;
+    LLVMValueRef k;
+    cg_loop_begin(fn, &tiles, cg_i64(fn, 0), K, &k);
+    LLVMValueRef c0 = LLVMBuildAdd(fn->b, one, LLVMBuildShl(fn->b, k, lgs, ""),
+                                   "");
+    /* record q: lane q >> lgs's column c0 + (q & (S - 1)) of its run */
+    cg_sloop fill;
+    LLVMValueRef q = cg_sloop_begin(fn, &fill, tid, cg_i64(fn, STAGE_TILE),
+                                    bs, "stage");
+    LLVMValueRef col = LLVMBuildAdd(
+        fn->b,
+        LLVMBuildMul(fn->b, LLVMBuildLShr(fn->b, q, lgs, ""), L, ""),
+        LLVMBuildAdd(fn->b, c0, LLVMBuildAnd(fn->b, q, smask, ""), ""), "");
+    if ((s = cg_stage_put(fn, g, q, col)) != WEFT_OK) {
+        return s;
+    }
+    cg_sloop_end(fn, &fill);
+    tg->barrier(fn);
+    cg_if mine;
+    cg_if_begin(fn, &mine, valid);
+    LLVMValueRef from = LLVMBuildAdd(fn->b, llo, c0, "");
+    LLVMValueRef count =
+        min64(fn, S, LLVMBuildSub(fn->b, lhi, from, ""));
+    LLVMValueRef q0 = LLVMBuildShl(fn->b, w->tl, lgs, "");
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(fn->b);
+    LLVMBasicBlockRef head =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "staged.trip");
+    LLVMBasicBlockRef body =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "staged.body");
+    LLVMBasicBlockRef done =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "staged.done");
+    LLVMBuildBr(fn->b, head);
+    LLVMPositionBuilderAtEnd(fn->b, head);
+    LLVMValueRef t = LLVMBuildPhi(fn->b, LLVMInt64TypeInContext(fn->llctx),
+                                  "t");
+    LLVMValueRef zero = cg_i64(fn, 0);
+    LLVMAddIncoming(t, &zero, &pre, 1);
+    LLVMBuildCondBr(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, t, count, ""),
+                    body, done);
+    LLVMPositionBuilderAtEnd(fn->b, body);
+    cg_val xj;
+    cg_stage_use(fn, g, LLVMBuildAdd(fn->b, q0, t, ""));
+    s = source_read(f, sr,
+                    LLVMBuildAdd(fn->b, base, LLVMBuildAdd(fn->b, from, t, ""),
+                                 ""),
+                    &xj);
+    cg_stage_use(fn, NULL, NULL);
+    if (s != WEFT_OK || (s = combine_into(f, &w->x, &xj)) != WEFT_OK) {
+        return s;
+    }
+    LLVMValueRef t1 = LLVMBuildNSWAdd(fn->b, t, one, "");
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(fn->b);
+    cg_stage_unroll(fn, LLVMBuildBr(fn->b, head));
+    LLVMAddIncoming(t, &t1, &latch, 1);
+    LLVMPositionBuilderAtEnd(fn->b, done);
+    cg_if_end(fn, &mine);
+    tg->barrier(fn);
+    cg_loop_end(fn, &tiles);
+    return warp_reduce(f, w, base, L, LLVMBuildAdd(fn->b, base, m, ""));
+}
+
 /* ---- blocks ----------------------------------------------------------- */
 
 /* A block's threads and its shared memory (32 values per leaf). */
@@ -1025,19 +1164,38 @@ static weft_status emit_teams(sk_fn *f, bool has_seed, const fe_term *src,
     LLVMValueRef first = LLVMBuildMul(fn->b, vw, per, "");
     LLVMValueRef step = LLVMBuildMul(
         fn->b, LLVMBuildLShr(fn->b, threads, cg_i64(fn, 5), ""), per, "");
+    cg_stage *g;
+    if ((s = stage_source(f, src, &g)) != WEFT_OK) {
+        return s;
+    }
+    /* staged: the block runs while its first warp's first row (block b's
+     * b per) is in range */
+    LLVMValueRef lead = g ? LLVMBuildMul(fn->b,
+                                         wide(fn, tg->block_index(fn, 0)),
+                                         per, "")
+                          : first;
     cg_sloop rows;
-    LLVMValueRef r0 = cg_sloop_begin(fn, &rows, first, f->n, step, "rows");
+    LLVMValueRef r0 = cg_sloop_begin(fn, &rows, lead, f->n, step, "rows");
+    if (g) {
+        r0 = LLVMBuildAdd(fn->b, r0, LLVMBuildSub(fn->b, first, lead, ""), "");
+    }
     LLVMValueRef r = LLVMBuildAdd(fn->b, r0, LLVMBuildLShr(fn->b, w.lane, lg, ""),
                                   "row");
     LLVMValueRef on = LLVMBuildICmp(fn->b, LLVMIntSLT, r, f->n, "");
-    r = LLVMBuildSelect(fn->b, on, r, r0, "");
+    r = LLVMBuildSelect(fn->b, on, r,
+                        g ? LLVMBuildSub(fn->b, f->n, cg_i64(fn, 1), "") : r0,
+                        "");
     LLVMValueRef base = LLVMBuildMul(fn->b, r, m, "");
     source sr = {.src = src, .part = src ? NULL : sk_aux_array(f, 0)};
-    if ((s = source_row(f, &sr, ext, r, base)) != WEFT_OK ||
-        (s = warp_lanes(f, &w, &sr, base,
-                        LLVMBuildSelect(fn->b, on,
-                                        LLVMBuildAdd(fn->b, base, m, ""),
-                                        base, ""))) != WEFT_OK) {
+    if ((s = source_row(f, &sr, ext, r, base)) != WEFT_OK) {
+        return s;
+    }
+    s = g ? staged_lanes(f, &w, &sr, g, base, m)
+          : warp_lanes(f, &w, &sr, base,
+                       LLVMBuildSelect(fn->b, on,
+                                       LLVMBuildAdd(fn->b, base, m, ""), base,
+                                       ""));
+    if (s != WEFT_OK) {
         return s;
     }
     cg_if put;

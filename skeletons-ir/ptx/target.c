@@ -161,8 +161,9 @@ static void ptx_range_begin(sk_fn *f)
     const cg_target *t = fn->target;
     LLVMBuilderRef b = fn->b;
     int most = f->e->k->block_max > 0 ? f->e->k->block_max
-                                       : SK_PTX_ELEMENT_BLOCK;
-    cg_ptx_launch_bounds(fn, most, 0);
+               : f->e->stage            ? SK_PTX_STAGED_BLOCK
+                                        : SK_PTX_ELEMENT_BLOCK;
+    cg_ptx_launch_bounds(fn, most, f->e->stage ? SK_PTX_STAGED_MIN_BLOCKS : 0);
     LLVMValueRef bs = wide(fn, t->block_size(fn, 0));
     LLVMValueRef gid = LLVMBuildAdd(
         b, LLVMBuildMul(b, wide(fn, t->block_index(fn, 0)), bs, ""),
@@ -170,6 +171,13 @@ static void ptx_range_begin(sk_fn *f)
     f->loop_step = LLVMBuildMul(b, wide(fn, t->grid_size(fn, 0)), bs, "");
     if (sk_ptx_wide(f->e->k)) {
         f->grain = cg_i64(fn, f->e->target->chunk_elems);
+    }
+    /* staged (sk_emit.stage): a chunk is one element, and the block runs
+     * while its first thread's chunk c - tid is in range */
+    LLVMValueRef lead = NULL;
+    if (f->e->stage) {
+        f->grain = cg_i64(fn, 1);
+        lead = wide(fn, t->thread_index(fn, 0));
     }
     /* c grain < n rather than c < ceil(n / grain): no 64-bit division,
      * whose slow path is a call (c grain < n + grain never wraps) */
@@ -184,7 +192,9 @@ static void ptx_range_begin(sk_fn *f)
     LLVMAddIncoming(f->loop_i, &gid, &pre, 1);
     LLVMBuildCondBr(
         b,
-        LLVMBuildICmp(b, LLVMIntULT, LLVMBuildMul(b, f->loop_i, f->grain, ""),
+        LLVMBuildICmp(b, LLVMIntULT,
+                      lead ? LLVMBuildSub(b, f->loop_i, lead, "")
+                           : LLVMBuildMul(b, f->loop_i, f->grain, ""),
                       f->n, ""),
         body, f->loop_exit);
     LLVMPositionBuilderAtEnd(b, body);
