@@ -507,7 +507,12 @@ static weft_status get_kernel(void *user, weft_executable *exe, sk_kernel *k)
         np[i] = names[i];
     }
     for (ptx_jit *l = pc->jits; l; l = l->next) {
-        if (memcmp(l->k->key, k->key, 32) == 0) { /* being compiled */
+        /* being compiled: wait for the same thread.  A finished one has
+         * filled its waiters already (jit_finish) and its kernel is in
+         * the table, where the lookup below finds it (a waiter added now
+         * would keep no entry points: k-means' third unit kernel after
+         * JITS_MAX others, a NULL gpu_fn at rt_run) */
+        if (!l->done && memcmp(l->k->key, k->key, 32) == 0) {
             ptx_waiter *w = fe_calloc(pc->ctx, sizeof *w);
             if (!w) {
                 return fe_error(WEFT_ERR_OUT_OF_MEMORY,

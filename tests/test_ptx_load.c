@@ -20,6 +20,12 @@
  *                     to zero after a failure), several times over; its
  *                     small result comes to the host with the error word,
  *                     so reading it downloads nothing more.
+ *   repeat_after_jits a kernel met again after JITS_MAX (4) other
+ *                     kernels of the same compile, when the thread that
+ *                     built its first copy is done (k-means' third unit
+ *                     kernel): it takes that copy's functions, and runs
+ *                     (it was left with no entry points and the run
+ *                     crashed in rt_run on a NULL function).
  *
  * Integer sums are compared exactly (modulo 2^64, as i64 addition wraps).  Runs only where a CUDA driver and a
  * GPU are present; elsewhere main returns 77 (a CTest skip).
@@ -290,6 +296,66 @@ START_TEST(error_word)
 }
 END_TEST
 
+/* The map \x -> x + 1 on x and on y, five kernels of other code
+ * between them (in the plan's order either way round). */
+START_TEST(repeat_after_jits)
+{
+    char dir[256];
+    temp_dir(dir, sizeof dir); /* an empty cache: every kernel built */
+    weft_context *ctx = open_ptx(dir);
+    weft_program *p;
+    TU_OK(weft_program_create(ctx, &p));
+    weft_acc *x = weft_param(p, WEFT_I64, 1);
+    weft_acc *y = weft_param(p, WEFT_I64, 1);
+    weft_fun *f[7];
+    for (int i = 0; i < 7; i++) {
+        f[i] = weft_fun1(p, WEFT_I64);
+    }
+    weft_exp *a[7];
+    for (int i = 0; i < 7; i++) {
+        a[i] = weft_arg(f[i], 0);
+    }
+    weft_fun_return(f[0], weft_add(a[0], weft_i64(p, 1)));
+    weft_fun_return(f[1], weft_mul(a[1], a[1]));
+    weft_fun_return(f[2], weft_mul(weft_mul(a[2], a[2]), a[2]));
+    weft_fun_return(f[3], weft_sub(weft_mul(a[3], a[3]), a[3]));
+    weft_fun_return(f[4], weft_mul(weft_mul(a[4], a[4]),
+                                   weft_mul(a[4], a[4])));
+    weft_fun_return(f[5], weft_mul(weft_add(a[5], a[5]), a[5]));
+    weft_fun_return(f[6], weft_add(a[6], weft_i64(p, 1)));
+    weft_acc *r[7];
+    for (int i = 0; i < 7; i++) {
+        r[i] = weft_map(f[i], i < 6 ? x : y);
+    }
+    TU_PROGRAM_OK(p);
+    weft_executable *exe;
+    TU_OK(weft_compile(p, r, 7, &exe));
+    weft_program_free(p);
+    weft_array *in[2] = {
+        tu_arr_i(ctx, WEFT_I64, 1, TU_SH(3), TU_I(1, 2, 3)),
+        tu_arr_i(ctx, WEFT_I64, 1, TU_SH(3), TU_I(10, 20, 30))};
+    for (int round = 0; round < 2; round++) {
+        weft_array *out[7] = {NULL};
+        TU_OK(weft_run(exe, in, 2, out, 7));
+        TU_CHECK_I(ctx, out[0], 0, 1, TU_SH(3), TU_I(2, 3, 4));
+        TU_CHECK_I(ctx, out[1], 0, 1, TU_SH(3), TU_I(1, 4, 9));
+        TU_CHECK_I(ctx, out[2], 0, 1, TU_SH(3), TU_I(1, 8, 27));
+        TU_CHECK_I(ctx, out[3], 0, 1, TU_SH(3), TU_I(0, 2, 6));
+        TU_CHECK_I(ctx, out[4], 0, 1, TU_SH(3), TU_I(1, 16, 81));
+        TU_CHECK_I(ctx, out[5], 0, 1, TU_SH(3), TU_I(2, 8, 18));
+        TU_CHECK_I(ctx, out[6], 0, 1, TU_SH(3), TU_I(11, 21, 31));
+        for (int i = 0; i < 7; i++) {
+            weft_array_release(out[i]);
+        }
+    }
+    weft_array_release(in[0]);
+    weft_array_release(in[1]);
+    weft_executable_free(exe);
+    weft_context_free(ctx);
+    tu_remove_dir(dir);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("ptx_load");
@@ -298,6 +364,7 @@ static Suite *suite(void)
     tcase_add_test(tc, disk_round_trip);
     tcase_add_test(tc, fold_ticket);
     tcase_add_test(tc, error_word);
+    tcase_add_test(tc, repeat_after_jits);
     suite_add_tcase(s, tc);
     return s;
 }
