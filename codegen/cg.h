@@ -94,6 +94,12 @@ void cg_array_store(cg_fn *fn, const cg_array *a, LLVMValueRef i,
 /* A constant of scalar type t in register form. */
 LLVMValueRef cg_const(cg_fn *fn, weft_type t, fe_val c);
 LLVMValueRef cg_i64(cg_fn *fn, int64_t x);
+/* x (an integer narrower than 64 bits) zero-extended to i64. */
+LLVMValueRef cg_zext64(cg_fn *fn, LLVMValueRef x);
+/* The signed minimum and maximum of two integers of one type (a compare
+ * and a select). */
+LLVMValueRef cg_smin(cg_fn *fn, LLVMValueRef a, LLVMValueRef b);
+LLVMValueRef cg_smax(cg_fn *fn, LLVMValueRef a, LLVMValueRef b);
 
 /* ===== ssa.c ===== */
 

@@ -173,3 +173,20 @@ LLVMValueRef cg_i64(cg_fn *fn, int64_t x)
 {
     return LLVMConstInt(LLVMInt64TypeInContext(fn->llctx), (uint64_t)x, 1);
 }
+
+LLVMValueRef cg_zext64(cg_fn *fn, LLVMValueRef x)
+{
+    return LLVMBuildZExt(fn->b, x, LLVMInt64TypeInContext(fn->llctx), "");
+}
+
+LLVMValueRef cg_smin(cg_fn *fn, LLVMValueRef a, LLVMValueRef b)
+{
+    return LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, a, b, ""),
+                           a, b, "");
+}
+
+LLVMValueRef cg_smax(cg_fn *fn, LLVMValueRef a, LLVMValueRef b)
+{
+    return LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntSGT, a, b, ""),
+                           a, b, "");
+}

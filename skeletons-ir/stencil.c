@@ -140,17 +140,7 @@ static LLVMValueRef i64c(cg_fn *fn, int64_t x)
     return cg_i64(fn, x);
 }
 
-static LLVMValueRef smin(cg_fn *fn, LLVMValueRef x, LLVMValueRef y)
-{
-    LLVMValueRef lt = LLVMBuildICmp(fn->b, LLVMIntSLT, x, y, "");
-    return LLVMBuildSelect(fn->b, lt, x, y, "");
-}
 
-static LLVMValueRef smax(cg_fn *fn, LLVMValueRef x, LLVMValueRef y)
-{
-    LLVMValueRef gt = LLVMBuildICmp(fn->b, LLVMIntSGT, x, y, "");
-    return LLVMBuildSelect(fn->b, gt, x, y, "");
-}
 
 /* Where index i of an extent-n dimension (n >= 1) reads under boundary b,
  * and in *inside (constant boundary only) whether i is inside; the result
@@ -460,11 +450,11 @@ static weft_status stencil_emit(sk_emit *e, const char *const *names)
     for (int i = 0; i < nside; i++) {
         int h = sd[i].h[rank - 1];
         lo_c = h > lo_c ? h : lo_c;
-        hi = smin(fn, hi, LLVMBuildSub(B, sd[i].a->extent[rank - 1],
+        hi = cg_smin(fn, hi, LLVMBuildSub(B, sd[i].a->extent[rank - 1],
                                        i64c(fn, h), ""));
     }
-    LLVMValueRef lo = smin(fn, i64c(fn, lo_c), m);
-    hi = smax(fn, hi, lo);
+    LLVMValueRef lo = cg_smin(fn, i64c(fn, lo_c), m);
+    hi = cg_smax(fn, hi, lo);
 
     cg_loop lq;
     LLVMValueRef q;
@@ -473,7 +463,7 @@ static weft_status stencil_emit(sk_emit *e, const char *const *names)
     cg_from_index(fn, 2, sh2, q, rp);
     LLVMValueRef row = rp[0], piece = rp[1];
     LLVMValueRef c0 = LLVMBuildAdd(B, LLVMBuildMul(B, piece, qn, ""),
-                                   smin(fn, piece, qr), "");
+                                   cg_smin(fn, piece, qr), "");
     LLVMValueRef extra = LLVMBuildZExt(B, LLVMBuildICmp(B, LLVMIntSLT, piece,
                                                         qr, ""),
                                        LLVMInt64TypeInContext(fn->llctx), "");
@@ -518,8 +508,8 @@ static weft_status stencil_emit(sk_emit *e, const char *const *names)
     LLVMValueRef rlo = LLVMBuildSelect(B, interior, lo, m, "");
     LLVMValueRef rhi = LLVMBuildSelect(B, interior, hi, m, "");
     /* border 1: [c0, b1); interior: [b1, b2); border 2: [b2, c1) */
-    LLVMValueRef b1 = smax(fn, c0, smin(fn, c1, rlo));
-    LLVMValueRef b2 = smax(fn, b1, smin(fn, c1, rhi));
+    LLVMValueRef b1 = cg_smax(fn, c0, cg_smin(fn, c1, rlo));
+    LLVMValueRef b2 = cg_smax(fn, b1, cg_smin(fn, c1, rhi));
     LLVMValueRef n1 = LLVMBuildSub(B, b1, c0, "");
     LLVMValueRef nb = LLVMBuildAdd(B, n1, LLVMBuildSub(B, c1, b2, ""), "");
 

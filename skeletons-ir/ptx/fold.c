@@ -186,22 +186,8 @@ static weft_status ptx_fold_prepare(weft_context *ctx, fe_arena *arena,
 
 /* ---- small helpers ---------------------------------------------------- */
 
-static LLVMValueRef wide(cg_fn *fn, LLVMValueRef x)
-{
-    return LLVMBuildZExt(fn->b, x, LLVMInt64TypeInContext(fn->llctx), "");
-}
 
-static LLVMValueRef min64(cg_fn *fn, LLVMValueRef a, LLVMValueRef b)
-{
-    return LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, a, b, ""),
-                           a, b, "");
-}
 
-static LLVMValueRef max64(cg_fn *fn, LLVMValueRef a, LLVMValueRef b)
-{
-    return LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntSGT, a, b, ""),
-                           a, b, "");
-}
 
 /* ceil(a / n) for 0 <= a < 2^63 and 1 <= n <= 32 (n i64), by four 32-bit
  * divisions of 16-bit digits: a 64-bit division is a call in the driver's
@@ -225,7 +211,7 @@ static LLVMValueRef ceil_div_small(cg_fn *fn, LLVMValueRef a, LLVMValueRef n)
         LLVMValueRef qd = LLVMBuildUDiv(fn->b, cur, n32, "");
         r = LLVMBuildSub(fn->b, cur, LLVMBuildMul(fn->b, qd, n32, ""), "");
         q = LLVMBuildOr(fn->b, q,
-                        LLVMBuildShl(fn->b, wide(fn, qd), cg_i64(fn, 16 * d), ""),
+                        LLVMBuildShl(fn->b, cg_zext64(fn, qd), cg_i64(fn, 16 * d), ""),
                         "");
     }
     return q;
@@ -743,7 +729,7 @@ static weft_status warp_fold(sk_fn *f, warp *w, const source *sr,
     int k = sr->k;
     LLVMValueRef T = cg_i64(fn, (int64_t)k * WARP);
     if (sr->vec && !sr->tiled) {
-        LLVMValueRef a = min64(
+        LLVMValueRef a = cg_smin(
             fn,
             LLVMBuildAnd(fn->b, LLVMBuildAdd(fn->b, lo, cg_i64(fn, k - 1), ""),
                          cg_i64(fn, -k), ""),
@@ -757,7 +743,7 @@ static weft_status warp_fold(sk_fn *f, warp *w, const source *sr,
         lo = a;
     }
     LLVMValueRef len =
-        max64(fn, LLVMBuildSub(fn->b, hi, lo, ""), cg_i64(fn, 0));
+        cg_smax(fn, LLVMBuildSub(fn->b, hi, lo, ""), cg_i64(fn, 0));
     LLVMValueRef full = LLVMBuildAdd(
         fn->b, lo,
         LLVMBuildMul(fn->b, LLVMBuildUDiv(fn->b, len, T, ""), T, ""), "full");
@@ -791,7 +777,7 @@ static weft_status warp_lanes(sk_fn *f, warp *w, const source *sr,
     cg_fn *fn = &f->fn;
     weft_status s;
     LLVMValueRef len =
-        max64(fn, LLVMBuildSub(fn->b, hi, lo, ""), cg_i64(fn, 0));
+        cg_smax(fn, LLVMBuildSub(fn->b, hi, lo, ""), cg_i64(fn, 0));
     LLVMValueRef L = LLVMBuildLShr(
         fn->b,
         LLVMBuildAdd(fn->b, len,
@@ -801,7 +787,7 @@ static weft_status warp_lanes(sk_fn *f, warp *w, const source *sr,
         w->g ? w->lg : cg_i64(fn, 5), "run");
     LLVMValueRef llo =
         LLVMBuildAdd(fn->b, lo, LLVMBuildMul(fn->b, w->tl, L, ""), "");
-    LLVMValueRef lhi = min64(fn, LLVMBuildAdd(fn->b, llo, L, ""), hi);
+    LLVMValueRef lhi = cg_smin(fn, LLVMBuildAdd(fn->b, llo, L, ""), hi);
     mut_zero(fn, &w->x);
     cg_if valid;
     cg_if_begin(fn, &valid, LLVMBuildICmp(fn->b, LLVMIntSLT, llo, lhi, ""));
@@ -875,7 +861,7 @@ static weft_status staged_lanes(sk_fn *f, warp *w, const source *sr,
         fn->b, LLVMBuildAdd(fn->b, m, LLVMBuildSub(fn->b, w->g, one, ""), ""),
         w->lg, "run");
     LLVMValueRef llo = LLVMBuildMul(fn->b, w->tl, L, "");
-    LLVMValueRef lhi = min64(fn, LLVMBuildAdd(fn->b, llo, L, ""), m);
+    LLVMValueRef lhi = cg_smin(fn, LLVMBuildAdd(fn->b, llo, L, ""), m);
     LLVMValueRef valid = LLVMBuildICmp(fn->b, LLVMIntSLT, llo, lhi, "");
     mut_zero(fn, &w->x);
     if ((s = cg_stage_fix(fn, g, &sr->ix)) != WEFT_OK) {
@@ -899,8 +885,8 @@ static weft_status staged_lanes(sk_fn *f, warp *w, const source *sr,
                                    lgs, ""),
                      one, ""),
         cg_i64(fn, 0), "tiles");
-    LLVMValueRef tid = wide(fn, tg->thread_index(fn, 0));
-    LLVMValueRef bs = wide(fn, tg->block_size(fn, 0));
+    LLVMValueRef tid = cg_zext64(fn, tg->thread_index(fn, 0));
+    LLVMValueRef bs = cg_zext64(fn, tg->block_size(fn, 0));
     LLVMValueRef smask = LLVMBuildSub(fn->b, S, one, "");
     cg_loop tiles;
     LLVMValueRef k;
@@ -924,7 +910,7 @@ static weft_status staged_lanes(sk_fn *f, warp *w, const source *sr,
     cg_if_begin(fn, &mine, valid);
     LLVMValueRef from = LLVMBuildAdd(fn->b, llo, c0, "");
     LLVMValueRef count =
-        min64(fn, S, LLVMBuildSub(fn->b, lhi, from, ""));
+        cg_smin(fn, S, LLVMBuildSub(fn->b, lhi, from, ""));
     LLVMValueRef q0 = LLVMBuildShl(fn->b, w->tl, lgs, "");
     LLVMBasicBlockRef pre = LLVMGetInsertBlock(fn->b);
     LLVMBasicBlockRef head =
@@ -978,9 +964,9 @@ static weft_status block_init(sk_fn *f, block *bk)
 {
     cg_fn *fn = &f->fn;
     const cg_target *tg = fn->target;
-    bk->tid = wide(fn, tg->thread_index(fn, 0));
+    bk->tid = cg_zext64(fn, tg->thread_index(fn, 0));
     bk->wid = LLVMBuildLShr(fn->b, bk->tid, cg_i64(fn, 5), "warp");
-    bk->nwarp = LLVMBuildLShr(fn->b, wide(fn, tg->block_size(fn, 0)),
+    bk->nwarp = LLVMBuildLShr(fn->b, cg_zext64(fn, tg->block_size(fn, 0)),
                               cg_i64(fn, 5), "nwarp");
     weft_status s = warp_init(f, &bk->w, bk->tid);
     if (s) {
@@ -1020,10 +1006,10 @@ static weft_status block_fold(sk_fn *f, block *bk, const source *sr,
     LLVMValueRef S = LLVMBuildMul(fn->b, ceil_div_small(fn, tiles, bk->nwarp),
                                   cg_i64(fn, t), "span");
     LLVMValueRef wlo =
-        min64(fn,
+        cg_smin(fn,
               LLVMBuildAdd(fn->b, lo, LLVMBuildMul(fn->b, bk->wid, S, ""), ""),
               hi);
-    LLVMValueRef whi = min64(fn, LLVMBuildAdd(fn->b, wlo, S, ""), hi);
+    LLVMValueRef whi = cg_smin(fn, LLVMBuildAdd(fn->b, wlo, S, ""), hi);
     LLVMBuildStore(fn->b, LLVMConstInt(LLVMInt1TypeInContext(fn->llctx), 0, 0),
                    w->have);
     s = sr->lanes ? part_tile(f, w, sr, wlo, whi)
@@ -1125,12 +1111,12 @@ static weft_status emit_teams(sk_fn *f, bool has_seed, const fe_term *src,
     cg_fn *fn = &f->fn;
     const cg_target *tg = fn->target;
     weft_status s;
-    LLVMValueRef bs = wide(fn, tg->block_size(fn, 0));
+    LLVMValueRef bs = cg_zext64(fn, tg->block_size(fn, 0));
     LLVMValueRef gtid = LLVMBuildAdd(
-        fn->b, LLVMBuildMul(fn->b, wide(fn, tg->block_index(fn, 0)), bs, ""),
-        wide(fn, tg->thread_index(fn, 0)), "");
+        fn->b, LLVMBuildMul(fn->b, cg_zext64(fn, tg->block_index(fn, 0)), bs, ""),
+        cg_zext64(fn, tg->thread_index(fn, 0)), "");
     LLVMValueRef threads =
-        LLVMBuildMul(fn->b, wide(fn, tg->grid_size(fn, 0)), bs, "");
+        LLVMBuildMul(fn->b, cg_zext64(fn, tg->grid_size(fn, 0)), bs, "");
     /* g = 2^lg: rows g <= threads (no division: a 64-bit one is a call
      * in the driver's relocatable compile, which costs registers) */
     LLVMValueRef lg = cg_i64(fn, 0);
@@ -1157,10 +1143,10 @@ static weft_status emit_teams(sk_fn *f, bool has_seed, const fe_term *src,
     LLVMValueRef vw = LLVMBuildAdd(
         fn->b,
         LLVMBuildMul(fn->b,
-                     LLVMBuildLShr(fn->b, wide(fn, tg->thread_index(fn, 0)),
+                     LLVMBuildLShr(fn->b, cg_zext64(fn, tg->thread_index(fn, 0)),
                                    cg_i64(fn, 5), ""),
-                     wide(fn, tg->grid_size(fn, 0)), ""),
-        wide(fn, tg->block_index(fn, 0)), "");
+                     cg_zext64(fn, tg->grid_size(fn, 0)), ""),
+        cg_zext64(fn, tg->block_index(fn, 0)), "");
     LLVMValueRef first = LLVMBuildMul(fn->b, vw, per, "");
     LLVMValueRef step = LLVMBuildMul(
         fn->b, LLVMBuildLShr(fn->b, threads, cg_i64(fn, 5), ""), per, "");
@@ -1171,7 +1157,7 @@ static weft_status emit_teams(sk_fn *f, bool has_seed, const fe_term *src,
     /* staged: the block runs while its first warp's first row (block b's
      * b per) is in range */
     LLVMValueRef lead = g ? LLVMBuildMul(fn->b,
-                                         wide(fn, tg->block_index(fn, 0)),
+                                         cg_zext64(fn, tg->block_index(fn, 0)),
                                          per, "")
                           : first;
     cg_sloop rows;
@@ -1238,13 +1224,13 @@ static weft_status emit_rows(sk_fn *f, bool has_seed)
         return s;
     }
     cg_if_else(fn, &few);
-    LLVMValueRef bs = wide(fn, tg->block_size(fn, 0));
+    LLVMValueRef bs = cg_zext64(fn, tg->block_size(fn, 0));
     LLVMValueRef gtid = LLVMBuildAdd(
-        fn->b, LLVMBuildMul(fn->b, wide(fn, tg->block_index(fn, 0)), bs, ""),
-        wide(fn, tg->thread_index(fn, 0)), "");
+        fn->b, LLVMBuildMul(fn->b, cg_zext64(fn, tg->block_index(fn, 0)), bs, ""),
+        cg_zext64(fn, tg->thread_index(fn, 0)), "");
     LLVMValueRef first = LLVMBuildLShr(fn->b, gtid, cg_i64(fn, 5), "");
     LLVMValueRef step = LLVMBuildLShr(
-        fn->b, LLVMBuildMul(fn->b, wide(fn, tg->grid_size(fn, 0)), bs, ""),
+        fn->b, LLVMBuildMul(fn->b, cg_zext64(fn, tg->grid_size(fn, 0)), bs, ""),
         cg_i64(fn, 5), "");
     warp w;
     if ((s = warp_init(f, &w, gtid)) != WEFT_OK) {
@@ -1383,8 +1369,8 @@ static weft_status emit_chunks(sk_fn *f, bool has_seed)
         return s;
     }
     cg_sloop items;
-    LLVMValueRef c = cg_sloop_begin(fn, &items, wide(fn, tg->block_index(fn, 0)),
-                                 f->n, wide(fn, tg->grid_size(fn, 0)), "item");
+    LLVMValueRef c = cg_sloop_begin(fn, &items, cg_zext64(fn, tg->block_index(fn, 0)),
+                                 f->n, cg_zext64(fn, tg->grid_size(fn, 0)), "item");
     /* piece q of row c / C covers [q m / C, (q + 1) m / C) */
     LLVMValueRef m = ext[src->rank - 1];
     LLVMValueRef row = LLVMBuildSDiv(fn->b, c, C, "");
@@ -1428,14 +1414,14 @@ static weft_status emit_one_row(sk_fn *f, bool has_seed)
     }
     LLVMValueRef m = ext[0];
     int64_t t = (int64_t)sr.k * WARP;
-    LLVMValueRef most = min64(
+    LLVMValueRef most = cg_smin(
         fn,
-        min64(fn, sk_aux_value(f, 1)->v[0],
-              LLVMBuildMul(fn->b, wide(fn, tg->grid_size(fn, 0)),
+        cg_smin(fn, sk_aux_value(f, 1)->v[0],
+              LLVMBuildMul(fn->b, cg_zext64(fn, tg->grid_size(fn, 0)),
                            cg_i64(fn, PIECES_PER_BLOCK), "")),
-        min64(fn, LLVMBuildLShr(fn->b, m, cg_i64(fn, __builtin_ctzll(t)), ""),
+        cg_smin(fn, LLVMBuildLShr(fn->b, m, cg_i64(fn, __builtin_ctzll(t)), ""),
               cg_i64(fn, MAX_PIECES)));
-    LLVMValueRef lgp = log2_floor(fn, max64(fn, most, cg_i64(fn, 1)));
+    LLVMValueRef lgp = log2_floor(fn, cg_smax(fn, most, cg_i64(fn, 1)));
     LLVMValueRef P = LLVMBuildShl(fn->b, cg_i64(fn, 1), lgp, "pieces");
     /* thread 0 takes the next piece (the high half of the ticket word)
      * and tells the block */
@@ -1459,7 +1445,7 @@ static weft_status emit_one_row(sk_fn *f, bool has_seed)
                    slot);
     cg_if_end(fn, &take);
     tg->barrier(fn);
-    LLVMValueRef b = wide(fn, LLVMBuildLoad2(fn->b, i32, slot, "piece"));
+    LLVMValueRef b = cg_zext64(fn, LLVMBuildLoad2(fn->b, i32, slot, "piece"));
     LLVMBuildCondBr(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, b, P, ""), body,
                     exit);
     LLVMPositionBuilderAtEnd(fn->b, body);
@@ -1494,8 +1480,8 @@ static weft_status emit_seed(sk_fn *f, bool has_seed)
     }
     LLVMValueRef first = LLVMBuildICmp(
         fn->b, LLVMIntEQ,
-        LLVMBuildOr(fn->b, wide(fn, tg->block_index(fn, 0)),
-                    wide(fn, tg->thread_index(fn, 0)), ""),
+        LLVMBuildOr(fn->b, cg_zext64(fn, tg->block_index(fn, 0)),
+                    cg_zext64(fn, tg->thread_index(fn, 0)), ""),
         cg_i64(fn, 0), "");
     cg_if t0;
     cg_if_begin(fn, &t0, first);

@@ -108,22 +108,8 @@ static LLVMValueRef c32(cg_fn *fn, int v)
     return LLVMConstInt(t_i32(fn), (unsigned)v, 0);
 }
 
-static LLVMValueRef wide(cg_fn *fn, LLVMValueRef x)
-{
-    return LLVMBuildZExt(fn->b, x, t_i64(fn), "");
-}
 
-static LLVMValueRef smin(cg_fn *fn, LLVMValueRef a, LLVMValueRef b)
-{
-    return LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, a, b, ""),
-                           a, b, "");
-}
 
-static LLVMValueRef smax(cg_fn *fn, LLVMValueRef a, LLVMValueRef b)
-{
-    return LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntSGT, a, b, ""),
-                           a, b, "");
-}
 
 static LLVMValueRef load64(cg_fn *fn, LLVMValueRef base, LLVMValueRef i)
 {
@@ -337,10 +323,10 @@ static void scan_lengths(sk_fn *f, tile *T, LLVMValueRef len,
     /* the warp's negative lengths in the low half, its long ones above */
     LLVMValueRef negw = LLVMBuildOr(
         B,
-        wide(fn, tg->ballot(fn, LLVMBuildICmp(B, LLVMIntSLT, len,
+        cg_zext64(fn, tg->ballot(fn, LLVMBuildICmp(B, LLVMIntSLT, len,
                                               cg_i64(fn, 0), ""))),
         LLVMBuildShl(B,
-                     wide(fn, tg->ballot(fn, LLVMBuildICmp(
+                     cg_zext64(fn, tg->ballot(fn, LLVMBuildICmp(
                                                  B, LLVMIntSGT, len,
                                                  cg_i64(fn, SHORT_SEG), ""))),
                      cg_i64(fn, 32), ""),
@@ -455,7 +441,7 @@ static LLVMValueRef look_back(sk_fn *f, const tile *T, LLVMValueRef piece)
     LLVMValueRef ctz_args[2] = {pm, i1c(fn, false)};
     LLVMValueRef fp = cg_intrinsic(fn, "llvm.cttz", &i32, 1, ctz_args, 2);
     /* lanes 0 .. fp (all 32 when there is no prefix) must be set */
-    LLVMValueRef upto = LLVMBuildShl(fn->b, cg_i64(fn, 2), wide(fn, fp), "");
+    LLVMValueRef upto = LLVMBuildShl(fn->b, cg_i64(fn, 2), cg_zext64(fn, fp), "");
     LLVMValueRef need = LLVMBuildTrunc(
         fn->b, LLVMBuildSub(fn->b, upto, cg_i64(fn, 1), ""), i32, "");
     LLVMValueRef wait = LLVMBuildICmp(
@@ -466,7 +452,7 @@ static LLVMValueRef look_back(sk_fn *f, const tile *T, LLVMValueRef piece)
     LLVMValueRef v = LLVMBuildAShr(
         fn->b, LLVMBuildShl(fn->b, word, cg_i64(fn, 2), ""), cg_i64(fn, 2), "");
     v = LLVMBuildSelect(
-        fn->b, LLVMBuildICmp(fn->b, LLVMIntULE, T->lane, wide(fn, fp), ""), v,
+        fn->b, LLVMBuildICmp(fn->b, LLVMIntULE, T->lane, cg_zext64(fn, fp), ""), v,
         cg_i64(fn, 0), "");
     for (int d = 1; d < WARP; d *= 2) {
         v = LLVMBuildAdd(
@@ -521,9 +507,9 @@ static LLVMValueRef split(sk_fn *f, const tile *T, LLVMValueRef d,
     cg_fn *fn = &f->fn;
     LLVMTypeRef i64 = t_i64(fn);
     LLVMValueRef lop = var(fn, i64,
-                           smax(fn, cg_i64(fn, 0),
+                           cg_smax(fn, cg_i64(fn, 0),
                                 LLVMBuildSub(fn->b, d, total, "")));
-    LLVMValueRef hip = var(fn, i64, smin(fn, d, T->nt));
+    LLVMValueRef hip = var(fn, i64, cg_smin(fn, d, T->nt));
     LLVMBasicBlockRef head =
         LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "mp.search");
     LLVMBasicBlockRef body =
@@ -596,7 +582,7 @@ static void slot_store(sk_fn *f, const slots *sl, LLVMValueRef i,
     const weft_type *leaf;
     int nleaf = cg_leaves(fn, f->e->k->op->type, &leaf);
     store64(fn, sl->key, i, key);
-    store64(fn, sl->ok, i, wide(fn, ok));
+    store64(fn, sl->ok, i, cg_zext64(fn, ok));
     for (int l = 0; l < nleaf; l++) {
         cg_store(fn, leaf[l], sl->val[l], i, v->v[l]);
     }
@@ -787,7 +773,7 @@ static weft_status stage_round(sk_fn *f, const tile *T, LLVMValueRef j_lo,
         LLVMValueRef first = LLVMBuildMul(fn->b, T->bs, cg_i64(fn, k), "");
         cg_if any;
         cg_if_begin(fn, &any, LLVMBuildICmp(fn->b, LLVMIntSLT, first, n, ""));
-        LLVMValueRef j = smin(
+        LLVMValueRef j = cg_smin(
             fn, LLVMBuildAdd(fn->b, j_lo, LLVMBuildAdd(fn->b, first, T->tid, ""),
                              ""),
             last);
@@ -844,7 +830,7 @@ static weft_status walk(sk_fn *f, const tile *T, LLVMValueRef total,
         fn->b,
         LLVMBuildAdd(fn->b, m, LLVMBuildSub(fn->b, Rmax, cg_i64(fn, 1), ""), ""),
         Rmax, "rounds");
-    LLVMValueRef rb = LLVMBuildMul(fn->b, smax(fn, rounds, cg_i64(fn, 1)),
+    LLVMValueRef rb = LLVMBuildMul(fn->b, cg_smax(fn, rounds, cg_i64(fn, 1)),
                                    T->bs, "");
     LLVMValueRef P = LLVMBuildUDiv(
         fn->b, LLVMBuildAdd(fn->b, m, LLVMBuildSub(fn->b, rb, cg_i64(fn, 1), ""),
@@ -866,11 +852,11 @@ static weft_status walk(sk_fn *f, const tile *T, LLVMValueRef total,
     LLVMValueRef r;
     cg_loop_begin(fn, &lr, cg_i64(fn, 0), rounds, &r);
     LLVMValueRef d_lo = LLVMBuildMul(fn->b, r, R, "");
-    LLVMValueRef d_hi = smin(fn, LLVMBuildAdd(fn->b, d_lo, R, ""), m);
-    LLVMValueRef d0 = smin(
+    LLVMValueRef d_hi = cg_smin(fn, LLVMBuildAdd(fn->b, d_lo, R, ""), m);
+    LLVMValueRef d0 = cg_smin(
         fn, LLVMBuildAdd(fn->b, d_lo, LLVMBuildMul(fn->b, T->tid, P, ""), ""),
         d_hi);
-    LLVMValueRef d1 = smin(fn, LLVMBuildAdd(fn->b, d0, P, ""), d_hi);
+    LLVMValueRef d1 = cg_smin(fn, LLVMBuildAdd(fn->b, d0, P, ""), d_hi);
     LLVMValueRef i0 = split(f, T, d0, total);
     store64(fn, T->sh_sp, T->tid, i0);
     cg_if tl;
@@ -907,7 +893,7 @@ static weft_status walk(sk_fn *f, const tile *T, LLVMValueRef total,
     LLVMValueRef i = get(fn, i64, ip), j = get(fn, i64, jp);
     LLVMValueRef has_end = LLVMBuildICmp(fn->b, LLVMIntSLT, i, T->nt, "");
     /* loc[i + 1] read only for an end of the tile (loc has nt + 1) */
-    LLVMValueRef at = smin(fn, LLVMBuildAdd(fn->b, i, cg_i64(fn, 1), ""), T->nt);
+    LLVMValueRef at = cg_smin(fn, LLVMBuildAdd(fn->b, i, cg_i64(fn, 1), ""), T->nt);
     LLVMValueRef ends = LLVMBuildAnd(
         fn->b, has_end,
         LLVMBuildICmp(fn->b, LLVMIntSLE, load64(fn, T->sh_loc, at), j, ""),
@@ -1084,7 +1070,7 @@ static weft_status short_segments(sk_fn *f, const tile *T, LLVMValueRef excl,
     LLVMValueRef r;
     cg_loop_begin(fn, &lr, cg_i64(fn, 0), rounds, &r);
     LLVMValueRef j_lo = LLVMBuildMul(fn->b, r, R, "");
-    LLVMValueRef j_hi = smin(fn, LLVMBuildAdd(fn->b, j_lo, R, ""), total);
+    LLVMValueRef j_hi = cg_smin(fn, LLVMBuildAdd(fn->b, j_lo, R, ""), total);
     tg->barrier(fn); /* the last round's elements are read */
     if ((s = stage_round(f, T, j_lo, j_hi, base)) != WEFT_OK) {
         return s;
@@ -1092,7 +1078,7 @@ static weft_status short_segments(sk_fn *f, const tile *T, LLVMValueRef excl,
     tg->barrier(fn);
     cg_loop l;
     LLVMValueRef j;
-    cg_loop_begin(fn, &l, smax(fn, e0, j_lo), smin(fn, e1, j_hi), &j);
+    cg_loop_begin(fn, &l, cg_smax(fn, e0, j_lo), cg_smin(fn, e1, j_hi), &j);
     cg_val x;
     if ((s = cg_val_make(fn, nleaf, &x)) != WEFT_OK) {
         return s;
@@ -1130,7 +1116,7 @@ static weft_status one_tile(sk_fn *f, tile *T)
     LLVMValueRef piece =
         LLVMBuildSub(B, T->t, LLVMBuildMul(B, T->row, T->tpr, ""), "piece");
     T->s0 = LLVMBuildMul(B, piece, T->bs, "s0");
-    T->nt = smin(fn, T->bs, LLVMBuildSub(B, T->nseg, T->s0, ""));
+    T->nt = cg_smin(fn, T->bs, LLVMBuildSub(B, T->nseg, T->s0, ""));
     /* 1. the lengths */
     LLVMValueRef sidx = LLVMBuildAdd(B, T->s0, T->tid, "seg");
     LLVMValueRef inside = LLVMBuildICmp(B, LLVMIntSLT, T->tid, T->nt, "");
@@ -1167,7 +1153,7 @@ static weft_status one_tile(sk_fn *f, tile *T)
                                            cg_i64(fn, 0), ""),
                              LLVMBuildICmp(fn->b, LLVMIntNE, piece,
                                            cg_i64(fn, 0), ""), ""));
-    publish(f, T, FLAG_AGG, smax(fn, cg_i64(fn, -1), smin(fn, total, limit)));
+    publish(f, T, FLAG_AGG, cg_smax(fn, cg_i64(fn, -1), cg_smin(fn, total, limit)));
     cg_if_end(fn, &p0);
     LLVMValueRef pre = look_back(f, T, piece);
     cg_if l0;
@@ -1175,8 +1161,8 @@ static weft_status one_tile(sk_fn *f, tile *T)
                                        cg_i64(fn, 0), ""));
     /* the inclusive prefix, kept within [-1, inner + 1]: past that it is
      * an error anyway, and it stays far from the 62 bits */
-    LLVMValueRef incl = smax(fn, cg_i64(fn, -1),
-                             smin(fn, LLVMBuildAdd(fn->b, pre, total, ""),
+    LLVMValueRef incl = cg_smax(fn, cg_i64(fn, -1),
+                             cg_smin(fn, LLVMBuildAdd(fn->b, pre, total, ""),
                                   limit));
     publish(f, T, FLAG_PREFIX, incl);
     store64(fn, T->sh_prefix, cg_i64(fn, 0), pre);
@@ -1259,8 +1245,8 @@ static weft_status emit_tiles(sk_fn *f)
         T.outer = LLVMBuildMul(fn->b, T.outer, ext[d], "");
     }
     T.nseg = sk_kid_array(f, 2)->extent[0];
-    T.tid = wide(fn, tg->thread_index(fn, 0));
-    T.bs = wide(fn, tg->block_size(fn, 0));
+    T.tid = cg_zext64(fn, tg->thread_index(fn, 0));
+    T.bs = cg_zext64(fn, tg->block_size(fn, 0));
     T.lane = LLVMBuildAnd(fn->b, T.tid, cg_i64(fn, WARP - 1), "lane");
     T.warp = LLVMBuildLShr(fn->b, T.tid, cg_i64(fn, 5), "warp");
     T.nwarps = LLVMBuildLShr(fn->b, T.bs, cg_i64(fn, 5), "");
@@ -1270,7 +1256,7 @@ static weft_status emit_tiles(sk_fn *f)
                      LLVMBuildSub(fn->b, T.bs, cg_i64(fn, 1), ""), ""),
         T.bs, "tpr");
     /* rows 0 (an input of no rows) still check the lengths once */
-    LLVMValueRef rows = smax(fn, T.outer, cg_i64(fn, 1));
+    LLVMValueRef rows = cg_smax(fn, T.outer, cg_i64(fn, 1));
     LLVMValueRef ntiles = LLVMBuildMul(fn->b, rows, T.tpr, "tiles");
     const cg_array *ticket = sk_aux_array(f, AUX_TICKET);
     LLVMBasicBlockRef head =

@@ -75,10 +75,6 @@
  */
 #include "../sk.h"
 
-static LLVMValueRef wide(cg_fn *fn, LLVMValueRef x)
-{
-    return LLVMBuildZExt(fn->b, x, LLVMInt64TypeInContext(fn->llctx), "");
-}
 
 /* x as the integer of its bits (floats), or x. */
 static LLVMValueRef as_bits(cg_fn *fn, LLVMValueRef x)
@@ -416,8 +412,8 @@ static weft_status emit_private(sk_fn *f)
     int64_t cap = SK_PERMUTE_SHARED_BYTES / (int64_t)weft_type_size(ty);
     LLVMValueRef shared = tg->shared_array(fn, mt, cap);
     LLVMValueRef bins = sk_size(f, out);
-    LLVMValueRef tid = wide(fn, tg->thread_index(fn, 0));
-    LLVMValueRef bs = wide(fn, tg->block_size(fn, 0));
+    LLVMValueRef tid = cg_zext64(fn, tg->thread_index(fn, 0));
+    LLVMValueRef bs = cg_zext64(fn, tg->block_size(fn, 0));
     LLVMValueRef id = sk_permute_identity(fn, op, ty);
     LLVMValueRef sext[WEFT_MAX_RANK];
     weft_status s = sk_permute_begin(f, sext);
@@ -470,8 +466,8 @@ static weft_status emit_private(sk_fn *f)
         LLVMBuildSub(fn->b, LLVMBuildAdd(fn->b, f->n, f->grain, ""), one, ""),
         f->grain, "chunks");
     cg_sloop cl;
-    LLVMValueRef c = cg_sloop_begin(fn, &cl, wide(fn, tg->block_index(fn, 0)),
-                                    chunks, wide(fn, tg->grid_size(fn, 0)),
+    LLVMValueRef c = cg_sloop_begin(fn, &cl, cg_zext64(fn, tg->block_index(fn, 0)),
+                                    chunks, cg_zext64(fn, tg->grid_size(fn, 0)),
                                     "chunk");
     LLVMValueRef lo = LLVMBuildMul(fn->b, c, f->grain, "lo");
     LLVMValueRef hi = LLVMBuildAdd(fn->b, lo, f->grain, "");

@@ -237,22 +237,8 @@ static weft_status ptx_scan_prepare(weft_context *ctx, fe_arena *arena,
 
 /* ---- small helpers ---------------------------------------------------- */
 
-static LLVMValueRef wide(cg_fn *fn, LLVMValueRef x)
-{
-    return LLVMBuildZExt(fn->b, x, LLVMInt64TypeInContext(fn->llctx), "");
-}
 
-static LLVMValueRef min64(cg_fn *fn, LLVMValueRef a, LLVMValueRef b)
-{
-    return LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, a, b, ""),
-                           a, b, "");
-}
 
-static LLVMValueRef max64(cg_fn *fn, LLVMValueRef a, LLVMValueRef b)
-{
-    return LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntSGT, a, b, ""),
-                           a, b, "");
-}
 
 /* ceil(a / b) for a >= 0, b > 0. */
 static LLVMValueRef ceil_div(cg_fn *fn, LLVMValueRef a, LLVMValueRef b)
@@ -747,14 +733,14 @@ static LLVMValueRef items_in(cg_fn *fn, const tile *T)
     LLVMValueRef left = LLVMBuildSub(
         fn->b, LLVMBuildSub(fn->b, T->hi, T->seg, ""),
         LLVMBuildMul(fn->b, T->L.lane, cg_i64(fn, T->K), ""), "");
-    return min64(fn, max64(fn, left, cg_i64(fn, 0)), cg_i64(fn, T->K));
+    return cg_smin(fn, cg_smax(fn, left, cg_i64(fn, 0)), cg_i64(fn, T->K));
 }
 
 /* How many of the lane's coalesced steps (32 i + lane) are in the tile:
  * a prefix, 0 .. K. */
 static LLVMValueRef stripes_in(cg_fn *fn, const tile *T)
 {
-    LLVMValueRef left = max64(
+    LLVMValueRef left = cg_smax(
         fn,
         LLVMBuildSub(fn->b, LLVMBuildSub(fn->b, T->hi, T->seg, ""), T->L.lane,
                      ""),
@@ -762,7 +748,7 @@ static LLVMValueRef stripes_in(cg_fn *fn, const tile *T)
     LLVMValueRef n = LLVMBuildLShr(
         fn->b, LLVMBuildAdd(fn->b, left, cg_i64(fn, WARP - 1), ""),
         cg_i64(fn, 5), "");
-    return min64(fn, n, cg_i64(fn, T->K));
+    return cg_smin(fn, n, cg_i64(fn, T->K));
 }
 
 /* The staging slot of offset q: one pad slot after every 32, so that
@@ -923,10 +909,10 @@ static weft_status warp_chunks(sk_fn *f, tile *T, const source *sr)
     }
     cg_mut_set(fn, &T->pre, &pre);
     /* the warp's total: the value of its last lane with positions */
-    LLVMValueRef last = min64(
+    LLVMValueRef last = cg_smin(
         fn,
         LLVMBuildSDiv(fn->b,
-                      max64(fn,
+                      cg_smax(fn,
                             LLVMBuildSub(fn->b,
                                          LLVMBuildSub(fn->b, T->hi, T->seg, ""),
                                          cg_i64(fn, 1), ""),
@@ -1002,7 +988,7 @@ static weft_status look_back(sk_fn *f, tile *T, const cg_mut *excl)
     LLVMValueRef ctz_args[2] = {pm, i1_const(fn, false)};
     LLVMValueRef fp = cg_intrinsic(fn, "llvm.cttz", &i32, 1, ctz_args, 2);
     /* lanes 0 .. fp (all 32 when there is no P) */
-    LLVMValueRef upto = LLVMBuildShl(fn->b, cg_i64(fn, 2), wide(fn, fp), "");
+    LLVMValueRef upto = LLVMBuildShl(fn->b, cg_i64(fn, 2), cg_zext64(fn, fp), "");
     LLVMValueRef need = LLVMBuildTrunc(
         fn->b, LLVMBuildSub(fn->b, upto, cg_i64(fn, 1), ""), i32, "");
     LLVMValueRef wait = LLVMBuildNot(
@@ -1013,7 +999,7 @@ static weft_status look_back(sk_fn *f, tile *T, const cg_mut *excl)
     if (!T->packed) {
         tg->fence(fn);
     }
-    LLVMValueRef fp64 = wide(fn, fp);
+    LLVMValueRef fp64 = cg_zext64(fn, fp);
     cg_mut x;
     cg_val z, a, p;
     if ((s = cg_mut_new(fn, in->elt, &x)) != WEFT_OK ||
@@ -1122,7 +1108,7 @@ static weft_status tile_prefix(sk_fn *f, tile *T)
     /* warps with positions in the tile: a prefix of nvalid */
     LLVMValueRef span = cg_i64(fn, (int64_t)WARP * T->K);
     LLVMValueRef nvalid =
-        min64(fn, L->nwarp,
+        cg_smin(fn, L->nwarp,
               ceil_div(fn, LLVMBuildSub(fn->b, T->hi, T->lo, ""), span));
     LLVMValueRef wv = LLVMBuildICmp(fn->b, LLVMIntSLT, L->lane, nvalid, "");
     cg_mut x;
@@ -1150,7 +1136,7 @@ static weft_status tile_prefix(sk_fn *f, tile *T)
         return s;
     }
     LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
-    LLVMValueRef lastw = max64(fn, LLVMBuildSub(fn->b, nvalid, one, ""), zero);
+    LLVMValueRef lastw = cg_smax(fn, LLVMBuildSub(fn->b, nvalid, one, ""), zero);
     if ((s = shuffle_val(fn, &xs, LLVMBuildTrunc(fn->b, lastw, i32, ""),
                          &agg)) != WEFT_OK) {
         return s;
@@ -1447,12 +1433,12 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in)
     T.K = items_per_lane(fn->ctx, in->elt);
     T.packed = packed_status(fn->ctx, in->elt);
     lanes *L = &T.L;
-    L->tid = wide(fn, tg->thread_index(fn, 0));
+    L->tid = cg_zext64(fn, tg->thread_index(fn, 0));
     L->lane32 = LLVMBuildAnd(fn->b, tg->thread_index(fn, 0),
                              i32_const(fn, WARP - 1), "lane");
-    L->lane = wide(fn, L->lane32);
+    L->lane = cg_zext64(fn, L->lane32);
     L->wid = LLVMBuildLShr(fn->b, L->tid, cg_i64(fn, 5), "warp");
-    L->nwarp = LLVMBuildLShr(fn->b, wide(fn, tg->block_size(fn, 0)),
+    L->nwarp = LLVMBuildLShr(fn->b, cg_zext64(fn, tg->block_size(fn, 0)),
                              cg_i64(fn, 5), "nwarp");
     /* rows, tiles per row, tiles */
     LLVMValueRef ext[WEFT_MAX_RANK];
@@ -1544,7 +1530,7 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in)
                            "q");
     }
     T.lo = LLVMBuildMul(fn->b, T.q, tsize, "lo");
-    T.hi = min64(fn, LLVMBuildAdd(fn->b, T.lo, tsize, ""), T.m);
+    T.hi = cg_smin(fn, LLVMBuildAdd(fn->b, T.lo, tsize, ""), T.m);
     T.seg = LLVMBuildAdd(
         fn->b, T.lo,
         LLVMBuildMul(fn->b, L->wid, cg_i64(fn, (int64_t)WARP * T.K), ""),

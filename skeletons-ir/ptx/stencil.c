@@ -184,10 +184,6 @@ static LLVMValueRef i32c(cg_fn *fn, int64_t x)
                         (unsigned long long)x, 1);
 }
 
-static LLVMValueRef wide(cg_fn *fn, LLVMValueRef x)
-{
-    return LLVMBuildZExt(fn->b, x, LLVMInt64TypeInContext(fn->llctx), "");
-}
 
 /* The loop over the BLOCK threads that the unrolled code is written
  * for, played by the bs of the block: v = tid, tid + bs, ... < BLOCK
@@ -201,8 +197,8 @@ static LLVMValueRef wide(cg_fn *fn, LLVMValueRef x)
 static LLVMValueRef virtual_begin(cg_fn *fn, cg_sloop *l, LLVMValueRef tid,
                                   LLVMValueRef bs)
 {
-    LLVMValueRef v = cg_sloop_begin(fn, l, wide(fn, tid), cg_i64(fn, BLOCK),
-                                    wide(fn, bs), "v");
+    LLVMValueRef v = cg_sloop_begin(fn, l, cg_zext64(fn, tid), cg_i64(fn, BLOCK),
+                                    cg_zext64(fn, bs), "v");
     return LLVMBuildTrunc(fn->b, sk_ptx_opaque(fn, v),
                           LLVMInt32TypeInContext(fn->llctx), "");
 }
@@ -346,7 +342,7 @@ static void shared_put(cg_fn *fn, const tside *sd, LLVMValueRef e,
                        const cg_val *x)
 {
     for (int l = 0; l < sd->a->nleaf; l++) {
-        cg_store(fn, sd->a->leaf[l], sd->sh[l], wide(fn, e), x->v[l]);
+        cg_store(fn, sd->a->leaf[l], sd->sh[l], cg_zext64(fn, e), x->v[l]);
     }
 }
 
@@ -386,7 +382,7 @@ static weft_status load_plane(sk_fn *f, const tside *sd, LLVMValueRef tid,
                                    i32c(fn, sd->hx), "");
     LLVMValueRef mid = LLVMBuildAdd(
         B, base,
-        LLVMBuildAdd(B, LLVMBuildMul(B, wide(fn, r0), m, ""), wide(fn, c0), ""),
+        LLVMBuildAdd(B, LLVMBuildMul(B, cg_zext64(fn, r0), m, ""), cg_zext64(fn, c0), ""),
         "mid");
     LLVMValueRef step = LLVMBuildMul(B, m, cg_i64(fn, rp), "");
     int n = 0;
@@ -404,7 +400,7 @@ static weft_status load_plane(sk_fn *f, const tside *sd, LLVMValueRef tid,
                 B, base,
                 LLVMBuildAdd(B,
                              LLVMBuildMul(B, cg_i64(fn, sd->lh - 1), m, ""),
-                             wide(fn, c0), ""),
+                             cg_zext64(fn, c0), ""),
                 "");
             at = LLVMBuildSelect(B, in, at, last, "");
         }
@@ -427,7 +423,7 @@ static weft_status load_plane(sk_fn *f, const tside *sd, LLVMValueRef tid,
             LLVMBuildAdd(B, j, i32c(fn, tw), ""), "");
         ld[n].at = LLVMBuildAdd(
             B, base,
-            LLVMBuildAdd(B, LLVMBuildMul(B, wide(fn, r), m, ""), wide(fn, c), ""),
+            LLVMBuildAdd(B, LLVMBuildMul(B, cg_zext64(fn, r), m, ""), cg_zext64(fn, c), ""),
             "");
         ld[n].e = LLVMBuildAdd(B, LLVMBuildMul(B, r, i32c(fn, sd->lw), ""),
                                LLVMBuildAdd(B, c, i32c(fn, soff), ""), "");
@@ -497,15 +493,15 @@ static weft_status load_border(sk_fn *f, const tside *sd, LLVMValueRef tid,
     LLVMValueRef z = tp->z, y0 = tp->y0, x0 = tp->x0;
     int plane = sd->lh * sd->lw;
     cg_sloop l;
-    LLVMValueRef e64 = cg_sloop_begin(fn, &l, wide(fn, tid),
+    LLVMValueRef e64 = cg_sloop_begin(fn, &l, cg_zext64(fn, tid),
                                       cg_i64(fn, (int64_t)sd->wz * plane),
-                                      wide(fn, bs), "e");
+                                      cg_zext64(fn, bs), "e");
     LLVMValueRef e = LLVMBuildTrunc(B, e64, LLVMInt32TypeInContext(fn->llctx),
                                     "");
     LLVMValueRef lw = i32c(fn, sd->lw);
     LLVMValueRef in_plane = LLVMBuildURem(B, e, i32c(fn, plane), "");
-    LLVMValueRef r = wide(fn, LLVMBuildUDiv(B, in_plane, lw, ""));
-    LLVMValueRef c = wide(fn, LLVMBuildURem(B, in_plane, lw, ""));
+    LLVMValueRef r = cg_zext64(fn, LLVMBuildUDiv(B, in_plane, lw, ""));
+    LLVMValueRef c = cg_zext64(fn, LLVMBuildURem(B, in_plane, lw, ""));
     LLVMValueRef t1 = LLVMConstInt(LLVMInt1TypeInContext(fn->llctx), 1, 0);
     LLVMValueRef in_z = t1, in_y = t1, in_x = t1;
     LLVMValueRef gy = bound(
@@ -513,7 +509,7 @@ static weft_status load_border(sk_fn *f, const tside *sd, LLVMValueRef tid,
         LLVMBuildAdd(B, y0, LLVMBuildSub(B, r, cg_i64(fn, sd->hy), ""), ""),
         sd->ey, &in_y);
     if (sd->rank == 3) {
-        LLVMValueRef pz = wide(fn, LLVMBuildUDiv(B, e, i32c(fn, plane), ""));
+        LLVMValueRef pz = cg_zext64(fn, LLVMBuildUDiv(B, e, i32c(fn, plane), ""));
         LLVMValueRef gz = bound(
             fn, sd->bnd,
             LLVMBuildAdd(B, z, LLVMBuildSub(B, pz, cg_i64(fn, sd->hz), ""), ""),
@@ -625,8 +621,8 @@ static weft_status apply_full(sk_fn *f, const tside *sd, int nside,
     cg_fn *fn = &f->fn;
     LLVMBuilderRef B = fn->b;
     int rp = BLOCK / tw;
-    LLVMValueRef r0 = wide(fn, LLVMBuildUDiv(B, tid, i32c(fn, tw), ""));
-    LLVMValueRef c = wide(fn, LLVMBuildURem(B, tid, i32c(fn, tw), ""));
+    LLVMValueRef r0 = cg_zext64(fn, LLVMBuildUDiv(B, tid, i32c(fn, tw), ""));
+    LLVMValueRef c = cg_zext64(fn, LLVMBuildURem(B, tid, i32c(fn, tw), ""));
     /* round k: row r0 + k rp, so every position steps by a constant */
     LLVMValueRef row = LLVMBuildAdd(B, tp->orow, LLVMBuildAdd(B, tp->y0, r0, ""),
                                     "");
@@ -665,11 +661,11 @@ static weft_status apply_tile(sk_fn *f, const tside *sd, int nside,
     cg_sloop l;
     LLVMValueRef e = LLVMBuildTrunc(
         B,
-        cg_sloop_begin(fn, &l, wide(fn, tid), cg_i64(fn, (int64_t)tw * th),
-                       wide(fn, bs), "e"),
+        cg_sloop_begin(fn, &l, cg_zext64(fn, tid), cg_i64(fn, (int64_t)tw * th),
+                       cg_zext64(fn, bs), "e"),
         LLVMInt32TypeInContext(fn->llctx), "");
-    LLVMValueRef r = wide(fn, LLVMBuildUDiv(B, e, i32c(fn, tw), ""));
-    LLVMValueRef c = wide(fn, LLVMBuildURem(B, e, i32c(fn, tw), ""));
+    LLVMValueRef r = cg_zext64(fn, LLVMBuildUDiv(B, e, i32c(fn, tw), ""));
+    LLVMValueRef c = cg_zext64(fn, LLVMBuildURem(B, e, i32c(fn, tw), ""));
     LLVMValueRef y = LLVMBuildAdd(B, tp->y0, r, "y");
     LLVMValueRef x = LLVMBuildAdd(B, tp->x0, c, "x");
     cg_if in;
@@ -733,21 +729,21 @@ static weft_status emit_tiled(sk_fn *f, int tw, int th)
                       cg_i64(fn, log2i(th)), ""),
         i32, "tiles_y");
     cg_sloop tl;
-    LLVMValueRef tile = cg_sloop_begin(fn, &tl, wide(fn, tg->block_index(fn, 0)),
-                                       f->n, wide(fn, tg->grid_size(fn, 0)),
+    LLVMValueRef tile = cg_sloop_begin(fn, &tl, cg_zext64(fn, tg->block_index(fn, 0)),
+                                       f->n, cg_zext64(fn, tg->grid_size(fn, 0)),
                                        "tile");
     LLVMValueRef t32 = LLVMBuildTrunc(B, tile, i32, "");
     LLVMValueRef q = LLVMBuildUDiv(B, t32, tiles_x, "");
-    tp.x0 = LLVMBuildMul(B, wide(fn, LLVMBuildURem(B, t32, tiles_x, "")),
+    tp.x0 = LLVMBuildMul(B, cg_zext64(fn, LLVMBuildURem(B, t32, tiles_x, "")),
                          cg_i64(fn, tw), "x0");
     if (rank == 3) {
-        tp.z = wide(fn, LLVMBuildUDiv(B, q, tiles_y, ""));
+        tp.z = cg_zext64(fn, LLVMBuildUDiv(B, q, tiles_y, ""));
         q = LLVMBuildURem(B, q, tiles_y, "");
         tp.orow = LLVMBuildMul(B, tp.z, tp.Y, "orow");
     } else {
         tp.z = tp.orow = cg_i64(fn, 0);
     }
-    tp.y0 = LLVMBuildMul(B, wide(fn, q), cg_i64(fn, th), "y0");
+    tp.y0 = LLVMBuildMul(B, cg_zext64(fn, q), cg_i64(fn, th), "y0");
     LLVMValueRef interior = LLVMConstInt(LLVMInt1TypeInContext(fn->llctx), 1, 0);
     for (int i = 0; i < nside; i++) {
         interior = LLVMBuildAnd(B, interior, tile_inside(fn, &sd[i], &tp, tw, th),

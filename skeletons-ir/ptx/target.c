@@ -141,10 +141,6 @@ int sk_ptx_launch_block(int block, int64_t items, int sms)
     return LEAST;
 }
 
-static LLVMValueRef wide(cg_fn *fn, LLVMValueRef x)
-{
-    return LLVMBuildZExt(fn->b, x, LLVMInt64TypeInContext(fn->llctx), "");
-}
 
 LLVMValueRef sk_ptx_opaque(cg_fn *fn, LLVMValueRef x)
 {
@@ -164,11 +160,11 @@ static void ptx_range_begin(sk_fn *f)
                : f->e->stage            ? SK_PTX_STAGED_BLOCK
                                         : SK_PTX_ELEMENT_BLOCK;
     cg_ptx_launch_bounds(fn, most, f->e->stage ? SK_PTX_STAGED_MIN_BLOCKS : 0);
-    LLVMValueRef bs = wide(fn, t->block_size(fn, 0));
+    LLVMValueRef bs = cg_zext64(fn, t->block_size(fn, 0));
     LLVMValueRef gid = LLVMBuildAdd(
-        b, LLVMBuildMul(b, wide(fn, t->block_index(fn, 0)), bs, ""),
-        wide(fn, t->thread_index(fn, 0)), "gid");
-    f->loop_step = LLVMBuildMul(b, wide(fn, t->grid_size(fn, 0)), bs, "");
+        b, LLVMBuildMul(b, cg_zext64(fn, t->block_index(fn, 0)), bs, ""),
+        cg_zext64(fn, t->thread_index(fn, 0)), "gid");
+    f->loop_step = LLVMBuildMul(b, cg_zext64(fn, t->grid_size(fn, 0)), bs, "");
     if (sk_ptx_wide(f->e->k)) {
         f->grain = cg_i64(fn, f->e->target->chunk_elems);
     }
@@ -177,7 +173,7 @@ static void ptx_range_begin(sk_fn *f)
     LLVMValueRef lead = NULL;
     if (f->e->stage) {
         f->grain = cg_i64(fn, 1);
-        lead = wide(fn, t->thread_index(fn, 0));
+        lead = cg_zext64(fn, t->thread_index(fn, 0));
     }
     /* c grain < n rather than c < ceil(n / grain): no 64-bit division,
      * whose slow path is a call (c grain < n + grain never wraps) */
