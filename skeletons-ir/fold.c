@@ -49,58 +49,64 @@ static weft_status fold_prepare(weft_context *ctx, fe_arena *arena,
     return s;
 }
 
-/* acc = f(acc, src[j]) for j in [lo, hi), with acc a mutable variable;
- * src is the input term (read through sk_read: it may be fused) or, when
- * NULL, the partials array part. */
-typedef struct row_reader {
-    cg_val ix;          /* the row's outer index components, and room for
-                           the innermost one */
-    LLVMValueRef base;  /* linear position of the row's first element */
-    bool by_index;      /* read the input by multi-index */
-} row_reader;
-
-/* Prepare to read row r of src (extents ext, rank >= 1) starting at
- * linear position base: by multi-index (no division per element) when a
- * linear read of src would need one. */
-static weft_status row_begin(sk_fn *f, const fe_term *src, LLVMValueRef *ext,
-                             LLVMValueRef r, LLVMValueRef base,
-                             row_reader *rw)
+weft_status sk_row_begin(sk_fn *f, const fe_term *src, LLVMValueRef *ext,
+                         LLVMValueRef row, LLVMValueRef base, bool rank1,
+                         sk_row *rw)
 {
+    rw->src = src;
     rw->base = base;
-    rw->by_index = !sk_linear_ok(f, src);
+    rw->by_index = src && (rank1 || src->rank > 1) && !sk_linear_ok(f, src);
     if (!rw->by_index) {
         return WEFT_OK;
     }
     weft_status s = cg_val_make(&f->fn, src->rank, &rw->ix);
     if (s == WEFT_OK && src->rank > 1) {
-        cg_from_index(&f->fn, src->rank - 1, ext, r, rw->ix.v);
+        cg_from_index(&f->fn, src->rank - 1, ext, row, rw->ix.v);
     }
     return s;
 }
 
-/* Element j (a linear position) of a row of src. */
-static weft_status row_read(sk_fn *f, const fe_term *src, const row_reader *rw,
-                            LLVMValueRef j, cg_val *out)
+/* The element of the row whose innermost index is inner (by_index). */
+static weft_status row_index_read(sk_fn *f, const sk_row *rw,
+                                  LLVMValueRef inner, cg_val *out)
 {
-    if (!rw || !rw->by_index) {
-        return sk_read(f, src, j, NULL, out);
-    }
-    cg_val ix = rw->ix;
-    ix.v = fe_arena_alloc(f->fn.arena, sizeof *ix.v * (size_t)(ix.n + 1));
-    if (!ix.v) {
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+    cg_val ix;
+    weft_status s = cg_val_make(&f->fn, rw->ix.n, &ix);
+    if (s) {
+        return s;
     }
     for (int d = 0; d < ix.n - 1; d++) {
         ix.v[d] = rw->ix.v[d];
     }
-    ix.v[ix.n - 1] = LLVMBuildSub(f->fn.b, j, rw->base, "");
-    return sk_read(f, src, NULL, &ix, out);
+    ix.v[ix.n - 1] = inner;
+    return sk_read(f, rw->src, NULL, &ix, out);
+}
+
+weft_status sk_row_read(sk_fn *f, const sk_row *rw, LLVMValueRef j,
+                        cg_val *out)
+{
+    if (!rw->by_index) {
+        return sk_read(f, rw->src, j, NULL, out);
+    }
+    return row_index_read(f, rw, LLVMBuildSub(f->fn.b, j, rw->base, ""), out);
+}
+
+weft_status sk_row_read_in(sk_fn *f, const sk_row *rw, LLVMValueRef k,
+                           cg_val *out)
+{
+    if (!rw->by_index) {
+        return sk_read(f, rw->src, LLVMBuildAdd(f->fn.b, rw->base, k, ""),
+                       NULL, out);
+    }
+    return row_index_read(f, rw, k, out);
 }
 
 /* acc = f(acc, element j) over [lo, hi) in one loop (scalar: a short
- * remainder, emitted cold: left alone by the vectorisers and irce). */
+ * remainder, emitted cold: left alone by the vectorisers and irce); acc
+ * is a mutable variable; the elements are src's (the input term, read
+ * through rw: it may be fused) or, when src is NULL, the partials part's. */
 static weft_status fold_loop(sk_fn *f, const cg_mut *acc, const fe_term *src,
-                             const cg_array *part, const row_reader *rw,
+                             const cg_array *part, const sk_row *rw,
                              LLVMValueRef lo, LLVMValueRef hi, bool scalar)
 {
     cg_fn *fn = &f->fn;
@@ -113,7 +119,7 @@ static weft_status fold_loop(sk_fn *f, const cg_mut *acc, const fe_term *src,
     cg_loop_begin(fn, &l, lo, hi, &j);
     weft_status s = cg_mut_get(fn, acc, &args[0]);
     if (s == WEFT_OK) {
-        s = src ? row_read(f, src, rw, j, &args[1])
+        s = src ? sk_row_read(f, rw, j, &args[1])
                 : cg_array_load(fn, part, j, &args[1]);
     }
     if (s == WEFT_OK) {
@@ -142,7 +148,7 @@ static weft_status fold_loop(sk_fn *f, const cg_mut *acc, const fe_term *src,
 
 static weft_status fold_range(sk_fn *f, const cg_mut *acc,
                               const fe_term *src, const cg_array *part,
-                              const row_reader *rw, LLVMValueRef lo, LLVMValueRef hi)
+                              const sk_row *rw, LLVMValueRef lo, LLVMValueRef hi)
 {
     cg_fn *fn = &f->fn;
     if (!src) {
@@ -191,15 +197,15 @@ static weft_status emit_rows(sk_fn *f, bool has_seed)
     cg_loop_begin(fn, &l, f->start, f->end, &r);
     LLVMValueRef base = LLVMBuildMul(fn->b, r, m, "");
     LLVMValueRef first = base;
-    row_reader rw;
-    if ((s = row_begin(f, src, ext, r, base, &rw)) != WEFT_OK) {
+    sk_row rw;
+    if ((s = sk_row_begin(f, src, ext, r, base, true, &rw)) != WEFT_OK) {
         return s;
     }
     if (has_seed) {
         cg_mut_set(fn, &acc, sk_kid_value(f, 0));
     } else {
         cg_val x0;
-        if ((s = row_read(f, src, &rw, base, &x0)) != WEFT_OK) {
+        if ((s = sk_row_read(f, &rw, base, &x0)) != WEFT_OK) {
             return s;
         }
         cg_mut_set(fn, &acc, &x0);
@@ -248,12 +254,12 @@ static weft_status emit_chunks(sk_fn *f, bool has_seed)
     LLVMValueRef hi = LLVMBuildSDiv(fn->b, LLVMBuildMul(fn->b, q1, m, ""), C, "");
     lo = LLVMBuildAdd(fn->b, base, lo, "");
     hi = LLVMBuildAdd(fn->b, base, hi, "");
-    row_reader rw;
-    if ((s = row_begin(f, src, ext, row, base, &rw)) != WEFT_OK) {
+    sk_row rw;
+    if ((s = sk_row_begin(f, src, ext, row, base, true, &rw)) != WEFT_OK) {
         return s;
     }
     cg_val x0;
-    if ((s = row_read(f, src, &rw, lo, &x0)) != WEFT_OK) {
+    if ((s = sk_row_read(f, &rw, lo, &x0)) != WEFT_OK) {
         return s;
     }
     cg_mut_set(fn, &acc, &x0);

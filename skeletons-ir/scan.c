@@ -118,62 +118,16 @@ static LLVMValueRef out_pos(sk_fn *f, const scan_info *in, LLVMValueRef row,
     return in->grow ? LLVMBuildAdd(f->fn.b, j, row, "") : j;
 }
 
-/* Reading one row of the input.  A fused input whose linear read costs a
- * division per element (a gather, a generate, a zipWith of different
- * shapes, in rank 2 or more) is read by multi-index instead: the row's
- * outer index components are computed once per row. */
-typedef struct row_reader {
-    cg_val ix;          /* outer components, room for the innermost one */
-    LLVMValueRef base;  /* linear position of the row's first element */
-    bool by_index;
-} row_reader;
-
-static weft_status row_begin(sk_fn *f, const scan_info *in,
-                             LLVMValueRef const *ext, LLVMValueRef row,
-                             LLVMValueRef base, row_reader *rr)
-{
-    int rank = in->src->rank;
-    rr->base = base;
-    rr->by_index = rank > 1 && !sk_linear_ok(f, in->src);
-    if (!rr->by_index) {
-        return WEFT_OK;
-    }
-    weft_status s = cg_val_make(&f->fn, rank, &rr->ix);
-    if (s == WEFT_OK) {
-        cg_from_index(&f->fn, rank - 1, (LLVMValueRef *)ext, row, rr->ix.v);
-    }
-    return s;
-}
-
-/* Input element at linear position j (inside the row of rr). */
-static weft_status row_read(sk_fn *f, const scan_info *in,
-                            const row_reader *rr, LLVMValueRef j, cg_val *out)
-{
-    if (!rr->by_index) {
-        return sk_read(f, in->src, j, NULL, out);
-    }
-    cg_val ix;
-    weft_status s = cg_val_make(&f->fn, rr->ix.n, &ix);
-    if (s) {
-        return s;
-    }
-    for (int d = 0; d < ix.n - 1; d++) {
-        ix.v[d] = rr->ix.v[d];
-    }
-    ix.v[ix.n - 1] = LLVMBuildSub(f->fn.b, j, rr->base, "");
-    return sk_read(f, in->src, NULL, &ix, out);
-}
-
 /* One step of a scan at input position j: read x[j], combine and store in
  * the order the scan asks for. */
 static weft_status scan_step(sk_fn *f, const scan_info *in, const cg_mut *acc,
-                             const row_reader *rr, LLVMValueRef row,
+                             const sk_row *rr, LLVMValueRef row,
                              LLVMValueRef j)
 {
     cg_fn *fn = &f->fn;
     const cg_array *out = sk_out_array(f, 0);
     cg_val x, a;
-    weft_status s = row_read(f, in, rr, j, &x);
+    weft_status s = sk_row_read(f, rr, j, &x);
     if (s) {
         return s;
     }
@@ -202,7 +156,7 @@ static weft_status scan_step(sk_fn *f, const scan_info *in, const cg_mut *acc,
  * first element, which is stored as it is.  carry may be NULL only when
  * from_elem is NULL too (then the piece always starts from its element). */
 static weft_status scan_piece(sk_fn *f, const scan_info *in,
-                              const cg_mut *acc, const row_reader *rr,
+                              const cg_mut *acc, const sk_row *rr,
                               LLVMValueRef row,
                               LLVMValueRef lo, LLVMValueRef hi,
                               LLVMValueRef from_elem, const cg_val *carry)
@@ -230,7 +184,7 @@ static weft_status scan_piece(sk_fn *f, const scan_info *in,
         }
         LLVMValueRef p = in->left ? lo : LLVMBuildSub(fn->b, hi, one, "");
         cg_val x;
-        if ((s = row_read(f, in, rr, p, &x)) != WEFT_OK) {
+        if ((s = sk_row_read(f, rr, p, &x)) != WEFT_OK) {
             return s;
         }
         cg_mut_set(fn, acc, &x);
@@ -313,8 +267,8 @@ static weft_status emit_rows(sk_fn *f, const scan_info *in)
     if (in->grow && !in->left) {
         store_total(f, in, r, m, z);
     }
-    row_reader rr;
-    if ((s = row_begin(f, in, ext, r, lo, &rr)) != WEFT_OK ||
+    sk_row rr;
+    if ((s = sk_row_begin(f, in->src, ext, r, lo, false, &rr)) != WEFT_OK ||
         (s = scan_piece(f, in, &acc, &rr, r, lo, hi, NULL, z)) != WEFT_OK) {
         return s;
     }
@@ -365,14 +319,14 @@ static weft_status emit_reduce(sk_fn *f, const scan_info *in)
     LLVMValueRef c, row, q, base, lo, hi;
     cg_loop_begin(fn, &l, f->start, f->end, &c);
     chunk_bounds(f, c, C, m, &row, &q, &base, &lo, &hi);
-    row_reader rr;
-    if ((s = row_begin(f, in, ext, row, base, &rr)) != WEFT_OK) {
+    sk_row rr;
+    if ((s = sk_row_begin(f, in->src, ext, row, base, false, &rr)) != WEFT_OK) {
         return s;
     }
     LLVMValueRef one = cg_i64(fn, 1);
     LLVMValueRef first = in->left ? lo : LLVMBuildSub(fn->b, hi, one, "");
     cg_val x;
-    if ((s = row_read(f, in, &rr, first, &x)) != WEFT_OK) {
+    if ((s = sk_row_read(f, &rr, first, &x)) != WEFT_OK) {
         return s;
     }
     cg_mut_set(fn, &acc, &x);
@@ -383,7 +337,7 @@ static weft_status emit_reduce(sk_fn *f, const scan_info *in)
     cg_loop_begin(fn, &il, cg_i64(fn, 0), n, &k);
     LLVMValueRef j = in->left ? LLVMBuildAdd(fn->b, LLVMBuildAdd(fn->b, lo, one, ""), k, "")
                               : LLVMBuildSub(fn->b, LLVMBuildSub(fn->b, first, one, ""), k, "");
-    s = row_read(f, in, &rr, j, &x);
+    s = sk_row_read(f, &rr, j, &x);
     if (s == WEFT_OK) {
         s = combine(f, in, &acc, &x, true);
     }
@@ -482,8 +436,8 @@ static weft_status emit_rescan(sk_fn *f, const scan_info *in)
     LLVMValueRef c, row, q, base, lo, hi;
     cg_loop_begin(fn, &l, f->start, f->end, &c);
     chunk_bounds(f, c, C, m, &row, &q, &base, &lo, &hi);
-    row_reader rr;
-    if ((s = row_begin(f, in, ext, row, base, &rr)) != WEFT_OK) {
+    sk_row rr;
+    if ((s = sk_row_begin(f, in->src, ext, row, base, false, &rr)) != WEFT_OK) {
         return s;
     }
     cg_val carry;

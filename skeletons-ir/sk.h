@@ -273,6 +273,33 @@ struct sk_kernel {
  * (fold.c; the PTX fold too). */
 void sk_fold_chunks_only(sk_kernel *k);
 
+/* Reading one row of a fold's or a scan's input (fold.c; the scans and
+ * the PTX fold too).  A fused input whose linear read costs a division
+ * per element (a gather, a generate, a zipWith of different shapes) is
+ * read by multi-index instead: the row's outer index components are
+ * computed once per row, the innermost one per element. */
+typedef struct sk_row {
+    const fe_term *src; /* the input term (NULL: nothing to read) */
+    cg_val ix;          /* by_index: the outer components, room for the
+                           innermost one */
+    LLVMValueRef base;  /* linear position of the row's first element */
+    bool by_index;
+} sk_row;
+/* Prepare *rw to read row `row` of src (extents ext, rank >= 1; src may
+ * be NULL) from linear position base; rank1 says whether an input of
+ * rank 1 that is not read linearly goes by index too (the folds) or
+ * linearly (the scans).  Errors: WEFT_ERR_OUT_OF_MEMORY. */
+weft_status sk_row_begin(sk_fn *f, const fe_term *src, LLVMValueRef *ext,
+                         LLVMValueRef row, LLVMValueRef base, bool rank1,
+                         sk_row *rw);
+/* The element at linear position j of the row into *out (sk_read's
+ * errors). */
+weft_status sk_row_read(sk_fn *f, const sk_row *rw, LLVMValueRef j,
+                        cg_val *out);
+/* The element at position k inside the row (k from 0) into *out. */
+weft_status sk_row_read_in(sk_fn *f, const sk_row *rw, LLVMValueRef k,
+                           cg_val *out);
+
 /* The context in which a kernel's functions are emitted. */
 struct sk_emit {
     weft_context *ctx;
@@ -566,6 +593,14 @@ weft_status sk_stencil_boundary_value(sk_fn *f, int which,
  * being strength-reduced or hoisted out of a loop into registers kept
  * across it. */
 LLVMValueRef sk_ptx_opaque(cg_fn *fn, LLVMValueRef x);
+
+/* Opens *fin, entered by the grid's last block to take a ticket: thread
+ * 0 of each block (fenced first when fence is true) adds one to *ticket
+ * (i32) and the block that drew the grid's size less one (of the ticket's
+ * bits in mask, unless mask is 0) enters, after a barrier and a fence.
+ * The caller closes *fin.  Returns tid == 0. */
+LLVMValueRef sk_ptx_last_block(cg_fn *fn, LLVMValueRef tid, LLVMValueRef ticket,
+                               bool fence, uint32_t mask, cg_if *fin);
 
 /* ===== ptx/stencil.c ===== */
 

@@ -617,51 +617,6 @@ static weft_status warp_scan(sk_fn *f, const scan_info *in, const lanes *L,
 
 /* ---- reading the input ------------------------------------------------ */
 
-/* One row of the input (scan.c's row_reader). */
-typedef struct source {
-    const fe_term *src;
-    cg_val ix;          /* by_index: the row's outer index components */
-    LLVMValueRef base;  /* linear position of the row's first element */
-    bool by_index;
-} source;
-
-static weft_status source_row(sk_fn *f, source *sr, LLVMValueRef *ext,
-                              LLVMValueRef row, LLVMValueRef base)
-{
-    int rank = sr->src->rank;
-    sr->base = base;
-    sr->by_index = rank > 1 && !sk_linear_ok(f, sr->src);
-    if (!sr->by_index) {
-        return WEFT_OK;
-    }
-    weft_status s = cg_val_make(&f->fn, rank, &sr->ix);
-    if (s == WEFT_OK) {
-        cg_from_index(&f->fn, rank - 1, ext, row, sr->ix.v);
-    }
-    return s;
-}
-
-/* The element at physical position j of the row. */
-static weft_status source_read(sk_fn *f, const source *sr, LLVMValueRef j,
-                               cg_val *out)
-{
-    cg_fn *fn = &f->fn;
-    if (!sr->by_index) {
-        return sk_read(f, sr->src, LLVMBuildAdd(fn->b, sr->base, j, ""), NULL,
-                       out);
-    }
-    cg_val ix;
-    weft_status s = cg_val_make(fn, sr->ix.n, &ix);
-    if (s) {
-        return s;
-    }
-    for (int d = 0; d < ix.n - 1; d++) {
-        ix.v[d] = sr->ix.v[d];
-    }
-    ix.v[ix.n - 1] = j;
-    return sk_read(f, sr->src, NULL, &ix, out);
-}
-
 /* ---- the kernel ------------------------------------------------------- */
 
 /* Everything one tile's code needs. */
@@ -842,7 +797,7 @@ static weft_status lane_total(sk_fn *f, const tile *T, bool guarded,
  * of the lanes before it (T->pre, nothing for lane 0), and lane 0 of each
  * warp that has positions in the tile puts the warp's total in shared
  * memory. */
-static weft_status warp_chunks(sk_fn *f, tile *T, const source *sr)
+static weft_status warp_chunks(sk_fn *f, tile *T, const sk_row *sr)
 {
     cg_fn *fn = &f->fn;
     const scan_info *in = T->in;
@@ -860,7 +815,7 @@ static weft_status warp_chunks(sk_fn *f, tile *T, const source *sr)
     cg_val got[MAX_ITEMS];
     for (int i = 0; i < T->K; i++) {
         LLVMValueRef p = LLVMBuildAdd(fn->b, T->seg, stripe_off(fn, T, i), "");
-        if ((s = source_read(f, sr, phys(fn, T, p), &got[i])) != WEFT_OK) {
+        if ((s = sk_row_read_in(f, sr, phys(fn, T, p), &got[i])) != WEFT_OK) {
             return s;
         }
     }
@@ -877,7 +832,7 @@ static weft_status warp_chunks(sk_fn *f, tile *T, const source *sr)
     cg_loop_begin(fn, &rd, cg_i64(fn, 0), stripes_in(fn, T), &i);
     LLVMValueRef q = stripe_at(fn, T, i);
     cg_val e;
-    if ((s = source_read(f, sr, phys(fn, T, LLVMBuildAdd(fn->b, T->seg, q, "")),
+    if ((s = sk_row_read_in(f, sr, phys(fn, T, LLVMBuildAdd(fn->b, T->seg, q, "")),
                          &e)) != WEFT_OK) {
         return s;
     }
@@ -1539,9 +1494,10 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in)
         fn->b, LLVMIntSLE,
         LLVMBuildAdd(fn->b, T.seg, cg_i64(fn, (int64_t)WARP * T.K), ""), T.hi,
         "whole");
-    source sr = {.src = in->src};
-    if ((s = source_row(f, &sr, ext, T.row,
-                        LLVMBuildMul(fn->b, T.row, T.m, ""))) != WEFT_OK ||
+    sk_row sr;
+    if ((s = sk_row_begin(f, in->src, ext, T.row,
+                          LLVMBuildMul(fn->b, T.row, T.m, ""), false, &sr)) !=
+            WEFT_OK ||
         (s = warp_chunks(f, &T, &sr)) != WEFT_OK) {
         return s;
     }
