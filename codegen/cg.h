@@ -5,10 +5,12 @@
  * A skeleton (skeletons-ir/) builds one LLVM function per kernel.  It asks
  * codegen for:
  *   init.c        one-time, thread-safe LLVM initialisation (cg_init);
- *   types.c       weft types as LLVM types, loads and stores of leaves;
+ *   types.c       weft types as LLVM types, loads and stores of leaves,
+ *                 small integer helpers (cg_smin, cg_ceil_div, ...);
  *   ssa.c         the function under construction (cg_fn), counted loops,
  *                 if/else with merged values, mutable variables;
- *   exp.c         the scalar language of the core as IR (cg_exp, cg_apply);
+ *   exp.c         the scalar language of the core as IR (cg_exp, cg_apply),
+ *                 through the SSA walker that SPMD code shares (cg_walk);
  *   target_cpu.c  the target interface (cg_target) for the host CPU, and
  *                 host target machines;
  *   opt.c         verification, optimisation (the CPU pass pipeline),
@@ -100,6 +102,16 @@ LLVMValueRef cg_zext64(cg_fn *fn, LLVMValueRef x);
  * and a select). */
 LLVMValueRef cg_smin(cg_fn *fn, LLVMValueRef a, LLVMValueRef b);
 LLVMValueRef cg_smax(cg_fn *fn, LLVMValueRef a, LLVMValueRef b);
+/* ceil(a / b) of i64 a >= 0 and b > 0, (a + b - 1) / b (signed, or
+ * unsigned: cg_ceil_udiv). */
+LLVMValueRef cg_ceil_div(cg_fn *fn, LLVMValueRef a, LLVMValueRef b);
+LLVMValueRef cg_ceil_udiv(cg_fn *fn, LLVMValueRef a, LLVMValueRef b);
+/* ceil(a / n) of i64 a and n with 0 <= a + n - 1 < 2^63 and 1 <= n <=
+ * 2^16, by four 32-bit divisions of 16-bit digits: on a target where a
+ * 64-bit division by a value known only at run time is a call (PTX:
+ * __cuda_sm20_div_u64), the call's convention costs ptxas registers and
+ * spills across the whole kernel. */
+LLVMValueRef cg_ceil_div_small(cg_fn *fn, LLVMValueRef a, LLVMValueRef n);
 
 /* ===== ssa.c ===== */
 

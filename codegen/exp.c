@@ -3,7 +3,10 @@
  *
  * cg_exp walks a scalar core term and emits IR at the builder of the
  * function under construction, returning the term's value as one LLVM
- * value per leaf.  Variables are looked up in the function's environment
+ * value per leaf.  The walk itself (cg_walk: checks, tuples, projections,
+ * lets, operands, indices, application) is shared with the SPMD code of
+ * spmd.c, which emits a vector of lanes per leaf; each gives it hooks
+ * (cg_walk_ops) for the terms whose code differs.  Variables are looked up in the function's environment
  * (filled by cg_bind and by lets and function applications met on the
  * way); array terms that the scalar code looks at (shape, indexing) are
  * resolved through array variables or the skeleton's callback.

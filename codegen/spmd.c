@@ -2,7 +2,9 @@
  * codegen/spmd.c: element functions over W lanes (SPMD vectorisation).
  *
  * cg_spmd_exp emits a scalar core term the way cg_exp does, but for W
- * elements at once, as ISPC and Intel's SPMD-on-SIMD compilers do.  Every
+ * elements at once, as ISPC and Intel's SPMD-on-SIMD compilers do; it
+ * walks the term through exp.c's cg_walk, with hooks (spmd_walk) for the
+ * terms, primitives and indices whose code differs.  Every
  * leaf of a value is either
  *
  *   uniform   one scalar LLVM value, the same for every lane (constants,

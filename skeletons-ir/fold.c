@@ -33,13 +33,11 @@ void sk_fold_chunks_only(sk_kernel *k)
     }
 }
 
-static weft_status fold_prepare(weft_context *ctx, fe_arena *arena,
-                               sk_kernel *k)
+weft_status sk_add_chunk_items(weft_context *ctx, fe_arena *arena,
+                               sk_kernel *k, weft_type elt)
 {
-    k->nentry = 3;
-    sk_fold_chunks_only(k);
     weft_status s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX, 0,
-                                k->op->type, 1);
+                                elt, 1);
     if (s) {
         return s;
     }
@@ -47,6 +45,25 @@ static weft_status fold_prepare(weft_context *ctx, fe_arena *arena,
     s = sk_add_item(ctx, arena, k, SK_SCALAR, SK_SRC_AUX, 1, WEFT_I64, 0);
     k->aux_item[1] = k->nitem - 1;
     return s;
+}
+
+weft_status sk_mut_store(sk_fn *f, const cg_mut *acc, const cg_array *a,
+                         LLVMValueRef i)
+{
+    cg_val y;
+    weft_status s = cg_mut_get(&f->fn, acc, &y);
+    if (s == WEFT_OK) {
+        cg_array_store(&f->fn, a, i, &y);
+    }
+    return s;
+}
+
+static weft_status fold_prepare(weft_context *ctx, fe_arena *arena,
+                               sk_kernel *k)
+{
+    k->nentry = 3;
+    sk_fold_chunks_only(k);
+    return sk_add_chunk_items(ctx, arena, k, k->op->type);
 }
 
 weft_status sk_row_begin(sk_fn *f, const fe_term *src, LLVMValueRef *ext,
@@ -175,145 +192,102 @@ static weft_status fold_range(sk_fn *f, const cg_mut *acc,
     return fold_loop(f, acc, src, NULL, rw, mid, hi, true);
 }
 
-/* Entry 0: whole rows. */
+void sk_chunk_bounds(sk_fn *f, LLVMValueRef c, LLVMValueRef C,
+                     LLVMValueRef m, LLVMValueRef *row, LLVMValueRef *q,
+                     LLVMValueRef *base_out, LLVMValueRef *lo,
+                     LLVMValueRef *hi)
+{
+    cg_fn *fn = &f->fn;
+    *row = LLVMBuildSDiv(fn->b, c, C, "");
+    *q = LLVMBuildSRem(fn->b, c, C, "");
+    LLVMValueRef base = LLVMBuildMul(fn->b, *row, m, "");
+    *base_out = base;
+    /* piece q covers [q*m/C, (q+1)*m/C) of its row */
+    LLVMValueRef a = LLVMBuildSDiv(fn->b, LLVMBuildMul(fn->b, *q, m, ""), C, "");
+    LLVMValueRef q1 = LLVMBuildAdd(fn->b, *q, cg_i64(fn, 1), "");
+    LLVMValueRef b = LLVMBuildSDiv(fn->b, LLVMBuildMul(fn->b, q1, m, ""), C, "");
+    *lo = LLVMBuildAdd(fn->b, base, a, "");
+    *hi = LLVMBuildAdd(fn->b, base, b, "");
+}
+
+/* Entry `entry` (the head comment's 0, 1 or 2): for each i in [start,
+ * end), one fold of a range [lo, hi) stored at i: entry 0 row i of the
+ * input, from z (fold) or its first element; entry 1 chunk i (row i / C,
+ * piece i % C) from its first element, into the partials; entry 2 the C
+ * partials of row i, from z or the first of them. */
+static weft_status emit_entry(sk_fn *f, bool has_seed, int entry)
+{
+    cg_fn *fn = &f->fn;
+    const fe_term *src = entry < 2 ? f->e->k->op->kid[has_seed ? 1 : 0] : NULL;
+    const cg_array *part = entry > 0 ? sk_aux_array(f, 0) : NULL;
+    const cg_array *dst = entry == 1 ? part : sk_out_array(f, 0);
+    LLVMValueRef C = entry > 0 ? sk_aux_value(f, 1)->v[0] : NULL;
+    LLVMValueRef ext[WEFT_MAX_RANK], m = C;
+    weft_status s;
+    if (src) {
+        if ((s = sk_extent(f, src, ext)) != WEFT_OK) {
+            return s;
+        }
+        m = ext[src->rank - 1];
+    }
+    cg_mut acc;
+    if ((s = cg_mut_new(fn, f->e->k->op->type, &acc)) != WEFT_OK) {
+        return s;
+    }
+    cg_loop l;
+    LLVMValueRef i, row = NULL, q, base, lo, hi = NULL;
+    cg_loop_begin(fn, &l, f->start, f->end, &i);
+    if (entry == 1) {
+        sk_chunk_bounds(f, i, C, m, &row, &q, &base, &lo, &hi);
+    } else {
+        row = i;
+        base = LLVMBuildMul(fn->b, i, m, "");
+        lo = base;
+    }
+    sk_row rw;
+    if (src && (s = sk_row_begin(f, src, ext, row, base, true, &rw)) !=
+                   WEFT_OK) {
+        return s;
+    }
+    LLVMValueRef first = lo;
+    if (has_seed && entry != 1) {
+        cg_mut_set(fn, &acc, sk_kid_value(f, 0));
+    } else {
+        cg_val x0;
+        if ((s = src ? sk_row_read(f, &rw, lo, &x0)
+                     : cg_array_load(fn, part, lo, &x0)) != WEFT_OK) {
+            return s;
+        }
+        cg_mut_set(fn, &acc, &x0);
+        first = LLVMBuildAdd(fn->b, lo, cg_i64(fn, 1), "");
+    }
+    if (!hi) {
+        hi = LLVMBuildAdd(fn->b, base, m, "");
+    }
+    if ((s = fold_range(f, &acc, src, part, src ? &rw : NULL, first, hi)) !=
+        WEFT_OK) {
+        return s;
+    }
+    if ((s = sk_mut_store(f, &acc, dst, i)) != WEFT_OK) {
+        return s;
+    }
+    cg_loop_end(fn, &l);
+    return WEFT_OK;
+}
+
 static weft_status emit_rows(sk_fn *f, bool has_seed)
 {
-    cg_fn *fn = &f->fn;
-    const fe_term *src = f->e->k->op->kid[has_seed ? 1 : 0];
-    const cg_array *out = sk_out_array(f, 0);
-    LLVMValueRef ext[WEFT_MAX_RANK];
-    weft_status s0 = sk_extent(f, src, ext);
-    if (s0) {
-        return s0;
-    }
-    LLVMValueRef m = ext[src->rank - 1];
-    cg_mut acc;
-    weft_status s = cg_mut_new(fn, f->e->k->op->type, &acc);
-    if (s) {
-        return s;
-    }
-    cg_loop l;
-    LLVMValueRef r;
-    cg_loop_begin(fn, &l, f->start, f->end, &r);
-    LLVMValueRef base = LLVMBuildMul(fn->b, r, m, "");
-    LLVMValueRef first = base;
-    sk_row rw;
-    if ((s = sk_row_begin(f, src, ext, r, base, true, &rw)) != WEFT_OK) {
-        return s;
-    }
-    if (has_seed) {
-        cg_mut_set(fn, &acc, sk_kid_value(f, 0));
-    } else {
-        cg_val x0;
-        if ((s = sk_row_read(f, &rw, base, &x0)) != WEFT_OK) {
-            return s;
-        }
-        cg_mut_set(fn, &acc, &x0);
-        first = LLVMBuildAdd(fn->b, base, cg_i64(fn, 1), "");
-    }
-    LLVMValueRef hi = LLVMBuildAdd(fn->b, base, m, "");
-    if ((s = fold_range(f, &acc, src, NULL, &rw, first, hi)) != WEFT_OK) {
-        return s;
-    }
-    cg_val y;
-    if ((s = cg_mut_get(fn, &acc, &y)) != WEFT_OK) {
-        return s;
-    }
-    cg_array_store(fn, out, r, &y);
-    cg_loop_end(fn, &l);
-    return WEFT_OK;
+    return emit_entry(f, has_seed, 0);
 }
 
-/* Entry 1: partial[c] = fold1 of chunk c (row c / C, piece c % C). */
 static weft_status emit_chunks(sk_fn *f, bool has_seed)
 {
-    cg_fn *fn = &f->fn;
-    const fe_term *src = f->e->k->op->kid[has_seed ? 1 : 0];
-    const cg_array *part = sk_aux_array(f, 0);
-    LLVMValueRef C = sk_aux_value(f, 1)->v[0];
-    LLVMValueRef ext[WEFT_MAX_RANK];
-    weft_status s0 = sk_extent(f, src, ext);
-    if (s0) {
-        return s0;
-    }
-    LLVMValueRef m = ext[src->rank - 1];
-    cg_mut acc;
-    weft_status s = cg_mut_new(fn, f->e->k->op->type, &acc);
-    if (s) {
-        return s;
-    }
-    cg_loop l;
-    LLVMValueRef c;
-    cg_loop_begin(fn, &l, f->start, f->end, &c);
-    LLVMValueRef row = LLVMBuildSDiv(fn->b, c, C, "");
-    LLVMValueRef q = LLVMBuildSRem(fn->b, c, C, "");
-    LLVMValueRef base = LLVMBuildMul(fn->b, row, m, "");
-    /* piece q covers [q*m/C, (q+1)*m/C) of its row */
-    LLVMValueRef lo = LLVMBuildSDiv(fn->b, LLVMBuildMul(fn->b, q, m, ""), C, "");
-    LLVMValueRef q1 = LLVMBuildAdd(fn->b, q, cg_i64(fn, 1), "");
-    LLVMValueRef hi = LLVMBuildSDiv(fn->b, LLVMBuildMul(fn->b, q1, m, ""), C, "");
-    lo = LLVMBuildAdd(fn->b, base, lo, "");
-    hi = LLVMBuildAdd(fn->b, base, hi, "");
-    sk_row rw;
-    if ((s = sk_row_begin(f, src, ext, row, base, true, &rw)) != WEFT_OK) {
-        return s;
-    }
-    cg_val x0;
-    if ((s = sk_row_read(f, &rw, lo, &x0)) != WEFT_OK) {
-        return s;
-    }
-    cg_mut_set(fn, &acc, &x0);
-    LLVMValueRef lo1 = LLVMBuildAdd(fn->b, lo, cg_i64(fn, 1), "");
-    if ((s = fold_range(f, &acc, src, NULL, &rw, lo1, hi)) != WEFT_OK) {
-        return s;
-    }
-    cg_val y;
-    if ((s = cg_mut_get(fn, &acc, &y)) != WEFT_OK) {
-        return s;
-    }
-    cg_array_store(fn, part, c, &y);
-    cg_loop_end(fn, &l);
-    return WEFT_OK;
+    return emit_entry(f, has_seed, 1);
 }
 
-/* Entry 2: out[r] = z (or partial[r*C]) combined with the row's partials. */
 static weft_status emit_combine(sk_fn *f, bool has_seed)
 {
-    cg_fn *fn = &f->fn;
-    const cg_array *part = sk_aux_array(f, 0);
-    const cg_array *out = sk_out_array(f, 0);
-    LLVMValueRef C = sk_aux_value(f, 1)->v[0];
-    cg_mut acc;
-    weft_status s = cg_mut_new(fn, f->e->k->op->type, &acc);
-    if (s) {
-        return s;
-    }
-    cg_loop l;
-    LLVMValueRef r;
-    cg_loop_begin(fn, &l, f->start, f->end, &r);
-    LLVMValueRef base = LLVMBuildMul(fn->b, r, C, "");
-    LLVMValueRef first = base;
-    if (has_seed) {
-        cg_mut_set(fn, &acc, sk_kid_value(f, 0));
-    } else {
-        cg_val x0;
-        if ((s = cg_array_load(fn, part, base, &x0)) != WEFT_OK) {
-            return s;
-        }
-        cg_mut_set(fn, &acc, &x0);
-        first = LLVMBuildAdd(fn->b, base, cg_i64(fn, 1), "");
-    }
-    LLVMValueRef hi = LLVMBuildAdd(fn->b, base, C, "");
-    if ((s = fold_range(f, &acc, NULL, part, NULL, first, hi)) != WEFT_OK) {
-        return s;
-    }
-    cg_val y;
-    if ((s = cg_mut_get(fn, &acc, &y)) != WEFT_OK) {
-        return s;
-    }
-    cg_array_store(fn, out, r, &y);
-    cg_loop_end(fn, &l);
-    return WEFT_OK;
+    return emit_entry(f, has_seed, 2);
 }
 
 static weft_status fold_emit(sk_emit *e, const char *const *names)
@@ -349,7 +323,7 @@ static weft_status fold_emit(sk_emit *e, const char *const *names)
     return WEFT_OK;
 }
 
-static bool fold_supported(const fe_term *t)
+bool sk_fold_supported(const fe_term *t)
 {
     return t->atype->narrays == 1;
 }
@@ -357,7 +331,7 @@ static bool fold_supported(const fe_term *t)
 const sk_skeleton sk_fold = {
     .name = "fold",
     .family = SK_FOLD,
-    .supported = fold_supported,
+    .supported = sk_fold_supported,
     .prepare = fold_prepare,
     .emit = fold_emit,
     .fuses_input = true,

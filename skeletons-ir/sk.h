@@ -299,6 +299,24 @@ weft_status sk_row_read(sk_fn *f, const sk_row *rw, LLVMValueRef j,
 /* The element at position k inside the row (k from 0) into *out. */
 weft_status sk_row_read_in(sk_fn *f, const sk_row *rw, LLVMValueRef k,
                            cg_val *out);
+/* The bounds [*lo, *hi) of chunk c of a fold or scan cut into C chunks a
+ * row of m elements (row c / C, piece *q = c % C, covering [q m / C,
+ * (q + 1) m / C) of the row) in input positions, its row and the row's
+ * first position *base (fold.c). */
+/* Whether both folds take t: one array (fold.c). */
+bool sk_fold_supported(const fe_term *t);
+/* Add to fold or scan kernel k the aux items of its chunked entries:
+ * aux 0 the partials (rank 1 of elt), aux 1 the number of chunks per row
+ * C (i64) (fold.c).  Errors: sk_add_item's. */
+weft_status sk_add_chunk_items(weft_context *ctx, fe_arena *arena,
+                               sk_kernel *k, weft_type elt);
+/* a[i] = the value of *acc (fold.c).  Errors: cg_mut_get's. */
+weft_status sk_mut_store(sk_fn *f, const cg_mut *acc, const cg_array *a,
+                         LLVMValueRef i);
+void sk_chunk_bounds(sk_fn *f, LLVMValueRef c, LLVMValueRef C,
+                     LLVMValueRef m, LLVMValueRef *row, LLVMValueRef *q,
+                     LLVMValueRef *base, LLVMValueRef *lo,
+                     LLVMValueRef *hi);
 
 /* The context in which a kernel's functions are emitted. */
 struct sk_emit {
@@ -585,6 +603,24 @@ weft_status sk_permute_group(sk_fn *f, const cg_array *r,
  * WEFT_ERR_INTERNAL (a constant boundary without its value). */
 weft_status sk_stencil_boundary_value(sk_fn *f, int which,
                                       const cg_val **out);
+
+/* ===== scan.c: what the PTX scan shares ===== */
+
+/* What kind of scan an operation is. */
+typedef struct sk_scan_info {
+    bool seeded;    /* has z (scanl, scanl', scanr, scanr') */
+    bool left;
+    bool pair;      /* scanl', scanr': a second output of totals */
+    bool grow;      /* scanl, scanr: rows of m + 1 */
+    bool exclusive; /* scanl, scanl', scanr' write acc before combining */
+    weft_type elt;  /* element type */
+    const fe_term *src; /* the input array term */
+    const fe_fun *comb;
+} sk_scan_info;
+sk_scan_info sk_scan_info_of(const fe_term *t);
+/* Whether both scans take t: one output array (two for scanl', scanr')
+ * and one function. */
+bool sk_scan_supported(const fe_term *t);
 
 /* ===== ptx/target.c ===== */
 

@@ -167,14 +167,7 @@ static weft_status ptx_fold_prepare(weft_context *ctx, fe_arena *arena,
     /* a block per chunk: chunks of at least 32K elements, so that a
      * block streams long runs between its barriers */
     k->chunk_min = 32768;
-    weft_status s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX, 0,
-                                k->op->type, 1);
-    if (s) {
-        return s;
-    }
-    k->aux_item[0] = k->nitem - 1;
-    s = sk_add_item(ctx, arena, k, SK_SCALAR, SK_SRC_AUX, 1, WEFT_I64, 0);
-    k->aux_item[1] = k->nitem - 1;
+    weft_status s = sk_add_chunk_items(ctx, arena, k, k->op->type);
     if (s == WEFT_OK && (k->flags & SK_FOLD_CHUNKS_ONLY)) {
         /* one row: the last block finishes it (sk.h), its ticket in aux 2 */
         k->flags |= SK_FOLD_LAST_BLOCK;
@@ -188,34 +181,6 @@ static weft_status ptx_fold_prepare(weft_context *ctx, fe_arena *arena,
 
 
 
-
-/* ceil(a / n) for 0 <= a < 2^63 and 1 <= n <= 32 (n i64), by four 32-bit
- * divisions of 16-bit digits: a 64-bit division is a call in the driver's
- * relocatable compile, which costs the whole entry registers. */
-static LLVMValueRef ceil_div_small(cg_fn *fn, LLVMValueRef a, LLVMValueRef n)
-{
-    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
-    a = LLVMBuildAdd(fn->b, a, LLVMBuildSub(fn->b, n, cg_i64(fn, 1), ""), "");
-    LLVMValueRef n32 = LLVMBuildTrunc(fn->b, n, i32, "");
-    LLVMValueRef r = LLVMConstInt(i32, 0, 0), q = cg_i64(fn, 0);
-    for (int d = 3; d >= 0; d--) {
-        LLVMValueRef digit = LLVMBuildTrunc(
-            fn->b,
-            LLVMBuildAnd(fn->b,
-                         LLVMBuildLShr(fn->b, a, cg_i64(fn, 16 * d), ""),
-                         cg_i64(fn, 0xffff), ""),
-            i32, "");
-        LLVMValueRef cur = LLVMBuildOr(
-            fn->b, LLVMBuildShl(fn->b, r, LLVMConstInt(i32, 16, 0), ""), digit,
-            "");
-        LLVMValueRef qd = LLVMBuildUDiv(fn->b, cur, n32, "");
-        r = LLVMBuildSub(fn->b, cur, LLVMBuildMul(fn->b, qd, n32, ""), "");
-        q = LLVMBuildOr(fn->b, q,
-                        LLVMBuildShl(fn->b, cg_zext64(fn, qd), cg_i64(fn, 16 * d), ""),
-                        "");
-    }
-    return q;
-}
 
 /* floor(log2 x) for x >= 1. */
 static LLVMValueRef log2_floor(cg_fn *fn, LLVMValueRef x)
@@ -854,15 +819,13 @@ static weft_status staged_lanes(sk_fn *f, warp *w, const source *sr,
     }
     cg_mut_set(fn, &w->x, &x0);
     cg_if_end(fn, &first);
-    /* K = ceil((L - 1) / S) tiles */
-    LLVMValueRef K = LLVMBuildSelect(
-        fn->b, LLVMBuildICmp(fn->b, LLVMIntSGT, L, one, ""),
-        LLVMBuildAdd(fn->b,
-                     LLVMBuildLShr(fn->b, LLVMBuildSub(fn->b, L,
-                                                       cg_i64(fn, 2), ""),
-                                   lgs, ""),
-                     one, ""),
-        cg_i64(fn, 0), "tiles");
+    /* K = ceil((L - 1) / S) tiles: ((L - 2) >> lg S) + 1 where L > 1 */
+    LLVMValueRef L2 = LLVMBuildSub(fn->b, L, cg_i64(fn, 2), "");
+    LLVMValueRef k1 =
+        LLVMBuildAdd(fn->b, LLVMBuildLShr(fn->b, L2, lgs, ""), one, "");
+    LLVMValueRef K =
+        LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntSGT, L, one, ""),
+                        k1, cg_i64(fn, 0), "tiles");
     LLVMValueRef tid = cg_zext64(fn, tg->thread_index(fn, 0));
     LLVMValueRef bs = cg_zext64(fn, tg->block_size(fn, 0));
     LLVMValueRef smask = LLVMBuildSub(fn->b, S, one, "");
@@ -981,7 +944,7 @@ static weft_status block_fold(sk_fn *f, block *bk, const source *sr,
     LLVMValueRef tiles = LLVMBuildLShr(
         fn->b, LLVMBuildAdd(fn->b, len, cg_i64(fn, t - 1), ""),
         cg_i64(fn, __builtin_ctzll((unsigned long long)t)), "");
-    LLVMValueRef S = LLVMBuildMul(fn->b, ceil_div_small(fn, tiles, bk->nwarp),
+    LLVMValueRef S = LLVMBuildMul(fn->b, cg_ceil_div_small(fn, tiles, bk->nwarp),
                                   cg_i64(fn, t), "span");
     LLVMValueRef wlo =
         cg_smin(fn,
@@ -1487,15 +1450,10 @@ static weft_status ptx_fold_emit(sk_emit *e, const char *const *names)
     return WEFT_OK;
 }
 
-static bool ptx_fold_supported(const fe_term *t)
-{
-    return t->atype->narrays == 1;
-}
-
 const sk_skeleton sk_ptx_fold = {
     .name = "ptx-fold",
     .family = SK_FOLD,
-    .supported = ptx_fold_supported,
+    .supported = sk_fold_supported,
     .prepare = ptx_fold_prepare,
     .emit = ptx_fold_emit,
     .fuses_input = true,
