@@ -5,10 +5,12 @@
  * A skeleton (skeletons-ir/) builds one LLVM function per kernel.  It asks
  * codegen for:
  *   init.c        one-time, thread-safe LLVM initialisation (cg_init);
- *   types.c       weft types as LLVM types, loads and stores of leaves;
+ *   types.c       weft types as LLVM types, loads and stores of leaves,
+ *                 small integer helpers (cg_smin, cg_ceil_div, ...);
  *   ssa.c         the function under construction (cg_fn), counted loops,
  *                 if/else with merged values, mutable variables;
- *   exp.c         the scalar language of the core as IR (cg_exp, cg_apply);
+ *   exp.c         the scalar language of the core as IR (cg_exp, cg_apply),
+ *                 through the SSA walker that SPMD code shares (cg_walk);
  *   target_cpu.c  the target interface (cg_target) for the host CPU, and
  *                 host target machines;
  *   opt.c         verification, optimisation (the CPU pass pipeline),
@@ -100,6 +102,16 @@ LLVMValueRef cg_zext64(cg_fn *fn, LLVMValueRef x);
  * and a select). */
 LLVMValueRef cg_smin(cg_fn *fn, LLVMValueRef a, LLVMValueRef b);
 LLVMValueRef cg_smax(cg_fn *fn, LLVMValueRef a, LLVMValueRef b);
+/* ceil(a / b) of i64 a >= 0 and b > 0, (a + b - 1) / b (signed, or
+ * unsigned: cg_ceil_udiv). */
+LLVMValueRef cg_ceil_div(cg_fn *fn, LLVMValueRef a, LLVMValueRef b);
+LLVMValueRef cg_ceil_udiv(cg_fn *fn, LLVMValueRef a, LLVMValueRef b);
+/* ceil(a / n) of i64 a and n with 0 <= a + n - 1 < 2^63 and 1 <= n <=
+ * 2^16, by four 32-bit divisions of 16-bit digits: on a target where a
+ * 64-bit division by a value known only at run time is a call (PTX:
+ * __cuda_sm20_div_u64), the call's convention costs ptxas registers and
+ * spills across the whole kernel. */
+LLVMValueRef cg_ceil_div_small(cg_fn *fn, LLVMValueRef a, LLVMValueRef n);
 
 /* ===== ssa.c ===== */
 
@@ -345,6 +357,57 @@ weft_status cg_exp(cg_fn *fn, const fe_term *e, cg_val *out);
 /* Apply core function f to args (one cg_val per parameter). */
 weft_status cg_apply(cg_fn *fn, const fe_fun *f, const cg_val *args,
                      cg_val *out);
+/* The SSA walker (exp.c) that cg_exp and cg_spmd_exp share: the checks
+ * every term passes, tuples, projections, lets, a primitive's operands,
+ * shapes' sizes and linear indices, and function application are walked
+ * the same whether a leaf is one scalar or a vector of lanes; what
+ * differs is in cg_walk_ops: the other term kinds (term), how a primitive
+ * or an index is emitted from its operands (prim; and, or:
+ * short_circuit; to_index, from_index), and how a term it cannot emit is
+ * reported (fail: scalar code gives WEFT_ERR_INTERNAL, SPMD code also
+ * declines). */
+typedef struct cg_walker cg_walker;
+typedef struct cg_walk_ops {
+    weft_status (*term)(const cg_walker *w, const fe_term *e, cg_val *out);
+    weft_status (*prim)(const cg_walker *w, weft_op op, weft_type rt,
+                        weft_type t0, weft_type t1, const LLVMValueRef *a,
+                        LLVMValueRef *r);
+    weft_status (*short_circuit)(const cg_walker *w, const fe_term *e,
+                                 cg_val *out);
+    /* cg_to_index and cg_from_index on such leaves */
+    weft_status (*to_index)(const cg_walker *w, int rank,
+                            const LLVMValueRef *sh, const LLVMValueRef *ix,
+                            LLVMValueRef *out);
+    weft_status (*from_index)(const cg_walker *w, int rank,
+                              const LLVMValueRef *sh, LLVMValueRef i,
+                              LLVMValueRef *ix);
+    /* a let of a rank-0 index in a kernel that watches for `ignore`
+     * (fn->ignored), or NULL: bound as any scalar */
+    weft_status (*let_index0)(const cg_walker *w, const fe_var *v,
+                              const fe_term *rhs);
+    weft_status (*fail)(const cg_walker *w, const char *what, int k);
+} cg_walk_ops;
+struct cg_walker {
+    const cg_walk_ops *ops;
+    cg_fn *fn;
+    void *self;                 /* the emitter's state (SPMD: cg_spmd) */
+};
+/* Term e through w into *out.  Errors: w's fail, those of its hooks. */
+weft_status cg_walk(const cg_walker *w, const fe_term *e, cg_val *out);
+/* A term of one leaf into *out. */
+weft_status cg_walk1(const cg_walker *w, const fe_term *e, LLVMValueRef *out);
+/* Apply f to args through w. */
+weft_status cg_walk_apply(const cg_walker *w, const fe_fun *f,
+                          const cg_val *args, cg_val *out);
+/* The array that array term acc names (an array variable or
+ * fn->array_of). */
+weft_status cg_walk_array(const cg_walker *w, const fe_term *acc,
+                          cg_array *out);
+/* A loop's head: branch from the current block to head and open head
+ * with one phi per leaf of *init (st->v has room for init->n), fed with
+ * init from the block left (exp.c; the while loops of exp.c and spmd.c). */
+void cg_phis_open(cg_fn *fn, LLVMBasicBlockRef head, const cg_val *init,
+                  cg_val *st);
 /* Primitive op on operand values (types of fe_prim_eval: rt result, t0 and
  * t1 operands); and/or are strict here (cg_exp short-circuits them). */
 weft_status cg_prim(cg_fn *fn, weft_op op, weft_type rt, weft_type t0,

@@ -3,7 +3,10 @@
  *
  * cg_exp walks a scalar core term and emits IR at the builder of the
  * function under construction, returning the term's value as one LLVM
- * value per leaf.  Variables are looked up in the function's environment
+ * value per leaf.  The walk itself (cg_walk: checks, tuples, projections,
+ * lets, operands, indices, application) is shared with the SPMD code of
+ * spmd.c, which emits a vector of lanes per leaf; each gives it hooks
+ * (cg_walk_ops) for the terms whose code differs.  Variables are looked up in the function's environment
  * (filled by cg_bind and by lets and function applications met on the
  * way); array terms that the scalar code looks at (shape, indexing) are
  * resolved through array variables or the skeleton's callback.
@@ -677,8 +680,18 @@ void cg_from_index(cg_fn *fn, int rank, const LLVMValueRef *sh,
 }
 
 /* The array an array term denotes. */
-static weft_status array_of(cg_fn *fn, const fe_term *acc, cg_array *out)
+/* ---- the SSA walker ----
+ *
+ * cg_exp (scalar code, below) and cg_spmd_exp (W lanes, spmd.c) walk a
+ * term alike wherever the code's shape does not depend on how a leaf is
+ * held: the checks every term passes, tuples, projections, lets, a
+ * primitive's operands, function application and the arrays they name.
+ * Each gives the walker its cg_walk_ops (cg.h) for the rest. */
+
+weft_status cg_walk_array(const cg_walker *w, const fe_term *acc,
+                          cg_array *out)
 {
+    cg_fn *fn = w->fn;
     if (acc->kind == FE_VAR && acc->u.var && acc->u.var->id < fn->nvar &&
         fn->aenv[acc->u.var->id]) {
         *out = *fn->aenv[acc->u.var->id];
@@ -687,7 +700,238 @@ static weft_status array_of(cg_fn *fn, const fe_term *acc, cg_array *out)
     if (fn->array_of) {
         return fn->array_of(fn, acc, out);
     }
-    return internal("an array term the kernel was not given", acc->kind);
+    return w->ops->fail(w, "an array term the kernel was not given",
+                        acc->kind);
+}
+
+weft_status cg_walk1(const cg_walker *w, const fe_term *e, LLVMValueRef *out)
+{
+    cg_val v;
+    weft_status s = cg_walk(w, e, &v);
+    if (s != WEFT_OK) {
+        return s;
+    }
+    if (v.n != 1) {
+        return w->ops->fail(w, "a scalar operand with several leaves", v.n);
+    }
+    *out = v.v[0];
+    return WEFT_OK;
+}
+
+static weft_status walk_prim(const cg_walker *w, const fe_term *e,
+                             cg_val *out)
+{
+    weft_op op = (weft_op)e->op;
+    if ((unsigned)op >= WEFT_OP_COUNT_ || e->nkid != fe_prims[op].arity) {
+        return w->ops->fail(w, "a primitive with a bad operand count",
+                            (int)op);
+    }
+    if (op == WEFT_OP_AND || op == WEFT_OP_OR) {
+        return w->ops->short_circuit(w, e, out);
+    }
+    LLVMValueRef a[2], r;
+    for (int k = 0; k < e->nkid; k++) {
+        weft_status s = cg_walk1(w, e->kid[k], &a[k]);
+        if (s != WEFT_OK) {
+            return s;
+        }
+    }
+    weft_status s = w->ops->prim(w, op, e->type, e->kid[0]->type,
+                                 e->nkid == 2 ? e->kid[1]->type : 0, a, &r);
+    if (s != WEFT_OK) {
+        return s;
+    }
+    return cg_val_one(w->fn, r, out);
+}
+
+static weft_status walk_tuple(const cg_walker *w, const fe_term *e,
+                              cg_val *out)
+{
+    const weft_type *leaves;
+    int n = cg_leaves(w->fn, e->type, &leaves);
+    weft_status s = cg_val_make(w->fn, n, out);
+    if (s != WEFT_OK) {
+        return s;
+    }
+    int at = 0;
+    for (int k = 0; k < e->nkid; k++) {
+        cg_val c;
+        if ((s = cg_walk(w, e->kid[k], &c)) != WEFT_OK) {
+            return s;
+        }
+        if (at + c.n > n) {
+            return w->ops->fail(w, "a tuple with too many leaves", at + c.n);
+        }
+        for (int j = 0; j < c.n; j++) {
+            out->v[at++] = c.v[j];
+        }
+    }
+    if (at != n) {
+        return w->ops->fail(w, "a tuple with too few leaves", at);
+    }
+    return WEFT_OK;
+}
+
+static weft_status walk_get(const cg_walker *w, const fe_term *e,
+                            cg_val *out)
+{
+    cg_val x;
+    const weft_type *leaves;
+    weft_status s = cg_walk(w, e->kid[0], &x);
+    if (s != WEFT_OK) {
+        return s;
+    }
+    int off = fe_type_leaf_offset(w->fn->ctx, e->kid[0]->type, e->u.index);
+    int n = cg_leaves(w->fn, e->type, &leaves);
+    if (off < 0 || off + n > x.n) {
+        return w->ops->fail(w, "a projection outside its tuple", e->u.index);
+    }
+    out->n = n;
+    out->v = x.v + off;
+    return WEFT_OK;
+}
+
+static weft_status walk_let(const cg_walker *w, const fe_term *e,
+                            cg_val *out)
+{
+    cg_fn *fn = w->fn;
+    const fe_var *v = e->u.var;
+    weft_status s;
+    if (!v || v->id >= fn->nvar) {
+        return w->ops->fail(w, "a let of an unknown variable", -1);
+    }
+    if (v->acc || e->kid[0]->acc) {
+        cg_array a;
+        if ((s = cg_walk_array(w, e->kid[0], &a)) != WEFT_OK ||
+            (s = cg_bind_array(fn, v, &a)) != WEFT_OK) {
+            return s;
+        }
+    } else if (w->ops->let_index0 && fn->ignored &&
+               v->type == WEFT_DIM(0)) {
+        if ((s = w->ops->let_index0(w, v, e->kid[0])) != WEFT_OK) {
+            return s;
+        }
+    } else {
+        cg_val x;
+        if ((s = cg_walk(w, e->kid[0], &x)) != WEFT_OK) {
+            return s;
+        }
+        fn->env[v->id] = x;
+        fn->bound[v->id] = true;
+    }
+    return cg_walk(w, e->kid[1], out);
+}
+
+static weft_status walk_shape_size(const cg_walker *w, const fe_term *e,
+                                   cg_val *out)
+{
+    cg_val sh;
+    weft_status s = cg_walk(w, e->kid[0], &sh);
+    if (s != WEFT_OK) {
+        return s;
+    }
+    LLVMValueRef x = cg_i64(w->fn, 1);
+    for (int k = 0; k < sh.n; k++) {
+        if (k == 0) {
+            x = sh.v[0];
+        } else {
+            LLVMValueRef a[2] = {x, sh.v[k]};
+            if ((s = w->ops->prim(w, WEFT_OP_MUL, WEFT_I64, WEFT_I64, WEFT_I64,
+                                  a, &x)) != WEFT_OK) {
+                return s;
+            }
+        }
+    }
+    return cg_val_one(w->fn, x, out);
+}
+
+static weft_status walk_to_index(const cg_walker *w, const fe_term *e,
+                                 cg_val *out)
+{
+    cg_val sh, ix;
+    LLVMValueRef x;
+    weft_status s;
+    if ((s = cg_walk(w, e->kid[0], &sh)) != WEFT_OK ||
+        (s = cg_walk(w, e->kid[1], &ix)) != WEFT_OK) {
+        return s;
+    }
+    if (sh.n != ix.n) {
+        return w->ops->fail(w, "to_index of different ranks", ix.n);
+    }
+    if ((s = w->ops->to_index(w, sh.n, sh.v, ix.v, &x)) != WEFT_OK) {
+        return s;
+    }
+    return cg_val_one(w->fn, x, out);
+}
+
+static weft_status walk_from_index(const cg_walker *w, const fe_term *e,
+                                   cg_val *out)
+{
+    cg_val sh;
+    LLVMValueRef i = NULL;
+    weft_status s;
+    if ((s = cg_walk(w, e->kid[0], &sh)) != WEFT_OK ||
+        (s = cg_walk1(w, e->kid[1], &i)) != WEFT_OK ||
+        (s = cg_val_make(w->fn, sh.n, out)) != WEFT_OK) {
+        return s;
+    }
+    return w->ops->from_index(w, sh.n, sh.v, i, out->v);
+}
+
+weft_status cg_walk(const cg_walker *w, const fe_term *e, cg_val *out)
+{
+    out->n = 0;
+    out->v = NULL;
+    if (!e) {
+        return w->ops->fail(w, "a missing term", 0);
+    }
+    if (e->acc) {
+        return w->ops->fail(w, "an array term in scalar position", e->kind);
+    }
+    switch (e->kind) {
+    case FE_PRIM:
+        return walk_prim(w, e, out);
+    case FE_TUPLE:
+        return walk_tuple(w, e, out);
+    case FE_GET:
+        return walk_get(w, e, out);
+    case FE_LET:
+        return walk_let(w, e, out);
+    case FE_SHAPE_SIZE:
+        return walk_shape_size(w, e, out);
+    case FE_TO_INDEX:
+        return walk_to_index(w, e, out);
+    case FE_FROM_INDEX:
+        return walk_from_index(w, e, out);
+    default:
+        return w->ops->term(w, e, out);
+    }
+}
+
+weft_status cg_walk_apply(const cg_walker *w, const fe_fun *f,
+                          const cg_val *args, cg_val *out)
+{
+    if (!f || !f->body || f->acc || (f->arity > 0 && !f->param)) {
+        return w->ops->fail(w, "a malformed scalar function",
+                            f ? f->arity : -1);
+    }
+    for (int k = 0; k < f->arity; k++) {
+        weft_status s = cg_bind(w->fn, f->param[k], &args[k]);
+        if (s != WEFT_OK) {
+            return s;
+        }
+    }
+    return cg_walk(w, f->body, out);
+}
+
+/* ---- scalar code: cg_walker's hooks ---- */
+
+static const cg_walk_ops scalar_walk;
+
+static weft_status array_of(cg_fn *fn, const fe_term *acc, cg_array *out)
+{
+    cg_walker w = {.ops = &scalar_walk, .fn = fn};
+    return cg_walk_array(&w, acc, out);
 }
 
 weft_status cg_array_of(cg_fn *fn, const fe_term *acc, cg_array *out)
@@ -724,16 +968,8 @@ static bool trivial(const fe_term *e, int depth)
 /* One-leaf value of a term. */
 static weft_status exp1(cg_fn *fn, const fe_term *e, LLVMValueRef *out)
 {
-    cg_val v;
-    weft_status s = cg_exp(fn, e, &v);
-    if (s != WEFT_OK) {
-        return s;
-    }
-    if (v.n != 1) {
-        return internal("a scalar operand with several leaves", v.n);
-    }
-    *out = v.v[0];
-    return WEFT_OK;
+    cg_walker w = {.ops = &scalar_walk, .fn = fn};
+    return cg_walk1(&w, e, out);
 }
 
 static weft_status exp_short(cg_fn *fn, const fe_term *e, cg_val *out)
@@ -773,28 +1009,16 @@ static weft_status exp_short(cg_fn *fn, const fe_term *e, cg_val *out)
     return cg_if_merge(fn, &c, &t, &f, out);
 }
 
-static weft_status exp_prim(cg_fn *fn, const fe_term *e, cg_val *out)
+void cg_phis_open(cg_fn *fn, LLVMBasicBlockRef head, const cg_val *init,
+                  cg_val *st)
 {
-    weft_op op = (weft_op)e->op;
-    if ((unsigned)op >= WEFT_OP_COUNT_ || e->nkid != fe_prims[op].arity) {
-        return internal("a primitive with a bad operand count", (int)op);
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(B);
+    LLVMBuildBr(B, head);
+    LLVMPositionBuilderAtEnd(B, head);
+    for (int k = 0; k < init->n; k++) {
+        st->v[k] = LLVMBuildPhi(B, LLVMTypeOf(init->v[k]), "");
+        LLVMAddIncoming(st->v[k], &init->v[k], &pre, 1);
     }
-    if (op == WEFT_OP_AND || op == WEFT_OP_OR) {
-        return exp_short(fn, e, out);
-    }
-    LLVMValueRef a[2], r;
-    for (int k = 0; k < e->nkid; k++) {
-        weft_status s = exp1(fn, e->kid[k], &a[k]);
-        if (s != WEFT_OK) {
-            return s;
-        }
-    }
-    weft_status s = cg_prim(fn, op, e->type, e->kid[0]->type,
-                            e->nkid == 2 ? e->kid[1]->type : 0, a, &r);
-    if (s != WEFT_OK) {
-        return s;
-    }
-    return cg_val_one(fn, r, out);
 }
 
 /* ---- reads taken out of while loops ----
@@ -1017,12 +1241,7 @@ static weft_status exp_while(cg_fn *fn, const fe_term *e, cg_val *out)
         LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "while.latch");
     LLVMBasicBlockRef exit =
         LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "while.exit");
-    LLVMBuildBr(B, head);
-    LLVMPositionBuilderAtEnd(B, head);
-    for (int k = 0; k < init.n; k++) {
-        st.v[k] = LLVMBuildPhi(B, LLVMTypeOf(init.v[k]), "");
-        LLVMAddIncoming(st.v[k], &init.v[k], &pre, 1);
-    }
+    cg_phis_open(fn, head, &init, &st);
     if (poll) {
         count = LLVMBuildPhi(B, i32, "while.count");
         LLVMValueRef zero = LLVMConstInt(i32, 0, 0);
@@ -1252,17 +1471,12 @@ static weft_status exp_wanted(cg_fn *fn, const fe_term *e, cg_val *out)
 }
 
 /* Emit a scalar core term (see cg.h). */
-weft_status cg_exp(cg_fn *fn, const fe_term *e, cg_val *out)
+/* The terms cg_walk leaves to scalar code. */
+static weft_status scalar_term(const cg_walker *w, const fe_term *e,
+                               cg_val *out)
 {
+    cg_fn *fn = w->fn;
     weft_status s;
-    out->n = 0;
-    out->v = NULL;
-    if (!e) {
-        return internal("a missing term", 0);
-    }
-    if (e->acc) {
-        return internal("an array term in scalar position", e->kind);
-    }
     switch (e->kind) {
     case FE_CONST:
         if (!fe_is_scalar(e->type)) {
@@ -1284,49 +1498,8 @@ weft_status cg_exp(cg_fn *fn, const fe_term *e, cg_val *out)
         }
         return WEFT_OK;
     }
-    case FE_PRIM:
-        return exp_prim(fn, e, out);
     case FE_COND:
         return exp_cond(fn, e, out);
-    case FE_TUPLE: {
-        const weft_type *leaves;
-        int n = cg_leaves(fn, e->type, &leaves);
-        if ((s = cg_val_make(fn, n, out)) != WEFT_OK) {
-            return s;
-        }
-        int at = 0;
-        for (int k = 0; k < e->nkid; k++) {
-            cg_val c;
-            if ((s = cg_exp(fn, e->kid[k], &c)) != WEFT_OK) {
-                return s;
-            }
-            if (at + c.n > n) {
-                return internal("a tuple with too many leaves", at + c.n);
-            }
-            for (int j = 0; j < c.n; j++) {
-                out->v[at++] = c.v[j];
-            }
-        }
-        if (at != n) {
-            return internal("a tuple with too few leaves", at);
-        }
-        return WEFT_OK;
-    }
-    case FE_GET: {
-        cg_val x;
-        const weft_type *leaves;
-        if ((s = cg_exp(fn, e->kid[0], &x)) != WEFT_OK) {
-            return s;
-        }
-        int off = fe_type_leaf_offset(fn->ctx, e->kid[0]->type, e->u.index);
-        int n = cg_leaves(fn, e->type, &leaves);
-        if (off < 0 || off + n > x.n) {
-            return internal("a projection outside its tuple", e->u.index);
-        }
-        out->n = n;
-        out->v = x.v + off;
-        return WEFT_OK;
-    }
     case FE_SHAPE: {
         cg_array a;
         if ((s = array_of(fn, e->kid[0], &a)) != WEFT_OK) {
@@ -1334,47 +1507,6 @@ weft_status cg_exp(cg_fn *fn, const fe_term *e, cg_val *out)
         }
         out->n = a.rank;
         out->v = a.extent;
-        return WEFT_OK;
-    }
-    case FE_SHAPE_SIZE: {
-        cg_val sh;
-        if ((s = cg_exp(fn, e->kid[0], &sh)) != WEFT_OK) {
-            return s;
-        }
-        LLVMValueRef r = cg_i64(fn, 1);
-        for (int k = 0; k < sh.n; k++) {
-            r = k == 0 ? sh.v[0] : LLVMBuildMul(B, r, sh.v[k], "");
-        }
-        return cg_val_one(fn, r, out);
-    }
-    case FE_TO_INDEX: {
-        cg_val sh, ix;
-        if ((s = cg_exp(fn, e->kid[0], &sh)) != WEFT_OK ||
-            (s = cg_exp(fn, e->kid[1], &ix)) != WEFT_OK) {
-            return s;
-        }
-        if (sh.n != ix.n) {
-            return internal("to_index of different ranks", ix.n);
-        }
-        return cg_val_one(fn, cg_to_index(fn, sh.n, sh.v, ix.v), out);
-    }
-    case FE_FROM_INDEX: {
-        cg_val sh;
-        LLVMValueRef i = NULL;
-        if ((s = cg_exp(fn, e->kid[0], &sh)) != WEFT_OK ||
-            (s = exp1(fn, e->kid[1], &i)) != WEFT_OK ||
-            (s = cg_val_make(fn, sh.n, out)) != WEFT_OK) {
-            return s;
-        }
-        /* the interpreter's errors, innermost extent first */
-        for (int k = sh.n - 1; k >= 1 && fn->checked; k--) {
-            LLVMValueRef z = cg_i64(fn, 0);
-            cg_check(fn, LLVMBuildICmp(B, LLVMIntEQ, sh.v[k], z, ""),
-                     CG_ERR_FROM_ZERO, 0, 0);
-            cg_check(fn, LLVMBuildICmp(B, LLVMIntSLT, sh.v[k], z, ""),
-                     CG_ERR_FROM_NEG, 0, 0);
-        }
-        cg_from_index(fn, sh.n, sh.v, i, out->v);
         return WEFT_OK;
     }
     case FE_AT:
@@ -1400,31 +1532,6 @@ weft_status cg_exp(cg_fn *fn, const fe_term *e, cg_val *out)
     }
     case FE_WHILE:
         return fn->spec ? exp_wanted(fn, e, out) : exp_while(fn, e, out);
-    case FE_LET: {
-        const fe_var *v = e->u.var;
-        if (!v || v->id >= fn->nvar) {
-            return internal("a let of an unknown variable", -1);
-        }
-        if (v->acc || e->kid[0]->acc) {
-            cg_array a;
-            if ((s = array_of(fn, e->kid[0], &a)) != WEFT_OK ||
-                (s = cg_bind_array(fn, v, &a)) != WEFT_OK) {
-                return s;
-            }
-        } else if (fn->ignored && v->type == WEFT_DIM(0)) {
-            if ((s = let_index0(fn, v, e->kid[0])) != WEFT_OK) {
-                return s;
-            }
-        } else {
-            cg_val x;
-            if ((s = cg_exp(fn, e->kid[0], &x)) != WEFT_OK) {
-                return s;
-            }
-            fn->env[v->id] = x;
-            fn->bound[v->id] = true;
-        }
-        return cg_exp(fn, e->kid[1], out);
-    }
     case FE_IGNORE: {
         /* every component INT64_MIN, as the interpreter; and the flag */
         int n = fe_is_dim(e->type) ? fe_dim_rank(e->type) : 0;
@@ -1445,18 +1552,77 @@ weft_status cg_exp(cg_fn *fn, const fe_term *e, cg_val *out)
     }
 }
 
+static weft_status scalar_prim(const cg_walker *w, weft_op op, weft_type rt,
+                               weft_type t0, weft_type t1,
+                               const LLVMValueRef *a, LLVMValueRef *r)
+{
+    return cg_prim(w->fn, op, rt, t0, t1, a, r);
+}
+
+static weft_status scalar_to_index(const cg_walker *w, int rank,
+                                   const LLVMValueRef *sh,
+                                   const LLVMValueRef *ix, LLVMValueRef *out)
+{
+    *out = cg_to_index(w->fn, rank, sh, ix);
+    return WEFT_OK;
+}
+
+/* cg_from_index, after the interpreter's errors in checked mode,
+ * innermost extent first. */
+static weft_status scalar_from_index(const cg_walker *w, int rank,
+                                     const LLVMValueRef *sh, LLVMValueRef i,
+                                     LLVMValueRef *ix)
+{
+    cg_fn *fn = w->fn;
+    for (int k = rank - 1; k >= 1 && fn->checked; k--) {
+        LLVMValueRef z = cg_i64(fn, 0);
+        cg_check(fn, LLVMBuildICmp(B, LLVMIntEQ, sh[k], z, ""),
+                 CG_ERR_FROM_ZERO, 0, 0);
+        cg_check(fn, LLVMBuildICmp(B, LLVMIntSLT, sh[k], z, ""),
+                 CG_ERR_FROM_NEG, 0, 0);
+    }
+    cg_from_index(fn, rank, sh, i, ix);
+    return WEFT_OK;
+}
+
+static weft_status scalar_short(const cg_walker *w, const fe_term *e,
+                                cg_val *out)
+{
+    return exp_short(w->fn, e, out);
+}
+
+static weft_status scalar_let_index0(const cg_walker *w, const fe_var *v,
+                                     const fe_term *rhs)
+{
+    return let_index0(w->fn, v, rhs);
+}
+
+static weft_status scalar_fail(const cg_walker *w, const char *what, int k)
+{
+    (void)w;
+    return internal(what, k);
+}
+
+static const cg_walk_ops scalar_walk = {
+    .term = scalar_term,
+    .prim = scalar_prim,
+    .short_circuit = scalar_short,
+    .to_index = scalar_to_index,
+    .from_index = scalar_from_index,
+    .let_index0 = scalar_let_index0,
+    .fail = scalar_fail,
+};
+
+weft_status cg_exp(cg_fn *fn, const fe_term *e, cg_val *out)
+{
+    cg_walker w = {.ops = &scalar_walk, .fn = fn};
+    return cg_walk(&w, e, out);
+}
+
 /* Apply a core function (see cg.h). */
 weft_status cg_apply(cg_fn *fn, const fe_fun *f, const cg_val *args,
                      cg_val *out)
 {
-    if (!f || !f->body || f->acc || (f->arity > 0 && !f->param)) {
-        return internal("a malformed scalar function", f ? f->arity : -1);
-    }
-    for (int k = 0; k < f->arity; k++) {
-        weft_status s = cg_bind(fn, f->param[k], &args[k]);
-        if (s != WEFT_OK) {
-            return s;
-        }
-    }
-    return cg_exp(fn, f->body, out);
+    cg_walker w = {.ops = &scalar_walk, .fn = fn};
+    return cg_walk_apply(&w, f, args, out);
 }

@@ -2,7 +2,9 @@
  * codegen/spmd.c: element functions over W lanes (SPMD vectorisation).
  *
  * cg_spmd_exp emits a scalar core term the way cg_exp does, but for W
- * elements at once, as ISPC and Intel's SPMD-on-SIMD compilers do.  Every
+ * elements at once, as ISPC and Intel's SPMD-on-SIMD compilers do; it
+ * walks the term through exp.c's cg_walk, with hooks (spmd_walk) for the
+ * terms, primitives and indices whose code differs.  Every
  * leaf of a value is either
  *
  *   uniform   one scalar LLVM value, the same for every lane (constants,
@@ -587,6 +589,9 @@ static LLVMValueRef vnative(cg_spmd *s, weft_op op, weft_type rt,
     bool flt = fe_is_float(t);
     LLVMTypeRef vt = LLVMTypeOf(x);
     LLVMTypeRef et = LLVMGetElementType(vt);
+    if (fe_prims[op].rule == FE_RULE_CMP) { /* lt .. ne, as cg_prim */
+        return cg_compare(fn, op, t, x, y);
+    }
     switch (op) {
     case WEFT_OP_ADD:
     case WEFT_OP_SUB:
@@ -671,13 +676,6 @@ static LLVMValueRef vnative(cg_spmd *s, weft_op op, weft_type rt,
         return LLVMBuildFCmp(
             B, LLVMRealOEQ, cg_intrinsic(fn, "llvm.fabs", &vt, 1, &x, 1),
             cg_spmd_broadcast(s, LLVMConstReal(et, __builtin_inf())), "");
-    case WEFT_OP_LT:
-    case WEFT_OP_LE:
-    case WEFT_OP_GT:
-    case WEFT_OP_GE:
-    case WEFT_OP_EQ:
-    case WEFT_OP_NE:
-        return cg_compare(s->fn, op, t, x, y);
     case WEFT_OP_FLOOR:
     case WEFT_OP_CEILING:
     case WEFT_OP_ROUND:
@@ -840,18 +838,12 @@ static bool needs_guard(const cg_spmd *s, const fe_term *e)
     return s->guards < CG_SPMD_GUARDS && heavy(e, &budget);
 }
 
+static const cg_walk_ops spmd_walk;
+
 static weft_status exp1(cg_spmd *s, const fe_term *e, LLVMValueRef *out)
 {
-    cg_val v;
-    weft_status r = cg_spmd_exp(s, e, &v);
-    if (r) {
-        return r;
-    }
-    if (v.n != 1) {
-        return no(s, "a scalar operand with several leaves", v.n);
-    }
-    *out = v.v[0];
-    return WEFT_OK;
+    cg_walker w = {.ops = &spmd_walk, .fn = s->fn, .self = s};
+    return cg_walk1(&w, e, out);
 }
 
 /* A zero of the type of x, varying. */
@@ -1030,30 +1022,6 @@ static weft_status exp_short(cg_spmd *s, const fe_term *e, cg_val *out)
                       out);
 }
 
-static weft_status exp_prim(cg_spmd *s, const fe_term *e, cg_val *out)
-{
-    weft_op op = (weft_op)e->op;
-    if ((unsigned)op >= WEFT_OP_COUNT_ || e->nkid != fe_prims[op].arity) {
-        return no(s, "a primitive with a bad operand count", (int)op);
-    }
-    if (op == WEFT_OP_AND || op == WEFT_OP_OR) {
-        return exp_short(s, e, out);
-    }
-    LLVMValueRef a[2], r;
-    for (int k = 0; k < e->nkid; k++) {
-        weft_status st = exp1(s, e->kid[k], &a[k]);
-        if (st) {
-            return st;
-        }
-    }
-    weft_status st = cg_spmd_prim(s, op, e->type, e->kid[0]->type,
-                                  e->nkid == 2 ? e->kid[1]->type : 0, a, &r);
-    if (st) {
-        return st;
-    }
-    return cg_val_one(s->fn, r, out);
-}
-
 static weft_status exp_while(cg_spmd *s, const fe_term *e, cg_val *out)
 {
     cg_fn *fn = s->fn;
@@ -1104,12 +1072,7 @@ static weft_status exp_while(cg_spmd *s, const fe_term *e, cg_val *out)
         LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "spmd.while.body");
     LLVMBasicBlockRef exit =
         LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "spmd.while.exit");
-    LLVMBuildBr(B, head);
-    LLVMPositionBuilderAtEnd(B, head);
-    for (int k = 0; k < init.n; k++) {
-        st.v[k] = LLVMBuildPhi(B, LLVMTypeOf(init.v[k]), "");
-        LLVMAddIncoming(st.v[k], &init.v[k], &pre, 1);
-    }
+    cg_phis_open(fn, head, &init, &st);
     /* with a cancel word, poll it every CG_POLL_EVERY iterations, as
      * cg_exp's while does */
     bool poll = fn->cancel && fn->target && fn->target->cancel_poll;
@@ -1297,30 +1260,17 @@ static weft_status at_inside(cg_spmd *s, const cg_array *a, LLVMValueRef i,
 
 static weft_status array_of(cg_spmd *s, const fe_term *acc, cg_array *out)
 {
-    cg_fn *fn = s->fn;
-    if (acc->kind == FE_VAR && acc->u.var && acc->u.var->id < fn->nvar &&
-        fn->aenv[acc->u.var->id]) {
-        *out = *fn->aenv[acc->u.var->id];
-        return WEFT_OK;
-    }
-    if (fn->array_of) {
-        return fn->array_of(fn, acc, out);
-    }
-    return no(s, "an array term the kernel was not given", acc->kind);
+    cg_walker w = {.ops = &spmd_walk, .fn = s->fn, .self = s};
+    return cg_walk_array(&w, acc, out);
 }
 
-weft_status cg_spmd_exp(cg_spmd *s, const fe_term *e, cg_val *out)
+/* The terms cg_walk leaves to SPMD code. */
+static weft_status spmd_term(const cg_walker *w, const fe_term *e,
+                             cg_val *out)
 {
+    cg_spmd *s = w->self;
     cg_fn *fn = s->fn;
     weft_status r;
-    out->n = 0;
-    out->v = NULL;
-    if (!e) {
-        return no(s, "a missing term", 0);
-    }
-    if (e->acc) {
-        return no(s, "an array term in scalar position", e->kind);
-    }
     switch (e->kind) {
     case FE_CONST:
         return cg_exp(fn, e, out);
@@ -1341,8 +1291,6 @@ weft_status cg_spmd_exp(cg_spmd *s, const fe_term *e, cg_val *out)
         }
         return WEFT_OK;
     }
-    case FE_PRIM:
-        return exp_prim(s, e, out);
     case FE_COND: {
         LLVMValueRef c = NULL;
         if ((r = exp1(s, e->kid[0], &c)) != WEFT_OK) {
@@ -1361,88 +1309,8 @@ weft_status cg_spmd_exp(cg_spmd *s, const fe_term *e, cg_val *out)
         }
         return vselect(s, c, &t, &f, out);
     }
-    case FE_TUPLE: {
-        const weft_type *leaves;
-        int n = cg_leaves(fn, e->type, &leaves);
-        if ((r = cg_val_make(fn, n, out)) != WEFT_OK) {
-            return r;
-        }
-        int at = 0;
-        for (int k = 0; k < e->nkid; k++) {
-            cg_val c;
-            if ((r = cg_spmd_exp(s, e->kid[k], &c)) != WEFT_OK) {
-                return r;
-            }
-            if (at + c.n > n) {
-                return no(s, "a tuple with too many leaves", at + c.n);
-            }
-            for (int j = 0; j < c.n; j++) {
-                out->v[at++] = c.v[j];
-            }
-        }
-        return at == n ? WEFT_OK : no(s, "a tuple with too few leaves", at);
-    }
-    case FE_GET: {
-        cg_val x;
-        const weft_type *leaves;
-        if ((r = cg_spmd_exp(s, e->kid[0], &x)) != WEFT_OK) {
-            return r;
-        }
-        int off = fe_type_leaf_offset(fn->ctx, e->kid[0]->type, e->u.index);
-        int n = cg_leaves(fn, e->type, &leaves);
-        if (off < 0 || off + n > x.n) {
-            return no(s, "a projection outside its tuple", e->u.index);
-        }
-        out->n = n;
-        out->v = x.v + off;
-        return WEFT_OK;
-    }
     case FE_SHAPE:
         return cg_exp(fn, e, out);
-    case FE_SHAPE_SIZE: {
-        cg_val sh;
-        if ((r = cg_spmd_exp(s, e->kid[0], &sh)) != WEFT_OK) {
-            return r;
-        }
-        LLVMValueRef x = cg_i64(fn, 1);
-        for (int k = 0; k < sh.n; k++) {
-            if (k == 0) {
-                x = sh.v[0];
-            } else {
-                LLVMValueRef a[2] = {x, sh.v[k]};
-                if ((r = cg_spmd_prim(s, WEFT_OP_MUL, WEFT_I64, WEFT_I64,
-                                      WEFT_I64, a, &x)) != WEFT_OK) {
-                    return r;
-                }
-            }
-        }
-        return cg_val_one(fn, x, out);
-    }
-    case FE_TO_INDEX: {
-        cg_val sh, ix;
-        LLVMValueRef x;
-        if ((r = cg_spmd_exp(s, e->kid[0], &sh)) != WEFT_OK ||
-            (r = cg_spmd_exp(s, e->kid[1], &ix)) != WEFT_OK) {
-            return r;
-        }
-        if (sh.n != ix.n) {
-            return no(s, "to_index of different ranks", ix.n);
-        }
-        if ((r = cg_spmd_to_index(s, sh.n, sh.v, ix.v, &x)) != WEFT_OK) {
-            return r;
-        }
-        return cg_val_one(fn, x, out);
-    }
-    case FE_FROM_INDEX: {
-        cg_val sh;
-        LLVMValueRef i = NULL;
-        if ((r = cg_spmd_exp(s, e->kid[0], &sh)) != WEFT_OK ||
-            (r = exp1(s, e->kid[1], &i)) != WEFT_OK ||
-            (r = cg_val_make(fn, sh.n, out)) != WEFT_OK) {
-            return r;
-        }
-        return cg_spmd_from_index(s, sh.n, sh.v, i, out->v);
-    }
     case FE_AT:
     case FE_AT_LINEAR: {
         cg_array a;
@@ -1478,45 +1346,54 @@ weft_status cg_spmd_exp(cg_spmd *s, const fe_term *e, cg_val *out)
     }
     case FE_WHILE:
         return exp_while(s, e, out);
-    case FE_LET: {
-        const fe_var *v = e->u.var;
-        if (!v || v->id >= fn->nvar) {
-            return no(s, "a let of an unknown variable", -1);
-        }
-        if (v->acc || e->kid[0]->acc) {
-            cg_array a;
-            if ((r = array_of(s, e->kid[0], &a)) != WEFT_OK ||
-                (r = cg_bind_array(fn, v, &a)) != WEFT_OK) {
-                return r;
-            }
-        } else {
-            cg_val x;
-            if ((r = cg_spmd_exp(s, e->kid[0], &x)) != WEFT_OK) {
-                return r;
-            }
-            fn->env[v->id] = x;
-            fn->bound[v->id] = true;
-        }
-        return cg_spmd_exp(s, e->kid[1], out);
-    }
     default:
         return no(s, "a term of this kind", e->kind);
     }
 }
 
+static weft_status spmd_prim(const cg_walker *w, weft_op op, weft_type rt,
+                             weft_type t0, weft_type t1, const LLVMValueRef *a,
+                             LLVMValueRef *r)
+{
+    return cg_spmd_prim(w->self, op, rt, t0, t1, a, r);
+}
+
+static weft_status spmd_to_index(const cg_walker *w, int rank,
+                                 const LLVMValueRef *sh, const LLVMValueRef *ix,
+                                 LLVMValueRef *out)
+{
+    return cg_spmd_to_index(w->self, rank, sh, ix, out);
+}
+
+static weft_status spmd_from_index(const cg_walker *w, int rank,
+                                   const LLVMValueRef *sh, LLVMValueRef i,
+                                   LLVMValueRef *ix)
+{
+    return cg_spmd_from_index(w->self, rank, sh, i, ix);
+}
+
+static weft_status spmd_short(const cg_walker *w, const fe_term *e,
+                              cg_val *out)
+{
+    return exp_short(w->self, e, out);
+}
+
+static weft_status spmd_fail(const cg_walker *w, const char *what, int k)
+{
+    return no(w->self, what, k);
+}
+
+weft_status cg_spmd_exp(cg_spmd *s, const fe_term *e, cg_val *out)
+{
+    cg_walker w = {.ops = &spmd_walk, .fn = s->fn, .self = s};
+    return cg_walk(&w, e, out);
+}
+
 weft_status cg_spmd_apply(cg_spmd *s, const fe_fun *f, const cg_val *args,
                           cg_val *out)
 {
-    if (!f || !f->body || f->acc || (f->arity > 0 && !f->param)) {
-        return no(s, "a malformed scalar function", f ? f->arity : -1);
-    }
-    for (int k = 0; k < f->arity; k++) {
-        weft_status r = cg_bind(s->fn, f->param[k], &args[k]);
-        if (r) {
-            return r;
-        }
-    }
-    return cg_spmd_exp(s, f->body, out);
+    cg_walker w = {.ops = &spmd_walk, .fn = s->fn, .self = s};
+    return cg_walk_apply(&w, f, args, out);
 }
 
 weft_status cg_spmd_to_index(cg_spmd *s, int rank, const LLVMValueRef *sh,
@@ -1566,3 +1443,9 @@ weft_status cg_spmd_from_index(cg_spmd *s, int rank, const LLVMValueRef *sh,
     }
     return r;
 }
+
+/* How cg_walk emits SPMD code (forward-declared above). */
+static const cg_walk_ops spmd_walk = {
+    .term = spmd_term, .prim = spmd_prim, .short_circuit = spmd_short,
+    .to_index = spmd_to_index, .from_index = spmd_from_index,
+    .fail = spmd_fail};

@@ -190,3 +190,40 @@ LLVMValueRef cg_smax(cg_fn *fn, LLVMValueRef a, LLVMValueRef b)
     return LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntSGT, a, b, ""),
                            a, b, "");
 }
+
+LLVMValueRef cg_ceil_div(cg_fn *fn, LLVMValueRef a, LLVMValueRef b)
+{
+    LLVMValueRef t = LLVMBuildAdd(
+        fn->b, a, LLVMBuildSub(fn->b, b, cg_i64(fn, 1), ""), "");
+    return LLVMBuildSDiv(fn->b, t, b, "");
+}
+
+LLVMValueRef cg_ceil_udiv(cg_fn *fn, LLVMValueRef a, LLVMValueRef b)
+{
+    LLVMValueRef t = LLVMBuildAdd(
+        fn->b, a, LLVMBuildSub(fn->b, b, cg_i64(fn, 1), ""), "");
+    return LLVMBuildUDiv(fn->b, t, b, "");
+}
+
+LLVMValueRef cg_ceil_div_small(cg_fn *fn, LLVMValueRef a, LLVMValueRef n)
+{
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+    LLVMValueRef sixteen = LLVMConstInt(i32, 16, 0);
+    a = LLVMBuildAdd(fn->b, a, LLVMBuildSub(fn->b, n, cg_i64(fn, 1), ""), "");
+    LLVMValueRef n32 = LLVMBuildTrunc(fn->b, n, i32, "");
+    LLVMValueRef r = LLVMConstInt(i32, 0, 0), q = cg_i64(fn, 0);
+    for (int d = 3; d >= 0; d--) {
+        /* cur = r 2^16 + digit d of a; q's digit d = cur / n */
+        LLVMValueRef shift = cg_i64(fn, 16 * d);
+        LLVMValueRef digit = LLVMBuildAnd(
+            fn->b, LLVMBuildLShr(fn->b, a, shift, ""), cg_i64(fn, 0xffff), "");
+        digit = LLVMBuildTrunc(fn->b, digit, i32, "");
+        LLVMValueRef cur = LLVMBuildOr(
+            fn->b, LLVMBuildShl(fn->b, r, sixteen, ""), digit, "");
+        LLVMValueRef qd = LLVMBuildUDiv(fn->b, cur, n32, "");
+        r = LLVMBuildSub(fn->b, cur, LLVMBuildMul(fn->b, qd, n32, ""), "");
+        q = LLVMBuildOr(
+            fn->b, q, LLVMBuildShl(fn->b, cg_zext64(fn, qd), shift, ""), "");
+    }
+    return q;
+}

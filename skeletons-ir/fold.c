@@ -33,13 +33,11 @@ void sk_fold_chunks_only(sk_kernel *k)
     }
 }
 
-static weft_status fold_prepare(weft_context *ctx, fe_arena *arena,
-                               sk_kernel *k)
+weft_status sk_add_chunk_items(weft_context *ctx, fe_arena *arena,
+                               sk_kernel *k, weft_type elt)
 {
-    k->nentry = 3;
-    sk_fold_chunks_only(k);
     weft_status s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX, 0,
-                                k->op->type, 1);
+                                elt, 1);
     if (s) {
         return s;
     }
@@ -49,58 +47,83 @@ static weft_status fold_prepare(weft_context *ctx, fe_arena *arena,
     return s;
 }
 
-/* acc = f(acc, src[j]) for j in [lo, hi), with acc a mutable variable;
- * src is the input term (read through sk_read: it may be fused) or, when
- * NULL, the partials array part. */
-typedef struct row_reader {
-    cg_val ix;          /* the row's outer index components, and room for
-                           the innermost one */
-    LLVMValueRef base;  /* linear position of the row's first element */
-    bool by_index;      /* read the input by multi-index */
-} row_reader;
-
-/* Prepare to read row r of src (extents ext, rank >= 1) starting at
- * linear position base: by multi-index (no division per element) when a
- * linear read of src would need one. */
-static weft_status row_begin(sk_fn *f, const fe_term *src, LLVMValueRef *ext,
-                             LLVMValueRef r, LLVMValueRef base,
-                             row_reader *rw)
+weft_status sk_mut_store(sk_fn *f, const cg_mut *acc, const cg_array *a,
+                         LLVMValueRef i)
 {
+    cg_val y;
+    weft_status s = cg_mut_get(&f->fn, acc, &y);
+    if (s == WEFT_OK) {
+        cg_array_store(&f->fn, a, i, &y);
+    }
+    return s;
+}
+
+static weft_status fold_prepare(weft_context *ctx, fe_arena *arena,
+                               sk_kernel *k)
+{
+    k->nentry = 3;
+    sk_fold_chunks_only(k);
+    return sk_add_chunk_items(ctx, arena, k, k->op->type);
+}
+
+weft_status sk_row_begin(sk_fn *f, const fe_term *src, LLVMValueRef *ext,
+                         LLVMValueRef row, LLVMValueRef base, bool rank1,
+                         sk_row *rw)
+{
+    rw->src = src;
     rw->base = base;
-    rw->by_index = !sk_linear_ok(f, src);
+    rw->by_index = src && (rank1 || src->rank > 1) && !sk_linear_ok(f, src);
     if (!rw->by_index) {
         return WEFT_OK;
     }
     weft_status s = cg_val_make(&f->fn, src->rank, &rw->ix);
     if (s == WEFT_OK && src->rank > 1) {
-        cg_from_index(&f->fn, src->rank - 1, ext, r, rw->ix.v);
+        cg_from_index(&f->fn, src->rank - 1, ext, row, rw->ix.v);
     }
     return s;
 }
 
-/* Element j (a linear position) of a row of src. */
-static weft_status row_read(sk_fn *f, const fe_term *src, const row_reader *rw,
-                            LLVMValueRef j, cg_val *out)
+/* The element of the row whose innermost index is inner (by_index). */
+static weft_status row_index_read(sk_fn *f, const sk_row *rw,
+                                  LLVMValueRef inner, cg_val *out)
 {
-    if (!rw || !rw->by_index) {
-        return sk_read(f, src, j, NULL, out);
-    }
-    cg_val ix = rw->ix;
-    ix.v = fe_arena_alloc(f->fn.arena, sizeof *ix.v * (size_t)(ix.n + 1));
-    if (!ix.v) {
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+    cg_val ix;
+    weft_status s = cg_val_make(&f->fn, rw->ix.n, &ix);
+    if (s) {
+        return s;
     }
     for (int d = 0; d < ix.n - 1; d++) {
         ix.v[d] = rw->ix.v[d];
     }
-    ix.v[ix.n - 1] = LLVMBuildSub(f->fn.b, j, rw->base, "");
-    return sk_read(f, src, NULL, &ix, out);
+    ix.v[ix.n - 1] = inner;
+    return sk_read(f, rw->src, NULL, &ix, out);
+}
+
+weft_status sk_row_read(sk_fn *f, const sk_row *rw, LLVMValueRef j,
+                        cg_val *out)
+{
+    if (!rw->by_index) {
+        return sk_read(f, rw->src, j, NULL, out);
+    }
+    return row_index_read(f, rw, LLVMBuildSub(f->fn.b, j, rw->base, ""), out);
+}
+
+weft_status sk_row_read_in(sk_fn *f, const sk_row *rw, LLVMValueRef k,
+                           cg_val *out)
+{
+    if (!rw->by_index) {
+        return sk_read(f, rw->src, LLVMBuildAdd(f->fn.b, rw->base, k, ""),
+                       NULL, out);
+    }
+    return row_index_read(f, rw, k, out);
 }
 
 /* acc = f(acc, element j) over [lo, hi) in one loop (scalar: a short
- * remainder, emitted cold: left alone by the vectorisers and irce). */
+ * remainder, emitted cold: left alone by the vectorisers and irce); acc
+ * is a mutable variable; the elements are src's (the input term, read
+ * through rw: it may be fused) or, when src is NULL, the partials part's. */
 static weft_status fold_loop(sk_fn *f, const cg_mut *acc, const fe_term *src,
-                             const cg_array *part, const row_reader *rw,
+                             const cg_array *part, const sk_row *rw,
                              LLVMValueRef lo, LLVMValueRef hi, bool scalar)
 {
     cg_fn *fn = &f->fn;
@@ -113,7 +136,7 @@ static weft_status fold_loop(sk_fn *f, const cg_mut *acc, const fe_term *src,
     cg_loop_begin(fn, &l, lo, hi, &j);
     weft_status s = cg_mut_get(fn, acc, &args[0]);
     if (s == WEFT_OK) {
-        s = src ? row_read(f, src, rw, j, &args[1])
+        s = src ? sk_row_read(f, rw, j, &args[1])
                 : cg_array_load(fn, part, j, &args[1]);
     }
     if (s == WEFT_OK) {
@@ -142,7 +165,7 @@ static weft_status fold_loop(sk_fn *f, const cg_mut *acc, const fe_term *src,
 
 static weft_status fold_range(sk_fn *f, const cg_mut *acc,
                               const fe_term *src, const cg_array *part,
-                              const row_reader *rw, LLVMValueRef lo, LLVMValueRef hi)
+                              const sk_row *rw, LLVMValueRef lo, LLVMValueRef hi)
 {
     cg_fn *fn = &f->fn;
     if (!src) {
@@ -169,145 +192,102 @@ static weft_status fold_range(sk_fn *f, const cg_mut *acc,
     return fold_loop(f, acc, src, NULL, rw, mid, hi, true);
 }
 
-/* Entry 0: whole rows. */
+void sk_chunk_bounds(sk_fn *f, LLVMValueRef c, LLVMValueRef C,
+                     LLVMValueRef m, LLVMValueRef *row, LLVMValueRef *q,
+                     LLVMValueRef *base_out, LLVMValueRef *lo,
+                     LLVMValueRef *hi)
+{
+    cg_fn *fn = &f->fn;
+    *row = LLVMBuildSDiv(fn->b, c, C, "");
+    *q = LLVMBuildSRem(fn->b, c, C, "");
+    LLVMValueRef base = LLVMBuildMul(fn->b, *row, m, "");
+    *base_out = base;
+    /* piece q covers [q*m/C, (q+1)*m/C) of its row */
+    LLVMValueRef a = LLVMBuildSDiv(fn->b, LLVMBuildMul(fn->b, *q, m, ""), C, "");
+    LLVMValueRef q1 = LLVMBuildAdd(fn->b, *q, cg_i64(fn, 1), "");
+    LLVMValueRef b = LLVMBuildSDiv(fn->b, LLVMBuildMul(fn->b, q1, m, ""), C, "");
+    *lo = LLVMBuildAdd(fn->b, base, a, "");
+    *hi = LLVMBuildAdd(fn->b, base, b, "");
+}
+
+/* Entry `entry` (the head comment's 0, 1 or 2): for each i in [start,
+ * end), one fold of a range [lo, hi) stored at i: entry 0 row i of the
+ * input, from z (fold) or its first element; entry 1 chunk i (row i / C,
+ * piece i % C) from its first element, into the partials; entry 2 the C
+ * partials of row i, from z or the first of them. */
+static weft_status emit_entry(sk_fn *f, bool has_seed, int entry)
+{
+    cg_fn *fn = &f->fn;
+    const fe_term *src = entry < 2 ? f->e->k->op->kid[has_seed ? 1 : 0] : NULL;
+    const cg_array *part = entry > 0 ? sk_aux_array(f, 0) : NULL;
+    const cg_array *dst = entry == 1 ? part : sk_out_array(f, 0);
+    LLVMValueRef C = entry > 0 ? sk_aux_value(f, 1)->v[0] : NULL;
+    LLVMValueRef ext[WEFT_MAX_RANK], m = C;
+    weft_status s;
+    if (src) {
+        if ((s = sk_extent(f, src, ext)) != WEFT_OK) {
+            return s;
+        }
+        m = ext[src->rank - 1];
+    }
+    cg_mut acc;
+    if ((s = cg_mut_new(fn, f->e->k->op->type, &acc)) != WEFT_OK) {
+        return s;
+    }
+    cg_loop l;
+    LLVMValueRef i, row = NULL, q, base, lo, hi = NULL;
+    cg_loop_begin(fn, &l, f->start, f->end, &i);
+    if (entry == 1) {
+        sk_chunk_bounds(f, i, C, m, &row, &q, &base, &lo, &hi);
+    } else {
+        row = i;
+        base = LLVMBuildMul(fn->b, i, m, "");
+        lo = base;
+    }
+    sk_row rw;
+    if (src && (s = sk_row_begin(f, src, ext, row, base, true, &rw)) !=
+                   WEFT_OK) {
+        return s;
+    }
+    LLVMValueRef first = lo;
+    if (has_seed && entry != 1) {
+        cg_mut_set(fn, &acc, sk_kid_value(f, 0));
+    } else {
+        cg_val x0;
+        if ((s = src ? sk_row_read(f, &rw, lo, &x0)
+                     : cg_array_load(fn, part, lo, &x0)) != WEFT_OK) {
+            return s;
+        }
+        cg_mut_set(fn, &acc, &x0);
+        first = LLVMBuildAdd(fn->b, lo, cg_i64(fn, 1), "");
+    }
+    if (!hi) {
+        hi = LLVMBuildAdd(fn->b, base, m, "");
+    }
+    if ((s = fold_range(f, &acc, src, part, src ? &rw : NULL, first, hi)) !=
+        WEFT_OK) {
+        return s;
+    }
+    if ((s = sk_mut_store(f, &acc, dst, i)) != WEFT_OK) {
+        return s;
+    }
+    cg_loop_end(fn, &l);
+    return WEFT_OK;
+}
+
 static weft_status emit_rows(sk_fn *f, bool has_seed)
 {
-    cg_fn *fn = &f->fn;
-    const fe_term *src = f->e->k->op->kid[has_seed ? 1 : 0];
-    const cg_array *out = sk_out_array(f, 0);
-    LLVMValueRef ext[WEFT_MAX_RANK];
-    weft_status s0 = sk_extent(f, src, ext);
-    if (s0) {
-        return s0;
-    }
-    LLVMValueRef m = ext[src->rank - 1];
-    cg_mut acc;
-    weft_status s = cg_mut_new(fn, f->e->k->op->type, &acc);
-    if (s) {
-        return s;
-    }
-    cg_loop l;
-    LLVMValueRef r;
-    cg_loop_begin(fn, &l, f->start, f->end, &r);
-    LLVMValueRef base = LLVMBuildMul(fn->b, r, m, "");
-    LLVMValueRef first = base;
-    row_reader rw;
-    if ((s = row_begin(f, src, ext, r, base, &rw)) != WEFT_OK) {
-        return s;
-    }
-    if (has_seed) {
-        cg_mut_set(fn, &acc, sk_kid_value(f, 0));
-    } else {
-        cg_val x0;
-        if ((s = row_read(f, src, &rw, base, &x0)) != WEFT_OK) {
-            return s;
-        }
-        cg_mut_set(fn, &acc, &x0);
-        first = LLVMBuildAdd(fn->b, base, cg_i64(fn, 1), "");
-    }
-    LLVMValueRef hi = LLVMBuildAdd(fn->b, base, m, "");
-    if ((s = fold_range(f, &acc, src, NULL, &rw, first, hi)) != WEFT_OK) {
-        return s;
-    }
-    cg_val y;
-    if ((s = cg_mut_get(fn, &acc, &y)) != WEFT_OK) {
-        return s;
-    }
-    cg_array_store(fn, out, r, &y);
-    cg_loop_end(fn, &l);
-    return WEFT_OK;
+    return emit_entry(f, has_seed, 0);
 }
 
-/* Entry 1: partial[c] = fold1 of chunk c (row c / C, piece c % C). */
 static weft_status emit_chunks(sk_fn *f, bool has_seed)
 {
-    cg_fn *fn = &f->fn;
-    const fe_term *src = f->e->k->op->kid[has_seed ? 1 : 0];
-    const cg_array *part = sk_aux_array(f, 0);
-    LLVMValueRef C = sk_aux_value(f, 1)->v[0];
-    LLVMValueRef ext[WEFT_MAX_RANK];
-    weft_status s0 = sk_extent(f, src, ext);
-    if (s0) {
-        return s0;
-    }
-    LLVMValueRef m = ext[src->rank - 1];
-    cg_mut acc;
-    weft_status s = cg_mut_new(fn, f->e->k->op->type, &acc);
-    if (s) {
-        return s;
-    }
-    cg_loop l;
-    LLVMValueRef c;
-    cg_loop_begin(fn, &l, f->start, f->end, &c);
-    LLVMValueRef row = LLVMBuildSDiv(fn->b, c, C, "");
-    LLVMValueRef q = LLVMBuildSRem(fn->b, c, C, "");
-    LLVMValueRef base = LLVMBuildMul(fn->b, row, m, "");
-    /* piece q covers [q*m/C, (q+1)*m/C) of its row */
-    LLVMValueRef lo = LLVMBuildSDiv(fn->b, LLVMBuildMul(fn->b, q, m, ""), C, "");
-    LLVMValueRef q1 = LLVMBuildAdd(fn->b, q, cg_i64(fn, 1), "");
-    LLVMValueRef hi = LLVMBuildSDiv(fn->b, LLVMBuildMul(fn->b, q1, m, ""), C, "");
-    lo = LLVMBuildAdd(fn->b, base, lo, "");
-    hi = LLVMBuildAdd(fn->b, base, hi, "");
-    row_reader rw;
-    if ((s = row_begin(f, src, ext, row, base, &rw)) != WEFT_OK) {
-        return s;
-    }
-    cg_val x0;
-    if ((s = row_read(f, src, &rw, lo, &x0)) != WEFT_OK) {
-        return s;
-    }
-    cg_mut_set(fn, &acc, &x0);
-    LLVMValueRef lo1 = LLVMBuildAdd(fn->b, lo, cg_i64(fn, 1), "");
-    if ((s = fold_range(f, &acc, src, NULL, &rw, lo1, hi)) != WEFT_OK) {
-        return s;
-    }
-    cg_val y;
-    if ((s = cg_mut_get(fn, &acc, &y)) != WEFT_OK) {
-        return s;
-    }
-    cg_array_store(fn, part, c, &y);
-    cg_loop_end(fn, &l);
-    return WEFT_OK;
+    return emit_entry(f, has_seed, 1);
 }
 
-/* Entry 2: out[r] = z (or partial[r*C]) combined with the row's partials. */
 static weft_status emit_combine(sk_fn *f, bool has_seed)
 {
-    cg_fn *fn = &f->fn;
-    const cg_array *part = sk_aux_array(f, 0);
-    const cg_array *out = sk_out_array(f, 0);
-    LLVMValueRef C = sk_aux_value(f, 1)->v[0];
-    cg_mut acc;
-    weft_status s = cg_mut_new(fn, f->e->k->op->type, &acc);
-    if (s) {
-        return s;
-    }
-    cg_loop l;
-    LLVMValueRef r;
-    cg_loop_begin(fn, &l, f->start, f->end, &r);
-    LLVMValueRef base = LLVMBuildMul(fn->b, r, C, "");
-    LLVMValueRef first = base;
-    if (has_seed) {
-        cg_mut_set(fn, &acc, sk_kid_value(f, 0));
-    } else {
-        cg_val x0;
-        if ((s = cg_array_load(fn, part, base, &x0)) != WEFT_OK) {
-            return s;
-        }
-        cg_mut_set(fn, &acc, &x0);
-        first = LLVMBuildAdd(fn->b, base, cg_i64(fn, 1), "");
-    }
-    LLVMValueRef hi = LLVMBuildAdd(fn->b, base, C, "");
-    if ((s = fold_range(f, &acc, NULL, part, NULL, first, hi)) != WEFT_OK) {
-        return s;
-    }
-    cg_val y;
-    if ((s = cg_mut_get(fn, &acc, &y)) != WEFT_OK) {
-        return s;
-    }
-    cg_array_store(fn, out, r, &y);
-    cg_loop_end(fn, &l);
-    return WEFT_OK;
+    return emit_entry(f, has_seed, 2);
 }
 
 static weft_status fold_emit(sk_emit *e, const char *const *names)
@@ -343,7 +323,7 @@ static weft_status fold_emit(sk_emit *e, const char *const *names)
     return WEFT_OK;
 }
 
-static bool fold_supported(const fe_term *t)
+bool sk_fold_supported(const fe_term *t)
 {
     return t->atype->narrays == 1;
 }
@@ -351,7 +331,7 @@ static bool fold_supported(const fe_term *t)
 const sk_skeleton sk_fold = {
     .name = "fold",
     .family = SK_FOLD,
-    .supported = fold_supported,
+    .supported = sk_fold_supported,
     .prepare = fold_prepare,
     .emit = fold_emit,
     .fuses_input = true,

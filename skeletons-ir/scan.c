@@ -46,22 +46,10 @@
  */
 #include "sk.h"
 
-/* What kind of scan an operation is. */
-typedef struct scan_info {
-    bool seeded;    /* has z (scanl, scanl', scanr, scanr') */
-    bool left;
-    bool pair;      /* scanl', scanr': a second output of totals */
-    bool grow;      /* scanl, scanr: rows of m + 1 */
-    bool exclusive; /* scanl, scanl', scanr' write acc before combining */
-    weft_type elt;  /* element type */
-    const fe_term *src; /* the input array term */
-    const fe_fun *comb;
-} scan_info;
-
-static scan_info info_of(const fe_term *t)
+sk_scan_info sk_scan_info_of(const fe_term *t)
 {
     fe_kind k = (fe_kind)t->kind;
-    scan_info in;
+    sk_scan_info in;
     in.seeded = k == FE_SCANL || k == FE_SCANL_ || k == FE_SCANR ||
                 k == FE_SCANR_;
     in.left = k == FE_SCANL || k == FE_SCANL1 || k == FE_SCANL_;
@@ -74,20 +62,20 @@ static scan_info info_of(const fe_term *t)
     return in;
 }
 
+bool sk_scan_supported(const fe_term *t)
+{
+    bool pair = t->kind == FE_SCANL_ || t->kind == FE_SCANR_;
+    return t->atype->narrays == (pair ? 2 : 1) && t->nfun == 1;
+}
+
+typedef sk_scan_info scan_info;
+
 static weft_status scan_prepare(weft_context *ctx, fe_arena *arena,
                                 sk_kernel *k)
 {
-    scan_info in = info_of(k->op);
+    scan_info in = sk_scan_info_of(k->op);
     k->nentry = 4;
-    weft_status s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX, 0,
-                                in.elt, 1);
-    if (s) {
-        return s;
-    }
-    k->aux_item[0] = k->nitem - 1;
-    s = sk_add_item(ctx, arena, k, SK_SCALAR, SK_SRC_AUX, 1, WEFT_I64, 0);
-    k->aux_item[1] = k->nitem - 1;
-    return s;
+    return sk_add_chunk_items(ctx, arena, k, in.elt);
 }
 
 /* acc = f(acc, x) for left scans, f(x, acc) for right ones. */
@@ -118,62 +106,16 @@ static LLVMValueRef out_pos(sk_fn *f, const scan_info *in, LLVMValueRef row,
     return in->grow ? LLVMBuildAdd(f->fn.b, j, row, "") : j;
 }
 
-/* Reading one row of the input.  A fused input whose linear read costs a
- * division per element (a gather, a generate, a zipWith of different
- * shapes, in rank 2 or more) is read by multi-index instead: the row's
- * outer index components are computed once per row. */
-typedef struct row_reader {
-    cg_val ix;          /* outer components, room for the innermost one */
-    LLVMValueRef base;  /* linear position of the row's first element */
-    bool by_index;
-} row_reader;
-
-static weft_status row_begin(sk_fn *f, const scan_info *in,
-                             LLVMValueRef const *ext, LLVMValueRef row,
-                             LLVMValueRef base, row_reader *rr)
-{
-    int rank = in->src->rank;
-    rr->base = base;
-    rr->by_index = rank > 1 && !sk_linear_ok(f, in->src);
-    if (!rr->by_index) {
-        return WEFT_OK;
-    }
-    weft_status s = cg_val_make(&f->fn, rank, &rr->ix);
-    if (s == WEFT_OK) {
-        cg_from_index(&f->fn, rank - 1, (LLVMValueRef *)ext, row, rr->ix.v);
-    }
-    return s;
-}
-
-/* Input element at linear position j (inside the row of rr). */
-static weft_status row_read(sk_fn *f, const scan_info *in,
-                            const row_reader *rr, LLVMValueRef j, cg_val *out)
-{
-    if (!rr->by_index) {
-        return sk_read(f, in->src, j, NULL, out);
-    }
-    cg_val ix;
-    weft_status s = cg_val_make(&f->fn, rr->ix.n, &ix);
-    if (s) {
-        return s;
-    }
-    for (int d = 0; d < ix.n - 1; d++) {
-        ix.v[d] = rr->ix.v[d];
-    }
-    ix.v[ix.n - 1] = LLVMBuildSub(f->fn.b, j, rr->base, "");
-    return sk_read(f, in->src, NULL, &ix, out);
-}
-
 /* One step of a scan at input position j: read x[j], combine and store in
  * the order the scan asks for. */
 static weft_status scan_step(sk_fn *f, const scan_info *in, const cg_mut *acc,
-                             const row_reader *rr, LLVMValueRef row,
+                             const sk_row *rr, LLVMValueRef row,
                              LLVMValueRef j)
 {
     cg_fn *fn = &f->fn;
     const cg_array *out = sk_out_array(f, 0);
     cg_val x, a;
-    weft_status s = row_read(f, in, rr, j, &x);
+    weft_status s = sk_row_read(f, rr, j, &x);
     if (s) {
         return s;
     }
@@ -202,7 +144,7 @@ static weft_status scan_step(sk_fn *f, const scan_info *in, const cg_mut *acc,
  * first element, which is stored as it is.  carry may be NULL only when
  * from_elem is NULL too (then the piece always starts from its element). */
 static weft_status scan_piece(sk_fn *f, const scan_info *in,
-                              const cg_mut *acc, const row_reader *rr,
+                              const cg_mut *acc, const sk_row *rr,
                               LLVMValueRef row,
                               LLVMValueRef lo, LLVMValueRef hi,
                               LLVMValueRef from_elem, const cg_val *carry)
@@ -230,7 +172,7 @@ static weft_status scan_piece(sk_fn *f, const scan_info *in,
         }
         LLVMValueRef p = in->left ? lo : LLVMBuildSub(fn->b, hi, one, "");
         cg_val x;
-        if ((s = row_read(f, in, rr, p, &x)) != WEFT_OK) {
+        if ((s = sk_row_read(f, rr, p, &x)) != WEFT_OK) {
             return s;
         }
         cg_mut_set(fn, acc, &x);
@@ -283,6 +225,19 @@ static void store_total(sk_fn *f, const scan_info *in, LLVMValueRef row,
     }
 }
 
+/* store_total of the value of *acc. */
+static weft_status store_acc_total(sk_fn *f, const scan_info *in,
+                                   LLVMValueRef row, LLVMValueRef m,
+                                   const cg_mut *acc)
+{
+    cg_val tot;
+    weft_status s = cg_mut_get(&f->fn, acc, &tot);
+    if (s == WEFT_OK) {
+        store_total(f, in, row, m, &tot);
+    }
+    return s;
+}
+
 /* The input's extents, and the innermost one (the row length). */
 static weft_status row_length(sk_fn *f, const scan_info *in,
                               LLVMValueRef *ext, LLVMValueRef *m)
@@ -313,90 +268,86 @@ static weft_status emit_rows(sk_fn *f, const scan_info *in)
     if (in->grow && !in->left) {
         store_total(f, in, r, m, z);
     }
-    row_reader rr;
-    if ((s = row_begin(f, in, ext, r, lo, &rr)) != WEFT_OK ||
+    sk_row rr;
+    if ((s = sk_row_begin(f, in->src, ext, r, lo, false, &rr)) != WEFT_OK ||
         (s = scan_piece(f, in, &acc, &rr, r, lo, hi, NULL, z)) != WEFT_OK) {
         return s;
     }
     if (in->pair || (in->grow && in->left)) {
-        cg_val tot;
-        if ((s = cg_mut_get(fn, &acc, &tot)) != WEFT_OK) {
+        if ((s = store_acc_total(f, in, r, m, &acc)) != WEFT_OK) {
             return s;
         }
-        store_total(f, in, r, m, &tot);
     }
     cg_loop_end(fn, &l);
     return WEFT_OK;
 }
 
-/* The bounds [*lo, *hi) of chunk c (row c / C, piece c % C) in input
- * positions, its row and piece, and the row's first position. */
-static void chunk_bounds(sk_fn *f, LLVMValueRef c, LLVMValueRef C,
-                         LLVMValueRef m, LLVMValueRef *row, LLVMValueRef *q,
-                         LLVMValueRef *base_out, LLVMValueRef *lo,
-                         LLVMValueRef *hi)
+/* What entries 1 and 3 open with: the accumulator, a loop over chunks
+ * c, chunk c's bounds and the reader of its row; the entry closes the
+ * loop (cg_loop_end of l). */
+typedef struct chunk {
+    const cg_array *part;
+    LLVMValueRef C, c, row, q, base, lo, hi;
+    cg_mut acc;
+    cg_loop l;
+    sk_row rr;
+} chunk;
+
+static weft_status chunk_begin(sk_fn *f, const scan_info *in, chunk *ch)
 {
     cg_fn *fn = &f->fn;
-    *row = LLVMBuildSDiv(fn->b, c, C, "");
-    *q = LLVMBuildSRem(fn->b, c, C, "");
-    LLVMValueRef base = LLVMBuildMul(fn->b, *row, m, "");
-    *base_out = base;
-    /* piece q covers [q*m/C, (q+1)*m/C) of its row */
-    LLVMValueRef a = LLVMBuildSDiv(fn->b, LLVMBuildMul(fn->b, *q, m, ""), C, "");
-    LLVMValueRef q1 = LLVMBuildAdd(fn->b, *q, cg_i64(fn, 1), "");
-    LLVMValueRef b = LLVMBuildSDiv(fn->b, LLVMBuildMul(fn->b, q1, m, ""), C, "");
-    *lo = LLVMBuildAdd(fn->b, base, a, "");
-    *hi = LLVMBuildAdd(fn->b, base, b, "");
+    ch->part = sk_aux_array(f, 0);
+    ch->C = sk_aux_value(f, 1)->v[0];
+    LLVMValueRef m, ext[WEFT_MAX_RANK];
+    weft_status s = row_length(f, in, ext, &m);
+    if (s || (s = cg_mut_new(fn, in->elt, &ch->acc)) != WEFT_OK) {
+        return s;
+    }
+    cg_loop_begin(fn, &ch->l, f->start, f->end, &ch->c);
+    sk_chunk_bounds(f, ch->c, ch->C, m, &ch->row, &ch->q, &ch->base, &ch->lo,
+                    &ch->hi);
+    return sk_row_begin(f, in->src, ext, ch->row, ch->base, false, &ch->rr);
 }
 
 /* Entry 1: partial[c] = the reduction of chunk c in the scan's direction. */
 static weft_status emit_reduce(sk_fn *f, const scan_info *in)
 {
     cg_fn *fn = &f->fn;
-    const cg_array *part = sk_aux_array(f, 0);
-    LLVMValueRef C = sk_aux_value(f, 1)->v[0];
-    LLVMValueRef m, ext[WEFT_MAX_RANK];
-    weft_status s = row_length(f, in, ext, &m);
-    cg_mut acc;
-    if (s || (s = cg_mut_new(fn, in->elt, &acc)) != WEFT_OK) {
-        return s;
-    }
-    cg_loop l;
-    LLVMValueRef c, row, q, base, lo, hi;
-    cg_loop_begin(fn, &l, f->start, f->end, &c);
-    chunk_bounds(f, c, C, m, &row, &q, &base, &lo, &hi);
-    row_reader rr;
-    if ((s = row_begin(f, in, ext, row, base, &rr)) != WEFT_OK) {
+    chunk ch;
+    weft_status s = chunk_begin(f, in, &ch);
+    if (s) {
         return s;
     }
     LLVMValueRef one = cg_i64(fn, 1);
-    LLVMValueRef first = in->left ? lo : LLVMBuildSub(fn->b, hi, one, "");
+    LLVMValueRef first =
+        in->left ? ch.lo : LLVMBuildSub(fn->b, ch.hi, one, "");
     cg_val x;
-    if ((s = row_read(f, in, &rr, first, &x)) != WEFT_OK) {
+    if ((s = sk_row_read(f, &ch.rr, first, &x)) != WEFT_OK) {
         return s;
     }
-    cg_mut_set(fn, &acc, &x);
+    cg_mut_set(fn, &ch.acc, &x);
     /* the other hi - lo - 1 elements, in the scan's direction */
-    LLVMValueRef n = LLVMBuildSub(fn->b, LLVMBuildSub(fn->b, hi, lo, ""), one, "");
+    LLVMValueRef n =
+        LLVMBuildSub(fn->b, LLVMBuildSub(fn->b, ch.hi, ch.lo, ""), one, "");
     cg_loop il;
     LLVMValueRef k;
     cg_loop_begin(fn, &il, cg_i64(fn, 0), n, &k);
-    LLVMValueRef j = in->left ? LLVMBuildAdd(fn->b, LLVMBuildAdd(fn->b, lo, one, ""), k, "")
-                              : LLVMBuildSub(fn->b, LLVMBuildSub(fn->b, first, one, ""), k, "");
-    s = row_read(f, in, &rr, j, &x);
+    LLVMValueRef j =
+        in->left
+            ? LLVMBuildAdd(fn->b, LLVMBuildAdd(fn->b, ch.lo, one, ""), k, "")
+            : LLVMBuildSub(fn->b, LLVMBuildSub(fn->b, first, one, ""), k, "");
+    s = sk_row_read(f, &ch.rr, j, &x);
     if (s == WEFT_OK) {
-        s = combine(f, in, &acc, &x, true);
+        s = combine(f, in, &ch.acc, &x, true);
     }
     cg_loop_end(fn, &il);
     if (s) {
         return s;
     }
-    cg_val y;
-    if ((s = cg_mut_get(fn, &acc, &y)) != WEFT_OK) {
+    if ((s = sk_mut_store(f, &ch.acc, ch.part, ch.c)) != WEFT_OK) {
         return s;
     }
-    cg_array_store(fn, part, c, &y);
-    cg_loop_end(fn, &l);
+    cg_loop_end(fn, &ch.l);
     return WEFT_OK;
 }
 
@@ -456,11 +407,9 @@ static weft_status emit_carries(sk_fn *f, const scan_info *in)
     if (in->grow && !in->left) {
         store_total(f, in, r, m, sk_kid_value(f, 0));
     } else if (in->pair || in->grow) {
-        cg_val tot;
-        if ((s = cg_mut_get(fn, &acc, &tot)) != WEFT_OK) {
+        if ((s = store_acc_total(f, in, r, m, &acc)) != WEFT_OK) {
             return s;
         }
-        store_total(f, in, r, m, &tot);
     }
     cg_loop_end(fn, &l);
     return WEFT_OK;
@@ -470,43 +419,33 @@ static weft_status emit_carries(sk_fn *f, const scan_info *in)
 static weft_status emit_rescan(sk_fn *f, const scan_info *in)
 {
     cg_fn *fn = &f->fn;
-    const cg_array *part = sk_aux_array(f, 0);
-    LLVMValueRef C = sk_aux_value(f, 1)->v[0];
-    LLVMValueRef m, ext[WEFT_MAX_RANK];
-    weft_status s = row_length(f, in, ext, &m);
-    cg_mut acc;
-    if (s || (s = cg_mut_new(fn, in->elt, &acc)) != WEFT_OK) {
-        return s;
-    }
-    cg_loop l;
-    LLVMValueRef c, row, q, base, lo, hi;
-    cg_loop_begin(fn, &l, f->start, f->end, &c);
-    chunk_bounds(f, c, C, m, &row, &q, &base, &lo, &hi);
-    row_reader rr;
-    if ((s = row_begin(f, in, ext, row, base, &rr)) != WEFT_OK) {
+    chunk ch;
+    weft_status s = chunk_begin(f, in, &ch);
+    if (s) {
         return s;
     }
     cg_val carry;
-    if ((s = cg_array_load(fn, part, c, &carry)) != WEFT_OK) {
+    if ((s = cg_array_load(fn, ch.part, ch.c, &carry)) != WEFT_OK) {
         return s;
     }
     LLVMValueRef from_elem = NULL;
     if (!in->seeded) {
-        LLVMValueRef own = in->left ? cg_i64(fn, 0)
-                                    : LLVMBuildSub(fn->b, C, cg_i64(fn, 1), "");
-        from_elem = LLVMBuildICmp(fn->b, LLVMIntEQ, q, own, "");
+        LLVMValueRef own =
+            in->left ? cg_i64(fn, 0)
+                     : LLVMBuildSub(fn->b, ch.C, cg_i64(fn, 1), "");
+        from_elem = LLVMBuildICmp(fn->b, LLVMIntEQ, ch.q, own, "");
     }
-    if ((s = scan_piece(f, in, &acc, &rr, row, lo, hi, from_elem, &carry)) !=
-        WEFT_OK) {
+    if ((s = scan_piece(f, in, &ch.acc, &ch.rr, ch.row, ch.lo, ch.hi,
+                        from_elem, &carry)) != WEFT_OK) {
         return s;
     }
-    cg_loop_end(fn, &l);
+    cg_loop_end(fn, &ch.l);
     return WEFT_OK;
 }
 
 static weft_status scan_emit(sk_emit *e, const char *const *names)
 {
-    scan_info in = info_of(e->k->op);
+    scan_info in = sk_scan_info_of(e->k->op);
     weft_status (*const emit[4])(sk_fn *, const scan_info *) = {
         emit_rows, emit_reduce, emit_carries, emit_rescan};
     for (int i = 0; i < 4; i++) {
@@ -523,16 +462,10 @@ static weft_status scan_emit(sk_emit *e, const char *const *names)
     return WEFT_OK;
 }
 
-static bool scan_supported(const fe_term *t)
-{
-    bool pair = t->kind == FE_SCANL_ || t->kind == FE_SCANR_;
-    return t->atype->narrays == (pair ? 2 : 1) && t->nfun == 1;
-}
-
 const sk_skeleton sk_scan = {
     .name = "scan",
     .family = SK_SCAN,
-    .supported = scan_supported,
+    .supported = sk_scan_supported,
     .prepare = scan_prepare,
     .emit = scan_emit,
     .fuses_input = true,

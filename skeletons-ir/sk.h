@@ -273,6 +273,51 @@ struct sk_kernel {
  * (fold.c; the PTX fold too). */
 void sk_fold_chunks_only(sk_kernel *k);
 
+/* Reading one row of a fold's or a scan's input (fold.c; the scans and
+ * the PTX fold too).  A fused input whose linear read costs a division
+ * per element (a gather, a generate, a zipWith of different shapes) is
+ * read by multi-index instead: the row's outer index components are
+ * computed once per row, the innermost one per element. */
+typedef struct sk_row {
+    const fe_term *src; /* the input term (NULL: nothing to read) */
+    cg_val ix;          /* by_index: the outer components, room for the
+                           innermost one */
+    LLVMValueRef base;  /* linear position of the row's first element */
+    bool by_index;
+} sk_row;
+/* Prepare *rw to read row `row` of src (extents ext, rank >= 1; src may
+ * be NULL) from linear position base; rank1 says whether an input of
+ * rank 1 that is not read linearly goes by index too (the folds) or
+ * linearly (the scans).  Errors: WEFT_ERR_OUT_OF_MEMORY. */
+weft_status sk_row_begin(sk_fn *f, const fe_term *src, LLVMValueRef *ext,
+                         LLVMValueRef row, LLVMValueRef base, bool rank1,
+                         sk_row *rw);
+/* The element at linear position j of the row into *out (sk_read's
+ * errors). */
+weft_status sk_row_read(sk_fn *f, const sk_row *rw, LLVMValueRef j,
+                        cg_val *out);
+/* The element at position k inside the row (k from 0) into *out. */
+weft_status sk_row_read_in(sk_fn *f, const sk_row *rw, LLVMValueRef k,
+                           cg_val *out);
+/* The bounds [*lo, *hi) of chunk c of a fold or scan cut into C chunks a
+ * row of m elements (row c / C, piece *q = c % C, covering [q m / C,
+ * (q + 1) m / C) of the row) in input positions, its row and the row's
+ * first position *base (fold.c). */
+/* Whether both folds take t: one array (fold.c). */
+bool sk_fold_supported(const fe_term *t);
+/* Add to fold or scan kernel k the aux items of its chunked entries:
+ * aux 0 the partials (rank 1 of elt), aux 1 the number of chunks per row
+ * C (i64) (fold.c).  Errors: sk_add_item's. */
+weft_status sk_add_chunk_items(weft_context *ctx, fe_arena *arena,
+                               sk_kernel *k, weft_type elt);
+/* a[i] = the value of *acc (fold.c).  Errors: cg_mut_get's. */
+weft_status sk_mut_store(sk_fn *f, const cg_mut *acc, const cg_array *a,
+                         LLVMValueRef i);
+void sk_chunk_bounds(sk_fn *f, LLVMValueRef c, LLVMValueRef C,
+                     LLVMValueRef m, LLVMValueRef *row, LLVMValueRef *q,
+                     LLVMValueRef *base, LLVMValueRef *lo,
+                     LLVMValueRef *hi);
+
 /* The context in which a kernel's functions are emitted. */
 struct sk_emit {
     weft_context *ctx;
@@ -559,6 +604,24 @@ weft_status sk_permute_group(sk_fn *f, const cg_array *r,
 weft_status sk_stencil_boundary_value(sk_fn *f, int which,
                                       const cg_val **out);
 
+/* ===== scan.c: what the PTX scan shares ===== */
+
+/* What kind of scan an operation is. */
+typedef struct sk_scan_info {
+    bool seeded;    /* has z (scanl, scanl', scanr, scanr') */
+    bool left;
+    bool pair;      /* scanl', scanr': a second output of totals */
+    bool grow;      /* scanl, scanr: rows of m + 1 */
+    bool exclusive; /* scanl, scanl', scanr' write acc before combining */
+    weft_type elt;  /* element type */
+    const fe_term *src; /* the input array term */
+    const fe_fun *comb;
+} sk_scan_info;
+sk_scan_info sk_scan_info_of(const fe_term *t);
+/* Whether both scans take t: one output array (two for scanl', scanr')
+ * and one function. */
+bool sk_scan_supported(const fe_term *t);
+
 /* ===== ptx/target.c ===== */
 
 /* x (i64) through an inline-assembly copy that the optimiser cannot see
@@ -566,6 +629,14 @@ weft_status sk_stencil_boundary_value(sk_fn *f, int which,
  * being strength-reduced or hoisted out of a loop into registers kept
  * across it. */
 LLVMValueRef sk_ptx_opaque(cg_fn *fn, LLVMValueRef x);
+
+/* Opens *fin, entered by the grid's last block to take a ticket: thread
+ * 0 of each block (fenced first when fence is true) adds one to *ticket
+ * (i32) and the block that drew the grid's size less one (of the ticket's
+ * bits in mask, unless mask is 0) enters, after a barrier and a fence.
+ * The caller closes *fin.  Returns tid == 0. */
+LLVMValueRef sk_ptx_last_block(cg_fn *fn, LLVMValueRef tid, LLVMValueRef ticket,
+                               bool fence, uint32_t mask, cg_if *fin);
 
 /* ===== ptx/stencil.c ===== */
 

@@ -167,14 +167,7 @@ static weft_status ptx_fold_prepare(weft_context *ctx, fe_arena *arena,
     /* a block per chunk: chunks of at least 32K elements, so that a
      * block streams long runs between its barriers */
     k->chunk_min = 32768;
-    weft_status s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX, 0,
-                                k->op->type, 1);
-    if (s) {
-        return s;
-    }
-    k->aux_item[0] = k->nitem - 1;
-    s = sk_add_item(ctx, arena, k, SK_SCALAR, SK_SRC_AUX, 1, WEFT_I64, 0);
-    k->aux_item[1] = k->nitem - 1;
+    weft_status s = sk_add_chunk_items(ctx, arena, k, k->op->type);
     if (s == WEFT_OK && (k->flags & SK_FOLD_CHUNKS_ONLY)) {
         /* one row: the last block finishes it (sk.h), its ticket in aux 2 */
         k->flags |= SK_FOLD_LAST_BLOCK;
@@ -188,34 +181,6 @@ static weft_status ptx_fold_prepare(weft_context *ctx, fe_arena *arena,
 
 
 
-
-/* ceil(a / n) for 0 <= a < 2^63 and 1 <= n <= 32 (n i64), by four 32-bit
- * divisions of 16-bit digits: a 64-bit division is a call in the driver's
- * relocatable compile, which costs the whole entry registers. */
-static LLVMValueRef ceil_div_small(cg_fn *fn, LLVMValueRef a, LLVMValueRef n)
-{
-    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
-    a = LLVMBuildAdd(fn->b, a, LLVMBuildSub(fn->b, n, cg_i64(fn, 1), ""), "");
-    LLVMValueRef n32 = LLVMBuildTrunc(fn->b, n, i32, "");
-    LLVMValueRef r = LLVMConstInt(i32, 0, 0), q = cg_i64(fn, 0);
-    for (int d = 3; d >= 0; d--) {
-        LLVMValueRef digit = LLVMBuildTrunc(
-            fn->b,
-            LLVMBuildAnd(fn->b,
-                         LLVMBuildLShr(fn->b, a, cg_i64(fn, 16 * d), ""),
-                         cg_i64(fn, 0xffff), ""),
-            i32, "");
-        LLVMValueRef cur = LLVMBuildOr(
-            fn->b, LLVMBuildShl(fn->b, r, LLVMConstInt(i32, 16, 0), ""), digit,
-            "");
-        LLVMValueRef qd = LLVMBuildUDiv(fn->b, cur, n32, "");
-        r = LLVMBuildSub(fn->b, cur, LLVMBuildMul(fn->b, qd, n32, ""), "");
-        q = LLVMBuildOr(fn->b, q,
-                        LLVMBuildShl(fn->b, cg_zext64(fn, qd), cg_i64(fn, 16 * d), ""),
-                        "");
-    }
-    return q;
-}
 
 /* floor(log2 x) for x >= 1. */
 static LLVMValueRef log2_floor(cg_fn *fn, LLVMValueRef x)
@@ -290,15 +255,13 @@ static int fold_bytes(sk_fn *f)
 
 /* ---- reading the source ----------------------------------------------- */
 
-/* What a fold reads: the input term src, one row of it (fold.c's
- * row_reader: by linear position, or by multi-index when a linear read of
- * src would need a division), or, when src is NULL, the partials. */
+/* What a fold reads: the input term src, one row of it (sk_row: by
+ * linear position, or by multi-index when a linear read of src would need
+ * a division), or, when src is NULL, the partials. */
 typedef struct source {
     const fe_term *src;
     const cg_array *part;
-    cg_val ix;          /* by_index: the row's outer index components */
-    LLVMValueRef base;  /* linear position of the row's first element */
-    bool by_index;
+    sk_row row;
     int k;              /* the run length K of its full tiles */
     bool vec;           /* full tiles read by vector loads (vec_plan) */
     bool lanes;         /* computed elements, or the partials: lanes read
@@ -367,7 +330,7 @@ static void vec_plan(sk_fn *f, source *sr)
 {
     sr->narr = 0;
     sr->k = run_of(fold_bytes(f), RUN_BYTES);
-    sr->vec = sr->src && !sr->by_index && vec_terms(f, sr, sr->src);
+    sr->vec = sr->src && !sr->row.by_index && vec_terms(f, sr, sr->src);
     if (!sr->vec) {
         return;
     }
@@ -513,17 +476,9 @@ static bool streamed(const fe_term *t)
 static weft_status source_row(sk_fn *f, source *sr, LLVMValueRef *ext,
                               LLVMValueRef r, LLVMValueRef base)
 {
-    sr->base = base;
-    sr->by_index = sr->src && !sk_linear_ok(f, sr->src);
+    weft_status s = sk_row_begin(f, sr->src, ext, r, base, true, &sr->row);
     sr->lanes = sr->src && !streamed(sr->src);
     vec_plan(f, sr);
-    if (!sr->by_index) {
-        return WEFT_OK;
-    }
-    weft_status s = cg_val_make(&f->fn, sr->src->rank, &sr->ix);
-    if (s == WEFT_OK && sr->src->rank > 1) {
-        cg_from_index(&f->fn, sr->src->rank - 1, ext, r, sr->ix.v);
-    }
     return s;
 }
 
@@ -534,19 +489,7 @@ static weft_status source_read(sk_fn *f, const source *sr, LLVMValueRef j,
     if (!sr->src) {
         return cg_array_load(&f->fn, sr->part, j, out);
     }
-    if (!sr->by_index) {
-        return sk_read(f, sr->src, j, NULL, out);
-    }
-    cg_val ix = sr->ix;
-    ix.v = fe_arena_alloc(f->fn.arena, sizeof *ix.v * (size_t)(ix.n + 1));
-    if (!ix.v) {
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
-    }
-    for (int d = 0; d < ix.n - 1; d++) {
-        ix.v[d] = sr->ix.v[d];
-    }
-    ix.v[ix.n - 1] = LLVMBuildSub(f->fn.b, j, sr->base, "");
-    return sk_read(f, sr->src, NULL, &ix, out);
+    return sk_row_read(f, &sr->row, j, out);
 }
 
 /* ---- warps ------------------------------------------------------------ */
@@ -864,7 +807,7 @@ static weft_status staged_lanes(sk_fn *f, warp *w, const source *sr,
     LLVMValueRef lhi = cg_smin(fn, LLVMBuildAdd(fn->b, llo, L, ""), m);
     LLVMValueRef valid = LLVMBuildICmp(fn->b, LLVMIntSLT, llo, lhi, "");
     mut_zero(fn, &w->x);
-    if ((s = cg_stage_fix(fn, g, &sr->ix)) != WEFT_OK) {
+    if ((s = cg_stage_fix(fn, g, &sr->row.ix)) != WEFT_OK) {
         return s;
     }
     cg_if first;
@@ -876,15 +819,13 @@ static weft_status staged_lanes(sk_fn *f, warp *w, const source *sr,
     }
     cg_mut_set(fn, &w->x, &x0);
     cg_if_end(fn, &first);
-    /* K = ceil((L - 1) / S) tiles */
-    LLVMValueRef K = LLVMBuildSelect(
-        fn->b, LLVMBuildICmp(fn->b, LLVMIntSGT, L, one, ""),
-        LLVMBuildAdd(fn->b,
-                     LLVMBuildLShr(fn->b, LLVMBuildSub(fn->b, L,
-                                                       cg_i64(fn, 2), ""),
-                                   lgs, ""),
-                     one, ""),
-        cg_i64(fn, 0), "tiles");
+    /* K = ceil((L - 1) / S) tiles: ((L - 2) >> lg S) + 1 where L > 1 */
+    LLVMValueRef L2 = LLVMBuildSub(fn->b, L, cg_i64(fn, 2), "");
+    LLVMValueRef k1 =
+        LLVMBuildAdd(fn->b, LLVMBuildLShr(fn->b, L2, lgs, ""), one, "");
+    LLVMValueRef K =
+        LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntSGT, L, one, ""),
+                        k1, cg_i64(fn, 0), "tiles");
     LLVMValueRef tid = cg_zext64(fn, tg->thread_index(fn, 0));
     LLVMValueRef bs = cg_zext64(fn, tg->block_size(fn, 0));
     LLVMValueRef smask = LLVMBuildSub(fn->b, S, one, "");
@@ -1003,7 +944,7 @@ static weft_status block_fold(sk_fn *f, block *bk, const source *sr,
     LLVMValueRef tiles = LLVMBuildLShr(
         fn->b, LLVMBuildAdd(fn->b, len, cg_i64(fn, t - 1), ""),
         cg_i64(fn, __builtin_ctzll((unsigned long long)t)), "");
-    LLVMValueRef S = LLVMBuildMul(fn->b, ceil_div_small(fn, tiles, bk->nwarp),
+    LLVMValueRef S = LLVMBuildMul(fn->b, cg_ceil_div_small(fn, tiles, bk->nwarp),
                                   cg_i64(fn, t), "span");
     LLVMValueRef wlo =
         cg_smin(fn,
@@ -1293,29 +1234,10 @@ static weft_status last_block(sk_fn *f, block *bk, bool has_seed,
                               const cg_array *part, LLVMValueRef C)
 {
     cg_fn *fn = &f->fn;
-    const cg_target *tg = fn->target;
     LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
     LLVMValueRef ticket = sk_aux_array(f, 2)->ptr[0];
-    LLVMValueRef flag = tg->shared_array(fn, i32, 1);
-    LLVMValueRef t0 =
-        LLVMBuildICmp(fn->b, LLVMIntEQ, bk->tid, cg_i64(fn, 0), "");
-    cg_if draw;
-    cg_if_begin(fn, &draw, t0);
-    tg->fence(fn);
-    LLVMValueRef old = tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd, ticket,
-                                      LLVMConstInt(i32, 1, 0));
-    LLVMValueRef last = LLVMBuildICmp(
-        fn->b, LLVMIntEQ, LLVMBuildAnd(fn->b, old, LLVMConstInt(i32, 0xffff, 0), ""),
-        LLVMBuildSub(fn->b, tg->grid_size(fn, 0), LLVMConstInt(i32, 1, 0), ""),
-        "");
-    LLVMBuildStore(fn->b, LLVMBuildZExt(fn->b, last, i32, ""), flag);
-    cg_if_end(fn, &draw);
-    tg->barrier(fn);
     cg_if fin;
-    LLVMValueRef drew = LLVMBuildLoad2(fn->b, i32, flag, "");
-    cg_if_begin(fn, &fin, LLVMBuildICmp(fn->b, LLVMIntNE, drew,
-                                        LLVMConstInt(i32, 0, 0), ""));
-    tg->fence(fn);
+    LLVMValueRef t0 = sk_ptx_last_block(fn, bk->tid, ticket, true, 0xffff, &fin);
     source sr = {.part = part, .lanes = true, .k = 1};
     weft_status s = block_fold(f, bk, &sr, cg_i64(fn, 0), C);
     if (s) {
@@ -1528,15 +1450,10 @@ static weft_status ptx_fold_emit(sk_emit *e, const char *const *names)
     return WEFT_OK;
 }
 
-static bool ptx_fold_supported(const fe_term *t)
-{
-    return t->atype->narrays == 1;
-}
-
 const sk_skeleton sk_ptx_fold = {
     .name = "ptx-fold",
     .family = SK_FOLD,
-    .supported = ptx_fold_supported,
+    .supported = sk_fold_supported,
     .prepare = ptx_fold_prepare,
     .emit = ptx_fold_emit,
     .fuses_input = true,

@@ -319,26 +319,10 @@ static weft_status last_block(sk_fn *f, const acc_place *pa,
     const fe_term *t = f->e->k->op;
     LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
     LLVMValueRef zero32 = LLVMConstInt(i32, 0, 0);
-    LLVMValueRef flag = tg->shared_array(fn, i32, 1);
     tg->fence(fn);
-    tg->barrier(fn);
-    LLVMValueRef t0 = LLVMBuildICmp(fn->b, LLVMIntEQ, tid, cg_i64(fn, 0), "");
-    cg_if draw;
-    cg_if_begin(fn, &draw, t0);
-    LLVMValueRef old = tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd, pa->ticket,
-                                      LLVMConstInt(i32, 1, 0));
-    LLVMValueRef last = LLVMBuildICmp(
-        fn->b, LLVMIntEQ, old,
-        LLVMBuildSub(fn->b, tg->grid_size(fn, 0), LLVMConstInt(i32, 1, 0), ""),
-        "");
-    LLVMBuildStore(fn->b, LLVMBuildZExt(fn->b, last, i32, ""), flag);
-    cg_if_end(fn, &draw);
     tg->barrier(fn);
     cg_if fin;
-    cg_if_begin(fn, &fin, LLVMBuildICmp(fn->b, LLVMIntNE,
-                                        LLVMBuildLoad2(fn->b, i32, flag, ""),
-                                        zero32, ""));
-    tg->fence(fn);
+    LLVMValueRef t0 = sk_ptx_last_block(fn, tid, pa->ticket, false, 0, &fin);
     const cg_array *out = sk_out_array(f, 0);
     weft_type ty = pa->ty;
     LLVMTypeRef mt = cg_mem_type(fn->llctx, ty);

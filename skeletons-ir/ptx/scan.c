@@ -152,32 +152,7 @@ enum { FLAG_NONE, FLAG_AGG, FLAG_PREFIX };
 enum { AUX_FLAGS, AUX_AGG, AUX_INCL, AUX_COUNTER };
 
 /* What kind of scan an operation is (scan.c's scan_info). */
-typedef struct scan_info {
-    bool seeded;    /* has z (scanl, scanl', scanr, scanr') */
-    bool left;
-    bool pair;      /* scanl', scanr': a second output of totals */
-    bool grow;      /* scanl, scanr: rows of m + 1 */
-    bool exclusive; /* scanl, scanl', scanr' write E_p */
-    weft_type elt;
-    const fe_term *src;
-    const fe_fun *comb;
-} scan_info;
-
-static scan_info info_of(const fe_term *t)
-{
-    fe_kind k = (fe_kind)t->kind;
-    scan_info in;
-    in.seeded = k == FE_SCANL || k == FE_SCANL_ || k == FE_SCANR ||
-                k == FE_SCANR_;
-    in.left = k == FE_SCANL || k == FE_SCANL1 || k == FE_SCANL_;
-    in.pair = k == FE_SCANL_ || k == FE_SCANR_;
-    in.grow = k == FE_SCANL || k == FE_SCANR;
-    in.exclusive = k == FE_SCANL || k == FE_SCANL_ || k == FE_SCANR_;
-    in.elt = in.pair ? t->atype->comp[0]->elt : t->type;
-    in.src = t->kid[in.seeded ? 1 : 0];
-    in.comb = t->fun[0];
-    return in;
-}
+typedef sk_scan_info scan_info;
 
 /* K: chunks of 32 per warp and tile, as many as keep a lane's values
  * within ITEM_BYTES of leaves, 1 .. MAX_ITEMS. */
@@ -206,7 +181,7 @@ static bool packed_status(weft_context *ctx, weft_type elt)
 static weft_status ptx_scan_prepare(weft_context *ctx, fe_arena *arena,
                                     sk_kernel *k)
 {
-    scan_info in = info_of(k->op);
+    scan_info in = sk_scan_info_of(k->op);
     k->nentry = 1;
     k->item_threads[0] = k->item_threads[1] = SK_ITEM_BLOCK;
     k->chunk_min = (int64_t)WARP * items_per_lane(ctx, in.elt);
@@ -239,44 +214,6 @@ static weft_status ptx_scan_prepare(weft_context *ctx, fe_arena *arena,
 
 
 
-
-/* ceil(a / b) for a >= 0, b > 0. */
-static LLVMValueRef ceil_div(cg_fn *fn, LLVMValueRef a, LLVMValueRef b)
-{
-    LLVMValueRef t = LLVMBuildAdd(
-        fn->b, a, LLVMBuildSub(fn->b, b, cg_i64(fn, 1), ""), "");
-    return LLVMBuildSDiv(fn->b, t, b, "");
-}
-
-/* a / n for 0 <= a < 2^63 and n (i64) in 1 .. 2^16, by 32-bit divisions
- * of 16-bit pieces: a 64-bit division by a value known only at run time
- * is a call in the SASS (__cuda_sm20_div_u64), and in the relocatable
- * code the driver's link compiles, the call's convention cost ptxas 16
- * to 48 bytes of spills across the kernel. */
-static LLVMValueRef div_small(cg_fn *fn, LLVMValueRef a, LLVMValueRef n)
-{
-    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
-    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
-    LLVMValueRef n32 = LLVMBuildTrunc(fn->b, n, i32, "");
-    LLVMValueRef r = LLVMConstInt(i32, 0, 0), q = cg_i64(fn, 0);
-    for (int c = 3; c >= 0; c--) {
-        LLVMValueRef piece = LLVMBuildTrunc(
-            fn->b,
-            LLVMBuildAnd(fn->b, LLVMBuildLShr(fn->b, a, cg_i64(fn, 16 * c), ""),
-                         cg_i64(fn, 0xffff), ""),
-            i32, "");
-        LLVMValueRef cur = LLVMBuildOr(
-            fn->b, LLVMBuildShl(fn->b, r, LLVMConstInt(i32, 16, 0), ""), piece,
-            "");
-        LLVMValueRef qc = LLVMBuildUDiv(fn->b, cur, n32, "");
-        r = LLVMBuildSub(fn->b, cur, LLVMBuildMul(fn->b, qc, n32, ""), "");
-        q = LLVMBuildOr(fn->b, q,
-                        LLVMBuildShl(fn->b, LLVMBuildZExt(fn->b, qc, i64, ""),
-                                     cg_i64(fn, 16 * c), ""),
-                        "");
-    }
-    return q;
-}
 
 static LLVMValueRef i1_const(cg_fn *fn, bool v)
 {
@@ -617,51 +554,6 @@ static weft_status warp_scan(sk_fn *f, const scan_info *in, const lanes *L,
 
 /* ---- reading the input ------------------------------------------------ */
 
-/* One row of the input (scan.c's row_reader). */
-typedef struct source {
-    const fe_term *src;
-    cg_val ix;          /* by_index: the row's outer index components */
-    LLVMValueRef base;  /* linear position of the row's first element */
-    bool by_index;
-} source;
-
-static weft_status source_row(sk_fn *f, source *sr, LLVMValueRef *ext,
-                              LLVMValueRef row, LLVMValueRef base)
-{
-    int rank = sr->src->rank;
-    sr->base = base;
-    sr->by_index = rank > 1 && !sk_linear_ok(f, sr->src);
-    if (!sr->by_index) {
-        return WEFT_OK;
-    }
-    weft_status s = cg_val_make(&f->fn, rank, &sr->ix);
-    if (s == WEFT_OK) {
-        cg_from_index(&f->fn, rank - 1, ext, row, sr->ix.v);
-    }
-    return s;
-}
-
-/* The element at physical position j of the row. */
-static weft_status source_read(sk_fn *f, const source *sr, LLVMValueRef j,
-                               cg_val *out)
-{
-    cg_fn *fn = &f->fn;
-    if (!sr->by_index) {
-        return sk_read(f, sr->src, LLVMBuildAdd(fn->b, sr->base, j, ""), NULL,
-                       out);
-    }
-    cg_val ix;
-    weft_status s = cg_val_make(fn, sr->ix.n, &ix);
-    if (s) {
-        return s;
-    }
-    for (int d = 0; d < ix.n - 1; d++) {
-        ix.v[d] = sr->ix.v[d];
-    }
-    ix.v[ix.n - 1] = j;
-    return sk_read(f, sr->src, NULL, &ix, out);
-}
-
 /* ---- the kernel ------------------------------------------------------- */
 
 /* Everything one tile's code needs. */
@@ -842,7 +734,7 @@ static weft_status lane_total(sk_fn *f, const tile *T, bool guarded,
  * of the lanes before it (T->pre, nothing for lane 0), and lane 0 of each
  * warp that has positions in the tile puts the warp's total in shared
  * memory. */
-static weft_status warp_chunks(sk_fn *f, tile *T, const source *sr)
+static weft_status warp_chunks(sk_fn *f, tile *T, const sk_row *sr)
 {
     cg_fn *fn = &f->fn;
     const scan_info *in = T->in;
@@ -860,7 +752,7 @@ static weft_status warp_chunks(sk_fn *f, tile *T, const source *sr)
     cg_val got[MAX_ITEMS];
     for (int i = 0; i < T->K; i++) {
         LLVMValueRef p = LLVMBuildAdd(fn->b, T->seg, stripe_off(fn, T, i), "");
-        if ((s = source_read(f, sr, phys(fn, T, p), &got[i])) != WEFT_OK) {
+        if ((s = sk_row_read_in(f, sr, phys(fn, T, p), &got[i])) != WEFT_OK) {
             return s;
         }
     }
@@ -877,7 +769,7 @@ static weft_status warp_chunks(sk_fn *f, tile *T, const source *sr)
     cg_loop_begin(fn, &rd, cg_i64(fn, 0), stripes_in(fn, T), &i);
     LLVMValueRef q = stripe_at(fn, T, i);
     cg_val e;
-    if ((s = source_read(f, sr, phys(fn, T, LLVMBuildAdd(fn->b, T->seg, q, "")),
+    if ((s = sk_row_read_in(f, sr, phys(fn, T, LLVMBuildAdd(fn->b, T->seg, q, "")),
                          &e)) != WEFT_OK) {
         return s;
     }
@@ -909,16 +801,11 @@ static weft_status warp_chunks(sk_fn *f, tile *T, const source *sr)
     }
     cg_mut_set(fn, &T->pre, &pre);
     /* the warp's total: the value of its last lane with positions */
-    LLVMValueRef last = cg_smin(
-        fn,
-        LLVMBuildSDiv(fn->b,
-                      cg_smax(fn,
-                            LLVMBuildSub(fn->b,
-                                         LLVMBuildSub(fn->b, T->hi, T->seg, ""),
-                                         cg_i64(fn, 1), ""),
-                            cg_i64(fn, 0)),
-                      cg_i64(fn, T->K), ""),
-        cg_i64(fn, WARP - 1));
+    LLVMValueRef past = LLVMBuildSub(
+        fn->b, LLVMBuildSub(fn->b, T->hi, T->seg, ""), cg_i64(fn, 1), "");
+    LLVMValueRef lane = LLVMBuildSDiv(fn->b, cg_smax(fn, past, cg_i64(fn, 0)),
+                                      cg_i64(fn, T->K), "");
+    LLVMValueRef last = cg_smin(fn, lane, cg_i64(fn, WARP - 1));
     cg_val total;
     if ((s = shuffle_val(fn, &xs,
                          LLVMBuildTrunc(fn->b, last,
@@ -1109,7 +996,7 @@ static weft_status tile_prefix(sk_fn *f, tile *T)
     LLVMValueRef span = cg_i64(fn, (int64_t)WARP * T->K);
     LLVMValueRef nvalid =
         cg_smin(fn, L->nwarp,
-              ceil_div(fn, LLVMBuildSub(fn->b, T->hi, T->lo, ""), span));
+              cg_ceil_div(fn, LLVMBuildSub(fn->b, T->hi, T->lo, ""), span));
     LLVMValueRef wv = LLVMBuildICmp(fn->b, LLVMIntSLT, L->lane, nvalid, "");
     cg_mut x;
     cg_val z, e;
@@ -1459,16 +1346,8 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in)
     /* ceil(m / tsize) as ceil(ceil(m / 32 K) / nwarp): a constant divisor
      * (a multiplication), then a small one */
     LLVMValueRef span = cg_i64(fn, (int64_t)WARP * T.K);
-    LLVMValueRef chunks = LLVMBuildUDiv(
-        fn->b,
-        LLVMBuildAdd(fn->b, T.m, LLVMBuildSub(fn->b, span, cg_i64(fn, 1), ""),
-                     ""),
-        span, "");
-    LLVMValueRef tpr = div_small(
-        fn,
-        LLVMBuildAdd(fn->b, chunks,
-                     LLVMBuildSub(fn->b, L->nwarp, cg_i64(fn, 1), ""), ""),
-        L->nwarp);
+    LLVMValueRef chunks = cg_ceil_udiv(fn, T.m, span);
+    LLVMValueRef tpr = cg_ceil_div_small(fn, chunks, L->nwarp);
     T.tpr = LLVMBuildSelect(fn->b, empty, cg_i64(fn, 1), tpr, "tpr");
     LLVMValueRef total = LLVMBuildMul(fn->b, rows, T.tpr, "");
     if (!in->seeded) {
@@ -1539,9 +1418,10 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in)
         fn->b, LLVMIntSLE,
         LLVMBuildAdd(fn->b, T.seg, cg_i64(fn, (int64_t)WARP * T.K), ""), T.hi,
         "whole");
-    source sr = {.src = in->src};
-    if ((s = source_row(f, &sr, ext, T.row,
-                        LLVMBuildMul(fn->b, T.row, T.m, ""))) != WEFT_OK ||
+    sk_row sr;
+    if ((s = sk_row_begin(f, in->src, ext, T.row,
+                          LLVMBuildMul(fn->b, T.row, T.m, ""), false, &sr)) !=
+            WEFT_OK ||
         (s = warp_chunks(f, &T, &sr)) != WEFT_OK) {
         return s;
     }
@@ -1572,7 +1452,7 @@ static void launch_bounds(cg_fn *fn)
 
 static weft_status ptx_scan_emit(sk_emit *e, const char *const *names)
 {
-    scan_info in = info_of(e->k->op);
+    scan_info in = sk_scan_info_of(e->k->op);
     sk_fn f;
     weft_status s = sk_fn_begin_raw(e, &f, names[0]);
     if (s == WEFT_OK) {
@@ -1588,16 +1468,10 @@ static weft_status ptx_scan_emit(sk_emit *e, const char *const *names)
     return WEFT_OK;
 }
 
-static bool ptx_scan_supported(const fe_term *t)
-{
-    bool pair = t->kind == FE_SCANL_ || t->kind == FE_SCANR_;
-    return t->atype->narrays == (pair ? 2 : 1) && t->nfun == 1;
-}
-
 const sk_skeleton sk_ptx_scan = {
     .name = "ptx-scan",
     .family = SK_SCAN_PASS,
-    .supported = ptx_scan_supported,
+    .supported = sk_scan_supported,
     .prepare = ptx_scan_prepare,
     .emit = ptx_scan_emit,
     .fuses_input = true,
