@@ -68,7 +68,11 @@ void sk_report_key(sk_fn *f, LLVMValueRef key)
  * bounds check then costs the loop an `or` into a register, where a
  * compare-and-swap on a word all workers share kept LLVM from vectorising
  * it (smvm's gather of x).  The least code set is the least key the
- * stores would have left: unchecked keys differ only in their code. */
+ * stores would have left: unchecked keys differ only in their code.  A
+ * PTX skeleton may ask for the same (sk_fn.local_errors): there the
+ * compare-and-swap loop inside each read kept ptxas from issuing a
+ * thread's next loads before the read was complete (ptx/foldseg.c's
+ * staging of smvm's products). */
 static LLVMValueRef err_bits(sk_fn *f)
 {
     cg_fn *fn = &f->fn;
@@ -95,7 +99,7 @@ void sk_set_error(sk_fn *f, int code)
         cg_check(fn, NULL, code, 0, 0);
         return;
     }
-    if (fn->target == &cg_target_cpu) {
+    if (fn->target == &cg_target_cpu || f->local_errors) {
         LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
         LLVMValueRef p = err_bits(f);
         LLVMValueRef v = LLVMBuildLoad2(fn->b, i32, p, "");

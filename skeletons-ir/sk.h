@@ -395,6 +395,9 @@ struct sk_fn {
     LLVMValueRef chunk;       /* PTX: c of the range [c grain, ...) */
     LLVMValueRef err_bits;    /* CPU, unchecked: the i32 of the codes
                                  reported (input.c), or NULL */
+    bool local_errors;        /* PTX, unchecked: report into err_bits too,
+                                 flushed once at the end (a skeleton whose
+                                 every thread reaches sk_fn_end sets it) */
 };
 weft_status sk_fn_begin(sk_emit *e, sk_fn *f, const char *name);
 /* sk_fn_begin without the range loop: for a target's own skeletons,

@@ -749,11 +749,11 @@ static weft_status scan_carries(sk_fn *f, const tile *T, const carry *c,
 
 /* Step 4's staging: the round's elements [j_lo, j_hi) of the tile (j_hi >
  * j_lo), read coalesced (thread tid takes j_lo + tid + k B for k < P) into
- * T->sh_stage.  A light kernel reads all its slots first (each slot that
- * has elements for some thread, a block-uniform test; a thread past j_hi
- * reads element j_hi - 1 again) and then stores those below j_hi, so that
- * P reads are in flight at once; other kernels compute only their own
- * elements, one after the other. */
+ * T->sh_stage.  A light kernel reads all its slots first, with no branch
+ * between them (a thread past j_hi reads element j_hi - 1 again, even in a
+ * slot no thread needs), and then stores those below j_hi, so that
+ * ptxas may have several reads in flight at once; other kernels compute
+ * only their own elements, one after the other. */
 static weft_status stage_round(sk_fn *f, const tile *T, LLVMValueRef j_lo,
                                LLVMValueRef j_hi, LLVMValueRef base)
 {
@@ -771,8 +771,6 @@ static weft_status stage_round(sk_fn *f, const tile *T, LLVMValueRef j_lo,
             return s;
         }
         LLVMValueRef first = LLVMBuildMul(fn->b, T->bs, cg_i64(fn, k), "");
-        cg_if any;
-        cg_if_begin(fn, &any, LLVMBuildICmp(fn->b, LLVMIntSLT, first, n, ""));
         LLVMValueRef j = cg_smin(
             fn, LLVMBuildAdd(fn->b, j_lo, LLVMBuildAdd(fn->b, first, T->tid, ""),
                              ""),
@@ -783,7 +781,6 @@ static weft_status stage_round(sk_fn *f, const tile *T, LLVMValueRef j_lo,
             return s;
         }
         cg_mut_set(fn, &x[k], &v);
-        cg_if_end(fn, &any);
     }
     for (int k = 0; k < T->P; k++) {
         LLVMValueRef at = LLVMBuildAdd(
@@ -1321,6 +1318,7 @@ static weft_status ptx_fold_seg_emit(sk_emit *e, const char *const *names)
     if (s) {
         return s;
     }
+    f.local_errors = true; /* every thread ends at sk_fn_end */
     cg_ptx_launch_bounds(&f.fn, BLOCK, 3);
     if ((s = emit_tiles(&f)) != WEFT_OK) {
         LLVMBuildUnreachable(f.fn.b);
