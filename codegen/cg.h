@@ -91,6 +91,13 @@ void cg_store(cg_fn *fn, weft_type t, LLVMValueRef base, LLVMValueRef i,
 /* Element i of every leaf of an array, and a store of a whole value. */
 weft_status cg_array_load(cg_fn *fn, const cg_array *a, LLVMValueRef i,
                           cg_val *out);
+/* Element i of every leaf of a where `inside` (i1) holds, zero in every
+ * leaf elsewhere, with no branch: outside, each leaf is read from a cell of
+ * zeros (a module global), so that the read may be issued before it is
+ * known to be wanted (cg_fn.flat_reads).  Errors: WEFT_ERR_OUT_OF_MEMORY. */
+weft_status cg_array_load_or_zero(cg_fn *fn, const cg_array *a,
+                                  LLVMValueRef i, LLVMValueRef inside,
+                                  cg_val *out);
 void cg_array_store(cg_fn *fn, const cg_array *a, LLVMValueRef i,
                     const cg_val *x);
 /* A constant of scalar type t in register form. */
@@ -147,6 +154,12 @@ struct cg_fn {
                                    component is INT64_MIN, as in the
                                    interpreter) */
     bool checked;               /* checked mode (cg_checked) */
+    bool flat_reads;            /* unchecked a ! ix reads through
+                                   cg_array_load_or_zero, not a branch: a
+                                   skeleton that wants several reads of a
+                                   thread in flight at once sets it (PTX:
+                                   ptxas does not move a load above the
+                                   join of an earlier read's branch) */
     bool cold;                  /* emitting code that runs for a few
                                    elements only (a remainder loop): its
                                    counted loops are left scalar, and a ! ix

@@ -1361,6 +1361,9 @@ static weft_status exp_at(cg_fn *fn, const fe_term *e, const cg_array *a,
     if (!inside) {
         return cg_array_load(fn, a, i, out); /* rank 0: one element */
     }
+    if (fn->flat_reads && !fn->checked) {
+        return cg_array_load_or_zero(fn, a, i, inside, out);
+    }
     cg_val x, z;
     cg_if c;
     cg_if_begin(fn, &c, inside);

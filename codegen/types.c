@@ -143,6 +143,54 @@ weft_status cg_array_load(cg_fn *fn, const cg_array *a, LLVMValueRef i,
     return WEFT_OK;
 }
 
+/* The cell of zeros that cg_array_load_or_zero reads outside an array:
+ * 16 bytes (the widest leaf is 8), one per module, in the PTX target's
+ * global space. */
+static LLVMValueRef zero_cell(cg_fn *fn)
+{
+    static const char name[] = "weft.zero";
+    LLVMValueRef g = LLVMGetNamedGlobal(fn->mod, name);
+    bool ptx = fn->target == &cg_target_ptx;
+    if (!g) {
+        LLVMTypeRef at = LLVMArrayType2(LLVMInt64TypeInContext(fn->llctx), 2);
+        g = LLVMAddGlobalInAddressSpace(fn->mod, at, name, ptx ? 1 : 0);
+        LLVMSetLinkage(g, LLVMInternalLinkage);
+        LLVMSetInitializer(g, LLVMConstNull(at));
+        LLVMSetGlobalConstant(g, 1);
+        LLVMSetAlignment(g, 16);
+    }
+    return ptx ? LLVMConstAddrSpaceCast(
+                     g, LLVMPointerTypeInContext(fn->llctx, 0))
+               : g;
+}
+
+/* Load every leaf of an element, or zeros, with no branch (see cg.h). */
+weft_status cg_array_load_or_zero(cg_fn *fn, const cg_array *a,
+                                  LLVMValueRef i, LLVMValueRef inside,
+                                  cg_val *out)
+{
+    weft_status s = cg_val_make(fn, a->nleaf, out);
+    if (s != WEFT_OK) {
+        return s;
+    }
+    /* outside, element 0 of the array, or of the zero cell where the array
+     * has none; the base does not depend on i, so it is chosen once */
+    LLVMValueRef size = cg_i64(fn, 1);
+    for (int d = 0; d < a->rank; d++) {
+        size = LLVMBuildMul(fn->b, size, a->extent[d], "");
+    }
+    LLVMValueRef some = LLVMBuildICmp(fn->b, LLVMIntNE, size, cg_i64(fn, 0), "");
+    LLVMValueRef j = LLVMBuildSelect(fn->b, inside, i, cg_i64(fn, 0), "");
+    LLVMValueRef zero = zero_cell(fn);
+    for (int k = 0; k < a->nleaf; k++) {
+        LLVMValueRef base = LLVMBuildSelect(fn->b, some, a->ptr[k], zero, "");
+        LLVMValueRef x = load_leaf(fn, a->leaf[k], base, j, a->readonly);
+        out->v[k] = LLVMBuildSelect(fn->b, inside, x,
+                                    LLVMConstNull(LLVMTypeOf(x)), "");
+    }
+    return WEFT_OK;
+}
+
 /* Store every leaf of an array element (see cg.h). */
 void cg_array_store(cg_fn *fn, const cg_array *a, LLVMValueRef i,
                     const cg_val *x)

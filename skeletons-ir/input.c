@@ -363,6 +363,24 @@ static weft_status gather(sk_fn *f, const fe_term *a, const cg_val *jx,
                               LLVMBuildICmp(fn->b, LLVMIntULT, jx->v[d], ext[d], ""),
                               "");
     }
+    int it = is_delayed(f, a) ? -1 : manifest_item(f, a);
+    if (fn->flat_reads && f->local_errors && !fn->checked && it >= 0) {
+        /* no branch (cg_fn.flat_reads): the element or zeros, and the
+         * code's bit where it was outside */
+        const cg_array *m = &f->arr[it];
+        LLVMValueRef bits = err_bits(f);
+        LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+        LLVMValueRef bit = LLVMBuildSelect(fn->b, inside,
+                                           LLVMConstInt(i32, 0, 0),
+                                           LLVMConstInt(i32, 1u << code, 0),
+                                           "");
+        LLVMBuildStore(fn->b,
+                       LLVMBuildOr(fn->b, LLVMBuildLoad2(fn->b, i32, bits, ""),
+                                   bit, ""),
+                       bits);
+        return cg_array_load_or_zero(
+            fn, m, cg_to_index(fn, m->rank, m->extent, jx->v), inside, out);
+    }
     cg_if c;
     cg_val x, z;
     cg_if_begin(fn, &c, inside);

@@ -60,10 +60,23 @@
  *      10^4 elements is spread over the whole block, a run of empty rows
  *      costs one item each.
  *
+ * Reads.  A round's reads of a light kernel (stage_round) are straight-line
+ * code: the kernel sets sk_fn.local_errors and cg_fn.flat_reads, so that a
+ * gather or a ! ix outside its array reads a cell of zeros instead of
+ * branching around the load, and a gather's error is a bit in a register
+ * that each thread reports once, at its end.  With a branch (and a
+ * compare-and-swap loop) in every read, ptxas kept a thread's reads one
+ * after the other: smvm's 8 slots of a round cost 16 dependent memory
+ * latencies (cols, then x, for each), with 24 warps a multiprocessor to
+ * hide them (r3 on the H100: 22.9 cycles between issues, DRAM at 17%).
+ * Without, it issues the round's 16 reads of cols and vals at once, then
+ * the 8 of x.
+ *
  * Registers: launch bounds of three blocks of 256 a multiprocessor (80
- * registers a thread, 20 bytes spilled; four blocks spilled 84 bytes; the
- * merge path alone took 114, two blocks, where ncu showed smvm banded at
- * 351 us on the H100 with a quarter of the issue slots used).
+ * registers a thread, 48 bytes spilled outside the rounds; four blocks
+ * spilled 224; the merge path alone took 114, two blocks, where ncu
+ * showed smvm banded at 351 us on the H100 with a quarter of the issue
+ * slots used).
  *
  * Barriers sit at block-uniform points (the tile loop's condition and the
  * bad-tile test come from shared memory).  The reads of one thread are
@@ -1318,7 +1331,12 @@ static weft_status ptx_fold_seg_emit(sk_emit *e, const char *const *names)
     if (s) {
         return s;
     }
-    f.local_errors = true; /* every thread ends at sk_fn_end */
+    /* the staged reads without branches, so that ptxas issues a thread's
+     * reads of a round together (smvm: cols, vals, then x): errors in a
+     * local flag (every thread ends at sk_fn_end), reads outside an array
+     * from a cell of zeros */
+    f.local_errors = true;
+    f.fn.flat_reads = true;
     cg_ptx_launch_bounds(&f.fn, BLOCK, 3);
     if ((s = emit_tiles(&f)) != WEFT_OK) {
         LLVMBuildUnreachable(f.fn.b);
