@@ -85,6 +85,7 @@
  * Aux items: 0 the tile status words (i64, zeroed; sized by the driver
  * for blocks of MIN_BLOCK threads), 1 the tile counter (i64, zeroed).
  */
+#include <stdlib.h> /* SEG-PROBE */
 #include <string.h>
 
 #include "../sk.h"
@@ -105,6 +106,14 @@ enum {
 };
 
 /* ---- small helpers ---------------------------------------------------- */
+
+/* SEG-PROBE: variants chosen by the environment for one device round;
+ * removed before the branch is final. */
+static int knob(const char *name, int dflt)
+{
+    const char *v = getenv(name);
+    return v && *v ? atoi(v) : dflt;
+}
 
 static LLVMTypeRef t_i64(cg_fn *fn)
 {
@@ -263,7 +272,8 @@ typedef struct slots {
 typedef struct tile {
     LLVMValueRef tid, lane, warp, nwarps, bs; /* i64 */
     LLVMValueRef outer, inner, nseg, tpr;     /* i64 */
-    LLVMValueRef sh_tile, sh_prefix, sh_bad;  /* shared scalars (i64) */
+    LLVMValueRef sh_tile, sh_prefix;          /* shared scalars (i64): the
+                                                 next tile, the prefix */
     LLVMValueRef sh_loc;                      /* shared i64[BLOCK + 1] */
     LLVMValueRef sh_wsum, sh_wneg;            /* shared i64[MAX_WARPS] */
     LLVMValueRef sh_sp;                       /* shared i64[BLOCK + 1]: the
@@ -275,19 +285,63 @@ typedef struct tile {
     slots sh_w;                               /* the warps' carries */
     slots sh_r;                               /* the round's carry, two
                                                  slots (rounds r and r + 1) */
+    LLVMValueRef ntiles;                      /* i64 */
+    LLVMValueRef tp;                          /* i64 slot: the tile */
+    LLVMValueRef rawp;                        /* slot of the lengths' type:
+                                                 the thread's length of the
+                                                 tile, read a tile ahead */
+    LLVMValueRef nextp;                       /* i64 slot (thread 0): the
+                                                 next tile's ticket */
+    bool ahead;                               /* SEG-PROBE */
     /* per tile */
     LLVMValueRef t, row, s0, nt, len;
 } tile;
 
-/* The length of segment s (i64): the descriptor's leaf converted (signed
- * types extended with their sign; a u64 past INT64_MAX becomes negative,
- * which the checks report as a sum past the extent, as the host did). */
-static LLVMValueRef seg_len(sk_fn *f, LLVMValueRef s, LLVMValueRef *huge)
+/* Tile t's first segment (i64), its row and its piece of the row (*row,
+ * *piece; either may be NULL): a 64-bit division once per tile. */
+static LLVMValueRef tile_start(cg_fn *fn, const tile *T, LLVMValueRef t,
+                               LLVMValueRef *row, LLVMValueRef *piece)
+{
+    LLVMValueRef r = LLVMBuildUDiv(fn->b, t, T->tpr, "row");
+    LLVMValueRef pc =
+        LLVMBuildSub(fn->b, t, LLVMBuildMul(fn->b, r, T->tpr, ""), "piece");
+    if (row) {
+        *row = r;
+    }
+    if (piece) {
+        *piece = pc;
+    }
+    return LLVMBuildMul(fn->b, pc, T->bs, "s0");
+}
+
+/* Tile t becomes the next one: the thread's length of it (0 past the
+ * segments, or past the tiles) is read into T->rawp, where the tile's
+ * steps find it, the read's latency hidden behind the current tile. */
+static void prefetch_tile(sk_fn *f, tile *T, LLVMValueRef t)
 {
     cg_fn *fn = &f->fn;
     const cg_array *seg = sk_kid_array(f, 2);
     weft_type lt = seg->leaf[0];
-    LLVMValueRef v = cg_load(fn, lt, seg->ptr[0], s);
+    LLVMBuildStore(fn->b, t, T->tp);
+    LLVMValueRef sidx =
+        LLVMBuildAdd(fn->b, tile_start(fn, T, t, NULL, NULL), T->tid, "");
+    LLVMValueRef ok = LLVMBuildAnd(
+        fn->b, LLVMBuildICmp(fn->b, LLVMIntULT, t, T->ntiles, ""),
+        LLVMBuildICmp(fn->b, LLVMIntULT, sidx, T->nseg, ""), "");
+    LLVMBuildStore(fn->b, LLVMConstNull(cg_type(fn->llctx, lt)), T->rawp);
+    cg_if in;
+    cg_if_begin(fn, &in, ok);
+    LLVMBuildStore(fn->b, cg_load(fn, lt, seg->ptr[0], sidx), T->rawp);
+    cg_if_end(fn, &in);
+}
+
+/* The length (i64) of raw, a leaf of the descriptor: signed types extended
+ * with their sign; a u64 past INT64_MAX becomes negative, which the checks
+ * report as a sum past the extent, as the host did. */
+static LLVMValueRef seg_len(sk_fn *f, LLVMValueRef v, LLVMValueRef *huge)
+{
+    cg_fn *fn = &f->fn;
+    weft_type lt = sk_kid_array(f, 2)->leaf[0];
     LLVMTypeRef ty = LLVMTypeOf(v);
     unsigned w = LLVMGetIntTypeWidth(ty);
     bool sgn = fe_is_signed(lt);
@@ -341,7 +395,7 @@ static void scan_lengths(sk_fn *f, tile *T, LLVMValueRef len,
         LLVMBuildShl(B,
                      cg_zext64(fn, tg->ballot(fn, LLVMBuildICmp(
                                                  B, LLVMIntSGT, len,
-                                                 cg_i64(fn, SHORT_SEG), ""))),
+                                                 cg_i64(fn, knob("SEG_SHORT", SHORT_SEG)), ""))),
                      cg_i64(fn, 32), ""),
         "");
     cg_if last;
@@ -1014,11 +1068,10 @@ static weft_status tile_shared(sk_fn *f, tile *T)
     cg_fn *fn = &f->fn;
     const cg_target *tg = fn->target;
     LLVMTypeRef i64 = t_i64(fn);
-    LLVMValueRef sc = tg->shared_array(fn, i64, 3);
-    LLVMValueRef one = cg_i64(fn, 1), two = cg_i64(fn, 2);
+    LLVMValueRef sc = tg->shared_array(fn, i64, 2);
+    LLVMValueRef one = cg_i64(fn, 1);
     T->sh_tile = sc;
     T->sh_prefix = LLVMBuildInBoundsGEP2(fn->b, i64, sc, &one, 1, "");
-    T->sh_bad = LLVMBuildInBoundsGEP2(fn->b, i64, sc, &two, 1, "");
     T->sh_loc = tg->shared_array(fn, i64, BLOCK + 1);
     T->sh_sp = tg->shared_array(fn, i64, BLOCK + 1);
     T->sh_wsum = tg->shared_array(fn, i64, MAX_WARPS);
@@ -1121,27 +1174,28 @@ static weft_status one_tile(sk_fn *f, tile *T)
     const cg_target *tg = fn->target;
     LLVMBuilderRef B = fn->b;
     weft_status s;
-    /* row and piece: 64-bit division once per tile */
-    T->row = LLVMBuildUDiv(B, T->t, T->tpr, "row");
-    LLVMValueRef piece =
-        LLVMBuildSub(B, T->t, LLVMBuildMul(B, T->row, T->tpr, ""), "piece");
-    T->s0 = LLVMBuildMul(B, piece, T->bs, "s0");
+    /* the next tile's ticket, early: its latency passes while this tile's
+     * lengths are scanned (read at step 2's barrier) */
+    cg_if tk;
+    cg_if_begin(fn, &tk, LLVMBuildAnd(fn->b, i1c(fn, T->ahead), LLVMBuildICmp(B, LLVMIntEQ, T->tid, cg_i64(fn, 0),
+                                       ""), ""));
+    LLVMBuildStore(fn->b,
+                   tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd,
+                                  sk_aux_array(f, AUX_TICKET)->ptr[0],
+                                  cg_i64(fn, 1)),
+                   T->nextp);
+    cg_if_end(fn, &tk);
+    B = fn->b;
+    LLVMValueRef piece;
+    T->s0 = tile_start(fn, T, T->t, &T->row, &piece);
     T->nt = cg_smin(fn, T->bs, LLVMBuildSub(B, T->nseg, T->s0, ""));
-    /* 1. the lengths */
+    /* 1. the lengths (read while the last tile ran; 0 past nseg) */
     LLVMValueRef sidx = LLVMBuildAdd(B, T->s0, T->tid, "seg");
     LLVMValueRef inside = LLVMBuildICmp(B, LLVMIntSLT, T->tid, T->nt, "");
-    LLVMValueRef lenp = var(fn, t_i64(fn), cg_i64(fn, 0));
-    LLVMValueRef hugep = var(fn, LLVMInt1TypeInContext(fn->llctx),
-                             i1c(fn, false));
-    cg_if in;
-    cg_if_begin(fn, &in, inside);
     LLVMValueRef huge;
-    LLVMValueRef lv = seg_len(f, sidx, &huge);
-    LLVMBuildStore(fn->b, lv, lenp);
-    LLVMBuildStore(fn->b, huge, hugep);
-    cg_if_end(fn, &in);
-    LLVMValueRef len = get(fn, t_i64(fn), lenp);
-    huge = get(fn, LLVMInt1TypeInContext(fn->llctx), hugep);
+    LLVMValueRef len = seg_len(
+        f, get(fn, cg_type(fn->llctx, sk_kid_array(f, 2)->leaf[0]), T->rawp),
+        &huge);
     /* a huge u64 length scans as negative: the tile is bad either way */
     LLVMValueRef excl, total, neg, longer;
     scan_lengths(f, T, len, &excl, &total, &neg, &longer);
@@ -1178,7 +1232,19 @@ static weft_status one_tile(sk_fn *f, tile *T)
     store64(fn, T->sh_prefix, cg_i64(fn, 0), pre);
     cg_if_end(fn, &l0);
     cg_if_end(fn, &w0);
+    if (T->ahead) {
+    cg_if tk2;
+    cg_if_begin(fn, &tk2, LLVMBuildICmp(fn->b, LLVMIntEQ, T->tid,
+                                        cg_i64(fn, 0), ""));
+    store64(fn, T->sh_tile, cg_i64(fn, 0), get(fn, t_i64(fn), T->nextp));
+    cg_if_end(fn, &tk2);
+    }
     tg->barrier(fn);
+    /* the next tile's lengths, read while this one is folded (sh_tile is
+     * written again after the loop head's barrier) */
+    if (T->ahead) {
+    prefetch_tile(f, T, load64(fn, T->sh_tile, cg_i64(fn, 0)));
+    }
     /* 3. the checks */
     LLVMValueRef P = load64(fn, T->sh_prefix, cg_i64(fn, 0));
     LLVMValueRef bad = LLVMBuildOr(
@@ -1267,8 +1333,27 @@ static weft_status emit_tiles(sk_fn *f)
         T.bs, "tpr");
     /* rows 0 (an input of no rows) still check the lengths once */
     LLVMValueRef rows = cg_smax(fn, T.outer, cg_i64(fn, 1));
-    LLVMValueRef ntiles = LLVMBuildMul(fn->b, rows, T.tpr, "tiles");
-    const cg_array *ticket = sk_aux_array(f, AUX_TICKET);
+    T.ntiles = LLVMBuildMul(fn->b, rows, T.tpr, "tiles");
+    T.tp = var(fn, t_i64(fn), cg_i64(fn, 0));
+    T.rawp = cg_alloca(fn, cg_type(fn->llctx, sk_kid_array(f, 2)->leaf[0]),
+                       "raw");
+    T.nextp = var(fn, t_i64(fn), cg_i64(fn, 0));
+    T.ahead = knob("SEG_AHEAD", 1) != 0;
+    /* the first tile; each next one is taken during the one before
+     * (one_tile).  Tickets come in order, as look-back needs: a block holds
+     * at most two, and the least tile held but not done never waits on
+     * another, so some block always makes progress. */
+    if (T.ahead) {
+    cg_if t0;
+    cg_if_begin(fn, &t0, LLVMBuildICmp(fn->b, LLVMIntEQ, T.tid, cg_i64(fn, 0),
+                                       ""));
+    store64(fn, T.sh_tile, cg_i64(fn, 0),
+            tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd,
+                           sk_aux_array(f, AUX_TICKET)->ptr[0], cg_i64(fn, 1)));
+    cg_if_end(fn, &t0);
+    tg->barrier(fn);
+    prefetch_tile(f, &T, load64(fn, T.sh_tile, cg_i64(fn, 0)));
+    }
     LLVMBasicBlockRef head =
         LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "tile");
     LLVMBasicBlockRef body =
@@ -1278,16 +1363,19 @@ static weft_status emit_tiles(sk_fn *f)
     LLVMBuildBr(fn->b, head);
     LLVMPositionBuilderAtEnd(fn->b, head);
     tg->barrier(fn); /* the last tile's shared memory is read */
-    cg_if t0;
-    cg_if_begin(fn, &t0, LLVMBuildICmp(fn->b, LLVMIntEQ, T.tid, cg_i64(fn, 0),
+    if (!T.ahead) {
+    cg_if t1;
+    cg_if_begin(fn, &t1, LLVMBuildICmp(fn->b, LLVMIntEQ, T.tid, cg_i64(fn, 0),
                                        ""));
-    LLVMValueRef tk =
-        tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd, ticket->ptr[0], cg_i64(fn, 1));
-    store64(fn, T.sh_tile, cg_i64(fn, 0), tk);
-    cg_if_end(fn, &t0);
+    store64(fn, T.sh_tile, cg_i64(fn, 0),
+            tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd,
+                           sk_aux_array(f, AUX_TICKET)->ptr[0], cg_i64(fn, 1)));
+    cg_if_end(fn, &t1);
     tg->barrier(fn);
-    T.t = load64(fn, T.sh_tile, cg_i64(fn, 0));
-    LLVMBuildCondBr(fn->b, LLVMBuildICmp(fn->b, LLVMIntULT, T.t, ntiles, ""),
+    prefetch_tile(f, &T, load64(fn, T.sh_tile, cg_i64(fn, 0)));
+    }
+    T.t = get(fn, t_i64(fn), T.tp);
+    LLVMBuildCondBr(fn->b, LLVMBuildICmp(fn->b, LLVMIntULT, T.t, T.ntiles, ""),
                     body, done);
     LLVMPositionBuilderAtEnd(fn->b, body);
     if ((s = one_tile(f, &T)) != WEFT_OK) {
@@ -1337,7 +1425,7 @@ static weft_status ptx_fold_seg_emit(sk_emit *e, const char *const *names)
      * from a cell of zeros */
     f.local_errors = true;
     f.fn.flat_reads = true;
-    cg_ptx_launch_bounds(&f.fn, BLOCK, 3);
+    cg_ptx_launch_bounds(&f.fn, BLOCK, knob("SEG_MINB", 2));
     if ((s = emit_tiles(&f)) != WEFT_OK) {
         LLVMBuildUnreachable(f.fn.b);
         cg_fn_end(&f.fn);
