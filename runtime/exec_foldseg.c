@@ -62,6 +62,7 @@ enum {
 
 typedef struct par_offsets {
     const int32_t *len;
+    const int64_t *len64;  /* par_sum: i64 lengths instead (by_lengths) */
     int64_t nseg, per; /* lengths, and per chunk */
     int64_t *off;
     int64_t sum[PAR_CHUNKS_MAX + 1]; /* per chunk; -1: a negative length */
@@ -83,9 +84,18 @@ static void par_sum(int64_t start, int64_t end, const void *arg)
         par_chunk(po, c, &lo, &hi);
         int64_t acc = 0;
         bool neg = false;
-        for (int64_t k = lo; k < hi; k++) {
-            neg |= po->len[k] < 0;
-            acc += po->len[k];
+        if (po->len64) {
+            /* a sum past INT64_MAX needs lengths past 2^63 / nseg: such a
+             * length is past any extent, and the serial loop says so */
+            for (int64_t k = lo; k < hi; k++) {
+                neg |= po->len64[k] < 0 || po->len64[k] > INT64_MAX / po->nseg;
+                acc += neg ? 0 : po->len64[k];
+            }
+        } else {
+            for (int64_t k = lo; k < hi; k++) {
+                neg |= po->len[k] < 0;
+                acc += po->len[k];
+            }
         }
         po->sum[c] = neg ? -1 : acc;
     }
@@ -194,6 +204,77 @@ static void cut_parts(int64_t *part, int64_t parts, const int64_t *off,
     part[parts] = nseg;
 }
 
+/* foldSeg of one row by lengths (aux 2 = 2, skeletons-ir/foldseg.c):
+ * where the backend has host threads and the descriptor is i32 or i64 with
+ * enough segments, the lengths are cut into chunks of equal counts, each
+ * chunk's sum taken on the host threads and checked here, and the kernel
+ * runs over the chunks, each walking its own lengths from its first
+ * element (aux 0) and segment (aux 1).  No offsets are written or read,
+ * which is what the offsets path spends beyond the fold on a banded
+ * matrix.  Returns true when it ran the kernel or failed (*s); false
+ * leaves the run to the offsets path (too few segments, a bad length: the
+ * serial loop there reports it, no memory). */
+static bool by_lengths(rt_job *j, weft_array *seg, int64_t nseg,
+                       int64_t inner, weft_status *s)
+{
+    int64_t chunks = j->workers * PARTS_PER_WORKER;
+    chunks = chunks > PAR_CHUNKS_MAX ? PAR_CHUNKS_MAX : chunks;
+    if (chunks > nseg / PAR_CHUNK_MIN) {
+        chunks = nseg / PAR_CHUNK_MIN;
+    }
+    if (!j->ops->host_phases || j->workers < 2 || nseg < PAR_MIN_SEGS ||
+        chunks < 2 || (seg->type != WEFT_I32 && seg->type != WEFT_I64)) {
+        return false;
+    }
+    par_offsets *po = fe_alloc(j->ctx, sizeof *po);
+    if (!po) {
+        return false;
+    }
+    memset(po, 0, sizeof *po);
+    if (seg->type == WEFT_I32) {
+        po->len = seg->data[0];
+    } else {
+        po->len64 = seg->data[0];
+    }
+    po->nseg = nseg;
+    po->per = (nseg + chunks - 1) / chunks;
+    chunks = (nseg + po->per - 1) / po->per;
+    rt_host_phase ph = {.fn = par_sum, .arg = po, .n = chunks, .grain = 1};
+    bool ran = false;
+    if ((*s = j->ops->host_phases(j, 1, &ph)) != WEFT_OK) {
+        ran = true;
+    } else {
+        int64_t acc = 0;
+        bool ok = true;
+        for (int64_t c = 0; c < chunks && ok; c++) {
+            int64_t v = po->sum[c];
+            ok = v >= 0 && v <= inner - acc;
+            po->sum[c] = acc;
+            acc += ok ? v : 0;
+        }
+        po->sum[chunks] = acc;
+        int64_t shape[1] = {nseg};
+        if (ok &&
+            (*s = rt_job_aux(j, 0, WEFT_I64, chunks + 1, true)) == WEFT_OK &&
+            (*s = rt_job_aux(j, 1, WEFT_I64, chunks + 1, true)) == WEFT_OK) {
+            int64_t *first = j->aux[0]->data[0];
+            int64_t *part = j->aux[1]->data[0];
+            for (int64_t c = 0; c <= chunks; c++) {
+                first[c] = po->sum[c];
+                part[c] = c * po->per < nseg ? c * po->per : nseg;
+            }
+            j->auxval[2].i = 2;
+            if ((*s = rt_job_out(j, 0, j->k->op->type, 1, shape)) == WEFT_OK &&
+                (*s = rt_job_fill(j)) == WEFT_OK) {
+                *s = rt_job_run(j, 0, chunks, 1);
+            }
+        }
+        ran = ok || *s != WEFT_OK;
+    }
+    fe_free(j->ctx, po, sizeof *po);
+    return ran;
+}
+
 /* Runs foldSeg / fold1Seg kernel j->k (see the head comment). */
 weft_status rt_exec_fold_seg(rt_job *j)
 {
@@ -216,8 +297,13 @@ weft_status rt_exec_fold_seg(rt_job *j)
     int64_t inner = shape[rank - 1];
     int64_t outer = fe_shape_size(rank - 1, shape);
     int64_t nseg = seg->shape[0];
-    if ((s = rt_job_aux(j, 0, WEFT_I64, nseg + 1, true)) != WEFT_OK ||
-        (s = fe_array_host(seg)) != WEFT_OK) {
+    if ((s = fe_array_host(seg)) != WEFT_OK) {
+        return s;
+    }
+    if (seeded && rank == 1 && by_lengths(j, seg, nseg, inner, &s)) {
+        return s;
+    }
+    if ((s = rt_job_aux(j, 0, WEFT_I64, nseg + 1, true)) != WEFT_OK) {
         return s;
     }
     int64_t *off = j->aux[0]->data[0];

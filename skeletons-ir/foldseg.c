@@ -7,11 +7,16 @@
  * (runtime/exec_foldseg.c) checks the lengths and turns them into
  * offsets on the host: aux 0 is an i64 array of nseg + 1 offsets, off[0] =
  * 0, off[k + 1] = off[k] + len[k].  One entry point runs over the results
- * (outer * nseg of them, row-major), or, when aux 2 is not 0, over parts:
+ * (outer * nseg of them, row-major), or, when aux 2 is 1, over parts:
  * part p is the results [part[p], part[p + 1]) (aux 1, parts + 1 of them,
  * which the driver cuts so that each part holds about as many elements:
  * segments of very different lengths, as a power-law matrix's rows, are
- * shared out by elements, not by count).  Result q is row o = q / nseg,
+ * shared out by elements, not by count).  When aux 2 is 2 (foldSeg of one
+ * row, lengths checked by the driver), the parts come with no offsets:
+ * aux 0 holds each part's first element (parts + 1 of them) and a part
+ * walks the lengths themselves (kid 2), adding them up as it goes; the
+ * driver then never writes nor the kernel reads the 8 bytes of an offset
+ * per segment (a million rows: 16 MB of traffic).  Result q is row o = q / nseg,
  * segment k = q % nseg (divided once at the start of the range, then
  * stepped: k + 1, or 0 and the next row), and folds the elements
  * [o * inner + off[k], o * inner + off[k + 1]) of the input from left to
@@ -64,6 +69,91 @@ static LLVMValueRef range_at(cg_fn *fn, LLVMValueRef byparts,
     return LLVMBuildSelect(B, byparts, q, at, "");
 }
 
+/* The length (i64) of segment k from the descriptor (kid 2), any
+ * integral type (the driver has checked them). */
+static LLVMValueRef seg_len(sk_fn *f, LLVMValueRef k)
+{
+    cg_fn *fn = &f->fn;
+    const cg_array *seg = sk_kid_array(f, 2);
+    weft_type lt = seg->leaf[0];
+    LLVMValueRef v = cg_load(fn, lt, seg->ptr[0], k);
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
+    if (LLVMGetIntTypeWidth(LLVMTypeOf(v)) == 64) {
+        return v;
+    }
+    return fe_is_signed(lt) ? LLVMBuildSExt(fn->b, v, i64, "")
+                            : LLVMBuildZExt(fn->b, v, i64, "");
+}
+
+/* out[q] = the fold of the input's elements [lo, hi) (see the head
+ * comment), acc the accumulator. */
+static weft_status fold_one(sk_fn *f, const cg_mut *acc, LLVMValueRef q,
+                            LLVMValueRef lo, LLVMValueRef hi)
+{
+    cg_fn *fn = &f->fn;
+    const fe_term *t = f->e->k->op;
+    bool seeded = t->kind == FE_FOLD_SEG;
+    const fe_term *src = t->kid[seeded ? 1 : 0];
+    weft_status s;
+    if (seeded) {
+        cg_mut_set(fn, acc, sk_kid_value(f, 0));
+    } else {
+        cg_val x0;
+        if ((s = sk_read(f, src, lo, NULL, &x0)) != WEFT_OK) {
+            return s;
+        }
+        cg_mut_set(fn, acc, &x0);
+        lo = LLVMBuildAdd(fn->b, lo, cg_i64(fn, 1), "");
+    }
+    cg_loop li;
+    LLVMValueRef i;
+    cg_val args[2], y;
+    cg_loop_begin(fn, &li, lo, hi, &i);
+    if ((s = cg_mut_get(fn, acc, &args[0])) != WEFT_OK ||
+        (s = sk_read(f, src, i, NULL, &args[1])) != WEFT_OK) {
+        return s;
+    }
+    fn->fmf = LLVMFastMathAllowReassoc;
+    s = cg_apply(fn, t->fun[0], args, &y);
+    fn->fmf = 0;
+    if (s) {
+        return s;
+    }
+    cg_mut_set(fn, acc, &y);
+    cg_loop_end(fn, &li);
+    if ((s = cg_mut_get(fn, acc, &y)) != WEFT_OK) {
+        return s;
+    }
+    cg_array_store(fn, sk_out_array(f, 0), q, &y);
+    return WEFT_OK;
+}
+
+/* Mode 2: the parts [start, end) by their lengths, from element
+ * first[start] on. */
+static weft_status emit_by_lengths(sk_fn *f, const cg_mut *acc)
+{
+    cg_fn *fn = &f->fn;
+    const cg_array *first = sk_aux_array(f, 0);
+    const cg_array *part = sk_aux_array(f, 1);
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
+    LLVMValueRef q0 = cg_load(fn, WEFT_I64, part->ptr[0], f->start);
+    LLVMValueRef q1 = cg_load(fn, WEFT_I64, part->ptr[0], f->end);
+    LLVMValueRef lop = cg_alloca(fn, i64, "lo");
+    LLVMBuildStore(fn->b, cg_load(fn, WEFT_I64, first->ptr[0], f->start), lop);
+    cg_loop l;
+    LLVMValueRef q;
+    cg_loop_begin(fn, &l, q0, q1, &q);
+    LLVMValueRef lo = LLVMBuildLoad2(fn->b, i64, lop, "");
+    LLVMValueRef hi = LLVMBuildAdd(fn->b, lo, seg_len(f, q), "");
+    LLVMBuildStore(fn->b, hi, lop);
+    weft_status s = fold_one(f, acc, q, lo, hi);
+    if (s) {
+        return s;
+    }
+    cg_loop_end(fn, &l);
+    return WEFT_OK;
+}
+
 /* The loop over results [start, end). */
 static weft_status emit_loop(sk_fn *f)
 {
@@ -71,7 +161,6 @@ static weft_status emit_loop(sk_fn *f)
     const fe_term *t = f->e->k->op;
     bool seeded = t->kind == FE_FOLD_SEG;
     const fe_term *src = t->kid[seeded ? 1 : 0];
-    const fe_fun *comb = t->fun[0];
     const cg_array *out = sk_out_array(f, 0);
     const cg_array *off = sk_aux_array(f, 0);
     LLVMValueRef ext[WEFT_MAX_RANK];
@@ -85,10 +174,19 @@ static weft_status emit_loop(sk_fn *f)
     if ((s = cg_mut_new(fn, t->type, &acc)) != WEFT_OK) {
         return s;
     }
+    LLVMValueRef mode = sk_aux_value(f, 2)->v[0];
+    cg_if bylen;
+    if (seeded) {
+        cg_if_begin(fn, &bylen, LLVMBuildICmp(fn->b, LLVMIntEQ, mode,
+                                              cg_i64(fn, 2), ""));
+        if ((s = emit_by_lengths(f, &acc)) != WEFT_OK) {
+            return s;
+        }
+        cg_if_else(fn, &bylen);
+    }
     /* the results [q0, q1) of the range: the range itself, or by parts */
     LLVMBuilderRef B = fn->b;
-    LLVMValueRef byparts = LLVMBuildICmp(B, LLVMIntNE, sk_aux_value(f, 2)->v[0],
-                                         cg_i64(fn, 0), "");
+    LLVMValueRef byparts = LLVMBuildICmp(B, LLVMIntNE, mode, cg_i64(fn, 0), "");
     const cg_array *part = sk_aux_array(f, 1);
     LLVMValueRef q0 = range_at(fn, byparts, part, f->start);
     LLVMValueRef q1 = range_at(fn, byparts, part, f->end);
@@ -117,37 +215,13 @@ static weft_status emit_loop(sk_fn *f)
                                                         off->ptr[0], k), "");
     LLVMValueRef hi = LLVMBuildAdd(fn->b, base, cg_load(fn, WEFT_I64,
                                                         off->ptr[0], k1), "");
-    if (seeded) {
-        cg_mut_set(fn, &acc, sk_kid_value(f, 0));
-    } else {
-        cg_val x0;
-        if ((s = sk_read(f, src, lo, NULL, &x0)) != WEFT_OK) {
-            return s;
-        }
-        cg_mut_set(fn, &acc, &x0);
-        lo = LLVMBuildAdd(fn->b, lo, cg_i64(fn, 1), "");
-    }
-    cg_loop li;
-    LLVMValueRef i;
-    cg_val args[2], y;
-    cg_loop_begin(fn, &li, lo, hi, &i);
-    if ((s = cg_mut_get(fn, &acc, &args[0])) != WEFT_OK ||
-        (s = sk_read(f, src, i, NULL, &args[1])) != WEFT_OK) {
+    if ((s = fold_one(f, &acc, q, lo, hi)) != WEFT_OK) {
         return s;
     }
-    fn->fmf = LLVMFastMathAllowReassoc;
-    s = cg_apply(fn, comb, args, &y);
-    fn->fmf = 0;
-    if (s) {
-        return s;
-    }
-    cg_mut_set(fn, &acc, &y);
-    cg_loop_end(fn, &li);
-    if ((s = cg_mut_get(fn, &acc, &y)) != WEFT_OK) {
-        return s;
-    }
-    cg_array_store(fn, out, q, &y);
     cg_loop_end(fn, &l);
+    if (seeded) {
+        cg_if_end(fn, &bylen);
+    }
     return WEFT_OK;
 }
 

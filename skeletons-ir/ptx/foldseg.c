@@ -98,9 +98,9 @@ enum {
     FLAG_PREFIX = 2,
     AUX_STATUS = 0,
     AUX_TICKET = 1,
-    STAGE_BYTES = 32,            /* bytes of elements a thread stages in a
+    STAGE_BYTES = 40,            /* bytes of elements a thread stages in a
                                     round (items_per_thread) */
-    MAX_P = 8,
+    MAX_P = 16,
     SHORT_SEG = 256,             /* a tile of no longer segments folds a
                                     segment per thread (short_segments) */
 };
@@ -1058,7 +1058,7 @@ static int items_per_thread(sk_fn *f)
     for (int l = 0; l < nleaf; l++) {
         bytes += (int)weft_type_size(leaf[l]);
     }
-    int p = bytes > 0 ? STAGE_BYTES / bytes : MAX_P;
+    int p = bytes > 0 ? knob("SEG_STAGE", STAGE_BYTES) / bytes : MAX_P;
     return p < 1 ? 1 : p > MAX_P ? MAX_P : p;
 }
 
