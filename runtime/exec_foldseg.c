@@ -57,7 +57,8 @@ OFFSETS(int64)
 enum {
     PAR_MIN_SEGS = 1 << 16,   /* fewer segments: the serial loop */
     PAR_CHUNK_MIN = 1 << 14,  /* fewest lengths in a chunk */
-    PAR_CHUNKS_MAX = 256      /* most chunks */
+    PAR_CHUNKS_MAX = 256,     /* most chunks */
+    LEN_CHUNK_MIN = 1 << 12   /* by_lengths: fewest lengths in a chunk */
 };
 
 typedef struct par_offsets {
@@ -217,10 +218,12 @@ static void cut_parts(int64_t *part, int64_t parts, const int64_t *off,
 static bool by_lengths(rt_job *j, weft_array *seg, int64_t nseg,
                        int64_t inner, weft_status *s)
 {
+    /* the chunks are the kernel's parts too: PARTS_PER_WORKER a worker,
+     * so that stealing evens out chunks of unequal elements */
     int64_t chunks = j->workers * PARTS_PER_WORKER;
     chunks = chunks > PAR_CHUNKS_MAX ? PAR_CHUNKS_MAX : chunks;
-    if (chunks > nseg / PAR_CHUNK_MIN) {
-        chunks = nseg / PAR_CHUNK_MIN;
+    if (chunks > nseg / LEN_CHUNK_MIN) {
+        chunks = nseg / LEN_CHUNK_MIN;
     }
     if (!j->ops->host_phases || j->workers < 2 || nseg < PAR_MIN_SEGS ||
         chunks < 2 || (seg->type != WEFT_I32 && seg->type != WEFT_I64)) {
