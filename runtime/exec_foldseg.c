@@ -138,6 +138,7 @@ static int64_t offsets_parallel(rt_job *j, const int32_t *len, int64_t nseg,
         return 0; /* the serial loop needs no memory */
     }
     po->len = len;
+    po->len64 = NULL;
     po->nseg = nseg;
     po->per = (nseg + chunks - 1) / chunks;
     po->off = off;

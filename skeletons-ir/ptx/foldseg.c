@@ -23,10 +23,16 @@
  * the block size, at most BLOCK, a multiple of 32; tile t is row t / tpr,
  * piece t % tpr, tpr = ceil(nseg / B)).  In a tile:
  *
- *   1. thread i loads the length of segment s0 + i (0 past nseg), and the
- *      block scans them (i64 sums: warp shuffles, then the warp totals
- *      through shared memory): each segment's offset within the tile
- *      (loc[i], in shared memory, loc[nt] = A the tile's elements).
+ *   0. (during the tile before) thread 0 takes the tile's ticket, early,
+ *      and once the block knows it, thread i reads the length of segment
+ *      s0 + i (0 past nseg) into a register: the tile starts with its
+ *      lengths at hand, where it used to wait for a counter's atomic and
+ *      then for the read.  A block holds at most two tickets, taken in
+ *      order; the least tile held but not done waits on no other, so
+ *      look-back still always makes progress.
+ *   1. the block scans the lengths (i64 sums: warp shuffles, then the warp
+ *      totals through shared memory): each segment's offset within the
+ *      tile (loc[i], in shared memory, loc[nt] = A the tile's elements).
  *   2. look-back (warp 0, as ptx/scan.c with the packed status: flag in
  *      the top two bits of a 64-bit word, the value in the low 62, one
  *      volatile store and load, no fence): piece 0 publishes its
