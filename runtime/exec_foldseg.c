@@ -117,6 +117,34 @@ static void par_write(int64_t start, int64_t end, const void *arg)
     }
 }
 
+/* Step 1 of both users of par_offsets (its lengths and nseg set): about
+ * `chunks` chunks of them summed on the host threads, and the sums turned
+ * into each chunk's carry (po->sum[c]; po->sum[chunks] the total) where
+ * every length is non-negative and the total stays within inner.  Returns
+ * the chunks, or 0 when a length is bad (the serial loops report it) or
+ * the host threads failed (*s). */
+static int64_t chunk_carries(rt_job *j, par_offsets *po, int64_t chunks,
+                             int64_t inner, weft_status *s)
+{
+    po->per = (po->nseg + chunks - 1) / chunks;
+    chunks = (po->nseg + po->per - 1) / po->per;
+    rt_host_phase ph = {.fn = par_sum, .arg = po, .n = chunks, .grain = 1};
+    if ((*s = j->ops->host_phases(j, 1, &ph)) != WEFT_OK) {
+        return 0;
+    }
+    int64_t acc = 0;
+    for (int64_t c = 0; c < chunks; c++) {
+        int64_t v = po->sum[c];
+        if (v < 0 || v > inner - acc) {
+            return 0;
+        }
+        po->sum[c] = acc;
+        acc += v;
+    }
+    po->sum[chunks] = acc;
+    return chunks;
+}
+
 /* The offsets of i32 lengths by par_offsets where the backend has host
  * threads and there are enough segments: returns the segments done, nseg
  * or 0 (not done here: too few, a bad length, out of memory); *s gets a
@@ -140,22 +168,12 @@ static int64_t offsets_parallel(rt_job *j, const int32_t *len, int64_t nseg,
     po->len = len;
     po->len64 = NULL;
     po->nseg = nseg;
-    po->per = (nseg + chunks - 1) / chunks;
     po->off = off;
-    chunks = (nseg + po->per - 1) / po->per;
-    rt_host_phase ph = {.fn = par_sum, .arg = po, .n = chunks, .grain = 1};
     int64_t done = 0;
-    if ((*s = j->ops->host_phases(j, 1, &ph)) == WEFT_OK) {
-        int64_t acc = 0;
-        bool ok = true;
-        for (int64_t c = 0; c < chunks && ok; c++) {
-            int64_t v = po->sum[c];
-            ok = v >= 0 && v <= inner - acc;
-            po->sum[c] = acc;
-            acc += ok ? v : 0;
-        }
-        ph.fn = par_write;
-        if (ok && (*s = j->ops->host_phases(j, 1, &ph)) == WEFT_OK) {
+    if ((chunks = chunk_carries(j, po, chunks, inner, s)) > 0) {
+        rt_host_phase ph = {.fn = par_write, .arg = po, .n = chunks,
+                            .grain = 1};
+        if ((*s = j->ops->host_phases(j, 1, &ph)) == WEFT_OK) {
             done = nseg;
         }
     }
@@ -242,39 +260,23 @@ static bool by_lengths(rt_job *j, weft_array *seg, int64_t nseg,
         po->len64 = seg->data[0];
     }
     po->nseg = nseg;
-    po->per = (nseg + chunks - 1) / chunks;
-    chunks = (nseg + po->per - 1) / po->per;
-    rt_host_phase ph = {.fn = par_sum, .arg = po, .n = chunks, .grain = 1};
-    bool ran = false;
-    if ((*s = j->ops->host_phases(j, 1, &ph)) != WEFT_OK) {
-        ran = true;
-    } else {
-        int64_t acc = 0;
-        bool ok = true;
-        for (int64_t c = 0; c < chunks && ok; c++) {
-            int64_t v = po->sum[c];
-            ok = v >= 0 && v <= inner - acc;
-            po->sum[c] = acc;
-            acc += ok ? v : 0;
+    chunks = chunk_carries(j, po, chunks, inner, s);
+    bool ran = chunks > 0 || *s != WEFT_OK;
+    int64_t shape[1] = {nseg};
+    if (chunks > 0 &&
+        (*s = rt_job_aux(j, 0, WEFT_I64, chunks + 1, true)) == WEFT_OK &&
+        (*s = rt_job_aux(j, 1, WEFT_I64, chunks + 1, true)) == WEFT_OK) {
+        int64_t *first = j->aux[0]->data[0];
+        int64_t *part = j->aux[1]->data[0];
+        for (int64_t c = 0; c <= chunks; c++) {
+            first[c] = po->sum[c];
+            part[c] = c * po->per < nseg ? c * po->per : nseg;
         }
-        po->sum[chunks] = acc;
-        int64_t shape[1] = {nseg};
-        if (ok &&
-            (*s = rt_job_aux(j, 0, WEFT_I64, chunks + 1, true)) == WEFT_OK &&
-            (*s = rt_job_aux(j, 1, WEFT_I64, chunks + 1, true)) == WEFT_OK) {
-            int64_t *first = j->aux[0]->data[0];
-            int64_t *part = j->aux[1]->data[0];
-            for (int64_t c = 0; c <= chunks; c++) {
-                first[c] = po->sum[c];
-                part[c] = c * po->per < nseg ? c * po->per : nseg;
-            }
-            j->auxval[2].i = 2;
-            if ((*s = rt_job_out(j, 0, j->k->op->type, 1, shape)) == WEFT_OK &&
-                (*s = rt_job_fill(j)) == WEFT_OK) {
-                *s = rt_job_run(j, 0, chunks, 1);
-            }
+        j->auxval[2].i = 2;
+        if ((*s = rt_job_out(j, 0, j->k->op->type, 1, shape)) == WEFT_OK &&
+            (*s = rt_job_fill(j)) == WEFT_OK) {
+            *s = rt_job_run(j, 0, chunks, 1);
         }
-        ran = ok || *s != WEFT_OK;
     }
     fe_free(j->ctx, po, sizeof *po);
     return ran;
