@@ -16,7 +16,6 @@
  * lengths took as long as the segmented fold itself on 16 cores.
  */
 #ifdef WEFT_HAVE_LLVM
-#include <stdlib.h> /* SEG-PROBE */
 #include <string.h>
 
 #include "rt.h"
@@ -307,8 +306,7 @@ weft_status rt_exec_fold_seg(rt_job *j)
     if ((s = fe_array_host(seg)) != WEFT_OK) {
         return s;
     }
-    if (seeded && rank == 1 && !getenv("SEG_NOLEN") /* SEG-PROBE */ &&
-        by_lengths(j, seg, nseg, inner, &s)) {
+    if (seeded && rank == 1 && by_lengths(j, seg, nseg, inner, &s)) {
         return s;
     }
     if ((s = rt_job_aux(j, 0, WEFT_I64, nseg + 1, true)) != WEFT_OK) {

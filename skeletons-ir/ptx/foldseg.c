@@ -23,16 +23,14 @@
  * the block size, at most BLOCK, a multiple of 32; tile t is row t / tpr,
  * piece t % tpr, tpr = ceil(nseg / B)).  In a tile:
  *
- *   0. (during the tile before) thread 0 takes the tile's ticket, early,
- *      and once the block knows it, thread i reads the length of segment
- *      s0 + i (0 past nseg) into a register: the tile starts with its
- *      lengths at hand, where it used to wait for a counter's atomic and
- *      then for the read.  A block holds at most two tickets, taken in
- *      order; the least tile held but not done waits on no other, so
- *      look-back still always makes progress.
- *   1. the block scans the lengths (i64 sums: warp shuffles, then the warp
- *      totals through shared memory): each segment's offset within the
- *      tile (loc[i], in shared memory, loc[nt] = A the tile's elements).
+ *   1. thread i reads the length of segment s0 + i (0 past nseg), and the
+ *      block scans them (i64 sums: warp shuffles, then the warp totals
+ *      through shared memory): each segment's offset within the tile
+ *      (loc[i], in shared memory, loc[nt] = A the tile's elements).  (A
+ *      block that took its next ticket and read that tile's lengths during
+ *      the tile before, to hide the two latencies, made the power-law
+ *      matrix 3.6 times slower on the H100: look-back waits on a tile
+ *      held but not begun, and a tile of a 10^4 row holds one long.)
  *   2. look-back (warp 0, as ptx/scan.c with the packed status: flag in
  *      the top two bits of a 64-bit word, the value in the low 62, one
  *      volatile store and load, no fence): piece 0 publishes its
@@ -91,7 +89,6 @@
  * Aux items: 0 the tile status words (i64, zeroed; sized by the driver
  * for blocks of MIN_BLOCK threads), 1 the tile counter (i64, zeroed).
  */
-#include <stdlib.h> /* SEG-PROBE */
 #include <string.h>
 
 #include "../sk.h"
@@ -104,22 +101,17 @@ enum {
     FLAG_PREFIX = 2,
     AUX_STATUS = 0,
     AUX_TICKET = 1,
-    STAGE_BYTES = 40,            /* bytes of elements a thread stages in a
+    STAGE_BYTES = 32,            /* bytes of elements a thread stages in a
                                     round (items_per_thread) */
-    MAX_P = 16,
+    MAX_P = 8,
     SHORT_SEG = 256,             /* a tile of no longer segments folds a
                                     segment per thread (short_segments) */
+    MIN_BLOCKS = 3,              /* blocks resident a multiprocessor
+                                    (launch bounds: 80 registers) */
 };
 
 /* ---- small helpers ---------------------------------------------------- */
 
-/* SEG-PROBE: variants chosen by the environment for one device round;
- * removed before the branch is final. */
-static int knob(const char *name, int dflt)
-{
-    const char *v = getenv(name);
-    return v && *v ? atoi(v) : dflt;
-}
 
 static LLVMTypeRef t_i64(cg_fn *fn)
 {
@@ -279,7 +271,7 @@ typedef struct tile {
     LLVMValueRef tid, lane, warp, nwarps, bs; /* i64 */
     LLVMValueRef outer, inner, nseg, tpr;     /* i64 */
     LLVMValueRef sh_tile, sh_prefix;          /* shared scalars (i64): the
-                                                 next tile, the prefix */
+                                                 tile, its prefix */
     LLVMValueRef sh_loc;                      /* shared i64[BLOCK + 1] */
     LLVMValueRef sh_wsum, sh_wneg;            /* shared i64[MAX_WARPS] */
     LLVMValueRef sh_sp;                       /* shared i64[BLOCK + 1]: the
@@ -295,10 +287,7 @@ typedef struct tile {
     LLVMValueRef tp;                          /* i64 slot: the tile */
     LLVMValueRef rawp;                        /* slot of the lengths' type:
                                                  the thread's length of the
-                                                 tile, read a tile ahead */
-    LLVMValueRef nextp;                       /* i64 slot (thread 0): the
-                                                 next tile's ticket */
-    bool ahead;                               /* SEG-PROBE */
+                                                 tile */
     /* per tile */
     LLVMValueRef t, row, s0, nt, len;
 } tile;
@@ -320,10 +309,9 @@ static LLVMValueRef tile_start(cg_fn *fn, const tile *T, LLVMValueRef t,
     return LLVMBuildMul(fn->b, pc, T->bs, "s0");
 }
 
-/* Tile t becomes the next one: the thread's length of it (0 past the
- * segments, or past the tiles) is read into T->rawp, where the tile's
- * steps find it, the read's latency hidden behind the current tile. */
-static void prefetch_tile(sk_fn *f, tile *T, LLVMValueRef t)
+/* Tile t is the block's next: T->tp = t, and the thread's length of it
+ * (0 past the segments, or past the tiles) in T->rawp. */
+static void read_lengths(sk_fn *f, tile *T, LLVMValueRef t)
 {
     cg_fn *fn = &f->fn;
     const cg_array *seg = sk_kid_array(f, 2);
@@ -401,7 +389,7 @@ static void scan_lengths(sk_fn *f, tile *T, LLVMValueRef len,
         LLVMBuildShl(B,
                      cg_zext64(fn, tg->ballot(fn, LLVMBuildICmp(
                                                  B, LLVMIntSGT, len,
-                                                 cg_i64(fn, knob("SEG_SHORT", SHORT_SEG)), ""))),
+                                                 cg_i64(fn, SHORT_SEG), ""))),
                      cg_i64(fn, 32), ""),
         "");
     cg_if last;
@@ -1064,7 +1052,7 @@ static int items_per_thread(sk_fn *f)
     for (int l = 0; l < nleaf; l++) {
         bytes += (int)weft_type_size(leaf[l]);
     }
-    int p = bytes > 0 ? knob("SEG_STAGE", STAGE_BYTES) / bytes : MAX_P;
+    int p = bytes > 0 ? STAGE_BYTES / bytes : MAX_P;
     return p < 1 ? 1 : p > MAX_P ? MAX_P : p;
 }
 
@@ -1180,22 +1168,10 @@ static weft_status one_tile(sk_fn *f, tile *T)
     const cg_target *tg = fn->target;
     LLVMBuilderRef B = fn->b;
     weft_status s;
-    /* the next tile's ticket, early: its latency passes while this tile's
-     * lengths are scanned (read at step 2's barrier) */
-    cg_if tk;
-    cg_if_begin(fn, &tk, LLVMBuildAnd(fn->b, i1c(fn, T->ahead), LLVMBuildICmp(B, LLVMIntEQ, T->tid, cg_i64(fn, 0),
-                                       ""), ""));
-    LLVMBuildStore(fn->b,
-                   tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd,
-                                  sk_aux_array(f, AUX_TICKET)->ptr[0],
-                                  cg_i64(fn, 1)),
-                   T->nextp);
-    cg_if_end(fn, &tk);
-    B = fn->b;
     LLVMValueRef piece;
     T->s0 = tile_start(fn, T, T->t, &T->row, &piece);
     T->nt = cg_smin(fn, T->bs, LLVMBuildSub(B, T->nseg, T->s0, ""));
-    /* 1. the lengths (read while the last tile ran; 0 past nseg) */
+    /* 1. the lengths (read_lengths; 0 past nseg) */
     LLVMValueRef sidx = LLVMBuildAdd(B, T->s0, T->tid, "seg");
     LLVMValueRef inside = LLVMBuildICmp(B, LLVMIntSLT, T->tid, T->nt, "");
     LLVMValueRef huge;
@@ -1238,19 +1214,7 @@ static weft_status one_tile(sk_fn *f, tile *T)
     store64(fn, T->sh_prefix, cg_i64(fn, 0), pre);
     cg_if_end(fn, &l0);
     cg_if_end(fn, &w0);
-    if (T->ahead) {
-    cg_if tk2;
-    cg_if_begin(fn, &tk2, LLVMBuildICmp(fn->b, LLVMIntEQ, T->tid,
-                                        cg_i64(fn, 0), ""));
-    store64(fn, T->sh_tile, cg_i64(fn, 0), get(fn, t_i64(fn), T->nextp));
-    cg_if_end(fn, &tk2);
-    }
     tg->barrier(fn);
-    /* the next tile's lengths, read while this one is folded (sh_tile is
-     * written again after the loop head's barrier) */
-    if (T->ahead) {
-    prefetch_tile(f, T, load64(fn, T->sh_tile, cg_i64(fn, 0)));
-    }
     /* 3. the checks */
     LLVMValueRef P = load64(fn, T->sh_prefix, cg_i64(fn, 0));
     LLVMValueRef bad = LLVMBuildOr(
@@ -1343,23 +1307,6 @@ static weft_status emit_tiles(sk_fn *f)
     T.tp = var(fn, t_i64(fn), cg_i64(fn, 0));
     T.rawp = cg_alloca(fn, cg_type(fn->llctx, sk_kid_array(f, 2)->leaf[0]),
                        "raw");
-    T.nextp = var(fn, t_i64(fn), cg_i64(fn, 0));
-    T.ahead = knob("SEG_AHEAD", 1) != 0;
-    /* the first tile; each next one is taken during the one before
-     * (one_tile).  Tickets come in order, as look-back needs: a block holds
-     * at most two, and the least tile held but not done never waits on
-     * another, so some block always makes progress. */
-    if (T.ahead) {
-    cg_if t0;
-    cg_if_begin(fn, &t0, LLVMBuildICmp(fn->b, LLVMIntEQ, T.tid, cg_i64(fn, 0),
-                                       ""));
-    store64(fn, T.sh_tile, cg_i64(fn, 0),
-            tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd,
-                           sk_aux_array(f, AUX_TICKET)->ptr[0], cg_i64(fn, 1)));
-    cg_if_end(fn, &t0);
-    tg->barrier(fn);
-    prefetch_tile(f, &T, load64(fn, T.sh_tile, cg_i64(fn, 0)));
-    }
     LLVMBasicBlockRef head =
         LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "tile");
     LLVMBasicBlockRef body =
@@ -1369,17 +1316,15 @@ static weft_status emit_tiles(sk_fn *f)
     LLVMBuildBr(fn->b, head);
     LLVMPositionBuilderAtEnd(fn->b, head);
     tg->barrier(fn); /* the last tile's shared memory is read */
-    if (!T.ahead) {
-    cg_if t1;
-    cg_if_begin(fn, &t1, LLVMBuildICmp(fn->b, LLVMIntEQ, T.tid, cg_i64(fn, 0),
+    cg_if t0;
+    cg_if_begin(fn, &t0, LLVMBuildICmp(fn->b, LLVMIntEQ, T.tid, cg_i64(fn, 0),
                                        ""));
     store64(fn, T.sh_tile, cg_i64(fn, 0),
             tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd,
                            sk_aux_array(f, AUX_TICKET)->ptr[0], cg_i64(fn, 1)));
-    cg_if_end(fn, &t1);
+    cg_if_end(fn, &t0);
     tg->barrier(fn);
-    prefetch_tile(f, &T, load64(fn, T.sh_tile, cg_i64(fn, 0)));
-    }
+    read_lengths(f, &T, load64(fn, T.sh_tile, cg_i64(fn, 0)));
     T.t = get(fn, t_i64(fn), T.tp);
     LLVMBuildCondBr(fn->b, LLVMBuildICmp(fn->b, LLVMIntULT, T.t, T.ntiles, ""),
                     body, done);
@@ -1431,7 +1376,7 @@ static weft_status ptx_fold_seg_emit(sk_emit *e, const char *const *names)
      * from a cell of zeros */
     f.local_errors = true;
     f.fn.flat_reads = true;
-    cg_ptx_launch_bounds(&f.fn, BLOCK, knob("SEG_MINB", 2));
+    cg_ptx_launch_bounds(&f.fn, BLOCK, MIN_BLOCKS);
     if ((s = emit_tiles(&f)) != WEFT_OK) {
         LLVMBuildUnreachable(f.fn.b);
         cg_fn_end(&f.fn);
