@@ -399,33 +399,30 @@ static void scan_lengths(sk_fn *f, tile *T, LLVMValueRef len,
     store64(fn, T->sh_wneg, T->warp, negw);
     cg_if_end(fn, &last);
     tg->barrier(fn);
-    /* the warps before this one, and all of them */
-    LLVMValueRef before = var(fn, t_i64(fn), cg_i64(fn, 0));
-    LLVMValueRef all = var(fn, t_i64(fn), cg_i64(fn, 0));
-    LLVMValueRef anyneg = var(fn, t_i64(fn), cg_i64(fn, 0));
-    cg_loop l;
-    LLVMValueRef w;
-    cg_loop_begin(fn, &l, cg_i64(fn, 0), T->nwarps, &w);
-    LLVMValueRef ws = load64(fn, T->sh_wsum, w);
-    LLVMValueRef a = get(fn, t_i64(fn), all);
-    LLVMBuildStore(fn->b, LLVMBuildAdd(fn->b, a, ws, ""), all);
-    LLVMValueRef bf = get(fn, t_i64(fn), before);
-    LLVMBuildStore(fn->b,
-                   LLVMBuildSelect(fn->b,
-                                   LLVMBuildICmp(fn->b, LLVMIntULT, w, T->warp,
-                                                 ""),
-                                   LLVMBuildAdd(fn->b, bf, ws, ""), bf, ""),
-                   before);
-    LLVMBuildStore(fn->b,
-                   LLVMBuildOr(fn->b, get(fn, t_i64(fn), anyneg),
-                               load64(fn, T->sh_wneg, w), ""),
-                   anyneg);
-    cg_loop_end(fn, &l);
-    B = fn->b;
-    *excl = LLVMBuildSub(
-        B, LLVMBuildAdd(B, get(fn, t_i64(fn), before), x, ""), len, "");
-    *total = get(fn, t_i64(fn), all);
-    LLVMValueRef flags = get(fn, t_i64(fn), anyneg);
+    /* the warps before this one, and all of them: MAX_WARPS steps with no
+     * loop (a loop of nwarps trips, unrolled by LLVM with remainders, was
+     * larger and slower) */
+    LLVMValueRef before = cg_i64(fn, 0), all = cg_i64(fn, 0);
+    LLVMValueRef flags = cg_i64(fn, 0);
+    for (int k = 0; k < MAX_WARPS; k++) {
+        LLVMValueRef w = cg_i64(fn, k);
+        LLVMValueRef there = LLVMBuildICmp(B, LLVMIntULT, w, T->nwarps, "");
+        LLVMValueRef ws = LLVMBuildSelect(B, there, load64(fn, T->sh_wsum, w),
+                                          cg_i64(fn, 0), "");
+        all = LLVMBuildAdd(B, all, ws, "");
+        before = LLVMBuildAdd(
+            B, before,
+            LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntULT, w, T->warp, ""),
+                            ws, cg_i64(fn, 0), ""),
+            "");
+        flags = LLVMBuildOr(B, flags,
+                            LLVMBuildSelect(B, there,
+                                            load64(fn, T->sh_wneg, w),
+                                            cg_i64(fn, 0), ""),
+                            "");
+    }
+    *excl = LLVMBuildSub(B, LLVMBuildAdd(B, before, x, ""), len, "");
+    *total = all;
     *neg = LLVMBuildICmp(B, LLVMIntNE,
                          LLVMBuildAnd(B, flags, cg_i64(fn, 0xffffffff), ""),
                          cg_i64(fn, 0), "");
@@ -823,38 +820,44 @@ static weft_status stage_round(sk_fn *f, const tile *T, LLVMValueRef j_lo,
     const weft_type *leaf;
     int nleaf = cg_leaves(fn, f->e->k->op->type, &leaf);
     weft_status s;
-    LLVMValueRef n = LLVMBuildSub(fn->b, j_hi, j_lo, "");
-    LLVMValueRef last = LLVMBuildSub(fn->b, j_hi, cg_i64(fn, 1), "");
+    /* positions within the round (at most B P) in i32, the element's
+     * index (i64) from the round's first */
+    LLVMTypeRef i32 = t_i32(fn);
+    LLVMValueRef n = LLVMBuildTrunc(fn->b, LLVMBuildSub(fn->b, j_hi, j_lo, ""),
+                                    i32, "");
+    LLVMValueRef last = LLVMBuildSub(fn->b, n, c32(fn, 1), "");
+    LLVMValueRef first = LLVMBuildAdd(fn->b, base, j_lo, "");
+    LLVMValueRef tid = LLVMBuildTrunc(fn->b, T->tid, i32, "");
+    LLVMValueRef bs = LLVMBuildTrunc(fn->b, T->bs, i32, "");
     bool light = f->e->k->light;
     cg_mut x[MAX_P];
     for (int k = 0; light && k < T->P; k++) {
         if ((s = cg_mut_new(fn, f->e->k->op->type, &x[k])) != WEFT_OK) {
             return s;
         }
-        LLVMValueRef first = LLVMBuildMul(fn->b, T->bs, cg_i64(fn, k), "");
-        LLVMValueRef j = cg_smin(
-            fn, LLVMBuildAdd(fn->b, j_lo, LLVMBuildAdd(fn->b, first, T->tid, ""),
-                             ""),
-            last);
+        LLVMValueRef at = LLVMBuildNUWAdd(
+            fn->b, tid, LLVMBuildNUWMul(fn->b, bs, c32(fn, k), ""), "");
+        LLVMValueRef args[2] = {at, last};
+        LLVMValueRef o = cg_intrinsic(fn, "llvm.umin", &i32, 1, args, 2);
         cg_val v;
-        if ((s = sk_read(f, src, LLVMBuildAdd(fn->b, base, j, ""), NULL, &v)) !=
-            WEFT_OK) {
+        if ((s = sk_read(f, src,
+                         LLVMBuildAdd(fn->b, first, cg_zext64(fn, o), ""),
+                         NULL, &v)) != WEFT_OK) {
             return s;
         }
         cg_mut_set(fn, &x[k], &v);
     }
     for (int k = 0; k < T->P; k++) {
-        LLVMValueRef at = LLVMBuildAdd(
-            fn->b, T->tid, LLVMBuildMul(fn->b, T->bs, cg_i64(fn, k), ""), "");
+        LLVMValueRef at = LLVMBuildNUWAdd(
+            fn->b, tid, LLVMBuildNUWMul(fn->b, bs, c32(fn, k), ""), "");
         cg_if in;
-        cg_if_begin(fn, &in, LLVMBuildICmp(fn->b, LLVMIntSLT, at, n, ""));
+        cg_if_begin(fn, &in, LLVMBuildICmp(fn->b, LLVMIntULT, at, n, ""));
         cg_val v;
         if (light) {
             s = cg_mut_get(fn, &x[k], &v);
         } else {
             s = sk_read(f, src,
-                        LLVMBuildAdd(fn->b, base,
-                                     LLVMBuildAdd(fn->b, j_lo, at, ""), ""),
+                        LLVMBuildAdd(fn->b, first, cg_zext64(fn, at), ""),
                         NULL, &v);
         }
         if (s) {
@@ -1089,6 +1092,52 @@ static weft_status tile_shared(sk_fn *f, tile *T)
     return s;
 }
 
+/* acc = acc `f` the staged elements [a, b) (i64, at most B P: a loop of
+ * i32 positions, not unrolled: a row of a banded matrix has 10 elements
+ * in all, where LLVM's unrolling by 32 with two remainder loops cost more
+ * than the fold, and 64-bit counters doubled each step). */
+static weft_status fold_staged(sk_fn *f, const tile *T, const cg_mut *acc,
+                               LLVMValueRef a, LLVMValueRef b)
+{
+    cg_fn *fn = &f->fn;
+    const weft_type *leaf;
+    int nleaf = cg_leaves(fn, f->e->k->op->type, &leaf);
+    LLVMTypeRef i32 = t_i32(fn);
+    LLVMValueRef a32 = LLVMBuildTrunc(fn->b, a, i32, "");
+    LLVMValueRef b32 = LLVMBuildTrunc(fn->b, b, i32, "");
+    LLVMBasicBlockRef guard = LLVMGetInsertBlock(fn->b);
+    LLVMBasicBlockRef body =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "fold.staged");
+    LLVMBasicBlockRef done =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "fold.done");
+    LLVMBuildCondBr(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, a32, b32, ""),
+                    body, done);
+    LLVMPositionBuilderAtEnd(fn->b, body);
+    LLVMValueRef k = LLVMBuildPhi(fn->b, i32, "k");
+    LLVMAddIncoming(k, &a32, &guard, 1);
+    cg_val x;
+    weft_status s = cg_val_make(fn, nleaf, &x);
+    if (s) {
+        return s;
+    }
+    for (int l = 0; l < nleaf; l++) {
+        x.v[l] = cg_load(fn, leaf[l], T->sh_stage[l], k);
+    }
+    if ((s = comb_back(f, acc, &x)) != WEFT_OK) {
+        return s;
+    }
+    LLVMValueRef k1 = LLVMBuildNSWAdd(fn->b, k, c32(fn, 1), "");
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(fn->b);
+    LLVMValueRef br = LLVMBuildCondBr(
+        fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, k1, b32, ""), body, done);
+    LLVMMetadataRef off =
+        LLVMMDStringInContext2(fn->llctx, "llvm.loop.unroll.disable", 24);
+    cg_loop_id(fn, br, LLVMMDNodeInContext2(fn->llctx, &off, 1));
+    LLVMAddIncoming(k, &k1, &latch, 1);
+    LLVMPositionBuilderAtEnd(fn->b, done);
+    return WEFT_OK;
+}
+
 /* Step 4 of a tile whose segments are all short (at most SHORT_SEG
  * elements): the tile's elements staged through shared memory in rounds
  * of B P (coalesced, P reads of a light kernel in flight at once, as the
@@ -1133,21 +1182,17 @@ static weft_status short_segments(sk_fn *f, const tile *T, LLVMValueRef excl,
         return s;
     }
     tg->barrier(fn);
-    cg_loop l;
-    LLVMValueRef j;
-    cg_loop_begin(fn, &l, cg_smax(fn, e0, j_lo), cg_smin(fn, e1, j_hi), &j);
-    cg_val x;
-    if ((s = cg_val_make(fn, nleaf, &x)) != WEFT_OK) {
+    /* the thread's elements of the round, as positions in the stage */
+    LLVMValueRef n = LLVMBuildSub(fn->b, j_hi, j_lo, "");
+    LLVMValueRef a = cg_smin(
+        fn, cg_smax(fn, LLVMBuildSub(fn->b, e0, j_lo, ""), cg_i64(fn, 0)), n);
+    LLVMValueRef b = cg_smin(
+        fn, cg_smax(fn, LLVMBuildSub(fn->b, e1, j_lo, ""), cg_i64(fn, 0)), n);
+    if ((s = fold_staged(f, T, &acc, a, b)) != WEFT_OK) {
         return s;
     }
-    LLVMValueRef sj = LLVMBuildSub(fn->b, j, j_lo, "");
-    for (int li = 0; li < nleaf; li++) {
-        x.v[li] = cg_load(fn, leaf[li], T->sh_stage[li], sj);
-    }
-    if ((s = comb_back(f, &acc, &x)) != WEFT_OK) {
-        return s;
-    }
-    cg_loop_end(fn, &l);
+    (void)nleaf;
+    (void)leaf;
     cg_loop_end(fn, &lr);
     cg_if in;
     cg_if_begin(fn, &in, mine);
