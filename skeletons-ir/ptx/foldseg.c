@@ -89,6 +89,7 @@
  * Aux items: 0 the tile status words (i64, zeroed; sized by the driver
  * for blocks of MIN_BLOCK threads), 1 the tile counter (i64, zeroed).
  */
+#include <stdlib.h> /* SEG-PROBE */
 #include <string.h>
 
 #include "../sk.h"
@@ -103,7 +104,7 @@ enum {
     AUX_TICKET = 1,
     STAGE_BYTES = 32,            /* bytes of elements a thread stages in a
                                     round (items_per_thread) */
-    MAX_P = 8,
+    MAX_P = 16,
     SHORT_SEG = 256,             /* a tile of no longer segments folds a
                                     segment per thread (short_segments) */
     MIN_BLOCKS = 3,              /* blocks resident a multiprocessor
@@ -111,6 +112,14 @@ enum {
 };
 
 /* ---- small helpers ---------------------------------------------------- */
+
+/* SEG-PROBE: variants chosen by the environment for one device round;
+ * removed before the branch is final. */
+static int knob(const char *name, int dflt)
+{
+    const char *v = getenv(name);
+    return v && *v ? atoi(v) : dflt;
+}
 
 
 static LLVMTypeRef t_i64(cg_fn *fn)
@@ -1055,7 +1064,7 @@ static int items_per_thread(sk_fn *f)
     for (int l = 0; l < nleaf; l++) {
         bytes += (int)weft_type_size(leaf[l]);
     }
-    int p = bytes > 0 ? STAGE_BYTES / bytes : MAX_P;
+    int p = bytes > 0 ? knob("SEG_STAGE", STAGE_BYTES) / bytes : MAX_P;
     return p < 1 ? 1 : p > MAX_P ? MAX_P : p;
 }
 
@@ -1421,7 +1430,7 @@ static weft_status ptx_fold_seg_emit(sk_emit *e, const char *const *names)
      * from a cell of zeros */
     f.local_errors = true;
     f.fn.flat_reads = true;
-    cg_ptx_launch_bounds(&f.fn, BLOCK, MIN_BLOCKS);
+    cg_ptx_launch_bounds(&f.fn, BLOCK, knob("SEG_MINB", MIN_BLOCKS));
     if ((s = emit_tiles(&f)) != WEFT_OK) {
         LLVMBuildUnreachable(f.fn.b);
         cg_fn_end(&f.fn);
