@@ -89,7 +89,6 @@
  * Aux items: 0 the tile status words (i64, zeroed; sized by the driver
  * for blocks of MIN_BLOCK threads), 1 the tile counter (i64, zeroed).
  */
-#include <stdlib.h> /* SEG-PROBE */
 #include <string.h>
 
 #include "../sk.h"
@@ -104,8 +103,7 @@ enum {
     AUX_TICKET = 1,
     STAGE_BYTES = 32,            /* bytes of elements a thread stages in a
                                     round (items_per_thread) */
-    MAX_P = 16,
-    MAX_S = 4,                   /* segments of a thread in a tile */
+    MAX_P = 8,
     SHORT_SEG = 256,             /* a tile of no longer segments folds a
                                     segment per thread (short_segments) */
     MIN_BLOCKS = 3,              /* blocks resident a multiprocessor
@@ -113,14 +111,6 @@ enum {
 };
 
 /* ---- small helpers ---------------------------------------------------- */
-
-/* SEG-PROBE: variants chosen by the environment for one device round;
- * removed before the branch is final. */
-static int knob(const char *name, int dflt)
-{
-    const char *v = getenv(name);
-    return v && *v ? atoi(v) : dflt;
-}
 
 
 static LLVMTypeRef t_i64(cg_fn *fn)
@@ -282,7 +272,7 @@ typedef struct tile {
     LLVMValueRef outer, inner, nseg, tpr;     /* i64 */
     LLVMValueRef sh_tile, sh_prefix;          /* shared scalars (i64): the
                                                  tile, its prefix */
-    LLVMValueRef sh_loc;                      /* shared i64[S BLOCK + 1] */
+    LLVMValueRef sh_loc;                      /* shared i64[BLOCK + 1] */
     LLVMValueRef sh_wsum, sh_wneg;            /* shared i64[MAX_WARPS] */
     LLVMValueRef sh_sp;                       /* shared i64[BLOCK + 1]: the
                                                  round's split points */
@@ -294,26 +284,13 @@ typedef struct tile {
     slots sh_r;                               /* the round's carry, two
                                                  slots (rounds r and r + 1) */
     LLVMValueRef ntiles;                      /* i64 */
-    int S;                                    /* segments of a thread */
-    LLVMValueRef tsz;                         /* i64: S B, a tile's
-                                                 segments */
     LLVMValueRef tp;                          /* i64 slot: the tile */
-    LLVMValueRef rawp[MAX_S];                 /* slots of the lengths' type:
-                                                 the thread's lengths of
-                                                 the tile */
+    LLVMValueRef rawp;                        /* slot of the lengths' type:
+                                                 the thread's length of the
+                                                 tile */
     /* per tile */
     LLVMValueRef t, row, s0, nt, len;
 } tile;
-
-/* A thread's segments of the tile: tid S + k for k < S. */
-typedef struct seg_of {
-    LLVMValueRef first;                       /* i64: tid S, within the tile */
-    LLVMValueRef sidx[MAX_S];                 /* i64: the segment */
-    LLVMValueRef inside[MAX_S];               /* i1: of the tile (< nt) */
-    LLVMValueRef len[MAX_S], huge[MAX_S];     /* seg_len */
-    LLVMValueRef excl[MAX_S];                 /* i64: its first element
-                                                 within the tile */
-} seg_of;
 
 /* Tile t's first segment (i64), its row and its piece of the row (*row,
  * *piece; either may be NULL): a 64-bit division once per tile. */
@@ -329,7 +306,7 @@ static LLVMValueRef tile_start(cg_fn *fn, const tile *T, LLVMValueRef t,
     if (piece) {
         *piece = pc;
     }
-    return LLVMBuildMul(fn->b, pc, T->tsz, "s0");
+    return LLVMBuildMul(fn->b, pc, T->bs, "s0");
 }
 
 /* Tile t is the block's next: T->tp = t, and the thread's length of it
@@ -340,22 +317,16 @@ static void read_lengths(sk_fn *f, tile *T, LLVMValueRef t)
     const cg_array *seg = sk_kid_array(f, 2);
     weft_type lt = seg->leaf[0];
     LLVMBuildStore(fn->b, t, T->tp);
-    LLVMValueRef first = LLVMBuildAdd(
-        fn->b, tile_start(fn, T, t, NULL, NULL),
-        LLVMBuildMul(fn->b, T->tid, cg_i64(fn, T->S), ""), "");
-    LLVMValueRef there = LLVMBuildICmp(fn->b, LLVMIntULT, t, T->ntiles, "");
-    for (int k = 0; k < T->S; k++) {
-        LLVMValueRef sidx = LLVMBuildAdd(fn->b, first, cg_i64(fn, k), "");
-        LLVMValueRef ok = LLVMBuildAnd(
-            fn->b, there, LLVMBuildICmp(fn->b, LLVMIntULT, sidx, T->nseg, ""),
-            "");
-        LLVMBuildStore(fn->b, LLVMConstNull(cg_type(fn->llctx, lt)),
-                       T->rawp[k]);
-        cg_if in;
-        cg_if_begin(fn, &in, ok);
-        LLVMBuildStore(fn->b, cg_load(fn, lt, seg->ptr[0], sidx), T->rawp[k]);
-        cg_if_end(fn, &in);
-    }
+    LLVMValueRef sidx =
+        LLVMBuildAdd(fn->b, tile_start(fn, T, t, NULL, NULL), T->tid, "");
+    LLVMValueRef ok = LLVMBuildAnd(
+        fn->b, LLVMBuildICmp(fn->b, LLVMIntULT, t, T->ntiles, ""),
+        LLVMBuildICmp(fn->b, LLVMIntULT, sidx, T->nseg, ""), "");
+    LLVMBuildStore(fn->b, LLVMConstNull(cg_type(fn->llctx, lt)), T->rawp);
+    cg_if in;
+    cg_if_begin(fn, &in, ok);
+    LLVMBuildStore(fn->b, cg_load(fn, lt, seg->ptr[0], sidx), T->rawp);
+    cg_if_end(fn, &in);
 }
 
 /* The length (i64) of raw, a leaf of the descriptor: signed types extended
@@ -389,12 +360,10 @@ static void report(sk_fn *f, LLVMValueRef s, int code)
     sk_report_key(f, key);
 }
 
-/* Step 1: the threads' sums of their lengths (len) scanned; returns each
- * thread's exclusive offset and sets *total (the tile's A), *neg (i1: some
- * thread's tneg, a negative length) and *longer (some thread's tlong, a
- * length past SHORT_SEG). */
+/* Step 1: the lengths scanned; returns each thread's exclusive offset and
+ * sets *total (the tile's A), *neg (i1: some length is negative) and
+ * *longer (i1: some length exceeds SHORT_SEG). */
 static void scan_lengths(sk_fn *f, tile *T, LLVMValueRef len,
-                         LLVMValueRef tneg, LLVMValueRef tlong,
                          LLVMValueRef *excl, LLVMValueRef *total,
                          LLVMValueRef *neg, LLVMValueRef *longer)
 {
@@ -414,9 +383,14 @@ static void scan_lengths(sk_fn *f, tile *T, LLVMValueRef len,
     }
     /* the warp's negative lengths in the low half, its long ones above */
     LLVMValueRef negw = LLVMBuildOr(
-        B, cg_zext64(fn, tg->ballot(fn, tneg)),
-        LLVMBuildShl(B, cg_zext64(fn, tg->ballot(fn, tlong)), cg_i64(fn, 32),
-                     ""),
+        B,
+        cg_zext64(fn, tg->ballot(fn, LLVMBuildICmp(B, LLVMIntSLT, len,
+                                              cg_i64(fn, 0), ""))),
+        LLVMBuildShl(B,
+                     cg_zext64(fn, tg->ballot(fn, LLVMBuildICmp(
+                                                 B, LLVMIntSGT, len,
+                                                 cg_i64(fn, SHORT_SEG), ""))),
+                     cg_i64(fn, 32), ""),
         "");
     cg_if last;
     cg_if_begin(fn, &last, LLVMBuildICmp(B, LLVMIntEQ, T->lane,
@@ -1081,7 +1055,7 @@ static int items_per_thread(sk_fn *f)
     for (int l = 0; l < nleaf; l++) {
         bytes += (int)weft_type_size(leaf[l]);
     }
-    int p = bytes > 0 ? knob("SEG_STAGE", STAGE_BYTES) / bytes : MAX_P;
+    int p = bytes > 0 ? STAGE_BYTES / bytes : MAX_P;
     return p < 1 ? 1 : p > MAX_P ? MAX_P : p;
 }
 
@@ -1095,7 +1069,7 @@ static weft_status tile_shared(sk_fn *f, tile *T)
     LLVMValueRef one = cg_i64(fn, 1);
     T->sh_tile = sc;
     T->sh_prefix = LLVMBuildInBoundsGEP2(fn->b, i64, sc, &one, 1, "");
-    T->sh_loc = tg->shared_array(fn, i64, (int64_t)T->S * BLOCK + 1);
+    T->sh_loc = tg->shared_array(fn, i64, BLOCK + 1);
     T->sh_sp = tg->shared_array(fn, i64, BLOCK + 1);
     T->sh_wsum = tg->shared_array(fn, i64, MAX_WARPS);
     T->sh_wneg = tg->shared_array(fn, i64, MAX_WARPS);
@@ -1173,31 +1147,31 @@ static weft_status fold_staged(sk_fn *f, const tile *T, const cg_mut *acc,
  * banded matrix's rows of 10 the merge path's bookkeeping cost more than
  * the fold, and a short segment's share of the shared-memory loop is
  * cheap next to its reads. */
-static weft_status short_segments(sk_fn *f, const tile *T, const seg_of *g,
-                                  LLVMValueRef total, LLVMValueRef base,
-                                  LLVMValueRef qbase)
+static weft_status short_segments(sk_fn *f, const tile *T, LLVMValueRef excl,
+                                  LLVMValueRef len, LLVMValueRef total,
+                                  LLVMValueRef base, LLVMValueRef qbase)
 {
     cg_fn *fn = &f->fn;
     const cg_target *tg = fn->target;
+    const weft_type *leaf;
+    int nleaf = cg_leaves(fn, f->e->k->op->type, &leaf);
     weft_status s;
-    cg_mut acc[MAX_S];
-    LLVMValueRef e0[MAX_S], e1[MAX_S];
-    for (int k = 0; k < T->S; k++) {
-        if ((s = cg_mut_new(fn, f->e->k->op->type, &acc[k])) != WEFT_OK) {
-            return s;
-        }
-        cg_mut_set(fn, &acc[k], sk_kid_value(f, 0));
-        e0[k] = g->excl[k];
-        e1[k] = LLVMBuildSelect(fn->b, g->inside[k],
-                                LLVMBuildAdd(fn->b, g->excl[k], g->len[k], ""),
-                                g->excl[k], "");
+    cg_mut acc;
+    if ((s = cg_mut_new(fn, f->e->k->op->type, &acc)) != WEFT_OK) {
+        return s;
     }
+    cg_mut_set(fn, &acc, sk_kid_value(f, 0));
     LLVMValueRef R = LLVMBuildMul(fn->b, T->bs, cg_i64(fn, T->P), "R");
     LLVMValueRef rounds = LLVMBuildUDiv(
         fn->b,
         LLVMBuildAdd(fn->b, total, LLVMBuildSub(fn->b, R, cg_i64(fn, 1), ""),
                      ""),
         R, "rounds");
+    LLVMValueRef mine = LLVMBuildICmp(fn->b, LLVMIntSLT, T->tid, T->nt, "");
+    LLVMValueRef e0 = excl;
+    LLVMValueRef e1 = LLVMBuildSelect(fn->b, mine,
+                                      LLVMBuildAdd(fn->b, excl, len, ""), excl,
+                                      "");
     cg_loop lr;
     LLVMValueRef r;
     cg_loop_begin(fn, &lr, cg_i64(fn, 0), rounds, &r);
@@ -1210,32 +1184,25 @@ static weft_status short_segments(sk_fn *f, const tile *T, const seg_of *g,
     tg->barrier(fn);
     /* the thread's elements of the round, as positions in the stage */
     LLVMValueRef n = LLVMBuildSub(fn->b, j_hi, j_lo, "");
-    for (int k = 0; k < T->S; k++) {
-        LLVMValueRef a = cg_smin(
-            fn, cg_smax(fn, LLVMBuildSub(fn->b, e0[k], j_lo, ""), cg_i64(fn, 0)),
-            n);
-        LLVMValueRef b = cg_smin(
-            fn, cg_smax(fn, LLVMBuildSub(fn->b, e1[k], j_lo, ""), cg_i64(fn, 0)),
-            n);
-        if ((s = fold_staged(f, T, &acc[k], a, b)) != WEFT_OK) {
-            return s;
-        }
+    LLVMValueRef a = cg_smin(
+        fn, cg_smax(fn, LLVMBuildSub(fn->b, e0, j_lo, ""), cg_i64(fn, 0)), n);
+    LLVMValueRef b = cg_smin(
+        fn, cg_smax(fn, LLVMBuildSub(fn->b, e1, j_lo, ""), cg_i64(fn, 0)), n);
+    if ((s = fold_staged(f, T, &acc, a, b)) != WEFT_OK) {
+        return s;
     }
+    (void)nleaf;
+    (void)leaf;
     cg_loop_end(fn, &lr);
-    for (int k = 0; k < T->S; k++) {
-        cg_if in;
-        cg_if_begin(fn, &in, g->inside[k]);
-        cg_val y;
-        if ((s = cg_mut_get(fn, &acc[k], &y)) != WEFT_OK) {
-            return s;
-        }
-        cg_array_store(fn, sk_out_array(f, 0),
-                       LLVMBuildAdd(fn->b, qbase,
-                                    LLVMBuildAdd(fn->b, g->first,
-                                                 cg_i64(fn, k), ""), ""),
-                       &y);
-        cg_if_end(fn, &in);
+    cg_if in;
+    cg_if_begin(fn, &in, mine);
+    cg_val y;
+    if ((s = cg_mut_get(fn, &acc, &y)) != WEFT_OK) {
+        return s;
     }
+    cg_array_store(fn, sk_out_array(f, 0), LLVMBuildAdd(fn->b, qbase, T->tid, ""),
+                   &y);
+    cg_if_end(fn, &in);
     return WEFT_OK;
 }
 
@@ -1248,39 +1215,18 @@ static weft_status one_tile(sk_fn *f, tile *T)
     weft_status s;
     LLVMValueRef piece;
     T->s0 = tile_start(fn, T, T->t, &T->row, &piece);
-    T->nt = cg_smin(fn, T->tsz, LLVMBuildSub(B, T->nseg, T->s0, ""));
-    /* 1. the lengths (read_lengths; 0 past nseg): the thread's S, its
-     * segments tid S + k of the tile */
-    seg_of g;
-    g.first = LLVMBuildMul(B, T->tid, cg_i64(fn, T->S), "");
-    LLVMValueRef tsum = cg_i64(fn, 0);
-    LLVMValueRef tneg = i1c(fn, false), tlong = i1c(fn, false);
-    for (int k = 0; k < T->S; k++) {
-        LLVMValueRef at = LLVMBuildAdd(fn->b, g.first, cg_i64(fn, k), "");
-        g.sidx[k] = LLVMBuildAdd(fn->b, T->s0, at, "seg");
-        g.inside[k] = LLVMBuildICmp(fn->b, LLVMIntSLT, at, T->nt, "");
-        g.len[k] = seg_len(
-            f,
-            get(fn, cg_type(fn->llctx, sk_kid_array(f, 2)->leaf[0]),
-                T->rawp[k]),
-            &g.huge[k]);
-        tsum = LLVMBuildAdd(fn->b, tsum, g.len[k], "");
-        /* a huge u64 length is negative here: the tile is bad either way */
-        tneg = LLVMBuildOr(fn->b, tneg,
-                           LLVMBuildICmp(fn->b, LLVMIntSLT, g.len[k],
-                                         cg_i64(fn, 0), ""), "");
-        tlong = LLVMBuildOr(fn->b, tlong,
-                            LLVMBuildICmp(fn->b, LLVMIntSGT, g.len[k],
-                                          cg_i64(fn, SHORT_SEG), ""), "");
-    }
+    T->nt = cg_smin(fn, T->bs, LLVMBuildSub(B, T->nseg, T->s0, ""));
+    /* 1. the lengths (read_lengths; 0 past nseg) */
+    LLVMValueRef sidx = LLVMBuildAdd(B, T->s0, T->tid, "seg");
+    LLVMValueRef inside = LLVMBuildICmp(B, LLVMIntSLT, T->tid, T->nt, "");
+    LLVMValueRef huge;
+    LLVMValueRef len = seg_len(
+        f, get(fn, cg_type(fn->llctx, sk_kid_array(f, 2)->leaf[0]), T->rawp),
+        &huge);
+    /* a huge u64 length scans as negative: the tile is bad either way */
     LLVMValueRef excl, total, neg, longer;
-    scan_lengths(f, T, tsum, tneg, tlong, &excl, &total, &neg, &longer);
-    for (int k = 0; k < T->S; k++) {
-        g.excl[k] = excl;
-        store64(fn, T->sh_loc,
-                LLVMBuildAdd(fn->b, g.first, cg_i64(fn, k), ""), excl);
-        excl = LLVMBuildAdd(fn->b, excl, g.len[k], "");
-    }
+    scan_lengths(f, T, len, &excl, &total, &neg, &longer);
+    store64(fn, T->sh_loc, T->tid, excl);
     cg_if lastt;
     cg_if_begin(fn, &lastt, LLVMBuildICmp(fn->b, LLVMIntEQ, T->tid,
                                           cg_i64(fn, 0), ""));
@@ -1324,29 +1270,27 @@ static weft_status one_tile(sk_fn *f, tile *T)
                                   ""),
                     ""),
         "bad");
-    for (int k = 0; k < T->S; k++) {
-        cg_if chk;
-        cg_if_begin(fn, &chk, LLVMBuildAnd(fn->b, bad, g.inside[k], ""));
+    cg_if chk;
+    cg_if_begin(fn, &chk, LLVMBuildAnd(fn->b, bad, inside, ""));
+    {
         LLVMValueRef past = LLVMBuildICmp(
-            fn->b, LLVMIntSGT, g.len[k],
-            LLVMBuildSub(fn->b, T->inner,
-                         LLVMBuildAdd(fn->b, P, g.excl[k], ""), ""),
+            fn->b, LLVMIntSGT, len,
+            LLVMBuildSub(fn->b, T->inner, LLVMBuildAdd(fn->b, P, excl, ""), ""),
             "");
         LLVMValueRef isneg =
-            LLVMBuildICmp(fn->b, LLVMIntSLT, g.len[k], cg_i64(fn, 0), "");
+            LLVMBuildICmp(fn->b, LLVMIntSLT, len, cg_i64(fn, 0), "");
         cg_if n;
-        cg_if_begin(fn, &n, LLVMBuildAnd(fn->b, isneg,
-                                         LLVMBuildNot(fn->b, g.huge[k], ""),
-                                         ""));
-        report(f, g.sidx[k], CG_ERR_SEG_NEG);
+        cg_if_begin(fn, &n, LLVMBuildAnd(fn->b, isneg, LLVMBuildNot(fn->b, huge,
+                                                                    ""), ""));
+        report(f, sidx, CG_ERR_SEG_NEG);
         cg_if_else(fn, &n);
         cg_if pp;
-        cg_if_begin(fn, &pp, LLVMBuildOr(fn->b, g.huge[k], past, ""));
-        report(f, g.sidx[k], CG_ERR_SEG_PAST);
+        cg_if_begin(fn, &pp, LLVMBuildOr(fn->b, huge, past, ""));
+        report(f, sidx, CG_ERR_SEG_PAST);
         cg_if_end(fn, &pp);
         cg_if_end(fn, &n);
-        cg_if_end(fn, &chk);
     }
+    cg_if_end(fn, &chk);
     /* 4. the fold of a good tile of a row that exists */
     cg_if go;
     cg_if_begin(fn, &go, LLVMBuildAnd(
@@ -1359,7 +1303,7 @@ static weft_status one_tile(sk_fn *f, tile *T)
         fn->b, LLVMBuildMul(fn->b, T->row, T->nseg, ""), T->s0, "qbase");
     cg_if sh;
     cg_if_begin(fn, &sh, LLVMBuildNot(fn->b, longer, ""));
-    s = short_segments(f, T, &g, total, base, qbase);
+    s = short_segments(f, T, excl, len, total, base, qbase);
     cg_if_else(fn, &sh);
     if (s == WEFT_OK) {
         s = walk(f, T, total, base, qbase);
@@ -1378,8 +1322,6 @@ static weft_status emit_tiles(sk_fn *f)
     const fe_term *src = t->kid[1];
     tile T;
     memset(&T, 0, sizeof T);
-    T.S = knob("SEG_S", 1);
-    T.S = T.S < 1 ? 1 : T.S > MAX_S ? MAX_S : T.S;
     weft_status s = tile_shared(f, &T);
     if (s) {
         return s;
@@ -1399,20 +1341,17 @@ static weft_status emit_tiles(sk_fn *f)
     T.lane = LLVMBuildAnd(fn->b, T.tid, cg_i64(fn, WARP - 1), "lane");
     T.warp = LLVMBuildLShr(fn->b, T.tid, cg_i64(fn, 5), "warp");
     T.nwarps = LLVMBuildLShr(fn->b, T.bs, cg_i64(fn, 5), "");
-    T.tsz = LLVMBuildMul(fn->b, T.bs, cg_i64(fn, T.S), "tsz");
     T.tpr = LLVMBuildUDiv(
         fn->b,
         LLVMBuildAdd(fn->b, T.nseg,
-                     LLVMBuildSub(fn->b, T.tsz, cg_i64(fn, 1), ""), ""),
-        T.tsz, "tpr");
+                     LLVMBuildSub(fn->b, T.bs, cg_i64(fn, 1), ""), ""),
+        T.bs, "tpr");
     /* rows 0 (an input of no rows) still check the lengths once */
     LLVMValueRef rows = cg_smax(fn, T.outer, cg_i64(fn, 1));
     T.ntiles = LLVMBuildMul(fn->b, rows, T.tpr, "tiles");
     T.tp = var(fn, t_i64(fn), cg_i64(fn, 0));
-    for (int k = 0; k < T.S; k++) {
-        T.rawp[k] = cg_alloca(
-            fn, cg_type(fn->llctx, sk_kid_array(f, 2)->leaf[0]), "raw");
-    }
+    T.rawp = cg_alloca(fn, cg_type(fn->llctx, sk_kid_array(f, 2)->leaf[0]),
+                       "raw");
     LLVMBasicBlockRef head =
         LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "tile");
     LLVMBasicBlockRef body =
@@ -1482,7 +1421,7 @@ static weft_status ptx_fold_seg_emit(sk_emit *e, const char *const *names)
      * from a cell of zeros */
     f.local_errors = true;
     f.fn.flat_reads = true;
-    cg_ptx_launch_bounds(&f.fn, BLOCK, knob("SEG_MINB", MIN_BLOCKS));
+    cg_ptx_launch_bounds(&f.fn, BLOCK, MIN_BLOCKS);
     if ((s = emit_tiles(&f)) != WEFT_OK) {
         LLVMBuildUnreachable(f.fn.b);
         cg_fn_end(&f.fn);
