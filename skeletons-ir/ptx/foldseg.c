@@ -77,10 +77,20 @@
  * the 8 of x.
  *
  * Registers: launch bounds of three blocks of 256 a multiprocessor (80
- * registers a thread, 48 bytes spilled outside the rounds; four blocks
- * spilled 224; the merge path alone took 114, two blocks, where ncu
- * showed smvm banded at 351 us on the H100 with a quarter of the issue
- * slots used).
+ * registers a thread, no spill; four blocks spill 48 bytes; two blocks
+ * take 108, and measured slower on the H100 in s2, as did 40 bytes staged
+ * a thread, one round for a banded tile of 2560 elements).
+ *
+ * Where the time goes (ncu on the H100 in s2, of a variant of two blocks
+ * before the fold loop and the staging were trimmed): smvm's banded
+ * matrix is bound by issue, not memory (DRAM at 20% of peak, 0.28
+ * instructions issued a cycle per scheduler, 32M warp instructions for
+ * 10.5M elements): a
+ * thread stages each element with about 25 instructions (the clamped
+ * position, the bounds checks of cols ! i and of x's gather with their
+ * selects, 64-bit addresses) and spends about as many again per tile on
+ * the length scan, look-back, checks and barriers, where the hand-written
+ * CSR kernel reads row pointers (no scan) and checks nothing.
  *
  * Barriers sit at block-uniform points (the tile loop's condition and the
  * bad-tile test come from shared memory).  The reads of one thread are
