@@ -1163,8 +1163,6 @@ static weft_status short_segments(sk_fn *f, const tile *T, LLVMValueRef excl,
 {
     cg_fn *fn = &f->fn;
     const cg_target *tg = fn->target;
-    const weft_type *leaf;
-    int nleaf = cg_leaves(fn, f->e->k->op->type, &leaf);
     weft_status s;
     cg_mut acc;
     if ((s = cg_mut_new(fn, f->e->k->op->type, &acc)) != WEFT_OK) {
@@ -1201,8 +1199,6 @@ static weft_status short_segments(sk_fn *f, const tile *T, LLVMValueRef excl,
     if ((s = fold_staged(f, T, &acc, a, b)) != WEFT_OK) {
         return s;
     }
-    (void)nleaf;
-    (void)leaf;
     cg_loop_end(fn, &lr);
     cg_if in;
     cg_if_begin(fn, &in, mine);
