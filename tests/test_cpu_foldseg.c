@@ -304,18 +304,20 @@ START_TEST(test_errors)
     for (int i = 0; i < N; i++) {
         a[i] = (int32_t)(rnd() % 100);
     }
-    for (int bad = 0; bad < 3; bad++) {
+    for (int v = 0; v < 4; v++) {
         for (int k = 0; k < NSEG; k++) {
-            len32[k] = 2; /* exactly the extent */
+            len32[k] = v == 3 ? k % 3 : 2; /* 2: exactly the extent */
         }
-        const char *what = "lengths that fit";
-        if (bad == 1) {
+        const char *what = v == 3 ? "lengths short of the extent"
+                                  : "lengths that fit";
+        if (v == 1) {
             len32[70000] = -1;
             what = "a negative length";
-        } else if (bad == 2) {
+        } else if (v == 2) {
             len32[80000] = 40001; /* past the extent there */
             what = "lengths past the extent";
         }
+        bool bad = v == 1 || v == 2;
         for (int k = 0; k < NSEG; k++) {
             len64[k] = len32[k];
         }
@@ -327,7 +329,7 @@ START_TEST(test_errors)
                 check_both(what, build_sum, NULL, in, 2, threads,
                            bad ? WEFT_ERR_SEGMENTS : WEFT_OK);
             }
-            if (!bad) { /* fold1Seg over parts too */
+            if (v == 0) { /* fold1Seg over parts too */
                 check_both("fold1Seg", build_sum, "", in, 2, 4, WEFT_OK);
             }
         }
