@@ -233,7 +233,8 @@ static LLVMValueRef ptx_atomic_cas(cg_fn *fn, LLVMValueRef p,
 /* ---- warp operations ---- */
 
 /* One 32-bit shuffle: llvm.nvvm.shfl.sync.<mode>.{i32,f32} of x (i32 or
- * float) with b (i32), over the full warp with clamp 31. */
+ * float) with b (i32), over the full warp with clamp 31 (0 for "up": no
+ * lane below 0). */
 static LLVMValueRef shfl32(cg_fn *fn, const char *mode, LLVMValueRef x,
                            LLVMValueRef b)
 {
@@ -242,8 +243,9 @@ static LLVMValueRef shfl32(cg_fn *fn, const char *mode, LLVMValueRef x,
     char name[48];
     snprintf(name, sizeof name, "llvm.nvvm.shfl.sync.%s.%s", mode,
              flt ? "f32" : "i32");
+    unsigned clamp = strcmp(mode, "up") == 0 ? 0 : 31;
     LLVMValueRef args[4] = {LLVMConstInt(i32, 0xffffffffu, 0), x, b,
-                            LLVMConstInt(i32, 31, 0)};
+                            LLVMConstInt(i32, clamp, 0)};
     return call0(fn, name, args, 4);
 }
 
@@ -304,6 +306,12 @@ static LLVMValueRef ptx_shuffle_down(cg_fn *fn, LLVMValueRef x,
                                      LLVMValueRef delta)
 {
     return shuffle(fn, "down", x, delta);
+}
+
+static LLVMValueRef ptx_shuffle_up(cg_fn *fn, LLVMValueRef x,
+                                   LLVMValueRef delta)
+{
+    return shuffle(fn, "up", x, delta);
 }
 
 static LLVMValueRef ptx_shuffle_idx(cg_fn *fn, LLVMValueRef x,
@@ -447,6 +455,7 @@ const cg_target cg_target_ptx = {
     .atomic_rmw = ptx_atomic_rmw,
     .atomic_cas = ptx_atomic_cas,
     .shuffle_down = ptx_shuffle_down,
+    .shuffle_up = ptx_shuffle_up,
     .shuffle_idx = ptx_shuffle_idx,
     .fence = ptx_fence,
     .ballot = ptx_ballot,
