@@ -1436,16 +1436,12 @@ static weft_status ptx_fold_emit(sk_emit *e, const char *const *names)
     weft_status (*const emit[3])(sk_fn *, bool) = {emit_rows, emit_pieces,
                                                    emit_combine};
     for (int i = 0; i < 3; i++) {
-        sk_fn f;
-        weft_status s = sk_fn_begin_raw(e, &f, names[i]);
         bool empty = i == 0 && (e->k->flags & SK_FOLD_CHUNKS_ONLY);
-        if (s == WEFT_OK && !empty) {
-            s = emit[i](&f, has_seed);
-        }
+        weft_status s =
+            sk_fold_entry(e, names[i], true, empty, emit[i], has_seed);
         if (s) {
             return s;
         }
-        sk_fn_end(&f);
     }
     return WEFT_OK;
 }
