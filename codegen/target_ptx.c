@@ -308,10 +308,50 @@ static LLVMValueRef ptx_shuffle_down(cg_fn *fn, LLVMValueRef x,
     return shuffle(fn, "down", x, delta);
 }
 
+/* shuffle_up, in mode "up" as shuffle, but every type moves as integer
+ * bits (a float too) and a 64-bit value's halves are split and shuffled
+ * one after the other: the PTX scan's own code for its warp scan, kept
+ * as it was (shuffle's f32 form and order would give other, equivalent
+ * PTX for the scans of f32, f64 and i64, which a GPU should check
+ * first). */
 static LLVMValueRef ptx_shuffle_up(cg_fn *fn, LLVMValueRef x,
                                    LLVMValueRef delta)
 {
-    return shuffle(fn, "up", x, delta);
+    LLVMBuilderRef B = fn->b;
+    LLVMTypeRef ty = LLVMTypeOf(x);
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
+    switch (LLVMGetTypeKind(ty)) {
+    case LLVMIntegerTypeKind:
+        break;
+    case LLVMPointerTypeKind:
+        return LLVMBuildIntToPtr(
+            B, ptx_shuffle_up(fn, LLVMBuildPtrToInt(B, x, i64, ""), delta),
+            ty, "");
+    default: {
+        /* half, bfloat, float, double: their bits */
+        LLVMTypeRef bits = LLVMIntTypeInContext(
+            fn->llctx, LLVMGetTypeKind(ty) == LLVMDoubleTypeKind ? 64
+                       : LLVMGetTypeKind(ty) == LLVMFloatTypeKind ? 32
+                                                                  : 16);
+        return LLVMBuildBitCast(
+            B, ptx_shuffle_up(fn, LLVMBuildBitCast(B, x, bits, ""), delta),
+            ty, "");
+    }
+    }
+    unsigned w = LLVMGetIntTypeWidth(ty);
+    if (w <= 32) {
+        LLVMValueRef v = shfl32(
+            fn, "up", w < 32 ? LLVMBuildZExt(B, x, i32, "") : x, delta);
+        return w < 32 ? LLVMBuildTrunc(B, v, ty, "") : v;
+    }
+    LLVMValueRef k32 = LLVMConstInt(i64, 32, 0);
+    LLVMValueRef lo = shfl32(fn, "up", LLVMBuildTrunc(B, x, i32, ""), delta);
+    LLVMValueRef hi = shfl32(
+        fn, "up", LLVMBuildTrunc(B, LLVMBuildLShr(B, x, k32, ""), i32, ""),
+        delta);
+    return LLVMBuildOr(B, LLVMBuildShl(B, LLVMBuildZExt(B, hi, i64, ""), k32, ""),
+                       LLVMBuildZExt(B, lo, i64, ""), "");
 }
 
 static LLVMValueRef ptx_shuffle_idx(cg_fn *fn, LLVMValueRef x,
