@@ -350,8 +350,9 @@ static LLVMValueRef ptx_shuffle_up(cg_fn *fn, LLVMValueRef x,
     LLVMValueRef hi = shfl32(
         fn, "up", LLVMBuildTrunc(B, LLVMBuildLShr(B, x, k32, ""), i32, ""),
         delta);
-    return LLVMBuildOr(B, LLVMBuildShl(B, LLVMBuildZExt(B, hi, i64, ""), k32, ""),
-                       LLVMBuildZExt(B, lo, i64, ""), "");
+    return LLVMBuildOr(
+        B, LLVMBuildShl(B, LLVMBuildZExt(B, hi, i64, ""), k32, ""),
+        LLVMBuildZExt(B, lo, i64, ""), "");
 }
 
 static LLVMValueRef ptx_shuffle_idx(cg_fn *fn, LLVMValueRef x,

@@ -165,7 +165,8 @@ static weft_status fold_loop(sk_fn *f, const cg_mut *acc, const fe_term *src,
 
 static weft_status fold_range(sk_fn *f, const cg_mut *acc,
                               const fe_term *src, const cg_array *part,
-                              const sk_row *rw, LLVMValueRef lo, LLVMValueRef hi)
+                              const sk_row *rw, LLVMValueRef lo,
+                              LLVMValueRef hi)
 {
     cg_fn *fn = &f->fn;
     if (!src) {
@@ -203,9 +204,11 @@ void sk_chunk_bounds(sk_fn *f, LLVMValueRef c, LLVMValueRef C,
     LLVMValueRef base = LLVMBuildMul(fn->b, *row, m, "");
     *base_out = base;
     /* piece q covers [q*m/C, (q+1)*m/C) of its row */
-    LLVMValueRef a = LLVMBuildSDiv(fn->b, LLVMBuildMul(fn->b, *q, m, ""), C, "");
+    LLVMValueRef a =
+        LLVMBuildSDiv(fn->b, LLVMBuildMul(fn->b, *q, m, ""), C, "");
     LLVMValueRef q1 = LLVMBuildAdd(fn->b, *q, cg_i64(fn, 1), "");
-    LLVMValueRef b = LLVMBuildSDiv(fn->b, LLVMBuildMul(fn->b, q1, m, ""), C, "");
+    LLVMValueRef b =
+        LLVMBuildSDiv(fn->b, LLVMBuildMul(fn->b, q1, m, ""), C, "");
     *lo = LLVMBuildAdd(fn->b, base, a, "");
     *hi = LLVMBuildAdd(fn->b, base, b, "");
 }

@@ -721,8 +721,9 @@ static weft_status warp_chunks(sk_fn *f, tile *T, const sk_row *sr)
     cg_loop_begin(fn, &rd, cg_i64(fn, 0), stripes_in(fn, T), &i);
     LLVMValueRef q = stripe_at(fn, T, i);
     cg_val e;
-    if ((s = sk_row_read_in(f, sr, phys(fn, T, LLVMBuildAdd(fn->b, T->seg, q, "")),
-                         &e)) != WEFT_OK) {
+    if ((s = sk_row_read_in(
+             f, sr, phys(fn, T, LLVMBuildAdd(fn->b, T->seg, q, "")), &e)) !=
+        WEFT_OK) {
         return s;
     }
     stage_put(fn, T, q, &e);
