@@ -105,6 +105,52 @@ static weft_status test_array(cg_fn *fn, const fe_term *acc, cg_array *out)
     return WEFT_OK;
 }
 
+/* Begin kernel `name` (room for 32 characters), void (ptr a, ptr b,
+ * ptr r, i64 n), in a new module of h's context: *fn over arena *ar,
+ * with nvar variables.  The caller ends fn and releases ar. */
+static void h_begin(harness *h, char *name, LLVMModuleRef *mod, fe_arena *ar,
+                    cg_fn *fn, uint32_t nvar)
+{
+    snprintf(name, 32, "k%d", h->count++);
+    LLVMContextRef c = LLVMOrcThreadSafeContextGetContext(h->tsc);
+    *mod = LLVMModuleCreateWithNameInContext(name, c);
+    LLVMTypeRef ptr = LLVMPointerTypeInContext(c, 0);
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(c);
+    LLVMTypeRef params[4] = {ptr, ptr, ptr, i64};
+    LLVMTypeRef fty =
+        LLVMFunctionType(LLVMVoidTypeInContext(c), params, 4, 0);
+    fe_arena_init(ar, h->ctx);
+    ck_assert_msg(cg_fn_begin(fn, h->ctx, &cg_target_cpu, ar, *mod, name,
+                              fty, nvar) == WEFT_OK,
+                  "%s", weft_last_error());
+}
+
+/* Verify mod, optimise it with h's passes (if any), keep its IR when h
+ * wants it, and JIT it; returns the address of function `name`. */
+static uintptr_t h_finish(harness *h, LLVMModuleRef mod, const char *name)
+{
+    cg_module_target(mod, h->tm);
+    ck_assert_msg(cg_verify(mod, "test") == WEFT_OK, "%s",
+                  weft_last_error());
+    if (h->passes) {
+        ck_assert_msg(cg_optimise(mod, h->tm, h->passes, "test") == WEFT_OK,
+                      "%s", weft_last_error());
+    }
+    if (h->want_ir) {
+        LLVMDisposeMessage(h->ir);
+        h->ir = LLVMPrintModuleToString(mod);
+    }
+    LLVMOrcThreadSafeModuleRef tsm =
+        LLVMOrcCreateNewThreadSafeModule(mod, h->tsc);
+    check_err(LLVMOrcLLJITAddLLVMIRModule(
+                  h->jit, LLVMOrcLLJITGetMainJITDylib(h->jit), tsm),
+              "add module");
+    LLVMOrcExecutorAddress addr = 0;
+    check_err(LLVMOrcLLJITLookup(h->jit, &addr, name), "lookup");
+    ck_assert(addr != 0);
+    return (uintptr_t)addr;
+}
+
 /* Compile the kernel r[i] = term(x = a[i] : t0, y = b[i] : t1) of result
  * type rt; nvar is the number of variables the term uses (x is 0, y is
  * 1).  t1 == 0: no y. */
@@ -113,20 +159,10 @@ static kernel_fn h_kernel(harness *h, const fe_term *term, weft_type t0,
                           const fe_var *x, const fe_var *y)
 {
     char name[32];
-    snprintf(name, sizeof name, "k%d", h->count++);
-    LLVMContextRef c = LLVMOrcThreadSafeContextGetContext(h->tsc);
-    LLVMModuleRef mod = LLVMModuleCreateWithNameInContext(name, c);
-    LLVMTypeRef ptr = LLVMPointerTypeInContext(c, 0);
-    LLVMTypeRef i64 = LLVMInt64TypeInContext(c);
-    LLVMTypeRef params[4] = {ptr, ptr, ptr, i64};
-    LLVMTypeRef fty =
-        LLVMFunctionType(LLVMVoidTypeInContext(c), params, 4, 0);
+    LLVMModuleRef mod;
     fe_arena ar;
-    fe_arena_init(&ar, h->ctx);
     cg_fn fn;
-    ck_assert_msg(cg_fn_begin(&fn, h->ctx, &cg_target_cpu, &ar, mod, name,
-                              fty, nvar) == WEFT_OK,
-                  "%s", weft_last_error());
+    h_begin(h, name, &mod, &ar, &fn, nvar);
     fn.array_of = test_array;
     fn.fmf = h->fmf;
     for (unsigned k = 0; k < 3; k++) {
@@ -154,27 +190,8 @@ static kernel_fn h_kernel(harness *h, const fe_term *term, weft_type t0,
     cg_fn_end(&fn);
     fe_arena_release(&ar);
 
-    cg_module_target(mod, h->tm);
-    ck_assert_msg(cg_verify(mod, "test") == WEFT_OK, "%s",
-                  weft_last_error());
-    if (h->passes) {
-        ck_assert_msg(cg_optimise(mod, h->tm, h->passes, "test") == WEFT_OK,
-                      "%s", weft_last_error());
-    }
-    if (h->want_ir) {
-        LLVMDisposeMessage(h->ir);
-        h->ir = LLVMPrintModuleToString(mod);
-    }
-    LLVMOrcThreadSafeModuleRef tsm =
-        LLVMOrcCreateNewThreadSafeModule(mod, h->tsc);
-    check_err(LLVMOrcLLJITAddLLVMIRModule(
-                  h->jit, LLVMOrcLLJITGetMainJITDylib(h->jit), tsm),
-              "add module");
-    LLVMOrcExecutorAddress addr = 0;
-    check_err(LLVMOrcLLJITLookup(h->jit, &addr, name), "lookup");
-    ck_assert(addr != 0);
     kernel_fn f;
-    uintptr_t p = (uintptr_t)addr;
+    uintptr_t p = h_finish(h, mod, name);
     memcpy(&f, &p, sizeof f);
     return f;
 }
@@ -480,20 +497,10 @@ typedef void (*div_fn)(const int64_t *a, const int64_t *b, int64_t *r,
 static div_fn h_div_kernel(harness *h)
 {
     char name[32];
-    snprintf(name, sizeof name, "k%d", h->count++);
-    LLVMContextRef c = LLVMOrcThreadSafeContextGetContext(h->tsc);
-    LLVMModuleRef mod = LLVMModuleCreateWithNameInContext(name, c);
-    LLVMTypeRef ptr = LLVMPointerTypeInContext(c, 0);
-    LLVMTypeRef i64 = LLVMInt64TypeInContext(c);
-    LLVMTypeRef params[4] = {ptr, ptr, ptr, i64};
-    LLVMTypeRef fty =
-        LLVMFunctionType(LLVMVoidTypeInContext(c), params, 4, 0);
+    LLVMModuleRef mod;
     fe_arena ar;
-    fe_arena_init(&ar, h->ctx);
     cg_fn fn;
-    ck_assert_msg(cg_fn_begin(&fn, h->ctx, &cg_target_cpu, &ar, mod, name,
-                              fty, 0) == WEFT_OK,
-                  "%s", weft_last_error());
+    h_begin(h, name, &mod, &ar, &fn, 0);
     LLVMValueRef i;
     cg_loop loop;
     cg_loop_begin(&fn, &loop, cg_i64(&fn, 0), LLVMGetParam(fn.fn, 3), &i);
@@ -511,23 +518,8 @@ static div_fn h_div_kernel(harness *h)
     LLVMBuildRetVoid(fn.b);
     cg_fn_end(&fn);
     fe_arena_release(&ar);
-    cg_module_target(mod, h->tm);
-    ck_assert_msg(cg_verify(mod, "test") == WEFT_OK, "%s",
-                  weft_last_error());
-    if (h->passes) {
-        ck_assert_msg(cg_optimise(mod, h->tm, h->passes, "test") == WEFT_OK,
-                      "%s", weft_last_error());
-    }
-    LLVMOrcThreadSafeModuleRef tsm =
-        LLVMOrcCreateNewThreadSafeModule(mod, h->tsc);
-    check_err(LLVMOrcLLJITAddLLVMIRModule(
-                  h->jit, LLVMOrcLLJITGetMainJITDylib(h->jit), tsm),
-              "add module");
-    LLVMOrcExecutorAddress addr = 0;
-    check_err(LLVMOrcLLJITLookup(h->jit, &addr, name), "lookup");
-    ck_assert(addr != 0);
     div_fn f;
-    uintptr_t p = (uintptr_t)addr;
+    uintptr_t p = h_finish(h, mod, name);
     memcpy(&f, &p, sizeof f);
     return f;
 }
