@@ -562,12 +562,18 @@ struct cg_target {
                                LLVMValueRef x);
     /* Warp-level operations, GPU only (NULL on the CPU).  Every lane of
      * the warp must take part (full mask).  shuffle_down gives x of lane
-     * (lane + delta), or the lane's own x past lane 31; shuffle_idx gives
+     * (lane + delta), or the lane's own x past lane 31; shuffle_up x of
+     * lane (lane - delta), or the lane's own x below lane delta
+     * (shfl.sync.up: where the source lanes of a warp scan are
+     * shuffle_idx's, they are five loop invariants that take five
+     * registers through the whole tile loop); shuffle_idx gives
      * x of lane `lane` (i32, 0..31).  x may be any scalar register type
      * (i1 .. i64, half, float, double, a pointer): wider or narrower
      * values move as 32-bit pieces. */
     LLVMValueRef (*shuffle_down)(cg_fn *fn, LLVMValueRef x,
                                  LLVMValueRef delta);
+    LLVMValueRef (*shuffle_up)(cg_fn *fn, LLVMValueRef x,
+                               LLVMValueRef delta);
     LLVMValueRef (*shuffle_idx)(cg_fn *fn, LLVMValueRef x,
                                 LLVMValueRef lane);
     /* A device-scope memory fence (orders this thread's earlier memory

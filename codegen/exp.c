@@ -6,10 +6,11 @@
  * value per leaf.  The walk itself (cg_walk: checks, tuples, projections,
  * lets, operands, indices, application) is shared with the SPMD code of
  * spmd.c, which emits a vector of lanes per leaf; each gives it hooks
- * (cg_walk_ops) for the terms whose code differs.  Variables are looked up in the function's environment
- * (filled by cg_bind and by lets and function applications met on the
- * way); array terms that the scalar code looks at (shape, indexing) are
- * resolved through array variables or the skeleton's callback.
+ * (cg_walk_ops) for the terms whose code differs.  Variables are looked
+ * up in the function's environment (filled by cg_bind and by lets and
+ * function applications met on the way); array terms that the scalar
+ * code looks at (shape, indexing) are resolved through array variables
+ * or the skeleton's callback.
  *
  * Meaning.  Every primitive follows lib/interp_scalar.c exactly wherever
  * the interpreter gives a value:

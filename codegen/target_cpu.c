@@ -204,6 +204,7 @@ const cg_target cg_target_cpu = {
     .atomic_cas = cpu_atomic_cas,
     /* No warps on the CPU. */
     .shuffle_down = NULL,
+    .shuffle_up = NULL,
     .shuffle_idx = NULL,
     .fence = NULL,
     .ballot = NULL,

@@ -233,7 +233,8 @@ static LLVMValueRef ptx_atomic_cas(cg_fn *fn, LLVMValueRef p,
 /* ---- warp operations ---- */
 
 /* One 32-bit shuffle: llvm.nvvm.shfl.sync.<mode>.{i32,f32} of x (i32 or
- * float) with b (i32), over the full warp with clamp 31. */
+ * float) with b (i32), over the full warp with clamp 31 (0 for "up": no
+ * lane below 0). */
 static LLVMValueRef shfl32(cg_fn *fn, const char *mode, LLVMValueRef x,
                            LLVMValueRef b)
 {
@@ -242,8 +243,9 @@ static LLVMValueRef shfl32(cg_fn *fn, const char *mode, LLVMValueRef x,
     char name[48];
     snprintf(name, sizeof name, "llvm.nvvm.shfl.sync.%s.%s", mode,
              flt ? "f32" : "i32");
+    unsigned clamp = strcmp(mode, "up") == 0 ? 0 : 31;
     LLVMValueRef args[4] = {LLVMConstInt(i32, 0xffffffffu, 0), x, b,
-                            LLVMConstInt(i32, 31, 0)};
+                            LLVMConstInt(i32, clamp, 0)};
     return call0(fn, name, args, 4);
 }
 
@@ -304,6 +306,53 @@ static LLVMValueRef ptx_shuffle_down(cg_fn *fn, LLVMValueRef x,
                                      LLVMValueRef delta)
 {
     return shuffle(fn, "down", x, delta);
+}
+
+/* shuffle_up, in mode "up" as shuffle, but every type moves as integer
+ * bits (a float too) and a 64-bit value's halves are split and shuffled
+ * one after the other: the PTX scan's own code for its warp scan, kept
+ * as it was (shuffle's f32 form and order would give other, equivalent
+ * PTX for the scans of f32, f64 and i64, which a GPU should check
+ * first). */
+static LLVMValueRef ptx_shuffle_up(cg_fn *fn, LLVMValueRef x,
+                                   LLVMValueRef delta)
+{
+    LLVMBuilderRef B = fn->b;
+    LLVMTypeRef ty = LLVMTypeOf(x);
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
+    switch (LLVMGetTypeKind(ty)) {
+    case LLVMIntegerTypeKind:
+        break;
+    case LLVMPointerTypeKind:
+        return LLVMBuildIntToPtr(
+            B, ptx_shuffle_up(fn, LLVMBuildPtrToInt(B, x, i64, ""), delta),
+            ty, "");
+    default: {
+        /* half, bfloat, float, double: their bits */
+        LLVMTypeRef bits = LLVMIntTypeInContext(
+            fn->llctx, LLVMGetTypeKind(ty) == LLVMDoubleTypeKind ? 64
+                       : LLVMGetTypeKind(ty) == LLVMFloatTypeKind ? 32
+                                                                  : 16);
+        return LLVMBuildBitCast(
+            B, ptx_shuffle_up(fn, LLVMBuildBitCast(B, x, bits, ""), delta),
+            ty, "");
+    }
+    }
+    unsigned w = LLVMGetIntTypeWidth(ty);
+    if (w <= 32) {
+        LLVMValueRef v = shfl32(
+            fn, "up", w < 32 ? LLVMBuildZExt(B, x, i32, "") : x, delta);
+        return w < 32 ? LLVMBuildTrunc(B, v, ty, "") : v;
+    }
+    LLVMValueRef k32 = LLVMConstInt(i64, 32, 0);
+    LLVMValueRef lo = shfl32(fn, "up", LLVMBuildTrunc(B, x, i32, ""), delta);
+    LLVMValueRef hi = shfl32(
+        fn, "up", LLVMBuildTrunc(B, LLVMBuildLShr(B, x, k32, ""), i32, ""),
+        delta);
+    return LLVMBuildOr(
+        B, LLVMBuildShl(B, LLVMBuildZExt(B, hi, i64, ""), k32, ""),
+        LLVMBuildZExt(B, lo, i64, ""), "");
 }
 
 static LLVMValueRef ptx_shuffle_idx(cg_fn *fn, LLVMValueRef x,
@@ -447,6 +496,7 @@ const cg_target cg_target_ptx = {
     .atomic_rmw = ptx_atomic_rmw,
     .atomic_cas = ptx_atomic_cas,
     .shuffle_down = ptx_shuffle_down,
+    .shuffle_up = ptx_shuffle_up,
     .shuffle_idx = ptx_shuffle_idx,
     .fence = ptx_fence,
     .ballot = ptx_ballot,

@@ -165,7 +165,8 @@ static weft_status fold_loop(sk_fn *f, const cg_mut *acc, const fe_term *src,
 
 static weft_status fold_range(sk_fn *f, const cg_mut *acc,
                               const fe_term *src, const cg_array *part,
-                              const sk_row *rw, LLVMValueRef lo, LLVMValueRef hi)
+                              const sk_row *rw, LLVMValueRef lo,
+                              LLVMValueRef hi)
 {
     cg_fn *fn = &f->fn;
     if (!src) {
@@ -203,9 +204,11 @@ void sk_chunk_bounds(sk_fn *f, LLVMValueRef c, LLVMValueRef C,
     LLVMValueRef base = LLVMBuildMul(fn->b, *row, m, "");
     *base_out = base;
     /* piece q covers [q*m/C, (q+1)*m/C) of its row */
-    LLVMValueRef a = LLVMBuildSDiv(fn->b, LLVMBuildMul(fn->b, *q, m, ""), C, "");
+    LLVMValueRef a =
+        LLVMBuildSDiv(fn->b, LLVMBuildMul(fn->b, *q, m, ""), C, "");
     LLVMValueRef q1 = LLVMBuildAdd(fn->b, *q, cg_i64(fn, 1), "");
-    LLVMValueRef b = LLVMBuildSDiv(fn->b, LLVMBuildMul(fn->b, q1, m, ""), C, "");
+    LLVMValueRef b =
+        LLVMBuildSDiv(fn->b, LLVMBuildMul(fn->b, q1, m, ""), C, "");
     *lo = LLVMBuildAdd(fn->b, base, a, "");
     *hi = LLVMBuildAdd(fn->b, base, b, "");
 }
@@ -290,13 +293,27 @@ static weft_status emit_combine(sk_fn *f, bool has_seed)
     return emit_entry(f, has_seed, 2);
 }
 
+weft_status sk_fold_entry(sk_emit *e, const char *name, bool raw, bool empty,
+                          weft_status (*emit)(sk_fn *, bool), bool has_seed)
+{
+    sk_fn f;
+    weft_status s =
+        raw ? sk_fn_begin_raw(e, &f, name) : sk_fn_begin(e, &f, name);
+    if (s == WEFT_OK && !empty) {
+        s = emit(&f, has_seed);
+    }
+    if (s == WEFT_OK) {
+        sk_fn_end(&f);
+    }
+    return s;
+}
+
 static weft_status fold_emit(sk_emit *e, const char *const *names)
 {
     bool has_seed = e->k->op->kind == FE_FOLD;
     weft_status (*const emit[3])(sk_fn *, bool) = {emit_rows, emit_chunks,
                                                    emit_combine};
     for (int i = 0; i < 3; i++) {
-        sk_fn f;
         bool empty = i == 0 && (e->k->flags & SK_FOLD_CHUNKS_ONLY);
         bool done = false;
         /* SPMD hook (spmd.c): short rows W at a time, across rows */
@@ -311,14 +328,10 @@ static weft_status fold_emit(sk_emit *e, const char *const *names)
         if (done) {
             continue;
         }
-        s = sk_fn_begin(e, &f, names[i]);
-        if (s == WEFT_OK && !empty) {
-            s = emit[i](&f, has_seed);
-        }
-        if (s) {
+        if ((s = sk_fold_entry(e, names[i], false, empty, emit[i],
+                               has_seed)) != WEFT_OK) {
             return s;
         }
-        sk_fn_end(&f);
     }
     return WEFT_OK;
 }

@@ -303,6 +303,11 @@ weft_status sk_row_read_in(sk_fn *f, const sk_row *rw, LLVMValueRef k,
  * row of m elements (row c / C, piece *q = c % C, covering [q m / C,
  * (q + 1) m / C) of the row) in input positions, its row and the row's
  * first position *base (fold.c). */
+/* Emit entry `name` of fold kernel e (sk_fn_begin, or sk_fn_begin_raw
+ * when raw: a target's own skeleton) through emit(f, has_seed), or
+ * nothing when empty (fold.c; the PTX fold too). */
+weft_status sk_fold_entry(sk_emit *e, const char *name, bool raw, bool empty,
+                          weft_status (*emit)(sk_fn *, bool), bool has_seed);
 /* Whether both folds take t: one array (fold.c). */
 bool sk_fold_supported(const fe_term *t);
 /* Add to fold or scan kernel k the aux items of its chunked entries:

@@ -105,6 +105,52 @@ static weft_status test_array(cg_fn *fn, const fe_term *acc, cg_array *out)
     return WEFT_OK;
 }
 
+/* Begin kernel `name` (room for 32 characters), void (ptr a, ptr b,
+ * ptr r, i64 n), in a new module of h's context: *fn over arena *ar,
+ * with nvar variables.  The caller ends fn and releases ar. */
+static void h_begin(harness *h, char *name, LLVMModuleRef *mod, fe_arena *ar,
+                    cg_fn *fn, uint32_t nvar)
+{
+    snprintf(name, 32, "k%d", h->count++);
+    LLVMContextRef c = LLVMOrcThreadSafeContextGetContext(h->tsc);
+    *mod = LLVMModuleCreateWithNameInContext(name, c);
+    LLVMTypeRef ptr = LLVMPointerTypeInContext(c, 0);
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(c);
+    LLVMTypeRef params[4] = {ptr, ptr, ptr, i64};
+    LLVMTypeRef fty =
+        LLVMFunctionType(LLVMVoidTypeInContext(c), params, 4, 0);
+    fe_arena_init(ar, h->ctx);
+    ck_assert_msg(cg_fn_begin(fn, h->ctx, &cg_target_cpu, ar, *mod, name,
+                              fty, nvar) == WEFT_OK,
+                  "%s", weft_last_error());
+}
+
+/* Verify mod, optimise it with h's passes (if any), keep its IR when h
+ * wants it, and JIT it; returns the address of function `name`. */
+static uintptr_t h_finish(harness *h, LLVMModuleRef mod, const char *name)
+{
+    cg_module_target(mod, h->tm);
+    ck_assert_msg(cg_verify(mod, "test") == WEFT_OK, "%s",
+                  weft_last_error());
+    if (h->passes) {
+        ck_assert_msg(cg_optimise(mod, h->tm, h->passes, "test") == WEFT_OK,
+                      "%s", weft_last_error());
+    }
+    if (h->want_ir) {
+        LLVMDisposeMessage(h->ir);
+        h->ir = LLVMPrintModuleToString(mod);
+    }
+    LLVMOrcThreadSafeModuleRef tsm =
+        LLVMOrcCreateNewThreadSafeModule(mod, h->tsc);
+    check_err(LLVMOrcLLJITAddLLVMIRModule(
+                  h->jit, LLVMOrcLLJITGetMainJITDylib(h->jit), tsm),
+              "add module");
+    LLVMOrcExecutorAddress addr = 0;
+    check_err(LLVMOrcLLJITLookup(h->jit, &addr, name), "lookup");
+    ck_assert(addr != 0);
+    return (uintptr_t)addr;
+}
+
 /* Compile the kernel r[i] = term(x = a[i] : t0, y = b[i] : t1) of result
  * type rt; nvar is the number of variables the term uses (x is 0, y is
  * 1).  t1 == 0: no y. */
@@ -113,20 +159,10 @@ static kernel_fn h_kernel(harness *h, const fe_term *term, weft_type t0,
                           const fe_var *x, const fe_var *y)
 {
     char name[32];
-    snprintf(name, sizeof name, "k%d", h->count++);
-    LLVMContextRef c = LLVMOrcThreadSafeContextGetContext(h->tsc);
-    LLVMModuleRef mod = LLVMModuleCreateWithNameInContext(name, c);
-    LLVMTypeRef ptr = LLVMPointerTypeInContext(c, 0);
-    LLVMTypeRef i64 = LLVMInt64TypeInContext(c);
-    LLVMTypeRef params[4] = {ptr, ptr, ptr, i64};
-    LLVMTypeRef fty =
-        LLVMFunctionType(LLVMVoidTypeInContext(c), params, 4, 0);
+    LLVMModuleRef mod;
     fe_arena ar;
-    fe_arena_init(&ar, h->ctx);
     cg_fn fn;
-    ck_assert_msg(cg_fn_begin(&fn, h->ctx, &cg_target_cpu, &ar, mod, name,
-                              fty, nvar) == WEFT_OK,
-                  "%s", weft_last_error());
+    h_begin(h, name, &mod, &ar, &fn, nvar);
     fn.array_of = test_array;
     fn.fmf = h->fmf;
     for (unsigned k = 0; k < 3; k++) {
@@ -154,27 +190,8 @@ static kernel_fn h_kernel(harness *h, const fe_term *term, weft_type t0,
     cg_fn_end(&fn);
     fe_arena_release(&ar);
 
-    cg_module_target(mod, h->tm);
-    ck_assert_msg(cg_verify(mod, "test") == WEFT_OK, "%s",
-                  weft_last_error());
-    if (h->passes) {
-        ck_assert_msg(cg_optimise(mod, h->tm, h->passes, "test") == WEFT_OK,
-                      "%s", weft_last_error());
-    }
-    if (h->want_ir) {
-        LLVMDisposeMessage(h->ir);
-        h->ir = LLVMPrintModuleToString(mod);
-    }
-    LLVMOrcThreadSafeModuleRef tsm =
-        LLVMOrcCreateNewThreadSafeModule(mod, h->tsc);
-    check_err(LLVMOrcLLJITAddLLVMIRModule(
-                  h->jit, LLVMOrcLLJITGetMainJITDylib(h->jit), tsm),
-              "add module");
-    LLVMOrcExecutorAddress addr = 0;
-    check_err(LLVMOrcLLJITLookup(h->jit, &addr, name), "lookup");
-    ck_assert(addr != 0);
     kernel_fn f;
-    uintptr_t p = (uintptr_t)addr;
+    uintptr_t p = h_finish(h, mod, name);
     memcpy(&f, &p, sizeof f);
     return f;
 }
@@ -468,6 +485,90 @@ static void check_all_prims(const char *passes)
     }
     h_close(&h);
 }
+
+/* cg_ceil_div, cg_ceil_udiv and cg_ceil_div_small (types.c) against C's
+ * division, in a kernel JIT-compiled for the host (every target runs the
+ * same IR; the PTX skeletons use them): r[3 i + k] = helper k of a[i] and
+ * b[i].  The small division's 16-bit digits are exercised by dividends
+ * whose every digit is non-zero and by divisors up to 2^16. */
+typedef void (*div_fn)(const int64_t *a, const int64_t *b, int64_t *r,
+                       int64_t n);
+
+static div_fn h_div_kernel(harness *h)
+{
+    char name[32];
+    LLVMModuleRef mod;
+    fe_arena ar;
+    cg_fn fn;
+    h_begin(h, name, &mod, &ar, &fn, 0);
+    LLVMValueRef i;
+    cg_loop loop;
+    cg_loop_begin(&fn, &loop, cg_i64(&fn, 0), LLVMGetParam(fn.fn, 3), &i);
+    LLVMValueRef a = cg_load(&fn, WEFT_I64, LLVMGetParam(fn.fn, 0), i);
+    LLVMValueRef b = cg_load(&fn, WEFT_I64, LLVMGetParam(fn.fn, 1), i);
+    LLVMValueRef q[3] = {cg_ceil_div(&fn, a, b), cg_ceil_udiv(&fn, a, b),
+                         cg_ceil_div_small(&fn, a, b)};
+    for (int k = 0; k < 3; k++) {
+        LLVMValueRef at = LLVMBuildAdd(
+            fn.b, LLVMBuildMul(fn.b, i, cg_i64(&fn, 3), ""), cg_i64(&fn, k),
+            "");
+        cg_store(&fn, WEFT_I64, LLVMGetParam(fn.fn, 2), at, q[k]);
+    }
+    cg_loop_end(&fn, &loop);
+    LLVMBuildRetVoid(fn.b);
+    cg_fn_end(&fn);
+    fe_arena_release(&ar);
+    div_fn f;
+    uintptr_t p = h_finish(h, mod, name);
+    memcpy(&f, &p, sizeof f);
+    return f;
+}
+
+START_TEST(ceil_div_helpers)
+{
+    enum { N = 4096 };
+    static const int64_t dv[] = {1, 2, 3, 7, 31, 32, 33, 255, 256, 1000,
+                                 4097, 65535, 65536};
+    const int ndv = (int)(sizeof dv / sizeof dv[0]);
+    static int64_t a[N], b[N], r[3 * N];
+    for (int pass = 0; pass < 2; pass++) {
+        harness h;
+        h_open(&h, pass ? "default<O2>" : NULL);
+        div_fn f = h_div_kernel(&h);
+        for (int k = 0; k < N; k++) {
+            int64_t n = k < 8 * ndv ? dv[k % ndv]
+                                    : 1 + (int64_t)(rnd() % 65536);
+            /* a + n - 1 < 2^63: the helpers' domain, [0, top] */
+            int64_t top = INT64_MAX - (n - 1);
+            uint64_t span = (uint64_t)top + 1;
+            int64_t x;
+            switch (k % 8) {
+            case 0: x = 0; break;
+            case 1: x = n - 1; break;
+            case 2: x = n; break;
+            case 3: x = n + 1; break;
+            case 4: x = top; break;
+            case 5: x = (int64_t)(0x7fff7fff7fff7fffull % span); break;
+            case 6: x = (int64_t)(0xffffffffull * (uint64_t)n % span); break;
+            default: x = (int64_t)(rnd() % span); break;
+            }
+            a[k] = x;
+            b[k] = n;
+        }
+        f(a, b, r, N);
+        for (int k = 0; k < N; k++) {
+            int64_t want = a[k] / b[k] + (a[k] % b[k] != 0);
+            for (int j = 0; j < 3; j++) {
+                ck_assert_msg(r[3 * k + j] == want,
+                              "helper %d, ceil(%lld / %lld): %lld, not %lld",
+                              j, (long long)a[k], (long long)b[k],
+                              (long long)r[3 * k + j], (long long)want);
+            }
+        }
+        h_close(&h);
+    }
+}
+END_TEST
 
 START_TEST(prims_O0)
 {
@@ -984,6 +1085,7 @@ int main(void)
     tcase_add_test(tc, tuple_let_get);
     tcase_add_test(tc, arrays_and_short_circuit);
     tcase_add_test(tc, loop_vectorises);
+    tcase_add_test(tc, ceil_div_helpers);
     tcase_add_test(tc, prims_O0);
     tcase_add_test(tc, prims_O2);
     suite_add_tcase(s, tc);

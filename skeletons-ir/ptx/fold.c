@@ -944,8 +944,9 @@ static weft_status block_fold(sk_fn *f, block *bk, const source *sr,
     LLVMValueRef tiles = LLVMBuildLShr(
         fn->b, LLVMBuildAdd(fn->b, len, cg_i64(fn, t - 1), ""),
         cg_i64(fn, __builtin_ctzll((unsigned long long)t)), "");
-    LLVMValueRef S = LLVMBuildMul(fn->b, cg_ceil_div_small(fn, tiles, bk->nwarp),
-                                  cg_i64(fn, t), "span");
+    LLVMValueRef S =
+        LLVMBuildMul(fn->b, cg_ceil_div_small(fn, tiles, bk->nwarp),
+                     cg_i64(fn, t), "span");
     LLVMValueRef wlo =
         cg_smin(fn,
               LLVMBuildAdd(fn->b, lo, LLVMBuildMul(fn->b, bk->wid, S, ""), ""),
@@ -1237,7 +1238,8 @@ static weft_status last_block(sk_fn *f, block *bk, bool has_seed,
     LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
     LLVMValueRef ticket = sk_aux_array(f, 2)->ptr[0];
     cg_if fin;
-    LLVMValueRef t0 = sk_ptx_last_block(fn, bk->tid, ticket, true, 0xffff, &fin);
+    LLVMValueRef t0 =
+        sk_ptx_last_block(fn, bk->tid, ticket, true, 0xffff, &fin);
     source sr = {.part = part, .lanes = true, .k = 1};
     weft_status s = block_fold(f, bk, &sr, cg_i64(fn, 0), C);
     if (s) {
@@ -1436,16 +1438,12 @@ static weft_status ptx_fold_emit(sk_emit *e, const char *const *names)
     weft_status (*const emit[3])(sk_fn *, bool) = {emit_rows, emit_pieces,
                                                    emit_combine};
     for (int i = 0; i < 3; i++) {
-        sk_fn f;
-        weft_status s = sk_fn_begin_raw(e, &f, names[i]);
         bool empty = i == 0 && (e->k->flags & SK_FOLD_CHUNKS_ONLY);
-        if (s == WEFT_OK && !empty) {
-            s = emit[i](&f, has_seed);
-        }
+        weft_status s =
+            sk_fold_entry(e, names[i], true, empty, emit[i], has_seed);
         if (s) {
             return s;
         }
-        sk_fn_end(&f);
     }
     return WEFT_OK;
 }

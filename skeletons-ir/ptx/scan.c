@@ -366,55 +366,6 @@ static weft_status shuffle_down_val(cg_fn *fn, const cg_val *x, int delta,
     return s;
 }
 
-/* x (i32) of lane - d, the lane's own x below lane d: shfl.sync.up (the
- * target has no up shuffle; with shuffle_idx the five source lanes of a
- * warp scan are loop invariants that take five registers through the
- * whole tile loop). */
-static LLVMValueRef shfl_up32(cg_fn *fn, LLVMValueRef x, int d)
-{
-    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
-    LLVMValueRef args[4] = {LLVMConstInt(i32, 0xffffffffu, 0), x,
-                            i32_const(fn, d), i32_const(fn, 0)};
-    return cg_intrinsic(fn, "llvm.nvvm.shfl.sync.up.i32", NULL, 0, args, 4);
-}
-
-/* shfl_up32 of a register value of any scalar type, in 32-bit pieces. */
-static LLVMValueRef shfl_up(cg_fn *fn, LLVMValueRef x, int d)
-{
-    LLVMBuilderRef B = fn->b;
-    LLVMTypeRef ty = LLVMTypeOf(x);
-    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
-    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
-    switch (LLVMGetTypeKind(ty)) {
-    case LLVMIntegerTypeKind:
-        break;
-    case LLVMPointerTypeKind:
-        return LLVMBuildIntToPtr(
-            B, shfl_up(fn, LLVMBuildPtrToInt(B, x, i64, ""), d), ty, "");
-    default: {
-        /* half, bfloat, float, double: their bits */
-        LLVMTypeRef bits = LLVMIntTypeInContext(
-            fn->llctx, LLVMGetTypeKind(ty) == LLVMDoubleTypeKind ? 64
-                       : LLVMGetTypeKind(ty) == LLVMFloatTypeKind ? 32
-                                                                  : 16);
-        return LLVMBuildBitCast(
-            B, shfl_up(fn, LLVMBuildBitCast(B, x, bits, ""), d), ty, "");
-    }
-    }
-    unsigned w = LLVMGetIntTypeWidth(ty);
-    if (w <= 32) {
-        LLVMValueRef v = shfl_up32(fn, w < 32 ? LLVMBuildZExt(B, x, i32, "") : x,
-                                   d);
-        return w < 32 ? LLVMBuildTrunc(B, v, ty, "") : v;
-    }
-    LLVMValueRef k32 = cg_i64(fn, 32);
-    LLVMValueRef lo = shfl_up32(fn, LLVMBuildTrunc(B, x, i32, ""), d);
-    LLVMValueRef hi = shfl_up32(
-        fn, LLVMBuildTrunc(B, LLVMBuildLShr(B, x, k32, ""), i32, ""), d);
-    return LLVMBuildOr(B, LLVMBuildShl(B, LLVMBuildZExt(B, hi, i64, ""), k32, ""),
-                       LLVMBuildZExt(B, lo, i64, ""), "");
-}
-
 /* cg_loop_end for the loops of partial tiles, which run for few tiles
  * (the last of a row): the back-edge also says llvm.loop.unroll.disable,
  * so that they stay small (less to compile) and leave registers alone. */
@@ -527,6 +478,7 @@ static weft_status warp_scan(sk_fn *f, const scan_info *in, const lanes *L,
                              const cg_mut *x, LLVMValueRef valid)
 {
     cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
     weft_status s;
     for (int d = 1; d < WARP; d *= 2) {
         cg_val cur, y;
@@ -539,7 +491,7 @@ static weft_status warp_scan(sk_fn *f, const scan_info *in, const lanes *L,
             return s;
         }
         for (int l = 0; l < cur.n; l++) {
-            y.v[l] = shfl_up(fn, cur.v[l], d);
+            y.v[l] = tg->shuffle_up(fn, cur.v[l], i32_const(fn, d));
         }
         cg_if c;
         cg_if_begin(fn, &c, LLVMBuildAnd(fn->b, up, valid, ""));
@@ -769,8 +721,9 @@ static weft_status warp_chunks(sk_fn *f, tile *T, const sk_row *sr)
     cg_loop_begin(fn, &rd, cg_i64(fn, 0), stripes_in(fn, T), &i);
     LLVMValueRef q = stripe_at(fn, T, i);
     cg_val e;
-    if ((s = sk_row_read_in(f, sr, phys(fn, T, LLVMBuildAdd(fn->b, T->seg, q, "")),
-                         &e)) != WEFT_OK) {
+    if ((s = sk_row_read_in(
+             f, sr, phys(fn, T, LLVMBuildAdd(fn->b, T->seg, q, "")), &e)) !=
+        WEFT_OK) {
         return s;
     }
     stage_put(fn, T, q, &e);
