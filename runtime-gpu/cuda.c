@@ -157,6 +157,8 @@ static const struct {
     SYM(cuEventRecord, "cuEventRecord", NULL),
     SYM(cuEventElapsedTime, "cuEventElapsedTime", NULL),
     SYM(cuEventDestroy, "cuEventDestroy_v2", "cuEventDestroy"),
+    SYM(cuEventSynchronize, "cuEventSynchronize", NULL),
+    SYM(cuEventQuery, "cuEventQuery", NULL),
 };
 
 /* The driver's name and description of r (into buf when it has none). */
@@ -498,6 +500,14 @@ void gpu_dev_close(gpu_dev *d)
     if (live && d->bounce) {
         gpu_call(d)->cuMemFreeHost(d->bounce);
         d->bounce = NULL;
+    }
+    if (live && d->stage) {
+        gpu_call(d)->cuMemFreeHost(d->stage);
+        d->stage = NULL;
+    }
+    if (live && d->stage_event) {
+        gpu_call(d)->cuEventDestroy(d->stage_event);
+        d->stage_event = NULL;
     }
     if (live) {
         timed_flush(d, d->ntimed > 0 && gpu_call(d)->cuStreamSynchronize(d->stream)

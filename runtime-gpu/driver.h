@@ -78,6 +78,8 @@ enum { CU_STREAM_NON_BLOCKING = 1 };
 
 enum { CU_MEMHOSTALLOC_DEVICEMAP = 2 };
 
+enum { CU_EVENT_DISABLE_TIMING = 2 };
+
 /* ---- the driver table (cuda.c loads it once per process) ---------------- */
 
 /* One field per entry point, named as cuda.h's macros name them (cuMemAlloc
@@ -144,6 +146,8 @@ typedef struct gpu_driver {
     CUresult (*cuEventRecord)(CUevent e, CUstream s);
     CUresult (*cuEventElapsedTime)(float *ms, CUevent start, CUevent end);
     CUresult (*cuEventDestroy)(CUevent e);
+    CUresult (*cuEventSynchronize)(CUevent e);
+    CUresult (*cuEventQuery)(CUevent e);
 } gpu_driver;
 
 /* The table, valid once gpu_available or gpu_dev_open has succeeded. */
@@ -213,6 +217,14 @@ struct gpu_dev {
     /* small copies to and from the host go through pinned memory
      * (mem.c, gpu_bounce): made on first use, GPU_BOUNCE bytes */
     void *bounce;
+    /* prefetches (mem.c, gpu_prefetch): copies to the host started
+     * without a wait land in the pinned stage, GPU_STAGE bytes made on
+     * first use, handed out from stage_used on; stage_event is recorded
+     * after the latest of them; nstaged mirrors wait to be taken */
+    void *stage;
+    size_t stage_used;
+    int nstaged;
+    CUevent stage_event;
     /* records of the pool and of mirrors kept for reuse (mem.c) */
     gpu_block *spare_blocks;
     gpu_mirror *spare_mirrors;
@@ -220,6 +232,7 @@ struct gpu_dev {
 };
 
 #define GPU_BOUNCE 65536 /* bytes of d->bounce */
+#define GPU_STAGE 4096   /* bytes of d->stage */
 
 /* The driver table, counting one call made for d (NULL: a call for no
  * device, not counted): every call to the driver is written

@@ -2697,6 +2697,172 @@ static int build_while_staged(bld *b, weft_acc **res)
     return 1;
 }
 
+/* awhile over (a, n), a an i32 vector of m elements and n from 0: while
+ * n < lim, a = map (+1) (op a) and n = n + 1, where op touches element n
+ * of a: variant & 1, a permute (+) of one 1 into a at n; else a
+ * backpermute reading a ! n everywhere.  The body fails
+ * (WEFT_ERR_OUT_OF_BOUNDS) when n reaches m: in a real iteration when
+ * lim > m, only in the one after the last when lim == m (the interpreter
+ * never runs it; on a device the walker queues it before it knows the
+ * condition, and what it reports must not count: lib/interp.c,
+ * "Speculation").  variant & 2: the condition is a kernel (map over n),
+ * else a host term (unit (the n < the lim)): the two orders of
+ * speculation. */
+static int build_awhile_fail(bld *b, weft_acc **res)
+{
+    weft_program *p = b->p;
+    weft_acc *a = weft_param(p, WEFT_I32, 1);
+    weft_acc *lim = weft_param(p, WEFT_I32, 0);
+    weft_acc *init[2] = {a, weft_unit(weft_i32(p, 0))};
+    weft_acc *state = weft_atuple(p, 2, init);
+    weft_afun *cond = weft_afun_like(state);
+    weft_acc *cx = weft_afun_arg(cond);
+    if (b->variant & 2) {
+        weft_fun *below = weft_fun1(p, WEFT_I32);
+        weft_fun_return(below, weft_lt(weft_arg(below, 0), weft_the(lim)));
+        weft_afun_return(cond, weft_map(below, weft_aget(cx, 1)));
+    } else {
+        weft_afun_return(cond, weft_unit(weft_lt(weft_the(weft_aget(cx, 1)),
+                                                 weft_the(lim))));
+    }
+    weft_afun *body = weft_afun_like(state);
+    weft_acc *bx = weft_afun_arg(body);
+    weft_acc *ba = weft_aget(bx, 0);
+    weft_exp *n = weft_the(weft_aget(bx, 1));
+    weft_fun *at_n = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(at_n, weft_index1(weft_convert(n, WEFT_I64)));
+    weft_acc *op;
+    if (b->variant & 1) {
+        weft_fun *one = weft_fun1(p, WEFT_DIM(1));
+        weft_fun_return(one, weft_i32(p, 1));
+        op = weft_permute(op2(p, WEFT_I32, weft_add), ba, at_n,
+                          weft_generate(weft_index1(weft_i64(p, 1)), one));
+    } else {
+        op = weft_backpermute(weft_shape(ba), at_n, ba);
+    }
+    weft_fun *inc = weft_fun1(p, WEFT_I32);
+    weft_fun_return(inc, weft_add(weft_arg(inc, 0), weft_i32(p, 1)));
+    weft_acc *next[2] = {weft_map(inc, op),
+                         weft_unit(weft_add(n, weft_i32(p, 1)))};
+    weft_afun_return(body, weft_atuple(p, 2, next));
+    weft_acc *r = weft_awhile(cond, body, state);
+    res[0] = weft_aget(r, 0);
+    res[1] = weft_aget(r, 1);
+    return 2;
+}
+
+/* Run d's case on a (m random elements) and lim; expect `want`. */
+static void awhile_fail_run(diff *d, int64_t m, int64_t lim,
+                            weft_status want)
+{
+    harr h[2] = {harr_vec(WEFT_I32, m, -50, 50),
+                 harr1(WEFT_I32, 0, NULL, lim, lim)};
+    diff_expect(d, h, 2, want);
+    harr_free(&h[0]);
+    harr_free(&h[1]);
+}
+
+START_TEST(awhile_fail)
+{
+    diff d;
+    diff_open(&d);
+    seed(26);
+    static const int64_t ms[] = {0, 1, 5, 33};
+    for (int v = 0; v < 4; v++) {
+        bld b = {.variant = v};
+        diff_build(&d, "awhile fail", build_awhile_fail, &b);
+        for (size_t i = 0; i < sizeof ms / sizeof *ms; i++) {
+            int64_t m = ms[i];
+            /* 0, 1 and many iterations; the body of the iteration after
+             * the last fails when lim == m (a backpermute of nothing
+             * reads nothing: m == 0 never fails without a permute) */
+            int64_t lims[] = {0, 1, m - 1, m, m + 1, m + 4};
+            for (size_t k = 0; k < sizeof lims / sizeof *lims; k++) {
+                int64_t lim = lims[k];
+                if (lim < 0) {
+                    continue;
+                }
+                bool fails = lim > m && (m > 0 || (v & 1));
+                awhile_fail_run(&d, m, lim,
+                                fails ? WEFT_ERR_OUT_OF_BOUNDS : WEFT_OK);
+            }
+        }
+        if (v & 1) {
+            /* more permutes than the GPU holds reports of at once
+             * (runtime-gpu/backend.c, HELD_MAX 512) */
+            awhile_fail_run(&d, 700, 700, WEFT_OK);
+            awhile_fail_run(&d, 700, 703, WEFT_ERR_OUT_OF_BOUNDS);
+        }
+    }
+    diff_close(&d);
+}
+END_TEST
+
+/* reshape (index1 len) (permute (+) a (\_ -> index1 t) [1]): the permute
+ * fails when t is outside a, the reshape when len is not a's size; the
+ * permute's report wins, as it comes first (the GPU reads it at the end
+ * of the run: runtime-gpu/backend.c, "Held reports"). */
+static int build_permute_first(bld *b, weft_acc **res)
+{
+    weft_program *p = b->p;
+    weft_acc *a = weft_param(p, WEFT_I32, 1);
+    weft_acc *t = weft_param(p, WEFT_I64, 0);
+    weft_acc *len = weft_param(p, WEFT_I64, 0);
+    weft_fun *to = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(to, weft_index1(weft_the(t)));
+    weft_fun *one = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(one, weft_i32(p, 1));
+    weft_acc *perm = weft_permute(op2(p, WEFT_I32, weft_add), a, to,
+                                  weft_generate(weft_index1(weft_i64(p, 1)),
+                                                one));
+    res[0] = weft_reshape(weft_index1(weft_the(len)), perm);
+    return 1;
+}
+
+START_TEST(permute_report_first)
+{
+    diff d;
+    diff_open(&d);
+    seed(27);
+    bld b = {0};
+    diff_build(&d, "permute first", build_permute_first, &b);
+    static const struct {
+        int64_t t, len;
+        weft_status want;
+    } runs[] = {
+        {3, 10, WEFT_OK},
+        {10, 10, WEFT_ERR_OUT_OF_BOUNDS},
+        {3, 7, WEFT_ERR_RESHAPE_SIZE},
+        {-1, 7, WEFT_ERR_OUT_OF_BOUNDS},
+    };
+    for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
+        harr h[3] = {harr_vec(WEFT_I32, 10, -5, 5),
+                     harr1(WEFT_I64, 0, NULL, runs[i].t, runs[i].t),
+                     harr1(WEFT_I64, 0, NULL, runs[i].len, runs[i].len)};
+        diff_expect(&d, h, 3, runs[i].want);
+        if (runs[i].want == WEFT_ERR_OUT_OF_BOUNDS) {
+            /* the report names the permute, as rt_exec words it */
+            weft_array *a[3], *out[1] = {NULL};
+            for (int k = 0; k < 3; k++) {
+                a[k] = harr_array(d.ctx[1], &h[k]);
+            }
+            ck_assert_int_eq(weft_run(d.exe[1], a, 3, out, 1),
+                             WEFT_ERR_OUT_OF_BOUNDS);
+            ck_assert_msg(strstr(weft_last_error(),
+                                 "permute writes outside its result "
+                                 "(kernel") != NULL,
+                          "%s", weft_last_error());
+            ck_assert_ptr_null(out[0]);
+            tu_release_all(a, 3);
+        }
+        for (int k = 0; k < 3; k++) {
+            harr_free(&h[k]);
+        }
+    }
+    diff_close(&d);
+}
+END_TEST
+
 /* Two rounds of an awhile over (x, rounds): x' = zipWith (+) (generate
  * (shape x) (\i -> while (j < size x) (j + 1, s * 3 + x!j + i) (0, 0)))
  * (fold (+) 0 (generate (size x, size x) (\(i, j) -> x!j * (i + 1)))):
@@ -3147,6 +3313,8 @@ static Suite *cpu_suite(void)
         {"stencil2", stencil2, true},
         {"acond_atuple", acond_atuple, false},
         {"awhile", awhile, false},
+        {"awhile_fail", awhile_fail, false},
+        {"permute_report_first", permute_report_first, false},
         {"prims", prims, true},
         {"programs", programs, true},
         {"programs_no_fusion", programs_no_fusion, false},
