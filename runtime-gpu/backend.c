@@ -914,10 +914,11 @@ static weft_status rt_run(rt_job *j, int n, const rt_phase *ph)
             return s;
         }
     }
-    /* A kernel with a scalar while loop may run for ever: wait for it
-     * here, raising its cancel flag if the run is cancelled meanwhile. */
+    /* A kernel with a scalar while loop may run for ever: the waits
+     * until the next one of the stream watch the run's cancellation, to
+     * raise its cancel flag (cuda.c, "Loops"). */
     if (j->k->aux_item[SK_CANCEL_AUX] >= 0 && j->cancel) {
-        return gpu_wait_cancel(d, j->cancel, WHO);
+        gpu_loop_queued(d, j->cancel);
     }
     return WEFT_OK;
 }
@@ -1076,8 +1077,16 @@ static weft_status ptx_run(weft_executable *exe, weft_array *const *in,
     run.nheld = 0;
     s = fe_interp_device(exe->ctx, &exe->core, in, out, cancel, into, &walk,
                          &run);
-    /* a held report came first: it wins ("Held reports") */
-    weft_status h = held_read(state_of(exe->ctx), &run);
+    /* kernels with while loops still queued: waited for, watching the
+     * cancellation (cuda.c, "Loops"); then a held report came first: it
+     * wins ("Held reports") */
+    weft_status w = gpu_loops_wait(d, WHO);
+    weft_status h = w == WEFT_OK || w == WEFT_ERR_CANCELLED
+                        ? held_read(state_of(exe->ctx), &run)
+                        : WEFT_OK;
+    if (h == WEFT_OK && s == WEFT_OK) {
+        h = w;
+    }
     if (h != WEFT_OK) {
         for (int i = 0; s == WEFT_OK && i < exe->core.noutput; i++) {
             weft_array_release(out[i]);

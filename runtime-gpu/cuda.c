@@ -74,12 +74,24 @@
  * call, gpu_dev_open included, fails with WEFT_ERR_DEVICE, and the message
  * of those that did not wait for the faulting kernel says so.
  *
+ * Loops.  A kernel with a scalar while loop may run for ever; its loops
+ * read a flag in mapped host memory (gpu_cancel_flag) that the host
+ * raises when the run is cancelled while it waits.  The host does not
+ * wait for such a kernel when it is queued (that cost k-means a wait
+ * per iteration): gpu_loop_queued notes the run's cancellation in
+ * d->loops, and every wait until the stream is next waited for polls
+ * (cuStreamQuery, cuEventQuery) instead of blocking, raising the flag
+ * when the run is cancelled meanwhile (poll_wait); the run waits for
+ * what is still queued at its end (gpu_loops_wait).  A wait that raised
+ * the flag, or saw the run cancelled, reports WEFT_ERR_CANCELLED: what
+ * such a kernel left is not a result.
+ *
  * Tracing (WEFT_TRACE, lib/trace.c).  Only when the context traces,
  * gpu_launch records an event on the stream before and after each launch
  * (events are made on first use, GPU_TIMED_MAX pairs per device, and
  * destroyed with it).  Nothing waits for them: their times are read
  * (cuEventElapsedTime) when the host waits for the stream anyway
- * (gpu_stream_wait, gpu_wait_cancel: every download, upload and error
+ * (gpu_stream_wait: every download, upload and error
  * word), and written as "kernel.device" spans on the device's own track.
  * Only when GPU_TIMED_MAX launches pile up with no wait in between does
  * gpu_launch wait first, to reuse the events.  A device span's duration
@@ -948,17 +960,36 @@ unsigned gpu_grid_for(const gpu_dev *d, const gpu_fn *f, int block,
     return grid > 0 ? (unsigned)grid : 1;
 }
 
+static weft_status poll_wait(gpu_dev *d, CUevent e, fe_cancel *c,
+                             const char *who);
+
 weft_status gpu_stream_wait(gpu_dev *d, const char *who)
 {
     weft_status st = WEFT_OK;
-    CUresult r = gpu_call(d)->cuStreamSynchronize(d->stream);
-    if (r != CUDA_SUCCESS) {
-        st = gpu_cu_fail(d, who, "cuStreamSynchronize", r, __FILE__,
-                         __LINE__);
+    if (d->loops) {
+        st = poll_wait(d, NULL, d->loops, who);
+        d->loops = NULL;
+    } else {
+        CUresult r = gpu_call(d)->cuStreamSynchronize(d->stream);
+        if (r != CUDA_SUCCESS) {
+            st = gpu_cu_fail(d, who, "cuStreamSynchronize", r, __FILE__,
+                             __LINE__);
+        }
     }
     d->pending[0] = '\0';
-    timed_flush(d, r == CUDA_SUCCESS);
+    timed_flush(d, st == WEFT_OK || st == WEFT_ERR_CANCELLED);
     return st;
+}
+
+weft_status gpu_event_wait(gpu_dev *d, CUevent e, const char *who)
+{
+    if (d->loops) {
+        return poll_wait(d, e, d->loops, who);
+    }
+    CUresult r = gpu_call(d)->cuEventSynchronize(e);
+    return r == CUDA_SUCCESS ? WEFT_OK
+                             : gpu_cu_fail(d, who, "cuEventSynchronize", r,
+                                           __FILE__, __LINE__);
 }
 
 weft_status gpu_sync(gpu_dev *d, const char *who)
@@ -1002,14 +1033,14 @@ cleanup:
     return st;
 }
 
-#define WAIT_SPIN_NS 4000000 /* gpu_wait_cancel yields, not sleeps, this long */
+#define WAIT_SPIN_NS 4000000 /* poll_wait yields, not sleeps, this long */
 
-weft_status gpu_wait_cancel(gpu_dev *d, fe_cancel *c, const char *who)
+/* Wait for event e (NULL: the stream) by polling, raising the cancel
+ * flag when the run c is cancelled meanwhile (d entered); "Loops". */
+static weft_status poll_wait(gpu_dev *d, CUevent e, fe_cancel *c,
+                             const char *who)
 {
-    weft_status st = gpu_enter(d, who);
-    if (st != WEFT_OK) {
-        return st;
-    }
+    weft_status st = WEFT_OK;
     bool raised = false;
     /* Between queries: for the first WAIT_SPIN_NS only a yield of the CPU
      * (cuStreamSynchronize spins too, so a short kernel's end is seen as
@@ -1020,12 +1051,14 @@ weft_status gpu_wait_cancel(gpu_dev *d, fe_cancel *c, const char *who)
      * 32nd of the sleeps' sum lost up to 3% and more: each lasted 50 us.) */
     uint64_t t0 = fe_clock_ns();
     for (;;) {
-        CUresult r = gpu_call(d)->cuStreamQuery(d->stream);
+        CUresult r = e ? gpu_call(d)->cuEventQuery(e)
+                       : gpu_call(d)->cuStreamQuery(d->stream);
         if (r == CUDA_SUCCESS) {
             break;
         }
         if (r != CUDA_ERROR_NOT_READY) {
-            st = gpu_cu_fail(d, who, "cuStreamQuery", r, __FILE__, __LINE__);
+            st = gpu_cu_fail(d, who, e ? "cuEventQuery" : "cuStreamQuery", r,
+                             __FILE__, __LINE__);
             break;
         }
         if (!raised && d->cancel_host && fe_cancelled(c)) {
@@ -1042,8 +1075,31 @@ weft_status gpu_wait_cancel(gpu_dev *d, fe_cancel *c, const char *who)
         struct timespec ts = {0, (long)pause};
         nanosleep(&ts, NULL);
     }
-    d->pending[0] = '\0';
-    timed_flush(d, st == WEFT_OK);
-    gpu_leave(d);
+    if (st == WEFT_OK && (raised || fe_cancel_hit(c))) {
+        st = fe_cancel_error(c);
+    }
+    return st;
+}
+
+void gpu_loop_queued(gpu_dev *d, fe_cancel *c)
+{
+    gpu_lock(d);
+    d->loops = c;
+    gpu_unlock(d);
+}
+
+weft_status gpu_loops_wait(gpu_dev *d, const char *who)
+{
+    gpu_lock(d);
+    weft_status st = WEFT_OK;
+    if (d->loops) {
+        st = gpu_enter(d, who);
+        if (st == WEFT_OK) {
+            st = gpu_stream_wait(d, who);
+            gpu_leave(d);
+        }
+        d->loops = NULL; /* the run's, which ends */
+    }
+    gpu_unlock(d);
     return st;
 }

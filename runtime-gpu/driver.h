@@ -200,6 +200,10 @@ struct gpu_dev {
      * memory, and its device address */
     volatile int32_t *cancel_host;
     CUdeviceptr cancel_dev;
+    /* a kernel with a scalar while loop was queued since the stream was
+     * last waited for: the run's cancellation, which every wait until
+     * then watches (cuda.c, "Loops"); else NULL */
+    fe_cancel *loops;
     /* tracing (cuda.c): launches timed since the last wait, the first
      * ntimed of timed[]; events are made on first use and kept */
     gpu_timed timed[GPU_TIMED_MAX];
@@ -269,8 +273,13 @@ weft_status gpu_cu_fail(gpu_dev *d, const char *who, const char *call,
     } while (0)
 
 /* Wait for d's stream (d entered); a fault names the pending kernels.
- * Clears the pending list. */
+ * Clears the pending list.  While a kernel with a while loop is queued
+ * (d->loops) the wait watches the run's cancellation (cuda.c, "Loops")
+ * and reports WEFT_ERR_CANCELLED when it was seen. */
 weft_status gpu_stream_wait(gpu_dev *d, const char *who);
+/* Wait for event e of d's stream (d entered) the same way: the work
+ * queued before its last record is done. */
+weft_status gpu_event_wait(gpu_dev *d, CUevent e, const char *who);
 
 /* mem.c: release every device buffer of d (pool and mirrors, detaching the
  * mirrored arrays; a device copy newer than the host's is downloaded first).

@@ -851,7 +851,10 @@ static weft_status take_staged(gpu_dev *d, gpu_mirror *m, const char *who)
 {
     uint64_t t0 = trace_begin(d);
     weft_status st = WEFT_OK;
-    GPU_CU(d, who, cuEventSynchronize, d->stage_event);
+    st = gpu_event_wait(d, d->stage_event, who);
+    if (st != WEFT_OK) {
+        return st;
+    }
     size_t off = m->stage - 1;
     uint64_t n = 0;
     for (int l = 0; l < m->nleaf; l++) {
@@ -865,7 +868,6 @@ static weft_status take_staged(gpu_dev *d, gpu_mirror *m, const char *who)
     m->host_valid = true;
     unstage(d, m);
     trace_copy(d, t0, "download", n);
-cleanup:
     return st;
 }
 
