@@ -763,16 +763,19 @@ weft_status fe_interp_hooked(weft_context *ctx, const fe_core *core,
 /* A backend whose arrays live on a device walks the core with
  * fe_interp_device instead: the walker then speculates in awhile (each
  * body is queued before its condition is known: lib/interp.c,
- * "Speculation"), and ops->held and ops->drop (both required) let it
+ * "Speculation"), and ops->held and ops->settle (both required) let it
  * drop what a speculative body that does not count left behind: the
  * reports of kernels that the backend holds back to read later than the
- * kernel's own run (permute's error word, runtime-gpu/backend.c).  held
- * gives how many the run holds now; drop(user, n) forgets all but the
- * first n of them, unread. */
+ * kernel's own run (permute's error word, runtime-gpu/backend.c, "Held
+ * reports").  held, called before each speculative body, gives the
+ * number the body's first report will get (reports are numbered from 0
+ * in the order their kernels are queued); settle(user, n, keep), once the
+ * body's flag is known, says whether the reports from number n on count
+ * (keep) or are to be forgotten unread. */
 typedef struct fe_walk_ops {
     fe_interp_hook hook;
     int (*held)(void *user);
-    void (*drop)(void *user, int n);
+    void (*settle)(void *user, int n, bool keep);
 } fe_walk_ops;
 weft_status fe_interp_device(weft_context *ctx, const fe_core *core,
                              weft_array *const *in, weft_array **out,

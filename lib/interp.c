@@ -1904,7 +1904,7 @@ static void release_all(weft_array **a, int n)
  *     flag is prefetched, the body queued, then the flag read.
  * When the flag says stop, the speculative body does not count: its
  * arrays are released, and what it reported is dropped: a failure, a
- * cancellation, the reports the backend held back (fe_walk_ops.drop:
+ * cancellation, the reports the backend held back (fe_walk_ops.settle:
  * permute's error words).  The awhile's result is the state the flag was
  * computed from, as without speculation.  When the flag says go, the
  * body's own status is reported as it would have been.  A condition that
@@ -2058,11 +2058,13 @@ static weft_status acc_awhile(interp *st, const fe_term *t, weft_array **out)
         if (s || !go) {
             if (ran) { /* a body that does not count */
                 release_all(y, n);
-                st->walk->drop(st->hook_user, held);
+                st->walk->settle(st->hook_user, held, false);
             }
             break;
         }
-        if (!ran) {
+        if (ran) {
+            st->walk->settle(st->hook_user, held, true);
+        } else {
             sb = awhile_body(st, t, x, y);
         }
         if (sb) {
@@ -2488,7 +2490,7 @@ weft_status fe_interp_device(weft_context *ctx, const fe_core *core,
                              fe_cancel *cancel, weft_array *const *into,
                              const fe_walk_ops *ops, void *user)
 {
-    if (!ops || !ops->held || !ops->drop) {
+    if (!ops || !ops->held || !ops->settle) {
         return internal("a device walk without its operations");
     }
     return walk_core(ctx, core, in, out, cancel, into, ops->hook, ops, user);

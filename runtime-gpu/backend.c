@@ -37,6 +37,7 @@
  */
 #ifdef WEFT_HAVE_LLVM
 #include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -617,19 +618,34 @@ static weft_status ptx_compile(weft_executable *exe)
  * were queued, is reported as rt_exec would have reported it when its
  * kernel ran (rt_kernel_error: the same status and message), in place of
  * whatever the run reported after it; the words set are put back to
- * zero.  A run that holds HELD_MAX words reads them before it holds
- * another.  Until then the run goes on from a permute that failed: its
+ * zero.  Until then the run goes on from a permute that failed: its
  * result is the default with every source inside it combined, as
  * defined as any, and whatever the walker does with it is replaced by
- * the permute's report.  The words of a speculative awhile body that
- * does not count are dropped unread (fe_walk_ops.drop): put back to zero
- * on the stream. */
+ * the permute's report.
+ *
+ * Reports are numbered in queue order for the whole run (the walker's
+ * marks, fe_walk_ops.held).  Those of a speculative awhile body that does
+ * not count are dropped (fe_walk_ops.settle): their words put back to
+ * zero on the stream, unread.  A run that holds HELD_MAX words reads
+ * them before it holds another: a report set there is returned at once
+ * when it came before every speculative body still unsettled (it
+ * counts), else kept, the earliest such, until the body is settled or
+ * the run ends. */
 
 /* What one run holds (the walker's hook user). */
 typedef struct ptx_run_state {
     weft_executable *exe;
+    int base;                          /* the number of held[0] */
     int nheld;                         /* held words in use */
     const sk_kernel *held[HELD_MAX];   /* the kernel of each */
+    int spec;                          /* the first report of the outermost
+                                          unsettled speculative body
+                                          (INT_MAX: none) */
+    int late;                          /* the earliest report read set that
+                                          may not count yet (INT_MAX:
+                                          none), its kernel and word */
+    const sk_kernel *late_k;
+    int64_t late_w;
 } ptx_run_state;
 
 /* The arrays a job pinned on the device (unpinned when it is done), and
@@ -668,53 +684,83 @@ static uint64_t held_at(const ptx_state *st, int i)
 }
 
 /* Read the run's held words (one copy and wait), put those set back to
- * zero and forget them all: the report of the first one set
- * (rt_kernel_error), or WEFT_OK. */
+ * zero and free them all.  The earliest report set, with the one kept
+ * from before (run->late), is returned (rt_kernel_error) when it came
+ * before run->spec, else kept in run->late; WEFT_OK when none is to be
+ * returned. */
 static weft_status held_read(ptx_state *st, ptx_run_state *run)
 {
     int n = run->nheld;
-    if (n == 0) {
-        return WEFT_OK;
-    }
     int64_t words[HELD_MAX];
-    weft_status s = gpu_download(st->dev, words, held_at(st, 0),
-                                 sizeof *words * (size_t)n, WHO);
-    run->nheld = 0;
+    weft_status s = n > 0 ? gpu_download(st->dev, words, held_at(st, 0),
+                                         sizeof *words * (size_t)n, WHO)
+                          : WEFT_OK;
     if (s) {
         st->clean_ok = false; /* zeroed again by the next run */
+        run->nheld = 0;
         return s;
     }
-    for (int i = 0; i < n; i++) {
-        if (words[i] != 0) {
-            char msg[FE_MSG_MAX];
-            weft_status r = rt_kernel_error(run->held[i], (uint64_t)words[i]);
-            snprintf(msg, sizeof msg, "%s", weft_last_error());
-            if (gpu_memset32(st->dev, held_at(st, 0), 0, (size_t)n * 2,
-                             WHO) != WEFT_OK) {
-                st->clean_ok = false;
-            }
-            return fe_error_copy(r, msg);
+    int first = 0;
+    while (first < n && words[first] == 0) {
+        first++;
+    }
+    if (first < n) {
+        if (run->base + first < run->late) {
+            run->late = run->base + first;
+            run->late_k = run->held[first];
+            run->late_w = words[first];
         }
+        if (gpu_memset32(st->dev, held_at(st, 0), 0, (size_t)n * 2, WHO) !=
+            WEFT_OK) {
+            st->clean_ok = false;
+        }
+    }
+    run->base += n;
+    run->nheld = 0;
+    if (run->late < run->spec) {
+        run->late = INT_MAX;
+        return rt_kernel_error(run->late_k, (uint64_t)run->late_w);
     }
     return WEFT_OK;
 }
 
-/* fe_walk_ops.held and .drop ("Held reports"). */
-static int run_held(void *user)
+/* Forget the run's reports from number n on, unread (their words put
+ * back to zero on the stream). */
+static void held_forget(ptx_run_state *run, int n)
 {
-    return ((ptx_run_state *)user)->nheld;
-}
-
-static void run_drop(void *user, int n)
-{
-    ptx_run_state *run = user;
-    if (n < run->nheld) {
+    int from = n > run->base ? n - run->base : 0;
+    if (from < run->nheld) {
         ptx_state *st = state_of(run->exe->ctx);
-        if (gpu_memset32(st->dev, held_at(st, n), 0,
-                         (size_t)(run->nheld - n) * 2, WHO) != WEFT_OK) {
+        if (gpu_memset32(st->dev, held_at(st, from), 0,
+                         (size_t)(run->nheld - from) * 2, WHO) != WEFT_OK) {
             st->clean_ok = false;
         }
-        run->nheld = n;
+        run->nheld = from;
+    }
+    if (run->late >= n) {
+        run->late = INT_MAX;
+    }
+}
+
+/* fe_walk_ops.held and .settle ("Held reports"). */
+static int run_held(void *user)
+{
+    ptx_run_state *run = user;
+    int n = run->base + run->nheld;
+    if (run->spec == INT_MAX) {
+        run->spec = n;
+    }
+    return n;
+}
+
+static void run_settle(void *user, int n, bool keep)
+{
+    ptx_run_state *run = user;
+    if (!keep) {
+        held_forget(run, n);
+    }
+    if (n <= run->spec) {
+        run->spec = INT_MAX; /* the outermost speculation is settled */
     }
 }
 
@@ -984,7 +1030,7 @@ static void rt_done(rt_job *j)
     if (pj->held >= 0) {
         /* the job failed after its kernel got a held word: the job's own
          * failure is reported, the word (the run's last) put back */
-        run_drop(pj->run, pj->held);
+        held_forget(pj->run, pj->run->base + pj->held);
         pj->held = -1;
     }
     for (int i = 0; i < pj->n; i++) {
@@ -1071,16 +1117,20 @@ static weft_status ptx_run(weft_executable *exe, weft_array *const *in,
         return s;
     }
     static const fe_walk_ops walk = {
-        .hook = hook, .held = run_held, .drop = run_drop};
+        .hook = hook, .held = run_held, .settle = run_settle};
     ptx_run_state run; /* run.held[] is written as it fills */
     run.exe = exe;
+    run.base = 0;
     run.nheld = 0;
+    run.spec = INT_MAX;
+    run.late = INT_MAX;
     s = fe_interp_device(exe->ctx, &exe->core, in, out, cancel, into, &walk,
                          &run);
     /* kernels with while loops still queued: waited for, watching the
      * cancellation (cuda.c, "Loops"); then a held report came first: it
      * wins ("Held reports") */
     weft_status w = gpu_loops_wait(d, WHO);
+    run.spec = INT_MAX; /* every report counts now */
     weft_status h = w == WEFT_OK || w == WEFT_ERR_CANCELLED
                         ? held_read(state_of(exe->ctx), &run)
                         : WEFT_OK;

@@ -13,9 +13,9 @@
  *
  *   iterations    0, 1 and many iterations, both orders (a condition the
  *                 walker computes on the host, one it would leave to a
- *                 kernel): the same arrays, and exactly one body dropped
- *                 per awhile that ends by its condition (fe_walk_ops.drop,
- *                 told how many held reports to keep);
+ *                 kernel): the same arrays, every body speculated, those
+ *                 of the iterations kept and exactly one dropped per
+ *                 awhile that ends by its condition (fe_walk_ops.settle);
  *   late_failure  a body that fails only in the iteration after the last
  *                 is not reported; one that fails in a real iteration
  *                 reports the interpreter's status and message;
@@ -34,23 +34,31 @@
 
 /* What the walker reported through fe_walk_ops. */
 typedef struct seen {
-    int held;      /* what held() answers */
-    int drops;     /* drop() calls */
+    int held;      /* held() calls */
+    int keeps;     /* settle() calls that keep */
+    int drops;     /* settle() calls that drop */
     int cancel_at; /* hook call on which to call weft_cancel (0: never) */
     int calls;     /* hook calls */
     weft_context *ctx;
 } seen;
 
+/* Numbers a speculative body's first report would get: here the bodies
+ * so far, so that settle's n says which body it settles. */
 static int seen_held(void *user)
 {
-    return ((seen *)user)->held;
+    return ((seen *)user)->held++;
 }
 
-static void seen_drop(void *user, int n)
+static void seen_settle(void *user, int n, bool keep)
 {
     seen *s = user;
-    ck_assert_int_le(n, s->held);
-    s->drops++;
+    ck_assert_int_eq(n, s->held - 1); /* the last body, once */
+    ck_assert_int_eq(s->keeps + s->drops, n);
+    if (keep) {
+        s->keeps++;
+    } else {
+        s->drops++;
+    }
 }
 
 /* Computes nothing (the interpreter does); cancels the run on call
@@ -70,7 +78,7 @@ static weft_status seen_hook(void *user, fe_ix *ix, const fe_term *t,
 }
 
 static const fe_walk_ops ops = {
-    .hook = seen_hook, .held = seen_held, .drop = seen_drop};
+    .hook = seen_hook, .held = seen_held, .settle = seen_settle};
 
 static weft_context *interp_ctx(void)
 {
@@ -190,6 +198,7 @@ START_TEST(iterations)
         for (size_t i = 0; i < sizeof lims / sizeof *lims; i++) {
             seen sp;
             ck_assert_int_eq(both(ctx, exe, 40, lims[i], &sp), WEFT_OK);
+            ck_assert_int_eq(sp.keeps, lims[i]);
             ck_assert_int_eq(sp.drops, 1); /* the body after the last */
         }
         /* every iteration makes each element a[n] + 1, with a[n] the
@@ -221,9 +230,11 @@ START_TEST(late_failure)
         seen sp;
         /* the body on n == 5 reads a ! 5 of 5 elements: after the last */
         ck_assert_int_eq(both(ctx, exe, 5, 5, &sp), WEFT_OK);
+        ck_assert_int_eq(sp.keeps, 5);
         ck_assert_int_eq(sp.drops, 1);
-        /* ... and in a real iteration */
+        /* ... and in a real iteration: reported, nothing dropped */
         ck_assert_int_eq(both(ctx, exe, 5, 6, &sp), WEFT_ERR_OUT_OF_BOUNDS);
+        ck_assert_int_eq(sp.keeps, 6);
         ck_assert_int_eq(sp.drops, 0);
         weft_executable_free(exe);
     }
