@@ -2707,7 +2707,9 @@ static int build_while_staged(bld *b, weft_acc **res)
  * condition, and what it reports must not count: lib/interp.c,
  * "Speculation").  variant & 2: the condition is a kernel (map over n),
  * else a host term (unit (the n < the lim)): the two orders of
- * speculation. */
+ * speculation.  variant & 4 (with a permute): 520 permutes in a row,
+ * more than the GPU holds reports of at once (runtime-gpu/backend.c,
+ * HELD_MAX 512), so that it reads them inside a speculative body. */
 static int build_awhile_fail(bld *b, weft_acc **res)
 {
     weft_program *p = b->p;
@@ -2735,8 +2737,12 @@ static int build_awhile_fail(bld *b, weft_acc **res)
     if (b->variant & 1) {
         weft_fun *one = weft_fun1(p, WEFT_DIM(1));
         weft_fun_return(one, weft_i32(p, 1));
-        op = weft_permute(op2(p, WEFT_I32, weft_add), ba, at_n,
-                          weft_generate(weft_index1(weft_i64(p, 1)), one));
+        op = ba;
+        for (int i = 0; i < (b->variant & 4 ? 520 : 1); i++) {
+            op = weft_permute(op2(p, WEFT_I32, weft_add), op, at_n,
+                              weft_generate(weft_index1(weft_i64(p, 1)),
+                                            one));
+        }
     } else {
         op = weft_backpermute(weft_shape(ba), at_n, ba);
     }
@@ -2793,6 +2799,12 @@ START_TEST(awhile_fail)
             awhile_fail_run(&d, 700, 700, WEFT_OK);
             awhile_fail_run(&d, 700, 703, WEFT_ERR_OUT_OF_BOUNDS);
         }
+    }
+    for (int v = 5; v <= 7; v += 2) {
+        bld b = {.variant = v};
+        diff_build(&d, "awhile fail", build_awhile_fail, &b);
+        awhile_fail_run(&d, 3, 3, WEFT_OK);
+        awhile_fail_run(&d, 3, 4, WEFT_ERR_OUT_OF_BOUNDS);
     }
     diff_close(&d);
 }
