@@ -29,6 +29,13 @@
  * where an index has no components, evaluating the marker (or reading a
  * let-bound variable that holds it) sets a flag that permute reads instead.
  *
+ * A compiled backend runs the same walker (fe_interp_hooked) and takes
+ * over the collective operations through its hook.  A backend whose
+ * arrays live on a device (fe_interp_device, the GPU) also makes awhile
+ * speculate: each body is queued before the host waits for its
+ * condition, so that the device does not drain at every iteration
+ * ("Speculation", at acc_awhile).
+ *
  * Semantics are those of DESIGN.md, "The language"; the scalar primitives
  * are in interp_scalar.c.
  */
