@@ -1904,9 +1904,10 @@ static void release_all(weft_array **a, int n)
  *     projections, unit and scalar terms, as `unit (the n < 100)`) is
  *     computed by the walker itself, without the backend's kernels: the
  *     state's small arrays are prefetched (fe_array_prefetch: an
- *     asynchronous copy after the previous body), the body queued, then
- *     the condition computed on the host, its reads waiting for the
- *     prefetch only;
+ *     asynchronous copy after the previous body; so they are in every
+ *     iteration on a device, which reads them all in one wait), the body
+ *     queued, then the condition computed on the host, its reads waiting
+ *     for the prefetch only;
  *   - any other condition runs first as usual (its kernels queued), its
  *     flag is prefetched, the body queued, then the flag read.
  * When the flag says stop, the speculative body does not count: its
@@ -2040,10 +2041,10 @@ static weft_status acc_awhile(interp *st, const fe_term *t, weft_array **out)
         bool ran = false;       /* the body was queued before the flag */
         weft_status sb = WEFT_OK; /* ... and its status */
         int held = 0;           /* reports held back before it */
+        for (int i = 0; st->walk && i < n; i++) {
+            fe_array_prefetch(x[i]); /* all in one wait, where read */
+        }
         if (host_cond) {
-            for (int i = 0; i < n; i++) {
-                fe_array_prefetch(x[i]);
-            }
             held = st->walk->held(st->hook_user);
             sb = awhile_body(st, t, x, y);
             ran = true;
