@@ -771,11 +771,14 @@ weft_status fe_interp_hooked(weft_context *ctx, const fe_core *core,
  * number the body's first report will get (reports are numbered from 0
  * in the order their kernels are queued); settle(user, n, keep), once the
  * body's flag is known, says whether the reports from number n on count
- * (keep) or are to be forgotten unread. */
+ * (keep) or are to be forgotten unread, and returns whether a body that
+ * counts must run again: the backend had to stop its work early
+ * (runtime-gpu/cuda.c, "Speculation": a wait for one of its kernels with
+ * a while loop before the flag was known). */
 typedef struct fe_walk_ops {
     fe_interp_hook hook;
     int (*held)(void *user);
-    void (*settle)(void *user, int n, bool keep);
+    bool (*settle)(void *user, int n, bool keep);
 } fe_walk_ops;
 weft_status fe_interp_device(weft_context *ctx, const fe_core *core,
                              weft_array *const *in, weft_array **out,

@@ -1919,11 +1919,14 @@ static void release_all(weft_array **a, int n)
  * fails wins over its body, which runs after it in the interpreter.  At
  * most one state besides the current one is alive (the body's result),
  * as without speculation.  The price: one body's work, discarded, per
- * awhile, and for a body that would never end on the final state (a
- * scalar while loop that only the condition kept from running), no end:
- * such a body is not speculated (has_while).  The CPU and the
- * interpreter hold their arrays on the host, where the flag costs
- * nothing to read: they take no part. */
+ * awhile.  A body that would never end on the final state (a scalar
+ * while loop that only the condition kept from running) must not be
+ * waited for before its flag is known: the backend stops the loops of a
+ * speculative body that something waits for, and settle then says that
+ * the body, should it count, was spoiled and must run again
+ * (runtime-gpu/cuda.c, "Speculation").  The CPU and the interpreter hold
+ * their arrays on the host, where the flag costs nothing to read: they
+ * take no part. */
 
 /* Whether term t (array or scalar) needs no kernel: only variables,
  * projections, tuples, lets, use, param, unit and scalar terms over them
@@ -1961,29 +1964,6 @@ static bool host_term(const fe_term *t, int depth)
         }
     }
     return true;
-}
-
-/* Whether term t contains a scalar while loop (depth bounds deep terms:
- * then true). */
-static bool has_while(const fe_term *t, int depth)
-{
-    if (!t) {
-        return false;
-    }
-    if (depth > 256 || t->kind == FE_WHILE) {
-        return true;
-    }
-    for (int i = 0; i < t->nkid; i++) {
-        if (has_while(t->kid[i], depth + 1)) {
-            return true;
-        }
-    }
-    for (int i = 0; i < t->nfun; i++) {
-        if (has_while(t->fun[i]->body, depth + 1)) {
-            return true;
-        }
-    }
-    return false;
 }
 
 /* The condition of awhile t on state x into *c (a new reference); on the
@@ -2030,7 +2010,7 @@ static weft_status acc_awhile(interp *st, const fe_term *t, weft_array **out)
         s = eval_acc(st, t->kid[0], x);
     }
     /* "Speculation" above */
-    bool spec = st->walk && !has_while(t->fun[1]->body, 0);
+    bool spec = st->walk != NULL;
     bool host_cond = spec && host_term(t->fun[0]->body, 0);
     for (int64_t iter = 0; !s; iter++) {
         weft_array *c = NULL;
@@ -2070,9 +2050,11 @@ static weft_status acc_awhile(interp *st, const fe_term *t, weft_array **out)
             }
             break;
         }
-        if (ran) {
-            st->walk->settle(st->hook_user, held, true);
-        } else {
+        if (ran && st->walk->settle(st->hook_user, held, true)) {
+            release_all(y, n); /* spoiled: run again, for real */
+            ran = false;
+        }
+        if (!ran) {
             sb = awhile_body(st, t, x, y);
         }
         if (sb) {

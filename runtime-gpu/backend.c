@@ -748,20 +748,31 @@ static int run_held(void *user)
     ptx_run_state *run = user;
     int n = run->base + run->nheld;
     if (run->spec == INT_MAX) {
+        /* the outermost speculative body: its loop kernels get a flag of
+         * their own (cuda.c, "Speculation"); should this fail, the next
+         * driver call fails too */
+        gpu_spec_begin(state_of(run->exe->ctx)->dev, WHO);
         run->spec = n;
     }
     return n;
 }
 
-static void run_settle(void *user, int n, bool keep)
+static bool run_settle(void *user, int n, bool keep)
 {
     ptx_run_state *run = user;
-    if (!keep) {
+    if (n > run->spec) {
+        /* an awhile inside a speculative body: the outer one decides */
+        if (!keep) {
+            held_forget(run, n);
+        }
+        return false;
+    }
+    run->spec = INT_MAX; /* the outermost speculation is settled */
+    bool spoiled = gpu_spec_end(state_of(run->exe->ctx)->dev, !keep);
+    if (!keep || spoiled) {
         held_forget(run, n);
     }
-    if (n <= run->spec) {
-        run->spec = INT_MAX; /* the outermost speculation is settled */
-    }
+    return keep && spoiled;
 }
 
 static gpu_dev *dev_of(rt_job *j)
@@ -1130,6 +1141,9 @@ static weft_status ptx_run(weft_executable *exe, weft_array *const *in,
      * cancellation (cuda.c, "Loops"); then a held report came first: it
      * wins ("Held reports") */
     weft_status w = gpu_loops_wait(d, WHO);
+    if (run.spec != INT_MAX) {
+        gpu_spec_end(d, true); /* unsettled (a walker bug): stopped */
+    }
     run.spec = INT_MAX; /* every report counts now */
     weft_status h = w == WEFT_OK || w == WEFT_ERR_CANCELLED
                         ? held_read(state_of(exe->ctx), &run)

@@ -86,6 +86,20 @@
  * the flag, or saw the run cancelled, reports WEFT_ERR_CANCELLED: what
  * such a kernel left is not a result.
  *
+ * Speculation.  An awhile body queued before its flag is known (lib/
+ * interp.c, "Speculation") may, on the state after the last iteration,
+ * contain a loop that never ends; nothing may wait for it before the flag
+ * is known.  Its kernels with while loops poll a flag of their own, one
+ * of GPU_SPEC_FLAGS after the cancel flag (taken in turn, lowered when
+ * taken: a body's kernels are done long before its flag is taken again,
+ * since every iteration waits for work queued after the previous body).
+ * A wait for the stream while such a kernel is queued raises that flag
+ * first (the body is spoiled: the walker runs it again if it counts);
+ * a wait for the stage's event does so only when the event was recorded
+ * after such a kernel, and then waits for the whole stream.  A body that
+ * does not count gets its flag raised, so that its loops leave at once.
+ * A cancel raises every flag.
+ *
  * Tracing (WEFT_TRACE, lib/trace.c).  Only when the context traces,
  * gpu_launch records an event on the stream before and after each launch
  * (events are made on first use, GPU_TIMED_MAX pairs per device, and
@@ -551,7 +565,12 @@ weft_status gpu_ctx_sync(gpu_dev *d, const char *who)
     if (st != WEFT_OK) {
         return st;
     }
-    CUresult r = gpu_call(d)->cuCtxSynchronize();
+    if (d->loops || d->spec_loops) {
+        /* weft's own stream first, watching loops ("Loops") */
+        st = gpu_stream_wait(d, who);
+    }
+    CUresult r = st == WEFT_OK ? gpu_call(d)->cuCtxSynchronize()
+                               : CUDA_SUCCESS;
     if (r != CUDA_SUCCESS) {
         st = gpu_cu_fail(d, who, "cuCtxSynchronize", r, __FILE__, __LINE__);
     }
@@ -857,6 +876,10 @@ static gpu_timed *timed_slot(gpu_dev *d, const gpu_fn *f, unsigned grid,
                              int block)
 {
     if (d->ntimed == GPU_TIMED_MAX) {
+        if (d->loops || d->spec_loops) {
+            return NULL; /* a loop kernel may never end: no wait here
+                            ("Loops"); this launch goes untimed */
+        }
         /* only while tracing: make the events reusable */
         timed_flush(d, gpu_call(d)->cuStreamSynchronize(d->stream)
                            == CUDA_SUCCESS);
@@ -963,9 +986,22 @@ unsigned gpu_grid_for(const gpu_dev *d, const gpu_fn *f, int block,
 static weft_status poll_wait(gpu_dev *d, CUevent e, fe_cancel *c,
                              const char *who);
 
+/* Raise speculative flag f (1 .. GPU_SPEC_FLAGS) of d. */
+static void spec_raise(gpu_dev *d, int f)
+{
+    if (d->cancel_host && f > 0) {
+        d->cancel_host[f] = 1;
+    }
+}
+
 weft_status gpu_stream_wait(gpu_dev *d, const char *who)
 {
     weft_status st = WEFT_OK;
+    if (d->spec_loops) {
+        spec_raise(d, d->spec); /* "Speculation" */
+        d->spoiled = true;
+        d->spec_loops = false;
+    }
     if (d->loops) {
         st = poll_wait(d, NULL, d->loops, who);
         d->loops = NULL;
@@ -1014,7 +1050,8 @@ weft_status gpu_cancel_flag(gpu_dev *d, uint64_t *dev_addr, const char *who)
     if (!d->cancel_host) {
         void *p = NULL;
         CUdeviceptr dp = 0;
-        GPU_CU(d, who, cuMemHostAlloc, &p, sizeof(int32_t),
+        GPU_CU(d, who, cuMemHostAlloc, &p,
+               sizeof(int32_t) * (1 + GPU_SPEC_FLAGS),
                CU_MEMHOSTALLOC_DEVICEMAP);
         CUresult r = gpu_call(d)->cuMemHostGetDevicePointer(&dp, p, 0);
         if (r != CUDA_SUCCESS) {
@@ -1025,12 +1062,50 @@ weft_status gpu_cancel_flag(gpu_dev *d, uint64_t *dev_addr, const char *who)
         }
         d->cancel_host = p;
         d->cancel_dev = dp;
+        memset(p, 0, sizeof(int32_t) * (1 + GPU_SPEC_FLAGS));
     }
-    *d->cancel_host = 0;
-    *dev_addr = d->cancel_dev;
+    if (d->spec > 0) {
+        /* a speculative body's ("Speculation") */
+        d->spec_loops = true;
+        *dev_addr = d->cancel_dev + sizeof(int32_t) * (size_t)d->spec;
+    } else {
+        *d->cancel_host = 0;
+        *dev_addr = d->cancel_dev;
+    }
 cleanup:
     gpu_leave(d);
     return st;
+}
+
+weft_status gpu_spec_begin(gpu_dev *d, const char *who)
+{
+    weft_status st = gpu_enter(d, who);
+    if (st != WEFT_OK) {
+        return st;
+    }
+    d->spec = 1 + d->spec_next;
+    d->spec_next = (d->spec_next + 1) % GPU_SPEC_FLAGS;
+    d->spec_loops = false;
+    d->spoiled = false;
+    if (d->cancel_host) {
+        d->cancel_host[d->spec] = 0;
+    }
+    gpu_leave(d);
+    return WEFT_OK;
+}
+
+bool gpu_spec_end(gpu_dev *d, bool discard)
+{
+    gpu_lock(d);
+    if (discard) {
+        spec_raise(d, d->spec);
+    }
+    bool spoiled = d->spoiled;
+    d->spec = 0;
+    d->spec_loops = false;
+    d->spoiled = false;
+    gpu_unlock(d);
+    return spoiled;
 }
 
 #define WAIT_SPIN_NS 4000000 /* poll_wait yields, not sleeps, this long */
@@ -1062,7 +1137,10 @@ static weft_status poll_wait(gpu_dev *d, CUevent e, fe_cancel *c,
             break;
         }
         if (!raised && d->cancel_host && fe_cancelled(c)) {
-            *d->cancel_host = 1; /* the kernel's loops read it and leave */
+            /* the kernels' loops read them and leave */
+            for (int f = 0; f <= GPU_SPEC_FLAGS; f++) {
+                d->cancel_host[f] = 1;
+            }
             raised = true;
         }
         uint64_t waited = fe_clock_ns() - t0;

@@ -197,9 +197,16 @@ struct gpu_dev {
     uint64_t limit;         /* gpu_mem_set_limit (0: none) */
     uint64_t uploaded, downloaded, evictions;
     /* the cancel flag (gpu_cancel_flag): an i32 in mapped, pinned host
-     * memory, and its device address */
+     * memory, and its device address; the GPU_SPEC_FLAGS flags of
+     * speculative bodies follow it (cuda.c, "Speculation") */
     volatile int32_t *cancel_host;
     CUdeviceptr cancel_dev;
+    int spec;               /* the flag of the body speculated now (1 ..
+                               GPU_SPEC_FLAGS), or 0 */
+    int spec_next;          /* the flag the next one takes */
+    bool spec_loops;        /* a loop kernel of it is queued */
+    bool spoiled;           /* a wait stopped its loop kernels */
+    bool stage_spec;        /* stage_event was recorded after them */
     /* a kernel with a scalar while loop was queued since the stream was
      * last waited for: the run's cancellation, which every wait until
      * then watches (cuda.c, "Loops"); else NULL */
@@ -236,6 +243,7 @@ struct gpu_dev {
 };
 
 #define GPU_BOUNCE 65536 /* bytes of d->bounce */
+#define GPU_SPEC_FLAGS 4 /* flags of speculative bodies, used in turn */
 #define GPU_STAGE 4096   /* bytes of d->stage */
 
 /* The driver table, counting one call made for d (NULL: a call for no

@@ -158,6 +158,16 @@ weft_status gpu_ctx_sync(gpu_dev *d, const char *who);
  * (WEFT_ERR_DEVICE).  gpu_cancel_flag's errors: WEFT_ERR_DEVICE,
  * WEFT_ERR_OUT_OF_MEMORY. */
 weft_status gpu_cancel_flag(gpu_dev *d, uint64_t *dev_addr, const char *who);
+/* Speculation (cuda.c, "Speculation").  gpu_spec_begin: a speculative
+ * awhile body starts (the outermost; lib/interp.c); until gpu_spec_end,
+ * gpu_cancel_flag gives kernels with a while loop the body's own flag,
+ * and a wait that would wait for such a kernel raises that flag first
+ * (the body is spoiled: its loop kernels may stop early).  gpu_spec_end:
+ * the body's flag is known; when it does not count (discard), its loop
+ * kernels are stopped.  Returns whether the body was spoiled (a body
+ * that counts must then run again). */
+weft_status gpu_spec_begin(gpu_dev *d, const char *who);
+bool gpu_spec_end(gpu_dev *d, bool discard);
 void gpu_loop_queued(gpu_dev *d, fe_cancel *c);
 weft_status gpu_loops_wait(gpu_dev *d, const char *who);
 

@@ -851,7 +851,9 @@ static weft_status take_staged(gpu_dev *d, gpu_mirror *m, const char *who)
 {
     uint64_t t0 = trace_begin(d);
     weft_status st = WEFT_OK;
-    st = gpu_event_wait(d, d->stage_event, who);
+    /* after a speculative loop kernel: the stream (cuda.c, "Speculation") */
+    st = d->stage_spec ? gpu_stream_wait(d, who)
+                       : gpu_event_wait(d, d->stage_event, who);
     if (st != WEFT_OK) {
         return st;
     }
@@ -932,6 +934,7 @@ static void mirror_prefetch(weft_array *a)
     }
     if (ok && gpu_call(d)->cuEventRecord(d->stage_event, d->stream) ==
                   CUDA_SUCCESS) {
+        d->stage_spec = d->spec_loops; /* cuda.c, "Speculation" */
         m->stage = d->stage_used + 1;
         d->stage_used += room;
         d->nstaged++;

@@ -2810,6 +2810,77 @@ START_TEST(awhile_fail)
 }
 END_TEST
 
+/* awhile over (a, n[, s]) from (a, 0[, 0]) while n < lim: a[i] += K
+ * where K = lim - 1 - n is counted by a scalar while loop (k from 0
+ * while k != K), n += 1.  On the state after the last iteration K is -1
+ * and the loop never ends: the interpreter never runs that body; on a
+ * device it is queued before its flag is known and must be stopped, not
+ * waited for (runtime-gpu/cuda.c, "Speculation").  variant 1 adds s =
+ * the (fold_all (+) 0 a) + 1, read on the host inside the body, after
+ * the loop kernel: a wait that spoils the speculation (the body, if it
+ * counts, runs again). */
+static int build_awhile_loop(bld *b, weft_acc **res)
+{
+    weft_program *p = b->p;
+    weft_acc *a = weft_param(p, WEFT_I32, 1);
+    weft_acc *lim = weft_param(p, WEFT_I32, 0);
+    int ns = b->variant ? 3 : 2;
+    weft_acc *init[3] = {a, weft_unit(weft_i32(p, 0)),
+                         weft_unit(weft_i32(p, 0))};
+    weft_acc *state = weft_atuple(p, ns, init);
+    weft_afun *cond = weft_afun_like(state);
+    weft_afun_return(cond, weft_unit(weft_lt(
+                               weft_the(weft_aget(weft_afun_arg(cond), 1)),
+                               weft_the(lim))));
+    weft_afun *body = weft_afun_like(state);
+    weft_acc *bx = weft_afun_arg(body);
+    weft_acc *ba = weft_aget(bx, 0);
+    weft_exp *n = weft_the(weft_aget(bx, 1));
+    weft_exp *K = weft_convert(
+        weft_sub(weft_sub(weft_the(lim), n), weft_i32(p, 1)), WEFT_I64);
+    weft_fun *wc = weft_fun1(p, WEFT_I64);
+    weft_fun_return(wc, weft_ne(weft_arg(wc, 0), K));
+    weft_fun *wb = weft_fun1(p, WEFT_I64);
+    weft_fun_return(wb, weft_add(weft_arg(wb, 0), weft_i64(p, 1)));
+    weft_fun *g = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(g, weft_add(weft_at(ba, weft_arg(g, 0)),
+                                weft_convert(weft_while(wc, wb,
+                                                        weft_i64(p, 0)),
+                                             WEFT_I32)));
+    weft_acc *na = weft_generate(weft_shape(ba), g);
+    weft_acc *next[3] = {
+        na, weft_unit(weft_add(n, weft_i32(p, 1))),
+        weft_unit(weft_add(weft_the(weft_fold_all(op2(p, WEFT_I32, weft_add),
+                                                  weft_i32(p, 0), na)),
+                           weft_i32(p, 1)))};
+    weft_afun_return(body, weft_atuple(p, ns, next));
+    weft_acc *r = weft_awhile(cond, body, state);
+    for (int i = 0; i < ns; i++) {
+        res[i] = weft_aget(r, i);
+    }
+    return ns;
+}
+
+START_TEST(awhile_loop)
+{
+    diff d;
+    diff_open(&d);
+    seed(28);
+    for (int v = 0; v < 2; v++) {
+        bld b = {.variant = v};
+        diff_build(&d, "awhile loop", build_awhile_loop, &b);
+        static const int64_t ms[] = {0, 1, 100};
+        static const int64_t lims[] = {0, 1, 4};
+        for (size_t i = 0; i < sizeof ms / sizeof *ms; i++) {
+            for (size_t k = 0; k < sizeof lims / sizeof *lims; k++) {
+                awhile_fail_run(&d, ms[i], lims[k], WEFT_OK);
+            }
+        }
+    }
+    diff_close(&d);
+}
+END_TEST
+
 /* reshape (index1 len) (permute (+) a (\_ -> index1 t) [1]): the permute
  * fails when t is outside a, the reshape when len is not a's size; the
  * permute's report wins, as it comes first (the GPU reads it at the end
@@ -3327,6 +3398,7 @@ static Suite *cpu_suite(void)
         {"awhile", awhile, false},
         {"awhile_fail", awhile_fail, false},
         {"permute_report_first", permute_report_first, false},
+        {"awhile_loop", awhile_loop, false},
         {"prims", prims, true},
         {"programs", programs, true},
         {"programs_no_fusion", programs_no_fusion, false},

@@ -15,7 +15,9 @@
  *                 walker computes on the host, one it would leave to a
  *                 kernel): the same arrays, every body speculated, those
  *                 of the iterations kept and exactly one dropped per
- *                 awhile that ends by its condition (fe_walk_ops.settle);
+ *                 awhile that ends by its condition (fe_walk_ops.settle),
+ *                 also when settle says a body was spoiled (it runs
+ *                 again, not speculated);
  *   late_failure  a body that fails only in the iteration after the last
  *                 is not reported; one that fails in a real iteration
  *                 reports the interpreter's status and message;
@@ -38,6 +40,7 @@ typedef struct seen {
     int keeps;     /* settle() calls that keep */
     int drops;     /* settle() calls that drop */
     int cancel_at; /* hook call on which to call weft_cancel (0: never) */
+    bool spoil;    /* settle says every third body must run again */
     int calls;     /* hook calls */
     weft_context *ctx;
 } seen;
@@ -49,7 +52,7 @@ static int seen_held(void *user)
     return ((seen *)user)->held++;
 }
 
-static void seen_settle(void *user, int n, bool keep)
+static bool seen_settle(void *user, int n, bool keep)
 {
     seen *s = user;
     ck_assert_int_eq(n, s->held - 1); /* the last body, once */
@@ -59,6 +62,8 @@ static void seen_settle(void *user, int n, bool keep)
     } else {
         s->drops++;
     }
+    /* every third body that counts spoiled: run again */
+    return keep && s->spoil && s->keeps % 3 == 0;
 }
 
 /* Computes nothing (the interpreter does); cancels the run on call
@@ -154,14 +159,14 @@ static void loop_inputs(weft_context *ctx, int64_t m, int32_t lim,
  * the same status, message and outputs.  Returns the status; *sp tells
  * what the walker did. */
 static weft_status both(weft_context *ctx, weft_executable *exe, int64_t m,
-                        int32_t lim, seen *sp)
+                        int32_t lim, bool spoil, seen *sp)
 {
     weft_array *in[2], *want[2] = {NULL}, *got[2] = {NULL};
     loop_inputs(ctx, m, lim, in);
     weft_status sw = fe_interp(ctx, &exe->core, in, want, NULL, NULL);
     char msg[FE_MSG_MAX];
     snprintf(msg, sizeof msg, "%s", weft_last_error());
-    *sp = (seen){.ctx = ctx};
+    *sp = (seen){.ctx = ctx, .spoil = spoil};
     weft_status sg = fe_interp_device(ctx, &exe->core, in, got, NULL, NULL,
                                       &ops, sp);
     ck_assert_msg(sg == sw, "m %lld lim %d: %s (%s), expected %s (%s)",
@@ -196,10 +201,14 @@ START_TEST(iterations)
         weft_executable *exe = loop_exe(ctx, k == 1);
         static const int32_t lims[] = {0, 1, 2, 37};
         for (size_t i = 0; i < sizeof lims / sizeof *lims; i++) {
-            seen sp;
-            ck_assert_int_eq(both(ctx, exe, 40, lims[i], &sp), WEFT_OK);
-            ck_assert_int_eq(sp.keeps, lims[i]);
-            ck_assert_int_eq(sp.drops, 1); /* the body after the last */
+            for (int spoil = 0; spoil < 2; spoil++) {
+                /* spoiled bodies run again: the same results */
+                seen sp;
+                ck_assert_int_eq(both(ctx, exe, 40, lims[i], spoil, &sp),
+                                 WEFT_OK);
+                ck_assert_int_eq(sp.keeps, lims[i]);
+                ck_assert_int_eq(sp.drops, 1); /* the body after the last */
+            }
         }
         /* every iteration makes each element a[n] + 1, with a[n] the
          * previous iteration's value (n of them): after 37, all are 37 */
@@ -229,13 +238,17 @@ START_TEST(late_failure)
         weft_executable *exe = loop_exe(ctx, k == 1);
         seen sp;
         /* the body on n == 5 reads a ! 5 of 5 elements: after the last */
-        ck_assert_int_eq(both(ctx, exe, 5, 5, &sp), WEFT_OK);
+        ck_assert_int_eq(both(ctx, exe, 5, 5, false, &sp), WEFT_OK);
         ck_assert_int_eq(sp.keeps, 5);
         ck_assert_int_eq(sp.drops, 1);
-        /* ... and in a real iteration: reported, nothing dropped */
-        ck_assert_int_eq(both(ctx, exe, 5, 6, &sp), WEFT_ERR_OUT_OF_BOUNDS);
-        ck_assert_int_eq(sp.keeps, 6);
-        ck_assert_int_eq(sp.drops, 0);
+        /* ... and in a real iteration: reported, nothing dropped, also
+         * when that body was spoiled and runs again (the sixth) */
+        for (int spoil = 0; spoil < 2; spoil++) {
+            ck_assert_int_eq(both(ctx, exe, 5, 6, spoil, &sp),
+                             WEFT_ERR_OUT_OF_BOUNDS);
+            ck_assert_int_eq(sp.keeps, 6);
+            ck_assert_int_eq(sp.drops, 0);
+        }
         weft_executable_free(exe);
     }
     weft_context_free(ctx);
