@@ -73,6 +73,12 @@ static void probe(weft_context *ctx, const char *name, weft_executable *exe,
         if (r >= 0) {
             ms[r] = now_ms() - t0;
         }
+        if (r == runs - 1 && nout == 3) {
+            /* k-means: the iterations it ran */
+            int32_t it = -1;
+            weft_array_read(out[2], 0, &it, sizeof it);
+            printf("%s: %d iterations\n", name, it);
+        }
         for (int o = 0; o < nout; o++) {
             weft_array_release(out[o]);
         }
@@ -91,7 +97,8 @@ int main(int argc, char **argv)
     int runs = argc > 1 ? atoi(argv[1]) : 7;
     runs = runs > 0 ? runs : 7;
     weft_config cfg = weft_config_default();
-    cfg.backend = WEFT_BACKEND_PTX;
+    cfg.backend = argc > 2 && strcmp(argv[2], "cpu") == 0 ? WEFT_BACKEND_CPU
+                                                         : WEFT_BACKEND_PTX;
     weft_context *ctx = NULL;
     if (weft_context_create(&cfg, &ctx)) {
         die("weft_context_create");
@@ -130,10 +137,11 @@ int main(int argc, char **argv)
         if (weft_program_create(ctx, &p)) {
             die("weft_program_create");
         }
-        weft_acc *km = bp_kmeans(ctx, p, weft_param(p, WEFT_F32, 1),
-                                 weft_param(p, WEFT_F32, 1),
-                                 weft_param(p, WEFT_F32, 1),
-                                 weft_param(p, WEFT_F32, 1), 50, w);
+        weft_acc *x[4]; /* in order: parameters are numbered as made */
+        for (int i = 0; i < 4; i++) {
+            x[i] = weft_param(p, WEFT_F32, 1);
+        }
+        weft_acc *km = bp_kmeans(ctx, p, x[0], x[1], x[2], x[3], 50, w);
         weft_acc *res[3] = {weft_aget(km, 0), weft_aget(km, 1),
                             weft_aget(km, 2)};
         if (weft_compile(p, res, 3, &exe)) {
