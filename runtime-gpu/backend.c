@@ -1071,7 +1071,12 @@ static weft_status hook(void *user, fe_ix *ix, const fe_term *t,
     ptx_run_state *run = user;
     weft_executable *exe = run->exe;
     sk_kernel *k = rt_plan_kernel(exe->be_state, t);
-    if (!k) {
+    if (!k || t->kind == FE_UNIT) {
+        /* unit's value is computed on the host anyway: the walker makes
+         * it a host array, which a kernel gets by a small upload without
+         * a wait (mem.c, upload_leaves) and the host reads at no cost
+         * (an awhile's counter: no kernel and no download per
+         * iteration) */
         return WEFT_OK;
     }
     *handled = true;

@@ -531,6 +531,10 @@ void gpu_dev_close(gpu_dev *d)
         gpu_call(d)->cuMemFreeHost(d->stage);
         d->stage = NULL;
     }
+    if (live && d->up) {
+        gpu_call(d)->cuMemFreeHost(d->up);
+        d->up = NULL;
+    }
     if (live && d->stage_event) {
         gpu_call(d)->cuEventDestroy(d->stage_event);
         d->stage_event = NULL;
@@ -1013,6 +1017,9 @@ weft_status gpu_stream_wait(gpu_dev *d, const char *who)
         }
     }
     d->pending[0] = '\0';
+    if (st == WEFT_OK || st == WEFT_ERR_CANCELLED) {
+        d->up_used = 0; /* every upload out of d->up is done (mem.c) */
+    }
     timed_flush(d, st == WEFT_OK || st == WEFT_ERR_CANCELLED);
     return st;
 }

@@ -234,6 +234,11 @@ struct gpu_dev {
      * after the latest of them; nstaged mirrors wait to be taken */
     void *stage;
     size_t stage_used;
+    /* small uploads (mem.c, upload_leaves) go through pinned memory, up,
+     * GPU_UP bytes made on first use, handed out from up_used on until
+     * the stream is next waited for (then every copy out of it is done) */
+    void *up;
+    size_t up_used;
     int nstaged;
     CUevent stage_event;
     /* records of the pool and of mirrors kept for reuse (mem.c) */
@@ -245,6 +250,7 @@ struct gpu_dev {
 #define GPU_BOUNCE 65536 /* bytes of d->bounce */
 #define GPU_SPEC_FLAGS 4 /* flags of speculative bodies, used in turn */
 #define GPU_STAGE 4096   /* bytes of d->stage */
+#define GPU_UP 65536     /* bytes of d->up */
 
 /* The driver table, counting one call made for d (NULL: a call for no
  * device, not counted): every call to the driver is written

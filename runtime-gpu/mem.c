@@ -346,20 +346,49 @@ cleanup:
     return st;
 }
 
-/* Upload every leaf of m from the host (d entered); device_valid after. */
+/* d's pinned upload area, made on first use (d entered), or NULL. */
+static void *up_area(gpu_dev *d)
+{
+    if (!d->up) {
+        void *p = NULL;
+        if (gpu_call(d)->cuMemHostAlloc(&p, GPU_UP, 0) == CUDA_SUCCESS) {
+            d->up = p;
+        }
+    }
+    return d->up;
+}
+
+/* Upload every leaf of m from the host (d entered); device_valid after.
+ * Small arrays (all leaves, each at a 16-byte offset, within what is
+ * left of d->up) are copied into d->up and from there on the stream,
+ * without a wait: the copies run in order before the kernels that read
+ * them, and d->up is reused only after the stream has been waited for
+ * (gpu_stream_wait).  Others wait for their copies: the driver reads
+ * pageable memory when the copy runs. */
 static weft_status upload_leaves(gpu_dev *d, gpu_mirror *m, const char *who)
 {
     uint64_t t0 = trace_begin(d);
     weft_status st = WEFT_OK;
     uint64_t n = 0;
+    size_t room = 0;
+    for (int l = 0; l < m->nleaf; l++) {
+        room += (m->bytes[l] + 15) & ~(size_t)15;
+    }
+    char *up = room <= GPU_UP - d->up_used ? up_area(d) : NULL;
     for (int l = 0; l < m->nleaf; l++) {
         if (m->bytes[l] > 0) {
-            GPU_CU(d, who, cuMemcpyHtoDAsync, m->ptr[l], m->a->data[l],
-                   m->bytes[l], d->stream);
+            const void *src = m->a->data[l];
+            if (up) {
+                memcpy(up + d->up_used, src, m->bytes[l]);
+                src = up + d->up_used;
+                d->up_used += (m->bytes[l] + 15) & ~(size_t)15;
+            }
+            GPU_CU(d, who, cuMemcpyHtoDAsync, m->ptr[l], src, m->bytes[l],
+                   d->stream);
             n += m->bytes[l];
         }
     }
-    st = gpu_stream_wait(d, who);
+    st = up ? WEFT_OK : gpu_stream_wait(d, who);
     if (st == WEFT_OK) {
         d->uploaded += n;
         m->device_valid = true;
