@@ -20,11 +20,12 @@
  * compiled PTX makes that cheap for PTX it has seen).
  *
  * weft_run: the interpreter's walker evaluates the core (lets, acond,
- * awhile, tuples, host scalars) and hands each operation that has a
+ * awhile, tuples, host scalars, unit) and hands each operation that has a
  * kernel to the shared drivers (runtime/exec*.c) with this file's rt_ops:
  * outputs are device buffers (the host copy of an output is stale until
  * someone reads it, lib/fe.h fe_array_host), inputs are uploaded on first
- * use and stay on the device while they are not written on the host, the
+ * use (small ones without a wait, mem.c upload_leaves) and stay on the
+ * device while they are not written on the host, the
  * argument block travels as a kernel parameter, and phases are launches
  * on one stream, ordered without host waits.  The host waits once per
  * kernel that may fail, to read its error word (a gather out of bounds),
