@@ -629,9 +629,9 @@ static weft_status ptx_compile(weft_executable *exe)
  * not count are dropped (fe_walk_ops.settle): their words put back to
  * zero on the stream, unread.  A run that holds HELD_MAX words reads
  * them before it holds another: a report set there is returned at once
- * when it came before every speculative body still unsettled (it
- * counts), else kept, the earliest such, until the body is settled or
- * the run ends. */
+ * when no speculative body is unsettled, else kept, the earliest, until
+ * a later read or the end of the run, unless the body it came from is
+ * dropped. */
 
 /* What one run holds (the walker's hook user). */
 typedef struct ptx_run_state {
@@ -686,8 +686,11 @@ static uint64_t held_at(const ptx_state *st, int i)
 
 /* Read the run's held words (one copy and wait), put those set back to
  * zero and free them all.  The earliest report set, with the one kept
- * from before (run->late), is returned (rt_kernel_error) when it came
- * before run->spec, else kept in run->late; WEFT_OK when none is to be
+ * from before (run->late), is returned (rt_kernel_error) when no
+ * speculative body is unsettled (run->spec), else kept in run->late:
+ * returned inside a speculative body, it would be taken for that body's
+ * failure, and dropped with it should the body not count, although it
+ * may come from an iteration that did.  WEFT_OK when none is to be
  * returned. */
 static weft_status held_read(ptx_state *st, ptx_run_state *run)
 {
@@ -718,7 +721,7 @@ static weft_status held_read(ptx_state *st, ptx_run_state *run)
     }
     run->base += n;
     run->nheld = 0;
-    if (run->late < run->spec) {
+    if (run->late != INT_MAX && run->spec == INT_MAX) {
         run->late = INT_MAX;
         return rt_kernel_error(run->late_k, (uint64_t)run->late_w);
     }
