@@ -519,22 +519,16 @@ void gpu_dev_close(gpu_dev *d)
     pthread_mutex_lock(&d->lock);
     bool live = gpu_call(d)->cuCtxPushCurrent(d->cu) == CUDA_SUCCESS;
     gpu_mem_release_all(d, live);
-    if (live && d->cancel_host) {
-        gpu_call(d)->cuMemFreeHost((void *)d->cancel_host);
-        d->cancel_host = NULL;
+    /* pinned host memory: the cancel flags, the bounce buffer, the
+     * prefetch stage, the upload area */
+    void *pinned[4] = {(void *)d->cancel_host, d->bounce, d->stage, d->up};
+    for (int i = 0; live && i < 4; i++) {
+        if (pinned[i]) {
+            gpu_call(d)->cuMemFreeHost(pinned[i]);
+        }
     }
-    if (live && d->bounce) {
-        gpu_call(d)->cuMemFreeHost(d->bounce);
-        d->bounce = NULL;
-    }
-    if (live && d->stage) {
-        gpu_call(d)->cuMemFreeHost(d->stage);
-        d->stage = NULL;
-    }
-    if (live && d->up) {
-        gpu_call(d)->cuMemFreeHost(d->up);
-        d->up = NULL;
-    }
+    d->cancel_host = NULL;
+    d->bounce = d->stage = d->up = NULL;
     if (live && d->stage_event) {
         gpu_call(d)->cuEventDestroy(d->stage_event);
         d->stage_event = NULL;
