@@ -936,10 +936,13 @@ WEFT_API weft_status weft_run1(weft_program *p, weft_acc *const *results,
  * output is computed.  On ptx it queues the kernels of the run on the
  * context's one CUDA stream and returns without waiting for the last of
  * them: its outputs may still be being computed on the device.  It waits
- * only where the host needs a value: an awhile's or acond's condition, a
- * scalar read from an array, the error word of a kernel that can report
- * one (gathers, checked mode), a kernel with a scalar while loop (for
- * cancellation), an upload of host data.  Every error of the language
+ * only where the host needs a value: an awhile's or acond's condition (an
+ * awhile queues its next body before it waits for the condition, and
+ * drops that body's work and errors when the loop ends there), a scalar
+ * read from an array, the error word of a kernel that can report one
+ * (gathers, checked mode; permutes' words are read once, at the end of
+ * the run), at its end when it queued a kernel with a scalar while loop
+ * (for cancellation), an upload of host data.  Every error of the language
  * (out of bounds, division by zero, ...) is still returned by weft_run
  * itself; what can arise after it returned is only a fault of the device
  * (an illegal address, e.g. from a device buffer the caller freed, a

@@ -360,6 +360,13 @@ typedef struct fe_mirror_ops {
     /* Whether the device copy is newer than the host's (or the host has
      * none). */
     bool (*device_newer)(weft_array *a);
+    /* Optional: start bringing a small array's newer device copy to the
+     * host without waiting, so that a later to_host waits only for that
+     * copy, not for the work queued after it (awhile's speculation,
+     * lib/interp.c).  Best effort: nothing happens when the copy is not
+     * newer, too large, or cannot be started (to_host then downloads as
+     * usual and reports any failure). */
+    void (*prefetch)(weft_array *a);
 } fe_mirror_ops;
 
 struct weft_array {
@@ -389,6 +396,15 @@ struct weft_array {
 static inline weft_status fe_array_host(weft_array *a)
 {
     return a && a->mirror ? a->mirror->to_host(a) : WEFT_OK;
+}
+
+/* Start making a's host buffers current without waiting
+ * (fe_mirror_ops.prefetch; a no-op where there is none). */
+static inline void fe_array_prefetch(weft_array *a)
+{
+    if (a && a->mirror && a->mirror->prefetch) {
+        a->mirror->prefetch(a);
+    }
 }
 
 /* fe_array_host, then forget the device copy: the caller will write the
@@ -744,6 +760,30 @@ weft_status fe_interp_hooked(weft_context *ctx, const fe_core *core,
                              weft_array *const *in, weft_array **out,
                              fe_cancel *cancel, weft_array *const *into,
                              fe_interp_hook hook, void *user);
+/* A backend whose arrays live on a device walks the core with
+ * fe_interp_device instead: the walker then speculates in awhile (each
+ * body is queued before its condition is known: lib/interp.c,
+ * "Speculation"), and ops->held and ops->settle (both required) let it
+ * drop what a speculative body that does not count left behind: the
+ * reports of kernels that the backend holds back to read later than the
+ * kernel's own run (permute's error word, runtime-gpu/backend.c, "Held
+ * reports").  held, called before each speculative body, gives the
+ * number the body's first report will get (reports are numbered from 0
+ * in the order their kernels are queued); settle(user, n, keep), once the
+ * body's flag is known, says whether the reports from number n on count
+ * (keep) or are to be forgotten unread, and returns whether a body that
+ * counts must run again: the backend had to stop its work early
+ * (runtime-gpu/cuda.c, "Speculation": a wait for one of its kernels with
+ * a while loop before the flag was known). */
+typedef struct fe_walk_ops {
+    fe_interp_hook hook;
+    int (*held)(void *user);
+    bool (*settle)(void *user, int n, bool keep);
+} fe_walk_ops;
+weft_status fe_interp_device(weft_context *ctx, const fe_core *core,
+                             weft_array *const *in, weft_array **out,
+                             fe_cancel *cancel, weft_array *const *into,
+                             const fe_walk_ops *ops, void *user);
 /* Outputs into the caller's arrays (weft_run_into; fe_interp's `into`).
  * Output o of operation t, of this type and shape, is to be a new array:
  * when t computes one of the run's outputs and the caller gave an array

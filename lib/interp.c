@@ -29,6 +29,13 @@
  * where an index has no components, evaluating the marker (or reading a
  * let-bound variable that holds it) sets a flag that permute reads instead.
  *
+ * A compiled backend runs the same walker (fe_interp_hooked) and takes
+ * over the collective operations through its hook.  A backend whose
+ * arrays live on a device (fe_interp_device, the GPU) also makes awhile
+ * speculate: each body is queued before the host waits for its
+ * condition, so that the device does not drain at every iteration
+ * ("Speculation", at acc_awhile).
+ *
  * Semantics are those of DESIGN.md, "The language"; the scalar primitives
  * are in interp_scalar.c.
  */
@@ -79,6 +86,8 @@ typedef struct fe_ix {
     } leaf_cache[LEAF_CACHE];
     fe_interp_hook hook;   /* a compiled backend's operations, or NULL */
     void *hook_user;
+    const fe_walk_ops *walk; /* a device backend's (fe_interp_device):
+                                awhile speculates; else NULL */
     weft_status sync;      /* the first failure to bring an array's device
                               copy to the host (view_init), reported by
                               the operation that read it */
@@ -1886,9 +1895,113 @@ static void release_all(weft_array **a, int n)
     }
 }
 
+/* Speculation.  On a backend whose arrays live on a device
+ * (fe_interp_device) an awhile does not let the device run dry at every
+ * iteration while the host learns the condition: the body of iteration i
+ * is queued before the host waits for the condition of iteration i, so
+ * that the device computes the body while the flag travels.  Two orders:
+ *   - a condition that only reads the state (host_term: variables,
+ *     projections, unit and scalar terms, as `unit (the n < 100)`) is
+ *     computed by the walker itself, without the backend's kernels: the
+ *     state's small arrays are prefetched (fe_array_prefetch: an
+ *     asynchronous copy after the previous body; so they are in every
+ *     iteration on a device, which reads them all in one wait), the body
+ *     queued, then the condition computed on the host, its reads waiting
+ *     for the prefetch only;
+ *   - any other condition runs first as usual (its kernels queued), its
+ *     flag is prefetched, the body queued, then the flag read.
+ * When the flag says stop, the speculative body does not count: its
+ * arrays are released, and what it reported is dropped: a failure, a
+ * cancellation, the reports the backend held back (fe_walk_ops.settle:
+ * permute's error words).  The awhile's result is the state the flag was
+ * computed from, as without speculation.  When the flag says go, the
+ * body's own status is reported as it would have been.  A condition that
+ * fails wins over its body, which runs after it in the interpreter.  At
+ * most one state besides the current one is alive (the body's result),
+ * as without speculation.  The price: one body's work, discarded, per
+ * awhile.  A body that would never end on the final state (a scalar
+ * while loop that only the condition kept from running) must not be
+ * waited for before its flag is known: the backend stops the loops of a
+ * speculative body that something waits for, and settle then says that
+ * the body, should it count, was spoiled and must run again
+ * (runtime-gpu/cuda.c, "Speculation").  The CPU and the interpreter hold
+ * their arrays on the host, where the flag costs nothing to read: they
+ * take no part. */
+
+/* Whether term t (array or scalar) needs no kernel: only variables,
+ * projections, tuples, lets, use, param, unit and scalar terms over them
+ * (depth bounds deep terms: then false). */
+static bool host_term(const fe_term *t, int depth)
+{
+    if (!t) {
+        return true;
+    }
+    if (depth > 64) {
+        return false;
+    }
+    if (t->acc) {
+        switch ((fe_kind)t->kind) {
+        case FE_VAR:
+        case FE_AGET:
+        case FE_ATUPLE:
+        case FE_LET:
+        case FE_USE:
+        case FE_PARAM:
+        case FE_UNIT:
+            break;
+        default:
+            return false;
+        }
+    }
+    for (int i = 0; i < t->nkid; i++) {
+        if (!host_term(t->kid[i], depth + 1)) {
+            return false;
+        }
+    }
+    for (int i = 0; i < t->nfun; i++) {
+        if (!host_term(t->fun[i]->body, depth + 1)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The condition of awhile t on state x into *c (a new reference); on the
+ * host alone (without the backend's hook) when `host`. */
+static weft_status awhile_cond(interp *st, const fe_term *t,
+                               weft_array *const *x, bool host,
+                               weft_array **c)
+{
+    const fe_fun *cond = t->fun[0];
+    fe_interp_hook hook = st->hook;
+    if (host) {
+        st->hook = NULL;
+    }
+    weft_status s = bind_arrays(st, cond->param[0], x);
+    if (!s) {
+        s = eval_one(st, cond->body, c);
+    }
+    unbind_arrays(st, cond->param[0]);
+    st->hook = hook;
+    return s;
+}
+
+/* The body of awhile t on state x into y (new references; nothing on
+ * failure). */
+static weft_status awhile_body(interp *st, const fe_term *t,
+                               weft_array *const *x, weft_array **y)
+{
+    const fe_fun *body = t->fun[1];
+    weft_status s = bind_arrays(st, body->param[0], x);
+    if (!s) {
+        s = eval_acc(st, body->body, y);
+    }
+    unbind_arrays(st, body->param[0]);
+    return s;
+}
+
 static weft_status acc_awhile(interp *st, const fe_term *t, weft_array **out)
 {
-    const fe_fun *cond = t->fun[0], *body = t->fun[1];
     int n = t->atype->narrays;
     weft_array **x = fe_calloc(st->ctx, sizeof *x * (size_t)(n > 0 ? n : 1));
     weft_array **y = fe_calloc(st->ctx, sizeof *y * (size_t)(n > 0 ? n : 1));
@@ -1896,35 +2009,56 @@ static weft_status acc_awhile(interp *st, const fe_term *t, weft_array **out)
     if (!s) {
         s = eval_acc(st, t->kid[0], x);
     }
+    /* "Speculation" above */
+    bool spec = st->walk != NULL;
+    bool host_cond = spec && host_term(t->fun[0]->body, 0);
     for (int64_t iter = 0; !s; iter++) {
         weft_array *c = NULL;
         uint64_t t0 = fe_trace_begin(st->ctx);
         if ((s = fe_cancel_check(st->cancel)) != WEFT_OK) {
             break;
         }
-        s = bind_arrays(st, cond->param[0], x);
-        if (!s) {
-            s = eval_one(st, cond->body, &c);
+        bool ran = false;       /* the body was queued before the flag */
+        weft_status sb = WEFT_OK; /* ... and its status */
+        int held = 0;           /* reports held back before it */
+        for (int i = 0; st->walk && i < n; i++) {
+            fe_array_prefetch(x[i]); /* all in one wait, where read */
         }
-        unbind_arrays(st, cond->param[0]);
+        if (host_cond) {
+            held = st->walk->held(st->hook_user);
+            sb = awhile_body(st, t, x, y);
+            ran = true;
+            s = awhile_cond(st, t, x, true, &c);
+        } else {
+            s = awhile_cond(st, t, x, false, &c);
+            if (!s && spec) {
+                fe_array_prefetch(c);
+                held = st->walk->held(st->hook_user);
+                sb = awhile_body(st, t, x, y);
+                ran = true;
+            }
+        }
         if (!s) {
             s = fe_array_host(c);
         }
-        if (s) {
-            weft_array_release(c);
-            break;
-        }
-        bool go = c->size > 0 && fe_load(WEFT_BOOL, c->data[0], 0).u != 0;
+        bool go = !s && c->size > 0 && fe_load(WEFT_BOOL, c->data[0], 0).u != 0;
         weft_array_release(c);
-        if (!go) {
+        if (s || !go) {
+            if (ran) { /* a body that does not count */
+                release_all(y, n);
+                st->walk->settle(st->hook_user, held, false);
+            }
             break;
         }
-        s = bind_arrays(st, body->param[0], x);
-        if (!s) {
-            s = eval_acc(st, body->body, y);
+        if (ran && st->walk->settle(st->hook_user, held, true)) {
+            release_all(y, n); /* spoiled: run again, for real */
+            ran = false;
         }
-        unbind_arrays(st, body->param[0]);
-        if (s) {
+        if (!ran) {
+            sb = awhile_body(st, t, x, y);
+        }
+        if (sb) {
+            s = sb;
             break;
         }
         release_all(x, n);
@@ -1932,7 +2066,8 @@ static weft_status acc_awhile(interp *st, const fe_term *t, weft_array **out)
         memset(y, 0, sizeof *y * (size_t)n);
         if (FE_TRACING(st->ctx)) {
             fe_trace_span(st->ctx, t0, "run", "awhile.iter",
-                          "\"iteration\":%lld", (long long)iter);
+                          "\"iteration\":%lld,\"speculative\":%s",
+                          (long long)iter, ran ? "true" : "false");
         }
     }
     if (x) {
@@ -2252,10 +2387,12 @@ weft_array *fe_ix_param(fe_ix *ix, int i)
     return i >= 0 && i < ix->core->nparam ? ix->in[i] : NULL;
 }
 
-weft_status fe_interp_hooked(weft_context *ctx, const fe_core *core,
+/* fe_interp_hooked and fe_interp_device (walk: NULL for the former). */
+static weft_status walk_core(weft_context *ctx, const fe_core *core,
                              weft_array *const *in, weft_array **out,
                              fe_cancel *cancel, weft_array *const *into,
-                             fe_interp_hook hook, void *user)
+                             fe_interp_hook hook, const fe_walk_ops *walk,
+                             void *user)
 {
     if (!ctx || !core || !core->root || !out) {
         return fe_error(WEFT_ERR_NULL_ARGUMENT, WHO ": no program to run");
@@ -2274,6 +2411,7 @@ weft_status fe_interp_hooked(weft_context *ctx, const fe_core *core,
     st.in = in;
     st.hook = hook;
     st.hook_user = user;
+    st.walk = walk;
     st.cancel = cancel;
     size_t nvar = core->nvar > 0 ? core->nvar : 1;
     st.env = fe_calloc(ctx, sizeof *st.env * nvar);
@@ -2327,6 +2465,25 @@ weft_status fe_interp_hooked(weft_context *ctx, const fe_core *core,
         }
     }
     return s;
+}
+
+weft_status fe_interp_hooked(weft_context *ctx, const fe_core *core,
+                             weft_array *const *in, weft_array **out,
+                             fe_cancel *cancel, weft_array *const *into,
+                             fe_interp_hook hook, void *user)
+{
+    return walk_core(ctx, core, in, out, cancel, into, hook, NULL, user);
+}
+
+weft_status fe_interp_device(weft_context *ctx, const fe_core *core,
+                             weft_array *const *in, weft_array **out,
+                             fe_cancel *cancel, weft_array *const *into,
+                             const fe_walk_ops *ops, void *user)
+{
+    if (!ops || !ops->held || !ops->settle) {
+        return internal("a device walk without its operations");
+    }
+    return walk_core(ctx, core, in, out, cancel, into, ops->hook, ops, user);
 }
 
 static weft_status interp_compile(weft_executable *exe)

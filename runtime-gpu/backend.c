@@ -20,19 +20,25 @@
  * compiled PTX makes that cheap for PTX it has seen).
  *
  * weft_run: the interpreter's walker evaluates the core (lets, acond,
- * awhile, tuples, host scalars) and hands each operation that has a
+ * awhile, tuples, host scalars, unit) and hands each operation that has a
  * kernel to the shared drivers (runtime/exec*.c) with this file's rt_ops:
  * outputs are device buffers (the host copy of an output is stale until
  * someone reads it, lib/fe.h fe_array_host), inputs are uploaded on first
- * use and stay on the device while they are not written on the host, the
+ * use (small ones without a wait, mem.c upload_leaves) and stay on the
+ * device while they are not written on the host, the
  * argument block travels as a kernel parameter, and phases are launches
  * on one stream, ordered without host waits.  The host waits once per
  * kernel that may fail, to read its error word (a gather out of bounds),
- * and takes small outputs along in that wait.  A run
- * holds the device's lock, so runs on one context are serialised.
+ * and takes small outputs along in that wait, but for permute's, which
+ * it holds back to read once at the end of the run ("Held reports").
+ * The walker speculates in awhile (fe_interp_device, lib/interp.c
+ * "Speculation"), so that a loop does not wait for the device at every
+ * iteration.  A run holds the device's lock, so runs on one context are
+ * serialised.
  */
 #ifdef WEFT_HAVE_LLVM
 #include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -58,6 +64,9 @@ typedef struct ptx_kernel {
 } ptx_kernel;
 
 #define CLEAN_BYTES 256 /* of the clean area per aux index ("Clean words") */
+#define HELD_MAX 512    /* error words a run holds back ("Held reports") */
+/* The clean area: 8 aux indices, then the held words. */
+#define CLEAN_AREA (CLEAN_BYTES * 8 + HELD_MAX * 8)
 
 typedef struct ptx_state {
     gpu_dev *dev;
@@ -75,7 +84,7 @@ typedef struct ptx_state {
     int opt_level;               /* the driver's optimisation level of
                                     PTX ($WEFT_PTX_JIT_OPT, a tuning knob,
                                     0 to 4; -1: the driver's default) */
-    uint64_t clean;              /* 8 x CLEAN_BYTES kept zero between
+    uint64_t clean;              /* CLEAN_AREA bytes kept zero between
                                     runs ("Clean words"; 0: not yet) */
     bool clean_ok;               /* clean is known to be all zero */
 } ptx_state;
@@ -114,7 +123,7 @@ static void ptx_context_fini(weft_context *ctx)
     }
     free_kernels(st);
     if (st->clean) {
-        gpu_mem_free(st->dev, st->clean, CLEAN_BYTES * 8);
+        gpu_mem_free(st->dev, st->clean, CLEAN_AREA);
     }
     rt_disk_close(&st->disk);
     if (st->tm) {
@@ -600,6 +609,46 @@ static weft_status ptx_compile(weft_executable *exe)
  * by one memset unless nothing in it needs zeroing (RT_AUX_ANY, or only
  * an error word no kernel writes). */
 
+/* Held reports.  A permute's error word (a target outside the result)
+ * is not read when its kernel has run, which would cost a wait for the
+ * device per permute (three per k-means iteration), but held back: the
+ * kernel gets the next of the run's HELD_MAX words after the clean area
+ * (zeroed with it, kept zero between runs), and the run remembers the
+ * kernel (ptx_run_state).  At the end of the run the held words come to
+ * the host in one copy, and the first one set, in the order the kernels
+ * were queued, is reported as rt_exec would have reported it when its
+ * kernel ran (rt_kernel_error: the same status and message), in place of
+ * whatever the run reported after it; the words set are put back to
+ * zero.  Until then the run goes on from a permute that failed: its
+ * result is the default with every source inside it combined, as
+ * defined as any, and whatever the walker does with it is replaced by
+ * the permute's report.
+ *
+ * Reports are numbered in queue order for the whole run (the walker's
+ * marks, fe_walk_ops.held).  Those of a speculative awhile body that does
+ * not count are dropped (fe_walk_ops.settle): their words put back to
+ * zero on the stream, unread.  A run that holds HELD_MAX words reads
+ * them before it holds another: a report set there is returned at once
+ * when no speculative body is unsettled, else kept, the earliest, until
+ * a later read or the end of the run, unless the body it came from is
+ * dropped. */
+
+/* What one run holds (the walker's hook user). */
+typedef struct ptx_run_state {
+    weft_executable *exe;
+    int base;                          /* the number of held[0] */
+    int nheld;                         /* held words in use */
+    const sk_kernel *held[HELD_MAX];   /* the kernel of each */
+    int spec;                          /* the first report of the outermost
+                                          unsettled speculative body
+                                          (INT_MAX: none) */
+    int late;                          /* the earliest report read set that
+                                          may not count yet (INT_MAX:
+                                          none), its kernel and word */
+    const sk_kernel *late_k;
+    int64_t late_w;
+} ptx_run_state;
+
 /* The arrays a job pinned on the device (unpinned when it is done), and
  * its zeroed auxiliary arrays: those live in the clean area (above) or in
  * one device block of the pool, zeroed by one memset when the first of
@@ -618,7 +667,117 @@ typedef struct ptx_job {
     uint64_t err_at;             /* the error word, when a kernel that may
                                     fail may have written it since it was
                                     last seen zero (else 0) */
+    ptx_run_state *run;
+    int held;                    /* the held word the job's kernel got,
+                                    until read_error keeps it (else -1) */
 } ptx_job;
+
+/* Whether kernel k's error word is held back ("Held reports"). */
+static bool holds_report(const sk_kernel *k)
+{
+    return k->may_fail && k->skel->family == SK_PERMUTE;
+}
+
+/* The device address of held word i of the run. */
+static uint64_t held_at(const ptx_state *st, int i)
+{
+    return st->clean + (uint64_t)CLEAN_BYTES * 8 + (uint64_t)i * 8;
+}
+
+/* Read the run's held words (one copy and wait), put those set back to
+ * zero and free them all.  The earliest report set, with the one kept
+ * from before (run->late), is returned (rt_kernel_error) when no
+ * speculative body is unsettled (run->spec), else kept in run->late:
+ * returned inside a speculative body, it would be taken for that body's
+ * failure, and dropped with it should the body not count, although it
+ * may come from an iteration that did.  WEFT_OK when none is to be
+ * returned. */
+static weft_status held_read(ptx_state *st, ptx_run_state *run)
+{
+    int n = run->nheld;
+    int64_t words[HELD_MAX];
+    weft_status s = n > 0 ? gpu_download(st->dev, words, held_at(st, 0),
+                                         sizeof *words * (size_t)n, WHO)
+                          : WEFT_OK;
+    if (s) {
+        st->clean_ok = false; /* zeroed again by the next run */
+        run->nheld = 0;
+        return s;
+    }
+    int first = 0;
+    while (first < n && words[first] == 0) {
+        first++;
+    }
+    if (first < n) {
+        if (run->base + first < run->late) {
+            run->late = run->base + first;
+            run->late_k = run->held[first];
+            run->late_w = words[first];
+        }
+        if (gpu_memset32(st->dev, held_at(st, 0), 0, (size_t)n * 2, WHO) !=
+            WEFT_OK) {
+            st->clean_ok = false;
+        }
+    }
+    run->base += n;
+    run->nheld = 0;
+    if (run->late != INT_MAX && run->spec == INT_MAX) {
+        run->late = INT_MAX;
+        return rt_kernel_error(run->late_k, (uint64_t)run->late_w);
+    }
+    return WEFT_OK;
+}
+
+/* Forget the run's reports from number n on, unread (their words put
+ * back to zero on the stream). */
+static void held_forget(ptx_run_state *run, int n)
+{
+    int from = n > run->base ? n - run->base : 0;
+    if (from < run->nheld) {
+        ptx_state *st = state_of(run->exe->ctx);
+        if (gpu_memset32(st->dev, held_at(st, from), 0,
+                         (size_t)(run->nheld - from) * 2, WHO) != WEFT_OK) {
+            st->clean_ok = false;
+        }
+        run->nheld = from;
+    }
+    if (run->late >= n) {
+        run->late = INT_MAX;
+    }
+}
+
+/* fe_walk_ops.held and .settle ("Held reports"). */
+static int run_held(void *user)
+{
+    ptx_run_state *run = user;
+    int n = run->base + run->nheld;
+    if (run->spec == INT_MAX) {
+        /* the outermost speculative body: its loop kernels get a flag of
+         * their own (cuda.c, "Speculation"); should this fail, the next
+         * driver call fails too */
+        gpu_spec_begin(state_of(run->exe->ctx)->dev, WHO);
+        run->spec = n;
+    }
+    return n;
+}
+
+static bool run_settle(void *user, int n, bool keep)
+{
+    ptx_run_state *run = user;
+    if (n > run->spec) {
+        /* an awhile inside a speculative body: the outer one decides */
+        if (!keep) {
+            held_forget(run, n);
+        }
+        return false;
+    }
+    run->spec = INT_MAX; /* the outermost speculation is settled */
+    bool spoiled = gpu_spec_end(state_of(run->exe->ctx)->dev, !keep);
+    if (!keep || spoiled) {
+        held_forget(run, n);
+    }
+    return keep && spoiled;
+}
 
 static gpu_dev *dev_of(rt_job *j)
 {
@@ -743,6 +902,20 @@ static weft_status rt_addr(rt_job *j, weft_array *a, bool written,
         return fe_error(WEFT_ERR_INTERNAL, WHO ": a kernel with too many arrays");
     }
     int z = is_out(j, a) ? -1 : zero_index(j, a);
+    if (z == SK_ERR_AUX && in_clean(j, z) && pj->run && holds_report(j->k)) {
+        ptx_run_state *run = pj->run;
+        if (pj->held < 0) {
+            weft_status s = run->nheld < HELD_MAX ? WEFT_OK
+                                                  : held_read(pj->st, run);
+            if (s) {
+                return s;
+            }
+            pj->held = run->nheld;
+            run->held[run->nheld++] = j->k;
+        }
+        ptrs[0] = held_at(pj->st, pj->held);
+        return WEFT_OK;
+    }
     if (z >= 0 && in_clean(j, z)) {
         ptrs[0] = pj->st->clean + (uint64_t)z * CLEAN_BYTES;
         if (z == SK_ERR_AUX && j->k->may_fail) {
@@ -802,10 +975,11 @@ static weft_status rt_run(rt_job *j, int n, const rt_phase *ph)
             return s;
         }
     }
-    /* A kernel with a scalar while loop may run for ever: wait for it
-     * here, raising its cancel flag if the run is cancelled meanwhile. */
+    /* A kernel with a scalar while loop may run for ever: the waits
+     * until the next one of the stream watch the run's cancellation, to
+     * raise its cancel flag (cuda.c, "Loops"). */
     if (j->k->aux_item[SK_CANCEL_AUX] >= 0 && j->cancel) {
-        return gpu_wait_cancel(d, j->cancel, WHO);
+        gpu_loop_queued(d, j->cancel);
     }
     return WEFT_OK;
 }
@@ -835,6 +1009,11 @@ static weft_status rt_read_error(rt_job *j, int64_t *word)
 {
     ptx_job *pj = j->be_job;
     const sk_kernel *k = j->k;
+    if (pj->held >= 0) {
+        pj->held = -1; /* kept: read at the end of the run */
+        *word = 0;
+        return WEFT_OK;
+    }
     uint64_t p = j->w[k->item[k->err_item].word];
     /* small outputs come along: a result read right after the run needs
      * no second wait */
@@ -863,6 +1042,12 @@ static void rt_done(rt_job *j)
         fe_error_copy(WEFT_ERR_DEVICE, msg);
         pj->err_at = 0;
     }
+    if (pj->held >= 0) {
+        /* the job failed after its kernel got a held word: the job's own
+         * failure is reported, the word (the run's last) put back */
+        held_forget(pj->run, pj->run->base + pj->held);
+        pj->held = -1;
+    }
     for (int i = 0; i < pj->n; i++) {
         gpu_array_unpin(dev_of(j), pj->pinned[i]);
     }
@@ -887,9 +1072,15 @@ static const rt_ops ptx_rt_ops = {
 static weft_status hook(void *user, fe_ix *ix, const fe_term *t,
                         weft_array **out, bool *handled)
 {
-    weft_executable *exe = user;
+    ptx_run_state *run = user;
+    weft_executable *exe = run->exe;
     sk_kernel *k = rt_plan_kernel(exe->be_state, t);
-    if (!k) {
+    if (!k || t->kind == FE_UNIT) {
+        /* unit's value is computed on the host anyway: the walker makes
+         * it a host array, which a kernel gets by a small upload without
+         * a wait (mem.c, upload_leaves) and the host reads at no cost
+         * (an awhile's counter: no kernel and no download per
+         * iteration) */
         return WEFT_OK;
     }
     *handled = true;
@@ -899,17 +1090,17 @@ static weft_status hook(void *user, fe_ix *ix, const fe_term *t,
         /* the clean area: made and zeroed on first use (the stream
          * orders the memset before every kernel) */
         weft_status s = st->clean ? WEFT_OK
-                                  : gpu_mem_alloc(d, CLEAN_BYTES * 8,
-                                                  &st->clean, WHO);
+                                  : gpu_mem_alloc(d, CLEAN_AREA, &st->clean,
+                                                  WHO);
         if (s == WEFT_OK) {
-            s = gpu_memset32(d, st->clean, 0, CLEAN_BYTES * 8 / 4, WHO);
+            s = gpu_memset32(d, st->clean, 0, CLEAN_AREA / 4, WHO);
         }
         if (s) {
             return s;
         }
         st->clean_ok = true;
     }
-    ptx_job pj = {.st = st, .n = 0};
+    ptx_job pj = {.st = st, .n = 0, .run = run, .held = -1};
     /* Enough chunks of fold and scan rows that every SM has work, each of
      * at least 256 elements; light element-wise work st->grain (4)
      * elements per thread and chunk (sk_elements), any other one. */
@@ -945,8 +1136,37 @@ static weft_status ptx_run(weft_executable *exe, weft_array *const *in,
     if (s) {
         return s;
     }
-    s = fe_interp_hooked(exe->ctx, &exe->core, in, out, cancel, into, hook,
-                         exe);
+    static const fe_walk_ops walk = {
+        .hook = hook, .held = run_held, .settle = run_settle};
+    ptx_run_state run; /* run.held[] is written as it fills */
+    run.exe = exe;
+    run.base = 0;
+    run.nheld = 0;
+    run.spec = INT_MAX;
+    run.late = INT_MAX;
+    s = fe_interp_device(exe->ctx, &exe->core, in, out, cancel, into, &walk,
+                         &run);
+    /* kernels with while loops still queued: waited for, watching the
+     * cancellation (cuda.c, "Loops"); then a held report came first: it
+     * wins ("Held reports") */
+    weft_status w = gpu_loops_wait(d, WHO);
+    if (run.spec != INT_MAX) {
+        gpu_spec_end(d, true); /* unsettled (a walker bug): stopped */
+    }
+    run.spec = INT_MAX; /* every report counts now */
+    weft_status h = w == WEFT_OK || w == WEFT_ERR_CANCELLED
+                        ? held_read(state_of(exe->ctx), &run)
+                        : WEFT_OK;
+    if (h == WEFT_OK && s == WEFT_OK) {
+        h = w;
+    }
+    if (h != WEFT_OK) {
+        for (int i = 0; s == WEFT_OK && i < exe->core.noutput; i++) {
+            weft_array_release(out[i]);
+            out[i] = NULL;
+        }
+        s = h;
+    }
     gpu_leave(d);
     return s;
 }

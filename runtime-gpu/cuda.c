@@ -74,12 +74,38 @@
  * call, gpu_dev_open included, fails with WEFT_ERR_DEVICE, and the message
  * of those that did not wait for the faulting kernel says so.
  *
+ * Loops.  A kernel with a scalar while loop may run for ever; its loops
+ * read a flag in mapped host memory (gpu_cancel_flag) that the host
+ * raises when the run is cancelled while it waits.  The host does not
+ * wait for such a kernel when it is queued (that cost k-means a wait
+ * per iteration): gpu_loop_queued notes the run's cancellation in
+ * d->loops, and every wait until the stream is next waited for polls
+ * (cuStreamQuery, cuEventQuery) instead of blocking, raising the flag
+ * when the run is cancelled meanwhile (poll_wait); the run waits for
+ * what is still queued at its end (gpu_loops_wait).  A wait that raised
+ * the flag, or saw the run cancelled, reports WEFT_ERR_CANCELLED: what
+ * such a kernel left is not a result.
+ *
+ * Speculation.  An awhile body queued before its flag is known (lib/
+ * interp.c, "Speculation") may, on the state after the last iteration,
+ * contain a loop that never ends; nothing may wait for it before the flag
+ * is known.  Its kernels with while loops poll a flag of their own, one
+ * of GPU_SPEC_FLAGS after the cancel flag (taken in turn, lowered when
+ * taken: a body's kernels are done long before its flag is taken again,
+ * since every iteration waits for work queued after the previous body).
+ * A wait for the stream while such a kernel is queued raises that flag
+ * first (the body is spoiled: the walker runs it again if it counts);
+ * a wait for the stage's event does so only when the event was recorded
+ * after such a kernel, and then waits for the whole stream.  A body that
+ * does not count gets its flag raised, so that its loops leave at once.
+ * A cancel raises every flag.
+ *
  * Tracing (WEFT_TRACE, lib/trace.c).  Only when the context traces,
  * gpu_launch records an event on the stream before and after each launch
  * (events are made on first use, GPU_TIMED_MAX pairs per device, and
  * destroyed with it).  Nothing waits for them: their times are read
  * (cuEventElapsedTime) when the host waits for the stream anyway
- * (gpu_stream_wait, gpu_wait_cancel: every download, upload and error
+ * (gpu_stream_wait: every download, upload and error
  * word), and written as "kernel.device" spans on the device's own track.
  * Only when GPU_TIMED_MAX launches pile up with no wait in between does
  * gpu_launch wait first, to reuse the events.  A device span's duration
@@ -157,6 +183,8 @@ static const struct {
     SYM(cuEventRecord, "cuEventRecord", NULL),
     SYM(cuEventElapsedTime, "cuEventElapsedTime", NULL),
     SYM(cuEventDestroy, "cuEventDestroy_v2", "cuEventDestroy"),
+    SYM(cuEventSynchronize, "cuEventSynchronize", NULL),
+    SYM(cuEventQuery, "cuEventQuery", NULL),
 };
 
 /* The driver's name and description of r (into buf when it has none). */
@@ -491,13 +519,19 @@ void gpu_dev_close(gpu_dev *d)
     pthread_mutex_lock(&d->lock);
     bool live = gpu_call(d)->cuCtxPushCurrent(d->cu) == CUDA_SUCCESS;
     gpu_mem_release_all(d, live);
-    if (live && d->cancel_host) {
-        gpu_call(d)->cuMemFreeHost((void *)d->cancel_host);
-        d->cancel_host = NULL;
+    /* pinned host memory: the cancel flags, the bounce buffer, the
+     * prefetch stage, the upload area */
+    void *pinned[4] = {(void *)d->cancel_host, d->bounce, d->stage, d->up};
+    for (int i = 0; live && i < 4; i++) {
+        if (pinned[i]) {
+            gpu_call(d)->cuMemFreeHost(pinned[i]);
+        }
     }
-    if (live && d->bounce) {
-        gpu_call(d)->cuMemFreeHost(d->bounce);
-        d->bounce = NULL;
+    d->cancel_host = NULL;
+    d->bounce = d->stage = d->up = NULL;
+    if (live && d->stage_event) {
+        gpu_call(d)->cuEventDestroy(d->stage_event);
+        d->stage_event = NULL;
     }
     if (live) {
         timed_flush(d, d->ntimed > 0 && gpu_call(d)->cuStreamSynchronize(d->stream)
@@ -529,7 +563,12 @@ weft_status gpu_ctx_sync(gpu_dev *d, const char *who)
     if (st != WEFT_OK) {
         return st;
     }
-    CUresult r = gpu_call(d)->cuCtxSynchronize();
+    if (d->loops || d->spec_loops) {
+        /* weft's own stream first, watching loops ("Loops") */
+        st = gpu_stream_wait(d, who);
+    }
+    CUresult r = st == WEFT_OK ? gpu_call(d)->cuCtxSynchronize()
+                               : CUDA_SUCCESS;
     if (r != CUDA_SUCCESS) {
         st = gpu_cu_fail(d, who, "cuCtxSynchronize", r, __FILE__, __LINE__);
     }
@@ -835,6 +874,10 @@ static gpu_timed *timed_slot(gpu_dev *d, const gpu_fn *f, unsigned grid,
                              int block)
 {
     if (d->ntimed == GPU_TIMED_MAX) {
+        if (d->loops || d->spec_loops) {
+            return NULL; /* a loop kernel may never end: no wait here
+                            ("Loops"); this launch goes untimed */
+        }
         /* only while tracing: make the events reusable */
         timed_flush(d, gpu_call(d)->cuStreamSynchronize(d->stream)
                            == CUDA_SUCCESS);
@@ -938,17 +981,52 @@ unsigned gpu_grid_for(const gpu_dev *d, const gpu_fn *f, int block,
     return grid > 0 ? (unsigned)grid : 1;
 }
 
+static weft_status poll_wait(gpu_dev *d, CUevent e, fe_cancel *c,
+                             const char *who);
+
+/* Raise speculative flag f (1 .. GPU_SPEC_FLAGS) of d. */
+static void spec_raise(gpu_dev *d, int f)
+{
+    if (d->cancel_host && f > 0) {
+        d->cancel_host[f] = 1;
+    }
+}
+
 weft_status gpu_stream_wait(gpu_dev *d, const char *who)
 {
     weft_status st = WEFT_OK;
-    CUresult r = gpu_call(d)->cuStreamSynchronize(d->stream);
-    if (r != CUDA_SUCCESS) {
-        st = gpu_cu_fail(d, who, "cuStreamSynchronize", r, __FILE__,
-                         __LINE__);
+    if (d->spec_loops) {
+        spec_raise(d, d->spec); /* "Speculation" */
+        d->spoiled = true;
+        d->spec_loops = false;
+    }
+    if (d->loops) {
+        st = poll_wait(d, NULL, d->loops, who);
+        d->loops = NULL;
+    } else {
+        CUresult r = gpu_call(d)->cuStreamSynchronize(d->stream);
+        if (r != CUDA_SUCCESS) {
+            st = gpu_cu_fail(d, who, "cuStreamSynchronize", r, __FILE__,
+                             __LINE__);
+        }
     }
     d->pending[0] = '\0';
-    timed_flush(d, r == CUDA_SUCCESS);
+    if (st == WEFT_OK || st == WEFT_ERR_CANCELLED) {
+        d->up_used = 0; /* every upload out of d->up is done (mem.c) */
+    }
+    timed_flush(d, st == WEFT_OK || st == WEFT_ERR_CANCELLED);
     return st;
+}
+
+weft_status gpu_event_wait(gpu_dev *d, CUevent e, const char *who)
+{
+    if (d->loops) {
+        return poll_wait(d, e, d->loops, who);
+    }
+    CUresult r = gpu_call(d)->cuEventSynchronize(e);
+    return r == CUDA_SUCCESS ? WEFT_OK
+                             : gpu_cu_fail(d, who, "cuEventSynchronize", r,
+                                           __FILE__, __LINE__);
 }
 
 weft_status gpu_sync(gpu_dev *d, const char *who)
@@ -973,7 +1051,8 @@ weft_status gpu_cancel_flag(gpu_dev *d, uint64_t *dev_addr, const char *who)
     if (!d->cancel_host) {
         void *p = NULL;
         CUdeviceptr dp = 0;
-        GPU_CU(d, who, cuMemHostAlloc, &p, sizeof(int32_t),
+        GPU_CU(d, who, cuMemHostAlloc, &p,
+               sizeof(int32_t) * (1 + GPU_SPEC_FLAGS),
                CU_MEMHOSTALLOC_DEVICEMAP);
         CUresult r = gpu_call(d)->cuMemHostGetDevicePointer(&dp, p, 0);
         if (r != CUDA_SUCCESS) {
@@ -984,22 +1063,60 @@ weft_status gpu_cancel_flag(gpu_dev *d, uint64_t *dev_addr, const char *who)
         }
         d->cancel_host = p;
         d->cancel_dev = dp;
+        memset(p, 0, sizeof(int32_t) * (1 + GPU_SPEC_FLAGS));
     }
-    *d->cancel_host = 0;
-    *dev_addr = d->cancel_dev;
+    if (d->spec > 0) {
+        /* a speculative body's ("Speculation") */
+        d->spec_loops = true;
+        *dev_addr = d->cancel_dev + sizeof(int32_t) * (size_t)d->spec;
+    } else {
+        *d->cancel_host = 0;
+        *dev_addr = d->cancel_dev;
+    }
 cleanup:
     gpu_leave(d);
     return st;
 }
 
-#define WAIT_SPIN_NS 4000000 /* gpu_wait_cancel yields, not sleeps, this long */
-
-weft_status gpu_wait_cancel(gpu_dev *d, fe_cancel *c, const char *who)
+weft_status gpu_spec_begin(gpu_dev *d, const char *who)
 {
     weft_status st = gpu_enter(d, who);
     if (st != WEFT_OK) {
         return st;
     }
+    d->spec = 1 + d->spec_next;
+    d->spec_next = (d->spec_next + 1) % GPU_SPEC_FLAGS;
+    d->spec_loops = false;
+    d->spoiled = false;
+    if (d->cancel_host) {
+        d->cancel_host[d->spec] = 0;
+    }
+    gpu_leave(d);
+    return WEFT_OK;
+}
+
+bool gpu_spec_end(gpu_dev *d, bool discard)
+{
+    gpu_lock(d);
+    if (discard) {
+        spec_raise(d, d->spec);
+    }
+    bool spoiled = d->spoiled;
+    d->spec = 0;
+    d->spec_loops = false;
+    d->spoiled = false;
+    gpu_unlock(d);
+    return spoiled;
+}
+
+#define WAIT_SPIN_NS 4000000 /* poll_wait yields, not sleeps, this long */
+
+/* Wait for event e (NULL: the stream) by polling, raising the cancel
+ * flag when the run c is cancelled meanwhile (d entered); "Loops". */
+static weft_status poll_wait(gpu_dev *d, CUevent e, fe_cancel *c,
+                             const char *who)
+{
+    weft_status st = WEFT_OK;
     bool raised = false;
     /* Between queries: for the first WAIT_SPIN_NS only a yield of the CPU
      * (cuStreamSynchronize spins too, so a short kernel's end is seen as
@@ -1010,16 +1127,21 @@ weft_status gpu_wait_cancel(gpu_dev *d, fe_cancel *c, const char *who)
      * 32nd of the sleeps' sum lost up to 3% and more: each lasted 50 us.) */
     uint64_t t0 = fe_clock_ns();
     for (;;) {
-        CUresult r = gpu_call(d)->cuStreamQuery(d->stream);
+        CUresult r = e ? gpu_call(d)->cuEventQuery(e)
+                       : gpu_call(d)->cuStreamQuery(d->stream);
         if (r == CUDA_SUCCESS) {
             break;
         }
         if (r != CUDA_ERROR_NOT_READY) {
-            st = gpu_cu_fail(d, who, "cuStreamQuery", r, __FILE__, __LINE__);
+            st = gpu_cu_fail(d, who, e ? "cuEventQuery" : "cuStreamQuery", r,
+                             __FILE__, __LINE__);
             break;
         }
         if (!raised && d->cancel_host && fe_cancelled(c)) {
-            *d->cancel_host = 1; /* the kernel's loops read it and leave */
+            /* the kernels' loops read them and leave */
+            for (int f = 0; f <= GPU_SPEC_FLAGS; f++) {
+                d->cancel_host[f] = 1;
+            }
             raised = true;
         }
         uint64_t waited = fe_clock_ns() - t0;
@@ -1032,8 +1154,31 @@ weft_status gpu_wait_cancel(gpu_dev *d, fe_cancel *c, const char *who)
         struct timespec ts = {0, (long)pause};
         nanosleep(&ts, NULL);
     }
-    d->pending[0] = '\0';
-    timed_flush(d, st == WEFT_OK);
-    gpu_leave(d);
+    if (st == WEFT_OK && (raised || fe_cancel_hit(c))) {
+        st = fe_cancel_error(c);
+    }
+    return st;
+}
+
+void gpu_loop_queued(gpu_dev *d, fe_cancel *c)
+{
+    gpu_lock(d);
+    d->loops = c;
+    gpu_unlock(d);
+}
+
+weft_status gpu_loops_wait(gpu_dev *d, const char *who)
+{
+    gpu_lock(d);
+    weft_status st = WEFT_OK;
+    if (d->loops) {
+        st = gpu_enter(d, who);
+        if (st == WEFT_OK) {
+            st = gpu_stream_wait(d, who);
+            gpu_leave(d);
+        }
+        d->loops = NULL; /* the run's, which ends */
+    }
+    gpu_unlock(d);
     return st;
 }

@@ -78,6 +78,8 @@ enum { CU_STREAM_NON_BLOCKING = 1 };
 
 enum { CU_MEMHOSTALLOC_DEVICEMAP = 2 };
 
+enum { CU_EVENT_DISABLE_TIMING = 2 };
+
 /* ---- the driver table (cuda.c loads it once per process) ---------------- */
 
 /* One field per entry point, named as cuda.h's macros name them (cuMemAlloc
@@ -144,6 +146,8 @@ typedef struct gpu_driver {
     CUresult (*cuEventRecord)(CUevent e, CUstream s);
     CUresult (*cuEventElapsedTime)(float *ms, CUevent start, CUevent end);
     CUresult (*cuEventDestroy)(CUevent e);
+    CUresult (*cuEventSynchronize)(CUevent e);
+    CUresult (*cuEventQuery)(CUevent e);
 } gpu_driver;
 
 /* The table, valid once gpu_available or gpu_dev_open has succeeded. */
@@ -193,9 +197,20 @@ struct gpu_dev {
     uint64_t limit;         /* gpu_mem_set_limit (0: none) */
     uint64_t uploaded, downloaded, evictions;
     /* the cancel flag (gpu_cancel_flag): an i32 in mapped, pinned host
-     * memory, and its device address */
+     * memory, and its device address; the GPU_SPEC_FLAGS flags of
+     * speculative bodies follow it (cuda.c, "Speculation") */
     volatile int32_t *cancel_host;
     CUdeviceptr cancel_dev;
+    int spec;               /* the flag of the body speculated now (1 ..
+                               GPU_SPEC_FLAGS), or 0 */
+    int spec_next;          /* the flag the next one takes */
+    bool spec_loops;        /* a loop kernel of it is queued */
+    bool spoiled;           /* a wait stopped its loop kernels */
+    bool stage_spec;        /* stage_event was recorded after them */
+    /* a kernel with a scalar while loop was queued since the stream was
+     * last waited for: the run's cancellation, which every wait until
+     * then watches (cuda.c, "Loops"); else NULL */
+    fe_cancel *loops;
     /* tracing (cuda.c): launches timed since the last wait, the first
      * ntimed of timed[]; events are made on first use and kept */
     gpu_timed timed[GPU_TIMED_MAX];
@@ -213,6 +228,19 @@ struct gpu_dev {
     /* small copies to and from the host go through pinned memory
      * (mem.c, gpu_bounce): made on first use, GPU_BOUNCE bytes */
     void *bounce;
+    /* prefetches (mem.c, gpu_prefetch): copies to the host started
+     * without a wait land in the pinned stage, GPU_STAGE bytes made on
+     * first use, handed out from stage_used on; stage_event is recorded
+     * after the latest of them; nstaged mirrors wait to be taken */
+    void *stage;
+    size_t stage_used;
+    /* small uploads (mem.c, upload_leaves) go through pinned memory, up,
+     * GPU_UP bytes made on first use, handed out from up_used on until
+     * the stream is next waited for (then every copy out of it is done) */
+    void *up;
+    size_t up_used;
+    int nstaged;
+    CUevent stage_event;
     /* records of the pool and of mirrors kept for reuse (mem.c) */
     gpu_block *spare_blocks;
     gpu_mirror *spare_mirrors;
@@ -220,6 +248,9 @@ struct gpu_dev {
 };
 
 #define GPU_BOUNCE 65536 /* bytes of d->bounce */
+#define GPU_SPEC_FLAGS 4 /* flags of speculative bodies, used in turn */
+#define GPU_STAGE 4096   /* bytes of d->stage */
+#define GPU_UP 65536     /* bytes of d->up */
 
 /* The driver table, counting one call made for d (NULL: a call for no
  * device, not counted): every call to the driver is written
@@ -256,8 +287,13 @@ weft_status gpu_cu_fail(gpu_dev *d, const char *who, const char *call,
     } while (0)
 
 /* Wait for d's stream (d entered); a fault names the pending kernels.
- * Clears the pending list. */
+ * Clears the pending list.  While a kernel with a while loop is queued
+ * (d->loops) the wait watches the run's cancellation (cuda.c, "Loops")
+ * and reports WEFT_ERR_CANCELLED when it was seen. */
 weft_status gpu_stream_wait(gpu_dev *d, const char *who);
+/* Wait for event e of d's stream (d entered) the same way: the work
+ * queued before its last record is done. */
+weft_status gpu_event_wait(gpu_dev *d, CUevent e, const char *who);
 
 /* mem.c: release every device buffer of d (pool and mirrors, detaching the
  * mirrored arrays; a device copy newer than the host's is downloaded first).

@@ -145,14 +145,31 @@ weft_status gpu_ctx_sync(gpu_dev *d, const char *who);
 /* Cancellation of a kernel with a scalar while loop (codegen/cg.h
  * cancel_poll).  gpu_cancel_flag lowers d's cancel flag, an i32 in mapped
  * host memory (cuMemHostAlloc with DEVICEMAP, made on first use), and
- * gives its device address.  gpu_wait_cancel waits for the stream like
- * gpu_sync, but by polling (cuStreamQuery, with yields of the CPU for
+ * gives its device address.  gpu_loop_queued: such a kernel of the run
+ * whose cancellation is c was just queued; instead of a wait for it now,
+ * every wait of the stream (or of an event on it) until the stream's next
+ * one polls (cuStreamQuery or cuEventQuery, with yields of the CPU for
  * the first 4 ms, then sleeps of a 256th of the time waited, 50 us to
  * 1 ms): when fe_cancelled(c) it raises the flag, which the running
- * kernel's loops read, and goes on waiting until the kernel has left.
- * Errors: WEFT_ERR_DEVICE, WEFT_ERR_OUT_OF_MEMORY. */
+ * kernel's loops read, goes on waiting until the kernel has left, and
+ * reports WEFT_ERR_CANCELLED (cuda.c, "Loops").  gpu_loops_wait, at the
+ * end of a run, waits so for such kernels still queued (nothing when
+ * there are none): WEFT_OK, WEFT_ERR_CANCELLED or a fault
+ * (WEFT_ERR_DEVICE).  gpu_cancel_flag's errors: WEFT_ERR_DEVICE,
+ * WEFT_ERR_OUT_OF_MEMORY. */
 weft_status gpu_cancel_flag(gpu_dev *d, uint64_t *dev_addr, const char *who);
-weft_status gpu_wait_cancel(gpu_dev *d, fe_cancel *c, const char *who);
+/* Speculation (cuda.c, "Speculation").  gpu_spec_begin: a speculative
+ * awhile body starts (the outermost; lib/interp.c); until gpu_spec_end,
+ * gpu_cancel_flag gives kernels with a while loop the body's own flag,
+ * and a wait that would wait for such a kernel raises that flag first
+ * (the body is spoiled: its loop kernels may stop early).  gpu_spec_end:
+ * the body's flag is known; when it does not count (discard), its loop
+ * kernels are stopped.  Returns whether the body was spoiled (a body
+ * that counts must then run again). */
+weft_status gpu_spec_begin(gpu_dev *d, const char *who);
+bool gpu_spec_end(gpu_dev *d, bool discard);
+void gpu_loop_queued(gpu_dev *d, fe_cancel *c);
+weft_status gpu_loops_wait(gpu_dev *d, const char *who);
 
 /* ===== mem.c ===== */
 

@@ -25,7 +25,19 @@
  *     host_written     host_valid only (the buffers stay, for reuse);
  *     eviction         downloads unless host_valid, frees the buffers.
  * A pin count keeps the arrays of a run on the device until
- * gpu_array_unpin.  Records are linked in an LRU list of their gpu_dev,
+ * gpu_array_unpin.
+ *
+ * Prefetches.  mirror_prefetch starts the download of a small array
+ * whose device copy is newer (awhile's loop state, lib/interp.c) into
+ * d->stage, pinned memory, and records d->stage_event after it, without
+ * waiting: a later to_host waits for that event only (cuEventSynchronize)
+ * and copies out of the stage, while the kernels queued after the copy
+ * (the speculative body of the loop) run on.  The stage is handed out
+ * from its start until every prefetched copy has been taken or dropped;
+ * a mirror whose device copy is written again, or whose host copy
+ * becomes current another way, drops its prefetch.  One event serves
+ * every prefetch: waiting for its latest record waits for every copy
+ * queued before it.  Records are linked in an LRU list of their gpu_dev,
  * most recently used (gpu_array_in or _out) at the head.
  *
  * Out of memory.  When cuMemAlloc fails with CUDA_ERROR_OUT_OF_MEMORY (or
@@ -65,6 +77,8 @@ struct gpu_mirror {
                                   were given out (gpu_array_export) */
     bool host_own;             /* a->data[] made here (a device array read
                                   on the host), freed at drop */
+    size_t stage;              /* 1 + the offset in d->stage of a
+                                  prefetched copy to take (0: none) */
     size_t size;               /* of this record, for fe_free */
     uint64_t *ptr;             /* device buffer of each leaf (0: none) */
     size_t *bytes;             /* bytes of each leaf */
@@ -75,6 +89,7 @@ static weft_status mirror_to_host(weft_array *a);
 static void mirror_host_written(weft_array *a);
 static weft_status mirror_wait(weft_array *a);
 static bool mirror_device_newer(weft_array *a);
+static void mirror_prefetch(weft_array *a);
 
 static const fe_mirror_ops mirror_ops = {
     .to_host = mirror_to_host,
@@ -82,6 +97,7 @@ static const fe_mirror_ops mirror_ops = {
     .drop = mirror_drop,
     .wait = mirror_wait,
     .device_newer = mirror_device_newer,
+    .prefetch = mirror_prefetch,
 };
 
 /* ---- size classes and the pool ------------------------------------------- */
@@ -236,6 +252,19 @@ static uint64_t buffer_bytes(const gpu_mirror *m)
     return n;
 }
 
+/* Forget m's prefetched copy, if any (d locked); the stage is handed out
+ * from its start again once no prefetch is left (a copy into it still
+ * queued lands before any later one: the stream is ordered). */
+static void unstage(gpu_dev *d, gpu_mirror *m)
+{
+    if (m->stage) {
+        m->stage = 0;
+        if (--d->nstaged == 0) {
+            d->stage_used = 0;
+        }
+    }
+}
+
 /* ---- tracing ---------------------------------------------------------------- */
 
 /* The start of a traced copy or eviction: the clock, or 0 when d's
@@ -310,26 +339,56 @@ static weft_status download_leaves(gpu_dev *d, gpu_mirror *m, const char *who)
     if (st == WEFT_OK) {
         d->downloaded += n;
         m->host_valid = true;
+        unstage(d, m);
         trace_copy(d, t0, "download", n);
     }
 cleanup:
     return st;
 }
 
-/* Upload every leaf of m from the host (d entered); device_valid after. */
+/* d's pinned upload area, made on first use (d entered), or NULL. */
+static void *up_area(gpu_dev *d)
+{
+    if (!d->up) {
+        void *p = NULL;
+        if (gpu_call(d)->cuMemHostAlloc(&p, GPU_UP, 0) == CUDA_SUCCESS) {
+            d->up = p;
+        }
+    }
+    return d->up;
+}
+
+/* Upload every leaf of m from the host (d entered); device_valid after.
+ * Small arrays (all leaves, each at a 16-byte offset, within what is
+ * left of d->up) are copied into d->up and from there on the stream,
+ * without a wait: the copies run in order before the kernels that read
+ * them, and d->up is reused only after the stream has been waited for
+ * (gpu_stream_wait).  Others wait for their copies: the driver reads
+ * pageable memory when the copy runs. */
 static weft_status upload_leaves(gpu_dev *d, gpu_mirror *m, const char *who)
 {
     uint64_t t0 = trace_begin(d);
     weft_status st = WEFT_OK;
     uint64_t n = 0;
+    size_t room = 0;
+    for (int l = 0; l < m->nleaf; l++) {
+        room += (m->bytes[l] + 15) & ~(size_t)15;
+    }
+    char *up = room <= GPU_UP - d->up_used ? up_area(d) : NULL;
     for (int l = 0; l < m->nleaf; l++) {
         if (m->bytes[l] > 0) {
-            GPU_CU(d, who, cuMemcpyHtoDAsync, m->ptr[l], m->a->data[l],
-                   m->bytes[l], d->stream);
+            const void *src = m->a->data[l];
+            if (up) {
+                memcpy(up + d->up_used, src, m->bytes[l]);
+                src = up + d->up_used;
+                d->up_used += (m->bytes[l] + 15) & ~(size_t)15;
+            }
+            GPU_CU(d, who, cuMemcpyHtoDAsync, m->ptr[l], src, m->bytes[l],
+                   d->stream);
             n += m->bytes[l];
         }
     }
-    st = gpu_stream_wait(d, who);
+    st = up ? WEFT_OK : gpu_stream_wait(d, who);
     if (st == WEFT_OK) {
         d->uploaded += n;
         m->device_valid = true;
@@ -360,6 +419,7 @@ static weft_status evict(gpu_dev *d, gpu_mirror *m, const char *who)
     }
     m->device_valid = false;
     m->host_valid = true;
+    unstage(d, m);
     d->evictions++;
     if (t0) {
         fe_trace_span(d->ctx, t0, "memory", "evict",
@@ -583,6 +643,7 @@ weft_status gpu_read_word(gpu_dev *d, uint64_t src, int64_t *word,
             }
             if (m) {
                 m->host_valid = true;
+                unstage(d, m);
             }
         }
         d->downloaded += n;
@@ -736,6 +797,7 @@ static weft_status array_use(gpu_dev *d, weft_array *a, uint64_t *ptrs,
         if (out) {
             m->device_valid = true;
             m->host_valid = false;
+            unstage(d, m);
         } else if (!m->device_valid) {
             st = upload_leaves(d, m, who);
             if (st != WEFT_OK) {
@@ -811,7 +873,37 @@ static gpu_mirror *stale_on(gpu_dev *d, weft_array *a)
     return m && m->d == d && !m->host_valid && m->device_valid ? m : NULL;
 }
 
-/* fe_mirror_ops.to_host: download if the device copy is newer. */
+/* Take m's prefetched copy (d entered): wait for the stage's event, copy
+ * the leaves out; host_valid after.  A fault of a kernel queued before
+ * the copy is reported as by gpu_stream_wait. */
+static weft_status take_staged(gpu_dev *d, gpu_mirror *m, const char *who)
+{
+    uint64_t t0 = trace_begin(d);
+    weft_status st = WEFT_OK;
+    /* after a speculative loop kernel: the stream (cuda.c, "Speculation") */
+    st = d->stage_spec ? gpu_stream_wait(d, who)
+                       : gpu_event_wait(d, d->stage_event, who);
+    if (st != WEFT_OK) {
+        return st;
+    }
+    size_t off = m->stage - 1;
+    uint64_t n = 0;
+    for (int l = 0; l < m->nleaf; l++) {
+        if (m->bytes[l] > 0 && m->ptr[l]) {
+            memcpy(m->a->data[l], (char *)d->stage + off, m->bytes[l]);
+            n += m->bytes[l];
+        }
+        off += (m->bytes[l] + 15) & ~(size_t)15;
+    }
+    d->downloaded += n;
+    m->host_valid = true;
+    unstage(d, m);
+    trace_copy(d, t0, "download", n);
+    return st;
+}
+
+/* fe_mirror_ops.to_host: download if the device copy is newer (take the
+ * prefetched copy when there is one). */
 static weft_status mirror_to_host(weft_array *a)
 {
     static const char who[] = "weft_array";
@@ -822,12 +914,62 @@ static weft_status mirror_to_host(weft_array *a)
     if (!m->host_valid && (st = make_host(d, m, who)) == WEFT_OK) {
         st = gpu_enter(d, who);
         if (st == WEFT_OK) {
-            st = download_leaves(d, m, who);
+            st = m->stage ? take_staged(d, m, who)
+                          : download_leaves(d, m, who);
             gpu_leave(d);
         }
     }
     gpu_unlock(d);
     return st;
+}
+
+/* fe_mirror_ops.prefetch (the head comment, "Prefetches"). */
+static void mirror_prefetch(weft_array *a)
+{
+    gpu_mirror *m = a->dev;
+    gpu_dev *d = m->d;
+    gpu_lock(d);
+    size_t room = 0;
+    for (int l = 0; l < m->nleaf; l++) {
+        room += (m->bytes[l] + 15) & ~(size_t)15;
+    }
+    if (m->host_valid || !m->device_valid || m->stage || room == 0 ||
+        room > GPU_STAGE - d->stage_used ||
+        gpu_enter(d, "weft_run") != WEFT_OK) {
+        gpu_unlock(d);
+        return;
+    }
+    void *p = NULL;
+    if (!d->stage && gpu_call(d)->cuMemHostAlloc(&p, GPU_STAGE, 0) ==
+                         CUDA_SUCCESS) {
+        d->stage = p;
+    }
+    CUevent e = NULL;
+    if (!d->stage_event &&
+        gpu_call(d)->cuEventCreate(&e, CU_EVENT_DISABLE_TIMING) ==
+            CUDA_SUCCESS) {
+        d->stage_event = e;
+    }
+    bool ok = d->stage && d->stage_event && make_host(d, m, "weft_run") ==
+                                                WEFT_OK;
+    size_t off = d->stage_used;
+    for (int l = 0; ok && l < m->nleaf; l++) {
+        if (m->bytes[l] > 0 && m->ptr[l]) {
+            ok = gpu_call(d)->cuMemcpyDtoHAsync((char *)d->stage + off,
+                                                m->ptr[l], m->bytes[l],
+                                                d->stream) == CUDA_SUCCESS;
+        }
+        off += (m->bytes[l] + 15) & ~(size_t)15;
+    }
+    if (ok && gpu_call(d)->cuEventRecord(d->stage_event, d->stream) ==
+                  CUDA_SUCCESS) {
+        d->stage_spec = d->spec_loops; /* cuda.c, "Speculation" */
+        m->stage = d->stage_used + 1;
+        d->stage_used += room;
+        d->nstaged++;
+    }
+    gpu_leave(d);
+    gpu_unlock(d);
 }
 
 /* fe_mirror_ops.host_written: the device copy is stale (kept for reuse). */
@@ -838,6 +980,7 @@ static void mirror_host_written(weft_array *a)
     gpu_lock(d);
     m->device_valid = false;
     m->host_valid = true;
+    unstage(d, m);
     gpu_unlock(d);
 }
 
@@ -881,6 +1024,7 @@ static void mirror_drop(weft_array *a)
             a->data[l] = NULL;
         }
     }
+    unstage(d, m);
     lru_unlink(d, m);
     a->mirror = NULL;
     a->dev = NULL;
@@ -917,6 +1061,8 @@ void gpu_mem_release_all(gpu_dev *d, bool live)
         m->a->dev = NULL;
         fe_free(d->ctx, m, m->size);
     }
+    d->nstaged = 0;
+    d->stage_used = 0;
     pool_flush(d, live);
     spares_free(d);
 }
@@ -960,6 +1106,7 @@ weft_status gpu_array_export(gpu_dev *d, weft_array *a, int leaf,
         m->fixed = true;
         if (writable) {
             m->host_valid = false;
+            unstage(d, m);
         }
         gpu_array_unpin(d, a);
         st = gpu_sync(d, who);

@@ -592,11 +592,7 @@ static const char *op_name(int op)
     return n ? n : "?";
 }
 
-/* The status and message of kernel k's error word w (a report key,
- * codegen/cg.h):
- * the interpreter's status for the same operation, and a message naming
- * the kernel and the element. */
-static weft_status kernel_error(const sk_kernel *k, uint64_t w)
+weft_status rt_kernel_error(const sk_kernel *k, uint64_t w)
 {
     int code = CG_KEY_CODE(w), op = CG_KEY_OP(w);
     int type = (int)CG_KEY_TYPE(w);
@@ -715,10 +711,11 @@ static weft_status exec_kernel(weft_context *ctx, const rt_backend *rb,
     }
     int64_t word = 0;
     if (s == WEFT_OK && k->may_fail) {
+        /* a backend may hold the word back, to read it later (word 0) */
         s = j.ops->read_error(&j, &word);
     }
     if (s == WEFT_OK && word != 0) {
-        s = kernel_error(k, (uint64_t)word);
+        s = rt_kernel_error(k, (uint64_t)word);
     }
     if (s == WEFT_OK) {
         for (int o = 0; o < k->nout; o++) {

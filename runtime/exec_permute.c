@@ -13,7 +13,8 @@
  * striped locks, as the kernel was compiled); otherwise entry 1, the plain
  * sequential loop, runs on the calling thread.  A target outside the
  * output comes back in the error word, which rt_exec turns into
- * WEFT_ERR_OUT_OF_BOUNDS.
+ * WEFT_ERR_OUT_OF_BOUNDS (the GPU reads it with the run's last wait:
+ * runtime-gpu/backend.c, "Held reports").
  *
  * A kernel with k->privatise (the PTX target's permute with a native
  * atomic combine, skeletons-ir/ptx/permute.c) has a third entry, a block

@@ -118,7 +118,9 @@ typedef struct rt_ops {
     /* dst = src, element for element (same type and shape). */
     weft_status (*copy)(rt_job *j, weft_array *dst, weft_array *src);
     /* Bring the error word (aux SK_ERR_AUX, skeletons-ir/sk.h) to the
-     * host. */
+     * host; or hold it back, giving 0, to read it later and report it
+     * through rt_kernel_error then (the GPU: permute's, read with the
+     * run's last wait, runtime-gpu/backend.c "Held reports"). */
     weft_status (*read_error)(rt_job *j, int64_t *word);
     /* The job is over (success or not): release what addr held. */
     void (*done)(rt_job *j);
@@ -201,6 +203,10 @@ typedef struct rt_backend {
 } rt_backend;
 weft_status rt_exec(weft_context *ctx, const rt_backend *rb, fe_ix *ix,
                     struct sk_kernel *k, weft_array **out);
+/* The status and message of kernel k's error word w (a report key,
+ * codegen/cg.h): the interpreter's status for the same operation, and a
+ * message naming the kernel and the element. */
+weft_status rt_kernel_error(const struct sk_kernel *k, uint64_t w);
 
 /* The shape of array term t of the kernel: an operand (manifest, or a
  * fused producer, computed from its operands), or the operation itself

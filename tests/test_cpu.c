@@ -2697,6 +2697,255 @@ static int build_while_staged(bld *b, weft_acc **res)
     return 1;
 }
 
+/* awhile over (a, n), a an i32 vector of m elements and n from 0: while
+ * n < lim, a = map (+1) (op a) and n = n + 1, where op touches element n
+ * of a: variant & 1, a permute (+) of one 1 into a at n; else a
+ * backpermute reading a ! n everywhere.  The body fails
+ * (WEFT_ERR_OUT_OF_BOUNDS) when n reaches m: in a real iteration when
+ * lim > m, only in the one after the last when lim == m (the interpreter
+ * never runs it; on a device the walker queues it before it knows the
+ * condition, and what it reports must not count: lib/interp.c,
+ * "Speculation").  variant & 2: the condition is a kernel (map over n),
+ * else a host term (unit (the n < the lim)): the two orders of
+ * speculation.  variant & 4 (with a permute): 520 permutes in a row,
+ * more than the GPU holds reports of at once (runtime-gpu/backend.c,
+ * HELD_MAX 512), so that it reads them inside a speculative body. */
+static int build_awhile_fail(bld *b, weft_acc **res)
+{
+    weft_program *p = b->p;
+    weft_acc *a = weft_param(p, WEFT_I32, 1);
+    weft_acc *lim = weft_param(p, WEFT_I32, 0);
+    weft_acc *init[2] = {a, weft_unit(weft_i32(p, 0))};
+    weft_acc *state = weft_atuple(p, 2, init);
+    weft_afun *cond = weft_afun_like(state);
+    weft_acc *cx = weft_afun_arg(cond);
+    if (b->variant & 2) {
+        weft_fun *below = weft_fun1(p, WEFT_I32);
+        weft_fun_return(below, weft_lt(weft_arg(below, 0), weft_the(lim)));
+        weft_afun_return(cond, weft_map(below, weft_aget(cx, 1)));
+    } else {
+        weft_afun_return(cond, weft_unit(weft_lt(weft_the(weft_aget(cx, 1)),
+                                                 weft_the(lim))));
+    }
+    weft_afun *body = weft_afun_like(state);
+    weft_acc *bx = weft_afun_arg(body);
+    weft_acc *ba = weft_aget(bx, 0);
+    weft_exp *n = weft_the(weft_aget(bx, 1));
+    weft_fun *at_n = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(at_n, weft_index1(weft_convert(n, WEFT_I64)));
+    weft_acc *op;
+    if (b->variant & 1) {
+        weft_fun *one = weft_fun1(p, WEFT_DIM(1));
+        weft_fun_return(one, weft_i32(p, 1));
+        op = ba;
+        for (int i = 0; i < (b->variant & 4 ? 520 : 1); i++) {
+            op = weft_permute(op2(p, WEFT_I32, weft_add), op, at_n,
+                              weft_generate(weft_index1(weft_i64(p, 1)),
+                                            one));
+        }
+    } else {
+        op = weft_backpermute(weft_shape(ba), at_n, ba);
+    }
+    weft_fun *inc = weft_fun1(p, WEFT_I32);
+    weft_fun_return(inc, weft_add(weft_arg(inc, 0), weft_i32(p, 1)));
+    weft_acc *next[2] = {weft_map(inc, op),
+                         weft_unit(weft_add(n, weft_i32(p, 1)))};
+    weft_afun_return(body, weft_atuple(p, 2, next));
+    weft_acc *r = weft_awhile(cond, body, state);
+    res[0] = weft_aget(r, 0);
+    res[1] = weft_aget(r, 1);
+    return 2;
+}
+
+/* Run d's case on a (m random elements) and lim; expect `want`. */
+static void awhile_fail_run(diff *d, int64_t m, int64_t lim,
+                            weft_status want)
+{
+    harr h[2] = {harr_vec(WEFT_I32, m, -50, 50),
+                 harr1(WEFT_I32, 0, NULL, lim, lim)};
+    diff_expect(d, h, 2, want);
+    harr_free(&h[0]);
+    harr_free(&h[1]);
+}
+
+START_TEST(awhile_fail)
+{
+    diff d;
+    diff_open(&d);
+    seed(26);
+    static const int64_t ms[] = {0, 1, 5, 33};
+    for (int v = 0; v < 4; v++) {
+        bld b = {.variant = v};
+        diff_build(&d, "awhile fail", build_awhile_fail, &b);
+        for (size_t i = 0; i < sizeof ms / sizeof *ms; i++) {
+            int64_t m = ms[i];
+            /* 0, 1 and many iterations; the body of the iteration after
+             * the last fails when lim == m (a backpermute of nothing
+             * reads nothing: m == 0 never fails without a permute) */
+            int64_t lims[] = {0, 1, m - 1, m, m + 1, m + 4};
+            for (size_t k = 0; k < sizeof lims / sizeof *lims; k++) {
+                int64_t lim = lims[k];
+                if (lim < 0) {
+                    continue;
+                }
+                bool fails = lim > m && (m > 0 || (v & 1));
+                awhile_fail_run(&d, m, lim,
+                                fails ? WEFT_ERR_OUT_OF_BOUNDS : WEFT_OK);
+            }
+        }
+        if (v & 1) {
+            /* more permutes than the GPU holds reports of at once
+             * (runtime-gpu/backend.c, HELD_MAX 512) */
+            awhile_fail_run(&d, 700, 700, WEFT_OK);
+            awhile_fail_run(&d, 700, 703, WEFT_ERR_OUT_OF_BOUNDS);
+        }
+    }
+    for (int v = 5; v <= 7; v += 2) {
+        bld b = {.variant = v};
+        diff_build(&d, "awhile fail", build_awhile_fail, &b);
+        awhile_fail_run(&d, 3, 3, WEFT_OK);
+        awhile_fail_run(&d, 3, 4, WEFT_ERR_OUT_OF_BOUNDS);
+    }
+    diff_close(&d);
+}
+END_TEST
+
+/* awhile over (a, n[, s]) from (a, 0[, 0]) while n < lim: a[i] += K
+ * where K = lim - 1 - n is counted by a scalar while loop (k from 0
+ * while k != K), n += 1.  On the state after the last iteration K is -1
+ * and the loop never ends: the interpreter never runs that body; on a
+ * device it is queued before its flag is known and must be stopped, not
+ * waited for (runtime-gpu/cuda.c, "Speculation").  variant 1 adds s =
+ * the (fold_all (+) 0 a) + 1, read on the host inside the body, after
+ * the loop kernel: a wait that spoils the speculation (the body, if it
+ * counts, runs again). */
+static int build_awhile_loop(bld *b, weft_acc **res)
+{
+    weft_program *p = b->p;
+    weft_acc *a = weft_param(p, WEFT_I32, 1);
+    weft_acc *lim = weft_param(p, WEFT_I32, 0);
+    int ns = b->variant ? 3 : 2;
+    weft_acc *init[3] = {a, weft_unit(weft_i32(p, 0)),
+                         weft_unit(weft_i32(p, 0))};
+    weft_acc *state = weft_atuple(p, ns, init);
+    weft_afun *cond = weft_afun_like(state);
+    weft_afun_return(cond, weft_unit(weft_lt(
+                               weft_the(weft_aget(weft_afun_arg(cond), 1)),
+                               weft_the(lim))));
+    weft_afun *body = weft_afun_like(state);
+    weft_acc *bx = weft_afun_arg(body);
+    weft_acc *ba = weft_aget(bx, 0);
+    weft_exp *n = weft_the(weft_aget(bx, 1));
+    weft_exp *K = weft_convert(
+        weft_sub(weft_sub(weft_the(lim), n), weft_i32(p, 1)), WEFT_I64);
+    weft_fun *wc = weft_fun1(p, WEFT_I64);
+    weft_fun_return(wc, weft_ne(weft_arg(wc, 0), K));
+    weft_fun *wb = weft_fun1(p, WEFT_I64);
+    weft_fun_return(wb, weft_add(weft_arg(wb, 0), weft_i64(p, 1)));
+    weft_fun *g = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(g, weft_add(weft_at(ba, weft_arg(g, 0)),
+                                weft_convert(weft_while(wc, wb,
+                                                        weft_i64(p, 0)),
+                                             WEFT_I32)));
+    weft_acc *na = weft_generate(weft_shape(ba), g);
+    weft_acc *next[3] = {
+        na, weft_unit(weft_add(n, weft_i32(p, 1))),
+        weft_unit(weft_add(weft_the(weft_fold_all(op2(p, WEFT_I32, weft_add),
+                                                  weft_i32(p, 0), na)),
+                           weft_i32(p, 1)))};
+    weft_afun_return(body, weft_atuple(p, ns, next));
+    weft_acc *r = weft_awhile(cond, body, state);
+    for (int i = 0; i < ns; i++) {
+        res[i] = weft_aget(r, i);
+    }
+    return ns;
+}
+
+START_TEST(awhile_loop)
+{
+    diff d;
+    diff_open(&d);
+    seed(28);
+    for (int v = 0; v < 2; v++) {
+        bld b = {.variant = v};
+        diff_build(&d, "awhile loop", build_awhile_loop, &b);
+        static const int64_t ms[] = {0, 1, 100};
+        static const int64_t lims[] = {0, 1, 4};
+        for (size_t i = 0; i < sizeof ms / sizeof *ms; i++) {
+            for (size_t k = 0; k < sizeof lims / sizeof *lims; k++) {
+                awhile_fail_run(&d, ms[i], lims[k], WEFT_OK);
+            }
+        }
+    }
+    diff_close(&d);
+}
+END_TEST
+
+/* reshape (index1 len) (permute (+) a (\_ -> index1 t) [1]): the permute
+ * fails when t is outside a, the reshape when len is not a's size; the
+ * permute's report wins, as it comes first (the GPU reads it at the end
+ * of the run: runtime-gpu/backend.c, "Held reports"). */
+static int build_permute_first(bld *b, weft_acc **res)
+{
+    weft_program *p = b->p;
+    weft_acc *a = weft_param(p, WEFT_I32, 1);
+    weft_acc *t = weft_param(p, WEFT_I64, 0);
+    weft_acc *len = weft_param(p, WEFT_I64, 0);
+    weft_fun *to = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(to, weft_index1(weft_the(t)));
+    weft_fun *one = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(one, weft_i32(p, 1));
+    weft_acc *perm = weft_permute(op2(p, WEFT_I32, weft_add), a, to,
+                                  weft_generate(weft_index1(weft_i64(p, 1)),
+                                                one));
+    res[0] = weft_reshape(weft_index1(weft_the(len)), perm);
+    return 1;
+}
+
+START_TEST(permute_report_first)
+{
+    diff d;
+    diff_open(&d);
+    seed(27);
+    bld b = {0};
+    diff_build(&d, "permute first", build_permute_first, &b);
+    static const struct {
+        int64_t t, len;
+        weft_status want;
+    } runs[] = {
+        {3, 10, WEFT_OK},
+        {10, 10, WEFT_ERR_OUT_OF_BOUNDS},
+        {3, 7, WEFT_ERR_RESHAPE_SIZE},
+        {-1, 7, WEFT_ERR_OUT_OF_BOUNDS},
+    };
+    for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
+        harr h[3] = {harr_vec(WEFT_I32, 10, -5, 5),
+                     harr1(WEFT_I64, 0, NULL, runs[i].t, runs[i].t),
+                     harr1(WEFT_I64, 0, NULL, runs[i].len, runs[i].len)};
+        diff_expect(&d, h, 3, runs[i].want);
+        if (runs[i].want == WEFT_ERR_OUT_OF_BOUNDS) {
+            /* the report names the permute, as rt_exec words it */
+            weft_array *a[3], *out[1] = {NULL};
+            for (int k = 0; k < 3; k++) {
+                a[k] = harr_array(d.ctx[1], &h[k]);
+            }
+            ck_assert_int_eq(weft_run(d.exe[1], a, 3, out, 1),
+                             WEFT_ERR_OUT_OF_BOUNDS);
+            ck_assert_msg(strstr(weft_last_error(),
+                                 "permute writes outside its result "
+                                 "(kernel") != NULL,
+                          "%s", weft_last_error());
+            ck_assert_ptr_null(out[0]);
+            tu_release_all(a, 3);
+        }
+        for (int k = 0; k < 3; k++) {
+            harr_free(&h[k]);
+        }
+    }
+    diff_close(&d);
+}
+END_TEST
+
 /* Two rounds of an awhile over (x, rounds): x' = zipWith (+) (generate
  * (shape x) (\i -> while (j < size x) (j + 1, s * 3 + x!j + i) (0, 0)))
  * (fold (+) 0 (generate (size x, size x) (\(i, j) -> x!j * (i + 1)))):
@@ -3147,6 +3396,9 @@ static Suite *cpu_suite(void)
         {"stencil2", stencil2, true},
         {"acond_atuple", acond_atuple, false},
         {"awhile", awhile, false},
+        {"awhile_fail", awhile_fail, false},
+        {"permute_report_first", permute_report_first, false},
+        {"awhile_loop", awhile_loop, false},
         {"prims", prims, true},
         {"programs", programs, true},
         {"programs_no_fusion", programs_no_fusion, false},
