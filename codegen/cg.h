@@ -745,6 +745,8 @@ extern const cg_target cg_target_ptx;
  * once.  Errors: WEFT_ERR_INVALID_ARGUMENT for sm < 50,
  * WEFT_ERR_BACKEND_UNAVAILABLE when LLVM has no NVPTX target. */
 weft_status cg_ptx_machine(int sm, LLVMTargetMachineRef *out);
+/* The same at CodeGenOpt::None, for cg_ptx_finish_quick. */
+weft_status cg_ptx_machine_quick(int sm, LLVMTargetMachineRef *out);
 
 /* The path of libdevice.10.bc into buf (n bytes): $WEFT_LIBDEVICE when set
  * and not empty (it must then name a readable file: no fallback), else the
@@ -787,5 +789,16 @@ weft_status cg_ptx_finish(LLVMModuleRef mod, LLVMTargetMachineRef tm,
                           const char *const *kernels, int nkernels,
                           const char *dump_prefix, weft_context *ctx,
                           LLVMMemoryBufferRef *ptx);
+/* cg_ptx_finish for the quick tier of tiered compilation (runtime-gpu/
+ * backend.c, "Tiers"): "default<O1>" instead of "default<O3>" (minimal:
+ * the few passes of a huge module, NVVMReflect, SROA, early CSE and dead
+ * code), and tm should come from cg_ptx_machine_quick.  The PTX computes the same
+ * results (no pass changes floating-point semantics), more slowly; about
+ * half the time of cg_ptx_finish for the fold of a dot product.  Nothing
+ * is dumped.  Errors as cg_ptx_finish. */
+weft_status cg_ptx_finish_quick(LLVMModuleRef mod, LLVMTargetMachineRef tm,
+                                const char *const *kernels, int nkernels,
+                                weft_context *ctx, bool minimal,
+                                LLVMMemoryBufferRef *ptx);
 
 #endif /* WEFT_CG_H */

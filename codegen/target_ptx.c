@@ -109,6 +109,17 @@ enum {
     "default<O3>,function(irce,simplifycfg," CG_IC ",loop-mssa(licm),"       \
     "simplifycfg)"
 
+/* The quick tier (cg_ptx_finish_quick): default<O1>, emitted by a machine
+ * at CodeGenOpt::None (cg_ptx_machine_quick).  On a 2-core EPYC under
+ * load this took the LLVM side of dotp's fold from 50 to 22 ms and of
+ * scan from 116 to 35 ms, most of it the emission (default<O1> alone
+ * saves a tenth); the PTX is longer and ptxas, at the quick tier's low
+ * optimisation level, gives slower code, which runs only until the
+ * background thread's default<O3> code is swapped in (runtime-gpu/
+ * backend.c, "Tiers").  NVVMReflect comes with default<O1> too (the
+ * NVPTX machine adds it at the start of every default pipeline). */
+#define PTX_QUICK_PIPELINE "default<O1>"
+
 /* Huge modules (more than PTX_HUGE_INSTRUCTIONS instructions: a generated
  * program's one element function of 10^4 or more terms) take passes
  * linear in practice, as the CPU's do (runtime-cpu/jit.c, "Huge
@@ -457,8 +468,10 @@ const cg_target cg_target_ptx = {
 
 /* ---- target machines ---- */
 
-/* A target machine for compute capability sm (see cg.h). */
-weft_status cg_ptx_machine(int sm, LLVMTargetMachineRef *out)
+/* A target machine for compute capability sm at code generation level
+ * `level` (see cg.h). */
+static weft_status machine(int sm, LLVMCodeGenOptLevel level,
+                           LLVMTargetMachineRef *out)
 {
     /* The SMs of LLVM 19's NVPTX from sm_50 on (llc -mcpu=help; sm_90a is
      * left out: its code runs on 9.0 devices only). */
@@ -499,8 +512,7 @@ weft_status cg_ptx_machine(int sm, LLVMTargetMachineRef *out)
      * for sm_90); +ptx63 raises that to 6.3 at least, which the *.sync
      * warp intrinsics need (6.0; without it LLVM stops the process) and
      * which gives sm_70 native f16 atomic add (6.3). */
-    *out = LLVMCreateTargetMachine(target, PTX_TRIPLE, cpu, "+ptx63",
-                                   LLVMCodeGenLevelAggressive,
+    *out = LLVMCreateTargetMachine(target, PTX_TRIPLE, cpu, "+ptx63", level,
                                    LLVMRelocDefault, LLVMCodeModelDefault);
     if (!*out) {
         return fe_error(WEFT_ERR_BACKEND_UNAVAILABLE,
@@ -508,6 +520,16 @@ weft_status cg_ptx_machine(int sm, LLVMTargetMachineRef *out)
                         "%s", cpu);
     }
     return WEFT_OK;
+}
+
+weft_status cg_ptx_machine(int sm, LLVMTargetMachineRef *out)
+{
+    return machine(sm, LLVMCodeGenLevelAggressive, out);
+}
+
+weft_status cg_ptx_machine_quick(int sm, LLVMTargetMachineRef *out)
+{
+    return machine(sm, LLVMCodeGenLevelNone, out);
 }
 
 /* ---- libdevice ---- */
@@ -895,7 +917,7 @@ static void approx_divisions(LLVMModuleRef mod)
 static weft_status finish(LLVMModuleRef mod, LLVMTargetMachineRef tm,
                           const char *const *kernels, int nkernels,
                           const char *dump_prefix, weft_context *ctx,
-                          diag *d, LLVMMemoryBufferRef *ptx)
+                          int quick, diag *d, LLVMMemoryBufferRef *ptx)
 {
     cg_module_target(mod, tm);
     for (int k = 0; k < nkernels; k++) {
@@ -920,7 +942,10 @@ static weft_status finish(LLVMModuleRef mod, LLVMTargetMachineRef tm,
     internalise(mod, kernels, nkernels);
     bool huge = cg_module_instructions(mod, PTX_HUGE_INSTRUCTIONS) >
                 PTX_HUGE_INSTRUCTIONS;
-    s = cg_optimise(mod, tm, huge ? PTX_HUGE_PIPELINE : PTX_PIPELINE,
+    s = cg_optimise(mod, tm,
+                    huge || quick == 2 ? PTX_HUGE_PIPELINE
+                    : quick            ? PTX_QUICK_PIPELINE
+                                       : PTX_PIPELINE,
                     "weft (ptx)");
     if (s != WEFT_OK) {
         return s;
@@ -932,20 +957,20 @@ static weft_status finish(LLVMModuleRef mod, LLVMTargetMachineRef tm,
         dump_opt_ir(dump_prefix, mod);
     }
     char *err = NULL;
-    LLVMTargetMachineRef quick = NULL;
-    if (huge) {
+    LLVMTargetMachineRef none = NULL; /* a machine at CodeGenOpt::None */
+    if (huge && !quick) {
         char *cpu = LLVMGetTargetMachineCPU(tm);
         char *features = LLVMGetTargetMachineFeatureString(tm);
-        quick = LLVMCreateTargetMachine(
+        none = LLVMCreateTargetMachine(
             LLVMGetTargetMachineTarget(tm), PTX_TRIPLE, cpu, features,
             LLVMCodeGenLevelNone, LLVMRelocDefault, LLVMCodeModelDefault);
         LLVMDisposeMessage(cpu);
         LLVMDisposeMessage(features);
     }
     bool failed = LLVMTargetMachineEmitToMemoryBuffer(
-        quick ? quick : tm, mod, LLVMAssemblyFile, &err, ptx);
-    if (quick) {
-        LLVMDisposeTargetMachine(quick);
+        none ? none : tm, mod, LLVMAssemblyFile, &err, ptx);
+    if (none) {
+        LLVMDisposeTargetMachine(none);
     }
     if (failed || d->error) {
         s = fe_error(WEFT_ERR_INTERNAL, "weft: PTX emission failed: %s",
@@ -964,11 +989,11 @@ static weft_status finish(LLVMModuleRef mod, LLVMTargetMachineRef tm,
     return WEFT_OK;
 }
 
-/* Turn a skeleton's module into PTX (see cg.h). */
-weft_status cg_ptx_finish(LLVMModuleRef mod, LLVMTargetMachineRef tm,
-                          const char *const *kernels, int nkernels,
-                          const char *dump_prefix, weft_context *ctx,
-                          LLVMMemoryBufferRef *ptx)
+/* cg_ptx_finish and cg_ptx_finish_quick. */
+static weft_status finish_tier(LLVMModuleRef mod, LLVMTargetMachineRef tm,
+                               const char *const *kernels, int nkernels,
+                               const char *dump_prefix, weft_context *ctx,
+                               int quick, LLVMMemoryBufferRef *ptx)
 {
     *ptx = NULL;
     /* Without a handler of its own, LLVM prints warnings and exits the
@@ -979,11 +1004,30 @@ weft_status cg_ptx_finish(LLVMModuleRef mod, LLVMTargetMachineRef tm,
     void *old_ctx = LLVMContextGetDiagnosticContext(c);
     diag d = {.error = false};
     LLVMContextSetDiagnosticHandler(c, diag_handler, &d);
-    weft_status s = finish(mod, tm, kernels, nkernels, dump_prefix, ctx, &d,
-                           ptx);
+    weft_status s = finish(mod, tm, kernels, nkernels, dump_prefix, ctx,
+                           quick, &d, ptx);
     LLVMContextSetDiagnosticHandler(c, old, old_ctx);
     if (s == WEFT_OK && dump_prefix) {
         dump_ptx(dump_prefix, *ptx);
     }
     return s;
+}
+
+/* Turn a skeleton's module into PTX (see cg.h). */
+weft_status cg_ptx_finish(LLVMModuleRef mod, LLVMTargetMachineRef tm,
+                          const char *const *kernels, int nkernels,
+                          const char *dump_prefix, weft_context *ctx,
+                          LLVMMemoryBufferRef *ptx)
+{
+    return finish_tier(mod, tm, kernels, nkernels, dump_prefix, ctx, 0, ptx);
+}
+
+/* The same, quickly (see cg.h). */
+weft_status cg_ptx_finish_quick(LLVMModuleRef mod, LLVMTargetMachineRef tm,
+                                const char *const *kernels, int nkernels,
+                                weft_context *ctx, bool minimal,
+                                LLVMMemoryBufferRef *ptx)
+{
+    return finish_tier(mod, tm, kernels, nkernels, NULL, ctx, minimal ? 2 : 1,
+                       ptx);
 }

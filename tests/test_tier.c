@@ -1,6 +1,6 @@
 /*
  * tests/test_tier.c: tiered compilation on the CPU backend, seen from
- * outside.
+ * outside; built again as test_ptx_tier for the ptx backend.
  *
  * By default weft_compile emits a fresh kernel's optimised IR with LLVM's
  * quick code generator and returns; a background thread of the context
@@ -47,9 +47,23 @@
  *                     weft_context_wait_optimised on NULL and on the
  *                     interpreter.
  *
+ * On ptx (test_ptx_tier: runtime-gpu/backend.c, "Tiers") the quick tier is
+ * LLVM's default<O1> emitted at CodeGenOpt::None and the driver's JIT at
+ * a low level; the tier-up makes the optimised PTX and swaps its
+ * functions in.  Element-wise programs give the same bits in both tiers
+ * there too, but a float fold or scan (dotp, scan) may not: its order of
+ * additions follows the block size, which the occupancy API picks from
+ * each tier's registers (as it follows the device's SM count).  There
+ * those two are compared bit for bit only between contexts that run the
+ * same tier, and checked for plausibility otherwise; concurrent_runs
+ * leaves them out.  A context freed before its tier-ups finish drops
+ * them on ptx (nothing reaches the disk cache), which free_unwaited does
+ * not depend on (it waits).
+ *
  * Each test uses its own cache directory (mkdtemp), removed at its end,
- * and CPU contexts of two workers that ignore the environment (but for
- * the environment test).
+ * and contexts (CPU: of two workers) that ignore the environment (but for
+ * the environment test).  On ptx the suite is skipped (77) where no GPU
+ * and driver are.
  */
 #include <errno.h>
 #include <ftw.h>
@@ -82,8 +96,16 @@ typedef enum prog {
     P_EXPLOG,
     P_ZIP2D,
     P_COUNT,
-    P_ALL = P_COUNT
+    P_ALL = P_COUNT,
+    P_ELEMENTWISE         /* every program but dotp and scan */
 } prog;
+
+/* Whether program k gives the same bits in both tiers (see the head
+ * comment). */
+static bool same_across_tiers(prog k)
+{
+    return DT_BACKEND != WEFT_BACKEND_PTX || (k != P_DOTP && k != P_SCAN);
+}
 typedef enum host { H_X, H_Y, H_A, H_B } host;
 
 static const struct {
@@ -224,16 +246,20 @@ static void work_open(work *w, weft_context *ctx, prog which)
     weft_program *p = NULL;
     TU_OK(weft_program_create(ctx, &p));
     weft_acc *res[P_COUNT];
-    int lo = which == P_ALL ? 0 : (int)which;
-    int hi = which == P_ALL ? P_COUNT : lo + 1;
+    bool many = which == P_ALL || which == P_ELEMENTWISE;
+    int lo = many ? 0 : (int)which;
+    int hi = many ? P_COUNT : lo + 1, nres = 0;
     for (int k = lo; k < hi; k++) {
-        res[k - lo] = build_prog(ctx, p, (prog)k);
+        if (which == P_ELEMENTWISE && !same_across_tiers((prog)k)) {
+            continue;
+        }
+        res[nres++] = build_prog(ctx, p, (prog)k);
         for (int i = 0; i < progs[k].nin; i++) {
             w->in[w->n_in++] = host_array(ctx, progs[k].in[i]);
         }
     }
     TU_PROGRAM_OK(p);
-    TU_OK(weft_compile(p, res, hi - lo, &w->exe));
+    TU_OK(weft_compile(p, res, nres, &w->exe));
     weft_program_free(p);
 }
 
@@ -454,12 +480,12 @@ static void check_plausible(prog which, const blob *b)
  * Contexts and cache directories
  * ---------------------------------------------------------------------- */
 
-/* A CPU context of two workers with its disk cache in dir and the flags
- * given (WEFT_FLAG_NO_ENV is not added). */
+/* A context of DT_BACKEND (CPU: of two workers) with its disk cache in
+ * dir and the flags given (WEFT_FLAG_NO_ENV is not added). */
 static weft_context *open_cpu(const char *dir, unsigned flags)
 {
     weft_config cfg = weft_config_default();
-    cfg.backend = WEFT_BACKEND_CPU;
+    cfg.backend = DT_BACKEND;
     cfg.threads = 2;
     cfg.flags = flags;
     cfg.cache_dir = dir;
@@ -547,9 +573,13 @@ START_TEST(same_results)
     for (int k = 0; k < P_COUNT; k++) {
         run_ok(&wt[k], &t2[k]);
         check_plausible((prog)k, &o[k]);
-        CHECK_SAME(&q[k], &o[k], progs[k].name);
-        CHECK_SAME(&t1[k], &o[k], progs[k].name);
-        CHECK_SAME(&t2[k], &o[k], progs[k].name);
+        check_plausible((prog)k, &q[k]);
+        check_plausible((prog)k, &t1[k]);
+        if (same_across_tiers((prog)k)) {
+            CHECK_SAME(&q[k], &o[k], progs[k].name);
+            CHECK_SAME(&t1[k], &o[k], progs[k].name);
+        }
+        CHECK_SAME(&t2[k], &o[k], progs[k].name); /* both optimised */
     }
     weft_stats sq = stats_of(quick), so = stats_of(opt);
     ck_assert_uint_eq(sq.kernels_compiled, st.kernels_compiled);
@@ -590,7 +620,10 @@ START_TEST(tier_up)
     ck_assert_uint_eq(st.kernels_compiled, 1);
     ck_assert_int_eq(count_entries(dir), 1);
     run_ok(&w, &r2);
-    CHECK_SAME(&r1, &r2, "dotp after the tier-up");
+    if (same_across_tiers(P_DOTP)) {
+        CHECK_SAME(&r1, &r2, "dotp after the tier-up");
+    }
+    check_plausible(P_DOTP, &r1);
     check_plausible(P_DOTP, &r2);
     /* nothing pending: the second wait changes nothing */
     TU_OK(weft_context_wait_optimised(a));
@@ -601,7 +634,7 @@ START_TEST(tier_up)
     work wb;
     work_open(&wb, b, P_DOTP);
     run_ok(&wb, &r3);
-    CHECK_SAME(&r1, &r3, "dotp loaded from disk");
+    CHECK_SAME(&r2, &r3, "dotp loaded from disk"); /* both optimised */
     TU_OK(weft_context_wait_optimised(b));
     st = stats_of(b);
     ck_assert_uint_eq(st.kernels_loaded, 1);
@@ -644,8 +677,11 @@ START_TEST(free_unwaited)
     blob rb, rq;
     run_ok(&wb, &rb);
     run_ok(&wq, &rq);
-    CHECK_SAME(&rb, &rq, "dotp");
+    if (same_across_tiers(P_DOTP)) {
+        CHECK_SAME(&rb, &rq, "dotp");
+    }
     check_plausible(P_DOTP, &rb);
+    check_plausible(P_DOTP, &rq);
     work_close(&wb);
     work_close(&wq);
     blob_free(&rb);
@@ -763,15 +799,17 @@ START_TEST(concurrent_runs)
 {
     char dir[] = TMP_TEMPLATE;
     make_dir(dir);
+    /* the programs whose bits the tiers share (all on the CPU) */
+    prog which = DT_BACKEND == WEFT_BACKEND_PTX ? P_ELEMENTWISE : P_ALL;
     weft_context *q = open_cpu(dir, QUICK);
     work wq;
-    work_open(&wq, q, P_ALL);
+    work_open(&wq, q, which);
     blob want;
     run_ok(&wq, &want);
 
     weft_context *ctx = open_cpu(dir, DEFAULT);
     work w;
-    work_open(&w, ctx, P_ALL); /* the general variant waits for a run */
+    work_open(&w, ctx, which); /* the general variant waits for a run */
     pthread_t th[2];
     runner r[2];
     for (int t = 0; t < 2; t++) {
@@ -842,7 +880,7 @@ START_TEST(environment)
     char *old[NNAMES];
     tu_env_aside(names, NNAMES, old);
     weft_config cfg = weft_config_default();
-    cfg.backend = WEFT_BACKEND_CPU;
+    cfg.backend = DT_BACKEND;
     cfg.threads = 2;
     cfg.cache_dir = sub[0];
     weft_context *ctx = NULL;
@@ -907,6 +945,9 @@ static Suite *tier_suite(void)
 
 int main(void)
 {
+    if (!tu_backend_here()) {
+        return 77;
+    }
     fill_inputs();
     SRunner *sr = srunner_create(tier_suite());
     srunner_run_all(sr, CK_NORMAL);
