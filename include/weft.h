@@ -381,7 +381,9 @@ typedef struct weft_stats {
  * tiers.  Call it before timing steady-state runs.  Errors:
  * WEFT_ERR_NULL_ARGUMENT; WEFT_ERR_INTERNAL when LLVM failed to optimise
  * a kernel's code since the last call (that kernel keeps its quick code,
- * whose results are the same). */
+ * whose results are the same); on the PTX backend also the status of the
+ * driver's failed compile or load of optimised code (WEFT_ERR_DEVICE,
+ * WEFT_ERR_OUT_OF_MEMORY), with its message. */
 WEFT_API weft_status weft_context_wait_optimised(weft_context *ctx);
 
 /* Read ctx's counters into *out, which is `size` bytes: of the struct as
