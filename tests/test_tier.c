@@ -12,7 +12,9 @@
  *                     exact, an f32 inclusive scan, a Mandelbrot escape
  *                     count with a while loop, a map of exp and log, a
  *                     2-D zipWith of two arrays of different shapes, which
- *                     takes the general variant compiled at its first run)
+ *                     takes the general variant compiled at its first run,
+ *                     an i64 sum of a map that truncates x * 1000, exact
+ *                     whatever the order)
  *                     give the same bits in a QUICK_CODE context, a
  *                     NO_TIERING one and a default one, before and after
  *                     weft_context_wait_optimised.  No tolerance: the IR
@@ -56,7 +58,7 @@
  * each tier's registers (as it follows the device's SM count).  There
  * those two are compared bit for bit only between contexts that run the
  * same tier, and checked for plausibility otherwise; concurrent_runs
- * leaves them out.  A context freed before its tier-ups finish drops
+ * leaves them out (the integer sum keeps a fold in it).  A context freed before its tier-ups finish drops
  * them on ptx (nothing reaches the disk cache), which free_unwaited does
  * not depend on (it waits).
  *
@@ -95,9 +97,10 @@ typedef enum prog {
     P_MANDEL,
     P_EXPLOG,
     P_ZIP2D,
+    P_ISUM,
     P_COUNT,
     P_ALL = P_COUNT,
-    P_ELEMENTWISE         /* every program but dotp and scan */
+    P_SAME                /* the programs same_across_tiers */
 } prog;
 
 /* Whether program k gives the same bits in both tiers (see the head
@@ -118,6 +121,7 @@ static const struct {
     [P_MANDEL] = {"mandelbrot", 0, {0}},
     [P_EXPLOG] = {"exp-log map", 1, {H_X}},
     [P_ZIP2D] = {"2-D zipWith", 2, {H_A, H_B}},
+    [P_ISUM] = {"integer sum", 1, {H_X}},
 };
 
 static float g_x[N], g_y[N], g_a[A0 * A1], g_b[B0 * B1];
@@ -225,6 +229,15 @@ static weft_acc *build_prog(weft_context *ctx, weft_program *p, prog which)
         weft_acc *a = weft_param(p, WEFT_F32, 2);
         return weft_zipwith(f, a, weft_param(p, WEFT_F32, 2));
     }
+    case P_ISUM: {
+        /* sum of truncate(x * 1000) as i64 */
+        weft_fun *f = weft_fun1(p, WEFT_F32);
+        weft_fun_return(f, weft_truncate(weft_mul(weft_arg(f, 0),
+                                                  weft_f32(p, 1000.0f)),
+                                         WEFT_I64));
+        return weft_fold(tu_fun_op2(p, WEFT_OP_ADD, WEFT_I64), weft_i64(p, 0),
+                         weft_map(f, weft_param(p, WEFT_F32, 1)));
+    }
     default: ck_abort_msg("build_prog: program %d", (int)which);
     }
     return NULL;
@@ -246,11 +259,11 @@ static void work_open(work *w, weft_context *ctx, prog which)
     weft_program *p = NULL;
     TU_OK(weft_program_create(ctx, &p));
     weft_acc *res[P_COUNT];
-    bool many = which == P_ALL || which == P_ELEMENTWISE;
+    bool many = which == P_ALL || which == P_SAME;
     int lo = many ? 0 : (int)which;
     int hi = many ? P_COUNT : lo + 1, nres = 0;
     for (int k = lo; k < hi; k++) {
-        if (which == P_ELEMENTWISE && !same_across_tiers((prog)k)) {
+        if (which == P_SAME && !same_across_tiers((prog)k)) {
             continue;
         }
         res[nres++] = build_prog(ctx, p, (prog)k);
@@ -412,7 +425,7 @@ static void check_plausible(prog which, const blob *b)
     int64_t rank;
     memcpy(&rank, b->b, sizeof rank);
     ck_assert_int_eq(rank, which == P_MANDEL || which == P_ZIP2D ? 2
-                           : which == P_DOTP                     ? 0
+                           : which == P_DOTP || which == P_ISUM  ? 0
                                                                  : 1);
     switch (which) {
     case P_DOTP: {
@@ -472,6 +485,16 @@ static void check_plausible(prog which, const blob *b)
             }
         }
         break;
+    case P_ISUM: {
+        int64_t want = 0, got;
+        for (int i = 0; i < N; i++) {
+            want += (int64_t)(g_x[i] * 1000.0f);
+        }
+        ck_assert_uint_ge(b->n, 16);
+        memcpy(&got, b->b + 8, sizeof got); /* after the rank, 0 */
+        ck_assert_int_eq(got, want);
+        break;
+    }
     default: break;
     }
 }
@@ -800,7 +823,7 @@ START_TEST(concurrent_runs)
     char dir[] = TMP_TEMPLATE;
     make_dir(dir);
     /* the programs whose bits the tiers share (all on the CPU) */
-    prog which = DT_BACKEND == WEFT_BACKEND_PTX ? P_ELEMENTWISE : P_ALL;
+    prog which = DT_BACKEND == WEFT_BACKEND_PTX ? P_SAME : P_ALL;
     weft_context *q = open_cpu(dir, QUICK);
     work wq;
     work_open(&wq, q, which);
