@@ -5,10 +5,11 @@
  * It uses only the public API (weft.h).  For each program of gpubench.h
  * it builds the weft program (the formulations of bench/weft_bench.c),
  * compiles it in a context of its own (freed when the program closes, so
- * that weft's device memory goes back before the next program), makes the
- * input arrays from the driver's host buffers and runs once, which uploads
- * them; they stay on the device from then on, since nothing writes them on
- * the host.  wg_run then times one weft_run as ref.cu times its runs, two
+ * that weft's device memory goes back before the next program), waits for
+ * its optimised code (weft_context_wait_optimised: tiered compilation),
+ * makes the input arrays from the driver's host buffers and runs once,
+ * which uploads them; they stay on the device from then on, since nothing
+ * writes them on the host.  wg_run then times one weft_run as ref.cu times its runs, two
  * ways at once: CUDA events recorded on weft's stream (weft_context_stream)
  * before and after weft_run, through the functions the driver gives
  * (wg_set_events: ref.cu's rf_event_record and rf_event_finish), and the
@@ -33,7 +34,9 @@
  * split: the frontend's passes, IR, LLVM's optimisation, PTX emission,
  * the driver's compile and load of PTX, the disk cache), each compile in a
  * new context on a new, empty disk cache, and what a second compile in
- * another new context on that cache costs (the disk hit):
+ * another new context on that cache costs (the disk hit); the last column,
+ * "tiered", is the time from the first compile's start until its
+ * optimised code was in place (weft_context_wait_optimised):
  *   gcc -std=c17 -O2 -DWG_PHASES_MAIN -Iinclude bench/gpu/weft_gpu.c \
  *       -o wg_phases -L. -lweft -Wl,-rpath,'$ORIGIN' -lm && ./wg_phases
  * (a backend name as argument: interp, cpu, ptx; ptx by default).
