@@ -109,16 +109,26 @@ enum {
     "default<O3>,function(irce,simplifycfg," CG_IC ",loop-mssa(licm),"       \
     "simplifycfg)"
 
-/* The quick tier (cg_ptx_finish_quick): default<O1>, emitted by a machine
- * at CodeGenOpt::None (cg_ptx_machine_quick).  On a 2-core EPYC under
- * load this took the LLVM side of dotp's fold from 50 to 22 ms and of
- * scan from 116 to 35 ms, most of it the emission (default<O1> alone
- * saves a tenth); the PTX is longer and ptxas, at the quick tier's low
- * optimisation level, gives slower code, which runs only until the
- * background thread's default<O3> code is swapped in (runtime-gpu/
- * backend.c, "Tiers").  NVVMReflect comes with default<O1> too (the
- * NVPTX machine adds it at the start of every default pipeline). */
-#define PTX_QUICK_PIPELINE "default<O1>"
+/* The quick tier (cg_ptx_finish_quick): a few function passes (NVVMReflect
+ * first, for libdevice; SROA, early CSE, one instcombine, simplifycfg,
+ * dead code; no inlining, no loop passes), emitted by a machine at
+ * CodeGenOpt::None (cg_ptx_machine_quick).  The code is slower; it runs
+ * only until the background thread's default<O3> code is swapped in
+ * (runtime-gpu/backend.c, "Tiers").  Measured on a 2-core EPYC under
+ * load, over the first compiles of bench/gpu's 15 programs (sm_90): LLVM
+ * 1,130 ms at default<O3> and full code generation; 1,330 ms with
+ * default<O1> emitted at None (the emission a quarter of it), 355 ms
+ * with these passes, 358 ms with SROA, early CSE and dead code only
+ * (PTX_HUGE_PIPELINE); ptxas -O0 on the quick PTX (a stand-in for the
+ * driver's JIT at level 0) 1,290, 1,170 and 1,410 ms: the passes here
+ * keep the PTX as short as default<O1> does (scan 60 ms of ptxas against
+ * 158), the bare ones do not.  dotp's fold: LLVM 12 ms here, 23 ms with
+ * default<O1>, 31 ms at default<O3>.  PTX_QUICK_O1 and PTX_HUGE_PIPELINE
+ * are the other choices (cg_ptx_finish_quick's `pipeline`). */
+#define PTX_QUICK_PIPELINE                                                   \
+    "globaldce,function(nvvm-reflect,sroa,early-cse<memssa>," CG_IC          \
+    ",simplifycfg,adce)"
+#define PTX_QUICK_O1 "default<O1>"
 
 /* Huge modules (more than PTX_HUGE_INSTRUCTIONS instructions: a generated
  * program's one element function of 10^4 or more terms) take passes
@@ -943,9 +953,10 @@ static weft_status finish(LLVMModuleRef mod, LLVMTargetMachineRef tm,
     bool huge = cg_module_instructions(mod, PTX_HUGE_INSTRUCTIONS) >
                 PTX_HUGE_INSTRUCTIONS;
     s = cg_optimise(mod, tm,
-                    huge || quick == 2 ? PTX_HUGE_PIPELINE
-                    : quick            ? PTX_QUICK_PIPELINE
-                                       : PTX_PIPELINE,
+                    huge || quick == 1 + CG_PTX_QUICK_BARE ? PTX_HUGE_PIPELINE
+                    : quick == 1 + CG_PTX_QUICK_O1         ? PTX_QUICK_O1
+                    : quick                                ? PTX_QUICK_PIPELINE
+                                                           : PTX_PIPELINE,
                     "weft (ptx)");
     if (s != WEFT_OK) {
         return s;
@@ -1025,9 +1036,9 @@ weft_status cg_ptx_finish(LLVMModuleRef mod, LLVMTargetMachineRef tm,
 /* The same, quickly (see cg.h). */
 weft_status cg_ptx_finish_quick(LLVMModuleRef mod, LLVMTargetMachineRef tm,
                                 const char *const *kernels, int nkernels,
-                                weft_context *ctx, bool minimal,
+                                weft_context *ctx, cg_ptx_quick pipeline,
                                 LLVMMemoryBufferRef *ptx)
 {
-    return finish_tier(mod, tm, kernels, nkernels, NULL, ctx, minimal ? 2 : 1,
+    return finish_tier(mod, tm, kernels, nkernels, NULL, ctx, 1 + pipeline,
                        ptx);
 }

@@ -21,10 +21,11 @@
  *
  * Tiers.  A kernel in neither cache is compiled twice, as on the CPU
  * (runtime-cpu/jit.c, "Tiers").  weft_compile builds its PTX quickly
- * (cg_ptx_finish_quick: LLVM's default<O1>, emitted at CodeGenOpt::None)
- * and has the driver compile it at a low optimisation level ($WEFT_PTX_
- * QUICK_OPT, 0 by default: on an H100 the driver's part of Black-Scholes
- * 84 -> 43 ms, of dotp 65 -> 45 ms), so the first run starts early; a
+ * (cg_ptx_finish_quick: a few of LLVM's passes, emitted at
+ * CodeGenOpt::None; $WEFT_PTX_QUICK_LLVM picks others) and has the driver
+ * compile it at a low optimisation level ($WEFT_PTX_QUICK_OPT, 0 by
+ * default: on an H100 the driver's part of Black-Scholes 84 -> 43 ms, of
+ * dotp 65 -> 45 ms), so the first run starts early; a
  * copy of the kernel's IR, taken before the quick pipeline, goes to the
  * context's tier-up thread, which makes the PTX of an untiered compile
  * (cg_ptx_finish, on a target machine of its own), has the driver
@@ -127,9 +128,8 @@ typedef struct ptx_state {
                                     0 to 4; -1: the driver's default) */
     int quick_opt;               /* its level for the quick tier
                                     ($WEFT_PTX_QUICK_OPT; 0) */
-    bool quick_minimal;          /* the quick tier's LLVM pipeline is the
-                                    minimal one ($WEFT_PTX_QUICK_LLVM=0;
-                                    default<O1> by default) */
+    cg_ptx_quick quick_llvm;     /* the quick tier's LLVM passes
+                                    ($WEFT_PTX_QUICK_LLVM: bare, o1) */
     int tier;                    /* PTX_TIER_* ("Tiers") */
     LLVMTargetMachineRef tm_quick; /* the quick tier's (under lock) */
     weft_context *ctx;
@@ -341,7 +341,10 @@ static weft_status ptx_context_init(weft_context *ctx)
     const char *ql = (ctx->cfg.flags & WEFT_FLAG_NO_ENV)
                          ? NULL
                          : getenv("WEFT_PTX_QUICK_LLVM");
-    st->quick_minimal = ql && strcmp(ql, "0") == 0;
+    st->quick_llvm = !ql                       ? CG_PTX_QUICK_PASSES
+                     : strcmp(ql, "bare") == 0 ? CG_PTX_QUICK_BARE
+                     : strcmp(ql, "o1") == 0   ? CG_PTX_QUICK_O1
+                                               : CG_PTX_QUICK_PASSES;
     unsigned fl = ctx->cfg.flags;
     st->tier = fl & WEFT_FLAG_QUICK_CODE   ? PTX_TIER_QUICK_ONLY
                : fl & WEFT_FLAG_NO_TIERING ? PTX_TIER_NONE
@@ -455,7 +458,7 @@ static weft_status build_ptx(ptx_state *st, weft_executable *exe,
     }
     if (s == WEFT_OK && st->tier != PTX_TIER_NONE) {
         s = cg_ptx_finish_quick(mod, st->tm_quick, names, n, ctx,
-                                st->quick_minimal, ptx);
+                                st->quick_llvm, ptx);
     } else if (s == WEFT_OK) {
         char prefix[1024];
         const char *dump = NULL;
