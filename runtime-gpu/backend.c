@@ -34,13 +34,7 @@
  * lock.  Runs hold that lock from their first launch to their last
  * (ptx_run), and every launch reads its function, block and residency
  * from the entry (rt_run), so a run sees all of one tier or all of the
- * other.  The driver's compile and load of the optimised PTX happen under
- * that lock too, between runs (a run that starts meanwhile waits for
- * them): with the load beside a run, test_ptx_cancel's long fold (the
- * run waits for a kernel of long while loops, polling the stream, and
- * raises its cancel flag) stopped 5 s late on an H100, as if the load
- * waited for the kernels in flight and held the context's other driver
- * calls meanwhile; the quick module stays loaded until the context ends (launches
+ * other; the quick module stays loaded until the context ends (launches
  * of it may still be queued on the stream).  No pass of either tier
  * changes floating-point semantics (the PTX's arithmetic is .rn, which
  * ptxas does not contract), so both compute the same bits.  A disk hit
@@ -514,14 +508,13 @@ static weft_status tier_up(ptx_state *st, ptx_tier_job *t,
     gpu_module *mod = NULL;
     gpu_fn fn[SK_MAX_ENTRY];
     if (!stop && t->pk) {
-        /* the load and the swap under the device's lock, between runs
-         * ("Tiers": a load beside a run waiting for a long kernel kept it
-         * from raising its cancel flag in time) */
-        gpu_lock(st->dev);
         s = gpu_module_load(st->dev, LLVMGetBufferStart(ptx),
                             LLVMGetBufferSize(ptx), st->opt_level, "tier-up",
                             "weft_compile", &mod);
         if (s == WEFT_OK) {
+            /* the swap: no run is between two launches while the lock is
+             * held here */
+            gpu_lock(st->dev);
             for (int i = 0; s == WEFT_OK && i < t->nfn; i++) {
                 s = gpu_module_fn(st->dev, mod, t->names[i], 0, t->block_max,
                                   &fn[i]);
@@ -532,9 +525,9 @@ static weft_status tier_up(ptx_state *st, ptx_tier_job *t,
                 memcpy(t->pk->fn, fn, sizeof fn[0] * (size_t)t->nfn);
                 mod = NULL;
             }
+            gpu_unlock(st->dev);
             gpu_module_free(st->dev, mod);
         }
-        gpu_unlock(st->dev);
     }
     if (s == WEFT_OK && !stop) {
         pthread_mutex_lock(&st->lock);
