@@ -240,7 +240,9 @@ typedef struct weft_config {
  * reach the disk cache) and waits for the one being optimised, and a
  * float fold or scan may differ in its last bits between the tiers (the
  * order of its additions follows the block size, which each tier's
- * register use sets).  WEFT_FLAG_NO_TIERING
+ * register use sets); a kernel with a scalar while loop, which may run
+ * long on the code it started with, is optimised at once there.
+ * WEFT_FLAG_NO_TIERING
  * ($WEFT_TIERING=0) makes weft_compile emit the optimised code itself
  * before it returns.  WEFT_FLAG_QUICK_CODE ($WEFT_TIERING=quick) keeps
  * the quick code and never optimises it, nor reads or writes the disk

@@ -45,9 +45,11 @@
  * then frees.  WEFT_FLAG_NO_TIERING compiles as before tiers (full
  * optimisation at once, $WEFT_PTX_JIT_OPT); WEFT_FLAG_QUICK_CODE keeps the
  * quick code and neither reads nor writes the disk cache; dumping
- * (WEFT_DUMP=ptx) and compile-only contexts (target sm_XY) do not tier,
- * but for tests (gpu_tier_without_device), where the thread then makes
- * the optimised PTX and counts it.
+ * (WEFT_DUMP=ptx) and compile-only contexts (target sm_XY) do not tier
+ * (but for tests, gpu_tier_without_device: the thread then makes the
+ * optimised PTX and counts it), nor do kernels with a scalar while loop
+ * (kernel_tier: a run of such a kernel may last long, on the code it
+ * started with).
  *
  * weft_run: the interpreter's walker evaluates the core (lets, acond,
  * awhile, tuples, host scalars) and hands each operation that has a
@@ -410,7 +412,20 @@ static void kernel_key(const ptx_state *st, const weft_context *ctx,
     llvm_blake3_hasher_finalize(&h, k->key, 32);
 }
 
-/* Build kernel k's PTX (a new buffer in *ptx): st->tier's quick PTX
+/* How kernel k is compiled in st (PTX_TIER_*): as st says, but that a
+ * kernel with a scalar while loop (its cancel flag) is not tiered up: it
+ * may run long, and a run of it runs the code it started with to its end
+ * (and after a cancel its loops stop only every CG_POLL_EVERY_GPU trips:
+ * on the quick code test_ptx_cancel's long fold stopped 5 s late on an
+ * H100, round s3). */
+static int kernel_tier(const ptx_state *st, const sk_kernel *k)
+{
+    return st->tier == PTX_TIER_UP && k->aux_item[SK_CANCEL_AUX] >= 0
+               ? PTX_TIER_NONE
+               : st->tier;
+}
+
+/* Build kernel k's PTX (a new buffer in *ptx): kernel_tier's quick PTX
  * unless PTX_TIER_NONE, and then, for PTX_TIER_UP, a job in *job (new,
  * fe_alloc'd with the default allocator) holding a copy of the IR taken
  * before the quick pipeline, for the tier-up thread; else NULL. */
@@ -440,7 +455,8 @@ static weft_status build_ptx(ptx_state *st, weft_executable *exe,
     fe_phase_end(ctx, FE_PHASE_IR, t0, "ir",
                  "\"kernel\":\"%s\",\"what\":\"%s\"", names[0],
                  rt_kernel_name(k, what, sizeof what));
-    if (s == WEFT_OK && st->tier == PTX_TIER_UP) {
+    int tier = kernel_tier(st, k);
+    if (s == WEFT_OK && tier == PTX_TIER_UP) {
         ptx_tier_job *t = fe_calloc(NULL, sizeof *t);
         if (!t) {
             s = fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
@@ -456,7 +472,7 @@ static weft_status build_ptx(ptx_state *st, weft_executable *exe,
             *job = t;
         }
     }
-    if (s == WEFT_OK && st->tier != PTX_TIER_NONE) {
+    if (s == WEFT_OK && tier != PTX_TIER_NONE) {
         s = cg_ptx_finish_quick(mod, st->tm_quick, names, n, ctx,
                                 st->quick_llvm, ptx);
     } else if (s == WEFT_OK) {
@@ -761,7 +777,7 @@ static weft_status jit_finish(ptx_compiling *pc, ptx_jit *l)
         pthread_mutex_lock(&st->lock);
         ptx_kernel *pk = NULL;
         /* quick PTX is not kept on disk: its tier-up's is */
-        bool keep = !l->from_disk && st->tier == PTX_TIER_NONE;
+        bool keep = !l->from_disk && kernel_tier(st, l->k) == PTX_TIER_NONE;
         s = add_kernel(st, l->k, l->mod, keep ? l->ptx : NULL, l->ptx_n,
                        l->names, l->nfn, &pk);
         l->mod = NULL; /* the kernel's, or freed */
@@ -833,7 +849,7 @@ static weft_status jit_start(ptx_compiling *pc, sk_kernel *k, char names[][80],
     l->nfn = nfn;
     l->dev = pc->st->dev;
     /* quick PTX at the quick level; a disk hit is the optimised PTX */
-    l->opt_level = !from_disk && pc->st->tier != PTX_TIER_NONE
+    l->opt_level = !from_disk && kernel_tier(pc->st, k) != PTX_TIER_NONE
                        ? pc->st->quick_opt
                        : pc->st->opt_level;
     l->ptx = ptx;

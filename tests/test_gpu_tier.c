@@ -17,7 +17,9 @@
  *                     program compiles and optimises again: such a
  *                     context keeps no kernels); NO_TIERING and QUICK_CODE
  *                     contexts optimise nothing; without the hook a
- *                     compile-only context does not tier.
+ *                     compile-only context does not tier; a kernel with
+ *                     a scalar while loop is not tiered (compiled
+ *                     optimised at once: a run of it may last long).
  *   free_queued       contexts freed right after weft_compile, with a hook
  *                     that slows every job: the free takes the queue away
  *                     (the hook runs for fewer jobs than were queued) and
@@ -110,6 +112,29 @@ START_TEST(counts)
         ck_assert(st.optimise_ms == 0);
         weft_context_free(ctx);
     }
+
+    /* a map whose element is a while loop: not tiered */
+    ctx = open_sm90(0);
+    weft_program *p;
+    TU_OK(weft_program_create(ctx, &p));
+    weft_fun *c = weft_fun1(p, WEFT_I64);
+    weft_fun_return(c, weft_lt(weft_arg(c, 0), weft_i64(p, 100)));
+    weft_fun *b = weft_fun1(p, WEFT_I64);
+    weft_fun_return(b, weft_add(weft_mul(weft_arg(b, 0), weft_i64(p, 2)),
+                                weft_i64(p, 1)));
+    weft_fun *f = weft_fun1(p, WEFT_I64);
+    weft_fun_return(f, weft_while(c, b, weft_arg(f, 0)));
+    weft_acc *r = weft_map(f, weft_param(p, WEFT_I64, 1));
+    TU_PROGRAM_OK(p);
+    weft_executable *exe;
+    TU_OK(weft_compile(p, &r, 1, &exe));
+    TU_OK(weft_context_wait_optimised(ctx));
+    st = stats_of(ctx);
+    ck_assert_uint_eq(st.kernels_compiled, 1);
+    ck_assert_uint_eq(st.kernels_optimised, 0);
+    weft_executable_free(exe);
+    weft_program_free(p);
+    weft_context_free(ctx);
 
     gpu_tier_without_device = false;
     ctx = open_sm90(0);

@@ -60,7 +60,8 @@
  * same tier, and checked for plausibility otherwise; concurrent_runs
  * leaves them out (the integer sum keeps a fold in it).  A context freed before its tier-ups finish drops
  * them on ptx (nothing reaches the disk cache), which free_unwaited does
- * not depend on (it waits).
+ * not depend on (it waits).  A kernel with a scalar while loop (the
+ * Mandelbrot's) is not tiered on ptx: compiled optimised at once.
  *
  * Each test uses its own cache directory (mkdtemp), removed at its end,
  * and contexts (CPU: of two workers) that ignore the environment (but for
@@ -102,6 +103,10 @@ typedef enum prog {
     P_ALL = P_COUNT,
     P_SAME                /* the programs same_across_tiers */
 } prog;
+
+/* Kernels that are not tiered up among all the programs: on ptx the
+ * Mandelbrot's, a scalar while loop (runtime-gpu/backend.c, kernel_tier). */
+#define UNTIERED (DT_BACKEND == WEFT_BACKEND_PTX ? 1u : 0u)
 
 /* Whether program k gives the same bits in both tiers (see the head
  * comment). */
@@ -591,7 +596,7 @@ START_TEST(same_results)
     TU_OK(weft_context_wait_optimised(tier));
     weft_stats st = stats_of(tier);
     ck_assert_uint_ge(st.kernels_compiled, P_COUNT);
-    ck_assert_uint_eq(st.kernels_optimised, st.kernels_compiled);
+    ck_assert_uint_eq(st.kernels_optimised + UNTIERED, st.kernels_compiled);
     ck_assert_uint_eq(st.kernels_loaded, 0);
     for (int k = 0; k < P_COUNT; k++) {
         run_ok(&wt[k], &t2[k]);
@@ -854,7 +859,7 @@ START_TEST(concurrent_runs)
     TU_OK(weft_context_wait_optimised(ctx));
     weft_stats st = stats_of(ctx);
     ck_assert_uint_ge(st.kernels_optimised, 1);
-    ck_assert_uint_eq(st.kernels_optimised, st.kernels_compiled);
+    ck_assert_uint_eq(st.kernels_optimised + UNTIERED, st.kernels_compiled);
     ck_assert_uint_eq(st.kernels_compiled, stats_of(q).kernels_compiled);
     blob after;
     run_ok(&w, &after);
