@@ -764,6 +764,8 @@ extern const cg_target cg_target_ptx;
  * once.  Errors: WEFT_ERR_INVALID_ARGUMENT for sm < 50,
  * WEFT_ERR_BACKEND_UNAVAILABLE when LLVM has no NVPTX target. */
 weft_status cg_ptx_machine(int sm, LLVMTargetMachineRef *out);
+/* The same at CodeGenOpt::None, for cg_ptx_finish_quick. */
+weft_status cg_ptx_machine_quick(int sm, LLVMTargetMachineRef *out);
 
 /* The path of libdevice.10.bc into buf (n bytes): $WEFT_LIBDEVICE when set
  * and not empty (it must then name a readable file: no fallback), else the
@@ -806,5 +808,25 @@ weft_status cg_ptx_finish(LLVMModuleRef mod, LLVMTargetMachineRef tm,
                           const char *const *kernels, int nkernels,
                           const char *dump_prefix, weft_context *ctx,
                           LLVMMemoryBufferRef *ptx);
+/* The quick tier's LLVM passes: a few function passes (the default), the
+ * bare ones of a huge module (NVVMReflect, SROA, early CSE, dead code),
+ * or default<O1>. */
+typedef enum cg_ptx_quick {
+    CG_PTX_QUICK_PASSES,
+    CG_PTX_QUICK_BARE,
+    CG_PTX_QUICK_O1
+} cg_ptx_quick;
+
+/* cg_ptx_finish for the quick tier of tiered compilation (runtime-gpu/
+ * backend.c, "Tiers"): `pipeline`'s passes instead of "default<O3>", and
+ * tm should come from cg_ptx_machine_quick (target_ptx.c,
+ * PTX_QUICK_PIPELINE, says what each costs).  The PTX computes the same
+ * results (no pass changes floating-point semantics), more slowly; for
+ * the fold of a dot product about a third of the time of cg_ptx_finish.
+ * Nothing is dumped.  Errors as cg_ptx_finish. */
+weft_status cg_ptx_finish_quick(LLVMModuleRef mod, LLVMTargetMachineRef tm,
+                                const char *const *kernels, int nkernels,
+                                weft_context *ctx, cg_ptx_quick pipeline,
+                                LLVMMemoryBufferRef *ptx);
 
 #endif /* WEFT_CG_H */

@@ -109,6 +109,27 @@ enum {
     "default<O3>,function(irce,simplifycfg," CG_IC ",loop-mssa(licm),"       \
     "simplifycfg)"
 
+/* The quick tier (cg_ptx_finish_quick): a few function passes (NVVMReflect
+ * first, for libdevice; SROA, early CSE, one instcombine, simplifycfg,
+ * dead code; no inlining, no loop passes), emitted by a machine at
+ * CodeGenOpt::None (cg_ptx_machine_quick).  The code is slower; it runs
+ * only until the background thread's default<O3> code is swapped in
+ * (runtime-gpu/backend.c, "Tiers").  Measured on a 2-core EPYC under
+ * load, over the first compiles of bench/gpu's 15 programs (sm_90): LLVM
+ * 1,130 ms at default<O3> and full code generation; 1,330 ms with
+ * default<O1> emitted at None (the emission a quarter of it), 355 ms
+ * with these passes, 358 ms with SROA, early CSE and dead code only
+ * (PTX_HUGE_PIPELINE); ptxas -O0 on the quick PTX (a stand-in for the
+ * driver's JIT at level 0) 1,290, 1,170 and 1,410 ms: the passes here
+ * keep the PTX as short as default<O1> does (scan 60 ms of ptxas against
+ * 158), the bare ones do not.  dotp's fold: LLVM 12 ms here, 23 ms with
+ * default<O1>, 31 ms at default<O3>.  PTX_QUICK_O1 and PTX_HUGE_PIPELINE
+ * are the other choices (cg_ptx_finish_quick's `pipeline`). */
+#define PTX_QUICK_PIPELINE                                                   \
+    "globaldce,function(nvvm-reflect,sroa,early-cse<memssa>," CG_IC          \
+    ",simplifycfg,adce)"
+#define PTX_QUICK_O1 "default<O1>"
+
 /* Huge modules (more than PTX_HUGE_INSTRUCTIONS instructions: a generated
  * program's one element function of 10^4 or more terms) take passes
  * linear in practice, as the CPU's do (runtime-cpu/jit.c, "Huge
@@ -507,8 +528,10 @@ const cg_target cg_target_ptx = {
 
 /* ---- target machines ---- */
 
-/* A target machine for compute capability sm (see cg.h). */
-weft_status cg_ptx_machine(int sm, LLVMTargetMachineRef *out)
+/* A target machine for compute capability sm at code generation level
+ * `level` (see cg.h). */
+static weft_status machine(int sm, LLVMCodeGenOptLevel level,
+                           LLVMTargetMachineRef *out)
 {
     /* The SMs of LLVM 19's NVPTX from sm_50 on (llc -mcpu=help; sm_90a is
      * left out: its code runs on 9.0 devices only). */
@@ -549,8 +572,7 @@ weft_status cg_ptx_machine(int sm, LLVMTargetMachineRef *out)
      * for sm_90); +ptx63 raises that to 6.3 at least, which the *.sync
      * warp intrinsics need (6.0; without it LLVM stops the process) and
      * which gives sm_70 native f16 atomic add (6.3). */
-    *out = LLVMCreateTargetMachine(target, PTX_TRIPLE, cpu, "+ptx63",
-                                   LLVMCodeGenLevelAggressive,
+    *out = LLVMCreateTargetMachine(target, PTX_TRIPLE, cpu, "+ptx63", level,
                                    LLVMRelocDefault, LLVMCodeModelDefault);
     if (!*out) {
         return fe_error(WEFT_ERR_BACKEND_UNAVAILABLE,
@@ -558,6 +580,16 @@ weft_status cg_ptx_machine(int sm, LLVMTargetMachineRef *out)
                         "%s", cpu);
     }
     return WEFT_OK;
+}
+
+weft_status cg_ptx_machine(int sm, LLVMTargetMachineRef *out)
+{
+    return machine(sm, LLVMCodeGenLevelAggressive, out);
+}
+
+weft_status cg_ptx_machine_quick(int sm, LLVMTargetMachineRef *out)
+{
+    return machine(sm, LLVMCodeGenLevelNone, out);
 }
 
 /* ---- libdevice ---- */
@@ -945,7 +977,7 @@ static void approx_divisions(LLVMModuleRef mod)
 static weft_status finish(LLVMModuleRef mod, LLVMTargetMachineRef tm,
                           const char *const *kernels, int nkernels,
                           const char *dump_prefix, weft_context *ctx,
-                          diag *d, LLVMMemoryBufferRef *ptx)
+                          int quick, diag *d, LLVMMemoryBufferRef *ptx)
 {
     cg_module_target(mod, tm);
     for (int k = 0; k < nkernels; k++) {
@@ -970,7 +1002,11 @@ static weft_status finish(LLVMModuleRef mod, LLVMTargetMachineRef tm,
     internalise(mod, kernels, nkernels);
     bool huge = cg_module_instructions(mod, PTX_HUGE_INSTRUCTIONS) >
                 PTX_HUGE_INSTRUCTIONS;
-    s = cg_optimise(mod, tm, huge ? PTX_HUGE_PIPELINE : PTX_PIPELINE,
+    s = cg_optimise(mod, tm,
+                    huge || quick == 1 + CG_PTX_QUICK_BARE ? PTX_HUGE_PIPELINE
+                    : quick == 1 + CG_PTX_QUICK_O1         ? PTX_QUICK_O1
+                    : quick                                ? PTX_QUICK_PIPELINE
+                                                           : PTX_PIPELINE,
                     "weft (ptx)");
     if (s != WEFT_OK) {
         return s;
@@ -982,20 +1018,20 @@ static weft_status finish(LLVMModuleRef mod, LLVMTargetMachineRef tm,
         dump_opt_ir(dump_prefix, mod);
     }
     char *err = NULL;
-    LLVMTargetMachineRef quick = NULL;
-    if (huge) {
+    LLVMTargetMachineRef none = NULL; /* a machine at CodeGenOpt::None */
+    if (huge && !quick) {
         char *cpu = LLVMGetTargetMachineCPU(tm);
         char *features = LLVMGetTargetMachineFeatureString(tm);
-        quick = LLVMCreateTargetMachine(
+        none = LLVMCreateTargetMachine(
             LLVMGetTargetMachineTarget(tm), PTX_TRIPLE, cpu, features,
             LLVMCodeGenLevelNone, LLVMRelocDefault, LLVMCodeModelDefault);
         LLVMDisposeMessage(cpu);
         LLVMDisposeMessage(features);
     }
     bool failed = LLVMTargetMachineEmitToMemoryBuffer(
-        quick ? quick : tm, mod, LLVMAssemblyFile, &err, ptx);
-    if (quick) {
-        LLVMDisposeTargetMachine(quick);
+        none ? none : tm, mod, LLVMAssemblyFile, &err, ptx);
+    if (none) {
+        LLVMDisposeTargetMachine(none);
     }
     if (failed || d->error) {
         s = fe_error(WEFT_ERR_INTERNAL, "weft: PTX emission failed: %s",
@@ -1014,11 +1050,11 @@ static weft_status finish(LLVMModuleRef mod, LLVMTargetMachineRef tm,
     return WEFT_OK;
 }
 
-/* Turn a skeleton's module into PTX (see cg.h). */
-weft_status cg_ptx_finish(LLVMModuleRef mod, LLVMTargetMachineRef tm,
-                          const char *const *kernels, int nkernels,
-                          const char *dump_prefix, weft_context *ctx,
-                          LLVMMemoryBufferRef *ptx)
+/* cg_ptx_finish and cg_ptx_finish_quick. */
+static weft_status finish_tier(LLVMModuleRef mod, LLVMTargetMachineRef tm,
+                               const char *const *kernels, int nkernels,
+                               const char *dump_prefix, weft_context *ctx,
+                               int quick, LLVMMemoryBufferRef *ptx)
 {
     *ptx = NULL;
     /* Without a handler of its own, LLVM prints warnings and exits the
@@ -1029,11 +1065,30 @@ weft_status cg_ptx_finish(LLVMModuleRef mod, LLVMTargetMachineRef tm,
     void *old_ctx = LLVMContextGetDiagnosticContext(c);
     diag d = {.error = false};
     LLVMContextSetDiagnosticHandler(c, diag_handler, &d);
-    weft_status s = finish(mod, tm, kernels, nkernels, dump_prefix, ctx, &d,
-                           ptx);
+    weft_status s = finish(mod, tm, kernels, nkernels, dump_prefix, ctx,
+                           quick, &d, ptx);
     LLVMContextSetDiagnosticHandler(c, old, old_ctx);
     if (s == WEFT_OK && dump_prefix) {
         dump_ptx(dump_prefix, *ptx);
     }
     return s;
+}
+
+/* Turn a skeleton's module into PTX (see cg.h). */
+weft_status cg_ptx_finish(LLVMModuleRef mod, LLVMTargetMachineRef tm,
+                          const char *const *kernels, int nkernels,
+                          const char *dump_prefix, weft_context *ctx,
+                          LLVMMemoryBufferRef *ptx)
+{
+    return finish_tier(mod, tm, kernels, nkernels, dump_prefix, ctx, 0, ptx);
+}
+
+/* The same, quickly (see cg.h). */
+weft_status cg_ptx_finish_quick(LLVMModuleRef mod, LLVMTargetMachineRef tm,
+                                const char *const *kernels, int nkernels,
+                                weft_context *ctx, cg_ptx_quick pipeline,
+                                LLVMMemoryBufferRef *ptx)
+{
+    return finish_tier(mod, tm, kernels, nkernels, NULL, ctx, 1 + pipeline,
+                       ptx);
 }

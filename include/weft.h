@@ -221,7 +221,7 @@ typedef struct weft_config {
  * The reference interpreter ignores the flag.  Part of every kernel's
  * cache key. */
 #define WEFT_FLAG_FAST_MATH 8u
-/* Tiered compilation (CPU backend).  By default a kernel that is in
+/* Tiered compilation (CPU and PTX backends).  By default a kernel that is in
  * neither cache is compiled in two tiers: weft_compile optimises its IR
  * and emits it with LLVM's quick code generator (about a tenth of the
  * time of the optimising one), so it returns soon with code that already
@@ -232,13 +232,23 @@ typedef struct weft_config {
  * weft_context_free does not: the thread finishes on its own and the
  * optimised code reaches the disk cache after the free (a process that
  * exits meanwhile waits only for the kernel being optimised; wait first
- * to have them all cached).  WEFT_FLAG_NO_TIERING
+ * to have them all cached).  On the PTX backend the quick tier is LLVM's
+ * light optimisation and quick code generation, compiled by the driver
+ * at its lowest optimisation level, and the background thread builds the
+ * PTX of an untiered compile, has the driver compile it and swaps it in;
+ * there weft_context_free drops the kernels still waiting (they do not
+ * reach the disk cache) and waits for the one being optimised, and a
+ * float fold or scan may differ in its last bits between the tiers (the
+ * order of its additions follows the block size, which each tier's
+ * register use sets); a kernel with a scalar while loop, which may run
+ * long on the code it started with, is optimised at once there.
+ * WEFT_FLAG_NO_TIERING
  * ($WEFT_TIERING=0) makes weft_compile emit the optimised code itself
  * before it returns.  WEFT_FLAG_QUICK_CODE ($WEFT_TIERING=quick) keeps
  * the quick code and never optimises it, nor reads or writes the disk
  * cache: for telling a bug of LLVM's optimising code generator from one
  * of weft's; it wins when both flags are set.  Neither flag changes a
- * result.  Ignored by the other
+ * result (but for those PTX folds and scans).  Ignored by the other
  * backends, by target_cpu and while dumping (always optimised at once). */
 #define WEFT_FLAG_NO_TIERING 0x200u
 #define WEFT_FLAG_QUICK_CODE 0x400u
@@ -334,10 +344,11 @@ typedef struct weft_stats {
     uint64_t evictions;        /* device copies moved to the host to make
                                   room (PTX backend) */
     uint64_t device_bytes;     /* device memory held now, pool included */
-    uint64_t kernels_optimised; /* CPU: quick code replaced by optimised
-                                   code (WEFT_FLAG_NO_TIERING) */
+    uint64_t kernels_optimised; /* CPU, PTX: quick code replaced by
+                                   optimised code (WEFT_FLAG_NO_TIERING) */
     double optimise_ms;        /* CPU: time the background thread spent
-                                  emitting optimised code */
+                                  emitting optimised code; PTX: building,
+                                  compiling and loading it */
     /* Compile time by phase, in milliseconds, summed over every kernel
      * and thread of the context (the background thread's included, but
      * for its code generation, which is optimise_ms); every backend
@@ -372,7 +383,9 @@ typedef struct weft_stats {
  * tiers.  Call it before timing steady-state runs.  Errors:
  * WEFT_ERR_NULL_ARGUMENT; WEFT_ERR_INTERNAL when LLVM failed to optimise
  * a kernel's code since the last call (that kernel keeps its quick code,
- * whose results are the same). */
+ * whose results are the same); on the PTX backend also the status of the
+ * driver's failed compile or load of optimised code (WEFT_ERR_DEVICE,
+ * WEFT_ERR_OUT_OF_MEMORY), with its message. */
 WEFT_API weft_status weft_context_wait_optimised(weft_context *ctx);
 
 /* Read ctx's counters into *out, which is `size` bytes: of the struct as

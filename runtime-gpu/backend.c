@@ -19,6 +19,38 @@
  * a whole program and loads it (cuda.c, "Modules": its own cache of
  * compiled PTX makes that cheap for PTX it has seen).
  *
+ * Tiers.  A kernel in neither cache is compiled twice, as on the CPU
+ * (runtime-cpu/jit.c, "Tiers").  weft_compile builds its PTX quickly
+ * (cg_ptx_finish_quick: a few of LLVM's passes, emitted at
+ * CodeGenOpt::None; $WEFT_PTX_QUICK_LLVM picks others) and has the driver
+ * compile it at a low optimisation level ($WEFT_PTX_QUICK_OPT, 0 by
+ * default: on an H100 the driver's part of Black-Scholes 84 -> 43 ms, of
+ * dotp 65 -> 45 ms), so the first run starts early; a
+ * copy of the kernel's IR, taken before the quick pipeline, goes to the
+ * context's tier-up thread, which makes the PTX of an untiered compile
+ * (cg_ptx_finish, on a target machine of its own), has the driver
+ * compile it at full optimisation, writes it to the disk cache, and swaps
+ * the new functions into the kernel's table entry under the device's
+ * lock.  Runs hold that lock from their first launch to their last
+ * (ptx_run), and every launch reads its function, block and residency
+ * from the entry (rt_run), so a run sees all of one tier or all of the
+ * other; the quick module stays loaded until the context ends (launches
+ * of it may still be queued on the stream).  No pass of either tier
+ * changes floating-point semantics (the PTX's arithmetic is .rn, which
+ * ptxas does not contract), so both compute the same bits.  A disk hit
+ * loads the optimised PTX at once: only a tier-up writes the disk cache.
+ * weft_context_wait_optimised waits until the queue is empty;
+ * weft_context_free takes the queue away and waits only for the kernel
+ * being optimised (it checks for the stop between LLVM and the driver),
+ * then frees.  WEFT_FLAG_NO_TIERING compiles as before tiers (full
+ * optimisation at once, $WEFT_PTX_JIT_OPT); WEFT_FLAG_QUICK_CODE keeps the
+ * quick code and neither reads nor writes the disk cache; dumping
+ * (WEFT_DUMP=ptx) and compile-only contexts (target sm_XY) do not tier
+ * (but for tests, gpu_tier_without_device: the thread then makes the
+ * optimised PTX and counts it), nor do kernels with a scalar while loop
+ * (kernel_tier: a run of such a kernel may last long, on the code it
+ * started with).
+ *
  * weft_run: the interpreter's walker evaluates the core (lets, acond,
  * awhile, tuples, host scalars, unit) and hands each operation that has a
  * kernel to the shared drivers (runtime/exec*.c) with this file's rt_ops:
@@ -57,6 +89,8 @@
 typedef struct ptx_kernel {
     uint8_t key[32];
     gpu_module *mod;
+    gpu_module *quick_mod;       /* the quick tier's, after a tier-up (kept:
+                                    launches of it may still be queued) */
     int nfn;
     gpu_fn fn[SK_MAX_ENTRY];
     char names[SK_MAX_ENTRY][80];
@@ -67,6 +101,25 @@ typedef struct ptx_kernel {
 #define HELD_MAX 512    /* error words a run holds back ("Held reports") */
 /* The clean area: 8 aux indices, then the held words. */
 #define CLEAN_AREA (CLEAN_BYTES * 8 + HELD_MAX * 8)
+
+enum { PTX_TIER_NONE, PTX_TIER_UP, PTX_TIER_QUICK_ONLY };
+
+/* A kernel waiting for its tier-up: the skeleton's IR, not yet finished,
+ * in an LLVM context of its own (used by one thread at a time). */
+typedef struct ptx_tier_job {
+    struct ptx_tier_job *next;
+    ptx_kernel *pk;              /* the table entry to swap (NULL without a
+                                    device) */
+    LLVMContextRef llctx;
+    LLVMModuleRef mod;
+    uint8_t key[32];
+    char names[SK_MAX_ENTRY][80];
+    int nfn;
+    int block_max;
+} ptx_tier_job;
+
+bool gpu_tier_without_device;
+void (*gpu_tier_hook)(void);
 
 typedef struct ptx_state {
     gpu_dev *dev;
@@ -84,10 +137,61 @@ typedef struct ptx_state {
     int opt_level;               /* the driver's optimisation level of
                                     PTX ($WEFT_PTX_JIT_OPT, a tuning knob,
                                     0 to 4; -1: the driver's default) */
+    int quick_opt;               /* its level for the quick tier
+                                    ($WEFT_PTX_QUICK_OPT; 0) */
+    cg_ptx_quick quick_llvm;     /* the quick tier's LLVM passes
+                                    ($WEFT_PTX_QUICK_LLVM: bare, o1) */
+    int tier;                    /* PTX_TIER_* ("Tiers") */
+    LLVMTargetMachineRef tm_quick; /* the quick tier's (under lock) */
+    weft_context *ctx;
+    uint64_t optimised;          /* kernels tiered up (under lock) */
+    double optimise_ms;          /* the tier-up thread's time (under lock) */
+    /* the tier-up thread; all under tier_lock */
+    pthread_mutex_t tier_lock;
+    pthread_cond_t tier_wake;    /* a job was queued, or stop */
+    pthread_cond_t tier_idle;    /* a job finished */
+    ptx_tier_job *queue, *queue_tail;
+    int tier_pending;            /* jobs queued or running */
+    bool tier_stop;              /* the context is being freed */
+    bool tier_started;
+    pthread_t tier_thread;
+    weft_status tier_status;     /* the first failed tier-up since the last
+                                    wait, with its message */
+    char tier_msg[FE_MSG_MAX];
+    struct ptx_state *live_next; /* on the list of live tier-up threads
+                                    (under live_lock) */
     uint64_t clean;              /* CLEAN_AREA bytes kept zero between
                                     runs ("Clean words"; 0: not yet) */
     bool clean_ok;               /* clean is known to be all zero */
 } ptx_state;
+
+/* The states whose tier-up thread runs.  A process that exits with such
+ * a context not freed stops them first (tier_at_exit: the job in hand is
+ * finished, the rest dropped), so that no thread is inside the driver
+ * while its library is torn down. */
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static ptx_state *live;
+static pthread_once_t live_once = PTHREAD_ONCE_INIT;
+
+static void tier_stop(ptx_state *st);
+
+static void tier_at_exit(void)
+{
+    pthread_mutex_lock(&live_lock);
+    while (live) {
+        ptx_state *st = live;
+        live = st->live_next;
+        pthread_mutex_unlock(&live_lock);
+        tier_stop(st);
+        pthread_mutex_lock(&live_lock);
+    }
+    pthread_mutex_unlock(&live_lock);
+}
+
+static void live_init(void)
+{
+    atexit(tier_at_exit);
+}
 
 static ptx_state *state_of(const weft_context *ctx)
 {
@@ -109,10 +213,51 @@ static void free_kernels(ptx_state *st)
     while (k) {
         ptx_kernel *next = k->next;
         gpu_module_free(st->dev, k->mod);
+        gpu_module_free(st->dev, k->quick_mod);
         fe_free(NULL, k, sizeof *k);
         k = next;
     }
     st->kernels = NULL;
+}
+
+static void tier_job_free(ptx_tier_job *t)
+{
+    if (t->llctx) {
+        LLVMDisposeModule(t->mod);
+        LLVMContextDispose(t->llctx);
+    }
+    fe_free(NULL, t, sizeof *t);
+}
+
+/* Stop the tier-up thread: the queue dropped, the job in hand finished
+ * or given up (tier_up), the thread joined, st off the live list. */
+static void tier_stop(ptx_state *st)
+{
+    pthread_mutex_lock(&live_lock);
+    for (ptx_state **p = &live; *p; p = &(*p)->live_next) {
+        if (*p == st) {
+            *p = st->live_next;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&live_lock);
+    pthread_mutex_lock(&st->tier_lock);
+    st->tier_stop = true;
+    pthread_cond_signal(&st->tier_wake);
+    bool join = st->tier_started;
+    st->tier_started = false;
+    pthread_mutex_unlock(&st->tier_lock);
+    if (join) {
+        pthread_join(st->tier_thread, NULL);
+    }
+    pthread_mutex_lock(&st->tier_lock);
+    ptx_tier_job *queue = st->queue;
+    st->queue = st->queue_tail = NULL;
+    pthread_mutex_unlock(&st->tier_lock);
+    for (ptx_tier_job *t = queue, *next; t; t = next) {
+        next = t->next;
+        tier_job_free(t);
+    }
 }
 
 static void ptx_context_fini(weft_context *ctx)
@@ -121,6 +266,10 @@ static void ptx_context_fini(weft_context *ctx)
     if (!st) {
         return;
     }
+    tier_stop(st);
+    pthread_mutex_destroy(&st->tier_lock);
+    pthread_cond_destroy(&st->tier_wake);
+    pthread_cond_destroy(&st->tier_idle);
     free_kernels(st);
     if (st->clean) {
         gpu_mem_free(st->dev, st->clean, CLEAN_AREA);
@@ -128,6 +277,9 @@ static void ptx_context_fini(weft_context *ctx)
     rt_disk_close(&st->disk);
     if (st->tm) {
         LLVMDisposeTargetMachine(st->tm);
+    }
+    if (st->tm_quick) {
+        LLVMDisposeTargetMachine(st->tm_quick);
     }
     gpu_dev_close(st->dev);
     pthread_mutex_destroy(&st->lock);
@@ -151,6 +303,10 @@ static weft_status ptx_context_init(weft_context *ctx)
         return fe_error(WEFT_ERR_OUT_OF_MEMORY,
                         "weft_context_create: out of memory");
     }
+    pthread_mutex_init(&st->tier_lock, NULL);
+    pthread_cond_init(&st->tier_wake, NULL);
+    pthread_cond_init(&st->tier_idle, NULL);
+    st->ctx = ctx;
     ctx->be_state = st;
     const char *target = ctx->cfg.target_cpu;
     if (target && strncmp(target, "sm_", 3) == 0) {
@@ -177,7 +333,6 @@ static weft_status ptx_context_init(weft_context *ctx)
         ptx_context_fini(ctx);
         return s;
     }
-    rt_disk_open(&st->disk, ctx, NULL, 0, st->dev == NULL, ".ptx");
     const char *dump = ctx->cfg.dump;
     st->dump_ptx = dump && strstr(dump, "ptx") != NULL;
     st->grain = sk_target_ptx.chunk_elems; /* sk_elements' full chunks */
@@ -190,6 +345,33 @@ static weft_status ptx_context_init(weft_context *ctx)
                         ? NULL
                         : getenv("WEFT_PTX_JIT_OPT");
     st->opt_level = o && *o >= '0' && *o <= '4' && !o[1] ? *o - '0' : -1;
+    const char *q = (ctx->cfg.flags & WEFT_FLAG_NO_ENV)
+                        ? NULL
+                        : getenv("WEFT_PTX_QUICK_OPT");
+    st->quick_opt = q && *q >= '0' && *q <= '4' && !q[1] ? *q - '0' : 0;
+    const char *ql = (ctx->cfg.flags & WEFT_FLAG_NO_ENV)
+                         ? NULL
+                         : getenv("WEFT_PTX_QUICK_LLVM");
+    st->quick_llvm = !ql                       ? CG_PTX_QUICK_PASSES
+                     : strcmp(ql, "bare") == 0 ? CG_PTX_QUICK_BARE
+                     : strcmp(ql, "o1") == 0   ? CG_PTX_QUICK_O1
+                                               : CG_PTX_QUICK_PASSES;
+    unsigned fl = ctx->cfg.flags;
+    st->tier = fl & WEFT_FLAG_QUICK_CODE   ? PTX_TIER_QUICK_ONLY
+               : fl & WEFT_FLAG_NO_TIERING ? PTX_TIER_NONE
+                                           : PTX_TIER_UP;
+    if (st->dump_ptx || (!st->dev && !gpu_tier_without_device)) {
+        st->tier = PTX_TIER_NONE;
+    }
+    rt_disk_open(&st->disk, ctx, NULL, 0,
+                 st->dev == NULL || st->tier == PTX_TIER_QUICK_ONLY, ".ptx");
+    if (st->tier != PTX_TIER_NONE) {
+        s = cg_ptx_machine_quick(st->sm, &st->tm_quick);
+        if (s) {
+            ptx_context_fini(ctx);
+            return s;
+        }
+    }
     return WEFT_OK;
 }
 
@@ -205,6 +387,8 @@ static void ptx_stats(const weft_context *ctx, weft_stats *out)
     out->kernels_loaded = st->loaded;
     out->kernels_reused = st->reused;
     out->compile_ms = st->compile_ms;
+    out->kernels_optimised = st->optimised;
+    out->optimise_ms = st->optimise_ms;
     pthread_mutex_unlock(&st->lock);
     out->threads = 0;
     out->bytes_uploaded = ms.uploaded;
@@ -237,11 +421,28 @@ static void kernel_key(const ptx_state *st, const weft_context *ctx,
     llvm_blake3_hasher_finalize(&h, k->key, 32);
 }
 
-/* Build kernel k's PTX (a new buffer in *ptx). */
+/* How kernel k is compiled in st (PTX_TIER_*): as st says, but that a
+ * kernel with a scalar while loop (its cancel flag) is not tiered up: it
+ * may run long, and a run of it runs the code it started with to its end
+ * (and after a cancel its loops stop only every CG_POLL_EVERY_GPU trips:
+ * on the quick code test_ptx_cancel's long fold stopped 5 s late on an
+ * H100, round s3). */
+static int kernel_tier(const ptx_state *st, const sk_kernel *k)
+{
+    return st->tier == PTX_TIER_UP && k->aux_item[SK_CANCEL_AUX] >= 0
+               ? PTX_TIER_NONE
+               : st->tier;
+}
+
+/* Build kernel k's PTX (a new buffer in *ptx): kernel_tier's quick PTX
+ * unless PTX_TIER_NONE, and then, for PTX_TIER_UP, a job in *job (new,
+ * fe_alloc'd with the default allocator) holding a copy of the IR taken
+ * before the quick pipeline, for the tier-up thread; else NULL. */
 static weft_status build_ptx(ptx_state *st, weft_executable *exe,
                              sk_kernel *k, const char *const *names, int n,
-                             LLVMMemoryBufferRef *ptx)
+                             LLVMMemoryBufferRef *ptx, ptx_tier_job **job)
 {
+    *job = NULL;
     weft_context *ctx = exe->ctx;
     uint64_t t0 = fe_clock_ns();
     fe_arena scratch;
@@ -263,7 +464,27 @@ static weft_status build_ptx(ptx_state *st, weft_executable *exe,
     fe_phase_end(ctx, FE_PHASE_IR, t0, "ir",
                  "\"kernel\":\"%s\",\"what\":\"%s\"", names[0],
                  rt_kernel_name(k, what, sizeof what));
-    if (s == WEFT_OK) {
+    int tier = kernel_tier(st, k);
+    if (s == WEFT_OK && tier == PTX_TIER_UP) {
+        ptx_tier_job *t = fe_calloc(NULL, sizeof *t);
+        if (!t) {
+            s = fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+        } else {
+            t->llctx = llctx;
+            t->mod = LLVMCloneModule(mod);
+            memcpy(t->key, k->key, 32);
+            for (int i = 0; i < n; i++) {
+                snprintf(t->names[i], sizeof t->names[i], "%s", names[i]);
+            }
+            t->nfn = n;
+            t->block_max = k->block_max;
+            *job = t;
+        }
+    }
+    if (s == WEFT_OK && tier != PTX_TIER_NONE) {
+        s = cg_ptx_finish_quick(mod, st->tm_quick, names, n, ctx,
+                                st->quick_llvm, ptx);
+    } else if (s == WEFT_OK) {
         char prefix[1024];
         const char *dump = NULL;
         if (st->dump_ptx) {
@@ -274,8 +495,179 @@ static weft_status build_ptx(ptx_state *st, weft_executable *exe,
         s = cg_ptx_finish(mod, st->tm, names, n, dump, ctx, ptx);
     }
     LLVMDisposeModule(mod);
-    LLVMContextDispose(llctx);
+    if (*job && s != WEFT_OK) {
+        tier_job_free(*job); /* disposes of llctx */
+        *job = NULL;
+    } else if (!*job) {
+        LLVMContextDispose(llctx);
+    }
     return s;
+}
+
+/* ---- tiers ("Tiers" in the head comment) -------------------------------- */
+
+/* Tier-up job t on the tier-up thread, with its target machine tm: the
+ * optimised PTX, compiled and loaded by the driver, swapped into t->pk
+ * under the device's lock, written to the disk cache.  Gives up with
+ * WEFT_OK when the context is being freed. */
+static weft_status tier_up(ptx_state *st, ptx_tier_job *t,
+                           LLVMTargetMachineRef tm)
+{
+    double t0 = now_ms();
+    const char *np[SK_MAX_ENTRY];
+    for (int i = 0; i < t->nfn; i++) {
+        np[i] = t->names[i];
+    }
+    LLVMMemoryBufferRef ptx = NULL;
+    /* no ctx: this time is optimise_ms, not the compile's phases */
+    weft_status s = cg_ptx_finish(t->mod, tm, np, t->nfn, NULL, NULL, &ptx);
+    LLVMDisposeModule(t->mod);
+    LLVMContextDispose(t->llctx);
+    t->llctx = NULL;
+    if (s != WEFT_OK) {
+        return s;
+    }
+    pthread_mutex_lock(&st->tier_lock);
+    bool stop = st->tier_stop;
+    pthread_mutex_unlock(&st->tier_lock);
+    gpu_module *mod = NULL;
+    gpu_fn fn[SK_MAX_ENTRY];
+    if (!stop && t->pk) {
+        s = gpu_module_load(st->dev, LLVMGetBufferStart(ptx),
+                            LLVMGetBufferSize(ptx), st->opt_level, "tier-up",
+                            "weft_compile", &mod);
+        if (s == WEFT_OK) {
+            /* the swap: no run is between two launches while the lock is
+             * held here */
+            gpu_lock(st->dev);
+            for (int i = 0; s == WEFT_OK && i < t->nfn; i++) {
+                s = gpu_module_fn(st->dev, mod, t->names[i], 0, t->block_max,
+                                  &fn[i]);
+            }
+            if (s == WEFT_OK) {
+                t->pk->quick_mod = t->pk->mod;
+                t->pk->mod = mod;
+                memcpy(t->pk->fn, fn, sizeof fn[0] * (size_t)t->nfn);
+                mod = NULL;
+            }
+            gpu_unlock(st->dev);
+            gpu_module_free(st->dev, mod);
+        }
+    }
+    if (s == WEFT_OK && !stop) {
+        pthread_mutex_lock(&st->lock);
+        if (t->pk) {
+            rt_disk_store(&st->disk, t->key, LLVMGetBufferStart(ptx),
+                          LLVMGetBufferSize(ptx));
+        }
+        st->optimised++;
+        st->optimise_ms += now_ms() - t0;
+        pthread_mutex_unlock(&st->lock);
+    }
+    LLVMDisposeMemoryBuffer(ptx);
+    return s;
+}
+
+/* The tier-up thread: jobs in turn until stopped. */
+static void *tier_main(void *arg)
+{
+    ptx_state *st = arg;
+    LLVMTargetMachineRef tm = NULL;
+    weft_status made = cg_ptx_machine(st->sm, &tm);
+    char msg[FE_MSG_MAX];
+    snprintf(msg, sizeof msg, "%s", made ? weft_last_error() : "");
+    pthread_mutex_lock(&st->tier_lock);
+    for (;;) {
+        while (!st->queue && !st->tier_stop) {
+            pthread_cond_wait(&st->tier_wake, &st->tier_lock);
+        }
+        if (st->tier_stop) {
+            break;
+        }
+        ptx_tier_job *t = st->queue;
+        st->queue = t->next;
+        if (!st->queue) {
+            st->queue_tail = NULL;
+        }
+        pthread_mutex_unlock(&st->tier_lock);
+        if (gpu_tier_hook) {
+            gpu_tier_hook();
+        }
+        weft_status s = made ? made : tier_up(st, t, tm);
+        if (s != WEFT_OK && !made) {
+            snprintf(msg, sizeof msg, "%s", weft_last_error());
+        }
+        tier_job_free(t);
+        pthread_mutex_lock(&st->tier_lock);
+        if (s != WEFT_OK && st->tier_status == WEFT_OK) {
+            st->tier_status = s;
+            snprintf(st->tier_msg, sizeof st->tier_msg, "%s", msg);
+        }
+        st->tier_pending--;
+        pthread_cond_broadcast(&st->tier_idle);
+    }
+    pthread_mutex_unlock(&st->tier_lock);
+    if (tm) {
+        LLVMDisposeTargetMachine(tm);
+    }
+    return NULL;
+}
+
+/* Queue job t (taken over; its pk set) for the tier-up thread, started on
+ * first use.  Without a thread to be had the kernel keeps its quick code
+ * and the failure shows at weft_context_wait_optimised. */
+static void tier_queue(ptx_state *st, ptx_tier_job *t)
+{
+    pthread_mutex_lock(&st->tier_lock);
+    if (!st->tier_started && !st->tier_stop) {
+        pthread_once(&live_once, live_init);
+        st->tier_started =
+            pthread_create(&st->tier_thread, NULL, tier_main, st) == 0;
+        if (st->tier_started) {
+            pthread_mutex_lock(&live_lock);
+            st->live_next = live;
+            live = st;
+            pthread_mutex_unlock(&live_lock);
+        }
+        if (!st->tier_started && st->tier_status == WEFT_OK) {
+            st->tier_status = WEFT_ERR_INTERNAL;
+            snprintf(st->tier_msg, sizeof st->tier_msg,
+                     "no thread for the tier-up of kernel %s", t->names[0]);
+        }
+    }
+    if (!st->tier_started) {
+        pthread_mutex_unlock(&st->tier_lock);
+        tier_job_free(t);
+        return;
+    }
+    t->next = NULL;
+    if (st->queue_tail) {
+        st->queue_tail->next = t;
+    } else {
+        st->queue = t;
+    }
+    st->queue_tail = t;
+    st->tier_pending++;
+    pthread_cond_signal(&st->tier_wake);
+    pthread_mutex_unlock(&st->tier_lock);
+}
+
+static weft_status ptx_wait_optimised(weft_context *ctx)
+{
+    ptx_state *st = state_of(ctx);
+    pthread_mutex_lock(&st->tier_lock);
+    while (st->tier_pending > 0 && !st->tier_stop) {
+        pthread_cond_wait(&st->tier_idle, &st->tier_lock);
+    }
+    weft_status s = st->tier_status;
+    char msg[FE_MSG_MAX];
+    snprintf(msg, sizeof msg, "%s", st->tier_msg);
+    st->tier_status = WEFT_OK;
+    pthread_mutex_unlock(&st->tier_lock);
+    if (s != WEFT_OK) {
+        return fe_error(s, "weft_context_wait_optimised: %s", msg);
+    }
+    return WEFT_OK;
 }
 
 /* Make kernel k of module mod (compiled and loaded) and add it to the
@@ -347,6 +739,8 @@ typedef struct ptx_jit {
     weft_status status;         /* the JIT's */
     char msg[FE_MSG_MAX];       /* its message, for the compiling thread */
     gpu_module *mod;            /* its module, until added */
+    ptx_tier_job *tier;         /* the kernel's tier-up, queued once it is
+                                   in the table (NULL: none) */
 } ptx_jit;
 
 /* What rt_plan's get_kernel works with: the context's state and the JITs
@@ -391,8 +785,10 @@ static weft_status jit_finish(ptx_compiling *pc, ptx_jit *l)
     } else {
         pthread_mutex_lock(&st->lock);
         ptx_kernel *pk = NULL;
-        s = add_kernel(st, l->k, l->mod, l->from_disk ? NULL : l->ptx,
-                       l->ptx_n, l->names, l->nfn, &pk);
+        /* quick PTX is not kept on disk: its tier-up's is */
+        bool keep = !l->from_disk && kernel_tier(st, l->k) == PTX_TIER_NONE;
+        s = add_kernel(st, l->k, l->mod, keep ? l->ptx : NULL, l->ptx_n,
+                       l->names, l->nfn, &pk);
         l->mod = NULL; /* the kernel's, or freed */
         if (!l->from_disk) {
             st->compile_ms += l->ms + l->jit_ms;
@@ -414,6 +810,15 @@ static weft_status jit_finish(ptx_compiling *pc, ptx_jit *l)
             }
         }
         pthread_mutex_unlock(&st->lock);
+        if (s == WEFT_OK && l->tier) {
+            l->tier->pk = pk;
+            tier_queue(st, l->tier);
+            l->tier = NULL;
+        }
+    }
+    if (l->tier) {
+        tier_job_free(l->tier);
+        l->tier = NULL;
     }
     fe_free(pc->ctx, l->ptx, l->ptx_n);
     l->ptx = NULL;
@@ -427,25 +832,35 @@ static weft_status jit_finish(ptx_compiling *pc, ptx_jit *l)
  * JITS_MAX run. */
 static weft_status jit_start(ptx_compiling *pc, sk_kernel *k, char names[][80],
                              int nfn, char *ptx, size_t n, bool from_disk,
-                             double ms)
+                             double ms, ptx_tier_job *tier)
 {
     weft_status s = WEFT_OK;
     for (ptx_jit *l = pc->jits; pc->running >= JITS_MAX && l; l = l->next) {
         if (!l->done && (s = jit_finish(pc, l)) != WEFT_OK) {
             fe_free(pc->ctx, ptx, n);
+            if (tier) {
+                tier_job_free(tier);
+            }
             return s;
         }
     }
     ptx_jit *l = fe_calloc(pc->ctx, sizeof *l);
     if (!l) {
         fe_free(pc->ctx, ptx, n);
+        if (tier) {
+            tier_job_free(tier);
+        }
         return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
     }
+    l->tier = tier;
     l->k = k;
     memcpy(l->names, names, sizeof l->names[0] * (size_t)nfn);
     l->nfn = nfn;
     l->dev = pc->st->dev;
-    l->opt_level = pc->st->opt_level;
+    /* quick PTX at the quick level; a disk hit is the optimised PTX */
+    l->opt_level = !from_disk && kernel_tier(pc->st, k) != PTX_TIER_NONE
+                       ? pc->st->quick_opt
+                       : pc->st->opt_level;
     l->ptx = ptx;
     l->ptx_n = n;
     l->from_disk = from_disk;
@@ -550,17 +965,21 @@ static weft_status get_kernel(void *user, weft_executable *exe, sk_kernel *k)
     size_t n = 0;
     if (rt_disk_load(&st->disk, k->key, &img, &n) == 1) {
         pthread_mutex_unlock(&st->lock);
-        return jit_start(pc, k, names, nfn, img, n, true, 0);
+        return jit_start(pc, k, names, nfn, img, n, true, 0, NULL);
     }
     double t0 = now_ms();
     LLVMMemoryBufferRef ptx = NULL;
-    weft_status s = build_ptx(st, exe, k, np, nfn, &ptx);
+    ptx_tier_job *tier = NULL;
+    weft_status s = build_ptx(st, exe, k, np, nfn, &ptx, &tier);
     if (s == WEFT_OK && !st->dev) {
         /* compile only: the PTX is the product (WEFT_DUMP=ptx) */
         LLVMDisposeMemoryBuffer(ptx);
         st->compile_ms += now_ms() - t0;
         st->compiled++;
         pthread_mutex_unlock(&st->lock);
+        if (tier) {
+            tier_queue(st, tier); /* gpu_tier_without_device */
+        }
         return WEFT_OK;
     }
     pthread_mutex_unlock(&st->lock);
@@ -577,9 +996,13 @@ static weft_status get_kernel(void *user, weft_executable *exe, sk_kernel *k)
     if (ptx) {
         LLVMDisposeMemoryBuffer(ptx);
     }
-    return s == WEFT_OK ? jit_start(pc, k, names, nfn, text, n, false,
-                                    now_ms() - t0)
-                        : s;
+    if (s != WEFT_OK) {
+        if (tier) {
+            tier_job_free(tier);
+        }
+        return s;
+    }
+    return jit_start(pc, k, names, nfn, text, n, false, now_ms() - t0, tier);
 }
 
 static weft_status ptx_compile(weft_executable *exe)
@@ -1291,6 +1714,7 @@ const fe_backend fe_backend_ptx = {
     .run = ptx_run,
     .exe_free = ptx_exe_free,
     .stats = ptx_stats,
+    .wait_optimised = ptx_wait_optimised,
     .dump_plan = ptx_dump_plan,
     .probe = gpu_probe,
     .device_count = gpu_device_count,

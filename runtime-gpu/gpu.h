@@ -247,4 +247,16 @@ void gpu_mem_stats_get(gpu_dev *d, gpu_mem_stats *out);
  * bytes (0: no limit), so that eviction can be tested on a large GPU. */
 void gpu_mem_set_limit(gpu_dev *d, uint64_t bytes);
 
+/* ===== backend.c ===== */
+
+/* Test hooks of the tier-up thread (backend.c, "Tiers"), set before the
+ * contexts they concern are made.  gpu_tier_without_device: compile-only
+ * ptx contexts (target sm_XY) tier too: weft_compile emits the quick PTX
+ * and the thread the optimised PTX, which it counts (kernels_optimised)
+ * and drops, so the thread's life can be tested where there is no GPU.
+ * gpu_tier_hook, when set, is called on the thread before each job (to
+ * hold or slow it). */
+extern bool gpu_tier_without_device;
+extern void (*gpu_tier_hook)(void);
+
 #endif /* WEFT_GPU_H */

