@@ -299,10 +299,6 @@ weft_status sk_row_read(sk_fn *f, const sk_row *rw, LLVMValueRef j,
 /* The element at position k inside the row (k from 0) into *out. */
 weft_status sk_row_read_in(sk_fn *f, const sk_row *rw, LLVMValueRef k,
                            cg_val *out);
-/* The bounds [*lo, *hi) of chunk c of a fold or scan cut into C chunks a
- * row of m elements (row c / C, piece *q = c % C, covering [q m / C,
- * (q + 1) m / C) of the row) in input positions, its row and the row's
- * first position *base (fold.c). */
 /* Emit entry `name` of fold kernel e (sk_fn_begin, or sk_fn_begin_raw
  * when raw: a target's own skeleton) through emit(f, has_seed), or
  * nothing when empty (fold.c; the PTX fold too). */
@@ -318,6 +314,10 @@ weft_status sk_add_chunk_items(weft_context *ctx, fe_arena *arena,
 /* a[i] = the value of *acc (fold.c).  Errors: cg_mut_get's. */
 weft_status sk_mut_store(sk_fn *f, const cg_mut *acc, const cg_array *a,
                          LLVMValueRef i);
+/* The bounds [*lo, *hi) of chunk c of a fold or scan cut into C chunks a
+ * row of m elements (row c / C, piece *q = c % C, covering [q m / C,
+ * (q + 1) m / C) of the row) in input positions, its row and the row's
+ * first position *base (fold.c). */
 void sk_chunk_bounds(sk_fn *f, LLVMValueRef c, LLVMValueRef C,
                      LLVMValueRef m, LLVMValueRef *row, LLVMValueRef *q,
                      LLVMValueRef *base, LLVMValueRef *lo,
@@ -625,6 +625,7 @@ typedef struct sk_scan_info {
     const fe_term *src; /* the input array term */
     const fe_fun *comb;
 } sk_scan_info;
+/* The kind of scan t (any of the six) is. */
 sk_scan_info sk_scan_info_of(const fe_term *t);
 /* Whether both scans take t: one output array (two for scanl', scanr')
  * and one function. */
