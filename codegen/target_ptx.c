@@ -116,9 +116,9 @@ enum {
  * only until the background thread's default<O3> code is swapped in
  * (runtime-gpu/backend.c, "Tiers").  Measured on a 2-core EPYC under
  * load, over the first compiles of bench/gpu's 15 programs (sm_90): LLVM
- * 1,130 ms at default<O3> and full code generation; 1,330 ms with
- * default<O1> emitted at None (the emission a quarter of it), 355 ms
- * with these passes, 358 ms with SROA, early CSE and dead code only
+ * about 1,400 ms at default<O3> and full code generation; 1,100 to 1,330
+ * ms with default<O1> emitted at None (the emission a fifth of it), 355
+ * ms with these passes, 358 ms with SROA, early CSE and dead code only
  * (PTX_HUGE_PIPELINE); ptxas -O0 on the quick PTX (a stand-in for the
  * driver's JIT at level 0) 1,290, 1,170 and 1,410 ms: the passes here
  * keep the PTX as short as default<O1> does (scan 60 ms of ptxas against
