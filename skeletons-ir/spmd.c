@@ -463,21 +463,22 @@ static void mark_spmd(sk_emit *e, LLVMValueRef g, unsigned w)
                                   (unsigned)strlen(lanes)));
 }
 
-/* Close entry f of an SPMD emission over w lanes that ended with status r:
- * on success mark and finish it (*done); else remove what was emitted, so
- * that the caller emits its scalar entry, and return WEFT_OK (or
- * WEFT_ERR_OUT_OF_MEMORY, which stops the compile). */
-static weft_status spmd_finish(sk_emit *e, sk_fn *f, unsigned w,
+/* Close entry f of an SPMD emission s over w lanes that ended with status
+ * r: on success mark and finish it (*done); else remove what was emitted.
+ * A failure that was "cannot vectorise this" (s->declined) returns
+ * WEFT_OK, so that the caller emits its scalar entry; any other (a fault,
+ * out of memory) is the compile's error, with its message. */
+static weft_status spmd_finish(sk_emit *e, sk_fn *f, const cg_spmd *s,
                                weft_status r, bool *done)
 {
     if (r == WEFT_OK) {
-        mark_spmd(e, f->fn.fn, w);
+        mark_spmd(e, f->fn.fn, s->w);
         sk_fn_end(f);
         *done = true;
         return WEFT_OK;
     }
     LLVMValueRef g = f->fn.fn;
-    if (r != WEFT_ERR_OUT_OF_MEMORY) {
+    if (s->declined) {
         r = WEFT_OK;
         fe_error_clear();
     }
@@ -507,16 +508,8 @@ weft_status sk_spmd_generate(sk_emit *e, const char *name, bool *done)
     if (r == WEFT_OK) {
         r = e->k->op->rank >= 2 && needs_ix(&f, e->k->op) ? emit_rows(&f, &s)
                                                           : emit_flat(&f, &s);
-        if (r != WEFT_OK && !s.declined) {
-            /* a fault, not "cannot vectorise this" (cg_spmd.declined):
-             * the compile's error, with its message */
-            LLVMValueRef g = f.fn.fn;
-            cg_fn_end(&f.fn);
-            LLVMDeleteFunction(g);
-            return r;
-        }
     }
-    return spmd_finish(e, &f, w, r, done);
+    return spmd_finish(e, &f, &s, r, done);
 }
 
 /* ---- the per-element part of fold ----------------------------------------- */
@@ -828,5 +821,5 @@ weft_status sk_spmd_fold_rows(sk_emit *e, const char *name, bool has_seed,
         f.start = vend;
         r = rest(&f, has_seed);
     }
-    return spmd_finish(e, &f, w, r, done);
+    return spmd_finish(e, &f, &s, r, done);
 }
