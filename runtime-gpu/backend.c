@@ -1107,20 +1107,22 @@ static uint64_t held_at(const ptx_state *st, int i)
     return st->clean + (uint64_t)CLEAN_BYTES * 8 + (uint64_t)i * 8;
 }
 
-/* Read the run's held words (one copy and wait), put those set back to
- * zero and free them all.  The earliest report set, with the one kept
+/* Read the run's held words (one copy and wait, which brings outs[0 ..
+ * nout) along as gpu_read_words does: at the end of a run, its small
+ * results), put those set back to zero and free them all.  The earliest report set, with the one kept
  * from before (run->late), is returned (rt_kernel_error) when no
  * speculative body is unsettled (run->spec), else kept in run->late:
  * returned inside a speculative body, it would be taken for that body's
  * failure, and dropped with it should the body not count, although it
  * may come from an iteration that did.  WEFT_OK when none is to be
  * returned. */
-static weft_status held_read(ptx_state *st, ptx_run_state *run)
+static weft_status held_read(ptx_state *st, ptx_run_state *run,
+                             weft_array *const *outs, int nout)
 {
     int n = run->nheld;
     int64_t words[HELD_MAX];
-    weft_status s = n > 0 ? gpu_download(st->dev, words, held_at(st, 0),
-                                         sizeof *words * (size_t)n, WHO)
+    weft_status s = n > 0 ? gpu_read_words(st->dev, held_at(st, 0), words,
+                                           n, outs, nout, WHO)
                           : WEFT_OK;
     if (s) {
         st->clean_ok = false; /* zeroed again by the next run */
@@ -1328,8 +1330,9 @@ static weft_status rt_addr(rt_job *j, weft_array *a, bool written,
     if (z == SK_ERR_AUX && in_clean(j, z) && pj->run && holds_report(j->k)) {
         ptx_run_state *run = pj->run;
         if (pj->held < 0) {
-            weft_status s = run->nheld < HELD_MAX ? WEFT_OK
-                                                  : held_read(pj->st, run);
+            weft_status s = run->nheld < HELD_MAX
+                                ? WEFT_OK
+                                : held_read(pj->st, run, NULL, 0);
             if (s) {
                 return s;
             }
@@ -1426,7 +1429,7 @@ static weft_status rt_copy(rt_job *j, weft_array *dst, weft_array *src)
     return s;
 }
 
-/* The error word, and small outputs with it (gpu_read_word); the word put
+/* The error word, and small outputs with it (gpu_read_words); the word put
  * back to zero when set (it is in the clean area). */
 static weft_status rt_read_error(rt_job *j, int64_t *word)
 {
@@ -1440,7 +1443,8 @@ static weft_status rt_read_error(rt_job *j, int64_t *word)
     uint64_t p = j->w[k->item[k->err_item].word];
     /* small outputs come along: a result read right after the run needs
      * no second wait */
-    weft_status s = gpu_read_word(dev_of(j), p, word, j->out, k->nout, WHO);
+    weft_status s =
+        gpu_read_words(dev_of(j), p, word, 1, j->out, k->nout, WHO);
     if (s == WEFT_OK && *word != 0) {
         s = gpu_memset32(dev_of(j), p, 0, sizeof *word / 4, WHO);
     }
@@ -1578,7 +1582,8 @@ static weft_status ptx_run(weft_executable *exe, weft_array *const *in,
     }
     run.spec = INT_MAX; /* every report counts now */
     weft_status h = w == WEFT_OK || w == WEFT_ERR_CANCELLED
-                        ? held_read(state_of(exe->ctx), &run)
+                        ? held_read(state_of(exe->ctx), &run, out,
+                                    s == WEFT_OK ? exe->core.noutput : 0)
                         : WEFT_OK;
     if (h == WEFT_OK && s == WEFT_OK) {
         h = w;

@@ -193,14 +193,15 @@ weft_status gpu_upload(gpu_dev *d, uint64_t dst, const void *src,
                        size_t bytes, const char *who);
 weft_status gpu_download(gpu_dev *d, void *dst, uint64_t src, size_t bytes,
                          const char *who);
-/* Read the 8-byte word at device address src (a kernel's error word) into
- * *word, waiting for the stream; in the same wait, outs[0 .. nout) (at
- * most 4; NULL entries skipped) whose device copies on d are newer than
- * their host copies come to the host too when they take a few KiB in all
- * (a small result read right after its run then costs nothing more).
- * Errors as gpu_download. */
-weft_status gpu_read_word(gpu_dev *d, uint64_t src, int64_t *word,
-                          weft_array *const *outs, int nout, const char *who);
+/* Read the nwords 8-byte words at device address src (error words; at
+ * most 512) into words[], waiting for the stream; in the same wait,
+ * outs[0 .. nout) (at most 4; NULL entries skipped) whose device copies on
+ * d are newer than their host copies come to the host too when they take
+ * a few KiB in all (a small result read right after its run then costs
+ * nothing more).  Errors as gpu_download. */
+weft_status gpu_read_words(gpu_dev *d, uint64_t src, int64_t *words,
+                           int nwords, weft_array *const *outs, int nout,
+                           const char *who);
 weft_status gpu_copy(gpu_dev *d, uint64_t dst, uint64_t src, size_t bytes,
                      const char *who);
 weft_status gpu_memset32(gpu_dev *d, uint64_t dst, uint32_t v, size_t n,

@@ -585,38 +585,40 @@ cleanup:
     return st;
 }
 
-#define PREFETCH_MAX 4096 /* bytes of outputs gpu_read_word takes along */
+#define PREFETCH_MAX 4096 /* bytes of outputs gpu_read_words takes along */
 
 /* The mirror of a on d whose host copy is stale, or NULL. */
 static gpu_mirror *stale_on(gpu_dev *d, weft_array *a);
 static weft_status make_host(gpu_dev *d, gpu_mirror *m, const char *who);
 
-weft_status gpu_read_word(gpu_dev *d, uint64_t src, int64_t *word,
-                          weft_array *const *outs, int nout, const char *who)
+weft_status gpu_read_words(gpu_dev *d, uint64_t src, int64_t *words,
+                           int nwords, weft_array *const *outs, int nout,
+                           const char *who)
 {
-    *word = 0;
+    size_t wbytes = sizeof *words * (size_t)nwords;
+    memset(words, 0, wbytes);
     weft_status st = gpu_enter(d, who);
     if (st != WEFT_OK) {
         return st;
     }
     uint64_t t0 = trace_begin(d);
-    char *b = bounce(d);
+    char *b = wbytes + PREFETCH_MAX <= GPU_BOUNCE ? bounce(d) : NULL;
     if (!b) {
         gpu_leave(d);
-        return gpu_download(d, word, src, sizeof *word, who);
+        return gpu_download(d, words, src, wbytes, who);
     }
-    GPU_CU(d, who, cuMemcpyDtoHAsync, b, src, sizeof *word, d->stream);
+    GPU_CU(d, who, cuMemcpyDtoHAsync, b, src, wbytes, d->stream);
     /* small outputs whose host copies are stale come along in the same
      * wait, each leaf at a 16-byte offset of the bounce buffer */
     gpu_mirror *took[4] = {NULL};
-    size_t off = 16, n = sizeof *word;
+    size_t start = (wbytes + 15) & ~(size_t)15, off = start, n = wbytes;
     for (int o = 0; o < nout && o < 4; o++) {
         gpu_mirror *m = outs[o] ? stale_on(d, outs[o]) : NULL;
         size_t room = 0;
         for (int l = 0; m && l < m->nleaf; l++) {
             room += (m->bytes[l] + 15) & ~(size_t)15;
         }
-        if (!m || off + room > PREFETCH_MAX || make_host(d, m, who)) {
+        if (!m || off + room > start + PREFETCH_MAX || make_host(d, m, who)) {
             continue; /* read later, if ever (an allocation failure too) */
         }
         for (int l = 0; l < m->nleaf; l++) {
@@ -631,8 +633,8 @@ weft_status gpu_read_word(gpu_dev *d, uint64_t src, int64_t *word,
     }
     st = gpu_stream_wait(d, who);
     if (st == WEFT_OK) {
-        memcpy(word, b, sizeof *word);
-        off = 16;
+        memcpy(words, b, wbytes);
+        off = start;
         for (int o = 0; o < nout && o < 4; o++) {
             gpu_mirror *m = took[o];
             for (int l = 0; m && l < m->nleaf; l++) {
