@@ -300,6 +300,58 @@ static void *bounce(gpu_dev *d)
     return d->bounce;
 }
 
+/* The bytes a leaf of `bytes` takes in a pinned buffer (bounce, stage):
+ * leaves start at 16-byte offsets. */
+static size_t leaf_room(size_t bytes)
+{
+    return (bytes + 15) & ~(size_t)15;
+}
+
+/* The bytes all of m's leaves take in a pinned buffer (leaf_room). */
+static size_t staged_bytes(const gpu_mirror *m)
+{
+    size_t room = 0;
+    for (int l = 0; l < m->nleaf; l++) {
+        room += leaf_room(m->bytes[l]);
+    }
+    return room;
+}
+
+/* Queue the download of m's leaves on d's stream (d entered) into buf,
+ * each at its leaf_room offset, or, buf NULL, straight into the host
+ * copy; *n grows by the bytes queued.  The driver's result. */
+static CUresult queue_leaves(gpu_dev *d, gpu_mirror *m, char *buf,
+                             uint64_t *n)
+{
+    size_t off = 0;
+    for (int l = 0; l < m->nleaf; l++) {
+        if (m->bytes[l] > 0 && m->ptr[l]) {
+            void *dst = buf ? buf + off : m->a->data[l];
+            CUresult r = gpu_call(d)->cuMemcpyDtoHAsync(dst, m->ptr[l],
+                                                        m->bytes[l],
+                                                        d->stream);
+            if (r != CUDA_SUCCESS) {
+                return r;
+            }
+            *n += m->bytes[l];
+        }
+        off += leaf_room(m->bytes[l]);
+    }
+    return CUDA_SUCCESS;
+}
+
+/* Copy m's leaves out of buf (queue_leaves' layout) into its host copy. */
+static void take_leaves(gpu_mirror *m, const char *buf)
+{
+    size_t off = 0;
+    for (int l = 0; l < m->nleaf; l++) {
+        if (m->bytes[l] > 0 && m->ptr[l]) {
+            memcpy(m->a->data[l], buf + off, m->bytes[l]);
+        }
+        off += leaf_room(m->bytes[l]);
+    }
+}
+
 /* Download every leaf of m to the host (d entered); host_valid after.
  * Small arrays (all leaves within GPU_BOUNCE bytes, each at a 16-byte
  * offset) come through the pinned bounce buffer: a copy into pinned
@@ -311,30 +363,15 @@ static weft_status download_leaves(gpu_dev *d, gpu_mirror *m, const char *who)
     uint64_t t0 = trace_begin(d);
     weft_status st = WEFT_OK;
     uint64_t n = 0;
-    size_t room = 0;
-    for (int l = 0; l < m->nleaf; l++) {
-        room += (m->bytes[l] + 15) & ~(size_t)15;
-    }
-    char *b = room <= GPU_BOUNCE ? bounce(d) : NULL;
-    size_t off = 0;
-    for (int l = 0; l < m->nleaf; l++) {
-        if (m->bytes[l] > 0 && m->ptr[l]) {
-            void *dst = b ? b + off : m->a->data[l];
-            GPU_CU(d, who, cuMemcpyDtoHAsync, dst, m->ptr[l], m->bytes[l],
-                   d->stream);
-            n += m->bytes[l];
-        }
-        off += (m->bytes[l] + 15) & ~(size_t)15;
+    char *b = staged_bytes(m) <= GPU_BOUNCE ? bounce(d) : NULL;
+    CUresult r = queue_leaves(d, m, b, &n);
+    if (r != CUDA_SUCCESS) {
+        return gpu_cu_fail(d, who, "cuMemcpyDtoHAsync", r, __FILE__,
+                           __LINE__);
     }
     st = gpu_stream_wait(d, who);
     if (st == WEFT_OK && b) {
-        off = 0;
-        for (int l = 0; l < m->nleaf; l++) {
-            if (m->bytes[l] > 0 && m->ptr[l]) {
-                memcpy(m->a->data[l], b + off, m->bytes[l]);
-            }
-            off += (m->bytes[l] + 15) & ~(size_t)15;
-        }
+        take_leaves(m, b);
     }
     if (st == WEFT_OK) {
         d->downloaded += n;
@@ -342,7 +379,6 @@ static weft_status download_leaves(gpu_dev *d, gpu_mirror *m, const char *who)
         unstage(d, m);
         trace_copy(d, t0, "download", n);
     }
-cleanup:
     return st;
 }
 
@@ -370,18 +406,14 @@ static weft_status upload_leaves(gpu_dev *d, gpu_mirror *m, const char *who)
     uint64_t t0 = trace_begin(d);
     weft_status st = WEFT_OK;
     uint64_t n = 0;
-    size_t room = 0;
-    for (int l = 0; l < m->nleaf; l++) {
-        room += (m->bytes[l] + 15) & ~(size_t)15;
-    }
-    char *up = room <= GPU_UP - d->up_used ? up_area(d) : NULL;
+    char *up = staged_bytes(m) <= GPU_UP - d->up_used ? up_area(d) : NULL;
     for (int l = 0; l < m->nleaf; l++) {
         if (m->bytes[l] > 0) {
             const void *src = m->a->data[l];
             if (up) {
                 memcpy(up + d->up_used, src, m->bytes[l]);
                 src = up + d->up_used;
-                d->up_used += (m->bytes[l] + 15) & ~(size_t)15;
+                d->up_used += leaf_room(m->bytes[l]);
             }
             GPU_CU(d, who, cuMemcpyHtoDAsync, m->ptr[l], src, m->bytes[l],
                    d->stream);
@@ -611,24 +643,21 @@ weft_status gpu_read_words(gpu_dev *d, uint64_t src, int64_t *words,
     /* small outputs whose host copies are stale come along in the same
      * wait, each leaf at a 16-byte offset of the bounce buffer */
     gpu_mirror *took[4] = {NULL};
-    size_t start = (wbytes + 15) & ~(size_t)15, off = start, n = wbytes;
+    size_t start = leaf_room(wbytes), off = start;
+    uint64_t n = wbytes;
     for (int o = 0; o < nout && o < 4; o++) {
         gpu_mirror *m = outs[o] ? stale_on(d, outs[o]) : NULL;
-        size_t room = 0;
-        for (int l = 0; m && l < m->nleaf; l++) {
-            room += (m->bytes[l] + 15) & ~(size_t)15;
-        }
-        if (!m || off + room > start + PREFETCH_MAX || make_host(d, m, who)) {
+        if (!m || off + staged_bytes(m) > start + PREFETCH_MAX ||
+            make_host(d, m, who)) {
             continue; /* read later, if ever (an allocation failure too) */
         }
-        for (int l = 0; l < m->nleaf; l++) {
-            if (m->bytes[l] > 0 && m->ptr[l]) {
-                GPU_CU(d, who, cuMemcpyDtoHAsync, b + off, m->ptr[l],
-                       m->bytes[l], d->stream);
-                n += m->bytes[l];
-            }
-            off += (m->bytes[l] + 15) & ~(size_t)15;
+        CUresult r = queue_leaves(d, m, b + off, &n);
+        if (r != CUDA_SUCCESS) {
+            st = gpu_cu_fail(d, who, "cuMemcpyDtoHAsync", r, __FILE__,
+                             __LINE__);
+            goto cleanup;
         }
+        off += staged_bytes(m);
         took[o] = m;
     }
     st = gpu_stream_wait(d, who);
@@ -637,13 +666,9 @@ weft_status gpu_read_words(gpu_dev *d, uint64_t src, int64_t *words,
         off = start;
         for (int o = 0; o < nout && o < 4; o++) {
             gpu_mirror *m = took[o];
-            for (int l = 0; m && l < m->nleaf; l++) {
-                if (m->bytes[l] > 0 && m->ptr[l]) {
-                    memcpy(m->a->data[l], b + off, m->bytes[l]);
-                }
-                off += (m->bytes[l] + 15) & ~(size_t)15;
-            }
             if (m) {
+                take_leaves(m, b + off);
+                off += staged_bytes(m);
                 m->host_valid = true;
                 unstage(d, m);
             }
@@ -888,15 +913,11 @@ static weft_status take_staged(gpu_dev *d, gpu_mirror *m, const char *who)
     if (st != WEFT_OK) {
         return st;
     }
-    size_t off = m->stage - 1;
     uint64_t n = 0;
     for (int l = 0; l < m->nleaf; l++) {
-        if (m->bytes[l] > 0 && m->ptr[l]) {
-            memcpy(m->a->data[l], (char *)d->stage + off, m->bytes[l]);
-            n += m->bytes[l];
-        }
-        off += (m->bytes[l] + 15) & ~(size_t)15;
+        n += m->ptr[l] ? m->bytes[l] : 0;
     }
+    take_leaves(m, (char *)d->stage + m->stage - 1);
     d->downloaded += n;
     m->host_valid = true;
     unstage(d, m);
@@ -931,10 +952,7 @@ static void mirror_prefetch(weft_array *a)
     gpu_mirror *m = a->dev;
     gpu_dev *d = m->d;
     gpu_lock(d);
-    size_t room = 0;
-    for (int l = 0; l < m->nleaf; l++) {
-        room += (m->bytes[l] + 15) & ~(size_t)15;
-    }
+    size_t room = staged_bytes(m);
     if (m->host_valid || !m->device_valid || m->stage || room == 0 ||
         room > GPU_STAGE - d->stage_used ||
         gpu_enter(d, "weft_run") != WEFT_OK) {
@@ -954,15 +972,9 @@ static void mirror_prefetch(weft_array *a)
     }
     bool ok = d->stage && d->stage_event && make_host(d, m, "weft_run") ==
                                                 WEFT_OK;
-    size_t off = d->stage_used;
-    for (int l = 0; ok && l < m->nleaf; l++) {
-        if (m->bytes[l] > 0 && m->ptr[l]) {
-            ok = gpu_call(d)->cuMemcpyDtoHAsync((char *)d->stage + off,
-                                                m->ptr[l], m->bytes[l],
-                                                d->stream) == CUDA_SUCCESS;
-        }
-        off += (m->bytes[l] + 15) & ~(size_t)15;
-    }
+    uint64_t n = 0;
+    ok = ok && queue_leaves(d, m, (char *)d->stage + d->stage_used, &n) ==
+                   CUDA_SUCCESS;
     if (ok && gpu_call(d)->cuEventRecord(d->stage_event, d->stream) ==
                   CUDA_SUCCESS) {
         d->stage_spec = d->spec_loops; /* cuda.c, "Speculation" */
