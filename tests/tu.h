@@ -141,6 +141,22 @@ typedef struct tu {
 #define DT_TIER WEFT_FLAG_NO_TIERING
 #endif
 
+/* The tier flags `dflt`, unless $WEFT_TEST_TIER names others: "none"
+ * (WEFT_FLAG_NO_TIERING), "quick" (WEFT_FLAG_QUICK_CODE) or "up" (both
+ * tiers): a test that checks one tier by default can be run on another
+ * by hand, e.g. on the GPU machine. */
+static inline unsigned tu_tier_flags(unsigned dflt)
+{
+    const char *t = getenv("WEFT_TEST_TIER");
+    if (!t) {
+        return dflt;
+    }
+    return strcmp(t, "none") == 0    ? WEFT_FLAG_NO_TIERING
+           : strcmp(t, "quick") == 0 ? WEFT_FLAG_QUICK_CODE
+           : strcmp(t, "up") == 0    ? 0u
+                                     : dflt;
+}
+
 /* Make a context on backend b (environment ignored) and a program in it. */
 static inline void tu_open_backend(tu *t, weft_backend b)
 {
