@@ -270,7 +270,12 @@ static LLVMValueRef flag_get(cg_fn *fn, LLVMValueRef p)
 }
 
 /* Volatile load / store of element i of a leaf buffer (cg_load and
- * cg_store, volatile): the tile status. */
+ * cg_store, volatile): the tile status.  Each access states its natural
+ * alignment: the data layout comes later (cg_ptx_finish), and without it
+ * NVPTX at CodeGenOpt::None (the quick tier) split the packed 64-bit
+ * status into two 32-bit volatile accesses, so that the look-back could
+ * read a flag with another tile's value (wrong scans on an H100); the
+ * optimising pipeline had inferred the alignment and hidden it. */
 static LLVMValueRef vload(cg_fn *fn, weft_type t, LLVMValueRef base,
                           LLVMValueRef i)
 {
@@ -278,6 +283,7 @@ static LLVMValueRef vload(cg_fn *fn, weft_type t, LLVMValueRef base,
     LLVMValueRef p = LLVMBuildInBoundsGEP2(fn->b, mt, base, &i, 1, "");
     LLVMValueRef x = LLVMBuildLoad2(fn->b, mt, p, "");
     LLVMSetVolatile(x, 1);
+    LLVMSetAlignment(x, (unsigned)weft_type_size(t));
     if (t == WEFT_BOOL) {
         x = LLVMBuildICmp(fn->b, LLVMIntNE, x, LLVMConstInt(mt, 0, 0), "");
     }
@@ -292,7 +298,9 @@ static void vstore(cg_fn *fn, weft_type t, LLVMValueRef base, LLVMValueRef i,
     if (t == WEFT_BOOL) {
         x = LLVMBuildZExt(fn->b, x, mt, "");
     }
-    LLVMSetVolatile(LLVMBuildStore(fn->b, x, p), 1);
+    LLVMValueRef st = LLVMBuildStore(fn->b, x, p);
+    LLVMSetVolatile(st, 1);
+    LLVMSetAlignment(st, (unsigned)weft_type_size(t));
 }
 
 static weft_status vload_val(cg_fn *fn, const cg_array *a, LLVMValueRef i,
