@@ -238,18 +238,17 @@ typedef struct weft_config {
  * PTX of an untiered compile, has the driver compile it and swaps it in;
  * there weft_context_free drops the kernels still waiting (they do not
  * reach the disk cache) and waits for the one being optimised, and a
- * float fold may differ in its last bits between the tiers (the order of
- * its additions follows the block size, which each tier's register use
- * sets); a kernel with a scalar while loop, which may run long on the
- * code it started with, and the single-pass scans and foldSegs, are
- * optimised at once there (under WEFT_FLAG_QUICK_CODE too).
+ * float fold or scan may differ in its last bits between the tiers (the
+ * order of its additions follows the block size, which each tier's
+ * register use sets); a kernel with a scalar while loop, which may run
+ * long on the code it started with, is optimised at once there.
  * WEFT_FLAG_NO_TIERING
  * ($WEFT_TIERING=0) makes weft_compile emit the optimised code itself
  * before it returns.  WEFT_FLAG_QUICK_CODE ($WEFT_TIERING=quick) keeps
  * the quick code and never optimises it, nor reads or writes the disk
  * cache: for telling a bug of LLVM's optimising code generator from one
  * of weft's; it wins when both flags are set.  Neither flag changes a
- * result (but for those PTX folds).  Ignored by the other
+ * result (but for those PTX folds and scans).  Ignored by the other
  * backends, by target_cpu and while dumping (always optimised at once). */
 #define WEFT_FLAG_NO_TIERING 0x200u
 #define WEFT_FLAG_QUICK_CODE 0x400u

@@ -421,24 +421,14 @@ static void kernel_key(const ptx_state *st, const weft_context *ctx,
     llvm_blake3_hasher_finalize(&h, k->key, 32);
 }
 
-/* How kernel k is compiled in st (PTX_TIER_*): as st says, but
- *  - a kernel with a scalar while loop (its cancel flag) is not tiered
- *    up: it may run long, and a run of it runs the code it started with
- *    to its end (and after a cancel its loops stop only every
- *    CG_POLL_EVERY_GPU trips: on the quick code test_ptx_cancel's long
- *    fold stopped 5 s late on an H100, round s3);
- *  - the single-pass scan and foldSeg (decoupled look-back) always get
- *    the optimised code: the quick code of the scan gave wrong results on
- *    an H100 (test_ptx_scan with WEFT_TEST_TIER=quick: wrong elements at
- *    tile starts, i32 and f32, about one run in three; the optimised code
- *    of the same IR is right), cause not found yet; foldSeg's look-back
- *    is the same protocol. */
+/* How kernel k is compiled in st (PTX_TIER_*): as st says, but that a
+ * kernel with a scalar while loop (its cancel flag) is not tiered up: it
+ * may run long, and a run of it runs the code it started with to its end
+ * (and after a cancel its loops stop only every CG_POLL_EVERY_GPU trips:
+ * on the quick code test_ptx_cancel's long fold stopped 5 s late on an
+ * H100, round s3). */
 static int kernel_tier(const ptx_state *st, const sk_kernel *k)
 {
-    sk_family f = k->skel->family;
-    if (f == SK_SCAN_PASS || f == SK_FOLD_SEG_PASS) {
-        return PTX_TIER_NONE;
-    }
     return st->tier == PTX_TIER_UP && k->aux_item[SK_CANCEL_AUX] >= 0
                ? PTX_TIER_NONE
                : st->tier;

@@ -52,9 +52,8 @@ static weft_context *open_sm90(unsigned flags)
     return ctx;
 }
 
-/* Compile a fold of a zipWith and two maps over two i64 params: three
- * kernels (not a scan: the single-pass scan is compiled optimised at
- * once, backend.c kernel_tier). */
+/* Compile a fold of a zipWith, a map and an inclusive scan over two i64
+ * params: three kernels. */
 static void compile_three(weft_context *ctx)
 {
     weft_program *p;
@@ -66,11 +65,9 @@ static void compile_three(weft_context *ctx)
     weft_fun *f = weft_fun1(p, WEFT_I64);
     weft_fun_return(f, weft_add(weft_mul(weft_arg(f, 0), weft_i64(p, 3)),
                                 weft_i64(p, 1)));
-    weft_fun *g = weft_fun1(p, WEFT_I64);
-    weft_fun_return(g, weft_sub(weft_arg(g, 0), weft_i64(p, 7)));
     weft_acc *r[3] = {weft_fold_all(add, weft_i64(p, 0),
                                     weft_zipwith(mul, x, y)),
-                      weft_map(f, x), weft_map(g, y)};
+                      weft_map(f, x), weft_scanl1(add, y)};
     TU_PROGRAM_OK(p);
     weft_executable *exe;
     TU_OK(weft_compile(p, r, 3, &exe));
