@@ -30,12 +30,15 @@
  *
  *     while (j < N) {                        (the user's condition)
  *         t = j;
- *         for (q = tid; q < T; q += block)   (every thread)
- *             tile_a[q] = t + q inside a ? a[t + q] : 0;
- *         barrier;
+ *         if (the tile does not hold t) {    (block-uniform)
+ *             barrier;                       (its readers are done)
+ *             for (q = tid; q < T; q += block)   (every thread)
+ *                 tile_a[q] = t + q inside a ? a[t + q] : 0;
+ *             barrier;
+ *         }
  *         for (q = 0; q < min(N - t, T); q++)
  *             state = body(state), a ! j read as tile_a[q];
- *         barrier (with the cancel poll, below);
+ *         (the cancel poll, below)
  *     }
  *
  * T = cg_fn.stage_tile.  Inside the tile, j = t + q < N, so the user's
@@ -45,9 +48,17 @@
  * and the loads of several trips overlap.  The results are the plain
  * loop's bit for bit: the same operations in the same order.
  *
+ * The tile outlives the loop: a thread's next element runs the loop
+ * again from the same uniform j, and a tile that already holds t (the
+ * staged arrays are inputs of the kernel, which no thread writes) is not
+ * staged again.  k-means' 16 centroids are one tile, staged once per
+ * block instead of once per point with two barriers (stage_fresh); the
+ * barrier before staging, not one after the trips, keeps a tile from
+ * being overwritten while a thread still reads it.
+ *
  * Cancellation: the plain loop polls every cg_target.poll_every trips;
- * here every thread polls once every poll_every / T tiles and the
- * second barrier is a barrier that ors the threads' answers
+ * here every thread polls once every poll_every / T tiles of a loop,
+ * through a barrier that ors the threads' answers
  * (cg_target.barrier_or), so that the whole block leaves together (a
  * thread that left alone would leave the others waiting at the next
  * barrier).  Checked mode never stages (fn->checked: a read outside its
@@ -672,19 +683,43 @@ static weft_status stage_build(cg_fn *fn, const stage_pat *p, int tile,
     return s;
 }
 
-/* The barrier at the end of a tile.  With a cancel word (count: the
- * tiles so far, i32), *stop gets the i1 that every thread of the block
- * sees: whether the run is to stop, polled by each thread once every
- * poll_every / T tiles; else a plain barrier and *stop NULL. */
-static weft_status tile_barrier(cg_fn *fn, LLVMValueRef count,
-                                LLVMValueRef *stop)
+/* Whether the tile must be staged for t: it holds no tile yet, or
+ * another one.  *at gets the slot of the tile's t (an i64 alloca the
+ * caller stores t into once staged), kept across the elements of a
+ * thread: a loop that runs again from the same t (k-means' 16 centroids,
+ * one tile, for every point) reads the tile it staged the first time.
+ * The staged arrays are the kernel's inputs, which no thread writes, and
+ * t is the same in every thread (cg_stage_while): the answer is
+ * block-uniform. */
+static LLVMValueRef stage_fresh(cg_fn *fn, LLVMValueRef t, LLVMValueRef *at)
+{
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
+    LLVMTypeRef i1 = LLVMInt1TypeInContext(fn->llctx);
+    *at = cg_alloca(fn, i64, "tile.at");
+    LLVMValueRef held = cg_alloca(fn, i1, "tile.held");
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(fn->llctx);
+    LLVMPositionBuilderAtEnd(b, fn->entry);
+    LLVMBuildStore(b, LLVMConstInt(i1, 0, 0), held);
+    LLVMBuildStore(b, cg_i64(fn, 0), *at);
+    LLVMDisposeBuilder(b);
+    LLVMValueRef same = LLVMBuildAnd(
+        B, LLVMBuildLoad2(B, i1, held, ""),
+        LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildLoad2(B, i64, *at, ""), t, ""),
+        "");
+    LLVMBuildStore(B, LLVMConstInt(i1, 1, 0), held);
+    return LLVMBuildNot(B, same, "fresh");
+}
+
+/* The poll at the end of a tile (count: the tiles so far, i32): *stop
+ * gets the i1 that every thread of the block sees, whether the run is to
+ * stop, polled by each thread once every poll_every / T tiles and agreed
+ * by a barrier that ors the answers (count, hence the branch, is the same
+ * in every thread).  No barrier otherwise: the next staging waits for
+ * the readers of the tile first. */
+static weft_status tile_poll(cg_fn *fn, LLVMValueRef count,
+                             LLVMValueRef *stop)
 {
     const cg_target *tg = fn->target;
-    *stop = NULL;
-    if (!count) {
-        tg->barrier(fn);
-        return WEFT_OK;
-    }
     LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
     int every = tg->poll_every / fn->stage_tile;
     LLVMValueRef due = LLVMBuildICmp(
@@ -697,16 +732,14 @@ static weft_status tile_barrier(cg_fn *fn, LLVMValueRef count,
     cg_if poll;
     cg_if_begin(fn, &poll, due);
     cg_val halt, no, any;
-    LLVMValueRef h = tg->cancel_poll(fn);
+    LLVMValueRef h = tg->barrier_or(fn, tg->cancel_poll(fn));
     LLVMValueRef f = LLVMConstInt(LLVMInt1TypeInContext(fn->llctx), 0, 0);
     halt.n = no.n = 1;
     halt.v = &h;
     no.v = &f;
     cg_if_else(fn, &poll);
     weft_status s = cg_if_merge(fn, &poll, &halt, &no, &any);
-    if (s == WEFT_OK) {
-        *stop = tg->barrier_or(fn, any.v[0]);
-    }
+    *stop = s == WEFT_OK ? any.v[0] : NULL;
     return s;
 }
 
@@ -762,6 +795,7 @@ weft_status cg_stage_while(cg_fn *fn, const fe_term *e, const cg_val *init,
     LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
     LLVMValueRef tid = LLVMBuildZExt(B, tg->thread_index(fn, 0), i64, "");
     LLVMValueRef bs = LLVMBuildZExt(B, tg->block_size(fn, 0), i64, "");
+    LLVMValueRef at;
     bool poll = fn->cancel && tg->cancel_poll;
     cg_val so, si, c, next;
     if ((s = cg_val_make(fn, init->n, &so)) != WEFT_OK ||
@@ -807,9 +841,12 @@ weft_status cg_stage_while(cg_fn *fn, const fe_term *e, const cg_val *init,
     }
     LLVMBasicBlockRef cond_end = LLVMGetInsertBlock(B);
     LLVMBuildCondBr(B, c.v[0], load, exit);
-    /* stage the tile from t = j */
+    /* stage the tile from t = j, unless it holds that tile already */
     LLVMPositionBuilderAtEnd(B, load);
     LLVMValueRef t = so.v[kl];
+    cg_if fresh;
+    cg_if_begin(fn, &fresh, stage_fresh(fn, t, &at));
+    tg->barrier(fn); /* every thread is done with the tile before */
     fn->stage_tile = tile;
     s = stage_tiles(fn, g, t, tid, bs);
     fn->stage_tile = 0;
@@ -818,6 +855,8 @@ weft_status cg_stage_while(cg_fn *fn, const fe_term *e, const cg_val *init,
         return s;
     }
     tg->barrier(fn);
+    LLVMBuildStore(B, t, at);
+    cg_if_end(fn, &fresh);
     /* m = min(N - t, T): N - t is exact unsigned, t < N */
     LLVMValueRef rem = LLVMBuildSub(B, n, t, "");
     LLVMValueRef m = LLVMBuildSelect(
@@ -854,12 +893,12 @@ weft_status cg_stage_while(cg_fn *fn, const fe_term *e, const cg_val *init,
     for (int k = 0; k < init->n; k++) {
         LLVMAddIncoming(si.v[k], &next.v[k], &latch, 1);
     }
-    /* the tile is done: barrier (and the poll), then the next tile */
+    /* the tile is done: the poll, then the next tile */
     LLVMPositionBuilderAtEnd(B, iexit);
     LLVMValueRef count1 =
         poll ? LLVMBuildAdd(B, count, LLVMConstInt(i32, 1, 0), "") : NULL;
-    LLVMValueRef stop;
-    if ((s = tile_barrier(fn, count1, &stop)) != WEFT_OK) {
+    LLVMValueRef stop = NULL;
+    if (poll && (s = tile_poll(fn, count1, &stop)) != WEFT_OK) {
         return s;
     }
     LLVMBasicBlockRef tile_end = LLVMGetInsertBlock(B);
