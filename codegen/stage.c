@@ -52,7 +52,7 @@
  * again from the same uniform j, and a tile that already holds t (the
  * staged arrays are inputs of the kernel, which no thread writes) is not
  * staged again.  k-means' 16 centroids are one tile, staged once per
- * block instead of once per point with two barriers (stage_fresh); the
+ * block instead of once per point with two barriers (cg_stage_fresh); the
  * barrier before staging, not one after the trips, keeps a tile from
  * being overwritten while a thread still reads it.
  *
@@ -119,6 +119,9 @@ struct cg_staged {
  * that a record's four f32 leaves are one 16-byte load), and, while
  * the trips are emitted, the trip's position q. */
 struct cg_stage {
+    LLVMValueRef held;          /* i1 slot: the tile holds ... */
+    LLVMValueRef key[CG_STAGE_KEYS]; /* ... the records of these (i64
+                                    slots; cg_stage_fresh) */
     int narr;
     cg_array *arr;              /* the staged arrays */
     int *off[STAGE_ARRAYS];
@@ -683,30 +686,33 @@ static weft_status stage_build(cg_fn *fn, const stage_pat *p, int tile,
     return s;
 }
 
-/* Whether the tile must be staged for t: it holds no tile yet, or
- * another one.  *at gets the slot of the tile's t (an i64 alloca the
- * caller stores t into once staged), kept across the elements of a
- * thread: a loop that runs again from the same t (k-means' 16 centroids,
- * one tile, for every point) reads the tile it staged the first time.
- * The staged arrays are the kernel's inputs, which no thread writes, and
- * t is the same in every thread (cg_stage_while): the answer is
- * block-uniform. */
-static LLVMValueRef stage_fresh(cg_fn *fn, LLVMValueRef t, LLVMValueRef *at)
+/* Whether tile g must be staged for key[0 .. n-1] (see cg.h); the key
+ * is kept in slots of the entry block, so across the elements of a
+ * thread. */
+LLVMValueRef cg_stage_fresh(cg_fn *fn, cg_stage *g, const LLVMValueRef *key,
+                            int n)
 {
     LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
     LLVMTypeRef i1 = LLVMInt1TypeInContext(fn->llctx);
-    *at = cg_alloca(fn, i64, "tile.at");
-    LLVMValueRef held = cg_alloca(fn, i1, "tile.held");
-    LLVMBuilderRef b = LLVMCreateBuilderInContext(fn->llctx);
-    LLVMPositionBuilderAtEnd(b, fn->entry);
-    LLVMBuildStore(b, LLVMConstInt(i1, 0, 0), held);
-    LLVMBuildStore(b, cg_i64(fn, 0), *at);
-    LLVMDisposeBuilder(b);
-    LLVMValueRef same = LLVMBuildAnd(
-        B, LLVMBuildLoad2(B, i1, held, ""),
-        LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildLoad2(B, i64, *at, ""), t, ""),
-        "");
-    LLVMBuildStore(B, LLVMConstInt(i1, 1, 0), held);
+    if (!g->held) {
+        g->held = cg_alloca(fn, i1, "tile.held");
+        LLVMBuilderRef b = LLVMCreateBuilderInContext(fn->llctx);
+        LLVMPositionBuilderAtEnd(b, fn->entry);
+        LLVMBuildStore(b, LLVMConstInt(i1, 0, 0), g->held);
+        for (int k = 0; k < n; k++) {
+            g->key[k] = cg_alloca(fn, i64, "tile.key");
+            LLVMBuildStore(b, cg_i64(fn, 0), g->key[k]);
+        }
+        LLVMDisposeBuilder(b);
+    }
+    LLVMValueRef same = LLVMBuildLoad2(B, i1, g->held, "");
+    for (int k = 0; k < n; k++) {
+        LLVMValueRef eq = LLVMBuildICmp(
+            B, LLVMIntEQ, LLVMBuildLoad2(B, i64, g->key[k], ""), key[k], "");
+        same = LLVMBuildAnd(B, same, eq, "");
+        LLVMBuildStore(B, key[k], g->key[k]);
+    }
+    LLVMBuildStore(B, LLVMConstInt(i1, 1, 0), g->held);
     return LLVMBuildNot(B, same, "fresh");
 }
 
@@ -795,7 +801,6 @@ weft_status cg_stage_while(cg_fn *fn, const fe_term *e, const cg_val *init,
     LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
     LLVMValueRef tid = LLVMBuildZExt(B, tg->thread_index(fn, 0), i64, "");
     LLVMValueRef bs = LLVMBuildZExt(B, tg->block_size(fn, 0), i64, "");
-    LLVMValueRef at;
     bool poll = fn->cancel && tg->cancel_poll;
     cg_val so, si, c, next;
     if ((s = cg_val_make(fn, init->n, &so)) != WEFT_OK ||
@@ -845,7 +850,7 @@ weft_status cg_stage_while(cg_fn *fn, const fe_term *e, const cg_val *init,
     LLVMPositionBuilderAtEnd(B, load);
     LLVMValueRef t = so.v[kl];
     cg_if fresh;
-    cg_if_begin(fn, &fresh, stage_fresh(fn, t, &at));
+    cg_if_begin(fn, &fresh, cg_stage_fresh(fn, g, &t, 1));
     tg->barrier(fn); /* every thread is done with the tile before */
     fn->stage_tile = tile;
     s = stage_tiles(fn, g, t, tid, bs);
@@ -855,7 +860,6 @@ weft_status cg_stage_while(cg_fn *fn, const fe_term *e, const cg_val *init,
         return s;
     }
     tg->barrier(fn);
-    LLVMBuildStore(B, t, at);
     cg_if_end(fn, &fresh);
     /* m = min(N - t, T): N - t is exact unsigned, t < N */
     LLVMValueRef rem = LLVMBuildSub(B, n, t, "");
