@@ -696,6 +696,13 @@ bool cg_stage_find(const fe_term *t, uint32_t nvar, fe_arena *arena);
  * Errors: those of cg_exp. */
 weft_status cg_stage_while(cg_fn *fn, const fe_term *e, const cg_val *init,
                            cg_val *out, bool *done);
+/* Whether every while loop of operation op (in its functions and the
+ * producers fused into it; at least one) has stage.c's pattern with a
+ * start and a bound that do not depend on anything op binds (its
+ * element's index, its lets): then every element runs as many trips,
+ * and the kernel's work is even (ptx/target.c, "The grid").  nvar: the
+ * core's variables; scratch from arena. */
+bool cg_stage_even(const fe_term *op, uint32_t nvar, fe_arena *arena);
 /* The staged read that read term `at` is in the tile being emitted, or
  * NULL; and its value there. */
 const cg_staged *cg_staged_read(const cg_fn *fn, const fe_term *at);

@@ -452,6 +452,63 @@ bool cg_stage_find(const fe_term *t, uint32_t nvar, fe_arena *arena)
     return false;
 }
 
+/* Whether every while loop in t counts j by one from a start to a bound
+ * N that neither depends on what `op` binds (the element's index, its
+ * lets): cg_stage_even's test, over t's functions and delayed
+ * producers; *loops counts the loops seen. */
+static bool even_loops(const fe_term *t, const bool *op_inner, uint32_t nvar,
+                       fe_arena *arena, int *loops)
+{
+    if (!t) {
+        return true;
+    }
+    if (t->kind == FE_WHILE) {
+        stage_pat *p = pat_new(arena, nvar, t);
+        if (!p || !stage_match(t, p) ||
+            !cg_invariant(p->bound, op_inner, nvar)) {
+            return false;
+        }
+        const fe_term *init = t->kid[0], *j0 = init;
+        if (p->k >= 0) {
+            j0 = init->kind == FE_TUPLE && p->k < init->nkid ? init->kid[p->k]
+                                                              : NULL;
+        }
+        if (!j0 || !cg_invariant(j0, op_inner, nvar)) {
+            return false;
+        }
+        (*loops)++;
+    }
+    for (int i = 0; i < t->nfun; i++) {
+        if (t->fun[i] &&
+            !even_loops(t->fun[i]->body, op_inner, nvar, arena, loops)) {
+            return false;
+        }
+    }
+    for (int i = 0; i < t->nkid; i++) {
+        const fe_term *kid = t->kid[i];
+        if (kid && (!kid->acc || kid->delayed) &&
+            !even_loops(kid, op_inner, nvar, arena, loops)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+bool cg_stage_even(const fe_term *op, uint32_t nvar, fe_arena *arena)
+{
+    if (!op || nvar == 0) {
+        return false;
+    }
+    bool *inner = fe_arena_alloc(arena, nvar * sizeof *inner);
+    if (!inner) {
+        return false;
+    }
+    memset(inner, 0, nvar * sizeof *inner);
+    cg_mark_bound(op, inner, nvar);
+    int loops = 0;
+    return even_loops(op, inner, nvar, arena, &loops) && loops > 0;
+}
+
 const cg_staged *cg_staged_read(const cg_fn *fn, const fe_term *at)
 {
     const struct cg_stage *g = fn->stage;
