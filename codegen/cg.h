@@ -696,6 +696,13 @@ bool cg_stage_find(const fe_term *t, uint32_t nvar, fe_arena *arena);
  * Errors: those of cg_exp. */
 weft_status cg_stage_while(cg_fn *fn, const fe_term *e, const cg_val *init,
                            cg_val *out, bool *done);
+/* Whether every while loop of operation op (in its functions and the
+ * producers fused into it; at least one) has stage.c's pattern with a
+ * start and a bound that do not depend on anything op binds (its
+ * element's index, its lets): then every element runs as many trips,
+ * and the kernel's work is even (ptx/target.c, "The grid").  nvar: the
+ * core's variables; scratch from arena. */
+bool cg_stage_even(const fe_term *op, uint32_t nvar, fe_arena *arena);
 /* The staged read that read term `at` is in the tile being emitted, or
  * NULL; and its value there. */
 const cg_staged *cg_staged_read(const cg_fn *fn, const fe_term *at);
@@ -720,6 +727,18 @@ weft_status cg_stage_put(cg_fn *fn, const cg_stage *g, LLVMValueRef q,
                          LLVMValueRef c);
 weft_status cg_stage_fix(cg_fn *fn, cg_stage *g, const cg_val *ix);
 void cg_stage_use(cg_fn *fn, cg_stage *g, LLVMValueRef q);
+/* Whether tile g must be filled for the key key[0 .. n-1] (n at most
+ * CG_STAGE_KEYS, i64 values that together fix the tile's records, the
+ * same in every thread of the block, and the same n at every call for
+ * g): it holds no records yet, or another key's.  The key is then taken
+ * as held; the caller fills the tile when the answer is true (a barrier
+ * first, as its readers may not be done, and one after).  A loop that
+ * runs again from the same key, in a thread's next element, reads the
+ * records it staged the first time: the staged arrays are the kernel's
+ * inputs, which no thread writes. */
+#define CG_STAGE_KEYS 3
+LLVMValueRef cg_stage_fresh(cg_fn *fn, cg_stage *g, const LLVMValueRef *key,
+                            int n);
 /* Ask LLVM to unroll the loop whose back-edge is br by a few trips (8),
  * so that their loads and chains of arithmetic overlap (the hand-written
  * n-body unrolls by 8). */

@@ -30,12 +30,15 @@
  *
  *     while (j < N) {                        (the user's condition)
  *         t = j;
- *         for (q = tid; q < T; q += block)   (every thread)
- *             tile_a[q] = t + q inside a ? a[t + q] : 0;
- *         barrier;
+ *         if (the tile does not hold t) {    (block-uniform)
+ *             barrier;                       (its readers are done)
+ *             for (q = tid; q < T; q += block)   (every thread)
+ *                 tile_a[q] = t + q inside a ? a[t + q] : 0;
+ *             barrier;
+ *         }
  *         for (q = 0; q < min(N - t, T); q++)
  *             state = body(state), a ! j read as tile_a[q];
- *         barrier (with the cancel poll, below);
+ *         (the cancel poll, below)
  *     }
  *
  * T = cg_fn.stage_tile.  Inside the tile, j = t + q < N, so the user's
@@ -45,9 +48,17 @@
  * and the loads of several trips overlap.  The results are the plain
  * loop's bit for bit: the same operations in the same order.
  *
+ * The tile outlives the loop: a thread's next element runs the loop
+ * again from the same uniform j, and a tile that already holds t (the
+ * staged arrays are inputs of the kernel, which no thread writes) is not
+ * staged again.  k-means' 16 centroids are one tile, staged once per
+ * block instead of once per point with two barriers (cg_stage_fresh); the
+ * barrier before staging, not one after the trips, keeps a tile from
+ * being overwritten while a thread still reads it.
+ *
  * Cancellation: the plain loop polls every cg_target.poll_every trips;
- * here every thread polls once every poll_every / T tiles and the
- * second barrier is a barrier that ors the threads' answers
+ * here every thread polls once every poll_every / T tiles of a loop,
+ * through a barrier that ors the threads' answers
  * (cg_target.barrier_or), so that the whole block leaves together (a
  * thread that left alone would leave the others waiting at the next
  * barrier).  Checked mode never stages (fn->checked: a read outside its
@@ -108,6 +119,9 @@ struct cg_staged {
  * that a record's four f32 leaves are one 16-byte load), and, while
  * the trips are emitted, the trip's position q. */
 struct cg_stage {
+    LLVMValueRef held;          /* i1 slot: the tile holds ... */
+    LLVMValueRef key[CG_STAGE_KEYS]; /* ... the records of these (i64
+                                    slots; cg_stage_fresh) */
     int narr;
     cg_array *arr;              /* the staged arrays */
     int *off[STAGE_ARRAYS];
@@ -438,6 +452,63 @@ bool cg_stage_find(const fe_term *t, uint32_t nvar, fe_arena *arena)
     return false;
 }
 
+/* Whether every while loop in t counts j by one from a start to a bound
+ * N that neither depends on what `op` binds (the element's index, its
+ * lets): cg_stage_even's test, over t's functions and delayed
+ * producers; *loops counts the loops seen. */
+static bool even_loops(const fe_term *t, const bool *op_inner, uint32_t nvar,
+                       fe_arena *arena, int *loops)
+{
+    if (!t) {
+        return true;
+    }
+    if (t->kind == FE_WHILE) {
+        stage_pat *p = pat_new(arena, nvar, t);
+        if (!p || !stage_match(t, p) ||
+            !cg_invariant(p->bound, op_inner, nvar)) {
+            return false;
+        }
+        const fe_term *init = t->kid[0], *j0 = init;
+        if (p->k >= 0) {
+            j0 = init->kind == FE_TUPLE && p->k < init->nkid ? init->kid[p->k]
+                                                              : NULL;
+        }
+        if (!j0 || !cg_invariant(j0, op_inner, nvar)) {
+            return false;
+        }
+        (*loops)++;
+    }
+    for (int i = 0; i < t->nfun; i++) {
+        if (t->fun[i] &&
+            !even_loops(t->fun[i]->body, op_inner, nvar, arena, loops)) {
+            return false;
+        }
+    }
+    for (int i = 0; i < t->nkid; i++) {
+        const fe_term *kid = t->kid[i];
+        if (kid && (!kid->acc || kid->delayed) &&
+            !even_loops(kid, op_inner, nvar, arena, loops)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+bool cg_stage_even(const fe_term *op, uint32_t nvar, fe_arena *arena)
+{
+    if (!op || nvar == 0) {
+        return false;
+    }
+    bool *inner = fe_arena_alloc(arena, nvar * sizeof *inner);
+    if (!inner) {
+        return false;
+    }
+    memset(inner, 0, nvar * sizeof *inner);
+    cg_mark_bound(op, inner, nvar);
+    int loops = 0;
+    return even_loops(op, inner, nvar, arena, &loops) && loops > 0;
+}
+
 const cg_staged *cg_staged_read(const cg_fn *fn, const fe_term *at)
 {
     const struct cg_stage *g = fn->stage;
@@ -672,19 +743,46 @@ static weft_status stage_build(cg_fn *fn, const stage_pat *p, int tile,
     return s;
 }
 
-/* The barrier at the end of a tile.  With a cancel word (count: the
- * tiles so far, i32), *stop gets the i1 that every thread of the block
- * sees: whether the run is to stop, polled by each thread once every
- * poll_every / T tiles; else a plain barrier and *stop NULL. */
-static weft_status tile_barrier(cg_fn *fn, LLVMValueRef count,
-                                LLVMValueRef *stop)
+/* Whether tile g must be staged for key[0 .. n-1] (see cg.h); the key
+ * is kept in slots of the entry block, so across the elements of a
+ * thread. */
+LLVMValueRef cg_stage_fresh(cg_fn *fn, cg_stage *g, const LLVMValueRef *key,
+                            int n)
+{
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
+    LLVMTypeRef i1 = LLVMInt1TypeInContext(fn->llctx);
+    if (!g->held) {
+        g->held = cg_alloca(fn, i1, "tile.held");
+        LLVMBuilderRef b = LLVMCreateBuilderInContext(fn->llctx);
+        LLVMPositionBuilderAtEnd(b, fn->entry);
+        LLVMBuildStore(b, LLVMConstInt(i1, 0, 0), g->held);
+        for (int k = 0; k < n; k++) {
+            g->key[k] = cg_alloca(fn, i64, "tile.key");
+            LLVMBuildStore(b, cg_i64(fn, 0), g->key[k]);
+        }
+        LLVMDisposeBuilder(b);
+    }
+    LLVMValueRef same = LLVMBuildLoad2(B, i1, g->held, "");
+    for (int k = 0; k < n; k++) {
+        LLVMValueRef eq = LLVMBuildICmp(
+            B, LLVMIntEQ, LLVMBuildLoad2(B, i64, g->key[k], ""), key[k], "");
+        same = LLVMBuildAnd(B, same, eq, "");
+        LLVMBuildStore(B, key[k], g->key[k]);
+    }
+    LLVMBuildStore(B, LLVMConstInt(i1, 1, 0), g->held);
+    return LLVMBuildNot(B, same, "fresh");
+}
+
+/* The poll at the end of a tile (count: the tiles so far, i32): *stop
+ * gets the i1 that every thread of the block sees, whether the run is to
+ * stop, polled by each thread once every poll_every / T tiles and agreed
+ * by a barrier that ors the answers (count, hence the branch, is the same
+ * in every thread).  No barrier otherwise: the next staging waits for
+ * the readers of the tile first. */
+static weft_status tile_poll(cg_fn *fn, LLVMValueRef count,
+                             LLVMValueRef *stop)
 {
     const cg_target *tg = fn->target;
-    *stop = NULL;
-    if (!count) {
-        tg->barrier(fn);
-        return WEFT_OK;
-    }
     LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
     int every = tg->poll_every / fn->stage_tile;
     LLVMValueRef due = LLVMBuildICmp(
@@ -697,16 +795,14 @@ static weft_status tile_barrier(cg_fn *fn, LLVMValueRef count,
     cg_if poll;
     cg_if_begin(fn, &poll, due);
     cg_val halt, no, any;
-    LLVMValueRef h = tg->cancel_poll(fn);
+    LLVMValueRef h = tg->barrier_or(fn, tg->cancel_poll(fn));
     LLVMValueRef f = LLVMConstInt(LLVMInt1TypeInContext(fn->llctx), 0, 0);
     halt.n = no.n = 1;
     halt.v = &h;
     no.v = &f;
     cg_if_else(fn, &poll);
     weft_status s = cg_if_merge(fn, &poll, &halt, &no, &any);
-    if (s == WEFT_OK) {
-        *stop = tg->barrier_or(fn, any.v[0]);
-    }
+    *stop = s == WEFT_OK ? any.v[0] : NULL;
     return s;
 }
 
@@ -807,9 +903,12 @@ weft_status cg_stage_while(cg_fn *fn, const fe_term *e, const cg_val *init,
     }
     LLVMBasicBlockRef cond_end = LLVMGetInsertBlock(B);
     LLVMBuildCondBr(B, c.v[0], load, exit);
-    /* stage the tile from t = j */
+    /* stage the tile from t = j, unless it holds that tile already */
     LLVMPositionBuilderAtEnd(B, load);
     LLVMValueRef t = so.v[kl];
+    cg_if fresh;
+    cg_if_begin(fn, &fresh, cg_stage_fresh(fn, g, &t, 1));
+    tg->barrier(fn); /* every thread is done with the tile before */
     fn->stage_tile = tile;
     s = stage_tiles(fn, g, t, tid, bs);
     fn->stage_tile = 0;
@@ -818,6 +917,7 @@ weft_status cg_stage_while(cg_fn *fn, const fe_term *e, const cg_val *init,
         return s;
     }
     tg->barrier(fn);
+    cg_if_end(fn, &fresh);
     /* m = min(N - t, T): N - t is exact unsigned, t < N */
     LLVMValueRef rem = LLVMBuildSub(B, n, t, "");
     LLVMValueRef m = LLVMBuildSelect(
@@ -854,12 +954,12 @@ weft_status cg_stage_while(cg_fn *fn, const fe_term *e, const cg_val *init,
     for (int k = 0; k < init->n; k++) {
         LLVMAddIncoming(si.v[k], &next.v[k], &latch, 1);
     }
-    /* the tile is done: barrier (and the poll), then the next tile */
+    /* the tile is done: the poll, then the next tile */
     LLVMPositionBuilderAtEnd(B, iexit);
     LLVMValueRef count1 =
         poll ? LLVMBuildAdd(B, count, LLVMConstInt(i32, 1, 0), "") : NULL;
-    LLVMValueRef stop;
-    if ((s = tile_barrier(fn, count1, &stop)) != WEFT_OK) {
+    LLVMValueRef stop = NULL;
+    if (poll && (s = tile_poll(fn, count1, &stop)) != WEFT_OK) {
         return s;
     }
     LLVMBasicBlockRef tile_end = LLVMGetInsertBlock(B);

@@ -55,16 +55,40 @@ bool fe_fusible_operand(const fe_term *t, int k)
  * and its other uses only ask for v's shape, then P is moved to that use
  * (where it may fuse) and each shape(v) becomes P's shape computed from
  * P's operands -- when that is cheap: P's operands are variables,
- * parameters, used arrays or constants.  Otherwise the let stays. */
+ * parameters, used arrays (or components of them) or constants.  A P
+ * that costs nothing (a generate of a constant: k-means' zeros, the
+ * default of two permutes) is copied to each of several such uses
+ * instead, where it fuses.  Otherwise the let stays. */
+
+typedef struct slots {
+    int n, cap;
+    fe_term ***at;
+} slots;
 
 typedef struct uses {
-    int data;            /* uses of v's elements */
-    bool data_ok;        /* ... and the one data use may take P */
-    fe_term **data_slot; /* where that use is */
-    int nshape, cap;
-    fe_term ***shape_slot; /* shape(v) terms */
+    bool data_ok;      /* every data use may take P */
+    slots data;        /* uses of v's elements */
+    slots shape;       /* shape(v) terms */
     bool oom;
 } uses;
+
+static void slot_add(fe_arena *ar, slots *s, fe_term **slot, bool *oom)
+{
+    if (s->n == s->cap) {
+        int cap = s->cap ? 2 * s->cap : 8;
+        fe_term ***n = fe_arena_alloc(ar, sizeof *n * (size_t)cap);
+        if (!n) {
+            *oom = true;
+            return;
+        }
+        for (int i = 0; i < s->n; i++) {
+            n[i] = s->at[i];
+        }
+        s->at = n;
+        s->cap = cap;
+    }
+    s->at[s->n++] = slot;
+}
 
 static bool is_trivial(const fe_term *t)
 {
@@ -76,6 +100,7 @@ static bool is_trivial(const fe_term *t)
         return true;
     case FE_TUPLE:
     case FE_GET:
+    case FE_AGET:
         for (int i = 0; i < t->nkid; i++) {
             if (!is_trivial(t->kid[i])) {
                 return false;
@@ -95,27 +120,13 @@ static void count_uses(fe_arena *ar, fe_term **slot, const fe_var *v,
         return;
     }
     if (t->kind == FE_VAR && t->u.var == v) {
-        u->data++;
-        u->data_slot = slot;
-        u->data_ok = parent_acc && !inside;
+        u->data_ok = u->data_ok && parent_acc && !inside;
+        slot_add(ar, &u->data, slot, &u->oom);
         return;
     }
     if (t->kind == FE_SHAPE && t->kid[0]->kind == FE_VAR &&
         t->kid[0]->u.var == v) {
-        if (u->nshape == u->cap) {
-            int cap = u->cap ? 2 * u->cap : 8;
-            fe_term ***n = fe_arena_alloc(ar, sizeof *n * (size_t)cap);
-            if (!n) {
-                u->oom = true;
-                return;
-            }
-            for (int i = 0; i < u->nshape; i++) {
-                n[i] = u->shape_slot[i];
-            }
-            u->shape_slot = n;
-            u->cap = cap;
-        }
-        u->shape_slot[u->nshape++] = slot;
+        slot_add(ar, &u->shape, slot, &u->oom);
         return;
     }
     for (int i = 0; i < t->nkid; i++) {
@@ -172,7 +183,8 @@ static fe_term *shape_expr(fe_arena *ar, const fe_term *p)
         int n = p->nkid < 3 ? p->nkid : 3;
         for (int k = 0; k < n; k++) {
             const fe_term *a = p->kid[k];
-            if (a->kind == FE_VAR || a->kind == FE_PARAM || a->kind == FE_USE) {
+            if (a->kind == FE_VAR || a->kind == FE_PARAM ||
+                a->kind == FE_USE || (a->kind == FE_AGET && is_trivial(a))) {
                 fe_term *s = new_term(ar, NULL, FE_SHAPE, WEFT_DIM(a->rank), 1);
                 if (!s || !(s->kid[0] = copy_trivial(ar, a))) {
                     return NULL;
@@ -221,6 +233,39 @@ static fe_term *shape_expr(fe_arena *ar, const fe_term *p)
     }
 }
 
+/* Whether producer p costs nothing to compute at each of its uses: a
+ * generate of a constant over a trivial shape (a permute's zeros). */
+static bool is_cheap(const fe_term *p)
+{
+    if (p->kind != FE_GENERATE || !is_trivial(p->kid[0])) {
+        return false;
+    }
+    const fe_term *b = p->fun[0]->body;
+    if (b->kind == FE_TUPLE) {
+        for (int i = 0; i < b->nkid; i++) {
+            if (b->kid[i]->kind != FE_CONST) {
+                return false;
+            }
+        }
+        return true;
+    }
+    return b->kind == FE_CONST;
+}
+
+/* A copy of cheap producer p for one more use (its function shared: the
+ * constant body reads no variable). */
+static fe_term *copy_cheap(fe_arena *ar, const fe_term *p)
+{
+    fe_term *c = new_term(ar, p, p->kind, p->type, p->nkid);
+    fe_fun **fun = fe_arena_alloc(ar, sizeof *fun);
+    if (!c || !fun || !(c->kid[0] = copy_trivial(ar, p->kid[0]))) {
+        return NULL;
+    }
+    fun[0] = p->fun[0];
+    c->fun = fun;
+    return c;
+}
+
 static void let_rule(fe_arena *ar, fe_term **slot, bool inside)
 {
     fe_term *t = *slot;
@@ -229,22 +274,34 @@ static void let_rule(fe_arena *ar, fe_term **slot, bool inside)
     }
     if (t->kind == FE_LET && !inside && t->u.var && t->u.var->acc &&
         is_producer(t->kid[0])) {
-        uses u = {0};
+        uses u = {.data_ok = true};
         count_uses(ar, &t->kid[1], t->u.var, t->acc, false, &u);
-        fe_term **shapes = NULL;
-        bool ok = !u.oom && u.data == 1 && u.data_ok;
-        if (ok && u.nshape > 0) {
-            shapes = fe_arena_alloc(ar, sizeof *shapes * (size_t)u.nshape);
-            for (int i = 0; ok && shapes && i < u.nshape; i++) {
+        /* one data use; or several, of a producer that costs nothing */
+        bool ok = !u.oom && u.data_ok &&
+                  (u.data.n == 1 || (u.data.n > 1 && is_cheap(t->kid[0])));
+        fe_term **shapes = NULL, **copies = NULL;
+        if (ok && u.shape.n > 0) {
+            shapes = fe_arena_alloc(ar, sizeof *shapes * (size_t)u.shape.n);
+            for (int i = 0; ok && shapes && i < u.shape.n; i++) {
                 ok = (shapes[i] = shape_expr(ar, t->kid[0])) != NULL;
             }
             ok = ok && shapes;
         }
-        if (ok) {
-            for (int i = 0; i < u.nshape; i++) {
-                *u.shape_slot[i] = shapes[i];
+        if (ok && u.data.n > 1) {
+            copies = fe_arena_alloc(ar, sizeof *copies * (size_t)u.data.n);
+            for (int i = 1; ok && copies && i < u.data.n; i++) {
+                ok = (copies[i] = copy_cheap(ar, t->kid[0])) != NULL;
             }
-            *u.data_slot = t->kid[0];
+            ok = ok && copies;
+        }
+        if (ok) {
+            for (int i = 0; i < u.shape.n; i++) {
+                *u.shape.at[i] = shapes[i];
+            }
+            *u.data.at[0] = t->kid[0];
+            for (int i = 1; i < u.data.n; i++) {
+                *u.data.at[i] = copies[i];
+            }
             *slot = t->kid[1];
             let_rule(ar, slot, inside);
             return;

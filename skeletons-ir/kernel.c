@@ -347,6 +347,9 @@ weft_status sk_prepare(weft_context *ctx, const fe_core *core, fe_arena *arena,
     k->may_fail = sk_gathers(t, true) || k->checked;
     /* the cancel word, which scalar while loops poll */
     if (w.has_while) {
+        fe_arena_init(&scratch, ctx);
+        k->even_loops = cg_stage_even(t, core->nvar, &scratch);
+        fe_arena_release(&scratch);
         s = sk_add_item(ctx, arena, k, SK_SCALAR, SK_SRC_AUX, SK_CANCEL_AUX,
                         WEFT_U64, 0);
         if (s) {

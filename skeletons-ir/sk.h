@@ -186,8 +186,10 @@ bool sk_ptx_wide(const sk_kernel *k);
  * runtime-gpu takes it for every grid-stride entry. */
 int sk_ptx_launch_block(int block, int64_t items, int sms);
 /* Whether the work per element of k's grid-stride entries varies (a while
- * loop in its operation or fused producers): runtime-gpu then launches a
- * thread per chunk rather than a persistent grid (ptx/target.c). */
+ * loop in its operation or fused producers, unless every such loop runs
+ * as many trips in every element: sk_kernel.even_loops): runtime-gpu
+ * then launches a thread per chunk rather than a persistent grid
+ * (ptx/target.c). */
 bool sk_ptx_uneven(const sk_kernel *k);
 
 /* The skeleton of operation t on target tg, or NULL (the interpreter runs
@@ -236,6 +238,9 @@ struct sk_kernel {
                                  that sizes shared memory for it sets it */
     int64_t chunk_min;        /* fewest elements per chunk when a row is
                                  cut into chunks (0: the backend's own) */
+    bool even_loops;          /* its while loops run as many trips in
+                                 every element (cg_stage_even): k-means'
+                                 16 centroids a point */
     bool light;               /* little scalar work per element (at most
                                  SK_LIGHT_COST; no while loop): element-wise
                                  work is memory-bound, so sk_elements

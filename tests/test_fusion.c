@@ -33,6 +33,10 @@
  *                                source: 1 kernel (3 without fusion); a
  *                                map as the default: 1; a gather as the
  *                                default stays an array: 2
+ *   k-means' step                two permutes with one generated default
+ *                                (copied into both) and an awhile whose
+ *                                fold reads a zipWith of its state's
+ *                                components: 6 kernels (9 without fusion)
  *
  * Tolerances, relative where the expected value exceeds 1 in magnitude
  * and absolute below, are stated at each case.
@@ -981,6 +985,73 @@ START_TEST(histogram)
 }
 END_TEST
 
+/* ---- k-means' step: shared zeros, a fold over the state ------------------ */
+
+/* bench/programs.h's k-means body without the assignment: the sums of
+ * px and py per cluster a!i, two permutes with one default `generate 16
+ * (\_ -> 0)` (a let: two data uses), and, inside an awhile over (a, old,
+ * iterations, moved), the count of a!i /= old!i, a fold of a zipWith of
+ * the state's components (old read once: an `aget`, not a let).  The zeros cost nothing and are copied into
+ * both permutes (fuse.c, the let rule), and the zipWith of `aget`s fuses
+ * into the fold: the body is one fold kernel and the unit. */
+static int build_kmeans_step(weft_program *p, weft_acc *const *x,
+                             weft_acc **res)
+{
+    weft_fun *zero = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(zero, weft_f32(p, 0));
+    weft_exp *k[1] = {weft_i64(p, 16)};
+    weft_acc *zeros = weft_generate(weft_index(p, 1, k), zero);
+    weft_fun *to = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(to, weft_index1(weft_convert(
+                            weft_at(x[2], weft_arg(to, 0)), WEFT_I64)));
+    res[0] = weft_permute(fun_add(p, WEFT_F32), zeros, to, x[0]);
+    res[1] = weft_permute(fun_add(p, WEFT_F32), zeros, to, x[1]);
+    weft_acc *init[4] = {x[2], x[3], weft_unit(weft_i32(p, 0)),
+                         weft_unit(weft_i32(p, 0))};
+    weft_acc *s0 = weft_atuple(p, 4, init);
+    weft_afun *cond = weft_afun_like(s0);
+    weft_afun_return(cond, weft_unit(weft_lt(
+                               weft_the(weft_aget(weft_afun_arg(cond), 2)),
+                               weft_i32(p, 1))));
+    weft_afun *body = weft_afun_like(s0);
+    weft_acc *st = weft_afun_arg(body);
+    weft_fun *differ = weft_fun2(p, WEFT_I32, WEFT_I32);
+    weft_fun_return(differ, weft_convert(weft_ne(weft_arg(differ, 0),
+                                                  weft_arg(differ, 1)),
+                                         WEFT_I32));
+    weft_acc *next[4] = {
+        weft_aget(st, 0), weft_aget(st, 0),
+        weft_unit(weft_add(weft_the(weft_aget(st, 2)), weft_i32(p, 1))),
+        weft_fold_all(fun_add(p, WEFT_I32), weft_i32(p, 0),
+                      weft_zipwith(differ, weft_aget(st, 0),
+                                   weft_aget(st, 1)))};
+    weft_afun_return(body, weft_atuple(p, 4, next));
+    res[2] = weft_aget(weft_awhile(cond, body, s0), 3);
+    return 3;
+}
+
+START_TEST(kmeans_step)
+{
+    /* Sums of about n / 16 terms in [0, 1) (no cancellation) in any
+     * order: within n / 16 * eps relative, 1.1e-3 at n = 300007 in the
+     * worst case (a random walk of errors gives ~1e-5); 2e-3 still
+     * catches a lost or doubled element up to a few thousand points. */
+    fcase c = {.name = "k-means step",
+               .nin = 4,
+               .in = {{WEFT_F32, 1, 0, 1},
+                      {WEFT_F32, 1, 0, 1},
+                      {WEFT_I32, 1, 0, 15},
+                      {WEFT_I32, 1, 0, 15}},
+               .build = build_kmeans_step,
+               .shape = shape_same1,
+               .kernels = 6,
+               .kernels_unfused = 9,
+               .tol = 2e-3,
+               .kernel = "fold, fused: reshape, zipwith"};
+    run_case(&c);
+}
+END_TEST
+
 /* ---- suite --------------------------------------------------------------- */
 
 static Suite *fusion_suite(void)
@@ -998,6 +1069,7 @@ static Suite *fusion_suite(void)
     tcase_add_test(t, mixed_chain);
     tcase_add_test(t, fused_gather_out_of_bounds);
     tcase_add_test(t, histogram);
+    tcase_add_test(t, kmeans_step);
     suite_add_tcase(s, t);
     return s;
 }

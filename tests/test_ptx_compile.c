@@ -777,9 +777,9 @@ static weft_acc *build_fold_pairs(weft_program *p)
 
 /* A while loop whose reads at j are the same in every thread of a block
  * (codegen/stage.c): tiles of records (x, y, z, m) written and read 16
- * bytes at a time in shared memory, the cancel flag polled through a
- * barrier that ors it over the block, blocks of at most 128 threads and
- * at least 4 of them an SM (sk.h, SK_PTX_STAGED_BLOCK); not in checked
+ * bytes at a time in shared memory, staged between two barriers, the
+ * cancel flag polled through a barrier that ors it over the block,
+ * blocks of at most 128 threads and at least 4 of them an SM (sk.h, SK_PTX_STAGED_BLOCK); not in checked
  * mode, nor where j starts at the element's own index (not the same in
  * every thread).  The fold of a generate read at j: the same tiles. */
 START_TEST(staged_while)
@@ -791,6 +791,8 @@ START_TEST(staged_while)
     ck_assert_int_ge(count_of(text, "ld.shared.v4.f32"), 1);
     ck_assert_int_ge(count_of(text, "st.shared.v4.f32"), 1);
     ck_assert_int_ge(count_of(text, "bar.red.or.pred"), 1);
+    /* a barrier before and after staging a tile (none after its trips) */
+    ck_assert_int_eq(count_of(text, "bar.sync"), 2);
     text = ptx_of_one("nbody_while_checked", WEFT_FLAG_CHECKED,
                       build_nbody_while);
     ck_assert_int_eq(count_of(text, ".shared"), 0);

@@ -7,7 +7,9 @@
  * (weft_stats), which show the waits that awhile's speculation, permute's
  * held reports and the loop kernels' deferred waits removed (lib/interp.c
  * "Speculation", runtime-gpu/backend.c "Held reports", runtime-gpu/cuda.c
- * "Loops").  WEFT_TRACE=t.json adds a trace (bench/gpu/trace_kernels.py).
+ * "Loops").  WEFT_TRACE=t.json adds a trace (bench/gpu/trace_kernels.py);
+ * LOOP_PROBE_ONLY=name runs that program alone (jacobi, kmeans or
+ * kmeans-while: for ncu, whose launch counts then start at its kernels).
  *
  * On the GPU machine, from the unpacked bundle:
  *   gcc -std=c17 -O2 -Iinclude bench/gpu/loop_probe.c -o loop_probe -L. \
@@ -92,6 +94,13 @@ static void probe(weft_context *ctx, const char *name, weft_executable *exe,
     free(ms);
 }
 
+/* Whether program `name` is to run (LOOP_PROBE_ONLY). */
+static int wanted(const char *name)
+{
+    const char *only = getenv("LOOP_PROBE_ONLY");
+    return !only || !*only || strcmp(only, name) == 0;
+}
+
 int main(int argc, char **argv)
 {
     int runs = argc > 1 ? atoi(argv[1]) : 7;
@@ -120,7 +129,9 @@ int main(int argc, char **argv)
         die("weft_compile (jacobi)");
     }
     weft_array *grid = f32_array(ctx, 2, g, u);
-    probe(ctx, "jacobi", exe, &grid, 1, 1, runs);
+    if (wanted("jacobi")) {
+        probe(ctx, "jacobi", exe, &grid, 1, 1, runs);
+    }
     weft_array_release(grid);
     weft_executable_free(exe);
     weft_program_free(p);
@@ -134,6 +145,9 @@ int main(int argc, char **argv)
     weft_array *in[4] = {f32_array(ctx, 1, n, px), f32_array(ctx, 1, n, py),
                          f32_array(ctx, 1, k, px), f32_array(ctx, 1, k, py)};
     for (int w = 0; w < 2; w++) {
+        if (!wanted(w ? "kmeans-while" : "kmeans")) {
+            continue;
+        }
         if (weft_program_create(ctx, &p)) {
             die("weft_program_create");
         }

@@ -766,10 +766,13 @@ static weft_status warp_lanes(sk_fn *f, warp *w, const source *sr,
  * [l L, (l + 1) L) of the row (L = ceil(m / g)), tile by tile: tile k
  * holds, for each lane l, the S = STAGE_TILE / g columns l L + 1 + k S
  * ... of its run (its first column is read before the tiles, directly),
- * so that a lane's record q is l S + s.  The rows loop and the tiles are
- * block-uniform (the block runs while its first warp's first row is in
- * range; a lane past the last row folds the last row and does not store
- * it), so every thread meets every barrier.
+ * so that a lane's record q is l S + s.  A tile is filled between two
+ * barriers, and only when it does not hold those records already
+ * (cg_stage_fresh): k-means' fold of (distance, j) over 16 centroids
+ * fills its one tile once per block, not once per row.  The rows loop
+ * and the tiles are block-uniform (the block runs while its first warp's
+ * first row is in range; a lane past the last row folds the last row and
+ * does not store it), so every thread meets every barrier.
  */
 enum { STAGE_TILE = 256 };
 
@@ -834,6 +837,12 @@ static weft_status staged_lanes(sk_fn *f, warp *w, const source *sr,
     cg_loop_begin(fn, &tiles, cg_i64(fn, 0), K, &k);
     LLVMValueRef c0 = LLVMBuildAdd(fn->b, one, LLVMBuildShl(fn->b, k, lgs, ""),
                                    "");
+    /* the records depend on c0, L and lg only: a tile that holds them
+     * (the previous row's, rows of one length) is not filled again */
+    LLVMValueRef key[3] = {c0, L, lgs};
+    cg_if fresh;
+    cg_if_begin(fn, &fresh, cg_stage_fresh(fn, g, key, 3));
+    tg->barrier(fn); /* the tile's readers are done */
     /* record q: lane q >> lgs's column c0 + (q & (S - 1)) of its run */
     cg_sloop fill;
     LLVMValueRef q = cg_sloop_begin(fn, &fill, tid, cg_i64(fn, STAGE_TILE),
@@ -847,6 +856,7 @@ static weft_status staged_lanes(sk_fn *f, warp *w, const source *sr,
     }
     cg_sloop_end(fn, &fill);
     tg->barrier(fn);
+    cg_if_end(fn, &fresh);
     cg_if mine;
     cg_if_begin(fn, &mine, valid);
     LLVMValueRef from = LLVMBuildAdd(fn->b, llo, c0, "");
@@ -885,7 +895,6 @@ static weft_status staged_lanes(sk_fn *f, warp *w, const source *sr,
     LLVMAddIncoming(t, &t1, &latch, 1);
     LLVMPositionBuilderAtEnd(fn->b, done);
     cg_if_end(fn, &mine);
-    tg->barrier(fn);
     cg_loop_end(fn, &tiles);
     return warp_reduce(f, w, base, L, LLVMBuildAdd(fn->b, base, m, ""));
 }

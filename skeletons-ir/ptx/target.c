@@ -45,7 +45,11 @@
  * thread walks one column, and the kernel took 3.20 ms on an H200 against
  * 2.36 with 6 blocks resident.  Such kernels get one chunk per thread (as
  * many blocks as that takes), and the hardware hands blocks to SMs as
- * they free up.
+ * they free up.  Not where every loop counts from a start to a bound
+ * that are the same in every element (sk_kernel.even_loops): k-means'
+ * loop over its 16 centroids costs the same for every point, and on the
+ * persistent grid a block stages the centroids once for all its points
+ * (codegen/stage.c) instead of once per 128 points.
  *
  * Skeletons whose parallel structure differs on the GPU (block reductions
  * with warp shuffles) are this target's own (sk_target_ptx.own) and use
@@ -119,7 +123,7 @@ bool sk_ptx_wide(const sk_kernel *k)
 
 bool sk_ptx_uneven(const sk_kernel *k)
 {
-    return has_loop(k->op);
+    return has_loop(k->op) && !k->even_loops;
 }
 
 int sk_ptx_launch_block(int block, int64_t items, int sms)
