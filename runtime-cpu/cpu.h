@@ -188,12 +188,10 @@ weft_status cpu_jit_create(weft_context *ctx, const cpu_jit_options *opt,
                            cpu_jit **out);
 void cpu_jit_free(cpu_jit *j);
 /* Tests only: called by the background thread before each tier-up (NULL:
- * nothing), and how many jits cpu_jit_free has left to their background
- * thread to free, because it was doing a job (jit.c, "Freeing"). */
+ * nothing).  The jits cpu_jit_free has left to their background thread to
+ * free, because it was doing a job (jit.c, "Freeing"), are counted in
+ * runtime/tier.c's rt_tier_orphaned; rt_tier_wait_orphans waits for them. */
 extern void (*cpu_jit_tier_hook)(void);
-extern atomic_int cpu_jit_orphaned;
-/* Wait until every jit left to its thread is freed (its queue done). */
-void cpu_jit_wait_orphans(void);
 
 /* Whether module m (one kernel) is huge: over the instruction count
  * above which the JIT compiles it with linear passes and quick code only
