@@ -120,6 +120,7 @@ typedef struct ptx_tier_job {
 
 bool gpu_tier_without_device;
 void (*gpu_tier_hook)(void);
+void (*gpu_build_hook)(void);
 
 typedef struct ptx_state {
     gpu_dev *dev;
@@ -419,6 +420,9 @@ static weft_status build_ptx(ptx_state *st, weft_executable *exe,
                              LLVMMemoryBufferRef *ptx, ptx_tier_job **job)
 {
     *job = NULL;
+    if (gpu_build_hook) {
+        gpu_build_hook();
+    }
     weft_context *ctx = exe->ctx;
     uint64_t t0 = fe_clock_ns();
     fe_arena scratch;
