@@ -306,6 +306,97 @@ void cpu_jit_stats_get(cpu_jit *j, cpu_jit_stats *out);
 /* Add the compile phases j counted (weft_stats' *_ms fields) to *st. */
 void cpu_jit_phases(cpu_jit *j, weft_stats *st);
 
+
+/* ===== jit.c and tier.c: the jit's insides ===== */
+
+#include <llvm-c/LLJIT.h>
+#include <llvm-c/TargetMachine.h>
+
+struct cpu_jit {
+    weft_context *ctx;       /* &actx: what the jit allocates with */
+    weft_context actx;       /* only cfg is set: a copy of the context's
+                                configuration, so that a tier-up left
+                                running by cpu_jit_free (see "Freeing")
+                                needs nothing of the context */
+    LLVMOrcLLJITRef jit;     /* NULL when compiling for another CPU */
+    LLVMTargetRef target;
+    char *triple;            /* LLVM-allocated strings (LLVMDisposeMessage) */
+    char *cpu;
+    char *features;
+    int prefer_vector_width;
+    unsigned dump;
+    char *dump_dir;          /* fe_alloc'd, or NULL */
+    rt_disk disk;
+    pthread_mutex_t lock;    /* guards the table and the counters */
+    rt_kcache cache;         /* the kernels by key (under lock) */
+    cpu_jit_stats st;
+    pthread_mutex_t link;    /* serialises AddObjectFile and lookups */
+    int tier;                /* CPU_TIER_* */
+    rt_tier worker;          /* the background thread (runtime/tier.c);
+                                its jobs drain when the jit is freed, or
+                                it is orphaned ("Freeing") */
+    pthread_mutex_t session_lock; /* guards session_msg */
+    char session_msg[256];   /* ORC's last reported error */
+};
+
+/* Kernels whose optimised code the background thread is to make: one,
+ * or a batch (see "Many kernels"). */
+typedef struct cpu_tier_job {
+    rt_tier_job link;        /* first: runtime/tier.c's queue */
+    uint8_t key[32];         /* of the object in the disk cache */
+    rt_kentry **es;          /* ne entries, whose symbols follow each
+                                other in symbols */
+    int ne;
+    LLVMContextRef llctx;    /* owned: the job alone uses it */
+    LLVMModuleRef m;         /* the optimised IR, the kernel's own names */
+    int nsym;
+    char (*symbols)[CPU_SYMBOL_MAX];
+} cpu_tier_job;
+
+
+/* Diagnostics of a compilation: the first error is kept, the rest
+ * (warnings, remarks) dropped, so that LLVM prints nothing; the handler
+ * (user: a cpu_diag) for LLVMContextSetDiagnosticHandler. */
+typedef struct cpu_diag {
+    char msg[256];
+} cpu_diag;
+void cpu_on_diagnostic(LLVMDiagnosticInfoRef info, void *user);
+/* Emit m at `level` into a new object *obj (named after `name` for dumps;
+ * `background`: the tier-up's emit, whose time is not a compile phase);
+ * *ms the time taken. */
+weft_status cpu_jit_emit(cpu_jit *j, LLVMModuleRef m,
+                         LLVMCodeGenOptLevel level, const char *name,
+                         bool background, LLVMMemoryBufferRef *obj,
+                         double *ms);
+/* Add object obj (taken over) to the JIT and look up its nsym symbols
+ * into addrs. */
+weft_status cpu_jit_link(cpu_jit *j, LLVMMemoryBufferRef obj,
+                         const char *const *symbols, int nsym, void **addrs);
+/* Free j and everything it holds (no thread uses it any more). */
+void cpu_jit_destroy(cpu_jit *j);
+
+/* tier.c.  The worker's operations (rt_tier_init). */
+extern const rt_tier_ops cpu_tier_ops;
+/* A job for the background thread: m (optimised) and its context llctx,
+ * taken over when it returns non-NULL (NULL: out of memory); the caller
+ * sets its entries (cpu_tier_queue). */
+cpu_tier_job *cpu_tier_job_new(cpu_jit *j, const uint8_t key[32],
+                               LLVMContextRef llctx, LLVMModuleRef m,
+                               const char *const *symbols, int nsym);
+void cpu_tier_job_free(cpu_jit *j, cpu_tier_job *t);
+/* Queue t for its ne entries es (j's lock held; each READY with quick
+ * code; es fe_alloc'd, now t's).  False when no thread can be had: the
+ * caller then runs it, unlocked, with cpu_tier_run_here. */
+bool cpu_tier_queue(cpu_jit *j, rt_kentry **es, int ne, cpu_tier_job *t);
+void cpu_tier_run_here(cpu_jit *j, cpu_tier_job *t);
+/* Emit the quick code of the optimised module m and link it into addrs:
+ * for CPU_TIER_QUICK_FIRST a renamed copy of m ("q" appended to each
+ * symbol; m is kept for the optimised code), for CPU_TIER_QUICK_ONLY m
+ * itself under the kernel's own names.  *ms: time taken. */
+weft_status cpu_tier_emit_quick(cpu_jit *j, LLVMModuleRef m,
+                                const char *const *symbols, int nsym,
+                                void **addrs, double *ms);
+
 #endif /* WEFT_HAVE_LLVM */
 
 /* ===== backend.c ===== */

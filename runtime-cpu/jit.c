@@ -15,9 +15,11 @@
  * same path, and the entry points are looked up by name.  ORC never sees
  * IR: we emit the object ourselves, with our own target machine.
  *
- * Tiers.  Of a fresh kernel's compile time, LLVM's code generation at -O3
- * (instruction selection, scheduling, register allocation, loop strength
- * reduction) takes about three quarters: dotp, 20 ms of which 14 are code
+ * Tiers (the quick code and the background job: runtime-cpu/tier.c; the
+ * worker, its queue and its life: runtime/tier.c).  Of a fresh kernel's
+ * compile time, LLVM's code generation at -O3 (instruction selection,
+ * scheduling, register allocation, loop strength reduction) takes about
+ * three quarters: dotp, 20 ms of which 14 are code
  * generation on a 2-core EPYC.  With cpu_jit_options.tier =
  * CPU_TIER_QUICK_FIRST the requesting thread optimises the IR as always
  * (so the code computes exactly what the optimised code computes: the
@@ -97,47 +99,6 @@
  * replaces them (atomic stores, under the lock), so they are read
  * atomically. */
 
-/* Kernels whose optimised code the background thread is to make: one,
- * or a batch (see "Many kernels"). */
-typedef struct tier_job {
-    rt_tier_job link;        /* first: runtime/tier.c's queue */
-    uint8_t key[32];         /* of the object in the disk cache */
-    rt_kentry **es;          /* ne entries, whose symbols follow each
-                                other in symbols */
-    int ne;
-    LLVMContextRef llctx;    /* owned: the job alone uses it */
-    LLVMModuleRef m;         /* the optimised IR, the kernel's own names */
-    int nsym;
-    char (*symbols)[CPU_SYMBOL_MAX];
-} tier_job;
-
-struct cpu_jit {
-    weft_context *ctx;       /* &actx: what the jit allocates with */
-    weft_context actx;       /* only cfg is set: a copy of the context's
-                                configuration, so that a tier-up left
-                                running by cpu_jit_free (see "Freeing")
-                                needs nothing of the context */
-    LLVMOrcLLJITRef jit;     /* NULL when compiling for another CPU */
-    LLVMTargetRef target;
-    char *triple;            /* LLVM-allocated strings (LLVMDisposeMessage) */
-    char *cpu;
-    char *features;
-    int prefer_vector_width;
-    unsigned dump;
-    char *dump_dir;          /* fe_alloc'd, or NULL */
-    rt_disk disk;
-    pthread_mutex_t lock;    /* guards the table and the counters */
-    rt_kcache cache;         /* the kernels by key (under lock) */
-    cpu_jit_stats st;
-    pthread_mutex_t link;    /* serialises AddObjectFile and lookups */
-    int tier;                /* CPU_TIER_* */
-    rt_tier worker;          /* the background thread (runtime/tier.c);
-                                its jobs drain when the jit is freed, or
-                                it is orphaned ("Freeing") */
-    pthread_mutex_t session_lock; /* guards session_msg */
-    char session_msg[256];   /* ORC's last reported error */
-};
-
 /* ---- errors from LLVM ---- */
 
 /* Take an LLVMErrorRef's message into the thread's last error. */
@@ -160,15 +121,9 @@ static weft_status llvm_message(char *m, const char *what)
     return s;
 }
 
-/* Diagnostics of a compilation: the first error is kept, the rest (warnings,
- * remarks) dropped, so that LLVM prints nothing. */
-typedef struct diag {
-    char msg[256];
-} diag;
-
-static void on_diagnostic(LLVMDiagnosticInfoRef info, void *user)
+void cpu_on_diagnostic(LLVMDiagnosticInfoRef info, void *user)
 {
-    diag *d = user;
+    cpu_diag *d = user;
     if (LLVMGetDiagInfoSeverity(info) == LLVMDSError && !d->msg[0]) {
         char *m = LLVMGetDiagInfoDescription(info);
         snprintf(d->msg, sizeof d->msg, "%s", m ? m : "");
@@ -256,10 +211,6 @@ static char *dup_llvm(const char *s)
     return LLVMCreateMessage(s ? s : "");
 }
 
-void (*cpu_jit_tier_hook)(void);
-
-static const rt_tier_ops tier_ops;
-
 weft_status cpu_jit_create(weft_context *ctx, const cpu_jit_options *opt,
                            cpu_jit **out)
 {
@@ -302,7 +253,7 @@ weft_status cpu_jit_create(weft_context *ctx, const cpu_jit_options *opt,
     pthread_mutex_init(&j->link, NULL);
     pthread_mutex_init(&j->session_lock, NULL);
     rt_kcache_init(&j->cache, j->ctx, &j->lock);
-    rt_tier_init(&j->worker, &tier_ops, j, true);
+    rt_tier_init(&j->worker, &cpu_tier_ops, j, true);
     j->prefer_vector_width = opt->prefer_vector_width;
     j->dump = opt->dump;
     bool runnable = opt->cpu == NULL;
@@ -371,7 +322,6 @@ fail:
     return s;
 }
 
-static void jit_destroy(cpu_jit *j);
 
 /*
  * Freeing.  cpu_jit_free does not wait for the background thread, which
@@ -401,7 +351,7 @@ void cpu_jit_free(cpu_jit *j)
         rt_tier_stop(&j->worker, j->actx.cfg.alloc == NULL)) {
         return; /* the thread frees j */
     }
-    jit_destroy(j);
+    cpu_jit_destroy(j);
 }
 
 static void free_addrs(void *user, rt_kentry *e)
@@ -411,7 +361,7 @@ static void free_addrs(void *user, rt_kentry *e)
 }
 
 /* Free j and everything it holds (no thread uses it any more). */
-static void jit_destroy(cpu_jit *j)
+void cpu_jit_destroy(cpu_jit *j)
 {
     rt_tier_fini(&j->worker); /* frees what a thread stopped at exit left */
     if (j->jit) {
@@ -1109,7 +1059,7 @@ out:
  * (named after `name`).  *ms gets the time spent emitting the object,
  * which counts as the context's FE_PHASE_LLVM_CODEGEN unless `background`
  * (the tier-up thread's, optimise_ms). */
-static weft_status emit_module(cpu_jit *j, LLVMModuleRef m,
+weft_status cpu_jit_emit(cpu_jit *j, LLVMModuleRef m,
                                LLVMCodeGenOptLevel level, const char *name,
                                bool background, LLVMMemoryBufferRef *obj,
                                double *ms)
@@ -1162,7 +1112,7 @@ static weft_status emit_module(cpu_jit *j, LLVMModuleRef m,
 
 /* Add object obj (ownership taken) to the JIT and look up the entry
  * points. */
-static weft_status link_object(cpu_jit *j, LLVMMemoryBufferRef obj,
+weft_status cpu_jit_link(cpu_jit *j, LLVMMemoryBufferRef obj,
                                const char *const *symbols, int nsym,
                                void **addrs)
 {
@@ -1223,99 +1173,13 @@ typedef struct source {
     LLVMModuleRef given;     /* cpu_jit_compile's module; NULL once used */
 } source;
 
-/* The name of entry point i of a kernel's quick code: the symbol with "q"
- * appended, so that it and the optimised code can live in one dylib. */
-static void quick_name(const char *symbol, char buf[CPU_SYMBOL_MAX])
-{
-    snprintf(buf, CPU_SYMBOL_MAX, "%sq", symbol);
-}
-
-static void tier_job_free(void *user, rt_tier_job *job)
-{
-    cpu_jit *j = user;
-    tier_job *t = (tier_job *)job;
-    if (t->m) {
-        LLVMDisposeModule(t->m);
-    }
-    if (t->llctx) {
-        LLVMContextDispose(t->llctx);
-    }
-    fe_free(j->ctx, t->symbols, (size_t)t->nsym * sizeof *t->symbols);
-    fe_free(j->ctx, t->es, (size_t)t->ne * sizeof *t->es);
-    fe_free(j->ctx, t, sizeof *t);
-}
-
-/* A job for the background thread: m (optimised) and its context, whose
- * ownership it takes when it returns non-NULL; the caller sets its
- * entries (tier_queue). */
-static tier_job *tier_job_new(cpu_jit *j, const uint8_t key[32],
-                              LLVMContextRef llctx, LLVMModuleRef m,
-                              const char *const *symbols, int nsym)
-{
-    tier_job *t = fe_calloc(j->ctx, sizeof *t);
-    if (!t) {
-        return NULL;
-    }
-    memcpy(t->key, key, 32);
-    t->symbols = fe_calloc(j->ctx, (size_t)nsym * sizeof *t->symbols);
-    if (!t->symbols) {
-        fe_free(j->ctx, t, sizeof *t);
-        return NULL;
-    }
-    for (int i = 0; i < nsym; i++) {
-        snprintf(t->symbols[i], CPU_SYMBOL_MAX, "%s", symbols[i]);
-    }
-    t->nsym = nsym;
-    t->llctx = llctx;
-    t->m = m;
-    return t;
-}
-
-/* Emit the quick code of the optimised module m (CodeGenOpt::None) and
- * link it into addrs: for CPU_TIER_QUICK_FIRST, a copy of m with the entry
- * points renamed (quick_name), m itself being kept for the optimised code;
- * for CPU_TIER_QUICK_ONLY, m itself under the kernel's own names. */
-static weft_status emit_quick(cpu_jit *j, LLVMModuleRef m,
-                              const char *const *symbols, int nsym,
-                              void **addrs, double *ms)
-{
-    *ms = 0; /* nsym <= CPU_BATCH_SYMBOLS: request, get_many refuse more */
-    bool copy = j->tier == CPU_TIER_QUICK_FIRST;
-    LLVMModuleRef q = copy ? LLVMCloneModule(m) : m;
-    if (!q) {
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "cpu_jit: cannot copy the "
-                        "kernel module");
-    }
-    char names[CPU_BATCH_SYMBOLS][CPU_SYMBOL_MAX];
-    const char *np[CPU_BATCH_SYMBOLS];
-    for (int i = 0; i < nsym; i++) {
-        np[i] = symbols[i];
-        if (copy) {
-            quick_name(symbols[i], names[i]);
-            LLVMValueRef f = LLVMGetNamedFunction(q, symbols[i]);
-            LLVMSetValueName2(f, names[i], strlen(names[i]));
-            np[i] = names[i];
-        }
-    }
-    LLVMMemoryBufferRef obj = NULL;
-    weft_status s = emit_module(j, q, LLVMCodeGenLevelNone, symbols[0], false,
-                                &obj, ms);
-    if (copy) {
-        LLVMDisposeModule(q);
-    }
-    if (s == WEFT_OK) {
-        s = link_object(j, obj, np, nsym, addrs);
-    }
-    return s;
-}
-
 /* Produce the kernel of key into addrs: from disk, else compiled.  No lock
  * held.  Counters updated.  With CPU_TIER_QUICK_FIRST, a compiled kernel's
  * addresses are its quick code's and *job is what the background thread
  * must do for the optimised code (NULL when nothing is left to do). */
 static weft_status produce(cpu_jit *j, const uint8_t key[32], source *src,
                            const char *const *symbols, int nsym, void **addrs,
-                           tier_job **job)
+                           cpu_tier_job **job)
 {
     *job = NULL;
     bool dumping = j->dump != 0;
@@ -1333,7 +1197,7 @@ static weft_status produce(cpu_jit *j, const uint8_t key[32], source *src,
             r = 0;
         }
         if (r > 0) {
-            if (link_object(j, obj, symbols, nsym, addrs) == WEFT_OK) {
+            if (cpu_jit_link(j, obj, symbols, nsym, addrs) == WEFT_OK) {
                 pthread_mutex_lock(&j->lock);
                 j->st.disk_loads++;
                 pthread_mutex_unlock(&j->lock);
@@ -1353,7 +1217,7 @@ static weft_status produce(cpu_jit *j, const uint8_t key[32], source *src,
     weft_status s = WEFT_OK;
     LLVMContextRef llctx = NULL;
     LLVMModuleRef m = NULL;
-    diag dg = {{0}};
+    cpu_diag dg = {{0}};
     LLVMDiagnosticHandler old_handler = NULL;
     void *old_user = NULL;
     if (src->given) {
@@ -1365,7 +1229,7 @@ static weft_status produce(cpu_jit *j, const uint8_t key[32], source *src,
             return fe_error(WEFT_ERR_OUT_OF_MEMORY,
                             "cpu_jit: cannot make an LLVM context");
         }
-        LLVMContextSetDiagnosticHandler(llctx, on_diagnostic, &dg);
+        LLVMContextSetDiagnosticHandler(llctx, cpu_on_diagnostic, &dg);
         s = src->build(src->user, llctx, &m);
         if (s == WEFT_OK && !m) {
             s = fe_error(WEFT_ERR_INTERNAL, "cpu_jit: the kernel builder for "
@@ -1379,7 +1243,7 @@ static weft_status produce(cpu_jit *j, const uint8_t key[32], source *src,
     if (!llctx) {
         old_handler = LLVMContextGetDiagnosticHandler(mctx);
         old_user = LLVMContextGetDiagnosticContext(mctx);
-        LLVMContextSetDiagnosticHandler(mctx, on_diagnostic, &dg);
+        LLVMContextSetDiagnosticHandler(mctx, cpu_on_diagnostic, &dg);
     }
     /* Only a module in a context of our own can go to the background. */
     bool tiered = llctx && j->tier != CPU_TIER_NONE;
@@ -1390,18 +1254,18 @@ static weft_status produce(cpu_jit *j, const uint8_t key[32], source *src,
     s = optimise_module(j, m, symbols, nsym, huge, &opt_ms);
     if (s == WEFT_OK && huge && j->jit && !dumping) {
         /* final quick code, linked under the kernel's own names */
-        s = emit_module(j, m, LLVMCodeGenLevelNone, symbols[0], false, &obj,
+        s = cpu_jit_emit(j, m, LLVMCodeGenLevelNone, symbols[0], false, &obj,
                         &emit_ms);
         if (s == WEFT_OK) {
-            s = link_object(j, obj, symbols, nsym, addrs);
+            s = cpu_jit_link(j, obj, symbols, nsym, addrs);
             obj = NULL;
         }
         tiered = false;
     } else if (s == WEFT_OK && !tiered) {
-        s = emit_module(j, m, LLVMCodeGenLevelAggressive, symbols[0], false, &obj,
+        s = cpu_jit_emit(j, m, LLVMCodeGenLevelAggressive, symbols[0], false, &obj,
                         &emit_ms);
     } else if (s == WEFT_OK) {
-        s = emit_quick(j, m, symbols, nsym, addrs, &emit_ms);
+        s = cpu_tier_emit_quick(j, m, symbols, nsym, addrs, &emit_ms);
     }
     if (s == WEFT_OK && dg.msg[0]) {
         s = fe_error(WEFT_ERR_INTERNAL, "cpu_jit: LLVM: %s", dg.msg);
@@ -1420,7 +1284,7 @@ static weft_status produce(cpu_jit *j, const uint8_t key[32], source *src,
         /* linked above; nothing for the background or the disk */
     } else if (tiered && j->tier == CPU_TIER_QUICK_FIRST) {
         LLVMContextSetDiagnosticHandler(llctx, NULL, NULL);
-        *job = tier_job_new(j, key, llctx, m, symbols, nsym);
+        *job = cpu_tier_job_new(j, key, llctx, m, symbols, nsym);
         if (*job) {
             llctx = NULL; /* the job's now */
             m = NULL;
@@ -1431,7 +1295,7 @@ static weft_status produce(cpu_jit *j, const uint8_t key[32], source *src,
     } else if (j->jit) {
         written = rt_disk_store(&j->disk, key, LLVMGetBufferStart(obj),
                                  LLVMGetBufferSize(obj));
-        s = link_object(j, obj, symbols, nsym, addrs);
+        s = cpu_jit_link(j, obj, symbols, nsym, addrs);
     } else {
         LLVMDisposeMemoryBuffer(obj);
         for (int i = 0; i < nsym; i++) {
@@ -1451,100 +1315,6 @@ out:
         LLVMContextDispose(llctx);
     }
     return s;
-}
-
-/* The background thread's work on one job: emit t's module at -O3, write
- * it to the disk cache, link it into addrs.  *written: bytes written to
- * disk; *ms: time spent emitting. */
-static weft_status tier_up(cpu_jit *j, tier_job *t, void **addrs,
-                           uint64_t *written, double *ms)
-{
-    *written = 0;
-    if (cpu_jit_tier_hook) {
-        cpu_jit_tier_hook();
-    }
-    diag dg = {{0}};
-    LLVMContextSetDiagnosticHandler(t->llctx, on_diagnostic, &dg);
-    LLVMMemoryBufferRef obj = NULL;
-    weft_status s = emit_module(j, t->m, LLVMCodeGenLevelAggressive,
-                                t->symbols[0], true, &obj, ms);
-    if (s == WEFT_OK && dg.msg[0]) {
-        s = fe_error(WEFT_ERR_INTERNAL, "cpu_jit: LLVM: %s", dg.msg);
-    }
-    if (s) {
-        if (obj) {
-            LLVMDisposeMemoryBuffer(obj);
-        }
-        return s;
-    }
-    *written = rt_disk_store(&j->disk, t->key, LLVMGetBufferStart(obj),
-                             LLVMGetBufferSize(obj));
-    const char *np[CPU_BATCH_SYMBOLS];
-    for (int i = 0; i < t->nsym; i++) {
-        np[i] = t->symbols[i];
-    }
-    return link_object(j, obj, np, t->nsym, addrs);
-}
-
-/* The worker's job (rt_tier_ops.run): job's optimised code, published
- * into its entries' tables; on failure they keep their quick code. */
-static weft_status tier_run(void *user, rt_tier_job *job)
-{
-    cpu_jit *j = user;
-    tier_job *t = (tier_job *)job;
-    void *addrs[CPU_BATCH_SYMBOLS];
-    uint64_t written = 0;
-    double ms = 0;
-    weft_status s = tier_up(j, t, addrs, &written, &ms);
-    if (s == WEFT_OK) {
-        pthread_mutex_lock(&j->lock);
-        int at = 0;
-        for (int k = 0; k < t->ne; k++) {
-            rt_kentry *e = t->es[k];
-            void **ea = e->value;
-            for (int i = 0; i < e->n; i++) {
-                __atomic_store_n(&ea[i], addrs[at++], __ATOMIC_RELEASE);
-            }
-        }
-        j->st.optimised++;
-        j->st.optimise_ms += ms;
-        j->st.disk_bytes_written += written;
-        pthread_mutex_unlock(&j->lock);
-    }
-    return s;
-}
-
-/* cpu_jit_free left the worker to finish (rt_tier_ops.orphaned). */
-static void tier_orphaned(void *user)
-{
-    jit_destroy(user);
-}
-
-static const rt_tier_ops tier_ops = {
-    .run = tier_run,
-    .free_job = tier_job_free,
-    .orphaned = tier_orphaned,
-    .label = "weft tier-up",
-};
-
-/* Queue t for its ne entries es (lock held; each READY with quick code;
- * es fe_alloc'd, now t's).  False when no thread can be had: the caller
- * then runs the job itself, unlocked (rt_tier_run_here). */
-static bool tier_queue(cpu_jit *j, rt_kentry **es, int ne, tier_job *t)
-{
-    t->es = es;
-    t->ne = ne;
-    return rt_tier_queue(&j->worker, &t->link);
-}
-
-weft_status cpu_jit_wait(cpu_jit *j)
-{
-    if (!j) {
-        return WEFT_OK;
-    }
-    char msg[FE_MSG_MAX];
-    weft_status s = rt_tier_wait(&j->worker, msg);
-    return s != WEFT_OK ? fe_error_copy(s, msg) : WEFT_OK;
 }
 
 /* Claim the entry of key, a kernel of nsym symbols, the first named
@@ -1617,7 +1387,7 @@ static weft_status request(cpu_jit *j, const uint8_t key[32], source *src,
     }
 
     void **tmp = addrs; /* the caller's array is ours until we return */
-    tier_job *job = NULL;
+    cpu_tier_job *job = NULL;
     s = produce(j, key, src, symbols, nsym, tmp, &job);
 
     char msg[FE_MSG_MAX];
@@ -1632,9 +1402,9 @@ static weft_status request(cpu_jit *j, const uint8_t key[32], source *src,
         rt_kentry **es = job ? fe_alloc(j->ctx, sizeof *es) : NULL;
         if (es) {
             es[0] = e;
-            inline_job = !tier_queue(j, es, 1, job);
+            inline_job = !cpu_tier_queue(j, es, 1, job);
         } else if (job) {
-            tier_job_free(j, &job->link); /* out of memory: the quick code
+            cpu_tier_job_free(j, job); /* out of memory: the quick code
                                              stays */
             job = NULL;
         }
@@ -1643,7 +1413,7 @@ static weft_status request(cpu_jit *j, const uint8_t key[32], source *src,
                       s, msg);
     pthread_mutex_unlock(&j->lock);
     if (inline_job) {
-        rt_tier_run_here(&j->worker, &job->link); /* no background thread */
+        cpu_tier_run_here(j, job); /* no background thread */
     }
     return s;
 }
@@ -1784,7 +1554,7 @@ weft_status cpu_jit_get_many(cpu_jit *j, cpu_build_fn build, cpu_request *r,
     pthread_mutex_unlock(&j->lock);
     /* compile the claimed ones (also after a failure above: they must
      * leave COMPILING) */
-    tier_job *job = NULL;
+    cpu_tier_job *job = NULL;
     if (nmine > 0) {
         weft_status c = s;
         if (c == WEFT_OK) {
@@ -1823,15 +1593,15 @@ weft_status cpu_jit_get_many(cpu_jit *j, cpu_build_fn build, cpu_request *r,
                           : NULL;
         if (jes) {
             memcpy(jes, claimed, (size_t)nmine * sizeof *jes);
-            inline_job = !tier_queue(j, jes, nmine, job);
+            inline_job = !cpu_tier_queue(j, jes, nmine, job);
         } else if (job) {
-            tier_job_free(j, &job->link); /* out of memory: the quick
+            cpu_tier_job_free(j, job); /* out of memory: the quick
                                              code stays */
             job = NULL;
         }
         pthread_mutex_unlock(&j->lock);
         if (inline_job) {
-            rt_tier_run_here(&j->worker, &job->link);
+            cpu_tier_run_here(j, job);
         }
         if (c != WEFT_OK) {
             s = fe_error_copy(c, msg);
