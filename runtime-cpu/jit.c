@@ -19,9 +19,9 @@
  * worker, its queue and its life: runtime/tier.c).  Of a fresh kernel's
  * compile time, LLVM's code generation at -O3 (instruction selection,
  * scheduling, register allocation, loop strength reduction) takes about
- * three quarters: dotp, 20 ms of which 14 are code
- * generation on a 2-core EPYC.  With cpu_jit_options.tier =
- * CPU_TIER_QUICK_FIRST the requesting thread optimises the IR as always
+ * three quarters: dotp, 20 ms of which 14 are code generation on a
+ * 2-core EPYC.  With cpu_jit_options.tier = CPU_TIER_QUICK_FIRST the
+ * requesting thread optimises the IR as always
  * (so the code computes exactly what the optimised code computes: the
  * vectorisers' reassociation is decided there), emits a copy of it with
  * LLVM's quick code generator (CodeGenOpt::None: fast instruction

@@ -2,9 +2,10 @@
  * runtime-gpu/backend.c: the PTX backend (WEFT_BACKEND_PTX).
  *
  * Per context: one device (cuda.c: the driver, its primary context, a
- * stream; mem.c: device memory and the mirrors of arrays), one NVPTX
- * target machine for the device's compute capability, and a table of the
- * kernels loaded so far, by key.
+ * stream; mem.c: device memory and the mirrors of arrays), NVPTX target
+ * machines for the device's compute capability (one per compile running,
+ * kept for the next), and a table of the kernels loaded so far, by key
+ * (runtime/kcache.c, as on the CPU).
  *
  * weft_compile: every collective operation that has a skeleton becomes a
  * kernel, exactly as on the CPU (runtime/plan.c), but emitted for
@@ -27,8 +28,8 @@
  * default: on an H100 the driver's part of Black-Scholes 84 -> 43 ms, of
  * dotp 65 -> 45 ms), so the first run starts early; a
  * copy of the kernel's IR, taken before the quick pipeline, goes to the
- * context's tier-up thread, which makes the PTX of an untiered compile
- * (cg_ptx_finish, on a target machine of its own), has the driver
+ * context's tier-up thread (runtime/tier.c's worker, as on the CPU), which
+ * makes the PTX of an untiered compile (cg_ptx_finish), has the driver
  * compile it at full optimisation, writes it to the disk cache, and swaps
  * the new functions into the kernel's table entry under the device's
  * lock.  Runs hold that lock from their first launch to their last
@@ -155,8 +156,6 @@ typedef struct ptx_state {
     double optimise_ms;          /* the tier-up thread's time (under lock) */
     rt_tier worker;              /* the tier-up thread (runtime/tier.c):
                                     freeing the context drops its queue */
-    LLVMTargetMachineRef tier_tm; /* the tier-up thread's own (made by it,
-                                    on its first job) */
     uint64_t clean;              /* CLEAN_AREA bytes kept zero between
                                     runs ("Clean words"; 0: not yet) */
     bool clean_ok;               /* clean is known to be all zero */
@@ -208,9 +207,6 @@ static void ptx_context_fini(weft_context *ctx)
     }
     rt_tier_stop(&st->worker, false);
     rt_tier_fini(&st->worker);
-    if (st->tier_tm) {
-        LLVMDisposeTargetMachine(st->tier_tm);
-    }
     rt_kcache_fini(&st->cache, free_kernel, st);
     if (st->clean) {
         gpu_mem_free(st->dev, st->clean, CLEAN_AREA);
@@ -491,8 +487,8 @@ static weft_status build_ptx(ptx_state *st, weft_executable *exe,
 
 /* ---- tiers ("Tiers" in the head comment) -------------------------------- */
 
-/* Tier-up job t on the tier-up thread (rt_tier_ops.run), with a target
- * machine of its own: the optimised PTX, compiled and loaded by the
+/* Tier-up job t on the tier-up thread (rt_tier_ops.run): the optimised
+ * PTX, compiled and loaded by the
  * driver, swapped into t->pk under the device's lock, written to the
  * disk cache.  Gives up with WEFT_OK when the context is being freed. */
 static weft_status tier_up(void *user, rt_tier_job *job)
@@ -502,13 +498,11 @@ static weft_status tier_up(void *user, rt_tier_job *job)
     if (gpu_tier_hook) {
         gpu_tier_hook();
     }
-    if (!st->tier_tm) {
-        weft_status made = cg_ptx_machine(st->sm, &st->tier_tm);
-        if (made != WEFT_OK) {
-            return made;
-        }
+    LLVMTargetMachineRef tm = NULL;
+    weft_status made = tm_take(st, false, &tm);
+    if (made != WEFT_OK) {
+        return made;
     }
-    LLVMTargetMachineRef tm = st->tier_tm;
     double t0 = now_ms();
     const char *np[SK_MAX_ENTRY];
     for (int i = 0; i < t->nfn; i++) {
@@ -517,6 +511,7 @@ static weft_status tier_up(void *user, rt_tier_job *job)
     LLVMMemoryBufferRef ptx = NULL;
     /* no ctx: this time is optimise_ms, not the compile's phases */
     weft_status s = cg_ptx_finish(t->mod, tm, np, t->nfn, NULL, NULL, &ptx);
+    tm_give(st, false, tm);
     LLVMDisposeModule(t->mod);
     LLVMContextDispose(t->llctx);
     t->llctx = NULL;
