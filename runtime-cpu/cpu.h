@@ -207,18 +207,12 @@ int cpu_jit_vector_bits(const cpu_jit *j);
 /* Whether j's code can be called (false for an explicit target CPU). */
 bool cpu_jit_runnable(const cpu_jit *j);
 
-/* Kernel keys.  The caller hashes a canonical description of the kernel
- * (skeleton, element types, ranks, fused functions); cpu_key_begin has
- * already mixed in the target triple, CPU name and features of j, the LLVM
- * version and RT_ABI_VERSION, so a key names one object file. */
-typedef struct cpu_key {
-    llvm_blake3_hasher h;
-} cpu_key;
-void cpu_key_begin(const cpu_jit *j, cpu_key *k);
-void cpu_key_add(cpu_key *k, const void *p, size_t n);
-void cpu_key_add_str(cpu_key *k, const char *s); /* length-prefixed */
-void cpu_key_add_i64(cpu_key *k, int64_t v);
-void cpu_key_finish(cpu_key *k, uint8_t key[32]);
+/* Kernel keys (runtime/kcache.c's rt_key).  The caller hashes a
+ * canonical description of the kernel (skeleton, element types, ranks,
+ * fused functions) with rt_key_add*; cpu_key_begin has already mixed in
+ * the target triple, CPU name and features of j, the LLVM version and
+ * RT_ABI_VERSION, so a key names one object file. */
+void cpu_key_begin(const cpu_jit *j, rt_key *k);
 
 /* The name a kernel's i-th entry point must have: "wk_<64 hex of key>_<i>"
  * (buf of at least CPU_SYMBOL_MAX bytes).  Entry points are looked up by

@@ -456,48 +456,22 @@ bool cpu_jit_runnable(const cpu_jit *j)
 
 /* ---- keys and names ---- */
 
-void cpu_key_begin(const cpu_jit *j, cpu_key *k)
+void cpu_key_begin(const cpu_jit *j, rt_key *k)
 {
     unsigned major, minor, patch;
     LLVMGetVersion(&major, &minor, &patch);
-    llvm_blake3_hasher_init(&k->h);
-    cpu_key_add_str(k, "weft cpu kernel");
-    cpu_key_add_i64(k, RT_ABI_VERSION);
-    cpu_key_add_i64(k, major);
-    cpu_key_add_i64(k, minor);
-    cpu_key_add_i64(k, patch);
-    cpu_key_add_str(k, j->triple);
-    cpu_key_add_str(k, j->cpu);
-    cpu_key_add_str(k, j->features);
-    cpu_key_add_i64(k, j->prefer_vector_width);
+    rt_key_begin(k);
+    rt_key_add_str(k, "weft cpu kernel");
+    rt_key_add_i64(k, RT_ABI_VERSION);
+    rt_key_add_i64(k, major);
+    rt_key_add_i64(k, minor);
+    rt_key_add_i64(k, patch);
+    rt_key_add_str(k, j->triple);
+    rt_key_add_str(k, j->cpu);
+    rt_key_add_str(k, j->features);
+    rt_key_add_i64(k, j->prefer_vector_width);
     /* fast math changes the code of every kernel with floating operations */
-    cpu_key_add_i64(k, j->ctx && (j->ctx->cfg.flags & WEFT_FLAG_FAST_MATH));
-}
-
-void cpu_key_add(cpu_key *k, const void *p, size_t n)
-{
-    llvm_blake3_hasher_update(&k->h, p, n);
-}
-
-void cpu_key_add_str(cpu_key *k, const char *s)
-{
-    size_t n = s ? strlen(s) : 0;
-    cpu_key_add_i64(k, (int64_t)n);
-    cpu_key_add(k, s ? s : "", n);
-}
-
-void cpu_key_add_i64(cpu_key *k, int64_t v)
-{
-    uint8_t b[8];
-    for (int i = 0; i < 8; i++) {
-        b[i] = (uint8_t)((uint64_t)v >> (8 * i)); /* fixed byte order */
-    }
-    cpu_key_add(k, b, 8);
-}
-
-void cpu_key_finish(cpu_key *k, uint8_t key[32])
-{
-    llvm_blake3_hasher_finalize(&k->h, key, 32);
+    rt_key_add_i64(k, j->ctx && (j->ctx->cfg.flags & WEFT_FLAG_FAST_MATH));
 }
 
 void cpu_jit_symbol(const uint8_t key[32], int i, char *buf)
@@ -1559,15 +1533,15 @@ weft_status cpu_jit_get_many(cpu_jit *j, cpu_build_fn build, cpu_request *r,
         weft_status c = s;
         if (c == WEFT_OK) {
             uint8_t key[32];
-            cpu_key h;
-            llvm_blake3_hasher_init(&h.h);
-            cpu_key_add_str(&h, "weft cpu batch");
+            rt_key h;
+            rt_key_begin(&h);
+            rt_key_add_str(&h, "weft cpu batch");
             for (int i = 0; i < n; i++) {
                 if (mine[i]) {
-                    cpu_key_add(&h, r[i].key, 32);
+                    rt_key_add(&h, r[i].key, 32);
                 }
             }
-            cpu_key_finish(&h, key);
+            rt_key_finish(&h, key);
             batch b = {build, r, mine, n, syms, nsym};
             source src = {build_batch, &b, NULL};
             c = produce(j, key, &src, syms, nsym, addrs, &job);

@@ -337,25 +337,20 @@ static void ptx_stats(const weft_context *ctx, weft_stats *out)
 
 /* ---- compile ----------------------------------------------------------- */
 
-static void key_add(void *user, const void *p, size_t n)
-{
-    llvm_blake3_hasher_update(user, p, n);
-}
-
 /* The key of kernel k for this context's SM and fast-math setting. */
 static void kernel_key(const ptx_state *st, const weft_context *ctx,
                        const fe_core *core, sk_kernel *k)
 {
-    llvm_blake3_hasher h;
-    llvm_blake3_hasher_init(&h);
+    rt_key h;
+    rt_key_begin(&h);
     static const char tag[] = "weft-ptx";
-    llvm_blake3_hasher_update(&h, tag, sizeof tag);
+    rt_key_add(&h, tag, sizeof tag);
     int64_t words[4] = {st->sm, LLVM_VERSION_MAJOR * 100 + LLVM_VERSION_MINOR,
                         RT_ABI_VERSION,
                         (ctx->cfg.flags & WEFT_FLAG_FAST_MATH) != 0};
-    llvm_blake3_hasher_update(&h, words, sizeof words);
-    sk_describe(core, k, key_add, &h);
-    llvm_blake3_hasher_finalize(&h, k->key, 32);
+    rt_key_add(&h, words, sizeof words); /* host order, as ever */
+    sk_describe(core, k, rt_key_sink, &h);
+    rt_key_finish(&h, k->key);
 }
 
 /* How kernel k is compiled in st (PTX_TIER_*): as st says, but that a

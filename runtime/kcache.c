@@ -23,6 +23,10 @@
  * waits for any other thread's: two requests that share kernels can then
  * not wait for each other.
  *
+ * Keys are BLAKE3 hashes (rt_key_*), to which each runtime adds its
+ * target and the kernel's canonical description; entry points are named
+ * after them (rt_kernel_symbol).
+ *
  * The table is open addressing by the key's first eight bytes (keys are
  * hashes already), at most half full.  Entries are never moved or freed
  * before the cache, so a waiter holds its pointer across the wait.  The
@@ -164,6 +168,42 @@ void rt_kcache_publish(rt_kcache *c, rt_kentry *e, int state,
         snprintf(e->msg, FE_MSG_MAX, "%s", msg ? msg : "");
     }
     pthread_cond_broadcast(&c->changed);
+}
+
+void rt_key_begin(rt_key *k)
+{
+    llvm_blake3_hasher_init(&k->h);
+}
+
+void rt_key_add(rt_key *k, const void *p, size_t n)
+{
+    llvm_blake3_hasher_update(&k->h, p, n);
+}
+
+void rt_key_add_i64(rt_key *k, int64_t v)
+{
+    uint8_t b[8];
+    for (int i = 0; i < 8; i++) {
+        b[i] = (uint8_t)((uint64_t)v >> (8 * i)); /* fixed byte order */
+    }
+    rt_key_add(k, b, 8);
+}
+
+void rt_key_add_str(rt_key *k, const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+    rt_key_add_i64(k, (int64_t)n);
+    rt_key_add(k, s ? s : "", n);
+}
+
+void rt_key_sink(void *key, const void *p, size_t n)
+{
+    rt_key_add(key, p, n);
+}
+
+void rt_key_finish(rt_key *k, uint8_t key[32])
+{
+    llvm_blake3_hasher_finalize(&k->h, key, 32);
 }
 
 void rt_kernel_symbol(const uint8_t key[32], int bytes, int i, char *buf,

@@ -126,6 +126,26 @@ weft_status rt_kcache_wait(rt_kcache *c, rt_kentry *e);
  * value set) or FAILED with status and msg; wakes the waiters. */
 void rt_kcache_publish(rt_kcache *c, rt_kentry *e, int state,
                        weft_status status, const char *msg);
+#ifdef WEFT_HAVE_LLVM
+#include <llvm-c/blake3.h>
+
+/* A kernel key being made: BLAKE3 over a canonical description of the
+ * kernel and its target (each runtime adds its own words: runtime-cpu's
+ * cpu_key_begin, runtime-gpu's kernel_key), 32 bytes. */
+typedef struct rt_key {
+    llvm_blake3_hasher h;
+} rt_key;
+void rt_key_begin(rt_key *k);
+void rt_key_add(rt_key *k, const void *p, size_t n);
+/* v as 8 bytes, least significant first (the same on every host). */
+void rt_key_add_i64(rt_key *k, int64_t v);
+/* s's length (rt_key_add_i64), then its bytes; NULL as "". */
+void rt_key_add_str(rt_key *k, const char *s);
+/* rt_key_add for a describer's callback (sk_describe): key is an rt_key. */
+void rt_key_sink(void *key, const void *p, size_t n);
+void rt_key_finish(rt_key *k, uint8_t key[32]);
+#endif
+
 /* The name of entry point i of the kernel of key, "wk_", the key's first
  * `bytes` bytes in hex, "_i", into buf (size bytes; the CPU names by the
  * whole key, the PTX backend by 16 bytes). */
