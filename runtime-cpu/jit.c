@@ -1034,9 +1034,9 @@ out:
  * which counts as the context's FE_PHASE_LLVM_CODEGEN unless `background`
  * (the tier-up thread's, optimise_ms). */
 weft_status cpu_jit_emit(cpu_jit *j, LLVMModuleRef m,
-                               LLVMCodeGenOptLevel level, const char *name,
-                               bool background, LLVMMemoryBufferRef *obj,
-                               double *ms)
+                         LLVMCodeGenOptLevel level, const char *name,
+                         bool background, LLVMMemoryBufferRef *obj,
+                         double *ms)
 {
     *obj = NULL;
     *ms = 0;
@@ -1087,8 +1087,7 @@ weft_status cpu_jit_emit(cpu_jit *j, LLVMModuleRef m,
 /* Add object obj (ownership taken) to the JIT and look up the entry
  * points. */
 weft_status cpu_jit_link(cpu_jit *j, LLVMMemoryBufferRef obj,
-                               const char *const *symbols, int nsym,
-                               void **addrs)
+                         const char *const *symbols, int nsym, void **addrs)
 {
     weft_status s = WEFT_OK;
     pthread_mutex_lock(&j->link);
@@ -1229,15 +1228,15 @@ static weft_status produce(cpu_jit *j, const uint8_t key[32], source *src,
     if (s == WEFT_OK && huge && j->jit && !dumping) {
         /* final quick code, linked under the kernel's own names */
         s = cpu_jit_emit(j, m, LLVMCodeGenLevelNone, symbols[0], false, &obj,
-                        &emit_ms);
+                         &emit_ms);
         if (s == WEFT_OK) {
             s = cpu_jit_link(j, obj, symbols, nsym, addrs);
             obj = NULL;
         }
         tiered = false;
     } else if (s == WEFT_OK && !tiered) {
-        s = cpu_jit_emit(j, m, LLVMCodeGenLevelAggressive, symbols[0], false, &obj,
-                        &emit_ms);
+        s = cpu_jit_emit(j, m, LLVMCodeGenLevelAggressive, symbols[0], false,
+                         &obj, &emit_ms);
     } else if (s == WEFT_OK) {
         s = cpu_tier_emit_quick(j, m, symbols, nsym, addrs, &emit_ms);
     }

@@ -106,8 +106,8 @@ weft_status cpu_tier_emit_quick(cpu_jit *j, LLVMModuleRef m,
         }
     }
     LLVMMemoryBufferRef obj = NULL;
-    weft_status s = cpu_jit_emit(j, q, LLVMCodeGenLevelNone, symbols[0], false,
-                                &obj, ms);
+    weft_status s = cpu_jit_emit(j, q, LLVMCodeGenLevelNone, symbols[0],
+                                 false, &obj, ms);
     if (copy) {
         LLVMDisposeModule(q);
     }
@@ -131,7 +131,7 @@ static weft_status tier_up(cpu_jit *j, cpu_tier_job *t, void **addrs,
     LLVMContextSetDiagnosticHandler(t->llctx, cpu_on_diagnostic, &dg);
     LLVMMemoryBufferRef obj = NULL;
     weft_status s = cpu_jit_emit(j, t->m, LLVMCodeGenLevelAggressive,
-                                t->symbols[0], true, &obj, ms);
+                                 t->symbols[0], true, &obj, ms);
     if (s == WEFT_OK && dg.msg[0]) {
         s = fe_error(WEFT_ERR_INTERNAL, "cpu_jit: LLVM: %s", dg.msg);
     }
