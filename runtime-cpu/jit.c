@@ -1377,8 +1377,8 @@ static weft_status request(cpu_jit *j, const uint8_t key[32], source *src,
             es[0] = e;
             inline_job = !cpu_tier_queue(j, es, 1, job);
         } else if (job) {
-            cpu_tier_job_free(j, job); /* out of memory: the quick code
-                                             stays */
+            /* out of memory: the quick code stays */
+            cpu_tier_job_free(j, job);
             job = NULL;
         }
     }
@@ -1568,8 +1568,8 @@ weft_status cpu_jit_get_many(cpu_jit *j, cpu_build_fn build, cpu_request *r,
             memcpy(jes, claimed, (size_t)nmine * sizeof *jes);
             inline_job = !cpu_tier_queue(j, jes, nmine, job);
         } else if (job) {
-            cpu_tier_job_free(j, job); /* out of memory: the quick
-                                             code stays */
+            /* out of memory: the quick code stays */
+            cpu_tier_job_free(j, job);
             job = NULL;
         }
         pthread_mutex_unlock(&j->lock);
