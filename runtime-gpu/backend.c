@@ -539,11 +539,11 @@ static weft_status tier_up(void *user, rt_tier_job *job)
         }
     }
     if (s == WEFT_OK && !stop) {
-        pthread_mutex_lock(&st->lock);
         if (t->pk) {
             rt_disk_store(&st->disk, t->key, LLVMGetBufferStart(ptx),
                           LLVMGetBufferSize(ptx));
         }
+        pthread_mutex_lock(&st->lock);
         st->optimised++;
         st->optimise_ms += now_ms() - t0;
         pthread_mutex_unlock(&st->lock);
@@ -578,8 +578,10 @@ static weft_status ptx_wait_optimised(weft_context *ctx)
 }
 
 /* Make kernel k of module mod (compiled and loaded; taken over) into
- * *out (st locked): its functions looked up; `ptx` (n bytes, NULL for
- * none) written to the disk cache. */
+ * *out: its functions looked up; `ptx` (n bytes, NULL for none) written
+ * to the disk cache.  No lock of st held: the lookups take the device's
+ * lock, which a run holds from its first launch to its last, and other
+ * compiles need st's meanwhile. */
 static weft_status add_kernel(ptx_state *st, sk_kernel *k, gpu_module *mod,
                               const void *ptx, size_t n, char names[][80],
                               int nfn, ptx_kernel **out)
@@ -719,13 +721,13 @@ static weft_status jit_finish(ptx_compiling *pc, ptx_jit *l)
         s = fe_error_copy(l->status, l->msg);
         publish_failed(st, l->e, s);
     } else {
-        pthread_mutex_lock(&st->lock);
         ptx_kernel *pk = NULL;
         /* quick PTX is not kept on disk: its tier-up's is */
         bool keep = !l->from_disk && kernel_tier(st, l->k) == PTX_TIER_NONE;
         s = add_kernel(st, l->k, l->mod, keep ? l->ptx : NULL, l->ptx_n,
                        l->names, l->nfn, &pk);
         l->mod = NULL; /* the kernel's, or freed */
+        pthread_mutex_lock(&st->lock);
         l->e->value = pk;
         rt_kcache_publish(&st->cache, l->e,
                           s == WEFT_OK ? RT_KC_READY : RT_KC_FAILED, s,
