@@ -184,11 +184,6 @@ static weft_status build_module(void *user, LLVMContextRef llctx,
     return WEFT_OK;
 }
 
-static void key_add(void *user, const void *p, size_t n)
-{
-    cpu_key_add(user, p, n);
-}
-
 /* One variant of kernel k from the JIT (key: that variant's key) into
  * addrs[0 .. k->nentry - 1]; *live: the JIT's table of them. */
 static weft_status get_variant(weft_executable *exe, sk_kernel *k,
@@ -218,11 +213,11 @@ static weft_status get_variant(weft_executable *exe, sk_kernel *k,
  * equal-shapes variant) hashed again with a tag. */
 static void general_key(const sk_kernel *k, uint8_t key[32])
 {
-    cpu_key h;
-    llvm_blake3_hasher_init(&h.h);
-    cpu_key_add_str(&h, "general variant");
-    cpu_key_add(&h, k->key, 32);
-    cpu_key_finish(&h, key);
+    rt_key h;
+    rt_key_begin(&h);
+    rt_key_add_str(&h, "general variant");
+    rt_key_add(&h, k->key, 32);
+    rt_key_finish(&h, key);
 }
 
 /* The kernels of a plan, whose entry points cpu_compile gets after
@@ -246,15 +241,15 @@ static weft_status get_kernel(void *user, weft_executable *exe, sk_kernel *k)
 {
     pending *pd = user;
     cpu_state *st = state_of(exe->ctx);
-    cpu_key key;
+    rt_key key;
     cpu_key_begin(st->jit, &key);
     int spmd_bits = spmd_bits_of(exe->ctx, st->jit);
     /* the version of the SPMD code generator and of what CPU kernels emit
      * (2: folds of short rows across rows, errors gathered in a local) */
-    cpu_key_add_str(&key, "spmd 2");
-    cpu_key_add_i64(&key, spmd_bits);
-    sk_describe(&exe->core, k, key_add, &key);
-    cpu_key_finish(&key, k->key);
+    rt_key_add_str(&key, "spmd 2");
+    rt_key_add_i64(&key, spmd_bits);
+    sk_describe(&exe->core, k, rt_key_sink, &key);
+    rt_key_finish(&key, k->key);
     for (int i = k->nentry; i < SK_MAX_ENTRY; i++) {
         k->entry[i] = NULL;
     }

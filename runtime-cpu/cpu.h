@@ -188,12 +188,10 @@ weft_status cpu_jit_create(weft_context *ctx, const cpu_jit_options *opt,
                            cpu_jit **out);
 void cpu_jit_free(cpu_jit *j);
 /* Tests only: called by the background thread before each tier-up (NULL:
- * nothing), and how many jits cpu_jit_free has left to their background
- * thread to free, because it was doing a job (jit.c, "Freeing"). */
+ * nothing).  The jits cpu_jit_free has left to their background thread to
+ * free, because it was doing a job (jit.c, "Freeing"), are counted in
+ * runtime/tier.c's rt_tier_orphaned; rt_tier_wait_orphans waits for them. */
 extern void (*cpu_jit_tier_hook)(void);
-extern atomic_int cpu_jit_orphaned;
-/* Wait until every jit left to its thread is freed (its queue done). */
-void cpu_jit_wait_orphans(void);
 
 /* Whether module m (one kernel) is huge: over the instruction count
  * above which the JIT compiles it with linear passes and quick code only
@@ -209,18 +207,12 @@ int cpu_jit_vector_bits(const cpu_jit *j);
 /* Whether j's code can be called (false for an explicit target CPU). */
 bool cpu_jit_runnable(const cpu_jit *j);
 
-/* Kernel keys.  The caller hashes a canonical description of the kernel
- * (skeleton, element types, ranks, fused functions); cpu_key_begin has
- * already mixed in the target triple, CPU name and features of j, the LLVM
- * version and RT_ABI_VERSION, so a key names one object file. */
-typedef struct cpu_key {
-    llvm_blake3_hasher h;
-} cpu_key;
-void cpu_key_begin(const cpu_jit *j, cpu_key *k);
-void cpu_key_add(cpu_key *k, const void *p, size_t n);
-void cpu_key_add_str(cpu_key *k, const char *s); /* length-prefixed */
-void cpu_key_add_i64(cpu_key *k, int64_t v);
-void cpu_key_finish(cpu_key *k, uint8_t key[32]);
+/* Kernel keys (runtime/kcache.c's rt_key).  The caller hashes a
+ * canonical description of the kernel (skeleton, element types, ranks,
+ * fused functions) with rt_key_add*; cpu_key_begin has already mixed in
+ * the target triple, CPU name and features of j, the LLVM version and
+ * RT_ABI_VERSION, so a key names one object file. */
+void cpu_key_begin(const cpu_jit *j, rt_key *k);
 
 /* The name a kernel's i-th entry point must have: "wk_<64 hex of key>_<i>"
  * (buf of at least CPU_SYMBOL_MAX bytes).  Entry points are looked up by
@@ -307,6 +299,97 @@ weft_status cpu_jit_compile(cpu_jit *j, LLVMModuleRef m, const uint8_t key[32],
 void cpu_jit_stats_get(cpu_jit *j, cpu_jit_stats *out);
 /* Add the compile phases j counted (weft_stats' *_ms fields) to *st. */
 void cpu_jit_phases(cpu_jit *j, weft_stats *st);
+
+
+/* ===== jit.c and tier.c: the jit's insides ===== */
+
+#include <llvm-c/LLJIT.h>
+#include <llvm-c/TargetMachine.h>
+
+struct cpu_jit {
+    weft_context *ctx;       /* &actx: what the jit allocates with */
+    weft_context actx;       /* only cfg is set: a copy of the context's
+                                configuration, so that a tier-up left
+                                running by cpu_jit_free (see "Freeing")
+                                needs nothing of the context */
+    LLVMOrcLLJITRef jit;     /* NULL when compiling for another CPU */
+    LLVMTargetRef target;
+    char *triple;            /* LLVM-allocated strings (LLVMDisposeMessage) */
+    char *cpu;
+    char *features;
+    int prefer_vector_width;
+    unsigned dump;
+    char *dump_dir;          /* fe_alloc'd, or NULL */
+    rt_disk disk;
+    pthread_mutex_t lock;    /* guards the table and the counters */
+    rt_kcache cache;         /* the kernels by key (under lock) */
+    cpu_jit_stats st;
+    pthread_mutex_t link;    /* serialises AddObjectFile and lookups */
+    int tier;                /* CPU_TIER_* */
+    rt_tier worker;          /* the background thread (runtime/tier.c);
+                                its jobs drain when the jit is freed, or
+                                it is orphaned ("Freeing") */
+    pthread_mutex_t session_lock; /* guards session_msg */
+    char session_msg[256];   /* ORC's last reported error */
+};
+
+/* Kernels whose optimised code the background thread is to make: one,
+ * or a batch (see "Many kernels"). */
+typedef struct cpu_tier_job {
+    rt_tier_job link;        /* first: runtime/tier.c's queue */
+    uint8_t key[32];         /* of the object in the disk cache */
+    rt_kentry **es;          /* ne entries, whose symbols follow each
+                                other in symbols */
+    int ne;
+    LLVMContextRef llctx;    /* owned: the job alone uses it */
+    LLVMModuleRef m;         /* the optimised IR, the kernel's own names */
+    int nsym;
+    char (*symbols)[CPU_SYMBOL_MAX];
+} cpu_tier_job;
+
+
+/* Diagnostics of a compilation: the first error is kept, the rest
+ * (warnings, remarks) dropped, so that LLVM prints nothing; the handler
+ * (user: a cpu_diag) for LLVMContextSetDiagnosticHandler. */
+typedef struct cpu_diag {
+    char msg[256];
+} cpu_diag;
+void cpu_on_diagnostic(LLVMDiagnosticInfoRef info, void *user);
+/* Emit m at `level` into a new object *obj (named after `name` for dumps;
+ * `background`: the tier-up's emit, whose time is not a compile phase);
+ * *ms the time taken. */
+weft_status cpu_jit_emit(cpu_jit *j, LLVMModuleRef m,
+                         LLVMCodeGenOptLevel level, const char *name,
+                         bool background, LLVMMemoryBufferRef *obj,
+                         double *ms);
+/* Add object obj (taken over) to the JIT and look up its nsym symbols
+ * into addrs. */
+weft_status cpu_jit_link(cpu_jit *j, LLVMMemoryBufferRef obj,
+                         const char *const *symbols, int nsym, void **addrs);
+/* Free j and everything it holds (no thread uses it any more). */
+void cpu_jit_destroy(cpu_jit *j);
+
+/* tier.c.  The worker's operations (rt_tier_init). */
+extern const rt_tier_ops cpu_tier_ops;
+/* A job for the background thread: m (optimised) and its context llctx,
+ * taken over when it returns non-NULL (NULL: out of memory); the caller
+ * sets its entries (cpu_tier_queue). */
+cpu_tier_job *cpu_tier_job_new(cpu_jit *j, const uint8_t key[32],
+                               LLVMContextRef llctx, LLVMModuleRef m,
+                               const char *const *symbols, int nsym);
+void cpu_tier_job_free(cpu_jit *j, cpu_tier_job *t);
+/* Queue t for its ne entries es (j's lock held; each READY with quick
+ * code; es fe_alloc'd, now t's).  False when no thread can be had: the
+ * caller then runs it, unlocked, with cpu_tier_run_here. */
+bool cpu_tier_queue(cpu_jit *j, rt_kentry **es, int ne, cpu_tier_job *t);
+void cpu_tier_run_here(cpu_jit *j, cpu_tier_job *t);
+/* Emit the quick code of the optimised module m and link it into addrs:
+ * for CPU_TIER_QUICK_FIRST a renamed copy of m ("q" appended to each
+ * symbol; m is kept for the optimised code), for CPU_TIER_QUICK_ONLY m
+ * itself under the kernel's own names.  *ms: time taken. */
+weft_status cpu_tier_emit_quick(cpu_jit *j, LLVMModuleRef m,
+                                const char *const *symbols, int nsym,
+                                void **addrs, double *ms);
 
 #endif /* WEFT_HAVE_LLVM */
 

@@ -15,11 +15,13 @@
  * same path, and the entry points are looked up by name.  ORC never sees
  * IR: we emit the object ourselves, with our own target machine.
  *
- * Tiers.  Of a fresh kernel's compile time, LLVM's code generation at -O3
- * (instruction selection, scheduling, register allocation, loop strength
- * reduction) takes about three quarters: dotp, 20 ms of which 14 are code
- * generation on a 2-core EPYC.  With cpu_jit_options.tier =
- * CPU_TIER_QUICK_FIRST the requesting thread optimises the IR as always
+ * Tiers (the quick code and the background job: runtime-cpu/tier.c; the
+ * worker, its queue and its life: runtime/tier.c).  Of a fresh kernel's
+ * compile time, LLVM's code generation at -O3 (instruction selection,
+ * scheduling, register allocation, loop strength reduction) takes about
+ * three quarters: dotp, 20 ms of which 14 are code generation on a
+ * 2-core EPYC.  With cpu_jit_options.tier = CPU_TIER_QUICK_FIRST the
+ * requesting thread optimises the IR as always
  * (so the code computes exactly what the optimised code computes: the
  * vectorisers' reassociation is decided there), emits a copy of it with
  * LLVM's quick code generator (CodeGenOpt::None: fast instruction
@@ -42,11 +44,13 @@
  * cpu_jit_compile (in the caller's LLVM context, which the background
  * thread may not touch) and dumps are always compiled at -O3 at once.
  *
- * Concurrency.  The table is guarded by one mutex.  The first request for
- * a key inserts an entry in state COMPILING and compiles with no lock held;
- * later requests for that key sleep on a condition variable until the entry
- * is READY (they copy the addresses) or FAILED (they return its message).
- * A request that finds a FAILED entry tries again.  Different keys compile
+ * Concurrency.  The table is runtime/kcache.c's, guarded by the jit's
+ * mutex.  The first request for a key claims its entry (COMPILING) and
+ * compiles with no lock held; later requests for that key sleep until the
+ * entry is READY (they copy the addresses) or FAILED (they return its
+ * message).  A request that finds a FAILED entry tries again.  The
+ * background thread, its queue and its life are runtime/tier.c's; this
+ * file gives it the job (tier_run) and what to free.  Different keys compile
  * in parallel: each compilation has its own LLVM context and its own target
  * machine (an LLVM target machine is not safe to share between threads that
  * emit code).  Adding objects and looking symbols up go through a second
@@ -90,77 +94,10 @@
 #include "cg.h"
 #include "cpu.h"
 
-enum entry_state { COMPILING, READY, FAILED };
-
-/* One kernel of the table.  Entries are never moved or freed before the
- * JIT, so waiters may hold a pointer across a wait. */
-typedef struct entry {
-    uint8_t key[32];
-    enum entry_state state;
-    int nsym;
-    void **addrs;            /* nsym addresses when READY; a tier-up
-                                replaces them (atomic stores, under the
-                                lock), so they are read atomically */
-    weft_status status;      /* when FAILED */
-    char *msg;               /* when FAILED: fe_alloc'd FE_MSG_MAX bytes */
-} entry;
-
-/* Kernels whose optimised code the background thread is to make: one,
- * or a batch (see "Many kernels"). */
-typedef struct tier_job {
-    struct tier_job *next;
-    uint8_t key[32];         /* of the object in the disk cache */
-    entry **es;              /* ne entries, whose nsym symbols follow each
-                                other in symbols */
-    int ne;
-    LLVMContextRef llctx;    /* owned: the job alone uses it */
-    LLVMModuleRef m;         /* the optimised IR, the kernel's own names */
-    int nsym;
-    char (*symbols)[CPU_SYMBOL_MAX];
-} tier_job;
-
-struct cpu_jit {
-    weft_context *ctx;       /* &actx: what the jit allocates with */
-    weft_context actx;       /* only cfg is set: a copy of the context's
-                                configuration, so that a tier-up left
-                                running by cpu_jit_free (see "Freeing")
-                                needs nothing of the context */
-    LLVMOrcLLJITRef jit;     /* NULL when compiling for another CPU */
-    LLVMTargetRef target;
-    char *triple;            /* LLVM-allocated strings (LLVMDisposeMessage) */
-    char *cpu;
-    char *features;
-    int prefer_vector_width;
-    unsigned dump;
-    char *dump_dir;          /* fe_alloc'd, or NULL */
-    rt_disk disk;
-    pthread_mutex_t lock;    /* guards the table and the counters */
-    pthread_cond_t changed;  /* an entry left COMPILING */
-    entry **slots;           /* open addressing by the key's first bytes */
-    size_t cap, count;
-    cpu_jit_stats st;
-    pthread_mutex_t link;    /* serialises AddObjectFile and lookups */
-    int tier;                /* CPU_TIER_* */
-    tier_job *queue, *queue_tail; /* under lock: for the background thread */
-    int tier_pending;        /* under lock: jobs queued or running */
-    bool tier_stop;          /* under lock: cpu_jit_free is waiting */
-    bool tier_abandon;       /* under lock: the process exits; leave the
-                                queue */
-    bool tier_started;       /* tier_thread runs */
-    bool tier_busy;          /* under lock: the thread is doing a job */
-    bool tier_orphan;        /* under lock: cpu_jit_free returned while the
-                                thread was doing a job; the thread frees
-                                the jit when the job ends */
-    bool tier_joined;        /* under live_lock: joined at exit */
-    struct cpu_jit *next_live; /* under live_lock: the list of jits that
-                                may start a tier thread */
-    pthread_t tier_thread;
-    pthread_cond_t tier_wake;   /* a job was queued, or stop */
-    weft_status tier_status; /* under lock: the first failed tier-up */
-    char tier_msg[FE_MSG_MAX];
-    pthread_mutex_t session_lock; /* guards session_msg */
-    char session_msg[256];   /* ORC's last reported error */
-};
+/* A kernel of the table is a runtime/kcache.c entry whose value is its
+ * n addresses (fe_alloc'd with the jit's context) once READY; a tier-up
+ * replaces them (atomic stores, under the lock), so they are read
+ * atomically. */
 
 /* ---- errors from LLVM ---- */
 
@@ -184,15 +121,9 @@ static weft_status llvm_message(char *m, const char *what)
     return s;
 }
 
-/* Diagnostics of a compilation: the first error is kept, the rest (warnings,
- * remarks) dropped, so that LLVM prints nothing. */
-typedef struct diag {
-    char msg[256];
-} diag;
-
-static void on_diagnostic(LLVMDiagnosticInfoRef info, void *user)
+void cpu_on_diagnostic(LLVMDiagnosticInfoRef info, void *user)
 {
-    diag *d = user;
+    cpu_diag *d = user;
     if (LLVMGetDiagInfoSeverity(info) == LLVMDSError && !d->msg[0]) {
         char *m = LLVMGetDiagInfoDescription(info);
         snprintf(d->msg, sizeof d->msg, "%s", m ? m : "");
@@ -280,63 +211,6 @@ static char *dup_llvm(const char *s)
     return LLVMCreateMessage(s ? s : "");
 }
 
-/* The jits that may start a background thread (tiered ones).  A process
- * that exits without freeing its contexts would run LLVM's static
- * destructors under a thread that is still compiling; tier_at_exit (an
- * atexit handler, which runs before the destructors of LLVM's statics,
- * made earlier) stops every such thread after its current job and joins
- * it.  Lock order: live_lock, then a jit's lock. */
-static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
-static cpu_jit *live_jits;
-static pthread_once_t live_once = PTHREAD_ONCE_INIT;
-/* Under live_lock: detached threads still finishing a job for a freed jit
- * (see "Freeing"), and their signal when one ends. */
-static int orphans_running;
-static pthread_cond_t orphans_done = PTHREAD_COND_INITIALIZER;
-static atomic_bool exiting; /* tier_at_exit ran: orphans leave their queue */
-/* Jits that cpu_jit_free left to their thread, ever (for tests). */
-atomic_int cpu_jit_orphaned;
-void (*cpu_jit_tier_hook)(void);
-
-static void tier_at_exit(void)
-{
-    atomic_store(&exiting, true);
-    pthread_mutex_lock(&live_lock);
-    for (cpu_jit *j = live_jits; j; j = j->next_live) {
-        pthread_mutex_lock(&j->lock);
-        j->tier_stop = true;
-        j->tier_abandon = true;
-        pthread_cond_signal(&j->tier_wake);
-        j->tier_joined = j->tier_started; /* joined below */
-        pthread_mutex_unlock(&j->lock);
-    }
-    for (cpu_jit *j = live_jits; j; j = j->next_live) {
-        if (j->tier_joined) {
-            pthread_join(j->tier_thread, NULL);
-        }
-    }
-    live_jits = NULL;
-    while (orphans_running > 0) {
-        pthread_cond_wait(&orphans_done, &live_lock);
-    }
-    pthread_mutex_unlock(&live_lock);
-}
-
-static void live_register(void)
-{
-    atexit(tier_at_exit);
-}
-
-/* Put j on the list of live jits (see tier_at_exit, which tier_queue
- * registers when it starts the first thread). */
-static void live_add(cpu_jit *j)
-{
-    pthread_mutex_lock(&live_lock);
-    j->next_live = live_jits;
-    live_jits = j;
-    pthread_mutex_unlock(&live_lock);
-}
-
 weft_status cpu_jit_create(weft_context *ctx, const cpu_jit_options *opt,
                            cpu_jit **out)
 {
@@ -378,16 +252,13 @@ weft_status cpu_jit_create(weft_context *ctx, const cpu_jit_options *opt,
     pthread_mutex_init(&j->lock, NULL);
     pthread_mutex_init(&j->link, NULL);
     pthread_mutex_init(&j->session_lock, NULL);
-    pthread_cond_init(&j->changed, NULL);
-    pthread_cond_init(&j->tier_wake, NULL);
+    rt_kcache_init(&j->cache, j->ctx, &j->lock);
+    rt_tier_init(&j->worker, &cpu_tier_ops, j, true);
     j->prefer_vector_width = opt->prefer_vector_width;
     j->dump = opt->dump;
     bool runnable = opt->cpu == NULL;
     /* Tiers only where code runs and nothing is dumped (cpu.h). */
     j->tier = runnable && !opt->dump ? opt->tier : CPU_TIER_NONE;
-    if (j->tier != CPU_TIER_NONE) {
-        live_add(j);
-    }
     /* The disk structure is set up first so that cpu_jit_free can always
      * close it. */
     rt_disk_open(&j->disk, j->ctx, opt->cache_dir, opt->cache_max_bytes,
@@ -451,8 +322,6 @@ fail:
     return s;
 }
 
-static void tier_job_free(cpu_jit *j, tier_job *t);
-static void jit_destroy(cpu_jit *j);
 
 /*
  * Freeing.  cpu_jit_free does not wait for the background thread, which
@@ -468,83 +337,40 @@ static void jit_destroy(cpu_jit *j);
  * by then).  Only when the configuration names its own allocator
  * (weft_config.alloc), which the caller may tear down once the context
  * is freed, does cpu_jit_free wait for the queue as before.  A process
- * that exits meanwhile abandons the queues (tier_at_exit) and waits for
- * the job each orphan is doing (orphans_running), as for live jits, so
- * that no thread is in LLVM when LLVM's static destructors run (those
- * LLVM makes on first use are made by codegen/init.c's warm-up, before
- * the handler): exit waits for at most one job per thread, never for a
- * queue.
+ * that exits meanwhile abandons the queues and waits for the job each
+ * orphan is doing, as for live jits (runtime/tier.c, "Exit"), so that no
+ * thread is in LLVM when LLVM's static destructors run: exit waits for at
+ * most one job per thread, never for a queue.
  */
 void cpu_jit_free(cpu_jit *j)
 {
     if (!j) {
         return;
     }
-    if (j->tier != CPU_TIER_NONE) {
-        pthread_mutex_lock(&live_lock);
-        pthread_mutex_lock(&j->lock);
-        j->tier_stop = true;
-        bool orphan = j->tier_started && (j->tier_busy || j->queue) &&
-                      !j->tier_joined && j->actx.cfg.alloc == NULL;
-        pthread_t th = j->tier_thread;
-        bool join = j->tier_started && !j->tier_joined && !orphan;
-        j->tier_orphan = orphan;
-        if (orphan) {
-            orphans_running++;
-        }
-        for (cpu_jit **p = &live_jits; *p; p = &(*p)->next_live) {
-            if (*p == j) {
-                *p = j->next_live;
-                break;
-            }
-        }
-        pthread_cond_signal(&j->tier_wake);
-        pthread_mutex_unlock(&j->lock);
-        pthread_mutex_unlock(&live_lock);
-        if (orphan) {
-            atomic_fetch_add(&cpu_jit_orphaned, 1);
-            pthread_detach(th); /* the thread frees j */
-            return;
-        }
-        if (join) {
-            pthread_join(th, NULL);
-        }
+    if (j->tier != CPU_TIER_NONE &&
+        rt_tier_stop(&j->worker, j->actx.cfg.alloc == NULL)) {
+        return; /* the thread frees j */
     }
-    jit_destroy(j);
+    cpu_jit_destroy(j);
 }
 
-void cpu_jit_wait_orphans(void)
+static void free_addrs(void *user, rt_kentry *e)
 {
-    pthread_mutex_lock(&live_lock);
-    while (orphans_running > 0) {
-        pthread_cond_wait(&orphans_done, &live_lock);
-    }
-    pthread_mutex_unlock(&live_lock);
+    cpu_jit *j = user;
+    fe_free(j->ctx, e->value, (size_t)e->n * sizeof(void *));
 }
 
 /* Free j and everything it holds (no thread uses it any more). */
-static void jit_destroy(cpu_jit *j)
+void cpu_jit_destroy(cpu_jit *j)
 {
-    while (j->queue) { /* what a thread stopped at exit left */
-        tier_job *t = j->queue;
-        j->queue = t->next;
-        tier_job_free(j, t);
-    }
+    rt_tier_fini(&j->worker); /* frees what a thread stopped at exit left */
     if (j->jit) {
         LLVMErrorRef e = LLVMOrcDisposeLLJIT(j->jit);
         if (e) {
             LLVMConsumeError(e); /* nothing to report it to */
         }
     }
-    for (size_t i = 0; i < j->cap; i++) {
-        entry *e = j->slots ? j->slots[i] : NULL;
-        if (e) {
-            fe_free(j->ctx, e->addrs, (size_t)e->nsym * sizeof(void *));
-            fe_free(j->ctx, e->msg, FE_MSG_MAX);
-            fe_free(j->ctx, e, sizeof *e);
-        }
-    }
-    fe_free(j->ctx, j->slots, j->cap * sizeof(entry *));
+    rt_kcache_fini(&j->cache, free_addrs, j);
     if (j->dump_dir) {
         fe_free(j->ctx, j->dump_dir, strlen(j->dump_dir) + 1);
     }
@@ -552,8 +378,6 @@ static void jit_destroy(cpu_jit *j)
     LLVMDisposeMessage(j->cpu);
     LLVMDisposeMessage(j->features);
     rt_disk_close(&j->disk);
-    pthread_cond_destroy(&j->changed);
-    pthread_cond_destroy(&j->tier_wake);
     pthread_mutex_destroy(&j->link);
     pthread_mutex_destroy(&j->session_lock);
     pthread_mutex_destroy(&j->lock);
@@ -632,115 +456,27 @@ bool cpu_jit_runnable(const cpu_jit *j)
 
 /* ---- keys and names ---- */
 
-void cpu_key_begin(const cpu_jit *j, cpu_key *k)
+void cpu_key_begin(const cpu_jit *j, rt_key *k)
 {
     unsigned major, minor, patch;
     LLVMGetVersion(&major, &minor, &patch);
-    llvm_blake3_hasher_init(&k->h);
-    cpu_key_add_str(k, "weft cpu kernel");
-    cpu_key_add_i64(k, RT_ABI_VERSION);
-    cpu_key_add_i64(k, major);
-    cpu_key_add_i64(k, minor);
-    cpu_key_add_i64(k, patch);
-    cpu_key_add_str(k, j->triple);
-    cpu_key_add_str(k, j->cpu);
-    cpu_key_add_str(k, j->features);
-    cpu_key_add_i64(k, j->prefer_vector_width);
+    rt_key_begin(k);
+    rt_key_add_str(k, "weft cpu kernel");
+    rt_key_add_i64(k, RT_ABI_VERSION);
+    rt_key_add_i64(k, major);
+    rt_key_add_i64(k, minor);
+    rt_key_add_i64(k, patch);
+    rt_key_add_str(k, j->triple);
+    rt_key_add_str(k, j->cpu);
+    rt_key_add_str(k, j->features);
+    rt_key_add_i64(k, j->prefer_vector_width);
     /* fast math changes the code of every kernel with floating operations */
-    cpu_key_add_i64(k, j->ctx && (j->ctx->cfg.flags & WEFT_FLAG_FAST_MATH));
-}
-
-void cpu_key_add(cpu_key *k, const void *p, size_t n)
-{
-    llvm_blake3_hasher_update(&k->h, p, n);
-}
-
-void cpu_key_add_str(cpu_key *k, const char *s)
-{
-    size_t n = s ? strlen(s) : 0;
-    cpu_key_add_i64(k, (int64_t)n);
-    cpu_key_add(k, s ? s : "", n);
-}
-
-void cpu_key_add_i64(cpu_key *k, int64_t v)
-{
-    uint8_t b[8];
-    for (int i = 0; i < 8; i++) {
-        b[i] = (uint8_t)((uint64_t)v >> (8 * i)); /* fixed byte order */
-    }
-    cpu_key_add(k, b, 8);
-}
-
-void cpu_key_finish(cpu_key *k, uint8_t key[32])
-{
-    llvm_blake3_hasher_finalize(&k->h, key, 32);
+    rt_key_add_i64(k, j->ctx && (j->ctx->cfg.flags & WEFT_FLAG_FAST_MATH));
 }
 
 void cpu_jit_symbol(const uint8_t key[32], int i, char *buf)
 {
-    char *p = buf + snprintf(buf, CPU_SYMBOL_MAX, "wk_");
-    for (int b = 0; b < 32; b++) {
-        p += snprintf(p, 3, "%02x", key[b]);
-    }
-    snprintf(p, CPU_SYMBOL_MAX - (size_t)(p - buf), "_%d", i);
-}
-
-/* ---- the table ---- */
-
-static size_t slot_of(const uint8_t key[32], size_t cap)
-{
-    uint64_t h;
-    memcpy(&h, key, sizeof h); /* the key is a hash already */
-    return (size_t)h & (cap - 1);
-}
-
-/* The entry of key, or NULL.  Lock held. */
-static entry *find(cpu_jit *j, const uint8_t key[32])
-{
-    if (!j->cap) {
-        return NULL;
-    }
-    for (size_t i = slot_of(key, j->cap);; i = (i + 1) & (j->cap - 1)) {
-        entry *e = j->slots[i];
-        if (!e) {
-            return NULL;
-        }
-        if (memcmp(e->key, key, 32) == 0) {
-            return e;
-        }
-    }
-}
-
-/* Insert e (its key absent).  Lock held.  false when out of memory. */
-static bool insert(cpu_jit *j, entry *e)
-{
-    if (2 * (j->count + 1) > j->cap) {
-        size_t nc = j->cap ? 2 * j->cap : 64;
-        entry **ns = fe_calloc(j->ctx, nc * sizeof *ns);
-        if (!ns) {
-            return false;
-        }
-        for (size_t i = 0; i < j->cap; i++) {
-            entry *x = j->slots[i];
-            if (x) {
-                size_t k = slot_of(x->key, nc);
-                while (ns[k]) {
-                    k = (k + 1) & (nc - 1);
-                }
-                ns[k] = x;
-            }
-        }
-        fe_free(j->ctx, j->slots, j->cap * sizeof *j->slots);
-        j->slots = ns;
-        j->cap = nc;
-    }
-    size_t k = slot_of(e->key, j->cap);
-    while (j->slots[k]) {
-        k = (k + 1) & (j->cap - 1);
-    }
-    j->slots[k] = e;
-    j->count++;
-    return true;
+    rt_kernel_symbol(key, 32, i, buf, CPU_SYMBOL_MAX);
 }
 
 /* ---- dumps ---- */
@@ -1297,10 +1033,10 @@ out:
  * (named after `name`).  *ms gets the time spent emitting the object,
  * which counts as the context's FE_PHASE_LLVM_CODEGEN unless `background`
  * (the tier-up thread's, optimise_ms). */
-static weft_status emit_module(cpu_jit *j, LLVMModuleRef m,
-                               LLVMCodeGenOptLevel level, const char *name,
-                               bool background, LLVMMemoryBufferRef *obj,
-                               double *ms)
+weft_status cpu_jit_emit(cpu_jit *j, LLVMModuleRef m,
+                         LLVMCodeGenOptLevel level, const char *name,
+                         bool background, LLVMMemoryBufferRef *obj,
+                         double *ms)
 {
     *obj = NULL;
     *ms = 0;
@@ -1350,9 +1086,8 @@ static weft_status emit_module(cpu_jit *j, LLVMModuleRef m,
 
 /* Add object obj (ownership taken) to the JIT and look up the entry
  * points. */
-static weft_status link_object(cpu_jit *j, LLVMMemoryBufferRef obj,
-                               const char *const *symbols, int nsym,
-                               void **addrs)
+weft_status cpu_jit_link(cpu_jit *j, LLVMMemoryBufferRef obj,
+                         const char *const *symbols, int nsym, void **addrs)
 {
     weft_status s = WEFT_OK;
     pthread_mutex_lock(&j->link);
@@ -1411,97 +1146,13 @@ typedef struct source {
     LLVMModuleRef given;     /* cpu_jit_compile's module; NULL once used */
 } source;
 
-/* The name of entry point i of a kernel's quick code: the symbol with "q"
- * appended, so that it and the optimised code can live in one dylib. */
-static void quick_name(const char *symbol, char buf[CPU_SYMBOL_MAX])
-{
-    snprintf(buf, CPU_SYMBOL_MAX, "%sq", symbol);
-}
-
-static void tier_job_free(cpu_jit *j, tier_job *t)
-{
-    if (t->m) {
-        LLVMDisposeModule(t->m);
-    }
-    if (t->llctx) {
-        LLVMContextDispose(t->llctx);
-    }
-    fe_free(j->ctx, t->symbols, (size_t)t->nsym * sizeof *t->symbols);
-    fe_free(j->ctx, t->es, (size_t)t->ne * sizeof *t->es);
-    fe_free(j->ctx, t, sizeof *t);
-}
-
-/* A job for the background thread: m (optimised) and its context, whose
- * ownership it takes when it returns non-NULL; the caller sets its
- * entries (tier_queue). */
-static tier_job *tier_job_new(cpu_jit *j, const uint8_t key[32],
-                              LLVMContextRef llctx, LLVMModuleRef m,
-                              const char *const *symbols, int nsym)
-{
-    tier_job *t = fe_calloc(j->ctx, sizeof *t);
-    if (!t) {
-        return NULL;
-    }
-    memcpy(t->key, key, 32);
-    t->symbols = fe_calloc(j->ctx, (size_t)nsym * sizeof *t->symbols);
-    if (!t->symbols) {
-        fe_free(j->ctx, t, sizeof *t);
-        return NULL;
-    }
-    for (int i = 0; i < nsym; i++) {
-        snprintf(t->symbols[i], CPU_SYMBOL_MAX, "%s", symbols[i]);
-    }
-    t->nsym = nsym;
-    t->llctx = llctx;
-    t->m = m;
-    return t;
-}
-
-/* Emit the quick code of the optimised module m (CodeGenOpt::None) and
- * link it into addrs: for CPU_TIER_QUICK_FIRST, a copy of m with the entry
- * points renamed (quick_name), m itself being kept for the optimised code;
- * for CPU_TIER_QUICK_ONLY, m itself under the kernel's own names. */
-static weft_status emit_quick(cpu_jit *j, LLVMModuleRef m,
-                              const char *const *symbols, int nsym,
-                              void **addrs, double *ms)
-{
-    *ms = 0; /* nsym <= CPU_BATCH_SYMBOLS: request, get_many refuse more */
-    bool copy = j->tier == CPU_TIER_QUICK_FIRST;
-    LLVMModuleRef q = copy ? LLVMCloneModule(m) : m;
-    if (!q) {
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "cpu_jit: cannot copy the "
-                        "kernel module");
-    }
-    char names[CPU_BATCH_SYMBOLS][CPU_SYMBOL_MAX];
-    const char *np[CPU_BATCH_SYMBOLS];
-    for (int i = 0; i < nsym; i++) {
-        np[i] = symbols[i];
-        if (copy) {
-            quick_name(symbols[i], names[i]);
-            LLVMValueRef f = LLVMGetNamedFunction(q, symbols[i]);
-            LLVMSetValueName2(f, names[i], strlen(names[i]));
-            np[i] = names[i];
-        }
-    }
-    LLVMMemoryBufferRef obj = NULL;
-    weft_status s = emit_module(j, q, LLVMCodeGenLevelNone, symbols[0], false,
-                                &obj, ms);
-    if (copy) {
-        LLVMDisposeModule(q);
-    }
-    if (s == WEFT_OK) {
-        s = link_object(j, obj, np, nsym, addrs);
-    }
-    return s;
-}
-
 /* Produce the kernel of key into addrs: from disk, else compiled.  No lock
  * held.  Counters updated.  With CPU_TIER_QUICK_FIRST, a compiled kernel's
  * addresses are its quick code's and *job is what the background thread
  * must do for the optimised code (NULL when nothing is left to do). */
 static weft_status produce(cpu_jit *j, const uint8_t key[32], source *src,
                            const char *const *symbols, int nsym, void **addrs,
-                           tier_job **job)
+                           cpu_tier_job **job)
 {
     *job = NULL;
     bool dumping = j->dump != 0;
@@ -1519,7 +1170,7 @@ static weft_status produce(cpu_jit *j, const uint8_t key[32], source *src,
             r = 0;
         }
         if (r > 0) {
-            if (link_object(j, obj, symbols, nsym, addrs) == WEFT_OK) {
+            if (cpu_jit_link(j, obj, symbols, nsym, addrs) == WEFT_OK) {
                 pthread_mutex_lock(&j->lock);
                 j->st.disk_loads++;
                 pthread_mutex_unlock(&j->lock);
@@ -1539,7 +1190,7 @@ static weft_status produce(cpu_jit *j, const uint8_t key[32], source *src,
     weft_status s = WEFT_OK;
     LLVMContextRef llctx = NULL;
     LLVMModuleRef m = NULL;
-    diag dg = {{0}};
+    cpu_diag dg = {{0}};
     LLVMDiagnosticHandler old_handler = NULL;
     void *old_user = NULL;
     if (src->given) {
@@ -1551,7 +1202,7 @@ static weft_status produce(cpu_jit *j, const uint8_t key[32], source *src,
             return fe_error(WEFT_ERR_OUT_OF_MEMORY,
                             "cpu_jit: cannot make an LLVM context");
         }
-        LLVMContextSetDiagnosticHandler(llctx, on_diagnostic, &dg);
+        LLVMContextSetDiagnosticHandler(llctx, cpu_on_diagnostic, &dg);
         s = src->build(src->user, llctx, &m);
         if (s == WEFT_OK && !m) {
             s = fe_error(WEFT_ERR_INTERNAL, "cpu_jit: the kernel builder for "
@@ -1565,7 +1216,7 @@ static weft_status produce(cpu_jit *j, const uint8_t key[32], source *src,
     if (!llctx) {
         old_handler = LLVMContextGetDiagnosticHandler(mctx);
         old_user = LLVMContextGetDiagnosticContext(mctx);
-        LLVMContextSetDiagnosticHandler(mctx, on_diagnostic, &dg);
+        LLVMContextSetDiagnosticHandler(mctx, cpu_on_diagnostic, &dg);
     }
     /* Only a module in a context of our own can go to the background. */
     bool tiered = llctx && j->tier != CPU_TIER_NONE;
@@ -1576,18 +1227,18 @@ static weft_status produce(cpu_jit *j, const uint8_t key[32], source *src,
     s = optimise_module(j, m, symbols, nsym, huge, &opt_ms);
     if (s == WEFT_OK && huge && j->jit && !dumping) {
         /* final quick code, linked under the kernel's own names */
-        s = emit_module(j, m, LLVMCodeGenLevelNone, symbols[0], false, &obj,
-                        &emit_ms);
+        s = cpu_jit_emit(j, m, LLVMCodeGenLevelNone, symbols[0], false, &obj,
+                         &emit_ms);
         if (s == WEFT_OK) {
-            s = link_object(j, obj, symbols, nsym, addrs);
+            s = cpu_jit_link(j, obj, symbols, nsym, addrs);
             obj = NULL;
         }
         tiered = false;
     } else if (s == WEFT_OK && !tiered) {
-        s = emit_module(j, m, LLVMCodeGenLevelAggressive, symbols[0], false, &obj,
-                        &emit_ms);
+        s = cpu_jit_emit(j, m, LLVMCodeGenLevelAggressive, symbols[0], false,
+                         &obj, &emit_ms);
     } else if (s == WEFT_OK) {
-        s = emit_quick(j, m, symbols, nsym, addrs, &emit_ms);
+        s = cpu_tier_emit_quick(j, m, symbols, nsym, addrs, &emit_ms);
     }
     if (s == WEFT_OK && dg.msg[0]) {
         s = fe_error(WEFT_ERR_INTERNAL, "cpu_jit: LLVM: %s", dg.msg);
@@ -1606,7 +1257,7 @@ static weft_status produce(cpu_jit *j, const uint8_t key[32], source *src,
         /* linked above; nothing for the background or the disk */
     } else if (tiered && j->tier == CPU_TIER_QUICK_FIRST) {
         LLVMContextSetDiagnosticHandler(llctx, NULL, NULL);
-        *job = tier_job_new(j, key, llctx, m, symbols, nsym);
+        *job = cpu_tier_job_new(j, key, llctx, m, symbols, nsym);
         if (*job) {
             llctx = NULL; /* the job's now */
             m = NULL;
@@ -1617,7 +1268,7 @@ static weft_status produce(cpu_jit *j, const uint8_t key[32], source *src,
     } else if (j->jit) {
         written = rt_disk_store(&j->disk, key, LLVMGetBufferStart(obj),
                                  LLVMGetBufferSize(obj));
-        s = link_object(j, obj, symbols, nsym, addrs);
+        s = cpu_jit_link(j, obj, symbols, nsym, addrs);
     } else {
         LLVMDisposeMemoryBuffer(obj);
         for (int i = 0; i < nsym; i++) {
@@ -1639,158 +1290,34 @@ out:
     return s;
 }
 
-/* The background thread's work on one job: emit t's module at -O3, write
- * it to the disk cache, link it into addrs.  *written: bytes written to
- * disk; *ms: time spent emitting. */
-static weft_status tier_up(cpu_jit *j, tier_job *t, void **addrs,
-                           uint64_t *written, double *ms)
+/* Claim the entry of key, a kernel of nsym symbols, the first named
+ * symbol0 (runtime/kcache.c; lock held): *mine when this request must
+ * compile it, its room for the addresses then made.  A kernel known with
+ * another number of symbols is an error, as is running out of memory (the
+ * entry claimed is then FAILED). */
+static weft_status claim(cpu_jit *j, const uint8_t key[32], int nsym,
+                         const char *symbol0, rt_kentry **out, bool *mine,
+                         const char *who)
 {
-    *written = 0;
-    if (cpu_jit_tier_hook) {
-        cpu_jit_tier_hook();
+    rt_kentry *e = rt_kcache_find(&j->cache, key);
+    if (e && e->value && e->n != nsym) {
+        *mine = false;
+        return fe_error(WEFT_ERR_INVALID_ARGUMENT, "%s: kernel %s has %d "
+                        "symbols, %d asked for", who, symbol0, e->n, nsym);
     }
-    diag dg = {{0}};
-    LLVMContextSetDiagnosticHandler(t->llctx, on_diagnostic, &dg);
-    LLVMMemoryBufferRef obj = NULL;
-    weft_status s = emit_module(j, t->m, LLVMCodeGenLevelAggressive,
-                                t->symbols[0], true, &obj, ms);
-    if (s == WEFT_OK && dg.msg[0]) {
-        s = fe_error(WEFT_ERR_INTERNAL, "cpu_jit: LLVM: %s", dg.msg);
-    }
-    if (s) {
-        if (obj) {
-            LLVMDisposeMemoryBuffer(obj);
+    weft_status s = rt_kcache_claim(&j->cache, key, &e, mine, who);
+    if (s == WEFT_OK && *mine && !e->value) {
+        e->value = fe_calloc(j->ctx, (size_t)nsym * sizeof(void *));
+        if (e->value) {
+            e->n = nsym;
+        } else {
+            *mine = false;
+            s = fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+            rt_kcache_publish(&j->cache, e, RT_KC_FAILED, s,
+                              weft_last_error());
         }
-        return s;
     }
-    *written = rt_disk_store(&j->disk, t->key, LLVMGetBufferStart(obj),
-                             LLVMGetBufferSize(obj));
-    const char *np[CPU_BATCH_SYMBOLS];
-    for (int i = 0; i < t->nsym; i++) {
-        np[i] = t->symbols[i];
-    }
-    return link_object(j, obj, np, t->nsym, addrs);
-}
-
-/* Do job t (taken off the queue) and publish its outcome: the optimised
- * addresses into its entry's table, or the first failure (the entry keeps
- * its quick code).  Frees t. */
-static void tier_run(cpu_jit *j, tier_job *t)
-{
-    void *addrs[CPU_BATCH_SYMBOLS];
-    uint64_t written = 0;
-    double ms = 0;
-    weft_status s = tier_up(j, t, addrs, &written, &ms);
-    pthread_mutex_lock(&j->lock);
-    if (s == WEFT_OK) {
-        int at = 0;
-        for (int k = 0; k < t->ne; k++) {
-            entry *e = t->es[k];
-            for (int i = 0; i < e->nsym; i++) {
-                __atomic_store_n(&e->addrs[i], addrs[at++], __ATOMIC_RELEASE);
-            }
-        }
-        j->st.optimised++;
-        j->st.optimise_ms += ms;
-        j->st.disk_bytes_written += written;
-    } else if (j->tier_status == WEFT_OK) {
-        j->tier_status = s;
-        snprintf(j->tier_msg, sizeof j->tier_msg, "%s", weft_last_error());
-    }
-    j->tier_pending--;
-    pthread_cond_broadcast(&j->changed);
-    pthread_mutex_unlock(&j->lock);
-    tier_job_free(j, t);
-}
-
-/* The background thread: jobs in the order queued, until cpu_jit_free
- * asks it to stop and the queue is empty. */
-static void *tier_main(void *arg)
-{
-    cpu_jit *j = arg;
-    fe_trace_thread_label("weft tier-up");
-    pthread_mutex_lock(&j->lock);
-    for (;;) {
-        while (!j->queue && !j->tier_stop) {
-            pthread_cond_wait(&j->tier_wake, &j->lock);
-        }
-        tier_job *t = j->queue;
-        if (j->tier_orphan && atomic_load(&exiting)) {
-            j->tier_abandon = true; /* the process exits: leave the queue */
-        }
-        if (!t || j->tier_abandon) {
-            if (j->tier_abandon) { /* exiting: nobody may wait forever */
-                j->tier_pending = 0;
-                pthread_cond_broadcast(&j->changed);
-            }
-            break;
-        }
-        j->queue = t->next;
-        if (!j->queue) {
-            j->queue_tail = NULL;
-        }
-        j->tier_busy = true;
-        pthread_mutex_unlock(&j->lock);
-        tier_run(j, t);
-        pthread_mutex_lock(&j->lock);
-        j->tier_busy = false;
-    }
-    bool orphan = j->tier_orphan;
-    pthread_mutex_unlock(&j->lock);
-    if (orphan) {
-        /* cpu_jit_free has returned: this thread owns j (see "Freeing") */
-        jit_destroy(j);
-        pthread_mutex_lock(&live_lock);
-        orphans_running--;
-        pthread_cond_broadcast(&orphans_done);
-        pthread_mutex_unlock(&live_lock);
-    }
-    return NULL;
-}
-
-/* Queue t for its ne entries es (lock held; each READY with quick code;
- * es fe_alloc'd, now t's).  Starts the background thread the first time;
- * false when it cannot be started (the caller then runs the job itself,
- * unlocked). */
-static bool tier_queue(cpu_jit *j, entry **es, int ne, tier_job *t)
-{
-    t->es = es;
-    t->ne = ne;
-    j->tier_pending++;
-    if (!j->tier_started) {
-        /* after produce's cg_warm_up: LLVM's statics outlive the handler */
-        pthread_once(&live_once, live_register);
-        if (j->tier_stop
-            || pthread_create(&j->tier_thread, NULL, tier_main, j) != 0) {
-            return false; /* exiting, or no thread */
-        }
-        j->tier_started = true;
-    }
-    if (j->queue_tail) {
-        j->queue_tail->next = t;
-    } else {
-        j->queue = t;
-    }
-    j->queue_tail = t;
-    pthread_cond_signal(&j->tier_wake);
-    return true;
-}
-
-weft_status cpu_jit_wait(cpu_jit *j)
-{
-    if (!j) {
-        return WEFT_OK;
-    }
-    pthread_mutex_lock(&j->lock);
-    while (j->tier_pending > 0) {
-        pthread_cond_wait(&j->changed, &j->lock);
-    }
-    weft_status s = j->tier_status;
-    if (s != WEFT_OK) {
-        fe_error_copy(s, j->tier_msg);
-        j->tier_status = WEFT_OK;
-    }
-    pthread_mutex_unlock(&j->lock);
+    *out = e;
     return s;
 }
 
@@ -1814,77 +1341,52 @@ static weft_status request(cpu_jit *j, const uint8_t key[32], source *src,
         }
     }
     pthread_mutex_lock(&j->lock);
-    entry *e = find(j, key);
-    if (e && e->nsym != nsym) {
-        int had = e->nsym;
-        pthread_mutex_unlock(&j->lock);
-        return fe_error(WEFT_ERR_INVALID_ARGUMENT, "%s: kernel %s has %d "
-                        "symbols, %d asked for", who, symbols[0], had, nsym);
-    }
-    if (e && e->state != FAILED) {
-        while (e->state == COMPILING) {
-            pthread_cond_wait(&j->changed, &j->lock);
-        }
-        weft_status s = WEFT_OK;
-        if (e->state == READY) {
-            memcpy(addrs, e->addrs, (size_t)nsym * sizeof *addrs);
+    rt_kentry *e = NULL;
+    bool mine = false;
+    weft_status s = claim(j, key, nsym, symbols[0], &e, &mine, who);
+    if (s == WEFT_OK && !mine) {
+        s = rt_kcache_wait(&j->cache, e);
+        if (s == WEFT_OK) {
+            memcpy(addrs, e->value, (size_t)nsym * sizeof *addrs);
             if (live) {
-                *live = e->addrs;
+                *live = e->value;
             }
             j->st.memory_hits++;
-        } else {
-            s = fe_error_copy(e->status, e->msg);
         }
-        pthread_mutex_unlock(&j->lock);
+    }
+    pthread_mutex_unlock(&j->lock);
+    if (s != WEFT_OK || !mine) {
         return s;
     }
-    if (!e) {
-        e = fe_calloc(j->ctx, sizeof *e);
-        void **a = fe_calloc(j->ctx, (size_t)nsym * sizeof *a);
-        char *msg = fe_calloc(j->ctx, FE_MSG_MAX);
-        if (!e || !a || !msg || (memcpy(e->key, key, 32), !insert(j, e))) {
-            pthread_mutex_unlock(&j->lock);
-            fe_free(j->ctx, e, sizeof *e);
-            fe_free(j->ctx, a, (size_t)nsym * sizeof *a);
-            fe_free(j->ctx, msg, FE_MSG_MAX);
-            return fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
-        }
-        e->nsym = nsym;
-        e->addrs = a;
-        e->msg = msg;
-    }
-    e->state = COMPILING;
-    pthread_mutex_unlock(&j->lock);
 
     void **tmp = addrs; /* the caller's array is ours until we return */
-    tier_job *job = NULL;
-    weft_status s = produce(j, key, src, symbols, nsym, tmp, &job);
+    cpu_tier_job *job = NULL;
+    s = produce(j, key, src, symbols, nsym, tmp, &job);
 
+    char msg[FE_MSG_MAX];
+    snprintf(msg, sizeof msg, "%s", s != WEFT_OK ? weft_last_error() : "");
     pthread_mutex_lock(&j->lock);
     bool inline_job = false;
     if (s == WEFT_OK) {
-        memcpy(e->addrs, tmp, (size_t)nsym * sizeof *tmp);
-        e->state = READY;
+        memcpy(e->value, tmp, (size_t)nsym * sizeof *tmp);
         if (live) {
-            *live = e->addrs;
+            *live = e->value;
         }
-        entry **es = job ? fe_alloc(j->ctx, sizeof *es) : NULL;
+        rt_kentry **es = job ? fe_alloc(j->ctx, sizeof *es) : NULL;
         if (es) {
             es[0] = e;
-            inline_job = !tier_queue(j, es, 1, job);
+            inline_job = !cpu_tier_queue(j, es, 1, job);
         } else if (job) {
-            tier_job_free(j, job); /* out of memory: the quick code stays */
+            /* out of memory: the quick code stays */
+            cpu_tier_job_free(j, job);
             job = NULL;
         }
-    } else {
-        e->status = s;
-        snprintf(e->msg, FE_MSG_MAX, "%s", weft_last_error());
-        e->state = FAILED;
     }
-    pthread_cond_broadcast(&j->changed);
+    rt_kcache_publish(&j->cache, e, s == WEFT_OK ? RT_KC_READY : RT_KC_FAILED,
+                      s, msg);
     pthread_mutex_unlock(&j->lock);
     if (inline_job) {
-        tier_run(j, job); /* no background thread: optimise here */
+        cpu_tier_run_here(j, job); /* no background thread */
     }
     return s;
 }
@@ -1997,11 +1499,11 @@ weft_status cpu_jit_get_many(cpu_jit *j, cpu_build_fn build, cpu_request *r,
         return fe_error(WEFT_ERR_INVALID_ARGUMENT, "%s: %d symbols (at most "
                         "%d)", who, total, CPU_BATCH_SYMBOLS);
     }
-    entry **es = fe_calloc(j->ctx, (size_t)n * sizeof *es);
+    rt_kentry **es = fe_calloc(j->ctx, (size_t)n * sizeof *es);
     bool *mine = fe_calloc(j->ctx, (size_t)n * sizeof *mine);
     const char **syms = fe_calloc(j->ctx, (size_t)total * sizeof *syms);
     void **addrs = fe_calloc(j->ctx, (size_t)total * sizeof *addrs);
-    entry **claimed = fe_calloc(j->ctx, (size_t)n * sizeof *claimed);
+    rt_kentry **claimed = fe_calloc(j->ctx, (size_t)n * sizeof *claimed);
     weft_status s = WEFT_OK;
     if (!es || !mine || !syms || !addrs || !claimed) {
         s = fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
@@ -2011,37 +1513,13 @@ weft_status cpu_jit_get_many(cpu_jit *j, cpu_build_fn build, cpu_request *r,
     int nmine = 0, nsym = 0;
     pthread_mutex_lock(&j->lock);
     for (int i = 0; i < n && s == WEFT_OK; i++) {
-        entry *e = find(j, r[i].key);
-        if (e && e->nsym != r[i].nsym) {
-            s = fe_error(WEFT_ERR_INVALID_ARGUMENT, "%s: kernel %s has %d "
-                         "symbols, %d asked for", who, r[i].symbols[0],
-                         e->nsym, r[i].nsym);
-            break;
+        bool m = false;
+        s = claim(j, r[i].key, r[i].nsym, r[i].symbols[0], &es[i], &m, who);
+        if (s != WEFT_OK || !m) {
+            continue; /* ready, or compiled by another request */
         }
-        if (e && e->state != FAILED) {
-            es[i] = e; /* ready, or compiled by another request */
-            continue;
-        }
-        if (!e) {
-            e = fe_calloc(j->ctx, sizeof *e);
-            void **a = fe_calloc(j->ctx, (size_t)r[i].nsym * sizeof *a);
-            char *msg = fe_calloc(j->ctx, FE_MSG_MAX);
-            if (!e || !a || !msg ||
-                (memcpy(e->key, r[i].key, 32), !insert(j, e))) {
-                fe_free(j->ctx, e, sizeof *e);
-                fe_free(j->ctx, a, (size_t)r[i].nsym * sizeof *a);
-                fe_free(j->ctx, msg, FE_MSG_MAX);
-                s = fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
-                break;
-            }
-            e->nsym = r[i].nsym;
-            e->addrs = a;
-            e->msg = msg;
-        }
-        e->state = COMPILING;
-        es[i] = e;
         mine[i] = true;
-        claimed[nmine++] = e;
+        claimed[nmine++] = es[i];
         for (int k = 0; k < r[i].nsym; k++) {
             syms[nsym++] = r[i].symbols[k];
         }
@@ -2049,20 +1527,20 @@ weft_status cpu_jit_get_many(cpu_jit *j, cpu_build_fn build, cpu_request *r,
     pthread_mutex_unlock(&j->lock);
     /* compile the claimed ones (also after a failure above: they must
      * leave COMPILING) */
-    tier_job *job = NULL;
+    cpu_tier_job *job = NULL;
     if (nmine > 0) {
         weft_status c = s;
         if (c == WEFT_OK) {
             uint8_t key[32];
-            cpu_key h;
-            llvm_blake3_hasher_init(&h.h);
-            cpu_key_add_str(&h, "weft cpu batch");
+            rt_key h;
+            rt_key_begin(&h);
+            rt_key_add_str(&h, "weft cpu batch");
             for (int i = 0; i < n; i++) {
                 if (mine[i]) {
-                    cpu_key_add(&h, r[i].key, 32);
+                    rt_key_add(&h, r[i].key, 32);
                 }
             }
-            cpu_key_finish(&h, key);
+            rt_key_finish(&h, key);
             batch b = {build, r, mine, n, syms, nsym};
             source src = {build_batch, &b, NULL};
             c = produce(j, key, &src, syms, nsym, addrs, &job);
@@ -2074,31 +1552,29 @@ weft_status cpu_jit_get_many(cpu_jit *j, cpu_build_fn build, cpu_request *r,
             if (!mine[i]) {
                 continue;
             }
-            entry *e = es[i];
+            rt_kentry *e = es[i];
             if (c == WEFT_OK) {
-                memcpy(e->addrs, addrs + at, (size_t)e->nsym * sizeof *addrs);
-                e->state = READY;
-                at += e->nsym;
-            } else {
-                e->status = c;
-                snprintf(e->msg, FE_MSG_MAX, "%s", msg);
-                e->state = FAILED;
+                memcpy(e->value, addrs + at, (size_t)e->n * sizeof *addrs);
+                at += e->n;
             }
+            rt_kcache_publish(&j->cache, e,
+                              c == WEFT_OK ? RT_KC_READY : RT_KC_FAILED, c,
+                              msg);
         }
         bool inline_job = false;
-        entry **jes = job ? fe_alloc(j->ctx, (size_t)nmine * sizeof *jes)
+        rt_kentry **jes = job ? fe_alloc(j->ctx, (size_t)nmine * sizeof *jes)
                           : NULL;
         if (jes) {
             memcpy(jes, claimed, (size_t)nmine * sizeof *jes);
-            inline_job = !tier_queue(j, jes, nmine, job);
+            inline_job = !cpu_tier_queue(j, jes, nmine, job);
         } else if (job) {
-            tier_job_free(j, job); /* out of memory: the quick code stays */
+            /* out of memory: the quick code stays */
+            cpu_tier_job_free(j, job);
             job = NULL;
         }
-        pthread_cond_broadcast(&j->changed);
         pthread_mutex_unlock(&j->lock);
         if (inline_job) {
-            tier_run(j, job);
+            cpu_tier_run_here(j, job);
         }
         if (c != WEFT_OK) {
             s = fe_error_copy(c, msg);
@@ -2110,16 +1586,12 @@ weft_status cpu_jit_get_many(cpu_jit *j, cpu_build_fn build, cpu_request *r,
     /* everything: ours, and what others compiled */
     pthread_mutex_lock(&j->lock);
     for (int i = 0; i < n && s == WEFT_OK; i++) {
-        entry *e = es[i];
-        while (e->state == COMPILING) {
-            pthread_cond_wait(&j->changed, &j->lock);
-        }
-        if (e->state == READY) {
-            memcpy(r[i].addrs, e->addrs, (size_t)e->nsym * sizeof(void *));
-            r[i].live = e->addrs;
+        rt_kentry *e = es[i];
+        s = rt_kcache_wait(&j->cache, e);
+        if (s == WEFT_OK) {
+            memcpy(r[i].addrs, e->value, (size_t)e->n * sizeof(void *));
+            r[i].live = e->value;
             j->st.memory_hits += !mine[i];
-        } else {
-            s = fe_error_copy(e->status, e->msg);
         }
     }
     pthread_mutex_unlock(&j->lock);

@@ -2,9 +2,10 @@
  * runtime-gpu/backend.c: the PTX backend (WEFT_BACKEND_PTX).
  *
  * Per context: one device (cuda.c: the driver, its primary context, a
- * stream; mem.c: device memory and the mirrors of arrays), one NVPTX
- * target machine for the device's compute capability, and a table of the
- * kernels loaded so far, by key.
+ * stream; mem.c: device memory and the mirrors of arrays), NVPTX target
+ * machines for the device's compute capability (one per compile running,
+ * kept for the next), and a table of the kernels loaded so far, by key
+ * (runtime/kcache.c, as on the CPU).
  *
  * weft_compile: every collective operation that has a skeleton becomes a
  * kernel, exactly as on the CPU (runtime/plan.c), but emitted for
@@ -27,8 +28,8 @@
  * default: on an H100 the driver's part of Black-Scholes 84 -> 43 ms, of
  * dotp 65 -> 45 ms), so the first run starts early; a
  * copy of the kernel's IR, taken before the quick pipeline, goes to the
- * context's tier-up thread, which makes the PTX of an untiered compile
- * (cg_ptx_finish, on a target machine of its own), has the driver
+ * context's tier-up thread (runtime/tier.c's worker, as on the CPU), which
+ * makes the PTX of an untiered compile (cg_ptx_finish), has the driver
  * compile it at full optimisation, writes it to the disk cache, and swaps
  * the new functions into the kernel's table entry under the device's
  * lock.  Runs hold that lock from their first launch to their last
@@ -94,9 +95,9 @@ typedef struct ptx_kernel {
     int nfn;
     gpu_fn fn[SK_MAX_ENTRY];
     char names[SK_MAX_ENTRY][80];
-    struct ptx_kernel *next;
 } ptx_kernel;
 
+#define TM_SPARE 4      /* target machines of a kind kept for reuse */
 #define CLEAN_BYTES 256 /* of the clean area per aux index ("Clean words") */
 #define HELD_MAX 512    /* error words a run holds back ("Held reports") */
 /* The clean area: 8 aux indices, then the held words. */
@@ -107,7 +108,7 @@ enum { PTX_TIER_NONE, PTX_TIER_UP, PTX_TIER_QUICK_ONLY };
 /* A kernel waiting for its tier-up: the skeleton's IR, not yet finished,
  * in an LLVM context of its own (used by one thread at a time). */
 typedef struct ptx_tier_job {
-    struct ptx_tier_job *next;
+    rt_tier_job link;            /* first: runtime/tier.c's queue */
     ptx_kernel *pk;              /* the table entry to swap (NULL without a
                                     device) */
     LLVMContextRef llctx;
@@ -120,13 +121,21 @@ typedef struct ptx_tier_job {
 
 bool gpu_tier_without_device;
 void (*gpu_tier_hook)(void);
+void (*gpu_build_hook)(void);
 
 typedef struct ptx_state {
     gpu_dev *dev;
     int sm;                      /* the SM the PTX is built for */
-    LLVMTargetMachineRef tm;
-    pthread_mutex_t lock;        /* guards the table, tm and the counters */
-    ptx_kernel *kernels;         /* loaded kernels */
+    pthread_mutex_t lock;        /* guards the table, the spare target
+                                    machines and the counters */
+    rt_kcache cache;             /* the kernels by key (runtime/kcache.c);
+                                    a READY entry's value is its
+                                    ptx_kernel, none in a compile-only
+                                    context */
+    LLVMTargetMachineRef spare[2][TM_SPARE]; /* [quick]: target machines
+                                    no compile is using ("Compiling in
+                                    parallel") */
+    int nspare[2];
     rt_disk disk;                /* kernels' PTX on disk */
     uint64_t compiled, loaded, reused;
     double compile_ms;
@@ -142,56 +151,17 @@ typedef struct ptx_state {
     cg_ptx_quick quick_llvm;     /* the quick tier's LLVM passes
                                     ($WEFT_PTX_QUICK_LLVM: bare, o1) */
     int tier;                    /* PTX_TIER_* ("Tiers") */
-    LLVMTargetMachineRef tm_quick; /* the quick tier's (under lock) */
     weft_context *ctx;
     uint64_t optimised;          /* kernels tiered up (under lock) */
     double optimise_ms;          /* the tier-up thread's time (under lock) */
-    /* the tier-up thread; all under tier_lock */
-    pthread_mutex_t tier_lock;
-    pthread_cond_t tier_wake;    /* a job was queued, or stop */
-    pthread_cond_t tier_idle;    /* a job finished */
-    ptx_tier_job *queue, *queue_tail;
-    int tier_pending;            /* jobs queued or running */
-    bool tier_stop;              /* the context is being freed */
-    bool tier_started;
-    pthread_t tier_thread;
-    weft_status tier_status;     /* the first failed tier-up since the last
-                                    wait, with its message */
-    char tier_msg[FE_MSG_MAX];
-    struct ptx_state *live_next; /* on the list of live tier-up threads
-                                    (under live_lock) */
+    rt_tier worker;              /* the tier-up thread (runtime/tier.c):
+                                    freeing the context drops its queue */
     uint64_t clean;              /* CLEAN_AREA bytes kept zero between
                                     runs ("Clean words"; 0: not yet) */
     bool clean_ok;               /* clean is known to be all zero */
 } ptx_state;
 
-/* The states whose tier-up thread runs.  A process that exits with such
- * a context not freed stops them first (tier_at_exit: the job in hand is
- * finished, the rest dropped), so that no thread is inside the driver
- * while its library is torn down. */
-static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
-static ptx_state *live;
-static pthread_once_t live_once = PTHREAD_ONCE_INIT;
-
-static void tier_stop(ptx_state *st);
-
-static void tier_at_exit(void)
-{
-    pthread_mutex_lock(&live_lock);
-    while (live) {
-        ptx_state *st = live;
-        live = st->live_next;
-        pthread_mutex_unlock(&live_lock);
-        tier_stop(st);
-        pthread_mutex_lock(&live_lock);
-    }
-    pthread_mutex_unlock(&live_lock);
-}
-
-static void live_init(void)
-{
-    atexit(tier_at_exit);
-}
+static const rt_tier_ops tier_ops;
 
 static ptx_state *state_of(const weft_context *ctx)
 {
@@ -207,57 +177,26 @@ static double now_ms(void)
 
 /* ---- context ----------------------------------------------------------- */
 
-static void free_kernels(ptx_state *st)
+static void free_kernel(void *user, rt_kentry *e)
 {
-    ptx_kernel *k = st->kernels;
-    while (k) {
-        ptx_kernel *next = k->next;
+    ptx_state *st = user;
+    ptx_kernel *k = e->value;
+    if (k) {
         gpu_module_free(st->dev, k->mod);
         gpu_module_free(st->dev, k->quick_mod);
         fe_free(NULL, k, sizeof *k);
-        k = next;
     }
-    st->kernels = NULL;
 }
 
-static void tier_job_free(ptx_tier_job *t)
+static void tier_job_free(void *user, rt_tier_job *job)
 {
+    (void)user;
+    ptx_tier_job *t = (ptx_tier_job *)job;
     if (t->llctx) {
         LLVMDisposeModule(t->mod);
         LLVMContextDispose(t->llctx);
     }
     fe_free(NULL, t, sizeof *t);
-}
-
-/* Stop the tier-up thread: the queue dropped, the job in hand finished
- * or given up (tier_up), the thread joined, st off the live list. */
-static void tier_stop(ptx_state *st)
-{
-    pthread_mutex_lock(&live_lock);
-    for (ptx_state **p = &live; *p; p = &(*p)->live_next) {
-        if (*p == st) {
-            *p = st->live_next;
-            break;
-        }
-    }
-    pthread_mutex_unlock(&live_lock);
-    pthread_mutex_lock(&st->tier_lock);
-    st->tier_stop = true;
-    pthread_cond_signal(&st->tier_wake);
-    bool join = st->tier_started;
-    st->tier_started = false;
-    pthread_mutex_unlock(&st->tier_lock);
-    if (join) {
-        pthread_join(st->tier_thread, NULL);
-    }
-    pthread_mutex_lock(&st->tier_lock);
-    ptx_tier_job *queue = st->queue;
-    st->queue = st->queue_tail = NULL;
-    pthread_mutex_unlock(&st->tier_lock);
-    for (ptx_tier_job *t = queue, *next; t; t = next) {
-        next = t->next;
-        tier_job_free(t);
-    }
 }
 
 static void ptx_context_fini(weft_context *ctx)
@@ -266,20 +205,17 @@ static void ptx_context_fini(weft_context *ctx)
     if (!st) {
         return;
     }
-    tier_stop(st);
-    pthread_mutex_destroy(&st->tier_lock);
-    pthread_cond_destroy(&st->tier_wake);
-    pthread_cond_destroy(&st->tier_idle);
-    free_kernels(st);
+    rt_tier_stop(&st->worker, false);
+    rt_tier_fini(&st->worker);
+    rt_kcache_fini(&st->cache, free_kernel, st);
     if (st->clean) {
         gpu_mem_free(st->dev, st->clean, CLEAN_AREA);
     }
     rt_disk_close(&st->disk);
-    if (st->tm) {
-        LLVMDisposeTargetMachine(st->tm);
-    }
-    if (st->tm_quick) {
-        LLVMDisposeTargetMachine(st->tm_quick);
+    for (int q = 0; q < 2; q++) {
+        for (int i = 0; i < st->nspare[q]; i++) {
+            LLVMDisposeTargetMachine(st->spare[q][i]);
+        }
     }
     gpu_dev_close(st->dev);
     pthread_mutex_destroy(&st->lock);
@@ -303,9 +239,8 @@ static weft_status ptx_context_init(weft_context *ctx)
         return fe_error(WEFT_ERR_OUT_OF_MEMORY,
                         "weft_context_create: out of memory");
     }
-    pthread_mutex_init(&st->tier_lock, NULL);
-    pthread_cond_init(&st->tier_wake, NULL);
-    pthread_cond_init(&st->tier_idle, NULL);
+    rt_kcache_init(&st->cache, ctx, &st->lock);
+    rt_tier_init(&st->worker, &tier_ops, st, false);
     st->ctx = ctx;
     ctx->be_state = st;
     const char *target = ctx->cfg.target_cpu;
@@ -320,15 +255,16 @@ static weft_status ptx_context_init(weft_context *ctx)
                             "an sm_XY of 50 or more", target);
         }
         st->sm = (int)sm;
-        s = cg_ptx_machine(st->sm, &st->tm);
+        s = cg_ptx_machine(st->sm, &st->spare[0][0]);
     } else {
         s = gpu_dev_open(ctx, ctx->cfg.device, &st->dev);
         if (s == WEFT_OK) {
             gpu_mem_set_limit(st->dev, ctx->cfg.device_memory);
             st->sm = gpu_dev_sm(st->dev);
-            s = cg_ptx_machine(st->sm, &st->tm);
+            s = cg_ptx_machine(st->sm, &st->spare[0][0]);
         }
     }
+    st->nspare[0] = s == WEFT_OK;
     if (s) {
         ptx_context_fini(ctx);
         return s;
@@ -366,7 +302,8 @@ static weft_status ptx_context_init(weft_context *ctx)
     rt_disk_open(&st->disk, ctx, NULL, 0,
                  st->dev == NULL || st->tier == PTX_TIER_QUICK_ONLY, ".ptx");
     if (st->tier != PTX_TIER_NONE) {
-        s = cg_ptx_machine_quick(st->sm, &st->tm_quick);
+        s = cg_ptx_machine_quick(st->sm, &st->spare[1][0]);
+        st->nspare[1] = s == WEFT_OK;
         if (s) {
             ptx_context_fini(ctx);
             return s;
@@ -400,25 +337,20 @@ static void ptx_stats(const weft_context *ctx, weft_stats *out)
 
 /* ---- compile ----------------------------------------------------------- */
 
-static void key_add(void *user, const void *p, size_t n)
-{
-    llvm_blake3_hasher_update(user, p, n);
-}
-
 /* The key of kernel k for this context's SM and fast-math setting. */
 static void kernel_key(const ptx_state *st, const weft_context *ctx,
                        const fe_core *core, sk_kernel *k)
 {
-    llvm_blake3_hasher h;
-    llvm_blake3_hasher_init(&h);
+    rt_key h;
+    rt_key_begin(&h);
     static const char tag[] = "weft-ptx";
-    llvm_blake3_hasher_update(&h, tag, sizeof tag);
+    rt_key_add(&h, tag, sizeof tag);
     int64_t words[4] = {st->sm, LLVM_VERSION_MAJOR * 100 + LLVM_VERSION_MINOR,
                         RT_ABI_VERSION,
                         (ctx->cfg.flags & WEFT_FLAG_FAST_MATH) != 0};
-    llvm_blake3_hasher_update(&h, words, sizeof words);
-    sk_describe(core, k, key_add, &h);
-    llvm_blake3_hasher_finalize(&h, k->key, 32);
+    rt_key_add(&h, words, sizeof words); /* host order, as ever */
+    sk_describe(core, k, rt_key_sink, &h);
+    rt_key_finish(&h, k->key);
 }
 
 /* How kernel k is compiled in st (PTX_TIER_*): as st says, but that a
@@ -434,6 +366,42 @@ static int kernel_tier(const ptx_state *st, const sk_kernel *k)
                : st->tier;
 }
 
+/* A target machine for one compile, quick (cg_ptx_machine_quick) or not
+ * (cg_ptx_machine): a spare one, else a new one.  LLVM's target machines
+ * may not be shared by threads that emit code at once. */
+static weft_status tm_take(ptx_state *st, bool quick,
+                           LLVMTargetMachineRef *out)
+{
+    pthread_mutex_lock(&st->lock);
+    int n = st->nspare[quick];
+    *out = n > 0 ? st->spare[quick][n - 1] : NULL;
+    st->nspare[quick] = n > 0 ? n - 1 : 0;
+    pthread_mutex_unlock(&st->lock);
+    if (*out) {
+        return WEFT_OK;
+    }
+    return quick ? cg_ptx_machine_quick(st->sm, out)
+                 : cg_ptx_machine(st->sm, out);
+}
+
+/* Give back what tm_take gave (NULL: nothing): kept as a spare, or
+ * disposed of when TM_SPARE are. */
+static void tm_give(ptx_state *st, bool quick, LLVMTargetMachineRef tm)
+{
+    if (!tm) {
+        return;
+    }
+    pthread_mutex_lock(&st->lock);
+    bool keep = st->nspare[quick] < TM_SPARE;
+    if (keep) {
+        st->spare[quick][st->nspare[quick]++] = tm;
+    }
+    pthread_mutex_unlock(&st->lock);
+    if (!keep) {
+        LLVMDisposeTargetMachine(tm);
+    }
+}
+
 /* Build kernel k's PTX (a new buffer in *ptx): kernel_tier's quick PTX
  * unless PTX_TIER_NONE, and then, for PTX_TIER_UP, a job in *job (new,
  * fe_alloc'd with the default allocator) holding a copy of the IR taken
@@ -443,6 +411,9 @@ static weft_status build_ptx(ptx_state *st, weft_executable *exe,
                              LLVMMemoryBufferRef *ptx, ptx_tier_job **job)
 {
     *job = NULL;
+    if (gpu_build_hook) {
+        gpu_build_hook();
+    }
     weft_context *ctx = exe->ctx;
     uint64_t t0 = fe_clock_ns();
     fe_arena scratch;
@@ -481,9 +452,13 @@ static weft_status build_ptx(ptx_state *st, weft_executable *exe,
             *job = t;
         }
     }
-    if (s == WEFT_OK && tier != PTX_TIER_NONE) {
-        s = cg_ptx_finish_quick(mod, st->tm_quick, names, n, ctx,
-                                st->quick_llvm, ptx);
+    bool quick = tier != PTX_TIER_NONE;
+    LLVMTargetMachineRef tm = NULL;
+    if (s == WEFT_OK) {
+        s = tm_take(st, quick, &tm);
+    }
+    if (s == WEFT_OK && quick) {
+        s = cg_ptx_finish_quick(mod, tm, names, n, ctx, st->quick_llvm, ptx);
     } else if (s == WEFT_OK) {
         char prefix[1024];
         const char *dump = NULL;
@@ -492,11 +467,12 @@ static weft_status build_ptx(ptx_state *st, weft_executable *exe,
                      ctx->cfg.dump_dir ? ctx->cfg.dump_dir : ".", names[0]);
             dump = prefix;
         }
-        s = cg_ptx_finish(mod, st->tm, names, n, dump, ctx, ptx);
+        s = cg_ptx_finish(mod, tm, names, n, dump, ctx, ptx);
     }
+    tm_give(st, quick, tm);
     LLVMDisposeModule(mod);
     if (*job && s != WEFT_OK) {
-        tier_job_free(*job); /* disposes of llctx */
+        tier_job_free(NULL, &(*job)->link); /* disposes of llctx */
         *job = NULL;
     } else if (!*job) {
         LLVMContextDispose(llctx);
@@ -506,13 +482,22 @@ static weft_status build_ptx(ptx_state *st, weft_executable *exe,
 
 /* ---- tiers ("Tiers" in the head comment) -------------------------------- */
 
-/* Tier-up job t on the tier-up thread, with its target machine tm: the
- * optimised PTX, compiled and loaded by the driver, swapped into t->pk
- * under the device's lock, written to the disk cache.  Gives up with
- * WEFT_OK when the context is being freed. */
-static weft_status tier_up(ptx_state *st, ptx_tier_job *t,
-                           LLVMTargetMachineRef tm)
+/* Tier-up job t on the tier-up thread (rt_tier_ops.run): the optimised
+ * PTX, compiled and loaded by the
+ * driver, swapped into t->pk under the device's lock, written to the
+ * disk cache.  Gives up with WEFT_OK when the context is being freed. */
+static weft_status tier_up(void *user, rt_tier_job *job)
 {
+    ptx_state *st = user;
+    ptx_tier_job *t = (ptx_tier_job *)job;
+    if (gpu_tier_hook) {
+        gpu_tier_hook();
+    }
+    LLVMTargetMachineRef tm = NULL;
+    weft_status made = tm_take(st, false, &tm);
+    if (made != WEFT_OK) {
+        return made;
+    }
     double t0 = now_ms();
     const char *np[SK_MAX_ENTRY];
     for (int i = 0; i < t->nfn; i++) {
@@ -521,15 +506,14 @@ static weft_status tier_up(ptx_state *st, ptx_tier_job *t,
     LLVMMemoryBufferRef ptx = NULL;
     /* no ctx: this time is optimise_ms, not the compile's phases */
     weft_status s = cg_ptx_finish(t->mod, tm, np, t->nfn, NULL, NULL, &ptx);
+    tm_give(st, false, tm);
     LLVMDisposeModule(t->mod);
     LLVMContextDispose(t->llctx);
     t->llctx = NULL;
     if (s != WEFT_OK) {
         return s;
     }
-    pthread_mutex_lock(&st->tier_lock);
-    bool stop = st->tier_stop;
-    pthread_mutex_unlock(&st->tier_lock);
+    bool stop = rt_tier_stopping(&st->worker);
     gpu_module *mod = NULL;
     gpu_fn fn[SK_MAX_ENTRY];
     if (!stop && t->pk) {
@@ -555,11 +539,11 @@ static weft_status tier_up(ptx_state *st, ptx_tier_job *t,
         }
     }
     if (s == WEFT_OK && !stop) {
-        pthread_mutex_lock(&st->lock);
         if (t->pk) {
             rt_disk_store(&st->disk, t->key, LLVMGetBufferStart(ptx),
                           LLVMGetBufferSize(ptx));
         }
+        pthread_mutex_lock(&st->lock);
         st->optimised++;
         st->optimise_ms += now_ms() - t0;
         pthread_mutex_unlock(&st->lock);
@@ -568,111 +552,36 @@ static weft_status tier_up(ptx_state *st, ptx_tier_job *t,
     return s;
 }
 
-/* The tier-up thread: jobs in turn until stopped. */
-static void *tier_main(void *arg)
-{
-    ptx_state *st = arg;
-    LLVMTargetMachineRef tm = NULL;
-    weft_status made = cg_ptx_machine(st->sm, &tm);
-    char msg[FE_MSG_MAX];
-    snprintf(msg, sizeof msg, "%s", made ? weft_last_error() : "");
-    pthread_mutex_lock(&st->tier_lock);
-    for (;;) {
-        while (!st->queue && !st->tier_stop) {
-            pthread_cond_wait(&st->tier_wake, &st->tier_lock);
-        }
-        if (st->tier_stop) {
-            break;
-        }
-        ptx_tier_job *t = st->queue;
-        st->queue = t->next;
-        if (!st->queue) {
-            st->queue_tail = NULL;
-        }
-        pthread_mutex_unlock(&st->tier_lock);
-        if (gpu_tier_hook) {
-            gpu_tier_hook();
-        }
-        weft_status s = made ? made : tier_up(st, t, tm);
-        if (s != WEFT_OK && !made) {
-            snprintf(msg, sizeof msg, "%s", weft_last_error());
-        }
-        tier_job_free(t);
-        pthread_mutex_lock(&st->tier_lock);
-        if (s != WEFT_OK && st->tier_status == WEFT_OK) {
-            st->tier_status = s;
-            snprintf(st->tier_msg, sizeof st->tier_msg, "%s", msg);
-        }
-        st->tier_pending--;
-        pthread_cond_broadcast(&st->tier_idle);
-    }
-    pthread_mutex_unlock(&st->tier_lock);
-    if (tm) {
-        LLVMDisposeTargetMachine(tm);
-    }
-    return NULL;
-}
+static const rt_tier_ops tier_ops = {
+    .run = tier_up,
+    .free_job = tier_job_free,
+};
 
 /* Queue job t (taken over; its pk set) for the tier-up thread, started on
- * first use.  Without a thread to be had the kernel keeps its quick code
- * and the failure shows at weft_context_wait_optimised. */
+ * first use; without a thread to be had, it runs here. */
 static void tier_queue(ptx_state *st, ptx_tier_job *t)
 {
-    pthread_mutex_lock(&st->tier_lock);
-    if (!st->tier_started && !st->tier_stop) {
-        pthread_once(&live_once, live_init);
-        st->tier_started =
-            pthread_create(&st->tier_thread, NULL, tier_main, st) == 0;
-        if (st->tier_started) {
-            pthread_mutex_lock(&live_lock);
-            st->live_next = live;
-            live = st;
-            pthread_mutex_unlock(&live_lock);
-        }
-        if (!st->tier_started && st->tier_status == WEFT_OK) {
-            st->tier_status = WEFT_ERR_INTERNAL;
-            snprintf(st->tier_msg, sizeof st->tier_msg,
-                     "no thread for the tier-up of kernel %s", t->names[0]);
-        }
+    if (!rt_tier_queue(&st->worker, &t->link)) {
+        rt_tier_run_here(&st->worker, &t->link);
     }
-    if (!st->tier_started) {
-        pthread_mutex_unlock(&st->tier_lock);
-        tier_job_free(t);
-        return;
-    }
-    t->next = NULL;
-    if (st->queue_tail) {
-        st->queue_tail->next = t;
-    } else {
-        st->queue = t;
-    }
-    st->queue_tail = t;
-    st->tier_pending++;
-    pthread_cond_signal(&st->tier_wake);
-    pthread_mutex_unlock(&st->tier_lock);
 }
 
 static weft_status ptx_wait_optimised(weft_context *ctx)
 {
     ptx_state *st = state_of(ctx);
-    pthread_mutex_lock(&st->tier_lock);
-    while (st->tier_pending > 0 && !st->tier_stop) {
-        pthread_cond_wait(&st->tier_idle, &st->tier_lock);
-    }
-    weft_status s = st->tier_status;
     char msg[FE_MSG_MAX];
-    snprintf(msg, sizeof msg, "%s", st->tier_msg);
-    st->tier_status = WEFT_OK;
-    pthread_mutex_unlock(&st->tier_lock);
+    weft_status s = rt_tier_wait(&st->worker, msg);
     if (s != WEFT_OK) {
         return fe_error(s, "weft_context_wait_optimised: %s", msg);
     }
     return WEFT_OK;
 }
 
-/* Make kernel k of module mod (compiled and loaded) and add it to the
- * table (st locked): its functions looked up; `ptx` (n bytes, NULL for
- * none) written to the disk cache. */
+/* Make kernel k of module mod (compiled and loaded; taken over) into
+ * *out: its functions looked up; `ptx` (n bytes, NULL for none) written
+ * to the disk cache.  No lock of st held: the lookups take the device's
+ * lock, which a run holds from its first launch to its last, and other
+ * compiles need st's meanwhile. */
 static weft_status add_kernel(ptx_state *st, sk_kernel *k, gpu_module *mod,
                               const void *ptx, size_t n, char names[][80],
                               int nfn, ptx_kernel **out)
@@ -699,8 +608,6 @@ static weft_status add_kernel(ptx_state *st, sk_kernel *k, gpu_module *mod,
     }
     memcpy(pk->key, k->key, 32);
     pk->nfn = nfn;
-    pk->next = st->kernels;
-    st->kernels = pk;
     *out = pk;
     return WEFT_OK;
 }
@@ -712,7 +619,17 @@ static weft_status add_kernel(ptx_state *st, sk_kernel *k, gpu_module *mod,
  * own while the compile goes on with the next kernel, and the threads are
  * waited for (in order; at most JITS_MAX at a time) when the plan is
  * complete, their kernels' functions looked up, new PTX stored on disk.
- * A kernel met again in the same compile waits for the same thread. */
+ * A kernel met again in the same compile waits for the same thread.
+ *
+ * Several weft_compiles on one context run at once too: no lock is held
+ * while LLVM builds a kernel (each build takes a target machine of its
+ * own, tm_take) or while the driver compiles it.  The table is
+ * runtime/kcache.c's: a compile claims each kernel it builds (COMPILING)
+ * and publishes it when its JIT is finished; a kernel that another
+ * compile is building is waited for at the end (jits_end), after this
+ * compile has published all of its own, so two compiles that share
+ * kernels never wait for each other.  A compile-only context keeps no
+ * kernels: it publishes each as EMPTY once built. */
 #define JITS_MAX 4
 
 typedef struct ptx_waiter {
@@ -741,7 +658,16 @@ typedef struct ptx_jit {
     gpu_module *mod;            /* its module, until added */
     ptx_tier_job *tier;         /* the kernel's tier-up, queued once it is
                                    in the table (NULL: none) */
+    rt_kentry *e;               /* the table's entry, claimed */
 } ptx_jit;
+
+/* A kernel that another compile is building: waited for in jits_end. */
+typedef struct ptx_foreign {
+    struct ptx_foreign *next;
+    sk_kernel *k;
+    rt_kentry *e;
+    int nfn;
+} ptx_foreign;
 
 /* What rt_plan's get_kernel works with: the context's state and the JITs
  * of this compile, oldest first. */
@@ -750,6 +676,7 @@ typedef struct ptx_compiling {
     ptx_state *st;
     ptx_jit *jits, *last;
     int running;
+    ptx_foreign *foreign;
 } ptx_compiling;
 
 static void *jit_thread(void *arg)
@@ -766,8 +693,18 @@ static void *jit_thread(void *arg)
     return NULL;
 }
 
-/* Wait for JIT l and fill its kernels' entries.  The JIT's failure comes
- * back as its status with its message. */
+/* The claimed entry e failed with this thread's error: published so
+ * (runtime/kcache.c: the next request compiles it again). */
+static void publish_failed(ptx_state *st, rt_kentry *e, weft_status s)
+{
+    pthread_mutex_lock(&st->lock);
+    rt_kcache_publish(&st->cache, e, RT_KC_FAILED, s, weft_last_error());
+    pthread_mutex_unlock(&st->lock);
+}
+
+/* Wait for JIT l, publish its kernel in the table and fill its kernels'
+ * entries.  The JIT's failure comes back as its status with its
+ * message. */
 static weft_status jit_finish(ptx_compiling *pc, ptx_jit *l)
 {
     if (l->done) {
@@ -782,14 +719,19 @@ static weft_status jit_finish(ptx_compiling *pc, ptx_jit *l)
     weft_status s = l->status;
     if (s != WEFT_OK) {
         s = fe_error_copy(l->status, l->msg);
+        publish_failed(st, l->e, s);
     } else {
-        pthread_mutex_lock(&st->lock);
         ptx_kernel *pk = NULL;
         /* quick PTX is not kept on disk: its tier-up's is */
         bool keep = !l->from_disk && kernel_tier(st, l->k) == PTX_TIER_NONE;
         s = add_kernel(st, l->k, l->mod, keep ? l->ptx : NULL, l->ptx_n,
                        l->names, l->nfn, &pk);
         l->mod = NULL; /* the kernel's, or freed */
+        pthread_mutex_lock(&st->lock);
+        l->e->value = pk;
+        rt_kcache_publish(&st->cache, l->e,
+                          s == WEFT_OK ? RT_KC_READY : RT_KC_FAILED, s,
+                          s == WEFT_OK ? "" : weft_last_error());
         if (!l->from_disk) {
             st->compile_ms += l->ms + l->jit_ms;
         }
@@ -817,7 +759,7 @@ static weft_status jit_finish(ptx_compiling *pc, ptx_jit *l)
         }
     }
     if (l->tier) {
-        tier_job_free(l->tier);
+        tier_job_free(NULL, &l->tier->link);
         l->tier = NULL;
     }
     fe_free(pc->ctx, l->ptx, l->ptx_n);
@@ -827,31 +769,34 @@ static weft_status jit_finish(ptx_compiling *pc, ptx_jit *l)
 }
 
 /* Start compiling and loading ptx (n bytes, fe_alloc'd with pc->ctx's
- * allocator, taken over) for kernel k, on a thread when one can be had
- * (else here, now), after waiting for the oldest running one when
- * JITS_MAX run. */
-static weft_status jit_start(ptx_compiling *pc, sk_kernel *k, char names[][80],
-                             int nfn, char *ptx, size_t n, bool from_disk,
-                             double ms, ptx_tier_job *tier)
+ * allocator, taken over) for kernel k, whose entry e this compile claimed,
+ * on a thread when one can be had (else here, now), after waiting for the
+ * oldest running one when JITS_MAX run.  Whatever happens, e is published
+ * (here on failure, else by jit_finish). */
+static weft_status jit_start(ptx_compiling *pc, sk_kernel *k, rt_kentry *e,
+                             char names[][80], int nfn, char *ptx, size_t n,
+                             bool from_disk, double ms, ptx_tier_job *tier)
 {
     weft_status s = WEFT_OK;
     for (ptx_jit *l = pc->jits; pc->running >= JITS_MAX && l; l = l->next) {
         if (!l->done && (s = jit_finish(pc, l)) != WEFT_OK) {
-            fe_free(pc->ctx, ptx, n);
-            if (tier) {
-                tier_job_free(tier);
-            }
-            return s;
+            break;
         }
     }
-    ptx_jit *l = fe_calloc(pc->ctx, sizeof *l);
+    ptx_jit *l = s == WEFT_OK ? fe_calloc(pc->ctx, sizeof *l) : NULL;
     if (!l) {
+        if (s == WEFT_OK) {
+            s = fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of "
+                         "memory");
+        }
         fe_free(pc->ctx, ptx, n);
         if (tier) {
-            tier_job_free(tier);
+            tier_job_free(NULL, &tier->link);
         }
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+        publish_failed(pc->st, e, s);
+        return s;
     }
+    l->e = e;
     l->tier = tier;
     l->k = k;
     memcpy(l->names, names, sizeof l->names[0] * (size_t)nfn);
@@ -881,8 +826,9 @@ static weft_status jit_start(ptx_compiling *pc, sk_kernel *k, char names[][80],
                                 : fe_error_copy(l->status, l->msg);
 }
 
-/* Wait for every JIT of the compile and free them; the first failure's
- * status (with its message), else `s`. */
+/* Wait for every JIT of the compile and free them, then for the kernels
+ * other compiles were building (unless this one failed); the first
+ * failure's status (with its message), else `s`. */
 static weft_status jits_end(ptx_compiling *pc, weft_status s)
 {
     for (ptx_jit *l = pc->jits, *next; l; l = next) {
@@ -899,6 +845,24 @@ static weft_status jits_end(ptx_compiling *pc, weft_status s)
         fe_free(pc->ctx, l, sizeof *l);
     }
     pc->jits = pc->last = NULL;
+    ptx_state *st = pc->st;
+    for (ptx_foreign *f = pc->foreign, *next; f; f = next) {
+        next = f->next;
+        if (s == WEFT_OK) {
+            pthread_mutex_lock(&st->lock);
+            s = rt_kcache_wait(&st->cache, f->e);
+            if (s == WEFT_OK) {
+                ptx_kernel *pk = f->e->value;
+                for (int i = 0; i < f->nfn; i++) {
+                    f->k->entry[i] = &pk->fn[i];
+                }
+                st->reused++;
+            }
+            pthread_mutex_unlock(&st->lock);
+        }
+        fe_free(pc->ctx, f, sizeof *f);
+    }
+    pc->foreign = NULL;
     return s;
 }
 
@@ -922,12 +886,7 @@ static weft_status get_kernel(void *user, weft_executable *exe, sk_kernel *k)
     char names[SK_MAX_ENTRY][80];
     const char *np[SK_MAX_ENTRY];
     for (int i = 0; i < nfn; i++) {
-        char *p = names[i];
-        p += sprintf(p, "wk_");
-        for (int b = 0; b < 16; b++) {
-            p += sprintf(p, "%02x", k->key[b]);
-        }
-        sprintf(p, "_%d", i);
+        rt_kernel_symbol(k->key, 16, i, names[i], sizeof names[i]);
         np[i] = names[i];
     }
     for (ptx_jit *l = pc->jits; l; l = l->next) {
@@ -948,24 +907,38 @@ static weft_status get_kernel(void *user, weft_executable *exe, sk_kernel *k)
             return WEFT_OK;
         }
     }
-    pthread_mutex_lock(&st->lock);
-    ptx_kernel *pk = st->kernels;
-    while (pk && memcmp(pk->key, k->key, 32) != 0) {
-        pk = pk->next;
-    }
-    if (pk) {
-        st->reused++;
-        for (int i = 0; i < nfn; i++) {
-            k->entry[i] = &pk->fn[i];
+    rt_kentry *e = NULL;
+    bool mine = true;
+    if (st->dev) { /* a compile-only context keeps no kernels */
+        pthread_mutex_lock(&st->lock);
+        weft_status s = rt_kcache_claim(&st->cache, k->key, &e, &mine,
+                                        "weft_compile");
+        if (s == WEFT_OK && !mine && e->state == RT_KC_READY) {
+            ptx_kernel *pk = e->value;
+            st->reused++;
+            for (int i = 0; i < nfn; i++) {
+                k->entry[i] = &pk->fn[i];
+            }
         }
         pthread_mutex_unlock(&st->lock);
+        if (s != WEFT_OK || (!mine && e->state == RT_KC_READY)) {
+            return s;
+        }
+    }
+    if (!mine) { /* another compile builds it: waited for in jits_end */
+        ptx_foreign *f = fe_calloc(pc->ctx, sizeof *f);
+        if (!f) {
+            return fe_error(WEFT_ERR_OUT_OF_MEMORY,
+                            "weft_compile: out of memory");
+        }
+        *f = (ptx_foreign){pc->foreign, k, e, nfn};
+        pc->foreign = f;
         return WEFT_OK;
     }
     void *img = NULL;
     size_t n = 0;
-    if (rt_disk_load(&st->disk, k->key, &img, &n) == 1) {
-        pthread_mutex_unlock(&st->lock);
-        return jit_start(pc, k, names, nfn, img, n, true, 0, NULL);
+    if (st->dev && rt_disk_load(&st->disk, k->key, &img, &n) == 1) {
+        return jit_start(pc, k, e, names, nfn, img, n, true, 0, NULL);
     }
     double t0 = now_ms();
     LLVMMemoryBufferRef ptx = NULL;
@@ -974,6 +947,7 @@ static weft_status get_kernel(void *user, weft_executable *exe, sk_kernel *k)
     if (s == WEFT_OK && !st->dev) {
         /* compile only: the PTX is the product (WEFT_DUMP=ptx) */
         LLVMDisposeMemoryBuffer(ptx);
+        pthread_mutex_lock(&st->lock);
         st->compile_ms += now_ms() - t0;
         st->compiled++;
         pthread_mutex_unlock(&st->lock);
@@ -982,7 +956,6 @@ static weft_status get_kernel(void *user, weft_executable *exe, sk_kernel *k)
         }
         return WEFT_OK;
     }
-    pthread_mutex_unlock(&st->lock);
     char *text = NULL;
     if (s == WEFT_OK) {
         n = LLVMGetBufferSize(ptx);
@@ -998,11 +971,15 @@ static weft_status get_kernel(void *user, weft_executable *exe, sk_kernel *k)
     }
     if (s != WEFT_OK) {
         if (tier) {
-            tier_job_free(tier);
+            tier_job_free(NULL, &tier->link);
+        }
+        if (e) {
+            publish_failed(st, e, s);
         }
         return s;
     }
-    return jit_start(pc, k, names, nfn, text, n, false, now_ms() - t0, tier);
+    return jit_start(pc, k, e, names, nfn, text, n, false, now_ms() - t0,
+                     tier);
 }
 
 static weft_status ptx_compile(weft_executable *exe)

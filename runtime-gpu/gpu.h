@@ -259,5 +259,9 @@ void gpu_mem_set_limit(gpu_dev *d, uint64_t bytes);
  * hold or slow it). */
 extern bool gpu_tier_without_device;
 extern void (*gpu_tier_hook)(void);
+/* Test hook: when set, called by weft_compile as it starts to build a
+ * kernel's PTX, with no lock of the context held (backend.c, "Compiling
+ * in parallel"), so that a test can see two compiles overlap. */
+extern void (*gpu_build_hook)(void);
 
 #endif /* WEFT_GPU_H */

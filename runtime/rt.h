@@ -78,6 +78,152 @@ uint64_t rt_disk_store(rt_disk *d, const uint8_t key[32], const void *p,
  * read, or when out of memory (part counted). */
 bool rt_disk_usage(rt_disk *d, uint64_t *bytes, uint64_t *entries);
 
+/* ===== kcache.c: a context's kernels by key, compiled once ===== */
+
+enum { RT_KC_COMPILING, RT_KC_READY, RT_KC_FAILED };
+
+/* One kernel of a cache.  Never moved or freed before the cache, so a
+ * waiter may hold it across a wait. */
+typedef struct rt_kentry {
+    uint8_t key[32];
+    int state;               /* RT_KC_*, under the cache's lock */
+    weft_status status;      /* when FAILED */
+    char *msg;               /* when FAILED: FE_MSG_MAX bytes */
+    void *value;             /* the owner's (CPU: its addresses; GPU: the
+                                loaded kernel), under the cache's lock */
+    int n;                   /* the owner's (CPU: its symbols) */
+} rt_kentry;
+
+typedef struct rt_kcache {
+    weft_context *ctx;       /* what entries are allocated with */
+    pthread_mutex_t *lock;   /* the owner's: guards the table and states */
+    pthread_cond_t changed;  /* an entry left COMPILING */
+    rt_kentry **slots;       /* open addressing by the key's first bytes */
+    size_t cap, count;
+} rt_kcache;
+
+/* An empty cache whose entries are allocated with ctx's allocator and
+ * guarded by the owner's mutex `lock` (which outlives the cache). */
+void rt_kcache_init(rt_kcache *c, weft_context *ctx, pthread_mutex_t *lock);
+/* Free every entry (free_value, when not NULL, first frees each entry's
+ * value) and the table.  No thread may use c any more. */
+void rt_kcache_fini(rt_kcache *c, void (*free_value)(void *, rt_kentry *),
+                    void *user);
+/* The entry of key, or NULL.  Lock held. */
+rt_kentry *rt_kcache_find(rt_kcache *c, const uint8_t key[32]);
+/* The entry of key in *out, made when absent; one new or FAILED becomes
+ * COMPILING and *mine is set: the caller compiles it, with no lock held,
+ * and publishes it.  Otherwise it is READY or being compiled
+ * (rt_kcache_wait).  Lock held.  WEFT_ERR_OUT_OF_MEMORY (`who` names the
+ * call) when a new entry cannot be made. */
+weft_status rt_kcache_claim(rt_kcache *c, const uint8_t key[32],
+                            rt_kentry **out, bool *mine, const char *who);
+/* Wait (lock held, released while waiting) until e is not COMPILING.
+ * READY: WEFT_OK.  FAILED: its status, with its message as this thread's
+ * error. */
+weft_status rt_kcache_wait(rt_kcache *c, rt_kentry *e);
+/* The end of the claimed e's compile (lock held): `state` READY (its
+ * value set) or FAILED with status and msg; wakes the waiters. */
+void rt_kcache_publish(rt_kcache *c, rt_kentry *e, int state,
+                       weft_status status, const char *msg);
+#ifdef WEFT_HAVE_LLVM
+#include <llvm-c/blake3.h>
+
+/* A kernel key being made: BLAKE3 over a canonical description of the
+ * kernel and its target (each runtime adds its own words: runtime-cpu's
+ * cpu_key_begin, runtime-gpu's kernel_key), 32 bytes. */
+typedef struct rt_key {
+    llvm_blake3_hasher h;
+} rt_key;
+void rt_key_begin(rt_key *k);
+void rt_key_add(rt_key *k, const void *p, size_t n);
+/* v as 8 bytes, least significant first (the same on every host). */
+void rt_key_add_i64(rt_key *k, int64_t v);
+/* s's length (rt_key_add_i64), then its bytes; NULL as "". */
+void rt_key_add_str(rt_key *k, const char *s);
+/* rt_key_add for a describer's callback (sk_describe): key is an rt_key. */
+void rt_key_sink(void *key, const void *p, size_t n);
+void rt_key_finish(rt_key *k, uint8_t key[32]);
+#endif
+
+/* The name of entry point i of the kernel of key, "wk_", the key's first
+ * `bytes` bytes in hex, "_i", into buf (size bytes; the CPU names by the
+ * whole key, the PTX backend by 16 bytes). */
+void rt_kernel_symbol(const uint8_t key[32], int bytes, int i, char *buf,
+                      size_t size);
+
+/* ===== tier.c: the background worker of tiered compilation ===== */
+
+/* A job: the backend's structure begins with one. */
+typedef struct rt_tier_job {
+    struct rt_tier_job *next;
+} rt_tier_job;
+
+/* What a backend supplies; user is rt_tier_init's. */
+typedef struct rt_tier_ops {
+    /* Build job's optimised code and swap it in (on the worker, or in the
+     * caller for rt_tier_run_here; no lock of the worker held).  A
+     * failure's message is the thread's error. */
+    weft_status (*run)(void *user, rt_tier_job *job);
+    void (*free_job)(void *user, rt_tier_job *job);
+    /* A worker left alone by rt_tier_stop(may_orphan) has finished: free
+     * the owner (and its rt_tier).  NULL when never orphaned. */
+    void (*orphaned)(void *user);
+    const char *label;       /* the worker's trace label, or NULL */
+} rt_tier_ops;
+
+typedef struct rt_tier {
+    const rt_tier_ops *ops;
+    void *user;
+    bool drain;              /* a stopped worker finishes its queue (else
+                                drops it and finishes the job in hand) */
+    pthread_mutex_t lock;    /* guards what follows */
+    pthread_cond_t wake;     /* a job was queued, or stop */
+    pthread_cond_t idle;     /* a job finished or was dropped */
+    rt_tier_job *queue, *tail;
+    int pending;             /* jobs queued or running */
+    bool started;            /* the worker runs (or ran) */
+    bool stop;               /* rt_tier_stop or exit */
+    bool abandon;            /* the process exits: drop the queue */
+    bool busy;               /* the worker is doing a job */
+    bool orphan;             /* the worker frees the owner when done */
+    bool joined;             /* joined, or to be joined by the exit handler */
+    pthread_t thread;
+    weft_status status;      /* the first failure since the last wait */
+    char msg[FE_MSG_MAX];
+    struct rt_tier *next_live; /* under tier.c's live_lock */
+} rt_tier;
+
+/* Workers that rt_tier_stop left to finish alone, ever (for tests). */
+extern atomic_int rt_tier_orphaned;
+
+/* A worker of ops for user, not started; `drain` as in rt_tier. */
+void rt_tier_init(rt_tier *t, const rt_tier_ops *ops, void *user, bool drain);
+/* Append job (taken over) to the queue, starting the worker on first use.
+ * False, job not taken, when no worker can be had (the process exits, t
+ * was stopped, no thread): the caller may rt_tier_run_here. */
+bool rt_tier_queue(rt_tier *t, rt_tier_job *job);
+/* Run job (taken over) in the calling thread, counted as the worker's. */
+void rt_tier_run_here(rt_tier *t, rt_tier_job *job);
+/* Block until no job is queued or running; the first failure since the
+ * last wait (its message into msg; WEFT_OK and "" for none), then
+ * forgotten. */
+weft_status rt_tier_wait(rt_tier *t, char msg[FE_MSG_MAX]);
+/* Whether rt_tier_stop (or exit) has been asked: a job checks it before
+ * work that a freed context does not need. */
+bool rt_tier_stopping(rt_tier *t);
+/* Stop the worker for the owner's free.  With may_orphan, a worker that
+ * has a job in hand or queued is detached and left to finish (then it
+ * calls ops->orphaned): true, and the owner must not be freed by the
+ * caller.  Otherwise the worker is joined (after its queue when drain,
+ * else after the job in hand): false. */
+bool rt_tier_stop(rt_tier *t, bool may_orphan);
+/* Free t's queue (jobs a worker stopped at exit left) and locks; the
+ * worker, if any, has been joined or is the caller. */
+void rt_tier_fini(rt_tier *t);
+/* Block until every orphaned worker has finished. */
+void rt_tier_wait_orphans(void);
+
 #ifdef WEFT_HAVE_LLVM
 struct sk_kernel;
 typedef struct rt_job rt_job;

@@ -30,6 +30,11 @@
  *                     one that never started it are freed cleanly.
  *   two_contexts      two contexts compile and tier in two threads at
  *                     once, each counting its own kernels.
+ *   compiles_overlap  two threads compile different kernels on one
+ *                     context: a hook at the start of each kernel's build
+ *                     sees both inside at once (with a lock held across
+ *                     builds, as before runtime/kcache.c, the first would
+ *                     wait 5 s for the second in vain and the test fails).
  */
 #include <pthread.h>
 #include <time.h>
@@ -236,6 +241,81 @@ START_TEST(two_contexts)
 }
 END_TEST
 
+/* The overlap hook: how many compiles are inside a kernel's build now,
+ * and the most at once (atomics). */
+static int building, most_building;
+
+/* Enter a build, then wait (at most 5 s) for another compile to be inside
+ * one too: with a lock held across builds it never comes, and the most
+ * stays 1. */
+static void overlap_hook(void)
+{
+    int now = __atomic_add_fetch(&building, 1, __ATOMIC_SEQ_CST);
+    int most = __atomic_load_n(&most_building, __ATOMIC_SEQ_CST);
+    while (now > most && !__atomic_compare_exchange_n(
+                             &most_building, &most, now, false,
+                             __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+    }
+    for (int i = 0; i < 5000 &&
+                    __atomic_load_n(&most_building, __ATOMIC_SEQ_CST) < 2;
+         i++) {
+        struct timespec ts = {0, 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    __atomic_sub_fetch(&building, 1, __ATOMIC_SEQ_CST);
+}
+
+typedef struct compile_arg {
+    weft_context *ctx;
+    int op;                     /* a unary float primitive */
+    weft_status s;
+} compile_arg;
+
+static void *compile_op_main(void *arg)
+{
+    compile_arg *a = arg;
+    weft_program *p = NULL;
+    weft_executable *exe = NULL;
+    a->s = weft_program_create(a->ctx, &p);
+    if (a->s == WEFT_OK) {
+        weft_acc *x = weft_param(p, WEFT_F32, 1);
+        weft_fun *f = weft_fun1(p, WEFT_F32);
+        weft_exp *e = weft_arg(f, 0);
+        weft_fun_return(f, weft_prim(a->op, &e));
+        weft_acc *r = weft_map(f, x);
+        a->s = weft_compile(p, &r, 1, &exe);
+    }
+    weft_executable_free(exe);
+    weft_program_free(p);
+    return NULL;
+}
+
+START_TEST(compiles_overlap)
+{
+    /* two threads compile different kernels on one context: both are
+     * inside LLVM at once (no lock held across a build) */
+    weft_context *ctx = open_sm90(WEFT_FLAG_NO_TIERING);
+    __atomic_store_n(&building, 0, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&most_building, 0, __ATOMIC_SEQ_CST);
+    gpu_build_hook = overlap_hook;
+    compile_arg a[2] = {{ctx, WEFT_OP_EXP, WEFT_OK},
+                        {ctx, WEFT_OP_LOG, WEFT_OK}};
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(pthread_create(&th[i], NULL, compile_op_main, &a[i]),
+                         0);
+    }
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(pthread_join(th[i], NULL), 0);
+        ck_assert_int_eq(a[i].s, WEFT_OK);
+    }
+    gpu_build_hook = NULL;
+    ck_assert_int_eq(__atomic_load_n(&most_building, __ATOMIC_SEQ_CST), 2);
+    ck_assert_uint_eq(stats_of(ctx).kernels_compiled, 2);
+    weft_context_free(ctx);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("gpu_tier");
@@ -245,6 +325,7 @@ static Suite *suite(void)
     tcase_add_test(tc, free_queued);
     tcase_add_test(tc, free_idle);
     tcase_add_test(tc, two_contexts);
+    tcase_add_test(tc, compiles_overlap);
     suite_add_tcase(s, tc);
     return s;
 }

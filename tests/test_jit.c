@@ -100,10 +100,10 @@ static weft_status build_add(void *user, LLVMContextRef c, LLVMModuleRef *out)
 static void kernel_key(cpu_jit *j, const char *what, uint8_t key[32],
                        builder *bd)
 {
-    cpu_key k;
+    rt_key k;
     cpu_key_begin(j, &k);
-    cpu_key_add_str(&k, what);
-    cpu_key_finish(&k, key);
+    rt_key_add_str(&k, what);
+    rt_key_finish(&k, key);
     cpu_jit_symbol(key, 0, bd->name);
 }
 

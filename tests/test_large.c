@@ -695,15 +695,15 @@ START_TEST(free_during_tier_up)
         pthread_cond_wait(&hook_cond, &hook_lock);
     }
     pthread_mutex_unlock(&hook_lock);
-    int before = atomic_load(&cpu_jit_orphaned);
+    int before = atomic_load(&rt_tier_orphaned);
     weft_context_free(ctx); /* returns with the tier-up held */
-    ck_assert_int_eq(atomic_load(&cpu_jit_orphaned), before + 1);
+    ck_assert_int_eq(atomic_load(&rt_tier_orphaned), before + 1);
     pthread_mutex_lock(&hook_lock);
     ck_assert_int_eq(hook_released, 0);
     hook_released = 1;
     pthread_cond_broadcast(&hook_cond);
     pthread_mutex_unlock(&hook_lock);
-    cpu_jit_wait_orphans();
+    rt_tier_wait_orphans();
     cpu_jit_tier_hook = NULL;
     /* the optimised object was written by the orphaned thread */
     int objects = 0;

@@ -44,6 +44,12 @@
  *                     fifty times each while its kernels are tiered up and
  *                     the main thread waits for that; every run gives the
  *                     bits of a QUICK_CODE context.  For ThreadSanitizer.
+ *   concurrent_compiles  four threads compile the programs that give
+ *                     the same bits in both tiers on one context at once
+ *                     (runtime/kcache.c: each kernel built once, by one of
+ *                     them); each runs its executable and gets the bits of
+ *                     a QUICK_CODE context.  On ptx the kernels built and
+ *                     loaded add up to those of one compile.
  *   environment       $WEFT_TIERING: 0, 1 and quick override the flags,
  *                     anything else is refused at weft_context_create;
  *                     weft_context_wait_optimised on NULL and on the
@@ -805,6 +811,40 @@ typedef struct runner {
     char msg[256];
 } runner;
 
+/* A thread of concurrent_compiles: compiles the programs whose bits the
+ * tiers share into its own executable (its inputs are made beforehand),
+ * then runs it once into got.  No Check macros off the main thread. */
+typedef struct compiler {
+    work w;
+    blob got;
+    weft_status status;
+    char msg[256];
+} compiler;
+
+static void *compiler_main(void *arg)
+{
+    compiler *c = arg;
+    weft_program *p = NULL;
+    weft_status s = weft_program_create(c->w.ctx, &p);
+    weft_acc *res[P_COUNT];
+    int nres = 0;
+    for (int k = 0; k < P_COUNT && s == WEFT_OK; k++) {
+        if (same_across_tiers((prog)k)) {
+            res[nres++] = build_prog(c->w.ctx, p, (prog)k);
+        }
+    }
+    if (s == WEFT_OK) {
+        s = weft_compile(p, res, nres, &c->w.exe);
+    }
+    weft_program_free(p);
+    if (s == WEFT_OK) {
+        s = run_blob(&c->w, &c->got);
+    }
+    c->status = s;
+    snprintf(c->msg, sizeof c->msg, "%s", s ? weft_last_error() : "");
+    return NULL;
+}
+
 static void *runner_main(void *arg)
 {
     runner *r = arg;
@@ -867,6 +907,66 @@ START_TEST(concurrent_runs)
     blob_free(&after);
     blob_free(&want);
     work_close(&w);
+    work_close(&wq);
+    weft_context_free(ctx);
+    weft_context_free(q);
+    tu_remove_dir(dir);
+}
+END_TEST
+
+START_TEST(concurrent_compiles)
+{
+    char dir[] = TMP_TEMPLATE;
+    make_dir(dir);
+    weft_context *q = open_cpu(dir, QUICK);
+    work wq;
+    work_open(&wq, q, P_SAME);
+    blob want;
+    run_ok(&wq, &want);
+
+    /* four threads compile the same kernels on one context at once: each
+     * kernel is built by one of them (runtime/kcache.c) while the others
+     * wait for it or build other kernels beside it */
+    enum { T = 4 };
+    weft_context *ctx = open_cpu(dir, DEFAULT);
+    compiler c[T];
+    pthread_t th[T];
+    for (int t = 0; t < T; t++) {
+        memset(&c[t], 0, sizeof c[t]);
+        c[t].w.ctx = ctx;
+        for (int k = 0; k < P_COUNT; k++) {
+            for (int i = 0; same_across_tiers((prog)k) && i < progs[k].nin;
+                 i++) {
+                c[t].w.in[c[t].w.n_in++] = host_array(ctx, progs[k].in[i]);
+            }
+        }
+    }
+    for (int t = 0; t < T; t++) {
+        ck_assert_int_eq(pthread_create(&th[t], NULL, compiler_main, &c[t]),
+                         0);
+    }
+    for (int t = 0; t < T; t++) {
+        ck_assert_int_eq(pthread_join(th[t], NULL), 0);
+    }
+    for (int t = 0; t < T; t++) {
+        ck_assert_msg(c[t].status == WEFT_OK, "thread %d: %s: %s", t,
+                      weft_status_name(c[t].status), c[t].msg);
+        CHECK_SAME(&c[t].got, &want, "compiled on four threads");
+        blob_free(&c[t].got);
+    }
+    TU_OK(weft_context_wait_optimised(ctx));
+    weft_stats st = stats_of(ctx), sq = stats_of(q);
+    if (DT_BACKEND == WEFT_BACKEND_PTX) {
+        /* a kernel per compile, none twice (the CPU counts batches, which
+         * the threads may split differently) */
+        ck_assert_uint_eq(st.kernels_compiled + st.kernels_loaded,
+                          sq.kernels_compiled);
+    }
+    ck_assert_uint_ge(st.kernels_compiled, 1);
+    for (int t = 0; t < T; t++) {
+        work_close(&c[t].w);
+    }
+    blob_free(&want);
     work_close(&wq);
     weft_context_free(ctx);
     weft_context_free(q);
@@ -966,6 +1066,7 @@ static Suite *tier_suite(void)
     tcase_add_test(t, quick_no_disk);
     tcase_add_test(t, no_tiering);
     tcase_add_test(t, concurrent_runs);
+    tcase_add_test(t, concurrent_compiles);
     tcase_add_test(t, environment);
     suite_add_tcase(s, t);
     return s;

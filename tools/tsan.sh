@@ -4,6 +4,7 @@
 # Builds weft with -DWEFT_SANITIZE=thread into its own build directory
 # (build-tsan, or $1) and runs the tests that use several threads: the gang
 # (test_gang), the JIT and its caches under concurrent requests (test_jit),
+# the kernel cache's protocol that both runtimes share (test_kcache),
 # the CPU backend's concurrent runs of one executable and its multi-chunk
 # folds and scans (test_cpu cases concurrent_runs, fold_large, scan_large,
 # awhile), cancellation from another thread (test_cancel), and tiered
@@ -30,7 +31,7 @@ jobs=${JOBS:-2}
 cmake -S . -B "$dir" -DWEFT_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DWEFT_SANITIZE=thread -DWEFT_BUILD_EXAMPLES=OFF >/dev/null
 cmake --build "$dir" -j"$jobs" --target test_gang test_jit test_cpu \
-      test_cancel test_tier test_large test_trace test_gpu_tier
+      test_cancel test_tier test_large test_trace test_gpu_tier test_kcache
 
 run=()
 if command -v setarch >/dev/null 2>&1 && setarch "$(uname -m)" -R true 2>/dev/null; then
@@ -56,6 +57,7 @@ one() {
 }
 one test_gang "$dir/test_gang"
 one test_jit "$dir/test_jit"
+one test_kcache "$dir/test_kcache"
 for c in concurrent_runs fold_large scan_large awhile; do
   CK_RUN_CASE=$c one "test_cpu-$c" "$dir/test_cpu"
 done
