@@ -38,8 +38,9 @@
  * zipWith, backpermute, transform) is split: chunks [0, C) of its index
  * space are cut into one range per device, at multiples of GPU_SPLIT_UNIT
  * chunks (so a staged block never straddles two devices), as equal as
- * that allows, which is where the rows of an output split by bytes fall
- * up to a granule; device i runs its range through the kernel's `first`
+ * that allows (a kernel of fewer than GPU_SPLIT_MIN such units runs on
+ * device 0 alone), which is where the rows of an output split by bytes
+ * fall up to a granule; device i runs its range through the kernel's `first`
  * parameter (skeletons-ir/ptx/target.c) on its own stream, after an
  * event recorded on device 0's stream (what was queued before is done),
  * and device 0's stream waits for device i's event after it, so that
@@ -63,6 +64,11 @@
 
 #define GPU_SPLIT_UNIT 1024 /* chunks: a device's range starts at a
                                multiple of this */
+#define GPU_SPLIT_MIN 64    /* units: a kernel of fewer runs on device 0
+                               alone (64 units of 4-element chunks: 1 MiB
+                               of f32, the size from which arrays are
+                               split; below it the joins of the streams
+                               cost about what the kernel does) */
 
 /* A range of gpu_multi_map: its blocks, one per device with pages. */
 typedef struct gpu_range {
@@ -538,10 +544,11 @@ weft_status gpu_launch_split(gpu_dev *d, const gpu_fn *f, int64_t total,
     int64_t chunks = (total + unit - 1) / unit;
     int64_t pieces = (chunks + GPU_SPLIT_UNIT - 1) / GPU_SPLIT_UNIT;
     int64_t bound[GPU_MULTI_MAX + 1];
-    for (int i = 0; i <= m->n; i++) {
-        int64_t c = pieces * i / m->n * GPU_SPLIT_UNIT;
-        bound[i] = c < chunks ? c : chunks;
+    for (int i = 0; i <= m->n; i++) { /* device 0 gets the remainder */
+        int64_t c = (pieces * i + m->n - 1) / m->n * GPU_SPLIT_UNIT;
+        bound[i] = c < chunks && pieces >= GPU_SPLIT_MIN ? c : chunks;
     }
+    bound[0] = 0;
     weft_status st = WEFT_OK;
     bool others = false;
     for (int i = 1; i < m->n; i++) {
@@ -551,6 +558,8 @@ weft_status gpu_launch_split(gpu_dev *d, const gpu_fn *f, int64_t total,
         GPU_CU(d, who, cuEventRecord, m->ready, d->stream);
         m->launches++;
     }
+    /* the other devices first, device 0 last, then device 0's stream
+     * waits for the others (a wait before its own part would serialise) */
     for (int i = m->n - 1; i >= 0; i--) {
         int64_t first = bound[i], hi = bound[i + 1] * unit;
         if (hi > total) {
@@ -602,7 +611,11 @@ weft_status gpu_launch_split(gpu_dev *d, const gpu_fn *f, int64_t total,
         if (st != WEFT_OK) {
             goto cleanup;
         }
-        GPU_CU(d, who, cuStreamWaitEvent, d->stream, o->done, 0);
+    }
+    for (int i = 1; i < m->n; i++) {
+        if (bound[i + 1] > bound[i]) {
+            GPU_CU(d, who, cuStreamWaitEvent, d->stream, m->dev[i].done, 0);
+        }
     }
 cleanup:
     return st;

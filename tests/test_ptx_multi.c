@@ -174,7 +174,7 @@ static const struct {
  * permute programs are written for rank 1). */
 static bool applies(int k, int rank)
 {
-    return k == 0 || k == 3 || k == 4 || rank == 1;
+    return rank == 0 ? k == 0 || k == 3 : k == 0 || k == 3 || k == 4 || rank == 1;
 }
 
 static void compare(const char *devices, unsigned flags)
