@@ -60,8 +60,10 @@ static weft_array *pattern(weft_context *ctx, int rank, const int64_t *shape)
  *   3  a pair (x + 1, x * 2) as a tuple array, then its second component
  *   4  fold_all (+) of a map of x
  *   5  scanl1 (+) of x (rank 1)
- *   6  permute (+) of ones into 17 bins by index mod 17 (rank 1) */
-enum { NPROG = 7 };
+ *   6  permute (+) of ones into 17 bins by index mod 17 (rank 1)
+ *   7  a pair (f64 of x, i32 of x * 8) as the result: a tuple array of
+ *      two leaves of different element sizes, split each by its bytes */
+enum { NPROG = 8 };
 
 static weft_acc *program(weft_program *p, int k, int rank)
 {
@@ -115,6 +117,16 @@ static weft_acc *program(weft_program *p, int k, int rank)
         weft_fun_return(add, weft_add(weft_arg(add, 0), weft_arg(add, 1)));
         return weft_scanl1(add, m);
     }
+    case 7: {
+        weft_fun *pair = weft_fun1(p, WEFT_F32);
+        weft_exp *a = weft_arg(pair, 0);
+        weft_fun_return(
+            pair, weft_tuple(p, 2, (weft_exp *[]){
+                                       weft_convert(a, WEFT_F64),
+                                       weft_convert(weft_mul(a, weft_f32(p, 8.0f)),
+                                                    WEFT_I32)}));
+        return weft_map(pair, x);
+    }
     default: {
         weft_fun *one = weft_fun1(p, WEFT_F32);
         weft_fun_return(one, weft_f32(p, 1.0f));
@@ -134,10 +146,10 @@ static weft_acc *program(weft_program *p, int k, int rank)
     }
 }
 
-/* Run program k on input of the shape in ctx; the result's host data
- * (a copy, n elements in *n) and its rank/shape. */
-static float *run(weft_context *ctx, int k, int rank, const int64_t *shape,
-                  int64_t *n)
+/* Run program k on input of the shape in ctx: the bytes of the result's
+ * leaves one after another (a copy; *n bytes). */
+static unsigned char *run(weft_context *ctx, int k, int rank,
+                          const int64_t *shape, size_t *n)
 {
     weft_program *p = NULL;
     TU_OK(weft_program_create(ctx, &p));
@@ -145,15 +157,23 @@ static float *run(weft_context *ctx, int k, int rank, const int64_t *shape,
     TU_OK(weft_program_status(p));
     weft_array *in = pattern(ctx, rank, shape), *out = NULL;
     TU_OK(weft_run1(p, &r, 1, &in, 1, &out, 1));
-    int64_t size = weft_array_size(out);
-    float *copy = malloc(sizeof *copy * (size_t)(size > 0 ? size : 1));
-    ck_assert_ptr_nonnull(copy);
-    if (size > 0) {
-        const float *y = weft_array_data(out, 0);
-        ck_assert_ptr_nonnull(y);
-        memcpy(copy, y, sizeof *copy * (size_t)size);
+    size_t size = (size_t)weft_array_size(out), bytes = 0;
+    weft_type t = weft_array_type(out);
+    int leaves = weft_type_leaves(ctx, t);
+    for (int l = 0; l < leaves; l++) {
+        bytes += size * weft_type_size(weft_type_leaf(ctx, t, l));
     }
-    *n = size;
+    unsigned char *copy = malloc(bytes > 0 ? bytes : 1);
+    ck_assert_ptr_nonnull(copy);
+    size_t at = 0;
+    for (int l = 0; l < leaves && size > 0; l++) {
+        size_t b = size * weft_type_size(weft_type_leaf(ctx, t, l));
+        const void *y = weft_array_data(out, l);
+        ck_assert_ptr_nonnull(y);
+        memcpy(copy + at, y, b);
+        at += b;
+    }
+    *n = bytes;
     weft_array_release(in);
     weft_array_release(out);
     weft_program_free(p);
@@ -174,7 +194,8 @@ static const struct {
  * permute programs are written for rank 1). */
 static bool applies(int k, int rank)
 {
-    return rank == 0 ? k == 0 || k == 3 : k == 0 || k == 3 || k == 4 || rank == 1;
+    return rank == 0 ? k == 0 || k == 3 || k == 7
+                     : k == 0 || k == 3 || k == 4 || k == 7 || rank == 1;
 }
 
 static void compare(const char *devices, unsigned flags)
@@ -186,16 +207,17 @@ static void compare(const char *devices, unsigned flags)
             if (!applies(k, shapes[s].rank)) {
                 continue;
             }
-            int64_t n1 = 0, n2 = 0;
-            float *a = run(one, k, shapes[s].rank, shapes[s].shape, &n1);
-            float *b = run(many, k, shapes[s].rank, shapes[s].shape, &n2);
-            ck_assert_int_eq(n1, n2);
-            for (int64_t i = 0; i < n1; i++) {
-                if (memcmp(&a[i], &b[i], sizeof a[i]) != 0) {
-                    ck_abort_msg("devices %s, program %d, shape %zu: [%lld] "
-                                 "= %.9g, one GPU %.9g",
-                                 devices, k, s, (long long)i, (double)b[i],
-                                 (double)a[i]);
+            size_t n1 = 0, n2 = 0;
+            unsigned char *a = run(one, k, shapes[s].rank, shapes[s].shape,
+                                   &n1);
+            unsigned char *b = run(many, k, shapes[s].rank, shapes[s].shape,
+                                   &n2);
+            ck_assert_uint_eq(n1, n2);
+            for (size_t i = 0; i < n1; i++) {
+                if (a[i] != b[i]) { /* bit for bit (the head comment) */
+                    ck_abort_msg("devices %s, program %d, shape %zu: byte "
+                                 "%zu of %zu differs from one GPU's",
+                                 devices, k, s, i, n1);
                 }
             }
             free(a);
