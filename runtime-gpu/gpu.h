@@ -17,6 +17,10 @@
  *              first GPU use, download on first host read), eviction of
  *              the least recently used device copies to the host when the
  *              device is out of memory;
+ *   multi.c    a context over several GPUs of one host (issue 20): the
+ *              other devices' contexts and streams, large blocks split
+ *              over the devices through the driver's virtual memory,
+ *              element-wise kernels split over them, NCCL looked for;
  *   backend.c  the PTX backend (fe_backend_ptx): kernels, drivers, runs.
  *
  * Threads.  One gpu_dev per weft context.  Its mutex is recursive: the
