@@ -550,6 +550,7 @@ weft_status gpu_launch_split(gpu_dev *d, const gpu_fn *f, int64_t total,
     }
     bound[0] = 0;
     weft_status st = WEFT_OK;
+    uint64_t t0 = d->ctx ? fe_trace_begin(d->ctx) : 0;
     bool others = false;
     for (int i = 1; i < m->n; i++) {
         others |= bound[i + 1] > bound[i];
@@ -616,6 +617,18 @@ weft_status gpu_launch_split(gpu_dev *d, const gpu_fn *f, int64_t total,
         if (bound[i + 1] > bound[i]) {
             GPU_CU(d, who, cuStreamWaitEvent, d->stream, m->dev[i].done, 0);
         }
+    }
+    if (t0 && others) {
+        /* the chunks of each device, for a reader of the trace */
+        char at[GPU_MULTI_MAX * 24] = "";
+        size_t used = 0;
+        for (int i = 0; i < m->n && used < sizeof at; i++) {
+            used += (size_t)snprintf(at + used, sizeof at - used, "%s%lld",
+                                     i ? "," : "",
+                                     (long long)(bound[i + 1] - bound[i]));
+        }
+        fe_trace_span(d->ctx, t0, "gpu", "kernel.split",
+                      "\"kernel\":\"%s\",\"chunks\":[%s]", f->name, at);
     }
 cleanup:
     return st;
