@@ -1421,11 +1421,14 @@ static weft_status rt_run(rt_job *j, int n, const rt_phase *ph)
         }
         /* element-wise kernels over several devices (multi.c): each
          * device its range of the kernel's own chunks */
-        bool wide = sk_ptx_wide(j->k);
-        int64_t unit = wide ? sk_target_ptx.chunk_elems : 1;
-        bool split = gpu_multi_count(d) > 1 && per == 0 && j->k->skel &&
-                     j->k->skel->family == SK_GENERATE &&
-                     (wide || grain == 1);
+        bool split = false;
+        int64_t unit = 1;
+        if (gpu_multi_count(d) > 1 && per == 0 && j->k->skel &&
+            j->k->skel->family == SK_GENERATE) {
+            bool wide = sk_ptx_wide(j->k);
+            unit = wide ? sk_target_ptx.chunk_elems : 1;
+            split = wide || grain == 1;
+        }
         weft_status s =
             split ? gpu_launch_split(d, f, total, grain, unit, block,
                                      sk_ptx_uneven(j->k), j->w, WHO)
