@@ -186,6 +186,21 @@ typedef struct weft_config {
                               "Tracing").  A file that cannot be written
                               fails weft_context_create with
                               WEFT_ERR_INVALID_ARGUMENT */
+    const char *devices;   /* PTX backend: the GPUs of one context, a list
+                              of ordinals ("0,1,2,3"; one may repeat: "0,0"
+                              runs the partitioned code on one GPU) or
+                              "all"; $WEFT_DEVICES overrides it.  NULL, ""
+                              or one ordinal: one GPU (`device`), exactly
+                              as without this field.  Several: large arrays
+                              are split by rows over the devices and
+                              element-wise kernels run on every device
+                              (docs/distributed.md).  An ordinal out of
+                              range, a device of another compute
+                              capability, or a driver without the virtual
+                              memory calls fails weft_context_create with
+                              WEFT_ERR_INVALID_ARGUMENT (out of range,
+                              malformed) or WEFT_ERR_BACKEND_UNAVAILABLE,
+                              naming the cause */
 } weft_config;
 
 /* The value of weft_config.magic ("weft" in ASCII). */
@@ -375,6 +390,16 @@ typedef struct weft_stats {
                                context switches, allocations, links):
                                divided by the runs, weft's fixed cost per
                                run (bench/gpu/overhead.c) */
+    /* PTX over several GPUs (weft_config.devices; docs/distributed.md) */
+    int devices;            /* GPUs of the context: 1 for one, 0 for the
+                               other backends */
+    uint64_t device_bytes_on[8]; /* device memory held now on device i of
+                               the context's list (entry 0 of one GPU:
+                               device_bytes); with several, the bytes of
+                               arrays split over the devices (1 MiB and
+                               larger; smaller ones live on device 0 and
+                               are not counted) */
+    uint64_t kernels_split; /* kernels run split over several devices */
 } weft_stats;
 
 /* Block until every kernel that ctx has compiled so far runs its fully
@@ -468,6 +493,19 @@ WEFT_API weft_status weft_device_info_sized(int ordinal, weft_device_info *out,
  * build without LLVM; WEFT_ERR_INVALID_ARGUMENT when the path does not fit
  * in n bytes. */
 WEFT_API weft_status weft_libdevice_path(char *buf, size_t n);
+
+/* Where the ptx backend finds NCCL (libnccl.so.2, opened at run time, for
+ * the collectives of a context over several GPUs; docs/distributed.md):
+ * $WEFT_NCCL (a path) if it opens, else the library path, else pip's
+ * nvidia-nccl-cu13 / -cu12 packages (site-packages/nvidia/nccl/lib under
+ * $VIRTUAL_ENV, ~/.local and the system's Python).  Copies the path (or
+ * "libnccl.so.2" when the library path found it) into buf (n bytes).
+ * When NCCL is found, NCCL_NVLS_ENABLE=0 is set in the process's
+ * environment unless already set (NVLink multicast stays off).  Errors:
+ * WEFT_ERR_NULL_ARGUMENT; WEFT_ERR_BACKEND_UNAVAILABLE when it is not
+ * found (weft then works without it) or weft has no ptx backend;
+ * WEFT_ERR_INVALID_ARGUMENT when the path does not fit in n bytes. */
+WEFT_API weft_status weft_nccl_path(char *buf, size_t n);
 
 /* The disk cache of compiled kernels as a context made from a
  * configuration would use it. */

@@ -252,6 +252,10 @@ weft_status fe_config_resolve(const weft_config *cfg, weft_config *out,
             }
             c.device = (int)n;
         }
+        const char *devs = getenv("WEFT_DEVICES");
+        if (devs && *devs) {
+            c.devices = devs; /* parsed by the ptx backend (multi.c) */
+        }
         const char *mem = getenv("WEFT_DEVICE_MEMORY");
         if (mem && *mem) {
             char *end;

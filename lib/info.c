@@ -26,6 +26,7 @@
 
 #include "../codegen/cg.h"
 #include "../runtime/rt.h"
+#include "../runtime-gpu/gpu.h"
 #endif
 
 #define INFO_STR_(x) #x
@@ -169,6 +170,35 @@ weft_status weft_libdevice_path(char *buf, size_t n)
     return fe_error(WEFT_ERR_BACKEND_UNAVAILABLE,
                     "weft_libdevice_path: this weft was built without LLVM "
                     "(no ptx backend)");
+#endif
+}
+
+weft_status weft_nccl_path(char *buf, size_t n)
+{
+    static const char who[] = "weft_nccl_path";
+    if (!buf) {
+        return fe_error(WEFT_ERR_NULL_ARGUMENT, "%s: buf is NULL", who);
+    }
+#ifdef WEFT_HAVE_LLVM
+    const char *path = gpu_nccl_find();
+    if (!path) {
+        return fe_error(WEFT_ERR_BACKEND_UNAVAILABLE,
+                        "%s: NCCL not found ($WEFT_NCCL, libnccl.so.2 on "
+                        "the library path, pip's nvidia-nccl-cu13/-cu12)",
+                        who);
+    }
+    if (strlen(path) >= n) {
+        return fe_error(WEFT_ERR_INVALID_ARGUMENT,
+                        "%s: the path (%zu bytes) does not fit in %zu bytes",
+                        who, strlen(path) + 1, n);
+    }
+    memcpy(buf, path, strlen(path) + 1);
+    return WEFT_OK;
+#else
+    (void)n;
+    return fe_error(WEFT_ERR_BACKEND_UNAVAILABLE,
+                    "%s: this weft was built without LLVM (no ptx backend)",
+                    who);
 #endif
 }
 

@@ -257,7 +257,22 @@ static weft_status ptx_context_init(weft_context *ctx)
         st->sm = (int)sm;
         s = cg_ptx_machine(st->sm, &st->spare[0][0]);
     } else {
-        s = gpu_dev_open(ctx, ctx->cfg.device, &st->dev);
+        /* several devices (multi.c): the first one is st->dev */
+        int ords[GPU_MULTI_MAX], nd = 0, count = 0;
+        if (ctx->cfg.devices && *ctx->cfg.devices) {
+            s = gpu_device_count(&count);
+            if (s == WEFT_OK) {
+                s = gpu_devices_parse(ctx->cfg.devices, count, ords, &nd,
+                                      "weft_context_create");
+            }
+        }
+        if (s == WEFT_OK) {
+            s = gpu_dev_open(ctx, nd > 0 ? ords[0] : ctx->cfg.device,
+                             &st->dev);
+        }
+        if (s == WEFT_OK && nd > 1) {
+            s = gpu_multi_open(st->dev, ords, nd, "weft_context_create");
+        }
         if (s == WEFT_OK) {
             gpu_mem_set_limit(st->dev, ctx->cfg.device_memory);
             st->sm = gpu_dev_sm(st->dev);
@@ -333,6 +348,13 @@ static void ptx_stats(const weft_context *ctx, weft_stats *out)
     out->evictions = ms.evictions;
     out->device_bytes = ms.held;
     out->driver_calls = ms.calls;
+    if (st->dev) { /* several devices: multi.c */
+        out->devices = gpu_multi_count(st->dev);
+        for (int i = 0; i < out->devices; i++) {
+            gpu_multi_device(st->dev, i, &out->device_bytes_on[i]);
+        }
+        out->kernels_split = gpu_multi_launches(st->dev);
+    }
 }
 
 /* ---- compile ----------------------------------------------------------- */
@@ -1353,7 +1375,8 @@ static weft_status rt_run(rt_job *j, int n, const rt_phase *ph)
         if (total <= 0) {
             continue;
         }
-        void *params[3] = {j->w, &total, &grain};
+        int64_t first = 0;
+        void *params[4] = {j->w, &total, &grain, &first};
         /* items of a raw entry take a warp or a block each; a grid-stride
          * entry takes smaller blocks where its own would leave SMs idle */
         int per = j->k->item_threads[ph[i].entry];
@@ -1373,7 +1396,20 @@ static weft_status rt_run(rt_job *j, int n, const rt_phase *ph)
             int64_t all = (items + block - 1) / block;
             grid = all < 0x7fffffff ? (unsigned)all : 0x7fffffffu;
         }
-        weft_status s = gpu_launch(d, f, grid, block, 0, params, WHO);
+        /* element-wise kernels over several devices (multi.c): each
+         * device its range of the kernel's own chunks */
+        bool split = false;
+        int64_t unit = 1;
+        if (gpu_multi_count(d) > 1 && per == 0 && j->k->skel &&
+            j->k->skel->family == SK_GENERATE) {
+            bool wide = sk_ptx_wide(j->k);
+            unit = wide ? sk_target_ptx.chunk_elems : 1;
+            split = wide || grain == 1;
+        }
+        weft_status s =
+            split ? gpu_launch_split(d, f, total, grain, unit, block,
+                                     sk_ptx_uneven(j->k), j->w, WHO)
+                  : gpu_launch(d, f, grid, block, 0, params, WHO);
         if (s) {
             return s;
         }

@@ -187,6 +187,26 @@ static const struct {
     SYM(cuEventQuery, "cuEventQuery", NULL),
 };
 
+/* Entry points that only some features need (driver.h, "Optional"): a
+ * driver without them loads, and the feature says what it lacks. */
+static const struct {
+    size_t off;
+    const char *name;
+} optional[] = {
+    {offsetof(gpu_driver, cuStreamWaitEvent), "cuStreamWaitEvent"},
+    {offsetof(gpu_driver, cuDeviceCanAccessPeer), "cuDeviceCanAccessPeer"},
+    {offsetof(gpu_driver, cuCtxEnablePeerAccess), "cuCtxEnablePeerAccess"},
+    {offsetof(gpu_driver, cuMemAddressReserve), "cuMemAddressReserve"},
+    {offsetof(gpu_driver, cuMemAddressFree), "cuMemAddressFree"},
+    {offsetof(gpu_driver, cuMemCreate), "cuMemCreate"},
+    {offsetof(gpu_driver, cuMemRelease), "cuMemRelease"},
+    {offsetof(gpu_driver, cuMemMap), "cuMemMap"},
+    {offsetof(gpu_driver, cuMemUnmap), "cuMemUnmap"},
+    {offsetof(gpu_driver, cuMemSetAccess), "cuMemSetAccess"},
+    {offsetof(gpu_driver, cuMemGetAllocationGranularity),
+     "cuMemGetAllocationGranularity"},
+};
+
 /* The driver's name and description of r (into buf when it has none). */
 static void cu_describe(CUresult r, const char **name, const char **str,
                         char *buf, size_t n)
@@ -234,6 +254,10 @@ static void load(void)
         }
         /* POSIX: a function's address fits a void * and back. */
         memcpy((char *)&gpu_drv + syms[i].off, &p, sizeof p);
+    }
+    for (size_t i = 0; i < sizeof optional / sizeof optional[0]; i++) {
+        void *p = dlsym(h, optional[i].name);
+        memcpy((char *)&gpu_drv + optional[i].off, &p, sizeof p);
     }
     char buf[32];
     const char *name, *str;
@@ -519,6 +543,9 @@ void gpu_dev_close(gpu_dev *d)
     pthread_mutex_lock(&d->lock);
     bool live = gpu_call(d)->cuCtxPushCurrent(d->cu) == CUDA_SUCCESS;
     gpu_mem_release_all(d, live);
+    if (d->multi) {
+        gpu_multi_close(d, live);
+    }
     /* pinned host memory: the cancel flags, the bounce buffer, the
      * prefetch stage, the upload area */
     void *pinned[4] = {(void *)d->cancel_host, d->bounce, d->stage, d->up};
@@ -603,18 +630,6 @@ void *gpu_dev_stream(const gpu_dev *d)
 }
 
 /* ---- modules ------------------------------------------------------------- */
-
-/* A kernel name handed out in a gpu_fn (gpu_fn.name points at s). */
-typedef struct gpu_name {
-    struct gpu_name *next;
-    size_t size; /* of this record */
-    char s[];
-} gpu_name;
-
-struct gpu_module {
-    CUmodule mod;
-    gpu_name *names;
-};
 
 #define LOG_MAX 4096 /* bytes of the JIT compiler's error log */
 
@@ -715,7 +730,14 @@ weft_status gpu_module_load(gpu_dev *d, const void *text, size_t n,
     }
     CUcontext popped;
     gpu_call(d)->cuCtxPopCurrent(&popped);
-    fe_free(d->ctx, ptx, n + 1);
+    if (st == WEFT_OK && d->multi) {
+        /* for the other devices (multi.c), loaded where it first runs */
+        m->ptx = ptx;
+        m->nptx = n + 1;
+        m->opt_level = opt_level;
+    } else {
+        fe_free(d->ctx, ptx, n + 1);
+    }
     if (st != WEFT_OK) {
         fe_free(d->ctx, m, sizeof *m);
         return st;
@@ -735,11 +757,15 @@ void gpu_module_free(gpu_dev *d, gpu_module *m)
         CUcontext popped;
         gpu_call(d)->cuCtxPopCurrent(&popped);
     }
+    if (d->multi) {
+        gpu_multi_module_free(d, m);
+    }
     pthread_mutex_unlock(&d->lock);
     for (gpu_name *nm = m->names, *next; nm; nm = next) {
         next = nm->next;
         fe_free(d->ctx, nm, nm->size);
     }
+    fe_free(d->ctx, m->ptx, m->nptx);
     fe_free(d->ctx, m, sizeof *m);
 }
 
@@ -814,7 +840,9 @@ weft_status gpu_module_fn(gpu_dev *d, gpu_module *m, const char *name,
             st = fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
             goto cleanup;
         }
+        memset(copy, 0, sizeof *copy);
         copy->size = size;
+        copy->mod = m;
         memcpy(copy->s, name, strlen(name) + 1);
         copy->next = m->names;
         m->names = copy;
@@ -1051,9 +1079,11 @@ weft_status gpu_cancel_flag(gpu_dev *d, uint64_t *dev_addr, const char *who)
     if (!d->cancel_host) {
         void *p = NULL;
         CUdeviceptr dp = 0;
+        /* portable over several devices: their kernels read it too */
         GPU_CU(d, who, cuMemHostAlloc, &p,
                sizeof(int32_t) * (1 + GPU_SPEC_FLAGS),
-               CU_MEMHOSTALLOC_DEVICEMAP);
+               CU_MEMHOSTALLOC_DEVICEMAP |
+                   (d->multi ? CU_MEMHOSTALLOC_PORTABLE : 0));
         CUresult r = gpu_call(d)->cuMemHostGetDevicePointer(&dp, p, 0);
         if (r != CUDA_SUCCESS) {
             gpu_call(d)->cuMemFreeHost(p);

@@ -30,6 +30,37 @@ typedef int CUjit_option;
 typedef int CUdevice_attribute;
 typedef int CUfunction_attribute;
 typedef size_t (*CUoccupancyB2DSize)(int block);
+typedef unsigned long long CUmemGenericAllocationHandle;
+
+/* The driver's virtual memory management (multi.c), laid out as cuda.h's
+ * CUmemLocation, CUmemAllocationProp and CUmemAccessDesc (CUDA 10.2 on). */
+typedef struct CUmemLocation {
+    int type; /* CU_MEM_LOCATION_TYPE_DEVICE */
+    int id;   /* the device ordinal */
+} CUmemLocation;
+typedef struct CUmemAllocationProp {
+    int type;                 /* CU_MEM_ALLOCATION_TYPE_PINNED */
+    int requestedHandleTypes; /* 0: none */
+    CUmemLocation location;
+    void *win32HandleMetaData;
+    struct {
+        unsigned char compressionType;
+        unsigned char gpuDirectRDMACapable;
+        unsigned short usage;
+        unsigned char reserved[4];
+    } allocFlags;
+} CUmemAllocationProp;
+typedef struct CUmemAccessDesc {
+    CUmemLocation location;
+    int flags; /* CU_MEM_ACCESS_FLAGS_PROT_READWRITE */
+} CUmemAccessDesc;
+
+enum {
+    CU_MEM_LOCATION_TYPE_DEVICE = 1,
+    CU_MEM_ALLOCATION_TYPE_PINNED = 1,
+    CU_MEM_ACCESS_FLAGS_PROT_READWRITE = 3,
+    CU_MEM_ALLOC_GRANULARITY_MINIMUM = 0,
+};
 
 enum {
     CUDA_SUCCESS = 0,
@@ -42,6 +73,7 @@ enum {
     /* kernel faults: reported by the next call that waits, and sticky
      * (cuda.c's head comment says how far) */
     CUDA_ERROR_ILLEGAL_ADDRESS = 700,
+    CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704,
     CUDA_ERROR_LAUNCH_TIMEOUT = 702,
     CUDA_ERROR_ASSERT = 710, /* a device assert or trap */
     CUDA_ERROR_HARDWARE_STACK_ERROR = 714,
@@ -76,7 +108,7 @@ enum {
 
 enum { CU_STREAM_NON_BLOCKING = 1 };
 
-enum { CU_MEMHOSTALLOC_DEVICEMAP = 2 };
+enum { CU_MEMHOSTALLOC_PORTABLE = 1, CU_MEMHOSTALLOC_DEVICEMAP = 2 };
 
 enum { CU_EVENT_DISABLE_TIMING = 2 };
 
@@ -148,6 +180,28 @@ typedef struct gpu_driver {
     CUresult (*cuEventDestroy)(CUevent e);
     CUresult (*cuEventSynchronize)(CUevent e);
     CUresult (*cuEventQuery)(CUevent e);
+    /* Optional entry points (NULL where the driver lacks them; cuda.c's
+     * `optional` table): several devices in one context (multi.c) */
+    CUresult (*cuStreamWaitEvent)(CUstream s, CUevent e, unsigned flags);
+    CUresult (*cuDeviceCanAccessPeer)(int *can, CUdevice dev, CUdevice peer);
+    CUresult (*cuCtxEnablePeerAccess)(CUcontext peer, unsigned flags);
+    CUresult (*cuMemAddressReserve)(CUdeviceptr *p, size_t size,
+                                    size_t align, CUdeviceptr addr,
+                                    unsigned long long flags);
+    CUresult (*cuMemAddressFree)(CUdeviceptr p, size_t size);
+    CUresult (*cuMemCreate)(CUmemGenericAllocationHandle *h, size_t size,
+                            const CUmemAllocationProp *prop,
+                            unsigned long long flags);
+    CUresult (*cuMemRelease)(CUmemGenericAllocationHandle h);
+    CUresult (*cuMemMap)(CUdeviceptr p, size_t size, size_t offset,
+                         CUmemGenericAllocationHandle h,
+                         unsigned long long flags);
+    CUresult (*cuMemUnmap)(CUdeviceptr p, size_t size);
+    CUresult (*cuMemSetAccess)(CUdeviceptr p, size_t size,
+                               const CUmemAccessDesc *desc, size_t count);
+    CUresult (*cuMemGetAllocationGranularity)(size_t *g,
+                                              const CUmemAllocationProp *prop,
+                                              int option);
 } gpu_driver;
 
 /* The table, valid once gpu_available or gpu_dev_open has succeeded. */
@@ -171,6 +225,30 @@ typedef struct gpu_timed {
 } gpu_timed;
 
 typedef struct gpu_block gpu_block;   /* a pooled device block (mem.c) */
+typedef struct gpu_multi gpu_multi;   /* the other devices (multi.c) */
+
+
+/* A kernel name handed out in a gpu_fn (gpu_fn.name points at s), with
+ * the kernel's function on each device of a context over several
+ * (multi.c; on[0] unused: device 0 has gpu_fn.fn). */
+typedef struct gpu_name {
+    struct gpu_name *next;
+    size_t size;             /* of this record */
+    gpu_module *mod;         /* whose kernel it is */
+    CUfunction on[GPU_MULTI_MAX];
+    char s[];
+} gpu_name;
+
+/* A loaded module; with several devices of distinct contexts, its PTX is
+ * kept to be loaded on each of them when it first runs there (multi.c). */
+struct gpu_module {
+    CUmodule mod;
+    gpu_name *names;
+    char *ptx;               /* NUL-terminated copy, or NULL */
+    size_t nptx;             /* its bytes, NUL included */
+    int opt_level;
+    CUmodule on[GPU_MULTI_MAX]; /* loaded on device i (on[0] unused) */
+};
 typedef struct gpu_mirror gpu_mirror; /* an array's device copy (mem.c) */
 
 struct gpu_dev {
@@ -245,6 +323,9 @@ struct gpu_dev {
     gpu_block *spare_blocks;
     gpu_mirror *spare_mirrors;
     int nspare_mirrors;
+    /* the other devices of a context over several, or NULL (multi.c):
+     * set once after opening, before anything is compiled or run */
+    gpu_multi *multi;
 };
 
 #define GPU_BOUNCE 65536 /* bytes of d->bounce */
@@ -294,6 +375,23 @@ weft_status gpu_stream_wait(gpu_dev *d, const char *who);
 /* Wait for event e of d's stream (d entered) the same way: the work
  * queued before its last record is done. */
 weft_status gpu_event_wait(gpu_dev *d, CUevent e, const char *who);
+
+/* ---- multi.c ------------------------------------------------------------- */
+
+/* Large blocks of a context over several devices: `size` bytes (a size
+ * class of mem.c, >= GPU_MULTI_MIN) as one virtual range mapped on every
+ * device, its pages split among them (d entered).  CUDA_SUCCESS or the
+ * driver's error (CUDA_ERROR_OUT_OF_MEMORY starts mem.c's eviction). */
+#define GPU_MULTI_MIN ((size_t)1 << 20)
+CUresult gpu_multi_map(gpu_dev *d, size_t size, CUdeviceptr *p);
+/* Unmap and release range p when it is one of gpu_multi_map's (d entered,
+ * streams waited for): true; false when p is not such a range. */
+bool gpu_multi_unmap(gpu_dev *d, CUdeviceptr p);
+/* Close the other devices (d locked; live: d's context current).  Modules
+ * loaded on them are unloaded by gpu_module_free first. */
+void gpu_multi_close(gpu_dev *d, bool live);
+/* Unload m's copies on the other devices (d locked). */
+void gpu_multi_module_free(gpu_dev *d, gpu_module *m);
 
 /* mem.c: release every device buffer of d (pool and mirrors, detaching the
  * mirrored arrays; a device copy newer than the host's is downloaded first).

@@ -17,6 +17,10 @@
  *              first GPU use, download on first host read), eviction of
  *              the least recently used device copies to the host when the
  *              device is out of memory;
+ *   multi.c    a context over several GPUs of one host (issue 20): the
+ *              other devices' contexts and streams, large blocks split
+ *              over the devices through the driver's virtual memory,
+ *              element-wise kernels split over them, NCCL looked for;
  *   backend.c  the PTX backend (fe_backend_ptx): kernels, drivers, runs.
  *
  * Threads.  One gpu_dev per weft context.  Its mutex is recursive: the
@@ -247,6 +251,53 @@ void gpu_mem_stats_get(gpu_dev *d, gpu_mem_stats *out);
 /* Test hook: make gpu_mem_alloc behave as if the device had only `bytes`
  * bytes (0: no limit), so that eviction can be tested on a large GPU. */
 void gpu_mem_set_limit(gpu_dev *d, uint64_t bytes);
+
+/* ===== multi.c ===== */
+
+#define GPU_MULTI_MAX 8 /* devices of one context */
+
+/* The device list of weft_config.devices / $WEFT_DEVICES, `spec`, for a
+ * driver that sees `count` devices: ords[0 .. *n) (at most GPU_MULTI_MAX,
+ * 8; ords has room for that many).  NULL or "": *n = 0 (one GPU, as
+ * without the setting); "all": 0 .. count - 1 (the first 8); else
+ * ordinals separated by commas, which may repeat ("0,0").  No driver is
+ * asked: a pure function.  Errors: WEFT_ERR_INVALID_ARGUMENT for
+ * anything else, an ordinal >= count (naming it) or more than 8; `who`
+ * prefixes messages. */
+weft_status gpu_devices_parse(const char *spec, int count, int *ords, int *n,
+                              const char *who);
+/* Make d (opened on ords[0]) a context over devices ords[0 .. n): for
+ * n < 2 nothing.  Every device must have d's compute capability
+ * (WEFT_ERR_INVALID_ARGUMENT naming it) and peer access to every other
+ * (WEFT_ERR_BACKEND_UNAVAILABLE), and the driver the virtual memory
+ * calls (WEFT_ERR_BACKEND_UNAVAILABLE naming the missing one); driver
+ * failures WEFT_ERR_DEVICE.  Call before anything is compiled or run on
+ * d; gpu_dev_close closes the other devices. */
+weft_status gpu_multi_open(gpu_dev *d, const int *ords, int n,
+                           const char *who);
+/* Devices of d's context (1 without gpu_multi_open). */
+int gpu_multi_count(const gpu_dev *d);
+/* Device i of d's context: its ordinal, and in *bytes the bytes of
+ * partitioned arrays (and pooled ranges) in its memory now; with one
+ * device, d's ordinal and all the bytes d holds. */
+int gpu_multi_device(gpu_dev *d, int i, uint64_t *bytes);
+/* Kernels split over the devices so far. */
+uint64_t gpu_multi_launches(gpu_dev *d);
+/* Launch element-wise kernel f of a context over several devices (d
+ * entered): `total` elements in chunks of `unit` elements (the kernel's
+ * own chunk: the grain it really takes), its parameters (args, n, grain,
+ * first); each device runs its range of chunks on its stream, after the
+ * work queued on d's stream, and d's stream waits for them all (multi.c,
+ * "Kernels").  `one_pass`: a chunk per thread (an uneven kernel), else
+ * gpu_grid_for's persistent grid.  Errors as gpu_launch. */
+weft_status gpu_launch_split(gpu_dev *d, const gpu_fn *f, int64_t total,
+                             int64_t grain, int64_t unit, int block,
+                             bool one_pass, void *args, const char *who);
+/* Where libnccl.so.2 was found ($WEFT_NCCL, the library path, pip's
+ * nvidia-nccl-cu13/-cu12), or NULL; looked for once per process.  When
+ * found, NCCL_NVLS_ENABLE=0 is set in the environment unless the user set
+ * it (multi.c, "NCCL"). */
+const char *gpu_nccl_find(void);
 
 /* ===== backend.c ===== */
 

@@ -151,7 +151,9 @@ static CUresult driver_alloc(gpu_dev *d, size_t size, CUdeviceptr *p)
     if (d->limit && (d->held > d->limit || size > d->limit - d->held)) {
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    CUresult r = gpu_call(d)->cuMemAlloc(p, size);
+    CUresult r = d->multi && size >= GPU_MULTI_MIN
+                     ? gpu_multi_map(d, size, p) /* split over devices */
+                     : gpu_call(d)->cuMemAlloc(p, size);
     if (r == CUDA_SUCCESS) {
         d->held += size;
     }
@@ -162,7 +164,9 @@ static CUresult driver_alloc(gpu_dev *d, size_t size, CUdeviceptr *p)
  * waited for).  Errors are ignored: the block is gone either way. */
 static void driver_free(gpu_dev *d, CUdeviceptr p, size_t size)
 {
-    gpu_call(d)->cuMemFree(p);
+    if (!d->multi || !gpu_multi_unmap(d, p)) {
+        gpu_call(d)->cuMemFree(p);
+    }
     d->held -= size;
 }
 
@@ -1065,9 +1069,10 @@ void gpu_mem_release_all(gpu_dev *d, bool live)
         for (int l = 0; l < m->nleaf; l++) {
             if (m->ptr[l] && !m->foreign) {
                 if (live) {
-                    gpu_call(d)->cuMemFree(m->ptr[l]);
+                    driver_free(d, m->ptr[l], rounded(m->bytes[l]));
+                } else {
+                    d->held -= rounded(m->bytes[l]);
                 }
-                d->held -= rounded(m->bytes[l]);
             }
         }
         lru_unlink(d, m);

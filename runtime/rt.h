@@ -27,7 +27,7 @@
 /* Bumped whenever the kernel ABI, the argument block layout or anything
  * else that makes an old cached kernel wrong changes; it is mixed into
  * every kernel key, so old disk entries are simply never found again. */
-#define RT_ABI_VERSION 16 /* 11: ptx fold by 128-bit loads and a last-block
+#define RT_ABI_VERSION 17 /* 11: ptx fold by 128-bit loads and a last-block
                              ticket, ptx scan status words; 12: foldSeg's
                              parts (aux 1 and 2); 13: ptx scan by blocks of
                              256, staged values; 14: ptx element kernels'
@@ -35,7 +35,8 @@
                              default; 15: ptx generate's four-element
                              chunks, irce, reads hoisted out of while
                              loops; 16: ptx foldSeg in one pass, its
-                             error codes */
+                             error codes; 17: ptx entries' `first`
+                             chunk (several GPUs) */
 
 /* ===== disk.c: the disk cache of compiled kernels ===== */
 

@@ -257,6 +257,7 @@ static void diff_open_flags(diff *d, unsigned cpu_flags)
     for (int s = 0; s < 2; s++) {
         weft_config cfg = weft_config_default();
         cfg.backend = s == 0 ? WEFT_BACKEND_INTERP : DT_BACKEND;
+        cfg.devices = tu_devices(cfg.backend);
         cfg.threads = s == 0 ? 1 : 3;
         cfg.flags = WEFT_FLAG_NO_ENV
                     | (s == 1 ? cpu_flags | DT_FLAGS | DT_TIER : 0);

@@ -74,6 +74,7 @@ static void run_on(weft_backend b, int threads, build_fn build,
 {
     weft_config cfg = weft_config_default();
     cfg.backend = b;
+    cfg.devices = tu_devices(b);
     cfg.threads = threads;
     cfg.flags |= WEFT_FLAG_NO_ENV | DT_TIER;
     weft_context *ctx = NULL;

@@ -55,6 +55,7 @@ static void pair_open(pair *c, int threads)
     cfg.backend = WEFT_BACKEND_INTERP;
     TU_OK(weft_context_create(&cfg, &c->ref));
     cfg.backend = DT_BACKEND;
+    cfg.devices = tu_devices(DT_BACKEND);
     cfg.threads = threads;
     TU_OK(weft_context_create(&cfg, &c->cpu));
 }

@@ -181,6 +181,7 @@ static void open_side(side *s, weft_backend b)
 {
     weft_config cfg = weft_config_default();
     cfg.backend = b;
+    cfg.devices = tu_devices(b);
     cfg.threads = 3;
     cfg.flags = WEFT_FLAG_NO_ENV | tu_tier_flags(0);
     TU_OK(weft_context_create(&cfg, &s->ctx));

@@ -157,11 +157,21 @@ static inline unsigned tu_tier_flags(unsigned dflt)
                                      : dflt;
 }
 
+/* The devices of the ptx contexts the tests make ($WEFT_TEST_DEVICES, as
+ * weft_config.devices, since those contexts ignore the environment):
+ * "0,0" runs the differential tests over two blocks of one GPU, "all" over
+ * every GPU (docs/distributed.md, "Testing").  NULL for other backends. */
+static inline const char *tu_devices(weft_backend b)
+{
+    return b == WEFT_BACKEND_PTX ? getenv("WEFT_TEST_DEVICES") : NULL;
+}
+
 /* Make a context on backend b (environment ignored) and a program in it. */
 static inline void tu_open_backend(tu *t, weft_backend b)
 {
     weft_config cfg = weft_config_default();
     cfg.backend = b;
+    cfg.devices = tu_devices(b);
     cfg.threads = 2;
     cfg.flags |= WEFT_FLAG_NO_ENV | DT_TIER;
     t->ctx = NULL;

@@ -39,6 +39,8 @@ typedef struct report {
     char dev_why[512];         /* ndev 0: why */
     int libdevice_found;
     char libdevice[4096];      /* the path, or why not (the paths tried) */
+    int nccl_found;
+    char nccl[4096];           /* the path, or why not */
     weft_status cache_status;
     weft_cache_info cache;
     char cache_error[512];     /* cache_status not WEFT_OK: why */
@@ -104,6 +106,11 @@ static void gather(report *r)
         snprintf(r->libdevice, sizeof r->libdevice, "%s",
                  p ? p + 2 : weft_last_error());
     }
+    r->nccl_found = weft_nccl_path(r->nccl, sizeof r->nccl) == WEFT_OK;
+    if (!r->nccl_found) {
+        const char *p = strstr(weft_last_error(), ": ");
+        snprintf(r->nccl, sizeof r->nccl, "%s", p ? p + 2 : weft_last_error());
+    }
     r->cache_status = weft_cache_info_get(NULL, &r->cache);
     if (r->cache_status != WEFT_OK) {
         snprintf(r->cache_error, sizeof r->cache_error, "%s",
@@ -165,6 +172,12 @@ static void print_text(const report *r)
         printf("libdevice: %s\n", r->libdevice);
     } else {
         printf("libdevice: not found: %s\n", r->libdevice);
+    }
+    if (r->nccl_found) {
+        printf("nccl: %s\n", r->nccl);
+    } else {
+        printf("nccl: not found: %s (several GPUs work without it)\n",
+               r->nccl);
     }
     if (r->cache_status != WEFT_OK) {
         printf("cache: error: %s\n", r->cache_error);
@@ -246,6 +259,8 @@ static void print_json(const report *r)
     printf(", \"libdevice\": {\"found\": %s",
            r->libdevice_found ? "true" : "false");
     json_kv(r->libdevice_found ? "path" : "why", r->libdevice, 0);
+    printf("}, \"nccl\": {\"found\": %s", r->nccl_found ? "true" : "false");
+    json_kv(r->nccl_found ? "path" : "why", r->nccl, 0);
     printf("}, \"cache\": {");
     if (r->cache_status != WEFT_OK) {
         json_kv("error", r->cache_error, 1);

@@ -173,9 +173,10 @@ class Context:
         extra: Dict[str, Any] = {}
         for name, _ in ffi.typeof('weft_stats').fields:
             v = getattr(out, name)
-            if isinstance(v, ffi.CData):
-                v = ffi.string(v).decode() if ffi.typeof(v).kind == 'array' \
-                    else v
+            if isinstance(v, ffi.CData) and ffi.typeof(v).kind == 'array':
+                # text (char[]) or numbers (device_bytes_on)
+                v = (ffi.string(v).decode()
+                     if ffi.typeof(v).item.cname == 'char' else list(v))
             (values if name in known else extra)[name] = v
         return Stats(extra=extra, **values)
 

@@ -3,7 +3,8 @@
  *
  * The entry point of a phase is a kernel
  *
- *     void entry(uint64_t args[nwords] byval, int64_t n, int64_t grain)
+ *     void entry(uint64_t args[nwords] byval, int64_t n, int64_t grain,
+ *                int64_t first)
  *
  * The argument block travels by value in the kernel's parameter space (the
  * driver copies it with the launch; no device buffer, no upload), laid out
@@ -11,8 +12,14 @@
  * host pointers.  Its threads cut [0, n) into chunks of `grain` elements
  * and walk them in a grid-stride loop,
  *
- *     for (c = global thread id; c grain < n; c += threads in grid)
+ *     for (c = first + global thread id; c grain < n; c += threads in grid)
  *         body(c grain, min(n, (c + 1) grain))
+ *
+ * `first` is 0 but where a context over several GPUs runs the chunks
+ * [first, ceil(n / grain)) of one kernel on one of its devices
+ * (runtime-gpu/multi.c, "Kernels"); entries of this target's own
+ * (sk_fn_begin_raw) take it and ignore it, so that every entry has one
+ * signature and the runtime one way to launch.
  *
  * so consecutive threads take consecutive chunks: with grain 1 a map
  * reads and writes memory coalesced, and any body written for the CPU's
@@ -73,8 +80,8 @@ static weft_status ptx_entry_begin(sk_emit *e, sk_fn *f, const char *name)
     LLVMTypeRef i64 = LLVMInt64TypeInContext(c);
     unsigned nwords = (unsigned)(e->k->nwords > 0 ? e->k->nwords : 1);
     LLVMTypeRef block = LLVMArrayType2(i64, nwords);
-    LLVMTypeRef params[3] = {LLVMPointerTypeInContext(c, 0), i64, i64};
-    LLVMTypeRef ty = LLVMFunctionType(LLVMVoidTypeInContext(c), params, 3, 0);
+    LLVMTypeRef params[4] = {LLVMPointerTypeInContext(c, 0), i64, i64, i64};
+    LLVMTypeRef ty = LLVMFunctionType(LLVMVoidTypeInContext(c), params, 4, 0);
     weft_status s = cg_fn_begin(&f->fn, e->ctx, &cg_target_ptx, e->arena,
                                 e->mod, name, ty, e->core->nvar);
     if (s) {
@@ -167,7 +174,8 @@ static void ptx_range_begin(sk_fn *f)
     LLVMValueRef bs = cg_zext64(fn, t->block_size(fn, 0));
     LLVMValueRef gid = LLVMBuildAdd(
         b, LLVMBuildMul(b, cg_zext64(fn, t->block_index(fn, 0)), bs, ""),
-        cg_zext64(fn, t->thread_index(fn, 0)), "gid");
+        cg_zext64(fn, t->thread_index(fn, 0)), "");
+    gid = LLVMBuildAdd(b, gid, LLVMGetParam(fn->fn, 3), "gid");
     f->loop_step = LLVMBuildMul(b, cg_zext64(fn, t->grid_size(fn, 0)), bs, "");
     if (sk_ptx_wide(f->e->k)) {
         f->grain = cg_i64(fn, f->e->target->chunk_elems);

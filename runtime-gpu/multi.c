@@ -1,0 +1,693 @@
+/*
+ * runtime-gpu/multi.c: one context over several GPUs of one host (issue
+ * 20, phase 1; docs/distributed.md is the design).
+ *
+ * The devices.  A context over devices o0, o1, ... (weft_config.devices,
+ * $WEFT_DEVICES) is the gpu_dev of o0, as for one GPU, plus this file's
+ * gpu_multi, hung on it (d->multi) before anything is compiled or run.
+ * Device i > 0 has its own non-blocking stream and an event; its context
+ * is its primary context, retained here, or, where its ordinal repeats an
+ * earlier one ("0,0": the partition logic on one GPU), that one's.  Peer
+ * access is enabled between every pair of distinct devices (a pair
+ * without it refuses the context), so that a kernel on any device reads
+ * and writes memory that cuMemAlloc made on device 0.  One device, or
+ * none named, makes no gpu_multi: every branch below is off the path of
+ * a context over one GPU.
+ *
+ * Memory.  Blocks of GPU_MULTI_MIN (1 MiB) bytes and more (mem.c's
+ * driver_alloc asks here instead of cuMemAlloc) are one range of virtual
+ * addresses (cuMemAddressReserve) whose pages are split into one
+ * contiguous block per device, in the order of the devices, as equal as
+ * the allocation granularity (2 MiB on an H100) allows; each block is
+ * physical memory of its device (cuMemCreate), mapped into the range
+ * (cuMemMap), and the whole range is made readable and writable by every
+ * device of the context (cuMemSetAccess).  So an array keeps one address
+ * per leaf, on every device, and any kernel runs unchanged on any device
+ * over the same argument block: reads and writes of another device's
+ * block go over NVLink.  Smaller blocks stay on device 0 and the other
+ * devices reach them by peer access (not replicated: a replica needs a
+ * rule for which copy is current, and such arrays are read a few times
+ * per kernel, where a peer read costs about what a launch does).  mem.c's
+ * pool keeps freed ranges by size class like any block, so a program run
+ * again does not map again; a range goes back to the driver only when the
+ * pool is flushed (out of memory) or the context ends.  Host reads and
+ * uploads are copies of device 0's stream over the one range: the driver
+ * gathers the blocks.
+ *
+ * Kernels.  The element-wise family (rt_exec_generate: generate, map,
+ * zipWith, backpermute, transform) is split: chunks [0, C) of its index
+ * space are cut into one range per device, at multiples of GPU_SPLIT_UNIT
+ * chunks (so a staged block never straddles two devices), as equal as
+ * that allows (a kernel of fewer than GPU_SPLIT_MIN such units runs on
+ * device 0 alone), which is where the rows of an output split by bytes
+ * fall up to a granule; device i runs its range through the kernel's `first`
+ * parameter (skeletons-ir/ptx/target.c) on its own stream, after an
+ * event recorded on device 0's stream (what was queued before is done),
+ * and device 0's stream waits for device i's event after it, so that
+ * everything after the kernel, on device 0's stream, sees its writes and
+ * a wait for device 0's stream waits for all.  No host wait is added.
+ * Every other family runs on device 0 over the same addresses (phase 1).
+ * A module is loaded on a device of another context when one of its
+ * kernels first runs there (its PTX kept by gpu_module_load for that),
+ * and unloaded with the module.
+ *
+ * NCCL (gpu_nccl_find) is looked for and reported, not yet used: phase
+ * 1's kernels need no collective.
+ */
+#include <dlfcn.h>
+#include <glob.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "driver.h"
+
+#define GPU_SPLIT_UNIT 1024 /* chunks: a device's range starts at a
+                               multiple of this */
+#define GPU_SPLIT_MIN 64    /* units: a kernel of fewer runs on device 0
+                               alone (64 units of 4-element chunks: 1 MiB
+                               of f32, the size from which arrays are
+                               split; below it the joins of the streams
+                               cost about what the kernel does) */
+
+/* A range of gpu_multi_map: its blocks, one per device with pages. */
+typedef struct gpu_range {
+    struct gpu_range *next;
+    CUdeviceptr p;
+    size_t size;                 /* reserved and mapped (granules) */
+    size_t blk[GPU_MULTI_MAX];   /* bytes of device i's block (may be 0) */
+    CUmemGenericAllocationHandle h[GPU_MULTI_MAX];
+} gpu_range;
+
+typedef struct gpu_other {
+    int ordinal;
+    CUdevice dev;
+    CUcontext cu;         /* d->cu, another device's, or an earlier one's */
+    bool retained;        /* cu is retained by this entry */
+    CUstream stream;      /* device 0: d->stream */
+    CUevent done;         /* recorded after its part of a split kernel */
+    uint64_t bytes;       /* bytes of ranges held in its memory now */
+} gpu_other;
+
+struct gpu_multi {
+    int n;
+    gpu_other dev[GPU_MULTI_MAX];
+    bool distinct;        /* some device has a context other than d->cu */
+    CUevent ready;        /* on d->stream, before a split kernel */
+    size_t gran;          /* allocation granularity (the largest) */
+    gpu_range *ranges;
+    uint64_t launches;    /* kernels split over the devices */
+};
+
+/* ---- the list of devices --------------------------------------------------- */
+
+weft_status gpu_devices_parse(const char *spec, int count, int *ords,
+                              int *n, const char *who)
+{
+    *n = 0;
+    if (!spec || !*spec) {
+        return WEFT_OK;
+    }
+    if (strcmp(spec, "all") == 0) {
+        if (count > GPU_MULTI_MAX) {
+            count = GPU_MULTI_MAX;
+        }
+        for (int i = 0; i < count; i++) {
+            ords[i] = i;
+        }
+        *n = count;
+        return WEFT_OK;
+    }
+    const char *p = spec;
+    int k = 0;
+    for (;;) {
+        long v = 0;
+        const char *start = p;
+        while (*p >= '0' && *p <= '9' && v <= 1 << 20) {
+            v = v * 10 + (*p++ - '0');
+        }
+        if (p == start || (*p != ',' && *p != '\0') || v > 1 << 20) {
+            return fe_error(WEFT_ERR_INVALID_ARGUMENT,
+                            "%s: devices \"%.64s\" is not a list of device "
+                            "numbers (\"0,1\") or \"all\"",
+                            who, spec);
+        }
+        if (v >= count) {
+            return fe_error(WEFT_ERR_INVALID_ARGUMENT,
+                            "%s: devices \"%.64s\": there is no CUDA device "
+                            "%ld (%d present)",
+                            who, spec, v, count);
+        }
+        if (k == GPU_MULTI_MAX) {
+            return fe_error(WEFT_ERR_INVALID_ARGUMENT,
+                            "%s: devices \"%.64s\": more than %d devices",
+                            who, spec, GPU_MULTI_MAX);
+        }
+        ords[k++] = (int)v;
+        if (*p == '\0') {
+            break;
+        }
+        p++;
+    }
+    *n = k;
+    return WEFT_OK;
+}
+
+/* ---- opening and closing ----------------------------------------------------- */
+
+/* Whether the driver has every entry point several devices need. */
+static const char *missing_entry(void)
+{
+    const gpu_driver *g = &gpu_drv;
+    return !g->cuStreamWaitEvent             ? "cuStreamWaitEvent"
+           : !g->cuDeviceCanAccessPeer       ? "cuDeviceCanAccessPeer"
+           : !g->cuCtxEnablePeerAccess       ? "cuCtxEnablePeerAccess"
+           : !g->cuMemAddressReserve         ? "cuMemAddressReserve"
+           : !g->cuMemAddressFree            ? "cuMemAddressFree"
+           : !g->cuMemCreate                 ? "cuMemCreate"
+           : !g->cuMemRelease                ? "cuMemRelease"
+           : !g->cuMemMap                    ? "cuMemMap"
+           : !g->cuMemUnmap                  ? "cuMemUnmap"
+           : !g->cuMemSetAccess              ? "cuMemSetAccess"
+           : !g->cuMemGetAllocationGranularity
+               ? "cuMemGetAllocationGranularity"
+               : NULL;
+}
+
+/* The properties of physical memory on device `ordinal`. */
+static CUmemAllocationProp prop_on(int ordinal)
+{
+    CUmemAllocationProp prop;
+    memset(&prop, 0, sizeof prop);
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = ordinal;
+    return prop;
+}
+
+/* Make m->dev[i]'s context current on top of d's (when it is another);
+ * true when pushed.  Its errors leave the status. */
+static weft_status push_other(gpu_dev *d, gpu_other *o, bool *pushed,
+                              const char *who)
+{
+    weft_status st = WEFT_OK;
+    *pushed = false;
+    if (o->cu != d->cu) {
+        GPU_CU(d, who, cuCtxPushCurrent, o->cu);
+        *pushed = true;
+    }
+cleanup:
+    return st;
+}
+
+static void pop_other(gpu_dev *d, bool pushed)
+{
+    if (pushed) {
+        CUcontext popped;
+        gpu_call(d)->cuCtxPopCurrent(&popped);
+    }
+}
+
+weft_status gpu_multi_open(gpu_dev *d, const int *ords, int n,
+                           const char *who)
+{
+    if (n < 2) {
+        return WEFT_OK;
+    }
+    const char *miss = missing_entry();
+    if (miss) {
+        return fe_error(WEFT_ERR_BACKEND_UNAVAILABLE,
+                        "%s: the CUDA driver has no %s: a context over "
+                        "several devices needs a newer driver",
+                        who, miss);
+    }
+    weft_device_info first, info;
+    weft_status st = gpu_device_info(ords[0], &first);
+    for (int i = 1; st == WEFT_OK && i < n; i++) {
+        st = gpu_device_info(ords[i], &info);
+        if (st == WEFT_OK && (info.sm_major != first.sm_major ||
+                              info.sm_minor != first.sm_minor)) {
+            return fe_error(WEFT_ERR_INVALID_ARGUMENT,
+                            "%s: devices: device %d is sm_%d%d, device %d "
+                            "sm_%d%d: the devices of one context must have "
+                            "one compute capability",
+                            who, ords[i], info.sm_major, info.sm_minor,
+                            ords[0], first.sm_major, first.sm_minor);
+        }
+    }
+    if (st != WEFT_OK) {
+        return st;
+    }
+    gpu_multi *m = fe_calloc(d->ctx, sizeof *m);
+    if (!m) {
+        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+    }
+    st = gpu_enter(d, who);
+    if (st != WEFT_OK) {
+        fe_free(d->ctx, m, sizeof *m);
+        return st;
+    }
+    m->n = n;
+    m->dev[0] = (gpu_other){.ordinal = ords[0], .dev = d->dev, .cu = d->cu,
+                            .stream = d->stream};
+    d->multi = m; /* from here gpu_multi_close undoes what was made */
+    bool pushed = false;
+    for (int i = 1; i < n; i++) {
+        gpu_other *o = &m->dev[i];
+        o->ordinal = ords[i];
+        GPU_CU(d, who, cuDeviceGet, &o->dev, ords[i]);
+        for (int j = 0; j < i && !o->cu; j++) {
+            if (m->dev[j].ordinal == ords[i]) {
+                o->cu = m->dev[j].cu;
+            }
+        }
+        if (!o->cu) {
+            GPU_CU(d, who, cuDevicePrimaryCtxRetain, &o->cu, o->dev);
+            o->retained = true;
+            m->distinct = true;
+        }
+        st = push_other(d, o, &pushed, who);
+        if (st != WEFT_OK) {
+            goto cleanup;
+        }
+        GPU_CU(d, who, cuStreamCreate, &o->stream, CU_STREAM_NON_BLOCKING);
+        GPU_CU(d, who, cuEventCreate, &o->done, CU_EVENT_DISABLE_TIMING);
+        pop_other(d, pushed);
+        pushed = false;
+    }
+    GPU_CU(d, who, cuEventCreate, &m->ready, CU_EVENT_DISABLE_TIMING);
+    /* peer access both ways between every pair of distinct devices */
+    for (int i = 0; i < n; i++) {
+        for (int j = 0; j < n; j++) {
+            gpu_other *a = &m->dev[i], *b = &m->dev[j];
+            if (a->ordinal == b->ordinal || (!a->retained && i > 0) ||
+                (!b->retained && j > 0)) {
+                continue; /* the same device, or a repeat of one */
+            }
+            int can = 0;
+            GPU_CU(d, who, cuDeviceCanAccessPeer, &can, a->dev, b->dev);
+            if (!can) {
+                st = fe_error(WEFT_ERR_BACKEND_UNAVAILABLE,
+                              "%s: devices: device %d cannot access device "
+                              "%d's memory (no peer access): a context over "
+                              "several devices needs it between every pair",
+                              who, a->ordinal, b->ordinal);
+                goto cleanup;
+            }
+            st = push_other(d, a, &pushed, who);
+            if (st != WEFT_OK) {
+                goto cleanup;
+            }
+            CUresult r = gpu_call(d)->cuCtxEnablePeerAccess(b->cu, 0);
+            pop_other(d, pushed);
+            pushed = false;
+            if (r != CUDA_SUCCESS &&
+                r != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) {
+                st = gpu_cu_fail(d, who, "cuCtxEnablePeerAccess", r,
+                                 __FILE__, __LINE__);
+                goto cleanup;
+            }
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        size_t g = 0;
+        CUmemAllocationProp prop = prop_on(ords[i]);
+        GPU_CU(d, who, cuMemGetAllocationGranularity, &g, &prop,
+               CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+        m->gran = g > m->gran ? g : m->gran;
+    }
+cleanup:
+    pop_other(d, pushed);
+    if (st != WEFT_OK) {
+        gpu_multi_close(d, true);
+    }
+    gpu_leave(d);
+    return st;
+}
+
+void gpu_multi_close(gpu_dev *d, bool live)
+{
+    gpu_multi *m = d->multi;
+    if (!m) {
+        return;
+    }
+    while (m->ranges) { /* mem.c released them all, unless not live */
+        gpu_range *r = m->ranges;
+        m->ranges = r->next;
+        fe_free(d->ctx, r, sizeof *r);
+    }
+    for (int i = 1; i < m->n; i++) {
+        gpu_other *o = &m->dev[i];
+        bool pushed = false;
+        if (live && o->cu && push_other(d, o, &pushed, "weft_context_free") ==
+                                 WEFT_OK) {
+            if (o->stream) {
+                gpu_call(d)->cuStreamSynchronize(o->stream);
+                gpu_call(d)->cuStreamDestroy(o->stream);
+            }
+            if (o->done) {
+                gpu_call(d)->cuEventDestroy(o->done);
+            }
+            pop_other(d, pushed);
+        }
+        if (o->retained) {
+            gpu_call(d)->cuDevicePrimaryCtxRelease(o->dev);
+        }
+    }
+    if (live && m->ready) {
+        gpu_call(d)->cuEventDestroy(m->ready);
+    }
+    d->multi = NULL;
+    fe_free(d->ctx, m, sizeof *m);
+}
+
+int gpu_multi_count(const gpu_dev *d)
+{
+    return d && d->multi ? d->multi->n : 1;
+}
+
+int gpu_multi_device(gpu_dev *d, int i, uint64_t *bytes)
+{
+    gpu_multi *m = d->multi;
+    if (!m) {
+        *bytes = d->held;
+        return d->ordinal;
+    }
+    gpu_lock(d);
+    *bytes = m->dev[i].bytes;
+    int ord = m->dev[i].ordinal;
+    gpu_unlock(d);
+    return ord;
+}
+
+uint64_t gpu_multi_launches(gpu_dev *d)
+{
+    return d->multi ? d->multi->launches : 0;
+}
+
+/* ---- memory ---------------------------------------------------------------- */
+
+/* Undo a range: unmap it, release its blocks, free its addresses. */
+static void range_free(gpu_dev *d, gpu_range *r, bool mapped)
+{
+    gpu_multi *m = d->multi;
+    if (mapped) {
+        gpu_call(d)->cuMemUnmap(r->p, r->size);
+    }
+    for (int i = 0; i < m->n; i++) {
+        if (r->h[i]) {
+            gpu_call(d)->cuMemRelease(r->h[i]);
+            m->dev[i].bytes -= r->blk[i];
+        }
+    }
+    if (r->p) {
+        gpu_call(d)->cuMemAddressFree(r->p, r->size);
+    }
+    fe_free(d->ctx, r, sizeof *r);
+}
+
+CUresult gpu_multi_map(gpu_dev *d, size_t size, CUdeviceptr *p)
+{
+    gpu_multi *m = d->multi;
+    gpu_range *r = fe_calloc(d->ctx, sizeof *r);
+    if (!r) {
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    size_t g = m->gran, granules = (size + g - 1) / g;
+    r->size = granules * g;
+    CUresult e = gpu_call(d)->cuMemAddressReserve(&r->p, r->size, g, 0, 0);
+    if (e != CUDA_SUCCESS) {
+        r->p = 0;
+        range_free(d, r, false);
+        return e;
+    }
+    size_t off = 0;
+    for (int i = 0; i < m->n; i++) {
+        size_t share = granules / (size_t)m->n +
+                       ((size_t)i < granules % (size_t)m->n ? 1 : 0);
+        if (share == 0) {
+            continue;
+        }
+        CUmemAllocationProp prop = prop_on(m->dev[i].ordinal);
+        e = gpu_call(d)->cuMemCreate(&r->h[i], share * g, &prop, 0);
+        if (e != CUDA_SUCCESS) {
+            r->h[i] = 0;
+            break;
+        }
+        r->blk[i] = share * g;
+        m->dev[i].bytes += share * g;
+        e = gpu_call(d)->cuMemMap(r->p + off, share * g, 0, r->h[i], 0);
+        if (e != CUDA_SUCCESS) {
+            break;
+        }
+        off += share * g;
+    }
+    if (e == CUDA_SUCCESS) {
+        CUmemAccessDesc acc[GPU_MULTI_MAX];
+        int na = 0;
+        for (int i = 0; i < m->n; i++) {
+            bool seen = false;
+            for (int j = 0; j < na; j++) {
+                seen |= acc[j].location.id == m->dev[i].ordinal;
+            }
+            if (!seen) {
+                acc[na].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+                acc[na].location.id = m->dev[i].ordinal;
+                acc[na++].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+            }
+        }
+        e = gpu_call(d)->cuMemSetAccess(r->p, r->size, acc, (size_t)na);
+    }
+    if (e != CUDA_SUCCESS) {
+        if (off > 0) {
+            gpu_call(d)->cuMemUnmap(r->p, off);
+        }
+        range_free(d, r, false);
+        return e;
+    }
+    r->next = m->ranges;
+    m->ranges = r;
+    *p = r->p;
+    return CUDA_SUCCESS;
+}
+
+bool gpu_multi_unmap(gpu_dev *d, CUdeviceptr p)
+{
+    gpu_multi *m = d->multi;
+    for (gpu_range **at = &m->ranges; *at; at = &(*at)->next) {
+        if ((*at)->p == p) {
+            gpu_range *r = *at;
+            *at = r->next;
+            /* other devices' streams joined d's, which was waited for */
+            range_free(d, r, true);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* ---- kernels ------------------------------------------------------------------ */
+
+/* f's function on device i (its context current): loaded from the
+ * module's PTX on first use where i has a context of its own. */
+static weft_status fn_on(gpu_dev *d, const gpu_fn *f, int i, CUfunction *out,
+                         const char *who)
+{
+    gpu_multi *m = d->multi;
+    weft_status st = WEFT_OK;
+    if (m->dev[i].cu == d->cu) {
+        *out = f->fn;
+        return WEFT_OK;
+    }
+    gpu_name *nm = (gpu_name *)(void *)(f->name - offsetof(gpu_name, s));
+    gpu_module *mod = nm->mod;
+    if (!nm->on[i]) {
+        if (!mod->on[i]) {
+            if (!mod->ptx) {
+                return fe_error(WEFT_ERR_INTERNAL,
+                                "%s: kernel %s has no PTX for device %d", who,
+                                nm->s, m->dev[i].ordinal);
+            }
+            CUjit_option opt[1] = {CU_JIT_OPTIMIZATION_LEVEL};
+            void *val[1] = {(void *)(uintptr_t)mod->opt_level};
+            bool level = mod->opt_level >= 0 && mod->opt_level <= 4;
+            GPU_CU(d, who, cuModuleLoadDataEx, &mod->on[i], mod->ptx,
+                   level ? 1u : 0u, level ? opt : NULL, level ? val : NULL);
+        }
+        GPU_CU(d, who, cuModuleGetFunction, &nm->on[i], mod->on[i], nm->s);
+    }
+    *out = nm->on[i];
+cleanup:
+    return st;
+}
+
+void gpu_multi_module_free(gpu_dev *d, gpu_module *mod)
+{
+    gpu_multi *m = d->multi;
+    for (int i = 1; i < m->n; i++) {
+        bool pushed = false;
+        if (mod->on[i] &&
+            push_other(d, &m->dev[i], &pushed, "weft_context_free") ==
+                WEFT_OK) {
+            gpu_call(d)->cuModuleUnload(mod->on[i]);
+            pop_other(d, pushed);
+        }
+        mod->on[i] = NULL;
+    }
+}
+
+weft_status gpu_launch_split(gpu_dev *d, const gpu_fn *f, int64_t total,
+                             int64_t grain, int64_t unit, int block,
+                             bool one_pass, void *args, const char *who)
+{
+    gpu_multi *m = d->multi;
+    int64_t chunks = (total + unit - 1) / unit;
+    int64_t pieces = (chunks + GPU_SPLIT_UNIT - 1) / GPU_SPLIT_UNIT;
+    int64_t bound[GPU_MULTI_MAX + 1];
+    for (int i = 0; i <= m->n; i++) { /* device 0 gets the remainder */
+        int64_t c = (pieces * i + m->n - 1) / m->n * GPU_SPLIT_UNIT;
+        bound[i] = c < chunks && pieces >= GPU_SPLIT_MIN ? c : chunks;
+    }
+    bound[0] = 0;
+    weft_status st = WEFT_OK;
+    uint64_t t0 = d->ctx ? fe_trace_begin(d->ctx) : 0;
+    bool others = false;
+    for (int i = 1; i < m->n; i++) {
+        others |= bound[i + 1] > bound[i];
+    }
+    if (others) {
+        GPU_CU(d, who, cuEventRecord, m->ready, d->stream);
+        m->launches++;
+    }
+    /* the other devices first, device 0 last, then device 0's stream
+     * waits for the others (a wait before its own part would serialise) */
+    for (int i = m->n - 1; i >= 0; i--) {
+        int64_t first = bound[i], hi = bound[i + 1] * unit;
+        if (hi > total) {
+            hi = total;
+        }
+        if (bound[i + 1] <= first) {
+            continue;
+        }
+        int64_t items = bound[i + 1] - first;
+        unsigned grid = gpu_grid_for(d, f, block, items);
+        if (one_pass) {
+            int64_t all = (items + block - 1) / block;
+            grid = all < 0x7fffffff ? (unsigned)all : 0x7fffffffu;
+        }
+        void *params[4] = {args, &hi, &grain, &first};
+        if (i == 0) {
+            st = gpu_launch(d, f, grid, block, 0, params, who);
+            if (st != WEFT_OK) {
+                goto cleanup;
+            }
+            continue;
+        }
+        gpu_other *o = &m->dev[i];
+        bool pushed = false;
+        CUfunction fn = NULL;
+        st = push_other(d, o, &pushed, who);
+        if (st == WEFT_OK) {
+            st = fn_on(d, f, i, &fn, who);
+        }
+        CUresult r = CUDA_SUCCESS;
+        const char *call = "cuStreamWaitEvent";
+        if (st == WEFT_OK) {
+            r = gpu_call(d)->cuStreamWaitEvent(o->stream, m->ready, 0);
+        }
+        if (st == WEFT_OK && r == CUDA_SUCCESS) {
+            call = "cuLaunchKernel";
+            r = gpu_call(d)->cuLaunchKernel(fn, grid, 1, 1, (unsigned)block,
+                                            1, 1, 0, o->stream, params,
+                                            NULL);
+        }
+        if (st == WEFT_OK && r == CUDA_SUCCESS) {
+            call = "cuEventRecord";
+            r = gpu_call(d)->cuEventRecord(o->done, o->stream);
+        }
+        pop_other(d, pushed);
+        if (st == WEFT_OK && r != CUDA_SUCCESS) {
+            st = gpu_cu_fail(d, who, call, r, __FILE__, __LINE__);
+        }
+        if (st != WEFT_OK) {
+            goto cleanup;
+        }
+    }
+    for (int i = 1; i < m->n; i++) {
+        if (bound[i + 1] > bound[i]) {
+            GPU_CU(d, who, cuStreamWaitEvent, d->stream, m->dev[i].done, 0);
+        }
+    }
+    if (t0 && others) {
+        /* the chunks of each device, for a reader of the trace */
+        char at[GPU_MULTI_MAX * 24] = "";
+        size_t used = 0;
+        for (int i = 0; i < m->n && used < sizeof at; i++) {
+            used += (size_t)snprintf(at + used, sizeof at - used, "%s%lld",
+                                     i ? "," : "",
+                                     (long long)(bound[i + 1] - bound[i]));
+        }
+        fe_trace_span(d->ctx, t0, "gpu", "kernel.split",
+                      "\"kernel\":\"%s\",\"chunks\":[%s]", f->name, at);
+    }
+cleanup:
+    return st;
+}
+
+/* ---- NCCL ------------------------------------------------------------------- */
+
+static pthread_once_t nccl_once = PTHREAD_ONCE_INIT;
+static char nccl_path[1024]; /* where libnccl.so.2 was found, or "" */
+
+/* $WEFT_NCCL, then the library path, then pip's packages
+ * (nvidia-nccl-cu13, -cu12: site-packages/nvidia/nccl/lib). */
+static void nccl_find(void)
+{
+    const char *env = getenv("WEFT_NCCL");
+    void *h = NULL;
+    if (env && *env && (h = dlopen(env, RTLD_NOW | RTLD_LOCAL)) != NULL) {
+        snprintf(nccl_path, sizeof nccl_path, "%s", env);
+    } else if ((h = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL)) != NULL) {
+        snprintf(nccl_path, sizeof nccl_path, "libnccl.so.2");
+    } else {
+        static const char *const pats[] = {
+            "%s/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2",
+            "%s/.local/lib/python3*/site-packages/nvidia/nccl/lib/"
+            "libnccl.so.2",
+            "/usr/local/lib/python3*/dist-packages/nvidia/nccl/lib/"
+            "libnccl.so.2",
+            "/usr/lib/python3/dist-packages/nvidia/nccl/lib/libnccl.so.2",
+        };
+        const char *roots[] = {getenv("VIRTUAL_ENV"), getenv("HOME"), "", ""};
+        for (size_t i = 0; !h && i < sizeof pats / sizeof pats[0]; i++) {
+            char pat[1024];
+            if (i < 2 && !roots[i]) {
+                continue;
+            }
+            snprintf(pat, sizeof pat, pats[i], roots[i]);
+            glob_t gl;
+            if (glob(pat, 0, NULL, &gl) == 0) {
+                for (size_t k = 0; !h && k < gl.gl_pathc; k++) {
+                    h = dlopen(gl.gl_pathv[k], RTLD_NOW | RTLD_LOCAL);
+                    if (h) {
+                        snprintf(nccl_path, sizeof nccl_path, "%s",
+                                 gl.gl_pathv[k]);
+                    }
+                }
+                globfree(&gl);
+            }
+        }
+    }
+    if (h) {
+        /* NVLink SHARP multicast objects can take a shared host's GPUs
+         * out of service when a process dies holding them: off unless the
+         * user says otherwise, before any NCCL communicator exists */
+        setenv("NCCL_NVLS_ENABLE", "0", 0);
+    }
+}
+
+const char *gpu_nccl_find(void)
+{
+    pthread_once(&nccl_once, nccl_find);
+    return nccl_path[0] ? nccl_path : NULL;
+}

@@ -1,0 +1,341 @@
+/*
+ * tests/test_ptx_multi.c: one context over several GPUs (issue 20, phase
+ * 1; runtime-gpu/multi.c, docs/distributed.md).
+ *
+ * Every program runs on three ptx contexts: one GPU (no devices setting),
+ * device 0 twice (devices "0,0": two streams and a split of every large
+ * array over two blocks of one GPU, the partition logic where the machine
+ * has one GPU), and every GPU the machine has ("all"; the same as one GPU
+ * where there is one).  The results must be equal bit for bit: the
+ * element-wise kernels that are split compute each element as on one
+ * device, and the other families run on device 0 over the same memory (a
+ * float fold is the same kernel over the same data, so the same bits).
+ * Shapes: sizes not divisible by the device count, smaller than it,
+ * empty, large enough to be split (1 MiB and more: 3 million f32), ranks
+ * 0 to 3, tuples, fused (a map of a generate) and unfused
+ * (WEFT_FLAG_NO_FUSION), a backpermute that reads across the blocks,
+ * folds, a scan and a permute over split inputs.  weft_stats must show
+ * the devices, a split kernel, and bytes on every device of the list.
+ * Configuration errors (a malformed list, an ordinal past the devices)
+ * are WEFT_ERR_INVALID_ARGUMENT naming the ordinal.
+ *
+ * Runs only where a CUDA driver and a GPU are present; elsewhere main
+ * returns 77 (a CTest skip).  The parsing of the list is unit-tested
+ * without a GPU in tests/test_devices.c.
+ */
+#define DT_BACKEND WEFT_BACKEND_PTX
+#include "tu.h"
+
+static weft_context *open_devices(const char *devices, unsigned flags)
+{
+    weft_config cfg = weft_config_default();
+    cfg.backend = WEFT_BACKEND_PTX;
+    cfg.flags |= WEFT_FLAG_NO_ENV | flags;
+    cfg.devices = devices;
+    weft_context *ctx = NULL;
+    TU_OK(weft_context_create(&cfg, &ctx));
+    return ctx;
+}
+
+/* An f32 array of the shape, element i = (i * 7919 mod 1000) / 8. */
+static weft_array *pattern(weft_context *ctx, int rank, const int64_t *shape)
+{
+    weft_array *a = NULL;
+    TU_OK(weft_array_create(ctx, WEFT_F32, rank, shape, &a));
+    int64_t n = 1;
+    for (int d = 0; d < rank; d++) {
+        n *= shape[d];
+    }
+    float *x = weft_array_data(a, 0);
+    for (int64_t i = 0; n > 0 && i < n; i++) {
+        x[i] = (float)((i * 7919) % 1000) / 8.0f;
+    }
+    return a;
+}
+
+/* The programs, built on p with one input `x` of rank `rank`:
+ *   0  map (x * 3 + 1), then a map of it (fused unless NO_FUSION)
+ *   1  zipWith (+) of x and a generate of the index (rank 1 only: size)
+ *   2  backpermute reversing x (reads of the other block)
+ *   3  a pair (x + 1, x * 2) as a tuple array, then its second component
+ *   4  fold_all (+) of a map of x
+ *   5  scanl1 (+) of x (rank 1)
+ *   6  permute (+) of ones into 17 bins by index mod 17 (rank 1)
+ *   7  a pair (f64 of x, i32 of x * 8) as the result: a tuple array of
+ *      two leaves of different element sizes, split each by its bytes */
+enum { NPROG = 8 };
+
+static weft_acc *program(weft_program *p, int k, int rank)
+{
+    weft_acc *x = weft_param(p, WEFT_F32, rank);
+    weft_fun *f = weft_fun1(p, WEFT_F32);
+    weft_fun_return(f, weft_add(weft_mul(weft_arg(f, 0), weft_f32(p, 3.0f)),
+                                weft_f32(p, 1.0f)));
+    weft_acc *m = weft_map(f, x);
+    switch (k) {
+    case 0: {
+        weft_fun *g = weft_fun1(p, WEFT_F32);
+        weft_fun_return(g, weft_sub(weft_arg(g, 0), weft_f32(p, 0.5f)));
+        return weft_map(g, m);
+    }
+    case 1: {
+        weft_fun *gen = weft_fun1(p, WEFT_DIM(1));
+        weft_fun_return(gen, weft_convert(weft_get(weft_arg(gen, 0), 0),
+                                          WEFT_F32));
+        weft_acc *ix = weft_generate(weft_shape(x), gen);
+        weft_fun *add = weft_fun2(p, WEFT_F32, WEFT_F32);
+        weft_fun_return(add, weft_add(weft_arg(add, 0), weft_arg(add, 1)));
+        return weft_zipwith(add, m, ix);
+    }
+    case 2: {
+        weft_fun *rev = weft_fun1(p, WEFT_DIM(1));
+        weft_exp *n = weft_size(x);
+        weft_fun_return(rev, weft_index1(weft_sub(
+                                 weft_sub(n, weft_i64(p, 1)),
+                                 weft_get(weft_arg(rev, 0), 0))));
+        return weft_backpermute(weft_shape(x), rev, m);
+    }
+    case 3: {
+        weft_fun *pair = weft_fun1(p, WEFT_F32);
+        weft_exp *a = weft_arg(pair, 0);
+        weft_fun_return(pair,
+                        weft_tuple(p, 2, (weft_exp *[]){
+                                             weft_add(a, weft_f32(p, 1.0f)),
+                                             weft_mul(a, weft_f32(p, 2.0f))}));
+        weft_acc *t = weft_map(pair, m);
+        weft_fun *snd = weft_fun1(p, weft_acc_type(t));
+        weft_fun_return(snd, weft_get(weft_arg(snd, 0), 1));
+        return weft_map(snd, t);
+    }
+    case 4: {
+        weft_fun *add = weft_fun2(p, WEFT_F32, WEFT_F32);
+        weft_fun_return(add, weft_add(weft_arg(add, 0), weft_arg(add, 1)));
+        return weft_fold_all(add, weft_f32(p, 0.0f), m);
+    }
+    case 5: {
+        weft_fun *add = weft_fun2(p, WEFT_F32, WEFT_F32);
+        weft_fun_return(add, weft_add(weft_arg(add, 0), weft_arg(add, 1)));
+        return weft_scanl1(add, m);
+    }
+    case 7: {
+        weft_fun *pair = weft_fun1(p, WEFT_F32);
+        weft_exp *a = weft_arg(pair, 0);
+        weft_fun_return(
+            pair, weft_tuple(p, 2, (weft_exp *[]){
+                                       weft_convert(a, WEFT_F64),
+                                       weft_convert(weft_mul(a, weft_f32(p, 8.0f)),
+                                                    WEFT_I32)}));
+        return weft_map(pair, x);
+    }
+    default: {
+        weft_fun *one = weft_fun1(p, WEFT_F32);
+        weft_fun_return(one, weft_f32(p, 1.0f));
+        weft_acc *ones = weft_map(one, x);
+        weft_fun *zero = weft_fun1(p, WEFT_DIM(1));
+        weft_fun_return(zero, weft_f32(p, 0.0f));
+        weft_acc *bins = weft_generate(
+            weft_index1(weft_i64(p, 17)), zero);
+        weft_fun *bin = weft_fun1(p, WEFT_DIM(1));
+        weft_fun_return(bin, weft_index1(weft_rem(
+                                 weft_get(weft_arg(bin, 0), 0),
+                                 weft_i64(p, 17))));
+        weft_fun *add = weft_fun2(p, WEFT_F32, WEFT_F32);
+        weft_fun_return(add, weft_add(weft_arg(add, 0), weft_arg(add, 1)));
+        return weft_permute(add, bins, bin, ones);
+    }
+    }
+}
+
+/* Run program k on input of the shape in ctx: the bytes of the result's
+ * leaves one after another (a copy; *n bytes). */
+static unsigned char *run(weft_context *ctx, int k, int rank,
+                          const int64_t *shape, size_t *n)
+{
+    weft_program *p = NULL;
+    TU_OK(weft_program_create(ctx, &p));
+    weft_acc *r = program(p, k, rank);
+    TU_OK(weft_program_status(p));
+    weft_array *in = pattern(ctx, rank, shape), *out = NULL;
+    TU_OK(weft_run1(p, &r, 1, &in, 1, &out, 1));
+    size_t size = (size_t)weft_array_size(out), bytes = 0;
+    weft_type t = weft_array_type(out);
+    int leaves = weft_type_leaves(ctx, t);
+    for (int l = 0; l < leaves; l++) {
+        bytes += size * weft_type_size(weft_type_leaf(ctx, t, l));
+    }
+    unsigned char *copy = malloc(bytes > 0 ? bytes : 1);
+    ck_assert_ptr_nonnull(copy);
+    size_t at = 0;
+    for (int l = 0; l < leaves && size > 0; l++) {
+        size_t b = size * weft_type_size(weft_type_leaf(ctx, t, l));
+        const void *y = weft_array_data(out, l);
+        ck_assert_ptr_nonnull(y);
+        memcpy(copy + at, y, b);
+        at += b;
+    }
+    *n = bytes;
+    weft_array_release(in);
+    weft_array_release(out);
+    weft_program_free(p);
+    return copy;
+}
+
+/* The shapes: split (large), not divisible, smaller than the devices,
+ * empty, ranks 0 to 3. */
+static const struct {
+    int rank;
+    int64_t shape[3];
+} shapes[] = {
+    {1, {3000001}}, {1, {1}}, {1, {0}}, {1, {4097}}, {2, {1001, 1023}},
+    {3, {3, 517, 1031}}, {0, {0}}, {2, {1, 1 << 20}}, {3, {2, 0, 5}},
+};
+
+/* Program k applies to rank `rank` (the generate, reverse, scan and
+ * permute programs are written for rank 1). */
+static bool applies(int k, int rank)
+{
+    return rank == 0 ? k == 0 || k == 3 || k == 7
+                     : k == 0 || k == 3 || k == 4 || k == 7 || rank == 1;
+}
+
+static void compare(const char *devices, unsigned flags)
+{
+    weft_context *one = open_devices(NULL, flags);
+    weft_context *many = open_devices(devices, flags);
+    int differ = 0; /* every difference is printed, then the test fails */
+    for (int k = 0; k < NPROG; k++) {
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            if (!applies(k, shapes[s].rank)) {
+                continue;
+            }
+            size_t n1 = 0, n2 = 0;
+            unsigned char *a = run(one, k, shapes[s].rank, shapes[s].shape,
+                                   &n1);
+            unsigned char *b = run(many, k, shapes[s].rank, shapes[s].shape,
+                                   &n2);
+            ck_assert_uint_eq(n1, n2);
+            if (memcmp(a, b, n1) != 0) {
+                /* one GPU again: a result that differs from itself is
+                 * not the devices' doing */
+                size_t n3 = 0;
+                unsigned char *c = run(one, k, shapes[s].rank,
+                                       shapes[s].shape, &n3);
+                if (n3 != n1 || memcmp(a, c, n1) != 0) {
+                    printf("program %d, shape %zu: one GPU gives another "
+                           "result when run again\n", k, s);
+                }
+                free(c);
+            }
+            for (size_t i = 0; i < n1; i++) {
+                if (a[i] != b[i]) { /* bit for bit (the head comment) */
+                    printf("devices %s%s, program %d, shape %zu: byte %zu "
+                           "of %zu differs from one GPU's\n",
+                           devices, flags ? " (no fusion)" : "", k, s, i, n1);
+                    differ++;
+                    break;
+                }
+            }
+            free(a);
+            free(b);
+        }
+    }
+    weft_stats st;
+    TU_OK(weft_context_stats(many, &st));
+    printf("devices %s%s: %d devices, %llu kernels split, bytes on each:",
+           devices, flags ? " (no fusion)" : "", st.devices,
+           (unsigned long long)st.kernels_split);
+    for (int i = 0; i < st.devices && i < 8; i++) {
+        printf(" %llu", (unsigned long long)st.device_bytes_on[i]);
+    }
+    printf("\n");
+    ck_assert_msg(differ == 0, "devices %s: %d results differ from one "
+                  "GPU's (printed above)", devices, differ);
+    int count = 0;
+    TU_OK(weft_device_count(&count));
+    int want = strcmp(devices, "all") == 0 ? (count < 8 ? count : 8) : 2;
+    ck_assert_int_eq(st.devices, want);
+    if (want > 1) {
+        ck_assert_uint_gt(st.kernels_split, 0);
+        for (int i = 0; i < want; i++) {
+            ck_assert_msg(st.device_bytes_on[i] > 0,
+                          "device %d of %s holds nothing", i, devices);
+        }
+    }
+    weft_context_free(many);
+    weft_context_free(one);
+}
+
+START_TEST(same_device_twice)
+{
+    compare("0,0", 0);
+}
+END_TEST
+
+START_TEST(same_device_twice_unfused)
+{
+    compare("0,0", WEFT_FLAG_NO_FUSION);
+}
+END_TEST
+
+START_TEST(all_devices)
+{
+    compare("all", 0);
+}
+END_TEST
+
+START_TEST(one_ordinal_is_one_gpu)
+{
+    weft_context *ctx = open_devices("0", 0);
+    weft_stats st;
+    TU_OK(weft_context_stats(ctx, &st));
+    ck_assert_int_eq(st.devices, 1);
+    ck_assert_uint_eq(st.kernels_split, 0);
+    weft_context_free(ctx);
+}
+END_TEST
+
+START_TEST(bad_lists)
+{
+    int count = 0;
+    TU_OK(weft_device_count(&count));
+    char past[32];
+    snprintf(past, sizeof past, "0,%d", count);
+    const char *bad[] = {"0,", "x", "0;1", past, "-1"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        weft_config cfg = weft_config_default();
+        cfg.backend = WEFT_BACKEND_PTX;
+        cfg.flags |= WEFT_FLAG_NO_ENV;
+        cfg.devices = bad[i];
+        weft_context *ctx = NULL;
+        TU_STATUS(WEFT_ERR_INVALID_ARGUMENT, weft_context_create(&cfg, &ctx));
+        ck_assert_ptr_null(ctx);
+    }
+    /* the message names the missing ordinal */
+    weft_config cfg = weft_config_default();
+    cfg.backend = WEFT_BACKEND_PTX;
+    cfg.flags |= WEFT_FLAG_NO_ENV;
+    cfg.devices = past;
+    weft_context *ctx = NULL;
+    ck_assert_int_eq(weft_context_create(&cfg, &ctx),
+                     WEFT_ERR_INVALID_ARGUMENT);
+    char want[64];
+    snprintf(want, sizeof want, "no CUDA device %d", count);
+    ck_assert_msg(strstr(weft_last_error(), want), "%s", weft_last_error());
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("ptx_multi");
+    TCase *tc = tcase_create("multi");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, one_ordinal_is_one_gpu);
+    tcase_add_test(tc, bad_lists);
+    tcase_add_test(tc, same_device_twice);
+    tcase_add_test(tc, same_device_twice_unfused);
+    tcase_add_test(tc, all_devices);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+TU_MAIN(suite)
