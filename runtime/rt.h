@@ -36,7 +36,9 @@
                              chunks, irce, reads hoisted out of while
                              loops; 16: ptx foldSeg in one pass, its
                              error codes; 17: ptx entries' `first`
-                             chunk (several GPUs) */
+                             chunk (several GPUs), staged tiles kept
+                             across elements, even while loops on the
+                             persistent grid */
 
 /* ===== disk.c: the disk cache of compiled kernels ===== */
 
