@@ -12,6 +12,9 @@
  *   check_debug       the debug path, fe_internal_abort, in a child
  *                     process: it dies of SIGABRT after writing the same
  *                     file:line message to stderr.
+ *   phases_bound      runtime/exec.c's rt_job_phases refuses a run of 0 or
+ *                     more than RT_PHASES_MAX phases with WEFT_ERR_INTERNAL
+ *                     naming the count (before it looks at the job).
  */
 #ifndef NDEBUG
 #define NDEBUG 1
@@ -26,6 +29,9 @@
 
 #include "fe.h"
 #include "tu.h"
+#ifdef WEFT_HAVE_LLVM
+#include "rt.h"
+#endif
 
 START_TEST(oom_message)
 {
@@ -111,6 +117,21 @@ START_TEST(check_debug)
 }
 END_TEST
 
+#ifdef WEFT_HAVE_LLVM
+START_TEST(phases_bound)
+{
+    rt_phase ph[RT_PHASES_MAX + 1] = {{0}};
+    ck_assert_int_eq(rt_job_phases(NULL, RT_PHASES_MAX + 1, ph),
+                     WEFT_ERR_INTERNAL);
+    ck_assert_str_eq(weft_last_error(),
+                     "weft_run: 5 phases in one kernel run (1 to 4)");
+    ck_assert_int_eq(rt_job_phases(NULL, 0, ph), WEFT_ERR_INTERNAL);
+    ck_assert_str_eq(weft_last_error(),
+                     "weft_run: 0 phases in one kernel run (1 to 4)");
+}
+END_TEST
+#endif
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("fe_error");
@@ -118,6 +139,9 @@ static Suite *suite(void)
     tcase_add_test(tc, oom_message);
     tcase_add_test(tc, check_release);
     tcase_add_test(tc, check_debug);
+#ifdef WEFT_HAVE_LLVM
+    tcase_add_test(tc, phases_bound);
+#endif
     suite_add_tcase(s, tc);
     return s;
 }
