@@ -43,8 +43,8 @@ weft_status fe_oom(const char *who)
 
 weft_status fe_internal(const char *file, int line, const char *cond)
 {
-    return fe_error(WEFT_ERR_INTERNAL, "%s:%d: weft: internal error: %s",
-                    file, line, cond);
+    return fe_error(WEFT_ERR_INTERNAL, "%s:%d: weft: internal error: %s", file,
+                    line, cond);
 }
 
 /* The debug path of FE_CHECK: the message where a debugger or a test log

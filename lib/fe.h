@@ -64,21 +64,20 @@ weft_status fe_oom(const char *who);
  * weft_status).  fe_internal is the release path, callable on its own
  * where a function cannot simply return the status. */
 weft_status fe_internal(const char *file, int line, const char *cond);
-_Noreturn void fe_internal_abort(const char *file, int line,
-                                 const char *cond);
+_Noreturn void fe_internal_abort(const char *file, int line, const char *cond);
 #ifdef NDEBUG
-#define FE_CHECK(cond)                                                        \
-    do {                                                                      \
-        if (!(cond)) {                                                        \
-            return fe_internal(__FILE__, __LINE__, #cond);                    \
-        }                                                                     \
+#define FE_CHECK(cond)                                                         \
+    do {                                                                       \
+        if (!(cond)) {                                                         \
+            return fe_internal(__FILE__, __LINE__, #cond);                     \
+        }                                                                      \
     } while (0)
 #else
-#define FE_CHECK(cond)                                                        \
-    do {                                                                      \
-        if (!(cond)) {                                                        \
-            fe_internal_abort(__FILE__, __LINE__, #cond);                     \
-        }                                                                     \
+#define FE_CHECK(cond)                                                         \
+    do {                                                                       \
+        if (!(cond)) {                                                         \
+            fe_internal_abort(__FILE__, __LINE__, #cond);                      \
+        }                                                                      \
     } while (0)
 #endif
 
