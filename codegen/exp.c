@@ -1157,8 +1157,7 @@ static weft_status hoist_reads(cg_fn *fn, const fe_term *e)
     }
     bool *inner = fe_arena_alloc(fn->arena, fn->nvar * sizeof *inner);
     if (!inner) {
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY,
-                        "weft_compile: out of memory in code generation");
+        return fe_oom("weft_compile");
     }
     memset(inner, 0, fn->nvar * sizeof *inner);
     mark_bound(e, inner, fn->nvar);
@@ -1173,8 +1172,7 @@ static weft_status hoist_reads(cg_fn *fn, const fe_term *e)
     cg_hoisted *all = fe_arena_alloc(
         fn->arena, (size_t)(fn->nhoisted + n) * sizeof *all);
     if (!all) {
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY,
-                        "weft_compile: out of memory in code generation");
+        return fe_oom("weft_compile");
     }
     if (fn->nhoisted > 0) {
         memcpy(all, fn->hoisted, (size_t)fn->nhoisted * sizeof *all);

@@ -190,8 +190,7 @@ weft_status cg_spmd_begin(cg_spmd *s, cg_fn *fn, unsigned w)
     s->venv = fe_arena_alloc(fn->arena, sizeof *s->venv * (fn->nvar + 1));
     s->vgen = fe_arena_alloc(fn->arena, sizeof *s->vgen * (fn->nvar + 1));
     if (!s->venv || !s->vgen) {
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY,
-                        "weft_compile: out of memory in code generation");
+        return fe_oom("weft_compile");
     }
     return WEFT_OK;
 }
@@ -294,8 +293,7 @@ static weft_status vf_make(cg_spmd *s, int n, vflags *out)
     out->v = n > 0 ? fe_arena_alloc(s->fn->arena, sizeof(bool) * (size_t)n)
                    : NULL;
     if (n > 0 && !out->v) {
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY,
-                        "weft_compile: out of memory in code generation");
+        return fe_oom("weft_compile");
     }
     return WEFT_OK;
 }
@@ -342,8 +340,7 @@ static weft_status vf_bind(cg_spmd *s, const fe_var *v, const vflags *f)
     }
     vflags *c = fe_arena_alloc(s->fn->arena, sizeof *c);
     if (!c) {
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY,
-                        "weft_compile: out of memory in code generation");
+        return fe_oom("weft_compile");
     }
     *c = *f;
     s->venv[v->id] = c;
@@ -959,7 +956,7 @@ static weft_status uniform_if(cg_spmd *s, LLVMValueRef c, const fe_term *et,
     }
     bool *vec = fe_arena_alloc(fn->arena, sizeof(bool) * (size_t)(t.n + 1));
     if (!vec) {
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+        return fe_oom("weft_compile");
     }
     for (int j = 0; j < t.n; j++) {
         vec[j] = cg_spmd_is_varying(t.v[j]) || cg_spmd_is_varying(f.v[j]);

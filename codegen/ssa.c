@@ -58,8 +58,7 @@ weft_status cg_fn_begin(cg_fn *fn, weft_context *ctx, const cg_target *t,
         fn->aenv = fe_arena_alloc(arena, nvar * sizeof *fn->aenv);
         fn->bound = fe_arena_alloc(arena, nvar * sizeof *fn->bound);
         if (!fn->env || !fn->aenv || !fn->bound) {
-            return fe_error(WEFT_ERR_OUT_OF_MEMORY,
-                            "weft_compile: out of memory in code generation");
+            return fe_oom("weft_compile");
         }
     }
     fn->fn = LLVMAddFunction(mod, name, fnty);
@@ -180,8 +179,7 @@ weft_status cg_bind_array(cg_fn *fn, const fe_var *v, const cg_array *a)
     }
     cg_array *c = fe_arena_alloc(fn->arena, sizeof *c);
     if (!c) {
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY,
-                        "weft_compile: out of memory in code generation");
+        return fe_oom("weft_compile");
     }
     *c = *a;
     fn->aenv[v->id] = c;
@@ -340,8 +338,7 @@ weft_status cg_mut_new(cg_fn *fn, weft_type t, cg_mut *m)
     if (m->n > 0) {
         m->slot = fe_arena_alloc(fn->arena, (size_t)m->n * sizeof *m->slot);
         if (!m->slot) {
-            return fe_error(WEFT_ERR_OUT_OF_MEMORY,
-                            "weft_compile: out of memory in code generation");
+            return fe_oom("weft_compile");
         }
     }
     for (int k = 0; k < m->n; k++) {

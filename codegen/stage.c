@@ -375,8 +375,7 @@ static bool stage_match(const fe_term *e, stage_pat *p)
 
 static weft_status oom(void)
 {
-    return fe_error(WEFT_ERR_OUT_OF_MEMORY,
-                    "weft_compile: out of memory in code generation");
+    return fe_oom("weft_compile");
 }
 
 /* Whether LLVM value v is the same in every thread of a block: built by

@@ -684,8 +684,7 @@ static weft_status read_file(const char *path, char **out, size_t *size)
         s = fe_error(WEFT_ERR_BACKEND_UNAVAILABLE,
                      "weft: cannot read libdevice %s", path);
     } else if (!(buf = malloc((size_t)len))) {
-        s = fe_error(WEFT_ERR_OUT_OF_MEMORY,
-                     "weft: out of memory reading libdevice");
+        s = fe_oom("weft: reading libdevice");
     } else if (fread(buf, 1, (size_t)len, f) != (size_t)len) {
         s = fe_error(WEFT_ERR_BACKEND_UNAVAILABLE,
                      "weft: cannot read libdevice %s", path);

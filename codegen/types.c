@@ -48,8 +48,7 @@ weft_status cg_val_make(cg_fn *fn, int n, cg_val *out)
     if (n > 0) {
         out->v = fe_arena_alloc(fn->arena, (size_t)n * sizeof *out->v);
         if (!out->v) {
-            return fe_error(WEFT_ERR_OUT_OF_MEMORY,
-                            "weft_compile: out of memory in code generation");
+            return fe_oom("weft_compile");
         }
     }
     return WEFT_OK;

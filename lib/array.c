@@ -63,7 +63,7 @@ static weft_status new_header(weft_context *ctx, const char *who,
         fe_free(ctx, a, sizeof *a);
         fe_free(ctx, data, sizeof *data * (size_t)nleaf);
         fe_free(ctx, bytes, sizeof *bytes * (size_t)nleaf);
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+        return fe_oom(who);
     }
     atomic_init(&a->refs, 1);
     a->ctx = ctx;
@@ -224,7 +224,7 @@ static weft_status array_new(weft_context *ctx, const char *who,
         }
         if (!a->data[l]) {
             free_array(a);
-            return fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+            return fe_oom(who);
         }
     }
     *out = a;

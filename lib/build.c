@@ -63,6 +63,11 @@ void *fe_fail(weft_program *p, weft_status s, const char *fmt, ...)
     return NULL;
 }
 
+void *fe_fail_oom(weft_program *p, const char *who)
+{
+    return fe_fail(p, WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+}
+
 weft_status weft_program_create(weft_context *ctx, weft_program **out)
 {
     if (out == NULL) {
@@ -76,8 +81,7 @@ weft_status weft_program_create(weft_context *ctx, weft_program **out)
     }
     weft_program *p = fe_calloc(ctx, sizeof *p);
     if (p == NULL) {
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY,
-                        "weft_program_create: out of memory");
+        return fe_oom("weft_program_create");
     }
     p->ctx = ctx;
     fe_arena_init(&p->arena, ctx);
@@ -558,7 +562,7 @@ static fe_term *new_term(weft_program *p, const char *who, fe_kind kind,
         f = fe_arena_alloc(&p->arena, (size_t)nfun * sizeof *f);
     }
     if (t == NULL || (nkid > 0 && k == NULL) || (nfun > 0 && f == NULL)) {
-        return fe_fail(p, WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+        return fe_fail_oom(p, who);
     }
     t->kind = (uint8_t)kind;
     t->acc = fe_kind_is_acc(kind);
@@ -607,7 +611,7 @@ static weft_acc *new_acc(weft_program *p, const char *who, fe_kind kind,
 {
     const fe_atype *at = fe_atype_array(&p->arena, elt, rank);
     if (at == NULL) {
-        return fe_fail(p, WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+        return fe_fail_oom(p, who);
     }
     fe_term *t = new_term(p, who, kind, nkid, kid, nfun, fun);
     if (t == NULL) {
@@ -655,7 +659,7 @@ static weft_fun *make_fun(weft_program *p, const char *who, int arity,
         arg = fe_arena_alloc(&p->arena, (size_t)arity * sizeof *arg);
     }
     if (f == NULL || targ == NULL || arg == NULL) {
-        return fe_fail(p, WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+        return fe_fail_oom(p, who);
     }
     f->prog = p;
     f->acc = false;
@@ -784,7 +788,7 @@ static weft_afun *make_afun(weft_program *p, const char *who,
     fe_fun *f = fe_arena_alloc(&p->arena, sizeof *f);
     fe_term **arg = f != NULL ? fe_arena_alloc(&p->arena, sizeof *arg) : NULL;
     if (f == NULL || arg == NULL) {
-        return fe_fail(p, WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+        return fe_fail_oom(p, who);
     }
     f->prog = p;
     f->acc = true;
@@ -814,7 +818,7 @@ weft_afun *weft_afun_create(weft_program *p, weft_type type, int rank)
     }
     const fe_atype *at = fe_atype_array(&p->arena, type, rank);
     if (at == NULL) {
-        return fe_fail(p, WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+        return fe_fail_oom(p, who);
     }
     return make_afun(p, who, at);
 }
@@ -1231,7 +1235,7 @@ weft_exp *weft_tuple(weft_program *p, int n, weft_exp *const *components)
     }
     weft_type *types = fe_arena_alloc(&p->arena, (size_t)(n + 1) * sizeof *types);
     if (types == NULL) {
-        return fe_fail(p, WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+        return fe_fail_oom(p, who);
     }
     for (int i = 0; i < n; i++) {
         types[i] = T(components[i])->type;
@@ -1240,7 +1244,7 @@ weft_exp *weft_tuple(weft_program *p, int n, weft_exp *const *components)
     weft_status s = fe_type_tuple(p->ctx, n, types, &tt);
     if (s != WEFT_OK) {
         if (s == WEFT_ERR_OUT_OF_MEMORY) {
-            return fe_fail(p, s, "%s: out of memory", who);
+            return fe_fail_oom(p, who);
         }
         return fe_fail(p, s, "%s: %s", who, weft_last_error());
     }
@@ -1542,7 +1546,7 @@ static weft_acc *new_acc_at(weft_program *p, const char *who, fe_kind kind,
                             fe_fun *const *fun)
 {
     if (at == NULL) {
-        return fe_fail(p, WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+        return fe_fail_oom(p, who);
     }
     fe_term *t = new_term(p, who, kind, nkid, kid, nfun, fun);
     if (t == NULL) {
@@ -1610,7 +1614,7 @@ weft_acc *weft_use(weft_program *p, weft_array *a)
     weft_array **uses = grow(p->ctx, p->uses, &p->cap_use, p->nuse,
                              sizeof *uses);
     if (uses == NULL) {
-        return fe_fail(p, WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+        return fe_fail_oom(p, who);
     }
     p->uses = uses;
     fe_term *t = T(new_acc(p, who, FE_USE, a->type, a->rank, 0, NULL, 0,
@@ -1634,7 +1638,7 @@ weft_acc *weft_param(weft_program *p, weft_type type, int rank)
     fe_term **params = grow(p->ctx, p->params, &p->cap_param, p->nparam,
                             sizeof *params);
     if (params == NULL) {
-        return fe_fail(p, WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+        return fe_fail_oom(p, who);
     }
     p->params = params;
     fe_term *t = T(new_acc(p, who, FE_PARAM, type, rank, 0, NULL, 0, NULL));
@@ -2311,7 +2315,7 @@ weft_acc *weft_atuple(weft_program *p, int n, weft_acc *const *components)
     }
     const fe_atype **c = fe_arena_alloc(&p->arena, (size_t)n * sizeof *c);
     if (c == NULL) {
-        return fe_fail(p, WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+        return fe_fail_oom(p, who);
     }
     for (int i = 0; i < n; i++) {
         c[i] = T(components[i])->atype;

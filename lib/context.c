@@ -376,8 +376,7 @@ weft_status weft_context_create(const weft_config *cfg, weft_context **out)
     weft_context tmp = {.cfg = c};
     weft_context *ctx = fe_calloc(&tmp, sizeof *ctx);
     if (!ctx) {
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY,
-                        "weft_context_create: out of memory");
+        return fe_oom("weft_context_create");
     }
     ctx->cfg = c;
     ctx->backend = c.backend;

@@ -174,8 +174,7 @@ static weft_status copy_tensor(weft_context *ctx, const DLTensor *t,
         st = tmp ? dev->download(ctx, tmp, (uint64_t)(uintptr_t)first +
                                                (uint64_t)(lo * (int64_t)el),
                                  tmp_n, who_in)
-                 : fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory",
-                            who_in);
+                 : fe_oom(who_in);
         first = tmp - lo * (int64_t)el;
     }
     if (st == WEFT_OK) {
@@ -389,7 +388,7 @@ weft_status weft_array_to_dlpack(weft_array *a, int leaf, int device_type,
     fe_type_leaves(ctx, a->type, &leaves);
     dl_export *e = fe_calloc(ctx, sizeof *e);
     if (!e) {
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who_out);
+        return fe_oom(who_out);
     }
     weft_status st = WEFT_OK;
     uint64_t dptr = 0;

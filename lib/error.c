@@ -6,6 +6,7 @@
  * fe_error is the breakpoint for "where did this status come from".
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fe.h"
@@ -33,6 +34,27 @@ weft_status fe_error_copy(weft_status s, const char *msg)
         snprintf(last_msg, sizeof last_msg, "%s", msg ? msg : "");
     }
     return s;
+}
+
+weft_status fe_oom(const char *who)
+{
+    return fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+}
+
+weft_status fe_internal(const char *file, int line, const char *cond)
+{
+    return fe_error(WEFT_ERR_INTERNAL, "%s:%d: weft: internal error: %s", file,
+                    line, cond);
+}
+
+/* The debug path of FE_CHECK: the message where a debugger or a test log
+ * shows it, then abort.  The library never aborts for anything a user can
+ * cause; a broken invariant is weft's own bug. */
+_Noreturn void fe_internal_abort(const char *file, int line, const char *cond)
+{
+    fprintf(stderr, "%s:%d: weft: internal error: %s\n", file, line, cond);
+    fflush(stderr);
+    abort();
 }
 
 void fe_error_clear(void)

@@ -188,7 +188,7 @@ weft_status weft_compile(weft_program *p, weft_acc *const *results, int n,
     weft_context *ctx = p->ctx;
     weft_executable *exe = fe_calloc(ctx, sizeof *exe);
     if (!exe) {
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+        return fe_oom("weft_compile");
     }
     exe->ctx = ctx;
     fe_arena_init(&exe->arena, ctx);
@@ -452,7 +452,7 @@ weft_status weft_run_into(weft_executable *exe, weft_array *const *in,
     if (!into || !res) {
         fe_free(ctx, into, sizeof *into * n);
         fe_free(ctx, res, sizeof *res * n);
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+        return fe_oom(who);
     }
     st = check_outputs(exe, in, n_in, out, n_out, into);
     if (st == WEFT_OK) {

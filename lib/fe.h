@@ -50,6 +50,37 @@ weft_status fe_verror(weft_status s, const char *fmt, va_list ap);
 weft_status fe_error_copy(weft_status s, const char *msg);
 void fe_error_clear(void);
 
+/* The one out-of-memory error: WEFT_ERR_OUT_OF_MEMORY with the message
+ * "<who>: out of memory", who being the public call (or the phase inside
+ * it) that could not get memory.  Returns WEFT_ERR_OUT_OF_MEMORY. */
+weft_status fe_oom(const char *who);
+
+/* A broken invariant: a bug in weft, never something a user caused.
+ * FE_CHECK(cond) evaluates cond once.  When it is false, a debug build
+ * (!NDEBUG) prints "file:line: weft: internal error: cond" to stderr and
+ * aborts, so the bug stops where it happened; a release build records
+ * WEFT_ERR_INTERNAL with that message and makes the enclosing function
+ * return WEFT_ERR_INTERNAL (so use it only in functions returning
+ * weft_status).  fe_internal is the release path, callable on its own
+ * where a function cannot simply return the status. */
+weft_status fe_internal(const char *file, int line, const char *cond);
+_Noreturn void fe_internal_abort(const char *file, int line, const char *cond);
+#ifdef NDEBUG
+#define FE_CHECK(cond)                                                         \
+    do {                                                                       \
+        if (!(cond)) {                                                         \
+            return fe_internal(__FILE__, __LINE__, #cond);                     \
+        }                                                                      \
+    } while (0)
+#else
+#define FE_CHECK(cond)                                                         \
+    do {                                                                       \
+        if (!(cond)) {                                                         \
+            fe_internal_abort(__FILE__, __LINE__, #cond);                      \
+        }                                                                      \
+    } while (0)
+#endif
+
 /* ===== info.c: versions, backends, devices, the disk cache ===== */
 
 /* Copy the src_n bytes of a struct weft fills into the caller's dst of
@@ -592,6 +623,9 @@ struct weft_program {
  * error; returns NULL so that builders can `return fe_fail(...)`. */
 void *fe_fail(weft_program *p, weft_status s, const char *fmt, ...)
     FE_PRINTF(3, 4);
+/* fe_fail with fe_oom's error: WEFT_ERR_OUT_OF_MEMORY, "<who>: out of
+ * memory". */
+void *fe_fail_oom(weft_program *p, const char *who);
 
 /* ===== sharing.c: CSE, sharing recovery, scope checks ===== */
 

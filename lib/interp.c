@@ -113,7 +113,7 @@ static weft_status eval_acc(interp *st, const fe_term *t, weft_array **out);
 
 static weft_status oom(void)
 {
-    return fe_error(WEFT_ERR_OUT_OF_MEMORY, WHO ": out of memory");
+    return fe_oom(WHO);
 }
 
 static weft_status internal(const char *what)

@@ -988,8 +988,7 @@ weft_status fe_simplify(fe_core *core)
         }
     }
     if (s.oom) {
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY,
-                        "weft_compile: out of memory while simplifying");
+        return fe_oom("weft_compile");
     }
     return WEFT_OK;
 }

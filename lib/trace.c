@@ -360,8 +360,7 @@ static weft_status trace_new(const char *path, fe_trace **out)
     char *p = t ? strdup(path) : NULL;
     if (!p) {
         free(t);
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY,
-                        "weft_context_create: out of memory (trace)");
+        return fe_oom("weft_context_create: trace");
     }
     FILE *f = fopen(path, "w");
     if (!f) {

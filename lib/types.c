@@ -300,7 +300,7 @@ weft_status fe_type_tuple(weft_context *ctx, int n, const weft_type *comps,
 done:
     pthread_mutex_unlock(&ctx->lock);
     if (st) {
-        return fe_error(st, "weft_type_tuple: out of memory");
+        return fe_oom("weft_type_tuple");
     }
     return WEFT_OK;
 }

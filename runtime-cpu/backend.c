@@ -55,8 +55,7 @@ static weft_status cpu_context_init(weft_context *ctx)
 {
     cpu_state *st = fe_calloc(ctx, sizeof *st);
     if (!st) {
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY,
-                        "weft_context_create: out of memory");
+        return fe_oom("weft_context_create");
     }
     cpu_jit_options opt;
     memset(&opt, 0, sizeof opt);
@@ -194,10 +193,7 @@ static weft_status get_variant(weft_executable *exe, sk_kernel *k,
     char names[SK_MAX_ENTRY][CPU_SYMBOL_MAX];
     const char *np[SK_MAX_ENTRY];
     int nsym = k->nentry;
-    if (2 * nsym > SK_MAX_ENTRY) {
-        return fe_error(WEFT_ERR_INTERNAL,
-                        "weft_compile: too many entry points");
-    }
+    FE_CHECK(2 * nsym <= SK_MAX_ENTRY);
     for (int i = 0; i < nsym; i++) {
         cpu_jit_symbol(key, i, names[i]);
         np[i] = names[i];
@@ -258,8 +254,7 @@ static weft_status get_kernel(void *user, weft_executable *exe, sk_kernel *k)
         int cap = pd->cap ? 2 * pd->cap : 64;
         sk_kernel **nk = fe_arena_alloc(&exe->arena, sizeof *nk * (size_t)cap);
         if (!nk) {
-            return fe_error(WEFT_ERR_OUT_OF_MEMORY,
-                            "weft_compile: out of memory");
+            return fe_oom("weft_compile");
         }
         if (pd->n) {
             memcpy(nk, pd->k, sizeof *nk * (size_t)pd->n);
@@ -282,7 +277,7 @@ static weft_status get_batch(weft_executable *exe, sk_kernel **k, int n)
     build *b = fe_arena_alloc(&scratch, sizeof *b * (size_t)n);
     weft_status s = WEFT_OK;
     if (!r || !b) {
-        s = fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+        s = fe_oom("weft_compile");
     }
     int spmd_bits = spmd_bits_of(exe->ctx, st->jit);
     for (int i = 0; i < n && s == WEFT_OK; i++) {
@@ -291,7 +286,7 @@ static weft_status get_batch(weft_executable *exe, sk_kernel **k, int n)
             fe_arena_alloc(&scratch, sizeof *names * (size_t)nsym);
         const char **np = fe_arena_alloc(&scratch, sizeof *np * (size_t)nsym);
         if (!names || !np) {
-            s = fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+            s = fe_oom("weft_compile");
             break;
         }
         for (int e = 0; e < nsym; e++) {
@@ -375,7 +370,7 @@ static weft_status get_pending(weft_executable *exe, const pending *pd)
     w.first = fe_arena_alloc(&scratch, sizeof *w.first * (size_t)(pd->n + 1));
     if (!w.first) {
         fe_arena_release(&scratch);
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+        return fe_oom("weft_compile");
     }
     for (int i = 0; i < pd->n; w.n++) {
         int m = 0, nsym = 0;

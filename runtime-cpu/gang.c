@@ -466,8 +466,7 @@ weft_status cpu_gang_create(weft_context *ctx, int nthreads, cpu_gang **out)
 
     cpu_gang *g = fe_calloc(ctx, sizeof *g);
     if (g == NULL) {
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY,
-                        "cpu_gang_create: out of memory");
+        return fe_oom("cpu_gang_create");
     }
     g->ctx = ctx;
     g->size = nthreads;
@@ -484,8 +483,7 @@ weft_status cpu_gang_create(weft_context *ctx, int nthreads, cpu_gang **out)
         fe_free(ctx, g->slot_mem, g->slot_bytes);
         fe_free(ctx, g->threads, sizeof(pthread_t) * (size_t)(nthreads - 1));
         fe_free(ctx, g, sizeof *g);
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY,
-                        "cpu_gang_create: out of memory");
+        return fe_oom("cpu_gang_create");
     }
     uintptr_t at = ((uintptr_t)g->slot_mem + CACHE_LINE - 1)
                    & ~(uintptr_t)(CACHE_LINE - 1);

@@ -239,7 +239,7 @@ weft_status cpu_jit_create(weft_context *ctx, const cpu_jit_options *opt,
     }
     cpu_jit *j = fe_calloc(ctx, sizeof *j);
     if (!j) {
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "cpu_jit_create: out of memory");
+        return fe_oom("cpu_jit_create");
     }
     if (ctx) {
         j->actx.cfg = ctx->cfg;
@@ -276,7 +276,7 @@ weft_status cpu_jit_create(weft_context *ctx, const cpu_jit_options *opt,
         j->features = dup_llvm(opt->features);
     }
     if (!j->triple || !j->cpu || !j->features) {
-        s = fe_error(WEFT_ERR_OUT_OF_MEMORY, "cpu_jit_create: out of memory");
+        s = fe_oom("cpu_jit_create");
         goto fail;
     }
     if (!runnable && !known_cpu(j->triple, j->cpu)) {
@@ -297,7 +297,7 @@ weft_status cpu_jit_create(weft_context *ctx, const cpu_jit_options *opt,
         size_t n = strlen(opt->dump_dir) + 1;
         j->dump_dir = fe_alloc(j->ctx, n);
         if (!j->dump_dir) {
-            s = fe_error(WEFT_ERR_OUT_OF_MEMORY, "cpu_jit_create: out of memory");
+            s = fe_oom("cpu_jit_create");
             goto fail;
         }
         memcpy(j->dump_dir, opt->dump_dir, n);
@@ -1312,7 +1312,7 @@ static weft_status claim(cpu_jit *j, const uint8_t key[32], int nsym,
             e->n = nsym;
         } else {
             *mine = false;
-            s = fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+            s = fe_oom(who);
             rt_kcache_publish(&j->cache, e, RT_KC_FAILED, s,
                               weft_last_error());
         }
@@ -1506,7 +1506,7 @@ weft_status cpu_jit_get_many(cpu_jit *j, cpu_build_fn build, cpu_request *r,
     rt_kentry **claimed = fe_calloc(j->ctx, (size_t)n * sizeof *claimed);
     weft_status s = WEFT_OK;
     if (!es || !mine || !syms || !addrs || !claimed) {
-        s = fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+        s = fe_oom(who);
         goto out;
     }
     /* claim what is not there */

@@ -231,13 +231,11 @@ static weft_status ptx_context_init(weft_context *ctx)
     }
     ptx_state *st = fe_calloc(ctx, sizeof *st);
     if (!st) {
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY,
-                        "weft_context_create: out of memory");
+        return fe_oom("weft_context_create");
     }
     if (pthread_mutex_init(&st->lock, NULL) != 0) {
         fe_free(ctx, st, sizeof *st);
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY,
-                        "weft_context_create: out of memory");
+        return fe_oom("weft_context_create");
     }
     rt_kcache_init(&st->cache, ctx, &st->lock);
     rt_tier_init(&st->worker, &tier_ops, st, false);
@@ -461,7 +459,7 @@ static weft_status build_ptx(ptx_state *st, weft_executable *exe,
     if (s == WEFT_OK && tier == PTX_TIER_UP) {
         ptx_tier_job *t = fe_calloc(NULL, sizeof *t);
         if (!t) {
-            s = fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+            s = fe_oom("weft_compile");
         } else {
             t->llctx = llctx;
             t->mod = LLVMCloneModule(mod);
@@ -611,7 +609,7 @@ static weft_status add_kernel(ptx_state *st, sk_kernel *k, gpu_module *mod,
     ptx_kernel *pk = fe_calloc(NULL, sizeof *pk);
     if (!pk) {
         gpu_module_free(st->dev, mod);
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+        return fe_oom("weft_compile");
     }
     pk->mod = mod;
     weft_status s = WEFT_OK;
@@ -920,8 +918,7 @@ static weft_status get_kernel(void *user, weft_executable *exe, sk_kernel *k)
         if (!l->done && memcmp(l->k->key, k->key, 32) == 0) {
             ptx_waiter *w = fe_calloc(pc->ctx, sizeof *w);
             if (!w) {
-                return fe_error(WEFT_ERR_OUT_OF_MEMORY,
-                                "weft_compile: out of memory");
+                return fe_oom("weft_compile");
             }
             w->k = k;
             w->next = l->waiters;
@@ -950,8 +947,7 @@ static weft_status get_kernel(void *user, weft_executable *exe, sk_kernel *k)
     if (!mine) { /* another compile builds it: waited for in jits_end */
         ptx_foreign *f = fe_calloc(pc->ctx, sizeof *f);
         if (!f) {
-            return fe_error(WEFT_ERR_OUT_OF_MEMORY,
-                            "weft_compile: out of memory");
+            return fe_oom("weft_compile");
         }
         *f = (ptx_foreign){pc->foreign, k, e, nfn};
         pc->foreign = f;
@@ -985,7 +981,7 @@ static weft_status get_kernel(void *user, weft_executable *exe, sk_kernel *k)
         if (text) {
             memcpy(text, LLVMGetBufferStart(ptx), n);
         } else {
-            s = fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+            s = fe_oom("weft_compile");
         }
     }
     if (ptx) {
@@ -1688,7 +1684,7 @@ static weft_status dev_copy(weft_array *dst, weft_array *src, const char *who)
     if (!sp || !dp) {
         fe_free(dst->ctx, sp, n);
         fe_free(dst->ctx, dp, n);
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+        return fe_oom(who);
     }
     gpu_lock(d);
     s = gpu_array_in(d, src, sp, who);

@@ -476,7 +476,7 @@ weft_status gpu_dev_open(weft_context *ctx, int ordinal, gpu_dev **out)
     }
     gpu_dev *d = fe_calloc(ctx, sizeof *d);
     if (!d) {
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+        return fe_oom(who);
     }
     pthread_mutexattr_t attr;
     pthread_mutexattr_init(&attr);
@@ -485,8 +485,7 @@ weft_status gpu_dev_open(weft_context *ctx, int ordinal, gpu_dev **out)
     pthread_mutexattr_destroy(&attr);
     if (e) {
         fe_free(ctx, d, sizeof *d);
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory (a mutex)",
-                        who);
+        return fe_oom(who); /* a mutex */
     }
     d->ctx = ctx;
     d->ordinal = ordinal;
@@ -677,7 +676,7 @@ weft_status gpu_module_load(gpu_dev *d, const void *text, size_t n,
     if (!ptx || !m) {
         fe_free(d->ctx, ptx, n + 1);
         fe_free(d->ctx, m, sizeof *m);
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+        return fe_oom(who);
     }
     memcpy(ptx, text, n);
     ptx[n] = '\0';
@@ -837,7 +836,7 @@ weft_status gpu_module_fn(gpu_dev *d, gpu_module *m, const char *name,
         size_t size = sizeof *copy + strlen(name) + 1;
         copy = fe_alloc(d->ctx, size);
         if (!copy) {
-            st = fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+            st = fe_oom(who);
             goto cleanup;
         }
         memset(copy, 0, sizeof *copy);

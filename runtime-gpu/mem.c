@@ -770,7 +770,7 @@ static weft_status mirror_get(gpu_dev *d, weft_array *a, const char *who,
         m = fe_calloc(d->ctx, size);
     }
     if (!m) {
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+        return fe_oom(who);
     }
     m->d = d;
     m->a = a;
@@ -888,7 +888,7 @@ static weft_status make_host(gpu_dev *d, gpu_mirror *m, const char *who)
                 fe_free(d->ctx, a->data[l], m->bytes[l] > 0 ? m->bytes[l] : 1);
                 a->data[l] = NULL;
             }
-            return fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+            return fe_oom(who);
         }
     }
     m->host_own = true;
@@ -1116,7 +1116,7 @@ weft_status gpu_array_export(gpu_dev *d, weft_array *a, int leaf,
 {
     uint64_t *ptrs = fe_calloc(d->ctx, sizeof *ptrs * (size_t)a->nleaf);
     if (!ptrs) {
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+        return fe_oom(who);
     }
     gpu_lock(d);
     weft_status st = gpu_array_in(d, a, ptrs, who);

@@ -240,7 +240,7 @@ weft_status gpu_multi_open(gpu_dev *d, const int *ords, int n,
     }
     gpu_multi *m = fe_calloc(d->ctx, sizeof *m);
     if (!m) {
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+        return fe_oom(who);
     }
     st = gpu_enter(d, who);
     if (st != WEFT_OK) {

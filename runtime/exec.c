@@ -86,7 +86,7 @@ static weft_status eval_terms(job *j)
     j->iarr = fe_calloc(j->ctx, sizeof *j->iarr * (size_t)(k->nitem + 1));
     j->ival = fe_calloc(j->ctx, sizeof *j->ival * (size_t)(k->nitem + 1));
     if (!j->iarr || !j->ival) {
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY, WHO ": out of memory");
+        return fe_oom(WHO);
     }
     for (int i = 0; i < k->nitem; i++) {
         const sk_item *it = &k->item[i];
@@ -102,7 +102,7 @@ static weft_status eval_terms(job *j)
             }
             j->ival[i] = fe_calloc(j->ctx, sizeof(fe_val) * RT_MAX_LEAVES);
             if (!j->ival[i]) {
-                return fe_error(WEFT_ERR_OUT_OF_MEMORY, WHO ": out of memory");
+                return fe_oom(WHO);
             }
             s = fe_ix_exp(j->ix, it->term, j->ival[i]);
         }
@@ -367,7 +367,7 @@ weft_status rt_job_fill(job *j)
         j->w = fe_calloc(j->ctx, sizeof *j->w * words);
     }
     if (!j->w) {
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY, WHO ": out of memory");
+        return fe_oom(WHO);
     }
     for (int i = 0; i < k->nitem; i++) {
         const sk_item *it = &k->item[i];
@@ -461,15 +461,20 @@ phases_traced(job *j, int n, const rt_phase *ph)
 
 weft_status rt_job_phases(job *j, int n, const rt_phase *phases)
 {
-    rt_phase ph[4];
-    for (int i = 0; i < n && i < 4; i++) {
+    if (n < 1 || n > RT_PHASES_MAX) {
+        return fe_error(WEFT_ERR_INTERNAL,
+                        WHO ": %d phases in one kernel run (1 to %d)", n,
+                        RT_PHASES_MAX);
+    }
+    rt_phase ph[RT_PHASES_MAX];
+    for (int i = 0; i < n; i++) {
         ph[i] = phases[i];
         ph[i].entry = rt_job_entry(j, phases[i].entry);
     }
     if (FE_TRACING(j->ctx)) {
-        return phases_traced(j, n < 4 ? n : 4, ph);
+        return phases_traced(j, n, ph);
     }
-    return j->ops->run(j, n < 4 ? n : 4, ph);
+    return j->ops->run(j, n, ph);
 }
 
 weft_status rt_job_run(job *j, int entry, int64_t n, int64_t grain)

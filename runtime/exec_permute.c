@@ -136,10 +136,7 @@ weft_status rt_exec_permute(rt_job *j)
     const fe_term *dt = t->kid[0], *src = t->kid[1];
     int init = sk_permute_init_entry(j->k);
     const weft_array *def = j->kid[0];
-    if (!dt || !src || (init < 0 && !def)) {
-        return fe_error(WEFT_ERR_INTERNAL,
-                        "weft_run: permute: an operand is missing");
-    }
+    FE_CHECK(dt && src && (init >= 0 || def));
     /* the default's shape first, as the interpreter computes it first */
     int64_t dshape[WEFT_MAX_RANK], sshape[WEFT_MAX_RANK];
     weft_status s = WEFT_OK;

@@ -121,9 +121,7 @@ weft_status rt_exec_scan_pass(rt_job *j)
         return s;
     }
     int64_t tile = j->k->chunk_min;
-    if (tile < 1) {
-        return fe_error(WEFT_ERR_INTERNAL, WHO ": a scan without a tile size");
-    }
+    FE_CHECK(tile >= 1);
     int64_t per_row = m > 0 ? m / tile + (m % tile != 0) : 1;
     int64_t tiles = rows * per_row;
     int64_t slots = tiles > 0 ? tiles : 1;

@@ -25,9 +25,7 @@ weft_status rt_exec_stencil(rt_job *j)
     const fe_term *t = j->k->op;
     bool two = t->kind == FE_STENCIL2;
     const weft_array *a = j->kid[0], *b = two ? j->kid[2] : NULL;
-    if (!a || (two && !b)) {
-        return fe_error(WEFT_ERR_INTERNAL, WHO ": a stencil without its array");
-    }
+    FE_CHECK(a && (!two || b));
     int rank = t->rank;
     int64_t shape[WEFT_MAX_RANK];
     for (int d = 0; d < rank; d++) {

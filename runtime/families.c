@@ -302,7 +302,7 @@ static weft_status lift_one(weft_executable *exe, fe_term **slot, int nconst)
     }
     fe_var *v = fe_arena_alloc(core->arena, sizeof *v);
     if (!v) {
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+        return fe_oom("weft_compile");
     }
     v->type = vtype;
     l = (lift){.ar = core->arena, .var = v, .vtype = vtype, .nconst = nconst,
@@ -314,7 +314,7 @@ static weft_status lift_one(weft_executable *exe, fe_term **slot, int nconst)
         lift_kernel(&l, op, true);
     }
     if (l.oom || !let || l.n != nconst) {
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+        return fe_oom("weft_compile");
     }
     if (val) {
         for (int i = 0; i < nconst; i++) {
@@ -359,7 +359,7 @@ weft_status rt_families(weft_executable *exe, fe_term **const *slots, int n,
     int *fam = fe_arena_alloc(&scratch, sizeof *fam * (size_t)n);
     weft_status s = WEFT_OK;
     if (!sc || !tab || !fam) {
-        s = fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+        s = fe_oom("weft_compile");
     }
     for (int i = 0; s == WEFT_OK && i < n; i++) {
         scan_term(&sc[i], *slots[i], false, true);

@@ -135,7 +135,7 @@ weft_status rt_kcache_claim(rt_kcache *c, const uint8_t key[32],
             fe_free(c->ctx, e, sizeof *e);
             fe_free(c->ctx, msg, FE_MSG_MAX);
             *out = NULL;
-            return fe_error(WEFT_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+            return fe_oom(who);
         }
         e->msg = msg;
         e->state = RT_KC_FAILED; /* claimed below */

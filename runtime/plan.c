@@ -24,7 +24,7 @@ static weft_status add(weft_executable *exe, rt_plan_t *pl,
 {
     sk_kernel *k = fe_arena_alloc(&exe->arena, sizeof *k);
     if (!k) {
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+        return fe_oom("weft_compile");
     }
     weft_status s = sk_prepare(exe->ctx, &exe->core, &exe->arena, tg, t, k);
     k->number = pl->n;
@@ -35,8 +35,7 @@ static weft_status add(weft_executable *exe, rt_plan_t *pl,
         int cap = pl->cap ? 2 * pl->cap : 16;
         sk_kernel **nk = fe_arena_alloc(&exe->arena, sizeof *nk * (size_t)cap);
         if (!nk) {
-            return fe_error(WEFT_ERR_OUT_OF_MEMORY,
-                            "weft_compile: out of memory");
+            return fe_oom("weft_compile");
         }
         if (pl->n) {
             memcpy(nk, pl->k, sizeof *nk * (size_t)pl->n);
@@ -82,8 +81,7 @@ static weft_status push_root(roots *r, fe_term **slot, fe_term *t)
         fe_term **op = fe_arena_alloc(r->ar, sizeof *op * (size_t)cap);
         fe_term ***sl = fe_arena_alloc(r->ar, sizeof *sl * (size_t)cap);
         if (!op || !sl) {
-            return fe_error(WEFT_ERR_OUT_OF_MEMORY,
-                            "weft_compile: out of memory");
+            return fe_oom("weft_compile");
         }
         if (r->n) {
             memcpy(op, r->op, sizeof *op * (size_t)r->n);
@@ -171,7 +169,7 @@ weft_status rt_plan(weft_executable *exe, const sk_target *tg, rt_get_fn get,
 {
     rt_plan_t *pl = fe_arena_alloc(&exe->arena, sizeof *pl);
     if (!pl) {
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+        return fe_oom("weft_compile");
     }
     memset(pl, 0, sizeof *pl);
     fe_arena scratch;
@@ -188,7 +186,7 @@ weft_status rt_plan(weft_executable *exe, const sk_target *tg, rt_get_fn get,
         pl->by_op = fe_arena_dup(&exe->arena, pl->k,
                                  sizeof *pl->k * (size_t)pl->n);
         if (!pl->by_op) {
-            s = fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+            s = fe_oom("weft_compile");
         } else {
             qsort(pl->by_op, (size_t)pl->n, sizeof *pl->by_op, by_op);
         }

@@ -232,7 +232,8 @@ struct sk_kernel;
 typedef struct rt_job rt_job;
 
 /* One phase of a kernel run: entry point `entry` over [0, n), in chunks of
- * `grain` elements. */
+ * `grain` elements.  A run has 1 .. RT_PHASES_MAX phases. */
+#define RT_PHASES_MAX 4
 typedef struct rt_phase {
     int entry;
     int64_t n;
@@ -374,8 +375,9 @@ weft_status rt_job_aux(rt_job *j, int a, weft_type type, int64_t n,
                        bool host_filled);
 /* Fill the argument block from the kernel's layout (after out/aux). */
 weft_status rt_job_fill(rt_job *j);
-/* Run entry point `entry` over [0, n) with the given grain; run several
- * phases in order. */
+/* Run entry point `entry` over [0, n) with the given grain; run n phases
+ * in order (1 <= n <= RT_PHASES_MAX; another n is weft's bug, reported as
+ * WEFT_ERR_INTERNAL naming it). */
 weft_status rt_job_run(rt_job *j, int entry, int64_t n, int64_t grain);
 weft_status rt_job_phases(rt_job *j, int n, const rt_phase *phases);
 /* Chunks per row for a fold or scan of `rows` rows of m elements: 1 when

@@ -56,8 +56,7 @@ weft_status sk_add_item(weft_context *ctx, fe_arena *arena, sk_kernel *k,
         int cap = k->cap_item ? 2 * k->cap_item : 16;
         sk_item *n = fe_arena_alloc(arena, sizeof *n * (size_t)cap);
         if (!n) {
-            return fe_error(WEFT_ERR_OUT_OF_MEMORY,
-                            "weft_compile: out of memory");
+            return fe_oom("weft_compile");
         }
         if (k->nitem) {
             memcpy(n, k->item, sizeof *n * (size_t)k->nitem);
@@ -331,7 +330,7 @@ weft_status sk_prepare(weft_context *ctx, const fe_core *core, fe_arena *arena,
     }
     fe_arena_release(&scratch);
     if (s == WEFT_OK && w.oom) {
-        s = fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+        s = fe_oom("weft_compile");
     }
     if (s) {
         return s;
@@ -551,7 +550,7 @@ static weft_status fn_begin(sk_emit *e, sk_fn *f, const char *name, bool raw)
     f->arr = fe_arena_alloc(e->arena, sizeof *f->arr * (size_t)(k->nitem + 1));
     f->val = fe_arena_alloc(e->arena, sizeof *f->val * (size_t)(k->nitem + 1));
     if (!f->arr || !f->val) {
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+        return fe_oom("weft_compile");
     }
     LLVMContextRef c = e->llctx;
     LLVMTypeRef i64 = LLVMInt64TypeInContext(c);
@@ -569,8 +568,7 @@ static weft_status fn_begin(sk_emit *e, sk_fn *f, const char *name, bool raw)
             a->extent = fe_arena_alloc(e->arena,
                                        sizeof *a->extent * (size_t)(it->rank + 1));
             if (!a->ptr || !a->extent) {
-                return fe_error(WEFT_ERR_OUT_OF_MEMORY,
-                                "weft_compile: out of memory");
+                return fe_oom("weft_compile");
             }
             for (int l = 0; l < it->nleaf; l++) {
                 LLVMValueRef w = cg_i64(fn, it->word + l);

@@ -668,8 +668,7 @@ static weft_status vmut_set(cg_spmd *s, vmut *v, const cg_val *x)
         v->n = x->n;
         v->slot = fe_arena_alloc(fn->arena, sizeof *v->slot * (size_t)(x->n + 1));
         if (!v->slot) {
-            return fe_error(WEFT_ERR_OUT_OF_MEMORY,
-                            "weft_compile: out of memory in code generation");
+            return fe_oom("weft_compile");
         }
         for (int l = 0; l < x->n; l++) {
             LLVMTypeRef t = LLVMTypeOf(cg_spmd_broadcast(s, x->v[l]));

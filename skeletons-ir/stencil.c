@@ -227,7 +227,7 @@ static weft_status side_init(sk_fn *f, side *sd, int which, int kid)
     sd->rowbase = fe_arena_alloc(ar, sizeof *sd->rowbase * (size_t)sd->ncombo);
     sd->rowin = fe_arena_alloc(ar, sizeof *sd->rowin * (size_t)sd->ncombo);
     if (!sd->rowbase || !sd->rowin) {
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+        return fe_oom("weft_compile");
     }
     return WEFT_OK;
 }
@@ -426,7 +426,7 @@ static weft_status stencil_emit(sk_emit *e, const char *const *names)
         ktotal = sd[0].k + (nside > 1 ? sd[1].k : 0);
         args = fe_arena_alloc(e->arena, sizeof *args * (size_t)ktotal);
         if (!args) {
-            s = fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+            s = fe_oom("weft_compile");
         }
     }
     if (s) {
@@ -480,8 +480,7 @@ static weft_status stencil_emit(sk_emit *e, const char *const *names)
             tmp[i] = fe_arena_alloc(e->arena,
                                     sizeof *tmp[i] * (size_t)sd[i].a->nleaf);
             if (!tmp[i]) {
-                s = fe_error(WEFT_ERR_OUT_OF_MEMORY,
-                             "weft_compile: out of memory");
+                s = fe_oom("weft_compile");
                 break;
             }
             for (int v = 0; v < sd[i].a->nleaf; v++) {

@@ -76,7 +76,7 @@ static weft_status part_of(sk_fn *f, LLVMValueRef c, cg_array *copy)
     *copy = *out;
     copy->ptr = fe_arena_alloc(fn->arena, sizeof *copy->ptr);
     if (!copy->ptr) {
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+        return fe_oom("weft_compile");
     }
     LLVMValueRef off = LLVMBuildMul(fn->b, c, stride, "");
     copy->ptr[0] = LLVMBuildInBoundsGEP2(

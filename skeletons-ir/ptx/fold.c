@@ -372,8 +372,7 @@ static weft_status vec_load(sk_fn *f, const source *sr, LLVMValueRef j0,
         vals[i] = fe_arena_alloc(fn->arena,
                                  sizeof *vals[i] * (size_t)(a->nleaf * k));
         if (!vals[i]) {
-            return fe_error(WEFT_ERR_OUT_OF_MEMORY,
-                            "weft_compile: out of memory");
+            return fe_oom("weft_compile");
         }
         for (int l = 0; l < a->nleaf; l++) {
             LLVMTypeRef mt = cg_mem_type(c, a->leaf[l]);
@@ -926,7 +925,7 @@ static weft_status block_init(sk_fn *f, block *bk)
     bk->shared =
         fe_arena_alloc(fn->arena, sizeof *bk->shared * (size_t)(n + 1));
     if (!bk->shared) {
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+        return fe_oom("weft_compile");
     }
     for (int l = 0; l < n; l++) {
         bk->shared[l] = tg->shared_array(

@@ -1045,7 +1045,7 @@ static weft_status slots_new(sk_fn *f, slots *sl, int n)
     sl->val = fe_arena_alloc(fn->arena, sizeof *sl->val *
                                             (size_t)(nleaf > 0 ? nleaf : 1));
     if (!sl->val) {
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+        return fe_oom("weft_compile");
     }
     for (int l = 0; l < nleaf; l++) {
         sl->val[l] = tg->shared_array(fn, cg_mem_type(fn->llctx, leaf[l]), n);
@@ -1089,7 +1089,7 @@ static weft_status tile_shared(sk_fn *f, tile *T)
     T->sh_stage = fe_arena_alloc(fn->arena, sizeof *T->sh_stage *
                                                 (size_t)(nleaf > 0 ? nleaf : 1));
     if (!T->sh_stage) {
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+        return fe_oom("weft_compile");
     }
     for (int l = 0; l < nleaf; l++) {
         T->sh_stage[l] = tg->shared_array(fn, cg_mem_type(fn->llctx, leaf[l]),

@@ -445,7 +445,7 @@ static weft_status emit_private(sk_fn *f)
     cg_array copy = *out;
     copy.ptr = fe_arena_alloc(fn->arena, sizeof *copy.ptr);
     if (!copy.ptr) {
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+        return fe_oom("weft_compile");
     }
     copy.ptr[0] = LLVMBuildInBoundsGEP2(fn->b, mt, shared, &off, 1, "mine");
     /* every copy starts at the identity */

@@ -1323,7 +1323,7 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in)
     T.wp = fe_arena_alloc(fn->arena, sizeof *T.wp * (size_t)(nleaf + 1));
     T.buf = fe_arena_alloc(fn->arena, sizeof *T.buf * (size_t)(nleaf + 1));
     if (!T.wt || !T.wp || !T.buf) {
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+        return fe_oom("weft_compile");
     }
     int64_t area = (int64_t)WARP * T.K + T.K;
     for (int l = 0; l < nleaf; l++) {

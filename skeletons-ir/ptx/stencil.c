@@ -327,7 +327,7 @@ static weft_status side_init(sk_fn *f, tside *sd, int which, int tw, int th)
     }
     sd->sh = fe_arena_alloc(f->e->arena, sizeof *sd->sh * (size_t)sd->a->nleaf);
     if (!sd->sh) {
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+        return fe_oom("weft_compile");
     }
     for (int l = 0; l < sd->a->nleaf; l++) {
         sd->sh[l] = fn->target->shared_array(
@@ -375,7 +375,7 @@ static weft_status load_plane(sk_fn *f, const tside *sd, LLVMValueRef tid,
     int kh = (nh + BLOCK - 1) / BLOCK;        /* halo rounds */
     tload *ld = fe_arena_alloc(f->e->arena, sizeof *ld * (size_t)(km + kh));
     if (!ld) {
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+        return fe_oom("weft_compile");
     }
     LLVMValueRef r0 = LLVMBuildUDiv(B, tid, i32c(fn, tw), "");
     LLVMValueRef c0 = LLVMBuildAdd(B, LLVMBuildURem(B, tid, i32c(fn, tw), ""),
@@ -706,7 +706,7 @@ static weft_status emit_tiled(sk_fn *f, int tw, int th)
     }
     cg_val *args = fe_arena_alloc(f->e->arena, sizeof *args * (size_t)ktotal);
     if (!args) {
-        return fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of memory");
+        return fe_oom("weft_compile");
     }
     cg_ptx_launch_bounds(fn, BLOCK, 0);
     const cg_array *out = sk_out_array(f, 0);
