@@ -369,7 +369,7 @@ typedef struct weft_stats {
      * for its code generation, which is optimise_ms); every backend
      * counts the phases it has, and WEFT_TRACE shows each as spans. */
     double frontend_ms;     /* weft_compile's passes over the program:
-                               sharing recovery, simplify, fuse, plan
+                               sharing recovery, simplify, fuse
                                (every backend) */
     double ir_ms;           /* building each kernel's LLVM IR from its
                                skeleton */

@@ -1,10 +1,11 @@
 /*
  * lib/exec.c: the pipeline driver (compile once, run many).
  *
- * weft_compile runs the passes in order (sharing recovery, simplify, fuse,
- * plan) into an arena owned by the executable, so that the executable does
+ * weft_compile runs the passes in order (sharing recovery, simplify, fuse)
+ * into an arena owned by the executable, so that the executable does
  * not depend on the program afterwards, then hands the core to the
- * context's backend.  weft_run checks the inputs against the parameters'
+ * context's backend (a compiled backend plans its kernels itself:
+ * runtime/plan.c).  weft_run checks the inputs against the parameters'
  * types and calls the backend.
  *
  * Deep programs.  The passes and the interpreter recurse over the terms, so
@@ -103,7 +104,6 @@ static const struct {
 } passes[] = {
     {fe_simplify, "simplify"},
     {fe_fuse, "fuse"},
-    {fe_plan, "plan"},
 };
 
 /* $WEFT_DUMP=plan: write the plan of each compiled executable to

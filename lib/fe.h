@@ -9,7 +9,8 @@
  *   sharing.c    CSE and sharing recovery turn the DAG into the core: a tree
  *                in which every shared term is bound once by FE_LET, and
  *                function arguments and let binders are variables (FE_VAR).
- *   simplify.c, fuse.c, plan.c   later passes over the core (see each file).
+ *   simplify.c, fuse.c   later passes over the core (see each file); the
+ *                plan of kernels is the runtime's (runtime/plan.c).
  *   exec.c       weft_compile / weft_run: the pipeline driver, then the
  *                backend (a table of functions, fe_backend).
  *   interp.c     the reference interpreter backend: evaluates the core.
@@ -248,7 +249,7 @@ struct weft_context {
 /* Where compile time goes, as weft_stats reports it (weft.h says what
  * each phase covers).  FE_PHASE_NONE: a span counted nowhere. */
 typedef enum fe_phase {
-    FE_PHASE_FRONTEND,     /* sharing recovery, simplify, fuse, plan */
+    FE_PHASE_FRONTEND,     /* sharing recovery, simplify, fuse */
     FE_PHASE_IR,           /* a kernel's LLVM IR from its skeleton */
     FE_PHASE_LLVM_OPT,     /* LLVM's optimisation (and libdevice's link) */
     FE_PHASE_LLVM_CODEGEN, /* CPU machine code on the compiling thread */
@@ -660,14 +661,13 @@ void fe_core_release_uses(fe_core *core);
 uint64_t fe_program_depth(weft_program *p, fe_term *const *results, int n);
 uint64_t fe_core_depth(weft_context *ctx, const fe_core *core);
 
-/* ===== simplify.c, fuse.c, plan.c: later passes ===== */
+/* ===== simplify.c, fuse.c: later passes ===== */
 
 weft_status fe_simplify(fe_core *core);
 weft_status fe_fuse(fe_core *core);
 /* Whether operand k of consumer t may be a delayed producer (fuse.c's
  * rules, which backends follow). */
 bool fe_fusible_operand(const fe_term *t, int k);
-weft_status fe_plan(fe_core *core);
 
 /* ===== dump.c ===== */
 

@@ -3,7 +3,7 @@
  * emits kernels that ptxas accepts.  Nothing here needs a GPU.
  *
  * Each case builds a small program through weft.h, runs the frontend's
- * passes as weft_compile does (fe_share, fe_simplify, fe_fuse, fe_plan)
+ * passes as weft_compile does (fe_share, fe_simplify, fe_fuse)
  * into an executable of the test's own, and plans it for the PTX target
  * (rt_plan with sk_target_ptx).  Every fold kernel of the plan must be
  * sk_ptx_fold, with a warp per item for entries 0 and 2 and a block per
@@ -240,8 +240,7 @@ static seen plan(tcase *t, const char *what, weft_acc *r)
     weft_status s = fe_share(t->p, "test", (fe_term *const *)&r, 1,
                              &exe.arena, &exe.core);
     ck_assert_msg(s == WEFT_OK, "%s: %s", what, weft_last_error());
-    weft_status (*const passes[])(fe_core *) = {fe_simplify, fe_fuse,
-                                                fe_plan};
+    weft_status (*const passes[])(fe_core *) = {fe_simplify, fe_fuse};
     for (size_t i = 0; i < sizeof passes / sizeof *passes; i++) {
         ck_assert_msg(passes[i](&exe.core) == WEFT_OK, "%s: %s", what,
                       weft_last_error());

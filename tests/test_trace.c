@@ -256,7 +256,7 @@ START_TEST(test_spans)
     cJSON *root = load(path);
     ck_assert_int_gt(check_events(root, (int)getpid()), 20);
     static const char *const common[] = {
-        "sharing", "simplify", "fuse", "plan", "weft_compile", "weft_run",
+        "sharing", "simplify", "fuse", "weft_compile", "weft_run",
         "ir", "llvm.opt", "disk.store", "disk.load", "kernel", "launch",
         "awhile.iter"};
     expect(root, common, sizeof common / sizeof *common);
@@ -336,7 +336,7 @@ START_TEST(test_interp)
     cJSON *root = load(path);
     check_events(root, (int)getpid());
     static const char *const spans[] = {"sharing", "simplify", "fuse",
-                                        "plan", "weft_compile", "weft_run",
+                                        "weft_compile", "weft_run",
                                         "awhile.iter"};
     expect(root, spans, sizeof spans / sizeof *spans);
     ck_assert_int_eq(count(root, "awhile.iter"), LIMIT);
