@@ -17,7 +17,7 @@
  * j + r for scanl and scanr (their rows are one longer), else to j.
  *
  * Two strategies, chosen at run time by the driver
- * (runtime-cpu/exec_scan.c):
+ * (runtime/exec_scan.c):
  *
  *   entry 0, whole rows (many rows): one iteration per row, a sequential
  *       scan of the row, then its total.

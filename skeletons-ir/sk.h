@@ -33,7 +33,7 @@
  *
  * kernel.c builds layouts, keys and modules; each skeleton file emits its
  * phases (generate.c: generate, map, zipWith, backpermute, transform;
- * fold.c; ...).  The runtime (runtime-cpu/exec.c) fills the argument block
+ * fold.c; ...).  The runtime (runtime/exec.c) fills the argument block
  * and runs the phases.
  */
 #ifndef WEFT_SK_H

@@ -1,6 +1,6 @@
 /*
  * tests/test_jit.c: the CPU backend's JIT and kernel caches (runtime-cpu/
- * jit.c, cache.c), white-box.
+ * jit.c, over runtime/kcache.c and runtime/disk.c), white-box.
  *
  * Kernels here are built by hand with the LLVM C API in the CPU ABI,
  * void k(int64_t start, int64_t end, const void *args), with args pointing

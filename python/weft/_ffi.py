@@ -3,7 +3,7 @@
 ABI mode (`ffi.dlopen`): nothing is compiled when the package is installed
 or imported but the cdef text (weft/_cdef.py).  cffi releases the GIL
 around every call into the library in this mode, so weft_compile and
-weft_run let other Python threads run (tests/test_threads.py checks it),
+weft_run let other Python threads run (tests/test_binding.py checks it),
 and re-takes it for callbacks (the release callback of wrapped arrays may
 run on any thread that drops the last reference).
 
