@@ -695,6 +695,131 @@ weft_status sk_elements(sk_fn *f, sk_elem_body body, void *user)
     return s;
 }
 
+/* Put report key `key` into the kernel's error word: a compare-and-swap
+ * loop that replaces the word while it is zero or larger (sk.h). */
+static void put_key(sk_fn *f, LLVMValueRef key)
+{
+    cg_fn *fn = &f->fn;
+    LLVMBuilderRef B = fn->b;
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
+    LLVMValueRef p = f->arr[f->e->k->err_item].ptr[0];
+    LLVMValueRef old = LLVMBuildLoad2(B, i64, p, "");
+    LLVMSetOrdering(old, LLVMAtomicOrderingMonotonic);
+    LLVMSetAlignment(old, 8);
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(B);
+    LLVMBasicBlockRef loop =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "report");
+    LLVMBasicBlockRef swap =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "report.swap");
+    LLVMBasicBlockRef done =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "report.done");
+    LLVMBuildBr(B, loop);
+    LLVMPositionBuilderAtEnd(B, loop);
+    LLVMValueRef cur = LLVMBuildPhi(B, i64, "");
+    LLVMAddIncoming(cur, &old, &pre, 1);
+    LLVMValueRef keep =
+        LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntNE, cur, cg_i64(fn, 0), ""),
+                     LLVMBuildICmp(B, LLVMIntULE, cur, key, ""), "");
+    LLVMBuildCondBr(B, keep, done, swap);
+    LLVMPositionBuilderAtEnd(B, swap);
+    LLVMValueRef prev = fn->target->atomic_cas(fn, p, cur, key);
+    LLVMBasicBlockRef swap_end = LLVMGetInsertBlock(B);
+    LLVMAddIncoming(cur, &prev, &swap_end, 1);
+    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntEQ, prev, cur, ""), done,
+                    loop);
+    LLVMPositionBuilderAtEnd(B, done);
+}
+
+void sk_report_key(sk_fn *f, LLVMValueRef key)
+{
+    put_key(f, key);
+}
+
+/* The CPU's codes reported so far by an unchecked entry, a bit per
+ * cg_err, in a local variable (an i32 zeroed at the entry) that
+ * sk_flush_error puts into the error word once, at the end: a gather's
+ * bounds check then costs the loop an `or` into a register, where a
+ * compare-and-swap on a word all workers share kept LLVM from vectorising
+ * it (smvm's gather of x).  The least code set is the least key the
+ * stores would have left: unchecked keys differ only in their code.  A
+ * PTX skeleton may ask for the same (sk_fn.local_errors): there the
+ * compare-and-swap loop inside each read kept ptxas from issuing a
+ * thread's next loads before the read was complete (ptx/foldseg.c's
+ * staging of smvm's products). */
+LLVMValueRef sk_err_bits(sk_fn *f)
+{
+    cg_fn *fn = &f->fn;
+    if (!f->err_bits) {
+        LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+        f->err_bits = cg_alloca(fn, i32, "err.bits");
+        LLVMBuilderRef b = LLVMCreateBuilderInContext(fn->llctx);
+        LLVMValueRef next = LLVMGetNextInstruction(f->err_bits);
+        if (next) {
+            LLVMPositionBuilderBefore(b, next);
+        } else {
+            LLVMPositionBuilderAtEnd(b, fn->entry);
+        }
+        LLVMBuildStore(b, LLVMConstInt(i32, 0, 0), f->err_bits);
+        LLVMDisposeBuilder(b);
+    }
+    return f->err_bits;
+}
+
+void sk_set_error(sk_fn *f, int code)
+{
+    cg_fn *fn = &f->fn;
+    if (fn->checked) {
+        cg_check(fn, NULL, code, 0, 0);
+        return;
+    }
+    if (fn->target == &cg_target_cpu || f->local_errors) {
+        LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+        LLVMValueRef p = sk_err_bits(f);
+        LLVMValueRef v = LLVMBuildLoad2(fn->b, i32, p, "");
+        v = LLVMBuildOr(fn->b, v, LLVMConstInt(i32, 1u << code, 0), "");
+        LLVMBuildStore(fn->b, v, p);
+        return;
+    }
+    put_key(f, cg_i64(fn, (int64_t)((uint64_t)CG_KEY_ELEM_NONE
+                                        << CG_KEY_ELEM_SHIFT |
+                                    (uint64_t)code << 10)));
+}
+
+void sk_flush_error(sk_fn *f)
+{
+    cg_fn *fn = &f->fn;
+    if (f->err_bits) {
+        /* the least code reported (err_bits), as its key */
+        LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+        LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
+        LLVMValueRef v = LLVMBuildLoad2(fn->b, i32, f->err_bits, "");
+        cg_if c;
+        cg_if_begin(fn, &c, LLVMBuildICmp(fn->b, LLVMIntNE, v,
+                                          LLVMConstInt(i32, 0, 0), ""));
+        LLVMValueRef a[2] = {v, LLVMConstInt(LLVMInt1TypeInContext(fn->llctx),
+                                             1, 0)};
+        LLVMValueRef code = cg_intrinsic(fn, "llvm.cttz", &i32, 1, a, 2);
+        code = LLVMBuildShl(fn->b, LLVMBuildZExt(fn->b, code, i64, ""),
+                            cg_i64(fn, 10), "");
+        put_key(f, LLVMBuildOr(
+                       fn->b, code,
+                       cg_i64(fn, (int64_t)((uint64_t)CG_KEY_ELEM_NONE
+                                            << CG_KEY_ELEM_SHIFT)),
+                       ""));
+        cg_if_end(fn, &c);
+    }
+    if (!fn->checked) {
+        return;
+    }
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
+    LLVMValueRef key = LLVMBuildLoad2(fn->b, i64, fn->fail, "");
+    cg_if c;
+    cg_if_begin(fn, &c, LLVMBuildICmp(fn->b, LLVMIntNE, key, cg_i64(fn, -1),
+                                      ""));
+    put_key(f, key);
+    cg_if_end(fn, &c);
+}
+
 void sk_fn_end(sk_fn *f)
 {
     if (!f->raw) {

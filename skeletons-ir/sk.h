@@ -404,7 +404,7 @@ struct sk_fn {
     LLVMValueRef loop_i, loop_step;
     LLVMValueRef chunk;       /* PTX: c of the range [c grain, ...) */
     LLVMValueRef err_bits;    /* CPU, unchecked: the i32 of the codes
-                                 reported (input.c), or NULL */
+                                 reported (kernel.c), or NULL */
     bool local_errors;        /* PTX, unchecked: report into err_bits too,
                                  flushed once at the end (a skeleton whose
                                  every thread reaches sk_fn_end sets it) */
@@ -468,6 +468,10 @@ void sk_set_error(sk_fn *f, int code);
  * error word where it is less than what is there: for a skeleton's own
  * reports that name an element of their own (ptx/foldseg.c: a segment). */
 void sk_report_key(sk_fn *f, LLVMValueRef key);
+/* The i32 of the codes an unchecked CPU entry (or a PTX one with
+ * local_errors) reported so far, a bit per cg_err, made and zeroed at the
+ * function's entry on first use; sk_flush_error stores the least. */
+LLVMValueRef sk_err_bits(sk_fn *f);
 
 /* Helpers for emitters. */
 /* The cg_array of kid k of the operation / output o / aux a. */
