@@ -851,8 +851,8 @@ static bool check_let(verify *v, const fe_term *t)
            "variable v%u is not of its right side's type", x->id);
     VCHECK(v, t,
            t->acc == body->acc && t->type == body->type &&
-               t->rank == body->rank &&
-               (!t->acc || fe_atype_equal(t->atype, body->atype)),
+               (!t->acc || (t->rank == body->rank &&
+                            fe_atype_equal(t->atype, body->atype))),
            "not of its body's type");
     return true;
 }
