@@ -55,7 +55,6 @@ enum { SEEN_OPEN = 1, SEEN_DONE, SEEN_SHARED_OK, SEEN_USE };
 typedef struct verify {
     weft_context *ctx;
     const fe_core *core;
-    const char *after;
     fe_arena ar;
     /* open addressing: terms, functions and core->uses, by pointer */
     const void **key;
@@ -74,8 +73,7 @@ typedef struct verify {
     /* the first failure */
     char names[4][96];     /* type names for its message (tn) */
     int next_name;
-    bool oom;
-    const char *file;
+    const char *file;      /* the failed check's (NULL: none failed) */
     int line;
     char msg[FE_MSG_MAX - 80];
 } verify;
@@ -122,25 +120,23 @@ static bool broken(verify *v, const fe_term *t, const char *file, int line,
     }
     v->file = file;
     v->line = line;
+    const fe_term *up = v->parent;
+    size_t size = sizeof v->msg;
     int n = 0;
-    if (t) {
-        n = snprintf(v->msg, sizeof v->msg, "%s #%u", kind_name(t->kind),
-                     t->id);
-        if (v->parent && v->slot >= 0) {
-            n += snprintf(v->msg + n, sizeof v->msg - (size_t)n,
-                          " (operand %d of %s #%u)", v->slot,
-                          kind_name(v->parent->kind), v->parent->id);
-        } else if (v->parent) {
-            n += snprintf(v->msg + n, sizeof v->msg - (size_t)n,
-                          " (a function body of %s #%u)",
-                          kind_name(v->parent->kind), v->parent->id);
-        }
-        n += snprintf(v->msg + n, sizeof v->msg - (size_t)n, ": ");
+    if (t && up && v->slot >= 0) {
+        n = snprintf(v->msg, size, "%s #%u (operand %d of %s #%u): ",
+                     kind_name(t->kind), t->id, v->slot, kind_name(up->kind),
+                     up->id);
+    } else if (t && up) {
+        n = snprintf(v->msg, size, "%s #%u (a function body of %s #%u): ",
+                     kind_name(t->kind), t->id, kind_name(up->kind), up->id);
+    } else if (t) {
+        n = snprintf(v->msg, size, "%s #%u: ", kind_name(t->kind), t->id);
     }
-    if (n >= 0 && (size_t)n < sizeof v->msg) {
+    if (n >= 0 && (size_t)n < size) {
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(v->msg + n, sizeof v->msg - (size_t)n, fmt, ap);
+        vsnprintf(v->msg + n, size - (size_t)n, fmt, ap);
         va_end(ap);
     }
     return false;
@@ -191,7 +187,6 @@ static bool set_seen(verify *v, const void *p, uint8_t st)
         const void **key = fe_arena_alloc(&v->ar, cap * sizeof *key);
         uint8_t *state = fe_arena_alloc(&v->ar, cap);
         if (!key || !state) {
-            v->oom = true;
             return false;
         }
         verify old = *v;
@@ -958,7 +953,6 @@ weft_status fe_verify(weft_context *ctx, const fe_core *core,
     memset(&v, 0, sizeof v);
     v.ctx = ctx;
     v.core = core;
-    v.after = after;
     fe_arena_init(&v.ar, ctx);
     size_t nvar = core->nvar > 0 ? core->nvar : 1;
     v.bound = fe_arena_alloc(&v.ar, nvar * sizeof *v.bound);
