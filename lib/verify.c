@@ -61,34 +61,43 @@ typedef struct verify {
     uint8_t *state;
     size_t cap, n;
     /* variables by id */
-    const fe_var **bound;  /* the variable bound with this id, or NULL */
+    const fe_var **bound; /* the variable bound with this id, or NULL */
     uint8_t *in_scope;
-    uint64_t *serial;      /* when it was bound (in bindings so far) */
+    uint64_t *serial; /* when it was bound (in bindings so far) */
     uint64_t nbound;
-    uint64_t lowest_use;   /* the earliest binding used since a function's
-                              body began (fun_closed) */
+    uint64_t lowest_use; /* the earliest binding used since a function's
+                            body began (fun_closed) */
     /* the term being checked and where it hangs */
     const fe_term *parent;
-    int slot;              /* operand number in parent; -1: a body or root */
+    int slot; /* operand number in parent; -1: a body or root */
     /* the first failure */
-    char names[4][96];     /* type names for its message (tn) */
+    char names[4][96]; /* type names for its message (tn) */
     int next_name;
-    const char *file;      /* the failed check's (NULL: none failed) */
+    const char *file; /* the failed check's (NULL: none failed) */
     int line;
     char msg[FE_MSG_MAX - 80];
 } verify;
 
 /* The names of the scalar kinds (the array kinds' are fe_kinds[].name). */
 static const char *const scalar_names[FE_USE] = {
-    [FE_CONST] = "const",       [FE_ARG] = "arg",
-    [FE_VAR] = "var",           [FE_PRIM] = "prim",
-    [FE_COND] = "cond",         [FE_TUPLE] = "tuple",
-    [FE_GET] = "get",           [FE_SHAPE] = "shape",
-    [FE_SHAPE_SIZE] = "shape_size", [FE_TO_INDEX] = "to_index",
-    [FE_FROM_INDEX] = "from_index", [FE_AT] = "at",
-    [FE_AT_LINEAR] = "at_linear", [FE_WHILE] = "while",
-    [FE_ALL] = "all",           [FE_IGNORE] = "ignore",
-    [FE_APPLY] = "apply",       [FE_LET] = "let",
+    [FE_CONST] = "const",
+    [FE_ARG] = "arg",
+    [FE_VAR] = "var",
+    [FE_PRIM] = "prim",
+    [FE_COND] = "cond",
+    [FE_TUPLE] = "tuple",
+    [FE_GET] = "get",
+    [FE_SHAPE] = "shape",
+    [FE_SHAPE_SIZE] = "shape_size",
+    [FE_TO_INDEX] = "to_index",
+    [FE_FROM_INDEX] = "from_index",
+    [FE_AT] = "at",
+    [FE_AT_LINEAR] = "at_linear",
+    [FE_WHILE] = "while",
+    [FE_ALL] = "all",
+    [FE_IGNORE] = "ignore",
+    [FE_APPLY] = "apply",
+    [FE_LET] = "let",
 };
 
 static const char *kind_name(int kind)
@@ -124,12 +133,13 @@ static bool broken(verify *v, const fe_term *t, const char *file, int line,
     size_t size = sizeof v->msg;
     int n = 0;
     if (t && up && v->slot >= 0) {
-        n = snprintf(v->msg, size, "%s #%u (operand %d of %s #%u): ",
-                     kind_name(t->kind), t->id, v->slot, kind_name(up->kind),
-                     up->id);
+        n = snprintf(v->msg, size,
+                     "%s #%u (operand %d of %s #%u): ", kind_name(t->kind),
+                     t->id, v->slot, kind_name(up->kind), up->id);
     } else if (t && up) {
-        n = snprintf(v->msg, size, "%s #%u (a function body of %s #%u): ",
-                     kind_name(t->kind), t->id, kind_name(up->kind), up->id);
+        n = snprintf(v->msg, size,
+                     "%s #%u (a function body of %s #%u): ", kind_name(t->kind),
+                     t->id, kind_name(up->kind), up->id);
     } else if (t) {
         n = snprintf(v->msg, size, "%s #%u: ", kind_name(t->kind), t->id);
     }
@@ -158,7 +168,8 @@ static const char *tn(verify *v, weft_type t)
         }                                                                      \
     } while (0)
 
-/* ---- the set of terms seen ------------------------------------------------ */
+/* ---- the set of terms seen ------------------------------------------------
+ */
 
 static size_t slot_of(const verify *v, const void *p)
 {
@@ -210,7 +221,8 @@ static bool set_seen(verify *v, const void *p, uint8_t st)
     return true;
 }
 
-/* ---- types ---------------------------------------------------------------- */
+/* ---- types ----------------------------------------------------------------
+ */
 
 /* Whether t is a term of one array (not a tuple of them). */
 static bool single(const fe_term *t)
@@ -270,30 +282,20 @@ static bool prim_typed(const fe_term *t)
     weft_type t1 = pi->arity == 2 ? t->kid[1]->type : t0;
     weft_type r = t->type;
     switch (pi->rule) {
-    case FE_RULE_NUM:
-        return fe_is_numeric(t0) && t1 == t0 && r == t0;
-    case FE_RULE_INT:
-        return fe_is_int(t0) && t1 == t0 && r == t0;
+    case FE_RULE_NUM: return fe_is_numeric(t0) && t1 == t0 && r == t0;
+    case FE_RULE_INT: return fe_is_int(t0) && t1 == t0 && r == t0;
     case FE_RULE_ORD:
         return (fe_is_numeric(t0) || t0 == WEFT_BOOL) && t1 == t0 && r == t0;
     case FE_RULE_LOGIC:
         return (fe_is_int(t0) || t0 == WEFT_BOOL) && t1 == t0 && r == t0;
-    case FE_RULE_FLT:
-        return fe_is_float(t0) && t1 == t0 && r == t0;
-    case FE_RULE_SHIFT:
-        return fe_is_int(t0) && fe_is_int(t1) && r == t0;
-    case FE_RULE_BITS:
-        return fe_is_int(t0) && r == WEFT_I32;
-    case FE_RULE_FPRED:
-        return fe_is_float(t0) && r == WEFT_BOOL;
-    case FE_RULE_CMP:
-        return fe_is_scalar(t0) && t1 == t0 && r == WEFT_BOOL;
-    case FE_RULE_BOOL:
-        return t0 == WEFT_BOOL && t1 == t0 && r == WEFT_BOOL;
-    case FE_RULE_ROUND:
-        return fe_is_float(t0) && fe_is_int(r);
-    case FE_RULE_CONV:
-        return fe_is_scalar(t0) && fe_is_scalar(r);
+    case FE_RULE_FLT: return fe_is_float(t0) && t1 == t0 && r == t0;
+    case FE_RULE_SHIFT: return fe_is_int(t0) && fe_is_int(t1) && r == t0;
+    case FE_RULE_BITS: return fe_is_int(t0) && r == WEFT_I32;
+    case FE_RULE_FPRED: return fe_is_float(t0) && r == WEFT_BOOL;
+    case FE_RULE_CMP: return fe_is_scalar(t0) && t1 == t0 && r == WEFT_BOOL;
+    case FE_RULE_BOOL: return t0 == WEFT_BOOL && t1 == t0 && r == WEFT_BOOL;
+    case FE_RULE_ROUND: return fe_is_float(t0) && fe_is_int(r);
+    case FE_RULE_CONV: return fe_is_scalar(t0) && fe_is_scalar(r);
     case FE_RULE_CAST:
         return fe_is_numeric(t0) && fe_is_numeric(r) &&
                fe_type_bits(t0) == fe_type_bits(r);
@@ -309,13 +311,14 @@ static bool check_scalar(verify *v, const fe_term *t)
     switch ((fe_kind)t->kind) {
     case FE_CONST:
         VCHECK(v, t, t->nkid == 0 && fe_is_scalar(t->type),
-               "a constant of type %s with %d operands", tn(v, t->type), t->nkid);
+               "a constant of type %s with %d operands", tn(v, t->type),
+               t->nkid);
         return true;
     case FE_PRIM:
         VCHECK(v, t, t->op < WEFT_OP_COUNT_, "primitive %d", t->op);
         VCHECK(v, t, t->nkid == fe_prims[t->op].arity,
-               "%s with %d operands, it takes %d", weft_op_name(t->op),
-               t->nkid, fe_prims[t->op].arity);
+               "%s with %d operands, it takes %d", weft_op_name(t->op), t->nkid,
+               fe_prims[t->op].arity);
         for (int i = 0; i < t->nkid; i++) {
             VCHECK(v, t, scalar(t->kid[i]), "operand %d is not scalar", i);
         }
@@ -336,8 +339,7 @@ static bool check_scalar(verify *v, const fe_term *t)
         VCHECK(v, t, fe_is_tuple(t->type) || fe_is_dim(t->type),
                "type %s is neither a tuple nor an index", tn(v, t->type));
         n = fe_type_comps(v->ctx, t->type, &comps);
-        VCHECK(v, t, t->nkid == n, "%d operands for %d components", t->nkid,
-               n);
+        VCHECK(v, t, t->nkid == n, "%d operands for %d components", t->nkid, n);
         for (int i = 0; i < n; i++) {
             VCHECK(v, t, scalar(t->kid[i]) && t->kid[i]->type == comps[i],
                    "component %d is not of the tuple's type", i);
@@ -375,8 +377,7 @@ static bool check_scalar(verify *v, const fe_term *t)
         VCHECK(v, t,
                t->kind == FE_TO_INDEX
                    ? t->kid[1]->type == t->kid[0]->type && t->type == WEFT_I64
-                   : t->kid[1]->type == WEFT_I64 &&
-                         t->type == t->kid[0]->type,
+                   : t->kid[1]->type == WEFT_I64 && t->type == t->kid[0]->type,
                "operand or result types");
         return true;
     case FE_AT:
@@ -388,8 +389,8 @@ static bool check_scalar(verify *v, const fe_term *t)
                                        ? (weft_type)WEFT_DIM(t->kid[0]->rank)
                                        : (weft_type)WEFT_I64) &&
                    t->type == t->kid[0]->type,
-               "an index of type %s into a rank-%d array", tn(v, t->kid[1]->type),
-               t->kid[0]->rank);
+               "an index of type %s into a rank-%d array",
+               tn(v, t->kid[1]->type), t->kid[0]->rank);
         return true;
     case FE_WHILE:
         VCHECK(v, t,
@@ -412,8 +413,7 @@ static bool check_scalar(verify *v, const fe_term *t)
         VCHECK(v, t, t->nkid == 0 && fe_is_dim(t->type), "type %s",
                tn(v, t->type));
         return true;
-    default:
-        return broken(v, t, __FILE__, __LINE__, "not a core kind");
+    default: return broken(v, t, __FILE__, __LINE__, "not a core kind");
     }
 }
 
@@ -457,12 +457,11 @@ static bool check_reduce(verify *v, const fe_term *t)
 
 /* One side of a stencil: array kid[2k], boundary value kid[2k+1]; adds
  * the window's element count to *count. */
-static bool check_stencil_side(verify *v, const fe_term *t, int k,
-                               int *count)
+static bool check_stencil_side(verify *v, const fe_term *t, int k, int *count)
 {
     const fe_term *a = t->kid[2 * k], *value = t->kid[2 * k + 1];
-    VCHECK(v, t, single(a) && a->rank >= 1 && a->rank <= 3 &&
-                     a->rank == t->rank,
+    VCHECK(v, t,
+           single(a) && a->rank >= 1 && a->rank <= 3 && a->rank == t->rank,
            "array %d is not of rank 1 to 3 and the stencil's", k);
     int c = 1;
     for (int d = 0; d < a->rank; d++) {
@@ -475,17 +474,15 @@ static bool check_stencil_side(verify *v, const fe_term *t, int k,
     VCHECK(v, t, (unsigned)b <= (unsigned)WEFT_BOUNDARY_CONSTANT,
            "boundary kind %d", (int)b);
     VCHECK(v, t,
-           b == WEFT_BOUNDARY_CONSTANT
-               ? scalar(value) && value->type == a->type
-               : value == NULL,
+           b == WEFT_BOUNDARY_CONSTANT ? scalar(value) && value->type == a->type
+                                       : value == NULL,
            "boundary value %d does not match its kind", k);
     const fe_fun *f = t->fun[0];
     VCHECK(v, t, f && !f->acc && f->arity >= *count + c,
            "its function takes fewer arguments than the windows have");
     for (int i = *count; i < *count + c; i++) {
         VCHECK(v, t, f->targ[i] == a->type,
-               "argument %d of its function is not array %d's element", i,
-               k);
+               "argument %d of its function is not array %d's element", i, k);
     }
     *count += c;
     return true;
@@ -554,10 +551,10 @@ static bool check_array(verify *v, const fe_term *t)
         int all = 0;
         for (int i = 1; i < t->nkid; i++) {
             const fe_term *e = t->kid[i];
-            VCHECK(v, t,
-                   e && (e->kind == FE_ALL ||
-                         (scalar(e) && e->type == WEFT_I64)),
-                   "specification entry %d is neither weft_all nor i64", i);
+            VCHECK(
+                v, t,
+                e && (e->kind == FE_ALL || (scalar(e) && e->type == WEFT_I64)),
+                "specification entry %d is neither weft_all nor i64", i);
             all += e->kind == FE_ALL;
         }
         int n = t->nkid - 1;
@@ -565,7 +562,8 @@ static bool check_array(verify *v, const fe_term *t)
                t->kind == FE_REPLICATE ? all == a->rank && t->rank == n
                                        : n == a->rank && t->rank == all,
                "rank %d from an operand of rank %d and %d entries, %d of "
-               "them weft_all", t->rank, a->rank, n, all);
+               "them weft_all",
+               t->rank, a->rank, n, all);
         return true;
     }
     case FE_BACKPERMUTE:
@@ -575,13 +573,11 @@ static bool check_array(verify *v, const fe_term *t)
                scalar(t->kid[0]) && t->kid[0]->type == WEFT_DIM(t->rank) &&
                    single(a) && r->arity == 0,
                "operands are not a shape of its rank and one array");
-        VCHECK(v, t,
-               takes(t->fun[0], 1, &t->kid[0]->type, WEFT_DIM(a->rank)),
+        VCHECK(v, t, takes(t->fun[0], 1, &t->kid[0]->type, WEFT_DIM(a->rank)),
                "its index function does not map its index to the operand's");
         VCHECK(v, t,
-               t->kind == FE_TRANSFORM
-                   ? takes(t->fun[1], 1, &a->type, t->type)
-                   : t->type == a->type,
+               t->kind == FE_TRANSFORM ? takes(t->fun[1], 1, &a->type, t->type)
+                                       : t->type == a->type,
                "its elements are not of the operand's type (through its "
                "function)");
         return true;
@@ -594,8 +590,7 @@ static bool check_array(verify *v, const fe_term *t)
     case FE_SCANL_:
     case FE_SCANR:
     case FE_SCANR1:
-    case FE_SCANR_:
-        return check_reduce(v, t);
+    case FE_SCANR_: return check_reduce(v, t);
     case FE_PERMUTE: {
         const fe_term *def = t->kid[0], *src = t->kid[1];
         VCHECK(v, t,
@@ -627,7 +622,8 @@ static bool check_array(verify *v, const fe_term *t)
                r->arity == 0 && t->fun[0]->arity == count &&
                    t->fun[0]->ret == t->type,
                "its function takes %d arguments for windows of %d, or "
-               "returns another type", t->fun[0]->arity, count);
+               "returns another type",
+               t->fun[0]->arity, count);
         return true;
     }
     case FE_ACOND:
@@ -673,12 +669,12 @@ static bool check_array(verify *v, const fe_term *t)
         VCHECK(v, t, fe_atype_equal(r, a->atype->comp[t->u.index]),
                "not of component %d's type", t->u.index);
         return true;
-    default:
-        return broken(v, t, __FILE__, __LINE__, "not a core kind");
+    default: return broken(v, t, __FILE__, __LINE__, "not a core kind");
     }
 }
 
-/* ---- the walk ------------------------------------------------------------- */
+/* ---- the walk -------------------------------------------------------------
+ */
 
 /* Whether t is an array a scalar term may read: a variable, a used array,
  * a parameter, or a component of one. */
@@ -698,16 +694,18 @@ static bool check_form(verify *v, const fe_term *t)
            t->kind != FE_ARG && t->kind != FE_AARG && t->kind != FE_APPLY &&
                t->prog == NULL,
            "a builder term in the core");
-    VCHECK(v, t, t->nkid >= 0 && t->nfun >= 0 && (!t->nkid || t->kid) &&
-                     (!t->nfun || t->fun),
+    VCHECK(v, t,
+           t->nkid >= 0 && t->nfun >= 0 && (!t->nkid || t->kid) &&
+               (!t->nfun || t->fun),
            "%d operands and %d functions", t->nkid, t->nfun);
     if (fe_kind_is_acc(t->kind)) {
         const fe_kind_info *k = &fe_kinds[t->kind];
-        VCHECK(v, t, t->nkid >= k->min_kids && t->nkid <= k->max_kids &&
-                         t->nfun == k->funs,
+        VCHECK(v, t,
+               t->nkid >= k->min_kids && t->nkid <= k->max_kids &&
+                   t->nfun == k->funs,
                "%d operands and %d functions, lib/fe_kinds.h says %d..%d "
-               "and %d", t->nkid, t->nfun, k->min_kids, k->max_kids,
-               k->funs);
+               "and %d",
+               t->nkid, t->nfun, k->min_kids, k->max_kids, k->funs);
         VCHECK(v, t, t->acc, "an array kind marked as scalar");
     } else if (t->kind == FE_LET || t->kind == FE_VAR) {
         VCHECK(v, t,
@@ -716,8 +714,8 @@ static bool check_form(verify *v, const fe_term *t)
                "not a %s of a variable", kind_name(t->kind));
     } else {
         VCHECK(v, t, !t->acc, "a scalar kind marked as an array");
-        VCHECK(v, t, t->nfun == (t->kind == FE_WHILE ? 2 : 0),
-               "%d functions", t->nfun);
+        VCHECK(v, t, t->nfun == (t->kind == FE_WHILE ? 2 : 0), "%d functions",
+               t->nfun);
     }
     for (int i = 0; i < t->nkid; i++) {
         VCHECK(v, t,
@@ -745,8 +743,8 @@ static bool check_form(verify *v, const fe_term *t)
 static bool bind(verify *v, const fe_term *by, const fe_var *x)
 {
     VCHECK(v, by, x && x->id < v->core->nvar,
-           "a binder without a variable or with id %u of %u",
-           x ? x->id : 0u, v->core->nvar);
+           "a binder without a variable or with id %u of %u", x ? x->id : 0u,
+           v->core->nvar);
     VCHECK(v, by, !v->bound[x->id], "variable v%u is bound twice", x->id);
     v->bound[x->id] = x;
     v->in_scope[x->id] = 1;
@@ -754,8 +752,7 @@ static bool bind(verify *v, const fe_term *by, const fe_var *x)
     return true;
 }
 
-static bool visit(verify *v, const fe_term *t, const fe_term *parent,
-                  int slot);
+static bool visit(verify *v, const fe_term *t, const fe_term *parent, int slot);
 
 /* Function `number` of term t: its parameters bound around its body, its
  * types agreeing with them; a function met again must be closed. */
@@ -766,11 +763,11 @@ static bool visit_fun(verify *v, const fe_term *t, int number)
     v->slot = -1;
     VCHECK(v, t, f, "function %d is missing", number);
     uint8_t st = seen(v, f);
-    VCHECK(v, t, st != SEEN_OPEN, "function %d is its own ancestor",
-           number);
+    VCHECK(v, t, st != SEEN_OPEN, "function %d is its own ancestor", number);
     VCHECK(v, t, st != SEEN_DONE,
            "function %d is shared, and its body reads variables bound "
-           "outside it", number);
+           "outside it",
+           number);
     if (st == SEEN_SHARED_OK) {
         return true;
     }
@@ -820,8 +817,8 @@ static bool visit_fun(verify *v, const fe_term *t, int number)
 static bool check_var(verify *v, const fe_term *t)
 {
     const fe_var *x = t->u.var;
-    VCHECK(v, t, x->id < v->core->nvar, "variable v%u, core->nvar is %u",
-           x->id, v->core->nvar);
+    VCHECK(v, t, x->id < v->core->nvar, "variable v%u, core->nvar is %u", x->id,
+           v->core->nvar);
     VCHECK(v, t, v->in_scope[x->id] && v->bound[x->id] == x,
            "variable v%u is used outside its binder", x->id);
     VCHECK(v, t,
@@ -852,8 +849,7 @@ static bool check_let(verify *v, const fe_term *t)
     return true;
 }
 
-static bool visit(verify *v, const fe_term *t, const fe_term *parent,
-                  int slot)
+static bool visit(verify *v, const fe_term *t, const fe_term *parent, int slot)
 {
     v->parent = parent;
     v->slot = slot;
@@ -886,10 +882,10 @@ static bool visit(verify *v, const fe_term *t, const fe_term *parent,
     VCHECK(v, t, !parent || !t->acc || parent->acc || readable(t),
            "an array computed inside a scalar term");
     VCHECK(v, t,
-           !t->delayed || (!v->core->no_fusion && parent && parent->acc &&
-                           slot >= 0 && fe_fusible_operand(parent, slot) &&
-                           fe_kinds[t->kind].producer &&
-                           t->atype->narrays == 1),
+           !t->delayed ||
+               (!v->core->no_fusion && parent && parent->acc && slot >= 0 &&
+                fe_fusible_operand(parent, slot) &&
+                fe_kinds[t->kind].producer && t->atype->narrays == 1),
            "delayed where fusion does not allow it");
     bool ok = t->kind == FE_LET   ? check_let(v, t)
               : t->kind == FE_VAR ? check_var(v, t)
@@ -900,8 +896,7 @@ static bool visit(verify *v, const fe_term *t, const fe_term *parent,
 
 /* Whether the single-array types of a, depth-first, are out[*k..]
  * (advancing *k past them). */
-static bool outputs_match(const fe_atype *a, const fe_atype *const *out,
-                          int *k)
+static bool outputs_match(const fe_atype *a, const fe_atype *const *out, int *k)
 {
     if (a->arity == 0) {
         return fe_atype_equal(a, out[(*k)++]);
@@ -938,16 +933,15 @@ static bool check_core(verify *v)
     VCHECK(v, NULL,
            r->kind == FE_ATUPLE && r->nkid == c->nresult && r->atype &&
                r->atype->narrays == c->noutput,
-           "the root is not a tuple of %d results with %d arrays",
-           c->nresult, c->noutput);
+           "the root is not a tuple of %d results with %d arrays", c->nresult,
+           c->noutput);
     int k = 0;
     VCHECK(v, NULL, outputs_match(r->atype, c->output, &k),
            "output %d is not of its result's type", k);
     return true;
 }
 
-weft_status fe_verify(weft_context *ctx, const fe_core *core,
-                      const char *after)
+weft_status fe_verify(weft_context *ctx, const fe_core *core, const char *after)
 {
     verify v;
     memset(&v, 0, sizeof v);
@@ -976,8 +970,8 @@ weft_status fe_verify(weft_context *ctx, const fe_core *core,
 
 bool fe_verify_enabled(const weft_context *ctx)
 {
-    const char *env = (ctx->cfg.flags & WEFT_FLAG_NO_ENV) ? NULL
-                                                          : getenv("WEFT_VERIFY");
+    const char *env =
+        (ctx->cfg.flags & WEFT_FLAG_NO_ENV) ? NULL : getenv("WEFT_VERIFY");
     if (env && *env) {
         return strcmp(env, "0") != 0;
     }

@@ -28,7 +28,8 @@
 #include "fe.h"
 #include "tu.h"
 
-/* ---- helpers -------------------------------------------------------------- */
+/* ---- helpers --------------------------------------------------------------
+ */
 
 /* The core of results[0..n-1] of t->p after sharing recovery, simplify
  * and fuse (fusion off with no_fusion), each checked by fe_verify. */
@@ -102,8 +103,8 @@ static void expect_broken(tu *t, fe_core *core, const char *const *want)
     if (getenv("WEFT_TEST_SHOW")) {
         fprintf(stderr, "%s\n", m);
     }
-    ck_assert_msg(s == WEFT_ERR_INTERNAL, "status %s: %s",
-                  weft_status_name(s), m);
+    ck_assert_msg(s == WEFT_ERR_INTERNAL, "status %s: %s", weft_status_name(s),
+                  m);
     ck_assert_msg(strstr(m, "lib/verify.c:") != NULL, "no file:line: %s", m);
     ck_assert_msg(strstr(m, "weft: internal error: the core is broken after "
                             "fuse: ") != NULL,
@@ -154,8 +155,8 @@ static int every_kind(tu *t, weft_acc **r, weft_array **arrays)
     weft_fun *mx = tu_fun_op2(p, WEFT_OP_MAX, WEFT_F32);
 
     weft_fun *dbl = weft_fun1(p, WEFT_F32);
-    weft_fun_return(dbl, weft_prim2(WEFT_OP_MUL, weft_arg(dbl, 0),
-                                    f32c(p, 2.0f)));
+    weft_fun_return(dbl,
+                    weft_prim2(WEFT_OP_MUL, weft_arg(dbl, 0), f32c(p, 2.0f)));
     weft_acc *m = weft_map(dbl, xs);
     weft_acc *z2 = weft_zipwith(add, m, xs);
     weft_fun *pick = weft_fun3(p, WEFT_F32, WEFT_F32, WEFT_F32);
@@ -165,19 +166,19 @@ static int every_kind(tu *t, weft_acc **r, weft_array **arrays)
     r[n++] = weft_zipwith3(pick, m, z2, xs);
     r[n++] = z2;
     weft_fun *conv = weft_fun1(p, WEFT_DIM(1));
-    weft_fun_return(conv, weft_convert(weft_get(weft_arg(conv, 0), 0),
-                                       WEFT_F32));
+    weft_fun_return(conv,
+                    weft_convert(weft_get(weft_arg(conv, 0), 0), WEFT_F32));
     weft_acc *g = weft_generate(weft_index1(i64c(p, 8)), conv);
     weft_acc *rs = weft_reshape(weft_index2(i64c(p, 2), i64c(p, 4)), g);
     r[n++] = weft_fold(add, f32c(p, 0.0f), rs);
     r[n++] = weft_fold1(mx, rs);
-    weft_acc *rep = weft_replicate(2, (weft_exp *[]){weft_all(p), i64c(p, 3)},
-                                   xs);
+    weft_acc *rep =
+        weft_replicate(2, (weft_exp *[]){weft_all(p), i64c(p, 3)}, xs);
     r[n++] = weft_slice(rep, 2, (weft_exp *[]){weft_all(p), i64c(p, 1)});
     weft_fun *half = weft_fun1(p, WEFT_DIM(1));
-    weft_fun_return(half, weft_index1(weft_prim2(
-                              WEFT_OP_MUL, weft_get(weft_arg(half, 0), 0),
-                              i64c(p, 2))));
+    weft_fun_return(half, weft_index1(weft_prim2(WEFT_OP_MUL,
+                                                 weft_get(weft_arg(half, 0), 0),
+                                                 i64c(p, 2))));
     r[n++] = weft_backpermute(weft_index1(i64c(p, 4)), half, xs);
     weft_fun *neg = tu_fun_op1(p, WEFT_OP_NEG, WEFT_F32);
     r[n++] = weft_transform(weft_index1(i64c(p, 4)), half, neg, xs);
@@ -199,15 +200,16 @@ static int every_kind(tu *t, weft_acc **r, weft_array **arrays)
                                   weft_index1(i), weft_ignore(p, 1)));
     r[n++] = weft_permute(add, zeros, ix, weft_map(neg, xs));
     weft_fun *s3 = weft_fun3(p, WEFT_F32, WEFT_F32, WEFT_F32);
-    weft_fun_return(s3, weft_prim2(WEFT_OP_ADD, weft_arg(s3, 0),
-                                   weft_arg(s3, 2)));
+    weft_fun_return(s3,
+                    weft_prim2(WEFT_OP_ADD, weft_arg(s3, 0), weft_arg(s3, 2)));
     weft_boundary clamp = {WEFT_BOUNDARY_CLAMP, NULL};
     r[n++] = weft_stencil(s3, (const int[]){3}, clamp, xs);
-    weft_fun *s6 = weft_fun_create(
-        p, 6, (const weft_type[]){WEFT_F32, WEFT_F32, WEFT_F32, WEFT_F32,
-                                  WEFT_F32, WEFT_F32});
-    weft_fun_return(s6, weft_prim2(WEFT_OP_SUB, weft_arg(s6, 1),
-                                   weft_arg(s6, 4)));
+    weft_fun *s6 =
+        weft_fun_create(p, 6,
+                        (const weft_type[]){WEFT_F32, WEFT_F32, WEFT_F32,
+                                            WEFT_F32, WEFT_F32, WEFT_F32});
+    weft_fun_return(s6,
+                    weft_prim2(WEFT_OP_SUB, weft_arg(s6, 1), weft_arg(s6, 4)));
     weft_boundary one = {WEFT_BOUNDARY_CONSTANT, f32c(p, 1.0f)};
     r[n++] = weft_stencil2(s6, (const int[]){3}, clamp, xs, (const int[]){3},
                            one, m);
@@ -222,22 +224,22 @@ static int every_kind(tu *t, weft_acc **r, weft_array **arrays)
                                    weft_at(xs, weft_index1(back))));
     r[n++] = weft_generate(weft_shape(xs), rd);
     weft_fun *lt = weft_fun1(p, WEFT_F32);
-    weft_fun_return(lt, weft_prim2(WEFT_OP_LT, weft_arg(lt, 0),
-                                   f32c(p, 100.0f)));
+    weft_fun_return(lt,
+                    weft_prim2(WEFT_OP_LT, weft_arg(lt, 0), f32c(p, 100.0f)));
     weft_fun *grow = weft_fun1(p, WEFT_F32);
-    weft_fun_return(grow, weft_while(lt, dbl, weft_prim2(WEFT_OP_ADD,
-                                                         weft_arg(grow, 0),
-                                                         f32c(p, 1.0f))));
+    weft_fun_return(grow, weft_while(lt, dbl,
+                                     weft_prim2(WEFT_OP_ADD, weft_arg(grow, 0),
+                                                f32c(p, 1.0f))));
     r[n++] = weft_map(grow, xs);
     /* acond, awhile, tuples of arrays, a parameter */
     weft_exp *big = weft_prim2(WEFT_OP_GT, weft_the(total), f32c(p, 3.0f));
     r[n++] = weft_acond(big, m, xs);
     weft_afun *cond = weft_afun_like(xs);
     weft_fun *small = weft_fun1(p, WEFT_F32);
-    weft_fun_return(small, weft_prim2(WEFT_OP_LT, weft_arg(small, 0),
-                                      f32c(p, 1000.0f)));
-    weft_afun_return(cond, weft_map(small, weft_fold1_all(
-                                               add, weft_afun_arg(cond))));
+    weft_fun_return(
+        small, weft_prim2(WEFT_OP_LT, weft_arg(small, 0), f32c(p, 1000.0f)));
+    weft_afun_return(cond,
+                     weft_map(small, weft_fold1_all(add, weft_afun_arg(cond))));
     weft_afun *body = weft_afun_like(xs);
     weft_afun_return(body, weft_map(dbl, weft_afun_arg(body)));
     r[n++] = weft_awhile(cond, body, weft_map(dbl, xs));
@@ -337,9 +339,9 @@ START_TEST(compile_checks)
     weft_program *p;
     TU_OK(weft_program_create(ctx, &p));
     weft_acc *a = weft_param(p, WEFT_F32, 1);
-    weft_acc *s = weft_fold1_all(tu_fun_op2(p, WEFT_OP_ADD, WEFT_F32),
-                                 weft_map(tu_fun_op1(p, WEFT_OP_NEG, WEFT_F32),
-                                          a));
+    weft_acc *s =
+        weft_fold1_all(tu_fun_op2(p, WEFT_OP_ADD, WEFT_F32),
+                       weft_map(tu_fun_op1(p, WEFT_OP_NEG, WEFT_F32), a));
     weft_executable *exe;
     TU_OK(weft_compile(p, &s, 1, &exe));
     weft_executable_free(exe);
@@ -368,8 +370,8 @@ static void small_open(small *s, bool no_fusion)
     s->xs = f32_array(s->t.ctx, 8);
     s->ys = tu_arr_i(s->t.ctx, WEFT_I32, 1, TU_SH(3), TU_I(1, 2, 3));
     weft_fun *inc = weft_fun1(p, WEFT_F32);
-    weft_fun_return(inc, weft_prim2(WEFT_OP_ADD, weft_arg(inc, 0),
-                                    f32c(p, 1.0f)));
+    weft_fun_return(inc,
+                    weft_prim2(WEFT_OP_ADD, weft_arg(inc, 0), f32c(p, 1.0f)));
     s->r[0] = weft_fold(tu_fun_op2(p, WEFT_OP_ADD, WEFT_F32), f32c(p, 0.0f),
                         weft_map(inc, weft_use(p, s->xs)));
     int32_t zero = 0;
@@ -527,12 +529,14 @@ static const struct {
     {true, map_operand, {"map #", "its function does not take"}},
     {false, var_range, {"var #", "core->nvar"}},
     {false, var_scope, {"var #", "used outside its binder"}},
-    {false, fold_combine,
+    {false,
+     fold_combine,
      {"fold #", "operand 0 of atuple", "a -> a -> a for a = f32"}},
     {false, fold_rank, {"fold #", "expected rank 0"}},
     {false, cycle, {"map #", "a cycle"}},
     {false, shared, {"const #", "shared"}},
-    {true, delay_map,
+    {true,
+     delay_map,
      {"map #", "operand 1 of fold", "delayed where fusion does not allow"}},
     {false, delay_fold, {"fold #", "delayed where fusion does not allow"}},
     {false, map_no_operand, {"map #", "lib/fe_kinds.h says 1..1"}},
