@@ -18,8 +18,8 @@
  *   tree     no term is reached twice: the core is a tree, so a term
  *            reached again is shared or on a cycle (told apart).  A
  *            function may be shared (fuse.c copies a constant generate
- *            with its function) only when its body reads no variable
- *            bound outside it;
+ *            with its function) when every variable its body reads from
+ *            outside it is in scope at each use;
  *   scope    every variable is bound once (a let or a function's
  *            parameter), has an id below core->nvar, and is used only
  *            inside its binder, with its binder's type;
@@ -50,7 +50,7 @@
 #include "fe.h"
 
 /* A term or function's state in the walk. */
-enum { SEEN_OPEN = 1, SEEN_DONE, SEEN_SHARED_OK, SEEN_USE };
+enum { SEEN_OPEN = 1, SEEN_DONE, SEEN_USE };
 
 typedef struct verify {
     weft_context *ctx;
@@ -59,14 +59,13 @@ typedef struct verify {
     /* open addressing: terms, functions and core->uses, by pointer */
     const void **key;
     uint8_t *state;
+    uint64_t *aux; /* functions: the bindings made in them (body_span) */
     size_t cap, n;
     /* variables by id */
     const fe_var **bound; /* the variable bound with this id, or NULL */
     uint8_t *in_scope;
     uint64_t *serial; /* when it was bound (in bindings so far) */
     uint64_t nbound;
-    uint64_t lowest_use; /* the earliest binding used since a function's
-                            body began (fun_closed) */
     /* the term being checked and where it hangs */
     const fe_term *parent;
     int slot; /* operand number in parent; -1: a body or root */
@@ -197,18 +196,21 @@ static bool set_seen(verify *v, const void *p, uint8_t st)
         size_t cap = v->cap ? 2 * v->cap : 1024;
         const void **key = fe_arena_alloc(&v->ar, cap * sizeof *key);
         uint8_t *state = fe_arena_alloc(&v->ar, cap);
-        if (!key || !state) {
+        uint64_t *aux = fe_arena_alloc(&v->ar, cap * sizeof *aux);
+        if (!key || !state || !aux) {
             return false;
         }
         verify old = *v;
         v->key = key;
         v->state = state;
+        v->aux = aux;
         v->cap = cap;
         for (size_t i = 0; i < old.cap; i++) {
             if (old.key[i]) {
                 size_t j = slot_of(v, old.key[i]);
                 v->key[j] = old.key[i];
                 v->state[j] = old.state[i];
+                v->aux[j] = old.aux[i];
             }
         }
     }
@@ -219,6 +221,12 @@ static bool set_seen(verify *v, const void *p, uint8_t st)
     }
     v->state[i] = st;
     return true;
+}
+
+/* The aux word of p, which set_seen has put in. */
+static uint64_t *aux_of(verify *v, const void *p)
+{
+    return &v->aux[slot_of(v, p)];
 }
 
 /* ---- types ----------------------------------------------------------------
@@ -754,22 +762,54 @@ static bool bind(verify *v, const fe_term *by, const fe_var *x)
 
 static bool visit(verify *v, const fe_term *t, const fe_term *parent, int slot);
 
-/* Function `number` of term t: its parameters bound around its body, its
- * types agreeing with them; a function met again must be closed. */
+/* Whether every variable that e (in the body of function `number` of t,
+ * met again) reads is bound inside the function (its bindings are numbered
+ * lo .. hi-1) or in scope here. */
+static bool free_in_scope(verify *v, const fe_term *t, int number,
+                          const fe_term *e, uint64_t lo, uint64_t hi)
+{
+    if (!e) {
+        return true;
+    }
+    if (e->kind == FE_VAR) {
+        const fe_var *x = e->u.var;
+        uint64_t s = v->serial[x->id];
+        VCHECK(v, t,
+               (s >= lo && s < hi) ||
+                   (v->in_scope[x->id] && v->bound[x->id] == x),
+               "function %d is shared, and its body reads v%u, which is not "
+               "in scope at this use",
+               number, x->id);
+    }
+    for (int i = 0; i < e->nkid; i++) {
+        if (!free_in_scope(v, t, number, e->kid[i], lo, hi)) {
+            return false;
+        }
+    }
+    for (int i = 0; i < e->nfun; i++) {
+        if (!free_in_scope(v, t, number, e->fun[i]->body, lo, hi)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Function `number` of term t (v->parent and v->slot: t's place): its
+ * parameters bound around its body, its types agreeing with them.  A function
+ * met again (shared: fuse.c copies a constant generate with its function, and
+ * its sibling rule gives the permute of a tuple the first sibling's index
+ * function) was checked where it was met first; here its body's free variables
+ * must be in scope too. */
 static bool visit_fun(verify *v, const fe_term *t, int number)
 {
     const fe_fun *f = t->fun[number];
-    v->parent = t;
-    v->slot = -1;
     VCHECK(v, t, f, "function %d is missing", number);
     uint8_t st = seen(v, f);
     VCHECK(v, t, st != SEEN_OPEN, "function %d is its own ancestor", number);
-    VCHECK(v, t, st != SEEN_DONE,
-           "function %d is shared, and its body reads variables bound "
-           "outside it",
-           number);
-    if (st == SEEN_SHARED_OK) {
-        return true;
+    if (st == SEEN_DONE) {
+        uint64_t span = *aux_of(v, f);
+        return free_in_scope(v, t, number, f->body, span >> 32,
+                             span & 0xffffffffu);
     }
     VCHECK(v, t,
            f->body && f->arity >= 0 && (f->arity == 0 || f->param) &&
@@ -792,25 +832,23 @@ static bool visit_fun(verify *v, const fe_term *t, int number)
                (f->acc ? fe_atype_equal(f->body->atype, f->aret)
                        : f->body->type == f->ret),
            "the body of function %d is not of its result type", number);
-    uint64_t entry = v->nbound, outer = v->lowest_use;
+    uint64_t entry = v->nbound;
     for (int i = 0; i < f->arity; i++) {
         if (!bind(v, t, f->param[i])) {
             return false;
         }
     }
-    if (!set_seen(v, f, SEEN_OPEN)) {
-        return false;
-    }
-    v->lowest_use = UINT64_MAX;
-    if (!visit(v, f->body, t, -1)) {
+    if (!set_seen(v, f, SEEN_OPEN) || !visit(v, f->body, t, -1)) {
         return false;
     }
     for (int i = 0; i < f->arity; i++) {
         v->in_scope[f->param[i]->id] = 0;
     }
-    bool closed = v->lowest_use >= entry;
-    v->lowest_use = v->lowest_use < outer ? v->lowest_use : outer;
-    return set_seen(v, f, closed ? SEEN_SHARED_OK : SEEN_DONE);
+    if (!set_seen(v, f, SEEN_DONE)) {
+        return false;
+    }
+    *aux_of(v, f) = entry << 32 | v->nbound;
+    return true;
 }
 
 /* A use of variable t->u.var. */
@@ -825,9 +863,6 @@ static bool check_var(verify *v, const fe_term *t)
            t->acc == x->acc && (x->acc ? fe_atype_equal(t->atype, x->atype)
                                        : t->type == x->type),
            "variable v%u is used at another type than its binder's", x->id);
-    if (v->serial[x->id] < v->lowest_use) {
-        v->lowest_use = v->serial[x->id];
-    }
     return true;
 }
 
@@ -872,6 +907,8 @@ static bool visit(verify *v, const fe_term *t, const fe_term *parent, int slot)
             }
         }
         for (int i = 0; i < t->nfun; i++) {
+            v->parent = parent;
+            v->slot = slot;
             if (!visit_fun(v, t, i)) {
                 return false;
             }
@@ -952,7 +989,6 @@ weft_status fe_verify(weft_context *ctx, const fe_core *core, const char *after)
     v.bound = fe_arena_alloc(&v.ar, nvar * sizeof *v.bound);
     v.in_scope = fe_arena_alloc(&v.ar, nvar);
     v.serial = fe_arena_alloc(&v.ar, nvar * sizeof *v.serial);
-    v.lowest_use = UINT64_MAX;
     bool ok = v.bound && v.in_scope && v.serial && check_core(&v) &&
               visit(&v, core->root, NULL, -1);
     weft_status st = WEFT_OK;

@@ -6,7 +6,8 @@
  *                     language (the test counts them in its core, so it
  *                     fails if one goes missing) passes the checker after
  *                     sharing recovery, simplify and fuse, fused and with
- *                     fusion off; fused, some producer is delayed
+ *                     fusion off; fused, some producer is delayed and a
+ *                     function is shared (a permute's zeros, copied)
  *   compile_checks    weft_compile runs the checker when fe_verify_enabled
  *                     says so: $WEFT_VERIFY=1 / =0, else on in a debug
  *                     build and off in a release build
@@ -21,6 +22,9 @@
  *                     wrong type, a fold of the wrong rank, a cycle, a
  *                     shared term, `delayed` with fusion off and on a
  *                     fold, an operand count the kind table does not allow
+ *   broken_shared_function
+ *                     a function shared by two maps, its body reading a
+ *                     variable that is not in scope at the second
  *   broken_let        a let whose variable has another type than its right
  *                     side (in every_kind's core, which has array lets)
  * WEFT_TEST_SHOW=1 prints each broken core's message on stderr.
@@ -92,6 +96,29 @@ static void count_kinds(const fe_term *t, int *seen, int *delayed)
     for (int i = 0; i < t->nfun; i++) {
         count_kinds(t->fun[i]->body, seen, delayed);
     }
+}
+
+/* Functions below t reached more than once (seen: room for 256). */
+static int shared_funs(const fe_term *t, const fe_fun **seen, int *n)
+{
+    int shared = 0;
+    for (int i = 0; t && i < t->nkid; i++) {
+        shared += shared_funs(t->kid[i], seen, n);
+    }
+    for (int i = 0; t && i < t->nfun; i++) {
+        bool again = false;
+        for (int k = 0; k < *n; k++) {
+            again = again || seen[k] == t->fun[i];
+        }
+        if (again) {
+            shared++;
+            continue;
+        }
+        ck_assert_int_lt(*n, 256);
+        seen[(*n)++] = t->fun[i];
+        shared += shared_funs(t->fun[i]->body, seen, n);
+    }
+    return shared;
 }
 
 /* fe_verify(core, "fuse") fails as a broken invariant whose message holds
@@ -199,6 +226,8 @@ static int every_kind(tu *t, weft_acc **r, weft_array **arrays)
     weft_fun_return(ix, weft_cond(weft_prim2(WEFT_OP_LT, i, i64c(p, 4)),
                                   weft_index1(i), weft_ignore(p, 1)));
     r[n++] = weft_permute(add, zeros, ix, weft_map(neg, xs));
+    /* the zeros again: fuse copies them, their function shared */
+    r[n++] = weft_permute(mx, zeros, ix, xs);
     weft_fun *s3 = weft_fun3(p, WEFT_F32, WEFT_F32, WEFT_F32);
     weft_fun_return(s3,
                     weft_prim2(WEFT_OP_ADD, weft_arg(s3, 0), weft_arg(s3, 2)));
@@ -281,6 +310,10 @@ START_TEST(every_kind_passes)
         count_kinds(core.root, seen, &delayed);
         if (fusion) {
             ck_assert_int_gt(delayed, 0);
+            /* the zeros' function, shared by their copies */
+            const fe_fun *funs[256];
+            int nfun = 0;
+            ck_assert_int_gt(shared_funs(core.root, funs, &nfun), 0);
         } else {
             ck_assert_int_eq(delayed, 0);
         }
@@ -572,6 +605,63 @@ static fe_term *array_let(fe_term *t)
     return NULL;
 }
 
+/* A variable read by a function's body that is bound outside it (its
+ * argument excepted), below t; NULL if none. */
+static const fe_var *outer_var(const fe_term *t, const fe_fun *f)
+{
+    if (t->kind == FE_VAR && t->u.var != f->param[0]) {
+        return t->u.var;
+    }
+    for (int i = 0; i < t->nkid; i++) {
+        const fe_var *x = outer_var(t->kid[i], f);
+        if (x) {
+            return x;
+        }
+    }
+    return NULL;
+}
+
+START_TEST(broken_shared_function)
+{
+    /* map (\x -> x + s) xs, s the sum of xs (a let around the map), and
+     * map neg ys; then the second map given the first one's function,
+     * where s is not in scope */
+    tu t;
+    tu_open(&t);
+    weft_program *p = t.p;
+    weft_array *a = f32_array(t.ctx, 8), *b = f32_array(t.ctx, 4);
+    weft_acc *xs = weft_use(p, a);
+    weft_exp *sum =
+        weft_the(weft_fold1_all(tu_fun_op2(p, WEFT_OP_ADD, WEFT_F32), xs));
+    weft_fun *f = weft_fun1(p, WEFT_F32);
+    weft_fun_return(f, weft_prim2(WEFT_OP_ADD, weft_arg(f, 0), sum));
+    weft_acc *r[2] = {
+        weft_map(f, xs),
+        weft_map(tu_fun_op1(p, WEFT_OP_NEG, WEFT_F32), weft_use(p, b))};
+    fe_arena ar;
+    fe_core core;
+    passes(&t, r, 2, true, &ar, &core); /* no fusion: lets stay put */
+    fe_term *res = core.root;
+    while (res->kind == FE_LET) {
+        res = res->kid[1];
+    }
+    fe_term *m0 = res->kid[0], *m1 = res->kid[1];
+    while (m0->kind == FE_LET) {
+        m0 = m0->kid[1];
+    }
+    ck_assert_int_eq(m0->kind, FE_MAP);
+    ck_assert_int_eq(m1->kind, FE_MAP);
+    ck_assert_ptr_nonnull(outer_var(m0->fun[0]->body, m0->fun[0]));
+    m1->fun[0] = m0->fun[0];
+    EXPECT_BROKEN(&t, &core, "map #", "operand 1 of atuple",
+                  "function 0 is shared, and its body reads v");
+    done(&ar, &core);
+    weft_array_release(a);
+    weft_array_release(b);
+    tu_close(&t);
+}
+END_TEST
+
 START_TEST(broken_let)
 {
     /* a let whose variable has another type than its right side: m of
@@ -613,6 +703,7 @@ static Suite *suite(void)
     tcase_add_test(tc, compile_checks);
     tcase_add_loop_test(tc, broken_core, 0,
                         (int)(sizeof broken / sizeof *broken));
+    tcase_add_test(tc, broken_shared_function);
     tcase_add_test(tc, broken_let);
     suite_add_tcase(s, tc);
     return s;
