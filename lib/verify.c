@@ -49,18 +49,29 @@
 
 #include "fe.h"
 
-/* A term or function's state in the walk. */
+/* A function's state in the walk, or an array of core->uses. */
 enum { SEEN_OPEN = 1, SEEN_DONE, SEEN_USE };
+
+/* A set of pointers (open addressing, linear probing, at most half full),
+ * with a state and a word each where `state` is not NULL. */
+typedef struct pset {
+    const void **key;
+    uint8_t *state;
+    uint64_t *aux;
+    size_t cap, n;
+    int shift; /* 64 - log2(cap): the hash's top bits index */
+} pset;
 
 typedef struct verify {
     weft_context *ctx;
     const fe_core *core;
     fe_arena ar;
-    /* open addressing: terms, functions and core->uses, by pointer */
-    const void **key;
-    uint8_t *state;
-    uint64_t *aux; /* functions: the bindings made in them (body_span) */
-    size_t cap, n;
+    pset terms; /* the terms met */
+    pset objs;  /* functions (aux: the bindings made in them, visit_fun)
+                   and core->uses */
+    /* the terms from the root down to the one being visited */
+    const fe_term **path;
+    size_t depth, path_cap;
     /* variables by id */
     const fe_var **bound; /* the variable bound with this id, or NULL */
     uint8_t *in_scope;
@@ -170,63 +181,120 @@ static const char *tn(verify *v, weft_type t)
 /* ---- the set of terms seen ------------------------------------------------
  */
 
-static size_t slot_of(const verify *v, const void *p)
+static size_t slot_of(const pset *s, const void *p)
 {
     uint64_t h = (uint64_t)(uintptr_t)p * 0x9E3779B97F4A7C15ull;
-    size_t i = (size_t)(h >> 20) & (v->cap - 1);
-    while (v->key[i] && v->key[i] != p) {
-        i = (i + 1) & (v->cap - 1);
+    size_t i = (size_t)(h >> s->shift);
+    while (s->key[i] && s->key[i] != p) {
+        i = (i + 1) & (s->cap - 1);
     }
     return i;
 }
 
-/* p's state (0: not seen). */
-static uint8_t seen(const verify *v, const void *p)
+/* p's state in s (0: not there). */
+static uint8_t seen(const pset *s, const void *p)
 {
-    if (v->cap == 0) {
+    if (s->cap == 0) {
         return 0;
     }
-    size_t i = slot_of(v, p);
-    return v->key[i] ? v->state[i] : 0;
+    size_t i = slot_of(s, p);
+    return s->key[i] ? s->state[i] : 0;
 }
 
-static bool set_seen(verify *v, const void *p, uint8_t st)
+/* Make room for one more key in s, with states when `states` (false when
+ * out of memory). */
+static bool room(fe_arena *ar, pset *s, bool states)
 {
-    if (2 * (v->n + 1) > v->cap) {
-        size_t cap = v->cap ? 2 * v->cap : 1024;
-        const void **key = fe_arena_alloc(&v->ar, cap * sizeof *key);
-        uint8_t *state = fe_arena_alloc(&v->ar, cap);
-        uint64_t *aux = fe_arena_alloc(&v->ar, cap * sizeof *aux);
-        if (!key || !state || !aux) {
-            return false;
-        }
-        verify old = *v;
-        v->key = key;
-        v->state = state;
-        v->aux = aux;
-        v->cap = cap;
-        for (size_t i = 0; i < old.cap; i++) {
-            if (old.key[i]) {
-                size_t j = slot_of(v, old.key[i]);
-                v->key[j] = old.key[i];
-                v->state[j] = old.state[i];
-                v->aux[j] = old.aux[i];
+    if (2 * (s->n + 1) <= s->cap) {
+        return true;
+    }
+    pset old = *s;
+    s->cap = s->cap ? 2 * s->cap : 1024;
+    s->shift = 64 - __builtin_ctzll(s->cap);
+    s->key = fe_arena_alloc(ar, s->cap * sizeof *s->key);
+    s->state = states ? fe_arena_alloc(ar, s->cap) : NULL;
+    s->aux = states ? fe_arena_alloc(ar, s->cap * sizeof *s->aux) : NULL;
+    if (!s->key || (states && (!s->state || !s->aux))) {
+        return false;
+    }
+    for (size_t i = 0; i < old.cap; i++) {
+        if (old.key[i]) {
+            size_t j = slot_of(s, old.key[i]);
+            s->key[j] = old.key[i];
+            if (states) {
+                s->state[j] = old.state[i];
+                s->aux[j] = old.aux[i];
             }
         }
     }
-    size_t i = slot_of(v, p);
-    if (!v->key[i]) {
-        v->key[i] = p;
-        v->n++;
-    }
-    v->state[i] = st;
     return true;
 }
 
-/* The aux word of p, which set_seen has put in. */
+/* Put term t in v's set of terms: 0 when it was not there, 1 when it was,
+ * -1 when out of memory. */
+static int insert(verify *v, const fe_term *t)
+{
+    if (!room(&v->ar, &v->terms, false)) {
+        return -1;
+    }
+    size_t i = slot_of(&v->terms, t);
+    if (v->terms.key[i]) {
+        return 1;
+    }
+    v->terms.key[i] = t;
+    v->terms.n++;
+    return 0;
+}
+
+/* Set p's state in v's objects to st, putting it in if need be. */
+static bool set_seen(verify *v, const void *p, uint8_t st)
+{
+    if (!room(&v->ar, &v->objs, true)) {
+        return false;
+    }
+    size_t i = slot_of(&v->objs, p);
+    if (!v->objs.key[i]) {
+        v->objs.key[i] = p;
+        v->objs.n++;
+    }
+    v->objs.state[i] = st;
+    return true;
+}
+
+/* The aux word of object p, which set_seen has put in. */
 static uint64_t *aux_of(verify *v, const void *p)
 {
-    return &v->aux[slot_of(v, p)];
+    return &v->objs.aux[slot_of(&v->objs, p)];
+}
+
+/* Push t on the path (false when out of memory). */
+static bool push(verify *v, const fe_term *t)
+{
+    if (v->depth == v->path_cap) {
+        size_t cap = v->path_cap ? 2 * v->path_cap : 256;
+        const fe_term **path = fe_arena_alloc(&v->ar, cap * sizeof *path);
+        if (!path) {
+            return false;
+        }
+        if (v->depth) {
+            memcpy(path, v->path, v->depth * sizeof *path);
+        }
+        v->path = path;
+        v->path_cap = cap;
+    }
+    v->path[v->depth++] = t;
+    return true;
+}
+
+/* Whether t is on the path (a term met again: on a cycle, else shared). */
+static bool on_path(const verify *v, const fe_term *t)
+{
+    for (size_t i = 0; i < v->depth; i++) {
+        if (v->path[i] == t) {
+            return true;
+        }
+    }
+    return false;
 }
 
 /* ---- types ----------------------------------------------------------------
@@ -503,7 +571,7 @@ static bool check_array(verify *v, const fe_term *t)
     const fe_term *a;
     switch ((fe_kind)t->kind) {
     case FE_USE:
-        VCHECK(v, t, t->u.array && seen(v, t->u.array) == SEEN_USE,
+        VCHECK(v, t, t->u.array && seen(&v->objs, t->u.array) == SEEN_USE,
                "an array not among the core's uses");
         VCHECK(v, t,
                r->arity == 0 && r->elt == t->u.array->type &&
@@ -804,7 +872,7 @@ static bool visit_fun(verify *v, const fe_term *t, int number)
 {
     const fe_fun *f = t->fun[number];
     VCHECK(v, t, f, "function %d is missing", number);
-    uint8_t st = seen(v, f);
+    uint8_t st = seen(&v->objs, f);
     VCHECK(v, t, st != SEEN_OPEN, "function %d is its own ancestor", number);
     if (st == SEEN_DONE) {
         uint64_t span = *aux_of(v, f);
@@ -888,10 +956,14 @@ static bool visit(verify *v, const fe_term *t, const fe_term *parent, int slot)
 {
     v->parent = parent;
     v->slot = slot;
-    uint8_t st = seen(v, t);
-    VCHECK(v, t, st != SEEN_OPEN, "a cycle: the term is its own ancestor");
-    VCHECK(v, t, st == 0, "the term is shared (the core is a tree)");
-    if (!set_seen(v, t, SEEN_OPEN) || !check_form(v, t)) {
+    int st = insert(v, t);
+    if (st < 0) {
+        return false;
+    }
+    VCHECK(v, t, st == 0, "%s",
+           on_path(v, t) ? "a cycle: the term is its own ancestor"
+                         : "the term is shared (the core is a tree)");
+    if (!push(v, t) || !check_form(v, t)) {
         return false;
     }
     if (t->kind == FE_LET) {
@@ -928,7 +1000,8 @@ static bool visit(verify *v, const fe_term *t, const fe_term *parent, int slot)
               : t->kind == FE_VAR ? check_var(v, t)
               : t->acc            ? check_array(v, t)
                                   : check_scalar(v, t);
-    return ok && set_seen(v, t, SEEN_DONE);
+    v->depth--;
+    return ok;
 }
 
 /* Whether the single-array types of a, depth-first, are out[*k..]
