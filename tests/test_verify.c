@@ -82,6 +82,15 @@ static fe_term *find(fe_term *t, int kind, int op)
     return NULL;
 }
 
+/* t without the lets around it. */
+static fe_term *below_lets(fe_term *t)
+{
+    while (t->kind == FE_LET) {
+        t = t->kid[1];
+    }
+    return t;
+}
+
 /* Count the kinds below t into seen[], and delayed terms into *delayed. */
 static void count_kinds(const fe_term *t, int *seen, int *delayed)
 {
@@ -424,10 +433,7 @@ static void small_close(small *s)
 /* The tuple of results (the root without its lets). */
 static fe_term *results(small *s)
 {
-    fe_term *r = s->core.root;
-    while (r->kind == FE_LET) {
-        r = r->kid[1];
-    }
+    fe_term *r = below_lets(s->core.root);
     ck_assert_int_eq(r->kind, FE_ATUPLE);
     return r;
 }
@@ -641,14 +647,8 @@ START_TEST(broken_shared_function)
     fe_arena ar;
     fe_core core;
     passes(&t, r, 2, true, &ar, &core); /* no fusion: lets stay put */
-    fe_term *res = core.root;
-    while (res->kind == FE_LET) {
-        res = res->kid[1];
-    }
-    fe_term *m0 = res->kid[0], *m1 = res->kid[1];
-    while (m0->kind == FE_LET) {
-        m0 = m0->kid[1];
-    }
+    fe_term *res = below_lets(core.root);
+    fe_term *m0 = below_lets(res->kid[0]), *m1 = res->kid[1];
     ck_assert_int_eq(m0->kind, FE_MAP);
     ck_assert_int_eq(m1->kind, FE_MAP);
     ck_assert_ptr_nonnull(outer_var(m0->fun[0]->body, m0->fun[0]));
