@@ -156,9 +156,18 @@ static weft_status compile_passes(void *arg)
                               &exe->core);
     t = fe_phase_end(exe->ctx, FE_PHASE_FRONTEND, t, "sharing", NULL);
     exe->core.no_fusion = (exe->ctx->cfg.flags & WEFT_FLAG_NO_FUSION) != 0;
+    bool verify = st == WEFT_OK && fe_verify_enabled(exe->ctx);
+    if (verify) {
+        st = fe_verify_pass(exe->ctx, &exe->core, "sharing");
+        t = fe_phase_end(exe->ctx, FE_PHASE_FRONTEND, t, "verify", NULL);
+    }
     for (size_t i = 0; st == WEFT_OK && i < sizeof passes / sizeof *passes; i++) {
         st = passes[i].run(&exe->core);
         t = fe_phase_end(exe->ctx, FE_PHASE_FRONTEND, t, passes[i].name, NULL);
+        if (st == WEFT_OK && verify) {
+            st = fe_verify_pass(exe->ctx, &exe->core, passes[i].name);
+            t = fe_phase_end(exe->ctx, FE_PHASE_FRONTEND, t, "verify", NULL);
+        }
     }
     if (st == WEFT_OK) {
         exe->depth = fe_core_depth(exe->ctx, &exe->core);

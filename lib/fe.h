@@ -523,7 +523,9 @@ typedef enum fe_kind {
     FE_LET,         /* core only: u.var bound to kid[0] in kid[1]; scalar or
                        array depending on kid[1] (kid[0] may be either) */
     /* array terms: lib/fe_kinds.h, FE_USE first */
-#define FE_KIND(n_, name, family, producer, fusible, gather, eval) FE_##n_,
+#define FE_KIND(n_, name, family, producer, fusible, gather, kids, funs,     \
+                eval)                                                          \
+    FE_##n_,
 #include "fe_kinds.h"
 #undef FE_KIND
     FE_KIND_COUNT_
@@ -545,6 +547,9 @@ typedef struct fe_kind_info {
     bool producer;     /* may be fused into its consumer */
     unsigned fusible;  /* bit k: operand k may be a delayed producer */
     bool gather;       /* reads an operand at indices it computes */
+    int min_kids;      /* operands: min_kids .. max_kids */
+    int max_kids;
+    int funs;          /* functions */
 } fe_kind_info;
 
 /* By kind; the scalar kinds' entries are all zero. */
@@ -668,6 +673,26 @@ weft_status fe_fuse(fe_core *core);
 /* Whether operand k of consumer t may be a delayed producer (fuse.c's
  * rules, which backends follow). */
 bool fe_fusible_operand(const fe_term *t, int k);
+
+/* ===== verify.c: the checker of the core between passes ===== */
+
+/* Check the invariants every pass keeps (lib/verify.c's head comment
+ * lists them) on core, as it is after the pass named `after`.  Reads the
+ * core only.  Returns WEFT_OK; WEFT_ERR_INTERNAL, with fe_internal's
+ * message "file:line: weft: internal error: the core is broken after
+ * <after>: <term>: <what>" (file:line the failed check's); or
+ * WEFT_ERR_OUT_OF_MEMORY. */
+weft_status fe_verify(weft_context *ctx, const fe_core *core,
+                      const char *after);
+/* Whether weft_compile checks the core between passes: $WEFT_VERIFY=1 (or
+ * any value but 0) turns it on, =0 off (both unless WEFT_FLAG_NO_ENV);
+ * otherwise on in a debug build (!NDEBUG), off in a release build. */
+bool fe_verify_enabled(const weft_context *ctx);
+/* fe_verify for the pipeline: a broken core is reported as FE_CHECK
+ * reports a broken invariant (a debug build prints the message and
+ * aborts; a release build returns WEFT_ERR_INTERNAL). */
+weft_status fe_verify_pass(weft_context *ctx, const fe_core *core,
+                           const char *after);
 
 /* ===== dump.c ===== */
 

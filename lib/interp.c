@@ -2171,7 +2171,8 @@ typedef weft_status (*evaluator)(interp *st, const fe_term *t,
                                  weft_array **out);
 #define acc_NONE NULL
 static const evaluator evaluators[FE_KIND_COUNT_] = {
-#define FE_KIND(n_, name, family, producer, fusible, gather, eval_)          \
+#define FE_KIND(n_, name, family, producer, fusible, gather, kids, funs,     \
+                eval_)                                                         \
     [FE_##n_] = acc_##eval_,
 #include "fe_kinds.h"
 #undef FE_KIND
