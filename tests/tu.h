@@ -23,6 +23,9 @@
  *   tu_env_aside / tu_env_restore
  *                           unset WEFT_* variables for a test that reads
  *                           the environment, and put them back
+ *   tu_rng                  the tests' one random generator (splitmix64,
+ *                           seeded): tu_rng_u64, tu_rng_int, tu_rng_real,
+ *                           tu_rng_fill for arrays
  * Half floats are converted here by hand (tu_half_to_double,
  * tu_double_to_half, round to nearest even) so that expectations do not
  * depend on the library's own conversion.
@@ -342,6 +345,93 @@ static inline double tu_load_f(weft_type t, const void *src)
     case WEFT_U64: { uint64_t x; memcpy(&x, src, 8); return (double)x; }
     default: return (double)tu_load_i(t, src);
     }
+}
+
+/* ------------------------------------------------------------------------
+ * Random data
+ *
+ * One generator for every test: splitmix64 (Steele, Lea and Flood, "Fast
+ * splittable pseudorandom number generators", 2014), a 64-bit counter
+ * stepped by the golden-ratio constant and mixed by two multiply-xorshift
+ * rounds.  Every seed, 0 included, gives a full-period stream that passes
+ * BigCrush; that is far more than test data needs, and the point is one
+ * fixed, seeded algorithm, so that a failing case can be replayed from its
+ * seed and the streams of two tests never hide a bias of one copy.
+ * ---------------------------------------------------------------------- */
+
+typedef struct tu_rng {
+    uint64_t s; /* the counter */
+} tu_rng;
+
+/* A generator whose stream is fixed by seed. */
+static inline tu_rng tu_rng_seed(uint64_t seed)
+{
+    return (tu_rng){.s = seed};
+}
+
+/* The next 64 random bits. */
+static inline uint64_t tu_rng_u64(tu_rng *r)
+{
+    uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Uniform in [lo, hi] (lo <= hi; the whole int64 range is fine).  The
+ * remainder's bias, at most span / 2^64, is far below what a test sees. */
+static inline int64_t tu_rng_int(tu_rng *r, int64_t lo, int64_t hi)
+{
+    uint64_t span = (uint64_t)hi - (uint64_t)lo + 1;
+    uint64_t x = tu_rng_u64(r);
+    return (int64_t)((uint64_t)lo + (span ? x % span : x));
+}
+
+/* Uniform in [0, 1), on the 2^-53 grid. */
+static inline double tu_rng_unit(tu_rng *r)
+{
+    return (double)(tu_rng_u64(r) >> 11) / 9007199254740992.0;
+}
+
+/* Uniform in [lo, hi). */
+static inline double tu_rng_real(tu_rng *r, double lo, double hi)
+{
+    return lo + (hi - lo) * tu_rng_unit(r);
+}
+
+/* n random elements of scalar type t at buf: bool 0 or 1; integral types
+ * uniform in [lo, hi] (truncated to integers), or every bit random when
+ * lo > hi; floating types uniform in [lo, hi) (in [-1, 1) when lo > hi),
+ * rounded to the type. */
+static inline void tu_rng_fill(tu_rng *r, weft_type t, void *buf, int64_t n,
+                               double lo, double hi)
+{
+    size_t w = weft_type_size(t);
+    unsigned char *p = buf;
+    for (int64_t i = 0; i < n; i++, p += w) {
+        if (t == WEFT_BOOL) {
+            tu_store_i(t, p, (int64_t)(tu_rng_u64(r) >> 63));
+        } else if (tu_is_float(t)) {
+            tu_store_f(t, p, lo > hi ? tu_rng_real(r, -1.0, 1.0)
+                                     : tu_rng_real(r, lo, hi));
+        } else if (lo > hi) {
+            uint64_t v = tu_rng_u64(r);
+            memcpy(p, &v, w); /* little-endian: the low bytes */
+        } else {
+            tu_store_i(t, p, tu_rng_int(r, (int64_t)lo, (int64_t)hi));
+        }
+    }
+}
+
+/* A malloc'd buffer of n random elements of t (tu_rng_fill's rule), never
+ * NULL (one element's room when n is 0); the caller frees it. */
+static inline void *tu_rng_buffer(tu_rng *r, weft_type t, int64_t n,
+                                  double lo, double hi)
+{
+    void *b = malloc((size_t)(n > 0 ? n : 1) * weft_type_size(t));
+    ck_assert_ptr_nonnull(b);
+    tu_rng_fill(r, t, b, n, lo, hi);
+    return b;
 }
 
 /* ------------------------------------------------------------------------
