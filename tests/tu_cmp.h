@@ -454,14 +454,13 @@ static inline void tu_cmp_close(tu_cmp *c)
     }
 }
 
-/* Start a case named by the printf format: its message prefix; frees the
- * last case's programs. */
+/* Name the case (or the run) by the printf format: the prefix of the
+ * messages that follow. */
 static inline void tu_cmp_case(tu_cmp *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 static inline void tu_cmp_case(tu_cmp *c, const char *fmt, ...)
 {
-    tu_cmp_done(c);
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(c->what, sizeof c->what, fmt, ap);
@@ -469,7 +468,8 @@ static inline void tu_cmp_case(tu_cmp *c, const char *fmt, ...)
 }
 
 /* Build the case's program with build(p, ctx, arg, res) in every side and
- * compile it there; a builder error or a failed compile fails the test. */
+ * compile it there (the last case's programs freed first); a builder
+ * error or a failed compile fails the test. */
 static inline void tu_cmp_build(tu_cmp *c, tu_build_fn build, const void *arg)
 {
     tu_cmp_done(c);
