@@ -21,15 +21,6 @@
 
 #include "tu.h"
 
-/* A deterministic pseudo-random sequence (xorshift64*), in [0, 1). */
-static double rnd(uint64_t *s)
-{
-    *s ^= *s >> 12;
-    *s ^= *s << 25;
-    *s ^= *s >> 27;
-    return (double)((*s * 2685821657736338717ull) >> 11) / 9007199254740992.0;
-}
-
 /* A rank-1 array of type t (f32 or f64) from doubles. */
 static weft_array *vec_f(weft_context *ctx, weft_type t, int64_t n,
                          const double *v)
@@ -61,11 +52,11 @@ static void dotp_case(weft_type t, int64_t n, double tol)
     double *x = malloc(sizeof(double) * (size_t)(n + 1));
     double *y = malloc(sizeof(double) * (size_t)(n + 1));
     ck_assert(x && y);
-    uint64_t s = 42;
+    tu_rng s = tu_rng_seed(42);
     double ref = 0, mag = 0;
     for (int64_t i = 0; i < n; i++) {
-        x[i] = rnd(&s) * 2 - 1;
-        y[i] = rnd(&s) * 2 - 1;
+        x[i] = tu_rng_unit(&s) * 2 - 1;
+        y[i] = tu_rng_unit(&s) * 2 - 1;
         if (t == WEFT_F32) {
             x[i] = (float)x[i];
             y[i] = (float)y[i];
@@ -239,11 +230,11 @@ START_TEST(black_scholes)
 
     enum { N = 1000 };
     double s[N], x[N], t[N], call[N], put[N];
-    uint64_t seed = 7;
+    tu_rng seed = tu_rng_seed(7);
     for (int i = 0; i < N; i++) {
-        s[i] = (float)(5 + 25 * rnd(&seed));
-        x[i] = (float)(1 + 99 * rnd(&seed));
-        t[i] = (float)(0.25 + 9.75 * rnd(&seed));
+        s[i] = (float)(5 + 25 * tu_rng_unit(&seed));
+        x[i] = (float)(1 + 99 * tu_rng_unit(&seed));
+        t[i] = (float)(0.25 + 9.75 * tu_rng_unit(&seed));
         bs_ref(s[i], x[i], t[i], &call[i], &put[i]);
     }
     weft_array *in[3] = {vec_f(u.ctx, WEFT_F32, N, s),
@@ -294,19 +285,19 @@ START_TEST(smvm)
     int64_t len[ROWS];
     int64_t col[ROWS * COLS];
     double val[ROWS * COLS], x[COLS], want[ROWS];
-    uint64_t seed = 99;
+    tu_rng seed = tu_rng_seed(99);
     int64_t nnz = 0;
     for (int j = 0; j < COLS; j++) {
-        x[j] = rnd(&seed) * 4 - 2;
+        x[j] = tu_rng_unit(&seed) * 4 - 2;
     }
     for (int i = 0; i < ROWS; i++) {
         len[i] = 0;
         want[i] = 0;
         for (int j = 0; j < COLS; j++) {
-            bool keep = i == 3 ? true : i == 1 ? false : rnd(&seed) < 0.4;
+            bool keep = i == 3 ? true : i == 1 ? false : tu_rng_unit(&seed) < 0.4;
             if (keep) {
                 col[nnz] = j;
-                val[nnz] = rnd(&seed) * 10 - 5;
+                val[nnz] = tu_rng_unit(&seed) * 10 - 5;
                 want[i] += val[nnz] * x[j];
                 nnz++;
                 len[i]++;
@@ -357,9 +348,9 @@ START_TEST(histogram)
     TU_PROGRAM_OK(p);
 
     int64_t vals[N], want[BUCKETS] = {0};
-    uint64_t seed = 3;
+    tu_rng seed = tu_rng_seed(3);
     for (int i = 0; i < N; i++) {
-        vals[i] = (int64_t)(rnd(&seed) * 120) - 10;
+        vals[i] = (int64_t)(tu_rng_unit(&seed) * 120) - 10;
         if (vals[i] >= 0 && vals[i] < 100) {
             want[vals[i] / 10]++;
         }
