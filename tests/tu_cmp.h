@@ -115,8 +115,8 @@ static inline int64_t tu_float_order(weft_type t, const void *p)
 }
 
 /* Whether the float of type t at got matches the one at want under tol. */
-static inline bool tu_float_same(weft_type t, const void *want,
-                                 const void *got, tu_tol tol)
+static inline bool tu_float_same(weft_type t, const void *want, const void *got,
+                                 tu_tol tol)
 {
     if (memcmp(want, got, weft_type_size(t)) == 0) {
         return true;
@@ -139,8 +139,8 @@ static inline bool tu_float_same(weft_type t, const void *want,
         return true;
     }
     int64_t a = tu_float_order(t, want), b = tu_float_order(t, got);
-    return (a > b ? (uint64_t)a - (uint64_t)b : (uint64_t)b - (uint64_t)a)
-           <= (uint64_t)tol.ulps;
+    return (a > b ? (uint64_t)a - (uint64_t)b : (uint64_t)b - (uint64_t)a) <=
+           (uint64_t)tol.ulps;
 }
 
 /* A difference the tolerance does not cover, which a side may still
@@ -153,8 +153,8 @@ typedef bool (*tu_accept_fn)(int o, int l, weft_type t, const void *want,
 typedef tu_tol (*tu_leaf_tol_fn)(weft_type t, tu_tol tol);
 
 /* Element i of a leaf of type t as text, for messages. */
-static inline void tu_value_text(weft_type t, const unsigned char *d,
-                                 int64_t i, char *buf, size_t n)
+static inline void tu_value_text(weft_type t, const unsigned char *d, int64_t i,
+                                 char *buf, size_t n)
 {
     const unsigned char *p = d + (size_t)i * weft_type_size(t);
     if (tu_is_float(t)) {
@@ -198,8 +198,7 @@ static inline void tu_index_text(const weft_array *a, int64_t i, char *buf,
 static inline void tu_cmp_array_ex(const char *what, int o, weft_context *cw,
                                    weft_array *want, weft_context *cg,
                                    weft_array *got, tu_tol tol,
-                                   tu_leaf_tol_fn leaf_tol,
-                                   tu_accept_fn accept)
+                                   tu_leaf_tol_fn leaf_tol, tu_accept_fn accept)
 {
     ck_assert_msg(want && got, "%s: output %s", what,
                   want ? "missing" : "missing from the reference");
@@ -234,7 +233,8 @@ static inline void tu_cmp_array_ex(const char *what, int o, weft_context *cw,
         tu_tol lt = leaf_tol ? leaf_tol(t, tol) : tol;
         int64_t first = -1, count = 0;
         for (int64_t i = 0; i < n; i++) {
-            const unsigned char *x = pw + (size_t)i * w, *y = pg + (size_t)i * w;
+            const unsigned char *x = pw + (size_t)i * w,
+                                *y = pg + (size_t)i * w;
             bool ok = tu_is_float(t) ? tu_float_same(t, x, y, lt)
                                      : memcmp(x, y, w) == 0;
             if (!ok && !(accept && accept(o, l, t, x, y))) {
@@ -277,9 +277,9 @@ typedef struct tu_host {
     weft_type leaf[TU_HOST_LEAVES]; /* scalar types */
     int rank;
     int64_t shape[WEFT_MAX_RANK];
-    int64_t size;                   /* elements */
-    void *data[TU_HOST_LEAVES];     /* one buffer per leaf */
-    bool owned;                     /* tu_host_free frees data */
+    int64_t size;               /* elements */
+    void *data[TU_HOST_LEAVES]; /* one buffer per leaf */
+    bool owned;                 /* tu_host_free frees data */
 } tu_host;
 
 /* Caller's data (not owned) of leaf types leaf[0..nleaf-1] and shape. */
@@ -301,14 +301,14 @@ static inline tu_host tu_host_of(int nleaf, const weft_type *leaf, int rank,
 }
 
 /* Uninitialised owned buffers of leaf types leaf[0..nleaf-1] and shape. */
-static inline tu_host tu_host_alloc(int nleaf, const weft_type *leaf,
-                                    int rank, const int64_t *shape)
+static inline tu_host tu_host_alloc(int nleaf, const weft_type *leaf, int rank,
+                                    const int64_t *shape)
 {
     tu_host h = tu_host_of(nleaf, leaf, rank, shape, NULL);
     h.owned = true;
     for (int l = 0; l < nleaf; l++) {
-        h.data[l] = malloc((size_t)(h.size > 0 ? h.size : 1)
-                           * weft_type_size(leaf[l]));
+        h.data[l] =
+            malloc((size_t)(h.size > 0 ? h.size : 1) * weft_type_size(leaf[l]));
         ck_assert_ptr_nonnull(h.data[l]);
     }
     return h;
@@ -317,8 +317,7 @@ static inline tu_host tu_host_alloc(int nleaf, const weft_type *leaf,
 /* Random owned data: every leaf filled by tu_rng_fill(r, ..., lo, hi). */
 static inline tu_host tu_host_random(tu_rng *r, int nleaf,
                                      const weft_type *leaf, int rank,
-                                     const int64_t *shape, double lo,
-                                     double hi)
+                                     const int64_t *shape, double lo, double hi)
 {
     tu_host h = tu_host_alloc(nleaf, leaf, rank, shape);
     for (int l = 0; l < nleaf; l++) {
@@ -375,20 +374,20 @@ enum { TU_CMP_SIDES = 4, TU_CMP_IN = 8, TU_CMP_OUT = 16 };
 
 /* Builds the results of program p (of context ctx) into res[0..15];
  * returns how many. */
-typedef int (*tu_build_fn)(weft_program *p, weft_context *ctx,
-                           const void *arg, weft_acc **res);
+typedef int (*tu_build_fn)(weft_program *p, weft_context *ctx, const void *arg,
+                           weft_acc **res);
 
 typedef struct tu_cmp {
-    int n;                                 /* sides; 0 is the reference */
+    int n; /* sides; 0 is the reference */
     weft_context *ctx[TU_CMP_SIDES];
-    weft_program *p[TU_CMP_SIDES];         /* the case's, or NULL */
+    weft_program *p[TU_CMP_SIDES]; /* the case's, or NULL */
     weft_executable *exe[TU_CMP_SIDES];
-    char side[TU_CMP_SIDES][40];           /* names, for messages */
-    char what[200];                        /* the case, for messages */
-    tu_leaf_tol_fn leaf_tol;               /* NULL: the case's tolerance */
-    tu_accept_fn accept;                   /* NULL: none */
-    weft_status status[TU_CMP_SIDES];      /* of the last run */
-    char msg[TU_CMP_SIDES][512];           /* its messages ("" on success) */
+    char side[TU_CMP_SIDES][40];      /* names, for messages */
+    char what[200];                   /* the case, for messages */
+    tu_leaf_tol_fn leaf_tol;          /* NULL: the case's tolerance */
+    tu_accept_fn accept;              /* NULL: none */
+    weft_status status[TU_CMP_SIDES]; /* of the last run */
+    char msg[TU_CMP_SIDES][512];      /* its messages ("" on success) */
 } tu_cmp;
 
 /* The configuration the harness gives a side: backend b (the GPU machine's
@@ -416,8 +415,8 @@ static inline void tu_cmp_open(tu_cmp *c, int n, const weft_config *cfg,
     for (int s = 0; s < n; s++) {
         snprintf(c->side[s], sizeof c->side[s], "%s", names[s]);
         weft_status st = weft_context_create(&cfg[s], &c->ctx[s]);
-        ck_assert_msg(st == WEFT_OK, "weft_context_create(%s): %s",
-                      c->side[s], weft_last_error());
+        ck_assert_msg(st == WEFT_OK, "weft_context_create(%s): %s", c->side[s],
+                      weft_last_error());
         ck_assert_int_eq(weft_context_backend(c->ctx[s]), cfg[s].backend);
     }
 }
@@ -426,9 +425,8 @@ static inline void tu_cmp_open(tu_cmp *c, int n, const weft_config *cfg,
  * `threads` workers, DT_TIER's tier and flags. */
 static inline void tu_cmp_open2(tu_cmp *c, int threads, unsigned flags)
 {
-    weft_config cfg[2] = {
-        tu_cmp_config(WEFT_BACKEND_INTERP, 1, 0),
-        tu_cmp_config(DT_BACKEND, threads, flags | DT_TIER)};
+    weft_config cfg[2] = {tu_cmp_config(WEFT_BACKEND_INTERP, 1, 0),
+                          tu_cmp_config(DT_BACKEND, threads, flags | DT_TIER)};
     const char *names[2] = {"interp", DT_NAME};
     tu_cmp_open(c, 2, cfg, names);
 }
@@ -535,8 +533,8 @@ static inline weft_status tu_cmp_run(tu_cmp *c, const tu_host *in, int nin,
             char what[480];
             snprintf(what, sizeof what, "%s%s: %s output %d", c->what, where,
                      c->side[s], o);
-            tu_cmp_array_ex(what, o, c->ctx[0], out[0][o], c->ctx[s],
-                            out[s][o], tol, c->leaf_tol, c->accept);
+            tu_cmp_array_ex(what, o, c->ctx[0], out[0][o], c->ctx[s], out[s][o],
+                            tol, c->leaf_tol, c->accept);
         }
     }
     for (int s = 0; s < c->n; s++) {
