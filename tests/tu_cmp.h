@@ -8,12 +8,13 @@
  * "the same" means, and the one place that runs a program on a list of
  * backends:
  *
- *   tu_cmp_array    compare one output with the reference's: the number of
+ *   tu_cmp_match    compare one output with the reference's: the number of
  *                   leaves, each leaf's scalar type, rank, every extent,
- *                   and every value; on a difference the test fails with
- *                   the first differing element (its flat and its
- *                   multi-dimensional index, both values) and the count
- *                   of differing elements.
+ *                   and every value; on a difference say where: the first
+ *                   differing element (its flat and its multi-dimensional
+ *                   index, both values) and the count of differing
+ *                   elements.  tu_cmp_array (tu_cmp_array_ex) fails the
+ *                   test with that message.
  *   tu_tol          the rule for floating leaves (below).
  *   tu_host         host data for a program's inputs: leaf types, shape
  *                   and one buffer per leaf, so that every backend gets
@@ -189,55 +190,76 @@ static inline void tu_index_text(const weft_array *a, int64_t i, char *buf,
     }
 }
 
-/* Compare got (an array of context cg) with want (the reference's, of
- * context cw): leaves, leaf types, rank, extents and values (integers and
- * bool bitwise, floats under tol, widened per leaf type by leaf_tol and
- * differences passed by accept where those are not NULL; o is the output's
- * number for accept).  Fails the test with "what: ..." on the first
- * difference. */
-static inline void tu_cmp_array_ex(const char *what, int o, weft_context *cw,
-                                   weft_array *want, weft_context *cg,
-                                   weft_array *got, tu_tol tol,
-                                   tu_leaf_tol_fn leaf_tol, tu_accept_fn accept)
+/* How a comparison goes: what tu_cmp_array_ex takes beyond the arrays. */
+typedef struct tu_rule {
+    tu_tol tol;              /* for floating leaves */
+    tu_leaf_tol_fn leaf_tol; /* NULL: tol for every floating leaf */
+    tu_accept_fn accept;     /* NULL: no difference is accepted */
+    int out;                 /* the output's number, for accept */
+} tu_rule;
+
+/* Whether got (an array of context cg) matches want (the reference's, of
+ * context cw) under rule: the same number of leaves, leaf types, rank,
+ * extents, and values (integers and bool bitwise, floats as the head
+ * comment says).  On a mismatch, msg[m] says where: the first differing
+ * element with its flat and multi-dimensional index and both values, and
+ * how many differ.  Never fails the test itself. */
+static inline bool tu_cmp_match(weft_context *cw, weft_array *want,
+                                weft_context *cg, weft_array *got,
+                                const tu_rule *rule, char *msg, size_t m)
 {
-    ck_assert_msg(want && got, "%s: output %s", what,
-                  want ? "missing" : "missing from the reference");
+    if (!want || !got) {
+        snprintf(msg, m, "output missing%s", want ? "" : " from the reference");
+        return false;
+    }
     weft_type tw = weft_array_type(want), tg = weft_array_type(got);
     int lw = weft_type_leaves(cw, tw), lg = weft_type_leaves(cg, tg);
-    ck_assert_msg(lw == lg, "%s: %d leaves, expected %d", what, lg, lw);
+    if (lw != lg) {
+        snprintf(msg, m, "%d leaves, expected %d", lg, lw);
+        return false;
+    }
     int rank = weft_array_rank(want);
-    ck_assert_msg(weft_array_rank(got) == rank, "%s: rank %d, expected %d",
-                  what, weft_array_rank(got), rank);
+    if (weft_array_rank(got) != rank) {
+        snprintf(msg, m, "rank %d, expected %d", weft_array_rank(got), rank);
+        return false;
+    }
     for (int d = 0; d < rank; d++) {
-        ck_assert_msg(weft_array_extent(got, d) == weft_array_extent(want, d),
-                      "%s: extent %d is %lld, expected %lld", what, d,
-                      (long long)weft_array_extent(got, d),
-                      (long long)weft_array_extent(want, d));
+        if (weft_array_extent(got, d) != weft_array_extent(want, d)) {
+            snprintf(msg, m, "extent %d is %lld, expected %lld", d,
+                     (long long)weft_array_extent(got, d),
+                     (long long)weft_array_extent(want, d));
+            return false;
+        }
     }
     int64_t n = weft_array_size(want);
     for (int l = 0; l < lw; l++) {
         weft_type t = weft_type_leaf(cw, tw, l);
-        ck_assert_msg(weft_type_leaf(cg, tg, l) == t,
-                      "%s: leaf %d has type %d, expected %d", what, l,
-                      (int)weft_type_leaf(cg, tg, l), (int)t);
+        if (weft_type_leaf(cg, tg, l) != t) {
+            snprintf(msg, m, "leaf %d has type %d, expected %d", l,
+                     (int)weft_type_leaf(cg, tg, l), (int)t);
+            return false;
+        }
         if (n == 0) {
             continue;
         }
         size_t w = weft_type_size(t);
         const unsigned char *pw = weft_array_data(want, l);
         const unsigned char *pg = weft_array_data(got, l);
-        ck_assert_msg(pw && pg, "%s: leaf %d has no data", what, l);
+        if (!pw || !pg) {
+            snprintf(msg, m, "leaf %d has no data", l);
+            return false;
+        }
         if (memcmp(pw, pg, (size_t)n * w) == 0) {
             continue;
         }
-        tu_tol lt = leaf_tol ? leaf_tol(t, tol) : tol;
+        tu_tol lt = rule->leaf_tol ? rule->leaf_tol(t, rule->tol) : rule->tol;
         int64_t first = -1, count = 0;
         for (int64_t i = 0; i < n; i++) {
             const unsigned char *x = pw + (size_t)i * w,
                                 *y = pg + (size_t)i * w;
             bool ok = tu_is_float(t) ? tu_float_same(t, x, y, lt)
                                      : memcmp(x, y, w) == 0;
-            if (!ok && !(accept && accept(o, l, t, x, y))) {
+            if (!ok && !(rule->accept && rule->accept(rule->out, l, t, x, y))) {
                 first = first < 0 ? i : first;
                 count++;
             }
@@ -247,22 +269,35 @@ static inline void tu_cmp_array_ex(const char *what, int o, weft_context *cw,
             tu_index_text(want, first, ix, sizeof ix);
             tu_value_text(t, pg, first, vg, sizeof vg);
             tu_value_text(t, pw, first, vw, sizeof vw);
-            ck_abort_msg("%s: leaf %d element %lld %s is %s, expected %s "
-                         "(%lld of %lld elements differ; tolerance abs %g, "
-                         "rel %g, ulps %lld)",
-                         what, l, (long long)first, ix, vg, vw,
-                         (long long)count, (long long)n, lt.abs, lt.rel,
-                         (long long)lt.ulps);
+            snprintf(msg, m,
+                     "leaf %d element %lld %s is %s, expected %s (%lld of "
+                     "%lld elements differ; tolerance abs %g, rel %g, ulps "
+                     "%lld)",
+                     l, (long long)first, ix, vg, vw, (long long)count,
+                     (long long)n, lt.abs, lt.rel, (long long)lt.ulps);
+            return false;
         }
     }
+    return true;
 }
 
-/* tu_cmp_array_ex with the case's tolerance alone. */
+/* Fail the test with "what: ..." unless tu_cmp_match(got, want, rule). */
+static inline void tu_cmp_array_ex(const char *what, weft_context *cw,
+                                   weft_array *want, weft_context *cg,
+                                   weft_array *got, const tu_rule *rule)
+{
+    char msg[512];
+    ck_assert_msg(tu_cmp_match(cw, want, cg, got, rule, msg, sizeof msg),
+                  "%s: %s", what, msg);
+}
+
+/* tu_cmp_array_ex with the tolerance tol alone. */
 static inline void tu_cmp_array(const char *what, weft_context *cw,
                                 weft_array *want, weft_context *cg,
                                 weft_array *got, tu_tol tol)
 {
-    tu_cmp_array_ex(what, 0, cw, want, cg, got, tol, NULL, NULL);
+    tu_rule rule = {.tol = tol};
+    tu_cmp_array_ex(what, cw, want, cg, got, &rule);
 }
 
 /* ------------------------------------------------------------------------
@@ -533,8 +568,9 @@ static inline weft_status tu_cmp_run(tu_cmp *c, const tu_host *in, int nin,
             char what[480];
             snprintf(what, sizeof what, "%s%s: %s output %d", c->what, where,
                      c->side[s], o);
-            tu_cmp_array_ex(what, o, c->ctx[0], out[0][o], c->ctx[s], out[s][o],
-                            tol, c->leaf_tol, c->accept);
+            tu_rule rule = {tol, c->leaf_tol, c->accept, o};
+            tu_cmp_array_ex(what, c->ctx[0], out[0][o], c->ctx[s], out[s][o],
+                            &rule);
         }
     }
     for (int s = 0; s < c->n; s++) {
