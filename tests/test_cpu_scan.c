@@ -550,17 +550,7 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void)
-{
-    if (!tu_backend_here()) {
-        return 77;
-    }
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+TU_MAIN(suite)
 
 #else /* no LLVM: no CPU backend to test */
 
