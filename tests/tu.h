@@ -23,6 +23,7 @@
  *   tu_env_aside / tu_env_restore
  *                           unset WEFT_* variables for a test that reads
  *                           the environment, and put them back
+ *   tu_dot_map              a small compiled program of two kernels (three)
  *   tu_rng                  the tests' one random generator (splitmix64,
  *                           seeded): tu_rng_u64, tu_rng_int, tu_rng_real,
  *                           tu_rng_fill for arrays
@@ -723,6 +724,31 @@ static inline weft_fun *tu_fun_op1(weft_program *p, weft_op op, weft_type t)
     weft_fun *f = weft_fun1(p, t);
     weft_fun_return(f, weft_prim1(op, weft_arg(f, 0)));
     return f;
+}
+
+/* A program of ctx compiled: over two i64 rank-1 parameters x and y,
+ * fold_all (+) 0 (zipWith (*) x y) and map (\v -> 3 v + 1) x (two
+ * kernels), and with scan also scanl1 (+) y (three).  The caller frees
+ * the executable. */
+static inline weft_executable *tu_dot_map(weft_context *ctx, bool scan)
+{
+    weft_program *p;
+    TU_OK(weft_program_create(ctx, &p));
+    weft_acc *x = weft_param(p, WEFT_I64, 1);
+    weft_acc *y = weft_param(p, WEFT_I64, 1);
+    weft_fun *mul = tu_fun_op2(p, WEFT_OP_MUL, WEFT_I64);
+    weft_fun *add = tu_fun_op2(p, WEFT_OP_ADD, WEFT_I64);
+    weft_fun *f = weft_fun1(p, WEFT_I64);
+    weft_fun_return(f, weft_add(weft_mul(weft_arg(f, 0), weft_i64(p, 3)),
+                                weft_i64(p, 1)));
+    weft_acc *r[3] = {weft_fold_all(add, weft_i64(p, 0),
+                                    weft_zipwith(mul, x, y)),
+                      weft_map(f, x), scan ? weft_scanl1(add, y) : NULL};
+    TU_PROGRAM_OK(p);
+    weft_executable *exe;
+    TU_OK(weft_compile(p, r, scan ? 3 : 2, &exe));
+    weft_program_free(p);
+    return exe;
 }
 
 /* ------------------------------------------------------------------------
