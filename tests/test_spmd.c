@@ -43,7 +43,6 @@
  * assembly uses ymm / zmm registers; the n-body while kernel has no masked
  * loop and no gather, and broadcasts body j (vbroadcastss).
  */
-#include <dirent.h>
 #include <unistd.h>
 
 #include "tu_cmp.h"
@@ -55,7 +54,6 @@ static tu_rng rng = {7};
 typedef int (*build_fn)(weft_program *p, weft_context *ctx, int variant,
                         weft_acc **res);
 
-static char *slurp_all(const char *dir, const char *suffix);
 /* SPMD kernels a case must have (0: one per output). */
 static int want_spmd = 0;
 
@@ -132,7 +130,7 @@ static void diff(const char *name, build_fn f, int variant, int nin,
     /* each output is one kernel here, each an SPMD function (but those of
      * other skeletons, want_spmd) */
     int want = want_spmd ? want_spmd : nout;
-    char *report = slurp_all(dir, ".vec.txt");
+    char *report = tu_slurp_dir(dir, ".vec.txt", NULL);
     int nspmd = 0;
     for (const char *q = report; (q = strstr(q, "SPMD-vectorised")); q++) {
         nspmd++;
@@ -716,36 +714,6 @@ END_TEST
  * Compile-only: the vector loop for explicit x86 CPUs
  * ---------------------------------------------------------------------- */
 
-static char *slurp_all(const char *dir, const char *suffix)
-{
-    DIR *d = opendir(dir);
-    ck_assert_ptr_nonnull(d);
-    char *all = calloc(1, 1);
-    size_t len = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        size_t l = strlen(e->d_name), ls = strlen(suffix);
-        if (l < ls || strcmp(e->d_name + l - ls, suffix) != 0) {
-            continue;
-        }
-        char path[4200];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        FILE *f = fopen(path, "rb");
-        ck_assert_ptr_nonnull(f);
-        fseek(f, 0, SEEK_END);
-        long n = ftell(f);
-        fseek(f, 0, SEEK_SET);
-        all = realloc(all, len + (size_t)n + 1);
-        ck_assert_ptr_nonnull(all);
-        ck_assert_int_eq(fread(all + len, 1, (size_t)n, f), (size_t)n);
-        len += (size_t)n;
-        all[len] = '\0';
-        fclose(f);
-    }
-    closedir(d);
-    return all;
-}
-
 /* Compile f's program for cpu with dumps (context flags `flags` too);
  * return the IR before optimisation, the assembly and the report
  * (malloc'd). */
@@ -771,9 +739,9 @@ static void compile_for(const char *cpu, unsigned flags, build_fn f, char **ir,
     int n = f(p, ctx, 0, res);
     TU_PROGRAM_OK(p);
     TU_OK(weft_compile(p, res, n, &exe));
-    *ir = slurp_all(dir, ".ll");
-    *text = slurp_all(dir, ".s");
-    *report = slurp_all(dir, ".vec.txt");
+    *ir = tu_slurp_dir(dir, ".ll", NULL);
+    *text = tu_slurp_dir(dir, ".s", NULL);
+    *report = tu_slurp_dir(dir, ".vec.txt", NULL);
     weft_executable_free(exe);
     weft_program_free(p);
     weft_context_free(ctx);

@@ -23,6 +23,8 @@
  *   tu_env_aside / tu_env_restore
  *                           unset WEFT_* variables for a test that reads
  *                           the environment, and put them back
+ *   tu_slurp / tu_slurp_dir a file, or a directory's dumps of one kind, as
+ *                           a string
  *   tu_assert_assembles     ptxas accepts a PTX text (a note without ptxas)
  *   tu_dot_map              a small compiled program of two kernels (three)
  *   tu_rng                  the tests' one random generator (splitmix64,
@@ -40,6 +42,7 @@
 #define WEFT_TESTS_TU_H
 
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
 #include <math.h>
@@ -124,6 +127,57 @@ static inline void tu_env_restore(const char *const *names, int n,
             unsetenv(names[i]);
         }
     }
+}
+
+/* The whole file at path as a malloc'd string (the caller frees it). */
+static inline char *tu_slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_int_eq(fread(s, 1, (size_t)n, f), (size_t)n);
+    s[n] = '\0';
+    fclose(f);
+    return s;
+}
+
+/* Every file of dir whose name ends in suffix (a dump's kind: ".s",
+ * ".vec.txt"), concatenated into a malloc'd string (the caller frees it);
+ * *count, unless NULL, gets how many. */
+static inline char *tu_slurp_dir(const char *dir, const char *suffix,
+                                 int *count)
+{
+    DIR *d = opendir(dir);
+    ck_assert_msg(d != NULL, "cannot open %s", dir);
+    char *all = calloc(1, 1);
+    ck_assert_ptr_nonnull(all);
+    size_t len = 0;
+    int k = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        size_t l = strlen(e->d_name), ls = strlen(suffix);
+        if (l < ls || strcmp(e->d_name + l - ls, suffix) != 0) {
+            continue;
+        }
+        char path[4200];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        char *s = tu_slurp(path);
+        size_t n = strlen(s);
+        all = realloc(all, len + n + 1);
+        ck_assert_ptr_nonnull(all);
+        memcpy(all + len, s, n + 1);
+        len += n;
+        free(s);
+        k++;
+    }
+    closedir(d);
+    if (count) {
+        *count = k;
+    }
+    return all;
 }
 
 /* ptxas's path ($PATH first, then /usr/local/cuda/bin), or NULL. */
