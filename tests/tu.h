@@ -25,6 +25,9 @@
  *                           the environment, and put them back
  *   tu_slurp / tu_slurp_dir a file, or a directory's dumps of one kind, as
  *                           a string
+ *   tu_program_text / tu_plan_text
+ *                           a program's dump, an executable's plan, as a
+ *                           string; tu_count_word counts a word in one
  *   tu_assert_assembles     ptxas accepts a PTX text (a note without ptxas)
  *   tu_dot_map              a small compiled program of two kernels (three)
  *   tu_rng                  the tests' one random generator (splitmix64,
@@ -129,20 +132,28 @@ static inline void tu_env_restore(const char *const *names, int n,
     }
 }
 
-/* The whole file at path as a malloc'd string (the caller frees it). */
-static inline char *tu_slurp(const char *path)
+/* What f holds, from its start, as a malloc'd string (the caller frees
+ * it); closes f. */
+static inline char *tu_file_text(FILE *f)
 {
-    FILE *f = fopen(path, "rb");
-    ck_assert_msg(f != NULL, "cannot open %s", path);
-    fseek(f, 0, SEEK_END);
+    ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
     long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
+    ck_assert(n >= 0);
+    rewind(f);
     char *s = malloc((size_t)n + 1);
     ck_assert_ptr_nonnull(s);
     ck_assert_int_eq(fread(s, 1, (size_t)n, f), (size_t)n);
     s[n] = '\0';
     fclose(f);
     return s;
+}
+
+/* The whole file at path as a malloc'd string (the caller frees it). */
+static inline char *tu_slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "cannot open %s", path);
+    return tu_file_text(f);
 }
 
 /* Every file of dir whose name ends in suffix (a dump's kind: ".s",
@@ -178,6 +189,49 @@ static inline char *tu_slurp_dir(const char *dir, const char *suffix,
         *count = k;
     }
     return all;
+}
+
+/* The dump of results[0..n-1] of p (weft_program_dump) as a malloc'd
+ * string (the caller frees it). */
+static inline char *tu_program_text(weft_program *p,
+                                    weft_acc *const *results, int n)
+{
+    FILE *f = tmpfile();
+    ck_assert_ptr_nonnull(f);
+    weft_status s = weft_program_dump(p, results, n, f);
+    ck_assert_msg(s == WEFT_OK, "weft_program_dump: %s", weft_last_error());
+    return tu_file_text(f);
+}
+
+/* The plan of exe (weft_executable_dump) as a malloc'd string (the caller
+ * frees it). */
+static inline char *tu_plan_text(const weft_executable *exe)
+{
+    FILE *f = tmpfile();
+    ck_assert_ptr_nonnull(f);
+    weft_status s = weft_executable_dump(exe, f);
+    ck_assert_msg(s == WEFT_OK, "weft_executable_dump: %s",
+                  weft_last_error());
+    return tu_file_text(f);
+}
+
+static inline bool tu_is_word_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+           || (c >= '0' && c <= '9') || c == '_';
+}
+
+/* Occurrences of word w in s, not part of a longer identifier. */
+static inline int tu_count_word(const char *s, const char *w)
+{
+    int n = 0;
+    size_t len = strlen(w);
+    for (const char *q = strstr(s, w); q; q = strstr(q + 1, w)) {
+        bool left = q == s || !tu_is_word_char(q[-1]);
+        bool right = !tu_is_word_char(q[len]);
+        n += left && right;
+    }
+    return n;
 }
 
 /* ptxas's path ($PATH first, then /usr/local/cuda/bin), or NULL. */
