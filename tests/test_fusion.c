@@ -115,21 +115,6 @@ static bool shape_same2(int s, int k, int64_t *sh)
 
 /* ---- plans --------------------------------------------------------------- */
 
-/* The plan of exe as a string (the caller frees it). */
-static char *plan_of(const weft_executable *exe)
-{
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    ck_assert_ptr_nonnull(f);
-    weft_status s = weft_executable_dump(exe, f);
-    fclose(f);
-    ck_assert_msg(s == WEFT_OK, "weft_executable_dump: %s",
-                  weft_last_error());
-    ck_assert_ptr_nonnull(buf);
-    return buf;
-}
-
 /* The number of lines of plan that start with "kernel ". */
 static int count_kernels(const char *plan)
 {
@@ -177,7 +162,7 @@ static void side_open(side *sd, const char *what, weft_backend b,
     sd->nout = weft_executable_outputs(sd->exe);
     ck_assert_int_le(sd->nout, MAX_OUT);
     if (b != WEFT_BACKEND_INTERP) {
-        sd->plan = plan_of(sd->exe);
+        sd->plan = tu_plan_text(sd->exe);
     }
 }
 
