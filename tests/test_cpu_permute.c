@@ -110,14 +110,15 @@ static void compile_in(weft_context *ctx, build_fn build, const void *user,
     TU_OK(weft_compile(*p, &r, 1, exe));
 }
 
-/* The plan of exe as text into buf[n]. */
-static void plan_text(const weft_executable *exe, char *buf, size_t n)
+/* The plan of exe must show a permute or fold_seg kernel: the backend did
+ * not hand the operation to the interpreter. */
+static void assert_kernel(const weft_executable *exe, const char *what)
 {
-    memset(buf, 0, n);
-    FILE *f = fmemopen(buf, n - 1, "w");
-    ck_assert_ptr_nonnull(f);
-    TU_OK(weft_executable_dump(exe, f));
-    fclose(f);
+    char *plan = tu_plan_text(exe);
+    ck_assert_msg(strstr(plan, "permute") || strstr(plan, "fold_seg") ||
+                      strstr(plan, "fold1_seg"),
+                  "%s: no kernel in the plan:\n%s", what, plan);
+    free(plan);
 }
 
 /* Compile and run the program in ctx; *out gets the result (or NULL). */
@@ -129,13 +130,7 @@ static weft_status run_in(weft_context *ctx, build_fn build, const void *user,
     weft_executable *exe = NULL;
     compile_in(ctx, build, user, nin, spec, &p, &exe);
     if (want_kernel) {
-        /* the plan must show a permute or fold_seg kernel: the backend
-         * did not hand the operation to the interpreter */
-        char buf[4096];
-        plan_text(exe, buf, sizeof buf);
-        ck_assert_msg(strstr(buf, "permute") || strstr(buf, "fold_seg") ||
-                          strstr(buf, "fold1_seg"),
-                      "no kernel in the plan:\n%s", buf);
+        assert_kernel(exe, "run_in");
     }
     weft_array *in[MAX_IN] = {NULL};
     for (int i = 0; i < nin; i++) {
@@ -189,13 +184,7 @@ static void check_case(pair *c, const char *what, build_fn build,
     case_arg ca = {build, user, nin, spec};
     tu_cmp_case(c, "%s", what);
     tu_cmp_build(c, build_case, &ca);
-    /* the plan must show a permute or fold_seg kernel: the backend did not
-     * hand the operation to the interpreter */
-    char buf[4096];
-    plan_text(c->exe[1], buf, sizeof buf);
-    ck_assert_msg(strstr(buf, "permute") || strstr(buf, "fold_seg") ||
-                      strstr(buf, "fold1_seg"),
-                  "%s: no kernel in the plan:\n%s", what, buf);
+    assert_kernel(c->exe[1], what);
     tu_cmp_run(c, host, nin, TU_EXACT);
     for (int i = 0; i < nin; i++) {
         tu_host_free(&host[i]);
@@ -638,11 +627,10 @@ START_TEST(test_permute_parts_which)
                         .dshape = {16}, .wrap = true};
         in_spec sp;
         keys_spec(&sp, 1, 100, 0, 15);
-        char buf[4096];
         weft_program *p = NULL;
         weft_executable *exe = NULL;
         compile_in(c.ctx[1], build_permute, &pc, 1, &sp, &p, &exe);
-        plan_text(exe, buf, sizeof buf);
+        char *buf = tu_plan_text(exe);
         weft_executable_free(exe);
         weft_program_free(p);
         /* entries 0 and 1, 2 and 3 with the copies, the fused default's */
@@ -651,6 +639,7 @@ START_TEST(test_permute_parts_which)
                                                             "(3 phases")),
                       "type %d comb %d: %s", (int)modes[m].t, modes[m].comb,
                       buf);
+        free(buf);
     }
     pair_close(&c);
 }
