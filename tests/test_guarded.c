@@ -21,25 +21,15 @@
 #include "tu.h"
 
 /* The backends each case runs on. */
-static const weft_backend backends[] = {
-    WEFT_BACKEND_INTERP,
-#ifdef WEFT_HAVE_LLVM
-    WEFT_BACKEND_CPU,
-#endif
-};
+static const weft_backend backends[] = TU_BACKENDS;
 enum { NBACKEND = sizeof backends / sizeof backends[0] };
 
-static const char *bname(weft_backend b)
-{
-    return b == WEFT_BACKEND_CPU ? "cpu" : "interp";
-}
-
 /* Run results[0..n-1] of u's program on in, expecting OK. */
-#define RUN(u, b, rs, n, in, nin, out)                                       \
-    do {                                                                     \
-        weft_status s_ = tu_run((u)->p, (rs), (n), (in), (nin), (out), (n)); \
-        ck_assert_msg(s_ == WEFT_OK, "%s: %s: %s", bname(b),                 \
-                      weft_status_name(s_), weft_last_error());              \
+#define RUN(u, b, rs, n, in, nin, out)                                         \
+    do {                                                                       \
+        weft_status s_ = tu_run((u)->p, (rs), (n), (in), (nin), (out), (n));   \
+        ck_assert_msg(s_ == WEFT_OK, "%s: %s: %s", tu_backend_name(b),         \
+                      weft_status_name(s_), weft_last_error());                \
     } while (0)
 
 /* map (\x -> (if x == 0 then 0 else 100 quot x)

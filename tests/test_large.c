@@ -56,12 +56,7 @@
 #include "cpu.h"
 #endif
 
-static const weft_backend backends[] = {
-    WEFT_BACKEND_INTERP,
-#ifdef WEFT_HAVE_LLVM
-    WEFT_BACKEND_CPU,
-#endif
-};
+static const weft_backend backends[] = TU_BACKENDS;
 enum { NBACKEND = sizeof backends / sizeof backends[0] };
 
 /* Run r (one result) of u's program on in[0..nin-1] into *out. */

@@ -345,6 +345,23 @@ static inline const char *tu_devices(weft_backend b)
     return b == WEFT_BACKEND_PTX ? getenv("WEFT_TEST_DEVICES") : NULL;
 }
 
+/* The backends that run on every machine, for tests that loop over them:
+ * static const weft_backend backends[] = TU_BACKENDS; the interpreter,
+ * and the CPU where weft is built with LLVM. */
+#ifdef WEFT_HAVE_LLVM
+#define TU_BACKENDS {WEFT_BACKEND_INTERP, WEFT_BACKEND_CPU}
+#else
+#define TU_BACKENDS {WEFT_BACKEND_INTERP}
+#endif
+
+/* A backend's name, for messages. */
+static inline const char *tu_backend_name(weft_backend b)
+{
+    return b == WEFT_BACKEND_CPU   ? "cpu"
+           : b == WEFT_BACKEND_PTX ? "ptx"
+                                   : "interp";
+}
+
 /* Make a context on backend b (environment ignored) and a program in it. */
 static inline void tu_open_backend(tu *t, weft_backend b)
 {
