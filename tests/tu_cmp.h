@@ -169,6 +169,19 @@ static inline void tu_value_text(weft_type t, const unsigned char *d, int64_t i,
     }
 }
 
+/* v[0..rank-1] as "[v0 v1 ...]" (a shape, an index). */
+static inline void tu_dims_text(int rank, const int64_t *v, char *buf, size_t n)
+{
+    int k = snprintf(buf, n, "[");
+    for (int d = 0; d < rank && k < (int)n; d++) {
+        k += snprintf(buf + k, n - (size_t)k, d ? " %lld" : "%lld",
+                      (long long)v[d]);
+    }
+    if (k < (int)n) {
+        snprintf(buf + k, n - (size_t)k, "]");
+    }
+}
+
 /* Flat index i of an array of a's shape as "[i0 i1 ...]". */
 static inline void tu_index_text(const weft_array *a, int64_t i, char *buf,
                                  size_t n)
@@ -180,14 +193,7 @@ static inline void tu_index_text(const weft_array *a, int64_t i, char *buf,
         ix[d] = e ? i % e : 0;
         i = e ? i / e : 0;
     }
-    int k = snprintf(buf, n, "[");
-    for (int d = 0; d < rank && k < (int)n; d++) {
-        k += snprintf(buf + k, n - (size_t)k, d ? " %lld" : "%lld",
-                      (long long)ix[d]);
-    }
-    if (k < (int)n) {
-        snprintf(buf + k, n - (size_t)k, "]");
-    }
+    tu_dims_text(rank, ix, buf, n);
 }
 
 /* How a comparison goes: what tu_cmp_array_ex takes beyond the arrays. */
@@ -388,19 +394,6 @@ static inline weft_array *tu_host_array(weft_context *ctx, const tu_host *h)
                        (const void *const *)h->data);
 }
 
-/* h's shape as "[e0 e1 ...]". */
-static inline void tu_host_shape_text(const tu_host *h, char *buf, size_t n)
-{
-    int k = snprintf(buf, n, "[");
-    for (int d = 0; d < h->rank && k < (int)n; d++) {
-        k += snprintf(buf + k, n - (size_t)k, d ? " %lld" : "%lld",
-                      (long long)h->shape[d]);
-    }
-    if (k < (int)n) {
-        snprintf(buf + k, n - (size_t)k, "]");
-    }
-}
-
 /* ------------------------------------------------------------------------
  * Running on several backends
  * ---------------------------------------------------------------------- */
@@ -535,7 +528,7 @@ static inline weft_status tu_cmp_run(tu_cmp *c, const tu_host *in, int nin,
     int k = 0;
     for (int i = 0; i < nin && k < (int)sizeof where - 40; i++) {
         char sh[64];
-        tu_host_shape_text(&in[i], sh, sizeof sh);
+        tu_dims_text(in[i].rank, in[i].shape, sh, sizeof sh);
         k += snprintf(where + k, sizeof where - (size_t)k, "%s%s",
                       i ? " " : " on ", sh);
     }
