@@ -45,6 +45,7 @@
 #include <pthread.h>
 
 #include "tu_cmp.h"
+#include "tu_programs.h"
 
 #define TOL_F32 1e-5 /* per value entering a reassociated f32 sum */
 #define TOL_F64 1e-13
@@ -2151,10 +2152,8 @@ END_TEST
 static int build_dotp(bld *b, weft_acc **res)
 {
     weft_program *p = b->p;
-    weft_type t = b->t;
-    weft_acc *xs = weft_param(p, t, 1), *ys = weft_param(p, t, 1);
-    res[0] = weft_fold(op2(p, t, weft_add), cstf(p, t, 0),
-                       weft_zipwith(op2(p, t, weft_mul), xs, ys));
+    weft_acc *xs = weft_param(p, b->t, 1), *ys = weft_param(p, b->t, 1);
+    res[0] = tu_prog_dotp(p, b->t, xs, ys);
     return 1;
 }
 
@@ -2163,33 +2162,8 @@ static int build_saxpy(bld *b, weft_acc **res)
     weft_program *p = b->p;
     weft_acc *alpha = weft_param(p, WEFT_F32, 0);
     weft_acc *xs = weft_param(p, WEFT_F32, 1), *ys = weft_param(p, WEFT_F32, 1);
-    weft_exp *a = weft_the(alpha);
-    weft_fun *f = weft_fun2(p, WEFT_F32, WEFT_F32);
-    weft_fun_return(f, weft_add(weft_mul(a, weft_arg(f, 0)), weft_arg(f, 1)));
-    res[0] = weft_zipwith(f, xs, ys);
+    res[0] = tu_prog_saxpy(p, alpha, xs, ys);
     return 1;
-}
-
-static const double bs_coeff[5] = {0.31938153, -0.356563782, 1.781477937,
-                                   -1.821255978, 1.330274429};
-
-static weft_exp *cnd(weft_program *p, weft_exp *d)
-{
-    weft_exp *k =
-        weft_fdiv(weft_f32(p, 1),
-                  weft_add(weft_f32(p, 1),
-                           weft_mul(weft_f32(p, 0.2316419f), weft_abs(d))));
-    weft_exp *poly = weft_f32(p, (float)bs_coeff[4]);
-    for (int i = 3; i >= 0; i--) {
-        poly = weft_add(weft_f32(p, (float)bs_coeff[i]), weft_mul(k, poly));
-    }
-    poly = weft_mul(k, poly);
-    weft_exp *c = weft_mul(
-        weft_mul(weft_f32(p, 0.39894228f),
-                 weft_fexp(weft_mul(weft_f32(p, -0.5f), weft_mul(d, d)))),
-        poly);
-    return weft_cond(weft_gt(d, weft_f32(p, 0)), weft_sub(weft_f32(p, 1), c),
-                     c);
 }
 
 static int build_black_scholes(bld *b, weft_acc **res)
@@ -2198,25 +2172,7 @@ static int build_black_scholes(bld *b, weft_acc **res)
     weft_acc *price = weft_param(p, WEFT_F32, 1);
     weft_acc *strike = weft_param(p, WEFT_F32, 1);
     weft_acc *years = weft_param(p, WEFT_F32, 1);
-    weft_fun *f = weft_fun3(p, WEFT_F32, WEFT_F32, WEFT_F32);
-    weft_exp *s = weft_arg(f, 0), *x = weft_arg(f, 1), *t = weft_arg(f, 2);
-    weft_exp *r = weft_f32(p, 0.02f), *v = weft_f32(p, 0.30f);
-    weft_exp *v_sqrtt = weft_mul(v, weft_sqrt(t));
-    weft_exp *d1 = weft_fdiv(
-        weft_add(
-            weft_log(weft_fdiv(s, x)),
-            weft_mul(weft_add(r, weft_mul(weft_f32(p, 0.5f), weft_mul(v, v))),
-                     t)),
-        v_sqrtt);
-    weft_exp *d2 = weft_sub(d1, v_sqrtt);
-    weft_exp *c1 = cnd(p, d1), *c2 = cnd(p, d2);
-    weft_exp *x_exprt = weft_mul(x, weft_fexp(weft_mul(weft_neg(r), t)));
-    weft_exp *pair[2] = {
-        weft_sub(weft_mul(s, c1), weft_mul(x_exprt, c2)),
-        weft_sub(weft_mul(x_exprt, weft_sub(weft_f32(p, 1), c2)),
-                 weft_mul(s, weft_sub(weft_f32(p, 1), c1)))};
-    weft_fun_return(f, weft_tuple(p, 2, pair));
-    res[0] = weft_zipwith3(f, price, strike, years);
+    res[0] = tu_prog_black_scholes(p, price, strike, years);
     return 1;
 }
 
@@ -2227,137 +2183,38 @@ static int build_smvm(bld *b, weft_acc **res)
     weft_acc *cols = weft_param(p, WEFT_I32, 1);
     weft_acc *vals = weft_param(p, WEFT_F64, 1);
     weft_acc *xv = weft_param(p, WEFT_F64, 1);
-    weft_fun *ix = weft_fun1(p, WEFT_DIM(1));
-    weft_fun_return(ix, weft_index1(weft_convert(weft_at(cols, weft_arg(ix, 0)),
-                                                 WEFT_I64)));
-    weft_acc *gathered = weft_backpermute(weft_shape(vals), ix, xv);
-    weft_acc *prods = weft_zipwith(op2(p, WEFT_F64, weft_mul), vals, gathered);
-    res[0] = weft_fold_seg(op2(p, WEFT_F64, weft_add), weft_f64(p, 0), prods,
-                           segd);
+    res[0] = tu_prog_smvm(p, segd, cols, vals, xv);
     return 1;
 }
 
 static int build_histogram(bld *b, weft_acc **res)
 {
-    weft_program *p = b->p;
-    weft_acc *vs = weft_param(p, WEFT_I32, 1);
-    weft_fun *zero = weft_fun1(p, WEFT_DIM(1));
-    weft_fun_return(zero, weft_i32(p, 0));
-    weft_acc *zeros = weft_generate(weft_index1(weft_i64(p, 10)), zero);
-    weft_fun *one = weft_fun1(p, WEFT_I32);
-    weft_fun_return(one, weft_i32(p, 1));
-    weft_fun *ix = weft_fun1(p, WEFT_DIM(1));
-    weft_exp *v = weft_at(vs, weft_arg(ix, 0));
-    weft_exp *in_range =
-        weft_and(weft_ge(v, weft_i32(p, 0)), weft_lt(v, weft_i32(p, 100)));
-    weft_fun_return(ix, weft_cond(in_range,
-                                  weft_index1(weft_convert(
-                                      weft_quot(v, weft_i32(p, 10)), WEFT_I64)),
-                                  weft_ignore(p, 1)));
-    res[0] = weft_permute(op2(p, WEFT_I32, weft_add), zeros, ix,
-                          weft_map(one, vs));
+    res[0] = tu_prog_histogram(b->p, weft_param(b->p, WEFT_I32, 1));
     return 1;
 }
 
 static int build_filter(bld *b, weft_acc **res)
 {
-    weft_program *p = b->p;
-    weft_acc *a = weft_param(p, WEFT_I32, 1);
-    weft_fun *pred = weft_fun1(p, WEFT_I32);
-    weft_fun_return(
-        pred, weft_cond(weft_eq(weft_mod(weft_arg(pred, 0), weft_i32(p, 3)),
-                                weft_i32(p, 0)),
-                        weft_i64(p, 1), weft_i64(p, 0)));
-    weft_acc *keep = weft_map(pred, a);
-    weft_acc *sc =
-        weft_scanl_(op2(p, WEFT_I64, weft_add), weft_i64(p, 0), keep);
-    weft_acc *offs = weft_aget(sc, 0), *total = weft_aget(sc, 1);
-    weft_fun *zero = weft_fun1(p, WEFT_DIM(1));
-    weft_fun_return(zero, weft_i32(p, 0));
-    weft_acc *dflt = weft_generate(weft_index1(weft_the(total)), zero);
-    weft_fun *ix = weft_fun1(p, WEFT_DIM(1));
-    weft_exp *i = weft_arg(ix, 0);
-    weft_fun_return(ix, weft_cond(weft_eq(weft_at(keep, i), weft_i64(p, 1)),
-                                  weft_index1(weft_at(offs, i)),
-                                  weft_ignore(p, 1)));
-    weft_fun *first = weft_fun2(p, WEFT_I32, WEFT_I32);
-    weft_fun_return(first, weft_arg(first, 0));
-    res[0] = weft_permute(first, dflt, ix, a);
+    res[0] = tu_prog_filter(b->p, weft_param(b->p, WEFT_I32, 1));
     return 1;
 }
 
 static int build_jacobi(bld *b, weft_acc **res)
 {
-    weft_program *p = b->p;
-    weft_acc *g = weft_param(p, WEFT_F64, 2);
-    weft_type ts[9];
-    for (int i = 0; i < 9; i++) {
-        ts[i] = WEFT_F64;
-    }
-    weft_fun *f = weft_fun_create(p, 9, ts);
-    weft_fun_return(
-        f, weft_mul(weft_f64(p, 0.25),
-                    weft_add(weft_add(weft_arg(f, 1), weft_arg(f, 3)),
-                             weft_add(weft_arg(f, 5), weft_arg(f, 7)))));
-    static const int window[2] = {3, 3};
-    weft_boundary clamp = {WEFT_BOUNDARY_CLAMP, NULL};
-    weft_acc *r = g;
-    for (int k = 0; k < 4; k++) {
-        r = weft_stencil(f, window, clamp, r);
-    }
-    res[0] = r;
+    res[0] = tu_prog_jacobi(b->p, weft_param(b->p, WEFT_F64, 2), 4);
     return 1;
 }
 
 static int build_newton(bld *b, weft_acc **res)
 {
-    weft_program *p = b->p;
-    weft_acc *as = weft_param(p, WEFT_F64, 1);
-    weft_fun *start = weft_fun1(p, WEFT_F64);
-    weft_fun_return(start, weft_max(weft_arg(start, 0), weft_f64(p, 1)));
-    weft_acc *x0 = weft_map(start, as);
-    weft_afun *cond = weft_afun_like(x0);
-    weft_fun *far = weft_fun2(p, WEFT_F64, WEFT_F64);
-    weft_exp *x = weft_arg(far, 0), *a = weft_arg(far, 1);
-    weft_fun_return(far, weft_gt(weft_abs(weft_sub(weft_mul(x, x), a)),
-                                 weft_mul(weft_f64(p, 1e-12), a)));
-    weft_afun_return(cond,
-                     weft_fold_all(op2(p, WEFT_BOOL, weft_or), weft_bool(p, 0),
-                                   weft_zipwith(far, weft_afun_arg(cond), as)));
-    weft_afun *body = weft_afun_like(x0);
-    weft_fun *step = weft_fun2(p, WEFT_F64, WEFT_F64);
-    x = weft_arg(step, 0);
-    a = weft_arg(step, 1);
-    weft_fun_return(step,
-                    weft_mul(weft_f64(p, 0.5), weft_add(x, weft_fdiv(a, x))));
-    weft_afun_return(body, weft_zipwith(step, weft_afun_arg(body), as));
-    res[0] = weft_awhile(cond, body, x0);
+    res[0] = tu_prog_newton(b->p, weft_param(b->p, WEFT_F64, 1));
     return 1;
 }
 
 static int build_collatz(bld *b, weft_acc **res)
 {
-    weft_program *p = b->p;
-    weft_acc *na = weft_param(p, WEFT_I64, 0);
-    weft_type st = pair_type(b->ctx, WEFT_I64, WEFT_I32);
-    weft_fun *cond = weft_fun1(p, st);
-    weft_fun_return(cond,
-                    weft_ne(weft_get(weft_arg(cond, 0), 0), weft_i64(p, 1)));
-    weft_fun *body = weft_fun1(p, st);
-    weft_exp *n = weft_get(weft_arg(body, 0), 0);
-    weft_exp *c = weft_get(weft_arg(body, 0), 1);
-    weft_exp *next[2] = {
-        weft_cond(weft_eq(weft_rem(n, weft_i64(p, 2)), weft_i64(p, 0)),
-                  weft_quot(n, weft_i64(p, 2)),
-                  weft_add(weft_mul(n, weft_i64(p, 3)), weft_i64(p, 1))),
-        weft_add(c, weft_i32(p, 1))};
-    weft_fun_return(body, weft_tuple(p, 2, next));
-    weft_fun *g = weft_fun1(p, WEFT_DIM(1));
-    weft_exp *init[2] = {weft_add(weft_get(weft_arg(g, 0), 0), weft_i64(p, 1)),
-                         weft_i32(p, 0)};
-    weft_fun_return(
-        g, weft_get(weft_while(cond, body, weft_tuple(p, 2, init)), 1));
-    res[0] = weft_generate(weft_index1(weft_the(na)), g);
+    weft_acc *na = weft_param(b->p, WEFT_I64, 0);
+    res[0] = tu_prog_collatz(b->p, b->ctx, weft_the(na));
     return 1;
 }
 
