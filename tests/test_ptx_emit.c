@@ -36,7 +36,7 @@
 
 #include "cg.h"
 #include "fe.h"
-#include "tu.h"
+#include "tu_ptx.h"
 
 /* ---- harness ---- */
 

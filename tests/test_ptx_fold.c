@@ -41,7 +41,7 @@
 #include "fe.h"
 #include "rt.h"
 #include "sk.h"
-#include "tu.h"
+#include "tu_ptx.h"
 
 /* ---- PTX text ---- */
 
