@@ -446,7 +446,8 @@ START_TEST(map)
         static const weft_type leaves[2] = {WEFT_I32, WEFT_F64};
         for (int i = 0; i < NSHAPES; i++) {
             if (shapes[i].rank == r) {
-                tu_host h = tu_host_random(&rng, 2, leaves, r, shapes[i].e, 1, 0);
+                tu_host h =
+                    tu_host_random(&rng, 2, leaves, r, shapes[i].e, 1, 0);
                 diff_run(&d, &h, 1);
                 tu_host_free(&h);
             }
@@ -508,8 +509,8 @@ START_TEST(zipwith)
                                                    : shapes[i].e[k];
                     }
                     tu_host h[3] = {harr1(types[ti], r, shapes[i].e, 1, 0),
-                                 harr1(types[ti], r, e2, 1, 0),
-                                 harr1(types[ti], r, e3, 1, 0)};
+                                    harr1(types[ti], r, e2, 1, 0),
+                                    harr1(types[ti], r, e3, 1, 0)};
                     diff_run(&d, h, 3);
                     for (int k = 0; k < 3; k++) {
                         tu_host_free(&h[k]);
@@ -652,9 +653,9 @@ START_TEST(replicate)
                 if (shapes[i].rank != variant + 1 || shp_size(&shapes[i]) > 5000) {
                     continue;
                 }
-                tu_host h[2] = {harr1(WEFT_I64, 0, NULL, 0, 4),
-                             harr1(types[ti], shapes[i].rank, shapes[i].e, 1,
-                                   0)};
+                tu_host h[2] = {
+                    harr1(WEFT_I64, 0, NULL, 0, 4),
+                    harr1(types[ti], shapes[i].rank, shapes[i].e, 1, 0)};
                 diff_run(&d, h, 2);
                 tu_host_free(&h[0]);
                 tu_host_free(&h[1]);
@@ -701,7 +702,7 @@ START_TEST(slice)
         for (int i = 0; i < 3; i++) {
             for (int64_t idx = -1; idx <= 4; idx++) {
                 tu_host h[2] = {harr1(types[ti], 3, sh[i], 1, 0),
-                             harr1(WEFT_I64, 0, NULL, idx, idx)};
+                                harr1(WEFT_I64, 0, NULL, idx, idx)};
                 bool inside = idx >= 0 && idx < sh[i][0] && idx < sh[i][1]
                               && idx < sh[i][2];
                 diff_expect(&d, h, 2,
@@ -767,8 +768,8 @@ START_TEST(backpermute)
                 }
                 int64_t n = shapes[i].e[0] * 3 + 1, m = shapes[i].e[1];
                 tu_host h[3] = {harr1(types[ti], 2, shapes[i].e, 1, 0),
-                             harr_vec(types[ti], n, 1, 0),
-                             harr_vec(WEFT_I32, m, 0, n - 1)};
+                                harr_vec(types[ti], n, 1, 0),
+                                harr_vec(WEFT_I32, m, 0, n - 1)};
                 /* variant 1 reads index n whenever n - 1 was drawn; make
                  * sure it is drawn */
                 if (variant && m > 0) {
@@ -918,8 +919,9 @@ static void fold_cases(diff *d, weft_type t, enum combine c, unsigned modes,
                 }
                 weft_type leaves[2];
                 int nl = combine_leaves(&b, c, leaves);
-                tu_host h = tu_host_random(&rng, nl, leaves, r, s->e, c == C_MUL ? -3 : 1,
-                                  c == C_MUL ? 3 : 0);
+                tu_host h =
+                    tu_host_random(&rng, nl, leaves, r, s->e,
+                                   c == C_MUL ? -3 : 1, c == C_MUL ? 3 : 0);
                 int64_t per = all ? shp_size(s) : row_len(s);
                 double tol = sum_tol(t, c, per);
                 weft_status st = diff_run_tol(d, &h, 1, tol, tol ? 1e-6 : 0);
@@ -1068,7 +1070,8 @@ START_TEST(fold_computed)
                     continue;
                 }
                 weft_type leaves[2] = {WEFT_I32, WEFT_I32};
-                tu_host h = tu_host_random(&rng, 2, leaves, rank, shapes_c[i].e, 1, 0);
+                tu_host h =
+                    tu_host_random(&rng, 2, leaves, rank, shapes_c[i].e, 1, 0);
                 weft_status st = diff_run_tol(&d, &h, 1, 0, 0);
                 /* fold1 of empty rows is an error on both sides */
                 if (st != WEFT_OK) {
@@ -1149,8 +1152,8 @@ START_TEST(fold_short_rows)
                         weft_type leaves[2];
                         int nl = combine_leaves(&b, cases[k].c, leaves);
                         bool mul = cases[k].c == C_MUL;
-                        tu_host h = tu_host_random(&rng, nl, leaves, rank, e, mul ? -3 : 1,
-                                          mul ? 3 : 0);
+                        tu_host h = tu_host_random(&rng, nl, leaves, rank, e,
+                                                   mul ? -3 : 1, mul ? 3 : 0);
                         /* the CPU's order, or a reassociated sum */
                         bool exact = DT_BACKEND == WEFT_BACKEND_CPU && m < 64;
                         double tol = exact ? 0 : sum_tol(b.t, cases[k].c, m);
@@ -1168,7 +1171,7 @@ START_TEST(fold_short_rows)
     for (int64_t m = 1; m <= 70; m += 3) {
         int64_t e[2] = {67, m};
         tu_host h[2] = {harr1(WEFT_I32, 2, e, -9, 9),
-                     harr1(WEFT_I32, 2, e, 0, m - 1)};
+                        harr1(WEFT_I32, 2, e, 0, m - 1)};
         diff_expect(&d, h, 2, WEFT_OK);
         harr_set_i(&h[1], 0, 40 * m + m / 2, m % 2 ? m : -1);
         diff_expect(&d, h, 2, WEFT_ERR_OUT_OF_BOUNDS);
@@ -1181,7 +1184,8 @@ START_TEST(fold_short_rows)
         diff_build(&d, "fold computed short rows", build_fold_computed, &b);
         for (int64_t m = 1; m <= 70; m++) {
             weft_type leaves[2] = {WEFT_I32, WEFT_I32};
-            tu_host h = tu_host_random(&rng, 2, leaves, 2, (int64_t[]){67, m}, 1, 0);
+            tu_host h =
+                tu_host_random(&rng, 2, leaves, 2, (int64_t[]){67, m}, 1, 0);
             TU_OK(diff_run_tol(&d, &h, 1, 0, 0));
             tu_host_free(&h);
         }
@@ -1236,8 +1240,8 @@ START_TEST(fold_staged)
         diff_build(&d, "fold staged", build_fold_staged, &b);
         for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
             tu_host h[3] = {harr_vec(WEFT_I32, sizes[k][0], -1000, 1000),
-                         harr_vec(WEFT_I16, sizes[k][1], -1000, 1000),
-                         harr_vec(WEFT_I32, sizes[k][2], -1000, 1000)};
+                            harr_vec(WEFT_I16, sizes[k][1], -1000, 1000),
+                            harr_vec(WEFT_I32, sizes[k][2], -1000, 1000)};
             weft_status st = diff_run_tol(&d, h, 3, 0, 0);
             /* fold1 of empty rows is an error on both sides */
             if (st != WEFT_OK) {
@@ -1277,7 +1281,7 @@ static int build_fold_seg(bld *b, weft_acc **res)
  * (in [1, maxlen] when nonempty) while they fit, so they may stop short of
  * n. */
 static tu_host make_segments(weft_type t, int64_t n, int64_t maxlen,
-                          bool nonempty)
+                             bool nonempty)
 {
     int64_t cap = n + 2;
     int64_t *len = malloc(sizeof *len * (size_t)cap);
@@ -1315,8 +1319,8 @@ static void fold_seg_cases(diff *d, weft_type t, enum combine c, bool one)
                 int nl = combine_leaves(&b, c, leaves);
                 int64_t maxlen = wide ? 40 : 4;
                 tu_host h[2] = {tu_host_random(&rng, nl, leaves, r, s->e, 1, 0),
-                             make_segments(wide ? WEFT_I64 : WEFT_I32,
-                                           s->e[r - 1], maxlen, one)};
+                                make_segments(wide ? WEFT_I64 : WEFT_I32,
+                                              s->e[r - 1], maxlen, one)};
                 double tol = sum_tol(t, c, maxlen);
                 weft_status st = diff_run_tol(d, h, 2, tol, 0);
                 ck_assert_msg(st == WEFT_OK, "%s: %s", d->what,
@@ -1346,7 +1350,7 @@ START_TEST(fold_seg)
     diff_build(&d, "fold_seg large", build_fold_seg, &b);
     int64_t m = big(1000003, true);
     tu_host h[2] = {harr_vec(WEFT_I64, m, 1, 0),
-                 make_segments(WEFT_I32, m, 20, false)};
+                    make_segments(WEFT_I32, m, 20, false)};
     ck_assert_int_eq(diff_run(&d, h, 2), WEFT_OK);
     tu_host_free(&h[0]);
     tu_host_free(&h[1]);
@@ -1829,7 +1833,8 @@ START_TEST(stencil)
             stencil_case c = {2, {win2[k][0], win2[k][1]},
                               (weft_boundary_kind)kind,
                               k == 1 ? WEFT_F32 : WEFT_I32};
-            bld b = {.use = (const tu_host *)(const void *)&c, .rank = 2,
+            bld b = {.use = (const tu_host *)(const void *)&c,
+                     .rank = 2,
                      .variant = 0};
             diff_build(&d, "stencil rank 2", build_stencil, &b);
             stencil_runs(&d, &c, false);
@@ -1900,8 +1905,8 @@ START_TEST(stencil2)
     seed(20);
     for (int kind = 0; kind < 4; kind++) {
         stencil_case c1 = {1, {5}, (weft_boundary_kind)kind, WEFT_I32};
-        bld b = {.use = (const tu_host *)(const void *)&c1, .rank = 1,
-                 .variant = 1};
+        bld b = {
+            .use = (const tu_host *)(const void *)&c1, .rank = 1, .variant = 1};
         diff_build(&d, "stencil2 rank 1", build_stencil, &b);
         stencil_runs(&d, &c1, true);
         stencil_case c2 = {2, {3, 3}, (weft_boundary_kind)kind, WEFT_F32};
@@ -1946,7 +1951,7 @@ START_TEST(acond_atuple)
     for (int c = 0; c < 2; c++) {
         for (int64_t n = 0; n < 40; n += 13) {
             tu_host h[2] = {harr1(WEFT_BOOL, 0, NULL, c, c),
-                         harr_vec(WEFT_I32, n, 1, 0)};
+                            harr_vec(WEFT_I32, n, 1, 0)};
             harr_set_i(&h[0], 0, 0, c);
             diff_run(&d, h, 2);
             tu_host_free(&h[0]);
@@ -2002,7 +2007,7 @@ START_TEST(awhile)
                 continue;
             }
             tu_host h[2] = {harr1(WEFT_I64, r, shapes[i].e, 0, 5),
-                         harr1(WEFT_I64, 0, NULL, 100000, 100000)};
+                            harr1(WEFT_I64, 0, NULL, 100000, 100000)};
             diff_run(&d, h, 2);
             tu_host_free(&h[0]);
             tu_host_free(&h[1]);
@@ -2364,7 +2369,7 @@ static void awhile_fail_run(diff *d, int64_t m, int64_t lim,
                             weft_status want)
 {
     tu_host h[2] = {harr_vec(WEFT_I32, m, -50, 50),
-                 harr1(WEFT_I32, 0, NULL, lim, lim)};
+                    harr1(WEFT_I32, 0, NULL, lim, lim)};
     diff_expect(d, h, 2, want);
     tu_host_free(&h[0]);
     tu_host_free(&h[1]);
@@ -2522,8 +2527,8 @@ START_TEST(permute_report_first)
     };
     for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
         tu_host h[3] = {harr_vec(WEFT_I32, 10, -5, 5),
-                     harr1(WEFT_I64, 0, NULL, runs[i].t, runs[i].t),
-                     harr1(WEFT_I64, 0, NULL, runs[i].len, runs[i].len)};
+                        harr1(WEFT_I64, 0, NULL, runs[i].t, runs[i].t),
+                        harr1(WEFT_I64, 0, NULL, runs[i].len, runs[i].len)};
         diff_expect(&d, h, 3, runs[i].want);
         if (runs[i].want == WEFT_ERR_OUT_OF_BOUNDS) {
             /* the report names the permute, as rt_exec words it */
@@ -2620,9 +2625,10 @@ START_TEST(while_staged)
         diff_build(&d, "while staged", build_while_staged, &b);
         for (size_t k = 0; k < sizeof lens / sizeof *lens; k++) {
             weft_type pl[2] = {WEFT_I64, WEFT_I16};
-            tu_host h[3] = {harr_vec(WEFT_I32, lens[k][0], -1000, 1000),
-                         tu_host_random(&rng, 2, pl, 1, &lens[k][1], -1000, 1000),
-                         harr_vec(WEFT_I32, lens[k][2], -1000, 1000)};
+            tu_host h[3] = {
+                harr_vec(WEFT_I32, lens[k][0], -1000, 1000),
+                tu_host_random(&rng, 2, pl, 1, &lens[k][1], -1000, 1000),
+                harr_vec(WEFT_I32, lens[k][2], -1000, 1000)};
             diff_run(&d, h, 3);
             for (int m = 0; m < 3; m++) {
                 tu_host_free(&h[m]);
@@ -2682,7 +2688,7 @@ static void programs_with(unsigned flags)
         diff_build(&d, "dotp", build_dotp, &b);
         for (int k = 0; k < 4; k++) {
             tu_host h[2] = {harr_vec(b.t, sizes[k], 1, 0),
-                         harr_vec(b.t, sizes[k], 1, 0)};
+                            harr_vec(b.t, sizes[k], 1, 0)};
             double tol = (t ? TOL_F64 : TOL_F32) * (double)(sizes[k] + 1);
             diff_run_tol(&d, h, 2, tol, 0);
             tu_host_free(&h[0]);
@@ -2693,8 +2699,8 @@ static void programs_with(unsigned flags)
     diff_build(&d, "saxpy", build_saxpy, &b);
     for (int k = 0; k < 4; k++) {
         tu_host h[3] = {harr1(WEFT_F32, 0, NULL, 1, 0),
-                     harr_vec(WEFT_F32, sizes[k], 1, 0),
-                     harr_vec(WEFT_F32, sizes[k] + 3, 1, 0)};
+                        harr_vec(WEFT_F32, sizes[k], 1, 0),
+                        harr_vec(WEFT_F32, sizes[k] + 3, 1, 0)};
         diff_run(&d, h, 3);
         for (int i = 0; i < 3; i++) {
             tu_host_free(&h[i]);
@@ -2703,8 +2709,8 @@ static void programs_with(unsigned flags)
     diff_build(&d, "black-scholes", build_black_scholes, &b);
     for (int k = 0; k < 4; k++) {
         tu_host h[3] = {harr_vec(WEFT_F32, sizes[k], 5, 30),
-                     harr_vec(WEFT_F32, sizes[k], 1, 100),
-                     harr_vec(WEFT_F32, sizes[k], 1, 10)};
+                        harr_vec(WEFT_F32, sizes[k], 1, 100),
+                        harr_vec(WEFT_F32, sizes[k], 1, 10)};
         /* exp and log may take another path to libm in compiled code */
         diff_run_tol(&d, h, 3, 1e-5, 1e-5);
         for (int i = 0; i < 3; i++) {
@@ -2720,8 +2726,8 @@ static void programs_with(unsigned flags)
             nnz += tu_load_i(WEFT_I32, (int32_t *)seg.data[0] + i);
         }
         tu_host h[4] = {seg, harr_vec(WEFT_I32, nnz, 0, cols - 1),
-                     harr_vec(WEFT_F64, nnz, 1, 0),
-                     harr_vec(WEFT_F64, cols, 1, 0)};
+                        harr_vec(WEFT_F64, nnz, 1, 0),
+                        harr_vec(WEFT_F64, cols, 1, 0)};
         diff_run_tol(&d, h, 4, TOL_F64 * 10, 0);
         for (int i = 0; i < 4; i++) {
             tu_host_free(&h[i]);
@@ -2756,7 +2762,7 @@ static void programs_with(unsigned flags)
     static const int64_t lens[][2] = {{0, 5}, {1, 1}, {300, 7}, {50, 2000}};
     for (int k = 0; k < 4; k++) {
         tu_host h[2] = {harr_vec(WEFT_I64, lens[k][0], -50, 50),
-                     harr_vec(WEFT_I64, lens[k][1], -50, 50)};
+                        harr_vec(WEFT_I64, lens[k][1], -50, 50)};
         diff_run(&d, h, 2);
         tu_host_free(&h[0]);
         tu_host_free(&h[1]);
@@ -2765,7 +2771,7 @@ static void programs_with(unsigned flags)
     for (int k = 0; k < 2; k++) {
         /* raw 64-bit words (lo > hi), and small ones */
         tu_host h = k ? harr_vec(WEFT_I64, 3000, -70000, 70000)
-                   : harr_vec(WEFT_I64, 30000, 1, 0);
+                      : harr_vec(WEFT_I64, 30000, 1, 0);
         diff_run(&d, &h, 1);
         tu_host_free(&h);
     }
@@ -2817,7 +2823,7 @@ enum { CONC_THREADS = 4, CONC_RUNS = 6 };
 
 typedef struct conc {
     diff *d;
-    const tu_host *in;     /* this thread's inputs, one per run */
+    const tu_host *in;  /* this thread's inputs, one per run */
     weft_array **want;  /* interpreter results: CONC_RUNS x 3 */
     int bad;            /* runs that failed or differed */
 } conc;
@@ -2938,7 +2944,8 @@ START_TEST(errors)
     for (int v = 0; v < 2; v++) {
         bld b = {.variant = v};
         diff_build(&d, "segments", build_err_seg, &b);
-        tu_host h[2] = {harr_vec(WEFT_I32, 10, 1, 0), harr_vec(WEFT_I32, 3, 0, 0)};
+        tu_host h[2] = {harr_vec(WEFT_I32, 10, 1, 0),
+                        harr_vec(WEFT_I32, 3, 0, 0)};
         harr_set_i(&h[1], 0, 0, 2);
         harr_set_i(&h[1], 0, 1, -1);
         harr_set_i(&h[1], 0, 2, 2);

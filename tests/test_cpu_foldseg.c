@@ -97,8 +97,8 @@ static void check_both(const char *what, build_fn build, const void *user,
     tu_cmp_open(&c, 2, cfg, names);
     tu_host host[4];
     for (int i = 0; i < n; i++) {
-        host[i] = tu_host_of(1, &in[i].type, in[i].rank, in[i].shape,
-                             &in[i].data);
+        host[i] =
+            tu_host_of(1, &in[i].type, in[i].rank, in[i].shape, &in[i].data);
     }
     case_arg ca = {build, user, in, n};
     tu_cmp_case(&c, "%s on %d threads", what, threads);

@@ -177,8 +177,7 @@ static void check_case(pair *c, const char *what, build_fn build,
     tu_host host[MAX_IN];
     for (int i = 0; i < nin; i++) {
         void *h = make_host(&spec[i], seed * 7919 + (uint64_t)i);
-        host[i] = tu_host_of(1, &spec[i].type, spec[i].rank, spec[i].shape,
-                             &h);
+        host[i] = tu_host_of(1, &spec[i].type, spec[i].rank, spec[i].shape, &h);
         host[i].owned = true;
     }
     case_arg ca = {build, user, nin, spec};

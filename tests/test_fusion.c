@@ -206,8 +206,8 @@ static void make_inputs(const fcase *c, int s, side *sides, int nsides,
         int64_t sh[WEFT_MAX_RANK];
         ck_assert(c->shape(s, k, sh));
         int64_t n = tu_shape_size(c->in[k].rank, sh);
-        void *buf = tu_rng_buffer(&rng, c->in[k].type, n, c->in[k].lo,
-                                  c->in[k].hi);
+        void *buf =
+            tu_rng_buffer(&rng, c->in[k].type, n, c->in[k].lo, c->in[k].hi);
         const void *data[1] = {buf};
         for (int j = 0; j < nsides; j++) {
             in[j][k] = tu_arr_host(sides[j].ctx, c->in[k].type,

@@ -95,8 +95,8 @@ START_TEST(wide_and_nested_tuples)
         tu_reset(&u);
         p = u.p;
         f = weft_fun1(p, WEFT_I64);
-        weft_fun_return(f, gl_nested(p, weft_mul(weft_arg(f, 0),
-                                                 weft_i64(p, 2)), N));
+        weft_fun_return(
+            f, gl_nested(p, weft_mul(weft_arg(f, 0), weft_i64(p, 2)), N));
         run1(&u, weft_map(f, weft_param(p, WEFT_I64, 1)), in, 1, out);
         TU_CHECK_I(u.ctx, out[0], 0, 1, TU_SH(2), TU_I(0, 2));
         weft_array_release(out[0]);

@@ -131,10 +131,10 @@ END_TEST
 static double cnd_ref(double d)
 {
     double k = 1.0 / (1.0 + 0.2316419 * fabs(d));
-    double poly =
-        k * (tu_bs_coeff[0] +
-             k * (tu_bs_coeff[1] +
-                  k * (tu_bs_coeff[2] + k * (tu_bs_coeff[3] + k * tu_bs_coeff[4]))));
+    double poly = k * (tu_bs_coeff[0] +
+                       k * (tu_bs_coeff[1] +
+                            k * (tu_bs_coeff[2] +
+                                 k * (tu_bs_coeff[3] + k * tu_bs_coeff[4]))));
     double c = BS_RSQRT2PI * exp(-0.5 * d * d) * poly;
     return d > 0 ? 1.0 - c : c;
 }
@@ -223,7 +223,9 @@ START_TEST(smvm)
         len[i] = 0;
         want[i] = 0;
         for (int j = 0; j < COLS; j++) {
-            bool keep = i == 3 ? true : i == 1 ? false : tu_rng_unit(&seed) < 0.4;
+            bool keep = i == 3   ? true
+                        : i == 1 ? false
+                                 : tu_rng_unit(&seed) < 0.4;
             if (keep) {
                 col[nnz] = j;
                 val[nnz] = tu_rng_unit(&seed) * 10 - 5;

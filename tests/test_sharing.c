@@ -211,8 +211,8 @@ START_TEST(captured_scalar_at_array_level)
     /* The let's variable is used inside the map's function. */
     ck_assert_msg(strstr(map, name) != NULL, "%s not used in the map:\n%s",
                   name, d);
-    ck_assert_msg(tu_count_word(d, name) == 2, "%s should occur twice:\n%s", name,
-                  d);
+    ck_assert_msg(tu_count_word(d, name) == 2, "%s should occur twice:\n%s",
+                  name, d);
     free(d);
 
     double x[4] = {1, 2, 3, 4}, want[4];

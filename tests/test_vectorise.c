@@ -22,11 +22,10 @@
  *   both                   the .vec.txt report says "vectorised" for some
  *                          function of the kernel (map and zipWith: by the
  *                          loop vectoriser, or emitted over vector lanes,
- *                          "SPMD-vectorised", by skeletons-ir/spmd.c); the exp and
- *                          Black-Scholes kernels call no function (exp
- *                          and log are vector code, codegen/vmath.c), the
- *                          sin kernel none but sinf (for the lanes
- *                          beyond its vector code's range).
+ *                          "SPMD-vectorised", by skeletons-ir/spmd.c); the exp
+ * and Black-Scholes kernels call no function (exp and log are vector code,
+ * codegen/vmath.c), the sin kernel none but sinf (for the lanes beyond its
+ * vector code's range).
  *
  * Compiling for a named CPU needs only LLVM's X86 target, not such a CPU,
  * so the test runs on any x86-64 host (with or without AVX-512); on other

@@ -190,8 +190,8 @@ static inline char *tu_slurp_dir(const char *dir, const char *suffix,
 
 /* The dump of results[0..n-1] of p (weft_program_dump) as a malloc'd
  * string (the caller frees it). */
-static inline char *tu_program_text(weft_program *p,
-                                    weft_acc *const *results, int n)
+static inline char *tu_program_text(weft_program *p, weft_acc *const *results,
+                                    int n)
 {
     FILE *f = tmpfile();
     ck_assert_ptr_nonnull(f);
@@ -207,15 +207,14 @@ static inline char *tu_plan_text(const weft_executable *exe)
     FILE *f = tmpfile();
     ck_assert_ptr_nonnull(f);
     weft_status s = weft_executable_dump(exe, f);
-    ck_assert_msg(s == WEFT_OK, "weft_executable_dump: %s",
-                  weft_last_error());
+    ck_assert_msg(s == WEFT_OK, "weft_executable_dump: %s", weft_last_error());
     return tu_file_text(f);
 }
 
 static inline bool tu_is_word_char(char c)
 {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
-           || (c >= '0' && c <= '9') || c == '_';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+           (c >= '0' && c <= '9') || c == '_';
 }
 
 /* Occurrences of word w in s, not part of a longer identifier. */
@@ -538,8 +537,9 @@ static inline void tu_rng_fill(tu_rng *r, weft_type t, void *buf, int64_t n,
         if (t == WEFT_BOOL) {
             tu_store_i(t, p, (int64_t)(tu_rng_u64(r) >> 63));
         } else if (tu_is_float(t)) {
-            tu_store_f(t, p, lo > hi ? tu_rng_real(r, -1.0, 1.0)
-                                     : tu_rng_real(r, lo, hi));
+            tu_store_f(t, p,
+                       lo > hi ? tu_rng_real(r, -1.0, 1.0)
+                               : tu_rng_real(r, lo, hi));
         } else if (lo > hi) {
             uint64_t v = tu_rng_u64(r);
             memcpy(p, &v, w); /* little-endian: the low bytes */
@@ -551,8 +551,8 @@ static inline void tu_rng_fill(tu_rng *r, weft_type t, void *buf, int64_t n,
 
 /* A malloc'd buffer of n random elements of t (tu_rng_fill's rule), never
  * NULL (one element's room when n is 0); the caller frees it. */
-static inline void *tu_rng_buffer(tu_rng *r, weft_type t, int64_t n,
-                                  double lo, double hi)
+static inline void *tu_rng_buffer(tu_rng *r, weft_type t, int64_t n, double lo,
+                                  double hi)
 {
     void *b = malloc((size_t)(n > 0 ? n : 1) * weft_type_size(t));
     ck_assert_ptr_nonnull(b);
@@ -864,11 +864,11 @@ static inline weft_executable *tu_dot_map(weft_context *ctx, bool scan)
     weft_fun *mul = tu_fun_op2(p, WEFT_OP_MUL, WEFT_I64);
     weft_fun *add = tu_fun_op2(p, WEFT_OP_ADD, WEFT_I64);
     weft_fun *f = weft_fun1(p, WEFT_I64);
-    weft_fun_return(f, weft_add(weft_mul(weft_arg(f, 0), weft_i64(p, 3)),
-                                weft_i64(p, 1)));
-    weft_acc *r[3] = {weft_fold_all(add, weft_i64(p, 0),
-                                    weft_zipwith(mul, x, y)),
-                      weft_map(f, x), scan ? weft_scanl1(add, y) : NULL};
+    weft_fun_return(
+        f, weft_add(weft_mul(weft_arg(f, 0), weft_i64(p, 3)), weft_i64(p, 1)));
+    weft_acc *r[3] = {
+        weft_fold_all(add, weft_i64(p, 0), weft_zipwith(mul, x, y)),
+        weft_map(f, x), scan ? weft_scanl1(add, y) : NULL};
     TU_PROGRAM_OK(p);
     weft_executable *exe;
     TU_OK(weft_compile(p, r, scan ? 3 : 2, &exe));
