@@ -65,6 +65,7 @@
 #include <unistd.h>
 
 #include "weft.h"
+#include "gen_large.h"
 
 enum { NELEM = 16, MAX_SIZES = 16, NPHASE = 4 };
 
@@ -121,44 +122,20 @@ static int build_cond(weft_program *p, long n, weft_acc **r)
 static int build_let(weft_program *p, long n, weft_acc **r)
 {
     weft_fun *f = weft_fun1(p, WEFT_I64);
-    weft_exp *e = weft_arg(f, 0);
-    for (long i = 1; i <= n; i++) {
-        e = weft_bxor(weft_mul(e, weft_i64(p, 3)),
-                     weft_shr(e, weft_i64(p, 1)));
-    }
-    return one_map(p, WEFT_I64, f, e, r);
+    return one_map(p, WEFT_I64, f, gl_chain(p, weft_arg(f, 0), n, NULL), r);
 }
 
 static int build_tuple(weft_program *p, long n, weft_acc **r)
 {
     weft_fun *f = weft_fun1(p, WEFT_I64);
-    weft_exp *e = weft_arg(f, 0);
-    for (long i = 0; i < n; i++) {
-        e = weft_tuple(p, 1, &e);
-    }
-    for (long i = 0; i < n; i++) {
-        e = weft_get(e, 0);
-    }
-    return one_map(p, WEFT_I64, f, e, r);
+    return one_map(p, WEFT_I64, f, gl_nested(p, weft_arg(f, 0), n), r);
 }
 
 static int build_wide(weft_program *p, long n, weft_acc **r)
 {
     weft_fun *f = weft_fun1(p, WEFT_I64);
-    weft_exp *x = weft_arg(f, 0);
-    weft_exp **c = malloc((size_t)n * sizeof *c);
-    if (!c) {
-        return 0;
-    }
-    for (long i = 0; i < n; i++) {
-        c[i] = weft_add(x, weft_i64(p, i));
-    }
-    weft_exp *t = weft_tuple(p, (int)n, c), *e = weft_get(t, 0);
-    for (long i = 1; i < n; i++) {
-        e = weft_add(e, weft_get(t, (int)i));
-    }
-    free(c);
-    return one_map(p, WEFT_I64, f, e, r);
+    weft_exp *e = gl_wide_sum(p, weft_arg(f, 0), (int)n);
+    return e ? one_map(p, WEFT_I64, f, e, r) : 0;
 }
 
 static int build_maps(weft_program *p, long n, weft_acc **r)
@@ -210,31 +187,11 @@ static int build_kernels(weft_program *p, long n, weft_acc **r)
     return (int)n;
 }
 
-/* \y -> y * c, c >= 1, by Horner's rule on c's bits: no constant, and
- * code of its own for each c */
-static weft_fun *times(weft_program *p, long c)
-{
-    weft_fun *f = weft_fun1(p, WEFT_I64);
-    weft_exp *y = weft_arg(f, 0), *e = y;
-    int top = 62;
-    while (!(c >> top & 1)) {
-        top--;
-    }
-    for (int b = top - 1; b >= 0; b--) {
-        e = weft_add(e, e);
-        if (c >> b & 1) {
-            e = weft_add(e, y);
-        }
-    }
-    weft_fun_return(f, e);
-    return f;
-}
-
 static int build_distinct(weft_program *p, long n, weft_acc **r)
 {
     weft_acc *xs = weft_param(p, WEFT_I64, 1);
     for (long i = 0; i < n; i++) {
-        r[i] = weft_map(times(p, i + 1), xs);
+        r[i] = weft_map(gl_times(p, i + 1), xs);
     }
     return (int)n;
 }

@@ -37,20 +37,9 @@
 #ifdef CANCEL_PTX
 static const weft_backend backends[] = {WEFT_BACKEND_PTX};
 #else
-static const weft_backend backends[] = {
-    WEFT_BACKEND_INTERP,
-#ifdef WEFT_HAVE_LLVM
-    WEFT_BACKEND_CPU,
-#endif
-};
+static const weft_backend backends[] = TU_BACKENDS;
 #endif
 enum { NBACKENDS = (int)(sizeof backends / sizeof *backends) };
-
-static const char *bname(weft_backend b)
-{
-    return b == WEFT_BACKEND_CPU ? "cpu" : b == WEFT_BACKEND_PTX ? "ptx"
-                                                                 : "interp";
-}
 
 static double now_ms(void)
 {
@@ -282,16 +271,17 @@ static void expect_cancelled(weft_backend b, weft_context *ctx,
     if (!by_deadline) {
         pthread_join(th, NULL);
     }
-    ck_assert_msg(s == WEFT_ERR_CANCELLED, "%s %s (%s): %s: %s", bname(b),
-                  what, by_deadline ? "deadline" : "weft_cancel",
-                  weft_status_name(s), weft_last_error());
+    ck_assert_msg(s == WEFT_ERR_CANCELLED, "%s %s (%s): %s: %s",
+                  tu_backend_name(b), what,
+                  by_deadline ? "deadline" : "weft_cancel", weft_status_name(s),
+                  weft_last_error());
     ck_assert_ptr_null(out);
     ck_assert_msg(strstr(weft_last_error(),
                          by_deadline ? "deadline" : "weft_cancel") != NULL,
                   "message: %s", weft_last_error());
     double from = by_deadline ? t0 + DEADLINE_MS : c.at_ms;
     ck_assert_msg(t1 - from < LATENCY_MS, "%s %s: stopped %.0f ms late",
-                  bname(b), what, t1 - from);
+                  tu_backend_name(b), what, t1 - from);
 }
 
 /* The finite programs on ctx give the right values (after a cancel). */

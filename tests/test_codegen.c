@@ -35,6 +35,7 @@
 
 #include "cg.h"
 #include "fe.h"
+#include "tu.h"
 
 enum { TRANS_ULP = 4 };
 
@@ -198,15 +199,11 @@ static kernel_fn h_kernel(harness *h, const fe_term *term, weft_type t0,
 
 /* ---- inputs ------------------------------------------------------------ */
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static tu_rng rng = {0x9e3779b97f4a7c15ull};
 
 static uint64_t rnd(void)
 {
-    uint64_t x = rng_state;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return rng_state = x;
+    return tu_rng_u64(&rng);
 }
 
 enum { MAXV = 128 };

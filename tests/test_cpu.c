@@ -44,7 +44,8 @@
 #include <math.h>
 #include <pthread.h>
 
-#include "tu.h"
+#include "tu_cmp.h"
+#include "tu_programs.h"
 
 #define TOL_F32 1e-5 /* per value entering a reassociated f32 sum */
 #define TOL_F64 1e-13
@@ -78,7 +79,7 @@ static double fast_tol(weft_type t)
     return t == WEFT_F64 ? 1e-12 : t == WEFT_F16 ? 1e-2 : 1e-4;
 }
 
-enum { MAX_LEAF = 4, MAX_RES = 8, MAX_IN = 6 };
+enum { MAX_LEAF = TU_HOST_LEAVES, MAX_RES = 8, MAX_IN = 6 };
 
 /* Sanitizer builds run the interpreter ten to fifty times slower: there
  * the first multi-million case of each kind keeps its size and the others
@@ -99,131 +100,37 @@ static int64_t big(int64_t n, bool keep)
  * Random host arrays
  * ---------------------------------------------------------------------- */
 
-static uint64_t rng = 1;
+/* The case's generator, reseeded by each case. */
+static tu_rng rng;
 
 static void seed(uint64_t s)
 {
-    rng = s * 0x9E3779B97F4A7C15ull + 1;
+    rng = tu_rng_seed(s);
 }
 
-static uint64_t rnd_u64(void)
+/* A random host array of one scalar leaf: integers uniform in [lo, hi]
+ * (all bits random when lo > hi), floats in [lo, hi] (in [-1, 1] when
+ * lo > hi), bool 0 or 1 (tu_rng_fill). */
+static tu_host harr1(weft_type t, int rank, const int64_t *shape, int64_t lo,
+                     int64_t hi)
 {
-    rng ^= rng >> 12;
-    rng ^= rng << 25;
-    rng ^= rng >> 27;
-    return rng * 2685821657736338717ull;
+    return tu_host_random(&rng, 1, &t, rank, shape, (double)lo, (double)hi);
 }
 
-/* Uniform in [0, 1). */
-static double rnd_unit(void)
-{
-    return (double)(rnd_u64() >> 11) / 9007199254740992.0;
-}
-
-/* Uniform in [lo, hi]. */
-static int64_t rnd_int(int64_t lo, int64_t hi)
-{
-    return lo + (int64_t)(rnd_u64() % (uint64_t)(hi - lo + 1));
-}
-
-/* A host array: the bytes both backends receive. */
-typedef struct harr {
-    int nleaf;
-    weft_type leaf[MAX_LEAF];
-    int rank;
-    int64_t shape[4];
-    int64_t size;
-    void *data[MAX_LEAF];
-} harr;
-
-/* Element type of h in ctx (a tuple type for several leaves). */
-static weft_type harr_type(weft_context *ctx, const harr *h)
-{
-    if (h->nleaf == 1) {
-        return h->leaf[0];
-    }
-    weft_type t = weft_type_tuple(ctx, h->nleaf, h->leaf);
-    ck_assert_int_ne(t, 0);
-    return t;
-}
-
-/* A new host array of the given leaves and shape, random: integral leaves
- * uniform in [lo, hi] (all bits random when lo > hi), floating leaves in
- * [lo, hi] (in [-1, 1] when lo > hi), bool 0 or 1. */
-static harr harr_new(int nleaf, const weft_type *leaf, int rank,
-                     const int64_t *shape, int64_t lo, int64_t hi)
-{
-    harr h = {.nleaf = nleaf, .rank = rank, .size = 1};
-    for (int d = 0; d < rank; d++) {
-        h.shape[d] = shape[d];
-        h.size *= shape[d];
-    }
-    for (int l = 0; l < nleaf; l++) {
-        weft_type t = leaf[l];
-        size_t w = weft_type_size(t);
-        h.leaf[l] = t;
-        h.data[l] = malloc((size_t)(h.size > 0 ? h.size : 1) * w);
-        ck_assert_ptr_nonnull(h.data[l]);
-        unsigned char *p = h.data[l];
-        for (int64_t i = 0; i < h.size; i++, p += w) {
-            if (t == WEFT_BOOL) {
-                tu_store_i(t, p, (int64_t)(rnd_u64() >> 63));
-            } else if (tu_is_float(t)) {
-                double a = lo > hi ? -1.0 : (double)lo;
-                double b = lo > hi ? 1.0 : (double)hi;
-                tu_store_f(t, p, a + (b - a) * rnd_unit());
-            } else if (lo > hi) {
-                uint64_t v = rnd_u64();
-                memcpy(p, &v, w); /* little-endian: the low bytes */
-            } else {
-                tu_store_i(t, p, rnd_int(lo, hi));
-            }
-        }
-    }
-    return h;
-}
-
-/* One scalar leaf. */
-static harr harr1(weft_type t, int rank, const int64_t *shape, int64_t lo,
-                  int64_t hi)
-{
-    return harr_new(1, &t, rank, shape, lo, hi);
-}
-
-static harr harr_vec(weft_type t, int64_t n, int64_t lo, int64_t hi)
+static tu_host harr_vec(weft_type t, int64_t n, int64_t lo, int64_t hi)
 {
     return harr1(t, 1, &n, lo, hi);
 }
 
-static void harr_set_i(harr *h, int leaf, int64_t i, int64_t v)
+static void harr_set_i(tu_host *h, int leaf, int64_t i, int64_t v)
 {
     tu_store_i(h->leaf[leaf], (unsigned char *)h->data[leaf]
                                   + (size_t)i * weft_type_size(h->leaf[leaf]),
                v);
 }
 
-static void harr_free(harr *h)
-{
-    for (int l = 0; l < h->nleaf; l++) {
-        free(h->data[l]);
-        h->data[l] = NULL;
-    }
-}
-
-static void shape_text(const harr *h, char *buf, size_t n)
-{
-    int k = snprintf(buf, n, "[");
-    for (int d = 0; d < h->rank && k < (int)n; d++) {
-        k += snprintf(buf + k, n - (size_t)k, d ? " %lld" : "%lld",
-                      (long long)h->shape[d]);
-    }
-    if (k < (int)n) {
-        snprintf(buf + k, n - (size_t)k, "]");
-    }
-}
-
 /* ------------------------------------------------------------------------
- * The differential harness
+ * The differential harness (tu_cmp.h): the interpreter against DT_BACKEND
  * ---------------------------------------------------------------------- */
 
 /* What a builder gets: the program (one of the two), its context, and the
@@ -234,38 +141,26 @@ typedef struct bld {
     weft_type t;  /* the case's element type */
     int rank;     /* the case's rank */
     int variant;  /* which variant of the case */
-    const harr *use; /* host arrays to fix into the program with weft_use */
+    const tu_host *use; /* host arrays to fix into the program with weft_use */
 } bld;
 
 /* Build the program's results into res; return how many. */
 typedef int (*build_fn)(bld *b, weft_acc **res);
 
-typedef struct diff {
-    weft_context *ctx[2]; /* 0: interpreter, 1: CPU */
-    weft_program *p[2];
-    weft_executable *exe[2];
-    char name[160];
-    unsigned cpu_flags;
-} diff;
+typedef tu_cmp diff;
 
-static const char *const side_name[2] = {"interp", DT_NAME};
+/* Fast math widens every floating leaf's tolerance to fast_tol. */
+static tu_tol fast_leaf_tol(weft_type t, tu_tol tol)
+{
+    return (tu_tol){fmax(tol.abs, fast_tol(t)), fmax(tol.rel, fast_tol(t)),
+                    tol.ulps};
+}
 
+/* The interpreter and DT_BACKEND on three workers, with cpu_flags. */
 static void diff_open_flags(diff *d, unsigned cpu_flags)
 {
-    memset(d, 0, sizeof *d);
-    d->cpu_flags = cpu_flags;
-    for (int s = 0; s < 2; s++) {
-        weft_config cfg = weft_config_default();
-        cfg.backend = s == 0 ? WEFT_BACKEND_INTERP : DT_BACKEND;
-        cfg.devices = tu_devices(cfg.backend);
-        cfg.threads = s == 0 ? 1 : 3;
-        cfg.flags = WEFT_FLAG_NO_ENV
-                    | (s == 1 ? cpu_flags | DT_FLAGS | DT_TIER : 0);
-        weft_status st = weft_context_create(&cfg, &d->ctx[s]);
-        ck_assert_msg(st == WEFT_OK, "weft_context_create(%s): %s",
-                      side_name[s], weft_last_error());
-    }
-    ck_assert_int_eq(weft_context_backend(d->ctx[1]), DT_BACKEND);
+    tu_cmp_open2(d, 3, cpu_flags | DT_FLAGS);
+    d->leaf_tol = DT_FAST ? fast_leaf_tol : NULL;
 }
 
 static void diff_open(diff *d)
@@ -273,20 +168,8 @@ static void diff_open(diff *d)
     diff_open_flags(d, 0);
 }
 
-/* Free the current programs and executables. */
-static void diff_done(diff *d)
-{
-    for (int s = 0; s < 2; s++) {
-        weft_executable_free(d->exe[s]);
-        weft_program_free(d->p[s]);
-        d->exe[s] = NULL;
-        d->p[s] = NULL;
-    }
-}
-
 static void diff_close(diff *d)
 {
-    diff_done(d);
     if (getenv("DT_STATS")) {
         weft_stats st;
         weft_context_stats(d->ctx[1], &st);
@@ -295,194 +178,56 @@ static void diff_close(diff *d)
                 (unsigned long long)st.kernels_loaded,
                 (unsigned long long)st.kernels_reused, st.compile_ms);
     }
-    for (int s = 0; s < 2; s++) {
-        weft_context_free(d->ctx[s]);
-        d->ctx[s] = NULL;
-    }
+    tu_cmp_close(d);
+}
+
+typedef struct bld_arg {
+    build_fn f;
+    const bld *proto;
+} bld_arg;
+
+static int build_side(weft_program *p, weft_context *ctx, const void *arg,
+                      weft_acc **res)
+{
+    const bld_arg *ba = arg;
+    bld b = *ba->proto;
+    b.p = p;
+    b.ctx = ctx;
+    return ba->f(&b, res);
 }
 
 /* Build the program in both contexts and compile it. */
 static void diff_build(diff *d, const char *name, build_fn f, const bld *proto)
 {
-    diff_done(d);
-    snprintf(d->name, sizeof d->name, "%s (type %d, rank %d, variant %d)",
-             name, (int)proto->t, proto->rank, proto->variant);
-    for (int s = 0; s < 2; s++) {
-        weft_status st = weft_program_create(d->ctx[s], &d->p[s]);
-        ck_assert_msg(st == WEFT_OK, "%s: %s", d->name, weft_last_error());
-        bld b = *proto;
-        b.p = d->p[s];
-        b.ctx = d->ctx[s];
-        weft_acc *res[MAX_RES] = {NULL};
-        int n = f(&b, res);
-        ck_assert_msg(weft_program_status(d->p[s]) == WEFT_OK,
-                      "%s: builder error: %s", d->name,
-                      weft_program_error(d->p[s]));
-        ck_assert(n >= 1 && n <= MAX_RES);
-        st = weft_compile(d->p[s], res, n, &d->exe[s]);
-        ck_assert_msg(st == WEFT_OK, "%s: weft_compile(%s): %s", d->name,
-                      side_name[s], weft_last_error());
-    }
-}
-
-/* Make h an array of ctx. */
-static weft_array *harr_array(weft_context *ctx, const harr *h)
-{
-    weft_array *a = NULL;
-    weft_status s = weft_array_from_host(ctx, harr_type(ctx, h), h->rank,
-                                         h->shape,
-                                         (const void *const *)h->data, &a);
-    ck_assert_msg(s == WEFT_OK, "weft_array_from_host: %s", weft_last_error());
-    return a;
-}
-
-static bool float_close(double got, double want, double atol, double rtol)
-{
-    if (isnan(want) || isnan(got)) {
-        return isnan(want) && isnan(got);
-    }
-    if (got == want) {
-        return true;
-    }
-    if (isinf(want) || isinf(got)) {
-        return false;
-    }
-    return fabs(got - want) <= atol + rtol * fabs(want);
-}
-
-/* Compare output o of the two runs; on a difference fail with a message. */
-static void compare(diff *d, const char *where, int o, weft_array *want,
-                    weft_array *got, double atol, double rtol)
-{
-    ck_assert_msg(want && got, "%s%s: output %d missing", d->name, where, o);
-    weft_type tw = weft_array_type(want), tg = weft_array_type(got);
-    int lw = weft_type_leaves(d->ctx[0], tw);
-    int lg = weft_type_leaves(d->ctx[1], tg);
-    ck_assert_msg(lw == lg, "%s%s: output %d has %d leaves, expected %d",
-                  d->name, where, o, lg, lw);
-    ck_assert_msg(weft_array_rank(want) == weft_array_rank(got),
-                  "%s%s: output %d has rank %d, expected %d", d->name, where,
-                  o, weft_array_rank(got), weft_array_rank(want));
-    for (int k = 0; k < weft_array_rank(want); k++) {
-        ck_assert_msg(weft_array_extent(want, k) == weft_array_extent(got, k),
-                      "%s%s: output %d extent %d is %lld, expected %lld",
-                      d->name, where, o, k,
-                      (long long)weft_array_extent(got, k),
-                      (long long)weft_array_extent(want, k));
-    }
-    int64_t n = weft_array_size(want);
-    for (int l = 0; l < lw; l++) {
-        weft_type t = weft_type_leaf(d->ctx[0], tw, l);
-        ck_assert_msg(t == weft_type_leaf(d->ctx[1], tg, l),
-                      "%s%s: output %d leaf %d type differs", d->name, where,
-                      o, l);
-        size_t w = weft_type_size(t);
-        const unsigned char *pw = weft_array_data(want, l);
-        const unsigned char *pg = weft_array_data(got, l);
-        if (n == 0) {
-            continue;
-        }
-        ck_assert(pw && pg);
-        if (!tu_is_float(t)) {
-            if (memcmp(pw, pg, (size_t)n * w) == 0) {
-                continue;
-            }
-            for (int64_t i = 0; i < n; i++) {
-                if (memcmp(pw + i * (int64_t)w, pg + i * (int64_t)w, w)) {
-                    ck_abort_msg("%s%s: output %d leaf %d element %lld is "
-                                 "%lld, expected %lld",
-                                 d->name, where, o, l, (long long)i,
-                                 (long long)tu_load_i(t, pg + i * (int64_t)w),
-                                 (long long)tu_load_i(t, pw + i * (int64_t)w));
-                }
-            }
-        }
-        double at = atol, rt = rtol;
-        if (DT_FAST) {
-            at = fmax(at, fast_tol(t));
-            rt = fmax(rt, fast_tol(t));
-        }
-        for (int64_t i = 0; i < n; i++) {
-            double a = tu_load_f(t, pw + i * (int64_t)w);
-            double b = tu_load_f(t, pg + i * (int64_t)w);
-            bool ok = at == 0 && rt == 0
-                          ? (memcmp(pw + i * (int64_t)w, pg + i * (int64_t)w,
-                                    w) == 0
-                             || (isnan(a) && isnan(b)))
-                          : float_close(b, a, at, rt);
-            if (!ok) {
-                ck_abort_msg("%s%s: output %d leaf %d element %lld is %.9g, "
-                             "expected %.9g (atol %g, rtol %g)",
-                             d->name, where, o, l, (long long)i, b, a, at,
-                             rt);
-            }
-        }
-    }
+    tu_cmp_case(d, "%s (type %d, rank %d, variant %d)", name, (int)proto->t,
+                proto->rank, proto->variant);
+    bld_arg ba = {f, proto};
+    tu_cmp_build(d, build_side, &ba);
 }
 
 /* Run both executables on in[0..nin-1] and compare: the statuses must be
- * equal; on success every output must match (floats within atol + rtol
- * |want|, bitwise when both are 0).  Returns the status. */
-static weft_status diff_run_tol(diff *d, const harr *in, int nin,
+ * equal, a failure reported by weft_run; on success every output must
+ * match (floats within max(atol, rtol |want|), bitwise when both are 0).
+ * Returns the status. */
+static weft_status diff_run_tol(diff *d, const tu_host *in, int nin,
                                 double atol, double rtol)
 {
-    char where[200] = "";
-    int k = 0;
-    for (int i = 0; i < nin && k < (int)sizeof where - 40; i++) {
-        char sh[64];
-        shape_text(&in[i], sh, sizeof sh);
-        k += snprintf(where + k, sizeof where - (size_t)k, "%s%s",
-                      i ? " " : " on ", sh);
-    }
-    weft_array *out[2][MAX_RES] = {{NULL}};
-    weft_status st[2];
-    char msg[2][256];
-    int nout = weft_executable_outputs(d->exe[0]);
-    ck_assert_int_eq(nout, weft_executable_outputs(d->exe[1]));
-    ck_assert(nout <= MAX_RES);
-    for (int s = 0; s < 2; s++) {
-        weft_array *a[MAX_IN] = {NULL};
-        for (int i = 0; i < nin; i++) {
-            a[i] = harr_array(d->ctx[s], &in[i]);
-        }
-        st[s] = weft_run(d->exe[s], a, nin, out[s], nout);
-        snprintf(msg[s], sizeof msg[s], "%s", weft_last_error());
-        for (int i = 0; i < nin; i++) {
-            weft_array_release(a[i]);
-        }
-    }
-    ck_assert_msg(st[0] == st[1], "%s%s: cpu returned %s (%s), interp %s (%s)",
-                  d->name, where, weft_status_name(st[1]), msg[1],
-                  weft_status_name(st[0]), msg[0]);
-    if (st[0] == WEFT_OK) {
-        for (int o = 0; o < nout; o++) {
-            compare(d, where, o, out[0][o], out[1][o], atol, rtol);
-        }
-    } else {
-        ck_assert_msg(strncmp(msg[1], "weft_run", 8) == 0,
-                      "%s%s: message does not name weft_run: %s", d->name,
-                      where, msg[1]);
-        for (int o = 0; o < nout; o++) {
-            ck_assert_ptr_null(out[1][o]);
-        }
-    }
-    for (int s = 0; s < 2; s++) {
-        tu_release_all(out[s], nout);
-    }
-    return st[0];
+    weft_status s = tu_cmp_run(d, in, nin, (tu_tol){atol, rtol, 0});
+    tu_cmp_check_run_msg(d);
+    return s;
 }
 
 /* Bitwise comparison. */
-static weft_status diff_run(diff *d, const harr *in, int nin)
+static weft_status diff_run(diff *d, const tu_host *in, int nin)
 {
     return diff_run_tol(d, in, nin, 0, 0);
 }
 
 /* Run and expect the status `want` from both backends. */
-static void diff_expect(diff *d, const harr *in, int nin, weft_status want)
+static void diff_expect(diff *d, const tu_host *in, int nin, weft_status want)
 {
     weft_status s = diff_run(d, in, nin);
-    ck_assert_msg(s == want, "%s: status %s, expected %s", d->name,
+    ck_assert_msg(s == want, "%s: status %s, expected %s", d->what,
                   weft_status_name(s), weft_status_name(want));
 }
 
@@ -620,9 +365,9 @@ START_TEST(generate)
             diff_build(&d, "generate", build_generate, &b);
             for (int i = 0; i < NSHAPES; i++) {
                 if (shapes[i].rank == r) {
-                    harr h = harr1(WEFT_U8, r, shapes[i].e, 0, 9);
+                    tu_host h = harr1(WEFT_U8, r, shapes[i].e, 0, 9);
                     diff_run(&d, &h, 1);
-                    harr_free(&h);
+                    tu_host_free(&h);
                 }
             }
         }
@@ -688,9 +433,9 @@ START_TEST(map)
             diff_build(&d, "map", build_map, &b);
             for (int i = 0; i < NSHAPES; i++) {
                 if (shapes[i].rank == r) {
-                    harr h = harr1(t, r, shapes[i].e, 1, 0);
+                    tu_host h = harr1(t, r, shapes[i].e, 1, 0);
                     diff_run(&d, &h, 1);
-                    harr_free(&h);
+                    tu_host_free(&h);
                 }
             }
         }
@@ -701,9 +446,10 @@ START_TEST(map)
         static const weft_type leaves[2] = {WEFT_I32, WEFT_F64};
         for (int i = 0; i < NSHAPES; i++) {
             if (shapes[i].rank == r) {
-                harr h = harr_new(2, leaves, r, shapes[i].e, 1, 0);
+                tu_host h =
+                    tu_host_random(&rng, 2, leaves, r, shapes[i].e, 1, 0);
                 diff_run(&d, &h, 1);
-                harr_free(&h);
+                tu_host_free(&h);
             }
         }
     }
@@ -762,12 +508,12 @@ START_TEST(zipwith)
                         e3[k] = shapes[i].e[k] > 1 ? shapes[i].e[k] - 1
                                                    : shapes[i].e[k];
                     }
-                    harr h[3] = {harr1(types[ti], r, shapes[i].e, 1, 0),
-                                 harr1(types[ti], r, e2, 1, 0),
-                                 harr1(types[ti], r, e3, 1, 0)};
+                    tu_host h[3] = {harr1(types[ti], r, shapes[i].e, 1, 0),
+                                    harr1(types[ti], r, e2, 1, 0),
+                                    harr1(types[ti], r, e3, 1, 0)};
                     diff_run(&d, h, 3);
                     for (int k = 0; k < 3; k++) {
-                        harr_free(&h[k]);
+                        tu_host_free(&h[k]);
                     }
                 }
             }
@@ -786,7 +532,7 @@ static int build_use_unit(bld *b, weft_acc **res)
 {
     weft_program *p = b->p;
     weft_acc *s = weft_param(p, WEFT_I64, 0);
-    weft_array *ua = harr_array(b->ctx, b->use);
+    weft_array *ua = tu_host_array(b->ctx, b->use);
     weft_acc *u = weft_use(p, ua);
     weft_array_release(ua);
     weft_acc *sum = weft_fold_all(op2(p, WEFT_I64, weft_add), weft_i64(p, 0),
@@ -804,15 +550,15 @@ START_TEST(use_unit_the)
     diff_open(&d);
     seed(4);
     int64_t n = 1001;
-    harr u = harr_vec(WEFT_I64, n, 1, 0);
+    tu_host u = harr_vec(WEFT_I64, n, 1, 0);
     bld b = {.use = &u};
     diff_build(&d, "use/unit/the", build_use_unit, &b);
     for (int k = 0; k < 3; k++) {
-        harr s = harr1(WEFT_I64, 0, NULL, -1000, 1000);
+        tu_host s = harr1(WEFT_I64, 0, NULL, -1000, 1000);
         diff_run(&d, &s, 1);
-        harr_free(&s);
+        tu_host_free(&s);
     }
-    harr_free(&u);
+    tu_host_free(&u);
     diff_close(&d);
 }
 END_TEST
@@ -849,10 +595,10 @@ START_TEST(reshape)
             diff_build(&d, "reshape", build_reshape, &b);
             for (int i = 0; i < NSHAPES; i++) {
                 if (shapes[i].rank == r) {
-                    harr h = harr1(WEFT_I32, r, shapes[i].e, 1, 0);
+                    tu_host h = harr1(WEFT_I32, r, shapes[i].e, 1, 0);
                     diff_expect(&d, &h, 1,
                                 variant ? WEFT_ERR_RESHAPE_SIZE : WEFT_OK);
-                    harr_free(&h);
+                    tu_host_free(&h);
                 }
             }
         }
@@ -907,12 +653,12 @@ START_TEST(replicate)
                 if (shapes[i].rank != variant + 1 || shp_size(&shapes[i]) > 5000) {
                     continue;
                 }
-                harr h[2] = {harr1(WEFT_I64, 0, NULL, 0, 4),
-                             harr1(types[ti], shapes[i].rank, shapes[i].e, 1,
-                                   0)};
+                tu_host h[2] = {
+                    harr1(WEFT_I64, 0, NULL, 0, 4),
+                    harr1(types[ti], shapes[i].rank, shapes[i].e, 1, 0)};
                 diff_run(&d, h, 2);
-                harr_free(&h[0]);
-                harr_free(&h[1]);
+                tu_host_free(&h[0]);
+                tu_host_free(&h[1]);
             }
         }
     }
@@ -955,14 +701,14 @@ START_TEST(slice)
         static const int64_t sh[][3] = {{3, 5, 7}, {4, 4, 4}, {2, 9, 3}};
         for (int i = 0; i < 3; i++) {
             for (int64_t idx = -1; idx <= 4; idx++) {
-                harr h[2] = {harr1(types[ti], 3, sh[i], 1, 0),
-                             harr1(WEFT_I64, 0, NULL, idx, idx)};
+                tu_host h[2] = {harr1(types[ti], 3, sh[i], 1, 0),
+                                harr1(WEFT_I64, 0, NULL, idx, idx)};
                 bool inside = idx >= 0 && idx < sh[i][0] && idx < sh[i][1]
                               && idx < sh[i][2];
                 diff_expect(&d, h, 2,
                             inside ? WEFT_OK : WEFT_ERR_SLICE_INDEX);
-                harr_free(&h[0]);
-                harr_free(&h[1]);
+                tu_host_free(&h[0]);
+                tu_host_free(&h[1]);
             }
         }
     }
@@ -1021,9 +767,9 @@ START_TEST(backpermute)
                     continue;
                 }
                 int64_t n = shapes[i].e[0] * 3 + 1, m = shapes[i].e[1];
-                harr h[3] = {harr1(types[ti], 2, shapes[i].e, 1, 0),
-                             harr_vec(types[ti], n, 1, 0),
-                             harr_vec(WEFT_I32, m, 0, n - 1)};
+                tu_host h[3] = {harr1(types[ti], 2, shapes[i].e, 1, 0),
+                                harr_vec(types[ti], n, 1, 0),
+                                harr_vec(WEFT_I32, m, 0, n - 1)};
                 /* variant 1 reads index n whenever n - 1 was drawn; make
                  * sure it is drawn */
                 if (variant && m > 0) {
@@ -1033,7 +779,7 @@ START_TEST(backpermute)
                             variant && m > 0 ? WEFT_ERR_OUT_OF_BOUNDS
                                              : WEFT_OK);
                 for (int k = 0; k < 3; k++) {
-                    harr_free(&h[k]);
+                    tu_host_free(&h[k]);
                 }
             }
         }
@@ -1173,8 +919,9 @@ static void fold_cases(diff *d, weft_type t, enum combine c, unsigned modes,
                 }
                 weft_type leaves[2];
                 int nl = combine_leaves(&b, c, leaves);
-                harr h = harr_new(nl, leaves, r, s->e, c == C_MUL ? -3 : 1,
-                                  c == C_MUL ? 3 : 0);
+                tu_host h =
+                    tu_host_random(&rng, nl, leaves, r, s->e,
+                                   c == C_MUL ? -3 : 1, c == C_MUL ? 3 : 0);
                 int64_t per = all ? shp_size(s) : row_len(s);
                 double tol = sum_tol(t, c, per);
                 weft_status st = diff_run_tol(d, &h, 1, tol, tol ? 1e-6 : 0);
@@ -1182,10 +929,10 @@ static void fold_cases(diff *d, weft_type t, enum combine c, unsigned modes,
                  * else may fail */
                 if (st != WEFT_OK) {
                     ck_assert_msg(one && st == WEFT_ERR_EMPTY_ARRAY,
-                                  "%s: unexpected %s", d->name,
+                                  "%s: unexpected %s", d->what,
                                   weft_status_name(st));
                 }
-                harr_free(&h);
+                tu_host_free(&h);
             }
         }
     }
@@ -1258,13 +1005,13 @@ START_TEST(fold_large)
         int64_t e[2] = {cases[k].e[0], cases[k].e[1]};
         e[cases[k].rank == 1 || e[0] > e[1] ? 0 : 1] =
             big(e[cases[k].rank == 1 || e[0] > e[1] ? 0 : 1], k < 2);
-        harr h = harr_new(nl, leaves, cases[k].rank, e, 1, 0);
+        tu_host h = tu_host_random(&rng, nl, leaves, cases[k].rank, e, 1, 0);
         int64_t per = cases[k].mode & 2 ? shp_size(&(shp){cases[k].rank,
                                                          {e[0], e[1]}})
                                         : e[cases[k].rank - 1];
         double tol = sum_tol(cases[k].t, cases[k].c, per);
         diff_run_tol(&d, &h, 1, tol, 0);
-        harr_free(&h);
+        tu_host_free(&h);
     }
     diff_close(&d);
 }
@@ -1323,15 +1070,16 @@ START_TEST(fold_computed)
                     continue;
                 }
                 weft_type leaves[2] = {WEFT_I32, WEFT_I32};
-                harr h = harr_new(2, leaves, rank, shapes_c[i].e, 1, 0);
+                tu_host h =
+                    tu_host_random(&rng, 2, leaves, rank, shapes_c[i].e, 1, 0);
                 weft_status st = diff_run_tol(&d, &h, 1, 0, 0);
                 /* fold1 of empty rows is an error on both sides */
                 if (st != WEFT_OK) {
                     ck_assert_msg(variant == 1 && st == WEFT_ERR_EMPTY_ARRAY,
-                                  "%s: unexpected %s", d.name,
+                                  "%s: unexpected %s", d.what,
                                   weft_status_name(st));
                 }
-                harr_free(&h);
+                tu_host_free(&h);
             }
         }
     }
@@ -1404,13 +1152,13 @@ START_TEST(fold_short_rows)
                         weft_type leaves[2];
                         int nl = combine_leaves(&b, cases[k].c, leaves);
                         bool mul = cases[k].c == C_MUL;
-                        harr h = harr_new(nl, leaves, rank, e, mul ? -3 : 1,
-                                          mul ? 3 : 0);
+                        tu_host h = tu_host_random(&rng, nl, leaves, rank, e,
+                                                   mul ? -3 : 1, mul ? 3 : 0);
                         /* the CPU's order, or a reassociated sum */
                         bool exact = DT_BACKEND == WEFT_BACKEND_CPU && m < 64;
                         double tol = exact ? 0 : sum_tol(b.t, cases[k].c, m);
                         TU_OK(diff_run_tol(&d, &h, 1, tol, tol ? 1e-6 : 0));
-                        harr_free(&h);
+                        tu_host_free(&h);
                     }
                 }
             }
@@ -1422,13 +1170,13 @@ START_TEST(fold_short_rows)
     diff_build(&d, "fold of a gather, short rows", build_fold_gather, &bg);
     for (int64_t m = 1; m <= 70; m += 3) {
         int64_t e[2] = {67, m};
-        harr h[2] = {harr1(WEFT_I32, 2, e, -9, 9),
-                     harr1(WEFT_I32, 2, e, 0, m - 1)};
+        tu_host h[2] = {harr1(WEFT_I32, 2, e, -9, 9),
+                        harr1(WEFT_I32, 2, e, 0, m - 1)};
         diff_expect(&d, h, 2, WEFT_OK);
         harr_set_i(&h[1], 0, 40 * m + m / 2, m % 2 ? m : -1);
         diff_expect(&d, h, 2, WEFT_ERR_OUT_OF_BOUNDS);
-        harr_free(&h[0]);
-        harr_free(&h[1]);
+        tu_host_free(&h[0]);
+        tu_host_free(&h[1]);
     }
     /* computed elements (a generate fused into the fold) */
     for (int variant = 0; variant < 2; variant++) {
@@ -1436,9 +1184,10 @@ START_TEST(fold_short_rows)
         diff_build(&d, "fold computed short rows", build_fold_computed, &b);
         for (int64_t m = 1; m <= 70; m++) {
             weft_type leaves[2] = {WEFT_I32, WEFT_I32};
-            harr h = harr_new(2, leaves, 2, (int64_t[]){67, m}, 1, 0);
+            tu_host h =
+                tu_host_random(&rng, 2, leaves, 2, (int64_t[]){67, m}, 1, 0);
             TU_OK(diff_run_tol(&d, &h, 1, 0, 0));
-            harr_free(&h);
+            tu_host_free(&h);
         }
     }
     diff_close(&d);
@@ -1490,18 +1239,18 @@ START_TEST(fold_staged)
         bld b = {.t = WEFT_I32, .variant = variant};
         diff_build(&d, "fold staged", build_fold_staged, &b);
         for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
-            harr h[3] = {harr_vec(WEFT_I32, sizes[k][0], -1000, 1000),
-                         harr_vec(WEFT_I16, sizes[k][1], -1000, 1000),
-                         harr_vec(WEFT_I32, sizes[k][2], -1000, 1000)};
+            tu_host h[3] = {harr_vec(WEFT_I32, sizes[k][0], -1000, 1000),
+                            harr_vec(WEFT_I16, sizes[k][1], -1000, 1000),
+                            harr_vec(WEFT_I32, sizes[k][2], -1000, 1000)};
             weft_status st = diff_run_tol(&d, h, 3, 0, 0);
             /* fold1 of empty rows is an error on both sides */
             if (st != WEFT_OK) {
                 ck_assert_msg(variant == 1 && st == WEFT_ERR_EMPTY_ARRAY,
-                              "%s: unexpected %s", d.name,
+                              "%s: unexpected %s", d.what,
                               weft_status_name(st));
             }
             for (int m = 0; m < 3; m++) {
-                harr_free(&h[m]);
+                tu_host_free(&h[m]);
             }
         }
     }
@@ -1531,22 +1280,22 @@ static int build_fold_seg(bld *b, weft_acc **res)
 /* Segment lengths for an innermost extent n: random lengths in [0, maxlen]
  * (in [1, maxlen] when nonempty) while they fit, so they may stop short of
  * n. */
-static harr make_segments(weft_type t, int64_t n, int64_t maxlen,
-                          bool nonempty)
+static tu_host make_segments(weft_type t, int64_t n, int64_t maxlen,
+                             bool nonempty)
 {
     int64_t cap = n + 2;
     int64_t *len = malloc(sizeof *len * (size_t)cap);
     ck_assert_ptr_nonnull(len);
     int64_t m = 0, used = 0;
     while (m < cap) {
-        int64_t l = rnd_int(nonempty ? 1 : 0, maxlen);
+        int64_t l = tu_rng_int(&rng, nonempty ? 1 : 0, maxlen);
         if (used + l > n) {
             break;
         }
         len[m++] = l;
         used += l;
     }
-    harr h = harr_vec(t, m, 0, 0);
+    tu_host h = harr_vec(t, m, 0, 0);
     for (int64_t i = 0; i < m; i++) {
         harr_set_i(&h, 0, i, len[i]);
     }
@@ -1569,15 +1318,15 @@ static void fold_seg_cases(diff *d, weft_type t, enum combine c, bool one)
                 weft_type leaves[2];
                 int nl = combine_leaves(&b, c, leaves);
                 int64_t maxlen = wide ? 40 : 4;
-                harr h[2] = {harr_new(nl, leaves, r, s->e, 1, 0),
-                             make_segments(wide ? WEFT_I64 : WEFT_I32,
-                                           s->e[r - 1], maxlen, one)};
+                tu_host h[2] = {tu_host_random(&rng, nl, leaves, r, s->e, 1, 0),
+                                make_segments(wide ? WEFT_I64 : WEFT_I32,
+                                              s->e[r - 1], maxlen, one)};
                 double tol = sum_tol(t, c, maxlen);
                 weft_status st = diff_run_tol(d, h, 2, tol, 0);
-                ck_assert_msg(st == WEFT_OK, "%s: %s", d->name,
+                ck_assert_msg(st == WEFT_OK, "%s: %s", d->what,
                               weft_status_name(st));
-                harr_free(&h[0]);
-                harr_free(&h[1]);
+                tu_host_free(&h[0]);
+                tu_host_free(&h[1]);
             }
         }
     }
@@ -1600,18 +1349,18 @@ START_TEST(fold_seg)
     bld b = {.t = WEFT_I64, .rank = 1, .variant = (int)C_ADD << 4};
     diff_build(&d, "fold_seg large", build_fold_seg, &b);
     int64_t m = big(1000003, true);
-    harr h[2] = {harr_vec(WEFT_I64, m, 1, 0),
-                 make_segments(WEFT_I32, m, 20, false)};
+    tu_host h[2] = {harr_vec(WEFT_I64, m, 1, 0),
+                    make_segments(WEFT_I32, m, 20, false)};
     ck_assert_int_eq(diff_run(&d, h, 2), WEFT_OK);
-    harr_free(&h[0]);
-    harr_free(&h[1]);
+    tu_host_free(&h[0]);
+    tu_host_free(&h[1]);
     /* one long segment */
     m = big(1000003, false);
     h[0] = harr_vec(WEFT_I64, m, 1, 0);
     h[1] = harr_vec(WEFT_I32, 1, m, m);
     ck_assert_int_eq(diff_run(&d, h, 2), WEFT_OK);
-    harr_free(&h[0]);
-    harr_free(&h[1]);
+    tu_host_free(&h[0]);
+    tu_host_free(&h[1]);
     diff_close(&d);
 }
 END_TEST
@@ -1675,12 +1424,12 @@ static void scan_cases(diff *d, weft_type t, enum combine c, int max_rank)
                 }
                 weft_type leaves[2];
                 int nl = combine_leaves(&b, c, leaves);
-                harr h = harr_new(nl, leaves, r, s->e, 1, 0);
+                tu_host h = tu_host_random(&rng, nl, leaves, r, s->e, 1, 0);
                 double tol = sum_tol(t, c, row_len(s));
                 weft_status st = diff_run_tol(d, &h, 1, tol, 0);
-                ck_assert_msg(st == WEFT_OK, "%s: %s", d->name,
+                ck_assert_msg(st == WEFT_OK, "%s: %s", d->what,
                               weft_status_name(st));
-                harr_free(&h);
+                tu_host_free(&h);
             }
         }
     }
@@ -1747,10 +1496,10 @@ START_TEST(scan_large)
         int nl = combine_leaves(&b, cases[k].c, leaves);
         int64_t e[2] = {cases[k].e[0], cases[k].e[1]};
         e[cases[k].rank - 1] = big(e[cases[k].rank - 1], k == 0);
-        harr h = harr_new(nl, leaves, cases[k].rank, e, 1, 0);
+        tu_host h = tu_host_random(&rng, nl, leaves, cases[k].rank, e, 1, 0);
         double tol = sum_tol(cases[k].t, cases[k].c, e[cases[k].rank - 1]);
         ck_assert_int_eq(diff_run_tol(&d, &h, 1, tol, 0), WEFT_OK);
-        harr_free(&h);
+        tu_host_free(&h);
     }
     diff_close(&d);
 }
@@ -1768,9 +1517,9 @@ START_TEST(huge)
     const int64_t n = big(((int64_t)1 << 24) + 3, false);
     bld bm = {.t = WEFT_I32, .rank = 1};
     diff_build(&d, "map huge", build_map, &bm);
-    harr h = harr1(WEFT_I32, 1, (int64_t[]){n}, 1, 0);
+    tu_host h = harr1(WEFT_I32, 1, (int64_t[]){n}, 1, 0);
     ck_assert_int_eq(diff_run_tol(&d, &h, 1, 0, 0), WEFT_OK);
-    harr_free(&h);
+    tu_host_free(&h);
     struct {
         weft_type t;
         enum combine c;
@@ -1783,17 +1532,17 @@ START_TEST(huge)
         diff_build(&d, "fold huge", build_fold, &b);
         weft_type leaves[2];
         int nl = combine_leaves(&b, folds[k].c, leaves);
-        h = harr_new(nl, leaves, 1, (int64_t[]){n}, 1, 0);
+        h = tu_host_random(&rng, nl, leaves, 1, (int64_t[]){n}, 1, 0);
         ck_assert_int_eq(diff_run_tol(&d, &h, 1,
                                       sum_tol(folds[k].t, folds[k].c, n), 0),
                          WEFT_OK);
-        harr_free(&h);
+        tu_host_free(&h);
     }
     bld bs = {.t = WEFT_I32, .rank = 1, .variant = (int)SCANL1 | (int)C_ADD << 4};
     diff_build(&d, "scan huge", build_scan, &bs);
     h = harr1(WEFT_I32, 1, (int64_t[]){n}, 1, 0);
     ck_assert_int_eq(diff_run_tol(&d, &h, 1, 0, 0), WEFT_OK);
-    harr_free(&h);
+    tu_host_free(&h);
     diff_close(&d);
 }
 END_TEST
@@ -1866,10 +1615,10 @@ static weft_status permute_run(diff *d, weft_type t, bool pair, int rank,
 {
     static const weft_type pl[2] = {WEFT_I32, WEFT_F64};
     int64_t size = rank == 1 ? dsh[0] : dsh[0] * dsh[1];
-    harr h[3];
+    tu_host h[3];
     if (pair) {
-        h[0] = harr_new(2, pl, rank, dsh, 1, 0);
-        h[1] = harr_new(2, pl, 1, &nsrc, 1, 0);
+        h[0] = tu_host_random(&rng, 2, pl, rank, dsh, 1, 0);
+        h[1] = tu_host_random(&rng, 2, pl, 1, &nsrc, 1, 0);
     } else if (t == WEFT_F32 || t == WEFT_F64) {
         h[0] = harr1(t, rank, dsh, 1, 0);
         h[1] = harr1(t, 1, &nsrc, 1, 0);
@@ -1878,8 +1627,8 @@ static weft_status permute_run(diff *d, weft_type t, bool pair, int rank,
         h[1] = harr1(t, 1, &nsrc, -40, 40);
         if (t == WEFT_U8 || t == WEFT_U16 || t == WEFT_U32
             || t == WEFT_U64) {
-            harr_free(&h[0]);
-            harr_free(&h[1]);
+            tu_host_free(&h[0]);
+            tu_host_free(&h[1]);
             h[0] = harr1(t, rank, dsh, 1, 0);
             h[1] = harr1(t, 1, &nsrc, 1, 0);
         }
@@ -1890,15 +1639,15 @@ static weft_status permute_run(diff *d, weft_type t, bool pair, int rank,
         if (perm) {
             v = i < size ? size - 1 - i : -1;
         } else if (size == 0) {
-            v = -1 - rnd_int(0, 2);
+            v = -1 - tu_rng_int(&rng, 0, 2);
         } else {
-            v = rnd_int(-3, size - 1 + over);
+            v = tu_rng_int(&rng, -3, size - 1 + over);
         }
         harr_set_i(&h[2], 0, i, v);
     }
     weft_status s = diff_run_tol(d, h, 3, tol, 0);
     for (int k = 0; k < 3; k++) {
-        harr_free(&h[k]);
+        tu_host_free(&h[k]);
     }
     return s;
 }
@@ -1960,7 +1709,7 @@ START_TEST(permute)
                     }
                     weft_status s = permute_run(&d, t, pair, rank, dsh, nsrc,
                                                 unique, 0, tol);
-                    ck_assert_msg(s == WEFT_OK, "%s: %s", d.name,
+                    ck_assert_msg(s == WEFT_OK, "%s: %s", d.what,
                                   weft_status_name(s));
                 }
             }
@@ -2053,7 +1802,7 @@ static void stencil_runs(diff *d, const stencil_case *c, bool two)
                                           : ext3[i];
         /* extents below half the window are included: every boundary
          * must still read inside the array (mirror reflects again) */
-        harr h[2];
+        tu_host h[2];
         h[0] = harr1(c->t, c->rank, e, -20, 20);
         int64_t e2[3];
         for (int k = 0; k < c->rank; k++) {
@@ -2061,9 +1810,9 @@ static void stencil_runs(diff *d, const stencil_case *c, bool two)
         }
         h[1] = harr1(c->t, c->rank, e2, -20, 20);
         weft_status s = diff_run(d, h, two ? 2 : 1);
-        ck_assert_msg(s == WEFT_OK, "%s: %s", d->name, weft_status_name(s));
-        harr_free(&h[0]);
-        harr_free(&h[1]);
+        ck_assert_msg(s == WEFT_OK, "%s: %s", d->what, weft_status_name(s));
+        tu_host_free(&h[0]);
+        tu_host_free(&h[1]);
     }
 }
 
@@ -2075,7 +1824,7 @@ START_TEST(stencil)
     for (int kind = 0; kind < 4; kind++) {
         for (int w = 3; w <= 9; w += 2) {
             stencil_case c = {1, {w}, (weft_boundary_kind)kind, WEFT_I32};
-            bld b = {.use = (const harr *)(const void *)&c, .rank = 1};
+            bld b = {.use = (const tu_host *)(const void *)&c, .rank = 1};
             diff_build(&d, "stencil rank 1", build_stencil, &b);
             stencil_runs(&d, &c, false);
         }
@@ -2084,13 +1833,14 @@ START_TEST(stencil)
             stencil_case c = {2, {win2[k][0], win2[k][1]},
                               (weft_boundary_kind)kind,
                               k == 1 ? WEFT_F32 : WEFT_I32};
-            bld b = {.use = (const harr *)(const void *)&c, .rank = 2,
+            bld b = {.use = (const tu_host *)(const void *)&c,
+                     .rank = 2,
                      .variant = 0};
             diff_build(&d, "stencil rank 2", build_stencil, &b);
             stencil_runs(&d, &c, false);
         }
         stencil_case c3 = {3, {3, 3, 3}, (weft_boundary_kind)kind, WEFT_F64};
-        bld b3 = {.use = (const harr *)(const void *)&c3, .rank = 3};
+        bld b3 = {.use = (const tu_host *)(const void *)&c3, .rank = 3};
         diff_build(&d, "stencil rank 3", build_stencil, &b3);
         stencil_runs(&d, &c3, false);
     }
@@ -2139,9 +1889,9 @@ START_TEST(stencil_tuple)
         bld b = {.rank = 2, .variant = kind};
         diff_build(&d, "stencil tuple", build_stencil_tuple, &b);
         for (int i = 0; i < 4; i++) {
-            harr h = harr_new(2, leaves, 2, ext[i], -20, 20);
+            tu_host h = tu_host_random(&rng, 2, leaves, 2, ext[i], -20, 20);
             ck_assert_int_eq(diff_run(&d, &h, 1), WEFT_OK);
-            harr_free(&h);
+            tu_host_free(&h);
         }
     }
     diff_close(&d);
@@ -2155,12 +1905,12 @@ START_TEST(stencil2)
     seed(20);
     for (int kind = 0; kind < 4; kind++) {
         stencil_case c1 = {1, {5}, (weft_boundary_kind)kind, WEFT_I32};
-        bld b = {.use = (const harr *)(const void *)&c1, .rank = 1,
-                 .variant = 1};
+        bld b = {
+            .use = (const tu_host *)(const void *)&c1, .rank = 1, .variant = 1};
         diff_build(&d, "stencil2 rank 1", build_stencil, &b);
         stencil_runs(&d, &c1, true);
         stencil_case c2 = {2, {3, 3}, (weft_boundary_kind)kind, WEFT_F32};
-        b.use = (const harr *)(const void *)&c2;
+        b.use = (const tu_host *)(const void *)&c2;
         b.rank = 2;
         diff_build(&d, "stencil2 rank 2", build_stencil, &b);
         stencil_runs(&d, &c2, true);
@@ -2200,12 +1950,12 @@ START_TEST(acond_atuple)
     diff_build(&d, "acond", build_acond, &b);
     for (int c = 0; c < 2; c++) {
         for (int64_t n = 0; n < 40; n += 13) {
-            harr h[2] = {harr1(WEFT_BOOL, 0, NULL, c, c),
-                         harr_vec(WEFT_I32, n, 1, 0)};
+            tu_host h[2] = {harr1(WEFT_BOOL, 0, NULL, c, c),
+                            harr_vec(WEFT_I32, n, 1, 0)};
             harr_set_i(&h[0], 0, 0, c);
             diff_run(&d, h, 2);
-            harr_free(&h[0]);
-            harr_free(&h[1]);
+            tu_host_free(&h[0]);
+            tu_host_free(&h[1]);
         }
     }
     diff_close(&d);
@@ -2256,11 +2006,11 @@ START_TEST(awhile)
             if (shapes[i].rank != r || shp_size(&shapes[i]) > 5000) {
                 continue;
             }
-            harr h[2] = {harr1(WEFT_I64, r, shapes[i].e, 0, 5),
-                         harr1(WEFT_I64, 0, NULL, 100000, 100000)};
+            tu_host h[2] = {harr1(WEFT_I64, r, shapes[i].e, 0, 5),
+                            harr1(WEFT_I64, 0, NULL, 100000, 100000)};
             diff_run(&d, h, 2);
-            harr_free(&h[0]);
-            harr_free(&h[1]);
+            tu_host_free(&h[0]);
+            tu_host_free(&h[1]);
         }
     }
     diff_close(&d);
@@ -2384,15 +2134,15 @@ START_TEST(prims)
             bld b = {.t = t, .variant = g};
             diff_build(&d, "prims", build_prims, &b);
             for (int64_t n = 1; n <= 1001; n += 500) {
-                harr h[2] = {harr_vec(t, n, 1, 0), harr_vec(t, n, 1, 0)};
+                tu_host h[2] = {harr_vec(t, n, 1, 0), harr_vec(t, n, 1, 0)};
                 /* the transcendental functions may reach libm by another
                  * path in compiled code (an intrinsic, a vector call):
                  * a few ulps, as in test_codegen.c */
                 bool trans = tu_is_float(t) && g == 1;
                 double rtol = !trans ? 0 : t == WEFT_F32 ? 4e-7 : 1e-15;
                 diff_run_tol(&d, h, 2, rtol, rtol);
-                harr_free(&h[0]);
-                harr_free(&h[1]);
+                tu_host_free(&h[0]);
+                tu_host_free(&h[1]);
             }
         }
     }
@@ -2407,10 +2157,8 @@ END_TEST
 static int build_dotp(bld *b, weft_acc **res)
 {
     weft_program *p = b->p;
-    weft_type t = b->t;
-    weft_acc *xs = weft_param(p, t, 1), *ys = weft_param(p, t, 1);
-    res[0] = weft_fold(op2(p, t, weft_add), cstf(p, t, 0),
-                       weft_zipwith(op2(p, t, weft_mul), xs, ys));
+    weft_acc *xs = weft_param(p, b->t, 1), *ys = weft_param(p, b->t, 1);
+    res[0] = tu_prog_dotp(p, b->t, xs, ys);
     return 1;
 }
 
@@ -2419,33 +2167,8 @@ static int build_saxpy(bld *b, weft_acc **res)
     weft_program *p = b->p;
     weft_acc *alpha = weft_param(p, WEFT_F32, 0);
     weft_acc *xs = weft_param(p, WEFT_F32, 1), *ys = weft_param(p, WEFT_F32, 1);
-    weft_exp *a = weft_the(alpha);
-    weft_fun *f = weft_fun2(p, WEFT_F32, WEFT_F32);
-    weft_fun_return(f, weft_add(weft_mul(a, weft_arg(f, 0)), weft_arg(f, 1)));
-    res[0] = weft_zipwith(f, xs, ys);
+    res[0] = tu_prog_saxpy(p, alpha, xs, ys);
     return 1;
-}
-
-static const double bs_coeff[5] = {0.31938153, -0.356563782, 1.781477937,
-                                   -1.821255978, 1.330274429};
-
-static weft_exp *cnd(weft_program *p, weft_exp *d)
-{
-    weft_exp *k =
-        weft_fdiv(weft_f32(p, 1),
-                  weft_add(weft_f32(p, 1),
-                           weft_mul(weft_f32(p, 0.2316419f), weft_abs(d))));
-    weft_exp *poly = weft_f32(p, (float)bs_coeff[4]);
-    for (int i = 3; i >= 0; i--) {
-        poly = weft_add(weft_f32(p, (float)bs_coeff[i]), weft_mul(k, poly));
-    }
-    poly = weft_mul(k, poly);
-    weft_exp *c = weft_mul(
-        weft_mul(weft_f32(p, 0.39894228f),
-                 weft_fexp(weft_mul(weft_f32(p, -0.5f), weft_mul(d, d)))),
-        poly);
-    return weft_cond(weft_gt(d, weft_f32(p, 0)), weft_sub(weft_f32(p, 1), c),
-                     c);
 }
 
 static int build_black_scholes(bld *b, weft_acc **res)
@@ -2454,25 +2177,7 @@ static int build_black_scholes(bld *b, weft_acc **res)
     weft_acc *price = weft_param(p, WEFT_F32, 1);
     weft_acc *strike = weft_param(p, WEFT_F32, 1);
     weft_acc *years = weft_param(p, WEFT_F32, 1);
-    weft_fun *f = weft_fun3(p, WEFT_F32, WEFT_F32, WEFT_F32);
-    weft_exp *s = weft_arg(f, 0), *x = weft_arg(f, 1), *t = weft_arg(f, 2);
-    weft_exp *r = weft_f32(p, 0.02f), *v = weft_f32(p, 0.30f);
-    weft_exp *v_sqrtt = weft_mul(v, weft_sqrt(t));
-    weft_exp *d1 = weft_fdiv(
-        weft_add(
-            weft_log(weft_fdiv(s, x)),
-            weft_mul(weft_add(r, weft_mul(weft_f32(p, 0.5f), weft_mul(v, v))),
-                     t)),
-        v_sqrtt);
-    weft_exp *d2 = weft_sub(d1, v_sqrtt);
-    weft_exp *c1 = cnd(p, d1), *c2 = cnd(p, d2);
-    weft_exp *x_exprt = weft_mul(x, weft_fexp(weft_mul(weft_neg(r), t)));
-    weft_exp *pair[2] = {
-        weft_sub(weft_mul(s, c1), weft_mul(x_exprt, c2)),
-        weft_sub(weft_mul(x_exprt, weft_sub(weft_f32(p, 1), c2)),
-                 weft_mul(s, weft_sub(weft_f32(p, 1), c1)))};
-    weft_fun_return(f, weft_tuple(p, 2, pair));
-    res[0] = weft_zipwith3(f, price, strike, years);
+    res[0] = tu_prog_black_scholes(p, price, strike, years);
     return 1;
 }
 
@@ -2483,137 +2188,38 @@ static int build_smvm(bld *b, weft_acc **res)
     weft_acc *cols = weft_param(p, WEFT_I32, 1);
     weft_acc *vals = weft_param(p, WEFT_F64, 1);
     weft_acc *xv = weft_param(p, WEFT_F64, 1);
-    weft_fun *ix = weft_fun1(p, WEFT_DIM(1));
-    weft_fun_return(ix, weft_index1(weft_convert(weft_at(cols, weft_arg(ix, 0)),
-                                                 WEFT_I64)));
-    weft_acc *gathered = weft_backpermute(weft_shape(vals), ix, xv);
-    weft_acc *prods = weft_zipwith(op2(p, WEFT_F64, weft_mul), vals, gathered);
-    res[0] = weft_fold_seg(op2(p, WEFT_F64, weft_add), weft_f64(p, 0), prods,
-                           segd);
+    res[0] = tu_prog_smvm(p, segd, cols, vals, xv);
     return 1;
 }
 
 static int build_histogram(bld *b, weft_acc **res)
 {
-    weft_program *p = b->p;
-    weft_acc *vs = weft_param(p, WEFT_I32, 1);
-    weft_fun *zero = weft_fun1(p, WEFT_DIM(1));
-    weft_fun_return(zero, weft_i32(p, 0));
-    weft_acc *zeros = weft_generate(weft_index1(weft_i64(p, 10)), zero);
-    weft_fun *one = weft_fun1(p, WEFT_I32);
-    weft_fun_return(one, weft_i32(p, 1));
-    weft_fun *ix = weft_fun1(p, WEFT_DIM(1));
-    weft_exp *v = weft_at(vs, weft_arg(ix, 0));
-    weft_exp *in_range =
-        weft_and(weft_ge(v, weft_i32(p, 0)), weft_lt(v, weft_i32(p, 100)));
-    weft_fun_return(ix, weft_cond(in_range,
-                                  weft_index1(weft_convert(
-                                      weft_quot(v, weft_i32(p, 10)), WEFT_I64)),
-                                  weft_ignore(p, 1)));
-    res[0] = weft_permute(op2(p, WEFT_I32, weft_add), zeros, ix,
-                          weft_map(one, vs));
+    res[0] = tu_prog_histogram(b->p, weft_param(b->p, WEFT_I32, 1));
     return 1;
 }
 
 static int build_filter(bld *b, weft_acc **res)
 {
-    weft_program *p = b->p;
-    weft_acc *a = weft_param(p, WEFT_I32, 1);
-    weft_fun *pred = weft_fun1(p, WEFT_I32);
-    weft_fun_return(
-        pred, weft_cond(weft_eq(weft_mod(weft_arg(pred, 0), weft_i32(p, 3)),
-                                weft_i32(p, 0)),
-                        weft_i64(p, 1), weft_i64(p, 0)));
-    weft_acc *keep = weft_map(pred, a);
-    weft_acc *sc =
-        weft_scanl_(op2(p, WEFT_I64, weft_add), weft_i64(p, 0), keep);
-    weft_acc *offs = weft_aget(sc, 0), *total = weft_aget(sc, 1);
-    weft_fun *zero = weft_fun1(p, WEFT_DIM(1));
-    weft_fun_return(zero, weft_i32(p, 0));
-    weft_acc *dflt = weft_generate(weft_index1(weft_the(total)), zero);
-    weft_fun *ix = weft_fun1(p, WEFT_DIM(1));
-    weft_exp *i = weft_arg(ix, 0);
-    weft_fun_return(ix, weft_cond(weft_eq(weft_at(keep, i), weft_i64(p, 1)),
-                                  weft_index1(weft_at(offs, i)),
-                                  weft_ignore(p, 1)));
-    weft_fun *first = weft_fun2(p, WEFT_I32, WEFT_I32);
-    weft_fun_return(first, weft_arg(first, 0));
-    res[0] = weft_permute(first, dflt, ix, a);
+    res[0] = tu_prog_filter(b->p, weft_param(b->p, WEFT_I32, 1));
     return 1;
 }
 
 static int build_jacobi(bld *b, weft_acc **res)
 {
-    weft_program *p = b->p;
-    weft_acc *g = weft_param(p, WEFT_F64, 2);
-    weft_type ts[9];
-    for (int i = 0; i < 9; i++) {
-        ts[i] = WEFT_F64;
-    }
-    weft_fun *f = weft_fun_create(p, 9, ts);
-    weft_fun_return(
-        f, weft_mul(weft_f64(p, 0.25),
-                    weft_add(weft_add(weft_arg(f, 1), weft_arg(f, 3)),
-                             weft_add(weft_arg(f, 5), weft_arg(f, 7)))));
-    static const int window[2] = {3, 3};
-    weft_boundary clamp = {WEFT_BOUNDARY_CLAMP, NULL};
-    weft_acc *r = g;
-    for (int k = 0; k < 4; k++) {
-        r = weft_stencil(f, window, clamp, r);
-    }
-    res[0] = r;
+    res[0] = tu_prog_jacobi(b->p, weft_param(b->p, WEFT_F64, 2), 4);
     return 1;
 }
 
 static int build_newton(bld *b, weft_acc **res)
 {
-    weft_program *p = b->p;
-    weft_acc *as = weft_param(p, WEFT_F64, 1);
-    weft_fun *start = weft_fun1(p, WEFT_F64);
-    weft_fun_return(start, weft_max(weft_arg(start, 0), weft_f64(p, 1)));
-    weft_acc *x0 = weft_map(start, as);
-    weft_afun *cond = weft_afun_like(x0);
-    weft_fun *far = weft_fun2(p, WEFT_F64, WEFT_F64);
-    weft_exp *x = weft_arg(far, 0), *a = weft_arg(far, 1);
-    weft_fun_return(far, weft_gt(weft_abs(weft_sub(weft_mul(x, x), a)),
-                                 weft_mul(weft_f64(p, 1e-12), a)));
-    weft_afun_return(cond,
-                     weft_fold_all(op2(p, WEFT_BOOL, weft_or), weft_bool(p, 0),
-                                   weft_zipwith(far, weft_afun_arg(cond), as)));
-    weft_afun *body = weft_afun_like(x0);
-    weft_fun *step = weft_fun2(p, WEFT_F64, WEFT_F64);
-    x = weft_arg(step, 0);
-    a = weft_arg(step, 1);
-    weft_fun_return(step,
-                    weft_mul(weft_f64(p, 0.5), weft_add(x, weft_fdiv(a, x))));
-    weft_afun_return(body, weft_zipwith(step, weft_afun_arg(body), as));
-    res[0] = weft_awhile(cond, body, x0);
+    res[0] = tu_prog_newton(b->p, weft_param(b->p, WEFT_F64, 1));
     return 1;
 }
 
 static int build_collatz(bld *b, weft_acc **res)
 {
-    weft_program *p = b->p;
-    weft_acc *na = weft_param(p, WEFT_I64, 0);
-    weft_type st = pair_type(b->ctx, WEFT_I64, WEFT_I32);
-    weft_fun *cond = weft_fun1(p, st);
-    weft_fun_return(cond,
-                    weft_ne(weft_get(weft_arg(cond, 0), 0), weft_i64(p, 1)));
-    weft_fun *body = weft_fun1(p, st);
-    weft_exp *n = weft_get(weft_arg(body, 0), 0);
-    weft_exp *c = weft_get(weft_arg(body, 0), 1);
-    weft_exp *next[2] = {
-        weft_cond(weft_eq(weft_rem(n, weft_i64(p, 2)), weft_i64(p, 0)),
-                  weft_quot(n, weft_i64(p, 2)),
-                  weft_add(weft_mul(n, weft_i64(p, 3)), weft_i64(p, 1))),
-        weft_add(c, weft_i32(p, 1))};
-    weft_fun_return(body, weft_tuple(p, 2, next));
-    weft_fun *g = weft_fun1(p, WEFT_DIM(1));
-    weft_exp *init[2] = {weft_add(weft_get(weft_arg(g, 0), 0), weft_i64(p, 1)),
-                         weft_i32(p, 0)};
-    weft_fun_return(
-        g, weft_get(weft_while(cond, body, weft_tuple(p, 2, init)), 1));
-    res[0] = weft_generate(weft_index1(weft_the(na)), g);
+    weft_acc *na = weft_param(b->p, WEFT_I64, 0);
+    res[0] = tu_prog_collatz(b->p, b->ctx, weft_the(na));
     return 1;
 }
 
@@ -2762,11 +2368,11 @@ static int build_awhile_fail(bld *b, weft_acc **res)
 static void awhile_fail_run(diff *d, int64_t m, int64_t lim,
                             weft_status want)
 {
-    harr h[2] = {harr_vec(WEFT_I32, m, -50, 50),
-                 harr1(WEFT_I32, 0, NULL, lim, lim)};
+    tu_host h[2] = {harr_vec(WEFT_I32, m, -50, 50),
+                    harr1(WEFT_I32, 0, NULL, lim, lim)};
     diff_expect(d, h, 2, want);
-    harr_free(&h[0]);
-    harr_free(&h[1]);
+    tu_host_free(&h[0]);
+    tu_host_free(&h[1]);
 }
 
 START_TEST(awhile_fail)
@@ -2920,15 +2526,15 @@ START_TEST(permute_report_first)
         {-1, 7, WEFT_ERR_OUT_OF_BOUNDS},
     };
     for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
-        harr h[3] = {harr_vec(WEFT_I32, 10, -5, 5),
-                     harr1(WEFT_I64, 0, NULL, runs[i].t, runs[i].t),
-                     harr1(WEFT_I64, 0, NULL, runs[i].len, runs[i].len)};
+        tu_host h[3] = {harr_vec(WEFT_I32, 10, -5, 5),
+                        harr1(WEFT_I64, 0, NULL, runs[i].t, runs[i].t),
+                        harr1(WEFT_I64, 0, NULL, runs[i].len, runs[i].len)};
         diff_expect(&d, h, 3, runs[i].want);
         if (runs[i].want == WEFT_ERR_OUT_OF_BOUNDS) {
             /* the report names the permute, as rt_exec words it */
             weft_array *a[3], *out[1] = {NULL};
             for (int k = 0; k < 3; k++) {
-                a[k] = harr_array(d.ctx[1], &h[k]);
+                a[k] = tu_host_array(d.ctx[1], &h[k]);
             }
             ck_assert_int_eq(weft_run(d.exe[1], a, 3, out, 1),
                              WEFT_ERR_OUT_OF_BOUNDS);
@@ -2940,7 +2546,7 @@ START_TEST(permute_report_first)
             tu_release_all(a, 3);
         }
         for (int k = 0; k < 3; k++) {
-            harr_free(&h[k]);
+            tu_host_free(&h[k]);
         }
     }
     diff_close(&d);
@@ -3019,12 +2625,13 @@ START_TEST(while_staged)
         diff_build(&d, "while staged", build_while_staged, &b);
         for (size_t k = 0; k < sizeof lens / sizeof *lens; k++) {
             weft_type pl[2] = {WEFT_I64, WEFT_I16};
-            harr h[3] = {harr_vec(WEFT_I32, lens[k][0], -1000, 1000),
-                         harr_new(2, pl, 1, &lens[k][1], -1000, 1000),
-                         harr_vec(WEFT_I32, lens[k][2], -1000, 1000)};
+            tu_host h[3] = {
+                harr_vec(WEFT_I32, lens[k][0], -1000, 1000),
+                tu_host_random(&rng, 2, pl, 1, &lens[k][1], -1000, 1000),
+                harr_vec(WEFT_I32, lens[k][2], -1000, 1000)};
             diff_run(&d, h, 3);
             for (int m = 0; m < 3; m++) {
-                harr_free(&h[m]);
+                tu_host_free(&h[m]);
             }
         }
     }
@@ -3032,9 +2639,9 @@ START_TEST(while_staged)
     diff_build(&d, "awhile staged", build_awhile_staged, &b);
     static const int64_t sizes[] = {0, 1, 300, 1001};
     for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
-        harr h = harr_vec(WEFT_I32, sizes[k], -1000, 1000);
+        tu_host h = harr_vec(WEFT_I32, sizes[k], -1000, 1000);
         diff_run(&d, &h, 1);
-        harr_free(&h);
+        tu_host_free(&h);
     }
     diff_close(&d);
 }
@@ -3080,99 +2687,99 @@ static void programs_with(unsigned flags)
         bld b = {.t = t ? WEFT_F64 : WEFT_F32};
         diff_build(&d, "dotp", build_dotp, &b);
         for (int k = 0; k < 4; k++) {
-            harr h[2] = {harr_vec(b.t, sizes[k], 1, 0),
-                         harr_vec(b.t, sizes[k], 1, 0)};
+            tu_host h[2] = {harr_vec(b.t, sizes[k], 1, 0),
+                            harr_vec(b.t, sizes[k], 1, 0)};
             double tol = (t ? TOL_F64 : TOL_F32) * (double)(sizes[k] + 1);
             diff_run_tol(&d, h, 2, tol, 0);
-            harr_free(&h[0]);
-            harr_free(&h[1]);
+            tu_host_free(&h[0]);
+            tu_host_free(&h[1]);
         }
     }
     bld b = {0};
     diff_build(&d, "saxpy", build_saxpy, &b);
     for (int k = 0; k < 4; k++) {
-        harr h[3] = {harr1(WEFT_F32, 0, NULL, 1, 0),
-                     harr_vec(WEFT_F32, sizes[k], 1, 0),
-                     harr_vec(WEFT_F32, sizes[k] + 3, 1, 0)};
+        tu_host h[3] = {harr1(WEFT_F32, 0, NULL, 1, 0),
+                        harr_vec(WEFT_F32, sizes[k], 1, 0),
+                        harr_vec(WEFT_F32, sizes[k] + 3, 1, 0)};
         diff_run(&d, h, 3);
         for (int i = 0; i < 3; i++) {
-            harr_free(&h[i]);
+            tu_host_free(&h[i]);
         }
     }
     diff_build(&d, "black-scholes", build_black_scholes, &b);
     for (int k = 0; k < 4; k++) {
-        harr h[3] = {harr_vec(WEFT_F32, sizes[k], 5, 30),
-                     harr_vec(WEFT_F32, sizes[k], 1, 100),
-                     harr_vec(WEFT_F32, sizes[k], 1, 10)};
+        tu_host h[3] = {harr_vec(WEFT_F32, sizes[k], 5, 30),
+                        harr_vec(WEFT_F32, sizes[k], 1, 100),
+                        harr_vec(WEFT_F32, sizes[k], 1, 10)};
         /* exp and log may take another path to libm in compiled code */
         diff_run_tol(&d, h, 3, 1e-5, 1e-5);
         for (int i = 0; i < 3; i++) {
-            harr_free(&h[i]);
+            tu_host_free(&h[i]);
         }
     }
     diff_build(&d, "smvm", build_smvm, &b);
     for (int64_t rows = 0; rows <= 2000; rows += rows ? 1999 : 7) {
         int64_t cols = rows / 3 + 1;
-        harr seg = harr_vec(WEFT_I32, rows, 0, 9);
+        tu_host seg = harr_vec(WEFT_I32, rows, 0, 9);
         int64_t nnz = 0;
         for (int64_t i = 0; i < rows; i++) {
             nnz += tu_load_i(WEFT_I32, (int32_t *)seg.data[0] + i);
         }
-        harr h[4] = {seg, harr_vec(WEFT_I32, nnz, 0, cols - 1),
-                     harr_vec(WEFT_F64, nnz, 1, 0),
-                     harr_vec(WEFT_F64, cols, 1, 0)};
+        tu_host h[4] = {seg, harr_vec(WEFT_I32, nnz, 0, cols - 1),
+                        harr_vec(WEFT_F64, nnz, 1, 0),
+                        harr_vec(WEFT_F64, cols, 1, 0)};
         diff_run_tol(&d, h, 4, TOL_F64 * 10, 0);
         for (int i = 0; i < 4; i++) {
-            harr_free(&h[i]);
+            tu_host_free(&h[i]);
         }
     }
     diff_build(&d, "histogram", build_histogram, &b);
     for (int k = 0; k < 4; k++) {
-        harr h = harr_vec(WEFT_I32, sizes[k], -10, 110);
+        tu_host h = harr_vec(WEFT_I32, sizes[k], -10, 110);
         diff_run(&d, &h, 1);
-        harr_free(&h);
+        tu_host_free(&h);
     }
     diff_build(&d, "filter", build_filter, &b);
     for (int k = 0; k < 4; k++) {
-        harr h = harr_vec(WEFT_I32, sizes[k], -1000, 1000);
+        tu_host h = harr_vec(WEFT_I32, sizes[k], -1000, 1000);
         diff_run(&d, &h, 1);
-        harr_free(&h);
+        tu_host_free(&h);
     }
     diff_build(&d, "jacobi", build_jacobi, &b);
     static const int64_t grids[][2] = {{1, 1}, {13, 17}, {129, 131}};
     for (int k = 0; k < 3; k++) {
-        harr h = harr1(WEFT_F64, 2, grids[k], 0, 100);
+        tu_host h = harr1(WEFT_F64, 2, grids[k], 0, 100);
         diff_run(&d, &h, 1);
-        harr_free(&h);
+        tu_host_free(&h);
     }
     diff_build(&d, "newton awhile", build_newton, &b);
     for (int k = 0; k < 3; k++) {
-        harr h = harr_vec(WEFT_F64, sizes[k], 0, 1000);
+        tu_host h = harr_vec(WEFT_F64, sizes[k], 0, 1000);
         diff_run(&d, &h, 1);
-        harr_free(&h);
+        tu_host_free(&h);
     }
     diff_build(&d, "while reads", build_while_reads, &b);
     static const int64_t lens[][2] = {{0, 5}, {1, 1}, {300, 7}, {50, 2000}};
     for (int k = 0; k < 4; k++) {
-        harr h[2] = {harr_vec(WEFT_I64, lens[k][0], -50, 50),
-                     harr_vec(WEFT_I64, lens[k][1], -50, 50)};
+        tu_host h[2] = {harr_vec(WEFT_I64, lens[k][0], -50, 50),
+                        harr_vec(WEFT_I64, lens[k][1], -50, 50)};
         diff_run(&d, h, 2);
-        harr_free(&h[0]);
-        harr_free(&h[1]);
+        tu_host_free(&h[0]);
+        tu_host_free(&h[1]);
     }
     diff_build(&d, "from_index wide", build_from_index_wide, &b);
     for (int k = 0; k < 2; k++) {
         /* raw 64-bit words (lo > hi), and small ones */
-        harr h = k ? harr_vec(WEFT_I64, 3000, -70000, 70000)
-                   : harr_vec(WEFT_I64, 30000, 1, 0);
+        tu_host h = k ? harr_vec(WEFT_I64, 3000, -70000, 70000)
+                      : harr_vec(WEFT_I64, 30000, 1, 0);
         diff_run(&d, &h, 1);
-        harr_free(&h);
+        tu_host_free(&h);
     }
     diff_build(&d, "collatz while", build_collatz, &b);
     for (int64_t n = 0; n <= 3000; n += 1500) {
-        harr h = harr1(WEFT_I64, 0, NULL, n, n);
+        tu_host h = harr1(WEFT_I64, 0, NULL, n, n);
         diff_run(&d, &h, 1);
-        harr_free(&h);
+        tu_host_free(&h);
     }
     diff_close(&d);
 }
@@ -3216,7 +2823,7 @@ enum { CONC_THREADS = 4, CONC_RUNS = 6 };
 
 typedef struct conc {
     diff *d;
-    const harr *in;     /* this thread's inputs, one per run */
+    const tu_host *in;  /* this thread's inputs, one per run */
     weft_array **want;  /* interpreter results: CONC_RUNS x 3 */
     int bad;            /* runs that failed or differed */
 } conc;
@@ -3234,7 +2841,7 @@ static void *conc_main(void *arg)
     conc *c = arg;
     for (int r = 0; r < CONC_RUNS; r++) {
         weft_array *in = NULL, *out[3] = {NULL};
-        const harr *h = &c->in[r];
+        const tu_host *h = &c->in[r];
         if (weft_array_from_host(c->d->ctx[1], WEFT_I32, 1, h->shape,
                                  (const void *const *)h->data, &in)
                 != WEFT_OK
@@ -3258,13 +2865,13 @@ START_TEST(concurrent_runs)
     seed(27);
     bld b = {0};
     diff_build(&d, "concurrent", build_concurrent, &b);
-    static harr in[CONC_THREADS][CONC_RUNS];
+    static tu_host in[CONC_THREADS][CONC_RUNS];
     static weft_array *want[CONC_THREADS][CONC_RUNS * 3];
     static const int64_t sizes[] = {0, 1, 1000, 65537, 200003, 31};
     for (int t = 0; t < CONC_THREADS; t++) {
         for (int r = 0; r < CONC_RUNS; r++) {
             in[t][r] = harr_vec(WEFT_I32, sizes[(t + r) % CONC_RUNS], 1, 0);
-            weft_array *a = harr_array(d.ctx[0], &in[t][r]);
+            weft_array *a = tu_host_array(d.ctx[0], &in[t][r]);
             TU_OK(weft_run(d.exe[0], &a, 1, &want[t][r * 3], 3));
             weft_array_release(a);
         }
@@ -3282,7 +2889,7 @@ START_TEST(concurrent_runs)
         ck_assert_msg(c[t].bad == 0, "thread %d: %d runs failed or differed",
                       t, c[t].bad);
         for (int r = 0; r < CONC_RUNS; r++) {
-            harr_free(&in[t][r]);
+            tu_host_free(&in[t][r]);
         }
         tu_release_all(want[t], CONC_RUNS * 3);
     }
@@ -3324,20 +2931,21 @@ START_TEST(errors)
         bld b = {.rank = r};
         diff_build(&d, "fold1 empty", build_err_fold1, &b);
         int64_t e[2] = {r == 1 ? 0 : 3, 0};
-        harr h = harr1(WEFT_I32, r, e, 1, 0);
+        tu_host h = harr1(WEFT_I32, r, e, 1, 0);
         diff_expect(&d, &h, 1, WEFT_ERR_EMPTY_ARRAY);
-        harr_free(&h);
+        tu_host_free(&h);
         b.variant = 1;
         diff_build(&d, "fold1_all empty", build_err_fold1, &b);
         h = harr1(WEFT_I32, r, e, 1, 0);
         diff_expect(&d, &h, 1, WEFT_ERR_EMPTY_ARRAY);
-        harr_free(&h);
+        tu_host_free(&h);
     }
     /* bad segments: negative, past the extent, empty for fold1_seg */
     for (int v = 0; v < 2; v++) {
         bld b = {.variant = v};
         diff_build(&d, "segments", build_err_seg, &b);
-        harr h[2] = {harr_vec(WEFT_I32, 10, 1, 0), harr_vec(WEFT_I32, 3, 0, 0)};
+        tu_host h[2] = {harr_vec(WEFT_I32, 10, 1, 0),
+                        harr_vec(WEFT_I32, 3, 0, 0)};
         harr_set_i(&h[1], 0, 0, 2);
         harr_set_i(&h[1], 0, 1, -1);
         harr_set_i(&h[1], 0, 2, 2);
@@ -3346,8 +2954,8 @@ START_TEST(errors)
         diff_expect(&d, h, 2, WEFT_ERR_SEGMENTS);
         harr_set_i(&h[1], 0, 1, 0);
         diff_expect(&d, h, 2, v ? WEFT_ERR_EMPTY_ARRAY : WEFT_OK);
-        harr_free(&h[0]);
-        harr_free(&h[1]);
+        tu_host_free(&h[0]);
+        tu_host_free(&h[1]);
     }
     /* reshape, slice, backpermute and permute errors are in their own
      * tests above.  An index outside an array read by a ! ix or a !! i

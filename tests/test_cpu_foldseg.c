@@ -38,17 +38,13 @@
  * integer products): results must agree bit for bit, whatever order an
  * associative combine takes.
  */
-#include "tu.h"
+#include "tu_cmp.h"
 
-static uint64_t rng_state = 0x2545f4914f6cdd1dull;
+static tu_rng rng = {0x2545f4914f6cdd1dull};
 
 static uint64_t rnd(void)
 {
-    uint64_t x = rng_state;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return rng_state = x;
+    return tu_rng_u64(&rng);
 }
 
 /* One array of a case: type, rank, shape and host data (not owned). */
@@ -65,91 +61,59 @@ typedef weft_acc *(*build_fn)(weft_program *p, weft_acc *const *in,
 /* The context of the program being built (tuple types are a context's). */
 static weft_context *build_ctx;
 
-/* Run the program of build on in[0 .. n-1] in a context of backend b with
- * `threads` threads: *status, and *out (the one output) on success. */
-static void run_on(weft_backend b, int threads, build_fn build,
-                   const void *user, const input *in, int n,
-                   weft_status *status, char *msg, size_t cap,
-                   weft_context **ctx_out, weft_array **out)
+/* A case's program: parameters of the inputs' types, then build's one
+ * result. */
+typedef struct case_arg {
+    build_fn build;
+    const void *user;
+    const input *in;
+    int n;
+} case_arg;
+
+static int build_case(weft_program *p, weft_context *ctx, const void *arg,
+                      weft_acc **res)
 {
-    weft_config cfg = weft_config_default();
-    cfg.backend = b;
-    cfg.devices = tu_devices(b);
-    cfg.threads = threads;
-    cfg.flags |= WEFT_FLAG_NO_ENV | DT_TIER;
-    weft_context *ctx = NULL;
-    weft_program *p = NULL;
-    TU_OK(weft_context_create(&cfg, &ctx));
-    TU_OK(weft_program_create(ctx, &p));
+    const case_arg *ca = arg;
     weft_acc *param[4];
-    weft_array *arr[4] = {NULL};
-    for (int i = 0; i < n; i++) {
-        param[i] = weft_param(p, in[i].type, in[i].rank);
-        void *data[1] = {in[i].data};
-        TU_OK(weft_array_wrap(ctx, in[i].type, in[i].rank, in[i].shape, data,
-                              NULL, NULL, &arr[i]));
+    for (int i = 0; i < ca->n; i++) {
+        param[i] = weft_param(p, ca->in[i].type, ca->in[i].rank);
     }
     build_ctx = ctx;
-    weft_acc *r = build(p, param, user);
-    *out = NULL;
-    *status = weft_run1(p, &r, 1, arr, n, out, 1);
-    snprintf(msg, cap, "%s", *status ? weft_last_error() : "");
-    for (int i = 0; i < n; i++) {
-        weft_array_release(arr[i]);
-    }
-    weft_program_free(p);
-    *ctx_out = ctx;
+    res[0] = ca->build(p, param, ca->user);
+    return 1;
 }
 
-/* The program on the interpreter and on the CPU (threads): the same
- * status, message (but see below) and (on success) output, bit for bit. */
+/* The program on the interpreter and on DT_BACKEND (threads, tu_cmp.h):
+ * the same status, message (but see below) and (on success) output, bit
+ * for bit. */
 static void check_both(const char *what, build_fn build, const void *user,
                        const input *in, int n, int threads,
                        weft_status want)
 {
-    weft_status s[2];
-    char msg[2][512];
-    weft_context *ctx[2];
-    weft_array *out[2];
-    run_on(WEFT_BACKEND_INTERP, 1, build, user, in, n, &s[0], msg[0],
-           sizeof msg[0], &ctx[0], &out[0]);
-    run_on(DT_BACKEND, threads, build, user, in, n, &s[1], msg[1],
-           sizeof msg[1], &ctx[1], &out[1]);
-    ck_assert_msg(s[0] == want, "%s: the interpreter gave %s (%s)", what,
-                  weft_status_name(s[0]), msg[0]);
-    ck_assert_msg(s[1] == s[0], "%s on %d threads: %s (%s), interpreter %s",
-                  what, threads, weft_status_name(s[1]), msg[1],
-                  weft_status_name(s[0]));
+    weft_config cfg[2] = {tu_cmp_config(WEFT_BACKEND_INTERP, 1, DT_TIER),
+                          tu_cmp_config(DT_BACKEND, threads, DT_TIER)};
+    const char *names[2] = {"interp", DT_NAME};
+    tu_cmp c;
+    tu_cmp_open(&c, 2, cfg, names);
+    tu_host host[4];
+    for (int i = 0; i < n; i++) {
+        host[i] =
+            tu_host_of(1, &in[i].type, in[i].rank, in[i].shape, &in[i].data);
+    }
+    case_arg ca = {build, user, in, n};
+    tu_cmp_case(&c, "%s on %d threads", what, threads);
+    tu_cmp_build(&c, build_case, &ca);
+    weft_status s = tu_cmp_run(&c, host, n, TU_EXACT);
+    ck_assert_msg(s == want, "%s: the interpreter gave %s (%s)", what,
+                  weft_status_name(s), c.msg[0]);
     /* the GPU's kernel reports bad lengths itself, in words of its own; a
      * gather outside its source is named by the index on the interpreter,
      * by the kernel on the compiled backends */
     ck_assert_msg(DT_BACKEND == WEFT_BACKEND_PTX ||
                       want == WEFT_ERR_OUT_OF_BOUNDS ||
-                      strcmp(msg[0], msg[1]) == 0,
-                  "%s: \"%s\" against \"%s\"", what, msg[1], msg[0]);
-    if (s[0] == WEFT_OK) {
-        int64_t size = weft_array_size(out[0]);
-        weft_type t = weft_array_type(out[0]);
-        ck_assert_int_eq(weft_array_size(out[1]), size);
-        ck_assert_int_eq(weft_array_rank(out[1]), weft_array_rank(out[0]));
-        ck_assert_int_eq(weft_array_type(out[1]), t);
-        int nleaf = weft_type_leaves(ctx[0], t);
-        for (int l = 0; l < nleaf; l++) {
-            size_t elt = weft_type_size(weft_type_leaf(ctx[0], t, l));
-            const char *a = weft_array_data(out[0], l);
-            const char *b = weft_array_data(out[1], l);
-            for (int64_t i = 0; i < size; i++) {
-                ck_assert_msg(memcmp(a + i * (int64_t)elt,
-                                     b + i * (int64_t)elt, elt) == 0,
-                              "%s on %d threads: element %lld (leaf %d) "
-                              "differs", what, threads, (long long)i, l);
-            }
-        }
-    }
-    for (int k = 0; k < 2; k++) {
-        weft_array_release(out[k]);
-        weft_context_free(ctx[k]);
-    }
+                      strcmp(c.msg[0], c.msg[1]) == 0,
+                  "%s: \"%s\" against \"%s\"", what, c.msg[1], c.msg[0]);
+    tu_cmp_close(&c);
 }
 
 /* ---- smvm ------------------------------------------------------------------ */

@@ -20,7 +20,7 @@
  * ranks 1 to 3, several segment descriptor types, empty segments, long
  * and tiny segments, tuples, a fused input, and every data error.
  */
-#include "tu.h"
+#include "tu_cmp.h"
 
 /* ------------------------------------------------------------------------
  * The differential harness
@@ -44,34 +44,31 @@ typedef struct in_spec {
 typedef weft_acc *(*build_fn)(weft_program *p, weft_acc *const *in,
                               const void *user);
 
-typedef struct pair {
-    weft_context *ref, *cpu;
-} pair;
+/* The interpreter (side 0) and DT_BACKEND (side 1), tu_cmp.h. */
+typedef tu_cmp pair;
 
+/* Floats within a relative 1e-12 (f64), 1e-5 (f32) or 1e-3 (f16), beyond
+ * magnitude 1 (tu_tol_rel), although most cases use integer-valued floats
+ * whose sums are exact in any order. */
+static tu_tol tol_of(weft_type t, tu_tol tol)
+{
+    (void)tol;
+    return tu_tol_rel(t == WEFT_F64 ? 1e-12 : t == WEFT_F32 ? 1e-5 : 1e-3);
+}
+
+/* The compiled side has `threads` workers; both tiers. */
 static void pair_open(pair *c, int threads)
 {
-    weft_config cfg = weft_config_default();
-    cfg.flags |= WEFT_FLAG_NO_ENV;
-    cfg.backend = WEFT_BACKEND_INTERP;
-    TU_OK(weft_context_create(&cfg, &c->ref));
-    cfg.backend = DT_BACKEND;
-    cfg.devices = tu_devices(DT_BACKEND);
-    cfg.threads = threads;
-    TU_OK(weft_context_create(&cfg, &c->cpu));
+    weft_config cfg[2] = {tu_cmp_config(WEFT_BACKEND_INTERP, 1, 0),
+                          tu_cmp_config(DT_BACKEND, threads, 0)};
+    const char *names[2] = {"interpreter", DT_NAME};
+    tu_cmp_open(c, 2, cfg, names);
+    c->leaf_tol = tol_of;
 }
 
 static void pair_close(pair *c)
 {
-    weft_context_free(c->ref);
-    weft_context_free(c->cpu);
-}
-
-static uint64_t rng_next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
+    tu_cmp_close(c);
 }
 
 static void *make_host(const in_spec *sp, uint64_t seed)
@@ -84,10 +81,9 @@ static void *make_host(const in_spec *sp, uint64_t seed)
         memcpy(h, sp->data, (size_t)n * sz);
         return h;
     }
-    uint64_t s = seed;
-    uint64_t span = (uint64_t)(sp->hi - sp->lo) + 1;
+    tu_rng r = tu_rng_seed(seed);
     for (int64_t i = 0; i < n; i++) {
-        int64_t v = sp->lo + (int64_t)(rng_next(&s) % span);
+        int64_t v = tu_rng_int(&r, sp->lo, sp->hi);
         char *dst = (char *)h + (size_t)i * sz;
         if (tu_is_float(sp->type) && sp->scale != 0) {
             tu_store_f(sp->type, dst, (double)v / sp->scale);
@@ -114,14 +110,15 @@ static void compile_in(weft_context *ctx, build_fn build, const void *user,
     TU_OK(weft_compile(*p, &r, 1, exe));
 }
 
-/* The plan of exe as text into buf[n]. */
-static void plan_text(const weft_executable *exe, char *buf, size_t n)
+/* The plan of exe must show a permute or fold_seg kernel: the backend did
+ * not hand the operation to the interpreter. */
+static void assert_kernel(const weft_executable *exe, const char *what)
 {
-    memset(buf, 0, n);
-    FILE *f = fmemopen(buf, n - 1, "w");
-    ck_assert_ptr_nonnull(f);
-    TU_OK(weft_executable_dump(exe, f));
-    fclose(f);
+    char *plan = tu_plan_text(exe);
+    ck_assert_msg(strstr(plan, "permute") || strstr(plan, "fold_seg") ||
+                      strstr(plan, "fold1_seg"),
+                  "%s: no kernel in the plan:\n%s", what, plan);
+    free(plan);
 }
 
 /* Compile and run the program in ctx; *out gets the result (or NULL). */
@@ -133,13 +130,7 @@ static weft_status run_in(weft_context *ctx, build_fn build, const void *user,
     weft_executable *exe = NULL;
     compile_in(ctx, build, user, nin, spec, &p, &exe);
     if (want_kernel) {
-        /* the plan must show a permute or fold_seg kernel: the backend
-         * did not hand the operation to the interpreter */
-        char buf[4096];
-        plan_text(exe, buf, sizeof buf);
-        ck_assert_msg(strstr(buf, "permute") || strstr(buf, "fold_seg") ||
-                          strstr(buf, "fold1_seg"),
-                      "no kernel in the plan:\n%s", buf);
+        assert_kernel(exe, "run_in");
     }
     weft_array *in[MAX_IN] = {NULL};
     for (int i = 0; i < nin; i++) {
@@ -157,69 +148,45 @@ static weft_status run_in(weft_context *ctx, build_fn build, const void *user,
     return s;
 }
 
-static bool close_enough(weft_type t, double a, double b)
+/* A case's program: parameters of spec's types, then build's result. */
+typedef struct case_arg {
+    build_fn build;
+    const void *user;
+    int nin;
+    const in_spec *spec;
+} case_arg;
+
+static int build_case(weft_program *p, weft_context *ctx, const void *arg,
+                      weft_acc **res)
 {
-    if (isnan(a) || isnan(b)) {
-        return isnan(a) && isnan(b);
+    (void)ctx;
+    const case_arg *ca = arg;
+    weft_acc *par[MAX_IN];
+    for (int i = 0; i < ca->nin; i++) {
+        par[i] = weft_param(p, ca->spec[i].type, ca->spec[i].rank);
     }
-    double tol = t == WEFT_F64 ? 1e-12 : t == WEFT_F32 ? 1e-5 : 1e-3;
-    double m = fabs(a) > fabs(b) ? fabs(a) : fabs(b);
-    return fabs(a - b) <= tol * (m > 1 ? m : 1);
+    res[0] = ca->build(p, par, ca->user);
+    return 1;
 }
 
-/* Run the case on both backends and compare. */
+/* Run the case on both backends and compare (tu_cmp_run). */
 static void check_case(pair *c, const char *what, build_fn build,
                        const void *user, int nin, const in_spec *spec,
                        uint64_t seed)
 {
-    void *host[MAX_IN] = {NULL};
+    tu_host host[MAX_IN];
     for (int i = 0; i < nin; i++) {
-        host[i] = make_host(&spec[i], seed * 7919 + (uint64_t)i);
+        void *h = make_host(&spec[i], seed * 7919 + (uint64_t)i);
+        host[i] = tu_host_of(1, &spec[i].type, spec[i].rank, spec[i].shape, &h);
+        host[i].owned = true;
     }
-    weft_array *want = NULL, *got = NULL;
-    weft_status sw = run_in(c->ref, build, user, nin, spec, host, false, &want);
-    char msg[512];
-    snprintf(msg, sizeof msg, "%s", sw ? weft_last_error() : "");
-    weft_status sg = run_in(c->cpu, build, user, nin, spec, host, true, &got);
-    ck_assert_msg(sw == sg, "%s: interpreter %s (%s), cpu %s (%s)", what,
-                  weft_status_name(sw), msg, weft_status_name(sg),
-                  sg ? weft_last_error() : "");
-    if (sw == WEFT_OK) {
-        weft_type t = weft_array_type(want);
-        ck_assert_int_eq(weft_array_type(got), t);
-        ck_assert_int_eq(weft_array_rank(got), weft_array_rank(want));
-        for (int d = 0; d < weft_array_rank(want); d++) {
-            ck_assert_int_eq(weft_array_extent(got, d),
-                             weft_array_extent(want, d));
-        }
-        int64_t n = weft_array_size(want);
-        int nl = weft_type_leaves(c->ref, t);
-        for (int l = 0; l < nl; l++) {
-            weft_type lt = weft_type_leaf(c->ref, t, l);
-            size_t sz = weft_type_size(lt);
-            const char *a = weft_array_data(want, l);
-            const char *b = weft_array_data(got, l);
-            for (int64_t i = 0; i < n; i++) {
-                const char *x = a + (size_t)i * sz, *y = b + (size_t)i * sz;
-                if (tu_is_float(lt)) {
-                    double u = tu_load_f(lt, x), v = tu_load_f(lt, y);
-                    ck_assert_msg(close_enough(lt, u, v),
-                                  "%s: leaf %d element %lld: want %g, got %g",
-                                  what, l, (long long)i, u, v);
-                } else {
-                    ck_assert_msg(memcmp(x, y, sz) == 0,
-                                  "%s: leaf %d element %lld: want %lld, got "
-                                  "%lld", what, l, (long long)i,
-                                  (long long)tu_load_i(lt, x),
-                                  (long long)tu_load_i(lt, y));
-                }
-            }
-        }
-    }
-    weft_array_release(want);
-    weft_array_release(got);
+    case_arg ca = {build, user, nin, spec};
+    tu_cmp_case(c, "%s", what);
+    tu_cmp_build(c, build_case, &ca);
+    assert_kernel(c->exe[1], what);
+    tu_cmp_run(c, host, nin, TU_EXACT);
     for (int i = 0; i < nin; i++) {
-        free(host[i]);
+        tu_host_free(&host[i]);
     }
 }
 
@@ -540,7 +507,7 @@ START_TEST(test_permute_signed_zeros)
                           .data = keys};
             void *host[1] = {keys};
             weft_array *got = NULL;
-            TU_OK(run_in(c.cpu, build_zeros, &ty, 1, &sp, host, true, &got));
+            TU_OK(run_in(c.ctx[1], build_zeros, &ty, 1, &sp, host, true, &got));
             double want[3] = {0.0, -0.0, -0.0};
             for (int b = 0; b < 3; b++) {
                 double x = tu_load_f(ty, (const char *)weft_array_data(got, 0) +
@@ -659,11 +626,10 @@ START_TEST(test_permute_parts_which)
                         .dshape = {16}, .wrap = true};
         in_spec sp;
         keys_spec(&sp, 1, 100, 0, 15);
-        char buf[4096];
         weft_program *p = NULL;
         weft_executable *exe = NULL;
-        compile_in(c.cpu, build_permute, &pc, 1, &sp, &p, &exe);
-        plan_text(exe, buf, sizeof buf);
+        compile_in(c.ctx[1], build_permute, &pc, 1, &sp, &p, &exe);
+        char *buf = tu_plan_text(exe);
         weft_executable_free(exe);
         weft_program_free(p);
         /* entries 0 and 1, 2 and 3 with the copies, the fused default's */
@@ -672,6 +638,7 @@ START_TEST(test_permute_parts_which)
                                                             "(3 phases")),
                       "type %d comb %d: %s", (int)modes[m].t, modes[m].comb,
                       buf);
+        free(buf);
     }
     pair_close(&c);
 }
@@ -710,14 +677,14 @@ START_TEST(test_permute_parts_order)
     static const int workers[] = {2, 3, 5};
     for (int b = 0; b < 2; b++) {
         int64_t bins = nbins[b];
-        uint64_t s = 99 + (uint64_t)b;
+        tu_rng s = tu_rng_seed(99 + (uint64_t)b);
         double *exact = calloc((size_t)bins, sizeof *exact);
         double *mag = calloc((size_t)bins, sizeof *mag);
         int64_t *cnt = calloc((size_t)bins, sizeof *cnt);
         ck_assert(exact && mag && cnt);
         for (int64_t i = 0; i < n; i++) {
-            keys[i] = (int32_t)(rng_next(&s) % (uint64_t)bins);
-            vals[i] = (float)((double)(rng_next(&s) >> 40) * 0x1p-23 - 1.0);
+            keys[i] = (int32_t)(tu_rng_u64(&s) % (uint64_t)bins);
+            vals[i] = (float)((double)(tu_rng_u64(&s) >> 40) * 0x1p-23 - 1.0);
             exact[keys[i]] += vals[i];
             mag[keys[i]] += fabs(vals[i]);
             cnt[keys[i]]++;
@@ -732,7 +699,7 @@ START_TEST(test_permute_parts_order)
             pair c;
             pair_open(&c, workers[w]);
             weft_array *got = NULL;
-            TU_OK(run_in(c.cpu, build_fsum, &bins, 2, sp, host, true, &got));
+            TU_OK(run_in(c.ctx[1], build_fsum, &bins, 2, sp, host, true, &got));
             const float *y = weft_array_data(got, 0);
             for (int64_t k = 0; k < bins; k++) {
                 double want = exact[k] + 0.5;
@@ -937,12 +904,12 @@ static void run_seg(pair *c, const seg_case *sc, int rank, const int64_t *shape,
 
 /* Random lengths filling `inner` (some empty when allow_empty), at most
  * nseg of them; returns how many. */
-static int64_t random_segments(uint64_t *s, int64_t inner, int64_t *len,
+static int64_t random_segments(tu_rng *s, int64_t inner, int64_t *len,
                                int64_t max_seg, int64_t avg, bool allow_empty)
 {
     int64_t n = 0, left = inner;
     while (n < max_seg && left > 0) {
-        int64_t l = (int64_t)(rng_next(s) % (uint64_t)(2 * avg + 1));
+        int64_t l = (int64_t)(tu_rng_u64(s) % (uint64_t)(2 * avg + 1));
         if (!allow_empty && l == 0) {
             l = 1;
         }
@@ -970,7 +937,7 @@ START_TEST(test_fold_seg_shapes)
     static const int64_t inners[] = {0, 1, 2, 7, 97, 1009, 20011};
     int64_t *len = malloc(sizeof *len * 30000);
     ck_assert_ptr_nonnull(len);
-    uint64_t s = 42;
+    tu_rng s = tu_rng_seed(42);
     for (int kk = 0; kk < 10; kk++) {
         for (int seeded = 0; seeded < 2; seeded++) {
             seg_case sc = {.seeded = seeded, .comb = kinds[kk].comb,
@@ -986,19 +953,19 @@ START_TEST(test_fold_seg_shapes)
                     } else if (rank == 2) {
                         shape[0] = 5;
                     }
-                    int64_t avg = 1 + (int64_t)(rng_next(&s) % 9);
+                    int64_t avg = 1 + (int64_t)(tu_rng_u64(&s) % 9);
                     int64_t nseg = random_segments(&s, inner, len, 29000, avg,
                                                    seeded);
                     /* sometimes stop short of the innermost extent, or add
                      * empty segments at the end (fold only) */
-                    if (nseg > 1 && rng_next(&s) % 3 == 0) {
+                    if (nseg > 1 && tu_rng_u64(&s) % 3 == 0) {
                         nseg--;
                     }
-                    if (seeded && rng_next(&s) % 3 == 0) {
+                    if (seeded && tu_rng_u64(&s) % 3 == 0) {
                         len[nseg++] = 0;
                     }
                     run_seg(&c, &sc, rank, shape,
-                            seg_types[(kk + ii + rank) % 5], nseg, len, s);
+                            seg_types[(kk + ii + rank) % 5], nseg, len, s.s);
                 }
             }
         }
@@ -1016,7 +983,7 @@ START_TEST(test_fold_seg_big)
     int64_t n = 3000017;
     int64_t *len = malloc(sizeof *len * (size_t)n);
     ck_assert_ptr_nonnull(len);
-    uint64_t s = 7;
+    tu_rng s = tu_rng_seed(7);
     static const int64_t avgs[] = {1000000, 5000, 3};
     for (int a = 0; a < 3; a++) {
         for (int seeded = 0; seeded < 2; seeded++) {
@@ -1024,14 +991,14 @@ START_TEST(test_fold_seg_big)
                                            seeded);
             seg_case sc = {.seeded = seeded, .comb = a == 1 ? S_FUSED : S_ADD,
                            .t = a == 2 ? WEFT_I64 : WEFT_F64};
-            run_seg(&c, &sc, 1, (int64_t[]){n}, WEFT_I32, nseg, len, s);
+            run_seg(&c, &sc, 1, (int64_t[]){n}, WEFT_I32, nseg, len, s.s);
         }
     }
     /* rank 2: 3 rows of a million */
     int64_t m = 1000003;
     int64_t nseg = random_segments(&s, m, len, m, 300, false);
     seg_case sc = {.seeded = false, .comb = S_MAX, .t = WEFT_F32};
-    run_seg(&c, &sc, 2, (int64_t[]){3, m}, WEFT_I64, nseg, len, s);
+    run_seg(&c, &sc, 2, (int64_t[]){3, m}, WEFT_I64, nseg, len, s.s);
     free(len);
     pair_close(&c);
 }

@@ -23,7 +23,7 @@
  */
 #include <pthread.h>
 
-#include "tu.h"
+#include "tu_cmp.h"
 
 #ifdef WEFT_HAVE_LLVM
 
@@ -123,22 +123,13 @@ static weft_fun *make_fun(weft_program *p, combo c, weft_type t,
     return f;
 }
 
-static uint64_t rng_state;
-
-static uint64_t rng(void)
-{
-    /* xorshift64* */
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 0x2545f4914f6cdd1dULL;
-}
+static tu_rng rng; /* each test seeds it */
 
 /* Random data for leaf `leaf` of combo c: n elements at buf. */
 static void fill(combo c, weft_type lt, int leaf, int64_t n, void *buf)
 {
     for (int64_t i = 0; i < n; i++) {
-        uint64_t r = rng();
+        uint64_t r = tu_rng_u64(&rng);
         unsigned char *d = (unsigned char *)buf + (size_t)i * weft_type_size(lt);
         switch (c) {
         case C_AFFINE:
@@ -162,160 +153,55 @@ static void fill(combo c, weft_type lt, int leaf, int64_t n, void *buf)
     }
 }
 
+/* The leaf types of combo c's elements (one, or two for the tuple). */
+static int leaf_types(combo c, weft_type *leaf)
+{
+    leaf[0] = leaf[1] = WEFT_I32;
+    if (c == C_AFFINE) {
+        return 2;
+    }
+    leaf[0] = elem_type(NULL, c);
+    return 1;
+}
+
+/* A random input of combo c's type and the given shape. */
+static tu_host make_input(combo c, int rank, const int64_t *shape)
+{
+    weft_type leaf[2];
+    int nleaf = leaf_types(c, leaf);
+    tu_host h = tu_host_alloc(nleaf, leaf, rank, shape);
+    for (int l = 0; l < nleaf; l++) {
+        fill(c, leaf[l], l, h.size, h.data[l]);
+    }
+    return h;
+}
+
 /* ------------------------------------------------------------------------
- * Running one program on both backends
+ * Running one program on both backends (tu_cmp.h)
  * ---------------------------------------------------------------------- */
 
-typedef struct side {
-    weft_context *ctx;
-    weft_program *p;
-    weft_executable *exe;
-} side;
-
-typedef struct pair {
-    side s[2]; /* 0: interpreter, 1: CPU */
-    int nin, nout;
-} pair;
-
-static void open_side(side *s, weft_backend b)
+/* The interpreter and DT_BACKEND, three workers each (odd chunk counts),
+ * both tiers unless $WEFT_TEST_TIER says otherwise. */
+static void open_pair(tu_cmp *c)
 {
-    weft_config cfg = weft_config_default();
-    cfg.backend = b;
-    cfg.devices = tu_devices(b);
-    cfg.threads = 3;
-    cfg.flags = WEFT_FLAG_NO_ENV | tu_tier_flags(0);
-    TU_OK(weft_context_create(&cfg, &s->ctx));
-    TU_OK(weft_program_create(s->ctx, &s->p));
-    s->exe = NULL;
+    weft_config cfg[2] = {
+        tu_cmp_config(WEFT_BACKEND_INTERP, 3, tu_tier_flags(0)),
+        tu_cmp_config(DT_BACKEND, 3, tu_tier_flags(0))};
+    const char *names[2] = {"interp", DT_NAME};
+    tu_cmp_open(c, 2, cfg, names);
 }
 
-static void open_pair(pair *pr)
-{
-    memset(pr, 0, sizeof *pr);
-    open_side(&pr->s[0], WEFT_BACKEND_INTERP);
-    open_side(&pr->s[1], DT_BACKEND);
-}
-
-static void close_pair(pair *pr)
-{
-    for (int i = 0; i < 2; i++) {
-        weft_executable_free(pr->s[i].exe);
-        weft_program_free(pr->s[i].p);
-        weft_context_free(pr->s[i].ctx);
-    }
-}
-
-/* Compile results[0..n-1] on side i; the CPU side must compile kernels
+/* Build and compile on both sides; the compiled side must compile kernels
  * (the scans are not left to the interpreter). */
-static void compile_side(pair *pr, int i, weft_acc *const *res, int n)
+static void build_pair(tu_cmp *c, tu_build_fn build, const void *arg)
 {
-    side *s = &pr->s[i];
-    TU_PROGRAM_OK(s->p);
     weft_stats before, after;
-    TU_OK(weft_context_stats(s->ctx, &before));
-    TU_OK(weft_compile(s->p, res, n, &s->exe));
-    TU_OK(weft_context_stats(s->ctx, &after));
-    if (i == 1) {
-        ck_assert_msg(after.kernels_compiled + after.kernels_reused >
-                          before.kernels_compiled + before.kernels_reused,
-                      "the CPU backend compiled no kernel");
-    }
-    pr->nin = weft_executable_inputs(s->exe);
-    pr->nout = weft_executable_outputs(s->exe);
-}
-
-/* Compare output arrays a (interpreter) and b (CPU) leaf by leaf. */
-static void compare(weft_context *ca, weft_array *a, weft_context *cb,
-                    weft_array *b, double tol, const char *what)
-{
-    (void)cb;
-    ck_assert_int_eq(weft_array_rank(a), weft_array_rank(b));
-    for (int d = 0; d < weft_array_rank(a); d++) {
-        ck_assert_msg(weft_array_extent(a, d) == weft_array_extent(b, d),
-                      "%s: extent %d is %lld on the CPU, %lld interpreted",
-                      what, d, (long long)weft_array_extent(b, d),
-                      (long long)weft_array_extent(a, d));
-    }
-    weft_type t = weft_array_type(a);
-    int nleaf = weft_type_size(t) ? 1 : weft_type_leaves(ca, t);
-    int64_t n = weft_array_size(a);
-    for (int l = 0; l < nleaf; l++) {
-        weft_type lt = tu_leaf_type(ca, a, l);
-        size_t w = weft_type_size(lt);
-        const unsigned char *x = weft_array_data(a, l);
-        const unsigned char *y = weft_array_data(b, l);
-        for (int64_t i = 0; i < n; i++) {
-            const void *px = x + (size_t)i * w, *py = y + (size_t)i * w;
-            if (tu_is_float(lt)) {
-                double want = tu_load_f(lt, px), got = tu_load_f(lt, py);
-                bool ok = isnan(want) ? isnan(got)
-                        : isinf(want) ? got == want
-                        : fabs(got - want) <=
-                              tol * (fabs(want) > 1 ? fabs(want) : 1);
-                if (!ok) {
-                    ck_abort_msg("%s: leaf %d element %lld is %.17g on the "
-                                 "CPU, %.17g interpreted", what, l,
-                                 (long long)i, got, want);
-                }
-            } else {
-                if (memcmp(px, py, w) != 0) {
-                    ck_abort_msg("%s: leaf %d element %lld is %lld on the "
-                                 "CPU, %lld interpreted", what, l,
-                                 (long long)i, (long long)tu_load_i(lt, py),
-                                 (long long)tu_load_i(lt, px));
-                }
-            }
-        }
-    }
-}
-
-/* A random array of type t and the given shape in both contexts. */
-static void make_input(pair *pr, combo c, weft_type t, int rank,
-                       const int64_t *shape, weft_array **in)
-{
-    int64_t n = tu_shape_size(rank, shape);
-    int nleaf = weft_type_size(t) ? 1 : weft_type_leaves(pr->s[0].ctx, t);
-    void *buf[8];
-    for (int l = 0; l < nleaf; l++) {
-        weft_type lt = weft_type_size(t) ? t : weft_type_leaf(pr->s[0].ctx, t, l);
-        buf[l] = malloc((size_t)(n > 0 ? n : 1) * weft_type_size(lt));
-        ck_assert_ptr_nonnull(buf[l]);
-        fill(c, lt, l, n, buf[l]);
-    }
-    for (int i = 0; i < 2; i++) {
-        weft_type ti = weft_type_size(t) ? t : elem_type(pr->s[i].ctx, c);
-        in[i] = tu_arr_host(pr->s[i].ctx, ti, rank, shape,
-                            (const void *const *)buf);
-    }
-    for (int l = 0; l < nleaf; l++) {
-        free(buf[l]);
-    }
-}
-
-/* Run both sides on inputs in[side][0..nin-1]; both must agree on the
- * status, and on success on every output.  Returns the status. */
-static weft_status run_both(pair *pr, weft_array *in[2][4], double tol,
-                            const char *what)
-{
-    weft_array *out[2][16] = {{NULL}};
-    ck_assert_int_le(pr->nout, 16);
-    weft_status s0 = weft_run(pr->s[0].exe, in[0], pr->nin, out[0], pr->nout);
-    char msg0[512];
-    snprintf(msg0, sizeof msg0, "%s", weft_last_error());
-    weft_status s1 = weft_run(pr->s[1].exe, in[1], pr->nin, out[1], pr->nout);
-    ck_assert_msg(s0 == s1, "%s: the interpreter says %s (%s), the CPU %s (%s)",
-                  what, weft_status_name(s0), msg0, weft_status_name(s1),
-                  weft_last_error());
-    if (s0 == WEFT_OK) {
-        for (int o = 0; o < pr->nout; o++) {
-            char w[256];
-            snprintf(w, sizeof w, "%s, output %d", what, o);
-            compare(pr->s[0].ctx, out[0][o], pr->s[1].ctx, out[1][o], tol, w);
-        }
-    }
-    tu_release_all(out[0], pr->nout);
-    tu_release_all(out[1], pr->nout);
-    return s0;
+    TU_OK(weft_context_stats(c->ctx[1], &before));
+    tu_cmp_build(c, build, arg);
+    TU_OK(weft_context_stats(c->ctx[1], &after));
+    ck_assert_msg(after.kernels_compiled + after.kernels_reused >
+                      before.kernels_compiled + before.kernels_reused,
+                  "%s: the %s backend compiled no kernel", c->what, DT_NAME);
 }
 
 /* The six scans of f (seed z) over a, as results (scanl' and scanr' are
@@ -348,32 +234,43 @@ static const int64_t *shape_at(int rank, int i)
     return sh[0] < 0 ? NULL : sh;
 }
 
+/* The program of check_combo: the six scans of combo c over a parameter
+ * of the given rank. */
+typedef struct combo_arg {
+    combo c;
+    int rank;
+} combo_arg;
+
+static int build_combo(weft_program *p, weft_context *ctx, const void *arg,
+                       weft_acc **res)
+{
+    const combo_arg *ca = arg;
+    weft_type t = elem_type(ctx, ca->c);
+    weft_acc *xs = weft_param(p, t, ca->rank);
+    weft_exp *k = NULL;
+    if (ca->c == C_I64_FREE) {
+        /* k = (the kp) * 3 - 1, computed on the host, used inside */
+        weft_acc *kp = weft_param(p, WEFT_I64, 0);
+        k = weft_prim2(WEFT_OP_SUB,
+                       weft_prim2(WEFT_OP_MUL, weft_the(kp), weft_i64(p, 3)),
+                       weft_i64(p, 1));
+    }
+    weft_exp *z = NULL;
+    weft_fun *f = make_fun(p, ca->c, t, k, &z);
+    six_scans(f, z, xs, res);
+    return NKIND;
+}
+
 /* The six scans of combo c over a parameter of every rank and shape.  With
  * `big`, also a row of three million elements (rank 1). */
 static void check_combo(combo c, bool big)
 {
     for (int rank = 1; rank <= 3; rank++) {
-        pair pr;
+        tu_cmp pr;
         open_pair(&pr);
-        for (int i = 0; i < 2; i++) {
-            weft_program *p = pr.s[i].p;
-            weft_type t = elem_type(pr.s[i].ctx, c);
-            weft_acc *xs = weft_param(p, t, rank);
-            weft_exp *k = NULL;
-            if (c == C_I64_FREE) {
-                /* k = (the kp) * 3 - 1, computed on the host, used inside */
-                weft_acc *kp = weft_param(p, WEFT_I64, 0);
-                k = weft_prim2(WEFT_OP_SUB,
-                               weft_prim2(WEFT_OP_MUL, weft_the(kp),
-                                          weft_i64(p, 3)),
-                               weft_i64(p, 1));
-            }
-            weft_exp *z;
-            weft_fun *f = make_fun(p, c, t, k, &z);
-            weft_acc *res[NKIND];
-            six_scans(f, z, xs, res);
-            compile_side(&pr, i, res, NKIND);
-        }
+        combo_arg ca = {c, rank};
+        tu_cmp_case(&pr, "combo %d, rank %d", (int)c, rank);
+        build_pair(&pr, build_combo, &ca);
         static const int64_t bigshape[1] = {2000003};
         bool done_big = !(big && rank == 1);
         for (int si = 0;; si++) {
@@ -386,63 +283,52 @@ static void check_combo(combo c, bool big)
                 done_big = true;
                 si--; /* stay at the end of the list */
             }
-            weft_array *in[2][4] = {{NULL}};
-            weft_type t = elem_type(pr.s[0].ctx, c);
-            weft_array *both[2];
-            make_input(&pr, c, t, rank, sh, both);
-            in[0][0] = both[0];
-            in[1][0] = both[1];
+            tu_host in[2] = {make_input(c, rank, sh)};
+            int nin = 1;
+            int64_t kv = 0;
             if (c == C_I64_FREE) {
-                int64_t kv = (int64_t)(rng() % 1000);
-                for (int i = 0; i < 2; i++) {
-                    in[i][1] = tu_arr_i(pr.s[i].ctx, WEFT_I64, 0, NULL,
-                                        TU_I(kv));
-                }
+                kv = (int64_t)(tu_rng_u64(&rng) % 1000);
+                in[nin++] = tu_host_of(1, (weft_type[]){WEFT_I64}, 0, NULL,
+                                       (void *[]){&kv});
             }
-            char what[128];
-            snprintf(what, sizeof what, "combo %d, rank %d, shape %lld..%lld",
-                     (int)c, rank, (long long)sh[0], (long long)sh[rank - 1]);
-            TU_OK(run_both(&pr, in, tolerance(c), what));
-            for (int i = 0; i < 2; i++) {
-                weft_array_release(in[i][0]);
-                weft_array_release(in[i][1]);
-            }
+            TU_OK(tu_cmp_run(&pr, in, nin, tu_tol_rel(tolerance(c))));
+            tu_host_free(&in[0]);
         }
-        close_pair(&pr);
+        tu_cmp_close(&pr);
     }
 }
 
 START_TEST(test_scan_i32_add)
 {
-    rng_state = 0x1234567;
+    rng = tu_rng_seed(0x1234567);
     check_combo(C_I32_ADD, true);
 }
 END_TEST
 
 START_TEST(test_scan_tuple_affine)
 {
-    rng_state = 0x2345678;
+    rng = tu_rng_seed(0x2345678);
     check_combo(C_AFFINE, false);
 }
 END_TEST
 
 START_TEST(test_scan_f32_add)
 {
-    rng_state = 0x3456789;
+    rng = tu_rng_seed(0x3456789);
     check_combo(C_F32_ADD, true);
 }
 END_TEST
 
 START_TEST(test_scan_f64_add)
 {
-    rng_state = 0x456789a;
+    rng = tu_rng_seed(0x456789a);
     check_combo(C_F64_ADD, false);
 }
 END_TEST
 
 START_TEST(test_scan_max_or)
 {
-    rng_state = 0x56789ab;
+    rng = tu_rng_seed(0x56789ab);
     check_combo(C_F16_MAX, false);
     check_combo(C_U8_MAX, false);
     check_combo(C_BOOL_OR, false);
@@ -451,7 +337,7 @@ END_TEST
 
 START_TEST(test_scan_free_variable)
 {
-    rng_state = 0x6789abc;
+    rng = tu_rng_seed(0x6789abc);
     check_combo(C_I64_FREE, false);
 }
 END_TEST
@@ -506,25 +392,40 @@ static weft_acc *make_feed(weft_program *p, feed fd, weft_acc *xs,
     return NULL;
 }
 
+/* The program of check_feed: scan number `kind` of the six over the
+ * producer fd of two i32 parameters. */
+typedef struct feed_arg {
+    feed fd;
+    int kind;
+} feed_arg;
+
+static int build_feed(weft_program *p, weft_context *ctx, const void *arg,
+                      weft_acc **res)
+{
+    (void)ctx;
+    const feed_arg *fa = arg;
+    weft_acc *xs = weft_param(p, WEFT_I32, 2);
+    weft_acc *ys = weft_param(p, WEFT_I32, 2);
+    weft_acc *a = make_feed(p, fa->fd, xs, ys);
+    weft_exp *z = NULL;
+    weft_fun *f = make_fun(p, C_I32_ADD, WEFT_I32, NULL, &z);
+    weft_acc *all[NKIND];
+    six_scans(f, z, a, all);
+    res[0] = all[fa->kind];
+    return 1;
+}
+
 static void check_feed(feed fd)
 {
     static const int64_t sx[][2] = {
         {0, 3}, {3, 0}, {1, 1}, {2, 9}, {1, 100003}, {3, 20011}, {40, 1001},
         {-1, 0}};
     for (int kind = 0; kind < NKIND; kind++) {
-        pair pr;
+        tu_cmp pr;
         open_pair(&pr);
-        for (int i = 0; i < 2; i++) {
-            weft_program *p = pr.s[i].p;
-            weft_acc *xs = weft_param(p, WEFT_I32, 2);
-            weft_acc *ys = weft_param(p, WEFT_I32, 2);
-            weft_acc *a = make_feed(p, fd, xs, ys);
-            weft_exp *z;
-            weft_fun *f = make_fun(p, C_I32_ADD, WEFT_I32, NULL, &z);
-            weft_acc *res[NKIND];
-            six_scans(f, z, a, res);
-            compile_side(&pr, i, &res[kind], 1);
-        }
+        feed_arg fa = {fd, kind};
+        tu_cmp_case(&pr, "feed %d, scan %d", (int)fd, kind);
+        build_pair(&pr, build_feed, &fa);
         for (int si = 0; sx[si][0] >= 0; si++) {
             /* ys: one row fewer and a few more columns, so the zipWith
              * result is the intersection and the kernel's general
@@ -534,53 +435,42 @@ static void check_feed(feed fd)
                 sy[0] = 1;
                 sy[1] = 1;
             }
-            weft_array *in[2][4] = {{NULL}}, *both[2];
-            make_input(&pr, C_I32_ADD, WEFT_I32, 2, sx[si], both);
-            in[0][0] = both[0];
-            in[1][0] = both[1];
-            make_input(&pr, C_I32_ADD, WEFT_I32, 2, sy, both);
-            in[0][1] = both[0];
-            in[1][1] = both[1];
-            char what[128];
-            snprintf(what, sizeof what, "feed %d, scan %d, shape %lldx%lld",
-                     (int)fd, kind, (long long)sx[si][0],
-                     (long long)sx[si][1]);
-            weft_status s = run_both(&pr, in, 0.0, what);
+            tu_host in[2] = {make_input(C_I32_ADD, 2, sx[si]),
+                             make_input(C_I32_ADD, 2, sy)};
+            weft_status s = tu_cmp_run(&pr, in, 2, TU_EXACT);
             bool empty = sx[si][0] * sx[si][1] == 0;
             if (fd == F_SHIFT && !empty) {
-                ck_assert_msg(s == WEFT_ERR_OUT_OF_BOUNDS, "%s: %s", what,
+                ck_assert_msg(s == WEFT_ERR_OUT_OF_BOUNDS, "%s: %s", pr.what,
                               weft_status_name(s));
-                ck_assert_msg(strstr(weft_last_error(), "weft_run") != NULL,
-                              "%s: message %s", what, weft_last_error());
+                ck_assert_msg(strstr(pr.msg[1], "weft_run") != NULL,
+                              "%s: message %s", pr.what, pr.msg[1]);
             } else {
-                ck_assert_msg(s == WEFT_OK, "%s: %s", what, weft_last_error());
+                ck_assert_msg(s == WEFT_OK, "%s: %s", pr.what, pr.msg[0]);
             }
-            for (int i = 0; i < 2; i++) {
-                weft_array_release(in[i][0]);
-                weft_array_release(in[i][1]);
-            }
+            tu_host_free(&in[0]);
+            tu_host_free(&in[1]);
         }
-        close_pair(&pr);
+        tu_cmp_close(&pr);
     }
 }
 
 START_TEST(test_scan_fused_map)
 {
-    rng_state = 0x789abcd;
+    rng = tu_rng_seed(0x789abcd);
     check_feed(F_MAP);
 }
 END_TEST
 
 START_TEST(test_scan_fused_zipwith)
 {
-    rng_state = 0x89abcde;
+    rng = tu_rng_seed(0x89abcde);
     check_feed(F_ZIPWITH);
 }
 END_TEST
 
 START_TEST(test_scan_fused_gather)
 {
-    rng_state = 0x9abcdef;
+    rng = tu_rng_seed(0x9abcdef);
     check_feed(F_REVERSE);
     check_feed(F_SHIFT);
 }
@@ -604,27 +494,23 @@ static void *par_run(void *p)
 
 START_TEST(test_scan_threads)
 {
-    rng_state = 0xabcdef1;
-    pair pr;
+    rng = tu_rng_seed(0xabcdef1);
+    tu_cmp pr;
     open_pair(&pr);
-    for (int i = 0; i < 2; i++) {
-        weft_program *p = pr.s[i].p;
-        weft_acc *xs = weft_param(p, WEFT_I32, 1);
-        weft_exp *z;
-        weft_fun *f = make_fun(p, C_I32_ADD, WEFT_I32, NULL, &z);
-        weft_acc *res[NKIND];
-        six_scans(f, z, xs, res);
-        compile_side(&pr, i, res, NKIND);
-    }
-    weft_array *both[2];
-    make_input(&pr, C_I32_ADD, WEFT_I32, 1, TU_SH(200003), both);
+    combo_arg ca = {C_I32_ADD, 1};
+    tu_cmp_case(&pr, "threads");
+    build_pair(&pr, build_combo, &ca);
+    tu_host h = make_input(C_I32_ADD, 1, TU_SH(200003));
+    weft_array *both[2] = {tu_host_array(pr.ctx[0], &h),
+                           tu_host_array(pr.ctx[1], &h)};
+    tu_host_free(&h);
     weft_array *want[8] = {NULL};
-    TU_OK(weft_run(pr.s[0].exe, &both[0], 1, want, 8));
+    TU_OK(weft_run(pr.exe[0], &both[0], 1, want, 8));
     pthread_t th[4];
     par_arg args[4];
     for (int i = 0; i < 4; i++) {
         memset(&args[i], 0, sizeof args[i]);
-        args[i].exe = pr.s[1].exe;
+        args[i].exe = pr.exe[1];
         args[i].in = both[1];
         ck_assert_int_eq(pthread_create(&th[i], NULL, par_run, &args[i]), 0);
     }
@@ -633,15 +519,15 @@ START_TEST(test_scan_threads)
         ck_assert_msg(args[i].s == WEFT_OK, "thread %d: %s", i,
                       weft_status_name(args[i].s));
         for (int o = 0; o < 8; o++) {
-            compare(pr.s[0].ctx, want[o], pr.s[1].ctx, args[i].out[o], 0.0,
-                    "threads");
+            tu_cmp_array("threads", pr.ctx[0], want[o], pr.ctx[1],
+                         args[i].out[o], TU_EXACT);
         }
         tu_release_all(args[i].out, 8);
     }
     tu_release_all(want, 8);
     weft_array_release(both[0]);
     weft_array_release(both[1]);
-    close_pair(&pr);
+    tu_cmp_close(&pr);
 }
 END_TEST
 
@@ -664,17 +550,7 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void)
-{
-    if (!tu_backend_here()) {
-        return 77;
-    }
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+TU_MAIN(suite)
 
 #else /* no LLVM: no CPU backend to test */
 

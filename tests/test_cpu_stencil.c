@@ -12,7 +12,7 @@
  * (where mirror falls back to the edge), odd and prime extents, rows long
  * enough to be cut into pieces, and a few million elements.
  */
-#include "tu.h"
+#include "tu_cmp.h"
 
 /* ---- element types ------------------------------------------------------ */
 
@@ -40,15 +40,11 @@ static weft_type mk_type(weft_context *ctx, int e)
 
 /* ---- random host data ----------------------------------------------------- */
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static tu_rng rng = {0x9e3779b97f4a7c15ull};
 
 static uint64_t rnd(void)
 {
-    uint64_t x = rng_state;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return rng_state = x;
+    return tu_rng_u64(&rng);
 }
 
 static uint16_t half_of_small(int v)
@@ -87,153 +83,80 @@ typedef int (*build_fn)(weft_program *p, weft_acc **param, const void *arg,
                         weft_acc **res);
 
 #define MAX_IN 3
-#define MAX_OUT 2
 
-static tu g_side[2]; /* 0: interpreter, 1: CPU */
+static tu_cmp g_cmp; /* the interpreter and DT_BACKEND (tu_cmp.h) */
+
+/* Floats within a relative 1e-12 (f64), 1e-5 (f32) or 1e-2 (f16), beyond
+ * magnitude 1 (tu_tol_rel). */
+static tu_tol tol_of(weft_type t, tu_tol tol)
+{
+    (void)tol;
+    return tu_tol_rel(t == WEFT_F64 ? 1e-12 : t == WEFT_F32 ? 1e-5 : 1e-2);
+}
 
 static void open_both(void)
 {
-    tu_open_backend(&g_side[0], WEFT_BACKEND_INTERP);
-    tu_open_backend(&g_side[1], DT_BACKEND);
+    tu_cmp_open2(&g_cmp, 2, 0);
+    g_cmp.leaf_tol = tol_of;
 }
 
 static void close_both(void)
 {
-    tu_close(&g_side[0]);
-    tu_close(&g_side[1]);
+    tu_cmp_close(&g_cmp);
 }
 
-static double tol_of(weft_type t)
-{
-    return t == WEFT_F64 ? 1e-12 : t == WEFT_F32 ? 1e-5 : 1e-2;
-}
+/* A case's program: parameters of the inputs' types, then build's
+ * results. */
+typedef struct case_arg {
+    const input *in;
+    int nin;
+    build_fn build;
+    const void *arg;
+} case_arg;
 
-static double float_at(weft_type t, const void *buf, int64_t i)
+static int build_case(weft_program *p, weft_context *ctx, const void *argp,
+                      weft_acc **res)
 {
-    switch (t) {
-    case WEFT_F16: return tu_half_to_double(((const uint16_t *)buf)[i]);
-    case WEFT_F32: return ((const float *)buf)[i];
-    default: return ((const double *)buf)[i];
+    const case_arg *ca = argp;
+    weft_acc *param[MAX_IN];
+    for (int k = 0; k < ca->nin; k++) {
+        param[k] = weft_param(p, mk_type(ctx, ca->in[k].elt), ca->in[k].rank);
     }
-}
-
-static void compare(const char *what, weft_array *x, weft_array *y)
-{
-    weft_context *ci = g_side[0].ctx, *cc = g_side[1].ctx;
-    ck_assert_int_eq(weft_array_rank(x), weft_array_rank(y));
-    for (int d = 0; d < weft_array_rank(x); d++) {
-        ck_assert_msg(weft_array_extent(x, d) == weft_array_extent(y, d),
-                      "%s: extent %d: %lld vs %lld", what, d,
-                      (long long)weft_array_extent(x, d),
-                      (long long)weft_array_extent(y, d));
-    }
-    int64_t n = weft_array_size(x);
-    int nl = weft_type_leaves(ci, weft_array_type(x));
-    ck_assert_int_eq(nl, weft_type_leaves(cc, weft_array_type(y)));
-    for (int l = 0; l < nl; l++) {
-        weft_type t = weft_type_leaf(ci, weft_array_type(x), l);
-        ck_assert_int_eq(t, weft_type_leaf(cc, weft_array_type(y), l));
-        size_t sz = weft_type_size(t);
-        const void *a = weft_array_data(x, l), *b = weft_array_data(y, l);
-        if (n == 0 || memcmp(a, b, sz * (size_t)n) == 0) {
-            continue;
-        }
-        for (int64_t i = 0; i < n; i++) {
-            if (memcmp((const char *)a + sz * (size_t)i,
-                       (const char *)b + sz * (size_t)i, sz) == 0) {
-                continue;
-            }
-            if (t == WEFT_F16 || t == WEFT_F32 || t == WEFT_F64) {
-                double u = float_at(t, a, i), v = float_at(t, b, i);
-                double m = fabs(u) > 1 ? fabs(u) : 1;
-                if ((isnan(u) && isnan(v)) || fabs(u - v) <= tol_of(t) * m) {
-                    continue;
-                }
-                ck_abort_msg("%s: leaf %d, element %lld: %.17g (interp) vs "
-                             "%.17g (cpu)", what, l, (long long)i, u, v);
-            }
-            ck_abort_msg("%s: leaf %d, element %lld differs", what, l,
-                         (long long)i);
-        }
-    }
+    return ca->build(p, param, ca->arg, res);
 }
 
 /* Run build on both backends with random inputs in[0..nin-1]; the two
- * statuses must agree (and equal want unless want < 0), and so must the
- * outputs. */
+ * statuses must agree (and equal want unless want < 0; a failure is
+ * reported by weft_run), and so must the outputs. */
 static void check_both(const char *what, const input *in, int nin,
                        build_fn build, const void *arg, int want)
 {
-    void *host[MAX_IN][4] = {{0}};
-    int nleaf[MAX_IN] = {0};
-    weft_type leaf[MAX_IN][4];
+    tu_host host[MAX_IN];
     for (int k = 0; k < nin; k++) {
-        weft_context *c = g_side[0].ctx;
+        weft_context *c = g_cmp.ctx[0];
         weft_type t = mk_type(c, in[k].elt);
-        int64_t n = 1;
-        for (int d = 0; d < in[k].rank; d++) {
-            n *= in[k].shape[d];
+        weft_type leaf[4];
+        int nleaf = weft_type_leaves(c, t);
+        for (int l = 0; l < nleaf; l++) {
+            leaf[l] = weft_type_leaf(c, t, l);
         }
-        nleaf[k] = weft_type_leaves(c, t);
-        for (int l = 0; l < nleaf[k]; l++) {
-            leaf[k][l] = weft_type_leaf(c, t, l);
-            host[k][l] = malloc(weft_type_size(leaf[k][l]) * (size_t)(n + 1));
-            ck_assert_ptr_nonnull(host[k][l]);
-            fill_leaf(leaf[k][l], host[k][l], n);
+        host[k] = tu_host_alloc(nleaf, leaf, in[k].rank, in[k].shape);
+        for (int l = 0; l < nleaf; l++) {
+            fill_leaf(leaf[l], host[k].data[l], host[k].size);
         }
     }
-    weft_status st[2];
-    weft_array *out[2][MAX_OUT] = {{0}};
-    int nres = 0;
-    for (int s = 0; s < 2; s++) {
-        tu *t = &g_side[s];
-        tu_reset(t);
-        weft_acc *param[MAX_IN], *res[MAX_OUT];
-        weft_array *arr[MAX_IN] = {0};
-        for (int k = 0; k < nin; k++) {
-            weft_type ty = mk_type(t->ctx, in[k].elt);
-            param[k] = weft_param(t->p, ty, in[k].rank);
-            TU_OK(weft_array_from_host(t->ctx, ty, in[k].rank, in[k].shape,
-                                       (const void *const *)host[k], &arr[k]));
-        }
-        nres = build(t->p, param, arg, res);
-        TU_PROGRAM_OK(t->p);
-        weft_executable *exe = NULL;
-        TU_OK(weft_compile(t->p, res, nres, &exe));
-        int nout = weft_executable_outputs(exe);
-        ck_assert_int_le(nout, MAX_OUT);
-        st[s] = weft_run(exe, arr, nin, out[s], nout);
-        if (st[s] != WEFT_OK && s == 1) {
-            ck_assert_msg(strncmp(weft_last_error(), "weft_run: ", 10) == 0,
-                          "%s: message \"%s\"", what, weft_last_error());
-        }
-        weft_executable_free(exe);
-        for (int k = 0; k < nin; k++) {
-            weft_array_release(arr[k]);
-        }
-    }
-    ck_assert_msg(st[0] == st[1], "%s: interp %s, cpu %s (%s)", what,
-                  weft_status_name(st[0]), weft_status_name(st[1]),
-                  weft_last_error());
+    case_arg ca = {in, nin, build, arg};
+    tu_cmp_case(&g_cmp, "%s", what);
+    tu_cmp_build(&g_cmp, build_case, &ca);
+    weft_status st = tu_cmp_run(&g_cmp, host, nin, TU_EXACT);
+    tu_cmp_check_run_msg(&g_cmp);
     if (want >= 0) {
-        ck_assert_msg(st[0] == (weft_status)want, "%s: %s, expected %s", what,
-                      weft_status_name(st[0]),
+        ck_assert_msg(st == (weft_status)want, "%s: %s, expected %s", what,
+                      weft_status_name(st),
                       weft_status_name((weft_status)want));
     }
-    for (int o = 0; st[0] == WEFT_OK && o < MAX_OUT; o++) {
-        if (out[0][o]) {
-            compare(what, out[0][o], out[1][o]);
-        }
-    }
-    for (int s = 0; s < 2; s++) {
-        for (int o = 0; o < MAX_OUT; o++) {
-            weft_array_release(out[s][o]);
-        }
-    }
     for (int k = 0; k < nin; k++) {
-        for (int l = 0; l < nleaf[k]; l++) {
-            free(host[k][l]);
-        }
+        tu_host_free(&host[k]);
     }
 }
 

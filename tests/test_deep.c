@@ -38,18 +38,8 @@ static int heavy_depth(weft_backend b)
     return b == WEFT_BACKEND_CPU && n > CPU_DEPTH ? CPU_DEPTH : n;
 }
 
-static const weft_backend backends[] = {
-    WEFT_BACKEND_INTERP,
-#ifdef WEFT_HAVE_LLVM
-    WEFT_BACKEND_CPU,
-#endif
-};
+static const weft_backend backends[] = TU_BACKENDS;
 enum { NBACKEND = sizeof backends / sizeof backends[0] };
-
-static const char *bname(weft_backend b)
-{
-    return b == WEFT_BACKEND_CPU ? "cpu" : "interp";
-}
 
 /* Compile and run r (one result) on in[0..nin-1] into *out, expecting OK;
  * the dump of the program must work too. */
@@ -61,14 +51,15 @@ static void run_one(tu *u, weft_backend b, weft_acc *r, weft_array **in,
     ck_assert_ptr_nonnull(null);
     weft_status s = weft_program_dump(u->p, &r, 1, null);
     fclose(null);
-    ck_assert_msg(s == WEFT_OK, "%s: dump: %s", bname(b), weft_last_error());
+    ck_assert_msg(s == WEFT_OK, "%s: dump: %s", tu_backend_name(b),
+                  weft_last_error());
     weft_executable *exe = NULL;
     s = weft_compile(u->p, &r, 1, &exe);
-    ck_assert_msg(s == WEFT_OK, "%s: compile: %s", bname(b),
+    ck_assert_msg(s == WEFT_OK, "%s: compile: %s", tu_backend_name(b),
                   weft_last_error());
     for (int k = 0; k < 2; k++) {
         s = weft_run(exe, in, nin, out, 1);
-        ck_assert_msg(s == WEFT_OK, "%s: run: %s", bname(b),
+        ck_assert_msg(s == WEFT_OK, "%s: run: %s", tu_backend_name(b),
                       weft_last_error());
         if (k == 0) {
             weft_array_release(out[0]);

@@ -169,12 +169,7 @@ static void expect_affine(weft_array *a, const float *src, int64_t n)
 
 #if !DT_IS_PTX
 
-static const weft_backend backends[] = {
-    WEFT_BACKEND_INTERP,
-#ifdef WEFT_HAVE_LLVM
-    WEFT_BACKEND_CPU,
-#endif
-};
+static const weft_backend backends[] = TU_BACKENDS;
 enum { NBACKENDS = (int)(sizeof backends / sizeof *backends) };
 
 /* A context on backend b; its allocator counts allocations of `watch`

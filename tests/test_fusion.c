@@ -46,18 +46,7 @@
 #endif
 #include <math.h>
 
-#include "tu.h"
-
-/* ---- random inputs ------------------------------------------------------ */
-
-/* xorshift64*, in [0, 1). */
-static double rnd(uint64_t *s)
-{
-    *s ^= *s >> 12;
-    *s ^= *s << 25;
-    *s ^= *s >> 27;
-    return (double)((*s * 2685821657736338717ull) >> 11) / 9007199254740992.0;
-}
+#include "tu_cmp.h"
 
 #define MAX_IN 4
 #define MAX_OUT 4
@@ -124,42 +113,7 @@ static bool shape_same2(int s, int k, int64_t *sh)
     return true;
 }
 
-/* A host buffer of n random values of scalar type t. */
-static void *random_buffer(weft_type t, int64_t n, double lo, double hi,
-                           uint64_t *seed)
-{
-    size_t w = weft_type_size(t);
-    unsigned char *b = malloc((size_t)(n > 0 ? n : 1) * w);
-    ck_assert_ptr_nonnull(b);
-    for (int64_t i = 0; i < n; i++) {
-        double r = rnd(seed);
-        if (tu_is_float(t)) {
-            tu_store_f(t, b + (size_t)i * w, lo + (hi - lo) * r);
-        } else {
-            int64_t span = (int64_t)(hi - lo) + 1;
-            int64_t v = (int64_t)lo + (int64_t)(r * (double)span);
-            tu_store_i(t, b + (size_t)i * w, v);
-        }
-    }
-    return b;
-}
-
 /* ---- plans --------------------------------------------------------------- */
-
-/* The plan of exe as a string (the caller frees it). */
-static char *plan_of(const weft_executable *exe)
-{
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    ck_assert_ptr_nonnull(f);
-    weft_status s = weft_executable_dump(exe, f);
-    fclose(f);
-    ck_assert_msg(s == WEFT_OK, "weft_executable_dump: %s",
-                  weft_last_error());
-    ck_assert_ptr_nonnull(buf);
-    return buf;
-}
 
 /* The number of lines of plan that start with "kernel ". */
 static int count_kernels(const char *plan)
@@ -208,7 +162,7 @@ static void side_open(side *sd, const char *what, weft_backend b,
     sd->nout = weft_executable_outputs(sd->exe);
     ck_assert_int_le(sd->nout, MAX_OUT);
     if (b != WEFT_BACKEND_INTERP) {
-        sd->plan = plan_of(sd->exe);
+        sd->plan = tu_plan_text(sd->exe);
     }
 }
 
@@ -243,86 +197,17 @@ static void check_kernel_line(const fcase *c, const side *sd)
                   sd->what, c->kernel, sd->plan);
 }
 
-/* ---- comparing results --------------------------------------------------- */
-
-static bool close_enough(double got, double want, double tol)
-{
-    if (isnan(want)) {
-        return isnan(got);
-    }
-    if (isinf(want)) {
-        return got == want;
-    }
-    double scale = fabs(want) > 1.0 ? fabs(want) : 1.0;
-    return fabs(got - want) <= tol * scale;
-}
-
-/* got (on sd) must equal want (the interpreter's): type, shape, and every
- * leaf (integers exactly, floats within tol). */
-static void compare(const fcase *c, const char *what, int64_t size_no,
-                    int out_no, weft_context *gctx, weft_array *got,
-                    weft_context *wctx, weft_array *want)
-{
-    ck_assert_msg(got && want, "%s (%s) size #%lld output %d: missing",
-                  c->name, what, (long long)size_no, out_no);
-    int rank = weft_array_rank(want);
-    ck_assert_msg(weft_array_rank(got) == rank,
-                  "%s (%s) size #%lld output %d: rank %d, expected %d",
-                  c->name, what, (long long)size_no, out_no,
-                  weft_array_rank(got), rank);
-    for (int d = 0; d < rank; d++) {
-        ck_assert_msg(weft_array_extent(got, d) == weft_array_extent(want, d),
-                      "%s (%s) size #%lld output %d: extent %d is %lld, "
-                      "expected %lld",
-                      c->name, what, (long long)size_no, out_no, d,
-                      (long long)weft_array_extent(got, d),
-                      (long long)weft_array_extent(want, d));
-    }
-    int leaves = weft_type_leaves(wctx, weft_array_type(want));
-    ck_assert_int_eq(weft_type_leaves(gctx, weft_array_type(got)), leaves);
-    int64_t n = weft_array_size(want);
-    for (int l = 0; l < leaves; l++) {
-        weft_type t = weft_type_leaf(wctx, weft_array_type(want), l);
-        ck_assert_int_eq(weft_type_leaf(gctx, weft_array_type(got), l), t);
-        size_t w = weft_type_size(t);
-        const unsigned char *g = weft_array_data(got, l);
-        const unsigned char *e = weft_array_data(want, l);
-        if (n == 0) {
-            continue;
-        }
-        ck_assert(g && e);
-        for (int64_t i = 0; i < n; i++) {
-            const void *gi = g + (size_t)i * w, *ei = e + (size_t)i * w;
-            if (tu_is_float(t)) {
-                double gv = tu_load_f(t, gi), ev = tu_load_f(t, ei);
-                ck_assert_msg(close_enough(gv, ev, c->tol),
-                              "%s (%s) size #%lld output %d leaf %d element "
-                              "%lld: %.17g, interpreter %.17g (tol %g)",
-                              c->name, what, (long long)size_no, out_no, l,
-                              (long long)i, gv, ev, c->tol);
-            } else {
-                ck_assert_msg(memcmp(gi, ei, w) == 0,
-                              "%s (%s) size #%lld output %d leaf %d element "
-                              "%lld: %lld, interpreter %lld",
-                              c->name, what, (long long)size_no, out_no, l,
-                              (long long)i, (long long)tu_load_i(t, gi),
-                              (long long)tu_load_i(t, ei));
-            }
-        }
-    }
-}
-
 /* Inputs of size number s for every side (same values). */
 static void make_inputs(const fcase *c, int s, side *sides, int nsides,
                         weft_array *in[][MAX_IN])
 {
-    uint64_t seed = 0x9e3779b97f4a7c15ull ^ (uint64_t)(s + 1) * 7919u;
+    tu_rng rng = tu_rng_seed(0x9e3779b97f4a7c15ull ^ (uint64_t)(s + 1) * 7919u);
     for (int k = 0; k < c->nin; k++) {
         int64_t sh[WEFT_MAX_RANK];
         ck_assert(c->shape(s, k, sh));
         int64_t n = tu_shape_size(c->in[k].rank, sh);
-        void *buf = random_buffer(c->in[k].type, n, c->in[k].lo, c->in[k].hi,
-                                  &seed);
+        void *buf =
+            tu_rng_buffer(&rng, c->in[k].type, n, c->in[k].lo, c->in[k].hi);
         const void *data[1] = {buf};
         for (int j = 0; j < nsides; j++) {
             in[j][k] = tu_arr_host(sides[j].ctx, c->in[k].type,
@@ -361,8 +246,11 @@ static void run_case(const fcase *c)
         }
         for (int j = 1; j < 3; j++) {
             for (int o = 0; o < sd[0].nout; o++) {
-                compare(c, sd[j].what, s, o, sd[j].ctx, out[j][o], sd[0].ctx,
-                        out[0][o]);
+                char what[200];
+                snprintf(what, sizeof what, "%s (%s) size #%d output %d",
+                         c->name, sd[j].what, s, o);
+                tu_cmp_array(what, sd[0].ctx, out[0][o], sd[j].ctx, out[j][o],
+                             tu_tol_rel(c->tol));
             }
         }
         for (int j = 0; j < 3; j++) {
@@ -842,8 +730,8 @@ static void expect_status(const fcase *c, int64_t n, weft_status want)
     check_kernels(c, &sd[1], c->kernels);
     check_kernels(c, &sd[2], c->kernels_unfused);
     check_kernel_line(c, &sd[1]);
-    uint64_t seed = 5;
-    void *buf = random_buffer(WEFT_I32, n, -9, 9, &seed);
+    tu_rng rng = tu_rng_seed(5);
+    void *buf = tu_rng_buffer(&rng, WEFT_I32, n, -9, 9);
     const void *data[1] = {buf};
     for (int j = 0; j < 3; j++) {
         weft_array *in = tu_arr_host(sd[j].ctx, WEFT_I32, 1, &n, data);

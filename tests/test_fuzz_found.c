@@ -6,12 +6,7 @@
  */
 #include "tu.h"
 
-static const weft_backend backends[] = {
-    WEFT_BACKEND_INTERP,
-#ifdef WEFT_HAVE_LLVM
-    WEFT_BACKEND_CPU,
-#endif
-};
+static const weft_backend backends[] = TU_BACKENDS;
 enum { NBACKEND = sizeof backends / sizeof backends[0] };
 
 /* Seed 50194 (and 2237, 2404, 2511): a scalar term shared by an array

@@ -61,23 +61,7 @@ static weft_context *open_sm90(unsigned flags)
  * params: three kernels. */
 static void compile_three(weft_context *ctx)
 {
-    weft_program *p;
-    TU_OK(weft_program_create(ctx, &p));
-    weft_acc *x = weft_param(p, WEFT_I64, 1);
-    weft_acc *y = weft_param(p, WEFT_I64, 1);
-    weft_fun *mul = tu_fun_op2(p, WEFT_OP_MUL, WEFT_I64);
-    weft_fun *add = tu_fun_op2(p, WEFT_OP_ADD, WEFT_I64);
-    weft_fun *f = weft_fun1(p, WEFT_I64);
-    weft_fun_return(f, weft_add(weft_mul(weft_arg(f, 0), weft_i64(p, 3)),
-                                weft_i64(p, 1)));
-    weft_acc *r[3] = {weft_fold_all(add, weft_i64(p, 0),
-                                    weft_zipwith(mul, x, y)),
-                      weft_map(f, x), weft_scanl1(add, y)};
-    TU_PROGRAM_OK(p);
-    weft_executable *exe;
-    TU_OK(weft_compile(p, r, 3, &exe));
-    weft_executable_free(exe);
-    weft_program_free(p);
+    weft_executable_free(tu_dot_map(ctx, true));
 }
 
 static weft_stats stats_of(weft_context *ctx)
@@ -330,14 +314,7 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+TU_MAIN(suite)
 
 #else /* no LLVM: no ptx backend */
 

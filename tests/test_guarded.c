@@ -17,30 +17,19 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* open_memstream */
 #endif
-#include <ctype.h>
 
 #include "tu.h"
 
 /* The backends each case runs on. */
-static const weft_backend backends[] = {
-    WEFT_BACKEND_INTERP,
-#ifdef WEFT_HAVE_LLVM
-    WEFT_BACKEND_CPU,
-#endif
-};
+static const weft_backend backends[] = TU_BACKENDS;
 enum { NBACKEND = sizeof backends / sizeof backends[0] };
 
-static const char *bname(weft_backend b)
-{
-    return b == WEFT_BACKEND_CPU ? "cpu" : "interp";
-}
-
 /* Run results[0..n-1] of u's program on in, expecting OK. */
-#define RUN(u, b, rs, n, in, nin, out)                                       \
-    do {                                                                     \
-        weft_status s_ = tu_run((u)->p, (rs), (n), (in), (nin), (out), (n)); \
-        ck_assert_msg(s_ == WEFT_OK, "%s: %s: %s", bname(b),                 \
-                      weft_status_name(s_), weft_last_error());              \
+#define RUN(u, b, rs, n, in, nin, out)                                         \
+    do {                                                                       \
+        weft_status s_ = tu_run((u)->p, (rs), (n), (in), (nin), (out), (n));   \
+        ck_assert_msg(s_ == WEFT_OK, "%s: %s: %s", tu_backend_name(b),         \
+                      weft_status_name(s_), weft_last_error());                \
     } while (0)
 
 /* map (\x -> (if x == 0 then 0 else 100 quot x)
@@ -271,30 +260,6 @@ END_TEST
 
 /* ---- what is still shared ------------------------------------------------ */
 
-static char *dump(weft_program *p, weft_acc *const *results, int n)
-{
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    ck_assert_ptr_nonnull(f);
-    weft_status s = weft_program_dump(p, results, n, f);
-    fclose(f);
-    ck_assert_msg(s == WEFT_OK, "weft_program_dump: %s", weft_last_error());
-    return buf;
-}
-
-static int count_word(const char *s, const char *w)
-{
-    int n = 0;
-    size_t len = strlen(w);
-    for (const char *q = strstr(s, w); q; q = strstr(q + 1, w)) {
-        bool left = q == s || !(isalnum((unsigned char)q[-1]) || q[-1] == '_');
-        bool right = !(isalnum((unsigned char)q[len]) || q[len] == '_');
-        n += left && right;
-    }
-    return n;
-}
-
 /* map (\x -> (if x > 0 then e else 0) + (if x < 5 then e else 1)) for e
  * built once: a total e (x * x + 3) is bound once; a division is not bound
  * (a copy in each branch); a division in both branches of one cond, or
@@ -323,7 +288,7 @@ static char *two_conds(tu *u, int which)
     weft_fun_return(f, body);
     weft_acc *r = weft_map(f, xs);
     TU_PROGRAM_OK(p);
-    return dump(p, &r, 1);
+    return tu_program_text(p, &r, 1);
 }
 
 START_TEST(total_terms_still_shared)
@@ -331,20 +296,20 @@ START_TEST(total_terms_still_shared)
     tu u;
     tu_open(&u);
     char *d = two_conds(&u, 0);
-    ck_assert_msg(count_word(d, "let") == 1, "one let expected:\n%s", d);
-    ck_assert_msg(count_word(d, "mul") == 1, "one mul expected:\n%s", d);
+    ck_assert_msg(tu_count_word(d, "let") == 1, "one let expected:\n%s", d);
+    ck_assert_msg(tu_count_word(d, "mul") == 1, "one mul expected:\n%s", d);
     free(d);
     d = two_conds(&u, 1);
-    ck_assert_msg(count_word(d, "let") == 0, "no let expected:\n%s", d);
-    ck_assert_msg(count_word(d, "quot") == 2, "two quot expected:\n%s", d);
+    ck_assert_msg(tu_count_word(d, "let") == 0, "no let expected:\n%s", d);
+    ck_assert_msg(tu_count_word(d, "quot") == 2, "two quot expected:\n%s", d);
     free(d);
     d = two_conds(&u, 2);
-    ck_assert_msg(count_word(d, "let") == 1, "one let expected:\n%s", d);
-    ck_assert_msg(count_word(d, "quot") == 1, "one quot expected:\n%s", d);
+    ck_assert_msg(tu_count_word(d, "let") == 1, "one let expected:\n%s", d);
+    ck_assert_msg(tu_count_word(d, "quot") == 1, "one quot expected:\n%s", d);
     free(d);
     d = two_conds(&u, 3);
-    ck_assert_msg(count_word(d, "let") == 1, "one let expected:\n%s", d);
-    ck_assert_msg(count_word(d, "quot") == 1, "one quot expected:\n%s", d);
+    ck_assert_msg(tu_count_word(d, "let") == 1, "one let expected:\n%s", d);
+    ck_assert_msg(tu_count_word(d, "quot") == 1, "one quot expected:\n%s", d);
     free(d);
     tu_close(&u);
 }

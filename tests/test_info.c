@@ -587,11 +587,4 @@ static Suite *info_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(info_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+TU_MAIN(info_suite)

@@ -674,14 +674,7 @@ static Suite *jit_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(jit_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+TU_MAIN(jit_suite)
 
 #else /* no LLVM: nothing to test */
 

@@ -51,16 +51,12 @@
 #include <sys/wait.h>
 
 #include "tu.h"
+#include "../bench/gen_large.h"
 #ifdef WEFT_HAVE_LLVM
 #include "cpu.h"
 #endif
 
-static const weft_backend backends[] = {
-    WEFT_BACKEND_INTERP,
-#ifdef WEFT_HAVE_LLVM
-    WEFT_BACKEND_CPU,
-#endif
-};
+static const weft_backend backends[] = TU_BACKENDS;
 enum { NBACKEND = sizeof backends / sizeof backends[0] };
 
 /* Run r (one result) of u's program on in[0..nin-1] into *out. */
@@ -83,16 +79,8 @@ START_TEST(wide_and_nested_tuples)
         /* map (\x -> sum_i get(t, i)), t = (x + 0, ..., x + N-1) */
         weft_fun *f = weft_fun1(p, WEFT_I64);
         weft_exp *x = weft_arg(f, 0);
-        weft_exp **c = malloc(sizeof *c * (size_t)N);
-        ck_assert_ptr_nonnull(c);
-        for (int i = 0; i < N; i++) {
-            c[i] = weft_add(x, weft_i64(p, i));
-        }
-        weft_exp *t = weft_tuple(p, N, c), *e = weft_get(t, 0);
-        free(c);
-        for (int i = 1; i < N; i++) {
-            e = weft_add(e, weft_get(t, i));
-        }
+        weft_exp *e = gl_wide_sum(p, x, N);
+        ck_assert_ptr_nonnull(e);
         weft_fun_return(f, e);
         weft_acc *xs = weft_param(p, WEFT_I64, 1);
         weft_array *in[1] = {tu_arr_i(u.ctx, WEFT_I64, 1, TU_SH(2),
@@ -107,14 +95,8 @@ START_TEST(wide_and_nested_tuples)
         tu_reset(&u);
         p = u.p;
         f = weft_fun1(p, WEFT_I64);
-        e = weft_mul(weft_arg(f, 0), weft_i64(p, 2));
-        for (int i = 0; i < N; i++) {
-            e = weft_tuple(p, 1, &e);
-        }
-        for (int i = 0; i < N; i++) {
-            e = weft_get(e, 0);
-        }
-        weft_fun_return(f, e);
+        weft_fun_return(
+            f, gl_nested(p, weft_mul(weft_arg(f, 0), weft_i64(p, 2)), N));
         run1(&u, weft_map(f, weft_param(p, WEFT_I64, 1)), in, 1, out);
         TU_CHECK_I(u.ctx, out[0], 0, 1, TU_SH(2), TU_I(0, 2));
         weft_array_release(out[0]);
@@ -133,13 +115,7 @@ START_TEST(shared_chain)
     /* e' = (e * 3 xor e >> 1) + s, s = the a, shared by every link */
     weft_acc *a = weft_param(p, WEFT_I64, 0);
     weft_fun *f = weft_fun1(p, WEFT_I64);
-    weft_exp *s = weft_the(a), *e = weft_arg(f, 0);
-    for (int i = 0; i < N; i++) {
-        e = weft_add(weft_bxor(weft_mul(e, weft_i64(p, 3)),
-                               weft_shr(e, weft_i64(p, 1))),
-                     s);
-    }
-    weft_fun_return(f, e);
+    weft_fun_return(f, gl_chain(p, weft_arg(f, 0), N, weft_the(a)));
     weft_array *in[2] = {tu_arr_i(u.ctx, WEFT_I64, 0, NULL, TU_I(7)),
                          tu_arr_i(u.ctx, WEFT_I64, 1, TU_SH(3),
                                   TU_I(1, -2, 12345))};
@@ -389,28 +365,6 @@ END_TEST
 
 enum { NMANY = 300 };
 
-/* \x -> x * c (c >= 1, i64) by Horner's rule on c's bits: a structure of
- * its own for each c and no constant, so that kernels made of these share
- * no code (runtime/families.c would give maps that differ only in a
- * constant one kernel). */
-static weft_fun *times(weft_program *p, int64_t c)
-{
-    weft_fun *f = weft_fun1(p, WEFT_I64);
-    weft_exp *x = weft_arg(f, 0), *e = x;
-    int top = 62;
-    while (!(c >> top & 1)) {
-        top--;
-    }
-    for (int b = top - 1; b >= 0; b--) {
-        e = weft_add(e, e);
-        if (c >> b & 1) {
-            e = weft_add(e, x);
-        }
-    }
-    weft_fun_return(f, e);
-    return f;
-}
-
 /* Program: results i = map (\y -> y * (i + first + 1)) xs, i < n; run on
  * [1, 2, 3] and checked. */
 static void many_run(weft_context *ctx, int first, int n)
@@ -421,7 +375,7 @@ static void many_run(weft_context *ctx, int first, int n)
     weft_acc *r[NMANY];
     weft_array *out[NMANY] = {NULL};
     for (int i = 0; i < n; i++) {
-        r[i] = weft_map(times(p, i + first + 1), xs);
+        r[i] = weft_map(gl_times(p, i + first + 1), xs);
     }
     weft_array *in[1] = {tu_arr_i(ctx, WEFT_I64, 1, TU_SH(3), TU_I(1, 2, 3))};
     TU_OK(tu_run(p, r, n, in, 1, out, n));
@@ -578,7 +532,7 @@ static void *compile_one(void *arg)
     }
     weft_acc *x = weft_param(p, WEFT_I64, 1);
     for (int i = 0; i < j->n; i++) {
-        r[i] = weft_map(times(p, j->k + i), x);
+        r[i] = weft_map(gl_times(p, j->k + i), x);
     }
     if (weft_compile(p, r, j->n, &exe) != WEFT_OK ||
         weft_array_from_host(j->ctx, WEFT_I64, 1, TU_SH(4), data, &in) !=

@@ -15,34 +15,18 @@
  *   Newton sqrt       awhile until every element has converged
  *   Collatz           a scalar while loop per element over (n, steps)
  *
- * Tolerances are stated where each comparison is made.
+ * The programs are tests/tu_programs.h's, which test_cpu.c runs on both
+ * backends.  Tolerances are stated where each comparison is made.
  */
 #include <math.h>
 
-#include "tu.h"
-
-/* A deterministic pseudo-random sequence (xorshift64*), in [0, 1). */
-static double rnd(uint64_t *s)
-{
-    *s ^= *s >> 12;
-    *s ^= *s << 25;
-    *s ^= *s >> 27;
-    return (double)((*s * 2685821657736338717ull) >> 11) / 9007199254740992.0;
-}
+#include "tu_programs.h"
 
 /* A rank-1 array of type t (f32 or f64) from doubles. */
 static weft_array *vec_f(weft_context *ctx, weft_type t, int64_t n,
                          const double *v)
 {
     return tu_arr_f(ctx, t, 1, &n, v);
-}
-
-static weft_fun *op2(weft_program *p, weft_type t,
-                     weft_exp *(*op)(weft_exp *, weft_exp *))
-{
-    weft_fun *f = weft_fun2(p, t, t);
-    weft_fun_return(f, op(weft_arg(f, 0), weft_arg(f, 1)));
-    return f;
 }
 
 /* ---- dotp ---------------------------------------------------------------- */
@@ -53,19 +37,17 @@ static void dotp_case(weft_type t, int64_t n, double tol)
     tu_open(&u);
     weft_program *p = u.p;
     weft_acc *xs = weft_param(p, t, 1), *ys = weft_param(p, t, 1);
-    weft_exp *zero = t == WEFT_F32 ? weft_f32(p, 0) : weft_f64(p, 0);
-    weft_acc *dot = weft_fold(op2(p, t, weft_add), zero,
-                              weft_zipwith(op2(p, t, weft_mul), xs, ys));
+    weft_acc *dot = tu_prog_dotp(p, t, xs, ys);
     TU_PROGRAM_OK(p);
 
     double *x = malloc(sizeof(double) * (size_t)(n + 1));
     double *y = malloc(sizeof(double) * (size_t)(n + 1));
     ck_assert(x && y);
-    uint64_t s = 42;
+    tu_rng s = tu_rng_seed(42);
     double ref = 0, mag = 0;
     for (int64_t i = 0; i < n; i++) {
-        x[i] = rnd(&s) * 2 - 1;
-        y[i] = rnd(&s) * 2 - 1;
+        x[i] = tu_rng_unit(&s) * 2 - 1;
+        y[i] = tu_rng_unit(&s) * 2 - 1;
         if (t == WEFT_F32) {
             x[i] = (float)x[i];
             y[i] = (float)y[i];
@@ -114,10 +96,7 @@ START_TEST(saxpy)
     weft_program *p = u.p;
     weft_acc *alpha = weft_param(p, WEFT_F32, 0);
     weft_acc *xs = weft_param(p, WEFT_F32, 1), *ys = weft_param(p, WEFT_F32, 1);
-    weft_exp *a = weft_the(alpha); /* captured by the function below */
-    weft_fun *f = weft_fun2(p, WEFT_F32, WEFT_F32);
-    weft_fun_return(f, weft_add(weft_mul(a, weft_arg(f, 0)), weft_arg(f, 1)));
-    weft_acc *r = weft_zipwith(f, xs, ys);
+    weft_acc *r = tu_prog_saxpy(p, alpha, xs, ys);
     TU_PROGRAM_OK(p);
 
     enum { N = 1000 };
@@ -147,21 +126,15 @@ END_TEST
 
 /* ---- Black-Scholes ------------------------------------------------------- */
 
-#define BS_RISKFREE 0.02
-#define BS_VOLATILITY 0.30
-static const double bs_coeff[5] = {0.31938153, -0.356563782, 1.781477937,
-                                   -1.821255978, 1.330274429};
-#define BS_RSQRT2PI 0.39894228040143267793994605993438
-
 /* The normal cumulative distribution (Abramowitz and Stegun 26.2.17), in
  * double: the reference. */
 static double cnd_ref(double d)
 {
     double k = 1.0 / (1.0 + 0.2316419 * fabs(d));
-    double poly =
-        k * (bs_coeff[0] +
-             k * (bs_coeff[1] +
-                  k * (bs_coeff[2] + k * (bs_coeff[3] + k * bs_coeff[4]))));
+    double poly = k * (tu_bs_coeff[0] +
+                       k * (tu_bs_coeff[1] +
+                            k * (tu_bs_coeff[2] +
+                                 k * (tu_bs_coeff[3] + k * tu_bs_coeff[4]))));
     double c = BS_RSQRT2PI * exp(-0.5 * d * d) * poly;
     return d > 0 ? 1.0 - c : c;
 }
@@ -179,52 +152,6 @@ static void bs_ref(double price, double strike, double years, double *call,
     *put = x_exprt * (1.0 - c2) - price * (1.0 - c1);
 }
 
-/* The same in weft, in f32. */
-static weft_exp *cnd_weft(weft_program *p, weft_exp *d)
-{
-    weft_exp *k =
-        weft_fdiv(weft_f32(p, 1),
-                  weft_add(weft_f32(p, 1),
-                           weft_mul(weft_f32(p, 0.2316419f), weft_abs(d))));
-    weft_exp *poly = weft_f32(p, (float)bs_coeff[4]);
-    for (int i = 3; i >= 0; i--) {
-        poly = weft_add(weft_f32(p, (float)bs_coeff[i]), weft_mul(k, poly));
-    }
-    poly = weft_mul(k, poly);
-    weft_exp *c = weft_mul(
-        weft_mul(weft_f32(p, (float)BS_RSQRT2PI),
-                 weft_fexp(weft_mul(weft_f32(p, -0.5f), weft_mul(d, d)))),
-        poly);
-    return weft_cond(weft_gt(d, weft_f32(p, 0)), weft_sub(weft_f32(p, 1), c),
-                     c);
-}
-
-/* zipWith3 (\price strike years -> (call, put)). */
-static weft_acc *bs_program(weft_program *p, weft_acc *price, weft_acc *strike,
-                            weft_acc *years)
-{
-    weft_fun *f = weft_fun3(p, WEFT_F32, WEFT_F32, WEFT_F32);
-    weft_exp *s = weft_arg(f, 0), *x = weft_arg(f, 1), *t = weft_arg(f, 2);
-    weft_exp *r = weft_f32(p, (float)BS_RISKFREE);
-    weft_exp *v = weft_f32(p, (float)BS_VOLATILITY);
-    weft_exp *v_sqrtt = weft_mul(v, weft_sqrt(t));
-    weft_exp *d1 = weft_fdiv(
-        weft_add(
-            weft_log(weft_fdiv(s, x)),
-            weft_mul(weft_add(r, weft_mul(weft_f32(p, 0.5f), weft_mul(v, v))),
-                     t)),
-        v_sqrtt);
-    weft_exp *d2 = weft_sub(d1, v_sqrtt);
-    weft_exp *c1 = cnd_weft(p, d1), *c2 = cnd_weft(p, d2);
-    weft_exp *x_exprt = weft_mul(x, weft_fexp(weft_mul(weft_neg(r), t)));
-    weft_exp *call = weft_sub(weft_mul(s, c1), weft_mul(x_exprt, c2));
-    weft_exp *put = weft_sub(weft_mul(x_exprt, weft_sub(weft_f32(p, 1), c2)),
-                             weft_mul(s, weft_sub(weft_f32(p, 1), c1)));
-    weft_exp *pair[2] = {call, put};
-    weft_fun_return(f, weft_tuple(p, 2, pair));
-    return weft_zipwith3(f, price, strike, years);
-}
-
 START_TEST(black_scholes)
 {
     tu u;
@@ -233,17 +160,17 @@ START_TEST(black_scholes)
     weft_acc *price = weft_param(p, WEFT_F32, 1);
     weft_acc *strike = weft_param(p, WEFT_F32, 1);
     weft_acc *years = weft_param(p, WEFT_F32, 1);
-    weft_acc *r = bs_program(p, price, strike, years);
+    weft_acc *r = tu_prog_black_scholes(p, price, strike, years);
     TU_PROGRAM_OK(p);
     ck_assert_int_eq(weft_acc_rank(r), 1);
 
     enum { N = 1000 };
     double s[N], x[N], t[N], call[N], put[N];
-    uint64_t seed = 7;
+    tu_rng seed = tu_rng_seed(7);
     for (int i = 0; i < N; i++) {
-        s[i] = (float)(5 + 25 * rnd(&seed));
-        x[i] = (float)(1 + 99 * rnd(&seed));
-        t[i] = (float)(0.25 + 9.75 * rnd(&seed));
+        s[i] = (float)(5 + 25 * tu_rng_unit(&seed));
+        x[i] = (float)(1 + 99 * tu_rng_unit(&seed));
+        t[i] = (float)(0.25 + 9.75 * tu_rng_unit(&seed));
         bs_ref(s[i], x[i], t[i], &call[i], &put[i]);
     }
     weft_array *in[3] = {vec_f(u.ctx, WEFT_F32, N, s),
@@ -279,14 +206,7 @@ START_TEST(smvm)
     weft_acc *cols = weft_param(p, WEFT_I32, 1); /* column per value */
     weft_acc *vals = weft_param(p, WEFT_F64, 1);
     weft_acc *xv = weft_param(p, WEFT_F64, 1);
-    /* x gathered by column index: backpermute (shape vals) (\i -> cols!i) */
-    weft_fun *ix = weft_fun1(p, WEFT_DIM(1));
-    weft_fun_return(ix, weft_index1(weft_convert(weft_at(cols, weft_arg(ix, 0)),
-                                                 WEFT_I64)));
-    weft_acc *gathered = weft_backpermute(weft_shape(vals), ix, xv);
-    weft_acc *prods = weft_zipwith(op2(p, WEFT_F64, weft_mul), vals, gathered);
-    weft_acc *r =
-        weft_fold_seg(op2(p, WEFT_F64, weft_add), weft_f64(p, 0), prods, segd);
+    weft_acc *r = tu_prog_smvm(p, segd, cols, vals, xv);
     TU_PROGRAM_OK(p);
 
     /* A 7 x 9 matrix with an empty row, a full row and random others. */
@@ -294,19 +214,21 @@ START_TEST(smvm)
     int64_t len[ROWS];
     int64_t col[ROWS * COLS];
     double val[ROWS * COLS], x[COLS], want[ROWS];
-    uint64_t seed = 99;
+    tu_rng seed = tu_rng_seed(99);
     int64_t nnz = 0;
     for (int j = 0; j < COLS; j++) {
-        x[j] = rnd(&seed) * 4 - 2;
+        x[j] = tu_rng_unit(&seed) * 4 - 2;
     }
     for (int i = 0; i < ROWS; i++) {
         len[i] = 0;
         want[i] = 0;
         for (int j = 0; j < COLS; j++) {
-            bool keep = i == 3 ? true : i == 1 ? false : rnd(&seed) < 0.4;
+            bool keep = i == 3   ? true
+                        : i == 1 ? false
+                                 : tu_rng_unit(&seed) < 0.4;
             if (keep) {
                 col[nnz] = j;
-                val[nnz] = rnd(&seed) * 10 - 5;
+                val[nnz] = tu_rng_unit(&seed) * 10 - 5;
                 want[i] += val[nnz] * x[j];
                 nnz++;
                 len[i]++;
@@ -338,28 +260,13 @@ START_TEST(histogram)
     weft_program *p = u.p;
     enum { BUCKETS = 10, N = 500 };
     weft_acc *vs = weft_param(p, WEFT_I32, 1);
-    weft_fun *zero = weft_fun1(p, WEFT_DIM(1));
-    weft_fun_return(zero, weft_i32(p, 0));
-    weft_acc *zeros = weft_generate(weft_index1(weft_i64(p, BUCKETS)), zero);
-    weft_fun *one = weft_fun1(p, WEFT_I32);
-    weft_fun_return(one, weft_i32(p, 1));
-    /* Bucket of v = v / 10; values outside [0, 100) are ignored. */
-    weft_fun *ix = weft_fun1(p, WEFT_DIM(1));
-    weft_exp *v = weft_at(vs, weft_arg(ix, 0));
-    weft_exp *in_range =
-        weft_and(weft_ge(v, weft_i32(p, 0)), weft_lt(v, weft_i32(p, 100)));
-    weft_fun_return(ix, weft_cond(in_range,
-                                  weft_index1(weft_convert(
-                                      weft_quot(v, weft_i32(p, 10)), WEFT_I64)),
-                                  weft_ignore(p, 1)));
-    weft_acc *r =
-        weft_permute(op2(p, WEFT_I32, weft_add), zeros, ix, weft_map(one, vs));
+    weft_acc *r = tu_prog_histogram(p, vs); /* BUCKETS buckets */
     TU_PROGRAM_OK(p);
 
     int64_t vals[N], want[BUCKETS] = {0};
-    uint64_t seed = 3;
+    tu_rng seed = tu_rng_seed(3);
     for (int i = 0; i < N; i++) {
-        vals[i] = (int64_t)(rnd(&seed) * 120) - 10;
+        vals[i] = (int64_t)(tu_rng_unit(&seed) * 120) - 10;
         if (vals[i] >= 0 && vals[i] < 100) {
             want[vals[i] / 10]++;
         }
@@ -384,26 +291,7 @@ static void filter_case(const int64_t *xs, int64_t n)
     tu_open(&u);
     weft_program *p = u.p;
     weft_acc *a = weft_param(p, WEFT_I32, 1);
-    weft_fun *pred = weft_fun1(p, WEFT_I32);
-    weft_fun_return(
-        pred, weft_cond(weft_eq(weft_mod(weft_arg(pred, 0), weft_i32(p, 3)),
-                                weft_i32(p, 0)),
-                        weft_i64(p, 1), weft_i64(p, 0)));
-    weft_acc *keep = weft_map(pred, a);
-    weft_acc *sc =
-        weft_scanl_(op2(p, WEFT_I64, weft_add), weft_i64(p, 0), keep);
-    weft_acc *offs = weft_aget(sc, 0), *total = weft_aget(sc, 1);
-    weft_fun *zero = weft_fun1(p, WEFT_DIM(1));
-    weft_fun_return(zero, weft_i32(p, 0));
-    weft_acc *dflt = weft_generate(weft_index1(weft_the(total)), zero);
-    weft_fun *ix = weft_fun1(p, WEFT_DIM(1));
-    weft_exp *i = weft_arg(ix, 0);
-    weft_fun_return(ix, weft_cond(weft_eq(weft_at(keep, i), weft_i64(p, 1)),
-                                  weft_index1(weft_at(offs, i)),
-                                  weft_ignore(p, 1)));
-    weft_fun *first = weft_fun2(p, WEFT_I32, WEFT_I32);
-    weft_fun_return(first, weft_arg(first, 0));
-    weft_acc *r = weft_permute(first, dflt, ix, a);
+    weft_acc *r = tu_prog_filter(p, a);
     TU_PROGRAM_OK(p);
 
     int64_t *want = malloc(sizeof(int64_t) * (size_t)(n + 1));
@@ -446,23 +334,7 @@ START_TEST(jacobi)
     tu_open(&u);
     weft_program *p = u.p;
     weft_acc *g = weft_param(p, WEFT_F64, 2);
-    /* The window's elements in row-major order: 1 north, 3 west, 5 east,
-     * 7 south. */
-    weft_type ts[9];
-    for (int i = 0; i < 9; i++) {
-        ts[i] = WEFT_F64;
-    }
-    weft_fun *f = weft_fun_create(p, 9, ts);
-    weft_fun_return(
-        f, weft_mul(weft_f64(p, 0.25),
-                    weft_add(weft_add(weft_arg(f, 1), weft_arg(f, 3)),
-                             weft_add(weft_arg(f, 5), weft_arg(f, 7)))));
-    static const int window[2] = {3, 3};
-    weft_boundary clamp = {WEFT_BOUNDARY_CLAMP, NULL};
-    weft_acc *r = g;
-    for (int k = 0; k < ITERS; k++) {
-        r = weft_stencil(f, window, clamp, r);
-    }
+    weft_acc *r = tu_prog_jacobi(p, g, ITERS);
     TU_PROGRAM_OK(p);
 
     static double a[H][W], b[H][W];
@@ -497,34 +369,11 @@ END_TEST
 START_TEST(newton_sqrt_awhile)
 {
     enum { N = 50 };
-    const double tol = 1e-12;
     tu u;
     tu_open(&u);
     weft_program *p = u.p;
     weft_acc *as = weft_param(p, WEFT_F64, 1);
-    /* x0 = max a 1 */
-    weft_fun *start = weft_fun1(p, WEFT_F64);
-    weft_fun_return(start, weft_max(weft_arg(start, 0), weft_f64(p, 1)));
-    weft_acc *x0 = weft_map(start, as);
-
-    /* cond xs = fold_all (||) False (zipWith (\x a -> |x*x - a| > tol*a)) */
-    weft_afun *cond = weft_afun_like(x0);
-    weft_fun *far = weft_fun2(p, WEFT_F64, WEFT_F64);
-    weft_exp *x = weft_arg(far, 0), *a = weft_arg(far, 1);
-    weft_fun_return(far, weft_gt(weft_abs(weft_sub(weft_mul(x, x), a)),
-                                 weft_mul(weft_f64(p, tol), a)));
-    weft_afun_return(cond,
-                     weft_fold_all(op2(p, WEFT_BOOL, weft_or), weft_bool(p, 0),
-                                   weft_zipwith(far, weft_afun_arg(cond), as)));
-    /* body xs = zipWith (\x a -> 0.5 * (x + a / x)) xs as */
-    weft_afun *body = weft_afun_like(x0);
-    weft_fun *step = weft_fun2(p, WEFT_F64, WEFT_F64);
-    x = weft_arg(step, 0);
-    a = weft_arg(step, 1);
-    weft_fun_return(step,
-                    weft_mul(weft_f64(p, 0.5), weft_add(x, weft_fdiv(a, x))));
-    weft_afun_return(body, weft_zipwith(step, weft_afun_arg(body), as));
-    weft_acc *r = weft_awhile(cond, body, x0);
+    weft_acc *r = tu_prog_newton(p, as); /* to |x^2 - a| <= 1e-12 a */
     TU_PROGRAM_OK(p);
 
     double av[N], want[N];
@@ -551,30 +400,7 @@ START_TEST(collatz_while)
     tu u;
     tu_open(&u);
     weft_program *p = u.p;
-    weft_type pair_t[2] = {WEFT_I64, WEFT_I32};
-    weft_type st = weft_type_tuple(u.ctx, 2, pair_t);
-    ck_assert_int_ne(st, 0);
-
-    weft_fun *cond = weft_fun1(p, st);
-    weft_fun_return(cond,
-                    weft_ne(weft_get(weft_arg(cond, 0), 0), weft_i64(p, 1)));
-    weft_fun *body = weft_fun1(p, st);
-    weft_exp *n = weft_get(weft_arg(body, 0), 0);
-    weft_exp *c = weft_get(weft_arg(body, 0), 1);
-    weft_exp *next[2] = {
-        weft_cond(weft_eq(weft_rem(n, weft_i64(p, 2)), weft_i64(p, 0)),
-                  weft_quot(n, weft_i64(p, 2)),
-                  weft_add(weft_mul(n, weft_i64(p, 3)), weft_i64(p, 1))),
-        weft_add(c, weft_i32(p, 1))};
-    weft_fun_return(body, weft_tuple(p, 2, next));
-
-    /* generate (Z :. N) (\ix -> snd (while cond body (ix + 1, 0))) */
-    weft_fun *g = weft_fun1(p, WEFT_DIM(1));
-    weft_exp *init[2] = {weft_add(weft_get(weft_arg(g, 0), 0), weft_i64(p, 1)),
-                         weft_i32(p, 0)};
-    weft_fun_return(
-        g, weft_get(weft_while(cond, body, weft_tuple(p, 2, init)), 1));
-    weft_acc *r = weft_generate(weft_index1(weft_i64(p, N)), g);
+    weft_acc *r = tu_prog_collatz(p, u.ctx, weft_i64(p, N));
     TU_PROGRAM_OK(p);
 
     int64_t want[N];

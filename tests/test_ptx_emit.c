@@ -36,6 +36,7 @@
 
 #include "cg.h"
 #include "fe.h"
+#include "tu_ptx.h"
 
 /* ---- harness ---- */
 
@@ -122,68 +123,6 @@ static char *km_ptx(kmod *k, int sm, const char *const *names, int n,
     LLVMDisposeMemoryBuffer(buf);
     LLVMDisposeTargetMachine(tm);
     return text;
-}
-
-/* ptxas's path, or NULL. */
-static const char *ptxas_path(void)
-{
-    static char found[4096];
-    const char *path = getenv("PATH");
-    while (path && *path) {
-        size_t len = strcspn(path, ":");
-        if (len > 0 && len < sizeof found - 8) {
-            snprintf(found, sizeof found, "%.*s/ptxas", (int)len, path);
-            if (access(found, X_OK) == 0) {
-                return found;
-            }
-        }
-        path += len + (path[len] == ':');
-    }
-    if (access("/usr/local/cuda/bin/ptxas", X_OK) == 0) {
-        return "/usr/local/cuda/bin/ptxas";
-    }
-    return NULL;
-}
-
-/* ptxas -arch=sm_90 accepts text (skipped with a note without ptxas). */
-static void assert_assembles(const char *text, const char *what)
-{
-    const char *ptxas = ptxas_path();
-    if (!ptxas) {
-        static bool told;
-        if (!told) {
-            printf("note: no ptxas on $PATH or in /usr/local/cuda/bin: PTX "
-                   "not assembled\n");
-            told = true;
-        }
-        return;
-    }
-    char file[] = "/tmp/weft_ptx_XXXXXX";
-    int fd = mkstemp(file);
-    ck_assert(fd >= 0);
-    size_t len = strlen(text);
-    ck_assert(write(fd, text, len) == (ssize_t)len);
-    close(fd);
-    char log[sizeof file + 8];
-    snprintf(log, sizeof log, "%s.log", file);
-    char cmd[8192];
-    snprintf(cmd, sizeof cmd, "'%s' -arch=sm_90 %s -o /dev/null >%s 2>&1",
-             ptxas, file, log);
-    int rc = system(cmd);
-    char out[2048] = "";
-    FILE *f = fopen(log, "r");
-    if (f) {
-        size_t m = fread(out, 1, sizeof out - 1, f);
-        out[m] = '\0';
-        fclose(f);
-    }
-    unlink(log);
-    if (!(rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 0)) {
-        fprintf(stderr, "%s\n", text);
-    }
-    ck_assert_msg(rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 0,
-                  "ptxas rejects %s (%s): %s", what, file, out);
-    unlink(file);
 }
 
 #define ASSERT_HAS(text, s) \
@@ -572,7 +511,7 @@ START_TEST(math)
         ASSERT_HAS(ptx, "%nctaid.x");
         assert_libdevice_done(ptx);
         ASSERT_LACKS(ptx, "__nv_"); /* all inlined and dropped */
-        assert_assembles(ptx, names[0]);
+        tu_assert_assembles(ptx, names[0]);
         free(ptx);
         km_close(&k);
     }
@@ -623,7 +562,7 @@ START_TEST(fast_math)
     ASSERT_HAS(ptx, "rsqrt.approx.f32");
     ASSERT_LACKS(ptx, "div.rn.f32");
     ASSERT_LACKS(ptx, "__nv_");
-    assert_assembles(ptx, "k_fast");
+    tu_assert_assembles(ptx, "k_fast");
     free(ptx);
     km_close(&k);
 }
@@ -643,7 +582,7 @@ START_TEST(all_math)
     ASSERT_HAS(ptx, ".entry k_all_f32");
     ASSERT_HAS(ptx, ".entry k_all_f64");
     assert_libdevice_done(ptx);
-    assert_assembles(ptx, "k_all");
+    tu_assert_assembles(ptx, "k_all");
     free(ptx);
     km_close(&k);
 }
@@ -679,7 +618,7 @@ START_TEST(atomics)
             ASSERT_HAS(ptx, native[m]);
         }
         ASSERT_LACKS(ptx, "__nv_");
-        assert_assembles(ptx, "k_atomics");
+        tu_assert_assembles(ptx, "k_atomics");
         free(ptx);
         km_close(&k);
     }
@@ -710,7 +649,7 @@ START_TEST(block_sum)
     ASSERT_HAS(ptx, "atom.global.add.u64");
     ASSERT_HAS(ptx, "atom.global.add.f64");
     ASSERT_LACKS(ptx, ".visible .shared"); /* internal */
-    assert_assembles(ptx, "k_sum");
+    tu_assert_assembles(ptx, "k_sum");
     free(ptx);
     km_close(&k);
 }
@@ -728,7 +667,7 @@ START_TEST(vote)
     ASSERT_HAS(ptx, "shfl.sync.idx.b32");
     ASSERT_HAS(ptx, "shfl.sync.down.b32");
     ASSERT_HAS(ptx, "membar.gl");
-    assert_assembles(ptx, "k_vote");
+    tu_assert_assembles(ptx, "k_vote");
     free(ptx);
     km_close(&k);
 }

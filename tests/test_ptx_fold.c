@@ -41,70 +41,9 @@
 #include "fe.h"
 #include "rt.h"
 #include "sk.h"
+#include "tu_ptx.h"
 
-/* ---- ptxas ---- */
-
-/* ptxas's path, or NULL. */
-static const char *ptxas_path(void)
-{
-    static char found[4096];
-    const char *path = getenv("PATH");
-    while (path && *path) {
-        size_t len = strcspn(path, ":");
-        if (len > 0 && len < sizeof found - 8) {
-            snprintf(found, sizeof found, "%.*s/ptxas", (int)len, path);
-            if (access(found, X_OK) == 0) {
-                return found;
-            }
-        }
-        path += len + (path[len] == ':');
-    }
-    if (access("/usr/local/cuda/bin/ptxas", X_OK) == 0) {
-        return "/usr/local/cuda/bin/ptxas";
-    }
-    return NULL;
-}
-
-/* ptxas -arch=sm_90 accepts text (skipped with a note without ptxas). */
-static void assert_assembles(const char *text, const char *what)
-{
-    const char *ptxas = ptxas_path();
-    if (!ptxas) {
-        static bool told;
-        if (!told) {
-            printf("note: no ptxas on $PATH or in /usr/local/cuda/bin: PTX "
-                   "not assembled\n");
-            told = true;
-        }
-        return;
-    }
-    char file[] = "/tmp/weft_ptx_fold_XXXXXX";
-    int fd = mkstemp(file);
-    ck_assert(fd >= 0);
-    size_t len = strlen(text);
-    ck_assert(write(fd, text, len) == (ssize_t)len);
-    close(fd);
-    char log[sizeof file + 8];
-    snprintf(log, sizeof log, "%s.log", file);
-    char cmd[8192];
-    snprintf(cmd, sizeof cmd, "'%s' -arch=sm_90 %s -o /dev/null >%s 2>&1",
-             ptxas, file, log);
-    int rc = system(cmd);
-    char out[2048] = "";
-    FILE *f = fopen(log, "r");
-    if (f) {
-        size_t m = fread(out, 1, sizeof out - 1, f);
-        out[m] = '\0';
-        fclose(f);
-    }
-    unlink(log);
-    bool ok = rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 0;
-    if (!ok) {
-        fprintf(stderr, "%s\n", text);
-    }
-    ck_assert_msg(ok, "ptxas rejects %s (%s): %s", what, file, out);
-    unlink(file);
-}
+/* ---- PTX text ---- */
 
 #define ASSERT_HAS(text, s) \
     ck_assert_msg(strstr((text), (s)) != NULL, "PTX lacks \"%s\"", (s))
@@ -193,7 +132,7 @@ static weft_status get_kernel(void *user, weft_executable *exe, sk_kernel *k)
     if (getenv("WEFT_TEST_PTX_PRINT")) {
         printf("---- %s ----\n%s\n", sn->what, text);
     }
-    assert_assembles(text, sn->what);
+    tu_assert_assembles(text, sn->what);
     sn->vec += count(text, "ld.global.nc.v");
     bool ticket = (k->flags & SK_FOLD_LAST_BLOCK) != 0;
     ck_assert_int_eq(count(text, "atom.global.add.u32") > 0, ticket);

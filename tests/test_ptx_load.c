@@ -72,30 +72,8 @@ static weft_array *iota_i64(weft_context *ctx, int64_t n, int64_t k)
     return a;
 }
 
-/* fold_all (+) 0 (zipWith (*) x y) and map (\v -> 3 v + 1) x over two i64
- * params: two kernels. */
-static weft_executable *dot_and_map(weft_context *ctx)
-{
-    weft_program *p;
-    TU_OK(weft_program_create(ctx, &p));
-    weft_acc *x = weft_param(p, WEFT_I64, 1);
-    weft_acc *y = weft_param(p, WEFT_I64, 1);
-    weft_fun *mul = tu_fun_op2(p, WEFT_OP_MUL, WEFT_I64);
-    weft_fun *add = tu_fun_op2(p, WEFT_OP_ADD, WEFT_I64);
-    weft_fun *f = weft_fun1(p, WEFT_I64);
-    weft_fun_return(f, weft_add(weft_mul(weft_arg(f, 0), weft_i64(p, 3)),
-                                weft_i64(p, 1)));
-    weft_acc *r[2] = {weft_fold_all(add, weft_i64(p, 0),
-                                    weft_zipwith(mul, x, y)),
-                      weft_map(f, x)};
-    TU_PROGRAM_OK(p);
-    weft_executable *exe;
-    TU_OK(weft_compile(p, r, 2, &exe));
-    weft_program_free(p);
-    return exe;
-}
-
-/* Run dot_and_map on x = 0..n-1, y = 2 x and check both results. */
+/* Run tu_dot_map(ctx, false) on x = 0..n-1, y = 2 x and check both
+ * results. */
 static void run_dot_and_map(weft_context *ctx, weft_executable *exe,
                             int64_t n)
 {
@@ -164,7 +142,7 @@ START_TEST(disk_round_trip)
     char dir[64];
     temp_dir(dir, sizeof dir);
     weft_context *a = open_ptx(dir);
-    weft_executable *ea = dot_and_map(a);
+    weft_executable *ea = tu_dot_map(a, false);
     run_dot_and_map(a, ea, 100000);
     TU_OK(weft_context_wait_optimised(a)); /* tier-ups write the cache */
     weft_stats sa;
@@ -178,7 +156,7 @@ START_TEST(disk_round_trip)
     ck_assert_int_eq(count_ext(dir, ".cubin", NULL), 0);
 
     weft_context *b = open_ptx(dir);
-    weft_executable *eb = dot_and_map(b);
+    weft_executable *eb = tu_dot_map(b, false);
     weft_stats sb;
     weft_context_stats(b, &sb);
     ck_assert_uint_eq(sb.kernels_compiled, 0);

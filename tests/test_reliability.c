@@ -31,18 +31,8 @@
 #include "tu.h"
 
 /* The backends that run compiled code here, after the interpreter. */
-static const weft_backend backends[] = {
-    WEFT_BACKEND_INTERP,
-#ifdef WEFT_HAVE_LLVM
-    WEFT_BACKEND_CPU,
-#endif
-};
+static const weft_backend backends[] = TU_BACKENDS;
 enum { NBACKENDS = (int)(sizeof backends / sizeof *backends) };
-
-static const char *bname(weft_backend b)
-{
-    return b == WEFT_BACKEND_CPU ? "cpu" : "interp";
-}
 
 /* The message contains `want`. */
 #define HAS(msg, want)                                                       \
@@ -95,7 +85,7 @@ START_TEST(permute_ignore_rank0)
                                           weft_index(p, 0, NULL),
                                           weft_ignore(p, 0)));
             ck_assert_msg(permute_unit(&t, ix, NULL, 0) == (c ? 6 : 1),
-                          "%s, constant %d", bname(backends[b]), c);
+                          "%s, constant %d", tu_backend_name(backends[b]), c);
         }
         /* the same with the condition from a parameter (the ! p0), and
          * with the index argument in the then branch */
@@ -109,8 +99,9 @@ START_TEST(permute_ignore_rank0)
             weft_array *in = bool0(t.ctx, c & 1);
             int64_t got = permute_unit(&t, ix, &in, 1);
             weft_array_release(in);
-            ck_assert_msg(got == ((c & 1) ? 6 : 1), "%s, parameter case %d: %lld",
-                          bname(backends[b]), c, (long long)got);
+            ck_assert_msg(got == ((c & 1) ? 6 : 1),
+                          "%s, parameter case %d: %lld",
+                          tu_backend_name(backends[b]), c, (long long)got);
         }
         /* e = if c && s + 0 == 1 && ... && s + 19 == 20 then index ()
          * else ignore, s = size z (= 1): it depends on the argument z, so
@@ -141,9 +132,9 @@ START_TEST(permute_ignore_rank0)
             int64_t got = permute_unit(&t, ix, in, 3);
             tu_release_all(in, 3);
             bool ignored = (vd || vf) && !vc;
-            ck_assert_msg(got == (ignored ? 1 : 6),
-                          "%s, let case c=%d d=%d f=%d: %lld",
-                          bname(backends[b]), vc, vd, vf, (long long)got);
+            ck_assert_msg(
+                got == (ignored ? 1 : 6), "%s, let case c=%d d=%d f=%d: %lld",
+                tu_backend_name(backends[b]), vc, vd, vf, (long long)got);
         }
         /* the same e with s = size of a parameter (= 1), used by the
          * index functions of two permutes: e depends on no argument and
@@ -556,8 +547,8 @@ START_TEST(bool_bits_and_order)
                 int64_t v = tu_eval_i(p, weft_prim2(ops[o], weft_bool(p, i >> 1),
                                                     weft_bool(p, i & 1)));
                 ck_assert_msg(v == want[o][i], "%s %s constants %d: %lld",
-                              bname(backends[b]), weft_op_name(ops[o]), i,
-                              (long long)v);
+                              tu_backend_name(backends[b]),
+                              weft_op_name(ops[o]), i, (long long)v);
             }
             for (int c = 0; c < 2; c++) {
                 tu_reset(&t);

@@ -16,46 +16,13 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* open_memstream */
 #endif
-#include <ctype.h>
 
 #include "tu.h"
-
-/* The dump of results[0..n-1] as a malloc'd string (the caller frees). */
-static char *dump(weft_program *p, weft_acc *const *results, int n)
-{
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    ck_assert_ptr_nonnull(f);
-    weft_status s = weft_program_dump(p, results, n, f);
-    fclose(f);
-    ck_assert_msg(s == WEFT_OK, "weft_program_dump: %s", weft_last_error());
-    ck_assert_ptr_nonnull(buf);
-    return buf;
-}
-
-static bool is_word_char(char c)
-{
-    return isalnum((unsigned char)c) || c == '_';
-}
-
-/* Occurrences of word w in s, not part of a longer identifier. */
-static int count_word(const char *s, const char *w)
-{
-    int n = 0;
-    size_t len = strlen(w);
-    for (const char *q = strstr(s, w); q; q = strstr(q + 1, w)) {
-        bool left = q == s || !is_word_char(q[-1]);
-        bool right = !is_word_char(q[len]);
-        n += left && right;
-    }
-    return n;
-}
 
 /* Number of `let ` (as a word) in s. */
 static int count_lets(const char *s)
 {
-    return count_word(s, "let");
+    return tu_count_word(s, "let");
 }
 
 /* The name bound by the k-th let in s (into name), or false. */
@@ -67,7 +34,7 @@ static bool let_name(const char *s, int k, char *name, size_t cap)
         if (!q) {
             return false;
         }
-        if ((q == s || !is_word_char(q[-1])) && k-- == 0) {
+        if ((q == s || !tu_is_word_char(q[-1])) && k-- == 0) {
             break;
         }
         q++;
@@ -77,7 +44,7 @@ static bool let_name(const char *s, int k, char *name, size_t cap)
         q++;
     }
     size_t n = 0;
-    while (is_word_char(q[n]) && n + 1 < cap) {
+    while (tu_is_word_char(q[n]) && n + 1 < cap) {
         name[n] = q[n];
         n++;
     }
@@ -120,16 +87,16 @@ START_TEST(shared_term_bound_once)
     weft_acc *m = weft_map(plus(p, 1), xs); /* used twice */
     weft_acc *r = weft_zipwith(op2(p, WEFT_F32, weft_mul), m, m);
     TU_PROGRAM_OK(p);
-    char *d = dump(p, &r, 1);
+    char *d = tu_program_text(p, &r, 1);
     ck_assert_msg(count_lets(d) == 1, "expected one let:\n%s", d);
     char name[32];
     ck_assert(let_name(d, 0, name, sizeof name));
     ck_assert_msg(name[0] == 'a', "an array let expected:\n%s", d);
     /* bound once, referenced twice */
-    ck_assert_msg(count_word(d, name) == 3, "%s should occur 3 times:\n%s",
+    ck_assert_msg(tu_count_word(d, name) == 3, "%s should occur 3 times:\n%s",
                   name, d);
     /* the map appears once */
-    ck_assert_msg(count_word(d, "map") == 1, "one map expected:\n%s", d);
+    ck_assert_msg(tu_count_word(d, "map") == 1, "one map expected:\n%s", d);
     free(d);
 
     double x[4] = {0, 1, 2, -3}, want[4];
@@ -155,12 +122,12 @@ START_TEST(shared_scalar_bound_once)
     weft_fun_return(f, weft_add(y, weft_sqrt(y)));
     weft_acc *r = weft_map(f, xs);
     TU_PROGRAM_OK(p);
-    char *d = dump(p, &r, 1);
+    char *d = tu_program_text(p, &r, 1);
     ck_assert_msg(count_lets(d) == 1, "expected one let:\n%s", d);
     char name[32];
     ck_assert(let_name(d, 0, name, sizeof name));
     ck_assert_msg(name[0] == 'e', "a scalar let expected:\n%s", d);
-    ck_assert_msg(count_word(d, name) == 3, "%s should occur 3 times:\n%s",
+    ck_assert_msg(tu_count_word(d, name) == 3, "%s should occur 3 times:\n%s",
                   name, d);
     free(d);
 
@@ -186,14 +153,14 @@ START_TEST(two_uses_merged)
     ck_assert_ptr_ne(u1, u2);
     weft_acc *r = weft_zipwith(op2(p, WEFT_F32, weft_add), u1, u2);
     TU_PROGRAM_OK(p);
-    char *d = dump(p, &r, 1);
+    char *d = tu_program_text(p, &r, 1);
     ck_assert_msg(count_lets(d) == 1, "expected one let:\n%s", d);
     char name[32];
     ck_assert(let_name(d, 0, name, sizeof name));
     ck_assert_msg(name[0] == 'a', "an array let expected:\n%s", d);
-    ck_assert_msg(count_word(d, name) == 3, "%s should occur 3 times:\n%s",
+    ck_assert_msg(tu_count_word(d, name) == 3, "%s should occur 3 times:\n%s",
                   name, d);
-    ck_assert_msg(count_word(d, "use") == 1, "one use expected:\n%s", d);
+    ck_assert_msg(tu_count_word(d, "use") == 1, "one use expected:\n%s", d);
     free(d);
 
     for (int i = 0; i < 5; i++) {
@@ -218,14 +185,14 @@ START_TEST(captured_scalar_at_array_level)
     weft_fun_return(f, weft_fdiv(weft_arg(f, 0), s));
     weft_acc *r = weft_map(f, xs); /* normalise: x / sum xs */
     TU_PROGRAM_OK(p);
-    char *d = dump(p, &r, 1);
+    char *d = tu_program_text(p, &r, 1);
     /* xs is used twice (an array let); s is bound by a scalar let at array
      * level, i.e. before the function that captures it. */
     int lets = count_lets(d);
     ck_assert_msg(lets >= 1, "expected lets:\n%s", d);
     const char *elet = NULL;
     for (const char *q = strstr(d, "let e"); q; q = strstr(q + 1, "let e")) {
-        if (q == d || !is_word_char(q[-1])) {
+        if (q == d || !tu_is_word_char(q[-1])) {
             elet = q;
             break;
         }
@@ -244,8 +211,8 @@ START_TEST(captured_scalar_at_array_level)
     /* The let's variable is used inside the map's function. */
     ck_assert_msg(strstr(map, name) != NULL, "%s not used in the map:\n%s",
                   name, d);
-    ck_assert_msg(count_word(d, name) == 2, "%s should occur twice:\n%s", name,
-                  d);
+    ck_assert_msg(tu_count_word(d, name) == 2, "%s should occur twice:\n%s",
+                  name, d);
     free(d);
 
     double x[4] = {1, 2, 3, 4}, want[4];
@@ -268,10 +235,10 @@ START_TEST(no_sharing_no_let)
     weft_acc *r =
         weft_map(plus(p, 2), weft_zipwith(op2(p, WEFT_F32, weft_sub), xs, ys));
     TU_PROGRAM_OK(p);
-    char *d = dump(p, &r, 1);
+    char *d = tu_program_text(p, &r, 1);
     ck_assert_msg(count_lets(d) == 0, "expected no let:\n%s", d);
     /* Both parameters are mentioned. */
-    ck_assert_msg(count_word(d, "p0") >= 1 && count_word(d, "p1") >= 1,
+    ck_assert_msg(tu_count_word(d, "p0") >= 1 && tu_count_word(d, "p1") >= 1,
                   "parameters p0 and p1 expected:\n%s", d);
     free(d);
 
@@ -300,12 +267,12 @@ START_TEST(dump_of_several_results)
         weft_fold_all(op2(p, WEFT_F32, weft_add), weft_f32(p, 0), m),
         weft_fold_all(op2(p, WEFT_F32, weft_max), weft_f32(p, -1000), m)};
     TU_PROGRAM_OK(p);
-    char *d = dump(p, rs, 2);
-    ck_assert_msg(count_word(d, "map") == 1, "one map expected:\n%s", d);
+    char *d = tu_program_text(p, rs, 2);
+    ck_assert_msg(tu_count_word(d, "map") == 1, "one map expected:\n%s", d);
     char name[32];
     bool found = false;
     for (int k = 0; let_name(d, k, name, sizeof name); k++) {
-        if (name[0] == 'a' && count_word(d, name) == 3) {
+        if (name[0] == 'a' && tu_count_word(d, name) == 3) {
             found = true;
         }
     }

@@ -43,27 +43,17 @@
  * assembly uses ymm / zmm registers; the n-body while kernel has no masked
  * loop and no gather, and broadcasts body j (vbroadcastss).
  */
-#include <dirent.h>
 #include <unistd.h>
 
-#include "tu.h"
+#include "tu_cmp.h"
 
 enum { MAX_IN = 4, MAX_OUT = 4 };
 
-static uint64_t rng = 7;
-
-static uint64_t rnd(void)
-{
-    rng ^= rng >> 12;
-    rng ^= rng << 25;
-    rng ^= rng >> 27;
-    return rng * 2685821657736338717ull;
-}
+static tu_rng rng = {7};
 
 typedef int (*build_fn)(weft_program *p, weft_context *ctx, int variant,
                         weft_acc **res);
 
-static char *slurp_all(const char *dir, const char *suffix);
 /* SPMD kernels a case must have (0: one per output). */
 static int want_spmd = 0;
 
@@ -80,26 +70,6 @@ typedef struct shapes {
     int64_t sh[MAX_IN][3];
 } shapes;
 
-static void fill(weft_type t, void *d, int64_t n, double lo, double hi)
-{
-    size_t w = weft_type_size(t);
-    for (int64_t i = 0; i < n; i++) {
-        unsigned char *p = (unsigned char *)d + (size_t)i * w;
-        if (tu_is_float(t)) {
-            double u = (double)(rnd() >> 11) / 9007199254740992.0;
-            tu_store_f(t, p, lo + (hi - lo) * u);
-        } else if (t == WEFT_BOOL) {
-            tu_store_i(t, p, (int64_t)(rnd() & 1));
-        } else if (lo > hi) {
-            uint64_t x = rnd();
-            memcpy(p, &x, w);
-        } else {
-            tu_store_i(t, p,
-                       (int64_t)lo + (int64_t)(rnd() % (uint64_t)(hi - lo + 1)));
-        }
-    }
-}
-
 /* An i32 output leaf holding the bits of a float that exp or log gave, or
  * -1: weft's exp and log (codegen/vmath.c) are within 1 ulp of the C
  * library's, which the interpreter calls, not bit for bit, so such a leaf
@@ -115,48 +85,52 @@ static bool within_ulp(const void *a, const void *b)
     return (x < 0) == (y < 0) && (x > y ? x - y : y - x) <= 1;
 }
 
-static bool same(weft_type t, const unsigned char *a, const unsigned char *b)
+/* tu_cmp's accept: the ulp leaf may be an ulp off. */
+static bool ulp_leaf_ok(int o, int l, weft_type t, const void *want,
+                        const void *got)
 {
-    size_t w = weft_type_size(t);
-    if (memcmp(a, b, w) == 0) {
-        return true;
-    }
-    return tu_is_float(t) && isnan(tu_load_f(t, a)) && isnan(tu_load_f(t, b));
+    (void)o;
+    return l == g_ulp_leaf && t == WEFT_I32 && within_ulp(want, got);
+}
+
+typedef struct case_arg {
+    build_fn f;
+    int variant;
+} case_arg;
+
+static int build_case(weft_program *p, weft_context *ctx, const void *arg,
+                      weft_acc **res)
+{
+    const case_arg *ca = arg;
+    return ca->f(p, ctx, ca->variant, res);
 }
 
 /* Build f's program in an interpreter and a CPU context, and compare them
- * on every run. */
+ * on every run (tu_cmp.h: the same status, and bitwise equal outputs but
+ * the ulp leaf's). */
 static void diff(const char *name, build_fn f, int variant, int nin,
                  const in_spec *in, int nrun, const shapes *runs)
 {
-    weft_context *ctx[2];
-    weft_program *p[2];
-    weft_executable *exe[2];
-    int nout = 0;
     char dir[] = "/tmp/weft-spmd-diff-XXXXXX";
     ck_assert_ptr_nonnull(mkdtemp(dir));
-    for (int s = 0; s < 2; s++) {
-        weft_config cfg = weft_config_default();
-        cfg.backend = s == 0 ? WEFT_BACKEND_INTERP : WEFT_BACKEND_CPU;
-        cfg.threads = 2;
-        cfg.flags = WEFT_FLAG_NO_ENV;
-        if (s == 1) {
-            /* the report tells whether the kernel went the SPMD way */
-            cfg.dump = "vec";
-            cfg.dump_dir = dir;
-            cfg.cache_dir = dir;
-        }
-        TU_OK(weft_context_create(&cfg, &ctx[s]));
-        TU_OK(weft_program_create(ctx[s], &p[s]));
-        weft_acc *res[MAX_OUT] = {NULL};
-        nout = f(p[s], ctx[s], variant, res);
-        TU_PROGRAM_OK(p[s]);
-        TU_OK(weft_compile(p[s], res, nout, &exe[s]));
-    }
+    weft_config cfg[2] = {tu_cmp_config(WEFT_BACKEND_INTERP, 2, 0),
+                          tu_cmp_config(WEFT_BACKEND_CPU, 2, 0)};
+    /* the report tells whether the kernel went the SPMD way */
+    cfg[1].dump = "vec";
+    cfg[1].dump_dir = dir;
+    cfg[1].cache_dir = dir;
+    const char *names[2] = {"interp", "cpu"};
+    tu_cmp c;
+    tu_cmp_open(&c, 2, cfg, names);
+    c.accept = g_ulp_leaf >= 0 ? ulp_leaf_ok : NULL;
+    tu_cmp_case(&c, "%s variant %d", name, variant);
+    case_arg ca = {f, variant};
+    tu_cmp_build(&c, build_case, &ca);
+    int nout = weft_executable_outputs(c.exe[0]);
     /* each output is one kernel here, each an SPMD function (but those of
      * other skeletons, want_spmd) */
     int want = want_spmd ? want_spmd : nout;
-    char *report = slurp_all(dir, ".vec.txt");
+    char *report = tu_slurp_dir(dir, ".vec.txt", NULL);
     int nspmd = 0;
     for (const char *q = report; (q = strstr(q, "SPMD-vectorised")); q++) {
         nspmd++;
@@ -166,73 +140,18 @@ static void diff(const char *name, build_fn f, int variant, int nin,
                   name, variant, nspmd, want, report);
     free(report);
     for (int r = 0; r < nrun; r++) {
-        void *host[MAX_IN];
-        weft_array *a[2][MAX_IN], *out[2][MAX_OUT] = {{NULL}};
+        tu_host host[MAX_IN];
         for (int i = 0; i < nin; i++) {
-            int64_t n = tu_shape_size(runs[r].rank[i], runs[r].sh[i]);
-            host[i] = malloc((size_t)(n + 1) * weft_type_size(in[i].t));
-            ck_assert_ptr_nonnull(host[i]);
-            fill(in[i].t, host[i], n, in[i].lo, in[i].hi);
-            for (int s = 0; s < 2; s++) {
-                TU_OK(weft_array_from_host(ctx[s], in[i].t, runs[r].rank[i],
-                                           runs[r].sh[i],
-                                           (const void *const *)&host[i],
-                                           &a[s][i]));
-            }
+            host[i] = tu_host_random(&rng, 1, &in[i].t, runs[r].rank[i],
+                                     runs[r].sh[i], in[i].lo, in[i].hi);
         }
-        weft_status st[2];
-        for (int s = 0; s < 2; s++) {
-            st[s] = weft_run(exe[s], a[s], nin, out[s], nout);
-        }
-        ck_assert_msg(st[0] == st[1], "%s variant %d run %d: cpu %s, interp %s",
-                      name, variant, r, weft_status_name(st[1]),
-                      weft_status_name(st[0]));
-        for (int o = 0; st[0] == WEFT_OK && o < nout; o++) {
-            weft_array *want = out[0][o], *got = out[1][o];
-            int64_t n = weft_array_size(want);
-            ck_assert_int_eq(n, weft_array_size(got));
-            ck_assert_int_eq(weft_array_rank(want), weft_array_rank(got));
-            weft_type tt = weft_array_type(want);
-            int nl = weft_type_leaves(ctx[0], tt);
-            for (int l = 0; l < nl; l++) {
-                weft_type lt = weft_type_leaf(ctx[0], tt, l);
-                size_t w = weft_type_size(lt);
-                const unsigned char *pw = weft_array_data(want, l);
-                const unsigned char *pg = weft_array_data(got, l);
-                for (int64_t i = 0; i < n; i++) {
-                    if (!same(lt, pw + (size_t)i * w, pg + (size_t)i * w) &&
-                        !(l == g_ulp_leaf && lt == WEFT_I32 &&
-                          within_ulp(pw + (size_t)i * w, pg + (size_t)i * w))) {
-                        ck_abort_msg("%s variant %d run %d: output %d leaf %d "
-                                     "element %lld of %lld: cpu %.17g, "
-                                     "interp %.17g",
-                                     name, variant, r, o, l, (long long)i,
-                                     (long long)n,
-                                     tu_is_float(lt)
-                                         ? tu_load_f(lt, pg + (size_t)i * w)
-                                         : (double)tu_load_i(lt, pg + (size_t)i * w),
-                                     tu_is_float(lt)
-                                         ? tu_load_f(lt, pw + (size_t)i * w)
-                                         : (double)tu_load_i(lt, pw + (size_t)i * w));
-                    }
-                }
-            }
-        }
-        for (int s = 0; s < 2; s++) {
-            tu_release_all(out[s], nout);
-            for (int i = 0; i < nin; i++) {
-                weft_array_release(a[s][i]);
-            }
-        }
+        tu_cmp_case(&c, "%s variant %d run %d", name, variant, r);
+        tu_cmp_run(&c, host, nin, TU_EXACT);
         for (int i = 0; i < nin; i++) {
-            free(host[i]);
+            tu_host_free(&host[i]);
         }
     }
-    for (int s = 0; s < 2; s++) {
-        weft_executable_free(exe[s]);
-        weft_program_free(p[s]);
-        weft_context_free(ctx[s]);
-    }
+    tu_cmp_close(&c);
     tu_remove_dir(dir);
 }
 
@@ -795,36 +714,6 @@ END_TEST
  * Compile-only: the vector loop for explicit x86 CPUs
  * ---------------------------------------------------------------------- */
 
-static char *slurp_all(const char *dir, const char *suffix)
-{
-    DIR *d = opendir(dir);
-    ck_assert_ptr_nonnull(d);
-    char *all = calloc(1, 1);
-    size_t len = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        size_t l = strlen(e->d_name), ls = strlen(suffix);
-        if (l < ls || strcmp(e->d_name + l - ls, suffix) != 0) {
-            continue;
-        }
-        char path[4200];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        FILE *f = fopen(path, "rb");
-        ck_assert_ptr_nonnull(f);
-        fseek(f, 0, SEEK_END);
-        long n = ftell(f);
-        fseek(f, 0, SEEK_SET);
-        all = realloc(all, len + (size_t)n + 1);
-        ck_assert_ptr_nonnull(all);
-        ck_assert_int_eq(fread(all + len, 1, (size_t)n, f), (size_t)n);
-        len += (size_t)n;
-        all[len] = '\0';
-        fclose(f);
-    }
-    closedir(d);
-    return all;
-}
-
 /* Compile f's program for cpu with dumps (context flags `flags` too);
  * return the IR before optimisation, the assembly and the report
  * (malloc'd). */
@@ -850,9 +739,9 @@ static void compile_for(const char *cpu, unsigned flags, build_fn f, char **ir,
     int n = f(p, ctx, 0, res);
     TU_PROGRAM_OK(p);
     TU_OK(weft_compile(p, res, n, &exe));
-    *ir = slurp_all(dir, ".ll");
-    *text = slurp_all(dir, ".s");
-    *report = slurp_all(dir, ".vec.txt");
+    *ir = tu_slurp_dir(dir, ".ll", NULL);
+    *text = tu_slurp_dir(dir, ".s", NULL);
+    *report = tu_slurp_dir(dir, ".vec.txt", NULL);
     weft_executable_free(exe);
     weft_program_free(p);
     weft_context_free(ctx);

@@ -20,12 +20,7 @@
  */
 #include "tu.h"
 
-static const weft_backend backends[] = {
-    WEFT_BACKEND_INTERP,
-#ifdef WEFT_HAVE_LLVM
-    WEFT_BACKEND_CPU,
-#endif
-};
+static const weft_backend backends[] = TU_BACKENDS;
 enum { NBACKENDS = (int)(sizeof backends / sizeof *backends) };
 
 static weft_type unit_t(weft_context *ctx)

@@ -22,17 +22,15 @@
  *   both                   the .vec.txt report says "vectorised" for some
  *                          function of the kernel (map and zipWith: by the
  *                          loop vectoriser, or emitted over vector lanes,
- *                          "SPMD-vectorised", by skeletons-ir/spmd.c); the exp and
- *                          Black-Scholes kernels call no function (exp
- *                          and log are vector code, codegen/vmath.c), the
- *                          sin kernel none but sinf (for the lanes
- *                          beyond its vector code's range).
+ *                          "SPMD-vectorised", by skeletons-ir/spmd.c); the exp
+ * and Black-Scholes kernels call no function (exp and log are vector code,
+ * codegen/vmath.c), the sin kernel none but sinf (for the lanes beyond its
+ * vector code's range).
  *
  * Compiling for a named CPU needs only LLVM's X86 target, not such a CPU,
  * so the test runs on any x86-64 host (with or without AVX-512); on other
  * hosts it is skipped, since the names are x86 names.
  */
-#include <dirent.h>
 #include <unistd.h>
 
 #include "tu.h"
@@ -83,52 +81,6 @@ static weft_acc *black_scholes(weft_program *p, weft_acc *ss, weft_acc *xs,
     weft_fun_return(f, weft_sub(weft_mul(s, cnd(p, d1)),
                                 weft_mul(x_exprt, cnd(p, d2))));
     return weft_zipwith3(f, ss, xs, ts);
-}
-
-/* Read the whole file at path into a malloc'd string. */
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    ck_assert_msg(f != NULL, "cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    ck_assert_ptr_nonnull(s);
-    ck_assert_int_eq(fread(s, 1, (size_t)n, f), (size_t)n);
-    s[n] = '\0';
-    fclose(f);
-    return s;
-}
-
-/* Concatenate every file of dir whose name ends in suffix; also count
- * them.  Returns a malloc'd string. */
-static char *gather(const char *dir, const char *suffix, int *count)
-{
-    DIR *d = opendir(dir);
-    ck_assert_ptr_nonnull(d);
-    char *all = calloc(1, 1);
-    size_t len = 0;
-    *count = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        size_t l = strlen(e->d_name), ls = strlen(suffix);
-        if (l < ls || strcmp(e->d_name + l - ls, suffix) != 0) {
-            continue;
-        }
-        char path[4200];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        char *s = slurp(path);
-        size_t n = strlen(s);
-        all = realloc(all, len + n + 1);
-        ck_assert_ptr_nonnull(all);
-        memcpy(all + len, s, n + 1);
-        len += n;
-        free(s);
-        (*count)++;
-    }
-    closedir(d);
-    return all;
 }
 
 /* Does the text contain any of the words (a NULL-terminated list)? */
@@ -237,8 +189,8 @@ static void check_kernel(const char *cpu, kind k, weft_type t)
     }
 
     int nasm = 0, nvec = 0;
-    char *text = gather(dir, ".s", &nasm);
-    char *report = gather(dir, ".vec.txt", &nvec);
+    char *text = tu_slurp_dir(dir, ".s", &nasm);
+    char *report = tu_slurp_dir(dir, ".vec.txt", &nvec);
     const char *what = kind_names[k];
     const char *tn = f ? "f32" : t == WEFT_F64 ? "f64" : "i32";
     ck_assert_msg(nasm >= 1 && nvec >= 1,
@@ -348,7 +300,7 @@ START_TEST(sse_only_target)
     weft_executable *exe = NULL;
     TU_OK(weft_compile(p, &r, 1, &exe));
     int n = 0;
-    char *text = gather(dir, ".s", &n);
+    char *text = tu_slurp_dir(dir, ".s", &n);
     ck_assert_int_ge(n, 1);
     ck_assert_msg(strstr(text, "addps") != NULL, "no packed add for x86-64");
     ck_assert_msg(strstr(text, "%ymm") == NULL, "ymm used for x86-64");

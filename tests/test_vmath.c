@@ -56,14 +56,11 @@
 #define N64 (1 << 19)
 #endif
 
-static uint64_t rng = 88172645463325252ull;
+static tu_rng rng = {88172645463325252ull};
 
 static uint64_t rnd(void)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
+    return tu_rng_u64(&rng);
 }
 
 /* Ordered integer image of a float / double (adjacent values differ by 1). */

@@ -23,6 +23,15 @@
  *   tu_env_aside / tu_env_restore
  *                           unset WEFT_* variables for a test that reads
  *                           the environment, and put them back
+ *   tu_slurp / tu_slurp_dir a file, or a directory's dumps of one kind, as
+ *                           a string
+ *   tu_program_text / tu_plan_text
+ *                           a program's dump, an executable's plan, as a
+ *                           string; tu_count_word counts a word in one
+ *   tu_dot_map              a small compiled program of two kernels (three)
+ *   tu_rng                  the tests' one random generator (splitmix64,
+ *                           seeded): tu_rng_u64, tu_rng_int, tu_rng_real,
+ *                           tu_rng_fill for arrays
  * Half floats are converted here by hand (tu_half_to_double,
  * tu_double_to_half, round to nearest even) so that expectations do not
  * depend on the library's own conversion.
@@ -35,6 +44,7 @@
 #define WEFT_TESTS_TU_H
 
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
 #include <math.h>
@@ -119,6 +129,107 @@ static inline void tu_env_restore(const char *const *names, int n,
     }
 }
 
+/* What f holds, from its start, as a malloc'd string (the caller frees
+ * it); closes f. */
+static inline char *tu_file_text(FILE *f)
+{
+    ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
+    long n = ftell(f);
+    ck_assert(n >= 0);
+    rewind(f);
+    char *s = malloc((size_t)n + 1);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_int_eq(fread(s, 1, (size_t)n, f), (size_t)n);
+    s[n] = '\0';
+    fclose(f);
+    return s;
+}
+
+/* The whole file at path as a malloc'd string (the caller frees it). */
+static inline char *tu_slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "cannot open %s", path);
+    return tu_file_text(f);
+}
+
+/* Every file of dir whose name ends in suffix (a dump's kind: ".s",
+ * ".vec.txt"), concatenated into a malloc'd string (the caller frees it);
+ * *count, unless NULL, gets how many. */
+static inline char *tu_slurp_dir(const char *dir, const char *suffix,
+                                 int *count)
+{
+    DIR *d = opendir(dir);
+    ck_assert_msg(d != NULL, "cannot open %s", dir);
+    char *all = calloc(1, 1);
+    ck_assert_ptr_nonnull(all);
+    size_t len = 0;
+    int k = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        size_t l = strlen(e->d_name), ls = strlen(suffix);
+        if (l < ls || strcmp(e->d_name + l - ls, suffix) != 0) {
+            continue;
+        }
+        char path[4200];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        char *s = tu_slurp(path);
+        size_t n = strlen(s);
+        all = realloc(all, len + n + 1);
+        ck_assert_ptr_nonnull(all);
+        memcpy(all + len, s, n + 1);
+        len += n;
+        free(s);
+        k++;
+    }
+    closedir(d);
+    if (count) {
+        *count = k;
+    }
+    return all;
+}
+
+/* The dump of results[0..n-1] of p (weft_program_dump) as a malloc'd
+ * string (the caller frees it). */
+static inline char *tu_program_text(weft_program *p, weft_acc *const *results,
+                                    int n)
+{
+    FILE *f = tmpfile();
+    ck_assert_ptr_nonnull(f);
+    weft_status s = weft_program_dump(p, results, n, f);
+    ck_assert_msg(s == WEFT_OK, "weft_program_dump: %s", weft_last_error());
+    return tu_file_text(f);
+}
+
+/* The plan of exe (weft_executable_dump) as a malloc'd string (the caller
+ * frees it). */
+static inline char *tu_plan_text(const weft_executable *exe)
+{
+    FILE *f = tmpfile();
+    ck_assert_ptr_nonnull(f);
+    weft_status s = weft_executable_dump(exe, f);
+    ck_assert_msg(s == WEFT_OK, "weft_executable_dump: %s", weft_last_error());
+    return tu_file_text(f);
+}
+
+static inline bool tu_is_word_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+           (c >= '0' && c <= '9') || c == '_';
+}
+
+/* Occurrences of word w in s, not part of a longer identifier. */
+static inline int tu_count_word(const char *s, const char *w)
+{
+    int n = 0;
+    size_t len = strlen(w);
+    for (const char *q = strstr(s, w); q; q = strstr(q + 1, w)) {
+        bool left = q == s || !tu_is_word_char(q[-1]);
+        bool right = !tu_is_word_char(q[len]);
+        n += left && right;
+    }
+    return n;
+}
+
 /* ------------------------------------------------------------------------
  * Context and program
  * ---------------------------------------------------------------------- */
@@ -164,6 +275,23 @@ static inline unsigned tu_tier_flags(unsigned dflt)
 static inline const char *tu_devices(weft_backend b)
 {
     return b == WEFT_BACKEND_PTX ? getenv("WEFT_TEST_DEVICES") : NULL;
+}
+
+/* The backends that run on every machine, for tests that loop over them:
+ * static const weft_backend backends[] = TU_BACKENDS; the interpreter,
+ * and the CPU where weft is built with LLVM. */
+#ifdef WEFT_HAVE_LLVM
+#define TU_BACKENDS {WEFT_BACKEND_INTERP, WEFT_BACKEND_CPU}
+#else
+#define TU_BACKENDS {WEFT_BACKEND_INTERP}
+#endif
+
+/* A backend's name, for messages. */
+static inline const char *tu_backend_name(weft_backend b)
+{
+    return b == WEFT_BACKEND_CPU   ? "cpu"
+           : b == WEFT_BACKEND_PTX ? "ptx"
+                                   : "interp";
 }
 
 /* Make a context on backend b (environment ignored) and a program in it. */
@@ -342,6 +470,94 @@ static inline double tu_load_f(weft_type t, const void *src)
     case WEFT_U64: { uint64_t x; memcpy(&x, src, 8); return (double)x; }
     default: return (double)tu_load_i(t, src);
     }
+}
+
+/* ------------------------------------------------------------------------
+ * Random data
+ *
+ * One generator for every test: splitmix64 (Steele, Lea and Flood, "Fast
+ * splittable pseudorandom number generators", 2014), a 64-bit counter
+ * stepped by the golden-ratio constant and mixed by two multiply-xorshift
+ * rounds.  Every seed, 0 included, gives a full-period stream that passes
+ * BigCrush; that is far more than test data needs, and the point is one
+ * fixed, seeded algorithm, so that a failing case can be replayed from its
+ * seed and the streams of two tests never hide a bias of one copy.
+ * ---------------------------------------------------------------------- */
+
+typedef struct tu_rng {
+    uint64_t s; /* the counter */
+} tu_rng;
+
+/* A generator whose stream is fixed by seed. */
+static inline tu_rng tu_rng_seed(uint64_t seed)
+{
+    return (tu_rng){.s = seed};
+}
+
+/* The next 64 random bits. */
+static inline uint64_t tu_rng_u64(tu_rng *r)
+{
+    uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Uniform in [lo, hi] (lo <= hi; the whole int64 range is fine).  The
+ * remainder's bias, at most span / 2^64, is far below what a test sees. */
+static inline int64_t tu_rng_int(tu_rng *r, int64_t lo, int64_t hi)
+{
+    uint64_t span = (uint64_t)hi - (uint64_t)lo + 1;
+    uint64_t x = tu_rng_u64(r);
+    return (int64_t)((uint64_t)lo + (span ? x % span : x));
+}
+
+/* Uniform in [0, 1), on the 2^-53 grid. */
+static inline double tu_rng_unit(tu_rng *r)
+{
+    return (double)(tu_rng_u64(r) >> 11) / 9007199254740992.0;
+}
+
+/* Uniform in [lo, hi). */
+static inline double tu_rng_real(tu_rng *r, double lo, double hi)
+{
+    return lo + (hi - lo) * tu_rng_unit(r);
+}
+
+/* n random elements of scalar type t at buf: bool 0 or 1; integral types
+ * uniform in [lo, hi] (truncated to integers), or every bit random when
+ * lo > hi; floating types uniform in [lo, hi) (in [-1, 1) when lo > hi),
+ * rounded to the type. */
+static inline void tu_rng_fill(tu_rng *r, weft_type t, void *buf, int64_t n,
+                               double lo, double hi)
+{
+    size_t w = weft_type_size(t);
+    unsigned char *p = buf;
+    for (int64_t i = 0; i < n; i++, p += w) {
+        if (t == WEFT_BOOL) {
+            tu_store_i(t, p, (int64_t)(tu_rng_u64(r) >> 63));
+        } else if (tu_is_float(t)) {
+            tu_store_f(t, p,
+                       lo > hi ? tu_rng_real(r, -1.0, 1.0)
+                               : tu_rng_real(r, lo, hi));
+        } else if (lo > hi) {
+            uint64_t v = tu_rng_u64(r);
+            memcpy(p, &v, w); /* little-endian: the low bytes */
+        } else {
+            tu_store_i(t, p, tu_rng_int(r, (int64_t)lo, (int64_t)hi));
+        }
+    }
+}
+
+/* A malloc'd buffer of n random elements of t (tu_rng_fill's rule), never
+ * NULL (one element's room when n is 0); the caller frees it. */
+static inline void *tu_rng_buffer(tu_rng *r, weft_type t, int64_t n, double lo,
+                                  double hi)
+{
+    void *b = malloc((size_t)(n > 0 ? n : 1) * weft_type_size(t));
+    ck_assert_ptr_nonnull(b);
+    tu_rng_fill(r, t, b, n, lo, hi);
+    return b;
 }
 
 /* ------------------------------------------------------------------------
@@ -633,6 +849,31 @@ static inline weft_fun *tu_fun_op1(weft_program *p, weft_op op, weft_type t)
     weft_fun *f = weft_fun1(p, t);
     weft_fun_return(f, weft_prim1(op, weft_arg(f, 0)));
     return f;
+}
+
+/* A program of ctx compiled: over two i64 rank-1 parameters x and y,
+ * fold_all (+) 0 (zipWith (*) x y) and map (\v -> 3 v + 1) x (two
+ * kernels), and with scan also scanl1 (+) y (three).  The caller frees
+ * the executable. */
+static inline weft_executable *tu_dot_map(weft_context *ctx, bool scan)
+{
+    weft_program *p;
+    TU_OK(weft_program_create(ctx, &p));
+    weft_acc *x = weft_param(p, WEFT_I64, 1);
+    weft_acc *y = weft_param(p, WEFT_I64, 1);
+    weft_fun *mul = tu_fun_op2(p, WEFT_OP_MUL, WEFT_I64);
+    weft_fun *add = tu_fun_op2(p, WEFT_OP_ADD, WEFT_I64);
+    weft_fun *f = weft_fun1(p, WEFT_I64);
+    weft_fun_return(
+        f, weft_add(weft_mul(weft_arg(f, 0), weft_i64(p, 3)), weft_i64(p, 1)));
+    weft_acc *r[3] = {
+        weft_fold_all(add, weft_i64(p, 0), weft_zipwith(mul, x, y)),
+        weft_map(f, x), scan ? weft_scanl1(add, y) : NULL};
+    TU_PROGRAM_OK(p);
+    weft_executable *exe;
+    TU_OK(weft_compile(p, r, scan ? 3 : 2, &exe));
+    weft_program_free(p);
+    return exe;
 }
 
 /* ------------------------------------------------------------------------

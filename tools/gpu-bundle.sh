@@ -59,7 +59,7 @@ for h in "$root"/include/*.h; do
     files="$files include/${h##*/}"
 done
 for f in "$root"/bench/weft_bench.c "$root"/bench/ref.c "$root"/bench/ref.h \
-         "$root"/bench/programs.h \
+         "$root"/bench/programs.h "$root"/bench/gen_large.h \
          "$root"/bench/numba_ref.py "$root"/bench/compile_scaling.c; do
     if [ -e "$f" ]; then
         put_src "$f" bench
