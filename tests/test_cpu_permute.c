@@ -242,8 +242,33 @@ enum {
     C_MUL, C_CONDMAX,                           /* others: CAS or locks */
     C_SUB,                                      /* not commutative */
     C_OR,                                       /* bool */
-    C_PAIR                                      /* (i32, f64): add, max */
+    C_PAIR,                                     /* (i32, f64): add, max */
+    C_SUMS,   /* (f32, i32): add, add (k-means' sums and counts) */
+    C_TRIPLE  /* (i64, u32, i32): min, bxor, add */
 };
+
+/* The element type of a tuple combine, or t. */
+static weft_type elem_type(weft_program *p, int comb, weft_type t)
+{
+    weft_exp *c[3];
+    switch (comb) {
+    case C_PAIR:
+        c[0] = weft_i32(p, 0);
+        c[1] = weft_f64(p, 0);
+        return weft_exp_type(weft_tuple(p, 2, c));
+    case C_SUMS:
+        c[0] = weft_f32(p, 0);
+        c[1] = weft_i32(p, 0);
+        return weft_exp_type(weft_tuple(p, 2, c));
+    case C_TRIPLE:
+        c[0] = weft_i64(p, 0);
+        c[1] = weft_convert(weft_i32(p, 0), WEFT_U32);
+        c[2] = weft_i32(p, 0);
+        return weft_exp_type(weft_tuple(p, 3, c));
+    default:
+        return t;
+    }
+}
 
 typedef struct perm_case {
     weft_type t;        /* element type (ignored for C_PAIR) */
@@ -265,6 +290,18 @@ static weft_exp *conv_elem(weft_program *p, const perm_case *pc, weft_type et,
                                          weft_f64(p, 4))};
         return weft_tuple(p, 2, c);
     }
+    if (pc->comb == C_SUMS) {
+        weft_exp *c[2] = {weft_convert(k32, WEFT_F32), k32};
+        return weft_tuple(p, 2, c);
+    }
+    if (pc->comb == C_TRIPLE) {
+        /* min sees both signs; bxor all of a word's bits */
+        weft_exp *c[3] = {
+            weft_sub(weft_i64(p, 3), weft_convert(k32, WEFT_I64)),
+            weft_convert(weft_mul(k32, weft_i32(p, 0x3b9aca07)), WEFT_U32),
+            k32};
+        return weft_tuple(p, 3, c);
+    }
     if (et == WEFT_BOOL) {
         return weft_eq(weft_rem(k32, weft_i32(p, 3)), weft_i32(p, 0));
     }
@@ -277,11 +314,7 @@ static weft_acc *build_permute(weft_program *p, weft_acc *const *in,
     const perm_case *pc = user;
     weft_acc *keys = in[0];
     int srank = weft_acc_rank(keys);
-    weft_type et = pc->t;
-    if (pc->comb == C_PAIR) {
-        weft_exp *c[2] = {weft_i32(p, 0), weft_f64(p, 0)};
-        et = weft_exp_type(weft_tuple(p, 2, c));
-    }
+    weft_type et = elem_type(p, pc->comb, pc->t);
     /* combine */
     weft_fun *f = weft_fun2(p, et, et);
     weft_exp *x = weft_arg(f, pc->flip ? 1 : 0);
@@ -302,6 +335,19 @@ static weft_acc *build_permute(weft_program *p, weft_acc *const *in,
         weft_exp *c[2] = {weft_add(weft_get(x, 0), weft_get(y, 0)),
                           weft_max(weft_get(x, 1), weft_get(y, 1))};
         body = weft_tuple(p, 2, c);
+        break;
+    }
+    case C_SUMS: {
+        weft_exp *c[2] = {weft_add(weft_get(x, 0), weft_get(y, 0)),
+                          weft_add(weft_get(y, 1), weft_get(x, 1))};
+        body = weft_tuple(p, 2, c);
+        break;
+    }
+    case C_TRIPLE: {
+        weft_exp *c[3] = {weft_min(weft_get(x, 0), weft_get(y, 0)),
+                          weft_bxor(weft_get(x, 1), weft_get(y, 1)),
+                          weft_add(weft_get(x, 2), weft_get(y, 2))};
+        body = weft_tuple(p, 3, c);
         break;
     }
     }
@@ -405,7 +451,7 @@ START_TEST(test_permute_modes)
         {WEFT_F64, C_ADD},  {WEFT_I32, C_MUL},   {WEFT_I64, C_CONDMAX},
         {WEFT_F32, C_MIN},  {WEFT_F64, C_MAX},   {WEFT_U16, C_MUL},
         {WEFT_F16, C_MAX},  {WEFT_BOOL, C_OR},   {WEFT_I32, C_PAIR},
-        {WEFT_I8, C_MUL},
+        {WEFT_I8, C_MUL},   {WEFT_I32, C_SUMS},  {WEFT_I32, C_TRIPLE},
     };
     pair c;
     pair_open(&c, 4);
@@ -425,7 +471,8 @@ START_TEST(test_permute_modes)
         int comb = modes[m].comb;
         if ((comb == C_ADD && modes[m].t == WEFT_I32) ||
             (comb == C_ADD && modes[m].t == WEFT_F32) ||
-            (comb == C_MUL && modes[m].t != WEFT_I8) || comb == C_PAIR) {
+            (comb == C_MUL && modes[m].t != WEFT_I8) || comb == C_PAIR ||
+            comb == C_SUMS || comb == C_TRIPLE) {
             perm_case pc = {.t = modes[m].t, .comb = comb, .drank = 1,
                             .dshape = {5}, .wrap = true};
             run_perm(&c, &pc, 1, BIG, -1, 4, (uint64_t)m);
@@ -634,10 +681,11 @@ START_TEST(test_permute_one_worker)
 END_TEST
 
 /* The CPU's private copies per chunk of sources (cpu/permute.c): only for
- * the combines that are one native atomic (commutative and associative:
- * integer add, min, max, and, or, xor; float add), whose kernels have the
- * two more phases; the others (mul, a conditional max, sub, which is not
- * commutative, a float min) keep the atomic loop. */
+ * the combines that are one native atomic a leaf (commutative and
+ * associative: integer add, min, max, and, or, xor; float add; tuples of
+ * them componentwise), whose kernels have the two more phases; the others
+ * (mul, a conditional max, sub, which is not commutative, a float min, a
+ * pair with a float max) keep the atomic loop. */
 START_TEST(test_permute_parts_which)
 {
     if (DT_BACKEND != WEFT_BACKEND_CPU) {
@@ -653,6 +701,7 @@ START_TEST(test_permute_parts_which)
         {WEFT_I32, C_MUL, false},   {WEFT_I64, C_CONDMAX, false},
         {WEFT_I32, C_SUB, false},   {WEFT_F32, C_MIN, false},
         {WEFT_BOOL, C_OR, false},   {WEFT_I32, C_PAIR, false},
+        {WEFT_I32, C_SUMS, true},   {WEFT_I32, C_TRIPLE, true},
     };
     for (size_t m = 0; m < sizeof modes / sizeof *modes; m++) {
         perm_case pc = {.t = modes[m].t, .comb = modes[m].comb, .drank = 1,
