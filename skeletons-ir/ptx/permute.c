@@ -6,9 +6,9 @@
  * (runtime/exec_permute.c): entry 0 the atomic grid-stride loop, entry 1
  * the plain one and, with a fused default, the default's entry last, all
  * emitted by the shared skeleton itself.  When the combine is one native
- * atomic (PERMUTE_RMW: add, min, max, and, or, xor; fadd) the kernel has
- * one more entry, entry 2 (the default's entry after it), and
- * k->privatise says so:
+ * atomic a leaf (PERMUTE_RMW: add, min, max, and, or, xor; fadd; or a
+ * tuple of them, componentwise) the kernel has one more entry, entry 2
+ * (the default's entry after it), and k->privatise says so:
  *
  *   entry 2, a block per chunk of sources (n = source elements, grain the
  *   chunk, so chunk c is [c grain, min(n, (c + 1) grain)), as the
@@ -29,7 +29,10 @@
  * where the copies lie in shared memory of SK_PERMUTE_SHARED_BYTES (the
  * driver uses entry 2 only for a result that fits), ncopy = min(warps,
  * what fits) of them: with 256 bins of i32 each warp of 32 has its own,
- * so the atomics of different warps never meet.  So a block's updates
+ * so the atomics of different warps never meet.  A tuple result has a
+ * shared array a leaf, each of as many elements as whole tuples fit, and
+ * every step above is made leaf by leaf with that leaf's atomic and
+ * identity (the combine is componentwise, so no leaf reads another).  So a block's updates
  * contend in its own shared memory, and the output sees one global atomic
  * per block and bin touched instead of one per source: the histogram case
  * (2^28 sources into 256 bins) goes from 2^28 atomics on 256 addresses to
@@ -629,8 +632,13 @@ static weft_status ptx_permute_emit(sk_emit *e, const char *const *names)
     if ((s = sk_fn_begin_raw(e, &f, names[2])) != WEFT_OK) {
         return s;
     }
-    if (e->k->light) {
-        /* little work a source: registers to spare for the bound */
+    LLVMAtomicRMWBinOp ops[SK_PERMUTE_LEAVES_MAX];
+    if (e->k->light && sk_permute_rmw_ops(e->k->op, ops) == 1) {
+        /* little work a source: registers to spare for the bound (not
+         * with several leaves: a pair of groups holds eight values of
+         * each, and k-means' three spilled at 32 registers and at 64;
+         * unbounded, 80 and none, and the driver's occupancy query picks
+         * the block) */
         cg_ptx_launch_bounds(&f.fn, PRIVATE_BLOCK, PRIVATE_BLOCKS_PER_SM);
     }
     if ((s = emit_private(&f)) != WEFT_OK) {
