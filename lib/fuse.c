@@ -34,6 +34,9 @@
  * producer as an array, which is always correct.  The interpreter ignores
  * the flag.  WEFT_FLAG_NO_FUSION turns the pass off.
  */
+#include <limits.h>
+#include <string.h>
+
 #include "fe.h"
 
 /* A producer (lib/fe_kinds.h's producer column) of one array. */
@@ -234,9 +237,17 @@ static fe_term *shape_expr(fe_arena *ar, const fe_term *p)
 }
 
 /* Whether producer p costs nothing to compute at each of its uses: a
- * generate of a constant over a trivial shape (a permute's zeros). */
+ * generate of a constant over a trivial shape (a permute's zeros), or a
+ * map of a component of a trivial array's elements (the sibling rule's
+ * projections: one read, as a use of the array itself would be). */
 static bool is_cheap(const fe_term *p)
 {
+    if (p->kind == FE_MAP && p->nkid == 1 && is_trivial(p->kid[0])) {
+        const fe_fun *f = p->fun[0];
+        const fe_term *b = f->body;
+        return f->arity == 1 && b && b->kind == FE_GET && b->nkid == 1 &&
+               b->kid[0]->kind == FE_VAR && b->kid[0]->u.var == f->param[0];
+    }
     if (p->kind != FE_GENERATE || !is_trivial(p->kid[0])) {
         return false;
     }
@@ -358,6 +369,777 @@ static void float_lets(fe_term **slot)
     }
 }
 
+/* ---- the sibling rule ----------------------------------------------------
+ *
+ * Permutes of one scope (an array scope: the program, an awhile's body or
+ * condition, an acond's branch) whose combines are each one native atomic
+ * (lib/fuse.c: siblings_op; add on integers and floats, min, max, band,
+ * bor, bxor on integers), whose defaults are generates of a constant over
+ * the same shape, whose index functions are the same function, and whose
+ * sources have the same rank and are each a parameter, a variable, a used
+ * array or a generate of a constant, become one permute of a tuple
+ * (k-means' sums of x, sums of y and counts over one assignment):
+ *
+ *     let v = permute (\x y -> (x.0 op0 y.0, .., x.m op_m y.m))
+ *                     (generate sh (\_ -> (c0, .., c_m)))  ix
+ *                     (generate S (\i -> (s0 i, .., s_m i)))
+ *     in .. map (\t -> t.l) v  in place of sibling l ..
+ *
+ * one kernel and one pass over the index function in place of m + 1.  S
+ * is the sources' shape where they provably have one (the same term, up
+ * to let-bound shape variables and `index (shape_size sh)` of a rank-1
+ * sh); otherwise the extents' maxima, and leaf l of the source at a
+ * position outside source l's extents is op_l's identity, which leaves
+ * every bin bit for bit as it was (-0.0 for a float add), so the fused
+ * permute computes exactly what the siblings did: each position's target
+ * is computed once for all leaves, at the same multi-indices the siblings
+ * computed it, and an out-of-bounds target there was one for a sibling.
+ * The skeletons' componentwise mode (skeletons-ir/permute.c, PERMUTE_RMW
+ * over leaves) makes it one atomic a leaf.  The fused let goes just
+ * before the first sibling's place in the scope's chain of lets, where
+ * everything the siblings read is bound; the projections are cheap (the
+ * let rule, run again after, copies a let-bound one into its uses). */
+
+#define SIBLINGS_MAX 8 /* leaves of the fused permute: the skeletons'
+                          SK_PERMUTE_LEAVES_MAX */
+
+typedef struct sib_pass {
+    fe_arena *ar;
+    weft_context *ctx;
+    fe_core *core;
+    uint32_t nvar;         /* the variables before the rule: the maps' */
+    const fe_term **bound; /* scalar let variables' right-hand sides */
+    int *pos;              /* let variables' places in their scope's chain
+                              (INT_MAX: a let off the chain) */
+    int *scope;            /* and the scope (a number) that binds them */
+    int cur, nscope;       /* the scope being looked at; scopes so far */
+    bool oom;
+} sib_pass;
+
+/* Records let variable v bound at chain place `at` of the current scope,
+ * to rhs. */
+static void sib_bind(sib_pass *sp, const fe_var *v, int at, const fe_term *rhs)
+{
+    if (v->id < sp->nvar) {
+        sp->pos[v->id] = at;
+        sp->scope[v->id] = sp->cur;
+        sp->bound[v->id] = v->acc ? NULL : rhs;
+    }
+}
+
+/* A sibling candidate: its slot and its place in the chain. */
+typedef struct sib {
+    fe_term **slot;
+    int at;
+} sib;
+
+/* Whether t reads variable v. */
+static bool mentions(const fe_term *t, const fe_var *v)
+{
+    if (!t) {
+        return false;
+    }
+    if (t->kind == FE_VAR && t->u.var == v) {
+        return true;
+    }
+    for (int i = 0; i < t->nkid; i++) {
+        if (mentions(t->kid[i], v)) {
+            return true;
+        }
+    }
+    for (int i = 0; i < t->nfun; i++) {
+        if (mentions(t->fun[i]->body, v)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Whether every use of array variable v in t reads its elements as an
+ * operand that fuses (fe_fusible_operand, outside functions) or asks for
+ * its shape: a projection put there (the let rule) is computed inline. */
+static bool uses_fuse(const fe_term *t, const fe_var *v)
+{
+    if (!t || (t->kind == FE_VAR && t->u.var == v)) {
+        return !t; /* a use met here is not an operand that fuses */
+    }
+    if (t->kind == FE_SHAPE && t->kid[0]->kind == FE_VAR &&
+        t->kid[0]->u.var == v) {
+        return true;
+    }
+    for (int i = 0; i < t->nkid; i++) {
+        const fe_term *k = t->kid[i];
+        bool op = k && k->kind == FE_VAR && k->u.var == v;
+        if (op ? !(t->acc && fe_fusible_operand(t, i)) : !uses_fuse(k, v)) {
+            return false;
+        }
+    }
+    for (int i = 0; i < t->nfun; i++) {
+        if (mentions(t->fun[i]->body, v)) {
+            return false; /* the let rule moves nothing into functions */
+        }
+    }
+    return true;
+}
+
+typedef struct sib_list {
+    int n, cap;
+    sib *s;
+} sib_list;
+
+/* The operation of a permute combine that is one native atomic (the
+ * skeletons' PERMUTE_RMW), or -1. */
+static int siblings_op(const fe_term *t)
+{
+    const fe_fun *f = t->fun[0];
+    const fe_term *b = f->body;
+    weft_type ty = t->type;
+    if (f->arity != 2 || !f->param || !b || b->kind != FE_PRIM ||
+        b->nkid != 2 || b->type != ty || !fe_is_scalar(ty)) {
+        return -1;
+    }
+    const fe_term *x = b->kid[0], *y = b->kid[1];
+    if (x->kind != FE_VAR || y->kind != FE_VAR ||
+        !((x->u.var == f->param[0] && y->u.var == f->param[1]) ||
+          (x->u.var == f->param[1] && y->u.var == f->param[0]))) {
+        return -1;
+    }
+    switch ((weft_op)b->op) {
+    case WEFT_OP_ADD:
+        return fe_is_int(ty) || ty == WEFT_F32 || ty == WEFT_F64 ? b->op : -1;
+    case WEFT_OP_MIN:
+    case WEFT_OP_MAX:
+    case WEFT_OP_BAND:
+    case WEFT_OP_BOR:
+    case WEFT_OP_BXOR:
+        return fe_is_int(ty) ? b->op : -1;
+    default:
+        return -1;
+    }
+}
+
+/* The identity of op on type ty (siblings_op's operations). */
+static fe_val siblings_identity(int op, weft_type ty)
+{
+    fe_val v = {.u = 0};
+    int bits = fe_type_bits(ty);
+    uint64_t ones = bits >= 64 ? ~0ull : (1ull << bits) - 1;
+    bool sgn = fe_is_signed(ty);
+    switch (op) {
+    case WEFT_OP_ADD:
+        if (fe_is_float(ty)) {
+            v.f = -0.0;
+        }
+        return v;
+    case WEFT_OP_MIN:
+        if (sgn) {
+            v.i = (int64_t)(ones >> 1);
+        } else {
+            v.u = ones;
+        }
+        return v;
+    case WEFT_OP_MAX:
+        if (sgn) {
+            v.i = -(int64_t)(ones >> 1) - 1;
+        }
+        return v;
+    case WEFT_OP_BAND:
+        if (sgn) {
+            v.i = -1;
+        } else {
+            v.u = ones;
+        }
+        return v;
+    default:
+        return v;
+    }
+}
+
+/* Whether scalar terms a and b compute the same, the variable va in a
+ * standing for vb in b (the index functions' parameters).  Terms with
+ * functions or lets inside are never the same (not needed so far). */
+static bool same_term(const fe_term *a, const fe_term *b, const fe_var *va,
+                      const fe_var *vb)
+{
+    if (!a || !b || a->kind != b->kind || a->acc != b->acc ||
+        a->type != b->type || (a->acc && a->rank != b->rank) ||
+        a->nkid != b->nkid ||
+        a->nfun != 0 || b->nfun != 0 || a->kind == FE_LET) {
+        return false;
+    }
+    switch ((fe_kind)a->kind) {
+    case FE_CONST:
+        if (a->u.c.u != b->u.c.u) {
+            return false;
+        }
+        break;
+    case FE_VAR:
+        return a->u.var == b->u.var || (a->u.var == va && b->u.var == vb);
+    case FE_GET:
+    case FE_AGET:
+    case FE_PARAM:
+        if (a->u.index != b->u.index) {
+            return false;
+        }
+        break;
+    case FE_USE:
+        if (a->u.array != b->u.array) {
+            return false;
+        }
+        break;
+    case FE_PRIM:
+        if (a->op != b->op) {
+            return false;
+        }
+        break;
+    case FE_STENCIL:
+    case FE_STENCIL2:
+        return false;
+    default:
+        break;
+    }
+    for (int i = 0; i < a->nkid; i++) {
+        if (!same_term(a->kid[i], b->kid[i], va, vb)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Shape term t with let-bound shape variables replaced by what they are
+ * bound to, and `index (shape_size sh)` by sh where sh has rank 1. */
+static const fe_term *shape_norm(const sib_pass *sp, const fe_term *t)
+{
+    for (;;) {
+        if (t->kind == FE_VAR && !t->u.var->acc && t->u.var->id < sp->nvar &&
+            sp->bound[t->u.var->id]) {
+            t = sp->bound[t->u.var->id];
+        } else if (t->kind == FE_TUPLE && t->type == WEFT_DIM(1) &&
+                   t->nkid == 1 && t->kid[0]->kind == FE_SHAPE_SIZE &&
+                   t->kid[0]->kid[0]->type == WEFT_DIM(1)) {
+            t = t->kid[0]->kid[0];
+        } else {
+            return t;
+        }
+    }
+}
+
+static bool same_shape(const sib_pass *sp, const fe_term *a, const fe_term *b)
+{
+    return same_term(shape_norm(sp, a), shape_norm(sp, b), NULL, NULL);
+}
+
+/* Whether t is a generate of a scalar constant over a trivial shape. */
+static bool const_generate(const fe_term *t)
+{
+    return t->kind == FE_GENERATE && is_cheap(t) &&
+           t->fun[0]->body->kind == FE_CONST;
+}
+
+/* A source the rule takes: an array read as it is, or a generate of a
+ * constant. */
+static bool sibling_source(const fe_term *t)
+{
+    return t->kind == FE_VAR || t->kind == FE_PARAM || t->kind == FE_USE ||
+           const_generate(t);
+}
+
+/* Whether permute t may join a group. */
+static bool sibling_candidate(const fe_term *t)
+{
+    return t->kind == FE_PERMUTE && t->nkid == 2 && t->nfun == 2 &&
+           t->atype && t->atype->narrays == 1 && fe_is_scalar(t->type) &&
+           t->fun[1]->arity == 1 && siblings_op(t) >= 0 &&
+           const_generate(t->kid[0]) && sibling_source(t->kid[1]);
+}
+
+/* The shape of source t (a term to copy). */
+static const fe_term *source_shape(const fe_term *t)
+{
+    return t->kind == FE_GENERATE ? t->kid[0] : NULL;
+}
+
+/* Whether t and u may be fused. */
+static bool siblings_match(const sib_pass *sp, const fe_term *t,
+                           const fe_term *u)
+{
+    const fe_fun *ft = t->fun[1], *fu = u->fun[1];
+    return t->rank == u->rank && t->kid[1]->rank == u->kid[1]->rank &&
+           ft->targ[0] == fu->targ[0] &&
+           same_shape(sp, t->kid[0]->kid[0], u->kid[0]->kid[0]) &&
+           same_term(ft->body, fu->body, ft->param[0], fu->param[0]);
+}
+
+static void sib_add(sib_pass *sp, sib_list *l, fe_term **slot, int at)
+{
+    if (l->n == l->cap) {
+        int cap = l->cap ? 2 * l->cap : 8;
+        sib *n = fe_arena_alloc(sp->ar, sizeof *n * (size_t)cap);
+        if (!n) {
+            sp->oom = true;
+            return;
+        }
+        for (int i = 0; i < l->n; i++) {
+            n[i] = l->s[i];
+        }
+        l->s = n;
+        l->cap = cap;
+    }
+    l->s[l->n++] = (sib){.slot = slot, .at = at};
+}
+
+static void siblings_scope(sib_pass *sp, fe_term **root);
+
+/* Candidates and let places under *slot (chain place `at`; fuses: the
+ * slot is an operand that fuses, where a projection costs nothing);
+ * awhile bodies and acond branches are scopes of their own. */
+static void sib_collect(sib_pass *sp, fe_term **slot, int at, bool fuses,
+                        sib_list *l)
+{
+    fe_term *t = *slot;
+    if (!t) {
+        return;
+    }
+    if (t->kind == FE_LET) {
+        sib_bind(sp, t->u.var, INT_MAX, t->kid[0]); /* off the chain */
+    }
+    if (t->kind == FE_AWHILE) {
+        sib_collect(sp, &t->kid[0], at, false, l);
+        for (int i = 0; i < t->nfun; i++) {
+            siblings_scope(sp, &t->fun[i]->body);
+        }
+        return;
+    }
+    if (t->kind == FE_ACOND) {
+        sib_collect(sp, &t->kid[0], at, false, l);
+        siblings_scope(sp, &t->kid[1]);
+        siblings_scope(sp, &t->kid[2]);
+        return;
+    }
+    if (fuses && sibling_candidate(t)) {
+        sib_add(sp, l, slot, at);
+        return;
+    }
+    if (!t->acc && t->kind != FE_LET) {
+        return; /* scalar code: its array reads are other scopes' */
+    }
+    for (int i = 0; i < t->nkid; i++) {
+        bool f = t->kind == FE_LET
+                     ? i == 0 && t->u.var->acc && uses_fuse(t->kid[1], t->u.var)
+                     : fe_fusible_operand(t, i);
+        sib_collect(sp, &t->kid[i], at, f, l);
+    }
+}
+
+/* Whether every let variable of the current scope that t reads is bound
+ * before chain place at (the variables of enclosing scopes are). */
+static bool bound_before(const sib_pass *sp, const fe_term *t, int at)
+{
+    if (!t) {
+        return true;
+    }
+    if (t->kind == FE_VAR) {
+        uint32_t id = t->u.var->id;
+        return id >= sp->nvar || sp->scope[id] != sp->cur ||
+               sp->pos[id] < at;
+    }
+    for (int i = 0; i < t->nkid; i++) {
+        if (!bound_before(sp, t->kid[i], at)) {
+            return false;
+        }
+    }
+    for (int i = 0; i < t->nfun; i++) {
+        if (!bound_before(sp, t->fun[i]->body, at)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* ---- building the fused permute ---- */
+
+static fe_var *sib_var(sib_pass *sp, bool acc, bool param, weft_type type,
+                       const fe_atype *atype)
+{
+    fe_var *v = fe_arena_alloc(sp->ar, sizeof *v);
+    if (!v) {
+        sp->oom = true;
+        return NULL;
+    }
+    *v = (fe_var){.id = sp->core->nvar++, .acc = acc, .param = param,
+                  .type = acc ? 0 : type, .atype = atype};
+    return v;
+}
+
+/* A scalar function of arity 1 or 2 over arguments of type targ. */
+static fe_fun *sib_fun(sib_pass *sp, int arity, weft_type targ, weft_type ret)
+{
+    fe_fun *f = fe_arena_alloc(sp->ar, sizeof *f);
+    weft_type *ta = fe_arena_alloc(sp->ar, sizeof *ta * 2);
+    fe_var **pa = fe_arena_alloc(sp->ar, sizeof *pa * 2);
+    if (!f || !ta || !pa) {
+        sp->oom = true;
+        return NULL;
+    }
+    memset(f, 0, sizeof *f);
+    f->arity = arity;
+    f->targ = ta;
+    f->param = pa;
+    f->ret = ret;
+    for (int i = 0; i < arity; i++) {
+        ta[i] = targ;
+        if (!(pa[i] = sib_var(sp, false, true, targ, NULL))) {
+            return NULL;
+        }
+    }
+    return f;
+}
+
+static fe_term *sib_term(sib_pass *sp, int kind, weft_type type, int nkid)
+{
+    fe_term *t = new_term(sp->ar, NULL, kind, type, nkid);
+    if (!t) {
+        sp->oom = true;
+    }
+    return t;
+}
+
+static fe_term *sib_varref(sib_pass *sp, fe_var *v)
+{
+    fe_term *t = sib_term(sp, FE_VAR, v->acc ? v->atype->elt : v->type, 0);
+    if (t) {
+        t->u.var = v;
+        t->acc = v->acc;
+        if (v->acc) {
+            t->rank = v->atype->rank;
+            t->atype = v->atype;
+        }
+    }
+    return t;
+}
+
+/* get t l, of type ty. */
+static fe_term *sib_get(sib_pass *sp, fe_term *t, int l, weft_type ty)
+{
+    fe_term *g = sib_term(sp, FE_GET, ty, 1);
+    if (g && t) {
+        g->kid[0] = t;
+        g->u.index = l;
+        return g;
+    }
+    return NULL;
+}
+
+static fe_term *sib_prim(sib_pass *sp, int op, weft_type ty, fe_term *a,
+                         fe_term *b)
+{
+    fe_term *t = sib_term(sp, FE_PRIM, ty, 2);
+    if (!t || !a || !b) {
+        return NULL;
+    }
+    t->op = (uint16_t)op;
+    t->kid[0] = a;
+    t->kid[1] = b;
+    return t;
+}
+
+static fe_term *sib_const(sib_pass *sp, weft_type ty, fe_val v)
+{
+    fe_term *t = sib_term(sp, FE_CONST, ty, 0);
+    if (t) {
+        t->u.c = v;
+    }
+    return t;
+}
+
+/* An array term of kind k over element type ty (a generate or permute
+ * being built: its kids and functions set by the caller). */
+static fe_term *sib_array(sib_pass *sp, int kind, weft_type ty, int rank,
+                          int nkid, int nfun)
+{
+    fe_term *t = sib_term(sp, kind, ty, nkid);
+    fe_fun **fun = fe_arena_alloc(sp->ar, sizeof *fun * (size_t)nfun);
+    const fe_atype *at = fe_atype_array(sp->ar, ty, rank);
+    if (!t || !fun || !at) {
+        sp->oom = true;
+        return NULL;
+    }
+    t->acc = true;
+    t->rank = rank;
+    t->atype = at;
+    t->nfun = nfun;
+    t->fun = fun;
+    return t;
+}
+
+/* The source's shape S: the sources' common shape, or the maxima of
+ * their extents (*same false). */
+static fe_term *fused_shape(sib_pass *sp, const sib *g, int m, bool *same)
+{
+    const fe_term *first = NULL;
+    fe_term *sh[SIBLINGS_MAX];
+    *same = true;
+    for (int l = 0; l < m; l++) {
+        const fe_term *src = (*g[l].slot)->kid[1];
+        const fe_term *gs = source_shape(src);
+        if (gs) {
+            sh[l] = copy_trivial(sp->ar, gs);
+        } else {
+            sh[l] = sib_term(sp, FE_SHAPE, WEFT_DIM(src->rank), 1);
+            if (sh[l] && !(sh[l]->kid[0] = copy_trivial(sp->ar, src))) {
+                sh[l] = NULL;
+            }
+        }
+        if (!sh[l]) {
+            sp->oom = true;
+            return NULL;
+        }
+        if (!first) {
+            first = sh[l];
+        } else if (!same_shape(sp, first, sh[l])) {
+            *same = false;
+        }
+    }
+    if (*same) {
+        return sh[0];
+    }
+    int rank = (*g[0].slot)->kid[1]->rank;
+    fe_term *t = sib_term(sp, FE_TUPLE, WEFT_DIM(rank), rank);
+    for (int d = 0; t && d < rank; d++) {
+        fe_term *acc = sib_get(sp, copy_trivial(sp->ar, sh[0]), d, WEFT_I64);
+        for (int l = 1; acc && l < m; l++) {
+            acc = sib_prim(sp, WEFT_OP_MAX, WEFT_I64, acc,
+                           sib_get(sp, copy_trivial(sp->ar, sh[l]), d,
+                                   WEFT_I64));
+        }
+        if (!(t->kid[d] = acc)) {
+            sp->oom = true;
+            return NULL;
+        }
+    }
+    return t;
+}
+
+/* Leaf l of the source at index i (a DIM variable): the constant of a
+ * generate, or src ! i; where the sources' shapes differ, behind a test
+ * that i lies inside src's extents, op's identity elsewhere. */
+static fe_term *fused_leaf(sib_pass *sp, const fe_term *t, fe_var *i,
+                           bool same)
+{
+    const fe_term *src = t->kid[1];
+    weft_type ty = t->type;
+    fe_term *v;
+    if (const_generate(src)) {
+        v = new_term(sp->ar, src->fun[0]->body, FE_CONST, ty, 0);
+    } else {
+        v = sib_term(sp, FE_AT, ty, 2);
+        if (v && (!(v->kid[0] = copy_trivial(sp->ar, src)) ||
+                  !(v->kid[1] = sib_varref(sp, i)))) {
+            v = NULL;
+        }
+    }
+    if (!v || same) {
+        sp->oom = sp->oom || !v;
+        return v;
+    }
+    /* inside: i.d < extent d of src, every d */
+    const fe_term *gs = source_shape(src);
+    fe_term *in = NULL;
+    for (int d = 0; d < src->rank; d++) {
+        fe_term *sh;
+        if (gs) {
+            sh = copy_trivial(sp->ar, gs);
+        } else if ((sh = sib_term(sp, FE_SHAPE, WEFT_DIM(src->rank), 1)) &&
+                   !(sh->kid[0] = copy_trivial(sp->ar, src))) {
+            sh = NULL;
+        }
+        fe_term *lt = sib_prim(sp, WEFT_OP_LT, WEFT_BOOL,
+                               sib_get(sp, sib_varref(sp, i), d, WEFT_I64),
+                               sib_get(sp, sh, d, WEFT_I64));
+        in = in ? sib_prim(sp, WEFT_OP_AND, WEFT_BOOL, in, lt) : lt;
+        if (!in) {
+            sp->oom = true;
+            return NULL;
+        }
+    }
+    fe_term *c = sib_term(sp, FE_COND, ty, 3);
+    fe_term *id = sib_const(sp, ty, siblings_identity(siblings_op(t), ty));
+    if (!c || !id) {
+        return NULL;
+    }
+    c->kid[0] = in ? in : sib_const(sp, WEFT_BOOL, (fe_val){.u = 1});
+    c->kid[1] = v;
+    c->kid[2] = id;
+    return c->kid[0] ? c : NULL;
+}
+
+/* Fuses the m siblings of group g into `let v = permute ..` at *place,
+ * each sibling becoming `map (\x -> get x l) v`. */
+static void fuse_group(sib_pass *sp, const sib *g, int m, fe_term **place)
+{
+    const fe_term *t0 = *g[0].slot;
+    int rank = t0->rank, srank = t0->kid[1]->rank;
+    weft_type leaf[SIBLINGS_MAX], tt;
+    for (int l = 0; l < m; l++) {
+        leaf[l] = (*g[l].slot)->type;
+    }
+    if (fe_type_tuple(sp->ctx, m, leaf, &tt) != WEFT_OK) {
+        sp->oom = true;
+        return;
+    }
+    /* the combine, componentwise */
+    fe_fun *comb = sib_fun(sp, 2, tt, tt);
+    fe_term *cb = comb ? sib_term(sp, FE_TUPLE, tt, m) : NULL;
+    for (int l = 0; cb && l < m; l++) {
+        const fe_term *t = *g[l].slot;
+        if (!(cb->kid[l] = sib_prim(
+                  sp, siblings_op(t), leaf[l],
+                  sib_get(sp, sib_varref(sp, comb->param[0]), l, leaf[l]),
+                  sib_get(sp, sib_varref(sp, comb->param[1]), l,
+                          leaf[l])))) {
+            cb = NULL;
+        }
+    }
+    /* the default: generate sh (\_ -> (c0, .., c_m)) */
+    fe_term *def = sib_array(sp, FE_GENERATE, tt, rank, 1, 1);
+    fe_fun *dfun = sib_fun(sp, 1, WEFT_DIM(rank), tt);
+    fe_term *db = sib_term(sp, FE_TUPLE, tt, m);
+    for (int l = 0; db && l < m; l++) {
+        const fe_term *c = (*g[l].slot)->kid[0]->fun[0]->body;
+        if (!(db->kid[l] = new_term(sp->ar, c, FE_CONST, c->type, 0))) {
+            db = NULL;
+        }
+    }
+    /* the source: generate S (\i -> (s0 i, .., s_m i)) */
+    bool same;
+    fe_term *S = fused_shape(sp, g, m, &same);
+    fe_term *src = sib_array(sp, FE_GENERATE, tt, srank, 1, 1);
+    fe_fun *sfun = sib_fun(sp, 1, WEFT_DIM(srank), tt);
+    fe_term *sb = sib_term(sp, FE_TUPLE, tt, m);
+    for (int l = 0; sb && sfun && l < m; l++) {
+        if (!(sb->kid[l] = fused_leaf(sp, *g[l].slot, sfun->param[0],
+                                      same))) {
+            sb = NULL;
+        }
+    }
+    fe_term *perm = sib_array(sp, FE_PERMUTE, tt, rank, 2, 2);
+    fe_term *copied = copy_trivial(sp->ar, t0->kid[0]->kid[0]);
+    fe_var *v = perm ? sib_var(sp, true, false, 0, perm->atype) : NULL;
+    fe_term *let = sib_term(sp, FE_LET, 0, 2);
+    if (sp->oom || !cb || !def || !dfun || !db || !S || !src || !sfun ||
+        !sb || !perm || !copied || !v || !let) {
+        sp->oom = true;
+        return;
+    }
+    comb->body = cb;
+    dfun->body = db;
+    def->kid[0] = copied;
+    def->fun[0] = dfun;
+    sfun->body = sb;
+    src->kid[0] = S;
+    src->fun[0] = sfun;
+    perm->kid[0] = def;
+    perm->kid[1] = src;
+    perm->fun[0] = comb;
+    perm->fun[1] = t0->fun[1];
+    /* each sibling: map (\x -> get x l) v */
+    for (int l = 0; l < m; l++) {
+        fe_term *map = sib_array(sp, FE_MAP, leaf[l], rank, 1, 1);
+        fe_fun *proj = sib_fun(sp, 1, tt, leaf[l]);
+        if (!map || !proj) {
+            return;
+        }
+        proj->body = sib_get(sp, sib_varref(sp, proj->param[0]), l, leaf[l]);
+        map->kid[0] = sib_varref(sp, v);
+        map->fun[0] = proj;
+        if (!proj->body || !map->kid[0]) {
+            sp->oom = true;
+            return;
+        }
+        *g[l].slot = map;
+    }
+    fe_term *body = *place;
+    let->u.var = v;
+    let->acc = true;
+    let->kid[0] = perm;
+    let->kid[1] = body;
+    let->type = body->type;
+    let->rank = body->rank;
+    let->atype = body->atype;
+    *place = let;
+}
+
+/* The sibling rule in one scope: the chain of lets at *root. */
+static void siblings_scope(sib_pass *sp, fe_term **root)
+{
+    int outer = sp->cur;
+    sp->cur = ++sp->nscope;
+    fe_term **chain[256];
+    int n = 0;
+    fe_term **s = root;
+    while (*s && (*s)->kind == FE_LET && n < 256) {
+        chain[n] = s;
+        s = &(*s)->kid[1];
+        n++;
+    }
+    sib_list l = {0};
+    for (int k = 0; k < n && !sp->oom; k++) {
+        fe_term *let = *chain[k];
+        sib_collect(sp, &let->kid[0], k,
+                    let->u.var->acc && uses_fuse(let->kid[1], let->u.var),
+                    &l);
+        sib_bind(sp, let->u.var, k, let->kid[0]);
+    }
+    sib_collect(sp, s, n, false, &l);
+    for (int i = 0; i < l.n && !sp->oom; i++) {
+        if (!l.s[i].slot) {
+            continue;
+        }
+        sib g[SIBLINGS_MAX] = {l.s[i]};
+        int m = 1;
+        for (int j = i + 1; j < l.n && m < SIBLINGS_MAX; j++) {
+            if (l.s[j].slot && siblings_match(sp, *l.s[i].slot, *l.s[j].slot)) {
+                g[m++] = l.s[j];
+            }
+        }
+        /* the fused let before the first one's place (the list is in
+         * chain order): everything the group reads bound by then */
+        int at = g[0].at;
+        bool ok = m > 1;
+        for (int k = 0; ok && k < m; k++) {
+            ok = bound_before(sp, *g[k].slot, at);
+        }
+        if (!ok) {
+            continue;
+        }
+        fuse_group(sp, g, m, at < n ? chain[at] : s);
+        for (int k = 0; k < m; k++) {
+            for (int j = i; j < l.n; j++) {
+                if (l.s[j].slot == g[k].slot) {
+                    l.s[j].slot = NULL;
+                }
+            }
+        }
+    }
+    sp->cur = outer;
+}
+
+/* The sibling rule over the whole core; false when out of memory. */
+static bool siblings(fe_core *core)
+{
+    fe_arena *ar = core->arena;
+    sib_pass sp = {.ar = ar, .ctx = ar->ctx, .core = core, .nvar = core->nvar};
+    size_t n = core->nvar > 0 ? core->nvar : 1;
+    sp.bound = fe_arena_alloc(ar, sizeof *sp.bound * n);
+    sp.pos = fe_arena_alloc(ar, sizeof *sp.pos * n);
+    sp.scope = fe_arena_alloc(ar, sizeof *sp.scope * n);
+    if (!sp.bound || !sp.pos || !sp.scope) {
+        return false;
+    }
+    siblings_scope(&sp, &core->root);
+    return !sp.oom;
+}
+
 static void mark(fe_term *t)
 {
     if (!t) {
@@ -385,6 +1167,11 @@ weft_status fe_fuse(fe_core *core)
     }
     let_rule(core->arena, &core->root, false);
     float_lets(&core->root);
+    if (!siblings(core)) {
+        return fe_oom("weft_compile");
+    }
+    /* the siblings' projections into their uses */
+    let_rule(core->arena, &core->root, false);
     mark(core->root);
     return WEFT_OK;
 }
