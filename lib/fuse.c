@@ -629,11 +629,16 @@ static bool same_shape(const sib_pass *sp, const fe_term *a, const fe_term *b)
     return same_term(shape_norm(sp, a), shape_norm(sp, b), NULL, NULL);
 }
 
-/* Whether t is a generate of a scalar constant over a trivial shape. */
+/* Whether t is a generate of a scalar constant over a trivial shape or
+ * the shape of a trivial array. */
 static bool const_generate(const fe_term *t)
 {
-    return t->kind == FE_GENERATE && is_cheap(t) &&
-           t->fun[0]->body->kind == FE_CONST;
+    if (t->kind != FE_GENERATE || t->fun[0]->body->kind != FE_CONST) {
+        return false;
+    }
+    const fe_term *sh = t->kid[0];
+    return is_trivial(sh) ||
+           (sh->kind == FE_SHAPE && sh->nkid == 1 && is_trivial(sh->kid[0]));
 }
 
 /* A source the rule takes: an array read as it is, or a generate of a

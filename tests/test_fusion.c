@@ -37,6 +37,11 @@
  *                                (copied into both) and an awhile whose
  *                                fold reads a zipWith of its state's
  *                                components: 6 kernels (9 without fusion)
+ *   sibling permutes             four permutes over one index function
+ *                                (k-means' sums and counts, a maximum),
+ *                                sources of unequal lengths: one permute
+ *                                of a tuple and three zipWiths, 4 kernels
+ *                                (11 without fusion)
  *
  * Tolerances, relative where the expected value exceeds 1 in magnitude
  * and absolute below, are stated at each case.
@@ -1052,6 +1057,91 @@ START_TEST(kmeans_step)
 }
 END_TEST
 
+/* ---- sibling permutes: one permute of a tuple --------------------------- */
+
+/* k-means' sums and counts and a maximum: four permutes into 16 bins over
+ * one index function (a!i), with sources px, py (f32), `generate (shape
+ * px) 1` and b (i32) whose lengths differ in some sizes (shape_siblings),
+ * each consumed by a zipWith.  They become one permute of an (f32, f32,
+ * i32, i32) tuple (fuse.c, the sibling rule) over the longest source, each
+ * leaf the identity past its own source: one kernel for the four, and the
+ * zipWiths read its leaves. */
+static int build_siblings(weft_program *p, weft_acc *const *x,
+                          weft_acc **res)
+{
+    weft_exp *k[1] = {weft_i64(p, 16)};
+    weft_fun *zero = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(zero, weft_f32(p, 0));
+    weft_fun *zero_i = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(zero_i, weft_i32(p, 0));
+    weft_fun *low = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(low, weft_i32(p, -5000));
+    weft_fun *one = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(one, weft_i32(p, 1));
+    weft_fun *to = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(to, weft_index1(weft_convert(
+                            weft_at(x[2], weft_arg(to, 0)), WEFT_I64)));
+    weft_acc *sx = weft_permute(fun_add(p, WEFT_F32),
+                                weft_generate(weft_index(p, 1, k), zero), to,
+                                x[0]);
+    weft_acc *sy = weft_permute(fun_add(p, WEFT_F32),
+                                weft_generate(weft_index(p, 1, k), zero), to,
+                                x[1]);
+    weft_acc *cnt = weft_permute(
+        fun_add(p, WEFT_I32), weft_generate(weft_index(p, 1, k), zero_i), to,
+        weft_generate(weft_shape(x[0]), one));
+    weft_acc *mx = weft_permute(tu_fun_op2(p, WEFT_OP_MAX, WEFT_I32),
+                                weft_generate(weft_index(p, 1, k), low), to,
+                                x[3]);
+    weft_fun *f = weft_fun2(p, WEFT_F32, WEFT_I32);
+    weft_fun_return(f, weft_add(weft_arg(f, 0),
+                                weft_convert(weft_arg(f, 1), WEFT_F32)));
+    weft_fun *g = weft_fun2(p, WEFT_I32, WEFT_I32);
+    weft_fun_return(g, weft_add(weft_mul(weft_arg(g, 0), weft_i32(p, 3)),
+                                weft_arg(g, 1)));
+    res[0] = weft_zipwith(f, sx, cnt);
+    res[1] = weft_zipwith(f, sy, mx);
+    res[2] = weft_zipwith(g, cnt, mx);
+    return 3;
+}
+
+/* The sources' lengths: px n, py n, n / 2 or n + 5, b n or n / 3, and
+ * the keys a as long as the longest (a read outside a is an error). */
+static bool shape_siblings(int s, int k, int64_t *sh)
+{
+    if (s >= NSIZES1) {
+        return false;
+    }
+    int64_t n = sizes1[s];
+    int64_t ny = s % 3 == 0 ? n : s % 3 == 1 ? n / 2 : n + 5;
+    sh[0] = k == 1   ? ny
+            : k == 2 ? (ny > n ? ny : n)
+            : k == 3 ? (s % 2 == 0 ? n : n / 3)
+                     : n;
+    return true;
+}
+
+START_TEST(sibling_permutes)
+{
+    /* res[2] is integers: exact.  res[0], res[1]: sums of about n / 16
+     * terms in [0, 1) in any order plus an exact integer, as kmeans_step:
+     * 2e-3 relative (the worst case at n = 300007 is 1.1e-3). */
+    fcase c = {.name = "sibling permutes",
+               .nin = 4,
+               .in = {{WEFT_F32, 1, 0, 1},
+                      {WEFT_F32, 1, 0, 1},
+                      {WEFT_I32, 1, 0, 15},
+                      {WEFT_I32, 1, -1000, 1000}},
+               .build = build_siblings,
+               .shape = shape_siblings,
+               .kernels = 4,
+               .kernels_unfused = 11,
+               .tol = 2e-3,
+               .kernel = "kernel 0: permute, fused: generate, generate"};
+    run_case(&c);
+}
+END_TEST
+
 /* ---- suite --------------------------------------------------------------- */
 
 static Suite *fusion_suite(void)
@@ -1070,6 +1160,7 @@ static Suite *fusion_suite(void)
     tcase_add_test(t, fused_gather_out_of_bounds);
     tcase_add_test(t, histogram);
     tcase_add_test(t, kmeans_step);
+    tcase_add_test(t, sibling_permutes);
     suite_add_tcase(s, t);
     return s;
 }
