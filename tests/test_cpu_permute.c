@@ -845,6 +845,102 @@ static weft_acc *build_perm_zip(weft_program *p, weft_acc *const *in,
     return weft_permute(add, def, ix, src);
 }
 
+/* Sibling permutes (lib/fuse.c): k-means' sums of x and y and counts and
+ * a maximum, four permutes into 16 bins over one index function with
+ * sources of unequal lengths, consumed by zipWiths.  The backend runs them
+ * as one permute of a tuple; the reference is the interpreter without
+ * fusion, which runs the four as written.  Integer-valued f32 sources in
+ * [-9, 9]: every sum is exact in any order, so the comparison is exact
+ * in effect (check_case's 1e-5). */
+static weft_acc *build_siblings(weft_program *p, weft_acc *const *in,
+                                const void *user)
+{
+    (void)user;
+    weft_exp *k[1] = {weft_i64(p, 16)};
+    weft_fun *zero = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(zero, weft_f32(p, 0));
+    weft_fun *zero_i = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(zero_i, weft_i32(p, 0));
+    weft_fun *low = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(low, weft_i32(p, -5000));
+    weft_fun *one = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(one, weft_i32(p, 1));
+    weft_fun *ix = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(ix, weft_index1(weft_convert(
+                            weft_rem(weft_abs(weft_at(in[0], weft_arg(ix, 0))),
+                                     weft_i32(p, 16)),
+                            WEFT_I64)));
+    weft_acc *sx = weft_permute(tu_fun_op2(p, WEFT_OP_ADD, WEFT_F32),
+                                weft_generate(weft_index(p, 1, k), zero), ix,
+                                in[1]);
+    weft_acc *sy = weft_permute(tu_fun_op2(p, WEFT_OP_ADD, WEFT_F32),
+                                weft_generate(weft_index(p, 1, k), zero), ix,
+                                in[2]);
+    weft_acc *cnt = weft_permute(
+        tu_fun_op2(p, WEFT_OP_ADD, WEFT_I32),
+        weft_generate(weft_index(p, 1, k), zero_i), ix,
+        weft_generate(weft_shape(in[1]), one));
+    weft_acc *mx = weft_permute(tu_fun_op2(p, WEFT_OP_MAX, WEFT_I32),
+                                weft_generate(weft_index(p, 1, k), low), ix,
+                                in[0]);
+    weft_fun *f = weft_fun3(p, WEFT_F32, WEFT_I32, WEFT_I32);
+    weft_fun_return(
+        f, weft_add(weft_arg(f, 0),
+                    weft_convert(weft_add(weft_mul(weft_arg(f, 1),
+                                                   weft_i32(p, 7)),
+                                          weft_arg(f, 2)),
+                                 WEFT_F32)));
+    weft_acc *a = weft_zipwith3(f, sx, cnt, mx);
+    return weft_zipwith(tu_fun_op2(p, WEFT_OP_MUL, WEFT_F32), a, sy);
+}
+
+START_TEST(test_permute_siblings)
+{
+    pair c;
+    pair_open(&c, 4);
+    weft_context_free(c.ref);
+    weft_config cfg = weft_config_default();
+    cfg.flags |= WEFT_FLAG_NO_ENV | WEFT_FLAG_NO_FUSION;
+    cfg.backend = WEFT_BACKEND_INTERP;
+    TU_OK(weft_context_create(&cfg, &c.ref));
+    static const int64_t na[] = {0, 1, 100, 5000, 300007};
+    for (int s = 0; s < 5; s++) {
+        for (int d = 0; d < 3; d++) {
+            /* y shorter, as long, longer; the keys the longest */
+            int64_t n = na[s], ny = d == 0 ? n / 2 : d == 1 ? n : n + 3;
+            int64_t nk = ny > n ? ny : n;
+            in_spec sp[3] = {
+                {.type = WEFT_I32, .rank = 1, .shape = {nk}, .lo = -100,
+                 .hi = 100},
+                {.type = WEFT_F32, .rank = 1, .shape = {n}, .lo = -9,
+                 .hi = 9},
+                {.type = WEFT_F32, .rank = 1, .shape = {ny}, .lo = -9,
+                 .hi = 9}};
+            char what[96];
+            snprintf(what, sizeof what, "sibling permutes, %lld/%lld/%lld",
+                     (long long)nk, (long long)n, (long long)ny);
+            check_case(&c, what, build_siblings, NULL, 3, sp,
+                       (uint64_t)(s * 3 + d));
+        }
+    }
+    /* one permute kernel in the plan */
+    in_spec sp[3] = {{.type = WEFT_I32, .rank = 1},
+                     {.type = WEFT_F32, .rank = 1},
+                     {.type = WEFT_F32, .rank = 1}};
+    weft_program *p = NULL;
+    weft_executable *exe = NULL;
+    compile_in(c.cpu, build_siblings, NULL, 3, sp, &p, &exe);
+    char buf[8192];
+    plan_text(exe, buf, sizeof buf);
+    const char *first = strstr(buf, ": permute");
+    ck_assert_msg(first && !strstr(first + 1, ": permute"),
+                  "not one permute kernel:\n%s", buf);
+    weft_executable_free(exe);
+    weft_program_free(p);
+    pair_close(&c);
+}
+END_TEST
+
 START_TEST(test_permute_fused)
 {
     pair c;
@@ -1128,6 +1224,7 @@ static Suite *suite(void)
         tcase_add_test(tp, test_permute_one_worker);
     }
     tcase_add_test(tp, test_permute_fused);
+    tcase_add_test(tp, test_permute_siblings);
     tcase_add_test(tp, test_permute_signs);
     tcase_add_test(tp, test_permute_signed_zeros);
     tcase_add_test(tp, test_permute_parts_which);
