@@ -32,8 +32,8 @@
  *                 one by one, which is exact: no leaf reads another;
  *   PERMUTE_CAS   any other combine on a one-leaf 32- or 64-bit type: load,
  *                 apply, compare-and-swap the bits, retry until it sticks;
- *   PERMUTE_LOCK  tuples, 8- and 16-bit types, bool, f16: a striped array
- *                 of PERMUTE_LOCKS spin locks (aux 0, i32 words), hashed by
+ *   PERMUTE_LOCK  other tuples, 8- and 16-bit types, bool, f16: a striped
+ *                 array of PERMUTE_LOCKS spin locks (aux 0, i32 words), hashed by
  *                 j; take = atomic exchange with 1 until it returns 0
  *                 (spinning on plain atomic loads while it is held), then
  *                 a plain read-modify-write, release = an atomic store of 0

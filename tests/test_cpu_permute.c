@@ -11,8 +11,9 @@
  *
  * permute is tried with every way the CPU skeleton makes its update
  * atomic (native atomicrmw: add, min, max, band, bor, bxor on integers and
- * add on f32 / f64; the CAS loop: other combines on 32- and 64-bit types;
- * striped locks: 8- and 16-bit types, bool, f16, tuples), on source and
+ * add on f32 / f64, and tuples of those componentwise; the CAS loop: other
+ * combines on 32- and 64-bit types; striped locks: 8- and 16-bit types,
+ * bool, f16, other tuples), on source and
  * target ranks 0 to 3, with ignored elements, heavy contention (millions
  * of updates on a few targets), a fused source, and out-of-bounds targets.
  * A one-worker context checks that a non-commutative combine gives the
