@@ -373,32 +373,35 @@ static void float_lets(fe_term **slot)
  *
  * Permutes of one scope (an array scope: the program, an awhile's body or
  * condition, an acond's branch) whose combines are each one native atomic
- * (lib/fuse.c: siblings_op; add on integers and floats, min, max, band,
- * bor, bxor on integers), whose defaults are generates of a constant over
- * the same shape, whose index functions are the same function, and whose
- * sources have the same rank and are each a parameter, a variable, a used
- * array or a generate of a constant, become one permute of a tuple
- * (k-means' sums of x, sums of y and counts over one assignment):
+ * (siblings_op: add on integers and floats, min, max, band, bor, bxor on
+ * integers), whose defaults are generates of a constant over the same
+ * shape, whose index functions are the same function, and whose sources
+ * have one rank and are each a parameter, a variable, a used array (at
+ * most three of those, one zipWith's operands) or a generate of a
+ * constant, become one permute of a tuple (k-means' sums of x, sums of y
+ * and counts over one assignment):
  *
  *     let v = permute (\x y -> (x.0 op0 y.0, .., x.m op_m y.m))
  *                     (generate sh (\_ -> (c0, .., c_m)))  ix
- *                     (generate S (\i -> (s0 i, .., s_m i)))
+ *                     (zipWith (\a b .. -> (.., a, .., c_l, .., b, ..))
+ *                              src_a src_b ..)
  *     in .. map (\t -> t.l) v  in place of sibling l ..
  *
- * one kernel and one pass over the index function in place of m + 1.  S
- * is the sources' shape where they provably have one (the same term, up
- * to let-bound shape variables and `index (shape_size sh)` of a rank-1
- * sh); otherwise the extents' maxima, and leaf l of the source at a
- * position outside source l's extents is op_l's identity, which leaves
- * every bin bit for bit as it was (-0.0 for a float add), so the fused
- * permute computes exactly what the siblings did: each position's target
- * is computed once for all leaves, at the same multi-indices the siblings
- * computed it, and an out-of-bounds target there was one for a sibling.
- * The skeletons' componentwise mode (skeletons-ir/permute.c, PERMUTE_RMW
- * over leaves) makes it one atomic a leaf.  The fused let goes just
- * before the first sibling's place in the scope's chain of lets, where
- * everything the siblings read is bound; the projections are cheap (the
- * let rule, run again after, copies a let-bound one into its uses). */
+ * one kernel and one pass over the index function in place of m + 1, and
+ * the skeletons' componentwise mode (skeletons-ir/permute.c, PERMUTE_RMW
+ * over leaves) makes it one atomic a leaf.  Where the sources' shapes are
+ * not provably one (the same term, up to let-bound shape variables and
+ * `index (shape_size sh)` of a rank-1 sh), the zipWith would cut them to
+ * the shortest, so v is `acond (their extents are equal) (the permute)
+ * (the siblings as written, joined by a generate of tuples)`: the test is
+ * a host scalar (no kernel), and the kernels of the other branch are
+ * compiled but run only for sources of unequal lengths.  The fused let
+ * goes just before the first sibling's place in the scope's chain of
+ * lets, where everything the siblings read is bound.  Only siblings
+ * whose places are operands that fuse (or lets whose every use is one)
+ * take part, so that each projection is computed inline by its consumer
+ * (the let rule, run again after, copies a let-bound one into its uses)
+ * rather than by a kernel of its own. */
 
 #define SIBLINGS_MAX 8 /* leaves of the fused permute: the skeletons'
                           SK_PERMUTE_LEAVES_MAX */
@@ -515,43 +518,6 @@ static int siblings_op(const fe_term *t)
         return fe_is_int(ty) ? b->op : -1;
     default:
         return -1;
-    }
-}
-
-/* The identity of op on type ty (siblings_op's operations). */
-static fe_val siblings_identity(int op, weft_type ty)
-{
-    fe_val v = {.u = 0};
-    int bits = fe_type_bits(ty);
-    uint64_t ones = bits >= 64 ? ~0ull : (1ull << bits) - 1;
-    bool sgn = fe_is_signed(ty);
-    switch (op) {
-    case WEFT_OP_ADD:
-        if (fe_is_float(ty)) {
-            v.f = -0.0;
-        }
-        return v;
-    case WEFT_OP_MIN:
-        if (sgn) {
-            v.i = (int64_t)(ones >> 1);
-        } else {
-            v.u = ones;
-        }
-        return v;
-    case WEFT_OP_MAX:
-        if (sgn) {
-            v.i = -(int64_t)(ones >> 1) - 1;
-        }
-        return v;
-    case WEFT_OP_BAND:
-        if (sgn) {
-            v.i = -1;
-        } else {
-            v.u = ones;
-        }
-        return v;
-    default:
-        return v;
     }
 }
 
@@ -776,24 +742,25 @@ static fe_var *sib_var(sib_pass *sp, bool acc, bool param, weft_type type,
     return v;
 }
 
-/* A scalar function of arity 1 or 2 over arguments of type targ. */
-static fe_fun *sib_fun(sib_pass *sp, int arity, weft_type targ, weft_type ret)
+/* A scalar function of arity n (at most SIBLINGS_MAX) over arguments of
+ * types targ[0..n-1]. */
+static fe_fun *sib_fun(sib_pass *sp, int n, const weft_type *targ,
+                       weft_type ret)
 {
     fe_fun *f = fe_arena_alloc(sp->ar, sizeof *f);
-    weft_type *ta = fe_arena_alloc(sp->ar, sizeof *ta * 2);
-    fe_var **pa = fe_arena_alloc(sp->ar, sizeof *pa * 2);
+    weft_type *ta = fe_arena_alloc(sp->ar, sizeof *ta * (size_t)n);
+    fe_var **pa = fe_arena_alloc(sp->ar, sizeof *pa * (size_t)n);
     if (!f || !ta || !pa) {
         sp->oom = true;
         return NULL;
     }
-    memset(f, 0, sizeof *f);
-    f->arity = arity;
+    f->arity = n;
     f->targ = ta;
     f->param = pa;
     f->ret = ret;
-    for (int i = 0; i < arity; i++) {
-        ta[i] = targ;
-        if (!(pa[i] = sib_var(sp, false, true, targ, NULL))) {
+    for (int i = 0; i < n; i++) {
+        ta[i] = targ[i];
+        if (!(pa[i] = sib_var(sp, false, true, targ[i], NULL))) {
             return NULL;
         }
     }
@@ -848,15 +815,6 @@ static fe_term *sib_prim(sib_pass *sp, int op, weft_type ty, fe_term *a,
     return t;
 }
 
-static fe_term *sib_const(sib_pass *sp, weft_type ty, fe_val v)
-{
-    fe_term *t = sib_term(sp, FE_CONST, ty, 0);
-    if (t) {
-        t->u.c = v;
-    }
-    return t;
-}
-
 /* An array term of kind k over element type ty (a generate or permute
  * being built: its kids and functions set by the caller). */
 static fe_term *sib_array(sib_pass *sp, int kind, weft_type ty, int rank,
@@ -877,128 +835,181 @@ static fe_term *sib_array(sib_pass *sp, int kind, weft_type ty, int rank,
     return t;
 }
 
-/* The source's shape S: the sources' common shape, or the maxima of
- * their extents (*same false). */
-static fe_term *fused_shape(sib_pass *sp, const sib *g, int m, bool *same)
+/* The shape of source t, a new term. */
+static fe_term *source_shape_term(sib_pass *sp, const fe_term *t)
 {
-    const fe_term *first = NULL;
-    fe_term *sh[SIBLINGS_MAX];
-    *same = true;
-    for (int l = 0; l < m; l++) {
-        const fe_term *src = (*g[l].slot)->kid[1];
-        const fe_term *gs = source_shape(src);
-        if (gs) {
-            sh[l] = copy_trivial(sp->ar, gs);
-        } else {
-            sh[l] = sib_term(sp, FE_SHAPE, WEFT_DIM(src->rank), 1);
-            if (sh[l] && !(sh[l]->kid[0] = copy_trivial(sp->ar, src))) {
-                sh[l] = NULL;
+    if (t->kind == FE_GENERATE) {
+        return copy_trivial(sp->ar, t->kid[0]);
+    }
+    fe_term *sh = sib_term(sp, FE_SHAPE, WEFT_DIM(t->rank), 1);
+    if (sh && !(sh->kid[0] = copy_trivial(sp->ar, t))) {
+        sp->oom = true;
+        return NULL;
+    }
+    return sh;
+}
+
+/* Whether the sources of group g provably have one shape; else *c is
+ * the test that they have (the extents of each equal to the first's). */
+static bool sources_same(sib_pass *sp, const sib *g, int m, fe_term **c)
+{
+    const fe_term *s0 = (*g[0].slot)->kid[1];
+    const fe_term *sh0 = source_shape(s0);
+    bool same = true;
+    *c = NULL;
+    for (int l = 1; l < m; l++) {
+        const fe_term *sl = (*g[l].slot)->kid[1];
+        const fe_term *shl = source_shape(sl);
+        fe_term tmp0 = {.kind = FE_SHAPE, .type = WEFT_DIM(s0->rank),
+                        .nkid = 1, .kid = (fe_term **)&s0};
+        fe_term tmpl = {.kind = FE_SHAPE, .type = WEFT_DIM(sl->rank),
+                        .nkid = 1, .kid = (fe_term **)&sl};
+        if (same_shape(sp, sh0 ? sh0 : &tmp0, shl ? shl : &tmpl)) {
+            continue;
+        }
+        same = false;
+        for (int d = 0; d < s0->rank; d++) {
+            fe_term *eq = sib_prim(
+                sp, WEFT_OP_EQ, WEFT_BOOL,
+                sib_get(sp, source_shape_term(sp, s0), d, WEFT_I64),
+                sib_get(sp, source_shape_term(sp, sl), d, WEFT_I64));
+            *c = *c ? sib_prim(sp, WEFT_OP_AND, WEFT_BOOL, *c, eq) : eq;
+            if (!*c) {
+                sp->oom = true;
+                return false;
             }
         }
-        if (!sh[l]) {
+    }
+    return same;
+}
+
+/* The fused source: map or zipWith of the array sources (at most 3) to
+ * the tuple, each constant source's leaf its constant; a generate of the
+ * constants when no source is an array. */
+static fe_term *fused_source(sib_pass *sp, const sib *g, int m,
+                             weft_type tt)
+{
+    const fe_term *arr[3];
+    weft_type at[3];
+    int na = 0;
+    for (int l = 0; l < m; l++) {
+        const fe_term *src = (*g[l].slot)->kid[1];
+        if (!const_generate(src)) {
+            arr[na] = src;
+            at[na++] = src->type;
+        }
+    }
+    int srank = (*g[0].slot)->kid[1]->rank;
+    fe_term *t;
+    fe_fun *f;
+    if (na == 0) {
+        weft_type dim = WEFT_DIM(srank);
+        t = sib_array(sp, FE_GENERATE, tt, srank, 1, 1);
+        f = sib_fun(sp, 1, &dim, tt);
+        if (t && !(t->kid[0] = source_shape_term(sp, (*g[0].slot)->kid[1]))) {
+            t = NULL;
+        }
+    } else {
+        t = sib_array(sp, na == 1 ? FE_MAP : FE_ZIPWITH, tt, srank, na, 1);
+        f = sib_fun(sp, na, at, tt);
+        for (int k = 0; t && k < na; k++) {
+            if (!(t->kid[k] = copy_trivial(sp->ar, arr[k]))) {
+                t = NULL;
+            }
+        }
+    }
+    fe_term *b = sib_term(sp, FE_TUPLE, tt, m);
+    if (!t || !f || !b) {
+        sp->oom = true;
+        return NULL;
+    }
+    for (int l = 0, k = 0; l < m; l++) {
+        const fe_term *src = (*g[l].slot)->kid[1];
+        fe_term *v = const_generate(src)
+                         ? new_term(sp->ar, src->fun[0]->body, FE_CONST,
+                                    src->type, 0)
+                         : sib_varref(sp, f->param[k++]);
+        if (!(b->kid[l] = v)) {
             sp->oom = true;
             return NULL;
         }
-        if (!first) {
-            first = sh[l];
-        } else if (!same_shape(sp, first, sh[l])) {
-            *same = false;
-        }
     }
-    if (*same) {
-        return sh[0];
-    }
-    int rank = (*g[0].slot)->kid[1]->rank;
-    fe_term *t = sib_term(sp, FE_TUPLE, WEFT_DIM(rank), rank);
-    for (int d = 0; t && d < rank; d++) {
-        fe_term *acc = sib_get(sp, copy_trivial(sp->ar, sh[0]), d, WEFT_I64);
-        for (int l = 1; acc && l < m; l++) {
-            acc = sib_prim(sp, WEFT_OP_MAX, WEFT_I64, acc,
-                           sib_get(sp, copy_trivial(sp->ar, sh[l]), d,
-                                   WEFT_I64));
-        }
-        if (!(t->kid[d] = acc)) {
-            sp->oom = true;
-            return NULL;
-        }
-    }
+    f->body = b;
+    t->fun[0] = f;
     return t;
 }
 
-/* Leaf l of the source at index i (a DIM variable): the constant of a
- * generate, or src ! i; where the sources' shapes differ, behind a test
- * that i lies inside src's extents, op's identity elsewhere. */
-static fe_term *fused_leaf(sib_pass *sp, const fe_term *t, fe_var *i,
-                           bool same)
+/* The siblings as they were, as one array of tuples (the acond's other
+ * branch where the sources' shapes differ):
+ *     let q0 = P0 in .. let q_m = P_m in
+ *     generate (shape of the defaults) (\i -> (q0 ! i, .., q_m ! i)) */
+static fe_term *siblings_as_written(sib_pass *sp, fe_term *const *perm,
+                                    int m, weft_type tt)
 {
-    const fe_term *src = t->kid[1];
-    weft_type ty = t->type;
-    fe_term *v;
-    if (const_generate(src)) {
-        v = new_term(sp->ar, src->fun[0]->body, FE_CONST, ty, 0);
-    } else {
-        v = sib_term(sp, FE_AT, ty, 2);
-        if (v && (!(v->kid[0] = copy_trivial(sp->ar, src)) ||
-                  !(v->kid[1] = sib_varref(sp, i)))) {
-            v = NULL;
-        }
+    const fe_term *p0 = perm[0];
+    int rank = p0->rank;
+    weft_type dim = WEFT_DIM(rank);
+    fe_term *gen = sib_array(sp, FE_GENERATE, tt, rank, 1, 1);
+    fe_fun *f = sib_fun(sp, 1, &dim, tt);
+    fe_term *b = sib_term(sp, FE_TUPLE, tt, m);
+    if (!gen || !f || !b ||
+        !(gen->kid[0] = copy_trivial(sp->ar, p0->kid[0]->kid[0]))) {
+        sp->oom = true;
+        return NULL;
     }
-    if (!v || same) {
-        sp->oom = sp->oom || !v;
-        return v;
-    }
-    /* inside: i.d < extent d of src, every d */
-    const fe_term *gs = source_shape(src);
-    fe_term *in = NULL;
-    for (int d = 0; d < src->rank; d++) {
-        fe_term *sh;
-        if (gs) {
-            sh = copy_trivial(sp->ar, gs);
-        } else if ((sh = sib_term(sp, FE_SHAPE, WEFT_DIM(src->rank), 1)) &&
-                   !(sh->kid[0] = copy_trivial(sp->ar, src))) {
-            sh = NULL;
+    f->body = b;
+    gen->fun[0] = f;
+    fe_term *r = gen;
+    for (int l = m - 1; l >= 0; l--) {
+        fe_var *q = sib_var(sp, true, false, 0, perm[l]->atype);
+        fe_term *at = sib_term(sp, FE_AT, perm[l]->type, 2);
+        fe_term *let = sib_term(sp, FE_LET, tt, 2);
+        if (!q || !at || !let) {
+            return NULL;
         }
-        fe_term *lt = sib_prim(sp, WEFT_OP_LT, WEFT_BOOL,
-                               sib_get(sp, sib_varref(sp, i), d, WEFT_I64),
-                               sib_get(sp, sh, d, WEFT_I64));
-        in = in ? sib_prim(sp, WEFT_OP_AND, WEFT_BOOL, in, lt) : lt;
-        if (!in) {
+        at->kid[0] = sib_varref(sp, q);
+        at->kid[1] = sib_varref(sp, f->param[0]);
+        b->kid[l] = at;
+        let->u.var = q;
+        let->acc = true;
+        let->rank = rank;
+        let->atype = gen->atype;
+        let->kid[0] = perm[l];
+        let->kid[1] = r;
+        if (!at->kid[0] || !at->kid[1]) {
             sp->oom = true;
             return NULL;
         }
+        r = let;
     }
-    fe_term *c = sib_term(sp, FE_COND, ty, 3);
-    fe_term *id = sib_const(sp, ty, siblings_identity(siblings_op(t), ty));
-    if (!c || !id) {
-        return NULL;
-    }
-    c->kid[0] = in ? in : sib_const(sp, WEFT_BOOL, (fe_val){.u = 1});
-    c->kid[1] = v;
-    c->kid[2] = id;
-    return c->kid[0] ? c : NULL;
+    return r;
 }
 
 /* Fuses the m siblings of group g into `let v = permute ..` at *place,
- * each sibling becoming `map (\x -> get x l) v`. */
+ * each sibling becoming `map (\x -> get x l) v`; where their sources'
+ * shapes may differ, `let v = acond (they are one) (permute ..) (the
+ * siblings as written, as one array)`. */
 static void fuse_group(sib_pass *sp, const sib *g, int m, fe_term **place)
 {
     const fe_term *t0 = *g[0].slot;
-    int rank = t0->rank, srank = t0->kid[1]->rank;
+    int rank = t0->rank;
     weft_type leaf[SIBLINGS_MAX], tt;
+    fe_term *perm_l[SIBLINGS_MAX];
     for (int l = 0; l < m; l++) {
-        leaf[l] = (*g[l].slot)->type;
+        perm_l[l] = *g[l].slot;
+        leaf[l] = perm_l[l]->type;
     }
     if (fe_type_tuple(sp->ctx, m, leaf, &tt) != WEFT_OK) {
         sp->oom = true;
         return;
     }
     /* the combine, componentwise */
-    fe_fun *comb = sib_fun(sp, 2, tt, tt);
+    weft_type pair[2] = {tt, tt};
+    fe_fun *comb = sib_fun(sp, 2, pair, tt);
     fe_term *cb = comb ? sib_term(sp, FE_TUPLE, tt, m) : NULL;
     for (int l = 0; cb && l < m; l++) {
-        const fe_term *t = *g[l].slot;
         if (!(cb->kid[l] = sib_prim(
-                  sp, siblings_op(t), leaf[l],
+                  sp, siblings_op(perm_l[l]), leaf[l],
                   sib_get(sp, sib_varref(sp, comb->param[0]), l, leaf[l]),
                   sib_get(sp, sib_varref(sp, comb->param[1]), l,
                           leaf[l])))) {
@@ -1006,33 +1017,25 @@ static void fuse_group(sib_pass *sp, const sib *g, int m, fe_term **place)
         }
     }
     /* the default: generate sh (\_ -> (c0, .., c_m)) */
+    weft_type dim = WEFT_DIM(rank);
     fe_term *def = sib_array(sp, FE_GENERATE, tt, rank, 1, 1);
-    fe_fun *dfun = sib_fun(sp, 1, WEFT_DIM(rank), tt);
+    fe_fun *dfun = sib_fun(sp, 1, &dim, tt);
     fe_term *db = sib_term(sp, FE_TUPLE, tt, m);
     for (int l = 0; db && l < m; l++) {
-        const fe_term *c = (*g[l].slot)->kid[0]->fun[0]->body;
+        const fe_term *c = perm_l[l]->kid[0]->fun[0]->body;
         if (!(db->kid[l] = new_term(sp->ar, c, FE_CONST, c->type, 0))) {
             db = NULL;
         }
     }
-    /* the source: generate S (\i -> (s0 i, .., s_m i)) */
-    bool same;
-    fe_term *S = fused_shape(sp, g, m, &same);
-    fe_term *src = sib_array(sp, FE_GENERATE, tt, srank, 1, 1);
-    fe_fun *sfun = sib_fun(sp, 1, WEFT_DIM(srank), tt);
-    fe_term *sb = sib_term(sp, FE_TUPLE, tt, m);
-    for (int l = 0; sb && sfun && l < m; l++) {
-        if (!(sb->kid[l] = fused_leaf(sp, *g[l].slot, sfun->param[0],
-                                      same))) {
-            sb = NULL;
-        }
-    }
+    fe_term *cond;
+    bool same = sources_same(sp, g, m, &cond);
+    fe_term *src = fused_source(sp, g, m, tt);
     fe_term *perm = sib_array(sp, FE_PERMUTE, tt, rank, 2, 2);
     fe_term *copied = copy_trivial(sp->ar, t0->kid[0]->kid[0]);
     fe_var *v = perm ? sib_var(sp, true, false, 0, perm->atype) : NULL;
     fe_term *let = sib_term(sp, FE_LET, 0, 2);
-    if (sp->oom || !cb || !def || !dfun || !db || !S || !src || !sfun ||
-        !sb || !perm || !copied || !v || !let) {
+    if (sp->oom || !cb || !def || !dfun || !db || !src || !perm || !copied ||
+        !v || !let || (!same && !cond)) {
         sp->oom = true;
         return;
     }
@@ -1040,17 +1043,30 @@ static void fuse_group(sib_pass *sp, const sib *g, int m, fe_term **place)
     dfun->body = db;
     def->kid[0] = copied;
     def->fun[0] = dfun;
-    sfun->body = sb;
-    src->kid[0] = S;
-    src->fun[0] = sfun;
     perm->kid[0] = def;
     perm->kid[1] = src;
     perm->fun[0] = comb;
     perm->fun[1] = t0->fun[1];
+    fe_term *value = perm;
+    if (!same) {
+        fe_term *ac = sib_term(sp, FE_ACOND, tt, 3);
+        fe_term *other = siblings_as_written(sp, perm_l, m, tt);
+        if (!ac || !other) {
+            sp->oom = true;
+            return;
+        }
+        ac->acc = true;
+        ac->rank = rank;
+        ac->atype = perm->atype;
+        ac->kid[0] = cond;
+        ac->kid[1] = perm;
+        ac->kid[2] = other;
+        value = ac;
+    }
     /* each sibling: map (\x -> get x l) v */
     for (int l = 0; l < m; l++) {
         fe_term *map = sib_array(sp, FE_MAP, leaf[l], rank, 1, 1);
-        fe_fun *proj = sib_fun(sp, 1, tt, leaf[l]);
+        fe_fun *proj = sib_fun(sp, 1, &tt, leaf[l]);
         if (!map || !proj) {
             return;
         }
@@ -1066,7 +1082,7 @@ static void fuse_group(sib_pass *sp, const sib *g, int m, fe_term **place)
     fe_term *body = *place;
     let->u.var = v;
     let->acc = true;
-    let->kid[0] = perm;
+    let->kid[0] = value;
     let->kid[1] = body;
     let->type = body->type;
     let->rank = body->rank;
@@ -1102,9 +1118,14 @@ static void siblings_scope(sib_pass *sp, fe_term **root)
         }
         sib g[SIBLINGS_MAX] = {l.s[i]};
         int m = 1;
+        /* array sources: at most 3, the operands of one zipWith */
+        int na = !const_generate((*l.s[i].slot)->kid[1]);
         for (int j = i + 1; j < l.n && m < SIBLINGS_MAX; j++) {
-            if (l.s[j].slot && siblings_match(sp, *l.s[i].slot, *l.s[j].slot)) {
+            fe_term *u = l.s[j].slot ? *l.s[j].slot : NULL;
+            int a = u ? !const_generate(u->kid[1]) : 0;
+            if (u && na + a <= 3 && siblings_match(sp, *l.s[i].slot, u)) {
                 g[m++] = l.s[j];
+                na += a;
             }
         }
         /* the fused let before the first one's place (the list is in

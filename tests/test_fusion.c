@@ -40,8 +40,10 @@
  *   sibling permutes             four permutes over one index function
  *                                (k-means' sums and counts, a maximum),
  *                                sources of unequal lengths: one permute
- *                                of a tuple and three zipWiths, 4 kernels
- *                                (11 without fusion)
+ *                                of a tuple or, where the lengths differ,
+ *                                the four as written: 9 kernels in the
+ *                                plan (11 without fusion); of one length
+ *                                by construction: 2 (6)
  *
  * Tolerances, relative where the expected value exceeds 1 in magnitude
  * and absolute below, are stated at each case.
@@ -1063,9 +1065,13 @@ END_TEST
  * one index function (a!i), with sources px, py (f32), `generate (shape
  * px) 1` and b (i32) whose lengths differ in some sizes (shape_siblings),
  * each consumed by a zipWith.  They become one permute of an (f32, f32,
- * i32, i32) tuple (fuse.c, the sibling rule) over the longest source, each
- * leaf the identity past its own source: one kernel for the four, and the
- * zipWiths read its leaves. */
+ * i32, i32) tuple (fuse.c, the sibling rule) where the sources' lengths
+ * agree, and the four as written otherwise: `acond (lengths agree) (the
+ * permute of the tuple) (the four, joined by a generate)`, whose branches
+ * are all in the plan (9 kernels; a run with one length runs 4); the
+ * zipWiths read its leaves.  siblings_one: the sums of px and the counts
+ * over `generate (shape px) 1`, sources of one shape by construction: no
+ * acond, one permute. */
 static int build_siblings(weft_program *p, weft_acc *const *x,
                           weft_acc **res)
 {
@@ -1105,6 +1111,32 @@ static int build_siblings(weft_program *p, weft_acc *const *x,
     return 3;
 }
 
+static int build_siblings_one(weft_program *p, weft_acc *const *x,
+                              weft_acc **res)
+{
+    weft_exp *k[1] = {weft_i64(p, 16)};
+    weft_fun *zero = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(zero, weft_f32(p, 0));
+    weft_fun *zero_i = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(zero_i, weft_i32(p, 0));
+    weft_fun *one = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(one, weft_i32(p, 1));
+    weft_fun *to = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(to, weft_index1(weft_convert(
+                            weft_at(x[1], weft_arg(to, 0)), WEFT_I64)));
+    weft_acc *sx = weft_permute(fun_add(p, WEFT_F32),
+                                weft_generate(weft_index(p, 1, k), zero), to,
+                                x[0]);
+    weft_acc *cnt = weft_permute(
+        fun_add(p, WEFT_I32), weft_generate(weft_index(p, 1, k), zero_i), to,
+        weft_generate(weft_shape(x[0]), one));
+    weft_fun *f = weft_fun2(p, WEFT_F32, WEFT_I32);
+    weft_fun_return(f, weft_add(weft_arg(f, 0),
+                                weft_convert(weft_arg(f, 1), WEFT_F32)));
+    res[0] = weft_zipwith(f, sx, cnt);
+    return 1;
+}
+
 /* The sources' lengths: px n, py n, n / 2 or n + 5, b n or n / 3, and
  * the keys a as long as the longest (a read outside a is an error). */
 static bool shape_siblings(int s, int k, int64_t *sh)
@@ -1134,11 +1166,21 @@ START_TEST(sibling_permutes)
                       {WEFT_I32, 1, -1000, 1000}},
                .build = build_siblings,
                .shape = shape_siblings,
-               .kernels = 4,
+               .kernels = 9,
                .kernels_unfused = 11,
                .tol = 2e-3,
-               .kernel = "kernel 0: permute, fused: generate, generate"};
+               .kernel = "kernel 0: permute, fused: generate, zipwith"};
     run_case(&c);
+    fcase one = {.name = "sibling permutes, one shape",
+                 .nin = 2,
+                 .in = {{WEFT_F32, 1, 0, 1}, {WEFT_I32, 1, 0, 15}},
+                 .build = build_siblings_one,
+                 .shape = shape_same1,
+                 .kernels = 2,
+                 .kernels_unfused = 6,
+                 .tol = 2e-3,
+                 .kernel = "kernel 0: permute, fused: generate, map"};
+    run_case(&one);
 }
 END_TEST
 
