@@ -29,7 +29,9 @@
  * chunks in turn).  With a fused default, entry 2 also writes the
  * default and runs alone: its blocks combine their copies into
  * accumulators in aux 1 (zeroed, private_words of them), and the last
- * block to finish writes each bin from its accumulator and the default.
+ * block to finish writes each bin from its accumulator and the default
+ * and puts aux 1 back to zero (RT_AUX_KEPT_ZERO: on the GPU, a small one
+ * lives in the clean area and no run zeroes it).
  *
  * A kernel with k->private_parts (the CPU target's permute with a native
  * atomic combine, skeletons-ir/cpu/permute.c) has entries 2 and 3 instead:
@@ -199,6 +201,9 @@ weft_status rt_exec_permute(rt_job *j)
         /* the copies' item, unused */
         s = rt_job_aux(j, 1, j->out[0]->type, 1, false);
     } else if (j->k->aux_item[1] >= 0) {
+        /* entry 2 leaves its accumulators zero (ptx/permute.c,
+         * last_block); unused otherwise */
+        j->aux_start[1] = RT_AUX_KEPT_ZERO;
         s = rt_job_aux(j, 1, WEFT_U32,
                        private ? private_words(bins, nleaf, leaf) : 1,
                        false);

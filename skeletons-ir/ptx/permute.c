@@ -93,7 +93,7 @@ static LLVMValueRef as_bits(cg_fn *fn, LLVMValueRef x)
 
 enum {
     GROUP = 4,          /* consecutive sources a thread takes at a time */
-    PRIVATE_VERSION = 4, /* of entry 2's code (sk_kernel.flags, the key) */
+    PRIVATE_VERSION = 5, /* of entry 2's code (sk_kernel.flags, the key) */
     /* entry 2's launch bounds where the kernel is light: 2 blocks of 1024
      * threads an SM, as many threads as an SM holds, so at most 32
      * registers (the histogram's pairs of groups took ptxas to 39
@@ -206,6 +206,8 @@ typedef struct acc_place {
     LLVMAtomicRMWBinOp op[SK_PERMUTE_LEAVES_MAX];
     LLVMValueRef acc[SK_PERMUTE_LEAVES_MAX], bits[SK_PERMUTE_LEAVES_MAX];
     LLVMValueRef ticket;
+    LLVMValueRef words; /* of aux 1 in all (i64), from base */
+    LLVMValueRef base;
 } acc_place;
 
 /* The words of bins accumulators of type ty, even (head of acc_place). */
@@ -246,6 +248,8 @@ static weft_status acc_place_of(sk_fn *f, acc_place *pa, LLVMValueRef bins)
                                             "bits");
         at = LLVMBuildAdd(fn->b, at, bit_words, "");
     }
+    pa->words = at;
+    pa->base = aux->ptr[0];
     return WEFT_OK;
 }
 
@@ -352,8 +356,9 @@ static void accumulate(sk_fn *f, const acc_place *pa, int l, LLVMValueRef b,
  *     out_l[b] = f(acc[b] ^ mask, def[b])_l   where a block touched b
  *     out_l[b] = def_l[b]                     elsewhere
  *
- * (fadd: the bit of b says which; else a zero word, op's identity), then
- * puts the ticket back to zero. */
+ * (fadd: the bit of b says which; else a zero word, op's identity), then,
+ * after a barrier, puts all of aux 1 back to zero: accumulators, ticket
+ * and bits. */
 static weft_status last_block(sk_fn *f, const acc_place *pa, LLVMValueRef bins,
                               LLVMValueRef tid, LLVMValueRef bs)
 {
@@ -365,7 +370,7 @@ static weft_status last_block(sk_fn *f, const acc_place *pa, LLVMValueRef bins,
     tg->fence(fn);
     tg->barrier(fn);
     cg_if fin;
-    LLVMValueRef t0 = sk_ptx_last_block(fn, tid, pa->ticket, false, 0, &fin);
+    sk_ptx_last_block(fn, tid, pa->ticket, false, 0, &fin);
     const cg_array *out = sk_out_array(f, 0);
     cg_sloop bl;
     LLVMValueRef b = cg_sloop_begin(fn, &bl, tid, bins, bs, "bin");
@@ -408,10 +413,16 @@ static weft_status last_block(sk_fn *f, const acc_place *pa, LLVMValueRef bins,
     }
     cg_array_store(fn, out, b, &y);
     cg_sloop_end(fn, &bl);
-    cg_if put;
-    cg_if_begin(fn, &put, t0);
-    LLVMBuildStore(fn->b, zero32, pa->ticket);
-    cg_if_end(fn, &put);
+    /* aux 1 back to zero, accumulators, ticket and bits, once every bin
+     * is read (the bits of 32 bins share a word): the runtime keeps it
+     * among the words that kernels leave zero and zeroes nothing per
+     * run (runtime/exec_permute.c, RT_AUX_KEPT_ZERO) */
+    tg->barrier(fn);
+    cg_sloop zl;
+    LLVMValueRef w = cg_sloop_begin(fn, &zl, tid, pa->words, bs, "zero");
+    LLVMBuildStore(fn->b, zero32,
+                   LLVMBuildInBoundsGEP2(fn->b, i32, pa->base, &w, 1, ""));
+    cg_sloop_end(fn, &zl);
     cg_if_end(fn, &fin);
     return WEFT_OK;
 }
