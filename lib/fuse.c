@@ -521,57 +521,6 @@ static int siblings_op(const fe_term *t)
     }
 }
 
-/* Whether scalar terms a and b compute the same, the variable va in a
- * standing for vb in b (the index functions' parameters).  Terms with
- * functions or lets inside are never the same (not needed so far). */
-static bool same_term(const fe_term *a, const fe_term *b, const fe_var *va,
-                      const fe_var *vb)
-{
-    if (!a || !b || a->kind != b->kind || a->acc != b->acc ||
-        a->type != b->type || (a->acc && a->rank != b->rank) ||
-        a->nkid != b->nkid ||
-        a->nfun != 0 || b->nfun != 0 || a->kind == FE_LET) {
-        return false;
-    }
-    switch ((fe_kind)a->kind) {
-    case FE_CONST:
-        if (a->u.c.u != b->u.c.u) {
-            return false;
-        }
-        break;
-    case FE_VAR:
-        return a->u.var == b->u.var || (a->u.var == va && b->u.var == vb);
-    case FE_GET:
-    case FE_AGET:
-    case FE_PARAM:
-        if (a->u.index != b->u.index) {
-            return false;
-        }
-        break;
-    case FE_USE:
-        if (a->u.array != b->u.array) {
-            return false;
-        }
-        break;
-    case FE_PRIM:
-        if (a->op != b->op) {
-            return false;
-        }
-        break;
-    case FE_STENCIL:
-    case FE_STENCIL2:
-        return false;
-    default:
-        break;
-    }
-    for (int i = 0; i < a->nkid; i++) {
-        if (!same_term(a->kid[i], b->kid[i], va, vb)) {
-            return false;
-        }
-    }
-    return true;
-}
-
 /* Shape term t with let-bound shape variables replaced by what they are
  * bound to, and `index (shape_size sh)` by sh where sh has rank 1. */
 static const fe_term *shape_norm(const sib_pass *sp, const fe_term *t)
@@ -592,7 +541,7 @@ static const fe_term *shape_norm(const sib_pass *sp, const fe_term *t)
 
 static bool same_shape(const sib_pass *sp, const fe_term *a, const fe_term *b)
 {
-    return same_term(shape_norm(sp, a), shape_norm(sp, b), NULL, NULL);
+    return fe_term_same(shape_norm(sp, a), shape_norm(sp, b), NULL, NULL);
 }
 
 /* Whether t is a generate of a scalar constant over a trivial shape or
@@ -638,7 +587,7 @@ static bool siblings_match(const sib_pass *sp, const fe_term *t,
     return t->rank == u->rank && t->kid[1]->rank == u->kid[1]->rank &&
            ft->targ[0] == fu->targ[0] &&
            same_shape(sp, t->kid[0]->kid[0], u->kid[0]->kid[0]) &&
-           same_term(ft->body, fu->body, ft->param[0], fu->param[0]);
+           fe_term_same(ft->body, fu->body, ft->param[0], fu->param[0]);
 }
 
 static void sib_add(sib_pass *sp, sib_list *l, fe_term **slot, int at)

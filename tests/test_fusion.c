@@ -42,7 +42,7 @@
  *                                sources of unequal lengths: one permute
  *                                of a tuple or, where the lengths differ,
  *                                the four as written: 9 kernels in the
- *                                plan (11 without fusion); of one length
+ *                                plan (12 without fusion); of one length
  *                                by construction: 2 (6)
  *
  * Tolerances, relative where the expected value exceeds 1 in magnitude
@@ -1072,41 +1072,51 @@ END_TEST
  * zipWiths read its leaves.  siblings_one: the sums of px and the counts
  * over `generate (shape px) 1`, sources of one shape by construction: no
  * acond, one permute. */
-static int build_siblings(weft_program *p, weft_acc *const *x,
-                          weft_acc **res)
+/* permute (op on type t) (generate 16 (\_ -> init)) (\i -> a!i) src */
+static weft_acc *perm16(weft_program *p, int op, weft_type t, weft_exp *init,
+                        weft_acc *a, weft_acc *src)
 {
     weft_exp *k[1] = {weft_i64(p, 16)};
-    weft_fun *zero = weft_fun1(p, WEFT_DIM(1));
-    weft_fun_return(zero, weft_f32(p, 0));
-    weft_fun *zero_i = weft_fun1(p, WEFT_DIM(1));
-    weft_fun_return(zero_i, weft_i32(p, 0));
-    weft_fun *low = weft_fun1(p, WEFT_DIM(1));
-    weft_fun_return(low, weft_i32(p, -5000));
-    weft_fun *one = weft_fun1(p, WEFT_DIM(1));
-    weft_fun_return(one, weft_i32(p, 1));
+    weft_fun *def = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(def, init);
     weft_fun *to = weft_fun1(p, WEFT_DIM(1));
     weft_fun_return(to, weft_index1(weft_convert(
-                            weft_at(x[2], weft_arg(to, 0)), WEFT_I64)));
-    weft_acc *sx = weft_permute(fun_add(p, WEFT_F32),
-                                weft_generate(weft_index(p, 1, k), zero), to,
-                                x[0]);
-    weft_acc *sy = weft_permute(fun_add(p, WEFT_F32),
-                                weft_generate(weft_index(p, 1, k), zero), to,
-                                x[1]);
-    weft_acc *cnt = weft_permute(
-        fun_add(p, WEFT_I32), weft_generate(weft_index(p, 1, k), zero_i), to,
-        weft_generate(weft_shape(x[0]), one));
-    weft_acc *mx = weft_permute(tu_fun_op2(p, WEFT_OP_MAX, WEFT_I32),
-                                weft_generate(weft_index(p, 1, k), low), to,
-                                x[3]);
+                            weft_at(a, weft_arg(to, 0)), WEFT_I64)));
+    return weft_permute(tu_fun_op2(p, op, t),
+                        weft_generate(weft_index(p, 1, k), def), to, src);
+}
+
+/* `generate (shape a) (\_ -> 1)`, i32. */
+static weft_acc *ones_like(weft_program *p, weft_acc *a)
+{
+    weft_fun *one = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(one, weft_i32(p, 1));
+    return weft_generate(weft_shape(a), one);
+}
+
+/* \s c -> s + convert c */
+static weft_fun *fun_plus_count(weft_program *p)
+{
     weft_fun *f = weft_fun2(p, WEFT_F32, WEFT_I32);
     weft_fun_return(f, weft_add(weft_arg(f, 0),
                                 weft_convert(weft_arg(f, 1), WEFT_F32)));
+    return f;
+}
+
+static int build_siblings(weft_program *p, weft_acc *const *x,
+                          weft_acc **res)
+{
+    weft_acc *sx = perm16(p, WEFT_OP_ADD, WEFT_F32, weft_f32(p, 0), x[2], x[0]);
+    weft_acc *sy = perm16(p, WEFT_OP_ADD, WEFT_F32, weft_f32(p, 0), x[2], x[1]);
+    weft_acc *cnt = perm16(p, WEFT_OP_ADD, WEFT_I32, weft_i32(p, 0), x[2],
+                           ones_like(p, x[0]));
+    weft_acc *mx = perm16(p, WEFT_OP_MAX, WEFT_I32, weft_i32(p, -5000), x[2],
+                          x[3]);
     weft_fun *g = weft_fun2(p, WEFT_I32, WEFT_I32);
     weft_fun_return(g, weft_add(weft_mul(weft_arg(g, 0), weft_i32(p, 3)),
                                 weft_arg(g, 1)));
-    res[0] = weft_zipwith(f, sx, cnt);
-    res[1] = weft_zipwith(f, sy, mx);
+    res[0] = weft_zipwith(fun_plus_count(p), sx, cnt);
+    res[1] = weft_zipwith(fun_plus_count(p), sy, mx);
     res[2] = weft_zipwith(g, cnt, mx);
     return 3;
 }
@@ -1114,26 +1124,10 @@ static int build_siblings(weft_program *p, weft_acc *const *x,
 static int build_siblings_one(weft_program *p, weft_acc *const *x,
                               weft_acc **res)
 {
-    weft_exp *k[1] = {weft_i64(p, 16)};
-    weft_fun *zero = weft_fun1(p, WEFT_DIM(1));
-    weft_fun_return(zero, weft_f32(p, 0));
-    weft_fun *zero_i = weft_fun1(p, WEFT_DIM(1));
-    weft_fun_return(zero_i, weft_i32(p, 0));
-    weft_fun *one = weft_fun1(p, WEFT_DIM(1));
-    weft_fun_return(one, weft_i32(p, 1));
-    weft_fun *to = weft_fun1(p, WEFT_DIM(1));
-    weft_fun_return(to, weft_index1(weft_convert(
-                            weft_at(x[1], weft_arg(to, 0)), WEFT_I64)));
-    weft_acc *sx = weft_permute(fun_add(p, WEFT_F32),
-                                weft_generate(weft_index(p, 1, k), zero), to,
-                                x[0]);
-    weft_acc *cnt = weft_permute(
-        fun_add(p, WEFT_I32), weft_generate(weft_index(p, 1, k), zero_i), to,
-        weft_generate(weft_shape(x[0]), one));
-    weft_fun *f = weft_fun2(p, WEFT_F32, WEFT_I32);
-    weft_fun_return(f, weft_add(weft_arg(f, 0),
-                                weft_convert(weft_arg(f, 1), WEFT_F32)));
-    res[0] = weft_zipwith(f, sx, cnt);
+    weft_acc *sx = perm16(p, WEFT_OP_ADD, WEFT_F32, weft_f32(p, 0), x[1], x[0]);
+    weft_acc *cnt = perm16(p, WEFT_OP_ADD, WEFT_I32, weft_i32(p, 0), x[1],
+                           ones_like(p, x[0]));
+    res[0] = weft_zipwith(fun_plus_count(p), sx, cnt);
     return 1;
 }
 
@@ -1167,7 +1161,7 @@ START_TEST(sibling_permutes)
                .build = build_siblings,
                .shape = shape_siblings,
                .kernels = 9,
-               .kernels_unfused = 11,
+               .kernels_unfused = 12,
                .tol = 2e-3,
                .kernel = "kernel 0: permute, fused: generate, zipwith"};
     run_case(&c);
