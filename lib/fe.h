@@ -670,6 +670,12 @@ uint64_t fe_core_depth(weft_context *ctx, const fe_core *core);
 
 weft_status fe_simplify(fe_core *core);
 weft_status fe_fuse(fe_core *core);
+/* Whether scalar terms a and b compute the same (structurally; false when
+ * unsure: functions, lets, array operations other than variables,
+ * parameters, uses and projections), variable va in a standing for vb in
+ * b where va is not NULL (two functions' parameters). */
+bool fe_term_same(const fe_term *a, const fe_term *b, const fe_var *va,
+                  const fe_var *vb);
 /* Whether operand k of consumer t may be a delayed producer (fuse.c's
  * rules, which backends follow). */
 bool fe_fusible_operand(const fe_term *t, int k);

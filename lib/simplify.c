@@ -242,8 +242,8 @@ static bool is_all_ones(const fe_term *t)
     return fe_is_signed(t->type) ? t->u.c.i == -1 : t->u.c.u == m;
 }
 
-/* Structural equality of two scalar terms (false when unsure). */
-static bool same(const fe_term *a, const fe_term *b)
+bool fe_term_same(const fe_term *a, const fe_term *b, const fe_var *va,
+                  const fe_var *vb)
 {
     if (a == b) {
         return true;
@@ -259,7 +259,8 @@ static bool same(const fe_term *a, const fe_term *b)
         }
         break;
     case FE_VAR:
-        return a->u.var == b->u.var;
+        return a->u.var == b->u.var ||
+               (va && a->u.var == va && b->u.var == vb);
     case FE_PARAM:
         return a->u.index == b->u.index;
     case FE_USE:
@@ -270,6 +271,7 @@ static bool same(const fe_term *a, const fe_term *b)
         }
         break;
     case FE_GET:
+    case FE_AGET:
         if (a->u.index != b->u.index) {
             return false;
         }
@@ -287,11 +289,16 @@ static bool same(const fe_term *a, const fe_term *b)
         return false;
     }
     for (int i = 0; i < a->nkid; i++) {
-        if (!same(a->kid[i], b->kid[i])) {
+        if (!fe_term_same(a->kid[i], b->kid[i], va, vb)) {
             return false;
         }
     }
     return true;
+}
+
+static bool same(const fe_term *a, const fe_term *b)
+{
+    return fe_term_same(a, b, NULL, NULL);
 }
 
 /* ---- 1. counting uses --------------------------------------------------- */

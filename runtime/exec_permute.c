@@ -29,7 +29,9 @@
  * chunks in turn).  With a fused default, entry 2 also writes the
  * default and runs alone: its blocks combine their copies into
  * accumulators in aux 1 (zeroed, private_words of them), and the last
- * block to finish writes each bin from its accumulator and the default.
+ * block to finish writes each bin from its accumulator and the default
+ * and puts aux 1 back to zero (RT_AUX_KEPT_ZERO: on the GPU, a small one
+ * lives in the clean area and no run zeroes it).
  *
  * A kernel with k->private_parts (the CPU target's permute with a native
  * atomic combine, skeletons-ir/cpu/permute.c) has entries 2 and 3 instead:
@@ -79,7 +81,15 @@ static weft_status run_parts(rt_job *j, int init, int64_t bins,
                              int64_t S, int64_t C)
 {
     weft_type ty = j->out[0]->type;
-    int64_t line = PARTS_LINE / (int64_t)weft_type_size(ty);
+    /* copies a line apart in every leaf: in elements of the narrowest */
+    const weft_type *leaf;
+    int nleaf = fe_type_leaves(j->ctx, ty, &leaf);
+    size_t narrow = 8;
+    for (int l = 0; l < nleaf; l++) {
+        size_t b = weft_type_size(leaf[l]);
+        narrow = b < narrow ? b : narrow;
+    }
+    int64_t line = PARTS_LINE / (int64_t)narrow;
     int64_t stride = (bins + line - 1) / line * line;
     weft_status s = rt_job_aux(j, 1, ty, C * stride, false);
     if (s) {
@@ -120,13 +130,30 @@ static int64_t private_chunk(const rt_job *j, int64_t n, int64_t bins)
     return grain;
 }
 
-/* The words of aux 1 of a PTX permute whose entry 2 also computes a
- * fused default (ptx/permute.c): the bins' accumulators, the ticket and
- * a bit per bin. */
-static int64_t private_words(int64_t bins, weft_type type)
+/* The bytes of one element of type ty (the sum of its leaves'), and its
+ * leaves into *leaf (fe_type_leaves). */
+static int64_t elem_bytes(const rt_job *j, weft_type ty, const weft_type **leaf,
+                          int *nleaf)
 {
-    int64_t acc = (bins * (int64_t)weft_type_size(type) + 3) / 4;
-    return acc + 1 + (bins + 31) / 32;
+    *nleaf = fe_type_leaves(j->ctx, ty, leaf);
+    int64_t b = 0;
+    for (int l = 0; l < *nleaf; l++) {
+        b += (int64_t)weft_type_size((*leaf)[l]);
+    }
+    return b;
+}
+
+/* The words of aux 1 of a PTX permute whose entry 2 also computes a
+ * fused default (ptx/permute.c, acc_place): each leaf's accumulators (an
+ * even number of words), the ticket, and each leaf's bit per bin. */
+static int64_t private_words(int64_t bins, int nleaf, const weft_type *leaf)
+{
+    int64_t w = 1;
+    for (int l = 0; l < nleaf; l++) {
+        int64_t bytes = bins * (int64_t)weft_type_size(leaf[l]);
+        w += (bytes + 7) / 8 * 2 + (bins + 31) / 32;
+    }
+    return w;
 }
 
 /* Runs permute kernel j->k (see the head comment). */
@@ -155,9 +182,11 @@ weft_status rt_exec_permute(rt_job *j)
     int64_t n = fe_shape_size(src->rank, sshape);
     int64_t bins = j->out[0]->size;
     bool parallel = j->workers > 1 && n > j->grain;
+    const weft_type *leaf;
+    int nleaf;
+    int64_t eb = elem_bytes(j, j->out[0]->type, &leaf, &nleaf);
     bool private = parallel && j->k->privatise && j->k->nentry >= 3 &&
-                   bins <= SK_PERMUTE_SHARED_BYTES /
-                               (int64_t)weft_type_size(j->out[0]->type);
+                   eb > 0 && bins <= SK_PERMUTE_SHARED_BYTES / eb;
     int64_t S = j->k->private_parts ? parts_chunk(n, bins) : 0;
     int64_t C = S > 0 ? (n + S - 1) / S : 0;
     if (parallel && j->k->private_parts && bins <= PARTS_MAX_BINS && C >= 2) {
@@ -172,8 +201,11 @@ weft_status rt_exec_permute(rt_job *j)
         /* the copies' item, unused */
         s = rt_job_aux(j, 1, j->out[0]->type, 1, false);
     } else if (j->k->aux_item[1] >= 0) {
+        /* entry 2 leaves its accumulators zero (ptx/permute.c,
+         * last_block); unused otherwise */
+        j->aux_start[1] = RT_AUX_KEPT_ZERO;
         s = rt_job_aux(j, 1, WEFT_U32,
-                       private ? private_words(bins, j->out[0]->type) : 1,
+                       private ? private_words(bins, nleaf, leaf) : 1,
                        false);
     }
     if (s) {

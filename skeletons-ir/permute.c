@@ -25,11 +25,15 @@
  *
  *   PERMUTE_RMW   the combine is add, min, max, band, bor or bxor of its
  *                 two parameters (either order) on an integer type, or add
- *                 on f32 / f64: one native atomicrmw;
+ *                 on f32 / f64: one native atomicrmw; or a flat tuple of
+ *                 such, component l of the result from component l of
+ *                 both parameters (k-means' sums and counts as one
+ *                 permute): one native atomicrmw a leaf.  The leaves land
+ *                 one by one, which is exact: no leaf reads another;
  *   PERMUTE_CAS   any other combine on a one-leaf 32- or 64-bit type: load,
  *                 apply, compare-and-swap the bits, retry until it sticks;
- *   PERMUTE_LOCK  tuples, 8- and 16-bit types, bool, f16: a striped array
- *                 of PERMUTE_LOCKS spin locks (aux 0, i32 words), hashed by
+ *   PERMUTE_LOCK  other tuples, 8- and 16-bit types, bool, f16: a striped
+ *                 array of PERMUTE_LOCKS spin locks (aux 0, i32 words), hashed by
  *                 j; take = atomic exchange with 1 until it returns 0
  *                 (spinning on plain atomic loads while it is held), then
  *                 a plain read-modify-write, release = an atomic store of 0
@@ -59,17 +63,29 @@ static bool is_var(const fe_term *t, const fe_var *v)
     return t && t->kind == FE_VAR && t->u.var == v;
 }
 
-/* The atomicrmw operation that the combine f computes on type ty, if it
- * is one (see the head comment). */
-static bool rmw_op(const fe_fun *f, weft_type ty, LLVMAtomicRMWBinOp *op)
+/* Whether t is the combine's x (`get x l` where leaf >= 0). */
+static bool is_leaf_of(const fe_term *t, const fe_var *v, int leaf)
 {
-    const fe_term *b = f->body;
-    if (f->arity != 2 || !f->param || !b || b->kind != FE_PRIM ||
-        b->nkid != 2 || b->type != ty) {
+    if (leaf < 0) {
+        return is_var(t, v);
+    }
+    return t && t->kind == FE_GET && t->nkid == 1 && t->u.index == leaf &&
+           is_var(t->kid[0], v);
+}
+
+/* The atomicrmw operation that b, the body of combine f or (leaf >= 0)
+ * its component `leaf`, computes from the same leaf of f's two parameters
+ * (either order) on its type, if it is one (see the head comment). */
+static bool rmw_prim(const fe_fun *f, const fe_term *b, int leaf,
+                     LLVMAtomicRMWBinOp *op)
+{
+    weft_type ty = b ? b->type : 0;
+    if (!b || b->kind != FE_PRIM || b->nkid != 2 || !fe_is_scalar(ty)) {
         return false;
     }
-    if (!((is_var(b->kid[0], f->param[0]) && is_var(b->kid[1], f->param[1])) ||
-          (is_var(b->kid[0], f->param[1]) && is_var(b->kid[1], f->param[0])))) {
+    const fe_var *x = f->param[0], *y = f->param[1];
+    if (!((is_leaf_of(b->kid[0], x, leaf) && is_leaf_of(b->kid[1], y, leaf)) ||
+          (is_leaf_of(b->kid[0], y, leaf) && is_leaf_of(b->kid[1], x, leaf)))) {
         return false;
     }
     if (ty == WEFT_F32 || ty == WEFT_F64) {
@@ -104,17 +120,52 @@ static bool rmw_op(const fe_fun *f, weft_type ty, LLVMAtomicRMWBinOp *op)
     }
 }
 
+/* The atomicrmw operations, one a leaf, that the combine f computes: a
+ * prim of its two scalar parameters, or, componentwise, a tuple whose
+ * component l is a prim of component l of each parameter (a flat tuple of
+ * scalars: its components are its leaves).  Returns the number of leaves,
+ * 0 when the combine is not of this form. */
+static int rmw_ops(const fe_fun *f, LLVMAtomicRMWBinOp *ops)
+{
+    const fe_term *b = f->body;
+    if (f->arity != 2 || !f->param || !b) {
+        return 0;
+    }
+    if (b->kind != FE_TUPLE) {
+        return rmw_prim(f, b, -1, &ops[0]) ? 1 : 0;
+    }
+    if (b->nkid < 1 || b->nkid > SK_PERMUTE_LEAVES_MAX) {
+        return 0;
+    }
+    for (int l = 0; l < b->nkid; l++) {
+        if (!rmw_prim(f, b->kid[l], l, &ops[l])) {
+            return 0;
+        }
+    }
+    return b->nkid;
+}
+
 bool sk_permute_rmw_op(const fe_term *t, LLVMAtomicRMWBinOp *op)
 {
-    return rmw_op(t->fun[0], t->type, op);
+    LLVMAtomicRMWBinOp ops[SK_PERMUTE_LEAVES_MAX];
+    if (fe_is_tuple(t->type) || rmw_ops(t->fun[0], ops) != 1) {
+        return false;
+    }
+    *op = ops[0];
+    return true;
+}
+
+int sk_permute_rmw_ops(const fe_term *t, LLVMAtomicRMWBinOp *ops)
+{
+    return rmw_ops(t->fun[0], ops);
 }
 
 /* The mode for operation t (see the head comment). */
 static int permute_mode_of(const fe_term *t)
 {
-    LLVMAtomicRMWBinOp op;
+    LLVMAtomicRMWBinOp ops[SK_PERMUTE_LEAVES_MAX];
     weft_type ty = t->type;
-    if (rmw_op(t->fun[0], ty, &op)) {
+    if (rmw_ops(t->fun[0], ops) > 0) {
         return PERMUTE_RMW;
     }
     if (fe_is_scalar(ty) && ty != WEFT_BOOL &&
@@ -211,17 +262,20 @@ LLVMValueRef sk_permute_identity(cg_fn *fn, LLVMAtomicRMWBinOp op,
     return LLVMConstInt(t, v, 0);
 }
 
-/* One native atomicrmw. */
+/* One native atomicrmw a leaf. */
 weft_status sk_permute_update_rmw(sk_fn *f, const cg_array *r, LLVMValueRef j,
                                   const cg_val *x)
 {
     cg_fn *fn = &f->fn;
-    LLVMAtomicRMWBinOp op;
-    if (!rmw_op(f->e->k->op->fun[0], f->e->k->op->type, &op)) {
+    LLVMAtomicRMWBinOp ops[SK_PERMUTE_LEAVES_MAX];
+    int n = rmw_ops(f->e->k->op->fun[0], ops);
+    if (n < 1 || n != r->nleaf || n != x->n) {
         return fe_error(WEFT_ERR_INTERNAL,
                         "weft_compile: permute: the combine is not atomic");
     }
-    fn->target->atomic_rmw(fn, op, elem_ptr(fn, r, 0, j), x->v[0]);
+    for (int l = 0; l < n; l++) {
+        fn->target->atomic_rmw(fn, ops[l], elem_ptr(fn, r, l, j), x->v[l]);
+    }
     return WEFT_OK;
 }
 

@@ -542,10 +542,19 @@ int sk_permute_init_entry(const sk_kernel *k);
  * type and shape (the output itself, or a block's copy of it). */
 typedef weft_status (*sk_permute_update)(sk_fn *f, const cg_array *r,
                                          LLVMValueRef j, const cg_val *x);
-/* Whether permute t's combine is one native atomicrmw (PERMUTE_RMW), and
- * which operation. */
+/* Whether permute t's combine is one native atomicrmw on a scalar result
+ * (PERMUTE_RMW), and which operation. */
 bool sk_permute_rmw_op(const fe_term *t, LLVMAtomicRMWBinOp *op);
-/* That atomicrmw, through the target's atomic_rmw. */
+/* The most leaves of a componentwise combine (sk_permute_rmw_ops). */
+#define SK_PERMUTE_LEAVES_MAX 8
+/* Whether permute t's combine is one native atomicrmw a leaf of its
+ * result (PERMUTE_RMW): a scalar combine as sk_permute_rmw_op, or a flat
+ * tuple whose component l combines component l of both arguments alone
+ * (`\(a, b) (c, d) -> (a + c, min b d)`).  The operations into
+ * ops[SK_PERMUTE_LEAVES_MAX]; returns the number of leaves, 0 when the
+ * combine is not of this form. */
+int sk_permute_rmw_ops(const fe_term *t, LLVMAtomicRMWBinOp *ops);
+/* Those atomicrmws, one a leaf, through the target's atomic_rmw. */
 weft_status sk_permute_update_rmw(sk_fn *f, const cg_array *r,
                                   LLVMValueRef j, const cg_val *x);
 /* r[j] = combine(x, r[j]) with a plain read and write (one worker owns

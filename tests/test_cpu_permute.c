@@ -11,8 +11,9 @@
  *
  * permute is tried with every way the CPU skeleton makes its update
  * atomic (native atomicrmw: add, min, max, band, bor, bxor on integers and
- * add on f32 / f64; the CAS loop: other combines on 32- and 64-bit types;
- * striped locks: 8- and 16-bit types, bool, f16, tuples), on source and
+ * add on f32 / f64, and tuples of those componentwise; the CAS loop: other
+ * combines on 32- and 64-bit types; striped locks: 8- and 16-bit types,
+ * bool, f16, other tuples), on source and
  * target ranks 0 to 3, with ignored elements, heavy contention (millions
  * of updates on a few targets), a fused source, and out-of-bounds targets.
  * A one-worker context checks that a non-commutative combine gives the
@@ -209,8 +210,33 @@ enum {
     C_MUL, C_CONDMAX,                           /* others: CAS or locks */
     C_SUB,                                      /* not commutative */
     C_OR,                                       /* bool */
-    C_PAIR                                      /* (i32, f64): add, max */
+    C_PAIR,                                     /* (i32, f64): add, max */
+    C_SUMS,   /* (f32, i32): add, add (k-means' sums and counts) */
+    C_TRIPLE  /* (i64, u32, i32): min, bxor, add */
 };
+
+/* The element type of a tuple combine, or t. */
+static weft_type elem_type(weft_program *p, int comb, weft_type t)
+{
+    weft_exp *c[3];
+    switch (comb) {
+    case C_PAIR:
+        c[0] = weft_i32(p, 0);
+        c[1] = weft_f64(p, 0);
+        return weft_exp_type(weft_tuple(p, 2, c));
+    case C_SUMS:
+        c[0] = weft_f32(p, 0);
+        c[1] = weft_i32(p, 0);
+        return weft_exp_type(weft_tuple(p, 2, c));
+    case C_TRIPLE:
+        c[0] = weft_i64(p, 0);
+        c[1] = weft_convert(weft_i32(p, 0), WEFT_U32);
+        c[2] = weft_i32(p, 0);
+        return weft_exp_type(weft_tuple(p, 3, c));
+    default:
+        return t;
+    }
+}
 
 typedef struct perm_case {
     weft_type t;        /* element type (ignored for C_PAIR) */
@@ -232,6 +258,18 @@ static weft_exp *conv_elem(weft_program *p, const perm_case *pc, weft_type et,
                                          weft_f64(p, 4))};
         return weft_tuple(p, 2, c);
     }
+    if (pc->comb == C_SUMS) {
+        weft_exp *c[2] = {weft_convert(k32, WEFT_F32), k32};
+        return weft_tuple(p, 2, c);
+    }
+    if (pc->comb == C_TRIPLE) {
+        /* min sees both signs; bxor all of a word's bits */
+        weft_exp *c[3] = {
+            weft_sub(weft_i64(p, 3), weft_convert(k32, WEFT_I64)),
+            weft_convert(weft_mul(k32, weft_i32(p, 0x3b9aca07)), WEFT_U32),
+            k32};
+        return weft_tuple(p, 3, c);
+    }
     if (et == WEFT_BOOL) {
         return weft_eq(weft_rem(k32, weft_i32(p, 3)), weft_i32(p, 0));
     }
@@ -244,11 +282,7 @@ static weft_acc *build_permute(weft_program *p, weft_acc *const *in,
     const perm_case *pc = user;
     weft_acc *keys = in[0];
     int srank = weft_acc_rank(keys);
-    weft_type et = pc->t;
-    if (pc->comb == C_PAIR) {
-        weft_exp *c[2] = {weft_i32(p, 0), weft_f64(p, 0)};
-        et = weft_exp_type(weft_tuple(p, 2, c));
-    }
+    weft_type et = elem_type(p, pc->comb, pc->t);
     /* combine */
     weft_fun *f = weft_fun2(p, et, et);
     weft_exp *x = weft_arg(f, pc->flip ? 1 : 0);
@@ -269,6 +303,19 @@ static weft_acc *build_permute(weft_program *p, weft_acc *const *in,
         weft_exp *c[2] = {weft_add(weft_get(x, 0), weft_get(y, 0)),
                           weft_max(weft_get(x, 1), weft_get(y, 1))};
         body = weft_tuple(p, 2, c);
+        break;
+    }
+    case C_SUMS: {
+        weft_exp *c[2] = {weft_add(weft_get(x, 0), weft_get(y, 0)),
+                          weft_add(weft_get(y, 1), weft_get(x, 1))};
+        body = weft_tuple(p, 2, c);
+        break;
+    }
+    case C_TRIPLE: {
+        weft_exp *c[3] = {weft_min(weft_get(x, 0), weft_get(y, 0)),
+                          weft_bxor(weft_get(x, 1), weft_get(y, 1)),
+                          weft_add(weft_get(x, 2), weft_get(y, 2))};
+        body = weft_tuple(p, 3, c);
         break;
     }
     }
@@ -372,7 +419,7 @@ START_TEST(test_permute_modes)
         {WEFT_F64, C_ADD},  {WEFT_I32, C_MUL},   {WEFT_I64, C_CONDMAX},
         {WEFT_F32, C_MIN},  {WEFT_F64, C_MAX},   {WEFT_U16, C_MUL},
         {WEFT_F16, C_MAX},  {WEFT_BOOL, C_OR},   {WEFT_I32, C_PAIR},
-        {WEFT_I8, C_MUL},
+        {WEFT_I8, C_MUL},   {WEFT_I32, C_SUMS},  {WEFT_I32, C_TRIPLE},
     };
     pair c;
     pair_open(&c, 4);
@@ -392,7 +439,8 @@ START_TEST(test_permute_modes)
         int comb = modes[m].comb;
         if ((comb == C_ADD && modes[m].t == WEFT_I32) ||
             (comb == C_ADD && modes[m].t == WEFT_F32) ||
-            (comb == C_MUL && modes[m].t != WEFT_I8) || comb == C_PAIR) {
+            (comb == C_MUL && modes[m].t != WEFT_I8) || comb == C_PAIR ||
+            comb == C_SUMS || comb == C_TRIPLE) {
             perm_case pc = {.t = modes[m].t, .comb = comb, .drank = 1,
                             .dshape = {5}, .wrap = true};
             run_perm(&c, &pc, 1, BIG, -1, 4, (uint64_t)m);
@@ -601,10 +649,11 @@ START_TEST(test_permute_one_worker)
 END_TEST
 
 /* The CPU's private copies per chunk of sources (cpu/permute.c): only for
- * the combines that are one native atomic (commutative and associative:
- * integer add, min, max, and, or, xor; float add), whose kernels have the
- * two more phases; the others (mul, a conditional max, sub, which is not
- * commutative, a float min) keep the atomic loop. */
+ * the combines that are one native atomic a leaf (commutative and
+ * associative: integer add, min, max, and, or, xor; float add; tuples of
+ * them componentwise), whose kernels have the two more phases; the others
+ * (mul, a conditional max, sub, which is not commutative, a float min, a
+ * pair with a float max) keep the atomic loop. */
 START_TEST(test_permute_parts_which)
 {
     if (DT_BACKEND != WEFT_BACKEND_CPU) {
@@ -620,6 +669,7 @@ START_TEST(test_permute_parts_which)
         {WEFT_I32, C_MUL, false},   {WEFT_I64, C_CONDMAX, false},
         {WEFT_I32, C_SUB, false},   {WEFT_F32, C_MIN, false},
         {WEFT_BOOL, C_OR, false},   {WEFT_I32, C_PAIR, false},
+        {WEFT_I32, C_SUMS, true},   {WEFT_I32, C_TRIPLE, true},
     };
     for (size_t m = 0; m < sizeof modes / sizeof *modes; m++) {
         perm_case pc = {.t = modes[m].t, .comb = modes[m].comb, .drank = 1,
@@ -762,6 +812,145 @@ static weft_acc *build_perm_zip(weft_program *p, weft_acc *const *in,
                             weft_rem(weft_abs(v), weft_i32(p, 17)), WEFT_I64)));
     return weft_permute(add, def, ix, src);
 }
+
+/* Sibling permutes (lib/fuse.c): k-means' sums of x and y and counts and
+ * a maximum, four permutes into 16 bins over one index function with
+ * sources of unequal lengths, consumed by zipWiths.  The backend runs them
+ * as one permute of a tuple where the lengths agree (else as written:
+ * fuse.c's acond); the reference is the interpreter without
+ * fusion, which runs the four as written.  Integer-valued f32 sources in
+ * [-9, 9] and counts below 2^24: every sum is exact in any order, so the
+ * results must be equal.  (Its own contexts and comparison: the pair's
+ * reference is an interpreter with fusion.) */
+static weft_acc *build_siblings(weft_program *p, weft_acc *const *in,
+                                const void *user)
+{
+    (void)user;
+    weft_exp *k[1] = {weft_i64(p, 16)};
+    weft_fun *zero = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(zero, weft_f32(p, 0));
+    weft_fun *zero_i = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(zero_i, weft_i32(p, 0));
+    weft_fun *low = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(low, weft_i32(p, -5000));
+    weft_fun *one = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(one, weft_i32(p, 1));
+    weft_fun *ix = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(ix, weft_index1(weft_convert(
+                            weft_rem(weft_abs(weft_at(in[0], weft_arg(ix, 0))),
+                                     weft_i32(p, 16)),
+                            WEFT_I64)));
+    weft_acc *sx = weft_permute(tu_fun_op2(p, WEFT_OP_ADD, WEFT_F32),
+                                weft_generate(weft_index(p, 1, k), zero), ix,
+                                in[1]);
+    weft_acc *sy = weft_permute(tu_fun_op2(p, WEFT_OP_ADD, WEFT_F32),
+                                weft_generate(weft_index(p, 1, k), zero), ix,
+                                in[2]);
+    weft_acc *cnt = weft_permute(
+        tu_fun_op2(p, WEFT_OP_ADD, WEFT_I32),
+        weft_generate(weft_index(p, 1, k), zero_i), ix,
+        weft_generate(weft_shape(in[1]), one));
+    weft_acc *mx = weft_permute(tu_fun_op2(p, WEFT_OP_MAX, WEFT_I32),
+                                weft_generate(weft_index(p, 1, k), low), ix,
+                                in[0]);
+    weft_fun *f = weft_fun3(p, WEFT_F32, WEFT_I32, WEFT_I32);
+    weft_fun_return(
+        f, weft_add(weft_arg(f, 0),
+                    weft_convert(weft_add(weft_mul(weft_arg(f, 1),
+                                                   weft_i32(p, 7)),
+                                          weft_arg(f, 2)),
+                                 WEFT_F32)));
+    weft_acc *a = weft_zipwith3(f, sx, cnt, mx);
+    return weft_zipwith(tu_fun_op2(p, WEFT_OP_MUL, WEFT_F32), a, sy);
+}
+
+/* Runs build_siblings in ctx on the host inputs: its 16 results into
+ * r[16]; with plan, whether the plan holds the permute of a tuple. */
+static void run_siblings(weft_context *ctx, const in_spec *sp,
+                         void *const *host, float *r, bool *plan)
+{
+    weft_program *p = NULL;
+    weft_executable *exe = NULL;
+    compile_in(ctx, build_siblings, NULL, 3, sp, &p, &exe);
+    if (plan) {
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        ck_assert_ptr_nonnull(f);
+        TU_OK(weft_executable_dump(exe, f));
+        fclose(f);
+        /* a zipWith of the three array sources fused into it (beside the
+         * four as written, for sources of unequal lengths) */
+        *plan = strstr(text, ": permute, fused: generate, zipwith") != NULL;
+        free(text);
+    }
+    weft_array *in[3] = {NULL}, *out = NULL;
+    for (int i = 0; i < 3; i++) {
+        const void *d[1] = {host[i]};
+        TU_OK(weft_array_from_host(ctx, sp[i].type, 1, sp[i].shape, d,
+                                   &in[i]));
+    }
+    TU_OK(weft_run(exe, in, 3, &out, 1));
+    ck_assert_int_eq(weft_array_size(out), 16);
+    memcpy(r, weft_array_data(out, 0), 16 * sizeof *r);
+    weft_array_release(out);
+    for (int i = 0; i < 3; i++) {
+        weft_array_release(in[i]);
+    }
+    weft_executable_free(exe);
+    weft_program_free(p);
+}
+
+START_TEST(test_permute_siblings)
+{
+    weft_config cfg = weft_config_default();
+    cfg.flags |= WEFT_FLAG_NO_ENV | WEFT_FLAG_NO_FUSION;
+    cfg.backend = WEFT_BACKEND_INTERP;
+    weft_context *ref, *ctx;
+    TU_OK(weft_context_create(&cfg, &ref));
+    cfg.flags &= ~(unsigned)WEFT_FLAG_NO_FUSION;
+    cfg.backend = DT_BACKEND;
+    cfg.threads = 4;
+    TU_OK(weft_context_create(&cfg, &ctx));
+    static const int64_t na[] = {0, 1, 100, 5000, 300007};
+    for (int s = 0; s < 5; s++) {
+        for (int d = 0; d < 3; d++) {
+            /* y shorter, as long, longer; the keys the longest */
+            int64_t n = na[s], ny = d == 0 ? n / 2 : d == 1 ? n : n + 3;
+            int64_t nk = ny > n ? ny : n;
+            in_spec sp[3] = {
+                {.type = WEFT_I32, .rank = 1, .shape = {nk}, .lo = -100,
+                 .hi = 100},
+                {.type = WEFT_F32, .rank = 1, .shape = {n}, .lo = -9,
+                 .hi = 9},
+                {.type = WEFT_F32, .rank = 1, .shape = {ny}, .lo = -9,
+                 .hi = 9}};
+            void *host[3];
+            for (int i = 0; i < 3; i++) {
+                host[i] = make_host(&sp[i], (uint64_t)(s * 30 + d * 3 + i));
+            }
+            float want[16], got[16];
+            bool plan = false;
+            run_siblings(ref, sp, host, want, NULL);
+            run_siblings(ctx, sp, host, got, &plan);
+            ck_assert_msg(plan, "no permute of a tuple in the plan");
+            for (int b = 0; b < 16; b++) {
+                /* integer-valued sums below 2^24: exact in any order */
+                ck_assert_msg(want[b] == got[b],
+                              "sibling permutes %lld/%lld/%lld bin %d: "
+                              "want %g, got %g",
+                              (long long)nk, (long long)n, (long long)ny, b,
+                              (double)want[b], (double)got[b]);
+            }
+            for (int i = 0; i < 3; i++) {
+                free(host[i]);
+            }
+        }
+    }
+    weft_context_free(ref);
+    weft_context_free(ctx);
+}
+END_TEST
 
 START_TEST(test_permute_fused)
 {
@@ -1046,6 +1235,7 @@ static Suite *suite(void)
         tcase_add_test(tp, test_permute_one_worker);
     }
     tcase_add_test(tp, test_permute_fused);
+    tcase_add_test(tp, test_permute_siblings);
     tcase_add_test(tp, test_permute_signs);
     tcase_add_test(tp, test_permute_signed_zeros);
     tcase_add_test(tp, test_permute_parts_which);

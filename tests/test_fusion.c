@@ -37,6 +37,13 @@
  *                                (copied into both) and an awhile whose
  *                                fold reads a zipWith of its state's
  *                                components: 6 kernels (9 without fusion)
+ *   sibling permutes             four permutes over one index function
+ *                                (k-means' sums and counts, a maximum),
+ *                                sources of unequal lengths: one permute
+ *                                of a tuple or, where the lengths differ,
+ *                                the four as written: 9 kernels in the
+ *                                plan (12 without fusion); of one length
+ *                                by construction: 2 (6)
  *
  * Tolerances, relative where the expected value exceeds 1 in magnitude
  * and absolute below, are stated at each case.
@@ -940,6 +947,125 @@ START_TEST(kmeans_step)
 }
 END_TEST
 
+/* ---- sibling permutes: one permute of a tuple --------------------------- */
+
+/* k-means' sums and counts and a maximum: four permutes into 16 bins over
+ * one index function (a!i), with sources px, py (f32), `generate (shape
+ * px) 1` and b (i32) whose lengths differ in some sizes (shape_siblings),
+ * each consumed by a zipWith.  They become one permute of an (f32, f32,
+ * i32, i32) tuple (fuse.c, the sibling rule) where the sources' lengths
+ * agree, and the four as written otherwise: `acond (lengths agree) (the
+ * permute of the tuple) (the four, joined by a generate)`, whose branches
+ * are all in the plan (9 kernels; a run with one length runs 4); the
+ * zipWiths read its leaves.  siblings_one: the sums of px and the counts
+ * over `generate (shape px) 1`, sources of one shape by construction: no
+ * acond, one permute. */
+/* permute (op on type t) (generate 16 (\_ -> init)) (\i -> a!i) src */
+static weft_acc *perm16(weft_program *p, int op, weft_type t, weft_exp *init,
+                        weft_acc *a, weft_acc *src)
+{
+    weft_exp *k[1] = {weft_i64(p, 16)};
+    weft_fun *def = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(def, init);
+    weft_fun *to = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(to, weft_index1(weft_convert(
+                            weft_at(a, weft_arg(to, 0)), WEFT_I64)));
+    return weft_permute(tu_fun_op2(p, op, t),
+                        weft_generate(weft_index(p, 1, k), def), to, src);
+}
+
+/* `generate (shape a) (\_ -> 1)`, i32. */
+static weft_acc *ones_like(weft_program *p, weft_acc *a)
+{
+    weft_fun *one = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(one, weft_i32(p, 1));
+    return weft_generate(weft_shape(a), one);
+}
+
+/* \s c -> s + convert c */
+static weft_fun *fun_plus_count(weft_program *p)
+{
+    weft_fun *f = weft_fun2(p, WEFT_F32, WEFT_I32);
+    weft_fun_return(f, weft_add(weft_arg(f, 0),
+                                weft_convert(weft_arg(f, 1), WEFT_F32)));
+    return f;
+}
+
+static int build_siblings(weft_program *p, weft_acc *const *x,
+                          weft_acc **res)
+{
+    weft_acc *sx = perm16(p, WEFT_OP_ADD, WEFT_F32, weft_f32(p, 0), x[2], x[0]);
+    weft_acc *sy = perm16(p, WEFT_OP_ADD, WEFT_F32, weft_f32(p, 0), x[2], x[1]);
+    weft_acc *cnt = perm16(p, WEFT_OP_ADD, WEFT_I32, weft_i32(p, 0), x[2],
+                           ones_like(p, x[0]));
+    weft_acc *mx = perm16(p, WEFT_OP_MAX, WEFT_I32, weft_i32(p, -5000), x[2],
+                          x[3]);
+    weft_fun *g = weft_fun2(p, WEFT_I32, WEFT_I32);
+    weft_fun_return(g, weft_add(weft_mul(weft_arg(g, 0), weft_i32(p, 3)),
+                                weft_arg(g, 1)));
+    res[0] = weft_zipwith(fun_plus_count(p), sx, cnt);
+    res[1] = weft_zipwith(fun_plus_count(p), sy, mx);
+    res[2] = weft_zipwith(g, cnt, mx);
+    return 3;
+}
+
+static int build_siblings_one(weft_program *p, weft_acc *const *x,
+                              weft_acc **res)
+{
+    weft_acc *sx = perm16(p, WEFT_OP_ADD, WEFT_F32, weft_f32(p, 0), x[1], x[0]);
+    weft_acc *cnt = perm16(p, WEFT_OP_ADD, WEFT_I32, weft_i32(p, 0), x[1],
+                           ones_like(p, x[0]));
+    res[0] = weft_zipwith(fun_plus_count(p), sx, cnt);
+    return 1;
+}
+
+/* The sources' lengths: px n, py n, n / 2 or n + 5, b n or n / 3, and
+ * the keys a as long as the longest (a read outside a is an error). */
+static bool shape_siblings(int s, int k, int64_t *sh)
+{
+    if (s >= NSIZES1) {
+        return false;
+    }
+    int64_t n = sizes1[s];
+    int64_t ny = s % 3 == 0 ? n : s % 3 == 1 ? n / 2 : n + 5;
+    sh[0] = k == 1   ? ny
+            : k == 2 ? (ny > n ? ny : n)
+            : k == 3 ? (s % 2 == 0 ? n : n / 3)
+                     : n;
+    return true;
+}
+
+START_TEST(sibling_permutes)
+{
+    /* res[2] is integers: exact.  res[0], res[1]: sums of about n / 16
+     * terms in [0, 1) in any order plus an exact integer, as kmeans_step:
+     * 2e-3 relative (the worst case at n = 300007 is 1.1e-3). */
+    fcase c = {.name = "sibling permutes",
+               .nin = 4,
+               .in = {{WEFT_F32, 1, 0, 1},
+                      {WEFT_F32, 1, 0, 1},
+                      {WEFT_I32, 1, 0, 15},
+                      {WEFT_I32, 1, -1000, 1000}},
+               .build = build_siblings,
+               .shape = shape_siblings,
+               .kernels = 9,
+               .kernels_unfused = 12,
+               .tol = 2e-3,
+               .kernel = "kernel 0: permute, fused: generate, zipwith"};
+    run_case(&c);
+    fcase one = {.name = "sibling permutes, one shape",
+                 .nin = 2,
+                 .in = {{WEFT_F32, 1, 0, 1}, {WEFT_I32, 1, 0, 15}},
+                 .build = build_siblings_one,
+                 .shape = shape_same1,
+                 .kernels = 2,
+                 .kernels_unfused = 6,
+                 .tol = 2e-3,
+                 .kernel = "kernel 0: permute, fused: generate, map"};
+    run_case(&one);
+}
+END_TEST
+
 /* ---- suite --------------------------------------------------------------- */
 
 static Suite *fusion_suite(void)
@@ -958,6 +1084,7 @@ static Suite *fusion_suite(void)
     tcase_add_test(t, fused_gather_out_of_bounds);
     tcase_add_test(t, histogram);
     tcase_add_test(t, kmeans_step);
+    tcase_add_test(t, sibling_permutes);
     suite_add_tcase(s, t);
     return s;
 }

@@ -6,14 +6,16 @@
  * The contract is permute.c's, for the same host driver
  * (runtime/exec_permute.c): entry 0 the atomic loop, entry 1 the plain
  * one and, with a fused default, the default's entry last, all emitted by
- * the shared skeleton.  When the combine is one native atomic
- * (PERMUTE_RMW: add, min, max, and, or, xor on integers; add on floats),
- * the kernel has two more entries before the default's, and
+ * the shared skeleton.  When the combine is one native atomic a leaf
+ * (PERMUTE_RMW: add, min, max, and, or, xor on integers; add on floats;
+ * or a tuple of such, componentwise), the kernel has two more entries
+ * before the default's, and
  * k->private_parts says so:
  *
  *   entry 2, over chunks c of [0, C) (S sources a chunk, aux 2; the copies
  *   `stride` elements apart, aux 3):
- *       part[c][b] = identity                  for every bin b
+ *       part[c][b] = identity                  for every bin b (each
+ *                                              leaf its op's)
  *       for i in [c S, min(n, (c + 1) S)):     permute.c's step, with a
  *           plain update of part[c] (the output's extents) for out
  *   entry 3, over the output's positions b (C copies, aux 4):
@@ -48,8 +50,8 @@ static weft_status cpu_permute_prepare(weft_context *ctx, fe_arena *arena,
                                        sk_kernel *k)
 {
     weft_status s = sk_permute.prepare(ctx, arena, k);
-    LLVMAtomicRMWBinOp op;
-    if (s || !sk_permute_rmw_op(k->op, &op)) {
+    LLVMAtomicRMWBinOp ops[SK_PERMUTE_LEAVES_MAX];
+    if (s || sk_permute_rmw_ops(k->op, ops) == 0) {
         return s;
     }
     /* entries 2 and 3, before the default's entry (still the last one) */
@@ -65,8 +67,8 @@ static weft_status cpu_permute_prepare(weft_context *ctx, fe_arena *arena,
     return s;
 }
 
-/* The copy of chunk c: the output's array with its pointer at c stride
- * of the copies. */
+/* The copy of chunk c: the output's array with its pointers at c stride
+ * of the copies (each leaf's). */
 static weft_status part_of(sk_fn *f, LLVMValueRef c, cg_array *copy)
 {
     cg_fn *fn = &f->fn;
@@ -74,14 +76,17 @@ static weft_status part_of(sk_fn *f, LLVMValueRef c, cg_array *copy)
     const cg_array *part = sk_aux_array(f, 1);
     LLVMValueRef stride = sk_aux_value(f, 3)->v[0];
     *copy = *out;
-    copy->ptr = fe_arena_alloc(fn->arena, sizeof *copy->ptr);
+    copy->ptr = fe_arena_alloc(fn->arena, sizeof *copy->ptr *
+                                              (size_t)out->nleaf);
     if (!copy->ptr) {
         return fe_oom("weft_compile");
     }
     LLVMValueRef off = LLVMBuildMul(fn->b, c, stride, "");
-    copy->ptr[0] = LLVMBuildInBoundsGEP2(
-        fn->b, cg_mem_type(fn->llctx, out->leaf[0]), part->ptr[0], &off, 1,
-        "part");
+    for (int l = 0; l < out->nleaf; l++) {
+        copy->ptr[l] = LLVMBuildInBoundsGEP2(
+            fn->b, cg_mem_type(fn->llctx, out->leaf[l]), part->ptr[l], &off,
+            1, "part");
+    }
     return WEFT_OK;
 }
 
@@ -91,12 +96,12 @@ static weft_status emit_parts(sk_fn *f)
     cg_fn *fn = &f->fn;
     LLVMBuilderRef b = fn->b;
     const fe_term *t = f->e->k->op;
-    LLVMAtomicRMWBinOp op;
-    if (!sk_permute_rmw_op(t, &op)) {
+    LLVMAtomicRMWBinOp ops[SK_PERMUTE_LEAVES_MAX];
+    const cg_array *out = sk_out_array(f, 0);
+    if (sk_permute_rmw_ops(t, ops) != out->nleaf) {
         return fe_error(WEFT_ERR_INTERNAL,
                         "weft_compile: permute: the combine is not atomic");
     }
-    const cg_array *out = sk_out_array(f, 0);
     LLVMValueRef S = sk_aux_value(f, 2)->v[0];
     LLVMValueRef sext[WEFT_MAX_RANK];
     weft_status s = sk_permute_begin(f, sext);
@@ -105,7 +110,6 @@ static weft_status emit_parts(sk_fn *f)
     }
     LLVMValueRef n = sk_permute_source_size(f, sext);
     LLVMValueRef bins = sk_size(f, out);
-    LLVMValueRef id = sk_permute_identity(fn, op, out->leaf[0]);
     cg_loop cl;
     LLVMValueRef c;
     cg_loop_begin(fn, &cl, f->start, f->end, &c);
@@ -116,7 +120,10 @@ static weft_status emit_parts(sk_fn *f)
     cg_loop il;
     LLVMValueRef i;
     cg_loop_begin(fn, &il, cg_i64(fn, 0), bins, &i);
-    cg_store(fn, out->leaf[0], copy.ptr[0], i, id);
+    for (int l = 0; l < out->nleaf; l++) {
+        cg_store(fn, out->leaf[l], copy.ptr[l], i,
+                 sk_permute_identity(fn, ops[l], out->leaf[l]));
+    }
     cg_loop_end(fn, &il);
     LLVMValueRef lo = LLVMBuildMul(b, c, S, "lo");
     LLVMValueRef hi = LLVMBuildAdd(b, lo, S, "");

@@ -6,9 +6,9 @@
  * (runtime/exec_permute.c): entry 0 the atomic grid-stride loop, entry 1
  * the plain one and, with a fused default, the default's entry last, all
  * emitted by the shared skeleton itself.  When the combine is one native
- * atomic (PERMUTE_RMW: add, min, max, and, or, xor; fadd) the kernel has
- * one more entry, entry 2 (the default's entry after it), and
- * k->privatise says so:
+ * atomic a leaf (PERMUTE_RMW: add, min, max, and, or, xor; fadd; or a
+ * tuple of them, componentwise) the kernel has one more entry, entry 2
+ * (the default's entry after it), and k->privatise says so:
  *
  *   entry 2, a block per chunk of sources (n = source elements, grain the
  *   chunk, so chunk c is [c grain, min(n, (c + 1) grain)), as the
@@ -29,7 +29,10 @@
  * where the copies lie in shared memory of SK_PERMUTE_SHARED_BYTES (the
  * driver uses entry 2 only for a result that fits), ncopy = min(warps,
  * what fits) of them: with 256 bins of i32 each warp of 32 has its own,
- * so the atomics of different warps never meet.  So a block's updates
+ * so the atomics of different warps never meet.  A tuple result has a
+ * shared array a leaf, each of as many elements as whole tuples fit, and
+ * every step above is made leaf by leaf with that leaf's atomic and
+ * identity (the combine is componentwise, so no leaf reads another).  So a block's updates
  * contend in its own shared memory, and the output sees one global atomic
  * per block and bin touched instead of one per source: the histogram case
  * (2^28 sources into 256 bins) goes from 2^28 atomics on 256 addresses to
@@ -90,7 +93,7 @@ static LLVMValueRef as_bits(cg_fn *fn, LLVMValueRef x)
 
 enum {
     GROUP = 4,          /* consecutive sources a thread takes at a time */
-    PRIVATE_VERSION = 3, /* of entry 2's code (sk_kernel.flags, the key) */
+    PRIVATE_VERSION = 5, /* of entry 2's code (sk_kernel.flags, the key) */
     /* entry 2's launch bounds where the kernel is light: 2 blocks of 1024
      * threads an SM, as many threads as an SM holds, so at most 32
      * registers (the histogram's pairs of groups took ptxas to 39
@@ -193,16 +196,33 @@ static weft_status private_pair(sk_fn *f, const cg_array *copy,
 /* ---- a fused default: the accumulators and the last block ---------- */
 
 /* Where aux 1 keeps the blocks' combined copies (runtime/exec_permute.c
- * sizes it): bins accumulators of the result's type from word 0, then
- * the ticket (an i32), then a bit per bin (the bins an f32 / f64 add
- * touched).  All zero before the run. */
+ * sizes it, rt_permute_private_words): for each leaf l, bins accumulators
+ * of its type (an even number of words, so that the next leaf's start is
+ * 8-byte aligned), then the ticket (an i32), then for each leaf a bit per
+ * bin (the bins an f32 / f64 add touched).  All zero before the run. */
 typedef struct acc_place {
-    weft_type ty;
-    LLVMValueRef acc, ticket, bits;
+    int nleaf;
+    const weft_type *ty;
+    LLVMAtomicRMWBinOp op[SK_PERMUTE_LEAVES_MAX];
+    LLVMValueRef acc[SK_PERMUTE_LEAVES_MAX], bits[SK_PERMUTE_LEAVES_MAX];
+    LLVMValueRef ticket;
+    LLVMValueRef words; /* of aux 1 in all (i64), from base */
+    LLVMValueRef base;
 } acc_place;
 
-static weft_status acc_place_of(sk_fn *f, acc_place *pa, weft_type ty,
-                                LLVMValueRef bins)
+/* The words of bins accumulators of type ty, even (head of acc_place). */
+static LLVMValueRef acc_words(cg_fn *fn, LLVMValueRef bins, weft_type ty)
+{
+    LLVMValueRef bytes = LLVMBuildMul(
+        fn->b, bins, cg_i64(fn, (int64_t)weft_type_size(ty)), "");
+    return LLVMBuildMul(
+        fn->b,
+        LLVMBuildUDiv(fn->b, LLVMBuildAdd(fn->b, bytes, cg_i64(fn, 7), ""),
+                      cg_i64(fn, 8), ""),
+        cg_i64(fn, 2), "");
+}
+
+static weft_status acc_place_of(sk_fn *f, acc_place *pa, LLVMValueRef bins)
 {
     cg_fn *fn = &f->fn;
     const cg_array *aux = sk_aux_array(f, 1);
@@ -211,19 +231,25 @@ static weft_status acc_place_of(sk_fn *f, acc_place *pa, weft_type ty,
                         "weft_compile: permute: no accumulator array");
     }
     LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
-    LLVMValueRef words = LLVMBuildUDiv(
-        fn->b,
-        LLVMBuildAdd(fn->b,
-                     LLVMBuildMul(fn->b, bins,
-                                  cg_i64(fn, (int64_t)weft_type_size(ty)), ""),
-                     cg_i64(fn, 3), ""),
-        cg_i64(fn, 4), "");
-    pa->ty = ty;
-    pa->acc = aux->ptr[0];
-    pa->ticket = LLVMBuildInBoundsGEP2(fn->b, i32, aux->ptr[0], &words, 1,
+    LLVMValueRef at = cg_i64(fn, 0);
+    for (int l = 0; l < pa->nleaf; l++) {
+        pa->acc[l] = LLVMBuildInBoundsGEP2(fn->b, i32, aux->ptr[0], &at, 1,
+                                           "acc");
+        at = LLVMBuildAdd(fn->b, at, acc_words(fn, bins, pa->ty[l]), "");
+    }
+    pa->ticket = LLVMBuildInBoundsGEP2(fn->b, i32, aux->ptr[0], &at, 1,
                                        "ticket");
-    LLVMValueRef one = cg_i64(fn, 1);
-    pa->bits = LLVMBuildInBoundsGEP2(fn->b, i32, pa->ticket, &one, 1, "bits");
+    LLVMValueRef bit_words = LLVMBuildLShr(
+        fn->b, LLVMBuildAdd(fn->b, bins, cg_i64(fn, 31), ""), cg_i64(fn, 5),
+        "");
+    at = LLVMBuildAdd(fn->b, at, cg_i64(fn, 1), "");
+    for (int l = 0; l < pa->nleaf; l++) {
+        pa->bits[l] = LLVMBuildInBoundsGEP2(fn->b, i32, aux->ptr[0], &at, 1,
+                                            "bits");
+        at = LLVMBuildAdd(fn->b, at, bit_words, "");
+    }
+    pa->words = at;
+    pa->base = aux->ptr[0];
     return WEFT_OK;
 }
 
@@ -269,31 +295,40 @@ static LLVMValueRef load_seen(cg_fn *fn, LLVMTypeRef ty, LLVMValueRef p,
     return v;
 }
 
-/* acc[b] = acc[b] op' (v ^ mask), atomic (the flush of a block's bin b
- * that it touched); fadd also sets bin b's bit, by an atomic only where
- * the bit does not show as set already: the bits of 32 bins share a word,
- * and every block touches the same few bins of a small result (k-means'
- * 16 sums: 264 blocks x 16 bins on one word took 100 us, where the adds
- * on 16 words took 10).  A bit once set stays set until the next run, so
- * a block that sees it set need not set it. */
-static void accumulate(sk_fn *f, const acc_place *pa, LLVMAtomicRMWBinOp op,
-                       LLVMValueRef b, LLVMValueRef v)
+/* The word of leaf l's bits that holds bin b's, and b's bit in it. */
+static LLVMValueRef bit_of(cg_fn *fn, const acc_place *pa, int l,
+                           LLVMValueRef b, LLVMValueRef *bit)
+{
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+    LLVMValueRef w = LLVMBuildLShr(fn->b, b, cg_i64(fn, 5), "");
+    *bit = LLVMBuildShl(
+        fn->b, LLVMConstInt(i32, 1, 0),
+        LLVMBuildTrunc(fn->b, LLVMBuildAnd(fn->b, b, cg_i64(fn, 31), ""), i32,
+                       ""),
+        "");
+    return LLVMBuildInBoundsGEP2(fn->b, i32, pa->bits[l], &w, 1, "");
+}
+
+/* acc_l[b] = acc_l[b] op' (v ^ mask), atomic (the flush of leaf l of a
+ * block's bin b that it touched); fadd also sets bin b's bit, by an
+ * atomic only where the bit does not show as set already: the bits of 32
+ * bins share a word, and every block touches the same few bins of a
+ * small result (k-means' 16 sums: 264 blocks x 16 bins on one word took
+ * 100 us, where the adds on 16 words took 10).  A bit once set stays set
+ * until the next run, so a block that sees it set need not set it. */
+static void accumulate(sk_fn *f, const acc_place *pa, int l, LLVMValueRef b,
+                       LLVMValueRef v)
 {
     cg_fn *fn = &f->fn;
     const cg_target *tg = fn->target;
-    LLVMTypeRef mt = cg_mem_type(fn->llctx, pa->ty);
-    LLVMValueRef p = LLVMBuildInBoundsGEP2(fn->b, mt, pa->acc, &b, 1, "");
+    LLVMAtomicRMWBinOp op = pa->op[l];
+    LLVMTypeRef mt = cg_mem_type(fn->llctx, pa->ty[l]);
+    LLVMValueRef p = LLVMBuildInBoundsGEP2(fn->b, mt, pa->acc[l], &b, 1, "");
     if (op == LLVMAtomicRMWBinOpFAdd) {
         tg->atomic_rmw(fn, op, p, v);
         LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
-        LLVMValueRef w = LLVMBuildLShr(fn->b, b, cg_i64(fn, 5), "");
-        LLVMValueRef bit = LLVMBuildShl(
-            fn->b, LLVMConstInt(i32, 1, 0),
-            LLVMBuildTrunc(fn->b, LLVMBuildAnd(fn->b, b, cg_i64(fn, 31), ""),
-                           i32, ""),
-            "");
-        LLVMValueRef wp =
-            LLVMBuildInBoundsGEP2(fn->b, i32, pa->bits, &w, 1, "");
+        LLVMValueRef bit;
+        LLVMValueRef wp = bit_of(fn, pa, l, b, &bit);
         LLVMValueRef seen = load_seen(fn, i32, wp, 4);
         cg_if set;
         cg_if_begin(fn, &set,
@@ -305,7 +340,7 @@ static void accumulate(sk_fn *f, const acc_place *pa, LLVMAtomicRMWBinOp op,
         return;
     }
     uint64_t mask;
-    LLVMAtomicRMWBinOp aop = acc_op(op, fe_type_bits(pa->ty), &mask);
+    LLVMAtomicRMWBinOp aop = acc_op(op, fe_type_bits(pa->ty[l]), &mask);
     LLVMValueRef x =
         LLVMBuildXor(fn->b, v, LLVMConstInt(LLVMTypeOf(v), mask, 0), "");
     tg->atomic_rmw(fn, aop, p, x);
@@ -315,15 +350,16 @@ static void accumulate(sk_fn *f, const acc_place *pa, LLVMAtomicRMWBinOp op,
  * flush, the block meets at a barrier, thread 0 takes a ticket and
  * tells the block through shared memory whether it drew the last one
  * (the grid's size less one, block-uniform, so the barriers inside are
- * too); that block fences again and writes each bin b:
+ * too); that block fences again and writes each bin b, leaf by leaf (the
+ * combine is componentwise, so leaf l of f(a, d) is f's on leaf l alone):
  *
- *     out[b] = f(acc[b] ^ mask, def[b])   where a block touched b
- *     out[b] = def[b]                     elsewhere
+ *     out_l[b] = f(acc[b] ^ mask, def[b])_l   where a block touched b
+ *     out_l[b] = def_l[b]                     elsewhere
  *
- * (fadd: the bit of b says which; else a zero word, op's identity), then
- * puts the ticket back to zero. */
-static weft_status last_block(sk_fn *f, const acc_place *pa,
-                              LLVMAtomicRMWBinOp op, LLVMValueRef bins,
+ * (fadd: the bit of b says which; else a zero word, op's identity), then,
+ * after a barrier, puts all of aux 1 back to zero: accumulators, ticket
+ * and bits. */
+static weft_status last_block(sk_fn *f, const acc_place *pa, LLVMValueRef bins,
                               LLVMValueRef tid, LLVMValueRef bs)
 {
     cg_fn *fn = &f->fn;
@@ -334,11 +370,8 @@ static weft_status last_block(sk_fn *f, const acc_place *pa,
     tg->fence(fn);
     tg->barrier(fn);
     cg_if fin;
-    LLVMValueRef t0 = sk_ptx_last_block(fn, tid, pa->ticket, false, 0, &fin);
+    sk_ptx_last_block(fn, tid, pa->ticket, false, 0, &fin);
     const cg_array *out = sk_out_array(f, 0);
-    weft_type ty = pa->ty;
-    LLVMTypeRef mt = cg_mem_type(fn->llctx, ty);
-    unsigned size = (unsigned)weft_type_size(ty);
     cg_sloop bl;
     LLVMValueRef b = cg_sloop_begin(fn, &bl, tid, bins, bs, "bin");
     cg_val d, args[2], y;
@@ -346,48 +379,69 @@ static weft_status last_block(sk_fn *f, const acc_place *pa,
     if (s) {
         return s;
     }
-    LLVMValueRef a = load_seen(
-        fn, mt, LLVMBuildInBoundsGEP2(fn->b, mt, pa->acc, &b, 1, ""), size);
-    LLVMValueRef hit;
-    if (op == LLVMAtomicRMWBinOpFAdd) {
-        LLVMValueRef w = LLVMBuildLShr(fn->b, b, cg_i64(fn, 5), "");
-        LLVMValueRef word = load_seen(
-            fn, i32, LLVMBuildInBoundsGEP2(fn->b, i32, pa->bits, &w, 1, ""),
-            4);
-        LLVMValueRef sh = LLVMBuildTrunc(
-            fn->b, LLVMBuildAnd(fn->b, b, cg_i64(fn, 31), ""), i32, "");
-        hit = LLVMBuildICmp(
-            fn->b, LLVMIntNE,
-            LLVMBuildAnd(fn->b, LLVMBuildLShr(fn->b, word, sh, ""),
-                         LLVMConstInt(i32, 1, 0), ""),
-            zero32, "");
-    } else {
-        uint64_t mask;
-        acc_op(op, fe_type_bits(ty), &mask);
-        hit = LLVMBuildICmp(fn->b, LLVMIntNE, a,
-                            LLVMConstInt(LLVMTypeOf(a), 0, 0), "");
-        a = LLVMBuildXor(fn->b, a, LLVMConstInt(LLVMTypeOf(a), mask, 0), "");
+    LLVMValueRef av[SK_PERMUTE_LEAVES_MAX], hit[SK_PERMUTE_LEAVES_MAX];
+    for (int l = 0; l < pa->nleaf; l++) {
+        weft_type ty = pa->ty[l];
+        LLVMTypeRef mt = cg_mem_type(fn->llctx, ty);
+        LLVMValueRef a = load_seen(
+            fn, mt, LLVMBuildInBoundsGEP2(fn->b, mt, pa->acc[l], &b, 1, ""),
+            (unsigned)weft_type_size(ty));
+        if (pa->op[l] == LLVMAtomicRMWBinOpFAdd) {
+            LLVMValueRef bit;
+            LLVMValueRef word = load_seen(fn, i32, bit_of(fn, pa, l, b, &bit),
+                                          4);
+            hit[l] = LLVMBuildICmp(fn->b, LLVMIntNE,
+                                   LLVMBuildAnd(fn->b, word, bit, ""), zero32,
+                                   "");
+        } else {
+            uint64_t mask;
+            acc_op(pa->op[l], fe_type_bits(ty), &mask);
+            hit[l] = LLVMBuildICmp(fn->b, LLVMIntNE, a,
+                                   LLVMConstInt(LLVMTypeOf(a), 0, 0), "");
+            a = LLVMBuildXor(fn->b, a, LLVMConstInt(LLVMTypeOf(a), mask, 0),
+                             "");
+        }
+        av[l] = a;
     }
-    cg_if h;
-    cg_if_begin(fn, &h, hit);
-    if ((s = cg_val_one(fn, a, &args[0])) != WEFT_OK) {
-        return s;
-    }
+    args[0] = (cg_val){.n = pa->nleaf, .v = av};
     args[1] = d;
     if ((s = cg_apply(fn, t->fun[0], args, &y)) != WEFT_OK) {
         return s;
     }
-    cg_val r;
-    if ((s = cg_if_merge(fn, &h, &y, &d, &r)) != WEFT_OK) {
-        return s;
+    for (int l = 0; l < pa->nleaf; l++) {
+        y.v[l] = LLVMBuildSelect(fn->b, hit[l], y.v[l], d.v[l], "");
     }
-    cg_array_store(fn, out, b, &r);
+    cg_array_store(fn, out, b, &y);
     cg_sloop_end(fn, &bl);
-    cg_if put;
-    cg_if_begin(fn, &put, t0);
-    LLVMBuildStore(fn->b, zero32, pa->ticket);
-    cg_if_end(fn, &put);
+    /* aux 1 back to zero, accumulators, ticket and bits, once every bin
+     * is read (the bits of 32 bins share a word): the runtime keeps it
+     * among the words that kernels leave zero and zeroes nothing per
+     * run (runtime/exec_permute.c, RT_AUX_KEPT_ZERO) */
+    tg->barrier(fn);
+    cg_sloop zl;
+    LLVMValueRef w = cg_sloop_begin(fn, &zl, tid, pa->words, bs, "zero");
+    LLVMBuildStore(fn->b, zero32,
+                   LLVMBuildInBoundsGEP2(fn->b, i32, pa->base, &w, 1, ""));
+    cg_sloop_end(fn, &zl);
     cg_if_end(fn, &fin);
+    return WEFT_OK;
+}
+
+/* The copies' pointers at element `at` of each leaf's shared array. */
+static weft_status copy_at(cg_fn *fn, const cg_array *shared, LLVMValueRef at,
+                           cg_array *copy)
+{
+    *copy = *shared;
+    copy->ptr = fe_arena_alloc(fn->arena,
+                               sizeof *copy->ptr * (size_t)shared->nleaf);
+    if (!copy->ptr) {
+        return fe_oom("weft_compile");
+    }
+    for (int l = 0; l < shared->nleaf; l++) {
+        copy->ptr[l] = LLVMBuildInBoundsGEP2(
+            fn->b, cg_mem_type(fn->llctx, shared->leaf[l]), shared->ptr[l],
+            &at, 1, "copy");
+    }
     return WEFT_OK;
 }
 
@@ -397,20 +451,33 @@ static weft_status emit_private(sk_fn *f)
     cg_fn *fn = &f->fn;
     const cg_target *tg = fn->target;
     const fe_term *t = f->e->k->op;
-    LLVMAtomicRMWBinOp op;
-    if (!sk_permute_rmw_op(t, &op)) {
+    const cg_array *out = sk_out_array(f, 0);
+    acc_place pa = {.nleaf = out->nleaf, .ty = out->leaf};
+    if (sk_permute_rmw_ops(t, pa.op) != out->nleaf) {
         return fe_error(WEFT_ERR_INTERNAL,
                         "weft_compile: permute: the combine is not atomic");
     }
-    const cg_array *out = sk_out_array(f, 0);
-    weft_type ty = out->leaf[0];
-    LLVMTypeRef mt = cg_mem_type(fn->llctx, ty);
-    int64_t cap = SK_PERMUTE_SHARED_BYTES / (int64_t)weft_type_size(ty);
-    LLVMValueRef shared = tg->shared_array(fn, mt, cap);
+    /* a shared array of cap elements a leaf: cap whole elements fit */
+    int64_t elem = 0;
+    for (int l = 0; l < out->nleaf; l++) {
+        elem += (int64_t)weft_type_size(out->leaf[l]);
+    }
+    int64_t cap = SK_PERMUTE_SHARED_BYTES / elem;
+    cg_array shared = *out;
+    shared.ptr = fe_arena_alloc(fn->arena,
+                                sizeof *shared.ptr * (size_t)out->nleaf);
+    if (!shared.ptr) {
+        return fe_oom("weft_compile");
+    }
+    LLVMValueRef id[SK_PERMUTE_LEAVES_MAX];
+    for (int l = 0; l < out->nleaf; l++) {
+        shared.ptr[l] = tg->shared_array(
+            fn, cg_mem_type(fn->llctx, out->leaf[l]), cap);
+        id[l] = sk_permute_identity(fn, pa.op[l], out->leaf[l]);
+    }
     LLVMValueRef bins = sk_size(f, out);
     LLVMValueRef tid = cg_zext64(fn, tg->thread_index(fn, 0));
     LLVMValueRef bs = cg_zext64(fn, tg->block_size(fn, 0));
-    LLVMValueRef id = sk_permute_identity(fn, op, ty);
     LLVMValueRef sext[WEFT_MAX_RANK];
     weft_status s = sk_permute_begin(f, sext);
     if (s) {
@@ -418,8 +485,7 @@ static weft_status emit_private(sk_fn *f)
     }
     LLVMValueRef ssize = sk_permute_source_size(f, sext);
     bool fused = sk_permute_init_entry(f->e->k) >= 0;
-    acc_place pa = {.ty = ty};
-    if (fused && (s = acc_place_of(f, &pa, ty, bins)) != WEFT_OK) {
+    if (fused && (s = acc_place_of(f, &pa, bins)) != WEFT_OK) {
         return s;
     }
     LLVMTypeRef i1 = LLVMInt1TypeInContext(fn->llctx);
@@ -441,19 +507,19 @@ static weft_status emit_private(sk_fn *f)
                             one, ncopy, "");
     LLVMValueRef mine = LLVMBuildURem(
         fn->b, LLVMBuildLShr(fn->b, tid, cg_i64(fn, 5), ""), ncopy, "");
-    LLVMValueRef off = LLVMBuildMul(fn->b, mine, bins, "");
-    cg_array copy = *out;
-    copy.ptr = fe_arena_alloc(fn->arena, sizeof *copy.ptr);
-    if (!copy.ptr) {
-        return fe_oom("weft_compile");
+    cg_array copy;
+    if ((s = copy_at(fn, &shared, LLVMBuildMul(fn->b, mine, bins, ""),
+                     &copy)) != WEFT_OK) {
+        return s;
     }
-    copy.ptr[0] = LLVMBuildInBoundsGEP2(fn->b, mt, shared, &off, 1, "mine");
     /* every copy starts at the identity */
     cg_sloop init;
     LLVMValueRef b = cg_sloop_begin(fn, &init, tid,
                                     LLVMBuildMul(fn->b, ncopy, bins, ""), bs,
                                     "init");
-    cg_store(fn, ty, shared, b, id);
+    for (int l = 0; l < out->nleaf; l++) {
+        cg_store(fn, out->leaf[l], shared.ptr[l], b, id[l]);
+    }
     cg_sloop_end(fn, &init);
     tg->barrier(fn);
     /* the block's chunks into the copies */
@@ -493,16 +559,16 @@ static weft_status emit_private(sk_fn *f)
     sk_set_error(f, CG_ERR_PERMUTE);
     cg_if_end(fn, &report);
     tg->barrier(fn);
-    /* each bin: its copies combined, then into the output, one atomic
-     * where the block touched it */
+    /* each bin: its copies combined, then into the output, one atomic a
+     * leaf where the block touched it */
     cg_sloop flush;
     b = cg_sloop_begin(fn, &flush, tid, bins, bs, "flush");
     cg_mut acc;
-    if ((s = cg_mut_new(fn, ty, &acc)) != WEFT_OK) {
+    if ((s = cg_mut_new(fn, t->type, &acc)) != WEFT_OK) {
         return s;
     }
     cg_val v;
-    if ((s = cg_val_one(fn, cg_load(fn, ty, shared, b), &v)) != WEFT_OK) {
+    if ((s = cg_array_load(fn, &shared, b, &v)) != WEFT_OK) {
         return s;
     }
     cg_mut_set(fn, &acc, &v);
@@ -511,8 +577,7 @@ static weft_status emit_private(sk_fn *f)
                                      LLVMBuildMul(fn->b, ncopy, bins, ""),
                                      bins, "copies");
     cg_val args[2], y;
-    if ((s = cg_val_one(fn, cg_load(fn, ty, shared, at), &args[0])) !=
-            WEFT_OK ||
+    if ((s = cg_array_load(fn, &shared, at, &args[0])) != WEFT_OK ||
         (s = cg_mut_get(fn, &acc, &args[1])) != WEFT_OK ||
         (s = cg_apply(fn, t->fun[0], args, &y)) != WEFT_OK) {
         return s;
@@ -522,28 +587,31 @@ static weft_status emit_private(sk_fn *f)
     if ((s = cg_mut_get(fn, &acc, &v)) != WEFT_OK) {
         return s;
     }
-    cg_if touched;
-    cg_if_begin(fn, &touched,
-                LLVMBuildICmp(fn->b, LLVMIntNE, as_bits(fn, v.v[0]),
-                              as_bits(fn, id), ""));
-    if (fused) {
-        accumulate(f, &pa, op, b, v.v[0]);
-    } else {
-        LLVMValueRef p =
-            LLVMBuildInBoundsGEP2(fn->b, mt, out->ptr[0], &b, 1, "");
-        tg->atomic_rmw(fn, op, p, v.v[0]);
+    for (int l = 0; l < out->nleaf; l++) {
+        cg_if touched;
+        cg_if_begin(fn, &touched,
+                    LLVMBuildICmp(fn->b, LLVMIntNE, as_bits(fn, v.v[l]),
+                                  as_bits(fn, id[l]), ""));
+        if (fused) {
+            accumulate(f, &pa, l, b, v.v[l]);
+        } else {
+            LLVMValueRef p = LLVMBuildInBoundsGEP2(
+                fn->b, cg_mem_type(fn->llctx, out->leaf[l]), out->ptr[l], &b,
+                1, "");
+            tg->atomic_rmw(fn, pa.op[l], p, v.v[l]);
+        }
+        cg_if_end(fn, &touched);
     }
-    cg_if_end(fn, &touched);
     cg_sloop_end(fn, &flush);
-    return fused ? last_block(f, &pa, op, bins, tid, bs) : WEFT_OK;
+    return fused ? last_block(f, &pa, bins, tid, bs) : WEFT_OK;
 }
 
 static weft_status ptx_permute_prepare(weft_context *ctx, fe_arena *arena,
                                        sk_kernel *k)
 {
     weft_status s = sk_permute.prepare(ctx, arena, k);
-    LLVMAtomicRMWBinOp op;
-    if (s || !sk_permute_rmw_op(k->op, &op)) {
+    LLVMAtomicRMWBinOp ops[SK_PERMUTE_LEAVES_MAX];
+    if (s || sk_permute_rmw_ops(k->op, ops) == 0) {
         return s;
     }
     /* entry 2, before the default's entry (still the last one) */
@@ -575,8 +643,13 @@ static weft_status ptx_permute_emit(sk_emit *e, const char *const *names)
     if ((s = sk_fn_begin_raw(e, &f, names[2])) != WEFT_OK) {
         return s;
     }
-    if (e->k->light) {
-        /* little work a source: registers to spare for the bound */
+    LLVMAtomicRMWBinOp ops[SK_PERMUTE_LEAVES_MAX];
+    if (e->k->light && sk_permute_rmw_ops(e->k->op, ops) == 1) {
+        /* little work a source: registers to spare for the bound (not
+         * with several leaves: a pair of groups holds eight values of
+         * each, and k-means' three spilled at 32 registers and at 64;
+         * unbounded, 80 and none, and the driver's occupancy query picks
+         * the block) */
         cg_ptx_launch_bounds(&f.fn, PRIVATE_BLOCK, PRIVATE_BLOCKS_PER_SM);
     }
     if ((s = emit_private(&f)) != WEFT_OK) {
