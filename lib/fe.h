@@ -82,7 +82,7 @@ _Noreturn void fe_internal_abort(const char *file, int line, const char *cond);
     } while (0)
 #endif
 
-/* ===== info.c: versions, backends, devices, the disk cache ===== */
+/* ===== abi.c: weft's version, sized copies of public structs ===== */
 
 /* Copy the src_n bytes of a struct weft fills into the caller's dst of
  * dst_n bytes (a sized call: weft_context_stats_sized): the first
@@ -316,7 +316,7 @@ weft_status fe_trace_open(weft_context *ctx, const char *path);
  * fe_trace_close(dst) drops): for a shadow context that outlives src (the
  * CPU JIT's, runtime-cpu/jit.c "Freeing").  Nothing when src has none. */
 void fe_trace_share(weft_context *dst, const weft_context *src);
-/* Add src's compile phases (phase_ns) to st's *_ms fields (context.c). */
+/* Add src's compile phases (phase_ns) to st's *_ms fields. */
 void fe_stats_add_phases(weft_stats *st, const weft_context *src);
 void fe_trace_close(weft_context *ctx);
 /* Write ctx's buffered events now (the file stays valid JSON). */
