@@ -193,7 +193,7 @@ int sk_ptx_launch_block(int block, int64_t items, int sms);
 bool sk_ptx_uneven(const sk_kernel *k);
 
 /* The skeleton of operation t on target tg, or NULL (the interpreter runs
- * it). */
+ * it) (prepare.c). */
 const sk_skeleton *sk_skeleton_of(const fe_term *t, const sk_target *tg);
 
 /* A kernel: what the runtime needs to run one collective operation. */
@@ -348,13 +348,15 @@ struct sk_emit {
                                  generate.c) */
 };
 
-/* ===== kernel.c ===== */
+/* ===== prepare.c: a kernel's layout and skeleton ===== */
 
 /* Lay out the kernel of operation t: outputs, operands, free variables,
  * then auxiliaries; set nentry.  Memory from arena.  Errors:
  * WEFT_ERR_OUT_OF_MEMORY, WEFT_ERR_INTERNAL. */
 weft_status sk_prepare(weft_context *ctx, const fe_core *core, fe_arena *arena,
                        const sk_target *tg, const fe_term *t, sk_kernel *k);
+
+/* ===== kernel.c ===== */
 
 /* Add an item (used by sk_prepare and the skeletons' aux items). */
 weft_status sk_add_item(weft_context *ctx, fe_arena *arena, sk_kernel *k,
@@ -640,7 +642,7 @@ sk_scan_info sk_scan_info_of(const fe_term *t);
  * and one function. */
 bool sk_scan_supported(const fe_term *t);
 
-/* ===== ptx/target.c ===== */
+/* ===== ptx/common.c: what the PTX target's own skeletons share ===== */
 
 /* x (i64) through an inline-assembly copy that the optimiser cannot see
  * through: what it computes from x stays where it is used, instead of
