@@ -658,6 +658,16 @@ LLVMValueRef sk_ptx_opaque(cg_fn *fn, LLVMValueRef x);
 LLVMValueRef sk_ptx_last_block(cg_fn *fn, LLVMValueRef tid, LLVMValueRef ticket,
                                bool fence, uint32_t mask, cg_if *fin);
 
+/* Volatile load / store of element i of a leaf buffer of type t at base
+ * (cg_array_load and cg_array_store of one leaf, volatile, with the
+ * leaf's natural alignment stated): the tile status words of the
+ * look-back scans (ptx/scan.c, ptx/foldseg.c).  A bool is i1 in
+ * registers and a byte in memory. */
+LLVMValueRef sk_ptx_vload(cg_fn *fn, weft_type t, LLVMValueRef base,
+                          LLVMValueRef i);
+void sk_ptx_vstore(cg_fn *fn, weft_type t, LLVMValueRef base, LLVMValueRef i,
+                   LLVMValueRef x);
+
 /* ===== ptx/stencil.c ===== */
 
 /* sk_kernel.flags of a stencil of rank 2 or 3 on the GPU in shared-memory

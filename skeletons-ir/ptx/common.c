@@ -1,8 +1,10 @@
 /*
  * skeletons-ir/ptx/common.c: IR that the PTX target's own skeletons
  * (ptx/fold.c, scan.c, foldseg.c, permute.c, stencil.c) and its range
- * loop (ptx/target.c) share: an opaque copy of a value, and the grid's
- * last block taking its ticket.
+ * loop (ptx/target.c) share: an opaque copy of a value, the grid's last
+ * block taking its ticket, and the volatile accesses of the tile status
+ * words that the look-back scans (ptx/scan.c, ptx/foldseg.c) publish and
+ * read.
  *
  * ptx/target.c names the skeletons in its table, so what they share
  * lives below it, here: the skeletons call this file, and it calls
@@ -69,4 +71,38 @@ LLVMValueRef sk_ptx_last_block(cg_fn *fn, LLVMValueRef tid, LLVMValueRef ticket,
     tg->fence(fn);
     cg_if_end(fn, &others);
     return t0;
+}
+
+/* Volatile load / store of element i of a leaf buffer (cg_load and
+ * cg_store, volatile): the tile status.  Each access states its natural
+ * alignment: the data layout comes later (cg_ptx_finish), and without it
+ * NVPTX at CodeGenOpt::None (the quick tier) split the packed 64-bit
+ * status into two 32-bit volatile accesses, so that the look-back could
+ * read a flag with another tile's value (wrong scans on an H100); the
+ * optimising pipeline had inferred the alignment and hidden it. */
+LLVMValueRef sk_ptx_vload(cg_fn *fn, weft_type t, LLVMValueRef base,
+                          LLVMValueRef i)
+{
+    LLVMTypeRef mt = cg_mem_type(fn->llctx, t);
+    LLVMValueRef p = LLVMBuildInBoundsGEP2(fn->b, mt, base, &i, 1, "");
+    LLVMValueRef x = LLVMBuildLoad2(fn->b, mt, p, "");
+    LLVMSetVolatile(x, 1);
+    LLVMSetAlignment(x, (unsigned)weft_type_size(t));
+    if (t == WEFT_BOOL) {
+        x = LLVMBuildICmp(fn->b, LLVMIntNE, x, LLVMConstInt(mt, 0, 0), "");
+    }
+    return x;
+}
+
+void sk_ptx_vstore(cg_fn *fn, weft_type t, LLVMValueRef base, LLVMValueRef i,
+                   LLVMValueRef x)
+{
+    LLVMTypeRef mt = cg_mem_type(fn->llctx, t);
+    LLVMValueRef p = LLVMBuildInBoundsGEP2(fn->b, mt, base, &i, 1, "");
+    if (t == WEFT_BOOL) {
+        x = LLVMBuildZExt(fn->b, x, mt, "");
+    }
+    LLVMValueRef st = LLVMBuildStore(fn->b, x, p);
+    LLVMSetVolatile(st, 1);
+    LLVMSetAlignment(st, (unsigned)weft_type_size(t));
 }
