@@ -1964,15 +1964,29 @@ static weft_acc *reduce_call(const char *who, fe_kind k, weft_fun *f,
                   has_seg(k) ? T(seg) : NULL);
 }
 
-weft_acc *weft_fold(weft_fun *f, weft_exp *z, weft_acc *a)
-{
-    return reduce_call("weft_fold", FE_FOLD, f, z, a, NULL);
-}
+/* The public folds and scans without segments, a line each: those with
+ * a seed take z. */
+#define REDUCE_SEEDED(fn, kind)                                              \
+    weft_acc *fn(weft_fun *f, weft_exp *z, weft_acc *a)                      \
+    {                                                                        \
+        return reduce_call(#fn, kind, f, z, a, NULL);                        \
+    }
+#define REDUCE_UNSEEDED(fn, kind)                                            \
+    weft_acc *fn(weft_fun *f, weft_acc *a)                                   \
+    {                                                                        \
+        return reduce_call(#fn, kind, f, NULL, a, NULL);                     \
+    }
 
-weft_acc *weft_fold1(weft_fun *f, weft_acc *a)
-{
-    return reduce_call("weft_fold1", FE_FOLD1, f, NULL, a, NULL);
-}
+REDUCE_SEEDED(weft_fold, FE_FOLD)
+REDUCE_UNSEEDED(weft_fold1, FE_FOLD1)
+REDUCE_SEEDED(weft_scanl, FE_SCANL)
+REDUCE_UNSEEDED(weft_scanl1, FE_SCANL1)
+REDUCE_SEEDED(weft_scanl_, FE_SCANL_)
+REDUCE_SEEDED(weft_scanr, FE_SCANR)
+REDUCE_UNSEEDED(weft_scanr1, FE_SCANR1)
+REDUCE_SEEDED(weft_scanr_, FE_SCANR_)
+#undef REDUCE_SEEDED
+#undef REDUCE_UNSEEDED
 
 weft_acc *weft_fold_seg(weft_fun *f, weft_exp *z, weft_acc *a, weft_acc *seg)
 {
@@ -1982,36 +1996,6 @@ weft_acc *weft_fold_seg(weft_fun *f, weft_exp *z, weft_acc *a, weft_acc *seg)
 weft_acc *weft_fold1_seg(weft_fun *f, weft_acc *a, weft_acc *seg)
 {
     return reduce_call("weft_fold1_seg", FE_FOLD1_SEG, f, NULL, a, seg);
-}
-
-weft_acc *weft_scanl(weft_fun *f, weft_exp *z, weft_acc *a)
-{
-    return reduce_call("weft_scanl", FE_SCANL, f, z, a, NULL);
-}
-
-weft_acc *weft_scanl1(weft_fun *f, weft_acc *a)
-{
-    return reduce_call("weft_scanl1", FE_SCANL1, f, NULL, a, NULL);
-}
-
-weft_acc *weft_scanl_(weft_fun *f, weft_exp *z, weft_acc *a)
-{
-    return reduce_call("weft_scanl_", FE_SCANL_, f, z, a, NULL);
-}
-
-weft_acc *weft_scanr(weft_fun *f, weft_exp *z, weft_acc *a)
-{
-    return reduce_call("weft_scanr", FE_SCANR, f, z, a, NULL);
-}
-
-weft_acc *weft_scanr1(weft_fun *f, weft_acc *a)
-{
-    return reduce_call("weft_scanr1", FE_SCANR1, f, NULL, a, NULL);
-}
-
-weft_acc *weft_scanr_(weft_fun *f, weft_exp *z, weft_acc *a)
-{
-    return reduce_call("weft_scanr_", FE_SCANR_, f, z, a, NULL);
 }
 
 /* fold_all and fold1_all: fold (kind k) of reshape (index1 (size a)) a. */
