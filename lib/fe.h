@@ -778,6 +778,16 @@ weft_status fe_interp(weft_context *ctx, const fe_core *core,
                       weft_array *const *in, weft_array **out,
                       fe_cancel *cancel, weft_array *const *into);
 
+/* The offsets of a segmented fold's segments: off[k] .. off[k + 1] is
+ * segment k of a row of `inner` elements, from the nseg lengths in seg
+ * (rank 1, integral, in host memory), filled for k from `from` on
+ * (off[0 .. from] already set; the runtime's fast paths set a prefix).
+ * Errors: WEFT_ERR_SEGMENTS (a negative length, or lengths that sum past
+ * the row), the message naming the operation `name`; the interpreter's,
+ * so that every backend reports a bad descriptor alike. */
+weft_status fe_seg_offsets(const weft_array *seg, int64_t from, int64_t nseg,
+                           int64_t inner, const char *name, int64_t *off);
+
 /* A compiled backend runs the core through the interpreter's walker and
  * takes over the collective operations: fe_interp_hooked calls hook for
  * every array term but variables, lets, acond and awhile; the hook either computes it into out (setting *handled) or

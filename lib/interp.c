@@ -1391,15 +1391,10 @@ done:
     return hand_out(s, r, out);
 }
 
-/* The offsets of fold_seg's segments: off[k] .. off[k + 1] is segment k of
- * a row of `inner` elements, for the nseg lengths in seg (host memory).
- * Errors: WEFT_ERR_SEGMENTS (a negative length, or lengths that sum past
- * the row), with `name` in the message. */
-static weft_status seg_offsets(const weft_array *seg, int64_t nseg,
-                               int64_t inner, const char *name, int64_t *off)
+weft_status fe_seg_offsets(const weft_array *seg, int64_t from, int64_t nseg,
+                           int64_t inner, const char *name, int64_t *off)
 {
-    off[0] = 0;
-    for (int64_t k = 0; k < nseg; k++) {
+    for (int64_t k = from; k < nseg; k++) {
         fe_val v = fe_load(seg->type, seg->data[0], k);
         bool neg = fe_is_signed(seg->type) ? v.i < 0 : false;
         bool huge = !fe_is_signed(seg->type) && v.u > (uint64_t)INT64_MAX;
@@ -1448,7 +1443,8 @@ static weft_status acc_fold_seg(interp *st, const fe_term *t, weft_array **out)
         s = oom();
         goto done;
     }
-    if ((s = seg_offsets(seg, nseg, rd.inner, name, off)) != WEFT_OK) {
+    off[0] = 0;
+    if ((s = fe_seg_offsets(seg, 0, nseg, rd.inner, name, off)) != WEFT_OK) {
         goto done;
     }
     int64_t shape[WEFT_MAX_RANK];

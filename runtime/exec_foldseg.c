@@ -326,22 +326,9 @@ weft_status rt_exec_fold_seg(rt_job *j)
     } else if (seg->type == WEFT_I64) {
         k0 = offsets_int64(seg->data[0], nseg, inner, off);
     }
-    for (int64_t k = k0; k < nseg; k++) {
-        fe_val v = fe_load(seg->type, seg->data[0], k);
-        bool neg = fe_is_signed(seg->type) ? v.i < 0 : false;
-        bool huge = !fe_is_signed(seg->type) && v.u > (uint64_t)INT64_MAX;
-        if (neg) {
-            return fe_error(WEFT_ERR_SEGMENTS,
-                            WHO ": %s: segment %lld has negative length %lld",
-                            name, (long long)k, (long long)v.i);
-        }
-        if (huge || v.i > inner - off[k]) {
-            return fe_error(WEFT_ERR_SEGMENTS,
-                            WHO ": %s: segment lengths sum past the innermost "
-                            "extent %lld (at segment %lld)", name,
-                            (long long)inner, (long long)k);
-        }
-        off[k + 1] = off[k] + v.i;
+    /* the rest, and the error where a length is wrong */
+    if ((s = fe_seg_offsets(seg, k0, nseg, inner, name, off)) != WEFT_OK) {
+        return s;
     }
     shape[rank - 1] = nseg;
     int64_t n = fe_shape_size(rank, shape);
