@@ -735,24 +735,38 @@ weft_exp *weft_arg(weft_fun *f, int i)
     return E(F(f)->arg[i]);
 }
 
-weft_status weft_fun_return(weft_fun *f, weft_exp *body)
+/* Give open function f (array: an array function) its body, once
+ * weft_fun_return or weft_afun_return has entered its program p (NULL:
+ * entering failed, and the status is the program's error, else
+ * WEFT_ERR_NULL_ARGUMENT). */
+static weft_status fun_body(weft_program *p, const char *who, fe_fun *f,
+                            fe_term *body, bool array)
 {
-    static const char who[] = "weft_fun_return";
-    weft_program *p = ENTER(who, HO(1, f), HE(2, body));
     if (p == NULL) {
-        weft_program *q = f != NULL ? F(f)->prog
-                                    : (body != NULL ? T(body)->prog : NULL);
+        weft_program *q = f != NULL ? f->prog
+                                    : (body != NULL ? body->prog : NULL);
         return q != NULL && q->status != WEFT_OK ? q->status
                                                  : WEFT_ERR_NULL_ARGUMENT;
     }
-    if (F(f)->body != NULL) {
+    if (f->body != NULL) {
         fe_fail(p, WEFT_ERR_INVALID_ARGUMENT,
                 "%s: the function already has a body", who);
         return p->status;
     }
-    F(f)->body = T(body);
-    F(f)->ret = T(body)->type;
+    f->body = body;
+    if (array) {
+        f->aret = body->atype;
+    } else {
+        f->ret = body->type;
+    }
     return WEFT_OK;
+}
+
+weft_status weft_fun_return(weft_fun *f, weft_exp *body)
+{
+    static const char who[] = "weft_fun_return";
+    weft_program *p = ENTER(who, HO(1, f), HE(2, body));
+    return fun_body(p, who, F(f), T(body), false);
 }
 
 int weft_fun_arity(const weft_fun *f)
@@ -845,20 +859,7 @@ weft_status weft_afun_return(weft_afun *f, weft_acc *body)
 {
     static const char who[] = "weft_afun_return";
     weft_program *p = ENTER(who, HGO(1, f), HT(2, body));
-    if (p == NULL) {
-        weft_program *q = f != NULL ? F(f)->prog
-                                    : (body != NULL ? T(body)->prog : NULL);
-        return q != NULL && q->status != WEFT_OK ? q->status
-                                                 : WEFT_ERR_NULL_ARGUMENT;
-    }
-    if (F(f)->body != NULL) {
-        fe_fail(p, WEFT_ERR_INVALID_ARGUMENT,
-                "%s: the function already has a body", who);
-        return p->status;
-    }
-    F(f)->body = T(body);
-    F(f)->aret = T(body)->atype;
-    return WEFT_OK;
+    return fun_body(p, who, F(f), T(body), true);
 }
 
 /* ---- constants --------------------------------------------------------- */
