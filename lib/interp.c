@@ -479,6 +479,22 @@ static weft_status new_array(interp *st, weft_type type, int rank,
     return fe_array_new(st->ctx, WHO, type, rank, shape, out);
 }
 
+/* The result of an element-wise operation: a new array *r of type, rank
+ * and shape, its view *rv, and *tmp, room on the stack for one element
+ * (rv->n leaves).  Errors: new_array's, WEFT_ERR_OUT_OF_MEMORY. */
+static weft_status new_result(interp *st, weft_type type, int rank,
+                              const int64_t *shape, weft_array **r, view *rv,
+                              fe_val **tmp)
+{
+    weft_status s = new_array(st, type, rank, shape, r);
+    if (s) {
+        return s;
+    }
+    view_init(st, rv, *r);
+    *tmp = push(st, (size_t)rv->n);
+    return *tmp ? WEFT_OK : oom();
+}
+
 /* Evaluate a single-array term: borrowed from the environment when it is a
  * variable (*own = NULL), else computed (*own = the array to release). */
 static weft_status peek_acc(interp *st, const fe_term *t, weft_array **a,
@@ -838,17 +854,12 @@ static weft_status acc_generate(interp *st, const fe_term *t, weft_array **out)
     if (!s) {
         s = take_shape("generate", rank, sh, shape, &size);
     }
+    view rv;
+    fe_val *tmp = NULL;
     if (!s) {
-        s = new_array(st, t->type, rank, shape, &r);
+        s = new_result(st, t->type, rank, shape, &r, &rv, &tmp);
     }
     if (s) {
-        goto done;
-    }
-    view rv;
-    view_init(st, &rv, r);
-    fe_val *tmp = push(st, (size_t)rv.n);
-    if (!tmp) {
-        s = oom();
         goto done;
     }
     for (int64_t i = 0; i < (rv.n > 0 ? size : 0); i++) {
@@ -1824,15 +1835,10 @@ static weft_status acc_stencil(interp *st, const fe_term *t, weft_array **out)
             shape[d] = b->shape[d];
         }
     }
-    s = new_array(st, t->type, rank, shape, &r);
-    if (s) {
-        goto done;
-    }
     view rv;
-    view_init(st, &rv, r);
-    fe_val *tmp = push(st, (size_t)rv.n);
-    if (!tmp) {
-        s = oom();
+    fe_val *tmp = NULL;
+    s = new_result(st, t->type, rank, shape, &r, &rv, &tmp);
+    if (s) {
         goto done;
     }
     for (int64_t i = 0; i < r->size; i++) {
