@@ -281,24 +281,37 @@ static bool by_lengths(rt_job *j, weft_array *seg, int64_t nseg,
     return ran;
 }
 
-/* Runs foldSeg / fold1Seg kernel j->k (see the head comment). */
-weft_status rt_exec_fold_seg(rt_job *j)
+weft_status rt_fold_seg_input(rt_job *j, const char *name, int64_t *shape,
+                              int *rank, weft_array **seg)
 {
     const fe_term *t = j->k->op;
     bool seeded = t->kind == FE_FOLD_SEG;
-    const char *name = seeded ? "fold_seg" : "fold1_seg";
     const fe_term *ta = t->kid[seeded ? 1 : 0];
-    weft_array *seg = j->kid[seeded ? 2 : 1];
-    int64_t shape[WEFT_MAX_RANK];
+    *seg = j->kid[seeded ? 2 : 1];
     weft_status s = rt_term_shape(j, ta, shape);
     if (s) {
         return s;
     }
-    int rank = ta->rank;
-    if (rank < 1 || !seg || seg->rank != 1 || seg->nleaf != 1) {
+    *rank = ta->rank;
+    if (*rank < 1 || !*seg || (*seg)->rank != 1 || (*seg)->nleaf != 1) {
         return fe_error(WEFT_ERR_INTERNAL,
                         WHO ": %s: a rank-0 input or a bad segment "
                         "descriptor", name);
+    }
+    return WEFT_OK;
+}
+
+/* Runs foldSeg / fold1Seg kernel j->k (see the head comment). */
+weft_status rt_exec_fold_seg(rt_job *j)
+{
+    bool seeded = j->k->op->kind == FE_FOLD_SEG;
+    const char *name = seeded ? "fold_seg" : "fold1_seg";
+    weft_array *seg;
+    int64_t shape[WEFT_MAX_RANK];
+    int rank;
+    weft_status s = rt_fold_seg_input(j, name, shape, &rank, &seg);
+    if (s) {
+        return s;
     }
     int64_t inner = shape[rank - 1];
     int64_t outer = fe_shape_size(rank - 1, shape);
@@ -351,7 +364,7 @@ weft_status rt_exec_fold_seg(rt_job *j)
     }
     cut_parts(j->aux[1]->data[0], parts, off, nseg);
     j->auxval[2].i = parts > 0;
-    if ((s = rt_job_out(j, 0, t->type, rank, shape)) != WEFT_OK ||
+    if ((s = rt_job_out(j, 0, j->k->op->type, rank, shape)) != WEFT_OK ||
         (s = rt_job_fill(j)) != WEFT_OK) {
         return s;
     }

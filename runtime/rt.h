@@ -441,6 +441,12 @@ weft_status rt_exec_scan(rt_job *j);     /* exec_scan.c */
 weft_status rt_exec_scan_pass(rt_job *j); /* exec_scan.c: ptx/scan.c */
 weft_status rt_exec_permute(rt_job *j);  /* exec_permute.c */
 weft_status rt_exec_fold_seg(rt_job *j); /* exec_foldseg.c */
+/* The input of segmented fold job j, for both drivers: its shape (rank
+ * in *rank) and the segment descriptor *seg (j's operand, borrowed).
+ * WEFT_ERR_INTERNAL, naming `name`, where the input has rank 0 or the
+ * descriptor is not an array of one leaf and rank 1 (exec_foldseg.c). */
+weft_status rt_fold_seg_input(rt_job *j, const char *name, int64_t *shape,
+                              int *rank, weft_array **seg);
 weft_status rt_exec_fold_seg_pass(rt_job *j); /* exec_foldseg_pass.c:
                                                   ptx/foldseg.c */
 weft_status rt_exec_stencil(rt_job *j);  /* exec_stencil.c */
