@@ -1079,37 +1079,6 @@ weft_exp *weft_prim2(weft_op op, weft_exp *a, weft_exp *b)
     return prim_build(p, "weft_prim2", op, 2, (fe_term *[]){T(a), T(b)});
 }
 
-/* One builder per untyped primitive of weft_ops.h: weft_add(a, b),
- * weft_sqrt(x), ...; each is weft_prim with its op, and its messages name
- * it. */
-#define OP_DEF_1(name, lower)                                                \
-    weft_exp *weft_##lower(weft_exp *a)                                      \
-    {                                                                        \
-        weft_program *p = ENTER("weft_" #lower, HE(1, a));                   \
-        if (p == NULL) {                                                     \
-            return NULL;                                                     \
-        }                                                                    \
-        return prim_build(p, "weft_" #lower, WEFT_OP_##name, 1,              \
-                          (fe_term *[]){T(a)});                              \
-    }
-#define OP_DEF_2(name, lower)                                                \
-    weft_exp *weft_##lower(weft_exp *a, weft_exp *b)                         \
-    {                                                                        \
-        weft_program *p = ENTER("weft_" #lower, HE(1, a), HE(2, b));         \
-        if (p == NULL) {                                                     \
-            return NULL;                                                     \
-        }                                                                    \
-        return prim_build(p, "weft_" #lower, WEFT_OP_##name, 2,              \
-                          (fe_term *[]){T(a), T(b)});                        \
-    }
-#define OP_DEF_T(name, lower)
-#define WEFT_OP(name, lower, arity, rule) OP_DEF_##arity(name, lower)
-#include "weft_ops.h"
-#undef WEFT_OP
-#undef OP_DEF_1
-#undef OP_DEF_2
-#undef OP_DEF_T
-
 /* A primitive with a result type (rules ROUND, CONV, CAST). */
 static weft_exp *typed_build(const char *who, weft_op op, weft_exp *x,
                              weft_type to)
@@ -1174,35 +1143,41 @@ static weft_exp *typed_build(const char *who, weft_op op, weft_exp *x,
     return E(r);
 }
 
-weft_exp *weft_floor(weft_exp *x, weft_type to)
-{
-    return typed_build("weft_floor", WEFT_OP_FLOOR, x, to);
-}
-
-weft_exp *weft_ceiling(weft_exp *x, weft_type to)
-{
-    return typed_build("weft_ceiling", WEFT_OP_CEILING, x, to);
-}
-
-weft_exp *weft_round(weft_exp *x, weft_type to)
-{
-    return typed_build("weft_round", WEFT_OP_ROUND, x, to);
-}
-
-weft_exp *weft_truncate(weft_exp *x, weft_type to)
-{
-    return typed_build("weft_truncate", WEFT_OP_TRUNCATE, x, to);
-}
-
-weft_exp *weft_convert(weft_exp *x, weft_type to)
-{
-    return typed_build("weft_convert", WEFT_OP_CONVERT, x, to);
-}
-
-weft_exp *weft_bitcast(weft_exp *x, weft_type to)
-{
-    return typed_build("weft_bitcast", WEFT_OP_BITCAST, x, to);
-}
+/* One builder per primitive of weft_ops.h: weft_add(a, b), weft_sqrt(x),
+ * ...: the untyped ones weft_prim with their op, the typed ones
+ * (weft_floor(x, to), weft_convert(x, to), ...) typed_build; their
+ * messages name them. */
+#define OP_DEF_1(name, lower)                                                \
+    weft_exp *weft_##lower(weft_exp *a)                                      \
+    {                                                                        \
+        weft_program *p = ENTER("weft_" #lower, HE(1, a));                   \
+        if (p == NULL) {                                                     \
+            return NULL;                                                     \
+        }                                                                    \
+        return prim_build(p, "weft_" #lower, WEFT_OP_##name, 1,              \
+                          (fe_term *[]){T(a)});                              \
+    }
+#define OP_DEF_2(name, lower)                                                \
+    weft_exp *weft_##lower(weft_exp *a, weft_exp *b)                         \
+    {                                                                        \
+        weft_program *p = ENTER("weft_" #lower, HE(1, a), HE(2, b));         \
+        if (p == NULL) {                                                     \
+            return NULL;                                                     \
+        }                                                                    \
+        return prim_build(p, "weft_" #lower, WEFT_OP_##name, 2,              \
+                          (fe_term *[]){T(a), T(b)});                        \
+    }
+#define OP_DEF_T(name, lower)                                                \
+    weft_exp *weft_##lower(weft_exp *x, weft_type to)                        \
+    {                                                                        \
+        return typed_build("weft_" #lower, WEFT_OP_##name, x, to);           \
+    }
+#define WEFT_OP(name, lower, arity, rule) OP_DEF_##arity(name, lower)
+#include "weft_ops.h"
+#undef WEFT_OP
+#undef OP_DEF_1
+#undef OP_DEF_2
+#undef OP_DEF_T
 
 /* ---- other scalar terms ------------------------------------------------ */
 
