@@ -838,6 +838,19 @@ static weft_status acc_unit(interp *st, const fe_term *t, weft_array **out)
     return s;
 }
 
+/* Element i of an element-wise result: f's body (its parameters already
+ * set) into tmp, stored at i of rv; an error names the element. */
+static weft_status put_elem(interp *st, const fe_fun *f, fe_val *tmp,
+                            const view *rv, int64_t i)
+{
+    weft_status s = eval_exp(st, f->body, tmp);
+    if (s) {
+        return at_element(s, i);
+    }
+    store_elem(rv, i, tmp);
+    return WEFT_OK;
+}
+
 static weft_status acc_generate(interp *st, const fe_term *t, weft_array **out)
 {
     const fe_fun *f = t->fun[0];
@@ -864,12 +877,9 @@ static weft_status acc_generate(interp *st, const fe_term *t, weft_array **out)
     }
     for (int64_t i = 0; i < (rv.n > 0 ? size : 0); i++) {
         put_ix(p, rank, ix);
-        s = eval_exp(st, f->body, tmp);
-        if (s) {
-            s = at_element(s, i);
+        if ((s = put_elem(st, f, tmp, &rv, i)) != WEFT_OK) {
             goto done;
         }
-        store_elem(&rv, i, tmp);
         ix_next(rank, shape, ix);
     }
 done:
@@ -900,12 +910,9 @@ static weft_status acc_map(interp *st, const fe_term *t, weft_array **out)
     }
     for (int64_t i = 0; i < (rv.n > 0 ? a->size : 0); i++) {
         load_elem(&av, i, p);
-        s = eval_exp(st, f->body, tmp);
-        if (s) {
-            s = at_element(s, i);
+        if ((s = put_elem(st, f, tmp, &rv, i)) != WEFT_OK) {
             goto done;
         }
-        store_elem(&rv, i, tmp);
     }
 done:
     release_to(st, m);
@@ -963,12 +970,9 @@ static weft_status acc_zipwith(interp *st, const fe_term *t, weft_array **out)
         for (int k = 0; k < n; k++) {
             load_elem(&av[k], ix_linear(rank, a[k]->shape, ix), p[k]);
         }
-        s = eval_exp(st, f->body, tmp);
-        if (s) {
-            s = at_element(s, i);
+        if ((s = put_elem(st, f, tmp, &rv, i)) != WEFT_OK) {
             goto done;
         }
-        store_elem(&rv, i, tmp);
         ix_next(rank, shape, ix);
     }
 done:
@@ -1215,12 +1219,9 @@ static weft_status acc_backpermute(interp *st, const fe_term *t,
         int64_t j = ix_linear(a->rank, a->shape, six);
         if (f) {
             load_elem(&av, j, pf);
-            s = eval_exp(st, f->body, tmp);
-            if (s) {
-                s = at_element(s, i);
+            if ((s = put_elem(st, f, tmp, &rv, i)) != WEFT_OK) {
                 goto done;
             }
-            store_elem(&rv, i, tmp);
         } else {
             copy_elem(&rv, i, &av, j);
         }
@@ -1846,12 +1847,9 @@ static weft_status acc_stencil(interp *st, const fe_term *t, weft_array **out)
         if (two) {
             sten_fill(&s2, ix);
         }
-        s = eval_exp(st, f->body, tmp);
-        if (s) {
-            s = at_element(s, i);
+        if ((s = put_elem(st, f, tmp, &rv, i)) != WEFT_OK) {
             goto done;
         }
-        store_elem(&rv, i, tmp);
         ix_next(rank, shape, ix);
     }
 done:
