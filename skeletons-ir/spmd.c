@@ -304,6 +304,23 @@ static weft_status vread(sk_fn *f, cg_spmd *s, const fe_term *t,
     }
 }
 
+/* Store y, over s's lanes, as element i of output 0 (i: the first
+ * lane's).  WEFT_ERR_INTERNAL, `what` naming y, where y has not the
+ * output's leaves. */
+static weft_status store_out(sk_fn *f, cg_spmd *s, LLVMValueRef i,
+                             const cg_val *y, const char *what)
+{
+    const cg_array *o = sk_out_array(f, 0);
+    if (y->n != o->nleaf) {
+        return fe_error(WEFT_ERR_INTERNAL,
+                        "weft_compile: %s of the wrong shape", what);
+    }
+    for (int k = 0; k < o->nleaf; k++) {
+        cg_spmd_store(s, o->leaf[k], o->ptr[k], i, y->v[k]);
+    }
+    return WEFT_OK;
+}
+
 /* out[i .. i+W-1] = element(i .. i+W-1), with ix the multi-index of i (or
  * NULL). */
 static weft_status vstep(sk_fn *f, cg_spmd *s, LLVMValueRef i,
@@ -316,15 +333,7 @@ static weft_status vstep(sk_fn *f, cg_spmd *s, LLVMValueRef i,
     if (r) {
         return r;
     }
-    const cg_array *o = sk_out_array(f, 0);
-    if (y.n != o->nleaf) {
-        return fe_error(WEFT_ERR_INTERNAL,
-                        "weft_compile: an element of the wrong shape");
-    }
-    for (int k = 0; k < o->nleaf; k++) {
-        cg_spmd_store(s, o->leaf[k], o->ptr[k], i, y.v[k]);
-    }
-    return WEFT_OK;
+    return store_out(f, s, i, &y, "an element");
 }
 
 /* for (i = from; i < to; i++) out[i] = element(i), scalar. */
@@ -773,13 +782,8 @@ static weft_status fold_rows_vector(sk_fn *f, cg_spmd *s, bool has_seed,
     if (r || (r = vmut_get(s, &acc, &y)) != WEFT_OK) {
         return r;
     }
-    const cg_array *o = sk_out_array(f, 0);
-    if (y.n != o->nleaf) {
-        return fe_error(WEFT_ERR_INTERNAL,
-                        "weft_compile: a fold value of the wrong shape");
-    }
-    for (int k = 0; k < o->nleaf; k++) {
-        cg_spmd_store(s, o->leaf[k], o->ptr[k], row, y.v[k]);
+    if ((r = store_out(f, s, row, &y, "a fold value")) != WEFT_OK) {
+        return r;
     }
     cg_sloop_end(fn, &rl);
     return WEFT_OK;
