@@ -1079,6 +1079,23 @@ weft_exp *weft_prim2(weft_op op, weft_exp *a, weft_exp *b)
     return prim_build(p, "weft_prim2", op, 2, (fe_term *[]){T(a), T(b)});
 }
 
+/* What the operand and the result type of a primitive with a result type
+ * must be, by its type rule (and how the messages name them). */
+typedef struct typed_rule {
+    bool (*from_ok)(weft_type);
+    const char *from;
+    bool (*to_ok)(weft_type);
+    const char *to;
+    bool same_bits; /* a bitcast: as wide as each other */
+} typed_rule;
+
+static const typed_rule typed_rules[] = {
+    [FE_RULE_ROUND] = {fe_is_float, "a floating", fe_is_int, "an integral"},
+    [FE_RULE_CONV] = {fe_is_scalar, "a scalar", fe_is_scalar, "a scalar"},
+    [FE_RULE_CAST] = {fe_is_numeric, "a numeric", fe_is_numeric, "a numeric",
+                      true},
+};
+
 /* A primitive with a result type (rules ROUND, CONV, CAST). */
 static weft_exp *typed_build(const char *who, weft_op op, weft_exp *x,
                              weft_type to)
@@ -1091,49 +1108,21 @@ static weft_exp *typed_build(const char *who, weft_op op, weft_exp *x,
     if (!type_ok(p, who, 2, to)) {
         return NULL;
     }
-    switch (fe_prims[op].rule) {
-    case FE_RULE_ROUND:
-        if (!fe_is_float(from)) {
-            return fe_fail(p, WEFT_ERR_TYPE_MISMATCH,
-                           "%s: argument 1 has type %s, expected a floating "
-                           "type", who, TN(p, from));
-        }
-        if (!fe_is_int(to)) {
-            return fe_fail(p, WEFT_ERR_TYPE_MISMATCH,
-                           "%s: argument 2 is %s, expected an integral type",
-                           who, TN(p, to));
-        }
-        break;
-    case FE_RULE_CONV:
-        if (!fe_is_scalar(from)) {
-            return fe_fail(p, WEFT_ERR_TYPE_MISMATCH,
-                           "%s: argument 1 has type %s, expected a scalar "
-                           "type", who, TN(p, from));
-        }
-        if (!fe_is_scalar(to)) {
-            return fe_fail(p, WEFT_ERR_TYPE_MISMATCH,
-                           "%s: argument 2 is %s, expected a scalar type",
-                           who, TN(p, to));
-        }
-        break;
-    default: /* FE_RULE_CAST */
-        if (!fe_is_numeric(from)) {
-            return fe_fail(p, WEFT_ERR_TYPE_MISMATCH,
-                           "%s: argument 1 has type %s, expected a numeric "
-                           "type", who, TN(p, from));
-        }
-        if (!fe_is_numeric(to)) {
-            return fe_fail(p, WEFT_ERR_TYPE_MISMATCH,
-                           "%s: argument 2 is %s, expected a numeric type",
-                           who, TN(p, to));
-        }
-        if (fe_type_bits(from) != fe_type_bits(to)) {
-            return fe_fail(p, WEFT_ERR_TYPE_MISMATCH,
-                           "%s: %s has %d bits, %s has %d", who,
-                           TN(p, from), fe_type_bits(from), TN(p, to),
-                           fe_type_bits(to));
-        }
-        break;
+    const typed_rule *rule = &typed_rules[fe_prims[op].rule];
+    if (!rule->from_ok(from)) {
+        return fe_fail(p, WEFT_ERR_TYPE_MISMATCH,
+                       "%s: argument 1 has type %s, expected %s type", who,
+                       TN(p, from), rule->from);
+    }
+    if (!rule->to_ok(to)) {
+        return fe_fail(p, WEFT_ERR_TYPE_MISMATCH,
+                       "%s: argument 2 is %s, expected %s type", who,
+                       TN(p, to), rule->to);
+    }
+    if (rule->same_bits && fe_type_bits(from) != fe_type_bits(to)) {
+        return fe_fail(p, WEFT_ERR_TYPE_MISMATCH,
+                       "%s: %s has %d bits, %s has %d", who, TN(p, from),
+                       fe_type_bits(from), TN(p, to), fe_type_bits(to));
     }
     fe_term *r = T(new_exp(p, who, FE_PRIM, to, 1, (fe_term *[]){T(x)}, 0,
                            NULL));
