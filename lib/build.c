@@ -1090,10 +1090,13 @@ typedef struct typed_rule {
 } typed_rule;
 
 static const typed_rule typed_rules[] = {
-    [FE_RULE_ROUND] = {fe_is_float, "a floating", fe_is_int, "an integral"},
-    [FE_RULE_CONV] = {fe_is_scalar, "a scalar", fe_is_scalar, "a scalar"},
-    [FE_RULE_CAST] = {fe_is_numeric, "a numeric", fe_is_numeric, "a numeric",
-                      true},
+    [FE_RULE_ROUND] = {.from_ok = fe_is_float, .from = "a floating",
+                       .to_ok = fe_is_int, .to = "an integral"},
+    [FE_RULE_CONV] = {.from_ok = fe_is_scalar, .from = "a scalar",
+                      .to_ok = fe_is_scalar, .to = "a scalar"},
+    [FE_RULE_CAST] = {.from_ok = fe_is_numeric, .from = "a numeric",
+                      .to_ok = fe_is_numeric, .to = "a numeric",
+                      .same_bits = true},
 };
 
 /* A primitive with a result type (rules ROUND, CONV, CAST). */
