@@ -31,10 +31,11 @@
  * functions index), then the skeleton's own auxiliary items (partial
  * results, flags, sizes) that the runtime's driver fills.
  *
- * kernel.c builds layouts, keys and modules; each skeleton file emits its
- * phases (generate.c: generate, map, zipWith, backpermute, transform;
- * fold.c; ...).  The runtime (runtime/exec.c) fills the argument block
- * and runs the phases.
+ * prepare.c lays a kernel out and chooses its skeleton; kernel.c builds
+ * keys and modules; each skeleton file emits its phases (generate.c:
+ * generate, map, zipWith, backpermute, transform; fold.c; ...).  The
+ * runtime (runtime/exec.c, runtime/job.c) fills the argument block and
+ * runs the phases.
  */
 #ifndef WEFT_SK_H
 #define WEFT_SK_H
