@@ -549,6 +549,11 @@ struct cg_target {
      * whole kernel): cg_from_index divides in 32 bits where both operands
      * fit and otherwise by a loop, with no call. */
     bool div64_call;
+    /* The address space of the module-level globals weft makes (the zero
+     * cell of cg_array_load_or_zero): 0 on the CPU, PTX's global space
+     * (1) on the GPU, where code reaches them through a cast to the
+     * generic space. */
+    unsigned global_space;
     /* A barrier of the warp alone (every lane takes part): orders the
      * lanes' shared-memory accesses before it before those after it. */
     void (*warp_barrier)(cg_fn *fn);
@@ -617,11 +622,11 @@ extern const cg_target cg_target_cpu;
 weft_status cg_cpu_machine(const char *cpu, const char *features,
                            LLVMCodeGenOptLevel level,
                            LLVMTargetMachineRef *out);
-/* Set mod's triple and data layout to tm's. */
-void cg_module_target(LLVMModuleRef mod, LLVMTargetMachineRef tm);
 
 /* ===== opt.c ===== */
 
+/* Set mod's triple and data layout to tm's. */
+void cg_module_target(LLVMModuleRef mod, LLVMTargetMachineRef tm);
 /* Verify mod (WEFT_ERR_INTERNAL with LLVM's first message line). */
 weft_status cg_verify(LLVMModuleRef mod, const char *who);
 /* Run the new pass manager pipeline `passes` ("default<O3>") on mod for

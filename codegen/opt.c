@@ -1,6 +1,7 @@
 /*
  * codegen/opt.c: checking and optimising a finished module, and calling
- * intrinsics and C functions from generated code.
+ * intrinsics and C functions from generated code; and giving a module
+ * its target machine's triple and data layout (cg_module_target).
  *
  * Optimisation uses the new pass manager through LLVMRunPasses with a
  * pipeline string ("default<O3>"), on the target machine the code is for,
@@ -15,6 +16,17 @@
 #include <llvm-c/Transforms/PassBuilder.h>
 
 #include "cg.h"
+
+/* Give mod tm's triple and data layout (see cg.h). */
+void cg_module_target(LLVMModuleRef mod, LLVMTargetMachineRef tm)
+{
+    char *triple = LLVMGetTargetMachineTriple(tm);
+    LLVMSetTarget(mod, triple);
+    LLVMDisposeMessage(triple);
+    LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
+    LLVMSetModuleDataLayout(mod, td);
+    LLVMDisposeTargetData(td);
+}
 
 /* Verify a module (see cg.h). */
 weft_status cg_verify(LLVMModuleRef mod, const char *who)

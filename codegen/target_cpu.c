@@ -249,13 +249,3 @@ weft_status cg_cpu_machine(const char *cpu, const char *features,
     return s;
 }
 
-/* Give mod tm's triple and data layout (see cg.h). */
-void cg_module_target(LLVMModuleRef mod, LLVMTargetMachineRef tm)
-{
-    char *triple = LLVMGetTargetMachineTriple(tm);
-    LLVMSetTarget(mod, triple);
-    LLVMDisposeMessage(triple);
-    LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
-    LLVMSetModuleDataLayout(mod, td);
-    LLVMDisposeTargetData(td);
-}

@@ -512,6 +512,7 @@ const cg_target cg_target_ptx = {
      * work differs by far more than the rows' mixes did): first the grid
      * must stop resonating with the rows (a dynamic or odd stride). */
     .div64_call = false,
+    .global_space = 1,
     .poll_every = CG_POLL_EVERY_GPU,
     .shared_array = ptx_shared_array,
     .atomic_rmw = ptx_atomic_rmw,

@@ -143,24 +143,24 @@ weft_status cg_array_load(cg_fn *fn, const cg_array *a, LLVMValueRef i,
 }
 
 /* The cell of zeros that cg_array_load_or_zero reads outside an array:
- * 16 bytes (the widest leaf is 8), one per module, in the PTX target's
- * global space. */
+ * 16 bytes (the widest leaf is 8), one per module, in the target's space
+ * for globals (cg_target.global_space). */
 static LLVMValueRef zero_cell(cg_fn *fn)
 {
     static const char name[] = "weft.zero";
     LLVMValueRef g = LLVMGetNamedGlobal(fn->mod, name);
-    bool ptx = fn->target == &cg_target_ptx;
+    unsigned space = fn->target->global_space;
     if (!g) {
         LLVMTypeRef at = LLVMArrayType2(LLVMInt64TypeInContext(fn->llctx), 2);
-        g = LLVMAddGlobalInAddressSpace(fn->mod, at, name, ptx ? 1 : 0);
+        g = LLVMAddGlobalInAddressSpace(fn->mod, at, name, space);
         LLVMSetLinkage(g, LLVMInternalLinkage);
         LLVMSetInitializer(g, LLVMConstNull(at));
         LLVMSetGlobalConstant(g, 1);
         LLVMSetAlignment(g, 16);
     }
-    return ptx ? LLVMConstAddrSpaceCast(
-                     g, LLVMPointerTypeInContext(fn->llctx, 0))
-               : g;
+    return space != 0 ? LLVMConstAddrSpaceCast(
+                            g, LLVMPointerTypeInContext(fn->llctx, 0))
+                      : g;
 }
 
 /* Load every leaf of an element, or zeros, with no branch (see cg.h). */

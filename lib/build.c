@@ -735,24 +735,38 @@ weft_exp *weft_arg(weft_fun *f, int i)
     return E(F(f)->arg[i]);
 }
 
-weft_status weft_fun_return(weft_fun *f, weft_exp *body)
+/* Give open function f (array: an array function) its body, once
+ * weft_fun_return or weft_afun_return has entered its program p (NULL:
+ * entering failed, and the status is the program's error, else
+ * WEFT_ERR_NULL_ARGUMENT). */
+static weft_status fun_body(weft_program *p, const char *who, fe_fun *f,
+                            fe_term *body, bool array)
 {
-    static const char who[] = "weft_fun_return";
-    weft_program *p = ENTER(who, HO(1, f), HE(2, body));
     if (p == NULL) {
-        weft_program *q = f != NULL ? F(f)->prog
-                                    : (body != NULL ? T(body)->prog : NULL);
+        weft_program *q = f != NULL ? f->prog
+                                    : (body != NULL ? body->prog : NULL);
         return q != NULL && q->status != WEFT_OK ? q->status
                                                  : WEFT_ERR_NULL_ARGUMENT;
     }
-    if (F(f)->body != NULL) {
+    if (f->body != NULL) {
         fe_fail(p, WEFT_ERR_INVALID_ARGUMENT,
                 "%s: the function already has a body", who);
         return p->status;
     }
-    F(f)->body = T(body);
-    F(f)->ret = T(body)->type;
+    f->body = body;
+    if (array) {
+        f->aret = body->atype;
+    } else {
+        f->ret = body->type;
+    }
     return WEFT_OK;
+}
+
+weft_status weft_fun_return(weft_fun *f, weft_exp *body)
+{
+    static const char who[] = "weft_fun_return";
+    weft_program *p = ENTER(who, HO(1, f), HE(2, body));
+    return fun_body(p, who, F(f), T(body), false);
 }
 
 int weft_fun_arity(const weft_fun *f)
@@ -845,20 +859,7 @@ weft_status weft_afun_return(weft_afun *f, weft_acc *body)
 {
     static const char who[] = "weft_afun_return";
     weft_program *p = ENTER(who, HGO(1, f), HT(2, body));
-    if (p == NULL) {
-        weft_program *q = f != NULL ? F(f)->prog
-                                    : (body != NULL ? T(body)->prog : NULL);
-        return q != NULL && q->status != WEFT_OK ? q->status
-                                                 : WEFT_ERR_NULL_ARGUMENT;
-    }
-    if (F(f)->body != NULL) {
-        fe_fail(p, WEFT_ERR_INVALID_ARGUMENT,
-                "%s: the function already has a body", who);
-        return p->status;
-    }
-    F(f)->body = T(body);
-    F(f)->aret = T(body)->atype;
-    return WEFT_OK;
+    return fun_body(p, who, F(f), T(body), true);
 }
 
 /* ---- constants --------------------------------------------------------- */
@@ -1078,9 +1079,66 @@ weft_exp *weft_prim2(weft_op op, weft_exp *a, weft_exp *b)
     return prim_build(p, "weft_prim2", op, 2, (fe_term *[]){T(a), T(b)});
 }
 
-/* One builder per untyped primitive of weft_ops.h: weft_add(a, b),
- * weft_sqrt(x), ...; each is weft_prim with its op, and its messages name
- * it. */
+/* What the operand and the result type of a primitive with a result type
+ * must be, by its type rule (and how the messages name them). */
+typedef struct typed_rule {
+    bool (*from_ok)(weft_type);
+    const char *from;
+    bool (*to_ok)(weft_type);
+    const char *to;
+    bool same_bits; /* a bitcast: as wide as each other */
+} typed_rule;
+
+static const typed_rule typed_rules[] = {
+    [FE_RULE_ROUND] = {.from_ok = fe_is_float, .from = "a floating",
+                       .to_ok = fe_is_int, .to = "an integral"},
+    [FE_RULE_CONV] = {.from_ok = fe_is_scalar, .from = "a scalar",
+                      .to_ok = fe_is_scalar, .to = "a scalar"},
+    [FE_RULE_CAST] = {.from_ok = fe_is_numeric, .from = "a numeric",
+                      .to_ok = fe_is_numeric, .to = "a numeric",
+                      .same_bits = true},
+};
+
+/* A primitive with a result type (rules ROUND, CONV, CAST). */
+static weft_exp *typed_build(const char *who, weft_op op, weft_exp *x,
+                             weft_type to)
+{
+    weft_program *p = ENTER(who, HE(1, x));
+    if (p == NULL) {
+        return NULL;
+    }
+    weft_type from = T(x)->type;
+    if (!type_ok(p, who, 2, to)) {
+        return NULL;
+    }
+    const typed_rule *rule = &typed_rules[fe_prims[op].rule];
+    if (!rule->from_ok(from)) {
+        return fe_fail(p, WEFT_ERR_TYPE_MISMATCH,
+                       "%s: argument 1 has type %s, expected %s type", who,
+                       TN(p, from), rule->from);
+    }
+    if (!rule->to_ok(to)) {
+        return fe_fail(p, WEFT_ERR_TYPE_MISMATCH,
+                       "%s: argument 2 is %s, expected %s type", who,
+                       TN(p, to), rule->to);
+    }
+    if (rule->same_bits && fe_type_bits(from) != fe_type_bits(to)) {
+        return fe_fail(p, WEFT_ERR_TYPE_MISMATCH,
+                       "%s: %s has %d bits, %s has %d", who, TN(p, from),
+                       fe_type_bits(from), TN(p, to), fe_type_bits(to));
+    }
+    fe_term *r = T(new_exp(p, who, FE_PRIM, to, 1, (fe_term *[]){T(x)}, 0,
+                           NULL));
+    if (r != NULL) {
+        r->op = (uint16_t)op;
+    }
+    return E(r);
+}
+
+/* One builder per primitive of weft_ops.h: weft_add(a, b), weft_sqrt(x),
+ * ...: the untyped ones weft_prim with their op, the typed ones
+ * (weft_floor(x, to), weft_convert(x, to), ...) typed_build; their
+ * messages name them. */
 #define OP_DEF_1(name, lower)                                                \
     weft_exp *weft_##lower(weft_exp *a)                                      \
     {                                                                        \
@@ -1101,107 +1159,17 @@ weft_exp *weft_prim2(weft_op op, weft_exp *a, weft_exp *b)
         return prim_build(p, "weft_" #lower, WEFT_OP_##name, 2,              \
                           (fe_term *[]){T(a), T(b)});                        \
     }
-#define OP_DEF_T(name, lower)
+#define OP_DEF_T(name, lower)                                                \
+    weft_exp *weft_##lower(weft_exp *x, weft_type to)                        \
+    {                                                                        \
+        return typed_build("weft_" #lower, WEFT_OP_##name, x, to);           \
+    }
 #define WEFT_OP(name, lower, arity, rule) OP_DEF_##arity(name, lower)
 #include "weft_ops.h"
 #undef WEFT_OP
 #undef OP_DEF_1
 #undef OP_DEF_2
 #undef OP_DEF_T
-
-/* A primitive with a result type (rules ROUND, CONV, CAST). */
-static weft_exp *typed_build(const char *who, weft_op op, weft_exp *x,
-                             weft_type to)
-{
-    weft_program *p = ENTER(who, HE(1, x));
-    if (p == NULL) {
-        return NULL;
-    }
-    weft_type from = T(x)->type;
-    if (!type_ok(p, who, 2, to)) {
-        return NULL;
-    }
-    switch (fe_prims[op].rule) {
-    case FE_RULE_ROUND:
-        if (!fe_is_float(from)) {
-            return fe_fail(p, WEFT_ERR_TYPE_MISMATCH,
-                           "%s: argument 1 has type %s, expected a floating "
-                           "type", who, TN(p, from));
-        }
-        if (!fe_is_int(to)) {
-            return fe_fail(p, WEFT_ERR_TYPE_MISMATCH,
-                           "%s: argument 2 is %s, expected an integral type",
-                           who, TN(p, to));
-        }
-        break;
-    case FE_RULE_CONV:
-        if (!fe_is_scalar(from)) {
-            return fe_fail(p, WEFT_ERR_TYPE_MISMATCH,
-                           "%s: argument 1 has type %s, expected a scalar "
-                           "type", who, TN(p, from));
-        }
-        if (!fe_is_scalar(to)) {
-            return fe_fail(p, WEFT_ERR_TYPE_MISMATCH,
-                           "%s: argument 2 is %s, expected a scalar type",
-                           who, TN(p, to));
-        }
-        break;
-    default: /* FE_RULE_CAST */
-        if (!fe_is_numeric(from)) {
-            return fe_fail(p, WEFT_ERR_TYPE_MISMATCH,
-                           "%s: argument 1 has type %s, expected a numeric "
-                           "type", who, TN(p, from));
-        }
-        if (!fe_is_numeric(to)) {
-            return fe_fail(p, WEFT_ERR_TYPE_MISMATCH,
-                           "%s: argument 2 is %s, expected a numeric type",
-                           who, TN(p, to));
-        }
-        if (fe_type_bits(from) != fe_type_bits(to)) {
-            return fe_fail(p, WEFT_ERR_TYPE_MISMATCH,
-                           "%s: %s has %d bits, %s has %d", who,
-                           TN(p, from), fe_type_bits(from), TN(p, to),
-                           fe_type_bits(to));
-        }
-        break;
-    }
-    fe_term *r = T(new_exp(p, who, FE_PRIM, to, 1, (fe_term *[]){T(x)}, 0,
-                           NULL));
-    if (r != NULL) {
-        r->op = (uint16_t)op;
-    }
-    return E(r);
-}
-
-weft_exp *weft_floor(weft_exp *x, weft_type to)
-{
-    return typed_build("weft_floor", WEFT_OP_FLOOR, x, to);
-}
-
-weft_exp *weft_ceiling(weft_exp *x, weft_type to)
-{
-    return typed_build("weft_ceiling", WEFT_OP_CEILING, x, to);
-}
-
-weft_exp *weft_round(weft_exp *x, weft_type to)
-{
-    return typed_build("weft_round", WEFT_OP_ROUND, x, to);
-}
-
-weft_exp *weft_truncate(weft_exp *x, weft_type to)
-{
-    return typed_build("weft_truncate", WEFT_OP_TRUNCATE, x, to);
-}
-
-weft_exp *weft_convert(weft_exp *x, weft_type to)
-{
-    return typed_build("weft_convert", WEFT_OP_CONVERT, x, to);
-}
-
-weft_exp *weft_bitcast(weft_exp *x, weft_type to)
-{
-    return typed_build("weft_bitcast", WEFT_OP_BITCAST, x, to);
-}
 
 /* ---- other scalar terms ------------------------------------------------ */
 
@@ -1964,15 +1932,29 @@ static weft_acc *reduce_call(const char *who, fe_kind k, weft_fun *f,
                   has_seg(k) ? T(seg) : NULL);
 }
 
-weft_acc *weft_fold(weft_fun *f, weft_exp *z, weft_acc *a)
-{
-    return reduce_call("weft_fold", FE_FOLD, f, z, a, NULL);
-}
+/* The public folds and scans without segments, a line each: those with
+ * a seed take z. */
+#define REDUCE_SEEDED(fn, kind)                                              \
+    weft_acc *fn(weft_fun *f, weft_exp *z, weft_acc *a)                      \
+    {                                                                        \
+        return reduce_call(#fn, kind, f, z, a, NULL);                        \
+    }
+#define REDUCE_UNSEEDED(fn, kind)                                            \
+    weft_acc *fn(weft_fun *f, weft_acc *a)                                   \
+    {                                                                        \
+        return reduce_call(#fn, kind, f, NULL, a, NULL);                     \
+    }
 
-weft_acc *weft_fold1(weft_fun *f, weft_acc *a)
-{
-    return reduce_call("weft_fold1", FE_FOLD1, f, NULL, a, NULL);
-}
+REDUCE_SEEDED(weft_fold, FE_FOLD)
+REDUCE_UNSEEDED(weft_fold1, FE_FOLD1)
+REDUCE_SEEDED(weft_scanl, FE_SCANL)
+REDUCE_UNSEEDED(weft_scanl1, FE_SCANL1)
+REDUCE_SEEDED(weft_scanl_, FE_SCANL_)
+REDUCE_SEEDED(weft_scanr, FE_SCANR)
+REDUCE_UNSEEDED(weft_scanr1, FE_SCANR1)
+REDUCE_SEEDED(weft_scanr_, FE_SCANR_)
+#undef REDUCE_SEEDED
+#undef REDUCE_UNSEEDED
 
 weft_acc *weft_fold_seg(weft_fun *f, weft_exp *z, weft_acc *a, weft_acc *seg)
 {
@@ -1982,36 +1964,6 @@ weft_acc *weft_fold_seg(weft_fun *f, weft_exp *z, weft_acc *a, weft_acc *seg)
 weft_acc *weft_fold1_seg(weft_fun *f, weft_acc *a, weft_acc *seg)
 {
     return reduce_call("weft_fold1_seg", FE_FOLD1_SEG, f, NULL, a, seg);
-}
-
-weft_acc *weft_scanl(weft_fun *f, weft_exp *z, weft_acc *a)
-{
-    return reduce_call("weft_scanl", FE_SCANL, f, z, a, NULL);
-}
-
-weft_acc *weft_scanl1(weft_fun *f, weft_acc *a)
-{
-    return reduce_call("weft_scanl1", FE_SCANL1, f, NULL, a, NULL);
-}
-
-weft_acc *weft_scanl_(weft_fun *f, weft_exp *z, weft_acc *a)
-{
-    return reduce_call("weft_scanl_", FE_SCANL_, f, z, a, NULL);
-}
-
-weft_acc *weft_scanr(weft_fun *f, weft_exp *z, weft_acc *a)
-{
-    return reduce_call("weft_scanr", FE_SCANR, f, z, a, NULL);
-}
-
-weft_acc *weft_scanr1(weft_fun *f, weft_acc *a)
-{
-    return reduce_call("weft_scanr1", FE_SCANR1, f, NULL, a, NULL);
-}
-
-weft_acc *weft_scanr_(weft_fun *f, weft_exp *z, weft_acc *a)
-{
-    return reduce_call("weft_scanr_", FE_SCANR_, f, z, a, NULL);
 }
 
 /* fold_all and fold1_all: fold (kind k) of reshape (index1 (size a)) a. */

@@ -440,23 +440,6 @@ weft_status weft_context_wait_optimised(weft_context *ctx)
     return ctx->be->wait_optimised ? ctx->be->wait_optimised(ctx) : WEFT_OK;
 }
 
-void fe_stats_add_phases(weft_stats *st, const weft_context *src)
-{
-    double ms[FE_PHASE_COUNT];
-    for (int p = 0; p < FE_PHASE_COUNT; p++) {
-        ms[p] = (double)atomic_load_explicit(&src->phase_ns[p],
-                                             memory_order_relaxed) / 1e6;
-    }
-    st->frontend_ms += ms[FE_PHASE_FRONTEND];
-    st->ir_ms += ms[FE_PHASE_IR];
-    st->llvm_opt_ms += ms[FE_PHASE_LLVM_OPT];
-    st->llvm_codegen_ms += ms[FE_PHASE_LLVM_CODEGEN];
-    st->ptx_ms += ms[FE_PHASE_PTX];
-    st->driver_link_ms += ms[FE_PHASE_DRIVER_LINK];
-    st->jit_link_ms += ms[FE_PHASE_JIT_LINK];
-    st->disk_ms += ms[FE_PHASE_DISK];
-}
-
 weft_status weft_context_stats_sized(const weft_context *ctx,
                                      weft_stats *out, size_t size)
 {

@@ -82,7 +82,7 @@ _Noreturn void fe_internal_abort(const char *file, int line, const char *cond);
     } while (0)
 #endif
 
-/* ===== info.c: versions, backends, devices, the disk cache ===== */
+/* ===== abi.c: weft's version, sized copies of public structs ===== */
 
 /* Copy the src_n bytes of a struct weft fills into the caller's dst of
  * dst_n bytes (a sized call: weft_context_stats_sized): the first
@@ -316,7 +316,7 @@ weft_status fe_trace_open(weft_context *ctx, const char *path);
  * fe_trace_close(dst) drops): for a shadow context that outlives src (the
  * CPU JIT's, runtime-cpu/jit.c "Freeing").  Nothing when src has none. */
 void fe_trace_share(weft_context *dst, const weft_context *src);
-/* Add src's compile phases (phase_ns) to st's *_ms fields (context.c). */
+/* Add src's compile phases (phase_ns) to st's *_ms fields. */
 void fe_stats_add_phases(weft_stats *st, const weft_context *src);
 void fe_trace_close(weft_context *ctx);
 /* Write ctx's buffered events now (the file stays valid JSON). */
@@ -808,6 +808,16 @@ extern const fe_backend fe_backend_ptx; /* runtime-gpu/backend.c */
 weft_status fe_interp(weft_context *ctx, const fe_core *core,
                       weft_array *const *in, weft_array **out,
                       fe_cancel *cancel, weft_array *const *into);
+
+/* The offsets of a segmented fold's segments: off[k] .. off[k + 1] is
+ * segment k of a row of `inner` elements, from the nseg lengths in seg
+ * (rank 1, integral, in host memory), filled for k from `from` on
+ * (off[0 .. from] already set; the runtime's fast paths set a prefix).
+ * Errors: WEFT_ERR_SEGMENTS (a negative length, or lengths that sum past
+ * the row), the message naming the operation `name`; the interpreter's,
+ * so that every backend reports a bad descriptor alike. */
+weft_status fe_seg_offsets(const weft_array *seg, int64_t from, int64_t nseg,
+                           int64_t inner, const char *name, int64_t *off);
 
 /* A compiled backend runs the core through the interpreter's walker and
  * takes over the collective operations: fe_interp_hooked calls hook for

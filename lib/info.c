@@ -1,6 +1,6 @@
 /*
  * lib/info.c: what a program may ask before it makes a context (weft.h,
- * "Introspection"): weft's and LLVM's versions, which backends can run
+ * "Introspection"): LLVM's version, which backends can run
  * here and why not, the CUDA devices, where libdevice is, and the disk
  * cache a context would use.  tools/weft-info.c prints all of it.
  *
@@ -11,10 +11,8 @@
  * (codegen/target_ptx.c) and the disk cache (runtime/disk.c, opened here
  * as a context opens it, then closed).
  *
- * Structs that weft fills for the caller are copied with fe_copy_sized:
- * the caller passes its sizeof, so that a binding built against an older
- * weft.h (a smaller struct) or a newer one (a larger struct) gets what
- * both know and never a write past its struct (docs/abi.md).
+ * weft's own version and the sized copy of the structs filled here
+ * (fe_copy_sized) are lib/abi.c's; LLVM's version is asked here.
  */
 #include <stdio.h>
 #include <string.h>
@@ -28,37 +26,6 @@
 #include "../runtime/rt.h"
 #include "../runtime-gpu/gpu.h"
 #endif
-
-#define INFO_STR_(x) #x
-#define INFO_STR(x) INFO_STR_(x)
-
-void fe_copy_sized(void *dst, size_t dst_n, const void *src, size_t src_n)
-{
-    size_t n = dst_n < src_n ? dst_n : src_n;
-    memcpy(dst, src, n);
-    if (dst_n > n) {
-        memset((char *)dst + n, 0, dst_n - n);
-    }
-}
-
-const char *weft_version(void)
-{
-    return INFO_STR(WEFT_VERSION_MAJOR) "." INFO_STR(
-        WEFT_VERSION_MINOR) "." INFO_STR(WEFT_VERSION_PATCH);
-}
-
-void weft_version_numbers(int *major, int *minor, int *patch)
-{
-    if (major) {
-        *major = WEFT_VERSION_MAJOR;
-    }
-    if (minor) {
-        *minor = WEFT_VERSION_MINOR;
-    }
-    if (patch) {
-        *patch = WEFT_VERSION_PATCH;
-    }
-}
 
 const char *weft_llvm_version(void)
 {

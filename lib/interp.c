@@ -206,6 +206,18 @@ static void release_to(interp *st, mark m)
     }
 }
 
+/* The end of an operation with one result r: on success hand r out in
+ * out[0], else release it (NULL does nothing).  Returns s. */
+static weft_status hand_out(weft_status s, weft_array *r, weft_array **out)
+{
+    if (s) {
+        weft_array_release(r);
+    } else {
+        out[0] = r;
+    }
+    return s;
+}
+
 /* ---- variables ------------------------------------------------------------ */
 
 /* The leaf vector of scalar variable var (allocated on first use); NULL with
@@ -465,6 +477,22 @@ static weft_status new_array(interp *st, weft_type type, int rank,
         }
     }
     return fe_array_new(st->ctx, WHO, type, rank, shape, out);
+}
+
+/* The result of an element-wise operation: a new array *r of type, rank
+ * and shape, its view *rv, and *tmp, room on the stack for one element
+ * (rv->n leaves).  Errors: new_array's, WEFT_ERR_OUT_OF_MEMORY. */
+static weft_status new_result(interp *st, weft_type type, int rank,
+                              const int64_t *shape, weft_array **r, view *rv,
+                              fe_val **tmp)
+{
+    weft_status s = new_array(st, type, rank, shape, r);
+    if (s) {
+        return s;
+    }
+    view_init(st, rv, *r);
+    *tmp = push(st, (size_t)rv->n);
+    return *tmp ? WEFT_OK : oom();
 }
 
 /* Evaluate a single-array term: borrowed from the environment when it is a
@@ -810,6 +838,19 @@ static weft_status acc_unit(interp *st, const fe_term *t, weft_array **out)
     return s;
 }
 
+/* Element i of an element-wise result: f's body (its parameters already
+ * set) into tmp, stored at i of rv; an error names the element. */
+static weft_status put_elem(interp *st, const fe_fun *f, fe_val *tmp,
+                            const view *rv, int64_t i)
+{
+    weft_status s = eval_exp(st, f->body, tmp);
+    if (s) {
+        return at_element(s, i);
+    }
+    store_elem(rv, i, tmp);
+    return WEFT_OK;
+}
+
 static weft_status acc_generate(interp *st, const fe_term *t, weft_array **out)
 {
     const fe_fun *f = t->fun[0];
@@ -826,37 +867,24 @@ static weft_status acc_generate(interp *st, const fe_term *t, weft_array **out)
     if (!s) {
         s = take_shape("generate", rank, sh, shape, &size);
     }
+    view rv;
+    fe_val *tmp = NULL;
     if (!s) {
-        s = new_array(st, t->type, rank, shape, &r);
+        s = new_result(st, t->type, rank, shape, &r, &rv, &tmp);
     }
     if (s) {
-        goto done;
-    }
-    view rv;
-    view_init(st, &rv, r);
-    fe_val *tmp = push(st, (size_t)rv.n);
-    if (!tmp) {
-        s = oom();
         goto done;
     }
     for (int64_t i = 0; i < (rv.n > 0 ? size : 0); i++) {
         put_ix(p, rank, ix);
-        s = eval_exp(st, f->body, tmp);
-        if (s) {
-            s = at_element(s, i);
+        if ((s = put_elem(st, f, tmp, &rv, i)) != WEFT_OK) {
             goto done;
         }
-        store_elem(&rv, i, tmp);
         ix_next(rank, shape, ix);
     }
 done:
     release_to(st, m);
-    if (s) {
-        weft_array_release(r);
-    } else {
-        out[0] = r;
-    }
-    return s;
+    return hand_out(s, r, out);
 }
 
 static weft_status acc_map(interp *st, const fe_term *t, weft_array **out)
@@ -882,22 +910,14 @@ static weft_status acc_map(interp *st, const fe_term *t, weft_array **out)
     }
     for (int64_t i = 0; i < (rv.n > 0 ? a->size : 0); i++) {
         load_elem(&av, i, p);
-        s = eval_exp(st, f->body, tmp);
-        if (s) {
-            s = at_element(s, i);
+        if ((s = put_elem(st, f, tmp, &rv, i)) != WEFT_OK) {
             goto done;
         }
-        store_elem(&rv, i, tmp);
     }
 done:
     release_to(st, m);
     weft_array_release(a);
-    if (s) {
-        weft_array_release(r);
-    } else {
-        out[0] = r;
-    }
-    return s;
+    return hand_out(s, r, out);
 }
 
 static weft_status acc_zipwith(interp *st, const fe_term *t, weft_array **out)
@@ -950,12 +970,9 @@ static weft_status acc_zipwith(interp *st, const fe_term *t, weft_array **out)
         for (int k = 0; k < n; k++) {
             load_elem(&av[k], ix_linear(rank, a[k]->shape, ix), p[k]);
         }
-        s = eval_exp(st, f->body, tmp);
-        if (s) {
-            s = at_element(s, i);
+        if ((s = put_elem(st, f, tmp, &rv, i)) != WEFT_OK) {
             goto done;
         }
-        store_elem(&rv, i, tmp);
         ix_next(rank, shape, ix);
     }
 done:
@@ -963,12 +980,7 @@ done:
     for (int k = 0; k < 3; k++) {
         weft_array_release(a[k]);
     }
-    if (s) {
-        weft_array_release(r);
-    } else {
-        out[0] = r;
-    }
-    return s;
+    return hand_out(s, r, out);
 }
 
 static weft_status acc_reshape(interp *st, const fe_term *t, weft_array **out)
@@ -1084,12 +1096,7 @@ static weft_status acc_replicate(interp *st, const fe_term *t, weft_array **out)
     }
 done:
     weft_array_release(a);
-    if (s) {
-        weft_array_release(r);
-    } else {
-        out[0] = r;
-    }
-    return s;
+    return hand_out(s, r, out);
 }
 
 static weft_status acc_slice(interp *st, const fe_term *t, weft_array **out)
@@ -1150,12 +1157,7 @@ static weft_status acc_slice(interp *st, const fe_term *t, weft_array **out)
     }
 done:
     weft_array_release(a);
-    if (s) {
-        weft_array_release(r);
-    } else {
-        out[0] = r;
-    }
-    return s;
+    return hand_out(s, r, out);
 }
 
 /* backpermute and transform. */
@@ -1217,12 +1219,9 @@ static weft_status acc_backpermute(interp *st, const fe_term *t,
         int64_t j = ix_linear(a->rank, a->shape, six);
         if (f) {
             load_elem(&av, j, pf);
-            s = eval_exp(st, f->body, tmp);
-            if (s) {
-                s = at_element(s, i);
+            if ((s = put_elem(st, f, tmp, &rv, i)) != WEFT_OK) {
                 goto done;
             }
-            store_elem(&rv, i, tmp);
         } else {
             copy_elem(&rv, i, &av, j);
         }
@@ -1231,12 +1230,7 @@ static weft_status acc_backpermute(interp *st, const fe_term *t,
 done:
     release_to(st, m);
     weft_array_release(a);
-    if (s) {
-        weft_array_release(r);
-    } else {
-        out[0] = r;
-    }
-    return s;
+    return hand_out(s, r, out);
 }
 
 /* ---- reductions and scans ------------------------------------------------- */
@@ -1297,70 +1291,139 @@ static weft_status rows_of(interp *st, const fe_term *t, weft_array **a,
     return WEFT_OK;
 }
 
+/* A fold or scan in the making: the seed z (when seeded) and the
+ * accumulator, n leaves each on the interpreter's stack from mark m; the
+ * input array a as outer rows of inner elements, read through av; the
+ * combining step c. */
+typedef struct reduce {
+    mark m;
+    bool seeded;
+    int n;
+    fe_val *z, *acc;
+    weft_array *a;
+    int64_t outer, inner;
+    view av;
+    comb c;
+} reduce;
+
+/* Begin reduction t (a fold or scan) of elements of type elt: the seed
+ * t->kid[0] when seeded, then the input (the next operand) as rows.
+ * reduce_end releases what *rd holds, whatever this returns. */
+static weft_status reduce_begin(interp *st, const fe_term *t, bool seeded,
+                                weft_type elt, reduce *rd)
+{
+    rd->m = mark_now(st);
+    rd->seeded = seeded;
+    rd->n = leaves_of(st, elt);
+    rd->z = push(st, (size_t)rd->n);
+    rd->acc = push(st, (size_t)rd->n);
+    rd->a = NULL;
+    rd->outer = rd->inner = 0;
+    weft_status s = (rd->z && rd->acc) ? WEFT_OK : oom();
+    if (!s && seeded) {
+        s = eval_exp(st, t->kid[0], rd->z);
+    }
+    if (!s) {
+        s = rows_of(st, t->kid[seeded ? 1 : 0], &rd->a, &rd->outer,
+                    &rd->inner);
+    }
+    return s;
+}
+
+/* Ready the walk over the input, once the results are allocated: the
+ * combining step of function f and the input's view. */
+static weft_status reduce_walk(interp *st, reduce *rd, const fe_fun *f)
+{
+    weft_status s = comb_init(st, &rd->c, f, rd->n);
+    if (s == WEFT_OK) {
+        view_init(st, &rd->av, rd->a);
+    }
+    return s;
+}
+
+/* acc = the left fold of elements [i, end) of the input, from the seed,
+ * or unseeded from element i (the range is then not empty). */
+static weft_status reduce_range(interp *st, reduce *rd, int64_t i,
+                                int64_t end)
+{
+    if (rd->seeded) {
+        memcpy(rd->acc, rd->z, sizeof *rd->z * (size_t)rd->n);
+    } else {
+        load_elem(&rd->av, i++, rd->acc);
+    }
+    for (; i < end; i++) {
+        weft_status s = comb_left(st, &rd->c, rd->acc, &rd->av, i);
+        if (s) {
+            return s;
+        }
+    }
+    return WEFT_OK;
+}
+
+static void reduce_end(interp *st, reduce *rd)
+{
+    release_to(st, rd->m);
+    weft_array_release(rd->a);
+}
+
 /* fold and fold1. */
 static weft_status acc_fold(interp *st, const fe_term *t, weft_array **out)
 {
-    bool seeded = t->kind == FE_FOLD;
-    const fe_term *ta = t->kid[seeded ? 1 : 0];
-    weft_array *a = NULL, *r = NULL;
-    int64_t outer = 0, inner = 0; /* set by rows_of (gcc -O3 cannot tell) */
-    mark m = mark_now(st);
-    int n = leaves_of(st, t->type);
-    fe_val *z = push(st, (size_t)n), *acc = push(st, (size_t)n);
-    weft_status s = (z && acc) ? WEFT_OK : oom();
-    if (!s && seeded) {
-        s = eval_exp(st, t->kid[0], z);
-    }
-    if (!s) {
-        s = rows_of(st, ta, &a, &outer, &inner);
-    }
+    reduce rd;
+    weft_array *r = NULL;
+    weft_status s = reduce_begin(st, t, t->kind == FE_FOLD, t->type, &rd);
     if (s) {
         goto done;
     }
-    if (!seeded && inner == 0 && outer > 0) {
+    if (!rd.seeded && rd.inner == 0 && rd.outer > 0) {
         char b[160];
         s = fe_error(WEFT_ERR_EMPTY_ARRAY,
                      WHO ": fold1 of empty rows (an array of shape %s)",
-                     fmt_ix(b, sizeof b, a->rank, a->shape));
+                     fmt_ix(b, sizeof b, rd.a->rank, rd.a->shape));
         goto done;
     }
-    s = new_array(st, t->type, a->rank - 1, a->shape, &r);
+    s = new_array(st, t->type, rd.a->rank - 1, rd.a->shape, &r);
+    if (!s) {
+        s = reduce_walk(st, &rd, t->fun[0]);
+    }
     if (s) {
         goto done;
     }
-    comb c;
-    s = comb_init(st, &c, t->fun[0], n);
-    if (s) {
-        goto done;
-    }
-    view av, rv;
-    view_init(st, &av, a);
+    view rv;
     view_init(st, &rv, r);
-    for (int64_t o = 0; o < outer; o++) {
-        int64_t base = o * inner, k = 0;
-        if (seeded) {
-            memcpy(acc, z, sizeof *z * (size_t)n);
-        } else {
-            load_elem(&av, base, acc);
-            k = 1;
+    for (int64_t o = 0; o < rd.outer; o++) {
+        s = reduce_range(st, &rd, o * rd.inner, (o + 1) * rd.inner);
+        if (s) {
+            goto done;
         }
-        for (; k < inner; k++) {
-            s = comb_left(st, &c, acc, &av, base + k);
-            if (s) {
-                goto done;
-            }
-        }
-        store_elem(&rv, o, acc);
+        store_elem(&rv, o, rd.acc);
     }
 done:
-    release_to(st, m);
-    weft_array_release(a);
-    if (s) {
-        weft_array_release(r);
-    } else {
-        out[0] = r;
+    reduce_end(st, &rd);
+    return hand_out(s, r, out);
+}
+
+weft_status fe_seg_offsets(const weft_array *seg, int64_t from, int64_t nseg,
+                           int64_t inner, const char *name, int64_t *off)
+{
+    for (int64_t k = from; k < nseg; k++) {
+        fe_val v = fe_load(seg->type, seg->data[0], k);
+        bool neg = fe_is_signed(seg->type) ? v.i < 0 : false;
+        bool huge = !fe_is_signed(seg->type) && v.u > (uint64_t)INT64_MAX;
+        if (neg) {
+            return fe_error(WEFT_ERR_SEGMENTS,
+                            WHO ": %s: segment %lld has negative length %lld",
+                            name, (long long)k, (long long)v.i);
+        }
+        if (huge || v.i > inner - off[k]) {
+            return fe_error(WEFT_ERR_SEGMENTS,
+                            WHO ": %s: segment lengths sum past the innermost "
+                            "extent %lld (at segment %lld)", name,
+                            (long long)inner, (long long)k);
+        }
+        off[k + 1] = off[k] + v.i;
     }
-    return s;
+    return WEFT_OK;
 }
 
 /* fold_seg and fold1_seg. */
@@ -1368,20 +1431,11 @@ static weft_status acc_fold_seg(interp *st, const fe_term *t, weft_array **out)
 {
     bool seeded = t->kind == FE_FOLD_SEG;
     const char *name = seeded ? "fold_seg" : "fold1_seg";
-    const fe_term *ta = t->kid[seeded ? 1 : 0];
     const fe_term *tseg = t->kid[seeded ? 2 : 1];
-    weft_array *a = NULL, *seg = NULL, *r = NULL;
-    int64_t *off = NULL, nseg = 0, outer = 0, inner = 0;
-    mark m = mark_now(st);
-    int n = leaves_of(st, t->type);
-    fe_val *z = push(st, (size_t)n), *acc = push(st, (size_t)n);
-    weft_status s = (z && acc) ? WEFT_OK : oom();
-    if (!s && seeded) {
-        s = eval_exp(st, t->kid[0], z);
-    }
-    if (!s) {
-        s = rows_of(st, ta, &a, &outer, &inner);
-    }
+    weft_array *seg = NULL, *r = NULL;
+    int64_t *off = NULL, nseg = 0;
+    reduce rd;
+    weft_status s = reduce_begin(st, t, seeded, t->type, &rd);
     if (!s) {
         s = eval_one(st, tseg, &seg);
     }
@@ -1402,34 +1456,18 @@ static weft_status acc_fold_seg(interp *st, const fe_term *t, weft_array **out)
         goto done;
     }
     off[0] = 0;
-    for (int64_t k = 0; k < nseg; k++) {
-        fe_val v = fe_load(seg->type, seg->data[0], k);
-        bool neg = fe_is_signed(seg->type) ? v.i < 0 : false;
-        bool huge = !fe_is_signed(seg->type) && v.u > (uint64_t)INT64_MAX;
-        if (neg) {
-            s = fe_error(WEFT_ERR_SEGMENTS,
-                         WHO ": %s: segment %lld has negative length %lld",
-                         name, (long long)k, (long long)v.i);
-            goto done;
-        }
-        if (huge || v.i > inner - off[k]) {
-            s = fe_error(WEFT_ERR_SEGMENTS,
-                         WHO ": %s: segment lengths sum past the innermost "
-                         "extent %lld (at segment %lld)", name,
-                         (long long)inner, (long long)k);
-            goto done;
-        }
-        off[k + 1] = off[k] + v.i;
+    if ((s = fe_seg_offsets(seg, 0, nseg, rd.inner, name, off)) != WEFT_OK) {
+        goto done;
     }
     int64_t shape[WEFT_MAX_RANK];
-    memcpy(shape, a->shape, sizeof shape);
-    shape[a->rank - 1] = nseg;
-    if (fe_shape_size(a->rank, shape) < 0) {
+    memcpy(shape, rd.a->shape, sizeof shape);
+    shape[rd.a->rank - 1] = nseg;
+    if (fe_shape_size(rd.a->rank, shape) < 0) {
         s = fe_error(WEFT_ERR_BAD_SHAPE,
                      WHO ": %s: the result has too many elements", name);
         goto done;
     }
-    if (!seeded && outer > 0) {
+    if (!seeded && rd.outer > 0) {
         for (int64_t k = 0; k < nseg; k++) {
             if (off[k + 1] == off[k]) {
                 s = fe_error(WEFT_ERR_EMPTY_ARRAY,
@@ -1439,48 +1477,32 @@ static weft_status acc_fold_seg(interp *st, const fe_term *t, weft_array **out)
             }
         }
     }
-    s = new_array(st, t->type, a->rank, shape, &r);
+    s = new_array(st, t->type, rd.a->rank, shape, &r);
+    if (!s) {
+        s = reduce_walk(st, &rd, t->fun[0]);
+    }
     if (s) {
         goto done;
     }
-    comb c;
-    s = comb_init(st, &c, t->fun[0], n);
-    if (s) {
-        goto done;
-    }
-    view av, rv;
-    view_init(st, &av, a);
+    view rv;
     view_init(st, &rv, r);
-    for (int64_t o = 0; o < outer; o++) {
+    for (int64_t o = 0; o < rd.outer; o++) {
         for (int64_t k = 0; k < nseg; k++) {
-            int64_t i = o * inner + off[k], end = o * inner + off[k + 1];
-            if (seeded) {
-                memcpy(acc, z, sizeof *z * (size_t)n);
-            } else {
-                load_elem(&av, i++, acc);
+            int64_t row = o * rd.inner;
+            s = reduce_range(st, &rd, row + off[k], row + off[k + 1]);
+            if (s) {
+                goto done;
             }
-            for (; i < end; i++) {
-                s = comb_left(st, &c, acc, &av, i);
-                if (s) {
-                    goto done;
-                }
-            }
-            store_elem(&rv, o * nseg + k, acc);
+            store_elem(&rv, o * nseg + k, rd.acc);
         }
     }
 done:
-    release_to(st, m);
+    reduce_end(st, &rd);
     if (off) {
         fe_free(st->ctx, off, sizeof *off * (size_t)(nseg + 1));
     }
-    weft_array_release(a);
     weft_array_release(seg);
-    if (s) {
-        weft_array_release(r);
-    } else {
-        out[0] = r;
-    }
-    return s;
+    return hand_out(s, r, out);
 }
 
 /* The six scans.  For each row of n elements x:
@@ -1498,23 +1520,17 @@ static weft_status acc_scan(interp *st, const fe_term *t, weft_array **out)
     bool left = k == FE_SCANL || k == FE_SCANL1 || k == FE_SCANL_;
     bool pair = k == FE_SCANL_ || k == FE_SCANR_;
     bool grow = k == FE_SCANL || k == FE_SCANR; /* n + 1 per row */
-    const fe_term *ta = t->kid[seeded ? 1 : 0];
     weft_type elt = pair ? t->atype->comp[0]->elt : t->type;
-    weft_array *a = NULL, *r = NULL, *tot = NULL;
-    int64_t outer = 0, inner = 0; /* set by rows_of (gcc -O3 cannot tell) */
-    mark m = mark_now(st);
-    int n = leaves_of(st, elt);
-    fe_val *z = push(st, (size_t)n), *acc = push(st, (size_t)n);
-    weft_status s = (z && acc) ? WEFT_OK : oom();
-    if (!s && seeded) {
-        s = eval_exp(st, t->kid[0], z);
-    }
-    if (!s) {
-        s = rows_of(st, ta, &a, &outer, &inner);
-    }
+    weft_array *r = NULL, *tot = NULL;
+    reduce rd;
+    weft_status s = reduce_begin(st, t, seeded, elt, &rd);
     if (s) {
         goto done;
     }
+    const weft_array *a = rd.a;
+    int64_t outer = rd.outer, inner = rd.inner;
+    fe_val *z = rd.z, *acc = rd.acc;
+    int n = rd.n;
     int rank = a->rank;
     int64_t shape[WEFT_MAX_RANK];
     memcpy(shape, a->shape, sizeof shape);
@@ -1529,16 +1545,15 @@ static weft_status acc_scan(interp *st, const fe_term *t, weft_array **out)
     if (!s && pair) {
         s = new_array(st, elt, rank - 1, a->shape, &tot);
     }
+    if (!s) {
+        s = reduce_walk(st, &rd, t->fun[0]);
+    }
     if (s) {
         goto done;
     }
-    comb c;
-    s = comb_init(st, &c, t->fun[0], n);
-    if (s) {
-        goto done;
-    }
-    view av, rv, tv;
-    view_init(st, &av, a);
+    const comb *c = &rd.c;
+    const view *av = &rd.av;
+    view rv, tv;
     view_init(st, &rv, r);
     if (pair) {
         view_init(st, &tv, tot);
@@ -1548,65 +1563,44 @@ static weft_status acc_scan(interp *st, const fe_term *t, weft_array **out)
         if (inner == 0 && !seeded) {
             continue;
         }
-        if (left) {
-            int64_t i = 0;
-            if (seeded) {
-                memcpy(acc, z, sizeof *z * (size_t)n);
-            } else {
-                load_elem(&av, base, acc);
-                store_elem(&rv, rbase, acc);
-                i = 1;
-            }
-            for (; i < inner; i++) {
-                if (seeded) {
-                    store_elem(&rv, rbase + i, acc);
-                }
-                s = comb_left(st, &c, acc, &av, base + i);
-                if (s) {
-                    goto done;
-                }
-                if (!seeded) {
-                    store_elem(&rv, rbase + i, acc);
-                }
-            }
-            if (grow) {
+        /* the row from its first element, left or right, storing acc at
+         * position i before combining x[i] (scanl, scanl', scanr': the
+         * result is offset by one from the combined prefix) or after */
+        int64_t first = left ? 0 : inner - 1, step = left ? 1 : -1;
+        bool before = left ? seeded : pair;
+        int64_t i = first;
+        if (seeded) {
+            memcpy(acc, z, sizeof *z * (size_t)n);
+            if (grow && !left) {
                 store_elem(&rv, rbase + inner, acc);
-            } else if (pair) {
-                store_elem(&tv, o, acc);
             }
         } else {
-            int64_t i = inner - 1;
-            if (seeded) {
-                memcpy(acc, z, sizeof *z * (size_t)n);
-                if (grow) {
-                    store_elem(&rv, rbase + inner, acc);
-                }
-            } else {
-                load_elem(&av, base + i, acc);
+            load_elem(av, base + first, acc);
+            store_elem(&rv, rbase + first, acc);
+            i += step;
+        }
+        for (; i >= 0 && i < inner; i += step) {
+            if (before) {
                 store_elem(&rv, rbase + i, acc);
-                i--;
             }
-            for (; i >= 0; i--) {
-                /* scanr' stores r[i + 1] of scanr at position i */
-                if (pair) {
-                    store_elem(&rv, rbase + i, acc);
-                }
-                s = comb_right(st, &c, acc, &av, base + i);
-                if (s) {
-                    goto done;
-                }
-                if (!pair) {
-                    store_elem(&rv, rbase + i, acc);
-                }
+            s = left ? comb_left(st, c, acc, av, base + i)
+                     : comb_right(st, c, acc, av, base + i);
+            if (s) {
+                goto done;
             }
-            if (pair) {
-                store_elem(&tv, o, acc);
+            if (!before) {
+                store_elem(&rv, rbase + i, acc);
             }
+        }
+        if (grow && left) {
+            store_elem(&rv, rbase + inner, acc);
+        }
+        if (pair) {
+            store_elem(&tv, o, acc);
         }
     }
 done:
-    release_to(st, m);
-    weft_array_release(a);
+    reduce_end(st, &rd);
     if (s) {
         weft_array_release(r);
         weft_array_release(tot);
@@ -1696,12 +1690,7 @@ done:
     release_to(st, m);
     weft_array_release(def);
     weft_array_release(src);
-    if (s) {
-        weft_array_release(r);
-    } else {
-        out[0] = r;
-    }
-    return s;
+    return hand_out(s, r, out);
 }
 
 /* Where index i of an extent-n dimension reads under boundary b; false when
@@ -1847,15 +1836,10 @@ static weft_status acc_stencil(interp *st, const fe_term *t, weft_array **out)
             shape[d] = b->shape[d];
         }
     }
-    s = new_array(st, t->type, rank, shape, &r);
-    if (s) {
-        goto done;
-    }
     view rv;
-    view_init(st, &rv, r);
-    fe_val *tmp = push(st, (size_t)rv.n);
-    if (!tmp) {
-        s = oom();
+    fe_val *tmp = NULL;
+    s = new_result(st, t->type, rank, shape, &r, &rv, &tmp);
+    if (s) {
         goto done;
     }
     for (int64_t i = 0; i < r->size; i++) {
@@ -1863,12 +1847,9 @@ static weft_status acc_stencil(interp *st, const fe_term *t, weft_array **out)
         if (two) {
             sten_fill(&s2, ix);
         }
-        s = eval_exp(st, f->body, tmp);
-        if (s) {
-            s = at_element(s, i);
+        if ((s = put_elem(st, f, tmp, &rv, i)) != WEFT_OK) {
             goto done;
         }
-        store_elem(&rv, i, tmp);
         ix_next(rank, shape, ix);
     }
 done:
@@ -1877,12 +1858,7 @@ done:
     release_to(st, m);
     weft_array_release(a);
     weft_array_release(b);
-    if (s) {
-        weft_array_release(r);
-    } else {
-        out[0] = r;
-    }
-    return s;
+    return hand_out(s, r, out);
 }
 
 /* ---- control flow and tuples ---------------------------------------------- */

@@ -301,6 +301,23 @@ uint64_t fe_phase_end(weft_context *ctx, fe_phase ph, uint64_t t0,
     return now;
 }
 
+void fe_stats_add_phases(weft_stats *st, const weft_context *src)
+{
+    double ms[FE_PHASE_COUNT];
+    for (int p = 0; p < FE_PHASE_COUNT; p++) {
+        ms[p] = (double)atomic_load_explicit(&src->phase_ns[p],
+                                             memory_order_relaxed) / 1e6;
+    }
+    st->frontend_ms += ms[FE_PHASE_FRONTEND];
+    st->ir_ms += ms[FE_PHASE_IR];
+    st->llvm_opt_ms += ms[FE_PHASE_LLVM_OPT];
+    st->llvm_codegen_ms += ms[FE_PHASE_LLVM_CODEGEN];
+    st->ptx_ms += ms[FE_PHASE_PTX];
+    st->driver_link_ms += ms[FE_PHASE_DRIVER_LINK];
+    st->jit_link_ms += ms[FE_PHASE_JIT_LINK];
+    st->disk_ms += ms[FE_PHASE_DISK];
+}
+
 /* ---- opening and closing ---- */
 
 /* Write out and close every writer: the process is exiting. */

@@ -57,6 +57,25 @@ bool fe_type_valid(const weft_context *ctx, weft_type t)
     return fe_is_scalar(t) || fe_is_dim(t) || tuple_of(ctx, t) != NULL;
 }
 
+/* The leaves (or, unless `leaves`, the components) of type t when it is a
+ * DIM (both: its i64 extents) or a tuple, and their number; NULL and 0
+ * for a type that is neither. */
+static int parts_of(const weft_context *ctx, weft_type t, bool leaves,
+                    const weft_type **out)
+{
+    if (fe_is_dim(t)) {
+        *out = dim_leaves;
+        return fe_dim_rank(t);
+    }
+    const fe_tuple *tu = tuple_of(ctx, t);
+    if (!tu) {
+        *out = NULL;
+        return 0;
+    }
+    *out = leaves ? tu->leaf : tu->comp;
+    return leaves ? tu->nleaf : tu->arity;
+}
+
 int fe_type_leaves(const weft_context *ctx, weft_type t,
                    const weft_type **leaves)
 {
@@ -64,33 +83,13 @@ int fe_type_leaves(const weft_context *ctx, weft_type t,
         *leaves = &scalar_self[t];
         return 1;
     }
-    if (fe_is_dim(t)) {
-        *leaves = dim_leaves;
-        return fe_dim_rank(t);
-    }
-    const fe_tuple *tu = tuple_of(ctx, t);
-    if (!tu) {
-        *leaves = NULL;
-        return 0;
-    }
-    *leaves = tu->leaf;
-    return tu->nleaf;
+    return parts_of(ctx, t, true, leaves);
 }
 
 int fe_type_comps(const weft_context *ctx, weft_type t,
                   const weft_type **comps)
 {
-    if (fe_is_dim(t)) {
-        *comps = dim_leaves;
-        return fe_dim_rank(t);
-    }
-    const fe_tuple *tu = tuple_of(ctx, t);
-    if (!tu) {
-        *comps = NULL;
-        return 0;
-    }
-    *comps = tu->comp;
-    return tu->arity;
+    return parts_of(ctx, t, false, comps);
 }
 
 int fe_type_leaf_offset(const weft_context *ctx, weft_type t, int i)

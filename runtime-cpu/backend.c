@@ -157,10 +157,10 @@ static weft_status build_module(void *user, LLVMContextRef llctx,
     };
     weft_status s = sk_emit_variant(&e, b->uniform, b->names);
     fe_arena_release(&scratch);
-    if (s == WEFT_OK && e.spmd_bits && cpu_module_huge(mod)) {
+    if (s == WEFT_OK && e.spmd_bits && cpu_module_huge(mod, true)) {
         /* Huge: scalar code only, half the size, and scalar instructions
          * take LLVM's fast instruction selector, where vector ones go
-         * through the SelectionDAG (jit.c, "Huge kernels"). */
+         * through the SelectionDAG (emit.c, "Huge kernels"). */
         LLVMDisposeModule(mod);
         mod = LLVMModuleCreateWithNameInContext("weft", llctx);
         fe_arena_init(&scratch, b->ctx);

@@ -193,11 +193,13 @@ void cpu_jit_free(cpu_jit *j);
  * runtime/tier.c's rt_tier_orphaned; rt_tier_wait_orphans waits for them. */
 extern void (*cpu_jit_tier_hook)(void);
 
-/* Whether module m (one kernel) is huge: over the instruction count
- * above which the JIT compiles it with linear passes and quick code only
- * (jit.c, "Huge kernels"); the caller then builds it again without SPMD
- * code. */
-bool cpu_module_huge(LLVMModuleRef m);
+/* Whether module m is huge: over the instruction count above which the
+ * JIT compiles it with linear passes and quick code only (emit.c, "Huge
+ * kernels"), in one function or, when `total`, in all (one kernel: a
+ * kernel may be many small functions, one per fused map; a batch of small
+ * kernels is no huge kernel).  runtime-cpu/backend.c then builds a huge
+ * kernel again without SPMD code. */
+bool cpu_module_huge(LLVMModuleRef m, bool total);
 
 /* The vector register width, in bits, that j's target CPU has for SPMD
  * element functions (skeletons-ir/spmd.c): prefer_vector_width when set,
@@ -301,7 +303,7 @@ void cpu_jit_stats_get(cpu_jit *j, cpu_jit_stats *out);
 void cpu_jit_phases(cpu_jit *j, weft_stats *st);
 
 
-/* ===== jit.c and tier.c: the jit's insides ===== */
+/* ===== jit.c, tier.c and emit.c: the jit's insides ===== */
 
 #include <llvm-c/LLJIT.h>
 #include <llvm-c/TargetMachine.h>
@@ -347,6 +349,7 @@ typedef struct cpu_tier_job {
     char (*symbols)[CPU_SYMBOL_MAX];
 } cpu_tier_job;
 
+/* ===== emit.c: the LLVM pipeline, module to linked code ===== */
 
 /* Diagnostics of a compilation: the first error is kept, the rest
  * (warnings, remarks) dropped, so that LLVM prints nothing; the handler
@@ -355,6 +358,16 @@ typedef struct cpu_diag {
     char msg[256];
 } cpu_diag;
 void cpu_on_diagnostic(LLVMDiagnosticInfoRef info, void *user);
+/* Whether the name (n bytes) is one of the nsym symbols. */
+bool cpu_symbol_listed(const char *name, size_t n, const char *const *symbols,
+                       int nsym);
+/* Prepare and optimise m (CG_CPU_PIPELINE, or CPU_HUGE_PIPELINE when huge)
+ * for j's target, dumping the IR as asked; *ms the time in the passes.
+ * Errors: WEFT_ERR_INTERNAL (a module that does not verify, LLVM's
+ * failure), WEFT_ERR_BACKEND_UNAVAILABLE (no target machine). */
+weft_status cpu_jit_optimise(cpu_jit *j, LLVMModuleRef m,
+                             const char *const *symbols, int nsym, bool huge,
+                             double *ms);
 /* Emit m at `level` into a new object *obj (named after `name` for dumps;
  * `background`: the tier-up's emit, whose time is not a compile phase);
  * *ms the time taken. */
@@ -366,11 +379,17 @@ weft_status cpu_jit_emit(cpu_jit *j, LLVMModuleRef m,
  * into addrs. */
 weft_status cpu_jit_link(cpu_jit *j, LLVMMemoryBufferRef obj,
                          const char *const *symbols, int nsym, void **addrs);
-/* Free j and everything it holds (no thread uses it any more). */
+
+/* ===== jit.c and tier.c ===== */
+
+/* jit.c.  Free j and everything it holds (no thread uses it any more). */
 void cpu_jit_destroy(cpu_jit *j);
 
-/* tier.c.  The worker's operations (rt_tier_init). */
-extern const rt_tier_ops cpu_tier_ops;
+/* tier.c.  The worker's operations on the CPU's jobs (rt_tier_ops.run and
+ * .free_job; user: the cpu_jit): emit the optimised code, write it to the
+ * disk cache and link it in; free a job. */
+weft_status cpu_tier_run(void *user, rt_tier_job *job);
+void cpu_tier_job_release(void *user, rt_tier_job *job);
 /* A job for the background thread: m (optimised) and its context llctx,
  * taken over when it returns non-NULL (NULL: out of memory); the caller
  * sets its entries (cpu_tier_queue). */

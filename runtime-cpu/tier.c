@@ -10,7 +10,7 @@
  * the jit's one dylib.  The job (cpu_tier_job) owns the optimised module
  * and its LLVM context; the worker emits it at -O3 (tier_up), writes the
  * object to the disk cache, links it under the kernel's own names and
- * stores the new addresses into its entries' tables (tier_run), which
+ * stores the new addresses into its entries' tables (cpu_tier_run), which
  * callers that asked for them (cpu_jit_get_live) read at every run.  A
  * worker that cpu_jit_free leaves with work frees the jit when done
  * (tier_orphaned; jit.c, "Freeing").
@@ -33,7 +33,7 @@ static void quick_name(const char *symbol, char buf[CPU_SYMBOL_MAX])
     snprintf(buf, CPU_SYMBOL_MAX, "%sq", symbol);
 }
 
-static void job_free(void *user, rt_tier_job *job)
+void cpu_tier_job_release(void *user, rt_tier_job *job)
 {
     cpu_jit *j = user;
     cpu_tier_job *t = (cpu_tier_job *)job;
@@ -50,7 +50,7 @@ static void job_free(void *user, rt_tier_job *job)
 
 void cpu_tier_job_free(cpu_jit *j, cpu_tier_job *t)
 {
-    job_free(j, &t->link);
+    cpu_tier_job_release(j, &t->link);
 }
 
 /* A job for the background thread: m (optimised) and its context, whose
@@ -152,7 +152,7 @@ static weft_status tier_up(cpu_jit *j, cpu_tier_job *t, void **addrs,
 
 /* The worker's job (rt_tier_ops.run): job's optimised code, published
  * into its entries' tables; on failure they keep their quick code. */
-static weft_status tier_run(void *user, rt_tier_job *job)
+weft_status cpu_tier_run(void *user, rt_tier_job *job)
 {
     cpu_jit *j = user;
     cpu_tier_job *t = (cpu_tier_job *)job;
@@ -177,19 +177,6 @@ static weft_status tier_run(void *user, rt_tier_job *job)
     }
     return s;
 }
-
-/* cpu_jit_free left the worker to finish (rt_tier_ops.orphaned). */
-static void tier_orphaned(void *user)
-{
-    cpu_jit_destroy(user);
-}
-
-const rt_tier_ops cpu_tier_ops = {
-    .run = tier_run,
-    .free_job = job_free,
-    .orphaned = tier_orphaned,
-    .label = "weft tier-up",
-};
 
 /* Queue t for its ne entries es (lock held; each READY with quick code;
  * es fe_alloc'd, now t's).  False when no thread can be had: the caller

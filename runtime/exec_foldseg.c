@@ -281,24 +281,37 @@ static bool by_lengths(rt_job *j, weft_array *seg, int64_t nseg,
     return ran;
 }
 
-/* Runs foldSeg / fold1Seg kernel j->k (see the head comment). */
-weft_status rt_exec_fold_seg(rt_job *j)
+weft_status rt_fold_seg_input(rt_job *j, const char *name, int64_t *shape,
+                              int *rank, weft_array **seg)
 {
     const fe_term *t = j->k->op;
     bool seeded = t->kind == FE_FOLD_SEG;
-    const char *name = seeded ? "fold_seg" : "fold1_seg";
     const fe_term *ta = t->kid[seeded ? 1 : 0];
-    weft_array *seg = j->kid[seeded ? 2 : 1];
-    int64_t shape[WEFT_MAX_RANK];
+    *seg = j->kid[seeded ? 2 : 1];
     weft_status s = rt_term_shape(j, ta, shape);
     if (s) {
         return s;
     }
-    int rank = ta->rank;
-    if (rank < 1 || !seg || seg->rank != 1 || seg->nleaf != 1) {
+    *rank = ta->rank;
+    if (*rank < 1 || !*seg || (*seg)->rank != 1 || (*seg)->nleaf != 1) {
         return fe_error(WEFT_ERR_INTERNAL,
                         WHO ": %s: a rank-0 input or a bad segment "
                         "descriptor", name);
+    }
+    return WEFT_OK;
+}
+
+/* Runs foldSeg / fold1Seg kernel j->k (see the head comment). */
+weft_status rt_exec_fold_seg(rt_job *j)
+{
+    bool seeded = j->k->op->kind == FE_FOLD_SEG;
+    const char *name = seeded ? "fold_seg" : "fold1_seg";
+    weft_array *seg;
+    int64_t shape[WEFT_MAX_RANK];
+    int rank;
+    weft_status s = rt_fold_seg_input(j, name, shape, &rank, &seg);
+    if (s) {
+        return s;
     }
     int64_t inner = shape[rank - 1];
     int64_t outer = fe_shape_size(rank - 1, shape);
@@ -326,22 +339,9 @@ weft_status rt_exec_fold_seg(rt_job *j)
     } else if (seg->type == WEFT_I64) {
         k0 = offsets_int64(seg->data[0], nseg, inner, off);
     }
-    for (int64_t k = k0; k < nseg; k++) {
-        fe_val v = fe_load(seg->type, seg->data[0], k);
-        bool neg = fe_is_signed(seg->type) ? v.i < 0 : false;
-        bool huge = !fe_is_signed(seg->type) && v.u > (uint64_t)INT64_MAX;
-        if (neg) {
-            return fe_error(WEFT_ERR_SEGMENTS,
-                            WHO ": %s: segment %lld has negative length %lld",
-                            name, (long long)k, (long long)v.i);
-        }
-        if (huge || v.i > inner - off[k]) {
-            return fe_error(WEFT_ERR_SEGMENTS,
-                            WHO ": %s: segment lengths sum past the innermost "
-                            "extent %lld (at segment %lld)", name,
-                            (long long)inner, (long long)k);
-        }
-        off[k + 1] = off[k] + v.i;
+    /* the rest, and the error where a length is wrong */
+    if ((s = fe_seg_offsets(seg, k0, nseg, inner, name, off)) != WEFT_OK) {
+        return s;
     }
     shape[rank - 1] = nseg;
     int64_t n = fe_shape_size(rank, shape);
@@ -364,7 +364,7 @@ weft_status rt_exec_fold_seg(rt_job *j)
     }
     cut_parts(j->aux[1]->data[0], parts, off, nseg);
     j->auxval[2].i = parts > 0;
-    if ((s = rt_job_out(j, 0, t->type, rank, shape)) != WEFT_OK ||
+    if ((s = rt_job_out(j, 0, j->k->op->type, rank, shape)) != WEFT_OK ||
         (s = rt_job_fill(j)) != WEFT_OK) {
         return s;
     }

@@ -26,19 +26,12 @@ enum {
 
 weft_status rt_exec_fold_seg_pass(rt_job *j)
 {
-    const fe_term *t = j->k->op;
-    const fe_term *ta = t->kid[1];
-    weft_array *seg = j->kid[2];
+    weft_array *seg;
     int64_t shape[WEFT_MAX_RANK];
-    weft_status s = rt_term_shape(j, ta, shape);
+    int rank;
+    weft_status s = rt_fold_seg_input(j, "fold_seg", shape, &rank, &seg);
     if (s) {
         return s;
-    }
-    int rank = ta->rank;
-    if (rank < 1 || !seg || seg->rank != 1 || seg->nleaf != 1) {
-        return fe_error(WEFT_ERR_INTERNAL,
-                        WHO ": fold_seg: a rank-0 input or a bad segment "
-                        "descriptor");
     }
     int64_t outer = fe_shape_size(rank - 1, shape);
     int64_t nseg = seg->shape[0];
@@ -54,7 +47,7 @@ weft_status rt_exec_fold_seg_pass(rt_job *j)
     if ((s = rt_job_aux(j, 0, WEFT_I64, tiles_min > 0 ? tiles_min : 1,
                         false)) != WEFT_OK ||
         (s = rt_job_aux(j, 1, WEFT_I64, 1, false)) != WEFT_OK ||
-        (s = rt_job_out(j, 0, t->type, rank, shape)) != WEFT_OK ||
+        (s = rt_job_out(j, 0, j->k->op->type, rank, shape)) != WEFT_OK ||
         (s = rt_job_fill(j)) != WEFT_OK) {
         return s;
     }

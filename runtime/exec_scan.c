@@ -23,12 +23,19 @@
 
 #define WHO "weft_run"
 
-/* The outputs of scan job j (scan.c's shapes): *m, *rows the input's row
- * length and rows, *seeded whether the scan has z.  Errors:
+/* What both drivers need to know of a scan, once its outputs are made:
+ * the element type, the input's row length m and its rows, and whether
+ * the scan has z. */
+typedef struct scan_rows {
+    weft_type elt;
+    int64_t m, rows;
+    bool seeded;
+} scan_rows;
+
+/* The outputs of scan job j (scan.c's shapes), and *out.  Errors:
  * WEFT_ERR_BAD_SHAPE (a result too large), those of the input's shape (a
  * fused producer), WEFT_ERR_OUT_OF_MEMORY. */
-static weft_status scan_outputs(rt_job *j, int64_t *m_out, int64_t *rows_out,
-                                bool *seeded_out)
+static weft_status scan_outputs(rt_job *j, scan_rows *out)
 {
     const fe_term *t = j->k->op;
     fe_kind kind = (fe_kind)t->kind;
@@ -59,9 +66,7 @@ static weft_status scan_outputs(rt_job *j, int64_t *m_out, int64_t *rows_out,
         (pair && (s = rt_job_out(j, 1, elt, rank - 1, shape)) != WEFT_OK)) {
         return s;
     }
-    *m_out = m;
-    *rows_out = rows;
-    *seeded_out = seeded;
+    *out = (scan_rows){.elt = elt, .m = m, .rows = rows, .seeded = seeded};
     return WEFT_OK;
 }
 
@@ -70,32 +75,29 @@ static weft_status scan_outputs(rt_job *j, int64_t *m_out, int64_t *rows_out,
  * gang reports. */
 weft_status rt_exec_scan(rt_job *j)
 {
-    const fe_term *t = j->k->op;
-    bool pair = t->kind == FE_SCANL_ || t->kind == FE_SCANR_;
-    weft_type elt = pair ? t->atype->comp[0]->elt : t->type;
-    int64_t m, rows;
-    bool seeded;
-    weft_status s = scan_outputs(j, &m, &rows, &seeded);
+    scan_rows sc;
+    weft_status s = scan_outputs(j, &sc);
     if (s) {
         return s;
     }
-    int64_t C = rt_row_chunks(j, rows, m);
+    int64_t C = rt_row_chunks(j, sc.rows, sc.m);
     j->auxval[1].i = C;
-    if ((s = rt_job_aux(j, 0, elt, C > 1 ? rows * C : 1, false)) != WEFT_OK ||
+    int64_t partials = C > 1 ? sc.rows * C : 1;
+    if ((s = rt_job_aux(j, 0, sc.elt, partials, false)) != WEFT_OK ||
         (s = rt_job_fill(j)) != WEFT_OK) {
         return s;
     }
-    if (rows == 0 || (m == 0 && !seeded)) {
+    if (sc.rows == 0 || (sc.m == 0 && !sc.seeded)) {
         return WEFT_OK; /* nothing to write */
     }
     if (C == 1) {
-        int64_t grain = m > 0 ? j->grain / m : j->grain;
-        return rt_job_run(j, 0, rows, grain > 0 ? grain : 1);
+        int64_t grain = sc.m > 0 ? j->grain / sc.m : j->grain;
+        return rt_job_run(j, 0, sc.rows, grain > 0 ? grain : 1);
     }
     rt_phase ph[3] = {
-        {.entry = 1, .n = rows * C, .grain = 1},
-        {.entry = 2, .n = rows, .grain = 1},
-        {.entry = 3, .n = rows * C, .grain = 1},
+        {.entry = 1, .n = sc.rows * C, .grain = 1},
+        {.entry = 2, .n = sc.rows, .grain = 1},
+        {.entry = 3, .n = sc.rows * C, .grain = 1},
     };
     return rt_job_phases(j, 3, ph);
 }
@@ -111,32 +113,28 @@ weft_status rt_exec_scan(rt_job *j)
  * WEFT_ERR_INTERNAL without a tile size, and the launch's. */
 weft_status rt_exec_scan_pass(rt_job *j)
 {
-    const fe_term *t = j->k->op;
-    bool pair = t->kind == FE_SCANL_ || t->kind == FE_SCANR_;
-    weft_type elt = pair ? t->atype->comp[0]->elt : t->type;
-    int64_t m, rows;
-    bool seeded;
-    weft_status s = scan_outputs(j, &m, &rows, &seeded);
+    scan_rows sc;
+    weft_status s = scan_outputs(j, &sc);
     if (s) {
         return s;
     }
     int64_t tile = j->k->chunk_min;
     FE_CHECK(tile >= 1);
-    int64_t per_row = m > 0 ? m / tile + (m % tile != 0) : 1;
-    int64_t tiles = rows * per_row;
+    int64_t per_row = sc.m > 0 ? sc.m / tile + (sc.m % tile != 0) : 1;
+    int64_t tiles = sc.rows * per_row;
     int64_t slots = tiles > 0 ? tiles : 1;
     /* the flags' type is the kernel's (i64 where flag and value share a
      * word) */
     weft_type flag = j->k->item[j->k->aux_item[0]].type;
     int64_t vslots = flag == WEFT_I64 ? 1 : slots; /* unused when packed */
     if ((s = rt_job_aux(j, 0, flag, slots, false)) != WEFT_OK ||
-        (s = rt_job_aux(j, 1, elt, vslots, false)) != WEFT_OK ||
-        (s = rt_job_aux(j, 2, elt, vslots, false)) != WEFT_OK ||
+        (s = rt_job_aux(j, 1, sc.elt, vslots, false)) != WEFT_OK ||
+        (s = rt_job_aux(j, 2, sc.elt, vslots, false)) != WEFT_OK ||
         (s = rt_job_aux(j, 3, WEFT_I64, 1, false)) != WEFT_OK ||
         (s = rt_job_fill(j)) != WEFT_OK) {
         return s;
     }
-    if (rows == 0 || (m == 0 && !seeded)) {
+    if (sc.rows == 0 || (sc.m == 0 && !sc.seeded)) {
         return WEFT_OK; /* nothing to write */
     }
     return rt_job_run(j, 0, tiles, 1);

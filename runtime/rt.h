@@ -358,6 +358,14 @@ weft_status rt_exec(weft_context *ctx, const rt_backend *rb, fe_ix *ix,
  * message naming the kernel and the element. */
 weft_status rt_kernel_error(const struct sk_kernel *k, uint64_t w);
 
+/* ===== job.c: a job's operands, shapes, buffers, argument block, phases ===== */
+
+/* Evaluate the kernel's operands into j->kid[] / j->val[] and the
+ * operands of its fused producers, and choose its variant (equal shapes
+ * or general).  Errors: the operands' own, WEFT_ERR_OUT_OF_MEMORY. */
+weft_status rt_job_operands(rt_job *j);
+/* Release what j owns, after the backend's own done (rt_ops.done). */
+void rt_job_release(rt_job *j);
 /* The shape of array term t of the kernel: an operand (manifest, or a
  * fused producer, computed from its operands), or the operation itself
  * when it is a producer.  Errors as the interpreter's for the same
@@ -433,6 +441,12 @@ weft_status rt_exec_scan(rt_job *j);     /* exec_scan.c */
 weft_status rt_exec_scan_pass(rt_job *j); /* exec_scan.c: ptx/scan.c */
 weft_status rt_exec_permute(rt_job *j);  /* exec_permute.c */
 weft_status rt_exec_fold_seg(rt_job *j); /* exec_foldseg.c */
+/* The input of segmented fold job j, for both drivers: its shape (rank
+ * in *rank) and the segment descriptor *seg (j's operand, borrowed).
+ * WEFT_ERR_INTERNAL, naming `name`, where the input has rank 0 or the
+ * descriptor is not an array of one leaf and rank 1 (exec_foldseg.c). */
+weft_status rt_fold_seg_input(rt_job *j, const char *name, int64_t *shape,
+                              int *rank, weft_array **seg);
 weft_status rt_exec_fold_seg_pass(rt_job *j); /* exec_foldseg_pass.c:
                                                   ptx/foldseg.c */
 weft_status rt_exec_stencil(rt_job *j);  /* exec_stencil.c */

@@ -31,10 +31,11 @@
  * functions index), then the skeleton's own auxiliary items (partial
  * results, flags, sizes) that the runtime's driver fills.
  *
- * kernel.c builds layouts, keys and modules; each skeleton file emits its
- * phases (generate.c: generate, map, zipWith, backpermute, transform;
- * fold.c; ...).  The runtime (runtime/exec.c) fills the argument block
- * and runs the phases.
+ * prepare.c lays a kernel out and chooses its skeleton; kernel.c builds
+ * keys and modules; each skeleton file emits its phases (generate.c:
+ * generate, map, zipWith, backpermute, transform; fold.c; ...).  The
+ * runtime (runtime/exec.c, runtime/job.c) fills the argument block and
+ * runs the phases.
  */
 #ifndef WEFT_SK_H
 #define WEFT_SK_H
@@ -193,7 +194,7 @@ int sk_ptx_launch_block(int block, int64_t items, int sms);
 bool sk_ptx_uneven(const sk_kernel *k);
 
 /* The skeleton of operation t on target tg, or NULL (the interpreter runs
- * it). */
+ * it) (prepare.c). */
 const sk_skeleton *sk_skeleton_of(const fe_term *t, const sk_target *tg);
 
 /* A kernel: what the runtime needs to run one collective operation. */
@@ -348,13 +349,15 @@ struct sk_emit {
                                  generate.c) */
 };
 
-/* ===== kernel.c ===== */
+/* ===== prepare.c: a kernel's layout and skeleton ===== */
 
 /* Lay out the kernel of operation t: outputs, operands, free variables,
  * then auxiliaries; set nentry.  Memory from arena.  Errors:
  * WEFT_ERR_OUT_OF_MEMORY, WEFT_ERR_INTERNAL. */
 weft_status sk_prepare(weft_context *ctx, const fe_core *core, fe_arena *arena,
                        const sk_target *tg, const fe_term *t, sk_kernel *k);
+
+/* ===== kernel.c ===== */
 
 /* Add an item (used by sk_prepare and the skeletons' aux items). */
 weft_status sk_add_item(weft_context *ctx, fe_arena *arena, sk_kernel *k,
@@ -649,7 +652,7 @@ sk_scan_info sk_scan_info_of(const fe_term *t);
  * and one function. */
 bool sk_scan_supported(const fe_term *t);
 
-/* ===== ptx/target.c ===== */
+/* ===== ptx/common.c: what the PTX target's own skeletons share ===== */
 
 /* x (i64) through an inline-assembly copy that the optimiser cannot see
  * through: what it computes from x stays where it is used, instead of
@@ -664,6 +667,16 @@ LLVMValueRef sk_ptx_opaque(cg_fn *fn, LLVMValueRef x);
  * The caller closes *fin.  Returns tid == 0. */
 LLVMValueRef sk_ptx_last_block(cg_fn *fn, LLVMValueRef tid, LLVMValueRef ticket,
                                bool fence, uint32_t mask, cg_if *fin);
+
+/* Volatile load / store of element i of a leaf buffer of type t at base
+ * (cg_array_load and cg_array_store of one leaf, volatile, with the
+ * leaf's natural alignment stated): the tile status words of the
+ * look-back scans (ptx/scan.c, ptx/foldseg.c).  A bool is i1 in
+ * registers and a byte in memory. */
+LLVMValueRef sk_ptx_vload(cg_fn *fn, weft_type t, LLVMValueRef base,
+                          LLVMValueRef i);
+void sk_ptx_vstore(cg_fn *fn, weft_type t, LLVMValueRef base, LLVMValueRef i,
+                   LLVMValueRef x);
 
 /* ===== ptx/stencil.c ===== */
 

@@ -304,6 +304,23 @@ static weft_status vread(sk_fn *f, cg_spmd *s, const fe_term *t,
     }
 }
 
+/* Store y, over s's lanes, as element i of output 0 (i: the first
+ * lane's).  WEFT_ERR_INTERNAL, `what` naming y, where y has not the
+ * output's leaves. */
+static weft_status store_out(sk_fn *f, cg_spmd *s, LLVMValueRef i,
+                             const cg_val *y, const char *what)
+{
+    const cg_array *o = sk_out_array(f, 0);
+    if (y->n != o->nleaf) {
+        return fe_error(WEFT_ERR_INTERNAL,
+                        "weft_compile: %s of the wrong shape", what);
+    }
+    for (int k = 0; k < o->nleaf; k++) {
+        cg_spmd_store(s, o->leaf[k], o->ptr[k], i, y->v[k]);
+    }
+    return WEFT_OK;
+}
+
 /* out[i .. i+W-1] = element(i .. i+W-1), with ix the multi-index of i (or
  * NULL). */
 static weft_status vstep(sk_fn *f, cg_spmd *s, LLVMValueRef i,
@@ -316,15 +333,7 @@ static weft_status vstep(sk_fn *f, cg_spmd *s, LLVMValueRef i,
     if (r) {
         return r;
     }
-    const cg_array *o = sk_out_array(f, 0);
-    if (y.n != o->nleaf) {
-        return fe_error(WEFT_ERR_INTERNAL,
-                        "weft_compile: an element of the wrong shape");
-    }
-    for (int k = 0; k < o->nleaf; k++) {
-        cg_spmd_store(s, o->leaf[k], o->ptr[k], i, y.v[k]);
-    }
-    return WEFT_OK;
+    return store_out(f, s, i, &y, "an element");
 }
 
 /* for (i = from; i < to; i++) out[i] = element(i), scalar. */
@@ -439,9 +448,14 @@ static weft_status emit_rows(sk_fn *f, cg_spmd *s)
 }
 
 /* Lanes for kernel k at spmd_bits: the vector holds W of the widest leaf
- * the kernel stores (at least 32 bits). */
+ * the kernel stores (at least 32 bits); 0 where the kernel gets no SPMD
+ * code: no vector width, a target other than the CPU, or fewer than two
+ * lanes. */
 static unsigned lanes_for(const sk_emit *e)
 {
+    if (e->spmd_bits <= 0 || e->target != &sk_target_cpu) {
+        return 0;
+    }
     const sk_item *o = &e->k->item[0];
     int widest = 32;
     for (int l = 0; l < o->nleaf; l++) {
@@ -449,7 +463,7 @@ static unsigned lanes_for(const sk_emit *e)
         widest = b > widest ? b : widest;
     }
     unsigned w = (unsigned)(e->spmd_bits / widest);
-    return w > 16 ? 16 : w;
+    return w < 2 ? 0 : w > 16 ? 16 : w;
 }
 
 /* Mark function g as emitted over w lanes (for the vectorisation report). */
@@ -490,12 +504,8 @@ static weft_status spmd_finish(sk_emit *e, sk_fn *f, const cg_spmd *s,
 weft_status sk_spmd_generate(sk_emit *e, const char *name, bool *done)
 {
     *done = false;
-    if (e->spmd_bits <= 0 || e->target != &sk_target_cpu || e->k->nout != 1 ||
-        !readable(e, e->k->op, true)) {
-        return WEFT_OK;
-    }
     unsigned w = lanes_for(e);
-    if (w < 2) {
+    if (w == 0 || e->k->nout != 1 || !readable(e, e->k->op, true)) {
         return WEFT_OK;
     }
     sk_fn f;
@@ -587,12 +597,8 @@ weft_status sk_spmd_fold_range(sk_fn *f, const cg_mut *acc, const fe_term *src,
     int budget = 4096;
     bool ok = true;
     *rest = lo;
-    if (e->spmd_bits <= 0 || e->target != &sk_target_cpu ||
-        !readable(e, src, false) || !costly(f, src, &budget, &ok)) {
-        return WEFT_OK;
-    }
     unsigned w = lanes_for(e);
-    if (w < 2) {
+    if (w == 0 || !readable(e, src, false) || !costly(f, src, &budget, &ok)) {
         return WEFT_OK;
     }
     cg_spmd s;
@@ -776,13 +782,8 @@ static weft_status fold_rows_vector(sk_fn *f, cg_spmd *s, bool has_seed,
     if (r || (r = vmut_get(s, &acc, &y)) != WEFT_OK) {
         return r;
     }
-    const cg_array *o = sk_out_array(f, 0);
-    if (y.n != o->nleaf) {
-        return fe_error(WEFT_ERR_INTERNAL,
-                        "weft_compile: a fold value of the wrong shape");
-    }
-    for (int k = 0; k < o->nleaf; k++) {
-        cg_spmd_store(s, o->leaf[k], o->ptr[k], row, y.v[k]);
+    if ((r = store_out(f, s, row, &y, "a fold value")) != WEFT_OK) {
+        return r;
     }
     cg_sloop_end(fn, &rl);
     return WEFT_OK;
@@ -797,12 +798,9 @@ weft_status sk_spmd_fold_rows(sk_emit *e, const char *name, bool has_seed,
      * heavy elements (n-body's fold) come in long rows, where a second
      * copy of them over lanes only doubled the compile time (n-body: LLVM
      * 22 -> 56 ms). */
-    if (e->spmd_bits <= 0 || e->target != &sk_target_cpu || e->k->nout != 1 ||
-        !e->k->light || src->rank < 2 || !readable(e, src, false)) {
-        return WEFT_OK;
-    }
     unsigned w = lanes_for(e);
-    if (w < 2) {
+    if (w == 0 || e->k->nout != 1 || !e->k->light || src->rank < 2 ||
+        !readable(e, src, false)) {
         return WEFT_OK;
     }
     sk_fn f;

@@ -453,12 +453,7 @@ static void publish(sk_fn *f, const tile *T, int flag, LLVMValueRef v)
 {
     cg_fn *fn = &f->fn;
     const cg_array *st = sk_aux_array(f, AUX_STATUS);
-    LLVMValueRef at = T->t;
-    LLVMValueRef p = LLVMBuildInBoundsGEP2(fn->b, t_i64(fn), st->ptr[0], &at,
-                                           1, "");
-    LLVMValueRef x = LLVMBuildStore(fn->b, pack(fn, flag, v), p);
-    LLVMSetVolatile(x, 1);
-    LLVMSetAlignment(x, 8);
+    sk_ptx_vstore(fn, WEFT_I64, st->ptr[0], T->t, pack(fn, flag, v));
 }
 
 /* Step 2 (warp 0, every lane): the sum of the lengths of the row's tiles
@@ -492,10 +487,7 @@ static LLVMValueRef look_back(sk_fn *f, const tile *T, LLVMValueRef piece)
         LLVMBuildSelect(fn->b, inr, LLVMBuildAdd(fn->b, first, j, ""), T->t, "");
     LLVMBuildBr(fn->b, spin);
     LLVMPositionBuilderAtEnd(fn->b, spin);
-    LLVMValueRef p = LLVMBuildInBoundsGEP2(fn->b, i64, st->ptr[0], &gi, 1, "");
-    LLVMValueRef word = LLVMBuildLoad2(fn->b, i64, p, "");
-    LLVMSetVolatile(word, 1);
-    LLVMSetAlignment(word, 8);
+    LLVMValueRef word = sk_ptx_vload(fn, WEFT_I64, st->ptr[0], gi);
     /* lanes before the row's first piece count as a prefix of 0 */
     word = LLVMBuildSelect(fn->b, inr, word,
                            cg_i64(fn, (int64_t)((uint64_t)FLAG_PREFIX << 62)),

@@ -269,46 +269,12 @@ static LLVMValueRef flag_get(cg_fn *fn, LLVMValueRef p)
     return LLVMBuildLoad2(fn->b, LLVMInt1TypeInContext(fn->llctx), p, "");
 }
 
-/* Volatile load / store of element i of a leaf buffer (cg_load and
- * cg_store, volatile): the tile status.  Each access states its natural
- * alignment: the data layout comes later (cg_ptx_finish), and without it
- * NVPTX at CodeGenOpt::None (the quick tier) split the packed 64-bit
- * status into two 32-bit volatile accesses, so that the look-back could
- * read a flag with another tile's value (wrong scans on an H100); the
- * optimising pipeline had inferred the alignment and hidden it. */
-static LLVMValueRef vload(cg_fn *fn, weft_type t, LLVMValueRef base,
-                          LLVMValueRef i)
-{
-    LLVMTypeRef mt = cg_mem_type(fn->llctx, t);
-    LLVMValueRef p = LLVMBuildInBoundsGEP2(fn->b, mt, base, &i, 1, "");
-    LLVMValueRef x = LLVMBuildLoad2(fn->b, mt, p, "");
-    LLVMSetVolatile(x, 1);
-    LLVMSetAlignment(x, (unsigned)weft_type_size(t));
-    if (t == WEFT_BOOL) {
-        x = LLVMBuildICmp(fn->b, LLVMIntNE, x, LLVMConstInt(mt, 0, 0), "");
-    }
-    return x;
-}
-
-static void vstore(cg_fn *fn, weft_type t, LLVMValueRef base, LLVMValueRef i,
-                   LLVMValueRef x)
-{
-    LLVMTypeRef mt = cg_mem_type(fn->llctx, t);
-    LLVMValueRef p = LLVMBuildInBoundsGEP2(fn->b, mt, base, &i, 1, "");
-    if (t == WEFT_BOOL) {
-        x = LLVMBuildZExt(fn->b, x, mt, "");
-    }
-    LLVMValueRef st = LLVMBuildStore(fn->b, x, p);
-    LLVMSetVolatile(st, 1);
-    LLVMSetAlignment(st, (unsigned)weft_type_size(t));
-}
-
 static weft_status vload_val(cg_fn *fn, const cg_array *a, LLVMValueRef i,
                              cg_val *out)
 {
     weft_status s = cg_val_make(fn, a->nleaf, out);
     for (int l = 0; s == WEFT_OK && l < a->nleaf; l++) {
-        out->v[l] = vload(fn, a->leaf[l], a->ptr[l], i);
+        out->v[l] = sk_ptx_vload(fn, a->leaf[l], a->ptr[l], i);
     }
     return s;
 }
@@ -317,7 +283,7 @@ static void vstore_val(cg_fn *fn, const cg_array *a, LLVMValueRef i,
                        const cg_val *x)
 {
     for (int l = 0; l < a->nleaf; l++) {
-        vstore(fn, a->leaf[l], a->ptr[l], i, x->v[l]);
+        sk_ptx_vstore(fn, a->leaf[l], a->ptr[l], i, x->v[l]);
     }
 }
 
@@ -825,10 +791,10 @@ static weft_status look_back(sk_fn *f, tile *T, const cg_mut *excl)
     LLVMPositionBuilderAtEnd(fn->b, spin);
     LLVMValueRef word = NULL, fl;
     if (T->packed) {
-        word = vload(fn, WEFT_I64, flags->ptr[0], gi);
+        word = sk_ptx_vload(fn, WEFT_I64, flags->ptr[0], gi);
         fl = LLVMBuildTrunc(fn->b, word, i32, "");
     } else {
-        fl = vload(fn, WEFT_I32, flags->ptr[0], gi);
+        fl = sk_ptx_vload(fn, WEFT_I32, flags->ptr[0], gi);
     }
     fl = LLVMBuildSelect(fn->b, inr, fl, i32_const(fn, FLAG_PREFIX), "");
     LLVMValueRef pm = tg->ballot(fn, eq(fn, fl, i32_const(fn, FLAG_PREFIX)));
@@ -934,12 +900,12 @@ static void publish(sk_fn *f, const tile *T, int aux, int flag,
     cg_fn *fn = &f->fn;
     const cg_array *flags = sk_aux_array(f, AUX_FLAGS);
     if (T->packed) {
-        vstore(fn, WEFT_I64, flags->ptr[0], T->t, pack(fn, flag, x));
+        sk_ptx_vstore(fn, WEFT_I64, flags->ptr[0], T->t, pack(fn, flag, x));
         return;
     }
     vstore_val(fn, sk_aux_array(f, aux), T->t, x);
     fn->target->fence(fn);
-    vstore(fn, WEFT_I32, flags->ptr[0], T->t, i32_const(fn, flag));
+    sk_ptx_vstore(fn, WEFT_I32, flags->ptr[0], T->t, i32_const(fn, flag));
 }
 
 /* Steps 2 and 3 (warp 0): the warp totals scanned, the tile's prefix by

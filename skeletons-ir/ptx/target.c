@@ -152,16 +152,6 @@ int sk_ptx_launch_block(int block, int64_t items, int sms)
     return LEAST;
 }
 
-
-LLVMValueRef sk_ptx_opaque(cg_fn *fn, LLVMValueRef x)
-{
-    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
-    LLVMTypeRef ty = LLVMFunctionType(i64, &i64, 1, 0);
-    LLVMValueRef mov = LLVMGetInlineAsm(ty, "mov.b64 $0, $1;", 15, "=l,l", 4,
-                                        0, 0, LLVMInlineAsmDialectATT, 0);
-    return LLVMBuildCall2(fn->b, ty, mov, &x, 1, "");
-}
-
 static void ptx_range_begin(sk_fn *f)
 {
     cg_fn *fn = &f->fn;
@@ -221,57 +211,6 @@ static void ptx_range_end(sk_fn *f)
     LLVMAddIncoming(f->loop_i, &next, &latch, 1);
     LLVMBuildBr(fn->b, f->loop_head);
     LLVMPositionBuilderAtEnd(fn->b, f->loop_exit);
-}
-
-/* The last block's ticket.  Thread 0 of each block (after a fence of its
- * own when fence is true, so that what it wrote is out first) adds one to
- * *ticket (i32, global memory) and tells its block through shared memory
- * whether it drew the grid's size less one (of the ticket's low bits in
- * mask, where mask is not 0); the block meets at a barrier, and the block
- * that drew it, block-uniformly, enters *fin after a fence, so that the
- * others' writes are visible there.  A block alone in its grid (a fold
- * of a short row, a small permute) is the last without asking: it takes
- * no ticket and fences neither time (the barrier orders its own threads'
- * writes before their reads; a 1,000-element dot product spent 9.6 us in
- * its kernel on an H100 with them).  The caller closes *fin (cg_if_end)
- * and puts the ticket back to zero inside it.  Returns tid == 0 (i1), for
- * the thread that writes the result. */
-LLVMValueRef sk_ptx_last_block(cg_fn *fn, LLVMValueRef tid, LLVMValueRef ticket,
-                               bool fence, uint32_t mask, cg_if *fin)
-{
-    const cg_target *tg = fn->target;
-    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
-    LLVMValueRef flag = tg->shared_array(fn, i32, 1);
-    LLVMValueRef t0 = LLVMBuildICmp(fn->b, LLVMIntEQ, tid, cg_i64(fn, 0), "");
-    LLVMValueRef solo = LLVMBuildICmp(fn->b, LLVMIntEQ, tg->grid_size(fn, 0),
-                                      LLVMConstInt(i32, 1, 0), "solo");
-    cg_if draw, alone;
-    cg_if_begin(fn, &draw, t0);
-    cg_if_begin(fn, &alone, solo);
-    LLVMBuildStore(fn->b, LLVMConstInt(i32, 1, 0), flag);
-    cg_if_else(fn, &alone);
-    if (fence) {
-        tg->fence(fn);
-    }
-    LLVMValueRef old = tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd, ticket,
-                                      LLVMConstInt(i32, 1, 0));
-    LLVMValueRef last = LLVMBuildICmp(
-        fn->b, LLVMIntEQ,
-        mask ? LLVMBuildAnd(fn->b, old, LLVMConstInt(i32, mask, 0), "") : old,
-        LLVMBuildSub(fn->b, tg->grid_size(fn, 0), LLVMConstInt(i32, 1, 0), ""),
-        "");
-    LLVMBuildStore(fn->b, LLVMBuildZExt(fn->b, last, i32, ""), flag);
-    cg_if_end(fn, &alone);
-    cg_if_end(fn, &draw);
-    tg->barrier(fn);
-    LLVMValueRef drew = LLVMBuildLoad2(fn->b, i32, flag, "");
-    cg_if_begin(fn, fin, LLVMBuildICmp(fn->b, LLVMIntNE, drew,
-                                       LLVMConstInt(i32, 0, 0), ""));
-    cg_if others;
-    cg_if_begin(fn, &others, LLVMBuildNot(fn->b, solo, ""));
-    tg->fence(fn);
-    cg_if_end(fn, &others);
-    return t0;
 }
 
 const sk_target sk_target_ptx = {
