@@ -217,6 +217,7 @@ static void ptx_context_fini(weft_context *ctx)
             LLVMDisposeTargetMachine(st->spare[q][i]);
         }
     }
+    gpu_mem_close(st->dev);
     gpu_dev_close(st->dev);
     pthread_mutex_destroy(&st->lock);
     fe_free(ctx, st, sizeof *st);

@@ -541,7 +541,7 @@ void gpu_dev_close(gpu_dev *d)
     }
     pthread_mutex_lock(&d->lock);
     bool live = gpu_call(d)->cuCtxPushCurrent(d->cu) == CUDA_SUCCESS;
-    gpu_mem_release_all(d, live);
+    /* the memory is gone already (gpu_mem_close) */
     if (d->multi) {
         gpu_multi_close(d, live);
     }

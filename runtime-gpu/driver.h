@@ -393,10 +393,4 @@ void gpu_multi_close(gpu_dev *d, bool live);
 /* Unload m's copies on the other devices (d locked). */
 void gpu_multi_module_free(gpu_dev *d, gpu_module *m);
 
-/* mem.c: release every device buffer of d (pool and mirrors, detaching the
- * mirrored arrays; a device copy newer than the host's is downloaded first).
- * d locked; `live`: its context is current (else only the host side is
- * cleaned up).  Driver errors are ignored and leave no message. */
-void gpu_mem_release_all(gpu_dev *d, bool live);
-
 #endif /* WEFT_GPU_DRIVER_H */

@@ -57,8 +57,10 @@ typedef struct gpu_fn {
  * WEFT_ERR_BACKEND_UNAVAILABLE when there is no driver, no device, or the
  * ordinal is out of range (the message says which, and for a missing
  * driver the dlopen error); WEFT_ERR_OUT_OF_MEMORY.  ctx gives the
- * allocator (may be NULL).  Close with gpu_dev_close (NULL does nothing),
- * after every array mirrored on it has been released. */
+ * allocator (may be NULL).  Close with gpu_mem_close, then gpu_dev_close
+ * (NULL does nothing), after every array mirrored on it has been released:
+ * memory first, since the device's memory (mem.c) is built on it and the
+ * device (cuda.c) knows nothing of the memory. */
 weft_status gpu_dev_open(weft_context *ctx, int ordinal, gpu_dev **out);
 void gpu_dev_close(gpu_dev *d);
 
@@ -189,6 +191,12 @@ weft_status gpu_mem_alloc(gpu_dev *d, size_t bytes, uint64_t *out,
  * ordered, so a block freed after a launch that uses it may be reused by
  * a later launch. */
 void gpu_mem_free(gpu_dev *d, uint64_t p, size_t bytes);
+/* Release every device buffer of d before gpu_dev_close: the pool and the
+ * mirrors, detaching the mirrored arrays (a device copy newer than the
+ * host's is downloaded first); where d's context cannot be made current
+ * only the host side is cleaned up.  Driver errors are ignored and leave
+ * no message.  NULL does nothing; d stays usable (the pool starts empty). */
+void gpu_mem_close(gpu_dev *d);
 
 /* Copies on the stream.  Host to device and device to host wait for the
  * copy to finish before returning (the host buffer may be reused at
