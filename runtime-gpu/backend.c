@@ -1363,6 +1363,31 @@ static weft_status rt_addr(rt_job *j, weft_array *a, bool written,
     return s;
 }
 
+/* A fold of one row over the devices of d's context (rt_phase.spread,
+ * skeletons-ir/ptx/fold.c entry 1): device i folds elements [first, n) of
+ * the row, cut at multiples of SK_SPREAD_ALIGN, as grain 2 + i, each with
+ * the grid one device would take. */
+_Static_assert(GPU_MULTI_MAX == SK_DEVICES_MAX, "one count of devices");
+
+static weft_status launch_spread(gpu_dev *d, const gpu_fn *f, unsigned grid,
+                                 int block, const rt_phase *ph, void *args)
+{
+    int nd = gpu_multi_count(d);
+    int64_t m = ph->spread;
+    gpu_part part[GPU_MULTI_MAX];
+    int64_t sizes[GPU_MULTI_MAX];
+    for (int i = 0; i < nd; i++) {
+        int64_t lo = (m / nd * i) & -(int64_t)SK_SPREAD_ALIGN;
+        int64_t hi = i == nd - 1
+                         ? m
+                         : (m / nd * (i + 1)) & -(int64_t)SK_SPREAD_ALIGN;
+        part[i] = (gpu_part){.grid = grid, .n = hi, .grain = 2 + i,
+                             .first = lo};
+        sizes[i] = hi - lo;
+    }
+    return gpu_launch_parts(d, f, block, part, args, "elements", sizes, WHO);
+}
+
 static weft_status rt_run(rt_job *j, int n, const rt_phase *ph)
 {
     gpu_dev *d = dev_of(j);
@@ -1394,19 +1419,30 @@ static weft_status rt_run(rt_job *j, int n, const rt_phase *ph)
             grid = all < 0x7fffffff ? (unsigned)all : 0x7fffffffu;
         }
         /* element-wise kernels over several devices (multi.c): each
-         * device its range of the kernel's own chunks */
+         * device its range of the kernel's own chunks; raw entries a
+         * driver lets split (rt_phase), their items or parts of a row */
         bool split = false;
         int64_t unit = 1;
-        if (gpu_multi_count(d) > 1 && per == 0 && j->k->skel &&
+        int nd = gpu_multi_count(d);
+        if (nd > 1 && per == 0 && j->k->skel &&
             j->k->skel->family == SK_GENERATE) {
             bool wide = sk_ptx_wide(j->k);
             unit = wide ? sk_target_ptx.chunk_elems : 1;
             split = wide || grain == 1;
         }
-        weft_status s =
-            split ? gpu_launch_split(d, f, total, grain, unit, block,
-                                     sk_ptx_uneven(j->k), j->w, WHO)
-                  : gpu_launch(d, f, grid, block, 0, params, WHO);
+        weft_status s;
+        if (nd > 1 && ph[i].spread > 0) {
+            s = launch_spread(d, f, grid, block, &ph[i], j->w);
+        } else if (nd > 1 && ph[i].split && per != 0 && total >= nd) {
+            s = gpu_launch_items(d, f, total, grain,
+                                 per == SK_ITEM_BLOCK ? block : per, block,
+                                 j->w, WHO);
+        } else if (split) {
+            s = gpu_launch_split(d, f, total, grain, unit, block,
+                                 sk_ptx_uneven(j->k), j->w, WHO);
+        } else {
+            s = gpu_launch(d, f, grid, block, 0, params, WHO);
+        }
         if (s) {
             return s;
         }
@@ -1544,7 +1580,7 @@ static weft_status hook(void *user, fe_ix *ix, const fe_term *t,
     rt_backend rb = {.ops = &ptx_rt_ops, .be = d,
                      .workers = (int64_t)gpu_dev_sms(d) * 64,
                      .grain = k->light ? st->grain : 1, .chunk_min = 256,
-                     .be_job = &pj};
+                     .be_job = &pj, .devices = gpu_multi_count(d)};
     if (k->aux_item[SK_CANCEL_AUX] >= 0) {
         /* lowered before each such kernel: runs on one device are
          * serialised, and a run whose flag was raised stops (rt_exec) */

@@ -301,6 +301,30 @@ uint64_t gpu_multi_launches(gpu_dev *d);
 weft_status gpu_launch_split(gpu_dev *d, const gpu_fn *f, int64_t total,
                              int64_t grain, int64_t unit, int block,
                              bool one_pass, void *args, const char *who);
+/* One device's launch of a kernel over several devices: its grid (0:
+ * none on that device) and the kernel's n, grain and first parameters. */
+typedef struct gpu_part {
+    unsigned grid;
+    int64_t n, grain, first;
+} gpu_part;
+/* Launch f of a context over several devices (d entered) once per device
+ * i with part[i] (blocks of `block` threads, the argument block args), the
+ * others after the work queued on d's stream, and d's stream waits for
+ * them all (multi.c, "Kernels").  `what` names the parts' sizes in the
+ * trace's span ("chunks", "rows", "elements"): sizes[i].  Errors as
+ * gpu_launch. */
+weft_status gpu_launch_parts(gpu_dev *d, const gpu_fn *f, int block,
+                             const gpu_part *part, void *args,
+                             const char *what, const int64_t *sizes,
+                             const char *who);
+/* Launch a raw entry f (`per` threads per item: a warp's or a block's)
+ * whose items [0, n) start at its `first` parameter (skeletons-ir/ptx/
+ * fold.c) over the devices of d's context: one range of items per device,
+ * as equal as they come, each device's grid sized as for one device.
+ * Errors as gpu_launch. */
+weft_status gpu_launch_items(gpu_dev *d, const gpu_fn *f, int64_t n,
+                             int64_t grain, int per, int block, void *args,
+                             const char *who);
 /* Where libnccl.so.2 was found ($WEFT_NCCL, the library path, pip's
  * nvidia-nccl-cu13/-cu12), or NULL; looked for once per process.  When
  * found, NCCL_NVLS_ENABLE=0 is set in the environment unless the user set

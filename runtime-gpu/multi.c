@@ -536,24 +536,17 @@ void gpu_multi_module_free(gpu_dev *d, gpu_module *mod)
     }
 }
 
-weft_status gpu_launch_split(gpu_dev *d, const gpu_fn *f, int64_t total,
-                             int64_t grain, int64_t unit, int block,
-                             bool one_pass, void *args, const char *who)
+weft_status gpu_launch_parts(gpu_dev *d, const gpu_fn *f, int block,
+                             const gpu_part *part, void *args,
+                             const char *what, const int64_t *sizes,
+                             const char *who)
 {
     gpu_multi *m = d->multi;
-    int64_t chunks = (total + unit - 1) / unit;
-    int64_t pieces = (chunks + GPU_SPLIT_UNIT - 1) / GPU_SPLIT_UNIT;
-    int64_t bound[GPU_MULTI_MAX + 1];
-    for (int i = 0; i <= m->n; i++) { /* device 0 gets the remainder */
-        int64_t c = (pieces * i + m->n - 1) / m->n * GPU_SPLIT_UNIT;
-        bound[i] = c < chunks && pieces >= GPU_SPLIT_MIN ? c : chunks;
-    }
-    bound[0] = 0;
     weft_status st = WEFT_OK;
     uint64_t t0 = d->ctx ? fe_trace_begin(d->ctx) : 0;
     bool others = false;
     for (int i = 1; i < m->n; i++) {
-        others |= bound[i + 1] > bound[i];
+        others |= part[i].grid > 0;
     }
     if (others) {
         GPU_CU(d, who, cuEventRecord, m->ready, d->stream);
@@ -562,22 +555,14 @@ weft_status gpu_launch_split(gpu_dev *d, const gpu_fn *f, int64_t total,
     /* the other devices first, device 0 last, then device 0's stream
      * waits for the others (a wait before its own part would serialise) */
     for (int i = m->n - 1; i >= 0; i--) {
-        int64_t first = bound[i], hi = bound[i + 1] * unit;
-        if (hi > total) {
-            hi = total;
-        }
-        if (bound[i + 1] <= first) {
+        const gpu_part *p = &part[i];
+        if (p->grid == 0) {
             continue;
         }
-        int64_t items = bound[i + 1] - first;
-        unsigned grid = gpu_grid_for(d, f, block, items);
-        if (one_pass) {
-            int64_t all = (items + block - 1) / block;
-            grid = all < 0x7fffffff ? (unsigned)all : 0x7fffffffu;
-        }
-        void *params[4] = {args, &hi, &grain, &first};
+        int64_t n = p->n, grain = p->grain, first = p->first;
+        void *params[4] = {args, &n, &grain, &first};
         if (i == 0) {
-            st = gpu_launch(d, f, grid, block, 0, params, who);
+            st = gpu_launch(d, f, p->grid, block, 0, params, who);
             if (st != WEFT_OK) {
                 goto cleanup;
             }
@@ -597,9 +582,9 @@ weft_status gpu_launch_split(gpu_dev *d, const gpu_fn *f, int64_t total,
         }
         if (st == WEFT_OK && r == CUDA_SUCCESS) {
             call = "cuLaunchKernel";
-            r = gpu_call(d)->cuLaunchKernel(fn, grid, 1, 1, (unsigned)block,
-                                            1, 1, 0, o->stream, params,
-                                            NULL);
+            r = gpu_call(d)->cuLaunchKernel(fn, p->grid, 1, 1,
+                                            (unsigned)block, 1, 1, 0,
+                                            o->stream, params, NULL);
         }
         if (st == WEFT_OK && r == CUDA_SUCCESS) {
             call = "cuEventRecord";
@@ -614,24 +599,75 @@ weft_status gpu_launch_split(gpu_dev *d, const gpu_fn *f, int64_t total,
         }
     }
     for (int i = 1; i < m->n; i++) {
-        if (bound[i + 1] > bound[i]) {
+        if (part[i].grid > 0) {
             GPU_CU(d, who, cuStreamWaitEvent, d->stream, m->dev[i].done, 0);
         }
     }
     if (t0 && others) {
-        /* the chunks of each device, for a reader of the trace */
+        /* the work of each device, for a reader of the trace */
         char at[GPU_MULTI_MAX * 24] = "";
         size_t used = 0;
         for (int i = 0; i < m->n && used < sizeof at; i++) {
             used += (size_t)snprintf(at + used, sizeof at - used, "%s%lld",
-                                     i ? "," : "",
-                                     (long long)(bound[i + 1] - bound[i]));
+                                     i ? "," : "", (long long)sizes[i]);
         }
         fe_trace_span(d->ctx, t0, "gpu", "kernel.split",
-                      "\"kernel\":\"%s\",\"chunks\":[%s]", f->name, at);
+                      "\"kernel\":\"%s\",\"%s\":[%s]", f->name, what, at);
     }
 cleanup:
     return st;
+}
+
+weft_status gpu_launch_split(gpu_dev *d, const gpu_fn *f, int64_t total,
+                             int64_t grain, int64_t unit, int block,
+                             bool one_pass, void *args, const char *who)
+{
+    gpu_multi *m = d->multi;
+    int64_t chunks = (total + unit - 1) / unit;
+    int64_t pieces = (chunks + GPU_SPLIT_UNIT - 1) / GPU_SPLIT_UNIT;
+    int64_t bound[GPU_MULTI_MAX + 1];
+    for (int i = 0; i <= m->n; i++) { /* device 0 gets the remainder */
+        int64_t c = (pieces * i + m->n - 1) / m->n * GPU_SPLIT_UNIT;
+        bound[i] = c < chunks && pieces >= GPU_SPLIT_MIN ? c : chunks;
+    }
+    bound[0] = 0;
+    gpu_part part[GPU_MULTI_MAX];
+    int64_t sizes[GPU_MULTI_MAX];
+    for (int i = 0; i < m->n; i++) {
+        int64_t first = bound[i], hi = bound[i + 1] * unit;
+        int64_t items = bound[i + 1] - first;
+        unsigned grid = items > 0 ? gpu_grid_for(d, f, block, items) : 0;
+        if (one_pass && items > 0) {
+            int64_t all = (items + block - 1) / block;
+            grid = all < 0x7fffffff ? (unsigned)all : 0x7fffffffu;
+        }
+        part[i] = (gpu_part){.grid = grid,
+                             .n = hi < total ? hi : total,
+                             .grain = grain,
+                             .first = first};
+        sizes[i] = items;
+    }
+    return gpu_launch_parts(d, f, block, part, args, "chunks", sizes, who);
+}
+
+weft_status gpu_launch_items(gpu_dev *d, const gpu_fn *f, int64_t n,
+                             int64_t grain, int per, int block, void *args,
+                             const char *who)
+{
+    gpu_multi *m = d->multi;
+    gpu_part part[GPU_MULTI_MAX];
+    int64_t sizes[GPU_MULTI_MAX];
+    for (int i = 0; i < m->n; i++) {
+        int64_t lo = n * i / m->n, hi = n * (i + 1) / m->n;
+        int64_t threads = (hi - lo) * per;
+        part[i] = (gpu_part){
+            .grid = hi > lo ? gpu_grid_for(d, f, block, threads) : 0,
+            .n = hi,
+            .grain = grain,
+            .first = lo};
+        sizes[i] = hi - lo;
+    }
+    return gpu_launch_parts(d, f, block, part, args, "items", sizes, who);
 }
 
 /* ---- NCCL ------------------------------------------------------------------- */

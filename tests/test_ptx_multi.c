@@ -8,10 +8,12 @@
  * has one GPU), and every GPU the machine has ("all"; the same as one GPU
  * where there is one).  The results must be equal bit for bit: the
  * element-wise kernels that are split compute each element as on one
- * device, and the other families run on device 0 over the same memory (a
- * float fold is the same kernel over the same data, so the same bits),
- * but for the f32 scan, whose look-back makes its last bits depend on
- * timing even on one GPU (compared within a tolerance, in compare).  The
+ * device, folds of rows split by rows each row as on one device, and the
+ * families not split run on device 0 over the same memory; but for f32
+ * folds of one row or of few long rows, whose parts on the devices
+ * combine in another order than one GPU's pieces, and the f32 scan,
+ * whose look-back makes its last bits depend on timing even on one GPU
+ * (both compared within a tolerance, in compare).  The
  * contexts compile without tiering (tu.h's DT_TIER): one tier's code.
  * Shapes: sizes not divisible by the device count, smaller than it,
  * empty, large enough to be split (1 MiB and more: 3 million f32), ranks
@@ -65,8 +67,20 @@ static weft_array *pattern(weft_context *ctx, int rank, const int64_t *shape)
  *   5  scanl1 (+) of x (rank 1)
  *   6  permute (+) of ones into 17 bins by index mod 17 (rank 1)
  *   7  a pair (f64 of x, i32 of x * 8) as the result: a tuple array of
- *      two leaves of different element sizes, split each by its bytes */
-enum { NPROG = 8, SCAN_F32 = 5 };
+ *      two leaves of different element sizes, split each by its bytes
+ *   8  fold (+) of a map of x along the inner dimension (rows split over
+ *      the devices, or chunks of few long rows)
+ *   9  fold_all of pairs (i32 of x * 8, x) by (a + b, the right one's x):
+ *      a tuple fold, exact, and not commutative (the parts' folds must be
+ *      combined in the devices' order); z = (0, -1) */
+enum { NPROG = 10, SCAN_F32 = 5 };
+
+/* Program k's result is an f32 fold over several devices, whose parts
+ * are combined in another order than on one GPU (compare). */
+static bool float_fold(int k)
+{
+    return k == 4 || k == 8;
+}
 
 static weft_acc *program(weft_program *p, int k, int rank)
 {
@@ -129,6 +143,32 @@ static weft_acc *program(weft_program *p, int k, int rank)
                                        weft_convert(weft_mul(a, weft_f32(p, 8.0f)),
                                                     WEFT_I32)}));
         return weft_map(pair, x);
+    }
+    case 8: {
+        weft_fun *add = weft_fun2(p, WEFT_F32, WEFT_F32);
+        weft_fun_return(add, weft_add(weft_arg(add, 0), weft_arg(add, 1)));
+        return weft_fold(add, weft_f32(p, 0.0f), m);
+    }
+    case 9: {
+        weft_fun *pair = weft_fun1(p, WEFT_F32);
+        weft_exp *a = weft_arg(pair, 0);
+        weft_fun_return(
+            pair, weft_tuple(p, 2, (weft_exp *[]){
+                                       weft_convert(weft_mul(a, weft_f32(p, 8.0f)),
+                                                    WEFT_I32),
+                                       a}));
+        weft_acc *t = weft_map(pair, x);
+        weft_type tt = weft_acc_type(t);
+        weft_fun *c = weft_fun2(p, tt, tt);
+        weft_exp *l = weft_arg(c, 0), *r = weft_arg(c, 1);
+        weft_fun_return(
+            c, weft_tuple(p, 2, (weft_exp *[]){
+                                    weft_add(weft_get(l, 0), weft_get(r, 0)),
+                                    weft_get(r, 1)}));
+        return weft_fold_all(
+            c, weft_tuple(p, 2, (weft_exp *[]){weft_i32(p, 0),
+                                                weft_f32(p, -1.0f)}),
+            t);
     }
     default: {
         weft_fun *one = weft_fun1(p, WEFT_F32);
@@ -198,7 +238,8 @@ static const struct {
 static bool applies(int k, int rank)
 {
     return rank == 0 ? k == 0 || k == 3 || k == 7
-                     : k == 0 || k == 3 || k == 4 || k == 7 || rank == 1;
+                     : k == 0 || k == 3 || k == 4 || k == 7 || k == 8 ||
+                           k == 9 || rank == 1;
 }
 
 static void compare(const char *devices, unsigned flags)
@@ -228,6 +269,29 @@ static void compare(const char *devices, unsigned flags)
                            "result when run again\n", k, s);
                 }
                 free(c);
+            }
+            if (float_fold(k)) {
+                /* the parts' folds combine in another order than one
+                 * GPU's pieces: each result is the exact sum within
+                 * eps = 2^-24 times the longest chain of additions
+                 * done one after another (a lane's run, a warp's tiles
+                 * of a piece, the pieces), a few hundred here, so
+                 * 1e-5 relative holds both with room */
+                const float *fa = (const float *)a, *fb = (const float *)b;
+                for (size_t i = 0; i < n1 / sizeof(float); i++) {
+                    float tol = 1e-5f * fmaxf(1.0f, fabsf(fa[i]));
+                    if (!(fabsf(fa[i] - fb[i]) <= tol)) {
+                        printf("devices %s%s, program %d, shape %zu: "
+                               "element %zu is %.9g, one GPU's %.9g\n",
+                               devices, flags ? " (no fusion)" : "", k, s,
+                               i, (double)fb[i], (double)fa[i]);
+                        differ++;
+                        break;
+                    }
+                }
+                free(a);
+                free(b);
+                continue;
             }
             if (k == SCAN_F32) {
                 /* the f32 scan's look-back combines the predecessors'
