@@ -12,15 +12,15 @@
 #   (0,0 runs the split over two blocks of one GPU: the cost of the
 #   partitioning where there is one GPU; expect about 1x)
 # Environment: SCALING_ONLY (run.py program keys, default
-# saxpy,blackscholes,mandelbrot,nbody,sum,dotp,histogram: phase 1 splits
-# the first four, the folds and the histogram run on the first GPU), and
-# run.sh's.
+# saxpy,blackscholes,mandelbrot,nbody,sum,dotp,histogram,scan: the
+# first four and the folds are split over the devices; the histogram and
+# the scan run on the first GPU over the split memory), and run.sh's.
 set -eu
 out=${1:?usage: sh bench/gpu/scaling.sh OUTDIR [LIST ...]}
 shift
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-only=${SCALING_ONLY:-saxpy,blackscholes,mandelbrot,nbody,sum,dotp,histogram}
+only=${SCALING_ONLY:-saxpy,blackscholes,mandelbrot,nbody,sum,dotp,histogram,scan}
 here=$(dirname "$0")
 GPUBENCH_ARGS="--only $only --no-peers" sh "$here/run.sh" "$out/one" \
     >/dev/null 2>&1 || echo "scaling: one GPU: run.sh failed (see $out/one)"
