@@ -1363,29 +1363,61 @@ static weft_status rt_addr(rt_job *j, weft_array *a, bool written,
     return s;
 }
 
-/* A fold of one row over the devices of d's context (rt_phase.spread,
- * skeletons-ir/ptx/fold.c entry 1): device i folds elements [first, n) of
- * the row, cut at multiples of SK_SPREAD_ALIGN, as grain 2 + i, each with
- * the grid one device would take. */
-_Static_assert(GPU_MULTI_MAX == SK_DEVICES_MAX, "one count of devices");
-
-static weft_status launch_spread(gpu_dev *d, const gpu_fn *f, unsigned grid,
-                                 int block, const rt_phase *ph, void *args)
+/* One long row over the devices of d's context (rt_phase.spread, m its
+ * elements), part r of D on device r, or D - 1 - r for a right scan (its
+ * logical positions run from the row's end: each part on the device whose
+ * memory holds it).  A fold (skeletons-ir/ptx/fold.c entry 1): part r
+ * folds elements [first, n), cut at multiples of SK_SPREAD_ALIGN, as grain
+ * 2 + r, with the grid one device would take.  A scan (ptx/scan.c,
+ * "Several devices"): entry 0, part r its tiles [first, n) (the tiles of
+ * entry 0's block as the kernel cuts them), grain 2 + r; entry 1, parts
+ * r > 0 add their offsets over their positions (n = D, first = the tile
+ * size). */
+static weft_status launch_spread(rt_job *j, gpu_dev *d, const gpu_fn *f,
+                                 unsigned grid, int block, const rt_phase *ph)
 {
     int nd = gpu_multi_count(d);
     int64_t m = ph->spread;
+    const sk_kernel *k = j->k;
+    bool scan = k->skel->family == SK_SCAN_PASS;
+    fe_kind kind = (fe_kind)k->op->kind;
+    bool right = scan && (kind == FE_SCANR || kind == FE_SCANR1 ||
+                          kind == FE_SCANR_);
+    int64_t ts = 1, T = m;
+    if (scan) {
+        /* entry 0's tile: its block's warps of 32 K positions */
+        const gpu_fn *f0 = k->entry[rt_job_entry(j, 0)];
+        ts = (int64_t)f0->block / 32 * k->chunk_min;
+        T = (m + ts - 1) / ts;
+    }
+    bool offsets = scan && ph->entry % k->nentry == 1;
     gpu_part part[GPU_MULTI_MAX];
     int64_t sizes[GPU_MULTI_MAX];
-    for (int i = 0; i < nd; i++) {
-        int64_t lo = (m / nd * i) & -(int64_t)SK_SPREAD_ALIGN;
-        int64_t hi = i == nd - 1
-                         ? m
-                         : (m / nd * (i + 1)) & -(int64_t)SK_SPREAD_ALIGN;
-        part[i] = (gpu_part){.grid = grid, .n = hi, .grain = 2 + i,
-                             .first = lo};
-        sizes[i] = hi - lo;
+    for (int r = 0; r < nd; r++) {
+        int dev = right ? nd - 1 - r : r;
+        int64_t lo, hi;
+        if (scan) {
+            lo = T * r / nd;
+            hi = T * (r + 1) / nd;
+        } else {
+            lo = (m / nd * r) & -(int64_t)SK_SPREAD_ALIGN;
+            hi = r == nd - 1 ? m
+                             : (m / nd * (r + 1)) & -(int64_t)SK_SPREAD_ALIGN;
+        }
+        part[dev] = (gpu_part){.grid = hi > lo ? grid : 0, .n = hi,
+                               .grain = 2 + r, .first = lo};
+        sizes[dev] = hi - lo;
+        if (offsets) {
+            int64_t elems = (hi - lo) * ts;
+            part[dev] = (gpu_part){
+                .grid = r > 0 && hi > lo ? gpu_grid_for(d, f, block, elems)
+                                         : 0,
+                .n = nd, .grain = 2 + r, .first = ts};
+            sizes[dev] = r > 0 ? elems : 0;
+        }
     }
-    return gpu_launch_parts(d, f, block, part, args, "elements", sizes, WHO);
+    return gpu_launch_parts(d, f, block, part, j->w, scan ? "tiles" : "elements",
+                            sizes, WHO);
 }
 
 static weft_status rt_run(rt_job *j, int n, const rt_phase *ph)
@@ -1432,7 +1464,7 @@ static weft_status rt_run(rt_job *j, int n, const rt_phase *ph)
         }
         weft_status s;
         if (nd > 1 && ph[i].spread > 0) {
-            s = launch_spread(d, f, grid, block, &ph[i], j->w);
+            s = launch_spread(j, d, f, grid, block, &ph[i]);
         } else if (nd > 1 && ph[i].split && per != 0 && total >= nd) {
             s = gpu_launch_items(d, f, total, grain,
                                  per == SK_ITEM_BLOCK ? block : per, block,

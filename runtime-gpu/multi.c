@@ -46,7 +46,16 @@
  * and device 0's stream waits for device i's event after it, so that
  * everything after the kernel, on device 0's stream, sees its writes and
  * a wait for device 0's stream waits for all.  No host wait is added.
- * Every other family runs on device 0 over the same addresses (phase 1).
+ * A fold is split by its own entries (gpu_launch_items: rows, or chunks
+ * of few long rows; the partials then combined on device 0) or, for one
+ * row, spread: every device folds its part of the row, and one thread on
+ * device 0 combines the parts' folds in order (backend.c launch_spread,
+ * skeletons-ir/ptx/fold.c); no NCCL: the partials are a handful of
+ * values, read over peer access.  A scan of one long row is spread the
+ * same way (ptx/scan.c, "Several devices": each part a local look-back,
+ * then a second pass adds the parts' offsets); a scan of many rows, the
+ * permute, stencil and segmented fold run on device 0 over the same
+ * addresses.
  * A module is loaded on a device of another context when one of its
  * kernels first runs there (its PTX kept by gpu_module_load for that),
  * and unloaded with the module.

@@ -13,7 +13,9 @@
  * rt_exec_scan_pass drives the PTX target's single-pass scan
  * (skeletons-ir/ptx/scan.c): the same outputs, then one launch over the
  * row's tiles with a zeroed tile status (flags, aggregates, inclusive
- * prefixes) and a zeroed tile counter.
+ * prefixes) and a zeroed tile counter; one long row over several devices
+ * (rt_job.devices), a part of the tiles per device, a counter each, and a
+ * second pass that adds the parts' offsets.
  */
 #ifdef WEFT_HAVE_LLVM
 #include <string.h>
@@ -129,15 +131,26 @@ weft_status rt_exec_scan_pass(rt_job *j)
      * word) */
     weft_type flag = j->k->item[j->k->aux_item[0]].type;
     int64_t vslots = flag == WEFT_I64 ? 1 : slots; /* unused when packed */
+    /* one long row over several devices: a part of its tiles each, a
+     * counter each (skeletons-ir/ptx/scan.c, "Several devices") */
+    bool spread = j->devices > 1 && rows == 1 && m >= RT_SPLIT_MIN &&
+                  j->k->nentry == 2;
     if ((s = rt_job_aux(j, 0, flag, slots, false)) != WEFT_OK ||
         (s = rt_job_aux(j, 1, elt, vslots, false)) != WEFT_OK ||
         (s = rt_job_aux(j, 2, elt, vslots, false)) != WEFT_OK ||
-        (s = rt_job_aux(j, 3, WEFT_I64, 1, false)) != WEFT_OK ||
+        (s = rt_job_aux(j, 3, WEFT_I64, spread ? j->devices : 1, false)) !=
+            WEFT_OK ||
         (s = rt_job_fill(j)) != WEFT_OK) {
         return s;
     }
     if (rows == 0 || (m == 0 && !seeded)) {
         return WEFT_OK; /* nothing to write */
+    }
+    if (spread) {
+        /* each device its part's tiles, then the parts' offsets */
+        rt_phase ph[2] = {{.entry = 0, .n = tiles, .grain = 1, .spread = m},
+                          {.entry = 1, .n = m, .grain = 1, .spread = m}};
+        return rt_job_phases(j, 2, ph);
     }
     return rt_job_run(j, 0, tiles, 1);
 }

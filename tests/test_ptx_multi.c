@@ -72,8 +72,14 @@ static weft_array *pattern(weft_context *ctx, int rank, const int64_t *shape)
  *      the devices, or chunks of few long rows)
  *   9  fold_all of pairs (i32 of x * 8, x) by (a + b, the right one's x):
  *      a tuple fold, exact, and not commutative (the parts' folds must be
- *      combined in the devices' order); z = (0, -1) */
-enum { NPROG = 10, SCAN_F32 = 5 };
+ *      combined in the devices' order); z = (0, -1)
+ *  10  scanl (+) 7 of i32 of x (exclusive, seeded, a row longer by one:
+ *      one long row is scanned in parts, one per device, then offsets)
+ *  11  scanr (+) 5 of i32 of x (right to left: part r on the last device
+ *      but r)
+ *  12  the exclusive scan of scanr' (+) 0 of i32 of x
+ *  13  the totals of scanl' (+) 0 of i32 of x */
+enum { NPROG = 14, SCAN_F32 = 5 };
 
 /* Program k's result is an f32 fold over several devices, whose parts
  * are combined in another order than on one GPU (compare). */
@@ -170,6 +176,20 @@ static weft_acc *program(weft_program *p, int k, int rank)
                                                 weft_f32(p, -1.0f)}),
             t);
     }
+    case 10:
+    case 11:
+    case 12:
+    case 13: {
+        weft_fun *cv = weft_fun1(p, WEFT_F32);
+        weft_fun_return(cv, weft_convert(weft_arg(cv, 0), WEFT_I32));
+        weft_acc *xi = weft_map(cv, x);
+        weft_fun *add = weft_fun2(p, WEFT_I32, WEFT_I32);
+        weft_fun_return(add, weft_add(weft_arg(add, 0), weft_arg(add, 1)));
+        return k == 10   ? weft_scanl(add, weft_i32(p, 7), xi)
+               : k == 11 ? weft_scanr(add, weft_i32(p, 5), xi)
+               : k == 12 ? weft_aget(weft_scanr_(add, weft_i32(p, 0), xi), 0)
+                         : weft_aget(weft_scanl_(add, weft_i32(p, 0), xi), 1);
+    }
     default: {
         weft_fun *one = weft_fun1(p, WEFT_F32);
         weft_fun_return(one, weft_f32(p, 1.0f));
@@ -239,7 +259,7 @@ static bool applies(int k, int rank)
 {
     return rank == 0 ? k == 0 || k == 3 || k == 7
                      : k == 0 || k == 3 || k == 4 || k == 7 || k == 8 ||
-                           k == 9 || rank == 1;
+                           k == 9 || k == 10 || k == 11 || rank == 1;
 }
 
 static void compare(const char *devices, unsigned flags)

@@ -133,6 +133,16 @@
  * z `f` that (or that) to the result and stores 0 into the word, so that
  * it is zero again for whatever runs next.  The branches are
  * block-uniform, so their barriers are too.
+ *
+ * Several devices (runtime-gpu/multi.c).  Entries 0 and 1 (not of one
+ * row) start their items at the kernel's `first` parameter, so that each
+ * device of a context runs a range of rows or chunks of the same launch;
+ * entry 2 then folds the rows' partials on one device.  One row is cut
+ * into one part per device (emit_one_row): each part's pieces, ticket and
+ * last block are its own, the last block writes the part's fold to a
+ * partial of its own, and entry 2, with grain D, folds the D parts' folds
+ * in order.  So the result of a fold of one row depends on the device
+ * count (the association of its terms), never on timing.
  */
 #include "../sk.h"
 
@@ -1347,7 +1357,7 @@ static weft_status emit_chunks(sk_fn *f, bool has_seed)
  * P partials (see the head comment).  The pieces start at whole tiles, so
  * the vector reads need no head.
  *
- * On a device of several (grain g >= 2, runtime-gpu/multi.c, "Folds"):
+ * On a device of several (grain g >= 2; runtime-gpu/multi.c, "Kernels"):
  * the part of device d = g - 2, elements [first, n) of the row (first a
  * multiple of SK_SPREAD_ALIGN, so of every tile), its pieces into
  * partial[SK_DEVICES_MAX + d C + b], its ticket word aux 2 [d], and its
