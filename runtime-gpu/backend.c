@@ -1461,6 +1461,12 @@ static weft_status rt_run(rt_job *j, int n, const rt_phase *ph)
             bool wide = sk_ptx_wide(j->k);
             unit = wide ? sk_target_ptx.chunk_elems : 1;
             split = wide || grain == 1;
+        } else if (nd > 1 && per == 0 && j->k->skel &&
+                   j->k->skel->family == SK_STENCIL) {
+            /* the shared stencil's pieces of rows, by its chunks of
+             * `grain` pieces (halos read over peer access) */
+            unit = grain;
+            split = true;
         }
         weft_status s;
         if (nd > 1 && ph[i].spread > 0) {

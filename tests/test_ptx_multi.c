@@ -19,8 +19,9 @@
  * empty, large enough to be split (1 MiB and more: 3 million f32), ranks
  * 0 to 3, tuples, fused (a map of a generate) and unfused
  * (WEFT_FLAG_NO_FUSION), a backpermute that reads across the blocks,
- * folds, a scan and a permute over split inputs.  weft_stats must show
- * the devices, a split kernel, and bytes on every device of the list.
+ * folds, scans, a stencil and a permute over split inputs.  weft_stats
+ * must show the devices, a split kernel, and bytes on every device of
+ * the list.
  * Configuration errors (a malformed list, an ordinal past the devices)
  * are WEFT_ERR_INVALID_ARGUMENT naming the ordinal.
  *
@@ -78,8 +79,11 @@ static weft_array *pattern(weft_context *ctx, int rank, const int64_t *shape)
  *  11  scanr (+) 5 of i32 of x (right to left: part r on the last device
  *      but r)
  *  12  the exclusive scan of scanr' (+) 0 of i32 of x
- *  13  the totals of scanl' (+) 0 of i32 of x */
-enum { NPROG = 14, SCAN_F32 = 5 };
+ *  13  the totals of scanl' (+) 0 of i32 of x
+ *  14  a stencil of x (ranks 1 to 3: 3, 3 x 3, 3 x 3 x 3 windows, the
+ *      sum of the window weighted by position; wrap boundary): the split
+ *      rows read their neighbours' rows over peer access */
+enum { NPROG = 15, SCAN_F32 = 5 };
 
 /* Program k's result is an f32 fold over several devices, whose parts
  * are combined in another order than on one GPU (compare). */
@@ -190,6 +194,22 @@ static weft_acc *program(weft_program *p, int k, int rank)
                : k == 12 ? weft_aget(weft_scanr_(add, weft_i32(p, 0), xi), 0)
                          : weft_aget(weft_scanl_(add, weft_i32(p, 0), xi), 1);
     }
+    case 14: {
+        weft_type ts[27];
+        int w = rank == 1 ? 3 : rank == 2 ? 9 : 27;
+        for (int i = 0; i < w; i++) {
+            ts[i] = WEFT_F32;
+        }
+        weft_fun *f = weft_fun_create(p, w, ts);
+        weft_exp *sum = weft_arg(f, 0);
+        for (int i = 1; i < w; i++) {
+            sum = weft_add(sum, weft_mul(weft_arg(f, i),
+                                         weft_f32(p, (float)(i + 1))));
+        }
+        weft_fun_return(f, sum);
+        weft_boundary wrap = {WEFT_BOUNDARY_WRAP, NULL};
+        return weft_stencil(f, (const int[]){3, 3, 3}, wrap, x);
+    }
     default: {
         weft_fun *one = weft_fun1(p, WEFT_F32);
         weft_fun_return(one, weft_f32(p, 1.0f));
@@ -259,7 +279,8 @@ static bool applies(int k, int rank)
 {
     return rank == 0 ? k == 0 || k == 3 || k == 7
                      : k == 0 || k == 3 || k == 4 || k == 7 || k == 8 ||
-                           k == 9 || k == 10 || k == 11 || rank == 1;
+                           k == 9 || k == 10 || k == 11 || k == 14 ||
+                           rank == 1;
 }
 
 static void compare(const char *devices, unsigned flags)
