@@ -162,7 +162,9 @@ typedef struct weft_config {
     uint64_t device_memory; /* PTX backend: use at most this many bytes of
                                device memory, moving the least recently
                                used arrays to the host beyond it (0: all
-                               the device has; $WEFT_DEVICE_MEMORY) */
+                               the device has; $WEFT_DEVICE_MEMORY); on
+                               several devices (`devices`), this many on
+                               each */
     double timeout_ms;     /* a deadline for every weft_run (and the run of
                               weft_run1): a run still going this many
                               milliseconds after it started stops with

@@ -289,6 +289,11 @@ int gpu_multi_count(const gpu_dev *d);
  * partitioned arrays (and pooled ranges) in its memory now; with one
  * device, d's ordinal and all the bytes d holds. */
 int gpu_multi_device(gpu_dev *d, int i, uint64_t *bytes);
+/* Whether a new block of `size` bytes (mem.c's driver_alloc: a range
+ * split over the devices from GPU_MULTI_MIN bytes, else on device 0)
+ * keeps every device of d's context within `limit` bytes
+ * ($WEFT_DEVICE_MEMORY, per device). */
+bool gpu_multi_fits(gpu_dev *d, size_t size, uint64_t limit);
 /* Kernels split over the devices so far. */
 uint64_t gpu_multi_launches(gpu_dev *d);
 /* Launch element-wise kernel f of a context over several devices (d

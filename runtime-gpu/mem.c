@@ -148,7 +148,9 @@ static size_t rounded(size_t n)
  * simulated out-of-memory. */
 static CUresult driver_alloc(gpu_dev *d, size_t size, CUdeviceptr *p)
 {
-    if (d->limit && (d->held > d->limit || size > d->limit - d->held)) {
+    if (d->limit && (d->multi ? !gpu_multi_fits(d, size, d->limit)
+                              : d->held > d->limit ||
+                                    size > d->limit - d->held)) {
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     CUresult r = d->multi && size >= GPU_MULTI_MIN

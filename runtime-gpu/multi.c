@@ -396,6 +396,35 @@ uint64_t gpu_multi_launches(gpu_dev *d)
 
 /* ---- memory ---------------------------------------------------------------- */
 
+/* Granules of a range of `granules` on device i (gpu_multi_map's split). */
+static size_t share_of(const gpu_multi *m, size_t granules, int i)
+{
+    return granules / (size_t)m->n +
+           ((size_t)i < granules % (size_t)m->n ? 1 : 0);
+}
+
+bool gpu_multi_fits(gpu_dev *d, size_t size, uint64_t limit)
+{
+    gpu_multi *m = d->multi;
+    uint64_t ranges = 0;
+    for (int i = 0; i < m->n; i++) {
+        ranges += m->dev[i].bytes;
+    }
+    /* device 0 also holds every block below GPU_MULTI_MIN */
+    uint64_t small = d->held > ranges ? d->held - ranges : 0;
+    size_t g = m->gran, granules = (size + g - 1) / g;
+    for (int i = 0; i < m->n; i++) {
+        uint64_t add = size < GPU_MULTI_MIN ? (i == 0 ? size : 0)
+                                            : share_of(m, granules, i) * g;
+        uint64_t now = m->dev[i].bytes + (i == 0 ? small : 0);
+        /* a repeated ordinal ("0,0") counts as a device of its own */
+        if (now > limit || add > limit - now) {
+            return false;
+        }
+    }
+    return true;
+}
+
 /* Undo a range: unmap it, release its blocks, free its addresses. */
 static void range_free(gpu_dev *d, gpu_range *r, bool mapped)
 {
@@ -432,8 +461,7 @@ CUresult gpu_multi_map(gpu_dev *d, size_t size, CUdeviceptr *p)
     }
     size_t off = 0;
     for (int i = 0; i < m->n; i++) {
-        size_t share = granules / (size_t)m->n +
-                       ((size_t)i < granules % (size_t)m->n ? 1 : 0);
+        size_t share = share_of(m, granules, i);
         if (share == 0) {
             continue;
         }
