@@ -425,6 +425,54 @@ START_TEST(one_ordinal_is_one_gpu)
 }
 END_TEST
 
+/* WEFT_DEVICE_MEMORY (weft_config.device_memory) bounds each device:
+ * four arrays of 24 MiB (96 MiB, 1.5 times the bound of 64 MiB) live at
+ * once on "0,0", each "device" holding half of each (48 MiB), run with
+ * no eviction and the right values (on one GPU the same bound could not
+ * hold them). */
+START_TEST(memory_per_device)
+{
+    weft_config cfg = weft_config_default();
+    cfg.backend = WEFT_BACKEND_PTX;
+    cfg.flags |= WEFT_FLAG_NO_ENV | DT_TIER;
+    cfg.devices = "0,0";
+    cfg.device_memory = (uint64_t)64 << 20;
+    weft_context *ctx = NULL;
+    TU_OK(weft_context_create(&cfg, &ctx));
+    weft_program *p = NULL;
+    TU_OK(weft_program_create(ctx, &p));
+    weft_acc *x = weft_param(p, WEFT_F32, 1);
+    weft_fun *inc = weft_fun1(p, WEFT_F32);
+    weft_fun_return(inc, weft_add(weft_arg(inc, 0), weft_f32(p, 1.0f)));
+    weft_fun *dbl = weft_fun1(p, WEFT_F32);
+    weft_fun_return(dbl, weft_mul(weft_arg(dbl, 0), weft_f32(p, 2.0f)));
+    weft_fun *add = weft_fun2(p, WEFT_F32, WEFT_F32);
+    weft_fun_return(add, weft_add(weft_arg(add, 0), weft_arg(add, 1)));
+    weft_acc *a = weft_map(inc, x), *b = weft_map(dbl, x);
+    weft_acc *r[3] = {a, b, weft_zipwith(add, a, b)};
+    TU_OK(weft_program_status(p));
+    int64_t n = (int64_t)6 << 20; /* 24 MiB of f32 */
+    weft_array *in = pattern(ctx, 1, &n), *out[3] = {NULL, NULL, NULL};
+    TU_OK(weft_run1(p, r, 3, &in, 1, out, 3));
+    weft_stats st;
+    TU_OK(weft_context_stats(ctx, &st));
+    ck_assert_uint_eq(st.evictions, 0);
+    const float *xs = weft_array_data(in, 0);
+    const float *c = weft_array_data(out[2], 0);
+    ck_assert_ptr_nonnull(c);
+    for (int64_t i = 0; i < n; i += 4099) {
+        /* x + 1 + 2 x: exact for these x (multiples of 1/8 below 125) */
+        ck_assert_float_eq(c[i], xs[i] + 1.0f + 2.0f * xs[i]);
+    }
+    for (int i = 0; i < 3; i++) {
+        weft_array_release(out[i]);
+    }
+    weft_array_release(in);
+    weft_program_free(p);
+    weft_context_free(ctx);
+}
+END_TEST
+
 START_TEST(bad_lists)
 {
     int count = 0;
@@ -462,6 +510,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, one_ordinal_is_one_gpu);
     tcase_add_test(tc, bad_lists);
+    tcase_add_test(tc, memory_per_device);
     tcase_add_test(tc, same_device_twice);
     tcase_add_test(tc, same_device_twice_unfused);
     tcase_add_test(tc, all_devices);
