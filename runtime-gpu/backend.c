@@ -1363,16 +1363,17 @@ static weft_status rt_addr(rt_job *j, weft_array *a, bool written,
     return s;
 }
 
-/* One long row over the devices of d's context (rt_phase.spread, m its
- * elements), part r of D on device r, or D - 1 - r for a right scan (its
- * logical positions run from the row's end: each part on the device whose
- * memory holds it).  A fold (skeletons-ir/ptx/fold.c entry 1): part r
- * folds elements [first, n), cut at multiples of SK_SPREAD_ALIGN, as grain
- * 2 + r, with the grid one device would take.  A scan (ptx/scan.c,
- * "Several devices"): entry 0, part r its tiles [first, n) (the tiles of
- * entry 0's block as the kernel cuts them), grain 2 + r; entry 1, parts
- * r > 0 add their offsets over their positions (n = D, first = the tile
- * size). */
+/* A kernel spread over the devices of d's context (rt_phase.spread: m
+ * the elements of its rows), part r of D on device r.  A fold of one row
+ * (skeletons-ir/ptx/fold.c entry 1): part r folds elements [first, n),
+ * cut at multiples of SK_SPREAD_ALIGN, as grain 2 + r, with the grid one
+ * device would take.  A scan (ptx/scan.c, "Several devices"): entry 0,
+ * part r its tiles [first, n), grain 2 + r (the tiles of entry 0's block
+ * as the kernel cuts them: whole rows each part where there are several,
+ * else the one row's tiles, part r on device D - 1 - r for a right scan,
+ * whose logical positions run from the row's end, so that each part runs
+ * where its memory is); entry 1, parts r > 0 of one row add their offsets
+ * over their positions (n = D, first = the tile size). */
 static weft_status launch_spread(rt_job *j, gpu_dev *d, const gpu_fn *f,
                                  unsigned grid, int block, const rt_phase *ph)
 {
@@ -1383,20 +1384,27 @@ static weft_status launch_spread(rt_job *j, gpu_dev *d, const gpu_fn *f,
     fe_kind kind = (fe_kind)k->op->kind;
     bool right = scan && (kind == FE_SCANR || kind == FE_SCANR1 ||
                           kind == FE_SCANR_);
-    int64_t ts = 1, T = m;
+    int64_t ts = 1, T = m, rows = 1;
     if (scan) {
-        /* entry 0's tile: its block's warps of 32 K positions */
+        /* entry 0's tile: its block's warps of 32 K positions; the
+         * driver's n, rows of tiles of the smallest block */
         const gpu_fn *f0 = k->entry[rt_job_entry(j, 0)];
         ts = (int64_t)f0->block / 32 * k->chunk_min;
         T = (m + ts - 1) / ts;
+        rows = ph->entry % k->nentry == 0
+                   ? ph->n / ((m + k->chunk_min - 1) / k->chunk_min)
+                   : 1;
     }
     bool offsets = scan && ph->entry % k->nentry == 1;
     gpu_part part[GPU_MULTI_MAX];
     int64_t sizes[GPU_MULTI_MAX];
     for (int r = 0; r < nd; r++) {
-        int dev = right ? nd - 1 - r : r;
+        int dev = right && rows == 1 ? nd - 1 - r : r;
         int64_t lo, hi;
-        if (scan) {
+        if (scan && rows > 1) { /* whole rows */
+            lo = rows * r / nd * T;
+            hi = rows * (r + 1) / nd * T;
+        } else if (scan) {
             lo = T * r / nd;
             hi = T * (r + 1) / nd;
         } else {

@@ -53,8 +53,9 @@
  * skeletons-ir/ptx/fold.c); no NCCL: the partials are a handful of
  * values, read over peer access.  A scan of one long row is spread the
  * same way (ptx/scan.c, "Several devices": each part a local look-back,
- * then a second pass adds the parts' offsets); a scan of many rows, the
- * permute, stencil and segmented fold run on device 0 over the same
+ * then a second pass adds the parts' offsets; a scan of many rows, whole
+ * rows per device); stencils by ranges of tiles or pieces of rows; the
+ * permute and the segmented fold run on device 0 over the same
  * addresses.
  * A module is loaded on a device of another context when one of its
  * kernels first runs there (its PTX kept by gpu_module_load for that),

@@ -133,8 +133,9 @@ weft_status rt_exec_scan_pass(rt_job *j)
     int64_t vslots = flag == WEFT_I64 ? 1 : slots; /* unused when packed */
     /* one long row over several devices: a part of its tiles each, a
      * counter each (skeletons-ir/ptx/scan.c, "Several devices") */
-    bool spread = j->devices > 1 && rows == 1 && m >= RT_SPLIT_MIN &&
-                  j->k->nentry == 2;
+    bool spread = j->devices > 1 && j->k->nentry == 2 &&
+                  ((rows == 1 && m >= RT_SPLIT_MIN) ||
+                   (rows >= j->devices && rows * m >= RT_SPLIT_MIN));
     if ((s = rt_job_aux(j, 0, flag, slots, false)) != WEFT_OK ||
         (s = rt_job_aux(j, 1, elt, vslots, false)) != WEFT_OK ||
         (s = rt_job_aux(j, 2, elt, vslots, false)) != WEFT_OK ||
@@ -147,10 +148,11 @@ weft_status rt_exec_scan_pass(rt_job *j)
         return WEFT_OK; /* nothing to write */
     }
     if (spread) {
-        /* each device its part's tiles, then the parts' offsets */
+        /* each device its part's tiles (of whole rows where there are
+         * several), then the parts' offsets (one row) */
         rt_phase ph[2] = {{.entry = 0, .n = tiles, .grain = 1, .spread = m},
                           {.entry = 1, .n = m, .grain = 1, .spread = m}};
-        return rt_job_phases(j, 2, ph);
+        return rt_job_phases(j, rows == 1 ? 2 : 1, ph);
     }
     return rt_job_run(j, 0, tiles, 1);
 }

@@ -133,6 +133,8 @@
  * prefix to write) and of the row's totals (the last part).  One pass
  * more over all but the first part's positions; the association of a
  * float scan's terms changes with the parts, as it does with timing.
+ * Many rows go by whole rows, part r the tiles of its rows (its first
+ * tile a piece 0, as any row's), with no second pass.
  */
 #include <string.h>
 
