@@ -177,13 +177,21 @@ static double now_ms(void)
 
 /* ---- context ----------------------------------------------------------- */
 
+/* Free module m (NULL: nothing) and its copies on the other devices of
+ * d's context (multi.c). */
+static void module_free(gpu_dev *d, gpu_module *m)
+{
+    gpu_multi_module_free(d, m);
+    gpu_module_free(d, m);
+}
+
 static void free_kernel(void *user, rt_kentry *e)
 {
     ptx_state *st = user;
     ptx_kernel *k = e->value;
     if (k) {
-        gpu_module_free(st->dev, k->mod);
-        gpu_module_free(st->dev, k->quick_mod);
+        module_free(st->dev, k->mod);
+        module_free(st->dev, k->quick_mod);
         fe_free(NULL, k, sizeof *k);
     }
 }
@@ -218,6 +226,7 @@ static void ptx_context_fini(weft_context *ctx)
         }
     }
     gpu_mem_close(st->dev);
+    gpu_multi_end(st->dev);
     gpu_dev_close(st->dev);
     pthread_mutex_destroy(&st->lock);
     fe_free(ctx, st, sizeof *st);
@@ -556,7 +565,7 @@ static weft_status tier_up(void *user, rt_tier_job *job)
                 mod = NULL;
             }
             gpu_unlock(st->dev);
-            gpu_module_free(st->dev, mod);
+            module_free(st->dev, mod);
         }
     }
     if (s == WEFT_OK && !stop) {
@@ -609,7 +618,7 @@ static weft_status add_kernel(ptx_state *st, sk_kernel *k, gpu_module *mod,
 {
     ptx_kernel *pk = fe_calloc(NULL, sizeof *pk);
     if (!pk) {
-        gpu_module_free(st->dev, mod);
+        module_free(st->dev, mod);
         return fe_oom("weft_compile");
     }
     pk->mod = mod;
@@ -620,7 +629,7 @@ static weft_status add_kernel(ptx_state *st, sk_kernel *k, gpu_module *mod,
                           &pk->fn[i]);
     }
     if (s) {
-        gpu_module_free(st->dev, pk->mod);
+        module_free(st->dev, pk->mod);
         fe_free(NULL, pk, sizeof *pk);
         return s;
     }
@@ -862,7 +871,7 @@ static weft_status jits_end(ptx_compiling *pc, weft_status s)
             wn = w->next;
             fe_free(pc->ctx, w, sizeof *w);
         }
-        gpu_module_free(pc->st->dev, l->mod);
+        module_free(pc->st->dev, l->mod);
         fe_free(pc->ctx, l, sizeof *l);
     }
     pc->jits = pc->last = NULL;

@@ -387,10 +387,5 @@ CUresult gpu_multi_map(gpu_dev *d, size_t size, CUdeviceptr *p);
 /* Unmap and release range p when it is one of gpu_multi_map's (d entered,
  * streams waited for): true; false when p is not such a range. */
 bool gpu_multi_unmap(gpu_dev *d, CUdeviceptr p);
-/* Close the other devices (d locked; live: d's context current).  Modules
- * loaded on them are unloaded by gpu_module_free first. */
-void gpu_multi_close(gpu_dev *d, bool live);
-/* Unload m's copies on the other devices (d locked). */
-void gpu_multi_module_free(gpu_dev *d, gpu_module *m);
 
 #endif /* WEFT_GPU_DRIVER_H */

@@ -57,10 +57,12 @@ typedef struct gpu_fn {
  * WEFT_ERR_BACKEND_UNAVAILABLE when there is no driver, no device, or the
  * ordinal is out of range (the message says which, and for a missing
  * driver the dlopen error); WEFT_ERR_OUT_OF_MEMORY.  ctx gives the
- * allocator (may be NULL).  Close with gpu_mem_close, then gpu_dev_close
- * (NULL does nothing), after every array mirrored on it has been released:
- * memory first, since the device's memory (mem.c) is built on it and the
- * device (cuda.c) knows nothing of the memory. */
+ * allocator (may be NULL).  Close with gpu_mem_close, then gpu_multi_end
+ * (other devices), then gpu_dev_close (NULL does nothing), after every
+ * array mirrored on it has been released: memory first, since the
+ * device's memory (mem.c) is built on it and the device (cuda.c) knows
+ * nothing of the memory, nor of the other devices (multi.c, built on
+ * it). */
 weft_status gpu_dev_open(weft_context *ctx, int ordinal, gpu_dev **out);
 void gpu_dev_close(gpu_dev *d);
 
@@ -115,6 +117,8 @@ void gpu_leave(gpu_dev *d);
 weft_status gpu_module_load(gpu_dev *d, const void *ptx, size_t n,
                             int opt_level, const char *from, const char *who,
                             gpu_module **out);
+/* Unload m (NULL: nothing) from d's device; on a context over several,
+ * gpu_multi_module_free first. */
 void gpu_module_free(gpu_dev *d, gpu_module *m);
 /* Kernel `name` of m, with its occupancy-derived block size (for dynamic
  * shared memory of `shared_per_thread` bytes per thread; 0 for none), at
@@ -280,9 +284,15 @@ weft_status gpu_devices_parse(const char *spec, int count, int *ords, int *n,
  * (WEFT_ERR_BACKEND_UNAVAILABLE), and the driver the virtual memory
  * calls (WEFT_ERR_BACKEND_UNAVAILABLE naming the missing one); driver
  * failures WEFT_ERR_DEVICE.  Call before anything is compiled or run on
- * d; gpu_dev_close closes the other devices. */
+ * d; gpu_multi_end closes the other devices. */
 weft_status gpu_multi_open(gpu_dev *d, const int *ords, int n,
                            const char *who);
+/* Close the other devices of d's context (nothing for one): after
+ * gpu_mem_close, before gpu_dev_close. */
+void gpu_multi_end(gpu_dev *d);
+/* Unload module m's copies on the other devices of d's context (nothing
+ * for one): before gpu_module_free(d, m). */
+void gpu_multi_module_free(gpu_dev *d, gpu_module *m);
 /* Devices of d's context (1 without gpu_multi_open). */
 int gpu_multi_count(const gpu_dev *d);
 /* Device i of d's context: its ordinal, and in *bytes the bytes of

@@ -218,6 +218,8 @@ static void pop_other(gpu_dev *d, bool pushed)
     }
 }
 
+static void multi_close(gpu_dev *d, bool live);
+
 weft_status gpu_multi_open(gpu_dev *d, const int *ords, int n,
                            const char *who)
 {
@@ -260,7 +262,7 @@ weft_status gpu_multi_open(gpu_dev *d, const int *ords, int n,
     m->n = n;
     m->dev[0] = (gpu_other){.ordinal = ords[0], .dev = d->dev, .cu = d->cu,
                             .stream = d->stream};
-    d->multi = m; /* from here gpu_multi_close undoes what was made */
+    d->multi = m; /* from here multi_close undoes what was made */
     bool pushed = false;
     for (int i = 1; i < n; i++) {
         gpu_other *o = &m->dev[i];
@@ -329,13 +331,15 @@ weft_status gpu_multi_open(gpu_dev *d, const int *ords, int n,
 cleanup:
     pop_other(d, pushed);
     if (st != WEFT_OK) {
-        gpu_multi_close(d, true);
+        multi_close(d, true);
     }
     gpu_leave(d);
     return st;
 }
 
-void gpu_multi_close(gpu_dev *d, bool live)
+/* Close the other devices (d locked; live: d's context current).  Modules
+ * loaded on them were unloaded first (gpu_multi_module_free). */
+static void multi_close(gpu_dev *d, bool live)
 {
     gpu_multi *m = d->multi;
     if (!m) {
@@ -369,6 +373,21 @@ void gpu_multi_close(gpu_dev *d, bool live)
     }
     d->multi = NULL;
     fe_free(d->ctx, m, sizeof *m);
+}
+
+void gpu_multi_end(gpu_dev *d)
+{
+    if (!d || !d->multi) {
+        return;
+    }
+    gpu_lock(d);
+    bool live = gpu_call(d)->cuCtxPushCurrent(d->cu) == CUDA_SUCCESS;
+    multi_close(d, live);
+    if (live) {
+        CUcontext popped;
+        gpu_call(d)->cuCtxPopCurrent(&popped);
+    }
+    gpu_unlock(d);
 }
 
 int gpu_multi_count(const gpu_dev *d)
@@ -561,7 +580,11 @@ cleanup:
 
 void gpu_multi_module_free(gpu_dev *d, gpu_module *mod)
 {
-    gpu_multi *m = d->multi;
+    gpu_multi *m = d ? d->multi : NULL;
+    if (!m || !mod) {
+        return;
+    }
+    gpu_lock(d);
     for (int i = 1; i < m->n; i++) {
         bool pushed = false;
         if (mod->on[i] &&
@@ -572,6 +595,7 @@ void gpu_multi_module_free(gpu_dev *d, gpu_module *mod)
         }
         mod->on[i] = NULL;
     }
+    gpu_unlock(d);
 }
 
 weft_status gpu_launch_parts(gpu_dev *d, const gpu_fn *f, int block,
