@@ -362,6 +362,7 @@ static void ptx_stats(const weft_context *ctx, weft_stats *out)
             gpu_multi_device(st->dev, i, &out->device_bytes_on[i]);
         }
         out->kernels_split = gpu_multi_launches(st->dev);
+        out->device_bytes_moved = gpu_multi_moved(st->dev, 0);
     }
 }
 
@@ -1372,6 +1373,20 @@ static weft_status rt_addr(rt_job *j, weft_array *a, bool written,
     return s;
 }
 
+_Static_assert(GPU_MULTI_MAX == SK_DEVICES_MAX, "one count of devices");
+
+/* The bytes of one value of type t (its leaves). */
+static uint64_t elem_bytes(const rt_job *j, weft_type t)
+{
+    const weft_type *leaf;
+    int n = fe_type_leaves(j->ctx, t, &leaf);
+    uint64_t bytes = 0;
+    for (int l = 0; l < n; l++) {
+        bytes += weft_type_size(leaf[l]);
+    }
+    return bytes;
+}
+
 /* A kernel spread over the devices of d's context (rt_phase.spread: m
  * the elements of its rows), part r of D on device r.  A fold of one row
  * (skeletons-ir/ptx/fold.c entry 1): part r folds elements [first, n),
@@ -1433,6 +1448,12 @@ static weft_status launch_spread(rt_job *j, gpu_dev *d, const gpu_fn *f,
             sizes[dev] = r > 0 ? elems : 0;
         }
     }
+    /* the parts' folds (entry 1 of a fold), or the earlier parts' last
+     * prefixes that parts 1 .. D - 1 read (a scan's entry 1), handed
+     * over by devices 1 .. D - 1 */
+    int64_t handed = scan ? (offsets ? (int64_t)nd * (nd - 1) / 2 : 0)
+                          : nd - 1;
+    gpu_multi_moved(d, (uint64_t)handed * elem_bytes(j, j->out[0]->type));
     return gpu_launch_parts(d, f, block, part, j->w, scan ? "tiles" : "elements",
                             sizes, WHO);
 }
@@ -1492,6 +1513,12 @@ static weft_status rt_run(rt_job *j, int n, const rt_phase *ph)
             s = gpu_launch_items(d, f, total, grain,
                                  per == SK_ITEM_BLOCK ? block : per, block,
                                  j->w, WHO);
+            if (ph[i].entry % j->k->nentry == 1) {
+                /* a fold's chunks: the other devices' partials, folded on
+                 * device 0 */
+                gpu_multi_moved(d, (uint64_t)(total - total / nd) *
+                                       elem_bytes(j, j->out[0]->type));
+            }
         } else if (split) {
             s = gpu_launch_split(d, f, total, grain, unit, block,
                                  sk_ptx_uneven(j->k), j->w, WHO);

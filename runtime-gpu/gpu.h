@@ -306,6 +306,9 @@ int gpu_multi_device(gpu_dev *d, int i, uint64_t *bytes);
 bool gpu_multi_fits(gpu_dev *d, size_t size, uint64_t limit);
 /* Kernels split over the devices so far. */
 uint64_t gpu_multi_launches(gpu_dev *d);
+/* Count `bytes` handed from other devices to the first (partials); the
+ * bytes so far (weft_stats.device_bytes_moved) with bytes 0. */
+uint64_t gpu_multi_moved(gpu_dev *d, uint64_t bytes);
 /* Launch element-wise kernel f of a context over several devices (d
  * entered): `total` elements in chunks of `unit` elements (the kernel's
  * own chunk: the grain it really takes), its parameters (args, n, grain,

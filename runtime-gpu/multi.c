@@ -107,6 +107,7 @@ struct gpu_multi {
     size_t gran;          /* allocation granularity (the largest) */
     gpu_range *ranges;
     uint64_t launches;    /* kernels split over the devices */
+    uint64_t moved;       /* bytes of partials handed to device 0 */
 };
 
 /* ---- the list of devices --------------------------------------------------- */
@@ -412,6 +413,18 @@ int gpu_multi_device(gpu_dev *d, int i, uint64_t *bytes)
 uint64_t gpu_multi_launches(gpu_dev *d)
 {
     return d->multi ? d->multi->launches : 0;
+}
+
+uint64_t gpu_multi_moved(gpu_dev *d, uint64_t bytes)
+{
+    if (!d->multi) {
+        return 0;
+    }
+    gpu_lock(d);
+    d->multi->moved += bytes;
+    uint64_t all = d->multi->moved;
+    gpu_unlock(d);
+    return all;
 }
 
 /* ---- memory ---------------------------------------------------------------- */

@@ -20,8 +20,8 @@
  * 0 to 3, tuples, fused (a map of a generate) and unfused
  * (WEFT_FLAG_NO_FUSION), a backpermute that reads across the blocks,
  * folds, scans, a stencil and a permute over split inputs.  weft_stats
- * must show the devices, a split kernel, and bytes on every device of
- * the list.
+ * must show the devices, a split kernel, partials handed between the
+ * devices, and bytes on every device of the list.
  * Configuration errors (a malformed list, an ordinal past the devices)
  * are WEFT_ERR_INVALID_ARGUMENT naming the ordinal.
  *
@@ -372,9 +372,11 @@ static void compare(const char *devices, unsigned flags)
     }
     weft_stats st;
     TU_OK(weft_context_stats(many, &st));
-    printf("devices %s%s: %d devices, %llu kernels split, bytes on each:",
+    printf("devices %s%s: %d devices, %llu kernels split, %llu bytes "
+           "handed between them, bytes on each:",
            devices, flags ? " (no fusion)" : "", st.devices,
-           (unsigned long long)st.kernels_split);
+           (unsigned long long)st.kernels_split,
+           (unsigned long long)st.device_bytes_moved);
     for (int i = 0; i < st.devices && i < 8; i++) {
         printf(" %llu", (unsigned long long)st.device_bytes_on[i]);
     }
@@ -387,6 +389,8 @@ static void compare(const char *devices, unsigned flags)
     ck_assert_int_eq(st.devices, want);
     if (want > 1) {
         ck_assert_uint_gt(st.kernels_split, 0);
+        /* the folds and scans of 3 million elements were spread */
+        ck_assert_uint_gt(st.device_bytes_moved, 0);
         for (int i = 0; i < want; i++) {
             ck_assert_msg(st.device_bytes_on[i] > 0,
                           "device %d of %s holds nothing", i, devices);
