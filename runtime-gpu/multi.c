@@ -57,12 +57,17 @@
  * rows per device); stencils by ranges of tiles or pieces of rows; the
  * permute and the segmented fold run on device 0 over the same
  * addresses.
+ *
  * A module is loaded on a device of another context when one of its
  * kernels first runs there (its PTX kept by gpu_module_load for that),
- * and unloaded with the module.
+ * and unloaded with the module.  Traced, a split kernel's span gives
+ * each device's share and kernel time (events around each part; the
+ * span waits for them).
  *
- * NCCL (gpu_nccl_find) is looked for and reported, not yet used: phase
- * 1's kernels need no collective.
+ * NCCL (gpu_nccl_find) is looked for and reported, not used: the
+ * collectives of the families split so far are a few values per device
+ * (folds' parts, scans' totals), which peer reads bring in less time
+ * than a collective's launch takes.
  */
 #include <dlfcn.h>
 #include <glob.h>
@@ -611,6 +616,49 @@ void gpu_multi_module_free(gpu_dev *d, gpu_module *mod)
     gpu_unlock(d);
 }
 
+/* With a trace: timing events around device i's part, made and recorded
+ * on its stream (its context current); failures leave them unset (no
+ * time in the span). */
+static void part_mark(gpu_dev *d, CUstream stream, CUevent *e)
+{
+    if (!*e && gpu_call(d)->cuEventCreate(e, 0 /* timing */) !=
+                   CUDA_SUCCESS) {
+        *e = NULL;
+        return;
+    }
+    gpu_call(d)->cuEventRecord(*e, stream);
+}
+
+/* With a trace: the parts' kernel times (ms; -1 where unknown) once they
+ * have finished (a host wait: a traced run is not one to time for speed),
+ * and their events destroyed. */
+static void part_times(gpu_dev *d, CUevent *tb, CUevent *te, double *ms)
+{
+    gpu_multi *m = d->multi;
+    for (int i = 0; i < m->n; i++) {
+        ms[i] = -1;
+        bool pushed = false;
+        if ((!tb[i] && !te[i]) ||
+            push_other(d, &m->dev[i], &pushed, "weft_run") != WEFT_OK) {
+            continue;
+        }
+        float t = 0;
+        if (tb[i] && te[i] &&
+            gpu_call(d)->cuEventSynchronize(te[i]) == CUDA_SUCCESS &&
+            gpu_call(d)->cuEventElapsedTime(&t, tb[i], te[i]) ==
+                CUDA_SUCCESS) {
+            ms[i] = t;
+        }
+        if (tb[i]) {
+            gpu_call(d)->cuEventDestroy(tb[i]);
+        }
+        if (te[i]) {
+            gpu_call(d)->cuEventDestroy(te[i]);
+        }
+        pop_other(d, pushed);
+    }
+}
+
 weft_status gpu_launch_parts(gpu_dev *d, const gpu_fn *f, int block,
                              const gpu_part *part, void *args,
                              const char *what, const int64_t *sizes,
@@ -623,6 +671,8 @@ weft_status gpu_launch_parts(gpu_dev *d, const gpu_fn *f, int block,
     for (int i = 1; i < m->n; i++) {
         others |= part[i].grid > 0;
     }
+    bool timed = t0 && others;
+    CUevent tb[GPU_MULTI_MAX] = {NULL}, te[GPU_MULTI_MAX] = {NULL};
     if (others) {
         GPU_CU(d, who, cuEventRecord, m->ready, d->stream);
         m->launches++;
@@ -637,9 +687,15 @@ weft_status gpu_launch_parts(gpu_dev *d, const gpu_fn *f, int block,
         int64_t n = p->n, grain = p->grain, first = p->first;
         void *params[4] = {args, &n, &grain, &first};
         if (i == 0) {
+            if (timed) {
+                part_mark(d, d->stream, &tb[0]);
+            }
             st = gpu_launch(d, f, p->grid, block, 0, params, who);
             if (st != WEFT_OK) {
                 goto cleanup;
+            }
+            if (timed) {
+                part_mark(d, d->stream, &te[0]);
             }
             continue;
         }
@@ -656,12 +712,18 @@ weft_status gpu_launch_parts(gpu_dev *d, const gpu_fn *f, int block,
             r = gpu_call(d)->cuStreamWaitEvent(o->stream, m->ready, 0);
         }
         if (st == WEFT_OK && r == CUDA_SUCCESS) {
+            if (timed) {
+                part_mark(d, o->stream, &tb[i]);
+            }
             call = "cuLaunchKernel";
             r = gpu_call(d)->cuLaunchKernel(fn, p->grid, 1, 1,
                                             (unsigned)block, 1, 1, 0,
                                             o->stream, params, NULL);
         }
         if (st == WEFT_OK && r == CUDA_SUCCESS) {
+            if (timed) {
+                part_mark(d, o->stream, &te[i]);
+            }
             call = "cuEventRecord";
             r = gpu_call(d)->cuEventRecord(o->done, o->stream);
         }
@@ -678,18 +740,29 @@ weft_status gpu_launch_parts(gpu_dev *d, const gpu_fn *f, int block,
             GPU_CU(d, who, cuStreamWaitEvent, d->stream, m->dev[i].done, 0);
         }
     }
-    if (t0 && others) {
-        /* the work of each device, for a reader of the trace */
-        char at[GPU_MULTI_MAX * 24] = "";
-        size_t used = 0;
-        for (int i = 0; i < m->n && used < sizeof at; i++) {
+    if (timed) {
+        /* the work and the kernel time of each device, for a reader of
+         * the trace */
+        double ms[GPU_MULTI_MAX];
+        part_times(d, tb, te, ms);
+        char at[GPU_MULTI_MAX * 24] = "", tm[GPU_MULTI_MAX * 24] = "";
+        size_t used = 0, tused = 0;
+        for (int i = 0; i < m->n && used < sizeof at && tused < sizeof tm;
+             i++) {
             used += (size_t)snprintf(at + used, sizeof at - used, "%s%lld",
                                      i ? "," : "", (long long)sizes[i]);
+            tused += (size_t)snprintf(tm + tused, sizeof tm - tused,
+                                      "%s%.4f", i ? "," : "", ms[i]);
         }
         fe_trace_span(d->ctx, t0, "gpu", "kernel.split",
-                      "\"kernel\":\"%s\",\"%s\":[%s]", f->name, what, at);
+                      "\"kernel\":\"%s\",\"%s\":[%s],\"ms\":[%s]", f->name,
+                      what, at, tm);
     }
 cleanup:
+    if (st != WEFT_OK && timed) {
+        double ms[GPU_MULTI_MAX];
+        part_times(d, tb, te, ms); /* only to destroy the events */
+    }
     return st;
 }
 
