@@ -140,6 +140,9 @@ typedef struct ptx_state {
     uint64_t compiled, loaded, reused;
     double compile_ms;
     bool dump_ptx;
+    bool no_replicas;            /* $WEFT_PTX_REPLICAS=0: split kernels of
+                                    several devices read small arrays on
+                                    device 0 (multi.c, "Replicas") */
     int64_t grain;               /* elements per thread and chunk of
                                     element-wise work ($WEFT_PTX_GRAIN, a
                                     tuning knob; 1 by default) */
@@ -300,6 +303,10 @@ static weft_status ptx_context_init(weft_context *ctx)
     if (g && atoi(g) >= 1 && atoi(g) <= 64) {
         st->grain = atoi(g);
     }
+    const char *rp = (ctx->cfg.flags & WEFT_FLAG_NO_ENV)
+                         ? NULL
+                         : getenv("WEFT_PTX_REPLICAS");
+    st->no_replicas = rp && strcmp(rp, "0") == 0;
     const char *o = (ctx->cfg.flags & WEFT_FLAG_NO_ENV)
                         ? NULL
                         : getenv("WEFT_PTX_JIT_OPT");
@@ -1375,6 +1382,39 @@ static weft_status rt_addr(rt_job *j, weft_array *a, bool written,
 
 _Static_assert(GPU_MULTI_MAX == SK_DEVICES_MAX, "one count of devices");
 
+/* The arrays of at least REPLICA_MIN bytes and below GPU_MULTI_MIN (on
+ * device 0) that job j's kernel reads, its leaves' words, for the other
+ * devices of a split kernel to read from replicas (multi.c, "Replicas"):
+ * an array that every element reads whole (n-body's bodies) then costs
+ * one copy per device instead of reads over NVLink from every block.
+ * Smaller ones stay where they are (a copy costs about a launch). */
+#define REPLICA_MIN 4096
+static void small_inputs(const rt_job *j, gpu_replicas *rep)
+{
+    const sk_kernel *k = j->k;
+    rep->words = (size_t)k->nwords + 1;
+    rep->n = 0;
+    for (int i = 0; i < k->nitem; i++) {
+        const sk_item *it = &k->item[i];
+        if (it->kind != SK_ARRAY || it->src == SK_SRC_OUT ||
+            it->src == SK_SRC_AUX) {
+            continue;
+        }
+        int64_t n = 1;
+        for (int d = 0; d < it->rank; d++) {
+            n *= (int64_t)j->w[it->word + it->nleaf + d];
+        }
+        for (int l = 0; l < it->nleaf && rep->n < GPU_REPLICAS_MAX; l++) {
+            size_t bytes = (size_t)n * weft_type_size(it->leaf[l]);
+            if (bytes >= REPLICA_MIN && bytes < GPU_MULTI_MIN &&
+                j->w[it->word + l] != 0) {
+                rep->r[rep->n].word = it->word + l;
+                rep->r[rep->n++].bytes = bytes;
+            }
+        }
+    }
+}
+
 /* The bytes of one value of type t (its leaves). */
 static uint64_t elem_bytes(const rt_job *j, weft_type t)
 {
@@ -1454,8 +1494,8 @@ static weft_status launch_spread(rt_job *j, gpu_dev *d, const gpu_fn *f,
     int64_t handed = scan ? (offsets ? (int64_t)nd * (nd - 1) / 2 : 0)
                           : nd - 1;
     gpu_multi_moved(d, (uint64_t)handed * elem_bytes(j, j->out[0]->type));
-    return gpu_launch_parts(d, f, block, part, j->w, scan ? "tiles" : "elements",
-                            sizes, WHO);
+    return gpu_launch_parts(d, f, block, part, j->w, NULL,
+                            scan ? "tiles" : "elements", sizes, WHO);
 }
 
 static weft_status rt_run(rt_job *j, int n, const rt_phase *ph)
@@ -1520,8 +1560,13 @@ static weft_status rt_run(rt_job *j, int n, const rt_phase *ph)
                                        elem_bytes(j, j->out[0]->type));
             }
         } else if (split) {
+            gpu_replicas rep;
+            small_inputs(j, &rep);
+            if (((ptx_job *)j->be_job)->st->no_replicas) {
+                rep.n = 0;
+            }
             s = gpu_launch_split(d, f, total, grain, unit, block,
-                                 sk_ptx_uneven(j->k), j->w, WHO);
+                                 sk_ptx_uneven(j->k), j->w, &rep, WHO);
         } else {
             s = gpu_launch(d, f, grid, block, 0, params, WHO);
         }

@@ -382,7 +382,6 @@ weft_status gpu_event_wait(gpu_dev *d, CUevent e, const char *who);
  * class of mem.c, >= GPU_MULTI_MIN) as one virtual range mapped on every
  * device, its pages split among them (d entered).  CUDA_SUCCESS or the
  * driver's error (CUDA_ERROR_OUT_OF_MEMORY starts mem.c's eviction). */
-#define GPU_MULTI_MIN ((size_t)1 << 20)
 CUresult gpu_multi_map(gpu_dev *d, size_t size, CUdeviceptr *p);
 /* Unmap and release range p when it is one of gpu_multi_map's (d entered,
  * streams waited for): true; false when p is not such a range. */

@@ -267,6 +267,10 @@ void gpu_mem_set_limit(gpu_dev *d, uint64_t bytes);
 /* ===== multi.c ===== */
 
 #define GPU_MULTI_MAX 8 /* devices of one context */
+#define GPU_MULTI_MIN ((size_t)1 << 20) /* bytes: blocks this large and
+                                           larger are split over the
+                                           devices, smaller ones live on
+                                           the first (multi.c, "Memory") */
 
 /* The device list of weft_config.devices / $WEFT_DEVICES, `spec`, for a
  * driver that sees `count` devices: ords[0 .. *n) (at most GPU_MULTI_MAX,
@@ -309,16 +313,31 @@ uint64_t gpu_multi_launches(gpu_dev *d);
 /* Count `bytes` handed from other devices to the first (partials); the
  * bytes so far (weft_stats.device_bytes_moved) with bytes 0. */
 uint64_t gpu_multi_moved(gpu_dev *d, uint64_t bytes);
+/* Small arrays a split kernel reads (multi.c, "Replicas"): word r[i].word
+ * of its argument block (of `words` words) holds the address of r[i].bytes
+ * bytes on device 0, which every other device reads from a copy of its
+ * own. */
+#define GPU_REPLICAS_MAX 16
+typedef struct gpu_replicas {
+    size_t words;
+    int n;
+    struct {
+        int word;
+        size_t bytes;
+    } r[GPU_REPLICAS_MAX];
+} gpu_replicas;
 /* Launch element-wise kernel f of a context over several devices (d
  * entered): `total` elements in chunks of `unit` elements (the kernel's
  * own chunk: the grain it really takes), its parameters (args, n, grain,
  * first); each device runs its range of chunks on its stream, after the
  * work queued on d's stream, and d's stream waits for them all (multi.c,
  * "Kernels").  `one_pass`: a chunk per thread (an uneven kernel), else
- * gpu_grid_for's persistent grid.  Errors as gpu_launch. */
+ * gpu_grid_for's persistent grid.  rep (NULL: none): small arrays the
+ * other devices read from replicas.  Errors as gpu_launch. */
 weft_status gpu_launch_split(gpu_dev *d, const gpu_fn *f, int64_t total,
                              int64_t grain, int64_t unit, int block,
-                             bool one_pass, void *args, const char *who);
+                             bool one_pass, void *args,
+                             const gpu_replicas *rep, const char *who);
 /* One device's launch of a kernel over several devices: its grid (0:
  * none on that device) and the kernel's n, grain and first parameters. */
 typedef struct gpu_part {
@@ -329,12 +348,13 @@ typedef struct gpu_part {
  * i with part[i] (blocks of `block` threads, the argument block args), the
  * others after the work queued on d's stream, and d's stream waits for
  * them all (multi.c, "Kernels").  `what` names the parts' sizes in the
- * trace's span ("chunks", "rows", "elements"): sizes[i].  Errors as
- * gpu_launch. */
+ * trace's span ("chunks", "rows", "elements"): sizes[i].  rep (NULL:
+ * none): small arrays the other devices read from replicas, copied on
+ * their streams before their parts.  Errors as gpu_launch. */
 weft_status gpu_launch_parts(gpu_dev *d, const gpu_fn *f, int block,
                              const gpu_part *part, void *args,
-                             const char *what, const int64_t *sizes,
-                             const char *who);
+                             const gpu_replicas *rep, const char *what,
+                             const int64_t *sizes, const char *who);
 /* Launch a raw entry f (`per` threads per item: a warp's or a block's)
  * whose items [0, n) start at its `first` parameter (skeletons-ir/ptx/
  * fold.c) over the devices of d's context: one range of items per device,

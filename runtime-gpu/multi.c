@@ -64,6 +64,20 @@
  * each device's share and kernel time (events around each part; the
  * span waits for them).
  *
+ * Replicas.  A split element-wise kernel that reads a small array
+ * (4 KiB to 1 MiB: on device 0) at arbitrary places, every element all
+ * of it (n-body's bodies), would have every block of the other devices
+ * read it over NVLink, device 0's links serving them all.  Instead each
+ * other device copies it, on its stream before its part, into a buffer
+ * of its own (kept and grown per device, freed with the context), and
+ * runs its part with an argument block whose words name the copies
+ * (backend.c small_inputs picks the arrays).  The copies are made for
+ * every split launch, not cached: a cache would need every write of such
+ * an array (a kernel's, an upload) to drop it, and a copy of 1 MiB over
+ * NVLink costs a few microseconds, next to a kernel of 1 MiB of output
+ * or more.  They are outside WEFT_DEVICE_MEMORY's count (at most 16 MiB
+ * a device).
+ *
  * NCCL (gpu_nccl_find) is looked for and reported, not used: the
  * collectives of the families split so far are a few values per device
  * (folds' parts, scans' totals), which peer reads bring in less time
@@ -102,6 +116,10 @@ typedef struct gpu_other {
     CUstream stream;      /* device 0: d->stream */
     CUevent done;         /* recorded after its part of a split kernel */
     uint64_t bytes;       /* bytes of ranges held in its memory now */
+    CUdeviceptr rep;      /* its replicas ("Replicas"), rep_size bytes */
+    size_t rep_size;
+    uint64_t *args;       /* the argument block with its replicas' */
+    size_t args_cap;      /* words of args */
 } gpu_other;
 
 struct gpu_multi {
@@ -368,7 +386,13 @@ static void multi_close(gpu_dev *d, bool live)
             if (o->done) {
                 gpu_call(d)->cuEventDestroy(o->done);
             }
+            if (o->rep) {
+                gpu_call(d)->cuMemFree(o->rep);
+            }
             pop_other(d, pushed);
+        }
+        if (o->args) {
+            fe_free(d->ctx, o->args, sizeof *o->args * o->args_cap);
         }
         if (o->retained) {
             gpu_call(d)->cuDevicePrimaryCtxRelease(o->dev);
@@ -616,6 +640,53 @@ void gpu_multi_module_free(gpu_dev *d, gpu_module *mod)
     gpu_unlock(d);
 }
 
+/* Device o's replicas of rep (its context current, its stream after
+ * device 0's work): the arrays copied on its stream into its replica
+ * buffer (grown as needed: the old one freed once its stream is done with
+ * it), and *args the argument block with their addresses. */
+static weft_status replicate(gpu_dev *d, gpu_other *o, const gpu_replicas *rep,
+                             void *args, void **out, const char *who)
+{
+    weft_status st = WEFT_OK;
+    size_t need = 0;
+    for (int i = 0; i < rep->n; i++) {
+        need += (rep->r[i].bytes + 255) & ~(size_t)255;
+    }
+    if (o->rep_size < need) {
+        if (o->rep) {
+            GPU_CU(d, who, cuStreamSynchronize, o->stream);
+            gpu_call(d)->cuMemFree(o->rep);
+            o->rep = 0;
+            o->rep_size = 0;
+        }
+        GPU_CU(d, who, cuMemAlloc, &o->rep, need);
+        o->rep_size = need;
+    }
+    if (o->args_cap < rep->words) {
+        uint64_t *a = fe_calloc(d->ctx, sizeof *a * rep->words);
+        if (!a) {
+            return fe_oom(who);
+        }
+        if (o->args) {
+            fe_free(d->ctx, o->args, sizeof *o->args * o->args_cap);
+        }
+        o->args = a;
+        o->args_cap = rep->words;
+    }
+    memcpy(o->args, args, sizeof *o->args * rep->words);
+    CUdeviceptr at = o->rep;
+    for (int i = 0; i < rep->n; i++) {
+        int w = rep->r[i].word;
+        GPU_CU(d, who, cuMemcpyDtoDAsync, at, (CUdeviceptr)o->args[w],
+               rep->r[i].bytes, o->stream);
+        o->args[w] = (uint64_t)at;
+        at += (rep->r[i].bytes + 255) & ~(size_t)255;
+    }
+    *out = o->args;
+cleanup:
+    return st;
+}
+
 /* With a trace: timing events around device i's part, made and recorded
  * on its stream (its context current); failures leave them unset (no
  * time in the span). */
@@ -661,8 +732,8 @@ static void part_times(gpu_dev *d, CUevent *tb, CUevent *te, double *ms)
 
 weft_status gpu_launch_parts(gpu_dev *d, const gpu_fn *f, int block,
                              const gpu_part *part, void *args,
-                             const char *what, const int64_t *sizes,
-                             const char *who)
+                             const gpu_replicas *rep, const char *what,
+                             const int64_t *sizes, const char *who)
 {
     gpu_multi *m = d->multi;
     weft_status st = WEFT_OK;
@@ -710,6 +781,11 @@ weft_status gpu_launch_parts(gpu_dev *d, const gpu_fn *f, int block,
         const char *call = "cuStreamWaitEvent";
         if (st == WEFT_OK) {
             r = gpu_call(d)->cuStreamWaitEvent(o->stream, m->ready, 0);
+        }
+        if (st == WEFT_OK && r == CUDA_SUCCESS && rep && rep->n > 0) {
+            void *own = NULL;
+            st = replicate(d, o, rep, args, &own, who);
+            params[0] = own;
         }
         if (st == WEFT_OK && r == CUDA_SUCCESS) {
             if (timed) {
@@ -768,7 +844,8 @@ cleanup:
 
 weft_status gpu_launch_split(gpu_dev *d, const gpu_fn *f, int64_t total,
                              int64_t grain, int64_t unit, int block,
-                             bool one_pass, void *args, const char *who)
+                             bool one_pass, void *args,
+                             const gpu_replicas *rep, const char *who)
 {
     gpu_multi *m = d->multi;
     int64_t chunks = (total + unit - 1) / unit;
@@ -795,7 +872,8 @@ weft_status gpu_launch_split(gpu_dev *d, const gpu_fn *f, int64_t total,
                              .first = first};
         sizes[i] = items;
     }
-    return gpu_launch_parts(d, f, block, part, args, "chunks", sizes, who);
+    return gpu_launch_parts(d, f, block, part, args, rep, "chunks", sizes,
+                            who);
 }
 
 weft_status gpu_launch_items(gpu_dev *d, const gpu_fn *f, int64_t n,
@@ -815,7 +893,8 @@ weft_status gpu_launch_items(gpu_dev *d, const gpu_fn *f, int64_t n,
             .first = lo};
         sizes[i] = hi - lo;
     }
-    return gpu_launch_parts(d, f, block, part, args, "items", sizes, who);
+    return gpu_launch_parts(d, f, block, part, args, NULL, "items", sizes,
+                            who);
 }
 
 /* ---- NCCL ------------------------------------------------------------------- */

@@ -82,8 +82,11 @@ static weft_array *pattern(weft_context *ctx, int rank, const int64_t *shape)
  *  13  the totals of scanl' (+) 0 of i32 of x
  *  14  a stencil of x (ranks 1 to 3: 3, 3 x 3, 3 x 3 x 3 windows, the
  *      sum of the window weighted by position; wrap boundary): the split
- *      rows read their neighbours' rows over peer access */
-enum { NPROG = 15, SCAN_F32 = 5 };
+ *      rows read their neighbours' rows over peer access
+ *  15  x ! i + t ! ((31 i) mod 4099), t a used table of 4099 f32 (16 KiB,
+ *      on device 0): the other devices read it from replicas (multi.c,
+ *      "Replicas") */
+enum { NPROG = 16, SCAN_F32 = 5 };
 
 /* Program k's result is an f32 fold over several devices, whose parts
  * are combined in another order than on one GPU (compare). */
@@ -92,7 +95,7 @@ static bool float_fold(int k)
     return k == 4 || k == 8;
 }
 
-static weft_acc *program(weft_program *p, int k, int rank)
+static weft_acc *program(weft_context *ctx, weft_program *p, int k, int rank)
 {
     weft_acc *x = weft_param(p, WEFT_F32, rank);
     weft_fun *f = weft_fun1(p, WEFT_F32);
@@ -210,6 +213,24 @@ static weft_acc *program(weft_program *p, int k, int rank)
         weft_boundary wrap = {WEFT_BOUNDARY_WRAP, NULL};
         return weft_stencil(f, (const int[]){3, 3, 3}, wrap, x);
     }
+    case 15: {
+        int64_t tn = 4099;
+        weft_array *tab = NULL;
+        TU_OK(weft_array_create(ctx, WEFT_F32, 1, &tn, &tab));
+        float *tv = weft_array_data(tab, 0);
+        for (int64_t i = 0; i < tn; i++) {
+            tv[i] = (float)i * 0.25f;
+        }
+        weft_acc *t = weft_use(p, tab);
+        weft_array_release(tab); /* the program keeps it */
+        weft_fun *g = weft_fun1(p, WEFT_DIM(1));
+        weft_exp *ix = weft_arg(g, 0);
+        weft_exp *j = weft_rem(weft_mul(weft_get(ix, 0), weft_i64(p, 31)),
+                               weft_i64(p, tn));
+        weft_fun_return(g, weft_add(weft_at(x, ix),
+                                    weft_at(t, weft_index1(j))));
+        return weft_generate(weft_shape(x), g);
+    }
     default: {
         weft_fun *one = weft_fun1(p, WEFT_F32);
         weft_fun_return(one, weft_f32(p, 1.0f));
@@ -236,7 +257,7 @@ static unsigned char *run(weft_context *ctx, int k, int rank,
 {
     weft_program *p = NULL;
     TU_OK(weft_program_create(ctx, &p));
-    weft_acc *r = program(p, k, rank);
+    weft_acc *r = program(ctx, p, k, rank);
     TU_OK(weft_program_status(p));
     weft_array *in = pattern(ctx, rank, shape), *out = NULL;
     TU_OK(weft_run1(p, &r, 1, &in, 1, &out, 1));
