@@ -1247,6 +1247,12 @@ static weft_status rt_aux(rt_job *j, int a, weft_type type, int64_t n,
     }
     ptx_job *pj = j->be_job;
     pj->zero[a] = NULL;
+    if (a == 3 && j->k->skel && j->k->skel->family == SK_SCAN_PASS &&
+        j->devices > n) {
+        /* a tile counter per part of a scan spread over the devices
+         * (launch_spread; skeletons-ir/ptx/scan.c, "Several devices") */
+        n = j->devices;
+    }
     weft_status s = fe_array_new_raw(j->ctx, WHO, type, 1, &n, &j->aux[a]);
     if (s == WEFT_OK) {
         pj->zero[a] = j->aux[a];

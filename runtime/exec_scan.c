@@ -102,6 +102,15 @@ weft_status rt_exec_scan(rt_job *j)
     return rt_job_phases(j, 3, ph);
 }
 
+/* The row length of scan job j's input, from its first output (a row
+ * longer by one for scanl and scanr). */
+static int64_t row_length(const rt_job *j)
+{
+    const weft_array *o = j->out[0];
+    fe_kind kind = (fe_kind)j->k->op->kind;
+    return o->shape[o->rank - 1] - (kind == FE_SCANL || kind == FE_SCANR);
+}
+
 /* Run single-pass scan job j (ptx/scan.c): the outputs, aux 0 the tile
  * flags (of the kernel's type: i32, or i64 holding the value too), 1 and
  * 2 the tiles' aggregates and inclusive prefixes (one element each where
@@ -131,28 +140,27 @@ weft_status rt_exec_scan_pass(rt_job *j)
      * word) */
     weft_type flag = j->k->item[j->k->aux_item[0]].type;
     int64_t vslots = flag == WEFT_I64 ? 1 : slots; /* unused when packed */
-    /* one long row over several devices: a part of its tiles each, a
-     * counter each (skeletons-ir/ptx/scan.c, "Several devices") */
-    bool spread = j->devices > 1 && j->k->nentry == 2 &&
-                  ((rows == 1 && m >= RT_SPLIT_MIN) ||
-                   (rows >= j->devices && rows * m >= RT_SPLIT_MIN));
     if ((s = rt_job_aux(j, 0, flag, slots, false)) != WEFT_OK ||
         (s = rt_job_aux(j, 1, elt, vslots, false)) != WEFT_OK ||
         (s = rt_job_aux(j, 2, elt, vslots, false)) != WEFT_OK ||
-        (s = rt_job_aux(j, 3, WEFT_I64, spread ? j->devices : 1, false)) !=
-            WEFT_OK ||
+        (s = rt_job_aux(j, 3, WEFT_I64, 1, false)) != WEFT_OK ||
         (s = rt_job_fill(j)) != WEFT_OK) {
         return s;
     }
     if (rows == 0 || (m == 0 && !seeded)) {
         return WEFT_OK; /* nothing to write */
     }
-    if (spread) {
-        /* each device its part's tiles (of whole rows where there are
-         * several), then the parts' offsets (one row) */
-        rt_phase ph[2] = {{.entry = 0, .n = tiles, .grain = 1, .spread = m},
-                          {.entry = 1, .n = m, .grain = 1, .spread = m}};
-        return rt_job_phases(j, rows == 1 ? 2 : 1, ph);
+    int64_t rm = row_length(j), nrows = tiles / per_row;
+    if (j->devices > 1 && j->k->nentry == 2 &&
+        ((nrows == 1 && rm >= RT_SPLIT_MIN) ||
+         (nrows >= j->devices && nrows * rm >= RT_SPLIT_MIN))) {
+        /* over several devices: each its part's tiles (of whole rows
+         * where there are several), a tile counter each (the backend
+         * sizes aux 3), then the parts' offsets (one row; ptx/scan.c,
+         * "Several devices") */
+        rt_phase ph[2] = {{.entry = 0, .n = tiles, .grain = 1, .spread = rm},
+                          {.entry = 1, .n = rm, .grain = 1, .spread = rm}};
+        return rt_job_phases(j, nrows == 1 ? 2 : 1, ph);
     }
     return rt_job_run(j, 0, tiles, 1);
 }
