@@ -1373,15 +1373,6 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in)
      * for it in their look-back (tried: 2.2 ms for 2^28 i32 on an H200,
      * most of it warps at barriers) */
     LLVMValueRef stile = tg->shared_array(fn, i64, 1);
-    LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(c, fn->fn, "tile");
-    LLVMBasicBlockRef body =
-        LLVMAppendBasicBlockInContext(c, fn->fn, "tile.body");
-    LLVMBasicBlockRef exit =
-        LLVMAppendBasicBlockInContext(c, fn->fn, "tile.end");
-    LLVMBuildBr(fn->b, head);
-    LLVMPositionBuilderAtEnd(fn->b, head);
-    cg_if t0;
-    cg_if_begin(fn, &t0, eq(fn, L->tid, zero));
     /* one device: tiles [0, total); a part of a row over several
      * (grain 2 + d): tiles [first, n) by the part's own counter */
     LLVMValueRef several =
@@ -1393,6 +1384,15 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in)
     total = LLVMBuildSelect(fn->b, several, f->n, total, "");
     LLVMValueRef counter = LLVMBuildInBoundsGEP2(
         fn->b, i64, sk_aux_array(f, AUX_COUNTER)->ptr[0], &part, 1, "");
+    LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(c, fn->fn, "tile");
+    LLVMBasicBlockRef body =
+        LLVMAppendBasicBlockInContext(c, fn->fn, "tile.body");
+    LLVMBasicBlockRef exit =
+        LLVMAppendBasicBlockInContext(c, fn->fn, "tile.end");
+    LLVMBuildBr(fn->b, head);
+    LLVMPositionBuilderAtEnd(fn->b, head);
+    cg_if t0;
+    cg_if_begin(fn, &t0, eq(fn, L->tid, zero));
     LLVMBuildStore(
         fn->b,
         LLVMBuildAdd(fn->b, from,
