@@ -304,6 +304,24 @@ static bool applies(int k, int rank)
                            rank == 1;
 }
 
+/* Whether the n floats fb are within rel (relative, at least absolute)
+ * of one GPU's fa: 0, or 1 with the first difference printed. */
+static int near(const char *devices, unsigned flags, int k, size_t s,
+                const float *fa, const float *fb, size_t n, float rel)
+{
+    for (size_t i = 0; i < n; i++) {
+        float tol = rel * fmaxf(1.0f, fabsf(fa[i]));
+        if (!(fabsf(fa[i] - fb[i]) <= tol)) {
+            printf("devices %s%s, program %d, shape %zu: element %zu is "
+                   "%.9g, one GPU's %.9g\n",
+                   devices, flags ? " (no fusion)" : "", k, s, i,
+                   (double)fb[i], (double)fa[i]);
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static void compare(const char *devices, unsigned flags)
 {
     weft_context *one = open_devices(NULL, flags);
@@ -332,48 +350,22 @@ static void compare(const char *devices, unsigned flags)
                 }
                 free(c);
             }
-            if (float_fold(k)) {
-                /* the parts' folds combine in another order than one
-                 * GPU's pieces: each result is the exact sum within
-                 * eps = 2^-24 times the longest chain of additions
-                 * done one after another (a lane's run, a warp's tiles
-                 * of a piece, the pieces), a few hundred here, so
-                 * 1e-5 relative holds both with room */
-                const float *fa = (const float *)a, *fb = (const float *)b;
-                for (size_t i = 0; i < n1 / sizeof(float); i++) {
-                    float tol = 1e-5f * fmaxf(1.0f, fabsf(fa[i]));
-                    if (!(fabsf(fa[i] - fb[i]) <= tol)) {
-                        printf("devices %s%s, program %d, shape %zu: "
-                               "element %zu is %.9g, one GPU's %.9g\n",
-                               devices, flags ? " (no fusion)" : "", k, s,
-                               i, (double)fb[i], (double)fa[i]);
-                        differ++;
-                        break;
-                    }
-                }
-                free(a);
-                free(b);
-                continue;
-            }
-            if (k == SCAN_F32) {
-                /* the f32 scan's look-back combines the predecessors'
-                 * aggregates or the first inclusive prefix it finds, as
-                 * timing has it (ptx/scan.c), so its last bits vary from
-                 * run to run on one GPU too: compared within 2e-4
-                 * relative, the drift of one rounding per tile (at most
-                 * 733 tiles of 4096 here, each 2^-24) with room */
-                const float *fa = (const float *)a, *fb = (const float *)b;
-                for (size_t i = 0; i < n1 / sizeof(float); i++) {
-                    float tol = 2e-4f * fmaxf(1.0f, fabsf(fa[i]));
-                    if (!(fabsf(fa[i] - fb[i]) <= tol)) {
-                        printf("devices %s%s, program %d, shape %zu: "
-                               "element %zu is %.9g, one GPU's %.9g\n",
-                               devices, flags ? " (no fusion)" : "", k, s,
-                               i, (double)fb[i], (double)fa[i]);
-                        differ++;
-                        break;
-                    }
-                }
+            if (float_fold(k) || k == SCAN_F32) {
+                /* folds: the parts' folds combine in another order than
+                 * one GPU's pieces; each result is the exact sum within
+                 * eps = 2^-24 times the longest chain of additions done
+                 * one after another (a lane's run, a warp's tiles of a
+                 * piece, the pieces), a few hundred here, so 1e-5
+                 * relative holds both with room.  The f32 scan: its
+                 * look-back combines the predecessors' aggregates or the
+                 * first inclusive prefix it finds, as timing has it
+                 * (ptx/scan.c), so its last bits vary from run to run on
+                 * one GPU too: 2e-4 relative, the drift of one rounding
+                 * per tile (at most 733 tiles of 4096 here, each 2^-24)
+                 * with room */
+                differ += near(devices, flags, k, s, (const float *)a,
+                               (const float *)b, n1 / sizeof(float),
+                               k == SCAN_F32 ? 2e-4f : 1e-5f);
                 free(a);
                 free(b);
                 continue;
