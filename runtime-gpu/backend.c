@@ -1400,6 +1400,9 @@ static void small_inputs(const rt_job *j, gpu_replicas *rep)
     const sk_kernel *k = j->k;
     rep->words = (size_t)k->nwords + 1;
     rep->n = 0;
+    if (((const ptx_job *)j->be_job)->st->no_replicas) {
+        return;
+    }
     for (int i = 0; i < k->nitem; i++) {
         const sk_item *it = &k->item[i];
         if (it->kind != SK_ARRAY || it->src == SK_SRC_OUT ||
@@ -1556,9 +1559,11 @@ static weft_status rt_run(rt_job *j, int n, const rt_phase *ph)
         if (nd > 1 && ph[i].spread > 0) {
             s = launch_spread(j, d, f, grid, block, &ph[i]);
         } else if (nd > 1 && ph[i].split && per != 0 && total >= nd) {
+            gpu_replicas rep;
+            small_inputs(j, &rep);
             s = gpu_launch_items(d, f, total, grain,
                                  per == SK_ITEM_BLOCK ? block : per, block,
-                                 j->w, WHO);
+                                 j->w, &rep, WHO);
             if (ph[i].entry % j->k->nentry == 1) {
                 /* a fold's chunks: the other devices' partials, folded on
                  * device 0 */
@@ -1568,9 +1573,6 @@ static weft_status rt_run(rt_job *j, int n, const rt_phase *ph)
         } else if (split) {
             gpu_replicas rep;
             small_inputs(j, &rep);
-            if (((ptx_job *)j->be_job)->st->no_replicas) {
-                rep.n = 0;
-            }
             s = gpu_launch_split(d, f, total, grain, unit, block,
                                  sk_ptx_uneven(j->k), j->w, &rep, WHO);
         } else {

@@ -358,11 +358,11 @@ weft_status gpu_launch_parts(gpu_dev *d, const gpu_fn *f, int block,
 /* Launch a raw entry f (`per` threads per item: a warp's or a block's)
  * whose items [0, n) start at its `first` parameter (skeletons-ir/ptx/
  * fold.c) over the devices of d's context: one range of items per device,
- * as equal as they come, each device's grid sized as for one device.
- * Errors as gpu_launch. */
+ * as equal as they come, each device's grid sized as for one device; rep
+ * as for gpu_launch_parts.  Errors as gpu_launch. */
 weft_status gpu_launch_items(gpu_dev *d, const gpu_fn *f, int64_t n,
                              int64_t grain, int per, int block, void *args,
-                             const char *who);
+                             const gpu_replicas *rep, const char *who);
 /* Where libnccl.so.2 was found ($WEFT_NCCL, the library path, pip's
  * nvidia-nccl-cu13/-cu12), or NULL; looked for once per process.  When
  * found, NCCL_NVLS_ENABLE=0 is set in the environment unless the user set

@@ -878,7 +878,7 @@ weft_status gpu_launch_split(gpu_dev *d, const gpu_fn *f, int64_t total,
 
 weft_status gpu_launch_items(gpu_dev *d, const gpu_fn *f, int64_t n,
                              int64_t grain, int per, int block, void *args,
-                             const char *who)
+                             const gpu_replicas *rep, const char *who)
 {
     gpu_multi *m = d->multi;
     gpu_part part[GPU_MULTI_MAX];
@@ -893,7 +893,7 @@ weft_status gpu_launch_items(gpu_dev *d, const gpu_fn *f, int64_t n,
             .first = lo};
         sizes[i] = hi - lo;
     }
-    return gpu_launch_parts(d, f, block, part, args, NULL, "items", sizes,
+    return gpu_launch_parts(d, f, block, part, args, rep, "items", sizes,
                             who);
 }
 
