@@ -1360,7 +1360,10 @@ static weft_status emit_chunks(sk_fn *f, bool has_seed)
  * On a device of several (grain g >= 2; runtime-gpu/multi.c, "Kernels"):
  * the part of device d = g - 2, elements [first, n) of the row (first a
  * multiple of SK_SPREAD_ALIGN, so of every tile), its pieces into
- * partial[SK_DEVICES_MAX + d C + b], its ticket word aux 2 [d], and its
+ * partial[SK_DEVICES_MAX + d C + b], taken in a fixed order (block b the
+ * pieces b, b + grid, ...: the partials and tickets are small arrays on
+ * device 0, where an atomic per piece would cross NVLink), its ticket
+ * word aux 2 [d] for the last block only, and its
  * last block writes the part's fold to partial[d], which entry 2 on one
  * device then folds (emit_seed). */
 static weft_status emit_one_row(sk_fn *f, bool has_seed)
@@ -1408,9 +1411,13 @@ static weft_status emit_one_row(sk_fn *f, bool has_seed)
               cg_i64(fn, MAX_PIECES)));
     LLVMValueRef lgp = log2_floor(fn, cg_smax(fn, most, cg_i64(fn, 1)));
     LLVMValueRef P = LLVMBuildShl(fn->b, cg_i64(fn, 1), lgp, "pieces");
-    /* thread 0 takes the next piece (the high half of the ticket word)
+    /* thread 0 takes the next piece (the high half of the ticket word;
+     * on a device of several, block, block + grid, ...: the ticket word
+     * may be another device's memory, an atomic over NVLink per piece)
      * and tells the block */
     LLVMValueRef slot = tg->shared_array(fn, i32, 1);
+    LLVMValueRef next = cg_alloca(fn, i32, "next");
+    LLVMBuildStore(fn->b, tg->block_index(fn, 0), next);
     LLVMBasicBlockRef head =
         LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "take");
     LLVMBasicBlockRef body =
@@ -1422,10 +1429,18 @@ static weft_status emit_one_row(sk_fn *f, bool has_seed)
     cg_if take;
     cg_if_begin(fn, &take,
                 LLVMBuildICmp(fn->b, LLVMIntEQ, bk.tid, cg_i64(fn, 0), ""));
+    cg_if fixed;
+    cg_if_begin(fn, &fixed, several);
+    LLVMValueRef mine = LLVMBuildLoad2(fn->b, i32, next, "");
+    LLVMBuildStore(fn->b, mine, slot);
+    LLVMBuildStore(fn->b, LLVMBuildAdd(fn->b, mine, tg->grid_size(fn, 0), ""),
+                   next);
+    cg_if_else(fn, &fixed);
     LLVMValueRef old = tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd, ticket,
                                       LLVMConstInt(i32, 1u << 16, 0));
     LLVMBuildStore(fn->b, LLVMBuildLShr(fn->b, old, LLVMConstInt(i32, 16, 0), ""),
                    slot);
+    cg_if_end(fn, &fixed);
     cg_if_end(fn, &take);
     tg->barrier(fn);
     LLVMValueRef b = cg_zext64(fn, LLVMBuildLoad2(fn->b, i32, slot, "piece"));
