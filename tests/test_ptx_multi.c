@@ -85,8 +85,11 @@ static weft_array *pattern(weft_context *ctx, int rank, const int64_t *shape)
  *      rows read their neighbours' rows over peer access
  *  15  x ! i + t ! ((31 i) mod 4099), t a used table of 4099 f32 (16 KiB,
  *      on device 0): the other devices read it from replicas (multi.c,
- *      "Replicas") */
-enum { NPROG = 16, SCAN_F32 = 5 };
+ *      "Replicas")
+ *  16  permute (+) of ones into 17 bins by index mod 17, odd indices
+ *      `ignore`d (the permute runs on device 0 over the split source)
+ *  17  fold_seg (+) 0 of i32 of x in segments of 7 (device 0 too) */
+enum { NPROG = 18, SCAN_F32 = 5 };
 
 /* Program k's result is an f32 fold over several devices, whose parts
  * are combined in another order than on one GPU (compare). */
@@ -230,6 +233,33 @@ static weft_acc *program(weft_context *ctx, weft_program *p, int k, int rank)
         weft_fun_return(g, weft_add(weft_at(x, ix),
                                     weft_at(t, weft_index1(j))));
         return weft_generate(weft_shape(x), g);
+    }
+    case 16: {
+        weft_fun *one = weft_fun1(p, WEFT_F32);
+        weft_fun_return(one, weft_f32(p, 1.0f));
+        weft_fun *zero = weft_fun1(p, WEFT_DIM(1));
+        weft_fun_return(zero, weft_f32(p, 0.0f));
+        weft_acc *bins = weft_generate(weft_index1(weft_i64(p, 17)), zero);
+        weft_fun *bin = weft_fun1(p, WEFT_DIM(1));
+        weft_exp *i = weft_get(weft_arg(bin, 0), 0);
+        weft_fun_return(
+            bin, weft_cond(weft_eq(weft_rem(i, weft_i64(p, 2)), weft_i64(p, 1)),
+                           weft_ignore(p, 1),
+                           weft_index1(weft_rem(i, weft_i64(p, 17)))));
+        weft_fun *add = weft_fun2(p, WEFT_F32, WEFT_F32);
+        weft_fun_return(add, weft_add(weft_arg(add, 0), weft_arg(add, 1)));
+        return weft_permute(add, bins, bin, weft_map(one, x));
+    }
+    case 17: {
+        weft_fun *cv = weft_fun1(p, WEFT_F32);
+        weft_fun_return(cv, weft_convert(weft_arg(cv, 0), WEFT_I32));
+        weft_fun *seven = weft_fun1(p, WEFT_DIM(1));
+        weft_fun_return(seven, weft_i64(p, 7));
+        weft_acc *seg = weft_generate(
+            weft_index1(weft_quot(weft_size(x), weft_i64(p, 7))), seven);
+        weft_fun *add = weft_fun2(p, WEFT_I32, WEFT_I32);
+        weft_fun_return(add, weft_add(weft_arg(add, 0), weft_arg(add, 1)));
+        return weft_fold_seg(add, weft_i32(p, 0), weft_map(cv, x), seg);
     }
     default: {
         weft_fun *one = weft_fun1(p, WEFT_F32);
