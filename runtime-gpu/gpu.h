@@ -20,7 +20,9 @@
  *   multi.c    a context over several GPUs of one host (issue 20): the
  *              other devices' contexts and streams, large blocks split
  *              over the devices through the driver's virtual memory,
- *              element-wise kernels split over them, NCCL looked for;
+ *              kernels launched in parts over them (gpu_launch_split,
+ *              _items, _parts) with replicas of small arrays, the memory
+ *              bound per device, NCCL looked for;
  *   backend.c  the PTX backend (fe_backend_ptx): kernels, drivers, runs.
  *
  * Threads.  One gpu_dev per weft context.  Its mutex is recursive: the
