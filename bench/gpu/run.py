@@ -240,7 +240,9 @@ class Program:
         elif pid == BS:
             s.n = (1 << 18) + 1 if quick else 1 << 26
         elif pid in (NBODY, NBODY_FOLD):
-            s.n = 1000 if quick else 65536
+            # $GPUBENCH_NBODY: another size (scaling.sh on several GPUs:
+            # 65536 bodies are 256 blocks, too few to fill two devices)
+            s.n = 1000 if quick else int(os.environ.get("GPUBENCH_NBODY", 65536))
         elif pid == MANDEL:
             s.n, s.h = (300, 200) if quick else (8192, 8192)
             s.x0, s.y0 = -2.0, -1.25

@@ -12,9 +12,11 @@
 #   (0,0 runs the split over two blocks of one GPU: the cost of the
 #   partitioning where there is one GPU; expect about 1x)
 # Environment: SCALING_ONLY (run.py program keys, default
-# saxpy,blackscholes,mandelbrot,nbody,sum,dotp,histogram,scan: the
-# first four and the folds are split over the devices; the histogram and
-# the scan run on the first GPU over the split memory), and run.sh's.
+# saxpy,blackscholes,mandelbrot,nbody,sum,dotp,histogram,scan: all but
+# the histogram are split over the devices; the histogram runs on the
+# first GPU over the split memory), GPUBENCH_NBODY
+# (n-body's bodies, default 65536: 256 blocks, too few to fill several
+# GPUs; 262144 shows the scaling) and run.sh's.
 set -eu
 out=${1:?usage: sh bench/gpu/scaling.sh OUTDIR [LIST ...]}
 shift
