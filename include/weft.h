@@ -402,12 +402,14 @@ typedef struct weft_stats {
                                larger; smaller ones live on device 0 and
                                are not counted) */
     uint64_t kernels_split; /* kernels run split over several devices */
-    uint64_t device_bytes_moved; /* bytes of partial results that a
-                               device other than the first hands to it
-                               (folds' and scans' parts split over the
-                               devices); reads by a kernel of another
-                               device's block go over NVLink uncounted
-                               (peer reads cannot be counted) */
+    uint64_t device_bytes_moved; /* bytes moved between the devices by
+                               weft: partial results that a device other
+                               than the first hands to it (folds' and
+                               scans' parts) and copies of small arrays
+                               to the others (replicas); reads by a
+                               kernel of another device's block go over
+                               NVLink uncounted (peer reads cannot be
+                               counted) */
 } weft_stats;
 
 /* Block until every kernel that ctx has compiled so far runs its fully

@@ -313,7 +313,8 @@ bool gpu_multi_fits(gpu_dev *d, size_t size, uint64_t limit);
 /* Kernels split over the devices so far. */
 uint64_t gpu_multi_launches(gpu_dev *d);
 /* Count `bytes` handed from other devices to the first (partials); the
- * bytes so far (weft_stats.device_bytes_moved) with bytes 0. */
+ * bytes so far (weft_stats.device_bytes_moved: these and the replicas'
+ * copies) with bytes 0. */
 uint64_t gpu_multi_moved(gpu_dev *d, uint64_t bytes);
 /* Small arrays a split kernel reads (multi.c, "Replicas"): word r[i].word
  * of its argument block (of `words` words) holds the address of r[i].bytes

@@ -130,7 +130,8 @@ struct gpu_multi {
     size_t gran;          /* allocation granularity (the largest) */
     gpu_range *ranges;
     uint64_t launches;    /* kernels split over the devices */
-    uint64_t moved;       /* bytes of partials handed to device 0 */
+    uint64_t moved;       /* bytes of partials handed to device 0, and
+                             of replicas copied to the others */
 };
 
 /* ---- the list of devices --------------------------------------------------- */
@@ -681,6 +682,7 @@ static weft_status replicate(gpu_dev *d, gpu_other *o, const gpu_replicas *rep,
                rep->r[i].bytes, o->stream);
         o->args[w] = (uint64_t)at;
         at += (rep->r[i].bytes + 255) & ~(size_t)255;
+        d->multi->moved += rep->r[i].bytes;
     }
     *out = o->args;
 cleanup:
