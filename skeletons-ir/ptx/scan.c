@@ -1454,9 +1454,10 @@ static weft_status tile_incl(sk_fn *f, bool packed, weft_type elt,
 {
     cg_fn *fn = &f->fn;
     if (packed) {
-        return unpack(fn, elt,
-                      vload(fn, WEFT_I64, sk_aux_array(f, AUX_FLAGS)->ptr[0], t),
-                      out);
+        /* the flags' leaf is the i64 word of flag and value */
+        cg_val w;
+        weft_status s = vload_val(fn, sk_aux_array(f, AUX_FLAGS), t, &w);
+        return s ? s : unpack(fn, elt, w.v[0], out);
     }
     return vload_val(fn, sk_aux_array(f, AUX_INCL), t, out);
 }
