@@ -134,7 +134,13 @@
  * more over all but the first part's positions; the association of a
  * float scan's terms changes with the parts, as it does with timing.
  * Many rows go by whole rows, part r the tiles of its rows (its first
- * tile a piece 0, as any row's), with no second pass.
+ * tile a piece 0, as any row's), with no second pass.  The driver cuts
+ * one row into parts only for scans without a seed: tile_write takes a
+ * seeded scan's warps to have a prefix always (wv true, lpv NULL), which
+ * a part's first tile breaks (warp 0 has none; measured on four H100:
+ * its 1023 positions after the first wrong).  Making that a run-time
+ * condition there (not warp 0 of a part's first tile) is the fix, not
+ * made: it changes every seeded scan's code on one GPU.
  */
 #include <string.h>
 
