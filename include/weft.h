@@ -162,7 +162,9 @@ typedef struct weft_config {
     uint64_t device_memory; /* PTX backend: use at most this many bytes of
                                device memory, moving the least recently
                                used arrays to the host beyond it (0: all
-                               the device has; $WEFT_DEVICE_MEMORY) */
+                               the device has; $WEFT_DEVICE_MEMORY); on
+                               several devices (`devices`), this many on
+                               each */
     double timeout_ms;     /* a deadline for every weft_run (and the run of
                               weft_run1): a run still going this many
                               milliseconds after it started stops with
@@ -400,6 +402,14 @@ typedef struct weft_stats {
                                larger; smaller ones live on device 0 and
                                are not counted) */
     uint64_t kernels_split; /* kernels run split over several devices */
+    uint64_t device_bytes_moved; /* bytes moved between the devices by
+                               weft: partial results that a device other
+                               than the first hands to it (folds' and
+                               scans' parts) and copies of small arrays
+                               to the others (replicas); reads by a
+                               kernel of another device's block go over
+                               NVLink uncounted (peer reads cannot be
+                               counted) */
 } weft_stats;
 
 /* Block until every kernel that ctx has compiled so far runs its fully

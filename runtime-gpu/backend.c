@@ -140,6 +140,9 @@ typedef struct ptx_state {
     uint64_t compiled, loaded, reused;
     double compile_ms;
     bool dump_ptx;
+    bool no_replicas;            /* $WEFT_PTX_REPLICAS=0: split kernels of
+                                    several devices read small arrays on
+                                    device 0 (multi.c, "Replicas") */
     int64_t grain;               /* elements per thread and chunk of
                                     element-wise work ($WEFT_PTX_GRAIN, a
                                     tuning knob; 1 by default) */
@@ -177,13 +180,21 @@ static double now_ms(void)
 
 /* ---- context ----------------------------------------------------------- */
 
+/* Free module m (NULL: nothing) and its copies on the other devices of
+ * d's context (multi.c). */
+static void module_free(gpu_dev *d, gpu_module *m)
+{
+    gpu_multi_module_free(d, m);
+    gpu_module_free(d, m);
+}
+
 static void free_kernel(void *user, rt_kentry *e)
 {
     ptx_state *st = user;
     ptx_kernel *k = e->value;
     if (k) {
-        gpu_module_free(st->dev, k->mod);
-        gpu_module_free(st->dev, k->quick_mod);
+        module_free(st->dev, k->mod);
+        module_free(st->dev, k->quick_mod);
         fe_free(NULL, k, sizeof *k);
     }
 }
@@ -217,6 +228,8 @@ static void ptx_context_fini(weft_context *ctx)
             LLVMDisposeTargetMachine(st->spare[q][i]);
         }
     }
+    gpu_mem_close(st->dev);
+    gpu_multi_end(st->dev);
     gpu_dev_close(st->dev);
     pthread_mutex_destroy(&st->lock);
     fe_free(ctx, st, sizeof *st);
@@ -290,6 +303,10 @@ static weft_status ptx_context_init(weft_context *ctx)
     if (g && atoi(g) >= 1 && atoi(g) <= 64) {
         st->grain = atoi(g);
     }
+    const char *rp = (ctx->cfg.flags & WEFT_FLAG_NO_ENV)
+                         ? NULL
+                         : getenv("WEFT_PTX_REPLICAS");
+    st->no_replicas = rp && strcmp(rp, "0") == 0;
     const char *o = (ctx->cfg.flags & WEFT_FLAG_NO_ENV)
                         ? NULL
                         : getenv("WEFT_PTX_JIT_OPT");
@@ -352,6 +369,7 @@ static void ptx_stats(const weft_context *ctx, weft_stats *out)
             gpu_multi_device(st->dev, i, &out->device_bytes_on[i]);
         }
         out->kernels_split = gpu_multi_launches(st->dev);
+        out->device_bytes_moved = gpu_multi_moved(st->dev, 0);
     }
 }
 
@@ -555,7 +573,7 @@ static weft_status tier_up(void *user, rt_tier_job *job)
                 mod = NULL;
             }
             gpu_unlock(st->dev);
-            gpu_module_free(st->dev, mod);
+            module_free(st->dev, mod);
         }
     }
     if (s == WEFT_OK && !stop) {
@@ -608,7 +626,7 @@ static weft_status add_kernel(ptx_state *st, sk_kernel *k, gpu_module *mod,
 {
     ptx_kernel *pk = fe_calloc(NULL, sizeof *pk);
     if (!pk) {
-        gpu_module_free(st->dev, mod);
+        module_free(st->dev, mod);
         return fe_oom("weft_compile");
     }
     pk->mod = mod;
@@ -619,7 +637,7 @@ static weft_status add_kernel(ptx_state *st, sk_kernel *k, gpu_module *mod,
                           &pk->fn[i]);
     }
     if (s) {
-        gpu_module_free(st->dev, pk->mod);
+        module_free(st->dev, pk->mod);
         fe_free(NULL, pk, sizeof *pk);
         return s;
     }
@@ -861,7 +879,7 @@ static weft_status jits_end(ptx_compiling *pc, weft_status s)
             wn = w->next;
             fe_free(pc->ctx, w, sizeof *w);
         }
-        gpu_module_free(pc->st->dev, l->mod);
+        module_free(pc->st->dev, l->mod);
         fe_free(pc->ctx, l, sizeof *l);
     }
     pc->jits = pc->last = NULL;
@@ -1229,6 +1247,12 @@ static weft_status rt_aux(rt_job *j, int a, weft_type type, int64_t n,
     }
     ptx_job *pj = j->be_job;
     pj->zero[a] = NULL;
+    if (a == 3 && j->k->skel && j->k->skel->family == SK_SCAN_PASS &&
+        j->devices > n) {
+        /* a tile counter per part of a scan spread over the devices
+         * (launch_spread; skeletons-ir/ptx/scan.c, "Several devices") */
+        n = j->devices;
+    }
     weft_status s = fe_array_new_raw(j->ctx, WHO, type, 1, &n, &j->aux[a]);
     if (s == WEFT_OK) {
         pj->zero[a] = j->aux[a];
@@ -1362,6 +1386,127 @@ static weft_status rt_addr(rt_job *j, weft_array *a, bool written,
     return s;
 }
 
+_Static_assert(GPU_MULTI_MAX == SK_DEVICES_MAX, "one count of devices");
+
+/* The arrays of at least REPLICA_MIN bytes and below GPU_MULTI_MIN (on
+ * device 0) that job j's kernel reads, its leaves' words, for the other
+ * devices of a split kernel to read from replicas (multi.c, "Replicas"):
+ * an array that every element reads whole (n-body's bodies) then costs
+ * one copy per device instead of reads over NVLink from every block.
+ * Smaller ones stay where they are (a copy costs about a launch). */
+#define REPLICA_MIN 4096
+static void small_inputs(const rt_job *j, gpu_replicas *rep)
+{
+    const sk_kernel *k = j->k;
+    rep->words = (size_t)k->nwords + 1;
+    rep->n = 0;
+    if (((const ptx_job *)j->be_job)->st->no_replicas) {
+        return;
+    }
+    for (int i = 0; i < k->nitem; i++) {
+        const sk_item *it = &k->item[i];
+        if (it->kind != SK_ARRAY || it->src == SK_SRC_OUT ||
+            it->src == SK_SRC_AUX) {
+            continue;
+        }
+        int64_t n = 1;
+        for (int d = 0; d < it->rank; d++) {
+            n *= (int64_t)j->w[it->word + it->nleaf + d];
+        }
+        for (int l = 0; l < it->nleaf && rep->n < GPU_REPLICAS_MAX; l++) {
+            size_t bytes = (size_t)n * weft_type_size(it->leaf[l]);
+            if (bytes >= REPLICA_MIN && bytes < GPU_MULTI_MIN &&
+                j->w[it->word + l] != 0) {
+                rep->r[rep->n].word = it->word + l;
+                rep->r[rep->n++].bytes = bytes;
+            }
+        }
+    }
+}
+
+/* The bytes of one value of type t (its leaves). */
+static uint64_t elem_bytes(const rt_job *j, weft_type t)
+{
+    const weft_type *leaf;
+    int n = fe_type_leaves(j->ctx, t, &leaf);
+    uint64_t bytes = 0;
+    for (int l = 0; l < n; l++) {
+        bytes += weft_type_size(leaf[l]);
+    }
+    return bytes;
+}
+
+/* A kernel spread over the devices of d's context (rt_phase.spread: m
+ * the elements of its rows), part r of D on device r.  A fold of one row
+ * (skeletons-ir/ptx/fold.c entry 1): part r folds elements [first, n),
+ * cut at multiples of SK_SPREAD_ALIGN, as grain 2 + r, with the grid one
+ * device would take.  A scan (ptx/scan.c, "Several devices"): entry 0,
+ * part r its tiles [first, n), grain 2 + r (the tiles of entry 0's block
+ * as the kernel cuts them: whole rows each part where there are several,
+ * else the one row's tiles, part r on device D - 1 - r for a right scan,
+ * whose logical positions run from the row's end, so that each part runs
+ * where its memory is); entry 1, parts r > 0 of one row add their offsets
+ * over their positions (n = D, first = the tile size). */
+static weft_status launch_spread(rt_job *j, gpu_dev *d, const gpu_fn *f,
+                                 unsigned grid, int block, const rt_phase *ph)
+{
+    int nd = gpu_multi_count(d);
+    int64_t m = ph->spread;
+    const sk_kernel *k = j->k;
+    bool scan = k->skel->family == SK_SCAN_PASS;
+    fe_kind kind = (fe_kind)k->op->kind;
+    bool right = scan && (kind == FE_SCANR || kind == FE_SCANR1 ||
+                          kind == FE_SCANR_);
+    int64_t ts = 1, T = m, rows = 1;
+    if (scan) {
+        /* entry 0's tile: its block's warps of 32 K positions; the
+         * driver's n, rows of tiles of the smallest block */
+        const gpu_fn *f0 = k->entry[rt_job_entry(j, 0)];
+        ts = (int64_t)f0->block / 32 * k->chunk_min;
+        T = (m + ts - 1) / ts;
+        rows = ph->entry % k->nentry == 0
+                   ? ph->n / ((m + k->chunk_min - 1) / k->chunk_min)
+                   : 1;
+    }
+    bool offsets = scan && ph->entry % k->nentry == 1;
+    gpu_part part[GPU_MULTI_MAX];
+    int64_t sizes[GPU_MULTI_MAX];
+    for (int r = 0; r < nd; r++) {
+        int dev = right && rows == 1 ? nd - 1 - r : r;
+        int64_t lo, hi;
+        if (scan && rows > 1) { /* whole rows */
+            lo = rows * r / nd * T;
+            hi = rows * (r + 1) / nd * T;
+        } else if (scan) {
+            lo = T * r / nd;
+            hi = T * (r + 1) / nd;
+        } else {
+            lo = (m / nd * r) & -(int64_t)SK_SPREAD_ALIGN;
+            hi = r == nd - 1 ? m
+                             : (m / nd * (r + 1)) & -(int64_t)SK_SPREAD_ALIGN;
+        }
+        part[dev] = (gpu_part){.grid = hi > lo ? grid : 0, .n = hi,
+                               .grain = 2 + r, .first = lo};
+        sizes[dev] = hi - lo;
+        if (offsets) {
+            int64_t elems = (hi - lo) * ts;
+            part[dev] = (gpu_part){
+                .grid = r > 0 && hi > lo ? gpu_grid_for(d, f, block, elems)
+                                         : 0,
+                .n = nd, .grain = 2 + r, .first = ts};
+            sizes[dev] = r > 0 ? elems : 0;
+        }
+    }
+    /* the parts' folds (entry 1 of a fold), or the earlier parts' last
+     * prefixes that parts 1 .. D - 1 read (a scan's entry 1), handed
+     * over by devices 1 .. D - 1 */
+    int64_t handed = scan ? (offsets ? (int64_t)nd * (nd - 1) / 2 : 0)
+                          : nd - 1;
+    gpu_multi_moved(d, (uint64_t)handed * elem_bytes(j, j->out[0]->type));
+    return gpu_launch_parts(d, f, block, part, j->w, NULL,
+                            scan ? "tiles" : "elements", sizes, WHO);
+}
+
 static weft_status rt_run(rt_job *j, int n, const rt_phase *ph)
 {
     gpu_dev *d = dev_of(j);
@@ -1393,19 +1538,46 @@ static weft_status rt_run(rt_job *j, int n, const rt_phase *ph)
             grid = all < 0x7fffffff ? (unsigned)all : 0x7fffffffu;
         }
         /* element-wise kernels over several devices (multi.c): each
-         * device its range of the kernel's own chunks */
+         * device its range of the kernel's own chunks; raw entries a
+         * driver lets split (rt_phase), their items or parts of a row */
         bool split = false;
         int64_t unit = 1;
-        if (gpu_multi_count(d) > 1 && per == 0 && j->k->skel &&
+        int nd = gpu_multi_count(d);
+        if (nd > 1 && per == 0 && j->k->skel &&
             j->k->skel->family == SK_GENERATE) {
             bool wide = sk_ptx_wide(j->k);
             unit = wide ? sk_target_ptx.chunk_elems : 1;
             split = wide || grain == 1;
+        } else if (nd > 1 && per == 0 && j->k->skel &&
+                   j->k->skel->family == SK_STENCIL) {
+            /* the shared stencil's pieces of rows, by its chunks of
+             * `grain` pieces (halos read over peer access) */
+            unit = grain;
+            split = true;
         }
-        weft_status s =
-            split ? gpu_launch_split(d, f, total, grain, unit, block,
-                                     sk_ptx_uneven(j->k), j->w, WHO)
-                  : gpu_launch(d, f, grid, block, 0, params, WHO);
+        weft_status s;
+        if (nd > 1 && ph[i].spread > 0) {
+            s = launch_spread(j, d, f, grid, block, &ph[i]);
+        } else if (nd > 1 && ph[i].split && per != 0 && total >= nd) {
+            gpu_replicas rep;
+            small_inputs(j, &rep);
+            s = gpu_launch_items(d, f, total, grain,
+                                 per == SK_ITEM_BLOCK ? block : per, block,
+                                 j->w, &rep, WHO);
+            if (ph[i].entry % j->k->nentry == 1) {
+                /* a fold's chunks: the other devices' partials, folded on
+                 * device 0 */
+                gpu_multi_moved(d, (uint64_t)(total - total / nd) *
+                                       elem_bytes(j, j->out[0]->type));
+            }
+        } else if (split) {
+            gpu_replicas rep;
+            small_inputs(j, &rep);
+            s = gpu_launch_split(d, f, total, grain, unit, block,
+                                 sk_ptx_uneven(j->k), j->w, &rep, WHO);
+        } else {
+            s = gpu_launch(d, f, grid, block, 0, params, WHO);
+        }
         if (s) {
             return s;
         }
@@ -1543,7 +1715,7 @@ static weft_status hook(void *user, fe_ix *ix, const fe_term *t,
     rt_backend rb = {.ops = &ptx_rt_ops, .be = d,
                      .workers = (int64_t)gpu_dev_sms(d) * 64,
                      .grain = k->light ? st->grain : 1, .chunk_min = 256,
-                     .be_job = &pj};
+                     .be_job = &pj, .devices = gpu_multi_count(d)};
     if (k->aux_item[SK_CANCEL_AUX] >= 0) {
         /* lowered before each such kernel: runs on one device are
          * serialised, and a run whose flag was raised stops (rt_exec) */

@@ -541,10 +541,8 @@ void gpu_dev_close(gpu_dev *d)
     }
     pthread_mutex_lock(&d->lock);
     bool live = gpu_call(d)->cuCtxPushCurrent(d->cu) == CUDA_SUCCESS;
-    gpu_mem_release_all(d, live);
-    if (d->multi) {
-        gpu_multi_close(d, live);
-    }
+    /* the memory is gone already (gpu_mem_close), and the other devices
+     * (gpu_multi_end) */
     /* pinned host memory: the cancel flags, the bounce buffer, the
      * prefetch stage, the upload area */
     void *pinned[4] = {(void *)d->cancel_host, d->bounce, d->stage, d->up};
@@ -755,9 +753,6 @@ void gpu_module_free(gpu_dev *d, gpu_module *m)
         gpu_call(d)->cuModuleUnload(m->mod);
         CUcontext popped;
         gpu_call(d)->cuCtxPopCurrent(&popped);
-    }
-    if (d->multi) {
-        gpu_multi_module_free(d, m);
     }
     pthread_mutex_unlock(&d->lock);
     for (gpu_name *nm = m->names, *next; nm; nm = next) {

@@ -382,21 +382,9 @@ weft_status gpu_event_wait(gpu_dev *d, CUevent e, const char *who);
  * class of mem.c, >= GPU_MULTI_MIN) as one virtual range mapped on every
  * device, its pages split among them (d entered).  CUDA_SUCCESS or the
  * driver's error (CUDA_ERROR_OUT_OF_MEMORY starts mem.c's eviction). */
-#define GPU_MULTI_MIN ((size_t)1 << 20)
 CUresult gpu_multi_map(gpu_dev *d, size_t size, CUdeviceptr *p);
 /* Unmap and release range p when it is one of gpu_multi_map's (d entered,
  * streams waited for): true; false when p is not such a range. */
 bool gpu_multi_unmap(gpu_dev *d, CUdeviceptr p);
-/* Close the other devices (d locked; live: d's context current).  Modules
- * loaded on them are unloaded by gpu_module_free first. */
-void gpu_multi_close(gpu_dev *d, bool live);
-/* Unload m's copies on the other devices (d locked). */
-void gpu_multi_module_free(gpu_dev *d, gpu_module *m);
-
-/* mem.c: release every device buffer of d (pool and mirrors, detaching the
- * mirrored arrays; a device copy newer than the host's is downloaded first).
- * d locked; `live`: its context is current (else only the host side is
- * cleaned up).  Driver errors are ignored and leave no message. */
-void gpu_mem_release_all(gpu_dev *d, bool live);
 
 #endif /* WEFT_GPU_DRIVER_H */

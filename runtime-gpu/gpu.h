@@ -20,7 +20,9 @@
  *   multi.c    a context over several GPUs of one host (issue 20): the
  *              other devices' contexts and streams, large blocks split
  *              over the devices through the driver's virtual memory,
- *              element-wise kernels split over them, NCCL looked for;
+ *              kernels launched in parts over them (gpu_launch_split,
+ *              _items, _parts) with replicas of small arrays, the memory
+ *              bound per device, NCCL looked for;
  *   backend.c  the PTX backend (fe_backend_ptx): kernels, drivers, runs.
  *
  * Threads.  One gpu_dev per weft context.  Its mutex is recursive: the
@@ -57,8 +59,12 @@ typedef struct gpu_fn {
  * WEFT_ERR_BACKEND_UNAVAILABLE when there is no driver, no device, or the
  * ordinal is out of range (the message says which, and for a missing
  * driver the dlopen error); WEFT_ERR_OUT_OF_MEMORY.  ctx gives the
- * allocator (may be NULL).  Close with gpu_dev_close (NULL does nothing),
- * after every array mirrored on it has been released. */
+ * allocator (may be NULL).  Close with gpu_mem_close, then gpu_multi_end
+ * (other devices), then gpu_dev_close (NULL does nothing), after every
+ * array mirrored on it has been released: memory first, since the
+ * device's memory (mem.c) is built on it and the device (cuda.c) knows
+ * nothing of the memory, nor of the other devices (multi.c, built on
+ * it). */
 weft_status gpu_dev_open(weft_context *ctx, int ordinal, gpu_dev **out);
 void gpu_dev_close(gpu_dev *d);
 
@@ -113,6 +119,8 @@ void gpu_leave(gpu_dev *d);
 weft_status gpu_module_load(gpu_dev *d, const void *ptx, size_t n,
                             int opt_level, const char *from, const char *who,
                             gpu_module **out);
+/* Unload m (NULL: nothing) from d's device; on a context over several,
+ * gpu_multi_module_free first. */
 void gpu_module_free(gpu_dev *d, gpu_module *m);
 /* Kernel `name` of m, with its occupancy-derived block size (for dynamic
  * shared memory of `shared_per_thread` bytes per thread; 0 for none), at
@@ -189,6 +197,12 @@ weft_status gpu_mem_alloc(gpu_dev *d, size_t bytes, uint64_t *out,
  * ordered, so a block freed after a launch that uses it may be reused by
  * a later launch. */
 void gpu_mem_free(gpu_dev *d, uint64_t p, size_t bytes);
+/* Release every device buffer of d before gpu_dev_close: the pool and the
+ * mirrors, detaching the mirrored arrays (a device copy newer than the
+ * host's is downloaded first); where d's context cannot be made current
+ * only the host side is cleaned up.  Driver errors are ignored and leave
+ * no message.  NULL does nothing; d stays usable (the pool starts empty). */
+void gpu_mem_close(gpu_dev *d);
 
 /* Copies on the stream.  Host to device and device to host wait for the
  * copy to finish before returning (the host buffer may be reused at
@@ -255,6 +269,10 @@ void gpu_mem_set_limit(gpu_dev *d, uint64_t bytes);
 /* ===== multi.c ===== */
 
 #define GPU_MULTI_MAX 8 /* devices of one context */
+#define GPU_MULTI_MIN ((size_t)1 << 20) /* bytes: blocks this large and
+                                           larger are split over the
+                                           devices, smaller ones live on
+                                           the first (multi.c, "Memory") */
 
 /* The device list of weft_config.devices / $WEFT_DEVICES, `spec`, for a
  * driver that sees `count` devices: ords[0 .. *n) (at most GPU_MULTI_MAX,
@@ -272,27 +290,82 @@ weft_status gpu_devices_parse(const char *spec, int count, int *ords, int *n,
  * (WEFT_ERR_BACKEND_UNAVAILABLE), and the driver the virtual memory
  * calls (WEFT_ERR_BACKEND_UNAVAILABLE naming the missing one); driver
  * failures WEFT_ERR_DEVICE.  Call before anything is compiled or run on
- * d; gpu_dev_close closes the other devices. */
+ * d; gpu_multi_end closes the other devices. */
 weft_status gpu_multi_open(gpu_dev *d, const int *ords, int n,
                            const char *who);
+/* Close the other devices of d's context (nothing for one): after
+ * gpu_mem_close, before gpu_dev_close. */
+void gpu_multi_end(gpu_dev *d);
+/* Unload module m's copies on the other devices of d's context (nothing
+ * for one): before gpu_module_free(d, m). */
+void gpu_multi_module_free(gpu_dev *d, gpu_module *m);
 /* Devices of d's context (1 without gpu_multi_open). */
 int gpu_multi_count(const gpu_dev *d);
 /* Device i of d's context: its ordinal, and in *bytes the bytes of
  * partitioned arrays (and pooled ranges) in its memory now; with one
  * device, d's ordinal and all the bytes d holds. */
 int gpu_multi_device(gpu_dev *d, int i, uint64_t *bytes);
+/* Whether a new block of `size` bytes (mem.c's driver_alloc: a range
+ * split over the devices from GPU_MULTI_MIN bytes, else on device 0)
+ * keeps every device of d's context within `limit` bytes
+ * ($WEFT_DEVICE_MEMORY, per device). */
+bool gpu_multi_fits(gpu_dev *d, size_t size, uint64_t limit);
 /* Kernels split over the devices so far. */
 uint64_t gpu_multi_launches(gpu_dev *d);
+/* Count `bytes` handed from other devices to the first (partials); the
+ * bytes so far (weft_stats.device_bytes_moved: these and the replicas'
+ * copies) with bytes 0. */
+uint64_t gpu_multi_moved(gpu_dev *d, uint64_t bytes);
+/* Small arrays a split kernel reads (multi.c, "Replicas"): word r[i].word
+ * of its argument block (of `words` words) holds the address of r[i].bytes
+ * bytes on device 0, which every other device reads from a copy of its
+ * own. */
+#define GPU_REPLICAS_MAX 16
+typedef struct gpu_replicas {
+    size_t words;
+    int n;
+    struct {
+        int word;
+        size_t bytes;
+    } r[GPU_REPLICAS_MAX];
+} gpu_replicas;
 /* Launch element-wise kernel f of a context over several devices (d
  * entered): `total` elements in chunks of `unit` elements (the kernel's
  * own chunk: the grain it really takes), its parameters (args, n, grain,
  * first); each device runs its range of chunks on its stream, after the
  * work queued on d's stream, and d's stream waits for them all (multi.c,
  * "Kernels").  `one_pass`: a chunk per thread (an uneven kernel), else
- * gpu_grid_for's persistent grid.  Errors as gpu_launch. */
+ * gpu_grid_for's persistent grid.  rep (NULL: none): small arrays the
+ * other devices read from replicas.  Errors as gpu_launch. */
 weft_status gpu_launch_split(gpu_dev *d, const gpu_fn *f, int64_t total,
                              int64_t grain, int64_t unit, int block,
-                             bool one_pass, void *args, const char *who);
+                             bool one_pass, void *args,
+                             const gpu_replicas *rep, const char *who);
+/* One device's launch of a kernel over several devices: its grid (0:
+ * none on that device) and the kernel's n, grain and first parameters. */
+typedef struct gpu_part {
+    unsigned grid;
+    int64_t n, grain, first;
+} gpu_part;
+/* Launch f of a context over several devices (d entered) once per device
+ * i with part[i] (blocks of `block` threads, the argument block args), the
+ * others after the work queued on d's stream, and d's stream waits for
+ * them all (multi.c, "Kernels").  `what` names the parts' sizes in the
+ * trace's span ("chunks", "rows", "elements"): sizes[i].  rep (NULL:
+ * none): small arrays the other devices read from replicas, copied on
+ * their streams before their parts.  Errors as gpu_launch. */
+weft_status gpu_launch_parts(gpu_dev *d, const gpu_fn *f, int block,
+                             const gpu_part *part, void *args,
+                             const gpu_replicas *rep, const char *what,
+                             const int64_t *sizes, const char *who);
+/* Launch a raw entry f (`per` threads per item: a warp's or a block's)
+ * whose items [0, n) start at its `first` parameter (skeletons-ir/ptx/
+ * fold.c) over the devices of d's context: one range of items per device,
+ * as equal as they come, each device's grid sized as for one device; rep
+ * as for gpu_launch_parts.  Errors as gpu_launch. */
+weft_status gpu_launch_items(gpu_dev *d, const gpu_fn *f, int64_t n,
+                             int64_t grain, int per, int block, void *args,
+                             const gpu_replicas *rep, const char *who);
 /* Where libnccl.so.2 was found ($WEFT_NCCL, the library path, pip's
  * nvidia-nccl-cu13/-cu12), or NULL; looked for once per process.  When
  * found, NCCL_NVLS_ENABLE=0 is set in the environment unless the user set

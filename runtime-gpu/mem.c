@@ -11,7 +11,7 @@
  * The stream is ordered, so a block freed after a launch that uses it may
  * be handed to a later launch at once; before a block goes back to the
  * driver (cuMemFree) the stream is waited for.  The pool is not bounded:
- * it is emptied when the driver runs out of memory and at gpu_dev_close.
+ * it is emptied when the driver runs out of memory and by gpu_mem_close.
  *
  * Mirrors.  An array used by a kernel gets a device copy, kept in a record
  * (gpu_mirror) in a->dev with a->mirror = &mirror_ops, so that lib/ calls
@@ -148,7 +148,9 @@ static size_t rounded(size_t n)
  * simulated out-of-memory. */
 static CUresult driver_alloc(gpu_dev *d, size_t size, CUdeviceptr *p)
 {
-    if (d->limit && (d->held > d->limit || size > d->limit - d->held)) {
+    if (d->limit && (d->multi ? !gpu_multi_fits(d, size, d->limit)
+                              : d->held > d->limit ||
+                                    size > d->limit - d->held)) {
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     CUresult r = d->multi && size >= GPU_MULTI_MIN
@@ -1050,7 +1052,8 @@ static void mirror_drop(weft_array *a)
     gpu_unlock(d);
 }
 
-void gpu_mem_release_all(gpu_dev *d, bool live)
+/* gpu_mem_close's work, d locked; `live`: its context is current. */
+static void release_all(gpu_dev *d, bool live)
 {
     if (live) {
         gpu_call(d)->cuStreamSynchronize(d->stream);
@@ -1084,6 +1087,21 @@ void gpu_mem_release_all(gpu_dev *d, bool live)
     d->stage_used = 0;
     pool_flush(d, live);
     spares_free(d);
+}
+
+void gpu_mem_close(gpu_dev *d)
+{
+    if (!d) {
+        return;
+    }
+    gpu_lock(d);
+    bool live = gpu_call(d)->cuCtxPushCurrent(d->cu) == CUDA_SUCCESS;
+    release_all(d, live);
+    if (live) {
+        CUcontext popped;
+        gpu_call(d)->cuCtxPopCurrent(&popped);
+    }
+    gpu_unlock(d);
 }
 
 weft_status gpu_array_wrap(gpu_dev *d, weft_array *a, void *const *ptrs,

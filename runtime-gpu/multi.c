@@ -46,13 +46,42 @@
  * and device 0's stream waits for device i's event after it, so that
  * everything after the kernel, on device 0's stream, sees its writes and
  * a wait for device 0's stream waits for all.  No host wait is added.
- * Every other family runs on device 0 over the same addresses (phase 1).
+ * A fold is split by its own entries (gpu_launch_items: rows, or chunks
+ * of few long rows; the partials then combined on device 0) or, for one
+ * row, spread: every device folds its part of the row, and one thread on
+ * device 0 combines the parts' folds in order (backend.c launch_spread,
+ * skeletons-ir/ptx/fold.c); no NCCL: the partials are a handful of
+ * values, read over peer access.  A scan of one long row is spread the
+ * same way (ptx/scan.c, "Several devices": each part a local look-back,
+ * then a second pass adds the parts' offsets; a scan of many rows, whole
+ * rows per device); stencils by ranges of tiles or pieces of rows; the
+ * permute and the segmented fold run on device 0 over the same
+ * addresses.
+ *
  * A module is loaded on a device of another context when one of its
  * kernels first runs there (its PTX kept by gpu_module_load for that),
- * and unloaded with the module.
+ * and unloaded with the module.  Traced, a split kernel's span gives
+ * each device's share and kernel time (events around each part; the
+ * span waits for them).
  *
- * NCCL (gpu_nccl_find) is looked for and reported, not yet used: phase
- * 1's kernels need no collective.
+ * Replicas.  A split element-wise kernel that reads a small array
+ * (4 KiB to 1 MiB: on device 0) at arbitrary places, every element all
+ * of it (n-body's bodies), would have every block of the other devices
+ * read it over NVLink, device 0's links serving them all.  Instead each
+ * other device copies it, on its stream before its part, into a buffer
+ * of its own (kept and grown per device, freed with the context), and
+ * runs its part with an argument block whose words name the copies
+ * (backend.c small_inputs picks the arrays).  The copies are made for
+ * every split launch, not cached: a cache would need every write of such
+ * an array (a kernel's, an upload) to drop it, and a copy of 1 MiB over
+ * NVLink costs a few microseconds, next to a kernel of 1 MiB of output
+ * or more.  They are outside WEFT_DEVICE_MEMORY's count (at most 16 MiB
+ * a device).
+ *
+ * NCCL (gpu_nccl_find) is looked for and reported, not used: the
+ * collectives of the families split so far are a few values per device
+ * (folds' parts, scans' totals), which peer reads bring in less time
+ * than a collective's launch takes.
  */
 #include <dlfcn.h>
 #include <glob.h>
@@ -87,6 +116,10 @@ typedef struct gpu_other {
     CUstream stream;      /* device 0: d->stream */
     CUevent done;         /* recorded after its part of a split kernel */
     uint64_t bytes;       /* bytes of ranges held in its memory now */
+    CUdeviceptr rep;      /* its replicas ("Replicas"), rep_size bytes */
+    size_t rep_size;
+    uint64_t *args;       /* the argument block with its replicas' */
+    size_t args_cap;      /* words of args */
 } gpu_other;
 
 struct gpu_multi {
@@ -97,6 +130,8 @@ struct gpu_multi {
     size_t gran;          /* allocation granularity (the largest) */
     gpu_range *ranges;
     uint64_t launches;    /* kernels split over the devices */
+    uint64_t moved;       /* bytes of partials handed to device 0, and
+                             of replicas copied to the others */
 };
 
 /* ---- the list of devices --------------------------------------------------- */
@@ -208,6 +243,8 @@ static void pop_other(gpu_dev *d, bool pushed)
     }
 }
 
+static void multi_close(gpu_dev *d, bool live);
+
 weft_status gpu_multi_open(gpu_dev *d, const int *ords, int n,
                            const char *who)
 {
@@ -250,7 +287,7 @@ weft_status gpu_multi_open(gpu_dev *d, const int *ords, int n,
     m->n = n;
     m->dev[0] = (gpu_other){.ordinal = ords[0], .dev = d->dev, .cu = d->cu,
                             .stream = d->stream};
-    d->multi = m; /* from here gpu_multi_close undoes what was made */
+    d->multi = m; /* from here multi_close undoes what was made */
     bool pushed = false;
     for (int i = 1; i < n; i++) {
         gpu_other *o = &m->dev[i];
@@ -319,13 +356,15 @@ weft_status gpu_multi_open(gpu_dev *d, const int *ords, int n,
 cleanup:
     pop_other(d, pushed);
     if (st != WEFT_OK) {
-        gpu_multi_close(d, true);
+        multi_close(d, true);
     }
     gpu_leave(d);
     return st;
 }
 
-void gpu_multi_close(gpu_dev *d, bool live)
+/* Close the other devices (d locked; live: d's context current).  Modules
+ * loaded on them were unloaded first (gpu_multi_module_free). */
+static void multi_close(gpu_dev *d, bool live)
 {
     gpu_multi *m = d->multi;
     if (!m) {
@@ -348,7 +387,13 @@ void gpu_multi_close(gpu_dev *d, bool live)
             if (o->done) {
                 gpu_call(d)->cuEventDestroy(o->done);
             }
+            if (o->rep) {
+                gpu_call(d)->cuMemFree(o->rep);
+            }
             pop_other(d, pushed);
+        }
+        if (o->args) {
+            fe_free(d->ctx, o->args, sizeof *o->args * o->args_cap);
         }
         if (o->retained) {
             gpu_call(d)->cuDevicePrimaryCtxRelease(o->dev);
@@ -359,6 +404,21 @@ void gpu_multi_close(gpu_dev *d, bool live)
     }
     d->multi = NULL;
     fe_free(d->ctx, m, sizeof *m);
+}
+
+void gpu_multi_end(gpu_dev *d)
+{
+    if (!d || !d->multi) {
+        return;
+    }
+    gpu_lock(d);
+    bool live = gpu_call(d)->cuCtxPushCurrent(d->cu) == CUDA_SUCCESS;
+    multi_close(d, live);
+    if (live) {
+        CUcontext popped;
+        gpu_call(d)->cuCtxPopCurrent(&popped);
+    }
+    gpu_unlock(d);
 }
 
 int gpu_multi_count(const gpu_dev *d)
@@ -385,7 +445,48 @@ uint64_t gpu_multi_launches(gpu_dev *d)
     return d->multi ? d->multi->launches : 0;
 }
 
+uint64_t gpu_multi_moved(gpu_dev *d, uint64_t bytes)
+{
+    if (!d->multi) {
+        return 0;
+    }
+    gpu_lock(d);
+    d->multi->moved += bytes;
+    uint64_t all = d->multi->moved;
+    gpu_unlock(d);
+    return all;
+}
+
 /* ---- memory ---------------------------------------------------------------- */
+
+/* Granules of a range of `granules` on device i (gpu_multi_map's split). */
+static size_t share_of(const gpu_multi *m, size_t granules, int i)
+{
+    return granules / (size_t)m->n +
+           ((size_t)i < granules % (size_t)m->n ? 1 : 0);
+}
+
+bool gpu_multi_fits(gpu_dev *d, size_t size, uint64_t limit)
+{
+    gpu_multi *m = d->multi;
+    uint64_t ranges = 0;
+    for (int i = 0; i < m->n; i++) {
+        ranges += m->dev[i].bytes;
+    }
+    /* device 0 also holds every block below GPU_MULTI_MIN */
+    uint64_t small = d->held > ranges ? d->held - ranges : 0;
+    size_t g = m->gran, granules = (size + g - 1) / g;
+    for (int i = 0; i < m->n; i++) {
+        uint64_t add = size < GPU_MULTI_MIN ? (i == 0 ? size : 0)
+                                            : share_of(m, granules, i) * g;
+        uint64_t now = m->dev[i].bytes + (i == 0 ? small : 0);
+        /* a repeated ordinal ("0,0") counts as a device of its own */
+        if (now > limit || add > limit - now) {
+            return false;
+        }
+    }
+    return true;
+}
 
 /* Undo a range: unmap it, release its blocks, free its addresses. */
 static void range_free(gpu_dev *d, gpu_range *r, bool mapped)
@@ -423,8 +524,7 @@ CUresult gpu_multi_map(gpu_dev *d, size_t size, CUdeviceptr *p)
     }
     size_t off = 0;
     for (int i = 0; i < m->n; i++) {
-        size_t share = granules / (size_t)m->n +
-                       ((size_t)i < granules % (size_t)m->n ? 1 : 0);
+        size_t share = share_of(m, granules, i);
         if (share == 0) {
             continue;
         }
@@ -523,7 +623,11 @@ cleanup:
 
 void gpu_multi_module_free(gpu_dev *d, gpu_module *mod)
 {
-    gpu_multi *m = d->multi;
+    gpu_multi *m = d ? d->multi : NULL;
+    if (!m || !mod) {
+        return;
+    }
+    gpu_lock(d);
     for (int i = 1; i < m->n; i++) {
         bool pushed = false;
         if (mod->on[i] &&
@@ -534,27 +638,114 @@ void gpu_multi_module_free(gpu_dev *d, gpu_module *mod)
         }
         mod->on[i] = NULL;
     }
+    gpu_unlock(d);
 }
 
-weft_status gpu_launch_split(gpu_dev *d, const gpu_fn *f, int64_t total,
-                             int64_t grain, int64_t unit, int block,
-                             bool one_pass, void *args, const char *who)
+/* Device o's replicas of rep (its context current, its stream after
+ * device 0's work): the arrays copied on its stream into its replica
+ * buffer (grown as needed: the old one freed once its stream is done with
+ * it), and *args the argument block with their addresses. */
+static weft_status replicate(gpu_dev *d, gpu_other *o, const gpu_replicas *rep,
+                             void *args, void **out, const char *who)
+{
+    weft_status st = WEFT_OK;
+    size_t need = 0;
+    for (int i = 0; i < rep->n; i++) {
+        need += (rep->r[i].bytes + 255) & ~(size_t)255;
+    }
+    if (o->rep_size < need) {
+        if (o->rep) {
+            GPU_CU(d, who, cuStreamSynchronize, o->stream);
+            gpu_call(d)->cuMemFree(o->rep);
+            o->rep = 0;
+            o->rep_size = 0;
+        }
+        GPU_CU(d, who, cuMemAlloc, &o->rep, need);
+        o->rep_size = need;
+    }
+    if (o->args_cap < rep->words) {
+        uint64_t *a = fe_calloc(d->ctx, sizeof *a * rep->words);
+        if (!a) {
+            return fe_oom(who);
+        }
+        if (o->args) {
+            fe_free(d->ctx, o->args, sizeof *o->args * o->args_cap);
+        }
+        o->args = a;
+        o->args_cap = rep->words;
+    }
+    memcpy(o->args, args, sizeof *o->args * rep->words);
+    CUdeviceptr at = o->rep;
+    for (int i = 0; i < rep->n; i++) {
+        int w = rep->r[i].word;
+        GPU_CU(d, who, cuMemcpyDtoDAsync, at, (CUdeviceptr)o->args[w],
+               rep->r[i].bytes, o->stream);
+        o->args[w] = (uint64_t)at;
+        at += (rep->r[i].bytes + 255) & ~(size_t)255;
+        d->multi->moved += rep->r[i].bytes;
+    }
+    *out = o->args;
+cleanup:
+    return st;
+}
+
+/* With a trace: timing events around device i's part, made and recorded
+ * on its stream (its context current); failures leave them unset (no
+ * time in the span). */
+static void part_mark(gpu_dev *d, CUstream stream, CUevent *e)
+{
+    if (!*e && gpu_call(d)->cuEventCreate(e, 0 /* timing */) !=
+                   CUDA_SUCCESS) {
+        *e = NULL;
+        return;
+    }
+    gpu_call(d)->cuEventRecord(*e, stream);
+}
+
+/* With a trace: the parts' kernel times (ms; -1 where unknown) once they
+ * have finished (a host wait: a traced run is not one to time for speed),
+ * and their events destroyed. */
+static void part_times(gpu_dev *d, CUevent *tb, CUevent *te, double *ms)
 {
     gpu_multi *m = d->multi;
-    int64_t chunks = (total + unit - 1) / unit;
-    int64_t pieces = (chunks + GPU_SPLIT_UNIT - 1) / GPU_SPLIT_UNIT;
-    int64_t bound[GPU_MULTI_MAX + 1];
-    for (int i = 0; i <= m->n; i++) { /* device 0 gets the remainder */
-        int64_t c = (pieces * i + m->n - 1) / m->n * GPU_SPLIT_UNIT;
-        bound[i] = c < chunks && pieces >= GPU_SPLIT_MIN ? c : chunks;
+    for (int i = 0; i < m->n; i++) {
+        ms[i] = -1;
+        bool pushed = false;
+        if ((!tb[i] && !te[i]) ||
+            push_other(d, &m->dev[i], &pushed, "weft_run") != WEFT_OK) {
+            continue;
+        }
+        float t = 0;
+        if (tb[i] && te[i] &&
+            gpu_call(d)->cuEventSynchronize(te[i]) == CUDA_SUCCESS &&
+            gpu_call(d)->cuEventElapsedTime(&t, tb[i], te[i]) ==
+                CUDA_SUCCESS) {
+            ms[i] = t;
+        }
+        if (tb[i]) {
+            gpu_call(d)->cuEventDestroy(tb[i]);
+        }
+        if (te[i]) {
+            gpu_call(d)->cuEventDestroy(te[i]);
+        }
+        pop_other(d, pushed);
     }
-    bound[0] = 0;
+}
+
+weft_status gpu_launch_parts(gpu_dev *d, const gpu_fn *f, int block,
+                             const gpu_part *part, void *args,
+                             const gpu_replicas *rep, const char *what,
+                             const int64_t *sizes, const char *who)
+{
+    gpu_multi *m = d->multi;
     weft_status st = WEFT_OK;
     uint64_t t0 = d->ctx ? fe_trace_begin(d->ctx) : 0;
     bool others = false;
     for (int i = 1; i < m->n; i++) {
-        others |= bound[i + 1] > bound[i];
+        others |= part[i].grid > 0;
     }
+    bool timed = t0 && others;
+    CUevent tb[GPU_MULTI_MAX] = {NULL}, te[GPU_MULTI_MAX] = {NULL};
     if (others) {
         GPU_CU(d, who, cuEventRecord, m->ready, d->stream);
         m->launches++;
@@ -562,24 +753,22 @@ weft_status gpu_launch_split(gpu_dev *d, const gpu_fn *f, int64_t total,
     /* the other devices first, device 0 last, then device 0's stream
      * waits for the others (a wait before its own part would serialise) */
     for (int i = m->n - 1; i >= 0; i--) {
-        int64_t first = bound[i], hi = bound[i + 1] * unit;
-        if (hi > total) {
-            hi = total;
-        }
-        if (bound[i + 1] <= first) {
+        const gpu_part *p = &part[i];
+        if (p->grid == 0) {
             continue;
         }
-        int64_t items = bound[i + 1] - first;
-        unsigned grid = gpu_grid_for(d, f, block, items);
-        if (one_pass) {
-            int64_t all = (items + block - 1) / block;
-            grid = all < 0x7fffffff ? (unsigned)all : 0x7fffffffu;
-        }
-        void *params[4] = {args, &hi, &grain, &first};
+        int64_t n = p->n, grain = p->grain, first = p->first;
+        void *params[4] = {args, &n, &grain, &first};
         if (i == 0) {
-            st = gpu_launch(d, f, grid, block, 0, params, who);
+            if (timed) {
+                part_mark(d, d->stream, &tb[0]);
+            }
+            st = gpu_launch(d, f, p->grid, block, 0, params, who);
             if (st != WEFT_OK) {
                 goto cleanup;
+            }
+            if (timed) {
+                part_mark(d, d->stream, &te[0]);
             }
             continue;
         }
@@ -595,13 +784,24 @@ weft_status gpu_launch_split(gpu_dev *d, const gpu_fn *f, int64_t total,
         if (st == WEFT_OK) {
             r = gpu_call(d)->cuStreamWaitEvent(o->stream, m->ready, 0);
         }
-        if (st == WEFT_OK && r == CUDA_SUCCESS) {
-            call = "cuLaunchKernel";
-            r = gpu_call(d)->cuLaunchKernel(fn, grid, 1, 1, (unsigned)block,
-                                            1, 1, 0, o->stream, params,
-                                            NULL);
+        if (st == WEFT_OK && r == CUDA_SUCCESS && rep && rep->n > 0) {
+            void *own = NULL;
+            st = replicate(d, o, rep, args, &own, who);
+            params[0] = own;
         }
         if (st == WEFT_OK && r == CUDA_SUCCESS) {
+            if (timed) {
+                part_mark(d, o->stream, &tb[i]);
+            }
+            call = "cuLaunchKernel";
+            r = gpu_call(d)->cuLaunchKernel(fn, p->grid, 1, 1,
+                                            (unsigned)block, 1, 1, 0,
+                                            o->stream, params, NULL);
+        }
+        if (st == WEFT_OK && r == CUDA_SUCCESS) {
+            if (timed) {
+                part_mark(d, o->stream, &te[i]);
+            }
             call = "cuEventRecord";
             r = gpu_call(d)->cuEventRecord(o->done, o->stream);
         }
@@ -614,24 +814,89 @@ weft_status gpu_launch_split(gpu_dev *d, const gpu_fn *f, int64_t total,
         }
     }
     for (int i = 1; i < m->n; i++) {
-        if (bound[i + 1] > bound[i]) {
+        if (part[i].grid > 0) {
             GPU_CU(d, who, cuStreamWaitEvent, d->stream, m->dev[i].done, 0);
         }
     }
-    if (t0 && others) {
-        /* the chunks of each device, for a reader of the trace */
-        char at[GPU_MULTI_MAX * 24] = "";
-        size_t used = 0;
-        for (int i = 0; i < m->n && used < sizeof at; i++) {
+    if (timed) {
+        /* the work and the kernel time of each device, for a reader of
+         * the trace */
+        double ms[GPU_MULTI_MAX];
+        part_times(d, tb, te, ms);
+        char at[GPU_MULTI_MAX * 24] = "", tm[GPU_MULTI_MAX * 24] = "";
+        size_t used = 0, tused = 0;
+        for (int i = 0; i < m->n && used < sizeof at && tused < sizeof tm;
+             i++) {
             used += (size_t)snprintf(at + used, sizeof at - used, "%s%lld",
-                                     i ? "," : "",
-                                     (long long)(bound[i + 1] - bound[i]));
+                                     i ? "," : "", (long long)sizes[i]);
+            tused += (size_t)snprintf(tm + tused, sizeof tm - tused,
+                                      "%s%.4f", i ? "," : "", ms[i]);
         }
         fe_trace_span(d->ctx, t0, "gpu", "kernel.split",
-                      "\"kernel\":\"%s\",\"chunks\":[%s]", f->name, at);
+                      "\"kernel\":\"%s\",\"%s\":[%s],\"ms\":[%s]", f->name,
+                      what, at, tm);
     }
 cleanup:
+    if (st != WEFT_OK && timed) {
+        double ms[GPU_MULTI_MAX];
+        part_times(d, tb, te, ms); /* only to destroy the events */
+    }
     return st;
+}
+
+weft_status gpu_launch_split(gpu_dev *d, const gpu_fn *f, int64_t total,
+                             int64_t grain, int64_t unit, int block,
+                             bool one_pass, void *args,
+                             const gpu_replicas *rep, const char *who)
+{
+    gpu_multi *m = d->multi;
+    int64_t chunks = (total + unit - 1) / unit;
+    int64_t pieces = (chunks + GPU_SPLIT_UNIT - 1) / GPU_SPLIT_UNIT;
+    int64_t bound[GPU_MULTI_MAX + 1];
+    for (int i = 0; i <= m->n; i++) { /* device 0 gets the remainder */
+        int64_t c = (pieces * i + m->n - 1) / m->n * GPU_SPLIT_UNIT;
+        bound[i] = c < chunks && pieces >= GPU_SPLIT_MIN ? c : chunks;
+    }
+    bound[0] = 0;
+    gpu_part part[GPU_MULTI_MAX];
+    int64_t sizes[GPU_MULTI_MAX];
+    for (int i = 0; i < m->n; i++) {
+        int64_t first = bound[i], hi = bound[i + 1] * unit;
+        int64_t items = bound[i + 1] - first;
+        unsigned grid = items > 0 ? gpu_grid_for(d, f, block, items) : 0;
+        if (one_pass && items > 0) {
+            int64_t all = (items + block - 1) / block;
+            grid = all < 0x7fffffff ? (unsigned)all : 0x7fffffffu;
+        }
+        part[i] = (gpu_part){.grid = grid,
+                             .n = hi < total ? hi : total,
+                             .grain = grain,
+                             .first = first};
+        sizes[i] = items;
+    }
+    return gpu_launch_parts(d, f, block, part, args, rep, "chunks", sizes,
+                            who);
+}
+
+weft_status gpu_launch_items(gpu_dev *d, const gpu_fn *f, int64_t n,
+                             int64_t grain, int per, int block, void *args,
+                             const gpu_replicas *rep, const char *who)
+{
+    gpu_multi *m = d->multi;
+    gpu_part part[GPU_MULTI_MAX];
+    int64_t sizes[GPU_MULTI_MAX];
+    for (int i = 0; i < m->n; i++) {
+        int64_t lo = n * i / m->n, hi = n * (i + 1) / m->n;
+        int64_t threads = (hi - lo) * per;
+        part[i] = (gpu_part){
+            .grid = hi > lo ? gpu_grid_for(d, f, block, threads) : 0,
+            .n = hi,
+            .grain = grain,
+            .first = lo};
+        sizes[i] = hi - lo;
+    }
+    return gpu_launch_parts(d, f, block, part, args, rep, "items", sizes,
+                            who);
 }
 
 /* ---- NCCL ------------------------------------------------------------------- */

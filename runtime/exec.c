@@ -85,27 +85,43 @@ weft_status rt_exec_fold(job *j)
     }
     j->auxval[1].i = C;
     bool by_chunks = C > 1 || chunks_only;
+    /* over several devices: rows or chunks split, or one row spread (its
+     * parts' folds and tickets per device, skeletons-ir/ptx/fold.c) */
+    bool several = j->devices > 1 && rows * m >= RT_SPLIT_MIN;
+    bool spread = several && last_block && C > 0;
+    int64_t parts = by_chunks && C > 0 ? rows * C : 1;
     /* every partial is written before it is read; the last block puts
      * its ticket back to zero (skeletons-ir/ptx/fold.c) */
     j->aux_start[0] = RT_AUX_ANY;
     j->aux_start[2] = RT_AUX_KEPT_ZERO;
-    if ((s = rt_job_aux(j, 0, t->type, by_chunks && C > 0 ? rows * C : 1,
+    if ((s = rt_job_aux(j, 0, t->type,
+                        spread ? SK_DEVICES_MAX + j->devices * C : parts,
                         false)) != WEFT_OK ||
-        (last_block &&
-         (s = rt_job_aux(j, 2, WEFT_I32, 1, false)) != WEFT_OK) ||
+        (last_block && (s = rt_job_aux(j, 2, WEFT_I32,
+                                       spread ? j->devices : 1, false)) !=
+                           WEFT_OK) ||
         (s = rt_job_fill(j)) != WEFT_OK) {
         return s;
     }
     if (!by_chunks) {
         int64_t grain = m > 0 ? j->grain / m : j->grain;
-        return rt_job_run(j, 0, rows, grain > 0 ? grain : 1);
+        rt_phase ph = {.entry = 0, .n = rows, .grain = grain > 0 ? grain : 1,
+                       .split = several};
+        return rt_job_phases(j, 1, &ph);
+    }
+    if (spread) {
+        rt_phase ph[2] = {
+            {.entry = 1, .n = C, .grain = 1, .spread = m},
+            {.entry = 2, .n = 1, .grain = j->devices},
+        };
+        return rt_job_phases(j, 2, ph);
     }
     if (last_block && C > 0) {
         /* the last block of entry 1 writes the result (sk.h) */
         return rt_job_run(j, 1, rows * C, 1);
     }
     rt_phase ph[2] = {
-        {.entry = 1, .n = rows * C, .grain = 1},
+        {.entry = 1, .n = rows * C, .grain = 1, .split = several},
         {.entry = 2, .n = rows, .grain = 1},
     };
     return C > 0 ? rt_job_phases(j, 2, ph) : rt_job_phases(j, 1, ph + 1);
@@ -218,6 +234,7 @@ static weft_status exec_kernel(weft_context *ctx, const rt_backend *rb,
     j.workers = rb->workers;
     j.grain = rb->grain;
     j.chunk_min = rb->chunk_min;
+    j.devices = rb->devices;
     j.be_job = rb->be_job;
     j.ix = ix;
     j.k = k;

@@ -13,7 +13,10 @@
  * rt_exec_scan_pass drives the PTX target's single-pass scan
  * (skeletons-ir/ptx/scan.c): the same outputs, then one launch over the
  * row's tiles with a zeroed tile status (flags, aggregates, inclusive
- * prefixes) and a zeroed tile counter.
+ * prefixes) and a zeroed tile counter; over several devices
+ * (rt_job.devices), whole rows per device, or one long row of a scan
+ * without a seed in parts, a counter each, and a second pass that adds
+ * the parts' offsets.
  */
 #ifdef WEFT_HAVE_LLVM
 #include <string.h>
@@ -102,6 +105,27 @@ weft_status rt_exec_scan(rt_job *j)
     return rt_job_phases(j, 3, ph);
 }
 
+/* The row length of scan job j's input, from its first output (a row
+ * longer by one for scanl and scanr). */
+static int64_t row_length(const rt_job *j)
+{
+    const weft_array *o = j->out[0];
+    fe_kind kind = (fe_kind)j->k->op->kind;
+    return o->shape[o->rank - 1] - (kind == FE_SCANL || kind == FE_SCANR);
+}
+
+/* Whether scan job j has a seed z.  One row of a seeded scan is not cut
+ * into parts: entry 0 takes a seeded scan's warps to have a prefix
+ * always (ptx/scan.c tile_write), which a part's first tile, without
+ * one, breaks (measured: wrong results in warp 0 of each part's first
+ * tile); it runs on one device. */
+static bool has_seed(const rt_job *j)
+{
+    fe_kind kind = (fe_kind)j->k->op->kind;
+    return kind == FE_SCANL || kind == FE_SCANL_ || kind == FE_SCANR ||
+           kind == FE_SCANR_;
+}
+
 /* Run single-pass scan job j (ptx/scan.c): the outputs, aux 0 the tile
  * flags (of the kernel's type: i32, or i64 holding the value too), 1 and
  * 2 the tiles' aggregates and inclusive prefixes (one element each where
@@ -136,6 +160,18 @@ weft_status rt_exec_scan_pass(rt_job *j)
     }
     if (sc.rows == 0 || (sc.m == 0 && !sc.seeded)) {
         return WEFT_OK; /* nothing to write */
+    }
+    int64_t rm = row_length(j), nrows = tiles / per_row;
+    if (j->devices > 1 && j->k->nentry == 2 &&
+        ((nrows == 1 && rm >= RT_SPLIT_MIN && !has_seed(j)) ||
+         (nrows >= j->devices && nrows * rm >= RT_SPLIT_MIN))) {
+        /* over several devices: each its part's tiles (of whole rows
+         * where there are several), a tile counter each (the backend
+         * sizes aux 3), then the parts' offsets (one row; ptx/scan.c,
+         * "Several devices") */
+        rt_phase ph[2] = {{.entry = 0, .n = tiles, .grain = 1, .spread = rm},
+                          {.entry = 1, .n = rm, .grain = 1, .spread = rm}};
+        return rt_job_phases(j, nrows == 1 ? 2 : 1, ph);
     }
     return rt_job_run(j, 0, tiles, 1);
 }

@@ -56,7 +56,12 @@ weft_status rt_exec_stencil(rt_job *j)
         int64_t planes = rank == 3 ? shape[0] : 1;
         int64_t tiles = planes * ((shape[rank - 2] + th - 1) / th) *
                         ((m + tw - 1) / tw);
-        return rt_job_run(j, 0, tiles, 1);
+        /* over several devices: a range of tiles each (rows of tiles:
+         * their halos' other rows read over peer access) */
+        rt_phase ph = {.entry = 0, .n = tiles, .grain = 1,
+                       .split = j->devices > 1 &&
+                                j->out[0]->size >= RT_SPLIT_MIN};
+        return rt_job_phases(j, 1, &ph);
     }
     int64_t cols = m / C; /* columns per piece, at least 1 */
     int64_t grain = j->grain / (cols > 0 ? cols : 1);

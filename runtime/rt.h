@@ -232,13 +232,24 @@ struct sk_kernel;
 typedef struct rt_job rt_job;
 
 /* One phase of a kernel run: entry point `entry` over [0, n), in chunks of
- * `grain` elements.  A run has 1 .. RT_PHASES_MAX phases. */
+ * `grain` elements.  A run has 1 .. RT_PHASES_MAX phases.  For a backend
+ * over several devices (rt_job.devices > 1; runtime-gpu/multi.c) a
+ * driver may say more: `split`, the phase's items [0, n) may be cut into
+ * one range per device (an entry that starts its items at the kernel's
+ * `first`, skeletons-ir/ptx/target.c); `spread` > 0, the phase is a fold
+ * of one row of `spread` elements that every device runs over its own part
+ * of the row (skeletons-ir/ptx/fold.c, entry 1). */
 #define RT_PHASES_MAX 4
 typedef struct rt_phase {
     int entry;
     int64_t n;
     int64_t grain;
+    bool split;
+    int64_t spread;
 } rt_phase;
+/* Work of fewer elements than this stays on one device (the joins of the
+ * devices' streams cost about what such a kernel does). */
+#define RT_SPLIT_MIN ((int64_t)1 << 20)
 
 /* A phase of host work (rt_ops.host_phases): fn over [0, n) in chunks of
  * grain, each call given [start, end) and arg. */
@@ -331,6 +342,8 @@ struct rt_job {
     void *be_job;              /* the backend's per-job state */
     fe_cancel *cancel;         /* the run's cancellation (may be NULL) */
     unsigned char aux_start[8]; /* how aux[a] must start: RT_AUX_* */
+    int devices;               /* devices the backend runs a kernel on (0
+                                  or 1: one; rt_phase) */
 };
 
 /* Run kernel k of operation k->op inside the interpreter's walk ix with
@@ -345,6 +358,7 @@ typedef struct rt_backend {
     void *be;
     int64_t workers, grain, chunk_min;
     void *be_job;             /* the backend's per-job state */
+    int devices;              /* as rt_job.devices */
     uint64_t cancel_word;     /* what a kernel with a scalar while loop gets
                                  in its cancel item (sk.h SK_CANCEL_AUX):
                                  the CPU, the address of the run's

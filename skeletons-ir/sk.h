@@ -75,6 +75,13 @@ typedef struct sk_item {
 #define SK_MAX_ENTRY 10 /* entry points, both variants together (the
                           CPU permute with a fused default has 5) */
 #define SK_ITEM_BLOCK (-1)
+#define SK_DEVICES_MAX 8 /* devices of one context (runtime-gpu's
+                            GPU_MULTI_MAX): a fold of one row over several
+                            keeps their parts' folds in its partials
+                            [0, SK_DEVICES_MAX) (ptx/fold.c) */
+#define SK_SPREAD_ALIGN 512 /* elements: a device's part of a fold of one
+                               row starts at a multiple of this, so of
+                               every tile (ptx/fold.c: 32 lanes x K <= 16) */
 #define SK_ERR_AUX 7   /* aux index of the error word (every kernel) */
 #define SK_CANCEL_AUX 6 /* aux index of the cancel word: a scalar u64 item,
                            only in kernels whose functions have a scalar
@@ -398,6 +405,9 @@ struct sk_fn {
     cg_fn fn;
     LLVMValueRef start, end, args;
     LLVMValueRef n, grain;    /* PTX: the kernel's n and grain parameters */
+    LLVMValueRef first;       /* PTX: its first parameter (ptx/target.c):
+                                 raw entries that a context over several
+                                 devices splits start their items there */
     cg_array *arr;            /* per item (arrays) */
     cg_val *val;              /* per item (scalars) */
     sk_emit *e;

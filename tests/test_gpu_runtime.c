@@ -49,6 +49,13 @@ static gpu_dev *open_dev(weft_context *ctx)
     return d;
 }
 
+/* Close d as the backend does: its memory, then the device. */
+static void close_dev(gpu_dev *d)
+{
+    gpu_mem_close(d);
+    gpu_dev_close(d);
+}
+
 static weft_context *open_ctx(void)
 {
     weft_config cfg = weft_config_default();
@@ -120,6 +127,7 @@ START_TEST(open_without_driver)
                           "%s", msg);
         }
     }
+    gpu_mem_close(NULL);
     gpu_dev_close(NULL);
     if (h) {
         dlclose(h);
@@ -141,13 +149,13 @@ START_TEST(device_facts)
            (unsigned long long)(gpu_dev_memory(d) >> 20));
     /* A second gpu_dev of the device shares its primary context. */
     gpu_dev *e = open_dev(NULL);
-    gpu_dev_close(e);
+    close_dev(e);
     gpu_dev *x = (gpu_dev *)d;
     TU_STATUS(WEFT_ERR_BACKEND_UNAVAILABLE, gpu_dev_open(NULL, 1 << 20, &x));
     ck_assert_ptr_null(x);
     ck_assert_msg(strstr(weft_last_error(), "no CUDA device"), "%s",
                   weft_last_error());
-    gpu_dev_close(d);
+    close_dev(d);
 }
 END_TEST
 
@@ -177,7 +185,7 @@ START_TEST(alloc_and_pool)
     TU_OK(gpu_mem_alloc(d, MIB + 1, &p, WHO));
     ck_assert_uint_eq(stats(d).held, 1024 + 5120 + MIB + MIB / 8);
     gpu_mem_free(d, p, MIB + 1);
-    gpu_dev_close(d);
+    close_dev(d);
 }
 END_TEST
 
@@ -211,7 +219,7 @@ START_TEST(copies)
     gpu_mem_free(d, q, MIB);
     free(h);
     free(back);
-    gpu_dev_close(d);
+    close_dev(d);
 }
 END_TEST
 
@@ -307,7 +315,7 @@ START_TEST(mirror)
     weft_array_release(b);
     weft_array_release(e);
     ck_assert_uint_eq(stats(d).pooled - pooled, MIB + 8192);
-    gpu_dev_close(d);
+    close_dev(d);
     weft_context_free(ctx);
     free(xs);
     free(back);
@@ -349,7 +357,7 @@ START_TEST(eviction)
         weft_array_release(a[i]);
     }
     free(h);
-    gpu_dev_close(d);
+    close_dev(d);
     weft_context_free(ctx);
 }
 END_TEST
@@ -386,7 +394,7 @@ START_TEST(out_of_memory_when_pinned)
     gpu_mem_set_limit(d, 0);
     TU_OK(gpu_mem_alloc(d, 4 * MIB, &q, WHO));
     gpu_mem_free(d, q, 4 * MIB);
-    gpu_dev_close(d);
+    close_dev(d);
     weft_context_free(ctx);
 }
 END_TEST
@@ -556,7 +564,7 @@ START_TEST(ptx_module)
     gpu_module_free(d, m);
     gpu_module_free(d, m2);
     gpu_module_free(d, NULL);
-    gpu_dev_close(d);
+    close_dev(d);
 }
 END_TEST
 
@@ -582,7 +590,7 @@ START_TEST(ptx_syntax_error)
     TU_OK(gpu_download(d, &v, p, 4, WHO));
     ck_assert_uint_eq(v, 7);
     gpu_mem_free(d, p, 4);
-    gpu_dev_close(d);
+    close_dev(d);
 }
 END_TEST
 
@@ -615,7 +623,7 @@ START_TEST(trap_names_the_kernel)
     }
     ck_assert_int_eq(s, WEFT_ERR_DEVICE);
     gpu_module_free(d, m);
-    gpu_dev_close(d);
+    close_dev(d);
 
     d = NULL;
     s = gpu_dev_open(NULL, 0, &d);
@@ -633,7 +641,7 @@ START_TEST(trap_names_the_kernel)
     TU_OK(gpu_download(d, &v, p, 4, WHO));
     ck_assert_uint_eq(v, 99);
     gpu_mem_free(d, p, 4);
-    gpu_dev_close(d);
+    close_dev(d);
 }
 END_TEST
 

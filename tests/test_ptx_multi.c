@@ -8,17 +8,20 @@
  * has one GPU), and every GPU the machine has ("all"; the same as one GPU
  * where there is one).  The results must be equal bit for bit: the
  * element-wise kernels that are split compute each element as on one
- * device, and the other families run on device 0 over the same memory (a
- * float fold is the same kernel over the same data, so the same bits),
- * but for the f32 scan, whose look-back makes its last bits depend on
- * timing even on one GPU (compared within a tolerance, in compare).  The
+ * device, folds of rows split by rows each row as on one device, and the
+ * families not split run on device 0 over the same memory; but for f32
+ * folds of one row or of few long rows, whose parts on the devices
+ * combine in another order than one GPU's pieces, and the f32 scan,
+ * whose look-back makes its last bits depend on timing even on one GPU
+ * (both compared within a tolerance, in compare).  The
  * contexts compile without tiering (tu.h's DT_TIER): one tier's code.
  * Shapes: sizes not divisible by the device count, smaller than it,
  * empty, large enough to be split (1 MiB and more: 3 million f32), ranks
  * 0 to 3, tuples, fused (a map of a generate) and unfused
  * (WEFT_FLAG_NO_FUSION), a backpermute that reads across the blocks,
- * folds, a scan and a permute over split inputs.  weft_stats must show
- * the devices, a split kernel, and bytes on every device of the list.
+ * folds, scans, a stencil and a permute over split inputs.  weft_stats
+ * must show the devices, a split kernel, partials handed between the
+ * devices, and bytes on every device of the list.
  * Configuration errors (a malformed list, an ordinal past the devices)
  * are WEFT_ERR_INVALID_ARGUMENT naming the ordinal.
  *
@@ -65,10 +68,37 @@ static weft_array *pattern(weft_context *ctx, int rank, const int64_t *shape)
  *   5  scanl1 (+) of x (rank 1)
  *   6  permute (+) of ones into 17 bins by index mod 17 (rank 1)
  *   7  a pair (f64 of x, i32 of x * 8) as the result: a tuple array of
- *      two leaves of different element sizes, split each by its bytes */
-enum { NPROG = 8, SCAN_F32 = 5 };
+ *      two leaves of different element sizes, split each by its bytes
+ *   8  fold (+) of a map of x along the inner dimension (rows split over
+ *      the devices, or chunks of few long rows)
+ *   9  fold_all of pairs (i32 of x * 8, x) by (a + b, the right one's x):
+ *      a tuple fold, exact, and not commutative (the parts' folds must be
+ *      combined in the devices' order); z = (0, -1)
+ *  10  scanl (+) 7 of i32 of x (exclusive, seeded, a row longer by one:
+ *      one long row is scanned in parts, one per device, then offsets)
+ *  11  scanr (+) 5 of i32 of x (right to left: part r on the last device
+ *      but r)
+ *  12  the exclusive scan of scanr' (+) 0 of i32 of x
+ *  13  the totals of scanl' (+) 0 of i32 of x
+ *  14  a stencil of x (ranks 1 to 3: 3, 3 x 3, 3 x 3 x 3 windows, the
+ *      sum of the window weighted by position; wrap boundary): the split
+ *      rows read their neighbours' rows over peer access
+ *  15  x ! i + t ! ((31 i) mod 4099), t a used table of 4099 f32 (16 KiB,
+ *      on device 0): the other devices read it from replicas (multi.c,
+ *      "Replicas")
+ *  16  permute (+) of ones into 17 bins by index mod 17, odd indices
+ *      `ignore`d (the permute runs on device 0 over the split source)
+ *  17  fold_seg (+) 0 of i32 of x in segments of 7 (device 0 too) */
+enum { NPROG = 18, SCAN_F32 = 5 };
 
-static weft_acc *program(weft_program *p, int k, int rank)
+/* Program k's result is an f32 fold over several devices, whose parts
+ * are combined in another order than on one GPU (compare). */
+static bool float_fold(int k)
+{
+    return k == 4 || k == 8;
+}
+
+static weft_acc *program(weft_context *ctx, weft_program *p, int k, int rank)
 {
     weft_acc *x = weft_param(p, WEFT_F32, rank);
     weft_fun *f = weft_fun1(p, WEFT_F32);
@@ -130,6 +160,107 @@ static weft_acc *program(weft_program *p, int k, int rank)
                                                     WEFT_I32)}));
         return weft_map(pair, x);
     }
+    case 8: {
+        weft_fun *add = weft_fun2(p, WEFT_F32, WEFT_F32);
+        weft_fun_return(add, weft_add(weft_arg(add, 0), weft_arg(add, 1)));
+        return weft_fold(add, weft_f32(p, 0.0f), m);
+    }
+    case 9: {
+        weft_fun *pair = weft_fun1(p, WEFT_F32);
+        weft_exp *a = weft_arg(pair, 0);
+        weft_fun_return(
+            pair, weft_tuple(p, 2, (weft_exp *[]){
+                                       weft_convert(weft_mul(a, weft_f32(p, 8.0f)),
+                                                    WEFT_I32),
+                                       a}));
+        weft_acc *t = weft_map(pair, x);
+        weft_type tt = weft_acc_type(t);
+        weft_fun *c = weft_fun2(p, tt, tt);
+        weft_exp *l = weft_arg(c, 0), *r = weft_arg(c, 1);
+        weft_fun_return(
+            c, weft_tuple(p, 2, (weft_exp *[]){
+                                    weft_add(weft_get(l, 0), weft_get(r, 0)),
+                                    weft_get(r, 1)}));
+        return weft_fold_all(
+            c, weft_tuple(p, 2, (weft_exp *[]){weft_i32(p, 0),
+                                                weft_f32(p, -1.0f)}),
+            t);
+    }
+    case 10:
+    case 11:
+    case 12:
+    case 13: {
+        weft_fun *cv = weft_fun1(p, WEFT_F32);
+        weft_fun_return(cv, weft_convert(weft_arg(cv, 0), WEFT_I32));
+        weft_acc *xi = weft_map(cv, x);
+        weft_fun *add = weft_fun2(p, WEFT_I32, WEFT_I32);
+        weft_fun_return(add, weft_add(weft_arg(add, 0), weft_arg(add, 1)));
+        return k == 10   ? weft_scanl(add, weft_i32(p, 7), xi)
+               : k == 11 ? weft_scanr(add, weft_i32(p, 5), xi)
+               : k == 12 ? weft_aget(weft_scanr_(add, weft_i32(p, 0), xi), 0)
+                         : weft_aget(weft_scanl_(add, weft_i32(p, 0), xi), 1);
+    }
+    case 14: {
+        weft_type ts[27];
+        int w = rank == 1 ? 3 : rank == 2 ? 9 : 27;
+        for (int i = 0; i < w; i++) {
+            ts[i] = WEFT_F32;
+        }
+        weft_fun *f = weft_fun_create(p, w, ts);
+        weft_exp *sum = weft_arg(f, 0);
+        for (int i = 1; i < w; i++) {
+            sum = weft_add(sum, weft_mul(weft_arg(f, i),
+                                         weft_f32(p, (float)(i + 1))));
+        }
+        weft_fun_return(f, sum);
+        weft_boundary wrap = {WEFT_BOUNDARY_WRAP, NULL};
+        return weft_stencil(f, (const int[]){3, 3, 3}, wrap, x);
+    }
+    case 15: {
+        int64_t tn = 4099;
+        weft_array *tab = NULL;
+        TU_OK(weft_array_create(ctx, WEFT_F32, 1, &tn, &tab));
+        float *tv = weft_array_data(tab, 0);
+        for (int64_t i = 0; i < tn; i++) {
+            tv[i] = (float)i * 0.25f;
+        }
+        weft_acc *t = weft_use(p, tab);
+        weft_array_release(tab); /* the program keeps it */
+        weft_fun *g = weft_fun1(p, WEFT_DIM(1));
+        weft_exp *ix = weft_arg(g, 0);
+        weft_exp *j = weft_rem(weft_mul(weft_get(ix, 0), weft_i64(p, 31)),
+                               weft_i64(p, tn));
+        weft_fun_return(g, weft_add(weft_at(x, ix),
+                                    weft_at(t, weft_index1(j))));
+        return weft_generate(weft_shape(x), g);
+    }
+    case 16: {
+        weft_fun *one = weft_fun1(p, WEFT_F32);
+        weft_fun_return(one, weft_f32(p, 1.0f));
+        weft_fun *zero = weft_fun1(p, WEFT_DIM(1));
+        weft_fun_return(zero, weft_f32(p, 0.0f));
+        weft_acc *bins = weft_generate(weft_index1(weft_i64(p, 17)), zero);
+        weft_fun *bin = weft_fun1(p, WEFT_DIM(1));
+        weft_exp *i = weft_get(weft_arg(bin, 0), 0);
+        weft_fun_return(
+            bin, weft_cond(weft_eq(weft_rem(i, weft_i64(p, 2)), weft_i64(p, 1)),
+                           weft_ignore(p, 1),
+                           weft_index1(weft_rem(i, weft_i64(p, 17)))));
+        weft_fun *add = weft_fun2(p, WEFT_F32, WEFT_F32);
+        weft_fun_return(add, weft_add(weft_arg(add, 0), weft_arg(add, 1)));
+        return weft_permute(add, bins, bin, weft_map(one, x));
+    }
+    case 17: {
+        weft_fun *cv = weft_fun1(p, WEFT_F32);
+        weft_fun_return(cv, weft_convert(weft_arg(cv, 0), WEFT_I32));
+        weft_fun *seven = weft_fun1(p, WEFT_DIM(1));
+        weft_fun_return(seven, weft_i64(p, 7));
+        weft_acc *seg = weft_generate(
+            weft_index1(weft_quot(weft_size(x), weft_i64(p, 7))), seven);
+        weft_fun *add = weft_fun2(p, WEFT_I32, WEFT_I32);
+        weft_fun_return(add, weft_add(weft_arg(add, 0), weft_arg(add, 1)));
+        return weft_fold_seg(add, weft_i32(p, 0), weft_map(cv, x), seg);
+    }
     default: {
         weft_fun *one = weft_fun1(p, WEFT_F32);
         weft_fun_return(one, weft_f32(p, 1.0f));
@@ -156,7 +287,7 @@ static unsigned char *run(weft_context *ctx, int k, int rank,
 {
     weft_program *p = NULL;
     TU_OK(weft_program_create(ctx, &p));
-    weft_acc *r = program(p, k, rank);
+    weft_acc *r = program(ctx, p, k, rank);
     TU_OK(weft_program_status(p));
     weft_array *in = pattern(ctx, rank, shape), *out = NULL;
     TU_OK(weft_run1(p, &r, 1, &in, 1, &out, 1));
@@ -198,7 +329,27 @@ static const struct {
 static bool applies(int k, int rank)
 {
     return rank == 0 ? k == 0 || k == 3 || k == 7
-                     : k == 0 || k == 3 || k == 4 || k == 7 || rank == 1;
+                     : k == 0 || k == 3 || k == 4 || k == 7 || k == 8 ||
+                           k == 9 || k == 10 || k == 11 || k == 14 ||
+                           rank == 1;
+}
+
+/* Whether the n floats fb are within rel (relative, at least absolute)
+ * of one GPU's fa: 0, or 1 with the first difference printed. */
+static int near(const char *devices, unsigned flags, int k, size_t s,
+                const float *fa, const float *fb, size_t n, float rel)
+{
+    for (size_t i = 0; i < n; i++) {
+        float tol = rel * fmaxf(1.0f, fabsf(fa[i]));
+        if (!(fabsf(fa[i] - fb[i]) <= tol)) {
+            printf("devices %s%s, program %d, shape %zu: element %zu is "
+                   "%.9g, one GPU's %.9g\n",
+                   devices, flags ? " (no fusion)" : "", k, s, i,
+                   (double)fb[i], (double)fa[i]);
+            return 1;
+        }
+    }
+    return 0;
 }
 
 static void compare(const char *devices, unsigned flags)
@@ -229,25 +380,22 @@ static void compare(const char *devices, unsigned flags)
                 }
                 free(c);
             }
-            if (k == SCAN_F32) {
-                /* the f32 scan's look-back combines the predecessors'
-                 * aggregates or the first inclusive prefix it finds, as
-                 * timing has it (ptx/scan.c), so its last bits vary from
-                 * run to run on one GPU too: compared within 2e-4
-                 * relative, the drift of one rounding per tile (at most
-                 * 733 tiles of 4096 here, each 2^-24) with room */
-                const float *fa = (const float *)a, *fb = (const float *)b;
-                for (size_t i = 0; i < n1 / sizeof(float); i++) {
-                    float tol = 2e-4f * fmaxf(1.0f, fabsf(fa[i]));
-                    if (!(fabsf(fa[i] - fb[i]) <= tol)) {
-                        printf("devices %s%s, program %d, shape %zu: "
-                               "element %zu is %.9g, one GPU's %.9g\n",
-                               devices, flags ? " (no fusion)" : "", k, s,
-                               i, (double)fb[i], (double)fa[i]);
-                        differ++;
-                        break;
-                    }
-                }
+            if (float_fold(k) || k == SCAN_F32) {
+                /* folds: the parts' folds combine in another order than
+                 * one GPU's pieces; each result is the exact sum within
+                 * eps = 2^-24 times the longest chain of additions done
+                 * one after another (a lane's run, a warp's tiles of a
+                 * piece, the pieces), a few hundred here, so 1e-5
+                 * relative holds both with room.  The f32 scan: its
+                 * look-back combines the predecessors' aggregates or the
+                 * first inclusive prefix it finds, as timing has it
+                 * (ptx/scan.c), so its last bits vary from run to run on
+                 * one GPU too: 2e-4 relative, the drift of one rounding
+                 * per tile (at most 733 tiles of 4096 here, each 2^-24)
+                 * with room */
+                differ += near(devices, flags, k, s, (const float *)a,
+                               (const float *)b, n1 / sizeof(float),
+                               k == SCAN_F32 ? 2e-4f : 1e-5f);
                 free(a);
                 free(b);
                 continue;
@@ -267,9 +415,11 @@ static void compare(const char *devices, unsigned flags)
     }
     weft_stats st;
     TU_OK(weft_context_stats(many, &st));
-    printf("devices %s%s: %d devices, %llu kernels split, bytes on each:",
+    printf("devices %s%s: %d devices, %llu kernels split, %llu bytes "
+           "handed between them, bytes on each:",
            devices, flags ? " (no fusion)" : "", st.devices,
-           (unsigned long long)st.kernels_split);
+           (unsigned long long)st.kernels_split,
+           (unsigned long long)st.device_bytes_moved);
     for (int i = 0; i < st.devices && i < 8; i++) {
         printf(" %llu", (unsigned long long)st.device_bytes_on[i]);
     }
@@ -282,6 +432,8 @@ static void compare(const char *devices, unsigned flags)
     ck_assert_int_eq(st.devices, want);
     if (want > 1) {
         ck_assert_uint_gt(st.kernels_split, 0);
+        /* the folds and scans of 3 million elements were spread */
+        ck_assert_uint_gt(st.device_bytes_moved, 0);
         for (int i = 0; i < want; i++) {
             ck_assert_msg(st.device_bytes_on[i] > 0,
                           "device %d of %s holds nothing", i, devices);
@@ -316,6 +468,54 @@ START_TEST(one_ordinal_is_one_gpu)
     TU_OK(weft_context_stats(ctx, &st));
     ck_assert_int_eq(st.devices, 1);
     ck_assert_uint_eq(st.kernels_split, 0);
+    weft_context_free(ctx);
+}
+END_TEST
+
+/* WEFT_DEVICE_MEMORY (weft_config.device_memory) bounds each device:
+ * four arrays of 24 MiB (96 MiB, 1.5 times the bound of 64 MiB) live at
+ * once on "0,0", each "device" holding half of each (48 MiB), run with
+ * no eviction and the right values (on one GPU the same bound could not
+ * hold them). */
+START_TEST(memory_per_device)
+{
+    weft_config cfg = weft_config_default();
+    cfg.backend = WEFT_BACKEND_PTX;
+    cfg.flags |= WEFT_FLAG_NO_ENV | DT_TIER;
+    cfg.devices = "0,0";
+    cfg.device_memory = (uint64_t)64 << 20;
+    weft_context *ctx = NULL;
+    TU_OK(weft_context_create(&cfg, &ctx));
+    weft_program *p = NULL;
+    TU_OK(weft_program_create(ctx, &p));
+    weft_acc *x = weft_param(p, WEFT_F32, 1);
+    weft_fun *inc = weft_fun1(p, WEFT_F32);
+    weft_fun_return(inc, weft_add(weft_arg(inc, 0), weft_f32(p, 1.0f)));
+    weft_fun *dbl = weft_fun1(p, WEFT_F32);
+    weft_fun_return(dbl, weft_mul(weft_arg(dbl, 0), weft_f32(p, 2.0f)));
+    weft_fun *add = weft_fun2(p, WEFT_F32, WEFT_F32);
+    weft_fun_return(add, weft_add(weft_arg(add, 0), weft_arg(add, 1)));
+    weft_acc *a = weft_map(inc, x), *b = weft_map(dbl, x);
+    weft_acc *r[3] = {a, b, weft_zipwith(add, a, b)};
+    TU_OK(weft_program_status(p));
+    int64_t n = (int64_t)6 << 20; /* 24 MiB of f32 */
+    weft_array *in = pattern(ctx, 1, &n), *out[3] = {NULL, NULL, NULL};
+    TU_OK(weft_run1(p, r, 3, &in, 1, out, 3));
+    weft_stats st;
+    TU_OK(weft_context_stats(ctx, &st));
+    ck_assert_uint_eq(st.evictions, 0);
+    const float *xs = weft_array_data(in, 0);
+    const float *c = weft_array_data(out[2], 0);
+    ck_assert_ptr_nonnull(c);
+    for (int64_t i = 0; i < n; i += 4099) {
+        /* x + 1 + 2 x: exact for these x (multiples of 1/8 below 125) */
+        ck_assert_float_eq(c[i], xs[i] + 1.0f + 2.0f * xs[i]);
+    }
+    for (int i = 0; i < 3; i++) {
+        weft_array_release(out[i]);
+    }
+    weft_array_release(in);
+    weft_program_free(p);
     weft_context_free(ctx);
 }
 END_TEST
@@ -357,6 +557,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, one_ordinal_is_one_gpu);
     tcase_add_test(tc, bad_lists);
+    tcase_add_test(tc, memory_per_device);
     tcase_add_test(tc, same_device_twice);
     tcase_add_test(tc, same_device_twice_unfused);
     tcase_add_test(tc, all_devices);

@@ -172,6 +172,7 @@ def load_weft(path):
         "wg_close": (None, [I]),
         "wg_compile_info": (D, [I, ctypes.POINTER(I64), ctypes.POINTER(I64)]),
         "wg_plan": (I, [I, P, I64]),
+        "wg_moved": (I64, [I]),
         "wg_backend_name": (P, []),
         "wg_compile_dotp": (I, [P, ctypes.POINTER(D), ctypes.POINTER(I64)]),
         "wg_smvm_make": (I, [I, I64, ctypes.POINTER(I64)]),
@@ -239,7 +240,9 @@ class Program:
         elif pid == BS:
             s.n = (1 << 18) + 1 if quick else 1 << 26
         elif pid in (NBODY, NBODY_FOLD):
-            s.n = 1000 if quick else 65536
+            # $GPUBENCH_NBODY: another size (scaling.sh on several GPUs:
+            # 65536 bodies are 256 blocks, too few to fill two devices)
+            s.n = 1000 if quick else int(os.environ.get("GPUBENCH_NBODY", 65536))
         elif pid == MANDEL:
             s.n, s.h = (300, 200) if quick else (8192, 8192)
             s.x0, s.y0 = -2.0, -1.25
@@ -417,9 +420,12 @@ class WeftImpl(Impl):
 
     def time_once(self):
         ev = ctypes.c_double()
+        before = self.wg.wg_moved(self.pid)
         ms = self.wg.wg_run(self.pid, ctypes.byref(ev))
         if ms < 0:
             raise Unavailable(self.wg.wg_error().decode())
+        # bytes handed between devices by this run (several GPUs)
+        self.moved = self.wg.wg_moved(self.pid) - before
         return ms, (ev.value if ev.value >= 0 else None)
 
     def result(self):
@@ -1107,6 +1113,7 @@ class Row:
     def __init__(self, name):
         self.name, self.ms, self.runs, self.check, self.na = name, None, 0, "-", None
         self.ems = None
+        self.moved = None  # weft: bytes handed between devices per run
         self.times, self.etimes, self.timer = [], [], ""
 
 
@@ -1169,6 +1176,7 @@ def bench_program(prog, impls, ref_impl, wg, log):
             except Exception as e:
                 row.na = short(e)
     for impl, row in live:
+        row.moved = getattr(impl, "moved", None)
         if row.times and not row.na:
             row.ms = statistics.median(row.times)
             row.runs = len(row.times)
@@ -1436,7 +1444,7 @@ def write_json(path, info, copy, results, compiles, dotp_compile, quick, backend
                 "ratio_to_cuda": r.ms / cuda.ms if r.ms and cuda else None,
                 "event_ratio_to_cuda": (r.ems / cuda.ems
                                         if r.ems and cuda and cuda.ems else None),
-                "check": r.check, "na": r.na})
+                "check": r.check, "na": r.na, "bytes_moved": r.moved})
     doc = {
         "bench": "gpu", "format": 2, "commit": info.get("commit"),
         "date": info.get("date"), "host": info.get("host"),

@@ -12,15 +12,17 @@
 #   (0,0 runs the split over two blocks of one GPU: the cost of the
 #   partitioning where there is one GPU; expect about 1x)
 # Environment: SCALING_ONLY (run.py program keys, default
-# saxpy,blackscholes,mandelbrot,nbody,sum,dotp,histogram: phase 1 splits
-# the first four, the folds and the histogram run on the first GPU), and
-# run.sh's.
+# saxpy,blackscholes,mandelbrot,nbody,sum,dotp,histogram,scan: all but
+# the histogram are split over the devices; the histogram runs on the
+# first GPU over the split memory), GPUBENCH_NBODY
+# (n-body's bodies, default 65536: 256 blocks, too few to fill several
+# GPUs; 262144 shows the scaling) and run.sh's.
 set -eu
 out=${1:?usage: sh bench/gpu/scaling.sh OUTDIR [LIST ...]}
 shift
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-only=${SCALING_ONLY:-saxpy,blackscholes,mandelbrot,nbody,sum,dotp,histogram}
+only=${SCALING_ONLY:-saxpy,blackscholes,mandelbrot,nbody,sum,dotp,histogram,scan}
 here=$(dirname "$0")
 GPUBENCH_ARGS="--only $only --no-peers" sh "$here/run.sh" "$out/one" \
     >/dev/null 2>&1 || echo "scaling: one GPU: run.sh failed (see $out/one)"
@@ -37,21 +39,25 @@ def medians(d):
         doc = json.load(open(os.path.join(out, d, "gpu.json")))
     except OSError:
         return {}, "-"
-    return ({(r["program"], r["size"]): (r["median_ms"], r["check"])
+    return ({(r["program"], r["size"]): (r["median_ms"], r["check"],
+                                         r.get("bytes_moved"))
              for r in doc["rows"] if r["implementation"].startswith("weft")},
             doc.get("gpu") or "?")
 one, gpu = medians("one")
 cols = [medians(l)[0] for l in lists]
-print(f"weft on several GPUs ({gpu}): median ms, speed-up over one GPU")
+print(f"weft on several GPUs ({gpu}): median ms, speed-up over one GPU, "
+      "bytes handed between the devices per run (partials; peer reads "
+      "uncounted)")
 print("| program | size | 1 GPU | " +
       " | ".join(f"{l}" for l in lists) + " |")
 print("|---|---|---:|" + "---:|" * len(lists))
-for key, (ms, check) in sorted(one.items()):
+for key, (ms, check, _) in sorted(one.items()):
     cells = []
     for c in cols:
-        m, ok = c.get(key, (None, None))
+        m, ok, moved = c.get(key, (None, None, None))
         bad = " FAIL" if ok and "FAIL" in str(ok) else ""
-        cells.append(f"{m:.3f} ({ms / m:.2f}x){bad}" if m and ms else "-")
+        mv = f", {moved} B" if moved is not None else ""
+        cells.append(f"{m:.3f} ({ms / m:.2f}x{mv}){bad}" if m and ms else "-")
     print(f"| {key[0]} | {key[1]} | {ms:.3f} | " + " | ".join(cells) + " |"
           if ms else f"| {key[0]} | {key[1]} | - | " + " | ".join(cells) + " |")
 EOF

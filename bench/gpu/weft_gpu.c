@@ -1020,6 +1020,24 @@ WG_API double wg_compile_info(int prog, int64_t *compiled, int64_t *loaded)
     return s->compile_ms;
 }
 
+/* The bytes the context of open program prog has handed between its
+ * devices so far (weft_stats.device_bytes_moved: the partials of folds
+ * and scans split over several GPUs), or -1 (wg_error). */
+WG_API int64_t wg_moved(int prog)
+{
+    session *s = session_of(prog);
+    if (!s) {
+        fail("wg_moved: program %d is not open", prog);
+        return -1;
+    }
+    weft_stats st;
+    if (weft_context_stats(s->ctx, &st)) {
+        fail_weft("weft_context_stats");
+        return -1;
+    }
+    return (int64_t)st.device_bytes_moved;
+}
+
 /* The kernels of the open program's plan, their lines joined by "; " into
  * buf (cap bytes); returns how many, -1 if closed. */
 WG_API int wg_plan(int prog, char *buf, int64_t cap)

@@ -133,6 +133,16 @@
  * z `f` that (or that) to the result and stores 0 into the word, so that
  * it is zero again for whatever runs next.  The branches are
  * block-uniform, so their barriers are too.
+ *
+ * Several devices (runtime-gpu/multi.c).  Entries 0 and 1 (not of one
+ * row) start their items at the kernel's `first` parameter, so that each
+ * device of a context runs a range of rows or chunks of the same launch;
+ * entry 2 then folds the rows' partials on one device.  One row is cut
+ * into one part per device (emit_one_row): each part's pieces, ticket and
+ * last block are its own, the last block writes the part's fold to a
+ * partial of its own, and entry 2, with grain D, folds the D parts' folds
+ * in order.  So the result of a fold of one row depends on the device
+ * count (the association of its terms), never on timing.
  */
 #include "../sk.h"
 
@@ -1068,14 +1078,16 @@ static weft_status emit_teams(sk_fn *f, bool has_seed, const fe_term *src,
     LLVMValueRef threads =
         LLVMBuildMul(fn->b, cg_zext64(fn, tg->grid_size(fn, 0)), bs, "");
     /* g = 2^lg: rows g <= threads (no division: a 64-bit one is a call
-     * in the driver's relocatable compile, which costs registers) */
+     * in the driver's relocatable compile, which costs registers); the
+     * rows are [first, n) (first > 0 on a device of several) */
+    LLVMValueRef nrows = LLVMBuildSub(fn->b, f->n, f->first, "");
     LLVMValueRef lg = cg_i64(fn, 0);
     for (int b = 1; b <= 5; b++) {
         lg = LLVMBuildSelect(
             fn->b,
             LLVMBuildICmp(fn->b, LLVMIntSGE,
                           LLVMBuildLShr(fn->b, threads, cg_i64(fn, b), ""),
-                          f->n, ""),
+                          nrows, ""),
             cg_i64(fn, b), lg, "");
     }
     warp w;
@@ -1097,7 +1109,8 @@ static weft_status emit_teams(sk_fn *f, bool has_seed, const fe_term *src,
                                    cg_i64(fn, 5), ""),
                      cg_zext64(fn, tg->grid_size(fn, 0)), ""),
         cg_zext64(fn, tg->block_index(fn, 0)), "");
-    LLVMValueRef first = LLVMBuildMul(fn->b, vw, per, "");
+    LLVMValueRef first =
+        LLVMBuildAdd(fn->b, f->first, LLVMBuildMul(fn->b, vw, per, ""), "");
     LLVMValueRef step = LLVMBuildMul(
         fn->b, LLVMBuildLShr(fn->b, threads, cg_i64(fn, 5), ""), per, "");
     cg_stage *g;
@@ -1106,10 +1119,13 @@ static weft_status emit_teams(sk_fn *f, bool has_seed, const fe_term *src,
     }
     /* staged: the block runs while its first warp's first row (block b's
      * b per) is in range */
-    LLVMValueRef lead = g ? LLVMBuildMul(fn->b,
-                                         cg_zext64(fn, tg->block_index(fn, 0)),
-                                         per, "")
-                          : first;
+    LLVMValueRef lead =
+        g ? LLVMBuildAdd(fn->b, f->first,
+                         LLVMBuildMul(fn->b,
+                                      cg_zext64(fn, tg->block_index(fn, 0)),
+                                      per, ""),
+                         "")
+          : first;
     cg_sloop rows;
     LLVMValueRef r0 = cg_sloop_begin(fn, &rows, lead, f->n, step, "rows");
     if (g) {
@@ -1178,7 +1194,8 @@ static weft_status emit_rows(sk_fn *f, bool has_seed)
     LLVMValueRef gtid = LLVMBuildAdd(
         fn->b, LLVMBuildMul(fn->b, cg_zext64(fn, tg->block_index(fn, 0)), bs, ""),
         cg_zext64(fn, tg->thread_index(fn, 0)), "");
-    LLVMValueRef first = LLVMBuildLShr(fn->b, gtid, cg_i64(fn, 5), "");
+    LLVMValueRef first = LLVMBuildAdd(
+        fn->b, f->first, LLVMBuildLShr(fn->b, gtid, cg_i64(fn, 5), ""), "");
     LLVMValueRef step = LLVMBuildLShr(
         fn->b, LLVMBuildMul(fn->b, cg_zext64(fn, tg->grid_size(fn, 0)), bs, ""),
         cg_i64(fn, 5), "");
@@ -1237,29 +1254,38 @@ static weft_status put_result(sk_fn *f, bool has_seed, LLVMValueRef r,
 /* The end of entry 1 of a fold of one row (SK_FOLD_LAST_BLOCK), after
  * the block's piece: thread 0 takes a ticket (a fence first, so that its
  * partial is out before), and the block that drew the last one (the
- * grid's size less one) folds the C > 0 partials in order (C the pieces
- * there are), writes the result and puts the counter back to zero. */
+ * grid's size less one) folds the P > 0 partials [p0, p0 + P) in order,
+ * writes the result (on a device of several, `dev`: partial[dev], without
+ * the seed) and puts the counter back to zero. */
 static weft_status last_block(sk_fn *f, block *bk, bool has_seed,
-                              const cg_array *part, LLVMValueRef C)
+                              const cg_array *part, LLVMValueRef ticket,
+                              LLVMValueRef p0, LLVMValueRef P,
+                              LLVMValueRef several, LLVMValueRef dev)
 {
     cg_fn *fn = &f->fn;
     LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
-    LLVMValueRef ticket = sk_aux_array(f, 2)->ptr[0];
     cg_if fin;
     LLVMValueRef t0 =
         sk_ptx_last_block(fn, bk->tid, ticket, true, 0xffff, &fin);
     source sr = {.part = part, .lanes = true, .k = 1};
-    weft_status s = block_fold(f, bk, &sr, cg_i64(fn, 0), C);
+    weft_status s =
+        block_fold(f, bk, &sr, p0, LLVMBuildAdd(fn->b, p0, P, ""));
     if (s) {
         return s;
     }
-    cg_if put;
+    cg_if put, mine;
     cg_if_begin(fn, &put, t0);
     cg_val y;
-    if ((s = cg_mut_get(fn, &bk->w.acc, &y)) != WEFT_OK ||
-        (s = put_result(f, has_seed, cg_i64(fn, 0), &y)) != WEFT_OK) {
+    if ((s = cg_mut_get(fn, &bk->w.acc, &y)) != WEFT_OK) {
         return s;
     }
+    cg_if_begin(fn, &mine, several);
+    cg_array_store(fn, part, dev, &y);
+    cg_if_else(fn, &mine);
+    if ((s = put_result(f, has_seed, cg_i64(fn, 0), &y)) != WEFT_OK) {
+        return s;
+    }
+    cg_if_end(fn, &mine);
     LLVMBuildStore(fn->b, LLVMConstInt(i32, 0, 0), ticket);
     cg_if_end(fn, &put);
     cg_if_end(fn, &fin);
@@ -1301,8 +1327,10 @@ static weft_status emit_chunks(sk_fn *f, bool has_seed)
         return s;
     }
     cg_sloop items;
-    LLVMValueRef c = cg_sloop_begin(fn, &items, cg_zext64(fn, tg->block_index(fn, 0)),
-                                 f->n, cg_zext64(fn, tg->grid_size(fn, 0)), "item");
+    LLVMValueRef c = cg_sloop_begin(
+        fn, &items,
+        LLVMBuildAdd(fn->b, f->first, cg_zext64(fn, tg->block_index(fn, 0)), ""),
+        f->n, cg_zext64(fn, tg->grid_size(fn, 0)), "item");
     /* piece q of row c / C covers [q m / C, (q + 1) m / C) */
     LLVMValueRef m = ext[src->rank - 1];
     LLVMValueRef row = LLVMBuildSDiv(fn->b, c, C, "");
@@ -1327,7 +1355,17 @@ static weft_status emit_chunks(sk_fn *f, bool has_seed)
 /* Entry 1 of a fold of one row (SK_FOLD_LAST_BLOCK): the blocks take
  * the P pieces in turn into their partials, then the last block folds the
  * P partials (see the head comment).  The pieces start at whole tiles, so
- * the vector reads need no head. */
+ * the vector reads need no head.
+ *
+ * On a device of several (grain g >= 2; runtime-gpu/multi.c, "Kernels"):
+ * the part of device d = g - 2, elements [first, n) of the row (first a
+ * multiple of SK_SPREAD_ALIGN, so of every tile), its pieces into
+ * partial[SK_DEVICES_MAX + d C + b], taken in a fixed order (block b the
+ * pieces b, b + grid, ...: the partials and tickets are small arrays on
+ * device 0, where an atomic per piece would cross NVLink), its ticket
+ * word aux 2 [d] for the last block only, and its
+ * last block writes the part's fold to partial[d], which entry 2 on one
+ * device then folds (emit_seed). */
 static weft_status emit_one_row(sk_fn *f, bool has_seed)
 {
     cg_fn *fn = &f->fn;
@@ -1344,21 +1382,42 @@ static weft_status emit_one_row(sk_fn *f, bool has_seed)
     if ((s = source_row(f, &sr, ext, cg_i64(fn, 0), cg_i64(fn, 0))) != WEFT_OK) {
         return s;
     }
-    LLVMValueRef m = ext[0];
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+    LLVMValueRef C = sk_aux_value(f, 1)->v[0];
+    LLVMValueRef several =
+        LLVMBuildICmp(fn->b, LLVMIntSGE, f->grain, cg_i64(fn, 2), "several");
+    LLVMValueRef dev = LLVMBuildSelect(
+        fn->b, several, LLVMBuildSub(fn->b, f->grain, cg_i64(fn, 2), ""),
+        cg_i64(fn, 0), "dev");
+    /* the part [at, end) of the row, its partials from p0, its ticket */
+    LLVMValueRef at = LLVMBuildSelect(fn->b, several, f->first, cg_i64(fn, 0),
+                                      "");
+    LLVMValueRef end = LLVMBuildSelect(fn->b, several, f->n, ext[0], "");
+    LLVMValueRef m = LLVMBuildSub(fn->b, end, at, "");
+    LLVMValueRef p0 = LLVMBuildSelect(
+        fn->b, several,
+        LLVMBuildAdd(fn->b, cg_i64(fn, SK_DEVICES_MAX),
+                     LLVMBuildMul(fn->b, dev, C, ""), ""),
+        cg_i64(fn, 0), "");
+    LLVMValueRef ticket = LLVMBuildInBoundsGEP2(
+        fn->b, i32, sk_aux_array(f, 2)->ptr[0], &dev, 1, "ticket");
     int64_t t = (int64_t)sr.k * WARP;
     LLVMValueRef most = cg_smin(
         fn,
-        cg_smin(fn, sk_aux_value(f, 1)->v[0],
+        cg_smin(fn, C,
               LLVMBuildMul(fn->b, cg_zext64(fn, tg->grid_size(fn, 0)),
                            cg_i64(fn, PIECES_PER_BLOCK), "")),
         cg_smin(fn, LLVMBuildLShr(fn->b, m, cg_i64(fn, __builtin_ctzll(t)), ""),
               cg_i64(fn, MAX_PIECES)));
     LLVMValueRef lgp = log2_floor(fn, cg_smax(fn, most, cg_i64(fn, 1)));
     LLVMValueRef P = LLVMBuildShl(fn->b, cg_i64(fn, 1), lgp, "pieces");
-    /* thread 0 takes the next piece (the high half of the ticket word)
+    /* thread 0 takes the next piece (the high half of the ticket word;
+     * on a device of several, block, block + grid, ...: the ticket word
+     * may be another device's memory, an atomic over NVLink per piece)
      * and tells the block */
-    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
     LLVMValueRef slot = tg->shared_array(fn, i32, 1);
+    LLVMValueRef next = cg_alloca(fn, i32, "next");
+    LLVMBuildStore(fn->b, tg->block_index(fn, 0), next);
     LLVMBasicBlockRef head =
         LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "take");
     LLVMBasicBlockRef body =
@@ -1370,54 +1429,96 @@ static weft_status emit_one_row(sk_fn *f, bool has_seed)
     cg_if take;
     cg_if_begin(fn, &take,
                 LLVMBuildICmp(fn->b, LLVMIntEQ, bk.tid, cg_i64(fn, 0), ""));
-    LLVMValueRef old =
-        tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd, sk_aux_array(f, 2)->ptr[0],
-                       LLVMConstInt(i32, 1u << 16, 0));
+    cg_if fixed;
+    cg_if_begin(fn, &fixed, several);
+    LLVMValueRef mine = LLVMBuildLoad2(fn->b, i32, next, "");
+    LLVMBuildStore(fn->b, mine, slot);
+    LLVMBuildStore(fn->b, LLVMBuildAdd(fn->b, mine, tg->grid_size(fn, 0), ""),
+                   next);
+    cg_if_else(fn, &fixed);
+    LLVMValueRef old = tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd, ticket,
+                                      LLVMConstInt(i32, 1u << 16, 0));
     LLVMBuildStore(fn->b, LLVMBuildLShr(fn->b, old, LLVMConstInt(i32, 16, 0), ""),
                    slot);
+    cg_if_end(fn, &fixed);
     cg_if_end(fn, &take);
     tg->barrier(fn);
     LLVMValueRef b = cg_zext64(fn, LLVMBuildLoad2(fn->b, i32, slot, "piece"));
     LLVMBuildCondBr(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, b, P, ""), body,
                     exit);
     LLVMPositionBuilderAtEnd(fn->b, body);
-    /* piece b: [p(b), p(b + 1)), p(b) = b m / P (a shift) to a whole tile */
+    /* piece b: at + [p(b), p(b + 1)), p(b) = b m / P (a shift) to a whole
+     * tile */
     LLVMValueRef b1 = LLVMBuildAdd(fn->b, b, cg_i64(fn, 1), "");
-    LLVMValueRef lo = LLVMBuildAnd(
-        fn->b, LLVMBuildLShr(fn->b, LLVMBuildMul(fn->b, b, m, ""), lgp, ""),
-        cg_i64(fn, -t), "");
-    LLVMValueRef hi = LLVMBuildSelect(
-        fn->b, LLVMBuildICmp(fn->b, LLVMIntEQ, b1, P, ""), m,
+    LLVMValueRef lo = LLVMBuildAdd(
+        fn->b, at,
         LLVMBuildAnd(fn->b,
-                     LLVMBuildLShr(fn->b, LLVMBuildMul(fn->b, b1, m, ""), lgp, ""),
+                     LLVMBuildLShr(fn->b, LLVMBuildMul(fn->b, b, m, ""), lgp, ""),
                      cg_i64(fn, -t), ""),
         "");
-    if ((s = fold_piece(f, &bk, &sr, lo, hi, b)) != WEFT_OK) {
+    LLVMValueRef hi = LLVMBuildSelect(
+        fn->b, LLVMBuildICmp(fn->b, LLVMIntEQ, b1, P, ""), end,
+        LLVMBuildAdd(
+            fn->b, at,
+            LLVMBuildAnd(fn->b,
+                         LLVMBuildLShr(fn->b, LLVMBuildMul(fn->b, b1, m, ""),
+                                       lgp, ""),
+                         cg_i64(fn, -t), ""),
+            ""),
+        "");
+    if ((s = fold_piece(f, &bk, &sr, lo, hi, LLVMBuildAdd(fn->b, p0, b, ""))) !=
+        WEFT_OK) {
         return s;
     }
     LLVMBuildBr(fn->b, head);
     LLVMPositionBuilderAtEnd(fn->b, exit);
-    return last_block(f, &bk, has_seed, part, P);
+    return last_block(f, &bk, has_seed, part, ticket, p0, P, several, dev);
 }
 
 /* Entry 2 of a fold of one row that its last block finishes
- * (SK_FOLD_LAST_BLOCK): the driver runs it only for an empty row (C = 0),
- * whose fold is z (a fold1 of it is an error the driver reports). */
+ * (SK_FOLD_LAST_BLOCK): the driver runs it for an empty row (C = 0),
+ * whose fold is z (a fold1 of it is an error the driver reports), and,
+ * with grain D >= 2, after the parts of D devices (emit_one_row): thread
+ * 0 folds partial[0, D) in order, z `f` that (or that). */
 static weft_status emit_seed(sk_fn *f, bool has_seed)
 {
     cg_fn *fn = &f->fn;
     const cg_target *tg = fn->target;
-    if (!has_seed) {
-        return WEFT_OK;
-    }
     LLVMValueRef first = LLVMBuildICmp(
         fn->b, LLVMIntEQ,
         LLVMBuildOr(fn->b, cg_zext64(fn, tg->block_index(fn, 0)),
                     cg_zext64(fn, tg->thread_index(fn, 0)), ""),
         cg_i64(fn, 0), "");
-    cg_if t0;
+    cg_if t0, parts;
     cg_if_begin(fn, &t0, first);
-    cg_array_store(fn, sk_out_array(f, 0), cg_i64(fn, 0), sk_kid_value(f, 0));
+    cg_if_begin(fn, &parts, LLVMBuildICmp(fn->b, LLVMIntSGE, f->grain,
+                                          cg_i64(fn, 2), "parts"));
+    const cg_array *part = sk_aux_array(f, 0);
+    cg_mut acc;
+    cg_val x, y;
+    weft_status s = cg_mut_new(fn, f->e->k->op->type, &acc);
+    if (s || (s = cg_array_load(fn, part, cg_i64(fn, 0), &x)) != WEFT_OK) {
+        return s;
+    }
+    cg_mut_set(fn, &acc, &x);
+    cg_loop l;
+    LLVMValueRef i;
+    cg_loop_begin(fn, &l, cg_i64(fn, 1), f->grain, &i);
+    if ((s = cg_array_load(fn, part, i, &x)) != WEFT_OK ||
+        (s = combine_into(f, &acc, &x)) != WEFT_OK) {
+        return s;
+    }
+    cg_loop_end(fn, &l);
+    if ((s = cg_mut_get(fn, &acc, &y)) != WEFT_OK ||
+        (s = put_result(f, has_seed, cg_i64(fn, 0), &y)) != WEFT_OK) {
+        return s;
+    }
+    cg_if_else(fn, &parts);
+    if (has_seed) {
+        cg_array_store(fn, sk_out_array(f, 0), cg_i64(fn, 0),
+                       sk_kid_value(f, 0));
+    }
+    cg_if_end(fn, &parts);
     cg_if_end(fn, &t0);
     return WEFT_OK;
 }

@@ -115,6 +115,32 @@
  * producers inline), by linear position or, where that would divide per
  * element, by multi-index with the row's outer components computed once
  * per tile, as scan.c does.
+ *
+ * Several devices.  One long row on a context over D devices
+ * (runtime-gpu/multi.c; the driver's rt_phase.spread) is scanned in D
+ * parts of consecutive tiles, part r of tiles [T r / D, T (r + 1) / D)
+ * (T the row's tiles), each on the device that holds its positions: entry
+ * 0 with grain 2 + r and [first, n) the part's tiles, taken from the
+ * part's own counter (aux 3 [r]).  The part's first tile has no prefix
+ * (none, not z: T->start) and looks back for none, so every look-back of
+ * the part stops at or after it; its last tile publishes its inclusive
+ * prefix, the part's total.  Entry 1 then runs on every part r > 0 (n =
+ * D, grain 2 + r, first = entry 0's tile size): the offset o, the last
+ * tiles' inclusive prefixes of parts 0 .. r - 1 combined in order (a
+ * handful of loads per thread: no kernel of its own for the scan of the
+ * D totals), goes in front of every position of the part (o itself at
+ * the part's first position of an exclusive scan, where entry 0 had no
+ * prefix to write) and of the row's totals (the last part).  One pass
+ * more over all but the first part's positions; the association of a
+ * float scan's terms changes with the parts, as it does with timing.
+ * Many rows go by whole rows, part r the tiles of its rows (its first
+ * tile a piece 0, as any row's), with no second pass.  The driver cuts
+ * one row into parts only for scans without a seed: tile_write takes a
+ * seeded scan's warps to have a prefix always (wv true, lpv NULL), which
+ * a part's first tile breaks (warp 0 has none; measured on four H100:
+ * its 1023 positions after the first wrong).  Making that a run-time
+ * condition there (not warp 0 of a part's first tile) is the fix, not
+ * made: it changes every seeded scan's code on one GPU.
  */
 #include <string.h>
 
@@ -182,8 +208,8 @@ static weft_status ptx_scan_prepare(weft_context *ctx, fe_arena *arena,
                                     sk_kernel *k)
 {
     scan_info in = sk_scan_info_of(k->op);
-    k->nentry = 1;
-    k->item_threads[0] = k->item_threads[1] = SK_ITEM_BLOCK;
+    k->nentry = 2; /* the tiles; the offsets of a row over devices */
+    k->item_threads[0] = k->item_threads[2] = SK_ITEM_BLOCK;
     k->chunk_min = (int64_t)WARP * items_per_lane(ctx, in.elt);
     k->block_max = BLOCK;
     static const struct {
@@ -492,6 +518,9 @@ typedef struct tile {
     LLVMValueRef tpr;     /* tiles per row */
     LLVMValueRef t;       /* the tile */
     LLVMValueRef row, q;  /* its row and piece */
+    LLVMValueRef start;   /* i1: the first tile of a device's part of a
+                             row over several ("Several devices"): its
+                             prefix is none, not looked back for */
     LLVMValueRef lo, hi;  /* its logical positions in the row */
     LLVMValueRef seg;     /* the warp's first position */
     LLVMValueRef whole;   /* i1: all the warp's 32 K positions are in the
@@ -971,8 +1000,13 @@ static weft_status tile_prefix(sk_fn *f, tile *T)
     cg_mut_set(fn, &prefix, &z);
     LLVMValueRef q0 = LLVMBuildICmp(fn->b, LLVMIntEQ, T->q, zero, "");
     cg_if piece0;
-    cg_if_begin(fn, &piece0, q0);
-    cg_mut_set(fn, &prefix, in->seeded ? sk_kid_value(f, 0) : &z);
+    cg_if_begin(fn, &piece0, LLVMBuildOr(fn->b, q0, T->start, ""));
+    if (in->seeded) {
+        cg_if seed;
+        cg_if_begin(fn, &seed, q0);
+        cg_mut_set(fn, &prefix, sk_kid_value(f, 0));
+        cg_if_end(fn, &seed);
+    }
     cg_if_else(fn, &piece0);
     /* publish the aggregate (a tile past the first is never empty) */
     cg_if pa;
@@ -983,8 +1017,12 @@ static weft_status tile_prefix(sk_fn *f, tile *T)
         return s;
     }
     cg_if_end(fn, &piece0);
+    /* a prefix: z for piece 0 of a seeded scan, none for piece 0 of
+     * another or for a part's first tile, else the look-back's */
     LLVMValueRef pv =
-        in->seeded ? i1_const(fn, true) : LLVMBuildNot(fn->b, q0, "");
+        in->seeded
+            ? LLVMBuildOr(fn->b, q0, LLVMBuildNot(fn->b, T->start, ""), "")
+            : LLVMBuildNot(fn->b, LLVMBuildOr(fn->b, q0, T->start, ""), "");
     cg_val pre;
     if ((s = cg_mut_get(fn, &prefix, &pre)) != WEFT_OK) {
         return s;
@@ -1307,6 +1345,17 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in)
      * for it in their look-back (tried: 2.2 ms for 2^28 i32 on an H200,
      * most of it warps at barriers) */
     LLVMValueRef stile = tg->shared_array(fn, i64, 1);
+    /* one device: tiles [0, total); a part of a row over several
+     * (grain 2 + d): tiles [first, n) by the part's own counter */
+    LLVMValueRef several =
+        LLVMBuildICmp(fn->b, LLVMIntSGE, f->grain, cg_i64(fn, 2), "several");
+    LLVMValueRef part = LLVMBuildSelect(
+        fn->b, several, LLVMBuildSub(fn->b, f->grain, cg_i64(fn, 2), ""),
+        zero, "part");
+    LLVMValueRef from = LLVMBuildSelect(fn->b, several, f->first, zero, "");
+    total = LLVMBuildSelect(fn->b, several, f->n, total, "");
+    LLVMValueRef counter = LLVMBuildInBoundsGEP2(
+        fn->b, i64, sk_aux_array(f, AUX_COUNTER)->ptr[0], &part, 1, "");
     LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(c, fn->fn, "tile");
     LLVMBasicBlockRef body =
         LLVMAppendBasicBlockInContext(c, fn->fn, "tile.body");
@@ -1316,11 +1365,13 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in)
     LLVMPositionBuilderAtEnd(fn->b, head);
     cg_if t0;
     cg_if_begin(fn, &t0, eq(fn, L->tid, zero));
-    LLVMBuildStore(fn->b,
-                   tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd,
-                                  sk_aux_array(f, AUX_COUNTER)->ptr[0],
-                                  cg_i64(fn, 1)),
-                   stile);
+    LLVMBuildStore(
+        fn->b,
+        LLVMBuildAdd(fn->b, from,
+                     tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd, counter,
+                                    cg_i64(fn, 1)),
+                     ""),
+        stile);
     cg_if_end(fn, &t0);
     tg->barrier(fn);
     T.t = LLVMBuildLoad2(fn->b, i64, stile, "t");
@@ -1335,6 +1386,7 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in)
         T.q = LLVMBuildSub(fn->b, T.t, LLVMBuildMul(fn->b, T.row, T.tpr, ""),
                            "q");
     }
+    T.start = LLVMBuildAnd(fn->b, several, eq(fn, T.t, from), "start");
     T.lo = LLVMBuildMul(fn->b, T.q, tsize, "lo");
     T.hi = cg_smin(fn, LLVMBuildAdd(fn->b, T.lo, tsize, ""), T.m);
     T.seg = LLVMBuildAdd(
@@ -1368,6 +1420,122 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in)
     return WEFT_OK;
 }
 
+/* The inclusive prefix tile t published (flag P), of its status. */
+static weft_status tile_incl(sk_fn *f, bool packed, weft_type elt,
+                             LLVMValueRef t, cg_val *out)
+{
+    cg_fn *fn = &f->fn;
+    if (packed) {
+        /* the flags' leaf is the i64 word of flag and value */
+        cg_val w;
+        weft_status s = vload_val(fn, sk_aux_array(f, AUX_FLAGS), t, &w);
+        return s ? s : unpack(fn, elt, w.v[0], out);
+    }
+    return vload_val(fn, sk_aux_array(f, AUX_INCL), t, out);
+}
+
+/* Entry 1, the second pass of a row over several devices ("Several
+ * devices"): launched with n = D parts, grain 2 + r (part r > 0) and
+ * first = entry 0's tile size; the part's positions get the prefix of
+ * the parts before it (the inclusive prefixes of their last tiles, in
+ * order), `o`: y = o . y where entry 0 wrote y, o itself at the part's
+ * first position of an exclusive scan (entry 0 had no prefix to write
+ * there); the last part also its row's totals. */
+static weft_status emit_offsets(sk_fn *f, const scan_info *in)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    weft_status s;
+    LLVMValueRef ext[WEFT_MAX_RANK];
+    if ((s = sk_extent(f, in->src, ext)) != WEFT_OK) {
+        return s;
+    }
+    bool packed = packed_status(fn->ctx, in->elt);
+    LLVMValueRef m = ext[in->src->rank - 1], one = cg_i64(fn, 1);
+    LLVMValueRef D = f->n, ts = f->first;
+    LLVMValueRef r = LLVMBuildSub(fn->b, f->grain, cg_i64(fn, 2), "part");
+    LLVMValueRef T = cg_ceil_div(fn, m, ts);
+    /* part q's tiles start at T q / D */
+#define PART_AT(q) LLVMBuildSDiv(fn->b, LLVMBuildMul(fn->b, T, (q), ""), D, "")
+    LLVMValueRef lo = LLVMBuildMul(fn->b, PART_AT(r), ts, "lo");
+    LLVMValueRef hi = cg_smin(
+        fn, LLVMBuildMul(fn->b, PART_AT(LLVMBuildAdd(fn->b, r, one, "")), ts, ""),
+        m);
+    /* o: the last tiles' prefixes of parts 0 .. r - 1, in order */
+    cg_mut o;
+    cg_val x, y;
+    if ((s = cg_mut_new(fn, in->elt, &o)) != WEFT_OK ||
+        (s = tile_incl(f, packed, in->elt,
+                       LLVMBuildSub(fn->b, PART_AT(one), one, ""), &x)) !=
+            WEFT_OK) {
+        return s;
+    }
+    cg_mut_set(fn, &o, &x);
+    cg_loop pl;
+    LLVMValueRef q;
+    cg_loop_begin(fn, &pl, one, r, &q);
+    LLVMValueRef last =
+        LLVMBuildSub(fn->b, PART_AT(LLVMBuildAdd(fn->b, q, one, "")), one, "");
+#undef PART_AT
+    cg_val cur;
+    if ((s = tile_incl(f, packed, in->elt, last, &x)) != WEFT_OK ||
+        (s = cg_mut_get(fn, &o, &cur)) != WEFT_OK ||
+        (s = comb(f, in, &cur, &x, &y)) != WEFT_OK) {
+        return s;
+    }
+    cg_mut_set(fn, &o, &y);
+    cg_loop_end(fn, &pl);
+    cg_val ov;
+    if ((s = cg_mut_get(fn, &o, &ov)) != WEFT_OK) {
+        return s;
+    }
+    const cg_array *out = sk_out_array(f, 0);
+    LLVMValueRef bs = cg_zext64(fn, tg->block_size(fn, 0));
+    LLVMValueRef gtid = LLVMBuildAdd(
+        fn->b, LLVMBuildMul(fn->b, cg_zext64(fn, tg->block_index(fn, 0)), bs, ""),
+        cg_zext64(fn, tg->thread_index(fn, 0)), "");
+    cg_sloop ps;
+    LLVMValueRef p = cg_sloop_begin(
+        fn, &ps, LLVMBuildAdd(fn->b, lo, gtid, ""), hi,
+        LLVMBuildMul(fn->b, cg_zext64(fn, tg->grid_size(fn, 0)), bs, ""), "p");
+    LLVMValueRef j = in->left ? p
+                              : LLVMBuildSub(fn->b, LLVMBuildSub(fn->b, m, one, ""),
+                                             p, "");
+    if ((s = cg_array_load(fn, out, j, &x)) != WEFT_OK ||
+        (s = comb(f, in, &ov, &x, &y)) != WEFT_OK) {
+        return s;
+    }
+    if (in->exclusive) {
+        cg_if at0;
+        cg_if_begin(fn, &at0, eq(fn, p, lo));
+        cg_array_store(fn, out, j, &ov);
+        cg_if_else(fn, &at0);
+        cg_array_store(fn, out, j, &y);
+        cg_if_end(fn, &at0);
+    } else {
+        cg_array_store(fn, out, j, &y);
+    }
+    cg_sloop_end(fn, &ps);
+    /* the row's totals: scanl's at position m, scanl' and scanr''s in
+     * the second output (scanr's z stays) */
+    if ((in->grow && in->left) || in->pair) {
+        cg_if tot;
+        cg_if_begin(fn, &tot,
+                    LLVMBuildAnd(fn->b, eq(fn, gtid, cg_i64(fn, 0)),
+                                 eq(fn, r, LLVMBuildSub(fn->b, D, one, "")),
+                                 ""));
+        const cg_array *to = in->pair ? sk_out_array(f, 1) : out;
+        LLVMValueRef at = in->pair ? cg_i64(fn, 0) : m;
+        if ((s = cg_array_load(fn, to, at, &x)) != WEFT_OK ||
+            (s = comb(f, in, &ov, &x, &y)) != WEFT_OK) {
+            return s;
+        }
+        cg_array_store(fn, to, at, &y);
+        cg_if_end(fn, &tot);
+    }
+    return WEFT_OK;
+}
+
 /* Launch bounds (!nvvm.annotations beside the target's "kernel"): blocks
  * of at most BLOCK threads (.maxntid; the driver's block_max is the same)
  * and MIN_BLOCKS of them resident per SM (.minnctapersm), which bounds
@@ -1389,6 +1557,11 @@ static weft_status ptx_scan_emit(sk_emit *e, const char *const *names)
         s = emit_tiles(&f, &in);
     }
     if (s) {
+        return s;
+    }
+    sk_fn_end(&f);
+    if ((s = sk_fn_begin_raw(e, &f, names[1])) != WEFT_OK ||
+        (s = emit_offsets(&f, &in)) != WEFT_OK) {
         return s;
     }
     sk_fn_end(&f);

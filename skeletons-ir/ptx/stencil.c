@@ -729,9 +729,11 @@ static weft_status emit_tiled(sk_fn *f, int tw, int th)
                       cg_i64(fn, log2i(th)), ""),
         i32, "tiles_y");
     cg_sloop tl;
-    LLVMValueRef tile = cg_sloop_begin(fn, &tl, cg_zext64(fn, tg->block_index(fn, 0)),
-                                       f->n, cg_zext64(fn, tg->grid_size(fn, 0)),
-                                       "tile");
+    /* tiles [first, n): first > 0 on a device of several (multi.c) */
+    LLVMValueRef tile = cg_sloop_begin(
+        fn, &tl,
+        LLVMBuildAdd(B, f->first, cg_zext64(fn, tg->block_index(fn, 0)), ""),
+        f->n, cg_zext64(fn, tg->grid_size(fn, 0)), "tile");
     LLVMValueRef t32 = LLVMBuildTrunc(B, tile, i32, "");
     LLVMValueRef q = LLVMBuildUDiv(B, t32, tiles_x, "");
     tp.x0 = LLVMBuildMul(B, cg_zext64(fn, LLVMBuildURem(B, t32, tiles_x, "")),

@@ -18,8 +18,10 @@
  * `first` is 0 but where a context over several GPUs runs the chunks
  * [first, ceil(n / grain)) of one kernel on one of its devices
  * (runtime-gpu/multi.c, "Kernels"); entries of this target's own
- * (sk_fn_begin_raw) take it and ignore it, so that every entry has one
- * signature and the runtime one way to launch.
+ * (sk_fn_begin_raw) take it too, so that every entry has one signature
+ * and the runtime one way to launch, and those the runtime splits over
+ * devices (the fold's, ptx/fold.c) start their items at it; the others
+ * ignore it.
  *
  * so consecutive threads take consecutive chunks: with grain 1 a map
  * reads and writes memory coalesced, and any body written for the CPU's
@@ -96,6 +98,7 @@ static weft_status ptx_entry_begin(sk_emit *e, sk_fn *f, const char *name)
     f->args = LLVMGetParam(f->fn.fn, 0);
     f->n = LLVMGetParam(f->fn.fn, 1);
     f->grain = LLVMGetParam(f->fn.fn, 2);
+    f->first = LLVMGetParam(f->fn.fn, 3);
     return WEFT_OK;
 }
 
