@@ -56,18 +56,17 @@ static weft_acc *build(weft_program *p, int which, weft_array *ys, int64_t n)
         weft_exp *ix = weft_arg(g, 0);
         weft_exp *j = weft_rem(weft_get(ix, 1), weft_i64(p, 1024));
         weft_exp *i = weft_rem(weft_get(ix, 0), weft_i64(p, 1024));
-        weft_exp *d = weft_sub(weft_at(y, weft_index1(j)),
-                               weft_at(y, weft_index1(i)));
-        weft_fun_return(g, weft_fdiv(d, weft_sqrt(weft_add(
-                                            weft_mul(d, d),
-                                            weft_f32(p, 0.01f)))));
+        weft_exp *d =
+            weft_sub(weft_at(y, weft_index1(j)), weft_at(y, weft_index1(i)));
+        weft_fun_return(
+            g, weft_fdiv(
+                   d, weft_sqrt(weft_add(weft_mul(d, d), weft_f32(p, 0.01f)))));
         weft_fun *add = weft_fun2(p, WEFT_F32, WEFT_F32);
         weft_fun_return(add, weft_add(weft_arg(add, 0), weft_arg(add, 1)));
         (void)xs; /* the program still takes xs, unused */
-        return weft_fold(add, weft_f32(p, 0),
-                         weft_generate(weft_index2(weft_i64(p, m),
-                                                   weft_i64(p, m)),
-                                       g));
+        return weft_fold(
+            add, weft_f32(p, 0),
+            weft_generate(weft_index2(weft_i64(p, m), weft_i64(p, m)), g));
     }
     weft_fun *f = weft_fun1(p, WEFT_I32);
     weft_exp *x = weft_arg(f, 0);
@@ -79,10 +78,10 @@ static weft_acc *build(weft_program *p, int which, weft_array *ys, int64_t n)
         weft_fun_return(f, weft_shl(x, weft_band(x, weft_i32(p, 15))));
         return weft_map(f, xs);
     case GATHER:
-        weft_fun_return(f, weft_at(weft_use(p, ys),
-                                   weft_index1(weft_convert(
-                                       weft_band(x, weft_i32(p, 1023)),
-                                       WEFT_I64))));
+        weft_fun_return(
+            f, weft_at(weft_use(p, ys),
+                       weft_index1(weft_convert(weft_band(x, weft_i32(p, 1023)),
+                                                WEFT_I64))));
         return weft_map(f, xs);
     default: {
         weft_fun_return(f, weft_quot(weft_i32(p, 7), x));
@@ -94,8 +93,7 @@ static weft_acc *build(weft_program *p, int which, weft_array *ys, int64_t n)
 }
 
 /* Best time in ms of `reps` runs of program `which` on a context. */
-static double best_ms(int which, bool checked, int threads, int64_t n,
-                      int reps)
+static double best_ms(int which, bool checked, int threads, int64_t n, int reps)
 {
     weft_config cfg = weft_config_default();
     cfg.backend = WEFT_BACKEND_CPU;

@@ -113,8 +113,8 @@ static int build_cond(weft_program *p, long n, weft_acc **r)
     weft_fun *f = weft_fun1(p, WEFT_I64);
     weft_exp *x = weft_arg(f, 0), *e = x;
     for (long i = 1; i <= n; i++) {
-        e = weft_cond(weft_gt(x, weft_i64(p, -i)),
-                      weft_add(e, weft_i64(p, 1)), x);
+        e = weft_cond(weft_gt(x, weft_i64(p, -i)), weft_add(e, weft_i64(p, 1)),
+                      x);
     }
     return one_map(p, WEFT_I64, f, e, r);
 }
@@ -197,11 +197,16 @@ static int build_distinct(weft_program *p, long n, weft_acc **r)
 }
 
 static const shape shapes[] = {
-    {"add", WEFT_F64, build_add},         {"cond", WEFT_I64, build_cond},
-    {"let", WEFT_I64, build_let},         {"tuple", WEFT_I64, build_tuple},
-    {"wide", WEFT_I64, build_wide},       {"maps", WEFT_I64, build_maps},
-    {"acond", WEFT_I64, build_acond},     {"zipwith", WEFT_I64, build_zipwith},
-    {"kernels", WEFT_I64, build_kernels}, {"distinct", WEFT_I64, build_distinct},
+    {"add", WEFT_F64, build_add},
+    {"cond", WEFT_I64, build_cond},
+    {"let", WEFT_I64, build_let},
+    {"tuple", WEFT_I64, build_tuple},
+    {"wide", WEFT_I64, build_wide},
+    {"maps", WEFT_I64, build_maps},
+    {"acond", WEFT_I64, build_acond},
+    {"zipwith", WEFT_I64, build_zipwith},
+    {"kernels", WEFT_I64, build_kernels},
+    {"distinct", WEFT_I64, build_distinct},
 };
 enum { NSHAPE = sizeof shapes / sizeof shapes[0] };
 
@@ -245,9 +250,8 @@ static void run_case(const shape *sh, long n, weft_backend b, int fd)
     weft_executable *exe = NULL;
     weft_array *in[3] = {NULL, NULL, NULL};
     int nin = 0;
-    int nr = sh->build == build_kernels || sh->build == build_distinct
-                 ? (int)n
-                 : 1;
+    int nr =
+        sh->build == build_kernels || sh->build == build_distinct ? (int)n : 1;
     weft_acc **r = calloc((size_t)nr, sizeof *r);
     weft_array **out = calloc((size_t)nr, sizeof *out);
     if (!r || !out || weft_context_create(&cfg, &ctx) != WEFT_OK ||
@@ -446,26 +450,13 @@ int main(int argc, char **argv)
     int opt;
     while ((opt = getopt(argc, argv, "s:n:b:t:T:m:h")) != -1) {
         switch (opt) {
-        case 's':
-            snprintf(shape_arg, sizeof shape_arg, "%s", optarg);
-            break;
-        case 'n':
-            snprintf(size_arg, sizeof size_arg, "%s", optarg);
-            break;
-        case 'b':
-            snprintf(be_arg, sizeof be_arg, "%s", optarg);
-            break;
-        case 't':
-            limit = atof(optarg);
-            break;
-        case 'T':
-            budget = atof(optarg);
-            break;
-        case 'm':
-            target = optarg;
-            break;
-        default:
-            usage();
+        case 's': snprintf(shape_arg, sizeof shape_arg, "%s", optarg); break;
+        case 'n': snprintf(size_arg, sizeof size_arg, "%s", optarg); break;
+        case 'b': snprintf(be_arg, sizeof be_arg, "%s", optarg); break;
+        case 't': limit = atof(optarg); break;
+        case 'T': budget = atof(optarg); break;
+        case 'm': target = optarg; break;
+        default: usage();
         }
     }
     bool want[NSHAPE];
@@ -529,10 +520,10 @@ int main(int argc, char **argv)
                 int r = time_case(&shapes[s], sizes[i], b,
                                   left < limit ? left : limit, t);
                 if (r != CASE_OK) {
-                    printf(" | | | | %s |\n",
-                           r != CASE_OVER  ? "failed"
-                           : left < limit ? "over the run's limit"
-                                          : "over limit");
+                    printf(" | | | | %s |\n", r != CASE_OVER ? "failed"
+                                              : left < limit
+                                                  ? "over the run's limit"
+                                                  : "over limit");
                     stop = true;
                     fflush(stdout);
                     continue;
@@ -556,8 +547,8 @@ int main(int argc, char **argv)
                 used += (size_t)snprintf(summary + used, sizeof summary - used,
                                          isnan(e) ? " - |" : " %.2f |", e);
             }
-            used += (size_t)snprintf(summary + used, sizeof summary - used,
-                                     "\n");
+            used +=
+                (size_t)snprintf(summary + used, sizeof summary - used, "\n");
             if (used >= sizeof summary - 256) {
                 used = sizeof summary - 256;
             }

@@ -118,8 +118,7 @@ int main(int argc, char **argv)
         check(cpu_gang_run(g, k_empty, NULL, (int64_t)size * 4, 1));
         total += now() - t0;
     }
-    printf("all workers, woken from sleep:    %8.2f us\n",
-           total / reps * 1e6);
+    printf("all workers, woken from sleep:    %8.2f us\n", total / reps * 1e6);
 
     /* 3. memory-bound triad */
     triad t = {.s = 3.0};

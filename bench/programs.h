@@ -94,8 +94,7 @@ static inline int bp_csr_finish(bp_csr *m, uint64_t *seed)
 
 /* n x n, every row `band` (<= n) consecutive columns around the diagonal.
  * Returns 0 if out of memory (m is then freed). */
-static inline int bp_csr_banded(bp_csr *m, int64_t n, int band,
-                                uint64_t seed)
+static inline int bp_csr_banded(bp_csr *m, int64_t n, int band, uint64_t seed)
 {
     *m = (bp_csr){.nrows = n, .ncols = n, .nnz = n * band};
     m->rowlen = malloc(sizeof *m->rowlen * (size_t)n);
@@ -167,12 +166,12 @@ static inline weft_fun *bp_binop(weft_program *p, weft_type t, weft_op op)
 }
 
 /* y = A x for A in CSR: vals (f32), cols (i32), rowlen (i32), x (f32). */
-static inline weft_acc *bp_smvm(weft_program *p, weft_acc *vals,
-                                weft_acc *cols, weft_acc *rowlen, weft_acc *x)
+static inline weft_acc *bp_smvm(weft_program *p, weft_acc *vals, weft_acc *cols,
+                                weft_acc *rowlen, weft_acc *x)
 {
     weft_fun *ix = weft_fun1(p, WEFT_DIM(1));
-    weft_fun_return(ix, weft_index1(weft_convert(
-                            weft_at(cols, weft_arg(ix, 0)), WEFT_I64)));
+    weft_fun_return(ix, weft_index1(weft_convert(weft_at(cols, weft_arg(ix, 0)),
+                                                 WEFT_I64)));
     weft_acc *xs = weft_backpermute(weft_shape(vals), ix, x);
     weft_acc *prod = weft_zipwith(bp_binop(p, WEFT_F32, WEFT_OP_MUL), vals, xs);
     return weft_fold_seg(bp_binop(p, WEFT_F32, WEFT_OP_ADD), weft_f32(p, 0),
@@ -188,9 +187,9 @@ static inline weft_acc *bp_jacobi_step(weft_program *p, weft_acc *u)
     }
     weft_fun *f = weft_fun_create(p, 9, t9);
     /* the window row-major: 1 north, 3 west, 5 east, 7 south */
-    weft_exp *sum = weft_add(weft_add(weft_add(weft_arg(f, 1), weft_arg(f, 7)),
-                                      weft_arg(f, 3)),
-                             weft_arg(f, 5));
+    weft_exp *sum = weft_add(
+        weft_add(weft_add(weft_arg(f, 1), weft_arg(f, 7)), weft_arg(f, 3)),
+        weft_arg(f, 5));
     weft_fun_return(f, weft_mul(weft_f32(p, 0.25f), sum));
     weft_boundary clamp = {WEFT_BOUNDARY_CLAMP, NULL};
     return weft_stencil(f, (const int[]){3, 3}, clamp, u);
@@ -260,16 +259,15 @@ static inline weft_acc *bp_nearest_fold(weft_context *ctx, weft_program *p,
      * and band evaluate both sides: no branch) */
     weft_fun *near = weft_fun2(p, dj, dj);
     weft_exp *a = weft_arg(near, 0), *b = weft_arg(near, 1);
-    weft_exp *b_wins = weft_bor(
-        weft_lt(weft_get(b, 0), weft_get(a, 0)),
-        weft_band(weft_eq(weft_get(b, 0), weft_get(a, 0)),
-                  weft_lt(weft_get(b, 1), weft_get(a, 1))));
+    weft_exp *b_wins =
+        weft_bor(weft_lt(weft_get(b, 0), weft_get(a, 0)),
+                 weft_band(weft_eq(weft_get(b, 0), weft_get(a, 0)),
+                           weft_lt(weft_get(b, 1), weft_get(a, 1))));
     weft_fun_return(near, weft_cond(b_wins, b, a));
     weft_exp *none[2] = {weft_f32(p, INFINITY), weft_i32(p, 0)};
-    weft_acc *best = weft_fold(near, weft_tuple(p, 2, none),
-                               weft_generate(weft_index2(weft_size(px),
-                                                         weft_size(cx)),
-                                             g));
+    weft_acc *best =
+        weft_fold(near, weft_tuple(p, 2, none),
+                  weft_generate(weft_index2(weft_size(px), weft_size(cx)), g));
     weft_fun *second = weft_fun1(p, dj);
     weft_fun_return(second, weft_get(weft_arg(second, 0), 1));
     return weft_map(second, best);
@@ -281,13 +279,13 @@ static inline weft_acc *bp_nearest_while(weft_context *ctx, weft_program *p,
                                          weft_acc *px, weft_acc *py,
                                          weft_acc *cx, weft_acc *cy)
 {
-    weft_type st = weft_type_tuple(
-        ctx, 3, (weft_type[]){WEFT_I64, WEFT_F32, WEFT_I32});
+    weft_type st =
+        weft_type_tuple(ctx, 3, (weft_type[]){WEFT_I64, WEFT_F32, WEFT_I32});
     weft_fun *g = weft_fun1(p, WEFT_DIM(1));
     weft_exp *i = weft_get(weft_arg(g, 0), 0);
     weft_fun *cond = weft_fun1(p, st);
-    weft_fun_return(cond, weft_lt(weft_get(weft_arg(cond, 0), 0),
-                                  weft_size(cx)));
+    weft_fun_return(cond,
+                    weft_lt(weft_get(weft_arg(cond, 0), 0), weft_size(cx)));
     weft_fun *body = weft_fun1(p, st);
     weft_exp *s = weft_arg(body, 0);
     weft_exp *j = weft_get(s, 0);
@@ -297,11 +295,9 @@ static inline weft_acc *bp_nearest_while(weft_context *ctx, weft_program *p,
         weft_add(j, weft_i64(p, 1)), weft_cond(nearer, d, weft_get(s, 1)),
         weft_cond(nearer, weft_convert(j, WEFT_I32), weft_get(s, 2))};
     weft_fun_return(body, weft_tuple(p, 3, next));
-    weft_exp *init[3] = {weft_i64(p, 0), weft_f32(p, INFINITY),
-                         weft_i32(p, 0)};
-    weft_fun_return(g, weft_get(weft_while(cond, body,
-                                           weft_tuple(p, 3, init)),
-                                2));
+    weft_exp *init[3] = {weft_i64(p, 0), weft_f32(p, INFINITY), weft_i32(p, 0)};
+    weft_fun_return(
+        g, weft_get(weft_while(cond, body, weft_tuple(p, 3, init)), 2));
     return weft_generate(weft_index1(weft_size(px)), g);
 }
 
@@ -311,8 +307,7 @@ static inline weft_acc *bp_nearest_while(weft_context *ctx, weft_program *p,
  * bp_nearest_while for the assignment, else bp_nearest_fold. */
 static inline weft_acc *bp_kmeans(weft_context *ctx, weft_program *p,
                                   weft_acc *px, weft_acc *py, weft_acc *cx,
-                                  weft_acc *cy, int32_t max_iter,
-                                  int by_while)
+                                  weft_acc *cy, int32_t max_iter, int by_while)
 {
     weft_exp *n = weft_size(px);
     weft_fun *neg1 = weft_fun1(p, WEFT_DIM(1));
@@ -348,28 +343,28 @@ static inline weft_acc *bp_kmeans(weft_context *ctx, weft_program *p,
     weft_fun *one = weft_fun1(p, WEFT_DIM(1));
     weft_fun_return(one, weft_i32(p, 1));
     weft_fun *add = bp_binop(p, WEFT_F32, WEFT_OP_ADD);
-    weft_acc *sx = weft_permute(add, weft_generate(weft_index1(k), zero), to,
-                                px);
-    weft_acc *sy = weft_permute(add, weft_generate(weft_index1(k), zero), to,
-                                py);
+    weft_acc *sx =
+        weft_permute(add, weft_generate(weft_index1(k), zero), to, px);
+    weft_acc *sy =
+        weft_permute(add, weft_generate(weft_index1(k), zero), to, py);
     weft_acc *cnt = weft_permute(bp_binop(p, WEFT_I32, WEFT_OP_ADD),
                                  weft_generate(weft_index1(k), zero_i), to,
                                  weft_generate(weft_index1(n), one));
     /* the mean, or the old centroid for a cluster without points */
     weft_fun *mean = weft_fun3(p, WEFT_F32, WEFT_I32, WEFT_F32);
     weft_exp *m = weft_arg(mean, 1);
-    weft_fun_return(mean, weft_cond(weft_gt(m, weft_i32(p, 0)),
-                                    weft_fdiv(weft_arg(mean, 0),
-                                              weft_convert(m, WEFT_F32)),
-                                    weft_arg(mean, 2)));
+    weft_fun_return(
+        mean, weft_cond(weft_gt(m, weft_i32(p, 0)),
+                        weft_fdiv(weft_arg(mean, 0), weft_convert(m, WEFT_F32)),
+                        weft_arg(mean, 2)));
 
     weft_fun *differ = weft_fun2(p, WEFT_I32, WEFT_I32);
-    weft_fun_return(differ, weft_convert(weft_ne(weft_arg(differ, 0),
-                                                  weft_arg(differ, 1)),
-                                         WEFT_I32));
-    weft_acc *moved = weft_fold_all(bp_binop(p, WEFT_I32, WEFT_OP_ADD),
-                                    weft_i32(p, 0),
-                                    weft_zipwith(differ, assign, old));
+    weft_fun_return(
+        differ, weft_convert(weft_ne(weft_arg(differ, 0), weft_arg(differ, 1)),
+                             WEFT_I32));
+    weft_acc *moved =
+        weft_fold_all(bp_binop(p, WEFT_I32, WEFT_OP_ADD), weft_i32(p, 0),
+                      weft_zipwith(differ, assign, old));
     weft_acc *next[5] = {
         weft_zipwith3(mean, sx, cnt, ccx), weft_zipwith3(mean, sy, cnt, ccy),
         assign, weft_unit(weft_add(weft_the(weft_aget(s, 3)), weft_i32(p, 1))),

@@ -97,6 +97,7 @@ int main(int argc, char **argv)
     weft_program_free(p);
     weft_context_free(ctx);
     printf("%s\n", (s == WEFT_OK || s == WEFT_ERR_OUT_OF_MEMORY) && !bad
-                       ? "ok" : "FAILED");
+                       ? "ok"
+                       : "FAILED");
     return bad ? 1 : 0;
 }

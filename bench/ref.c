@@ -73,7 +73,7 @@ float REF(dotp)(const float *restrict x, const float *restrict y, int64_t n)
 }
 
 void REF(saxpy)(float a, const float *restrict x, const float *restrict y,
-               float *restrict out, int64_t n)
+                float *restrict out, int64_t n)
 {
 #pragma omp parallel for simd schedule(static)
     for (int64_t i = 0; i < n; i++) {
@@ -152,10 +152,10 @@ static inline float cnd(float d)
 }
 
 void REF(black_scholes)(const float *restrict price,
-                       const float *restrict strike,
-                       const float *restrict years, float *restrict call,
-                       float *restrict put, int64_t n, float riskfree,
-                       float volatility)
+                        const float *restrict strike,
+                        const float *restrict years, float *restrict call,
+                        float *restrict put, int64_t n, float riskfree,
+                        float volatility)
 {
     const float drift = riskfree + 0.5f * (volatility * volatility);
 #pragma omp parallel for schedule(static)
@@ -174,7 +174,7 @@ void REF(black_scholes)(const float *restrict price,
 /* ---- Mandelbrot --------------------------------------------------------- */
 
 void REF(mandelbrot)(int64_t w, int64_t h, int32_t max_iter, float x0, float y0,
-                    float dx, float dy, int32_t *restrict out)
+                     float dx, float dy, int32_t *restrict out)
 {
 #pragma omp parallel for schedule(dynamic, 1)
     for (int64_t py = 0; py < h; py++) {
@@ -197,9 +197,9 @@ void REF(mandelbrot)(int64_t w, int64_t h, int32_t max_iter, float x0, float y0,
 /* ---- n-body ------------------------------------------------------------- */
 
 void REF(nbody)(const float *restrict x, const float *restrict y,
-               const float *restrict z, const float *restrict m,
-               float *restrict ax, float *restrict ay, float *restrict az,
-               int64_t n, float eps2)
+                const float *restrict z, const float *restrict m,
+                float *restrict ax, float *restrict ay, float *restrict az,
+                int64_t n, float eps2)
 {
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < n; i++) {
@@ -265,8 +265,8 @@ void REF(smvm)(const int32_t *restrict rowptr, const int32_t *restrict cols,
 
 /* One step from u into v (h x w, clamped): rows in parallel, the first and
  * last columns apart so that the loop between them vectorises. */
-static void jacobi_step(const float *restrict u, float *restrict v,
-                        int64_t h, int64_t w)
+static void jacobi_step(const float *restrict u, float *restrict v, int64_t h,
+                        int64_t w)
 {
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < h; i++) {

@@ -54,27 +54,26 @@ void ref_zero(float *dst, int64_t n);
  *                     centroids are updated in place, assign (n) gets the
  *                     clusters; returns the iterations run (-1 for too
  *                     large a k). */
-#define REF_PROGRAMS(P)                                                      \
-    float P##dotp(const float *x, const float *y, int64_t n);                \
-    void P##saxpy(float a, const float *x, const float *y, float *out,       \
-                  int64_t n);                                                \
-    float P##sum(const float *x, int64_t n);                                 \
-    void P##prefix_sum(const int32_t *x, int32_t *out, int64_t n);           \
-    void P##black_scholes(const float *price, const float *strike,           \
-                          const float *years, float *call, float *put,       \
-                          int64_t n, float riskfree, float volatility);      \
-    void P##mandelbrot(int64_t w, int64_t h, int32_t max_iter, float x0,     \
-                       float y0, float dx, float dy, int32_t *out);          \
-    void P##nbody(const float *x, const float *y, const float *z,            \
-                  const float *m, float *ax, float *ay, float *az,           \
-                  int64_t n, float eps2);                                \
-    void P##smvm(const int32_t *rowptr, const int32_t *cols,                 \
-                 const float *vals, const float *x, float *y,                \
-                 int64_t nrows);                                             \
-    const float *P##jacobi(const float *u, float *buf0, float *buf1,         \
-                           int64_t h, int64_t w, int32_t iterations);        \
-    int32_t P##kmeans(const float *px, const float *py, int64_t n, int k,    \
-                      float *cx, float *cy, int32_t *assign,                 \
+#define REF_PROGRAMS(P)                                                        \
+    float P##dotp(const float *x, const float *y, int64_t n);                  \
+    void P##saxpy(float a, const float *x, const float *y, float *out,         \
+                  int64_t n);                                                  \
+    float P##sum(const float *x, int64_t n);                                   \
+    void P##prefix_sum(const int32_t *x, int32_t *out, int64_t n);             \
+    void P##black_scholes(const float *price, const float *strike,             \
+                          const float *years, float *call, float *put,         \
+                          int64_t n, float riskfree, float volatility);        \
+    void P##mandelbrot(int64_t w, int64_t h, int32_t max_iter, float x0,       \
+                       float y0, float dx, float dy, int32_t *out);            \
+    void P##nbody(const float *x, const float *y, const float *z,              \
+                  const float *m, float *ax, float *ay, float *az, int64_t n,  \
+                  float eps2);                                                 \
+    void P##smvm(const int32_t *rowptr, const int32_t *cols,                   \
+                 const float *vals, const float *x, float *y, int64_t nrows);  \
+    const float *P##jacobi(const float *u, float *buf0, float *buf1,           \
+                           int64_t h, int64_t w, int32_t iterations);          \
+    int32_t P##kmeans(const float *px, const float *py, int64_t n, int k,      \
+                      float *cx, float *cy, int32_t *assign,                   \
                       int32_t max_iter);
 
 REF_PROGRAMS(ref_)

@@ -32,13 +32,13 @@
 
 static int failures;
 
-#define CHECK(cond, ...)                                                     \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            fprintf(stderr, "soak: " __VA_ARGS__);                           \
-            fprintf(stderr, " (%s)\n", weft_last_error());                   \
-            failures++;                                                      \
-        }                                                                    \
+#define CHECK(cond, ...)                                                       \
+    do {                                                                       \
+        if (!(cond)) {                                                         \
+            fprintf(stderr, "soak: " __VA_ARGS__);                             \
+            fprintf(stderr, " (%s)\n", weft_last_error());                     \
+            failures++;                                                        \
+        }                                                                      \
     } while (0)
 
 static long rss_kib(void)
@@ -97,9 +97,9 @@ static int build(weft_program *p, int k, weft_acc **r)
         return 1;
     case 2: { /* awhile (x!!0 < 20) (map (+1)) xs */
         weft_afun *c = weft_afun_like(xs);
-        weft_afun_return(c, weft_unit(weft_lt(
-                                weft_at_linear(weft_afun_arg(c), weft_i64(p, 0)),
-                                weft_i64(p, 20))));
+        weft_afun_return(c, weft_unit(weft_lt(weft_at_linear(weft_afun_arg(c),
+                                                             weft_i64(p, 0)),
+                                              weft_i64(p, 20))));
         weft_afun *b = weft_afun_like(xs);
         weft_fun *inc = weft_fun1(p, WEFT_I64);
         weft_fun_return(inc, weft_add(weft_arg(inc, 0), weft_i64(p, 1)));
@@ -118,13 +118,13 @@ static int build(weft_program *p, int k, weft_acc **r)
         return 1;
     }
     case 4: { /* stencil (3-point sum, clamp) */
-        weft_fun *s = weft_fun_create(p, 3, (weft_type[]){WEFT_I64, WEFT_I64,
-                                                          WEFT_I64});
+        weft_fun *s =
+            weft_fun_create(p, 3, (weft_type[]){WEFT_I64, WEFT_I64, WEFT_I64});
         weft_fun_return(s, weft_add(weft_add(weft_arg(s, 0), weft_arg(s, 1)),
                                     weft_arg(s, 2)));
         int w = 3;
-        r[0] = weft_stencil(s, &w, (weft_boundary){WEFT_BOUNDARY_CLAMP, NULL},
-                            xs);
+        r[0] =
+            weft_stencil(s, &w, (weft_boundary){WEFT_BOUNDARY_CLAMP, NULL}, xs);
         return 1;
     }
     default: { /* map x -> (x, ()) : a tuple with a unit side */
@@ -215,7 +215,8 @@ static void arrays(weft_context *ctx, int i)
           "from_host");
     void *wdata[1] = {buf};
     CHECK(weft_array_wrap(ctx, WEFT_F32, 2, sh, wdata, NULL, NULL, &c) ==
-              WEFT_OK, "wrap");
+              WEFT_OK,
+          "wrap");
     weft_type u = weft_type_tuple(ctx, 0, NULL);
     weft_array *d = NULL;
     CHECK(weft_array_create(ctx, u, 2, sh, &d) == WEFT_OK, "unit array");
@@ -327,9 +328,7 @@ int main(int argc, char **argv)
         int k = (int)(i / 4 % NPROG);
         int64_t n = 1000 + (i * 7919) % 50000;
         switch (only && *only ? atoi(only) : i % 4) {
-        case 0:
-            compile_and_run(ctx, k, n);
-            break;
+        case 0: compile_and_run(ctx, k, n); break;
         case 1: {
             weft_array *xs = vec_i64(ctx, n, 1);
             weft_array *out[2] = {NULL, NULL};
@@ -344,12 +343,8 @@ int main(int argc, char **argv)
             weft_array_release(xs);
             break;
         }
-        case 2:
-            arrays(ctx, (int)i);
-            break;
-        default:
-            errors(ctx, be, exe[0], slice_exe, (int)i);
-            break;
+        case 2: arrays(ctx, (int)i); break;
+        default: errors(ctx, be, exe[0], slice_exe, (int)i); break;
         }
         if ((i + 1) % 1000 == 0) {
             printf("%8ld %10ld\n", i + 1, rss_kib());

@@ -175,20 +175,20 @@ typedef struct bench bench;
 /* What one program measured; negative times were not measured. */
 typedef struct row {
     double weft_ms, unfused_ms, ref_ms, ref_fresh_ms;
-    double fast_ms;        /* weft with WEFT_FLAG_FAST_MATH */
-    double ref_fast_ms;    /* the fast-math C reference */
-    double numba_ms;       /* numba (parallel, fastmath), -1 when absent */
-    double peer_ms;        /* the other peer (scipy, scikit-learn), or -1 */
+    double fast_ms;     /* weft with WEFT_FLAG_FAST_MATH */
+    double ref_fast_ms; /* the fast-math C reference */
+    double numba_ms;    /* numba (parallel, fastmath), -1 when absent */
+    double peer_ms;     /* the other peer (scipy, scikit-learn), or -1 */
     double weft1_ms, ref_fast1_ms; /* one thread (compute-bound programs) */
     int fast_ok;
     double fast_err;
     double compile_ms, llvm_ms, cached_ms;
-    double compile_cpu_ms; /* CPU time of the calling thread in the first
+    double compile_cpu_ms;   /* CPU time of the calling thread in the first
                               compile (robust to other load) */
-    double optimised_ms;   /* from the first compile's start until
+    double optimised_ms;     /* from the first compile's start until
                               weft_context_wait_optimised returned */
     double optimise_llvm_ms; /* weft_stats.optimise_ms then */
-    double quick_ms;       /* median run time on the quick code
+    double quick_ms;         /* median run time on the quick code
                               (WEFT_FLAG_QUICK_CODE) */
     int quick_ok;
     uint64_t compiled, loaded, cached_compiled;
@@ -202,7 +202,7 @@ typedef struct row {
 
 struct bench {
     const char *name;
-    int skipped; /* left out by -p */
+    int skipped;           /* left out by -p */
     const char *what;      /* the weft formulation, for the notes */
     const char *tolerance; /* how the check compares, for the notes */
     const char *flop_rule; /* how flops are counted, or NULL */
@@ -540,8 +540,8 @@ static weft_acc *bs_build(weft_context *ctx, weft_program *p,
 static void bs_ref(bench *b)
 {
     REFN(black_scholes)(b->in[0].data, b->in[1].data, b->in[2].data,
-                      b->ref_out[0], b->ref_out[1], b->n, BS_RISKFREE,
-                      BS_VOLATILITY);
+                        b->ref_out[0], b->ref_out[1], b->n, BS_RISKFREE,
+                        BS_VOLATILITY);
 }
 
 static int bs_check(bench *b, weft_array *const *outs, double *err)
@@ -620,7 +620,7 @@ static weft_acc *mandel_build(weft_context *ctx, weft_program *p,
 static void mandel_ref(bench *b)
 {
     REFN(mandelbrot)(b->w, b->h, b->max_iter, b->x0, b->y0, b->dx, b->dy,
-                   b->ref_out[0]);
+                     b->ref_out[0]);
     if (b->flops == 0) {
         const int32_t *r = b->ref_out[0];
         double iters = 0;
@@ -765,7 +765,7 @@ static weft_acc *nbody_while_build(weft_context *ctx, weft_program *p,
 static void nbody_ref(bench *b)
 {
     REFN(nbody)(b->in[0].data, b->in[1].data, b->in[2].data, b->in[3].data,
-              b->ref_out[0], b->ref_out[1], b->ref_out[2], b->n, b->eps2);
+                b->ref_out[0], b->ref_out[1], b->ref_out[2], b->n, b->eps2);
 }
 
 static int nbody_check(bench *b, weft_array *const *outs, double *err)
@@ -825,8 +825,8 @@ static void smvm_setup(bench *b, double scale)
     weft_type types[4] = {WEFT_F32, WEFT_I32, WEFT_I32, WEFT_F32};
     int64_t len[4] = {m.nnz, m.nnz, m.nrows, m.ncols};
     for (int k = 0; k < 4; k++) {
-        b->in[k] = (input){.type = types[k], .rank = 1, .shape = {len[k]},
-                           .data = data[k]};
+        b->in[k] = (input){
+            .type = types[k], .rank = 1, .shape = {len[k]}, .data = data[k]};
     }
     b->nin = 4;
     set_input(b, 3, WEFT_F32, 1, m.ncols, sizeof(float));
@@ -837,8 +837,8 @@ static void smvm_setup(bench *b, double scale)
     b->rowptr = m.rowptr;
     set_ref_out(b, 0, (size_t)m.nrows * sizeof(float));
     /* values and columns once, the row lengths (pointers), x once, y */
-    b->bytes = 8.0 * (double)m.nnz + 8.0 * (double)m.nrows +
-               4.0 * (double)m.ncols;
+    b->bytes =
+        8.0 * (double)m.nnz + 8.0 * (double)m.nrows + 4.0 * (double)m.ncols;
     b->flops = 0;
 }
 
@@ -969,9 +969,9 @@ static void kmeans_ref(bench *b)
     for (int c = 0; c < 2; c++) {
         memcpy(b->ref_out[c], b->in[c + 2].data, sizeof(float) * (size_t)b->k);
     }
-    int32_t it = REFN(kmeans)(b->in[0].data, b->in[1].data, b->n, b->k,
-                              b->ref_out[0], b->ref_out[1], b->ref_out[2],
-                              b->iters);
+    int32_t it =
+        REFN(kmeans)(b->in[0].data, b->in[1].data, b->n, b->k, b->ref_out[0],
+                     b->ref_out[1], b->ref_out[2], b->iters);
     if (!use_fast) {
         b->ref_iters = it;
     }
@@ -1448,11 +1448,10 @@ static int write_inputs(const bench *b, const char *dir)
         char path[4096];
         snprintf(path, sizeof path, "%s/in%d.bin", dir, i);
         FILE *f = fopen(path, "wb");
-        int64_t n = b->in[i].shape[0] * (b->in[i].rank > 1 ? b->in[i].shape[1]
-                                                            : 1);
-        size_t elt = b->in[i].type == WEFT_F32 || b->in[i].type == WEFT_I32
-                         ? 4
-                         : 8;
+        int64_t n =
+            b->in[i].shape[0] * (b->in[i].rank > 1 ? b->in[i].shape[1] : 1);
+        size_t elt =
+            b->in[i].type == WEFT_F32 || b->in[i].type == WEFT_I32 ? 4 : 8;
         int ok = f && fwrite(b->in[i].data, elt, (size_t)n, f) == (size_t)n;
         if (f && fclose(f) != 0) {
             ok = 0;
@@ -1478,10 +1477,9 @@ static double py_time(const bench *b, const char *prog, const char *dir)
              "python3 bench/numba_ref.py %s %d %d %lld %lld %lld %d %.9g "
              "%.9g %.9g %.9g %.9g %.9g %s 2>/dev/null",
              prog, opt.threads, opt.runs, (long long)b->n, (long long)b->w,
-             (long long)b->h,
-             (int)(b->iters ? b->iters : b->max_iter), (double)b->x0,
-             (double)b->y0, (double)b->dx, (double)b->dy, (double)b->eps2,
-             (double)b->a, dir);
+             (long long)b->h, (int)(b->iters ? b->iters : b->max_iter),
+             (double)b->x0, (double)b->y0, (double)b->dx, (double)b->dy,
+             (double)b->eps2, (double)b->a, dir);
     FILE *p = popen(cmd, "r");
     if (!p) {
         return -1;
@@ -1503,12 +1501,19 @@ static const char *numba_prog(const bench *b)
     static const struct {
         const char *bench, *prog;
     } names[] = {
-        {"dotp", "dotp"}, {"saxpy", "saxpy"}, {"sum", "sum"},
-        {"prefix sum", "prefix_sum"}, {"Black-Scholes", "black_scholes"},
-        {"Mandelbrot", "mandelbrot"}, {"n-body", "nbody"},
-        {"n-body (while)", "nbody"}, {"smvm (banded)", "smvm"},
-        {"smvm (power law)", "smvm"}, {"Jacobi", "jacobi"},
-        {"k-means", "kmeans"}, {"k-means (while)", "kmeans"},
+        {"dotp", "dotp"},
+        {"saxpy", "saxpy"},
+        {"sum", "sum"},
+        {"prefix sum", "prefix_sum"},
+        {"Black-Scholes", "black_scholes"},
+        {"Mandelbrot", "mandelbrot"},
+        {"n-body", "nbody"},
+        {"n-body (while)", "nbody"},
+        {"smvm (banded)", "smvm"},
+        {"smvm (power law)", "smvm"},
+        {"Jacobi", "jacobi"},
+        {"k-means", "kmeans"},
+        {"k-means (while)", "kmeans"},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         if (strcmp(b->name, names[i].bench) == 0) {
@@ -1602,8 +1607,8 @@ static void run_bench(bench *b)
     /* 2. the unfused program beside it */
     session u;
     double ignored;
-    if (session_open(&u, b, WEFT_FLAG_NO_FUSION, dir, &ignored) == WEFT_OK
-        && weft_context_wait_optimised(u.ctx) == WEFT_OK) {
+    if (session_open(&u, b, WEFT_FLAG_NO_FUSION, dir, &ignored) == WEFT_OK &&
+        weft_context_wait_optimised(u.ctx) == WEFT_OK) {
         char plan[256];
         r->unfused_kernels = plan_kernels(&u, plan, sizeof plan);
     } else {
@@ -1612,8 +1617,8 @@ static void run_bench(bench *b)
 
     /* 3. weft with fast math */
     session fs;
-    if (session_open(&fs, b, WEFT_FLAG_FAST_MATH, dir, &ignored) != WEFT_OK
-        || weft_context_wait_optimised(fs.ctx) != WEFT_OK) {
+    if (session_open(&fs, b, WEFT_FLAG_FAST_MATH, dir, &ignored) != WEFT_OK ||
+        weft_context_wait_optimised(fs.ctx) != WEFT_OK) {
         record_error(r, "compile with fast math");
     }
 
@@ -1778,8 +1783,7 @@ static void fmt_ratio(char *buf, size_t n, double a, double b)
 
 /* One row of a table: md (markdown) or plain columns of the given
  * widths. */
-static void print_cells(FILE *f, int md, int n, char (*c)[64],
-                        const int *width)
+static void print_cells(FILE *f, int md, int n, char (*c)[64], const int *width)
 {
     for (int i = 0; i < n; i++) {
         if (md) {
@@ -1810,13 +1814,17 @@ static void print_header(FILE *f, int md, int n, const char *const *hdr,
 /* The table of run times, as markdown (md) or plain columns. */
 static void print_runs(FILE *f, int md, double copy_gbs)
 {
-    static const char *const hdr[] = {
-        "program", "size", "weft ms", "unfused ms", "C ms", "weft / C",
-        "C fast ms", "weft / C fast", "weft fast ms", "weft fast / C fast",
-        "numba ms", "weft fast / numba", "ref+alloc ms", "weft", "floor ms",
-        "check", "error"};
-    static const int width[] = {15, 25, 8, 10, 8, 8, 9, 13, 12, 18, 9, 17,
-                                12, 15, 8, 9, 8};
+    static const char *const hdr[] = {"program",      "size",
+                                      "weft ms",      "unfused ms",
+                                      "C ms",         "weft / C",
+                                      "C fast ms",    "weft / C fast",
+                                      "weft fast ms", "weft fast / C fast",
+                                      "numba ms",     "weft fast / numba",
+                                      "ref+alloc ms", "weft",
+                                      "floor ms",     "check",
+                                      "error"};
+    static const int width[] = {15, 25, 8,  10, 8,  8, 9, 13, 12,
+                                18, 9,  17, 12, 15, 8, 9, 8};
     const int nh = (int)(sizeof hdr / sizeof hdr[0]);
     print_header(f, md, nh, hdr, width, 2, 14);
     for (int k = 0; k < NBENCH; k++) {
@@ -1842,7 +1850,9 @@ static void print_runs(FILE *f, int md, double copy_gbs)
         fmt_rate(c[13], 64, b, r->weft_ms);
         fmt_ms(c[14], 64, copy_gbs > 0 ? b->bytes / (copy_gbs * 1e6) : -1);
         snprintf(c[15], 64, "%s / %s",
-                 r->error[0] ? "ERROR" : r->ok ? "ok" : "FAIL",
+                 r->error[0] ? "ERROR"
+                 : r->ok     ? "ok"
+                             : "FAIL",
                  r->fast_ok ? "ok" : "FAIL");
         fmt_err(c[16], 64, r);
         print_cells(f, md, nh, c, width);
@@ -1853,8 +1863,9 @@ static void print_runs(FILE *f, int md, double copy_gbs)
 static void print_scaling(FILE *f, int md)
 {
     static const char *const hdr[] = {
-        "program", "weft 1 thread ms", "weft all ms", "weft speed-up",
-        "C fast 1 thread ms", "C fast all ms", "C fast speed-up"};
+        "program",        "weft 1 thread ms",   "weft all ms",
+        "weft speed-up",  "C fast 1 thread ms", "C fast all ms",
+        "C fast speed-up"};
     static const int width[] = {15, 16, 11, 13, 18, 13, 15};
     const int nh = (int)(sizeof hdr / sizeof hdr[0]);
     print_header(f, md, nh, hdr, width, 1, 6);
@@ -1883,9 +1894,9 @@ static void print_scaling(FILE *f, int md)
  * one; returns how many rows it printed. */
 static int print_peers(FILE *f, int md, double copy_gbs)
 {
-    static const char *const hdr[] = {"program", "peer", "peer ms",
-                                      "weft ms", "weft / peer",
-                                      "weft fast / peer", "floor ms"};
+    static const char *const hdr[] = {
+        "program",          "peer",    "peer ms", "weft ms", "weft / peer",
+        "weft fast / peer", "floor ms"};
     static const int width[] = {17, 13, 8, 8, 11, 16, 8};
     const int nh = (int)(sizeof hdr / sizeof hdr[0]);
     int rows = 0;
@@ -1923,7 +1934,8 @@ static void print_compiles(FILE *f, int md)
                    "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
                    "---:|---:|---:|\n");
     } else {
-        fprintf(f, "%-15s %7s %8s %10s %7s %9s %9s %10s %9s %9s %10s %7s "
+        fprintf(f,
+                "%-15s %7s %8s %10s %7s %9s %9s %10s %9s %9s %10s %7s "
                 "%9s  %s\n",
                 "program", "kernels", "unfused", "compile ms", "CPU ms",
                 "LLVM ms", "compiled", "optimised", "quick run", "opt run",
@@ -2084,10 +2096,11 @@ static void write_report(const char *path, const machine *m, double copy_gbs,
     }
     fprintf(f, "## Thread scaling\n\n");
     print_scaling(f, 1);
-    fprintf(f, "\n- The compute-bound programs on one thread (weft "
-               "`cfg.threads = 1`, `omp_set_num_threads(1)`) against all "
-               "%d threads (the times of the table above); median of %d "
-               "rounds after a warm-up.%s\n\n",
+    fprintf(f,
+            "\n- The compute-bound programs on one thread (weft "
+            "`cfg.threads = 1`, `omp_set_num_threads(1)`) against all "
+            "%d threads (the times of the table above); median of %d "
+            "rounds after a warm-up.%s\n\n",
             opt.threads, SCALING_RUNS,
             opt.threads <= 2 ? "  With only 2 CPUs the best speed-up is 2."
                              : "");
@@ -2199,9 +2212,9 @@ static void json_row(FILE *f, int *first, const char *program)
  * and its ratio to the C reference of the same kind, ratio_to (strict C
  * for weft and weft unfused, fast-math C for weft fast; NULL for the
  * references and numba). */
-static void json_run_row(FILE *f, int *first, const bench *b,
-                         const char *impl, double ms, const char *ratio_to,
-                         double ref_ms, const char *check)
+static void json_run_row(FILE *f, int *first, const bench *b, const char *impl,
+                         double ms, const char *ratio_to, double ref_ms,
+                         const char *check)
 {
     json_row(f, first, b->name);
     json_s(f, "size", b->size);
@@ -2247,8 +2260,8 @@ static void write_json(const char *md_path, const machine *m, double copy_gbs)
     fprintf(f, ", \"virtual_machine\": %s}",
             m->virtual_machine ? "true" : "false");
     json_s(f, "llvm", WEFT_BENCH_LLVM);
-    fprintf(f, ", \"threads\": %d, \"rounds\": %d, \"quick\": %s",
-            opt.threads, opt.runs, opt.quick ? "true" : "false");
+    fprintf(f, ", \"threads\": %d, \"rounds\": %d, \"quick\": %s", opt.threads,
+            opt.runs, opt.quick ? "true" : "false");
     json_n(f, "copy_gbs", copy_gbs);
     json_s(f, "load_start", m->load_start);
     json_s(f, "load_end", m->load_end);
@@ -2268,8 +2281,7 @@ static void write_json(const char *md_path, const machine *m, double copy_gbs)
                      r->ref_fast_ms, r->fast_ok ? "ok" : "FAIL");
         json_run_row(f, &first, b, "C", r->ref_ms, NULL, 0, NULL);
         json_run_row(f, &first, b, "C fast", r->ref_fast_ms, NULL, 0, NULL);
-        json_run_row(f, &first, b, "C + alloc", r->ref_fresh_ms, NULL, 0,
-                     NULL);
+        json_run_row(f, &first, b, "C + alloc", r->ref_fresh_ms, NULL, 0, NULL);
         json_run_row(f, &first, b, "numba", r->numba_ms, NULL, 0, NULL);
         if (b->peer) {
             json_run_row(f, &first, b, b->peer, r->peer_ms, NULL, 0, NULL);

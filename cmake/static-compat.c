@@ -29,8 +29,8 @@ COMPAT size_t ZSTD_compressBound(size_t size);
 COMPAT void *ZSTD_createCCtx(void);
 COMPAT size_t ZSTD_freeCCtx(void *cctx);
 COMPAT size_t ZSTD_CCtx_setParameter(void *cctx, int param, int value);
-COMPAT size_t ZSTD_compress2(void *cctx, void *dst, size_t cap,
-                             const void *src, size_t size);
+COMPAT size_t ZSTD_compress2(void *cctx, void *dst, size_t cap, const void *src,
+                             size_t size);
 COMPAT size_t ZSTD_decompress(void *dst, size_t cap, const void *src,
                               size_t size);
 COMPAT uint32_t arc4random(void);

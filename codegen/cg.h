@@ -63,10 +63,10 @@ typedef struct cg_val {
 typedef struct cg_array {
     int rank;
     int nleaf;
-    const weft_type *leaf;  /* nleaf leaf types */
-    LLVMValueRef *ptr;      /* nleaf base pointers */
-    LLVMValueRef *extent;   /* rank i64 extents, outermost first */
-    bool readonly;          /* nothing writes it while the kernel runs (an
+    const weft_type *leaf; /* nleaf leaf types */
+    LLVMValueRef *ptr;     /* nleaf base pointers */
+    LLVMValueRef *extent;  /* rank i64 extents, outermost first */
+    bool readonly;         /* nothing writes it while the kernel runs (an
                                input): its loads carry !invariant.load, so
                                they may move past the kernel's stores
                                (ld.global.nc on PTX) */
@@ -84,8 +84,7 @@ weft_status cg_val_make(cg_fn *fn, int n, cg_val *out);
 weft_status cg_val_one(cg_fn *fn, LLVMValueRef x, cg_val *out);
 /* Element i (an i64) of the buffer at base holding leaf type t, and the
  * store of register value x there.  bool is converted between i1 and i8. */
-LLVMValueRef cg_load(cg_fn *fn, weft_type t, LLVMValueRef base,
-                     LLVMValueRef i);
+LLVMValueRef cg_load(cg_fn *fn, weft_type t, LLVMValueRef base, LLVMValueRef i);
 void cg_store(cg_fn *fn, weft_type t, LLVMValueRef base, LLVMValueRef i,
               LLVMValueRef x);
 /* Element i of every leaf of an array, and a store of a whole value. */
@@ -95,9 +94,8 @@ weft_status cg_array_load(cg_fn *fn, const cg_array *a, LLVMValueRef i,
  * leaf elsewhere, with no branch: outside, each leaf is read from a cell of
  * zeros (a module global), so that the read may be issued before it is
  * known to be wanted (cg_fn.flat_reads).  Errors: WEFT_ERR_OUT_OF_MEMORY. */
-weft_status cg_array_load_or_zero(cg_fn *fn, const cg_array *a,
-                                  LLVMValueRef i, LLVMValueRef inside,
-                                  cg_val *out);
+weft_status cg_array_load_or_zero(cg_fn *fn, const cg_array *a, LLVMValueRef i,
+                                  LLVMValueRef inside, cg_val *out);
 void cg_array_store(cg_fn *fn, const cg_array *a, LLVMValueRef i,
                     const cg_val *x);
 /* A constant of scalar type t in register form. */
@@ -130,12 +128,12 @@ typedef weft_status (*cg_array_fn)(cg_fn *fn, const fe_term *acc,
 
 /* A function under construction. */
 struct cg_fn {
-    weft_context *ctx;          /* for tuple types */
+    weft_context *ctx; /* for tuple types */
     const cg_target *target;
-    fe_arena *arena;            /* scratch: values, environments */
+    fe_arena *arena; /* scratch: values, environments */
     LLVMContextRef llctx;
     LLVMModuleRef mod;
-    LLVMBuilderRef b;           /* positioned where code goes next */
+    LLVMBuilderRef b; /* positioned where code goes next */
     LLVMValueRef fn;
     LLVMBasicBlockRef entry;    /* allocas only; branches to the body */
     uint32_t nvar;              /* environment size (core->nvar) */
@@ -176,26 +174,26 @@ struct cg_fn {
                                    being emitted (exp.c), nhoisted of
                                    them, innermost loop's last */
     int nhoisted;
-    LLVMValueRef cancel;        /* NULL, or the kernel's cancel word as a
+    LLVMValueRef cancel;    /* NULL, or the kernel's cancel word as a
                                    pointer (skeletons-ir SK_CANCEL_AUX):
                                    scalar while loops poll it every
                                    CG_POLL_EVERY iterations through the
                                    target's cancel_poll */
-    int cond_depth;             /* conditional branches around the code
+    int cond_depth;         /* conditional branches around the code
                                    being emitted (exp.c, "Deep
                                    conditionals") */
-    LLVMValueRef spec;          /* NULL, or an i1: the code being emitted
+    LLVMValueRef spec;      /* NULL, or an i1: the code being emitted
                                    is a speculated side of a deep
                                    conditional, wanted only where this
                                    holds (exp.c, "Deep conditionals") */
-    int stage_tile;             /* GPU: > 0 where every thread of the
+    int stage_tile;         /* GPU: > 0 where every thread of the
                                    block runs the code being emitted
                                    together (the skeleton sets it;
                                    conditionals and loops clear it inside
                                    them): a while loop of stage.c's
                                    pattern there reads tiles of this many
                                    elements through shared memory */
-    struct cg_stage *stage;     /* stage.c: the tile whose trips are
+    struct cg_stage *stage; /* stage.c: the tile whose trips are
                                    being emitted (their reads at j come
                                    from shared memory), or NULL */
 };
@@ -205,20 +203,20 @@ struct cg_fn {
  * targets).  runtime/exec.c turns each into the interpreter's status. */
 typedef enum cg_err {
     CG_ERR_NONE,
-    CG_ERR_GATHER,     /* backpermute / transform outside its source */
-    CG_ERR_SLICE,      /* a slice index outside its dimension */
-    CG_ERR_PERMUTE,    /* a permute target outside the result */
-    CG_ERR_INDEX,      /* a ! ix outside a */
-    CG_ERR_LINEAR,     /* a !! i outside a */
-    CG_ERR_DIV_ZERO,   /* quot, rem, div, mod by zero */
-    CG_ERR_DIV_MIN,    /* quot or div of a signed minimum by -1 */
-    CG_ERR_SHIFT,      /* shift by a negative amount or the width or more */
-    CG_ERR_CONVERT,    /* float to integer: NaN or out of range */
-    CG_ERR_FROM_ZERO,  /* from_index in a shape with an inner extent 0 */
-    CG_ERR_FROM_NEG,   /* ... with a negative inner extent */
-    CG_ERR_SEG_NEG,    /* foldSeg: a segment of negative length (the report's
+    CG_ERR_GATHER,    /* backpermute / transform outside its source */
+    CG_ERR_SLICE,     /* a slice index outside its dimension */
+    CG_ERR_PERMUTE,   /* a permute target outside the result */
+    CG_ERR_INDEX,     /* a ! ix outside a */
+    CG_ERR_LINEAR,    /* a !! i outside a */
+    CG_ERR_DIV_ZERO,  /* quot, rem, div, mod by zero */
+    CG_ERR_DIV_MIN,   /* quot or div of a signed minimum by -1 */
+    CG_ERR_SHIFT,     /* shift by a negative amount or the width or more */
+    CG_ERR_CONVERT,   /* float to integer: NaN or out of range */
+    CG_ERR_FROM_ZERO, /* from_index in a shape with an inner extent 0 */
+    CG_ERR_FROM_NEG,  /* ... with a negative inner extent */
+    CG_ERR_SEG_NEG,   /* foldSeg: a segment of negative length (the report's
                           element is the segment) */
-    CG_ERR_SEG_PAST,   /* foldSeg: lengths that sum past the innermost
+    CG_ERR_SEG_PAST,  /* foldSeg: lengths that sum past the innermost
                           extent (at the segment named) */
     CG_ERR_COUNT_
 } cg_err;
@@ -293,8 +291,8 @@ typedef struct cg_loop {
                     leave this loop alone (as every loop where
                     cg_target.scalar_loops) */
 } cg_loop;
-void cg_loop_begin(cg_fn *fn, cg_loop *l, LLVMValueRef start,
-                   LLVMValueRef end, LLVMValueRef *i);
+void cg_loop_begin(cg_fn *fn, cg_loop *l, LLVMValueRef start, LLVMValueRef end,
+                   LLVMValueRef *i);
 void cg_loop_end(cg_fn *fn, cg_loop *l);
 /* Mark br, the back edge of a loop, with a loop ID (llvm.loop) holding
  * the one property node prop (e.g. !{"llvm.loop.unroll.disable"}). */
@@ -337,8 +335,8 @@ void cg_branch_weights(cg_fn *fn, LLVMValueRef br, unsigned then_w,
 #define CG_USUAL (1u << 20)
 void cg_if_else(cg_fn *fn, cg_if *f);
 void cg_if_end(cg_fn *fn, cg_if *f);
-weft_status cg_if_merge(cg_fn *fn, cg_if *f, const cg_val *t,
-                        const cg_val *e, cg_val *out);
+weft_status cg_if_merge(cg_fn *fn, cg_if *f, const cg_val *t, const cg_val *e,
+                        cg_val *out);
 
 /* A mutable variable of weft type t: one alloca per leaf in the entry
  * block (mem2reg / SROA turn them back into SSA values). */
@@ -403,7 +401,7 @@ typedef struct cg_walk_ops {
 struct cg_walker {
     const cg_walk_ops *ops;
     cg_fn *fn;
-    void *self;                 /* the emitter's state (SPMD: cg_spmd) */
+    void *self; /* the emitter's state (SPMD: cg_spmd) */
 };
 /* Term e through w into *out.  Errors: w's fail, those of its hooks. */
 weft_status cg_walk(const cg_walker *w, const fe_term *e, cg_val *out);
@@ -431,8 +429,8 @@ weft_status cg_prim(cg_fn *fn, weft_op op, weft_type rt, weft_type t0,
  * it can and otherwise by a loop, with the same results). */
 LLVMValueRef cg_to_index(cg_fn *fn, int rank, const LLVMValueRef *sh,
                          const LLVMValueRef *ix);
-void cg_from_index(cg_fn *fn, int rank, const LLVMValueRef *sh,
-                   LLVMValueRef i, LLVMValueRef *ix);
+void cg_from_index(cg_fn *fn, int rank, const LLVMValueRef *sh, LLVMValueRef i,
+                   LLVMValueRef *ix);
 
 /* The array that array term acc denotes: a bound array variable
  * (cg_bind_array), else fn->array_of's answer.  Errors: WEFT_ERR_INTERNAL
@@ -458,17 +456,17 @@ LLVMValueRef cg_compare(cg_fn *fn, weft_op op, weft_type t, LLVMValueRef a,
  * LLVM value, the same in every lane) or varying (a <W x T> vector). */
 typedef struct cg_spmd {
     cg_fn *fn;
-    unsigned w;               /* lanes: a power of two, 2 .. 64 */
-    LLVMValueRef mask;        /* <w x i1> active lanes; NULL: all */
-    int guards;               /* branches on "any lane active" around
+    unsigned w;         /* lanes: a power of two, 2 .. 64 */
+    LLVMValueRef mask;  /* <w x i1> active lanes; NULL: all */
+    int guards;         /* branches on "any lane active" around
                                  the code being emitted (spmd.c,
                                  needs_guard) */
-    LLVMValueRef *cons;       /* pairs (vector, base): vector = base +
+    LLVMValueRef *cons; /* pairs (vector, base): vector = base +
                                  (0, 1, ..., w-1) */
     int ncons, capcons;
-    struct vflags **venv;     /* uniformity analysis: flags by variable */
-    uint32_t *vgen, gen;      /* venv[v] is current when vgen[v] == gen */
-    bool declined;            /* a failure was "cannot vectorise this" (the
+    struct vflags **venv; /* uniformity analysis: flags by variable */
+    uint32_t *vgen, gen;  /* venv[v] is current when vgen[v] == gen */
+    bool declined;        /* a failure was "cannot vectorise this" (the
                                  caller emits scalar code), not a fault */
 } cg_spmd;
 
@@ -485,8 +483,7 @@ weft_status cg_spmd_apply(cg_spmd *s, const fe_fun *f, const cg_val *args,
                           cg_val *out);
 /* cg_prim on uniform or varying operands (uniform ones only: cg_prim). */
 weft_status cg_spmd_prim(cg_spmd *s, weft_op op, weft_type rt, weft_type t0,
-                         weft_type t1, const LLVMValueRef *a,
-                         LLVMValueRef *r);
+                         weft_type t1, const LLVMValueRef *a, LLVMValueRef *r);
 /* Whether x is varying (a vector). */
 bool cg_spmd_is_varying(LLVMValueRef x);
 /* x as a varying value (x itself when it is one). */
@@ -507,8 +504,8 @@ weft_status cg_spmd_array_load(cg_spmd *s, const cg_array *a, LLVMValueRef i,
                                cg_val *out);
 /* Store x (broadcast if uniform) at elements i0 .. i0 + w - 1 of a leaf
  * buffer (every lane: no mask). */
-void cg_spmd_store(cg_spmd *s, weft_type t, LLVMValueRef base,
-                   LLVMValueRef i0, LLVMValueRef x);
+void cg_spmd_store(cg_spmd *s, weft_type t, LLVMValueRef base, LLVMValueRef i0,
+                   LLVMValueRef x);
 /* cg_to_index / cg_from_index on uniform or varying values. */
 weft_status cg_spmd_to_index(cg_spmd *s, int rank, const LLVMValueRef *sh,
                              const LLVMValueRef *ix, LLVMValueRef *out);
@@ -528,15 +525,15 @@ struct cg_target {
      * result.  CPU: LLVM intrinsics and libm; PTX: libdevice __nv_*. */
     weft_status (*math1)(cg_fn *fn, weft_op op, LLVMValueRef x,
                          LLVMValueRef *out);
-    weft_status (*math2)(cg_fn *fn, weft_op op, LLVMValueRef x,
-                         LLVMValueRef y, LLVMValueRef *out);
+    weft_status (*math2)(cg_fn *fn, weft_op op, LLVMValueRef x, LLVMValueRef y,
+                         LLVMValueRef *out);
     /* GPU only (NULL on the CPU); dim 0..2 is x, y, z.  The PTX target
      * maps them to llvm.nvvm.read.ptx.sreg.* and llvm.nvvm.barrier0. */
-    LLVMValueRef (*thread_index)(cg_fn *fn, int dim);   /* i32 */
-    LLVMValueRef (*block_index)(cg_fn *fn, int dim);    /* i32 */
-    LLVMValueRef (*block_size)(cg_fn *fn, int dim);     /* i32 */
-    LLVMValueRef (*grid_size)(cg_fn *fn, int dim);      /* i32, in blocks */
-    LLVMValueRef (*lane_index)(cg_fn *fn);              /* i32 */
+    LLVMValueRef (*thread_index)(cg_fn *fn, int dim); /* i32 */
+    LLVMValueRef (*block_index)(cg_fn *fn, int dim);  /* i32 */
+    LLVMValueRef (*block_size)(cg_fn *fn, int dim);   /* i32 */
+    LLVMValueRef (*grid_size)(cg_fn *fn, int dim);    /* i32, in blocks */
+    LLVMValueRef (*lane_index)(cg_fn *fn);            /* i32 */
     void (*barrier)(cg_fn *fn);
     /* Loops the IR vectorisers must leave alone: cg_loop marks them
      * (NVPTX in LLVM 19 aborts the process on some short vectors the
@@ -561,8 +558,8 @@ struct cg_target {
     LLVMValueRef (*shared_array)(cg_fn *fn, LLVMTypeRef ty, int64_t n);
     /* Atomics (every target): old = *p; *p = old op x, returning old; and
      * compare-and-swap returning the old value. */
-    LLVMValueRef (*atomic_rmw)(cg_fn *fn, LLVMAtomicRMWBinOp op,
-                               LLVMValueRef p, LLVMValueRef x);
+    LLVMValueRef (*atomic_rmw)(cg_fn *fn, LLVMAtomicRMWBinOp op, LLVMValueRef p,
+                               LLVMValueRef x);
     LLVMValueRef (*atomic_cas)(cg_fn *fn, LLVMValueRef p, LLVMValueRef cmp,
                                LLVMValueRef x);
     /* Warp-level operations, GPU only (NULL on the CPU).  Every lane of
@@ -575,12 +572,9 @@ struct cg_target {
      * x of lane `lane` (i32, 0..31).  x may be any scalar register type
      * (i1 .. i64, half, float, double, a pointer): wider or narrower
      * values move as 32-bit pieces. */
-    LLVMValueRef (*shuffle_down)(cg_fn *fn, LLVMValueRef x,
-                                 LLVMValueRef delta);
-    LLVMValueRef (*shuffle_up)(cg_fn *fn, LLVMValueRef x,
-                               LLVMValueRef delta);
-    LLVMValueRef (*shuffle_idx)(cg_fn *fn, LLVMValueRef x,
-                                LLVMValueRef lane);
+    LLVMValueRef (*shuffle_down)(cg_fn *fn, LLVMValueRef x, LLVMValueRef delta);
+    LLVMValueRef (*shuffle_up)(cg_fn *fn, LLVMValueRef x, LLVMValueRef delta);
+    LLVMValueRef (*shuffle_idx)(cg_fn *fn, LLVMValueRef x, LLVMValueRef lane);
     /* A device-scope memory fence (orders this thread's earlier memory
      * operations, atomics included, before its later ones for every
      * thread of the device). */
@@ -609,8 +603,8 @@ struct cg_target {
      * double.  Sets *out NULL to decline, and spmd.c then calls math1 /
      * math2 lane by lane; it must then give each lane the bits math1 /
      * math2 would (or the configuration must allow otherwise). */
-    weft_status (*vmath)(cg_fn *fn, weft_op op, LLVMValueRef x,
-                         LLVMValueRef y, LLVMValueRef *out);
+    weft_status (*vmath)(cg_fn *fn, weft_op op, LLVMValueRef x, LLVMValueRef y,
+                         LLVMValueRef *out);
 };
 
 extern const cg_target cg_target_cpu;
@@ -636,9 +630,8 @@ weft_status cg_optimise(LLVMModuleRef mod, LLVMTargetMachineRef tm,
                         const char *passes, const char *who);
 /* A call of the overloaded intrinsic `name` ("llvm.sqrt") with overload
  * types over[0..nover-1] on args; NULL if LLVM does not know it. */
-LLVMValueRef cg_intrinsic(cg_fn *fn, const char *name,
-                          LLVMTypeRef *over, int nover, LLVMValueRef *args,
-                          int nargs);
+LLVMValueRef cg_intrinsic(cg_fn *fn, const char *name, LLVMTypeRef *over,
+                          int nover, LLVMValueRef *args, int nargs);
 /* A call of the C function `name` : ty(args) -> ty (declared on demand). */
 LLVMValueRef cg_libcall(cg_fn *fn, const char *name, LLVMTypeRef ty,
                         LLVMValueRef *args, int nargs);
@@ -648,9 +641,9 @@ LLVMValueRef cg_libcall(cg_fn *fn, const char *name, LLVMTypeRef ty,
  * NaN and infinity stay observable results (isnan, isinf, comparisons),
  * and LLVM may assume their absence into wrong answers rather than merely
  * less precise ones. */
-#define CG_FAST_MATH_FLAGS                                                   \
-    (LLVMFastMathAllowReassoc | LLVMFastMathAllowContract |                  \
-     LLVMFastMathApproxFunc | LLVMFastMathAllowReciprocal |                  \
+#define CG_FAST_MATH_FLAGS                                                     \
+    (LLVMFastMathAllowReassoc | LLVMFastMathAllowContract |                    \
+     LLVMFastMathApproxFunc | LLVMFastMathAllowReciprocal |                    \
      LLVMFastMathNoSignedZeros)
 /* Whether fn's context has WEFT_FLAG_FAST_MATH. */
 bool cg_fast_math(const cg_fn *fn);
@@ -681,10 +674,10 @@ LLVMValueRef cg_fp_flag(const cg_fn *fn, LLVMValueRef v);
  * check, which aborts the process when a second round would still change
  * something. */
 #define CG_IC "instcombine<no-verify-fixpoint>"
-#define CG_CPU_PIPELINE                                                      \
-    "function(sroa,early-cse<memssa>,simplifycfg," CG_IC ","                 \
-    "loop-mssa(loop-rotate,licm),simplifycfg," CG_IC ","                     \
-    "loop(indvars),irce,loop-vectorize," CG_IC ","                           \
+#define CG_CPU_PIPELINE                                                        \
+    "function(sroa,early-cse<memssa>,simplifycfg," CG_IC ","                   \
+    "loop-mssa(loop-rotate,licm),simplifycfg," CG_IC ","                       \
+    "loop(indvars),irce,loop-vectorize," CG_IC ","                             \
     "simplifycfg,slp-vectorizer," CG_IC ",simplifycfg)"
 
 /* ===== stage.c: while loops that read tiles through shared memory ===== */
@@ -766,8 +759,7 @@ LLVMValueRef cg_vm_sincos(cg_fn *fn, LLVMValueRef x, bool single,
 /* pow of x and y, doubles (or vectors), that hold floats when single, as
  * exp(y log|x|) (for double with log|x| and y log|x| in double-double) and
  * C's special cases by selects: branch-free, no calls but llvm.fma. */
-LLVMValueRef cg_vm_pow(cg_fn *fn, LLVMValueRef x, LLVMValueRef y,
-                       bool single);
+LLVMValueRef cg_vm_pow(cg_fn *fn, LLVMValueRef x, LLVMValueRef y, bool single);
 /* With fast math, f32: exp and log of x, a float or a vector of float, in
  * float (fewer correct bits, twice the lanes; see vmath.c). */
 LLVMValueRef cg_vm_expf(cg_fn *fn, LLVMValueRef x);

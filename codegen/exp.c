@@ -102,8 +102,8 @@ static LLVMValueRef resize(cg_fn *fn, LLVMValueRef x, weft_type from,
 
 /* quot, rem, div and mod of integers of type t, with divisors that would
  * trap replaced by 1. */
-static LLVMValueRef int_div(cg_fn *fn, weft_op op, weft_type t,
-                            LLVMValueRef a, LLVMValueRef b)
+static LLVMValueRef int_div(cg_fn *fn, weft_op op, weft_type t, LLVMValueRef a,
+                            LLVMValueRef b)
 {
     LLVMTypeRef ty = LLVMTypeOf(a);
     LLVMValueRef zero = LLVMConstInt(ty, 0, 0);
@@ -116,10 +116,9 @@ static LLVMValueRef int_div(cg_fn *fn, weft_op op, weft_type t,
     }
     int w = fe_type_bits(t);
     LLVMValueRef min = LLVMConstInt(ty, (uint64_t)1 << (w - 1), 0);
-    LLVMValueRef ovf =
-        LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntEQ, a, min, ""),
-                     LLVMBuildICmp(B, LLVMIntEQ, b, LLVMConstAllOnes(ty), ""),
-                     "");
+    LLVMValueRef ovf = LLVMBuildAnd(
+        B, LLVMBuildICmp(B, LLVMIntEQ, a, min, ""),
+        LLVMBuildICmp(B, LLVMIntEQ, b, LLVMConstAllOnes(ty), ""), "");
     bad = LLVMBuildOr(B, bad, ovf, "");
     LLVMValueRef d = LLVMBuildSelect(B, bad, one, b, "");
     if (op == WEFT_OP_QUOT) {
@@ -132,8 +131,7 @@ static LLVMValueRef int_div(cg_fn *fn, weft_op op, weft_type t,
     /* the remainder is non-zero and its sign differs from the divisor's */
     LLVMValueRef fix = LLVMBuildAnd(
         B, LLVMBuildICmp(B, LLVMIntNE, r, zero, ""),
-        LLVMBuildICmp(B, LLVMIntSLT, LLVMBuildXor(B, r, d, ""), zero, ""),
-        "");
+        LLVMBuildICmp(B, LLVMIntSLT, LLVMBuildXor(B, r, d, ""), zero, ""), "");
     if (op == WEFT_OP_IDIV) {
         LLVMValueRef q = LLVMBuildSDiv(B, a, d, "");
         return LLVMBuildSelect(B, fix, LLVMBuildSub(B, q, one, ""), q, "");
@@ -144,13 +142,12 @@ static LLVMValueRef int_div(cg_fn *fn, weft_op op, weft_type t,
 /* A shift or rotate amount k of type ta for a value of type t: the
  * value's width, and for rotations by u64 amounts the interpreter's clamp
  * of amounts past INT64_MAX. */
-static LLVMValueRef amount(cg_fn *fn, weft_type t, weft_type ta,
-                           LLVMValueRef k, bool rotate)
+static LLVMValueRef amount(cg_fn *fn, weft_type t, weft_type ta, LLVMValueRef k,
+                           bool rotate)
 {
     if (rotate && ta == WEFT_U64) {
         LLVMValueRef neg = LLVMBuildICmp(B, LLVMIntSLT, k,
-                                         LLVMConstInt(LLVMTypeOf(k), 0, 0),
-                                         "");
+                                         LLVMConstInt(LLVMTypeOf(k), 0, 0), "");
         k = LLVMBuildSelect(B, neg, LLVMConstInt(LLVMTypeOf(k), INT64_MAX, 0),
                             k, "");
     }
@@ -191,10 +188,10 @@ static void check_shift(cg_fn *fn, weft_op op, weft_type t, weft_type ta,
     LLVMValueRef w = LLVMConstInt(ty, (uint64_t)fe_type_bits(t), 0);
     LLVMValueRef bad =
         fe_is_signed(ta)
-            ? LLVMBuildOr(B,
-                          LLVMBuildICmp(B, LLVMIntSLT, k,
-                                        LLVMConstInt(ty, 0, 0), ""),
-                          LLVMBuildICmp(B, LLVMIntSGE, k, w, ""), "")
+            ? LLVMBuildOr(
+                  B,
+                  LLVMBuildICmp(B, LLVMIntSLT, k, LLVMConstInt(ty, 0, 0), ""),
+                  LLVMBuildICmp(B, LLVMIntSGE, k, w, ""), "")
             : LLVMBuildICmp(B, LLVMIntUGE, k, w, "");
     cg_check(fn, bad, CG_ERR_SHIFT, op, t);
 }
@@ -250,9 +247,9 @@ LLVMValueRef cg_compare(cg_fn *fn, weft_op op, weft_type t, LLVMValueRef a,
 static LLVMValueRef float_to_int(cg_fn *fn, weft_type rt, LLVMValueRef x)
 {
     LLVMTypeRef over[2] = {ty_of(fn, rt), LLVMTypeOf(x)};
-    return cg_intrinsic(fn, fe_is_signed(rt) ? "llvm.fptosi.sat"
-                                             : "llvm.fptoui.sat",
-                        over, 2, &x, 1);
+    return cg_intrinsic(
+        fn, fe_is_signed(rt) ? "llvm.fptosi.sat" : "llvm.fptoui.sat", over, 2,
+        &x, 1);
 }
 
 /* convert from t to rt. */
@@ -294,8 +291,8 @@ static LLVMValueRef bitcast(cg_fn *fn, weft_type t, weft_type rt,
         return x;
     }
     if (rt == WEFT_BOOL) {
-        return LLVMBuildICmp(B, LLVMIntNE, x,
-                             LLVMConstInt(LLVMTypeOf(x), 0, 0), "");
+        return LLVMBuildICmp(B, LLVMIntNE, x, LLVMConstInt(LLVMTypeOf(x), 0, 0),
+                             "");
     }
     if (t == WEFT_BOOL) {
         x = LLVMBuildZExt(B, x, LLVMInt8TypeInContext(fn->llctx), "");
@@ -312,8 +309,7 @@ static LLVMValueRef fabs_of(cg_fn *fn, LLVMValueRef x)
 /* Floating function op of x (and y, or NULL) of type t, by the target's
  * math1 / math2 (lib/fe_ops.h's lower column: not cg_prim's own code). */
 static weft_status target_math(cg_fn *fn, weft_op op, weft_type t,
-                               LLVMValueRef x, LLVMValueRef y,
-                               LLVMValueRef *r)
+                               LLVMValueRef x, LLVMValueRef y, LLVMValueRef *r)
 {
     if (!fe_is_float(t)) {
         return internal("a floating function of a non-float", (int)op);
@@ -345,9 +341,8 @@ weft_status cg_prim(cg_fn *fn, weft_op op, weft_type rt, weft_type t0,
 {
     weft_type t = t0;
     LLVMValueRef x = a[0];
-    LLVMValueRef y = (unsigned)op < WEFT_OP_COUNT_ && fe_prims[op].arity == 2
-                         ? a[1]
-                         : NULL;
+    LLVMValueRef y =
+        (unsigned)op < WEFT_OP_COUNT_ && fe_prims[op].arity == 2 ? a[1] : NULL;
     LLVMTypeRef ty = fe_is_scalar(t) ? ty_of(fn, t) : NULL;
     bool flt = fe_is_float(t);
     weft_status s = WEFT_OK;
@@ -360,7 +355,8 @@ weft_status cg_prim(cg_fn *fn, weft_op op, weft_type rt, weft_type t0,
         s = target_math(fn, op, t, x, y, r);
         return s != WEFT_OK || *r ? s
                                   : internal("primitive (LLVM lacks an "
-                                             "intrinsic)", (int)op);
+                                             "intrinsic)",
+                                             (int)op);
     }
     switch (op) {
     case WEFT_OP_ADD:
@@ -369,11 +365,10 @@ weft_status cg_prim(cg_fn *fn, weft_op op, weft_type rt, weft_type t0,
     case WEFT_OP_FDIV:
         if (flt) {
             LLVMValueRef p = widen(fn, t, x), q = widen(fn, t, y);
-            LLVMValueRef v =
-                op == WEFT_OP_ADD   ? LLVMBuildFAdd(B, p, q, "")
-                : op == WEFT_OP_SUB ? LLVMBuildFSub(B, p, q, "")
-                : op == WEFT_OP_MUL ? LLVMBuildFMul(B, p, q, "")
-                                    : LLVMBuildFDiv(B, p, q, "");
+            LLVMValueRef v = op == WEFT_OP_ADD   ? LLVMBuildFAdd(B, p, q, "")
+                             : op == WEFT_OP_SUB ? LLVMBuildFSub(B, p, q, "")
+                             : op == WEFT_OP_MUL ? LLVMBuildFMul(B, p, q, "")
+                                                 : LLVMBuildFDiv(B, p, q, "");
             *r = narrow(fn, t, cg_fp_flag(fn, v));
         } else if (op == WEFT_OP_FDIV) {
             return internal("fdiv of integers", (int)t);
@@ -401,9 +396,9 @@ weft_status cg_prim(cg_fn *fn, weft_op op, weft_type rt, weft_type t0,
     case WEFT_OP_SIGNUM:
         if (flt) {
             LLVMValueRef zero = LLVMConstReal(ty, 0);
-            LLVMValueRef neg = LLVMBuildSelect(
-                B, LLVMBuildFCmp(B, LLVMRealOLT, x, zero, ""),
-                LLVMConstReal(ty, -1), x, "");
+            LLVMValueRef neg =
+                LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, x, zero, ""),
+                                LLVMConstReal(ty, -1), x, "");
             *r = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, x, zero, ""),
                                  LLVMConstReal(ty, 1), neg, "");
         } else {
@@ -415,8 +410,8 @@ weft_status cg_prim(cg_fn *fn, weft_op op, weft_type rt, weft_type t0,
                     B, LLVMBuildICmp(B, LLVMIntSLT, x, zero, ""), ty, "");
                 *r = LLVMBuildSub(B, p, n, "");
             } else {
-                *r = LLVMBuildZExt(
-                    B, LLVMBuildICmp(B, LLVMIntNE, x, zero, ""), ty, "");
+                *r = LLVMBuildZExt(B, LLVMBuildICmp(B, LLVMIntNE, x, zero, ""),
+                                   ty, "");
             }
         }
         break;
@@ -448,10 +443,11 @@ weft_status cg_prim(cg_fn *fn, weft_op op, weft_type rt, weft_type t0,
         }
         check_shift(fn, op, t, t1, y);
         LLVMValueRef k = amount(fn, t, t1, y, false);
-        k = LLVMBuildAnd(B, k, LLVMConstInt(ty, (unsigned)fe_type_bits(t) - 1, 0), "");
-        *r = op == WEFT_OP_SHL  ? LLVMBuildShl(B, x, k, "")
+        k = LLVMBuildAnd(
+            B, k, LLVMConstInt(ty, (unsigned)fe_type_bits(t) - 1, 0), "");
+        *r = op == WEFT_OP_SHL ? LLVMBuildShl(B, x, k, "")
              : fe_is_signed(t) ? LLVMBuildAShr(B, x, k, "")
-                                : LLVMBuildLShr(B, x, k, "");
+                               : LLVMBuildLShr(B, x, k, "");
         break;
     }
     case WEFT_OP_ROTL:
@@ -487,9 +483,7 @@ weft_status cg_prim(cg_fn *fn, weft_op op, weft_type rt, weft_type t0,
         }
         break;
     }
-    case WEFT_OP_ISNAN:
-        *r = LLVMBuildFCmp(B, LLVMRealUNO, x, x, "");
-        break;
+    case WEFT_OP_ISNAN: *r = LLVMBuildFCmp(B, LLVMRealUNO, x, x, ""); break;
     case WEFT_OP_ISINF:
         *r = LLVMBuildFCmp(B, LLVMRealOEQ, fabs_of(fn, x),
                            LLVMConstReal(ty, __builtin_inf()), "");
@@ -499,9 +493,7 @@ weft_status cg_prim(cg_fn *fn, weft_op op, weft_type rt, weft_type t0,
     case WEFT_OP_GT:
     case WEFT_OP_GE:
     case WEFT_OP_EQ:
-    case WEFT_OP_NE:
-        *r = cg_compare(fn, op, t, x, y);
-        break;
+    case WEFT_OP_NE: *r = cg_compare(fn, op, t, x, y); break;
     case WEFT_OP_AND: *r = LLVMBuildAnd(B, x, y, ""); break;
     case WEFT_OP_OR: *r = LLVMBuildOr(B, x, y, ""); break;
     case WEFT_OP_NOT: *r = LLVMBuildNot(B, x, ""); break;
@@ -545,8 +537,7 @@ weft_status cg_prim(cg_fn *fn, weft_op op, weft_type rt, weft_type t0,
         }
         *r = bitcast(fn, t, rt, x);
         break;
-    default:
-        return internal("primitive", (int)op);
+    default: return internal("primitive", (int)op);
     }
     if (!*r) {
         return internal("primitive (LLVM lacks an intrinsic)", (int)op);
@@ -594,15 +585,16 @@ static void udivrem_loop(cg_fn *fn, LLVMValueRef a, LLVMValueRef d,
         B, LLVMBuildShl(B, rr, cg_i64(fn, 1), ""),
         LLVMBuildAnd(B, LLVMBuildLShr(B, a, bit, ""), cg_i64(fn, 1), ""), "");
     LLVMValueRef ge = LLVMBuildICmp(B, LLVMIntUGE, r2, d, "");
-    LLVMValueRef rn = LLVMBuildSelect(B, ge, LLVMBuildSub(B, r2, d, ""), r2, "");
+    LLVMValueRef rn =
+        LLVMBuildSelect(B, ge, LLVMBuildSub(B, r2, d, ""), r2, "");
     LLVMValueRef qn = LLVMBuildOr(
         B, qq, LLVMBuildShl(B, LLVMBuildZExt(B, ge, i64, ""), bit, ""), "");
     LLVMValueRef bn = LLVMBuildSub(B, bit, cg_i64(fn, 1), "");
     LLVMAddIncoming(bit, &bn, &body, 1);
     LLVMAddIncoming(qq, &qn, &body, 1);
     LLVMAddIncoming(rr, &rn, &body, 1);
-    LLVMValueRef br = LLVMBuildCondBr(
-        B, LLVMBuildICmp(B, LLVMIntEQ, bit, z, ""), done, body);
+    LLVMValueRef br =
+        LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntEQ, bit, z, ""), done, body);
     LLVMMetadataRef kv[1] = {
         LLVMMDStringInContext2(c, "llvm.loop.unroll.disable", 24)};
     cg_loop_id(fn, br, LLVMMDNodeInContext2(c, kv, 1));
@@ -624,7 +616,8 @@ static void divrem_nocall(cg_fn *fn, LLVMValueRef a, LLVMValueRef b,
     LLVMValueRef zero = cg_i64(fn, 0), one = cg_i64(fn, 1);
     LLVMValueRef bad = LLVMBuildOr(
         B, LLVMBuildICmp(B, LLVMIntEQ, b, zero, ""),
-        LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntEQ, a, cg_i64(fn, INT64_MIN), ""),
+        LLVMBuildAnd(B,
+                     LLVMBuildICmp(B, LLVMIntEQ, a, cg_i64(fn, INT64_MIN), ""),
                      LLVMBuildICmp(B, LLVMIntEQ, b, cg_i64(fn, -1), ""), ""),
         "");
     LLVMValueRef d = LLVMBuildSelect(B, bad, one, b, "");
@@ -663,8 +656,8 @@ static void divrem_nocall(cg_fn *fn, LLVMValueRef a, LLVMValueRef b,
 /* Inverse of cg_to_index (see cg.h): quot and rem by each inner extent
  * from the innermost out, the outermost component not reduced.  Extents
  * that would trap (0, or -1 with the minimum) divide by 1 instead. */
-void cg_from_index(cg_fn *fn, int rank, const LLVMValueRef *sh,
-                   LLVMValueRef i, LLVMValueRef *ix)
+void cg_from_index(cg_fn *fn, int rank, const LLVMValueRef *sh, LLVMValueRef i,
+                   LLVMValueRef *ix)
 {
     bool nocall = fn->target && fn->target->div64_call;
     for (int k = rank - 1; k >= 1; k--) {
@@ -689,8 +682,7 @@ void cg_from_index(cg_fn *fn, int rank, const LLVMValueRef *sh,
  * primitive's operands, function application and the arrays they name.
  * Each gives the walker its cg_walk_ops (cg.h) for the rest. */
 
-weft_status cg_walk_array(const cg_walker *w, const fe_term *acc,
-                          cg_array *out)
+weft_status cg_walk_array(const cg_walker *w, const fe_term *acc, cg_array *out)
 {
     cg_fn *fn = w->fn;
     if (acc->kind == FE_VAR && acc->u.var && acc->u.var->id < fn->nvar &&
@@ -701,8 +693,7 @@ weft_status cg_walk_array(const cg_walker *w, const fe_term *acc,
     if (fn->array_of) {
         return fn->array_of(fn, acc, out);
     }
-    return w->ops->fail(w, "an array term the kernel was not given",
-                        acc->kind);
+    return w->ops->fail(w, "an array term the kernel was not given", acc->kind);
 }
 
 weft_status cg_walk1(const cg_walker *w, const fe_term *e, LLVMValueRef *out)
@@ -719,13 +710,11 @@ weft_status cg_walk1(const cg_walker *w, const fe_term *e, LLVMValueRef *out)
     return WEFT_OK;
 }
 
-static weft_status walk_prim(const cg_walker *w, const fe_term *e,
-                             cg_val *out)
+static weft_status walk_prim(const cg_walker *w, const fe_term *e, cg_val *out)
 {
     weft_op op = (weft_op)e->op;
     if ((unsigned)op >= WEFT_OP_COUNT_ || e->nkid != fe_prims[op].arity) {
-        return w->ops->fail(w, "a primitive with a bad operand count",
-                            (int)op);
+        return w->ops->fail(w, "a primitive with a bad operand count", (int)op);
     }
     if (op == WEFT_OP_AND || op == WEFT_OP_OR) {
         return w->ops->short_circuit(w, e, out);
@@ -745,8 +734,7 @@ static weft_status walk_prim(const cg_walker *w, const fe_term *e,
     return cg_val_one(w->fn, r, out);
 }
 
-static weft_status walk_tuple(const cg_walker *w, const fe_term *e,
-                              cg_val *out)
+static weft_status walk_tuple(const cg_walker *w, const fe_term *e, cg_val *out)
 {
     const weft_type *leaves;
     int n = cg_leaves(w->fn, e->type, &leaves);
@@ -773,8 +761,7 @@ static weft_status walk_tuple(const cg_walker *w, const fe_term *e,
     return WEFT_OK;
 }
 
-static weft_status walk_get(const cg_walker *w, const fe_term *e,
-                            cg_val *out)
+static weft_status walk_get(const cg_walker *w, const fe_term *e, cg_val *out)
 {
     cg_val x;
     const weft_type *leaves;
@@ -792,8 +779,7 @@ static weft_status walk_get(const cg_walker *w, const fe_term *e,
     return WEFT_OK;
 }
 
-static weft_status walk_let(const cg_walker *w, const fe_term *e,
-                            cg_val *out)
+static weft_status walk_let(const cg_walker *w, const fe_term *e, cg_val *out)
 {
     cg_fn *fn = w->fn;
     const fe_var *v = e->u.var;
@@ -807,8 +793,7 @@ static weft_status walk_let(const cg_walker *w, const fe_term *e,
             (s = cg_bind_array(fn, v, &a)) != WEFT_OK) {
             return s;
         }
-    } else if (w->ops->let_index0 && fn->ignored &&
-               v->type == WEFT_DIM(0)) {
+    } else if (w->ops->let_index0 && fn->ignored && v->type == WEFT_DIM(0)) {
         if ((s = w->ops->let_index0(w, v, e->kid[0])) != WEFT_OK) {
             return s;
         }
@@ -890,22 +875,14 @@ weft_status cg_walk(const cg_walker *w, const fe_term *e, cg_val *out)
         return w->ops->fail(w, "an array term in scalar position", e->kind);
     }
     switch (e->kind) {
-    case FE_PRIM:
-        return walk_prim(w, e, out);
-    case FE_TUPLE:
-        return walk_tuple(w, e, out);
-    case FE_GET:
-        return walk_get(w, e, out);
-    case FE_LET:
-        return walk_let(w, e, out);
-    case FE_SHAPE_SIZE:
-        return walk_shape_size(w, e, out);
-    case FE_TO_INDEX:
-        return walk_to_index(w, e, out);
-    case FE_FROM_INDEX:
-        return walk_from_index(w, e, out);
-    default:
-        return w->ops->term(w, e, out);
+    case FE_PRIM: return walk_prim(w, e, out);
+    case FE_TUPLE: return walk_tuple(w, e, out);
+    case FE_GET: return walk_get(w, e, out);
+    case FE_LET: return walk_let(w, e, out);
+    case FE_SHAPE_SIZE: return walk_shape_size(w, e, out);
+    case FE_TO_INDEX: return walk_to_index(w, e, out);
+    case FE_FROM_INDEX: return walk_from_index(w, e, out);
+    default: return w->ops->term(w, e, out);
     }
 }
 
@@ -951,12 +928,17 @@ static bool trivial(const fe_term *e, int depth)
         return false;
     }
     switch (e->op) {
-    case WEFT_OP_LT: case WEFT_OP_LE: case WEFT_OP_GT: case WEFT_OP_GE:
-    case WEFT_OP_EQ: case WEFT_OP_NE: case WEFT_OP_NOT: case WEFT_OP_AND:
-    case WEFT_OP_OR: case WEFT_OP_ISNAN:
-        break;
-    default:
-        return false;
+    case WEFT_OP_LT:
+    case WEFT_OP_LE:
+    case WEFT_OP_GT:
+    case WEFT_OP_GE:
+    case WEFT_OP_EQ:
+    case WEFT_OP_NE:
+    case WEFT_OP_NOT:
+    case WEFT_OP_AND:
+    case WEFT_OP_OR:
+    case WEFT_OP_ISNAN: break;
+    default: return false;
     }
     for (int k = 0; k < e->nkid; k++) {
         if (!trivial(e->kid[k], depth + 1)) {
@@ -986,13 +968,11 @@ static weft_status exp_short(cg_fn *fn, const fe_term *e, cg_val *out)
         if (s != WEFT_OK) {
             return s;
         }
-        return cg_val_one(fn,
-                          and ? LLVMBuildAnd(B, x, y, "")
-                              : LLVMBuildOr(B, x, y, ""),
-                          out);
+        return cg_val_one(
+            fn, and? LLVMBuildAnd(B, x, y, "") : LLVMBuildOr(B, x, y, ""), out);
     }
     /* and: x ? y : false; or: x ? true : y */
-    LLVMValueRef k = LLVMConstInt(ty_of(fn, WEFT_BOOL), and ? 0 : 1, 0);
+    LLVMValueRef k = LLVMConstInt(ty_of(fn, WEFT_BOOL), and? 0 : 1, 0);
     cg_val t, f;
     cg_if c;
     int stage_tile = fn->stage_tile;
@@ -1036,11 +1016,11 @@ void cg_phis_open(cg_fn *fn, LLVMBasicBlockRef head, const cg_val *init,
  * that watches for `ignore`. */
 
 typedef struct cg_hoisted {
-    const fe_term *at;          /* the FE_AT or FE_AT_LINEAR term */
-    cg_val v;                   /* its value, read before the loop */
+    const fe_term *at; /* the FE_AT or FE_AT_LINEAR term */
+    cg_val v;          /* its value, read before the loop */
 } cg_hoisted;
 
-enum { HOIST_MAX = 32 };        /* reads hoisted per loop, at most */
+enum { HOIST_MAX = 32 }; /* reads hoisted per loop, at most */
 
 /* Mark in `inner` the variables that t binds: lets, and the parameters
  * of its functions (nested while loops). */
@@ -1078,11 +1058,9 @@ static bool invariant(const fe_term *t, const bool *inner, uint32_t nvar,
         return false;
     }
     switch (t->kind) {
-    case FE_VAR:
-        return t->u.var && t->u.var->id < nvar && !inner[t->u.var->id];
+    case FE_VAR: return t->u.var && t->u.var->id < nvar && !inner[t->u.var->id];
     case FE_PARAM:
-    case FE_USE:
-        return true;
+    case FE_USE: return true;
     case FE_CONST:
     case FE_PRIM:
     case FE_TUPLE:
@@ -1092,13 +1070,11 @@ static bool invariant(const fe_term *t, const bool *inner, uint32_t nvar,
     case FE_TO_INDEX:
     case FE_FROM_INDEX:
     case FE_AT:
-    case FE_AT_LINEAR:
-        break;
-    default:
-        return false;
+    case FE_AT_LINEAR: break;
+    default: return false;
     }
-    if ((t->kind == FE_AT || t->kind == FE_AT_LINEAR || t->kind == FE_SHAPE)
-        && t->kid[0]->kind != FE_PARAM && t->kid[0]->kind != FE_USE &&
+    if ((t->kind == FE_AT || t->kind == FE_AT_LINEAR || t->kind == FE_SHAPE) &&
+        t->kid[0]->kind != FE_PARAM && t->kid[0]->kind != FE_USE &&
         t->kid[0]->kind != FE_VAR) {
         return false; /* a fused producer: computed inline, maybe costly */
     }
@@ -1169,8 +1145,8 @@ static weft_status hoist_reads(cg_fn *fn, const fe_term *e)
     if (n == 0) {
         return WEFT_OK;
     }
-    cg_hoisted *all = fe_arena_alloc(
-        fn->arena, (size_t)(fn->nhoisted + n) * sizeof *all);
+    cg_hoisted *all =
+        fe_arena_alloc(fn->arena, (size_t)(fn->nhoisted + n) * sizeof *all);
     if (!all) {
         return fe_oom("weft_compile");
     }
@@ -1267,10 +1243,9 @@ static weft_status exp_while(cg_fn *fn, const fe_term *e, cg_val *out)
         count1 = LLVMBuildAdd(B, count, LLVMConstInt(i32, 1, 0), "");
         LLVMValueRef low = LLVMBuildAnd(
             B, count1,
-            LLVMConstInt(i32, (unsigned)fn->target->poll_every - 1, 0),
-            "");
-        LLVMValueRef due = LLVMBuildICmp(B, LLVMIntEQ, low,
-                                         LLVMConstInt(i32, 0, 0), "");
+            LLVMConstInt(i32, (unsigned)fn->target->poll_every - 1, 0), "");
+        LLVMValueRef due =
+            LLVMBuildICmp(B, LLVMIntEQ, low, LLVMConstInt(i32, 0, 0), "");
         LLVMBasicBlockRef check =
             LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "while.poll");
         LLVMBasicBlockRef stop =
@@ -1493,15 +1468,13 @@ static weft_status scalar_term(const cg_walker *w, const fe_term *e,
         *out = fn->env[v->id];
         if (fn->ignored && out->n == 0 && out->v) {
             /* a rank-0 index bound by a let to `ignore` (see FE_LET) */
-            LLVMValueRef was = LLVMBuildLoad2(B, ty_of(fn, WEFT_BOOL),
-                                              fn->ignored, "");
-            LLVMBuildStore(B, LLVMBuildOr(B, was, out->v[0], ""),
-                           fn->ignored);
+            LLVMValueRef was =
+                LLVMBuildLoad2(B, ty_of(fn, WEFT_BOOL), fn->ignored, "");
+            LLVMBuildStore(B, LLVMBuildOr(B, was, out->v[0], ""), fn->ignored);
         }
         return WEFT_OK;
     }
-    case FE_COND:
-        return exp_cond(fn, e, out);
+    case FE_COND: return exp_cond(fn, e, out);
     case FE_SHAPE: {
         cg_array a;
         if ((s = array_of(fn, e->kid[0], &a)) != WEFT_OK) {
@@ -1549,8 +1522,7 @@ static weft_status scalar_term(const cg_walker *w, const fe_term *e,
         }
         return WEFT_OK;
     }
-    default:
-        return internal("a term of this kind", e->kind);
+    default: return internal("a term of this kind", e->kind);
     }
 }
 

@@ -14,8 +14,8 @@ size_t cg_module_instructions(LLVMModuleRef mod, size_t limit)
     size_t n = 0;
     for (LLVMValueRef f = LLVMGetFirstFunction(mod); f && n <= limit;
          f = LLVMGetNextFunction(f)) {
-        for (LLVMBasicBlockRef b = LLVMGetFirstBasicBlock(f);
-             b && n <= limit; b = LLVMGetNextBasicBlock(b)) {
+        for (LLVMBasicBlockRef b = LLVMGetFirstBasicBlock(f); b && n <= limit;
+             b = LLVMGetNextBasicBlock(b)) {
             for (LLVMValueRef i = LLVMGetFirstInstruction(b); i;
                  i = LLVMGetNextInstruction(i)) {
                 n++;

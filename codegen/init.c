@@ -83,8 +83,8 @@ static void warm_up_codegen(void)
             /* takes src */
             if (LLVMParseIRInContext(c, src, &m, &perr) == 0) {
                 LLVMTargetMachineRef tm = LLVMCreateTargetMachine(
-                    target, triple, cpu, features, levels[i],
-                    LLVMRelocPIC, LLVMCodeModelDefault);
+                    target, triple, cpu, features, levels[i], LLVMRelocPIC,
+                    LLVMCodeModelDefault);
                 LLVMMemoryBufferRef obj = NULL;
                 char *eerr = NULL;
                 if (tm && LLVMTargetMachineEmitToMemoryBuffer(

@@ -39,8 +39,8 @@ weft_status cg_verify(LLVMModuleRef mod, const char *who)
     const char *m = msg ? msg : "?";
     size_t len = strcspn(m, "\n");
     weft_status s = fe_error(WEFT_ERR_INTERNAL,
-                             "%s: generated LLVM IR does not verify: %.*s",
-                             who, (int)len, m);
+                             "%s: generated LLVM IR does not verify: %.*s", who,
+                             (int)len, m);
     LLVMDisposeMessage(msg);
     return s;
 }
@@ -72,9 +72,9 @@ weft_status cg_optimise(LLVMModuleRef mod, LLVMTargetMachineRef tm,
     LLVMDisposePassBuilderOptions(opts);
     if (err) {
         char *m = LLVMGetErrorMessage(err);
-        weft_status r = fe_error(WEFT_ERR_INTERNAL,
-                                 "%s: LLVM optimisation (%s) failed: %s", who,
-                                 passes, m ? m : "?");
+        weft_status r =
+            fe_error(WEFT_ERR_INTERNAL, "%s: LLVM optimisation (%s) failed: %s",
+                     who, passes, m ? m : "?");
         LLVMDisposeErrorMessage(m);
         return r;
     }
@@ -91,8 +91,7 @@ LLVMValueRef cg_intrinsic(cg_fn *fn, const char *name, LLVMTypeRef *over,
     }
     LLVMValueRef decl =
         LLVMGetIntrinsicDeclaration(fn->mod, id, over, (size_t)nover);
-    LLVMTypeRef fty =
-        LLVMIntrinsicGetType(fn->llctx, id, over, (size_t)nover);
+    LLVMTypeRef fty = LLVMIntrinsicGetType(fn->llctx, id, over, (size_t)nover);
     return LLVMBuildCall2(fn->b, fty, decl, args, (unsigned)nargs, "");
 }
 
@@ -114,9 +113,8 @@ LLVMValueRef cg_libcall(cg_fn *fn, const char *name, LLVMTypeRef ty,
         /* libm functions touch no memory but errno; let LLVM know that
          * they neither unwind nor read memory the kernel cares about. */
         unsigned k = LLVMGetEnumAttributeKindForName("nounwind", 8);
-        LLVMAddAttributeAtIndex(
-            f, LLVMAttributeFunctionIndex,
-            LLVMCreateEnumAttribute(fn->llctx, k, 0));
+        LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+                                LLVMCreateEnumAttribute(fn->llctx, k, 0));
     }
     return LLVMBuildCall2(fn->b, fty, f, args, (unsigned)nargs, "");
 }

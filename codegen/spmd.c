@@ -107,8 +107,8 @@ LLVMValueRef cg_spmd_broadcast(cg_spmd *s, LLVMValueRef x)
         }
         return LLVMConstVector(e, s->w);
     }
-    LLVMValueRef v = LLVMBuildInsertElement(B, LLVMGetPoison(vt), x,
-                                            i32c(fn, 0), "");
+    LLVMValueRef v =
+        LLVMBuildInsertElement(B, LLVMGetPoison(vt), x, i32c(fn, 0), "");
     LLVMTypeRef mt = vec_of(s, LLVMInt32TypeInContext(fn->llctx));
     return LLVMBuildShuffleVector(B, v, LLVMGetPoison(vt), LLVMConstNull(mt),
                                   "");
@@ -152,7 +152,8 @@ LLVMValueRef cg_spmd_consecutive(cg_spmd *s, LLVMValueRef base)
                                   LLVMConstVector(e, s->w), "");
     if (s->ncons == s->capcons) {
         int cap = s->capcons ? 2 * s->capcons : 16;
-        LLVMValueRef *nv = fe_arena_alloc(fn->arena, sizeof *nv * (size_t)cap * 2);
+        LLVMValueRef *nv =
+            fe_arena_alloc(fn->arena, sizeof *nv * (size_t)cap * 2);
         if (!nv) {
             return v; /* only a lost optimisation */
         }
@@ -185,7 +186,8 @@ weft_status cg_spmd_begin(cg_spmd *s, cg_fn *fn, unsigned w)
     s->fn = fn;
     s->w = w;
     if (w < 2 || w > 64 || (w & (w - 1))) {
-        return no(s, "a lane count that is not a power of two up to 64", (int)w);
+        return no(s, "a lane count that is not a power of two up to 64",
+                  (int)w);
     }
     s->venv = fe_arena_alloc(fn->arena, sizeof *s->venv * (fn->nvar + 1));
     s->vgen = fe_arena_alloc(fn->arena, sizeof *s->vgen * (fn->nvar + 1));
@@ -266,8 +268,8 @@ weft_status cg_spmd_array_load(cg_spmd *s, const cg_array *a, LLVMValueRef i,
     return st;
 }
 
-void cg_spmd_store(cg_spmd *s, weft_type t, LLVMValueRef base,
-                   LLVMValueRef i0, LLVMValueRef x)
+void cg_spmd_store(cg_spmd *s, weft_type t, LLVMValueRef base, LLVMValueRef i0,
+                   LLVMValueRef x)
 {
     cg_fn *fn = s->fn;
     LLVMTypeRef mt = cg_mem_type(fn->llctx, t);
@@ -290,8 +292,8 @@ typedef struct vflags {
 static weft_status vf_make(cg_spmd *s, int n, vflags *out)
 {
     out->n = n;
-    out->v = n > 0 ? fe_arena_alloc(s->fn->arena, sizeof(bool) * (size_t)n)
-                   : NULL;
+    out->v =
+        n > 0 ? fe_arena_alloc(s->fn->arena, sizeof(bool) * (size_t)n) : NULL;
     if (n > 0 && !out->v) {
         return fe_oom("weft_compile");
     }
@@ -415,8 +417,7 @@ static weft_status vary(cg_spmd *s, const fe_term *e, vflags *out)
     }
     switch (e->kind) {
     case FE_CONST:
-    case FE_SHAPE:
-        return vf_all(s, leaves_of(s, e->type), false, out);
+    case FE_SHAPE: return vf_all(s, leaves_of(s, e->type), false, out);
     case FE_VAR: {
         const fe_var *v = e->u.var;
         if (!v || v->acc || v->id >= fn->nvar) {
@@ -532,17 +533,16 @@ static weft_status vary(cg_spmd *s, const fe_term *e, vflags *out)
         }
         return vary(s, e->kid[1], out);
     }
-    default:
-        return no(s, "a term of this kind", e->kind);
+    default: return no(s, "a term of this kind", e->kind);
     }
 }
 
 /* ---- primitives --------------------------------------------------------- */
 
 /* Apply cg_prim lane by lane. */
-static weft_status per_lane(cg_spmd *s, weft_op op, weft_type rt,
-                            weft_type t0, weft_type t1, const LLVMValueRef *a,
-                            int n, LLVMValueRef *r)
+static weft_status per_lane(cg_spmd *s, weft_op op, weft_type rt, weft_type t0,
+                            weft_type t1, const LLVMValueRef *a, int n,
+                            LLVMValueRef *r)
 {
     cg_fn *fn = s->fn;
     LLVMValueRef acc = NULL;
@@ -575,9 +575,9 @@ static LLVMValueRef vconst_int(cg_spmd *s, LLVMTypeRef et, uint64_t v)
  * (after broadcasting), where it computes the scalar code's bits lane for
  * lane; NULL where it does not for these types (the caller goes lane by
  * lane), and *missing set where op has no vector form here at all. */
-static LLVMValueRef vnative(cg_spmd *s, weft_op op, weft_type rt,
-                            weft_type t, weft_type t1, LLVMValueRef x,
-                            LLVMValueRef y, bool *missing)
+static LLVMValueRef vnative(cg_spmd *s, weft_op op, weft_type rt, weft_type t,
+                            weft_type t1, LLVMValueRef x, LLVMValueRef y,
+                            bool *missing)
 {
     cg_fn *fn = s->fn;
     if (t == WEFT_F16 || rt == WEFT_F16 || !fe_is_scalar(t)) {
@@ -628,9 +628,9 @@ static LLVMValueRef vnative(cg_spmd *s, weft_op op, weft_type rt,
             LLVMValueRef neg = LLVMBuildSelect(
                 B, LLVMBuildFCmp(B, LLVMRealOLT, x, zero, ""),
                 cg_spmd_broadcast(s, LLVMConstReal(et, -1)), x, "");
-            return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, x, zero, ""),
-                                   cg_spmd_broadcast(s, LLVMConstReal(et, 1)),
-                                   neg, "");
+            return LLVMBuildSelect(
+                B, LLVMBuildFCmp(B, LLVMRealOGT, x, zero, ""),
+                cg_spmd_broadcast(s, LLVMConstReal(et, 1)), neg, "");
         }
         return NULL;
     case WEFT_OP_MIN:
@@ -653,22 +653,21 @@ static LLVMValueRef vnative(cg_spmd *s, weft_op op, weft_type rt,
         }
         LLVMValueRef k = LLVMBuildAnd(
             B, y, vconst_int(s, et, (unsigned)fe_type_bits(t) - 1), "");
-        return op == WEFT_OP_SHL  ? LLVMBuildShl(B, x, k, "")
+        return op == WEFT_OP_SHL ? LLVMBuildShl(B, x, k, "")
                : fe_is_signed(t) ? LLVMBuildAShr(B, x, k, "")
-                                  : LLVMBuildLShr(B, x, k, "");
+                                 : LLVMBuildLShr(B, x, k, "");
     }
     case WEFT_OP_SQRT: {
         /* with the context's fast-math flags, as the target's math1 */
-        LLVMValueRef v = flt ? cg_intrinsic(fn, "llvm.sqrt", &vt, 1, &x, 1)
-                             : NULL;
+        LLVMValueRef v =
+            flt ? cg_intrinsic(fn, "llvm.sqrt", &vt, 1, &x, 1) : NULL;
         LLVMFastMathFlags f = cg_fast_flags(fn);
         if (v && f && LLVMCanValueUseFastMathFlags(v)) {
             LLVMSetFastMathFlags(v, f);
         }
         return v;
     }
-    case WEFT_OP_ISNAN:
-        return LLVMBuildFCmp(B, LLVMRealUNO, x, x, "");
+    case WEFT_OP_ISNAN: return LLVMBuildFCmp(B, LLVMRealUNO, x, x, "");
     case WEFT_OP_ISINF:
         return LLVMBuildFCmp(
             B, LLVMRealOEQ, cg_intrinsic(fn, "llvm.fabs", &vt, 1, &x, 1),
@@ -686,9 +685,9 @@ static LLVMValueRef vnative(cg_spmd *s, weft_op op, weft_type rt,
                                                    : "llvm.trunc";
         LLVMValueRef v = cg_intrinsic(fn, name, &vt, 1, &x, 1);
         LLVMTypeRef over[2] = {vec_of(s, cg_type(fn->llctx, rt)), vt};
-        return cg_intrinsic(fn, fe_is_signed(rt) ? "llvm.fptosi.sat"
-                                                 : "llvm.fptoui.sat",
-                            over, 2, &v, 1);
+        return cg_intrinsic(
+            fn, fe_is_signed(rt) ? "llvm.fptosi.sat" : "llvm.fptoui.sat", over,
+            2, &v, 1);
     }
     case WEFT_OP_CONVERT: {
         if (!fe_is_scalar(rt)) {
@@ -721,9 +720,9 @@ static LLVMValueRef vnative(cg_spmd *s, weft_op op, weft_type rt,
                        : LLVMBuildFPTrunc(B, x, rvt, "");
         }
         LLVMTypeRef over[2] = {rvt, vt};
-        return cg_intrinsic(fn, fe_is_signed(rt) ? "llvm.fptosi.sat"
-                                                 : "llvm.fptoui.sat",
-                            over, 2, &x, 1);
+        return cg_intrinsic(
+            fn, fe_is_signed(rt) ? "llvm.fptosi.sat" : "llvm.fptoui.sat", over,
+            2, &x, 1);
     }
     case WEFT_OP_BITCAST:
         if (rt == WEFT_BOOL || t == WEFT_BOOL || rt == t ||
@@ -731,9 +730,7 @@ static LLVMValueRef vnative(cg_spmd *s, weft_op op, weft_type rt,
             return rt == t ? x : NULL;
         }
         return LLVMBuildBitCast(B, x, vec_of(s, cg_type(fn->llctx, rt)), "");
-    default:
-        *missing = true;
-        return NULL;
+    default: *missing = true; return NULL;
     }
 }
 
@@ -793,7 +790,8 @@ weft_status cg_spmd_prim(cg_spmd *s, weft_op op, weft_type rt, weft_type t0,
             return fe_error(WEFT_ERR_INTERNAL,
                             "weft_compile: primitive %s is VEC in "
                             "lib/fe_ops.h but SPMD code generation has no "
-                            "vector form of it", weft_op_name(op));
+                            "vector form of it",
+                            weft_op_name(op));
         }
         if (x) {
             *r = x;
@@ -922,9 +920,12 @@ static weft_status uniform_if(cg_spmd *s, LLVMValueRef c, const fe_term *et,
                               const fe_term *ef, LLVMValueRef k, cg_val *out)
 {
     cg_fn *fn = s->fn;
-    LLVMBasicBlockRef tb = LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "u.then");
-    LLVMBasicBlockRef eb = LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "u.else");
-    LLVMBasicBlockRef jb = LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "u.join");
+    LLVMBasicBlockRef tb =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "u.then");
+    LLVMBasicBlockRef eb =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "u.else");
+    LLVMBasicBlockRef jb =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "u.join");
     LLVMBuildCondBr(B, c, tb, eb);
     cg_val t, f;
     weft_status r;
@@ -997,8 +998,10 @@ static weft_status exp_short(cg_spmd *s, const fe_term *e, cg_val *out)
     LLVMTypeRef i1 = LLVMInt1TypeInContext(fn->llctx);
     if (!cg_spmd_is_varying(x)) {
         /* as cg_exp: and = x ? y : false, or = x ? true : y */
-        return and ? uniform_if(s, x, e->kid[1], NULL, LLVMConstInt(i1, 0, 0), out)
-                   : uniform_if(s, x, NULL, e->kid[1], LLVMConstInt(i1, 1, 0), out);
+        return and ? uniform_if(s, x, e->kid[1], NULL, LLVMConstInt(i1, 0, 0),
+                                out)
+                   : uniform_if(s, x, NULL, e->kid[1], LLVMConstInt(i1, 1, 0),
+                                out);
     }
     if (!needs_guard(s, e->kid[1])) {
         if ((r = exp1(s, e->kid[1], &y)) != WEFT_OK) {
@@ -1006,16 +1009,17 @@ static weft_status exp_short(cg_spmd *s, const fe_term *e, cg_val *out)
         }
     } else {
         cg_val yv;
-        LLVMValueRef m = mask_and(s, and ? x : LLVMBuildNot(B, x, ""));
+        LLVMValueRef m = mask_and(s, and? x : LLVMBuildNot(B, x, ""));
         if ((r = under_mask(s, e->kid[1], m, true, &yv)) != WEFT_OK) {
             return r;
         }
         y = yv.v[0];
     }
     y = cg_spmd_broadcast(s, y);
-    LLVMValueRef k = cg_spmd_broadcast(s, LLVMConstInt(i1, and ? 0 : 1, 0));
-    return cg_val_one(fn, and ? LLVMBuildSelect(B, x, y, k, "")
-                              : LLVMBuildSelect(B, x, k, y, ""),
+    LLVMValueRef k = cg_spmd_broadcast(s, LLVMConstInt(i1, and? 0 : 1, 0));
+    return cg_val_one(fn,
+                      and? LLVMBuildSelect(B, x, y, k, "")
+                         : LLVMBuildSelect(B, x, k, y, ""),
                       out);
 }
 
@@ -1097,14 +1101,15 @@ static weft_status exp_while(cg_spmd *s, const fe_term *e, cg_val *out)
     }
     LLVMValueRef go;
     if (cv) {
-        LLVMValueRef now = LLVMBuildAnd(B, active, cg_spmd_broadcast(s, c.v[0]),
-                                        "");
+        LLVMValueRef now =
+            LLVMBuildAnd(B, active, cg_spmd_broadcast(s, c.v[0]), "");
         s->mask = now;
         go = cg_spmd_any(s, now);
         act_in = now;
     } else {
         if (cg_spmd_is_varying(c.v[0])) {
-            return no(s, "a while whose condition the analysis took as uniform", 0);
+            return no(s, "a while whose condition the analysis took as uniform",
+                      0);
         }
         go = c.v[0];
     }
@@ -1143,8 +1148,8 @@ static weft_status exp_while(cg_spmd *s, const fe_term *e, cg_val *out)
             LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "spmd.while.poll");
         LLVMBasicBlockRef stop =
             LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "spmd.while.stop");
-        LLVMBasicBlockRef cont =
-            LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "spmd.while.latch");
+        LLVMBasicBlockRef cont = LLVMAppendBasicBlockInContext(
+            fn->llctx, fn->fn, "spmd.while.latch");
         LLVMBuildCondBr(B, due, check, cont);
         LLVMPositionBuilderAtEnd(B, check);
         LLVMBuildCondBr(B, fn->target->cancel_poll(fn), stop, cont);
@@ -1249,8 +1254,7 @@ static weft_status at_inside(cg_spmd *s, const cg_array *a, LLVMValueRef i,
         LLVMTypeRef mt = cg_mem_type(fn->llctx, a->leaf[k]);
         LLVMValueRef p = LLVMBuildGEP2(B, mt, a->ptr[k], &i, 1, "");
         p = LLVMBuildSelect(B, inside, p, zeros, "");
-        out->v[k] = cg_spmd_load(s, a->leaf[k], p, cg_i64(fn, 0),
-                                 a->readonly);
+        out->v[k] = cg_spmd_load(s, a->leaf[k], p, cg_i64(fn, 0), a->readonly);
     }
     return WEFT_OK;
 }
@@ -1262,15 +1266,13 @@ static weft_status array_of(cg_spmd *s, const fe_term *acc, cg_array *out)
 }
 
 /* The terms cg_walk leaves to SPMD code. */
-static weft_status spmd_term(const cg_walker *w, const fe_term *e,
-                             cg_val *out)
+static weft_status spmd_term(const cg_walker *w, const fe_term *e, cg_val *out)
 {
     cg_spmd *s = w->self;
     cg_fn *fn = s->fn;
     weft_status r;
     switch (e->kind) {
-    case FE_CONST:
-        return cg_exp(fn, e, out);
+    case FE_CONST: return cg_exp(fn, e, out);
     case FE_VAR: {
         const fe_var *v = e->u.var;
         if (!v || v->acc || v->id >= fn->nvar || !fn->bound[v->id]) {
@@ -1306,8 +1308,7 @@ static weft_status spmd_term(const cg_walker *w, const fe_term *e,
         }
         return vselect(s, c, &t, &f, out);
     }
-    case FE_SHAPE:
-        return cg_exp(fn, e, out);
+    case FE_SHAPE: return cg_exp(fn, e, out);
     case FE_AT:
     case FE_AT_LINEAR: {
         cg_array a;
@@ -1341,10 +1342,8 @@ static weft_status spmd_term(const cg_walker *w, const fe_term *e,
         }
         return at_inside(s, &a, i, inside, out);
     }
-    case FE_WHILE:
-        return exp_while(s, e, out);
-    default:
-        return no(s, "a term of this kind", e->kind);
+    case FE_WHILE: return exp_while(s, e, out);
+    default: return no(s, "a term of this kind", e->kind);
     }
 }
 
@@ -1369,8 +1368,7 @@ static weft_status spmd_from_index(const cg_walker *w, int rank,
     return cg_spmd_from_index(w->self, rank, sh, i, ix);
 }
 
-static weft_status spmd_short(const cg_walker *w, const fe_term *e,
-                              cg_val *out)
+static weft_status spmd_short(const cg_walker *w, const fe_term *e, cg_val *out)
 {
     return exp_short(w->self, e, out);
 }
@@ -1429,7 +1427,8 @@ weft_status cg_spmd_from_index(cg_spmd *s, int rank, const LLVMValueRef *sh,
     weft_status r = WEFT_OK;
     for (int k = rank - 1; r == WEFT_OK && k >= 1; k--) {
         LLVMValueRef a[2] = {i, sh[k]};
-        r = cg_spmd_prim(s, WEFT_OP_REM, WEFT_I64, WEFT_I64, WEFT_I64, a, &ix[k]);
+        r = cg_spmd_prim(s, WEFT_OP_REM, WEFT_I64, WEFT_I64, WEFT_I64, a,
+                         &ix[k]);
         if (r == WEFT_OK) {
             r = cg_spmd_prim(s, WEFT_OP_QUOT, WEFT_I64, WEFT_I64, WEFT_I64, a,
                              &i);
@@ -1442,7 +1441,9 @@ weft_status cg_spmd_from_index(cg_spmd *s, int rank, const LLVMValueRef *sh,
 }
 
 /* How cg_walk emits SPMD code (forward-declared above). */
-static const cg_walk_ops spmd_walk = {
-    .term = spmd_term, .prim = spmd_prim, .short_circuit = spmd_short,
-    .to_index = spmd_to_index, .from_index = spmd_from_index,
-    .fail = spmd_fail};
+static const cg_walk_ops spmd_walk = {.term = spmd_term,
+                                      .prim = spmd_prim,
+                                      .short_circuit = spmd_short,
+                                      .to_index = spmd_to_index,
+                                      .from_index = spmd_from_index,
+                                      .fail = spmd_fail};

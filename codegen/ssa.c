@@ -187,8 +187,8 @@ weft_status cg_bind_array(cg_fn *fn, const fe_var *v, const cg_array *a)
 }
 
 /* Open a counted loop (see cg.h). */
-void cg_loop_begin(cg_fn *fn, cg_loop *l, LLVMValueRef start,
-                   LLVMValueRef end, LLVMValueRef *i)
+void cg_loop_begin(cg_fn *fn, cg_loop *l, LLVMValueRef start, LLVMValueRef end,
+                   LLVMValueRef *i)
 {
     LLVMBasicBlockRef guard = LLVMGetInsertBlock(fn->b);
     l->body = LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "loop");
@@ -259,10 +259,9 @@ void cg_branch_weights(cg_fn *fn, LLVMValueRef br, unsigned then_w,
 {
     LLVMContextRef c = fn->llctx;
     LLVMTypeRef i32 = LLVMInt32TypeInContext(c);
-    LLVMMetadataRef w[3] = {
-        LLVMMDStringInContext2(c, "branch_weights", 14),
-        LLVMValueAsMetadata(LLVMConstInt(i32, then_w, 0)),
-        LLVMValueAsMetadata(LLVMConstInt(i32, else_w, 0))};
+    LLVMMetadataRef w[3] = {LLVMMDStringInContext2(c, "branch_weights", 14),
+                            LLVMValueAsMetadata(LLVMConstInt(i32, then_w, 0)),
+                            LLVMValueAsMetadata(LLVMConstInt(i32, else_w, 0))};
     LLVMSetMetadata(br, LLVMGetMDKindIDInContext(c, "prof", 4),
                     LLVMMetadataAsValue(c, LLVMMDNodeInContext2(c, w, 3)));
 }
@@ -288,8 +287,8 @@ void cg_if_end(cg_fn *fn, cg_if *f)
 }
 
 /* Close the if, joining values (see cg.h). */
-weft_status cg_if_merge(cg_fn *fn, cg_if *f, const cg_val *t,
-                        const cg_val *e, cg_val *out)
+weft_status cg_if_merge(cg_fn *fn, cg_if *f, const cg_val *t, const cg_val *e,
+                        cg_val *out)
 {
     cg_if_end(fn, f);
     if (t->n != e->n) {
@@ -371,8 +370,8 @@ void cg_mut_set(cg_fn *fn, const cg_mut *m, const cg_val *x)
 
 /* A strided loop (see cg.h). */
 LLVMValueRef cg_sloop_begin(cg_fn *fn, cg_sloop *l, LLVMValueRef start,
-                                LLVMValueRef end, LLVMValueRef step,
-                                const char *name)
+                            LLVMValueRef end, LLVMValueRef step,
+                            const char *name)
 {
     LLVMBuilderRef B = fn->b;
     LLVMBasicBlockRef pre = LLVMGetInsertBlock(B);

@@ -88,16 +88,16 @@
 #define B (fn->b)
 
 enum {
-    STAGE_READS = 16,   /* staged reads per loop, at most */
-    STAGE_ARRAYS = 8,   /* distinct arrays among them */
-    MARK_COUNTER = 1,   /* a let bound to j */
-    MARK_INDEX = 2,     /* a let bound to index j */
-    MARK_ROW = 16,      /* + d: a let bound to component d != k of a
+    STAGE_READS = 16,    /* staged reads per loop, at most */
+    STAGE_ARRAYS = 8,    /* distinct arrays among them */
+    MARK_COUNTER = 1,    /* a let bound to j */
+    MARK_INDEX = 2,      /* a let bound to index j */
+    MARK_ROW = 16,       /* + d: a let bound to component d != k of a
                            function's index (functions only) */
     MARK_ROW_INDEX = 64, /* + d: ... to index of it */
-    UNIFORM_DEPTH = 32, /* how deep uniform_value looks */
-    STAGE_UNROLL = 8,   /* trips of a tile unrolled (cg_stage_unroll) */
-    STAGE_BYTES = 16384 /* the most shared memory of one tile (a block
+    UNIFORM_DEPTH = 32,  /* how deep uniform_value looks */
+    STAGE_UNROLL = 8,    /* trips of a tile unrolled (cg_stage_unroll) */
+    STAGE_BYTES = 16384  /* the most shared memory of one tile (a block
                            has 48 KB of static shared memory) */
 };
 
@@ -119,15 +119,15 @@ struct cg_staged {
  * that a record's four f32 leaves are one 16-byte load), and, while
  * the trips are emitted, the trip's position q. */
 struct cg_stage {
-    LLVMValueRef held;          /* i1 slot: the tile holds ... */
+    LLVMValueRef held;               /* i1 slot: the tile holds ... */
     LLVMValueRef key[CG_STAGE_KEYS]; /* ... the records of these (i64
                                     slots; cg_stage_fresh) */
     int narr;
-    cg_array *arr;              /* the staged arrays */
+    cg_array *arr; /* the staged arrays */
     int *off[STAGE_ARRAYS];
-    int rec;                    /* R */
-    int tile;                   /* T */
-    LLVMValueRef base;          /* the shared array (a generic pointer) */
+    int rec;           /* R */
+    int tile;          /* T */
+    LLVMValueRef base; /* the shared array (a generic pointer) */
     LLVMValueRef q;
     struct cg_staged *read;
     int nread;
@@ -135,18 +135,18 @@ struct cg_stage {
 
 /* A while loop of the staged pattern (stage_match). */
 typedef struct stage_pat {
-    int k;                      /* the counter's component, -1: the state */
-    const fe_term *bound;       /* N */
-    const fe_var *param;        /* the parameter of the function scanned */
-    uint8_t *mark;              /* MARK_* by variable id */
-    const bool *inner;          /* variables the loop binds */
+    int k;                /* the counter's component, -1: the state */
+    const fe_term *bound; /* N */
+    const fe_var *param;  /* the parameter of the function scanned */
+    uint8_t *mark;        /* MARK_* by variable id */
+    const bool *inner;    /* variables the loop binds */
     uint32_t nvar;
-    int rank;                   /* a function's index: its rank (else 0) */
+    int rank; /* a function's index: its rank (else 0) */
     int nread;
     struct cg_staged read[STAGE_READS];
     int narr;
     const fe_term *arr[STAGE_ARRAYS];
-    bool over;                  /* more reads or arrays than room */
+    bool over; /* more reads or arrays than room */
 } stage_pat;
 
 /* Component d != k of a function's index (a let of it), or -1. */
@@ -199,13 +199,11 @@ static bool outer_array(const stage_pat *p, const fe_term *a)
 {
     switch (a->kind) {
     case FE_PARAM:
-    case FE_USE:
-        return true;
+    case FE_USE: return true;
     case FE_VAR:
         return a->u.var && a->u.var->acc && a->u.var->id < p->nvar &&
                !p->inner[a->u.var->id];
-    default:
-        return false;
+    default: return false;
     }
 }
 
@@ -215,12 +213,9 @@ static bool same_array(const fe_term *a, const fe_term *b)
         return false;
     }
     switch (a->kind) {
-    case FE_PARAM:
-        return a->u.index == b->u.index;
-    case FE_USE:
-        return a->u.array == b->u.array;
-    default:
-        return a->u.var == b->u.var;
+    case FE_PARAM: return a->u.index == b->u.index;
+    case FE_USE: return a->u.array == b->u.array;
+    default: return a->u.var == b->u.var;
     }
 }
 
@@ -268,7 +263,7 @@ static void scan(stage_pat *p, const fe_term *t)
         int d = row_of(p, t->kid[0]), di = row_index_of(p, t->kid[0]);
         p->mark[t->u.var->id] = is_counter(p, t->kid[0])         ? MARK_COUNTER
                                 : is_counter_index(p, t->kid[0]) ? MARK_INDEX
-                                : d >= 0  ? MARK_ROW + d
+                                : d >= 0                         ? MARK_ROW + d
                                 : di >= 0 ? MARK_ROW_INDEX + di
                                           : 0;
     }
@@ -280,7 +275,8 @@ static void scan(stage_pat *p, const fe_term *t)
         return;
     }
     int d = t->kind == FE_AT && t->kid[0]->rank == 1
-                ? row_index_of(p, t->kid[1]) : -1;
+                ? row_index_of(p, t->kid[1])
+                : -1;
     if (d >= 0 && outer_array(p, t->kid[0])) {
         add_read(p, t, t->kid[0], true, d);
         return;
@@ -333,9 +329,9 @@ static stage_pat *pat_new(fe_arena *arena, uint32_t nvar, const fe_term *t)
  * at least one read to stage; fills *p (from pat_new(..., e)). */
 static bool stage_match(const fe_term *e, stage_pat *p)
 {
-    if (e->kind != FE_WHILE || e->nfun != 2 || e->nkid != 1 ||
-        !e->fun[0] || !e->fun[1] || e->fun[0]->arity != 1 ||
-        e->fun[1]->arity != 1 || !e->fun[0]->param || !e->fun[1]->param) {
+    if (e->kind != FE_WHILE || e->nfun != 2 || e->nkid != 1 || !e->fun[0] ||
+        !e->fun[1] || e->fun[0]->arity != 1 || e->fun[1]->arity != 1 ||
+        !e->fun[0]->param || !e->fun[1]->param) {
         return false;
     }
     weft_type st = e->kid[0]->type;
@@ -411,10 +407,8 @@ static bool uniform_value(LLVMValueRef v, int depth)
     case LLVMTrunc:
     case LLVMGetElementPtr:
     case LLVMBitCast:
-    case LLVMAddrSpaceCast:
-        break;
-    default:
-        return false;
+    case LLVMAddrSpaceCast: break;
+    default: return false;
     }
     int n = LLVMGetNumOperands(v);
     for (int i = 0; i < n; i++) {
@@ -470,7 +464,7 @@ static bool even_loops(const fe_term *t, const bool *op_inner, uint32_t nvar,
         const fe_term *init = t->kid[0], *j0 = init;
         if (p->k >= 0) {
             j0 = init->kind == FE_TUPLE && p->k < init->nkid ? init->kid[p->k]
-                                                              : NULL;
+                                                             : NULL;
         }
         if (!j0 || !cg_invariant(j0, op_inner, nvar)) {
             return false;
@@ -778,18 +772,16 @@ LLVMValueRef cg_stage_fresh(cg_fn *fn, cg_stage *g, const LLVMValueRef *key,
  * by a barrier that ors the answers (count, hence the branch, is the same
  * in every thread).  No barrier otherwise: the next staging waits for
  * the readers of the tile first. */
-static weft_status tile_poll(cg_fn *fn, LLVMValueRef count,
-                             LLVMValueRef *stop)
+static weft_status tile_poll(cg_fn *fn, LLVMValueRef count, LLVMValueRef *stop)
 {
     const cg_target *tg = fn->target;
     LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
     int every = tg->poll_every / fn->stage_tile;
     LLVMValueRef due = LLVMBuildICmp(
         B, LLVMIntEQ,
-        LLVMBuildAnd(B, count,
-                     LLVMConstInt(i32, (unsigned)(every > 1 ? every - 1 : 0),
-                                  0),
-                     ""),
+        LLVMBuildAnd(
+            B, count,
+            LLVMConstInt(i32, (unsigned)(every > 1 ? every - 1 : 0), 0), ""),
         LLVMConstInt(i32, 0, 0), "");
     cg_if poll;
     cg_if_begin(fn, &poll, due);
@@ -820,8 +812,8 @@ weft_status cg_stage_while(cg_fn *fn, const fe_term *e, const cg_val *init,
 {
     *done = false;
     const cg_target *tg = fn->target;
-    if (fn->stage_tile <= 0 || fn->checked || fn->ignored || fn->spec ||
-        !tg || !tg->barrier || !tg->barrier_or || !tg->shared_array ||
+    if (fn->stage_tile <= 0 || fn->checked || fn->ignored || fn->spec || !tg ||
+        !tg->barrier || !tg->barrier_or || !tg->shared_array ||
         !tg->thread_index || fn->nvar == 0) {
         return WEFT_OK;
     }
@@ -832,8 +824,7 @@ weft_status cg_stage_while(cg_fn *fn, const fe_term *e, const cg_val *init,
     if (!stage_match(e, p) || !cg_invariant(p->bound, p->inner, fn->nvar)) {
         return WEFT_OK;
     }
-    int kl = p->k < 0 ? 0
-                      : fe_type_leaf_offset(fn->ctx, e->kid[0]->type, p->k);
+    int kl = p->k < 0 ? 0 : fe_type_leaf_offset(fn->ctx, e->kid[0]->type, p->k);
     if (kl < 0 || kl >= init->n) {
         return WEFT_OK;
     }

@@ -77,8 +77,8 @@ static LLVMValueRef cpu_vm(cg_fn *fn, weft_op op, LLVMValueRef *args, int n)
     return single && r ? LLVMBuildFPTrunc(fn->b, r, ty, "") : r;
 }
 
-static weft_status cpu_math(cg_fn *fn, weft_op op, LLVMValueRef *args,
-                            int n, LLVMValueRef *out)
+static weft_status cpu_math(cg_fn *fn, weft_op op, LLVMValueRef *args, int n,
+                            LLVMValueRef *out)
 {
     LLVMTypeRef ty = LLVMTypeOf(args[0]);
     LLVMTypeKind kind = LLVMGetTypeKind(ty);
@@ -87,8 +87,7 @@ static weft_status cpu_math(cg_fn *fn, weft_op op, LLVMValueRef *args,
     *out = NULL;
     LLVMTypeRef elt = kind == LLVMVectorTypeKind ? LLVMGetElementType(ty) : ty;
     LLVMTypeKind ek = LLVMGetTypeKind(elt);
-    if ((ek == LLVMFloatTypeKind || ek == LLVMDoubleTypeKind) &&
-        is_vmath(op)) {
+    if ((ek == LLVMFloatTypeKind || ek == LLVMDoubleTypeKind) && is_vmath(op)) {
         *out = cpu_vm(fn, op, args, n);
     } else if (name &&
                (kind == LLVMFloatTypeKind || kind == LLVMDoubleTypeKind)) {
@@ -109,7 +108,8 @@ static weft_status cpu_math(cg_fn *fn, weft_op op, LLVMValueRef *args,
     if (!*out) {
         return fe_error(WEFT_ERR_INTERNAL,
                         "weft_compile: the CPU target has no function for "
-                        "%s on this type", weft_op_name(op));
+                        "%s on this type",
+                        weft_op_name(op));
     }
     return WEFT_OK;
 }
@@ -148,8 +148,8 @@ static LLVMValueRef cpu_atomic_rmw(cg_fn *fn, LLVMAtomicRMWBinOp op,
                               LLVMAtomicOrderingSequentiallyConsistent, 0);
 }
 
-static LLVMValueRef cpu_atomic_cas(cg_fn *fn, LLVMValueRef p,
-                                   LLVMValueRef cmp, LLVMValueRef x)
+static LLVMValueRef cpu_atomic_cas(cg_fn *fn, LLVMValueRef p, LLVMValueRef cmp,
+                                   LLVMValueRef x)
 {
     LLVMValueRef pair = LLVMBuildAtomicCmpXchg(
         fn->b, p, cmp, x, LLVMAtomicOrderingSequentiallyConsistent,
@@ -214,8 +214,7 @@ const cg_target cg_target_cpu = {
 
 /* A target machine for the host or an explicit CPU (see cg.h). */
 weft_status cg_cpu_machine(const char *cpu, const char *features,
-                           LLVMCodeGenOptLevel level,
-                           LLVMTargetMachineRef *out)
+                           LLVMCodeGenOptLevel level, LLVMTargetMachineRef *out)
 {
     *out = NULL;
     weft_status s = cg_init();
@@ -232,10 +231,12 @@ weft_status cg_cpu_machine(const char *cpu, const char *features,
                      "weft: LLVM has no target for %s: %s", triple,
                      err ? err : "?");
     } else {
-        *out = LLVMCreateTargetMachine(
-            target, triple, cpu ? cpu : host_cpu,
-            features ? features : host_features ? host_features : "", level,
-            LLVMRelocPIC, LLVMCodeModelJITDefault);
+        *out = LLVMCreateTargetMachine(target, triple, cpu ? cpu : host_cpu,
+                                       features        ? features
+                                       : host_features ? host_features
+                                                       : "",
+                                       level, LLVMRelocPIC,
+                                       LLVMCodeModelJITDefault);
         if (!*out) {
             s = fe_error(WEFT_ERR_BACKEND_UNAVAILABLE,
                          "weft: LLVM cannot make a target machine for %s",
@@ -248,4 +249,3 @@ weft_status cg_cpu_machine(const char *cpu, const char *features,
     LLVMDisposeMessage(host_features);
     return s;
 }
-

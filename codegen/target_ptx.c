@@ -96,17 +96,17 @@
 #include "cg.h"
 
 enum {
-    PTX_KERNEL_CC = 71,   /* llvm::CallingConv::PTX_Kernel */
-    SHARED_SPACE = 3,     /* NVPTX address space of shared memory */
-    NEWEST_SM = 90,       /* the newest SM that LLVM 19's NVPTX knows */
+    PTX_KERNEL_CC = 71, /* llvm::CallingConv::PTX_Kernel */
+    SHARED_SPACE = 3,   /* NVPTX address space of shared memory */
+    NEWEST_SM = 90,     /* the newest SM that LLVM 19's NVPTX knows */
 };
 
 #define PTX_TRIPLE "nvptx64-nvidia-cuda"
 
 /* default<O3>, then irce (cg.h's CG_CPU_PIPELINE says what it does) and
  * a cleanup of the loops it splits. */
-#define PTX_PIPELINE                                                         \
-    "default<O3>,function(irce,simplifycfg," CG_IC ",loop-mssa(licm),"       \
+#define PTX_PIPELINE                                                           \
+    "default<O3>,function(irce,simplifycfg," CG_IC ",loop-mssa(licm),"         \
     "simplifycfg)"
 
 /* The quick tier (cg_ptx_finish_quick): a few function passes (NVVMReflect
@@ -125,8 +125,8 @@ enum {
  * 158), the bare ones do not.  dotp's fold: LLVM 12 ms here, 23 ms with
  * default<O1>, 31 ms at default<O3>.  PTX_QUICK_O1 and PTX_HUGE_PIPELINE
  * are the other choices (cg_ptx_finish_quick's `pipeline`). */
-#define PTX_QUICK_PIPELINE                                                   \
-    "globaldce,function(nvvm-reflect,sroa,early-cse<memssa>," CG_IC          \
+#define PTX_QUICK_PIPELINE                                                     \
+    "globaldce,function(nvvm-reflect,sroa,early-cse<memssa>," CG_IC            \
     ",simplifycfg,adce)"
 #define PTX_QUICK_O1 "default<O1>"
 
@@ -141,8 +141,7 @@ enum {
  * and scheduling are its).  ptxas itself stays superlinear in one
  * function's size (a 2,000-deep chain: 10 s; 10,000: 8 minutes). */
 #define PTX_HUGE_INSTRUCTIONS 5000
-#define PTX_HUGE_PIPELINE                                                    \
-    "globaldce,function(nvvm-reflect,sroa,early-cse,adce)"
+#define PTX_HUGE_PIPELINE "globaldce,function(nvvm-reflect,sroa,early-cse,adce)"
 
 /* ---- special registers, barrier, fence ---- */
 
@@ -207,8 +206,8 @@ static LLVMValueRef ptx_barrier_or(cg_fn *fn, LLVMValueRef pred)
 
 static void ptx_warp_barrier(cg_fn *fn)
 {
-    LLVMValueRef all = LLVMConstInt(LLVMInt32TypeInContext(fn->llctx),
-                                    0xffffffffu, 0);
+    LLVMValueRef all =
+        LLVMConstInt(LLVMInt32TypeInContext(fn->llctx), 0xffffffffu, 0);
     (void)call0(fn, "llvm.nvvm.bar.warp.sync", &all, 1);
 }
 
@@ -238,12 +237,11 @@ static LLVMValueRef ptx_shared_array(cg_fn *fn, LLVMTypeRef ty, int64_t n)
 static LLVMValueRef ptx_atomic_rmw(cg_fn *fn, LLVMAtomicRMWBinOp op,
                                    LLVMValueRef p, LLVMValueRef x)
 {
-    return LLVMBuildAtomicRMW(fn->b, op, p, x, LLVMAtomicOrderingMonotonic,
-                              0);
+    return LLVMBuildAtomicRMW(fn->b, op, p, x, LLVMAtomicOrderingMonotonic, 0);
 }
 
-static LLVMValueRef ptx_atomic_cas(cg_fn *fn, LLVMValueRef p,
-                                   LLVMValueRef cmp, LLVMValueRef x)
+static LLVMValueRef ptx_atomic_cas(cg_fn *fn, LLVMValueRef p, LLVMValueRef cmp,
+                                   LLVMValueRef x)
 {
     LLVMValueRef pair =
         LLVMBuildAtomicCmpXchg(fn->b, p, cmp, x, LLVMAtomicOrderingMonotonic,
@@ -283,8 +281,7 @@ static LLVMValueRef shuffle(cg_fn *fn, const char *mode, LLVMValueRef x,
         b = LLVMBuildIntCast2(B, b, i32, 0, "");
     }
     switch (LLVMGetTypeKind(ty)) {
-    case LLVMFloatTypeKind:
-        return shfl32(fn, mode, x, b);
+    case LLVMFloatTypeKind: return shfl32(fn, mode, x, b);
     case LLVMHalfTypeKind:
     case LLVMBFloatTypeKind: {
         LLVMTypeRef i16 = LLVMInt16TypeInContext(c);
@@ -296,15 +293,11 @@ static LLVMValueRef shuffle(cg_fn *fn, const char *mode, LLVMValueRef x,
         return LLVMBuildBitCast(B, v, ty, "");
     }
     case LLVMPointerTypeKind: {
-        LLVMValueRef v =
-            shuffle(fn, mode, LLVMBuildPtrToInt(B, x, i64, ""), b);
+        LLVMValueRef v = shuffle(fn, mode, LLVMBuildPtrToInt(B, x, i64, ""), b);
         return LLVMBuildIntToPtr(B, v, ty, "");
     }
-    case LLVMIntegerTypeKind:
-        break;
-    default:
-        assert(!"a shuffle of a type that is not a scalar");
-        return NULL;
+    case LLVMIntegerTypeKind: break;
+    default: assert(!"a shuffle of a type that is not a scalar"); return NULL;
     }
     unsigned w = LLVMGetIntTypeWidth(ty);
     if (w == 32) {
@@ -343,37 +336,36 @@ static LLVMValueRef ptx_shuffle_up(cg_fn *fn, LLVMValueRef x,
     LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
     LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
     switch (LLVMGetTypeKind(ty)) {
-    case LLVMIntegerTypeKind:
-        break;
+    case LLVMIntegerTypeKind: break;
     case LLVMPointerTypeKind:
         return LLVMBuildIntToPtr(
-            B, ptx_shuffle_up(fn, LLVMBuildPtrToInt(B, x, i64, ""), delta),
-            ty, "");
+            B, ptx_shuffle_up(fn, LLVMBuildPtrToInt(B, x, i64, ""), delta), ty,
+            "");
     default: {
         /* half, bfloat, float, double: their bits */
         LLVMTypeRef bits = LLVMIntTypeInContext(
-            fn->llctx, LLVMGetTypeKind(ty) == LLVMDoubleTypeKind ? 64
+            fn->llctx, LLVMGetTypeKind(ty) == LLVMDoubleTypeKind  ? 64
                        : LLVMGetTypeKind(ty) == LLVMFloatTypeKind ? 32
                                                                   : 16);
         return LLVMBuildBitCast(
-            B, ptx_shuffle_up(fn, LLVMBuildBitCast(B, x, bits, ""), delta),
-            ty, "");
+            B, ptx_shuffle_up(fn, LLVMBuildBitCast(B, x, bits, ""), delta), ty,
+            "");
     }
     }
     unsigned w = LLVMGetIntTypeWidth(ty);
     if (w <= 32) {
-        LLVMValueRef v = shfl32(
-            fn, "up", w < 32 ? LLVMBuildZExt(B, x, i32, "") : x, delta);
+        LLVMValueRef v =
+            shfl32(fn, "up", w < 32 ? LLVMBuildZExt(B, x, i32, "") : x, delta);
         return w < 32 ? LLVMBuildTrunc(B, v, ty, "") : v;
     }
     LLVMValueRef k32 = LLVMConstInt(i64, 32, 0);
     LLVMValueRef lo = shfl32(fn, "up", LLVMBuildTrunc(B, x, i32, ""), delta);
-    LLVMValueRef hi = shfl32(
-        fn, "up", LLVMBuildTrunc(B, LLVMBuildLShr(B, x, k32, ""), i32, ""),
-        delta);
-    return LLVMBuildOr(
-        B, LLVMBuildShl(B, LLVMBuildZExt(B, hi, i64, ""), k32, ""),
-        LLVMBuildZExt(B, lo, i64, ""), "");
+    LLVMValueRef hi =
+        shfl32(fn, "up",
+               LLVMBuildTrunc(B, LLVMBuildLShr(B, x, k32, ""), i32, ""), delta);
+    return LLVMBuildOr(B,
+                       LLVMBuildShl(B, LLVMBuildZExt(B, hi, i64, ""), k32, ""),
+                       LLVMBuildZExt(B, lo, i64, ""), "");
 }
 
 static LLVMValueRef ptx_shuffle_idx(cg_fn *fn, LLVMValueRef x,
@@ -423,8 +415,7 @@ static LLVMValueRef ptx_fast_f32(cg_fn *fn, weft_op op, LLVMValueRef x)
     LLVMValueRef a;
     switch (op) {
     case WEFT_OP_EXP:
-        a = LLVMBuildFMul(fn->b, x, LLVMConstReal(f32, 1.4426950408889634),
-                          "");
+        a = LLVMBuildFMul(fn->b, x, LLVMConstReal(f32, 1.4426950408889634), "");
         return nvvm_f32(fn, "llvm.nvvm.ex2.approx.f", &a, 1);
     case WEFT_OP_LOG:
         a = nvvm_f32(fn, "llvm.nvvm.lg2.approx.f", &x, 1);
@@ -438,8 +429,8 @@ static LLVMValueRef ptx_fast_f32(cg_fn *fn, weft_op op, LLVMValueRef x)
     }
 }
 
-static weft_status ptx_math(cg_fn *fn, weft_op op, LLVMValueRef *args,
-                            int n, LLVMValueRef *out)
+static weft_status ptx_math(cg_fn *fn, weft_op op, LLVMValueRef *args, int n,
+                            LLVMValueRef *out)
 {
     LLVMTypeRef ty = LLVMTypeOf(args[0]);
     LLVMTypeKind kind = LLVMGetTypeKind(ty);
@@ -464,7 +455,8 @@ static weft_status ptx_math(cg_fn *fn, weft_op op, LLVMValueRef *args,
     if (!*out) {
         return fe_error(WEFT_ERR_INTERNAL,
                         "weft_compile: the PTX target has no function for "
-                        "%s on this type", weft_op_name(op));
+                        "%s on this type",
+                        weft_op_name(op));
     }
     return WEFT_OK;
 }
@@ -578,7 +570,8 @@ static weft_status machine(int sm, LLVMCodeGenOptLevel level,
     if (!*out) {
         return fe_error(WEFT_ERR_BACKEND_UNAVAILABLE,
                         "weft: LLVM cannot make an NVPTX target machine for "
-                        "%s", cpu);
+                        "%s",
+                        cpu);
     }
     return WEFT_OK;
 }
@@ -657,7 +650,8 @@ weft_status cg_ptx_libdevice_path(char *buf, size_t n)
     }
     return fe_error(WEFT_ERR_BACKEND_UNAVAILABLE,
                     "weft: libdevice.10.bc not found (set $WEFT_LIBDEVICE or "
-                    "$CUDA_HOME); tried %s", tried);
+                    "$CUDA_HOME); tried %s",
+                    tried);
 }
 
 /* The bytes of libdevice, read once per process (never freed). */
@@ -794,22 +788,19 @@ static weft_status link_libdevice(LLVMModuleRef mod, diag *d)
         bytes, size, "libdevice.10.bc", 0);
     LLVMModuleRef lib = NULL;
     if (LLVMGetBitcodeModuleInContext2(c, buf, &lib) || !lib) {
-        return fe_error(WEFT_ERR_INTERNAL,
-                        "weft: libdevice does not parse: %s",
+        return fe_error(WEFT_ERR_INTERNAL, "weft: libdevice does not parse: %s",
                         d->error ? d->msg : "?");
     }
     /* linkonce_odr: linked only when referenced, like LinkOnlyNeeded. */
     for (LLVMValueRef f = LLVMGetFirstFunction(lib); f;
          f = LLVMGetNextFunction(f)) {
-        if (!LLVMIsDeclaration(f) &&
-            LLVMGetLinkage(f) == LLVMExternalLinkage) {
+        if (!LLVMIsDeclaration(f) && LLVMGetLinkage(f) == LLVMExternalLinkage) {
             LLVMSetLinkage(f, LLVMLinkOnceODRLinkage);
         }
     }
     for (LLVMValueRef g = LLVMGetFirstGlobal(lib); g;
          g = LLVMGetNextGlobal(g)) {
-        if (!LLVMIsDeclaration(g) &&
-            LLVMGetLinkage(g) == LLVMExternalLinkage) {
+        if (!LLVMIsDeclaration(g) && LLVMGetLinkage(g) == LLVMExternalLinkage) {
             LLVMSetLinkage(g, LLVMLinkOnceODRLinkage);
         }
     }
@@ -817,8 +808,7 @@ static weft_status link_libdevice(LLVMModuleRef mod, diag *d)
     LLVMSetTarget(lib, LLVMGetTarget(mod));
     LLVMSetDataLayout(lib, LLVMGetDataLayoutStr(mod));
     if (LLVMLinkModules2(mod, lib) || d->error) { /* lib is destroyed */
-        return fe_error(WEFT_ERR_INTERNAL,
-                        "weft: linking libdevice failed: %s",
+        return fe_error(WEFT_ERR_INTERNAL, "weft: linking libdevice failed: %s",
                         d->error ? d->msg : "?");
     }
     for (LLVMValueRef f = LLVMGetFirstFunction(mod); f;
@@ -849,8 +839,7 @@ static void mark_kernel(LLVMModuleRef mod, LLVMValueRef f)
 }
 
 /* Whether f is one of the kernels. */
-static bool is_kernel(LLVMValueRef f, const char *const *kernels,
-                      int nkernels)
+static bool is_kernel(LLVMValueRef f, const char *const *kernels, int nkernels)
 {
     size_t len;
     const char *name = LLVMGetValueName2(f, &len);
@@ -877,8 +866,7 @@ static void internalise(LLVMModuleRef mod, const char *const *kernels,
         size_t len;
         const char *name = LLVMGetValueName2(g, &len);
         /* llvm.used and friends keep their appending linkage */
-        if (!LLVMIsDeclaration(g) &&
-            !(len > 5 && !strncmp(name, "llvm.", 5))) {
+        if (!LLVMIsDeclaration(g) && !(len > 5 && !strncmp(name, "llvm.", 5))) {
             LLVMSetLinkage(g, LLVMInternalLinkage);
         }
     }
@@ -957,8 +945,8 @@ static void approx_divisions(LLVMModuleRef mod)
                         args[0] = LLVMGetOperand(y, 0);
                     }
                     LLVMPositionBuilderBefore(b, in);
-                    LLVMValueRef r = LLVMBuildCall2(b, fty, decl, args,
-                                                    rsqrt ? 1 : 2, "");
+                    LLVMValueRef r =
+                        LLVMBuildCall2(b, fty, decl, args, rsqrt ? 1 : 2, "");
                     if (rsqrt && !one) {
                         r = LLVMBuildFMul(b, x, r, "");
                         LLVMSetFastMathFlags(r, LLVMGetFastMathFlags(in));
@@ -976,8 +964,8 @@ static void approx_divisions(LLVMModuleRef mod)
 /* The steps of cg_ptx_finish after the diagnostic handler is in place. */
 static weft_status finish(LLVMModuleRef mod, LLVMTargetMachineRef tm,
                           const char *const *kernels, int nkernels,
-                          const char *dump_prefix, weft_context *ctx,
-                          int quick, diag *d, LLVMMemoryBufferRef *ptx)
+                          const char *dump_prefix, weft_context *ctx, int quick,
+                          diag *d, LLVMMemoryBufferRef *ptx)
 {
     cg_module_target(mod, tm);
     for (int k = 0; k < nkernels; k++) {
@@ -1011,8 +999,8 @@ static weft_status finish(LLVMModuleRef mod, LLVMTargetMachineRef tm,
     if (s != WEFT_OK) {
         return s;
     }
-    t = fe_phase_end(ctx, FE_PHASE_LLVM_OPT, t, "llvm.opt",
-                     "\"kernel\":\"%s\"", kernels[0]);
+    t = fe_phase_end(ctx, FE_PHASE_LLVM_OPT, t, "llvm.opt", "\"kernel\":\"%s\"",
+                     kernels[0]);
     approx_divisions(mod);
     if (dump_prefix) {
         dump_opt_ir(dump_prefix, mod);
@@ -1035,7 +1023,9 @@ static weft_status finish(LLVMModuleRef mod, LLVMTargetMachineRef tm,
     }
     if (failed || d->error) {
         s = fe_error(WEFT_ERR_INTERNAL, "weft: PTX emission failed: %s",
-                     err ? err : d->error ? d->msg : "?");
+                     err        ? err
+                     : d->error ? d->msg
+                                : "?");
         LLVMDisposeMessage(err);
         if (*ptx) {
             LLVMDisposeMemoryBuffer(*ptx);
@@ -1065,8 +1055,8 @@ static weft_status finish_tier(LLVMModuleRef mod, LLVMTargetMachineRef tm,
     void *old_ctx = LLVMContextGetDiagnosticContext(c);
     diag d = {.error = false};
     LLVMContextSetDiagnosticHandler(c, diag_handler, &d);
-    weft_status s = finish(mod, tm, kernels, nkernels, dump_prefix, ctx,
-                           quick, &d, ptx);
+    weft_status s =
+        finish(mod, tm, kernels, nkernels, dump_prefix, ctx, quick, &d, ptx);
     LLVMContextSetDiagnosticHandler(c, old, old_ctx);
     if (s == WEFT_OK && dump_prefix) {
         dump_ptx(dump_prefix, *ptx);

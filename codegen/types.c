@@ -17,10 +17,14 @@ LLVMTypeRef cg_type(LLVMContextRef c, weft_type t)
 {
     switch (t) {
     case WEFT_BOOL: return LLVMInt1TypeInContext(c);
-    case WEFT_I8: case WEFT_U8: return LLVMInt8TypeInContext(c);
-    case WEFT_I16: case WEFT_U16: return LLVMInt16TypeInContext(c);
-    case WEFT_I32: case WEFT_U32: return LLVMInt32TypeInContext(c);
-    case WEFT_I64: case WEFT_U64: return LLVMInt64TypeInContext(c);
+    case WEFT_I8:
+    case WEFT_U8: return LLVMInt8TypeInContext(c);
+    case WEFT_I16:
+    case WEFT_U16: return LLVMInt16TypeInContext(c);
+    case WEFT_I32:
+    case WEFT_U32: return LLVMInt32TypeInContext(c);
+    case WEFT_I64:
+    case WEFT_U64: return LLVMInt64TypeInContext(c);
     case WEFT_F16: return LLVMHalfTypeInContext(c);
     case WEFT_F32: return LLVMFloatTypeInContext(c);
     case WEFT_F64: return LLVMDoubleTypeInContext(c);
@@ -92,8 +96,9 @@ static LLVMValueRef load_leaf(cg_fn *fn, weft_type t, LLVMValueRef base,
     LLVMValueRef x = LLVMBuildLoad2(fn->b, mt, p, "");
     if (invariant) {
         LLVMContextRef c = fn->llctx;
-        LLVMSetMetadata(x, LLVMGetMDKindIDInContext(c, "invariant.load", 14),
-                        LLVMMetadataAsValue(c, LLVMMDNodeInContext2(c, NULL, 0)));
+        LLVMSetMetadata(
+            x, LLVMGetMDKindIDInContext(c, "invariant.load", 14),
+            LLVMMetadataAsValue(c, LLVMMDNodeInContext2(c, NULL, 0)));
         LLVMSetMetadata(x, LLVMGetMDKindIDInContext(c, "noalias", 7),
                         written_scope(c));
     }
@@ -103,8 +108,7 @@ static LLVMValueRef load_leaf(cg_fn *fn, weft_type t, LLVMValueRef base,
     return x;
 }
 
-LLVMValueRef cg_load(cg_fn *fn, weft_type t, LLVMValueRef base,
-                     LLVMValueRef i)
+LLVMValueRef cg_load(cg_fn *fn, weft_type t, LLVMValueRef base, LLVMValueRef i)
 {
     return load_leaf(fn, t, base, i, false);
 }
@@ -164,9 +168,8 @@ static LLVMValueRef zero_cell(cg_fn *fn)
 }
 
 /* Load every leaf of an element, or zeros, with no branch (see cg.h). */
-weft_status cg_array_load_or_zero(cg_fn *fn, const cg_array *a,
-                                  LLVMValueRef i, LLVMValueRef inside,
-                                  cg_val *out)
+weft_status cg_array_load_or_zero(cg_fn *fn, const cg_array *a, LLVMValueRef i,
+                                  LLVMValueRef inside, cg_val *out)
 {
     weft_status s = cg_val_make(fn, a->nleaf, out);
     if (s != WEFT_OK) {
@@ -178,14 +181,15 @@ weft_status cg_array_load_or_zero(cg_fn *fn, const cg_array *a,
     for (int d = 0; d < a->rank; d++) {
         size = LLVMBuildMul(fn->b, size, a->extent[d], "");
     }
-    LLVMValueRef some = LLVMBuildICmp(fn->b, LLVMIntNE, size, cg_i64(fn, 0), "");
+    LLVMValueRef some =
+        LLVMBuildICmp(fn->b, LLVMIntNE, size, cg_i64(fn, 0), "");
     LLVMValueRef j = LLVMBuildSelect(fn->b, inside, i, cg_i64(fn, 0), "");
     LLVMValueRef zero = zero_cell(fn);
     for (int k = 0; k < a->nleaf; k++) {
         LLVMValueRef base = LLVMBuildSelect(fn->b, some, a->ptr[k], zero, "");
         LLVMValueRef x = load_leaf(fn, a->leaf[k], base, j, a->readonly);
-        out->v[k] = LLVMBuildSelect(fn->b, inside, x,
-                                    LLVMConstNull(LLVMTypeOf(x)), "");
+        out->v[k] =
+            LLVMBuildSelect(fn->b, inside, x, LLVMConstNull(LLVMTypeOf(x)), "");
     }
     return WEFT_OK;
 }
@@ -228,27 +232,27 @@ LLVMValueRef cg_zext64(cg_fn *fn, LLVMValueRef x)
 
 LLVMValueRef cg_smin(cg_fn *fn, LLVMValueRef a, LLVMValueRef b)
 {
-    return LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, a, b, ""),
-                           a, b, "");
+    return LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, a, b, ""), a,
+                           b, "");
 }
 
 LLVMValueRef cg_smax(cg_fn *fn, LLVMValueRef a, LLVMValueRef b)
 {
-    return LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntSGT, a, b, ""),
-                           a, b, "");
+    return LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntSGT, a, b, ""), a,
+                           b, "");
 }
 
 LLVMValueRef cg_ceil_div(cg_fn *fn, LLVMValueRef a, LLVMValueRef b)
 {
-    LLVMValueRef t = LLVMBuildAdd(
-        fn->b, a, LLVMBuildSub(fn->b, b, cg_i64(fn, 1), ""), "");
+    LLVMValueRef t =
+        LLVMBuildAdd(fn->b, a, LLVMBuildSub(fn->b, b, cg_i64(fn, 1), ""), "");
     return LLVMBuildSDiv(fn->b, t, b, "");
 }
 
 LLVMValueRef cg_ceil_udiv(cg_fn *fn, LLVMValueRef a, LLVMValueRef b)
 {
-    LLVMValueRef t = LLVMBuildAdd(
-        fn->b, a, LLVMBuildSub(fn->b, b, cg_i64(fn, 1), ""), "");
+    LLVMValueRef t =
+        LLVMBuildAdd(fn->b, a, LLVMBuildSub(fn->b, b, cg_i64(fn, 1), ""), "");
     return LLVMBuildUDiv(fn->b, t, b, "");
 }
 
@@ -265,12 +269,12 @@ LLVMValueRef cg_ceil_div_small(cg_fn *fn, LLVMValueRef a, LLVMValueRef n)
         LLVMValueRef digit = LLVMBuildAnd(
             fn->b, LLVMBuildLShr(fn->b, a, shift, ""), cg_i64(fn, 0xffff), "");
         digit = LLVMBuildTrunc(fn->b, digit, i32, "");
-        LLVMValueRef cur = LLVMBuildOr(
-            fn->b, LLVMBuildShl(fn->b, r, sixteen, ""), digit, "");
+        LLVMValueRef cur =
+            LLVMBuildOr(fn->b, LLVMBuildShl(fn->b, r, sixteen, ""), digit, "");
         LLVMValueRef qd = LLVMBuildUDiv(fn->b, cur, n32, "");
         r = LLVMBuildSub(fn->b, cur, LLVMBuildMul(fn->b, qd, n32, ""), "");
-        q = LLVMBuildOr(
-            fn->b, q, LLVMBuildShl(fn->b, cg_zext64(fn, qd), shift, ""), "");
+        q = LLVMBuildOr(fn->b, q,
+                        LLVMBuildShl(fn->b, cg_zext64(fn, qd), shift, ""), "");
     }
     return q;
 }

@@ -243,9 +243,9 @@ static LLVMValueRef pow2(cg_fn *fn, LLVMTypeRef ty, LLVMTypeRef ity,
                          LLVMValueRef k)
 {
     bool f = LLVMGetTypeKind(elt_of(ty)) == LLVMFloatTypeKind;
-    LLVMValueRef e = LLVMBuildShl(
-        B, LLVMBuildAdd(B, k, ki(fn, ity, f ? 127 : 1023), ""),
-        ki(fn, ity, f ? 23 : 52), "");
+    LLVMValueRef e =
+        LLVMBuildShl(B, LLVMBuildAdd(B, k, ki(fn, ity, f ? 127 : 1023), ""),
+                     ki(fn, ity, f ? 23 : 52), "");
     return LLVMBuildBitCast(B, e, ty, "");
 }
 
@@ -270,10 +270,9 @@ static LLVMValueRef round_mul(cg_fn *fn, LLVMTypeRef ty, LLVMValueRef x,
 static LLVMValueRef exp_clamp(cg_fn *fn, LLVMTypeRef ty, LLVMValueRef x,
                               double hi, double lo)
 {
-    LLVMValueRef xc = sel(fn, fcmp(fn, LLVMRealOGT, x, kf(fn, ty, hi)),
-                          kf(fn, ty, hi), x);
-    xc = sel(fn, fcmp(fn, LLVMRealOLT, xc, kf(fn, ty, lo)), kf(fn, ty, lo),
-             xc);
+    LLVMValueRef xc =
+        sel(fn, fcmp(fn, LLVMRealOGT, x, kf(fn, ty, hi)), kf(fn, ty, hi), x);
+    xc = sel(fn, fcmp(fn, LLVMRealOLT, xc, kf(fn, ty, lo)), kf(fn, ty, lo), xc);
     return sel(fn, fcmp(fn, LLVMRealUNO, x, x), kf(fn, ty, 0), xc);
 }
 
@@ -331,8 +330,8 @@ LLVMValueRef cg_vm_exp(cg_fn *fn, LLVMValueRef x, bool single)
     LLVMTypeRef ty = LLVMTypeOf(x);
     LLVMTypeRef ity = int_like(fn, ty);
     /* exp(x) is finite for x <= hi and rounds to 0 below lo */
-    const double hi = 0x1.62e42fefa39efp+9;   /* 709.782712893384 */
-    const double lo = -0x1.74910d52d3051p+9;  /* -745.1332191019411 */
+    const double hi = 0x1.62e42fefa39efp+9;  /* 709.782712893384 */
+    const double lo = -0x1.74910d52d3051p+9; /* -745.1332191019411 */
     LLVMValueRef xc = exp_clamp(fn, ty, x, hi, lo);
     LLVMValueRef kd, k;
     LLVMValueRef r = exp_reduce(fn, ty, ity, xc, &kd, &k);
@@ -368,34 +367,31 @@ static LLVMValueRef log_special(cg_fn *fn, LLVMTypeRef ty, LLVMValueRef x,
  * and k, to be replaced): returns m, with *k (ity) and *hx, the high 20
  * bits of the (scaled) fraction (fdlibm's hx). */
 static LLVMValueRef log_split(cg_fn *fn, LLVMTypeRef ty, LLVMTypeRef ity,
-                              LLVMValueRef x, LLVMValueRef *k,
-                              LLVMValueRef *hx)
+                              LLVMValueRef x, LLVMValueRef *k, LLVMValueRef *hx)
 {
     LLVMValueRef sub = fcmp(fn, LLVMRealOLT, x, kf(fn, ty, 0x1p-1022));
-    LLVMValueRef xs = sel(fn, sub, LLVMBuildFMul(B, x, kf(fn, ty, 0x1p54), ""),
-                          x);
+    LLVMValueRef xs =
+        sel(fn, sub, LLVMBuildFMul(B, x, kf(fn, ty, 0x1p54), ""), x);
     LLVMValueRef e = sel(fn, sub, ki(fn, ity, -54), ki(fn, ity, 0));
     LLVMValueRef bits = LLVMBuildBitCast(B, xs, ity, "");
     LLVMValueRef h = LLVMBuildLShr(B, bits, ki(fn, ity, 32), "");
-    e = LLVMBuildAdd(B, e,
-                     LLVMBuildSub(B,
-                                  LLVMBuildAnd(B,
-                                               LLVMBuildLShr(B, h,
-                                                             ki(fn, ity, 20),
-                                                             ""),
-                                               ki(fn, ity, 0x7ff), ""),
-                                  ki(fn, ity, 1023), ""),
-                     "");
+    e = LLVMBuildAdd(
+        B, e,
+        LLVMBuildSub(B,
+                     LLVMBuildAnd(B, LLVMBuildLShr(B, h, ki(fn, ity, 20), ""),
+                                  ki(fn, ity, 0x7ff), ""),
+                     ki(fn, ity, 1023), ""),
+        "");
     h = LLVMBuildAnd(B, h, ki(fn, ity, 0xfffff), "");
-    LLVMValueRef i = LLVMBuildAnd(
-        B, LLVMBuildAdd(B, h, ki(fn, ity, 0x95f64), ""),
-        ki(fn, ity, 0x100000), "");
+    LLVMValueRef i =
+        LLVMBuildAnd(B, LLVMBuildAdd(B, h, ki(fn, ity, 0x95f64), ""),
+                     ki(fn, ity, 0x100000), "");
     /* the exponent of 1, or of 1/2 where the fraction is above sqrt(2) */
-    LLVMValueRef high = LLVMBuildOr(
-        B, h, LLVMBuildXor(B, i, ki(fn, ity, 0x3ff00000), ""), "");
-    LLVMValueRef nb = LLVMBuildOr(
-        B, LLVMBuildShl(B, high, ki(fn, ity, 32), ""),
-        LLVMBuildAnd(B, bits, ki(fn, ity, 0xffffffff), ""), "");
+    LLVMValueRef high =
+        LLVMBuildOr(B, h, LLVMBuildXor(B, i, ki(fn, ity, 0x3ff00000), ""), "");
+    LLVMValueRef nb =
+        LLVMBuildOr(B, LLVMBuildShl(B, high, ki(fn, ity, 32), ""),
+                    LLVMBuildAnd(B, bits, ki(fn, ity, 0xffffffff), ""), "");
     *k = LLVMBuildAdd(B, e, LLVMBuildLShr(B, i, ki(fn, ity, 20), ""), "");
     *hx = h;
     return LLVMBuildBitCast(B, nb, ty, "");
@@ -410,9 +406,9 @@ LLVMValueRef cg_vm_log(cg_fn *fn, LLVMValueRef x, bool single)
     static const double lg_odd[4] = {
         0x1.5555555555593p-1, 0x1.2492494229359p-2, 0x1.7466496cb03dep-3,
         0x1.2f112df3e5244p-3}; /* Lg1, Lg3, Lg5, Lg7 */
-    static const double lg_even[3] = {
-        0x1.999999997fa04p-2, 0x1.c71c51d8e78afp-3,
-        0x1.39a09d078c69fp-3}; /* Lg2, Lg4, Lg6 */
+    static const double lg_even[3] = {0x1.999999997fa04p-2,
+                                      0x1.c71c51d8e78afp-3,
+                                      0x1.39a09d078c69fp-3}; /* Lg2, Lg4, Lg6 */
     LLVMValueRef k, hx;
     LLVMValueRef xn = log_split(fn, ty, ity, x, &k, &hx);
     LLVMValueRef f = LLVMBuildFSub(B, xn, kf(fn, ty, 1), ""); /* exact */
@@ -427,20 +423,19 @@ LLVMValueRef cg_vm_log(cg_fn *fn, LLVMValueRef x, bool single)
     LLVMValueRef hi = LLVMBuildFMul(B, dk, kf(fn, ty, LN2_HI), "");
     LLVMValueRef lo = LLVMBuildFMul(B, dk, kf(fn, ty, LN2_LO), "");
     /* fdlibm's choice: i = (hx - 0x6147a) | (0x6b851 - hx) > 0 */
-    LLVMValueRef ic = LLVMBuildOr(
-        B, LLVMBuildSub(B, hx, ki(fn, ity, 0x6147a), ""),
-        LLVMBuildSub(B, ki(fn, ity, 0x6b851), hx, ""), "");
+    LLVMValueRef ic =
+        LLVMBuildOr(B, LLVMBuildSub(B, hx, ki(fn, ity, 0x6147a), ""),
+                    LLVMBuildSub(B, ki(fn, ity, 0x6b851), hx, ""), "");
     LLVMValueRef big = LLVMBuildICmp(B, LLVMIntSGT, ic, ki(fn, ity, 0), "");
     /* big: hi - ((hfsq - (s (hfsq + R) + lo)) - f) */
     LLVMValueRef hfsq = pmul(fn, pmul(fn, kf(fn, ty, 0.5), f), f);
     LLVMValueRef a = psub(
         fn, hi,
-        psub(fn,
-             psub(fn, hfsq, padd(fn, pmul(fn, s, padd(fn, hfsq, R)), lo)),
+        psub(fn, psub(fn, hfsq, padd(fn, pmul(fn, s, padd(fn, hfsq, R)), lo)),
              f));
     /* else: hi - ((s (f - R) - lo) - f) */
-    LLVMValueRef b = psub(
-        fn, hi, psub(fn, psub(fn, pmul(fn, s, psub(fn, f, R)), lo), f));
+    LLVMValueRef b =
+        psub(fn, hi, psub(fn, psub(fn, pmul(fn, s, psub(fn, f, R)), lo), f));
     LLVMValueRef v = sel(fn, big, a, b);
     return log_special(fn, ty, x, v);
 }
@@ -455,7 +450,7 @@ LLVMValueRef cg_vm_expf(cg_fn *fn, LLVMValueRef x)
 {
     LLVMTypeRef ty = LLVMTypeOf(x);
     LLVMTypeRef ity = int_like(fn, ty);
-    const double hi = 88.72283935546875;   /* expf finite up to here */
+    const double hi = 88.72283935546875;      /* expf finite up to here */
     const double lo = -103.97208404541015625; /* below, 0 */
     static const double p[6] = {5.0000001201e-1, 1.6666665459e-1,
                                 4.1665795894e-2, 8.3334519073e-3,
@@ -465,11 +460,11 @@ LLVMValueRef cg_vm_expf(cg_fn *fn, LLVMValueRef x)
     LLVMValueRef k = LLVMBuildFPToSI(B, kd, ity, "");
     LLVMValueRef r = LLVMBuildFSub(
         B, xc, LLVMBuildFMul(B, kd, kf(fn, ty, 0.693359375), ""), "");
-    r = LLVMBuildFSub(B, r, LLVMBuildFMul(B, kd, kf(fn, ty, -2.12194440e-4),
-                                          ""), "");
+    r = LLVMBuildFSub(B, r,
+                      LLVMBuildFMul(B, kd, kf(fn, ty, -2.12194440e-4), ""), "");
     LLVMValueRef q = horner(fn, ty, r, p, 6);
-    LLVMValueRef v = padd(fn, kf(fn, ty, 1),
-                          padd(fn, r, pmul(fn, pmul(fn, r, r), q)));
+    LLVMValueRef v =
+        padd(fn, kf(fn, ty, 1), padd(fn, r, pmul(fn, pmul(fn, r, r), q)));
     return exp_limits(fn, ty, x, scale2(fn, ty, ity, v, k), hi, lo);
 }
 
@@ -481,14 +476,13 @@ LLVMValueRef cg_vm_logf(cg_fn *fn, LLVMValueRef x)
 {
     LLVMTypeRef ty = LLVMTypeOf(x);
     LLVMTypeRef ity = int_like(fn, ty);
-    static const double p[9] = {3.3333331174e-1, -2.4999993993e-1,
-                                2.0000714765e-1, -1.6668057665e-1,
-                                1.4249322787e-1, -1.2420140846e-1,
-                                1.1676998740e-1, -1.1514610310e-1,
-                                7.0376836292e-2};
+    static const double p[9] = {
+        3.3333331174e-1,  -2.4999993993e-1, 2.0000714765e-1,
+        -1.6668057665e-1, 1.4249322787e-1,  -1.2420140846e-1,
+        1.1676998740e-1,  -1.1514610310e-1, 7.0376836292e-2};
     LLVMValueRef sub = fcmp(fn, LLVMRealOLT, x, kf(fn, ty, 0x1p-126));
-    LLVMValueRef xs = sel(fn, sub, LLVMBuildFMul(B, x, kf(fn, ty, 0x1p23), ""),
-                          x);
+    LLVMValueRef xs =
+        sel(fn, sub, LLVMBuildFMul(B, x, kf(fn, ty, 0x1p23), ""), x);
     LLVMValueRef e0 = sel(fn, sub, ki(fn, ity, -23), ki(fn, ity, 0));
     LLVMValueRef bits = LLVMBuildBitCast(B, xs, ity, "");
     /* m in [0.5, 1), x = 2^e m */
@@ -497,8 +491,9 @@ LLVMValueRef cg_vm_logf(cg_fn *fn, LLVMValueRef x)
     LLVMValueRef e =
         LLVMBuildAdd(B, e0, LLVMBuildSub(B, be, ki(fn, ity, 126), ""), "");
     LLVMValueRef m = LLVMBuildBitCast(
-        B, LLVMBuildOr(B, LLVMBuildAnd(B, bits, ki(fn, ity, 0x007fffff), ""),
-                       ki(fn, ity, 0x3f000000), ""),
+        B,
+        LLVMBuildOr(B, LLVMBuildAnd(B, bits, ki(fn, ity, 0x007fffff), ""),
+                    ki(fn, ity, 0x3f000000), ""),
         ty, "");
     LLVMValueRef small =
         fcmp(fn, LLVMRealOLT, m, kf(fn, ty, 0.707106781186547524));
@@ -510,8 +505,8 @@ LLVMValueRef cg_vm_logf(cg_fn *fn, LLVMValueRef x)
     LLVMValueRef y = pmul(fn, pmul(fn, m, z), horner(fn, ty, m, p, 9));
     y = padd(fn, y, pmul(fn, fe, kf(fn, ty, -2.12194440e-4)));
     y = padd(fn, y, pmul(fn, kf(fn, ty, -0.5), z));
-    LLVMValueRef v = padd(fn, padd(fn, m, y),
-                          pmul(fn, fe, kf(fn, ty, 0.693359375)));
+    LLVMValueRef v =
+        padd(fn, padd(fn, m, y), pmul(fn, fe, kf(fn, ty, 0.693359375)));
     return log_special(fn, ty, x, v);
 }
 
@@ -545,9 +540,9 @@ static LLVMValueRef libm_lanes(cg_fn *fn, const char *name, bool single,
     LLVMTypeRef dty = LLVMDoubleTypeInContext(c);
     LLVMTypeRef aty = single ? LLVMFloatTypeInContext(c) : dty;
     LLVMTypeRef bty = LLVMTypeOf(slow);
-    LLVMValueRef any = vec ? cg_intrinsic(fn, "llvm.vector.reduce.or", &bty,
-                                          1, &slow, 1)
-                           : slow;
+    LLVMValueRef any =
+        vec ? cg_intrinsic(fn, "llvm.vector.reduce.or", &bty, 1, &slow, 1)
+            : slow;
     LLVMBasicBlockRef from = LLVMGetInsertBlock(B);
     LLVMValueRef f = LLVMGetBasicBlockParent(from);
     LLVMBasicBlockRef call = LLVMAppendBasicBlockInContext(c, f, "vm.libm");
@@ -601,9 +596,9 @@ static void two_diff(cg_fn *fn, LLVMValueRef a, LLVMValueRef b,
 static LLVMValueRef kernel_sin(cg_fn *fn, LLVMTypeRef ty, LLVMValueRef x,
                                LLVMValueRef y)
 {
-    static const double s[5] = {
-        0x1.111111110f8a6p-7, -0x1.a01a019c161d5p-13, 0x1.71de357b1fe7dp-19,
-        -0x1.ae5e68a2b9cebp-26, 0x1.5d93a5acfd57cp-33}; /* S2 .. S6 */
+    static const double s[5] = {0x1.111111110f8a6p-7, -0x1.a01a019c161d5p-13,
+                                0x1.71de357b1fe7dp-19, -0x1.ae5e68a2b9cebp-26,
+                                0x1.5d93a5acfd57cp-33}; /* S2 .. S6 */
     const double s1 = -0x1.5555555555549p-3;
     LLVMValueRef z = pmul(fn, x, x);
     LLVMValueRef v = pmul(fn, z, x);
@@ -624,26 +619,27 @@ static LLVMValueRef kernel_cos(cg_fn *fn, LLVMTypeRef ty, LLVMTypeRef ity,
                                LLVMValueRef x, LLVMValueRef y)
 {
     static const double c[6] = {
-        0x1.555555555554cp-5, -0x1.6c16c16c15177p-10, 0x1.a01a019cb159p-16,
-        -0x1.27e4f809c52adp-22, 0x1.1ee9ebdb4b1c4p-29,
-        -0x1.8fae9be8838d4p-37}; /* C1 .. C6 */
+        0x1.555555555554cp-5,  -0x1.6c16c16c15177p-10,
+        0x1.a01a019cb159p-16,  -0x1.27e4f809c52adp-22,
+        0x1.1ee9ebdb4b1c4p-29, -0x1.8fae9be8838d4p-37}; /* C1 .. C6 */
     LLVMValueRef z = pmul(fn, x, x);
     LLVMValueRef r = pmul(fn, z, horner(fn, ty, z, c, 6));
     LLVMValueRef hx = LLVMBuildAnd(
-        B, LLVMBuildLShr(B, LLVMBuildBitCast(B, x, ity, ""), ki(fn, ity, 32),
-                         ""),
+        B,
+        LLVMBuildLShr(B, LLVMBuildBitCast(B, x, ity, ""), ki(fn, ity, 32), ""),
         ki(fn, ity, 0x7fffffff), "");
     /* qx: the high word of |x| less 2 in the exponent, the low word 0 */
     LLVMValueRef qx = LLVMBuildBitCast(
-        B, LLVMBuildShl(B, LLVMBuildSub(B, hx, ki(fn, ity, 0x00200000), ""),
-                        ki(fn, ity, 32), ""),
+        B,
+        LLVMBuildShl(B, LLVMBuildSub(B, hx, ki(fn, ity, 0x00200000), ""),
+                     ki(fn, ity, 32), ""),
         ty, "");
     qx = sel(fn, LLVMBuildICmp(B, LLVMIntSGT, hx, ki(fn, ity, 0x3fe90000), ""),
              kf(fn, ty, 0.28125), qx);
     qx = sel(fn, LLVMBuildICmp(B, LLVMIntSLT, hx, ki(fn, ity, 0x3fd33333), ""),
              kf(fn, ty, 0), qx);
-    LLVMValueRef hz = LLVMBuildFSub(
-        B, LLVMBuildFMul(B, kf(fn, ty, 0.5), z, ""), qx, "");
+    LLVMValueRef hz =
+        LLVMBuildFSub(B, LLVMBuildFMul(B, kf(fn, ty, 0.5), z, ""), qx, "");
     LLVMValueRef a = LLVMBuildFSub(B, kf(fn, ty, 1), qx, "");
     LLVMValueRef w = psub(fn, pmul(fn, z, r), pmul(fn, x, y));
     return LLVMBuildFSub(B, a, LLVMBuildFSub(B, hz, w, ""), "");
@@ -652,8 +648,7 @@ static LLVMValueRef kernel_cos(cg_fn *fn, LLVMTypeRef ty, LLVMTypeRef ity,
 /* sin (or cos, want_cos) of double (or vector of double) x (see the head);
  * `single`: x is a float widened, and the lanes outside the reduction's
  * range take sinf / cosf of it. */
-LLVMValueRef cg_vm_sincos(cg_fn *fn, LLVMValueRef x, bool single,
-                          bool want_cos)
+LLVMValueRef cg_vm_sincos(cg_fn *fn, LLVMValueRef x, bool single, bool want_cos)
 {
     LLVMTypeRef ty = LLVMTypeOf(x);
     LLVMTypeRef ity = int_like(fn, ty);
@@ -676,24 +671,24 @@ LLVMValueRef cg_vm_sincos(cg_fn *fn, LLVMValueRef x, bool single,
     /* r = x - n pio2_1 - n pio2_2 - n pio2_3 - n pio2_3t as y0 + y1: the
      * first difference is exact (Sterbenz), the next two keep their
      * rounding errors (TwoSum), which join the last, tiny, term */
-    LLVMValueRef r = LLVMBuildFSub(
-        B, xs, LLVMBuildFMul(B, nd, kf(fn, ty, pio2_1), ""), "");
+    LLVMValueRef r =
+        LLVMBuildFSub(B, xs, LLVMBuildFMul(B, nd, kf(fn, ty, pio2_1), ""), "");
     LLVMValueRef s2, e2, s3, e3;
     two_diff(fn, r, LLVMBuildFMul(B, nd, kf(fn, ty, pio2_2), ""), &s2, &e2);
     two_diff(fn, s2, LLVMBuildFMul(B, nd, kf(fn, ty, pio2_3), ""), &s3, &e3);
-    LLVMValueRef tail = LLVMBuildFSub(
-        B, LLVMBuildFAdd(B, e2, e3, ""),
-        LLVMBuildFMul(B, nd, kf(fn, ty, pio2_3t), ""), "");
+    LLVMValueRef tail =
+        LLVMBuildFSub(B, LLVMBuildFAdd(B, e2, e3, ""),
+                      LLVMBuildFMul(B, nd, kf(fn, ty, pio2_3t), ""), "");
     LLVMValueRef y0 = LLVMBuildFAdd(B, s3, tail, "");
     LLVMValueRef y1 = LLVMBuildFAdd(B, LLVMBuildFSub(B, s3, y0, ""), tail, "");
     /* quadrant q = n (+ 1 for cos) mod 4: sin(r), cos(r), -sin(r), -cos(r) */
     LLVMValueRef q = LLVMBuildAdd(B, n, ki(fn, ity, want_cos ? 1 : 0), "");
-    LLVMValueRef odd = LLVMBuildICmp(
-        B, LLVMIntNE, LLVMBuildAnd(B, q, ki(fn, ity, 1), ""), ki(fn, ity, 0),
-        "");
-    LLVMValueRef neg = LLVMBuildICmp(
-        B, LLVMIntNE, LLVMBuildAnd(B, q, ki(fn, ity, 2), ""), ki(fn, ity, 0),
-        "");
+    LLVMValueRef odd =
+        LLVMBuildICmp(B, LLVMIntNE, LLVMBuildAnd(B, q, ki(fn, ity, 1), ""),
+                      ki(fn, ity, 0), "");
+    LLVMValueRef neg =
+        LLVMBuildICmp(B, LLVMIntNE, LLVMBuildAnd(B, q, ki(fn, ity, 2), ""),
+                      ki(fn, ity, 0), "");
     LLVMValueRef v = sel(fn, odd, kernel_cos(fn, ty, ity, y0, y1),
                          kernel_sin(fn, ty, y0, y1));
     v = sel(fn, neg, LLVMBuildFNeg(B, v, ""), v);
@@ -702,8 +697,8 @@ LLVMValueRef cg_vm_sincos(cg_fn *fn, LLVMValueRef x, bool single,
          * zeros */
         v = sel(fn, fcmp(fn, LLVMRealOEQ, xs, kf(fn, ty, 0)), xs, v);
     }
-    const char *name = want_cos ? (single ? "cosf" : "cos")
-                                : (single ? "sinf" : "sin");
+    const char *name =
+        want_cos ? (single ? "cosf" : "cos") : (single ? "sinf" : "sin");
     return libm_lanes(fn, name, single, LLVMBuildNot(B, fast, ""), v, x);
 }
 
@@ -720,8 +715,8 @@ static void fast_two_sum(cg_fn *fn, LLVMValueRef a, LLVMValueRef b,
 
 /* a b = *p + *e, exactly unless e underflows: e by a fused
  * multiply-add. */
-static void two_prod(cg_fn *fn, LLVMTypeRef ty, LLVMValueRef a,
-                     LLVMValueRef b, LLVMValueRef *p, LLVMValueRef *e)
+static void two_prod(cg_fn *fn, LLVMTypeRef ty, LLVMValueRef a, LLVMValueRef b,
+                     LLVMValueRef *p, LLVMValueRef *e)
 {
     *p = LLVMBuildFMul(B, a, b, "");
     LLVMValueRef args[3] = {a, b, LLVMBuildFNeg(B, *p, "")};
@@ -731,9 +726,9 @@ static void two_prod(cg_fn *fn, LLVMTypeRef ty, LLVMValueRef a,
 /* (ah + al)(bh + bl) as *p + *e, with the low parts' product left out
  * (relative error about 2^-104 when |al| and |bl| are within an ulp of
  * ah and bh). */
-static void dd_mul(cg_fn *fn, LLVMTypeRef ty, LLVMValueRef ah,
-                   LLVMValueRef al, LLVMValueRef bh, LLVMValueRef bl,
-                   LLVMValueRef *p, LLVMValueRef *e)
+static void dd_mul(cg_fn *fn, LLVMTypeRef ty, LLVMValueRef ah, LLVMValueRef al,
+                   LLVMValueRef bh, LLVMValueRef bl, LLVMValueRef *p,
+                   LLVMValueRef *e)
 {
     LLVMValueRef err;
     two_prod(fn, ty, ah, bh, p, &err);
@@ -793,8 +788,7 @@ static void log_dd(cg_fn *fn, LLVMTypeRef ty, LLVMTypeRef ity, LLVMValueRef x,
         B, ul, LLVMBuildFAdd(B, LLVMBuildFAdd(B, sl, sl, ""), tl, ""), "");
     LLVMValueRef dk = LLVMBuildSIToFP(B, k, ty, "");
     /* |k ln2| >= ln2 > |log m| unless k = 0 */
-    fast_two_sum(fn, LLVMBuildFMul(B, dk, kf(fn, ty, LN2_HI), ""), uh, &h,
-                 &l);
+    fast_two_sum(fn, LLVMBuildFMul(B, dk, kf(fn, ty, LN2_HI), ""), uh, &h, &l);
     l = LLVMBuildFAdd(
         B, l,
         LLVMBuildFAdd(B, ul, LLVMBuildFMul(B, dk, kf(fn, ty, LN2_LO), ""), ""),
@@ -827,10 +821,10 @@ static LLVMValueRef exp_dd(cg_fn *fn, LLVMTypeRef ty, LLVMTypeRef ity,
     tl = sel(fn, fcmp(fn, LLVMRealOEQ, tc, t), tl, kf(fn, ty, 0));
     LLVMValueRef kd, k, rh, rl;
     LLVMValueRef r = exp_reduce(fn, ty, ity, tc, &kd, &k);
-    two_diff(fn, r,
-             LLVMBuildFSub(B, LLVMBuildFMul(B, kd, kf(fn, ty, LN2_LO), ""), tl,
-                           ""),
-             &rh, &rl);
+    two_diff(
+        fn, r,
+        LLVMBuildFSub(B, LLVMBuildFMul(B, kd, kf(fn, ty, LN2_LO), ""), tl, ""),
+        &rh, &rl);
     /* 1 + rh + rh^2/2 = h2 + l + l2 + sqe/2 exactly */
     double c[13];
     exp_taylor(c, 13);
@@ -858,8 +852,7 @@ static LLVMValueRef exp_dd(cg_fn *fn, LLVMTypeRef ty, LLVMTypeRef ity,
  * follows from exp(y log|x|): log gives -inf at 0, +inf at +inf and NaN for
  * NaN, exp gives 0 at -inf and +inf at +inf, and the sign is x's when y is
  * an odd integer. */
-LLVMValueRef cg_vm_pow(cg_fn *fn, LLVMValueRef x, LLVMValueRef y,
-                       bool single)
+LLVMValueRef cg_vm_pow(cg_fn *fn, LLVMValueRef x, LLVMValueRef y, bool single)
 {
     LLVMTypeRef ty = LLVMTypeOf(x);
     LLVMTypeRef ity = int_like(fn, ty);
@@ -885,12 +878,11 @@ LLVMValueRef cg_vm_pow(cg_fn *fn, LLVMValueRef x, LLVMValueRef y,
             one, v);
     /* y is an integer (infinities count as even ones), and an odd one */
     LLVMValueRef h = LLVMBuildFMul(B, y, kf(fn, ty, 0.5), ""); /* exact */
-    LLVMValueRef integral = fcmp(
-        fn, LLVMRealOEQ, cg_intrinsic(fn, "llvm.trunc", &ty, 1, &y, 1), y);
+    LLVMValueRef integral =
+        fcmp(fn, LLVMRealOEQ, cg_intrinsic(fn, "llvm.trunc", &ty, 1, &y, 1), y);
     LLVMValueRef odd = LLVMBuildAnd(
         B, integral,
-        fcmp(fn, LLVMRealUNE, cg_intrinsic(fn, "llvm.trunc", &ty, 1, &h, 1),
-             h),
+        fcmp(fn, LLVMRealUNE, cg_intrinsic(fn, "llvm.trunc", &ty, 1, &h, 1), h),
         "");
     LLVMValueRef xneg = LLVMBuildICmp(
         B, LLVMIntSLT, LLVMBuildBitCast(B, x, ity, ""), ki(fn, ity, 0), "");
@@ -909,13 +901,12 @@ LLVMValueRef cg_vm_pow(cg_fn *fn, LLVMValueRef x, LLVMValueRef y,
     if (!single) {
         /* glibc's pow gives NaN there when the other argument is a
          * signalling NaN (a float widened is quiet): y log|x| is NaN */
-        unit = LLVMBuildAnd(
-            B, unit,
-            LLVMBuildNot(B,
-                         LLVMBuildOr(B, is_snan(fn, ity, x),
-                                     is_snan(fn, ity, y), ""),
-                         ""),
-            "");
+        unit = LLVMBuildAnd(B, unit,
+                            LLVMBuildNot(B,
+                                         LLVMBuildOr(B, is_snan(fn, ity, x),
+                                                     is_snan(fn, ity, y), ""),
+                                         ""),
+                            "");
     }
     return sel(fn, unit, one, v);
 }

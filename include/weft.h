@@ -49,35 +49,35 @@ extern "C" {
 
 typedef enum weft_status {
     WEFT_OK = 0,
-    WEFT_ERR_NULL_ARGUMENT,       /* a required handle or pointer is NULL */
-    WEFT_ERR_INVALID_ARGUMENT,    /* a value is out of its documented range */
-    WEFT_ERR_TYPE_MISMATCH,       /* element types do not agree */
-    WEFT_ERR_RANK_MISMATCH,       /* ranks do not agree */
-    WEFT_ERR_PROGRAM_MISMATCH,    /* terms of two different programs mixed */
-    WEFT_ERR_ARITY,               /* a function has the wrong number of arguments */
-    WEFT_ERR_INCOMPLETE,          /* a function used before weft_fun_return */
-    WEFT_ERR_SCOPE,               /* a function argument used outside its function,
+    WEFT_ERR_NULL_ARGUMENT,    /* a required handle or pointer is NULL */
+    WEFT_ERR_INVALID_ARGUMENT, /* a value is out of its documented range */
+    WEFT_ERR_TYPE_MISMATCH,    /* element types do not agree */
+    WEFT_ERR_RANK_MISMATCH,    /* ranks do not agree */
+    WEFT_ERR_PROGRAM_MISMATCH, /* terms of two different programs mixed */
+    WEFT_ERR_ARITY,          /* a function has the wrong number of arguments */
+    WEFT_ERR_INCOMPLETE,     /* a function used before weft_fun_return */
+    WEFT_ERR_SCOPE,          /* a function argument used outside its function,
                                      or an array term that depends on one */
-    WEFT_ERR_RESHAPE_SIZE,        /* reshape to a different number of elements */
-    WEFT_ERR_SLICE_INDEX,         /* a slice index outside its dimension */
-    WEFT_ERR_EMPTY_ARRAY,         /* fold1 (all, seg) of an empty row or segment */
-    WEFT_ERR_STENCIL_WINDOW,      /* a stencil window that is not 3, 5, 7 or 9 */
-    WEFT_ERR_SEGMENTS,            /* segment lengths negative or past the extent */
-    WEFT_ERR_BAD_SHAPE,           /* a negative extent, or a size that overflows */
-    WEFT_ERR_OUT_OF_BOUNDS,       /* an array index outside the array (at run) */
-    WEFT_ERR_DIVIDE_BY_ZERO,      /* integer division or remainder by zero (at run) */
-    WEFT_ERR_UNDEFINED,           /* other undefined operation at run: shift by the
+    WEFT_ERR_RESHAPE_SIZE,   /* reshape to a different number of elements */
+    WEFT_ERR_SLICE_INDEX,    /* a slice index outside its dimension */
+    WEFT_ERR_EMPTY_ARRAY,    /* fold1 (all, seg) of an empty row or segment */
+    WEFT_ERR_STENCIL_WINDOW, /* a stencil window that is not 3, 5, 7 or 9 */
+    WEFT_ERR_SEGMENTS,       /* segment lengths negative or past the extent */
+    WEFT_ERR_BAD_SHAPE,      /* a negative extent, or a size that overflows */
+    WEFT_ERR_OUT_OF_BOUNDS,  /* an array index outside the array (at run) */
+    WEFT_ERR_DIVIDE_BY_ZERO, /* integer division or remainder by zero (at run) */
+    WEFT_ERR_UNDEFINED,      /* other undefined operation at run: shift by the
                                      width or more, quot of INT_MIN by -1,
                                      float to integer out of range */
     WEFT_ERR_BACKEND_UNKNOWN,     /* a backend name that weft does not know */
     WEFT_ERR_BACKEND_UNAVAILABLE, /* a known backend that cannot run here */
     WEFT_ERR_OUT_OF_MEMORY,       /* an allocation failed */
-    WEFT_ERR_ARGUMENT_COUNT,      /* weft_run given the wrong number of arrays */
-    WEFT_ERR_INTERNAL,            /* a bug in weft: please report it */
-    WEFT_ERR_DEVICE,              /* the GPU failed: a kernel trapped or faulted,
+    WEFT_ERR_ARGUMENT_COUNT, /* weft_run given the wrong number of arrays */
+    WEFT_ERR_INTERNAL,       /* a bug in weft: please report it */
+    WEFT_ERR_DEVICE,         /* the GPU failed: a kernel trapped or faulted,
                                      or the driver reported an error (the
                                      message names the kernel or the call) */
-    WEFT_ERR_CANCELLED            /* the run was stopped by weft_cancel or by
+    WEFT_ERR_CANCELLED       /* the run was stopped by weft_cancel or by
                                      the context's deadline (timeout_ms) */
 } weft_status;
 
@@ -136,18 +136,18 @@ typedef void *(*weft_alloc_fn)(void *user, void *ptr, size_t old_size,
  * hand, since weft_context_create refuses a configuration without its
  * size and magic.  docs/abi.md says how the struct may grow. */
 typedef struct weft_config {
-    uint32_t size;        /* sizeof(weft_config) in the caller's header:
+    uint32_t size;          /* sizeof(weft_config) in the caller's header:
                              set by weft_config_init, do not change */
-    uint32_t magic;       /* WEFT_CONFIG_MAGIC: set by weft_config_init */
-    weft_backend backend; /* overridden by $WEFT_BACKEND */
-    int threads;          /* worker threads, 0 = one per core, at most 4096
+    uint32_t magic;         /* WEFT_CONFIG_MAGIC: set by weft_config_init */
+    weft_backend backend;   /* overridden by $WEFT_BACKEND */
+    int threads;            /* worker threads, 0 = one per core, at most 4096
                              (else weft_context_create fails with
                              WEFT_ERR_INVALID_ARGUMENT); $WEFT_THREADS */
-    int device;           /* GPU ordinal for the PTX backend; $WEFT_DEVICE */
-    const char *cache_dir; /* NULL = $WEFT_CACHE_DIR or $XDG_CACHE_HOME/weft */
-    unsigned flags;        /* WEFT_FLAG_* */
-    weft_alloc_fn alloc;   /* NULL = the C library's malloc family */
-    void *alloc_user;      /* passed to alloc */
+    int device;             /* GPU ordinal for the PTX backend; $WEFT_DEVICE */
+    const char *cache_dir;  /* NULL = $WEFT_CACHE_DIR or $XDG_CACHE_HOME/weft */
+    unsigned flags;         /* WEFT_FLAG_* */
+    weft_alloc_fn alloc;    /* NULL = the C library's malloc family */
+    void *alloc_user;       /* passed to alloc */
     const char *target_cpu; /* CPU backend: NULL = the host; a CPU name
                                ("x86-64-v3", "skylake-avx512") compiles for
                                that CPU without running (weft_run then
@@ -155,17 +155,17 @@ typedef struct weft_config {
                                backend: NULL = the device; "sm_XY" compiles
                                PTX for that GPU without one (dump it with
                                WEFT_DUMP=ptx) and does not run */
-    const char *dump;      /* what to write for each kernel, as $WEFT_DUMP:
+    const char *dump;       /* what to write for each kernel, as $WEFT_DUMP:
                               a list of plan, ir, opt-ir, asm, vec, ptx;
                               NULL = none */
-    const char *dump_dir;  /* where dumps go ($WEFT_DUMP_DIR); NULL = "." */
+    const char *dump_dir;   /* where dumps go ($WEFT_DUMP_DIR); NULL = "." */
     uint64_t device_memory; /* PTX backend: use at most this many bytes of
                                device memory, moving the least recently
                                used arrays to the host beyond it (0: all
                                the device has; $WEFT_DEVICE_MEMORY); on
                                several devices (`devices`), this many on
                                each */
-    double timeout_ms;     /* a deadline for every weft_run (and the run of
+    double timeout_ms;      /* a deadline for every weft_run (and the run of
                               weft_run1): a run still going this many
                               milliseconds after it started stops with
                               WEFT_ERR_CANCELLED (0: none; negative or not a
@@ -173,12 +173,12 @@ typedef struct weft_config {
                               weft_context_create); $WEFT_TIMEOUT_MS */
     /* ---- fields added since the first sized layout (docs/abi.md): a
      * configuration from an older header gets their defaults ---- */
-    uint64_t cache_max;    /* bound of the disk cache of compiled kernels
+    uint64_t cache_max;  /* bound of the disk cache of compiled kernels
                               in bytes: past it the oldest entries are
                               deleted (0: 256 MiB; $WEFT_CACHE_MAX, in
                               bytes or with a suffix K, M or G, powers of
                               1024) */
-    const char *trace;     /* a Chrome trace of compile and run phases is
+    const char *trace;   /* a Chrome trace of compile and run phases is
                               written to this file ($WEFT_TRACE, which
                               overrides it; "%p" in it becomes the process
                               id; NULL or "": none).  Contexts of one
@@ -188,7 +188,7 @@ typedef struct weft_config {
                               "Tracing").  A file that cannot be written
                               fails weft_context_create with
                               WEFT_ERR_INVALID_ARGUMENT */
-    const char *devices;   /* PTX backend: the GPUs of one context, a list
+    const char *devices; /* PTX backend: the GPUs of one context, a list
                               of ordinals ("0,1,2,3"; one may repeat: "0,0"
                               runs the partitioned code on one GPU) or
                               "all"; $WEFT_DEVICES overrides it.  NULL, ""
@@ -208,8 +208,9 @@ typedef struct weft_config {
 /* The value of weft_config.magic ("weft" in ASCII). */
 #define WEFT_CONFIG_MAGIC 0x77656674u
 
-#define WEFT_FLAG_NO_ENV 1u    /* ignore the WEFT_* environment variables */
-#define WEFT_FLAG_NO_FUSION 2u /* compute every operation as its own array
+#define WEFT_FLAG_NO_ENV 1u /* ignore the WEFT_* environment variables */
+#define WEFT_FLAG_NO_FUSION                                                    \
+    2u /* compute every operation as its own array
                                   (for comparisons and debugging) */
 /* Checked mode ($WEFT_CHECK=1; $WEFT_CHECK=0 turns it off): compiled
  * kernels report every undefined operation that the interpreter reports,
@@ -225,7 +226,8 @@ typedef struct weft_config {
  * "Undefined operations").  Gathers of backpermute, transform and slice
  * and permute targets are checked in both modes. */
 #define WEFT_FLAG_CHECKED 4u
-#define WEFT_FLAG_NO_SPMD 0x100u /* CPU backend: emit element functions one
+#define WEFT_FLAG_NO_SPMD                                                      \
+    0x100u /* CPU backend: emit element functions one
                                     element at a time, not over vector
                                     lanes (for comparisons and debugging;
                                     $WEFT_SPMD=0) */
@@ -351,19 +353,19 @@ WEFT_API void weft_cancel(weft_context *ctx);
 /* Counters of a context's kernel caches (compiled backends; all zero for
  * the interpreter). */
 typedef struct weft_stats {
-    uint64_t kernels_compiled; /* built by LLVM in this context */
-    uint64_t kernels_loaded;   /* loaded from the disk cache */
-    uint64_t kernels_reused;   /* found already compiled in memory */
-    double compile_ms;         /* time spent optimising and emitting */
-    int threads;               /* workers running kernels (CPU backend) */
-    uint64_t bytes_uploaded;   /* host to device copies (PTX backend) */
-    uint64_t bytes_downloaded; /* device to host copies (PTX backend) */
-    uint64_t evictions;        /* device copies moved to the host to make
+    uint64_t kernels_compiled;  /* built by LLVM in this context */
+    uint64_t kernels_loaded;    /* loaded from the disk cache */
+    uint64_t kernels_reused;    /* found already compiled in memory */
+    double compile_ms;          /* time spent optimising and emitting */
+    int threads;                /* workers running kernels (CPU backend) */
+    uint64_t bytes_uploaded;    /* host to device copies (PTX backend) */
+    uint64_t bytes_downloaded;  /* device to host copies (PTX backend) */
+    uint64_t evictions;         /* device copies moved to the host to make
                                   room (PTX backend) */
-    uint64_t device_bytes;     /* device memory held now, pool included */
+    uint64_t device_bytes;      /* device memory held now, pool included */
     uint64_t kernels_optimised; /* CPU, PTX: quick code replaced by
                                    optimised code (WEFT_FLAG_NO_TIERING) */
-    double optimise_ms;        /* CPU: time the background thread spent
+    double optimise_ms;         /* CPU: time the background thread spent
                                   emitting optimised code; PTX: building,
                                   compiling and loading it */
     /* Compile time by phase, in milliseconds, summed over every kernel
@@ -393,7 +395,7 @@ typedef struct weft_stats {
                                divided by the runs, weft's fixed cost per
                                run (bench/gpu/overhead.c) */
     /* PTX over several GPUs (weft_config.devices; docs/distributed.md) */
-    int devices;            /* GPUs of the context: 1 for one, 0 for the
+    int devices;                 /* GPUs of the context: 1 for one, 0 for the
                                other backends */
     uint64_t device_bytes_on[8]; /* device memory held now on device i of
                                the context's list (entry 0 of one GPU:
@@ -401,7 +403,7 @@ typedef struct weft_stats {
                                arrays split over the devices (1 MiB and
                                larger; smaller ones live on device 0 and
                                are not counted) */
-    uint64_t kernels_split; /* kernels run split over several devices */
+    uint64_t kernels_split;      /* kernels run split over several devices */
     uint64_t device_bytes_moved; /* bytes moved between the devices by
                                weft: partial results that a device other
                                than the first hands to it (folds' and
@@ -429,8 +431,8 @@ WEFT_API weft_status weft_context_wait_optimised(weft_context *ctx);
  * header read 0).  Call it through the macro weft_context_stats, which
  * passes the caller's sizeof(weft_stats).  Errors: WEFT_ERR_NULL_ARGUMENT. */
 WEFT_API weft_status weft_context_stats_sized(const weft_context *ctx,
-                                             weft_stats *out, size_t size);
-#define weft_context_stats(ctx, out)                                         \
+                                              weft_stats *out, size_t size);
+#define weft_context_stats(ctx, out)                                           \
     weft_context_stats_sized((ctx), (out), sizeof(weft_stats))
 
 /* ------------------------------------------------------------------------
@@ -472,13 +474,13 @@ WEFT_API weft_status weft_device_count(int *n);
 
 /* Facts about one CUDA device. */
 typedef struct weft_device_info {
-    char name[256];          /* "NVIDIA H100 80GB HBM3" */
-    int ordinal;             /* as asked for */
-    int sm_major, sm_minor;  /* compute capability: 9 and 0 for sm_90 */
+    char name[256];         /* "NVIDIA H100 80GB HBM3" */
+    int ordinal;            /* as asked for */
+    int sm_major, sm_minor; /* compute capability: 9 and 0 for sm_90 */
     int multiprocessors;
-    int clock_khz;           /* peak core clock (0: not reported) */
-    uint64_t memory_bytes;   /* total device memory */
-    int driver_version;      /* cuDriverGetVersion: 1000 * major + 10 *
+    int clock_khz;         /* peak core clock (0: not reported) */
+    uint64_t memory_bytes; /* total device memory */
+    int driver_version;    /* cuDriverGetVersion: 1000 * major + 10 *
                                 minor of the CUDA version the driver
                                 supports, 12080 for 12.8 */
 } weft_device_info;
@@ -491,7 +493,7 @@ typedef struct weft_device_info {
  * 0 .. count - 1; WEFT_ERR_DEVICE when the driver fails to answer. */
 WEFT_API weft_status weft_device_info_sized(int ordinal, weft_device_info *out,
                                             size_t size);
-#define weft_device_info_get(ordinal, out)                                   \
+#define weft_device_info_get(ordinal, out)                                     \
     weft_device_info_sized((ordinal), (out), sizeof(weft_device_info))
 
 /* Where the ptx backend finds libdevice (NVIDIA's bitcode library of math
@@ -541,7 +543,7 @@ typedef struct weft_cache_info {
  * $WEFT_BACKEND). */
 WEFT_API weft_status weft_cache_info_sized(const weft_config *cfg,
                                            weft_cache_info *out, size_t size);
-#define weft_cache_info_get(cfg, out)                                        \
+#define weft_cache_info_get(cfg, out)                                          \
     weft_cache_info_sized((cfg), (out), sizeof(weft_cache_info))
 
 /* A tuple type of n >= 0 component types (which may be tuples), interned in
@@ -568,8 +570,7 @@ WEFT_API weft_type weft_type_component(const weft_context *ctx, weft_type t,
  * weft_type_leaf() gives the scalar type of leaf i. Both 0 on a bad type
  * (and weft_type_leaves 0 for the unit type and tuples of units). */
 WEFT_API int weft_type_leaves(const weft_context *ctx, weft_type t);
-WEFT_API weft_type weft_type_leaf(const weft_context *ctx, weft_type t,
-                                  int i);
+WEFT_API weft_type weft_type_leaf(const weft_context *ctx, weft_type t, int i);
 
 /* Size in bytes of one element of a scalar type (bool: 1), 0 otherwise. */
 WEFT_API size_t weft_type_size(weft_type t);
@@ -642,16 +643,15 @@ WEFT_API weft_status weft_array_read(weft_array *a, int leaf, void *dst,
  * ---------------------------------------------------------------------- */
 
 typedef struct weft_program weft_program;
-typedef struct weft_acc weft_acc;   /* array term (possibly a tuple of arrays) */
-typedef struct weft_exp weft_exp;   /* scalar term */
-typedef struct weft_fun weft_fun;   /* scalar function */
+typedef struct weft_acc weft_acc; /* array term (possibly a tuple of arrays) */
+typedef struct weft_exp weft_exp; /* scalar term */
+typedef struct weft_fun weft_fun; /* scalar function */
 typedef struct weft_afun weft_afun; /* array function (for awhile) */
 
 /* A new, empty program in ctx.  Free it with weft_program_free(), which
  * frees every term built in it.  Errors: WEFT_ERR_NULL_ARGUMENT,
  * WEFT_ERR_OUT_OF_MEMORY.  A program is built by one thread at a time. */
-WEFT_API weft_status weft_program_create(weft_context *ctx,
-                                         weft_program **out);
+WEFT_API weft_status weft_program_create(weft_context *ctx, weft_program **out);
 WEFT_API void weft_program_free(weft_program *p);
 
 /* The program's first builder error (WEFT_OK if none), and its message
@@ -707,8 +707,7 @@ WEFT_API int weft_fun_arity(const weft_fun *f);
 WEFT_API weft_exp *weft_apply(weft_fun *f, weft_exp *const *args);
 
 /* Array functions (one array argument, possibly a tuple of arrays). */
-WEFT_API weft_afun *weft_afun_create(weft_program *p, weft_type type,
-                                     int rank);
+WEFT_API weft_afun *weft_afun_create(weft_program *p, weft_type type, int rank);
 /* An array function whose argument has the same type as `like` (which may
  * be a tuple of arrays, e.g. the initial value of an awhile). */
 WEFT_API weft_afun *weft_afun_like(weft_acc *like);
@@ -735,8 +734,7 @@ WEFT_API weft_exp *weft_f32(weft_program *p, float v);
 WEFT_API weft_exp *weft_f64(weft_program *p, double v);
 /* A constant of any scalar type from its value as stored in an array of
  * that type (bool: one byte, 0 or 1). */
-WEFT_API weft_exp *weft_const(weft_program *p, weft_type t,
-                              const void *value);
+WEFT_API weft_exp *weft_const(weft_program *p, weft_type t, const void *value);
 
 /* Primitive operations.  The names follow Haskell's Prelude and
  * Data.Bits; the type rules are:
@@ -770,7 +768,7 @@ WEFT_API const char *weft_op_name(weft_op op);
  * in weft_ops.h, each the same as weft_prim with its op. */
 #define WEFT_OP(name, lower, arity, rule) WEFT_OP_DECL_##arity(lower)
 #define WEFT_OP_DECL_1(lower) WEFT_API weft_exp *weft_##lower(weft_exp *a);
-#define WEFT_OP_DECL_2(lower)                                                \
+#define WEFT_OP_DECL_2(lower)                                                  \
     WEFT_API weft_exp *weft_##lower(weft_exp *a, weft_exp *b);
 #define WEFT_OP_DECL_T(lower)
 #include "weft_ops.h"
@@ -813,8 +811,8 @@ WEFT_API weft_exp *weft_index(weft_program *p, int rank,
                               weft_exp *const *components);
 WEFT_API weft_exp *weft_index1(weft_exp *i);
 WEFT_API weft_exp *weft_index2(weft_exp *i, weft_exp *j);
-WEFT_API weft_exp *weft_shape(weft_acc *a);      /* the extent of a */
-WEFT_API weft_exp *weft_size(weft_acc *a);       /* i64: elements of a */
+WEFT_API weft_exp *weft_shape(weft_acc *a);       /* the extent of a */
+WEFT_API weft_exp *weft_size(weft_acc *a);        /* i64: elements of a */
 WEFT_API weft_exp *weft_shape_size(weft_exp *sh); /* i64: product */
 /* Row-major linear position of ix in shape sh, and its inverse.  The
  * outermost component of from_index is not reduced modulo its extent. */
@@ -832,8 +830,7 @@ WEFT_API weft_exp *weft_the(weft_acc *a);
 
 /* while: start from init, and while cond(x) is true replace x by body(x).
  * cond: T -> bool, body: T -> T, init: T. */
-WEFT_API weft_exp *weft_while(weft_fun *cond, weft_fun *body,
-                              weft_exp *init);
+WEFT_API weft_exp *weft_while(weft_fun *cond, weft_fun *body, weft_exp *init);
 
 /* Markers used only as arguments: `all` in a replicate / slice
  * specification, and `ignore` as the result of a permute index function
@@ -851,7 +848,7 @@ WEFT_API weft_acc *weft_use(weft_program *p, weft_array *a);
 /* The next parameter: an array of this type and rank given at each run, in
  * the order of weft_param calls. */
 WEFT_API weft_acc *weft_param(weft_program *p, weft_type type, int rank);
-WEFT_API weft_acc *weft_unit(weft_exp *e);  /* rank-0 array holding e */
+WEFT_API weft_acc *weft_unit(weft_exp *e); /* rank-0 array holding e */
 
 /* generate sh f: f takes the index (WEFT_DIM(rank sh)). */
 WEFT_API weft_acc *weft_generate(weft_exp *sh, weft_fun *f);
@@ -866,8 +863,7 @@ WEFT_API weft_acc *weft_reshape(weft_exp *sh, weft_acc *a);
 /* replicate: spec[0..n-1] lists the result's dimensions, outermost first:
  * weft_all(p) takes the next dimension of a, an i64 term adds a new
  * dimension of that extent.  The number of `all` entries is a's rank. */
-WEFT_API weft_acc *weft_replicate(int n, weft_exp *const *spec,
-                                  weft_acc *a);
+WEFT_API weft_acc *weft_replicate(int n, weft_exp *const *spec, weft_acc *a);
 /* slice: spec[0..rank a - 1]: weft_all(p) keeps a dimension, an i64 term
  * fixes that dimension at that index (WEFT_ERR_SLICE_INDEX at run when
  * outside it). */
@@ -913,10 +909,10 @@ WEFT_API weft_acc *weft_permute(weft_fun *f, weft_acc *def, weft_fun *ix,
  * takes the first window's elements then the second's, and its result's
  * extent is the intersection. */
 typedef enum weft_boundary_kind {
-    WEFT_BOUNDARY_CLAMP,    /* repeat the edge element */
-    WEFT_BOUNDARY_MIRROR,   /* reflect without repeating the edge */
-    WEFT_BOUNDARY_WRAP,     /* periodic */
-    WEFT_BOUNDARY_CONSTANT  /* the value given */
+    WEFT_BOUNDARY_CLAMP,   /* repeat the edge element */
+    WEFT_BOUNDARY_MIRROR,  /* reflect without repeating the edge */
+    WEFT_BOUNDARY_WRAP,    /* periodic */
+    WEFT_BOUNDARY_CONSTANT /* the value given */
 } weft_boundary_kind;
 
 typedef struct weft_boundary {
@@ -924,8 +920,8 @@ typedef struct weft_boundary {
     weft_exp *value; /* WEFT_BOUNDARY_CONSTANT only: of the element type */
 } weft_boundary;
 
-WEFT_API weft_acc *weft_stencil(weft_fun *f, const int *window,
-                                weft_boundary b, weft_acc *a);
+WEFT_API weft_acc *weft_stencil(weft_fun *f, const int *window, weft_boundary b,
+                                weft_acc *a);
 WEFT_API weft_acc *weft_stencil2(weft_fun *f, const int *window1,
                                  weft_boundary b1, weft_acc *a1,
                                  const int *window2, weft_boundary b2,
@@ -983,8 +979,8 @@ WEFT_API weft_status weft_run(weft_executable *exe, weft_array *const *in,
                               int n_in, weft_array **out, int n_out);
 
 /* Compile and run once (the executable is freed before returning). */
-WEFT_API weft_status weft_run1(weft_program *p, weft_acc *const *results,
-                               int n, weft_array *const *in, int n_in,
+WEFT_API weft_status weft_run1(weft_program *p, weft_acc *const *results, int n,
+                               weft_array *const *in, int n_in,
                                weft_array **out, int n_out);
 
 /* ------------------------------------------------------------------------
@@ -1126,9 +1122,9 @@ WEFT_API weft_status weft_array_from_dlpack(weft_context *ctx,
  * Errors: WEFT_ERR_NULL_ARGUMENT, WEFT_ERR_INVALID_ARGUMENT (leaf,
  * device_type), WEFT_ERR_BACKEND_UNAVAILABLE (kDLCUDA without a GPU),
  * WEFT_ERR_DEVICE, WEFT_ERR_OUT_OF_MEMORY. */
-WEFT_API weft_status weft_array_to_dlpack(weft_array *a, int leaf,
-                                          int device_type,
-                                          struct DLManagedTensorVersioned **out);
+WEFT_API weft_status
+weft_array_to_dlpack(weft_array *a, int leaf, int device_type,
+                     struct DLManagedTensorVersioned **out);
 
 /* As weft_array_wrap, for device memory of the ptx context's GPU:
  * device_ptrs[leaf] (CUdeviceptr values as pointers) become the array's
@@ -1152,8 +1148,7 @@ WEFT_API weft_status weft_array_wrap_device(weft_context *ctx, weft_type type,
  * newer one.  NULL for an empty array.  Errors: WEFT_ERR_NULL_ARGUMENT,
  * WEFT_ERR_INVALID_ARGUMENT (leaf), WEFT_ERR_BACKEND_UNAVAILABLE,
  * WEFT_ERR_DEVICE, WEFT_ERR_OUT_OF_MEMORY. */
-WEFT_API weft_status weft_array_device_ptr(weft_array *a, int leaf,
-                                           void **out);
+WEFT_API weft_status weft_array_device_ptr(weft_array *a, int leaf, void **out);
 
 /* As weft_run, with the outputs written into the caller's arrays
  * out[0..n_out-1] (each made by weft_array_create, _wrap, _wrap_device
@@ -1167,9 +1162,8 @@ WEFT_API weft_status weft_array_device_ptr(weft_array *a, int leaf,
  * one the run computes (that array is not written; other outputs may
  * have been).  On any failure the contents of the output arrays are
  * unspecified. */
-WEFT_API weft_status weft_run_into(weft_executable *exe,
-                                   weft_array *const *in, int n_in,
-                                   weft_array *const *out, int n_out);
+WEFT_API weft_status weft_run_into(weft_executable *exe, weft_array *const *in,
+                                   int n_in, weft_array *const *out, int n_out);
 
 /* Block until every write queued for a on the device is complete (on
  * ptx: the context's stream is waited for); returns at once for an array

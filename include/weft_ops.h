@@ -34,25 +34,25 @@ WEFT_OP(ABS, abs, 1, NUM)
 WEFT_OP(SIGNUM, signum, 1, NUM)
 WEFT_OP(MIN, min, 2, ORD)
 WEFT_OP(MAX, max, 2, ORD)
-WEFT_OP(QUOT, quot, 2, INT)     /* toward zero */
-WEFT_OP(REM, rem, 2, INT)       /* sign of the dividend */
-WEFT_OP(IDIV, idiv, 2, INT)     /* Haskell div: toward negative infinity */
-WEFT_OP(MOD, mod, 2, INT)       /* sign of the divisor */
+WEFT_OP(QUOT, quot, 2, INT) /* toward zero */
+WEFT_OP(REM, rem, 2, INT)   /* sign of the dividend */
+WEFT_OP(IDIV, idiv, 2, INT) /* Haskell div: toward negative infinity */
+WEFT_OP(MOD, mod, 2, INT)   /* sign of the divisor */
 WEFT_OP(BAND, band, 2, LOGIC)
 WEFT_OP(BOR, bor, 2, LOGIC)
 WEFT_OP(BXOR, bxor, 2, LOGIC)
 WEFT_OP(BNOT, bnot, 1, INT)
 WEFT_OP(SHL, shl, 2, SHIFT)
-WEFT_OP(SHR, shr, 2, SHIFT)     /* arithmetic for signed, logical for unsigned */
-WEFT_OP(ROTL, rotl, 2, SHIFT)   /* amount modulo the width */
+WEFT_OP(SHR, shr, 2, SHIFT)   /* arithmetic for signed, logical for unsigned */
+WEFT_OP(ROTL, rotl, 2, SHIFT) /* amount modulo the width */
 WEFT_OP(ROTR, rotr, 2, SHIFT)
 WEFT_OP(POPCOUNT, popcount, 1, BITS)
-WEFT_OP(CLZ, clz, 1, BITS)      /* of 0: the width */
-WEFT_OP(CTZ, ctz, 1, BITS)      /* of 0: the width */
-WEFT_OP(FDIV, fdiv, 2, FLT)     /* floating division, Haskell (/) */
+WEFT_OP(CLZ, clz, 1, BITS)  /* of 0: the width */
+WEFT_OP(CTZ, ctz, 1, BITS)  /* of 0: the width */
+WEFT_OP(FDIV, fdiv, 2, FLT) /* floating division, Haskell (/) */
 WEFT_OP(POW, pow, 2, FLT)
 WEFT_OP(ATAN2, atan2, 2, FLT)
-WEFT_OP(EXP, fexp, 1, FLT)      /* weft_fexp: weft_exp names the term type */
+WEFT_OP(EXP, fexp, 1, FLT) /* weft_fexp: weft_exp names the term type */
 WEFT_OP(LOG, log, 1, FLT)
 WEFT_OP(SQRT, sqrt, 1, FLT)
 WEFT_OP(SIN, sin, 1, FLT)
@@ -75,8 +75,8 @@ WEFT_OP(GT, gt, 2, CMP)
 WEFT_OP(GE, ge, 2, CMP)
 WEFT_OP(EQ, eq, 2, CMP)
 WEFT_OP(NE, ne, 2, CMP)
-WEFT_OP(AND, and, 2, BOOL)      /* short-circuit */
-WEFT_OP(OR, or, 2, BOOL)        /* short-circuit */
+WEFT_OP(AND, and, 2, BOOL) /* short-circuit */
+WEFT_OP(OR, or, 2, BOOL)   /* short-circuit */
 WEFT_OP(NOT, not, 1, BOOL)
 WEFT_OP(FLOOR, floor, T, ROUND)
 WEFT_OP(CEILING, ceiling, T, ROUND)
@@ -84,5 +84,5 @@ WEFT_OP(ROUND, round, T, ROUND) /* half to even */
 WEFT_OP(TRUNCATE, truncate, T, ROUND)
 WEFT_OP(CONVERT, convert, T, CONV)
 WEFT_OP(BITCAST, bitcast, T, CAST)
-WEFT_OP(EXPM1, expm1, 1, FLT)   /* exp x - 1, accurate for x near 0 */
-WEFT_OP(LOG1P, log1p, 1, FLT)   /* log (1 + x), accurate for x near 0 */
+WEFT_OP(EXPM1, expm1, 1, FLT) /* exp x - 1, accurate for x near 0 */
+WEFT_OP(LOG1P, log1p, 1, FLT) /* log (1 + x), accurate for x near 0 */

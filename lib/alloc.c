@@ -27,8 +27,8 @@
 
 struct fe_chunk {
     struct fe_chunk *next;
-    size_t size;                     /* bytes of data[] */
-    bool mapped;                     /* from mmap (a large allocation) */
+    size_t size; /* bytes of data[] */
+    bool mapped; /* from mmap (a large allocation) */
     _Alignas(16) unsigned char data[];
 };
 
@@ -41,8 +41,7 @@ static atomic_int mapped_live; /* chunks from mmap not yet unmapped */
  * not taken this way. */
 static void *arena_mapped(fe_arena *a, size_t n)
 {
-    if (n < MAPPED_MIN || (a->ctx && a->ctx->cfg.alloc) ||
-        n > SIZE_MAX / 2) {
+    if (n < MAPPED_MIN || (a->ctx && a->ctx->cfg.alloc) || n > SIZE_MAX / 2) {
         return NULL;
     }
     if (atomic_fetch_add(&mapped_live, 1) >= MAPPED_MAX) {

@@ -33,7 +33,9 @@ static weft_status new_header(weft_context *ctx, const char *who,
 {
     if (!ctx || !out || (rank > 0 && !shape)) {
         return fe_error(WEFT_ERR_NULL_ARGUMENT, "%s: %s is NULL", who,
-                        !ctx ? "the context" : !out ? "out" : "shape");
+                        !ctx   ? "the context"
+                        : !out ? "out"
+                               : "shape");
     }
     *out = NULL;
     const weft_type *leaves;
@@ -121,7 +123,8 @@ static void pool_put(weft_context *ctx, void *p, size_t bytes)
         size_t kept = 0;
         int n = 0;
         struct fe_pooled **at = &ctx->pool;
-        while (*at && n < FE_POOL_ENTRIES && kept + (*at)->bytes <= FE_POOL_MAX) {
+        while (*at && n < FE_POOL_ENTRIES &&
+               kept + (*at)->bytes <= FE_POOL_MAX) {
             kept += (*at)->bytes;
             n++;
             at = &(*at)->next;
@@ -197,9 +200,9 @@ static void free_array(weft_array *a)
 }
 
 /* fe_array_new and fe_array_new_raw. */
-static weft_status array_new(weft_context *ctx, const char *who,
-                             weft_type type, int rank, const int64_t *shape,
-                             bool zero, weft_array **out)
+static weft_status array_new(weft_context *ctx, const char *who, weft_type type,
+                             int rank, const int64_t *shape, bool zero,
+                             weft_array **out)
 {
     if (!out) {
         return fe_error(WEFT_ERR_NULL_ARGUMENT, "%s: out is NULL", who);
@@ -219,8 +222,8 @@ static weft_status array_new(weft_context *ctx, const char *who,
         if (a->data[l] && zero) {
             memset(a->data[l], 0, a->bytes[l]);
         } else if (!a->data[l]) {
-            a->data[l] = zero ? fe_calloc(ctx, a->bytes[l])
-                              : fe_alloc(ctx, a->bytes[l]);
+            a->data[l] =
+                zero ? fe_calloc(ctx, a->bytes[l]) : fe_alloc(ctx, a->bytes[l]);
         }
         if (!a->data[l]) {
             free_array(a);
@@ -237,9 +240,8 @@ weft_status fe_array_new(weft_context *ctx, const char *who, weft_type type,
     return array_new(ctx, who, type, rank, shape, true, out);
 }
 
-weft_status fe_array_new_raw(weft_context *ctx, const char *who,
-                             weft_type type, int rank, const int64_t *shape,
-                             weft_array **out)
+weft_status fe_array_new_raw(weft_context *ctx, const char *who, weft_type type,
+                             int rank, const int64_t *shape, weft_array **out)
 {
     return array_new(ctx, who, type, rank, shape, false, out);
 }
@@ -268,11 +270,12 @@ weft_status weft_array_from_host(weft_context *ctx, weft_type type, int rank,
             *out = NULL;
         }
         return fe_error(WEFT_ERR_NULL_ARGUMENT,
-                        "weft_array_from_host: %s is NULL", data ? "out" : "data");
+                        "weft_array_from_host: %s is NULL",
+                        data ? "out" : "data");
     }
     weft_array *a;
-    weft_status st = fe_array_new(ctx, "weft_array_from_host", type, rank,
-                                  shape, &a);
+    weft_status st =
+        fe_array_new(ctx, "weft_array_from_host", type, rank, shape, &a);
     if (st) {
         return st;
     }
@@ -299,7 +302,8 @@ weft_status weft_array_wrap(weft_context *ctx, weft_type type, int rank,
         if (out) {
             *out = NULL;
         }
-        return fe_error(WEFT_ERR_NULL_ARGUMENT, "weft_array_wrap: data is NULL");
+        return fe_error(WEFT_ERR_NULL_ARGUMENT,
+                        "weft_array_wrap: data is NULL");
     }
     if (!out) {
         return fe_error(WEFT_ERR_NULL_ARGUMENT, "weft_array_wrap: out is NULL");
@@ -332,7 +336,8 @@ void weft_array_retain(weft_array *a)
 
 void weft_array_release(weft_array *a)
 {
-    if (a && atomic_fetch_sub_explicit(&a->refs, 1, memory_order_acq_rel) == 1) {
+    if (a &&
+        atomic_fetch_sub_explicit(&a->refs, 1, memory_order_acq_rel) == 1) {
         free_array(a);
     }
 }
@@ -360,8 +365,8 @@ int64_t weft_array_size(const weft_array *a)
 void *weft_array_data(weft_array *a, int leaf)
 {
     if (!a || leaf < 0 || leaf >= a->nleaf) {
-        fe_error(WEFT_ERR_INVALID_ARGUMENT,
-                 "weft_array_data: %s", a ? "leaf out of range" : "array is NULL");
+        fe_error(WEFT_ERR_INVALID_ARGUMENT, "weft_array_data: %s",
+                 a ? "leaf out of range" : "array is NULL");
         return NULL;
     }
     /* The caller may write through the pointer: the host copy becomes the
@@ -411,16 +416,16 @@ static weft_status device_of(weft_context *ctx, const char *who,
     *out = ctx->be->device;
     if (!*out) {
         return fe_error(WEFT_ERR_BACKEND_UNAVAILABLE,
-                        "%s: the %s backend has no device (only ptx has)",
-                        who, ctx->be->name);
+                        "%s: the %s backend has no device (only ptx has)", who,
+                        ctx->be->name);
     }
     int ordinal;
     return (*out)->ordinal(ctx, &ordinal, who);
 }
 
 weft_status fe_array_wrap_device(weft_context *ctx, const char *who,
-                                 weft_type type, int rank,
-                                 const int64_t *shape, void *const *device_ptrs,
+                                 weft_type type, int rank, const int64_t *shape,
+                                 void *const *device_ptrs,
                                  void (*release)(void *user), void *user,
                                  weft_array **out)
 {
@@ -447,8 +452,8 @@ weft_status fe_array_wrap_device(weft_context *ctx, const char *who,
     for (int l = 0; l < a->nleaf; l++) {
         if (!device_ptrs[l] && a->size > 0) {
             free_array(a);
-            return fe_error(WEFT_ERR_NULL_ARGUMENT, "%s: device_ptrs[%d] is NULL",
-                            who, l);
+            return fe_error(WEFT_ERR_NULL_ARGUMENT,
+                            "%s: device_ptrs[%d] is NULL", who, l);
         }
         if ((uintptr_t)device_ptrs[l] % FE_DEVICE_ALIGN != 0) {
             free_array(a);
@@ -471,8 +476,8 @@ weft_status fe_array_wrap_device(weft_context *ctx, const char *who,
     return WEFT_OK;
 }
 
-weft_status weft_array_wrap_device(weft_context *ctx, weft_type type,
-                                   int rank, const int64_t *shape,
+weft_status weft_array_wrap_device(weft_context *ctx, weft_type type, int rank,
+                                   const int64_t *shape,
                                    void *const *device_ptrs,
                                    void (*release)(void *user), void *user,
                                    weft_array **out)
@@ -499,8 +504,9 @@ weft_status weft_array_device_ptr(weft_array *a, int leaf, void **out)
     }
     *out = NULL;
     if (leaf < 0 || leaf >= a->nleaf) {
-        return fe_error(WEFT_ERR_INVALID_ARGUMENT, "%s: leaf %d is outside 0..%d",
-                        who, leaf, a->nleaf - 1);
+        return fe_error(WEFT_ERR_INVALID_ARGUMENT,
+                        "%s: leaf %d is outside 0..%d", who, leaf,
+                        a->nleaf - 1);
     }
     uint64_t p = 0;
     weft_status st = fe_array_export(a, leaf, !a->read_only, &p, who);

@@ -133,21 +133,21 @@ const char *weft_program_error(const weft_program *p)
 
 /* The sort of a handle argument, checked by enter(). */
 enum {
-    H_PROG,      /* a weft_program */
-    H_RAW,       /* any pointer that must not be NULL (no program) */
-    H_EXP,       /* a scalar term, not the weft_all marker */
-    H_SPEC,      /* a scalar term or the weft_all marker */
-    H_ACC,       /* an array term, possibly a tuple of arrays */
-    H_ARRAY,     /* an array term that is one array */
-    H_FUN,       /* a scalar function with a body */
-    H_FUN_OPEN,  /* a scalar function, body or not */
-    H_AFUN,      /* an array function with a body */
-    H_AFUN_OPEN  /* an array function, body or not */
+    H_PROG,     /* a weft_program */
+    H_RAW,      /* any pointer that must not be NULL (no program) */
+    H_EXP,      /* a scalar term, not the weft_all marker */
+    H_SPEC,     /* a scalar term or the weft_all marker */
+    H_ACC,      /* an array term, possibly a tuple of arrays */
+    H_ARRAY,    /* an array term that is one array */
+    H_FUN,      /* a scalar function with a body */
+    H_FUN_OPEN, /* a scalar function, body or not */
+    H_AFUN,     /* an array function with a body */
+    H_AFUN_OPEN /* an array function, body or not */
 };
 
 typedef struct hnd {
     int kind;
-    int argno;       /* 1-based position in the C call */
+    int argno; /* 1-based position in the C call */
     const void *ptr;
 } hnd;
 
@@ -169,11 +169,11 @@ typedef struct hlist {
 #define HG(n, x) {H_AFUN, (n), (x)}
 #define HGO(n, x) {H_AFUN_OPEN, (n), (x)}
 
-#define ENTER(who, ...)                                                      \
-    enter((who), (int)(sizeof((hnd[]){__VA_ARGS__}) / sizeof(hnd)),         \
+#define ENTER(who, ...)                                                        \
+    enter((who), (int)(sizeof((hnd[]){__VA_ARGS__}) / sizeof(hnd)),            \
           (hnd[]){__VA_ARGS__}, NULL)
-#define ENTER_LIST(who, list, ...)                                           \
-    enter((who), (int)(sizeof((hnd[]){__VA_ARGS__}) / sizeof(hnd)),         \
+#define ENTER_LIST(who, list, ...)                                             \
+    enter((who), (int)(sizeof((hnd[]){__VA_ARGS__}) / sizeof(hnd)),            \
           (hnd[]){__VA_ARGS__}, (list))
 
 static weft_program *prog_of(int kind, const void *ptr)
@@ -182,23 +182,19 @@ static weft_program *prog_of(int kind, const void *ptr)
         return NULL;
     }
     switch (kind) {
-    case H_PROG:
-        return (weft_program *)ptr;
-    case H_RAW:
-        return NULL;
+    case H_PROG: return (weft_program *)ptr;
+    case H_RAW: return NULL;
     case H_FUN:
     case H_FUN_OPEN:
     case H_AFUN:
-    case H_AFUN_OPEN:
-        return F(ptr)->prog;
-    default:
-        return T(ptr)->prog;
+    case H_AFUN_OPEN: return F(ptr)->prog;
+    default: return T(ptr)->prog;
     }
 }
 
 /* Check that one non-NULL handle of p has the sort `kind`. */
-static bool sort_ok(weft_program *p, const char *who, int kind,
-                    const void *ptr, const char *name)
+static bool sort_ok(weft_program *p, const char *who, int kind, const void *ptr,
+                    const char *name)
 {
     switch (kind) {
     case H_EXP:
@@ -212,7 +208,8 @@ static bool sort_ok(weft_program *p, const char *who, int kind,
         if (kind == H_EXP && T(ptr)->kind == FE_ALL) {
             fe_fail(p, WEFT_ERR_INVALID_ARGUMENT,
                     "%s: %s is weft_all, which belongs only in a replicate "
-                    "or slice specification", who, name);
+                    "or slice specification",
+                    who, name);
             return false;
         }
         return true;
@@ -245,15 +242,13 @@ static bool sort_ok(weft_program *p, const char *who, int kind,
         }
         if ((kind == H_FUN || kind == H_AFUN) && F(ptr)->body == NULL) {
             fe_fail(p, WEFT_ERR_INCOMPLETE,
-                    "%s: %s is a function without a body (call %s first)",
-                    who, name,
-                    want_acc ? "weft_afun_return" : "weft_fun_return");
+                    "%s: %s is a function without a body (call %s first)", who,
+                    name, want_acc ? "weft_afun_return" : "weft_fun_return");
             return false;
         }
         return true;
     }
-    default:
-        return true;
+    default: return true;
     }
 }
 
@@ -273,8 +268,8 @@ static void *mixed(weft_program *p, const char *who, int n, const hnd *h,
             snprintf(what, sizeof what, "argument %d", h[i].argno);
         }
     }
-    for (int i = 0; l != NULL && l->items != NULL && i < l->n &&
-                    what[0] == '\0'; i++) {
+    for (int i = 0;
+         l != NULL && l->items != NULL && i < l->n && what[0] == '\0'; i++) {
         weft_program *q = prog_of(l->kind, l->items[i]);
         if (q != NULL && q != p) {
             snprintf(what, sizeof what, "argument %d, entry %d", l->argno,
@@ -282,8 +277,10 @@ static void *mixed(weft_program *p, const char *who, int n, const hnd *h,
         }
     }
     char msg[FE_MSG_MAX];
-    snprintf(msg, sizeof msg, "%s: %s belongs to another program than the "
-             "call's first argument", who, what);
+    snprintf(msg, sizeof msg,
+             "%s: %s belongs to another program than the "
+             "call's first argument",
+             who, what);
     for (int i = 0; i < n; i++) {
         weft_program *q = prog_of(h[i].kind, h[i].ptr);
         if (q != NULL && q->status == WEFT_OK) {
@@ -320,8 +317,7 @@ static bool is_mixed(weft_program *p, int n, const hnd *h, const hlist *l)
 /* Apply the sticky rules to a call's handles h[0..n-1] and list l (may be
  * NULL).  Returns the program, or NULL when the call must return NULL (the
  * error, if new, is recorded). */
-static weft_program *enter(const char *who, int n, const hnd *h,
-                           const hlist *l)
+static weft_program *enter(const char *who, int n, const hnd *h, const hlist *l)
 {
     weft_program *p = NULL;
     for (int i = 0; i < n && p == NULL; i++) {
@@ -340,8 +336,7 @@ static weft_program *enter(const char *who, int n, const hnd *h,
                 break;
             }
         }
-        fe_error(WEFT_ERR_NULL_ARGUMENT, "%s: argument %d is NULL", who,
-                 argno);
+        fe_error(WEFT_ERR_NULL_ARGUMENT, "%s: argument %d is NULL", who, argno);
         return NULL;
     }
     if (is_mixed(p, n, h, l)) {
@@ -352,14 +347,14 @@ static weft_program *enter(const char *who, int n, const hnd *h,
     }
     for (int i = 0; i < n; i++) {
         if (h[i].ptr == NULL) {
-            return fe_fail(p, WEFT_ERR_NULL_ARGUMENT,
-                           "%s: argument %d is NULL", who, h[i].argno);
+            return fe_fail(p, WEFT_ERR_NULL_ARGUMENT, "%s: argument %d is NULL",
+                           who, h[i].argno);
         }
     }
     if (l != NULL) {
         if (l->n > 0 && l->items == NULL) {
-            return fe_fail(p, WEFT_ERR_NULL_ARGUMENT,
-                           "%s: argument %d is NULL", who, l->argno);
+            return fe_fail(p, WEFT_ERR_NULL_ARGUMENT, "%s: argument %d is NULL",
+                           who, l->argno);
         }
         for (int i = 0; i < l->n; i++) {
             if (l->items[i] == NULL) {
@@ -419,8 +414,8 @@ static bool no_arg(weft_program *p, const char *who, int argno,
     if (e->has_arg) {
         fe_fail(p, WEFT_ERR_SCOPE,
                 "%s: the %s (argument %d) depends on a function argument "
-                "(nested data parallelism is not supported)", who, what,
-                argno);
+                "(nested data parallelism is not supported)",
+                who, what, argno);
         return false;
     }
     return true;
@@ -455,13 +450,11 @@ static bool rank_ok(weft_program *p, const char *who, int argno, int rank)
     return true;
 }
 
-static bool type_ok(weft_program *p, const char *who, int argno,
-                    weft_type t)
+static bool type_ok(weft_program *p, const char *who, int argno, weft_type t)
 {
     if (!fe_type_valid(p->ctx, t)) {
         fe_fail(p, WEFT_ERR_INVALID_ARGUMENT,
-                "%s: argument %d (%d) is not a valid type", who, argno,
-                (int)t);
+                "%s: argument %d (%d) is not a valid type", who, argno, (int)t);
         return false;
     }
     return true;
@@ -506,12 +499,12 @@ static bool fun_takes(weft_program *p, const char *who, int fno,
     }
     if (srcno > 0) {
         fe_fail(p, mismatch(want, have),
-                "%s: argument %d has %s %s, the function takes %s", who,
-                srcno, what, TN(p, want), TN(p, have));
+                "%s: argument %d has %s %s, the function takes %s", who, srcno,
+                what, TN(p, want), TN(p, have));
     } else {
         fe_fail(p, mismatch(have, want),
-                "%s: argument %d takes %s as its argument %d, expected %s",
-                who, fno, TN(p, have), i + 1, TN(p, want));
+                "%s: argument %d takes %s as its argument %d, expected %s", who,
+                fno, TN(p, have), i + 1, TN(p, want));
     }
     return false;
 }
@@ -606,8 +599,8 @@ static void set_atype(fe_term *t, const fe_atype *at)
 
 /* An array term of one array of type elt and rank `rank`. */
 static weft_acc *new_acc(weft_program *p, const char *who, fe_kind kind,
-                         weft_type elt, int rank, int nkid,
-                         fe_term *const *kid, int nfun, fe_fun *const *fun)
+                         weft_type elt, int rank, int nkid, fe_term *const *kid,
+                         int nfun, fe_fun *const *fun)
 {
     const fe_atype *at = fe_atype_array(&p->arena, elt, rank);
     if (at == NULL) {
@@ -642,13 +635,15 @@ static weft_fun *make_fun(weft_program *p, const char *who, int arity,
     if (arity < 1) {
         return fe_fail(p, WEFT_ERR_INVALID_ARGUMENT,
                        "%s: a function needs at least one argument (arity "
-                       "%d)", who, arity);
+                       "%d)",
+                       who, arity);
     }
     for (int i = 0; i < arity; i++) {
         if (!fe_type_valid(p->ctx, types[i])) {
             return fe_fail(p, WEFT_ERR_INVALID_ARGUMENT,
                            "%s: the type of function argument %d (%d) is "
-                           "not a valid type", who, i + 1, (int)types[i]);
+                           "not a valid type",
+                           who, i + 1, (int)types[i]);
         }
     }
     fe_fun *f = fe_arena_alloc(&p->arena, sizeof *f);
@@ -729,8 +724,8 @@ weft_exp *weft_arg(weft_fun *f, int i)
     if (i < 0 || i >= F(f)->arity) {
         return fe_fail(p, WEFT_ERR_INVALID_ARGUMENT,
                        "%s: argument 2 is %d, the function has %d "
-                       "argument%s", who, i, F(f)->arity,
-                       F(f)->arity == 1 ? "" : "s");
+                       "argument%s",
+                       who, i, F(f)->arity, F(f)->arity == 1 ? "" : "s");
     }
     return E(F(f)->arg[i]);
 }
@@ -743,8 +738,8 @@ static weft_status fun_body(weft_program *p, const char *who, fe_fun *f,
                             fe_term *body, bool array)
 {
     if (p == NULL) {
-        weft_program *q = f != NULL ? f->prog
-                                    : (body != NULL ? body->prog : NULL);
+        weft_program *q =
+            f != NULL ? f->prog : (body != NULL ? body->prog : NULL);
         return q != NULL && q->status != WEFT_OK ? q->status
                                                  : WEFT_ERR_NULL_ARGUMENT;
     }
@@ -788,12 +783,12 @@ weft_exp *weft_apply(weft_fun *f, weft_exp *const *args)
         if (have != want) {
             return fe_fail(p, mismatch(have, want),
                            "%s: argument 2, entry %d has type %s, the "
-                           "function takes %s", who, i + 1, TN(p, have),
-                           TN(p, want));
+                           "function takes %s",
+                           who, i + 1, TN(p, have), TN(p, want));
         }
     }
-    return new_exp(p, who, FE_APPLY, F(f)->ret, n, (fe_term *const *)args,
-                   1, (fe_fun *[]){F(f)});
+    return new_exp(p, who, FE_APPLY, F(f)->ret, n, (fe_term *const *)args, 1,
+                   (fe_fun *[]){F(f)});
 }
 
 static weft_afun *make_afun(weft_program *p, const char *who,
@@ -865,16 +860,16 @@ weft_status weft_afun_return(weft_afun *f, weft_acc *body)
 /* ---- constants --------------------------------------------------------- */
 
 /* Constants of each scalar type: the value is held as fe_val holds it. */
-#define CONST_BUILDER(fn, ctype, wtype, field, expr)                         \
-    weft_exp *fn(weft_program *p, ctype v)                                   \
-    {                                                                        \
-        if (ENTER(#fn, HP(1, p)) == NULL) {                                  \
-            return NULL;                                                     \
-        }                                                                    \
-        fe_val c;                                                            \
-        c.u = 0;                                                             \
-        c.field = (expr);                                                    \
-        return new_const(p, #fn, wtype, c);                                  \
+#define CONST_BUILDER(fn, ctype, wtype, field, expr)                           \
+    weft_exp *fn(weft_program *p, ctype v)                                     \
+    {                                                                          \
+        if (ENTER(#fn, HP(1, p)) == NULL) {                                    \
+            return NULL;                                                       \
+        }                                                                      \
+        fe_val c;                                                              \
+        c.u = 0;                                                               \
+        c.field = (expr);                                                      \
+        return new_const(p, #fn, wtype, c);                                    \
     }
 
 CONST_BUILDER(weft_bool, int, WEFT_BOOL, u, v != 0)
@@ -900,8 +895,7 @@ weft_exp *weft_const(weft_program *p, weft_type t, const void *value)
     }
     if (!fe_is_scalar(t)) {
         return fe_fail(p, WEFT_ERR_INVALID_ARGUMENT,
-                       "%s: argument 2 (%d) is not a scalar type", who,
-                       (int)t);
+                       "%s: argument 2 (%d) is not a scalar type", who, (int)t);
     }
     fe_val v = fe_load(t, value, 0);
     if (t == WEFT_BOOL) {
@@ -989,8 +983,8 @@ static weft_type prim_type(weft_program *p, const char *who, weft_op op,
         what = "bool";
         break;
     default:
-        fe_fail(p, WEFT_ERR_INVALID_ARGUMENT,
-                "%s: %s needs a result type", who, weft_op_name(op));
+        fe_fail(p, WEFT_ERR_INVALID_ARGUMENT, "%s: %s needs a result type", who,
+                weft_op_name(op));
         return 0;
     }
     if (!operand_in(p, who, op, 1, t0, ok0, what)) {
@@ -1001,7 +995,8 @@ static weft_type prim_type(weft_program *p, const char *who, weft_op op,
             if (t1 != t0) {
                 fe_fail(p, WEFT_ERR_TYPE_MISMATCH,
                         "%s: operand 2 of %s has type %s, operand 1 has type "
-                        "%s", who, weft_op_name(op), TN(p, t1), TN(p, t0));
+                        "%s",
+                        who, weft_op_name(op), TN(p, t1), TN(p, t0));
                 return 0;
             }
         } else {
@@ -1016,8 +1011,8 @@ static weft_type prim_type(weft_program *p, const char *who, weft_op op,
 
 /* Check an untyped op (valid, not T) for arity n and build it on the
  * entered operands a[0..n-1]. */
-static weft_exp *prim_build(weft_program *p, const char *who, weft_op op,
-                            int n, fe_term *const *a)
+static weft_exp *prim_build(weft_program *p, const char *who, weft_op op, int n,
+                            fe_term *const *a)
 {
     if (!is_op(op)) {
         return fe_fail(p, WEFT_ERR_INVALID_ARGUMENT,
@@ -1029,9 +1024,8 @@ static weft_exp *prim_build(weft_program *p, const char *who, weft_op op,
                        weft_op_name(op), weft_op_name(op));
     }
     if (fe_prims[op].arity != n) {
-        return fe_fail(p, WEFT_ERR_ARITY,
-                       "%s: %s takes %d operand%s, given %d", who,
-                       weft_op_name(op), fe_prims[op].arity,
+        return fe_fail(p, WEFT_ERR_ARITY, "%s: %s takes %d operand%s, given %d",
+                       who, weft_op_name(op), fe_prims[op].arity,
                        fe_prims[op].arity == 1 ? "" : "s", n);
     }
     weft_type t = prim_type(p, who, op, a);
@@ -1090,12 +1084,18 @@ typedef struct typed_rule {
 } typed_rule;
 
 static const typed_rule typed_rules[] = {
-    [FE_RULE_ROUND] = {.from_ok = fe_is_float, .from = "a floating",
-                       .to_ok = fe_is_int, .to = "an integral"},
-    [FE_RULE_CONV] = {.from_ok = fe_is_scalar, .from = "a scalar",
-                      .to_ok = fe_is_scalar, .to = "a scalar"},
-    [FE_RULE_CAST] = {.from_ok = fe_is_numeric, .from = "a numeric",
-                      .to_ok = fe_is_numeric, .to = "a numeric",
+    [FE_RULE_ROUND] = {.from_ok = fe_is_float,
+                       .from = "a floating",
+                       .to_ok = fe_is_int,
+                       .to = "an integral"},
+    [FE_RULE_CONV] = {.from_ok = fe_is_scalar,
+                      .from = "a scalar",
+                      .to_ok = fe_is_scalar,
+                      .to = "a scalar"},
+    [FE_RULE_CAST] = {.from_ok = fe_is_numeric,
+                      .from = "a numeric",
+                      .to_ok = fe_is_numeric,
+                      .to = "a numeric",
                       .same_bits = true},
 };
 
@@ -1119,16 +1119,16 @@ static weft_exp *typed_build(const char *who, weft_op op, weft_exp *x,
     }
     if (!rule->to_ok(to)) {
         return fe_fail(p, WEFT_ERR_TYPE_MISMATCH,
-                       "%s: argument 2 is %s, expected %s type", who,
-                       TN(p, to), rule->to);
+                       "%s: argument 2 is %s, expected %s type", who, TN(p, to),
+                       rule->to);
     }
     if (rule->same_bits && fe_type_bits(from) != fe_type_bits(to)) {
         return fe_fail(p, WEFT_ERR_TYPE_MISMATCH,
                        "%s: %s has %d bits, %s has %d", who, TN(p, from),
                        fe_type_bits(from), TN(p, to), fe_type_bits(to));
     }
-    fe_term *r = T(new_exp(p, who, FE_PRIM, to, 1, (fe_term *[]){T(x)}, 0,
-                           NULL));
+    fe_term *r =
+        T(new_exp(p, who, FE_PRIM, to, 1, (fe_term *[]){T(x)}, 0, NULL));
     if (r != NULL) {
         r->op = (uint16_t)op;
     }
@@ -1139,30 +1139,30 @@ static weft_exp *typed_build(const char *who, weft_op op, weft_exp *x,
  * ...: the untyped ones weft_prim with their op, the typed ones
  * (weft_floor(x, to), weft_convert(x, to), ...) typed_build; their
  * messages name them. */
-#define OP_DEF_1(name, lower)                                                \
-    weft_exp *weft_##lower(weft_exp *a)                                      \
-    {                                                                        \
-        weft_program *p = ENTER("weft_" #lower, HE(1, a));                   \
-        if (p == NULL) {                                                     \
-            return NULL;                                                     \
-        }                                                                    \
-        return prim_build(p, "weft_" #lower, WEFT_OP_##name, 1,              \
-                          (fe_term *[]){T(a)});                              \
+#define OP_DEF_1(name, lower)                                                  \
+    weft_exp *weft_##lower(weft_exp *a)                                        \
+    {                                                                          \
+        weft_program *p = ENTER("weft_" #lower, HE(1, a));                     \
+        if (p == NULL) {                                                       \
+            return NULL;                                                       \
+        }                                                                      \
+        return prim_build(p, "weft_" #lower, WEFT_OP_##name, 1,                \
+                          (fe_term *[]){T(a)});                                \
     }
-#define OP_DEF_2(name, lower)                                                \
-    weft_exp *weft_##lower(weft_exp *a, weft_exp *b)                         \
-    {                                                                        \
-        weft_program *p = ENTER("weft_" #lower, HE(1, a), HE(2, b));         \
-        if (p == NULL) {                                                     \
-            return NULL;                                                     \
-        }                                                                    \
-        return prim_build(p, "weft_" #lower, WEFT_OP_##name, 2,              \
-                          (fe_term *[]){T(a), T(b)});                        \
+#define OP_DEF_2(name, lower)                                                  \
+    weft_exp *weft_##lower(weft_exp *a, weft_exp *b)                           \
+    {                                                                          \
+        weft_program *p = ENTER("weft_" #lower, HE(1, a), HE(2, b));           \
+        if (p == NULL) {                                                       \
+            return NULL;                                                       \
+        }                                                                      \
+        return prim_build(p, "weft_" #lower, WEFT_OP_##name, 2,                \
+                          (fe_term *[]){T(a), T(b)});                          \
     }
-#define OP_DEF_T(name, lower)                                                \
-    weft_exp *weft_##lower(weft_exp *x, weft_type to)                        \
-    {                                                                        \
-        return typed_build("weft_" #lower, WEFT_OP_##name, x, to);           \
+#define OP_DEF_T(name, lower)                                                  \
+    weft_exp *weft_##lower(weft_exp *x, weft_type to)                          \
+    {                                                                          \
+        return typed_build("weft_" #lower, WEFT_OP_##name, x, to);             \
     }
 #define WEFT_OP(name, lower, arity, rule) OP_DEF_##arity(name, lower)
 #include "weft_ops.h"
@@ -1199,9 +1199,11 @@ weft_exp *weft_tuple(weft_program *p, int n, weft_exp *const *components)
     if (n < 0) {
         return fe_fail(p, WEFT_ERR_INVALID_ARGUMENT,
                        "%s: argument 2 is %d, a tuple has 0 (the unit) or "
-                       "more components", who, n);
+                       "more components",
+                       who, n);
     }
-    weft_type *types = fe_arena_alloc(&p->arena, (size_t)(n + 1) * sizeof *types);
+    weft_type *types =
+        fe_arena_alloc(&p->arena, (size_t)(n + 1) * sizeof *types);
     if (types == NULL) {
         return fe_fail_oom(p, who);
     }
@@ -1234,15 +1236,16 @@ weft_exp *weft_get(weft_exp *tuple, int i)
     if (!fe_is_tuple(tt) && !fe_is_dim(tt)) {
         return fe_fail(p, WEFT_ERR_TYPE_MISMATCH,
                        "%s: argument 1 has type %s, expected a tuple or an "
-                       "index", who, TN(p, tt));
+                       "index",
+                       who, TN(p, tt));
     }
     if (i < 0 || i >= n) {
         return fe_fail(p, WEFT_ERR_INVALID_ARGUMENT,
                        "%s: argument 2 is %d, %s has %d component%s", who, i,
                        TN(p, tt), n, n == 1 ? "" : "s");
     }
-    fe_term *r = T(new_exp(p, who, FE_GET, comps[i], 1,
-                           (fe_term *[]){T(tuple)}, 0, NULL));
+    fe_term *r = T(
+        new_exp(p, who, FE_GET, comps[i], 1, (fe_term *[]){T(tuple)}, 0, NULL));
     if (r != NULL) {
         r->u.index = i;
     }
@@ -1251,16 +1254,16 @@ weft_exp *weft_get(weft_exp *tuple, int i)
 
 /* An index (FE_TUPLE of type DIM(n)) from n entered components: entries
  * of list argument argno, or (argno 0) the call's arguments 1..n. */
-static weft_exp *make_index(weft_program *p, const char *who, int argno,
-                            int n, fe_term *const *comps)
+static weft_exp *make_index(weft_program *p, const char *who, int argno, int n,
+                            fe_term *const *comps)
 {
     for (int i = 0; i < n; i++) {
         if (comps[i]->type != WEFT_I64) {
             if (argno > 0) {
                 return fe_fail(p, WEFT_ERR_TYPE_MISMATCH,
                                "%s: argument %d, entry %d has type %s, "
-                               "expected i64", who, argno, i + 1,
-                               TN(p, comps[i]->type));
+                               "expected i64",
+                               who, argno, i + 1, TN(p, comps[i]->type));
             }
             return fe_fail(p, WEFT_ERR_TYPE_MISMATCH,
                            "%s: argument %d has type %s, expected i64", who,
@@ -1304,8 +1307,8 @@ weft_exp *weft_index2(weft_exp *i, weft_exp *j)
 
 static weft_exp *make_shape(weft_program *p, const char *who, fe_term *a)
 {
-    return new_exp(p, who, FE_SHAPE, WEFT_DIM(a->rank), 1, (fe_term *[]){a},
-                   0, NULL);
+    return new_exp(p, who, FE_SHAPE, WEFT_DIM(a->rank), 1, (fe_term *[]){a}, 0,
+                   NULL);
 }
 
 weft_exp *weft_shape(weft_acc *a)
@@ -1348,8 +1351,8 @@ weft_exp *weft_shape_size(weft_exp *sh)
                        "%s: argument 1 has type %s, expected a shape", who,
                        TN(p, T(sh)->type));
     }
-    return new_exp(p, who, FE_SHAPE_SIZE, WEFT_I64, 1, (fe_term *[]){T(sh)},
-                   0, NULL);
+    return new_exp(p, who, FE_SHAPE_SIZE, WEFT_I64, 1, (fe_term *[]){T(sh)}, 0,
+                   NULL);
 }
 
 weft_exp *weft_to_index(weft_exp *sh, weft_exp *ix)
@@ -1397,8 +1400,8 @@ weft_exp *weft_at(weft_acc *a, weft_exp *ix)
     if (p == NULL || !want_type(p, who, 2, T(ix), WEFT_DIM(T(a)->rank))) {
         return NULL;
     }
-    return new_exp(p, who, FE_AT, T(a)->type, 2, (fe_term *[]){T(a), T(ix)},
-                   0, NULL);
+    return new_exp(p, who, FE_AT, T(a)->type, 2, (fe_term *[]){T(a), T(ix)}, 0,
+                   NULL);
 }
 
 weft_exp *weft_at_linear(weft_acc *a, weft_exp *i)
@@ -1509,9 +1512,8 @@ weft_type weft_exp_type(const weft_exp *e)
 
 /* An array term of type at (one array or a tuple). */
 static weft_acc *new_acc_at(weft_program *p, const char *who, fe_kind kind,
-                            const fe_atype *at, int nkid,
-                            fe_term *const *kid, int nfun,
-                            fe_fun *const *fun)
+                            const fe_atype *at, int nkid, fe_term *const *kid,
+                            int nfun, fe_fun *const *fun)
 {
     if (at == NULL) {
         return fe_fail_oom(p, who);
@@ -1579,14 +1581,13 @@ weft_acc *weft_use(weft_program *p, weft_array *a)
         return fe_fail(p, WEFT_ERR_PROGRAM_MISMATCH,
                        "%s: argument 2 belongs to another context", who);
     }
-    weft_array **uses = grow(p->ctx, p->uses, &p->cap_use, p->nuse,
-                             sizeof *uses);
+    weft_array **uses =
+        grow(p->ctx, p->uses, &p->cap_use, p->nuse, sizeof *uses);
     if (uses == NULL) {
         return fe_fail_oom(p, who);
     }
     p->uses = uses;
-    fe_term *t = T(new_acc(p, who, FE_USE, a->type, a->rank, 0, NULL, 0,
-                           NULL));
+    fe_term *t = T(new_acc(p, who, FE_USE, a->type, a->rank, 0, NULL, 0, NULL));
     if (t == NULL) {
         return NULL;
     }
@@ -1603,8 +1604,8 @@ weft_acc *weft_param(weft_program *p, weft_type type, int rank)
         !rank_ok(p, who, 3, rank)) {
         return NULL;
     }
-    fe_term **params = grow(p->ctx, p->params, &p->cap_param, p->nparam,
-                            sizeof *params);
+    fe_term **params =
+        grow(p->ctx, p->params, &p->cap_param, p->nparam, sizeof *params);
     if (params == NULL) {
         return fe_fail_oom(p, who);
     }
@@ -1641,8 +1642,8 @@ weft_acc *weft_generate(weft_exp *sh, weft_fun *f)
         !fun_takes(p, who, 2, F(f), 0, T(sh)->type, 1, "type")) {
         return NULL;
     }
-    return new_acc(p, who, FE_GENERATE, F(f)->ret, n, 1,
-                   (fe_term *[]){T(sh)}, 1, (fe_fun *[]){F(f)});
+    return new_acc(p, who, FE_GENERATE, F(f)->ret, n, 1, (fe_term *[]){T(sh)},
+                   1, (fe_fun *[]){F(f)});
 }
 
 /* map and zipWith: f applied to n arrays (arguments 2..n+1). */
@@ -1661,11 +1662,12 @@ static weft_acc *zip(const char *who, weft_program *p, fe_fun *f, int n,
         if (a[i]->rank != a[0]->rank) {
             return fe_fail(p, WEFT_ERR_RANK_MISMATCH,
                            "%s: argument %d has rank %d, argument 2 has rank "
-                           "%d", who, i + 2, a[i]->rank, a[0]->rank);
+                           "%d",
+                           who, i + 2, a[i]->rank, a[0]->rank);
         }
     }
-    return new_acc(p, who, n == 1 ? FE_MAP : FE_ZIPWITH, f->ret, a[0]->rank,
-                   n, a, 1, (fe_fun *[]){f});
+    return new_acc(p, who, n == 1 ? FE_MAP : FE_ZIPWITH, f->ret, a[0]->rank, n,
+                   a, 1, (fe_fun *[]){f});
 }
 
 weft_acc *weft_map(weft_fun *f, weft_acc *a)
@@ -1682,14 +1684,13 @@ weft_acc *weft_zipwith(weft_fun *f, weft_acc *a, weft_acc *b)
 
 weft_acc *weft_zipwith3(weft_fun *f, weft_acc *a, weft_acc *b, weft_acc *c)
 {
-    weft_program *p = ENTER("weft_zipwith3", HF(1, f), HA(2, a), HA(3, b),
-                            HA(4, c));
-    return zip("weft_zipwith3", p, F(f), 3,
-               (fe_term *[]){T(a), T(b), T(c)});
+    weft_program *p =
+        ENTER("weft_zipwith3", HF(1, f), HA(2, a), HA(3, b), HA(4, c));
+    return zip("weft_zipwith3", p, F(f), 3, (fe_term *[]){T(a), T(b), T(c)});
 }
 
-static weft_acc *make_reshape(weft_program *p, const char *who,
-                              fe_term *sh, fe_term *a)
+static weft_acc *make_reshape(weft_program *p, const char *who, fe_term *sh,
+                              fe_term *a)
 {
     return new_acc(p, who, FE_RESHAPE, a->type, fe_dim_rank(sh->type), 2,
                    (fe_term *[]){sh, a}, 0, NULL);
@@ -1718,14 +1719,15 @@ static bool spec_ok(weft_program *p, const char *who, int argno, int i,
     if (e->type != WEFT_I64) {
         fe_fail(p, WEFT_ERR_TYPE_MISMATCH,
                 "%s: argument %d, entry %d has type %s, expected i64 or "
-                "weft_all", who, argno, i + 1, TN(p, e->type));
+                "weft_all",
+                who, argno, i + 1, TN(p, e->type));
         return false;
     }
     if (e->has_arg) {
         fe_fail(p, WEFT_ERR_SCOPE,
                 "%s: argument %d, entry %d depends on a function argument "
-                "(nested data parallelism is not supported)", who, argno,
-                i + 1);
+                "(nested data parallelism is not supported)",
+                who, argno, i + 1);
         return false;
     }
     if (slice && e->kind == FE_CONST && e->u.c.i < 0) {
@@ -1780,8 +1782,8 @@ weft_acc *weft_replicate(int n, weft_exp *const *spec, weft_acc *a)
     if (k != T(a)->rank) {
         return fe_fail(p, WEFT_ERR_RANK_MISMATCH,
                        "%s: argument 2 has %d weft_all entr%s, argument 3 "
-                       "has rank %d", who, k, k == 1 ? "y" : "ies",
-                       T(a)->rank);
+                       "has rank %d",
+                       who, k, k == 1 ? "y" : "ies", T(a)->rank);
     }
     return spec_op(p, who, FE_REPLICATE, 2, n, spec, T(a), n);
 }
@@ -1826,21 +1828,18 @@ weft_acc *weft_backpermute(weft_exp *sh, weft_fun *ix, weft_acc *a)
                    (fe_term *[]){T(sh), T(a)}, 1, (fe_fun *[]){F(ix)});
 }
 
-weft_acc *weft_transform(weft_exp *sh, weft_fun *ix, weft_fun *f,
-                         weft_acc *a)
+weft_acc *weft_transform(weft_exp *sh, weft_fun *ix, weft_fun *f, weft_acc *a)
 {
     static const char who[] = "weft_transform";
     weft_program *p = ENTER(who, HE(1, sh), HF(2, ix), HF(3, f), HA(4, a));
     int n;
     if (p == NULL || !want_shape(p, who, 1, T(sh), &n) ||
-        !ix_ok(p, who, T(sh), F(ix), T(a)) ||
-        !fun_arity(p, who, 3, F(f), 1) ||
+        !ix_ok(p, who, T(sh), F(ix), T(a)) || !fun_arity(p, who, 3, F(f), 1) ||
         !fun_takes(p, who, 3, F(f), 0, T(a)->type, 4, "element type")) {
         return NULL;
     }
     return new_acc(p, who, FE_TRANSFORM, F(f)->ret, n, 2,
-                   (fe_term *[]){T(sh), T(a)}, 2,
-                   (fe_fun *[]){F(ix), F(f)});
+                   (fe_term *[]){T(sh), T(a)}, 2, (fe_fun *[]){F(ix), F(f)});
 }
 
 /* ---- reductions and scans ---------------------------------------------- */
@@ -1859,9 +1858,8 @@ static bool has_seg(fe_kind k)
 /* A fold or scan of kind k on entered, sorted arguments: f (argument 1),
  * seed z (argument 2, NULL when k has none), a (argument `ano`), and seg
  * (argument ano + 1, NULL unless segmented). */
-static weft_acc *reduce(weft_program *p, const char *who, fe_kind k,
-                        fe_fun *f, fe_term *z, fe_term *a, int ano,
-                        fe_term *seg)
+static weft_acc *reduce(weft_program *p, const char *who, fe_kind k, fe_fun *f,
+                        fe_term *z, fe_term *a, int ano, fe_term *seg)
 {
     weft_type elt = a->type;
     if (!want_rank1(p, who, ano, a) || !fun_arity(p, who, 1, f, 2) ||
@@ -1870,21 +1868,21 @@ static weft_acc *reduce(weft_program *p, const char *who, fe_kind k,
         !fun_returns(p, who, 1, f, elt)) {
         return NULL;
     }
-    if (z != NULL && (!want_type(p, who, 2, z, elt) ||
-                      !no_arg(p, who, 2, z, "seed"))) {
+    if (z != NULL &&
+        (!want_type(p, who, 2, z, elt) || !no_arg(p, who, 2, z, "seed"))) {
         return NULL;
     }
     if (seg != NULL) {
         if (!fe_is_int(seg->type)) {
             return fe_fail(p, WEFT_ERR_TYPE_MISMATCH,
                            "%s: argument %d has element type %s, expected "
-                           "an integral type", who, ano + 1,
-                           TN(p, seg->type));
+                           "an integral type",
+                           who, ano + 1, TN(p, seg->type));
         }
         if (seg->rank != 1) {
             return fe_fail(p, WEFT_ERR_RANK_MISMATCH,
-                           "%s: argument %d has rank %d, expected rank 1",
-                           who, ano + 1, seg->rank);
+                           "%s: argument %d has rank %d, expected rank 1", who,
+                           ano + 1, seg->rank);
         }
     }
     fe_term *kid[3];
@@ -1934,15 +1932,15 @@ static weft_acc *reduce_call(const char *who, fe_kind k, weft_fun *f,
 
 /* The public folds and scans without segments, a line each: those with
  * a seed take z. */
-#define REDUCE_SEEDED(fn, kind)                                              \
-    weft_acc *fn(weft_fun *f, weft_exp *z, weft_acc *a)                      \
-    {                                                                        \
-        return reduce_call(#fn, kind, f, z, a, NULL);                        \
+#define REDUCE_SEEDED(fn, kind)                                                \
+    weft_acc *fn(weft_fun *f, weft_exp *z, weft_acc *a)                        \
+    {                                                                          \
+        return reduce_call(#fn, kind, f, z, a, NULL);                          \
     }
-#define REDUCE_UNSEEDED(fn, kind)                                            \
-    weft_acc *fn(weft_fun *f, weft_acc *a)                                   \
-    {                                                                        \
-        return reduce_call(#fn, kind, f, NULL, a, NULL);                     \
+#define REDUCE_UNSEEDED(fn, kind)                                              \
+    weft_acc *fn(weft_fun *f, weft_acc *a)                                     \
+    {                                                                          \
+        return reduce_call(#fn, kind, f, NULL, a, NULL);                       \
     }
 
 REDUCE_SEEDED(weft_fold, FE_FOLD)
@@ -1967,12 +1965,11 @@ weft_acc *weft_fold1_seg(weft_fun *f, weft_acc *a, weft_acc *seg)
 }
 
 /* fold_all and fold1_all: fold (kind k) of reshape (index1 (size a)) a. */
-static weft_acc *fold_all(const char *who, fe_kind k, weft_fun *f,
-                          weft_exp *z, weft_acc *a)
+static weft_acc *fold_all(const char *who, fe_kind k, weft_fun *f, weft_exp *z,
+                          weft_acc *a)
 {
-    weft_program *p = k == FE_FOLD
-                          ? ENTER(who, HF(1, f), HE(2, z), HA(3, a))
-                          : ENTER(who, HF(1, f), HA(2, a));
+    weft_program *p = k == FE_FOLD ? ENTER(who, HF(1, f), HE(2, z), HA(3, a))
+                                   : ENTER(who, HF(1, f), HA(2, a));
     if (p == NULL) {
         return NULL;
     }
@@ -1998,12 +1995,10 @@ weft_acc *weft_fold1_all(weft_fun *f, weft_acc *a)
 
 /* ---- permute and stencils ---------------------------------------------- */
 
-weft_acc *weft_permute(weft_fun *f, weft_acc *def, weft_fun *ix,
-                       weft_acc *src)
+weft_acc *weft_permute(weft_fun *f, weft_acc *def, weft_fun *ix, weft_acc *src)
 {
     static const char who[] = "weft_permute";
-    weft_program *p = ENTER(who, HF(1, f), HA(2, def), HF(3, ix),
-                            HA(4, src));
+    weft_program *p = ENTER(who, HF(1, f), HA(2, def), HF(3, ix), HA(4, src));
     if (p == NULL) {
         return NULL;
     }
@@ -2011,21 +2006,19 @@ weft_acc *weft_permute(weft_fun *f, weft_acc *def, weft_fun *ix,
     if (T(src)->type != elt) {
         return fe_fail(p, WEFT_ERR_TYPE_MISMATCH,
                        "%s: argument 4 has element type %s, argument 2 has "
-                       "element type %s", who, TN(p, T(src)->type),
-                       TN(p, elt));
+                       "element type %s",
+                       who, TN(p, T(src)->type), TN(p, elt));
     }
     if (!fun_arity(p, who, 1, F(f), 2) ||
         !fun_takes(p, who, 1, F(f), 0, elt, 4, "element type") ||
         !fun_takes(p, who, 1, F(f), 1, elt, 2, "element type") ||
-        !fun_returns(p, who, 1, F(f), elt) ||
-        !fun_arity(p, who, 3, F(ix), 1) ||
+        !fun_returns(p, who, 1, F(f), elt) || !fun_arity(p, who, 3, F(ix), 1) ||
         !fun_takes(p, who, 3, F(ix), 0, WEFT_DIM(T(src)->rank), 0, "type") ||
         !fun_returns(p, who, 3, F(ix), WEFT_DIM(T(def)->rank))) {
         return NULL;
     }
     return new_acc(p, who, FE_PERMUTE, elt, T(def)->rank, 2,
-                   (fe_term *[]){T(def), T(src)}, 2,
-                   (fe_fun *[]){F(f), F(ix)});
+                   (fe_term *[]){T(def), T(src)}, 2, (fe_fun *[]){F(f), F(ix)});
 }
 
 /* Check one stencil input: array a (argument ano, rank 1..3), window w
@@ -2039,13 +2032,12 @@ static bool stencil_input(weft_program *p, const char *who, int ano,
 {
     if (a->rank < 1 || a->rank > 3) {
         fe_fail(p, WEFT_ERR_RANK_MISMATCH,
-                "%s: argument %d has rank %d, a stencil needs rank 1 to 3",
-                who, ano, a->rank);
+                "%s: argument %d has rank %d, a stencil needs rank 1 to 3", who,
+                ano, a->rank);
         return false;
     }
     if (w == NULL) {
-        fe_fail(p, WEFT_ERR_NULL_ARGUMENT, "%s: argument %d is NULL", who,
-                wno);
+        fe_fail(p, WEFT_ERR_NULL_ARGUMENT, "%s: argument %d is NULL", who, wno);
         return false;
     }
     *count = 1;
@@ -2053,7 +2045,8 @@ static bool stencil_input(weft_program *p, const char *who, int ano,
         if (w[d] != 3 && w[d] != 5 && w[d] != 7 && w[d] != 9) {
             fe_fail(p, WEFT_ERR_STENCIL_WINDOW,
                     "%s: argument %d, entry %d is %d, expected a window of "
-                    "3, 5, 7 or 9", who, wno, d + 1, w[d]);
+                    "3, 5, 7 or 9",
+                    who, wno, d + 1, w[d]);
             return false;
         }
         st->window[k][d] = w[d];
@@ -2062,7 +2055,8 @@ static bool stencil_input(weft_program *p, const char *who, int ano,
     if ((unsigned)b.kind > (unsigned)WEFT_BOUNDARY_CONSTANT) {
         fe_fail(p, WEFT_ERR_INVALID_ARGUMENT,
                 "%s: argument %d has boundary kind %d, expected clamp, "
-                "mirror, wrap or constant", who, bno, (int)b.kind);
+                "mirror, wrap or constant",
+                who, bno, (int)b.kind);
         return false;
     }
     st->bnd[k] = b.kind;
@@ -2073,18 +2067,19 @@ static bool stencil_input(weft_program *p, const char *who, int ano,
     const fe_term *v = T(b.value);
     if (v == NULL) {
         fe_fail(p, WEFT_ERR_NULL_ARGUMENT,
-                "%s: argument %d is a constant boundary without a value",
-                who, bno);
+                "%s: argument %d is a constant boundary without a value", who,
+                bno);
         return false;
     }
     if (v->prog != p) {
         fe_fail(p, WEFT_ERR_PROGRAM_MISMATCH,
-                "%s: the value of argument %d belongs to another program",
-                who, bno);
+                "%s: the value of argument %d belongs to another program", who,
+                bno);
         if (v->prog != NULL) {
             fe_fail(v->prog, WEFT_ERR_PROGRAM_MISMATCH,
                     "%s: the value of argument %d belongs to another "
-                    "program", who, bno);
+                    "program",
+                    who, bno);
         }
         return false;
     }
@@ -2096,8 +2091,8 @@ static bool stencil_input(weft_program *p, const char *who, int ano,
     if (v->type != a->type) {
         fe_fail(p, mismatch(v->type, a->type),
                 "%s: the value of argument %d has type %s, argument %d has "
-                "element type %s", who, bno, TN(p, v->type), ano,
-                TN(p, a->type));
+                "element type %s",
+                who, bno, TN(p, v->type), ano, TN(p, a->type));
         return false;
     }
     if (!no_arg(p, who, bno, v, "boundary value")) {
@@ -2139,14 +2134,14 @@ weft_acc *weft_stencil(weft_fun *f, const int *window, weft_boundary b,
     if (F(f)->arity != count) {
         return fe_fail(p, WEFT_ERR_ARITY,
                        "%s: argument 1 takes %d arguments, the window has "
-                       "%d elements", who, F(f)->arity, count);
+                       "%d elements",
+                       who, F(f)->arity, count);
     }
     if (!stencil_fun(p, who, F(f), 0, count, T(a)->type, 4)) {
         return NULL;
     }
     fe_term *t = T(new_acc(p, who, FE_STENCIL, F(f)->ret, T(a)->rank, 2,
-                           (fe_term *[]){T(a), value}, 1,
-                           (fe_fun *[]){F(f)}));
+                           (fe_term *[]){T(a), value}, 1, (fe_fun *[]){F(f)}));
     if (t != NULL) {
         t->u.st = st;
     }
@@ -2166,10 +2161,8 @@ weft_acc *weft_stencil2(weft_fun *f, const int *window1, weft_boundary b1,
     memset(&st, 0, sizeof st);
     fe_term *v1, *v2;
     int n1, n2;
-    if (!stencil_input(p, who, 4, T(a1), 2, window1, 3, b1, &st, 0, &v1,
-                       &n1) ||
-        !stencil_input(p, who, 7, T(a2), 5, window2, 6, b2, &st, 1, &v2,
-                       &n2)) {
+    if (!stencil_input(p, who, 4, T(a1), 2, window1, 3, b1, &st, 0, &v1, &n1) ||
+        !stencil_input(p, who, 7, T(a2), 5, window2, 6, b2, &st, 1, &v2, &n2)) {
         return NULL;
     }
     if (T(a2)->rank != T(a1)->rank) {
@@ -2180,15 +2173,16 @@ weft_acc *weft_stencil2(weft_fun *f, const int *window1, weft_boundary b1,
     if (F(f)->arity != n1 + n2) {
         return fe_fail(p, WEFT_ERR_ARITY,
                        "%s: argument 1 takes %d arguments, the windows have "
-                       "%d + %d elements", who, F(f)->arity, n1, n2);
+                       "%d + %d elements",
+                       who, F(f)->arity, n1, n2);
     }
     if (!stencil_fun(p, who, F(f), 0, n1, T(a1)->type, 4) ||
         !stencil_fun(p, who, F(f), n1, n2, T(a2)->type, 7)) {
         return NULL;
     }
-    fe_term *t = T(new_acc(p, who, FE_STENCIL2, F(f)->ret, T(a1)->rank, 4,
-                           (fe_term *[]){T(a1), v1, T(a2), v2}, 1,
-                           (fe_fun *[]){F(f)}));
+    fe_term *t =
+        T(new_acc(p, who, FE_STENCIL2, F(f)->ret, T(a1)->rank, 4,
+                  (fe_term *[]){T(a1), v1, T(a2), v2}, 1, (fe_fun *[]){F(f)}));
     if (t != NULL) {
         t->u.st = st;
     }
@@ -2207,9 +2201,10 @@ weft_acc *weft_acond(weft_exp *c, weft_acc *t, weft_acc *e)
     }
     weft_status s = atype_cmp(T(e)->atype, T(t)->atype);
     if (s != WEFT_OK) {
-        return fe_fail(p, s, "%s: argument 3 has type %s, argument 2 has "
-                       "type %s", who, ATN(p, T(e)->atype),
-                       ATN(p, T(t)->atype));
+        return fe_fail(p, s,
+                       "%s: argument 3 has type %s, argument 2 has "
+                       "type %s",
+                       who, ATN(p, T(e)->atype), ATN(p, T(t)->atype));
     }
     return new_acc_at(p, who, FE_ACOND, T(t)->atype, 3,
                       (fe_term *[]){T(c), T(t), T(e)}, 0, NULL);
@@ -2226,28 +2221,36 @@ weft_acc *weft_awhile(weft_afun *cond, weft_afun *body, weft_acc *init)
     const fe_fun *fc = F(cond), *fb = F(body);
     weft_status s = atype_cmp(at, fc->atarg);
     if (s != WEFT_OK) {
-        return fe_fail(p, s, "%s: argument 3 has type %s, argument 1 takes "
-                       "%s", who, ATN(p, at), ATN(p, fc->atarg));
+        return fe_fail(p, s,
+                       "%s: argument 3 has type %s, argument 1 takes "
+                       "%s",
+                       who, ATN(p, at), ATN(p, fc->atarg));
     }
     if (fc->aret->arity != 0 || fc->aret->elt != WEFT_BOOL) {
         return fe_fail(p, WEFT_ERR_TYPE_MISMATCH,
                        "%s: argument 1 returns %s, expected a rank-0 bool "
-                       "array", who, ATN(p, fc->aret));
+                       "array",
+                       who, ATN(p, fc->aret));
     }
     if (fc->aret->rank != 0) {
         return fe_fail(p, WEFT_ERR_RANK_MISMATCH,
                        "%s: argument 1 returns %s, expected a rank-0 bool "
-                       "array", who, ATN(p, fc->aret));
+                       "array",
+                       who, ATN(p, fc->aret));
     }
     s = atype_cmp(at, fb->atarg);
     if (s != WEFT_OK) {
-        return fe_fail(p, s, "%s: argument 3 has type %s, argument 2 takes "
-                       "%s", who, ATN(p, at), ATN(p, fb->atarg));
+        return fe_fail(p, s,
+                       "%s: argument 3 has type %s, argument 2 takes "
+                       "%s",
+                       who, ATN(p, at), ATN(p, fb->atarg));
     }
     s = atype_cmp(fb->aret, at);
     if (s != WEFT_OK) {
-        return fe_fail(p, s, "%s: argument 2 returns %s, argument 3 has "
-                       "type %s", who, ATN(p, fb->aret), ATN(p, at));
+        return fe_fail(p, s,
+                       "%s: argument 2 returns %s, argument 3 has "
+                       "type %s",
+                       who, ATN(p, fb->aret), ATN(p, at));
     }
     return new_acc_at(p, who, FE_AWHILE, at, 1, (fe_term *[]){T(init)}, 2,
                       (fe_fun *[]){F(cond), F(body)});
@@ -2263,7 +2266,8 @@ weft_acc *weft_atuple(weft_program *p, int n, weft_acc *const *components)
     if (n < 1) {
         return fe_fail(p, WEFT_ERR_INVALID_ARGUMENT,
                        "%s: argument 2 is %d, a tuple needs at least one "
-                       "component", who, n);
+                       "component",
+                       who, n);
     }
     const fe_atype **c = fe_arena_alloc(&p->arena, (size_t)n * sizeof *c);
     if (c == NULL) {
@@ -2287,12 +2291,13 @@ weft_acc *weft_aget(weft_acc *tuple, int i)
     if (at->arity == 0) {
         return fe_fail(p, WEFT_ERR_TYPE_MISMATCH,
                        "%s: argument 1 is one array, expected a tuple of "
-                       "arrays", who);
+                       "arrays",
+                       who);
     }
     if (i < 0 || i >= at->arity) {
         return fe_fail(p, WEFT_ERR_INVALID_ARGUMENT,
-                       "%s: argument 2 is %d, the tuple has %d arrays", who,
-                       i, at->arity);
+                       "%s: argument 2 is %d, the tuple has %d arrays", who, i,
+                       at->arity);
     }
     fe_term *t = T(new_acc_at(p, who, FE_AGET, at->comp[i], 1,
                               (fe_term *[]){T(tuple)}, 0, NULL));

@@ -86,8 +86,10 @@ void fe_cancel_message(const fe_cancel *c, char *buf, size_t n)
 {
     int why = c ? atomic_load((atomic_int *)&c->hit) : 0;
     if (why == FE_CANCEL_DEADLINE) {
-        snprintf(buf, n, "weft_run: stopped after its deadline (timeout_ms "
-                 "%g)", c->ctx->cfg.timeout_ms);
+        snprintf(buf, n,
+                 "weft_run: stopped after its deadline (timeout_ms "
+                 "%g)",
+                 c->ctx->cfg.timeout_ms);
     } else {
         snprintf(buf, n, "weft_run: cancelled by weft_cancel");
     }

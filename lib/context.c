@@ -33,8 +33,8 @@ enum { CONFIG_MAX_SIZE = 4096 };
 /* Whether size could be sizeof(weft_config) in some weft.h. */
 static bool config_size_plausible(size_t size)
 {
-    return size >= CONFIG_MIN_SIZE && size <= CONFIG_MAX_SIZE
-           && size % _Alignof(weft_config) == 0;
+    return size >= CONFIG_MIN_SIZE && size <= CONFIG_MAX_SIZE &&
+           size % _Alignof(weft_config) == 0;
 }
 
 weft_status weft_config_init_sized(weft_config *cfg, size_t size)
@@ -142,7 +142,8 @@ weft_status weft_backend_from_name(const char *name, weft_backend *out)
     }
     return fe_error(WEFT_ERR_BACKEND_UNKNOWN,
                     "weft_backend_from_name: unknown backend \"%.64s\" "
-                    "(known: interp, cpu, ptx)", name);
+                    "(known: interp, cpu, ptx)",
+                    name);
 }
 
 /* The table of a backend (see fe.h). */
@@ -160,8 +161,8 @@ const fe_backend *fe_backend_table(weft_backend b)
 
 /* An on/off variable of the environment: $name=1 sets flag in *flags, 0
  * clears it, unset or empty leaves it; anything else is an error. */
-static weft_status env_switch(const char *name, unsigned flag,
-                              unsigned *flags, const char *who)
+static weft_status env_switch(const char *name, unsigned flag, unsigned *flags,
+                              const char *who)
 {
     const char *v = getenv(name);
     if (!v || !*v) {
@@ -248,7 +249,8 @@ weft_status fe_config_resolve(const weft_config *cfg, weft_config *out,
             if (*end != '\0' || n < 0 || n > 1024) {
                 return fe_error(WEFT_ERR_INVALID_ARGUMENT,
                                 "%s: WEFT_DEVICE=\"%.32s\" is not a device "
-                                "number", who, dev);
+                                "number",
+                                who, dev);
             }
             c.device = (int)n;
         }
@@ -263,12 +265,13 @@ weft_status fe_config_resolve(const weft_config *cfg, weft_config *out,
             if (*end != '\0' || mem[0] == '-') {
                 return fe_error(WEFT_ERR_INVALID_ARGUMENT,
                                 "%s: WEFT_DEVICE_MEMORY=\"%.32s\" is not a "
-                                "number of bytes", who, mem);
+                                "number of bytes",
+                                who, mem);
             }
             c.device_memory = n;
         }
-        weft_status st = env_switch("WEFT_CHECK", WEFT_FLAG_CHECKED, &c.flags,
-                                    who);
+        weft_status st =
+            env_switch("WEFT_CHECK", WEFT_FLAG_CHECKED, &c.flags, who);
         if (st != WEFT_OK) {
             return st;
         }
@@ -279,7 +282,8 @@ weft_status fe_config_resolve(const weft_config *cfg, weft_config *out,
             if (*end != '\0' || !(ms >= 0) || isinf(ms)) {
                 return fe_error(WEFT_ERR_INVALID_ARGUMENT,
                                 "%s: WEFT_TIMEOUT_MS=\"%.32s\" is not a "
-                                "number of milliseconds", who, to);
+                                "number of milliseconds",
+                                who, to);
             }
             c.timeout_ms = ms;
         }
@@ -287,8 +291,7 @@ weft_status fe_config_resolve(const weft_config *cfg, weft_config *out,
         if (spmd && strcmp(spmd, "0") == 0) {
             c.flags |= WEFT_FLAG_NO_SPMD;
         }
-        st = env_switch("WEFT_FAST_MATH", WEFT_FLAG_FAST_MATH, &c.flags,
-                        who);
+        st = env_switch("WEFT_FAST_MATH", WEFT_FLAG_FAST_MATH, &c.flags, who);
         if (st != WEFT_OK) {
             return st;
         }
@@ -304,7 +307,8 @@ weft_status fe_config_resolve(const weft_config *cfg, weft_config *out,
             } else {
                 return fe_error(WEFT_ERR_INVALID_ARGUMENT,
                                 "%s: WEFT_TIERING=\"%.32s\" is not 0, 1 "
-                                "or quick", who, tier);
+                                "or quick",
+                                who, tier);
             }
         }
         const char *trace = getenv("WEFT_TRACE");
@@ -318,8 +322,8 @@ weft_status fe_config_resolve(const weft_config *cfg, weft_config *out,
             if (*end != '\0' || n < 0 || n > MAX_THREADS) {
                 return fe_error(WEFT_ERR_INVALID_ARGUMENT,
                                 "%s: WEFT_THREADS=\"%.32s\" is not a "
-                                "thread count (0 to %d)", who, th,
-                                MAX_THREADS);
+                                "thread count (0 to %d)",
+                                who, th, MAX_THREADS);
             }
             c.threads = (int)n;
         }
@@ -329,19 +333,20 @@ weft_status fe_config_resolve(const weft_config *cfg, weft_config *out,
                 return fe_error(WEFT_ERR_INVALID_ARGUMENT,
                                 "%s: WEFT_CACHE_MAX=\"%.32s\" is not a "
                                 "number of bytes (digits, then K, M or G "
-                                "for powers of 1024)", who, cmax);
+                                "for powers of 1024)",
+                                who, cmax);
             }
         }
     }
     if ((unsigned)c.backend > WEFT_BACKEND_PTX) {
         return fe_error(WEFT_ERR_BACKEND_UNKNOWN,
-                        "%s: backend %d is not a backend", who,
-                        (int)c.backend);
+                        "%s: backend %d is not a backend", who, (int)c.backend);
     }
     if (c.threads < 0 || c.threads > MAX_THREADS) {
         return fe_error(WEFT_ERR_INVALID_ARGUMENT,
                         "%s: config field threads is %d, expected 0 (one "
-                        "per core) to %d", who, c.threads, MAX_THREADS);
+                        "per core) to %d",
+                        who, c.threads, MAX_THREADS);
     }
     if (!(c.timeout_ms >= 0) || isinf(c.timeout_ms)) {
         return fe_error(WEFT_ERR_INVALID_ARGUMENT,
@@ -394,8 +399,8 @@ weft_status weft_context_create(const weft_config *cfg, weft_context **out)
                         "weft_context_create: cannot create a mutex");
     }
     /* The trace first, so that it sees the backend's set-up. */
-    weft_status st = c.trace && *c.trace ? fe_trace_open(ctx, c.trace)
-                                         : WEFT_OK;
+    weft_status st =
+        c.trace && *c.trace ? fe_trace_open(ctx, c.trace) : WEFT_OK;
     if (st == WEFT_OK && be->context_init) {
         st = be->context_init(ctx);
     }
@@ -440,11 +445,12 @@ weft_status weft_context_wait_optimised(weft_context *ctx)
     return ctx->be->wait_optimised ? ctx->be->wait_optimised(ctx) : WEFT_OK;
 }
 
-weft_status weft_context_stats_sized(const weft_context *ctx,
-                                     weft_stats *out, size_t size)
+weft_status weft_context_stats_sized(const weft_context *ctx, weft_stats *out,
+                                     size_t size)
 {
     if (!ctx || !out) {
-        return fe_error(WEFT_ERR_NULL_ARGUMENT, "weft_context_stats: %s is NULL",
+        return fe_error(WEFT_ERR_NULL_ARGUMENT,
+                        "weft_context_stats: %s is NULL",
                         ctx ? "out" : "the context");
     }
     weft_stats st;

@@ -37,32 +37,30 @@ static weft_type weft_type_of(DLDataType dt)
     static const weft_type ints[] = {WEFT_I8, WEFT_I16, WEFT_I32, WEFT_I64};
     static const weft_type uints[] = {WEFT_U8, WEFT_U16, WEFT_U32, WEFT_U64};
     static const weft_type floats[] = {0, WEFT_F16, WEFT_F32, WEFT_F64};
-    int w = dt.bits == 8 ? 0 : dt.bits == 16 ? 1 : dt.bits == 32 ? 2
-                                             : dt.bits == 64 ? 3 : -1;
+    int w = dt.bits == 8    ? 0
+            : dt.bits == 16 ? 1
+            : dt.bits == 32 ? 2
+            : dt.bits == 64 ? 3
+                            : -1;
     if (dt.lanes != 1 || w < 0) {
         return 0;
     }
     switch (dt.code) {
-    case DL_BOOL:
-        return w == 0 ? WEFT_BOOL : 0;
-    case DL_INT:
-        return ints[w];
-    case DL_UINT:
-        return uints[w];
-    case DL_FLOAT:
-        return floats[w];
-    default:
-        return 0;
+    case DL_BOOL: return w == 0 ? WEFT_BOOL : 0;
+    case DL_INT: return ints[w];
+    case DL_UINT: return uints[w];
+    case DL_FLOAT: return floats[w];
+    default: return 0;
     }
 }
 
 /* The DLPack dtype of scalar type t. */
 static DLDataType dl_type_of(weft_type t)
 {
-    DLDataType dt = {.code = DL_UINT, .bits = (uint8_t)(8 * weft_type_size(t)),
-                     .lanes = 1};
-    dt.code = t == WEFT_BOOL ? DL_BOOL
-              : fe_is_float(t) ? DL_FLOAT
+    DLDataType dt = {
+        .code = DL_UINT, .bits = (uint8_t)(8 * weft_type_size(t)), .lanes = 1};
+    dt.code = t == WEFT_BOOL    ? DL_BOOL
+              : fe_is_float(t)  ? DL_FLOAT
               : fe_is_signed(t) ? DL_INT
                                 : DL_UINT;
     return dt;
@@ -71,16 +69,11 @@ static DLDataType dl_type_of(weft_type t)
 static const char *device_name(int32_t type)
 {
     switch (type) {
-    case DL_CPU:
-        return "kDLCPU";
-    case DL_CUDA:
-        return "kDLCUDA";
-    case DL_CUDA_HOST:
-        return "kDLCUDAHost";
-    case DL_CUDA_MANAGED:
-        return "kDLCUDAManaged";
-    default:
-        return "a device weft does not know";
+    case DL_CPU: return "kDLCPU";
+    case DL_CUDA: return "kDLCUDA";
+    case DL_CUDA_HOST: return "kDLCUDAHost";
+    case DL_CUDA_MANAGED: return "kDLCUDAManaged";
+    default: return "a device weft does not know";
     }
 }
 
@@ -171,8 +164,9 @@ static weft_status copy_tensor(weft_context *ctx, const DLTensor *t,
     if (dev) {
         /* the span the strides reach, downloaded, then gathered */
         tmp = fe_alloc(ctx, tmp_n);
-        st = tmp ? dev->download(ctx, tmp, (uint64_t)(uintptr_t)first +
-                                               (uint64_t)(lo * (int64_t)el),
+        st = tmp ? dev->download(ctx, tmp,
+                                 (uint64_t)(uintptr_t)first +
+                                     (uint64_t)(lo * (int64_t)el),
                                  tmp_n, who_in)
                  : fe_oom(who_in);
         first = tmp - lo * (int64_t)el;
@@ -221,14 +215,16 @@ static weft_status placement(weft_context *ctx, const DLTensor *t,
     if (t->device.device_id != ordinal) {
         return fe_error(WEFT_ERR_INVALID_ARGUMENT,
                         "%s: the tensor is on CUDA device %d, the context on "
-                        "device %d", who_in, (int)t->device.device_id, ordinal);
+                        "device %d",
+                        who_in, (int)t->device.device_id, ordinal);
     }
     *on_device = true;
     return WEFT_OK;
 }
 
 /* Check t; its weft type and size in *type and *size. */
-static weft_status check_tensor(weft_context *ctx, const DLManagedTensorVersioned *m,
+static weft_status check_tensor(weft_context *ctx,
+                                const DLManagedTensorVersioned *m,
                                 weft_type *type, int64_t *size)
 {
     const DLTensor *t = &m->dl_tensor;
@@ -244,7 +240,8 @@ static weft_status check_tensor(weft_context *ctx, const DLManagedTensorVersione
                         WEFT_MAX_RANK);
     }
     if (t->ndim > 0 && !t->shape) {
-        return fe_error(WEFT_ERR_NULL_ARGUMENT, "%s: the shape is NULL", who_in);
+        return fe_error(WEFT_ERR_NULL_ARGUMENT, "%s: the shape is NULL",
+                        who_in);
     }
     *size = fe_shape_size(t->ndim, t->shape);
     if (*size < 0 || (uint64_t)*size > SIZE_MAX / 8) {
@@ -257,7 +254,8 @@ static weft_status check_tensor(weft_context *ctx, const DLManagedTensorVersione
         return fe_error(WEFT_ERR_TYPE_MISMATCH,
                         "%s: dtype code %u, %u bits, %u lanes has no weft type "
                         "(weft takes one lane of bool 8, int and uint 8-64, "
-                        "float 16-64)", who_in, (unsigned)t->dtype.code,
+                        "float 16-64)",
+                        who_in, (unsigned)t->dtype.code,
                         (unsigned)t->dtype.bits, (unsigned)t->dtype.lanes);
     }
     if (!t->data && *size > 0) {
@@ -303,13 +301,13 @@ weft_status weft_array_from_dlpack(weft_context *ctx,
     bool aligned = (uintptr_t)first % align == 0;
     bool in_place = aligned && compact(t, size);
     if (!in_place && !(flags & WEFT_DLPACK_COPY)) {
-        return fe_error(WEFT_ERR_INVALID_ARGUMENT,
-                        "%s: the tensor %s; pass WEFT_DLPACK_COPY to copy it",
-                        who_in,
-                        aligned ? "is not compact row-major (its strides)"
-                        : on_device ? "is not aligned to 256 bytes (a slice's "
-                                      "offset?), which weft's GPU kernels assume"
-                                    : "is not aligned to its element size");
+        return fe_error(
+            WEFT_ERR_INVALID_ARGUMENT,
+            "%s: the tensor %s; pass WEFT_DLPACK_COPY to copy it", who_in,
+            aligned     ? "is not compact row-major (its strides)"
+            : on_device ? "is not aligned to 256 bytes (a slice's "
+                          "offset?), which weft's GPU kernels assume"
+                        : "is not aligned to its element size");
     }
     weft_array *a = NULL;
     if (!in_place) {
@@ -347,7 +345,7 @@ typedef struct dl_export {
     DLManagedTensorVersioned t; /* first: the deleter casts back */
     int64_t shape[WEFT_MAX_RANK];
     int64_t strides[WEFT_MAX_RANK];
-    weft_array *a;              /* a reference */
+    weft_array *a; /* a reference */
 } dl_export;
 
 static void export_deleter(DLManagedTensorVersioned *t)
@@ -366,7 +364,8 @@ weft_status weft_array_to_dlpack(weft_array *a, int leaf, int device_type,
     }
     *out = NULL;
     if (!a) {
-        return fe_error(WEFT_ERR_NULL_ARGUMENT, "%s: the array is NULL", who_out);
+        return fe_error(WEFT_ERR_NULL_ARGUMENT, "%s: the array is NULL",
+                        who_out);
     }
     if (leaf < 0 || leaf >= a->nleaf) {
         return fe_error(WEFT_ERR_INVALID_ARGUMENT,
@@ -376,8 +375,8 @@ weft_status weft_array_to_dlpack(weft_array *a, int leaf, int device_type,
     if (device_type != 0 && device_type != DL_CPU && device_type != DL_CUDA) {
         return fe_error(WEFT_ERR_INVALID_ARGUMENT,
                         "%s: device type %d (weft exports 1, kDLCPU, 2, "
-                        "kDLCUDA, or 0, where the newest copy is)", who_out,
-                        device_type);
+                        "kDLCUDA, or 0, where the newest copy is)",
+                        who_out, device_type);
     }
     if (device_type == 0) {
         bool dev_newer = a->mirror && a->mirror->device_newer(a);

@@ -61,19 +61,19 @@ typedef struct DLDataType {
 } DLDataType;
 
 typedef struct DLTensor {
-    void *data;           /* the buffer; elements start at data + byte_offset */
+    void *data; /* the buffer; elements start at data + byte_offset */
     DLDevice device;
     int32_t ndim;
     DLDataType dtype;
-    int64_t *shape;       /* ndim extents */
-    int64_t *strides;     /* ndim strides in elements, or NULL: compact
+    int64_t *shape;   /* ndim extents */
+    int64_t *strides; /* ndim strides in elements, or NULL: compact
                              row-major */
     uint64_t byte_offset;
 } DLTensor;
 
 typedef struct DLManagedTensorVersioned {
     DLPackVersion version;
-    void *manager_ctx; /* the producer's */
+    void *manager_ctx;                                      /* the producer's */
     void (*deleter)(struct DLManagedTensorVersioned *self); /* may be NULL */
     uint64_t flags;                                         /* DL_FLAG_* */
     DLTensor dl_tensor;

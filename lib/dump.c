@@ -35,7 +35,7 @@ typedef struct printer {
     const weft_context *ctx;
     const fe_core *core;
     FILE *out;
-    char buf[512];  /* names and numbers: here, not on the recursion's stack */
+    char buf[512]; /* names and numbers: here, not on the recursion's stack */
 } printer;
 
 static void term(printer *pr, const fe_term *t, int ind);
@@ -52,7 +52,10 @@ static void newline(printer *pr, int ind)
 
 static void var_name(printer *pr, const fe_var *v)
 {
-    fprintf(pr->out, "%c%u", v->acc ? 'a' : v->param ? 'x' : 'e',
+    fprintf(pr->out, "%c%u",
+            v->acc     ? 'a'
+            : v->param ? 'x'
+                       : 'e',
             (unsigned)v->id);
 }
 
@@ -89,30 +92,18 @@ static void constant(printer *pr, const fe_term *t)
 {
     fe_val v = t->u.c;
     switch (t->type) {
-    case WEFT_BOOL:
-        put(pr, v.u ? "true" : "false");
-        break;
+    case WEFT_BOOL: put(pr, v.u ? "true" : "false"); break;
     case WEFT_I8:
     case WEFT_I16:
     case WEFT_I32:
-    case WEFT_I64:
-        fprintf(pr->out, "%lld", (long long)v.i);
-        break;
+    case WEFT_I64: fprintf(pr->out, "%lld", (long long)v.i); break;
     case WEFT_U8:
     case WEFT_U16:
     case WEFT_U32:
-    case WEFT_U64:
-        fprintf(pr->out, "%llu", (unsigned long long)v.u);
-        break;
-    case WEFT_F16:
-        real(pr, v.f, 1, 17, false, "h");
-        break;
-    case WEFT_F32:
-        real(pr, v.f, 1, 9, true, "f");
-        break;
-    default:
-        real(pr, v.f, 1, 17, false, "");
-        break;
+    case WEFT_U64: fprintf(pr->out, "%llu", (unsigned long long)v.u); break;
+    case WEFT_F16: real(pr, v.f, 1, 17, false, "h"); break;
+    case WEFT_F32: real(pr, v.f, 1, 9, true, "f"); break;
+    default: real(pr, v.f, 1, 17, false, ""); break;
     }
 }
 
@@ -232,8 +223,8 @@ static void stencil_side(printer *pr, const fe_term *t, int side,
 /* The name of array kind `kind` (lib/fe_kinds.h), or "?". */
 static const char *acc_name(int kind)
 {
-    const char *n = kind >= 0 && kind < FE_KIND_COUNT_ ? fe_kinds[kind].name
-                                                       : NULL;
+    const char *n =
+        kind >= 0 && kind < FE_KIND_COUNT_ ? fe_kinds[kind].name : NULL;
     return n ? n : "?";
 }
 
@@ -339,15 +330,11 @@ static void term(printer *pr, const fe_term *t, int ind)
         return;
     }
     switch (t->kind) {
-    case FE_CONST:
-        constant(pr, t);
-        return;
-    case FE_VAR:
-        var_name(pr, t->u.var);
-        return;
+    case FE_CONST: constant(pr, t); return;
+    case FE_VAR: var_name(pr, t->u.var); return;
     case FE_PRIM: {
-        const char *name = t->op < WEFT_OP_COUNT_
-                               ? weft_op_name((weft_op)t->op) : "?";
+        const char *name =
+            t->op < WEFT_OP_COUNT_ ? weft_op_name((weft_op)t->op) : "?";
         put(pr, name);
         if (t->op < WEFT_OP_COUNT_ && fe_prims[t->op].typed) {
             put(pr, "<");
@@ -374,18 +361,10 @@ static void term(printer *pr, const fe_term *t, int ind)
         term(pr, t->kid[0], ind);
         fprintf(pr->out, ", %d)", t->u.index);
         return;
-    case FE_SHAPE:
-        call(pr, "shape", t, 0, ind);
-        return;
-    case FE_SHAPE_SIZE:
-        call(pr, "shape_size", t, 0, ind);
-        return;
-    case FE_TO_INDEX:
-        call(pr, "to_index", t, 0, ind);
-        return;
-    case FE_FROM_INDEX:
-        call(pr, "from_index", t, 0, ind);
-        return;
+    case FE_SHAPE: call(pr, "shape", t, 0, ind); return;
+    case FE_SHAPE_SIZE: call(pr, "shape_size", t, 0, ind); return;
+    case FE_TO_INDEX: call(pr, "to_index", t, 0, ind); return;
+    case FE_FROM_INDEX: call(pr, "from_index", t, 0, ind); return;
     case FE_AT:
         if (t->nkid == 2 && t->kid[1] && t->kid[1]->kind == FE_TUPLE &&
             t->kid[1]->nkid == 0) {
@@ -396,9 +375,7 @@ static void term(printer *pr, const fe_term *t, int ind)
             call(pr, "at", t, 0, ind);
         }
         return;
-    case FE_AT_LINEAR:
-        call(pr, "at_linear", t, 0, ind);
-        return;
+    case FE_AT_LINEAR: call(pr, "at_linear", t, 0, ind); return;
     case FE_WHILE:
         put(pr, "while(");
         fun(pr, t->fun[0], ind);
@@ -408,32 +385,20 @@ static void term(printer *pr, const fe_term *t, int ind)
         term(pr, t->kid[0], ind);
         put(pr, ")");
         return;
-    case FE_ALL:
-        put(pr, "all");
-        return;
-    case FE_IGNORE:
-        put(pr, "ignore");
-        return;
+    case FE_ALL: put(pr, "all"); return;
+    case FE_IGNORE: put(pr, "ignore"); return;
     case FE_LET:
         put(pr, "(");
         newline(pr, ind + 4);
         let_chain(pr, t, ind + 4);
         put(pr, ")");
         return;
-    case FE_USE:
-        use_ref(pr, t->u.array);
-        return;
-    case FE_PARAM:
-        fprintf(pr->out, "p%d", t->u.index);
-        return;
-    case FE_ATUPLE:
-        call(pr, "", t, 0, ind);
-        return;
+    case FE_USE: use_ref(pr, t->u.array); return;
+    case FE_PARAM: fprintf(pr->out, "p%d", t->u.index); return;
+    case FE_ATUPLE: call(pr, "", t, 0, ind); return;
     case FE_ARG:
     case FE_AARG:
-    case FE_APPLY:
-        put(pr, "?builder-term");
-        return;
+    case FE_APPLY: put(pr, "?builder-term"); return;
     default:
         if (t->acc) {
             array_op(pr, t, ind);

@@ -71,7 +71,8 @@ static weft_status deep_call_run(const char *who, uint64_t depth,
     if (depth > DEEP_MAX / per || bytes > DEEP_MAX) {
         return fe_error(WEFT_ERR_OUT_OF_MEMORY,
                         "%s: the program is %llu terms deep, deeper than "
-                        "weft handles (%llu)", who, (unsigned long long)depth,
+                        "weft handles (%llu)",
+                        who, (unsigned long long)depth,
                         (unsigned long long)(DEEP_MAX / per));
     }
     deep_call c = {fn, arg, WEFT_OK, ""};
@@ -88,8 +89,8 @@ static weft_status deep_call_run(const char *who, uint64_t depth,
     if (e != 0) {
         return fe_error(WEFT_ERR_OUT_OF_MEMORY,
                         "%s: the program is %llu terms deep and no thread "
-                        "with a stack of %llu MiB for it could be made", who,
-                        (unsigned long long)depth,
+                        "with a stack of %llu MiB for it could be made",
+                        who, (unsigned long long)depth,
                         (unsigned long long)(bytes >> 20));
     }
     pthread_join(th, NULL);
@@ -151,9 +152,9 @@ static weft_status compile_passes(void *arg)
     compile_job *j = arg;
     weft_executable *exe = j->exe;
     uint64_t t = fe_clock_ns();
-    weft_status st = fe_share(j->p, "weft_compile",
-                              (fe_term *const *)j->results, j->n, &exe->arena,
-                              &exe->core);
+    weft_status st =
+        fe_share(j->p, "weft_compile", (fe_term *const *)j->results, j->n,
+                 &exe->arena, &exe->core);
     t = fe_phase_end(exe->ctx, FE_PHASE_FRONTEND, t, "sharing", NULL);
     exe->core.no_fusion = (exe->ctx->cfg.flags & WEFT_FLAG_NO_FUSION) != 0;
     bool verify = st == WEFT_OK && fe_verify_enabled(exe->ctx);
@@ -161,7 +162,8 @@ static weft_status compile_passes(void *arg)
         st = fe_verify_pass(exe->ctx, &exe->core, "sharing");
         t = fe_phase_end(exe->ctx, FE_PHASE_FRONTEND, t, "verify", NULL);
     }
-    for (size_t i = 0; st == WEFT_OK && i < sizeof passes / sizeof *passes; i++) {
+    for (size_t i = 0; st == WEFT_OK && i < sizeof passes / sizeof *passes;
+         i++) {
         st = passes[i].run(&exe->core);
         t = fe_phase_end(exe->ctx, FE_PHASE_FRONTEND, t, passes[i].name, NULL);
         if (st == WEFT_OK && verify) {
@@ -203,10 +205,9 @@ weft_status weft_compile(weft_program *p, weft_acc *const *results, int n,
     fe_arena_init(&exe->arena, ctx);
     uint64_t t0 = fe_trace_begin(ctx);
     compile_job job = {p, results, n, exe};
-    weft_status st = deep_call_run("weft_compile",
-                                   fe_program_depth(p, (fe_term *const *)results,
-                                                    n),
-                                   compile_passes, &job);
+    weft_status st = deep_call_run(
+        "weft_compile", fe_program_depth(p, (fe_term *const *)results, n),
+        compile_passes, &job);
     if (FE_TRACING(ctx)) {
         fe_trace_span(ctx, t0, "compile", "weft_compile",
                       "\"status\":%d,\"outputs\":%d", (int)st,
@@ -241,8 +242,8 @@ weft_status weft_executable_dump(const weft_executable *exe, FILE *out)
                         exe ? "out" : "the executable");
     }
     dump_job job = {exe->ctx, &exe->core, out};
-    weft_status st = deep_call_run("weft_executable_dump", exe->depth,
-                                   dump_core, &job);
+    weft_status st =
+        deep_call_run("weft_executable_dump", exe->depth, dump_core, &job);
     if (st == WEFT_OK && exe->ctx->be->dump_plan) {
         exe->ctx->be->dump_plan(exe, out);
     }
@@ -288,7 +289,8 @@ static weft_status check_inputs(const char *who, weft_executable *exe,
     if (n_in != core->nparam) {
         return fe_error(WEFT_ERR_ARGUMENT_COUNT,
                         "%s: %d input arrays given, the program has %d "
-                        "parameters", who, n_in, core->nparam);
+                        "parameters",
+                        who, n_in, core->nparam);
     }
     if (n_out != core->noutput) {
         return fe_error(WEFT_ERR_ARGUMENT_COUNT,
@@ -299,24 +301,26 @@ static weft_status check_inputs(const char *who, weft_executable *exe,
         const fe_atype *t = core->param[i];
         char want[128], got[128];
         if (!in[i]) {
-            return fe_error(WEFT_ERR_NULL_ARGUMENT, "%s: input %d is NULL",
-                            who, i);
+            return fe_error(WEFT_ERR_NULL_ARGUMENT, "%s: input %d is NULL", who,
+                            i);
         }
         if (in[i]->ctx != exe->ctx) {
             return fe_error(WEFT_ERR_PROGRAM_MISMATCH,
                             "%s: input %d belongs to another context", who, i);
         }
         if (in[i]->type != t->elt) {
-            return fe_error(WEFT_ERR_TYPE_MISMATCH,
-                            "%s: input %d has element type %s, parameter "
-                            "%d takes %s", who, i,
-                            fe_type_name(exe->ctx, in[i]->type, got, sizeof got),
-                            i, fe_type_name(exe->ctx, t->elt, want, sizeof want));
+            return fe_error(
+                WEFT_ERR_TYPE_MISMATCH,
+                "%s: input %d has element type %s, parameter "
+                "%d takes %s",
+                who, i, fe_type_name(exe->ctx, in[i]->type, got, sizeof got), i,
+                fe_type_name(exe->ctx, t->elt, want, sizeof want));
         }
         if (in[i]->rank != t->rank) {
             return fe_error(WEFT_ERR_RANK_MISMATCH,
                             "%s: input %d has rank %d, parameter %d has "
-                            "rank %d", who, i, in[i]->rank, i, t->rank);
+                            "rank %d",
+                            who, i, in[i]->rank, i, t->rank);
         }
     }
     return WEFT_OK;
@@ -332,10 +336,10 @@ static weft_status run_untraced(weft_executable *exe, weft_array *const *in,
     fe_cancel cancel;
     fe_cancel_begin(exe->ctx, &cancel);
     run_job job = {exe, in, out, &cancel, into};
-    weft_status st = exe->depth <= DEEP_DIRECT
-                         ? run_backend(&job)
-                         : deep_call_run("weft_run", exe->depth, run_backend,
-                                         &job);
+    weft_status st =
+        exe->depth <= DEEP_DIRECT
+            ? run_backend(&job)
+            : deep_call_run("weft_run", exe->depth, run_backend, &job);
     if (st == WEFT_OK && fe_cancel_hit(&cancel)) {
         /* work stopped early somewhere that had no way to say so */
         for (int i = 0; i < n_out; i++) {
@@ -349,9 +353,11 @@ static weft_status run_untraced(weft_executable *exe, weft_array *const *in,
 
 /* run_untraced as a "weft_run" span (out of line: the untraced path stays
  * one test). */
-static __attribute__((noinline)) weft_status
-run_traced(weft_executable *exe, weft_array *const *in, weft_array **out,
-           int n_out, weft_array *const *into)
+static __attribute__((noinline)) weft_status run_traced(weft_executable *exe,
+                                                        weft_array *const *in,
+                                                        weft_array **out,
+                                                        int n_out,
+                                                        weft_array *const *into)
 {
     uint64_t t0 = fe_clock_ns();
     weft_status st = run_untraced(exe, in, out, n_out, into);
@@ -377,7 +383,9 @@ weft_status weft_run(weft_executable *exe, weft_array *const *in, int n_in,
 {
     if (!exe || (n_in > 0 && !in) || (n_out > 0 && !out)) {
         return fe_error(WEFT_ERR_NULL_ARGUMENT, "weft_run: %s is NULL",
-                        !exe ? "the executable" : (n_in > 0 && !in) ? "in" : "out");
+                        !exe                ? "the executable"
+                        : (n_in > 0 && !in) ? "in"
+                                            : "out");
     }
     for (int i = 0; i < n_out; i++) {
         out[i] = NULL;
@@ -410,26 +418,29 @@ static weft_status check_outputs(weft_executable *exe, weft_array *const *in,
         if (a->type != t->elt) {
             return fe_error(WEFT_ERR_TYPE_MISMATCH,
                             "%s: output %d has element type %s, the program's "
-                            "output %d is %s", who, i,
-                            fe_type_name(exe->ctx, a->type, got, sizeof got),
-                            i, fe_type_name(exe->ctx, t->elt, want, sizeof want));
+                            "output %d is %s",
+                            who, i,
+                            fe_type_name(exe->ctx, a->type, got, sizeof got), i,
+                            fe_type_name(exe->ctx, t->elt, want, sizeof want));
         }
         if (a->rank != t->rank) {
             return fe_error(WEFT_ERR_RANK_MISMATCH,
                             "%s: output %d has rank %d, the program's output "
-                            "%d has rank %d", who, i, a->rank, i, t->rank);
+                            "%d has rank %d",
+                            who, i, a->rank, i, t->rank);
         }
         if (a->read_only) {
             return fe_error(WEFT_ERR_INVALID_ARGUMENT,
                             "%s: output %d is read-only (a read-only DLPack "
-                            "tensor)", who, i);
+                            "tensor)",
+                            who, i);
         }
         into[i] = a;
         for (int k = 0; k < i; k++) {
             if (out[k] == a) {
                 return fe_error(WEFT_ERR_INVALID_ARGUMENT,
-                                "%s: outputs %d and %d are the same array",
-                                who, k, i);
+                                "%s: outputs %d and %d are the same array", who,
+                                k, i);
             }
         }
         for (int k = 0; k < n_in; k++) {
@@ -442,13 +453,15 @@ static weft_status check_outputs(weft_executable *exe, weft_array *const *in,
     return WEFT_OK;
 }
 
-weft_status weft_run_into(weft_executable *exe, weft_array *const *in,
-                          int n_in, weft_array *const *out, int n_out)
+weft_status weft_run_into(weft_executable *exe, weft_array *const *in, int n_in,
+                          weft_array *const *out, int n_out)
 {
     static const char who[] = "weft_run_into";
     if (!exe || (n_in > 0 && !in) || (n_out > 0 && !out)) {
         return fe_error(WEFT_ERR_NULL_ARGUMENT, "%s: %s is NULL", who,
-                        !exe ? "the executable" : (n_in > 0 && !in) ? "in" : "out");
+                        !exe                ? "the executable"
+                        : (n_in > 0 && !in) ? "in"
+                                            : "out");
     }
     weft_status st = check_inputs(who, exe, in, n_in, n_out);
     if (st) {
@@ -547,9 +560,9 @@ typedef struct program_dump_job {
 static weft_status program_dump(void *arg)
 {
     program_dump_job *j = arg;
-    weft_status st = fe_share(j->p, "weft_program_dump",
-                              (fe_term *const *)j->results, j->n, j->arena,
-                              j->core);
+    weft_status st =
+        fe_share(j->p, "weft_program_dump", (fe_term *const *)j->results, j->n,
+                 j->arena, j->core);
     if (st == WEFT_OK) {
         st = fe_dump(j->p->ctx, j->core, j->out);
         fe_core_release_uses(j->core);
@@ -562,7 +575,9 @@ weft_status weft_program_dump(weft_program *p, weft_acc *const *results, int n,
 {
     if (!p || !out || (n > 0 && !results)) {
         return fe_error(WEFT_ERR_NULL_ARGUMENT, "weft_program_dump: %s is NULL",
-                        !p ? "the program" : !out ? "out" : "results");
+                        !p     ? "the program"
+                        : !out ? "out"
+                               : "results");
     }
     if (p->status) {
         return fe_error_copy(p->status, p->msg);
@@ -573,9 +588,8 @@ weft_status weft_program_dump(weft_program *p, weft_acc *const *results, int n,
     fe_arena_init(&arena, p->ctx);
     program_dump_job job = {p, results, n, out, &arena, &core};
     weft_status st = deep_call_run(
-        "weft_program_dump",
-        fe_program_depth(p, (fe_term *const *)results, n), program_dump,
-        &job);
+        "weft_program_dump", fe_program_depth(p, (fe_term *const *)results, n),
+        program_dump, &job);
     fe_arena_release(&arena);
     return st;
 }

@@ -127,24 +127,48 @@ bool fe_varmap_put(fe_varmap *m, uint32_t id, uint32_t val);
 
 #define FE_TUPLE_BASE 256 /* tuple type ids are FE_TUPLE_BASE + index */
 
-static inline bool fe_is_scalar(weft_type t) { return t >= WEFT_BOOL && t <= WEFT_F64; }
-static inline bool fe_is_int(weft_type t) { return t >= WEFT_I8 && t <= WEFT_U64; }
-static inline bool fe_is_signed(weft_type t) { return t >= WEFT_I8 && t <= WEFT_I64; }
-static inline bool fe_is_float(weft_type t) { return t >= WEFT_F16 && t <= WEFT_F64; }
-static inline bool fe_is_numeric(weft_type t) { return t >= WEFT_I8 && t <= WEFT_F64; }
-static inline bool fe_is_dim(weft_type t) { return t >= WEFT_DIM(0) && t <= WEFT_DIM(WEFT_MAX_RANK); }
-static inline int fe_dim_rank(weft_type t) { return (int)(t - WEFT_DIM(0)); }
-static inline bool fe_is_tuple(weft_type t) { return t >= FE_TUPLE_BASE; }
+static inline bool fe_is_scalar(weft_type t)
+{
+    return t >= WEFT_BOOL && t <= WEFT_F64;
+}
+static inline bool fe_is_int(weft_type t)
+{
+    return t >= WEFT_I8 && t <= WEFT_U64;
+}
+static inline bool fe_is_signed(weft_type t)
+{
+    return t >= WEFT_I8 && t <= WEFT_I64;
+}
+static inline bool fe_is_float(weft_type t)
+{
+    return t >= WEFT_F16 && t <= WEFT_F64;
+}
+static inline bool fe_is_numeric(weft_type t)
+{
+    return t >= WEFT_I8 && t <= WEFT_F64;
+}
+static inline bool fe_is_dim(weft_type t)
+{
+    return t >= WEFT_DIM(0) && t <= WEFT_DIM(WEFT_MAX_RANK);
+}
+static inline int fe_dim_rank(weft_type t)
+{
+    return (int)(t - WEFT_DIM(0));
+}
+static inline bool fe_is_tuple(weft_type t)
+{
+    return t >= FE_TUPLE_BASE;
+}
 /* Bits of a scalar type (bool: 8, as stored). */
 int fe_type_bits(weft_type t);
 
 /* A tuple type, interned in the context. */
 typedef struct fe_tuple {
     int arity;
-    weft_type *comp;   /* arity components */
+    weft_type *comp; /* arity components */
     int nleaf;
-    weft_type *leaf;   /* nleaf scalar leaf types, depth-first */
-    int *leaf_off;     /* arity + 1: the first leaf of each component */
+    weft_type *leaf; /* nleaf scalar leaf types, depth-first */
+    int *leaf_off;   /* arity + 1: the first leaf of each component */
 } fe_tuple;
 
 /* Whether t is a valid type in ctx (scalar, DIM or an interned tuple). */
@@ -191,11 +215,11 @@ uint16_t fe_half_from_double(double d); /* round to nearest even */
 
 /* The type of an array term: one array, or a tuple of array types. */
 struct fe_atype {
-    int arity;              /* 0: one array; n >= 1: a tuple of n */
-    weft_type elt;          /* one array: element type */
-    int rank;               /* one array: rank */
-    const fe_atype **comp;  /* tuple: components */
-    int narrays;            /* arrays in total (1 for one array) */
+    int arity;             /* 0: one array; n >= 1: a tuple of n */
+    weft_type elt;         /* one array: element type */
+    int rank;              /* one array: rank */
+    const fe_atype **comp; /* tuple: components */
+    int narrays;           /* arrays in total (1 for one array) */
 };
 /* Make array types in arena a (NULL on failure). */
 const fe_atype *fe_atype_array(fe_arena *a, weft_type elt, int rank);
@@ -204,8 +228,8 @@ const fe_atype *fe_atype_copy(fe_arena *a, const fe_atype *t);
 bool fe_atype_equal(const fe_atype *x, const fe_atype *y);
 /* Index of the first flattened array of component i of tuple type t. */
 int fe_atype_offset(const fe_atype *t, int i);
-const char *fe_atype_name(const weft_context *ctx, const fe_atype *t,
-                          char *buf, size_t n);
+const char *fe_atype_name(const weft_context *ctx, const fe_atype *t, char *buf,
+                          size_t n);
 
 /* ===== context.c ===== */
 
@@ -229,19 +253,19 @@ struct weft_context {
     weft_config cfg;
     weft_backend backend;
     const fe_backend *be;
-    void *be_state;              /* the backend's own per-context state */
-    pthread_mutex_t lock;        /* guards the tuple table */
-    fe_tuple **tuples;           /* interned tuple types */
+    void *be_state;       /* the backend's own per-context state */
+    pthread_mutex_t lock; /* guards the tuple table */
+    fe_tuple **tuples;    /* interned tuple types */
     int ntuples, cap_tuples;
-    int32_t *tuple_slots;        /* hash table of tuple indices (-1: free) */
-    uint32_t tuple_nslot;        /* its size, a power of two (0: none) */
-    pthread_mutex_t pool_lock;   /* guards the buffer pool */
-    struct fe_pooled *pool;      /* freed array buffers kept for reuse */
-    size_t pool_bytes;           /* bytes held by the pool */
-    int pool_count;              /* buffers held by the pool */
+    int32_t *tuple_slots;          /* hash table of tuple indices (-1: free) */
+    uint32_t tuple_nslot;          /* its size, a power of two (0: none) */
+    pthread_mutex_t pool_lock;     /* guards the buffer pool */
+    struct fe_pooled *pool;        /* freed array buffers kept for reuse */
+    size_t pool_bytes;             /* bytes held by the pool */
+    int pool_count;                /* buffers held by the pool */
     _Atomic uint64_t cancel_epoch; /* weft_cancel calls so far (cancel.c) */
-    struct fe_trace *trace;      /* the trace writer (trace.c); NULL: off */
-    _Atomic uint64_t phase_ns[8]; /* compile time by fe_phase (trace.c) */
+    struct fe_trace *trace;        /* the trace writer (trace.c); NULL: off */
+    _Atomic uint64_t phase_ns[8];  /* compile time by fe_phase (trace.c) */
 };
 
 /* ===== trace.c: WEFT_TRACE, and the compile time by phase ===== */
@@ -303,8 +327,7 @@ void fe_trace_thread_label(const char *label);
  * it as a span (category from ph: "frontend" or "compile") named name
  * with args as fe_trace_span.  ctx NULL: nothing.  Returns now. */
 uint64_t fe_phase_end(weft_context *ctx, fe_phase ph, uint64_t t0,
-                      const char *name, const char *args, ...)
-    FE_PRINTF(5, 6);
+                      const char *name, const char *args, ...) FE_PRINTF(5, 6);
 
 /* weft_context_create / weft_context_free: open ctx's trace for path
  * (shared with every other context of the process tracing to the same
@@ -336,13 +359,13 @@ void fe_trace_flush(weft_context *ctx);
  * work checks it afterwards, so a partial result is never taken for a
  * whole one. */
 typedef struct fe_cancel {
-    atomic_int hit;            /* first: 0 while the run may go on; then
+    atomic_int hit; /* first: 0 while the run may go on; then
                                   FE_CANCEL_CALL or FE_CANCEL_DEADLINE */
     int pad_;
     int (*poll)(struct fe_cancel *c); /* fe_cancel_poll (for kernels) */
     weft_context *ctx;
-    uint64_t epoch;            /* ctx->cancel_epoch when the run began */
-    int64_t deadline_ns;       /* CLOCK_MONOTONIC; 0: none */
+    uint64_t epoch;      /* ctx->cancel_epoch when the run began */
+    int64_t deadline_ns; /* CLOCK_MONOTONIC; 0: none */
 } fe_cancel;
 
 enum { FE_CANCEL_CALL = 1, FE_CANCEL_DEADLINE = 2 };
@@ -407,21 +430,21 @@ struct weft_array {
     weft_type type;
     int rank;
     int64_t shape[WEFT_MAX_RANK];
-    int64_t size;              /* product of the shape */
+    int64_t size; /* product of the shape */
     int nleaf;
-    void **data;               /* nleaf host buffers */
-    size_t *bytes;             /* size of each leaf's buffer */
-    void (*release)(void *);   /* wrapped buffers: the caller's release */
+    void **data;             /* nleaf host buffers */
+    size_t *bytes;           /* size of each leaf's buffer */
+    void (*release)(void *); /* wrapped buffers: the caller's release */
     void *user;
-    bool owned;                /* weft allocated the buffers */
-    bool on_device;            /* a device array (weft_array_wrap_device):
+    bool owned;                  /* weft allocated the buffers */
+    bool on_device;              /* a device array (weft_array_wrap_device):
                                   the caller's device buffers are its home;
                                   data[] is NULL until the mirror makes
                                   host buffers for a host read */
-    bool read_only;            /* from a read-only DLPack tensor: never
+    bool read_only;              /* from a read-only DLPack tensor: never
                                   an output, never written by weft */
     const fe_mirror_ops *mirror; /* NULL: no device copy */
-    void *dev;                 /* the backend's device copy (mirror's) */
+    void *dev;                   /* the backend's device copy (mirror's) */
 };
 
 /* Make a's host buffers current (a no-op without a device copy). */
@@ -465,8 +488,8 @@ weft_status fe_array_copy(weft_array *dst, weft_array *src, const char *who);
 
 /* weft_array_wrap_device, with `who` naming the API call in messages. */
 weft_status fe_array_wrap_device(weft_context *ctx, const char *who,
-                                 weft_type type, int rank,
-                                 const int64_t *shape, void *const *device_ptrs,
+                                 weft_type type, int rank, const int64_t *shape,
+                                 void *const *device_ptrs,
                                  void (*release)(void *user), void *user,
                                  weft_array **out);
 
@@ -487,9 +510,8 @@ void fe_pool_drain(weft_context *ctx);
 
 /* A new array whose contents are undefined (buffers may come from the
  * pool): for outputs that are written in full before anyone reads them. */
-weft_status fe_array_new_raw(weft_context *ctx, const char *who,
-                             weft_type type, int rank, const int64_t *shape,
-                             weft_array **out);
+weft_status fe_array_new_raw(weft_context *ctx, const char *who, weft_type type,
+                             int rank, const int64_t *shape, weft_array **out);
 
 /* Size of a shape (product), or -1 if an extent is negative or the product
  * overflows int64. */
@@ -503,53 +525,60 @@ weft_status fe_array_new(weft_context *ctx, const char *who, weft_type type,
 
 typedef enum fe_kind {
     /* scalar terms */
-    FE_CONST,       /* u.c: the value (scalar types only) */
-    FE_ARG,         /* builder only: u.arg.fun, u.arg.index */
-    FE_VAR,         /* core only: u.var */
-    FE_PRIM,        /* op; kid[0..arity-1]; T ops: type is the result type */
-    FE_COND,        /* kid: c, t, e */
-    FE_TUPLE,       /* kid: components; type a tuple or WEFT_DIM(n) */
-    FE_GET,         /* kid[0] tuple or index; u.index component */
-    FE_SHAPE,       /* kid[0] acc */
-    FE_SHAPE_SIZE,  /* kid[0] shape */
-    FE_TO_INDEX,    /* kid: sh, ix */
-    FE_FROM_INDEX,  /* kid: sh, i */
-    FE_AT,          /* kid: acc, ix */
-    FE_AT_LINEAR,   /* kid: acc, i */
-    FE_WHILE,       /* fun: cond, body; kid[0] init */
-    FE_ALL,         /* marker in replicate / slice specifications */
-    FE_IGNORE,      /* marker: permute drops this element; type DIM(n) */
-    FE_APPLY,       /* builder only: fun[0] applied to kid[0..arity-1] */
-    FE_LET,         /* core only: u.var bound to kid[0] in kid[1]; scalar or
+    FE_CONST,      /* u.c: the value (scalar types only) */
+    FE_ARG,        /* builder only: u.arg.fun, u.arg.index */
+    FE_VAR,        /* core only: u.var */
+    FE_PRIM,       /* op; kid[0..arity-1]; T ops: type is the result type */
+    FE_COND,       /* kid: c, t, e */
+    FE_TUPLE,      /* kid: components; type a tuple or WEFT_DIM(n) */
+    FE_GET,        /* kid[0] tuple or index; u.index component */
+    FE_SHAPE,      /* kid[0] acc */
+    FE_SHAPE_SIZE, /* kid[0] shape */
+    FE_TO_INDEX,   /* kid: sh, ix */
+    FE_FROM_INDEX, /* kid: sh, i */
+    FE_AT,         /* kid: acc, ix */
+    FE_AT_LINEAR,  /* kid: acc, i */
+    FE_WHILE,      /* fun: cond, body; kid[0] init */
+    FE_ALL,        /* marker in replicate / slice specifications */
+    FE_IGNORE,     /* marker: permute drops this element; type DIM(n) */
+    FE_APPLY,      /* builder only: fun[0] applied to kid[0..arity-1] */
+    FE_LET,        /* core only: u.var bound to kid[0] in kid[1]; scalar or
                        array depending on kid[1] (kid[0] may be either) */
-    /* array terms: lib/fe_kinds.h, FE_USE first */
-#define FE_KIND(n_, name, family, producer, fusible, gather, kids, funs,     \
-                eval)                                                          \
+/* array terms: lib/fe_kinds.h, FE_USE first */
+#define FE_KIND(n_, name, family, producer, fusible, gather, kids, funs, eval) \
     FE_##n_,
 #include "fe_kinds.h"
 #undef FE_KIND
     FE_KIND_COUNT_
 } fe_kind;
 
-static inline bool fe_kind_is_acc(int k) { return k >= FE_USE; }
+static inline bool fe_kind_is_acc(int k)
+{
+    return k >= FE_USE;
+}
 
 /* ===== kinds.c: the array-term table (lib/fe_kinds.h's columns) ===== */
 
 typedef enum fe_family {
-    FE_FAMILY_NONE, FE_FAMILY_GENERATE, FE_FAMILY_FOLD, FE_FAMILY_SCAN,
-    FE_FAMILY_PERMUTE, FE_FAMILY_FOLD_SEG, FE_FAMILY_STENCIL,
+    FE_FAMILY_NONE,
+    FE_FAMILY_GENERATE,
+    FE_FAMILY_FOLD,
+    FE_FAMILY_SCAN,
+    FE_FAMILY_PERMUTE,
+    FE_FAMILY_FOLD_SEG,
+    FE_FAMILY_STENCIL,
     FE_FAMILY_RESHAPE
 } fe_family;
 
 typedef struct fe_kind_info {
-    const char *name;  /* in dumps, or NULL */
-    fe_family family;  /* the skeleton family of its kernel */
-    bool producer;     /* may be fused into its consumer */
-    unsigned fusible;  /* bit k: operand k may be a delayed producer */
-    bool gather;       /* reads an operand at indices it computes */
-    int min_kids;      /* operands: min_kids .. max_kids */
+    const char *name; /* in dumps, or NULL */
+    fe_family family; /* the skeleton family of its kernel */
+    bool producer;    /* may be fused into its consumer */
+    unsigned fusible; /* bit k: operand k may be a delayed producer */
+    bool gather;      /* reads an operand at indices it computes */
+    int min_kids;     /* operands: min_kids .. max_kids */
     int max_kids;
-    int funs;          /* functions */
+    int funs; /* functions */
 } fe_kind_info;
 
 /* By kind; the scalar kinds' entries are all zero. */
@@ -557,72 +586,75 @@ extern const fe_kind_info fe_kinds[FE_KIND_COUNT_];
 
 /* A variable of the core: a let binder or a function's parameter. */
 struct fe_var {
-    uint32_t id;            /* unique in its core, 0 .. core->nvar-1 */
-    bool acc;               /* an array variable */
-    bool param;             /* a function parameter (else a let binder) */
-    weft_type type;         /* scalar variables */
-    const fe_atype *atype;  /* array variables */
+    uint32_t id;           /* unique in its core, 0 .. core->nvar-1 */
+    bool acc;              /* an array variable */
+    bool param;            /* a function parameter (else a let binder) */
+    weft_type type;        /* scalar variables */
+    const fe_atype *atype; /* array variables */
 };
 
 typedef struct fe_stencil_info {
-    int window[2][3];               /* extents per array, per dimension */
-    weft_boundary_kind bnd[2];      /* boundary per array */
+    int window[2][3];          /* extents per array, per dimension */
+    weft_boundary_kind bnd[2]; /* boundary per array */
 } fe_stencil_info;
 
 struct fe_term {
-    uint8_t kind;           /* fe_kind */
-    bool acc;               /* an array term */
-    bool has_arg;           /* builder: depends on a scalar function argument */
-    bool delayed;           /* core, set by fuse.c: this producer is not
+    uint8_t kind;          /* fe_kind */
+    bool acc;              /* an array term */
+    bool has_arg;          /* builder: depends on a scalar function argument */
+    bool delayed;          /* core, set by fuse.c: this producer is not
                                computed as an array; its consumer (the
                                parent term) computes its elements inline */
-    uint16_t op;            /* FE_PRIM: weft_op */
-    weft_type type;         /* scalar terms: the type; arrays: element type
+    uint16_t op;           /* FE_PRIM: weft_op */
+    weft_type type;        /* scalar terms: the type; arrays: element type
                                (0 for a tuple of arrays) */
-    int rank;               /* arrays: rank (-1 for a tuple of arrays) */
-    const fe_atype *atype;  /* arrays: the full type */
-    weft_program *prog;     /* builder terms: the owner; core: NULL */
-    uint32_t id;            /* builder: creation number in the program */
+    int rank;              /* arrays: rank (-1 for a tuple of arrays) */
+    const fe_atype *atype; /* arrays: the full type */
+    weft_program *prog;    /* builder terms: the owner; core: NULL */
+    uint32_t id;           /* builder: creation number in the program */
     int nkid;
     fe_term **kid;
     int nfun;
     fe_fun **fun;
     union {
-        fe_val c;                           /* FE_CONST */
-        struct { fe_fun *fun; int index; } arg; /* FE_ARG, FE_AARG */
-        fe_var *var;                        /* FE_VAR, FE_LET */
-        int index;                          /* FE_GET, FE_AGET, FE_PARAM */
-        weft_array *array;                  /* FE_USE */
-        fe_stencil_info st;                 /* FE_STENCIL, FE_STENCIL2 */
+        fe_val c; /* FE_CONST */
+        struct {
+            fe_fun *fun;
+            int index;
+        } arg;              /* FE_ARG, FE_AARG */
+        fe_var *var;        /* FE_VAR, FE_LET */
+        int index;          /* FE_GET, FE_AGET, FE_PARAM */
+        weft_array *array;  /* FE_USE */
+        fe_stencil_info st; /* FE_STENCIL, FE_STENCIL2 */
     } u;
 };
 
 /* A function: weft_fun and weft_afun are this struct.  Builder functions
  * have arg[] (FE_ARG / FE_AARG terms); core functions have param[]. */
 struct fe_fun {
-    weft_program *prog;     /* builder only */
-    bool acc;               /* an array function (weft_afun) */
+    weft_program *prog; /* builder only */
+    bool acc;           /* an array function (weft_afun) */
     int arity;
-    weft_type *targ;        /* scalar functions: argument types */
-    const fe_atype *atarg;  /* array functions: the argument's type */
-    fe_term **arg;          /* builder: argument terms */
-    fe_var **param;         /* core: parameter variables */
-    fe_term *body;          /* NULL until returned */
-    weft_type ret;          /* scalar functions: result type */
-    const fe_atype *aret;   /* array functions: result type */
+    weft_type *targ;       /* scalar functions: argument types */
+    const fe_atype *atarg; /* array functions: the argument's type */
+    fe_term **arg;         /* builder: argument terms */
+    fe_var **param;        /* core: parameter variables */
+    fe_term *body;         /* NULL until returned */
+    weft_type ret;         /* scalar functions: result type */
+    const fe_atype *aret;  /* array functions: result type */
     uint32_t id;
 };
 
 struct weft_program {
     weft_context *ctx;
     fe_arena arena;
-    weft_status status;        /* first error, sticky */
+    weft_status status; /* first error, sticky */
     char msg[FE_MSG_MAX];
-    uint32_t next_id;          /* ids for terms and functions */
+    uint32_t next_id; /* ids for terms and functions */
     int nparam, cap_param;
-    fe_term **params;          /* in order of weft_param */
+    fe_term **params; /* in order of weft_param */
     int nuse, cap_use;
-    weft_array **uses;         /* retained; released by weft_program_free */
+    weft_array **uses; /* retained; released by weft_program_free */
 };
 
 /* Record a builder error in p (if it is the first) and as the thread's last
@@ -637,18 +669,18 @@ void *fe_fail_oom(weft_program *p, const char *who);
 
 /* The core: a closed tree made from a program's DAG. */
 struct fe_core {
-    fe_arena *arena;          /* where its terms live (not owned) */
-    fe_term *root;            /* an array term: ATUPLE of the results,
+    fe_arena *arena; /* where its terms live (not owned) */
+    fe_term *root;   /* an array term: ATUPLE of the results,
                                  possibly under lets */
     int nresult;
-    int noutput;              /* arrays of all results, flattened */
-    const fe_atype **output;  /* noutput single-array types */
+    int noutput;             /* arrays of all results, flattened */
+    const fe_atype **output; /* noutput single-array types */
     int nparam;
-    const fe_atype **param;   /* nparam single-array types */
-    uint32_t nvar;            /* variables are numbered 0 .. nvar-1 */
+    const fe_atype **param; /* nparam single-array types */
+    uint32_t nvar;          /* variables are numbered 0 .. nvar-1 */
     int nuse;
-    weft_array **uses;        /* retained by the core's owner */
-    bool no_fusion;           /* WEFT_FLAG_NO_FUSION: fe_fuse does nothing */
+    weft_array **uses; /* retained by the core's owner */
+    bool no_fusion;    /* WEFT_FLAG_NO_FUSION: fe_fuse does nothing */
 };
 
 /* Build the core of the program computing results[0..n-1] into arena
@@ -656,9 +688,8 @@ struct fe_core {
  * Errors: the program's sticky error, WEFT_ERR_SCOPE, WEFT_ERR_INCOMPLETE,
  * WEFT_ERR_OUT_OF_MEMORY.  The core's uses are retained by this call; the
  * caller releases them (fe_core_release_uses). */
-weft_status fe_share(weft_program *p, const char *who,
-                     fe_term *const *results, int n, fe_arena *into,
-                     fe_core *out);
+weft_status fe_share(weft_program *p, const char *who, fe_term *const *results,
+                     int n, fe_arena *into, fe_core *out);
 void fe_core_release_uses(fe_core *core);
 /* How deep the passes recurse over a program (the longest path of the
  * builder's DAG) and over a core (its tree's depth); iterative, 0 when out
@@ -711,10 +742,10 @@ weft_status fe_dump(const weft_context *ctx, const fe_core *core, FILE *out);
 
 struct weft_executable {
     weft_context *ctx;
-    fe_arena arena;            /* the core lives here */
+    fe_arena arena; /* the core lives here */
     fe_core core;
-    void *be_state;            /* the backend's compiled form */
-    uint64_t depth;            /* fe_core_depth of the compiled core */
+    void *be_state; /* the backend's compiled form */
+    uint64_t depth; /* fe_core_depth of the compiled core */
 };
 
 /* A backend: what lib/ calls to compile and run.  Each implementation is a
@@ -828,9 +859,8 @@ weft_status fe_seg_offsets(const weft_array *seg, int64_t from, int64_t nseg,
  * whether a scalar variable of type DIM(0) holds permute's `ignore` (it has
  * no leaves to show it) and fe_ix_param input i (borrowed). */
 typedef struct fe_ix fe_ix;
-typedef weft_status (*fe_interp_hook)(void *user, fe_ix *ix,
-                                      const fe_term *t, weft_array **out,
-                                      bool *handled);
+typedef weft_status (*fe_interp_hook)(void *user, fe_ix *ix, const fe_term *t,
+                                      weft_array **out, bool *handled);
 weft_status fe_interp_hooked(weft_context *ctx, const fe_core *core,
                              weft_array *const *in, weft_array **out,
                              fe_cancel *cancel, weft_array *const *into,
@@ -888,34 +918,50 @@ weft_status fe_prim_eval(weft_op op, weft_type rt, weft_type t0, weft_type t1,
 /* ===== prims.c: the primitive table ===== */
 
 typedef enum fe_rule {
-    FE_RULE_NUM, FE_RULE_INT, FE_RULE_FLT, FE_RULE_SHIFT, FE_RULE_BITS,
-    FE_RULE_FPRED, FE_RULE_CMP, FE_RULE_BOOL, FE_RULE_ROUND, FE_RULE_CONV,
-    FE_RULE_CAST, FE_RULE_ORD, FE_RULE_LOGIC
+    FE_RULE_NUM,
+    FE_RULE_INT,
+    FE_RULE_FLT,
+    FE_RULE_SHIFT,
+    FE_RULE_BITS,
+    FE_RULE_FPRED,
+    FE_RULE_CMP,
+    FE_RULE_BOOL,
+    FE_RULE_ROUND,
+    FE_RULE_CONV,
+    FE_RULE_CAST,
+    FE_RULE_ORD,
+    FE_RULE_LOGIC
 } fe_rule;
 
 /* The columns of lib/fe_ops.h (its head comment says what each means). */
 typedef enum fe_failure {
-    FE_FAIL_NEVER, FE_FAIL_DIVISOR, FE_FAIL_SHIFT, FE_FAIL_ALWAYS,
+    FE_FAIL_NEVER,
+    FE_FAIL_DIVISOR,
+    FE_FAIL_SHIFT,
+    FE_FAIL_ALWAYS,
     FE_FAIL_TO_INT
 } fe_failure;
 typedef enum fe_cost { FE_COST_CHEAP, FE_COST_DEAR } fe_cost;
 typedef enum fe_simd { FE_SIMD_VEC, FE_SIMD_LANES } fe_simd;
 typedef enum fe_lower {
-    FE_LOWER_INLINE, FE_LOWER_LLVM, FE_LOWER_CALL, FE_LOWER_VMATH
+    FE_LOWER_INLINE,
+    FE_LOWER_LLVM,
+    FE_LOWER_CALL,
+    FE_LOWER_VMATH
 } fe_lower;
 
 typedef struct fe_prim_info {
-    const char *name;   /* "add" */
-    int arity;          /* 1 or 2; 1 for the T operations */
-    bool typed;         /* a T operation: result type given */
+    const char *name; /* "add" */
+    int arity;        /* 1 or 2; 1 for the T operations */
+    bool typed;       /* a T operation: result type given */
     fe_rule rule;
     /* from lib/fe_ops.h: */
-    bool fold;          /* constant folding may evaluate it */
+    bool fold; /* constant folding may evaluate it */
     fe_failure fail;
     fe_cost cost;
     fe_simd simd;
     fe_lower lower;
-    const char *libm;   /* the C library's function ("tan"), or NULL */
+    const char *libm;        /* the C library's function ("tan"), or NULL */
     double (*libm1)(double); /* it, of one argument, or NULL */
     float (*libm1f)(float);
     double (*libm2)(double, double); /* it, of two arguments, or NULL */

@@ -33,6 +33,8 @@
  * evaluator, and its skeleton's support.  No guard: included where
  * expanded.
  */
+/* A table, one column a fact: laid out by hand. */
+/* clang-format off */
 /*      NAME         name           family    prod fusible gather kids funs eval */
 FE_KIND(USE,         NULL,          NONE,     NO,  NONE, NO,  0,    0,    NONE)
     /* u.array */
@@ -92,4 +94,4 @@ FE_KIND(ATUPLE,      NULL,          NONE,     NO,  NONE, NO,  MANY, 0,    atuple
     /* kid: components */
 FE_KIND(AGET,        "aget",        NONE,     NO,  NONE, NO,  1,    0,    aget)
     /* kid[0]; u.index */
-
+/* clang-format on */

@@ -46,6 +46,8 @@
  * A new primitive appends its row here when it appends its line to
  * weft_ops.h.  No guard: included once, by lib/prims.c.
  */
+/* A table, one column a fact: laid out by hand. */
+/* clang-format off */
 /*    NAME      fold  fail     cost   simd   lower   libm       libdevice */
 FE_OP(ADD,      FOLD, NEVER,   CHEAP, VEC,   INLINE, NO,        NO)
 FE_OP(SUB,      FOLD, NEVER,   CHEAP, VEC,   INLINE, NO,        NO)
@@ -107,3 +109,4 @@ FE_OP(CONVERT,  FOLD, TO_INT,  CHEAP, VEC,   INLINE, NO,        NO)
 FE_OP(BITCAST,  FOLD, NEVER,   CHEAP, VEC,   INLINE, NO,        NO)
 FE_OP(EXPM1,    KEEP, NEVER,   DEAR,  LANES, CALL,   M1(expm1), NV(expm1))
 FE_OP(LOG1P,    KEEP, NEVER,   DEAR,  LANES, CALL,   M1(log1p), NV(log1p))
+/* clang-format on */

@@ -42,8 +42,7 @@
 /* A producer (lib/fe_kinds.h's producer column) of one array. */
 static bool is_producer(const fe_term *t)
 {
-    return fe_kinds[t->kind].producer && t->atype &&
-           t->atype->narrays == 1;
+    return fe_kinds[t->kind].producer && t->atype && t->atype->narrays == 1;
 }
 
 bool fe_fusible_operand(const fe_term *t, int k)
@@ -69,9 +68,9 @@ typedef struct slots {
 } slots;
 
 typedef struct uses {
-    bool data_ok;      /* every data use may take P */
-    slots data;        /* uses of v's elements */
-    slots shape;       /* shape(v) terms */
+    bool data_ok; /* every data use may take P */
+    slots data;   /* uses of v's elements */
+    slots shape;  /* shape(v) terms */
     bool oom;
 } uses;
 
@@ -99,8 +98,7 @@ static bool is_trivial(const fe_term *t)
     case FE_VAR:
     case FE_PARAM:
     case FE_USE:
-    case FE_CONST:
-        return true;
+    case FE_CONST: return true;
     case FE_TUPLE:
     case FE_GET:
     case FE_AGET:
@@ -110,8 +108,7 @@ static bool is_trivial(const fe_term *t)
             }
         }
         return true;
-    default:
-        return false;
+    default: return false;
     }
 }
 
@@ -144,7 +141,8 @@ static fe_term *new_term(fe_arena *ar, const fe_term *like, int kind,
                          weft_type type, int nkid)
 {
     fe_term *t = fe_arena_alloc(ar, sizeof *t);
-    fe_term **kid = nkid ? fe_arena_alloc(ar, sizeof *kid * (size_t)nkid) : NULL;
+    fe_term **kid =
+        nkid ? fe_arena_alloc(ar, sizeof *kid * (size_t)nkid) : NULL;
     if (!t || (nkid && !kid)) {
         return NULL;
     }
@@ -186,8 +184,8 @@ static fe_term *shape_expr(fe_arena *ar, const fe_term *p)
         int n = p->nkid < 3 ? p->nkid : 3;
         for (int k = 0; k < n; k++) {
             const fe_term *a = p->kid[k];
-            if (a->kind == FE_VAR || a->kind == FE_PARAM ||
-                a->kind == FE_USE || (a->kind == FE_AGET && is_trivial(a))) {
+            if (a->kind == FE_VAR || a->kind == FE_PARAM || a->kind == FE_USE ||
+                (a->kind == FE_AGET && is_trivial(a))) {
                 fe_term *s = new_term(ar, NULL, FE_SHAPE, WEFT_DIM(a->rank), 1);
                 if (!s || !(s->kid[0] = copy_trivial(ar, a))) {
                     return NULL;
@@ -231,8 +229,7 @@ static fe_term *shape_expr(fe_arena *ar, const fe_term *p)
     case FE_TRANSFORM:
     case FE_RESHAPE:
         return is_trivial(p->kid[0]) ? copy_trivial(ar, p->kid[0]) : NULL;
-    default:
-        return NULL;
+    default: return NULL;
     }
 }
 
@@ -403,7 +400,8 @@ static void float_lets(fe_term **slot)
  * (the let rule, run again after, copies a let-bound one into its uses)
  * rather than by a kernel of its own. */
 
-#define SIBLINGS_MAX 8 /* leaves of the fused permute: the skeletons'
+#define SIBLINGS_MAX                                                           \
+    8 /* leaves of the fused permute: the skeletons'
                           SK_PERMUTE_LEAVES_MAX */
 
 typedef struct sib_pass {
@@ -514,10 +512,8 @@ static int siblings_op(const fe_term *t)
     case WEFT_OP_MAX:
     case WEFT_OP_BAND:
     case WEFT_OP_BOR:
-    case WEFT_OP_BXOR:
-        return fe_is_int(ty) ? b->op : -1;
-    default:
-        return -1;
+    case WEFT_OP_BXOR: return fe_is_int(ty) ? b->op : -1;
+    default: return -1;
     }
 }
 
@@ -567,8 +563,8 @@ static bool sibling_source(const fe_term *t)
 /* Whether permute t may join a group. */
 static bool sibling_candidate(const fe_term *t)
 {
-    return t->kind == FE_PERMUTE && t->nkid == 2 && t->nfun == 2 &&
-           t->atype && t->atype->narrays == 1 && fe_is_scalar(t->type) &&
+    return t->kind == FE_PERMUTE && t->nkid == 2 && t->nfun == 2 && t->atype &&
+           t->atype->narrays == 1 && fe_is_scalar(t->type) &&
            t->fun[1]->arity == 1 && siblings_op(t) >= 0 &&
            const_generate(t->kid[0]) && sibling_source(t->kid[1]);
 }
@@ -660,8 +656,7 @@ static bool bound_before(const sib_pass *sp, const fe_term *t, int at)
     }
     if (t->kind == FE_VAR) {
         uint32_t id = t->u.var->id;
-        return id >= sp->nvar || sp->scope[id] != sp->cur ||
-               sp->pos[id] < at;
+        return id >= sp->nvar || sp->scope[id] != sp->cur || sp->pos[id] < at;
     }
     for (int i = 0; i < t->nkid; i++) {
         if (!bound_before(sp, t->kid[i], at)) {
@@ -686,8 +681,11 @@ static fe_var *sib_var(sib_pass *sp, bool acc, bool param, weft_type type,
         sp->oom = true;
         return NULL;
     }
-    *v = (fe_var){.id = sp->core->nvar++, .acc = acc, .param = param,
-                  .type = acc ? 0 : type, .atype = atype};
+    *v = (fe_var){.id = sp->core->nvar++,
+                  .acc = acc,
+                  .param = param,
+                  .type = acc ? 0 : type,
+                  .atype = atype};
     return v;
 }
 
@@ -809,19 +807,23 @@ static bool sources_same(sib_pass *sp, const sib *g, int m, fe_term **c)
     for (int l = 1; l < m; l++) {
         const fe_term *sl = (*g[l].slot)->kid[1];
         const fe_term *shl = source_shape(sl);
-        fe_term tmp0 = {.kind = FE_SHAPE, .type = WEFT_DIM(s0->rank),
-                        .nkid = 1, .kid = (fe_term **)&s0};
-        fe_term tmpl = {.kind = FE_SHAPE, .type = WEFT_DIM(sl->rank),
-                        .nkid = 1, .kid = (fe_term **)&sl};
+        fe_term tmp0 = {.kind = FE_SHAPE,
+                        .type = WEFT_DIM(s0->rank),
+                        .nkid = 1,
+                        .kid = (fe_term **)&s0};
+        fe_term tmpl = {.kind = FE_SHAPE,
+                        .type = WEFT_DIM(sl->rank),
+                        .nkid = 1,
+                        .kid = (fe_term **)&sl};
         if (same_shape(sp, sh0 ? sh0 : &tmp0, shl ? shl : &tmpl)) {
             continue;
         }
         same = false;
         for (int d = 0; d < s0->rank; d++) {
-            fe_term *eq = sib_prim(
-                sp, WEFT_OP_EQ, WEFT_BOOL,
-                sib_get(sp, source_shape_term(sp, s0), d, WEFT_I64),
-                sib_get(sp, source_shape_term(sp, sl), d, WEFT_I64));
+            fe_term *eq =
+                sib_prim(sp, WEFT_OP_EQ, WEFT_BOOL,
+                         sib_get(sp, source_shape_term(sp, s0), d, WEFT_I64),
+                         sib_get(sp, source_shape_term(sp, sl), d, WEFT_I64));
             *c = *c ? sib_prim(sp, WEFT_OP_AND, WEFT_BOOL, *c, eq) : eq;
             if (!*c) {
                 sp->oom = true;
@@ -835,8 +837,7 @@ static bool sources_same(sib_pass *sp, const sib *g, int m, fe_term **c)
 /* The fused source: map or zipWith of the array sources (at most 3) to
  * the tuple, each constant source's leaf its constant; a generate of the
  * constants when no source is an array. */
-static fe_term *fused_source(sib_pass *sp, const sib *g, int m,
-                             weft_type tt)
+static fe_term *fused_source(sib_pass *sp, const sib *g, int m, weft_type tt)
 {
     const fe_term *arr[3];
     weft_type at[3];
@@ -874,10 +875,9 @@ static fe_term *fused_source(sib_pass *sp, const sib *g, int m,
     }
     for (int l = 0, k = 0; l < m; l++) {
         const fe_term *src = (*g[l].slot)->kid[1];
-        fe_term *v = const_generate(src)
-                         ? new_term(sp->ar, src->fun[0]->body, FE_CONST,
-                                    src->type, 0)
-                         : sib_varref(sp, f->param[k++]);
+        fe_term *v = const_generate(src) ? new_term(sp->ar, src->fun[0]->body,
+                                                    FE_CONST, src->type, 0)
+                                         : sib_varref(sp, f->param[k++]);
         if (!(b->kid[l] = v)) {
             sp->oom = true;
             return NULL;
@@ -892,8 +892,8 @@ static fe_term *fused_source(sib_pass *sp, const sib *g, int m,
  * branch where the sources' shapes differ):
  *     let q0 = P0 in .. let q_m = P_m in
  *     generate (shape of the defaults) (\i -> (q0 ! i, .., q_m ! i)) */
-static fe_term *siblings_as_written(sib_pass *sp, fe_term *const *perm,
-                                    int m, weft_type tt)
+static fe_term *siblings_as_written(sib_pass *sp, fe_term *const *perm, int m,
+                                    weft_type tt)
 {
     const fe_term *p0 = perm[0];
     int rank = p0->rank;
@@ -960,8 +960,7 @@ static void fuse_group(sib_pass *sp, const sib *g, int m, fe_term **place)
         if (!(cb->kid[l] = sib_prim(
                   sp, siblings_op(perm_l[l]), leaf[l],
                   sib_get(sp, sib_varref(sp, comb->param[0]), l, leaf[l]),
-                  sib_get(sp, sib_varref(sp, comb->param[1]), l,
-                          leaf[l])))) {
+                  sib_get(sp, sib_varref(sp, comb->param[1]), l, leaf[l])))) {
             cb = NULL;
         }
     }
@@ -1056,8 +1055,7 @@ static void siblings_scope(sib_pass *sp, fe_term **root)
     for (int k = 0; k < n && !sp->oom; k++) {
         fe_term *let = *chain[k];
         sib_collect(sp, &let->kid[0], k,
-                    let->u.var->acc && uses_fuse(let->kid[1], let->u.var),
-                    &l);
+                    let->u.var->acc && uses_fuse(let->kid[1], let->u.var), &l);
         sib_bind(sp, let->u.var, k, let->kid[0]);
     }
     sib_collect(sp, s, n, false, &l);

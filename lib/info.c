@@ -46,13 +46,15 @@ static weft_status probe(weft_backend b, const char *who)
     if ((unsigned)b > WEFT_BACKEND_PTX) {
         return fe_error(WEFT_ERR_BACKEND_UNKNOWN,
                         "%s: backend %d is not a backend (known: interp, "
-                        "cpu, ptx)", who, (int)b);
+                        "cpu, ptx)",
+                        who, (int)b);
     }
     const fe_backend *be = fe_backend_table(b);
     if (!be) {
         return fe_error(WEFT_ERR_BACKEND_UNAVAILABLE,
                         "%s: this weft was built without LLVM, so it has "
-                        "only the interp backend", who);
+                        "only the interp backend",
+                        who);
     }
     weft_status s = be->probe ? be->probe() : WEFT_OK;
     if (s != WEFT_OK) {
@@ -128,7 +130,8 @@ weft_status weft_libdevice_path(char *buf, size_t n)
     if (strlen(path) >= n) {
         return fe_error(WEFT_ERR_INVALID_ARGUMENT,
                         "weft_libdevice_path: the path (%zu bytes) does not "
-                        "fit in %zu bytes", strlen(path) + 1, n);
+                        "fit in %zu bytes",
+                        strlen(path) + 1, n);
     }
     memcpy(buf, path, strlen(path) + 1);
     return WEFT_OK;
@@ -169,8 +172,8 @@ weft_status weft_nccl_path(char *buf, size_t n)
 #endif
 }
 
-weft_status weft_cache_info_sized(const weft_config *cfg,
-                                  weft_cache_info *out, size_t size)
+weft_status weft_cache_info_sized(const weft_config *cfg, weft_cache_info *out,
+                                  size_t size)
 {
     static const char who[] = "weft_cache_info";
     if (!out) {

@@ -50,10 +50,10 @@
 
 /* One variable's binding. */
 typedef struct slot {
-    fe_val *v;       /* scalar variable: its leaves (allocated once) */
+    fe_val *v; /* scalar variable: its leaves (allocated once) */
     int nv;
-    bool ign;        /* a rank-0 index bound to `ignore` (no leaves) */
-    weft_array **a;  /* array variable: references held while bound */
+    bool ign;       /* a rank-0 index bound to `ignore` (no leaves) */
+    weft_array **a; /* array variable: references held while bound */
     int na;
 } slot;
 
@@ -76,23 +76,23 @@ typedef struct fe_ix {
     weft_context *ctx;
     const fe_core *core;
     weft_array *const *in;
-    slot *env;             /* core->nvar slots */
-    chunk *top, *spare;    /* scratch stack and one spare chunk */
-    bool ignored;          /* a rank-0 ignore was evaluated */
+    slot *env;          /* core->nvar slots */
+    chunk *top, *spare; /* scratch stack and one spare chunk */
+    bool ignored;       /* a rank-0 ignore was evaluated */
     struct {
         weft_type t;
         int n;
         const weft_type *l;
     } leaf_cache[LEAF_CACHE];
-    fe_interp_hook hook;   /* a compiled backend's operations, or NULL */
+    fe_interp_hook hook; /* a compiled backend's operations, or NULL */
     void *hook_user;
     const fe_walk_ops *walk; /* a device backend's (fe_interp_device):
                                 awhile speculates; else NULL */
-    weft_status sync;      /* the first failure to bring an array's device
+    weft_status sync;        /* the first failure to bring an array's device
                               copy to the host (view_init), reported by
                               the operation that read it */
-    fe_cancel *cancel;     /* the run's cancellation (may be NULL) */
-    uint32_t ticks;        /* scalar terms evaluated, for polling it */
+    fe_cancel *cancel;       /* the run's cancellation (may be NULL) */
+    uint32_t ticks;          /* scalar terms evaluated, for polling it */
     /* weft_run_into: per output, the caller's array (or NULL), the
      * operation that computes it and which of that operation's arrays it
      * is (mark_dests), and whether it was handed out (fe_ix_dest) */
@@ -100,8 +100,8 @@ typedef struct fe_ix {
     const fe_term **dest_term;
     int *dest_o;
     bool *dest_used;
-    const fe_term *cur;    /* the array operation being evaluated */
-    int cur_out;           /* new_array calls made for it so far */
+    const fe_term *cur; /* the array operation being evaluated */
+    int cur_out;        /* new_array calls made for it so far */
 } interp;
 
 /* Scalar terms evaluated between two polls of the run's cancellation: a
@@ -251,7 +251,8 @@ static weft_array **array_slot(interp *st, const fe_var *var)
     slot *s = &st->env[var->id];
     if (!s->a) {
         int n = var->atype->narrays;
-        s->a = fe_calloc(st->ctx, sizeof(weft_array *) * (size_t)(n > 0 ? n : 1));
+        s->a =
+            fe_calloc(st->ctx, sizeof(weft_array *) * (size_t)(n > 0 ? n : 1));
         if (!s->a) {
             oom();
             return NULL;
@@ -412,10 +413,10 @@ static weft_status out_of_bounds(int rank, const int64_t *ix,
                                  const int64_t *shape, const char *where)
 {
     char a[160], b[160];
-    return fe_error(WEFT_ERR_OUT_OF_BOUNDS,
-                    WHO ": index %s is out of bounds for an array of shape %s%s",
-                    fmt_ix(a, sizeof a, rank, ix),
-                    fmt_ix(b, sizeof b, rank, shape), where);
+    return fe_error(
+        WEFT_ERR_OUT_OF_BOUNDS,
+        WHO ": index %s is out of bounds for an array of shape %s%s",
+        fmt_ix(a, sizeof a, rank, ix), fmt_ix(b, sizeof b, rank, shape), where);
 }
 
 /* A run-time error s met while computing element i of an operation: the
@@ -452,7 +453,8 @@ static weft_status take_shape(const char *op, int rank, const fe_val *sh,
         char b[160];
         return fe_error(WEFT_ERR_BAD_SHAPE,
                         WHO ": %s: shape %s has a negative extent or too "
-                        "many elements", op, fmt_ix(b, sizeof b, rank, shape));
+                            "many elements",
+                        op, fmt_ix(b, sizeof b, rank, shape));
     }
     return WEFT_OK;
 }
@@ -464,8 +466,8 @@ static weft_status new_array(interp *st, weft_type type, int rank,
                              const int64_t *shape, weft_array **out)
 {
     if (st->into && st->cur) {
-        weft_array *d = fe_ix_dest(st, st->cur, st->cur_out++, type, rank,
-                                   shape, true);
+        weft_array *d =
+            fe_ix_dest(st, st->cur, st->cur_out++, type, rank, shape, true);
         if (d) {
             for (int l = 0; l < d->nleaf; l++) {
                 if (d->bytes[l] > 0) {
@@ -624,8 +626,8 @@ static weft_status exp_at(interp *st, const fe_term *t, fe_val *out)
         if (i.i < 0 || i.i >= a->size) {
             s = fe_error(WEFT_ERR_OUT_OF_BOUNDS,
                          WHO ": linear index %lld is out of bounds for an "
-                         "array of %lld elements", (long long)i.i,
-                         (long long)a->size);
+                             "array of %lld elements",
+                         (long long)i.i, (long long)a->size);
             goto done;
         }
         load_elem(&v, i.i, out);
@@ -704,9 +706,7 @@ static weft_status eval_exp(interp *st, const fe_term *t, fe_val *out)
         return fe_cancel_error(st->cancel);
     }
     switch ((fe_kind)t->kind) {
-    case FE_CONST:
-        out[0] = t->u.c;
-        return WEFT_OK;
+    case FE_CONST: out[0] = t->u.c; return WEFT_OK;
     case FE_VAR: {
         const fe_var *v = t->u.var;
         if (!v || v->acc || v->id >= st->core->nvar || !st->env[v->id].v) {
@@ -718,8 +718,7 @@ static weft_status eval_exp(interp *st, const fe_term *t, fe_val *out)
         }
         return WEFT_OK;
     }
-    case FE_PRIM:
-        return exp_prim(st, t, out);
+    case FE_PRIM: return exp_prim(st, t, out);
     case FE_COND: {
         fe_val c;
         s = eval_exp(st, t->kid[0], &c);
@@ -743,8 +742,7 @@ static weft_status eval_exp(interp *st, const fe_term *t, fe_val *out)
              * tuple projected once per component would otherwise copy
              * the whole tuple each time) */
             const fe_var *v = t->kid[0]->u.var;
-            if (!v || v->acc || v->id >= st->core->nvar ||
-                !st->env[v->id].v) {
+            if (!v || v->acc || v->id >= st->core->nvar || !st->env[v->id].v) {
                 return internal("an unbound scalar variable");
             }
             int off = fe_type_leaf_offset(st->ctx, tt, t->u.index);
@@ -779,13 +777,10 @@ static weft_status eval_exp(interp *st, const fe_term *t, fe_val *out)
     }
     case FE_SHAPE_SIZE:
     case FE_TO_INDEX:
-    case FE_FROM_INDEX:
-        return exp_index(st, t, out);
+    case FE_FROM_INDEX: return exp_index(st, t, out);
     case FE_AT:
-    case FE_AT_LINEAR:
-        return exp_at(st, t, out);
-    case FE_WHILE:
-        return exp_while(st, t, out);
+    case FE_AT_LINEAR: return exp_at(st, t, out);
+    case FE_WHILE: return exp_while(st, t, out);
     case FE_IGNORE: {
         int n = fe_dim_rank(t->type);
         for (int d = 0; d < n; d++) {
@@ -803,8 +798,7 @@ static weft_status eval_exp(interp *st, const fe_term *t, fe_val *out)
         }
         unbind_let(st, t);
         return s;
-    default:
-        break;
+    default: break;
     }
     return internal("an unexpected scalar term");
 }
@@ -1001,7 +995,7 @@ static weft_status acc_reshape(interp *st, const fe_term *t, weft_array **out)
         char b1[160], b2[160];
         s = fe_error(WEFT_ERR_RESHAPE_SIZE,
                      WHO ": reshape to shape %s (%lld elements) of an array "
-                     "of shape %s (%lld elements)",
+                         "of shape %s (%lld elements)",
                      fmt_ix(b1, sizeof b1, rank, shape), (long long)size,
                      fmt_ix(b2, sizeof b2, a->rank, a->shape),
                      (long long)a->size);
@@ -1133,8 +1127,8 @@ static weft_status acc_slice(interp *st, const fe_term *t, weft_array **out)
             if (six[d] < 0 || six[d] >= a->shape[d]) {
                 s = fe_error(WEFT_ERR_SLICE_INDEX,
                              WHO ": slice index %lld is outside dimension %d "
-                             "of extent %lld", (long long)six[d], d,
-                             (long long)a->shape[d]);
+                                 "of extent %lld",
+                             (long long)six[d], d, (long long)a->shape[d]);
                 goto done;
             }
         }
@@ -1175,8 +1169,7 @@ static weft_status acc_backpermute(interp *st, const fe_term *t,
     fe_val *sh = push(st, (size_t)rank);
     weft_status s = sh ? eval_exp(st, t->kid[0], sh) : oom();
     if (!s) {
-        s = take_shape(f ? "transform" : "backpermute", rank, sh, shape,
-                       &size);
+        s = take_shape(f ? "transform" : "backpermute", rank, sh, shape, &size);
     }
     if (!s) {
         s = eval_one(st, t->kid[1], &a);
@@ -1324,8 +1317,7 @@ static weft_status reduce_begin(interp *st, const fe_term *t, bool seeded,
         s = eval_exp(st, t->kid[0], rd->z);
     }
     if (!s) {
-        s = rows_of(st, t->kid[seeded ? 1 : 0], &rd->a, &rd->outer,
-                    &rd->inner);
+        s = rows_of(st, t->kid[seeded ? 1 : 0], &rd->a, &rd->outer, &rd->inner);
     }
     return s;
 }
@@ -1343,8 +1335,7 @@ static weft_status reduce_walk(interp *st, reduce *rd, const fe_fun *f)
 
 /* acc = the left fold of elements [i, end) of the input, from the seed,
  * or unseeded from element i (the range is then not empty). */
-static weft_status reduce_range(interp *st, reduce *rd, int64_t i,
-                                int64_t end)
+static weft_status reduce_range(interp *st, reduce *rd, int64_t i, int64_t end)
 {
     if (rd->seeded) {
         memcpy(rd->acc, rd->z, sizeof *rd->z * (size_t)rd->n);
@@ -1418,8 +1409,8 @@ weft_status fe_seg_offsets(const weft_array *seg, int64_t from, int64_t nseg,
         if (huge || v.i > inner - off[k]) {
             return fe_error(WEFT_ERR_SEGMENTS,
                             WHO ": %s: segment lengths sum past the innermost "
-                            "extent %lld (at segment %lld)", name,
-                            (long long)inner, (long long)k);
+                                "extent %lld (at segment %lld)",
+                            name, (long long)inner, (long long)k);
         }
         off[k + 1] = off[k] + v.i;
     }
@@ -1515,8 +1506,8 @@ done:
 static weft_status acc_scan(interp *st, const fe_term *t, weft_array **out)
 {
     fe_kind k = (fe_kind)t->kind;
-    bool seeded = k == FE_SCANL || k == FE_SCANL_ || k == FE_SCANR ||
-                  k == FE_SCANR_;
+    bool seeded =
+        k == FE_SCANL || k == FE_SCANL_ || k == FE_SCANR || k == FE_SCANR_;
     bool left = k == FE_SCANL || k == FE_SCANL1 || k == FE_SCANL_;
     bool pair = k == FE_SCANL_ || k == FE_SCANR_;
     bool grow = k == FE_SCANL || k == FE_SCANR; /* n + 1 per row */
@@ -1702,9 +1693,7 @@ static bool bound(weft_boundary_kind b, int64_t i, int64_t n, int64_t *r)
         return true;
     }
     switch (b) {
-    case WEFT_BOUNDARY_CLAMP:
-        *r = i < 0 ? 0 : n - 1;
-        return true;
+    case WEFT_BOUNDARY_CLAMP: *r = i < 0 ? 0 : n - 1; return true;
     case WEFT_BOUNDARY_MIRROR:
         /* reflect until inside; tiny extents fall back to the edge */
         for (int k = 0; k < 16 && (i < 0 || i >= n); k++) {
@@ -1712,21 +1701,18 @@ static bool bound(weft_boundary_kind b, int64_t i, int64_t n, int64_t *r)
         }
         *r = i < 0 ? 0 : i >= n ? n - 1 : i;
         return true;
-    case WEFT_BOUNDARY_WRAP:
-        *r = ((i % n) + n) % n;
-        return true;
-    default:
-        return false;
+    case WEFT_BOUNDARY_WRAP: *r = ((i % n) + n) % n; return true;
+    default: return false;
     }
 }
 
 /* One array of a stencil: its window, boundary and parameter slots. */
 typedef struct sten {
     view v;
-    int rank, w[3], k;        /* window extents, elements per window */
+    int rank, w[3], k; /* window extents, elements per window */
     weft_boundary_kind bnd;
-    fe_val *cval;             /* constant boundary value */
-    fe_val **p;               /* k parameter slots */
+    fe_val *cval; /* constant boundary value */
+    fe_val **p;   /* k parameter slots */
 } sten;
 
 static weft_status sten_init(interp *st, sten *sn, weft_array *a,
@@ -1923,10 +1909,8 @@ static bool host_term(const fe_term *t, int depth)
         case FE_LET:
         case FE_USE:
         case FE_PARAM:
-        case FE_UNIT:
-            break;
-        default:
-            return false;
+        case FE_UNIT: break;
+        default: return false;
         }
     }
     for (int i = 0; i < t->nkid; i++) {
@@ -1945,8 +1929,7 @@ static bool host_term(const fe_term *t, int depth)
 /* The condition of awhile t on state x into *c (a new reference); on the
  * host alone (without the backend's hook) when `host`. */
 static weft_status awhile_cond(interp *st, const fe_term *t,
-                               weft_array *const *x, bool host,
-                               weft_array **c)
+                               weft_array *const *x, bool host, weft_array **c)
 {
     const fe_fun *cond = t->fun[0];
     fe_interp_hook hook = st->hook;
@@ -1994,9 +1977,9 @@ static weft_status acc_awhile(interp *st, const fe_term *t, weft_array **out)
         if ((s = fe_cancel_check(st->cancel)) != WEFT_OK) {
             break;
         }
-        bool ran = false;       /* the body was queued before the flag */
+        bool ran = false;         /* the body was queued before the flag */
         weft_status sb = WEFT_OK; /* ... and its status */
-        int held = 0;           /* reports held back before it */
+        int held = 0;             /* reports held back before it */
         for (int i = 0; st->walk && i < n; i++) {
             fe_array_prefetch(x[i]); /* all in one wait, where read */
         }
@@ -2101,8 +2084,7 @@ static weft_status acc_aget(interp *st, const fe_term *t, weft_array **out)
 
 /* Evaluate array term t into out[0 .. t->atype->narrays - 1], each a new
  * reference; on failure nothing is stored. */
-static weft_status eval_acc_op(interp *st, const fe_term *t,
-                               weft_array **out);
+static weft_status eval_acc_op(interp *st, const fe_term *t, weft_array **out);
 
 /* Evaluate array term t into out (one new reference per array); a failure
  * to bring an operand's device copy to the host (view_init) wins over the
@@ -2147,7 +2129,7 @@ typedef weft_status (*evaluator)(interp *st, const fe_term *t,
                                  weft_array **out);
 #define acc_NONE NULL
 static const evaluator evaluators[FE_KIND_COUNT_] = {
-#define FE_KIND(n_, name, family, producer, fusible, gather, kids, funs,     \
+#define FE_KIND(n_, name, family, producer, fusible, gather, kids, funs,       \
                 eval_)                                                         \
     [FE_##n_] = acc_##eval_,
 #include "fe_kinds.h"
@@ -2270,10 +2252,8 @@ static void mark_dests(interp *st, const fe_term *t, int off, int depth)
     case FE_USE:
     case FE_AWHILE:
     case FE_ACOND:
-    case FE_AGET:
-        return;
-    default:
-        break;
+    case FE_AGET: return;
+    default: break;
     }
     int n = t->atype ? t->atype->narrays : 1;
     for (int i = 0; i < st->core->noutput; i++) {
@@ -2300,7 +2280,8 @@ weft_array *fe_ix_dest(fe_ix *ix, const fe_term *t, int o, weft_type type,
             continue;
         }
         if (a->type != type || a->rank != rank ||
-            (rank > 0 && memcmp(a->shape, shape, sizeof *shape * (size_t)rank))) {
+            (rank > 0 &&
+             memcmp(a->shape, shape, sizeof *shape * (size_t)rank))) {
             return NULL; /* weft_run_into reports the mismatch */
         }
         if (host_only && (a->on_device || !fe_array_has_host(a))) {
@@ -2423,7 +2404,8 @@ static weft_status walk_core(weft_context *ctx, const fe_core *core,
     for (uint32_t v = 0; v < core->nvar; v++) {
         slot *sl = &st.env[v];
         if (sl->v) {
-            fe_free(ctx, sl->v, sizeof(fe_val) * (size_t)(sl->nv > 0 ? sl->nv : 1));
+            fe_free(ctx, sl->v,
+                    sizeof(fe_val) * (size_t)(sl->nv > 0 ? sl->nv : 1));
         }
         if (sl->a) {
             release_all(sl->a, sl->na);

@@ -38,8 +38,8 @@ static const char *op_name(weft_op op)
 static const char *tname(weft_type t)
 {
     static const char *names[] = {
-        "?", "bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64",
-        "f16", "f32", "f64",
+        "?",   "bool", "i8",  "i16", "i32", "i64", "u8",
+        "u16", "u32",  "u64", "f16", "f32", "f64",
     };
     return fe_is_scalar(t) ? names[t] : "?";
 }
@@ -185,8 +185,7 @@ static weft_status float_to_int(weft_type t, double src, double v,
 static uint64_t bits_of(weft_type t, fe_val v)
 {
     switch (t) {
-    case WEFT_F16:
-        return fe_half_from_double(v.f);
+    case WEFT_F16: return fe_half_from_double(v.f);
     case WEFT_F32: {
         float f = (float)v.f;
         uint32_t b;
@@ -198,8 +197,7 @@ static uint64_t bits_of(weft_type t, fe_val v)
         memcpy(&b, &v.f, sizeof b);
         return b;
     }
-    default:
-        return v.u & mask_of(fe_type_bits(t));
+    default: return v.u & mask_of(fe_type_bits(t));
     }
 }
 
@@ -208,9 +206,7 @@ static fe_val from_bits(weft_type t, uint64_t b)
 {
     fe_val v;
     switch (t) {
-    case WEFT_F16:
-        v.f = (double)fe_half_to_float((uint16_t)b);
-        return v;
+    case WEFT_F16: v.f = (double)fe_half_to_float((uint16_t)b); return v;
     case WEFT_F32: {
         uint32_t b32 = (uint32_t)b;
         float f;
@@ -218,12 +214,8 @@ static fe_val from_bits(weft_type t, uint64_t b)
         v.f = (double)f;
         return v;
     }
-    case WEFT_F64:
-        memcpy(&v.f, &b, sizeof v.f);
-        return v;
-    default:
-        v.u = b;
-        return fe_norm(t, v);
+    case WEFT_F64: memcpy(&v.f, &b, sizeof v.f); return v;
+    default: v.u = b; return fe_norm(t, v);
     }
 }
 
@@ -267,12 +259,11 @@ static weft_status int_div(weft_op op, weft_type t, fe_val a, fe_val b,
 {
     if (b.u == 0) {
         return fe_error(WEFT_ERR_DIVIDE_BY_ZERO,
-                        "weft_run: integer division by zero (%s)",
-                        op_name(op));
+                        "weft_run: integer division by zero (%s)", op_name(op));
     }
     if (!fe_is_signed(t)) {
-        r->u = (op == WEFT_OP_QUOT || op == WEFT_OP_IDIV) ? a.u / b.u
-                                                          : a.u % b.u;
+        r->u =
+            (op == WEFT_OP_QUOT || op == WEFT_OP_IDIV) ? a.u / b.u : a.u % b.u;
         return WEFT_OK;
     }
     if (b.i == -1 && a.i == signed_min(t)) {
@@ -288,7 +279,9 @@ static weft_status int_div(weft_op op, weft_type t, fe_val a, fe_val b,
     switch (op) {
     case WEFT_OP_QUOT: r->i = q; break;
     case WEFT_OP_REM: r->i = m; break;
-    case WEFT_OP_IDIV: r->i = (m != 0 && ((m < 0) != (b.i < 0))) ? q - 1 : q; break;
+    case WEFT_OP_IDIV:
+        r->i = (m != 0 && ((m < 0) != (b.i < 0))) ? q - 1 : q;
+        break;
     default: r->i = (m != 0 && ((m < 0) != (b.i < 0))) ? m + b.i : m; break;
     }
     *r = fe_norm(t, *r);
@@ -356,14 +349,13 @@ weft_status fe_prim_eval(weft_op op, weft_type rt, weft_type t0, weft_type t1,
         if (fe_is_float(t)) {
             *r = float2(op, t, x.f, y.f);
         } else {
-            r->u = op == WEFT_OP_ADD ? x.u + y.u
-                 : op == WEFT_OP_SUB ? x.u - y.u : x.u * y.u;
+            r->u = op == WEFT_OP_ADD   ? x.u + y.u
+                   : op == WEFT_OP_SUB ? x.u - y.u
+                                       : x.u * y.u;
             *r = fe_norm(t, *r);
         }
         return WEFT_OK;
-    case WEFT_OP_FDIV:
-        *r = float2(op, t, x.f, y.f);
-        return WEFT_OK;
+    case WEFT_OP_FDIV: *r = float2(op, t, x.f, y.f); return WEFT_OK;
     case WEFT_OP_NEG:
         if (fe_is_float(t)) {
             r->f = -x.f;
@@ -391,17 +383,12 @@ weft_status fe_prim_eval(weft_op op, weft_type rt, weft_type t0, weft_type t1,
             r->u = x.u != 0;
         }
         return WEFT_OK;
-    case WEFT_OP_MIN:
-        *r = le(t, x, y) ? x : y;
-        return WEFT_OK;
-    case WEFT_OP_MAX:
-        *r = le(t, x, y) ? y : x;
-        return WEFT_OK;
+    case WEFT_OP_MIN: *r = le(t, x, y) ? x : y; return WEFT_OK;
+    case WEFT_OP_MAX: *r = le(t, x, y) ? y : x; return WEFT_OK;
     case WEFT_OP_QUOT:
     case WEFT_OP_REM:
     case WEFT_OP_IDIV:
-    case WEFT_OP_MOD:
-        return int_div(op, t, x, y, r);
+    case WEFT_OP_MOD: return int_div(op, t, x, y, r);
     case WEFT_OP_BAND:
         r->u = x.u & y.u;
         *r = fe_norm(t, *r);
@@ -421,8 +408,7 @@ weft_status fe_prim_eval(weft_op op, weft_type rt, weft_type t0, weft_type t1,
     case WEFT_OP_SHL:
     case WEFT_OP_SHR:
     case WEFT_OP_ROTL:
-    case WEFT_OP_ROTR:
-        return shift(op, t, t1, x, y, r);
+    case WEFT_OP_ROTR: return shift(op, t, t1, x, y, r);
     case WEFT_OP_POPCOUNT:
     case WEFT_OP_CLZ:
     case WEFT_OP_CTZ: {
@@ -441,12 +427,8 @@ weft_status fe_prim_eval(weft_op op, weft_type rt, weft_type t0, weft_type t1,
         r->i = n;
         return WEFT_OK;
     }
-    case WEFT_OP_ISNAN:
-        *r = from_bool(isnan(x.f));
-        return WEFT_OK;
-    case WEFT_OP_ISINF:
-        *r = from_bool(isinf(x.f));
-        return WEFT_OK;
+    case WEFT_OP_ISNAN: *r = from_bool(isnan(x.f)); return WEFT_OK;
+    case WEFT_OP_ISINF: *r = from_bool(isinf(x.f)); return WEFT_OK;
     case WEFT_OP_LT: *r = from_bool(lt(t, x, y)); return WEFT_OK;
     case WEFT_OP_LE: *r = from_bool(le(t, x, y)); return WEFT_OK;
     case WEFT_OP_GT: *r = from_bool(lt(t, y, x)); return WEFT_OK;
@@ -456,24 +438,20 @@ weft_status fe_prim_eval(weft_op op, weft_type rt, weft_type t0, weft_type t1,
     case WEFT_OP_AND: *r = from_bool(x.u && y.u); return WEFT_OK;
     case WEFT_OP_OR: *r = from_bool(x.u || y.u); return WEFT_OK;
     case WEFT_OP_NOT: *r = from_bool(!x.u); return WEFT_OK;
-    case WEFT_OP_FLOOR:
-        return float_to_int(rt, x.f, floor(x.f), "floor", r);
-    case WEFT_OP_CEILING:
-        return float_to_int(rt, x.f, ceil(x.f), "ceiling", r);
+    case WEFT_OP_FLOOR: return float_to_int(rt, x.f, floor(x.f), "floor", r);
+    case WEFT_OP_CEILING: return float_to_int(rt, x.f, ceil(x.f), "ceiling", r);
     case WEFT_OP_ROUND:
         return float_to_int(rt, x.f, round_even(x.f), "round", r);
     case WEFT_OP_TRUNCATE:
         return float_to_int(rt, x.f, trunc(x.f), "truncate", r);
-    case WEFT_OP_CONVERT:
-        return convert(t, rt, x, r);
+    case WEFT_OP_CONVERT: return convert(t, rt, x, r);
     case WEFT_OP_BITCAST:
         *r = from_bits(rt, bits_of(t, x));
         if (rt == WEFT_BOOL) {
             *r = from_bool(r->u != 0);
         }
         return WEFT_OK;
-    default:
-        break;
+    default: break;
     }
     return fe_error(WEFT_ERR_INTERNAL,
                     "weft_run: the interpreter does not know primitive %d",

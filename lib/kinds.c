@@ -25,10 +25,10 @@
 #define KIDS_MANY 1, INT_MAX
 
 const fe_kind_info fe_kinds[FE_KIND_COUNT_] = {
-#define FE_KIND(n_, name_, family_, producer_, fusible_, gather_, kids_,      \
+#define FE_KIND(n_, name_, family_, producer_, fusible_, gather_, kids_,       \
                 funs_, eval_)                                                  \
-    [FE_##n_] = {name_,      FE_FAMILY_##family_, producer_,                   \
-                 FUSIBLE_##fusible_, gather_, KIDS_##kids_, funs_},
+    [FE_##n_] = {name_,   FE_FAMILY_##family_, producer_, FUSIBLE_##fusible_,  \
+                 gather_, KIDS_##kids_,        funs_},
 #include "fe_kinds.h"
 #undef FE_KIND
 };

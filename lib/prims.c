@@ -19,9 +19,10 @@ enum {
 };
 _Static_assert((int)FE_ROW_COUNT_ == (int)WEFT_OP_COUNT_,
                "lib/fe_ops.h needs one row per primitive of weft_ops.h");
-#define FE_OP(name, fold, fail, cost, simd, lower, libm, nv)                \
-    _Static_assert((int)FE_ROW_##name == (int)WEFT_OP_##name,                \
-                   "lib/fe_ops.h: row " #name " is not in weft_ops.h's order");
+#define FE_OP(name, fold, fail, cost, simd, lower, libm, nv)                   \
+    _Static_assert((int)FE_ROW_##name == (int)WEFT_OP_##name,                  \
+                   "lib/fe_ops.h: row " #name                                  \
+                   " is not in weft_ops.h's order");
 #include "fe_ops.h"
 #undef FE_OP
 
@@ -54,17 +55,17 @@ _Static_assert((int)FE_ROW_COUNT_ == (int)WEFT_OP_COUNT_,
 #define LIBDEVICE_1(i, fn) [i].libdevice = #fn,
 
 const fe_prim_info fe_prims[WEFT_OP_COUNT_] = {
-#define WEFT_OP(n_, lower_, arity_, rule_)                                   \
-    [WEFT_OP_##n_].name = #lower_, [WEFT_OP_##n_].arity = ARITY_##arity_,    \
-    [WEFT_OP_##n_].typed = TYPED_##arity_,                                   \
+#define WEFT_OP(n_, lower_, arity_, rule_)                                     \
+    [WEFT_OP_##n_].name = #lower_, [WEFT_OP_##n_].arity = ARITY_##arity_,      \
+    [WEFT_OP_##n_].typed = TYPED_##arity_,                                     \
     [WEFT_OP_##n_].rule = FE_RULE_##rule_,
 #include "weft_ops.h"
 #undef WEFT_OP
-#define FE_OP(n_, fold_, fail_, cost_, simd_, lower_, libm_, nv_)             \
-    [WEFT_OP_##n_].fold = fold_, [WEFT_OP_##n_].fail = FE_FAIL_##fail_,      \
-    [WEFT_OP_##n_].cost = FE_COST_##cost_,                                   \
-    [WEFT_OP_##n_].simd = FE_SIMD_##simd_,                                   \
-    [WEFT_OP_##n_].lower = FE_LOWER_##lower_,                                \
+#define FE_OP(n_, fold_, fail_, cost_, simd_, lower_, libm_, nv_)              \
+    [WEFT_OP_##n_].fold = fold_, [WEFT_OP_##n_].fail = FE_FAIL_##fail_,        \
+    [WEFT_OP_##n_].cost = FE_COST_##cost_,                                     \
+    [WEFT_OP_##n_].simd = FE_SIMD_##simd_,                                     \
+    [WEFT_OP_##n_].lower = FE_LOWER_##lower_,                                  \
     LIBM(WEFT_OP_##n_, libm_) LIBDEVICE(WEFT_OP_##n_, nv_)
 #include "fe_ops.h"
 #undef FE_OP
@@ -88,16 +89,14 @@ bool fe_prim_may_fail(const fe_term *t)
         return true;
     }
     switch (fe_prims[t->op].fail) {
-    case FE_FAIL_NEVER:
-        return false;
+    case FE_FAIL_NEVER: return false;
     case FE_FAIL_DIVISOR:
         /* safe by a constant divisor other than 0 and -1 */
         return !konst || b->u.c.i == 0 ||
                (fe_is_signed(b->type) && b->u.c.i == -1);
     case FE_FAIL_SHIFT:
         return !konst || b->u.c.u >= (uint64_t)fe_type_bits(t->type);
-    case FE_FAIL_ALWAYS:
-        return true;
+    case FE_FAIL_ALWAYS: return true;
     case FE_FAIL_TO_INT:
         /* float to integer out of range */
         return fe_is_int(t->type) && t->nkid > 0 &&

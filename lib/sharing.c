@@ -67,9 +67,9 @@ enum { LV_FUN, LV_HOST, LV_ARR };
 enum { NF_FUN = 1, NF_PURE = 2, NF_SARG = 4, NF_BOUND = 8, NF_FAIL = 16 };
 
 typedef struct frame {
-    void *obj;      /* fe_term or fe_fun */
+    void *obj; /* fe_term or fe_fun */
     bool is_fun;
-    int next;       /* next child to visit */
+    int next; /* next child to visit */
 } frame;
 
 typedef struct share {
@@ -84,35 +84,35 @@ typedef struct share {
     uint8_t *tgray, *fgray;        /* by builder id: on the walk's stack */
     /* nodes 0 .. nnode-1; the virtual root is nnode */
     int32_t nnode, cap;
-    fe_term **nterm;               /* a term node's representative */
-    fe_fun **nfn;                  /* a function node's function */
-    int32_t **ch;                  /* children (-1 for a NULL kid) */
+    fe_term **nterm; /* a term node's representative */
+    fe_fun **nfn;    /* a function node's function */
+    int32_t **ch;    /* children (-1 for a NULL kid) */
     int32_t *nch;
     int32_t *uses, *idom;
-    int32_t *depth, *jump;         /* dominator tree: depth, jump pointer */
-    int32_t **fv;                  /* free argument nodes, sorted */
+    int32_t *depth, *jump; /* dominator tree: depth, jump pointer */
+    int32_t **fv;          /* free argument nodes, sorted */
     int32_t *nfv;
     uint8_t *flags, *eff;
-    int32_t *bind_at;              /* the point of a bound node, or -1 */
+    int32_t *bind_at; /* the point of a bound node, or -1 */
     int32_t *let_head, *let_tail, *let_next, *let_prev; /* lets per point */
-    fe_var **env;                  /* bound nodes: the variable in scope */
-    fe_term **rhs;                 /* bound nodes: the emitted right side */
-    fe_var ***params;              /* function nodes: current instance */
-    const fe_atype **acopy;        /* array nodes: type copied into `into` */
-    int32_t *use_index;            /* FE_USE nodes: index in the core's uses */
+    fe_var **env;           /* bound nodes: the variable in scope */
+    fe_term **rhs;          /* bound nodes: the emitted right side */
+    fe_var ***params;       /* function nodes: current instance */
+    const fe_atype **acopy; /* array nodes: type copied into `into` */
+    int32_t *use_index;     /* FE_USE nodes: index in the core's uses */
     int32_t *htab;
     uint32_t hmask;
     frame *stack;
-    uint32_t *mstamp;              /* always_evaluates: memo per query */
+    uint32_t *mstamp; /* always_evaluates: memo per query */
     uint8_t *mval;
     uint32_t mquery;
     struct mframe *mstack;
-    uint8_t *plev;                 /* the lowest level of a node's parents */
-    int32_t *top;                  /* the nearest bound node on the chain
+    uint8_t *plev;                /* the lowest level of a node's parents */
+    int32_t *top;                 /* the nearest bound node on the chain
                                       that emits a node, or -1 */
-    int32_t *req;                  /* a point a node's let must be at or
+    int32_t *req;                 /* a point a node's let must be at or
                                       above (-1: none) */
-    int32_t *cpar, *cjump, *cdep;  /* bound nodes: the chain tree
+    int32_t *cpar, *cjump, *cdep; /* bound nodes: the chain tree
                                       (note_hoists) */
     /* the core being made */
     uint32_t nvar, nterm_out;
@@ -195,12 +195,9 @@ static bool may_fail(const fe_term *t)
     case FE_AT_LINEAR:
     case FE_FROM_INDEX:
     case FE_WHILE:
-    case FE_APPLY:
-        return true;
-    case FE_PRIM:
-        return fe_prim_may_fail(t);
-    default:
-        return false;
+    case FE_APPLY: return true;
+    case FE_PRIM: return fe_prim_may_fail(t);
+    default: return false;
     }
 }
 
@@ -209,17 +206,14 @@ static uint64_t payload_hash(const fe_term *t)
 {
     uint64_t h = 0;
     switch (t->kind) {
-    case FE_CONST:
-        return t->u.c.u;
+    case FE_CONST: return t->u.c.u;
     case FE_ARG:
     case FE_AARG:
         return mix((uint64_t)(uintptr_t)t->u.arg.fun, (uint64_t)t->u.arg.index);
     case FE_GET:
     case FE_AGET:
-    case FE_PARAM:
-        return (uint64_t)t->u.index;
-    case FE_USE:
-        return (uint64_t)(uintptr_t)t->u.array;
+    case FE_PARAM: return (uint64_t)t->u.index;
+    case FE_USE: return (uint64_t)(uintptr_t)t->u.array;
     case FE_STENCIL:
     case FE_STENCIL2:
         for (int a = 0; a < 2; a++) {
@@ -229,26 +223,21 @@ static uint64_t payload_hash(const fe_term *t)
             h = mix(h, (uint64_t)t->u.st.bnd[a]);
         }
         return h;
-    default:
-        return 0;
+    default: return 0;
     }
 }
 
 static bool payload_equal(const fe_term *x, const fe_term *y)
 {
     switch (x->kind) {
-    case FE_CONST:
-        return x->u.c.u == y->u.c.u;
+    case FE_CONST: return x->u.c.u == y->u.c.u;
     case FE_ARG:
     case FE_AARG:
-        return x->u.arg.fun == y->u.arg.fun &&
-               x->u.arg.index == y->u.arg.index;
+        return x->u.arg.fun == y->u.arg.fun && x->u.arg.index == y->u.arg.index;
     case FE_GET:
     case FE_AGET:
-    case FE_PARAM:
-        return x->u.index == y->u.index;
-    case FE_USE:
-        return x->u.array == y->u.array;
+    case FE_PARAM: return x->u.index == y->u.index;
+    case FE_USE: return x->u.array == y->u.array;
     case FE_STENCIL:
     case FE_STENCIL2:
         for (int a = 0; a < 2; a++) {
@@ -262,8 +251,7 @@ static bool payload_equal(const fe_term *x, const fe_term *y)
             }
         }
         return true;
-    default:
-        return true;
+    default: return true;
     }
 }
 
@@ -397,8 +385,7 @@ static bool finish_term(share *s, fe_term *t)
     s->ch[n] = ch;
     s->nch[n] = nch;
     bool pure = t->kind == FE_CONST || t->kind == FE_PRIM ||
-                t->kind == FE_COND || t->kind == FE_TUPLE ||
-                t->kind == FE_GET;
+                t->kind == FE_COND || t->kind == FE_TUPLE || t->kind == FE_GET;
     bool fails = !t->acc && may_fail(t);
     if (t->kind == FE_ARG || t->kind == FE_AARG) {
         int32_t *one = ints(s, 1, 0);
@@ -421,8 +408,8 @@ static bool finish_term(share *s, fe_term *t)
         if (s->flags[c] & NF_FAIL) {
             fails = true;
         }
-        s->fv[n] = set_union(s, s->fv[n], s->nfv[n], s->fv[c], s->nfv[c],
-                             &s->nfv[n]);
+        s->fv[n] =
+            set_union(s, s->fv[n], s->nfv[n], s->fv[c], s->nfv[c], &s->nfv[n]);
         if (s->nfv[n] > 0 && !s->fv[n]) {
             return false;
         }
@@ -430,9 +417,9 @@ static bool finish_term(share *s, fe_term *t)
     /* an array operand is bound at array level anyway: its failures do not
      * make its scalar users fail */
     fails = fails && !t->acc;
-    s->flags[n] = (uint8_t)((pure ? NF_PURE : 0) | (fails ? NF_FAIL : 0) |
-                            (set_has_sarg(s, s->fv[n], s->nfv[n]) ? NF_SARG
-                                                                  : 0));
+    s->flags[n] =
+        (uint8_t)((pure ? NF_PURE : 0) | (fails ? NF_FAIL : 0) |
+                  (set_has_sarg(s, s->fv[n], s->nfv[n]) ? NF_SARG : 0));
     if (t->acc && (s->flags[n] & NF_SARG)) {
         for (int32_t i = 0; i < s->nfv[n]; i++) {
             if (s->nterm[s->fv[n][i]]->kind == FE_ARG) {
@@ -691,23 +678,21 @@ static int edge_kind(const share *s, int32_t u, int i)
     }
     switch (x->kind) {
     case FE_COND:
-    case FE_ACOND:
-        return i == 0 ? EDGE_ALWAYS : i == 1 ? EDGE_THEN : EDGE_ELSE;
+    case FE_ACOND: return i == 0 ? EDGE_ALWAYS : i == 1 ? EDGE_THEN : EDGE_ELSE;
     case FE_PRIM:
         if ((x->op == WEFT_OP_AND || x->op == WEFT_OP_OR) && i == 1) {
             return EDGE_NEVER;
         }
         return EDGE_ALWAYS;
-    default:
-        return EDGE_ALWAYS;
+    default: return EDGE_ALWAYS;
     }
 }
 
 typedef struct mframe {
-    int32_t n;     /* the node */
-    int32_t next;  /* its next edge */
-    int32_t wait;  /* the edge whose answer is awaited, or -1 */
-    bool then_ok;  /* cond: the first branch always evaluates the target */
+    int32_t n;    /* the node */
+    int32_t next; /* its next edge */
+    int32_t wait; /* the edge whose answer is awaited, or -1 */
+    bool then_ok; /* cond: the first branch always evaluates the target */
 } mframe;
 
 /* Whether evaluating point `from` always evaluates node t: t is reached
@@ -891,8 +876,7 @@ static void place(share *s)
         if (!is_trivial(x)) {
             if (x->acc) {
                 /* an FE_USE may stay an operand of a scalar term */
-                if (s->uses[t] >= 2 ||
-                    (lm != LV_ARR && x->kind != FE_USE)) {
+                if (s->uses[t] >= 2 || (lm != LV_ARR && x->kind != FE_USE)) {
                     P = climb(s, M, LV_ARR);
                 }
             } else {
@@ -1040,8 +1024,8 @@ static bool open_lets(share *s, int32_t P)
             return false;
         }
         const fe_term *x = s->nterm[t];
-        fe_var *v = new_var(s, x->acc, false, x->type,
-                            x->acc ? acopy(s, t) : NULL);
+        fe_var *v =
+            new_var(s, x->acc, false, x->type, x->acc ? acopy(s, t) : NULL);
         if (!v || (x->acc && !v->atype)) {
             return false;
         }
@@ -1161,7 +1145,8 @@ static fe_term *build(share *s, int32_t n)
         if (g < 0 || !s->params[g]) {
             return fail(s, WEFT_ERR_SCOPE,
                         "argument %d of a function is used outside the "
-                        "function", x->u.arg.index);
+                        "function",
+                        x->u.arg.index);
         }
         return var_term(s, s->params[g][x->u.arg.index]);
     }
@@ -1288,18 +1273,16 @@ static bool setup(share *s)
 
 /* Fill `out` from the emitted root (uses retained last, so that nothing
  * needs undoing on an error). */
-static bool finish_core(share *s, fe_term *const *results, int n,
-                        fe_term *root, fe_core *out)
+static bool finish_core(share *s, fe_term *const *results, int n, fe_term *root,
+                        fe_core *out)
 {
     int noutput = 0;
     for (int i = 0; i < n; i++) {
         noutput += results[i]->atype ? results[i]->atype->narrays : 1;
     }
-    const fe_atype **output =
-        calloc_core(s, (size_t)noutput * sizeof *output);
-    const fe_atype **param =
-        calloc_core(s, (size_t)(s->p->nparam > 0 ? s->p->nparam : 1) *
-                           sizeof *param);
+    const fe_atype **output = calloc_core(s, (size_t)noutput * sizeof *output);
+    const fe_atype **param = calloc_core(
+        s, (size_t)(s->p->nparam > 0 ? s->p->nparam : 1) * sizeof *param);
     weft_array **uses =
         calloc_core(s, (size_t)(s->nuse > 0 ? s->nuse : 1) * sizeof *uses);
     if (!output || !param || !uses) {
@@ -1309,8 +1292,10 @@ static bool finish_core(share *s, fe_term *const *results, int n,
     for (int i = 0; i < n; i++) {
         const fe_atype *t = s->acopy[s->term_node[results[i]->id]];
         if (!t || t->narrays + k > noutput) {
-            fail(s, WEFT_ERR_INTERNAL, "result %d has no type (internal "
-                                       "error)", i);
+            fail(s, WEFT_ERR_INTERNAL,
+                 "result %d has no type (internal "
+                 "error)",
+                 i);
             return false;
         }
         flatten(t, output, &k);
@@ -1397,16 +1382,15 @@ static weft_status share_run(share *s, fe_term *const *results, int n,
     }
     fe_term *top = close_lets(s, root, tuple);
     if (!top || !finish_core(s, results, n, top, out)) {
-        return s->status ? s->status
-                         : fe_error(WEFT_ERR_INTERNAL, "%s: internal error",
-                                    s->who);
+        return s->status
+                   ? s->status
+                   : fe_error(WEFT_ERR_INTERNAL, "%s: internal error", s->who);
     }
     return WEFT_OK;
 }
 
-weft_status fe_share(weft_program *p, const char *who,
-                     fe_term *const *results, int n, fe_arena *into,
-                     fe_core *out)
+weft_status fe_share(weft_program *p, const char *who, fe_term *const *results,
+                     int n, fe_arena *into, fe_core *out)
 {
     if (who == NULL) {
         who = "weft_compile";
@@ -1435,8 +1419,7 @@ weft_status fe_share(weft_program *p, const char *who,
         }
         if (results[i]->prog != p) {
             return fe_error(WEFT_ERR_PROGRAM_MISMATCH,
-                            "%s: result %d belongs to another program", who,
-                            i);
+                            "%s: result %d belongs to another program", who, i);
         }
         if (!results[i]->acc) {
             return fe_error(WEFT_ERR_INVALID_ARGUMENT,
@@ -1470,10 +1453,10 @@ void fe_core_release_uses(fe_core *core)
 /* ---- depth ------------------------------------------------------------------ */
 
 typedef struct dframe {
-    const fe_term *t;  /* a term, or NULL for a function's body */
+    const fe_term *t; /* a term, or NULL for a function's body */
     const fe_fun *f;
     int next;
-    uint32_t deep;     /* the deepest child so far */
+    uint32_t deep; /* the deepest child so far */
 } dframe;
 
 /* The longest path, in terms, from the results of p down the builder's
@@ -1583,7 +1566,10 @@ uint64_t fe_program_depth(weft_program *p, fe_term *const *results, int n)
  * iterative walk; 0 when out of memory. */
 uint64_t fe_core_depth(weft_context *ctx, const fe_core *core)
 {
-    typedef struct { const fe_term *t; uint64_t d; } item;
+    typedef struct {
+        const fe_term *t;
+        uint64_t d;
+    } item;
     size_t cap = 64, sp = 0;
     item *st = fe_alloc(ctx, cap * sizeof *st);
     uint64_t best = 0;

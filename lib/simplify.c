@@ -68,14 +68,14 @@ typedef struct simp {
     weft_context *ctx;
     bool oom;
     bool changed;
-    uint32_t cap;           /* size of the per-variable tables */
-    int32_t *uses;          /* occurrences of each variable */
-    int32_t *level;         /* function nesting level of each let binder */
-    uint8_t *inside;        /* an occurrence deeper than the binder */
-    uint8_t *operand;       /* arrays: the (last) occurrence is an operand */
-    fe_term **subst;        /* the term that replaces the variable */
-    uint8_t *copy;          /* subst is trivial: copy it at each use */
-    uint32_t *local;        /* CSE: the body serial that binds the variable */
+    uint32_t cap;     /* size of the per-variable tables */
+    int32_t *uses;    /* occurrences of each variable */
+    int32_t *level;   /* function nesting level of each let binder */
+    uint8_t *inside;  /* an occurrence deeper than the binder */
+    uint8_t *operand; /* arrays: the (last) occurrence is an operand */
+    fe_term **subst;  /* the term that replaces the variable */
+    uint8_t *copy;    /* subst is trivial: copy it at each use */
+    uint32_t *local;  /* CSE: the body serial that binds the variable */
     uint32_t serial;
 } simp;
 
@@ -102,8 +102,7 @@ static bool is_trivial(const fe_term *t)
     case FE_VAR:
     case FE_CONST:
     case FE_PARAM:
-    case FE_IGNORE:
-        return true;
+    case FE_IGNORE: return true;
     case FE_TUPLE:
     case FE_GET:
         for (int i = 0; i < t->nkid; i++) {
@@ -112,8 +111,7 @@ static bool is_trivial(const fe_term *t)
             }
         }
         return true;
-    default:
-        return false;
+    default: return false;
     }
 }
 
@@ -259,12 +257,9 @@ bool fe_term_same(const fe_term *a, const fe_term *b, const fe_var *va,
         }
         break;
     case FE_VAR:
-        return a->u.var == b->u.var ||
-               (va && a->u.var == va && b->u.var == vb);
-    case FE_PARAM:
-        return a->u.index == b->u.index;
-    case FE_USE:
-        return a->u.array == b->u.array;
+        return a->u.var == b->u.var || (va && a->u.var == va && b->u.var == vb);
+    case FE_PARAM: return a->u.index == b->u.index;
+    case FE_USE: return a->u.array == b->u.array;
     case FE_PRIM:
         if (a->op != b->op) {
             return false;
@@ -283,10 +278,8 @@ bool fe_term_same(const fe_term *a, const fe_term *b, const fe_var *va,
     case FE_TO_INDEX:
     case FE_FROM_INDEX:
     case FE_AT:
-    case FE_AT_LINEAR:
-        break;
-    default:
-        return false;
+    case FE_AT_LINEAR: break;
+    default: return false;
     }
     for (int i = 0; i < a->nkid; i++) {
         if (!fe_term_same(a->kid[i], b->kid[i], va, vb)) {
@@ -509,8 +502,7 @@ static fe_term *identity(simp *s, fe_term *t)
             return to(s, x);
         }
         break;
-    default:
-        break;
+    default: break;
     }
     return t;
 }
@@ -553,8 +545,7 @@ static fe_term *fold(simp *s, fe_term *t)
         }
         return make_const(s, t, val_u(p));
     }
-    default:
-        return t;
+    default: return t;
     }
 }
 
@@ -658,9 +649,9 @@ typedef struct cand {
     fe_term **slot;
     uint64_t hash;
     int size;
-    int parent;     /* the nearest enclosing candidate, or -1 */
-    bool dead;      /* replaced by a variable */
-    int8_t under;   /* memo of cand_dead for the enclosing candidates:
+    int parent;   /* the nearest enclosing candidate, or -1 */
+    bool dead;    /* replaced by a variable */
+    int8_t under; /* memo of cand_dead for the enclosing candidates:
                        -1 not known yet, else 0 or 1 */
 } cand;
 
@@ -685,9 +676,7 @@ static bool collect(simp *s, cse *q, fe_term **slot, int parent, uint64_t *h,
     *h = mix(t->kind, t->type);
     *size = 1;
     switch ((fe_kind)t->kind) {
-    case FE_CONST:
-        *h = mix(*h, t->u.c.u);
-        return true;
+    case FE_CONST: *h = mix(*h, t->u.c.u); return true;
     case FE_VAR:
         *h = mix(*h, (uint64_t)(uintptr_t)t->u.var);
         return t->u.var && !t->u.var->acc && t->u.var->id < s->cap &&
@@ -700,8 +689,7 @@ static bool collect(simp *s, cse *q, fe_term **slot, int parent, uint64_t *h,
     case FE_PRIM:
     case FE_COND:
     case FE_TUPLE:
-    case FE_GET:
-        break;
+    case FE_GET: break;
     default:
         /* not a candidate, but its scalar kids may hold some */
         for (int i = 0; i < t->nkid; i++) {

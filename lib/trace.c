@@ -58,8 +58,8 @@
 
 #include "fe.h"
 
-_Static_assert(FE_PHASE_COUNT <= sizeof ((weft_context *)0)->phase_ns /
-                                      sizeof ((weft_context *)0)->phase_ns[0],
+_Static_assert(FE_PHASE_COUNT <= sizeof((weft_context *)0)->phase_ns /
+                                     sizeof((weft_context *)0)->phase_ns[0],
                "weft_context.phase_ns has a counter per phase");
 
 enum {
@@ -71,17 +71,17 @@ enum {
 static const char TRAILER[] = "\n],\"displayTimeUnit\":\"ms\"}\n";
 
 struct fe_trace {
-    struct fe_trace *next;    /* under open_lock: the open writers */
-    int refs;                 /* under open_lock: contexts using it */
-    char *path;               /* malloc'd: the file (after %p) */
-    pid_t owner;              /* the process that opened it */
-    uint64_t t_base;          /* fe_clock_ns at open: ts 0 */
-    pthread_mutex_t lock;     /* guards everything below */
-    FILE *f;                  /* NULL once closed (at exit) */
-    long data_end;            /* where the trailer starts in the file */
-    char *buf;                /* malloc'd: events not yet written */
+    struct fe_trace *next; /* under open_lock: the open writers */
+    int refs;              /* under open_lock: contexts using it */
+    char *path;            /* malloc'd: the file (after %p) */
+    pid_t owner;           /* the process that opened it */
+    uint64_t t_base;       /* fe_clock_ns at open: ts 0 */
+    pthread_mutex_t lock;  /* guards everything below */
+    FILE *f;               /* NULL once closed (at exit) */
+    long data_end;         /* where the trailer starts in the file */
+    char *buf;             /* malloc'd: events not yet written */
     size_t len, cap;
-    int named[NAMED_MAX];     /* tracks named so far */
+    int named[NAMED_MAX]; /* tracks named so far */
     int nnamed;
 };
 
@@ -144,8 +144,8 @@ static void write_out(fe_trace *t)
         return;
     }
     if (t->len > 0) {
-        if (fseek(t->f, t->data_end, SEEK_SET) == 0
-            && fwrite(t->buf, 1, t->len, t->f) == t->len) {
+        if (fseek(t->f, t->data_end, SEEK_SET) == 0 &&
+            fwrite(t->buf, 1, t->len, t->f) == t->len) {
             t->data_end += (long)t->len;
         }
         t->len = 0;
@@ -197,8 +197,7 @@ static void name_track(fe_trace *t, int tid, const char *label)
 
 /* The event itself, with args formatted from fmt, t->lock held. */
 static void emit(fe_trace *t, int tid, uint64_t t0, uint64_t dur,
-                 const char *cat, const char *name, const char *fmt,
-                 va_list ap)
+                 const char *cat, const char *name, const char *fmt, va_list ap)
 {
     char args[EVENT_MAX / 2];
     args[0] = '\0';
@@ -210,12 +209,12 @@ static void emit(fe_trace *t, int tid, uint64_t t0, uint64_t dur,
     }
     double ts = t0 > t->t_base ? (double)(t0 - t->t_base) / 1e3 : 0.0;
     char ev[EVENT_MAX];
-    int n = snprintf(ev, sizeof ev,
-                     "{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\","
-                     "\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
-                     "\"args\":{%s}}",
-                     name, cat, (int)t->owner, tid, ts, (double)dur / 1e3,
-                     args);
+    int n =
+        snprintf(ev, sizeof ev,
+                 "{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\","
+                 "\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
+                 "\"args\":{%s}}",
+                 name, cat, (int)t->owner, tid, ts, (double)dur / 1e3, args);
     add_event(t, ev, n);
     if (t->len >= FLUSH_BYTES) {
         write_out(t);
@@ -306,7 +305,8 @@ void fe_stats_add_phases(weft_stats *st, const weft_context *src)
     double ms[FE_PHASE_COUNT];
     for (int p = 0; p < FE_PHASE_COUNT; p++) {
         ms[p] = (double)atomic_load_explicit(&src->phase_ns[p],
-                                             memory_order_relaxed) / 1e6;
+                                             memory_order_relaxed) /
+                1e6;
     }
     st->frontend_ms += ms[FE_PHASE_FRONTEND];
     st->ir_ms += ms[FE_PHASE_IR];
@@ -386,7 +386,8 @@ static weft_status trace_new(const char *path, fe_trace **out)
         free(t);
         return fe_error(WEFT_ERR_INVALID_ARGUMENT,
                         "weft_context_create: cannot write the trace file "
-                        "\"%.256s\": %s", path, strerror(e));
+                        "\"%.256s\": %s",
+                        path, strerror(e));
     }
     pthread_mutex_init(&t->lock, NULL);
     t->path = p;
@@ -411,13 +412,14 @@ weft_status fe_trace_open(weft_context *ctx, const char *path)
     if (!resolve(path, resolved, sizeof resolved)) {
         return fe_error(WEFT_ERR_INVALID_ARGUMENT,
                         "weft_context_create: the trace path \"%.64s...\" is "
-                        "too long", path);
+                        "too long",
+                        path);
     }
     pthread_once(&exit_once, register_exit);
     pthread_mutex_lock(&open_lock);
     fe_trace *t = open_traces;
-    while (t && !(strcmp(t->path, resolved) == 0 && t->f
-                  && t->owner == getpid())) {
+    while (t &&
+           !(strcmp(t->path, resolved) == 0 && t->f && t->owner == getpid())) {
         t = t->next;
     }
     weft_status s = WEFT_OK;

@@ -17,17 +17,25 @@ static const weft_type dim_leaves[WEFT_MAX_RANK] = {
     WEFT_I64, WEFT_I64, WEFT_I64, WEFT_I64,
 };
 static const weft_type scalar_self[WEFT_F64 + 1] = {
-    0, WEFT_BOOL, WEFT_I8, WEFT_I16, WEFT_I32, WEFT_I64, WEFT_U8,
-    WEFT_U16, WEFT_U32, WEFT_U64, WEFT_F16, WEFT_F32, WEFT_F64,
+    0,        WEFT_BOOL, WEFT_I8,  WEFT_I16, WEFT_I32, WEFT_I64, WEFT_U8,
+    WEFT_U16, WEFT_U32,  WEFT_U64, WEFT_F16, WEFT_F32, WEFT_F64,
 };
 
 int fe_type_bits(weft_type t)
 {
     switch (t) {
-    case WEFT_BOOL: case WEFT_I8: case WEFT_U8: return 8;
-    case WEFT_I16: case WEFT_U16: case WEFT_F16: return 16;
-    case WEFT_I32: case WEFT_U32: case WEFT_F32: return 32;
-    case WEFT_I64: case WEFT_U64: case WEFT_F64: return 64;
+    case WEFT_BOOL:
+    case WEFT_I8:
+    case WEFT_U8: return 8;
+    case WEFT_I16:
+    case WEFT_U16:
+    case WEFT_F16: return 16;
+    case WEFT_I32:
+    case WEFT_U32:
+    case WEFT_F32: return 32;
+    case WEFT_I64:
+    case WEFT_U64:
+    case WEFT_F64: return 64;
     default: return 0;
     }
 }
@@ -86,8 +94,7 @@ int fe_type_leaves(const weft_context *ctx, weft_type t,
     return parts_of(ctx, t, true, leaves);
 }
 
-int fe_type_comps(const weft_context *ctx, weft_type t,
-                  const weft_type **comps)
+int fe_type_comps(const weft_context *ctx, weft_type t, const weft_type **comps)
 {
     return parts_of(ctx, t, false, comps);
 }
@@ -105,8 +112,8 @@ int fe_type_leaf_offset(const weft_context *ctx, weft_type t, int i)
 }
 
 static const char *scalar_names[] = {
-    "?", "bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64",
-    "f16", "f32", "f64",
+    "?",   "bool", "i8",  "i16", "i32", "i64", "u8",
+    "u16", "u32",  "u64", "f16", "f32", "f64",
 };
 
 const char *fe_type_name(const weft_context *ctx, weft_type t, char *buf,
@@ -127,8 +134,8 @@ const char *fe_type_name(const weft_context *ctx, weft_type t, char *buf,
         len += (size_t)snprintf(buf, n, "(");
         for (int i = 0; i < tu->arity && len < n; i++) {
             fe_type_name(ctx, tu->comp[i], part, sizeof part);
-            len += (size_t)snprintf(buf + len, n - len, "%s%s",
-                                    i ? ", " : "", part);
+            len += (size_t)snprintf(buf + len, n - len, "%s%s", i ? ", " : "",
+                                    part);
         }
         if (len < n) {
             snprintf(buf + len, n - len, ")");
@@ -190,8 +197,7 @@ void fe_type_table_free(weft_context *ctx)
         fe_free(ctx, tu, tuple_bytes(tu->arity, tu->nleaf));
     }
     fe_free(ctx, ctx->tuples, sizeof *ctx->tuples * (size_t)ctx->cap_tuples);
-    fe_free(ctx, ctx->tuple_slots,
-            sizeof *ctx->tuple_slots * ctx->tuple_nslot);
+    fe_free(ctx, ctx->tuple_slots, sizeof *ctx->tuple_slots * ctx->tuple_nslot);
     ctx->tuples = NULL;
     ctx->tuple_slots = NULL;
     ctx->ntuples = ctx->cap_tuples = 0;
@@ -203,11 +209,10 @@ weft_status fe_type_tuple(weft_context *ctx, int n, const weft_type *comps,
 {
     *out = 0;
     if (n < 0 || (n > 0 && !comps)) {
-        return fe_error(n < 0 ? WEFT_ERR_INVALID_ARGUMENT
-                              : WEFT_ERR_NULL_ARGUMENT,
-                        "weft_type_tuple: %s", n < 0
-                            ? "a negative number of components"
-                            : "components is NULL");
+        return fe_error(
+            n < 0 ? WEFT_ERR_INVALID_ARGUMENT : WEFT_ERR_NULL_ARGUMENT,
+            "weft_type_tuple: %s",
+            n < 0 ? "a negative number of components" : "components is NULL");
     }
     int nleaf = 0;
     for (int i = 0; i < n; i++) {
@@ -215,7 +220,8 @@ weft_status fe_type_tuple(weft_context *ctx, int n, const weft_type *comps,
         int k = fe_type_leaves(ctx, comps[i], &l);
         if (!fe_type_valid(ctx, comps[i])) {
             return fe_error(WEFT_ERR_INVALID_ARGUMENT,
-                            "weft_type_tuple: component %d is not a valid type", i);
+                            "weft_type_tuple: component %d is not a valid type",
+                            i);
         }
         nleaf += k;
     }
@@ -239,9 +245,9 @@ weft_status fe_type_tuple(weft_context *ctx, int n, const weft_type *comps,
     }
     if (ctx->ntuples == ctx->cap_tuples) {
         int cap = ctx->cap_tuples ? 2 * ctx->cap_tuples : 16;
-        fe_tuple **nt = fe_realloc(ctx, ctx->tuples,
-                                   sizeof *nt * (size_t)ctx->cap_tuples,
-                                   sizeof *nt * (size_t)cap);
+        fe_tuple **nt =
+            fe_realloc(ctx, ctx->tuples, sizeof *nt * (size_t)ctx->cap_tuples,
+                       sizeof *nt * (size_t)cap);
         if (!nt) {
             st = WEFT_ERR_OUT_OF_MEMORY;
             goto done;
@@ -308,7 +314,8 @@ weft_type weft_type_tuple(weft_context *ctx, int n, const weft_type *components)
 {
     weft_type t;
     if (!ctx) {
-        fe_error(WEFT_ERR_NULL_ARGUMENT, "weft_type_tuple: the context is NULL");
+        fe_error(WEFT_ERR_NULL_ARGUMENT,
+                 "weft_type_tuple: the context is NULL");
         return 0;
     }
     fe_type_tuple(ctx, n, components, &t);
@@ -375,7 +382,7 @@ uint16_t fe_half_from_double(double d)
         return sign | (uint16_t)q; /* q == 1024 becomes the smallest normal */
     }
     int e;
-    double f = frexp(a, &e); /* a = f * 2^e, f in [0.5, 1) */
+    double f = frexp(a, &e);            /* a = f * 2^e, f in [0.5, 1) */
     double q = nearbyint(ldexp(f, 11)); /* 11 significant bits */
     if (q >= 2048.0) {
         q /= 2;
@@ -526,8 +533,8 @@ int fe_atype_offset(const fe_atype *t, int i)
     return off;
 }
 
-const char *fe_atype_name(const weft_context *ctx, const fe_atype *t,
-                          char *buf, size_t n)
+const char *fe_atype_name(const weft_context *ctx, const fe_atype *t, char *buf,
+                          size_t n)
 {
     if (n == 0) {
         return buf;

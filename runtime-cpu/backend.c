@@ -122,9 +122,9 @@ typedef struct build {
     weft_context *ctx;
     const fe_core *core;
     sk_kernel *k;
-    bool uniform;             /* which variant */
+    bool uniform; /* which variant */
     const char *const *names;
-    int spmd_bits;            /* sk_emit.spmd_bits */
+    int spmd_bits; /* sk_emit.spmd_bits */
 } build;
 
 /* The SPMD width, 0 for none: WEFT_FLAG_NO_SPMD, and checked mode, whose
@@ -185,9 +185,9 @@ static weft_status build_module(void *user, LLVMContextRef llctx,
 
 /* One variant of kernel k from the JIT (key: that variant's key) into
  * addrs[0 .. k->nentry - 1]; *live: the JIT's table of them. */
-static weft_status get_variant(weft_executable *exe, sk_kernel *k,
-                               bool uniform, const uint8_t key[32],
-                               void **addrs, void *const **live)
+static weft_status get_variant(weft_executable *exe, sk_kernel *k, bool uniform,
+                               const uint8_t key[32], void **addrs,
+                               void *const **live)
 {
     cpu_state *st = state_of(exe->ctx);
     char names[SK_MAX_ENTRY][CPU_SYMBOL_MAX];
@@ -198,8 +198,11 @@ static weft_status get_variant(weft_executable *exe, sk_kernel *k,
         cpu_jit_symbol(key, i, names[i]);
         np[i] = names[i];
     }
-    build b = {.ctx = exe->ctx, .core = &exe->core, .k = k,
-               .uniform = uniform, .names = np,
+    build b = {.ctx = exe->ctx,
+               .core = &exe->core,
+               .k = k,
+               .uniform = uniform,
+               .names = np,
                .spmd_bits = spmd_bits_of(exe->ctx, st->jit)};
     return cpu_jit_get_live(st->jit, key, build_module, &b, np, nsym, addrs,
                             live);
@@ -293,10 +296,17 @@ static weft_status get_batch(weft_executable *exe, sk_kernel **k, int n)
             cpu_jit_symbol(k[i]->key, e, names[e]);
             np[e] = names[e];
         }
-        b[i] = (build){.ctx = exe->ctx, .core = &exe->core, .k = k[i],
-                       .uniform = true, .names = np, .spmd_bits = spmd_bits};
-        r[i] = (cpu_request){.key = k[i]->key, .user = &b[i], .symbols = np,
-                             .nsym = nsym, .addrs = k[i]->entry};
+        b[i] = (build){.ctx = exe->ctx,
+                       .core = &exe->core,
+                       .k = k[i],
+                       .uniform = true,
+                       .names = np,
+                       .spmd_bits = spmd_bits};
+        r[i] = (cpu_request){.key = k[i]->key,
+                             .user = &b[i],
+                             .symbols = np,
+                             .nsym = nsym,
+                             .addrs = k[i]->entry};
     }
     if (s == WEFT_OK) {
         s = cpu_jit_get_many(st->jit, build_module, r, n);
@@ -320,11 +330,11 @@ static weft_status get_batch(weft_executable *exe, sk_kernel **k, int n)
 typedef struct batches {
     weft_executable *exe;
     sk_kernel **k;
-    int *first;              /* batch b: kernels first[b] .. first[b+1]-1 */
+    int *first; /* batch b: kernels first[b] .. first[b+1]-1 */
     int n;
-    atomic_int next;         /* the next batch to take */
+    atomic_int next; /* the next batch to take */
     pthread_mutex_t lock;
-    weft_status status;      /* under lock: the first failure */
+    weft_status status; /* under lock: the first failure */
     char msg[FE_MSG_MAX];
 } batches;
 
@@ -527,7 +537,8 @@ static weft_status rt_run(rt_job *j, int n, const rt_phase *ph)
     cpu_phase p[CPU_GANG_MAX_PHASES];
     for (int i = 0; i < n && i < CPU_GANG_MAX_PHASES; i++) {
         void *e = entry_addr(j->k, ph[i].entry);
-        p[i] = (cpu_phase){.kernel = (cpu_kernel_fn)e, .args = j->w,
+        p[i] = (cpu_phase){.kernel = (cpu_kernel_fn)e,
+                           .args = j->w,
                            .n = ph[i].n,
                            .grain = phase_grain(j, ph[i].n, ph[i].grain),
                            .cancel = j->cancel};
@@ -543,8 +554,10 @@ static weft_status rt_host_phases(rt_job *j, int n, const rt_host_phase *ph)
     for (int at = 0; s == WEFT_OK && at < n; at += CPU_GANG_MAX_PHASES) {
         int m = n - at < CPU_GANG_MAX_PHASES ? n - at : CPU_GANG_MAX_PHASES;
         for (int i = 0; i < m; i++) {
-            p[i] = (cpu_phase){.kernel = ph[at + i].fn, .args = ph[at + i].arg,
-                               .n = ph[at + i].n, .grain = ph[at + i].grain,
+            p[i] = (cpu_phase){.kernel = ph[at + i].fn,
+                               .args = ph[at + i].arg,
+                               .n = ph[at + i].n,
+                               .grain = ph[at + i].grain,
                                .cancel = j->cancel};
         }
         s = cpu_gang_run_phases(j->be, m, p);
@@ -596,10 +609,12 @@ static weft_status hook(void *user, fe_ix *ix, const fe_term *t,
      * run without cancellation, from tests, gets one that never stops) */
     static fe_cancel never = {.poll = fe_cancel_poll};
     fe_cancel *c = fe_ix_cancel(ix);
-    rt_backend rb = {.ops = &cpu_rt_ops, .be = g,
+    rt_backend rb = {.ops = &cpu_rt_ops,
+                     .be = g,
                      .workers = cpu_gang_size(g),
                      .grain = k->light ? CPU_GRAIN : CPU_GRAIN_HEAVY,
-                     .chunk_min = CPU_GRAIN, .be_job = exe,
+                     .chunk_min = CPU_GRAIN,
+                     .be_job = exe,
                      .cancel_word = (uint64_t)(uintptr_t)(c ? c : &never)};
     return rt_exec(exe->ctx, &rb, ix, k, out);
 }

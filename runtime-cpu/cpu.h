@@ -113,7 +113,6 @@ bool cpu_gang_failed(void);
 #include <llvm-c/Core.h>
 #include <llvm-c/blake3.h>
 
-
 /* What cpu_jit writes to files in cpu_jit_options.dump_dir (a bit set). */
 enum {
     CPU_DUMP_IR = 1,     /* <name>.ll: the module as built, before -O3 */
@@ -125,31 +124,31 @@ enum {
 
 /* How a fresh kernel is compiled (jit.c, "Tiers"). */
 enum {
-    CPU_TIER_NONE = 0,       /* optimised code, made before cpu_jit_get
+    CPU_TIER_NONE = 0,    /* optimised code, made before cpu_jit_get
                                 returns */
-    CPU_TIER_QUICK_FIRST,    /* quick code at once, replaced by optimised
+    CPU_TIER_QUICK_FIRST, /* quick code at once, replaced by optimised
                                 code that a background thread makes */
-    CPU_TIER_QUICK_ONLY      /* quick code only; no disk cache */
+    CPU_TIER_QUICK_ONLY   /* quick code only; no disk cache */
 };
 
 /* Options of cpu_jit_create; zero-initialise and set what you need. */
 typedef struct cpu_jit_options {
-    const char *cpu;       /* NULL: the host CPU, code is run; else a CPU
+    const char *cpu;          /* NULL: the host CPU, code is run; else a CPU
                               name ("skylake-avx512", "x86-64-v3"): code is
                               compiled (and dumped) but never run */
-    const char *features;  /* with cpu: e.g. "+avx2,-avx512f"; NULL = the
+    const char *features;     /* with cpu: e.g. "+avx2,-avx512f"; NULL = the
                               CPU's own features */
-    const char *cache_dir; /* NULL: from the context's config, then
+    const char *cache_dir;    /* NULL: from the context's config, then
                               $WEFT_CACHE_DIR, $XDG_CACHE_HOME/weft,
                               $HOME/.cache/weft */
-    bool no_disk_cache;    /* keep kernels in memory only */
+    bool no_disk_cache;       /* keep kernels in memory only */
     uint64_t cache_max_bytes; /* disk cache bound; 0 = 256 MiB */
-    int prefer_vector_width; /* 0: the CPU's own preference; else 128,
+    int prefer_vector_width;  /* 0: the CPU's own preference; else 128,
                               256 or 512, set on every kernel function
                               (skylake-avx512 prefers 256 by default) */
-    unsigned dump;         /* CPU_DUMP_* */
-    const char *dump_dir;  /* where dumps go; required when dump != 0 */
-    int tier;              /* CPU_TIER_*; only CPU_TIER_NONE for an explicit
+    unsigned dump;            /* CPU_DUMP_* */
+    const char *dump_dir;     /* where dumps go; required when dump != 0 */
+    int tier;                 /* CPU_TIER_*; only CPU_TIER_NONE for an explicit
                               cpu or with dump flags */
 } cpu_jit_options;
 
@@ -157,18 +156,18 @@ typedef struct cpu_jit cpu_jit;
 
 /* Counters of one cpu_jit, as cpu_jit_stats reads them. */
 typedef struct cpu_jit_stats {
-    uint64_t compiled;      /* kernels built, optimised and emitted */
-    uint64_t disk_loads;    /* kernels loaded from the disk cache */
-    uint64_t memory_hits;   /* requests answered from memory (or by waiting
+    uint64_t compiled;     /* kernels built, optimised and emitted */
+    uint64_t disk_loads;   /* kernels loaded from the disk cache */
+    uint64_t memory_hits;  /* requests answered from memory (or by waiting
                                for another thread's compilation) */
-    uint64_t disk_rejects;  /* disk entries found corrupt and recompiled */
-    double compile_ms;      /* time spent optimising and emitting by the
+    uint64_t disk_rejects; /* disk entries found corrupt and recompiled */
+    double compile_ms;     /* time spent optimising and emitting by the
                                threads that asked for kernels */
-    uint64_t optimised;     /* quick code replaced by optimised code */
-    double optimise_ms;     /* time the background thread spent emitting */
+    uint64_t optimised;    /* quick code replaced by optimised code */
+    double optimise_ms;    /* time the background thread spent emitting */
     uint64_t disk_bytes_written;
-    bool disk_enabled;      /* the disk cache is in use */
-    char disk_note[256];    /* its directory, or why it is off */
+    bool disk_enabled;   /* the disk cache is in use */
+    char disk_note[256]; /* its directory, or why it is off */
 } cpu_jit_stats;
 
 /* Parse a $WEFT_DUMP-style list ("ir,opt-ir,asm,vec", commas or spaces;
@@ -259,17 +258,17 @@ weft_status cpu_jit_get(cpu_jit *j, const uint8_t key[32], cpu_build_fn build,
  * (__atomic_load_n, acquire); it stays valid until cpu_jit_free. */
 weft_status cpu_jit_get_live(cpu_jit *j, const uint8_t key[32],
                              cpu_build_fn build, void *user,
-                             const char *const *symbols, int nsym,
-                             void **addrs, void *const **live);
+                             const char *const *symbols, int nsym, void **addrs,
+                             void *const **live);
 
 /* One kernel of cpu_jit_get_many: as cpu_jit_get_live's arguments. */
 typedef struct cpu_request {
-    const uint8_t *key;           /* 32 bytes */
-    void *user;                   /* for the build function */
+    const uint8_t *key; /* 32 bytes */
+    void *user;         /* for the build function */
     const char *const *symbols;
-    int nsym;                     /* 1 .. CPU_MAX_SYMBOLS */
-    void **addrs;                 /* out: nsym addresses */
-    void *const *live;            /* out: the jit's table of them */
+    int nsym;          /* 1 .. CPU_MAX_SYMBOLS */
+    void **addrs;      /* out: nsym addresses */
+    void *const *live; /* out: the jit's table of them */
 } cpu_request;
 /* Kernels in one batch, at most, and their symbols together. */
 #define CPU_BATCH_KERNELS 128
@@ -294,14 +293,12 @@ weft_status cpu_jit_wait(cpu_jit *j);
  * of m is taken, its context stays the caller's).  When the key is cached,
  * m is disposed unused. */
 weft_status cpu_jit_compile(cpu_jit *j, LLVMModuleRef m, const uint8_t key[32],
-                            const char *const *symbols, int nsym,
-                            void **addrs);
+                            const char *const *symbols, int nsym, void **addrs);
 
 /* Copy j's counters into *out. */
 void cpu_jit_stats_get(cpu_jit *j, cpu_jit_stats *out);
 /* Add the compile phases j counted (weft_stats' *_ms fields) to *st. */
 void cpu_jit_phases(cpu_jit *j, weft_stats *st);
-
 
 /* ===== jit.c, tier.c and emit.c: the jit's insides ===== */
 
@@ -309,42 +306,42 @@ void cpu_jit_phases(cpu_jit *j, weft_stats *st);
 #include <llvm-c/TargetMachine.h>
 
 struct cpu_jit {
-    weft_context *ctx;       /* &actx: what the jit allocates with */
-    weft_context actx;       /* only cfg is set: a copy of the context's
+    weft_context *ctx;   /* &actx: what the jit allocates with */
+    weft_context actx;   /* only cfg is set: a copy of the context's
                                 configuration, so that a tier-up left
                                 running by cpu_jit_free (see "Freeing")
                                 needs nothing of the context */
-    LLVMOrcLLJITRef jit;     /* NULL when compiling for another CPU */
+    LLVMOrcLLJITRef jit; /* NULL when compiling for another CPU */
     LLVMTargetRef target;
-    char *triple;            /* LLVM-allocated strings (LLVMDisposeMessage) */
+    char *triple; /* LLVM-allocated strings (LLVMDisposeMessage) */
     char *cpu;
     char *features;
     int prefer_vector_width;
     unsigned dump;
-    char *dump_dir;          /* fe_alloc'd, or NULL */
+    char *dump_dir; /* fe_alloc'd, or NULL */
     rt_disk disk;
-    pthread_mutex_t lock;    /* guards the table and the counters */
-    rt_kcache cache;         /* the kernels by key (under lock) */
+    pthread_mutex_t lock; /* guards the table and the counters */
+    rt_kcache cache;      /* the kernels by key (under lock) */
     cpu_jit_stats st;
-    pthread_mutex_t link;    /* serialises AddObjectFile and lookups */
-    int tier;                /* CPU_TIER_* */
-    rt_tier worker;          /* the background thread (runtime/tier.c);
+    pthread_mutex_t link;         /* serialises AddObjectFile and lookups */
+    int tier;                     /* CPU_TIER_* */
+    rt_tier worker;               /* the background thread (runtime/tier.c);
                                 its jobs drain when the jit is freed, or
                                 it is orphaned ("Freeing") */
     pthread_mutex_t session_lock; /* guards session_msg */
-    char session_msg[256];   /* ORC's last reported error */
+    char session_msg[256];        /* ORC's last reported error */
 };
 
 /* Kernels whose optimised code the background thread is to make: one,
  * or a batch (see "Many kernels"). */
 typedef struct cpu_tier_job {
-    rt_tier_job link;        /* first: runtime/tier.c's queue */
-    uint8_t key[32];         /* of the object in the disk cache */
-    rt_kentry **es;          /* ne entries, whose symbols follow each
+    rt_tier_job link; /* first: runtime/tier.c's queue */
+    uint8_t key[32];  /* of the object in the disk cache */
+    rt_kentry **es;   /* ne entries, whose symbols follow each
                                 other in symbols */
     int ne;
-    LLVMContextRef llctx;    /* owned: the job alone uses it */
-    LLVMModuleRef m;         /* the optimised IR, the kernel's own names */
+    LLVMContextRef llctx; /* owned: the job alone uses it */
+    LLVMModuleRef m;      /* the optimised IR, the kernel's own names */
     int nsym;
     char (*symbols)[CPU_SYMBOL_MAX];
 } cpu_tier_job;
@@ -371,10 +368,9 @@ weft_status cpu_jit_optimise(cpu_jit *j, LLVMModuleRef m,
 /* Emit m at `level` into a new object *obj (named after `name` for dumps;
  * `background`: the tier-up's emit, whose time is not a compile phase);
  * *ms the time taken. */
-weft_status cpu_jit_emit(cpu_jit *j, LLVMModuleRef m,
-                         LLVMCodeGenOptLevel level, const char *name,
-                         bool background, LLVMMemoryBufferRef *obj,
-                         double *ms);
+weft_status cpu_jit_emit(cpu_jit *j, LLVMModuleRef m, LLVMCodeGenOptLevel level,
+                         const char *name, bool background,
+                         LLVMMemoryBufferRef *obj, double *ms);
 /* Add object obj (taken over) to the JIT and look up its nsym symbols
  * into addrs. */
 weft_status cpu_jit_link(cpu_jit *j, LLVMMemoryBufferRef obj,
@@ -415,13 +411,15 @@ weft_status cpu_tier_emit_quick(cpu_jit *j, LLVMModuleRef m,
 /* ===== backend.c ===== */
 
 #define CPU_GRAIN 4096 /* elements per chunk of element-wise work */
-#define CPU_GRAIN_HEAVY 128 /* ... of a kernel that is not light (loops,
+#define CPU_GRAIN_HEAVY                                                        \
+    128 /* ... of a kernel that is not light (loops,
                                math functions: sk_kernel.light), so that a
                                few thousand such elements still spread over
                                every core (n-body written with a while loop,
                                8192 bodies: 2 chunks of 4096 kept 16 cores at
                                a 1.6x speed-up) */
-#define CPU_GRAIN_HEAVY_MIN 16 /* ... and the least such chunk (backend.c:
+#define CPU_GRAIN_HEAVY_MIN                                                    \
+    16 /* ... and the least such chunk (backend.c:
                                   phase_grain) */
 
 #endif /* WEFT_CPU_H */

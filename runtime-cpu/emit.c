@@ -150,8 +150,8 @@ static void dump_vec_report(cpu_jit *j, LLVMModuleRef m, const char *name)
                 if (LLVMGetInstructionOpcode(in) == LLVMStore) {
                     t = LLVMTypeOf(LLVMGetOperand(in, 0));
                 }
-                if (LLVMGetTypeKind(t) == LLVMVectorTypeKind
-                    && LLVMGetVectorSize(t) > width) {
+                if (LLVMGetTypeKind(t) == LLVMVectorTypeKind &&
+                    LLVMGetVectorSize(t) > width) {
                     width = LLVMGetVectorSize(t);
                     widest = t;
                 }
@@ -182,8 +182,10 @@ static void dump_vec_report(cpu_jit *j, LLVMModuleRef m, const char *name)
             fprintf(f, "%s: vectorised, width %u (%s)\n", fname, width,
                     ty ? ty : "?");
         } else if (widest) {
-            fprintf(f, "%s: SLP-vectorised, widest %s, loops not "
-                    "vectorised\n", fname, ty ? ty : "?");
+            fprintf(f,
+                    "%s: SLP-vectorised, widest %s, loops not "
+                    "vectorised\n",
+                    fname, ty ? ty : "?");
         } else {
             fprintf(f, "%s: not vectorised\n", fname);
         }
@@ -196,8 +198,8 @@ static void dump_vec_report(cpu_jit *j, LLVMModuleRef m, const char *name)
 
 /* ---- compilation ---- */
 
-bool cpu_symbol_listed(const char *name, size_t n,
-                       const char *const *symbols, int nsym)
+bool cpu_symbol_listed(const char *name, size_t n, const char *const *symbols,
+                       int nsym)
 {
     for (int i = 0; i < nsym; i++) {
         if (strlen(symbols[i]) == n && memcmp(symbols[i], name, n) == 0) {
@@ -217,7 +219,8 @@ static weft_status prepare(cpu_jit *j, LLVMModuleRef m, LLVMTargetMachineRef tm,
         if (!f || LLVMIsDeclaration(f)) {
             return fe_error(WEFT_ERR_INTERNAL,
                             "cpu_jit: the kernel module defines no function "
-                            "%s", symbols[i]);
+                            "%s",
+                            symbols[i]);
         }
         LLVMSetLinkage(f, LLVMExternalLinkage);
         LLVMSetVisibility(f, LLVMDefaultVisibility);
@@ -225,7 +228,8 @@ static weft_status prepare(cpu_jit *j, LLVMModuleRef m, LLVMTargetMachineRef tm,
     char width[8];
     snprintf(width, sizeof width, "%d", j->prefer_vector_width);
     LLVMContextRef c = LLVMGetModuleContext(m);
-    for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
+    for (LLVMValueRef f = LLVMGetFirstFunction(m); f;
+         f = LLVMGetNextFunction(f)) {
         if (LLVMIsDeclaration(f)) {
             continue;
         }
@@ -259,11 +263,12 @@ static weft_status prepare(cpu_jit *j, LLVMModuleRef m, LLVMTargetMachineRef tm,
 
 /* A target machine for j's target at code generation level `level`, or
  * NULL with the last error set. */
-static LLVMTargetMachineRef target_machine(cpu_jit *j, LLVMCodeGenOptLevel level)
+static LLVMTargetMachineRef target_machine(cpu_jit *j,
+                                           LLVMCodeGenOptLevel level)
 {
-    LLVMTargetMachineRef tm = LLVMCreateTargetMachine(
-        j->target, j->triple, j->cpu, j->features, level, LLVMRelocPIC,
-        LLVMCodeModelSmall);
+    LLVMTargetMachineRef tm =
+        LLVMCreateTargetMachine(j->target, j->triple, j->cpu, j->features,
+                                level, LLVMRelocPIC, LLVMCodeModelSmall);
     if (!tm) {
         fe_error(WEFT_ERR_BACKEND_UNAVAILABLE,
                  "cpu_jit: cannot make a target machine for %s, cpu %s",
@@ -409,13 +414,14 @@ static LLVMValueRef tabled(LLVMValueRef c, bool *splat)
     }
     LLVMTypeRef t = LLVMTypeOf(c);
     LLVMTypeRef et = LLVMGetElementType(t);
-    if (LLVMGetTypeKind(et) == LLVMIntegerTypeKind
-        && LLVMGetIntTypeWidth(et) == 1) {
+    if (LLVMGetTypeKind(et) == LLVMIntegerTypeKind &&
+        LLVMGetIntTypeWidth(et) == 1) {
         return NULL; /* masks: made in mask registers */
     }
     unsigned n = LLVMGetVectorSize(t);
     LLVMValueRef first = LLVMGetAggregateElement(c, 0);
-    bool same = first && (LLVMIsAConstantInt(first) || LLVMIsAConstantFP(first));
+    bool same =
+        first && (LLVMIsAConstantInt(first) || LLVMIsAConstantFP(first));
     for (unsigned i = 1; same && i < n; i++) {
         same = LLVMGetAggregateElement(c, i) == first;
     }
@@ -426,12 +432,17 @@ static LLVMValueRef tabled(LLVMValueRef c, bool *splat)
 static bool operands_stay(LLVMValueRef in)
 {
     switch (LLVMGetInstructionOpcode(in)) {
-    case LLVMCall: case LLVMPHI: case LLVMSwitch: case LLVMGetElementPtr:
-    case LLVMAlloca: case LLVMShuffleVector: case LLVMExtractElement:
-    case LLVMInsertElement: case LLVMExtractValue: case LLVMInsertValue:
-        return true;
-    default:
-        return false;
+    case LLVMCall:
+    case LLVMPHI:
+    case LLVMSwitch:
+    case LLVMGetElementPtr:
+    case LLVMAlloca:
+    case LLVMShuffleVector:
+    case LLVMExtractElement:
+    case LLVMInsertElement:
+    case LLVMExtractValue:
+    case LLVMInsertValue: return true;
+    default: return false;
     }
 }
 
@@ -439,11 +450,11 @@ static bool operands_stay(LLVMValueRef in)
 typedef struct tabling {
     cpu_jit *j;
     const_map map;
-    LLVMValueRef *elts;      /* the table's entries, by index */
+    LLVMValueRef *elts; /* the table's entries, by index */
     size_t cap;
-    bool failed;             /* out of memory */
-    LLVMBuilderRef bld;      /* second pass */
-    LLVMTypeRef ty;          /* the table's type */
+    bool failed;        /* out of memory */
+    LLVMBuilderRef bld; /* second pass */
+    LLVMTypeRef ty;     /* the table's type */
     LLVMValueRef table;
 } tabling;
 
@@ -492,8 +503,8 @@ static void collect(tabling *t, LLVMValueRef in, unsigned k, LLVMValueRef c,
     }
     if (t->map.n > t->cap) {
         size_t nc = t->cap ? 2 * t->cap : 1024;
-        LLVMValueRef *ne = fe_realloc(t->j->ctx, t->elts,
-                                      t->cap * sizeof *ne, nc * sizeof *ne);
+        LLVMValueRef *ne = fe_realloc(t->j->ctx, t->elts, t->cap * sizeof *ne,
+                                      nc * sizeof *ne);
         if (!ne) {
             t->failed = true;
             return;
@@ -584,8 +595,8 @@ weft_status cpu_jit_optimise(cpu_jit *j, LLVMModuleRef m,
     LLVMPassBuilderOptionsSetSLPVectorization(po, 1);
     LLVMPassBuilderOptionsSetLoopInterleaving(po, 1);
     LLVMPassBuilderOptionsSetLoopUnrolling(po, 1);
-    LLVMErrorRef e = LLVMRunPasses(
-        m, huge ? CPU_HUGE_PIPELINE : CG_CPU_PIPELINE, tm, po);
+    LLVMErrorRef e =
+        LLVMRunPasses(m, huge ? CPU_HUGE_PIPELINE : CG_CPU_PIPELINE, tm, po);
     if (e) {
         s = llvm_error(e, "optimisation failed");
         goto out;
@@ -594,7 +605,9 @@ weft_status cpu_jit_optimise(cpu_jit *j, LLVMModuleRef m,
         table_constants(j, m);
     }
     *ms = (double)(fe_phase_end(j->ctx, FE_PHASE_LLVM_OPT, t0, "llvm.opt",
-                                "\"kernel\":\"%s\"", name) - t0) / 1e6;
+                                "\"kernel\":\"%s\"", name) -
+                   t0) /
+          1e6;
     if (j->dump & CPU_DUMP_OPT_IR) {
         dump_module(j, m, name, ".opt.ll");
     }
@@ -614,10 +627,9 @@ out:
  * (named after `name`).  *ms gets the time spent emitting the object,
  * which counts as the context's FE_PHASE_LLVM_CODEGEN unless `background`
  * (the tier-up thread's, optimise_ms). */
-weft_status cpu_jit_emit(cpu_jit *j, LLVMModuleRef m,
-                         LLVMCodeGenOptLevel level, const char *name,
-                         bool background, LLVMMemoryBufferRef *obj,
-                         double *ms)
+weft_status cpu_jit_emit(cpu_jit *j, LLVMModuleRef m, LLVMCodeGenOptLevel level,
+                         const char *name, bool background,
+                         LLVMMemoryBufferRef *obj, double *ms)
 {
     *obj = NULL;
     *ms = 0;
@@ -632,8 +644,8 @@ weft_status cpu_jit_emit(cpu_jit *j, LLVMModuleRef m,
         LLVMModuleRef copy = LLVMCloneModule(m);
         LLVMMemoryBufferRef text = NULL;
         char *err = NULL;
-        if (copy && !LLVMTargetMachineEmitToMemoryBuffer(tm, copy, LLVMAssemblyFile,
-                                                         &err, &text)) {
+        if (copy && !LLVMTargetMachineEmitToMemoryBuffer(
+                        tm, copy, LLVMAssemblyFile, &err, &text)) {
             FILE *f = dump_open(j, name, ".s");
             if (f) {
                 fwrite(LLVMGetBufferStart(text), 1, LLVMGetBufferSize(text), f);

@@ -81,51 +81,51 @@
 
 /* One participant's range of chunks in one phase, on a line of its own. */
 typedef struct slot {
-    _Atomic uint64_t range;              /* start << 32 | end, in chunks */
+    _Atomic uint64_t range; /* start << 32 | end, in chunks */
     char pad[CACHE_LINE - sizeof(uint64_t)];
 } slot;
 
 /* The first failure of a job. */
 typedef struct failure {
-    atomic_int status;   /* WEFT_OK until a kernel fails */
+    atomic_int status;    /* WEFT_OK until a kernel fails */
     char msg[FE_MSG_MAX]; /* written once by the thread that won the CAS */
 } failure;
 
 /* A job: lives on the caller's stack from publication to return. */
 typedef struct job {
-    cpu_phase ph[CPU_GANG_MAX_PHASES];       /* non-empty phases, grain > 0 */
+    cpu_phase ph[CPU_GANG_MAX_PHASES]; /* non-empty phases, grain > 0 */
     int nphases;
-    int nslots;                              /* participants: caller + helpers */
-    atomic_int phase;                        /* running phase; nphases: done */
+    int nslots;       /* participants: caller + helpers */
+    atomic_int phase; /* running phase; nphases: done */
     _Atomic int64_t left[CPU_GANG_MAX_PHASES]; /* elements not yet counted */
     failure fail;
 } job;
 
 struct cpu_gang {
-    weft_context *ctx;         /* allocator */
-    int size;                  /* workers, the caller included */
-    int nthreads;              /* threads started (size - 1 once made) */
-    pthread_t *threads;        /* size - 1 */
-    void *slot_mem;            /* raw allocation behind slots */
+    weft_context *ctx;  /* allocator */
+    int size;           /* workers, the caller included */
+    int nthreads;       /* threads started (size - 1 once made) */
+    pthread_t *threads; /* size - 1 */
+    void *slot_mem;     /* raw allocation behind slots */
     size_t slot_bytes;
-    slot *slots;               /* [phase * size + participant] */
-    pthread_mutex_t run_mu;    /* one job at a time */
-    _Atomic uint64_t ctl;      /* the join word (see CTL_*) */
-    job *cur;                  /* the job of the join word's generation */
-    atomic_int leaves;         /* helpers of the current job that left */
+    slot *slots;            /* [phase * size + participant] */
+    pthread_mutex_t run_mu; /* one job at a time */
+    _Atomic uint64_t ctl;   /* the join word (see CTL_*) */
+    job *cur;               /* the job of the join word's generation */
+    atomic_int leaves;      /* helpers of the current job that left */
     /* Sleeping: each condition variable has a count of its sleepers, so
      * that whoever changes the condition takes mu and signals only when
      * someone sleeps.  Both sides use sequentially consistent atomics
      * (change the condition, then read the count; count oneself, then
      * read the condition), so a wake-up cannot be lost. */
-    pthread_mutex_t mu;        /* pairs with the condition variables */
-    pthread_cond_t wake_cv;    /* idle workers wait for a new generation */
-    pthread_cond_t phase_cv;   /* participants wait for a phase to end */
-    pthread_cond_t done_cv;    /* the caller waits for helpers to leave */
+    pthread_mutex_t mu;      /* pairs with the condition variables */
+    pthread_cond_t wake_cv;  /* idle workers wait for a new generation */
+    pthread_cond_t phase_cv; /* participants wait for a phase to end */
+    pthread_cond_t done_cv;  /* the caller waits for helpers to leave */
     atomic_int wake_sleepers;
     atomic_int phase_sleepers;
-    atomic_int done_sleeping;  /* the caller sleeps on done_cv */
-    bool quit;                 /* cpu_gang_free: workers exit (under mu) */
+    atomic_int done_sleeping; /* the caller sleeps on done_cv */
+    bool quit;                /* cpu_gang_free: workers exit (under mu) */
 };
 
 /* The join word: generation (bits 32-63), closed (bit 24), helpers wanted
@@ -139,9 +139,9 @@ struct cpu_gang {
 #define CTL_GEN(w) ((uint32_t)((w) >> 32))
 #define CTL_MAKE(gen, want) ((uint64_t)(gen) << 32 | (uint64_t)(want) << 12)
 
-static _Thread_local int tls_id;          /* cpu_gang_worker_id */
-static _Thread_local cpu_gang *tls_gang;  /* gang this thread works for */
-static _Thread_local failure *tls_fail;   /* failure record of the job */
+static _Thread_local int tls_id;         /* cpu_gang_worker_id */
+static _Thread_local cpu_gang *tls_gang; /* gang this thread works for */
+static _Thread_local failure *tls_fail;  /* failure record of the job */
 
 /* ---- small helpers ---------------------------------------------------- */
 
@@ -214,8 +214,8 @@ static bool steal(cpu_gang *g, job *j, int k, int me, uint64_t *rng)
             if (v == me) {
                 continue;
             }
-            uint64_t r = atomic_load_explicit(&base[v].range,
-                                              memory_order_acquire);
+            uint64_t r =
+                atomic_load_explicit(&base[v].range, memory_order_acquire);
             for (;;) {
                 uint32_t start = (uint32_t)(r >> 32), end = (uint32_t)r;
                 if (start >= end) {
@@ -246,8 +246,8 @@ static void commit(cpu_gang *g, job *j, int k, int64_t done)
     if (done == 0) {
         return;
     }
-    if (atomic_fetch_sub_explicit(&j->left[k], done, memory_order_acq_rel)
-        == done) {
+    if (atomic_fetch_sub_explicit(&j->left[k], done, memory_order_acq_rel) ==
+        done) {
         atomic_store(&j->phase, k + 1);
         if (atomic_load(&g->phase_sleepers) > 0) {
             pthread_mutex_lock(&g->mu);
@@ -276,8 +276,8 @@ static void work_phase(cpu_gang *g, job *j, int k, int me, uint64_t *rng)
         while (take_front(mine, &c)) {
             int64_t lo = (int64_t)c * ph->grain;
             int64_t hi = ph->n - lo < ph->grain ? ph->n : lo + ph->grain;
-            if (atomic_load_explicit(&j->fail.status, memory_order_relaxed)
-                == WEFT_OK) {
+            if (atomic_load_explicit(&j->fail.status, memory_order_relaxed) ==
+                WEFT_OK) {
                 if (ph->cancel && fe_cancelled(ph->cancel)) {
                     fail_cancelled(ph->cancel);
                 } else {
@@ -333,8 +333,8 @@ static void participate(cpu_gang *g, job *j, int me)
 static int try_join(cpu_gang *g, uint64_t *w, uint32_t seen)
 {
     for (;;) {
-        if (CTL_GEN(*w) == seen || (*w & CTL_CLOSED) != 0
-            || CTL_JOINED(*w) >= CTL_WANT(*w)) {
+        if (CTL_GEN(*w) == seen || (*w & CTL_CLOSED) != 0 ||
+            CTL_JOINED(*w) >= CTL_WANT(*w)) {
             return 0;
         }
         if (atomic_compare_exchange_weak_explicit(&g->ctl, w, *w + 1,
@@ -459,7 +459,7 @@ weft_status cpu_gang_create(weft_context *ctx, int nthreads, cpu_gang **out)
     }
     if (nthreads == 0) {
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        nthreads = cores < 1 ? 1
+        nthreads = cores < 1                      ? 1
                    : cores > CPU_GANG_MAX_THREADS ? CPU_GANG_MAX_THREADS
                                                   : (int)cores;
     }
@@ -476,8 +476,8 @@ weft_status cpu_gang_create(weft_context *ctx, int nthreads, cpu_gang **out)
     atomic_init(&g->phase_sleepers, 0);
     atomic_init(&g->done_sleeping, 0);
     g->threads = fe_calloc(ctx, sizeof(pthread_t) * (size_t)(nthreads - 1));
-    g->slot_bytes = sizeof(slot) * (size_t)nthreads * CPU_GANG_MAX_PHASES
-                    + CACHE_LINE;
+    g->slot_bytes =
+        sizeof(slot) * (size_t)nthreads * CPU_GANG_MAX_PHASES + CACHE_LINE;
     g->slot_mem = fe_calloc(ctx, g->slot_bytes);
     if (g->threads == NULL || g->slot_mem == NULL) {
         fe_free(ctx, g->slot_mem, g->slot_bytes);
@@ -485,8 +485,8 @@ weft_status cpu_gang_create(weft_context *ctx, int nthreads, cpu_gang **out)
         fe_free(ctx, g, sizeof *g);
         return fe_oom("cpu_gang_create");
     }
-    uintptr_t at = ((uintptr_t)g->slot_mem + CACHE_LINE - 1)
-                   & ~(uintptr_t)(CACHE_LINE - 1);
+    uintptr_t at = ((uintptr_t)g->slot_mem + CACHE_LINE - 1) &
+                   ~(uintptr_t)(CACHE_LINE - 1);
     g->slots = (slot *)at;
     int rc = init_sync(g);
     if (rc != 0) {
@@ -494,8 +494,7 @@ weft_status cpu_gang_create(weft_context *ctx, int nthreads, cpu_gang **out)
         fe_free(ctx, g->threads, sizeof(pthread_t) * (size_t)(nthreads - 1));
         fe_free(ctx, g, sizeof *g);
         return fe_error(WEFT_ERR_OUT_OF_MEMORY,
-                        "cpu_gang_create: cannot make a mutex (error %d)",
-                        rc);
+                        "cpu_gang_create: cannot make a mutex (error %d)", rc);
     }
 
     /* Workers start with every asynchronous signal blocked, so that the
@@ -521,14 +520,13 @@ weft_status cpu_gang_create(weft_context *ctx, int nthreads, cpu_gang **out)
     if (rc != 0) {
         int started = g->nthreads;
         destroy(g);
-        return fe_error(rc == EAGAIN || rc == ENOMEM
-                            ? WEFT_ERR_OUT_OF_MEMORY
-                            : WEFT_ERR_BACKEND_UNAVAILABLE,
-                        "cpu_gang_create: cannot start worker thread %d of "
-                        "%d (%s)",
-                        started + 1, nthreads - 1,
-                        rc == EAGAIN ? "no thread left (EAGAIN)"
-                                     : "pthread_create failed");
+        return fe_error(
+            rc == EAGAIN || rc == ENOMEM ? WEFT_ERR_OUT_OF_MEMORY
+                                         : WEFT_ERR_BACKEND_UNAVAILABLE,
+            "cpu_gang_create: cannot start worker thread %d of "
+            "%d (%s)",
+            started + 1, nthreads - 1,
+            rc == EAGAIN ? "no thread left (EAGAIN)" : "pthread_create failed");
     }
     *out = g;
     return WEFT_OK;
@@ -573,9 +571,8 @@ weft_status cpu_gang_fail(weft_status s, const char *fmt, ...)
 bool cpu_gang_failed(void)
 {
     failure *f = tls_fail;
-    return f != NULL
-           && atomic_load_explicit(&f->status, memory_order_relaxed)
-                  != WEFT_OK;
+    return f != NULL &&
+           atomic_load_explicit(&f->status, memory_order_relaxed) != WEFT_OK;
 }
 
 /* ---- running ------------------------------------------------------------ */
@@ -787,8 +784,7 @@ weft_status cpu_gang_run(cpu_gang *g, cpu_kernel_fn k, const void *args,
                         "cpu_gang_run: %lld elements", (long long)n);
     }
     if (n > 0 && k == NULL) {
-        return fe_error(WEFT_ERR_NULL_ARGUMENT,
-                        "cpu_gang_run: kernel is NULL");
+        return fe_error(WEFT_ERR_NULL_ARGUMENT, "cpu_gang_run: kernel is NULL");
     }
     cpu_phase p = {.kernel = k, .args = args, .n = n, .grain = grain};
     if (n == 0) {

@@ -119,6 +119,7 @@ static void on_session_error(void *user, LLVMErrorRef err)
 
 /* x86 CPU names LLVM 19 knows: an unknown one would only draw a warning on
  * stderr from LLVM, so it is refused here instead. */
+/* clang-format off */
 static const char *const x86_cpus[] = {
     "alderlake", "amdfam10", "arrowlake", "arrowlake-s", "athlon",
     "athlon-4", "athlon-fx", "athlon-mp", "athlon-tbird", "athlon-xp",
@@ -136,6 +137,7 @@ static const char *const x86_cpus[] = {
     "tremont", "westmere", "x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4",
     "znver1", "znver2", "znver3", "znver4", "znver5",
 };
+/* clang-format on */
 
 static bool known_cpu(const char *triple, const char *cpu)
 {
@@ -156,15 +158,18 @@ unsigned cpu_dump_flags(const char *list)
         const char *name;
         unsigned bit;
     } words[] = {
-        {"ir", CPU_DUMP_IR}, {"opt-ir", CPU_DUMP_OPT_IR},
-        {"asm", CPU_DUMP_ASM}, {"vec", CPU_DUMP_VEC},
+        {"ir", CPU_DUMP_IR},
+        {"opt-ir", CPU_DUMP_OPT_IR},
+        {"asm", CPU_DUMP_ASM},
+        {"vec", CPU_DUMP_VEC},
     };
     unsigned flags = 0;
     const char *p = list;
     while (p && *p) {
         size_t n = strcspn(p, ", \t");
         for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
-            if (strlen(words[i].name) == n && strncmp(p, words[i].name, n) == 0) {
+            if (strlen(words[i].name) == n &&
+                strncmp(p, words[i].name, n) == 0) {
                 flags |= words[i].bit;
             }
         }
@@ -214,11 +219,12 @@ weft_status cpu_jit_create(weft_context *ctx, const cpu_jit_options *opt,
                         "cpu_jit_create: dump flags given without a dump "
                         "directory");
     }
-    if (opt->prefer_vector_width != 0 && opt->prefer_vector_width != 128
-        && opt->prefer_vector_width != 256 && opt->prefer_vector_width != 512) {
+    if (opt->prefer_vector_width != 0 && opt->prefer_vector_width != 128 &&
+        opt->prefer_vector_width != 256 && opt->prefer_vector_width != 512) {
         return fe_error(WEFT_ERR_INVALID_ARGUMENT,
                         "cpu_jit_create: prefer_vector_width %d is not 0, "
-                        "128, 256 or 512", opt->prefer_vector_width);
+                        "128, 256 or 512",
+                        opt->prefer_vector_width);
     }
     weft_status s = cg_init(); /* LLVM's targets, once per process */
     if (s != WEFT_OK) {
@@ -249,8 +255,9 @@ weft_status cpu_jit_create(weft_context *ctx, const cpu_jit_options *opt,
     /* The disk structure is set up first so that cpu_jit_free can always
      * close it. */
     rt_disk_open(&j->disk, j->ctx, opt->cache_dir, opt->cache_max_bytes,
-                  opt->no_disk_cache || !runnable
-                      || j->tier == CPU_TIER_QUICK_ONLY, ".o");
+                 opt->no_disk_cache || !runnable ||
+                     j->tier == CPU_TIER_QUICK_ONLY,
+                 ".o");
 
     char *t = LLVMGetDefaultTargetTriple();
     j->triple = LLVMNormalizeTargetTriple(t);
@@ -308,7 +315,6 @@ fail:
     cpu_jit_free(j);
     return s;
 }
-
 
 /*
  * Freeing.  cpu_jit_free does not wait for the background thread, which
@@ -375,16 +381,30 @@ void cpu_jit_destroy(cpu_jit *j)
 /* CPUs that LLVM 19 gives AVX-512F, and those with AVX2 but not it (for
  * an explicit CPU name, whose features string is empty). */
 static const char *const avx512_cpus[] = {
-    "x86-64-v4", "skylake-avx512", "cascadelake", "cooperlake",
-    "cannonlake", "icelake-client", "icelake-server", "rocketlake",
-    "tigerlake", "sapphirerapids", "graniterapids", "graniterapids-d",
-    "emeraldrapids", "knl", "knm", "znver4", "znver5",
+    "x86-64-v4",
+    "skylake-avx512",
+    "cascadelake",
+    "cooperlake",
+    "cannonlake",
+    "icelake-client",
+    "icelake-server",
+    "rocketlake",
+    "tigerlake",
+    "sapphirerapids",
+    "graniterapids",
+    "graniterapids-d",
+    "emeraldrapids",
+    "knl",
+    "knm",
+    "znver4",
+    "znver5",
 };
 static const char *const avx2_cpus[] = {
-    "x86-64-v3", "haswell", "broadwell", "skylake", "alderlake",
-    "raptorlake", "meteorlake", "arrowlake", "arrowlake-s", "lunarlake",
-    "gracemont", "pantherlake", "sierraforest", "grandridge", "clearwaterforest",
-    "znver1", "znver2", "znver3", "bdver4", "core-avx2",
+    "x86-64-v3",    "haswell",    "broadwell",        "skylake",
+    "alderlake",    "raptorlake", "meteorlake",       "arrowlake",
+    "arrowlake-s",  "lunarlake",  "gracemont",        "pantherlake",
+    "sierraforest", "grandridge", "clearwaterforest", "znver1",
+    "znver2",       "znver3",     "bdver4",           "core-avx2",
 };
 
 static bool in_list(const char *cpu, const char *const *l, size_t n)
@@ -421,8 +441,8 @@ int cpu_jit_vector_bits(const cpu_jit *j)
         return 128;
     }
     bool f512 = has_feature(j->features, "+avx512f");
-    bool f256 = has_feature(j->features, "+avx2") ||
-                has_feature(j->features, "+avx");
+    bool f256 =
+        has_feature(j->features, "+avx2") || has_feature(j->features, "+avx");
     if (has_feature(j->features, "-avx512f")) {
         f512 = false;
     } else if (in_list(j->cpu, avx512_cpus,
@@ -473,7 +493,7 @@ static weft_status build_batch(void *user, LLVMContextRef llctx,
 typedef struct source {
     cpu_build_fn build;
     void *user;
-    LLVMModuleRef given;     /* cpu_jit_compile's module; NULL once used */
+    LLVMModuleRef given; /* cpu_jit_compile's module; NULL once used */
 } source;
 
 /* Produce the kernel of key into addrs: from disk, else compiled.  No lock
@@ -535,8 +555,10 @@ static weft_status produce(cpu_jit *j, const uint8_t key[32], source *src,
         LLVMContextSetDiagnosticHandler(llctx, cpu_on_diagnostic, &dg);
         s = src->build(src->user, llctx, &m);
         if (s == WEFT_OK && !m) {
-            s = fe_error(WEFT_ERR_INTERNAL, "cpu_jit: the kernel builder for "
-                         "%s returned no module", symbols[0]);
+            s = fe_error(WEFT_ERR_INTERNAL,
+                         "cpu_jit: the kernel builder for "
+                         "%s returned no module",
+                         symbols[0]);
         }
         if (s) {
             goto out;
@@ -597,7 +619,7 @@ static weft_status produce(cpu_jit *j, const uint8_t key[32], source *src,
         /* quick code only: linked by emit_quick */
     } else if (j->jit) {
         written = rt_disk_store(&j->disk, key, LLVMGetBufferStart(obj),
-                                 LLVMGetBufferSize(obj));
+                                LLVMGetBufferSize(obj));
         s = cpu_jit_link(j, obj, symbols, nsym, addrs);
     } else {
         LLVMDisposeMemoryBuffer(obj);
@@ -632,8 +654,10 @@ static weft_status claim(cpu_jit *j, const uint8_t key[32], int nsym,
     rt_kentry *e = rt_kcache_find(&j->cache, key);
     if (e && e->value && e->n != nsym) {
         *mine = false;
-        return fe_error(WEFT_ERR_INVALID_ARGUMENT, "%s: kernel %s has %d "
-                        "symbols, %d asked for", who, symbol0, e->n, nsym);
+        return fe_error(WEFT_ERR_INVALID_ARGUMENT,
+                        "%s: kernel %s has %d "
+                        "symbols, %d asked for",
+                        who, symbol0, e->n, nsym);
     }
     weft_status s = rt_kcache_claim(&j->cache, key, &e, mine, who);
     if (s == WEFT_OK && *mine && !e->value) {
@@ -643,8 +667,7 @@ static weft_status claim(cpu_jit *j, const uint8_t key[32], int nsym,
         } else {
             *mine = false;
             s = fe_oom(who);
-            rt_kcache_publish(&j->cache, e, RT_KC_FAILED, s,
-                              weft_last_error());
+            rt_kcache_publish(&j->cache, e, RT_KC_FAILED, s, weft_last_error());
         }
     }
     *out = e;
@@ -657,17 +680,23 @@ static weft_status request(cpu_jit *j, const uint8_t key[32], source *src,
 {
     static const char who[] = "cpu_jit_get";
     if (!j || !key || !symbols || !addrs || (!src->build && !src->given)) {
-        return fe_error(WEFT_ERR_NULL_ARGUMENT, "%s: a required argument is "
-                        "NULL", who);
+        return fe_error(WEFT_ERR_NULL_ARGUMENT,
+                        "%s: a required argument is "
+                        "NULL",
+                        who);
     }
     if (nsym < 1 || nsym > CPU_MAX_SYMBOLS) {
-        return fe_error(WEFT_ERR_INVALID_ARGUMENT, "%s: %d symbols asked for "
-                        "(1 to %d)", who, nsym, CPU_MAX_SYMBOLS);
+        return fe_error(WEFT_ERR_INVALID_ARGUMENT,
+                        "%s: %d symbols asked for "
+                        "(1 to %d)",
+                        who, nsym, CPU_MAX_SYMBOLS);
     }
     for (int i = 0; i < nsym; i++) {
         if (!symbols[i] || !symbols[i][0]) {
-            return fe_error(WEFT_ERR_NULL_ARGUMENT, "%s: symbol %d is NULL or "
-                            "empty", who, i);
+            return fe_error(WEFT_ERR_NULL_ARGUMENT,
+                            "%s: symbol %d is NULL or "
+                            "empty",
+                            who, i);
         }
     }
     pthread_mutex_lock(&j->lock);
@@ -762,16 +791,17 @@ static weft_status build_batch(void *user, LLVMContextRef llctx,
         LLVMModuleRef m = NULL;
         s = b->build(b->r[i].user, llctx, &m);
         if (s != WEFT_OK || !m) {
-            s = s ? s : fe_error(WEFT_ERR_INTERNAL, "cpu_jit: a kernel "
-                                 "builder returned no module");
+            s = s ? s
+                  : fe_error(WEFT_ERR_INTERNAL, "cpu_jit: a kernel "
+                                                "builder returned no module");
             break;
         }
         for (LLVMValueRef f = LLVMGetFirstFunction(m); f;
              f = LLVMGetNextFunction(f)) {
             size_t n;
             const char *name = LLVMGetValueName2(f, &n);
-            if (!LLVMIsDeclaration(f)
-                && !cpu_symbol_listed(name, n, b->symbols, b->nsym)) {
+            if (!LLVMIsDeclaration(f) &&
+                !cpu_symbol_listed(name, n, b->symbols, b->nsym)) {
                 LLVMSetLinkage(f, LLVMInternalLinkage);
             }
         }
@@ -785,7 +815,7 @@ static weft_status build_batch(void *user, LLVMContextRef llctx,
             all = m;
         } else if (LLVMLinkModules2(all, m)) { /* takes m */
             s = fe_error(WEFT_ERR_INTERNAL, "cpu_jit: the kernels of a "
-                         "batch do not link together");
+                                            "batch do not link together");
         }
     }
     if (s != WEFT_OK && all) {
@@ -801,8 +831,10 @@ weft_status cpu_jit_get_many(cpu_jit *j, cpu_build_fn build, cpu_request *r,
 {
     static const char who[] = "cpu_jit_get_many";
     if (!j || !build || !r) {
-        return fe_error(WEFT_ERR_NULL_ARGUMENT, "%s: a required argument is "
-                        "NULL", who);
+        return fe_error(WEFT_ERR_NULL_ARGUMENT,
+                        "%s: a required argument is "
+                        "NULL",
+                        who);
     }
     if (n < 1 || n > CPU_BATCH_KERNELS) {
         return fe_error(WEFT_ERR_INVALID_ARGUMENT, "%s: %d kernels (1 to %d)",
@@ -812,22 +844,27 @@ weft_status cpu_jit_get_many(cpu_jit *j, cpu_build_fn build, cpu_request *r,
     for (int i = 0; i < n; i++) {
         if (!r[i].key || !r[i].symbols || !r[i].addrs || r[i].nsym < 1 ||
             r[i].nsym > CPU_MAX_SYMBOLS) {
-            return fe_error(WEFT_ERR_INVALID_ARGUMENT, "%s: request %d has no "
-                            "key, symbols or room, or %d symbols", who, i,
-                            r[i].nsym);
+            return fe_error(WEFT_ERR_INVALID_ARGUMENT,
+                            "%s: request %d has no "
+                            "key, symbols or room, or %d symbols",
+                            who, i, r[i].nsym);
         }
         for (int k = 0; k < r[i].nsym; k++) {
             if (!r[i].symbols[k] || !r[i].symbols[k][0]) {
-                return fe_error(WEFT_ERR_NULL_ARGUMENT, "%s: a symbol of "
-                                "request %d is NULL or empty", who, i);
+                return fe_error(WEFT_ERR_NULL_ARGUMENT,
+                                "%s: a symbol of "
+                                "request %d is NULL or empty",
+                                who, i);
             }
         }
         total += r[i].nsym;
         r[i].live = NULL;
     }
     if (total > CPU_BATCH_SYMBOLS) {
-        return fe_error(WEFT_ERR_INVALID_ARGUMENT, "%s: %d symbols (at most "
-                        "%d)", who, total, CPU_BATCH_SYMBOLS);
+        return fe_error(WEFT_ERR_INVALID_ARGUMENT,
+                        "%s: %d symbols (at most "
+                        "%d)",
+                        who, total, CPU_BATCH_SYMBOLS);
     }
     rt_kentry **es = fe_calloc(j->ctx, (size_t)n * sizeof *es);
     bool *mine = fe_calloc(j->ctx, (size_t)n * sizeof *mine);
@@ -892,8 +929,8 @@ weft_status cpu_jit_get_many(cpu_jit *j, cpu_build_fn build, cpu_request *r,
                               msg);
         }
         bool inline_job = false;
-        rt_kentry **jes = job ? fe_alloc(j->ctx, (size_t)nmine * sizeof *jes)
-                          : NULL;
+        rt_kentry **jes =
+            job ? fe_alloc(j->ctx, (size_t)nmine * sizeof *jes) : NULL;
         if (jes) {
             memcpy(jes, claimed, (size_t)nmine * sizeof *jes);
             inline_job = !cpu_tier_queue(j, jes, nmine, job);
@@ -943,8 +980,8 @@ weft_status cpu_jit_get(cpu_jit *j, const uint8_t key[32], cpu_build_fn build,
 
 weft_status cpu_jit_get_live(cpu_jit *j, const uint8_t key[32],
                              cpu_build_fn build, void *user,
-                             const char *const *symbols, int nsym,
-                             void **addrs, void *const **live)
+                             const char *const *symbols, int nsym, void **addrs,
+                             void *const **live)
 {
     source src = {build, user, NULL};
     if (!build) {
@@ -954,12 +991,11 @@ weft_status cpu_jit_get_live(cpu_jit *j, const uint8_t key[32],
 }
 
 weft_status cpu_jit_compile(cpu_jit *j, LLVMModuleRef m, const uint8_t key[32],
-                            const char *const *symbols, int nsym,
-                            void **addrs)
+                            const char *const *symbols, int nsym, void **addrs)
 {
     if (!m) {
         return fe_error(WEFT_ERR_NULL_ARGUMENT, "cpu_jit_compile: module is "
-                        "NULL");
+                                                "NULL");
     }
     source src = {NULL, NULL, m};
     weft_status s = request(j, key, &src, symbols, nsym, addrs, NULL);

@@ -92,7 +92,7 @@ weft_status cpu_tier_emit_quick(cpu_jit *j, LLVMModuleRef m,
     LLVMModuleRef q = copy ? LLVMCloneModule(m) : m;
     if (!q) {
         return fe_error(WEFT_ERR_OUT_OF_MEMORY, "cpu_jit: cannot copy the "
-                        "kernel module");
+                                                "kernel module");
     }
     char names[CPU_BATCH_SYMBOLS][CPU_SYMBOL_MAX];
     const char *np[CPU_BATCH_SYMBOLS];
@@ -106,8 +106,8 @@ weft_status cpu_tier_emit_quick(cpu_jit *j, LLVMModuleRef m,
         }
     }
     LLVMMemoryBufferRef obj = NULL;
-    weft_status s = cpu_jit_emit(j, q, LLVMCodeGenLevelNone, symbols[0],
-                                 false, &obj, ms);
+    weft_status s =
+        cpu_jit_emit(j, q, LLVMCodeGenLevelNone, symbols[0], false, &obj, ms);
     if (copy) {
         LLVMDisposeModule(q);
     }

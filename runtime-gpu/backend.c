@@ -90,7 +90,7 @@
 typedef struct ptx_kernel {
     uint8_t key[32];
     gpu_module *mod;
-    gpu_module *quick_mod;       /* the quick tier's, after a tier-up (kept:
+    gpu_module *quick_mod; /* the quick tier's, after a tier-up (kept:
                                     launches of it may still be queued) */
     int nfn;
     gpu_fn fn[SK_MAX_ENTRY];
@@ -108,8 +108,8 @@ enum { PTX_TIER_NONE, PTX_TIER_UP, PTX_TIER_QUICK_ONLY };
 /* A kernel waiting for its tier-up: the skeleton's IR, not yet finished,
  * in an LLVM context of its own (used by one thread at a time). */
 typedef struct ptx_tier_job {
-    rt_tier_job link;            /* first: runtime/tier.c's queue */
-    ptx_kernel *pk;              /* the table entry to swap (NULL without a
+    rt_tier_job link; /* first: runtime/tier.c's queue */
+    ptx_kernel *pk;   /* the table entry to swap (NULL without a
                                     device) */
     LLVMContextRef llctx;
     LLVMModuleRef mod;
@@ -125,10 +125,10 @@ void (*gpu_build_hook)(void);
 
 typedef struct ptx_state {
     gpu_dev *dev;
-    int sm;                      /* the SM the PTX is built for */
-    pthread_mutex_t lock;        /* guards the table, the spare target
+    int sm;               /* the SM the PTX is built for */
+    pthread_mutex_t lock; /* guards the table, the spare target
                                     machines and the counters */
-    rt_kcache cache;             /* the kernels by key (runtime/kcache.c);
+    rt_kcache cache;      /* the kernels by key (runtime/kcache.c);
                                     a READY entry's value is its
                                     ptx_kernel, none in a compile-only
                                     context */
@@ -136,32 +136,32 @@ typedef struct ptx_state {
                                     no compile is using ("Compiling in
                                     parallel") */
     int nspare[2];
-    rt_disk disk;                /* kernels' PTX on disk */
+    rt_disk disk; /* kernels' PTX on disk */
     uint64_t compiled, loaded, reused;
     double compile_ms;
     bool dump_ptx;
-    bool no_replicas;            /* $WEFT_PTX_REPLICAS=0: split kernels of
+    bool no_replicas;        /* $WEFT_PTX_REPLICAS=0: split kernels of
                                     several devices read small arrays on
                                     device 0 (multi.c, "Replicas") */
-    int64_t grain;               /* elements per thread and chunk of
+    int64_t grain;           /* elements per thread and chunk of
                                     element-wise work ($WEFT_PTX_GRAIN, a
                                     tuning knob; 1 by default) */
-    int opt_level;               /* the driver's optimisation level of
+    int opt_level;           /* the driver's optimisation level of
                                     PTX ($WEFT_PTX_JIT_OPT, a tuning knob,
                                     0 to 4; -1: the driver's default) */
-    int quick_opt;               /* its level for the quick tier
+    int quick_opt;           /* its level for the quick tier
                                     ($WEFT_PTX_QUICK_OPT; 0) */
-    cg_ptx_quick quick_llvm;     /* the quick tier's LLVM passes
+    cg_ptx_quick quick_llvm; /* the quick tier's LLVM passes
                                     ($WEFT_PTX_QUICK_LLVM: bare, o1) */
-    int tier;                    /* PTX_TIER_* ("Tiers") */
+    int tier;                /* PTX_TIER_* ("Tiers") */
     weft_context *ctx;
-    uint64_t optimised;          /* kernels tiered up (under lock) */
-    double optimise_ms;          /* the tier-up thread's time (under lock) */
-    rt_tier worker;              /* the tier-up thread (runtime/tier.c):
+    uint64_t optimised; /* kernels tiered up (under lock) */
+    double optimise_ms; /* the tier-up thread's time (under lock) */
+    rt_tier worker;     /* the tier-up thread (runtime/tier.c):
                                     freeing the context drops its queue */
-    uint64_t clean;              /* CLEAN_AREA bytes kept zero between
+    uint64_t clean;     /* CLEAN_AREA bytes kept zero between
                                     runs ("Clean words"; 0: not yet) */
-    bool clean_ok;               /* clean is known to be all zero */
+    bool clean_ok;      /* clean is known to be all zero */
 } ptx_state;
 
 static const rt_tier_ops tier_ops;
@@ -263,7 +263,8 @@ static weft_status ptx_context_init(weft_context *ctx)
             ptx_context_fini(ctx);
             return fe_error(WEFT_ERR_INVALID_ARGUMENT,
                             "weft_context_create: target \"%.32s\" is not "
-                            "an sm_XY of 50 or more", target);
+                            "an sm_XY of 50 or more",
+                            target);
         }
         st->sm = (int)sm;
         s = cg_ptx_machine(st->sm, &st->spare[0][0]);
@@ -278,8 +279,7 @@ static weft_status ptx_context_init(weft_context *ctx)
             }
         }
         if (s == WEFT_OK) {
-            s = gpu_dev_open(ctx, nd > 0 ? ords[0] : ctx->cfg.device,
-                             &st->dev);
+            s = gpu_dev_open(ctx, nd > 0 ? ords[0] : ctx->cfg.device, &st->dev);
         }
         if (s == WEFT_OK && nd > 1) {
             s = gpu_multi_open(st->dev, ords, nd, "weft_context_create");
@@ -298,8 +298,8 @@ static weft_status ptx_context_init(weft_context *ctx)
     const char *dump = ctx->cfg.dump;
     st->dump_ptx = dump && strstr(dump, "ptx") != NULL;
     st->grain = sk_target_ptx.chunk_elems; /* sk_elements' full chunks */
-    const char *g = (ctx->cfg.flags & WEFT_FLAG_NO_ENV) ? NULL
-                                                      : getenv("WEFT_PTX_GRAIN");
+    const char *g =
+        (ctx->cfg.flags & WEFT_FLAG_NO_ENV) ? NULL : getenv("WEFT_PTX_GRAIN");
     if (g && atoi(g) >= 1 && atoi(g) <= 64) {
         st->grain = atoi(g);
     }
@@ -307,9 +307,8 @@ static weft_status ptx_context_init(weft_context *ctx)
                          ? NULL
                          : getenv("WEFT_PTX_REPLICAS");
     st->no_replicas = rp && strcmp(rp, "0") == 0;
-    const char *o = (ctx->cfg.flags & WEFT_FLAG_NO_ENV)
-                        ? NULL
-                        : getenv("WEFT_PTX_JIT_OPT");
+    const char *o =
+        (ctx->cfg.flags & WEFT_FLAG_NO_ENV) ? NULL : getenv("WEFT_PTX_JIT_OPT");
     st->opt_level = o && *o >= '0' && *o <= '4' && !o[1] ? *o - '0' : -1;
     const char *q = (ctx->cfg.flags & WEFT_FLAG_NO_ENV)
                         ? NULL
@@ -407,8 +406,7 @@ static int kernel_tier(const ptx_state *st, const sk_kernel *k)
 /* A target machine for one compile, quick (cg_ptx_machine_quick) or not
  * (cg_ptx_machine): a spare one, else a new one.  LLVM's target machines
  * may not be shared by threads that emit code at once. */
-static weft_status tm_take(ptx_state *st, bool quick,
-                           LLVMTargetMachineRef *out)
+static weft_status tm_take(ptx_state *st, bool quick, LLVMTargetMachineRef *out)
 {
     pthread_mutex_lock(&st->lock);
     int n = st->nspare[quick];
@@ -444,8 +442,8 @@ static void tm_give(ptx_state *st, bool quick, LLVMTargetMachineRef tm)
  * unless PTX_TIER_NONE, and then, for PTX_TIER_UP, a job in *job (new,
  * fe_alloc'd with the default allocator) holding a copy of the IR taken
  * before the quick pipeline, for the tier-up thread; else NULL. */
-static weft_status build_ptx(ptx_state *st, weft_executable *exe,
-                             sk_kernel *k, const char *const *names, int n,
+static weft_status build_ptx(ptx_state *st, weft_executable *exe, sk_kernel *k,
+                             const char *const *names, int n,
                              LLVMMemoryBufferRef *ptx, ptx_tier_job **job)
 {
     *job = NULL;
@@ -677,26 +675,26 @@ typedef struct ptx_waiter {
 
 typedef struct ptx_jit {
     struct ptx_jit *next;
-    sk_kernel *k;               /* the kernel it was started for */
-    ptx_waiter *waiters;        /* others of the same key */
+    sk_kernel *k;        /* the kernel it was started for */
+    ptx_waiter *waiters; /* others of the same key */
     char names[SK_MAX_ENTRY][80];
     int nfn;
     gpu_dev *dev;
-    int opt_level;              /* gpu_module_load's */
-    char *ptx;                  /* the text (fe_alloc'd), ptx_n bytes */
+    int opt_level; /* gpu_module_load's */
+    char *ptx;     /* the text (fe_alloc'd), ptx_n bytes */
     size_t ptx_n;
-    bool from_disk;             /* read from the disk cache (else new) */
+    bool from_disk; /* read from the disk cache (else new) */
     pthread_t thread;
-    bool threaded;              /* thread runs it (else done in line) */
-    bool done;                  /* finished (waited for, added) */
-    double ms;                  /* the build's time before the JIT */
+    bool threaded; /* thread runs it (else done in line) */
+    bool done;     /* finished (waited for, added) */
+    double ms;     /* the build's time before the JIT */
     double jit_ms;
-    weft_status status;         /* the JIT's */
-    char msg[FE_MSG_MAX];       /* its message, for the compiling thread */
-    gpu_module *mod;            /* its module, until added */
-    ptx_tier_job *tier;         /* the kernel's tier-up, queued once it is
+    weft_status status;   /* the JIT's */
+    char msg[FE_MSG_MAX]; /* its message, for the compiling thread */
+    gpu_module *mod;      /* its module, until added */
+    ptx_tier_job *tier;   /* the kernel's tier-up, queued once it is
                                    in the table (NULL: none) */
-    rt_kentry *e;               /* the table's entry, claimed */
+    rt_kentry *e;         /* the table's entry, claimed */
 } ptx_jit;
 
 /* A kernel that another compile is building: waited for in jits_end. */
@@ -825,7 +823,7 @@ static weft_status jit_start(ptx_compiling *pc, sk_kernel *k, rt_kentry *e,
     if (!l) {
         if (s == WEFT_OK) {
             s = fe_error(WEFT_ERR_OUT_OF_MEMORY, "weft_compile: out of "
-                         "memory");
+                                                 "memory");
         }
         fe_free(pc->ctx, ptx, n);
         if (tier) {
@@ -860,8 +858,7 @@ static weft_status jit_start(ptx_compiling *pc, sk_kernel *k, rt_kentry *e,
         return WEFT_OK;
     }
     jit_thread(l); /* no thread to be had: compile here */
-    return l->status == WEFT_OK ? WEFT_OK
-                                : fe_error_copy(l->status, l->msg);
+    return l->status == WEFT_OK ? WEFT_OK : fe_error_copy(l->status, l->msg);
 }
 
 /* Wait for every JIT of the compile and free them, then for the kernels
@@ -913,13 +910,15 @@ static weft_status get_kernel(void *user, weft_executable *exe, sk_kernel *k)
     kernel_key(st, exe->ctx, &exe->core, k);
     int nfn = k->nentry * (k->general ? 2 : 1);
     if (nfn > SK_MAX_ENTRY) {
-        return fe_error(WEFT_ERR_INTERNAL, "weft_compile: too many entry points");
+        return fe_error(WEFT_ERR_INTERNAL,
+                        "weft_compile: too many entry points");
     }
     if (k->nwords * 8 > 4000) {
         return fe_error(WEFT_ERR_INVALID_ARGUMENT,
                         "weft_compile: a kernel of the ptx backend takes %d "
                         "bytes of arguments (at most 4000: fewer free "
-                        "variables or arrays per operation)", k->nwords * 8);
+                        "variables or arrays per operation)",
+                        k->nwords * 8);
     }
     char names[SK_MAX_ENTRY][80];
     const char *np[SK_MAX_ENTRY];
@@ -948,8 +947,8 @@ static weft_status get_kernel(void *user, weft_executable *exe, sk_kernel *k)
     bool mine = true;
     if (st->dev) { /* a compile-only context keeps no kernels */
         pthread_mutex_lock(&st->lock);
-        weft_status s = rt_kcache_claim(&st->cache, k->key, &e, &mine,
-                                        "weft_compile");
+        weft_status s =
+            rt_kcache_claim(&st->cache, k->key, &e, &mine, "weft_compile");
         if (s == WEFT_OK && !mine && e->state == RT_KC_READY) {
             ptx_kernel *pk = e->value;
             st->reused++;
@@ -1014,8 +1013,7 @@ static weft_status get_kernel(void *user, weft_executable *exe, sk_kernel *k)
         }
         return s;
     }
-    return jit_start(pc, k, e, names, nfn, text, n, false, now_ms() - t0,
-                     tier);
+    return jit_start(pc, k, e, names, nfn, text, n, false, now_ms() - t0, tier);
 }
 
 static weft_status ptx_compile(weft_executable *exe)
@@ -1072,13 +1070,13 @@ static weft_status ptx_compile(weft_executable *exe)
 /* What one run holds (the walker's hook user). */
 typedef struct ptx_run_state {
     weft_executable *exe;
-    int base;                          /* the number of held[0] */
-    int nheld;                         /* held words in use */
-    const sk_kernel *held[HELD_MAX];   /* the kernel of each */
-    int spec;                          /* the first report of the outermost
+    int base;                        /* the number of held[0] */
+    int nheld;                       /* held words in use */
+    const sk_kernel *held[HELD_MAX]; /* the kernel of each */
+    int spec;                        /* the first report of the outermost
                                           unsettled speculative body
                                           (INT_MAX: none) */
-    int late;                          /* the earliest report read set that
+    int late;                        /* the earliest report read set that
                                           may not count yet (INT_MAX:
                                           none), its kernel and word */
     const sk_kernel *late_k;
@@ -1095,16 +1093,16 @@ typedef struct ptx_job {
     ptx_state *st;
     int n;
     weft_array *pinned[64];
-    weft_array *zero[8];         /* auxiliary arrays to zero on the device */
-    uint64_t zero_at[8];         /* the address of each one's first leaf
+    weft_array *zero[8]; /* auxiliary arrays to zero on the device */
+    uint64_t zero_at[8]; /* the address of each one's first leaf
                                     (the others follow: leaf_bytes) */
-    uint64_t block;              /* the block holding them (0: not yet) */
+    uint64_t block;      /* the block holding them (0: not yet) */
     size_t block_bytes;
-    uint64_t err_at;             /* the error word, when a kernel that may
+    uint64_t err_at; /* the error word, when a kernel that may
                                     fail may have written it since it was
                                     last seen zero (else 0) */
     ptx_run_state *run;
-    int held;                    /* the held word the job's kernel got,
+    int held; /* the held word the job's kernel got,
                                     until read_error keeps it (else -1) */
 } ptx_job;
 
@@ -1134,8 +1132,8 @@ static weft_status held_read(ptx_state *st, ptx_run_state *run,
 {
     int n = run->nheld;
     int64_t words[HELD_MAX];
-    weft_status s = n > 0 ? gpu_read_words(st->dev, held_at(st, 0), words,
-                                           n, outs, nout, WHO)
+    weft_status s = n > 0 ? gpu_read_words(st->dev, held_at(st, 0), words, n,
+                                           outs, nout, WHO)
                           : WEFT_OK;
     if (s) {
         st->clean_ok = false; /* zeroed again by the next run */
@@ -1343,7 +1341,8 @@ static weft_status rt_addr(rt_job *j, weft_array *a, bool written,
     (void)written;
     ptx_job *pj = j->be_job;
     if (pj->n == (int)(sizeof pj->pinned / sizeof pj->pinned[0])) {
-        return fe_error(WEFT_ERR_INTERNAL, WHO ": a kernel with too many arrays");
+        return fe_error(WEFT_ERR_INTERNAL,
+                        WHO ": a kernel with too many arrays");
     }
     int z = is_out(j, a) ? -1 : zero_index(j, a);
     if (z == SK_ERR_AUX && in_clean(j, z) && pj->run && holds_report(j->k)) {
@@ -1455,8 +1454,8 @@ static weft_status launch_spread(rt_job *j, gpu_dev *d, const gpu_fn *f,
     const sk_kernel *k = j->k;
     bool scan = k->skel->family == SK_SCAN_PASS;
     fe_kind kind = (fe_kind)k->op->kind;
-    bool right = scan && (kind == FE_SCANR || kind == FE_SCANR1 ||
-                          kind == FE_SCANR_);
+    bool right =
+        scan && (kind == FE_SCANR || kind == FE_SCANR1 || kind == FE_SCANR_);
     int64_t ts = 1, T = m, rows = 1;
     if (scan) {
         /* entry 0's tile: its block's warps of 32 K positions; the
@@ -1485,23 +1484,23 @@ static weft_status launch_spread(rt_job *j, gpu_dev *d, const gpu_fn *f,
             hi = r == nd - 1 ? m
                              : (m / nd * (r + 1)) & -(int64_t)SK_SPREAD_ALIGN;
         }
-        part[dev] = (gpu_part){.grid = hi > lo ? grid : 0, .n = hi,
-                               .grain = 2 + r, .first = lo};
+        part[dev] = (gpu_part){
+            .grid = hi > lo ? grid : 0, .n = hi, .grain = 2 + r, .first = lo};
         sizes[dev] = hi - lo;
         if (offsets) {
             int64_t elems = (hi - lo) * ts;
             part[dev] = (gpu_part){
-                .grid = r > 0 && hi > lo ? gpu_grid_for(d, f, block, elems)
-                                         : 0,
-                .n = nd, .grain = 2 + r, .first = ts};
+                .grid = r > 0 && hi > lo ? gpu_grid_for(d, f, block, elems) : 0,
+                .n = nd,
+                .grain = 2 + r,
+                .first = ts};
             sizes[dev] = r > 0 ? elems : 0;
         }
     }
     /* the parts' folds (entry 1 of a fold), or the earlier parts' last
      * prefixes that parts 1 .. D - 1 read (a scan's entry 1), handed
      * over by devices 1 .. D - 1 */
-    int64_t handed = scan ? (offsets ? (int64_t)nd * (nd - 1) / 2 : 0)
-                          : nd - 1;
+    int64_t handed = scan ? (offsets ? (int64_t)nd * (nd - 1) / 2 : 0) : nd - 1;
     gpu_multi_moved(d, (uint64_t)handed * elem_bytes(j, j->out[0]->type));
     return gpu_launch_parts(d, f, block, part, j->w, NULL,
                             scan ? "tiles" : "elements", sizes, WHO);
@@ -1624,8 +1623,7 @@ static weft_status rt_read_error(rt_job *j, int64_t *word)
     uint64_t p = j->w[k->item[k->err_item].word];
     /* small outputs come along: a result read right after the run needs
      * no second wait */
-    weft_status s =
-        gpu_read_words(dev_of(j), p, word, 1, j->out, k->nout, WHO);
+    weft_status s = gpu_read_words(dev_of(j), p, word, 1, j->out, k->nout, WHO);
     if (s == WEFT_OK && *word != 0) {
         s = gpu_memset32(dev_of(j), p, 0, sizeof *word / 4, WHO);
     }
@@ -1697,9 +1695,8 @@ static weft_status hook(void *user, fe_ix *ix, const fe_term *t,
     if (!st->clean_ok) {
         /* the clean area: made and zeroed on first use (the stream
          * orders the memset before every kernel) */
-        weft_status s = st->clean ? WEFT_OK
-                                  : gpu_mem_alloc(d, CLEAN_AREA, &st->clean,
-                                                  WHO);
+        weft_status s =
+            st->clean ? WEFT_OK : gpu_mem_alloc(d, CLEAN_AREA, &st->clean, WHO);
         if (s == WEFT_OK) {
             s = gpu_memset32(d, st->clean, 0, CLEAN_AREA / 4, WHO);
         }
@@ -1712,10 +1709,13 @@ static weft_status hook(void *user, fe_ix *ix, const fe_term *t,
     /* Enough chunks of fold and scan rows that every SM has work, each of
      * at least 256 elements; light element-wise work st->grain (4)
      * elements per thread and chunk (sk_elements), any other one. */
-    rt_backend rb = {.ops = &ptx_rt_ops, .be = d,
+    rt_backend rb = {.ops = &ptx_rt_ops,
+                     .be = d,
                      .workers = (int64_t)gpu_dev_sms(d) * 64,
-                     .grain = k->light ? st->grain : 1, .chunk_min = 256,
-                     .be_job = &pj, .devices = gpu_multi_count(d)};
+                     .grain = k->light ? st->grain : 1,
+                     .chunk_min = 256,
+                     .be_job = &pj,
+                     .devices = gpu_multi_count(d)};
     if (k->aux_item[SK_CANCEL_AUX] >= 0) {
         /* lowered before each such kernel: runs on one device are
          * serialised, and a run whose flag was raised stops (rt_exec) */
@@ -1799,7 +1799,8 @@ static weft_status device(weft_context *ctx, const char *who, gpu_dev **out)
     if (!*out) {
         return fe_error(WEFT_ERR_BACKEND_UNAVAILABLE,
                         "%s: this context compiles for another GPU (target "
-                        "%s) and has no device", who, ctx->cfg.target_cpu);
+                        "%s) and has no device",
+                        who, ctx->cfg.target_cpu);
     }
     return WEFT_OK;
 }

@@ -331,8 +331,8 @@ weft_status gpu_device_info(int ordinal, weft_device_info *out)
            CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
     /* Newer drivers may stop reporting the clock: 0 then, no error. */
     if (gpu_drv.cuDeviceGetAttribute(&out->clock_khz,
-                                     CU_DEVICE_ATTRIBUTE_CLOCK_RATE, dev)
-        != CUDA_SUCCESS) {
+                                     CU_DEVICE_ATTRIBUTE_CLOCK_RATE,
+                                     dev) != CUDA_SUCCESS) {
         out->clock_khz = 0;
     }
     GPU_CU(NULL, who, cuDeviceTotalMem, &total, dev);
@@ -370,8 +370,7 @@ weft_status gpu_cu_fail(gpu_dev *d, const char *who, const char *call,
     weft_status s = r == CUDA_ERROR_OUT_OF_MEMORY ? WEFT_ERR_OUT_OF_MEMORY
                                                   : WEFT_ERR_DEVICE;
     if (d && is_kernel_fault(r) && d->pending[0]) {
-        fe_error(s, "%s: kernel %s failed: %s: %s", who, d->pending, name,
-                 str);
+        fe_error(s, "%s: kernel %s failed: %s: %s", who, d->pending, name, str);
         d->pending[0] = '\0';
         return s;
     }
@@ -558,8 +557,8 @@ void gpu_dev_close(gpu_dev *d)
         d->stage_event = NULL;
     }
     if (live) {
-        timed_flush(d, d->ntimed > 0 && gpu_call(d)->cuStreamSynchronize(d->stream)
-                                            == CUDA_SUCCESS);
+        timed_flush(d, d->ntimed > 0 && gpu_call(d)->cuStreamSynchronize(
+                                            d->stream) == CUDA_SUCCESS);
         for (int i = 0; i < d->nevents; i++) {
             gpu_call(d)->cuEventDestroy(d->timed[i].start);
             gpu_call(d)->cuEventDestroy(d->timed[i].end);
@@ -591,8 +590,7 @@ weft_status gpu_ctx_sync(gpu_dev *d, const char *who)
         /* weft's own stream first, watching loops ("Loops") */
         st = gpu_stream_wait(d, who);
     }
-    CUresult r = st == WEFT_OK ? gpu_call(d)->cuCtxSynchronize()
-                               : CUDA_SUCCESS;
+    CUresult r = st == WEFT_OK ? gpu_call(d)->cuCtxSynchronize() : CUDA_SUCCESS;
     if (r != CUDA_SUCCESS) {
         st = gpu_cu_fail(d, who, "cuCtxSynchronize", r, __FILE__, __LINE__);
     }
@@ -665,8 +663,7 @@ weft_status gpu_module_load(gpu_dev *d, const void *text, size_t n,
     }
     *out = NULL;
     if (n == 0 || n == SIZE_MAX) {
-        return fe_error(WEFT_ERR_DEVICE, "%s: the kernel's PTX is empty",
-                        who);
+        return fe_error(WEFT_ERR_DEVICE, "%s: the kernel's PTX is empty", who);
     }
     /* The JIT wants the text NUL-terminated. */
     char *ptx = fe_alloc(d->ctx, n + 1);
@@ -768,8 +765,8 @@ weft_status gpu_module_fn(gpu_dev *d, gpu_module *m, const char *name,
 {
     static const char who[] = "weft_compile";
     if (!d || !m || !name || !out || shared_per_thread < 0 || block_max < 0) {
-        return fe_error(WEFT_ERR_INTERNAL,
-                        "%s: gpu_module_fn: bad arguments", who);
+        return fe_error(WEFT_ERR_INTERNAL, "%s: gpu_module_fn: bad arguments",
+                        who);
     }
     memset(out, 0, sizeof *out);
     weft_status st = gpu_enter(d, who);
@@ -779,18 +776,17 @@ weft_status gpu_module_fn(gpu_dev *d, gpu_module *m, const char *name,
     CUfunction f = NULL;
     CUresult r = gpu_call(d)->cuModuleGetFunction(&f, m->mod, name);
     if (r == CUDA_ERROR_NOT_FOUND) {
-        st = fe_error(WEFT_ERR_INTERNAL, "%s: the module has no kernel %s",
-                      who, name);
+        st = fe_error(WEFT_ERR_INTERNAL, "%s: the module has no kernel %s", who,
+                      name);
         goto cleanup;
     }
     if (r != CUDA_SUCCESS) {
-        st = gpu_cu_fail(d, who, "cuModuleGetFunction", r, __FILE__,
-                         __LINE__);
+        st = gpu_cu_fail(d, who, "cuModuleGetFunction", r, __FILE__, __LINE__);
         goto cleanup;
     }
     int min_grid = 0, block = 0, per_sm = 0;
-    GPU_CU(d, who, cuOccupancyMaxPotentialBlockSize, &min_grid, &block, f,
-           NULL, 0, block_max);
+    GPU_CU(d, who, cuOccupancyMaxPotentialBlockSize, &min_grid, &block, f, NULL,
+           0, block_max);
     if (shared_per_thread > 0) {
         int fixed = 0;
         GPU_CU(d, who, cuFuncGetAttribute, &fixed,
@@ -807,8 +803,8 @@ weft_status gpu_module_fn(gpu_dev *d, gpu_module *m, const char *name,
             goto cleanup;
         }
         int limit = block < cap ? block : cap; /* block <= block_max */
-        GPU_CU(d, who, cuOccupancyMaxPotentialBlockSize, &min_grid, &block,
-               f, NULL, (size_t)shared_per_thread * (size_t)limit, limit);
+        GPU_CU(d, who, cuOccupancyMaxPotentialBlockSize, &min_grid, &block, f,
+               NULL, (size_t)shared_per_thread * (size_t)limit, limit);
     }
     if (block < 1) {
         st = fe_error(WEFT_ERR_INTERNAL,
@@ -873,10 +869,10 @@ static void timed_flush(gpu_dev *d, bool done)
     for (int i = 0; done && i < d->ntimed; i++) {
         const gpu_timed *t = &d->timed[i];
         float off = 0, ms = 0;
-        if (gpu_call(d)->cuEventElapsedTime(&off, first->start, t->start)
-                != CUDA_SUCCESS
-            || gpu_call(d)->cuEventElapsedTime(&ms, t->start, t->end)
-                   != CUDA_SUCCESS) {
+        if (gpu_call(d)->cuEventElapsedTime(&off, first->start, t->start) !=
+                CUDA_SUCCESS ||
+            gpu_call(d)->cuEventElapsedTime(&ms, t->start, t->end) !=
+                CUDA_SUCCESS) {
             continue;
         }
         off = off > 0 ? off : 0;
@@ -901,8 +897,8 @@ static gpu_timed *timed_slot(gpu_dev *d, const gpu_fn *f, unsigned grid,
                             ("Loops"); this launch goes untimed */
         }
         /* only while tracing: make the events reusable */
-        timed_flush(d, gpu_call(d)->cuStreamSynchronize(d->stream)
-                           == CUDA_SUCCESS);
+        timed_flush(d, gpu_call(d)->cuStreamSynchronize(d->stream) ==
+                           CUDA_SUCCESS);
     }
     gpu_timed *t = &d->timed[d->ntimed];
     if (d->ntimed == d->nevents) {
@@ -969,10 +965,11 @@ weft_status gpu_launch(gpu_dev *d, const gpu_fn *f, unsigned grid, int block,
     if (t && gpu_call(d)->cuEventRecord(t->start, d->stream) != CUDA_SUCCESS) {
         t = NULL;
     }
-    CUresult r = gpu_call(d)->cuLaunchKernel(f->fn, grid, 1, 1, (unsigned)block,
-                                        1, 1, shared, d->stream, params, NULL);
-    if (t && r == CUDA_SUCCESS
-        && gpu_call(d)->cuEventRecord(t->end, d->stream) == CUDA_SUCCESS) {
+    CUresult r =
+        gpu_call(d)->cuLaunchKernel(f->fn, grid, 1, 1, (unsigned)block, 1, 1,
+                                    shared, d->stream, params, NULL);
+    if (t && r == CUDA_SUCCESS &&
+        gpu_call(d)->cuEventRecord(t->end, d->stream) == CUDA_SUCCESS) {
         d->ntimed++;
     }
     if (r != CUDA_SUCCESS) {

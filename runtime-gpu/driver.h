@@ -103,7 +103,7 @@ enum {
     CU_JIT_ERROR_LOG_BUFFER = 5,
     CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
     CU_JIT_OPTIMIZATION_LEVEL = 7, /* 0 to 4, 4 the default */
-    CU_JIT_SPLIT_COMPILE = 34, /* newer drivers only (cuda.c) */
+    CU_JIT_SPLIT_COMPILE = 34,     /* newer drivers only (cuda.c) */
 };
 
 enum { CU_STREAM_NON_BLOCKING = 1 };
@@ -185,9 +185,8 @@ typedef struct gpu_driver {
     CUresult (*cuStreamWaitEvent)(CUstream s, CUevent e, unsigned flags);
     CUresult (*cuDeviceCanAccessPeer)(int *can, CUdevice dev, CUdevice peer);
     CUresult (*cuCtxEnablePeerAccess)(CUcontext peer, unsigned flags);
-    CUresult (*cuMemAddressReserve)(CUdeviceptr *p, size_t size,
-                                    size_t align, CUdeviceptr addr,
-                                    unsigned long long flags);
+    CUresult (*cuMemAddressReserve)(CUdeviceptr *p, size_t size, size_t align,
+                                    CUdeviceptr addr, unsigned long long flags);
     CUresult (*cuMemAddressFree)(CUdeviceptr p, size_t size);
     CUresult (*cuMemCreate)(CUmemGenericAllocationHandle *h, size_t size,
                             const CUmemAllocationProp *prop,
@@ -217,24 +216,23 @@ extern gpu_driver gpu_drv;
  * recorded before and after it on the stream, read at the next wait. */
 typedef struct gpu_timed {
     CUevent start, end;
-    uint64_t host_ns;       /* fe_clock_ns when it was launched */
-    const char *name;       /* the kernel function's (its module's copy) */
+    uint64_t host_ns; /* fe_clock_ns when it was launched */
+    const char *name; /* the kernel function's (its module's copy) */
     unsigned grid;
     int block;
-    int regs;               /* the kernel's registers per thread */
+    int regs; /* the kernel's registers per thread */
 } gpu_timed;
 
-typedef struct gpu_block gpu_block;   /* a pooled device block (mem.c) */
-typedef struct gpu_multi gpu_multi;   /* the other devices (multi.c) */
-
+typedef struct gpu_block gpu_block; /* a pooled device block (mem.c) */
+typedef struct gpu_multi gpu_multi; /* the other devices (multi.c) */
 
 /* A kernel name handed out in a gpu_fn (gpu_fn.name points at s), with
  * the kernel's function on each device of a context over several
  * (multi.c; on[0] unused: device 0 has gpu_fn.fn). */
 typedef struct gpu_name {
     struct gpu_name *next;
-    size_t size;             /* of this record */
-    gpu_module *mod;         /* whose kernel it is */
+    size_t size;     /* of this record */
+    gpu_module *mod; /* whose kernel it is */
     CUfunction on[GPU_MULTI_MAX];
     char s[];
 } gpu_name;
@@ -244,25 +242,25 @@ typedef struct gpu_name {
 struct gpu_module {
     CUmodule mod;
     gpu_name *names;
-    char *ptx;               /* NUL-terminated copy, or NULL */
-    size_t nptx;             /* its bytes, NUL included */
+    char *ptx;   /* NUL-terminated copy, or NULL */
+    size_t nptx; /* its bytes, NUL included */
     int opt_level;
     CUmodule on[GPU_MULTI_MAX]; /* loaded on device i (on[0] unused) */
 };
 typedef struct gpu_mirror gpu_mirror; /* an array's device copy (mem.c) */
 
 struct gpu_dev {
-    weft_context *ctx;      /* allocator (may be NULL) */
-    pthread_mutex_t lock;   /* recursive: see gpu.h */
+    weft_context *ctx;    /* allocator (may be NULL) */
+    pthread_mutex_t lock; /* recursive: see gpu.h */
     int ordinal;
     CUdevice dev;
-    CUcontext cu;           /* the device's primary context, retained */
-    CUstream stream;        /* non-blocking; every copy and launch */
-    int sm;                 /* compute capability, major * 10 + minor */
-    int sms;                /* multiprocessors */
-    int smem_per_block;     /* dynamic + static shared memory a block may
+    CUcontext cu;       /* the device's primary context, retained */
+    CUstream stream;    /* non-blocking; every copy and launch */
+    int sm;             /* compute capability, major * 10 + minor */
+    int sms;            /* multiprocessors */
+    int smem_per_block; /* dynamic + static shared memory a block may
                                use without opting in (48 KiB) */
-    uint64_t memory;        /* total device memory */
+    uint64_t memory;    /* total device memory */
     char name[256];
     /* kernels launched since the last sync, ", "-separated, for faults */
     char pending[GPU_PENDING_MAX];
@@ -270,21 +268,21 @@ struct gpu_dev {
     gpu_block *pool[GPU_CLASSES]; /* freed blocks by size class */
     gpu_mirror *lru_head;         /* mirrored arrays, most recent first */
     gpu_mirror *lru_tail;
-    uint64_t held;          /* bytes from cuMemAlloc, pool included */
-    uint64_t pooled;        /* bytes in the pool */
-    uint64_t limit;         /* gpu_mem_set_limit (0: none) */
+    uint64_t held;   /* bytes from cuMemAlloc, pool included */
+    uint64_t pooled; /* bytes in the pool */
+    uint64_t limit;  /* gpu_mem_set_limit (0: none) */
     uint64_t uploaded, downloaded, evictions;
     /* the cancel flag (gpu_cancel_flag): an i32 in mapped, pinned host
      * memory, and its device address; the GPU_SPEC_FLAGS flags of
      * speculative bodies follow it (cuda.c, "Speculation") */
     volatile int32_t *cancel_host;
     CUdeviceptr cancel_dev;
-    int spec;               /* the flag of the body speculated now (1 ..
+    int spec;        /* the flag of the body speculated now (1 ..
                                GPU_SPEC_FLAGS), or 0 */
-    int spec_next;          /* the flag the next one takes */
-    bool spec_loops;        /* a loop kernel of it is queued */
-    bool spoiled;           /* a wait stopped its loop kernels */
-    bool stage_spec;        /* stage_event was recorded after them */
+    int spec_next;   /* the flag the next one takes */
+    bool spec_loops; /* a loop kernel of it is queued */
+    bool spoiled;    /* a wait stopped its loop kernels */
+    bool stage_spec; /* stage_event was recorded after them */
     /* a kernel with a scalar while loop was queued since the stream was
      * last waited for: the run's cancellation, which every wait until
      * then watches (cuda.c, "Loops"); else NULL */
@@ -293,8 +291,8 @@ struct gpu_dev {
      * ntimed of timed[]; events are made on first use and kept */
     gpu_timed timed[GPU_TIMED_MAX];
     int ntimed;
-    int nevents;            /* entries of timed[] whose events exist */
-    uint64_t calls;         /* driver calls made for d (gpu_call) */
+    int nevents;    /* entries of timed[] whose events exist */
+    uint64_t calls; /* driver calls made for d (gpu_call) */
     /* gpu_enter: how deep the thread holding the lock has entered d, and
      * whether the outermost enter pushed d's context (it did not when the
      * context was current on that thread already) */
@@ -345,7 +343,6 @@ static inline const gpu_driver *gpu_call(gpu_dev *d)
     return &gpu_drv;
 }
 
-
 /* The status of a failed driver call `call` (its cuda.h name) made for
  * `who`: WEFT_ERR_OUT_OF_MEMORY for CUDA_ERROR_OUT_OF_MEMORY, else
  * WEFT_ERR_DEVICE, with the message "<who>: <call>: <error name>: <error
@@ -358,13 +355,13 @@ weft_status gpu_cu_fail(gpu_dev *d, const char *who, const char *call,
 
 /* Call driver entry point `fn` with the remaining arguments; on failure set
  * the local `st` and jump to the local label `cleanup`. */
-#define GPU_CU(d, who, fn, ...)                                             \
-    do {                                                                    \
-        CUresult gpu_r_ = gpu_call(d)->fn(__VA_ARGS__);                          \
-        if (gpu_r_ != CUDA_SUCCESS) {                                       \
-            st = gpu_cu_fail((d), (who), #fn, gpu_r_, __FILE__, __LINE__);  \
-            goto cleanup;                                                   \
-        }                                                                   \
+#define GPU_CU(d, who, fn, ...)                                                \
+    do {                                                                       \
+        CUresult gpu_r_ = gpu_call(d)->fn(__VA_ARGS__);                        \
+        if (gpu_r_ != CUDA_SUCCESS) {                                          \
+            st = gpu_cu_fail((d), (who), #fn, gpu_r_, __FILE__, __LINE__);     \
+            goto cleanup;                                                      \
+        }                                                                      \
     } while (0)
 
 /* Wait for d's stream (d entered); a fault names the pending kernels.

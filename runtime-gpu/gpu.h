@@ -46,11 +46,11 @@ typedef struct gpu_module gpu_module;
 
 /* A kernel function of a loaded module. */
 typedef struct gpu_fn {
-    void *fn;            /* CUfunction */
-    const char *name;    /* points into the module's copy */
-    int block;           /* threads per block from the occupancy API */
-    int blocks_per_sm;   /* resident blocks of that size per SM */
-    int regs;            /* registers per thread (for traces) */
+    void *fn;          /* CUfunction */
+    const char *name;  /* points into the module's copy */
+    int block;         /* threads per block from the occupancy API */
+    int blocks_per_sm; /* resident blocks of that size per SM */
+    int regs;          /* registers per thread (for traces) */
 } gpu_fn;
 
 /* Open device `ordinal` (< 0: $WEFT_DEVICE, else 0) of the driver:
@@ -207,8 +207,8 @@ void gpu_mem_close(gpu_dev *d);
 /* Copies on the stream.  Host to device and device to host wait for the
  * copy to finish before returning (the host buffer may be reused at
  * once); device to device and memset do not. */
-weft_status gpu_upload(gpu_dev *d, uint64_t dst, const void *src,
-                       size_t bytes, const char *who);
+weft_status gpu_upload(gpu_dev *d, uint64_t dst, const void *src, size_t bytes,
+                       const char *who);
 weft_status gpu_download(gpu_dev *d, void *dst, uint64_t src, size_t bytes,
                          const char *who);
 /* Read the nwords 8-byte words at device address src (error words; at
@@ -217,9 +217,8 @@ weft_status gpu_download(gpu_dev *d, void *dst, uint64_t src, size_t bytes,
  * d are newer than their host copies come to the host too when they take
  * a few KiB in all (a small result read right after its run then costs
  * nothing more).  Errors as gpu_download. */
-weft_status gpu_read_words(gpu_dev *d, uint64_t src, int64_t *words,
-                           int nwords, weft_array *const *outs, int nout,
-                           const char *who);
+weft_status gpu_read_words(gpu_dev *d, uint64_t src, int64_t *words, int nwords,
+                           weft_array *const *outs, int nout, const char *who);
 weft_status gpu_copy(gpu_dev *d, uint64_t dst, uint64_t src, size_t bytes,
                      const char *who);
 weft_status gpu_memset32(gpu_dev *d, uint64_t dst, uint32_t v, size_t n,
@@ -252,8 +251,8 @@ void gpu_array_unpin(gpu_dev *d, weft_array *a);
  * Errors as gpu_array_in, WEFT_ERR_DEVICE. */
 weft_status gpu_array_wrap(gpu_dev *d, weft_array *a, void *const *ptrs,
                            const char *who);
-weft_status gpu_array_export(gpu_dev *d, weft_array *a, int leaf,
-                             bool writable, uint64_t *ptr, const char *who);
+weft_status gpu_array_export(gpu_dev *d, weft_array *a, int leaf, bool writable,
+                             uint64_t *ptr, const char *who);
 
 /* Counters of d (bytes both ways, evictions, device bytes held now
  * including the pool, driver calls made for d). */
@@ -269,7 +268,8 @@ void gpu_mem_set_limit(gpu_dev *d, uint64_t bytes);
 /* ===== multi.c ===== */
 
 #define GPU_MULTI_MAX 8 /* devices of one context */
-#define GPU_MULTI_MIN ((size_t)1 << 20) /* bytes: blocks this large and
+#define GPU_MULTI_MIN                                                          \
+    ((size_t)1 << 20) /* bytes: blocks this large and
                                            larger are split over the
                                            devices, smaller ones live on
                                            the first (multi.c, "Memory") */
@@ -291,8 +291,7 @@ weft_status gpu_devices_parse(const char *spec, int count, int *ords, int *n,
  * calls (WEFT_ERR_BACKEND_UNAVAILABLE naming the missing one); driver
  * failures WEFT_ERR_DEVICE.  Call before anything is compiled or run on
  * d; gpu_multi_end closes the other devices. */
-weft_status gpu_multi_open(gpu_dev *d, const int *ords, int n,
-                           const char *who);
+weft_status gpu_multi_open(gpu_dev *d, const int *ords, int n, const char *who);
 /* Close the other devices of d's context (nothing for one): after
  * gpu_mem_close, before gpu_dev_close. */
 void gpu_multi_end(gpu_dev *d);
@@ -339,8 +338,8 @@ typedef struct gpu_replicas {
  * other devices read from replicas.  Errors as gpu_launch. */
 weft_status gpu_launch_split(gpu_dev *d, const gpu_fn *f, int64_t total,
                              int64_t grain, int64_t unit, int block,
-                             bool one_pass, void *args,
-                             const gpu_replicas *rep, const char *who);
+                             bool one_pass, void *args, const gpu_replicas *rep,
+                             const char *who);
 /* One device's launch of a kernel over several devices: its grid (0:
  * none on that device) and the kernel's n, grain and first parameters. */
 typedef struct gpu_part {

@@ -64,24 +64,24 @@ struct gpu_block {
 };
 
 struct gpu_mirror {
-    gpu_dev *d;                /* the device that holds the copy */
+    gpu_dev *d; /* the device that holds the copy */
     weft_array *a;
-    gpu_mirror *prev, *next;   /* d's LRU list, most recent first */
+    gpu_mirror *prev, *next; /* d's LRU list, most recent first */
     int nleaf;
-    int pins;                  /* gpu_array_in/_out not yet unpinned */
-    bool host_valid;           /* a->data holds the current values */
-    bool device_valid;         /* ptr[] holds the current values */
-    bool foreign;              /* ptr[] are the caller's (a device array):
+    int pins;          /* gpu_array_in/_out not yet unpinned */
+    bool host_valid;   /* a->data holds the current values */
+    bool device_valid; /* ptr[] holds the current values */
+    bool foreign;      /* ptr[] are the caller's (a device array):
                                   never freed, pooled or evicted */
-    bool fixed;                /* never evicted: foreign, or its addresses
+    bool fixed;        /* never evicted: foreign, or its addresses
                                   were given out (gpu_array_export) */
-    bool host_own;             /* a->data[] made here (a device array read
+    bool host_own;     /* a->data[] made here (a device array read
                                   on the host), freed at drop */
-    size_t stage;              /* 1 + the offset in d->stage of a
+    size_t stage;      /* 1 + the offset in d->stage of a
                                   prefetched copy to take (0: none) */
-    size_t size;               /* of this record, for fe_free */
-    uint64_t *ptr;             /* device buffer of each leaf (0: none) */
-    size_t *bytes;             /* bytes of each leaf */
+    size_t size;       /* of this record, for fe_free */
+    uint64_t *ptr;     /* device buffer of each leaf (0: none) */
+    size_t *bytes;     /* bytes of each leaf */
 };
 
 static void mirror_drop(weft_array *a);
@@ -148,9 +148,9 @@ static size_t rounded(size_t n)
  * simulated out-of-memory. */
 static CUresult driver_alloc(gpu_dev *d, size_t size, CUdeviceptr *p)
 {
-    if (d->limit && (d->multi ? !gpu_multi_fits(d, size, d->limit)
-                              : d->held > d->limit ||
-                                    size > d->limit - d->held)) {
+    if (d->limit &&
+        (d->multi ? !gpu_multi_fits(d, size, d->limit)
+                  : d->held > d->limit || size > d->limit - d->held)) {
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     CUresult r = d->multi && size >= GPU_MULTI_MIN
@@ -326,16 +326,14 @@ static size_t staged_bytes(const gpu_mirror *m)
 /* Queue the download of m's leaves on d's stream (d entered) into buf,
  * each at its leaf_room offset, or, buf NULL, straight into the host
  * copy; *n grows by the bytes queued.  The driver's result. */
-static CUresult queue_leaves(gpu_dev *d, gpu_mirror *m, char *buf,
-                             uint64_t *n)
+static CUresult queue_leaves(gpu_dev *d, gpu_mirror *m, char *buf, uint64_t *n)
 {
     size_t off = 0;
     for (int l = 0; l < m->nleaf; l++) {
         if (m->bytes[l] > 0 && m->ptr[l]) {
             void *dst = buf ? buf + off : m->a->data[l];
             CUresult r = gpu_call(d)->cuMemcpyDtoHAsync(dst, m->ptr[l],
-                                                        m->bytes[l],
-                                                        d->stream);
+                                                        m->bytes[l], d->stream);
             if (r != CUDA_SUCCESS) {
                 return r;
             }
@@ -372,8 +370,7 @@ static weft_status download_leaves(gpu_dev *d, gpu_mirror *m, const char *who)
     char *b = staged_bytes(m) <= GPU_BOUNCE ? bounce(d) : NULL;
     CUresult r = queue_leaves(d, m, b, &n);
     if (r != CUDA_SUCCESS) {
-        return gpu_cu_fail(d, who, "cuMemcpyDtoHAsync", r, __FILE__,
-                           __LINE__);
+        return gpu_cu_fail(d, who, "cuMemcpyDtoHAsync", r, __FILE__, __LINE__);
     }
     st = gpu_stream_wait(d, who);
     if (st == WEFT_OK && b) {
@@ -521,8 +518,8 @@ weft_status gpu_mem_alloc(gpu_dev *d, size_t bytes, uint64_t *out,
             continue;
         }
         gpu_mirror *victim = d->lru_tail;
-        while (victim && (victim->pins > 0 || victim->fixed ||
-                          !has_buffers(victim))) {
+        while (victim &&
+               (victim->pins > 0 || victim->fixed || !has_buffers(victim))) {
             victim = victim->prev;
         }
         if (!victim) {
@@ -575,8 +572,8 @@ void gpu_mem_free(gpu_dev *d, uint64_t p, size_t bytes)
 
 /* ---- plain copies ----------------------------------------------------------- */
 
-weft_status gpu_upload(gpu_dev *d, uint64_t dst, const void *src,
-                       size_t bytes, const char *who)
+weft_status gpu_upload(gpu_dev *d, uint64_t dst, const void *src, size_t bytes,
+                       const char *who)
 {
     if (bytes == 0) {
         return WEFT_OK;
@@ -629,9 +626,8 @@ cleanup:
 static gpu_mirror *stale_on(gpu_dev *d, weft_array *a);
 static weft_status make_host(gpu_dev *d, gpu_mirror *m, const char *who);
 
-weft_status gpu_read_words(gpu_dev *d, uint64_t src, int64_t *words,
-                           int nwords, weft_array *const *outs, int nout,
-                           const char *who)
+weft_status gpu_read_words(gpu_dev *d, uint64_t src, int64_t *words, int nwords,
+                           weft_array *const *outs, int nout, const char *who)
 {
     size_t wbytes = sizeof *words * (size_t)nwords;
     memset(words, 0, wbytes);
@@ -659,8 +655,8 @@ weft_status gpu_read_words(gpu_dev *d, uint64_t src, int64_t *words,
         }
         CUresult r = queue_leaves(d, m, b + off, &n);
         if (r != CUDA_SUCCESS) {
-            st = gpu_cu_fail(d, who, "cuMemcpyDtoHAsync", r, __FILE__,
-                             __LINE__);
+            st =
+                gpu_cu_fail(d, who, "cuMemcpyDtoHAsync", r, __FILE__, __LINE__);
             goto cleanup;
         }
         off += staged_bytes(m);
@@ -793,8 +789,7 @@ static weft_status mirror_get(gpu_dev *d, weft_array *a, const char *who,
 
 /* Pin m and give every non-empty leaf a device buffer (d entered); on
  * failure m is as it was (buffers made so far are kept). */
-static weft_status pin_with_buffers(gpu_dev *d, gpu_mirror *m,
-                                    const char *who)
+static weft_status pin_with_buffers(gpu_dev *d, gpu_mirror *m, const char *who)
 {
     m->pins++; /* before allocating: not a victim of its own eviction */
     for (int l = 0; l < m->nleaf; l++) {
@@ -943,8 +938,7 @@ static weft_status mirror_to_host(weft_array *a)
     if (!m->host_valid && (st = make_host(d, m, who)) == WEFT_OK) {
         st = gpu_enter(d, who);
         if (st == WEFT_OK) {
-            st = m->stage ? take_staged(d, m, who)
-                          : download_leaves(d, m, who);
+            st = m->stage ? take_staged(d, m, who) : download_leaves(d, m, who);
             gpu_leave(d);
         }
     }
@@ -966,23 +960,22 @@ static void mirror_prefetch(weft_array *a)
         return;
     }
     void *p = NULL;
-    if (!d->stage && gpu_call(d)->cuMemHostAlloc(&p, GPU_STAGE, 0) ==
-                         CUDA_SUCCESS) {
+    if (!d->stage &&
+        gpu_call(d)->cuMemHostAlloc(&p, GPU_STAGE, 0) == CUDA_SUCCESS) {
         d->stage = p;
     }
     CUevent e = NULL;
-    if (!d->stage_event &&
-        gpu_call(d)->cuEventCreate(&e, CU_EVENT_DISABLE_TIMING) ==
-            CUDA_SUCCESS) {
+    if (!d->stage_event && gpu_call(d)->cuEventCreate(
+                               &e, CU_EVENT_DISABLE_TIMING) == CUDA_SUCCESS) {
         d->stage_event = e;
     }
-    bool ok = d->stage && d->stage_event && make_host(d, m, "weft_run") ==
-                                                WEFT_OK;
+    bool ok =
+        d->stage && d->stage_event && make_host(d, m, "weft_run") == WEFT_OK;
     uint64_t n = 0;
     ok = ok && queue_leaves(d, m, (char *)d->stage + d->stage_used, &n) ==
                    CUDA_SUCCESS;
-    if (ok && gpu_call(d)->cuEventRecord(d->stage_event, d->stream) ==
-                  CUDA_SUCCESS) {
+    if (ok &&
+        gpu_call(d)->cuEventRecord(d->stage_event, d->stream) == CUDA_SUCCESS) {
         d->stage_spec = d->spec_loops; /* cuda.c, "Speculation" */
         m->stage = d->stage_used + 1;
         d->stage_used += room;
@@ -1064,7 +1057,7 @@ static void release_all(gpu_dev *d, bool live)
             for (int l = 0; l < m->nleaf; l++) {
                 if (m->bytes[l] > 0 && m->ptr[l]) {
                     gpu_call(d)->cuMemcpyDtoHAsync(m->a->data[l], m->ptr[l],
-                                              m->bytes[l], d->stream);
+                                                   m->bytes[l], d->stream);
                 }
             }
             gpu_call(d)->cuStreamSynchronize(d->stream);
@@ -1129,8 +1122,8 @@ weft_status gpu_array_wrap(gpu_dev *d, weft_array *a, void *const *ptrs,
     return st;
 }
 
-weft_status gpu_array_export(gpu_dev *d, weft_array *a, int leaf,
-                             bool writable, uint64_t *ptr, const char *who)
+weft_status gpu_array_export(gpu_dev *d, weft_array *a, int leaf, bool writable,
+                             uint64_t *ptr, const char *who)
 {
     uint64_t *ptrs = fe_calloc(d->ctx, sizeof *ptrs * (size_t)a->nleaf);
     if (!ptrs) {

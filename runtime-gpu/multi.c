@@ -91,9 +91,11 @@
 
 #include "driver.h"
 
-#define GPU_SPLIT_UNIT 1024 /* chunks: a device's range starts at a
+#define GPU_SPLIT_UNIT                                                         \
+    1024 /* chunks: a device's range starts at a
                                multiple of this */
-#define GPU_SPLIT_MIN 64    /* units: a kernel of fewer runs on device 0
+#define GPU_SPLIT_MIN                                                          \
+    64 /* units: a kernel of fewer runs on device 0
                                alone (64 units of 4-element chunks: 1 MiB
                                of f32, the size from which arrays are
                                split; below it the joins of the streams
@@ -103,41 +105,41 @@
 typedef struct gpu_range {
     struct gpu_range *next;
     CUdeviceptr p;
-    size_t size;                 /* reserved and mapped (granules) */
-    size_t blk[GPU_MULTI_MAX];   /* bytes of device i's block (may be 0) */
+    size_t size;               /* reserved and mapped (granules) */
+    size_t blk[GPU_MULTI_MAX]; /* bytes of device i's block (may be 0) */
     CUmemGenericAllocationHandle h[GPU_MULTI_MAX];
 } gpu_range;
 
 typedef struct gpu_other {
     int ordinal;
     CUdevice dev;
-    CUcontext cu;         /* d->cu, another device's, or an earlier one's */
-    bool retained;        /* cu is retained by this entry */
-    CUstream stream;      /* device 0: d->stream */
-    CUevent done;         /* recorded after its part of a split kernel */
-    uint64_t bytes;       /* bytes of ranges held in its memory now */
-    CUdeviceptr rep;      /* its replicas ("Replicas"), rep_size bytes */
+    CUcontext cu;    /* d->cu, another device's, or an earlier one's */
+    bool retained;   /* cu is retained by this entry */
+    CUstream stream; /* device 0: d->stream */
+    CUevent done;    /* recorded after its part of a split kernel */
+    uint64_t bytes;  /* bytes of ranges held in its memory now */
+    CUdeviceptr rep; /* its replicas ("Replicas"), rep_size bytes */
     size_t rep_size;
-    uint64_t *args;       /* the argument block with its replicas' */
-    size_t args_cap;      /* words of args */
+    uint64_t *args;  /* the argument block with its replicas' */
+    size_t args_cap; /* words of args */
 } gpu_other;
 
 struct gpu_multi {
     int n;
     gpu_other dev[GPU_MULTI_MAX];
-    bool distinct;        /* some device has a context other than d->cu */
-    CUevent ready;        /* on d->stream, before a split kernel */
-    size_t gran;          /* allocation granularity (the largest) */
+    bool distinct; /* some device has a context other than d->cu */
+    CUevent ready; /* on d->stream, before a split kernel */
+    size_t gran;   /* allocation granularity (the largest) */
     gpu_range *ranges;
-    uint64_t launches;    /* kernels split over the devices */
-    uint64_t moved;       /* bytes of partials handed to device 0, and
+    uint64_t launches; /* kernels split over the devices */
+    uint64_t moved;    /* bytes of partials handed to device 0, and
                              of replicas copied to the others */
 };
 
 /* ---- the list of devices --------------------------------------------------- */
 
-weft_status gpu_devices_parse(const char *spec, int count, int *ords,
-                              int *n, const char *who)
+weft_status gpu_devices_parse(const char *spec, int count, int *ords, int *n,
+                              const char *who)
 {
     *n = 0;
     if (!spec || !*spec) {
@@ -175,8 +177,8 @@ weft_status gpu_devices_parse(const char *spec, int count, int *ords,
         }
         if (k == GPU_MULTI_MAX) {
             return fe_error(WEFT_ERR_INVALID_ARGUMENT,
-                            "%s: devices \"%.64s\": more than %d devices",
-                            who, spec, GPU_MULTI_MAX);
+                            "%s: devices \"%.64s\": more than %d devices", who,
+                            spec, GPU_MULTI_MAX);
         }
         ords[k++] = (int)v;
         if (*p == '\0') {
@@ -194,19 +196,18 @@ weft_status gpu_devices_parse(const char *spec, int count, int *ords,
 static const char *missing_entry(void)
 {
     const gpu_driver *g = &gpu_drv;
-    return !g->cuStreamWaitEvent             ? "cuStreamWaitEvent"
-           : !g->cuDeviceCanAccessPeer       ? "cuDeviceCanAccessPeer"
-           : !g->cuCtxEnablePeerAccess       ? "cuCtxEnablePeerAccess"
-           : !g->cuMemAddressReserve         ? "cuMemAddressReserve"
-           : !g->cuMemAddressFree            ? "cuMemAddressFree"
-           : !g->cuMemCreate                 ? "cuMemCreate"
-           : !g->cuMemRelease                ? "cuMemRelease"
-           : !g->cuMemMap                    ? "cuMemMap"
-           : !g->cuMemUnmap                  ? "cuMemUnmap"
-           : !g->cuMemSetAccess              ? "cuMemSetAccess"
-           : !g->cuMemGetAllocationGranularity
-               ? "cuMemGetAllocationGranularity"
-               : NULL;
+    return !g->cuStreamWaitEvent               ? "cuStreamWaitEvent"
+           : !g->cuDeviceCanAccessPeer         ? "cuDeviceCanAccessPeer"
+           : !g->cuCtxEnablePeerAccess         ? "cuCtxEnablePeerAccess"
+           : !g->cuMemAddressReserve           ? "cuMemAddressReserve"
+           : !g->cuMemAddressFree              ? "cuMemAddressFree"
+           : !g->cuMemCreate                   ? "cuMemCreate"
+           : !g->cuMemRelease                  ? "cuMemRelease"
+           : !g->cuMemMap                      ? "cuMemMap"
+           : !g->cuMemUnmap                    ? "cuMemUnmap"
+           : !g->cuMemSetAccess                ? "cuMemSetAccess"
+           : !g->cuMemGetAllocationGranularity ? "cuMemGetAllocationGranularity"
+                                               : NULL;
 }
 
 /* The properties of physical memory on device `ordinal`. */
@@ -245,8 +246,7 @@ static void pop_other(gpu_dev *d, bool pushed)
 
 static void multi_close(gpu_dev *d, bool live);
 
-weft_status gpu_multi_open(gpu_dev *d, const int *ords, int n,
-                           const char *who)
+weft_status gpu_multi_open(gpu_dev *d, const int *ords, int n, const char *who)
 {
     if (n < 2) {
         return WEFT_OK;
@@ -268,8 +268,8 @@ weft_status gpu_multi_open(gpu_dev *d, const int *ords, int n,
                             "%s: devices: device %d is sm_%d%d, device %d "
                             "sm_%d%d: the devices of one context must have "
                             "one compute capability",
-                            who, ords[i], info.sm_major, info.sm_minor,
-                            ords[0], first.sm_major, first.sm_minor);
+                            who, ords[i], info.sm_major, info.sm_minor, ords[0],
+                            first.sm_major, first.sm_minor);
         }
     }
     if (st != WEFT_OK) {
@@ -285,8 +285,8 @@ weft_status gpu_multi_open(gpu_dev *d, const int *ords, int n,
         return st;
     }
     m->n = n;
-    m->dev[0] = (gpu_other){.ordinal = ords[0], .dev = d->dev, .cu = d->cu,
-                            .stream = d->stream};
+    m->dev[0] = (gpu_other){
+        .ordinal = ords[0], .dev = d->dev, .cu = d->cu, .stream = d->stream};
     d->multi = m; /* from here multi_close undoes what was made */
     bool pushed = false;
     for (int i = 1; i < n; i++) {
@@ -340,8 +340,8 @@ weft_status gpu_multi_open(gpu_dev *d, const int *ords, int n,
             pushed = false;
             if (r != CUDA_SUCCESS &&
                 r != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) {
-                st = gpu_cu_fail(d, who, "cuCtxEnablePeerAccess", r,
-                                 __FILE__, __LINE__);
+                st = gpu_cu_fail(d, who, "cuCtxEnablePeerAccess", r, __FILE__,
+                                 __LINE__);
                 goto cleanup;
             }
         }
@@ -378,8 +378,8 @@ static void multi_close(gpu_dev *d, bool live)
     for (int i = 1; i < m->n; i++) {
         gpu_other *o = &m->dev[i];
         bool pushed = false;
-        if (live && o->cu && push_other(d, o, &pushed, "weft_context_free") ==
-                                 WEFT_OK) {
+        if (live && o->cu &&
+            push_other(d, o, &pushed, "weft_context_free") == WEFT_OK) {
             if (o->stream) {
                 gpu_call(d)->cuStreamSynchronize(o->stream);
                 gpu_call(d)->cuStreamDestroy(o->stream);
@@ -630,9 +630,8 @@ void gpu_multi_module_free(gpu_dev *d, gpu_module *mod)
     gpu_lock(d);
     for (int i = 1; i < m->n; i++) {
         bool pushed = false;
-        if (mod->on[i] &&
-            push_other(d, &m->dev[i], &pushed, "weft_context_free") ==
-                WEFT_OK) {
+        if (mod->on[i] && push_other(d, &m->dev[i], &pushed,
+                                     "weft_context_free") == WEFT_OK) {
             gpu_call(d)->cuModuleUnload(mod->on[i]);
             pop_other(d, pushed);
         }
@@ -694,8 +693,7 @@ cleanup:
  * time in the span). */
 static void part_mark(gpu_dev *d, CUstream stream, CUevent *e)
 {
-    if (!*e && gpu_call(d)->cuEventCreate(e, 0 /* timing */) !=
-                   CUDA_SUCCESS) {
+    if (!*e && gpu_call(d)->cuEventCreate(e, 0 /* timing */) != CUDA_SUCCESS) {
         *e = NULL;
         return;
     }
@@ -718,8 +716,7 @@ static void part_times(gpu_dev *d, CUevent *tb, CUevent *te, double *ms)
         float t = 0;
         if (tb[i] && te[i] &&
             gpu_call(d)->cuEventSynchronize(te[i]) == CUDA_SUCCESS &&
-            gpu_call(d)->cuEventElapsedTime(&t, tb[i], te[i]) ==
-                CUDA_SUCCESS) {
+            gpu_call(d)->cuEventElapsedTime(&t, tb[i], te[i]) == CUDA_SUCCESS) {
             ms[i] = t;
         }
         if (tb[i]) {
@@ -794,9 +791,8 @@ weft_status gpu_launch_parts(gpu_dev *d, const gpu_fn *f, int block,
                 part_mark(d, o->stream, &tb[i]);
             }
             call = "cuLaunchKernel";
-            r = gpu_call(d)->cuLaunchKernel(fn, p->grid, 1, 1,
-                                            (unsigned)block, 1, 1, 0,
-                                            o->stream, params, NULL);
+            r = gpu_call(d)->cuLaunchKernel(fn, p->grid, 1, 1, (unsigned)block,
+                                            1, 1, 0, o->stream, params, NULL);
         }
         if (st == WEFT_OK && r == CUDA_SUCCESS) {
             if (timed) {
@@ -829,8 +825,8 @@ weft_status gpu_launch_parts(gpu_dev *d, const gpu_fn *f, int block,
              i++) {
             used += (size_t)snprintf(at + used, sizeof at - used, "%s%lld",
                                      i ? "," : "", (long long)sizes[i]);
-            tused += (size_t)snprintf(tm + tused, sizeof tm - tused,
-                                      "%s%.4f", i ? "," : "", ms[i]);
+            tused += (size_t)snprintf(tm + tused, sizeof tm - tused, "%s%.4f",
+                                      i ? "," : "", ms[i]);
         }
         fe_trace_span(d->ctx, t0, "gpu", "kernel.split",
                       "\"kernel\":\"%s\",\"%s\":[%s],\"ms\":[%s]", f->name,
@@ -846,8 +842,8 @@ cleanup:
 
 weft_status gpu_launch_split(gpu_dev *d, const gpu_fn *f, int64_t total,
                              int64_t grain, int64_t unit, int block,
-                             bool one_pass, void *args,
-                             const gpu_replicas *rep, const char *who)
+                             bool one_pass, void *args, const gpu_replicas *rep,
+                             const char *who)
 {
     gpu_multi *m = d->multi;
     int64_t chunks = (total + unit - 1) / unit;
@@ -874,8 +870,7 @@ weft_status gpu_launch_split(gpu_dev *d, const gpu_fn *f, int64_t total,
                              .first = first};
         sizes[i] = items;
     }
-    return gpu_launch_parts(d, f, block, part, args, rep, "chunks", sizes,
-                            who);
+    return gpu_launch_parts(d, f, block, part, args, rep, "chunks", sizes, who);
 }
 
 weft_status gpu_launch_items(gpu_dev *d, const gpu_fn *f, int64_t n,
@@ -888,15 +883,14 @@ weft_status gpu_launch_items(gpu_dev *d, const gpu_fn *f, int64_t n,
     for (int i = 0; i < m->n; i++) {
         int64_t lo = n * i / m->n, hi = n * (i + 1) / m->n;
         int64_t threads = (hi - lo) * per;
-        part[i] = (gpu_part){
-            .grid = hi > lo ? gpu_grid_for(d, f, block, threads) : 0,
-            .n = hi,
-            .grain = grain,
-            .first = lo};
+        part[i] =
+            (gpu_part){.grid = hi > lo ? gpu_grid_for(d, f, block, threads) : 0,
+                       .n = hi,
+                       .grain = grain,
+                       .first = lo};
         sizes[i] = hi - lo;
     }
-    return gpu_launch_parts(d, f, block, part, args, rep, "items", sizes,
-                            who);
+    return gpu_launch_parts(d, f, block, part, args, rep, "items", sizes, who);
 }
 
 /* ---- NCCL ------------------------------------------------------------------- */

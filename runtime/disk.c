@@ -271,15 +271,15 @@ static int disk_load(rt_disk *d, const uint8_t key[32], void **out, size_t *n)
     result = -1;
     struct stat st;
     header h;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)
-        || (uint64_t)st.st_size < sizeof h || !read_all(fd, &h, sizeof h)) {
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+        (uint64_t)st.st_size < sizeof h || !read_all(fd, &h, sizeof h)) {
         goto done;
     }
-    if (memcmp(h.magic, MAGIC, sizeof MAGIC) != 0 || h.abi != RT_ABI_VERSION
-        || h.header_bytes != sizeof h || memcmp(h.key, key, 32) != 0
-        || h.payload_bytes == 0
-        || h.payload_bytes != (uint64_t)st.st_size - sizeof h
-        || h.payload_bytes > SIZE_MAX) {
+    if (memcmp(h.magic, MAGIC, sizeof MAGIC) != 0 || h.abi != RT_ABI_VERSION ||
+        h.header_bytes != sizeof h || memcmp(h.key, key, 32) != 0 ||
+        h.payload_bytes == 0 ||
+        h.payload_bytes != (uint64_t)st.st_size - sizeof h ||
+        h.payload_bytes > SIZE_MAX) {
         goto done;
     }
     payload_n = (size_t)h.payload_bytes;
@@ -360,14 +360,14 @@ static bool list_entries(rt_disk *d, DIR *dir, entry_info **vp, size_t *np,
             continue;
         }
         struct stat st;
-        if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0
-            || !S_ISREG(st.st_mode)) {
+        if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+            !S_ISREG(st.st_mode)) {
             continue;
         }
         if (n == cap) {
             size_t nc = cap ? 2 * cap : 64;
-            entry_info *nv = fe_realloc(d->ctx, v, cap * sizeof *v,
-                                        nc * sizeof *v);
+            entry_info *nv =
+                fe_realloc(d->ctx, v, cap * sizeof *v, nc * sizeof *v);
             if (!nv) {
                 ok = false;
                 break;

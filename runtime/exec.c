@@ -67,8 +67,8 @@ weft_status rt_exec_fold(job *j)
     int64_t m = shape[rank - 1];
     int64_t rows = fe_shape_size(rank - 1, shape);
     if (!seed && m == 0 && rows > 0) {
-        return fe_error(WEFT_ERR_EMPTY_ARRAY,
-                        WHO ": fold1 of an empty row (the innermost extent is 0)");
+        return fe_error(WEFT_ERR_EMPTY_ARRAY, WHO
+                        ": fold1 of an empty row (the innermost extent is 0)");
     }
     if ((s = rt_job_out(j, 0, t->type, rank - 1, shape)) != WEFT_OK) {
         return s;
@@ -97,15 +97,16 @@ weft_status rt_exec_fold(job *j)
     if ((s = rt_job_aux(j, 0, t->type,
                         spread ? SK_DEVICES_MAX + j->devices * C : parts,
                         false)) != WEFT_OK ||
-        (last_block && (s = rt_job_aux(j, 2, WEFT_I32,
-                                       spread ? j->devices : 1, false)) !=
-                           WEFT_OK) ||
+        (last_block && (s = rt_job_aux(j, 2, WEFT_I32, spread ? j->devices : 1,
+                                       false)) != WEFT_OK) ||
         (s = rt_job_fill(j)) != WEFT_OK) {
         return s;
     }
     if (!by_chunks) {
         int64_t grain = m > 0 ? j->grain / m : j->grain;
-        rt_phase ph = {.entry = 0, .n = rows, .grain = grain > 0 ? grain : 1,
+        rt_phase ph = {.entry = 0,
+                       .n = rows,
+                       .grain = grain > 0 ? grain : 1,
                        .split = several};
         return rt_job_phases(j, 1, &ph);
     }
@@ -132,8 +133,8 @@ weft_status rt_exec_fold(job *j)
 static const char *type_name(int t)
 {
     static const char *names[] = {
-        "?", "bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64",
-        "f16", "f32", "f64",
+        "?",   "bool", "i8",  "i16", "i32", "i64", "u8",
+        "u16", "u32",  "u64", "f16", "f32", "f64",
     };
     return fe_is_scalar((weft_type)t) ? names[t] : "?";
 }
@@ -158,8 +159,9 @@ weft_status rt_kernel_error(const sk_kernel *k, uint64_t w)
     switch ((cg_err)code) {
     case CG_ERR_GATHER:
         s = WEFT_ERR_OUT_OF_BOUNDS;
-        snprintf(what, sizeof what, "a gather (backpermute or transform) "
-                                    "reads outside its source");
+        snprintf(what, sizeof what,
+                 "a gather (backpermute or transform) "
+                 "reads outside its source");
         break;
     case CG_ERR_SLICE:
         s = WEFT_ERR_SLICE_INDEX;
@@ -186,22 +188,28 @@ weft_status rt_kernel_error(const sk_kernel *k, uint64_t w)
                  op_name(op), type_name(type));
         break;
     case CG_ERR_SHIFT:
-        snprintf(what, sizeof what, "%s by a negative amount or by the width "
-                 "or more is undefined for %s", op_name(op), type_name(type));
+        snprintf(what, sizeof what,
+                 "%s by a negative amount or by the width "
+                 "or more is undefined for %s",
+                 op_name(op), type_name(type));
         break;
     case CG_ERR_CONVERT:
-        snprintf(what, sizeof what, "%s to %s of NaN or of a value out of "
-                 "range", op_name(op), type_name(type));
+        snprintf(what, sizeof what,
+                 "%s to %s of NaN or of a value out of "
+                 "range",
+                 op_name(op), type_name(type));
         break;
     case CG_ERR_FROM_ZERO:
         s = WEFT_ERR_DIVIDE_BY_ZERO;
-        snprintf(what, sizeof what, "from_index in a shape with an inner "
-                                    "extent 0");
+        snprintf(what, sizeof what,
+                 "from_index in a shape with an inner "
+                 "extent 0");
         break;
     case CG_ERR_FROM_NEG:
         s = WEFT_ERR_BAD_SHAPE;
-        snprintf(what, sizeof what, "from_index in a shape with a negative "
-                                    "inner extent");
+        snprintf(what, sizeof what,
+                 "from_index in a shape with a negative "
+                 "inner extent");
         break;
     case CG_ERR_SEG_NEG:
     case CG_ERR_SEG_PAST:
@@ -218,8 +226,7 @@ weft_status rt_kernel_error(const sk_kernel *k, uint64_t w)
                         WHO ": unknown error word %#llx (kernel %d: %s)",
                         (unsigned long long)w, k->number, name);
     }
-    return fe_error(s, WHO ": %s%s (kernel %d: %s)", what, at, k->number,
-                    name);
+    return fe_error(s, WHO ": %s%s (kernel %d: %s)", what, at, k->number, name);
 }
 
 /* rt_exec without its span. */
@@ -275,17 +282,18 @@ static weft_status exec_kernel(weft_context *ctx, const rt_backend *rb,
 }
 
 /* exec_kernel as a "kernel" span. */
-static __attribute__((noinline)) weft_status
-exec_traced(weft_context *ctx, const rt_backend *rb, fe_ix *ix, sk_kernel *k,
-            weft_array **out)
+static __attribute__((noinline)) weft_status exec_traced(weft_context *ctx,
+                                                         const rt_backend *rb,
+                                                         fe_ix *ix,
+                                                         sk_kernel *k,
+                                                         weft_array **out)
 {
     uint64_t t0 = fe_clock_ns();
     weft_status s = exec_kernel(ctx, rb, ix, k, out);
     char name[128];
     fe_trace_span(ctx, t0, "run", "kernel",
-                  "\"kernel\":%d,\"what\":\"%s\",\"backend\":\"%s\"",
-                  k->number, rt_kernel_name(k, name, sizeof name),
-                  rb->ops->name);
+                  "\"kernel\":%d,\"what\":\"%s\",\"backend\":\"%s\"", k->number,
+                  rt_kernel_name(k, name, sizeof name), rb->ops->name);
     return s;
 }
 

@@ -30,20 +30,20 @@
  * loop: fe_load's per-element switch cost as much as the segmented fold
  * of a million short rows; what it stops at goes through the general loop
  * below, which reports it. */
-#define OFFSETS(T)                                                           \
-    static int64_t offsets_##T(const T##_t *len, int64_t nseg,               \
-                               int64_t inner, int64_t *off)                  \
-    {                                                                        \
-        int64_t acc = 0;                                                     \
-        for (int64_t k = 0; k < nseg; k++) {                                 \
-            int64_t v = len[k];                                              \
-            if (v < 0 || v > inner - acc) {                                  \
-                return k;                                                    \
-            }                                                                \
-            acc += v;                                                        \
-            off[k + 1] = acc;                                                \
-        }                                                                    \
-        return nseg;                                                         \
+#define OFFSETS(T)                                                             \
+    static int64_t offsets_##T(const T##_t *len, int64_t nseg, int64_t inner,  \
+                               int64_t *off)                                   \
+    {                                                                          \
+        int64_t acc = 0;                                                       \
+        for (int64_t k = 0; k < nseg; k++) {                                   \
+            int64_t v = len[k];                                                \
+            if (v < 0 || v > inner - acc) {                                    \
+                return k;                                                      \
+            }                                                                  \
+            acc += v;                                                          \
+            off[k + 1] = acc;                                                  \
+        }                                                                      \
+        return nseg;                                                           \
     }
 OFFSETS(int32)
 OFFSETS(int64)
@@ -55,16 +55,16 @@ OFFSETS(int64)
  * length or a total past the extent leaves the offsets to the serial
  * loops, which find and report the first bad segment. */
 enum {
-    PAR_MIN_SEGS = 1 << 16,   /* fewer segments: the serial loop */
-    PAR_CHUNK_MIN = 1 << 14,  /* fewest lengths in a chunk */
-    PAR_CHUNKS_MAX = 256,     /* most chunks */
-    LEN_CHUNK_MIN = 1 << 12   /* by_lengths: fewest lengths in a chunk */
+    PAR_MIN_SEGS = 1 << 16,  /* fewer segments: the serial loop */
+    PAR_CHUNK_MIN = 1 << 14, /* fewest lengths in a chunk */
+    PAR_CHUNKS_MAX = 256,    /* most chunks */
+    LEN_CHUNK_MIN = 1 << 12  /* by_lengths: fewest lengths in a chunk */
 };
 
 typedef struct par_offsets {
     const int32_t *len;
-    const int64_t *len64;  /* par_sum: i64 lengths instead (by_lengths) */
-    int64_t nseg, per; /* lengths, and per chunk */
+    const int64_t *len64; /* par_sum: i64 lengths instead (by_lengths) */
+    int64_t nseg, per;    /* lengths, and per chunk */
     int64_t *off;
     int64_t sum[PAR_CHUNKS_MAX + 1]; /* per chunk; -1: a negative length */
 } par_offsets;
@@ -170,8 +170,8 @@ static int64_t offsets_parallel(rt_job *j, const int32_t *len, int64_t nseg,
     po->off = off;
     int64_t done = 0;
     if ((chunks = chunk_carries(j, po, chunks, inner, s)) > 0) {
-        rt_host_phase ph = {.fn = par_write, .arg = po, .n = chunks,
-                            .grain = 1};
+        rt_host_phase ph = {
+            .fn = par_write, .arg = po, .n = chunks, .grain = 1};
         if ((*s = j->ops->host_phases(j, 1, &ph)) == WEFT_OK) {
             done = nseg;
         }
@@ -234,8 +234,8 @@ static void cut_parts(int64_t *part, int64_t parts, const int64_t *off,
  * matrix.  Returns true when it ran the kernel or failed (*s); false
  * leaves the run to the offsets path (too few segments, a bad length: the
  * serial loop there reports it, no memory). */
-static bool by_lengths(rt_job *j, weft_array *seg, int64_t nseg,
-                       int64_t inner, weft_status *s)
+static bool by_lengths(rt_job *j, weft_array *seg, int64_t nseg, int64_t inner,
+                       weft_status *s)
 {
     /* the chunks are the kernel's parts too: PARTS_PER_WORKER a worker,
      * so that stealing evens out chunks of unequal elements */
@@ -296,7 +296,8 @@ weft_status rt_fold_seg_input(rt_job *j, const char *name, int64_t *shape,
     if (*rank < 1 || !*seg || (*seg)->rank != 1 || (*seg)->nleaf != 1) {
         return fe_error(WEFT_ERR_INTERNAL,
                         WHO ": %s: a rank-0 input or a bad segment "
-                        "descriptor", name);
+                            "descriptor",
+                        name);
     }
     return WEFT_OK;
 }

@@ -20,8 +20,8 @@
 #define WHO "weft_run"
 
 enum {
-    MIN_BLOCK = 32,   /* the smallest block the kernel runs in */
-    TILE = 256,       /* segments of a tile in the usual block */
+    MIN_BLOCK = 32, /* the smallest block the kernel runs in */
+    TILE = 256,     /* segments of a tile in the usual block */
 };
 
 weft_status rt_exec_fold_seg_pass(rt_job *j)

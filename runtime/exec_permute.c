@@ -77,8 +77,8 @@ static int64_t parts_chunk(int64_t n, int64_t bins)
 
 /* Sets up and runs the CPU's entries 2 and 3 (after the default's entry,
  * init, when it is fused): the sources in C chunks of S into `bins`. */
-static weft_status run_parts(rt_job *j, int init, int64_t bins,
-                             int64_t S, int64_t C)
+static weft_status run_parts(rt_job *j, int init, int64_t bins, int64_t S,
+                             int64_t C)
 {
     weft_type ty = j->out[0]->type;
     /* copies a line apart in every leaf: in elements of the narrowest */
@@ -108,8 +108,8 @@ static weft_status run_parts(rt_job *j, int init, int64_t bins,
         ph[np++] = (rt_phase){.entry = init, .n = bins, .grain = j->grain};
     }
     ph[np++] = (rt_phase){.entry = 2, .n = C, .grain = 1};
-    ph[np++] = (rt_phase){.entry = 3, .n = bins,
-                          .grain = per > 1024 ? per : 1024};
+    ph[np++] =
+        (rt_phase){.entry = 3, .n = bins, .grain = per > 1024 ? per : 1024};
     return rt_job_phases(j, np, ph);
 }
 
@@ -185,8 +185,8 @@ weft_status rt_exec_permute(rt_job *j)
     const weft_type *leaf;
     int nleaf;
     int64_t eb = elem_bytes(j, j->out[0]->type, &leaf, &nleaf);
-    bool private = parallel && j->k->privatise && j->k->nentry >= 3 &&
-                   eb > 0 && bins <= SK_PERMUTE_SHARED_BYTES / eb;
+    bool private = parallel && j->k->privatise && j->k->nentry >= 3 && eb > 0 &&
+                   bins <= SK_PERMUTE_SHARED_BYTES / eb;
     int64_t S = j->k->private_parts ? parts_chunk(n, bins) : 0;
     int64_t C = S > 0 ? (n + S - 1) / S : 0;
     if (parallel && j->k->private_parts && bins <= PARTS_MAX_BINS && C >= 2) {
@@ -205,8 +205,7 @@ weft_status rt_exec_permute(rt_job *j)
          * last_block); unused otherwise */
         j->aux_start[1] = RT_AUX_KEPT_ZERO;
         s = rt_job_aux(j, 1, WEFT_U32,
-                       private ? private_words(bins, nleaf, leaf) : 1,
-                       false);
+                       private ? private_words(bins, nleaf, leaf) : 1, false);
     }
     if (s) {
         return s;

@@ -17,7 +17,7 @@
 #include "../skeletons-ir/sk.h"
 
 #define WHO "weft_run"
-#define ST_PIECE 4096 /* columns per piece of a long row */
+#define ST_PIECE 4096   /* columns per piece of a long row */
 #define ST_FINE_PIECE 4 /* ... on the GPU (SK_STENCIL_FINE) */
 
 weft_status rt_exec_stencil(rt_job *j)
@@ -54,13 +54,15 @@ weft_status rt_exec_stencil(rt_job *j)
         int64_t tw = sk_stencil_tile_w(j->k->flags);
         int64_t th = sk_stencil_tile_h(j->k->flags);
         int64_t planes = rank == 3 ? shape[0] : 1;
-        int64_t tiles = planes * ((shape[rank - 2] + th - 1) / th) *
-                        ((m + tw - 1) / tw);
+        int64_t tiles =
+            planes * ((shape[rank - 2] + th - 1) / th) * ((m + tw - 1) / tw);
         /* over several devices: a range of tiles each (rows of tiles:
          * their halos' other rows read over peer access) */
-        rt_phase ph = {.entry = 0, .n = tiles, .grain = 1,
-                       .split = j->devices > 1 &&
-                                j->out[0]->size >= RT_SPLIT_MIN};
+        rt_phase ph = {.entry = 0,
+                       .n = tiles,
+                       .grain = 1,
+                       .split =
+                           j->devices > 1 && j->out[0]->size >= RT_SPLIT_MIN};
         return rt_job_phases(j, 1, &ph);
     }
     int64_t cols = m / C; /* columns per piece, at least 1 */

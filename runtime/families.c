@@ -72,7 +72,7 @@ typedef struct scan {
     uint64_t shape;  /* the terms, constants in functions by type only */
     uint64_t values; /* those constants' values */
     int nconst;
-    int nterm;       /* terms in functions */
+    int nterm; /* terms in functions */
 } scan;
 
 static bool liftable(const fe_term *t)
@@ -91,10 +91,10 @@ static void scan_term(scan *s, const fe_term *t, bool in_fun, bool top)
     }
     s->shape = mix(s->shape, (uint64_t)t->kind << 48 ^ (uint64_t)t->op << 32 ^
                                  (uint64_t)t->type);
-    s->shape = mix(s->shape, (uint64_t)(uint32_t)t->rank << 32 ^
-                                 (uint64_t)t->nkid << 16 ^ (uint64_t)t->nfun ^
-                                 (uint64_t)t->acc << 60 ^
-                                 (uint64_t)t->delayed << 61);
+    s->shape =
+        mix(s->shape, (uint64_t)(uint32_t)t->rank << 32 ^
+                          (uint64_t)t->nkid << 16 ^ (uint64_t)t->nfun ^
+                          (uint64_t)t->acc << 60 ^ (uint64_t)t->delayed << 61);
     if (t->acc && !t->delayed && !top) {
         /* a manifest operand: an argument, whatever computes it */
         return;
@@ -110,9 +110,7 @@ static void scan_term(scan *s, const fe_term *t, bool in_fun, bool top)
         break;
     case FE_GET:
     case FE_AGET:
-    case FE_PARAM:
-        s->shape = mix(s->shape, (uint64_t)t->u.index);
-        break;
+    case FE_PARAM: s->shape = mix(s->shape, (uint64_t)t->u.index); break;
     case FE_USE:
         s->shape = mix(s->shape, (uint64_t)(uintptr_t)t->u.array);
         break;
@@ -126,8 +124,7 @@ static void scan_term(scan *s, const fe_term *t, bool in_fun, bool top)
                                      (uint64_t)t->u.st.bnd[1]);
         break;
     }
-    default:
-        break;
+    default: break;
     }
     for (int i = 0; i < t->nkid; i++) {
         scan_term(s, t->kid[i], in_fun, false);
@@ -141,10 +138,10 @@ static void scan_term(scan *s, const fe_term *t, bool in_fun, bool top)
 
 typedef struct lift {
     fe_arena *ar;
-    const fe_var *var;   /* what the constants are read from */
-    weft_type vtype;     /* its type: the constant's, or their tuple */
-    int nconst;          /* > 1: var is a tuple */
-    fe_term **consts;    /* the lifted constants, in order */
+    const fe_var *var; /* what the constants are read from */
+    weft_type vtype;   /* its type: the constant's, or their tuple */
+    int nconst;        /* > 1: var is a tuple */
+    fe_term **consts;  /* the lifted constants, in order */
     int n;
     bool oom;
 } lift;
@@ -152,8 +149,8 @@ typedef struct lift {
 static fe_term *new_term(lift *l, int kind, weft_type type, int nkid)
 {
     fe_term *t = fe_arena_alloc(l->ar, sizeof *t);
-    fe_term **kid = nkid ? fe_arena_alloc(l->ar, sizeof *kid * (size_t)nkid)
-                         : NULL;
+    fe_term **kid =
+        nkid ? fe_arena_alloc(l->ar, sizeof *kid * (size_t)nkid) : NULL;
     if (!t || (nkid && !kid)) {
         l->oom = true;
         return NULL;
@@ -305,7 +302,10 @@ static weft_status lift_one(weft_executable *exe, fe_term **slot, int nconst)
         return fe_oom("weft_compile");
     }
     v->type = vtype;
-    l = (lift){.ar = core->arena, .var = v, .vtype = vtype, .nconst = nconst,
+    l = (lift){.ar = core->arena,
+               .var = v,
+               .vtype = vtype,
+               .nconst = nconst,
                .consts = consts};
     fe_term *op = *slot;
     fe_term *let = new_term(&l, FE_LET, op->type, 2);
@@ -336,9 +336,9 @@ static weft_status lift_one(weft_executable *exe, fe_term **slot, int nconst)
 
 typedef struct family {
     uint64_t shape;
-    uint64_t values;  /* the first member's */
+    uint64_t values; /* the first member's */
     int members;
-    bool differ;      /* a member's constants differ from the first's */
+    bool differ; /* a member's constants differ from the first's */
 } family;
 
 weft_status rt_families(weft_executable *exe, fe_term **const *slots, int n,

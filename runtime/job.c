@@ -119,12 +119,9 @@ static const weft_array *term_array(job *j, const fe_term *t)
         weft_array *const *arrays;
         return fe_ix_var(j->ix, t->u.var, NULL, &arrays) ? NULL : arrays[0];
     }
-    case FE_PARAM:
-        return fe_ix_param(j->ix, t->u.index);
-    case FE_USE:
-        return t->u.array;
-    default:
-        return NULL;
+    case FE_PARAM: return fe_ix_param(j->ix, t->u.index);
+    case FE_USE: return t->u.array;
+    default: return NULL;
     }
 }
 
@@ -201,11 +198,12 @@ static weft_status shape_rec(job *j, const fe_term *t, bool defn,
         if (t->kind == FE_BACKPERMUTE || t->kind == FE_TRANSFORM ||
             t->kind == FE_RESHAPE) {
             const fe_term *src = t->kid[1];
-            if ((s = shape_rec(j, src, src->delayed, sh2, uniform)) != WEFT_OK) {
+            if ((s = shape_rec(j, src, src->delayed, sh2, uniform)) !=
+                WEFT_OK) {
                 return s;
             }
-            if (t->kind == FE_RESHAPE &&
-                fe_shape_size(t->rank, shape) != fe_shape_size(src->rank, sh2)) {
+            if (t->kind == FE_RESHAPE && fe_shape_size(t->rank, shape) !=
+                                             fe_shape_size(src->rank, sh2)) {
                 return fe_error(WEFT_ERR_RESHAPE_SIZE,
                                 WHO ": reshape of %lld elements to %lld",
                                 (long long)fe_shape_size(src->rank, sh2),
@@ -239,7 +237,7 @@ static weft_status shape_rec(job *j, const fe_term *t, bool defn,
                 if (v->i < 0 || v->i >= sh2[next]) {
                     return fe_error(WEFT_ERR_SLICE_INDEX,
                                     WHO ": slice index %lld is outside "
-                                    "dimension %d of extent %lld",
+                                        "dimension %d of extent %lld",
                                     (long long)v->i, d, (long long)sh2[next]);
                 }
                 next++;
@@ -247,8 +245,7 @@ static weft_status shape_rec(job *j, const fe_term *t, bool defn,
         }
         return WEFT_OK;
     }
-    default:
-        return no_operand();
+    default: return no_operand();
     }
 }
 
@@ -364,9 +361,7 @@ weft_status rt_job_fill(job *j)
         weft_array *const *arrays;
         weft_status s;
         switch (it->src) {
-        case SK_SRC_OUT:
-            a = j->out[it->index];
-            break;
+        case SK_SRC_OUT: a = j->out[it->index]; break;
         case SK_SRC_KID:
             a = j->kid[it->index];
             v = j->val[it->index];
@@ -377,12 +372,8 @@ weft_status rt_job_fill(job *j)
             }
             a = it->var->acc ? arrays[0] : NULL;
             break;
-        case SK_SRC_PARAM:
-            a = fe_ix_param(j->ix, it->index);
-            break;
-        case SK_SRC_USE:
-            a = it->array;
-            break;
+        case SK_SRC_PARAM: a = fe_ix_param(j->ix, it->index); break;
+        case SK_SRC_USE: a = it->array; break;
         case SK_SRC_AUX:
             a = j->aux[it->index];
             v = &j->auxval[it->index];
@@ -394,22 +385,24 @@ weft_status rt_job_fill(job *j)
         }
         if (it->kind == SK_ARRAY) {
             if (!a) {
-                return fe_error(WEFT_ERR_INTERNAL, WHO ": a kernel operand is missing");
+                return fe_error(WEFT_ERR_INTERNAL,
+                                WHO ": a kernel operand is missing");
             }
-            s = put_array(j, it, a, it->src == SK_SRC_OUT ||
-                                        it->src == SK_SRC_AUX);
+            s = put_array(j, it, a,
+                          it->src == SK_SRC_OUT || it->src == SK_SRC_AUX);
             if (s) {
                 return s;
             }
         } else {
             if (!v) {
-                return fe_error(WEFT_ERR_INTERNAL, WHO ": a kernel scalar is missing");
+                return fe_error(WEFT_ERR_INTERNAL,
+                                WHO ": a kernel scalar is missing");
             }
             put_scalar(j->w, it, v);
             if (it->type == WEFT_DIM(0)) {
                 /* the `ignore` flag of a rank-0 index (sk.h) */
-                j->w[it->word] = it->src == SK_SRC_VAR &&
-                                 fe_ix_var_ignored(j->ix, it->var);
+                j->w[it->word] =
+                    it->src == SK_SRC_VAR && fe_ix_var_ignored(j->ix, it->var);
             }
         }
     }
@@ -418,7 +411,7 @@ weft_status rt_job_fill(job *j)
 
 /* A shape from the leaves of a DIM value. */
 weft_status rt_shape_of(const fe_val *v, int rank, int64_t *shape,
-                            const char *op)
+                        const char *op)
 {
     for (int d = 0; d < rank; d++) {
         shape[d] = v[d].i;
@@ -429,21 +422,22 @@ weft_status rt_shape_of(const fe_val *v, int rank, int64_t *shape,
         }
     }
     if (fe_shape_size(rank, shape) < 0) {
-        return fe_error(WEFT_ERR_BAD_SHAPE, WHO ": %s of a shape too large", op);
+        return fe_error(WEFT_ERR_BAD_SHAPE, WHO ": %s of a shape too large",
+                        op);
     }
     return WEFT_OK;
 }
 
 /* j->ops->run as a "launch" span (out of line: the untraced path stays
  * one test). */
-static __attribute__((noinline)) weft_status
-phases_traced(job *j, int n, const rt_phase *ph)
+static __attribute__((noinline)) weft_status phases_traced(job *j, int n,
+                                                           const rt_phase *ph)
 {
     uint64_t t0 = fe_clock_ns();
     weft_status s = j->ops->run(j, n, ph);
     fe_trace_span(j->ctx, t0, "run", "launch",
-                  "\"kernel\":%d,\"phases\":%d,\"elements\":%lld",
-                  j->k->number, n, (long long)ph[0].n);
+                  "\"kernel\":%d,\"phases\":%d,\"elements\":%lld", j->k->number,
+                  n, (long long)ph[0].n);
     return s;
 }
 
@@ -474,8 +468,8 @@ weft_status rt_job_run(job *j, int entry, int64_t n, int64_t grain)
 int64_t rt_row_chunks(const job *j, int64_t rows, int64_t m)
 {
     int64_t workers = j->workers, C = 1;
-    int64_t least = j->k->chunk_min > j->chunk_min ? j->k->chunk_min
-                                                   : j->chunk_min;
+    int64_t least =
+        j->k->chunk_min > j->chunk_min ? j->k->chunk_min : j->chunk_min;
     if (rows < 4 * workers && m >= 2 * least && workers > 1) {
         C = (8 * workers + rows - 1) / (rows > 0 ? rows : 1);
         if (C > m / least) {

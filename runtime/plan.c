@@ -18,9 +18,8 @@
 #include "rt.h"
 #include "../skeletons-ir/sk.h"
 
-static weft_status add(weft_executable *exe, rt_plan_t *pl,
-                       const sk_target *tg, rt_get_fn get, void *user,
-                       const fe_term *t)
+static weft_status add(weft_executable *exe, rt_plan_t *pl, const sk_target *tg,
+                       rt_get_fn get, void *user, const fe_term *t)
 {
     sk_kernel *k = fe_arena_alloc(&exe->arena, sizeof *k);
     if (!k) {
@@ -135,8 +134,8 @@ static weft_status walk(weft_executable *exe, const sk_target *tg,
 /* The kernels of the roots: families first (families.c), which may put a
  * let above a root, then each prepared and handed to get. */
 static weft_status make_kernels(weft_executable *exe, rt_plan_t *pl,
-                                const sk_target *tg, rt_get_fn get,
-                                void *user, roots *r)
+                                const sk_target *tg, rt_get_fn get, void *user,
+                                roots *r)
 {
     int nslot = 0;
     for (int i = 0; i < r->n; i++) {
@@ -183,8 +182,8 @@ weft_status rt_plan(weft_executable *exe, const sk_target *tg, rt_get_fn get,
     if (s == WEFT_OK && pl->n > 0) {
         /* a program of many kernels looks each up by its operation at
          * every run: by binary search, not a walk of the list */
-        pl->by_op = fe_arena_dup(&exe->arena, pl->k,
-                                 sizeof *pl->k * (size_t)pl->n);
+        pl->by_op =
+            fe_arena_dup(&exe->arena, pl->k, sizeof *pl->k * (size_t)pl->n);
         if (!pl->by_op) {
             s = fe_oom("weft_compile");
         } else {
@@ -216,16 +215,16 @@ struct sk_kernel *rt_plan_kernel(const rt_plan_t *pl, const fe_term *t)
 }
 
 /* The delayed producers inside t, for the plan, appended at buf[*len]. */
-static void fused_names(const fe_term *t, char *buf, size_t size,
-                        size_t *len, int *n)
+static void fused_names(const fe_term *t, char *buf, size_t size, size_t *len,
+                        int *n)
 {
     for (int i = 0; i < t->nkid; i++) {
         const fe_term *kid = t->kid[i];
         if (kid && kid->acc && kid->delayed) {
             if (*len < size) {
-                *len += (size_t)snprintf(buf + *len, size - *len, "%s%s",
-                                         (*n)++ ? ", " : ", fused: ",
-                                         fe_acc_name(kid->kind));
+                *len += (size_t)snprintf(
+                    buf + *len, size - *len, "%s%s",
+                    (*n)++ ? ", " : ", fused: ", fe_acc_name(kid->kind));
             }
             fused_names(kid, buf, size, len, n);
         }
@@ -247,8 +246,7 @@ void rt_plan_dump(const rt_plan_t *pl, FILE *out)
         char name[256];
         fprintf(out, "kernel %d: %s (%d phase%s%s)\n", i,
                 rt_kernel_name(k, name, sizeof name), k->nentry,
-                k->nentry > 1 ? "s" : "",
-                k->general ? ", two variants" : "");
+                k->nentry > 1 ? "s" : "", k->general ? ", two variants" : "");
     }
 }
 #endif /* WEFT_HAVE_LLVM */

@@ -27,7 +27,8 @@
 /* Bumped whenever the kernel ABI, the argument block layout or anything
  * else that makes an old cached kernel wrong changes; it is mixed into
  * every kernel key, so old disk entries are simply never found again. */
-#define RT_ABI_VERSION 17 /* 11: ptx fold by 128-bit loads and a last-block
+#define RT_ABI_VERSION                                                         \
+    17 /* 11: ptx fold by 128-bit loads and a last-block
                              ticket, ptx scan status words; 12: foldSeg's
                              parts (aux 1 and 2); 13: ptx scan by blocks of
                              256, staged values; 14: ptx element kernels'
@@ -44,13 +45,13 @@
 
 typedef struct rt_disk {
     weft_context *ctx;
-    pthread_mutex_t lock;   /* guards enabled and note */
+    pthread_mutex_t lock; /* guards enabled and note */
     bool enabled;
-    char *dir;              /* fe_alloc'd, no trailing slash */
+    char *dir; /* fe_alloc'd, no trailing slash */
     size_t dir_len;
     uint64_t max_bytes;
-    const char *ext;        /* ".o" (CPU objects), ".ptx" (GPU) */
-    char note[256];         /* the directory, or why the cache is off */
+    const char *ext; /* ".o" (CPU objects), ".ptx" (GPU) */
+    char note[256];  /* the directory, or why the cache is off */
 } rt_disk;
 
 /* Choose and create (mkdir -p) the cache directory: dir if not NULL, else
@@ -89,19 +90,19 @@ enum { RT_KC_COMPILING, RT_KC_READY, RT_KC_FAILED };
  * waiter may hold it across a wait. */
 typedef struct rt_kentry {
     uint8_t key[32];
-    int state;               /* RT_KC_*, under the cache's lock */
-    weft_status status;      /* when FAILED */
-    char *msg;               /* when FAILED: FE_MSG_MAX bytes */
-    void *value;             /* the owner's (CPU: its addresses; GPU: the
+    int state;          /* RT_KC_*, under the cache's lock */
+    weft_status status; /* when FAILED */
+    char *msg;          /* when FAILED: FE_MSG_MAX bytes */
+    void *value;        /* the owner's (CPU: its addresses; GPU: the
                                 loaded kernel), under the cache's lock */
-    int n;                   /* the owner's (CPU: its symbols) */
+    int n;              /* the owner's (CPU: its symbols) */
 } rt_kentry;
 
 typedef struct rt_kcache {
-    weft_context *ctx;       /* what entries are allocated with */
-    pthread_mutex_t *lock;   /* the owner's: guards the table and states */
-    pthread_cond_t changed;  /* an entry left COMPILING */
-    rt_kentry **slots;       /* open addressing by the key's first bytes */
+    weft_context *ctx;      /* what entries are allocated with */
+    pthread_mutex_t *lock;  /* the owner's: guards the table and states */
+    pthread_cond_t changed; /* an entry left COMPILING */
+    rt_kentry **slots;      /* open addressing by the key's first bytes */
     size_t cap, count;
 } rt_kcache;
 
@@ -172,27 +173,27 @@ typedef struct rt_tier_ops {
     /* A worker left alone by rt_tier_stop(may_orphan) has finished: free
      * the owner (and its rt_tier).  NULL when never orphaned. */
     void (*orphaned)(void *user);
-    const char *label;       /* the worker's trace label, or NULL */
+    const char *label; /* the worker's trace label, or NULL */
 } rt_tier_ops;
 
 typedef struct rt_tier {
     const rt_tier_ops *ops;
     void *user;
-    bool drain;              /* a stopped worker finishes its queue (else
+    bool drain;           /* a stopped worker finishes its queue (else
                                 drops it and finishes the job in hand) */
-    pthread_mutex_t lock;    /* guards what follows */
-    pthread_cond_t wake;     /* a job was queued, or stop */
-    pthread_cond_t idle;     /* a job finished or was dropped */
+    pthread_mutex_t lock; /* guards what follows */
+    pthread_cond_t wake;  /* a job was queued, or stop */
+    pthread_cond_t idle;  /* a job finished or was dropped */
     rt_tier_job *queue, *tail;
-    int pending;             /* jobs queued or running */
-    bool started;            /* the worker runs (or ran) */
-    bool stop;               /* rt_tier_stop or exit */
-    bool abandon;            /* the process exits: drop the queue */
-    bool busy;               /* the worker is doing a job */
-    bool orphan;             /* the worker frees the owner when done */
-    bool joined;             /* joined, or to be joined by the exit handler */
+    int pending;  /* jobs queued or running */
+    bool started; /* the worker runs (or ran) */
+    bool stop;    /* rt_tier_stop or exit */
+    bool abandon; /* the process exits: drop the queue */
+    bool busy;    /* the worker is doing a job */
+    bool orphan;  /* the worker frees the owner when done */
+    bool joined;  /* joined, or to be joined by the exit handler */
     pthread_t thread;
-    weft_status status;      /* the first failure since the last wait */
+    weft_status status; /* the first failure since the last wait */
     char msg[FE_MSG_MAX];
     struct rt_tier *next_live; /* under tier.c's live_lock */
 } rt_tier;
@@ -272,8 +273,7 @@ typedef struct rt_ops {
                        bool host_filled);
     /* The address a kernel sees for each leaf of array a (ptrs[l]); the
      * kernel writes a when `written` (outputs, auxiliary arrays). */
-    weft_status (*addr)(rt_job *j, weft_array *a, bool written,
-                        uint64_t *ptrs);
+    weft_status (*addr)(rt_job *j, weft_array *a, bool written, uint64_t *ptrs);
     /* Run phases[0 .. n-1] in order, each complete before the next. */
     weft_status (*run)(rt_job *j, int n, const rt_phase *phases);
     /* dst = src, element for element (same type and shape). */
@@ -321,28 +321,28 @@ enum {
 struct rt_job {
     weft_context *ctx;
     const rt_ops *ops;
-    void *be;                  /* the backend's (gang, device) */
-    int64_t workers;           /* parallel workers to keep busy */
-    int64_t grain;             /* elements per chunk of element-wise work */
-    int64_t chunk_min;         /* fewest elements in a chunk of a row cut
+    void *be;          /* the backend's (gang, device) */
+    int64_t workers;   /* parallel workers to keep busy */
+    int64_t grain;     /* elements per chunk of element-wise work */
+    int64_t chunk_min; /* fewest elements in a chunk of a row cut
                                   into chunks (fold, scan) */
     fe_ix *ix;
     struct sk_kernel *k;
-    weft_array *kid[8];        /* evaluated array operands (owned) */
-    fe_val *val[8];            /* evaluated scalar operands (or NULL) */
+    weft_array *kid[8]; /* evaluated array operands (owned) */
+    fe_val *val[8];     /* evaluated scalar operands (or NULL) */
     fe_val vals[8][RT_MAX_LEAVES];
-    weft_array *out[2];        /* outputs (owned until handed out) */
-    weft_array *aux[8];        /* auxiliary arrays (owned) */
-    fe_val auxval[8];          /* auxiliary scalars (one leaf each) */
-    uint64_t *w;               /* the argument block: wbuf when it fits */
+    weft_array *out[2]; /* outputs (owned until handed out) */
+    weft_array *aux[8]; /* auxiliary arrays (owned) */
+    fe_val auxval[8];   /* auxiliary scalars (one leaf each) */
+    uint64_t *w;        /* the argument block: wbuf when it fits */
     uint64_t wbuf[RT_WBUF];
-    weft_array **iarr;         /* per item: operands of fused producers */
-    fe_val **ival;             /* (SK_SRC_TERM), evaluated by rt_exec */
-    int variant;               /* 0: equal-shapes entries; 1: general */
-    void *be_job;              /* the backend's per-job state */
-    fe_cancel *cancel;         /* the run's cancellation (may be NULL) */
+    weft_array **iarr;          /* per item: operands of fused producers */
+    fe_val **ival;              /* (SK_SRC_TERM), evaluated by rt_exec */
+    int variant;                /* 0: equal-shapes entries; 1: general */
+    void *be_job;               /* the backend's per-job state */
+    fe_cancel *cancel;          /* the run's cancellation (may be NULL) */
     unsigned char aux_start[8]; /* how aux[a] must start: RT_AUX_* */
-    int devices;               /* devices the backend runs a kernel on (0
+    int devices;                /* devices the backend runs a kernel on (0
                                   or 1: one; rt_phase) */
 };
 
@@ -357,9 +357,9 @@ typedef struct rt_backend {
     const rt_ops *ops;
     void *be;
     int64_t workers, grain, chunk_min;
-    void *be_job;             /* the backend's per-job state */
-    int devices;              /* as rt_job.devices */
-    uint64_t cancel_word;     /* what a kernel with a scalar while loop gets
+    void *be_job;         /* the backend's per-job state */
+    int devices;          /* as rt_job.devices */
+    uint64_t cancel_word; /* what a kernel with a scalar while loop gets
                                  in its cancel item (sk.h SK_CANCEL_AUX):
                                  the CPU, the address of the run's
                                  fe_cancel; PTX, the device address of the
@@ -449,12 +449,12 @@ void rt_plan_dump(const rt_plan_t *pl, FILE *out);
 const char *rt_kernel_name(const struct sk_kernel *k, char *buf, size_t n);
 
 /* ===== exec*.c: the drivers, one per skeleton family ===== */
-weft_status rt_exec_generate(rt_job *j); /* exec.c */
-weft_status rt_exec_fold(rt_job *j);     /* exec.c */
-weft_status rt_exec_scan(rt_job *j);     /* exec_scan.c */
+weft_status rt_exec_generate(rt_job *j);  /* exec.c */
+weft_status rt_exec_fold(rt_job *j);      /* exec.c */
+weft_status rt_exec_scan(rt_job *j);      /* exec_scan.c */
 weft_status rt_exec_scan_pass(rt_job *j); /* exec_scan.c: ptx/scan.c */
-weft_status rt_exec_permute(rt_job *j);  /* exec_permute.c */
-weft_status rt_exec_fold_seg(rt_job *j); /* exec_foldseg.c */
+weft_status rt_exec_permute(rt_job *j);   /* exec_permute.c */
+weft_status rt_exec_fold_seg(rt_job *j);  /* exec_foldseg.c */
 /* The input of segmented fold job j, for both drivers: its shape (rank
  * in *rank) and the segment descriptor *seg (j's operand, borrowed).
  * WEFT_ERR_INTERNAL, naming `name`, where the input has rank 0 or the
@@ -463,9 +463,9 @@ weft_status rt_fold_seg_input(rt_job *j, const char *name, int64_t *shape,
                               int *rank, weft_array **seg);
 weft_status rt_exec_fold_seg_pass(rt_job *j); /* exec_foldseg_pass.c:
                                                   ptx/foldseg.c */
-weft_status rt_exec_stencil(rt_job *j);  /* exec_stencil.c */
-weft_status rt_exec_reshape(rt_job *j);  /* exec_reshape.c: unit,
+weft_status rt_exec_stencil(rt_job *j);       /* exec_stencil.c */
+weft_status rt_exec_reshape(rt_job *j);       /* exec_reshape.c: unit,
                                             reshape, replicate, slice */
-#endif /* WEFT_HAVE_LLVM */
+#endif                                        /* WEFT_HAVE_LLVM */
 
 #endif /* WEFT_RT_H */

@@ -42,11 +42,11 @@
 #include "rt.h"
 
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
-static rt_tier *live;               /* under live_lock: started, not stopped */
+static rt_tier *live; /* under live_lock: started, not stopped */
 static pthread_once_t live_once = PTHREAD_ONCE_INIT;
-static int orphans_running;         /* under live_lock */
+static int orphans_running; /* under live_lock */
 static pthread_cond_t orphans_done = PTHREAD_COND_INITIALIZER;
-static atomic_bool exiting;         /* tier_at_exit ran */
+static atomic_bool exiting; /* tier_at_exit ran */
 atomic_int rt_tier_orphaned;
 
 static void tier_at_exit(void)
@@ -246,8 +246,8 @@ bool rt_tier_stop(rt_tier *t, bool may_orphan)
     pthread_mutex_lock(&live_lock);
     pthread_mutex_lock(&t->lock);
     t->stop = true;
-    bool orphan = may_orphan && t->started && !t->joined &&
-                  (t->busy || t->queue);
+    bool orphan =
+        may_orphan && t->started && !t->joined && (t->busy || t->queue);
     bool join = t->started && !t->joined && !orphan;
     t->orphan = orphan;
     t->joined = t->joined || join;

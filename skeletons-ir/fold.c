@@ -33,11 +33,10 @@ void sk_fold_chunks_only(sk_kernel *k)
     }
 }
 
-weft_status sk_add_chunk_items(weft_context *ctx, fe_arena *arena,
-                               sk_kernel *k, weft_type elt)
+weft_status sk_add_chunk_items(weft_context *ctx, fe_arena *arena, sk_kernel *k,
+                               weft_type elt)
 {
-    weft_status s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX, 0,
-                                elt, 1);
+    weft_status s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX, 0, elt, 1);
     if (s) {
         return s;
     }
@@ -59,7 +58,7 @@ weft_status sk_mut_store(sk_fn *f, const cg_mut *acc, const cg_array *a,
 }
 
 static weft_status fold_prepare(weft_context *ctx, fe_arena *arena,
-                               sk_kernel *k)
+                                sk_kernel *k)
 {
     k->nentry = 3;
     sk_fold_chunks_only(k);
@@ -99,8 +98,7 @@ static weft_status row_index_read(sk_fn *f, const sk_row *rw,
     return sk_read(f, rw->src, NULL, &ix, out);
 }
 
-weft_status sk_row_read(sk_fn *f, const sk_row *rw, LLVMValueRef j,
-                        cg_val *out)
+weft_status sk_row_read(sk_fn *f, const sk_row *rw, LLVMValueRef j, cg_val *out)
 {
     if (!rw->by_index) {
         return sk_read(f, rw->src, j, NULL, out);
@@ -112,8 +110,8 @@ weft_status sk_row_read_in(sk_fn *f, const sk_row *rw, LLVMValueRef k,
                            cg_val *out)
 {
     if (!rw->by_index) {
-        return sk_read(f, rw->src, LLVMBuildAdd(f->fn.b, rw->base, k, ""),
-                       NULL, out);
+        return sk_read(f, rw->src, LLVMBuildAdd(f->fn.b, rw->base, k, ""), NULL,
+                       out);
     }
     return row_index_read(f, rw, k, out);
 }
@@ -163,10 +161,9 @@ static weft_status fold_loop(sk_fn *f, const cg_mut *acc, const fe_term *src,
  * compile in a process 15.3 -> 14.9 ms on the development machine). */
 #define FOLD_BLOCK 64
 
-static weft_status fold_range(sk_fn *f, const cg_mut *acc,
-                              const fe_term *src, const cg_array *part,
-                              const sk_row *rw, LLVMValueRef lo,
-                              LLVMValueRef hi)
+static weft_status fold_range(sk_fn *f, const cg_mut *acc, const fe_term *src,
+                              const cg_array *part, const sk_row *rw,
+                              LLVMValueRef lo, LLVMValueRef hi)
 {
     cg_fn *fn = &f->fn;
     if (!src) {
@@ -174,9 +171,9 @@ static weft_status fold_range(sk_fn *f, const cg_mut *acc,
     }
     /* SPMD hook (spmd.c): costly elements W at a time, then the rest */
     LLVMValueRef rest = lo;
-    weft_status s = sk_spmd_fold_range(
-        f, acc, src, rw && rw->by_index ? &rw->ix : NULL,
-        rw ? rw->base : NULL, lo, hi, &rest);
+    weft_status s =
+        sk_spmd_fold_range(f, acc, src, rw && rw->by_index ? &rw->ix : NULL,
+                           rw ? rw->base : NULL, lo, hi, &rest);
     if (s) {
         return s;
     }
@@ -193,10 +190,9 @@ static weft_status fold_range(sk_fn *f, const cg_mut *acc,
     return fold_loop(f, acc, src, NULL, rw, mid, hi, true);
 }
 
-void sk_chunk_bounds(sk_fn *f, LLVMValueRef c, LLVMValueRef C,
-                     LLVMValueRef m, LLVMValueRef *row, LLVMValueRef *q,
-                     LLVMValueRef *base_out, LLVMValueRef *lo,
-                     LLVMValueRef *hi)
+void sk_chunk_bounds(sk_fn *f, LLVMValueRef c, LLVMValueRef C, LLVMValueRef m,
+                     LLVMValueRef *row, LLVMValueRef *q, LLVMValueRef *base_out,
+                     LLVMValueRef *lo, LLVMValueRef *hi)
 {
     cg_fn *fn = &f->fn;
     *row = LLVMBuildSDiv(fn->b, c, C, "");
@@ -248,8 +244,8 @@ static weft_status emit_entry(sk_fn *f, bool has_seed, int entry)
         lo = base;
     }
     sk_row rw;
-    if (src && (s = sk_row_begin(f, src, ext, row, base, true, &rw)) !=
-                   WEFT_OK) {
+    if (src &&
+        (s = sk_row_begin(f, src, ext, row, base, true, &rw)) != WEFT_OK) {
         return s;
     }
     LLVMValueRef first = lo;
@@ -317,19 +313,19 @@ static weft_status fold_emit(sk_emit *e, const char *const *names)
         bool empty = i == 0 && (e->k->flags & SK_FOLD_CHUNKS_ONLY);
         bool done = false;
         /* SPMD hook (spmd.c): short rows W at a time, across rows */
-        weft_status s = i == 0 && !empty
-                            ? sk_spmd_fold_rows(e, names[0], has_seed,
-                                                FOLD_BLOCK - 1, emit_rows,
-                                                &done)
-                            : WEFT_OK;
+        weft_status s =
+            i == 0 && !empty
+                ? sk_spmd_fold_rows(e, names[0], has_seed, FOLD_BLOCK - 1,
+                                    emit_rows, &done)
+                : WEFT_OK;
         if (s) {
             return s;
         }
         if (done) {
             continue;
         }
-        if ((s = sk_fold_entry(e, names[i], false, empty, emit[i],
-                               has_seed)) != WEFT_OK) {
+        if ((s = sk_fold_entry(e, names[i], false, empty, emit[i], has_seed)) !=
+            WEFT_OK) {
             return s;
         }
     }

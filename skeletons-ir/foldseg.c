@@ -43,8 +43,8 @@ static weft_status fold_seg_prepare(weft_context *ctx, fe_arena *arena,
                                     sk_kernel *k)
 {
     k->nentry = 1;
-    weft_status s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX, 0,
-                                WEFT_I64, 1);
+    weft_status s =
+        sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX, 0, WEFT_I64, 1);
     k->aux_item[0] = k->nitem - 1;
     if (s == WEFT_OK) {
         s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX, 1, WEFT_I64, 1);
@@ -177,8 +177,8 @@ static weft_status emit_loop(sk_fn *f)
     LLVMValueRef mode = sk_aux_value(f, 2)->v[0];
     cg_if bylen;
     if (seeded) {
-        cg_if_begin(fn, &bylen, LLVMBuildICmp(fn->b, LLVMIntEQ, mode,
-                                              cg_i64(fn, 2), ""));
+        cg_if_begin(fn, &bylen,
+                    LLVMBuildICmp(fn->b, LLVMIntEQ, mode, cg_i64(fn, 2), ""));
         if ((s = emit_by_lengths(f, &acc)) != WEFT_OK) {
             return s;
         }
@@ -197,9 +197,8 @@ static weft_status emit_loop(sk_fn *f)
     LLVMValueRef kslot = cg_alloca(fn, i64, "seg");
     LLVMValueRef bslot = cg_alloca(fn, i64, "rowbase");
     LLVMBuildStore(B, LLVMBuildSRem(B, q0, nseg, ""), kslot);
-    LLVMBuildStore(B, LLVMBuildMul(B, LLVMBuildSDiv(B, q0, nseg, ""), inner,
-                                   ""),
-                   bslot);
+    LLVMBuildStore(
+        B, LLVMBuildMul(B, LLVMBuildSDiv(B, q0, nseg, ""), inner, ""), bslot);
     cg_loop l;
     LLVMValueRef q;
     cg_loop_begin(fn, &l, q0, q1, &q);
@@ -208,13 +207,13 @@ static weft_status emit_loop(sk_fn *f)
     LLVMValueRef k1 = LLVMBuildAdd(B, k, cg_i64(fn, 1), "");
     LLVMValueRef wrap = LLVMBuildICmp(B, LLVMIntEQ, k1, nseg, "");
     LLVMBuildStore(B, LLVMBuildSelect(B, wrap, cg_i64(fn, 0), k1, ""), kslot);
-    LLVMBuildStore(B, LLVMBuildSelect(B, wrap, LLVMBuildAdd(B, base, inner, ""),
-                                      base, ""),
-                   bslot);
-    LLVMValueRef lo = LLVMBuildAdd(fn->b, base, cg_load(fn, WEFT_I64,
-                                                        off->ptr[0], k), "");
-    LLVMValueRef hi = LLVMBuildAdd(fn->b, base, cg_load(fn, WEFT_I64,
-                                                        off->ptr[0], k1), "");
+    LLVMBuildStore(
+        B, LLVMBuildSelect(B, wrap, LLVMBuildAdd(B, base, inner, ""), base, ""),
+        bslot);
+    LLVMValueRef lo =
+        LLVMBuildAdd(fn->b, base, cg_load(fn, WEFT_I64, off->ptr[0], k), "");
+    LLVMValueRef hi =
+        LLVMBuildAdd(fn->b, base, cg_load(fn, WEFT_I64, off->ptr[0], k1), "");
     if ((s = fold_one(f, &acc, q, lo, hi)) != WEFT_OK) {
         return s;
     }

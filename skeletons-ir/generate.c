@@ -154,7 +154,7 @@ static weft_status generate_emit(sk_emit *e, const char *const *names)
         e->stage = false;
         return s;
     }
-    s = e->stage                     ? element_staged(&f)
+    s = e->stage                   ? element_staged(&f)
         : ptx && sk_ptx_wide(e->k) ? elements_wide(&f)
                                    : sk_elements(&f, sk_store_element, NULL);
     e->stage = false;

@@ -37,7 +37,8 @@ static int manifest_item(sk_fn *f, const fe_term *t)
             continue;
         }
         if ((it->src == SK_SRC_TERM && it->term == t) ||
-            (it->src == SK_SRC_VAR && t->kind == FE_VAR && it->var == t->u.var) ||
+            (it->src == SK_SRC_VAR && t->kind == FE_VAR &&
+             it->var == t->u.var) ||
             (it->src == SK_SRC_PARAM && t->kind == FE_PARAM &&
              it->index == t->u.index) ||
             (it->src == SK_SRC_USE && t->kind == FE_USE &&
@@ -84,8 +85,7 @@ bool sk_linear_ok(sk_fn *f, const fe_term *t)
         return true;
     }
     switch ((fe_kind)t->kind) {
-    case FE_MAP:
-        return sk_linear_ok(f, t->kid[0]);
+    case FE_MAP: return sk_linear_ok(f, t->kid[0]);
     case FE_ZIPWITH:
         for (int k = 0; k < t->nkid; k++) {
             if (!f->e->uniform || !sk_linear_ok(f, t->kid[k])) {
@@ -93,10 +93,8 @@ bool sk_linear_ok(sk_fn *f, const fe_term *t)
             }
         }
         return true;
-    case FE_RESHAPE:
-        return sk_linear_ok(f, t->kid[1]);
-    default:
-        return false;
+    case FE_RESHAPE: return sk_linear_ok(f, t->kid[1]);
+    default: return false;
     }
 }
 
@@ -121,8 +119,7 @@ weft_status sk_extent(sk_fn *f, const fe_term *t, LLVMValueRef *ext)
         return WEFT_OK;
     }
     switch ((fe_kind)t->kind) {
-    case FE_MAP:
-        return sk_extent(f, t->kid[0], ext);
+    case FE_MAP: return sk_extent(f, t->kid[0], ext);
     case FE_ZIPWITH: {
         if ((s = sk_extent(f, t->kid[0], ext)) != WEFT_OK) {
             return s;
@@ -133,7 +130,8 @@ weft_status sk_extent(sk_fn *f, const fe_term *t, LLVMValueRef *ext)
                 return s;
             }
             for (int d = 0; d < t->rank; d++) {
-                LLVMValueRef lt = LLVMBuildICmp(fn->b, LLVMIntSLT, e2[d], ext[d], "");
+                LLVMValueRef lt =
+                    LLVMBuildICmp(fn->b, LLVMIntSLT, e2[d], ext[d], "");
                 ext[d] = LLVMBuildSelect(fn->b, lt, e2[d], ext[d], "");
             }
         }
@@ -185,8 +183,7 @@ weft_status sk_extent(sk_fn *f, const fe_term *t, LLVMValueRef *ext)
         }
         return WEFT_OK;
     }
-    default:
-        return missing();
+    default: return missing();
     }
 }
 
@@ -234,9 +231,9 @@ static weft_status gather(sk_fn *f, const fe_term *a, const cg_val *jx,
     }
     LLVMValueRef inside = LLVMConstInt(LLVMInt1TypeInContext(fn->llctx), 1, 0);
     for (int d = 0; d < a->rank; d++) {
-        inside = LLVMBuildAnd(fn->b, inside,
-                              LLVMBuildICmp(fn->b, LLVMIntULT, jx->v[d], ext[d], ""),
-                              "");
+        inside = LLVMBuildAnd(
+            fn->b, inside,
+            LLVMBuildICmp(fn->b, LLVMIntULT, jx->v[d], ext[d], ""), "");
     }
     int it = is_delayed(f, a) ? -1 : manifest_item(f, a);
     if (fn->flat_reads && f->local_errors && !fn->checked && it >= 0) {
@@ -245,14 +242,13 @@ static weft_status gather(sk_fn *f, const fe_term *a, const cg_val *jx,
         const cg_array *m = &f->arr[it];
         LLVMValueRef bits = sk_err_bits(f);
         LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
-        LLVMValueRef bit = LLVMBuildSelect(fn->b, inside,
-                                           LLVMConstInt(i32, 0, 0),
-                                           LLVMConstInt(i32, 1u << code, 0),
-                                           "");
-        LLVMBuildStore(fn->b,
-                       LLVMBuildOr(fn->b, LLVMBuildLoad2(fn->b, i32, bits, ""),
-                                   bit, ""),
-                       bits);
+        LLVMValueRef bit =
+            LLVMBuildSelect(fn->b, inside, LLVMConstInt(i32, 0, 0),
+                            LLVMConstInt(i32, 1u << code, 0), "");
+        LLVMBuildStore(
+            fn->b,
+            LLVMBuildOr(fn->b, LLVMBuildLoad2(fn->b, i32, bits, ""), bit, ""),
+            bits);
         return cg_array_load_or_zero(
             fn, m, cg_to_index(fn, m->rank, m->extent, jx->v), inside, out);
     }
@@ -351,8 +347,7 @@ static weft_status read_at(sk_fn *f, const fe_term *t, LLVMValueRef i,
         }
         return gather(f, a, &jx, CG_ERR_SLICE, out);
     }
-    default:
-        return missing();
+    default: return missing();
     }
 }
 

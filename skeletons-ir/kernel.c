@@ -81,7 +81,7 @@ typedef struct desc {
     void (*add)(void *user, const void *p, size_t n);
     void *user;
     const sk_kernel *k;
-    fe_varmap num;     /* var id -> canonical number (from 1) */
+    fe_varmap num; /* var id -> canonical number (from 1) */
     bool oom;
     uint32_t next;
     uint32_t nvar;
@@ -147,18 +147,12 @@ static void describe_term(desc *d, const fe_term *t, bool top)
     put_i(d, t->nfun);
     put_i(d, t->delayed);
     switch ((fe_kind)t->kind) {
-    case FE_CONST:
-        put(d, &t->u.c, sizeof t->u.c);
-        break;
+    case FE_CONST: put(d, &t->u.c, sizeof t->u.c); break;
     case FE_VAR:
-    case FE_LET:
-        describe_var(d, t->u.var);
-        break;
+    case FE_LET: describe_var(d, t->u.var); break;
     case FE_GET:
     case FE_AGET:
-    case FE_PARAM:
-        put_i(d, t->u.index);
-        break;
+    case FE_PARAM: put_i(d, t->u.index); break;
     case FE_USE:
         for (int i = 0; i < d->k->nitem; i++) {
             if (d->k->item[i].src == SK_SRC_USE &&
@@ -168,11 +162,8 @@ static void describe_term(desc *d, const fe_term *t, bool top)
         }
         break;
     case FE_STENCIL:
-    case FE_STENCIL2:
-        put(d, &t->u.st, sizeof t->u.st);
-        break;
-    default:
-        break;
+    case FE_STENCIL2: put(d, &t->u.st, sizeof t->u.st); break;
+    default: break;
     }
     /* The operation's own operands are inputs: only their types count,
      * unless they are delayed producers, whose code is the kernel's. */
@@ -276,8 +267,8 @@ static weft_status fn_begin(sk_emit *e, sk_fn *f, const char *name, bool raw)
             a->leaf = it->leaf;
             a->ptr = fe_arena_alloc(e->arena,
                                     sizeof *a->ptr * (size_t)(it->nleaf + 1));
-            a->extent = fe_arena_alloc(e->arena,
-                                       sizeof *a->extent * (size_t)(it->rank + 1));
+            a->extent = fe_arena_alloc(e->arena, sizeof *a->extent *
+                                                     (size_t)(it->rank + 1));
             if (!a->ptr || !a->extent) {
                 return fe_oom("weft_compile");
             }
@@ -285,8 +276,9 @@ static weft_status fn_begin(sk_emit *e, sk_fn *f, const char *name, bool raw)
                 LLVMValueRef w = cg_i64(fn, it->word + l);
                 LLVMValueRef p = LLVMBuildGEP2(fn->b, i64, f->args, &w, 1, "");
                 LLVMValueRef ld = LLVMBuildLoad2(fn->b, ptr, p, "");
-                LLVMSetMetadata(ld, LLVMGetMDKindIDInContext(c, "invariant.load", 14),
-                                LLVMMetadataAsValue(c, LLVMMDNodeInContext2(c, NULL, 0)));
+                LLVMSetMetadata(
+                    ld, LLVMGetMDKindIDInContext(c, "invariant.load", 14),
+                    LLVMMetadataAsValue(c, LLVMMDNodeInContext2(c, NULL, 0)));
                 if (e->target->array_align > 0) {
                     LLVMMetadataRef al = LLVMValueAsMetadata(
                         cg_i64(fn, (int64_t)e->target->array_align));
@@ -375,10 +367,11 @@ LLVMValueRef sk_full_chunk(sk_fn *f, int k)
 {
     LLVMBuilderRef b = f->fn.b;
     LLVMValueRef kk = cg_i64(&f->fn, k);
-    return LLVMBuildAnd(
-        b, LLVMBuildICmp(b, LLVMIntEQ, f->grain, kk, ""),
-        LLVMBuildICmp(b, LLVMIntEQ, LLVMBuildSub(b, f->end, f->start, ""), kk,
-                      ""), "full");
+    return LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntEQ, f->grain, kk, ""),
+                        LLVMBuildICmp(b, LLVMIntEQ,
+                                      LLVMBuildSub(b, f->end, f->start, ""), kk,
+                                      ""),
+                        "full");
 }
 
 weft_status sk_elements(sk_fn *f, sk_elem_body body, void *user)
@@ -436,8 +429,7 @@ static void put_key(sk_fn *f, LLVMValueRef key)
     LLVMValueRef prev = fn->target->atomic_cas(fn, p, cur, key);
     LLVMBasicBlockRef swap_end = LLVMGetInsertBlock(B);
     LLVMAddIncoming(cur, &prev, &swap_end, 1);
-    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntEQ, prev, cur, ""), done,
-                    loop);
+    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntEQ, prev, cur, ""), done, loop);
     LLVMPositionBuilderAtEnd(B, done);
 }
 
@@ -505,18 +497,18 @@ void sk_flush_error(sk_fn *f)
         LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
         LLVMValueRef v = LLVMBuildLoad2(fn->b, i32, f->err_bits, "");
         cg_if c;
-        cg_if_begin(fn, &c, LLVMBuildICmp(fn->b, LLVMIntNE, v,
-                                          LLVMConstInt(i32, 0, 0), ""));
-        LLVMValueRef a[2] = {v, LLVMConstInt(LLVMInt1TypeInContext(fn->llctx),
-                                             1, 0)};
+        cg_if_begin(
+            fn, &c,
+            LLVMBuildICmp(fn->b, LLVMIntNE, v, LLVMConstInt(i32, 0, 0), ""));
+        LLVMValueRef a[2] = {
+            v, LLVMConstInt(LLVMInt1TypeInContext(fn->llctx), 1, 0)};
         LLVMValueRef code = cg_intrinsic(fn, "llvm.cttz", &i32, 1, a, 2);
         code = LLVMBuildShl(fn->b, LLVMBuildZExt(fn->b, code, i64, ""),
                             cg_i64(fn, 10), "");
-        put_key(f, LLVMBuildOr(
-                       fn->b, code,
-                       cg_i64(fn, (int64_t)((uint64_t)CG_KEY_ELEM_NONE
-                                            << CG_KEY_ELEM_SHIFT)),
-                       ""));
+        put_key(f, LLVMBuildOr(fn->b, code,
+                               cg_i64(fn, (int64_t)((uint64_t)CG_KEY_ELEM_NONE
+                                                    << CG_KEY_ELEM_SHIFT)),
+                               ""));
         cg_if_end(fn, &c);
     }
     if (!fn->checked) {
@@ -525,8 +517,8 @@ void sk_flush_error(sk_fn *f)
     LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
     LLVMValueRef key = LLVMBuildLoad2(fn->b, i64, fn->fail, "");
     cg_if c;
-    cg_if_begin(fn, &c, LLVMBuildICmp(fn->b, LLVMIntNE, key, cg_i64(fn, -1),
-                                      ""));
+    cg_if_begin(fn, &c,
+                LLVMBuildICmp(fn->b, LLVMIntNE, key, cg_i64(fn, -1), ""));
     put_key(f, key);
     cg_if_end(fn, &c);
 }
@@ -594,8 +586,7 @@ weft_status sk_from_linear(sk_fn *f, int rank, LLVMValueRef const *extent,
     return s;
 }
 
-weft_status sk_emit_variant(sk_emit *e, bool uniform,
-                            const char *const *names)
+weft_status sk_emit_variant(sk_emit *e, bool uniform, const char *const *names)
 {
     e->uniform = uniform;
     return e->k->skel->emit(e, names);

@@ -54,7 +54,7 @@
 /* The atomic update of one permute kernel (k->flags, k->permute_mode). */
 enum { PERMUTE_RMW = 1, PERMUTE_CAS = 2, PERMUTE_LOCK = 3 };
 enum { PERMUTE_VERSION = 1 }; /* of the emitted code (k->flags bits 4-7) */
-#define PERMUTE_LOCKS 4096 /* striped locks (a power of two) */
+#define PERMUTE_LOCKS 4096    /* striped locks (a power of two) */
 #define PERMUTE_LOCK_BITS 12
 
 /* Whether term t is the variable v. */
@@ -97,26 +97,17 @@ static bool rmw_prim(const fe_fun *f, const fe_term *b, int leaf,
     }
     bool sgn = fe_is_signed(ty);
     switch ((weft_op)b->op) {
-    case WEFT_OP_ADD:
-        *op = LLVMAtomicRMWBinOpAdd;
-        return true;
+    case WEFT_OP_ADD: *op = LLVMAtomicRMWBinOpAdd; return true;
     case WEFT_OP_MIN:
         *op = sgn ? LLVMAtomicRMWBinOpMin : LLVMAtomicRMWBinOpUMin;
         return true;
     case WEFT_OP_MAX:
         *op = sgn ? LLVMAtomicRMWBinOpMax : LLVMAtomicRMWBinOpUMax;
         return true;
-    case WEFT_OP_BAND:
-        *op = LLVMAtomicRMWBinOpAnd;
-        return true;
-    case WEFT_OP_BOR:
-        *op = LLVMAtomicRMWBinOpOr;
-        return true;
-    case WEFT_OP_BXOR:
-        *op = LLVMAtomicRMWBinOpXor;
-        return true;
-    default:
-        return false;
+    case WEFT_OP_BAND: *op = LLVMAtomicRMWBinOpAnd; return true;
+    case WEFT_OP_BOR: *op = LLVMAtomicRMWBinOpOr; return true;
+    case WEFT_OP_BXOR: *op = LLVMAtomicRMWBinOpXor; return true;
+    default: return false;
     }
 }
 
@@ -204,8 +195,8 @@ static weft_status permute_prepare(weft_context *ctx, fe_arena *arena,
     if (k->permute_mode != PERMUTE_LOCK) {
         return WEFT_OK;
     }
-    weft_status s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX, 0,
-                                WEFT_I32, 1);
+    weft_status s =
+        sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX, 0, WEFT_I32, 1);
     k->aux_item[0] = k->nitem - 1;
     return s;
 }
@@ -218,8 +209,8 @@ static LLVMValueRef elem_ptr(cg_fn *fn, const cg_array *a, int l,
     return LLVMBuildInBoundsGEP2(fn->b, mt, a->ptr[l], &j, 1, "");
 }
 
-weft_status sk_permute_update_plain(sk_fn *f, const cg_array *r,
-                                    LLVMValueRef j, const cg_val *x)
+weft_status sk_permute_update_plain(sk_fn *f, const cg_array *r, LLVMValueRef j,
+                                    const cg_val *x)
 {
     cg_fn *fn = &f->fn;
     cg_val args[2], y;
@@ -234,8 +225,7 @@ weft_status sk_permute_update_plain(sk_fn *f, const cg_array *r,
     return s;
 }
 
-LLVMValueRef sk_permute_identity(cg_fn *fn, LLVMAtomicRMWBinOp op,
-                                 weft_type ty)
+LLVMValueRef sk_permute_identity(cg_fn *fn, LLVMAtomicRMWBinOp op, weft_type ty)
 {
     LLVMTypeRef t = cg_type(fn->llctx, ty);
     if (op == LLVMAtomicRMWBinOpFAdd) {
@@ -246,18 +236,10 @@ LLVMValueRef sk_permute_identity(cg_fn *fn, LLVMAtomicRMWBinOp op,
     uint64_t v = 0;
     switch (op) {
     case LLVMAtomicRMWBinOpAnd:
-    case LLVMAtomicRMWBinOpUMin:
-        v = ones;
-        break;
-    case LLVMAtomicRMWBinOpMin:
-        v = ones >> 1;
-        break;
-    case LLVMAtomicRMWBinOpMax:
-        v = 1ull << (bits - 1);
-        break;
-    default: /* add, or, xor, umax */
-        v = 0;
-        break;
+    case LLVMAtomicRMWBinOpUMin: v = ones; break;
+    case LLVMAtomicRMWBinOpMin: v = ones >> 1; break;
+    case LLVMAtomicRMWBinOpMax: v = 1ull << (bits - 1); break;
+    default: /* add, or, xor, umax */ v = 0; break;
     }
     return LLVMConstInt(t, v, 0);
 }
@@ -288,25 +270,25 @@ static weft_status update_cas(sk_fn *f, const cg_array *r, LLVMValueRef j,
 {
     cg_fn *fn = &f->fn;
     weft_type ty = r->leaf[0];
-    LLVMTypeRef it = LLVMIntTypeInContext(fn->llctx,
-                                          (unsigned)fe_type_bits(ty));
+    LLVMTypeRef it =
+        LLVMIntTypeInContext(fn->llctx, (unsigned)fe_type_bits(ty));
     LLVMTypeRef vt = cg_type(fn->llctx, ty);
     LLVMValueRef p = elem_ptr(fn, r, 0, j);
     LLVMValueRef first = LLVMBuildLoad2(fn->b, it, p, "");
     LLVMSetOrdering(first, LLVMAtomicOrderingMonotonic);
     LLVMSetAlignment(first, (unsigned)fe_type_bits(ty) / 8);
     LLVMBasicBlockRef pre = LLVMGetInsertBlock(fn->b);
-    LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(fn->llctx, fn->fn,
-                                                           "cas");
-    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(fn->llctx, fn->fn,
-                                                           "cas.done");
+    LLVMBasicBlockRef loop =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "cas");
+    LLVMBasicBlockRef done =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "cas.done");
     LLVMBuildBr(fn->b, loop);
     LLVMPositionBuilderAtEnd(fn->b, loop);
     LLVMValueRef old = LLVMBuildPhi(fn->b, it, "");
     cg_val args[2], y;
     args[0] = *x;
-    weft_status s = cg_val_one(fn, LLVMBuildBitCast(fn->b, old, vt, ""),
-                               &args[1]);
+    weft_status s =
+        cg_val_one(fn, LLVMBuildBitCast(fn->b, old, vt, ""), &args[1]);
     if (s == WEFT_OK) {
         s = cg_apply(fn, f->e->k->op->fun[0], args, &y);
     }
@@ -341,28 +323,28 @@ static weft_status update_lock(sk_fn *f, const cg_array *r, LLVMValueRef j,
     LLVMValueRef gold = cg_i64(fn, (int64_t)0x9E3779B97F4A7C15ull);
     LLVMValueRef h = LLVMBuildMul(fn->b, j, gold, "");
     h = LLVMBuildLShr(fn->b, h, cg_i64(fn, 64 - PERMUTE_LOCK_BITS), "");
-    LLVMValueRef lp = LLVMBuildInBoundsGEP2(fn->b, i32, locks->ptr[0], &h, 1,
-                                            "");
-    LLVMBasicBlockRef take = LLVMAppendBasicBlockInContext(fn->llctx, fn->fn,
-                                                           "lock");
-    LLVMBasicBlockRef spin = LLVMAppendBasicBlockInContext(fn->llctx, fn->fn,
-                                                           "lock.spin");
-    LLVMBasicBlockRef held = LLVMAppendBasicBlockInContext(fn->llctx, fn->fn,
-                                                           "lock.held");
+    LLVMValueRef lp =
+        LLVMBuildInBoundsGEP2(fn->b, i32, locks->ptr[0], &h, 1, "");
+    LLVMBasicBlockRef take =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "lock");
+    LLVMBasicBlockRef spin =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "lock.spin");
+    LLVMBasicBlockRef held =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "lock.held");
     LLVMBuildBr(fn->b, take);
     /* take: if (xchg(lock, 1) == 0) held else spin */
     LLVMPositionBuilderAtEnd(fn->b, take);
     LLVMValueRef was = fn->target->atomic_rmw(fn, LLVMAtomicRMWBinOpXchg, lp,
                                               LLVMConstInt(i32, 1, 0));
-    LLVMBuildCondBr(fn->b, LLVMBuildICmp(fn->b, LLVMIntEQ, was, zero, ""),
-                    held, spin);
+    LLVMBuildCondBr(fn->b, LLVMBuildICmp(fn->b, LLVMIntEQ, was, zero, ""), held,
+                    spin);
     /* spin: wait on plain atomic loads until the lock looks free */
     LLVMPositionBuilderAtEnd(fn->b, spin);
     LLVMValueRef cur = LLVMBuildLoad2(fn->b, i32, lp, "");
     LLVMSetOrdering(cur, LLVMAtomicOrderingMonotonic);
     LLVMSetAlignment(cur, 4);
-    LLVMBuildCondBr(fn->b, LLVMBuildICmp(fn->b, LLVMIntEQ, cur, zero, ""),
-                    take, spin);
+    LLVMBuildCondBr(fn->b, LLVMBuildICmp(fn->b, LLVMIntEQ, cur, zero, ""), take,
+                    spin);
     LLVMPositionBuilderAtEnd(fn->b, held);
     /* A target whose atomics are relaxed (PTX) orders the update after
      * taking the lock and before releasing it with fences. */
@@ -390,8 +372,7 @@ static weft_status update_lock(sk_fn *f, const cg_array *r, LLVMValueRef j,
  * so that the index function's bounds checks on it compare against the
  * very extents the source loop runs to (ptx/permute.c tells LLVM that
  * every source position lies inside them). */
-static weft_status source_extent(sk_fn *f, const fe_term *t,
-                                 LLVMValueRef *sext)
+static weft_status source_extent(sk_fn *f, const fe_term *t, LLVMValueRef *sext)
 {
     const fe_term *src = t->kid[1];
     const fe_term *sh = src->delayed && src->kind == FE_GENERATE && src->nkid
@@ -417,8 +398,8 @@ weft_status sk_permute_begin(sk_fn *f, LLVMValueRef *sext)
     const fe_term *t = f->e->k->op;
     weft_status s = source_extent(f, t, sext);
     if (s == WEFT_OK && sk_out_array(f, 0)->rank == 0) {
-        fn->ignored = cg_alloca(fn, LLVMInt1TypeInContext(fn->llctx),
-                                "ignored");
+        fn->ignored =
+            cg_alloca(fn, LLVMInt1TypeInContext(fn->llctx), "ignored");
     }
     return s;
 }
@@ -460,15 +441,14 @@ weft_status sk_permute_target(sk_fn *f, const cg_array *r,
     }
     e->ignored = LLVMConstInt(i1, 1, 0);
     for (int d = 0; d < drank; d++) {
-        e->ignored = LLVMBuildAnd(fn->b, e->ignored,
-                                  LLVMBuildICmp(fn->b, LLVMIntEQ, tv.v[d],
-                                                cg_i64(fn, INT64_MIN), ""),
-                                  "");
+        e->ignored = LLVMBuildAnd(
+            fn->b, e->ignored,
+            LLVMBuildICmp(fn->b, LLVMIntEQ, tv.v[d], cg_i64(fn, INT64_MIN), ""),
+            "");
         /* 0 <= c < extent, as one unsigned compare */
-        e->inside = LLVMBuildAnd(fn->b, e->inside,
-                                 LLVMBuildICmp(fn->b, LLVMIntULT, tv.v[d],
-                                               r->extent[d], ""),
-                                 "");
+        e->inside = LLVMBuildAnd(
+            fn->b, e->inside,
+            LLVMBuildICmp(fn->b, LLVMIntULT, tv.v[d], r->extent[d], ""), "");
     }
     e->j = cg_to_index(fn, drank, r->extent, tv.v);
     return WEFT_OK;
@@ -582,8 +562,8 @@ static weft_status emit_chunks(sk_fn *f, permute_loop *pl, int K)
     cg_if_begin(fn, &full, sk_full_chunk(f, K));
     /* the chunk at c K, said with the constant K (its alignment) */
     LLVMValueRef g = LLVMBuildNSWMul(b, f->chunk, kk, "");
-    weft_status s = sk_permute_group(f, out, pl->sext, ssize, &g, 1, K,
-                                     put_update, pl);
+    weft_status s =
+        sk_permute_group(f, out, pl->sext, ssize, &g, 1, K, put_update, pl);
     cg_if_else(fn, &full);
     if (s == WEFT_OK) {
         cg_loop l;
@@ -601,7 +581,7 @@ static weft_status emit_chunks(sk_fn *f, permute_loop *pl, int K)
 static weft_status emit_loop(sk_fn *f, bool atomic)
 {
     int mode = f->e->k->permute_mode;
-    sk_permute_update update = !atomic ? sk_permute_update_plain
+    sk_permute_update update = !atomic               ? sk_permute_update_plain
                                : mode == PERMUTE_RMW ? sk_permute_update_rmw
                                : mode == PERMUTE_CAS ? update_cas
                                                      : update_lock;

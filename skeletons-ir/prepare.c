@@ -49,12 +49,12 @@ typedef struct walk {
     weft_context *ctx;
     fe_arena *arena;
     sk_kernel *k;
-    fe_varmap vars;   /* var id -> WALK_BOUND (bound inside the functions)
+    fe_varmap vars; /* var id -> WALK_BOUND (bound inside the functions)
                          | WALK_SEEN (already an item) */
     bool oom;
     uint32_t nvar;
-    int cost;         /* scalar work per element, roughly (sk_kernel.light) */
-    bool has_while;   /* a scalar while loop inside the functions */
+    int cost;       /* scalar work per element, roughly (sk_kernel.light) */
+    bool has_while; /* a scalar while loop inside the functions */
 } walk;
 
 enum { WALK_BOUND = 1, WALK_SEEN = 2 };
@@ -151,16 +151,14 @@ static weft_status walk_term(walk *w, const fe_term *t)
     case FE_PRIM:
         /* floating division and the math functions (cost DEAR in
          * lib/fe_ops.h) count as several */
-        w->cost += t->op < WEFT_OP_COUNT_ &&
-                           fe_prims[t->op].cost == FE_COST_DEAR
-                       ? 8
-                       : 1;
+        w->cost +=
+            t->op < WEFT_OP_COUNT_ && fe_prims[t->op].cost == FE_COST_DEAR ? 8
+                                                                           : 1;
         break;
     case FE_WHILE:
         w->cost += SK_LIGHT_COST + 1; /* unbounded: never light */
         break;
-    default:
-        break;
+    default: break;
     }
     for (int i = 0; i < t->nkid; i++) {
         if ((s = walk_term(w, t->kid[i])) != WEFT_OK) {
@@ -231,7 +229,8 @@ weft_status sk_prepare(weft_context *ctx, const fe_core *core, fe_arena *arena,
     int nout = at->arity == 0 ? 1 : at->arity;
     for (int o = 0; o < nout; o++) {
         const fe_atype *c = at->arity == 0 ? at : at->comp[o];
-        s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_OUT, o, c->elt, c->rank);
+        s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_OUT, o, c->elt,
+                        c->rank);
         if (s) {
             return s;
         }
@@ -249,8 +248,8 @@ weft_status sk_prepare(weft_context *ctx, const fe_core *core, fe_arena *arena,
         } else if (kid->kind == FE_ALL) {
             continue;
         } else {
-            s = sk_add_item(ctx, arena, k, SK_SCALAR, SK_SRC_KID, i,
-                            kid->type, 0);
+            s = sk_add_item(ctx, arena, k, SK_SCALAR, SK_SRC_KID, i, kid->type,
+                            0);
         }
         if (s) {
             return s;
@@ -281,7 +280,8 @@ weft_status sk_prepare(weft_context *ctx, const fe_core *core, fe_arena *arena,
     }
     k->light = w.cost <= SK_LIGHT_COST;
     /* the error word, then the skeleton's own items */
-    s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX, SK_ERR_AUX, WEFT_I64, 1);
+    s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX, SK_ERR_AUX, WEFT_I64,
+                    1);
     if (s) {
         return s;
     }

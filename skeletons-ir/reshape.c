@@ -75,8 +75,7 @@ static bool reshape_supported(const fe_term *t)
         return false;
     }
     switch ((fe_kind)t->kind) {
-    case FE_UNIT:
-        return t->nkid == 1 && t->kid[0] && !t->kid[0]->acc;
+    case FE_UNIT: return t->nkid == 1 && t->kid[0] && !t->kid[0]->acc;
     case FE_RESHAPE:
         return t->nkid == 2 && t->kid[1]->acc && t->kid[1]->atype &&
                t->kid[1]->atype->narrays == 1;
@@ -104,8 +103,7 @@ static bool reshape_supported(const fe_term *t)
         }
         return nall == t->rank && nall + nfix == a->rank;
     }
-    default:
-        return false;
+    default: return false;
     }
 }
 

@@ -50,8 +50,8 @@ sk_scan_info sk_scan_info_of(const fe_term *t)
 {
     fe_kind k = (fe_kind)t->kind;
     sk_scan_info in;
-    in.seeded = k == FE_SCANL || k == FE_SCANL_ || k == FE_SCANR ||
-                k == FE_SCANR_;
+    in.seeded =
+        k == FE_SCANL || k == FE_SCANL_ || k == FE_SCANR || k == FE_SCANR_;
     in.left = k == FE_SCANL || k == FE_SCANL1 || k == FE_SCANL_;
     in.pair = k == FE_SCANL_ || k == FE_SCANR_;
     in.grow = k == FE_SCANL || k == FE_SCANR;
@@ -109,8 +109,7 @@ static LLVMValueRef out_pos(sk_fn *f, const scan_info *in, LLVMValueRef row,
 /* One step of a scan at input position j: read x[j], combine and store in
  * the order the scan asks for. */
 static weft_status scan_step(sk_fn *f, const scan_info *in, const cg_mut *acc,
-                             const sk_row *rr, LLVMValueRef row,
-                             LLVMValueRef j)
+                             const sk_row *rr, LLVMValueRef row, LLVMValueRef j)
 {
     cg_fn *fn = &f->fn;
     const cg_array *out = sk_out_array(f, 0);
@@ -143,9 +142,8 @@ static weft_status scan_step(sk_fn *f, const scan_info *in, const cg_mut *acc,
  * NULL or false at run time, else (scanl1, scanr1) from the piece's own
  * first element, which is stored as it is.  carry may be NULL only when
  * from_elem is NULL too (then the piece always starts from its element). */
-static weft_status scan_piece(sk_fn *f, const scan_info *in,
-                              const cg_mut *acc, const sk_row *rr,
-                              LLVMValueRef row,
+static weft_status scan_piece(sk_fn *f, const scan_info *in, const cg_mut *acc,
+                              const sk_row *rr, LLVMValueRef row,
                               LLVMValueRef lo, LLVMValueRef hi,
                               LLVMValueRef from_elem, const cg_val *carry)
 {
@@ -199,8 +197,8 @@ static weft_status scan_piece(sk_fn *f, const scan_info *in,
         LLVMValueRef top = b.v[0];
         LLVMValueRef n = LLVMBuildSub(fn->b, top, lo, "");
         cg_loop_begin(fn, &l, cg_i64(fn, 0), n, &i);
-        LLVMValueRef j = LLVMBuildSub(fn->b, LLVMBuildSub(fn->b, top, one, ""),
-                                      i, "");
+        LLVMValueRef j =
+            LLVMBuildSub(fn->b, LLVMBuildSub(fn->b, top, one, ""), i, "");
         s = scan_step(f, in, acc, rr, row, j);
     }
     cg_loop_end(fn, &l);
@@ -217,8 +215,8 @@ static void store_total(sk_fn *f, const scan_info *in, LLVMValueRef row,
     if (in->grow) {
         /* row * (m + 1) + m */
         LLVMValueRef m1 = LLVMBuildAdd(fn->b, m, cg_i64(fn, 1), "");
-        LLVMValueRef p = LLVMBuildAdd(fn->b, LLVMBuildMul(fn->b, row, m1, ""),
-                                      m, "");
+        LLVMValueRef p =
+            LLVMBuildAdd(fn->b, LLVMBuildMul(fn->b, row, m1, ""), m, "");
         cg_array_store(fn, sk_out_array(f, 0), p, tot);
     } else if (in->pair) {
         cg_array_store(fn, sk_out_array(f, 1), row, tot);
@@ -239,8 +237,8 @@ static weft_status store_acc_total(sk_fn *f, const scan_info *in,
 }
 
 /* The input's extents, and the innermost one (the row length). */
-static weft_status row_length(sk_fn *f, const scan_info *in,
-                              LLVMValueRef *ext, LLVMValueRef *m)
+static weft_status row_length(sk_fn *f, const scan_info *in, LLVMValueRef *ext,
+                              LLVMValueRef *m)
 {
     weft_status s = sk_extent(f, in->src, ext);
     if (s == WEFT_OK) {
@@ -319,8 +317,7 @@ static weft_status emit_reduce(sk_fn *f, const scan_info *in)
         return s;
     }
     LLVMValueRef one = cg_i64(fn, 1);
-    LLVMValueRef first =
-        in->left ? ch.lo : LLVMBuildSub(fn->b, ch.hi, one, "");
+    LLVMValueRef first = in->left ? ch.lo : LLVMBuildSub(fn->b, ch.hi, one, "");
     cg_val x;
     if ((s = sk_row_read(f, &ch.rr, first, &x)) != WEFT_OK) {
         return s;
@@ -374,9 +371,10 @@ static weft_status emit_carries(sk_fn *f, const scan_info *in)
     if (in->seeded) {
         cg_mut_set(fn, &acc, sk_kid_value(f, 0));
     } else {
-        LLVMValueRef p = in->left ? base : LLVMBuildSub(fn->b,
-                                                        LLVMBuildAdd(fn->b, base, C, ""),
-                                                        one, "");
+        LLVMValueRef p =
+            in->left ? base
+                     : LLVMBuildSub(fn->b, LLVMBuildAdd(fn->b, base, C, ""),
+                                    one, "");
         cg_val x0;
         if ((s = cg_array_load(fn, part, p, &x0)) != WEFT_OK) {
             return s;
@@ -388,8 +386,9 @@ static weft_status emit_carries(sk_fn *f, const scan_info *in)
     LLVMValueRef k;
     cg_loop_begin(fn, &il, cg_i64(fn, 0), n, &k);
     /* left: slots C - n .. C - 1 ascending; right: n - 1 .. 0 descending */
-    LLVMValueRef q = in->left ? LLVMBuildAdd(fn->b, LLVMBuildSub(fn->b, C, n, ""), k, "")
-                              : LLVMBuildSub(fn->b, LLVMBuildSub(fn->b, n, one, ""), k, "");
+    LLVMValueRef q =
+        in->left ? LLVMBuildAdd(fn->b, LLVMBuildSub(fn->b, C, n, ""), k, "")
+                 : LLVMBuildSub(fn->b, LLVMBuildSub(fn->b, n, one, ""), k, "");
     LLVMValueRef p = LLVMBuildAdd(fn->b, base, q, "");
     cg_val x, a;
     s = cg_array_load(fn, part, p, &x);
@@ -430,13 +429,13 @@ static weft_status emit_rescan(sk_fn *f, const scan_info *in)
     }
     LLVMValueRef from_elem = NULL;
     if (!in->seeded) {
-        LLVMValueRef own =
-            in->left ? cg_i64(fn, 0)
-                     : LLVMBuildSub(fn->b, ch.C, cg_i64(fn, 1), "");
+        LLVMValueRef own = in->left
+                               ? cg_i64(fn, 0)
+                               : LLVMBuildSub(fn->b, ch.C, cg_i64(fn, 1), "");
         from_elem = LLVMBuildICmp(fn->b, LLVMIntEQ, ch.q, own, "");
     }
-    if ((s = scan_piece(f, in, &ch.acc, &ch.rr, ch.row, ch.lo, ch.hi,
-                        from_elem, &carry)) != WEFT_OK) {
+    if ((s = scan_piece(f, in, &ch.acc, &ch.rr, ch.row, ch.lo, ch.hi, from_elem,
+                        &carry)) != WEFT_OK) {
         return s;
     }
     cg_loop_end(fn, &ch.l);

@@ -43,8 +43,8 @@
 #include "../codegen/cg.h"
 
 typedef enum sk_item_kind {
-    SK_ARRAY,  /* nleaf pointer words, then rank extent words */
-    SK_SCALAR  /* nleaf words */
+    SK_ARRAY, /* nleaf pointer words, then rank extent words */
+    SK_SCALAR /* nleaf words */
 } sk_item_kind;
 
 typedef enum sk_src {
@@ -62,28 +62,32 @@ typedef struct sk_item {
     sk_item_kind kind;
     sk_src src;
     int index;
-    const fe_var *var;        /* SK_SRC_VAR */
-    weft_array *array;        /* SK_SRC_USE */
-    const fe_term *term;      /* SK_SRC_TERM */
-    weft_type type;           /* element type (arrays) or value type */
-    int rank;                 /* arrays */
+    const fe_var *var;   /* SK_SRC_VAR */
+    weft_array *array;   /* SK_SRC_USE */
+    const fe_term *term; /* SK_SRC_TERM */
+    weft_type type;      /* element type (arrays) or value type */
+    int rank;            /* arrays */
     int nleaf;
-    const weft_type *leaf;    /* nleaf scalar leaf types */
-    int word;                 /* first word in the argument block */
+    const weft_type *leaf; /* nleaf scalar leaf types */
+    int word;              /* first word in the argument block */
 } sk_item;
 
-#define SK_MAX_ENTRY 10 /* entry points, both variants together (the
+#define SK_MAX_ENTRY                                                           \
+    10 /* entry points, both variants together (the
                           CPU permute with a fused default has 5) */
 #define SK_ITEM_BLOCK (-1)
-#define SK_DEVICES_MAX 8 /* devices of one context (runtime-gpu's
+#define SK_DEVICES_MAX                                                         \
+    8 /* devices of one context (runtime-gpu's
                             GPU_MULTI_MAX): a fold of one row over several
                             keeps their parts' folds in its partials
                             [0, SK_DEVICES_MAX) (ptx/fold.c) */
-#define SK_SPREAD_ALIGN 512 /* elements: a device's part of a fold of one
+#define SK_SPREAD_ALIGN                                                        \
+    512              /* elements: a device's part of a fold of one
                                row starts at a multiple of this, so of
                                every tile (ptx/fold.c: 32 lanes x K <= 16) */
-#define SK_ERR_AUX 7   /* aux index of the error word (every kernel) */
-#define SK_CANCEL_AUX 6 /* aux index of the cancel word: a scalar u64 item,
+#define SK_ERR_AUX 7 /* aux index of the error word (every kernel) */
+#define SK_CANCEL_AUX                                                          \
+    6 /* aux index of the cancel word: a scalar u64 item,
                            only in kernels whose functions have a scalar
                            while loop, which polls it (codegen/exp.c; what
                            the word holds is the target's, cg_target
@@ -109,9 +113,9 @@ typedef enum sk_family {
     SK_FOLD,     /* fold.c: fold, fold1 */
     SK_SCAN,     /* scan.c: the six scans */
     SK_PERMUTE,  /* permute.c */
-    SK_FOLD_SEG, /* foldseg.c: foldSeg, fold1Seg */
-    SK_STENCIL,  /* stencil.c: stencil, stencil2 */
-    SK_RESHAPE,  /* reshape.c: unit, reshape, replicate, slice */
+    SK_FOLD_SEG,  /* foldseg.c: foldSeg, fold1Seg */
+    SK_STENCIL,   /* stencil.c: stencil, stencil2 */
+    SK_RESHAPE,   /* reshape.c: unit, reshape, replicate, slice */
     SK_SCAN_PASS, /* ptx/scan.c: the scans in one pass (decoupled look-back) */
     SK_FOLD_SEG_PASS, /* ptx/foldseg.c: foldSeg in one pass (lengths scanned
                          by look-back, merge path) */
@@ -206,50 +210,50 @@ const sk_skeleton *sk_skeleton_of(const fe_term *t, const sk_target *tg);
 
 /* A kernel: what the runtime needs to run one collective operation. */
 struct sk_kernel {
-    const fe_term *op;        /* the operation in the core */
+    const fe_term *op; /* the operation in the core */
     const sk_skeleton *skel;
     int nitem, cap_item;
     sk_item *item;
-    int nwords;               /* size of the argument block in words */
-    int nout;                 /* output items come first */
-    int kid_item[8];          /* item of kid k, or -1 */
-    int aux_item[8];          /* item of auxiliary k, or -1 */
-    int nentry;               /* phases (entry points) of one variant */
-    bool general;             /* a zipWith of rank >= 2 (itself or fused:
+    int nwords;                     /* size of the argument block in words */
+    int nout;                       /* output items come first */
+    int kid_item[8];                /* item of kid k, or -1 */
+    int aux_item[8];                /* item of auxiliary k, or -1 */
+    int nentry;                     /* phases (entry points) of one variant */
+    bool general;                   /* a zipWith of rank >= 2 (itself or fused:
                                  sk_zipwith_general): each phase comes in two
                                  variants, entries [0, nentry) for operands
                                  of equal shapes (linear reads) and
                                  [nentry, 2 nentry) for any shapes */
-    int err_item;             /* the error word (aux SK_ERR_AUX) */
-    void *entry[SK_MAX_ENTRY];/* their addresses, filled by the runtime */
-    void *const *live[2];     /* CPU: where the JIT keeps the addresses of
+    int err_item;                   /* the error word (aux SK_ERR_AUX) */
+    void *entry[SK_MAX_ENTRY];      /* their addresses, filled by the runtime */
+    void *const *live[2];           /* CPU: where the JIT keeps the addresses of
                                  variant 0 (equal shapes) and 1 (general),
                                  which a tier-up replaces (cpu_jit_get_live);
                                  runs read them there when set */
-    uint8_t key[32];          /* the kernel's cache key */
-    unsigned flags;           /* skeleton-specific (SK_FOLD_*) */
+    uint8_t key[32];                /* the kernel's cache key */
+    unsigned flags;                 /* skeleton-specific (SK_FOLD_*) */
     int item_threads[SK_MAX_ENTRY]; /* GPU: threads that work together on
                                   one item of entry e's [0, n) (raw
                                   entries): 0 or 1 one thread, 32 a warp,
                                   SK_ITEM_BLOCK a whole block; the runtime
                                   sizes the grid by it */
-    int permute_mode;         /* permute: how the combine is made atomic */
-    bool privatise;           /* permute (ptx/permute.c): entry 2 combines
+    int permute_mode;   /* permute: how the combine is made atomic */
+    bool privatise;     /* permute (ptx/permute.c): entry 2 combines
                                  into per-block copies of a result of at
                                  most SK_PERMUTE_SHARED_BYTES */
-    bool private_parts;       /* permute (cpu/permute.c): entry 2 combines
+    bool private_parts; /* permute (cpu/permute.c): entry 2 combines
                                  each chunk of sources into its own copy
                                  of the result (aux 1), entry 3 those
                                  copies into the output */
-    int block_max;            /* GPU: the most threads in a block (0: as
+    int block_max;      /* GPU: the most threads in a block (0: as
                                  the occupancy API likes); a skeleton
                                  that sizes shared memory for it sets it */
-    int64_t chunk_min;        /* fewest elements per chunk when a row is
+    int64_t chunk_min;  /* fewest elements per chunk when a row is
                                  cut into chunks (0: the backend's own) */
-    bool even_loops;          /* its while loops run as many trips in
+    bool even_loops;    /* its while loops run as many trips in
                                  every element (cg_stage_even): k-means'
                                  16 centroids a point */
-    bool light;               /* little scalar work per element (at most
+    bool light;         /* little scalar work per element (at most
                                  SK_LIGHT_COST; no while loop): element-wise
                                  work is memory-bound, so sk_elements
                                  gives full chunks a straight-line body and
@@ -259,13 +263,13 @@ struct sk_kernel {
                                  and divergence (measured on the H100:
                                  Black-Scholes 0.71 -> 0.86 ms, Mandelbrot
                                  2.17 -> 2.52 ms) */
-    bool may_fail;            /* it can store an error code (a gather
+    bool may_fail;      /* it can store an error code (a gather
                                  that may fall outside its source, a
                                  permute, any kernel in checked mode): the
                                  driver reads the error word only then */
-    bool checked;             /* WEFT_FLAG_CHECKED: its functions report
+    bool checked;       /* WEFT_FLAG_CHECKED: its functions report
                                  undefined operations (part of the key) */
-    int number;               /* its position in the plan (messages) */
+    int number;         /* its position in the plan (messages) */
 };
 
 /* sk_kernel.flags of a fold: entry 0 (whole rows) is an empty function,
@@ -322,8 +326,8 @@ bool sk_fold_supported(const fe_term *t);
 /* Add to fold or scan kernel k the aux items of its chunked entries:
  * aux 0 the partials (rank 1 of elt), aux 1 the number of chunks per row
  * C (i64) (fold.c).  Errors: sk_add_item's. */
-weft_status sk_add_chunk_items(weft_context *ctx, fe_arena *arena,
-                               sk_kernel *k, weft_type elt);
+weft_status sk_add_chunk_items(weft_context *ctx, fe_arena *arena, sk_kernel *k,
+                               weft_type elt);
 /* a[i] = the value of *acc (fold.c).  Errors: cg_mut_get's. */
 weft_status sk_mut_store(sk_fn *f, const cg_mut *acc, const cg_array *a,
                          LLVMValueRef i);
@@ -331,24 +335,23 @@ weft_status sk_mut_store(sk_fn *f, const cg_mut *acc, const cg_array *a,
  * row of m elements (row c / C, piece *q = c % C, covering [q m / C,
  * (q + 1) m / C) of the row) in input positions, its row and the row's
  * first position *base (fold.c). */
-void sk_chunk_bounds(sk_fn *f, LLVMValueRef c, LLVMValueRef C,
-                     LLVMValueRef m, LLVMValueRef *row, LLVMValueRef *q,
-                     LLVMValueRef *base, LLVMValueRef *lo,
-                     LLVMValueRef *hi);
+void sk_chunk_bounds(sk_fn *f, LLVMValueRef c, LLVMValueRef C, LLVMValueRef m,
+                     LLVMValueRef *row, LLVMValueRef *q, LLVMValueRef *base,
+                     LLVMValueRef *lo, LLVMValueRef *hi);
 
 /* The context in which a kernel's functions are emitted. */
 struct sk_emit {
     weft_context *ctx;
     const fe_core *core;
     sk_kernel *k;
-    fe_arena *arena;          /* scratch for this module */
+    fe_arena *arena; /* scratch for this module */
     LLVMContextRef llctx;
     LLVMModuleRef mod;
     const sk_target *target;
-    bool uniform;             /* emitting the equal-shapes variant */
-    int spmd_bits;            /* CPU: vector register width in bits for
+    bool uniform;  /* emitting the equal-shapes variant */
+    int spmd_bits; /* CPU: vector register width in bits for
                                  SPMD element functions (spmd.c); 0: none */
-    bool stage;               /* PTX: a generate-family kernel whose while
+    bool stage;    /* PTX: a generate-family kernel whose while
                                  loops read tiles through shared memory
                                  (codegen/stage.c): one element per chunk,
                                  and every thread of a block runs the
@@ -393,8 +396,7 @@ weft_status sk_emit_kernel(sk_emit *e, const char *const *names);
  * one, the only one unless k->general) into e->mod, named names[0 ..
  * k->nentry - 1], so that a backend may compile the general variant only
  * when a run needs it. */
-weft_status sk_emit_variant(sk_emit *e, bool uniform,
-                            const char *const *names);
+weft_status sk_emit_variant(sk_emit *e, bool uniform, const char *const *names);
 
 /* Begin entry point `name`: a cg_fn whose environment has every free
  * variable bound from the argument block, fn->array_of answering
@@ -404,21 +406,21 @@ weft_status sk_emit_variant(sk_emit *e, bool uniform,
 struct sk_fn {
     cg_fn fn;
     LLVMValueRef start, end, args;
-    LLVMValueRef n, grain;    /* PTX: the kernel's n and grain parameters */
-    LLVMValueRef first;       /* PTX: its first parameter (ptx/target.c):
+    LLVMValueRef n, grain; /* PTX: the kernel's n and grain parameters */
+    LLVMValueRef first;    /* PTX: its first parameter (ptx/target.c):
                                  raw entries that a context over several
                                  devices splits start their items there */
-    cg_array *arr;            /* per item (arrays) */
-    cg_val *val;              /* per item (scalars) */
+    cg_array *arr;         /* per item (arrays) */
+    cg_val *val;           /* per item (scalars) */
     sk_emit *e;
-    bool raw;                 /* no range loop (sk_fn_begin_raw) */
+    bool raw; /* no range loop (sk_fn_begin_raw) */
     /* the target's range loop, between range_begin and range_end */
     LLVMBasicBlockRef loop_head, loop_exit;
     LLVMValueRef loop_i, loop_step;
-    LLVMValueRef chunk;       /* PTX: c of the range [c grain, ...) */
-    LLVMValueRef err_bits;    /* CPU, unchecked: the i32 of the codes
+    LLVMValueRef chunk;    /* PTX: c of the range [c grain, ...) */
+    LLVMValueRef err_bits; /* CPU, unchecked: the i32 of the codes
                                  reported (kernel.c), or NULL */
-    bool local_errors;        /* PTX, unchecked: report into err_bits too,
+    bool local_errors;     /* PTX, unchecked: report into err_bits too,
                                  flushed once at the end (a skeleton whose
                                  every thread reaches sk_fn_end sets it) */
 };
@@ -568,12 +570,12 @@ bool sk_permute_rmw_op(const fe_term *t, LLVMAtomicRMWBinOp *op);
  * combine is not of this form. */
 int sk_permute_rmw_ops(const fe_term *t, LLVMAtomicRMWBinOp *ops);
 /* Those atomicrmws, one a leaf, through the target's atomic_rmw. */
-weft_status sk_permute_update_rmw(sk_fn *f, const cg_array *r,
-                                  LLVMValueRef j, const cg_val *x);
+weft_status sk_permute_update_rmw(sk_fn *f, const cg_array *r, LLVMValueRef j,
+                                  const cg_val *x);
 /* r[j] = combine(x, r[j]) with a plain read and write (one worker owns
  * r's element j). */
-weft_status sk_permute_update_plain(sk_fn *f, const cg_array *r,
-                                    LLVMValueRef j, const cg_val *x);
+weft_status sk_permute_update_plain(sk_fn *f, const cg_array *r, LLVMValueRef j,
+                                    const cg_val *x);
 /* The identity of atomicrmw op on type ty (a constant): 0 for add, or,
  * xor and unsigned max, all ones for and and unsigned min, the largest
  * value for min and the smallest for max, and -0.0 for fadd (x + -0.0 is
@@ -640,19 +642,18 @@ weft_status sk_permute_group(sk_fn *f, const cg_array *r,
 /* The value of side `which` (0 or 1) of the stencil's constant boundary
  * into *out, or NULL when its boundary is not constant.  Errors:
  * WEFT_ERR_INTERNAL (a constant boundary without its value). */
-weft_status sk_stencil_boundary_value(sk_fn *f, int which,
-                                      const cg_val **out);
+weft_status sk_stencil_boundary_value(sk_fn *f, int which, const cg_val **out);
 
 /* ===== scan.c: what the PTX scan shares ===== */
 
 /* What kind of scan an operation is. */
 typedef struct sk_scan_info {
-    bool seeded;    /* has z (scanl, scanl', scanr, scanr') */
+    bool seeded; /* has z (scanl, scanl', scanr, scanr') */
     bool left;
-    bool pair;      /* scanl', scanr': a second output of totals */
-    bool grow;      /* scanl, scanr: rows of m + 1 */
-    bool exclusive; /* scanl, scanl', scanr' write acc before combining */
-    weft_type elt;  /* element type */
+    bool pair;          /* scanl', scanr': a second output of totals */
+    bool grow;          /* scanl, scanr: rows of m + 1 */
+    bool exclusive;     /* scanl, scanl', scanr' write acc before combining */
+    weft_type elt;      /* element type */
     const fe_term *src; /* the input array term */
     const fe_fun *comb;
 } sk_scan_info;
@@ -716,18 +717,18 @@ int sk_stencil_tile_h(unsigned flags);
 
 /* ===== the skeletons, one file each (see each file's head comment) ===== */
 
-extern const sk_skeleton sk_generate; /* generate.c */
-extern const sk_skeleton sk_fold;     /* fold.c */
-extern const sk_skeleton sk_scan;     /* scan.c */
-extern const sk_skeleton sk_permute;  /* permute.c */
-extern const sk_skeleton sk_fold_seg; /* foldseg.c */
-extern const sk_skeleton sk_stencil;  /* stencil.c */
-extern const sk_skeleton sk_reshape;  /* reshape.c */
-extern const sk_skeleton sk_ptx_fold; /* ptx/fold.c */
-extern const sk_skeleton sk_ptx_scan; /* ptx/scan.c */
-extern const sk_skeleton sk_ptx_permute; /* ptx/permute.c */
+extern const sk_skeleton sk_generate;     /* generate.c */
+extern const sk_skeleton sk_fold;         /* fold.c */
+extern const sk_skeleton sk_scan;         /* scan.c */
+extern const sk_skeleton sk_permute;      /* permute.c */
+extern const sk_skeleton sk_fold_seg;     /* foldseg.c */
+extern const sk_skeleton sk_stencil;      /* stencil.c */
+extern const sk_skeleton sk_reshape;      /* reshape.c */
+extern const sk_skeleton sk_ptx_fold;     /* ptx/fold.c */
+extern const sk_skeleton sk_ptx_scan;     /* ptx/scan.c */
+extern const sk_skeleton sk_ptx_permute;  /* ptx/permute.c */
 extern const sk_skeleton sk_ptx_fold_seg; /* ptx/foldseg.c */
-extern const sk_skeleton sk_ptx_stencil; /* ptx/stencil.c */
-extern const sk_skeleton sk_cpu_permute; /* cpu/permute.c */
+extern const sk_skeleton sk_ptx_stencil;  /* ptx/stencil.c */
+extern const sk_skeleton sk_cpu_permute;  /* cpu/permute.c */
 
 #endif /* WEFT_SK_H */

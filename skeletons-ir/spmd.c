@@ -49,8 +49,7 @@ static bool readable(sk_emit *e, const fe_term *t, bool top)
         return true;
     }
     switch ((fe_kind)t->kind) {
-    case FE_MAP:
-        return readable(e, t->kid[0], false);
+    case FE_MAP: return readable(e, t->kid[0], false);
     case FE_ZIPWITH:
         for (int k = 0; k < t->nkid; k++) {
             if (!readable(e, t->kid[k], false)) {
@@ -58,20 +57,18 @@ static bool readable(sk_emit *e, const fe_term *t, bool top)
             }
         }
         return t->nkid <= 3;
-    case FE_GENERATE:
-        return true;
-    case FE_RESHAPE:
-        return readable(e, t->kid[1], false);
+    case FE_GENERATE: return true;
+    case FE_RESHAPE: return readable(e, t->kid[1], false);
     case FE_BACKPERMUTE:
     case FE_TRANSFORM:
     case FE_REPLICATE:
     case FE_SLICE:
-        return readable(e, t->kind == FE_REPLICATE || t->kind == FE_SLICE
-                               ? t->kid[0]
-                               : t->kid[1],
+        return readable(e,
+                        t->kind == FE_REPLICATE || t->kind == FE_SLICE
+                            ? t->kid[0]
+                            : t->kid[1],
                         false);
-    default:
-        return false;
+    default: return false;
     }
 }
 
@@ -83,8 +80,7 @@ static bool needs_ix(sk_fn *f, const fe_term *t)
         return false;
     }
     switch ((fe_kind)t->kind) {
-    case FE_MAP:
-        return needs_ix(f, t->kid[0]);
+    case FE_MAP: return needs_ix(f, t->kid[0]);
     case FE_ZIPWITH:
         if (!f->e->uniform) {
             return t->rank >= 2;
@@ -99,15 +95,13 @@ static bool needs_ix(sk_fn *f, const fe_term *t)
     case FE_BACKPERMUTE:
     case FE_TRANSFORM:
     case FE_REPLICATE:
-    case FE_SLICE:
-        return t->rank >= 2;
-    default:
-        return false;
+    case FE_SLICE: return t->rank >= 2;
+    default: return false;
     }
 }
 
-static weft_status vread(sk_fn *f, cg_spmd *s, const fe_term *t,
-                         LLVMValueRef i, const cg_val *ix, cg_val *out);
+static weft_status vread(sk_fn *f, cg_spmd *s, const fe_term *t, LLVMValueRef i,
+                         const cg_val *ix, cg_val *out);
 
 /* ix from i in t's extent when the caller gave only i (input.c's
  * index_of over lanes). */
@@ -185,8 +179,7 @@ static weft_status vgather(sk_fn *f, cg_spmd *s, const fe_term *a,
         }
         return cg_if_merge(fn, &c, &x, &z, out);
     }
-    LLVMValueRef all = s->mask ? s->mask
-                               : LLVMConstAllOnes(LLVMTypeOf(inside));
+    LLVMValueRef all = s->mask ? s->mask : LLVMConstAllOnes(LLVMTypeOf(inside));
     LLVMValueRef bad = LLVMBuildAnd(b, all, LLVMBuildNot(b, inside, ""), "");
     cg_if c;
     cg_if_begin(fn, &c, cg_spmd_any(s, bad));
@@ -202,8 +195,8 @@ static weft_status vgather(sk_fn *f, cg_spmd *s, const fe_term *a,
     }
     for (int l = 0; r == WEFT_OK && l < x.n; l++) {
         LLVMValueRef v = cg_spmd_broadcast(s, x.v[l]);
-        out->v[l] = LLVMBuildSelect(b, inside, v, LLVMConstNull(LLVMTypeOf(v)),
-                                    "");
+        out->v[l] =
+            LLVMBuildSelect(b, inside, v, LLVMConstNull(LLVMTypeOf(v)), "");
     }
     return r;
 }
@@ -211,8 +204,8 @@ static weft_status vgather(sk_fn *f, cg_spmd *s, const fe_term *a,
 /* The element of t over the lanes at linear positions i (uniform or
  * varying; consecutive ones read as vectors), or at multi-index ix;
  * exactly one of i and ix is given (input.c's sk_read over lanes). */
-static weft_status vread(sk_fn *f, cg_spmd *s, const fe_term *t,
-                         LLVMValueRef i, const cg_val *ix, cg_val *out)
+static weft_status vread(sk_fn *f, cg_spmd *s, const fe_term *t, LLVMValueRef i,
+                         const cg_val *ix, cg_val *out)
 {
     weft_status r;
     cg_val x[3], tmp, jx;
@@ -323,8 +316,7 @@ static weft_status store_out(sk_fn *f, cg_spmd *s, LLVMValueRef i,
 
 /* out[i .. i+W-1] = element(i .. i+W-1), with ix the multi-index of i (or
  * NULL). */
-static weft_status vstep(sk_fn *f, cg_spmd *s, LLVMValueRef i,
-                         const cg_val *ix)
+static weft_status vstep(sk_fn *f, cg_spmd *s, LLVMValueRef i, const cg_val *ix)
 {
     cg_val y;
     LLVMValueRef iv = cg_spmd_consecutive(s, i);
@@ -369,9 +361,9 @@ static weft_status emit_flat(sk_fn *f, cg_spmd *s)
 {
     cg_fn *fn = &f->fn;
     LLVMValueRef lo = f->start;
-    LLVMValueRef hi = LLVMBuildSelect(
-        fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, f->end, lo, ""), lo, f->end,
-        "");
+    LLVMValueRef hi =
+        LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, f->end, lo, ""),
+                        lo, f->end, "");
     LLVMValueRef vend = vector_end(fn, s->w, lo, hi);
     cg_sloop l;
     LLVMValueRef i = cg_sloop_begin(fn, &l, lo, vend, cg_i64(fn, s->w), "vi");
@@ -408,14 +400,13 @@ static weft_status emit_rows(sk_fn *f, cg_spmd *s)
     LLVMPositionBuilderAtEnd(b, head);
     LLVMValueRef i = LLVMBuildPhi(b, LLVMInt64TypeInContext(fn->llctx), "ri");
     LLVMAddIncoming(i, &f->start, &pre, 1);
-    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, i, f->end, ""), body,
-                    exit);
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, i, f->end, ""), body, exit);
     LLVMPositionBuilderAtEnd(b, body);
     LLVMValueRef q[2] = {i, inner}, row, col;
     if ((r = cg_prim(fn, WEFT_OP_QUOT, WEFT_I64, WEFT_I64, WEFT_I64, q,
                      &row)) != WEFT_OK ||
-        (r = cg_prim(fn, WEFT_OP_REM, WEFT_I64, WEFT_I64, WEFT_I64, q,
-                     &col)) != WEFT_OK) {
+        (r = cg_prim(fn, WEFT_OP_REM, WEFT_I64, WEFT_I64, WEFT_I64, q, &col)) !=
+            WEFT_OK) {
         return r;
     }
     cg_val ix;
@@ -471,10 +462,10 @@ static void mark_spmd(sk_emit *e, LLVMValueRef g, unsigned w)
 {
     char lanes[16];
     snprintf(lanes, sizeof lanes, "%u", w);
-    LLVMAddAttributeAtIndex(
-        g, LLVMAttributeFunctionIndex,
-        LLVMCreateStringAttribute(e->llctx, "weft-spmd", 9, lanes,
-                                  (unsigned)strlen(lanes)));
+    LLVMAddAttributeAtIndex(g, LLVMAttributeFunctionIndex,
+                            LLVMCreateStringAttribute(e->llctx, "weft-spmd", 9,
+                                                      lanes,
+                                                      (unsigned)strlen(lanes)));
 }
 
 /* Close entry f of an SPMD emission s over w lanes that ended with status
@@ -536,10 +527,18 @@ static void scan_term(const fe_term *e, int *budget, bool *loops, bool *ok)
         return;
     }
     switch ((fe_kind)e->kind) {
-    case FE_CONST: case FE_VAR: case FE_COND: case FE_TUPLE:
-    case FE_GET: case FE_SHAPE: case FE_SHAPE_SIZE: case FE_TO_INDEX:
-    case FE_FROM_INDEX: case FE_AT: case FE_AT_LINEAR: case FE_LET:
-        break;
+    case FE_CONST:
+    case FE_VAR:
+    case FE_COND:
+    case FE_TUPLE:
+    case FE_GET:
+    case FE_SHAPE:
+    case FE_SHAPE_SIZE:
+    case FE_TO_INDEX:
+    case FE_FROM_INDEX:
+    case FE_AT:
+    case FE_AT_LINEAR:
+    case FE_LET: break;
     case FE_PRIM:
         /* sin and cos branch to the C library for some arguments
          * (codegen/vmath.c), which keeps LLVM from vectorising a scalar
@@ -548,9 +547,7 @@ static void scan_term(const fe_term *e, int *budget, bool *loops, bool *ok)
             *loops = true;
         }
         break;
-    case FE_WHILE:
-        *loops = true;
-        break;
+    case FE_WHILE: *loops = true; break;
     default:
         if (!e->acc) {
             *ok = false;
@@ -621,8 +618,7 @@ weft_status sk_spmd_fold_range(sk_fn *f, const cg_mut *acc, const fe_term *src,
         for (int d = 0; d < ix.n - 1; d++) {
             ix.v[d] = row_ix->v[d];
         }
-        ix.v[ix.n - 1] =
-            cg_spmd_consecutive(&s, LLVMBuildSub(b, p, base, ""));
+        ix.v[ix.n - 1] = cg_spmd_consecutive(&s, LLVMBuildSub(b, p, base, ""));
         r = vread(f, &s, src, NULL, &ix, &y);
     } else {
         r = vread(f, &s, src, cg_spmd_consecutive(&s, p), NULL, &y);
@@ -672,7 +668,8 @@ static weft_status vmut_set(cg_spmd *s, vmut *v, const cg_val *x)
     cg_fn *fn = s->fn;
     if (!v->slot) {
         v->n = x->n;
-        v->slot = fe_arena_alloc(fn->arena, sizeof *v->slot * (size_t)(x->n + 1));
+        v->slot =
+            fe_arena_alloc(fn->arena, sizeof *v->slot * (size_t)(x->n + 1));
         if (!v->slot) {
             return fe_oom("weft_compile");
         }
@@ -738,19 +735,18 @@ static weft_status fold_rows_vector(sk_fn *f, cg_spmd *s, bool has_seed,
      * element 0 of every row) go W at a time */
     LLVMValueRef use = LLVMBuildICmp(b, LLVMIntULE, m, cg_i64(fn, max_len), "");
     if (!has_seed) {
-        use = LLVMBuildAnd(b, use,
-                           LLVMBuildICmp(b, LLVMIntSGT, m, cg_i64(fn, 0), ""),
-                           "");
+        use = LLVMBuildAnd(
+            b, use, LLVMBuildICmp(b, LLVMIntSGT, m, cg_i64(fn, 0), ""), "");
     }
-    LLVMValueRef hi = LLVMBuildSelect(
-        b, LLVMBuildICmp(b, LLVMIntSLT, f->end, f->start, ""), f->start,
-        f->end, "");
+    LLVMValueRef hi =
+        LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, f->end, f->start, ""),
+                        f->start, f->end, "");
     *vend = LLVMBuildSelect(b, use, vector_end(fn, s->w, f->start, hi),
                             f->start, "rows.vend");
     vmut acc = {0};
     cg_sloop rl;
-    LLVMValueRef row = cg_sloop_begin(fn, &rl, f->start, *vend,
-                                      cg_i64(fn, s->w), "vr");
+    LLVMValueRef row =
+        cg_sloop_begin(fn, &rl, f->start, *vend, cg_i64(fn, s->w), "vr");
     cg_val rix, x;
     if ((r = cg_val_make(fn, src->rank, &rix)) != WEFT_OK ||
         (r = cg_spmd_from_index(s, src->rank - 1, ext,

@@ -54,13 +54,13 @@
 typedef struct side {
     const cg_array *a;
     int rank;
-    int w[3], h[3];           /* window extents and radii */
-    int k;                    /* window elements */
-    int ncombo;               /* combinations of outer offsets */
+    int w[3], h[3]; /* window extents and radii */
+    int k;          /* window elements */
+    int ncombo;     /* combinations of outer offsets */
     weft_boundary_kind bnd;
-    const cg_val *cval;       /* constant boundary value, or NULL */
-    LLVMValueRef *rowbase;    /* per combination, for the current row */
-    LLVMValueRef *rowin;      /* per combination, i1: row inside (constant) */
+    const cg_val *cval;    /* constant boundary value, or NULL */
+    LLVMValueRef *rowbase; /* per combination, for the current row */
+    LLVMValueRef *rowin;   /* per combination, i1: row inside (constant) */
 } side;
 
 /* Scoped no-alias metadata: the output is a fresh buffer that no input
@@ -69,7 +69,7 @@ typedef struct side {
  * pointers for a large window: slow to compile and to run). */
 typedef struct scopes {
     unsigned scope_kind, noalias_kind;
-    LLVMValueRef in, out;     /* one-scope lists */
+    LLVMValueRef in, out; /* one-scope lists */
 } scopes;
 
 static void scopes_init(cg_fn *fn, scopes *sc)
@@ -129,8 +129,8 @@ static weft_status stencil_prepare(weft_context *ctx, fe_arena *arena,
                                    sk_kernel *k)
 {
     k->nentry = 1;
-    weft_status s = sk_add_item(ctx, arena, k, SK_SCALAR, SK_SRC_AUX, 0,
-                                WEFT_I64, 0);
+    weft_status s =
+        sk_add_item(ctx, arena, k, SK_SCALAR, SK_SRC_AUX, 0, WEFT_I64, 0);
     k->aux_item[0] = k->nitem - 1;
     return s;
 }
@@ -139,8 +139,6 @@ static LLVMValueRef i64c(cg_fn *fn, int64_t x)
 {
     return cg_i64(fn, x);
 }
-
-
 
 /* Where index i of an extent-n dimension (n >= 1) reads under boundary b,
  * and in *inside (constant boundary only) whether i is inside; the result
@@ -159,8 +157,8 @@ static LLVMValueRef bound(cg_fn *fn, weft_boundary_kind b, LLVMValueRef i,
     case WEFT_BOUNDARY_MIRROR: {
         /* Reflection without repeating the edge has period p = 2n - 2:
          * r = i mod p, then p - r when r >= n.  n = 1 reads element 0. */
-        LLVMValueRef p = LLVMBuildSub(B, LLVMBuildShl(B, n, one, ""),
-                                      i64c(fn, 2), "");
+        LLVMValueRef p =
+            LLVMBuildSub(B, LLVMBuildShl(B, n, one, ""), i64c(fn, 2), "");
         LLVMValueRef tiny = LLVMBuildICmp(B, LLVMIntSLT, p, one, "");
         p = LLVMBuildSelect(B, tiny, one, p, "");
         LLVMValueRef r = LLVMBuildSRem(B, i, p, "");
@@ -178,16 +176,15 @@ static LLVMValueRef bound(cg_fn *fn, weft_boundary_kind b, LLVMValueRef i,
             *inside = LLVMBuildICmp(B, LLVMIntULT, i, n, "");
         }
         LLVMValueRef big = LLVMBuildICmp(B, LLVMIntSGE, i, n, "");
-        LLVMValueRef r = LLVMBuildSelect(B, big, LLVMBuildSub(B, n, one, ""),
-                                         i, "");
+        LLVMValueRef r =
+            LLVMBuildSelect(B, big, LLVMBuildSub(B, n, one, ""), i, "");
         LLVMValueRef neg = LLVMBuildICmp(B, LLVMIntSLT, i, zero, "");
         return LLVMBuildSelect(B, neg, zero, r, "");
     }
     }
 }
 
-weft_status sk_stencil_boundary_value(sk_fn *f, int which,
-                                      const cg_val **out)
+weft_status sk_stencil_boundary_value(sk_fn *f, int which, const cg_val **out)
 {
     *out = NULL;
     if (f->e->k->op->u.st.bnd[which] == WEFT_BOUNDARY_CONSTANT &&
@@ -249,8 +246,8 @@ static void side_row(cg_fn *fn, side *sd, const LLVMValueRef *ox,
             in[d][o] = t1;
             bi[d][o] = bound(fn, sd->bnd, i, n, &in[d][o]);
         }
-        LLVMValueRef lo = LLVMBuildICmp(B, LLVMIntSGE, ox[d],
-                                        i64c(fn, sd->h[d]), "");
+        LLVMValueRef lo =
+            LLVMBuildICmp(B, LLVMIntSGE, ox[d], i64c(fn, sd->h[d]), "");
         LLVMValueRef hi = LLVMBuildICmp(
             B, LLVMIntSLT, LLVMBuildAdd(B, ox[d], i64c(fn, sd->h[d]), ""), n,
             "");
@@ -329,15 +326,15 @@ static weft_status side_gather(cg_fn *fn, const scopes *sc, const side *sd,
     cg_loop l;
     LLVMValueRef j;
     cg_loop_begin(fn, &l, i64c(fn, 0), i64c(fn, sd->k), &j);
-    LLVMValueRef rest = j, b[3] = {NULL, NULL, NULL}, in[3] = {NULL, NULL, NULL};
+    LLVMValueRef rest = j, b[3] = {NULL, NULL, NULL},
+                 in[3] = {NULL, NULL, NULL};
     LLVMValueRef inside = LLVMConstInt(LLVMInt1TypeInContext(fn->llctx), 1, 0);
     for (int d = r - 1; d >= 0; d--) {
         LLVMValueRef w = i64c(fn, sd->w[d]);
         LLVMValueRef o = LLVMBuildURem(B, rest, w, "");
         rest = LLVMBuildUDiv(B, rest, w, "");
-        LLVMValueRef i = LLVMBuildAdd(B, ix[d],
-                                      LLVMBuildSub(B, o, i64c(fn, sd->h[d]), ""),
-                                      "");
+        LLVMValueRef i = LLVMBuildAdd(
+            B, ix[d], LLVMBuildSub(B, o, i64c(fn, sd->h[d]), ""), "");
         in[d] = inside;
         b[d] = bound(fn, sd->bnd, i, sd->a->extent[d], &in[d]);
         inside = LLVMBuildAnd(B, inside, in[d], "");
@@ -358,9 +355,10 @@ static weft_status side_gather(cg_fn *fn, const scopes *sc, const side *sd,
         }
         LLVMTypeRef ty = LLVMTypeOf(y);
         LLVMValueRef idx[2] = {i64c(fn, 0), j};
-        LLVMBuildStore(B, y, LLVMBuildInBoundsGEP2(
-                                 B, LLVMArrayType2(ty, (uint64_t)sd->k),
-                                 tmp[v], idx, 2, ""));
+        LLVMBuildStore(
+            B, y,
+            LLVMBuildInBoundsGEP2(B, LLVMArrayType2(ty, (uint64_t)sd->k),
+                                  tmp[v], idx, 2, ""));
     }
     cg_loop_end(fn, &l);
     for (int q = 0; q < sd->k; q++) {
@@ -450,8 +448,9 @@ static weft_status stencil_emit(sk_emit *e, const char *const *names)
     for (int i = 0; i < nside; i++) {
         int h = sd[i].h[rank - 1];
         lo_c = h > lo_c ? h : lo_c;
-        hi = cg_smin(fn, hi, LLVMBuildSub(B, sd[i].a->extent[rank - 1],
-                                       i64c(fn, h), ""));
+        hi = cg_smin(
+            fn, hi,
+            LLVMBuildSub(B, sd[i].a->extent[rank - 1], i64c(fn, h), ""));
     }
     LLVMValueRef lo = cg_smin(fn, i64c(fn, lo_c), m);
     hi = cg_smax(fn, hi, lo);
@@ -464,9 +463,9 @@ static weft_status stencil_emit(sk_emit *e, const char *const *names)
     LLVMValueRef row = rp[0], piece = rp[1];
     LLVMValueRef c0 = LLVMBuildAdd(B, LLVMBuildMul(B, piece, qn, ""),
                                    cg_smin(fn, piece, qr), "");
-    LLVMValueRef extra = LLVMBuildZExt(B, LLVMBuildICmp(B, LLVMIntSLT, piece,
-                                                        qr, ""),
-                                       LLVMInt64TypeInContext(fn->llctx), "");
+    LLVMValueRef extra =
+        LLVMBuildZExt(B, LLVMBuildICmp(B, LLVMIntSLT, piece, qr, ""),
+                      LLVMInt64TypeInContext(fn->llctx), "");
     LLVMValueRef c1 = LLVMBuildAdd(B, LLVMBuildAdd(B, c0, qn, ""), extra, "");
     LLVMValueRef ox[3] = {NULL, NULL, NULL};
     if (rank > 1) {
@@ -485,8 +484,8 @@ static weft_status stencil_emit(sk_emit *e, const char *const *names)
             }
             for (int v = 0; v < sd[i].a->nleaf; v++) {
                 LLVMTypeRef ty = cg_type(fn->llctx, sd[i].a->leaf[v]);
-                tmp[i][v] = cg_alloca(fn, LLVMArrayType2(ty, (uint64_t)sd[i].k),
-                                      "win");
+                tmp[i][v] =
+                    cg_alloca(fn, LLVMArrayType2(ty, (uint64_t)sd[i].k), "win");
             }
         }
         if (s == WEFT_OK) {
@@ -500,7 +499,8 @@ static weft_status stencil_emit(sk_emit *e, const char *const *names)
         sk_fn_end(&f);
         return s;
     }
-    LLVMValueRef interior = LLVMConstInt(LLVMInt1TypeInContext(fn->llctx), 1, 0);
+    LLVMValueRef interior =
+        LLVMConstInt(LLVMInt1TypeInContext(fn->llctx), 1, 0);
     for (int i = 0; i < nside; i++) {
         side_row(fn, &sd[i], ox, &interior);
     }
@@ -556,8 +556,8 @@ static bool stencil_supported(const fe_term *t)
     bool two = t->kind == FE_STENCIL2;
     int nside = two ? 2 : 1;
     int k = 0;
-    if (t->atype->narrays != 1 || t->rank < 1 || t->rank > 3 ||
-        t->nfun != 1 || !t->fun[0] || t->nkid != 2 * nside) {
+    if (t->atype->narrays != 1 || t->rank < 1 || t->rank > 3 || t->nfun != 1 ||
+        !t->fun[0] || t->nkid != 2 * nside) {
         return false;
     }
     for (int i = 0; i < nside; i++) {

@@ -4,20 +4,20 @@
  */
 #include "tu.h"
 
-#define HAS(msg, frag)                                                       \
-    ck_assert_msg(strstr((msg), (frag)) != NULL, "'%s' lacks '%s'", (msg),   \
+#define HAS(msg, frag)                                                         \
+    ck_assert_msg(strstr((msg), (frag)) != NULL, "'%s' lacks '%s'", (msg),     \
                   (frag))
 
 /* Expect the program to fail with status s and a message containing frag,
  * then start over with a fresh program. */
-#define EXPECT_FAIL(u, s, frag)                                              \
-    do {                                                                     \
-        ck_assert_msg(weft_program_status((u)->p) == (s),                    \
-                      "status %s (%s), expected %s",                         \
-                      weft_status_name(weft_program_status((u)->p)),         \
-                      weft_program_error((u)->p), weft_status_name(s));      \
-        HAS(weft_program_error((u)->p), (frag));                             \
-        tu_reset(u);                                                         \
+#define EXPECT_FAIL(u, s, frag)                                                \
+    do {                                                                       \
+        ck_assert_msg(weft_program_status((u)->p) == (s),                      \
+                      "status %s (%s), expected %s",                           \
+                      weft_status_name(weft_program_status((u)->p)),           \
+                      weft_program_error((u)->p), weft_status_name(s));        \
+        HAS(weft_program_error((u)->p), (frag));                               \
+        tu_reset(u);                                                           \
     } while (0)
 
 static weft_fun *add_fun(weft_program *p, weft_type t)
@@ -108,8 +108,8 @@ START_TEST(rank_errors)
     EXPECT_FAIL(&u, WEFT_ERR_RANK_MISMATCH, "weft_slice");
     p = u.p;
     a = weft_param(p, WEFT_I32, 2);
-    ck_assert_ptr_null(weft_slice(a, 2,
-                                  (weft_exp *[]){weft_all(p), weft_i64(p, -1)}));
+    ck_assert_ptr_null(
+        weft_slice(a, 2, (weft_exp *[]){weft_all(p), weft_i64(p, -1)}));
     EXPECT_FAIL(&u, WEFT_ERR_SLICE_INDEX, "weft_slice");
     p = u.p;
     weft_fun *ix = weft_fun1(p, WEFT_DIM(1));
@@ -157,9 +157,9 @@ START_TEST(functions_and_scope)
                      WEFT_ERR_INVALID_ARGUMENT);
     EXPECT_FAIL(&u, WEFT_ERR_INVALID_ARGUMENT, "already");
     p = u.p;
-    ck_assert_ptr_null(weft_fold(add_fun(p, WEFT_I32) == NULL ? NULL :
-                                 weft_fun1(p, WEFT_I32), weft_i32(p, 0),
-                                 weft_param(p, WEFT_I32, 1)));
+    ck_assert_ptr_null(
+        weft_fold(add_fun(p, WEFT_I32) == NULL ? NULL : weft_fun1(p, WEFT_I32),
+                  weft_i32(p, 0), weft_param(p, WEFT_I32, 1)));
     EXPECT_FAIL(&u, WEFT_ERR_INCOMPLETE, "weft_fold");
     p = u.p;
     f = weft_fun1(p, WEFT_I32);
@@ -183,35 +183,35 @@ START_TEST(functions_and_scope)
     f = weft_fun3(p, WEFT_F32, WEFT_F32, WEFT_F32);
     weft_fun_return(f, weft_arg(f, 1));
     weft_boundary clamp = {WEFT_BOUNDARY_CLAMP, NULL};
-    ck_assert_ptr_null(weft_stencil(f, (int[]){4}, clamp,
-                                    weft_param(p, WEFT_F32, 1)));
+    ck_assert_ptr_null(
+        weft_stencil(f, (int[]){4}, clamp, weft_param(p, WEFT_F32, 1)));
     EXPECT_FAIL(&u, WEFT_ERR_STENCIL_WINDOW, "weft_stencil");
     p = u.p;
     f = weft_fun3(p, WEFT_F32, WEFT_F32, WEFT_F32);
     weft_fun_return(f, weft_arg(f, 1));
-    ck_assert_ptr_null(weft_stencil(f, (int[]){5}, clamp,
-                                    weft_param(p, WEFT_F32, 1)));
+    ck_assert_ptr_null(
+        weft_stencil(f, (int[]){5}, clamp, weft_param(p, WEFT_F32, 1)));
     EXPECT_FAIL(&u, WEFT_ERR_ARITY, "weft_stencil");
     p = u.p;
     f = weft_fun3(p, WEFT_F32, WEFT_F32, WEFT_F32);
     weft_fun_return(f, weft_arg(f, 1));
     weft_boundary konst = {WEFT_BOUNDARY_CONSTANT, NULL};
-    ck_assert_ptr_null(weft_stencil(f, (int[]){3}, konst,
-                                    weft_param(p, WEFT_F32, 1)));
+    ck_assert_ptr_null(
+        weft_stencil(f, (int[]){3}, konst, weft_param(p, WEFT_F32, 1)));
     EXPECT_FAIL(&u, WEFT_ERR_NULL_ARGUMENT, "weft_stencil");
     p = u.p;
     f = weft_fun3(p, WEFT_F32, WEFT_F32, WEFT_F32);
     weft_fun_return(f, weft_arg(f, 1));
     konst.value = weft_f64(p, 0);
-    ck_assert_ptr_null(weft_stencil(f, (int[]){3}, konst,
-                                    weft_param(p, WEFT_F32, 1)));
+    ck_assert_ptr_null(
+        weft_stencil(f, (int[]){3}, konst, weft_param(p, WEFT_F32, 1)));
     EXPECT_FAIL(&u, WEFT_ERR_TYPE_MISMATCH, "weft_stencil");
     p = u.p;
     weft_boundary bad = {(weft_boundary_kind)7, NULL};
     f = weft_fun3(p, WEFT_F32, WEFT_F32, WEFT_F32);
     weft_fun_return(f, weft_arg(f, 1));
-    ck_assert_ptr_null(weft_stencil(f, (int[]){3}, bad,
-                                    weft_param(p, WEFT_F32, 1)));
+    ck_assert_ptr_null(
+        weft_stencil(f, (int[]){3}, bad, weft_param(p, WEFT_F32, 1)));
     EXPECT_FAIL(&u, WEFT_ERR_INVALID_ARGUMENT, "boundary");
     tu_close(&u);
 }
@@ -262,27 +262,33 @@ START_TEST(run_ops)
     r[1] = weft_unit(weft_the(weft_fold1_all(add, a)));
     r[2] = weft_scanl_(add, weft_i32(p, 0), a);
     r[3] = weft_replicate(2, (weft_exp *[]){weft_i64(p, 2), weft_all(p)}, a);
-    r[4] = weft_slice(weft_replicate(2, (weft_exp *[]){weft_i64(p, 2),
-                                                       weft_all(p)}, a),
-                      2, (weft_exp *[]){weft_i64(p, 1), weft_all(p)});
+    r[4] = weft_slice(
+        weft_replicate(2, (weft_exp *[]){weft_i64(p, 2), weft_all(p)}, a), 2,
+        (weft_exp *[]){weft_i64(p, 1), weft_all(p)});
     weft_fun *st = weft_fun3(p, WEFT_I32, WEFT_I32, WEFT_I32);
     weft_fun_return(st, weft_add(weft_arg(st, 0), weft_arg(st, 2)));
     weft_boundary b = {WEFT_BOUNDARY_CONSTANT, weft_i32(p, 0)};
     r[5] = weft_stencil(st, (int[]){3}, b, a);
     weft_afun *c = weft_afun_like(a);
-    weft_afun_return(c, weft_unit(weft_lt(weft_the(weft_fold_all(add, weft_i32(p, 0), weft_afun_arg(c))), weft_i32(p, 100))));
+    weft_afun_return(
+        c, weft_unit(weft_lt(
+               weft_the(weft_fold_all(add, weft_i32(p, 0), weft_afun_arg(c))),
+               weft_i32(p, 100))));
     weft_afun *body = weft_afun_like(a);
     weft_fun *dbl = weft_fun1(p, WEFT_I32);
     weft_fun_return(dbl, weft_mul(weft_arg(dbl, 0), weft_i32(p, 2)));
     weft_afun_return(body, weft_map(dbl, weft_afun_arg(body)));
     r[6] = weft_awhile(c, body, a);
     weft_fun *ix = weft_fun1(p, WEFT_DIM(1));
-    weft_fun_return(ix, weft_cond(weft_lt(weft_get(weft_arg(ix, 0), 0), weft_i64(p, 4)),
-                                  weft_index1(weft_rem(weft_get(weft_arg(ix, 0), 0), weft_i64(p, 2))),
-                                  weft_ignore(p, 1)));
+    weft_fun_return(
+        ix, weft_cond(weft_lt(weft_get(weft_arg(ix, 0), 0), weft_i64(p, 4)),
+                      weft_index1(weft_rem(weft_get(weft_arg(ix, 0), 0),
+                                           weft_i64(p, 2))),
+                      weft_ignore(p, 1)));
     weft_fun *gen = weft_fun1(p, WEFT_DIM(1));
     weft_fun_return(gen, weft_i32(p, 0));
-    r[7] = weft_permute(add, weft_generate(weft_index1(weft_i64(p, 2)), gen), ix, a);
+    r[7] = weft_permute(add, weft_generate(weft_index1(weft_i64(p, 2)), gen),
+                        ix, a);
     TU_PROGRAM_OK(p);
     weft_array *out[9] = {0};
     TU_OK(tu_run(p, r, 8, NULL, 0, out, 9));

@@ -156,13 +156,13 @@ static weft_executable *fold_exe(weft_context *ctx, int64_t n, int64_t inner)
         weft_type kv_c[2] = {WEFT_I64, WEFT_I64};
         weft_type kv = weft_type_tuple(ctx, 2, kv_c);
         weft_fun *c = weft_fun1(p, kv);
-        weft_fun_return(c, weft_lt(weft_get(weft_arg(c, 0), 0),
-                                   weft_i64(p, inner)));
+        weft_fun_return(
+            c, weft_lt(weft_get(weft_arg(c, 0), 0), weft_i64(p, inner)));
         weft_fun *b = weft_fun1(p, kv);
         weft_exp *s = weft_arg(b, 0);
-        weft_exp *nx[2] = {weft_add(weft_get(s, 0), weft_i64(p, 1)),
-                           weft_bxor(weft_mul(weft_get(s, 1), weft_i64(p, 3)),
-                                     i)};
+        weft_exp *nx[2] = {
+            weft_add(weft_get(s, 0), weft_i64(p, 1)),
+            weft_bxor(weft_mul(weft_get(s, 1), weft_i64(p, 3)), i)};
         weft_fun_return(b, weft_tuple(p, 2, nx));
         weft_exp *init[2] = {weft_i64(p, 0), i};
         v = weft_get(weft_while(c, b, weft_tuple(p, 2, init)), 1);
@@ -198,9 +198,9 @@ static weft_executable *staged_exe(weft_context *ctx, int64_t n)
     weft_exp *s = weft_arg(b, 0), *j = weft_get(s, 0);
     weft_exp *nx[2] = {
         weft_add(j, weft_i64(p, 1)),
-        weft_add(weft_get(s, 1),
-                 weft_mul(weft_convert(weft_at(a, weft_index1(j)), WEFT_I64),
-                          i))};
+        weft_add(
+            weft_get(s, 1),
+            weft_mul(weft_convert(weft_at(a, weft_index1(j)), WEFT_I64), i))};
     weft_fun_return(b, weft_tuple(p, 2, nx));
     weft_exp *init[2] = {weft_i64(p, 0), weft_i64(p, 0)};
     weft_fun_return(g, weft_get(weft_while(c, b, weft_tuple(p, 2, init)), 1));

@@ -43,9 +43,9 @@ enum { N_SMALL = 9, N_LARGE = 100003 };
 
 typedef struct ub {
     const char *name;
-    weft_type in, out;       /* f : in -> out */
-    weft_status status;      /* the interpreter's, for `bad` */
-    double bad;              /* the input that makes f undefined */
+    weft_type in, out;         /* f : in -> out */
+    weft_status status;        /* the interpreter's, for `bad` */
+    double bad;                /* the input that makes f undefined */
     double (*good)(int64_t i); /* input i of a run with no bad element */
     int64_t (*ref)(double x);  /* f(x) documented for every x (unchecked) */
     weft_exp *(*f)(weft_program *p, weft_exp *x, weft_acc *ys);
@@ -54,12 +54,30 @@ typedef struct ub {
 /* ys = [10 .. 17] (i32), which `!` and `!!` read. */
 enum { YS = 8 };
 
-static double g_index(int64_t i) { return (double)(i % YS); }
-static double g_nonzero(int64_t i) { return (double)(1 + i % 7) * (i % 2 ? -1 : 1); }
-static double g_small(int64_t i) { return (double)(i % 1000 - 500); }
-static double g_shift(int64_t i) { return (double)(i % 31); }
-static double g_float(int64_t i) { return (double)(i % 200) * 0.75 - 70.0; }
-static double g_extent(int64_t i) { return (double)(1 + i % 5); }
+static double g_index(int64_t i)
+{
+    return (double)(i % YS);
+}
+static double g_nonzero(int64_t i)
+{
+    return (double)(1 + i % 7) * (i % 2 ? -1 : 1);
+}
+static double g_small(int64_t i)
+{
+    return (double)(i % 1000 - 500);
+}
+static double g_shift(int64_t i)
+{
+    return (double)(i % 31);
+}
+static double g_float(int64_t i)
+{
+    return (double)(i % 200) * 0.75 - 70.0;
+}
+static double g_extent(int64_t i)
+{
+    return (double)(1 + i % 5);
+}
 
 static int64_t r_at(double x)
 {
@@ -80,14 +98,26 @@ static weft_exp *f_at_linear(weft_program *p, weft_exp *x, weft_acc *ys)
 
 /* 100 quot x, 100 rem x, -100 div x, -100 mod x (i32); by zero: x quot 0
  * = x div 0 = x, x rem 0 = x mod 0 = 0. */
-static int64_t r_quot(double x) { int64_t d = (int64_t)x; return d ? 100 / d : 100; }
-static int64_t r_rem(double x) { int64_t d = (int64_t)x; return d ? 100 % d : 0; }
+static int64_t r_quot(double x)
+{
+    int64_t d = (int64_t)x;
+    return d ? 100 / d : 100;
+}
+static int64_t r_rem(double x)
+{
+    int64_t d = (int64_t)x;
+    return d ? 100 % d : 0;
+}
 static int64_t floor_div(int64_t a, int64_t b)
 {
     int64_t q = a / b, m = a % b;
     return (m != 0 && ((m < 0) != (b < 0))) ? q - 1 : q;
 }
-static int64_t r_div(double x) { int64_t d = (int64_t)x; return d ? floor_div(-100, d) : -100; }
+static int64_t r_div(double x)
+{
+    int64_t d = (int64_t)x;
+    return d ? floor_div(-100, d) : -100;
+}
 static int64_t r_mod(double x)
 {
     int64_t d = (int64_t)x;
@@ -114,7 +144,11 @@ static weft_exp *f_mod(weft_program *p, weft_exp *x, weft_acc *ys)
     return weft_mod(weft_i32(p, -100), x);
 }
 /* 100 quot x on u32 */
-static int64_t r_uquot(double x) { uint32_t d = (uint32_t)(int64_t)x; return d ? 100 / d : 100; }
+static int64_t r_uquot(double x)
+{
+    uint32_t d = (uint32_t)(int64_t)x;
+    return d ? 100 / d : 100;
+}
 static weft_exp *f_uquot(weft_program *p, weft_exp *x, weft_acc *ys)
 {
     (void)ys;
@@ -122,7 +156,10 @@ static weft_exp *f_uquot(weft_program *p, weft_exp *x, weft_acc *ys)
 }
 
 /* x quot -1 and x div -1 (i32): minBound quot -1 = minBound (it wraps) */
-static int64_t r_neg(double x) { return -(int64_t)x; }
+static int64_t r_neg(double x)
+{
+    return -(int64_t)x;
+}
 static weft_exp *f_quot_m1(weft_program *p, weft_exp *x, weft_acc *ys)
 {
     (void)ys;
@@ -139,8 +176,14 @@ static int64_t r_shl(double x)
 {
     return (int64_t)(int32_t)((uint32_t)1 << ((int64_t)x & 31));
 }
-static int64_t r_shr(double x) { return (int64_t)(-256 >> ((int64_t)x & 31)); }
-static int64_t r_shl64(double x) { return (int64_t)((uint64_t)3 << ((int64_t)x & 63)); }
+static int64_t r_shr(double x)
+{
+    return (int64_t)(-256 >> ((int64_t)x & 31));
+}
+static int64_t r_shl64(double x)
+{
+    return (int64_t)((uint64_t)3 << ((int64_t)x & 63));
+}
 static weft_exp *f_shl(weft_program *p, weft_exp *x, weft_acc *ys)
 {
     (void)ys;
@@ -170,18 +213,31 @@ static double round_even(double x)
     double f = floor(x), d = x - f;
     return d > 0.5 ? f + 1 : d < 0.5 ? f : fmod(f, 2.0) == 0.0 ? f : f + 1;
 }
-static int64_t r_trunc_i32(double x) { return sat(trunc((float)x), -2147483648.0, 2147483647.0); }
-static int64_t r_round_i8(double x) { return sat(round_even(x), -128, 127); }
-static int64_t r_floor_u16(double x) { return sat(floor((float)x), 0, 65535); }
-static int64_t r_convert_i16(double x) { return sat(trunc(x), -32768, 32767); }
+static int64_t r_trunc_i32(double x)
+{
+    return sat(trunc((float)x), -2147483648.0, 2147483647.0);
+}
+static int64_t r_round_i8(double x)
+{
+    return sat(round_even(x), -128, 127);
+}
+static int64_t r_floor_u16(double x)
+{
+    return sat(floor((float)x), 0, 65535);
+}
+static int64_t r_convert_i16(double x)
+{
+    return sat(trunc(x), -32768, 32767);
+}
 static int64_t r_ceiling_i64(double x)
 {
     double v = ceil((float)x);
     if (isnan(v)) {
         return 0;
     }
-    return v >= 9223372036854775807.0 ? INT64_MAX
-           : v < -9223372036854775807.0 ? INT64_MIN : (int64_t)v;
+    return v >= 9223372036854775807.0   ? INT64_MAX
+           : v < -9223372036854775807.0 ? INT64_MIN
+                                        : (int64_t)v;
 }
 static weft_exp *f_trunc_i32(weft_program *p, weft_exp *x, weft_acc *ys)
 {
@@ -215,49 +271,62 @@ static weft_exp *f_ceiling_i64(weft_program *p, weft_exp *x, weft_acc *ys)
 }
 
 /* component 0 of from_index (3, x) 7: an inner extent 0 divides by 1 */
-static int64_t r_from(double x) { int64_t d = (int64_t)x; return d ? 7 / d : 7; }
+static int64_t r_from(double x)
+{
+    int64_t d = (int64_t)x;
+    return d ? 7 / d : 7;
+}
 static weft_exp *f_from(weft_program *p, weft_exp *x, weft_acc *ys)
 {
     (void)ys;
-    return weft_get(weft_from_index(weft_index2(weft_i64(p, 3), x),
-                                    weft_i64(p, 7)),
-                    0);
+    return weft_get(
+        weft_from_index(weft_index2(weft_i64(p, 3), x), weft_i64(p, 7)), 0);
 }
 
 static const ub cases[] = {
     {"at", WEFT_I64, WEFT_I32, WEFT_ERR_OUT_OF_BOUNDS, YS, g_index, r_at, f_at},
-    {"at_neg", WEFT_I64, WEFT_I32, WEFT_ERR_OUT_OF_BOUNDS, -1, g_index, r_at, f_at},
+    {"at_neg", WEFT_I64, WEFT_I32, WEFT_ERR_OUT_OF_BOUNDS, -1, g_index, r_at,
+     f_at},
     {"at_linear", WEFT_I64, WEFT_I32, WEFT_ERR_OUT_OF_BOUNDS, -3, g_index, r_at,
      f_at_linear},
-    {"quot", WEFT_I32, WEFT_I32, WEFT_ERR_DIVIDE_BY_ZERO, 0, g_nonzero, r_quot, f_quot},
-    {"rem", WEFT_I32, WEFT_I32, WEFT_ERR_DIVIDE_BY_ZERO, 0, g_nonzero, r_rem, f_rem},
-    {"div", WEFT_I32, WEFT_I32, WEFT_ERR_DIVIDE_BY_ZERO, 0, g_nonzero, r_div, f_div},
-    {"mod", WEFT_I32, WEFT_I32, WEFT_ERR_DIVIDE_BY_ZERO, 0, g_nonzero, r_mod, f_mod},
+    {"quot", WEFT_I32, WEFT_I32, WEFT_ERR_DIVIDE_BY_ZERO, 0, g_nonzero, r_quot,
+     f_quot},
+    {"rem", WEFT_I32, WEFT_I32, WEFT_ERR_DIVIDE_BY_ZERO, 0, g_nonzero, r_rem,
+     f_rem},
+    {"div", WEFT_I32, WEFT_I32, WEFT_ERR_DIVIDE_BY_ZERO, 0, g_nonzero, r_div,
+     f_div},
+    {"mod", WEFT_I32, WEFT_I32, WEFT_ERR_DIVIDE_BY_ZERO, 0, g_nonzero, r_mod,
+     f_mod},
     {"uquot", WEFT_U32, WEFT_U32, WEFT_ERR_DIVIDE_BY_ZERO, 0, g_extent, r_uquot,
      f_uquot},
     {"quot_min", WEFT_I32, WEFT_I32, WEFT_ERR_UNDEFINED, -2147483648.0, g_small,
      r_neg, f_quot_m1},
     {"div_min", WEFT_I32, WEFT_I32, WEFT_ERR_UNDEFINED, -2147483648.0, g_small,
      r_neg, f_div_m1},
-    {"shl_width", WEFT_I32, WEFT_I32, WEFT_ERR_UNDEFINED, 32, g_shift, r_shl, f_shl},
-    {"shl_neg", WEFT_I32, WEFT_I32, WEFT_ERR_UNDEFINED, -1, g_shift, r_shl, f_shl},
-    {"shr_wide", WEFT_I32, WEFT_I32, WEFT_ERR_UNDEFINED, 40, g_shift, r_shr, f_shr},
-    {"shl64", WEFT_I64, WEFT_I64, WEFT_ERR_UNDEFINED, 64, g_shift, r_shl64, f_shl64},
+    {"shl_width", WEFT_I32, WEFT_I32, WEFT_ERR_UNDEFINED, 32, g_shift, r_shl,
+     f_shl},
+    {"shl_neg", WEFT_I32, WEFT_I32, WEFT_ERR_UNDEFINED, -1, g_shift, r_shl,
+     f_shl},
+    {"shr_wide", WEFT_I32, WEFT_I32, WEFT_ERR_UNDEFINED, 40, g_shift, r_shr,
+     f_shr},
+    {"shl64", WEFT_I64, WEFT_I64, WEFT_ERR_UNDEFINED, 64, g_shift, r_shl64,
+     f_shl64},
     {"truncate_big", WEFT_F32, WEFT_I32, WEFT_ERR_UNDEFINED, 3e9, g_float,
      r_trunc_i32, f_trunc_i32},
     {"truncate_nan", WEFT_F32, WEFT_I32, WEFT_ERR_UNDEFINED, NAN, g_float,
      r_trunc_i32, f_trunc_i32},
-    {"round_i8", WEFT_F64, WEFT_I8, WEFT_ERR_UNDEFINED, 300.5, g_float, r_round_i8,
-     f_round_i8},
+    {"round_i8", WEFT_F64, WEFT_I8, WEFT_ERR_UNDEFINED, 300.5, g_float,
+     r_round_i8, f_round_i8},
     {"floor_u16", WEFT_F32, WEFT_U16, WEFT_ERR_UNDEFINED, -1.5, g_extent,
      r_floor_u16, f_floor_u16},
     {"convert_i16", WEFT_F64, WEFT_I16, WEFT_ERR_UNDEFINED, -40000.25, g_float,
      r_convert_i16, f_convert_i16},
     {"ceiling_i64", WEFT_F32, WEFT_I64, WEFT_ERR_UNDEFINED, 1e19, g_float,
      r_ceiling_i64, f_ceiling_i64},
-    {"from_zero", WEFT_I64, WEFT_I64, WEFT_ERR_DIVIDE_BY_ZERO, 0, g_extent, r_from,
+    {"from_zero", WEFT_I64, WEFT_I64, WEFT_ERR_DIVIDE_BY_ZERO, 0, g_extent,
+     r_from, f_from},
+    {"from_neg", WEFT_I64, WEFT_I64, WEFT_ERR_BAD_SHAPE, -2, g_extent, r_from,
      f_from},
-    {"from_neg", WEFT_I64, WEFT_I64, WEFT_ERR_BAD_SHAPE, -2, g_extent, r_from, f_from},
 };
 enum { NCASES = (int)(sizeof cases / sizeof cases[0]) };
 
@@ -265,7 +334,14 @@ enum { NCASES = (int)(sizeof cases / sizeof cases[0]) };
  * Programs: f in a map, or fused into a consumer
  * ---------------------------------------------------------------------- */
 
-typedef enum consumer { C_MAP, C_FOLD, C_SCAN, C_PERMUTE, C_STENCIL, NCONSUMERS } consumer;
+typedef enum consumer {
+    C_MAP,
+    C_FOLD,
+    C_SCAN,
+    C_PERMUTE,
+    C_STENCIL,
+    NCONSUMERS
+} consumer;
 static const char *const consumer_names[] = {"map", "fold", "scan", "permute",
                                              "stencil"};
 
@@ -292,10 +368,8 @@ static weft_acc *build(weft_program *p, const ub *u, consumer c,
     weft_acc *m = weft_map(f, xs);
     weft_fun *add = tu_fun_op2(p, WEFT_OP_ADD, u->out);
     switch (c) {
-    case C_FOLD:
-        return weft_fold(add, zero(p, u->out), m);
-    case C_SCAN:
-        return weft_scanl(add, zero(p, u->out), m);
+    case C_FOLD: return weft_fold(add, zero(p, u->out), m);
+    case C_SCAN: return weft_scanl(add, zero(p, u->out), m);
     case C_PERMUTE: {
         weft_fun *id = weft_fun1(p, WEFT_DIM(1));
         weft_fun_return(id, weft_arg(id, 0));
@@ -303,8 +377,7 @@ static weft_acc *build(weft_program *p, const ub *u, consumer c,
         weft_fun_return(z, zero(p, u->out));
         return weft_permute(add, weft_generate(weft_shape(xs), z), id, m);
     }
-    default:
-        return m;
+    default: return m;
     }
 }
 
@@ -393,9 +466,11 @@ static void run_case(weft_context *ctx, const ub *u, consumer c, int64_t n,
         weft_status s = weft_run(exe, &xs, 1, &out, 1);
         weft_array_release(xs);
         if (bad && fails) {
-            ck_assert_msg(s == u->status, "%s: %s in %s, n %lld: %s (%s), "
-                          "expected %s", who, u->name, consumer_names[c],
-                          (long long)n, weft_status_name(s), weft_last_error(),
+            ck_assert_msg(s == u->status,
+                          "%s: %s in %s, n %lld: %s (%s), "
+                          "expected %s",
+                          who, u->name, consumer_names[c], (long long)n,
+                          weft_status_name(s), weft_last_error(),
                           weft_status_name(u->status));
             if (named) {
                 char el[64];
@@ -403,7 +478,8 @@ static void run_case(weft_context *ctx, const ub *u, consumer c, int64_t n,
                 ck_assert_msg(strstr(weft_last_error(), "kernel ") &&
                                   strstr(weft_last_error(), el),
                               "%s: %s in %s: \"%s\" does not name the kernel "
-                              "and %s", who, u->name, consumer_names[c],
+                              "and %s",
+                              who, u->name, consumer_names[c],
                               weft_last_error(), el);
             }
             ck_assert_ptr_null(out);
@@ -443,8 +519,12 @@ static void run_consumer(consumer c)
             if (!big) {
                 run_case(in, u, c, n, at, true, false, "interp");
             }
-            run_case(chk, u, c, n, at, true, true, DT_BACKEND == WEFT_BACKEND_PTX ? "ptx checked" : "cpu checked");
-            run_case(unc, u, c, n, at, false, false, DT_BACKEND == WEFT_BACKEND_PTX ? "ptx unchecked" : "cpu unchecked");
+            run_case(chk, u, c, n, at, true, true,
+                     DT_BACKEND == WEFT_BACKEND_PTX ? "ptx checked"
+                                                    : "cpu checked");
+            run_case(unc, u, c, n, at, false, false,
+                     DT_BACKEND == WEFT_BACKEND_PTX ? "ptx unchecked"
+                                                    : "cpu unchecked");
         }
     }
     weft_context_free(in);
@@ -452,15 +532,30 @@ static void run_consumer(consumer c)
     weft_context_free(unc);
 }
 
-START_TEST(in_map) { run_consumer(C_MAP); }
+START_TEST(in_map)
+{
+    run_consumer(C_MAP);
+}
 END_TEST
-START_TEST(in_fold) { run_consumer(C_FOLD); }
+START_TEST(in_fold)
+{
+    run_consumer(C_FOLD);
+}
 END_TEST
-START_TEST(in_scan) { run_consumer(C_SCAN); }
+START_TEST(in_scan)
+{
+    run_consumer(C_SCAN);
+}
 END_TEST
-START_TEST(in_permute) { run_consumer(C_PERMUTE); }
+START_TEST(in_permute)
+{
+    run_consumer(C_PERMUTE);
+}
 END_TEST
-START_TEST(in_stencil) { run_consumer(C_STENCIL); }
+START_TEST(in_stencil)
+{
+    run_consumer(C_STENCIL);
+}
 END_TEST
 
 /* ------------------------------------------------------------------------
@@ -576,11 +671,12 @@ START_TEST(stencil_lowest_element)
     const struct {
         int first, nz;
         int64_t want;
-    } cases[] = {{0, 3, 60 * w + 250}, {0, 1, 70 * w + 3},
-                 {2, 1, 96 * w + 299}, {0, 0, -1}};
+    } cases[] = {{0, 3, 60 * w + 250},
+                 {0, 1, 70 * w + 3},
+                 {2, 1, 96 * w + 299},
+                 {0, 0, -1}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        weft_status want =
-            cases[c].nz ? WEFT_ERR_DIVIDE_BY_ZERO : WEFT_OK;
+        weft_status want = cases[c].nz ? WEFT_ERR_DIVIDE_BY_ZERO : WEFT_OK;
         const int64_t *zs = z + cases[c].first;
         TU_STATUS(want, stencil_zeros(in, h, w, zs, cases[c].nz));
         TU_STATUS(want, stencil_zeros(chk, h, w, zs, cases[c].nz));
@@ -589,8 +685,8 @@ START_TEST(stencil_lowest_element)
             snprintf(el, sizeof el, "at element %lld",
                      (long long)cases[c].want);
             ck_assert_msg(strstr(weft_last_error(), el),
-                          "case %zu: \"%s\" lacks \"%s\"", c,
-                          weft_last_error(), el);
+                          "case %zu: \"%s\" lacks \"%s\"", c, weft_last_error(),
+                          el);
         }
     }
     weft_context_free(in);
@@ -613,8 +709,8 @@ static weft_status gather_sum(weft_context *ctx, int64_t shift)
     weft_fun_return(ix, weft_index1(weft_add(weft_get(weft_arg(ix, 0), 0),
                                              weft_i64(p, shift))));
     weft_acc *bp = weft_backpermute(weft_index1(weft_i64(p, n)), ix, xs);
-    weft_acc *r = weft_fold(tu_fun_op2(p, WEFT_OP_ADD, WEFT_I32),
-                            weft_i32(p, 0), bp);
+    weft_acc *r =
+        weft_fold(tu_fun_op2(p, WEFT_OP_ADD, WEFT_I32), weft_i32(p, 0), bp);
     int64_t *v = malloc(sizeof *v * (size_t)(n + 10));
     ck_assert_ptr_nonnull(v);
     for (int64_t i = 0; i < n + 10; i++) {
@@ -643,8 +739,8 @@ START_TEST(gathers)
         /* reads n + 10 .. n + 10 + 19: elements 49990 .. 49999 fail */
         TU_STATUS(WEFT_ERR_OUT_OF_BOUNDS, gather_sum(ctx[c], 20));
         if (c == 2) {
-            ck_assert_msg(strstr(weft_last_error(), "at element 49990"),
-                          "%s", weft_last_error());
+            ck_assert_msg(strstr(weft_last_error(), "at element 49990"), "%s",
+                          weft_last_error());
         }
         TU_OK(gather_sum(ctx[c], 0)); /* still usable */
         weft_context_free(ctx[c]);
@@ -756,7 +852,8 @@ START_TEST(environment)
     TU_OK(env_quot(WEFT_FLAG_NO_ENV, &c)); /* the environment ignored */
     setenv("WEFT_CHECK", "0", 1);
     TU_OK(env_quot(WEFT_FLAG_CHECKED, &c)); /* turned off */
-    TU_STATUS(WEFT_ERR_DIVIDE_BY_ZERO, env_quot(WEFT_FLAG_CHECKED | WEFT_FLAG_NO_ENV, &c));
+    TU_STATUS(WEFT_ERR_DIVIDE_BY_ZERO,
+              env_quot(WEFT_FLAG_CHECKED | WEFT_FLAG_NO_ENV, &c));
     setenv("WEFT_CHECK", "yes", 1);
     TU_STATUS(WEFT_ERR_INVALID_ARGUMENT, env_quot(0, &c));
     ck_assert_msg(strstr(weft_last_error(), "WEFT_CHECK"), "%s",

@@ -46,11 +46,11 @@ typedef struct harness {
     LLVMOrcLLJITRef jit;
     LLVMOrcThreadSafeContextRef tsc;
     LLVMTargetMachineRef tm;
-    const char *passes;          /* NULL: -O0, no passes */
-    int count;                   /* kernels made, for unique names */
-    bool want_ir;                /* keep the optimised IR of each kernel */
-    LLVMFastMathFlags fmf;       /* for cg_fn.fmf */
-    char *ir;                    /* the last kernel's IR (LLVMDisposeMessage) */
+    const char *passes;    /* NULL: -O0, no passes */
+    int count;             /* kernels made, for unique names */
+    bool want_ir;          /* keep the optimised IR of each kernel */
+    LLVMFastMathFlags fmf; /* for cg_fn.fmf */
+    char *ir;              /* the last kernel's IR (LLVMDisposeMessage) */
 } harness;
 
 static void check_err(LLVMErrorRef err, const char *what)
@@ -73,8 +73,8 @@ static void h_open(harness *h, const char *passes)
     check_err(LLVMOrcCreateLLJIT(&h->jit, LLVMOrcCreateLLJITBuilder()),
               "LLJIT");
     h->tsc = LLVMOrcCreateNewThreadSafeContext();
-    ck_assert_msg(cg_cpu_machine(NULL, NULL, LLVMCodeGenLevelDefault,
-                                 &h->tm) == WEFT_OK,
+    ck_assert_msg(cg_cpu_machine(NULL, NULL, LLVMCodeGenLevelDefault, &h->tm) ==
+                      WEFT_OK,
                   "%s", weft_last_error());
     h->passes = passes;
 }
@@ -118,11 +118,10 @@ static void h_begin(harness *h, char *name, LLVMModuleRef *mod, fe_arena *ar,
     LLVMTypeRef ptr = LLVMPointerTypeInContext(c, 0);
     LLVMTypeRef i64 = LLVMInt64TypeInContext(c);
     LLVMTypeRef params[4] = {ptr, ptr, ptr, i64};
-    LLVMTypeRef fty =
-        LLVMFunctionType(LLVMVoidTypeInContext(c), params, 4, 0);
+    LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(c), params, 4, 0);
     fe_arena_init(ar, h->ctx);
-    ck_assert_msg(cg_fn_begin(fn, h->ctx, &cg_target_cpu, ar, *mod, name,
-                              fty, nvar) == WEFT_OK,
+    ck_assert_msg(cg_fn_begin(fn, h->ctx, &cg_target_cpu, ar, *mod, name, fty,
+                              nvar) == WEFT_OK,
                   "%s", weft_last_error());
 }
 
@@ -131,8 +130,7 @@ static void h_begin(harness *h, char *name, LLVMModuleRef *mod, fe_arena *ar,
 static uintptr_t h_finish(harness *h, LLVMModuleRef mod, const char *name)
 {
     cg_module_target(mod, h->tm);
-    ck_assert_msg(cg_verify(mod, "test") == WEFT_OK, "%s",
-                  weft_last_error());
+    ck_assert_msg(cg_verify(mod, "test") == WEFT_OK, "%s", weft_last_error());
     if (h->passes) {
         ck_assert_msg(cg_optimise(mod, h->tm, h->passes, "test") == WEFT_OK,
                       "%s", weft_last_error());
@@ -218,11 +216,40 @@ static int values(weft_type t, fe_val *v)
         return n;
     }
     if (fe_is_int(t)) {
-        static const int64_t edges[] = {
-            0, 1, 2, 3, 5, 7, 8, 15, 16, 31, 32, 63, 64, 65, 100, -1, -2, -3,
-            -7, -8, -100, INT64_MAX, INT64_MIN, INT64_MAX - 1, INT64_MIN + 1,
-            0x7f, 0x80, 0xff, 0x7fff, 0x8000, 0xffff, 0x7fffffff,
-            0x80000000ll, 0xffffffffll};
+        static const int64_t edges[] = {0,
+                                        1,
+                                        2,
+                                        3,
+                                        5,
+                                        7,
+                                        8,
+                                        15,
+                                        16,
+                                        31,
+                                        32,
+                                        63,
+                                        64,
+                                        65,
+                                        100,
+                                        -1,
+                                        -2,
+                                        -3,
+                                        -7,
+                                        -8,
+                                        -100,
+                                        INT64_MAX,
+                                        INT64_MIN,
+                                        INT64_MAX - 1,
+                                        INT64_MIN + 1,
+                                        0x7f,
+                                        0x80,
+                                        0xff,
+                                        0x7fff,
+                                        0x8000,
+                                        0xffff,
+                                        0x7fffffff,
+                                        0x80000000ll,
+                                        0xffffffffll};
         for (size_t k = 0; k < sizeof edges / sizeof edges[0]; k++) {
             fe_val x;
             x.i = edges[k];
@@ -241,12 +268,47 @@ static int values(weft_type t, fe_val *v)
         }
         return n;
     }
-    static const double edges[] = {
-        0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1.5, 2.5, -2.5, 3.5, 3.7, -3.7,
-        0.25, 0.75, -0.75, 2.0, 10.0, 100.0, 1e10, -1e10, 65504.0, 70000.0,
-        2147483647.0, 2147483648.0, -2147483648.0, 9.3e18, 1.9e19, 1e300,
-        -1e300, 1e-40, 5e-324, 3.141592653589793, 0.999, 1.001, 127.5,
-        255.5, -128.5, 32767.5, INFINITY, -INFINITY, NAN};
+    static const double edges[] = {0.0,
+                                   -0.0,
+                                   1.0,
+                                   -1.0,
+                                   0.5,
+                                   -0.5,
+                                   1.5,
+                                   2.5,
+                                   -2.5,
+                                   3.5,
+                                   3.7,
+                                   -3.7,
+                                   0.25,
+                                   0.75,
+                                   -0.75,
+                                   2.0,
+                                   10.0,
+                                   100.0,
+                                   1e10,
+                                   -1e10,
+                                   65504.0,
+                                   70000.0,
+                                   2147483647.0,
+                                   2147483648.0,
+                                   -2147483648.0,
+                                   9.3e18,
+                                   1.9e19,
+                                   1e300,
+                                   -1e300,
+                                   1e-40,
+                                   5e-324,
+                                   3.141592653589793,
+                                   0.999,
+                                   1.001,
+                                   127.5,
+                                   255.5,
+                                   -128.5,
+                                   32767.5,
+                                   INFINITY,
+                                   -INFINITY,
+                                   NAN};
     for (size_t k = 0; k < sizeof edges / sizeof edges[0]; k++) {
         fe_val x;
         x.f = edges[k];
@@ -305,9 +367,9 @@ static bool transcendental(weft_op op)
 
 static const char *tn(weft_type t)
 {
-    static const char *names[] = {"?", "bool", "i8", "i16", "i32", "i64",
-                                  "u8", "u16", "u32", "u64", "f16", "f32",
-                                  "f64"};
+    static const char *names[] = {"?",   "bool", "i8",  "i16", "i32",
+                                  "i64", "u8",   "u16", "u32", "u64",
+                                  "f16", "f32",  "f64"};
     return fe_is_scalar(t) ? names[t] : "?";
 }
 
@@ -320,8 +382,11 @@ static long check_prim(harness *h, weft_op op, weft_type rt, weft_type t0,
     fe_term x = {.kind = FE_VAR, .type = t0, .u.var = &vx};
     fe_term y = {.kind = FE_VAR, .type = t1, .u.var = &vy};
     fe_term *kids[2] = {&x, &y};
-    fe_term p = {.kind = FE_PRIM, .op = (uint16_t)op, .type = rt,
-                 .nkid = arity, .kid = kids};
+    fe_term p = {.kind = FE_PRIM,
+                 .op = (uint16_t)op,
+                 .type = rt,
+                 .nkid = arity,
+                 .kid = kids};
     kernel_fn f = h_kernel(h, &p, t0, arity == 2 ? t1 : 0, rt, 2, &vx, &vy);
 
     fe_val xs[MAXV], ys[MAXV];
@@ -344,8 +409,8 @@ static long check_prim(harness *h, weft_op op, weft_type rt, weft_type t0,
     long checked = 0;
     int ulp = transcendental(op) ? TRANS_ULP : 0;
     for (int64_t k = 0; k < n; k++) {
-        fe_val in[2] = {fe_load(t0, a, k), arity == 2 ? fe_load(t1, b, k)
-                                                      : xs[0]};
+        fe_val in[2] = {fe_load(t0, a, k),
+                        arity == 2 ? fe_load(t1, b, k) : xs[0]};
         fe_val want, got = fe_load(rt, r, k);
         if (fe_prim_eval(op, rt, t0, arity == 2 ? t1 : 0, in, &want) !=
             WEFT_OK) {
@@ -355,20 +420,18 @@ static long check_prim(harness *h, weft_op op, weft_type rt, weft_type t0,
         checked++;
         if (!same(rt, want, got, ulp)) {
             if (fe_is_float(t0)) {
-                ck_abort_msg("%s %s(%s %.17g, %s %.17g) -> %s: interpreter "
-                             "%.17g / %llx, compiled %.17g / %llx (%s)",
-                             weft_op_name(op), tn(rt), tn(t0), in[0].f,
-                             tn(t1), in[1].f, tn(rt), want.f,
-                             (unsigned long long)want.u, got.f,
-                             (unsigned long long)got.u,
-                             h->passes ? h->passes : "O0");
+                ck_abort_msg(
+                    "%s %s(%s %.17g, %s %.17g) -> %s: interpreter "
+                    "%.17g / %llx, compiled %.17g / %llx (%s)",
+                    weft_op_name(op), tn(rt), tn(t0), in[0].f, tn(t1), in[1].f,
+                    tn(rt), want.f, (unsigned long long)want.u, got.f,
+                    (unsigned long long)got.u, h->passes ? h->passes : "O0");
             }
             ck_abort_msg("%s %s(%s %lld, %s %lld) -> %s: interpreter %lld, "
                          "compiled %lld (%s)",
-                         weft_op_name(op), tn(rt), tn(t0),
-                         (long long)in[0].i, tn(t1), (long long)in[1].i,
-                         tn(rt), (long long)want.i, (long long)got.i,
-                         h->passes ? h->passes : "O0");
+                         weft_op_name(op), tn(rt), tn(t0), (long long)in[0].i,
+                         tn(t1), (long long)in[1].i, tn(rt), (long long)want.i,
+                         (long long)got.i, h->passes ? h->passes : "O0");
         }
     }
     free(a);
@@ -506,9 +569,9 @@ static div_fn h_div_kernel(harness *h)
     LLVMValueRef q[3] = {cg_ceil_div(&fn, a, b), cg_ceil_udiv(&fn, a, b),
                          cg_ceil_div_small(&fn, a, b)};
     for (int k = 0; k < 3; k++) {
-        LLVMValueRef at = LLVMBuildAdd(
-            fn.b, LLVMBuildMul(fn.b, i, cg_i64(&fn, 3), ""), cg_i64(&fn, k),
-            "");
+        LLVMValueRef at =
+            LLVMBuildAdd(fn.b, LLVMBuildMul(fn.b, i, cg_i64(&fn, 3), ""),
+                         cg_i64(&fn, k), "");
         cg_store(&fn, WEFT_I64, LLVMGetParam(fn.fn, 2), at, q[k]);
     }
     cg_loop_end(&fn, &loop);
@@ -524,8 +587,8 @@ static div_fn h_div_kernel(harness *h)
 START_TEST(ceil_div_helpers)
 {
     enum { N = 4096 };
-    static const int64_t dv[] = {1, 2, 3, 7, 31, 32, 33, 255, 256, 1000,
-                                 4097, 65535, 65536};
+    static const int64_t dv[] = {1,   2,   3,    7,    31,    32,   33,
+                                 255, 256, 1000, 4097, 65535, 65536};
     const int ndv = (int)(sizeof dv / sizeof dv[0]);
     static int64_t a[N], b[N], r[3 * N];
     for (int pass = 0; pass < 2; pass++) {
@@ -533,8 +596,8 @@ START_TEST(ceil_div_helpers)
         h_open(&h, pass ? "default<O2>" : NULL);
         div_fn f = h_div_kernel(&h);
         for (int k = 0; k < N; k++) {
-            int64_t n = k < 8 * ndv ? dv[k % ndv]
-                                    : 1 + (int64_t)(rnd() % 65536);
+            int64_t n =
+                k < 8 * ndv ? dv[k % ndv] : 1 + (int64_t)(rnd() % 65536);
             /* a + n - 1 < 2^63: the helpers' domain, [0, top] */
             int64_t top = INT64_MAX - (n - 1);
             uint64_t span = (uint64_t)top + 1;
@@ -557,8 +620,8 @@ START_TEST(ceil_div_helpers)
             int64_t want = a[k] / b[k] + (a[k] % b[k] != 0);
             for (int j = 0; j < 3; j++) {
                 ck_assert_msg(r[3 * k + j] == want,
-                              "helper %d, ceil(%lld / %lld): %lld, not %lld",
-                              j, (long long)a[k], (long long)b[k],
+                              "helper %d, ceil(%lld / %lld): %lld, not %lld", j,
+                              (long long)a[k], (long long)b[k],
                               (long long)r[3 * k + j], (long long)want);
             }
         }
@@ -611,8 +674,8 @@ START_TEST(prim_table)
         }
     }
     /* one spot check per column against the documented behaviour */
-    ck_assert(fe_prims[WEFT_OP_SQRT].fold && fe_prims[WEFT_OP_SQRT].lower ==
-                                                 FE_LOWER_LLVM);
+    ck_assert(fe_prims[WEFT_OP_SQRT].fold &&
+              fe_prims[WEFT_OP_SQRT].lower == FE_LOWER_LLVM);
     ck_assert(!fe_prims[WEFT_OP_SIN].fold);
     ck_assert_str_eq(fe_prims[WEFT_OP_TANH].libdevice, "tanh");
     ck_assert(fe_prims[WEFT_OP_EXP].lower == FE_LOWER_VMATH);
@@ -627,8 +690,8 @@ END_TEST
 /* ---- control flow, tuples, arrays -------------------------------------- */
 
 /* Terms made in an arena. */
-static fe_term *mk(fe_arena *a, int kind, weft_type type, int nkid,
-                   fe_term *k0, fe_term *k1, fe_term *k2)
+static fe_term *mk(fe_arena *a, int kind, weft_type type, int nkid, fe_term *k0,
+                   fe_term *k1, fe_term *k2)
 {
     fe_term *t = fe_arena_alloc(a, sizeof *t);
     ck_assert_ptr_nonnull(t);
@@ -740,16 +803,14 @@ static void range_test(const char *passes, int which)
     if (which == 0) {
         /* x > 10 ? x * 3 : (x < 0 ? -x : quot x 2) */
         fe_term *x = mk_var(&ar, &vx);
-        fe_term *inner = mk(&ar, FE_COND, I, 3,
-                            mk_prim(&ar, WEFT_OP_LT, WEFT_BOOL, x,
-                                    mk_i64(&ar, 0)),
-                            mk_prim(&ar, WEFT_OP_NEG, I, x, NULL),
-                            mk_prim(&ar, WEFT_OP_QUOT, I, x, mk_i64(&ar, 2)));
+        fe_term *inner =
+            mk(&ar, FE_COND, I, 3,
+               mk_prim(&ar, WEFT_OP_LT, WEFT_BOOL, x, mk_i64(&ar, 0)),
+               mk_prim(&ar, WEFT_OP_NEG, I, x, NULL),
+               mk_prim(&ar, WEFT_OP_QUOT, I, x, mk_i64(&ar, 2)));
         fe_term *t = mk(&ar, FE_COND, I, 3,
-                        mk_prim(&ar, WEFT_OP_GT, WEFT_BOOL, x,
-                                mk_i64(&ar, 10)),
-                        mk_prim(&ar, WEFT_OP_MUL, I, x, mk_i64(&ar, 3)),
-                        inner);
+                        mk_prim(&ar, WEFT_OP_GT, WEFT_BOOL, x, mk_i64(&ar, 10)),
+                        mk_prim(&ar, WEFT_OP_MUL, I, x, mk_i64(&ar, 3)), inner);
         check_i64_kernel(&h, t, 2, &vx, &vy, cond_want, xs, 200);
     } else if (which == 1) {
         /* get 1 (while (\s -> get 0 s /= 1)
@@ -763,21 +824,21 @@ static void range_test(const char *passes, int which)
         fe_term *cond = mk_prim(&ar, WEFT_OP_NE, WEFT_BOOL,
                                 mk_get(&ar, I, s, 0), mk_i64(&ar, 1));
         fe_term *n = mk_get(&ar, I, t, 0);
-        fe_term *even = mk_prim(
-            &ar, WEFT_OP_EQ, WEFT_BOOL,
-            mk_prim(&ar, WEFT_OP_MOD, I, n, mk_i64(&ar, 2)), mk_i64(&ar, 0));
-        fe_term *next = mk(
-            &ar, FE_COND, I, 3, even,
-            mk_prim(&ar, WEFT_OP_QUOT, I, n, mk_i64(&ar, 2)),
-            mk_prim(&ar, WEFT_OP_ADD, I,
-                    mk_prim(&ar, WEFT_OP_MUL, I, n, mk_i64(&ar, 3)),
-                    mk_i64(&ar, 1)));
-        fe_term *body = mk(&ar, FE_TUPLE, pair, 2, next,
-                           mk_prim(&ar, WEFT_OP_ADD, I, mk_get(&ar, I, t, 1),
-                                   mk_i64(&ar, 1)),
-                           NULL);
-        fe_term *init = mk(&ar, FE_TUPLE, pair, 2, mk_var(&ar, &vx),
-                           mk_i64(&ar, 0), NULL);
+        fe_term *even = mk_prim(&ar, WEFT_OP_EQ, WEFT_BOOL,
+                                mk_prim(&ar, WEFT_OP_MOD, I, n, mk_i64(&ar, 2)),
+                                mk_i64(&ar, 0));
+        fe_term *next =
+            mk(&ar, FE_COND, I, 3, even,
+               mk_prim(&ar, WEFT_OP_QUOT, I, n, mk_i64(&ar, 2)),
+               mk_prim(&ar, WEFT_OP_ADD, I,
+                       mk_prim(&ar, WEFT_OP_MUL, I, n, mk_i64(&ar, 3)),
+                       mk_i64(&ar, 1)));
+        fe_term *body = mk(
+            &ar, FE_TUPLE, pair, 2, next,
+            mk_prim(&ar, WEFT_OP_ADD, I, mk_get(&ar, I, t, 1), mk_i64(&ar, 1)),
+            NULL);
+        fe_term *init =
+            mk(&ar, FE_TUPLE, pair, 2, mk_var(&ar, &vx), mk_i64(&ar, 0), NULL);
         fe_term *w = mk(&ar, FE_WHILE, pair, 1, init, NULL, NULL);
         w->nfun = 2;
         w->fun = fe_arena_alloc(&ar, 2 * sizeof *w->fun);
@@ -799,16 +860,15 @@ static void range_test(const char *passes, int which)
         fe_var vp = {.id = 2, .type = outer};
         fe_term *tup = mk(
             &ar, FE_TUPLE, outer, 2,
-            mk(&ar, FE_TUPLE, inner, 2, mk_var(&ar, &vy), mk_i64(&ar, 7),
-               NULL),
+            mk(&ar, FE_TUPLE, inner, 2, mk_var(&ar, &vy), mk_i64(&ar, 7), NULL),
             mk_var(&ar, &vx), NULL);
         fe_term *p = mk_var(&ar, &vp);
         fe_term *p0 = mk_get(&ar, inner, p, 0);
-        fe_term *body = mk_prim(
-            &ar, WEFT_OP_SUB, I,
-            mk_prim(&ar, WEFT_OP_MUL, I, mk_get(&ar, I, p0, 0),
-                    mk_get(&ar, I, p0, 1)),
-            mk_get(&ar, I, p, 1));
+        fe_term *body =
+            mk_prim(&ar, WEFT_OP_SUB, I,
+                    mk_prim(&ar, WEFT_OP_MUL, I, mk_get(&ar, I, p0, 0),
+                            mk_get(&ar, I, p0, 1)),
+                    mk_get(&ar, I, p, 1));
         fe_term *let = mk(&ar, FE_LET, I, 2, tup, body, NULL);
         let->u.var = &vp;
         check_i64_kernel(&h, let, 3, &vx, &vy, tuple_want, xs, 200);
@@ -867,19 +927,19 @@ START_TEST(arrays_and_short_circuit)
     arr->acc = true;
     arr->rank = 1;
     fe_term *x = mk_var(&ar, &vx);
-    fe_term *size = mk(&ar, FE_SHAPE_SIZE, I, 1,
-                       mk(&ar, FE_SHAPE, WEFT_DIM(1), 1, arr, NULL, NULL),
-                       NULL, NULL);
+    fe_term *size =
+        mk(&ar, FE_SHAPE_SIZE, I, 1,
+           mk(&ar, FE_SHAPE, WEFT_DIM(1), 1, arr, NULL, NULL), NULL, NULL);
     fe_term *ix = mk(&ar, FE_TUPLE, WEFT_DIM(1), 1, x, NULL, NULL);
     fe_term *at = mk(&ar, FE_AT, I, 2, arr, ix, NULL);
     /* arr ! (x) == x + 1 is true inside (b[k] = xs[k] + 1 and xs[k] = k
      * there) */
     fe_term *hit = mk_prim(&ar, WEFT_OP_EQ, WEFT_BOOL, at,
                            mk_prim(&ar, WEFT_OP_ADD, I, x, mk_i64(&ar, 1)));
-    fe_term *inside = mk_prim(
-        &ar, WEFT_OP_AND, WEFT_BOOL,
-        mk_prim(&ar, WEFT_OP_GE, WEFT_BOOL, x, mk_i64(&ar, 0)),
-        mk_prim(&ar, WEFT_OP_LT, WEFT_BOOL, x, size));
+    fe_term *inside =
+        mk_prim(&ar, WEFT_OP_AND, WEFT_BOOL,
+                mk_prim(&ar, WEFT_OP_GE, WEFT_BOOL, x, mk_i64(&ar, 0)),
+                mk_prim(&ar, WEFT_OP_LT, WEFT_BOOL, x, size));
     fe_term *t = mk_prim(&ar, WEFT_OP_AND, WEFT_BOOL, inside, hit);
     fe_term *r = mk_prim(&ar, WEFT_OP_CONVERT, I, t, NULL);
     int64_t xs[64];
@@ -894,9 +954,9 @@ START_TEST(arrays_and_short_circuit)
                      mk_i64(&ar, 4), mk_i64(&ar, 5));
     fe_term *fi = mk(&ar, FE_FROM_INDEX, WEFT_DIM(3), 2, sh, x, NULL);
     fe_term *ti = mk(&ar, FE_TO_INDEX, I, 2, sh, fi, NULL);
-    fe_term *e = mk_prim(&ar, WEFT_OP_ADD, I, ti,
-                         mk_prim(&ar, WEFT_OP_MUL, I, mk_i64(&ar, 1000),
-                                 mk_get(&ar, I, fi, 1)));
+    fe_term *e = mk_prim(
+        &ar, WEFT_OP_ADD, I, ti,
+        mk_prim(&ar, WEFT_OP_MUL, I, mk_i64(&ar, 1000), mk_get(&ar, I, fi, 1)));
     int64_t ys[200];
     for (int k = 0; k < 200; k++) {
         ys[k] = k;
@@ -959,8 +1019,9 @@ static weft_status failing_vmath(cg_fn *fn, weft_op op, LLVMValueRef x,
     (void)x;
     (void)y;
     *out = NULL;
-    return fe_error(WEFT_ERR_INTERNAL, "weft_compile: injected fault in "
-                                       "the vector math of %s",
+    return fe_error(WEFT_ERR_INTERNAL,
+                    "weft_compile: injected fault in "
+                    "the vector math of %s",
                     weft_op_name(op));
 }
 
@@ -991,19 +1052,19 @@ START_TEST(spmd_fault)
     ck_assert(s.declined);
     ck_assert_int_eq(cg_spmd_begin(&s, &fn, 4), WEFT_OK);
     LLVMValueRef x = cg_spmd_broadcast(
-        &s, LLVMConstReal(LLVMDoubleTypeInContext(fn.llctx), 0.5)), r = NULL;
+                     &s, LLVMConstReal(LLVMDoubleTypeInContext(fn.llctx), 0.5)),
+                 r = NULL;
     ck_assert(cg_spmd_is_varying(x));
     /* cos is a library function (lib/fe_ops.h): the target's vmath */
-    ck_assert_int_eq(cg_spmd_prim(&s, WEFT_OP_COS, WEFT_F64, WEFT_F64, 0, &x,
-                                  &r),
-                     WEFT_ERR_INTERNAL);
+    ck_assert_int_eq(
+        cg_spmd_prim(&s, WEFT_OP_COS, WEFT_F64, WEFT_F64, 0, &x, &r),
+        WEFT_ERR_INTERNAL);
     ck_assert_ptr_nonnull(strstr(weft_last_error(), "injected fault"));
     ck_assert(!s.declined);
     /* on the real target the same operation is emitted */
     fn.target = &cg_target_cpu;
-    ck_assert_int_eq(cg_spmd_prim(&s, WEFT_OP_COS, WEFT_F64, WEFT_F64, 0, &x,
-                                  &r),
-                     WEFT_OK);
+    ck_assert_int_eq(
+        cg_spmd_prim(&s, WEFT_OP_COS, WEFT_F64, WEFT_F64, 0, &x, &r), WEFT_OK);
     ck_assert(r && cg_spmd_is_varying(r));
     LLVMBuildRetVoid(fn.b);
     cg_fn_end(&fn);
@@ -1032,8 +1093,8 @@ START_TEST(loop_vectorises)
                   "%s", weft_last_error());
     h.want_ir = true;
     ck_assert(check_prim(&h, WEFT_OP_ADD, WEFT_F32, WEFT_F32, WEFT_F32) > 0);
-    ck_assert_msg(strstr(h.ir, "<8 x float>") != NULL,
-                  "no <8 x float> in:\n%s", h.ir);
+    ck_assert_msg(strstr(h.ir, "<8 x float>") != NULL, "no <8 x float> in:\n%s",
+                  h.ir);
     h_close(&h);
 
     /* fast-math flags reach the floating arithmetic when asked for */

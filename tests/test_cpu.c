@@ -124,8 +124,9 @@ static tu_host harr_vec(weft_type t, int64_t n, int64_t lo, int64_t hi)
 
 static void harr_set_i(tu_host *h, int leaf, int64_t i, int64_t v)
 {
-    tu_store_i(h->leaf[leaf], (unsigned char *)h->data[leaf]
-                                  + (size_t)i * weft_type_size(h->leaf[leaf]),
+    tu_store_i(h->leaf[leaf],
+               (unsigned char *)h->data[leaf] +
+                   (size_t)i * weft_type_size(h->leaf[leaf]),
                v);
 }
 
@@ -138,9 +139,9 @@ static void harr_set_i(tu_host *h, int leaf, int64_t i, int64_t v)
 typedef struct bld {
     weft_program *p;
     weft_context *ctx;
-    weft_type t;  /* the case's element type */
-    int rank;     /* the case's rank */
-    int variant;  /* which variant of the case */
+    weft_type t;        /* the case's element type */
+    int rank;           /* the case's rank */
+    int variant;        /* which variant of the case */
     const tu_host *use; /* host arrays to fix into the program with weft_use */
 } bld;
 
@@ -242,12 +243,12 @@ typedef struct shp {
 
 /* Empty in every position, one element, odd and prime extents. */
 static const shp shapes[] = {
-    {0, {0}},         {1, {0}},         {1, {1}},          {1, {2}},
-    {1, {7}},         {1, {31}},        {1, {1009}},       {1, {65537}},
-    {2, {0, 5}},      {2, {5, 0}},      {2, {1, 1}},       {2, {3, 7}},
-    {2, {17, 13}},    {2, {2, 1031}},   {2, {1031, 3}},    {2, {1, 4099}},
-    {3, {0, 2, 3}},   {3, {2, 3, 0}},   {3, {1, 1, 1}},    {3, {3, 5, 7}},
-    {3, {4, 9, 11}},  {3, {2, 1, 257}},
+    {0, {0}},        {1, {0}},         {1, {1}},       {1, {2}},
+    {1, {7}},        {1, {31}},        {1, {1009}},    {1, {65537}},
+    {2, {0, 5}},     {2, {5, 0}},      {2, {1, 1}},    {2, {3, 7}},
+    {2, {17, 13}},   {2, {2, 1031}},   {2, {1031, 3}}, {2, {1, 4099}},
+    {3, {0, 2, 3}},  {3, {2, 3, 0}},   {3, {1, 1, 1}}, {3, {3, 5, 7}},
+    {3, {4, 9, 11}}, {3, {2, 1, 257}},
 };
 enum { NSHAPES = sizeof shapes / sizeof shapes[0] };
 
@@ -319,13 +320,12 @@ static weft_fun *fun_affine(weft_program *p, weft_context *ctx)
     weft_type t = pair_type(ctx, WEFT_I32, WEFT_I32);
     weft_fun *f = weft_fun2(p, t, t);
     weft_exp *x = weft_arg(f, 0), *y = weft_arg(f, 1);
-    weft_exp *c[2] = {weft_mul(weft_get(x, 0), weft_get(y, 0)),
-                      weft_add(weft_mul(weft_get(x, 1), weft_get(y, 0)),
-                               weft_get(y, 1))};
+    weft_exp *c[2] = {
+        weft_mul(weft_get(x, 0), weft_get(y, 0)),
+        weft_add(weft_mul(weft_get(x, 1), weft_get(y, 0)), weft_get(y, 1))};
     weft_fun_return(f, weft_tuple(p, 2, c));
     return f;
 }
-
 
 /* ------------------------------------------------------------------------
  * Producers: generate, map, zipWith, zipWith3
@@ -345,10 +345,9 @@ static int build_generate(bld *b, weft_acc **res)
         s = weft_add(s, weft_mul(weft_add(weft_get(ix, k), weft_i64(p, 1)),
                                  weft_i64(p, k + 3)));
     }
-    weft_exp *c[2] = {
-        weft_bxor(weft_convert(s, WEFT_I32), weft_i32(p, 0x55)),
-        weft_fdiv(weft_convert(weft_to_index(sh, ix), WEFT_F64),
-                  weft_f64(p, 3))};
+    weft_exp *c[2] = {weft_bxor(weft_convert(s, WEFT_I32), weft_i32(p, 0x55)),
+                      weft_fdiv(weft_convert(weft_to_index(sh, ix), WEFT_F64),
+                                weft_f64(p, 3))};
     weft_fun_return(f, b->variant ? weft_tuple(p, 2, c) : c[0]);
     res[0] = weft_generate(sh, f);
     return 1;
@@ -410,8 +409,7 @@ static int build_map_tuple(bld *b, weft_acc **res)
     weft_fun *f = weft_fun1(p, in);
     weft_exp *x = weft_get(weft_arg(f, 0), 0), *y = weft_get(weft_arg(f, 0), 1);
     weft_exp *c[3] = {weft_mul(weft_convert(x, WEFT_F64), y),
-                      weft_add(x, weft_i32(p, 1)),
-                      weft_lt(y, weft_f64(p, 0))};
+                      weft_add(x, weft_i32(p, 1)), weft_lt(y, weft_f64(p, 0))};
     weft_fun_return(f, weft_tuple(p, 3, c));
     res[0] = weft_map(f, a);
     return 1;
@@ -419,9 +417,9 @@ static int build_map_tuple(bld *b, weft_acc **res)
 
 START_TEST(map)
 {
-    static const weft_type types[] = {
-        WEFT_BOOL, WEFT_I8,  WEFT_I16, WEFT_I32, WEFT_I64, WEFT_U8,
-        WEFT_U16,  WEFT_U32, WEFT_U64, WEFT_F16, WEFT_F32, WEFT_F64};
+    static const weft_type types[] = {WEFT_BOOL, WEFT_I8,  WEFT_I16, WEFT_I32,
+                                      WEFT_I64,  WEFT_U8,  WEFT_U16, WEFT_U32,
+                                      WEFT_U64,  WEFT_F16, WEFT_F32, WEFT_F64};
     diff d;
     diff_open(&d);
     seed(2);
@@ -466,8 +464,8 @@ static int build_zip(bld *b, weft_acc **res)
     weft_acc *x = weft_param(p, t, b->rank), *y = weft_param(p, t, b->rank);
     weft_acc *z = weft_param(p, t, b->rank);
     weft_fun *f = weft_fun2(p, t, t);
-    weft_fun_return(f, weft_sub(weft_mul(weft_arg(f, 0), cst(p, t, 2)),
-                                weft_arg(f, 1)));
+    weft_fun_return(
+        f, weft_sub(weft_mul(weft_arg(f, 0), cst(p, t, 2)), weft_arg(f, 1)));
     weft_fun *g = weft_fun3(p, t, t, t);
     weft_exp *c[2] = {
         weft_add(weft_arg(g, 0), weft_mul(weft_arg(g, 1), weft_arg(g, 2))),
@@ -485,8 +483,7 @@ static int build_zip(bld *b, weft_acc **res)
 
 START_TEST(zipwith)
 {
-    static const weft_type types[] = {WEFT_I32, WEFT_U16, WEFT_F32,
-                                      WEFT_F64};
+    static const weft_type types[] = {WEFT_I32, WEFT_U16, WEFT_F32, WEFT_F64};
     diff d;
     diff_open(&d);
     seed(3);
@@ -535,8 +532,8 @@ static int build_use_unit(bld *b, weft_acc **res)
     weft_array *ua = tu_host_array(b->ctx, b->use);
     weft_acc *u = weft_use(p, ua);
     weft_array_release(ua);
-    weft_acc *sum = weft_fold_all(op2(p, WEFT_I64, weft_add), weft_i64(p, 0),
-                                  u);
+    weft_acc *sum =
+        weft_fold_all(op2(p, WEFT_I64, weft_add), weft_i64(p, 0), u);
     res[0] = weft_unit(weft_add(weft_the(s), weft_the(sum)));
     weft_fun *f = weft_fun1(p, WEFT_I64);
     weft_fun_return(f, weft_mul(weft_arg(f, 0), weft_the(s)));
@@ -650,7 +647,8 @@ START_TEST(replicate)
             bld b = {.t = types[ti], .variant = variant};
             diff_build(&d, "replicate", build_replicate, &b);
             for (int i = 0; i < NSHAPES; i++) {
-                if (shapes[i].rank != variant + 1 || shp_size(&shapes[i]) > 5000) {
+                if (shapes[i].rank != variant + 1 ||
+                    shp_size(&shapes[i]) > 5000) {
                     continue;
                 }
                 tu_host h[2] = {
@@ -703,10 +701,9 @@ START_TEST(slice)
             for (int64_t idx = -1; idx <= 4; idx++) {
                 tu_host h[2] = {harr1(types[ti], 3, sh[i], 1, 0),
                                 harr1(WEFT_I64, 0, NULL, idx, idx)};
-                bool inside = idx >= 0 && idx < sh[i][0] && idx < sh[i][1]
-                              && idx < sh[i][2];
-                diff_expect(&d, h, 2,
-                            inside ? WEFT_OK : WEFT_ERR_SLICE_INDEX);
+                bool inside = idx >= 0 && idx < sh[i][0] && idx < sh[i][1] &&
+                              idx < sh[i][2];
+                diff_expect(&d, h, 2, inside ? WEFT_OK : WEFT_ERR_SLICE_INDEX);
                 tu_host_free(&h[0]);
                 tu_host_free(&h[1]);
             }
@@ -733,9 +730,9 @@ static int build_backpermute(bld *b, weft_acc **res)
     res[0] = weft_backpermute(weft_index2(weft_get(msh, 1), weft_get(msh, 0)),
                               tr, m);
     weft_fun *rev = weft_fun1(p, WEFT_DIM(1));
-    weft_fun_return(rev, weft_index1(weft_sub(
-                             weft_sub(weft_size(v), weft_i64(p, 1)),
-                             weft_get(weft_arg(rev, 0), 0))));
+    weft_fun_return(rev,
+                    weft_index1(weft_sub(weft_sub(weft_size(v), weft_i64(p, 1)),
+                                         weft_get(weft_arg(rev, 0), 0))));
     res[1] = weft_backpermute(weft_shape(v), rev, v);
     weft_fun *dbl = weft_fun1(p, t);
     weft_fun_return(dbl, weft_add(weft_arg(dbl, 0), weft_arg(dbl, 0)));
@@ -800,14 +797,10 @@ static weft_fun *combine_fun(bld *b, enum combine c, weft_type *elt)
     weft_program *p = b->p;
     *elt = b->t;
     switch (c) {
-    case C_ADD:
-        return op2(p, b->t, weft_add);
-    case C_MUL:
-        return op2(p, b->t, weft_mul);
-    case C_MAX:
-        return op2(p, b->t, weft_max);
-    case C_LAST:
-        return fun_last(p, b->t);
+    case C_ADD: return op2(p, b->t, weft_add);
+    case C_MUL: return op2(p, b->t, weft_mul);
+    case C_MAX: return op2(p, b->t, weft_max);
+    case C_LAST: return fun_last(p, b->t);
     case C_AFFINE:
         *elt = pair_type(b->ctx, WEFT_I32, WEFT_I32);
         return fun_affine(p, b->ctx);
@@ -840,8 +833,7 @@ static weft_exp *combine_seed(bld *b, enum combine c)
         weft_exp *cs[2] = {weft_f64(p, 0.25), weft_f64(p, -0.25)};
         return weft_tuple(p, 2, cs);
     }
-    default:
-        return tu_is_float(b->t) ? cstf(p, b->t, 0.5) : cst(p, b->t, 7);
+    default: return tu_is_float(b->t) ? cstf(p, b->t, 0.5) : cst(p, b->t, 7);
     }
 }
 
@@ -909,8 +901,9 @@ static void fold_cases(diff *d, weft_type t, enum combine c, unsigned modes,
         }
         for (int r = all ? 0 : 1; r <= max_rank; r++) {
             bld b = {.t = t, .rank = r, .variant = mode | (int)c << 4};
-            diff_build(d, one ? (all ? "fold1_all" : "fold1")
-                              : (all ? "fold_all" : "fold"),
+            diff_build(d,
+                       one ? (all ? "fold1_all" : "fold1")
+                           : (all ? "fold_all" : "fold"),
                        build_fold, &b);
             for (int i = 0; i < NSHAPES; i++) {
                 const shp *s = &shapes[i];
@@ -997,7 +990,8 @@ START_TEST(fold_large)
         {WEFT_I64, C_ADD, 1, 2, {1000003, 3}}, /* fold1 of many short rows */
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-        bld b = {.t = cases[k].t, .rank = cases[k].rank,
+        bld b = {.t = cases[k].t,
+                 .rank = cases[k].rank,
                  .variant = cases[k].mode | (int)cases[k].c << 4};
         diff_build(&d, "fold large", build_fold, &b);
         weft_type leaves[2];
@@ -1006,9 +1000,9 @@ START_TEST(fold_large)
         e[cases[k].rank == 1 || e[0] > e[1] ? 0 : 1] =
             big(e[cases[k].rank == 1 || e[0] > e[1] ? 0 : 1], k < 2);
         tu_host h = tu_host_random(&rng, nl, leaves, cases[k].rank, e, 1, 0);
-        int64_t per = cases[k].mode & 2 ? shp_size(&(shp){cases[k].rank,
-                                                         {e[0], e[1]}})
-                                        : e[cases[k].rank - 1];
+        int64_t per = cases[k].mode & 2
+                          ? shp_size(&(shp){cases[k].rank, {e[0], e[1]}})
+                          : e[cases[k].rank - 1];
         double tol = sum_tol(cases[k].t, cases[k].c, per);
         diff_run_tol(&d, &h, 1, tol, 0);
         tu_host_free(&h);
@@ -1054,12 +1048,10 @@ START_TEST(fold_computed)
         int rank;
         int64_t e[3];
     } shapes_c[] = {
-        {1, {0}},          {1, {1}},         {1, {100}},
-        {1, {1000003}},    {2, {0, 5}},      {2, {5, 0}},
-        {2, {1, 1}},       {2, {3, 7}},      {2, {1000, 3}},
-        {2, {300001, 5}},  {2, {100003, 41}}, {2, {3001, 700}},
-        {2, {37, 70001}},  {2, {2, 300007}},  {3, {4, 5, 6}},
-        {3, {0, 3, 4}},
+        {1, {0}},         {1, {1}},         {1, {100}},        {1, {1000003}},
+        {2, {0, 5}},      {2, {5, 0}},      {2, {1, 1}},       {2, {3, 7}},
+        {2, {1000, 3}},   {2, {300001, 5}}, {2, {100003, 41}}, {2, {3001, 700}},
+        {2, {37, 70001}}, {2, {2, 300007}}, {3, {4, 5, 6}},    {3, {0, 3, 4}},
     };
     for (int variant = 0; variant < 2; variant++) {
         for (int rank = 1; rank <= 3; rank++) {
@@ -1097,8 +1089,7 @@ static int build_fold_gather(bld *b, weft_acc **res)
     weft_acc *k = weft_param(p, WEFT_I32, 2);
     weft_fun *g = weft_fun1(p, WEFT_DIM(2));
     weft_exp *ix = weft_arg(g, 0);
-    weft_exp *c[2] = {weft_get(ix, 0),
-                      weft_convert(weft_at(k, ix), WEFT_I64)};
+    weft_exp *c[2] = {weft_get(ix, 0), weft_convert(weft_at(k, ix), WEFT_I64)};
     weft_fun_return(g, weft_index(p, 2, c));
     weft_acc *src = weft_backpermute(weft_shape(a), g, a);
     res[0] = weft_fold(op2(p, WEFT_I32, weft_add), weft_i32(p, 7), src);
@@ -1137,9 +1128,11 @@ START_TEST(fold_short_rows)
                 continue;
             }
             for (int rank = 2; rank <= (k < 2 ? 3 : 2); rank++) {
-                bld b = {.t = cases[k].t, .rank = rank,
+                bld b = {.t = cases[k].t,
+                         .rank = rank,
                          .variant = mode | (int)cases[k].c << 4};
-                diff_build(&d, mode & 1 ? "fold1 short rows" : "fold short rows",
+                diff_build(&d,
+                           mode & 1 ? "fold1 short rows" : "fold short rows",
                            build_fold, &b);
                 for (int64_t m = 1; m <= 70; m++) {
                     for (int r = 0; r < 2; r++) {
@@ -1209,11 +1202,10 @@ static int build_fold_staged(bld *b, weft_acc **res)
     weft_exp *ix = weft_arg(g, 0);
     weft_exp *i = weft_index1(weft_get(ix, 0));
     weft_exp *j = weft_index1(weft_get(ix, 1));
-    weft_exp *e[2] = {
-        weft_bor(weft_at(a, j), weft_i32(p, 1)),
-        weft_add(weft_add(weft_convert(weft_at(bb, j), WEFT_I32),
-                          weft_at(c, i)),
-                 weft_convert(weft_get(ix, 1), WEFT_I32))};
+    weft_exp *e[2] = {weft_bor(weft_at(a, j), weft_i32(p, 1)),
+                      weft_add(weft_add(weft_convert(weft_at(bb, j), WEFT_I32),
+                                        weft_at(c, i)),
+                               weft_convert(weft_get(ix, 1), WEFT_I32))};
     weft_fun_return(g, weft_tuple(p, 2, e));
     weft_acc *src = weft_generate(weft_index2(weft_size(c), weft_size(a)), g);
     weft_fun *f = fun_affine(p, b->ctx);
@@ -1231,9 +1223,10 @@ START_TEST(fold_staged)
     diff_open(&d);
     seed(17);
     static const int64_t sizes[][3] = {
-        {0, 0, 5},     {5, 5, 0},       {1, 1, 1},      {7, 9, 3},
-        {255, 255, 40}, {257, 300, 600}, {3, 3, 100003}, {1000, 1000, 3},
-        {70001, 70001, 37}, {300007, 300007, 2},        {513, 513, 4097},
+        {0, 0, 5},           {5, 5, 0},        {1, 1, 1},
+        {7, 9, 3},           {255, 255, 40},   {257, 300, 600},
+        {3, 3, 100003},      {1000, 1000, 3},  {70001, 70001, 37},
+        {300007, 300007, 2}, {513, 513, 4097},
     };
     for (int variant = 0; variant < 2; variant++) {
         bld b = {.t = WEFT_I32, .variant = variant};
@@ -1307,7 +1300,8 @@ static void fold_seg_cases(diff *d, weft_type t, enum combine c, bool one)
 {
     for (int r = 1; r <= 3; r++) {
         for (int wide = 0; wide < 2; wide++) {
-            bld b = {.t = t, .rank = r,
+            bld b = {.t = t,
+                     .rank = r,
                      .variant = (one ? 1 : 0) | (wide ? 2 : 0) | (int)c << 4};
             diff_build(d, one ? "fold1_seg" : "fold_seg", build_fold_seg, &b);
             for (int i = 0; i < NSHAPES; i++) {
@@ -1388,24 +1382,12 @@ static int build_scan(bld *b, weft_acc **res)
     }
     weft_exp *z = combine_seed(b, c);
     switch ((enum scan_kind)(b->variant & 15)) {
-    case SCANL:
-        res[0] = weft_scanl(f, z, a);
-        return 1;
-    case SCANL1:
-        res[0] = weft_scanl1(f, a);
-        return 1;
-    case SCANL_:
-        res[0] = weft_scanl_(f, z, a);
-        return 1;
-    case SCANR:
-        res[0] = weft_scanr(f, z, a);
-        return 1;
-    case SCANR1:
-        res[0] = weft_scanr1(f, a);
-        return 1;
-    case SCANR_:
-        res[0] = weft_scanr_(f, z, a);
-        return 1;
+    case SCANL: res[0] = weft_scanl(f, z, a); return 1;
+    case SCANL1: res[0] = weft_scanl1(f, a); return 1;
+    case SCANL_: res[0] = weft_scanl_(f, z, a); return 1;
+    case SCANR: res[0] = weft_scanr(f, z, a); return 1;
+    case SCANR1: res[0] = weft_scanr1(f, a); return 1;
+    case SCANR_: res[0] = weft_scanr_(f, z, a); return 1;
     }
     return 0;
 }
@@ -1414,7 +1396,8 @@ static void scan_cases(diff *d, weft_type t, enum combine c, int max_rank)
 {
     for (int k = SCANL; k <= SCANR_; k++) {
         for (int r = 1; r <= max_rank; r++) {
-            bld b = {.t = t, .rank = r,
+            bld b = {.t = t,
+                     .rank = r,
                      .variant = k | (int)c << 4 | (r == 2 ? 256 : 0)};
             diff_build(d, scan_names[k], build_scan, &b);
             for (int i = 0; i < NSHAPES; i++) {
@@ -1489,7 +1472,8 @@ START_TEST(scan_large)
         {WEFT_I64, C_ADD, SCANR_, 2, {3, 1000003}},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-        bld b = {.t = cases[k].t, .rank = cases[k].rank,
+        bld b = {.t = cases[k].t,
+                 .rank = cases[k].rank,
                  .variant = (int)cases[k].k | (int)cases[k].c << 4};
         diff_build(&d, "scan large", build_scan, &b);
         weft_type leaves[2];
@@ -1524,21 +1508,23 @@ START_TEST(huge)
         weft_type t;
         enum combine c;
         int mode;
-    } folds[] = {{WEFT_I64, C_ADD, 2}, {WEFT_F32, C_ADD, 2},
-                 {WEFT_I32, C_AFFINE, 3}};
+    } folds[] = {
+        {WEFT_I64, C_ADD, 2}, {WEFT_F32, C_ADD, 2}, {WEFT_I32, C_AFFINE, 3}};
     for (size_t k = 0; k < sizeof folds / sizeof folds[0]; k++) {
-        bld b = {.t = folds[k].t, .rank = 1,
+        bld b = {.t = folds[k].t,
+                 .rank = 1,
                  .variant = folds[k].mode | (int)folds[k].c << 4};
         diff_build(&d, "fold huge", build_fold, &b);
         weft_type leaves[2];
         int nl = combine_leaves(&b, folds[k].c, leaves);
         h = tu_host_random(&rng, nl, leaves, 1, (int64_t[]){n}, 1, 0);
-        ck_assert_int_eq(diff_run_tol(&d, &h, 1,
-                                      sum_tol(folds[k].t, folds[k].c, n), 0),
-                         WEFT_OK);
+        ck_assert_int_eq(
+            diff_run_tol(&d, &h, 1, sum_tol(folds[k].t, folds[k].c, n), 0),
+            WEFT_OK);
         tu_host_free(&h);
     }
-    bld bs = {.t = WEFT_I32, .rank = 1, .variant = (int)SCANL1 | (int)C_ADD << 4};
+    bld bs = {
+        .t = WEFT_I32, .rank = 1, .variant = (int)SCANL1 | (int)C_ADD << 4};
     diff_build(&d, "scan huge", build_scan, &bs);
     h = harr1(WEFT_I32, 1, (int64_t[]){n}, 1, 0);
     ck_assert_int_eq(diff_run_tol(&d, &h, 1, 0, 0), WEFT_OK);
@@ -1551,8 +1537,18 @@ END_TEST
  * permute
  * ---------------------------------------------------------------------- */
 
-enum pcombine { P_ADD, P_MIN, P_MAX, P_AND, P_OR, P_XOR, P_MUL, P_FIRST,
-                P_SUB_ABS, P_PAIR };
+enum pcombine {
+    P_ADD,
+    P_MIN,
+    P_MAX,
+    P_AND,
+    P_OR,
+    P_XOR,
+    P_MUL,
+    P_FIRST,
+    P_SUB_ABS,
+    P_PAIR
+};
 
 /* permute f (def) (\i -> bucket i or ignore) src, where the bucket is
  * idx ! i (an index array: negative means ignore); def of rank 1 (variant
@@ -1625,8 +1621,7 @@ static weft_status permute_run(diff *d, weft_type t, bool pair, int rank,
     } else {
         h[0] = harr1(t, rank, dsh, -40, 40);
         h[1] = harr1(t, 1, &nsrc, -40, 40);
-        if (t == WEFT_U8 || t == WEFT_U16 || t == WEFT_U32
-            || t == WEFT_U64) {
+        if (t == WEFT_U8 || t == WEFT_U16 || t == WEFT_U32 || t == WEFT_U64) {
             tu_host_free(&h[0]);
             tu_host_free(&h[1]);
             h[0] = harr1(t, rank, dsh, 1, 0);
@@ -1658,15 +1653,28 @@ START_TEST(permute)
         weft_type t;
         enum pcombine c;
     } cases[] = {
-        {WEFT_I32, P_ADD},  {WEFT_I64, P_ADD},     {WEFT_U8, P_ADD},
-        {WEFT_F32, P_ADD},  {WEFT_F64, P_ADD},     {WEFT_I32, P_MIN},
-        {WEFT_U32, P_MAX},  {WEFT_F64, P_MAX},     {WEFT_F32, P_MIN},
-        {WEFT_I32, P_AND},  {WEFT_I16, P_OR},      {WEFT_I64, P_XOR},
-        {WEFT_I32, P_MUL},  {WEFT_I8, P_SUB_ABS},  {WEFT_I32, P_PAIR},
+        {WEFT_I32, P_ADD},
+        {WEFT_I64, P_ADD},
+        {WEFT_U8, P_ADD},
+        {WEFT_F32, P_ADD},
+        {WEFT_F64, P_ADD},
+        {WEFT_I32, P_MIN},
+        {WEFT_U32, P_MAX},
+        {WEFT_F64, P_MAX},
+        {WEFT_F32, P_MIN},
+        {WEFT_I32, P_AND},
+        {WEFT_I16, P_OR},
+        {WEFT_I64, P_XOR},
+        {WEFT_I32, P_MUL},
+        {WEFT_I8, P_SUB_ABS},
+        {WEFT_I32, P_PAIR},
         /* sub-word and 64-bit atomics, unsigned min (not signed), half
          * floats (no native atomic: a compare-and-swap loop) */
-        {WEFT_U64, P_MIN},  {WEFT_I8, P_MAX},      {WEFT_I16, P_ADD},
-        {WEFT_U16, P_MAX},  {WEFT_F16, P_MAX},
+        {WEFT_U64, P_MIN},
+        {WEFT_I8, P_MAX},
+        {WEFT_I16, P_ADD},
+        {WEFT_U16, P_MAX},
+        {WEFT_F16, P_MAX},
     };
     static const int64_t sizes1[][2] = {{0}, {1}, {7}, {1000}};
     static const int64_t sizes2[][2] = {{0, 3}, {3, 5}, {31, 37}};
@@ -1690,9 +1698,9 @@ START_TEST(permute)
                     int64_t nsrc = big(nsrcs[ni], k == 0);
                     /* many sources (contention, every worker) for the
                      * first cases of each kind of combine only */
-                    if (nsrc > 1000 && !(k < 2 || cases[k].c == P_PAIR
-                                         || t == WEFT_F32 || k == 7
-                                         || cases[k].c == P_MUL)) {
+                    if (nsrc > 1000 &&
+                        !(k < 2 || cases[k].c == P_PAIR || t == WEFT_F32 ||
+                          k == 7 || cases[k].c == P_MUL)) {
                         continue;
                     }
                     if (nsrc > 1000 && si != nsz - 1) {
@@ -1701,8 +1709,8 @@ START_TEST(permute)
                     /* f32 and f64 (+) arrive in any order: each target
                      * sums at most nsrc values of [-1, 1] */
                     double tol = tu_is_float(t) && cases[k].c == P_ADD
-                                     ? (t == WEFT_F32 ? TOL_F32 : TOL_F64)
-                                           * (double)(nsrc + 1)
+                                     ? (t == WEFT_F32 ? TOL_F32 : TOL_F64) *
+                                           (double)(nsrc + 1)
                                      : 0;
                     if (pair) {
                         tol = 0; /* max on f64 is exact; add on i32 */
@@ -1716,14 +1724,13 @@ START_TEST(permute)
             /* a permutation (every target once): any combine is exact */
             const int64_t *dsh = rank == 1 ? sizes1[3] : sizes2[2];
             int64_t size = rank == 1 ? dsh[0] : dsh[0] * dsh[1];
-            ck_assert_int_eq(permute_run(&d, t, pair, rank, dsh, size, true,
-                                         0, 0),
-                             WEFT_OK);
+            ck_assert_int_eq(
+                permute_run(&d, t, pair, rank, dsh, size, true, 0, 0), WEFT_OK);
             /* an index past the end: out of bounds on both */
             if (!unique) {
-                ck_assert_int_eq(permute_run(&d, t, pair, rank, dsh, 5000,
-                                             false, 3, 0),
-                                 WEFT_ERR_OUT_OF_BOUNDS);
+                ck_assert_int_eq(
+                    permute_run(&d, t, pair, rank, dsh, 5000, false, 3, 0),
+                    WEFT_ERR_OUT_OF_BOUNDS);
             }
         }
     }
@@ -1747,9 +1754,9 @@ static weft_fun *stencil_fun(weft_program *p, weft_type t, int n, int offset)
     weft_exp *s = NULL;
     for (int k = 0; k < n; k++) {
         int w = (k * 7 + offset) % 11 - 5;
-        weft_exp *term = weft_mul(weft_arg(f, k),
-                                  tu_is_float(t) ? cstf(p, t, w * 0.125)
-                                                 : cst(p, t, w));
+        weft_exp *term =
+            weft_mul(weft_arg(f, k),
+                     tu_is_float(t) ? cstf(p, t, w * 0.125) : cst(p, t, w));
         s = s ? weft_add(s, term) : term;
     }
     weft_fun_return(f, s);
@@ -1791,13 +1798,13 @@ static int build_stencil(bld *b, weft_acc **res)
 static void stencil_runs(diff *d, const stencil_case *c, bool two)
 {
     static const int64_t ext1[] = {1, 2, 3, 4, 9, 10, 37, 1031};
-    static const int64_t ext2[][2] = {{1, 1}, {2, 3}, {4, 4}, {5, 9},
-                                      {13, 17}, {64, 67}};
-    static const int64_t ext3[][3] = {{1, 1, 1}, {2, 3, 4}, {4, 5, 6},
-                                      {9, 10, 11}};
+    static const int64_t ext2[][2] = {{1, 1}, {2, 3},   {4, 4},
+                                      {5, 9}, {13, 17}, {64, 67}};
+    static const int64_t ext3[][3] = {
+        {1, 1, 1}, {2, 3, 4}, {4, 5, 6}, {9, 10, 11}};
     int count = c->rank == 1 ? 8 : c->rank == 2 ? 6 : 4;
     for (int i = 0; i < count; i++) {
-        const int64_t *e = c->rank == 1 ? &ext1[i]
+        const int64_t *e = c->rank == 1   ? &ext1[i]
                            : c->rank == 2 ? ext2[i]
                                           : ext3[i];
         /* extents below half the window are included: every boundary
@@ -1830,7 +1837,8 @@ START_TEST(stencil)
         }
         static const int win2[][2] = {{3, 3}, {5, 3}, {3, 7}};
         for (int k = 0; k < 3; k++) {
-            stencil_case c = {2, {win2[k][0], win2[k][1]},
+            stencil_case c = {2,
+                              {win2[k][0], win2[k][1]},
                               (weft_boundary_kind)kind,
                               k == 1 ? WEFT_F32 : WEFT_I32};
             bld b = {.use = (const tu_host *)(const void *)&c,
@@ -1862,18 +1870,17 @@ static int build_stencil_tuple(bld *b, weft_acc **res)
     weft_fun *f = weft_fun_create(p, 9, ts);
     weft_exp *s = weft_get(weft_arg(f, 0), 0), *m = weft_get(weft_arg(f, 0), 1);
     for (int k = 1; k < 9; k++) {
-        s = weft_add(s, weft_mul(weft_get(weft_arg(f, k), 0),
-                                 weft_i32(p, k - 4)));
+        s = weft_add(s,
+                     weft_mul(weft_get(weft_arg(f, k), 0), weft_i32(p, k - 4)));
         m = weft_max(m, weft_get(weft_arg(f, k), 1));
     }
     weft_exp *c[2] = {s, m};
     weft_fun_return(f, weft_tuple(p, 2, c));
     weft_acc *a = weft_param(p, t, 2);
     weft_exp *cv[2] = {weft_i32(p, 100), weft_f32(p, 0.5f)};
-    weft_boundary bd = {(weft_boundary_kind)b->variant,
-                        b->variant == WEFT_BOUNDARY_CONSTANT
-                            ? weft_tuple(p, 2, cv)
-                            : NULL};
+    weft_boundary bd = {
+        (weft_boundary_kind)b->variant,
+        b->variant == WEFT_BOUNDARY_CONSTANT ? weft_tuple(p, 2, cv) : NULL};
     res[0] = weft_stencil(f, (const int[]){3, 3}, bd, a);
     return 1;
 }
@@ -1976,11 +1983,10 @@ static int build_awhile(bld *b, weft_acc **res)
     weft_acc *cx = weft_afun_arg(cond);
     weft_acc *sum = weft_fold_all(op2(p, WEFT_I64, weft_add), weft_i64(p, 1),
                                   weft_aget(cx, 0));
-    weft_afun_return(cond,
-                     weft_unit(weft_and(weft_lt(weft_the(weft_aget(cx, 1)),
-                                                weft_i32(p, 20)),
-                                        weft_lt(weft_the(sum),
-                                                weft_the(lim)))));
+    weft_afun_return(
+        cond,
+        weft_unit(weft_and(weft_lt(weft_the(weft_aget(cx, 1)), weft_i32(p, 20)),
+                           weft_lt(weft_the(sum), weft_the(lim)))));
     weft_afun *body = weft_afun_like(state);
     weft_acc *bx = weft_afun_arg(body);
     weft_fun *step = weft_fun1(p, WEFT_I64);
@@ -2064,8 +2070,8 @@ static int build_prims(bld *b, weft_acc **res)
             c[n++] = weft_convert(weft_convert(x, WEFT_U64), t);
             c[n++] = weft_convert(weft_lt(x, y), t);
             c[n++] = weft_convert(weft_ge(x, y), t);
-            c[n++] = weft_convert(weft_and(weft_ne(x, y),
-                                           weft_le(x, cst(p, t, 0))), t);
+            c[n++] = weft_convert(
+                weft_and(weft_ne(x, y), weft_le(x, cst(p, t, 0))), t);
             c[n++] = weft_convert(weft_convert(x, WEFT_F32), t);
             c[n++] = weft_convert(weft_convert(x, WEFT_BOOL), t);
             break;
@@ -2079,14 +2085,14 @@ static int build_prims(bld *b, weft_acc **res)
             c[n++] = weft_sqrt(weft_abs(x));
             c[n++] = weft_min(x, y);
             c[n++] = weft_max(x, y);
-            c[n++] = weft_convert(weft_floor(weft_mul(x, cstf(p, t, 100)),
-                                             WEFT_I32), t);
-            c[n++] = weft_convert(weft_ceiling(weft_mul(x, cstf(p, t, 100)),
-                                               WEFT_I64), t);
-            c[n++] = weft_convert(weft_round(weft_mul(x, cstf(p, t, 2)),
-                                             WEFT_I16), t);
-            c[n++] = weft_convert(weft_truncate(weft_mul(x, cstf(p, t, 100)),
-                                                WEFT_I32), t);
+            c[n++] = weft_convert(
+                weft_floor(weft_mul(x, cstf(p, t, 100)), WEFT_I32), t);
+            c[n++] = weft_convert(
+                weft_ceiling(weft_mul(x, cstf(p, t, 100)), WEFT_I64), t);
+            c[n++] = weft_convert(
+                weft_round(weft_mul(x, cstf(p, t, 2)), WEFT_I16), t);
+            c[n++] = weft_convert(
+                weft_truncate(weft_mul(x, cstf(p, t, 100)), WEFT_I32), t);
             c[n++] = weft_convert(weft_isnan(weft_fdiv(x, x)), t);
             c[n++] = weft_convert(weft_isinf(weft_fdiv(y, cstf(p, t, 0))), t);
             break;
@@ -2120,10 +2126,9 @@ static int build_prims(bld *b, weft_acc **res)
 
 START_TEST(prims)
 {
-    static const weft_type types[] = {WEFT_I8,  WEFT_I16, WEFT_I32,
-                                      WEFT_I64, WEFT_U8,  WEFT_U16,
-                                      WEFT_U32, WEFT_U64, WEFT_F32,
-                                      WEFT_F64};
+    static const weft_type types[] = {WEFT_I8,  WEFT_I16, WEFT_I32, WEFT_I64,
+                                      WEFT_U8,  WEFT_U16, WEFT_U32, WEFT_U64,
+                                      WEFT_F32, WEFT_F64};
     diff d;
     diff_open(&d);
     seed(23);
@@ -2241,10 +2246,10 @@ static int build_while_reads(bld *b, weft_acc **res)
     weft_fun *body = weft_fun1(p, st);
     weft_exp *j = weft_get(weft_arg(body, 0), 0);
     weft_exp *mirror = weft_sub(weft_sub(weft_size(v), one), i);
-    weft_exp *term = weft_sub(
-        weft_add(weft_mul(weft_at(a, weft_index1(j)), weft_at(v, weft_index1(i))),
-                 weft_at(v, weft_index1(mirror))),
-        j);
+    weft_exp *term = weft_sub(weft_add(weft_mul(weft_at(a, weft_index1(j)),
+                                                weft_at(v, weft_index1(i))),
+                                       weft_at(v, weft_index1(mirror))),
+                              j);
     weft_exp *next[2] = {weft_add(j, one),
                          weft_add(weft_get(weft_arg(body, 0), 1), term)};
     weft_fun_return(body, weft_tuple(p, 2, next));
@@ -2269,8 +2274,8 @@ static int build_while_staged(bld *b, weft_acc **res)
     weft_acc *a = weft_param(p, WEFT_I32, 1);
     weft_acc *pb = weft_param(p, pair_type(b->ctx, WEFT_I64, WEFT_I16), 1);
     weft_acc *c = weft_param(p, WEFT_I32, 1);
-    weft_type st = weft_type_tuple(
-        b->ctx, 3, (weft_type[]){WEFT_I64, WEFT_I32, WEFT_I64});
+    weft_type st =
+        weft_type_tuple(b->ctx, 3, (weft_type[]){WEFT_I64, WEFT_I32, WEFT_I64});
     weft_fun *g = weft_fun1(p, WEFT_DIM(1));
     weft_exp *i = weft_get(weft_arg(g, 0), 0);
     weft_fun *cond = weft_fun1(p, st);
@@ -2294,8 +2299,8 @@ static int build_while_staged(bld *b, weft_acc **res)
         j);
     weft_exp *next[3] = {weft_add(j, weft_i64(p, 1)), s1, s2};
     weft_fun_return(body, weft_tuple(p, 3, next));
-    weft_exp *j0 = b->variant ? weft_quot(weft_size(a), weft_i64(p, 3))
-                              : weft_i64(p, 0);
+    weft_exp *j0 =
+        b->variant ? weft_quot(weft_size(a), weft_i64(p, 3)) : weft_i64(p, 0);
     weft_exp *init[3] = {j0, weft_i32(p, 0), weft_i64(p, 0)};
     weft_exp *r = weft_while(cond, body, weft_tuple(p, 3, init));
     weft_exp *out[2] = {weft_get(r, 1), weft_get(r, 2)};
@@ -2347,8 +2352,7 @@ static int build_awhile_fail(bld *b, weft_acc **res)
         op = ba;
         for (int i = 0; i < (b->variant & 4 ? 520 : 1); i++) {
             op = weft_permute(op2(p, WEFT_I32, weft_add), op, at_n,
-                              weft_generate(weft_index1(weft_i64(p, 1)),
-                                            one));
+                              weft_generate(weft_index1(weft_i64(p, 1)), one));
         }
     } else {
         op = weft_backpermute(weft_shape(ba), at_n, ba);
@@ -2365,8 +2369,7 @@ static int build_awhile_fail(bld *b, weft_acc **res)
 }
 
 /* Run d's case on a (m random elements) and lim; expect `want`. */
-static void awhile_fail_run(diff *d, int64_t m, int64_t lim,
-                            weft_status want)
+static void awhile_fail_run(diff *d, int64_t m, int64_t lim, weft_status want)
 {
     tu_host h[2] = {harr_vec(WEFT_I32, m, -50, 50),
                     harr1(WEFT_I32, 0, NULL, lim, lim)};
@@ -2436,9 +2439,9 @@ static int build_awhile_loop(bld *b, weft_acc **res)
                          weft_unit(weft_i32(p, 0))};
     weft_acc *state = weft_atuple(p, ns, init);
     weft_afun *cond = weft_afun_like(state);
-    weft_afun_return(cond, weft_unit(weft_lt(
-                               weft_the(weft_aget(weft_afun_arg(cond), 1)),
-                               weft_the(lim))));
+    weft_afun_return(
+        cond, weft_unit(weft_lt(weft_the(weft_aget(weft_afun_arg(cond), 1)),
+                                weft_the(lim))));
     weft_afun *body = weft_afun_like(state);
     weft_acc *bx = weft_afun_arg(body);
     weft_acc *ba = weft_aget(bx, 0);
@@ -2451,8 +2454,7 @@ static int build_awhile_loop(bld *b, weft_acc **res)
     weft_fun_return(wb, weft_add(weft_arg(wb, 0), weft_i64(p, 1)));
     weft_fun *g = weft_fun1(p, WEFT_DIM(1));
     weft_fun_return(g, weft_add(weft_at(ba, weft_arg(g, 0)),
-                                weft_convert(weft_while(wc, wb,
-                                                        weft_i64(p, 0)),
+                                weft_convert(weft_while(wc, wb, weft_i64(p, 0)),
                                              WEFT_I32)));
     weft_acc *na = weft_generate(weft_shape(ba), g);
     weft_acc *next[3] = {
@@ -2502,9 +2504,9 @@ static int build_permute_first(bld *b, weft_acc **res)
     weft_fun_return(to, weft_index1(weft_the(t)));
     weft_fun *one = weft_fun1(p, WEFT_DIM(1));
     weft_fun_return(one, weft_i32(p, 1));
-    weft_acc *perm = weft_permute(op2(p, WEFT_I32, weft_add), a, to,
-                                  weft_generate(weft_index1(weft_i64(p, 1)),
-                                                one));
+    weft_acc *perm =
+        weft_permute(op2(p, WEFT_I32, weft_add), a, to,
+                     weft_generate(weft_index1(weft_i64(p, 1)), one));
     res[0] = weft_reshape(weft_index1(weft_the(len)), perm);
     return 1;
 }
@@ -2566,9 +2568,9 @@ static int build_awhile_staged(bld *b, weft_acc **res)
     weft_acc *init[2] = {a, weft_unit(weft_i32(p, 0))};
     weft_acc *s0 = weft_atuple(p, 2, init);
     weft_afun *cond = weft_afun_like(s0);
-    weft_afun_return(cond, weft_unit(weft_lt(
-                               weft_the(weft_aget(weft_afun_arg(cond), 1)),
-                               weft_i32(p, 2))));
+    weft_afun_return(
+        cond, weft_unit(weft_lt(weft_the(weft_aget(weft_afun_arg(cond), 1)),
+                                weft_i32(p, 2))));
     weft_afun *body = weft_afun_like(s0);
     weft_acc *s = weft_afun_arg(body), *x = weft_aget(s, 0);
     weft_type st = pair_type(b->ctx, WEFT_I64, WEFT_I32);
@@ -2580,10 +2582,10 @@ static int build_awhile_staged(bld *b, weft_acc **res)
     weft_exp *j = weft_get(weft_arg(wb, 0), 0);
     weft_exp *next[2] = {
         weft_add(j, weft_i64(p, 1)),
-        weft_add(weft_add(weft_mul(weft_get(weft_arg(wb, 0), 1),
-                                   weft_i32(p, 3)),
-                          weft_at(x, weft_index1(j))),
-                 weft_convert(i, WEFT_I32))};
+        weft_add(
+            weft_add(weft_mul(weft_get(weft_arg(wb, 0), 1), weft_i32(p, 3)),
+                     weft_at(x, weft_index1(j))),
+            weft_convert(i, WEFT_I32))};
     weft_fun_return(wb, weft_tuple(p, 2, next));
     weft_exp *w0[2] = {weft_i64(p, 0), weft_i32(p, 0)};
     weft_fun_return(g, weft_get(weft_while(wc, wb, weft_tuple(p, 2, w0)), 1));
@@ -2594,9 +2596,9 @@ static int build_awhile_staged(bld *b, weft_acc **res)
         h, weft_mul(weft_at(x, weft_index1(weft_get(ix, 1))),
                     weft_convert(weft_add(weft_get(ix, 0), weft_i64(p, 1)),
                                  WEFT_I32)));
-    weft_acc *x2 = weft_fold(
-        op2(p, WEFT_I32, weft_add), weft_i32(p, 0),
-        weft_generate(weft_index2(weft_size(x), weft_size(x)), h));
+    weft_acc *x2 =
+        weft_fold(op2(p, WEFT_I32, weft_add), weft_i32(p, 0),
+                  weft_generate(weft_index2(weft_size(x), weft_size(x)), h));
     weft_acc *out[2] = {
         weft_zipwith(op2(p, WEFT_I32, weft_add), x1, x2),
         weft_unit(weft_add(weft_the(weft_aget(s, 1)), weft_i32(p, 1)))};
@@ -2616,9 +2618,9 @@ START_TEST(while_staged)
     diff_open(&d);
     seed(31);
     static const int64_t lens[][3] = {
-        {0, 0, 5},     {5, 5, 0},     {1, 4, 3},      {100, 100, 70},
-        {255, 300, 1}, {256, 256, 256}, {257, 257, 1000}, {1000, 1003, 999},
-        {7, 7, 600001},
+        {0, 0, 5},        {5, 5, 0},         {1, 4, 3},
+        {100, 100, 70},   {255, 300, 1},     {256, 256, 256},
+        {257, 257, 1000}, {1000, 1003, 999}, {7, 7, 600001},
     };
     for (int v = 0; v < 2; v++) {
         bld b = {.variant = v};
@@ -2662,17 +2664,19 @@ static int build_from_index_wide(bld *b, weft_acc **res)
         at[j] = weft_at(x, weft_index1(weft_add(k3, weft_i64(p, j))));
     }
     weft_exp *sh[3] = {
-        weft_add(weft_prim2(WEFT_OP_SHR, weft_abs(at[1]), weft_i64(p, 20)), weft_i64(p, 1)),
-        weft_add(weft_prim2(WEFT_OP_SHR, weft_abs(at[2]), weft_i64(p, 40)), weft_i64(p, 1)),
+        weft_add(weft_prim2(WEFT_OP_SHR, weft_abs(at[1]), weft_i64(p, 20)),
+                 weft_i64(p, 1)),
+        weft_add(weft_prim2(WEFT_OP_SHR, weft_abs(at[2]), weft_i64(p, 40)),
+                 weft_i64(p, 1)),
         weft_i64(p, 7)};
     weft_exp *ix = weft_from_index(weft_index(p, 3, sh), at[0]);
-    weft_exp *r = weft_add(
-        weft_add(weft_mul(weft_get(ix, 0), weft_i64(p, 1000003)),
-                 weft_mul(weft_get(ix, 1), weft_i64(p, 1009))),
-        weft_get(ix, 2));
+    weft_exp *r =
+        weft_add(weft_add(weft_mul(weft_get(ix, 0), weft_i64(p, 1000003)),
+                          weft_mul(weft_get(ix, 1), weft_i64(p, 1009))),
+                 weft_get(ix, 2));
     weft_fun_return(g, r);
-    res[0] = weft_generate(
-        weft_index1(weft_quot(weft_size(x), weft_i64(p, 3))), g);
+    res[0] =
+        weft_generate(weft_index1(weft_quot(weft_size(x), weft_i64(p, 3))), g);
     return 1;
 }
 
@@ -2813,9 +2817,8 @@ static int build_concurrent(bld *b, weft_acc **res)
     weft_fun *ix = weft_fun1(p, WEFT_DIM(1));
     weft_exp *k = weft_band(weft_at(v, weft_arg(ix, 0)), weft_i32(p, 63));
     weft_fun_return(ix, weft_index1(weft_convert(k, WEFT_I64)));
-    res[2] = weft_permute(add, weft_generate(weft_index1(weft_i64(p, 64)),
-                                             zero),
-                          ix, v);
+    res[2] = weft_permute(
+        add, weft_generate(weft_index1(weft_i64(p, 64)), zero), ix, v);
     return 3;
 }
 
@@ -2823,17 +2826,18 @@ enum { CONC_THREADS = 4, CONC_RUNS = 6 };
 
 typedef struct conc {
     diff *d;
-    const tu_host *in;  /* this thread's inputs, one per run */
-    weft_array **want;  /* interpreter results: CONC_RUNS x 3 */
-    int bad;            /* runs that failed or differed */
+    const tu_host *in; /* this thread's inputs, one per run */
+    weft_array **want; /* interpreter results: CONC_RUNS x 3 */
+    int bad;           /* runs that failed or differed */
 } conc;
 
 static bool same_i32(weft_array *a, weft_array *b)
 {
     int64_t n = weft_array_size(a);
-    return n == weft_array_size(b) && weft_array_rank(a) == weft_array_rank(b)
-           && (n == 0 || memcmp(weft_array_data(a, 0), weft_array_data(b, 0),
-                                (size_t)n * 4) == 0);
+    return n == weft_array_size(b) &&
+           weft_array_rank(a) == weft_array_rank(b) &&
+           (n == 0 || memcmp(weft_array_data(a, 0), weft_array_data(b, 0),
+                             (size_t)n * 4) == 0);
 }
 
 static void *conc_main(void *arg)
@@ -2843,9 +2847,9 @@ static void *conc_main(void *arg)
         weft_array *in = NULL, *out[3] = {NULL};
         const tu_host *h = &c->in[r];
         if (weft_array_from_host(c->d->ctx[1], WEFT_I32, 1, h->shape,
-                                 (const void *const *)h->data, &in)
-                != WEFT_OK
-            || weft_run(c->d->exe[1], &in, 1, out, 3) != WEFT_OK) {
+                                 (const void *const *)h->data,
+                                 &in) != WEFT_OK ||
+            weft_run(c->d->exe[1], &in, 1, out, 3) != WEFT_OK) {
             c->bad++;
         } else {
             for (int o = 0; o < 3; o++) {
@@ -2886,8 +2890,8 @@ START_TEST(concurrent_runs)
         pthread_join(th[t], NULL);
     }
     for (int t = 0; t < CONC_THREADS; t++) {
-        ck_assert_msg(c[t].bad == 0, "thread %d: %d runs failed or differed",
-                      t, c[t].bad);
+        ck_assert_msg(c[t].bad == 0, "thread %d: %d runs failed or differed", t,
+                      c[t].bad);
         for (int r = 0; r < CONC_RUNS; r++) {
             tu_host_free(&in[t][r]);
         }

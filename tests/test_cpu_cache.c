@@ -56,8 +56,8 @@ static void build(weft_program *p, weft_acc **res)
     weft_fun_return(add32, weft_add(weft_arg(add32, 0), weft_arg(add32, 1)));
     res[1] = weft_scanl1(add32, v);
     weft_fun *f = weft_fun1(p, WEFT_I32);
-    weft_fun_return(f, weft_sub(weft_mul(weft_arg(f, 0), weft_i32(p, 3)),
-                                weft_i32(p, 1)));
+    weft_fun_return(
+        f, weft_sub(weft_mul(weft_arg(f, 0), weft_i32(p, 3)), weft_i32(p, 1)));
     res[2] = weft_map(f, v);
 }
 
@@ -138,8 +138,7 @@ static const char *run_and_check(weft_context *ctx)
             goto done;
         }
         if (m[i] != v[i] * 3 - 1) {
-            snprintf(msg, sizeof msg, "map element %lld differs",
-                     (long long)i);
+            snprintf(msg, sizeof msg, "map element %lld differs", (long long)i);
             err = msg;
             goto done;
         }
@@ -210,9 +209,8 @@ static counts spawn_child(const char *dir)
     counts c = {0};
     FILE *f = fopen(stats, "r");
     ck_assert_ptr_nonnull(f);
-    ck_assert_int_eq(fscanf(f, "%llu %llu %llu", &c.compiled, &c.loaded,
-                            &c.reused),
-                     3);
+    ck_assert_int_eq(
+        fscanf(f, "%llu %llu %llu", &c.compiled, &c.loaded, &c.reused), 3);
     fclose(f);
     unlink(stats);
     return c;
@@ -220,8 +218,7 @@ static counts spawn_child(const char *dir)
 
 /* Paths of the regular files in dir ending in `suffix` (NULL: all), at
  * most cap of them, each malloc'd; returns how many. */
-static int list_files(const char *dir, const char *suffix, char **out,
-                      int cap)
+static int list_files(const char *dir, const char *suffix, char **out, int cap)
 {
     DIR *d = opendir(dir);
     ck_assert_ptr_nonnull(d);
@@ -281,8 +278,7 @@ START_TEST(second_process_compiles_nothing)
 
     counts a = spawn_child(dir);
     ck_assert_msg(a.compiled > 0 && a.loaded == 0,
-                  "first run: compiled %llu loaded %llu", a.compiled,
-                  a.loaded);
+                  "first run: compiled %llu loaded %llu", a.compiled, a.loaded);
     char *files[64];
     int n = list_files(dir, ".o", files, 64);
     ck_assert_msg((unsigned long long)n == a.compiled,

@@ -87,8 +87,7 @@ static int build_case(weft_program *p, weft_context *ctx, const void *arg,
  * the same status, message (but see below) and (on success) output, bit
  * for bit. */
 static void check_both(const char *what, build_fn build, const void *user,
-                       const input *in, int n, int threads,
-                       weft_status want)
+                       const input *in, int n, int threads, weft_status want)
 {
     weft_config cfg[2] = {tu_cmp_config(WEFT_BACKEND_INTERP, 1, DT_TIER),
                           tu_cmp_config(DT_BACKEND, threads, DT_TIER)};
@@ -180,16 +179,17 @@ START_TEST(test_smvm)
     int32_t *cols;
     int64_t nnz = make_matrix(&vals, &cols, len32, len64, x);
     for (int wide = 0; wide < 2; wide++) {
-        input in[4] = {
-            {WEFT_F32, 1, {nnz, 0}, vals},
-            {WEFT_I32, 1, {nnz, 0}, cols},
-            {wide ? WEFT_I64 : WEFT_I32, 1, {NSEG, 0},
-             wide ? (void *)len64 : (void *)len32},
-            {WEFT_F32, 1, {NCOL, 0}, x}};
-        check_both(wide ? "smvm, i64 lengths" : "smvm", build_smvm, NULL, in,
-                   4, 4, WEFT_OK);
-        check_both(wide ? "smvm, i64 lengths" : "smvm", build_smvm, NULL, in,
-                   4, 1, WEFT_OK);
+        input in[4] = {{WEFT_F32, 1, {nnz, 0}, vals},
+                       {WEFT_I32, 1, {nnz, 0}, cols},
+                       {wide ? WEFT_I64 : WEFT_I32,
+                        1,
+                        {NSEG, 0},
+                        wide ? (void *)len64 : (void *)len32},
+                       {WEFT_F32, 1, {NCOL, 0}, x}};
+        check_both(wide ? "smvm, i64 lengths" : "smvm", build_smvm, NULL, in, 4,
+                   4, WEFT_OK);
+        check_both(wide ? "smvm, i64 lengths" : "smvm", build_smvm, NULL, in, 4,
+                   1, WEFT_OK);
     }
     /* a column outside x, in a short row and then in a long one: the
      * gather's error (the GPU's staged reads keep it in a local flag that
@@ -223,8 +223,8 @@ static weft_acc *build_rows(weft_program *p, weft_acc *const *in,
 {
     int one = *(const int *)user;
     return one ? weft_fold1_seg(binop(p, WEFT_I32, WEFT_OP_MAX), in[0], in[1])
-               : weft_fold_seg(binop(p, WEFT_I32, WEFT_OP_ADD),
-                               weft_i32(p, 7), in[0], in[1]);
+               : weft_fold_seg(binop(p, WEFT_I32, WEFT_OP_ADD), weft_i32(p, 7),
+                               in[0], in[1]);
 }
 
 START_TEST(test_rows)
@@ -242,8 +242,8 @@ START_TEST(test_rows)
                    {WEFT_I32, 1, {SEGS, 0}, len}};
     for (int one = 0; one < 2; one++) {
         for (int threads = 1; threads <= 4; threads += 3) {
-            check_both(one ? "fold1Seg of rows" : "foldSeg of rows",
-                       build_rows, &one, in, 2, threads, WEFT_OK);
+            check_both(one ? "fold1Seg of rows" : "foldSeg of rows", build_rows,
+                       &one, in, 2, threads, WEFT_OK);
         }
     }
 }
@@ -256,8 +256,8 @@ static weft_acc *build_sum(weft_program *p, weft_acc *const *in,
                            const void *user)
 {
     return user ? weft_fold1_seg(binop(p, WEFT_I32, WEFT_OP_MAX), in[0], in[1])
-                : weft_fold_seg(binop(p, WEFT_I32, WEFT_OP_ADD),
-                                weft_i32(p, 0), in[0], in[1]);
+                : weft_fold_seg(binop(p, WEFT_I32, WEFT_OP_ADD), weft_i32(p, 0),
+                                in[0], in[1]);
 }
 
 START_TEST(test_errors)
@@ -273,8 +273,8 @@ START_TEST(test_errors)
         for (int k = 0; k < NSEG; k++) {
             len32[k] = v == 3 ? k % 3 : 2; /* 2: exactly the extent */
         }
-        const char *what = v == 3 ? "lengths short of the extent"
-                                  : "lengths that fit";
+        const char *what =
+            v == 3 ? "lengths short of the extent" : "lengths that fit";
         if (v == 1) {
             len32[70000] = -1;
             what = "a negative length";
@@ -288,7 +288,9 @@ START_TEST(test_errors)
         }
         for (int wide = 0; wide < 2; wide++) {
             input in[2] = {{WEFT_I32, 1, {N, 0}, a},
-                           {wide ? WEFT_I64 : WEFT_I32, 1, {NSEG, 0},
+                           {wide ? WEFT_I64 : WEFT_I32,
+                            1,
+                            {NSEG, 0},
                             wide ? (void *)len64 : (void *)len32}};
             for (int threads = 1; threads <= 4; threads += 3) {
                 check_both(what, build_sum, NULL, in, 2, threads,
@@ -316,11 +318,9 @@ static weft_acc *build_powerlaw(weft_program *p, weft_acc *const *in,
         return weft_fold_seg(binop(p, WEFT_F64, WEFT_OP_ADD), weft_f64(p, 0.5),
                              in[0], in[2]);
     }
-    weft_type pair = which == 1
-                         ? weft_type_tuple(ctx, 2,
-                                           (weft_type[]){WEFT_I32, WEFT_I32})
-                         : weft_type_tuple(ctx, 2,
-                                           (weft_type[]){WEFT_F64, WEFT_I32});
+    weft_type pair =
+        which == 1 ? weft_type_tuple(ctx, 2, (weft_type[]){WEFT_I32, WEFT_I32})
+                   : weft_type_tuple(ctx, 2, (weft_type[]){WEFT_F64, WEFT_I32});
     weft_fun *g = weft_fun1(p, WEFT_DIM(1));
     weft_exp *i = weft_arg(g, 0);
     weft_exp *v = weft_at(in[1], i);
@@ -340,8 +340,8 @@ static weft_acc *build_powerlaw(weft_program *p, weft_acc *const *in,
     if (which == 1) {
         /* x -> a2 (a1 x + b1) + b2 */
         r[0] = weft_mul(weft_get(a, 0), weft_get(b, 0));
-        r[1] = weft_add(weft_mul(weft_get(b, 0), weft_get(a, 1)),
-                        weft_get(b, 1));
+        r[1] =
+            weft_add(weft_mul(weft_get(b, 0), weft_get(a, 1)), weft_get(b, 1));
         z[0] = weft_i32(p, 1);
         z[1] = weft_i32(p, 0);
     } else {

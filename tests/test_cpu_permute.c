@@ -206,13 +206,19 @@ static weft_exp *shape_exp(weft_program *p, int rank, const int64_t *sh)
  * ---------------------------------------------------------------------- */
 
 enum {
-    C_ADD, C_MIN, C_MAX, C_BAND, C_BOR, C_BXOR, /* recognised: atomicrmw */
-    C_MUL, C_CONDMAX,                           /* others: CAS or locks */
-    C_SUB,                                      /* not commutative */
-    C_OR,                                       /* bool */
-    C_PAIR,                                     /* (i32, f64): add, max */
-    C_SUMS,   /* (f32, i32): add, add (k-means' sums and counts) */
-    C_TRIPLE  /* (i64, u32, i32): min, bxor, add */
+    C_ADD,
+    C_MIN,
+    C_MAX,
+    C_BAND,
+    C_BOR,
+    C_BXOR, /* recognised: atomicrmw */
+    C_MUL,
+    C_CONDMAX, /* others: CAS or locks */
+    C_SUB,     /* not commutative */
+    C_OR,      /* bool */
+    C_PAIR,    /* (i32, f64): add, max */
+    C_SUMS,    /* (f32, i32): add, add (k-means' sums and counts) */
+    C_TRIPLE   /* (i64, u32, i32): min, bxor, add */
 };
 
 /* The element type of a tuple combine, or t. */
@@ -233,29 +239,28 @@ static weft_type elem_type(weft_program *p, int comb, weft_type t)
         c[1] = weft_convert(weft_i32(p, 0), WEFT_U32);
         c[2] = weft_i32(p, 0);
         return weft_exp_type(weft_tuple(p, 3, c));
-    default:
-        return t;
+    default: return t;
     }
 }
 
 typedef struct perm_case {
-    weft_type t;        /* element type (ignored for C_PAIR) */
+    weft_type t; /* element type (ignored for C_PAIR) */
     int comb;
     int drank;
     int64_t dshape[3];
-    bool direct;        /* the source is parameter 1, not a map of keys */
-    bool flip;          /* the recognised combine with its arguments swapped */
-    bool wrap;          /* targets modulo the output size (else a key past
+    bool direct; /* the source is parameter 1, not a map of keys */
+    bool flip;   /* the recognised combine with its arguments swapped */
+    bool wrap;   /* targets modulo the output size (else a key past
                            the output is out of bounds) */
-    bool negdef;        /* default element i is conv(i mod 5 - 2) */
+    bool negdef; /* default element i is conv(i mod 5 - 2) */
 } perm_case;
 
 static weft_exp *conv_elem(weft_program *p, const perm_case *pc, weft_type et,
                            weft_exp *k32)
 {
     if (pc->comb == C_PAIR) {
-        weft_exp *c[2] = {k32, weft_fdiv(weft_convert(k32, WEFT_F64),
-                                         weft_f64(p, 4))};
+        weft_exp *c[2] = {
+            k32, weft_fdiv(weft_convert(k32, WEFT_F64), weft_f64(p, 4))};
         return weft_tuple(p, 2, c);
     }
     if (pc->comb == C_SUMS) {
@@ -351,8 +356,8 @@ static weft_acc *build_permute(weft_program *p, weft_acc *const *in,
     } else {
         /* from_index does not reduce the outermost component: without
          * wrap, a key past the output lands past its first dimension */
-        weft_exp *lin = pc->wrap && dsize > 0 ? weft_rem(k, weft_i64(p, dsize))
-                                              : k;
+        weft_exp *lin =
+            pc->wrap && dsize > 0 ? weft_rem(k, weft_i64(p, dsize)) : k;
         tgt = weft_from_index(shape_exp(p, pc->drank, pc->dshape), lin);
     }
     weft_fun_return(ix, weft_cond(weft_lt(k, weft_i64(p, 0)),
@@ -365,8 +370,7 @@ static const int64_t src_sizes[] = {0, 1, 7, 97, 1009, 65537};
 #define BIG 2000003 /* a few million: long parallel runs, heavy contention */
 
 /* Keys of rank srank and n elements. */
-static void keys_spec(in_spec *sp, int srank, int64_t n, int64_t lo,
-                      int64_t hi)
+static void keys_spec(in_spec *sp, int srank, int64_t n, int64_t lo, int64_t hi)
 {
     memset(sp, 0, sizeof *sp);
     sp->type = WEFT_I32;
@@ -412,14 +416,17 @@ static void run_perm(pair *c, const perm_case *pc, int srank, int64_t n,
 /* Every combine / type pairing, over source sizes, into a 1-D output. */
 START_TEST(test_permute_modes)
 {
-    static const struct { weft_type t; int comb; } modes[] = {
-        {WEFT_I32, C_ADD},  {WEFT_I64, C_MIN},   {WEFT_U32, C_MAX},
-        {WEFT_I64, C_BAND}, {WEFT_U64, C_BOR},   {WEFT_I32, C_BXOR},
-        {WEFT_U8, C_ADD},   {WEFT_I16, C_MAX},   {WEFT_F32, C_ADD},
-        {WEFT_F64, C_ADD},  {WEFT_I32, C_MUL},   {WEFT_I64, C_CONDMAX},
-        {WEFT_F32, C_MIN},  {WEFT_F64, C_MAX},   {WEFT_U16, C_MUL},
-        {WEFT_F16, C_MAX},  {WEFT_BOOL, C_OR},   {WEFT_I32, C_PAIR},
-        {WEFT_I8, C_MUL},   {WEFT_I32, C_SUMS},  {WEFT_I32, C_TRIPLE},
+    static const struct {
+        weft_type t;
+        int comb;
+    } modes[] = {
+        {WEFT_I32, C_ADD},  {WEFT_I64, C_MIN},  {WEFT_U32, C_MAX},
+        {WEFT_I64, C_BAND}, {WEFT_U64, C_BOR},  {WEFT_I32, C_BXOR},
+        {WEFT_U8, C_ADD},   {WEFT_I16, C_MAX},  {WEFT_F32, C_ADD},
+        {WEFT_F64, C_ADD},  {WEFT_I32, C_MUL},  {WEFT_I64, C_CONDMAX},
+        {WEFT_F32, C_MIN},  {WEFT_F64, C_MAX},  {WEFT_U16, C_MUL},
+        {WEFT_F16, C_MAX},  {WEFT_BOOL, C_OR},  {WEFT_I32, C_PAIR},
+        {WEFT_I8, C_MUL},   {WEFT_I32, C_SUMS}, {WEFT_I32, C_TRIPLE},
     };
     pair c;
     pair_open(&c, 4);
@@ -427,8 +434,11 @@ START_TEST(test_permute_modes)
     for (int m = 0; m < nm; m++) {
         for (int s = 0; s < NSIZES; s++) {
             int64_t n = src_sizes[s];
-            perm_case pc = {.t = modes[m].t, .comb = modes[m].comb,
-                            .drank = 1, .dshape = {1000}, .wrap = true};
+            perm_case pc = {.t = modes[m].t,
+                            .comb = modes[m].comb,
+                            .drank = 1,
+                            .dshape = {1000},
+                            .wrap = true};
             run_perm(&c, &pc, 1, n, -3, 1999, (uint64_t)(m * 100 + s));
             /* heavy contention: five targets */
             pc.dshape[0] = 5;
@@ -441,8 +451,11 @@ START_TEST(test_permute_modes)
             (comb == C_ADD && modes[m].t == WEFT_F32) ||
             (comb == C_MUL && modes[m].t != WEFT_I8) || comb == C_PAIR ||
             comb == C_SUMS || comb == C_TRIPLE) {
-            perm_case pc = {.t = modes[m].t, .comb = comb, .drank = 1,
-                            .dshape = {5}, .wrap = true};
+            perm_case pc = {.t = modes[m].t,
+                            .comb = comb,
+                            .drank = 1,
+                            .dshape = {5},
+                            .wrap = true};
             run_perm(&c, &pc, 1, BIG, -1, 4, (uint64_t)m);
         }
     }
@@ -456,15 +469,22 @@ START_TEST(test_permute_flip_direct)
 {
     pair c;
     pair_open(&c, 4);
-    static const struct { weft_type t; int comb; } modes[] = {
+    static const struct {
+        weft_type t;
+        int comb;
+    } modes[] = {
         {WEFT_I32, C_ADD}, {WEFT_I64, C_MAX}, {WEFT_U16, C_BXOR},
         {WEFT_F64, C_ADD}, {WEFT_I32, C_MUL}, {WEFT_I8, C_MIN},
     };
     for (int m = 0; m < 6; m++) {
         for (int s = 0; s < NSIZES; s++) {
-            perm_case pc = {.t = modes[m].t, .comb = modes[m].comb,
-                            .drank = 1, .dshape = {37}, .wrap = true,
-                            .flip = true, .direct = s % 2 == 0};
+            perm_case pc = {.t = modes[m].t,
+                            .comb = modes[m].comb,
+                            .drank = 1,
+                            .dshape = {37},
+                            .wrap = true,
+                            .flip = true,
+                            .direct = s % 2 == 0};
             run_perm(&c, &pc, 1, src_sizes[s], -5, 1000, (uint64_t)(m + s));
         }
     }
@@ -487,18 +507,26 @@ START_TEST(test_permute_signs)
     for (int t = 0; t < 4; t++) {
         for (int m = 0; m < 6; m++) {
             for (int s = 0; s < 3; s++) {
-                perm_case pc = {.t = types[t], .comb = combs[m], .drank = 1,
-                                .dshape = {s == 1 ? 3 : 700}, .wrap = true,
-                                .direct = true, .negdef = true};
+                perm_case pc = {.t = types[t],
+                                .comb = combs[m],
+                                .drank = 1,
+                                .dshape = {s == 1 ? 3 : 700},
+                                .wrap = true,
+                                .direct = true,
+                                .negdef = true};
                 run_perm(&c, &pc, 1, sizes[s], -3, 2000, seed++);
             }
         }
     }
     /* f32 and f64 add with negative values */
     for (int t = 0; t < 2; t++) {
-        perm_case pc = {.t = t ? WEFT_F64 : WEFT_F32, .comb = C_ADD,
-                        .drank = 1, .dshape = {300}, .wrap = true,
-                        .direct = true, .negdef = true};
+        perm_case pc = {.t = t ? WEFT_F64 : WEFT_F32,
+                        .comb = C_ADD,
+                        .drank = 1,
+                        .dshape = {300},
+                        .wrap = true,
+                        .direct = true,
+                        .negdef = true};
         run_perm(&c, &pc, 1, 300007, -3, 2000, seed++);
     }
     pair_close(&c);
@@ -527,14 +555,14 @@ static weft_acc *build_zeros(weft_program *p, weft_acc *const *in,
     /* k mod 4: 0 -> 1.0, 1 -> -1.0 (bin 0); 2, 3 -> -0.0 (bin 1) */
     weft_exp *rest = weft_cond(weft_eq(r, weft_i32(p, 1)), weft_f64(p, -1),
                                weft_f64(p, -0.0));
-    weft_fun_return(v, weft_convert(weft_cond(weft_eq(r, weft_i32(p, 0)),
-                                              weft_f64(p, 1), rest),
-                                    t));
+    weft_fun_return(
+        v, weft_convert(
+               weft_cond(weft_eq(r, weft_i32(p, 0)), weft_f64(p, 1), rest), t));
     weft_acc *src = weft_map(v, in[0]);
     weft_fun *ix = weft_fun1(p, WEFT_DIM(1));
     weft_exp *kr = weft_rem(weft_at(in[0], weft_arg(ix, 0)), weft_i32(p, 4));
-    weft_fun_return(ix, weft_index1(weft_convert(
-                            weft_quot(kr, weft_i32(p, 2)), WEFT_I64)));
+    weft_fun_return(
+        ix, weft_index1(weft_convert(weft_quot(kr, weft_i32(p, 2)), WEFT_I64)));
     return weft_permute(tu_fun_op2(p, WEFT_OP_ADD, t), def, ix, src);
 }
 
@@ -551,8 +579,8 @@ START_TEST(test_permute_signed_zeros)
             for (int64_t i = 0; i < n; i++) {
                 keys[i] = (int32_t)(i % 4);
             }
-            in_spec sp = {.type = WEFT_I32, .rank = 1, .shape = {n},
-                          .data = keys};
+            in_spec sp = {
+                .type = WEFT_I32, .rank = 1, .shape = {n}, .data = keys};
             void *host[1] = {keys};
             weft_array *got = NULL;
             TU_OK(run_in(c.ctx[1], build_zeros, &ty, 1, &sp, host, true, &got));
@@ -561,8 +589,8 @@ START_TEST(test_permute_signed_zeros)
                 double x = tu_load_f(ty, (const char *)weft_array_data(got, 0) +
                                              (size_t)b * weft_type_size(ty));
                 bool sign = DT_BACKEND != WEFT_BACKEND_PTX || b != 1;
-                ck_assert_msg(x == 0 && (!sign || !signbit(x) ==
-                                                      !signbit(want[b])),
+                ck_assert_msg(x == 0 &&
+                                  (!sign || !signbit(x) == !signbit(want[b])),
                               "type %d n %lld bin %d: %g, want %s0.0", (int)ty,
                               (long long)n, b, x, signbit(want[b]) ? "-" : "+");
             }
@@ -588,10 +616,11 @@ START_TEST(test_permute_ranks)
                 if (sr == 0 && s > 1) {
                     continue;
                 }
-                int comb = (int)(seed % 3) == 0 ? C_ADD
-                           : (int)(seed % 3) == 1 ? C_MUL : C_PAIR;
-                perm_case pc = {.t = WEFT_I64, .comb = comb, .drank = dr,
-                                .wrap = true};
+                int comb = (int)(seed % 3) == 0   ? C_ADD
+                           : (int)(seed % 3) == 1 ? C_MUL
+                                                  : C_PAIR;
+                perm_case pc = {
+                    .t = WEFT_I64, .comb = comb, .drank = dr, .wrap = true};
                 memcpy(pc.dshape, dshapes[dr], sizeof pc.dshape);
                 run_perm(&c, &pc, sr, sizes[s], -2, 500, seed++);
             }
@@ -607,14 +636,21 @@ START_TEST(test_permute_errors)
 {
     pair c;
     pair_open(&c, 4);
-    static const struct { weft_type t; int comb; } modes[] = {
-        {WEFT_I32, C_ADD}, {WEFT_I32, C_MUL}, {WEFT_I16, C_MUL},
+    static const struct {
+        weft_type t;
+        int comb;
+    } modes[] = {
+        {WEFT_I32, C_ADD},
+        {WEFT_I32, C_MUL},
+        {WEFT_I16, C_MUL},
         {WEFT_I32, C_PAIR},
     };
     for (int m = 0; m < 4; m++) {
         for (int dr = 1; dr <= 3; dr++) {
-            perm_case pc = {.t = modes[m].t, .comb = modes[m].comb,
-                            .drank = dr, .dshape = {4, 2, 2}};
+            perm_case pc = {.t = modes[m].t,
+                            .comb = modes[m].comb,
+                            .drank = dr,
+                            .dshape = {4, 2, 2}};
             /* keys up to 40 reach past every output here */
             run_perm(&c, &pc, 1, 1000, -3, 40, (uint64_t)(m * 10 + dr));
             run_perm(&c, &pc, 2, 100000, -3, 16, (uint64_t)(m * 10 + dr));
@@ -622,8 +658,8 @@ START_TEST(test_permute_errors)
             run_perm(&c, &pc, 1, 1000, -3, 3, (uint64_t)(m * 10 + dr));
         }
         /* an empty output: only ignored elements are fine */
-        perm_case pe = {.t = modes[m].t, .comb = modes[m].comb, .drank = 1,
-                        .dshape = {0}};
+        perm_case pe = {
+            .t = modes[m].t, .comb = modes[m].comb, .drank = 1, .dshape = {0}};
         run_perm(&c, &pe, 1, 5000, -3, -1, (uint64_t)m);
         run_perm(&c, &pe, 1, 5000, -3, 0, (uint64_t)m);
     }
@@ -638,8 +674,11 @@ START_TEST(test_permute_one_worker)
     pair c;
     pair_open(&c, 1);
     for (int s = 0; s < NSIZES; s++) {
-        perm_case pc = {.t = WEFT_I32, .comb = C_SUB, .drank = 1,
-                        .dshape = {13}, .wrap = true};
+        perm_case pc = {.t = WEFT_I32,
+                        .comb = C_SUB,
+                        .drank = 1,
+                        .dshape = {13},
+                        .wrap = true};
         run_perm(&c, &pc, 1, src_sizes[s], -2, 100, (uint64_t)s);
         pc.t = WEFT_F64;
         run_perm(&c, &pc, 1, src_sizes[s], -2, 100, (uint64_t)s);
@@ -661,19 +700,26 @@ START_TEST(test_permute_parts_which)
     }
     pair c;
     pair_open(&c, 4);
-    static const struct { weft_type t; int comb; bool parts; } modes[] = {
-        {WEFT_I32, C_ADD, true},    {WEFT_I64, C_MIN, true},
-        {WEFT_U32, C_MAX, true},    {WEFT_U64, C_BAND, true},
-        {WEFT_I32, C_BOR, true},    {WEFT_U16, C_BXOR, true},
-        {WEFT_F32, C_ADD, true},    {WEFT_F64, C_ADD, true},
-        {WEFT_I32, C_MUL, false},   {WEFT_I64, C_CONDMAX, false},
-        {WEFT_I32, C_SUB, false},   {WEFT_F32, C_MIN, false},
-        {WEFT_BOOL, C_OR, false},   {WEFT_I32, C_PAIR, false},
-        {WEFT_I32, C_SUMS, true},   {WEFT_I32, C_TRIPLE, true},
+    static const struct {
+        weft_type t;
+        int comb;
+        bool parts;
+    } modes[] = {
+        {WEFT_I32, C_ADD, true},  {WEFT_I64, C_MIN, true},
+        {WEFT_U32, C_MAX, true},  {WEFT_U64, C_BAND, true},
+        {WEFT_I32, C_BOR, true},  {WEFT_U16, C_BXOR, true},
+        {WEFT_F32, C_ADD, true},  {WEFT_F64, C_ADD, true},
+        {WEFT_I32, C_MUL, false}, {WEFT_I64, C_CONDMAX, false},
+        {WEFT_I32, C_SUB, false}, {WEFT_F32, C_MIN, false},
+        {WEFT_BOOL, C_OR, false}, {WEFT_I32, C_PAIR, false},
+        {WEFT_I32, C_SUMS, true}, {WEFT_I32, C_TRIPLE, true},
     };
     for (size_t m = 0; m < sizeof modes / sizeof *modes; m++) {
-        perm_case pc = {.t = modes[m].t, .comb = modes[m].comb, .drank = 1,
-                        .dshape = {16}, .wrap = true};
+        perm_case pc = {.t = modes[m].t,
+                        .comb = modes[m].comb,
+                        .drank = 1,
+                        .dshape = {16},
+                        .wrap = true};
         in_spec sp;
         keys_spec(&sp, 1, 100, 0, 15);
         weft_program *p = NULL;
@@ -684,10 +730,9 @@ START_TEST(test_permute_parts_which)
         weft_program_free(p);
         /* entries 0 and 1, 2 and 3 with the copies, the fused default's */
         bool parts = strstr(buf, "(5 phases") != NULL;
-        ck_assert_msg(parts == modes[m].parts && (parts || strstr(buf,
-                                                            "(3 phases")),
-                      "type %d comb %d: %s", (int)modes[m].t, modes[m].comb,
-                      buf);
+        ck_assert_msg(
+            parts == modes[m].parts && (parts || strstr(buf, "(3 phases")),
+            "type %d comb %d: %s", (int)modes[m].t, modes[m].comb, buf);
         free(buf);
     }
     pair_close(&c);
@@ -739,10 +784,9 @@ START_TEST(test_permute_parts_order)
             mag[keys[i]] += fabs(vals[i]);
             cnt[keys[i]]++;
         }
-        in_spec sp[2] = {{.type = WEFT_I32, .rank = 1, .shape = {n},
-                          .data = keys},
-                         {.type = WEFT_F32, .rank = 1, .shape = {n},
-                          .data = vals}};
+        in_spec sp[2] = {
+            {.type = WEFT_I32, .rank = 1, .shape = {n}, .data = keys},
+            {.type = WEFT_F32, .rank = 1, .shape = {n}, .data = vals}};
         void *host[2] = {keys, vals};
         float *first = NULL;
         for (int w = 0; w < 3; w++) {
@@ -756,8 +800,9 @@ START_TEST(test_permute_parts_order)
                 double bound = (double)cnt[k] * 0x1p-24 * (mag[k] + 0.5);
                 ck_assert_msg(fabs(y[k] - want) <= bound,
                               "%lld bins, %d workers, bin %lld: %.9g, exact "
-                              "%.9g, bound %g", (long long)bins, workers[w],
-                              (long long)k, y[k], want, bound);
+                              "%.9g, bound %g",
+                              (long long)bins, workers[w], (long long)k, y[k],
+                              want, bound);
             }
             if (!first) {
                 first = malloc((size_t)bins * sizeof *first);
@@ -840,26 +885,25 @@ static weft_acc *build_siblings(weft_program *p, weft_acc *const *in,
                             weft_rem(weft_abs(weft_at(in[0], weft_arg(ix, 0))),
                                      weft_i32(p, 16)),
                             WEFT_I64)));
-    weft_acc *sx = weft_permute(tu_fun_op2(p, WEFT_OP_ADD, WEFT_F32),
-                                weft_generate(weft_index(p, 1, k), zero), ix,
-                                in[1]);
-    weft_acc *sy = weft_permute(tu_fun_op2(p, WEFT_OP_ADD, WEFT_F32),
-                                weft_generate(weft_index(p, 1, k), zero), ix,
-                                in[2]);
-    weft_acc *cnt = weft_permute(
-        tu_fun_op2(p, WEFT_OP_ADD, WEFT_I32),
-        weft_generate(weft_index(p, 1, k), zero_i), ix,
-        weft_generate(weft_shape(in[1]), one));
-    weft_acc *mx = weft_permute(tu_fun_op2(p, WEFT_OP_MAX, WEFT_I32),
-                                weft_generate(weft_index(p, 1, k), low), ix,
-                                in[0]);
+    weft_acc *sx =
+        weft_permute(tu_fun_op2(p, WEFT_OP_ADD, WEFT_F32),
+                     weft_generate(weft_index(p, 1, k), zero), ix, in[1]);
+    weft_acc *sy =
+        weft_permute(tu_fun_op2(p, WEFT_OP_ADD, WEFT_F32),
+                     weft_generate(weft_index(p, 1, k), zero), ix, in[2]);
+    weft_acc *cnt = weft_permute(tu_fun_op2(p, WEFT_OP_ADD, WEFT_I32),
+                                 weft_generate(weft_index(p, 1, k), zero_i), ix,
+                                 weft_generate(weft_shape(in[1]), one));
+    weft_acc *mx =
+        weft_permute(tu_fun_op2(p, WEFT_OP_MAX, WEFT_I32),
+                     weft_generate(weft_index(p, 1, k), low), ix, in[0]);
     weft_fun *f = weft_fun3(p, WEFT_F32, WEFT_I32, WEFT_I32);
     weft_fun_return(
-        f, weft_add(weft_arg(f, 0),
-                    weft_convert(weft_add(weft_mul(weft_arg(f, 1),
-                                                   weft_i32(p, 7)),
-                                          weft_arg(f, 2)),
-                                 WEFT_F32)));
+        f,
+        weft_add(weft_arg(f, 0),
+                 weft_convert(weft_add(weft_mul(weft_arg(f, 1), weft_i32(p, 7)),
+                                       weft_arg(f, 2)),
+                              WEFT_F32)));
     weft_acc *a = weft_zipwith3(f, sx, cnt, mx);
     return weft_zipwith(tu_fun_op2(p, WEFT_OP_MUL, WEFT_F32), a, sy);
 }
@@ -887,8 +931,7 @@ static void run_siblings(weft_context *ctx, const in_spec *sp,
     weft_array *in[3] = {NULL}, *out = NULL;
     for (int i = 0; i < 3; i++) {
         const void *d[1] = {host[i]};
-        TU_OK(weft_array_from_host(ctx, sp[i].type, 1, sp[i].shape, d,
-                                   &in[i]));
+        TU_OK(weft_array_from_host(ctx, sp[i].type, 1, sp[i].shape, d, &in[i]));
     }
     TU_OK(weft_run(exe, in, 3, &out, 1));
     ck_assert_int_eq(weft_array_size(out), 16);
@@ -919,11 +962,16 @@ START_TEST(test_permute_siblings)
             int64_t n = na[s], ny = d == 0 ? n / 2 : d == 1 ? n : n + 3;
             int64_t nk = ny > n ? ny : n;
             in_spec sp[3] = {
-                {.type = WEFT_I32, .rank = 1, .shape = {nk}, .lo = -100,
+                {.type = WEFT_I32,
+                 .rank = 1,
+                 .shape = {nk},
+                 .lo = -100,
                  .hi = 100},
-                {.type = WEFT_F32, .rank = 1, .shape = {n}, .lo = -9,
-                 .hi = 9},
-                {.type = WEFT_F32, .rank = 1, .shape = {ny}, .lo = -9,
+                {.type = WEFT_F32, .rank = 1, .shape = {n}, .lo = -9, .hi = 9},
+                {.type = WEFT_F32,
+                 .rank = 1,
+                 .shape = {ny},
+                 .lo = -9,
                  .hi = 9}};
             void *host[3];
             for (int i = 0; i < 3; i++) {
@@ -962,11 +1010,16 @@ START_TEST(test_permute_fused)
             for (int d = 0; d < 3; d++) {
                 /* b: shorter, equal, longer (x2) than a */
                 int64_t nb = d == 0 ? na[s] / 2 : d == 1 ? na[s] : 2 * na[s];
-                in_spec sp[2] = {
-                    {.type = WEFT_I32, .rank = 1, .shape = {na[s]}, .lo = -50,
-                     .hi = 50},
-                    {.type = WEFT_I32, .rank = 1, .shape = {nb}, .lo = -9,
-                     .hi = 9}};
+                in_spec sp[2] = {{.type = WEFT_I32,
+                                  .rank = 1,
+                                  .shape = {na[s]},
+                                  .lo = -50,
+                                  .hi = 50},
+                                 {.type = WEFT_I32,
+                                  .rank = 1,
+                                  .shape = {nb},
+                                  .lo = -9,
+                                  .hi = 9}};
                 zip_case zc = {.gather = g == 1};
                 char what[96];
                 snprintf(what, sizeof what, "permute of a fused %s, %lld/%lld",
@@ -1078,15 +1131,14 @@ static void run_seg(pair *c, const seg_case *sc, int rank, const int64_t *shape,
                     uint64_t seed)
 {
     void *segs = seg_lengths(st, nseg, len);
-    in_spec sp[2] = {
-        {.type = sc->t, .rank = rank, .lo = -20, .hi = 20},
-        {.type = st, .rank = 1, .shape = {nseg}, .data = segs}};
+    in_spec sp[2] = {{.type = sc->t, .rank = rank, .lo = -20, .hi = 20},
+                     {.type = st, .rank = 1, .shape = {nseg}, .data = segs}};
     memcpy(sp[0].shape, shape, sizeof(int64_t) * (size_t)rank);
     char what[160];
     snprintf(what, sizeof what,
              "%s comb %d type %d rank %d inner %lld nseg %lld seg type %d",
-             sc->seeded ? "fold_seg" : "fold1_seg", sc->comb, (int)sc->t,
-             rank, (long long)shape[rank - 1], (long long)nseg, (int)st);
+             sc->seeded ? "fold_seg" : "fold1_seg", sc->comb, (int)sc->t, rank,
+             (long long)shape[rank - 1], (long long)nseg, (int)st);
     check_case(c, what, build_fold_seg, sc, 2, sp, seed);
     free(segs);
 }
@@ -1115,11 +1167,14 @@ START_TEST(test_fold_seg_shapes)
 {
     pair c;
     pair_open(&c, 4);
-    static const weft_type seg_types[] = {WEFT_I32, WEFT_I64, WEFT_U8,
-                                          WEFT_U64, WEFT_I16};
-    static const struct { weft_type t; int comb; } kinds[] = {
-        {WEFT_I32, S_ADD}, {WEFT_F64, S_ADD}, {WEFT_F32, S_ADD},
-        {WEFT_I64, S_MAX}, {WEFT_I8, S_MIN},  {WEFT_I32, S_PAIR},
+    static const weft_type seg_types[] = {WEFT_I32, WEFT_I64, WEFT_U8, WEFT_U64,
+                                          WEFT_I16};
+    static const struct {
+        weft_type t;
+        int comb;
+    } kinds[] = {
+        {WEFT_I32, S_ADD},   {WEFT_F64, S_ADD}, {WEFT_F32, S_ADD},
+        {WEFT_I64, S_MAX},   {WEFT_I8, S_MIN},  {WEFT_I32, S_PAIR},
         {WEFT_F32, S_FUSED}, {WEFT_U16, S_ADD}, {WEFT_F16, S_MAX},
         {WEFT_I64, S_ZIP},
     };
@@ -1129,8 +1184,8 @@ START_TEST(test_fold_seg_shapes)
     tu_rng s = tu_rng_seed(42);
     for (int kk = 0; kk < 10; kk++) {
         for (int seeded = 0; seeded < 2; seeded++) {
-            seg_case sc = {.seeded = seeded, .comb = kinds[kk].comb,
-                           .t = kinds[kk].t};
+            seg_case sc = {
+                .seeded = seeded, .comb = kinds[kk].comb, .t = kinds[kk].t};
             for (int ii = 0; ii < 7; ii++) {
                 for (int rank = 1; rank <= 3; rank++) {
                     int64_t inner = inners[ii];
@@ -1143,8 +1198,8 @@ START_TEST(test_fold_seg_shapes)
                         shape[0] = 5;
                     }
                     int64_t avg = 1 + (int64_t)(tu_rng_u64(&s) % 9);
-                    int64_t nseg = random_segments(&s, inner, len, 29000, avg,
-                                                   seeded);
+                    int64_t nseg =
+                        random_segments(&s, inner, len, 29000, avg, seeded);
                     /* sometimes stop short of the innermost extent, or add
                      * empty segments at the end (fold only) */
                     if (nseg > 1 && tu_rng_u64(&s) % 3 == 0) {
@@ -1176,9 +1231,9 @@ START_TEST(test_fold_seg_big)
     static const int64_t avgs[] = {1000000, 5000, 3};
     for (int a = 0; a < 3; a++) {
         for (int seeded = 0; seeded < 2; seeded++) {
-            int64_t nseg = random_segments(&s, n, len, n, avgs[a],
-                                           seeded);
-            seg_case sc = {.seeded = seeded, .comb = a == 1 ? S_FUSED : S_ADD,
+            int64_t nseg = random_segments(&s, n, len, n, avgs[a], seeded);
+            seg_case sc = {.seeded = seeded,
+                           .comb = a == 1 ? S_FUSED : S_ADD,
                            .t = a == 2 ? WEFT_I64 : WEFT_F64};
             run_seg(&c, &sc, 1, (int64_t[]){n}, WEFT_I32, nseg, len, s.s);
         }
@@ -1210,12 +1265,12 @@ START_TEST(test_fold_seg_errors)
     run_seg(&c, &add1, 1, sh, WEFT_U8, 3, (int64_t[]){3, 0, 3}, 3);
     run_seg(&c, &add, 1, sh, WEFT_U8, 3, (int64_t[]){3, 0, 3}, 3);
     /* no rows: fold1Seg of empty segments is fine */
-    run_seg(&c, &add1, 2, (int64_t[]){0, 10}, WEFT_I32, 3,
-            (int64_t[]){3, 0, 3}, 4);
+    run_seg(&c, &add1, 2, (int64_t[]){0, 10}, WEFT_I32, 3, (int64_t[]){3, 0, 3},
+            4);
     /* no segments at all */
     run_seg(&c, &add1, 2, (int64_t[]){4, 10}, WEFT_I32, 0, NULL, 5);
-    run_seg(&c, &add, 3, (int64_t[]){2, 2, 0}, WEFT_I32, 2,
-            (int64_t[]){0, 0}, 6);
+    run_seg(&c, &add, 3, (int64_t[]){2, 2, 0}, WEFT_I32, 2, (int64_t[]){0, 0},
+            6);
     pair_close(&c);
 }
 END_TEST

@@ -34,14 +34,14 @@
  * ---------------------------------------------------------------------- */
 
 typedef enum combo {
-    C_I32_ADD,    /* i32 +, seed 7 */
-    C_AFFINE,     /* (i32, i32) composition, seed (3, 5) */
-    C_F32_ADD,    /* f32 +, seed 0.5 */
-    C_F64_ADD,    /* f64 +, seed -1.25 */
-    C_F16_MAX,    /* f16 max, seed -inf */
-    C_U8_MAX,     /* u8 max, seed 3 */
-    C_BOOL_OR,    /* bool ||, seed false */
-    C_I64_FREE,   /* i64 a + b + k, k a free variable; seed 2k */
+    C_I32_ADD,  /* i32 +, seed 7 */
+    C_AFFINE,   /* (i32, i32) composition, seed (3, 5) */
+    C_F32_ADD,  /* f32 +, seed 0.5 */
+    C_F64_ADD,  /* f64 +, seed -1.25 */
+    C_F16_MAX,  /* f16 max, seed -inf */
+    C_U8_MAX,   /* u8 max, seed 3 */
+    C_BOOL_OR,  /* bool ||, seed false */
+    C_I64_FREE, /* i64 a + b + k, k a free variable; seed 2k */
     C_COUNT_
 } combo;
 
@@ -70,8 +70,8 @@ static double tolerance(combo c)
 
 /* The combine function and the seed of combo c in program p; k is the
  * free variable of C_I64_FREE. */
-static weft_fun *make_fun(weft_program *p, combo c, weft_type t,
-                          weft_exp *k, weft_exp **seed)
+static weft_fun *make_fun(weft_program *p, combo c, weft_type t, weft_exp *k,
+                          weft_exp **seed)
 {
     weft_fun *f = weft_fun2(p, t, t);
     weft_exp *a = weft_arg(f, 0), *b = weft_arg(f, 1), *body = NULL;
@@ -116,8 +116,7 @@ static weft_fun *make_fun(weft_program *p, combo c, weft_type t,
         body = weft_prim2(WEFT_OP_ADD, weft_prim2(WEFT_OP_ADD, a, b), k);
         *seed = weft_prim2(WEFT_OP_MUL, k, weft_i64(p, 2));
         break;
-    default:
-        break;
+    default: break;
     }
     weft_fun_return(f, body);
     return f;
@@ -130,7 +129,8 @@ static void fill(combo c, weft_type lt, int leaf, int64_t n, void *buf)
 {
     for (int64_t i = 0; i < n; i++) {
         uint64_t r = tu_rng_u64(&rng);
-        unsigned char *d = (unsigned char *)buf + (size_t)i * weft_type_size(lt);
+        unsigned char *d =
+            (unsigned char *)buf + (size_t)i * weft_type_size(lt);
         switch (c) {
         case C_AFFINE:
             /* odd multipliers keep products from collapsing to 0 */
@@ -143,12 +143,8 @@ static void fill(combo c, weft_type lt, int leaf, int64_t n, void *buf)
         case C_F16_MAX:
             tu_store_f(lt, d, ((double)(r % 20001) - 10000.0) / 16.0);
             break;
-        case C_BOOL_OR:
-            tu_store_i(lt, d, r % 50000 == 0);
-            break;
-        default:
-            tu_store_i(lt, d, (int64_t)r);
-            break;
+        case C_BOOL_OR: tu_store_i(lt, d, r % 50000 == 0); break;
+        default: tu_store_i(lt, d, (int64_t)r); break;
         }
     }
 }
@@ -217,20 +213,21 @@ static void six_scans(weft_fun *f, weft_exp *z, weft_acc *a, weft_acc **res)
 }
 
 /* Shapes per rank (-1 ends a list). */
-static const int64_t shapes1[][1] = {
-    {0}, {1}, {2}, {7}, {13}, {4096}, {8191}, {8192}, {8193}, {24593},
-    {65537}, {100003}, {-1}};
+static const int64_t shapes1[][1] = {{0},     {1},      {2},    {7},    {13},
+                                     {4096},  {8191},   {8192}, {8193}, {24593},
+                                     {65537}, {100003}, {-1}};
 static const int64_t shapes2[][2] = {
-    {0, 5}, {5, 0}, {1, 1}, {3, 7}, {1, 65539}, {2, 12289}, {3, 30011},
-    {7, 12289}, {13, 9001}, {1000, 17}, {17, 1000}, {-1, 0}};
-static const int64_t shapes3[][3] = {
-    {0, 3, 4}, {2, 0, 3}, {2, 3, 0}, {2, 3, 5}, {1, 2, 20011}, {3, 1, 16411},
-    {4, 5, 6}, {-1, 0, 0}};
+    {0, 5},     {5, 0},     {1, 1},     {3, 7},     {1, 65539}, {2, 12289},
+    {3, 30011}, {7, 12289}, {13, 9001}, {1000, 17}, {17, 1000}, {-1, 0}};
+static const int64_t shapes3[][3] = {{0, 3, 4}, {2, 0, 3},     {2, 3, 0},
+                                     {2, 3, 5}, {1, 2, 20011}, {3, 1, 16411},
+                                     {4, 5, 6}, {-1, 0, 0}};
 
 static const int64_t *shape_at(int rank, int i)
 {
-    const int64_t *sh = rank == 1 ? shapes1[i] : rank == 2 ? shapes2[i]
-                                                            : shapes3[i];
+    const int64_t *sh = rank == 1   ? shapes1[i]
+                        : rank == 2 ? shapes2[i]
+                                    : shapes3[i];
     return sh[0] < 0 ? NULL : sh;
 }
 
@@ -348,14 +345,13 @@ END_TEST
 
 /* Which producer feeds the scan. */
 typedef enum feed {
-    F_MAP,        /* map (\x -> 3x + 1) xs */
-    F_ZIPWITH,    /* zipWith (-) xs ys, shapes differ */
-    F_REVERSE,    /* backpermute (shape xs) (\ix -> reversed row) xs */
-    F_SHIFT       /* backpermute (shape xs) (\ix -> ix + 1) xs: out of bounds */
+    F_MAP,     /* map (\x -> 3x + 1) xs */
+    F_ZIPWITH, /* zipWith (-) xs ys, shapes differ */
+    F_REVERSE, /* backpermute (shape xs) (\ix -> reversed row) xs */
+    F_SHIFT    /* backpermute (shape xs) (\ix -> ix + 1) xs: out of bounds */
 } feed;
 
-static weft_acc *make_feed(weft_program *p, feed fd, weft_acc *xs,
-                           weft_acc *ys)
+static weft_acc *make_feed(weft_program *p, feed fd, weft_acc *xs, weft_acc *ys)
 {
     switch (fd) {
     case F_MAP: {
@@ -368,8 +364,8 @@ static weft_acc *make_feed(weft_program *p, feed fd, weft_acc *xs,
     }
     case F_ZIPWITH: {
         weft_fun *g = weft_fun2(p, WEFT_I32, WEFT_I32);
-        weft_fun_return(g, weft_prim2(WEFT_OP_SUB, weft_arg(g, 0),
-                                      weft_arg(g, 1)));
+        weft_fun_return(
+            g, weft_prim2(WEFT_OP_SUB, weft_arg(g, 0), weft_arg(g, 1)));
         return weft_zipwith(g, xs, ys);
     }
     case F_REVERSE:
@@ -417,9 +413,9 @@ static int build_feed(weft_program *p, weft_context *ctx, const void *arg,
 
 static void check_feed(feed fd)
 {
-    static const int64_t sx[][2] = {
-        {0, 3}, {3, 0}, {1, 1}, {2, 9}, {1, 100003}, {3, 20011}, {40, 1001},
-        {-1, 0}};
+    static const int64_t sx[][2] = {{0, 3},     {3, 0},      {1, 1},
+                                    {2, 9},     {1, 100003}, {3, 20011},
+                                    {40, 1001}, {-1, 0}};
     for (int kind = 0; kind < NKIND; kind++) {
         tu_cmp pr;
         open_pair(&pr);

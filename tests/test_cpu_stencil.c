@@ -16,8 +16,19 @@
 
 /* ---- element types ------------------------------------------------------ */
 
-enum { E_I32, E_F32, E_F64, E_I8, E_U16, E_F16, E_BOOL, E_I64, E_PAIR,
-       E_TRIPLE, E_COUNT };
+enum {
+    E_I32,
+    E_F32,
+    E_F64,
+    E_I8,
+    E_U16,
+    E_F16,
+    E_BOOL,
+    E_I64,
+    E_PAIR,
+    E_TRIPLE,
+    E_COUNT
+};
 
 static weft_type mk_type(weft_context *ctx, int e)
 {
@@ -33,8 +44,8 @@ static weft_type mk_type(weft_context *ctx, int e)
     case E_PAIR:
         return weft_type_tuple(ctx, 2, (const weft_type[]){WEFT_I32, WEFT_F32});
     default:
-        return weft_type_tuple(ctx, 3, (const weft_type[]){WEFT_I64, WEFT_F32,
-                                                           WEFT_BOOL});
+        return weft_type_tuple(
+            ctx, 3, (const weft_type[]){WEFT_I64, WEFT_F32, WEFT_BOOL});
     }
 }
 
@@ -73,7 +84,7 @@ static void fill_leaf(weft_type t, void *buf, int64_t n)
 /* ---- the harness ---------------------------------------------------------- */
 
 typedef struct input {
-    int elt;         /* E_* */
+    int elt; /* E_* */
     int rank;
     int64_t shape[4];
 } input;
@@ -166,8 +177,8 @@ typedef struct sten_arg {
     int win[2][3];
     weft_boundary_kind bnd[2];
     bool two;
-    bool free_var;   /* f also adds a scalar from outside (size a) */
-    int ncomp;       /* components of a tuple element type (2 or 3) */
+    bool free_var; /* f also adds a scalar from outside (size a) */
+    int ncomp;     /* components of a tuple element type (2 or 3) */
 } sten_arg;
 
 static int win_size(const int *w, int rank)
@@ -269,12 +280,13 @@ static int build_stencil(weft_program *p, weft_acc **param, const void *argp,
     weft_fun_return(f, body);
     weft_boundary b1 = {sa->bnd[0], NULL}, b2 = {sa->bnd[1], NULL};
     if (b1.kind == WEFT_BOUNDARY_CONSTANT) {
-        b1.value = tuple ? weft_tuple(p, nc, (weft_exp *const[]){
-                                          boundary_value(p, comp[0]),
-                                          boundary_value(p, comp[1]),
-                                          nc > 2 ? boundary_value(p, comp[2])
-                                                 : NULL})
-                         : boundary_value(p, ta);
+        b1.value =
+            tuple ? weft_tuple(p, nc,
+                               (weft_exp *const[]){
+                                   boundary_value(p, comp[0]),
+                                   boundary_value(p, comp[1]),
+                                   nc > 2 ? boundary_value(p, comp[2]) : NULL})
+                  : boundary_value(p, ta);
     }
     if (b && b2.kind == WEFT_BOUNDARY_CONSTANT) {
         b2.value = boundary_value(p, tb);
@@ -288,8 +300,7 @@ static const int wins[4] = {3, 5, 7, 9};
 
 /* The stencil of sa (its window and boundary, one array) over an array
  * of rank `rank`, the given shape (3 extents) and element type elt. */
-static void check_stencil(int rank, const int64_t *shape, sten_arg *sa,
-                          int elt)
+static void check_stencil(int rank, const int64_t *shape, sten_arg *sa, int elt)
 {
     input in = {.elt = elt, .rank = rank};
     sa->ncomp = elt == E_PAIR ? 2 : 3;
@@ -297,9 +308,10 @@ static void check_stencil(int rank, const int64_t *shape, sten_arg *sa,
     char what[160];
     snprintf(what, sizeof what,
              "stencil rank %d shape %lld %lld %lld window %d %d %d "
-             "boundary %d elt %d", rank, (long long)in.shape[0],
-             (long long)in.shape[1], (long long)in.shape[2], sa->win[0][0],
-             sa->win[0][1], sa->win[0][2], (int)sa->bnd[0], elt);
+             "boundary %d elt %d",
+             rank, (long long)in.shape[0], (long long)in.shape[1],
+             (long long)in.shape[2], sa->win[0][0], sa->win[0][1],
+             sa->win[0][2], (int)sa->bnd[0], elt);
     check_both(what, &in, 1, build_stencil, sa, WEFT_OK);
 }
 
@@ -328,11 +340,11 @@ static void stencil_sweep(int rank, const int64_t (*shapes)[3], int nshape,
 
 START_TEST(test_stencil_rank1)
 {
-    static const int64_t shapes[][3] = {
-        {0}, {1}, {2}, {3}, {4}, {5}, {7}, {8}, {13}, {97}, {4099},
-        {8193}, {20011}};
-    static const int elts[] = {E_I32, E_F32, E_F64, E_I8, E_PAIR, E_U16,
-                               E_F16, E_BOOL, E_I64, E_TRIPLE};
+    static const int64_t shapes[][3] = {{0},    {1},    {2},    {3},  {4},
+                                        {5},    {7},    {8},    {13}, {97},
+                                        {4099}, {8193}, {20011}};
+    static const int elts[] = {E_I32, E_F32, E_F64,  E_I8,  E_PAIR,
+                               E_U16, E_F16, E_BOOL, E_I64, E_TRIPLE};
     open_both();
     stencil_sweep(1, shapes, (int)(sizeof shapes / sizeof shapes[0]), elts,
                   (int)(sizeof elts / sizeof elts[0]), 9);
@@ -342,11 +354,11 @@ END_TEST
 
 START_TEST(test_stencil_rank2)
 {
-    static const int64_t shapes[][3] = {
-        {0, 5}, {5, 0}, {1, 1}, {2, 3}, {3, 2}, {1, 13}, {13, 1},
-        {7, 11}, {31, 17}, {4, 9000}, {64, 64}};
-    static const int elts[] = {E_I32, E_F64, E_PAIR, E_F32, E_I8, E_TRIPLE,
-                               E_BOOL};
+    static const int64_t shapes[][3] = {{0, 5},   {5, 0},    {1, 1},  {2, 3},
+                                        {3, 2},   {1, 13},   {13, 1}, {7, 11},
+                                        {31, 17}, {4, 9000}, {64, 64}};
+    static const int elts[] = {E_I32, E_F64,    E_PAIR, E_F32,
+                               E_I8,  E_TRIPLE, E_BOOL};
     open_both();
     stencil_sweep(2, shapes, (int)(sizeof shapes / sizeof shapes[0]), elts,
                   (int)(sizeof elts / sizeof elts[0]), 81);
@@ -356,9 +368,9 @@ END_TEST
 
 START_TEST(test_stencil_rank3)
 {
-    static const int64_t shapes[][3] = {
-        {0, 2, 2}, {2, 0, 3}, {1, 1, 1}, {2, 3, 4}, {5, 7, 3}, {9, 4, 11},
-        {2, 2, 9001}, {11, 13, 17}};
+    static const int64_t shapes[][3] = {{0, 2, 2},    {2, 0, 3},   {1, 1, 1},
+                                        {2, 3, 4},    {5, 7, 3},   {9, 4, 11},
+                                        {2, 2, 9001}, {11, 13, 17}};
     static const int elts[] = {E_F32, E_I32, E_PAIR, E_F64, E_I64};
     open_both();
     stencil_sweep(3, shapes, (int)(sizeof shapes / sizeof shapes[0]), elts,
@@ -394,7 +406,8 @@ START_TEST(test_stencil_tiny)
     for (int c = 0; c < 5; c++) {
         for (int bi = 0; bi < 4; bi++) {
             sten_arg sa = {.win = {{9, 5}}, .bnd = {(weft_boundary_kind)bi}};
-            input in = {.elt = E_I64, .rank = 2, .shape = {sh2[c][0], sh2[c][1]}};
+            input in = {
+                .elt = E_I64, .rank = 2, .shape = {sh2[c][0], sh2[c][1]}};
             char what[64];
             snprintf(what, sizeof what, "tiny 2d case %d boundary %d", c, bi);
             check_both(what, &in, 1, build_stencil, &sa, WEFT_OK);
@@ -490,13 +503,13 @@ static void tile_sweep(int rank, const int64_t (*shapes)[3], int ns,
 START_TEST(test_stencil_tiles)
 {
     static const int64_t shapes[][3] = {
-        {32, 64}, {33, 65}, {31, 63}, {64, 128}, {97, 130}, {1, 200},
-        {200, 1}, {3, 2}, {2, 3}, {65, 33}, {130, 300}, {0, 0}, {4, 4},
-        {16, 64}, {17, 1}};
+        {32, 64},   {33, 65}, {31, 63}, {64, 128}, {97, 130},
+        {1, 200},   {200, 1}, {3, 2},   {2, 3},    {65, 33},
+        {130, 300}, {0, 0},   {4, 4},   {16, 64},  {17, 1}};
     static const int win[][3] = {{3, 3}, {5, 5}, {9, 9}, {3, 9},
                                  {9, 3}, {7, 3}, {3, 7}};
-    static const int elts[] = {E_F32, E_I32, E_F64, E_PAIR, E_TRIPLE,
-                               E_BOOL, E_F16, E_I8, E_U16, E_I64};
+    static const int elts[] = {E_F32,  E_I32, E_F64, E_PAIR, E_TRIPLE,
+                               E_BOOL, E_F16, E_I8,  E_U16,  E_I64};
     open_both();
     tile_sweep(2, shapes, (int)(sizeof shapes / sizeof shapes[0]), win,
                (int)(sizeof win / sizeof win[0]), elts,
@@ -504,8 +517,8 @@ START_TEST(test_stencil_tiles)
     /* more tiles than a GPU's grid holds at once: blocks take several */
     for (int bi = 0; bi < 4; bi++) {
         sten_arg sa = {.win = {{3, 3}}, .bnd = {(weft_boundary_kind)bi}};
-        input in = {.elt = bi % 2 ? E_I32 : E_F32, .rank = 2,
-                    .shape = {1500, 1537}};
+        input in = {
+            .elt = bi % 2 ? E_I32 : E_F32, .rank = 2, .shape = {1500, 1537}};
         char what[64];
         snprintf(what, sizeof what, "tiles 1500x1537 boundary %d", bi);
         check_both(what, &in, 1, build_stencil, &sa, WEFT_OK);
@@ -520,11 +533,11 @@ END_TEST
  * dimension, and a stencil2. */
 START_TEST(test_stencil_tiles3)
 {
-    static const int64_t shapes[][3] = {
-        {3, 32, 64}, {4, 33, 65}, {5, 31, 63}, {1, 1, 200}, {2, 70, 3},
-        {7, 2, 130}, {1, 40, 40}, {6, 17, 100}};
-    static const int win[][3] = {{3, 3, 3}, {3, 5, 3}, {5, 3, 3},
-                                 {3, 3, 7}, {3, 7, 3}};
+    static const int64_t shapes[][3] = {{3, 32, 64}, {4, 33, 65}, {5, 31, 63},
+                                        {1, 1, 200}, {2, 70, 3},  {7, 2, 130},
+                                        {1, 40, 40}, {6, 17, 100}};
+    static const int win[][3] = {
+        {3, 3, 3}, {3, 5, 3}, {5, 3, 3}, {3, 3, 7}, {3, 7, 3}};
     static const int elts[] = {E_F32, E_F64, E_I32, E_PAIR, E_I8, E_TRIPLE};
     open_both();
     tile_sweep(3, shapes, (int)(sizeof shapes / sizeof shapes[0]), win,
@@ -532,7 +545,8 @@ START_TEST(test_stencil_tiles3)
                (int)(sizeof elts / sizeof elts[0]));
     static const int w3[2][3] = {{3, 3, 3}, {3, 5, 3}};
     for (int bi = 0; bi < 4; bi++) {
-        check_stencil2("stencil2 tiles3", 0, bi, 3, (const int64_t[]){4, 40, 70},
+        check_stencil2("stencil2 tiles3", 0, bi, 3,
+                       (const int64_t[]){4, 40, 70},
                        (const int64_t[]){5, 33, 66}, E_F32, E_I32, w3);
     }
     close_both();
@@ -571,8 +585,8 @@ START_TEST(test_stencil_large)
     sten_arg sa = {.win = {{3}}, .bnd = {WEFT_BOUNDARY_WRAP}};
     input in = {.elt = E_F32, .rank = 1, .shape = {2000003}};
     check_both("stencil 1d large", &in, 1, build_stencil, &sa, WEFT_OK);
-    sten_arg sb = {.win = {{3, 3}}, .bnd = {WEFT_BOUNDARY_CONSTANT},
-                   .free_var = true};
+    sten_arg sb = {
+        .win = {{3, 3}}, .bnd = {WEFT_BOUNDARY_CONSTANT}, .free_var = true};
     input in2 = {.elt = E_I32, .rank = 2, .shape = {601, 1699}};
     check_both("stencil 2d large", &in2, 1, build_stencil, &sb, WEFT_OK);
     sten_arg sc = {.win = {{3, 3, 3}}, .bnd = {WEFT_BOUNDARY_MIRROR}};
@@ -587,7 +601,7 @@ END_TEST
 typedef struct shape_arg {
     int rank;
     int64_t sh[4];
-    int how;        /* 0: of the parameter; 1: of a map over it (fused);
+    int how; /* 0: of the parameter; 1: of a map over it (fused);
                        2: a map over the result */
 } shape_arg;
 
@@ -649,8 +663,8 @@ START_TEST(test_reshape)
         {1, {0}, 2, {-1, 0}, WEFT_ERR_BAD_SHAPE},
         {2, {2, 2}, 1, {5}, WEFT_ERR_RESHAPE_SIZE},
     };
-    static const int elts[] = {E_I32, E_F64, E_BOOL, E_TRIPLE, E_I8, E_F16,
-                               E_U16, E_PAIR};
+    static const int elts[] = {E_I32, E_F64, E_BOOL, E_TRIPLE,
+                               E_I8,  E_F16, E_U16,  E_PAIR};
     open_both();
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         for (int how = 0; how < 3; how++) {
@@ -767,11 +781,14 @@ START_TEST(test_replicate)
         {3, {2, 3, 5}, 4, {ALL, ALL, 2, ALL}, WEFT_OK},
         {1, {1000}, 2, {ALL, 2003}, WEFT_OK},
         {1, {7}, 2, {NEG_SIZE, ALL}, WEFT_ERR_BAD_SHAPE},
-        {1, {7}, 3, {ALL, (int64_t)1 << 40, (int64_t)1 << 40},
+        {1,
+         {7},
+         3,
+         {ALL, (int64_t)1 << 40, (int64_t)1 << 40},
          WEFT_ERR_BAD_SHAPE},
     };
-    static const int elts[] = {E_F32, E_I64, E_PAIR, E_BOOL, E_I8, E_F16,
-                               E_TRIPLE};
+    static const int elts[] = {E_F32, E_I64, E_PAIR,  E_BOOL,
+                               E_I8,  E_F16, E_TRIPLE};
     open_both();
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         for (int how = 0; how < 3; how++) {
@@ -838,9 +855,10 @@ static int build_unit(weft_program *p, weft_acc **param, const void *argp,
     weft_fun *f = weft_fun2(p, WEFT_I32, WEFT_I32);
     weft_fun_return(f, weft_add(weft_arg(f, 0), weft_arg(f, 1)));
     weft_exp *sum = weft_the(weft_fold_all(f, weft_i32(p, 0), a));
-    weft_exp *tup = weft_tuple(p, 3, (weft_exp *const[]){
-                                         weft_size(a), weft_f32(p, 1.5f),
-                                         weft_lt(sum, weft_i32(p, 0))});
+    weft_exp *tup =
+        weft_tuple(p, 3,
+                   (weft_exp *const[]){weft_size(a), weft_f32(p, 1.5f),
+                                       weft_lt(sum, weft_i32(p, 0))});
     res[0] = weft_unit(weft_add(sum, weft_convert(weft_size(a), WEFT_I32)));
     res[1] = weft_unit(tup);
     return 2;

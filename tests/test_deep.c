@@ -90,8 +90,7 @@ START_TEST(add_chain)
         weft_fun_return(f, e);
         weft_array *in[1] = {vec(&u, WEFT_I64)}, *out[1] = {NULL};
         run_one(&u, backends[k], weft_map(f, xs), in, 1, out);
-        TU_CHECK_I(u.ctx, out[0], 0, 1, TU_SH(3),
-                   TU_I(1 + n, 2 + n, -7 + n));
+        TU_CHECK_I(u.ctx, out[0], 0, 1, TU_SH(3), TU_I(1 + n, 2 + n, -7 + n));
         weft_array_release(out[0]);
         weft_array_release(in[0]);
         /* at host level: unit (the a + 2 + ... + 2) */
@@ -193,8 +192,7 @@ START_TEST(map_chain)
         }
         weft_array *in[1] = {vec(&u, WEFT_I64)}, *out[1] = {NULL};
         run_one(&u, backends[k], a, in, 1, out);
-        TU_CHECK_I(u.ctx, out[0], 0, 1, TU_SH(3),
-                   TU_I(1 + n, 2 + n, -7 + n));
+        TU_CHECK_I(u.ctx, out[0], 0, 1, TU_SH(3), TU_I(1 + n, 2 + n, -7 + n));
         weft_array_release(out[0]);
         weft_array_release(in[0]);
         tu_close(&u);

@@ -94,8 +94,14 @@ _Static_assert(offsetof(dl_managed, flags) == 24, "flags");
 _Static_assert(offsetof(dl_managed, dl_tensor) == 32, "dl_tensor");
 _Static_assert(sizeof(dl_managed) == 80, "DLManagedTensorVersioned");
 
-enum { DL_INT = 0, DL_UINT = 1, DL_FLOAT = 2, DL_BFLOAT = 4, DL_COMPLEX = 5,
-       DL_BOOL = 6 };
+enum {
+    DL_INT = 0,
+    DL_UINT = 1,
+    DL_FLOAT = 2,
+    DL_BFLOAT = 4,
+    DL_COMPLEX = 5,
+    DL_BOOL = 6
+};
 enum { KDL_CPU = 1, KDL_CUDA = 2, KDL_OPENCL = 4 };
 #define DL_READ_ONLY 1u
 
@@ -146,8 +152,8 @@ static weft_executable *affine_exe(weft_context *ctx, int rank)
     TU_OK(weft_program_create(ctx, &p));
     weft_acc *x = weft_param(p, WEFT_F32, rank);
     weft_fun *f = weft_fun1(p, WEFT_F32);
-    weft_fun_return(f, weft_add(weft_mul(weft_arg(f, 0), weft_f32(p, 2)),
-                                weft_f32(p, 1)));
+    weft_fun_return(
+        f, weft_add(weft_mul(weft_arg(f, 0), weft_f32(p, 2)), weft_f32(p, 1)));
     weft_acc *r = weft_map(f, x);
     weft_executable *exe;
     TU_OK(weft_compile(p, &r, 1, &exe));
@@ -210,8 +216,8 @@ START_TEST(roundtrip)
         weft_executable *exe = affine_exe(ctx, 2);
         float buf[6] = {0, 1, 2, 3, 4, 5};
         producer p;
-        dl_managed *t = make_tensor(&p, buf, KDL_CPU, DT_F32, 2, TU_SH(2, 3),
-                                    NULL);
+        dl_managed *t =
+            make_tensor(&p, buf, KDL_CPU, DT_F32, 2, TU_SH(2, 3), NULL);
         weft_array *x = NULL, *r = NULL;
         TU_OK(weft_array_from_dlpack(ctx, t, 0, &x));
         ck_assert_ptr_eq(weft_array_data(x, 0), buf); /* no copy in */
@@ -315,9 +321,12 @@ START_TEST(refused)
         t = make_tensor(&p, buf, KDL_CPU, DT_F32, 1, TU_SH(4), NULL);
         expect_refused(ctx, t, 8, WEFT_ERR_INVALID_ARGUMENT, "flags");
         weft_array *a = NULL;
-        TU_STATUS(WEFT_ERR_NULL_ARGUMENT, weft_array_from_dlpack(ctx, NULL, 0, &a));
-        TU_STATUS(WEFT_ERR_NULL_ARGUMENT, weft_array_from_dlpack(NULL, t, 0, &a));
-        TU_STATUS(WEFT_ERR_NULL_ARGUMENT, weft_array_from_dlpack(ctx, t, 0, NULL));
+        TU_STATUS(WEFT_ERR_NULL_ARGUMENT,
+                  weft_array_from_dlpack(ctx, NULL, 0, &a));
+        TU_STATUS(WEFT_ERR_NULL_ARGUMENT,
+                  weft_array_from_dlpack(NULL, t, 0, &a));
+        TU_STATUS(WEFT_ERR_NULL_ARGUMENT,
+                  weft_array_from_dlpack(ctx, t, 0, NULL));
         ck_assert_int_eq(p.deleted, 0);
         /* a tensor without a deleter is fine */
         t->deleter = NULL;
@@ -334,20 +343,20 @@ START_TEST(dtypes)
         dl_dtype dt;
         weft_type t;
     } map[] = {
-        {{DL_BOOL, 8, 1}, WEFT_BOOL},   {{DL_INT, 8, 1}, WEFT_I8},
-        {{DL_INT, 16, 1}, WEFT_I16},    {{DL_INT, 32, 1}, WEFT_I32},
-        {{DL_INT, 64, 1}, WEFT_I64},    {{DL_UINT, 8, 1}, WEFT_U8},
-        {{DL_UINT, 16, 1}, WEFT_U16},   {{DL_UINT, 32, 1}, WEFT_U32},
-        {{DL_UINT, 64, 1}, WEFT_U64},   {{DL_FLOAT, 16, 1}, WEFT_F16},
-        {{DL_FLOAT, 32, 1}, WEFT_F32},  {{DL_FLOAT, 64, 1}, WEFT_F64},
+        {{DL_BOOL, 8, 1}, WEFT_BOOL},  {{DL_INT, 8, 1}, WEFT_I8},
+        {{DL_INT, 16, 1}, WEFT_I16},   {{DL_INT, 32, 1}, WEFT_I32},
+        {{DL_INT, 64, 1}, WEFT_I64},   {{DL_UINT, 8, 1}, WEFT_U8},
+        {{DL_UINT, 16, 1}, WEFT_U16},  {{DL_UINT, 32, 1}, WEFT_U32},
+        {{DL_UINT, 64, 1}, WEFT_U64},  {{DL_FLOAT, 16, 1}, WEFT_F16},
+        {{DL_FLOAT, 32, 1}, WEFT_F32}, {{DL_FLOAT, 64, 1}, WEFT_F64},
     };
     for (int bi = 0; bi < NBACKENDS; bi++) {
         weft_context *ctx = open_ctx(backends[bi]);
         for (size_t i = 0; i < sizeof map / sizeof *map; i++) {
             uint64_t buf[3] = {0};
             producer p;
-            dl_managed *t = make_tensor(&p, buf, KDL_CPU, map[i].dt, 1,
-                                        TU_SH(3), NULL);
+            dl_managed *t =
+                make_tensor(&p, buf, KDL_CPU, map[i].dt, 1, TU_SH(3), NULL);
             weft_array *a;
             TU_OK(weft_array_from_dlpack(ctx, t, 0, &a));
             ck_assert_int_eq(weft_array_type(a), map[i].t);
@@ -361,8 +370,8 @@ START_TEST(dtypes)
             ck_assert_int_eq(p.deleted, 1);
         }
         /* a tuple exports leaf by leaf */
-        weft_type tt = weft_type_tuple(ctx, 2, (const weft_type[]){WEFT_I32,
-                                                                   WEFT_F64});
+        weft_type tt =
+            weft_type_tuple(ctx, 2, (const weft_type[]){WEFT_I32, WEFT_F64});
         weft_array *a;
         TU_OK(weft_array_create(ctx, tt, 1, TU_SH(5), &a));
         dl_managed *o;
@@ -373,7 +382,8 @@ START_TEST(dtypes)
         o->deleter(o);
         TU_STATUS(WEFT_ERR_INVALID_ARGUMENT, weft_array_to_dlpack(a, 2, 1, &o));
         ck_assert_ptr_null(o);
-        TU_STATUS(WEFT_ERR_INVALID_ARGUMENT, weft_array_to_dlpack(a, -1, 1, &o));
+        TU_STATUS(WEFT_ERR_INVALID_ARGUMENT,
+                  weft_array_to_dlpack(a, -1, 1, &o));
         TU_STATUS(WEFT_ERR_INVALID_ARGUMENT, weft_array_to_dlpack(a, 0, 3, &o));
         TU_STATUS(WEFT_ERR_NULL_ARGUMENT, weft_array_to_dlpack(NULL, 0, 1, &o));
         TU_STATUS(WEFT_ERR_NULL_ARGUMENT, weft_array_to_dlpack(a, 0, 1, NULL));
@@ -392,8 +402,8 @@ START_TEST(strides)
         producer p;
         weft_array *a;
         /* compact strides given explicitly: in place */
-        dl_managed *t = make_tensor(&p, buf, KDL_CPU, DT_I32, 2, TU_SH(2, 3),
-                                    TU_SH(3, 1));
+        dl_managed *t =
+            make_tensor(&p, buf, KDL_CPU, DT_I32, 2, TU_SH(2, 3), TU_SH(3, 1));
         TU_OK(weft_array_from_dlpack(ctx, t, 0, &a));
         ck_assert_ptr_eq(weft_array_data(a, 0), buf);
         weft_array_release(a);
@@ -511,7 +521,8 @@ START_TEST(read_only)
         float buf[3] = {1, 2, 3}, dst[3] = {0};
         producer p, q;
         weft_array *x, *y, *r;
-        dl_managed *t = make_tensor(&p, buf, KDL_CPU, DT_F32, 1, TU_SH(3), NULL);
+        dl_managed *t =
+            make_tensor(&p, buf, KDL_CPU, DT_F32, 1, TU_SH(3), NULL);
         t->flags = DL_READ_ONLY;
         TU_OK(weft_array_from_dlpack(ctx, t, 0, &x));
         TU_OK(weft_run(exe, &x, 1, &r, 1)); /* an input: fine */
@@ -552,11 +563,11 @@ static weft_executable *three_exe(weft_context *ctx)
     weft_acc *x = weft_param(p, WEFT_F32, 1);
     weft_acc *y = weft_param(p, WEFT_I64, 2);
     weft_fun *f = weft_fun1(p, WEFT_F32);
-    weft_fun_return(f, weft_add(weft_mul(weft_arg(f, 0), weft_f32(p, 2)),
-                                weft_f32(p, 1)));
-    weft_acc *res[3] = {weft_map(f, x), x,
-                        weft_fold(tu_fun_op2(p, WEFT_OP_ADD, WEFT_I64),
-                                  weft_i64(p, 0), y)};
+    weft_fun_return(
+        f, weft_add(weft_mul(weft_arg(f, 0), weft_f32(p, 2)), weft_f32(p, 1)));
+    weft_acc *res[3] = {
+        weft_map(f, x), x,
+        weft_fold(tu_fun_op2(p, WEFT_OP_ADD, WEFT_I64), weft_i64(p, 0), y)};
     weft_executable *exe;
     TU_OK(weft_compile(p, res, 3, &exe));
     weft_program_free(p);
@@ -602,7 +613,8 @@ START_TEST(run_into)
         ck_assert_ptr_eq(weft_array_data(out[2], 0), sums);
         int64_t want[ROWS];
         for (int r = 0; r < ROWS; r++) {
-            want[r] = (int64_t)COLS * (r * COLS) + (int64_t)COLS * (COLS - 1) / 2;
+            want[r] =
+                (int64_t)COLS * (r * COLS) + (int64_t)COLS * (COLS - 1) / 2;
         }
         TU_CHECK_I(ctx, out[2], 0, 1, TU_SH(ROWS), want);
         /* weft_run itself allocates them: the count above can fail */
@@ -653,8 +665,8 @@ START_TEST(run_into_shared)
         for (int i = 0; i < N; i++) {
             xs[i] = (float)(i % 7);
         }
-        weft_array *in = tu_arr_host(ctx, WEFT_F32, 1, TU_SH(N),
-                                     (const void *[]){xs});
+        weft_array *in =
+            tu_arr_host(ctx, WEFT_F32, 1, TU_SH(N), (const void *[]){xs});
         weft_array *out[2];
         TU_OK(weft_array_wrap(ctx, WEFT_F32, 1, TU_SH(N), (void *[]){mine},
                               NULL, NULL, &out[0]));
@@ -683,8 +695,8 @@ START_TEST(run_into_refused)
         weft_context *ctx = open_ctx(backends[bi]);
         weft_executable *exe = affine_exe(ctx, 1);
         float xs[4] = {1, 2, 3, 4}, dst[5] = {9, 9, 9, 9, 9};
-        weft_array *x = tu_arr_host(ctx, WEFT_F32, 1, TU_SH(4),
-                                    (const void *[]){xs});
+        weft_array *x =
+            tu_arr_host(ctx, WEFT_F32, 1, TU_SH(4), (const void *[]){xs});
         weft_array *o5, *oi, *o2;
         TU_OK(weft_array_wrap(ctx, WEFT_F32, 1, TU_SH(5), (void *[]){dst}, NULL,
                               NULL, &o5));
@@ -711,7 +723,8 @@ START_TEST(run_into_refused)
         weft_array *o4;
         TU_OK(weft_array_create(ctx, WEFT_F32, 1, TU_SH(4), &o4));
         weft_array *twice[3] = {o4, o4, o2};
-        TU_STATUS(WEFT_ERR_INVALID_ARGUMENT, weft_run_into(ex3, in2, 2, twice, 3));
+        TU_STATUS(WEFT_ERR_INVALID_ARGUMENT,
+                  weft_run_into(ex3, in2, 2, twice, 3));
         weft_array_release(y);
         weft_array_release(o4);
         weft_executable_free(ex3);
@@ -740,7 +753,8 @@ START_TEST(no_device)
         ck_assert_int_eq(released, 0);
         TU_OK(weft_array_create(ctx, WEFT_F32, 1, TU_SH(4), &a));
         void *p = fake;
-        TU_STATUS(WEFT_ERR_BACKEND_UNAVAILABLE, weft_array_device_ptr(a, 0, &p));
+        TU_STATUS(WEFT_ERR_BACKEND_UNAVAILABLE,
+                  weft_array_device_ptr(a, 0, &p));
         ck_assert_ptr_null(p);
         dl_managed *o = (dl_managed *)&o;
         TU_STATUS(WEFT_ERR_BACKEND_UNAVAILABLE,
@@ -818,8 +832,8 @@ static void cu_open(void)
     }
     cu.lib = dlopen("libcuda.so.1", RTLD_NOW);
     ck_assert_msg(cu.lib != NULL, "%s", dlerror());
-#define CU_SYM(field, name)                                                  \
-    *(void **)&cu.field = dlsym(cu.lib, name);                               \
+#define CU_SYM(field, name)                                                    \
+    *(void **)&cu.field = dlsym(cu.lib, name);                                 \
     ck_assert_msg(cu.field != NULL, "no %s", name)
     CU_SYM(init, "cuInit");
     CU_SYM(device_get, "cuDeviceGet");
@@ -919,11 +933,13 @@ START_TEST(ptx_device)
                   N * sizeof(float)));
     for (int i = 0; i < N; i++) {
         float once = xs[i] * 2 + 1;
-        ck_assert_msg(back[i] == once * 2 + 1, "r[%d] = %g", i, (double)back[i]);
+        ck_assert_msg(back[i] == once * 2 + 1, "r[%d] = %g", i,
+                      (double)back[i]);
     }
     CU_OK(cu.dtoh(back, dout, N * sizeof(float)));
     for (int i = 0; i < N; i++) {
-        ck_assert_msg(back[i] == xs[i] * 2 + 1, "y[%d] = %g", i, (double)back[i]);
+        ck_assert_msg(back[i] == xs[i] * 2 + 1, "y[%d] = %g", i,
+                      (double)back[i]);
     }
     /* an explicit download into host buffers weft makes */
     expect_affine(y, xs, N);
@@ -956,8 +972,8 @@ START_TEST(ptx_dlpack_cuda)
     }
     uint64_t din = device_floats(xs, N);
     producer p;
-    dl_managed *t = make_tensor(&p, (void *)(uintptr_t)din, KDL_CUDA, DT_F32,
-                                1, TU_SH(N), NULL);
+    dl_managed *t = make_tensor(&p, (void *)(uintptr_t)din, KDL_CUDA, DT_F32, 1,
+                                TU_SH(N), NULL);
     t->dl_tensor.device.device_id = 7;
     weft_array *x, *r;
     TU_STATUS(WEFT_ERR_INVALID_ARGUMENT, weft_array_from_dlpack(ctx, t, 0, &x));
@@ -1055,7 +1071,8 @@ START_TEST(ptx_async)
     TU_OK(weft_array_wait(r));
     double t2 = now_ms();
     printf("ptx_async: weft_run returned after %.3f ms, weft_array_wait "
-           "after %.3f ms more\n", t1 - t0, t2 - t1);
+           "after %.3f ms more\n",
+           t1 - t0, t2 - t1);
     check_sin_rounds(r, N, 256); /* every element started from 0 */
     weft_array_release(r);
     weft_array_release(a);

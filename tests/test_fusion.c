@@ -104,9 +104,9 @@ static bool shape_same1(int s, int k, int64_t *sh)
 }
 
 /* Rank-2 shapes (rows, columns), with empty, single and long rows. */
-static const int64_t sizes2[][2] = {{0, 0},  {0, 5},   {5, 0},     {1, 1},
-                                    {3, 7},  {17, 31}, {1, 100003}, {1009, 3},
-                                    {211, 1601}};
+static const int64_t sizes2[][2] = {{0, 0},      {0, 5},    {5, 0},
+                                    {1, 1},      {3, 7},    {17, 31},
+                                    {1, 100003}, {1009, 3}, {211, 1601}};
 #define NSIZES2 ((int)(sizeof sizes2 / sizeof sizes2[0]))
 
 static bool shape_same2(int s, int k, int64_t *sh)
@@ -217,8 +217,8 @@ static void make_inputs(const fcase *c, int s, side *sides, int nsides,
             tu_rng_buffer(&rng, c->in[k].type, n, c->in[k].lo, c->in[k].hi);
         const void *data[1] = {buf};
         for (int j = 0; j < nsides; j++) {
-            in[j][k] = tu_arr_host(sides[j].ctx, c->in[k].type,
-                                   c->in[k].rank, sh, data);
+            in[j][k] = tu_arr_host(sides[j].ctx, c->in[k].type, c->in[k].rank,
+                                   sh, data);
         }
         free(buf);
     }
@@ -342,8 +342,8 @@ END_TEST
 static int build_map_map(weft_program *p, weft_acc *const *x, weft_acc **res)
 {
     weft_fun *g = weft_fun1(p, WEFT_I32);
-    weft_fun_return(g, weft_add(weft_mul(weft_arg(g, 0), weft_i32(p, 3)),
-                                weft_i32(p, 1)));
+    weft_fun_return(
+        g, weft_add(weft_mul(weft_arg(g, 0), weft_i32(p, 3)), weft_i32(p, 1)));
     weft_fun *f = weft_fun1(p, WEFT_I32);
     weft_exp *a = weft_arg(f, 0);
     weft_fun_return(f, weft_sub(weft_bxor(a, weft_i32(p, 0x55)),
@@ -407,12 +407,11 @@ END_TEST
 /* ---- a producer used twice ----------------------------------------------- */
 
 /* ys = map (\x -> 2x + 1) xs; zipWith (+) ys (map (\y -> y * y) ys) */
-static int build_twice_zip(weft_program *p, weft_acc *const *x,
-                           weft_acc **res)
+static int build_twice_zip(weft_program *p, weft_acc *const *x, weft_acc **res)
 {
     weft_fun *g = weft_fun1(p, WEFT_I32);
-    weft_fun_return(g, weft_add(weft_mul(weft_arg(g, 0), weft_i32(p, 2)),
-                                weft_i32(p, 1)));
+    weft_fun_return(
+        g, weft_add(weft_mul(weft_arg(g, 0), weft_i32(p, 2)), weft_i32(p, 1)));
     weft_acc *ys = weft_map(g, x[0]);
     weft_fun *sq = weft_fun1(p, WEFT_I32);
     weft_fun_return(sq, weft_mul(weft_arg(sq, 0), weft_arg(sq, 0)));
@@ -421,8 +420,7 @@ static int build_twice_zip(weft_program *p, weft_acc *const *x,
 }
 
 /* ys = map (\x -> x - 7) xs; results ys and fold (+) 0 ys */
-static int build_twice_fold(weft_program *p, weft_acc *const *x,
-                            weft_acc **res)
+static int build_twice_fold(weft_program *p, weft_acc *const *x, weft_acc **res)
 {
     weft_fun *g = weft_fun1(p, WEFT_I32);
     weft_fun_return(g, weft_sub(weft_arg(g, 0), weft_i32(p, 7)));
@@ -461,8 +459,7 @@ static void check_let_manifest(const char *name, const char *plan)
         }
         l = end ? end + 1 : NULL;
     }
-    ck_assert_msg(found, "%s: no `let ... = map` in the plan:\n%s", name,
-                  plan);
+    ck_assert_msg(found, "%s: no `let ... = map` in the plan:\n%s", name, plan);
 }
 
 START_TEST(used_twice)
@@ -485,8 +482,8 @@ START_TEST(used_twice)
                   "%s: no kernel of its own for ys; plan:\n%s", c.name,
                   sd.plan);
     ck_assert_msg(strstr(sd.plan, "fused map") != NULL,
-                  "%s: map sq is not fused into the zipWith; plan:\n%s",
-                  c.name, sd.plan);
+                  "%s: map sq is not fused into the zipWith; plan:\n%s", c.name,
+                  sd.plan);
     side_close(&sd);
 
     /* ys returned and folded: a kernel for ys and one for the fold. */
@@ -561,10 +558,10 @@ static weft_exp *bs_cnd(weft_program *p, weft_exp *d)
 {
     static const float coeff[5] = {0.31938153f, -0.356563782f, 1.781477937f,
                                    -1.821255978f, 1.330274429f};
-    weft_exp *k = weft_fdiv(
-        weft_f32(p, 1),
-        weft_add(weft_f32(p, 1), weft_mul(weft_f32(p, 0.2316419f),
-                                          weft_abs(d))));
+    weft_exp *k =
+        weft_fdiv(weft_f32(p, 1),
+                  weft_add(weft_f32(p, 1),
+                           weft_mul(weft_f32(p, 0.2316419f), weft_abs(d))));
     weft_exp *poly = weft_f32(p, coeff[4]);
     for (int i = 3; i >= 0; i--) {
         poly = weft_add(weft_f32(p, coeff[i]), weft_mul(k, poly));
@@ -587,10 +584,10 @@ static int build_black_scholes(weft_program *p, weft_acc *const *x,
     weft_exp *r = weft_f32(p, BS_RISKFREE), *v = weft_f32(p, BS_VOLATILITY);
     weft_exp *v_sqrtt = weft_mul(v, weft_sqrt(t));
     weft_exp *d1 = weft_fdiv(
-        weft_add(weft_log(weft_fdiv(s, k)),
-                 weft_mul(weft_add(r, weft_mul(weft_f32(p, 0.5f),
-                                               weft_mul(v, v))),
-                          t)),
+        weft_add(
+            weft_log(weft_fdiv(s, k)),
+            weft_mul(weft_add(r, weft_mul(weft_f32(p, 0.5f), weft_mul(v, v))),
+                     t)),
         v_sqrtt);
     weft_exp *d2 = weft_sub(d1, v_sqrtt);
     weft_exp *c1 = bs_cnd(p, d1), *c2 = bs_cnd(p, d2);
@@ -649,25 +646,25 @@ static int build_chain(weft_program *p, weft_acc *const *x, weft_acc **res)
     weft_fun *gf = weft_fun1(p, WEFT_DIM(2));
     weft_exp *i = weft_get(weft_arg(gf, 0), 0);
     weft_exp *j = weft_get(weft_arg(gf, 0), 1);
-    weft_exp *v = weft_sub(
-        weft_mod(weft_add(weft_mul(i, weft_i64(p, 7)),
-                          weft_mul(j, weft_i64(p, 3))),
-                 weft_i64(p, 11)),
-        weft_i64(p, 5));
+    weft_exp *v = weft_sub(weft_mod(weft_add(weft_mul(i, weft_i64(p, 7)),
+                                             weft_mul(j, weft_i64(p, 3))),
+                                    weft_i64(p, 11)),
+                           weft_i64(p, 5));
     weft_fun_return(gf, weft_convert(v, WEFT_I32));
     weft_acc *gen = weft_generate(weft_shape(x[0]), gf);
     weft_acc *prod = weft_zipwith(fun_mul(p, WEFT_I32), gen, x[1]);
     weft_fun *inc = weft_fun1(p, WEFT_I32);
     weft_fun_return(inc, weft_add(weft_arg(inc, 0), weft_i32(p, 1)));
-    res[0] = weft_fold(fun_add(p, WEFT_I32), weft_i32(p, 0),
-                       weft_map(inc, prod));
+    res[0] =
+        weft_fold(fun_add(p, WEFT_I32), weft_i32(p, 0), weft_map(inc, prod));
     return 1;
 }
 
 /* (zs, xs) shapes: each pair differs in both dimensions or in one. */
 static const int64_t chain_shapes[][2][2] = {
-    {{0, 0}, {3, 4}},       {{3, 4}, {0, 0}},       {{1, 1}, {1, 1}},
-    {{5, 9}, {7, 3}},       {{7, 3}, {5, 9}},       {{13, 17}, {13, 17}},
+    {{0, 0}, {3, 4}},          {{3, 4}, {0, 0}},
+    {{1, 1}, {1, 1}},          {{5, 9}, {7, 3}},
+    {{7, 3}, {5, 9}},          {{13, 17}, {13, 17}},
     {{2, 100003}, {3, 99991}}, {{1031, 977}, {1024, 1009}},
     {{150, 3000}, {151, 2999}}};
 
@@ -746,9 +743,8 @@ static void expect_status(const fcase *c, int64_t n, weft_status want)
         weft_array *out[MAX_OUT] = {(weft_array *)1};
         weft_status st = weft_run(sd[j].exe, &in, 1, out, sd[j].nout);
         ck_assert_msg(st == want, "%s (%s) n=%lld: %s (%s), expected %s",
-                      c->name, sd[j].what, (long long)n,
-                      weft_status_name(st), weft_last_error(),
-                      weft_status_name(want));
+                      c->name, sd[j].what, (long long)n, weft_status_name(st),
+                      weft_last_error(), weft_status_name(want));
         if (st != WEFT_OK) {
             ck_assert_msg(out[0] == NULL, "%s (%s): an output after failure",
                           c->name, sd[j].what);
@@ -838,8 +834,8 @@ static int build_hist(weft_program *p, weft_acc *const *x, weft_acc **res)
     weft_fun_return(one, weft_i32(p, 1));
     weft_acc *ones = weft_generate(weft_shape(x[0]), one);
     weft_fun *ix = weft_fun1(p, WEFT_DIM(1));
-    weft_fun_return(ix, weft_index1(weft_convert(
-                            weft_at(x[0], weft_arg(ix, 0)), WEFT_I64)));
+    weft_fun_return(ix, weft_index1(weft_convert(weft_at(x[0], weft_arg(ix, 0)),
+                                                 WEFT_I64)));
     res[0] = weft_permute(fun_add(p, WEFT_I32), def, ix, ones);
     return 1;
 }
@@ -897,29 +893,29 @@ static int build_kmeans_step(weft_program *p, weft_acc *const *x,
     weft_exp *k[1] = {weft_i64(p, 16)};
     weft_acc *zeros = weft_generate(weft_index(p, 1, k), zero);
     weft_fun *to = weft_fun1(p, WEFT_DIM(1));
-    weft_fun_return(to, weft_index1(weft_convert(
-                            weft_at(x[2], weft_arg(to, 0)), WEFT_I64)));
+    weft_fun_return(to, weft_index1(weft_convert(weft_at(x[2], weft_arg(to, 0)),
+                                                 WEFT_I64)));
     res[0] = weft_permute(fun_add(p, WEFT_F32), zeros, to, x[0]);
     res[1] = weft_permute(fun_add(p, WEFT_F32), zeros, to, x[1]);
     weft_acc *init[4] = {x[2], x[3], weft_unit(weft_i32(p, 0)),
                          weft_unit(weft_i32(p, 0))};
     weft_acc *s0 = weft_atuple(p, 4, init);
     weft_afun *cond = weft_afun_like(s0);
-    weft_afun_return(cond, weft_unit(weft_lt(
-                               weft_the(weft_aget(weft_afun_arg(cond), 2)),
-                               weft_i32(p, 1))));
+    weft_afun_return(
+        cond, weft_unit(weft_lt(weft_the(weft_aget(weft_afun_arg(cond), 2)),
+                                weft_i32(p, 1))));
     weft_afun *body = weft_afun_like(s0);
     weft_acc *st = weft_afun_arg(body);
     weft_fun *differ = weft_fun2(p, WEFT_I32, WEFT_I32);
-    weft_fun_return(differ, weft_convert(weft_ne(weft_arg(differ, 0),
-                                                  weft_arg(differ, 1)),
-                                         WEFT_I32));
+    weft_fun_return(
+        differ, weft_convert(weft_ne(weft_arg(differ, 0), weft_arg(differ, 1)),
+                             WEFT_I32));
     weft_acc *next[4] = {
         weft_aget(st, 0), weft_aget(st, 0),
         weft_unit(weft_add(weft_the(weft_aget(st, 2)), weft_i32(p, 1))),
-        weft_fold_all(fun_add(p, WEFT_I32), weft_i32(p, 0),
-                      weft_zipwith(differ, weft_aget(st, 0),
-                                   weft_aget(st, 1)))};
+        weft_fold_all(
+            fun_add(p, WEFT_I32), weft_i32(p, 0),
+            weft_zipwith(differ, weft_aget(st, 0), weft_aget(st, 1)))};
     weft_afun_return(body, weft_atuple(p, 4, next));
     res[2] = weft_aget(weft_awhile(cond, body, s0), 3);
     return 3;
@@ -968,8 +964,8 @@ static weft_acc *perm16(weft_program *p, int op, weft_type t, weft_exp *init,
     weft_fun *def = weft_fun1(p, WEFT_DIM(1));
     weft_fun_return(def, init);
     weft_fun *to = weft_fun1(p, WEFT_DIM(1));
-    weft_fun_return(to, weft_index1(weft_convert(
-                            weft_at(a, weft_arg(to, 0)), WEFT_I64)));
+    weft_fun_return(
+        to, weft_index1(weft_convert(weft_at(a, weft_arg(to, 0)), WEFT_I64)));
     return weft_permute(tu_fun_op2(p, op, t),
                         weft_generate(weft_index(p, 1, k), def), to, src);
 }
@@ -986,23 +982,22 @@ static weft_acc *ones_like(weft_program *p, weft_acc *a)
 static weft_fun *fun_plus_count(weft_program *p)
 {
     weft_fun *f = weft_fun2(p, WEFT_F32, WEFT_I32);
-    weft_fun_return(f, weft_add(weft_arg(f, 0),
-                                weft_convert(weft_arg(f, 1), WEFT_F32)));
+    weft_fun_return(
+        f, weft_add(weft_arg(f, 0), weft_convert(weft_arg(f, 1), WEFT_F32)));
     return f;
 }
 
-static int build_siblings(weft_program *p, weft_acc *const *x,
-                          weft_acc **res)
+static int build_siblings(weft_program *p, weft_acc *const *x, weft_acc **res)
 {
     weft_acc *sx = perm16(p, WEFT_OP_ADD, WEFT_F32, weft_f32(p, 0), x[2], x[0]);
     weft_acc *sy = perm16(p, WEFT_OP_ADD, WEFT_F32, weft_f32(p, 0), x[2], x[1]);
     weft_acc *cnt = perm16(p, WEFT_OP_ADD, WEFT_I32, weft_i32(p, 0), x[2],
                            ones_like(p, x[0]));
-    weft_acc *mx = perm16(p, WEFT_OP_MAX, WEFT_I32, weft_i32(p, -5000), x[2],
-                          x[3]);
+    weft_acc *mx =
+        perm16(p, WEFT_OP_MAX, WEFT_I32, weft_i32(p, -5000), x[2], x[3]);
     weft_fun *g = weft_fun2(p, WEFT_I32, WEFT_I32);
-    weft_fun_return(g, weft_add(weft_mul(weft_arg(g, 0), weft_i32(p, 3)),
-                                weft_arg(g, 1)));
+    weft_fun_return(
+        g, weft_add(weft_mul(weft_arg(g, 0), weft_i32(p, 3)), weft_arg(g, 1)));
     res[0] = weft_zipwith(fun_plus_count(p), sx, cnt);
     res[1] = weft_zipwith(fun_plus_count(p), sy, mx);
     res[2] = weft_zipwith(g, cnt, mx);

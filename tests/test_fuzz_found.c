@@ -26,10 +26,10 @@ static void shared_shape_and_index(weft_backend b, bool in_bounds)
     weft_exp *sh = weft_index1(weft_i64(p, 1));
     weft_acc *a = weft_generate(sh, g);
     /* in bounds: a !! (size sh - 1); out of bounds: a ! sh */
-    weft_exp *e = in_bounds
-                      ? weft_at_linear(a, weft_sub(weft_shape_size(sh),
-                                                   weft_i64(p, 1)))
-                      : weft_at(a, sh);
+    weft_exp *e =
+        in_bounds
+            ? weft_at_linear(a, weft_sub(weft_shape_size(sh), weft_i64(p, 1)))
+            : weft_at(a, sh);
     weft_acc *r = weft_unit(e);
     TU_PROGRAM_OK(p);
     weft_array *out[1] = {NULL};
@@ -75,25 +75,29 @@ static void failing_term_shared_by_hoisted_scan(weft_backend b)
     weft_fun_return(c, weft_lt(weft_get(weft_arg(c, 0), 0), weft_i32(p, 1)));
     weft_fun *body = weft_fun1(p, st);
     weft_exp *bx = weft_arg(body, 0);
-    weft_fun_return(body, weft_tuple(p, 2, (weft_exp *[]){
-                        weft_add(weft_get(bx, 0), weft_i32(p, 1)),
-                        weft_get(bx, 1)}));
-    weft_exp *x = weft_get(
-        weft_while(c, body, weft_tuple(p, 2, (weft_exp *[]){
-                                           weft_i32(p, 0), weft_f32(p, 3.0f)})),
-        1);
+    weft_fun_return(body, weft_tuple(p, 2,
+                                     (weft_exp *[]){weft_add(weft_get(bx, 0),
+                                                             weft_i32(p, 1)),
+                                                    weft_get(bx, 1)}));
+    weft_exp *x =
+        weft_get(weft_while(c, body,
+                            weft_tuple(p, 2,
+                                       (weft_exp *[]){weft_i32(p, 0),
+                                                      weft_f32(p, 3.0f)})),
+                 1);
     weft_exp *hi = weft_lt(x, weft_f32(p, 100.0f));
     weft_exp *ok = weft_and(weft_ge(x, weft_f32(p, -100.0f)), hi);
     weft_exp *k = weft_cond(ok, weft_convert(x, WEFT_I64), weft_i64(p, -2));
     weft_fun *add = tu_fun_op2(p, WEFT_OP_ADD, WEFT_I64);
-    weft_array *xs = tu_arr_i(u.ctx, WEFT_I64, 1, TU_SH(5), TU_I(1, 2, 3, 4, 5));
+    weft_array *xs =
+        tu_arr_i(u.ctx, WEFT_I64, 1, TU_SH(5), TU_I(1, 2, 3, 4, 5));
     weft_acc *totals = weft_aget(weft_scanl_(add, k, weft_use(p, xs)), 1);
     weft_array_release(xs);
     weft_fun *f = weft_fun1(p, WEFT_BOOL);
     weft_exp *at = weft_at_linear(weft_unit(weft_the(totals)),
                                   weft_sub(k, weft_i64(p, 3)));
-    weft_fun_return(f, weft_cond(weft_arg(f, 0), weft_ne(at, weft_i64(p, 0)),
-                                 hi));
+    weft_fun_return(f,
+                    weft_cond(weft_arg(f, 0), weft_ne(at, weft_i64(p, 0)), hi));
     weft_array *flags = tu_arr_i(u.ctx, WEFT_BOOL, 1, TU_SH(2), TU_I(1, 0));
     weft_acc *r = weft_map(f, weft_use(p, flags));
     weft_array_release(flags);

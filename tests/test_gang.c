@@ -64,7 +64,7 @@ static void k_sum(int64_t start, int64_t end, const void *args)
 typedef struct count_args {
     atomic_int *count; /* runs per element */
     int64_t n;
-    atomic_int bad;    /* calls with a range outside [0, n) */
+    atomic_int bad; /* calls with a range outside [0, n) */
 } count_args;
 
 static void k_count(int64_t start, int64_t end, const void *args)
@@ -183,8 +183,7 @@ START_TEST(test_unbalanced)
     int64_t grains[] = {1, 16, 0};
     for (size_t gi = 0; gi < 3; gi++) {
         memset(out, 0, (size_t)n * sizeof *out);
-        ck_assert_int_eq(cpu_gang_run(g, k_heavy, &a, n, grains[gi]),
-                         WEFT_OK);
+        ck_assert_int_eq(cpu_gang_run(g, k_heavy, &a, n, grains[gi]), WEFT_OK);
         int64_t wrong = -1;
         for (int64_t i = 0; i < n && wrong < 0; i++) {
             if (out[i] != heavy_value(i)) {
@@ -213,8 +212,8 @@ static void *host_main(void *p)
         int64_t grain = 1 + (r + h->seed) % 50;
         _Atomic int64_t acc;
         atomic_init(&acc, 0);
-        if (cpu_gang_run(h->g, k_sum, &acc, n, grain) != WEFT_OK
-            || atomic_load(&acc) != n * (n - 1) / 2) {
+        if (cpu_gang_run(h->g, k_sum, &acc, n, grain) != WEFT_OK ||
+            atomic_load(&acc) != n * (n - 1) / 2) {
             h->failures++;
         }
     }
@@ -407,8 +406,10 @@ START_TEST(test_phases_scan)
                 wrong = i;
             }
         }
-        ck_assert_msg(wrong < 0, "chunk %lld: element %lld is %lld, "
-                      "expected %lld", (long long)chunk, (long long)wrong,
+        ck_assert_msg(wrong < 0,
+                      "chunk %lld: element %lld is %lld, "
+                      "expected %lld",
+                      (long long)chunk, (long long)wrong,
                       (long long)(wrong < 0 ? 0 : out[wrong]), (long long)s);
         free(a.sums);
     }
@@ -448,8 +449,8 @@ START_TEST(test_many_phases)
     cpu_phase ph[P + 1];
     for (int p = 0; p < P; p++) {
         a[p] = (step_args){.v = v, .p = p, .bad = &bad};
-        ph[p] = (cpu_phase){.kernel = k_step, .args = &a[p], .n = N,
-                            .grain = 1 + p * 13};
+        ph[p] = (cpu_phase){
+            .kernel = k_step, .args = &a[p], .n = N, .grain = 1 + p * 13};
     }
     /* An empty phase in the middle does nothing. */
     ph[P] = ph[P - 1];
@@ -534,8 +535,8 @@ static void k_nest(int64_t start, int64_t end, const void *args)
     nest_args *a = (nest_args *)args;
     for (int64_t i = start; i < end; i++) {
         int id = cpu_gang_worker_id();
-        if (cpu_gang_run(a->g, k_sum, &a->acc, 100, 1) != WEFT_OK
-            || cpu_gang_worker_id() != id) {
+        if (cpu_gang_run(a->g, k_sum, &a->acc, 100, 1) != WEFT_OK ||
+            cpu_gang_worker_id() != id) {
             atomic_fetch_add(&a->bad, 1);
         }
     }
@@ -641,12 +642,12 @@ static Suite *gang_suite(void)
 {
     Suite *s = suite_create("gang");
     /* One case per test, so that CK_RUN_CASE can pick one. */
-#define ADD(t)                                                               \
-    do {                                                                     \
-        TCase *tc = tcase_create(#t);                                        \
-        tcase_set_timeout(tc, 600);                                          \
-        tcase_add_test(tc, t);                                               \
-        suite_add_tcase(s, tc);                                              \
+#define ADD(t)                                                                 \
+    do {                                                                       \
+        TCase *tc = tcase_create(#t);                                          \
+        tcase_set_timeout(tc, 600);                                            \
+        tcase_add_test(tc, t);                                                 \
+        suite_add_tcase(s, tc);                                                \
     } while (0)
     ADD(test_every_element_once);
     ADD(test_many_tiny_jobs);

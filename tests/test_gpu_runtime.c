@@ -123,8 +123,8 @@ START_TEST(open_without_driver)
         if (!h) {
             ck_assert_msg(strstr(msg, "libcuda.so.1") != NULL, "%s", msg);
         } else {
-            ck_assert_msg(strstr(msg, "device") || strstr(msg, "driver"),
-                          "%s", msg);
+            ck_assert_msg(strstr(msg, "device") || strstr(msg, "driver"), "%s",
+                          msg);
         }
     }
     gpu_mem_close(NULL);
@@ -290,8 +290,7 @@ START_TEST(mirror)
     }
     weft_array *b = NULL;
     void *data[1] = {xs};
-    TU_OK(weft_array_wrap(ctx, WEFT_I64, 1, TU_SH(1000), data, NULL, NULL,
-                          &b));
+    TU_OK(weft_array_wrap(ctx, WEFT_I64, 1, TU_SH(1000), data, NULL, NULL, &b));
     s0 = stats(d);
     uint64_t pb = 0;
     TU_OK(gpu_array_in(d, b, &pb, WHO));
@@ -401,52 +400,51 @@ END_TEST
 
 /* ---- modules and launches ----------------------------------------------- */
 
-static const char ptx_ok[] =
-    ".version 7.8\n"
-    ".target sm_70\n"
-    ".address_size 64\n"
-    "\n"
-    ".visible .entry weft_store(\n"
-    "    .param .u64 weft_store_p\n"
-    ")\n"
-    "{\n"
-    "    .reg .b32 %r<2>;\n"
-    "    .reg .b64 %rd<3>;\n"
-    "    ld.param.u64 %rd1, [weft_store_p];\n"
-    "    cvta.to.global.u64 %rd2, %rd1;\n"
-    "    mov.u32 %r1, 12345;\n"
-    "    st.global.u32 [%rd2], %r1;\n"
-    "    ret;\n"
-    "}\n"
-    "\n"
-    ".visible .entry weft_iota(\n"
-    "    .param .u64 weft_iota_p,\n"
-    "    .param .u32 weft_iota_n\n"
-    ")\n"
-    "{\n"
-    "    .reg .pred %p<2>;\n"
-    "    .reg .b32 %r<8>;\n"
-    "    .reg .b64 %rd<5>;\n"
-    "    ld.param.u64 %rd1, [weft_iota_p];\n"
-    "    ld.param.u32 %r1, [weft_iota_n];\n"
-    "    cvta.to.global.u64 %rd2, %rd1;\n"
-    "    mov.u32 %r2, %ntid.x;\n"
-    "    mov.u32 %r3, %ctaid.x;\n"
-    "    mov.u32 %r4, %tid.x;\n"
-    "    mad.lo.s32 %r5, %r3, %r2, %r4;\n"
-    "    mov.u32 %r6, %nctaid.x;\n"
-    "    mul.lo.s32 %r7, %r6, %r2;\n"
-    "LOOP:\n"
-    "    setp.ge.u32 %p1, %r5, %r1;\n"
-    "    @%p1 bra DONE;\n"
-    "    mul.wide.u32 %rd3, %r5, 4;\n"
-    "    add.s64 %rd4, %rd2, %rd3;\n"
-    "    st.global.u32 [%rd4], %r5;\n"
-    "    add.s32 %r5, %r5, %r7;\n"
-    "    bra LOOP;\n"
-    "DONE:\n"
-    "    ret;\n"
-    "}\n";
+static const char ptx_ok[] = ".version 7.8\n"
+                             ".target sm_70\n"
+                             ".address_size 64\n"
+                             "\n"
+                             ".visible .entry weft_store(\n"
+                             "    .param .u64 weft_store_p\n"
+                             ")\n"
+                             "{\n"
+                             "    .reg .b32 %r<2>;\n"
+                             "    .reg .b64 %rd<3>;\n"
+                             "    ld.param.u64 %rd1, [weft_store_p];\n"
+                             "    cvta.to.global.u64 %rd2, %rd1;\n"
+                             "    mov.u32 %r1, 12345;\n"
+                             "    st.global.u32 [%rd2], %r1;\n"
+                             "    ret;\n"
+                             "}\n"
+                             "\n"
+                             ".visible .entry weft_iota(\n"
+                             "    .param .u64 weft_iota_p,\n"
+                             "    .param .u32 weft_iota_n\n"
+                             ")\n"
+                             "{\n"
+                             "    .reg .pred %p<2>;\n"
+                             "    .reg .b32 %r<8>;\n"
+                             "    .reg .b64 %rd<5>;\n"
+                             "    ld.param.u64 %rd1, [weft_iota_p];\n"
+                             "    ld.param.u32 %r1, [weft_iota_n];\n"
+                             "    cvta.to.global.u64 %rd2, %rd1;\n"
+                             "    mov.u32 %r2, %ntid.x;\n"
+                             "    mov.u32 %r3, %ctaid.x;\n"
+                             "    mov.u32 %r4, %tid.x;\n"
+                             "    mad.lo.s32 %r5, %r3, %r2, %r4;\n"
+                             "    mov.u32 %r6, %nctaid.x;\n"
+                             "    mul.lo.s32 %r7, %r6, %r2;\n"
+                             "LOOP:\n"
+                             "    setp.ge.u32 %p1, %r5, %r1;\n"
+                             "    @%p1 bra DONE;\n"
+                             "    mul.wide.u32 %rd3, %r5, 4;\n"
+                             "    add.s64 %rd4, %rd2, %rd3;\n"
+                             "    st.global.u32 [%rd4], %r5;\n"
+                             "    add.s32 %r5, %r5, %r7;\n"
+                             "    bra LOOP;\n"
+                             "DONE:\n"
+                             "    ret;\n"
+                             "}\n";
 
 static const char ptx_bad[] = ".version 7.8\n"
                               ".target sm_70\n"
@@ -572,15 +570,14 @@ START_TEST(ptx_syntax_error)
 {
     gpu_dev *d = open_dev(NULL);
     gpu_module *m = (gpu_module *)d;
-    TU_STATUS(WEFT_ERR_DEVICE, gpu_module_load(d, ptx_bad, strlen(ptx_bad),
-                                               -1, "test", WHO, &m));
+    TU_STATUS(WEFT_ERR_DEVICE, gpu_module_load(d, ptx_bad, strlen(ptx_bad), -1,
+                                               "test", WHO, &m));
     ck_assert_ptr_null(m);
     const char *msg = weft_last_error();
     printf("test_gpu_runtime: PTX error: %s\n", msg);
-    ck_assert_msg(strncmp(msg, "weft_run: cuModuleLoadDataEx: ", 30) == 0,
-                  "%s", msg);
-    ck_assert_msg(strstr(msg, "frobnicate") || strstr(msg, "line"), "%s",
+    ck_assert_msg(strncmp(msg, "weft_run: cuModuleLoadDataEx: ", 30) == 0, "%s",
                   msg);
+    ck_assert_msg(strstr(msg, "frobnicate") || strstr(msg, "line"), "%s", msg);
     ck_assert_ptr_null(strchr(msg, '\n'));
     /* The device is still fine. */
     uint64_t p = 0;
@@ -603,16 +600,14 @@ START_TEST(trap_names_the_kernel)
 {
     gpu_dev *d = open_dev(NULL);
     gpu_module *m = NULL;
-    TU_OK(gpu_module_load(d, ptx_trap, strlen(ptx_trap), -1, "test", WHO,
-                          &m));
+    TU_OK(gpu_module_load(d, ptx_trap, strlen(ptx_trap), -1, "test", WHO, &m));
     gpu_fn f;
     TU_OK(gpu_module_fn(d, m, "weft_trap", 0, 0, &f));
     TU_OK(gpu_launch(d, &f, 1, 32, 0, NULL, WHO));
     TU_STATUS(WEFT_ERR_DEVICE, gpu_sync(d, WHO));
     const char *msg = weft_last_error();
     printf("test_gpu_runtime: trap: %s\n", msg);
-    ck_assert_msg(strncmp(msg, "weft_run: kernel weft_trap failed: ", 35) ==
-                      0,
+    ck_assert_msg(strncmp(msg, "weft_run: kernel weft_trap failed: ", 35) == 0,
                   "%s", msg);
     /* Sticky: the context stays broken. */
     uint64_t p = 0;

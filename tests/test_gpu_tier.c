@@ -111,8 +111,8 @@ START_TEST(counts)
     weft_fun *c = weft_fun1(p, WEFT_I64);
     weft_fun_return(c, weft_lt(weft_arg(c, 0), weft_i64(p, 100)));
     weft_fun *b = weft_fun1(p, WEFT_I64);
-    weft_fun_return(b, weft_add(weft_mul(weft_arg(b, 0), weft_i64(p, 2)),
-                                weft_i64(p, 1)));
+    weft_fun_return(
+        b, weft_add(weft_mul(weft_arg(b, 0), weft_i64(p, 2)), weft_i64(p, 1)));
     weft_fun *f = weft_fun1(p, WEFT_I64);
     weft_fun_return(f, weft_while(c, b, weft_arg(f, 0)));
     weft_acc *r = weft_map(f, weft_param(p, WEFT_I64, 1));
@@ -207,8 +207,7 @@ START_TEST(two_contexts)
     weft_context *ctx[2] = {open_sm90(0), open_sm90(0)};
     pthread_t th[2];
     for (int i = 0; i < 2; i++) {
-        ck_assert_int_eq(pthread_create(&th[i], NULL, compile_main, ctx[i]),
-                         0);
+        ck_assert_int_eq(pthread_create(&th[i], NULL, compile_main, ctx[i]), 0);
     }
     for (int i = 0; i < 2; i++) {
         void *r;
@@ -236,12 +235,12 @@ static void overlap_hook(void)
 {
     int now = __atomic_add_fetch(&building, 1, __ATOMIC_SEQ_CST);
     int most = __atomic_load_n(&most_building, __ATOMIC_SEQ_CST);
-    while (now > most && !__atomic_compare_exchange_n(
-                             &most_building, &most, now, false,
-                             __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+    while (now > most &&
+           !__atomic_compare_exchange_n(&most_building, &most, now, false,
+                                        __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
     }
-    for (int i = 0; i < 5000 &&
-                    __atomic_load_n(&most_building, __ATOMIC_SEQ_CST) < 2;
+    for (int i = 0;
+         i < 5000 && __atomic_load_n(&most_building, __ATOMIC_SEQ_CST) < 2;
          i++) {
         struct timespec ts = {0, 1000 * 1000};
         nanosleep(&ts, NULL);
@@ -251,7 +250,7 @@ static void overlap_hook(void)
 
 typedef struct compile_arg {
     weft_context *ctx;
-    int op;                     /* a unary float primitive */
+    int op; /* a unary float primitive */
     weft_status s;
 } compile_arg;
 

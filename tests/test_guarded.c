@@ -50,7 +50,8 @@ static void quot_in_two_conds(weft_backend b, bool built_twice)
     weft_fun_return(f, weft_add(a, c));
     weft_acc *r = weft_map(f, xs);
     TU_PROGRAM_OK(p);
-    weft_array *in[1] = {tu_arr_i(u.ctx, WEFT_I32, 1, TU_SH(3), TU_I(0, 5, -7))};
+    weft_array *in[1] = {
+        tu_arr_i(u.ctx, WEFT_I32, 1, TU_SH(3), TU_I(0, 5, -7))};
     weft_array *out[1] = {NULL};
     RUN(&u, b, &r, 1, in, 1, out);
     TU_CHECK_I(u.ctx, out[0], 0, 1, TU_SH(3), TU_I(1, 40, -28));
@@ -82,9 +83,9 @@ static void index_right_of_or(weft_backend b)
         weft_fun *f = weft_fun1(p, WEFT_DIM(1));
         weft_exp *i = weft_get(weft_arg(f, 0), 0);
         weft_exp *rhs = k == 0 ? weft_i64(p, 7) : i;
-        weft_exp *e = weft_or(weft_eq(weft_i64(p, 1),
-                                      weft_at_linear(v, weft_i64(p, 0))),
-                              weft_eq(weft_at_linear(v, weft_i64(p, -1)), rhs));
+        weft_exp *e =
+            weft_or(weft_eq(weft_i64(p, 1), weft_at_linear(v, weft_i64(p, 0))),
+                    weft_eq(weft_at_linear(v, weft_i64(p, -1)), rhs));
         weft_fun_return(f, e);
         rs[k] = weft_generate(weft_index1(weft_i64(p, 4)), f);
     }
@@ -155,8 +156,8 @@ static void quot_in_while_and_cond(weft_backend b)
     weft_exp *x = weft_arg(f, 0);
     weft_exp *q = weft_quot(weft_i32(p, 100), x);
     weft_fun *c = weft_fun1(p, WEFT_I32);
-    weft_fun_return(c, weft_and(weft_ne(x, weft_i32(p, 0)),
-                                weft_lt(weft_arg(c, 0), q)));
+    weft_fun_return(
+        c, weft_and(weft_ne(x, weft_i32(p, 0)), weft_lt(weft_arg(c, 0), q)));
     weft_fun *body = weft_fun1(p, WEFT_I32);
     weft_fun_return(body, weft_add(weft_arg(body, 0), weft_i32(p, 1)));
     weft_exp *a = weft_cond(weft_eq(x, weft_i32(p, 0)), weft_i32(p, 0), q);
@@ -195,8 +196,8 @@ static void quot_in_two_functions(weft_backend b, int64_t n)
     weft_exp *t = weft_quot(weft_i64(p, 100), weft_the(d));
     weft_fun *f = weft_fun1(p, WEFT_I64);
     weft_exp *x = weft_arg(f, 0);
-    weft_fun_return(f, weft_cond(weft_gt(x, weft_i64(p, 0)), t,
-                                 weft_i64(p, 0)));
+    weft_fun_return(f,
+                    weft_cond(weft_gt(x, weft_i64(p, 0)), t, weft_i64(p, 0)));
     weft_fun *g = weft_fun1(p, WEFT_I64);
     weft_exp *y = weft_arg(g, 0);
     weft_fun_return(g, weft_cond(weft_lt(y, weft_i64(p, 0)), weft_add(t, y),
@@ -236,9 +237,9 @@ static void quot_in_acond_branch(weft_backend b, int64_t dv, int64_t want)
     weft_exp *e = weft_quot(weft_i64(p, 100), weft_the(d));
     weft_fun *f = weft_fun1(p, WEFT_I64);
     weft_fun_return(f, weft_add(weft_arg(f, 0), e));
-    weft_acc *r = weft_acond(weft_ne(weft_the(d), weft_i64(p, 0)),
-                             weft_map(f, weft_unit(e)),
-                             weft_unit(weft_i64(p, 7)));
+    weft_acc *r =
+        weft_acond(weft_ne(weft_the(d), weft_i64(p, 0)),
+                   weft_map(f, weft_unit(e)), weft_unit(weft_i64(p, 7)));
     TU_PROGRAM_OK(p);
     weft_array *in[1] = {tu_arr_i(u.ctx, WEFT_I64, 0, NULL, &dv)};
     weft_array *out[1] = {NULL};

@@ -231,8 +231,8 @@ START_TEST(versions)
 #ifdef WEFT_PROJECT_VERSION
     /* project(VERSION) may omit the patch ("0.1" is 0.1.0). */
     int pv[3] = {0, 0, 0};
-    ck_assert_int_ge(sscanf(WEFT_PROJECT_VERSION, "%d.%d.%d", &pv[0], &pv[1],
-                            &pv[2]), 2);
+    ck_assert_int_ge(
+        sscanf(WEFT_PROJECT_VERSION, "%d.%d.%d", &pv[0], &pv[1], &pv[2]), 2);
     ck_assert_msg(pv[0] == ma && pv[1] == mi && pv[2] == pa,
                   "CMakeLists.txt project(VERSION %s) but weft.h says %s",
                   WEFT_PROJECT_VERSION, weft_version());
@@ -267,8 +267,8 @@ START_TEST(backend_available_agrees_with_create)
                           weft_last_error());
         } else {
             ck_assert_ptr_nonnull(why);
-            ck_assert_msg(strstr(why, "weft_backend_available: ") == why
-                              && strlen(why) > 30,
+            ck_assert_msg(strstr(why, "weft_backend_available: ") == why &&
+                              strlen(why) > 30,
                           "%s", why);
             ck_assert_int_eq(s, WEFT_ERR_BACKEND_UNAVAILABLE);
         }
@@ -350,7 +350,8 @@ START_TEST(libdevice_path)
     TU_STATUS(WEFT_ERR_INVALID_ARGUMENT, weft_libdevice_path(buf, 4));
     tu_remove_dir(dir);
     free(dir);
-    TU_STATUS(WEFT_ERR_BACKEND_UNAVAILABLE, weft_libdevice_path(buf, sizeof buf));
+    TU_STATUS(WEFT_ERR_BACKEND_UNAVAILABLE,
+              weft_libdevice_path(buf, sizeof buf));
     ck_assert_msg(strstr(weft_last_error(), file) != NULL, "%s",
                   weft_last_error());
     /* Without $WEFT_LIBDEVICE: found, or every path tried is named. */
@@ -364,7 +365,8 @@ START_TEST(libdevice_path)
                       weft_last_error());
     }
 #else
-    TU_STATUS(WEFT_ERR_BACKEND_UNAVAILABLE, weft_libdevice_path(buf, sizeof buf));
+    TU_STATUS(WEFT_ERR_BACKEND_UNAVAILABLE,
+              weft_libdevice_path(buf, sizeof buf));
 #endif
     tu_env_restore(env_names, NENV, saved);
 }
@@ -410,7 +412,8 @@ START_TEST(cache_max_from_environment)
             TU_OK(weft_context_create(&c, &ctx));
             weft_context_free(ctx);
         } else {
-            TU_STATUS(WEFT_ERR_INVALID_ARGUMENT, weft_cache_info_get(NULL, &ci));
+            TU_STATUS(WEFT_ERR_INVALID_ARGUMENT,
+                      weft_cache_info_get(NULL, &ci));
             ck_assert_msg(strstr(weft_last_error(), "WEFT_CACHE_MAX") != NULL,
                           "%s", weft_last_error());
             TU_STATUS(WEFT_ERR_INVALID_ARGUMENT, weft_context_create(&c, &ctx));

@@ -28,11 +28,11 @@ typedef struct kargs {
 
 typedef struct builder {
     atomic_int builds;
-    bool call_exp;       /* out = expf(a) + b */
+    bool call_exp;        /* out = expf(a) + b */
     const char *ext_name; /* with call_exp: call this instead of expf */
-    bool fail;           /* return an error instead of a module */
-    bool wrong_name;     /* define a function of another name */
-    int delay_ms;        /* sleep while building (to overlap requests) */
+    bool fail;            /* return an error instead of a module */
+    bool wrong_name;      /* define a function of another name */
+    int delay_ms;         /* sleep while building (to overlap requests) */
     char name[CPU_SYMBOL_MAX];
 } builder;
 
@@ -52,11 +52,13 @@ static weft_status build_add(void *user, LLVMContextRef c, LLVMModuleRef *out)
     LLVMTypeRef ptr = LLVMPointerTypeInContext(c, 0);
     LLVMTypeRef params[3] = {i64, i64, ptr};
     LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(c), params, 3, 0);
-    LLVMValueRef f = LLVMAddFunction(m, bd->wrong_name ? "other" : bd->name,
-                                     fty);
+    LLVMValueRef f =
+        LLVMAddFunction(m, bd->wrong_name ? "other" : bd->name, fty);
     LLVMTypeRef ety = LLVMFunctionType(f32, &f32, 1, 0);
-    LLVMValueRef expf_fn = bd->call_exp ? LLVMAddFunction(m, bd->ext_name ? bd->ext_name : "expf", ety)
-                                        : NULL;
+    LLVMValueRef expf_fn =
+        bd->call_exp
+            ? LLVMAddFunction(m, bd->ext_name ? bd->ext_name : "expf", ety)
+            : NULL;
     LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(c, f, "entry");
     LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(c, f, "loop");
     LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(c, f, "done");
@@ -74,18 +76,17 @@ static weft_status build_add(void *user, LLVMContextRef c, LLVMModuleRef *out)
                     done);
     LLVMPositionBuilderAtEnd(b, loop);
     LLVMValueRef i = LLVMBuildPhi(b, i64, "i");
-    LLVMValueRef x = LLVMBuildLoad2(b, f32,
-                                    LLVMBuildGEP2(b, f32, base[0], &i, 1, ""), "");
-    LLVMValueRef y = LLVMBuildLoad2(b, f32,
-                                    LLVMBuildGEP2(b, f32, base[1], &i, 1, ""), "");
+    LLVMValueRef x =
+        LLVMBuildLoad2(b, f32, LLVMBuildGEP2(b, f32, base[0], &i, 1, ""), "");
+    LLVMValueRef y =
+        LLVMBuildLoad2(b, f32, LLVMBuildGEP2(b, f32, base[1], &i, 1, ""), "");
     if (expf_fn) {
         x = LLVMBuildCall2(b, ety, expf_fn, &x, 1, "");
     }
     LLVMBuildStore(b, LLVMBuildFAdd(b, x, y, ""),
                    LLVMBuildGEP2(b, f32, base[2], &i, 1, ""));
     LLVMValueRef next = LLVMBuildAdd(b, i, LLVMConstInt(i64, 1, 0), "");
-    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, next, end, ""), loop,
-                    done);
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, next, end, ""), loop, done);
     LLVMValueRef in_v[2] = {start, next};
     LLVMBasicBlockRef in_b[2] = {entry, loop};
     LLVMAddIncoming(i, in_v, in_b, 2);
@@ -362,9 +363,10 @@ static void compile_for(const char *cpu, int width, char **asm_text,
                         char **vec_text)
 {
     char *dir = make_tmpdir();
-    cpu_jit_options o = {.cpu = cpu, .prefer_vector_width = width,
-                         .dump = CPU_DUMP_ASM | CPU_DUMP_VEC | CPU_DUMP_IR
-                                 | CPU_DUMP_OPT_IR,
+    cpu_jit_options o = {.cpu = cpu,
+                         .prefer_vector_width = width,
+                         .dump = CPU_DUMP_ASM | CPU_DUMP_VEC | CPU_DUMP_IR |
+                                 CPU_DUMP_OPT_IR,
                          .dump_dir = dir};
     cpu_jit *j = NULL;
     TU_OK(cpu_jit_create(NULL, &o, &j));
@@ -451,30 +453,30 @@ START_TEST(errors)
     builder bad = {.fail = true};
     kernel_key(j, "failing", key, &bad);
     const char *sym[2] = {bad.name, "x"};
-    TU_STATUS(WEFT_ERR_UNDEFINED, cpu_jit_get(j, key, build_add, &bad, sym, 1,
-                                              addr));
+    TU_STATUS(WEFT_ERR_UNDEFINED,
+              cpu_jit_get(j, key, build_add, &bad, sym, 1, addr));
     ck_assert_str_eq(weft_last_error(), "build_add: asked to fail");
-    TU_STATUS(WEFT_ERR_UNDEFINED, cpu_jit_get(j, key, build_add, &bad, sym, 1,
-                                              addr));
+    TU_STATUS(WEFT_ERR_UNDEFINED,
+              cpu_jit_get(j, key, build_add, &bad, sym, 1, addr));
     ck_assert_int_eq(atomic_load(&bad.builds), 2);
     /* ... and when the builder is fixed, it compiles. */
     bad.fail = false;
     TU_OK(cpu_jit_get(j, key, build_add, &bad, sym, 1, addr));
     check_kernel(addr[0], 17, false);
     /* The same key with another symbol count. */
-    TU_STATUS(WEFT_ERR_INVALID_ARGUMENT, cpu_jit_get(j, key, build_add, &bad,
-                                                     sym, 2, addr));
-    TU_STATUS(WEFT_ERR_INVALID_ARGUMENT, cpu_jit_get(j, key, build_add, &bad,
-                                                     sym, 0, addr));
-    TU_STATUS(WEFT_ERR_NULL_ARGUMENT, cpu_jit_get(j, key, NULL, &bad, sym, 1,
-                                                  addr));
+    TU_STATUS(WEFT_ERR_INVALID_ARGUMENT,
+              cpu_jit_get(j, key, build_add, &bad, sym, 2, addr));
+    TU_STATUS(WEFT_ERR_INVALID_ARGUMENT,
+              cpu_jit_get(j, key, build_add, &bad, sym, 0, addr));
+    TU_STATUS(WEFT_ERR_NULL_ARGUMENT,
+              cpu_jit_get(j, key, NULL, &bad, sym, 1, addr));
 
     /* A module without the asked-for function. */
     builder wrong = {.wrong_name = true};
     kernel_key(j, "wrong name", key, &wrong);
     sym[0] = wrong.name;
-    TU_STATUS(WEFT_ERR_INTERNAL, cpu_jit_get(j, key, build_add, &wrong, sym, 1,
-                                             addr));
+    TU_STATUS(WEFT_ERR_INTERNAL,
+              cpu_jit_get(j, key, build_add, &wrong, sym, 1, addr));
     ck_assert(strstr(weft_last_error(), "defines no function") != NULL);
 
     /* An undefined external symbol fails at link time, with a message. */
@@ -482,10 +484,11 @@ START_TEST(errors)
     kernel_key(j, "unresolved", key, &ext);
     sym[0] = ext.name;
     ext.ext_name = "weft_test_no_such_function";
-    TU_STATUS(WEFT_ERR_INTERNAL, cpu_jit_get(j, key, build_add, &ext, sym, 1,
-                                             addr));
-    ck_assert_msg(strstr(weft_last_error(), "weft_test_no_such_function")
-                  != NULL, "%s", weft_last_error());
+    TU_STATUS(WEFT_ERR_INTERNAL,
+              cpu_jit_get(j, key, build_add, &ext, sym, 1, addr));
+    ck_assert_msg(strstr(weft_last_error(), "weft_test_no_such_function") !=
+                      NULL,
+                  "%s", weft_last_error());
     /* The failed kernel left nothing behind: fixed, it links. */
     ext.ext_name = NULL;
     TU_OK(cpu_jit_get(j, key, build_add, &ext, sym, 1, addr));

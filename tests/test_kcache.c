@@ -26,9 +26,9 @@
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static rt_kcache cache;
-static int compiles;   /* under lock */
-static int waiting;    /* under lock: threads about to wait */
-static int token;      /* its address is the compiled value */
+static int compiles; /* under lock */
+static int waiting;  /* under lock: threads about to wait */
+static int token;    /* its address is the compiled value */
 
 static void key_of(int i, uint8_t key[32])
 {
@@ -88,8 +88,7 @@ START_TEST(one_compiles)
     pthread_t th[8];
     for (int i = 0; i < 8; i++) {
         key_of(7, r[i].key);
-        ck_assert_int_eq(pthread_create(&th[i], NULL, request_main, &r[i]),
-                         0);
+        ck_assert_int_eq(pthread_create(&th[i], NULL, request_main, &r[i]), 0);
     }
     for (int i = 0; i < 8; i++) {
         ck_assert_int_eq(pthread_join(th[i], NULL), 0);
@@ -117,8 +116,7 @@ START_TEST(failure_kept)
     pthread_t th[4];
     for (int i = 0; i < 4; i++) {
         memcpy(r[i].key, key, 32);
-        ck_assert_int_eq(pthread_create(&th[i], NULL, request_main, &r[i]),
-                         0);
+        ck_assert_int_eq(pthread_create(&th[i], NULL, request_main, &r[i]), 0);
     }
     /* a thread counts itself and waits in one hold of the lock: once all
      * four are counted, all four are waiting */

@@ -60,8 +60,7 @@ static const weft_backend backends[] = TU_BACKENDS;
 enum { NBACKEND = sizeof backends / sizeof backends[0] };
 
 /* Run r (one result) of u's program on in[0..nin-1] into *out. */
-static void run1(tu *u, weft_acc *r, weft_array **in, int nin,
-                 weft_array **out)
+static void run1(tu *u, weft_acc *r, weft_array **in, int nin, weft_array **out)
 {
     TU_PROGRAM_OK(u->p);
     TU_OK(tu_run(u->p, &r, 1, in, nin, out, 1));
@@ -83,8 +82,8 @@ START_TEST(wide_and_nested_tuples)
         ck_assert_ptr_nonnull(e);
         weft_fun_return(f, e);
         weft_acc *xs = weft_param(p, WEFT_I64, 1);
-        weft_array *in[1] = {tu_arr_i(u.ctx, WEFT_I64, 1, TU_SH(2),
-                                      TU_I(0, 1))};
+        weft_array *in[1] = {
+            tu_arr_i(u.ctx, WEFT_I64, 1, TU_SH(2), TU_I(0, 1))};
         weft_array *out[1] = {NULL};
         run1(&u, weft_map(f, xs), in, 1, out);
         /* sum over i of (x + i) = N x + N (N - 1) / 2 */
@@ -116,9 +115,9 @@ START_TEST(shared_chain)
     weft_acc *a = weft_param(p, WEFT_I64, 0);
     weft_fun *f = weft_fun1(p, WEFT_I64);
     weft_fun_return(f, gl_chain(p, weft_arg(f, 0), N, weft_the(a)));
-    weft_array *in[2] = {tu_arr_i(u.ctx, WEFT_I64, 0, NULL, TU_I(7)),
-                         tu_arr_i(u.ctx, WEFT_I64, 1, TU_SH(3),
-                                  TU_I(1, -2, 12345))};
+    weft_array *in[2] = {
+        tu_arr_i(u.ctx, WEFT_I64, 0, NULL, TU_I(7)),
+        tu_arr_i(u.ctx, WEFT_I64, 1, TU_SH(3), TU_I(1, -2, 12345))};
     weft_array *out[1] = {NULL};
     run1(&u, weft_map(f, weft_param(p, WEFT_I64, 1)), in, 2, out);
     int64_t want[3] = {1, -2, 12345};
@@ -160,15 +159,14 @@ START_TEST(unit_while)
         weft_exp *pair[2] = {weft_add(x, weft_i64(p, 1)), w};
         weft_fun_return(f, weft_tuple(p, 2, pair));
         weft_array *in[1] = {tu_arr_i(u.ctx, WEFT_I64, 1, TU_SH(20),
-                                      TU_I(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
-                                           11, 12, 13, 14, 15, 16, 17, 18,
-                                           19))};
+                                      TU_I(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11,
+                                           12, 13, 14, 15, 16, 17, 18, 19))};
         weft_array *out[1] = {NULL};
         run1(&u, weft_map(f, weft_param(p, WEFT_I64, 1)), in, 1, out);
         ck_assert_int_eq(weft_array_type(out[0]), pair_t);
         TU_CHECK_I(u.ctx, out[0], 0, 1, TU_SH(20),
-                   TU_I(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
-                        16, 17, 18, 19, 20));
+                   TU_I(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
+                        17, 18, 19, 20));
         weft_array_release(out[0]);
         weft_array_release(in[0]);
         tu_close(&u);
@@ -191,8 +189,7 @@ START_TEST(unit_generate_huge)
         run1(&u, g, NULL, 0, out);
         ck_assert_int_eq(weft_array_rank(out[0]), 1);
         ck_assert_int_eq(weft_array_size(out[0]), n);
-        ck_assert_int_eq(weft_type_leaves(u.ctx, weft_array_type(out[0])),
-                         0);
+        ck_assert_int_eq(weft_type_leaves(u.ctx, weft_array_type(out[0])), 0);
         weft_array_release(out[0]);
         tu_close(&u);
     }
@@ -208,8 +205,8 @@ START_TEST(interp_error_element)
     weft_fun *f = weft_fun1(p, WEFT_I32);
     weft_fun_return(f, weft_quot(weft_i32(p, 10), weft_arg(f, 0)));
     weft_acc *m = weft_map(f, weft_param(p, WEFT_I32, 1));
-    weft_array *in[1] = {tu_arr_i(u.ctx, WEFT_I32, 1, TU_SH(4),
-                                  TU_I(1, 2, 0, 4))};
+    weft_array *in[1] = {
+        tu_arr_i(u.ctx, WEFT_I32, 1, TU_SH(4), TU_I(1, 2, 0, 4))};
     weft_array *out[1] = {NULL};
     TU_STATUS(WEFT_ERR_DIVIDE_BY_ZERO, tu_run(p, &m, 1, in, 1, out, 1));
     ck_assert_msg(strstr(weft_last_error(), "division by zero") &&
@@ -225,8 +222,7 @@ START_TEST(interp_error_element)
     TU_STATUS(WEFT_ERR_DIVIDE_BY_ZERO, tu_run(p, &r, 1, in, 1, out, 1));
     const char *msg = weft_last_error();
     const char *at = strstr(msg, " at element 2");
-    ck_assert_msg(at && !strstr(at + 1, " at element "), "message: %s",
-                  msg);
+    ck_assert_msg(at && !strstr(at + 1, " at element "), "message: %s", msg);
     weft_array_release(in[0]);
     tu_close(&u);
 }
@@ -249,10 +245,9 @@ enum { NDEEP = 3000, NSHORT = 24, NX = 19 };
 
 /* The inputs of deep_conditionals: 19 of them, so that the CPU's SPMD
  * loop (8 lanes) and its scalar remainder both run. */
-static const int64_t deep_x[NX] = {-5000, -3000, -2999, -1500, -24, -23,
-                                   -12,   -9,    -8,    -3,    -1,  0,
-                                   1,     2,     5,     7,     100, 2999,
-                                   5000};
+static const int64_t deep_x[NX] = {-5000, -3000, -2999, -1500, -24, -23, -12,
+                                   -9,    -8,    -3,    -1,    0,   1,   2,
+                                   5,     7,     100,   2999,  5000};
 
 START_TEST(deep_conditionals)
 {
@@ -445,17 +440,16 @@ START_TEST(kernel_families)
         weft_fun_return(f, weft_sub(weft_arg(f, 0), weft_i64(p, i + 2)));
         r[3 * NFAM + i] = weft_map(f, xs);
     }
-    weft_array *in[2] = {
-        tu_arr_i(ctx, WEFT_I64, 1, TU_SH(3), TU_I(1, 2, -3)),
-        tu_arr_f(ctx, WEFT_F64, 1, TU_SH(2), TU_F(1.5, -4))};
+    weft_array *in[2] = {tu_arr_i(ctx, WEFT_I64, 1, TU_SH(3), TU_I(1, 2, -3)),
+                         tu_arr_f(ctx, WEFT_F64, 1, TU_SH(2), TU_F(1.5, -4))};
     TU_OK(tu_run(p, r, N, in, 2, out, N));
     for (int i = 0; i < NFAM; i++) {
         int64_t c = i + 2;
         TU_CHECK_I(ctx, out[i], 0, 1, TU_SH(3),
                    TU_I(c + 7, 2 * c + 7, -3 * c + 7));
         double d = c + 0.25; /* exact: products of small dyadic numbers */
-        TU_CHECK_F(ctx, out[NFAM + i], 0, 1, TU_SH(2),
-                   TU_F(1.5 * d, -4 * d), 0);
+        TU_CHECK_F(ctx, out[NFAM + i], 0, 1, TU_SH(2), TU_F(1.5 * d, -4 * d),
+                   0);
         TU_CHECK_I(ctx, out[2 * NFAM + i], 0, 1, TU_SH(3),
                    TU_I((3 + c) * c, (6 + c) * c, (-9 + c) * c));
     }
@@ -484,10 +478,10 @@ START_TEST(many_kernels)
     weft_config cfg = tiered_cpu(dir);
     weft_context *ctx = NULL;
     TU_OK(weft_context_create(&cfg, &ctx));
-    many_run(ctx, 0, NMANY);              /* quick code, 3 batches */
+    many_run(ctx, 0, NMANY); /* quick code, 3 batches */
     TU_OK(weft_context_wait_optimised(ctx));
-    many_run(ctx, 0, NMANY);              /* optimised code */
-    many_run(ctx, NMANY / 2, NMANY);      /* half of them again */
+    many_run(ctx, 0, NMANY);         /* optimised code */
+    many_run(ctx, NMANY / 2, NMANY); /* half of them again */
     TU_OK(weft_context_wait_optimised(ctx));
     weft_stats st;
     TU_OK(weft_context_stats(ctx, &st));
@@ -495,7 +489,7 @@ START_TEST(many_kernels)
     ck_assert_uint_eq(st.kernels_optimised, 3 + 2);
     weft_context_free(ctx);
     TU_OK(weft_context_create(&cfg, &ctx));
-    many_run(ctx, 0, NMANY);              /* from the disk cache */
+    many_run(ctx, 0, NMANY); /* from the disk cache */
     TU_OK(weft_context_stats(ctx, &st));
     ck_assert_uint_eq(st.kernels_loaded, 3);
     ck_assert_uint_eq(st.kernels_compiled, 0);
@@ -510,9 +504,9 @@ enum { NBATCHED = 40 };
 
 typedef struct compile_job {
     weft_context *ctx;
-    int k;          /* this thread's first constant */
-    int n;          /* results: 1, or NBATCHED (compiled in batches) */
-    int ok;         /* 1 when the result was right */
+    int k;  /* this thread's first constant */
+    int n;  /* results: 1, or NBATCHED (compiled in batches) */
+    int ok; /* 1 when the result was right */
     char msg[256];
 } compile_job;
 
@@ -710,7 +704,8 @@ static void exit_child(const char *mode)
     int64_t xs[2] = {1, 2};
     const void *data[1] = {xs};
     if (weft_compile(p, &r, 1, &exe) != WEFT_OK ||
-        weft_array_from_host(ctx, WEFT_I64, 1, TU_SH(2), data, &in) != WEFT_OK ||
+        weft_array_from_host(ctx, WEFT_I64, 1, TU_SH(2), data, &in) !=
+            WEFT_OK ||
         weft_run(exe, &in, 1, &out, 1) != WEFT_OK) {
         _exit(4);
     }

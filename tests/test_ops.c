@@ -249,8 +249,8 @@ START_TEST(test_map)
     tu_reset(&t);
     weft_acc *ys = weft_param(t.p, WEFT_I32, 1);
     weft_fun *h = weft_fun1(t.p, WEFT_I32);
-    weft_fun_return(h, weft_fdiv(weft_convert(weft_arg(h, 0), WEFT_F64),
-                                 weft_f64(t.p, 4)));
+    weft_fun_return(
+        h, weft_fdiv(weft_convert(weft_arg(h, 0), WEFT_F64), weft_f64(t.p, 4)));
     r = weft_map(h, ys);
     ck_assert_int_eq(weft_acc_type(r), WEFT_F64);
     in = tu_arr_i(t.ctx, WEFT_I32, 1, TU_SH(3), I(1, -2, 10));
@@ -335,10 +335,10 @@ START_TEST(test_zipwith)
     weft_acc *b2 = weft_param(p, WEFT_I32, 2);
     /* a function of two different types: x * 10 + y as i64 */
     weft_fun *mix = weft_fun2(p, WEFT_I32, WEFT_I64);
-    weft_fun_return(mix, weft_add(weft_mul(weft_convert(weft_arg(mix, 0),
-                                                        WEFT_I64),
-                                           weft_i64(p, 10)),
-                                  weft_arg(mix, 1)));
+    weft_fun_return(mix,
+                    weft_add(weft_mul(weft_convert(weft_arg(mix, 0), WEFT_I64),
+                                      weft_i64(p, 10)),
+                             weft_arg(mix, 1)));
     weft_acc *c = weft_param(p, WEFT_I64, 1);
     weft_acc *res[3] = {weft_zipwith(add, a1, b1), weft_zipwith(add, a2, b2),
                         weft_zipwith(mix, a1, c)};
@@ -349,8 +349,7 @@ START_TEST(test_zipwith)
         tu_arr_i(t.ctx, WEFT_I32, 1, TU_SH(4), I(1, 2, 3, 4)),
         tu_arr_i(t.ctx, WEFT_I32, 1, TU_SH(3), I(10, 20, 30)),
         tu_arr_i(t.ctx, WEFT_I32, 2, TU_SH(2, 3), I(1, 2, 3, 4, 5, 6)),
-        tu_arr_i(t.ctx, WEFT_I32, 2, TU_SH(3, 2),
-                 I(10, 20, 30, 40, 50, 60)),
+        tu_arr_i(t.ctx, WEFT_I32, 2, TU_SH(3, 2), I(10, 20, 30, 40, 50, 60)),
         tu_arr_i(t.ctx, WEFT_I64, 1, TU_SH(5), I(1, 2, 3, 4, 5))};
     weft_array *out[3] = {NULL};
     TU_OK(weft_run(exe, in, 5, out, 3));
@@ -382,8 +381,8 @@ START_TEST(test_zipwith3)
     tu_open(&t);
     weft_program *p = t.p;
     weft_fun *f = weft_fun3(p, WEFT_F32, WEFT_F32, WEFT_F32);
-    weft_fun_return(f, weft_add(weft_mul(weft_arg(f, 0), weft_arg(f, 1)),
-                                weft_arg(f, 2)));
+    weft_fun_return(
+        f, weft_add(weft_mul(weft_arg(f, 0), weft_arg(f, 1)), weft_arg(f, 2)));
     weft_acc *a = weft_param(p, WEFT_F32, 3);
     weft_acc *b = weft_param(p, WEFT_F32, 3);
     weft_acc *c = weft_param(p, WEFT_F32, 3);
@@ -413,17 +412,17 @@ START_TEST(test_reshape)
     tu_open(&t);
     weft_program *p = t.p;
     weft_acc *xs = weft_param(p, WEFT_I32, 2);
-    weft_acc *r1 = weft_reshape(weft_index2(weft_i64(p, 3), weft_i64(p, 2)),
-                                xs);
+    weft_acc *r1 =
+        weft_reshape(weft_index2(weft_i64(p, 3), weft_i64(p, 2)), xs);
     weft_acc *r2 = weft_reshape(weft_index1(weft_size(xs)), xs);
     weft_exp *c3[3] = {weft_i64(p, 1), weft_i64(p, 6), weft_i64(p, 1)};
-    weft_acc *r3 = weft_reshape(weft_index(p, 3, c3),
-                                weft_map(fun_add_i32(p, 1), xs));
+    weft_acc *r3 =
+        weft_reshape(weft_index(p, 3, c3), weft_map(fun_add_i32(p, 1), xs));
     weft_acc *res[3] = {r1, r2, r3};
     weft_executable *exe = NULL;
     TU_OK(weft_compile(p, res, 3, &exe));
-    weft_array *in = tu_arr_i(t.ctx, WEFT_I32, 2, TU_SH(2, 3),
-                              I(1, 2, 3, 4, 5, 6));
+    weft_array *in =
+        tu_arr_i(t.ctx, WEFT_I32, 2, TU_SH(2, 3), I(1, 2, 3, 4, 5, 6));
     weft_array *out[3] = {NULL};
     TU_OK(weft_run(exe, &in, 1, out, 3));
     TU_CHECK_I(t.ctx, out[0], 0, 2, TU_SH(3, 2), I(1, 2, 3, 4, 5, 6));
@@ -442,11 +441,9 @@ START_TEST(test_reshape)
     tu_reset(&t);
     p = t.p;
     weft_acc *s = weft_param(p, WEFT_U8, 0);
-    weft_acc *s2 = weft_reshape(weft_index2(weft_i64(p, 1), weft_i64(p, 1)),
-                                s);
+    weft_acc *s2 = weft_reshape(weft_index2(weft_i64(p, 1), weft_i64(p, 1)), s);
     weft_acc *e = weft_param(p, WEFT_U8, 1);
-    weft_acc *e2 = weft_reshape(weft_index2(weft_i64(p, 4), weft_i64(p, 0)),
-                                e);
+    weft_acc *e2 = weft_reshape(weft_index2(weft_i64(p, 4), weft_i64(p, 0)), e);
     weft_acc *res2[3] = {s2, weft_reshape(weft_index(p, 0, NULL), s2), e2};
     weft_array *in2[2] = {tu_arr_i(t.ctx, WEFT_U8, 0, NULL, I(9)),
                           tu_arr_i(t.ctx, WEFT_U8, 1, TU_SH(0), NULL)};
@@ -494,10 +491,8 @@ START_TEST(test_replicate)
     TU_OK(tu_run(p, res, 6, in, 3, out, 6));
     TU_CHECK_I(t.ctx, out[0], 0, 2, TU_SH(2, 3), I(1, 1, 1, 2, 2, 2));
     TU_CHECK_I(t.ctx, out[1], 0, 2, TU_SH(3, 2), I(1, 2, 1, 2, 1, 2));
-    TU_CHECK_I(t.ctx, out[2], 0, 3, TU_SH(2, 2, 2),
-               I(1, 2, 3, 4, 1, 2, 3, 4));
-    TU_CHECK_I(t.ctx, out[3], 0, 3, TU_SH(2, 2, 2),
-               I(1, 2, 1, 2, 3, 4, 3, 4));
+    TU_CHECK_I(t.ctx, out[2], 0, 3, TU_SH(2, 2, 2), I(1, 2, 3, 4, 1, 2, 3, 4));
+    TU_CHECK_I(t.ctx, out[3], 0, 3, TU_SH(2, 2, 2), I(1, 2, 1, 2, 3, 4, 3, 4));
     TU_CHECK_I(t.ctx, out[4], 0, 1, TU_SH(4), I(7, 7, 7, 7));
     TU_CHECK_SHAPE(out[5], 2, TU_SH(2, 0));
     tu_release_all(out, 6);
@@ -528,8 +523,7 @@ START_TEST(test_slice)
     weft_array *out[5] = {NULL};
     TU_OK(weft_run(exe, in, 2, out, 5));
     /* a[i][j][k] = 12 i + 4 j + k */
-    TU_CHECK_I(t.ctx, out[0], 0, 2, TU_SH(2, 4),
-               I(4, 5, 6, 7, 16, 17, 18, 19));
+    TU_CHECK_I(t.ctx, out[0], 0, 2, TU_SH(2, 4), I(4, 5, 6, 7, 16, 17, 18, 19));
     TU_CHECK_I(t.ctx, out[1], 0, 2, TU_SH(3, 4),
                I(12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23));
     TU_CHECK_I(t.ctx, out[2], 0, 2, TU_SH(2, 3), I(2, 6, 10, 14, 18, 22));
@@ -561,17 +555,17 @@ START_TEST(test_backpermute)
     weft_acc *c = weft_param(p, WEFT_I32, 3);
     /* reverse: r[i] = v[n-1-i] */
     weft_fun *rev = weft_fun1(p, WEFT_DIM(1));
-    weft_fun_return(rev, weft_index1(weft_sub(
-                             weft_sub(weft_size(v), weft_i64(p, 1)),
-                             weft_get(weft_arg(rev, 0), 0))));
+    weft_fun_return(rev,
+                    weft_index1(weft_sub(weft_sub(weft_size(v), weft_i64(p, 1)),
+                                         weft_get(weft_arg(rev, 0), 0))));
     weft_acc *r1 = weft_backpermute(weft_shape(v), rev, v);
     /* transpose 2x3 -> 3x2 */
     weft_fun *tr = weft_fun1(p, WEFT_DIM(2));
     weft_fun_return(tr, weft_index2(weft_get(weft_arg(tr, 0), 1),
                                     weft_get(weft_arg(tr, 0), 0)));
     weft_acc *r2 = weft_backpermute(
-        weft_index2(weft_get(weft_shape(m), 1), weft_get(weft_shape(m), 0)),
-        tr, m);
+        weft_index2(weft_get(weft_shape(m), 1), weft_get(weft_shape(m), 0)), tr,
+        m);
     /* rank 3: r[i][j][k] = c[k][j][i], shape 4x3x2 */
     weft_fun *t3 = weft_fun1(p, WEFT_DIM(3));
     weft_exp *ix = weft_arg(t3, 0);
@@ -639,17 +633,16 @@ START_TEST(test_transform)
     weft_fun_return(tr, weft_index2(weft_get(weft_arg(tr, 0), 1),
                                     weft_get(weft_arg(tr, 0), 0)));
     weft_fun *half = weft_fun1(p, WEFT_I16);
-    weft_fun_return(half, weft_fdiv(weft_convert(weft_arg(half, 0),
-                                                 WEFT_F64),
+    weft_fun_return(half, weft_fdiv(weft_convert(weft_arg(half, 0), WEFT_F64),
                                     weft_f64(p, 2)));
     weft_acc *r = weft_transform(
-        weft_index2(weft_get(weft_shape(m), 1), weft_get(weft_shape(m), 0)),
-        tr, half, m);
+        weft_index2(weft_get(weft_shape(m), 1), weft_get(weft_shape(m), 0)), tr,
+        half, m);
     ck_assert_int_eq(weft_acc_type(r), WEFT_F64);
     weft_executable *exe = NULL;
     TU_OK(weft_compile(p, &r, 1, &exe));
-    weft_array *in = tu_arr_i(t.ctx, WEFT_I16, 2, TU_SH(2, 3),
-                              I(1, 2, 3, 4, 5, 6));
+    weft_array *in =
+        tu_arr_i(t.ctx, WEFT_I16, 2, TU_SH(2, 3), I(1, 2, 3, 4, 5, 6));
     weft_array *out = NULL;
     TU_OK(weft_run(exe, &in, 1, &out, 1));
     TU_CHECK_F(t.ctx, out, 0, 2, TU_SH(3, 2), F(0.5, 2, 1, 2.5, 1.5, 3), 0);
@@ -682,8 +675,8 @@ START_TEST(test_acond)
     /* a branch that would fail (index out of bounds) is not evaluated */
     weft_fun *bad = weft_fun1(p, WEFT_DIM(1));
     weft_fun_return(bad, weft_index1(weft_i64(p, 1000)));
-    weft_acc *r2 = weft_acond(weft_the(c), xs,
-                              weft_backpermute(weft_shape(xs), bad, xs));
+    weft_acc *r2 =
+        weft_acond(weft_the(c), xs, weft_backpermute(weft_shape(xs), bad, xs));
     weft_acc *res[2] = {r, r2};
     weft_executable *exe = NULL;
     TU_OK(weft_compile(p, res, 2, &exe));
@@ -707,8 +700,8 @@ START_TEST(test_acond)
     /* acond on tuples of arrays: (xs, xs+1) or (xs*2, xs) */
     weft_acc *ta[2] = {xs, weft_map(fun_add_i32(p, 1), xs)};
     weft_acc *tb[2] = {weft_map(fun_mul_i32(p, 2), xs), xs};
-    weft_acc *rt = weft_acond(weft_the(c), weft_atuple(p, 2, ta),
-                              weft_atuple(p, 2, tb));
+    weft_acc *rt =
+        weft_acond(weft_the(c), weft_atuple(p, 2, ta), weft_atuple(p, 2, tb));
     ck_assert_int_eq(weft_acc_arity(rt), 2);
     TU_OK(weft_run1(p, &rt, 1, in, 2, out, 2));
     TU_CHECK_I(t.ctx, out[0], 0, 1, TU_SH(3), I(2, 4, 6));
@@ -728,10 +721,10 @@ START_TEST(test_awhile)
     /* double every element while the maximum is at most 100 */
     weft_afun *cond = weft_afun_create(p, WEFT_I32, 1);
     weft_fun *mx = tu_fun_op2(p, WEFT_OP_MAX, WEFT_I32);
-    weft_afun_return(cond, weft_unit(weft_le(
-                               weft_the(weft_fold1_all(mx,
-                                                       weft_afun_arg(cond))),
-                               weft_i32(p, 100))));
+    weft_afun_return(
+        cond,
+        weft_unit(weft_le(weft_the(weft_fold1_all(mx, weft_afun_arg(cond))),
+                          weft_i32(p, 100))));
     weft_afun *body = weft_afun_create(p, WEFT_I32, 1);
     weft_afun_return(body, weft_map(fun_mul_i32(p, 2), weft_afun_arg(body)));
     weft_acc *r = weft_awhile(cond, body, xs);
@@ -759,9 +752,9 @@ START_TEST(test_awhile)
     weft_acc *init_c[2] = {v0, weft_unit(weft_i32(p, 0))};
     weft_acc *init = weft_atuple(p, 2, init_c);
     weft_afun *c2 = weft_afun_like(init);
-    weft_afun_return(c2, weft_unit(weft_lt(weft_the(weft_aget(
-                                               weft_afun_arg(c2), 1)),
-                                           weft_i32(p, 3))));
+    weft_afun_return(
+        c2, weft_unit(weft_lt(weft_the(weft_aget(weft_afun_arg(c2), 1)),
+                              weft_i32(p, 3))));
     weft_afun *b2 = weft_afun_like(init);
     weft_acc *st = weft_afun_arg(b2);
     weft_acc *v = weft_aget(st, 0);

@@ -116,9 +116,9 @@ START_TEST(test_fold_rank3_float)
     weft_fun *mul = tu_fun_op2(p, WEFT_OP_MUL, WEFT_F64);
     weft_acc *res[2] = {weft_fold(add, weft_i64(p, 0), c),
                         weft_fold(mul, weft_f64(p, 2), x)};
-    weft_array *in[2] = {iota(t.ctx, WEFT_I64, 3, TU_SH(2, 3, 4), 0),
-                         tu_arr_f(t.ctx, WEFT_F64, 1, TU_SH(3),
-                                  F(0.5, -3, 1.25))};
+    weft_array *in[2] = {
+        iota(t.ctx, WEFT_I64, 3, TU_SH(2, 3, 4), 0),
+        tu_arr_f(t.ctx, WEFT_F64, 1, TU_SH(3), F(0.5, -3, 1.25))};
     weft_array *out[2] = {NULL};
     TU_OK(weft_run1(p, res, 2, in, 2, out, 2));
     /* row r holds 4r .. 4r+3: sum 16r + 6 */
@@ -187,8 +187,8 @@ START_TEST(test_fold1)
                         weft_fold1(fun_right(p, WEFT_I16), m)};
     weft_executable *exe = NULL;
     TU_OK(weft_compile(p, res, 3, &exe));
-    weft_array *in = tu_arr_i(t.ctx, WEFT_I16, 2, TU_SH(2, 3),
-                              I(3, 1, 2, -5, -7, -6));
+    weft_array *in =
+        tu_arr_i(t.ctx, WEFT_I16, 2, TU_SH(2, 3), I(3, 1, 2, -5, -7, -6));
     weft_array *out[3] = {NULL};
     TU_OK(weft_run(exe, &in, 1, out, 3));
     TU_CHECK_I(t.ctx, out[0], 0, 1, TU_SH(2), I(3, -5));
@@ -227,10 +227,9 @@ START_TEST(test_fold_all)
     weft_acc *s = weft_param(p, WEFT_I32, 0);
     weft_fun *add = tu_fun_op2(p, WEFT_OP_ADD, WEFT_I32);
     weft_fun *mx = tu_fun_op2(p, WEFT_OP_MAX, WEFT_I32);
-    weft_acc *res[4] = {weft_fold_all(add, weft_i32(p, 1000), c),
-                        weft_fold1_all(mx, c),
-                        weft_fold_all(add, weft_i32(p, 1000), s),
-                        weft_fold1_all(mx, s)};
+    weft_acc *res[4] = {
+        weft_fold_all(add, weft_i32(p, 1000), c), weft_fold1_all(mx, c),
+        weft_fold_all(add, weft_i32(p, 1000), s), weft_fold1_all(mx, s)};
     ck_assert_int_eq(weft_acc_rank(res[0]), 0);
     weft_executable *exe = NULL;
     TU_OK(weft_compile(p, res, 4, &exe));
@@ -278,11 +277,10 @@ START_TEST(test_fold_seg)
     weft_executable *exe = NULL;
     TU_OK(weft_compile(p, res, 3, &exe));
     /* 1..10 in segments 2, 3, 0, 4 (the 10 is past the last segment) */
-    weft_array *in[4] = {
-        iota(t.ctx, WEFT_I32, 1, TU_SH(10), 1),
-        tu_arr_i(t.ctx, WEFT_I32, 1, TU_SH(4), I(2, 3, 0, 4)),
-        iota(t.ctx, WEFT_I32, 2, TU_SH(2, 5), 1),
-        tu_arr_i(t.ctx, WEFT_I64, 1, TU_SH(2), I(2, 3))};
+    weft_array *in[4] = {iota(t.ctx, WEFT_I32, 1, TU_SH(10), 1),
+                         tu_arr_i(t.ctx, WEFT_I32, 1, TU_SH(4), I(2, 3, 0, 4)),
+                         iota(t.ctx, WEFT_I32, 2, TU_SH(2, 5), 1),
+                         tu_arr_i(t.ctx, WEFT_I64, 1, TU_SH(2), I(2, 3))};
     weft_array *out[3] = {NULL};
     TU_OK(weft_run(exe, in, 4, out, 3));
     TU_CHECK_I(t.ctx, out[0], 0, 1, TU_SH(4), I(103, 112, 100, 130));
@@ -540,19 +538,19 @@ START_TEST(test_permute_histogram)
     weft_acc *def = weft_generate(weft_index1(weft_i64(p, 5)), hundred);
     weft_fun *ix = weft_fun1(p, WEFT_DIM(1));
     weft_exp *x = weft_at(vals, weft_arg(ix, 0));
-    weft_exp *inside = weft_and(weft_ge(x, weft_i32(p, 0)),
-                                weft_lt(x, weft_i32(p, 5)));
-    weft_fun_return(ix, weft_cond(inside,
-                                  weft_index1(weft_convert(x, WEFT_I64)),
-                                  weft_ignore(p, 1)));
+    weft_exp *inside =
+        weft_and(weft_ge(x, weft_i32(p, 0)), weft_lt(x, weft_i32(p, 5)));
+    weft_fun_return(ix,
+                    weft_cond(inside, weft_index1(weft_convert(x, WEFT_I64)),
+                              weft_ignore(p, 1)));
     weft_fun *one = weft_fun1(p, WEFT_I32);
     weft_fun_return(one, weft_i32(p, 1));
     weft_acc *r = weft_permute(tu_fun_op2(p, WEFT_OP_ADD, WEFT_I32), def, ix,
                                weft_map(one, vals));
     weft_executable *exe = NULL;
     TU_OK(weft_compile(p, &r, 1, &exe));
-    weft_array *in = tu_arr_i(t.ctx, WEFT_I32, 1, TU_SH(8),
-                              I(1, 3, 1, 4, 1, 0, -1, 7));
+    weft_array *in =
+        tu_arr_i(t.ctx, WEFT_I32, 1, TU_SH(8), I(1, 3, 1, 4, 1, 0, -1, 7));
     weft_array *out = NULL;
     TU_OK(weft_run(exe, &in, 1, &out, 1));
     TU_CHECK_I(t.ctx, out, 0, 1, TU_SH(5), I(101, 103, 100, 101, 101));
@@ -578,9 +576,9 @@ START_TEST(test_permute)
     weft_acc *src = weft_param(p, WEFT_I32, 1);
     /* reversal with f(new, old) = new - old */
     weft_fun *rev = weft_fun1(p, WEFT_DIM(1));
-    weft_fun_return(rev, weft_index1(weft_sub(
-                             weft_sub(weft_size(src), weft_i64(p, 1)),
-                             weft_get(weft_arg(rev, 0), 0))));
+    weft_fun_return(
+        rev, weft_index1(weft_sub(weft_sub(weft_size(src), weft_i64(p, 1)),
+                                  weft_get(weft_arg(rev, 0), 0))));
     weft_fun *sub = tu_fun_op2(p, WEFT_OP_SUB, WEFT_I32);
     weft_acc *r1 = weft_permute(sub, def, rev, src);
     /* rank 2 -> rank 1: row sums into zeros */
@@ -589,8 +587,8 @@ START_TEST(test_permute)
     weft_fun_return(row, weft_index1(weft_get(weft_arg(row, 0), 0)));
     weft_fun *zero = weft_fun1(p, WEFT_DIM(1));
     weft_fun_return(zero, weft_i32(p, 0));
-    weft_acc *zeros2 = weft_generate(
-        weft_index1(weft_get(weft_shape(m), 0)), zero);
+    weft_acc *zeros2 =
+        weft_generate(weft_index1(weft_get(weft_shape(m), 0)), zero);
     weft_fun *add = tu_fun_op2(p, WEFT_OP_ADD, WEFT_I32);
     weft_acc *r2 = weft_permute(add, zeros2, row, m);
     /* rank 3 -> rank 1: by the innermost index */
@@ -602,8 +600,8 @@ START_TEST(test_permute)
     /* rank 1 -> rank 2: scatter i to (i mod 2, i div 2) over -1s */
     weft_fun *neg1 = weft_fun1(p, WEFT_DIM(2));
     weft_fun_return(neg1, weft_i32(p, -1));
-    weft_acc *d2 = weft_generate(weft_index2(weft_i64(p, 2), weft_i64(p, 3)),
-                                 neg1);
+    weft_acc *d2 =
+        weft_generate(weft_index2(weft_i64(p, 2), weft_i64(p, 3)), neg1);
     weft_fun *sc = weft_fun1(p, WEFT_DIM(1));
     weft_exp *i = weft_get(weft_arg(sc, 0), 0);
     weft_fun_return(sc, weft_index2(weft_rem(i, weft_i64(p, 2)),
@@ -670,9 +668,8 @@ static const char *const kind_names[4] = {"clamp", "mirror", "wrap",
  * the input `vals` of the given shape, for the four boundaries (constant
  * cval), against want[kind]. */
 static void check_stencil(int line, int rank, const int64_t *shape,
-                          const int64_t *vals, const int *win,
-                          const int64_t *w, int64_t cval, int nkinds,
-                          const int64_t *const *want)
+                          const int64_t *vals, const int *win, const int64_t *w,
+                          int64_t cval, int nkinds, const int64_t *const *want)
 {
     tu t;
     tu_open(&t);
@@ -703,9 +700,9 @@ static void check_stencil(int line, int rank, const int64_t *shape,
     ck_assert_msg(s == WEFT_OK, "line %d: %s", line, weft_last_error());
     for (int k = 0; k < nkinds; k++) {
         char msg[256];
-        ck_assert_msg(tu_match_i(t.ctx, out[k], 0, rank, shape, want[k], msg,
-                                 sizeof msg),
-                      "line %d, %s: %s", line, kind_names[k], msg);
+        ck_assert_msg(
+            tu_match_i(t.ctx, out[k], 0, rank, shape, want[k], msg, sizeof msg),
+            "line %d, %s: %s", line, kind_names[k], msg);
     }
     tu_release_all(out, 4);
     weft_array_release(in);
@@ -715,10 +712,9 @@ static void check_stencil(int line, int rank, const int64_t *shape,
 START_TEST(test_stencil_rank1)
 {
     /* window 3 over 1..5: a[i-1] + 10 a[i] + 100 a[i+1], constant 7 */
-    const int64_t *w3[4] = {I(211, 321, 432, 543, 554),
-                            I(212, 321, 432, 543, 454),
-                            I(215, 321, 432, 543, 154),
-                            I(217, 321, 432, 543, 754)};
+    const int64_t *w3[4] = {
+        I(211, 321, 432, 543, 554), I(212, 321, 432, 543, 454),
+        I(215, 321, 432, 543, 154), I(217, 321, 432, 543, 754)};
     check_stencil(__LINE__, 1, TU_SH(5), I(1, 2, 3, 4, 5), (const int[]){3},
                   I(1, 10, 100), 7, 4, w3);
     /* window 5 over 1..3 (wider than the array): weights 1 .. 10^4 */
@@ -741,16 +737,16 @@ START_TEST(test_stencil_rank2)
         I(150, 171, 216, 225, 282, 303, 348, 357, 270, 291, 336, 345),
         I(198, 195, 240, 213, 306, 303, 348, 321, 198, 195, 240, 213),
         I(66, 133, 172, 100, 186, 303, 348, 207, 88, 145, 166, 82)};
-    check_stencil(__LINE__, 2, TU_SH(3, 4), v, (const int[]){3, 3}, NULL, -1,
-                  4, w33);
+    check_stencil(__LINE__, 2, TU_SH(3, 4), v, (const int[]){3, 3}, NULL, -1, 4,
+                  w33);
     /* window 5x3 weighted 1..15 */
     const int64_t *w53[4] = {
         I(513, 598, 718, 793, 741, 826, 946, 1021, 897, 982, 1102, 1177),
         I(656, 706, 826, 856, 632, 682, 802, 832, 464, 514, 634, 664),
         I(762, 742, 862, 802, 558, 538, 658, 598, 570, 550, 670, 610),
         I(309, 552, 651, 402, 210, 390, 462, 267, 111, 228, 273, 132)};
-    check_stencil(__LINE__, 2, TU_SH(3, 4), v, (const int[]){5, 3}, NULL, -1,
-                  4, w53);
+    check_stencil(__LINE__, 2, TU_SH(3, 4), v, (const int[]){5, 3}, NULL, -1, 4,
+                  w53);
     /* a simple check by hand: 3x3 of ones, clamp, all weights 1: 9 each */
     const int64_t *ones[1] = {I(9, 9, 9, 9, 9, 9, 9, 9, 9)};
     check_stencil(__LINE__, 2, TU_SH(3, 3), I(1, 1, 1, 1, 1, 1, 1, 1, 1),
@@ -766,31 +762,31 @@ START_TEST(test_stencil_rank3)
         v[i] = i;
     }
     /* 2x3x4 of 0..23, window 3x3x3 weighted 1..27, constant 100 */
-    const int64_t *w333[4] = {
-        I(3231, 3492, 3870, 4113, 4347, 4608, 4986, 5229, 5247, 5508, 5886,
-          6129, 4743, 5004, 5382, 5625, 5859, 6120, 6498, 6741, 6759, 7020,
-          7398, 7641),
-        I(4284, 4428, 4806, 4914, 5004, 5148, 5526, 5634, 5292, 5436, 5814,
-          5922, 2772, 2916, 3294, 3402, 3492, 3636, 4014, 4122, 3780, 3924,
-          4302, 4410),
-        I(4914, 4824, 5202, 5040, 5238, 5148, 5526, 5364, 4914, 4824, 5202,
-          5040, 3402, 3312, 3690, 3528, 3726, 3636, 4014, 3852, 3402, 3312,
-          3690, 3528),
-        I(23036, 16328, 16568, 24080, 17817, 8805, 9138, 19323, 25792, 20420,
-          20624, 26756, 29624, 26156, 26288, 30524, 27483, 23223, 23394,
-          28773, 32092, 29816, 29912, 32912)};
-    check_stencil(__LINE__, 3, TU_SH(2, 3, 4), v, (const int[]){3, 3, 3},
-                  NULL, 100, 4, w333);
+    const int64_t *w333[4] = {I(3231, 3492, 3870, 4113, 4347, 4608, 4986, 5229,
+                                5247, 5508, 5886, 6129, 4743, 5004, 5382, 5625,
+                                5859, 6120, 6498, 6741, 6759, 7020, 7398, 7641),
+                              I(4284, 4428, 4806, 4914, 5004, 5148, 5526, 5634,
+                                5292, 5436, 5814, 5922, 2772, 2916, 3294, 3402,
+                                3492, 3636, 4014, 4122, 3780, 3924, 4302, 4410),
+                              I(4914, 4824, 5202, 5040, 5238, 5148, 5526, 5364,
+                                4914, 4824, 5202, 5040, 3402, 3312, 3690, 3528,
+                                3726, 3636, 4014, 3852, 3402, 3312, 3690, 3528),
+                              I(23036, 16328, 16568, 24080, 17817, 8805, 9138,
+                                19323, 25792, 20420, 20624, 26756, 29624, 26156,
+                                26288, 30524, 27483, 23223, 23394, 28773, 32092,
+                                29816, 29912, 32912)};
+    check_stencil(__LINE__, 3, TU_SH(2, 3, 4), v, (const int[]){3, 3, 3}, NULL,
+                  100, 4, w333);
     /* window 3x3x5 weighted 1..45, clamp and mirror */
     const int64_t *w335[2] = {
         I(9186, 9834, 10455, 11049, 12246, 12894, 13515, 14109, 14706, 15354,
-          15975, 16569, 13326, 13974, 14595, 15189, 16386, 17034, 17655,
-          18249, 18846, 19494, 20115, 20709),
-        I(12282, 12543, 12750, 12903, 14262, 14523, 14730, 14883, 15042,
-          15303, 15510, 15663, 8142, 8403, 8610, 8763, 10122, 10383, 10590,
-          10743, 10902, 11163, 11370, 11523)};
-    check_stencil(__LINE__, 3, TU_SH(2, 3, 4), v, (const int[]){3, 3, 5},
-                  NULL, 100, 2, w335);
+          15975, 16569, 13326, 13974, 14595, 15189, 16386, 17034, 17655, 18249,
+          18846, 19494, 20115, 20709),
+        I(12282, 12543, 12750, 12903, 14262, 14523, 14730, 14883, 15042, 15303,
+          15510, 15663, 8142, 8403, 8610, 8763, 10122, 10383, 10590, 10743,
+          10902, 11163, 11370, 11523)};
+    check_stencil(__LINE__, 3, TU_SH(2, 3, 4), v, (const int[]){3, 3, 5}, NULL,
+                  100, 2, w335);
 }
 END_TEST
 
@@ -801,10 +797,10 @@ START_TEST(test_stencil_float_and_errors)
     weft_program *p = t.p;
     /* a 3-point average on f32 with a constant 0 boundary */
     weft_fun *avg = weft_fun3(p, WEFT_F32, WEFT_F32, WEFT_F32);
-    weft_fun_return(avg, weft_fdiv(weft_add(weft_add(weft_arg(avg, 0),
-                                                     weft_arg(avg, 1)),
-                                            weft_arg(avg, 2)),
-                                   weft_f32(p, 4)));
+    weft_fun_return(
+        avg, weft_fdiv(weft_add(weft_add(weft_arg(avg, 0), weft_arg(avg, 1)),
+                                weft_arg(avg, 2)),
+                       weft_f32(p, 4)));
     weft_acc *a = weft_param(p, WEFT_F32, 1);
     weft_boundary b = {WEFT_BOUNDARY_CONSTANT, weft_f32(p, 0)};
     weft_acc *r = weft_stencil(avg, (const int[]){3}, b, a);
@@ -852,13 +848,13 @@ START_TEST(test_stencil2)
     weft_acc *b = weft_param(p, WEFT_I32, 1);
     weft_boundary ba = {WEFT_BOUNDARY_CLAMP, NULL};
     weft_boundary bb = {WEFT_BOUNDARY_CONSTANT, weft_i32(p, 0)};
-    weft_acc *r = weft_stencil2(f, (const int[]){3}, ba, a, (const int[]){3},
-                                bb, b);
+    weft_acc *r =
+        weft_stencil2(f, (const int[]){3}, ba, a, (const int[]){3}, bb, b);
     /* extents 5 and 4: the result has 4; each array's boundary is taken at
      * its own extent (a[4] = 5 is inside a) */
-    weft_array *in[2] = {iota(t.ctx, WEFT_I32, 1, TU_SH(5), 1),
-                         tu_arr_i(t.ctx, WEFT_I32, 1, TU_SH(4),
-                                  I(10, 20, 30, 40))};
+    weft_array *in[2] = {
+        iota(t.ctx, WEFT_I32, 1, TU_SH(5), 1),
+        tu_arr_i(t.ctx, WEFT_I32, 1, TU_SH(4), I(10, 20, 30, 40))};
     weft_array *out = NULL;
     TU_OK(weft_run1(p, &r, 1, in, 2, &out, 1));
     TU_CHECK_I(t.ctx, out, 0, 1, TU_SH(4),

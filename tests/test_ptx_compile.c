@@ -106,7 +106,7 @@ START_TEST(elementwise)
     weft_program *p;
     TU_OK(weft_program_create(ctx, &p));
     weft_type ts[3] = {WEFT_F32, WEFT_F64, WEFT_F16};
-    weft_op ops[6] = {WEFT_OP_EXP, WEFT_OP_SIN, WEFT_OP_TANH,
+    weft_op ops[6] = {WEFT_OP_EXP,  WEFT_OP_SIN,   WEFT_OP_TANH,
                       WEFT_OP_SQRT, WEFT_OP_ATANH, WEFT_OP_LOG};
     for (int i = 0; i < 3; i++) {
         weft_acc *x = weft_param(p, ts[i], 2), *y = weft_param(p, ts[i], 2);
@@ -195,8 +195,8 @@ static weft_acc *hist(weft_program *p, weft_type t, weft_fun *f, weft_exp *z)
     weft_acc *def = weft_generate(weft_index(p, 1, sh1), g);
     weft_fun *ix = weft_fun1(p, WEFT_DIM(1));
     weft_exp *i = weft_get(weft_arg(ix, 0), 0);
-    weft_fun_return(ix, weft_index1(weft_prim2(WEFT_OP_REM, i,
-                                               weft_i64(p, 17))));
+    weft_fun_return(ix,
+                    weft_index1(weft_prim2(WEFT_OP_REM, i, weft_i64(p, 17))));
     return weft_permute(f, def, ix, a);
 }
 
@@ -207,8 +207,8 @@ START_TEST(permutes)
     TU_OK(weft_program_create(ctx, &p));
     weft_acc *r[3];
     r[0] = hist(p, WEFT_F32, add2(p, WEFT_F32), weft_f32(p, 0));
-    r[1] = hist(p, WEFT_I64, tu_fun_op2(p, WEFT_OP_MUL, WEFT_I64),
-                weft_i64(p, 1));
+    r[1] =
+        hist(p, WEFT_I64, tu_fun_op2(p, WEFT_OP_MUL, WEFT_I64), weft_i64(p, 1));
     weft_type pair = weft_type_tuple(ctx, 2, (weft_type[]){WEFT_I32, WEFT_F64});
     weft_fun *tadd = weft_fun2(p, pair, pair);
     weft_exp *s[2] = {weft_add(weft_get(weft_arg(tadd, 0), 0),
@@ -236,25 +236,25 @@ START_TEST(permutes)
         weft_acc *bins = weft_generate(weft_index(p, 1, bsh), zero);
         weft_fun *bin = weft_fun1(p, WEFT_DIM(1));
         weft_exp *i = weft_get(weft_arg(bin, 0), 0);
-        weft_fun_return(bin, weft_index1(weft_prim2(
-                                 WEFT_OP_REM, weft_mul(i, weft_i64(p, 7)),
-                                 weft_i64(p, 256))));
+        weft_fun_return(bin, weft_index1(weft_prim2(WEFT_OP_REM,
+                                                    weft_mul(i, weft_i64(p, 7)),
+                                                    weft_i64(p, 256))));
         r[k] = weft_permute(tu_fun_op2(p, hop[k], ht[k]), bins, bin, ones);
     }
     compile(p, r, 3, "permute: histograms of i32 add, f32 add, i64 max");
     weft_type at[9] = {WEFT_I32, WEFT_I32, WEFT_U32, WEFT_U32, WEFT_I64,
                        WEFT_U64, WEFT_I32, WEFT_F64, WEFT_U8};
-    weft_op aop[9] = {WEFT_OP_MIN, WEFT_OP_MAX, WEFT_OP_MIN, WEFT_OP_MAX,
-                      WEFT_OP_MIN, WEFT_OP_BAND, WEFT_OP_BOR, WEFT_OP_ADD,
-                      WEFT_OP_ADD};
+    weft_op aop[9] = {WEFT_OP_MIN, WEFT_OP_MAX, WEFT_OP_MIN,
+                      WEFT_OP_MAX, WEFT_OP_MIN, WEFT_OP_BAND,
+                      WEFT_OP_BOR, WEFT_OP_ADD, WEFT_OP_ADD};
     for (int k = 0; k < 9; k++) {
         weft_acc *keys = weft_param(p, WEFT_I32, 1);
         weft_fun *one = weft_fun1(p, WEFT_DIM(1));
         weft_fun_return(one, weft_convert(weft_i32(p, 3), at[k]));
         weft_acc *src = weft_generate(weft_shape(keys), one);
         weft_fun *dflt = weft_fun1(p, WEFT_DIM(1));
-        weft_fun_return(dflt, weft_convert(weft_get(weft_arg(dflt, 0), 0),
-                                           at[k]));
+        weft_fun_return(dflt,
+                        weft_convert(weft_get(weft_arg(dflt, 0), 0), at[k]));
         weft_exp *bsh[1] = {weft_i64(p, 100)};
         weft_acc *bins = weft_generate(weft_index(p, 1, bsh), dflt);
         weft_fun *bin = weft_fun1(p, WEFT_DIM(1));
@@ -278,9 +278,11 @@ START_TEST(stencils_and_shapes)
                                    WEFT_BOUNDARY_WRAP, WEFT_BOUNDARY_CONSTANT};
     weft_acc *r[4];
     for (int k = 0; k < 4; k++) {
-        weft_fun *f = weft_fun_create(p, 9, (const weft_type[]){
-            WEFT_F32, WEFT_F32, WEFT_F32, WEFT_F32, WEFT_F32, WEFT_F32,
-            WEFT_F32, WEFT_F32, WEFT_F32});
+        weft_fun *f =
+            weft_fun_create(p, 9,
+                            (const weft_type[]){WEFT_F32, WEFT_F32, WEFT_F32,
+                                                WEFT_F32, WEFT_F32, WEFT_F32,
+                                                WEFT_F32, WEFT_F32, WEFT_F32});
         weft_exp *e = weft_arg(f, 0);
         for (int i = 1; i < 9; i++) {
             e = weft_add(e, weft_arg(f, i));
@@ -297,8 +299,8 @@ START_TEST(stencils_and_shapes)
     r[1] = weft_slice(a, 2, sl);
     weft_exp *sh[1] = {weft_shape_size(weft_shape(a))};
     r[2] = weft_reshape(weft_index(p, 1, sh), a);
-    r[3] = weft_unit(weft_the(weft_fold_all(add2(p, WEFT_I32),
-                                            weft_i32(p, 0), v)));
+    r[3] = weft_unit(
+        weft_the(weft_fold_all(add2(p, WEFT_I32), weft_i32(p, 0), v)));
     compile(p, r, 4, "replicate, slice, reshape, unit");
     /* weft_run is refused on a compile-only context */
     weft_array *in = tu_arr_i(ctx, WEFT_I32, 1, TU_SH(3), TU_I(1, 2, 3));
@@ -415,8 +417,8 @@ START_TEST(while_cancel)
     weft_acc *r = weft_map(f, xs);
     compile(p, &r, 1, "map with a while loop");
     weft_fun *g = weft_fun2(p, WEFT_I64, WEFT_I64);
-    weft_fun_return(g, weft_add(weft_while(c, b, weft_arg(g, 0)),
-                                weft_arg(g, 1)));
+    weft_fun_return(g,
+                    weft_add(weft_while(c, b, weft_arg(g, 0)), weft_arg(g, 1)));
     r = weft_fold(g, weft_i64(p, 0), xs);
     compile(p, &r, 1, "fold with a while loop");
     ck_assert_msg(some_ptx_has("ld.volatile"), "no volatile poll in the PTX");
@@ -483,8 +485,8 @@ START_TEST(u16_stencil2)
     weft_fun *f = weft_fun_create(p, 10, args);
     weft_fun_return(f, weft_sub(weft_u16(p, 0), weft_signum(weft_arg(f, 4))));
     weft_boundary wrap = {WEFT_BOUNDARY_WRAP, NULL};
-    weft_acc *r = weft_stencil2(f, (const int[]){5}, wrap, a, (const int[]){5},
-                                wrap, b);
+    weft_acc *r =
+        weft_stencil2(f, (const int[]){5}, wrap, a, (const int[]){5}, wrap, b);
     compile(p, &r, 1, "stencil2 of u16 and i64");
     weft_program_free(p);
     weft_context_free(ctx);
@@ -616,9 +618,8 @@ static weft_acc *build_heavy3(weft_program *p)
     }
     weft_fun *f = weft_fun3(p, WEFT_F32, WEFT_F32, WEFT_F32);
     weft_exp *s = weft_arg(f, 0), *x = weft_arg(f, 1), *t = weft_arg(f, 2);
-    weft_exp *r[2] = {
-        weft_fdiv(weft_mul(s, weft_fexp(t)), weft_sqrt(x)),
-        weft_add(weft_log(weft_fdiv(s, x)), t)};
+    weft_exp *r[2] = {weft_fdiv(weft_mul(s, weft_fexp(t)), weft_sqrt(x)),
+                      weft_add(weft_log(weft_fdiv(s, x)), t)};
     weft_fun_return(f, weft_tuple(p, 2, r));
     return weft_zipwith3(f, in[0], in[1], in[2]);
 }
@@ -691,10 +692,10 @@ static weft_acc *build_nbody_from(weft_program *p, bool from_i)
         d[k] = weft_sub(weft_at(in[k], weft_index1(j)),
                         weft_at(in[k], weft_index1(i)));
     }
-    weft_exp *r2 = weft_add(
-        weft_add(weft_add(weft_mul(d[0], d[0]), weft_mul(d[1], d[1])),
-                 weft_mul(d[2], d[2])),
-        weft_f32(p, 0.01f));
+    weft_exp *r2 =
+        weft_add(weft_add(weft_add(weft_mul(d[0], d[0]), weft_mul(d[1], d[1])),
+                          weft_mul(d[2], d[2])),
+                 weft_f32(p, 0.01f));
     weft_exp *inv = weft_fdiv(weft_f32(p, 1), weft_sqrt(r2));
     weft_exp *w = weft_mul(weft_at(in[3], weft_index1(j)),
                            weft_mul(weft_mul(inv, inv), inv));
@@ -735,16 +736,18 @@ static weft_acc *build_nbody_fold(weft_program *p)
         weft_type_tuple(ctx, 3, (weft_type[]){WEFT_F32, WEFT_F32, WEFT_F32});
     weft_fun *g = weft_fun1(p, WEFT_DIM(2));
     weft_exp *ix = weft_arg(g, 0), *d[3];
-    weft_exp *i = weft_index1(weft_get(ix, 0)), *j = weft_index1(weft_get(ix, 1));
+    weft_exp *i = weft_index1(weft_get(ix, 0)),
+             *j = weft_index1(weft_get(ix, 1));
     for (int k = 0; k < 3; k++) {
         d[k] = weft_sub(weft_at(in[k], j), weft_at(in[k], i));
     }
-    weft_exp *r2 = weft_add(
-        weft_add(weft_add(weft_mul(d[0], d[0]), weft_mul(d[1], d[1])),
-                 weft_mul(d[2], d[2])),
-        weft_f32(p, 0.01f));
+    weft_exp *r2 =
+        weft_add(weft_add(weft_add(weft_mul(d[0], d[0]), weft_mul(d[1], d[1])),
+                          weft_mul(d[2], d[2])),
+                 weft_f32(p, 0.01f));
     weft_exp *inv = weft_fdiv(weft_f32(p, 1), weft_sqrt(r2));
-    weft_exp *w = weft_mul(weft_at(in[3], j), weft_mul(weft_mul(inv, inv), inv));
+    weft_exp *w =
+        weft_mul(weft_at(in[3], j), weft_mul(weft_mul(inv, inv), inv));
     weft_exp *c[3] = {weft_mul(d[0], w), weft_mul(d[1], w), weft_mul(d[2], w)};
     weft_fun_return(g, weft_tuple(p, 3, c));
     weft_exp *n = weft_size(in[0]);
@@ -766,12 +769,11 @@ static weft_acc *build_fold_pairs(weft_program *p)
     weft_fun *g = weft_fun1(p, WEFT_DIM(2));
     weft_exp *ix = weft_arg(g, 0);
     weft_exp *j = weft_index1(weft_get(ix, 1));
-    weft_exp *e = weft_add(
-        weft_add(weft_at(a, j), weft_convert(weft_at(b, j), WEFT_I32)),
-        weft_at(c, weft_index1(weft_get(ix, 0))));
+    weft_exp *e =
+        weft_add(weft_add(weft_at(a, j), weft_convert(weft_at(b, j), WEFT_I32)),
+                 weft_at(c, weft_index1(weft_get(ix, 0))));
     weft_fun_return(g, e);
-    weft_acc *all =
-        weft_generate(weft_index2(weft_size(c), weft_size(a)), g);
+    weft_acc *all = weft_generate(weft_index2(weft_size(c), weft_size(a)), g);
     return weft_fold(add2(p, WEFT_I32), weft_i32(p, 0), all);
 }
 
@@ -793,8 +795,8 @@ START_TEST(staged_while)
     ck_assert_int_ge(count_of(text, "bar.red.or.pred"), 1);
     /* a barrier before and after staging a tile (none after its trips) */
     ck_assert_int_eq(count_of(text, "bar.sync"), 2);
-    text = ptx_of_one("nbody_while_checked", WEFT_FLAG_CHECKED,
-                      build_nbody_while);
+    text =
+        ptx_of_one("nbody_while_checked", WEFT_FLAG_CHECKED, build_nbody_while);
     ck_assert_int_eq(count_of(text, ".shared"), 0);
     text = ptx_of_one("nbody_from_i", 0, build_nbody_from_i);
     ck_assert_int_eq(count_of(text, ".shared"), 0);
@@ -817,8 +819,8 @@ static void check_ptx(const char *path, const char *text, void *user)
                   "%s: an unresolved libdevice call", path);
     if (ptxas) {
         char cmd[1400];
-        snprintf(cmd, sizeof cmd, "%s -arch=sm_90 %s -o /dev/null 2>&1",
-                 ptxas, path);
+        snprintf(cmd, sizeof cmd, "%s -arch=sm_90 %s -o /dev/null 2>&1", ptxas,
+                 path);
         ck_assert_msg(system(cmd) == 0, "ptxas rejects %s", path);
     }
 }
@@ -826,15 +828,17 @@ static void check_ptx(const char *path, const char *text, void *user)
 /* Every .ptx file: entries, nothing unresolved, and ptxas accepts it. */
 START_TEST(ptxas_accepts)
 {
-    const char *ptxas = access("/usr/local/cuda/bin/ptxas", X_OK) == 0
-                            ? "/usr/local/cuda/bin/ptxas"
-                            : (system("command -v ptxas >/dev/null 2>&1") == 0
-                                   ? "ptxas" : NULL);
+    const char *ptxas =
+        access("/usr/local/cuda/bin/ptxas", X_OK) == 0
+            ? "/usr/local/cuda/bin/ptxas"
+            : (system("command -v ptxas >/dev/null 2>&1") == 0 ? "ptxas"
+                                                               : NULL);
     int n = each_ptx(g_dir, check_ptx, &ptxas);
     ck_assert_int_ge(n, 20);
     if (!ptxas) {
         printf("test_ptx_compile: no ptxas here: %d PTX files checked "
-               "by text only\n", n);
+               "by text only\n",
+               n);
     }
 }
 END_TEST

@@ -83,8 +83,8 @@ static void km_begin(kmod *k, cg_fn *fn, const char *name, int nptr)
     params[nptr] = k->i64;
     LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(k->c), params,
                                        (unsigned)nptr + 1, 0);
-    ck_assert_msg(cg_fn_begin(fn, k->ctx, &cg_target_ptx, &k->ar, k->mod,
-                              name, fty, 0) == WEFT_OK,
+    ck_assert_msg(cg_fn_begin(fn, k->ctx, &cg_target_ptx, &k->ar, k->mod, name,
+                              fty, 0) == WEFT_OK,
                   "%s", weft_last_error());
 }
 
@@ -107,8 +107,7 @@ static char *km_ptx(kmod *k, int sm, const char *const *names, int n,
                     double *ms)
 {
     LLVMTargetMachineRef tm;
-    ck_assert_msg(cg_ptx_machine(sm, &tm) == WEFT_OK, "%s",
-                  weft_last_error());
+    ck_assert_msg(cg_ptx_machine(sm, &tm) == WEFT_OK, "%s", weft_last_error());
     LLVMMemoryBufferRef buf;
     double t0 = now_ms();
     weft_status s = cg_ptx_finish(k->mod, tm, names, n, NULL, NULL, &buf);
@@ -125,9 +124,9 @@ static char *km_ptx(kmod *k, int sm, const char *const *names, int n,
     return text;
 }
 
-#define ASSERT_HAS(text, s) \
+#define ASSERT_HAS(text, s)                                                    \
     ck_assert_msg(strstr((text), (s)) != NULL, "PTX lacks \"%s\"", (s))
-#define ASSERT_LACKS(text, s) \
+#define ASSERT_LACKS(text, s)                                                  \
     ck_assert_msg(strstr((text), (s)) == NULL, "PTX has \"%s\"", (s))
 
 /* libdevice linked, resolved and reflected away. */
@@ -154,10 +153,9 @@ static LLVMValueRef gs_begin(cg_fn *fn, gs_loop *l, LLVMValueRef n)
     const cg_target *t = fn->target;
     LLVMBuilderRef B = fn->b;
     LLVMValueRef bs = zext64(fn, t->block_size(fn, 0));
-    LLVMValueRef start =
-        LLVMBuildAdd(B, LLVMBuildMul(B, zext64(fn, t->block_index(fn, 0)),
-                                     bs, ""),
-                     zext64(fn, t->thread_index(fn, 0)), "");
+    LLVMValueRef start = LLVMBuildAdd(
+        B, LLVMBuildMul(B, zext64(fn, t->block_index(fn, 0)), bs, ""),
+        zext64(fn, t->thread_index(fn, 0)), "");
     l->stride = LLVMBuildMul(B, bs, zext64(fn, t->grid_size(fn, 0)), "");
     LLVMBasicBlockRef pre = LLVMGetInsertBlock(B);
     l->head = LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "gs.head");
@@ -195,8 +193,7 @@ static void build_math(kmod *k, const char *name, weft_type t)
     LLVMValueRef x = cg_load(&fn, t, LLVMGetParam(fn.fn, 0), i), e, r;
     ck_assert(fn.target->math1(&fn, WEFT_OP_EXP, x, &e) == WEFT_OK);
     ck_assert(fn.target->math1(&fn, WEFT_OP_SQRT, x, &r) == WEFT_OK);
-    cg_store(&fn, t, LLVMGetParam(fn.fn, 1), i,
-             LLVMBuildFAdd(fn.b, e, r, ""));
+    cg_store(&fn, t, LLVMGetParam(fn.fn, 1), i, LLVMBuildFAdd(fn.b, e, r, ""));
     gs_end(&fn, &l);
     km_end(&fn);
 }
@@ -219,8 +216,8 @@ static void build_all_math(kmod *k, const char *name, weft_type t)
                           weft_last_error());
         } else {
             LLVMValueRef b = cg_load(&fn, t, x, cg_i64(&fn, j + 1));
-            ck_assert_msg(fn.target->math2(&fn, op, a, b, &r) == WEFT_OK,
-                          "%s", weft_last_error());
+            ck_assert_msg(fn.target->math2(&fn, op, a, b, &r) == WEFT_OK, "%s",
+                          weft_last_error());
         }
         cg_store(&fn, t, y, cg_i64(&fn, j), r);
         j++;
@@ -244,14 +241,14 @@ static void build_atomics(kmod *k, const char *name)
                   LLVMConstReal(LLVMFloatTypeInContext(c), 1.5));
     t->atomic_rmw(&fn, LLVMAtomicRMWBinOpFAdd, LLVMGetParam(fn.fn, 3),
                   LLVMConstReal(LLVMDoubleTypeInContext(c), 2.5));
-    LLVMValueRef old = t->atomic_cas(&fn, LLVMGetParam(fn.fn, 4),
-                                     cg_i64(&fn, 0), n);
+    LLVMValueRef old =
+        t->atomic_cas(&fn, LLVMGetParam(fn.fn, 4), cg_i64(&fn, 0), n);
     /* the CAS result is used, so that it stays a CAS */
     cg_store(&fn, WEFT_I64, b, cg_i64(&fn, 1), old);
     static const LLVMAtomicRMWBinOp ops[] = {
-        LLVMAtomicRMWBinOpMin, LLVMAtomicRMWBinOpMax, LLVMAtomicRMWBinOpUMin,
-        LLVMAtomicRMWBinOpUMax, LLVMAtomicRMWBinOpAnd, LLVMAtomicRMWBinOpOr,
-        LLVMAtomicRMWBinOpXor, LLVMAtomicRMWBinOpXchg,
+        LLVMAtomicRMWBinOpMin,  LLVMAtomicRMWBinOpMax,  LLVMAtomicRMWBinOpUMin,
+        LLVMAtomicRMWBinOpUMax, LLVMAtomicRMWBinOpAnd,  LLVMAtomicRMWBinOpOr,
+        LLVMAtomicRMWBinOpXor,  LLVMAtomicRMWBinOpXchg,
     };
     for (size_t j = 0; j < sizeof ops / sizeof ops[0]; j++) {
         t->atomic_rmw(&fn, ops[j], a, x32);
@@ -276,8 +273,8 @@ static void build_narrow(kmod *k, const char *name)
     t->atomic_rmw(&fn, LLVMAtomicRMWBinOpXchg, a, LLVMConstInt(i8, 5, 0));
     t->atomic_rmw(&fn, LLVMAtomicRMWBinOpFAdd, LLVMGetParam(fn.fn, 2),
                   LLVMConstReal(LLVMHalfTypeInContext(k->c), 1.0));
-    LLVMValueRef old = t->atomic_cas(&fn, b, LLVMConstInt(i16, 0, 0),
-                                     LLVMConstInt(i16, 9, 0));
+    LLVMValueRef old =
+        t->atomic_cas(&fn, b, LLVMConstInt(i16, 0, 0), LLVMConstInt(i16, 9, 0));
     cg_store(&fn, WEFT_I16, b, cg_i64(&fn, 1), old);
     km_end(&fn);
 }
@@ -328,8 +325,7 @@ static void build_block_sum(kmod *k, const char *name, weft_type t)
     LLVMValueRef v = warp_sum(&fn, t, cur.v[0]);
     LLVMValueRef lane = tg->lane_index(&fn);
     LLVMValueRef tid = tg->thread_index(&fn, 0);
-    LLVMValueRef warp =
-        LLVMBuildLShr(B, tid, LLVMConstInt(k->i32, 5, 0), "");
+    LLVMValueRef warp = LLVMBuildLShr(B, tid, LLVMConstInt(k->i32, 5, 0), "");
     LLVMValueRef shared = tg->shared_array(&fn, ty, 32);
     LLVMValueRef lane0 =
         LLVMBuildICmp(B, LLVMIntEQ, lane, LLVMConstInt(k->i32, 0, 0), "");
@@ -350,10 +346,9 @@ static void build_block_sum(kmod *k, const char *name, weft_type t)
     LLVMValueRef w = warp_sum(&fn, t, LLVMBuildSelect(B, have, part, zero, ""));
     cg_if g;
     cg_if_begin(&fn, &g, lane0);
-    tg->atomic_rmw(&fn,
-                   fe_is_float(t) ? LLVMAtomicRMWBinOpFAdd
-                                  : LLVMAtomicRMWBinOpAdd,
-                   LLVMGetParam(fn.fn, 1), w);
+    tg->atomic_rmw(
+        &fn, fe_is_float(t) ? LLVMAtomicRMWBinOpFAdd : LLVMAtomicRMWBinOpAdd,
+        LLVMGetParam(fn.fn, 1), w);
     cg_if_end(&fn, &g);
     cg_if_end(&fn, &f);
     km_end(&fn);
@@ -362,17 +357,16 @@ static void build_block_sum(kmod *k, const char *name, weft_type t)
 /* k_vote(void *in, void *out, n): ballot, shuffles of every type, fence. */
 static void build_vote(kmod *k, const char *name)
 {
-    static const weft_type types[] = {WEFT_BOOL, WEFT_I8,  WEFT_I16,
-                                      WEFT_I32,  WEFT_I64, WEFT_F16,
-                                      WEFT_F32,  WEFT_F64};
+    static const weft_type types[] = {WEFT_BOOL, WEFT_I8,  WEFT_I16, WEFT_I32,
+                                      WEFT_I64,  WEFT_F16, WEFT_F32, WEFT_F64};
     cg_fn fn;
     km_begin(k, &fn, name, 2);
     const cg_target *tg = fn.target;
     LLVMValueRef in = LLVMGetParam(fn.fn, 0), out = LLVMGetParam(fn.fn, 1);
     LLVMValueRef tid = zext64(&fn, tg->thread_index(&fn, 0));
     LLVMValueRef x = cg_load(&fn, WEFT_F64, in, tid);
-    LLVMValueRef pos = LLVMBuildFCmp(
-        fn.b, LLVMRealOGT, x, LLVMConstReal(LLVMTypeOf(x), 0.0), "");
+    LLVMValueRef pos = LLVMBuildFCmp(fn.b, LLVMRealOGT, x,
+                                     LLVMConstReal(LLVMTypeOf(x), 0.0), "");
     cg_store(&fn, WEFT_I32, out, tid, tg->ballot(&fn, pos));
     LLVMValueRef three = LLVMConstInt(k->i32, 3, 0);
     for (size_t j = 0; j < sizeof types / sizeof types[0]; j++) {
@@ -380,8 +374,7 @@ static void build_vote(kmod *k, const char *name)
         v = tg->shuffle_idx(&fn, v, three);
         v = tg->shuffle_down(&fn, v, cg_i64(&fn, 1)); /* an i64 delta */
         cg_store(&fn, types[j], out,
-                 LLVMBuildAdd(fn.b, tid, cg_i64(&fn, 64 * (int64_t)j + 64),
-                              ""),
+                 LLVMBuildAdd(fn.b, tid, cg_i64(&fn, 64 * (int64_t)j + 64), ""),
                  v);
     }
     /* a pointer moves too */
@@ -471,9 +464,9 @@ START_TEST(machines)
     static const struct {
         int sm;
         const char *cpu;
-    } cases[] = {{50, "sm_50"},  {70, "sm_70"},  {75, "sm_75"},
-                 {80, "sm_80"},  {88, "sm_87"},  {89, "sm_89"},
-                 {90, "sm_90"},  {100, "sm_90"}, {120, "sm_90"}};
+    } cases[] = {{50, "sm_50"}, {70, "sm_70"},  {75, "sm_75"},
+                 {80, "sm_80"}, {88, "sm_87"},  {89, "sm_89"},
+                 {90, "sm_90"}, {100, "sm_90"}, {120, "sm_90"}};
     for (size_t j = 0; j < sizeof cases / sizeof cases[0]; j++) {
         ck_assert_msg(cg_ptx_machine(cases[j].sm, &tm) == WEFT_OK, "%s",
                       weft_last_error());
@@ -540,8 +533,8 @@ START_TEST(fast_math)
     ck_assert(fn.target->math1(&fn, WEFT_OP_LOG, x, &g) == WEFT_OK);
     ck_assert(fn.target->math1(&fn, WEFT_OP_SQRT, x, &r) == WEFT_OK);
     LLVMValueRef a[2] = {e, x};
-    ck_assert(cg_prim(&fn, WEFT_OP_FDIV, WEFT_F32, WEFT_F32, WEFT_F32, a,
-                      &q) == WEFT_OK);
+    ck_assert(cg_prim(&fn, WEFT_OP_FDIV, WEFT_F32, WEFT_F32, WEFT_F32, a, &q) ==
+              WEFT_OK);
     a[0] = LLVMConstReal(LLVMFloatTypeInContext(k.c), 1.0);
     a[1] = r;
     ck_assert(cg_prim(&fn, WEFT_OP_FDIV, WEFT_F32, WEFT_F32, WEFT_F32, a,
@@ -601,17 +594,17 @@ START_TEST(atomics)
         ASSERT_HAS(ptx, ".entry k_atomics");
         ASSERT_HAS(ptx, ".entry k_narrow");
         static const char *const native[] = {
-            "atom.global.add.u32", "atom.global.add.u64",
-            "atom.global.add.f32", "atom.global.add.f64",
-            "atom.global.cas.b64", "atom.global.cas.b32",
-            "atom.global.min.s32", "atom.global.min.s64",
-            "atom.global.max.s32", "atom.global.max.s64",
-            "atom.global.min.u32", "atom.global.min.u64",
-            "atom.global.max.u32", "atom.global.max.u64",
-            "atom.global.and.b32", "atom.global.and.b64",
-            "atom.global.or.b32",  "atom.global.or.b64",
-            "atom.global.xor.b32", "atom.global.xor.b64",
-            "atom.global.exch.b32", "atom.global.exch.b64",
+            "atom.global.add.u32",       "atom.global.add.u64",
+            "atom.global.add.f32",       "atom.global.add.f64",
+            "atom.global.cas.b64",       "atom.global.cas.b32",
+            "atom.global.min.s32",       "atom.global.min.s64",
+            "atom.global.max.s32",       "atom.global.max.s64",
+            "atom.global.min.u32",       "atom.global.min.u64",
+            "atom.global.max.u32",       "atom.global.max.u64",
+            "atom.global.and.b32",       "atom.global.and.b64",
+            "atom.global.or.b32",        "atom.global.or.b64",
+            "atom.global.xor.b32",       "atom.global.xor.b64",
+            "atom.global.exch.b32",      "atom.global.exch.b64",
             "atom.global.add.noftz.f16", /* PTX 6.3 on sm_70 */
         };
         for (size_t m = 0; m < sizeof native / sizeof native[0]; m++) {
@@ -700,7 +693,8 @@ START_TEST(finish_misc)
     build_vote(&k, "k_vote");
     ck_assert(cg_ptx_machine(90, &tm) == WEFT_OK);
     const char *names[] = {"k_vote"};
-    ck_assert(cg_ptx_finish(k.mod, tm, names, 1, prefix, NULL, &ptx) == WEFT_OK);
+    ck_assert(cg_ptx_finish(k.mod, tm, names, 1, prefix, NULL, &ptx) ==
+              WEFT_OK);
     FILE *f = fopen(path, "r");
     ck_assert_msg(f, "no dump %s", path);
     size_t len = LLVMGetBufferSize(ptx);

@@ -45,7 +45,7 @@
 
 /* ---- PTX text ---- */
 
-#define ASSERT_HAS(text, s) \
+#define ASSERT_HAS(text, s)                                                    \
     ck_assert_msg(strstr((text), (s)) != NULL, "PTX lacks \"%s\"", (s))
 
 static int count(const char *text, const char *s)
@@ -61,10 +61,10 @@ static int count(const char *text, const char *s)
 
 typedef struct seen {
     const char *what;
-    int folds;         /* fold kernels emitted */
-    int general;       /* of which general */
-    int vec;           /* 128-bit loads of the input (ld.global.nc.v2/v4) */
-    int last;          /* kernels finished by their last block: a ticket
+    int folds;   /* fold kernels emitted */
+    int general; /* of which general */
+    int vec;     /* 128-bit loads of the input (ld.global.nc.v2/v4) */
+    int last;    /* kernels finished by their last block: a ticket
                           (SK_FOLD_LAST_BLOCK, atom.global.add) */
     weft_context *ctx;
 } seen;
@@ -176,8 +176,8 @@ static seen plan(tcase *t, const char *what, weft_acc *r)
     memset(&exe, 0, sizeof exe);
     exe.ctx = t->ctx;
     fe_arena_init(&exe.arena, t->ctx);
-    weft_status s = fe_share(t->p, "test", (fe_term *const *)&r, 1,
-                             &exe.arena, &exe.core);
+    weft_status s =
+        fe_share(t->p, "test", (fe_term *const *)&r, 1, &exe.arena, &exe.core);
     ck_assert_msg(s == WEFT_OK, "%s: %s", what, weft_last_error());
     weft_status (*const passes[])(fe_core *) = {fe_simplify, fe_fuse};
     for (size_t i = 0; i < sizeof passes / sizeof *passes; i++) {
@@ -217,8 +217,8 @@ static void sum_case(int rank, int vec, int last)
     tcase t;
     tc_open(&t);
     weft_acc *a = weft_param(t.p, WEFT_F32, rank);
-    seen sn = plan(&t, "sum",
-                   weft_fold(add_fun(t.p, WEFT_F32), weft_f32(t.p, 0), a));
+    seen sn =
+        plan(&t, "sum", weft_fold(add_fun(t.p, WEFT_F32), weft_f32(t.p, 0), a));
     ck_assert_int_eq(sn.folds, 1);
     ck_assert_int_eq(sn.general, 0);
     ck_assert_int_eq(sn.vec, vec);
@@ -266,9 +266,9 @@ START_TEST(affine)
     weft_acc *a = weft_param(t.p, pt, 2);
     weft_fun *f = weft_fun2(t.p, pt, pt);
     weft_exp *x = weft_arg(f, 0), *y = weft_arg(f, 1);
-    weft_exp *c[2] = {weft_mul(weft_get(x, 0), weft_get(y, 0)),
-                      weft_add(weft_mul(weft_get(x, 1), weft_get(y, 0)),
-                               weft_get(y, 1))};
+    weft_exp *c[2] = {
+        weft_mul(weft_get(x, 0), weft_get(y, 0)),
+        weft_add(weft_mul(weft_get(x, 1), weft_get(y, 0)), weft_get(y, 1))};
     weft_fun_return(f, weft_tuple(t.p, 2, c));
     seen sn = plan(&t, "affine", weft_fold1(f, a));
     ck_assert_int_eq(sn.folds, 1);
@@ -304,8 +304,7 @@ START_TEST(dotp)
     weft_fun *add = weft_fun2(t.p, WEFT_F64, WEFT_F64);
     weft_fun_return(add, weft_add(weft_arg(add, 0), weft_arg(add, 1)));
     seen sn = plan(&t, "dotp",
-                   weft_fold(add, weft_f64(t.p, 0),
-                             weft_zipwith(mul, xs, ys)));
+                   weft_fold(add, weft_f64(t.p, 0), weft_zipwith(mul, xs, ys)));
     ck_assert_int_eq(sn.folds, 1);
     ck_assert_int_eq(sn.general, 1);
     /* the equal-shapes variant: K = 4 f64 per array, two v2 loads each,
@@ -355,8 +354,8 @@ START_TEST(all)
     weft_fun_return(dbl, weft_mul(weft_arg(dbl, 0), weft_i64(t.p, 2)));
     weft_fun *add = weft_fun2(t.p, WEFT_I64, WEFT_I64);
     weft_fun_return(add, weft_add(weft_arg(add, 0), weft_arg(add, 1)));
-    seen sn = plan(&t, "all",
-                   weft_fold_all(add, weft_i64(t.p, 0), weft_map(dbl, a)));
+    seen sn =
+        plan(&t, "all", weft_fold_all(add, weft_i64(t.p, 0), weft_map(dbl, a)));
     ck_assert_int_eq(sn.folds, 1);
     tc_close(&t);
 }

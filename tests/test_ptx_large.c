@@ -56,8 +56,7 @@ START_TEST(huge_cond)
     weft_exp *x = weft_arg(f, 0), *e = x;
     for (int i = 1; i <= N; i++) {
         e = weft_cond(weft_gt(x, weft_i64(p, 3 - i)),
-                      weft_add(e, weft_i64(p, 1)),
-                      weft_mul(x, weft_i64(p, 2)));
+                      weft_add(e, weft_i64(p, 1)), weft_mul(x, weft_i64(p, 2)));
     }
     weft_fun_return(f, e);
     int64_t want[4];
@@ -111,8 +110,8 @@ START_TEST(huge_exp)
         e = weft_add(e, weft_fexp(weft_mul(x, weft_f32(p, 1.0f / (float)i))));
     }
     weft_fun_return(f, e);
-    weft_array *in[1] = {tu_arr_f(u.ctx, WEFT_F32, 1, TU_SH(3),
-                                  TU_F(0.5, -1, 0.25))};
+    weft_array *in[1] = {
+        tu_arr_f(u.ctx, WEFT_F32, 1, TU_SH(3), TU_F(0.5, -1, 0.25))};
     weft_array *out[1] = {NULL};
     run1(&u, weft_map(f, weft_param(p, WEFT_F32, 1)), in, out);
     const double x0[3] = {0.5, -1, 0.25};
@@ -145,9 +144,9 @@ START_TEST(families)
     weft_array *out[N] = {NULL};
     for (int i = 0; i < N; i++) {
         weft_fun *f = weft_fun1(p, WEFT_I64);
-        weft_fun_return(f, weft_add(weft_mul(weft_arg(f, 0),
-                                             weft_i64(p, i + 2)),
-                                    weft_i64(p, 7)));
+        weft_fun_return(f,
+                        weft_add(weft_mul(weft_arg(f, 0), weft_i64(p, i + 2)),
+                                 weft_i64(p, 7)));
         r[i] = weft_map(f, a);
     }
     weft_array *in[1] = {vec(&u)};
@@ -155,9 +154,9 @@ START_TEST(families)
     TU_OK(tu_run(p, r, N, in, 1, out, N));
     for (int i = 0; i < N; i++) {
         int64_t c = i + 2;
-        TU_CHECK_I(u.ctx, out[i], 0, 1, TU_SH(4),
-                   TU_I(xs[0] * c + 7, xs[1] * c + 7, xs[2] * c + 7,
-                        xs[3] * c + 7));
+        TU_CHECK_I(
+            u.ctx, out[i], 0, 1, TU_SH(4),
+            TU_I(xs[0] * c + 7, xs[1] * c + 7, xs[2] * c + 7, xs[3] * c + 7));
         weft_array_release(out[i]);
     }
     weft_stats st;

@@ -74,8 +74,7 @@ static weft_array *iota_i64(weft_context *ctx, int64_t n, int64_t k)
 
 /* Run tu_dot_map(ctx, false) on x = 0..n-1, y = 2 x and check both
  * results. */
-static void run_dot_and_map(weft_context *ctx, weft_executable *exe,
-                            int64_t n)
+static void run_dot_and_map(weft_context *ctx, weft_executable *exe, int64_t n)
 {
     weft_array *in[2] = {iota_i64(ctx, n, 1), iota_i64(ctx, n, 2)};
     weft_array *out[2] = {NULL, NULL};
@@ -161,8 +160,8 @@ START_TEST(disk_round_trip)
     weft_context_stats(b, &sb);
     ck_assert_uint_eq(sb.kernels_compiled, 0);
     ck_assert_uint_eq(sb.kernels_loaded, 2);
-    ck_assert(sb.ptx_ms == 0);          /* no PTX emitted */
-    ck_assert(sb.driver_link_ms > 0);   /* the driver loaded it */
+    ck_assert(sb.ptx_ms == 0);        /* no PTX emitted */
+    ck_assert(sb.driver_link_ms > 0); /* the driver loaded it */
     run_dot_and_map(b, eb, 100000);
     run_dot_and_map(b, eb, 777);
     weft_executable_free(eb);
@@ -198,8 +197,8 @@ START_TEST(fold_ticket)
     weft_context *ctx = open_ptx(NULL);
     weft_executable *e[2] = {sum_exe(ctx, false), sum_exe(ctx, true)};
     /* sizes from one block's worth to many blocks with several pieces */
-    static const int64_t sizes[] = {1,      1000,    33000,  1 << 20,
-                                    5000003, 65536, 2, 3000000};
+    static const int64_t sizes[] = {1,       1000,  33000, 1 << 20,
+                                    5000003, 65536, 2,     3000000};
     for (int round = 0; round < 3; round++) {
         for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
             int64_t n = sizes[si];
@@ -247,8 +246,7 @@ START_TEST(error_word)
     weft_array *y = iota_i64(ctx, 3, 10);
     for (int round = 0; round < 4; round++) {
         weft_array *bad = tu_arr_i(ctx, WEFT_I64, 1, TU_SH(3), TU_I(0, 1, 5));
-        weft_array *good =
-            tu_arr_i(ctx, WEFT_I64, 1, TU_SH(3), TU_I(2, 0, 1));
+        weft_array *good = tu_arr_i(ctx, WEFT_I64, 1, TU_SH(3), TU_I(2, 0, 1));
         weft_array *in[2] = {bad, y};
         weft_array *out = NULL;
         TU_STATUS(WEFT_ERR_OUT_OF_BOUNDS, weft_run(exe, in, 2, &out, 1));
@@ -298,8 +296,7 @@ START_TEST(repeat_after_jits)
     weft_fun_return(f[1], weft_mul(a[1], a[1]));
     weft_fun_return(f[2], weft_mul(weft_mul(a[2], a[2]), a[2]));
     weft_fun_return(f[3], weft_sub(weft_mul(a[3], a[3]), a[3]));
-    weft_fun_return(f[4], weft_mul(weft_mul(a[4], a[4]),
-                                   weft_mul(a[4], a[4])));
+    weft_fun_return(f[4], weft_mul(weft_mul(a[4], a[4]), weft_mul(a[4], a[4])));
     weft_fun_return(f[5], weft_mul(weft_add(a[5], a[5]), a[5]));
     weft_fun_return(f[6], weft_add(a[6], weft_i64(p, 1)));
     weft_acc *r[7];

@@ -113,8 +113,8 @@ static weft_acc *program(weft_context *ctx, weft_program *p, int k, int rank)
     }
     case 1: {
         weft_fun *gen = weft_fun1(p, WEFT_DIM(1));
-        weft_fun_return(gen, weft_convert(weft_get(weft_arg(gen, 0), 0),
-                                          WEFT_F32));
+        weft_fun_return(gen,
+                        weft_convert(weft_get(weft_arg(gen, 0), 0), WEFT_F32));
         weft_acc *ix = weft_generate(weft_shape(x), gen);
         weft_fun *add = weft_fun2(p, WEFT_F32, WEFT_F32);
         weft_fun_return(add, weft_add(weft_arg(add, 0), weft_arg(add, 1)));
@@ -123,18 +123,18 @@ static weft_acc *program(weft_context *ctx, weft_program *p, int k, int rank)
     case 2: {
         weft_fun *rev = weft_fun1(p, WEFT_DIM(1));
         weft_exp *n = weft_size(x);
-        weft_fun_return(rev, weft_index1(weft_sub(
-                                 weft_sub(n, weft_i64(p, 1)),
-                                 weft_get(weft_arg(rev, 0), 0))));
+        weft_fun_return(rev,
+                        weft_index1(weft_sub(weft_sub(n, weft_i64(p, 1)),
+                                             weft_get(weft_arg(rev, 0), 0))));
         return weft_backpermute(weft_shape(x), rev, m);
     }
     case 3: {
         weft_fun *pair = weft_fun1(p, WEFT_F32);
         weft_exp *a = weft_arg(pair, 0);
-        weft_fun_return(pair,
-                        weft_tuple(p, 2, (weft_exp *[]){
-                                             weft_add(a, weft_f32(p, 1.0f)),
-                                             weft_mul(a, weft_f32(p, 2.0f))}));
+        weft_fun_return(
+            pair, weft_tuple(p, 2,
+                             (weft_exp *[]){weft_add(a, weft_f32(p, 1.0f)),
+                                            weft_mul(a, weft_f32(p, 2.0f))}));
         weft_acc *t = weft_map(pair, m);
         weft_fun *snd = weft_fun1(p, weft_acc_type(t));
         weft_fun_return(snd, weft_get(weft_arg(snd, 0), 1));
@@ -154,10 +154,11 @@ static weft_acc *program(weft_context *ctx, weft_program *p, int k, int rank)
         weft_fun *pair = weft_fun1(p, WEFT_F32);
         weft_exp *a = weft_arg(pair, 0);
         weft_fun_return(
-            pair, weft_tuple(p, 2, (weft_exp *[]){
-                                       weft_convert(a, WEFT_F64),
-                                       weft_convert(weft_mul(a, weft_f32(p, 8.0f)),
-                                                    WEFT_I32)}));
+            pair, weft_tuple(p, 2,
+                             (weft_exp *[]){
+                                 weft_convert(a, WEFT_F64),
+                                 weft_convert(weft_mul(a, weft_f32(p, 8.0f)),
+                                              WEFT_I32)}));
         return weft_map(pair, x);
     }
     case 8: {
@@ -169,21 +170,23 @@ static weft_acc *program(weft_context *ctx, weft_program *p, int k, int rank)
         weft_fun *pair = weft_fun1(p, WEFT_F32);
         weft_exp *a = weft_arg(pair, 0);
         weft_fun_return(
-            pair, weft_tuple(p, 2, (weft_exp *[]){
-                                       weft_convert(weft_mul(a, weft_f32(p, 8.0f)),
-                                                    WEFT_I32),
-                                       a}));
+            pair, weft_tuple(p, 2,
+                             (weft_exp *[]){
+                                 weft_convert(weft_mul(a, weft_f32(p, 8.0f)),
+                                              WEFT_I32),
+                                 a}));
         weft_acc *t = weft_map(pair, x);
         weft_type tt = weft_acc_type(t);
         weft_fun *c = weft_fun2(p, tt, tt);
         weft_exp *l = weft_arg(c, 0), *r = weft_arg(c, 1);
-        weft_fun_return(
-            c, weft_tuple(p, 2, (weft_exp *[]){
-                                    weft_add(weft_get(l, 0), weft_get(r, 0)),
-                                    weft_get(r, 1)}));
+        weft_fun_return(c, weft_tuple(p, 2,
+                                      (weft_exp *[]){weft_add(weft_get(l, 0),
+                                                              weft_get(r, 0)),
+                                                     weft_get(r, 1)}));
         return weft_fold_all(
-            c, weft_tuple(p, 2, (weft_exp *[]){weft_i32(p, 0),
-                                                weft_f32(p, -1.0f)}),
+            c,
+            weft_tuple(p, 2,
+                       (weft_exp *[]){weft_i32(p, 0), weft_f32(p, -1.0f)}),
             t);
     }
     case 10:
@@ -209,8 +212,8 @@ static weft_acc *program(weft_context *ctx, weft_program *p, int k, int rank)
         weft_fun *f = weft_fun_create(p, w, ts);
         weft_exp *sum = weft_arg(f, 0);
         for (int i = 1; i < w; i++) {
-            sum = weft_add(sum, weft_mul(weft_arg(f, i),
-                                         weft_f32(p, (float)(i + 1))));
+            sum = weft_add(
+                sum, weft_mul(weft_arg(f, i), weft_f32(p, (float)(i + 1))));
         }
         weft_fun_return(f, sum);
         weft_boundary wrap = {WEFT_BOUNDARY_WRAP, NULL};
@@ -230,8 +233,8 @@ static weft_acc *program(weft_context *ctx, weft_program *p, int k, int rank)
         weft_exp *ix = weft_arg(g, 0);
         weft_exp *j = weft_rem(weft_mul(weft_get(ix, 0), weft_i64(p, 31)),
                                weft_i64(p, tn));
-        weft_fun_return(g, weft_add(weft_at(x, ix),
-                                    weft_at(t, weft_index1(j))));
+        weft_fun_return(g,
+                        weft_add(weft_at(x, ix), weft_at(t, weft_index1(j))));
         return weft_generate(weft_shape(x), g);
     }
     case 16: {
@@ -267,12 +270,10 @@ static weft_acc *program(weft_context *ctx, weft_program *p, int k, int rank)
         weft_acc *ones = weft_map(one, x);
         weft_fun *zero = weft_fun1(p, WEFT_DIM(1));
         weft_fun_return(zero, weft_f32(p, 0.0f));
-        weft_acc *bins = weft_generate(
-            weft_index1(weft_i64(p, 17)), zero);
+        weft_acc *bins = weft_generate(weft_index1(weft_i64(p, 17)), zero);
         weft_fun *bin = weft_fun1(p, WEFT_DIM(1));
-        weft_fun_return(bin, weft_index1(weft_rem(
-                                 weft_get(weft_arg(bin, 0), 0),
-                                 weft_i64(p, 17))));
+        weft_fun_return(bin, weft_index1(weft_rem(weft_get(weft_arg(bin, 0), 0),
+                                                  weft_i64(p, 17))));
         weft_fun *add = weft_fun2(p, WEFT_F32, WEFT_F32);
         weft_fun_return(add, weft_add(weft_arg(add, 0), weft_arg(add, 1)));
         return weft_permute(add, bins, bin, ones);
@@ -320,8 +321,9 @@ static const struct {
     int rank;
     int64_t shape[3];
 } shapes[] = {
-    {1, {3000001}}, {1, {1}}, {1, {0}}, {1, {4097}}, {2, {1001, 1023}},
-    {3, {3, 517, 1031}}, {0, {0}}, {2, {1, 1 << 20}}, {3, {2, 0, 5}},
+    {1, {3000001}}, {1, {1}},          {1, {0}},
+    {1, {4097}},    {2, {1001, 1023}}, {3, {3, 517, 1031}},
+    {0, {0}},       {2, {1, 1 << 20}}, {3, {2, 0, 5}},
 };
 
 /* Program k applies to rank `rank` (the generate, reverse, scan and
@@ -330,8 +332,7 @@ static bool applies(int k, int rank)
 {
     return rank == 0 ? k == 0 || k == 3 || k == 7
                      : k == 0 || k == 3 || k == 4 || k == 7 || k == 8 ||
-                           k == 9 || k == 10 || k == 11 || k == 14 ||
-                           rank == 1;
+                           k == 9 || k == 10 || k == 11 || k == 14 || rank == 1;
 }
 
 /* Whether the n floats fb are within rel (relative, at least absolute)
@@ -344,8 +345,8 @@ static int near(const char *devices, unsigned flags, int k, size_t s,
         if (!(fabsf(fa[i] - fb[i]) <= tol)) {
             printf("devices %s%s, program %d, shape %zu: element %zu is "
                    "%.9g, one GPU's %.9g\n",
-                   devices, flags ? " (no fusion)" : "", k, s, i,
-                   (double)fb[i], (double)fa[i]);
+                   devices, flags ? " (no fusion)" : "", k, s, i, (double)fb[i],
+                   (double)fa[i]);
             return 1;
         }
     }
@@ -363,20 +364,21 @@ static void compare(const char *devices, unsigned flags)
                 continue;
             }
             size_t n1 = 0, n2 = 0;
-            unsigned char *a = run(one, k, shapes[s].rank, shapes[s].shape,
-                                   &n1);
-            unsigned char *b = run(many, k, shapes[s].rank, shapes[s].shape,
-                                   &n2);
+            unsigned char *a =
+                run(one, k, shapes[s].rank, shapes[s].shape, &n1);
+            unsigned char *b =
+                run(many, k, shapes[s].rank, shapes[s].shape, &n2);
             ck_assert_uint_eq(n1, n2);
             if (memcmp(a, b, n1) != 0) {
                 /* one GPU again: a result that differs from itself is
                  * not the devices' doing */
                 size_t n3 = 0;
-                unsigned char *c = run(one, k, shapes[s].rank,
-                                       shapes[s].shape, &n3);
+                unsigned char *c =
+                    run(one, k, shapes[s].rank, shapes[s].shape, &n3);
                 if (n3 != n1 || memcmp(a, c, n1) != 0) {
                     printf("program %d, shape %zu: one GPU gives another "
-                           "result when run again\n", k, s);
+                           "result when run again\n",
+                           k, s);
                 }
                 free(c);
             }
@@ -424,8 +426,10 @@ static void compare(const char *devices, unsigned flags)
         printf(" %llu", (unsigned long long)st.device_bytes_on[i]);
     }
     printf("\n");
-    ck_assert_msg(differ == 0, "devices %s: %d results differ from one "
-                  "GPU's (printed above)", devices, differ);
+    ck_assert_msg(differ == 0,
+                  "devices %s: %d results differ from one "
+                  "GPU's (printed above)",
+                  devices, differ);
     int count = 0;
     TU_OK(weft_device_count(&count));
     int want = strcmp(devices, "all") == 0 ? (count < 8 ? count : 8) : 2;

@@ -32,24 +32,24 @@ START_TEST(launch_block)
         int sms;
         int want;
     } cases[] = {
-        {1024, 65536, 132, 256},      /* 64 blocks would not fill 132 */
-        {640, 67108864, 132, 640},    /* plenty: the occupancy API's */
-        {1024, 132 * 1024, 132, 1024},/* exactly one block per SM */
-        {1024, 131 * 1024, 132, 512}, /* 131 blocks: one SM idle */
-        {640, 65536, 132, 256},       /* 128 of 512 too few; 256 of 256 */
-        {640, 20000, 132, 128},       /* 512, 256: too few; 157 of 128 */
-        {1024, 1000, 132, 64},        /* nothing fills: the least */
-        {256, 0, 132, 256},           /* no items: as given */
-        {48, 100000, 132, 48},        /* small blocks stay */
-        {1024, 65536, 0, 1024},       /* unknown SMs: as given */
+        {1024, 65536, 132, 256},       /* 64 blocks would not fill 132 */
+        {640, 67108864, 132, 640},     /* plenty: the occupancy API's */
+        {1024, 132 * 1024, 132, 1024}, /* exactly one block per SM */
+        {1024, 131 * 1024, 132, 512},  /* 131 blocks: one SM idle */
+        {640, 65536, 132, 256},        /* 128 of 512 too few; 256 of 256 */
+        {640, 20000, 132, 128},        /* 512, 256: too few; 157 of 128 */
+        {1024, 1000, 132, 64},         /* nothing fills: the least */
+        {256, 0, 132, 256},            /* no items: as given */
+        {48, 100000, 132, 48},         /* small blocks stay */
+        {1024, 65536, 0, 1024},        /* unknown SMs: as given */
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-        int got = sk_ptx_launch_block(cases[k].block, cases[k].items,
-                                      cases[k].sms);
+        int got =
+            sk_ptx_launch_block(cases[k].block, cases[k].items, cases[k].sms);
         ck_assert_msg(got == cases[k].want,
-                      "case %zu: block %d, %lld items, %d SMs: %d, want %d",
-                      k, cases[k].block, (long long)cases[k].items,
-                      cases[k].sms, got, cases[k].want);
+                      "case %zu: block %d, %lld items, %d SMs: %d, want %d", k,
+                      cases[k].block, (long long)cases[k].items, cases[k].sms,
+                      got, cases[k].want);
         ck_assert_int_eq(got % 16, 0);
     }
 }
@@ -78,8 +78,8 @@ static weft_acc *build_loop(weft_context *ctx, weft_program *p, int variant)
                          weft_add(weft_get(b, 1), weft_at(c, weft_index1(j)))};
     weft_fun_return(body, weft_tuple(p, 2, next));
     weft_exp *init[2] = {variant == 1 ? i : weft_i64(p, 0), weft_f32(p, 0)};
-    weft_fun_return(g, weft_get(weft_while(cond, body, weft_tuple(p, 2, init)),
-                                1));
+    weft_fun_return(
+        g, weft_get(weft_while(cond, body, weft_tuple(p, 2, init)), 1));
     return weft_generate(weft_shape(x), g);
 }
 
@@ -118,11 +118,11 @@ START_TEST(even_loops)
         fe_arena arena;
         fe_arena_init(&arena, ctx);
         sk_kernel k;
-        ck_assert_int_eq(sk_prepare(ctx, &exe->core, &arena, &sk_target_ptx,
-                                    op, &k),
-                         WEFT_OK);
-        ck_assert_msg(k.even_loops == (v == 0), "variant %d: even_loops %d",
-                      v, (int)k.even_loops);
+        ck_assert_int_eq(
+            sk_prepare(ctx, &exe->core, &arena, &sk_target_ptx, op, &k),
+            WEFT_OK);
+        ck_assert_msg(k.even_loops == (v == 0), "variant %d: even_loops %d", v,
+                      (int)k.even_loops);
         ck_assert_msg(sk_ptx_uneven(&k) == (v != 0), "variant %d", v);
         fe_arena_release(&arena);
         weft_executable_free(exe);

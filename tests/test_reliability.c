@@ -35,9 +35,9 @@ static const weft_backend backends[] = TU_BACKENDS;
 enum { NBACKENDS = (int)(sizeof backends / sizeof *backends) };
 
 /* The message contains `want`. */
-#define HAS(msg, want)                                                       \
-    ck_assert_msg(strstr((msg), (want)) != NULL, "\"%s\" lacks \"%s\"",      \
-                  (msg), (want))
+#define HAS(msg, want)                                                         \
+    ck_assert_msg(strstr((msg), (want)) != NULL, "\"%s\" lacks \"%s\"", (msg), \
+                  (want))
 
 /* A rank-0 bool array holding v. */
 static weft_array *bool0(weft_context *ctx, bool v)
@@ -81,9 +81,9 @@ START_TEST(permute_ignore_rank0)
             tu_reset(&t);
             weft_program *p = t.p;
             weft_fun *ix = weft_fun1(p, WEFT_DIM(0));
-            weft_fun_return(ix, weft_cond(weft_bool(p, c),
-                                          weft_index(p, 0, NULL),
-                                          weft_ignore(p, 0)));
+            weft_fun_return(ix,
+                            weft_cond(weft_bool(p, c), weft_index(p, 0, NULL),
+                                      weft_ignore(p, 0)));
             ck_assert_msg(permute_unit(&t, ix, NULL, 0) == (c ? 6 : 1),
                           "%s, constant %d", tu_backend_name(backends[b]), c);
         }
@@ -117,15 +117,14 @@ START_TEST(permute_ignore_rank0)
             weft_fun *ix = weft_fun1(p, WEFT_DIM(0));
             weft_exp *k = pc;
             for (int i = 0; i < 20; i++) {
-                weft_exp *s = weft_add(weft_shape_size(weft_arg(ix, 0)),
-                                       weft_i64(p, i));
+                weft_exp *s =
+                    weft_add(weft_shape_size(weft_arg(ix, 0)), weft_i64(p, i));
                 k = weft_band(k, weft_eq(s, weft_i64(p, i + 1)));
             }
-            weft_exp *e = weft_cond(k, weft_index(p, 0, NULL),
-                                    weft_ignore(p, 0));
-            weft_fun_return(ix, weft_cond(pd, e,
-                                          weft_cond(pf, e,
-                                                    weft_index(p, 0, NULL))));
+            weft_exp *e =
+                weft_cond(k, weft_index(p, 0, NULL), weft_ignore(p, 0));
+            weft_fun_return(
+                ix, weft_cond(pd, e, weft_cond(pf, e, weft_index(p, 0, NULL))));
             bool vc = c & 1, vd = c & 2, vf = c & 4;
             weft_array *in[3] = {bool0(t.ctx, vc), bool0(t.ctx, vd),
                                  bool0(t.ctx, vf)};
@@ -153,8 +152,8 @@ START_TEST(permute_ignore_rank0)
                 weft_exp *s = weft_add(sz, weft_i64(p, i));
                 k = weft_band(k, weft_eq(s, weft_i64(p, i + 1)));
             }
-            weft_exp *e = weft_cond(k, weft_index(p, 0, NULL),
-                                    weft_ignore(p, 0));
+            weft_exp *e =
+                weft_cond(k, weft_index(p, 0, NULL), weft_ignore(p, 0));
             weft_fun *ix1 = weft_fun1(p, WEFT_DIM(0));
             weft_fun_return(ix1, weft_cond(pd, e, weft_index(p, 0, NULL)));
             weft_fun *ix2 = weft_fun1(p, WEFT_DIM(0));
@@ -167,17 +166,14 @@ START_TEST(permute_ignore_rank0)
             };
             TU_PROGRAM_OK(p);
             bool vc = c & 1, vd = c & 2, vf = c & 4;
-            weft_array *in[4] = {bool0(t.ctx, vc), bool0(t.ctx, vd),
-                                 bool0(t.ctx, vf),
-                                 tu_arr_i(t.ctx, WEFT_I64, 1, TU_SH(1),
-                                          TU_I(7))};
+            weft_array *in[4] = {
+                bool0(t.ctx, vc), bool0(t.ctx, vd), bool0(t.ctx, vf),
+                tu_arr_i(t.ctx, WEFT_I64, 1, TU_SH(1), TU_I(7))};
             weft_array *out[2] = {NULL, NULL};
             TU_OK(weft_run1(p, r, 2, in, 4, out, 2));
             tu_release_all(in, 4);
-            TU_CHECK_I(t.ctx, out[0], 0, 0, NULL,
-                       TU_I(vd && !vc ? 1 : 6));
-            TU_CHECK_I(t.ctx, out[1], 0, 0, NULL,
-                       TU_I(vf && !vc ? 1 : 6));
+            TU_CHECK_I(t.ctx, out[0], 0, 0, NULL, TU_I(vd && !vc ? 1 : 6));
+            TU_CHECK_I(t.ctx, out[1], 0, 0, NULL, TU_I(vf && !vc ? 1 : 6));
             tu_release_all(out, 2);
         }
         /* a rank-1 source into a rank-0 target, ignore by element index:
@@ -186,12 +182,11 @@ START_TEST(permute_ignore_rank0)
         weft_program *p = t.p;
         weft_fun *ix = weft_fun1(p, WEFT_DIM(1));
         weft_exp *i = weft_get(weft_arg(ix, 0), 0);
-        weft_fun_return(ix, weft_cond(weft_eq(weft_rem(i, weft_i64(p, 2)),
-                                              weft_i64(p, 0)),
-                                      weft_index(p, 0, NULL),
-                                      weft_ignore(p, 0)));
-        weft_array *src = tu_arr_i(t.ctx, WEFT_I64, 1, TU_SH(5),
-                                   TU_I(1, 2, 3, 4, 5));
+        weft_fun_return(
+            ix, weft_cond(weft_eq(weft_rem(i, weft_i64(p, 2)), weft_i64(p, 0)),
+                          weft_index(p, 0, NULL), weft_ignore(p, 0)));
+        weft_array *src =
+            tu_arr_i(t.ctx, WEFT_I64, 1, TU_SH(5), TU_I(1, 2, 3, 4, 5));
         weft_acc *r = weft_permute(add64(p), weft_unit(weft_i64(p, 1)), ix,
                                    weft_use(p, src));
         weft_array_release(src);
@@ -223,8 +218,8 @@ static void run_cached(const char *dir, weft_stats *st)
     TU_OK(weft_program_create(t.ctx, &t.p));
     weft_program *p = t.p;
     weft_fun *f = weft_fun1(p, WEFT_I32);
-    weft_fun_return(f, weft_sub(weft_mul(weft_arg(f, 0), weft_i32(p, 3)),
-                                weft_i32(p, 1)));
+    weft_fun_return(
+        f, weft_sub(weft_mul(weft_arg(f, 0), weft_i32(p, 3)), weft_i32(p, 1)));
     weft_acc *r = weft_map(f, weft_param(p, WEFT_I32, 1));
     int64_t v[100], want[100];
     for (int i = 0; i < 100; i++) {
@@ -329,8 +324,8 @@ END_TEST
 
 /* One builder call mixing programs a and b (case k); its name in *who and
  * the argument of b it names in *arg.  Returns the call's result. */
-static void *mix_call(int k, weft_program *a, weft_program *b,
-                      const char **who, const char **arg)
+static void *mix_call(int k, weft_program *a, weft_program *b, const char **who,
+                      const char **arg)
 {
     weft_fun *fa = tu_fun_op1(a, WEFT_OP_NEG, WEFT_I32);
     weft_fun *fb = tu_fun_op1(b, WEFT_OP_NEG, WEFT_I32);
@@ -349,55 +344,74 @@ static void *mix_call(int k, weft_program *a, weft_program *b,
     *arg = "argument 2";
     switch (k) {
     case 0: *who = "weft_map"; return weft_map(fb, xa);
-    case 1: *who = "weft_map"; /* a's function, b's array */
-            return weft_map(fa, xb);
-    case 2: *who = "weft_zipwith"; *arg = "argument 3";
-            return weft_zipwith(ga, xa, xb);
+    case 1:
+        *who = "weft_map"; /* a's function, b's array */
+        return weft_map(fa, xb);
+    case 2:
+        *who = "weft_zipwith";
+        *arg = "argument 3";
+        return weft_zipwith(ga, xa, xb);
     case 3: *who = "weft_fold"; return weft_fold(ga, eb, xa);
     case 4: *who = "weft_fold1"; return weft_fold1(gb, xa);
-    case 5: *who = "weft_scanl"; *arg = "argument 3";
-            return weft_scanl(ga, ea, xb);
+    case 5:
+        *who = "weft_scanl";
+        *arg = "argument 3";
+        return weft_scanl(ga, ea, xb);
     case 6: *who = "weft_scanr1"; return weft_scanr1(gb, xa);
-    case 7: *who = "weft_permute"; *arg = "argument 3";
-            return weft_permute(ga, xa, idb, xa);
-    case 8: *who = "weft_stencil"; *arg = "argument 4";
-            return weft_stencil(tu_fun_op2(a, WEFT_OP_ADD, WEFT_I32),
-                                (int[]){3},
-                                (weft_boundary){WEFT_BOUNDARY_CLAMP, NULL}, xb);
-    case 9: *who = "weft_generate";
-            return weft_generate(weft_shape(xa), gen);
-    case 10: *who = "weft_backpermute";
-             return weft_backpermute(weft_shape(xa), idb, xa);
-    case 11: *who = "weft_apply";
-             return weft_apply(fb, (weft_exp *[]){ea});
-    case 12: { *who = "weft_while";
-               weft_fun *c = weft_fun1(b, WEFT_I32);
-               weft_fun_return(c, weft_lt(weft_arg(c, 0), weft_i32(b, 3)));
-               weft_fun *s = tu_fun_op1(a, WEFT_OP_NEG, WEFT_I32);
-               return weft_while(c, s, ea); }
-    case 13: { *who = "weft_awhile";
-               weft_afun *c = weft_afun_create(b, WEFT_I32, 0);
-               weft_afun_return(c, weft_unit(weft_lt(weft_the(weft_afun_arg(c)),
-                                                     weft_i32(b, 3))));
-               weft_afun *s = weft_afun_create(a, WEFT_I32, 0);
-               weft_afun_return(s, weft_afun_arg(s));
-               return weft_awhile(c, s, za); }
-    case 14: *who = "weft_acond";
-             return weft_acond(weft_bool(a, 1), xb, xa);
-    case 15: *who = "weft_atuple"; *arg = "argument 3, entry 2";
-             return weft_atuple(a, 2, (weft_acc *[]){xa, xb});
-    case 16: *who = "weft_stencil"; *arg = "argument 3";
-             return weft_stencil(tu_fun_op2(a, WEFT_OP_ADD, WEFT_I32),
-                                 (int[]){3},
-                                 (weft_boundary){WEFT_BOUNDARY_CONSTANT, eb},
-                                 xa);
-    case 17: *who = "weft_fold_seg"; *arg = "argument 4";
-             return weft_fold_seg(ga, ea, xa, xb);
-    case 18: *who = "weft_transform"; *arg = "argument 3";
-             return weft_transform(weft_shape(xa), ida, fb, xa);
-    case 19: *who = "weft_fun_return";
-             { weft_fun *h = weft_fun1(a, WEFT_I32);
-               return weft_fun_return(h, eb) == WEFT_OK ? (void *)h : NULL; }
+    case 7:
+        *who = "weft_permute";
+        *arg = "argument 3";
+        return weft_permute(ga, xa, idb, xa);
+    case 8:
+        *who = "weft_stencil";
+        *arg = "argument 4";
+        return weft_stencil(tu_fun_op2(a, WEFT_OP_ADD, WEFT_I32), (int[]){3},
+                            (weft_boundary){WEFT_BOUNDARY_CLAMP, NULL}, xb);
+    case 9: *who = "weft_generate"; return weft_generate(weft_shape(xa), gen);
+    case 10:
+        *who = "weft_backpermute";
+        return weft_backpermute(weft_shape(xa), idb, xa);
+    case 11: *who = "weft_apply"; return weft_apply(fb, (weft_exp *[]){ea});
+    case 12: {
+        *who = "weft_while";
+        weft_fun *c = weft_fun1(b, WEFT_I32);
+        weft_fun_return(c, weft_lt(weft_arg(c, 0), weft_i32(b, 3)));
+        weft_fun *s = tu_fun_op1(a, WEFT_OP_NEG, WEFT_I32);
+        return weft_while(c, s, ea);
+    }
+    case 13: {
+        *who = "weft_awhile";
+        weft_afun *c = weft_afun_create(b, WEFT_I32, 0);
+        weft_afun_return(
+            c, weft_unit(weft_lt(weft_the(weft_afun_arg(c)), weft_i32(b, 3))));
+        weft_afun *s = weft_afun_create(a, WEFT_I32, 0);
+        weft_afun_return(s, weft_afun_arg(s));
+        return weft_awhile(c, s, za);
+    }
+    case 14: *who = "weft_acond"; return weft_acond(weft_bool(a, 1), xb, xa);
+    case 15:
+        *who = "weft_atuple";
+        *arg = "argument 3, entry 2";
+        return weft_atuple(a, 2, (weft_acc *[]){xa, xb});
+    case 16:
+        *who = "weft_stencil";
+        *arg = "argument 3";
+        return weft_stencil(tu_fun_op2(a, WEFT_OP_ADD, WEFT_I32), (int[]){3},
+                            (weft_boundary){WEFT_BOUNDARY_CONSTANT, eb}, xa);
+    case 17:
+        *who = "weft_fold_seg";
+        *arg = "argument 4";
+        return weft_fold_seg(ga, ea, xa, xb);
+    case 18:
+        *who = "weft_transform";
+        *arg = "argument 3";
+        return weft_transform(weft_shape(xa), ida, fb, xa);
+    case 19:
+        *who = "weft_fun_return";
+        {
+            weft_fun *h = weft_fun1(a, WEFT_I32);
+            return weft_fun_return(h, eb) == WEFT_OK ? (void *)h : NULL;
+        }
     default: return NULL;
     }
 }
@@ -523,10 +537,10 @@ START_TEST(bool_bits_and_order)
     for (int b = 0; b < NBACKENDS; b++) {
         tu t;
         tu_open_backend(&t, backends[b]);
-        weft_array *xs = tu_arr_i(t.ctx, WEFT_BOOL, 1, TU_SH(4),
-                                  TU_I(0, 0, 1, 1));
-        weft_array *ys = tu_arr_i(t.ctx, WEFT_BOOL, 1, TU_SH(4),
-                                  TU_I(0, 1, 0, 1));
+        weft_array *xs =
+            tu_arr_i(t.ctx, WEFT_BOOL, 1, TU_SH(4), TU_I(0, 0, 1, 1));
+        weft_array *ys =
+            tu_arr_i(t.ctx, WEFT_BOOL, 1, TU_SH(4), TU_I(0, 1, 0, 1));
         for (int o = 0; o < 5; o++) {
             /* computed: zipWith op xs ys */
             tu_reset(&t);
@@ -544,8 +558,9 @@ START_TEST(bool_bits_and_order)
             for (int i = 0; i < 4; i++) {
                 tu_reset(&t);
                 p = t.p;
-                int64_t v = tu_eval_i(p, weft_prim2(ops[o], weft_bool(p, i >> 1),
-                                                    weft_bool(p, i & 1)));
+                int64_t v =
+                    tu_eval_i(p, weft_prim2(ops[o], weft_bool(p, i >> 1),
+                                            weft_bool(p, i & 1)));
                 ck_assert_msg(v == want[o][i], "%s %s constants %d: %lld",
                               tu_backend_name(backends[b]),
                               weft_op_name(ops[o]), i, (long long)v);
@@ -554,8 +569,8 @@ START_TEST(bool_bits_and_order)
                 tu_reset(&t);
                 p = t.p;
                 weft_fun *f = weft_fun1(p, WEFT_BOOL);
-                weft_fun_return(f, weft_prim2(ops[o], weft_bool(p, c),
-                                              weft_arg(f, 0)));
+                weft_fun_return(
+                    f, weft_prim2(ops[o], weft_bool(p, c), weft_arg(f, 0)));
                 r = weft_map(f, weft_param(p, WEFT_BOOL, 1));
                 TU_OK(weft_run1(p, &r, 1, &ys, 1, &out, 1));
                 /* x = c for every y: rows 0..1 (c = 0) or 2..3 (c = 1) */
@@ -579,15 +594,14 @@ START_TEST(bool_bits_and_order)
         par = weft_fold_all(tu_fun_op2(p, WEFT_OP_BXOR, WEFT_BOOL),
                             weft_bool(p, 0), in);
         half = weft_fun1(p, WEFT_DIM(1));
-        weft_fun_return(half, weft_index1(weft_quot(weft_get(weft_arg(half, 0),
-                                                             0),
-                                                    weft_i64(p, 2))));
+        weft_fun_return(half,
+                        weft_index1(weft_quot(weft_get(weft_arg(half, 0), 0),
+                                              weft_i64(p, 2))));
         weft_fun *fls = weft_fun1(p, WEFT_DIM(1));
         weft_fun_return(fls, weft_bool(p, 0));
-        weft_acc *per = weft_permute(tu_fun_op2(p, WEFT_OP_MAX, WEFT_BOOL),
-                                     weft_generate(weft_index1(weft_i64(p, 2)),
-                                                   fls),
-                                     half, in);
+        weft_acc *per = weft_permute(
+            tu_fun_op2(p, WEFT_OP_MAX, WEFT_BOOL),
+            weft_generate(weft_index1(weft_i64(p, 2)), fls), half, in);
         TU_PROGRAM_OK(p);
         weft_acc *res[4] = {all, any, par, per};
         weft_array *outs[4] = {NULL};

@@ -36,14 +36,14 @@ typedef weft_exp *(*typed_fn)(weft_exp *, weft_type);
 
 /* One table entry: an operation applied to n pairs of operands. */
 typedef struct spec {
-    int line;          /* where the case is written */
-    const char *name;  /* the operation and type, for messages */
-    weft_op op;        /* the primitive (when tf is NULL) */
-    typed_fn tf;       /* a typed builder (floor, convert, ...) or NULL */
-    weft_type to;      /* tf's result type */
-    int arity;         /* 1 or 2 */
-    weft_type t0, t1;  /* operand types */
-    int n;             /* number of cases */
+    int line;               /* where the case is written */
+    const char *name;       /* the operation and type, for messages */
+    weft_op op;             /* the primitive (when tf is NULL) */
+    typed_fn tf;            /* a typed builder (floor, convert, ...) or NULL */
+    weft_type to;           /* tf's result type */
+    int arity;              /* 1 or 2 */
+    weft_type t0, t1;       /* operand types */
+    int n;                  /* number of cases */
     const int64_t *ai, *bi; /* integral operands (t0, t1 integral) */
     const double *af, *bf;  /* floating operands */
     const int64_t *wi;      /* expected integral or bool results, or */
@@ -101,15 +101,14 @@ static void run_spec(const spec *s)
     tu_open(&t);
     weft_acc *xs = weft_param(t.p, s->t0, 1);
     weft_acc *ys = s->arity == 2 ? weft_param(t.p, s->t1, 1) : NULL;
-    weft_fun *f = s->arity == 1 ? weft_fun1(t.p, s->t0)
-                                : weft_fun2(t.p, s->t0, s->t1);
+    weft_fun *f =
+        s->arity == 1 ? weft_fun1(t.p, s->t0) : weft_fun2(t.p, s->t0, s->t1);
     weft_fun_return(f, apply_spec(s, weft_arg(f, 0),
                                   s->arity == 2 ? weft_arg(f, 1) : NULL));
     weft_acc *r = s->arity == 1 ? weft_map(f, xs) : weft_zipwith(f, xs, ys);
     ck_assert_msg(r != NULL, "line %d %s: build: %s", s->line, s->name,
                   weft_program_error(t.p));
-    weft_array *in[2] = {operand_array(t.ctx, s->t0, s->n, s->ai, s->af),
-                         NULL};
+    weft_array *in[2] = {operand_array(t.ctx, s->t0, s->n, s->ai, s->af), NULL};
     if (s->arity == 2) {
         in[1] = operand_array(t.ctx, s->t1, s->n, s->bi, s->bf);
     }
@@ -117,9 +116,9 @@ static void run_spec(const spec *s)
     weft_status st = tu_run(t.p, &r, 1, in, s->arity, &out, 1);
     ck_assert_msg(st == WEFT_OK, "line %d %s (arrays): %s", s->line, s->name,
                   weft_last_error());
-    ck_assert_msg(match_result(t.ctx, s, out, 1, TU_SH(s->n), 0, msg,
-                               sizeof msg),
-                  "line %d %s (arrays): %s", s->line, s->name, msg);
+    ck_assert_msg(
+        match_result(t.ctx, s, out, 1, TU_SH(s->n), 0, msg, sizeof msg),
+        "line %d %s (arrays): %s", s->line, s->name, msg);
     weft_array_release(out);
     tu_release_all(in, 2);
     tu_close(&t);
@@ -131,74 +130,145 @@ static void run_spec(const spec *s)
     ck_assert_int_le(s->n, 16);
     for (int i = 0; i < s->n; i++) {
         weft_exp *x = operand_const(t.p, s->t0, i, s->ai, s->af);
-        weft_exp *y = s->arity == 2
-                          ? operand_const(t.p, s->t1, i, s->bi, s->bf)
-                          : NULL;
+        weft_exp *y =
+            s->arity == 2 ? operand_const(t.p, s->t1, i, s->bi, s->bf) : NULL;
         units[i] = weft_unit(apply_spec(s, x, y));
     }
     ck_assert_msg(weft_program_status(t.p) == WEFT_OK,
                   "line %d %s (constants): build: %s", s->line, s->name,
                   weft_program_error(t.p));
     st = weft_run1(t.p, units, s->n, NULL, 0, outs, s->n);
-    ck_assert_msg(st == WEFT_OK, "line %d %s (constants): %s", s->line,
-                  s->name, weft_last_error());
+    ck_assert_msg(st == WEFT_OK, "line %d %s (constants): %s", s->line, s->name,
+                  weft_last_error());
     for (int i = 0; i < s->n; i++) {
-        ck_assert_msg(match_result(t.ctx, s, outs[i], 0, NULL, i, msg,
-                                   sizeof msg),
-                      "line %d %s (constants) case %d: %s", s->line, s->name,
-                      i, msg);
+        ck_assert_msg(
+            match_result(t.ctx, s, outs[i], 0, NULL, i, msg, sizeof msg),
+            "line %d %s (constants) case %d: %s", s->line, s->name, i, msg);
     }
     tu_release_all(outs, s->n);
     tu_close(&t);
 }
 
 /* Integral operands, integral (or bool) results. */
-#define I2(o_, t, a, b, w)                                                   \
-    run_spec(&(spec){.line = __LINE__, .name = #o_ " " #t, .op = o_,        \
-                     .arity = 2, .t0 = t, .t1 = t, .n = NARR(a), .ai = a,    \
-                     .bi = b, .wi = w})
-#define I2S(o_, t, t1_, a, b, w)                                             \
-    run_spec(&(spec){.line = __LINE__, .name = #o_ " " #t " " #t1_,         \
-                     .op = o_, .arity = 2, .t0 = t, .t1 = t1_,               \
-                     .n = NARR(a), .ai = a, .bi = b, .wi = w})
-#define I1(o_, t, a, w)                                                      \
-    run_spec(&(spec){.line = __LINE__, .name = #o_ " " #t, .op = o_,        \
-                     .arity = 1, .t0 = t, .n = NARR(a), .ai = a, .wi = w})
+#define I2(o_, t, a, b, w)                                                     \
+    run_spec(&(spec){.line = __LINE__,                                         \
+                     .name = #o_ " " #t,                                       \
+                     .op = o_,                                                 \
+                     .arity = 2,                                               \
+                     .t0 = t,                                                  \
+                     .t1 = t,                                                  \
+                     .n = NARR(a),                                             \
+                     .ai = a,                                                  \
+                     .bi = b,                                                  \
+                     .wi = w})
+#define I2S(o_, t, t1_, a, b, w)                                               \
+    run_spec(&(spec){.line = __LINE__,                                         \
+                     .name = #o_ " " #t " " #t1_,                              \
+                     .op = o_,                                                 \
+                     .arity = 2,                                               \
+                     .t0 = t,                                                  \
+                     .t1 = t1_,                                                \
+                     .n = NARR(a),                                             \
+                     .ai = a,                                                  \
+                     .bi = b,                                                  \
+                     .wi = w})
+#define I1(o_, t, a, w)                                                        \
+    run_spec(&(spec){.line = __LINE__,                                         \
+                     .name = #o_ " " #t,                                       \
+                     .op = o_,                                                 \
+                     .arity = 1,                                               \
+                     .t0 = t,                                                  \
+                     .n = NARR(a),                                             \
+                     .ai = a,                                                  \
+                     .wi = w})
 /* Floating operands, floating results. */
-#define F2(o_, t, a, b, w, tol_)                                             \
-    run_spec(&(spec){.line = __LINE__, .name = #o_ " " #t, .op = o_,        \
-                     .arity = 2, .t0 = t, .t1 = t, .n = NARR(a), .af = a,    \
-                     .bf = b, .wf = w, .tol = tol_})
-#define F1(o_, t, a, w, tol_)                                                \
-    run_spec(&(spec){.line = __LINE__, .name = #o_ " " #t, .op = o_,        \
-                     .arity = 1, .t0 = t, .n = NARR(a), .af = a, .wf = w,    \
+#define F2(o_, t, a, b, w, tol_)                                               \
+    run_spec(&(spec){.line = __LINE__,                                         \
+                     .name = #o_ " " #t,                                       \
+                     .op = o_,                                                 \
+                     .arity = 2,                                               \
+                     .t0 = t,                                                  \
+                     .t1 = t,                                                  \
+                     .n = NARR(a),                                             \
+                     .af = a,                                                  \
+                     .bf = b,                                                  \
+                     .wf = w,                                                  \
+                     .tol = tol_})
+#define F1(o_, t, a, w, tol_)                                                  \
+    run_spec(&(spec){.line = __LINE__,                                         \
+                     .name = #o_ " " #t,                                       \
+                     .op = o_,                                                 \
+                     .arity = 1,                                               \
+                     .t0 = t,                                                  \
+                     .n = NARR(a),                                             \
+                     .af = a,                                                  \
+                     .wf = w,                                                  \
                      .tol = tol_})
 /* Floating operands, bool results. */
-#define F2B(o_, t, a, b, w)                                                  \
-    run_spec(&(spec){.line = __LINE__, .name = #o_ " " #t, .op = o_,        \
-                     .arity = 2, .t0 = t, .t1 = t, .n = NARR(a), .af = a,    \
-                     .bf = b, .wi = w})
-#define F1B(o_, t, a, w)                                                     \
-    run_spec(&(spec){.line = __LINE__, .name = #o_ " " #t, .op = o_,        \
-                     .arity = 1, .t0 = t, .n = NARR(a), .af = a, .wi = w})
+#define F2B(o_, t, a, b, w)                                                    \
+    run_spec(&(spec){.line = __LINE__,                                         \
+                     .name = #o_ " " #t,                                       \
+                     .op = o_,                                                 \
+                     .arity = 2,                                               \
+                     .t0 = t,                                                  \
+                     .t1 = t,                                                  \
+                     .n = NARR(a),                                             \
+                     .af = a,                                                  \
+                     .bf = b,                                                  \
+                     .wi = w})
+#define F1B(o_, t, a, w)                                                       \
+    run_spec(&(spec){.line = __LINE__,                                         \
+                     .name = #o_ " " #t,                                       \
+                     .op = o_,                                                 \
+                     .arity = 1,                                               \
+                     .t0 = t,                                                  \
+                     .n = NARR(a),                                             \
+                     .af = a,                                                  \
+                     .wi = w})
 /* Typed operations: from -> to; operands and results integral (I) or
  * floating (F). */
-#define TII(fn, from, to_, a, w)                                             \
-    run_spec(&(spec){.line = __LINE__, .name = #fn " " #from " " #to_,      \
-                     .tf = fn, .to = to_, .arity = 1, .t0 = from,            \
-                     .n = NARR(a), .ai = a, .wi = w})
-#define TIF(fn, from, to_, a, w, tol_)                                       \
-    run_spec(&(spec){.line = __LINE__, .name = #fn " " #from " " #to_,      \
-                     .tf = fn, .to = to_, .arity = 1, .t0 = from,            \
-                     .n = NARR(a), .ai = a, .wf = w, .tol = tol_})
-#define TFI(fn, from, to_, a, w)                                             \
-    run_spec(&(spec){.line = __LINE__, .name = #fn " " #from " " #to_,      \
-                     .tf = fn, .to = to_, .arity = 1, .t0 = from,            \
-                     .n = NARR(a), .af = a, .wi = w})
-#define TFF(fn, from, to_, a, w, tol_)                                       \
-    run_spec(&(spec){.line = __LINE__, .name = #fn " " #from " " #to_,      \
-                     .tf = fn, .to = to_, .arity = 1, .t0 = from,            \
-                     .n = NARR(a), .af = a, .wf = w, .tol = tol_})
+#define TII(fn, from, to_, a, w)                                               \
+    run_spec(&(spec){.line = __LINE__,                                         \
+                     .name = #fn " " #from " " #to_,                           \
+                     .tf = fn,                                                 \
+                     .to = to_,                                                \
+                     .arity = 1,                                               \
+                     .t0 = from,                                               \
+                     .n = NARR(a),                                             \
+                     .ai = a,                                                  \
+                     .wi = w})
+#define TIF(fn, from, to_, a, w, tol_)                                         \
+    run_spec(&(spec){.line = __LINE__,                                         \
+                     .name = #fn " " #from " " #to_,                           \
+                     .tf = fn,                                                 \
+                     .to = to_,                                                \
+                     .arity = 1,                                               \
+                     .t0 = from,                                               \
+                     .n = NARR(a),                                             \
+                     .ai = a,                                                  \
+                     .wf = w,                                                  \
+                     .tol = tol_})
+#define TFI(fn, from, to_, a, w)                                               \
+    run_spec(&(spec){.line = __LINE__,                                         \
+                     .name = #fn " " #from " " #to_,                           \
+                     .tf = fn,                                                 \
+                     .to = to_,                                                \
+                     .arity = 1,                                               \
+                     .t0 = from,                                               \
+                     .n = NARR(a),                                             \
+                     .af = a,                                                  \
+                     .wi = w})
+#define TFF(fn, from, to_, a, w, tol_)                                         \
+    run_spec(&(spec){.line = __LINE__,                                         \
+                     .name = #fn " " #from " " #to_,                           \
+                     .tf = fn,                                                 \
+                     .to = to_,                                                \
+                     .arity = 1,                                               \
+                     .t0 = from,                                               \
+                     .n = NARR(a),                                             \
+                     .af = a,                                                  \
+                     .wf = w,                                                  \
+                     .tol = tol_})
 
 /* Expect status `want` from one operation on one pair of operands, both on
  * arrays and on constants (whichever stage reports it: compile or run). */
@@ -208,8 +278,8 @@ static void run_err(int line, const spec *s, weft_status want)
     tu_open(&t);
     weft_acc *xs = weft_param(t.p, s->t0, 1);
     weft_acc *ys = s->arity == 2 ? weft_param(t.p, s->t1, 1) : NULL;
-    weft_fun *f = s->arity == 1 ? weft_fun1(t.p, s->t0)
-                                : weft_fun2(t.p, s->t0, s->t1);
+    weft_fun *f =
+        s->arity == 1 ? weft_fun1(t.p, s->t0) : weft_fun2(t.p, s->t0, s->t1);
     weft_fun_return(f, apply_spec(s, weft_arg(f, 0),
                                   s->arity == 2 ? weft_arg(f, 1) : NULL));
     weft_acc *r = s->arity == 1 ? weft_map(f, xs) : weft_zipwith(f, xs, ys);
@@ -231,26 +301,26 @@ static void run_err(int line, const spec *s, weft_status want)
 
     tu_open(&t);
     weft_exp *x = operand_const(t.p, s->t0, 0, s->ai, s->af);
-    weft_exp *y = s->arity == 2 ? operand_const(t.p, s->t1, 0, s->bi, s->bf)
-                                : NULL;
+    weft_exp *y =
+        s->arity == 2 ? operand_const(t.p, s->t1, 0, s->bi, s->bf) : NULL;
     weft_acc *u = weft_unit(apply_spec(s, x, y));
     st = weft_run1(t.p, &u, 1, NULL, 0, &out, 1);
-    ck_assert_msg(st == want, "line %d (constants): %s (%s), expected %s",
-                  line, weft_status_name(st), weft_last_error(),
+    ck_assert_msg(st == want, "line %d (constants): %s (%s), expected %s", line,
+                  weft_status_name(st), weft_last_error(),
                   weft_status_name(want));
     ck_assert_ptr_null(out);
     tu_close(&t);
 }
 
-#define ERR_I2(o_, t, a, b, want)                                            \
-    run_err(__LINE__,                                                        \
-            &(spec){.op = o_, .arity = 2, .t0 = t, .t1 = t, .ai = I(a),      \
-                    .bi = I(b)},                                             \
-            want)
-#define ERR_TF(fn, from, to_, a, want)                                       \
-    run_err(__LINE__,                                                        \
-            &(spec){.tf = fn, .to = to_, .arity = 1, .t0 = from,             \
-                    .af = F(a)},                                             \
+#define ERR_I2(o_, t, a, b, want)                                              \
+    run_err(                                                                   \
+        __LINE__,                                                              \
+        &(spec){                                                               \
+            .op = o_, .arity = 2, .t0 = t, .t1 = t, .ai = I(a), .bi = I(b)},   \
+        want)
+#define ERR_TF(fn, from, to_, a, want)                                         \
+    run_err(__LINE__,                                                          \
+            &(spec){.tf = fn, .to = to_, .arity = 1, .t0 = from, .af = F(a)},  \
             want)
 
 #define I8MIN (-128)
@@ -269,17 +339,14 @@ static void run_err(int line, const spec *s, weft_status want)
 START_TEST(test_add)
 {
     I2(WEFT_OP_ADD, WEFT_I32, I(1, -5, I32MAX), I(2, 3, 1), I(3, -2, I32MIN));
-    I2(WEFT_OP_ADD, WEFT_I8, I(127, -128, 5), I(1, -1, 6),
-       I(-128, 127, 11));
-    I2(WEFT_OP_ADD, WEFT_I16, I(32767, 100), I(1, -200),
-       I(I16MIN, -100));
+    I2(WEFT_OP_ADD, WEFT_I8, I(127, -128, 5), I(1, -1, 6), I(-128, 127, 11));
+    I2(WEFT_OP_ADD, WEFT_I16, I(32767, 100), I(1, -200), I(I16MIN, -100));
     I2(WEFT_OP_ADD, WEFT_I64, I(I64MAX, 40), I(1, 2), I(I64MIN, 42));
     I2(WEFT_OP_ADD, WEFT_U8, I(200, 255, 1), I(100, 1, 2), I(44, 0, 3));
     I2(WEFT_OP_ADD, WEFT_U16, I(65535, 7), I(2, 8), I(1, 15));
     I2(WEFT_OP_ADD, WEFT_U32, I(U32MAX, 10), I(1, 20), I(0, 30));
     I2(WEFT_OP_ADD, WEFT_U64, I(U64MAX, 5), I(2, 6), I(1, 11));
-    F2(WEFT_OP_ADD, WEFT_F32, F(1.5, -0.5), F(2.25, 0.25), F(3.75, -0.25),
-       0);
+    F2(WEFT_OP_ADD, WEFT_F32, F(1.5, -0.5), F(2.25, 0.25), F(3.75, -0.25), 0);
     F2(WEFT_OP_ADD, WEFT_F64, F(0.1, 1e308), F(0.2, 1e308),
        F(0.30000000000000004, INFINITY), 0);
     F2(WEFT_OP_ADD, WEFT_F16, F(1, 0.5, 65504), F(2, 0.25, 65504),
@@ -299,8 +366,7 @@ START_TEST(test_sub)
     I2(WEFT_OP_SUB, WEFT_U8, I(3, 10), I(5, 3), I(254, 7));
     I2(WEFT_OP_SUB, WEFT_U16, I(0), I(1), I(65535));
     I2(WEFT_OP_SUB, WEFT_I8, I(-128), I(1), I(127));
-    F2(WEFT_OP_SUB, WEFT_F64, F(1.5, 1), F(2.5, INFINITY), F(-1, -INFINITY),
-       0);
+    F2(WEFT_OP_SUB, WEFT_F64, F(1.5, 1), F(2.5, INFINITY), F(-1, -INFINITY), 0);
     F2(WEFT_OP_SUB, WEFT_F32, F(0.75), F(1), F(-0.25), 0);
     F2(WEFT_OP_SUB, WEFT_F16, F(1), F(0.125), F(0.875), 0);
 }
@@ -312,8 +378,7 @@ START_TEST(test_mul)
     I2(WEFT_OP_MUL, WEFT_U8, I(16, 15), I(16, 17), I(0, 255));
     I2(WEFT_OP_MUL, WEFT_I16, I(300), I(300), I(24464)); /* 90000-65536 */
     I2(WEFT_OP_MUL, WEFT_I8, I(-128, 64), I(-1, 2), I(-128, -128));
-    I2(WEFT_OP_MUL, WEFT_U32, I(65536, 65535), I(65536, 65537),
-       I(0, U32MAX));
+    I2(WEFT_OP_MUL, WEFT_U32, I(65536, 65535), I(65536, 65537), I(0, U32MAX));
     I2(WEFT_OP_MUL, WEFT_I64, I(INT64_C(1) << 32), I(INT64_C(1) << 31),
        I(I64MIN));
     I2(WEFT_OP_MUL, WEFT_U64, I(U64MAX), I(U64MAX), I(1));
@@ -346,8 +411,7 @@ START_TEST(test_neg_abs_signum)
     I1(WEFT_OP_SIGNUM, WEFT_I64, I(I64MIN, 0), I(-1, 0));
     I1(WEFT_OP_SIGNUM, WEFT_U8, I(0, 200), I(0, 1));
     I1(WEFT_OP_SIGNUM, WEFT_U64, I(U64MAX), I(1));
-    F1(WEFT_OP_SIGNUM, WEFT_F64, F(-2.5, 0, 3, -INFINITY), F(-1, 0, 1, -1),
-       0);
+    F1(WEFT_OP_SIGNUM, WEFT_F64, F(-2.5, 0, 3, -INFINITY), F(-1, 0, 1, -1), 0);
     F1(WEFT_OP_SIGNUM, WEFT_F32, F(-0.1, 100), F(-1, 1), 0);
     F1(WEFT_OP_SIGNUM, WEFT_F16, F(-3, 0.5), F(-1, 1), 0);
 }
@@ -487,8 +551,7 @@ START_TEST(test_rotations)
     I2(WEFT_OP_ROTL, WEFT_U8, I(0x81, 0x81, 0x0F), I(1, 9, 4),
        I(0x03, 0x03, 0xF0));
     I2(WEFT_OP_ROTL, WEFT_I8, I(-127), I(1), I(3)); /* 0x81 */
-    I2(WEFT_OP_ROTL, WEFT_U16, I(0x1234, 0x1234), I(16, 4),
-       I(0x1234, 0x2341));
+    I2(WEFT_OP_ROTL, WEFT_U16, I(0x1234, 0x1234), I(16, 4), I(0x1234, 0x2341));
     I2(WEFT_OP_ROTL, WEFT_U32, I(0x80000001), I(4), I(0x18));
     I2(WEFT_OP_ROTL, WEFT_U64, I(I64MIN), I(1), I(1));
     I2(WEFT_OP_ROTL, WEFT_I32, I(-1), I(13), I(-1));
@@ -540,8 +603,7 @@ START_TEST(test_fdiv)
 {
     F2(WEFT_OP_FDIV, WEFT_F32, F(1, 1, -1, 0, 7), F(4, 0, 0, 0, 2),
        F(0.25, INFINITY, -INFINITY, NAN, 3.5), 0);
-    F2(WEFT_OP_FDIV, WEFT_F64, F(1, -9), F(3, 4),
-       F(1.0 / 3.0, -2.25), 0);
+    F2(WEFT_OP_FDIV, WEFT_F64, F(1, -9), F(3, 4), F(1.0 / 3.0, -2.25), 0);
     /* f16 1/3 rounds to 0x3555 = 0.333251953125 exactly. */
     F2(WEFT_OP_FDIV, WEFT_F16, F(1, 3, 1), F(3, 4, 0),
        F(0.333251953125, 0.75, INFINITY), 0);
@@ -567,12 +629,12 @@ START_TEST(test_exp_log_sqrt)
        TOL64);
     F1(WEFT_OP_EXP, WEFT_F32, F(1, 2), F(E1, E1 * E1), TOL32);
     F1(WEFT_OP_EXP, WEFT_F16, F(0, 1), F(1, E1), TOL16);
-    F1(WEFT_OP_LOG, WEFT_F64, F(1, E1, 0, -1, 1024), F(0, 1, -INFINITY, NAN,
-       6.931471805599453), TOL64);
+    F1(WEFT_OP_LOG, WEFT_F64, F(1, E1, 0, -1, 1024),
+       F(0, 1, -INFINITY, NAN, 6.931471805599453), TOL64);
     F1(WEFT_OP_LOG, WEFT_F32, F(E1 * E1), F(2), TOL32);
     F1(WEFT_OP_LOG, WEFT_F16, F(4), F(1.3862943611198906), TOL16);
-    F1(WEFT_OP_SQRT, WEFT_F64, F(4, 2, -1, INFINITY), F(2, 1.4142135623730951,
-       NAN, INFINITY), TOL64);
+    F1(WEFT_OP_SQRT, WEFT_F64, F(4, 2, -1, INFINITY),
+       F(2, 1.4142135623730951, NAN, INFINITY), TOL64);
     F1(WEFT_OP_SQRT, WEFT_F32, F(0.25, 2), F(0.5, 1.4142135623730951), TOL32);
     F1(WEFT_OP_SQRT, WEFT_F16, F(9, 2), F(3, 1.4142135623730951), TOL16);
 }
@@ -607,8 +669,8 @@ END_TEST
 
 START_TEST(test_hyperbolic)
 {
-    F1(WEFT_OP_SINH, WEFT_F64, F(0, 1, -1), F(0, 1.1752011936438014,
-       -1.1752011936438014), TOL64);
+    F1(WEFT_OP_SINH, WEFT_F64, F(0, 1, -1),
+       F(0, 1.1752011936438014, -1.1752011936438014), TOL64);
     F1(WEFT_OP_SINH, WEFT_F32, F(1), F(1.1752011936438014), TOL32);
     F1(WEFT_OP_SINH, WEFT_F16, F(1), F(1.1752011936438014), TOL16);
     F1(WEFT_OP_COSH, WEFT_F64, F(0, 1), F(1, 1.5430806348152437), TOL64);
@@ -668,12 +730,12 @@ END_TEST
 START_TEST(test_comparisons)
 {
     /* pairs: (1,2) (2,2) (2,1) (-1,1) */
-#define CMP_I(t)                                                             \
-    I2(WEFT_OP_LT, t, I(1, 2, 2, -1), I(2, 2, 1, 1), I(1, 0, 0, 1));         \
-    I2(WEFT_OP_LE, t, I(1, 2, 2, -1), I(2, 2, 1, 1), I(1, 1, 0, 1));         \
-    I2(WEFT_OP_GT, t, I(1, 2, 2, -1), I(2, 2, 1, 1), I(0, 0, 1, 0));         \
-    I2(WEFT_OP_GE, t, I(1, 2, 2, -1), I(2, 2, 1, 1), I(0, 1, 1, 0));         \
-    I2(WEFT_OP_EQ, t, I(1, 2, 2, -1), I(2, 2, 1, 1), I(0, 1, 0, 0));         \
+#define CMP_I(t)                                                               \
+    I2(WEFT_OP_LT, t, I(1, 2, 2, -1), I(2, 2, 1, 1), I(1, 0, 0, 1));           \
+    I2(WEFT_OP_LE, t, I(1, 2, 2, -1), I(2, 2, 1, 1), I(1, 1, 0, 1));           \
+    I2(WEFT_OP_GT, t, I(1, 2, 2, -1), I(2, 2, 1, 1), I(0, 0, 1, 0));           \
+    I2(WEFT_OP_GE, t, I(1, 2, 2, -1), I(2, 2, 1, 1), I(0, 1, 1, 0));           \
+    I2(WEFT_OP_EQ, t, I(1, 2, 2, -1), I(2, 2, 1, 1), I(0, 1, 0, 0));           \
     I2(WEFT_OP_NE, t, I(1, 2, 2, -1), I(2, 2, 1, 1), I(1, 0, 1, 1))
     CMP_I(WEFT_I8);
     CMP_I(WEFT_I16);
@@ -681,12 +743,12 @@ START_TEST(test_comparisons)
     CMP_I(WEFT_I64);
 #undef CMP_I
     /* unsigned: -1 is the largest value */
-#define CMP_U(t)                                                             \
-    I2(WEFT_OP_LT, t, I(1, 2, -1), I(2, 2, 1), I(1, 0, 0));                  \
-    I2(WEFT_OP_LE, t, I(1, 2, -1), I(2, 2, 1), I(1, 1, 0));                  \
-    I2(WEFT_OP_GT, t, I(1, 2, -1), I(2, 2, 1), I(0, 0, 1));                  \
-    I2(WEFT_OP_GE, t, I(1, 2, -1), I(2, 2, 1), I(0, 1, 1));                  \
-    I2(WEFT_OP_EQ, t, I(1, 2, -1), I(2, 2, 1), I(0, 1, 0));                  \
+#define CMP_U(t)                                                               \
+    I2(WEFT_OP_LT, t, I(1, 2, -1), I(2, 2, 1), I(1, 0, 0));                    \
+    I2(WEFT_OP_LE, t, I(1, 2, -1), I(2, 2, 1), I(1, 1, 0));                    \
+    I2(WEFT_OP_GT, t, I(1, 2, -1), I(2, 2, 1), I(0, 0, 1));                    \
+    I2(WEFT_OP_GE, t, I(1, 2, -1), I(2, 2, 1), I(0, 1, 1));                    \
+    I2(WEFT_OP_EQ, t, I(1, 2, -1), I(2, 2, 1), I(0, 1, 0));                    \
     I2(WEFT_OP_NE, t, I(1, 2, -1), I(2, 2, 1), I(1, 0, 1))
     CMP_U(WEFT_U8);
     CMP_U(WEFT_U16);
@@ -694,12 +756,12 @@ START_TEST(test_comparisons)
     CMP_U(WEFT_U64);
 #undef CMP_U
     /* floats: NaN is unordered (only ne holds); -0 == 0 */
-#define CMP_F(t)                                                             \
-    F2B(WEFT_OP_LT, t, F(1, 2, NAN, -0.0), F(2, 2, 1, 0), I(1, 0, 0, 0));    \
-    F2B(WEFT_OP_LE, t, F(1, 2, NAN, -0.0), F(2, 2, 1, 0), I(1, 1, 0, 1));    \
-    F2B(WEFT_OP_GT, t, F(1, 2, NAN, -0.0), F(2, 2, 1, 0), I(0, 0, 0, 0));    \
-    F2B(WEFT_OP_GE, t, F(1, 2, NAN, -0.0), F(2, 2, 1, 0), I(0, 1, 0, 1));    \
-    F2B(WEFT_OP_EQ, t, F(1, 2, NAN, -0.0), F(2, 2, 1, 0), I(0, 1, 0, 1));    \
+#define CMP_F(t)                                                               \
+    F2B(WEFT_OP_LT, t, F(1, 2, NAN, -0.0), F(2, 2, 1, 0), I(1, 0, 0, 0));      \
+    F2B(WEFT_OP_LE, t, F(1, 2, NAN, -0.0), F(2, 2, 1, 0), I(1, 1, 0, 1));      \
+    F2B(WEFT_OP_GT, t, F(1, 2, NAN, -0.0), F(2, 2, 1, 0), I(0, 0, 0, 0));      \
+    F2B(WEFT_OP_GE, t, F(1, 2, NAN, -0.0), F(2, 2, 1, 0), I(0, 1, 0, 1));      \
+    F2B(WEFT_OP_EQ, t, F(1, 2, NAN, -0.0), F(2, 2, 1, 0), I(0, 1, 0, 1));      \
     F2B(WEFT_OP_NE, t, F(1, 2, NAN, -0.0), F(2, 2, 1, 0), I(1, 0, 1, 0))
     CMP_F(WEFT_F16);
     CMP_F(WEFT_F32);
@@ -733,14 +795,14 @@ START_TEST(test_logic_short_circuit)
     weft_acc *xs = weft_param(p, WEFT_I32, 1);
     weft_fun *fa = weft_fun1(p, WEFT_I32);
     weft_exp *x = weft_arg(fa, 0);
-    weft_fun_return(fa, weft_and(weft_ne(x, weft_i32(p, 0)),
-                                 weft_gt(weft_quot(weft_i32(p, 10), x),
-                                         weft_i32(p, 1))));
+    weft_fun_return(
+        fa, weft_and(weft_ne(x, weft_i32(p, 0)),
+                     weft_gt(weft_quot(weft_i32(p, 10), x), weft_i32(p, 1))));
     weft_fun *fo = weft_fun1(p, WEFT_I32);
     weft_exp *y = weft_arg(fo, 0);
-    weft_fun_return(fo, weft_or(weft_eq(y, weft_i32(p, 0)),
-                                weft_gt(weft_quot(weft_i32(p, 10), y),
-                                        weft_i32(p, 1))));
+    weft_fun_return(
+        fo, weft_or(weft_eq(y, weft_i32(p, 0)),
+                    weft_gt(weft_quot(weft_i32(p, 10), y), weft_i32(p, 1))));
     weft_acc *res[2] = {weft_map(fa, xs), weft_map(fo, xs)};
     TU_PROGRAM_OK(p);
     weft_array *in = tu_arr_i(t.ctx, WEFT_I32, 1, TU_SH(3), I(0, 5, 20));
@@ -765,19 +827,18 @@ START_TEST(test_rounding)
     TFI(weft_ceiling, WEFT_F64, WEFT_I32, x, I(3, -2, 4, 1, 2, 0, 3, -2, 7));
     /* half to even */
     TFI(weft_round, WEFT_F64, WEFT_I32, x, I(2, -2, 4, 0, 2, 0, 3, -3, 7));
-    TFI(weft_truncate, WEFT_F64, WEFT_I32, x,
-        I(2, -2, 3, 0, 1, 0, 2, -2, 7));
+    TFI(weft_truncate, WEFT_F64, WEFT_I32, x, I(2, -2, 3, 0, 1, 0, 2, -2, 7));
     TFI(weft_floor, WEFT_F32, WEFT_I64, F(-0.5, 1e10), I(-1, 10000000000));
     TFI(weft_ceiling, WEFT_F32, WEFT_I8, F(-0.5, 126.2), I(0, 127));
-    TFI(weft_round, WEFT_F32, WEFT_I64, F(-3.5, 4.5, 4.50001),
-        I(-4, 4, 5));
+    TFI(weft_round, WEFT_F32, WEFT_I64, F(-3.5, 4.5, 4.50001), I(-4, 4, 5));
     TFI(weft_truncate, WEFT_F32, WEFT_U32, F(4000000000.0, 0.99),
         I(4000000000, 0));
     TFI(weft_floor, WEFT_F16, WEFT_I16, F(-1.5, 1000.5), I(-2, 1000));
     TFI(weft_round, WEFT_F16, WEFT_I16, F(-2.5, 5.5), I(-2, 6));
     TFI(weft_ceiling, WEFT_F16, WEFT_U8, F(0.25), I(1));
     TFI(weft_floor, WEFT_F64, WEFT_U8, F(200.7), I(200));
-    TFI(weft_round, WEFT_F64, WEFT_U64, F(1e19), I((int64_t)UINT64_C(10000000000000000000)));
+    TFI(weft_round, WEFT_F64, WEFT_U64, F(1e19),
+        I((int64_t)UINT64_C(10000000000000000000)));
     TFI(weft_truncate, WEFT_F64, WEFT_I16, F(-32768.9), I(I16MIN));
     /* round is not floor(x + 0.5): the largest double and float below 0.5
      * round to 0; ties far from zero go to the even neighbour */
@@ -799,8 +860,7 @@ START_TEST(test_convert)
     TII(weft_convert, WEFT_I8, WEFT_U32, I(-1), I(U32MAX));
     TII(weft_convert, WEFT_I8, WEFT_I64, I(-1, 127), I(-1, 127));
     TII(weft_convert, WEFT_U32, WEFT_I64, I(U32MAX), I(U32MAX));
-    TII(weft_convert, WEFT_I64, WEFT_I16, I(INT64_C(0x123456789)),
-        I(0x6789));
+    TII(weft_convert, WEFT_I64, WEFT_I16, I(INT64_C(0x123456789)), I(0x6789));
     TII(weft_convert, WEFT_U64, WEFT_I32, I(U64MAX), I(-1));
     TII(weft_convert, WEFT_I16, WEFT_U16, I(-2), I(65534));
     /* bool to number is 0 or 1; number to bool is x != 0 */
@@ -811,15 +871,13 @@ START_TEST(test_convert)
     TFI(weft_convert, WEFT_F64, WEFT_BOOL, F(0.5, 0, -0.0), I(1, 0, 0));
     TIF(weft_convert, WEFT_BOOL, WEFT_F32, I(1, 0), F(1, 0), 0);
     /* integer to float rounds to nearest */
-    TIF(weft_convert, WEFT_I32, WEFT_F32, I(16777217, -3), F(16777216, -3),
-        0);
+    TIF(weft_convert, WEFT_I32, WEFT_F32, I(16777217, -3), F(16777216, -3), 0);
     TIF(weft_convert, WEFT_U64, WEFT_F64, I(U64MAX), F(18446744073709551616.0),
         0);
     TIF(weft_convert, WEFT_I64, WEFT_F64, I(I64MIN), F(-9223372036854775808.0),
         0);
     TIF(weft_convert, WEFT_U8, WEFT_F16, I(255), F(255), 0);
-    TIF(weft_convert, WEFT_I32, WEFT_F16, I(2049, 70000), F(2048, INFINITY),
-        0);
+    TIF(weft_convert, WEFT_I32, WEFT_F16, I(2049, 70000), F(2048, INFINITY), 0);
     /* float to integer truncates toward zero */
     TFI(weft_convert, WEFT_F64, WEFT_I32, F(2.9, -2.9, 0), I(2, -2, 0));
     TFI(weft_convert, WEFT_F32, WEFT_U8, F(255.5), I(255));
@@ -836,8 +894,8 @@ START_TEST(test_convert)
     TFF(weft_convert, WEFT_F64, WEFT_F32, F(0.1, 1e300),
         F((double)0.1f, INFINITY), 0);
     TFF(weft_convert, WEFT_F32, WEFT_F64, F(0.1), F((double)0.1f), 0);
-    TFF(weft_convert, WEFT_F32, WEFT_F16, F(65519, 65520),
-        F(65504, INFINITY), 0);
+    TFF(weft_convert, WEFT_F32, WEFT_F16, F(65519, 65520), F(65504, INFINITY),
+        0);
     /* out of range is reported */
     ERR_TF(weft_convert, WEFT_F64, WEFT_U8, 300.0, WEFT_ERR_UNDEFINED);
     ERR_TF(weft_convert, WEFT_F64, WEFT_U32, -1.0, WEFT_ERR_UNDEFINED);
@@ -847,8 +905,8 @@ END_TEST
 
 START_TEST(test_bitcast)
 {
-    TFI(weft_bitcast, WEFT_F32, WEFT_U32, F(1.0, -2.0), I(0x3F800000,
-        0xC0000000));
+    TFI(weft_bitcast, WEFT_F32, WEFT_U32, F(1.0, -2.0),
+        I(0x3F800000, 0xC0000000));
     TFI(weft_bitcast, WEFT_F64, WEFT_I64, F(1.0), I(0x3FF0000000000000));
     TFI(weft_bitcast, WEFT_F16, WEFT_U16, F(1.0, 0.333251953125, -INFINITY),
         I(0x3C00, 0x3555, 0xFC00));
@@ -873,9 +931,8 @@ START_TEST(test_f16_bits)
     weft_program *p = t.p;
     weft_exp *q = weft_fdiv(weft_f16(p, 1.0f), weft_f16(p, 3.0f));
     ck_assert_int_eq(tu_eval_i(p, weft_bitcast(q, WEFT_U16)), 0x3555);
-    ck_assert_int_eq(tu_eval_i(p, weft_bitcast(weft_f16(p, 1.0f / 3.0f),
-                                               WEFT_U16)),
-                     0x3555);
+    ck_assert_int_eq(
+        tu_eval_i(p, weft_bitcast(weft_f16(p, 1.0f / 3.0f), WEFT_U16)), 0x3555);
     tu_close(&t);
 }
 END_TEST
@@ -933,8 +990,15 @@ START_TEST(test_constants)
     weft_type all[] = {WEFT_BOOL, WEFT_I8,  WEFT_I16, WEFT_I32,
                        WEFT_I64,  WEFT_U8,  WEFT_U16, WEFT_U32,
                        WEFT_U64,  WEFT_F16, WEFT_F32, WEFT_F64};
-    int64_t ivals[] = {1, -5, -300, -70000, -INT64_C(5000000000), 250,
-                       60000, 4000000000, (int64_t)UINT64_C(0xFFFFFFFFFFFFFFF0)};
+    int64_t ivals[] = {1,
+                       -5,
+                       -300,
+                       -70000,
+                       -INT64_C(5000000000),
+                       250,
+                       60000,
+                       4000000000,
+                       (int64_t)UINT64_C(0xFFFFFFFFFFFFFFF0)};
     for (int i = 0; i < 12; i++) {
         unsigned char buf[8];
         weft_type ty = all[i];
@@ -950,8 +1014,8 @@ START_TEST(test_constants)
         } else {
             unsigned char w[8];
             tu_store_i(ty, w, ivals[i]);
-            ck_assert_msg(tu_eval_i(p, c) == tu_load_i(ty, w),
-                          "weft_const %d", ty);
+            ck_assert_msg(tu_eval_i(p, c) == tu_load_i(ty, w), "weft_const %d",
+                          ty);
         }
     }
     TU_PROGRAM_OK(p);
@@ -972,8 +1036,7 @@ START_TEST(test_cond)
     /* |x| by cond */
     weft_fun *fa = weft_fun1(p, WEFT_I32);
     weft_exp *x = weft_arg(fa, 0);
-    weft_fun_return(fa, weft_cond(weft_lt(x, weft_i32(p, 0)), weft_neg(x),
-                                  x));
+    weft_fun_return(fa, weft_cond(weft_lt(x, weft_i32(p, 0)), weft_neg(x), x));
     /* only the chosen branch is evaluated: x == 0 ? 0 : 10 / x */
     weft_fun *fd = weft_fun1(p, WEFT_I32);
     weft_exp *y = weft_arg(fd, 0);
@@ -982,11 +1045,10 @@ START_TEST(test_cond)
     /* and the else branch: x != 0 ? 10 / x : -1 */
     weft_fun *fe = weft_fun1(p, WEFT_I32);
     weft_exp *z = weft_arg(fe, 0);
-    weft_fun_return(fe, weft_cond(weft_ne(z, weft_i32(p, 0)),
-                                  weft_quot(weft_i32(p, 10), z),
-                                  weft_i32(p, -1)));
-    weft_acc *res[3] = {weft_map(fa, xs), weft_map(fd, xs),
-                        weft_map(fe, xs)};
+    weft_fun_return(fe,
+                    weft_cond(weft_ne(z, weft_i32(p, 0)),
+                              weft_quot(weft_i32(p, 10), z), weft_i32(p, -1)));
+    weft_acc *res[3] = {weft_map(fa, xs), weft_map(fd, xs), weft_map(fe, xs)};
     TU_PROGRAM_OK(p);
     weft_array *in = tu_arr_i(t.ctx, WEFT_I32, 1, TU_SH(4), I(-3, 0, 2, 5));
     weft_array *out[3] = {NULL};
@@ -1001,23 +1063,23 @@ START_TEST(test_cond)
      * divides by zero */
     tu_reset(&t);
     p = t.p;
-    ck_assert_int_eq(tu_eval_i(p, weft_cond(weft_bool(p, 1), weft_i32(p, 7),
-                                            weft_quot(weft_i32(p, 1),
-                                                      weft_i32(p, 0)))),
-                     7);
-    ck_assert_int_eq(tu_eval_i(p, weft_cond(weft_bool(p, 0),
-                                            weft_quot(weft_i32(p, 1),
-                                                      weft_i32(p, 0)),
-                                            weft_i32(p, 8))),
-                     8);
+    ck_assert_int_eq(
+        tu_eval_i(p, weft_cond(weft_bool(p, 1), weft_i32(p, 7),
+                               weft_quot(weft_i32(p, 1), weft_i32(p, 0)))),
+        7);
+    ck_assert_int_eq(
+        tu_eval_i(p, weft_cond(weft_bool(p, 0),
+                               weft_quot(weft_i32(p, 1), weft_i32(p, 0)),
+                               weft_i32(p, 8))),
+        8);
     /* cond on floats and on tuples */
     ck_assert(tu_eval_f(p, weft_cond(weft_gt(weft_f64(p, 1), weft_f64(p, 2)),
                                      weft_f64(p, 1.5), weft_f64(p, 2.5))) ==
               2.5);
     weft_exp *pa[2] = {weft_i32(p, 1), weft_f32(p, 2)};
     weft_exp *pb[2] = {weft_i32(p, 3), weft_f32(p, 4)};
-    weft_exp *c = weft_cond(weft_bool(p, 0), weft_tuple(p, 2, pa),
-                            weft_tuple(p, 2, pb));
+    weft_exp *c =
+        weft_cond(weft_bool(p, 0), weft_tuple(p, 2, pa), weft_tuple(p, 2, pb));
     ck_assert_int_eq(tu_eval_i(p, weft_get(c, 0)), 3);
     ck_assert(tu_eval_f(p, weft_get(c, 1)) == 4.0);
     tu_close(&t);
@@ -1045,8 +1107,7 @@ START_TEST(test_let_and_sharing)
 
     /* a term built outside the function (a free variable), shared:
      * k = the(unit(4)) + 1; x * k + k */
-    weft_exp *k = weft_add(weft_the(weft_unit(weft_i32(p, 4))),
-                           weft_i32(p, 1));
+    weft_exp *k = weft_add(weft_the(weft_unit(weft_i32(p, 4))), weft_i32(p, 1));
     weft_fun *f3 = weft_fun1(p, WEFT_I32);
     weft_fun_return(f3, weft_add(weft_mul(weft_arg(f3, 0), k), k));
 
@@ -1140,8 +1201,8 @@ START_TEST(test_index_generate)
     weft_exp *ix = weft_arg(g2, 0);
     weft_fun_return(g2, weft_add(weft_mul(weft_get(ix, 0), weft_i64(p, 10)),
                                  weft_get(ix, 1)));
-    weft_acc *a2 = weft_generate(weft_index2(weft_i64(p, 2), weft_i64(p, 3)),
-                                 g2);
+    weft_acc *a2 =
+        weft_generate(weft_index2(weft_i64(p, 2), weft_i64(p, 3)), g2);
     /* rank 3 from weft_index: 100 i + 10 j + k over 2x2x2 */
     weft_exp *sh3c[3] = {weft_i64(p, 2), weft_i64(p, 2), weft_i64(p, 2)};
     weft_fun *g3 = weft_fun1(p, WEFT_DIM(3));
@@ -1190,12 +1251,12 @@ START_TEST(test_shape_size)
         NULL,
     };
     weft_fun *g = weft_fun1(p, WEFT_DIM(2));
-    weft_fun_return(g, weft_mul(weft_get(weft_arg(g, 0), 0),
-                                weft_get(weft_arg(g, 0), 1)));
+    weft_fun_return(
+        g, weft_mul(weft_get(weft_arg(g, 0), 0), weft_get(weft_arg(g, 0), 1)));
     res[4] = weft_generate(sh, g);
     TU_PROGRAM_OK(p);
-    weft_array *in = tu_arr_f(t.ctx, WEFT_F32, 2, TU_SH(2, 3),
-                              F(0, 0, 0, 0, 0, 0));
+    weft_array *in =
+        tu_arr_f(t.ctx, WEFT_F32, 2, TU_SH(2, 3), F(0, 0, 0, 0, 0, 0));
     weft_array *out[5] = {NULL};
     TU_OK(tu_run(p, res, 5, &in, 1, out, 5));
     TU_CHECK_I(t.ctx, out[0], 0, 0, NULL, I(6));
@@ -1220,11 +1281,10 @@ START_TEST(test_shape_size)
     /* shape_size of a constant shape and of the rank-0 shape */
     tu_reset(&t);
     p = t.p;
-    ck_assert_int_eq(tu_eval_i(p, weft_shape_size(weft_index2(
-                                      weft_i64(p, 7), weft_i64(p, 5)))),
+    ck_assert_int_eq(tu_eval_i(p, weft_shape_size(weft_index2(weft_i64(p, 7),
+                                                              weft_i64(p, 5)))),
                      35);
-    ck_assert_int_eq(tu_eval_i(p, weft_shape_size(weft_index(p, 0, NULL))),
-                     1);
+    ck_assert_int_eq(tu_eval_i(p, weft_shape_size(weft_index(p, 0, NULL))), 1);
     tu_close(&t);
 }
 END_TEST
@@ -1235,14 +1295,14 @@ START_TEST(test_to_from_index)
     tu_open(&t);
     weft_program *p = t.p;
     weft_exp *sh = weft_index2(weft_i64(p, 2), weft_i64(p, 3));
-    ck_assert_int_eq(tu_eval_i(p, weft_to_index(sh, weft_index2(
-                                                        weft_i64(p, 1),
-                                                        weft_i64(p, 2)))),
-                     5);
-    ck_assert_int_eq(tu_eval_i(p, weft_to_index(sh, weft_index2(
-                                                        weft_i64(p, 0),
-                                                        weft_i64(p, 0)))),
-                     0);
+    ck_assert_int_eq(
+        tu_eval_i(
+            p, weft_to_index(sh, weft_index2(weft_i64(p, 1), weft_i64(p, 2)))),
+        5);
+    ck_assert_int_eq(
+        tu_eval_i(
+            p, weft_to_index(sh, weft_index2(weft_i64(p, 0), weft_i64(p, 0)))),
+        0);
     weft_exp *ix = weft_from_index(sh, weft_i64(p, 5));
     ck_assert_int_eq(weft_exp_type(ix), WEFT_DIM(2));
     ck_assert_int_eq(tu_eval_i(p, weft_get(ix, 0)), 1);
@@ -1295,21 +1355,20 @@ START_TEST(test_indexing)
     /* at: table ! (i % 2, i % 3) */
     weft_fun *f = weft_fun1(p, WEFT_I64);
     weft_exp *i = weft_arg(f, 0);
-    weft_fun_return(f, weft_at(table,
-                               weft_index2(weft_mod(i, weft_i64(p, 2)),
-                                           weft_mod(i, weft_i64(p, 3)))));
+    weft_fun_return(f,
+                    weft_at(table, weft_index2(weft_mod(i, weft_i64(p, 2)),
+                                               weft_mod(i, weft_i64(p, 3)))));
     /* at_linear: table !! (5 - i) */
     weft_fun *g = weft_fun1(p, WEFT_I64);
-    weft_fun_return(g, weft_at_linear(table, weft_sub(weft_i64(p, 5),
-                                                      weft_arg(g, 0))));
+    weft_fun_return(
+        g, weft_at_linear(table, weft_sub(weft_i64(p, 5), weft_arg(g, 0))));
     /* indexing an array term computed in the program (a map) */
     weft_fun *dbl = weft_fun1(p, WEFT_I32);
     weft_fun_return(dbl, weft_mul(weft_arg(dbl, 0), weft_i32(p, 2)));
     weft_acc *twice = weft_map(dbl, table);
     weft_fun *h = weft_fun1(p, WEFT_I64);
     weft_fun_return(h, weft_at_linear(twice, weft_arg(h, 0)));
-    weft_acc *res[3] = {weft_map(f, idx), weft_map(g, idx),
-                        weft_map(h, idx)};
+    weft_acc *res[3] = {weft_map(f, idx), weft_map(g, idx), weft_map(h, idx)};
     TU_PROGRAM_OK(p);
     weft_array *in[2] = {
         tu_arr_i(t.ctx, WEFT_I32, 2, TU_SH(2, 3), I(1, 2, 3, 4, 5, 6)),
@@ -1351,8 +1410,7 @@ START_TEST(test_the)
                         weft_unit(weft_add(s, weft_f64(p, 1)))};
     TU_PROGRAM_OK(p);
     weft_array *in[2] = {tu_arr_f(t.ctx, WEFT_F64, 0, NULL, F(2.5)),
-                         tu_arr_f(t.ctx, WEFT_F64, 1, TU_SH(3),
-                                  F(1, 2, 4))};
+                         tu_arr_f(t.ctx, WEFT_F64, 1, TU_SH(3), F(1, 2, 4))};
     weft_array *out[3] = {NULL};
     TU_OK(tu_run(p, res, 3, in, 2, out, 3));
     TU_CHECK_F(t.ctx, out[0], 0, 1, TU_SH(3), F(2.5, 5, 10), 0);
@@ -1378,8 +1436,8 @@ START_TEST(test_while)
     weft_type pair = weft_type_tuple(t.ctx, 2, st);
     ck_assert_int_ne(pair, 0);
     weft_fun *cond = weft_fun1(p, pair);
-    weft_fun_return(cond, weft_ne(weft_get(weft_arg(cond, 0), 0),
-                                  weft_i64(p, 1)));
+    weft_fun_return(cond,
+                    weft_ne(weft_get(weft_arg(cond, 0), 0), weft_i64(p, 1)));
     weft_fun *body = weft_fun1(p, pair);
     weft_exp *n = weft_get(weft_arg(body, 0), 0);
     weft_exp *k = weft_get(weft_arg(body, 0), 1);
@@ -1391,14 +1449,13 @@ START_TEST(test_while)
     weft_fun_return(body, weft_tuple(p, 2, next));
     weft_fun *f = weft_fun1(p, WEFT_I64);
     weft_exp *init[2] = {weft_arg(f, 0), weft_i64(p, 0)};
-    weft_fun_return(f, weft_get(weft_while(cond, body,
-                                           weft_tuple(p, 2, init)),
-                                1));
+    weft_fun_return(
+        f, weft_get(weft_while(cond, body, weft_tuple(p, 2, init)), 1));
     weft_acc *xs = weft_param(p, WEFT_I64, 1);
     weft_acc *r = weft_map(f, xs);
     TU_PROGRAM_OK(p);
-    weft_array *in = tu_arr_i(t.ctx, WEFT_I64, 1, TU_SH(6),
-                              I(1, 2, 3, 6, 7, 27));
+    weft_array *in =
+        tu_arr_i(t.ctx, WEFT_I64, 1, TU_SH(6), I(1, 2, 3, 6, 7, 27));
     weft_array *out = NULL;
     TU_OK(tu_run(p, &r, 1, &in, 1, &out, 1));
     TU_CHECK_I(t.ctx, out, 0, 1, TU_SH(6), I(0, 1, 7, 8, 16, 111));
@@ -1414,8 +1471,7 @@ START_TEST(test_while)
     weft_fun_return(b2, weft_mul(weft_arg(b2, 0), weft_i32(p, 2)));
     ck_assert_int_eq(tu_eval_i(p, weft_while(c2, b2, weft_i32(p, 1))), 1024);
     /* a loop whose condition is false at once */
-    ck_assert_int_eq(tu_eval_i(p, weft_while(c2, b2, weft_i32(p, 5000))),
-                     5000);
+    ck_assert_int_eq(tu_eval_i(p, weft_while(c2, b2, weft_i32(p, 5000))), 5000);
     tu_close(&t);
 }
 END_TEST

@@ -35,8 +35,8 @@ static char *simplified(weft_program *p, weft_acc *const *results, int n)
     fe_arena ar;
     fe_core core;
     fe_arena_init(&ar, p->ctx);
-    weft_status s = fe_share(p, "test", (fe_term *const *)results, n, &ar,
-                             &core);
+    weft_status s =
+        fe_share(p, "test", (fe_term *const *)results, n, &ar, &core);
     ck_assert_msg(s == WEFT_OK, "fe_share: %s", weft_last_error());
     s = fe_simplify(&core);
     ck_assert_msg(s == WEFT_OK, "fe_simplify: %s", weft_last_error());
@@ -81,16 +81,16 @@ static int count_call(const char *s, const char *name)
     return count_word(s, w);
 }
 
-#define HAS(s, w)                                                            \
+#define HAS(s, w)                                                              \
     ck_assert_msg(count_word((s), (w)) > 0, "no %s in:\n%s", (w), (s))
-#define HAS_NO(s, w)                                                         \
+#define HAS_NO(s, w)                                                           \
     ck_assert_msg(count_word((s), (w)) == 0, "%s in:\n%s", (w), (s))
-#define CALLS(s, name, n)                                                    \
-    ck_assert_msg(count_call((s), (name)) == (n),                            \
-                  "%d calls of %s, not %d, in:\n%s", count_call((s), (name)), \
+#define CALLS(s, name, n)                                                      \
+    ck_assert_msg(count_call((s), (name)) == (n),                              \
+                  "%d calls of %s, not %d, in:\n%s", count_call((s), (name)),  \
                   (name), (n), (s))
-#define LETS(s, n)                                                           \
-    ck_assert_msg(count_word((s), "let") == (n), "%d lets, not %d, in:\n%s", \
+#define LETS(s, n)                                                             \
+    ck_assert_msg(count_word((s), "let") == (n), "%d lets, not %d, in:\n%s",   \
                   count_word((s), "let"), (n), (s))
 
 /* Run results[0] (one rank-1 output) on in[0..n_in-1]; out[0] is new. */
@@ -112,8 +112,8 @@ START_TEST(fold_in_function)
     weft_program *p = u.p;
     weft_acc *xs = weft_param(p, WEFT_I32, 1);
     weft_fun *f = weft_fun1(p, WEFT_I32);
-    weft_fun_return(f, weft_mul(weft_add(weft_i32(p, 2), weft_i32(p, 3)),
-                                weft_arg(f, 0)));
+    weft_fun_return(
+        f, weft_mul(weft_add(weft_i32(p, 2), weft_i32(p, 3)), weft_arg(f, 0)));
     weft_acc *r = weft_map(f, xs);
     char *d = simplified(p, &r, 1);
     HAS(d, "5");
@@ -173,9 +173,8 @@ START_TEST(fold_comparisons_cond_tuples_shapes)
     weft_exp *c = weft_cond(weft_lt(weft_i32(p, 3), weft_i32(p, 4)),
                             weft_i32(p, 10), weft_i32(p, 20));
     /* get 1 (7, 8) -> 8; shape_size(index(3, 4)) -> 12 */
-    weft_exp *g = weft_get(weft_tuple(p, 2, (weft_exp *[]){weft_i32(p, 7),
-                                                         weft_i32(p, 8)}),
-                           1);
+    weft_exp *g = weft_get(
+        weft_tuple(p, 2, (weft_exp *[]){weft_i32(p, 7), weft_i32(p, 8)}), 1);
     weft_exp *sz = weft_shape_size(weft_index2(weft_i64(p, 3), weft_i64(p, 4)));
     weft_exp *sum = weft_add(weft_add(c, g), weft_convert(sz, WEFT_I32));
     weft_acc *r = weft_unit(sum);
@@ -285,9 +284,9 @@ START_TEST(exact_identities)
     weft_acc *xs = weft_param(p, WEFT_I32, 1);
     weft_fun *f = weft_fun1(p, WEFT_I32);
     weft_exp *x = weft_arg(f, 0);
-    weft_fun_return(f, weft_sub(weft_mul(weft_add(x, weft_i32(p, 0)),
-                                         weft_i32(p, 1)),
-                                weft_i32(p, 0)));
+    weft_fun_return(
+        f, weft_sub(weft_mul(weft_add(x, weft_i32(p, 0)), weft_i32(p, 1)),
+                    weft_i32(p, 0)));
     weft_acc *r = weft_map(f, xs);
     char *d = simplified(p, &r, 1);
     CALLS(d, "add", 0);
@@ -314,9 +313,10 @@ START_TEST(exact_identities)
     weft_exp *tp = weft_and(weft_bool(p, true), pos);
     weft_exp *b = weft_not(weft_not(weft_or(weft_bool(p, false), tp)));
     weft_exp *sq = weft_mul(z, z);
-    weft_fun_return(h, weft_cond(b, weft_cond(weft_lt(z, weft_i32(p, 5)), sq,
-                                              weft_mul(z, z)),
-                                 weft_i32(p, 0)));
+    weft_fun_return(
+        h,
+        weft_cond(b, weft_cond(weft_lt(z, weft_i32(p, 5)), sq, weft_mul(z, z)),
+                  weft_i32(p, 0)));
     r = weft_map(h, xs);
     d = simplified(p, &r, 1);
     CALLS(d, "and", 0);
@@ -404,8 +404,8 @@ START_TEST(dead_let_is_removed)
     weft_fun *f = weft_fun1(p, WEFT_I32);
     weft_exp *x = weft_arg(f, 0);
     weft_exp *t = weft_mul(x, weft_add(x, weft_i32(p, 1)));
-    weft_fun_return(f, weft_cond(weft_bool(p, true), weft_neg(x),
-                                 weft_add(t, t)));
+    weft_fun_return(f,
+                    weft_cond(weft_bool(p, true), weft_neg(x), weft_add(t, t)));
     weft_acc *r = weft_map(f, xs);
     char *d = simplified(p, &r, 1);
     LETS(d, 0);

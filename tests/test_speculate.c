@@ -113,8 +113,7 @@ static weft_executable *loop_exe(weft_context *ctx, bool kernel_cond)
         weft_fun_return(below, weft_lt(weft_arg(below, 0), weft_the(lim)));
         weft_afun_return(cond, weft_map(below, cn));
     } else {
-        weft_afun_return(cond,
-                         weft_unit(weft_lt(weft_the(cn), weft_the(lim))));
+        weft_afun_return(cond, weft_unit(weft_lt(weft_the(cn), weft_the(lim))));
     }
     weft_afun *body = weft_afun_like(state);
     weft_acc *ba = weft_aget(weft_afun_arg(body), 0);
@@ -149,8 +148,7 @@ static void loop_inputs(weft_context *ctx, int64_t m, int32_t lim,
                                           (const void *const[]){v}, &in[0]),
                      WEFT_OK);
     ck_assert_int_eq(weft_array_from_host(ctx, WEFT_I32, 0, NULL,
-                                          (const void *const[]){&lim},
-                                          &in[1]),
+                                          (const void *const[]){&lim}, &in[1]),
                      WEFT_OK);
     free(v);
 }
@@ -167,8 +165,8 @@ static weft_status both(weft_context *ctx, weft_executable *exe, int64_t m,
     char msg[FE_MSG_MAX];
     snprintf(msg, sizeof msg, "%s", weft_last_error());
     *sp = (seen){.ctx = ctx, .spoil = spoil};
-    weft_status sg = fe_interp_device(ctx, &exe->core, in, got, NULL, NULL,
-                                      &ops, sp);
+    weft_status sg =
+        fe_interp_device(ctx, &exe->core, in, got, NULL, NULL, &ops, sp);
     ck_assert_msg(sg == sw, "m %lld lim %d: %s (%s), expected %s (%s)",
                   (long long)m, lim, weft_status_name(sg), weft_last_error(),
                   weft_status_name(sw), msg);
@@ -215,9 +213,9 @@ START_TEST(iterations)
         weft_array *in[2], *out[2] = {NULL};
         loop_inputs(ctx, 40, 37, in);
         seen sp = {.ctx = ctx};
-        ck_assert_int_eq(fe_interp_device(ctx, &exe->core, in, out, NULL,
-                                          NULL, &ops, &sp),
-                         WEFT_OK);
+        ck_assert_int_eq(
+            fe_interp_device(ctx, &exe->core, in, out, NULL, NULL, &ops, &sp),
+            WEFT_OK);
         ck_assert_int_eq(*(const int32_t *)weft_array_data(out[1], 0), 37);
         const int32_t *a = weft_array_data(out[0], 0);
         for (int j = 0; j < 40; j++) {
@@ -267,8 +265,8 @@ START_TEST(cancel)
             seen sp = {.ctx = ctx, .cancel_at = at};
             fe_cancel c;
             fe_cancel_begin(ctx, &c);
-            weft_status s = fe_interp_device(ctx, &exe->core, in, out, &c,
-                                             NULL, &ops, &sp);
+            weft_status s =
+                fe_interp_device(ctx, &exe->core, in, out, &c, NULL, &ops, &sp);
             ck_assert_msg(s == WEFT_ERR_CANCELLED, "%s: %s",
                           weft_status_name(s), weft_last_error());
             ck_assert_ptr_null(out[0]);

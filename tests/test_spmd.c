@@ -198,21 +198,20 @@ static weft_acc *mandel_of(weft_program *p, weft_context *ctx, weft_type ft,
     weft_type st = weft_type_tuple(ctx, 3, (weft_type[]){ft, ft, WEFT_I32});
     weft_fun *g = weft_fun1(p, WEFT_DIM(2));
     weft_exp *ix = weft_arg(g, 0);
-    weft_exp *ci = weft_add(fc(p, ft, -1.25),
-                            weft_mul(fc(p, ft, 0.07),
-                                     weft_convert(weft_get(ix, 0), ft)));
-    weft_exp *cr = weft_add(fc(p, ft, -2.0),
-                            weft_mul(fc(p, ft, 0.045),
-                                     weft_convert(weft_get(ix, 1), ft)));
+    weft_exp *ci =
+        weft_add(fc(p, ft, -1.25),
+                 weft_mul(fc(p, ft, 0.07), weft_convert(weft_get(ix, 0), ft)));
+    weft_exp *cr =
+        weft_add(fc(p, ft, -2.0),
+                 weft_mul(fc(p, ft, 0.045), weft_convert(weft_get(ix, 1), ft)));
     weft_exp *limit = weft_at(lim, ix);
     weft_fun *cond = weft_fun1(p, st);
     weft_exp *s = weft_arg(cond, 0);
     weft_exp *zr = weft_get(s, 0), *zi = weft_get(s, 1), *it = weft_get(s, 2);
-    weft_fun_return(cond,
-                    weft_and(weft_lt(it, limit),
-                             weft_le(weft_add(weft_mul(zr, zr),
-                                              weft_mul(zi, zi)),
-                                     fc(p, ft, 4))));
+    weft_fun_return(
+        cond, weft_and(weft_lt(it, limit),
+                       weft_le(weft_add(weft_mul(zr, zr), weft_mul(zi, zi)),
+                               fc(p, ft, 4))));
     weft_fun *body = weft_fun1(p, st);
     s = weft_arg(body, 0);
     zr = weft_get(s, 0);
@@ -254,12 +253,13 @@ static int build_nbody(weft_program *p, weft_context *ctx, int variant,
     for (int k = 0; k < 3; k++) {
         d[k] = weft_sub(weft_at(in[k], jj), weft_at(in[k], ii));
     }
-    weft_exp *r2 = weft_add(
-        weft_add(weft_add(weft_mul(d[0], d[0]), weft_mul(d[1], d[1])),
-                 weft_mul(d[2], d[2])),
-        weft_f32(p, 0.01f));
+    weft_exp *r2 =
+        weft_add(weft_add(weft_add(weft_mul(d[0], d[0]), weft_mul(d[1], d[1])),
+                          weft_mul(d[2], d[2])),
+                 weft_f32(p, 0.01f));
     weft_exp *inv = weft_fdiv(weft_f32(p, 1), weft_sqrt(r2));
-    weft_exp *m = weft_mul(weft_at(in[3], jj), weft_mul(weft_mul(inv, inv), inv));
+    weft_exp *m =
+        weft_mul(weft_at(in[3], jj), weft_mul(weft_mul(inv, inv), inv));
     weft_exp *next[4] = {weft_add(j, weft_i64(p, 1)),
                          weft_add(weft_get(s, 1), weft_mul(d[0], m)),
                          weft_add(weft_get(s, 2), weft_mul(d[1], m)),
@@ -299,9 +299,10 @@ static int build_partial(weft_program *p, weft_context *ctx, int variant,
     weft_exp *fx = weft_convert(x, WEFT_F32);
     weft_exp *even = weft_eq(weft_band(x, weft_i32(p, 1)), weft_i32(p, 0));
     c[2] = weft_bitcast(
-        weft_cond(even, weft_sqrt(weft_abs(fx)),
-                  weft_cond(weft_gt(x, weft_i32(p, 100)), weft_log(fx),
-                            weft_neg(weft_fexp(weft_mul(fx, weft_f32(p, 1e-9f)))))),
+        weft_cond(
+            even, weft_sqrt(weft_abs(fx)),
+            weft_cond(weft_gt(x, weft_i32(p, 100)), weft_log(fx),
+                      weft_neg(weft_fexp(weft_mul(fx, weft_f32(p, 1e-9f)))))),
         WEFT_I32);
     /* shifts by a uniform amount, with varying and uniform operands */
     c[3] = weft_bxor(weft_shl(x, weft_band(k, weft_i32(p, 31))),
@@ -310,21 +311,21 @@ static int build_partial(weft_program *p, weft_context *ctx, int variant,
     /* a uniform read that no lane needs (x < 2^31 - 1 always but one in
      * 2^32): the scalar code never makes it, neither must the vector */
     c[4] = weft_cond(weft_eq(x, weft_i32(p, INT32_MAX)),
-                     weft_at_linear(xs, weft_add(n, weft_i64(p, 1) )),
+                     weft_at_linear(xs, weft_add(n, weft_i64(p, 1))),
                      weft_add(x, k));
     /* or with a side that reads */
-    c[5] = weft_convert(
-        weft_or(weft_lt(x, weft_i32(p, 0)),
-                weft_gt(weft_at_linear(xs, weft_i64(p, 0)), x)),
-        WEFT_I32);
+    c[5] = weft_convert(weft_or(weft_lt(x, weft_i32(p, 0)),
+                                weft_gt(weft_at_linear(xs, weft_i64(p, 0)), x)),
+                        WEFT_I32);
     /* min, max, abs, signum and integer division by a varying divisor */
     c[6] = weft_add(weft_max(weft_min(x, k), weft_abs(m7)),
                     weft_idiv(x, weft_add(weft_abs(m7), weft_i32(p, 1))));
     c[7] = weft_signum(weft_sub(x, k));
     if (variant == 1) {
-        c[4] = weft_cond(weft_gt(x, weft_i32(p, 1000000)),
-                         weft_at_linear(xs, weft_add(n, weft_i64(p, 100000000))),
-                         weft_add(x, k));
+        c[4] =
+            weft_cond(weft_gt(x, weft_i32(p, 1000000)),
+                      weft_at_linear(xs, weft_add(n, weft_i64(p, 100000000))),
+                      weft_add(x, k));
     }
     weft_fun_return(f, weft_tuple(p, 8, c));
     res[0] = weft_map(f, xs);
@@ -339,8 +340,8 @@ static int build_collatz(weft_program *p, weft_context *ctx, int variant,
     (void)variant;
     weft_acc *xs = weft_param(p, WEFT_I64, 1);
     weft_acc *tbl = weft_param(p, WEFT_F32, 1);
-    weft_type st = weft_type_tuple(
-        ctx, 3, (weft_type[]){WEFT_I64, WEFT_I32, WEFT_F32});
+    weft_type st =
+        weft_type_tuple(ctx, 3, (weft_type[]){WEFT_I64, WEFT_I32, WEFT_F32});
     weft_fun *cond = weft_fun1(p, st);
     weft_exp *s = weft_arg(cond, 0);
     weft_fun_return(cond, weft_and(weft_ne(weft_get(s, 0), weft_i64(p, 1)),
@@ -348,10 +349,10 @@ static int build_collatz(weft_program *p, weft_context *ctx, int variant,
     weft_fun *body = weft_fun1(p, st);
     s = weft_arg(body, 0);
     weft_exp *x = weft_get(s, 0);
-    weft_exp *nx = weft_cond(
-        weft_eq(weft_rem(x, weft_i64(p, 2)), weft_i64(p, 0)),
-        weft_quot(x, weft_i64(p, 2)),
-        weft_add(weft_mul(x, weft_i64(p, 3)), weft_i64(p, 1)));
+    weft_exp *nx =
+        weft_cond(weft_eq(weft_rem(x, weft_i64(p, 2)), weft_i64(p, 0)),
+                  weft_quot(x, weft_i64(p, 2)),
+                  weft_add(weft_mul(x, weft_i64(p, 3)), weft_i64(p, 1)));
     weft_exp *g = weft_at_linear(tbl, weft_mod(x, weft_size(tbl)));
     weft_exp *next[3] = {nx, weft_add(weft_get(s, 1), weft_i32(p, 1)),
                          weft_add(weft_get(s, 2), g)};
@@ -383,8 +384,7 @@ static int build_tuple3(weft_program *p, weft_context *ctx, int variant,
         weft_add(weft_mul(i, j), k),
         weft_fdiv(weft_convert(weft_add(x, nb), WEFT_F64),
                   weft_convert(weft_add(j, weft_i64(p, 1)), WEFT_F64)),
-        weft_lt(x, nb),
-        weft_convert(weft_mul(k, weft_i64(p, 37)), WEFT_I8),
+        weft_lt(x, nb), weft_convert(weft_mul(k, weft_i64(p, 37)), WEFT_I8),
         weft_add(weft_convert(x, WEFT_F16), weft_f16(p, 0.5f))};
     weft_fun_return(g, weft_tuple(p, 5, c));
     res[0] = weft_generate(sh, g);
@@ -407,13 +407,13 @@ static int build_uniform(weft_program *p, weft_context *ctx, int variant,
     weft_fun_return(cond, weft_lt(weft_get(weft_arg(cond, 0), 0), m));
     weft_fun *body = weft_fun1(p, st);
     weft_exp *s = weft_arg(body, 0);
-    weft_exp *next[2] = {
-        weft_add(weft_get(s, 0), weft_i64(p, 1)),
-        weft_add(weft_mul(weft_get(s, 1), y),
-                 weft_convert(weft_get(s, 0), WEFT_F64))};
+    weft_exp *next[2] = {weft_add(weft_get(s, 0), weft_i64(p, 1)),
+                         weft_add(weft_mul(weft_get(s, 1), y),
+                                  weft_convert(weft_get(s, 0), WEFT_F64))};
     weft_fun_return(body, weft_tuple(p, 2, next));
     weft_exp *init[2] = {weft_i64(p, 0), x};
-    weft_exp *loop = weft_get(weft_while(cond, body, weft_tuple(p, 2, init)), 1);
+    weft_exp *loop =
+        weft_get(weft_while(cond, body, weft_tuple(p, 2, init)), 1);
     weft_exp *u = weft_cond(weft_gt(m, weft_i64(p, 3)), weft_add(loop, z),
                             weft_sub(z, loop));
     weft_exp *out[2] = {u, weft_max(x, weft_convert(m, WEFT_F64))};
@@ -441,13 +441,13 @@ static int build_scalar_side(weft_program *p, weft_context *ctx, int variant,
     weft_exp *last = weft_sub(k, weft_i64(p, 1));
     weft_exp *ix = weft_min(i, last);
     weft_exp *iy = weft_max(weft_i64(p, 0), weft_min(weft_sub(i, k), last));
-    weft_exp *v = weft_cond(
-        weft_lt(i, k), weft_at(cx, weft_index1(ix)),
-        weft_cond(weft_lt(i, weft_add(k, k)), weft_at(cy, weft_index1(iy)),
-                  weft_convert(weft_the(it), WEFT_F32)));
+    weft_exp *v = weft_cond(weft_lt(i, k), weft_at(cx, weft_index1(ix)),
+                            weft_cond(weft_lt(i, weft_add(k, k)),
+                                      weft_at(cy, weft_index1(iy)),
+                                      weft_convert(weft_the(it), WEFT_F32)));
     weft_fun_return(g, v);
-    res[0] = weft_generate(
-        weft_index1(weft_add(weft_add(k, k), weft_i64(p, 1))), g);
+    res[0] =
+        weft_generate(weft_index1(weft_add(weft_add(k, k), weft_i64(p, 1))), g);
     return 1;
 }
 
@@ -462,9 +462,9 @@ static weft_exp *halvings(weft_program *p, weft_context *ctx, weft_exp *v0)
     weft_fun *b = weft_fun1(p, st);
     s = weft_arg(b, 0);
     weft_exp *v = weft_get(s, 0);
-    weft_exp *n[2] = {weft_add(weft_quot(v, weft_i32(p, 2)),
-                               weft_rem(v, weft_i32(p, 3))),
-                      weft_add(weft_get(s, 1), weft_i32(p, 1))};
+    weft_exp *n[2] = {
+        weft_add(weft_quot(v, weft_i32(p, 2)), weft_rem(v, weft_i32(p, 3))),
+        weft_add(weft_get(s, 1), weft_i32(p, 1))};
     weft_fun_return(b, weft_tuple(p, 2, n));
     weft_exp *init[2] = {v0, weft_i32(p, 0)};
     return weft_get(weft_while(c, b, weft_tuple(p, 2, init)), 1);
@@ -486,9 +486,9 @@ static int build_nested(weft_program *p, weft_context *ctx, int variant,
     weft_fun_return(c1, weft_lt(weft_get(weft_arg(c1, 0), 0), weft_i32(p, 5)));
     weft_fun *b1 = weft_fun1(p, st);
     weft_exp *s = weft_arg(b1, 0);
-    weft_exp *n1[2] = {
-        weft_add(weft_get(s, 0), weft_i32(p, 1)),
-        weft_add(weft_get(s, 1), halvings(p, ctx, weft_add(x, weft_get(s, 0))))};
+    weft_exp *n1[2] = {weft_add(weft_get(s, 0), weft_i32(p, 1)),
+                       weft_add(weft_get(s, 1),
+                                halvings(p, ctx, weft_add(x, weft_get(s, 0))))};
     weft_fun_return(b1, weft_tuple(p, 2, n1));
     weft_exp *z2[2] = {weft_i32(p, 0), weft_i32(p, 0)};
     weft_exp *o1 = weft_get(weft_while(c1, b1, weft_tuple(p, 2, z2)), 1);
@@ -537,9 +537,12 @@ static int build_indices(weft_program *p, weft_context *ctx, int variant,
     weft_exp *gi = weft_from_index(weft_index2(weft_i64(p, 4), weft_i64(p, 5)),
                                    weft_add(x, weft_i64(p, 100)));
     weft_exp *c[6] = {
-        weft_get(fi, 0), weft_get(fi, 1),
+        weft_get(fi, 0),
+        weft_get(fi, 1),
         weft_to_index(sh, weft_index2(weft_i64(p, 2), weft_i64(p, 1))),
-        weft_shape_size(weft_index2(x, x)), weft_get(gi, 0), weft_get(gi, 1)};
+        weft_shape_size(weft_index2(x, x)),
+        weft_get(gi, 0),
+        weft_get(gi, 1)};
     weft_fun_return(f, weft_tuple(p, 6, c));
     res[0] = weft_map(f, xs);
     return 1;
@@ -598,7 +601,10 @@ static int build_gathers(weft_program *p, weft_context *ctx, int variant,
  * Differential cases
  * ---------------------------------------------------------------------- */
 
-#define S1(n) {.rank = {1}, .sh = {{n}}}
+#define S1(n)                                                                  \
+    {                                                                          \
+        .rank = {1}, .sh = { {n} }                                             \
+    }
 
 START_TEST(mandel)
 {
@@ -618,9 +624,9 @@ END_TEST
 START_TEST(mandel_fold)
 {
     static const shapes runs[] = {
-        {.rank = {2}, .sh = {{0, 5}}},   {.rank = {2}, .sh = {{5, 0}}},
-        {.rank = {2}, .sh = {{1, 1}}},   {.rank = {2}, .sh = {{3, 7}}},
-        {.rank = {2}, .sh = {{17, 13}}}, {.rank = {2}, .sh = {{2, 1031}}},
+        {.rank = {2}, .sh = {{0, 5}}},     {.rank = {2}, .sh = {{5, 0}}},
+        {.rank = {2}, .sh = {{1, 1}}},     {.rank = {2}, .sh = {{3, 7}}},
+        {.rank = {2}, .sh = {{17, 13}}},   {.rank = {2}, .sh = {{2, 1031}}},
         {.rank = {2}, .sh = {{3, 20000}}},
     };
     in_spec in[1] = {{WEFT_I32, 0, 300}};
@@ -640,7 +646,9 @@ START_TEST(nbody)
         {.rank = {1, 1, 1, 1}, .sh = {{31}, {31}, {31}, {31}}},
         {.rank = {1, 1, 1, 1}, .sh = {{100}, {100}, {100}, {100}}},
     };
-    in_spec in[4] = {{WEFT_F32, -1, 1}, {WEFT_F32, -1, 1}, {WEFT_F32, -1, 1},
+    in_spec in[4] = {{WEFT_F32, -1, 1},
+                     {WEFT_F32, -1, 1},
+                     {WEFT_F32, -1, 1},
                      {WEFT_F32, 0.5, 1.5}};
     diff("nbody", build_nbody, 0, 4, in, 5, runs);
 }
@@ -656,7 +664,8 @@ START_TEST(partial)
         {.rank = {1, 0}, .sh = {{1000}}}, {.rank = {1, 0}, .sh = {{4099}}},
     };
     static const shapes runs2[] = {
-        {.rank = {2, 0}, .sh = {{3, 7}}},  {.rank = {2, 0}, .sh = {{0, 9}}},
+        {.rank = {2, 0}, .sh = {{3, 7}}},
+        {.rank = {2, 0}, .sh = {{0, 9}}},
         {.rank = {2, 0}, .sh = {{33, 5}}},
     };
     in_spec all[2] = {{WEFT_I32, 1, 0}, {WEFT_I32, -40, 40}};
@@ -671,8 +680,10 @@ END_TEST
 START_TEST(collatz)
 {
     static const shapes runs[] = {
-        {.rank = {1, 1}, .sh = {{0}, {5}}},   {.rank = {1, 1}, .sh = {{1}, {5}}},
-        {.rank = {1, 1}, .sh = {{9}, {3}}},   {.rank = {1, 1}, .sh = {{64}, {17}}},
+        {.rank = {1, 1}, .sh = {{0}, {5}}},
+        {.rank = {1, 1}, .sh = {{1}, {5}}},
+        {.rank = {1, 1}, .sh = {{9}, {3}}},
+        {.rank = {1, 1}, .sh = {{64}, {17}}},
         {.rank = {1, 1}, .sh = {{777}, {101}}},
     };
     in_spec in[2] = {{WEFT_I64, 1, 1000000}, {WEFT_F32, -1, 1}};
@@ -683,8 +694,8 @@ END_TEST
 START_TEST(tuple3)
 {
     static const shapes runs[] = {
-        {.rank = {3}, .sh = {{0, 2, 3}}}, {.rank = {3}, .sh = {{2, 3, 0}}},
-        {.rank = {3}, .sh = {{1, 1, 1}}}, {.rank = {3}, .sh = {{3, 5, 7}}},
+        {.rank = {3}, .sh = {{0, 2, 3}}},  {.rank = {3}, .sh = {{2, 3, 0}}},
+        {.rank = {3}, .sh = {{1, 1, 1}}},  {.rank = {3}, .sh = {{3, 5, 7}}},
         {.rank = {3}, .sh = {{4, 9, 11}}}, {.rank = {3}, .sh = {{2, 1, 257}}},
         {.rank = {3}, .sh = {{2, 3, 32}}},
     };
@@ -701,9 +712,13 @@ START_TEST(uniform)
         {.rank = {1, 1, 1, 0}, .sh = {{13}, {13}, {12}}},
         {.rank = {1, 1, 1, 0}, .sh = {{100}, {101}, {100}}},
     };
-    in_spec lo[4] = {{WEFT_F64, -1, 1}, {WEFT_F64, -1, 1}, {WEFT_F64, -1, 1},
+    in_spec lo[4] = {{WEFT_F64, -1, 1},
+                     {WEFT_F64, -1, 1},
+                     {WEFT_F64, -1, 1},
                      {WEFT_I64, 0, 3}};
-    in_spec hi[4] = {{WEFT_F64, -1, 1}, {WEFT_F64, -1, 1}, {WEFT_F64, -1, 1},
+    in_spec hi[4] = {{WEFT_F64, -1, 1},
+                     {WEFT_F64, -1, 1},
+                     {WEFT_F64, -1, 1},
                      {WEFT_I64, 4, 9}};
     diff("uniform", build_uniform, 0, 4, lo, 4, runs);
     diff("uniform", build_uniform, 1, 4, hi, 4, runs);
@@ -754,10 +769,11 @@ static void check_cpu(const char *cpu, const char *lanes, const char *reg)
     /* Mandelbrot-like: the masked loop */
     compile_for(cpu, 0, build_mandel, &ir, &text, &report);
     ck_assert_msg(strstr(report, lanes) != NULL,
-                  "mandel on %s: the report does not say '%s':\n%s", cpu,
-                  lanes, report);
-    ck_assert_msg(strstr(ir, "spmd.mwhile") && strstr(ir, "llvm.vector.reduce.or")
-                      && strstr(ir, "%active"),
+                  "mandel on %s: the report does not say '%s':\n%s", cpu, lanes,
+                  report);
+    ck_assert_msg(strstr(ir, "spmd.mwhile") &&
+                      strstr(ir, "llvm.vector.reduce.or") &&
+                      strstr(ir, "%active"),
                   "mandel on %s: no masked loop in the IR", cpu);
     ck_assert_msg(strstr(text, reg) || strstr(text, "%zmm"),
                   "mandel on %s: no %s register", cpu, reg);
@@ -772,10 +788,9 @@ static void check_cpu(const char *cpu, const char *lanes, const char *reg)
     ck_assert_msg(strstr(ir, "spmd.mwhile") == NULL &&
                       strstr(ir, "masked.gather") == NULL,
                   "nbody on %s: a masked loop or a gather in the IR", cpu);
-    ck_assert_msg(strstr(text, "vbroadcastss") != NULL &&
-                      strstr(text, "vgather") == NULL,
-                  "nbody on %s: no broadcast, or a gather, in the assembly",
-                  cpu);
+    ck_assert_msg(
+        strstr(text, "vbroadcastss") != NULL && strstr(text, "vgather") == NULL,
+        "nbody on %s: no broadcast, or a gather, in the assembly", cpu);
     ck_assert_msg(strstr(text, reg) || strstr(text, "%zmm"),
                   "nbody on %s: no %s register", cpu, reg);
     /* strict: 1 / sqrt r2 is a packed square root and a division */
@@ -795,7 +810,8 @@ static void check_cpu(const char *cpu, const char *lanes, const char *reg)
     ck_assert_msg(strstr(text, "vrsqrt") && strstr(text, "vfmadd") &&
                       !strstr(text, "vsqrtps") && !strstr(text, "vdivps"),
                   "fast nbody on %s: no vrsqrt and vfmadd, or a packed "
-                  "square root or division", cpu);
+                  "square root or division",
+                  cpu);
     free(ir);
     free(text);
     free(report);
@@ -833,8 +849,8 @@ END_TEST
 START_TEST(nested)
 {
     static const shapes runs[] = {
-        {.rank = {1}, .sh = {{0}}},  {.rank = {1}, .sh = {{1}}},
-        {.rank = {1}, .sh = {{9}}},  {.rank = {1}, .sh = {{33}}},
+        {.rank = {1}, .sh = {{0}}},   {.rank = {1}, .sh = {{1}}},
+        {.rank = {1}, .sh = {{9}}},   {.rank = {1}, .sh = {{33}}},
         {.rank = {1}, .sh = {{500}}},
     };
     in_spec in[1] = {{WEFT_I32, 0, 50}};
@@ -845,7 +861,8 @@ END_TEST
 START_TEST(indices)
 {
     static const shapes runs[] = {
-        {.rank = {1}, .sh = {{0}}}, {.rank = {1}, .sh = {{3}}},
+        {.rank = {1}, .sh = {{0}}},
+        {.rank = {1}, .sh = {{3}}},
         {.rank = {1}, .sh = {{100}}},
     };
     in_spec in[1] = {{WEFT_I64, -3, 50}};
@@ -856,13 +873,15 @@ END_TEST
 START_TEST(gathers)
 {
     static const shapes runs1[] = {
-        {.rank = {1, 0}, .sh = {{0}}},   {.rank = {1, 0}, .sh = {{1}}},
-        {.rank = {1, 0}, .sh = {{17}}},  {.rank = {1, 0}, .sh = {{64}}},
+        {.rank = {1, 0}, .sh = {{0}}},    {.rank = {1, 0}, .sh = {{1}}},
+        {.rank = {1, 0}, .sh = {{17}}},   {.rank = {1, 0}, .sh = {{64}}},
         {.rank = {1, 0}, .sh = {{1031}}},
     };
     static const shapes runs2[] = {
-        {.rank = {2, 0}, .sh = {{0, 5}}},  {.rank = {2, 0}, .sh = {{3, 7}}},
-        {.rank = {2, 0}, .sh = {{5, 33}}}, {.rank = {2, 0}, .sh = {{2, 64}}},
+        {.rank = {2, 0}, .sh = {{0, 5}}},
+        {.rank = {2, 0}, .sh = {{3, 7}}},
+        {.rank = {2, 0}, .sh = {{5, 33}}},
+        {.rank = {2, 0}, .sh = {{2, 64}}},
     };
     in_spec zero[2] = {{WEFT_F32, -1, 1}, {WEFT_I64, 0, 0}};
     in_spec some[2] = {{WEFT_F32, -1, 1}, {WEFT_I64, 1, 2}};

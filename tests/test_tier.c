@@ -107,7 +107,7 @@ typedef enum prog {
     P_ISUM,
     P_COUNT,
     P_ALL = P_COUNT,
-    P_SAME                /* the programs same_across_tiers */
+    P_SAME /* the programs same_across_tiers */
 } prog;
 
 /* Kernels that are not tiered up among all the programs: on ptx the
@@ -243,9 +243,9 @@ static weft_acc *build_prog(weft_context *ctx, weft_program *p, prog which)
     case P_ISUM: {
         /* sum of truncate(x * 1000) as i64 */
         weft_fun *f = weft_fun1(p, WEFT_F32);
-        weft_fun_return(f, weft_truncate(weft_mul(weft_arg(f, 0),
-                                                  weft_f32(p, 1000.0f)),
-                                         WEFT_I64));
+        weft_fun_return(
+            f, weft_truncate(weft_mul(weft_arg(f, 0), weft_f32(p, 1000.0f)),
+                             WEFT_I64));
         return weft_fold(tu_fun_op2(p, WEFT_OP_ADD, WEFT_I64), weft_i64(p, 0),
                          weft_map(f, weft_param(p, WEFT_F32, 1)));
     }
@@ -942,8 +942,7 @@ START_TEST(concurrent_compiles)
         }
     }
     for (int t = 0; t < T; t++) {
-        ck_assert_int_eq(pthread_create(&th[t], NULL, compiler_main, &c[t]),
-                         0);
+        ck_assert_int_eq(pthread_create(&th[t], NULL, compiler_main, &c[t]), 0);
     }
     for (int t = 0; t < T; t++) {
         ck_assert_int_eq(pthread_join(th[t], NULL), 0);

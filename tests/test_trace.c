@@ -120,8 +120,8 @@ static cJSON *load(const char *path)
     ck_assert_msg(root != NULL, "%s is not JSON (near \"%.40s\")", path,
                   cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() : "?");
     free(text);
-    ck_assert(cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(root,
-                                                             "traceEvents")));
+    ck_assert(
+        cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(root, "traceEvents")));
     return root;
 }
 
@@ -148,7 +148,8 @@ static int check_events(cJSON *root, int pid)
 {
     int spans = 0;
     const cJSON *e;
-    cJSON_ArrayForEach(e, events(root)) {
+    cJSON_ArrayForEach(e, events(root))
+    {
         const char *ph = str(e, "ph");
         ck_assert_ptr_nonnull(ph);
         ck_assert_ptr_nonnull(str(e, "name"));
@@ -173,7 +174,8 @@ static const cJSON *find(cJSON *root, const char *name, const char *key,
                          const char *want)
 {
     const cJSON *e;
-    cJSON_ArrayForEach(e, events(root)) {
+    cJSON_ArrayForEach(e, events(root))
+    {
         const char *n = str(e, "name"), *ph = str(e, "ph");
         if (!n || !ph || strcmp(ph, "X") != 0 || strcmp(n, name) != 0) {
             continue;
@@ -193,7 +195,8 @@ static int count(cJSON *root, const char *name)
 {
     int n = 0;
     const cJSON *e;
-    cJSON_ArrayForEach(e, events(root)) {
+    cJSON_ArrayForEach(e, events(root))
+    {
         const char *s = str(e, "name"), *ph = str(e, "ph");
         n += s && ph && strcmp(ph, "X") == 0 && strcmp(s, name) == 0;
     }
@@ -204,7 +207,8 @@ static int count(cJSON *root, const char *name)
 static const char *track_name(cJSON *root, int tid)
 {
     const cJSON *e;
-    cJSON_ArrayForEach(e, events(root)) {
+    cJSON_ArrayForEach(e, events(root))
+    {
         const char *n = str(e, "name");
         if (n && strcmp(n, "thread_name") == 0 && (int)num(e, "tid") == tid) {
             return str(cJSON_GetObjectItemCaseSensitive(e, "args"), "name");
@@ -217,8 +221,7 @@ static const char *track_name(cJSON *root, int tid)
 static void expect(cJSON *root, const char *const *names, int n)
 {
     for (int i = 0; i < n; i++) {
-        ck_assert_msg(find(root, names[i], NULL, NULL), "no %s span",
-                      names[i]);
+        ck_assert_msg(find(root, names[i], NULL, NULL), "no %s span", names[i]);
     }
 }
 
@@ -256,20 +259,20 @@ START_TEST(test_spans)
     cJSON *root = load(path);
     ck_assert_int_gt(check_events(root, (int)getpid()), 20);
     static const char *const common[] = {
-        "sharing", "simplify", "fuse", "weft_compile", "weft_run",
-        "ir", "llvm.opt", "disk.store", "disk.load", "kernel", "launch",
-        "awhile.iter"};
+        "sharing",   "simplify", "fuse",     "weft_compile",
+        "weft_run",  "ir",       "llvm.opt", "disk.store",
+        "disk.load", "kernel",   "launch",   "awhile.iter"};
     expect(root, common, sizeof common / sizeof *common);
     ck_assert_int_eq(count(root, "weft_compile"), 2); /* both contexts */
     ck_assert_int_ge(count(root, "awhile.iter"), 2 * LIMIT);
     ck_assert_ptr_nonnull(find(root, "disk.load", "ext",
-                               DT_BACKEND == WEFT_BACKEND_PTX ? ".ptx"
-                                                              : ".o"));
+                               DT_BACKEND == WEFT_BACKEND_PTX ? ".ptx" : ".o"));
     const cJSON *hit = NULL, *e;
-    cJSON_ArrayForEach(e, events(root)) {
+    cJSON_ArrayForEach(e, events(root))
+    {
         const char *n = str(e, "name");
-        if (n && strcmp(n, "disk.load") == 0
-            && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
+        if (n && strcmp(n, "disk.load") == 0 &&
+            cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
                 cJSON_GetObjectItemCaseSensitive(e, "args"), "hit"))) {
             hit = e;
         }
@@ -278,9 +281,9 @@ START_TEST(test_spans)
     ck_assert(st.frontend_ms > 0 && st.ir_ms > 0 && st.llvm_opt_ms > 0);
     ck_assert(st.disk_ms > 0);
     if (DT_BACKEND == WEFT_BACKEND_PTX) {
-        static const char *const ptx[] = {
-            "ptx.emit", "cuda.module_load", "kernel.device",
-            "upload", "download"};
+        static const char *const ptx[] = {"ptx.emit", "cuda.module_load",
+                                          "kernel.device", "upload",
+                                          "download"};
         expect(root, ptx, sizeof ptx / sizeof *ptx);
         const cJSON *dev = find(root, "kernel.device", NULL, NULL);
         ck_assert_int_ge((int)num(dev, "tid"), 1000); /* the device track */
@@ -298,22 +301,20 @@ START_TEST(test_spans)
         const cJSON *o3 = find(root, "llvm.codegen", "thread", "background");
         ck_assert_ptr_nonnull(quick);
         ck_assert_ptr_nonnull(o3);
-        ck_assert_str_eq(str(cJSON_GetObjectItemCaseSensitive(quick, "args"),
-                             "thread"),
-                         "caller");
-        ck_assert_str_eq(str(cJSON_GetObjectItemCaseSensitive(o3, "args"),
-                             "level"),
-                         "O3");
+        ck_assert_str_eq(
+            str(cJSON_GetObjectItemCaseSensitive(quick, "args"), "thread"),
+            "caller");
+        ck_assert_str_eq(
+            str(cJSON_GetObjectItemCaseSensitive(o3, "args"), "level"), "O3");
         int qt = (int)num(quick, "tid"), bt = (int)num(o3, "tid");
         ck_assert_int_ne(qt, bt);
-        ck_assert_int_eq((int)num(find(root, "weft_compile", NULL, NULL),
-                                  "tid"),
-                         qt);
+        ck_assert_int_eq(
+            (int)num(find(root, "weft_compile", NULL, NULL), "tid"), qt);
         ck_assert_str_eq(track_name(root, bt), "weft tier-up");
         expect(root, (const char *const[]){"jit.link"}, 1);
         ck_assert(st.llvm_codegen_ms > 0 && st.jit_link_ms > 0);
         ck_assert(st.ptx_ms == 0 && st.driver_link_ms == 0);
-        ck_assert(st2.jit_link_ms > 0);     /* objects loaded */
+        ck_assert(st2.jit_link_ms > 0);      /* objects loaded */
         ck_assert(st2.llvm_codegen_ms == 0); /* nothing emitted */
     }
     cJSON_Delete(root);
@@ -335,17 +336,17 @@ START_TEST(test_interp)
     weft_context_free(ctx);
     cJSON *root = load(path);
     check_events(root, (int)getpid());
-    static const char *const spans[] = {"sharing", "simplify", "fuse",
-                                        "weft_compile", "weft_run",
-                                        "awhile.iter"};
+    static const char *const spans[] = {"sharing",  "simplify",
+                                        "fuse",     "weft_compile",
+                                        "weft_run", "awhile.iter"};
     expect(root, spans, sizeof spans / sizeof *spans);
     ck_assert_int_eq(count(root, "awhile.iter"), LIMIT);
     ck_assert_int_eq(count(root, "kernel"), 0);
     ck_assert_int_eq(count(root, "ir"), 0);
     ck_assert(st.frontend_ms > 0);
-    ck_assert(st.ir_ms == 0 && st.llvm_opt_ms == 0 && st.llvm_codegen_ms == 0
-              && st.ptx_ms == 0 && st.driver_link_ms == 0
-              && st.jit_link_ms == 0 && st.disk_ms == 0);
+    ck_assert(st.ir_ms == 0 && st.llvm_opt_ms == 0 && st.llvm_codegen_ms == 0 &&
+              st.ptx_ms == 0 && st.driver_link_ms == 0 && st.jit_link_ms == 0 &&
+              st.disk_ms == 0);
     cJSON_Delete(root);
     tu_remove_dir(dir);
 }
@@ -374,8 +375,8 @@ START_TEST(test_exit_without_free)
                   "the child failed (status %#x)", status);
     cJSON *root = load(path);
     check_events(root, (int)pid);
-    static const char *const spans[] = {"weft_compile", "ir", "llvm.opt",
-                                        "weft_run", "kernel", "awhile.iter"};
+    static const char *const spans[] = {
+        "weft_compile", "ir", "llvm.opt", "weft_run", "kernel", "awhile.iter"};
     expect(root, spans, sizeof spans / sizeof *spans);
     cJSON_Delete(root);
     tu_remove_dir(dir);

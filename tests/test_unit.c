@@ -99,8 +99,8 @@ START_TEST(unit_producers)
         tu_open_backend(&t, backends[bi]);
         weft_program *p = t.p;
         weft_type u = unit_t(t.ctx);
-        weft_array *xs = tu_arr_i(t.ctx, WEFT_I32, 1, TU_SH(5),
-                                  TU_I(1, 2, 3, 4, 5));
+        weft_array *xs =
+            tu_arr_i(t.ctx, WEFT_I32, 1, TU_SH(5), TU_I(1, 2, 3, 4, 5));
         weft_acc *x = weft_param(p, WEFT_I32, 1);
         weft_acc *us = weft_param(p, u, 1);
         /* generate of unit */
@@ -126,9 +126,9 @@ START_TEST(unit_producers)
         weft_acc *gthe = weft_generate(weft_index1(weft_i64(p, 2)), th);
         /* backpermute, reshape, replicate, slice of unit arrays */
         weft_fun *rev = weft_fun1(p, WEFT_DIM(1));
-        weft_fun_return(rev, weft_index1(weft_sub(
-                                 weft_i64(p, 1),
-                                 weft_get(weft_arg(rev, 0), 0))));
+        weft_fun_return(rev,
+                        weft_index1(weft_sub(weft_i64(p, 1),
+                                             weft_get(weft_arg(rev, 0), 0))));
         weft_acc *bp = weft_backpermute(weft_index1(weft_i64(p, 2)), rev, us);
         weft_exp *sh2[2] = {weft_i64(p, 4), weft_i64(p, 3)};
         weft_acc *rs = weft_reshape(weft_index(p, 2, sh2), gen);
@@ -170,8 +170,8 @@ START_TEST(unit_in_tuples)
         tu_open_backend(&t, backends[bi]);
         weft_program *p = t.p;
         weft_type u = unit_t(t.ctx);
-        weft_array *xs = tu_arr_i(t.ctx, WEFT_I32, 1, TU_SH(4),
-                                  TU_I(10, 20, 30, 40));
+        weft_array *xs =
+            tu_arr_i(t.ctx, WEFT_I32, 1, TU_SH(4), TU_I(10, 20, 30, 40));
         weft_acc *x = weft_param(p, WEFT_I32, 1);
         /* map x -> (x, (), x + 1) and back: (a, _, b) -> a + b */
         weft_fun *f = weft_fun1(p, WEFT_I32);
@@ -287,17 +287,17 @@ START_TEST(unit_control)
         weft_type st_c[2] = {u, WEFT_I32};
         weft_type st = weft_type_tuple(t.ctx, 2, st_c);
         weft_fun *c = weft_fun1(p, st);
-        weft_fun_return(c, weft_lt(weft_get(weft_arg(c, 0), 1),
-                                   weft_i32(p, 10)));
+        weft_fun_return(c,
+                        weft_lt(weft_get(weft_arg(c, 0), 1), weft_i32(p, 10)));
         weft_fun *b = weft_fun1(p, st);
-        weft_exp *nx[2] = {weft_get(weft_arg(b, 0), 0),
-                           weft_add(weft_get(weft_arg(b, 0), 1),
-                                    weft_i32(p, 1))};
+        weft_exp *nx[2] = {
+            weft_get(weft_arg(b, 0), 0),
+            weft_add(weft_get(weft_arg(b, 0), 1), weft_i32(p, 1))};
         weft_fun_return(b, weft_tuple(p, 2, nx));
         weft_fun *f = weft_fun1(p, WEFT_I32);
         weft_exp *init[2] = {unit_v(p), weft_arg(f, 0)};
-        weft_fun_return(f, weft_get(weft_while(c, b, weft_tuple(p, 2, init)),
-                                    1));
+        weft_fun_return(f,
+                        weft_get(weft_while(c, b, weft_tuple(p, 2, init)), 1));
         weft_acc *w = weft_map(f, x);
         /* awhile over a unit vector: append one element until 4 long */
         weft_fun *g = weft_fun1(p, WEFT_DIM(1));
@@ -309,11 +309,10 @@ START_TEST(unit_control)
         weft_afun *ab = weft_afun_like(init_a);
         weft_fun *g2 = weft_fun1(p, WEFT_DIM(1));
         weft_fun_return(g2, unit_v(p));
-        weft_afun_return(ab, weft_generate(
-                                 weft_index1(weft_add(
-                                     weft_size(weft_afun_arg(ab)),
-                                     weft_i64(p, 1))),
-                                 g2));
+        weft_afun_return(
+            ab, weft_generate(weft_index1(weft_add(weft_size(weft_afun_arg(ab)),
+                                                   weft_i64(p, 1))),
+                              g2));
         weft_acc *aw = weft_awhile(ac, ab, init_a);
         weft_acc *ac2 = weft_acond(weft_bool(p, 0), init_a, aw);
         weft_acc *r[3] = {w, aw, ac2};
@@ -348,13 +347,11 @@ START_TEST(unit_more)
         weft_fun *st = weft_fun_create(p, 3, (weft_type[]){u, u, u});
         weft_fun_return(st, weft_i32(p, 3));
         int w = 3;
-        weft_acc *sten = weft_stencil(st, &w,
-                                      (weft_boundary){WEFT_BOUNDARY_CONSTANT,
-                                                      unit_v(p)},
-                                      us);
+        weft_acc *sten = weft_stencil(
+            st, &w, (weft_boundary){WEFT_BOUNDARY_CONSTANT, unit_v(p)}, us);
         /* zipWith3 with a unit in the middle */
-        weft_fun *z3 = weft_fun_create(p, 3, (weft_type[]){WEFT_I32, u,
-                                                           WEFT_I32});
+        weft_fun *z3 =
+            weft_fun_create(p, 3, (weft_type[]){WEFT_I32, u, WEFT_I32});
         weft_fun_return(z3, weft_sub(weft_arg(z3, 0), weft_arg(z3, 2)));
         weft_acc *zw3 = weft_zipwith3(z3, x, us, x);
         weft_acc *r[3] = {fs, sten, zw3};
@@ -371,8 +368,8 @@ START_TEST(unit_more)
         weft_array *ua;
         TU_OK(weft_array_create(t.ctx, u, 1, TU_SH(6), &ua));
         weft_array *sa = tu_arr_i(t.ctx, WEFT_I32, 1, TU_SH(3), TU_I(2, 0, 4));
-        weft_array *xa = tu_arr_i(t.ctx, WEFT_I32, 1, TU_SH(4),
-                                  TU_I(1, 2, 3, 4));
+        weft_array *xa =
+            tu_arr_i(t.ctx, WEFT_I32, 1, TU_SH(4), TU_I(1, 2, 3, 4));
         weft_array *in[3] = {ua, sa, xa};
         weft_array *out[3] = {NULL};
         run(&t, r, 3, in, 3, out, 3);

@@ -36,11 +36,18 @@
 #include "tu.h"
 
 typedef enum kind {
-    K_MAP, K_ZIP, K_FOLD, K_FOLD_ALL, K_AT, K_EXP, K_BS, K_SIN
+    K_MAP,
+    K_ZIP,
+    K_FOLD,
+    K_FOLD_ALL,
+    K_AT,
+    K_EXP,
+    K_BS,
+    K_SIN
 } kind;
 static const char *const kind_names[] = {
-    "map",     "zipwith",       "fold",   "fold_all", "fold of reads",
-    "map exp", "Black-Scholes", "map sin"};
+    "map",           "zipwith", "fold",          "fold_all",
+    "fold of reads", "map exp", "Black-Scholes", "map sin"};
 
 /* N(d), the cumulative normal distribution, as examples/blackscholes.c
  * writes it (f32): a rational approximation with exp and a conditional. */
@@ -78,8 +85,8 @@ static weft_acc *black_scholes(weft_program *p, weft_acc *ss, weft_acc *xs,
         weft_add(weft_log(weft_fdiv(s, x)), weft_mul(drift, t)), v_sqrtt);
     weft_exp *d2 = weft_sub(d1, v_sqrtt);
     weft_exp *x_exprt = weft_mul(x, weft_fexp(weft_mul(weft_neg(r), t)));
-    weft_fun_return(f, weft_sub(weft_mul(s, cnd(p, d1)),
-                                weft_mul(x_exprt, cnd(p, d2))));
+    weft_fun_return(
+        f, weft_sub(weft_mul(s, cnd(p, d1)), weft_mul(x_exprt, cnd(p, d2))));
     return weft_zipwith3(f, ss, xs, ts);
 }
 
@@ -143,15 +150,9 @@ static void check_kernel(const char *cpu, kind k, weft_type t)
         r = weft_map(g, a);
         break;
     }
-    case K_ZIP:
-        r = weft_zipwith(add, a, b);
-        break;
-    case K_FOLD:
-        r = weft_fold(add, zero, a);
-        break;
-    case K_FOLD_ALL:
-        r = weft_fold_all(add, zero, a);
-        break;
+    case K_ZIP: r = weft_zipwith(add, a, b); break;
+    case K_FOLD: r = weft_fold(add, zero, a); break;
+    case K_FOLD_ALL: r = weft_fold_all(add, zero, a); break;
     case K_AT: {
         /* fold (+) 0 (generate (shape a) (\i -> a ! i + b ! i)): reads
          * that check their index against a's and b's extents */
@@ -161,15 +162,9 @@ static void check_kernel(const char *cpu, kind k, weft_type t)
         r = weft_fold(add, zero, weft_generate(weft_shape(a), g));
         break;
     }
-    case K_EXP:
-        r = weft_map(tu_fun_op1(p, WEFT_OP_EXP, t), a);
-        break;
-    case K_BS:
-        r = black_scholes(p, a, b, weft_param(p, t, 1));
-        break;
-    case K_SIN:
-        r = weft_map(tu_fun_op1(p, WEFT_OP_SIN, t), a);
-        break;
+    case K_EXP: r = weft_map(tu_fun_op1(p, WEFT_OP_EXP, t), a); break;
+    case K_BS: r = black_scholes(p, a, b, weft_param(p, t, 1)); break;
+    case K_SIN: r = weft_map(tu_fun_op1(p, WEFT_OP_SIN, t), a); break;
     }
     TU_PROGRAM_OK(p);
     weft_executable *exe = NULL;
@@ -194,15 +189,15 @@ static void check_kernel(const char *cpu, kind k, weft_type t)
     const char *what = kind_names[k];
     const char *tn = f ? "f32" : t == WEFT_F64 ? "f64" : "i32";
     ck_assert_msg(nasm >= 1 && nvec >= 1,
-                  "%s %s on %s: %d assembly files, %d reports in %s", what,
-                  tn, cpu, nasm, nvec, dir);
+                  "%s %s on %s: %d assembly files, %d reports in %s", what, tn,
+                  cpu, nasm, nvec, dir);
 
     static const char *const ymm[] = {"%ymm", NULL};
     static const char *const ymm_zmm[] = {"%ymm", "%zmm", NULL};
     bool avx512 = strcmp(cpu, "skylake-avx512") == 0;
     ck_assert_msg(has_any(text, avx512 ? ymm_zmm : ymm),
-                  "%s %s on %s: no %s register in the assembly", what, tn,
-                  cpu, avx512 ? "ymm or zmm" : "ymm");
+                  "%s %s on %s: no %s register in the assembly", what, tn, cpu,
+                  avx512 ? "ymm or zmm" : "ymm");
     /* the packed instruction of the operation: (x * 2 + 1) may become
      * x + x + 1 or a shift; (+) adds */
     static const char *const ps_map[] = {"vaddps", "vmulps", "vfmadd", NULL};
@@ -212,33 +207,32 @@ static void check_kernel(const char *cpu, kind k, weft_type t)
     /* exp, log and sin are computed in double (codegen/vmath.c) */
     static const char *const pd_math[] = {"vmulpd", "vfmadd", NULL};
     const char *const *want = k >= K_EXP ? pd_math
-                              : f ? (k == K_MAP ? ps_map : ps_add)
-                                  : (k == K_MAP ? pd_map : pd_add);
+                              : f        ? (k == K_MAP ? ps_map : ps_add)
+                                         : (k == K_MAP ? pd_map : pd_add);
     /* no call of libm's exp or log: vector code throughout; sin calls sinf
      * only for the lanes beyond 2^19 pi/2 */
     ck_assert_msg(k < K_EXP || calls_only(text, k == K_SIN ? "sinf" : NULL),
-                  "%s %s on %s: the assembly calls a function", what, tn,
-                  cpu);
+                  "%s %s on %s: the assembly calls a function", what, tn, cpu);
     ck_assert_msg(has_any(text, want),
                   "%s %s on %s: no packed %s in the assembly", what, tn, cpu,
                   want[0]);
     /* the reads' bounds checks leave the vector loop (irce): plain vector
      * loads, no masked ones (vmaskmov with AVX2, a {%k} mask with
      * AVX-512) */
-    ck_assert_msg(k != K_AT || (!strstr(text, "maskmov") &&
-                                !strstr(text, "{%k")),
+    ck_assert_msg(k != K_AT ||
+                      (!strstr(text, "maskmov") && !strstr(text, "{%k")),
                   "%s %s on %s: masked loads in the assembly", what, tn, cpu);
-    ck_assert_msg(strstr(report, ": vectorised") != NULL
-                      || strstr(report, ": SLP-vectorised") != NULL
-                      || strstr(report, ": SPMD-vectorised") != NULL,
+    ck_assert_msg(strstr(report, ": vectorised") != NULL ||
+                      strstr(report, ": SLP-vectorised") != NULL ||
+                      strstr(report, ": SPMD-vectorised") != NULL,
                   "%s %s on %s: the report says no vectorisation:\n%s", what,
                   tn, cpu, report);
     ck_assert_msg(strstr(report, cpu) != NULL,
-                  "%s %s: the report does not name cpu %s:\n%s", what, tn,
-                  cpu, report);
+                  "%s %s: the report does not name cpu %s:\n%s", what, tn, cpu,
+                  report);
     /* the loop vectoriser, not only SLP, for the linear loops */
-    ck_assert_msg(strstr(report, ": vectorised, width") != NULL
-                      || strstr(report, ": SPMD-vectorised") != NULL,
+    ck_assert_msg(strstr(report, ": vectorised, width") != NULL ||
+                      strstr(report, ": SPMD-vectorised") != NULL,
                   "%s %s on %s: no vectorised loop in the report:\n%s", what,
                   tn, cpu, report);
     free(text);

@@ -121,11 +121,11 @@ static void run_map(weft_op op, weft_type t, const void *in, const void *in2,
 }
 
 typedef struct tally {
-    int64_t worst;       /* largest ulp error */
+    int64_t worst; /* largest ulp error */
     double worst_arg;
-    double worst_arg2;   /* pow's exponent there */
-    bool binary;         /* pow: worst_arg2 counts */
-    int64_t inexact;     /* results not bit for bit the library's */
+    double worst_arg2; /* pow's exponent there */
+    bool binary;       /* pow: worst_arg2 counts */
+    int64_t inexact;   /* results not bit for bit the library's */
     int64_t n;
 } tally;
 
@@ -207,8 +207,7 @@ static void check32(weft_op op, const float *x, const float *y, int64_t n,
         float got = r[i];
         count(t, op, isnan(x[i]) || isnan(yi), isnan(got), isnan(want),
               isinf(want) || want == 0 || isinf(got) || got == 0,
-              memcmp(&want, &got, 4) == 0, ord32(got), ord32(want), x[i],
-              yi);
+              memcmp(&want, &got, 4) == 0, ord32(got), ord32(want), x[i], yi);
     }
     free(r);
 }
@@ -226,8 +225,7 @@ static void check64(weft_op op, const double *x, const double *y, int64_t n,
         double got = r[i];
         count(t, op, isnan(x[i]) || isnan(yi), isnan(got), isnan(want),
               isinf(want) || want == 0 || isinf(got) || got == 0,
-              memcmp(&want, &got, 8) == 0, ord64(got), ord64(want), x[i],
-              yi);
+              memcmp(&want, &got, 8) == 0, ord64(got), ord64(want), x[i], yi);
     }
     free(r);
 }
@@ -249,29 +247,93 @@ static void report(const char *what, const tally *t, int64_t bound)
 }
 
 static const double specials[] = {
-    0.0, -0.0, INFINITY, -INFINITY, NAN, -NAN, 1.0, -1.0, 0.5, 2.0,
-    DBL_MIN, -DBL_MIN, DBL_MAX, -DBL_MAX, 0x1p-1074, -0x1p-1074,
-    0x1.ffffffffffffep-1023, FLT_MIN, FLT_MAX, 0x1p-149, 0x1.fffffcp-127,
+    0.0,
+    -0.0,
+    INFINITY,
+    -INFINITY,
+    NAN,
+    -NAN,
+    1.0,
+    -1.0,
+    0.5,
+    2.0,
+    DBL_MIN,
+    -DBL_MIN,
+    DBL_MAX,
+    -DBL_MAX,
+    0x1p-1074,
+    -0x1p-1074,
+    0x1.ffffffffffffep-1023,
+    FLT_MIN,
+    FLT_MAX,
+    0x1p-149,
+    0x1.fffffcp-127,
     /* exp: overflow and underflow edges of both precisions */
-    709.782712893383973, 709.782712893384, 709.79, -745.1332191019411,
-    -745.1332191019412, -745.14, -708.39641853226408, -708.4, 88.72283935546875,
-    88.7228470, 88.73, -87.33654, -103.972076, -103.98, -104.0,
+    709.782712893383973,
+    709.782712893384,
+    709.79,
+    -745.1332191019411,
+    -745.1332191019412,
+    -745.14,
+    -708.39641853226408,
+    -708.4,
+    88.72283935546875,
+    88.7228470,
+    88.73,
+    -87.33654,
+    -103.972076,
+    -103.98,
+    -104.0,
     /* log: around 1 and sqrt(2) */
-    0x1.fffffffffffffp-1, 0x1.0000000000001p+0, 0x1.6a09e667f3bcdp+0,
-    0x1.6a09e667f3bccp+0, 0x1.6a09ep+0, 0x1.fffffep-1, 0x1.000002p+0,
-    1e-300, 1e300, 3.0, 10.0, 100.0, -50.0, 50.0,
+    0x1.fffffffffffffp-1,
+    0x1.0000000000001p+0,
+    0x1.6a09e667f3bcdp+0,
+    0x1.6a09e667f3bccp+0,
+    0x1.6a09ep+0,
+    0x1.fffffep-1,
+    0x1.000002p+0,
+    1e-300,
+    1e300,
+    3.0,
+    10.0,
+    100.0,
+    -50.0,
+    50.0,
 };
 
 /* sin and cos: around the multiples of pi/2 and the end of the
  * branch-free range, 2^19 pi/2 (0x1.921fb54442d18p+19). */
 static const double trig_specials[] = {
-    0x1.921fb54442d18p+0, 0x1.921fb54442d18p+1, 0x1.2d97c7f3321d2p+2,
-    0x1.921fb54442d18p+2, -0x1.921fb54442d18p+0, 0x1.921fb54442d18p+19,
-    0x1.921fb54442d19p+19, 0x1.921fb54442d17p+19, -0x1.921fb54442d18p+19,
-    -0x1.921fb54442d19p+19, 0x1.921fbp+19, 0x1.921fcp+19, 0x1p20, 0x1p30,
-    0x1p-30, 0x1p-27, 0x1.fffffep-28, 0x1.33333p-2, 0x1.9p-1, 0x1.90001p-1,
-    0.78539816339744828, 0.78539819, 1e22, 6381956970095103.0 * 0x1p797,
-    0x1.6a09ep-512, 0x1.2d97cp+2, 0x1.921fb6p+1, 0x1.921fb6p+0, 1e5, -1e5,
+    0x1.921fb54442d18p+0,
+    0x1.921fb54442d18p+1,
+    0x1.2d97c7f3321d2p+2,
+    0x1.921fb54442d18p+2,
+    -0x1.921fb54442d18p+0,
+    0x1.921fb54442d18p+19,
+    0x1.921fb54442d19p+19,
+    0x1.921fb54442d17p+19,
+    -0x1.921fb54442d18p+19,
+    -0x1.921fb54442d19p+19,
+    0x1.921fbp+19,
+    0x1.921fcp+19,
+    0x1p20,
+    0x1p30,
+    0x1p-30,
+    0x1p-27,
+    0x1.fffffep-28,
+    0x1.33333p-2,
+    0x1.9p-1,
+    0x1.90001p-1,
+    0.78539816339744828,
+    0.78539819,
+    1e22,
+    6381956970095103.0 * 0x1p797,
+    0x1.6a09ep-512,
+    0x1.2d97cp+2,
+    0x1.921fb6p+1,
+    0x1.921fb6p+0,
+    1e5,
+    -1e5,
 };
 
 static const weft_op ops1[4] = {WEFT_OP_EXP, WEFT_OP_LOG, WEFT_OP_SIN,
@@ -512,10 +574,23 @@ static double rnd_x(int elo, int ehi, bool sign)
  * the thresholds, a signalling NaN: pow(sNaN, 0) is glibc's NaN). */
 START_TEST(f64_pow)
 {
-    static const double more[] = {
-        -3.0, -2.0, -0.5, 0.25, 0x1.fffffffffffffp52, -0x1.fffffffffffffp52,
-        0x1p53, 0x1p63, 1e308, -1e308, 1075.0, -1075.0, 1024.0, -1022.0,
-        0x1.0000000000001p0, -0x1.fffffffffffffp-1, __builtin_nans("")};
+    static const double more[] = {-3.0,
+                                  -2.0,
+                                  -0.5,
+                                  0.25,
+                                  0x1.fffffffffffffp52,
+                                  -0x1.fffffffffffffp52,
+                                  0x1p53,
+                                  0x1p63,
+                                  1e308,
+                                  -1e308,
+                                  1075.0,
+                                  -1075.0,
+                                  1024.0,
+                                  -1022.0,
+                                  0x1.0000000000001p0,
+                                  -0x1.fffffffffffffp-1,
+                                  __builtin_nans("")};
     int64_t nm = (int64_t)(sizeof more / sizeof more[0]);
     int64_t ns = add_specials(WEFT_F64, NULL, 0) + nm;
     int64_t n = 7 * (int64_t)N64 + ns * ns;
@@ -603,8 +678,7 @@ START_TEST(spmd_agrees)
             }
             x[i] = op == WEFT_OP_POW && i % 2 ? fabs(v) : v;
             /* f64 pow: also exponents that reach overflow and underflow */
-            y[i] = o == 5 && i % 4 == 1 ? uniform(-300, 300)
-                                        : uniform(-3, 3);
+            y[i] = o == 5 && i % 4 == 1 ? uniform(-300, 300) : uniform(-3, 3);
         }
         add_specials(WEFT_F64, x, 3 * 4099);
         add_specials(WEFT_F64, y, 3 * 4099);
@@ -648,16 +722,17 @@ static weft_fun *control_fun(weft_program *p, weft_context *ctx, weft_type t)
     weft_fun *body = weft_fun1(p, st);
     s = weft_arg(body, 0);
     weft_exp *v = weft_get(s, 1);
-    weft_exp *nv = weft_add(
-        weft_add(weft_mul(v, weft_f32(p, 20)), weft_f32(p, 3)),
-        weft_add(weft_sin(v),
-                 weft_pow(weft_fdiv(v, weft_f32(p, 1e9f)), weft_f32(p, 0.3f))));
+    weft_exp *nv =
+        weft_add(weft_add(weft_mul(v, weft_f32(p, 20)), weft_f32(p, 3)),
+                 weft_add(weft_sin(v), weft_pow(weft_fdiv(v, weft_f32(p, 1e9f)),
+                                                weft_f32(p, 0.3f))));
     weft_exp *next[2] = {weft_add(weft_get(s, 0), weft_i32(p, 1)), nv};
     weft_fun_return(body, weft_tuple(p, 2, next));
     weft_fun *f = weft_fun1(p, t);
     weft_exp *x = weft_arg(f, 0);
     weft_exp *init[2] = {weft_i32(p, 0), weft_abs(x)};
-    weft_exp *loop = weft_get(weft_while(cond, body, weft_tuple(p, 2, init)), 1);
+    weft_exp *loop =
+        weft_get(weft_while(cond, body, weft_tuple(p, 2, init)), 1);
     weft_exp *c = weft_cond(weft_gt(x, weft_f32(p, 0)), weft_sin(x),
                             weft_cos(weft_mul(x, weft_f32(p, 2))));
     weft_fun_return(f, weft_add(c, loop));

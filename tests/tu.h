@@ -64,20 +64,20 @@
 #define TU_F(...) ((const double[]){__VA_ARGS__})
 
 /* Fail the current test unless `call` returns WEFT_OK. */
-#define TU_OK(call)                                                          \
-    do {                                                                     \
-        weft_status tu_s_ = (call);                                          \
-        ck_assert_msg(tu_s_ == WEFT_OK, "%s -> %s: %s", #call,               \
-                      weft_status_name(tu_s_), weft_last_error());           \
+#define TU_OK(call)                                                            \
+    do {                                                                       \
+        weft_status tu_s_ = (call);                                            \
+        ck_assert_msg(tu_s_ == WEFT_OK, "%s -> %s: %s", #call,                 \
+                      weft_status_name(tu_s_), weft_last_error());             \
     } while (0)
 
 /* Fail the current test unless `call` returns status `want`. */
-#define TU_STATUS(want, call)                                                \
-    do {                                                                     \
-        weft_status tu_s_ = (call);                                          \
-        ck_assert_msg(tu_s_ == (want), "%s -> %s (%s), expected %s", #call,  \
-                      weft_status_name(tu_s_), weft_last_error(),            \
-                      weft_status_name(want));                               \
+#define TU_STATUS(want, call)                                                  \
+    do {                                                                       \
+        weft_status tu_s_ = (call);                                            \
+        ck_assert_msg(tu_s_ == (want), "%s -> %s (%s), expected %s", #call,    \
+                      weft_status_name(tu_s_), weft_last_error(),              \
+                      weft_status_name(want));                                 \
     } while (0)
 
 /* ------------------------------------------------------------------------
@@ -116,8 +116,7 @@ static inline void tu_env_aside(const char *const *names, int n, char **saved)
 
 /* Put back what tu_env_aside set aside (unsetting the others), freeing
  * saved. */
-static inline void tu_env_restore(const char *const *names, int n,
-                                  char **saved)
+static inline void tu_env_restore(const char *const *names, int n, char **saved)
 {
     for (int i = 0; i < n; i++) {
         if (saved[i]) {
@@ -335,8 +334,8 @@ static inline void tu_reset(tu *t)
 }
 
 /* Fail unless the program has no sticky builder error. */
-#define TU_PROGRAM_OK(p)                                                     \
-    ck_assert_msg(weft_program_status(p) == WEFT_OK, "program in error: %s", \
+#define TU_PROGRAM_OK(p)                                                       \
+    ck_assert_msg(weft_program_status(p) == WEFT_OK, "program in error: %s",   \
                   weft_program_error(p))
 
 /* ------------------------------------------------------------------------
@@ -371,13 +370,13 @@ static inline uint16_t tu_double_to_half(double d)
         return (uint16_t)(sign | 0x7c00);
     }
     int e;
-    frexp(a, &e); /* a = f * 2^e, f in [0.5, 1) */
+    frexp(a, &e);   /* a = f * 2^e, f in [0.5, 1) */
     int ue = e - 1; /* a = m * 2^ue with m in [1, 2) */
     if (ue < -14) {
         ue = -14; /* subnormal range: spacing 2^-24 */
     }
     double q = ldexp(a, 10 - ue); /* in units of the last place */
-    double r = nearbyint(q);     /* default rounding: ties to even */
+    double r = nearbyint(q);      /* default rounding: ties to even */
     if (r >= 2048.0) {
         ue += 1;
         r = nearbyint(ldexp(a, 10 - ue));
@@ -407,19 +406,58 @@ static inline bool tu_is_float(weft_type t)
 static inline void tu_store_i(weft_type t, void *dst, int64_t v)
 {
     switch (t) {
-    case WEFT_BOOL: { uint8_t x = v != 0; memcpy(dst, &x, 1); break; }
-    case WEFT_I8: { int8_t x = (int8_t)v; memcpy(dst, &x, 1); break; }
-    case WEFT_U8: { uint8_t x = (uint8_t)v; memcpy(dst, &x, 1); break; }
-    case WEFT_I16: { int16_t x = (int16_t)v; memcpy(dst, &x, 2); break; }
-    case WEFT_U16: { uint16_t x = (uint16_t)v; memcpy(dst, &x, 2); break; }
-    case WEFT_I32: { int32_t x = (int32_t)v; memcpy(dst, &x, 4); break; }
-    case WEFT_U32: { uint32_t x = (uint32_t)v; memcpy(dst, &x, 4); break; }
+    case WEFT_BOOL: {
+        uint8_t x = v != 0;
+        memcpy(dst, &x, 1);
+        break;
+    }
+    case WEFT_I8: {
+        int8_t x = (int8_t)v;
+        memcpy(dst, &x, 1);
+        break;
+    }
+    case WEFT_U8: {
+        uint8_t x = (uint8_t)v;
+        memcpy(dst, &x, 1);
+        break;
+    }
+    case WEFT_I16: {
+        int16_t x = (int16_t)v;
+        memcpy(dst, &x, 2);
+        break;
+    }
+    case WEFT_U16: {
+        uint16_t x = (uint16_t)v;
+        memcpy(dst, &x, 2);
+        break;
+    }
+    case WEFT_I32: {
+        int32_t x = (int32_t)v;
+        memcpy(dst, &x, 4);
+        break;
+    }
+    case WEFT_U32: {
+        uint32_t x = (uint32_t)v;
+        memcpy(dst, &x, 4);
+        break;
+    }
     case WEFT_I64:
     case WEFT_U64: memcpy(dst, &v, 8); break;
-    case WEFT_F16: { uint16_t x = tu_double_to_half((double)v);
-                     memcpy(dst, &x, 2); break; }
-    case WEFT_F32: { float x = (float)v; memcpy(dst, &x, 4); break; }
-    case WEFT_F64: { double x = (double)v; memcpy(dst, &x, 8); break; }
+    case WEFT_F16: {
+        uint16_t x = tu_double_to_half((double)v);
+        memcpy(dst, &x, 2);
+        break;
+    }
+    case WEFT_F32: {
+        float x = (float)v;
+        memcpy(dst, &x, 4);
+        break;
+    }
+    case WEFT_F64: {
+        double x = (double)v;
+        memcpy(dst, &x, 8);
+        break;
+    }
     default: ck_abort_msg("tu_store_i: type %d is not scalar", (int)t);
     }
 }
@@ -428,9 +466,16 @@ static inline void tu_store_i(weft_type t, void *dst, int64_t v)
 static inline void tu_store_f(weft_type t, void *dst, double d)
 {
     switch (t) {
-    case WEFT_F16: { uint16_t x = tu_double_to_half(d); memcpy(dst, &x, 2);
-                     break; }
-    case WEFT_F32: { float x = (float)d; memcpy(dst, &x, 4); break; }
+    case WEFT_F16: {
+        uint16_t x = tu_double_to_half(d);
+        memcpy(dst, &x, 2);
+        break;
+    }
+    case WEFT_F32: {
+        float x = (float)d;
+        memcpy(dst, &x, 4);
+        break;
+    }
     case WEFT_F64: memcpy(dst, &d, 8); break;
     default: tu_store_i(t, dst, (int64_t)d); break;
     }
@@ -441,19 +486,62 @@ static inline void tu_store_f(weft_type t, void *dst, double d)
 static inline int64_t tu_load_i(weft_type t, const void *src)
 {
     switch (t) {
-    case WEFT_BOOL: { uint8_t x; memcpy(&x, src, 1); return x; }
-    case WEFT_I8: { int8_t x; memcpy(&x, src, 1); return x; }
-    case WEFT_U8: { uint8_t x; memcpy(&x, src, 1); return x; }
-    case WEFT_I16: { int16_t x; memcpy(&x, src, 2); return x; }
-    case WEFT_U16: { uint16_t x; memcpy(&x, src, 2); return x; }
-    case WEFT_I32: { int32_t x; memcpy(&x, src, 4); return x; }
-    case WEFT_U32: { uint32_t x; memcpy(&x, src, 4); return x; }
+    case WEFT_BOOL: {
+        uint8_t x;
+        memcpy(&x, src, 1);
+        return x;
+    }
+    case WEFT_I8: {
+        int8_t x;
+        memcpy(&x, src, 1);
+        return x;
+    }
+    case WEFT_U8: {
+        uint8_t x;
+        memcpy(&x, src, 1);
+        return x;
+    }
+    case WEFT_I16: {
+        int16_t x;
+        memcpy(&x, src, 2);
+        return x;
+    }
+    case WEFT_U16: {
+        uint16_t x;
+        memcpy(&x, src, 2);
+        return x;
+    }
+    case WEFT_I32: {
+        int32_t x;
+        memcpy(&x, src, 4);
+        return x;
+    }
+    case WEFT_U32: {
+        uint32_t x;
+        memcpy(&x, src, 4);
+        return x;
+    }
     case WEFT_I64:
-    case WEFT_U64: { int64_t x; memcpy(&x, src, 8); return x; }
-    case WEFT_F16: { uint16_t x; memcpy(&x, src, 2);
-                     return (int64_t)tu_half_to_double(x); }
-    case WEFT_F32: { float x; memcpy(&x, src, 4); return (int64_t)x; }
-    case WEFT_F64: { double x; memcpy(&x, src, 8); return (int64_t)x; }
+    case WEFT_U64: {
+        int64_t x;
+        memcpy(&x, src, 8);
+        return x;
+    }
+    case WEFT_F16: {
+        uint16_t x;
+        memcpy(&x, src, 2);
+        return (int64_t)tu_half_to_double(x);
+    }
+    case WEFT_F32: {
+        float x;
+        memcpy(&x, src, 4);
+        return (int64_t)x;
+    }
+    case WEFT_F64: {
+        double x;
+        memcpy(&x, src, 8);
+        return (int64_t)x;
+    }
     default: ck_abort_msg("tu_load_i: type %d is not scalar", (int)t);
     }
     return 0;
@@ -463,11 +551,26 @@ static inline int64_t tu_load_i(weft_type t, const void *src)
 static inline double tu_load_f(weft_type t, const void *src)
 {
     switch (t) {
-    case WEFT_F16: { uint16_t x; memcpy(&x, src, 2);
-                     return tu_half_to_double(x); }
-    case WEFT_F32: { float x; memcpy(&x, src, 4); return x; }
-    case WEFT_F64: { double x; memcpy(&x, src, 8); return x; }
-    case WEFT_U64: { uint64_t x; memcpy(&x, src, 8); return (double)x; }
+    case WEFT_F16: {
+        uint16_t x;
+        memcpy(&x, src, 2);
+        return tu_half_to_double(x);
+    }
+    case WEFT_F32: {
+        float x;
+        memcpy(&x, src, 4);
+        return x;
+    }
+    case WEFT_F64: {
+        double x;
+        memcpy(&x, src, 8);
+        return x;
+    }
+    case WEFT_U64: {
+        uint64_t x;
+        memcpy(&x, src, 8);
+        return (double)x;
+    }
     default: return (double)tu_load_i(t, src);
     }
 }
@@ -615,8 +718,8 @@ static inline weft_array *tu_arr_f(weft_context *ctx, weft_type t, int rank,
 }
 
 /* An array of any type (tuples included) from one host buffer per leaf. */
-static inline weft_array *tu_arr_host(weft_context *ctx, weft_type t,
-                                      int rank, const int64_t *shape,
+static inline weft_array *tu_arr_host(weft_context *ctx, weft_type t, int rank,
+                                      const int64_t *shape,
                                       const void *const *leaves)
 {
     weft_array *a = NULL;
@@ -640,8 +743,7 @@ static inline bool tu_match_shape(const weft_array *a, int rank,
     for (int d = 0; d < rank; d++) {
         if (weft_array_extent(a, d) != shape[d]) {
             snprintf(msg, m, "extent %d is %lld, expected %lld", d,
-                     (long long)weft_array_extent(a, d),
-                     (long long)shape[d]);
+                     (long long)weft_array_extent(a, d), (long long)shape[d]);
             return false;
         }
     }
@@ -649,8 +751,7 @@ static inline bool tu_match_shape(const weft_array *a, int rank,
 }
 
 /* Scalar type of leaf `leaf` of a's element type. */
-static inline weft_type tu_leaf_type(weft_context *ctx, weft_array *a,
-                                     int leaf)
+static inline weft_type tu_leaf_type(weft_context *ctx, weft_array *a, int leaf)
 {
     weft_type t = weft_array_type(a);
     if (weft_type_size(t) > 0) {
@@ -733,30 +834,30 @@ static inline bool tu_match_f(weft_context *ctx, weft_array *a, int leaf,
 }
 
 /* Check array a (leaf) against rank, shape and integer values. */
-#define TU_CHECK_I(ctx, a, leaf, rank, shape, vals)                          \
-    do {                                                                     \
-        char tu_m_[256];                                                     \
-        ck_assert_msg(tu_match_i((ctx), (a), (leaf), (rank), (shape),        \
-                                 (vals), tu_m_, sizeof tu_m_),               \
-                      "%s: %s", #a, tu_m_);                                  \
+#define TU_CHECK_I(ctx, a, leaf, rank, shape, vals)                            \
+    do {                                                                       \
+        char tu_m_[256];                                                       \
+        ck_assert_msg(tu_match_i((ctx), (a), (leaf), (rank), (shape), (vals),  \
+                                 tu_m_, sizeof tu_m_),                         \
+                      "%s: %s", #a, tu_m_);                                    \
     } while (0)
 
 /* Check array a (leaf) against rank, shape and floating values. */
-#define TU_CHECK_F(ctx, a, leaf, rank, shape, vals, tol)                     \
-    do {                                                                     \
-        char tu_m_[256];                                                     \
-        ck_assert_msg(tu_match_f((ctx), (a), (leaf), (rank), (shape),        \
-                                 (vals), (tol), tu_m_, sizeof tu_m_),        \
-                      "%s: %s", #a, tu_m_);                                  \
+#define TU_CHECK_F(ctx, a, leaf, rank, shape, vals, tol)                       \
+    do {                                                                       \
+        char tu_m_[256];                                                       \
+        ck_assert_msg(tu_match_f((ctx), (a), (leaf), (rank), (shape), (vals),  \
+                                 (tol), tu_m_, sizeof tu_m_),                  \
+                      "%s: %s", #a, tu_m_);                                    \
     } while (0)
 
 /* Check only rank and shape. */
-#define TU_CHECK_SHAPE(a, rank, shape)                                       \
-    do {                                                                     \
-        char tu_m_[256];                                                     \
-        ck_assert_msg(tu_match_shape((a), (rank), (shape), tu_m_,            \
-                                     sizeof tu_m_),                          \
-                      "%s: %s", #a, tu_m_);                                  \
+#define TU_CHECK_SHAPE(a, rank, shape)                                         \
+    do {                                                                       \
+        char tu_m_[256];                                                       \
+        ck_assert_msg(                                                         \
+            tu_match_shape((a), (rank), (shape), tu_m_, sizeof tu_m_),         \
+            "%s: %s", #a, tu_m_);                                              \
     } while (0)
 
 /* Release out[0..n-1] (NULL entries are fine). */
@@ -797,7 +898,7 @@ static inline weft_status tu_eval(weft_program *p, weft_exp *e,
     weft_acc *u = weft_unit(e);
     if (u == NULL) {
         return weft_program_status(p) != WEFT_OK ? weft_program_status(p)
-                                                : WEFT_ERR_NULL_ARGUMENT;
+                                                 : WEFT_ERR_NULL_ARGUMENT;
     }
     return weft_run1(p, &u, 1, NULL, 0, out, 1);
 }
@@ -807,25 +908,21 @@ static inline weft_status tu_eval(weft_program *p, weft_exp *e,
 #define tu_eval_i(p, e) tu_eval_i_((p), (e), #e)
 #define tu_eval_f(p, e) tu_eval_f_((p), (e), #e)
 
-static inline int64_t tu_eval_i_(weft_program *p, weft_exp *e,
-                                 const char *what)
+static inline int64_t tu_eval_i_(weft_program *p, weft_exp *e, const char *what)
 {
     weft_array *r = NULL;
     weft_status s = tu_eval(p, e, &r);
-    ck_assert_msg(s == WEFT_OK, "evaluating %s: %s", what,
-                  weft_last_error());
+    ck_assert_msg(s == WEFT_OK, "evaluating %s: %s", what, weft_last_error());
     int64_t v = tu_load_i(weft_array_type(r), weft_array_data(r, 0));
     weft_array_release(r);
     return v;
 }
 
-static inline double tu_eval_f_(weft_program *p, weft_exp *e,
-                                const char *what)
+static inline double tu_eval_f_(weft_program *p, weft_exp *e, const char *what)
 {
     weft_array *r = NULL;
     weft_status s = tu_eval(p, e, &r);
-    ck_assert_msg(s == WEFT_OK, "evaluating %s: %s", what,
-                  weft_last_error());
+    ck_assert_msg(s == WEFT_OK, "evaluating %s: %s", what, weft_last_error());
     double v = tu_load_f(weft_array_type(r), weft_array_data(r, 0));
     weft_array_release(r);
     return v;
@@ -912,17 +1009,17 @@ static inline bool tu_backend_here(void)
 
 /* A main() that runs the suite made by make_suite and returns nonzero on
  * any failure (77, a skip, when DT_BACKEND cannot run here). */
-#define TU_MAIN(make_suite)                                                  \
-    int main(void)                                                           \
-    {                                                                        \
-        if (!tu_backend_here()) {                                            \
-            return 77;                                                       \
-        }                                                                    \
-        SRunner *sr = srunner_create(make_suite());                          \
-        srunner_run_all(sr, CK_NORMAL);                                      \
-        int failed = srunner_ntests_failed(sr);                              \
-        srunner_free(sr);                                                    \
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;                    \
+#define TU_MAIN(make_suite)                                                    \
+    int main(void)                                                             \
+    {                                                                          \
+        if (!tu_backend_here()) {                                              \
+            return 77;                                                         \
+        }                                                                      \
+        SRunner *sr = srunner_create(make_suite());                            \
+        srunner_run_all(sr, CK_NORMAL);                                        \
+        int failed = srunner_ntests_failed(sr);                                \
+        srunner_free(sr);                                                      \
+        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;                      \
     }
 
 #endif /* WEFT_TESTS_TU_H */

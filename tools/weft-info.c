@@ -33,17 +33,17 @@ enum { NBACKENDS = 3, MAX_DEVICES = 64 };
 typedef struct report {
     int available[NBACKENDS];
     char why[NBACKENDS][512];
-    int threads;               /* cpu workers; 0 when cpu is unavailable */
+    int threads; /* cpu workers; 0 when cpu is unavailable */
     int ndev;
     weft_device_info dev[MAX_DEVICES];
-    char dev_why[512];         /* ndev 0: why */
+    char dev_why[512]; /* ndev 0: why */
     int libdevice_found;
-    char libdevice[4096];      /* the path, or why not (the paths tried) */
+    char libdevice[4096]; /* the path, or why not (the paths tried) */
     int nccl_found;
-    char nccl[4096];           /* the path, or why not */
+    char nccl[4096]; /* the path, or why not */
     weft_status cache_status;
     weft_cache_info cache;
-    char cache_error[512];     /* cache_status not WEFT_OK: why */
+    char cache_error[512]; /* cache_status not WEFT_OK: why */
 } report;
 
 /* The worker threads a CPU context would have, made as the user's would
@@ -58,8 +58,8 @@ static int cpu_threads(void)
     weft_context *ctx = NULL;
     int threads = 0;
     weft_stats st;
-    if (weft_context_create(&cfg, &ctx) == WEFT_OK
-        && weft_context_stats(ctx, &st) == WEFT_OK) {
+    if (weft_context_create(&cfg, &ctx) == WEFT_OK &&
+        weft_context_stats(ctx, &st) == WEFT_OK) {
         threads = st.threads;
     }
     weft_context_free(ctx);
@@ -176,8 +176,7 @@ static void print_text(const report *r)
     if (r->nccl_found) {
         printf("nccl: %s\n", r->nccl);
     } else {
-        printf("nccl: not found: %s (several GPUs work without it)\n",
-               r->nccl);
+        printf("nccl: not found: %s (several GPUs work without it)\n", r->nccl);
     }
     if (r->cache_status != WEFT_OK) {
         printf("cache: error: %s\n", r->cache_error);
@@ -231,8 +230,8 @@ static void print_json(const report *r)
     json_kv("llvm_version", weft_llvm_version(), 0);
     printf(", \"backends\": {");
     for (int i = 0; i < NBACKENDS; i++) {
-        printf("%s\"%s\": {\"available\": %s", i ? ", " : "",
-               backend_names[i], r->available[i] ? "true" : "false");
+        printf("%s\"%s\": {\"available\": %s", i ? ", " : "", backend_names[i],
+               r->available[i] ? "true" : "false");
         if (!r->available[i]) {
             json_kv("why", r->why[i], 0);
         }

@@ -185,8 +185,8 @@ static void read_ptx(const char *path, ptx *p)
     p->n = (size_t)n + 1;
     p->path = path;
     p->nentry = 0;
-    for (const char *q = p->text; (q = strstr(q, ".entry ")) != NULL &&
-                                  p->nentry < MAX_ENTRIES;) {
+    for (const char *q = p->text;
+         (q = strstr(q, ".entry ")) != NULL && p->nentry < MAX_ENTRIES;) {
         q += 7;
         size_t len = strcspn(q, "( \n");
         if (len < sizeof p->entry[0]) {
@@ -203,8 +203,7 @@ static void entry_regs(const ptx *p, CUmodule m, int *regs)
         CUfunction f;
         regs[i] = -1;
         if (cu.get_function(&f, m, p->entry[i]) == 0) {
-            cu.func_attribute(&regs[i], 4 /* CU_FUNC_ATTRIBUTE_NUM_REGS */,
-                              f);
+            cu.func_attribute(&regs[i], 4 /* CU_FUNC_ATTRIBUTE_NUM_REGS */, f);
         }
     }
 }
@@ -285,8 +284,8 @@ static void make(const ptx *p, const how *h, double *ms, float *wall,
         double t0 = now_ms();
         check(cu.link_create(n, opt, val, &st), "cuLinkCreate");
         double t1 = now_ms();
-        CUresult r = cu.link_add(st, CU_JIT_INPUT_PTX, p->text, p->n, "weft.ptx",
-                                 0, NULL, NULL);
+        CUresult r = cu.link_add(st, CU_JIT_INPUT_PTX, p->text, p->n,
+                                 "weft.ptx", 0, NULL, NULL);
         if (r) {
             fprintf(stderr, "%s\n", log);
         }

@@ -68,8 +68,7 @@ static void probe(weft_context *ctx, const char *name, weft_executable *exe,
             weft_context_stats(ctx, &s0);
         }
         double t0 = now_ms();
-        if (weft_run(exe, in, nin, out, nout) ||
-            weft_array_wait(out[0])) {
+        if (weft_run(exe, in, nin, out, nout) || weft_array_wait(out[0])) {
             die(name);
         }
         if (r >= 0) {
@@ -107,7 +106,7 @@ int main(int argc, char **argv)
     runs = runs > 0 ? runs : 7;
     weft_config cfg = weft_config_default();
     cfg.backend = argc > 2 && strcmp(argv[2], "cpu") == 0 ? WEFT_BACKEND_CPU
-                                                         : WEFT_BACKEND_PTX;
+                                                          : WEFT_BACKEND_PTX;
     weft_context *ctx = NULL;
     if (weft_context_create(&cfg, &ctx)) {
         die("weft_context_create");

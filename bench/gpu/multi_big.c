@@ -85,7 +85,8 @@ int main(int argc, char **argv)
                                    weft_i64(p, 1), weft_i64(p, 0)));
     weft_fun *sum = weft_fun2(p, WEFT_I64, WEFT_I64);
     weft_fun_return(sum, weft_add(weft_arg(sum, 0), weft_arg(sum, 1)));
-    weft_acc *count = weft_fold_all(sum, weft_i64(p, 0), weft_generate(sh, bad));
+    weft_acc *count =
+        weft_fold_all(sum, weft_i64(p, 0), weft_generate(sh, bad));
     weft_acc *res[4] = {count, a, b, c};
     weft_executable *exe = NULL;
     if (weft_compile(p, res, 4, &exe)) {

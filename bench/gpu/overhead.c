@@ -93,9 +93,9 @@ static weft_fun *binop(weft_program *p, weft_op op)
 
 /* Time n runs of exe on in[0..nin); scalar: read the result with
  * weft_array_data, else wait for it with weft_array_wait. */
-static void time_weft(weft_context *ctx, const char *name,
-                      weft_executable *exe, weft_array *const *in, int nin,
-                      bool scalar, double *t, int n)
+static void time_weft(weft_context *ctx, const char *name, weft_executable *exe,
+                      weft_array *const *in, int nin, bool scalar, double *t,
+                      int n)
 {
     weft_stats s0, s1;
     for (int i = -n / 10 - 1; i < n; i++) { /* a tenth to warm up */
@@ -145,8 +145,8 @@ static void hist_case(weft_context *ctx, double *t, int n)
     weft_acc *ones =
         weft_generate(weft_shape(keys), const_fun(p, weft_i32(p, 1)));
     weft_fun *ix = weft_fun1(p, WEFT_DIM(1));
-    weft_fun_return(ix, weft_index1(weft_convert(
-                            weft_at(keys, weft_arg(ix, 0)), WEFT_I64)));
+    weft_fun_return(ix, weft_index1(weft_convert(weft_at(keys, weft_arg(ix, 0)),
+                                                 WEFT_I64)));
     weft_fun *add = weft_fun2(p, WEFT_I32, WEFT_I32);
     weft_fun_return(add, weft_add(weft_arg(add, 0), weft_arg(add, 1)));
     weft_acc *r = weft_permute(add, zeros, ix, ones);
@@ -186,8 +186,8 @@ static void weft_cases(double *t, int n)
     }
     weft_acc *x = weft_param(p, WEFT_F32, 1), *y = weft_param(p, WEFT_F32, 1);
     weft_fun *f = weft_fun1(p, WEFT_F32);
-    weft_fun_return(f, weft_add(weft_mul(weft_f32(p, 2), weft_arg(f, 0)),
-                                weft_f32(p, 1)));
+    weft_fun_return(
+        f, weft_add(weft_mul(weft_f32(p, 2), weft_arg(f, 0)), weft_f32(p, 1)));
     weft_acc *map = weft_map(f, x);
     weft_acc *dotp = weft_fold(binop(p, WEFT_OP_ADD), weft_f32(p, 0),
                                weft_zipwith(binop(p, WEFT_OP_MUL), x, y));
@@ -365,7 +365,8 @@ static void cuda_cases(double *t, int n)
                 check(cu.launch(fn, 1, 1, 1, 32, 1, 1, 0, st, NULL, NULL),
                       "cuLaunchKernel");
                 if (cases[c].what == READ_PINNED) {
-                    check(cu.dtoh_async(pinned, dp, 4, st), "cuMemcpyDtoHAsync");
+                    check(cu.dtoh_async(pinned, dp, 4, st),
+                          "cuMemcpyDtoHAsync");
                 } else if (cases[c].what == READ_PAGEABLE) {
                     check(cu.dtoh_async(pageable, dp, 4, st),
                           "cuMemcpyDtoHAsync");

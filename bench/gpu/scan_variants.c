@@ -36,8 +36,8 @@ enum { L1, L, LP, R1, R, RP };
 
 typedef struct scase {
     const char *name;
-    int kind;   /* L1 ... RP */
-    int fun;    /* SUM, AFFINE */
+    int kind; /* L1 ... RP */
+    int fun;  /* SUM, AFFINE */
     weft_type t;
     int rank;
     int64_t shape[2];

@@ -124,8 +124,8 @@ static void smvm(weft_context *ctx, int powerlaw, int runs)
         err = e > err ? e : err;
     }
     /* values and columns once, lengths, x, y */
-    double bytes = 8.0 * (double)m.nnz + 8.0 * (double)m.nrows +
-                   4.0 * (double)m.ncols;
+    double bytes =
+        8.0 * (double)m.nnz + 8.0 * (double)m.nrows + 4.0 * (double)m.ncols;
     printf("smvm %-9s %lld rows %lld nnz: %.4f ms (median of %d, host "
            "clock), %.0f GB/s; max rel. err. %.1e %s\n",
            powerlaw ? "power-law" : "banded", (long long)m.nrows,
@@ -164,7 +164,8 @@ static void kmeans(weft_context *ctx, int by_while, int runs)
         die("weft_compile");
     }
     weft_array *in[4] = {wrap(ctx, WEFT_F32, n, px), wrap(ctx, WEFT_F32, n, py),
-                         wrap(ctx, WEFT_F32, k, cx), wrap(ctx, WEFT_F32, k, cy)};
+                         wrap(ctx, WEFT_F32, k, cx),
+                         wrap(ctx, WEFT_F32, k, cy)};
     weft_array *out[3] = {NULL, NULL, NULL};
     double ms = time_runs(exe, in, 4, 3, out, runs);
     const int32_t *it = weft_array_data(out[2], 0);

@@ -378,8 +378,8 @@ static weft_acc *sv_build_kmeans(weft_context *ctx, weft_program *p,
                                  weft_acc *const *x, const gb_shape *s,
                                  int by_while)
 {
-    weft_acc *r = bp_kmeans(ctx, p, x[0], x[1], x[2], x[3], s->max_iter,
-                            by_while);
+    weft_acc *r =
+        bp_kmeans(ctx, p, x[0], x[1], x[2], x[3], s->max_iter, by_while);
     weft_acc *cx = weft_aget(r, 0), *cy = weft_aget(r, 1);
     weft_acc *it = weft_aget(r, 2);
     weft_exp *k = weft_size(cx);
@@ -400,8 +400,8 @@ static weft_acc *sv_build_kmeans(weft_context *ctx, weft_program *p,
                             weft_f32(p, 0))),
         weft_mul(itf, weft_convert(weft_eq(i, two_k), WEFT_F32)));
     weft_fun_return(g, v);
-    return weft_generate(
-        weft_index1(weft_add(weft_add(k, k), weft_i64(p, 1))), g);
+    return weft_generate(weft_index1(weft_add(weft_add(k, k), weft_i64(p, 1))),
+                         g);
 }
 /* -- Jacobi (stencil) -- */
 
@@ -425,9 +425,10 @@ static int jacobi_c(const gb_shape *s, const float *u, float *r)
             int64_t yn = y > 0 ? y - 1 : 0, ys = y + 1 < h ? y + 1 : h - 1;
             for (int64_t x = 0; x < w; x++) {
                 int64_t xw = x > 0 ? x - 1 : 0, xe = x + 1 < w ? x + 1 : w - 1;
-                to[y * w + x] = 0.25f * (((from[yn * w + x] + from[ys * w + x]) +
-                                          from[y * w + xw]) +
-                                         from[y * w + xe]);
+                to[y * w + x] =
+                    0.25f * (((from[yn * w + x] + from[ys * w + x]) +
+                              from[y * w + xw]) +
+                             from[y * w + xe]);
             }
         }
         from = to;
@@ -526,11 +527,9 @@ WG_API int wg_cref(int prog, const gb_shape *s, const void *const *in,
     case GB_SMVM_BANDED:
     case GB_SMVM_POWER:
     case GB_KMEANS:
-    case GB_KMEANS_WHILE:
-        return sv_cref(prog, s, in, out);
+    case GB_KMEANS_WHILE: return sv_cref(prog, s, in, out);
     case GB_JACOBI:
-    case GB_JACOBI_LOOP:
-        return jacobi_c(s, x, out[0]);
+    case GB_JACOBI_LOOP: return jacobi_c(s, x, out[0]);
     }
     return fail("wg_cref: no program %d", prog);
 }
@@ -654,8 +653,8 @@ static weft_acc *build_nbody_fold(weft_context *ctx, weft_program *p,
         weft_type_tuple(ctx, 3, (weft_type[]){WEFT_F32, WEFT_F32, WEFT_F32});
     weft_fun *g = weft_fun1(p, WEFT_DIM(2));
     weft_exp *ix = weft_arg(g, 0);
-    weft_fun_return(g, interaction(p, in, weft_get(ix, 0), weft_get(ix, 1),
-                                   eps2));
+    weft_fun_return(g,
+                    interaction(p, in, weft_get(ix, 0), weft_get(ix, 1), eps2));
     weft_exp *n = weft_size(in[0]);
     weft_acc *all = weft_generate(weft_index2(n, n), g);
     weft_fun *plus = weft_fun2(p, v3, v3);
@@ -716,8 +715,8 @@ static weft_acc *build_hist(weft_program *p, weft_acc *keys, int32_t bins)
     weft_acc *ones =
         weft_generate(weft_shape(keys), const_fun(p, weft_i32(p, 1)));
     weft_fun *ix = weft_fun1(p, WEFT_DIM(1));
-    weft_fun_return(
-        ix, weft_index1(weft_convert(weft_at(keys, weft_arg(ix, 0)), WEFT_I64)));
+    weft_fun_return(ix, weft_index1(weft_convert(weft_at(keys, weft_arg(ix, 0)),
+                                                 WEFT_I64)));
     return weft_permute(binop(p, WEFT_I32, WEFT_OP_ADD), zeros, ix, ones);
 }
 
@@ -774,9 +773,9 @@ static weft_acc *build(int prog, weft_context *ctx, weft_program *p,
         return weft_fold_all(binop(p, WEFT_F32, WEFT_OP_ADD), weft_f32(p, 0),
                              x[0]);
     case GB_DOTP:
-        return weft_fold(binop(p, WEFT_F32, WEFT_OP_ADD), weft_f32(p, 0),
-                         weft_zipwith(binop(p, WEFT_F32, WEFT_OP_MUL), x[0],
-                                      x[1]));
+        return weft_fold(
+            binop(p, WEFT_F32, WEFT_OP_ADD), weft_f32(p, 0),
+            weft_zipwith(binop(p, WEFT_F32, WEFT_OP_MUL), x[0], x[1]));
     case GB_SCAN: return weft_scanl1(binop(p, WEFT_I32, WEFT_OP_ADD), x[0]);
     case GB_BS: return build_bs(p, x);
     case GB_NBODY: return build_nbody_while(ctx, p, x, s->eps2);
@@ -813,7 +812,7 @@ static session sessions[GB_NPROG];
 static session *session_of(int prog)
 {
     return prog >= 0 && prog < GB_NPROG && sessions[prog].exe ? &sessions[prog]
-                                                               : NULL;
+                                                              : NULL;
 }
 
 /* Close program prog: free its executable, arrays and context. */
@@ -871,9 +870,9 @@ static int run_wait(session *s, weft_array **out, double *event_ms)
     if (events && wg_record(0, s->stream)) {
         return fail("wg_run: the first event could not be recorded");
     }
-    if (s->steps > 0 ? run_steps(s, out)
-                     : weft_run(s->exe, s->in, s->nin, out, 1) ? fail_weft("weft_run")
-                                                              : 0) {
+    if (s->steps > 0                              ? run_steps(s, out)
+        : weft_run(s->exe, s->in, s->nin, out, 1) ? fail_weft("weft_run")
+                                                  : 0) {
         return -1;
     }
     if (events) {
@@ -1152,14 +1151,21 @@ WG_API int wg_compile_dotp(const char *dir, double *ms, int64_t *k)
 #include <unistd.h>
 
 static const char *const prog_names[GB_NPROG] = {
-    [GB_SAXPY] = "saxpy",   [GB_SUM] = "sum",
-    [GB_DOTP] = "dotp",     [GB_SCAN] = "scan",
-    [GB_BS] = "blackscholes", [GB_NBODY] = "nbody",
-    [GB_NBODY_FOLD] = "nbody-fold", [GB_MANDEL] = "mandelbrot",
+    [GB_SAXPY] = "saxpy",
+    [GB_SUM] = "sum",
+    [GB_DOTP] = "dotp",
+    [GB_SCAN] = "scan",
+    [GB_BS] = "blackscholes",
+    [GB_NBODY] = "nbody",
+    [GB_NBODY_FOLD] = "nbody-fold",
+    [GB_MANDEL] = "mandelbrot",
     [GB_HIST] = "histogram",
-    [GB_SMVM_BANDED] = "smvm-banded", [GB_SMVM_POWER] = "smvm-power",
-    [GB_KMEANS] = "kmeans", [GB_KMEANS_WHILE] = "kmeans-while",
-    [GB_HIST] = "histogram", [GB_JACOBI] = "jacobi",
+    [GB_SMVM_BANDED] = "smvm-banded",
+    [GB_SMVM_POWER] = "smvm-power",
+    [GB_KMEANS] = "kmeans",
+    [GB_KMEANS_WHILE] = "kmeans-while",
+    [GB_HIST] = "histogram",
+    [GB_JACOBI] = "jacobi",
     [GB_JACOBI_LOOP] = "jacobi-loop",
 };
 
@@ -1167,12 +1173,19 @@ static const char *const prog_names[GB_NPROG] = {
  * time in ms, *st the context's stats right after it, *tiered the time
  * from its start until weft_context_wait_optimised returned (the tier-up
  * of its kernels done, their optimised PTX on disk).  Returns 0 or -1. */
-static int compile_once(int prog, const char *dir, double *wall,
-                        weft_stats *st, double *tiered)
+static int compile_once(int prog, const char *dir, double *wall, weft_stats *st,
+                        double *tiered)
 {
-    gb_shape sh = {.n = 1 << 20, .h = 1024, .max_iter = 255, .bins = 256,
-                   .a = 2.5f, .eps2 = 0.01f, .x0 = -2.0f, .y0 = -1.25f,
-                   .dx = 2.5f / 1024, .dy = 2.5f / 1024};
+    gb_shape sh = {.n = 1 << 20,
+                   .h = 1024,
+                   .max_iter = 255,
+                   .bins = 256,
+                   .a = 2.5f,
+                   .eps2 = 0.01f,
+                   .x0 = -2.0f,
+                   .y0 = -1.25f,
+                   .dx = 2.5f / 1024,
+                   .dy = 2.5f / 1024};
     weft_type t[MAX_IN];
     int nin = prog_inputs(prog, t);
     int64_t shape[2];
@@ -1229,9 +1242,9 @@ static int phases_of(int prog, const char *dir)
     printf("| %-12s | %7.1f | %3d | %6.2f | %6.2f | %7.2f | %6.2f | %7.2f "
            "| %6.2f | %7.2f | %7.1f | %7.2f (%d) | %7.2f | %7.1f |\n",
            prog_names[prog], wall, (int)st.kernels_compiled, st.frontend_ms,
-           st.ir_ms, st.llvm_opt_ms, st.ptx_ms, st.driver_link_ms,
-           st.disk_ms, st.llvm_codegen_ms + st.jit_link_ms, wall - sum,
-           wall2, (int)st2.kernels_loaded, st2.driver_link_ms, tiered);
+           st.ir_ms, st.llvm_opt_ms, st.ptx_ms, st.driver_link_ms, st.disk_ms,
+           st.llvm_codegen_ms + st.jit_link_ms, wall - sum, wall2,
+           (int)st2.kernels_loaded, st2.driver_link_ms, tiered);
     return 0;
 }
 

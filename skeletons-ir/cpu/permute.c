@@ -76,16 +76,16 @@ static weft_status part_of(sk_fn *f, LLVMValueRef c, cg_array *copy)
     const cg_array *part = sk_aux_array(f, 1);
     LLVMValueRef stride = sk_aux_value(f, 3)->v[0];
     *copy = *out;
-    copy->ptr = fe_arena_alloc(fn->arena, sizeof *copy->ptr *
-                                              (size_t)out->nleaf);
+    copy->ptr =
+        fe_arena_alloc(fn->arena, sizeof *copy->ptr * (size_t)out->nleaf);
     if (!copy->ptr) {
         return fe_oom("weft_compile");
     }
     LLVMValueRef off = LLVMBuildMul(fn->b, c, stride, "");
     for (int l = 0; l < out->nleaf; l++) {
-        copy->ptr[l] = LLVMBuildInBoundsGEP2(
-            fn->b, cg_mem_type(fn->llctx, out->leaf[l]), part->ptr[l], &off,
-            1, "part");
+        copy->ptr[l] =
+            LLVMBuildInBoundsGEP2(fn->b, cg_mem_type(fn->llctx, out->leaf[l]),
+                                  part->ptr[l], &off, 1, "part");
     }
     return WEFT_OK;
 }

@@ -17,8 +17,8 @@ LLVMValueRef sk_ptx_opaque(cg_fn *fn, LLVMValueRef x)
 {
     LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
     LLVMTypeRef ty = LLVMFunctionType(i64, &i64, 1, 0);
-    LLVMValueRef mov = LLVMGetInlineAsm(ty, "mov.b64 $0, $1;", 15, "=l,l", 4,
-                                        0, 0, LLVMInlineAsmDialectATT, 0);
+    LLVMValueRef mov = LLVMGetInlineAsm(ty, "mov.b64 $0, $1;", 15, "=l,l", 4, 0,
+                                        0, LLVMInlineAsmDialectATT, 0);
     return LLVMBuildCall2(fn->b, ty, mov, &x, 1, "");
 }
 
@@ -64,8 +64,9 @@ LLVMValueRef sk_ptx_last_block(cg_fn *fn, LLVMValueRef tid, LLVMValueRef ticket,
     cg_if_end(fn, &draw);
     tg->barrier(fn);
     LLVMValueRef drew = LLVMBuildLoad2(fn->b, i32, flag, "");
-    cg_if_begin(fn, fin, LLVMBuildICmp(fn->b, LLVMIntNE, drew,
-                                       LLVMConstInt(i32, 0, 0), ""));
+    cg_if_begin(
+        fn, fin,
+        LLVMBuildICmp(fn->b, LLVMIntNE, drew, LLVMConstInt(i32, 0, 0), ""));
     cg_if others;
     cg_if_begin(fn, &others, LLVMBuildNot(fn->b, solo, ""));
     tg->fence(fn);

@@ -147,18 +147,18 @@
 #include "../sk.h"
 
 enum {
-    WARP = 32,        /* lanes */
-    MAX_WARPS = 32,   /* warps of a block of 1024 threads */
-    MAX_RUN = 16,     /* the most consecutive elements a lane reads alone */
-    RUN_BYTES = 32,   /* ... and the most bytes of them (fold values) */
+    WARP = 32,          /* lanes */
+    MAX_WARPS = 32,     /* warps of a block of 1024 threads */
+    MAX_RUN = 16,       /* the most consecutive elements a lane reads alone */
+    RUN_BYTES = 32,     /* ... and the most bytes of them (fold values) */
     VEC_RUN_BYTES = 64, /* ... with vector reads (see vec_plan) */
-    VEC_BYTES = 16,   /* a vector load: ld.global.nc.v4 of 4-byte leaves,
+    VEC_BYTES = 16,     /* a vector load: ld.global.nc.v4 of 4-byte leaves,
                          .v2 of 8-byte ones */
     MAX_VEC_ARRAYS = 8, /* manifest arrays a vector-read source may have */
-    SHORT_ROW = 16,   /* streamed rows up to this long go by teams (entry 0) */
+    SHORT_ROW = 16, /* streamed rows up to this long go by teams (entry 0) */
     PIECES_PER_BLOCK = 16, /* one row: pieces per block of the grid, which
                               blocks take as they finish */
-    MAX_PIECES = 32768, /* ... at most (the ticket word's high half counts
+    MAX_PIECES = 32768,    /* ... at most (the ticket word's high half counts
                            the pieces taken, its low half the blocks done) */
 };
 
@@ -189,19 +189,15 @@ static weft_status ptx_fold_prepare(weft_context *ctx, fe_arena *arena,
 
 /* ---- small helpers ---------------------------------------------------- */
 
-
-
-
 /* floor(log2 x) for x >= 1. */
 static LLVMValueRef log2_floor(cg_fn *fn, LLVMValueRef x)
 {
     LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
-    LLVMValueRef args[2] = {x, LLVMConstInt(LLVMInt1TypeInContext(fn->llctx),
-                                            1, 0)};
+    LLVMValueRef args[2] = {
+        x, LLVMConstInt(LLVMInt1TypeInContext(fn->llctx), 1, 0)};
     LLVMValueRef lz = cg_intrinsic(fn, "llvm.ctlz", &i64, 1, args, 2);
     return LLVMBuildSub(fn->b, cg_i64(fn, 63), lz, "");
 }
-
 
 /* out = f(a, b) with the combine function (reassociation allowed). */
 static weft_status combine(sk_fn *f, const cg_val *a, const cg_val *b,
@@ -233,8 +229,7 @@ static weft_status combine_into(sk_fn *f, const cg_mut *m, const cg_val *x)
 static void mut_zero(cg_fn *fn, const cg_mut *m)
 {
     for (int l = 0; l < m->n; l++) {
-        LLVMBuildStore(fn->b,
-                       LLVMConstNull(cg_type(fn->llctx, m->leaf[l])),
+        LLVMBuildStore(fn->b, LLVMConstNull(cg_type(fn->llctx, m->leaf[l])),
                        m->slot[l]);
     }
 }
@@ -272,13 +267,13 @@ typedef struct source {
     const fe_term *src;
     const cg_array *part;
     sk_row row;
-    int k;              /* the run length K of its full tiles */
-    bool vec;           /* full tiles read by vector loads (vec_plan) */
-    bool lanes;         /* computed elements, or the partials: lanes read
+    int k;      /* the run length K of its full tiles */
+    bool vec;   /* full tiles read by vector loads (vec_plan) */
+    bool lanes; /* computed elements, or the partials: lanes read
                            contiguous runs (warp_lanes), not tiles */
-    bool tiled;         /* every range to fold starts at a multiple of K
+    bool tiled; /* every range to fold starts at a multiple of K
                            (no head) */
-    int narr;           /* vec: the manifest arrays read, each once */
+    int narr;   /* vec: the manifest arrays read, each once */
     const cg_array *arr[MAX_VEC_ARRAYS];
 } source;
 
@@ -312,8 +307,7 @@ static bool vec_terms(sk_fn *f, source *sr, const fe_term *t)
         return true;
     }
     switch ((fe_kind)t->kind) {
-    case FE_MAP:
-        return vec_terms(f, sr, t->kid[0]);
+    case FE_MAP: return vec_terms(f, sr, t->kid[0]);
     case FE_ZIPWITH:
         for (int c = 0; c < t->nkid; c++) {
             if (!f->e->uniform || c >= 3 || !vec_terms(f, sr, t->kid[c])) {
@@ -321,10 +315,8 @@ static bool vec_terms(sk_fn *f, source *sr, const fe_term *t)
             }
         }
         return true;
-    case FE_RESHAPE:
-        return vec_terms(f, sr, t->kid[1]);
-    default:
-        return false;
+    case FE_RESHAPE: return vec_terms(f, sr, t->kid[1]);
+    default: return false;
     }
 }
 
@@ -371,16 +363,16 @@ static void vec_plan(sk_fn *f, source *sr)
  * arrays are read-only: ld.global.nc.v4 / .v2): a plain vector load whose
  * lanes are all extracted, VectorCombine turns back into scalar loads,
  * without their !invariant.load. */
-static weft_status vec_load(sk_fn *f, const source *sr, LLVMValueRef j0,
-                            int k, LLVMValueRef **vals)
+static weft_status vec_load(sk_fn *f, const source *sr, LLVMValueRef j0, int k,
+                            LLVMValueRef **vals)
 {
     cg_fn *fn = &f->fn;
     LLVMContextRef c = fn->llctx;
     LLVMTypeRef g = LLVMPointerTypeInContext(c, 1);
     for (int i = 0; i < sr->narr; i++) {
         const cg_array *a = sr->arr[i];
-        vals[i] = fe_arena_alloc(fn->arena,
-                                 sizeof *vals[i] * (size_t)(a->nleaf * k));
+        vals[i] =
+            fe_arena_alloc(fn->arena, sizeof *vals[i] * (size_t)(a->nleaf * k));
         if (!vals[i]) {
             return fe_oom("weft_compile");
         }
@@ -396,14 +388,16 @@ static weft_status vec_load(sk_fn *f, const source *sr, LLVMValueRef j0,
                     LLVMBuildAddrSpaceCast(fn->b, p, g, ""),
                     LLVMConstInt(LLVMInt32TypeInContext(c), VEC_BYTES, 0)};
                 LLVMTypeRef over[2] = {vt, g};
-                LLVMValueRef v = cg_intrinsic(
-                    fn, fe_is_float(a->leaf[l]) ? "llvm.nvvm.ldg.global.f"
-                                                : "llvm.nvvm.ldg.global.i",
-                    over, 2, args, 2);
+                LLVMValueRef v = cg_intrinsic(fn,
+                                              fe_is_float(a->leaf[l])
+                                                  ? "llvm.nvvm.ldg.global.f"
+                                                  : "llvm.nvvm.ldg.global.i",
+                                              over, 2, args, 2);
                 for (int e = 0; e < per; e++) {
                     vals[i][l * k + q + e] = LLVMBuildExtractElement(
-                        fn->b, v, LLVMConstInt(LLVMInt32TypeInContext(c),
-                                               (unsigned)e, 0), "");
+                        fn->b, v,
+                        LLVMConstInt(LLVMInt32TypeInContext(c), (unsigned)e, 0),
+                        "");
                 }
             }
         }
@@ -464,8 +458,7 @@ static bool streamed(const fe_term *t)
         return true;
     }
     switch ((fe_kind)t->kind) {
-    case FE_MAP:
-        return streamed(t->kid[0]);
+    case FE_MAP: return streamed(t->kid[0]);
     case FE_ZIPWITH:
         for (int c = 0; c < t->nkid; c++) {
             if (!streamed(t->kid[c])) {
@@ -473,10 +466,8 @@ static bool streamed(const fe_term *t)
             }
         }
         return true;
-    case FE_RESHAPE:
-        return streamed(t->kid[1]);
-    default:
-        return false;
+    case FE_RESHAPE: return streamed(t->kid[1]);
+    default: return false;
     }
 }
 
@@ -509,14 +500,14 @@ static weft_status warp_lanes(sk_fn *f, warp *w, const source *sr,
 
 /* The lanes of a warp, and the mutable values a warp fold works in. */
 struct warp {
-    LLVMValueRef lane;  /* i64 0..31 */
-    LLVMValueRef tl;    /* i64: the lane within its team (warp_lanes) */
-    LLVMValueRef g;     /* i64: lanes per team, a power of two up to 32;
+    LLVMValueRef lane; /* i64 0..31 */
+    LLVMValueRef tl;   /* i64: the lane within its team (warp_lanes) */
+    LLVMValueRef g;    /* i64: lanes per team, a power of two up to 32;
                            NULL: the whole warp (tl = lane) */
-    LLVMValueRef lg;    /* i64: log2 g (with g) */
-    cg_mut x;           /* a lane's value */
-    cg_mut acc;         /* lane 0: the fold so far */
-    LLVMValueRef have;  /* i1 slot: lane 0 has a value in acc */
+    LLVMValueRef lg;   /* i64: log2 g (with g) */
+    cg_mut x;          /* a lane's value */
+    cg_mut acc;        /* lane 0: the fold so far */
+    LLVMValueRef have; /* i1 slot: lane 0 has a value in acc */
 };
 
 static weft_status warp_init(sk_fn *f, warp *w, LLVMValueRef tid)
@@ -552,8 +543,9 @@ static weft_status warp_reduce(sk_fn *f, warp *w, LLVMValueRef at,
     for (int d = 1; d < WARP; d *= 2) {
         cg_if team;
         if (w->g) {
-            cg_if_begin(fn, &team, LLVMBuildICmp(fn->b, LLVMIntSLT,
-                                                 cg_i64(fn, d), w->g, ""));
+            cg_if_begin(
+                fn, &team,
+                LLVMBuildICmp(fn->b, LLVMIntSLT, cg_i64(fn, d), w->g, ""));
         }
         cg_val x, y;
         if ((s = cg_mut_get(fn, &w->x, &x)) != WEFT_OK ||
@@ -561,13 +553,13 @@ static weft_status warp_reduce(sk_fn *f, warp *w, LLVMValueRef at,
             return s;
         }
         for (int l = 0; l < x.n; l++) {
-            y.v[l] = tg->shuffle_down(fn, x.v[l],
-                                      LLVMConstInt(i32, (unsigned)d, 0));
+            y.v[l] =
+                tg->shuffle_down(fn, x.v[l], LLVMConstInt(i32, (unsigned)d, 0));
         }
-        LLVMValueRef take = LLVMBuildICmp(
-            fn->b, LLVMIntEQ,
-            LLVMBuildAnd(fn->b, w->tl, cg_i64(fn, 2 * d - 1), ""),
-            cg_i64(fn, 0), "");
+        LLVMValueRef take =
+            LLVMBuildICmp(fn->b, LLVMIntEQ,
+                          LLVMBuildAnd(fn->b, w->tl, cg_i64(fn, 2 * d - 1), ""),
+                          cg_i64(fn, 0), "");
         if (hi) {
             LLVMValueRef other = LLVMBuildAdd(fn->b, w->tl, cg_i64(fn, d), "");
             LLVMValueRef there = LLVMBuildICmp(
@@ -601,8 +593,8 @@ static weft_status warp_accumulate(sk_fn *f, warp *w)
         return s;
     }
     cg_if lane0, have;
-    cg_if_begin(fn, &lane0, LLVMBuildICmp(fn->b, LLVMIntEQ, w->lane,
-                                          cg_i64(fn, 0), ""));
+    cg_if_begin(fn, &lane0,
+                LLVMBuildICmp(fn->b, LLVMIntEQ, w->lane, cg_i64(fn, 0), ""));
     LLVMValueRef h =
         LLVMBuildLoad2(fn->b, LLVMInt1TypeInContext(fn->llctx), w->have, "");
     cg_if_begin(fn, &have, h);
@@ -697,8 +689,8 @@ static weft_status warp_fold(sk_fn *f, warp *w, const source *sr,
     LLVMValueRef len =
         cg_smax(fn, LLVMBuildSub(fn->b, hi, lo, ""), cg_i64(fn, 0));
     LLVMValueRef full = LLVMBuildAdd(
-        fn->b, lo,
-        LLVMBuildMul(fn->b, LLVMBuildUDiv(fn->b, len, T, ""), T, ""), "full");
+        fn->b, lo, LLVMBuildMul(fn->b, LLVMBuildUDiv(fn->b, len, T, ""), T, ""),
+        "full");
     cg_sloop tl;
     LLVMValueRef t = cg_sloop_begin(fn, &tl, lo, full, T, "tile");
     if ((s = full_tile(f, w, sr, t, k, sr->vec)) != WEFT_OK) {
@@ -789,8 +781,8 @@ enum { STAGE_TILE = 256 };
 static weft_status stage_source(sk_fn *f, const fe_term *src, cg_stage **g)
 {
     *g = NULL;
-    if (!src || f->e->k->checked || !src->delayed ||
-        src->kind != FE_GENERATE || src->nfun != 1 || sk_linear_ok(f, src)) {
+    if (!src || f->e->k->checked || !src->delayed || src->kind != FE_GENERATE ||
+        src->nfun != 1 || sk_linear_ok(f, src)) {
         return WEFT_OK;
     }
     return cg_stage_fun(&f->fn, src->fun[0], STAGE_TILE, g);
@@ -802,15 +794,14 @@ static weft_status stage_source(sk_fn *f, const fe_term *src, cg_stage **g)
  * lane its run, the team reducing in order at the end.  Every thread of
  * the block must run it (it has barriers). */
 static weft_status staged_lanes(sk_fn *f, warp *w, const source *sr,
-                                cg_stage *g, LLVMValueRef base,
-                                LLVMValueRef m)
+                                cg_stage *g, LLVMValueRef base, LLVMValueRef m)
 {
     cg_fn *fn = &f->fn;
     const cg_target *tg = fn->target;
     weft_status s;
     LLVMValueRef one = cg_i64(fn, 1);
-    LLVMValueRef lgs = LLVMBuildSub(
-        fn->b, cg_i64(fn, __builtin_ctz(STAGE_TILE)), w->lg, "");
+    LLVMValueRef lgs =
+        LLVMBuildSub(fn->b, cg_i64(fn, __builtin_ctz(STAGE_TILE)), w->lg, "");
     LLVMValueRef S = LLVMBuildShl(fn->b, one, lgs, "");
     LLVMValueRef L = LLVMBuildLShr(
         fn->b, LLVMBuildAdd(fn->b, m, LLVMBuildSub(fn->b, w->g, one, ""), ""),
@@ -836,16 +827,16 @@ static weft_status staged_lanes(sk_fn *f, warp *w, const source *sr,
     LLVMValueRef k1 =
         LLVMBuildAdd(fn->b, LLVMBuildLShr(fn->b, L2, lgs, ""), one, "");
     LLVMValueRef K =
-        LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntSGT, L, one, ""),
-                        k1, cg_i64(fn, 0), "tiles");
+        LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntSGT, L, one, ""), k1,
+                        cg_i64(fn, 0), "tiles");
     LLVMValueRef tid = cg_zext64(fn, tg->thread_index(fn, 0));
     LLVMValueRef bs = cg_zext64(fn, tg->block_size(fn, 0));
     LLVMValueRef smask = LLVMBuildSub(fn->b, S, one, "");
     cg_loop tiles;
     LLVMValueRef k;
     cg_loop_begin(fn, &tiles, cg_i64(fn, 0), K, &k);
-    LLVMValueRef c0 = LLVMBuildAdd(fn->b, one, LLVMBuildShl(fn->b, k, lgs, ""),
-                                   "");
+    LLVMValueRef c0 =
+        LLVMBuildAdd(fn->b, one, LLVMBuildShl(fn->b, k, lgs, ""), "");
     /* the records depend on c0, L and lg only: a tile that holds them
      * (the previous row's, rows of one length) is not filled again */
     LLVMValueRef key[3] = {c0, L, lgs};
@@ -854,11 +845,10 @@ static weft_status staged_lanes(sk_fn *f, warp *w, const source *sr,
     tg->barrier(fn); /* the tile's readers are done */
     /* record q: lane q >> lgs's column c0 + (q & (S - 1)) of its run */
     cg_sloop fill;
-    LLVMValueRef q = cg_sloop_begin(fn, &fill, tid, cg_i64(fn, STAGE_TILE),
-                                    bs, "stage");
+    LLVMValueRef q =
+        cg_sloop_begin(fn, &fill, tid, cg_i64(fn, STAGE_TILE), bs, "stage");
     LLVMValueRef col = LLVMBuildAdd(
-        fn->b,
-        LLVMBuildMul(fn->b, LLVMBuildLShr(fn->b, q, lgs, ""), L, ""),
+        fn->b, LLVMBuildMul(fn->b, LLVMBuildLShr(fn->b, q, lgs, ""), L, ""),
         LLVMBuildAdd(fn->b, c0, LLVMBuildAnd(fn->b, q, smask, ""), ""), "");
     if ((s = cg_stage_put(fn, g, q, col)) != WEFT_OK) {
         return s;
@@ -869,8 +859,7 @@ static weft_status staged_lanes(sk_fn *f, warp *w, const source *sr,
     cg_if mine;
     cg_if_begin(fn, &mine, valid);
     LLVMValueRef from = LLVMBuildAdd(fn->b, llo, c0, "");
-    LLVMValueRef count =
-        cg_smin(fn, S, LLVMBuildSub(fn->b, lhi, from, ""));
+    LLVMValueRef count = cg_smin(fn, S, LLVMBuildSub(fn->b, lhi, from, ""));
     LLVMValueRef q0 = LLVMBuildShl(fn->b, w->tl, lgs, "");
     LLVMBasicBlockRef pre = LLVMGetInsertBlock(fn->b);
     LLVMBasicBlockRef head =
@@ -881,19 +870,18 @@ static weft_status staged_lanes(sk_fn *f, warp *w, const source *sr,
         LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "staged.done");
     LLVMBuildBr(fn->b, head);
     LLVMPositionBuilderAtEnd(fn->b, head);
-    LLVMValueRef t = LLVMBuildPhi(fn->b, LLVMInt64TypeInContext(fn->llctx),
-                                  "t");
+    LLVMValueRef t =
+        LLVMBuildPhi(fn->b, LLVMInt64TypeInContext(fn->llctx), "t");
     LLVMValueRef zero = cg_i64(fn, 0);
     LLVMAddIncoming(t, &zero, &pre, 1);
-    LLVMBuildCondBr(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, t, count, ""),
-                    body, done);
+    LLVMBuildCondBr(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, t, count, ""), body,
+                    done);
     LLVMPositionBuilderAtEnd(fn->b, body);
     cg_val xj;
     cg_stage_use(fn, g, LLVMBuildAdd(fn->b, q0, t, ""));
-    s = source_read(f, sr,
-                    LLVMBuildAdd(fn->b, base, LLVMBuildAdd(fn->b, from, t, ""),
-                                 ""),
-                    &xj);
+    s = source_read(
+        f, sr, LLVMBuildAdd(fn->b, base, LLVMBuildAdd(fn->b, from, t, ""), ""),
+        &xj);
     cg_stage_use(fn, NULL, NULL);
     if (s != WEFT_OK || (s = combine_into(f, &w->x, &xj)) != WEFT_OK) {
         return s;
@@ -959,16 +947,14 @@ static weft_status block_fold(sk_fn *f, block *bk, const source *sr,
      * are a prefix */
     LLVMValueRef len = LLVMBuildSub(fn->b, hi, lo, "len");
     int64_t t = sr->lanes ? WARP : (int64_t)sr->k * WARP;
-    LLVMValueRef tiles = LLVMBuildLShr(
-        fn->b, LLVMBuildAdd(fn->b, len, cg_i64(fn, t - 1), ""),
-        cg_i64(fn, __builtin_ctzll((unsigned long long)t)), "");
-    LLVMValueRef S =
-        LLVMBuildMul(fn->b, cg_ceil_div_small(fn, tiles, bk->nwarp),
-                     cg_i64(fn, t), "span");
-    LLVMValueRef wlo =
-        cg_smin(fn,
-              LLVMBuildAdd(fn->b, lo, LLVMBuildMul(fn->b, bk->wid, S, ""), ""),
-              hi);
+    LLVMValueRef tiles =
+        LLVMBuildLShr(fn->b, LLVMBuildAdd(fn->b, len, cg_i64(fn, t - 1), ""),
+                      cg_i64(fn, __builtin_ctzll((unsigned long long)t)), "");
+    LLVMValueRef S = LLVMBuildMul(
+        fn->b, cg_ceil_div_small(fn, tiles, bk->nwarp), cg_i64(fn, t), "span");
+    LLVMValueRef wlo = cg_smin(
+        fn, LLVMBuildAdd(fn->b, lo, LLVMBuildMul(fn->b, bk->wid, S, ""), ""),
+        hi);
     LLVMValueRef whi = cg_smin(fn, LLVMBuildAdd(fn->b, wlo, S, ""), hi);
     LLVMBuildStore(fn->b, LLVMConstInt(LLVMInt1TypeInContext(fn->llctx), 0, 0),
                    w->have);
@@ -999,12 +985,12 @@ static weft_status block_fold(sk_fn *f, block *bk, const source *sr,
                 LLVMBuildICmp(fn->b, LLVMIntEQ, bk->wid, cg_i64(fn, 0), ""));
     mut_zero(fn, &w->x);
     cg_if get;
-    cg_if_begin(fn, &get,
-                LLVMBuildICmp(fn->b, LLVMIntSLT,
-                              LLVMBuildAdd(fn->b, lo,
-                                           LLVMBuildMul(fn->b, w->lane, S, ""),
-                                           ""),
-                              hi, ""));
+    cg_if_begin(
+        fn, &get,
+        LLVMBuildICmp(
+            fn->b, LLVMIntSLT,
+            LLVMBuildAdd(fn->b, lo, LLVMBuildMul(fn->b, w->lane, S, ""), ""),
+            hi, ""));
     cg_val x;
     if ((s = cg_val_make(fn, w->x.n, &x)) != WEFT_OK) {
         return s;
@@ -1073,7 +1059,8 @@ static weft_status emit_teams(sk_fn *f, bool has_seed, const fe_term *src,
     weft_status s;
     LLVMValueRef bs = cg_zext64(fn, tg->block_size(fn, 0));
     LLVMValueRef gtid = LLVMBuildAdd(
-        fn->b, LLVMBuildMul(fn->b, cg_zext64(fn, tg->block_index(fn, 0)), bs, ""),
+        fn->b,
+        LLVMBuildMul(fn->b, cg_zext64(fn, tg->block_index(fn, 0)), bs, ""),
         cg_zext64(fn, tg->thread_index(fn, 0)), "");
     LLVMValueRef threads =
         LLVMBuildMul(fn->b, cg_zext64(fn, tg->grid_size(fn, 0)), bs, "");
@@ -1105,7 +1092,8 @@ static weft_status emit_teams(sk_fn *f, bool has_seed, const fe_term *src,
     LLVMValueRef vw = LLVMBuildAdd(
         fn->b,
         LLVMBuildMul(fn->b,
-                     LLVMBuildLShr(fn->b, cg_zext64(fn, tg->thread_index(fn, 0)),
+                     LLVMBuildLShr(fn->b,
+                                   cg_zext64(fn, tg->thread_index(fn, 0)),
                                    cg_i64(fn, 5), ""),
                      cg_zext64(fn, tg->grid_size(fn, 0)), ""),
         cg_zext64(fn, tg->block_index(fn, 0)), "");
@@ -1131,8 +1119,8 @@ static weft_status emit_teams(sk_fn *f, bool has_seed, const fe_term *src,
     if (g) {
         r0 = LLVMBuildAdd(fn->b, r0, LLVMBuildSub(fn->b, first, lead, ""), "");
     }
-    LLVMValueRef r = LLVMBuildAdd(fn->b, r0, LLVMBuildLShr(fn->b, w.lane, lg, ""),
-                                  "row");
+    LLVMValueRef r =
+        LLVMBuildAdd(fn->b, r0, LLVMBuildLShr(fn->b, w.lane, lg, ""), "row");
     LLVMValueRef on = LLVMBuildICmp(fn->b, LLVMIntSLT, r, f->n, "");
     r = LLVMBuildSelect(fn->b, on, r,
                         g ? LLVMBuildSub(fn->b, f->n, cg_i64(fn, 1), "") : r0,
@@ -1151,10 +1139,11 @@ static weft_status emit_teams(sk_fn *f, bool has_seed, const fe_term *src,
         return s;
     }
     cg_if put;
-    cg_if_begin(fn, &put,
-                LLVMBuildAnd(fn->b, on,
-                             LLVMBuildICmp(fn->b, LLVMIntEQ, w.tl,
-                                           cg_i64(fn, 0), ""), ""));
+    cg_if_begin(
+        fn, &put,
+        LLVMBuildAnd(fn->b, on,
+                     LLVMBuildICmp(fn->b, LLVMIntEQ, w.tl, cg_i64(fn, 0), ""),
+                     ""));
     cg_val y;
     if ((s = cg_mut_get(fn, &w.x, &y)) != WEFT_OK ||
         (s = put_row(f, has_seed, r, m, &y)) != WEFT_OK) {
@@ -1184,15 +1173,16 @@ static weft_status emit_rows(sk_fn *f, bool has_seed)
     /* rows of a few elements: a warp each would leave most lanes idle and
      * pay a reduction per row */
     cg_if few;
-    cg_if_begin(fn, &few, LLVMBuildICmp(fn->b, LLVMIntSLE, m,
-                                        cg_i64(fn, SHORT_ROW), ""));
+    cg_if_begin(fn, &few,
+                LLVMBuildICmp(fn->b, LLVMIntSLE, m, cg_i64(fn, SHORT_ROW), ""));
     if ((s = emit_teams(f, has_seed, src, ext, m)) != WEFT_OK) {
         return s;
     }
     cg_if_else(fn, &few);
     LLVMValueRef bs = cg_zext64(fn, tg->block_size(fn, 0));
     LLVMValueRef gtid = LLVMBuildAdd(
-        fn->b, LLVMBuildMul(fn->b, cg_zext64(fn, tg->block_index(fn, 0)), bs, ""),
+        fn->b,
+        LLVMBuildMul(fn->b, cg_zext64(fn, tg->block_index(fn, 0)), bs, ""),
         cg_zext64(fn, tg->thread_index(fn, 0)), "");
     LLVMValueRef first = LLVMBuildAdd(
         fn->b, f->first, LLVMBuildLShr(fn->b, gtid, cg_i64(fn, 5), ""), "");
@@ -1268,8 +1258,7 @@ static weft_status last_block(sk_fn *f, block *bk, bool has_seed,
     LLVMValueRef t0 =
         sk_ptx_last_block(fn, bk->tid, ticket, true, 0xffff, &fin);
     source sr = {.part = part, .lanes = true, .k = 1};
-    weft_status s =
-        block_fold(f, bk, &sr, p0, LLVMBuildAdd(fn->b, p0, P, ""));
+    weft_status s = block_fold(f, bk, &sr, p0, LLVMBuildAdd(fn->b, p0, P, ""));
     if (s) {
         return s;
     }
@@ -1327,10 +1316,11 @@ static weft_status emit_chunks(sk_fn *f, bool has_seed)
         return s;
     }
     cg_sloop items;
-    LLVMValueRef c = cg_sloop_begin(
-        fn, &items,
-        LLVMBuildAdd(fn->b, f->first, cg_zext64(fn, tg->block_index(fn, 0)), ""),
-        f->n, cg_zext64(fn, tg->grid_size(fn, 0)), "item");
+    LLVMValueRef c =
+        cg_sloop_begin(fn, &items,
+                       LLVMBuildAdd(fn->b, f->first,
+                                    cg_zext64(fn, tg->block_index(fn, 0)), ""),
+                       f->n, cg_zext64(fn, tg->grid_size(fn, 0)), "item");
     /* piece q of row c / C covers [q m / C, (q + 1) m / C) */
     LLVMValueRef m = ext[src->rank - 1];
     LLVMValueRef row = LLVMBuildSDiv(fn->b, c, C, "");
@@ -1338,8 +1328,8 @@ static weft_status emit_chunks(sk_fn *f, bool has_seed)
     LLVMValueRef base = LLVMBuildMul(fn->b, row, m, "");
     LLVMValueRef q1 = LLVMBuildAdd(fn->b, q, cg_i64(fn, 1), "");
     LLVMValueRef lo = LLVMBuildAdd(
-        fn->b, base,
-        LLVMBuildSDiv(fn->b, LLVMBuildMul(fn->b, q, m, ""), C, ""), "");
+        fn->b, base, LLVMBuildSDiv(fn->b, LLVMBuildMul(fn->b, q, m, ""), C, ""),
+        "");
     LLVMValueRef hi = LLVMBuildAdd(
         fn->b, base,
         LLVMBuildSDiv(fn->b, LLVMBuildMul(fn->b, q1, m, ""), C, ""), "");
@@ -1379,7 +1369,8 @@ static weft_status emit_one_row(sk_fn *f, bool has_seed)
         return s;
     }
     source sr = {.src = src, .tiled = true};
-    if ((s = source_row(f, &sr, ext, cg_i64(fn, 0), cg_i64(fn, 0))) != WEFT_OK) {
+    if ((s = source_row(f, &sr, ext, cg_i64(fn, 0), cg_i64(fn, 0))) !=
+        WEFT_OK) {
         return s;
     }
     LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
@@ -1390,25 +1381,25 @@ static weft_status emit_one_row(sk_fn *f, bool has_seed)
         fn->b, several, LLVMBuildSub(fn->b, f->grain, cg_i64(fn, 2), ""),
         cg_i64(fn, 0), "dev");
     /* the part [at, end) of the row, its partials from p0, its ticket */
-    LLVMValueRef at = LLVMBuildSelect(fn->b, several, f->first, cg_i64(fn, 0),
-                                      "");
+    LLVMValueRef at =
+        LLVMBuildSelect(fn->b, several, f->first, cg_i64(fn, 0), "");
     LLVMValueRef end = LLVMBuildSelect(fn->b, several, f->n, ext[0], "");
     LLVMValueRef m = LLVMBuildSub(fn->b, end, at, "");
-    LLVMValueRef p0 = LLVMBuildSelect(
-        fn->b, several,
-        LLVMBuildAdd(fn->b, cg_i64(fn, SK_DEVICES_MAX),
-                     LLVMBuildMul(fn->b, dev, C, ""), ""),
-        cg_i64(fn, 0), "");
+    LLVMValueRef p0 =
+        LLVMBuildSelect(fn->b, several,
+                        LLVMBuildAdd(fn->b, cg_i64(fn, SK_DEVICES_MAX),
+                                     LLVMBuildMul(fn->b, dev, C, ""), ""),
+                        cg_i64(fn, 0), "");
     LLVMValueRef ticket = LLVMBuildInBoundsGEP2(
         fn->b, i32, sk_aux_array(f, 2)->ptr[0], &dev, 1, "ticket");
     int64_t t = (int64_t)sr.k * WARP;
     LLVMValueRef most = cg_smin(
         fn,
         cg_smin(fn, C,
-              LLVMBuildMul(fn->b, cg_zext64(fn, tg->grid_size(fn, 0)),
-                           cg_i64(fn, PIECES_PER_BLOCK), "")),
+                LLVMBuildMul(fn->b, cg_zext64(fn, tg->grid_size(fn, 0)),
+                             cg_i64(fn, PIECES_PER_BLOCK), "")),
         cg_smin(fn, LLVMBuildLShr(fn->b, m, cg_i64(fn, __builtin_ctzll(t)), ""),
-              cg_i64(fn, MAX_PIECES)));
+                cg_i64(fn, MAX_PIECES)));
     LLVMValueRef lgp = log2_floor(fn, cg_smax(fn, most, cg_i64(fn, 1)));
     LLVMValueRef P = LLVMBuildShl(fn->b, cg_i64(fn, 1), lgp, "pieces");
     /* thread 0 takes the next piece (the high half of the ticket word;
@@ -1438,8 +1429,8 @@ static weft_status emit_one_row(sk_fn *f, bool has_seed)
     cg_if_else(fn, &fixed);
     LLVMValueRef old = tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd, ticket,
                                       LLVMConstInt(i32, 1u << 16, 0));
-    LLVMBuildStore(fn->b, LLVMBuildLShr(fn->b, old, LLVMConstInt(i32, 16, 0), ""),
-                   slot);
+    LLVMBuildStore(
+        fn->b, LLVMBuildLShr(fn->b, old, LLVMConstInt(i32, 16, 0), ""), slot);
     cg_if_end(fn, &fixed);
     cg_if_end(fn, &take);
     tg->barrier(fn);
@@ -1452,18 +1443,18 @@ static weft_status emit_one_row(sk_fn *f, bool has_seed)
     LLVMValueRef b1 = LLVMBuildAdd(fn->b, b, cg_i64(fn, 1), "");
     LLVMValueRef lo = LLVMBuildAdd(
         fn->b, at,
-        LLVMBuildAnd(fn->b,
-                     LLVMBuildLShr(fn->b, LLVMBuildMul(fn->b, b, m, ""), lgp, ""),
-                     cg_i64(fn, -t), ""),
+        LLVMBuildAnd(
+            fn->b, LLVMBuildLShr(fn->b, LLVMBuildMul(fn->b, b, m, ""), lgp, ""),
+            cg_i64(fn, -t), ""),
         "");
     LLVMValueRef hi = LLVMBuildSelect(
         fn->b, LLVMBuildICmp(fn->b, LLVMIntEQ, b1, P, ""), end,
         LLVMBuildAdd(
             fn->b, at,
-            LLVMBuildAnd(fn->b,
-                         LLVMBuildLShr(fn->b, LLVMBuildMul(fn->b, b1, m, ""),
-                                       lgp, ""),
-                         cg_i64(fn, -t), ""),
+            LLVMBuildAnd(
+                fn->b,
+                LLVMBuildLShr(fn->b, LLVMBuildMul(fn->b, b1, m, ""), lgp, ""),
+                cg_i64(fn, -t), ""),
             ""),
         "");
     if ((s = fold_piece(f, &bk, &sr, lo, hi, LLVMBuildAdd(fn->b, p0, b, ""))) !=
@@ -1484,15 +1475,16 @@ static weft_status emit_seed(sk_fn *f, bool has_seed)
 {
     cg_fn *fn = &f->fn;
     const cg_target *tg = fn->target;
-    LLVMValueRef first = LLVMBuildICmp(
-        fn->b, LLVMIntEQ,
-        LLVMBuildOr(fn->b, cg_zext64(fn, tg->block_index(fn, 0)),
-                    cg_zext64(fn, tg->thread_index(fn, 0)), ""),
-        cg_i64(fn, 0), "");
+    LLVMValueRef first =
+        LLVMBuildICmp(fn->b, LLVMIntEQ,
+                      LLVMBuildOr(fn->b, cg_zext64(fn, tg->block_index(fn, 0)),
+                                  cg_zext64(fn, tg->thread_index(fn, 0)), ""),
+                      cg_i64(fn, 0), "");
     cg_if t0, parts;
     cg_if_begin(fn, &t0, first);
-    cg_if_begin(fn, &parts, LLVMBuildICmp(fn->b, LLVMIntSGE, f->grain,
-                                          cg_i64(fn, 2), "parts"));
+    cg_if_begin(
+        fn, &parts,
+        LLVMBuildICmp(fn->b, LLVMIntSGE, f->grain, cg_i64(fn, 2), "parts"));
     const cg_array *part = sk_aux_array(f, 0);
     cg_mut acc;
     cg_val x, y;

@@ -105,23 +105,22 @@
 
 enum {
     WARP = 32,
-    BLOCK = 256,                 /* the most threads of a block */
+    BLOCK = 256, /* the most threads of a block */
     MAX_WARPS = BLOCK / WARP,
-    FLAG_AGG = 1,                /* the status word's top two bits */
+    FLAG_AGG = 1, /* the status word's top two bits */
     FLAG_PREFIX = 2,
     AUX_STATUS = 0,
     AUX_TICKET = 1,
-    STAGE_BYTES = 32,            /* bytes of elements a thread stages in a
+    STAGE_BYTES = 32, /* bytes of elements a thread stages in a
                                     round (items_per_thread) */
     MAX_P = 8,
-    SHORT_SEG = 256,             /* a tile of no longer segments folds a
+    SHORT_SEG = 256, /* a tile of no longer segments folds a
                                     segment per thread (short_segments) */
-    MIN_BLOCKS = 3,              /* blocks resident a multiprocessor
+    MIN_BLOCKS = 3,  /* blocks resident a multiprocessor
                                     (launch bounds: 80 registers) */
 };
 
 /* ---- small helpers ---------------------------------------------------- */
-
 
 static LLVMTypeRef t_i64(cg_fn *fn)
 {
@@ -137,9 +136,6 @@ static LLVMValueRef c32(cg_fn *fn, int v)
 {
     return LLVMConstInt(t_i32(fn), (unsigned)v, 0);
 }
-
-
-
 
 static LLVMValueRef load64(cg_fn *fn, LLVMValueRef base, LLVMValueRef i)
 {
@@ -329,9 +325,9 @@ static void read_lengths(sk_fn *f, tile *T, LLVMValueRef t)
     LLVMBuildStore(fn->b, t, T->tp);
     LLVMValueRef sidx =
         LLVMBuildAdd(fn->b, tile_start(fn, T, t, NULL, NULL), T->tid, "");
-    LLVMValueRef ok = LLVMBuildAnd(
-        fn->b, LLVMBuildICmp(fn->b, LLVMIntULT, t, T->ntiles, ""),
-        LLVMBuildICmp(fn->b, LLVMIntULT, sidx, T->nseg, ""), "");
+    LLVMValueRef ok =
+        LLVMBuildAnd(fn->b, LLVMBuildICmp(fn->b, LLVMIntULT, t, T->ntiles, ""),
+                     LLVMBuildICmp(fn->b, LLVMIntULT, sidx, T->nseg, ""), "");
     LLVMBuildStore(fn->b, LLVMConstNull(cg_type(fn->llctx, lt)), T->rawp);
     cg_if in;
     cg_if_begin(fn, &in, ok);
@@ -395,16 +391,17 @@ static void scan_lengths(sk_fn *f, tile *T, LLVMValueRef len,
     LLVMValueRef negw = LLVMBuildOr(
         B,
         cg_zext64(fn, tg->ballot(fn, LLVMBuildICmp(B, LLVMIntSLT, len,
-                                              cg_i64(fn, 0), ""))),
-        LLVMBuildShl(B,
-                     cg_zext64(fn, tg->ballot(fn, LLVMBuildICmp(
-                                                 B, LLVMIntSGT, len,
-                                                 cg_i64(fn, SHORT_SEG), ""))),
-                     cg_i64(fn, 32), ""),
+                                                   cg_i64(fn, 0), ""))),
+        LLVMBuildShl(
+            B,
+            cg_zext64(fn,
+                      tg->ballot(fn, LLVMBuildICmp(B, LLVMIntSGT, len,
+                                                   cg_i64(fn, SHORT_SEG), ""))),
+            cg_i64(fn, 32), ""),
         "");
     cg_if last;
-    cg_if_begin(fn, &last, LLVMBuildICmp(B, LLVMIntEQ, T->lane,
-                                         cg_i64(fn, WARP - 1), ""));
+    cg_if_begin(fn, &last,
+                LLVMBuildICmp(B, LLVMIntEQ, T->lane, cg_i64(fn, WARP - 1), ""));
     store64(fn, T->sh_wsum, T->warp, x);
     store64(fn, T->sh_wneg, T->warp, negw);
     cg_if_end(fn, &last);
@@ -422,12 +419,11 @@ static void scan_lengths(sk_fn *f, tile *T, LLVMValueRef len,
         all = LLVMBuildAdd(B, all, ws, "");
         before = LLVMBuildAdd(
             B, before,
-            LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntULT, w, T->warp, ""),
-                            ws, cg_i64(fn, 0), ""),
+            LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntULT, w, T->warp, ""), ws,
+                            cg_i64(fn, 0), ""),
             "");
         flags = LLVMBuildOr(B, flags,
-                            LLVMBuildSelect(B, there,
-                                            load64(fn, T->sh_wneg, w),
+                            LLVMBuildSelect(B, there, load64(fn, T->sh_wneg, w),
                                             cg_i64(fn, 0), ""),
                             "");
     }
@@ -443,8 +439,8 @@ static void scan_lengths(sk_fn *f, tile *T, LLVMValueRef len,
  * the caller). */
 static LLVMValueRef pack(cg_fn *fn, int flag, LLVMValueRef v)
 {
-    LLVMValueRef bits = LLVMBuildAnd(fn->b, v,
-                                     cg_i64(fn, (INT64_C(1) << 62) - 1), "");
+    LLVMValueRef bits =
+        LLVMBuildAnd(fn->b, v, cg_i64(fn, (INT64_C(1) << 62) - 1), "");
     return LLVMBuildOr(fn->b, bits, cg_i64(fn, (int64_t)((uint64_t)flag << 62)),
                        "");
 }
@@ -483,15 +479,15 @@ static LLVMValueRef look_back(sk_fn *f, const tile *T, LLVMValueRef piece)
     LLVMValueRef j = LLVMBuildSub(
         fn->b, LLVMBuildSub(fn->b, end, cg_i64(fn, 1), ""), T->lane, "");
     LLVMValueRef inr = LLVMBuildICmp(fn->b, LLVMIntSGE, j, cg_i64(fn, 0), "");
-    LLVMValueRef gi =
-        LLVMBuildSelect(fn->b, inr, LLVMBuildAdd(fn->b, first, j, ""), T->t, "");
+    LLVMValueRef gi = LLVMBuildSelect(
+        fn->b, inr, LLVMBuildAdd(fn->b, first, j, ""), T->t, "");
     LLVMBuildBr(fn->b, spin);
     LLVMPositionBuilderAtEnd(fn->b, spin);
     LLVMValueRef word = sk_ptx_vload(fn, WEFT_I64, st->ptr[0], gi);
     /* lanes before the row's first piece count as a prefix of 0 */
-    word = LLVMBuildSelect(fn->b, inr, word,
-                           cg_i64(fn, (int64_t)((uint64_t)FLAG_PREFIX << 62)),
-                           "");
+    word =
+        LLVMBuildSelect(fn->b, inr, word,
+                        cg_i64(fn, (int64_t)((uint64_t)FLAG_PREFIX << 62)), "");
     LLVMValueRef fl = LLVMBuildTrunc(
         fn->b, LLVMBuildLShr(fn->b, word, cg_i64(fn, 62), ""), i32, "");
     LLVMValueRef pm = tg->ballot(
@@ -501,7 +497,8 @@ static LLVMValueRef look_back(sk_fn *f, const tile *T, LLVMValueRef piece)
     LLVMValueRef ctz_args[2] = {pm, i1c(fn, false)};
     LLVMValueRef fp = cg_intrinsic(fn, "llvm.cttz", &i32, 1, ctz_args, 2);
     /* lanes 0 .. fp (all 32 when there is no prefix) must be set */
-    LLVMValueRef upto = LLVMBuildShl(fn->b, cg_i64(fn, 2), cg_zext64(fn, fp), "");
+    LLVMValueRef upto =
+        LLVMBuildShl(fn->b, cg_i64(fn, 2), cg_zext64(fn, fp), "");
     LLVMValueRef need = LLVMBuildTrunc(
         fn->b, LLVMBuildSub(fn->b, upto, cg_i64(fn, 1), ""), i32, "");
     LLVMValueRef wait = LLVMBuildICmp(
@@ -512,8 +509,8 @@ static LLVMValueRef look_back(sk_fn *f, const tile *T, LLVMValueRef piece)
     LLVMValueRef v = LLVMBuildAShr(
         fn->b, LLVMBuildShl(fn->b, word, cg_i64(fn, 2), ""), cg_i64(fn, 2), "");
     v = LLVMBuildSelect(
-        fn->b, LLVMBuildICmp(fn->b, LLVMIntULE, T->lane, cg_zext64(fn, fp), ""), v,
-        cg_i64(fn, 0), "");
+        fn->b, LLVMBuildICmp(fn->b, LLVMIntULE, T->lane, cg_zext64(fn, fp), ""),
+        v, cg_i64(fn, 0), "");
     for (int d = 1; d < WARP; d *= 2) {
         v = LLVMBuildAdd(
             fn->b, v,
@@ -566,9 +563,8 @@ static LLVMValueRef split(sk_fn *f, const tile *T, LLVMValueRef d,
 {
     cg_fn *fn = &f->fn;
     LLVMTypeRef i64 = t_i64(fn);
-    LLVMValueRef lop = var(fn, i64,
-                           cg_smax(fn, cg_i64(fn, 0),
-                                LLVMBuildSub(fn->b, d, total, "")));
+    LLVMValueRef lop = var(
+        fn, i64, cg_smax(fn, cg_i64(fn, 0), LLVMBuildSub(fn->b, d, total, "")));
     LLVMValueRef hip = var(fn, i64, cg_smin(fn, d, T->nt));
     LLVMBasicBlockRef head =
         LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "mp.search");
@@ -585,8 +581,8 @@ static LLVMValueRef split(sk_fn *f, const tile *T, LLVMValueRef d,
     LLVMValueRef mid = LLVMBuildLShr(fn->b, LLVMBuildAdd(fn->b, lo, hi, ""),
                                      cg_i64(fn, 1), "");
     /* end `mid` comes before the diagonal: loc[mid + 1] <= d - mid - 1 */
-    LLVMValueRef e = load64(fn, T->sh_loc,
-                            LLVMBuildAdd(fn->b, mid, cg_i64(fn, 1), ""));
+    LLVMValueRef e =
+        load64(fn, T->sh_loc, LLVMBuildAdd(fn->b, mid, cg_i64(fn, 1), ""));
     LLVMValueRef before = LLVMBuildICmp(
         fn->b, LLVMIntSLE, e,
         LLVMBuildSub(fn->b, LLVMBuildSub(fn->b, d, mid, ""), cg_i64(fn, 1), ""),
@@ -614,8 +610,8 @@ static weft_status carry_front(sk_fn *f, LLVMValueRef pkey, LLVMValueRef pok,
                                const cg_val *pv, const carry *c)
 {
     cg_fn *fn = &f->fn;
-    LLVMValueRef same = LLVMBuildICmp(fn->b, LLVMIntEQ, pkey,
-                                      get(fn, t_i64(fn), c->key), "");
+    LLVMValueRef same =
+        LLVMBuildICmp(fn->b, LLVMIntEQ, pkey, get(fn, t_i64(fn), c->key), "");
     return opt_front(f, LLVMBuildAnd(fn->b, same, pok, ""), pv, &c->v);
 }
 
@@ -656,9 +652,8 @@ static weft_status carry_in(sk_fn *f, const carry *c, LLVMValueRef key,
 {
     cg_fn *fn = &f->fn;
     weft_status s;
-    LLVMValueRef fresh = LLVMBuildICmp(fn->b, LLVMIntEQ,
-                                       get(fn, t_i64(fn), c->key),
-                                       cg_i64(fn, -1), "");
+    LLVMValueRef fresh = LLVMBuildICmp(
+        fn->b, LLVMIntEQ, get(fn, t_i64(fn), c->key), cg_i64(fn, -1), "");
     cg_if nf;
     cg_if_begin(fn, &nf, fresh);
     LLVMBuildStore(fn->b, key, c->key);
@@ -725,8 +720,9 @@ static weft_status scan_carries(sk_fn *f, const tile *T, const carry *c,
     }
     LLVMValueRef key = get(fn, i64, c->key), ok = opt_valid(fn, &c->v);
     cg_if last;
-    cg_if_begin(fn, &last, LLVMBuildICmp(fn->b, LLVMIntEQ, T->lane,
-                                         cg_i64(fn, WARP - 1), ""));
+    cg_if_begin(
+        fn, &last,
+        LLVMBuildICmp(fn->b, LLVMIntEQ, T->lane, cg_i64(fn, WARP - 1), ""));
     slot_store(f, &T->sh_w, T->warp, key, ok, &v);
     cg_if_end(fn, &last);
     tg->barrier(fn);
@@ -767,9 +763,10 @@ static weft_status scan_carries(sk_fn *f, const tile *T, const carry *c,
     }
     /* the last thread: the round's carry . every warp's total, in order */
     cg_if lt;
-    cg_if_begin(fn, &lt, LLVMBuildICmp(fn->b, LLVMIntEQ, T->tid,
-                                       LLVMBuildSub(fn->b, T->bs, cg_i64(fn, 1),
-                                                    ""), ""));
+    cg_if_begin(fn, &lt,
+                LLVMBuildICmp(fn->b, LLVMIntEQ, T->tid,
+                              LLVMBuildSub(fn->b, T->bs, cg_i64(fn, 1), ""),
+                              ""));
     carry tot = {.key = var(fn, i64, rkey)};
     if ((s = opt_new(f, &tot.v)) != WEFT_OK) {
         return s;
@@ -785,8 +782,9 @@ static weft_status scan_carries(sk_fn *f, const tile *T, const carry *c,
         return s;
     }
     cg_if same;
-    cg_if_begin(fn, &same, LLVMBuildICmp(fn->b, LLVMIntEQ, tkey,
-                                         get(fn, i64, tot.key), ""));
+    cg_if_begin(
+        fn, &same,
+        LLVMBuildICmp(fn->b, LLVMIntEQ, tkey, get(fn, i64, tot.key), ""));
     s = opt_back(f, &tot.v, tok, &tv);
     cg_if_else(fn, &same);
     LLVMBuildStore(fn->b, tkey, tot.key);
@@ -801,8 +799,8 @@ static weft_status scan_carries(sk_fn *f, const tile *T, const carry *c,
     if ((s = cg_mut_get(fn, &tot.v.x, &tv2)) != WEFT_OK) {
         return s;
     }
-    slot_store(f, &T->sh_r, rout, get(fn, i64, tot.key),
-               opt_valid(fn, &tot.v), &tv2);
+    slot_store(f, &T->sh_r, rout, get(fn, i64, tot.key), opt_valid(fn, &tot.v),
+               &tv2);
     cg_if_end(fn, &lt);
     return WEFT_OK;
 }
@@ -825,8 +823,8 @@ static weft_status stage_round(sk_fn *f, const tile *T, LLVMValueRef j_lo,
     /* positions within the round (at most B P) in i32, the element's
      * index (i64) from the round's first */
     LLVMTypeRef i32 = t_i32(fn);
-    LLVMValueRef n = LLVMBuildTrunc(fn->b, LLVMBuildSub(fn->b, j_hi, j_lo, ""),
-                                    i32, "");
+    LLVMValueRef n =
+        LLVMBuildTrunc(fn->b, LLVMBuildSub(fn->b, j_hi, j_lo, ""), i32, "");
     LLVMValueRef last = LLVMBuildSub(fn->b, n, c32(fn, 1), "");
     LLVMValueRef first = LLVMBuildAdd(fn->b, base, j_lo, "");
     LLVMValueRef tid = LLVMBuildTrunc(fn->b, T->tid, i32, "");
@@ -843,8 +841,8 @@ static weft_status stage_round(sk_fn *f, const tile *T, LLVMValueRef j_lo,
         LLVMValueRef o = cg_intrinsic(fn, "llvm.umin", &i32, 1, args, 2);
         cg_val v;
         if ((s = sk_read(f, src,
-                         LLVMBuildAdd(fn->b, first, cg_zext64(fn, o), ""),
-                         NULL, &v)) != WEFT_OK) {
+                         LLVMBuildAdd(fn->b, first, cg_zext64(fn, o), ""), NULL,
+                         &v)) != WEFT_OK) {
             return s;
         }
         cg_mut_set(fn, &x[k], &v);
@@ -859,8 +857,8 @@ static weft_status stage_round(sk_fn *f, const tile *T, LLVMValueRef j_lo,
             s = cg_mut_get(fn, &x[k], &v);
         } else {
             s = sk_read(f, src,
-                        LLVMBuildAdd(fn->b, first, cg_zext64(fn, at), ""),
-                        NULL, &v);
+                        LLVMBuildAdd(fn->b, first, cg_zext64(fn, at), ""), NULL,
+                        &v);
         }
         if (s) {
             return s;
@@ -891,13 +889,14 @@ static weft_status walk(sk_fn *f, const tile *T, LLVMValueRef total,
     LLVMValueRef m = LLVMBuildAdd(fn->b, T->nt, total, "items");
     LLVMValueRef rounds = LLVMBuildUDiv(
         fn->b,
-        LLVMBuildAdd(fn->b, m, LLVMBuildSub(fn->b, Rmax, cg_i64(fn, 1), ""), ""),
+        LLVMBuildAdd(fn->b, m, LLVMBuildSub(fn->b, Rmax, cg_i64(fn, 1), ""),
+                     ""),
         Rmax, "rounds");
-    LLVMValueRef rb = LLVMBuildMul(fn->b, cg_smax(fn, rounds, cg_i64(fn, 1)),
-                                   T->bs, "");
+    LLVMValueRef rb =
+        LLVMBuildMul(fn->b, cg_smax(fn, rounds, cg_i64(fn, 1)), T->bs, "");
     LLVMValueRef P = LLVMBuildUDiv(
-        fn->b, LLVMBuildAdd(fn->b, m, LLVMBuildSub(fn->b, rb, cg_i64(fn, 1), ""),
-                            ""),
+        fn->b,
+        LLVMBuildAdd(fn->b, m, LLVMBuildSub(fn->b, rb, cg_i64(fn, 1), ""), ""),
         rb, "per");
     LLVMValueRef R = LLVMBuildMul(fn->b, T->bs, P, "R");
     /* nothing carried into the first round */
@@ -906,8 +905,8 @@ static weft_status walk(sk_fn *f, const tile *T, LLVMValueRef total,
         return s;
     }
     cg_if t0;
-    cg_if_begin(fn, &t0, LLVMBuildICmp(fn->b, LLVMIntEQ, T->tid, cg_i64(fn, 0),
-                                       ""));
+    cg_if_begin(fn, &t0,
+                LLVMBuildICmp(fn->b, LLVMIntEQ, T->tid, cg_i64(fn, 0), ""));
     slot_store(f, &T->sh_r, cg_i64(fn, 0), cg_i64(fn, -1), i1c(fn, false),
                &zero);
     cg_if_end(fn, &t0);
@@ -923,9 +922,10 @@ static weft_status walk(sk_fn *f, const tile *T, LLVMValueRef total,
     LLVMValueRef i0 = split(f, T, d0, total);
     store64(fn, T->sh_sp, T->tid, i0);
     cg_if tl;
-    cg_if_begin(fn, &tl, LLVMBuildICmp(fn->b, LLVMIntEQ, T->tid,
-                                       LLVMBuildSub(fn->b, T->bs, cg_i64(fn, 1),
-                                                    ""), ""));
+    cg_if_begin(fn, &tl,
+                LLVMBuildICmp(fn->b, LLVMIntEQ, T->tid,
+                              LLVMBuildSub(fn->b, T->bs, cg_i64(fn, 1), ""),
+                              ""));
     store64(fn, T->sh_sp, T->bs, split(f, T, d_hi, total));
     cg_if_end(fn, &tl);
     tg->barrier(fn);
@@ -956,7 +956,8 @@ static weft_status walk(sk_fn *f, const tile *T, LLVMValueRef total,
     LLVMValueRef i = get(fn, i64, ip), j = get(fn, i64, jp);
     LLVMValueRef has_end = LLVMBuildICmp(fn->b, LLVMIntSLT, i, T->nt, "");
     /* loc[i + 1] read only for an end of the tile (loc has nt + 1) */
-    LLVMValueRef at = cg_smin(fn, LLVMBuildAdd(fn->b, i, cg_i64(fn, 1), ""), T->nt);
+    LLVMValueRef at =
+        cg_smin(fn, LLVMBuildAdd(fn->b, i, cg_i64(fn, 1), ""), T->nt);
     LLVMValueRef ends = LLVMBuildAnd(
         fn->b, has_end,
         LLVMBuildICmp(fn->b, LLVMIntSLE, load64(fn, T->sh_loc, at), j, ""),
@@ -1012,8 +1013,8 @@ static weft_status walk(sk_fn *f, const tile *T, LLVMValueRef total,
     if ((s = cg_mut_get(fn, &c.v.x, &cv)) != WEFT_OK) {
         return s;
     }
-    LLVMValueRef same = LLVMBuildICmp(fn->b, LLVMIntEQ, get(fn, i64, c.key),
-                                      i0, "");
+    LLVMValueRef same =
+        LLVMBuildICmp(fn->b, LLVMIntEQ, get(fn, i64, c.key), i0, "");
     if ((s = opt_front(f, LLVMBuildAnd(fn->b, same, opt_valid(fn, &c.v), ""),
                        &cv, &first)) != WEFT_OK ||
         (s = put_result(f, LLVMBuildAdd(fn->b, qbase, i0, ""), &first)) !=
@@ -1034,8 +1035,8 @@ static weft_status slots_new(sk_fn *f, slots *sl, int n)
     int nleaf = cg_leaves(fn, f->e->k->op->type, &leaf);
     sl->key = tg->shared_array(fn, t_i64(fn), n);
     sl->ok = tg->shared_array(fn, t_i64(fn), n);
-    sl->val = fe_arena_alloc(fn->arena, sizeof *sl->val *
-                                            (size_t)(nleaf > 0 ? nleaf : 1));
+    sl->val = fe_arena_alloc(fn->arena,
+                             sizeof *sl->val * (size_t)(nleaf > 0 ? nleaf : 1));
     if (!sl->val) {
         return fe_oom("weft_compile");
     }
@@ -1078,8 +1079,8 @@ static weft_status tile_shared(sk_fn *f, tile *T)
     T->P = items_per_thread(f);
     const weft_type *leaf;
     int nleaf = cg_leaves(fn, f->e->k->op->type, &leaf);
-    T->sh_stage = fe_arena_alloc(fn->arena, sizeof *T->sh_stage *
-                                                (size_t)(nleaf > 0 ? nleaf : 1));
+    T->sh_stage = fe_arena_alloc(
+        fn->arena, sizeof *T->sh_stage * (size_t)(nleaf > 0 ? nleaf : 1));
     if (!T->sh_stage) {
         return fe_oom("weft_compile");
     }
@@ -1112,8 +1113,8 @@ static weft_status fold_staged(sk_fn *f, const tile *T, const cg_mut *acc,
         LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "fold.staged");
     LLVMBasicBlockRef done =
         LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "fold.done");
-    LLVMBuildCondBr(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, a32, b32, ""),
-                    body, done);
+    LLVMBuildCondBr(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, a32, b32, ""), body,
+                    done);
     LLVMPositionBuilderAtEnd(fn->b, body);
     LLVMValueRef k = LLVMBuildPhi(fn->b, i32, "k");
     LLVMAddIncoming(k, &a32, &guard, 1);
@@ -1169,9 +1170,8 @@ static weft_status short_segments(sk_fn *f, const tile *T, LLVMValueRef excl,
         R, "rounds");
     LLVMValueRef mine = LLVMBuildICmp(fn->b, LLVMIntSLT, T->tid, T->nt, "");
     LLVMValueRef e0 = excl;
-    LLVMValueRef e1 = LLVMBuildSelect(fn->b, mine,
-                                      LLVMBuildAdd(fn->b, excl, len, ""), excl,
-                                      "");
+    LLVMValueRef e1 = LLVMBuildSelect(
+        fn->b, mine, LLVMBuildAdd(fn->b, excl, len, ""), excl, "");
     cg_loop lr;
     LLVMValueRef r;
     cg_loop_begin(fn, &lr, cg_i64(fn, 0), rounds, &r);
@@ -1198,8 +1198,8 @@ static weft_status short_segments(sk_fn *f, const tile *T, LLVMValueRef excl,
     if ((s = cg_mut_get(fn, &acc, &y)) != WEFT_OK) {
         return s;
     }
-    cg_array_store(fn, sk_out_array(f, 0), LLVMBuildAdd(fn->b, qbase, T->tid, ""),
-                   &y);
+    cg_array_store(fn, sk_out_array(f, 0),
+                   LLVMBuildAdd(fn->b, qbase, T->tid, ""), &y);
     cg_if_end(fn, &in);
     return WEFT_OK;
 }
@@ -1226,33 +1226,33 @@ static weft_status one_tile(sk_fn *f, tile *T)
     scan_lengths(f, T, len, &excl, &total, &neg, &longer);
     store64(fn, T->sh_loc, T->tid, excl);
     cg_if lastt;
-    cg_if_begin(fn, &lastt, LLVMBuildICmp(fn->b, LLVMIntEQ, T->tid,
-                                          cg_i64(fn, 0), ""));
+    cg_if_begin(fn, &lastt,
+                LLVMBuildICmp(fn->b, LLVMIntEQ, T->tid, cg_i64(fn, 0), ""));
     store64(fn, T->sh_loc, T->nt, total);
     cg_if_end(fn, &lastt);
     /* 2. the prefix (warp 0) */
     cg_if w0;
-    cg_if_begin(fn, &w0, LLVMBuildICmp(fn->b, LLVMIntEQ, T->warp,
-                                       cg_i64(fn, 0), ""));
+    cg_if_begin(fn, &w0,
+                LLVMBuildICmp(fn->b, LLVMIntEQ, T->warp, cg_i64(fn, 0), ""));
     LLVMValueRef limit = LLVMBuildAdd(fn->b, T->inner, cg_i64(fn, 1), "");
     cg_if p0;
-    cg_if_begin(fn, &p0, LLVMBuildAnd(
-                             fn->b,
-                             LLVMBuildICmp(fn->b, LLVMIntEQ, T->lane,
-                                           cg_i64(fn, 0), ""),
-                             LLVMBuildICmp(fn->b, LLVMIntNE, piece,
-                                           cg_i64(fn, 0), ""), ""));
-    publish(f, T, FLAG_AGG, cg_smax(fn, cg_i64(fn, -1), cg_smin(fn, total, limit)));
+    cg_if_begin(
+        fn, &p0,
+        LLVMBuildAnd(
+            fn->b, LLVMBuildICmp(fn->b, LLVMIntEQ, T->lane, cg_i64(fn, 0), ""),
+            LLVMBuildICmp(fn->b, LLVMIntNE, piece, cg_i64(fn, 0), ""), ""));
+    publish(f, T, FLAG_AGG,
+            cg_smax(fn, cg_i64(fn, -1), cg_smin(fn, total, limit)));
     cg_if_end(fn, &p0);
     LLVMValueRef pre = look_back(f, T, piece);
     cg_if l0;
-    cg_if_begin(fn, &l0, LLVMBuildICmp(fn->b, LLVMIntEQ, T->lane,
-                                       cg_i64(fn, 0), ""));
+    cg_if_begin(fn, &l0,
+                LLVMBuildICmp(fn->b, LLVMIntEQ, T->lane, cg_i64(fn, 0), ""));
     /* the inclusive prefix, kept within [-1, inner + 1]: past that it is
      * an error anyway, and it stays far from the 62 bits */
-    LLVMValueRef incl = cg_smax(fn, cg_i64(fn, -1),
-                             cg_smin(fn, LLVMBuildAdd(fn->b, pre, total, ""),
-                                  limit));
+    LLVMValueRef incl =
+        cg_smax(fn, cg_i64(fn, -1),
+                cg_smin(fn, LLVMBuildAdd(fn->b, pre, total, ""), limit));
     publish(f, T, FLAG_PREFIX, incl);
     store64(fn, T->sh_prefix, cg_i64(fn, 0), pre);
     cg_if_end(fn, &l0);
@@ -1262,11 +1262,11 @@ static weft_status one_tile(sk_fn *f, tile *T)
     LLVMValueRef P = load64(fn, T->sh_prefix, cg_i64(fn, 0));
     LLVMValueRef bad = LLVMBuildOr(
         fn->b, neg,
-        LLVMBuildOr(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, P, cg_i64(fn, 0), ""),
-                    LLVMBuildICmp(fn->b, LLVMIntSGT,
-                                  LLVMBuildAdd(fn->b, P, total, ""), T->inner,
-                                  ""),
-                    ""),
+        LLVMBuildOr(
+            fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, P, cg_i64(fn, 0), ""),
+            LLVMBuildICmp(fn->b, LLVMIntSGT, LLVMBuildAdd(fn->b, P, total, ""),
+                          T->inner, ""),
+            ""),
         "bad");
     cg_if chk;
     cg_if_begin(fn, &chk, LLVMBuildAnd(fn->b, bad, inside, ""));
@@ -1278,8 +1278,9 @@ static weft_status one_tile(sk_fn *f, tile *T)
         LLVMValueRef isneg =
             LLVMBuildICmp(fn->b, LLVMIntSLT, len, cg_i64(fn, 0), "");
         cg_if n;
-        cg_if_begin(fn, &n, LLVMBuildAnd(fn->b, isneg, LLVMBuildNot(fn->b, huge,
-                                                                    ""), ""));
+        cg_if_begin(
+            fn, &n,
+            LLVMBuildAnd(fn->b, isneg, LLVMBuildNot(fn->b, huge, ""), ""));
         report(f, sidx, CG_ERR_SEG_NEG);
         cg_if_else(fn, &n);
         cg_if pp;
@@ -1291,10 +1292,11 @@ static weft_status one_tile(sk_fn *f, tile *T)
     cg_if_end(fn, &chk);
     /* 4. the fold of a good tile of a row that exists */
     cg_if go;
-    cg_if_begin(fn, &go, LLVMBuildAnd(
-                             fn->b, LLVMBuildNot(fn->b, bad, ""),
-                             LLVMBuildICmp(fn->b, LLVMIntULT, T->row, T->outer,
-                                           ""), ""));
+    cg_if_begin(
+        fn, &go,
+        LLVMBuildAnd(fn->b, LLVMBuildNot(fn->b, bad, ""),
+                     LLVMBuildICmp(fn->b, LLVMIntULT, T->row, T->outer, ""),
+                     ""));
     LLVMValueRef base = LLVMBuildAdd(
         fn->b, LLVMBuildMul(fn->b, T->row, T->inner, ""), P, "base");
     LLVMValueRef qbase = LLVMBuildAdd(
@@ -1348,8 +1350,8 @@ static weft_status emit_tiles(sk_fn *f)
     LLVMValueRef rows = cg_smax(fn, T.outer, cg_i64(fn, 1));
     T.ntiles = LLVMBuildMul(fn->b, rows, T.tpr, "tiles");
     T.tp = var(fn, t_i64(fn), cg_i64(fn, 0));
-    T.rawp = cg_alloca(fn, cg_type(fn->llctx, sk_kid_array(f, 2)->leaf[0]),
-                       "raw");
+    T.rawp =
+        cg_alloca(fn, cg_type(fn->llctx, sk_kid_array(f, 2)->leaf[0]), "raw");
     LLVMBasicBlockRef head =
         LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "tile");
     LLVMBasicBlockRef body =
@@ -1360,8 +1362,8 @@ static weft_status emit_tiles(sk_fn *f)
     LLVMPositionBuilderAtEnd(fn->b, head);
     tg->barrier(fn); /* the last tile's shared memory is read */
     cg_if t0;
-    cg_if_begin(fn, &t0, LLVMBuildICmp(fn->b, LLVMIntEQ, T.tid, cg_i64(fn, 0),
-                                       ""));
+    cg_if_begin(fn, &t0,
+                LLVMBuildICmp(fn->b, LLVMIntEQ, T.tid, cg_i64(fn, 0), ""));
     store64(fn, T.sh_tile, cg_i64(fn, 0),
             tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd,
                            sk_aux_array(f, AUX_TICKET)->ptr[0], cg_i64(fn, 1)));
@@ -1395,8 +1397,8 @@ static weft_status ptx_fold_seg_prepare(weft_context *ctx, fe_arena *arena,
     k->item_threads[0] = k->item_threads[1] = SK_ITEM_BLOCK;
     k->block_max = BLOCK;
     k->may_fail = true; /* the lengths are checked in the kernel */
-    weft_status s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX,
-                                AUX_STATUS, WEFT_I64, 1);
+    weft_status s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX, AUX_STATUS,
+                                WEFT_I64, 1);
     k->aux_item[AUX_STATUS] = k->nitem - 1;
     if (s == WEFT_OK) {
         s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX, AUX_TICKET,

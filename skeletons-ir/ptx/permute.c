@@ -78,7 +78,6 @@
  */
 #include "../sk.h"
 
-
 /* x as the integer of its bits (floats), or x. */
 static LLVMValueRef as_bits(cg_fn *fn, LLVMValueRef x)
 {
@@ -92,7 +91,7 @@ static LLVMValueRef as_bits(cg_fn *fn, LLVMValueRef x)
 }
 
 enum {
-    GROUP = 4,          /* consecutive sources a thread takes at a time */
+    GROUP = 4,           /* consecutive sources a thread takes at a time */
     PRIVATE_VERSION = 5, /* of entry 2's code (sk_kernel.flags, the key) */
     /* entry 2's launch bounds where the kernel is light: 2 blocks of 1024
      * threads an SM, as many threads as an SM holds, so at most 32
@@ -118,12 +117,11 @@ static weft_status private_put(sk_fn *f, const cg_array *copy,
     }
     LLVMTypeRef i1 = LLVMInt1TypeInContext(fn->llctx);
     LLVMValueRef keep = LLVMBuildNot(fn->b, e->ignored, "");
-    LLVMValueRef out = LLVMBuildAnd(fn->b, keep,
-                                    LLVMBuildNot(fn->b, e->inside, ""), "");
-    LLVMBuildStore(fn->b,
-                   LLVMBuildOr(fn->b, LLVMBuildLoad2(fn->b, i1, bad, ""), out,
-                               ""),
-                   bad);
+    LLVMValueRef out =
+        LLVMBuildAnd(fn->b, keep, LLVMBuildNot(fn->b, e->inside, ""), "");
+    LLVMBuildStore(
+        fn->b, LLVMBuildOr(fn->b, LLVMBuildLoad2(fn->b, i1, bad, ""), out, ""),
+        bad);
     cg_if in;
     cg_if_begin(fn, &in, LLVMBuildAnd(fn->b, keep, e->inside, ""));
     weft_status s = sk_permute_update_rmw(f, copy, e->j, &e->x);
@@ -164,11 +162,11 @@ static weft_status private_pair(sk_fn *f, const cg_array *copy,
     cg_fn *fn = &f->fn;
     LLVMValueRef four = cg_i64(fn, GROUP);
     cg_if both;
-    cg_if_begin(fn, &both, LLVMBuildICmp(fn->b, LLVMIntSLE,
-                                         LLVMBuildNSWAdd(fn->b, g[1], four, ""),
-                                         hi, ""));
-    weft_status s = sk_permute_group(f, copy, sext, ssize, g, 2, GROUP,
-                                     private_put, bad);
+    cg_if_begin(fn, &both,
+                LLVMBuildICmp(fn->b, LLVMIntSLE,
+                              LLVMBuildNSWAdd(fn->b, g[1], four, ""), hi, ""));
+    weft_status s =
+        sk_permute_group(f, copy, sext, ssize, g, 2, GROUP, private_put, bad);
     if (s) {
         return s;
     }
@@ -213,8 +211,8 @@ typedef struct acc_place {
 /* The words of bins accumulators of type ty, even (head of acc_place). */
 static LLVMValueRef acc_words(cg_fn *fn, LLVMValueRef bins, weft_type ty)
 {
-    LLVMValueRef bytes = LLVMBuildMul(
-        fn->b, bins, cg_i64(fn, (int64_t)weft_type_size(ty)), "");
+    LLVMValueRef bytes =
+        LLVMBuildMul(fn->b, bins, cg_i64(fn, (int64_t)weft_type_size(ty)), "");
     return LLVMBuildMul(
         fn->b,
         LLVMBuildUDiv(fn->b, LLVMBuildAdd(fn->b, bytes, cg_i64(fn, 7), ""),
@@ -233,19 +231,19 @@ static weft_status acc_place_of(sk_fn *f, acc_place *pa, LLVMValueRef bins)
     LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
     LLVMValueRef at = cg_i64(fn, 0);
     for (int l = 0; l < pa->nleaf; l++) {
-        pa->acc[l] = LLVMBuildInBoundsGEP2(fn->b, i32, aux->ptr[0], &at, 1,
-                                           "acc");
+        pa->acc[l] =
+            LLVMBuildInBoundsGEP2(fn->b, i32, aux->ptr[0], &at, 1, "acc");
         at = LLVMBuildAdd(fn->b, at, acc_words(fn, bins, pa->ty[l]), "");
     }
-    pa->ticket = LLVMBuildInBoundsGEP2(fn->b, i32, aux->ptr[0], &at, 1,
-                                       "ticket");
-    LLVMValueRef bit_words = LLVMBuildLShr(
-        fn->b, LLVMBuildAdd(fn->b, bins, cg_i64(fn, 31), ""), cg_i64(fn, 5),
-        "");
+    pa->ticket =
+        LLVMBuildInBoundsGEP2(fn->b, i32, aux->ptr[0], &at, 1, "ticket");
+    LLVMValueRef bit_words =
+        LLVMBuildLShr(fn->b, LLVMBuildAdd(fn->b, bins, cg_i64(fn, 31), ""),
+                      cg_i64(fn, 5), "");
     at = LLVMBuildAdd(fn->b, at, cg_i64(fn, 1), "");
     for (int l = 0; l < pa->nleaf; l++) {
-        pa->bits[l] = LLVMBuildInBoundsGEP2(fn->b, i32, aux->ptr[0], &at, 1,
-                                            "bits");
+        pa->bits[l] =
+            LLVMBuildInBoundsGEP2(fn->b, i32, aux->ptr[0], &at, 1, "bits");
         at = LLVMBuildAdd(fn->b, at, bit_words, "");
     }
     pa->words = at;
@@ -267,20 +265,15 @@ static LLVMAtomicRMWBinOp acc_op(LLVMAtomicRMWBinOp op, int bits,
     uint64_t ones = bits >= 64 ? ~0ull : (1ull << bits) - 1;
     *mask = 0;
     switch (op) {
-    case LLVMAtomicRMWBinOpAnd:
-        *mask = ones;
-        return LLVMAtomicRMWBinOpOr;
-    case LLVMAtomicRMWBinOpUMin:
-        *mask = ones;
-        return LLVMAtomicRMWBinOpUMax;
+    case LLVMAtomicRMWBinOpAnd: *mask = ones; return LLVMAtomicRMWBinOpOr;
+    case LLVMAtomicRMWBinOpUMin: *mask = ones; return LLVMAtomicRMWBinOpUMax;
     case LLVMAtomicRMWBinOpMax:
         *mask = 1ull << (bits - 1);
         return LLVMAtomicRMWBinOpUMax;
     case LLVMAtomicRMWBinOpMin:
         *mask = ones >> 1;
         return LLVMAtomicRMWBinOpUMax;
-    default:
-        return op;
+    default: return op;
     }
 }
 
@@ -388,11 +381,11 @@ static weft_status last_block(sk_fn *f, const acc_place *pa, LLVMValueRef bins,
             (unsigned)weft_type_size(ty));
         if (pa->op[l] == LLVMAtomicRMWBinOpFAdd) {
             LLVMValueRef bit;
-            LLVMValueRef word = load_seen(fn, i32, bit_of(fn, pa, l, b, &bit),
-                                          4);
-            hit[l] = LLVMBuildICmp(fn->b, LLVMIntNE,
-                                   LLVMBuildAnd(fn->b, word, bit, ""), zero32,
-                                   "");
+            LLVMValueRef word =
+                load_seen(fn, i32, bit_of(fn, pa, l, b, &bit), 4);
+            hit[l] =
+                LLVMBuildICmp(fn->b, LLVMIntNE,
+                              LLVMBuildAnd(fn->b, word, bit, ""), zero32, "");
         } else {
             uint64_t mask;
             acc_op(pa->op[l], fe_type_bits(ty), &mask);
@@ -432,15 +425,15 @@ static weft_status copy_at(cg_fn *fn, const cg_array *shared, LLVMValueRef at,
                            cg_array *copy)
 {
     *copy = *shared;
-    copy->ptr = fe_arena_alloc(fn->arena,
-                               sizeof *copy->ptr * (size_t)shared->nleaf);
+    copy->ptr =
+        fe_arena_alloc(fn->arena, sizeof *copy->ptr * (size_t)shared->nleaf);
     if (!copy->ptr) {
         return fe_oom("weft_compile");
     }
     for (int l = 0; l < shared->nleaf; l++) {
         copy->ptr[l] = LLVMBuildInBoundsGEP2(
-            fn->b, cg_mem_type(fn->llctx, shared->leaf[l]), shared->ptr[l],
-            &at, 1, "copy");
+            fn->b, cg_mem_type(fn->llctx, shared->leaf[l]), shared->ptr[l], &at,
+            1, "copy");
     }
     return WEFT_OK;
 }
@@ -464,15 +457,15 @@ static weft_status emit_private(sk_fn *f)
     }
     int64_t cap = SK_PERMUTE_SHARED_BYTES / elem;
     cg_array shared = *out;
-    shared.ptr = fe_arena_alloc(fn->arena,
-                                sizeof *shared.ptr * (size_t)out->nleaf);
+    shared.ptr =
+        fe_arena_alloc(fn->arena, sizeof *shared.ptr * (size_t)out->nleaf);
     if (!shared.ptr) {
         return fe_oom("weft_compile");
     }
     LLVMValueRef id[SK_PERMUTE_LEAVES_MAX];
     for (int l = 0; l < out->nleaf; l++) {
-        shared.ptr[l] = tg->shared_array(
-            fn, cg_mem_type(fn->llctx, out->leaf[l]), cap);
+        shared.ptr[l] =
+            tg->shared_array(fn, cg_mem_type(fn->llctx, out->leaf[l]), cap);
         id[l] = sk_permute_identity(fn, pa.op[l], out->leaf[l]);
     }
     LLVMValueRef bins = sk_size(f, out);
@@ -499,12 +492,12 @@ static weft_status emit_private(sk_fn *f)
     LLVMValueRef nb = LLVMBuildSelect(
         fn->b, LLVMBuildICmp(fn->b, LLVMIntSGT, bins, one, ""), bins, one, "");
     LLVMValueRef fit = LLVMBuildUDiv(fn->b, cg_i64(fn, cap), nb, "");
-    LLVMValueRef ncopy = LLVMBuildSelect(
-        fn->b, LLVMBuildICmp(fn->b, LLVMIntULT, fit, warps, ""), fit, warps,
-        "ncopy");
-    ncopy = LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntULT, ncopy, one,
-                                                 ""),
-                            one, ncopy, "");
+    LLVMValueRef ncopy =
+        LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntULT, fit, warps, ""),
+                        fit, warps, "ncopy");
+    ncopy =
+        LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntULT, ncopy, one, ""),
+                        one, ncopy, "");
     LLVMValueRef mine = LLVMBuildURem(
         fn->b, LLVMBuildLShr(fn->b, tid, cg_i64(fn, 5), ""), ncopy, "");
     cg_array copy;
@@ -514,9 +507,8 @@ static weft_status emit_private(sk_fn *f)
     }
     /* every copy starts at the identity */
     cg_sloop init;
-    LLVMValueRef b = cg_sloop_begin(fn, &init, tid,
-                                    LLVMBuildMul(fn->b, ncopy, bins, ""), bs,
-                                    "init");
+    LLVMValueRef b = cg_sloop_begin(
+        fn, &init, tid, LLVMBuildMul(fn->b, ncopy, bins, ""), bs, "init");
     for (int l = 0; l < out->nleaf; l++) {
         cg_store(fn, out->leaf[l], shared.ptr[l], b, id[l]);
     }
@@ -528,9 +520,9 @@ static weft_status emit_private(sk_fn *f)
         LLVMBuildSub(fn->b, LLVMBuildAdd(fn->b, f->n, f->grain, ""), one, ""),
         f->grain, "chunks");
     cg_sloop cl;
-    LLVMValueRef c = cg_sloop_begin(fn, &cl, cg_zext64(fn, tg->block_index(fn, 0)),
-                                    chunks, cg_zext64(fn, tg->grid_size(fn, 0)),
-                                    "chunk");
+    LLVMValueRef c =
+        cg_sloop_begin(fn, &cl, cg_zext64(fn, tg->block_index(fn, 0)), chunks,
+                       cg_zext64(fn, tg->grid_size(fn, 0)), "chunk");
     LLVMValueRef lo = LLVMBuildMul(fn->b, c, f->grain, "lo");
     LLVMValueRef hi = LLVMBuildAdd(fn->b, lo, f->grain, "");
     hi = LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, hi, f->n, ""),
@@ -573,9 +565,9 @@ static weft_status emit_private(sk_fn *f)
     }
     cg_mut_set(fn, &acc, &v);
     cg_sloop cc;
-    LLVMValueRef at = cg_sloop_begin(fn, &cc, LLVMBuildAdd(fn->b, b, bins, ""),
-                                     LLVMBuildMul(fn->b, ncopy, bins, ""),
-                                     bins, "copies");
+    LLVMValueRef at =
+        cg_sloop_begin(fn, &cc, LLVMBuildAdd(fn->b, b, bins, ""),
+                       LLVMBuildMul(fn->b, ncopy, bins, ""), bins, "copies");
     cg_val args[2], y;
     if ((s = cg_array_load(fn, &shared, at, &args[0])) != WEFT_OK ||
         (s = cg_mut_get(fn, &acc, &args[1])) != WEFT_OK ||
@@ -596,8 +588,8 @@ static weft_status emit_private(sk_fn *f)
             accumulate(f, &pa, l, b, v.v[l]);
         } else {
             LLVMValueRef p = LLVMBuildInBoundsGEP2(
-                fn->b, cg_mem_type(fn->llctx, out->leaf[l]), out->ptr[l], &b,
-                1, "");
+                fn->b, cg_mem_type(fn->llctx, out->leaf[l]), out->ptr[l], &b, 1,
+                "");
             tg->atomic_rmw(fn, pa.op[l], p, v.v[l]);
         }
         cg_if_end(fn, &touched);

@@ -149,9 +149,9 @@
 #include "../sk.h"
 
 enum {
-    WARP = 32,       /* lanes */
-    MAX_WARPS = 32,  /* warps of a block of 1024 threads */
-    BLOCK = 256,     /* the most threads of a block (sk_kernel.block_max);
+    WARP = 32,        /* lanes */
+    MAX_WARPS = 32,   /* warps of a block of 1024 threads */
+    BLOCK = 256,      /* the most threads of a block (sk_kernel.block_max);
                         with ITEM_BYTES and MIN_BLOCKS measured on an H200
                         for scanl1 (+) over 2^28 i32 (CUB 0.70 ms):
                         128 threads x 16 items 1.07 ms, 256 x 16 1.00,
@@ -160,13 +160,13 @@ enum {
                         per block, 1.91); a nanosleep in the look-back
                         spin and ld/st.relaxed.gpu for the status words
                         changed nothing measurable there */
-    MAX_ITEMS = 32,  /* the most chunks of 32 a warp owns in a tile */
+    MAX_ITEMS = 32,   /* the most chunks of 32 a warp owns in a tile */
     ITEM_BYTES = 128, /* ... and the most bytes of leaves a lane reads
                          (the staging areas of a block take 8 (32 + 1) of
                          them: 33 KiB, within the 48 KiB of static shared
                          memory a block may have; 512 threads would not
                          fit) */
-    MIN_BLOCKS = 4,  /* blocks of BLOCK resident per SM asked of ptxas for
+    MIN_BLOCKS = 4,   /* blocks of BLOCK resident per SM asked of ptxas for
                         a packed status (launch_bounds): 64 registers, no
                         spills for 32 i32 items in the relocatable code
                         the driver's link compiles (ptxas -c, 13.0,
@@ -200,8 +200,8 @@ static bool packed_status(weft_context *ctx, weft_type elt)
 {
     const weft_type *leaf;
     int n = fe_type_leaves(ctx, elt, &leaf);
-    return n == 1 && (leaf[0] == WEFT_I32 || leaf[0] == WEFT_U32 ||
-                      leaf[0] == WEFT_F32);
+    return n == 1 &&
+           (leaf[0] == WEFT_I32 || leaf[0] == WEFT_U32 || leaf[0] == WEFT_F32);
 }
 
 static weft_status ptx_scan_prepare(weft_context *ctx, fe_arena *arena,
@@ -226,8 +226,8 @@ static weft_status ptx_scan_prepare(weft_context *ctx, fe_arena *arena,
         if (aux[a].aux == AUX_FLAGS && packed) {
             t = WEFT_I64;
         }
-        weft_status s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX,
-                                    aux[a].aux, t, 1);
+        weft_status s =
+            sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX, aux[a].aux, t, 1);
         if (s) {
             return s;
         }
@@ -237,9 +237,6 @@ static weft_status ptx_scan_prepare(weft_context *ctx, fe_arena *arena,
 }
 
 /* ---- small helpers ---------------------------------------------------- */
-
-
-
 
 static LLVMValueRef i1_const(cg_fn *fn, bool v)
 {
@@ -328,8 +325,7 @@ static LLVMValueRef pack(cg_fn *fn, int flag, const cg_val *x)
 }
 
 /* The value of packed status word w, of element type elt. */
-static weft_status unpack(cg_fn *fn, weft_type elt, LLVMValueRef w,
-                          cg_val *out)
+static weft_status unpack(cg_fn *fn, weft_type elt, LLVMValueRef w, cg_val *out)
 {
     LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
     const weft_type *leaf;
@@ -378,8 +374,8 @@ static void loop_end_rolled(cg_fn *fn, cg_loop *l)
     LLVMMetadataRef kv[2] = {
         LLVMMDStringInContext2(c, "llvm.loop.vectorize.enable", 26),
         LLVMValueAsMetadata(LLVMConstInt(LLVMInt1TypeInContext(c), 0, 0))};
-    LLVMMetadataRef off = LLVMMDStringInContext2(c, "llvm.loop.unroll.disable",
-                                                 24);
+    LLVMMetadataRef off =
+        LLVMMDStringInContext2(c, "llvm.loop.unroll.disable", 24);
     LLVMMetadataRef self = LLVMTemporaryMDNode(c, NULL, 0);
     LLVMMetadataRef ops[3] = {self, LLVMMDNodeInContext2(c, kv, 2),
                               LLVMMDNodeInContext2(c, &off, 1)};
@@ -485,8 +481,8 @@ static weft_status warp_scan(sk_fn *f, const scan_info *in, const lanes *L,
         if ((s = cg_mut_get(fn, x, &cur)) != WEFT_OK) {
             return s;
         }
-        LLVMValueRef up = LLVMBuildICmp(fn->b, LLVMIntUGE, L->lane32,
-                                        i32_const(fn, d), "");
+        LLVMValueRef up =
+            LLVMBuildICmp(fn->b, LLVMIntUGE, L->lane32, i32_const(fn, d), "");
         if ((s = cg_val_make(fn, cur.n, &y)) != WEFT_OK) {
             return s;
         }
@@ -513,24 +509,24 @@ typedef struct tile {
     const scan_info *in;
     lanes L;
     int K;
-    bool packed;          /* packed_status */
-    LLVMValueRef m;       /* row length */
-    LLVMValueRef tpr;     /* tiles per row */
-    LLVMValueRef t;       /* the tile */
-    LLVMValueRef row, q;  /* its row and piece */
-    LLVMValueRef start;   /* i1: the first tile of a device's part of a
+    bool packed;         /* packed_status */
+    LLVMValueRef m;      /* row length */
+    LLVMValueRef tpr;    /* tiles per row */
+    LLVMValueRef t;      /* the tile */
+    LLVMValueRef row, q; /* its row and piece */
+    LLVMValueRef start;  /* i1: the first tile of a device's part of a
                              row over several ("Several devices"): its
                              prefix is none, not looked back for */
-    LLVMValueRef lo, hi;  /* its logical positions in the row */
-    LLVMValueRef seg;     /* the warp's first position */
-    LLVMValueRef whole;   /* i1: all the warp's 32 K positions are in the
+    LLVMValueRef lo, hi; /* its logical positions in the row */
+    LLVMValueRef seg;    /* the warp's first position */
+    LLVMValueRef whole;  /* i1: all the warp's 32 K positions are in the
                              tile (reads and writes need no guard) */
-    LLVMValueRef *wt;     /* shared, per leaf [32]: warp totals */
-    LLVMValueRef *wp;     /* shared, per leaf [32]: warp prefixes */
-    LLVMValueRef wpv;     /* shared i8 [32]: whether warp v has one */
-    LLVMValueRef *buf;    /* shared, per leaf: the warps' staging areas */
-    LLVMValueRef wbase;   /* this warp's area in buf: 32 K + K slots */
-    cg_mut pre;           /* the total of the warp's earlier lanes (none
+    LLVMValueRef *wt;    /* shared, per leaf [32]: warp totals */
+    LLVMValueRef *wp;    /* shared, per leaf [32]: warp prefixes */
+    LLVMValueRef wpv;    /* shared i8 [32]: whether warp v has one */
+    LLVMValueRef *buf;   /* shared, per leaf: the warps' staging areas */
+    LLVMValueRef wbase;  /* this warp's area in buf: 32 K + K slots */
+    cg_mut pre;          /* the total of the warp's earlier lanes (none
                              in lane 0); its leaves name the leaf types */
 } tile;
 
@@ -540,8 +536,8 @@ static LLVMValueRef phys(cg_fn *fn, const tile *T, LLVMValueRef p)
     if (T->in->left) {
         return p;
     }
-    return LLVMBuildSub(fn->b, LLVMBuildSub(fn->b, T->m, cg_i64(fn, 1), ""),
-                        p, "");
+    return LLVMBuildSub(fn->b, LLVMBuildSub(fn->b, T->m, cg_i64(fn, 1), ""), p,
+                        "");
 }
 
 /* Offset q (within the warp's 32 K positions) of item i of this lane:
@@ -577,9 +573,9 @@ static LLVMValueRef stripe_at(cg_fn *fn, const tile *T, LLVMValueRef i)
  * 0 .. K. */
 static LLVMValueRef items_in(cg_fn *fn, const tile *T)
 {
-    LLVMValueRef left = LLVMBuildSub(
-        fn->b, LLVMBuildSub(fn->b, T->hi, T->seg, ""),
-        LLVMBuildMul(fn->b, T->L.lane, cg_i64(fn, T->K), ""), "");
+    LLVMValueRef left =
+        LLVMBuildSub(fn->b, LLVMBuildSub(fn->b, T->hi, T->seg, ""),
+                     LLVMBuildMul(fn->b, T->L.lane, cg_i64(fn, T->K), ""), "");
     return cg_smin(fn, cg_smax(fn, left, cg_i64(fn, 0)), cg_i64(fn, T->K));
 }
 
@@ -587,11 +583,11 @@ static LLVMValueRef items_in(cg_fn *fn, const tile *T)
  * a prefix, 0 .. K. */
 static LLVMValueRef stripes_in(cg_fn *fn, const tile *T)
 {
-    LLVMValueRef left = cg_smax(
-        fn,
-        LLVMBuildSub(fn->b, LLVMBuildSub(fn->b, T->hi, T->seg, ""), T->L.lane,
-                     ""),
-        cg_i64(fn, 0));
+    LLVMValueRef left =
+        cg_smax(fn,
+                LLVMBuildSub(fn->b, LLVMBuildSub(fn->b, T->hi, T->seg, ""),
+                             T->L.lane, ""),
+                cg_i64(fn, 0));
     LLVMValueRef n = LLVMBuildLShr(
         fn->b, LLVMBuildAdd(fn->b, left, cg_i64(fn, WARP - 1), ""),
         cg_i64(fn, 5), "");
@@ -609,8 +605,7 @@ static LLVMValueRef slot(cg_fn *fn, const tile *T, LLVMValueRef q)
         "");
 }
 
-static void stage_put(cg_fn *fn, const tile *T, LLVMValueRef q,
-                      const cg_val *x)
+static void stage_put(cg_fn *fn, const tile *T, LLVMValueRef q, const cg_val *x)
 {
     for (int l = 0; l < x->n; l++) {
         cg_store(fn, T->pre.leaf[l], T->buf[l], slot(fn, T, q), x->v[l]);
@@ -724,9 +719,9 @@ static weft_status warp_chunks(sk_fn *f, tile *T, const sk_row *sr)
     cg_loop_begin(fn, &rd, cg_i64(fn, 0), stripes_in(fn, T), &i);
     LLVMValueRef q = stripe_at(fn, T, i);
     cg_val e;
-    if ((s = sk_row_read_in(
-             f, sr, phys(fn, T, LLVMBuildAdd(fn->b, T->seg, q, "")), &e)) !=
-        WEFT_OK) {
+    if ((s = sk_row_read_in(f, sr,
+                            phys(fn, T, LLVMBuildAdd(fn->b, T->seg, q, "")),
+                            &e)) != WEFT_OK) {
         return s;
     }
     stage_put(fn, T, q, &e);
@@ -738,9 +733,8 @@ static weft_status warp_chunks(sk_fn *f, tile *T, const sk_row *sr)
     cg_if_end(fn, &wh);
     /* across the lanes: lane l gets the total of lanes 0 .. l (the lanes
      * with positions are a prefix of the warp) */
-    LLVMValueRef has = lt(fn, LLVMBuildAdd(fn->b, T->seg, item_off(fn, T, 0),
-                                           ""),
-                          T->hi);
+    LLVMValueRef has =
+        lt(fn, LLVMBuildAdd(fn->b, T->seg, item_off(fn, T, 0), ""), T->hi);
     if ((s = warp_scan(f, in, L, &x, has)) != WEFT_OK) {
         return s;
     }
@@ -763,10 +757,10 @@ static weft_status warp_chunks(sk_fn *f, tile *T, const sk_row *sr)
                                       cg_i64(fn, T->K), "");
     LLVMValueRef last = cg_smin(fn, lane, cg_i64(fn, WARP - 1));
     cg_val total;
-    if ((s = shuffle_val(fn, &xs,
-                         LLVMBuildTrunc(fn->b, last,
-                                        LLVMInt32TypeInContext(fn->llctx), ""),
-                         &total)) != WEFT_OK) {
+    if ((s = shuffle_val(
+             fn, &xs,
+             LLVMBuildTrunc(fn->b, last, LLVMInt32TypeInContext(fn->llctx), ""),
+             &total)) != WEFT_OK) {
         return s;
     }
     LLVMValueRef busy = lt(fn, T->seg, T->hi);
@@ -831,7 +825,8 @@ static weft_status look_back(sk_fn *f, tile *T, const cg_mut *excl)
     LLVMValueRef ctz_args[2] = {pm, i1_const(fn, false)};
     LLVMValueRef fp = cg_intrinsic(fn, "llvm.cttz", &i32, 1, ctz_args, 2);
     /* lanes 0 .. fp (all 32 when there is no P) */
-    LLVMValueRef upto = LLVMBuildShl(fn->b, cg_i64(fn, 2), cg_zext64(fn, fp), "");
+    LLVMValueRef upto =
+        LLVMBuildShl(fn->b, cg_i64(fn, 2), cg_zext64(fn, fp), "");
     LLVMValueRef need = LLVMBuildTrunc(
         fn->b, LLVMBuildSub(fn->b, upto, cg_i64(fn, 1), ""), i32, "");
     LLVMValueRef wait = LLVMBuildNot(
@@ -923,8 +918,7 @@ static weft_status look_back(sk_fn *f, tile *T, const cg_mut *excl)
 /* Publish x as the tile's aggregate (aux AUX_AGG, flag FLAG_AGG) or
  * inclusive prefix (AUX_INCL, FLAG_PREFIX): the packed word, or the value,
  * a fence and the flag. */
-static void publish(sk_fn *f, const tile *T, int aux, int flag,
-                    const cg_val *x)
+static void publish(sk_fn *f, const tile *T, int aux, int flag, const cg_val *x)
 {
     cg_fn *fn = &f->fn;
     const cg_array *flags = sk_aux_array(f, AUX_FLAGS);
@@ -952,7 +946,7 @@ static weft_status tile_prefix(sk_fn *f, tile *T)
     LLVMValueRef span = cg_i64(fn, (int64_t)WARP * T->K);
     LLVMValueRef nvalid =
         cg_smin(fn, L->nwarp,
-              cg_ceil_div(fn, LLVMBuildSub(fn->b, T->hi, T->lo, ""), span));
+                cg_ceil_div(fn, LLVMBuildSub(fn->b, T->hi, T->lo, ""), span));
     LLVMValueRef wv = LLVMBuildICmp(fn->b, LLVMIntSLT, L->lane, nvalid, "");
     cg_mut x;
     cg_val z, e;
@@ -979,7 +973,8 @@ static weft_status tile_prefix(sk_fn *f, tile *T)
         return s;
     }
     LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
-    LLVMValueRef lastw = cg_smax(fn, LLVMBuildSub(fn->b, nvalid, one, ""), zero);
+    LLVMValueRef lastw =
+        cg_smax(fn, LLVMBuildSub(fn->b, nvalid, one, ""), zero);
     if ((s = shuffle_val(fn, &xs, LLVMBuildTrunc(fn->b, lastw, i32, ""),
                          &agg)) != WEFT_OK) {
         return s;
@@ -1214,8 +1209,7 @@ static weft_status tile_write(sk_fn *f, tile *T)
      * combine with the placeholder of a lane without) */
     LLVMValueRef before = LLVMBuildAnd(
         fn->b, LLVMBuildICmp(fn->b, LLVMIntNE, L->lane, cg_i64(fn, 0), ""),
-        lt(fn, LLVMBuildAdd(fn->b, T->seg, item_off(fn, T, 0), ""), T->hi),
-        "");
+        lt(fn, LLVMBuildAdd(fn->b, T->seg, item_off(fn, T, 0), ""), T->hi), "");
     LLVMValueRef lpv;
     if ((s = comb_opt(f, in, &w, wv, &pre, before, &lp, &lpv)) != WEFT_OK) {
         return s;
@@ -1246,11 +1240,11 @@ static weft_status tile_write(sk_fn *f, tile *T)
         if ((s = stage_get(fn, T, q, &y)) != WEFT_OK) {
             return s;
         }
-        cg_array_store(fn, out,
-                       LLVMBuildAdd(fn->b, obase,
-                                    phys(fn, T, LLVMBuildAdd(fn->b, T->seg, q,
-                                                             "")), ""),
-                       &y);
+        cg_array_store(
+            fn, out,
+            LLVMBuildAdd(fn->b, obase,
+                         phys(fn, T, LLVMBuildAdd(fn->b, T->seg, q, "")), ""),
+            &y);
     }
     cg_if_else(fn, &wh);
     cg_loop wr;
@@ -1261,11 +1255,11 @@ static weft_status tile_write(sk_fn *f, tile *T)
     if ((s = stage_get(fn, T, q, &y)) != WEFT_OK) {
         return s;
     }
-    cg_array_store(
-        fn, out,
-        LLVMBuildAdd(fn->b, obase,
-                     phys(fn, T, LLVMBuildAdd(fn->b, T->seg, q, "")), ""),
-        &y);
+    cg_array_store(fn, out,
+                   LLVMBuildAdd(fn->b, obase,
+                                phys(fn, T, LLVMBuildAdd(fn->b, T->seg, q, "")),
+                                ""),
+                   &y);
     loop_end_rolled(fn, &wr);
     cg_if_end(fn, &wh);
     return WEFT_OK;
@@ -1304,9 +1298,9 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in)
         rows = LLVMBuildMul(fn->b, rows, ext[d], "");
     }
     LLVMValueRef zero = cg_i64(fn, 0);
-    LLVMValueRef tsize = LLVMBuildMul(
-        fn->b, LLVMBuildMul(fn->b, L->nwarp, cg_i64(fn, WARP), ""),
-        cg_i64(fn, T.K), "tile");
+    LLVMValueRef tsize =
+        LLVMBuildMul(fn->b, LLVMBuildMul(fn->b, L->nwarp, cg_i64(fn, WARP), ""),
+                     cg_i64(fn, T.K), "tile");
     LLVMValueRef empty = LLVMBuildICmp(fn->b, LLVMIntEQ, T.m, zero, "");
     /* ceil(m / tsize) as ceil(ceil(m / 32 K) / nwarp): a constant divisor
      * (a multiplication), then a small one */
@@ -1350,8 +1344,8 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in)
     LLVMValueRef several =
         LLVMBuildICmp(fn->b, LLVMIntSGE, f->grain, cg_i64(fn, 2), "several");
     LLVMValueRef part = LLVMBuildSelect(
-        fn->b, several, LLVMBuildSub(fn->b, f->grain, cg_i64(fn, 2), ""),
-        zero, "part");
+        fn->b, several, LLVMBuildSub(fn->b, f->grain, cg_i64(fn, 2), ""), zero,
+        "part");
     LLVMValueRef from = LLVMBuildSelect(fn->b, several, f->first, zero, "");
     total = LLVMBuildSelect(fn->b, several, f->n, total, "");
     LLVMValueRef counter = LLVMBuildInBoundsGEP2(
@@ -1365,13 +1359,12 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in)
     LLVMPositionBuilderAtEnd(fn->b, head);
     cg_if t0;
     cg_if_begin(fn, &t0, eq(fn, L->tid, zero));
-    LLVMBuildStore(
-        fn->b,
-        LLVMBuildAdd(fn->b, from,
-                     tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd, counter,
-                                    cg_i64(fn, 1)),
-                     ""),
-        stile);
+    LLVMBuildStore(fn->b,
+                   LLVMBuildAdd(fn->b, from,
+                                tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd,
+                                               counter, cg_i64(fn, 1)),
+                                ""),
+                   stile);
     cg_if_end(fn, &t0);
     tg->barrier(fn);
     T.t = LLVMBuildLoad2(fn->b, i64, stile, "t");
@@ -1459,7 +1452,8 @@ static weft_status emit_offsets(sk_fn *f, const scan_info *in)
 #define PART_AT(q) LLVMBuildSDiv(fn->b, LLVMBuildMul(fn->b, T, (q), ""), D, "")
     LLVMValueRef lo = LLVMBuildMul(fn->b, PART_AT(r), ts, "lo");
     LLVMValueRef hi = cg_smin(
-        fn, LLVMBuildMul(fn->b, PART_AT(LLVMBuildAdd(fn->b, r, one, "")), ts, ""),
+        fn,
+        LLVMBuildMul(fn->b, PART_AT(LLVMBuildAdd(fn->b, r, one, "")), ts, ""),
         m);
     /* o: the last tiles' prefixes of parts 0 .. r - 1, in order */
     cg_mut o;
@@ -1492,15 +1486,16 @@ static weft_status emit_offsets(sk_fn *f, const scan_info *in)
     const cg_array *out = sk_out_array(f, 0);
     LLVMValueRef bs = cg_zext64(fn, tg->block_size(fn, 0));
     LLVMValueRef gtid = LLVMBuildAdd(
-        fn->b, LLVMBuildMul(fn->b, cg_zext64(fn, tg->block_index(fn, 0)), bs, ""),
+        fn->b,
+        LLVMBuildMul(fn->b, cg_zext64(fn, tg->block_index(fn, 0)), bs, ""),
         cg_zext64(fn, tg->thread_index(fn, 0)), "");
     cg_sloop ps;
     LLVMValueRef p = cg_sloop_begin(
         fn, &ps, LLVMBuildAdd(fn->b, lo, gtid, ""), hi,
         LLVMBuildMul(fn->b, cg_zext64(fn, tg->grid_size(fn, 0)), bs, ""), "p");
-    LLVMValueRef j = in->left ? p
-                              : LLVMBuildSub(fn->b, LLVMBuildSub(fn->b, m, one, ""),
-                                             p, "");
+    LLVMValueRef j =
+        in->left ? p
+                 : LLVMBuildSub(fn->b, LLVMBuildSub(fn->b, m, one, ""), p, "");
     if ((s = cg_array_load(fn, out, j, &x)) != WEFT_OK ||
         (s = comb(f, in, &ov, &x, &y)) != WEFT_OK) {
         return s;

@@ -71,10 +71,10 @@
 #include "../sk.h"
 
 enum {
-    BLOCK = 256,       /* the threads the phases are written for */
-    TILE_W = 64,       /* the widest tile */
-    TILE_H = 32,       /* the tallest tile */
-    MIN_W = 32,        /* a warp's columns */
+    BLOCK = 256, /* the threads the phases are written for */
+    TILE_W = 64, /* the widest tile */
+    TILE_H = 32, /* the tallest tile */
+    MIN_W = 32,  /* a warp's columns */
     MIN_H = 8,
     /* shared bytes of one block's tiles (both sides): 24 KiB lets 8 blocks
      * of 256 threads (every thread an SM holds) stay resident in the 228
@@ -170,12 +170,12 @@ typedef struct tside {
     const cg_array *a;
     int rank;
     int wz, wy, wx, hz, hy, hx; /* window extents and radii (rank 2: wz 1) */
-    int lh, lw;               /* a plane of the tile with its halo; the
+    int lh, lw;                 /* a plane of the tile with its halo; the
                                  tile has wz planes */
-    LLVMValueRef ez, ey, ex;  /* the array's extents (rank 2: ez NULL) */
+    LLVMValueRef ez, ey, ex;    /* the array's extents (rank 2: ez NULL) */
     weft_boundary_kind bnd;
-    const cg_val *cval;       /* constant boundary value, or NULL */
-    LLVMValueRef *sh;         /* a shared array per leaf (lh lw elements) */
+    const cg_val *cval; /* constant boundary value, or NULL */
+    LLVMValueRef *sh;   /* a shared array per leaf (lh lw elements) */
 } tside;
 
 static LLVMValueRef i32c(cg_fn *fn, int64_t x)
@@ -183,7 +183,6 @@ static LLVMValueRef i32c(cg_fn *fn, int64_t x)
     return LLVMConstInt(LLVMInt32TypeInContext(fn->llctx),
                         (unsigned long long)x, 1);
 }
-
 
 /* The loop over the BLOCK threads that the unrolled code is written
  * for, played by the bs of the block: v = tid, tid + bs, ... < BLOCK
@@ -197,8 +196,8 @@ static LLVMValueRef i32c(cg_fn *fn, int64_t x)
 static LLVMValueRef virtual_begin(cg_fn *fn, cg_sloop *l, LLVMValueRef tid,
                                   LLVMValueRef bs)
 {
-    LLVMValueRef v = cg_sloop_begin(fn, l, cg_zext64(fn, tid), cg_i64(fn, BLOCK),
-                                    cg_zext64(fn, bs), "v");
+    LLVMValueRef v = cg_sloop_begin(fn, l, cg_zext64(fn, tid),
+                                    cg_i64(fn, BLOCK), cg_zext64(fn, bs), "v");
     return LLVMBuildTrunc(fn->b, sk_ptx_opaque(fn, v),
                           LLVMInt32TypeInContext(fn->llctx), "");
 }
@@ -221,12 +220,12 @@ static LLVMValueRef repeat(cg_fn *fn, LLVMValueRef x0, LLVMValueRef n,
 {
     LLVMBuilderRef B = fn->b;
     LLVMBasicBlockRef pre = LLVMGetInsertBlock(B);
-    LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(fn->llctx, fn->fn,
-                                                           "bound");
-    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(fn->llctx, fn->fn,
-                                                           "bound.step");
-    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(fn->llctx, fn->fn,
-                                                           "bound.done");
+    LLVMBasicBlockRef head =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "bound");
+    LLVMBasicBlockRef body =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "bound.step");
+    LLVMBasicBlockRef done =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "bound.done");
     LLVMBuildBr(B, head);
     LLVMPositionBuilderAtEnd(B, head);
     LLVMValueRef x = LLVMBuildPhi(B, LLVMTypeOf(x0), "x");
@@ -259,10 +258,11 @@ static LLVMValueRef mirror_step(cg_fn *fn, LLVMValueRef x, LLVMValueRef n)
 {
     LLVMBuilderRef B = fn->b;
     LLVMValueRef neg = LLVMBuildICmp(B, LLVMIntSLT, x, cg_i64(fn, 0), "");
-    LLVMValueRef hi = LLVMBuildSub(
-        B, LLVMBuildSub(B, LLVMBuildShl(B, n, cg_i64(fn, 1), ""), cg_i64(fn, 2),
-                        ""),
-        x, "");
+    LLVMValueRef hi =
+        LLVMBuildSub(B,
+                     LLVMBuildSub(B, LLVMBuildShl(B, n, cg_i64(fn, 1), ""),
+                                  cg_i64(fn, 2), ""),
+                     x, "");
     return LLVMBuildSelect(B, neg, LLVMBuildNeg(B, x, ""), hi, "");
 }
 
@@ -277,8 +277,7 @@ static LLVMValueRef bound(cg_fn *fn, weft_boundary_kind b, LLVMValueRef i,
 {
     LLVMBuilderRef B = fn->b;
     switch (b) {
-    case WEFT_BOUNDARY_WRAP:
-        return repeat(fn, i, n, outside, wrap_step);
+    case WEFT_BOUNDARY_WRAP: return repeat(fn, i, n, outside, wrap_step);
     case WEFT_BOUNDARY_MIRROR: {
         LLVMValueRef one = LLVMBuildICmp(B, LLVMIntEQ, n, cg_i64(fn, 1), "");
         LLVMValueRef x = LLVMBuildSelect(B, one, cg_i64(fn, 0), i, "");
@@ -330,9 +329,9 @@ static weft_status side_init(sk_fn *f, tside *sd, int which, int tw, int th)
         return fe_oom("weft_compile");
     }
     for (int l = 0; l < sd->a->nleaf; l++) {
-        sd->sh[l] = fn->target->shared_array(
-            fn, cg_mem_type(fn->llctx, sd->a->leaf[l]),
-            (int64_t)sd->wz * sd->lh * sd->lw);
+        sd->sh[l] =
+            fn->target->shared_array(fn, cg_mem_type(fn->llctx, sd->a->leaf[l]),
+                                     (int64_t)sd->wz * sd->lh * sd->lw);
     }
     return WEFT_OK;
 }
@@ -369,10 +368,10 @@ static weft_status load_plane(sk_fn *f, const tside *sd, LLVMValueRef tid,
     cg_fn *fn = &f->fn;
     LLVMBuilderRef B = fn->b;
     LLVMValueRef m = sd->ex;
-    int rp = BLOCK / tw;                      /* middle rows a round */
-    int km = (sd->lh + rp - 1) / rp;          /* middle rounds */
-    int hc = 2 * sd->hx, nh = sd->lh * hc;    /* halo columns, elements */
-    int kh = (nh + BLOCK - 1) / BLOCK;        /* halo rounds */
+    int rp = BLOCK / tw;                   /* middle rows a round */
+    int km = (sd->lh + rp - 1) / rp;       /* middle rounds */
+    int hc = 2 * sd->hx, nh = sd->lh * hc; /* halo columns, elements */
+    int kh = (nh + BLOCK - 1) / BLOCK;     /* halo rounds */
     tload *ld = fe_arena_alloc(f->e->arena, sizeof *ld * (size_t)(km + kh));
     if (!ld) {
         return fe_oom("weft_compile");
@@ -380,26 +379,26 @@ static weft_status load_plane(sk_fn *f, const tside *sd, LLVMValueRef tid,
     LLVMValueRef r0 = LLVMBuildUDiv(B, tid, i32c(fn, tw), "");
     LLVMValueRef c0 = LLVMBuildAdd(B, LLVMBuildURem(B, tid, i32c(fn, tw), ""),
                                    i32c(fn, sd->hx), "");
-    LLVMValueRef mid = LLVMBuildAdd(
-        B, base,
-        LLVMBuildAdd(B, LLVMBuildMul(B, cg_zext64(fn, r0), m, ""), cg_zext64(fn, c0), ""),
-        "mid");
+    LLVMValueRef mid =
+        LLVMBuildAdd(B, base,
+                     LLVMBuildAdd(B, LLVMBuildMul(B, cg_zext64(fn, r0), m, ""),
+                                  cg_zext64(fn, c0), ""),
+                     "mid");
     LLVMValueRef step = LLVMBuildMul(B, m, cg_i64(fn, rp), "");
     int n = 0;
     for (int k = 0; k < km; k++, n++) {
         LLVMValueRef r = LLVMBuildAdd(B, r0, i32c(fn, (int64_t)k * rp), "");
         ld[n].ok = NULL;
-        LLVMValueRef at = LLVMBuildAdd(
-            B, mid, LLVMBuildMul(B, step, cg_i64(fn, k), ""), "");
+        LLVMValueRef at =
+            LLVMBuildAdd(B, mid, LLVMBuildMul(B, step, cg_i64(fn, k), ""), "");
         if ((k + 1) * rp > sd->lh) {
             /* rows past the tile read its last row */
-            LLVMValueRef in = LLVMBuildICmp(B, LLVMIntULT, r,
-                                            i32c(fn, sd->lh), "");
+            LLVMValueRef in =
+                LLVMBuildICmp(B, LLVMIntULT, r, i32c(fn, sd->lh), "");
             ld[n].ok = in;
             LLVMValueRef last = LLVMBuildAdd(
                 B, base,
-                LLVMBuildAdd(B,
-                             LLVMBuildMul(B, cg_i64(fn, sd->lh - 1), m, ""),
+                LLVMBuildAdd(B, LLVMBuildMul(B, cg_i64(fn, sd->lh - 1), m, ""),
                              cg_zext64(fn, c0), ""),
                 "");
             at = LLVMBuildSelect(B, in, at, last, "");
@@ -423,7 +422,8 @@ static weft_status load_plane(sk_fn *f, const tside *sd, LLVMValueRef tid,
             LLVMBuildAdd(B, j, i32c(fn, tw), ""), "");
         ld[n].at = LLVMBuildAdd(
             B, base,
-            LLVMBuildAdd(B, LLVMBuildMul(B, cg_zext64(fn, r), m, ""), cg_zext64(fn, c), ""),
+            LLVMBuildAdd(B, LLVMBuildMul(B, cg_zext64(fn, r), m, ""),
+                         cg_zext64(fn, c), ""),
             "");
         ld[n].e = LLVMBuildAdd(B, LLVMBuildMul(B, r, i32c(fn, sd->lw), ""),
                                LLVMBuildAdd(B, c, i32c(fn, soff), ""), "");
@@ -473,8 +473,7 @@ static weft_status load_interior(sk_fn *f, const tside *sd, LLVMValueRef tid,
         LLVMValueRef base = LLVMBuildAdd(
             B, LLVMBuildMul(B, halo_row(fn, sd, tp->z, tp->y0, pz), sd->ex, ""),
             LLVMBuildSub(B, tp->x0, cg_i64(fn, sd->hx), ""), "base");
-        weft_status s =
-            load_plane(f, sd, tid, base, pz * sd->lh * sd->lw, tw);
+        weft_status s = load_plane(f, sd, tid, base, pz * sd->lh * sd->lw, tw);
         if (s) {
             return s;
         }
@@ -496,8 +495,8 @@ static weft_status load_border(sk_fn *f, const tside *sd, LLVMValueRef tid,
     LLVMValueRef e64 = cg_sloop_begin(fn, &l, cg_zext64(fn, tid),
                                       cg_i64(fn, (int64_t)sd->wz * plane),
                                       cg_zext64(fn, bs), "e");
-    LLVMValueRef e = LLVMBuildTrunc(B, e64, LLVMInt32TypeInContext(fn->llctx),
-                                    "");
+    LLVMValueRef e =
+        LLVMBuildTrunc(B, e64, LLVMInt32TypeInContext(fn->llctx), "");
     LLVMValueRef lw = i32c(fn, sd->lw);
     LLVMValueRef in_plane = LLVMBuildURem(B, e, i32c(fn, plane), "");
     LLVMValueRef r = cg_zext64(fn, LLVMBuildUDiv(B, in_plane, lw, ""));
@@ -509,7 +508,8 @@ static weft_status load_border(sk_fn *f, const tside *sd, LLVMValueRef tid,
         LLVMBuildAdd(B, y0, LLVMBuildSub(B, r, cg_i64(fn, sd->hy), ""), ""),
         sd->ey, &in_y);
     if (sd->rank == 3) {
-        LLVMValueRef pz = cg_zext64(fn, LLVMBuildUDiv(B, e, i32c(fn, plane), ""));
+        LLVMValueRef pz =
+            cg_zext64(fn, LLVMBuildUDiv(B, e, i32c(fn, plane), ""));
         LLVMValueRef gz = bound(
             fn, sd->bnd,
             LLVMBuildAdd(B, z, LLVMBuildSub(B, pz, cg_i64(fn, sd->hz), ""), ""),
@@ -560,8 +560,7 @@ static LLVMValueRef tile_inside(cg_fn *fn, const tside *sd, const tpos *tp,
         LLVMBuildAnd(B, span_inside(fn, tp->y0, th, sd->hy, sd->ey),
                      span_inside(fn, tp->x0, tw, sd->hx, sd->ex), "");
     if (sd->rank == 3) {
-        in = LLVMBuildAnd(B, in, span_inside(fn, tp->z, 1, sd->hz, sd->ez),
-                          "");
+        in = LLVMBuildAnd(B, in, span_inside(fn, tp->z, 1, sd->hz, sd->ez), "");
     }
     return in;
 }
@@ -624,8 +623,8 @@ static weft_status apply_full(sk_fn *f, const tside *sd, int nside,
     LLVMValueRef r0 = cg_zext64(fn, LLVMBuildUDiv(B, tid, i32c(fn, tw), ""));
     LLVMValueRef c = cg_zext64(fn, LLVMBuildURem(B, tid, i32c(fn, tw), ""));
     /* round k: row r0 + k rp, so every position steps by a constant */
-    LLVMValueRef row = LLVMBuildAdd(B, tp->orow, LLVMBuildAdd(B, tp->y0, r0, ""),
-                                    "");
+    LLVMValueRef row =
+        LLVMBuildAdd(B, tp->orow, LLVMBuildAdd(B, tp->y0, r0, ""), "");
     LLVMValueRef pos0 = LLVMBuildAdd(B, LLVMBuildMul(B, row, tp->X, ""),
                                      LLVMBuildAdd(B, tp->x0, c, ""), "pos0");
     LLVMValueRef pstep = LLVMBuildMul(B, tp->X, cg_i64(fn, rp), "");
@@ -653,17 +652,17 @@ static weft_status apply_full(sk_fn *f, const tside *sd, int nside,
  * bs, ... of the tile (row e / tw, column e % tw) that lie inside the
  * result. */
 static weft_status apply_tile(sk_fn *f, const tside *sd, int nside,
-                              LLVMValueRef tid, LLVMValueRef bs,
-                              const tpos *tp, int tw, int th, cg_val *args)
+                              LLVMValueRef tid, LLVMValueRef bs, const tpos *tp,
+                              int tw, int th, cg_val *args)
 {
     cg_fn *fn = &f->fn;
     LLVMBuilderRef B = fn->b;
     cg_sloop l;
-    LLVMValueRef e = LLVMBuildTrunc(
-        B,
-        cg_sloop_begin(fn, &l, cg_zext64(fn, tid), cg_i64(fn, (int64_t)tw * th),
-                       cg_zext64(fn, bs), "e"),
-        LLVMInt32TypeInContext(fn->llctx), "");
+    LLVMValueRef e = LLVMBuildTrunc(B,
+                                    cg_sloop_begin(fn, &l, cg_zext64(fn, tid),
+                                                   cg_i64(fn, (int64_t)tw * th),
+                                                   cg_zext64(fn, bs), "e"),
+                                    LLVMInt32TypeInContext(fn->llctx), "");
     LLVMValueRef r = cg_zext64(fn, LLVMBuildUDiv(B, e, i32c(fn, tw), ""));
     LLVMValueRef c = cg_zext64(fn, LLVMBuildURem(B, e, i32c(fn, tw), ""));
     LLVMValueRef y = LLVMBuildAdd(B, tp->y0, r, "y");
@@ -746,10 +745,11 @@ static weft_status emit_tiled(sk_fn *f, int tw, int th)
         tp.z = tp.orow = cg_i64(fn, 0);
     }
     tp.y0 = LLVMBuildMul(B, cg_zext64(fn, q), cg_i64(fn, th), "y0");
-    LLVMValueRef interior = LLVMConstInt(LLVMInt1TypeInContext(fn->llctx), 1, 0);
+    LLVMValueRef interior =
+        LLVMConstInt(LLVMInt1TypeInContext(fn->llctx), 1, 0);
     for (int i = 0; i < nside; i++) {
-        interior = LLVMBuildAnd(B, interior, tile_inside(fn, &sd[i], &tp, tw, th),
-                                "");
+        interior =
+            LLVMBuildAnd(B, interior, tile_inside(fn, &sd[i], &tp, tw, th), "");
     }
     /* load: unrolled where the tile is interior */
     cg_if ii;

@@ -69,10 +69,8 @@
 
 /* Kernels of the PTX target's own, by family (NULL: the shared one). */
 static const sk_skeleton *const ptx_own[SK_FAMILY_COUNT_] = {
-    [SK_FOLD] = &sk_ptx_fold,
-    [SK_SCAN] = &sk_ptx_scan,
-    [SK_PERMUTE] = &sk_ptx_permute,
-    [SK_FOLD_SEG] = &sk_ptx_fold_seg,
+    [SK_FOLD] = &sk_ptx_fold,       [SK_SCAN] = &sk_ptx_scan,
+    [SK_PERMUTE] = &sk_ptx_permute, [SK_FOLD_SEG] = &sk_ptx_fold_seg,
     [SK_STENCIL] = &sk_ptx_stencil,
 };
 
@@ -161,8 +159,8 @@ static void ptx_range_begin(sk_fn *f)
     const cg_target *t = fn->target;
     LLVMBuilderRef b = fn->b;
     int most = f->e->k->block_max > 0 ? f->e->k->block_max
-               : f->e->stage            ? SK_PTX_STAGED_BLOCK
-                                        : SK_PTX_ELEMENT_BLOCK;
+               : f->e->stage          ? SK_PTX_STAGED_BLOCK
+                                      : SK_PTX_ELEMENT_BLOCK;
     cg_ptx_launch_bounds(fn, most, f->e->stage ? SK_PTX_STAGED_MIN_BLOCKS : 0);
     LLVMValueRef bs = cg_zext64(fn, t->block_size(fn, 0));
     LLVMValueRef gid = LLVMBuildAdd(
@@ -186,7 +184,8 @@ static void ptx_range_begin(sk_fn *f)
     f->loop_head = LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "chunk");
     LLVMBasicBlockRef body =
         LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "chunk.body");
-    f->loop_exit = LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "chunk.end");
+    f->loop_exit =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "chunk.end");
     LLVMBuildBr(b, f->loop_head);
     LLVMPositionBuilderAtEnd(b, f->loop_head);
     f->loop_i = LLVMBuildPhi(b, LLVMInt64TypeInContext(fn->llctx), "c");
@@ -223,7 +222,7 @@ const sk_target sk_target_ptx = {
     .entry_begin = ptx_entry_begin,
     .range_begin = ptx_range_begin,
     .range_end = ptx_range_end,
-    .chunk_elems = 4,    /* runtime-gpu's element-wise grain: 16 bytes of f32 */
+    .chunk_elems = 4, /* runtime-gpu's element-wise grain: 16 bytes of f32 */
     .array_align = FE_DEVICE_ALIGN, /* cuMemAlloc blocks; caller memory
                                        is checked (lib/array.c) */
 };

@@ -62,18 +62,14 @@ weft_type fz_ty_leaf(fz_ty t, int i)
 weft_type fz_ty_weft(weft_context *ctx, fz_ty t)
 {
     switch (t.kind) {
-    case FZ_SCALAR:
-        return t.s[0];
-    case FZ_DIMT:
-        return WEFT_DIM(t.n);
-    default:
-        return weft_type_tuple(ctx, t.n, t.s);
+    case FZ_SCALAR: return t.s[0];
+    case FZ_DIMT: return WEFT_DIM(t.n);
+    default: return weft_type_tuple(ctx, t.n, t.s);
     }
 }
 
-static const char *tnames[] = {"?",   "bool", "i8",  "i16", "i32",
-                               "i64", "u8",   "u16", "u32", "u64",
-                               "f16", "f32",  "f64"};
+static const char *tnames[] = {"?",   "bool", "i8",  "i16", "i32", "i64", "u8",
+                               "u16", "u32",  "u64", "f16", "f32", "f64"};
 
 const char *fz_tname(weft_type t)
 {
@@ -300,7 +296,7 @@ uint16_t fz_half_from_double(double d)
         return sign; /* below half the smallest subnormal (ties to 0) */
     }
     int e;
-    frexp(a, &e); /* a = m * 2^e, 0.5 <= m < 1 */
+    frexp(a, &e);    /* a = m * 2^e, 0.5 <= m < 1 */
     int exp = e - 1; /* a = 1.f * 2^exp */
     if (exp < -14) {
         exp = -14; /* subnormal: unit 2^-24 */

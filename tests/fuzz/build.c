@@ -47,10 +47,8 @@ static weft_afun *G(bstate *s, int i)
 #define ARGS_2(a, b) ARGS_1(a), b(s, k[1])
 #define ARGS_3(a, b, c) ARGS_2(a, b), c(s, k[2])
 #define ARGS_4(a, b, c, d) ARGS_3(a, b, c), d(s, k[3])
-#define BUILD_CALL(op, call, kids)                                           \
-    case op:                                                                 \
-        r = weft_##call(ARGS kids);                                          \
-        break;
+#define BUILD_CALL(op, call, kids)                                             \
+    case op: r = weft_##call(ARGS kids); break;
 #define BUILD_SPECIAL(op, call, kids)
 
 static weft_boundary boundary(bstate *s, int kind, int value_kid)
@@ -78,12 +76,8 @@ static void *bnode(bstate *s, int i)
 #define FZ_OP(op, name, how, call, kids) BUILD_##how(op, call, kids)
 #include "ops.h"
 #undef FZ_OP
-    case E_CONST:
-        r = weft_const(p, n->ty.s[0], &n->val);
-        break;
-    case E_ARG:
-        r = weft_arg(F(s, n->aux), n->aux2);
-        break;
+    case E_CONST: r = weft_const(p, n->ty.s[0], &n->val); break;
+    case E_ARG: r = weft_arg(F(s, n->aux), n->aux2); break;
     case E_PRIM:
         r = n->nkid == 1 ? weft_prim1((weft_op)n->aux, E(s, k[0]))
                          : weft_prim2((weft_op)n->aux, E(s, k[0]), E(s, k[1]));
@@ -111,12 +105,8 @@ static void *bnode(bstate *s, int i)
                              : weft_index(p, n->nkid, c);
         break;
     }
-    case E_GET:
-        r = weft_get(E(s, k[0]), n->aux);
-        break;
-    case E_IGNORE:
-        r = weft_ignore(p, n->ty.n);
-        break;
+    case E_GET: r = weft_get(E(s, k[0]), n->aux); break;
+    case E_IGNORE: r = weft_ignore(p, n->ty.n); break;
     case E_APPLY: {
         weft_exp *a[FZ_MAXK];
         for (int j = 1; j < n->nkid; j++) {
@@ -167,9 +157,7 @@ static void *bnode(bstate *s, int i)
         }
         break;
     }
-    case A_AARG:
-        r = weft_afun_arg((weft_afun *)bnode(s, n->aux));
-        break;
+    case A_AARG: r = weft_afun_arg((weft_afun *)bnode(s, n->aux)); break;
     case A_REPLICATE:
     case A_SLICE: {
         weft_exp *spec[8];
@@ -220,11 +208,8 @@ static void *bnode(bstate *s, int i)
         r = weft_atuple(p, n->nkid, c);
         break;
     }
-    case A_AGET:
-        r = weft_aget(A(s, k[0]), n->aux);
-        break;
-    default:
-        break;
+    case A_AGET: r = weft_aget(A(s, k[0]), n->aux); break;
+    default: break;
     }
     s->memo[i] = r;
     return r;

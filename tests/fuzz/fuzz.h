@@ -31,8 +31,8 @@
 
 #include "weft.h"
 
-#define FZ_MAXK 8     /* kids of one node */
-#define FZ_MAXT 3     /* components of a tuple element type */
+#define FZ_MAXK 8 /* kids of one node */
+#define FZ_MAXT 3 /* components of a tuple element type */
 #define FZ_MAXNODES 1024
 #define FZ_MAXROOTS 3
 
@@ -51,8 +51,8 @@ typedef struct fz_ty {
 fz_ty fz_scalar(weft_type t);
 fz_ty fz_dim(int rank);
 bool fz_ty_eq(fz_ty a, fz_ty b);
-int fz_ty_leaves(fz_ty t);                  /* buffers of an array of t */
-weft_type fz_ty_leaf(fz_ty t, int i);       /* scalar type of leaf i */
+int fz_ty_leaves(fz_ty t);            /* buffers of an array of t */
+weft_type fz_ty_leaf(fz_ty t, int i); /* scalar type of leaf i */
 weft_type fz_ty_weft(weft_context *ctx, fz_ty t);
 void fz_ty_str(fz_ty t, char *buf, size_t n);
 const char *fz_tname(weft_type t);
@@ -80,44 +80,44 @@ typedef struct fz_node {
     fz_op op;
     int nkid;
     int kid[FZ_MAXK];
-    fz_ty ty;        /* scalar terms: the type; arrays: the element type */
-    int rank;        /* arrays */
-    int arity;       /* arrays: arrays in the term (a tuple of arrays > 1) */
+    fz_ty ty;  /* scalar terms: the type; arrays: the element type */
+    int rank;  /* arrays */
+    int arity; /* arrays: arrays in the term (a tuple of arrays > 1) */
     int aux, aux2;
-    uint64_t val;    /* E_CONST */
+    uint64_t val;        /* E_CONST */
     int win[3], win2[3]; /* stencils */
     /* functions: nargs arguments, the first cnt[0] of type argt[0], the
      * next cnt[1] of argt[1], the rest of argt[2] */
     int nargs, cnt[3];
     fz_ty argt[3];
-    int64_t sh[3];   /* A_USE: the shape; others: as the generator knew it */
-    bool shk;        /* sh known */
+    int64_t sh[3]; /* A_USE: the shape; others: as the generator knew it */
+    bool shk;      /* sh known */
     void *data[FZ_MAXT]; /* A_USE: a buffer per leaf (malloc'd) */
-    bool inexact;    /* may hold floats that differ between backends */
-    bool unordered;  /* may hold floats of an f16 sum or product whose
+    bool inexact;        /* may hold floats that differ between backends */
+    bool unordered;      /* may hold floats of an f16 sum or product whose
                         order is unspecified: not compared at all */
-    bool partial;    /* scalar: may fail at run (div, !, conversion) */
-    int scope;       /* the function or afun node it was made in, -1 top */
-    bool dead;       /* dropped by the shrinker */
+    bool partial;        /* scalar: may fail at run (div, !, conversion) */
+    int scope;           /* the function or afun node it was made in, -1 top */
+    bool dead;           /* dropped by the shrinker */
 } fz_node;
 
 typedef struct fz_prog {
     int n;
-    fz_node *node;       /* node[0..n-1] */
+    fz_node *node; /* node[0..n-1] */
     int nroot;
     int root[FZ_MAXROOTS];
     uint64_t seed;
-    unsigned features;   /* FZ_F_* it was generated with */
+    unsigned features; /* FZ_F_* it was generated with */
 } fz_prog;
 
 fz_prog *fz_prog_new(void);
 fz_prog *fz_prog_clone(const fz_prog *p);
 void fz_prog_free(fz_prog *p);
-int fz_node_add(fz_prog *p, fz_node n);   /* -1 when full */
+int fz_node_add(fz_prog *p, fz_node n); /* -1 when full */
 int64_t fz_use_size(const fz_node *n);
 bool fz_is_array_op(fz_op op);
 const char *fz_op_name(fz_op op);
-int fz_count_live(const fz_prog *p);     /* nodes reachable from the roots */
+int fz_count_live(const fz_prog *p); /* nodes reachable from the roots */
 void fz_mark_live(const fz_prog *p, bool *live);
 
 /* ------------------------------------------------------------------------
@@ -129,8 +129,8 @@ typedef struct fz_rng {
 } fz_rng;
 
 uint64_t fz_next(fz_rng *r);
-int fz_below(fz_rng *r, int n);      /* 0 .. n-1 */
-bool fz_chance(fz_rng *r, int pct);  /* true pct% of the time */
+int fz_below(fz_rng *r, int n);     /* 0 .. n-1 */
+bool fz_chance(fz_rng *r, int pct); /* true pct% of the time */
 
 /* Half precision by hand (round to nearest even). */
 uint16_t fz_half_from_double(double d);
@@ -142,28 +142,28 @@ double fz_half_to_double(uint16_t h);
 
 /* Features the generator may use: all on by default; --without NAME turns
  * one off (for a construct known to be broken while it is being fixed). */
-#define FZ_FEATURES(X)                                                       \
-    X(PERMUTE, "permute")                                                    \
-    X(STENCIL, "stencil")                                                    \
-    X(AWHILE, "awhile")                                                      \
-    X(WHILE, "while")                                                        \
-    X(SEG, "seg")                                                            \
-    X(SCAN, "scan")                                                          \
-    X(FOLD, "fold")                                                          \
-    X(TUPLES, "tuples")                                                      \
-    X(F16, "f16")                                                            \
-    X(INEXACT, "inexact")                                                    \
-    X(PARTIAL, "partial")                                                    \
-    X(BIG, "big")                                                            \
-    X(PARAM, "param")                                                        \
-    X(ACOND, "acond")                                                        \
+#define FZ_FEATURES(X)                                                         \
+    X(PERMUTE, "permute")                                                      \
+    X(STENCIL, "stencil")                                                      \
+    X(AWHILE, "awhile")                                                        \
+    X(WHILE, "while")                                                          \
+    X(SEG, "seg")                                                              \
+    X(SCAN, "scan")                                                            \
+    X(FOLD, "fold")                                                            \
+    X(TUPLES, "tuples")                                                        \
+    X(F16, "f16")                                                              \
+    X(INEXACT, "inexact")                                                      \
+    X(PARTIAL, "partial")                                                      \
+    X(BIG, "big")                                                              \
+    X(PARAM, "param")                                                          \
+    X(ACOND, "acond")                                                          \
     X(SHAPEOPS, "shapeops")
 
 enum {
 #define FZ_FEATURE_BIT(name, str) FZ_FB_##name,
     FZ_FEATURES(FZ_FEATURE_BIT)
 #undef FZ_FEATURE_BIT
-    FZ_NFEATURES
+        FZ_NFEATURES
 };
 #define FZ_F(name) (1u << FZ_FB_##name)
 #define FZ_F_ALL ((1u << FZ_NFEATURES) - 1)
@@ -178,11 +178,11 @@ typedef struct fz_built {
     weft_program *p;
     weft_acc *results[FZ_MAXROOTS];
     int nresults;
-    int nouts;                    /* arrays the executable returns */
-    weft_array *params[64];       /* in weft_param order (owned) */
+    int nouts;              /* arrays the executable returns */
+    weft_array *params[64]; /* in weft_param order (owned) */
     int nparams;
-    int out_root[16];             /* per output: its root */
-    int out_comp[16];             /* per output: component of that root */
+    int out_root[16]; /* per output: its root */
+    int out_comp[16]; /* per output: component of that root */
 } fz_built;
 
 /* Build prog in ctx.  WEFT_OK, or the program's builder status (message
@@ -197,7 +197,7 @@ void fz_built_free(fz_built *b);
 #define FZ_MAX_CONFIGS 7 /* the oracle and the configurations main.c knows */
 
 typedef struct fz_config {
-    const char *name;   /* "interp", "cpu", "cpu-nofuse", ... */
+    const char *name; /* "interp", "cpu", "cpu-nofuse", ... */
     weft_backend backend;
     unsigned flags;
     weft_context *ctx;
@@ -207,7 +207,7 @@ typedef struct fz_result {
     weft_status status;
     char msg[256];
     int nouts;
-    weft_type type[16];      /* per output leaf buffer, flattened below */
+    weft_type type[16]; /* per output leaf buffer, flattened below */
     int rank[16];
     int64_t shape[16][8];
     int nleaf[16];
@@ -222,25 +222,25 @@ void fz_run_one(const fz_prog *prog, fz_config *c, fz_result *r);
 
 enum {
     FZ_SAME = 0,
-    FZ_SKIP,          /* the oracle failed in a way that an unchecked
+    FZ_SKIP,  /* the oracle failed in a way that an unchecked
                          backend may not report; not compared */
-    FZ_BUILD,         /* the program does not build (generator bug) */
+    FZ_BUILD, /* the program does not build (generator bug) */
     FZ_DIFF_STATUS,
     FZ_DIFF_SHAPE,
     FZ_DIFF_VALUE,
-    FZ_CRASH,         /* the worker died (signal) or hung */
-    FZ_INTERNAL,      /* some configuration said WEFT_ERR_INTERNAL */
-    FZ_OTHER_ERROR,   /* both failed at run, with different errors: agreed
+    FZ_CRASH,       /* the worker died (signal) or hung */
+    FZ_INTERNAL,    /* some configuration said WEFT_ERR_INTERNAL */
+    FZ_OTHER_ERROR, /* both failed at run, with different errors: agreed
                          unless --strict-status */
-    FZ_FUSED_OK,      /* the oracle failed at run, a fused compiled run did
+    FZ_FUSED_OK,    /* the oracle failed at run, a fused compiled run did
                          not: it never computed the failing element (agreed,
                          docs/language.md, "Fusion") */
 };
 
 /* Compare the result of config c against the oracle's; a description of
  * the first difference goes to why (size n). */
-int fz_compare(const fz_prog *prog, const fz_result *oracle,
-               const fz_result *r, char *why, size_t n);
+int fz_compare(const fz_prog *prog, const fz_result *oracle, const fz_result *r,
+               char *why, size_t n);
 
 /* How often the oracle returned each status (in this process). */
 extern long fz_oracle_status[32];

@@ -38,8 +38,8 @@ typedef struct gen {
     fz_rng r;
     fz_prog *p;
     unsigned feat;
-    int budget;   /* nodes left */
-    int stk[32];  /* open functions and array functions */
+    int budget;  /* nodes left */
+    int stk[32]; /* open functions and array functions */
     int nstk;
     int nparam;
 } gen;
@@ -175,8 +175,8 @@ static weft_type rand_scalar(gen *g)
 
 static weft_type rand_int_type(gen *g)
 {
-    static const weft_type ints[] = {WEFT_I8,  WEFT_I16, WEFT_I32, WEFT_I64,
-                                     WEFT_U8,  WEFT_U16, WEFT_U32, WEFT_U64};
+    static const weft_type ints[] = {WEFT_I8, WEFT_I16, WEFT_I32, WEFT_I64,
+                                     WEFT_U8, WEFT_U16, WEFT_U32, WEFT_U64};
     return ints[fz_below(&g->r, 8)];
 }
 
@@ -238,22 +238,23 @@ static uint64_t rand_value(gen *g, weft_type t, int edge)
         uint64_t v;
         if (fz_chance(r, edge)) {
             switch (fz_below(r, 5)) {
-            case 0: v = ~(uint64_t)0; break;                  /* -1, max */
-            case 1: v = (uint64_t)1 << (w - 1); break;        /* min */
-            case 2: v = ((uint64_t)1 << (w - 1)) - 1; break;  /* max */
+            case 0: v = ~(uint64_t)0; break;                 /* -1, max */
+            case 1: v = (uint64_t)1 << (w - 1); break;       /* min */
+            case 2: v = ((uint64_t)1 << (w - 1)) - 1; break; /* max */
             case 3: v = fz_next(r); break;
-            default: v = (uint64_t)w; break;                  /* the width */
+            default: v = (uint64_t)w; break; /* the width */
             }
         } else {
-            v = (uint64_t)(int64_t)(fz_below(r, 21) - (fz_is_signed(t) ? 10 : 0));
+            v = (uint64_t)(int64_t)(fz_below(r, 21) -
+                                    (fz_is_signed(t) ? 10 : 0));
         }
         return mask_bits(t, v);
     }
     double d;
     if (fz_chance(r, edge)) {
-        static const double edges[] = {0.0, -0.0, NAN, INFINITY, -INFINITY,
-                                       1e10, -1e10, 65504.0, 1e-40, 0.5,
-                                       2.5, -2.5, 2147483648.0, 1e300};
+        static const double edges[] = {
+            0.0,     -0.0,  NAN, INFINITY, -INFINITY, 1e10,         -1e10,
+            65504.0, 1e-40, 0.5, 2.5,      -2.5,      2147483648.0, 1e300};
         d = edges[fz_below(r, 14)];
     } else if (fz_chance(r, 70)) {
         d = fz_below(r, 21) - 10;
@@ -428,8 +429,8 @@ static int mix_in(gen *g, int body, int x, fz_ty ty)
     const fz_node *xn = &g->p->node[x];
     weft_type t = ty.s[0], xt = xn->ty.s[0];
     fz_ty b = fz_scalar(WEFT_BOOL);
-    if (xn->ty.kind != FZ_SCALAR || (fz_is_float(xt) && !fz_is_float(t) &&
-                                     t != WEFT_BOOL)) {
+    if (xn->ty.kind != FZ_SCALAR ||
+        (fz_is_float(xt) && !fz_is_float(t) && t != WEFT_BOOL)) {
         return body;
     }
     if (t == WEFT_BOOL) {
@@ -444,8 +445,8 @@ static int mix_in(gen *g, int body, int x, fz_ty ty)
     m.aux = WEFT_OP_CONVERT;
     m.ty = ty;
     int c = add(g, m, 1, (int[]){x});
-    return prim2(g, fz_chance(&g->r, 50) ? WEFT_OP_ADD : WEFT_OP_SUB, ty,
-                 body, c);
+    return prim2(g, fz_chance(&g->r, 50) ? WEFT_OP_ADD : WEFT_OP_SUB, ty, body,
+                 c);
 }
 
 static int fun_close(gen *g, int f, int body)
@@ -541,16 +542,14 @@ static int gen_combine(gen *g, fz_ty ty)
         }
         weft_op op;
         if (t == WEFT_BOOL) {
-            static const weft_op ops[] = {WEFT_OP_BAND, WEFT_OP_BOR,
-                                          WEFT_OP_BXOR, WEFT_OP_MIN,
-                                          WEFT_OP_MAX, WEFT_OP_AND,
-                                          WEFT_OP_OR};
+            static const weft_op ops[] = {
+                WEFT_OP_BAND, WEFT_OP_BOR, WEFT_OP_BXOR, WEFT_OP_MIN,
+                WEFT_OP_MAX,  WEFT_OP_AND, WEFT_OP_OR};
             op = ops[fz_below(&g->r, 7)];
         } else if (fz_is_int(t)) {
-            static const weft_op ops[] = {WEFT_OP_ADD, WEFT_OP_MUL,
-                                          WEFT_OP_BAND, WEFT_OP_BOR,
-                                          WEFT_OP_BXOR, WEFT_OP_MIN,
-                                          WEFT_OP_MAX, WEFT_OP_ADD};
+            static const weft_op ops[] = {
+                WEFT_OP_ADD,  WEFT_OP_MUL, WEFT_OP_BAND, WEFT_OP_BOR,
+                WEFT_OP_BXOR, WEFT_OP_MIN, WEFT_OP_MAX,  WEFT_OP_ADD};
             op = ops[fz_below(&g->r, 8)];
         } else {
             op = fz_chance(&g->r, 75) ? WEFT_OP_ADD : WEFT_OP_MUL;
@@ -561,8 +560,8 @@ static int gen_combine(gen *g, fz_ty ty)
         }
         comp[i] = prim2(g, op, fz_scalar(t), xi, yi);
     }
-    int body = n == 1 && ty.kind == FZ_SCALAR ? comp[0]
-                                               : mk(g, E_TUPLE, ty, n, comp);
+    int body =
+        n == 1 && ty.kind == FZ_SCALAR ? comp[0] : mk(g, E_TUPLE, ty, n, comp);
     fun_close(g, f, body);
     g->p->node[f].inexact = inexact;
     g->p->node[f].unordered = unordered;
@@ -577,14 +576,23 @@ static int gen_combine(gen *g, fz_ty ty)
 static bool is_inexact_op(weft_op op)
 {
     switch (op) {
-    case WEFT_OP_POW: case WEFT_OP_ATAN2: case WEFT_OP_EXP: case WEFT_OP_LOG:
-    case WEFT_OP_SIN: case WEFT_OP_COS: case WEFT_OP_TAN: case WEFT_OP_ASIN:
-    case WEFT_OP_ACOS: case WEFT_OP_ATAN: case WEFT_OP_SINH:
-    case WEFT_OP_COSH: case WEFT_OP_TANH: case WEFT_OP_ASINH:
-    case WEFT_OP_ACOSH: case WEFT_OP_ATANH:
-        return true;
-    default:
-        return false;
+    case WEFT_OP_POW:
+    case WEFT_OP_ATAN2:
+    case WEFT_OP_EXP:
+    case WEFT_OP_LOG:
+    case WEFT_OP_SIN:
+    case WEFT_OP_COS:
+    case WEFT_OP_TAN:
+    case WEFT_OP_ASIN:
+    case WEFT_OP_ACOS:
+    case WEFT_OP_ATAN:
+    case WEFT_OP_SINH:
+    case WEFT_OP_COSH:
+    case WEFT_OP_TANH:
+    case WEFT_OP_ASINH:
+    case WEFT_OP_ACOSH:
+    case WEFT_OP_ATANH: return true;
+    default: return false;
     }
 }
 
@@ -679,9 +687,9 @@ static int gen_while(gen *g, fz_ty ty, int depth, bool exact)
     fz_ty st = {FZ_TUPLE, 2, {WEFT_I32, ty.s[0], 0}};
     fz_ty i32 = fz_scalar(WEFT_I32), b = fz_scalar(WEFT_BOOL);
     bool inex = !exact && HAS(INEXACT);
-    int init = mk(g, E_TUPLE, st, 2,
-                  (int[]){const_of(g, WEFT_I32, 0),
-                          gen_exp(g, ty, depth - 1, exact)});
+    int init =
+        mk(g, E_TUPLE, st, 2,
+           (int[]){const_of(g, WEFT_I32, 0), gen_exp(g, ty, depth - 1, exact)});
     /* cond */
     int cf = fun_open(g, 1, (int[]){1}, &st, (bool[]){inex});
     if (cf < 0) {
@@ -716,14 +724,14 @@ static int gen_while(gen *g, fz_ty ty, int depth, bool exact)
 static const weft_op num_ops[] = {WEFT_OP_ADD, WEFT_OP_SUB, WEFT_OP_MUL,
                                   WEFT_OP_NEG, WEFT_OP_ABS, WEFT_OP_SIGNUM,
                                   WEFT_OP_MIN, WEFT_OP_MAX};
-static const weft_op int_ops[] = {WEFT_OP_QUOT, WEFT_OP_REM, WEFT_OP_IDIV,
+static const weft_op int_ops[] = {WEFT_OP_QUOT, WEFT_OP_REM,  WEFT_OP_IDIV,
                                   WEFT_OP_MOD,  WEFT_OP_BAND, WEFT_OP_BOR,
                                   WEFT_OP_BXOR, WEFT_OP_BNOT, WEFT_OP_SHL,
                                   WEFT_OP_SHR,  WEFT_OP_ROTL, WEFT_OP_ROTR};
 static const weft_op flt_ops[] = {
-    WEFT_OP_FDIV, WEFT_OP_SQRT, WEFT_OP_POW,   WEFT_OP_ATAN2, WEFT_OP_EXP,
-    WEFT_OP_LOG,  WEFT_OP_SIN,  WEFT_OP_COS,   WEFT_OP_TAN,   WEFT_OP_ASIN,
-    WEFT_OP_ACOS, WEFT_OP_ATAN, WEFT_OP_SINH,  WEFT_OP_COSH,  WEFT_OP_TANH,
+    WEFT_OP_FDIV,  WEFT_OP_SQRT,  WEFT_OP_POW,  WEFT_OP_ATAN2, WEFT_OP_EXP,
+    WEFT_OP_LOG,   WEFT_OP_SIN,   WEFT_OP_COS,  WEFT_OP_TAN,   WEFT_OP_ASIN,
+    WEFT_OP_ACOS,  WEFT_OP_ATAN,  WEFT_OP_SINH, WEFT_OP_COSH,  WEFT_OP_TANH,
     WEFT_OP_ASINH, WEFT_OP_ACOSH, WEFT_OP_ATANH};
 static const weft_op cmp_ops[] = {WEFT_OP_LT, WEFT_OP_LE, WEFT_OP_GT,
                                   WEFT_OP_GE, WEFT_OP_EQ, WEFT_OP_NE};
@@ -741,7 +749,8 @@ static int gen_arith(gen *g, weft_type t, int depth, bool exact)
         int a = gen_exp(g, ty, depth - 1, exact);
         int n = weft_op_name(op) && (op == WEFT_OP_FDIV || op == WEFT_OP_POW ||
                                      op == WEFT_OP_ATAN2)
-                    ? 2 : 1;
+                    ? 2
+                    : 1;
         int k = n == 2 ? prim2(g, op, ty, a, gen_exp(g, ty, depth - 1, exact))
                        : prim1(g, op, ty, a);
         if (is_inexact_op(op)) {
@@ -812,17 +821,30 @@ static int gen_convert(gen *g, weft_type t, int depth)
         const weft_type *s;
         int n;
         switch (fz_bits(t)) {
-        case 8: s = same8; n = 2; break;
-        case 16: s = same16; n = HAS(F16) ? 3 : 2; break;
-        case 32: s = same32; n = 3; break;
-        default: s = same64; n = 3; break;
+        case 8:
+            s = same8;
+            n = 2;
+            break;
+        case 16:
+            s = same16;
+            n = HAS(F16) ? 3 : 2;
+            break;
+        case 32:
+            s = same32;
+            n = 3;
+            break;
+        default:
+            s = same64;
+            n = 3;
+            break;
         }
         weft_type from = s[fz_below(r, n)];
         fz_node m = blank();
         m.op = E_PRIMT;
         m.aux = WEFT_OP_BITCAST;
         m.ty = ty;
-        return add(g, m, 1, (int[]){gen_exp(g, fz_scalar(from), depth - 1, true)});
+        return add(g, m, 1,
+                   (int[]){gen_exp(g, fz_scalar(from), depth - 1, true)});
     }
     if (fz_is_int(t) && fz_chance(r, 50)) {
         /* from a float: floor, ceiling, round, truncate or convert */
@@ -919,8 +941,7 @@ static int gen_bool(gen *g, int depth)
         return prim2(g, op, b, gen_exp(g, b, depth - 1, true),
                      gen_exp(g, b, depth - 1, true));
     }
-    case 3:
-        return prim1(g, WEFT_OP_NOT, b, gen_exp(g, b, depth - 1, true));
+    case 3: return prim1(g, WEFT_OP_NOT, b, gen_exp(g, b, depth - 1, true));
     case 4: {
         fz_ty t = fz_scalar(rand_float_type(g));
         return prim1(g, fz_chance(r, 50) ? WEFT_OP_ISNAN : WEFT_OP_ISINF, b,
@@ -941,14 +962,15 @@ static int gen_i64_special(gen *g, int depth)
     int rank = 1 + fz_below(&g->r, 3);
     fz_ty et = fz_scalar(rand_scalar(g));
     switch (fz_below(&g->r, 4)) {
-    case 0:
-        return mk1(g, E_SIZE, i64, acc_for_index(g, et, rank, depth - 1));
+    case 0: return mk1(g, E_SIZE, i64, acc_for_index(g, et, rank, depth - 1));
     case 1:
-        return mk1(g, E_SHAPE_SIZE, i64, gen_exp(g, fz_dim(rank), depth - 1, true));
+        return mk1(g, E_SHAPE_SIZE, i64,
+                   gen_exp(g, fz_dim(rank), depth - 1, true));
     case 2: {
         int a = acc_for_index(g, et, rank, depth - 1);
         int sh = mk1(g, E_SHAPE, fz_dim(rank), a);
-        return mk2(g, E_TO_INDEX, i64, sh, gen_exp(g, fz_dim(rank), depth - 1, true));
+        return mk2(g, E_TO_INDEX, i64, sh,
+                   gen_exp(g, fz_dim(rank), depth - 1, true));
     }
     default: {
         int ix = gen_exp(g, fz_dim(rank), depth - 1, true);
@@ -1113,9 +1135,9 @@ static int gen_use(gen *g, fz_ty ty, int rank, const int64_t *want)
     for (int d = 0; d < rank; d++) {
         n.sh[d] = want ? want[d] : rand_extent(g);
         if (big && !want) {
-            n.sh[d] = rank == 1 ? 500 + fz_below(&g->r, 20000)
-                    : rank == 2 ? 10 + fz_below(&g->r, 150)
-                                : 3 + fz_below(&g->r, 25);
+            n.sh[d] = rank == 1   ? 500 + fz_below(&g->r, 20000)
+                      : rank == 2 ? 10 + fz_below(&g->r, 150)
+                                  : 3 + fz_below(&g->r, 25);
         }
         size *= n.sh[d];
     }
@@ -1238,8 +1260,9 @@ static int gen_ixfun(gen *g, int rin, int a, bool allow_ignore, int rout)
         ig.op = E_IGNORE;
         ig.ty = fz_dim(rout);
         int ign = add(g, ig, 0, NULL);
-        int c = safe ? prim2(g, WEFT_OP_GT, b, mk1(g, E_SIZE, i64, a), i64c(g, 0))
-                     : gen_exp(g, b, 2, true);
+        int c =
+            safe ? prim2(g, WEFT_OP_GT, b, mk1(g, E_SIZE, i64, a), i64c(g, 0))
+                 : gen_exp(g, b, 2, true);
         if (fz_chance(&g->r, 40)) {
             c = prim2(g, WEFT_OP_AND, b, c, gen_exp(g, b, 2, true));
         }
@@ -1257,8 +1280,9 @@ static int gen_stencil(gen *g, fz_ty ty, int rank, int depth, bool two)
     fz_ty et[2];
     for (int s = 0; s < (two ? 2 : 1); s++) {
         for (int d = 0; d < rank; d++) {
-            win[s][d] = rank == 1 ? 3 + 2 * fz_below(&g->r, 4)
-                      : rank == 2 ? 3 + 2 * fz_below(&g->r, 2) : 3;
+            win[s][d] = rank == 1   ? 3 + 2 * fz_below(&g->r, 4)
+                        : rank == 2 ? 3 + 2 * fz_below(&g->r, 2)
+                                    : 3;
             n[s] *= win[s][d];
         }
         et[s] = fz_chance(&g->r, 50) ? ty : rand_ty(g);
@@ -1352,7 +1376,8 @@ static int gen_segments(gen *g, int64_t n, bool nonempty)
     }
     while (k < want && k < 62) {
         int64_t cap = left < most ? left : most;
-        int64_t l = left > 0 ? (int64_t)(fz_next(&g->r) % (uint64_t)(cap + 1)) : 0;
+        int64_t l =
+            left > 0 ? (int64_t)(fz_next(&g->r) % (uint64_t)(cap + 1)) : 0;
         if (nonempty && l == 0) {
             if (left == 0) {
                 break;
@@ -1385,7 +1410,8 @@ static int gen_awhile(gen *g, fz_ty ty, int rank, int depth)
 {
     fz_ty i32 = fz_scalar(WEFT_I32), b = fz_scalar(WEFT_BOOL);
     int x0 = gen_acc(g, ty, rank, depth - 1);
-    int cnt0 = mka(g, A_UNIT, i32, 0, NULL, 1, (int[]){const_of(g, WEFT_I32, 0)});
+    int cnt0 =
+        mka(g, A_UNIT, i32, 0, NULL, 1, (int[]){const_of(g, WEFT_I32, 0)});
     fz_node t = blank();
     t.op = A_ATUPLE;
     t.ty = ty;
@@ -1413,8 +1439,8 @@ static int gen_awhile(gen *g, fz_ty ty, int rank, int depth)
         int a = fz_node_add(g->p, arg);
         g->p->node[a].scope = f;
         /* the state after some steps: inexact whenever it holds floats */
-        g->p->node[a].inexact = g->p->node[x0].inexact ||
-                                (HAS(INEXACT) && fz_ty_has_float(ty));
+        g->p->node[a].inexact =
+            g->p->node[x0].inexact || (HAS(INEXACT) && fz_ty_has_float(ty));
         fz_node gc = blank();
         gc.op = A_AGET;
         gc.aux = 0;
@@ -1445,11 +1471,14 @@ static int gen_awhile(gen *g, fz_ty ty, int rank, int depth)
             int roll = fz_below(&g->r, 3);
             if (roll == 0) {
                 int fn = gen_fun(g, 1, ty, g->p->node[x].inexact, ty, 3, false);
-                step = mka(g, A_MAP, ty, rank, shape_of(g, x), 2, (int[]){fn, x});
+                step =
+                    mka(g, A_MAP, ty, rank, shape_of(g, x), 2, (int[]){fn, x});
             } else if (roll == 1 && rank > 0 && HAS(SCAN)) {
                 int fn = gen_combine(g, ty);
-                step = mka(g, A_SCAN, ty, rank, shape_of(g, x), 2, (int[]){fn, x});
-                g->p->node[step].aux = fz_chance(&g->r, 50) ? FZ_SCANL1 : FZ_SCANR1;
+                step =
+                    mka(g, A_SCAN, ty, rank, shape_of(g, x), 2, (int[]){fn, x});
+                g->p->node[step].aux =
+                    fz_chance(&g->r, 50) ? FZ_SCANL1 : FZ_SCANR1;
             } else {
                 step = gen_acc(g, ty, rank, depth - 1);
             }
@@ -1509,51 +1538,50 @@ static int choose_unit(gen *g, fz_ty ty, int rank, int depth)
 
 static int choose_generate(gen *g, fz_ty ty, int rank, int depth)
 {
-int64_t sh[3];
-bool shk;
-int e = gen_extent_exp(g, rank, sh, &shk, depth);
-int f = gen_fun(g, 1, fz_dim(rank), false, ty, 4, false);
-return mka(g, A_GENERATE, ty, rank, shk ? sh : NULL, 2,
-           (int[]){e, f});
+    int64_t sh[3];
+    bool shk;
+    int e = gen_extent_exp(g, rank, sh, &shk, depth);
+    int f = gen_fun(g, 1, fz_dim(rank), false, ty, 4, false);
+    return mka(g, A_GENERATE, ty, rank, shk ? sh : NULL, 2, (int[]){e, f});
 }
 
 static int choose_map(gen *g, fz_ty ty, int rank, int depth)
 {
     fz_rng *r = &g->r;
-fz_ty st = fz_chance(r, 50) ? ty : rand_ty(g);
-int s = gen_acc(g, st, rank, depth - 1);
-int f = gen_fun(g, 1, st, g->p->node[s].inexact, ty, 4, false);
-return mka(g, A_MAP, ty, rank, shape_of(g, s), 2, (int[]){f, s});
+    fz_ty st = fz_chance(r, 50) ? ty : rand_ty(g);
+    int s = gen_acc(g, st, rank, depth - 1);
+    int f = gen_fun(g, 1, st, g->p->node[s].inexact, ty, 4, false);
+    return mka(g, A_MAP, ty, rank, shape_of(g, s), 2, (int[]){f, s});
 }
 
 static int choose_zip(gen *g, fz_ty ty, int rank, int depth)
 {
     fz_rng *r = &g->r;
-bool three = fz_chance(r, 25);
-fz_ty st[3];
-int s[3];
-bool inex[3];
-int64_t sh[3];
-bool shk = true;
-for (int i = 0; i < (three ? 3 : 2); i++) {
-    st[i] = fz_chance(r, 50) ? ty : rand_ty(g);
-    s[i] = gen_acc(g, st[i], rank, depth - 1);
-    inex[i] = g->p->node[s[i]].inexact;
-    shk &= g->p->node[s[i]].shk;
-    for (int d = 0; d < rank && shk; d++) {
-        int64_t x = g->p->node[s[i]].sh[d];
-        sh[d] = i == 0 || x < sh[d] ? x : sh[d];
+    bool three = fz_chance(r, 25);
+    fz_ty st[3];
+    int s[3];
+    bool inex[3];
+    int64_t sh[3];
+    bool shk = true;
+    for (int i = 0; i < (three ? 3 : 2); i++) {
+        st[i] = fz_chance(r, 50) ? ty : rand_ty(g);
+        s[i] = gen_acc(g, st[i], rank, depth - 1);
+        inex[i] = g->p->node[s[i]].inexact;
+        shk &= g->p->node[s[i]].shk;
+        for (int d = 0; d < rank && shk; d++) {
+            int64_t x = g->p->node[s[i]].sh[d];
+            sh[d] = i == 0 || x < sh[d] ? x : sh[d];
+        }
     }
-}
-int f = fun_open(g, three ? 3 : 2, (int[]){1, 1, 1}, st, inex);
-if (f < 0) {
-    return RETRY;
-}
-fun_close(g, f, gen_exp(g, ty, 4, false));
-return three ? mka(g, A_ZIP3, ty, rank, shk ? sh : NULL, 4,
-                   (int[]){f, s[0], s[1], s[2]})
-             : mka(g, A_ZIP, ty, rank, shk ? sh : NULL, 3,
-                   (int[]){f, s[0], s[1]});
+    int f = fun_open(g, three ? 3 : 2, (int[]){1, 1, 1}, st, inex);
+    if (f < 0) {
+        return RETRY;
+    }
+    fun_close(g, f, gen_exp(g, ty, 4, false));
+    return three ? mka(g, A_ZIP3, ty, rank, shk ? sh : NULL, 4,
+                       (int[]){f, s[0], s[1], s[2]})
+                 : mka(g, A_ZIP, ty, rank, shk ? sh : NULL, 3,
+                       (int[]){f, s[0], s[1]});
 }
 
 static int choose_reshape(gen *g, fz_ty ty, int rank, int depth)
@@ -1605,8 +1633,8 @@ static int choose_replicate(gen *g, fz_ty ty, int rank, int depth)
         int64_t sh[3];
         bool shk = g->p->node[s].shk;
         for (int d = 0; d < rank; d++) {
-            bool all = placed < ra &&
-                       (rank - d == ra - placed || fz_chance(r, 50));
+            bool all =
+                placed < ra && (rank - d == ra - placed || fz_chance(r, 50));
             if (all) {
                 mask |= 1 << d;
                 sh[d] = g->p->node[s].sh[placed++];
@@ -1661,22 +1689,22 @@ static int choose_slice(gen *g, fz_ty ty, int rank, int depth)
 static int choose_backpermute(gen *g, fz_ty ty, int rank, int depth)
 {
     fz_rng *r = &g->r;
-/* backpermute / transform */
-int ra = fz_below(r, 4);
-bool tr = fz_chance(r, 40);
-fz_ty st = tr ? rand_ty(g) : ty;
-int s = gen_acc(g, st, ra, depth - 1);
-int64_t sh[3];
-bool shk;
-int e = gen_extent_exp(g, rank, sh, &shk, depth);
-int ixf = gen_ixfun(g, rank, s, false, ra);
-if (tr) {
-    int f = gen_fun(g, 1, st, g->p->node[s].inexact, ty, 3, false);
-    return mka(g, A_TRANSFORM, ty, rank, shk ? sh : NULL, 4,
-               (int[]){e, ixf, f, s});
-}
-return mka(g, A_BACKPERMUTE, ty, rank, shk ? sh : NULL, 3,
-           (int[]){e, ixf, s});
+    /* backpermute / transform */
+    int ra = fz_below(r, 4);
+    bool tr = fz_chance(r, 40);
+    fz_ty st = tr ? rand_ty(g) : ty;
+    int s = gen_acc(g, st, ra, depth - 1);
+    int64_t sh[3];
+    bool shk;
+    int e = gen_extent_exp(g, rank, sh, &shk, depth);
+    int ixf = gen_ixfun(g, rank, s, false, ra);
+    if (tr) {
+        int f = gen_fun(g, 1, st, g->p->node[s].inexact, ty, 3, false);
+        return mka(g, A_TRANSFORM, ty, rank, shk ? sh : NULL, 4,
+                   (int[]){e, ixf, f, s});
+    }
+    return mka(g, A_BACKPERMUTE, ty, rank, shk ? sh : NULL, 3,
+               (int[]){e, ixf, s});
 }
 
 static int choose_fold(gen *g, fz_ty ty, int rank, int depth)
@@ -1707,8 +1735,10 @@ static int choose_fold(gen *g, fz_ty ty, int rank, int depth)
             if (ssh) {
                 memcpy(sh, ssh, sizeof sh);
             }
-            id = one ? mka(g, A_FOLD1, ty, rank, ssh ? sh : NULL, 2, (int[]){f, s})
-                     : mka(g, A_FOLD, ty, rank, ssh ? sh : NULL, 3, (int[]){f, z, s});
+            id = one ? mka(g, A_FOLD1, ty, rank, ssh ? sh : NULL, 2,
+                           (int[]){f, s})
+                     : mka(g, A_FOLD, ty, rank, ssh ? sh : NULL, 3,
+                           (int[]){f, z, s});
         } else if (kind <= 3) {
             id = one ? mka(g, A_FOLD1ALL, ty, 0, NULL, 2, (int[]){f, s})
                      : mka(g, A_FOLDALL, ty, 0, NULL, 3, (int[]){f, z, s});
@@ -1735,8 +1765,8 @@ static int choose_scan(gen *g, fz_ty ty, int rank, int depth)
     fz_rng *r = &g->r;
     if (HAS(SCAN) && (rank > 0 || fz_chance(r, 100))) {
         int kind = fz_below(r, 6);
-        bool totals = (kind == FZ_SCANL_ || kind == FZ_SCANR_) &&
-                      fz_chance(r, 40);
+        bool totals =
+            (kind == FZ_SCANL_ || kind == FZ_SCANR_) && fz_chance(r, 40);
         if (rank == 0 && !totals) {
             if (rank + 1 > 3) {
                 return RETRY;
@@ -1771,8 +1801,7 @@ static int choose_scan(gen *g, fz_ty ty, int rank, int depth)
         g->p->node[id].inexact |= g->p->node[f].inexact;
         if (pair) {
             g->p->node[id].arity = 2;
-            int gid = mka(g, A_AGET, ty, rank, ssh ? sh : NULL, 1,
-                          (int[]){id});
+            int gid = mka(g, A_AGET, ty, rank, ssh ? sh : NULL, 1, (int[]){id});
             g->p->node[gid].aux = totals ? 1 : 0;
             return gid;
         }
@@ -1819,8 +1848,8 @@ static int choose_acond(gen *g, fz_ty ty, int rank, int depth)
         bool same = g->p->node[t].shk && g->p->node[e].shk &&
                     memcmp(g->p->node[t].sh, g->p->node[e].sh,
                            sizeof(int64_t) * (size_t)rank) == 0;
-        return mka(g, A_ACOND, ty, rank, same ? g->p->node[t].sh : NULL,
-                   3, (int[]){c, t, e});
+        return mka(g, A_ACOND, ty, rank, same ? g->p->node[t].sh : NULL, 3,
+                   (int[]){c, t, e});
     }
     return RETRY;
 }
@@ -1850,11 +1879,11 @@ typedef struct choice {
 } choice;
 
 static const choice choices[] = {
-    {1, choose_use},         {1, choose_unit},     {2, choose_generate},
-    {2, choose_map},         {2, choose_zip},      {1, choose_reshape},
-    {1, choose_replicate},   {1, choose_slice},    {2, choose_backpermute},
-    {2, choose_fold},        {2, choose_scan},     {2, choose_permute},
-    {2, choose_stencil},     {1, choose_acond},    {1, choose_awhile},
+    {1, choose_use},        {1, choose_unit},  {2, choose_generate},
+    {2, choose_map},        {2, choose_zip},   {1, choose_reshape},
+    {1, choose_replicate},  {1, choose_slice}, {2, choose_backpermute},
+    {2, choose_fold},       {2, choose_scan},  {2, choose_permute},
+    {2, choose_stencil},    {1, choose_acond}, {1, choose_awhile},
     {1, choose_unit_maybe},
 };
 enum { NCHOICES = (int)(sizeof choices / sizeof choices[0]) };

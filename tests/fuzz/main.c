@@ -50,8 +50,8 @@ typedef struct opts {
     uint64_t seed;
     long count;
     int jobs;
-    bool want[3];       /* interp (always), cpu, ptx */
-    bool ptx_required;  /* --backends named ptx explicitly */
+    bool want[3];        /* interp (always), cpu, ptx */
+    bool ptx_required;   /* --backends named ptx explicitly */
     const char *configs; /* --configs: only these besides the oracle */
     int size;
     unsigned features;
@@ -66,7 +66,7 @@ typedef struct opts {
 
 /* Per-worker counters, in memory shared with the parent. */
 typedef struct slot {
-    volatile uint64_t cur;    /* the seed being run */
+    volatile uint64_t cur; /* the seed being run */
     volatile long ran, same, skipped, failed, other, fused_ok;
     volatile long per_op[FZ_NOPS];
     volatile int ptx_missing;
@@ -171,11 +171,10 @@ static void free_configs(fz_config *cf, int n)
 
 static const char *verdict_name(int v)
 {
-    static const char *names[] = {"same", "skip", "build-error",
-                                  "status-mismatch", "shape-mismatch",
-                                  "value-mismatch", "crash",
-                                  "internal-error", "other-error",
-                                  "fused-ok"};
+    static const char *names[] = {
+        "same",           "skip",           "build-error", "status-mismatch",
+        "shape-mismatch", "value-mismatch", "crash",       "internal-error",
+        "other-error",    "fused-ok"};
     return v >= 0 && v <= FZ_FUSED_OK ? names[v] : "?";
 }
 
@@ -245,8 +244,10 @@ static void worker(const opts *o, uint64_t from, uint64_t to, slot *s, int fd,
             s->same++;
             s->other++;
             if (o->verbose) {
-                fprintf(stderr, "seed %llu: different run-time errors on %s: "
-                        "%s\n", (unsigned long long)seed, cf[bad].name, why);
+                fprintf(stderr,
+                        "seed %llu: different run-time errors on %s: "
+                        "%s\n",
+                        (unsigned long long)seed, cf[bad].name, why);
             }
         } else if (v == FZ_SKIP) {
             s->skipped++;
@@ -264,8 +265,8 @@ static void worker(const opts *o, uint64_t from, uint64_t to, slot *s, int fd,
             }
             if (o->verbose) {
                 fprintf(stderr, "seed %llu: %s on %s: %s\n",
-                        (unsigned long long)seed, verdict_name(v),
-                        cf[bad].name, why);
+                        (unsigned long long)seed, verdict_name(v), cf[bad].name,
+                        why);
             }
         }
         fz_prog_free(p);
@@ -281,7 +282,7 @@ static void worker(const opts *o, uint64_t from, uint64_t to, slot *s, int fd,
 
 typedef struct shrink_ctx {
     const opts *o;
-    const char *config;   /* the configuration that disagreed */
+    const char *config; /* the configuration that disagreed */
     int verdict;
 } shrink_ctx;
 
@@ -378,8 +379,8 @@ static void report(const opts *o, const mismatch *m, bool shrink)
             small = fz_shrink(p, still_fails, &sc, o->shrink_tests, o->verbose);
             char why[512];
             check_in_child(small, o, m->config, why, sizeof why);
-            printf("   shrunk from %d to %d nodes; now: %s\n",
-                   fz_count_live(p), fz_count_live(small), why);
+            printf("   shrunk from %d to %d nodes; now: %s\n", fz_count_live(p),
+                   fz_count_live(small), why);
         } else {
             printf("   (does not reproduce alone in a fresh process)\n");
         }
@@ -451,10 +452,17 @@ static double now(void)
 int main(int argc, char **argv)
 {
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    opts o = {.seed = 1, .count = WEFT_FUZZ_QUICK_COUNT,
-              .jobs = ncpu < 1 ? 1 : ncpu > 4 ? 4 : (int)ncpu,
-              .want = {true, true, true}, .size = 40, .features = FZ_F_ALL,
-              .timeout = 120, .threads = 2, .shrink_tests = 400,
+    opts o = {.seed = 1,
+              .count = WEFT_FUZZ_QUICK_COUNT,
+              .jobs = ncpu < 1   ? 1
+                      : ncpu > 4 ? 4
+                                 : (int)ncpu,
+              .want = {true, true, true},
+              .size = 40,
+              .features = FZ_F_ALL,
+              .timeout = 120,
+              .threads = 2,
+              .shrink_tests = 400,
               .max_shrink = 5};
     const char *env = getenv("WEFT_FUZZ_COUNT");
     if (env && *env) {
@@ -532,9 +540,9 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     double t0 = now();
     double deadline = o.time_limit > 0 ? t0 + o.time_limit : 0;
-    slot *slots = mmap(NULL, sizeof(slot) * (size_t)o.jobs,
-                       PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1,
-                       0);
+    slot *slots =
+        mmap(NULL, sizeof(slot) * (size_t)o.jobs, PROT_READ | PROT_WRITE,
+             MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (slots == MAP_FAILED) {
         perror("mmap");
         return 2;
@@ -625,8 +633,8 @@ int main(int argc, char **argv)
                 snprintf(m->config, sizeof m->config, "%s",
                          slots[j].running[0] ? slots[j].running : "?");
                 if (WIFSIGNALED(st)) {
-                    snprintf(m->why, sizeof m->why, "worker died of signal %d%s",
-                             WTERMSIG(st),
+                    snprintf(m->why, sizeof m->why,
+                             "worker died of signal %d%s", WTERMSIG(st),
                              WTERMSIG(st) == SIGALRM ? " (timeout)" : "");
                 } else {
                     snprintf(m->why, sizeof m->why, "worker exited %d",
@@ -687,7 +695,8 @@ int main(int argc, char **argv)
            (unsigned long long)(o.seed + (uint64_t)o.count - 1), o.jobs,
            o.jobs == 1 ? "" : "s", o.want[1] ? ",cpu" : "",
            o.want[2] && !ptx_missing && (!o.configs || strstr(o.configs, "ptx"))
-               ? ",ptx" : "",
+               ? ",ptx"
+               : "",
            o.want[2] && ptx_missing ? " (ptx: no GPU, skipped)" : "",
            fz_checked() ? "on" : "off (kernel errors of the oracle skip)");
     if (o.verbose || o.count >= 1000) {

@@ -23,21 +23,19 @@ typedef struct pstate {
 
 static const char *tconst(weft_type t)
 {
-    static const char *names[] = {"0",         "WEFT_BOOL", "WEFT_I8",
-                                  "WEFT_I16",  "WEFT_I32",  "WEFT_I64",
-                                  "WEFT_U8",   "WEFT_U16",  "WEFT_U32",
-                                  "WEFT_U64",  "WEFT_F16",  "WEFT_F32",
-                                  "WEFT_F64"};
+    static const char *names[] = {
+        "0",        "WEFT_BOOL", "WEFT_I8",  "WEFT_I16", "WEFT_I32",
+        "WEFT_I64", "WEFT_U8",   "WEFT_U16", "WEFT_U32", "WEFT_U64",
+        "WEFT_F16", "WEFT_F32",  "WEFT_F64"};
     return t >= 0 && t <= WEFT_F64 ? names[t] : "0";
 }
 
 static const char *ctype(weft_type t)
 {
-    static const char *names[] = {"?",        "uint8_t",  "int8_t",
-                                  "int16_t",  "int32_t",  "int64_t",
-                                  "uint8_t",  "uint16_t", "uint32_t",
-                                  "uint64_t", "uint16_t", "float",
-                                  "double"};
+    static const char *names[] = {
+        "?",        "uint8_t", "int8_t",   "int16_t",  "int32_t",
+        "int64_t",  "uint8_t", "uint16_t", "uint32_t", "uint64_t",
+        "uint16_t", "float",   "double"};
     return t >= 0 && t <= WEFT_F64 ? names[t] : "?";
 }
 
@@ -124,10 +122,8 @@ static void pcall(FILE *o, const char *call, const char *kids, const int *k)
     fprintf(o, ")");
 }
 
-#define PRINT_CALL(op, call, kids)                                           \
-    case op:                                                                 \
-        pcall(o, #call, #kids, k);                                           \
-        break;
+#define PRINT_CALL(op, call, kids)                                             \
+    case op: pcall(o, #call, #kids, k); break;
 #define PRINT_SPECIAL(op, call, kids)
 
 static void deps(pstate *s, int i)
@@ -187,7 +183,8 @@ static void pnode(pstate *s, int i)
             fprintf(o, "    static const %s d%d_%d[] = {", ctype(t), i, l);
             for (int64_t j = 0; j < size; j++) {
                 fprintf(o, "%s", j ? ", " : "");
-                pvalue(o, t, (const char *)n->data[l] + j * (int64_t)fz_size(t));
+                pvalue(o, t,
+                       (const char *)n->data[l] + j * (int64_t)fz_size(t));
             }
             fprintf(o, "%s};\n", size ? "" : "0");
         }
@@ -230,9 +227,7 @@ static void pnode(pstate *s, int i)
             fprintf(o, ")");
         }
         break;
-    case E_ARG:
-        fprintf(o, "weft_arg(f%d, %d)", n->aux, n->aux2);
-        break;
+    case E_ARG: fprintf(o, "weft_arg(f%d, %d)", n->aux, n->aux2); break;
     case E_PRIM: {
         const char *name = weft_op_name((weft_op)n->aux);
         if (n->aux == WEFT_OP_EXP) {
@@ -304,8 +299,8 @@ static void pnode(pstate *s, int i)
     }
     case A_STENCIL:
     case A_STENCIL2: {
-        static const char *bk[] = {"WEFT_BOUNDARY_CLAMP", "WEFT_BOUNDARY_MIRROR",
-                                   "WEFT_BOUNDARY_WRAP",
+        static const char *bk[] = {"WEFT_BOUNDARY_CLAMP",
+                                   "WEFT_BOUNDARY_MIRROR", "WEFT_BOUNDARY_WRAP",
                                    "WEFT_BOUNDARY_CONSTANT"};
         int r = n->rank;
         bool two = n->op == A_STENCIL2;

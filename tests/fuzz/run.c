@@ -74,8 +74,8 @@ static void collect(fz_config *c, weft_executable *exe, fz_built *bp,
 void fz_run_one(const fz_prog *prog, fz_config *c, fz_result *r)
 {
     memset(r, 0, sizeof *r);
-    r->fused = c->backend != WEFT_BACKEND_INTERP &&
-               !(c->flags & WEFT_FLAG_NO_FUSION);
+    r->fused =
+        c->backend != WEFT_BACKEND_INTERP && !(c->flags & WEFT_FLAG_NO_FUSION);
     fz_built b;
     weft_status st = fz_build(c->ctx, prog, &b);
     if (st) {
@@ -171,8 +171,9 @@ static double load_float(weft_type t, const unsigned char *p)
 
 static double type_max(weft_type t)
 {
-    return t == WEFT_F16 ? 65504.0 : t == WEFT_F32 ? 3.4028234663852886e38
-                                                   : 1.7976931348623157e308;
+    return t == WEFT_F16   ? 65504.0
+           : t == WEFT_F32 ? 3.4028234663852886e38
+                           : 1.7976931348623157e308;
 }
 
 /* The largest finite magnitude of a float in the program's arrays and
@@ -192,8 +193,8 @@ static double data_scale(const fz_prog *prog)
             if (!fz_is_float(t)) {
                 continue;
             }
-            const unsigned char *d = n->op == A_USE ? n->data[l]
-                                                    : (const void *)&n->val;
+            const unsigned char *d =
+                n->op == A_USE ? n->data[l] : (const void *)&n->val;
             for (int64_t j = 0; j < size; j++) {
                 double v = fabs(load_float(t, d + j * (int64_t)fz_size(t)));
                 if (isfinite(v) && v > m) {
@@ -257,13 +258,15 @@ static bool kernel_error(weft_status s)
 static bool run_error(weft_status s)
 {
     switch (s) {
-    case WEFT_ERR_OUT_OF_BOUNDS: case WEFT_ERR_DIVIDE_BY_ZERO:
-    case WEFT_ERR_UNDEFINED: case WEFT_ERR_RESHAPE_SIZE:
-    case WEFT_ERR_SLICE_INDEX: case WEFT_ERR_EMPTY_ARRAY:
-    case WEFT_ERR_SEGMENTS: case WEFT_ERR_BAD_SHAPE:
-        return true;
-    default:
-        return false;
+    case WEFT_ERR_OUT_OF_BOUNDS:
+    case WEFT_ERR_DIVIDE_BY_ZERO:
+    case WEFT_ERR_UNDEFINED:
+    case WEFT_ERR_RESHAPE_SIZE:
+    case WEFT_ERR_SLICE_INDEX:
+    case WEFT_ERR_EMPTY_ARRAY:
+    case WEFT_ERR_SEGMENTS:
+    case WEFT_ERR_BAD_SHAPE: return true;
+    default: return false;
     }
 }
 
@@ -305,11 +308,13 @@ int fz_compare(const fz_prog *prog, const fz_result *o, const fz_result *r,
     (void)dummy;
     for (int out = 0, root = 0, comp = 0; out < o->nouts; out++) {
         /* which root this output belongs to, for its exactness */
-        while (root < prog->nroot && comp >= prog->node[prog->root[root]].arity) {
+        while (root < prog->nroot &&
+               comp >= prog->node[prog->root[root]].arity) {
             root++;
             comp = 0;
         }
-        bool inexact = root < prog->nroot && prog->node[prog->root[root]].inexact;
+        bool inexact =
+            root < prog->nroot && prog->node[prog->root[root]].inexact;
         bool unordered =
             root < prog->nroot && prog->node[prog->root[root]].unordered;
         comp++;
@@ -319,9 +324,9 @@ int fz_compare(const fz_prog *prog, const fz_result *o, const fz_result *r,
             same_type = o->leaft[out][l] == r->leaft[out][l];
         }
         if (!same_type || o->rank[out] != r->rank[out]) {
-            snprintf(why, n, "output %d: type %d rank %d, oracle type %d rank %d",
-                     out, r->type[out], r->rank[out], o->type[out],
-                     o->rank[out]);
+            snprintf(why, n,
+                     "output %d: type %d rank %d, oracle type %d rank %d", out,
+                     r->type[out], r->rank[out], o->type[out], o->rank[out]);
             return FZ_DIFF_SHAPE;
         }
         int64_t size = 1;

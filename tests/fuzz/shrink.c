@@ -223,7 +223,8 @@ static int apply(fz_prog *cand, int i, int c)
         const fz_node *m = &cand->node[n->kid[k]];
         bool ok;
         if (scalar_term(n->op) || n->op == E_ARG) {
-            ok = (scalar_term(m->op) || m->op == E_ARG) && fz_ty_eq(m->ty, n->ty);
+            ok = (scalar_term(m->op) || m->op == E_ARG) &&
+                 fz_ty_eq(m->ty, n->ty);
         } else if (fz_is_array_op(n->op)) {
             ok = fz_is_array_op(m->op) && m->rank == n->rank &&
                  m->arity == n->arity && fz_ty_eq(m->ty, n->ty);

@@ -55,8 +55,8 @@ int main(void)
     }
     int32_t got = *(const int32_t *)weft_array_data(out, 0);
     if (got != 55) {
-        fprintf(stderr, "consumer: sum of 1..10 on %s is %d, not 55\n",
-                backend, (int)got);
+        fprintf(stderr, "consumer: sum of 1..10 on %s is %d, not 55\n", backend,
+                (int)got);
         goto done;
     }
     printf("consumer: sum 55 on %s\n", backend);
