@@ -351,24 +351,9 @@ void cg_mut_set(cg_fn *fn, const cg_mut *m, const cg_val *x);
 /* An alloca of LLVM type ty in the entry block. */
 LLVMValueRef cg_alloca(cg_fn *fn, LLVMTypeRef ty, const char *name);
 
-/* ===== exp.c ===== */
+/* ===== walk.c: the SSA walker; what a loop's terms depend on ===== */
 
-/* Emit the scalar core term e at fn->b, storing its leaves in *out.  Free
- * variables must be bound (cg_bind); array terms are found through array
- * variables (cg_bind_array) or fn->array_of.  Semantics are the
- * interpreter's (fe_prim_eval) for every defined input; where the
- * interpreter reports an error (an index out of bounds, division by zero,
- * shifts by the width or more, float to integer out of range) the
- * generated code gives the value that docs/language.md documents, without
- * trapping or undefined behaviour, and in checked mode (fn->checked) also
- * reports it (cg_check).
- * Errors: WEFT_ERR_INTERNAL for a term it cannot emit,
- * WEFT_ERR_OUT_OF_MEMORY. */
-weft_status cg_exp(cg_fn *fn, const fe_term *e, cg_val *out);
-/* Apply core function f to args (one cg_val per parameter). */
-weft_status cg_apply(cg_fn *fn, const fe_fun *f, const cg_val *args,
-                     cg_val *out);
-/* The SSA walker (exp.c) that cg_exp and cg_spmd_exp share: the checks
+/* The SSA walker (walk.c) that cg_exp and cg_spmd_exp share: the checks
  * every term passes, tuples, projections, lets, a primitive's operands,
  * shapes' sizes and linear indices, and function application are walked
  * the same whether a leaf is one scalar or a vector of lanes; what
@@ -414,6 +399,32 @@ weft_status cg_walk_apply(const cg_walker *w, const fe_fun *f,
  * fn->array_of). */
 weft_status cg_walk_array(const cg_walker *w, const fe_term *acc,
                           cg_array *out);
+/* Mark in inner (nvar entries, false on entry) the variables that term t
+ * binds: its lets and its functions' parameters. */
+void cg_mark_bound(const fe_term *t, bool *inner, uint32_t nvar);
+/* Whether scalar term t is the same at every trip of a loop whose bound
+ * variables inner marks, and cheap and safe to compute before it. */
+bool cg_invariant(const fe_term *t, const bool *inner, uint32_t nvar);
+
+/* ===== exp.c ===== */
+
+/* Emit the scalar core term e at fn->b, storing its leaves in *out.  Free
+ * variables must be bound (cg_bind); array terms are found through array
+ * variables (cg_bind_array) or fn->array_of.  Semantics are the
+ * interpreter's (fe_prim_eval) for every defined input; where the
+ * interpreter reports an error (an index out of bounds, division by zero,
+ * shifts by the width or more, float to integer out of range) the
+ * generated code gives the value that docs/language.md documents, without
+ * trapping or undefined behaviour, and in checked mode (fn->checked) also
+ * reports it (cg_check).
+ * Errors: WEFT_ERR_INTERNAL for a term it cannot emit,
+ * WEFT_ERR_OUT_OF_MEMORY. */
+weft_status cg_exp(cg_fn *fn, const fe_term *e, cg_val *out);
+/* Apply core function f to args (one cg_val per parameter). */
+weft_status cg_apply(cg_fn *fn, const fe_fun *f, const cg_val *args,
+                     cg_val *out);
+/* The walker cg_exp and cg_apply use (exp.c's scalar hooks) over fn. */
+cg_walker cg_scalar_walker(cg_fn *fn);
 /* A loop's head: branch from the current block to head and open head
  * with one phi per leaf of *init (st->v has room for init->n), fed with
  * init from the block left (exp.c; the while loops of exp.c and spmd.c). */
@@ -436,12 +447,6 @@ void cg_from_index(cg_fn *fn, int rank, const LLVMValueRef *sh, LLVMValueRef i,
  * (cg_bind_array), else fn->array_of's answer.  Errors: WEFT_ERR_INTERNAL
  * for an array the kernel was not given. */
 weft_status cg_array_of(cg_fn *fn, const fe_term *acc, cg_array *out);
-/* Mark in inner (nvar entries, false on entry) the variables that term t
- * binds: its lets and its functions' parameters. */
-void cg_mark_bound(const fe_term *t, bool *inner, uint32_t nvar);
-/* Whether scalar term t is the same at every trip of a loop whose bound
- * variables inner marks, and cheap and safe to compute before it. */
-bool cg_invariant(const fe_term *t, const bool *inner, uint32_t nvar);
 
 /* Comparison op (LT, LE, GT, GE, EQ, NE) of a and b of scalar type
  * t, or of vectors of it (spmd.c): ordered for floats except NE, signed
@@ -689,11 +694,12 @@ typedef struct cg_staged cg_staged;
  * core's variables; scratch from arena. */
 bool cg_stage_find(const fe_term *t, uint32_t nvar, fe_arena *arena);
 /* While loop e, its initial state init already emitted: where
- * fn->stage_tile allows and e has the pattern, emit it staged (*done
- * true, *out the final state); else emit nothing (*done false).
- * Errors: those of cg_exp. */
-weft_status cg_stage_while(cg_fn *fn, const fe_term *e, const cg_val *init,
-                           cg_val *out, bool *done);
+ * w->fn->stage_tile allows and e has the pattern, emit it staged (*done
+ * true, *out the final state), its bound, condition and body compiled
+ * through walker w (exp.c's scalar walker); else emit nothing (*done
+ * false).  Errors: those of w. */
+weft_status cg_stage_while(const cg_walker *w, const fe_term *e,
+                           const cg_val *init, cg_val *out, bool *done);
 /* Whether every while loop of operation op (in its functions and the
  * producers fused into it; at least one) has stage.c's pattern with a
  * start and a bound that do not depend on anything op binds (its
@@ -717,10 +723,12 @@ weft_status cg_staged_load(cg_fn *fn, const cg_staged *r, cg_val *out);
  * then a barrier), sets the reads' values for the index's other
  * components (cg_stage_fix), and emits f's applications at columns whose
  * records are q between cg_stage_use(fn, g, q) and cg_stage_use(fn,
- * NULL, NULL), a barrier before the next fill.  Errors: those of code
+ * NULL, NULL), a barrier before the next fill.  The arrays are found
+ * through walker w (cg_scalar_walker(fn)).  Errors: those of code
  * generation. */
 typedef struct cg_stage cg_stage;
-weft_status cg_stage_fun(cg_fn *fn, const fe_fun *f, int tile, cg_stage **out);
+weft_status cg_stage_fun(const cg_walker *w, const fe_fun *f, int tile,
+                         cg_stage **out);
 weft_status cg_stage_put(cg_fn *fn, const cg_stage *g, LLVMValueRef q,
                          LLVMValueRef c);
 weft_status cg_stage_fix(cg_fn *fn, cg_stage *g, const cg_val *ix);

@@ -131,6 +131,7 @@ struct cg_stage {
     LLVMValueRef q;
     struct cg_staged *read;
     int nread;
+    cg_walker walk; /* compiles the loop's terms (stage_build's caller's) */
 };
 
 /* A while loop of the staged pattern (stage_match). */
@@ -617,7 +618,7 @@ weft_status cg_stage_fix(cg_fn *fn, cg_stage *g, const cg_val *ix)
             continue;
         }
         cg_array a;
-        weft_status s = cg_array_of(fn, rd->at->kid[0], &a);
+        weft_status s = cg_walk_array(&g->walk, rd->at->kid[0], &a);
         if (s == WEFT_OK) {
             s = rd->d < ix->n ? load_or_zero(fn, &a, ix->v[rd->d], &rd->v)
                               : fe_error(WEFT_ERR_INTERNAL,
@@ -696,9 +697,10 @@ static weft_status stage_layout(cg_fn *fn, struct cg_stage *g)
 
 /* The tile of T records for the arrays that pattern p stages (*g NULL
  * where a leaf cannot be staged or there is no such array). */
-static weft_status stage_build(cg_fn *fn, const stage_pat *p, int tile,
+static weft_status stage_build(const cg_walker *w, const stage_pat *p, int tile,
                                struct cg_stage **out)
 {
+    cg_fn *fn = w->fn;
     *out = NULL;
     if (p->narr == 0) {
         return WEFT_OK;
@@ -717,8 +719,9 @@ static weft_status stage_build(cg_fn *fn, const stage_pat *p, int tile,
     g->read = read;
     g->nread = p->nread;
     g->tile = tile;
+    g->walk = *w;
     for (int a = 0; a < p->narr; a++) {
-        weft_status s = cg_array_of(fn, p->arr[a], &arr[a]);
+        weft_status s = cg_walk_array(w, p->arr[a], &arr[a]);
         if (s != WEFT_OK) {
             return s;
         }
@@ -807,9 +810,10 @@ void cg_stage_unroll(cg_fn *fn, LLVMValueRef br)
     cg_loop_id(fn, br, LLVMMDNodeInContext2(c, kv, 2));
 }
 
-weft_status cg_stage_while(cg_fn *fn, const fe_term *e, const cg_val *init,
-                           cg_val *out, bool *done)
+weft_status cg_stage_while(const cg_walker *w, const fe_term *e,
+                           const cg_val *init, cg_val *out, bool *done)
 {
+    cg_fn *fn = w->fn;
     *done = false;
     const cg_target *tg = fn->target;
     if (fn->stage_tile <= 0 || fn->checked || fn->ignored || fn->spec || !tg ||
@@ -829,7 +833,7 @@ weft_status cg_stage_while(cg_fn *fn, const fe_term *e, const cg_val *init,
         return WEFT_OK;
     }
     cg_val nv;
-    weft_status s = cg_exp(fn, p->bound, &nv);
+    weft_status s = cg_walk(w, p->bound, &nv);
     if (s != WEFT_OK) {
         return s;
     }
@@ -840,7 +844,7 @@ weft_status cg_stage_while(cg_fn *fn, const fe_term *e, const cg_val *init,
     LLVMValueRef n = nv.v[0];
     int tile = fn->stage_tile;
     struct cg_stage *g;
-    if ((s = stage_build(fn, p, tile, &g)) != WEFT_OK || !g) {
+    if ((s = stage_build(w, p, tile, &g)) != WEFT_OK || !g) {
         return s;
     }
     *done = true;
@@ -883,7 +887,7 @@ weft_status cg_stage_while(cg_fn *fn, const fe_term *e, const cg_val *init,
     }
     int saved_tile = fn->stage_tile;
     fn->stage_tile = 0;
-    s = cg_apply(fn, e->fun[0], &so, &c);
+    s = cg_walk_apply(w, e->fun[0], &so, &c);
     if (s == WEFT_OK && c.n != 1) {
         s = fe_error(WEFT_ERR_INTERNAL, "weft_compile: a staged condition");
     }
@@ -928,7 +932,7 @@ weft_status cg_stage_while(cg_fn *fn, const fe_term *e, const cg_val *init,
     LLVMPositionBuilderAtEnd(B, ibody);
     g->q = q;
     fn->stage = g;
-    s = cg_apply(fn, e->fun[1], &si, &next);
+    s = cg_walk_apply(w, e->fun[1], &si, &next);
     fn->stage = NULL;
     fn->stage_tile = saved_tile;
     if (s == WEFT_OK && next.n != init->n) {
@@ -973,8 +977,10 @@ weft_status cg_stage_while(cg_fn *fn, const fe_term *e, const cg_val *init,
     return WEFT_OK;
 }
 
-weft_status cg_stage_fun(cg_fn *fn, const fe_fun *f, int tile, cg_stage **out)
+weft_status cg_stage_fun(const cg_walker *w, const fe_fun *f, int tile,
+                         cg_stage **out)
 {
+    cg_fn *fn = w->fn;
     *out = NULL;
     const cg_target *tg = fn->target;
     if (fn->checked || fn->ignored || !tg || !tg->barrier ||
@@ -994,5 +1000,5 @@ weft_status cg_stage_fun(cg_fn *fn, const fe_fun *f, int tile, cg_stage **out)
     if (p->over) {
         return WEFT_OK;
     }
-    return stage_build(fn, p, tile, out);
+    return stage_build(w, p, tile, out);
 }

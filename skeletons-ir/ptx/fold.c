@@ -785,7 +785,8 @@ static weft_status stage_source(sk_fn *f, const fe_term *src, cg_stage **g)
         src->nfun != 1 || sk_linear_ok(f, src)) {
         return WEFT_OK;
     }
-    return cg_stage_fun(&f->fn, src->fun[0], STAGE_TILE, g);
+    cg_walker w = cg_scalar_walker(&f->fn);
+    return cg_stage_fun(&w, src->fun[0], STAGE_TILE, g);
 }
 
 /* warp_lanes over staged columns: the lanes of each team fold [base, base
