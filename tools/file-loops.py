@@ -25,7 +25,7 @@ elsewhere, so that CI can refuse every new one meanwhile.
 
   tools/file-loops.py            the build directory `build`
   tools/file-loops.py DIR        another one (built with any build type)
-  tools/file-loops.py --allow codegen/exp.c,codegen/stage.c build
+  tools/file-loops.py --allow lib/a.c,lib/b.c build
   NM=llvm-nm-19 tools/file-loops.py
 
 Python 3 and binutils' nm only; it reads the objects, so build the library
