@@ -807,7 +807,9 @@ weft_status cg_ptx_libdevice_path(char *buf, size_t n);
  * registers a thread. */
 void cg_ptx_launch_bounds(cg_fn *fn, int max_threads, int min_blocks);
 
-/* huge.c: mod's instructions, counted until they pass limit. */
+/* huge.c: function f's instructions, and mod's, counted until they pass
+ * limit. */
+size_t cg_function_instructions(LLVMValueRef f, size_t limit);
 size_t cg_module_instructions(LLVMModuleRef mod, size_t limit);
 
 /* Turn mod, built by skeletons for cg_target_ptx, into PTX text for tm

@@ -9,18 +9,25 @@
  */
 #include "cg.h"
 
+size_t cg_function_instructions(LLVMValueRef f, size_t limit)
+{
+    size_t n = 0;
+    for (LLVMBasicBlockRef b = LLVMGetFirstBasicBlock(f); b && n <= limit;
+         b = LLVMGetNextBasicBlock(b)) {
+        for (LLVMValueRef i = LLVMGetFirstInstruction(b); i;
+             i = LLVMGetNextInstruction(i)) {
+            n++;
+        }
+    }
+    return n;
+}
+
 size_t cg_module_instructions(LLVMModuleRef mod, size_t limit)
 {
     size_t n = 0;
     for (LLVMValueRef f = LLVMGetFirstFunction(mod); f && n <= limit;
          f = LLVMGetNextFunction(f)) {
-        for (LLVMBasicBlockRef b = LLVMGetFirstBasicBlock(f); b && n <= limit;
-             b = LLVMGetNextBasicBlock(b)) {
-            for (LLVMValueRef i = LLVMGetFirstInstruction(b); i;
-                 i = LLVMGetNextInstruction(i)) {
-                n++;
-            }
-        }
+        n += cg_function_instructions(f, limit - n);
     }
     return n;
 }

@@ -299,20 +299,6 @@ static LLVMTargetMachineRef target_machine(cpu_jit *j,
 #define CPU_HUGE_INSTRUCTIONS 5000
 #define CPU_HUGE_PIPELINE "function(sroa,early-cse,adce)"
 
-/* Instructions in function f, counting up to limit + 1. */
-static size_t function_size(LLVMValueRef f, size_t limit)
-{
-    size_t n = 0;
-    for (LLVMBasicBlockRef b = LLVMGetFirstBasicBlock(f); b && n <= limit;
-         b = LLVMGetNextBasicBlock(b)) {
-        for (LLVMValueRef i = LLVMGetFirstInstruction(b); i;
-             i = LLVMGetNextInstruction(i)) {
-            n++;
-        }
-    }
-    return n;
-}
-
 /* Whether m holds more than CPU_HUGE_INSTRUCTIONS instructions: in one
  * function, or when `total`, in all (a kernel may be many small functions,
  * one per fused map; a batch of small kernels, see "Many kernels", is no
@@ -322,7 +308,7 @@ bool cpu_module_huge(LLVMModuleRef m, bool total)
     size_t n = 0;
     for (LLVMValueRef f = LLVMGetFirstFunction(m); f;
          f = LLVMGetNextFunction(f)) {
-        size_t k = function_size(f, CPU_HUGE_INSTRUCTIONS);
+        size_t k = cg_function_instructions(f, CPU_HUGE_INSTRUCTIONS);
         n = total ? n + k : k;
         if (n > CPU_HUGE_INSTRUCTIONS) {
             return true;
