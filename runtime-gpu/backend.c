@@ -1515,8 +1515,8 @@ static weft_status rt_run(rt_job *j, int n, const rt_phase *ph)
         if (total <= 0) {
             continue;
         }
-        int64_t first = 0;
-        void *params[4] = {j->w, &total, &grain, &first};
+        int64_t first = 0, skip = 0;
+        void *params[5] = {j->w, &total, &grain, &first, &skip};
         /* items of a raw entry take a warp or a block each; a grid-stride
          * entry takes smaller blocks where its own would leave SMs idle */
         int per = j->k->item_threads[ph[i].entry];

@@ -948,14 +948,22 @@ static void pending_add(gpu_dev *d, const char *name)
 weft_status gpu_launch(gpu_dev *d, const gpu_fn *f, unsigned grid, int block,
                        unsigned shared, void **params, const char *who)
 {
+    return gpu_launch_rows(d, f, grid, 1, block, shared, params, who);
+}
+
+weft_status gpu_launch_rows(gpu_dev *d, const gpu_fn *f, unsigned grid,
+                            unsigned rows, int block, unsigned shared,
+                            void **params, const char *who)
+{
     if (block <= 0) {
         block = f->block;
     }
-    if (grid < 1 || grid > 0x7fffffffu || block < 1 || block > 1024) {
+    if (grid < 1 || grid > 0x7fffffffu || rows < 1 || rows > 65535 ||
+        block < 1 || block > 1024) {
         return fe_error(WEFT_ERR_INVALID_ARGUMENT,
-                        "%s: kernel %s: %u blocks of %d threads is out of "
-                        "range",
-                        who, f->name, grid, block);
+                        "%s: kernel %s: %u x %u blocks of %d threads is out "
+                        "of range",
+                        who, f->name, grid, rows, block);
     }
     weft_status st = gpu_enter(d, who);
     if (st != WEFT_OK) {
@@ -966,7 +974,7 @@ weft_status gpu_launch(gpu_dev *d, const gpu_fn *f, unsigned grid, int block,
         t = NULL;
     }
     CUresult r =
-        gpu_call(d)->cuLaunchKernel(f->fn, grid, 1, 1, (unsigned)block, 1, 1,
+        gpu_call(d)->cuLaunchKernel(f->fn, grid, rows, 1, (unsigned)block, 1, 1,
                                     shared, d->stream, params, NULL);
     if (t && r == CUDA_SUCCESS &&
         gpu_call(d)->cuEventRecord(t->end, d->stream) == CUDA_SUCCESS) {

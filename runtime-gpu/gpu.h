@@ -137,6 +137,13 @@ weft_status gpu_module_fn(gpu_dev *d, gpu_module *m, const char *name,
  * WEFT_ERR_INVALID_ARGUMENT (grid or block out of range). */
 weft_status gpu_launch(gpu_dev *d, const gpu_fn *f, unsigned grid, int block,
                        unsigned shared, void **params, const char *who);
+/* gpu_launch of a grid of `rows` rows of grid blocks each (the pieces of
+ * an uneven kernel over several devices: skeletons-ir/ptx/target.c,
+ * "Pieces"); rows 1 is gpu_launch.  Errors as gpu_launch (rows out of
+ * range: WEFT_ERR_INVALID_ARGUMENT). */
+weft_status gpu_launch_rows(gpu_dev *d, const gpu_fn *f, unsigned grid,
+                            unsigned rows, int block, unsigned shared,
+                            void **params, const char *who);
 /* Blocks of `block` threads (<= 0: f->block) to launch for `items`
  * independent pieces of work, one per thread with a grid-stride loop: at
  * most f's resident blocks on every SM (for a smaller block, as many
@@ -331,20 +338,24 @@ typedef struct gpu_replicas {
 /* Launch element-wise kernel f of a context over several devices (d
  * entered): `total` elements in chunks of `unit` elements (the kernel's
  * own chunk: the grain it really takes), its parameters (args, n, grain,
- * first); each device runs its range of chunks on its stream, after the
- * work queued on d's stream, and d's stream waits for them all (multi.c,
- * "Kernels").  `one_pass`: a chunk per thread (an uneven kernel), else
- * gpu_grid_for's persistent grid.  rep (NULL: none): small arrays the
- * other devices read from replicas.  Errors as gpu_launch. */
+ * first, skip); each device runs its range of chunks on its stream, after
+ * the work queued on d's stream, and d's stream waits for them all
+ * (multi.c, "Kernels").  `uneven` (sk_ptx_uneven: an element's cost
+ * varies): a chunk per thread, the chunks dealt out in pieces round robin
+ * ("Pieces"), else one range per device on gpu_grid_for's persistent
+ * grid.  rep (NULL: none): small arrays the other devices read from
+ * replicas.  Errors as gpu_launch. */
 weft_status gpu_launch_split(gpu_dev *d, const gpu_fn *f, int64_t total,
                              int64_t grain, int64_t unit, int block,
-                             bool one_pass, void *args, const gpu_replicas *rep,
+                             bool uneven, void *args, const gpu_replicas *rep,
                              const char *who);
 /* One device's launch of a kernel over several devices: its grid (0:
- * none on that device) and the kernel's n, grain and first parameters. */
+ * none on that device; rows of grid blocks, 0 taken as 1) and the
+ * kernel's n, grain, first and skip parameters (skip: 0 but for the
+ * pieces of an uneven kernel, skeletons-ir/ptx/target.c). */
 typedef struct gpu_part {
-    unsigned grid;
-    int64_t n, grain, first;
+    unsigned grid, rows;
+    int64_t n, grain, first, skip;
 } gpu_part;
 /* Launch f of a context over several devices (d entered) once per device
  * i with part[i] (blocks of `block` threads, the argument block args), the

@@ -46,6 +46,24 @@
  * and device 0's stream waits for device i's event after it, so that
  * everything after the kernel, on device 0's stream, sees its writes and
  * a wait for device 0's stream waits for all.  No host wait is added.
+ *
+ * Pieces.  That split is fair where every element costs the same.  An
+ * uneven kernel's (a while loop whose trip count varies: sk_ptx_uneven)
+ * is not: Mandelbrot's set sits in the middle rows of 8192 x 8192, so of
+ * four ranges the middle two cost 1.8 times the mean (2.2x on four GPUs).
+ * Its chunks (one element each) are dealt out instead: pieces of
+ * GPU_PIECE chunks (fewer where a device would get fewer than
+ * GPU_PIECES_MIN), piece q to device q mod D, all of one device's pieces in
+ * one launch (skeletons-ir/ptx/target.c, "Pieces": a row of blocks per
+ * piece, the pieces `skip` chunks apart).  A device then writes most of
+ * its output into the other devices' blocks, over NVLink (4 bytes a pixel
+ * against hundreds of iterations: the link is far from busy).  Computed
+ * from Mandelbrot's counts per warp, pieces of 8 rows leave the devices
+ * within 0.1% of the mean on two and four GPUs; pieces of half a row or
+ * less can resonate with the columns (the left and right halves of the
+ * image differ: 1.6 times the mean with pieces of 4,096 pixels), which is
+ * why a piece is as long as the chunks allow.  Memory-bound kernels keep
+ * owner-computes: their cost is the bytes, where they are.
  * A fold is split by its own entries (gpu_launch_items: rows, or chunks
  * of few long rows; the partials then combined on device 0) or, for one
  * row, spread: every device folds its part of the row, and one thread on
@@ -92,8 +110,10 @@
 #include "driver.h"
 
 #define GPU_SPLIT_UNIT                                                         \
-    1024 /* chunks: a device's range starts at a
+    1024                 /* chunks: a device's range starts at a
                                multiple of this */
+#define GPU_PIECE 65536  /* chunks of an uneven kernel's piece, at most */
+#define GPU_PIECES_MIN 8 /* pieces a device at least, where there are so many */
 #define GPU_SPLIT_MIN                                                          \
     64 /* units: a kernel of fewer runs on device 0
                                alone (64 units of 4-element chunks: 1 MiB
@@ -754,13 +774,14 @@ weft_status gpu_launch_parts(gpu_dev *d, const gpu_fn *f, int block,
         if (p->grid == 0) {
             continue;
         }
-        int64_t n = p->n, grain = p->grain, first = p->first;
-        void *params[4] = {args, &n, &grain, &first};
+        int64_t n = p->n, grain = p->grain, first = p->first, skip = p->skip;
+        void *params[5] = {args, &n, &grain, &first, &skip};
+        unsigned rows = p->rows > 0 ? p->rows : 1;
         if (i == 0) {
             if (timed) {
                 part_mark(d, d->stream, &tb[0]);
             }
-            st = gpu_launch(d, f, p->grid, block, 0, params, who);
+            st = gpu_launch_rows(d, f, p->grid, rows, block, 0, params, who);
             if (st != WEFT_OK) {
                 goto cleanup;
             }
@@ -791,8 +812,9 @@ weft_status gpu_launch_parts(gpu_dev *d, const gpu_fn *f, int block,
                 part_mark(d, o->stream, &tb[i]);
             }
             call = "cuLaunchKernel";
-            r = gpu_call(d)->cuLaunchKernel(fn, p->grid, 1, 1, (unsigned)block,
-                                            1, 1, 0, o->stream, params, NULL);
+            r = gpu_call(d)->cuLaunchKernel(fn, p->grid, rows, 1,
+                                            (unsigned)block, 1, 1, 0, o->stream,
+                                            params, NULL);
         }
         if (st == WEFT_OK && r == CUDA_SUCCESS) {
             if (timed) {
@@ -840,14 +862,50 @@ cleanup:
     return st;
 }
 
+/* An uneven kernel's chunks [0, chunks) of one element each (n = total)
+ * dealt out in pieces ("Pieces"): pieces of x chunks, a multiple of the
+ * block (each a row of x / block blocks), GPU_PIECE at most and at least
+ * GPU_PIECES_MIN a device where the chunks allow; piece q on device
+ * q mod D. */
+static weft_status launch_dealt(gpu_dev *d, const gpu_fn *f, int64_t total,
+                                int64_t grain, int64_t chunks, int block,
+                                void *args, const gpu_replicas *rep,
+                                const char *who)
+{
+    gpu_multi *m = d->multi;
+    int64_t nd = m->n;
+    int64_t x = chunks / (nd * GPU_PIECES_MIN);
+    x = (x < GPU_PIECE ? x : GPU_PIECE) / block * block;
+    x = x > block ? x : block;
+    int64_t pieces = (chunks + x - 1) / x;
+    gpu_part part[GPU_MULTI_MAX];
+    int64_t sizes[GPU_MULTI_MAX];
+    for (int64_t i = 0; i < nd; i++) {
+        int64_t mine = pieces > i ? (pieces - i + nd - 1) / nd : 0;
+        part[i] = (gpu_part){.grid = mine > 0 ? (unsigned)(x / block) : 0,
+                             .rows = mine < 65535 ? (unsigned)mine : 65535u,
+                             .n = total,
+                             .grain = grain,
+                             .first = i * x,
+                             .skip = nd * x};
+        /* the last piece, on device (pieces - 1) mod D, may be short */
+        sizes[i] =
+            mine * x - ((pieces - 1) % nd == i ? pieces * x - chunks : 0);
+    }
+    return gpu_launch_parts(d, f, block, part, args, rep, "chunks", sizes, who);
+}
+
 weft_status gpu_launch_split(gpu_dev *d, const gpu_fn *f, int64_t total,
                              int64_t grain, int64_t unit, int block,
-                             bool one_pass, void *args, const gpu_replicas *rep,
+                             bool uneven, void *args, const gpu_replicas *rep,
                              const char *who)
 {
     gpu_multi *m = d->multi;
     int64_t chunks = (total + unit - 1) / unit;
     int64_t pieces = (chunks + GPU_SPLIT_UNIT - 1) / GPU_SPLIT_UNIT;
+    if (uneven && unit == 1 && pieces >= GPU_SPLIT_MIN) {
+        return launch_dealt(d, f, total, grain, chunks, block, args, rep, who);
+    }
     int64_t bound[GPU_MULTI_MAX + 1];
     for (int i = 0; i <= m->n; i++) { /* device 0 gets the remainder */
         int64_t c = (pieces * i + m->n - 1) / m->n * GPU_SPLIT_UNIT;
@@ -860,7 +918,7 @@ weft_status gpu_launch_split(gpu_dev *d, const gpu_fn *f, int64_t total,
         int64_t first = bound[i], hi = bound[i + 1] * unit;
         int64_t items = bound[i + 1] - first;
         unsigned grid = items > 0 ? gpu_grid_for(d, f, block, items) : 0;
-        if (one_pass && items > 0) {
+        if (uneven && items > 0) {
             int64_t all = (items + block - 1) / block;
             grid = all < 0x7fffffff ? (unsigned)all : 0x7fffffffu;
         }

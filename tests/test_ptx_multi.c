@@ -88,8 +88,13 @@ static weft_array *pattern(weft_context *ctx, int rank, const int64_t *shape)
  *      "Replicas")
  *  16  permute (+) of ones into 17 bins by index mod 17, odd indices
  *      `ignore`d (the permute runs on device 0 over the split source)
- *  17  fold_seg (+) 0 of i32 of x in segments of 7 (device 0 too) */
-enum { NPROG = 18, SCAN_F32 = 5 };
+ *  17  fold_seg (+) 0 of i32 of x in segments of 7 (device 0 too)
+ *  18  a generate over x's shape (ranks 0 to 3) with a while loop whose
+ *      trip count varies (x ! i halved while above 1, counted): an
+ *      uneven kernel, whose chunks the devices take in pieces round
+ *      robin (multi.c, "Pieces"), each writing into the others' blocks;
+ *      the result a pair (the count, i32; what is left, f32) */
+enum { NPROG = 19, SCAN_F32 = 5 };
 
 /* Program k's result is an f32 fold over several devices, whose parts
  * are combined in another order than on one GPU (compare). */
@@ -264,6 +269,30 @@ static weft_acc *program(weft_context *ctx, weft_program *p, int k, int rank)
         weft_fun_return(add, weft_add(weft_arg(add, 0), weft_arg(add, 1)));
         return weft_fold_seg(add, weft_i32(p, 0), weft_map(cv, x), seg);
     }
+    case 18: {
+        weft_type st =
+            weft_type_tuple(ctx, 2, (weft_type[]){WEFT_F32, WEFT_I32});
+        weft_fun *more = weft_fun1(p, st);
+        weft_exp *v = weft_arg(more, 0);
+        weft_fun_return(more,
+                        weft_and(weft_gt(weft_get(v, 0), weft_f32(p, 1)),
+                                 weft_lt(weft_get(v, 1), weft_i32(p, 40))));
+        weft_fun *halve = weft_fun1(p, st);
+        v = weft_arg(halve, 0);
+        weft_fun_return(
+            halve, weft_tuple(p, 2,
+                              (weft_exp *[]){
+                                  weft_mul(weft_get(v, 0), weft_f32(p, 0.5f)),
+                                  weft_add(weft_get(v, 1), weft_i32(p, 1))}));
+        weft_fun *g = weft_fun1(p, WEFT_DIM(rank));
+        weft_exp *at = weft_at(x, weft_arg(g, 0));
+        weft_exp *r = weft_while(
+            more, halve, weft_tuple(p, 2, (weft_exp *[]){at, weft_i32(p, 0)}));
+        weft_fun_return(
+            g,
+            weft_tuple(p, 2, (weft_exp *[]){weft_get(r, 1), weft_get(r, 0)}));
+        return weft_generate(weft_shape(x), g);
+    }
     default: {
         weft_fun *one = weft_fun1(p, WEFT_F32);
         weft_fun_return(one, weft_f32(p, 1.0f));
@@ -330,9 +359,10 @@ static const struct {
  * permute programs are written for rank 1). */
 static bool applies(int k, int rank)
 {
-    return rank == 0 ? k == 0 || k == 3 || k == 7
-                     : k == 0 || k == 3 || k == 4 || k == 7 || k == 8 ||
-                           k == 9 || k == 10 || k == 11 || k == 14 || rank == 1;
+    return rank == 0
+               ? k == 0 || k == 3 || k == 7 || k == 18
+               : k == 0 || k == 3 || k == 4 || k == 7 || k == 8 || k == 9 ||
+                     k == 10 || k == 11 || k == 14 || k == 18 || rank == 1;
 }
 
 /* Whether the n floats fb are within rel (relative, at least absolute)

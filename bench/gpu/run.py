@@ -233,12 +233,15 @@ class Program:
         s.max_iter = 255
         s.a = 2.5
         s.eps2 = 0.01
-        big = 1 << 28
+        # $GPUBENCH_N, $GPUBENCH_BS: other sizes of the memory-bound
+        # programs and of Black-Scholes (scaling.sh -n, -b: on several GPUs
+        # the default sizes leave each device a part of 0.1-0.3 ms)
+        big = int(os.environ.get("GPUBENCH_N", 1 << 28))
         small = (1 << 20) + 3
         if pid in (SAXPY, SUM, DOTP, SCAN, HIST):
             s.n = small if quick else big
         elif pid == BS:
-            s.n = (1 << 18) + 1 if quick else 1 << 26
+            s.n = (1 << 18) + 1 if quick else int(os.environ.get("GPUBENCH_BS", 1 << 26))
         elif pid in (NBODY, NBODY_FOLD):
             # $GPUBENCH_NBODY: another size (scaling.sh on several GPUs:
             # 65536 bodies are 256 blocks, too few to fill two devices)

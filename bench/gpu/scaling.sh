@@ -7,18 +7,38 @@
 # run.py checks every result against the reference, so a wrong split shows
 # as a failed check in OUTDIR/<list>/run.log.
 #
-# Usage: sh bench/gpu/scaling.sh OUTDIR [LIST ...]
+# Usage: sh bench/gpu/scaling.sh [-n N] [-b N] [-g N] OUTDIR [LIST ...]
 #   e.g. sh bench/gpu/scaling.sh /tmp/scaling 0,1 0,1,2,3
 #   (0,0 runs the split over two blocks of one GPU: the cost of the
 #   partitioning where there is one GPU; expect about 1x)
+#   -n N  elements of saxpy, sum, dotp, scan and the histogram (default
+#         2^28; 2^30 f32 is 4 GiB an array, which one H100 holds for
+#         dotp's two and the reference's copies)
+#   -b N  Black-Scholes' options (default 2^26)
+#   -g N  n-body's bodies (default 65536: 256 blocks, too few to fill
+#         several GPUs; 262144 shows the scaling)
 # Environment: SCALING_ONLY (run.py program keys, default
 # saxpy,blackscholes,mandelbrot,nbody,sum,dotp,histogram,scan: all but
 # the histogram are split over the devices; the histogram runs on the
-# first GPU over the split memory), GPUBENCH_NBODY
-# (n-body's bodies, default 65536: 256 blocks, too few to fill several
-# GPUs; 262144 shows the scaling) and run.sh's.
+# first GPU over the split memory), GPUBENCH_N, GPUBENCH_BS and
+# GPUBENCH_NBODY (what -n, -b and -g set) and run.sh's.
+# Two tables: the host clock's medians (run.py's "ms": from the call to
+# the result complete, the host's work per run included), then the
+# medians of CUDA events on weft's stream (device 0's, which waits for
+# the others): where the first is much above the second, the host's work
+# per run (launches, events, the split's bookkeeping) is what costs.
 set -eu
-out=${1:?usage: sh bench/gpu/scaling.sh OUTDIR [LIST ...]}
+usage="usage: sh bench/gpu/scaling.sh [-n N] [-b N] [-g N] OUTDIR [LIST ...]"
+while getopts n:b:g: opt; do
+    case $opt in
+    n) GPUBENCH_N=$OPTARG; export GPUBENCH_N ;;
+    b) GPUBENCH_BS=$OPTARG; export GPUBENCH_BS ;;
+    g) GPUBENCH_NBODY=$OPTARG; export GPUBENCH_NBODY ;;
+    *) echo "$usage" >&2; exit 2 ;;
+    esac
+done
+shift $((OPTIND - 1))
+out=${1:?$usage}
 shift
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
@@ -40,24 +60,31 @@ def medians(d):
     except OSError:
         return {}, "-"
     return ({(r["program"], r["size"]): (r["median_ms"], r["check"],
-                                         r.get("bytes_moved"))
+                                         r.get("bytes_moved"),
+                                         r.get("median_event_ms"))
              for r in doc["rows"] if r["implementation"].startswith("weft")},
             doc.get("gpu") or "?")
 one, gpu = medians("one")
 cols = [medians(l)[0] for l in lists]
-print(f"weft on several GPUs ({gpu}): median ms, speed-up over one GPU, "
-      "bytes handed between the devices per run (partials; peer reads "
-      "uncounted)")
-print("| program | size | 1 GPU | " +
-      " | ".join(f"{l}" for l in lists) + " |")
-print("|---|---|---:|" + "---:|" * len(lists))
-for key, (ms, check, _) in sorted(one.items()):
-    cells = []
-    for c in cols:
-        m, ok, moved = c.get(key, (None, None, None))
-        bad = " FAIL" if ok and "FAIL" in str(ok) else ""
-        mv = f", {moved} B" if moved is not None else ""
-        cells.append(f"{m:.3f} ({ms / m:.2f}x{mv}){bad}" if m and ms else "-")
-    print(f"| {key[0]} | {key[1]} | {ms:.3f} | " + " | ".join(cells) + " |"
-          if ms else f"| {key[0]} | {key[1]} | - | " + " | ".join(cells) + " |")
+for which, title in ((0, "median ms (host clock)"),
+                     (3, "median ms by CUDA events on weft's stream")):
+    print(f"weft on several GPUs ({gpu}): {title}, speed-up over one GPU, "
+          "bytes handed between the devices per run (partials and "
+          "replicas; peer reads uncounted)")
+    print("| program | size | 1 GPU | " +
+          " | ".join(f"{l}" for l in lists) + " |")
+    print("|---|---|---:|" + "---:|" * len(lists))
+    for key, row in sorted(one.items()):
+        ms = row[which]
+        cells = []
+        for c in cols:
+            got = c.get(key, (None,) * 4)
+            m, ok, moved = got[which], got[1], got[2]
+            bad = " FAIL" if ok and "FAIL" in str(ok) else ""
+            mv = f", {moved} B" if moved is not None else ""
+            cells.append(f"{m:.3f} ({ms / m:.2f}x{mv}){bad}"
+                         if m and ms else "-")
+        first = f"{ms:.3f}" if ms else "-"
+        print(f"| {key[0]} | {key[1]} | {first} | " + " | ".join(cells) + " |")
+    print()
 EOF

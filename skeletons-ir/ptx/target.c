@@ -4,7 +4,7 @@
  * The entry point of a phase is a kernel
  *
  *     void entry(uint64_t args[nwords] byval, int64_t n, int64_t grain,
- *                int64_t first)
+ *                int64_t first, int64_t skip)
  *
  * The argument block travels by value in the kernel's parameter space (the
  * driver copies it with the launch; no device buffer, no upload), laid out
@@ -21,7 +21,8 @@
  * (sk_fn_begin_raw) take it too, so that every entry has one signature
  * and the runtime one way to launch, and those the runtime splits over
  * devices (the fold's, ptx/fold.c) start their items at it; the others
- * ignore it.
+ * ignore it.  `skip` is 0 but in the pieces of an uneven kernel split
+ * over several GPUs ("Pieces" below); every other entry ignores it.
  *
  * so consecutive threads take consecutive chunks: with grain 1 a map
  * reads and writes memory coalesced, and any body written for the CPU's
@@ -60,6 +61,18 @@
  * persistent grid a block stages the centroids once for all its points
  * (codegen/stage.c) instead of once per 128 points.
  *
+ * Pieces.  A context over several GPUs deals an uneven kernel's chunks
+ * out in pieces, round robin (runtime-gpu/multi.c, "Kernels"), so that
+ * every device gets its share of every region of the index space (the
+ * Mandelbrot set sits in the middle rows: split in four ranges, the middle
+ * devices worked 1.8 times the mean).  Device i's launch is a grid of
+ * rows of blocks: each row's gridDim.x blocks cover one piece of chunks,
+ * row y starts at chunk first + y skip (first: the device's first piece,
+ * skip: the chunks from one of its pieces to its next), and a thread then
+ * steps by skip times the rows (gridDim.y, at most 65,535) while its chunk
+ * is below n.  With skip 0 the grid is one row and the loop as above.
+ * Only uneven kernels carry this code; the others ignore skip.
+ *
  * Skeletons whose parallel structure differs on the GPU (block reductions
  * with warp shuffles) are this target's own (sk_target_ptx.own) and use
  * sk_fn_begin_raw, which skips the loop.
@@ -80,8 +93,9 @@ static weft_status ptx_entry_begin(sk_emit *e, sk_fn *f, const char *name)
     LLVMTypeRef i64 = LLVMInt64TypeInContext(c);
     unsigned nwords = (unsigned)(e->k->nwords > 0 ? e->k->nwords : 1);
     LLVMTypeRef block = LLVMArrayType2(i64, nwords);
-    LLVMTypeRef params[4] = {LLVMPointerTypeInContext(c, 0), i64, i64, i64};
-    LLVMTypeRef ty = LLVMFunctionType(LLVMVoidTypeInContext(c), params, 4, 0);
+    LLVMTypeRef params[5] = {LLVMPointerTypeInContext(c, 0), i64, i64, i64,
+                             i64};
+    LLVMTypeRef ty = LLVMFunctionType(LLVMVoidTypeInContext(c), params, 5, 0);
     weft_status s = cg_fn_begin(&f->fn, e->ctx, &cg_target_ptx, e->arena,
                                 e->mod, name, ty, e->core->nvar);
     if (s) {
@@ -168,6 +182,16 @@ static void ptx_range_begin(sk_fn *f)
         cg_zext64(fn, t->thread_index(fn, 0)), "");
     gid = LLVMBuildAdd(b, gid, LLVMGetParam(fn->fn, 3), "gid");
     f->loop_step = LLVMBuildMul(b, cg_zext64(fn, t->grid_size(fn, 0)), bs, "");
+    if (sk_ptx_uneven(f->e->k)) {
+        /* pieces `skip` chunks apart, a row of blocks each ("Pieces") */
+        LLVMValueRef skip = LLVMGetParam(fn->fn, 4);
+        LLVMValueRef row = cg_zext64(fn, t->block_index(fn, 1));
+        LLVMValueRef rows = cg_zext64(fn, t->grid_size(fn, 1));
+        gid = LLVMBuildAdd(b, gid, LLVMBuildMul(b, row, skip, ""), "gid");
+        f->loop_step = LLVMBuildSelect(
+            b, LLVMBuildICmp(b, LLVMIntEQ, skip, cg_i64(fn, 0), ""),
+            f->loop_step, LLVMBuildMul(b, skip, rows, ""), "");
+    }
     if (sk_ptx_wide(f->e->k)) {
         f->grain = cg_i64(fn, f->e->target->chunk_elems);
     }
