@@ -3,9 +3,12 @@
 
 Prints, for each kernel entry seen in "kernel.device" spans (the device
 time of each launch, CUDA events), its launches, grid, block, registers per
-thread and the median device microseconds; then the median duration of the
-host spans per name (weft_run, kernel, launch, download, ...) and of the
-compile's "cuda.module_load" spans with their driver-reported compile time.
+thread and the median device microseconds; for each kernel split over
+several devices ("kernel.split" spans, runtime-gpu/multi.c), each device's
+median share of the work and kernel microseconds; then the median duration
+of the host spans per name (weft_run, kernel, launch, download, ...) and of
+the compile's "cuda.module_load" spans with their driver-reported compile
+time.
 
 On the GPU machine, from the unpacked bundle:
   d=$(mktemp -d); WEFT_TRACE=$d/t.json ./overhead 200 && \\
@@ -34,6 +37,7 @@ def main():
     dev = collections.defaultdict(list)
     host = collections.defaultdict(list)
     loads = []
+    split = collections.defaultdict(list)  # kernel: [(sizes, ms)]
     for e in events:
         name = e.get("name")
         args = e.get("args") or {}
@@ -41,6 +45,12 @@ def main():
             key = (args.get("fn", "?"), args.get("grid"), args.get("block"),
                    args.get("regs"))
             dev[key].append(float(args.get("device_us", 0)))
+        elif name == "kernel.split":
+            sizes = next((v for k, v in args.items()
+                          if isinstance(v, list) and k != "ms"), [])
+            split[args.get("kernel", "?")].append((sizes, args.get("ms", [])))
+            if "dur" in e:
+                host[name].append(float(e["dur"]))
         elif name == "cuda.module_load":
             loads.append((float(e.get("dur", 0)), args))
         elif e.get("ph") == "X" and "dur" in e:
@@ -49,6 +59,17 @@ def main():
     for (fn, grid, block, regs), v in sorted(dev.items()):
         print("%s | %d | %s | %s | %s | %.2f" % (fn, len(v), grid, block,
                                                  regs, median(v)))
+    if split:
+        print("\nsplit kernel | launches | median share per device | "
+              "median kernel us per device")
+    for fn, v in sorted(split.items()):
+        nd = max(len(ms) for _, ms in v)
+        share = [median([s[i] for s, _ in v if i < len(s)]) for i in range(nd)]
+        us = [median([m[i] * 1e3 for _, m in v if i < len(m) and m[i] >= 0])
+              for i in range(nd)]
+        print("%s | %d | %s | %s" % (fn, len(v),
+                                     " ".join("%d" % x for x in share),
+                                     " ".join("%.1f" % x for x in us)))
     print("\nhost span | count | median us")
     for name, v in sorted(host.items()):
         print("%s | %d | %.2f" % (name, len(v), median(v)))
