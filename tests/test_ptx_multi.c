@@ -88,13 +88,8 @@ static weft_array *pattern(weft_context *ctx, int rank, const int64_t *shape)
  *      "Replicas")
  *  16  permute (+) of ones into 17 bins by index mod 17, odd indices
  *      `ignore`d (the permute runs on device 0 over the split source)
- *  17  fold_seg (+) 0 of i32 of x in segments of 7 (device 0 too)
- *  18  a generate over x's shape (ranks 0 to 3) with a while loop whose
- *      trip count varies (x ! i halved while above 1, counted): an
- *      uneven kernel, whose chunks the devices take in pieces round
- *      robin (multi.c, "Pieces"), each writing into the others' blocks;
- *      the result a pair (the count, i32; what is left, f32) */
-enum { NPROG = 19, SCAN_F32 = 5 };
+ *  17  fold_seg (+) 0 of i32 of x in segments of 7 (device 0 too) */
+enum { NPROG = 18, SCAN_F32 = 5 };
 
 /* Program k's result is an f32 fold over several devices, whose parts
  * are combined in another order than on one GPU (compare). */
@@ -102,6 +97,14 @@ static bool float_fold(int k)
 {
     return k == 4 || k == 8;
 }
+
+/* Not one of the NPROG programs compare runs: a generate over x's shape
+ * (any rank) with a while loop whose trip count varies (x ! i halved
+ * while above 1, counted), as a pair (the count, i32; what is left,
+ * f32): an uneven kernel, whose chunks the devices take in pieces round
+ * robin (multi.c, "Pieces"), each writing into the others' blocks
+ * (uneven_pieces). */
+enum { UNEVEN = 100 };
 
 static weft_acc *program(weft_context *ctx, weft_program *p, int k, int rank)
 {
@@ -269,7 +272,7 @@ static weft_acc *program(weft_context *ctx, weft_program *p, int k, int rank)
         weft_fun_return(add, weft_add(weft_arg(add, 0), weft_arg(add, 1)));
         return weft_fold_seg(add, weft_i32(p, 0), weft_map(cv, x), seg);
     }
-    case 18: {
+    case UNEVEN: {
         weft_type st =
             weft_type_tuple(ctx, 2, (weft_type[]){WEFT_F32, WEFT_I32});
         weft_fun *more = weft_fun1(p, st);
@@ -359,10 +362,9 @@ static const struct {
  * permute programs are written for rank 1). */
 static bool applies(int k, int rank)
 {
-    return rank == 0
-               ? k == 0 || k == 3 || k == 7 || k == 18
-               : k == 0 || k == 3 || k == 4 || k == 7 || k == 8 || k == 9 ||
-                     k == 10 || k == 11 || k == 14 || k == 18 || rank == 1;
+    return rank == 0 ? k == 0 || k == 3 || k == 7
+                     : k == 0 || k == 3 || k == 4 || k == 7 || k == 8 ||
+                           k == 9 || k == 10 || k == 11 || k == 14 || rank == 1;
 }
 
 /* Whether the n floats fb are within rel (relative, at least absolute)
@@ -584,6 +586,56 @@ START_TEST(bad_lists)
 }
 END_TEST
 
+/* The uneven program (UNEVEN) on one GPU, on "0,0" and on every device,
+ * over the shapes of compare and more (piece sizes for blocks of 256):
+ * 65,536 elements (pieces of 4,096 on two slots), 2 x 3 x 65,537 (pieces
+ * of 24,576 on two slots, the last one short), and 64,512 (63 units of
+ * GPU_SPLIT_UNIT: not split, on device 0 alone).  Pieces of the most,
+ * 65,536 chunks, come with 3 million elements; 1001 x 1023 is cut into
+ * pieces of 63,744 on two slots and 31,744 on four.  The results must be
+ * one GPU's bit for bit (each element is computed as on one device), and
+ * the uneven kernels must have been split. */
+START_TEST(uneven_pieces)
+{
+    static const struct {
+        int rank;
+        int64_t shape[3];
+    } more[] = {{1, {65536}}, {3, {2, 3, 65537}}, {1, {64512}}};
+    const char *lists[] = {"0,0", "all"};
+    weft_context *one = open_devices(NULL, 0);
+    int count = 0;
+    TU_OK(weft_device_count(&count));
+    size_t ns = sizeof shapes / sizeof shapes[0];
+    size_t nm = sizeof more / sizeof more[0];
+    for (size_t l = 0; l < sizeof lists / sizeof lists[0]; l++) {
+        weft_context *many = open_devices(lists[l], 0);
+        weft_stats before, after;
+        TU_OK(weft_context_stats(many, &before));
+        for (size_t s = 0; s < ns + nm; s++) {
+            int rank = s < ns ? shapes[s].rank : more[s - ns].rank;
+            const int64_t *shape =
+                s < ns ? shapes[s].shape : more[s - ns].shape;
+            size_t n1 = 0, n2 = 0;
+            unsigned char *a = run(one, UNEVEN, rank, shape, &n1);
+            unsigned char *b = run(many, UNEVEN, rank, shape, &n2);
+            ck_assert_uint_eq(n1, n2);
+            ck_assert_msg(memcmp(a, b, n1) == 0,
+                          "devices %s, shape %zu: the uneven generate "
+                          "differs from one GPU's",
+                          lists[l], s);
+            free(a);
+            free(b);
+        }
+        TU_OK(weft_context_stats(many, &after));
+        if (strcmp(lists[l], "0,0") == 0 || count > 1) {
+            ck_assert_uint_gt(after.kernels_split, before.kernels_split);
+        }
+        weft_context_free(many);
+    }
+    weft_context_free(one);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("ptx_multi");
@@ -595,6 +647,7 @@ static Suite *suite(void)
     tcase_add_test(tc, same_device_twice);
     tcase_add_test(tc, same_device_twice_unfused);
     tcase_add_test(tc, all_devices);
+    tcase_add_test(tc, uneven_pieces);
     suite_add_tcase(s, tc);
     return s;
 }
