@@ -2,8 +2,9 @@
 # bench/gpu/scaling.sh: weft on 1, 2, 4 ... GPUs of one host (issue 20),
 # from the unpacked bundle on the GPU machine.  Runs bench/gpu/run.sh once
 # per device list ($WEFT_DEVICES: unset, then each list given), the
-# programs' data resident as run.py keeps it, and prints one table: the
-# median ms of weft per program and list, and the speed-up over one GPU.
+# programs' data resident as run.py keeps it, and prints two tables (below
+# the options): weft's median ms per program and list, and the speed-up
+# over one GPU.
 # run.py checks every result against the reference, so a wrong split shows
 # as a failed check in OUTDIR/<list>/run.log.
 #
@@ -11,23 +12,24 @@
 #   e.g. sh bench/gpu/scaling.sh /tmp/scaling 0,1 0,1,2,3
 #   (0,0 runs the split over two blocks of one GPU: the cost of the
 #   partitioning where there is one GPU; expect about 1x)
-#   -n N  elements of saxpy, sum, dotp, scan and the histogram (default
-#         2^28; 2^30 f32 is 4 GiB an array, which one H100 holds for
-#         dotp's two and the reference's copies)
-#   -b N  Black-Scholes' options (default 2^26)
-#   -g N  n-body's bodies (default 65536: 256 blocks, too few to fill
-#         several GPUs; 262144 shows the scaling)
 # Environment: SCALING_ONLY (run.py program keys, default
-# saxpy,blackscholes,mandelbrot,nbody,sum,dotp,histogram,scan: all but
-# the histogram are split over the devices; the histogram runs on the
-# first GPU over the split memory), GPUBENCH_N, GPUBENCH_BS and
-# GPUBENCH_NBODY (what -n, -b and -g set) and run.sh's.
-# Two tables: the host clock's medians (run.py's "ms": from the call to
+# saxpy,blackscholes,mandelbrot,nbody,sum,dotp,histogram,scan: all are
+# split over the devices, the histogram by ranges of its keys whose
+# blocks reduce into the one result on the first GPU), GPUBENCH_NBODY
+# (n-body's bodies, default 65536: 256 blocks, too few to fill several
+# GPUs; 262144 shows the scaling) and run.sh's.
+set -eu
+# Options (each sets run.py's variable of the same size, for every list):
+#   -n N  GPUBENCH_N: elements of saxpy, sum, dotp, scan and the histogram
+#         (default 2^28; 2^30 f32 is 4 GiB an array, which one H100 holds
+#         for dotp's two and the reference's copies)
+#   -b N  GPUBENCH_BS: Black-Scholes' options (default 2^26)
+#   -g N  GPUBENCH_NBODY: n-body's bodies
+# The tables: the host clock's medians (run.py's "ms": from the call to
 # the result complete, the host's work per run included), then the
 # medians of CUDA events on weft's stream (device 0's, which waits for
-# the others): where the first is much above the second, the host's work
+# the others): where the first is well above the second, the host's work
 # per run (launches, events, the split's bookkeeping) is what costs.
-set -eu
 usage="usage: sh bench/gpu/scaling.sh [-n N] [-b N] [-g N] OUTDIR [LIST ...]"
 while getopts n:b:g: opt; do
     case $opt in
