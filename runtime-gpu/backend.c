@@ -1392,8 +1392,17 @@ _Static_assert(GPU_MULTI_MAX == SK_DEVICES_MAX, "one count of devices");
  * devices of a split kernel to read from replicas (multi.c, "Replicas"):
  * an array that every element reads whole (n-body's bodies) then costs
  * one copy per device instead of reads over NVLink from every block.
- * Smaller ones stay where they are (a copy costs about a launch). */
+ * Smaller ones stay where they are (a copy costs about a launch).  Where
+ * every while loop of the kernel reads its arrays at the loop's counter
+ * from one start to one bound (sk_kernel.even_loops: n-body's), every
+ * element reads them whole, and arrays up to REPLICA_LOOP_MAX are copied
+ * too, REPLICA_TOTAL bytes in all: 2^18 bodies are four arrays of 1 MiB,
+ * all on device 0 (one granule of 2 MiB each), which every block of the
+ * other devices would read over device 0's links, once per tile of
+ * elements: 1.5 GiB a device against 12 MiB of copies. */
 #define REPLICA_MIN 4096
+#define REPLICA_LOOP_MAX ((size_t)16 << 20)
+#define REPLICA_TOTAL ((size_t)64 << 20)
 static void small_inputs(const rt_job *j, gpu_replicas *rep)
 {
     const sk_kernel *k = j->k;
@@ -1402,6 +1411,8 @@ static void small_inputs(const rt_job *j, gpu_replicas *rep)
     if (((const ptx_job *)j->be_job)->st->no_replicas) {
         return;
     }
+    size_t most = k->even_loops ? REPLICA_LOOP_MAX : GPU_MULTI_MIN - 1;
+    size_t total = 0;
     for (int i = 0; i < k->nitem; i++) {
         const sk_item *it = &k->item[i];
         if (it->kind != SK_ARRAY || it->src == SK_SRC_OUT ||
@@ -1414,10 +1425,11 @@ static void small_inputs(const rt_job *j, gpu_replicas *rep)
         }
         for (int l = 0; l < it->nleaf && rep->n < GPU_REPLICAS_MAX; l++) {
             size_t bytes = (size_t)n * weft_type_size(it->leaf[l]);
-            if (bytes >= REPLICA_MIN && bytes < GPU_MULTI_MIN &&
-                j->w[it->word + l] != 0) {
+            if (bytes >= REPLICA_MIN && bytes <= most &&
+                total + bytes <= REPLICA_TOTAL && j->w[it->word + l] != 0) {
                 rep->r[rep->n].word = it->word + l;
                 rep->r[rep->n++].bytes = bytes;
+                total += bytes;
             }
         }
     }

@@ -93,8 +93,12 @@
  * every split launch, not cached: a cache would need every write of such
  * an array (a kernel's, an upload) to drop it, and a copy of 1 MiB over
  * NVLink costs a few microseconds, next to a kernel of 1 MiB of output
- * or more.  They are outside WEFT_DEVICE_MEMORY's count (at most 16 MiB
- * a device).
+ * or more.  A kernel whose while loops all read their arrays at the
+ * loop's counter (sk_kernel.even_loops: every element reads them whole)
+ * has arrays up to 16 MiB copied too, split or not, 64 MiB in all
+ * (n-body's 2^18 bodies: four arrays of 1 MiB, which one granule puts
+ * on device 0).  They are outside WEFT_DEVICE_MEMORY's count (at most
+ * 64 MiB a device).
  *
  * NCCL (gpu_nccl_find) is looked for and reported, not used: the
  * collectives of the families split so far are a few values per device

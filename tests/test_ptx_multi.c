@@ -636,6 +636,78 @@ START_TEST(uneven_pieces)
 }
 END_TEST
 
+/* A generate over 70,001 elements whose while loop reads a used table
+ * of 2^18 f32 (1 MiB: one granule, on device 0) at its counter, from 0 to
+ * 2048 in every element (sk_kernel.even_loops), weighted by x ! i.  On
+ * "0,0" the second slot reads a replica of the table (multi.c,
+ * "Replicas"), copied before its part: device_bytes_moved grows by the
+ * table's bytes at least.  The sums run in one order in every element,
+ * so the results are one GPU's bit for bit. */
+static float *loop_sums(weft_context *ctx, int64_t n, uint64_t *moved)
+{
+    int64_t tn = (int64_t)1 << 18;
+    weft_array *tab = pattern(ctx, 1, &tn), *x = pattern(ctx, 1, &n);
+    weft_program *p = NULL;
+    TU_OK(weft_program_create(ctx, &p));
+    weft_acc *xs = weft_param(p, WEFT_F32, 1);
+    weft_acc *t = weft_use(p, tab);
+    weft_type st = weft_type_tuple(ctx, 2, (weft_type[]){WEFT_I64, WEFT_F32});
+    weft_fun *g = weft_fun1(p, WEFT_DIM(1));
+    weft_fun *more = weft_fun1(p, st);
+    weft_fun_return(more,
+                    weft_lt(weft_get(weft_arg(more, 0), 0), weft_i64(p, 2048)));
+    weft_fun *step = weft_fun1(p, st);
+    weft_exp *v = weft_arg(step, 0), *j = weft_get(v, 0);
+    weft_exp *w =
+        weft_mul(weft_at(t, weft_index1(j)), weft_at(xs, weft_arg(g, 0)));
+    weft_fun_return(step,
+                    weft_tuple(p, 2,
+                               (weft_exp *[]){weft_add(j, weft_i64(p, 1)),
+                                              weft_add(weft_get(v, 1), w)}));
+    weft_exp *r = weft_while(
+        more, step,
+        weft_tuple(p, 2, (weft_exp *[]){weft_i64(p, 0), weft_f32(p, 0)}));
+    weft_fun_return(g, weft_get(r, 1));
+    weft_acc *res = weft_generate(weft_shape(xs), g);
+    TU_OK(weft_program_status(p));
+    weft_stats before, after;
+    TU_OK(weft_context_stats(ctx, &before));
+    weft_array *out = NULL;
+    TU_OK(weft_run1(p, &res, 1, &x, 1, &out, 1));
+    TU_OK(weft_context_stats(ctx, &after));
+    *moved = after.device_bytes_moved - before.device_bytes_moved;
+    float *copy = malloc(sizeof *copy * (size_t)n);
+    ck_assert_ptr_nonnull(copy);
+    const float *y = weft_array_data(out, 0);
+    ck_assert_ptr_nonnull(y);
+    memcpy(copy, y, sizeof *copy * (size_t)n);
+    weft_array_release(out);
+    weft_array_release(x);
+    weft_array_release(tab);
+    weft_program_free(p);
+    return copy;
+}
+
+START_TEST(loop_replicas)
+{
+    int64_t n = 70001;
+    weft_context *one = open_devices(NULL, 0), *two = open_devices("0,0", 0);
+    uint64_t moved1 = 0, moved2 = 0;
+    float *a = loop_sums(one, n, &moved1), *b = loop_sums(two, n, &moved2);
+    ck_assert_uint_eq(moved1, 0);
+    ck_assert_uint_ge(moved2, (uint64_t)4 << 18);
+    for (int64_t i = 0; i < n; i++) {
+        ck_assert_msg(memcmp(&a[i], &b[i], sizeof *a) == 0,
+                      "element %lld: %.9g on 0,0, %.9g on one GPU",
+                      (long long)i, (double)b[i], (double)a[i]);
+    }
+    free(a);
+    free(b);
+    weft_context_free(two);
+    weft_context_free(one);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("ptx_multi");
@@ -648,6 +720,7 @@ static Suite *suite(void)
     tcase_add_test(tc, same_device_twice_unfused);
     tcase_add_test(tc, all_devices);
     tcase_add_test(tc, uneven_pieces);
+    tcase_add_test(tc, loop_replicas);
     suite_add_tcase(s, tc);
     return s;
 }
