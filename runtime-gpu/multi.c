@@ -841,8 +841,10 @@ weft_status gpu_launch_parts(gpu_dev *d, const gpu_fn *f, int block,
         }
     }
     if (timed) {
-        /* the work and the kernel time of each device, for a reader of
-         * the trace */
+        /* the work and the kernel time of each device, and the host's
+         * time to queue the parts and the join (before the wait for the
+         * times), for a reader of the trace */
+        double issue_us = (double)(fe_clock_ns() - t0) * 1e-3;
         double ms[GPU_MULTI_MAX];
         part_times(d, tb, te, ms);
         char at[GPU_MULTI_MAX * 24] = "", tm[GPU_MULTI_MAX * 24] = "";
@@ -855,8 +857,9 @@ weft_status gpu_launch_parts(gpu_dev *d, const gpu_fn *f, int block,
                                       i ? "," : "", ms[i]);
         }
         fe_trace_span(d->ctx, t0, "gpu", "kernel.split",
-                      "\"kernel\":\"%s\",\"%s\":[%s],\"ms\":[%s]", f->name,
-                      what, at, tm);
+                      "\"kernel\":\"%s\",\"%s\":[%s],\"ms\":[%s],"
+                      "\"issue_us\":%.1f",
+                      f->name, what, at, tm, issue_us);
     }
 cleanup:
     if (st != WEFT_OK && timed) {

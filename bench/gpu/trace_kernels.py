@@ -5,7 +5,8 @@ Prints, for each kernel entry seen in "kernel.device" spans (the device
 time of each launch, CUDA events), its launches, grid, block, registers per
 thread and the median device microseconds; for each kernel split over
 several devices ("kernel.split" spans, runtime-gpu/multi.c), each device's
-median share of the work and kernel microseconds; then the median duration
+median share of the work and kernel microseconds and the host's time to
+queue the parts and their join; then the median duration
 of the host spans per name (weft_run, kernel, launch, download, ...) and of
 the compile's "cuda.module_load" spans with their driver-reported compile
 time.
@@ -48,7 +49,8 @@ def main():
         elif name == "kernel.split":
             sizes = next((v for k, v in args.items()
                           if isinstance(v, list) and k != "ms"), [])
-            split[args.get("kernel", "?")].append((sizes, args.get("ms", [])))
+            split[args.get("kernel", "?")].append(
+                (sizes, args.get("ms", []), args.get("issue_us", -1)))
             if "dur" in e:
                 host[name].append(float(e["dur"]))
         elif name == "cuda.module_load":
@@ -61,15 +63,18 @@ def main():
                                                  regs, median(v)))
     if split:
         print("\nsplit kernel | launches | median share per device | "
-              "median kernel us per device")
+              "median kernel us per device | median host us to queue")
     for fn, v in sorted(split.items()):
-        nd = max(len(ms) for _, ms in v)
-        share = [median([s[i] for s, _ in v if i < len(s)]) for i in range(nd)]
-        us = [median([m[i] * 1e3 for _, m in v if i < len(m) and m[i] >= 0])
+        nd = max(len(ms) for _, ms, _ in v)
+        share = [median([s[i] for s, _, _ in v if i < len(s)])
+                 for i in range(nd)]
+        us = [median([m[i] * 1e3 for _, m, _ in v if i < len(m) and m[i] >= 0])
               for i in range(nd)]
-        print("%s | %d | %s | %s" % (fn, len(v),
-                                     " ".join("%d" % x for x in share),
-                                     " ".join("%.1f" % x for x in us)))
+        issue = median([u for _, _, u in v if u >= 0])
+        print("%s | %d | %s | %s | %.1f" % (fn, len(v),
+                                          " ".join("%d" % x for x in share),
+                                          " ".join("%.1f" % x for x in us),
+                                          issue))
     print("\nhost span | count | median us")
     for name, v in sorted(host.items()):
         print("%s | %d | %.2f" % (name, len(v), median(v)))
