@@ -32,6 +32,14 @@
 #define DT_BACKEND WEFT_BACKEND_PTX
 #include "tu.h"
 
+/* Not one of the NPROG programs compare runs: a generate over x's shape
+ * (any rank) with a while loop whose trip count varies (x ! i halved
+ * while above 1, counted), as a pair (the count, i32; what is left,
+ * f32): an uneven kernel, whose chunks the devices take in pieces round
+ * robin (multi.c, "Pieces"), each writing into the others' blocks
+ * (uneven_pieces). */
+enum { UNEVEN = 100 };
+
 static weft_context *open_devices(const char *devices, unsigned flags)
 {
     weft_config cfg = weft_config_default();
@@ -97,14 +105,6 @@ static bool float_fold(int k)
 {
     return k == 4 || k == 8;
 }
-
-/* Not one of the NPROG programs compare runs: a generate over x's shape
- * (any rank) with a while loop whose trip count varies (x ! i halved
- * while above 1, counted), as a pair (the count, i32; what is left,
- * f32): an uneven kernel, whose chunks the devices take in pieces round
- * robin (multi.c, "Pieces"), each writing into the others' blocks
- * (uneven_pieces). */
-enum { UNEVEN = 100 };
 
 static weft_acc *program(weft_context *ctx, weft_program *p, int k, int rank)
 {
