@@ -61,9 +61,11 @@ def medians(d):
         doc = json.load(open(os.path.join(out, d, "gpu.json")))
     except OSError:
         return {}, "-"
-    return ({(r["program"], r["size"]): (r["median_ms"], r["check"],
-                                         r.get("bytes_moved"),
-                                         r.get("median_event_ms"))
+    # a program with several weft rows (n-body's "weft (fold)") keeps
+    # each, named by what follows "weft" in its implementation
+    return ({(r["program"] + r["implementation"][4:], r["size"]):
+             (r["median_ms"], r["check"], r.get("bytes_moved"),
+              r.get("median_event_ms"))
              for r in doc["rows"] if r["implementation"].startswith("weft")},
             doc.get("gpu") or "?")
 one, gpu = medians("one")
