@@ -42,8 +42,7 @@
  * device 0 alone), which is where the rows of an output split by bytes
  * fall up to a granule; device i runs its range through the kernel's `first`
  * parameter (skeletons-ir/ptx/target.c) on its own stream, after an
- * event recorded on device 0's stream (what was queued before is done;
- * no event where that stream is idle, cuStreamQuery),
+ * event recorded on device 0's stream (what was queued before is done),
  * and device 0's stream waits for device i's event after it, so that
  * everything after the kernel, on device 0's stream, sees its writes and
  * a wait for device 0's stream waits for all.  No host wait is added.
@@ -768,17 +767,8 @@ weft_status gpu_launch_parts(gpu_dev *d, const gpu_fn *f, int block,
     }
     bool timed = t0 && others;
     CUevent tb[GPU_MULTI_MAX] = {NULL}, te[GPU_MULTI_MAX] = {NULL};
-    /* the others start after the work queued on device 0's stream, by an
-     * event they wait for; none where that stream is idle (what was
-     * queued is done, as a run's first kernel often finds it): an event
-     * and a wait a device fewer for the host to queue, and no wait across
-     * devices for the GPUs */
-    bool wait = false;
     if (others) {
-        wait = gpu_call(d)->cuStreamQuery(d->stream) != CUDA_SUCCESS;
-        if (wait) {
-            GPU_CU(d, who, cuEventRecord, m->ready, d->stream);
-        }
+        GPU_CU(d, who, cuEventRecord, m->ready, d->stream);
         m->launches++;
     }
     /* the other devices first, device 0 last, then device 0's stream
@@ -813,7 +803,7 @@ weft_status gpu_launch_parts(gpu_dev *d, const gpu_fn *f, int block,
         }
         CUresult r = CUDA_SUCCESS;
         const char *call = "cuStreamWaitEvent";
-        if (st == WEFT_OK && wait) {
+        if (st == WEFT_OK) {
             r = gpu_call(d)->cuStreamWaitEvent(o->stream, m->ready, 0);
         }
         if (st == WEFT_OK && r == CUDA_SUCCESS && rep && rep->n > 0) {
