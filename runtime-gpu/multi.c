@@ -55,15 +55,18 @@
  * GPU_PIECE chunks (fewer where a device would get fewer than
  * GPU_PIECES_MIN), piece q to device q mod D, all of one device's pieces in
  * one launch (skeletons-ir/ptx/target.c, "Pieces": a row of blocks per
- * piece, the pieces `skip` chunks apart).  A device then writes most of
- * its output into the other devices' blocks, over NVLink (4 bytes a pixel
- * against hundreds of iterations: the link is far from busy).  Computed
- * from Mandelbrot's counts per warp, pieces of 8 rows leave the devices
- * within 0.1% of the mean on two and four GPUs; pieces of half a row or
- * less can resonate with the columns (the left and right halves of the
- * image differ: 1.6 times the mean with pieces of 4,096 pixels), which is
- * why a piece is as long as the chunks allow.  Memory-bound kernels keep
- * owner-computes: their cost is the bytes, where they are.
+ * piece, the pieces `skip` chunks apart).  Computed from Mandelbrot's
+ * counts per warp, pieces of 8 rows leave the devices within 0.1% of
+ * the mean on two and four GPUs; pieces of half a row or less can
+ * resonate with the columns (the left and right halves of the image
+ * differ: 1.6 times the mean with pieces of 4,096 pixels), which is why
+ * a piece is as long as the chunks allow.  Measured on four H200,
+ * Mandelbrot went from 2.2x to 3.0-3.1x, where the balance alone would
+ * give about 3.8x: a device now writes three quarters of its output into
+ * the other devices' blocks over NVLink, the first suspect for the rest
+ * (an output laid out in granules dealt like the pieces would keep those
+ * writes local; not done).  Memory-bound kernels keep owner-computes:
+ * their cost is the bytes, where they are.
  * A fold is split by its own entries (gpu_launch_items: rows, or chunks
  * of few long rows; the partials then combined on device 0) or, for one
  * row, spread: every device folds its part of the row, and one thread on
