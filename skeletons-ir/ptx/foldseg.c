@@ -831,9 +831,26 @@ static weft_status stage_round(sk_fn *f, const tile *T, LLVMValueRef j_lo,
     LLVMValueRef bs = LLVMBuildTrunc(fn->b, T->bs, i32, "");
     bool light = f->e->k->light;
     cg_mut x[MAX_P];
+    cg_if need[MAX_P];
+    int nneed = 0;
+    cg_val zero;
+    if (light && (s = zero_val(fn, f->e->k->op->type, &zero)) != WEFT_OK) {
+        return s;
+    }
     for (int k = 0; light && k < T->P; k++) {
         if ((s = cg_mut_new(fn, f->e->k->op->type, &x[k])) != WEFT_OK) {
             return s;
+        }
+        cg_mut_set(fn, &x[k], &zero);
+    }
+    for (int k = 0; light && k < T->P; k++) {
+        if (k > 0 && (k & (k - 1)) == 0) {
+            /* slots k .. 2k - 1 only where the round reaches them (block
+             * uniform): a short last round reads no more than it needs */
+            cg_if_begin(fn, &need[nneed++],
+                        LLVMBuildICmp(fn->b, LLVMIntULT,
+                                      LLVMBuildNUWMul(fn->b, bs, c32(fn, k), ""),
+                                      n, ""));
         }
         LLVMValueRef at = LLVMBuildNUWAdd(
             fn->b, tid, LLVMBuildNUWMul(fn->b, bs, c32(fn, k), ""), "");
@@ -846,6 +863,9 @@ static weft_status stage_round(sk_fn *f, const tile *T, LLVMValueRef j_lo,
             return s;
         }
         cg_mut_set(fn, &x[k], &v);
+    }
+    while (nneed > 0) {
+        cg_if_end(fn, &need[--nneed]);
     }
     for (int k = 0; k < T->P; k++) {
         LLVMValueRef at = LLVMBuildNUWAdd(
