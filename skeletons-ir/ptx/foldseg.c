@@ -113,7 +113,8 @@ enum {
     AUX_TICKET = 1,
     STAGE_BYTES = 32, /* bytes of elements a thread stages in a
                                     round (items_per_thread) */
-    MAX_P = 8,
+    MAX_P = 16,
+    MAX_S = 4,       /* the most segments a thread of a tile */
     SHORT_SEG = 256, /* a tile of no longer segments folds a
                                     segment per thread (short_segments) */
     MIN_BLOCKS = 3,  /* blocks resident a multiprocessor
@@ -121,6 +122,21 @@ enum {
 };
 
 /* ---- small helpers ---------------------------------------------------- */
+
+/* EXPERIMENT (seg3, removed before the branch is final): $WEFT_SEG3 =
+ * "stage_bytes,min_blocks,cascade" overrides STAGE_BYTES, MIN_BLOCKS and
+ * the short last round's guards, for one device round of variants. */
+#include <stdio.h>
+#include <stdlib.h>
+static int xp_get(int which, int dflt)
+{
+    const char *e = getenv("WEFT_SEG3");
+    int v[5] = {STAGE_BYTES, MIN_BLOCKS, 1, 1, 1};
+    if (e) {
+        sscanf(e, "%d,%d,%d,%d,%d", &v[0], &v[1], &v[2], &v[3], &v[4]);
+    }
+    return e ? v[which] : dflt;
+}
 
 static LLVMTypeRef t_i64(cg_fn *fn)
 {
@@ -278,7 +294,10 @@ typedef struct tile {
     LLVMValueRef outer, inner, nseg, tpr;     /* i64 */
     LLVMValueRef sh_tile, sh_prefix;          /* shared scalars (i64): the
                                                  tile, its prefix */
-    LLVMValueRef sh_loc;                      /* shared i64[BLOCK + 1] */
+    LLVMValueRef sh_loc;                      /* shared i64[S BLOCK + 1] */
+    int S;                                    /* segments a thread */
+    LLVMValueRef span;                        /* i64: segments a tile,
+                                                 S B */
     LLVMValueRef sh_wsum, sh_wneg;            /* shared i64[MAX_WARPS] */
     LLVMValueRef sh_sp;                       /* shared i64[BLOCK + 1]: the
                                                  round's split points */
@@ -291,8 +310,8 @@ typedef struct tile {
                                                  slots (rounds r and r + 1) */
     LLVMValueRef ntiles;                      /* i64 */
     LLVMValueRef tp;                          /* i64 slot: the tile */
-    LLVMValueRef rawp;                        /* slot of the lengths' type:
-                                                 the thread's length of the
+    LLVMValueRef rawp[MAX_S];                 /* slots of the lengths' type:
+                                                 the thread's lengths of the
                                                  tile */
     /* per tile */
     LLVMValueRef t, row, s0, nt, len;
@@ -312,10 +331,18 @@ static LLVMValueRef tile_start(cg_fn *fn, const tile *T, LLVMValueRef t,
     if (piece) {
         *piece = pc;
     }
-    return LLVMBuildMul(fn->b, pc, T->bs, "s0");
+    return LLVMBuildMul(fn->b, pc, T->span, "s0");
 }
 
-/* Tile t is the block's next: T->tp = t, and the thread's length of it
+/* Segment q of thread tid in a tile: tid S + q (i64). */
+static LLVMValueRef seg_of(cg_fn *fn, const tile *T, int q)
+{
+    return LLVMBuildAdd(fn->b,
+                        LLVMBuildMul(fn->b, T->tid, cg_i64(fn, T->S), ""),
+                        cg_i64(fn, q), "");
+}
+
+/* Tile t is the block's next: T->tp = t, and the thread's lengths of it
  * (0 past the segments, or past the tiles) in T->rawp. */
 static void read_lengths(sk_fn *f, tile *T, LLVMValueRef t)
 {
@@ -323,16 +350,20 @@ static void read_lengths(sk_fn *f, tile *T, LLVMValueRef t)
     const cg_array *seg = sk_kid_array(f, 2);
     weft_type lt = seg->leaf[0];
     LLVMBuildStore(fn->b, t, T->tp);
-    LLVMValueRef sidx =
-        LLVMBuildAdd(fn->b, tile_start(fn, T, t, NULL, NULL), T->tid, "");
-    LLVMValueRef ok =
-        LLVMBuildAnd(fn->b, LLVMBuildICmp(fn->b, LLVMIntULT, t, T->ntiles, ""),
-                     LLVMBuildICmp(fn->b, LLVMIntULT, sidx, T->nseg, ""), "");
-    LLVMBuildStore(fn->b, LLVMConstNull(cg_type(fn->llctx, lt)), T->rawp);
-    cg_if in;
-    cg_if_begin(fn, &in, ok);
-    LLVMBuildStore(fn->b, cg_load(fn, lt, seg->ptr[0], sidx), T->rawp);
-    cg_if_end(fn, &in);
+    LLVMValueRef s0 = tile_start(fn, T, t, NULL, NULL);
+    LLVMValueRef live = LLVMBuildICmp(fn->b, LLVMIntULT, t, T->ntiles, "");
+    for (int q = 0; q < T->S; q++) {
+        LLVMValueRef sidx = LLVMBuildAdd(fn->b, s0, seg_of(fn, T, q), "");
+        LLVMValueRef ok = LLVMBuildAnd(
+            fn->b, live, LLVMBuildICmp(fn->b, LLVMIntULT, sidx, T->nseg, ""),
+            "");
+        LLVMBuildStore(fn->b, LLVMConstNull(cg_type(fn->llctx, lt)),
+                       T->rawp[q]);
+        cg_if in;
+        cg_if_begin(fn, &in, ok);
+        LLVMBuildStore(fn->b, cg_load(fn, lt, seg->ptr[0], sidx), T->rawp[q]);
+        cg_if_end(fn, &in);
+    }
 }
 
 /* The length (i64) of raw, a leaf of the descriptor: signed types extended
@@ -366,10 +397,11 @@ static void report(sk_fn *f, LLVMValueRef s, int code)
     sk_report_key(f, key);
 }
 
-/* Step 1: the lengths scanned; returns each thread's exclusive offset and
- * sets *total (the tile's A), *neg (i1: some length is negative) and
- * *longer (i1: some length exceeds SHORT_SEG). */
+/* Step 1: the threads' sums of lengths (len) scanned; returns each
+ * thread's exclusive offset and sets *total (the tile's A), *neg (i1: some
+ * thread's isneg) and *longer (i1: some thread's islong). */
 static void scan_lengths(sk_fn *f, tile *T, LLVMValueRef len,
+                         LLVMValueRef isneg, LLVMValueRef islong,
                          LLVMValueRef *excl, LLVMValueRef *total,
                          LLVMValueRef *neg, LLVMValueRef *longer)
 {
@@ -388,17 +420,11 @@ static void scan_lengths(sk_fn *f, tile *T, LLVMValueRef len,
             LLVMBuildAdd(B, x, y, ""), x, "");
     }
     /* the warp's negative lengths in the low half, its long ones above */
-    LLVMValueRef negw = LLVMBuildOr(
-        B,
-        cg_zext64(fn, tg->ballot(fn, LLVMBuildICmp(B, LLVMIntSLT, len,
-                                                   cg_i64(fn, 0), ""))),
-        LLVMBuildShl(
-            B,
-            cg_zext64(fn,
-                      tg->ballot(fn, LLVMBuildICmp(B, LLVMIntSGT, len,
-                                                   cg_i64(fn, SHORT_SEG), ""))),
-            cg_i64(fn, 32), ""),
-        "");
+    LLVMValueRef negw =
+        LLVMBuildOr(B, cg_zext64(fn, tg->ballot(fn, isneg)),
+                    LLVMBuildShl(B, cg_zext64(fn, tg->ballot(fn, islong)),
+                                 cg_i64(fn, 32), ""),
+                    "");
     cg_if last;
     cg_if_begin(fn, &last,
                 LLVMBuildICmp(B, LLVMIntEQ, T->lane, cg_i64(fn, WARP - 1), ""));
@@ -844,13 +870,13 @@ static weft_status stage_round(sk_fn *f, const tile *T, LLVMValueRef j_lo,
         cg_mut_set(fn, &x[k], &zero);
     }
     for (int k = 0; light && k < T->P; k++) {
-        if (k > 0 && (k & (k - 1)) == 0) {
+        if (k > 0 && (k & (k - 1)) == 0 && xp_get(2, 1)) {
             /* slots k .. 2k - 1 only where the round reaches them (block
              * uniform): a short last round reads no more than it needs */
             cg_if_begin(fn, &need[nneed++],
-                        LLVMBuildICmp(fn->b, LLVMIntULT,
-                                      LLVMBuildNUWMul(fn->b, bs, c32(fn, k), ""),
-                                      n, ""));
+                        LLVMBuildICmp(
+                            fn->b, LLVMIntULT,
+                            LLVMBuildNUWMul(fn->b, bs, c32(fn, k), ""), n, ""));
         }
         LLVMValueRef at = LLVMBuildNUWAdd(
             fn->b, tid, LLVMBuildNUWMul(fn->b, bs, c32(fn, k), ""), "");
@@ -1078,7 +1104,7 @@ static int items_per_thread(sk_fn *f)
     for (int l = 0; l < nleaf; l++) {
         bytes += (int)weft_type_size(leaf[l]);
     }
-    int p = bytes > 0 ? STAGE_BYTES / bytes : MAX_P;
+    int p = bytes > 0 ? xp_get(0, STAGE_BYTES) / bytes : MAX_P;
     return p < 1 ? 1 : p > MAX_P ? MAX_P : p;
 }
 
@@ -1092,7 +1118,7 @@ static weft_status tile_shared(sk_fn *f, tile *T)
     LLVMValueRef one = cg_i64(fn, 1);
     T->sh_tile = sc;
     T->sh_prefix = LLVMBuildInBoundsGEP2(fn->b, i64, sc, &one, 1, "");
-    T->sh_loc = tg->shared_array(fn, i64, BLOCK + 1);
+    T->sh_loc = tg->shared_array(fn, i64, (int64_t)BLOCK * T->S + 1);
     T->sh_sp = tg->shared_array(fn, i64, BLOCK + 1);
     T->sh_wsum = tg->shared_array(fn, i64, MAX_WARPS);
     T->sh_wneg = tg->shared_array(fn, i64, MAX_WARPS);
@@ -1170,28 +1196,27 @@ static weft_status fold_staged(sk_fn *f, const tile *T, const cg_mut *acc,
  * banded matrix's rows of 10 the merge path's bookkeeping cost more than
  * the fold, and a short segment's share of the shared-memory loop is
  * cheap next to its reads. */
-static weft_status short_segments(sk_fn *f, const tile *T, LLVMValueRef excl,
-                                  LLVMValueRef len, LLVMValueRef total,
+static weft_status short_segments(sk_fn *f, const tile *T,
+                                  const LLVMValueRef *excl,
+                                  const LLVMValueRef *len, LLVMValueRef total,
                                   LLVMValueRef base, LLVMValueRef qbase)
 {
     cg_fn *fn = &f->fn;
     const cg_target *tg = fn->target;
     weft_status s;
-    cg_mut acc;
-    if ((s = cg_mut_new(fn, f->e->k->op->type, &acc)) != WEFT_OK) {
-        return s;
+    cg_mut acc[MAX_S];
+    for (int q = 0; q < T->S; q++) {
+        if ((s = cg_mut_new(fn, f->e->k->op->type, &acc[q])) != WEFT_OK) {
+            return s;
+        }
+        cg_mut_set(fn, &acc[q], sk_kid_value(f, 0));
     }
-    cg_mut_set(fn, &acc, sk_kid_value(f, 0));
     LLVMValueRef R = LLVMBuildMul(fn->b, T->bs, cg_i64(fn, T->P), "R");
     LLVMValueRef rounds = LLVMBuildUDiv(
         fn->b,
         LLVMBuildAdd(fn->b, total, LLVMBuildSub(fn->b, R, cg_i64(fn, 1), ""),
                      ""),
         R, "rounds");
-    LLVMValueRef mine = LLVMBuildICmp(fn->b, LLVMIntSLT, T->tid, T->nt, "");
-    LLVMValueRef e0 = excl;
-    LLVMValueRef e1 = LLVMBuildSelect(
-        fn->b, mine, LLVMBuildAdd(fn->b, excl, len, ""), excl, "");
     cg_loop lr;
     LLVMValueRef r;
     cg_loop_begin(fn, &lr, cg_i64(fn, 0), rounds, &r);
@@ -1204,23 +1229,33 @@ static weft_status short_segments(sk_fn *f, const tile *T, LLVMValueRef excl,
     tg->barrier(fn);
     /* the thread's elements of the round, as positions in the stage */
     LLVMValueRef n = LLVMBuildSub(fn->b, j_hi, j_lo, "");
-    LLVMValueRef a = cg_smin(
-        fn, cg_smax(fn, LLVMBuildSub(fn->b, e0, j_lo, ""), cg_i64(fn, 0)), n);
-    LLVMValueRef b = cg_smin(
-        fn, cg_smax(fn, LLVMBuildSub(fn->b, e1, j_lo, ""), cg_i64(fn, 0)), n);
-    if ((s = fold_staged(f, T, &acc, a, b)) != WEFT_OK) {
-        return s;
+    for (int q = 0; q < T->S; q++) {
+        /* past nt a length is 0: nothing to fold */
+        LLVMValueRef e1 = LLVMBuildAdd(fn->b, excl[q], len[q], "");
+        LLVMValueRef a = cg_smin(
+            fn,
+            cg_smax(fn, LLVMBuildSub(fn->b, excl[q], j_lo, ""), cg_i64(fn, 0)),
+            n);
+        LLVMValueRef b = cg_smin(
+            fn, cg_smax(fn, LLVMBuildSub(fn->b, e1, j_lo, ""), cg_i64(fn, 0)),
+            n);
+        if ((s = fold_staged(f, T, &acc[q], a, b)) != WEFT_OK) {
+            return s;
+        }
     }
     cg_loop_end(fn, &lr);
-    cg_if in;
-    cg_if_begin(fn, &in, mine);
-    cg_val y;
-    if ((s = cg_mut_get(fn, &acc, &y)) != WEFT_OK) {
-        return s;
+    for (int q = 0; q < T->S; q++) {
+        LLVMValueRef sq = seg_of(fn, T, q);
+        cg_if in;
+        cg_if_begin(fn, &in, LLVMBuildICmp(fn->b, LLVMIntSLT, sq, T->nt, ""));
+        cg_val y;
+        if ((s = cg_mut_get(fn, &acc[q], &y)) != WEFT_OK) {
+            return s;
+        }
+        cg_array_store(fn, sk_out_array(f, 0),
+                       LLVMBuildAdd(fn->b, qbase, sq, ""), &y);
+        cg_if_end(fn, &in);
     }
-    cg_array_store(fn, sk_out_array(f, 0),
-                   LLVMBuildAdd(fn->b, qbase, T->tid, ""), &y);
-    cg_if_end(fn, &in);
     return WEFT_OK;
 }
 
@@ -1233,18 +1268,35 @@ static weft_status one_tile(sk_fn *f, tile *T)
     weft_status s;
     LLVMValueRef piece;
     T->s0 = tile_start(fn, T, T->t, &T->row, &piece);
-    T->nt = cg_smin(fn, T->bs, LLVMBuildSub(B, T->nseg, T->s0, ""));
-    /* 1. the lengths (read_lengths; 0 past nseg) */
-    LLVMValueRef sidx = LLVMBuildAdd(B, T->s0, T->tid, "seg");
-    LLVMValueRef inside = LLVMBuildICmp(B, LLVMIntSLT, T->tid, T->nt, "");
-    LLVMValueRef huge;
-    LLVMValueRef len = seg_len(
-        f, get(fn, cg_type(fn->llctx, sk_kid_array(f, 2)->leaf[0]), T->rawp),
-        &huge);
+    T->nt = cg_smin(fn, T->span, LLVMBuildSub(B, T->nseg, T->s0, ""));
+    /* 1. the lengths (read_lengths; 0 past nseg), the thread's S summed */
+    LLVMValueRef huge[MAX_S], len[MAX_S], excl[MAX_S];
+    LLVMValueRef sum = cg_i64(fn, 0), isneg = i1c(fn, false);
+    LLVMValueRef islong = i1c(fn, false);
+    for (int q = 0; q < T->S; q++) {
+        len[q] =
+            seg_len(f,
+                    get(fn, cg_type(fn->llctx, sk_kid_array(f, 2)->leaf[0]),
+                        T->rawp[q]),
+                    &huge[q]);
+        sum = LLVMBuildAdd(B, sum, len[q], "");
+        isneg = LLVMBuildOr(
+            B, isneg, LLVMBuildICmp(B, LLVMIntSLT, len[q], cg_i64(fn, 0), ""),
+            "");
+        islong = LLVMBuildOr(
+            B, islong,
+            LLVMBuildICmp(B, LLVMIntSGT, len[q], cg_i64(fn, SHORT_SEG), ""),
+            "");
+    }
     /* a huge u64 length scans as negative: the tile is bad either way */
-    LLVMValueRef excl, total, neg, longer;
-    scan_lengths(f, T, len, &excl, &total, &neg, &longer);
-    store64(fn, T->sh_loc, T->tid, excl);
+    LLVMValueRef total, neg, longer;
+    scan_lengths(f, T, sum, isneg, islong, &excl[0], &total, &neg, &longer);
+    for (int q = 0; q < T->S; q++) {
+        if (q > 0) {
+            excl[q] = LLVMBuildAdd(B, excl[q - 1], len[q - 1], "");
+        }
+        store64(fn, T->sh_loc, seg_of(fn, T, q), excl[q]);
+    }
     cg_if lastt;
     cg_if_begin(fn, &lastt,
                 LLVMBuildICmp(fn->b, LLVMIntEQ, T->tid, cg_i64(fn, 0), ""));
@@ -1289,25 +1341,30 @@ static weft_status one_tile(sk_fn *f, tile *T)
             ""),
         "bad");
     cg_if chk;
-    cg_if_begin(fn, &chk, LLVMBuildAnd(fn->b, bad, inside, ""));
-    {
-        LLVMValueRef past = LLVMBuildICmp(
-            fn->b, LLVMIntSGT, len,
-            LLVMBuildSub(fn->b, T->inner, LLVMBuildAdd(fn->b, P, excl, ""), ""),
-            "");
-        LLVMValueRef isneg =
-            LLVMBuildICmp(fn->b, LLVMIntSLT, len, cg_i64(fn, 0), "");
-        cg_if n;
+    cg_if_begin(fn, &chk, bad);
+    for (int q = 0; q < T->S; q++) {
+        LLVMValueRef sq = seg_of(fn, T, q);
+        LLVMValueRef sidx = LLVMBuildAdd(B, T->s0, sq, "seg");
+        LLVMValueRef past =
+            LLVMBuildICmp(fn->b, LLVMIntSGT, len[q],
+                          LLVMBuildSub(fn->b, T->inner,
+                                       LLVMBuildAdd(fn->b, P, excl[q], ""), ""),
+                          "");
+        LLVMValueRef qneg =
+            LLVMBuildICmp(fn->b, LLVMIntSLT, len[q], cg_i64(fn, 0), "");
+        cg_if in, n;
+        cg_if_begin(fn, &in, LLVMBuildICmp(B, LLVMIntSLT, sq, T->nt, ""));
         cg_if_begin(
             fn, &n,
-            LLVMBuildAnd(fn->b, isneg, LLVMBuildNot(fn->b, huge, ""), ""));
+            LLVMBuildAnd(fn->b, qneg, LLVMBuildNot(fn->b, huge[q], ""), ""));
         report(f, sidx, CG_ERR_SEG_NEG);
         cg_if_else(fn, &n);
         cg_if pp;
-        cg_if_begin(fn, &pp, LLVMBuildOr(fn->b, huge, past, ""));
+        cg_if_begin(fn, &pp, LLVMBuildOr(fn->b, huge[q], past, ""));
         report(f, sidx, CG_ERR_SEG_PAST);
         cg_if_end(fn, &pp);
         cg_if_end(fn, &n);
+        cg_if_end(fn, &in);
     }
     cg_if_end(fn, &chk);
     /* 4. the fold of a good tile of a row that exists */
@@ -1342,6 +1399,8 @@ static weft_status emit_tiles(sk_fn *f)
     const fe_term *src = t->kid[1];
     tile T;
     memset(&T, 0, sizeof T);
+    T.S = xp_get(4, 1);
+    T.S = T.S < 1 ? 1 : T.S > MAX_S ? MAX_S : T.S;
     weft_status s = tile_shared(f, &T);
     if (s) {
         return s;
@@ -1361,17 +1420,20 @@ static weft_status emit_tiles(sk_fn *f)
     T.lane = LLVMBuildAnd(fn->b, T.tid, cg_i64(fn, WARP - 1), "lane");
     T.warp = LLVMBuildLShr(fn->b, T.tid, cg_i64(fn, 5), "warp");
     T.nwarps = LLVMBuildLShr(fn->b, T.bs, cg_i64(fn, 5), "");
+    T.span = LLVMBuildMul(fn->b, T.bs, cg_i64(fn, T.S), "span");
     T.tpr = LLVMBuildUDiv(
         fn->b,
         LLVMBuildAdd(fn->b, T.nseg,
-                     LLVMBuildSub(fn->b, T.bs, cg_i64(fn, 1), ""), ""),
-        T.bs, "tpr");
+                     LLVMBuildSub(fn->b, T.span, cg_i64(fn, 1), ""), ""),
+        T.span, "tpr");
     /* rows 0 (an input of no rows) still check the lengths once */
     LLVMValueRef rows = cg_smax(fn, T.outer, cg_i64(fn, 1));
     T.ntiles = LLVMBuildMul(fn->b, rows, T.tpr, "tiles");
     T.tp = var(fn, t_i64(fn), cg_i64(fn, 0));
-    T.rawp =
-        cg_alloca(fn, cg_type(fn->llctx, sk_kid_array(f, 2)->leaf[0]), "raw");
+    for (int q = 0; q < T.S; q++) {
+        T.rawp[q] = cg_alloca(
+            fn, cg_type(fn->llctx, sk_kid_array(f, 2)->leaf[0]), "raw");
+    }
     LLVMBasicBlockRef head =
         LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "tile");
     LLVMBasicBlockRef body =
@@ -1441,7 +1503,7 @@ static weft_status ptx_fold_seg_emit(sk_emit *e, const char *const *names)
      * from a cell of zeros */
     f.local_errors = true;
     f.fn.flat_reads = true;
-    cg_ptx_launch_bounds(&f.fn, BLOCK, MIN_BLOCKS);
+    cg_ptx_launch_bounds(&f.fn, BLOCK, xp_get(1, MIN_BLOCKS));
     if ((s = emit_tiles(&f)) != WEFT_OK) {
         LLVMBuildUnreachable(f.fn.b);
         cg_fn_end(&f.fn);
