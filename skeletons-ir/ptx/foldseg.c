@@ -113,7 +113,8 @@ enum {
     AUX_TICKET = 1,
     STAGE_BYTES = 32, /* bytes of elements a thread stages in a
                                     round (items_per_thread) */
-    MAX_P = 16,
+    MAX_P = 32,
+    MAX_FLIGHT = 8,  /* slots of a round read before their stores */
     MAX_S = 4,       /* the most segments a thread of a tile */
     SHORT_SEG = 256, /* a tile of no longer segments folds a
                                     segment per thread (short_segments) */
@@ -131,9 +132,10 @@ enum {
 static int xp_get(int which, int dflt)
 {
     const char *e = getenv("WEFT_SEG3");
-    int v[5] = {STAGE_BYTES, MIN_BLOCKS, 1, 1, 1};
+    int v[7] = {STAGE_BYTES, MIN_BLOCKS, 1, 1, 1, SHORT_SEG, MAX_FLIGHT};
     if (e) {
-        sscanf(e, "%d,%d,%d,%d,%d", &v[0], &v[1], &v[2], &v[3], &v[4]);
+        sscanf(e, "%d,%d,%d,%d,%d,%d,%d", &v[0], &v[1], &v[2], &v[3], &v[4],
+               &v[5], &v[6]);
     }
     return e ? v[which] : dflt;
 }
@@ -856,63 +858,70 @@ static weft_status stage_round(sk_fn *f, const tile *T, LLVMValueRef j_lo,
     LLVMValueRef tid = LLVMBuildTrunc(fn->b, T->tid, i32, "");
     LLVMValueRef bs = LLVMBuildTrunc(fn->b, T->bs, i32, "");
     bool light = f->e->k->light;
-    cg_mut x[MAX_P];
-    cg_if need[MAX_P];
-    int nneed = 0;
+    int batch = light ? xp_get(6, MAX_FLIGHT) : T->P;
     cg_val zero;
     if (light && (s = zero_val(fn, f->e->k->op->type, &zero)) != WEFT_OK) {
         return s;
     }
-    for (int k = 0; light && k < T->P; k++) {
-        if ((s = cg_mut_new(fn, f->e->k->op->type, &x[k])) != WEFT_OK) {
-            return s;
+    for (int b0 = 0; b0 < T->P; b0 += batch) {
+        int b1 = b0 + batch < T->P ? b0 + batch : T->P;
+        cg_mut x[MAX_P];
+        cg_if need[MAX_P];
+        int nneed = 0;
+        for (int k = b0; light && k < b1; k++) {
+            if ((s = cg_mut_new(fn, f->e->k->op->type, &x[k])) != WEFT_OK) {
+                return s;
+            }
+            cg_mut_set(fn, &x[k], &zero);
         }
-        cg_mut_set(fn, &x[k], &zero);
-    }
-    for (int k = 0; light && k < T->P; k++) {
-        if (k > 0 && (k & (k - 1)) == 0 && xp_get(2, 1)) {
-            /* slots k .. 2k - 1 only where the round reaches them (block
-             * uniform): a short last round reads no more than it needs */
-            cg_if_begin(fn, &need[nneed++],
-                        LLVMBuildICmp(
-                            fn->b, LLVMIntULT,
-                            LLVMBuildNUWMul(fn->b, bs, c32(fn, k), ""), n, ""));
+        for (int k = b0; light && k < b1; k++) {
+            int r = k - b0;
+            if ((r == 0 ? k > 0 : (r & (r - 1)) == 0) && xp_get(2, 1)) {
+                /* slots k .. b0 + 2r - 1 only where the round reaches them
+                 * (block uniform): a short last round reads no more than
+                 * it needs */
+                cg_if_begin(
+                    fn, &need[nneed++],
+                    LLVMBuildICmp(fn->b, LLVMIntULT,
+                                  LLVMBuildNUWMul(fn->b, bs, c32(fn, k), ""), n,
+                                  ""));
+            }
+            LLVMValueRef at = LLVMBuildNUWAdd(
+                fn->b, tid, LLVMBuildNUWMul(fn->b, bs, c32(fn, k), ""), "");
+            LLVMValueRef args[2] = {at, last};
+            LLVMValueRef o = cg_intrinsic(fn, "llvm.umin", &i32, 1, args, 2);
+            cg_val v;
+            if ((s = sk_read(f, src,
+                             LLVMBuildAdd(fn->b, first, cg_zext64(fn, o), ""),
+                             NULL, &v)) != WEFT_OK) {
+                return s;
+            }
+            cg_mut_set(fn, &x[k], &v);
         }
-        LLVMValueRef at = LLVMBuildNUWAdd(
-            fn->b, tid, LLVMBuildNUWMul(fn->b, bs, c32(fn, k), ""), "");
-        LLVMValueRef args[2] = {at, last};
-        LLVMValueRef o = cg_intrinsic(fn, "llvm.umin", &i32, 1, args, 2);
-        cg_val v;
-        if ((s = sk_read(f, src,
-                         LLVMBuildAdd(fn->b, first, cg_zext64(fn, o), ""), NULL,
-                         &v)) != WEFT_OK) {
-            return s;
+        while (nneed > 0) {
+            cg_if_end(fn, &need[--nneed]);
         }
-        cg_mut_set(fn, &x[k], &v);
-    }
-    while (nneed > 0) {
-        cg_if_end(fn, &need[--nneed]);
-    }
-    for (int k = 0; k < T->P; k++) {
-        LLVMValueRef at = LLVMBuildNUWAdd(
-            fn->b, tid, LLVMBuildNUWMul(fn->b, bs, c32(fn, k), ""), "");
-        cg_if in;
-        cg_if_begin(fn, &in, LLVMBuildICmp(fn->b, LLVMIntULT, at, n, ""));
-        cg_val v;
-        if (light) {
-            s = cg_mut_get(fn, &x[k], &v);
-        } else {
-            s = sk_read(f, src,
-                        LLVMBuildAdd(fn->b, first, cg_zext64(fn, at), ""), NULL,
-                        &v);
+        for (int k = b0; k < b1; k++) {
+            LLVMValueRef at = LLVMBuildNUWAdd(
+                fn->b, tid, LLVMBuildNUWMul(fn->b, bs, c32(fn, k), ""), "");
+            cg_if in;
+            cg_if_begin(fn, &in, LLVMBuildICmp(fn->b, LLVMIntULT, at, n, ""));
+            cg_val v;
+            if (light) {
+                s = cg_mut_get(fn, &x[k], &v);
+            } else {
+                s = sk_read(f, src,
+                            LLVMBuildAdd(fn->b, first, cg_zext64(fn, at), ""),
+                            NULL, &v);
+            }
+            if (s) {
+                return s;
+            }
+            for (int l = 0; l < nleaf; l++) {
+                cg_store(fn, leaf[l], T->sh_stage[l], at, v.v[l]);
+            }
+            cg_if_end(fn, &in);
         }
-        if (s) {
-            return s;
-        }
-        for (int l = 0; l < nleaf; l++) {
-            cg_store(fn, leaf[l], T->sh_stage[l], at, v.v[l]);
-        }
-        cg_if_end(fn, &in);
     }
     return WEFT_OK;
 }
@@ -1283,10 +1292,11 @@ static weft_status one_tile(sk_fn *f, tile *T)
         isneg = LLVMBuildOr(
             B, isneg, LLVMBuildICmp(B, LLVMIntSLT, len[q], cg_i64(fn, 0), ""),
             "");
-        islong = LLVMBuildOr(
-            B, islong,
-            LLVMBuildICmp(B, LLVMIntSGT, len[q], cg_i64(fn, SHORT_SEG), ""),
-            "");
+        islong =
+            LLVMBuildOr(B, islong,
+                        LLVMBuildICmp(B, LLVMIntSGT, len[q],
+                                      cg_i64(fn, xp_get(5, SHORT_SEG)), ""),
+                        "");
     }
     /* a huge u64 length scans as negative: the tile is bad either way */
     LLVMValueRef total, neg, longer;
