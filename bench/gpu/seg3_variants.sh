@@ -2,9 +2,10 @@
 # bench/gpu/seg3_variants.sh: TEMPORARY (helper seg3, issue 22; removed
 # before the branch is final).  smvm_probe under the $WEFT_SEG3 variants of
 # skeletons-ir/ptx/foldseg.c ("stage_bytes,min_blocks,cascade,_,S,
-# short_seg,flight": bytes a thread stages a round, launch bounds, the
-# short round's guards, unused, segments a thread, the longest segment of
-# a short tile, slots read before their stores), each
+# short_seg,flight,total": bytes a thread stages a round, launch bounds,
+# the short round's guards, unused, segments a thread, the longest segment
+# of a short tile, slots read before their stores, the merge path's round
+# total from the last thread's own carry), each
 # with its own kernel cache, and test_ptx_foldseg under some of them.
 # Run from the unpacked bundle: sh bench/gpu/seg3_variants.sh
 cd "$(dirname "$0")/../.." || exit 2
@@ -15,13 +16,14 @@ echo "== default"
 WEFT_CACHE_DIR=/tmp/seg3c/def ./smvm_probe ptx 21 smvm
 for v in 32,3,0,1,1 32,3,1,1,2 32,2,1,1,2 32,2,1,1,4 40,2,1,1,1 \
          32,4,1,1,1 64,3,1,1,1 64,3,1,1,2 64,2,1,1,1,256,16 128,3,1,1,1 \
-         32,3,1,1,1,128 32,3,1,1,1,512 64,3,1,1,1,128; do
+         32,3,1,1,1,128 32,3,1,1,1,512 64,3,1,1,1,128 32,3,1,1,1,256,8,0; do
     echo "== WEFT_SEG3=$v"
     WEFT_SEG3=$v WEFT_CACHE_DIR=/tmp/seg3c/$v ./smvm_probe ptx 21 smvm
 done
 echo "== default again"
 WEFT_CACHE_DIR=/tmp/seg3c/def ./smvm_probe ptx 21 smvm
-for v in 32,3,1,1,2 32,2,1,1,4 64,3,1,1,1 128,3,1,1,1,64; do
+for v in 32,3,1,1,2 32,2,1,1,4 64,3,1,1,1 128,3,1,1,1,64 \
+         32,3,1,1,1,256,8,0; do
     echo "== test_ptx_foldseg WEFT_SEG3=$v"
     WEFT_SEG3=$v WEFT_CACHE_DIR=/tmp/seg3c/t$v CK_FORK=no ./test_ptx_foldseg \
         2>&1 | tail -5

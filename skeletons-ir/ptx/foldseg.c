@@ -132,10 +132,10 @@ enum {
 static int xp_get(int which, int dflt)
 {
     const char *e = getenv("WEFT_SEG3");
-    int v[7] = {STAGE_BYTES, MIN_BLOCKS, 1, 1, 1, SHORT_SEG, MAX_FLIGHT};
+    int v[8] = {STAGE_BYTES, MIN_BLOCKS, 1, 1, 1, SHORT_SEG, MAX_FLIGHT, 1};
     if (e) {
-        sscanf(e, "%d,%d,%d,%d,%d,%d,%d", &v[0], &v[1], &v[2], &v[3], &v[4],
-               &v[5], &v[6]);
+        sscanf(e, "%d,%d,%d,%d,%d,%d,%d,%d", &v[0], &v[1], &v[2], &v[3], &v[4],
+               &v[5], &v[6], &v[7]);
     }
     return e ? v[which] : dflt;
 }
@@ -723,6 +723,13 @@ static weft_status scan_carries(sk_fn *f, const tile *T, const carry *c,
     LLVMTypeRef i64 = t_i64(fn);
     LLVMValueRef lane32 = LLVMBuildTrunc(fn->b, T->lane, t_i32(fn), "");
     weft_status s;
+    /* the thread's own carry, kept for the round's total */
+    LLVMValueRef own_key = get(fn, i64, c->key);
+    LLVMValueRef own_ok = opt_valid(fn, &c->v);
+    cg_val own_v;
+    if ((s = cg_mut_get(fn, &c->v.x, &own_v)) != WEFT_OK) {
+        return s;
+    }
     /* inclusive within the warp (Hillis-Steele, lane - d first) */
     for (int d = 1; d < WARP; d *= 2) {
         LLVMValueRef up =
@@ -789,40 +796,66 @@ static weft_status scan_carries(sk_fn *f, const tile *T, const carry *c,
         (s = carry_in(f, c, rkey, rok, &rv)) != WEFT_OK) {
         return s;
     }
-    /* the last thread: the round's carry . every warp's total, in order */
+    /* the last thread: the round's carry . every warp's total, in order,
+     * which is its exclusive carry . its own */
     cg_if lt;
     cg_if_begin(fn, &lt,
                 LLVMBuildICmp(fn->b, LLVMIntEQ, T->tid,
                               LLVMBuildSub(fn->b, T->bs, cg_i64(fn, 1), ""),
                               ""));
-    carry tot = {.key = var(fn, i64, rkey)};
-    if ((s = opt_new(f, &tot.v)) != WEFT_OK) {
-        return s;
+    carry tot;
+    if (xp_get(7, 1)) {
+        tot.key = var(fn, i64, get(fn, i64, c->key));
+        cg_val ev;
+        if ((s = opt_new(f, &tot.v)) != WEFT_OK ||
+            (s = cg_mut_get(fn, &c->v.x, &ev)) != WEFT_OK) {
+            return s;
+        }
+        LLVMBuildStore(fn->b, opt_valid(fn, &c->v), tot.v.valid);
+        cg_mut_set(fn, &tot.v.x, &ev);
+        cg_if same;
+        cg_if_begin(fn, &same,
+                    LLVMBuildICmp(fn->b, LLVMIntEQ, own_key,
+                                  get(fn, i64, tot.key), ""));
+        s = opt_back(f, &tot.v, own_ok, &own_v);
+        cg_if_else(fn, &same);
+        LLVMBuildStore(fn->b, own_key, tot.key);
+        LLVMBuildStore(fn->b, own_ok, tot.v.valid);
+        cg_mut_set(fn, &tot.v.x, &own_v);
+        cg_if_end(fn, &same);
+        if (s) {
+            return s;
+        }
+    } else {
+        tot.key = var(fn, i64, rkey);
+        if ((s = opt_new(f, &tot.v)) != WEFT_OK) {
+            return s;
+        }
+        LLVMBuildStore(fn->b, rok, tot.v.valid);
+        cg_mut_set(fn, &tot.v.x, &rv);
+        cg_loop lw;
+        LLVMValueRef w2;
+        cg_loop_begin(fn, &lw, cg_i64(fn, 0), T->nwarps, &w2);
+        LLVMValueRef tkey, tok;
+        cg_val tv;
+        if ((s = slot_load(f, &T->sh_w, w2, &tkey, &tok, &tv)) != WEFT_OK) {
+            return s;
+        }
+        cg_if same;
+        cg_if_begin(
+            fn, &same,
+            LLVMBuildICmp(fn->b, LLVMIntEQ, tkey, get(fn, i64, tot.key), ""));
+        s = opt_back(f, &tot.v, tok, &tv);
+        cg_if_else(fn, &same);
+        LLVMBuildStore(fn->b, tkey, tot.key);
+        LLVMBuildStore(fn->b, tok, tot.v.valid);
+        cg_mut_set(fn, &tot.v.x, &tv);
+        cg_if_end(fn, &same);
+        if (s) {
+            return s;
+        }
+        cg_loop_end(fn, &lw);
     }
-    LLVMBuildStore(fn->b, rok, tot.v.valid);
-    cg_mut_set(fn, &tot.v.x, &rv);
-    cg_loop lw;
-    LLVMValueRef w2;
-    cg_loop_begin(fn, &lw, cg_i64(fn, 0), T->nwarps, &w2);
-    LLVMValueRef tkey, tok;
-    cg_val tv;
-    if ((s = slot_load(f, &T->sh_w, w2, &tkey, &tok, &tv)) != WEFT_OK) {
-        return s;
-    }
-    cg_if same;
-    cg_if_begin(
-        fn, &same,
-        LLVMBuildICmp(fn->b, LLVMIntEQ, tkey, get(fn, i64, tot.key), ""));
-    s = opt_back(f, &tot.v, tok, &tv);
-    cg_if_else(fn, &same);
-    LLVMBuildStore(fn->b, tkey, tot.key);
-    LLVMBuildStore(fn->b, tok, tot.v.valid);
-    cg_mut_set(fn, &tot.v.x, &tv);
-    cg_if_end(fn, &same);
-    if (s) {
-        return s;
-    }
-    cg_loop_end(fn, &lw);
     cg_val tv2;
     if ((s = cg_mut_get(fn, &tot.v.x, &tv2)) != WEFT_OK) {
         return s;
