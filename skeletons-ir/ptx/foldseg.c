@@ -311,6 +311,8 @@ typedef struct tile {
     slots sh_r;                               /* the round's carry, two
                                                  slots (rounds r and r + 1) */
     LLVMValueRef ntiles;                      /* i64 */
+    LLVMValueRef narrow;                      /* i1: every array has fewer
+                                                 than 2^31 elements */
     LLVMValueRef tp;                          /* i64 slot: the tile */
     LLVMValueRef rawp[MAX_S];                 /* slots of the lengths' type:
                                                  the thread's lengths of the
@@ -873,7 +875,7 @@ static weft_status scan_carries(sk_fn *f, const tile *T, const carry *c,
  * slot no thread needs), and then stores those below j_hi, so that
  * ptxas may have several reads in flight at once; other kernels compute
  * only their own elements, one after the other. */
-static weft_status stage_round(sk_fn *f, const tile *T, LLVMValueRef j_lo,
+static weft_status stage_reads(sk_fn *f, const tile *T, LLVMValueRef j_lo,
                                LLVMValueRef j_hi, LLVMValueRef base)
 {
     cg_fn *fn = &f->fn;
@@ -924,9 +926,15 @@ static weft_status stage_round(sk_fn *f, const tile *T, LLVMValueRef j_lo,
             LLVMValueRef args[2] = {at, last};
             LLVMValueRef o = cg_intrinsic(fn, "llvm.umin", &i32, 1, args, 2);
             cg_val v;
-            if ((s = sk_read(f, src,
-                             LLVMBuildAdd(fn->b, first, cg_zext64(fn, o), ""),
-                             NULL, &v)) != WEFT_OK) {
+            /* narrow (cg_fn.narrow_index): first + o < 2^31 */
+            LLVMValueRef idx =
+                fn->narrow_index
+                    ? cg_zext64(fn, LLVMBuildNUWAdd(
+                                        fn->b,
+                                        LLVMBuildTrunc(fn->b, first, i32, ""),
+                                        o, ""))
+                    : LLVMBuildAdd(fn->b, first, cg_zext64(fn, o), "");
+            if ((s = sk_read(f, src, idx, NULL, &v)) != WEFT_OK) {
                 return s;
             }
             cg_mut_set(fn, &x[k], &v);
@@ -957,6 +965,29 @@ static weft_status stage_round(sk_fn *f, const tile *T, LLVMValueRef j_lo,
         }
     }
     return WEFT_OK;
+}
+
+/* A round staged (stage_reads); a light kernel's round reads with 32-bit
+ * indices (cg_fn.narrow_index) where every array has fewer than 2^31
+ * elements (block uniform). */
+static weft_status stage_round(sk_fn *f, const tile *T, LLVMValueRef j_lo,
+                               LLVMValueRef j_hi, LLVMValueRef base)
+{
+    cg_fn *fn = &f->fn;
+    if (!f->e->k->light || !xp_get(3, 1)) {
+        return stage_reads(f, T, j_lo, j_hi, base);
+    }
+    cg_if nar;
+    cg_if_begin(fn, &nar, T->narrow);
+    fn->narrow_index = true;
+    weft_status s = stage_reads(f, T, j_lo, j_hi, base);
+    fn->narrow_index = false;
+    cg_if_else(fn, &nar);
+    if (s == WEFT_OK) {
+        s = stage_reads(f, T, j_lo, j_hi, base);
+    }
+    cg_if_end(fn, &nar);
+    return s;
 }
 
 /* Step 4 for thread T->tid, by rounds of R = B P merge-path items: the
@@ -1433,6 +1464,65 @@ static weft_status one_tile(sk_fn *f, tile *T)
     return s;
 }
 
+/* i1: every array item of the kernel has fewer than 2^31 elements. */
+static LLVMValueRef arrays_narrow(sk_fn *f)
+{
+    cg_fn *fn = &f->fn;
+    const sk_kernel *k = f->e->k;
+    LLVMValueRef ok = i1c(fn, true);
+    for (int it = 0; it < k->nitem; it++) {
+        if (k->item[it].kind != SK_ARRAY) {
+            continue;
+        }
+        const cg_array *a = &f->arr[it];
+        LLVMValueRef n = cg_i64(fn, 1);
+        for (int d = 0; d < a->rank; d++) {
+            n = LLVMBuildMul(fn->b, n, a->extent[d], "");
+        }
+        ok = LLVMBuildAnd(
+            fn->b, ok,
+            LLVMBuildICmp(fn->b, LLVMIntULE, n, cg_i64(fn, INT32_MAX), ""), "");
+    }
+    return ok;
+}
+
+/* The tile loop: blocks take tiles until none is left. */
+static weft_status tile_loop(sk_fn *f, tile *T)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    weft_status s;
+    LLVMBasicBlockRef head =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "tile");
+    LLVMBasicBlockRef body =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "tile.body");
+    LLVMBasicBlockRef done =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "tile.done");
+    LLVMBuildBr(fn->b, head);
+    LLVMPositionBuilderAtEnd(fn->b, head);
+    tg->barrier(fn); /* the last tile's shared memory is read */
+    cg_if t0;
+    cg_if_begin(fn, &t0,
+                LLVMBuildICmp(fn->b, LLVMIntEQ, T->tid, cg_i64(fn, 0), ""));
+    store64(fn, T->sh_tile, cg_i64(fn, 0),
+            tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd,
+                           sk_aux_array(f, AUX_TICKET)->ptr[0], cg_i64(fn, 1)));
+    cg_if_end(fn, &t0);
+    tg->barrier(fn);
+    read_lengths(f, T, load64(fn, T->sh_tile, cg_i64(fn, 0)));
+    T->t = get(fn, t_i64(fn), T->tp);
+    LLVMBuildCondBr(fn->b,
+                    LLVMBuildICmp(fn->b, LLVMIntULT, T->t, T->ntiles, ""), body,
+                    done);
+    LLVMPositionBuilderAtEnd(fn->b, body);
+    if ((s = one_tile(f, T)) != WEFT_OK) {
+        return s;
+    }
+    LLVMBuildBr(fn->b, head);
+    LLVMPositionBuilderAtEnd(fn->b, done);
+    return WEFT_OK;
+}
+
 /* The entry: blocks take tiles until none is left. */
 static weft_status emit_tiles(sk_fn *f)
 {
@@ -1477,34 +1567,8 @@ static weft_status emit_tiles(sk_fn *f)
         T.rawp[q] = cg_alloca(
             fn, cg_type(fn->llctx, sk_kid_array(f, 2)->leaf[0]), "raw");
     }
-    LLVMBasicBlockRef head =
-        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "tile");
-    LLVMBasicBlockRef body =
-        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "tile.body");
-    LLVMBasicBlockRef done =
-        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "tile.done");
-    LLVMBuildBr(fn->b, head);
-    LLVMPositionBuilderAtEnd(fn->b, head);
-    tg->barrier(fn); /* the last tile's shared memory is read */
-    cg_if t0;
-    cg_if_begin(fn, &t0,
-                LLVMBuildICmp(fn->b, LLVMIntEQ, T.tid, cg_i64(fn, 0), ""));
-    store64(fn, T.sh_tile, cg_i64(fn, 0),
-            tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd,
-                           sk_aux_array(f, AUX_TICKET)->ptr[0], cg_i64(fn, 1)));
-    cg_if_end(fn, &t0);
-    tg->barrier(fn);
-    read_lengths(f, &T, load64(fn, T.sh_tile, cg_i64(fn, 0)));
-    T.t = get(fn, t_i64(fn), T.tp);
-    LLVMBuildCondBr(fn->b, LLVMBuildICmp(fn->b, LLVMIntULT, T.t, T.ntiles, ""),
-                    body, done);
-    LLVMPositionBuilderAtEnd(fn->b, body);
-    if ((s = one_tile(f, &T)) != WEFT_OK) {
-        return s;
-    }
-    LLVMBuildBr(fn->b, head);
-    LLVMPositionBuilderAtEnd(fn->b, done);
-    return WEFT_OK;
+    T.narrow = arrays_narrow(f);
+    return tile_loop(f, &T);
 }
 
 /* ---- the skeleton ------------------------------------------------------ */
