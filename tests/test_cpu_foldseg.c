@@ -14,9 +14,10 @@
  *                 column left over), so that the ranges the gang hands out
  *                 start inside a row (the kernel steps segment and row
  *                 from the range's start); fold1Seg too;
- *   errors        a negative length, and lengths that pass the extent,
- *                 deep inside 100000 segments: the same status and
- *                 message as the interpreter's, on 4 threads and on 1;
+ *   errors        a negative length, lengths that pass the extent, and i64
+ *                 lengths whose sum overflows, deep inside 100000
+ *                 segments: the same status and message as the
+ *                 interpreter's, on 4 threads and on 1;
  *                 where they fit, foldSeg and fold1Seg agree;
  *   powerlaw      lengths from 0 to 10^4 (density ~ l^-2, a fifth of them
  *                 empty, runs of empty ones, segments longer than a GPU
@@ -269,7 +270,7 @@ START_TEST(test_errors)
     for (int i = 0; i < N; i++) {
         a[i] = (int32_t)(rnd() % 100);
     }
-    for (int v = 0; v < 4; v++) {
+    for (int v = 0; v < 5; v++) {
         for (int k = 0; k < NSEG; k++) {
             len32[k] = v == 3 ? k % 3 : 2; /* 2: exactly the extent */
         }
@@ -282,11 +283,19 @@ START_TEST(test_errors)
             len32[80000] = 40001; /* past the extent there */
             what = "lengths past the extent";
         }
-        bool bad = v == 1 || v == 2;
+        bool bad = v == 1 || v == 2 || v == 4;
         for (int k = 0; k < NSEG; k++) {
             len64[k] = len32[k];
         }
-        for (int wide = 0; wide < 2; wide++) {
+        if (v == 4) {
+            /* i64 lengths whose sum wraps past INT64_MAX within a few
+             * segments (a GPU tile's sum, a gang's chunk) */
+            for (int k = 60000; k < 60008; k++) {
+                len64[k] = INT64_C(1) << 62;
+            }
+            what = "i64 lengths whose sum overflows";
+        }
+        for (int wide = v == 4; wide < 2; wide++) {
             input in[2] = {{WEFT_I32, 1, {N, 0}, a},
                            {wide ? WEFT_I64 : WEFT_I32,
                             1,

@@ -372,8 +372,11 @@ static void read_lengths(sk_fn *f, tile *T, LLVMValueRef t)
 
 /* The length (i64) of raw, a leaf of the descriptor: signed types extended
  * with their sign; a u64 past INT64_MAX becomes negative, which the checks
- * report as a sum past the extent, as the host did. */
-static LLVMValueRef seg_len(sk_fn *f, LLVMValueRef v, LLVMValueRef *huge)
+ * report as a sum past the extent, as the host did.  A 64-bit length is
+ * kept within [-1, limit] (limit = inner + 1), which changes no check's
+ * outcome and keeps the tile's sums from overflowing. */
+static LLVMValueRef seg_len(sk_fn *f, LLVMValueRef v, LLVMValueRef limit,
+                            LLVMValueRef *huge)
 {
     cg_fn *fn = &f->fn;
     weft_type lt = sk_kid_array(f, 2)->leaf[0];
@@ -388,7 +391,7 @@ static LLVMValueRef seg_len(sk_fn *f, LLVMValueRef v, LLVMValueRef *huge)
     if (!sgn) {
         *huge = LLVMBuildICmp(fn->b, LLVMIntSLT, v, cg_i64(fn, 0), "");
     }
-    return v;
+    return cg_smax(fn, cg_i64(fn, -1), cg_smin(fn, v, limit));
 }
 
 /* Report code at segment s (i64) into the error word. */
@@ -1351,7 +1354,7 @@ static weft_status one_tile(sk_fn *f, tile *T)
             seg_len(f,
                     get(fn, cg_type(fn->llctx, sk_kid_array(f, 2)->leaf[0]),
                         T->rawp[q]),
-                    &huge[q]);
+                    LLVMBuildAdd(B, T->inner, cg_i64(fn, 1), ""), &huge[q]);
         sum = LLVMBuildAdd(B, sum, len[q], "");
         isneg = LLVMBuildOr(
             B, isneg, LLVMBuildICmp(B, LLVMIntSLT, len[q], cg_i64(fn, 0), ""),
