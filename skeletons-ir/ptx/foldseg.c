@@ -1346,7 +1346,7 @@ static weft_status one_tile(sk_fn *f, tile *T)
     T->s0 = tile_start(fn, T, T->t, &T->row, &piece);
     T->nt = cg_smin(fn, T->span, LLVMBuildSub(B, T->nseg, T->s0, ""));
     /* 1. the lengths (read_lengths; 0 past nseg), the thread's S summed */
-    LLVMValueRef huge[MAX_S], len[MAX_S], excl[MAX_S];
+    LLVMValueRef huge[MAX_S] = {0}, len[MAX_S] = {0}, excl[MAX_S] = {0};
     LLVMValueRef sum = cg_i64(fn, 0), isneg = i1c(fn, false);
     LLVMValueRef islong = i1c(fn, false);
     for (int q = 0; q < T->S; q++) {
