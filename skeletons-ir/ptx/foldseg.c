@@ -19,14 +19,17 @@
  * for a million rows that took longer than the fold).  One entry, a block
  * per tile, tiles taken from a counter in order (aux 1, zeroed) by blocks
  * that loop until none is left, as ptx/scan.c does, so that look-back
- * always makes progress.  A tile is B consecutive segments of one row (B
- * the block size, at most BLOCK, a multiple of 32; tile t is row t / tpr,
- * piece t % tpr, tpr = ceil(nseg / B)).  In a tile:
+ * always makes progress.  A tile is S B consecutive segments of one row
+ * (B the block size, at most BLOCK, a multiple of 32; S = SEGS segments a
+ * thread; tile t is row t / tpr, piece t % tpr, tpr = ceil(nseg / S B)).
+ * In a tile:
  *
- *   1. thread i reads the length of segment s0 + i (0 past nseg), and the
- *      block scans them (i64 sums: warp shuffles, then the warp totals
- *      through shared memory): each segment's offset within the tile
- *      (loc[i], in shared memory, loc[nt] = A the tile's elements).  (A
+ *   1. thread i reads the lengths of segments s0 + S i .. s0 + S i + S - 1
+ *      (0 past nseg; a 64-bit length kept within [-1, inner + 1], so that
+ *      no sum overflows), and the block scans their sums (i64: warp
+ *      shuffles, then the warp totals through shared memory): each
+ *      segment's offset within the tile (loc[S i + q], in shared memory,
+ *      loc[nt] = A the tile's elements).  (A
  *      block that took its next ticket and read that tile's lengths during
  *      the tile before, to hide the two latencies, made the power-law
  *      matrix 3.6 times slower on the H100: look-back waits on a tile
@@ -62,7 +65,8 @@
  *      with the carries of the threads before it that hold the same key.
  *      So every thread does about c items whatever the lengths: a row of
  *      10^4 elements is spread over the whole block, a run of empty rows
- *      costs one item each.
+ *      costs one item each.  A round's total (the carry into the next) is
+ *      its last thread's exclusive carry and its own.
  *
  * Reads.  A round's reads of a light kernel (stage_round) are straight-line
  * code: the kernel sets sk_fn.local_errors and cg_fn.flat_reads, so that a
@@ -74,7 +78,16 @@
  * latencies (cols, then x, for each), with 24 warps a multiprocessor to
  * hide them (r3 on the H100: 22.9 cycles between issues, DRAM at 17%).
  * Without, it issues the round's 16 reads of cols and vals at once, then
- * the 8 of x.
+ * the 8 of x.  A round reads only the slots it reaches: a thread's slots
+ * are read in batches of MAX_FLIGHT before their stores, and within a
+ * batch the slots from k on (k a power of two, or the batch's first)
+ * wait behind a block-uniform guard k B < the round's elements, so the short
+ * last round of a banded tile (512 of 2560 elements, rounds of 2048)
+ * reads 2 slots a thread, not 8.  Where every array of the kernel has
+ * fewer than 2^31 elements (arrays_narrow, block uniform) a round reads
+ * with 32-bit indices (cg_fn.narrow_index: mul.wide.u32 addresses, one
+ * instruction each, and the element's index in 32 bits): smvm's read of
+ * an element took 27 SASS instructions and takes 20.
  *
  * Registers: launch bounds of three blocks of 256 a multiprocessor (80
  * registers a thread, no spill; four blocks spill 48 bytes; two blocks
