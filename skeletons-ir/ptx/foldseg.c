@@ -145,10 +145,10 @@ enum {
 static int xp_get(int which, int dflt)
 {
     const char *e = getenv("WEFT_SEG3");
-    int v[8] = {STAGE_BYTES, MIN_BLOCKS, 1, 1, 1, SHORT_SEG, MAX_FLIGHT, 1};
+    int v[9] = {STAGE_BYTES, MIN_BLOCKS, 1, 1, 1, SHORT_SEG, MAX_FLIGHT, 1, 1};
     if (e) {
-        sscanf(e, "%d,%d,%d,%d,%d,%d,%d,%d", &v[0], &v[1], &v[2], &v[3], &v[4],
-               &v[5], &v[6], &v[7]);
+        sscanf(e, "%d,%d,%d,%d,%d,%d,%d,%d,%d", &v[0], &v[1], &v[2], &v[3],
+               &v[4], &v[5], &v[6], &v[7], &v[8]);
     }
     return e ? v[which] : dflt;
 }
@@ -314,6 +314,9 @@ typedef struct tile {
     LLVMValueRef span;                        /* i64: segments a tile,
                                                  S B */
     LLVMValueRef sh_wsum, sh_wneg;            /* shared i64[MAX_WARPS] */
+    LLVMValueRef sh_end;                      /* shared i32[S BLOCK + 1]: the
+                                                 round's loc, from its first
+                                                 element, within [-1, R + 1] */
     LLVMValueRef sh_sp;                       /* shared i64[BLOCK + 1]: the
                                                  round's split points */
     LLVMValueRef *sh_stage;                   /* per leaf [BLOCK P]: the
@@ -1074,10 +1077,42 @@ static weft_status walk(sk_fn *f, const tile *T, LLVMValueRef total,
         return s;
     }
     cg_if_end(fn, &some);
+    bool w32 = xp_get(8, 1);
+    LLVMTypeRef iw = w32 ? t_i32(fn) : i64;
+    if (w32) {
+        /* the round's segment ends from its first element, in 32 bits:
+         * loc[x] - j_lo kept within [-1, R + 1] (an end before the round,
+         * or past it, compares the same with every position j - j_lo of
+         * the round, 0 .. R) */
+        cg_loop lf;
+        LLVMValueRef k;
+        cg_loop_begin(fn, &lf, cg_i64(fn, 0), cg_i64(fn, T->S + 1), &k);
+        LLVMValueRef x =
+            LLVMBuildAdd(fn->b, LLVMBuildMul(fn->b, k, T->bs, ""), T->tid, "");
+        cg_if in;
+        cg_if_begin(fn, &in, LLVMBuildICmp(fn->b, LLVMIntSLE, x, T->nt, ""));
+        LLVMValueRef rel = cg_smax(
+            fn, cg_i64(fn, -1),
+            cg_smin(fn, LLVMBuildSub(fn->b, load64(fn, T->sh_loc, x), j_lo, ""),
+                    LLVMBuildAdd(fn->b, R, cg_i64(fn, 1), "")));
+        cg_store(fn, WEFT_I32, T->sh_end, x,
+                 LLVMBuildTrunc(fn->b, rel, t_i32(fn), ""));
+        cg_if_end(fn, &in);
+        cg_loop_end(fn, &lf);
+    }
     tg->barrier(fn);
-    /* the walk */
-    LLVMValueRef ip = var(fn, i64, i0);
-    LLVMValueRef jp = var(fn, i64, LLVMBuildSub(fn->b, d0, i0, ""));
+    /* the walk: segment i of the tile, element j (w32: i and j in 32 bits,
+     * j from the round's first element) */
+    LLVMValueRef ip = var(fn, iw, w32 ? LLVMBuildTrunc(fn->b, i0, iw, "") : i0);
+    LLVMValueRef j_first = LLVMBuildSub(fn->b, d0, i0, "");
+    LLVMValueRef jp =
+        var(fn, iw,
+            w32 ? LLVMBuildTrunc(fn->b, LLVMBuildSub(fn->b, j_first, j_lo, ""),
+                                 iw, "")
+                : j_first);
+    LLVMValueRef nt_w = w32 ? LLVMBuildTrunc(fn->b, T->nt, iw, "") : T->nt;
+    LLVMValueRef i0_w = w32 ? LLVMBuildTrunc(fn->b, i0, iw, "") : i0;
+    LLVMValueRef one_w = LLVMConstInt(iw, 1, 0);
     LLVMValueRef waiting = var(fn, i1, i1c(fn, false));
     opt acc, first;
     if ((s = opt_new(f, &acc)) != WEFT_OK ||
@@ -1088,20 +1123,19 @@ static weft_status walk(sk_fn *f, const tile *T, LLVMValueRef total,
     LLVMValueRef step;
     cg_loop_begin(fn, &l, d0, d1, &step);
     (void)step;
-    LLVMValueRef i = get(fn, i64, ip), j = get(fn, i64, jp);
-    LLVMValueRef has_end = LLVMBuildICmp(fn->b, LLVMIntSLT, i, T->nt, "");
+    LLVMValueRef i = get(fn, iw, ip), j = get(fn, iw, jp);
+    LLVMValueRef has_end = LLVMBuildICmp(fn->b, LLVMIntSLT, i, nt_w, "");
     /* loc[i + 1] read only for an end of the tile (loc has nt + 1) */
-    LLVMValueRef at =
-        cg_smin(fn, LLVMBuildAdd(fn->b, i, cg_i64(fn, 1), ""), T->nt);
+    LLVMValueRef at = cg_smin(fn, LLVMBuildAdd(fn->b, i, one_w, ""), nt_w);
+    LLVMValueRef end =
+        w32 ? cg_load(fn, WEFT_I32, T->sh_end, at) : load64(fn, T->sh_loc, at);
     LLVMValueRef ends = LLVMBuildAnd(
-        fn->b, has_end,
-        LLVMBuildICmp(fn->b, LLVMIntSLE, load64(fn, T->sh_loc, at), j, ""),
-        "ends");
+        fn->b, has_end, LLVMBuildICmp(fn->b, LLVMIntSLE, end, j, ""), "ends");
     cg_if e;
     cg_if_begin(fn, &e, ends);
     {
         cg_if fst;
-        cg_if_begin(fn, &fst, LLVMBuildICmp(fn->b, LLVMIntEQ, i, i0, ""));
+        cg_if_begin(fn, &fst, LLVMBuildICmp(fn->b, LLVMIntEQ, i, i0_w, ""));
         cg_val a;
         if ((s = cg_mut_get(fn, &acc.x, &a)) != WEFT_OK) {
             return s;
@@ -1110,12 +1144,13 @@ static weft_status walk(sk_fn *f, const tile *T, LLVMValueRef total,
         LLVMBuildStore(fn->b, opt_valid(fn, &acc), first.valid);
         LLVMBuildStore(fn->b, i1c(fn, true), waiting);
         cg_if_else(fn, &fst);
-        if ((s = put_result(f, LLVMBuildAdd(fn->b, qbase, i, ""), &acc)) !=
-            WEFT_OK) {
+        if ((s = put_result(
+                 f, LLVMBuildAdd(fn->b, qbase, w32 ? cg_zext64(fn, i) : i, ""),
+                 &acc)) != WEFT_OK) {
             return s;
         }
         cg_if_end(fn, &fst);
-        LLVMBuildStore(fn->b, LLVMBuildAdd(fn->b, i, cg_i64(fn, 1), ""), ip);
+        LLVMBuildStore(fn->b, LLVMBuildAdd(fn->b, i, one_w, ""), ip);
         LLVMBuildStore(fn->b, i1c(fn, false), acc.valid);
     }
     cg_if_else(fn, &e);
@@ -1124,19 +1159,20 @@ static weft_status walk(sk_fn *f, const tile *T, LLVMValueRef total,
         if ((s = cg_val_make(fn, nleaf, &x)) != WEFT_OK) {
             return s;
         }
-        LLVMValueRef sj = LLVMBuildSub(fn->b, j, j_lo, "");
+        LLVMValueRef sj = w32 ? j : LLVMBuildSub(fn->b, j, j_lo, "");
         for (int li = 0; li < nleaf; li++) {
             x.v[li] = cg_load(fn, leaf[li], T->sh_stage[li], sj);
         }
         if ((s = opt_back(f, &acc, i1c(fn, true), &x)) != WEFT_OK) {
             return s;
         }
-        LLVMBuildStore(fn->b, LLVMBuildAdd(fn->b, j, cg_i64(fn, 1), ""), jp);
+        LLVMBuildStore(fn->b, LLVMBuildAdd(fn->b, j, one_w, ""), jp);
     }
     cg_if_end(fn, &e);
     cg_loop_end(fn, &l);
     /* the carries, scanned; the waiting segment takes the one before */
-    carry c = {.key = var(fn, i64, get(fn, i64, ip)), .v = acc};
+    LLVMValueRef iend = get(fn, iw, ip);
+    carry c = {.key = var(fn, i64, w32 ? cg_zext64(fn, iend) : iend), .v = acc};
     LLVMValueRef rin = LLVMBuildAnd(fn->b, r, cg_i64(fn, 1), "");
     LLVMValueRef rout = LLVMBuildXor(fn->b, rin, cg_i64(fn, 1), "");
     if ((s = scan_carries(f, T, &c, rin, rout)) != WEFT_OK) {
@@ -1209,6 +1245,7 @@ static weft_status tile_shared(sk_fn *f, tile *T)
     T->sh_prefix = LLVMBuildInBoundsGEP2(fn->b, i64, sc, &one, 1, "");
     T->sh_loc = tg->shared_array(fn, i64, (int64_t)BLOCK * T->S + 1);
     T->sh_sp = tg->shared_array(fn, i64, BLOCK + 1);
+    T->sh_end = tg->shared_array(fn, t_i32(fn), (int64_t)BLOCK * T->S + 1);
     T->sh_wsum = tg->shared_array(fn, i64, MAX_WARPS);
     T->sh_wneg = tg->shared_array(fn, i64, MAX_WARPS);
     T->P = items_per_thread(f);
