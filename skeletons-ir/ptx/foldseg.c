@@ -1539,43 +1539,6 @@ static LLVMValueRef arrays_narrow(sk_fn *f)
     return ok;
 }
 
-/* The tile loop: blocks take tiles until none is left. */
-static weft_status tile_loop(sk_fn *f, tile *T)
-{
-    cg_fn *fn = &f->fn;
-    const cg_target *tg = fn->target;
-    weft_status s;
-    LLVMBasicBlockRef head =
-        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "tile");
-    LLVMBasicBlockRef body =
-        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "tile.body");
-    LLVMBasicBlockRef done =
-        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "tile.done");
-    LLVMBuildBr(fn->b, head);
-    LLVMPositionBuilderAtEnd(fn->b, head);
-    tg->barrier(fn); /* the last tile's shared memory is read */
-    cg_if t0;
-    cg_if_begin(fn, &t0,
-                LLVMBuildICmp(fn->b, LLVMIntEQ, T->tid, cg_i64(fn, 0), ""));
-    store64(fn, T->sh_tile, cg_i64(fn, 0),
-            tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd,
-                           sk_aux_array(f, AUX_TICKET)->ptr[0], cg_i64(fn, 1)));
-    cg_if_end(fn, &t0);
-    tg->barrier(fn);
-    read_lengths(f, T, load64(fn, T->sh_tile, cg_i64(fn, 0)));
-    T->t = get(fn, t_i64(fn), T->tp);
-    LLVMBuildCondBr(fn->b,
-                    LLVMBuildICmp(fn->b, LLVMIntULT, T->t, T->ntiles, ""), body,
-                    done);
-    LLVMPositionBuilderAtEnd(fn->b, body);
-    if ((s = one_tile(f, T)) != WEFT_OK) {
-        return s;
-    }
-    LLVMBuildBr(fn->b, head);
-    LLVMPositionBuilderAtEnd(fn->b, done);
-    return WEFT_OK;
-}
-
 /* The entry: blocks take tiles until none is left. */
 static weft_status emit_tiles(sk_fn *f)
 {
@@ -1621,7 +1584,34 @@ static weft_status emit_tiles(sk_fn *f)
             fn, cg_type(fn->llctx, sk_kid_array(f, 2)->leaf[0]), "raw");
     }
     T.narrow = arrays_narrow(f);
-    return tile_loop(f, &T);
+    LLVMBasicBlockRef head =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "tile");
+    LLVMBasicBlockRef body =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "tile.body");
+    LLVMBasicBlockRef done =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "tile.done");
+    LLVMBuildBr(fn->b, head);
+    LLVMPositionBuilderAtEnd(fn->b, head);
+    tg->barrier(fn); /* the last tile's shared memory is read */
+    cg_if t0;
+    cg_if_begin(fn, &t0,
+                LLVMBuildICmp(fn->b, LLVMIntEQ, T.tid, cg_i64(fn, 0), ""));
+    store64(fn, T.sh_tile, cg_i64(fn, 0),
+            tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd,
+                           sk_aux_array(f, AUX_TICKET)->ptr[0], cg_i64(fn, 1)));
+    cg_if_end(fn, &t0);
+    tg->barrier(fn);
+    read_lengths(f, &T, load64(fn, T.sh_tile, cg_i64(fn, 0)));
+    T.t = get(fn, t_i64(fn), T.tp);
+    LLVMBuildCondBr(fn->b, LLVMBuildICmp(fn->b, LLVMIntULT, T.t, T.ntiles, ""),
+                    body, done);
+    LLVMPositionBuilderAtEnd(fn->b, body);
+    if ((s = one_tile(f, &T)) != WEFT_OK) {
+        return s;
+    }
+    LLVMBuildBr(fn->b, head);
+    LLVMPositionBuilderAtEnd(fn->b, done);
+    return WEFT_OK;
 }
 
 /* ---- the skeleton ------------------------------------------------------ */
