@@ -145,10 +145,11 @@ enum {
 static int xp_get(int which, int dflt)
 {
     const char *e = getenv("WEFT_SEG3");
-    int v[9] = {STAGE_BYTES, MIN_BLOCKS, 1, 1, 1, SHORT_SEG, MAX_FLIGHT, 1, 1};
+    int v[10] = {STAGE_BYTES, MIN_BLOCKS, 1, 1, 1,
+                 SHORT_SEG,   MAX_FLIGHT, 1, 1, 1};
     if (e) {
-        sscanf(e, "%d,%d,%d,%d,%d,%d,%d,%d,%d", &v[0], &v[1], &v[2], &v[3],
-               &v[4], &v[5], &v[6], &v[7], &v[8]);
+        sscanf(e, "%d,%d,%d,%d,%d,%d,%d,%d,%d,%d", &v[0], &v[1], &v[2], &v[3],
+               &v[4], &v[5], &v[6], &v[7], &v[8], &v[9]);
     }
     return e ? v[which] : dflt;
 }
@@ -1457,6 +1458,22 @@ static weft_status one_tile(sk_fn *f, tile *T)
     cg_if_end(fn, &l0);
     cg_if_end(fn, &w0);
     tg->barrier(fn);
+    if (xp_get(9, 1)) {
+        /* the offsets, lengths and total again from loc, rather than held
+         * in registers across the look-back, where the kernel's register
+         * use peaks */
+        total = load64(fn, T->sh_loc, T->nt);
+        for (int q = 0; q < T->S; q++) {
+            LLVMValueRef x = seg_of(fn, T, q);
+            LLVMValueRef in = LLVMBuildICmp(B, LLVMIntSLT, x, T->nt, "");
+            excl[q] = load64(fn, T->sh_loc, x);
+            LLVMValueRef next = load64(
+                fn, T->sh_loc,
+                cg_smin(fn, LLVMBuildAdd(B, x, cg_i64(fn, 1), ""), T->nt));
+            len[q] = LLVMBuildSelect(B, in, LLVMBuildSub(B, next, excl[q], ""),
+                                     cg_i64(fn, 0), "");
+        }
+    }
     /* 3. the checks */
     LLVMValueRef P = load64(fn, T->sh_prefix, cg_i64(fn, 0));
     LLVMValueRef bad = LLVMBuildOr(
