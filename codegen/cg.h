@@ -158,11 +158,6 @@ struct cg_fn {
                                    thread in flight at once sets it (PTX:
                                    ptxas does not move a load above the
                                    join of an earlier read's branch) */
-    bool narrow_index;          /* PTX: every array that cg_array_load and
-                                   cg_array_load_or_zero read has fewer
-                                   than 2^31 elements (the skeleton checked
-                                   it), so they address with a 32-bit
-                                   index (mul.wide.u32) */
     bool cold;                  /* emitting code that runs for a few
                                    elements only (a remainder loop): its
                                    counted loops are left scalar, and a ! ix

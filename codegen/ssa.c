@@ -44,8 +44,6 @@ weft_status cg_fn_begin(cg_fn *fn, weft_context *ctx, const cg_target *t,
     fn->cond_depth = 0;
     fn->spec = NULL;
     fn->checked = false;
-    fn->flat_reads = false;
-    fn->narrow_index = false;
     fn->cold = false;
     fn->elem = NULL;
     fn->fail = NULL;

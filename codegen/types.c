@@ -89,31 +89,10 @@ static LLVMValueRef written_scope(LLVMContextRef c)
 /* cg_load; a read-only array's load (`invariant`) carries !invariant.load
  * and is outside the written scope. */
 static LLVMValueRef load_leaf(cg_fn *fn, weft_type t, LLVMValueRef base,
-                              LLVMValueRef i, bool invariant, bool narrow)
+                              LLVMValueRef i, bool invariant)
 {
     LLVMTypeRef mt = cg_mem_type(fn->llctx, t);
-    LLVMValueRef p;
-    if (narrow) {
-        /* i is an i32 (cg_fn.narrow_index): the byte offset by PTX's
-         * mul.wide.u32, opaque to LLVM, which would otherwise widen the
-         * index's arithmetic back to 64 bits */
-        LLVMContextRef c = fn->llctx;
-        LLVMTypeRef i32 = LLVMInt32TypeInContext(c);
-        LLVMTypeRef i64 = LLVMInt64TypeInContext(c);
-        LLVMTypeRef args[2] = {i32, i32};
-        LLVMTypeRef ty = LLVMFunctionType(i64, args, 2, 0);
-        static const char code[] = "mul.wide.u32 $0, $1, $2;";
-        LLVMValueRef mul =
-            LLVMGetInlineAsm(ty, (char *)code, sizeof code - 1, "=l,r,r", 6, 0,
-                             0, LLVMInlineAsmDialectATT, 0);
-        LLVMValueRef ops[2] = {
-            i, LLVMConstInt(i32, (unsigned)weft_type_size(t), 0)};
-        LLVMValueRef off = LLVMBuildCall2(fn->b, ty, mul, ops, 2, "");
-        p = LLVMBuildInBoundsGEP2(fn->b, LLVMInt8TypeInContext(c), base, &off,
-                                  1, "");
-    } else {
-        p = LLVMBuildInBoundsGEP2(fn->b, mt, base, &i, 1, "");
-    }
+    LLVMValueRef p = LLVMBuildInBoundsGEP2(fn->b, mt, base, &i, 1, "");
     LLVMValueRef x = LLVMBuildLoad2(fn->b, mt, p, "");
     if (invariant) {
         LLVMContextRef c = fn->llctx;
@@ -131,7 +110,7 @@ static LLVMValueRef load_leaf(cg_fn *fn, weft_type t, LLVMValueRef base,
 
 LLVMValueRef cg_load(cg_fn *fn, weft_type t, LLVMValueRef base, LLVMValueRef i)
 {
-    return load_leaf(fn, t, base, i, false, false);
+    return load_leaf(fn, t, base, i, false);
 }
 
 /* cg_store, returning the store. */
@@ -161,12 +140,8 @@ weft_status cg_array_load(cg_fn *fn, const cg_array *a, LLVMValueRef i,
     if (s != WEFT_OK) {
         return s;
     }
-    if (fn->narrow_index) {
-        i = LLVMBuildTrunc(fn->b, i, LLVMInt32TypeInContext(fn->llctx), "");
-    }
     for (int k = 0; k < a->nleaf; k++) {
-        out->v[k] = load_leaf(fn, a->leaf[k], a->ptr[k], i, a->readonly,
-                              fn->narrow_index);
+        out->v[k] = load_leaf(fn, a->leaf[k], a->ptr[k], i, a->readonly);
     }
     return WEFT_OK;
 }
@@ -208,16 +183,11 @@ weft_status cg_array_load_or_zero(cg_fn *fn, const cg_array *a, LLVMValueRef i,
     }
     LLVMValueRef some =
         LLVMBuildICmp(fn->b, LLVMIntNE, size, cg_i64(fn, 0), "");
-    if (fn->narrow_index) {
-        i = LLVMBuildTrunc(fn->b, i, LLVMInt32TypeInContext(fn->llctx), "");
-    }
-    LLVMValueRef j =
-        LLVMBuildSelect(fn->b, inside, i, LLVMConstNull(LLVMTypeOf(i)), "");
+    LLVMValueRef j = LLVMBuildSelect(fn->b, inside, i, cg_i64(fn, 0), "");
     LLVMValueRef zero = zero_cell(fn);
     for (int k = 0; k < a->nleaf; k++) {
         LLVMValueRef base = LLVMBuildSelect(fn->b, some, a->ptr[k], zero, "");
-        LLVMValueRef x =
-            load_leaf(fn, a->leaf[k], base, j, a->readonly, fn->narrow_index);
+        LLVMValueRef x = load_leaf(fn, a->leaf[k], base, j, a->readonly);
         out->v[k] =
             LLVMBuildSelect(fn->b, inside, x, LLVMConstNull(LLVMTypeOf(x)), "");
     }

@@ -83,16 +83,18 @@
  * batch the slots from k on (k a power of two, or the batch's first)
  * wait behind a block-uniform guard k B < the round's elements, so the short
  * last round of a banded tile (512 of 2560 elements, rounds of 2048)
- * reads 2 slots a thread, not 8.  Where every array of the kernel has
- * fewer than 2^31 elements (arrays_narrow, block uniform) a round reads
- * with 32-bit indices (cg_fn.narrow_index: mul.wide.u32 addresses, one
- * instruction each, and the element's index in 32 bits): smvm's read of
- * an element took 27 SASS instructions and takes 20.
+ * reads 2 slots a thread, not 8.
  *
  * Registers: launch bounds of three blocks of 256 a multiprocessor (80
- * registers a thread, no spill; four blocks spill 48 bytes; two blocks
- * take 108, and measured slower on the H100 in s2, as did 40 bytes staged
- * a thread, one round for a banded tile of 2560 elements).
+ * registers a thread, 16 bytes spilled; two blocks take 108, and measured
+ * slower on the H100 in s2, as did 40 bytes staged a thread, one round for
+ * a banded tile of 2560 elements).  Timed and left out on the H200 in
+ * seg3's r2 (bench/results/gpu-profile.md): 32-bit reads (mul.wide.u32
+ * addresses where every array has fewer than 2^31 elements, 20
+ * instructions an element instead of 27, the round staged in two copies
+ * behind a uniform branch) were 15% slower; 4 or 5 blocks, S = 2 or 4
+ * segments a thread, P = 16 (64 bytes staged) and SHORT_SEG 128 or 512,
+ * timed only with those reads, were no faster than this code.
  *
  * Where the time goes (ncu on the H100 in s2, of a variant of two blocks
  * before the fold loop and the staging were trimmed): smvm's banded
@@ -103,7 +105,13 @@
  * position, the bounds checks of cols ! i and of x's gather with their
  * selects, 64-bit addresses) and spends about as many again per tile on
  * the length scan, look-back, checks and barriers, where the hand-written
- * CSR kernel reads row pointers (no scan) and checks nothing.
+ * CSR kernel reads row pointers (no scan) and checks nothing.  ncu on the
+ * H200 in seg3's r1 puts the difference in latency more than in count:
+ * the hand kernel issues 26M warp instructions to this kernel's 32M, but
+ * with 32 registers it keeps 56 warps a multiprocessor (0.55 issued a
+ * cycle per scheduler) where this one keeps 23 (0.34): 60 us against 119
+ * us under ncu's clocks.  Its register use peaks in the look-back (a
+ * tile's lengths and offsets held across it) and the staging.
  *
  * Barriers sit at block-uniform points (the tile loop's condition and the
  * bad-tile test come from shared memory).  The reads of one thread are
@@ -126,9 +134,11 @@ enum {
     AUX_TICKET = 1,
     STAGE_BYTES = 32, /* bytes of elements a thread stages in a
                                     round (items_per_thread) */
-    MAX_P = 32,
-    MAX_FLIGHT = 8,  /* slots of a round read before their stores */
-    MAX_S = 4,       /* the most segments a thread of a tile */
+    MAX_P = 8,
+    MAX_FLIGHT = 8,  /* slots of a round read before their stores (a
+                       light kernel's batch, when P exceeds it) */
+    SEGS = 1,        /* segments a thread of a tile (S) */
+    MAX_S = SEGS,    /* bound of the per-segment arrays */
     SHORT_SEG = 256, /* a tile of no longer segments folds a
                                     segment per thread (short_segments) */
     MIN_BLOCKS = 3,  /* blocks resident a multiprocessor
@@ -136,23 +146,6 @@ enum {
 };
 
 /* ---- small helpers ---------------------------------------------------- */
-
-/* EXPERIMENT (seg3, removed before the branch is final): $WEFT_SEG3 =
- * "stage_bytes,min_blocks,cascade" overrides STAGE_BYTES, MIN_BLOCKS and
- * the short last round's guards, for one device round of variants. */
-#include <stdio.h>
-#include <stdlib.h>
-static int xp_get(int which, int dflt)
-{
-    const char *e = getenv("WEFT_SEG3");
-    int v[10] = {STAGE_BYTES, MIN_BLOCKS, 1, 1, 1,
-                 SHORT_SEG,   MAX_FLIGHT, 1, 1, 1};
-    if (e) {
-        sscanf(e, "%d,%d,%d,%d,%d,%d,%d,%d,%d,%d", &v[0], &v[1], &v[2], &v[3],
-               &v[4], &v[5], &v[6], &v[7], &v[8], &v[9]);
-    }
-    return e ? v[which] : dflt;
-}
 
 static LLVMTypeRef t_i64(cg_fn *fn)
 {
@@ -328,8 +321,6 @@ typedef struct tile {
     slots sh_r;                               /* the round's carry, two
                                                  slots (rounds r and r + 1) */
     LLVMValueRef ntiles;                      /* i64 */
-    LLVMValueRef narrow;                      /* i1: every array has fewer
-                                                 than 2^31 elements */
     LLVMValueRef tp;                          /* i64 slot: the tile */
     LLVMValueRef rawp[MAX_S];                 /* slots of the lengths' type:
                                                  the thread's lengths of the
@@ -826,57 +817,26 @@ static weft_status scan_carries(sk_fn *f, const tile *T, const carry *c,
                               LLVMBuildSub(fn->b, T->bs, cg_i64(fn, 1), ""),
                               ""));
     carry tot;
-    if (xp_get(7, 1)) {
-        tot.key = var(fn, i64, get(fn, i64, c->key));
-        cg_val ev;
-        if ((s = opt_new(f, &tot.v)) != WEFT_OK ||
-            (s = cg_mut_get(fn, &c->v.x, &ev)) != WEFT_OK) {
-            return s;
-        }
-        LLVMBuildStore(fn->b, opt_valid(fn, &c->v), tot.v.valid);
-        cg_mut_set(fn, &tot.v.x, &ev);
-        cg_if same;
-        cg_if_begin(fn, &same,
-                    LLVMBuildICmp(fn->b, LLVMIntEQ, own_key,
-                                  get(fn, i64, tot.key), ""));
-        s = opt_back(f, &tot.v, own_ok, &own_v);
-        cg_if_else(fn, &same);
-        LLVMBuildStore(fn->b, own_key, tot.key);
-        LLVMBuildStore(fn->b, own_ok, tot.v.valid);
-        cg_mut_set(fn, &tot.v.x, &own_v);
-        cg_if_end(fn, &same);
-        if (s) {
-            return s;
-        }
-    } else {
-        tot.key = var(fn, i64, rkey);
-        if ((s = opt_new(f, &tot.v)) != WEFT_OK) {
-            return s;
-        }
-        LLVMBuildStore(fn->b, rok, tot.v.valid);
-        cg_mut_set(fn, &tot.v.x, &rv);
-        cg_loop lw;
-        LLVMValueRef w2;
-        cg_loop_begin(fn, &lw, cg_i64(fn, 0), T->nwarps, &w2);
-        LLVMValueRef tkey, tok;
-        cg_val tv;
-        if ((s = slot_load(f, &T->sh_w, w2, &tkey, &tok, &tv)) != WEFT_OK) {
-            return s;
-        }
-        cg_if same;
-        cg_if_begin(
-            fn, &same,
-            LLVMBuildICmp(fn->b, LLVMIntEQ, tkey, get(fn, i64, tot.key), ""));
-        s = opt_back(f, &tot.v, tok, &tv);
-        cg_if_else(fn, &same);
-        LLVMBuildStore(fn->b, tkey, tot.key);
-        LLVMBuildStore(fn->b, tok, tot.v.valid);
-        cg_mut_set(fn, &tot.v.x, &tv);
-        cg_if_end(fn, &same);
-        if (s) {
-            return s;
-        }
-        cg_loop_end(fn, &lw);
+    tot.key = var(fn, i64, get(fn, i64, c->key));
+    cg_val ev;
+    if ((s = opt_new(f, &tot.v)) != WEFT_OK ||
+        (s = cg_mut_get(fn, &c->v.x, &ev)) != WEFT_OK) {
+        return s;
+    }
+    LLVMBuildStore(fn->b, opt_valid(fn, &c->v), tot.v.valid);
+    cg_mut_set(fn, &tot.v.x, &ev);
+    cg_if same;
+    cg_if_begin(
+        fn, &same,
+        LLVMBuildICmp(fn->b, LLVMIntEQ, own_key, get(fn, i64, tot.key), ""));
+    s = opt_back(f, &tot.v, own_ok, &own_v);
+    cg_if_else(fn, &same);
+    LLVMBuildStore(fn->b, own_key, tot.key);
+    LLVMBuildStore(fn->b, own_ok, tot.v.valid);
+    cg_mut_set(fn, &tot.v.x, &own_v);
+    cg_if_end(fn, &same);
+    if (s) {
+        return s;
     }
     cg_val tv2;
     if ((s = cg_mut_get(fn, &tot.v.x, &tv2)) != WEFT_OK) {
@@ -895,7 +855,7 @@ static weft_status scan_carries(sk_fn *f, const tile *T, const carry *c,
  * slot no thread needs), and then stores those below j_hi, so that
  * ptxas may have several reads in flight at once; other kernels compute
  * only their own elements, one after the other. */
-static weft_status stage_reads(sk_fn *f, const tile *T, LLVMValueRef j_lo,
+static weft_status stage_round(sk_fn *f, const tile *T, LLVMValueRef j_lo,
                                LLVMValueRef j_hi, LLVMValueRef base)
 {
     cg_fn *fn = &f->fn;
@@ -913,7 +873,7 @@ static weft_status stage_reads(sk_fn *f, const tile *T, LLVMValueRef j_lo,
     LLVMValueRef tid = LLVMBuildTrunc(fn->b, T->tid, i32, "");
     LLVMValueRef bs = LLVMBuildTrunc(fn->b, T->bs, i32, "");
     bool light = f->e->k->light;
-    int batch = light ? xp_get(6, MAX_FLIGHT) : T->P;
+    int batch = light ? MAX_FLIGHT : T->P;
     cg_val zero;
     if (light && (s = zero_val(fn, f->e->k->op->type, &zero)) != WEFT_OK) {
         return s;
@@ -931,7 +891,7 @@ static weft_status stage_reads(sk_fn *f, const tile *T, LLVMValueRef j_lo,
         }
         for (int k = b0; light && k < b1; k++) {
             int r = k - b0;
-            if ((r == 0 ? k > 0 : (r & (r - 1)) == 0) && xp_get(2, 1)) {
+            if (r == 0 ? k > 0 : (r & (r - 1)) == 0) {
                 /* slots k .. b0 + 2r - 1 only where the round reaches them
                  * (block uniform): a short last round reads no more than
                  * it needs */
@@ -946,14 +906,7 @@ static weft_status stage_reads(sk_fn *f, const tile *T, LLVMValueRef j_lo,
             LLVMValueRef args[2] = {at, last};
             LLVMValueRef o = cg_intrinsic(fn, "llvm.umin", &i32, 1, args, 2);
             cg_val v;
-            /* narrow (cg_fn.narrow_index): first + o < 2^31 */
-            LLVMValueRef idx =
-                fn->narrow_index
-                    ? cg_zext64(fn, LLVMBuildNUWAdd(
-                                        fn->b,
-                                        LLVMBuildTrunc(fn->b, first, i32, ""),
-                                        o, ""))
-                    : LLVMBuildAdd(fn->b, first, cg_zext64(fn, o), "");
+            LLVMValueRef idx = LLVMBuildAdd(fn->b, first, cg_zext64(fn, o), "");
             if ((s = sk_read(f, src, idx, NULL, &v)) != WEFT_OK) {
                 return s;
             }
@@ -987,27 +940,29 @@ static weft_status stage_reads(sk_fn *f, const tile *T, LLVMValueRef j_lo,
     return WEFT_OK;
 }
 
-/* A round staged (stage_reads); a light kernel's round reads with 32-bit
- * indices (cg_fn.narrow_index) where every array has fewer than 2^31
- * elements (block uniform). */
-static weft_status stage_round(sk_fn *f, const tile *T, LLVMValueRef j_lo,
-                               LLVMValueRef j_hi, LLVMValueRef base)
+/* Step 4's ends of a round for its walk, in 32 bits: T->sh_end[x] =
+ * loc[x] - j_lo kept within [-1, R + 1], x = 0 .. nt (an end before the
+ * round, or past it, compares with every position of the round, 0 .. R,
+ * as loc[x] with j_lo + the position).  The caller's barrier follows. */
+static void round_ends(sk_fn *f, const tile *T, LLVMValueRef j_lo,
+                       LLVMValueRef R)
 {
     cg_fn *fn = &f->fn;
-    if (!f->e->k->light || !xp_get(3, 1)) {
-        return stage_reads(f, T, j_lo, j_hi, base);
-    }
-    cg_if nar;
-    cg_if_begin(fn, &nar, T->narrow);
-    fn->narrow_index = true;
-    weft_status s = stage_reads(f, T, j_lo, j_hi, base);
-    fn->narrow_index = false;
-    cg_if_else(fn, &nar);
-    if (s == WEFT_OK) {
-        s = stage_reads(f, T, j_lo, j_hi, base);
-    }
-    cg_if_end(fn, &nar);
-    return s;
+    cg_loop l;
+    LLVMValueRef k;
+    cg_loop_begin(fn, &l, cg_i64(fn, 0), cg_i64(fn, T->S + 1), &k);
+    LLVMValueRef x =
+        LLVMBuildAdd(fn->b, LLVMBuildMul(fn->b, k, T->bs, ""), T->tid, "");
+    cg_if in;
+    cg_if_begin(fn, &in, LLVMBuildICmp(fn->b, LLVMIntSLE, x, T->nt, ""));
+    LLVMValueRef rel = cg_smax(
+        fn, cg_i64(fn, -1),
+        cg_smin(fn, LLVMBuildSub(fn->b, load64(fn, T->sh_loc, x), j_lo, ""),
+                LLVMBuildAdd(fn->b, R, cg_i64(fn, 1), "")));
+    cg_store(fn, WEFT_I32, T->sh_end, x,
+             LLVMBuildTrunc(fn->b, rel, t_i32(fn), ""));
+    cg_if_end(fn, &in);
+    cg_loop_end(fn, &l);
 }
 
 /* Step 4 for thread T->tid, by rounds of R = B P merge-path items: the
@@ -1078,42 +1033,21 @@ static weft_status walk(sk_fn *f, const tile *T, LLVMValueRef total,
         return s;
     }
     cg_if_end(fn, &some);
-    bool w32 = xp_get(8, 1);
-    LLVMTypeRef iw = w32 ? t_i32(fn) : i64;
-    if (w32) {
-        /* the round's segment ends from its first element, in 32 bits:
-         * loc[x] - j_lo kept within [-1, R + 1] (an end before the round,
-         * or past it, compares the same with every position j - j_lo of
-         * the round, 0 .. R) */
-        cg_loop lf;
-        LLVMValueRef k;
-        cg_loop_begin(fn, &lf, cg_i64(fn, 0), cg_i64(fn, T->S + 1), &k);
-        LLVMValueRef x =
-            LLVMBuildAdd(fn->b, LLVMBuildMul(fn->b, k, T->bs, ""), T->tid, "");
-        cg_if in;
-        cg_if_begin(fn, &in, LLVMBuildICmp(fn->b, LLVMIntSLE, x, T->nt, ""));
-        LLVMValueRef rel = cg_smax(
-            fn, cg_i64(fn, -1),
-            cg_smin(fn, LLVMBuildSub(fn->b, load64(fn, T->sh_loc, x), j_lo, ""),
-                    LLVMBuildAdd(fn->b, R, cg_i64(fn, 1), "")));
-        cg_store(fn, WEFT_I32, T->sh_end, x,
-                 LLVMBuildTrunc(fn->b, rel, t_i32(fn), ""));
-        cg_if_end(fn, &in);
-        cg_loop_end(fn, &lf);
-    }
+    round_ends(f, T, j_lo, R);
     tg->barrier(fn);
-    /* the walk: segment i of the tile, element j (w32: i and j in 32 bits,
-     * j from the round's first element) */
-    LLVMValueRef ip = var(fn, iw, w32 ? LLVMBuildTrunc(fn->b, i0, iw, "") : i0);
-    LLVMValueRef j_first = LLVMBuildSub(fn->b, d0, i0, "");
+    /* the walk, in 32 bits: segment i of the tile, element j of the round
+     * (from its first, j_lo) */
+    LLVMTypeRef i32 = t_i32(fn);
+    LLVMValueRef ip = var(fn, i32, LLVMBuildTrunc(fn->b, i0, i32, ""));
     LLVMValueRef jp =
-        var(fn, iw,
-            w32 ? LLVMBuildTrunc(fn->b, LLVMBuildSub(fn->b, j_first, j_lo, ""),
-                                 iw, "")
-                : j_first);
-    LLVMValueRef nt_w = w32 ? LLVMBuildTrunc(fn->b, T->nt, iw, "") : T->nt;
-    LLVMValueRef i0_w = w32 ? LLVMBuildTrunc(fn->b, i0, iw, "") : i0;
-    LLVMValueRef one_w = LLVMConstInt(iw, 1, 0);
+        var(fn, i32,
+            LLVMBuildTrunc(
+                fn->b,
+                LLVMBuildSub(fn->b, LLVMBuildSub(fn->b, d0, i0, ""), j_lo, ""),
+                i32, ""));
+    LLVMValueRef nt32 = LLVMBuildTrunc(fn->b, T->nt, i32, "");
+    LLVMValueRef i0_32 = LLVMBuildTrunc(fn->b, i0, i32, "");
+    LLVMValueRef one = c32(fn, 1);
     LLVMValueRef waiting = var(fn, i1, i1c(fn, false));
     opt acc, first;
     if ((s = opt_new(f, &acc)) != WEFT_OK ||
@@ -1124,19 +1058,18 @@ static weft_status walk(sk_fn *f, const tile *T, LLVMValueRef total,
     LLVMValueRef step;
     cg_loop_begin(fn, &l, d0, d1, &step);
     (void)step;
-    LLVMValueRef i = get(fn, iw, ip), j = get(fn, iw, jp);
-    LLVMValueRef has_end = LLVMBuildICmp(fn->b, LLVMIntSLT, i, nt_w, "");
+    LLVMValueRef i = get(fn, i32, ip), j = get(fn, i32, jp);
+    LLVMValueRef has_end = LLVMBuildICmp(fn->b, LLVMIntSLT, i, nt32, "");
     /* loc[i + 1] read only for an end of the tile (loc has nt + 1) */
-    LLVMValueRef at = cg_smin(fn, LLVMBuildAdd(fn->b, i, one_w, ""), nt_w);
-    LLVMValueRef end =
-        w32 ? cg_load(fn, WEFT_I32, T->sh_end, at) : load64(fn, T->sh_loc, at);
+    LLVMValueRef at = cg_smin(fn, LLVMBuildAdd(fn->b, i, one, ""), nt32);
+    LLVMValueRef end = cg_load(fn, WEFT_I32, T->sh_end, at);
     LLVMValueRef ends = LLVMBuildAnd(
         fn->b, has_end, LLVMBuildICmp(fn->b, LLVMIntSLE, end, j, ""), "ends");
     cg_if e;
     cg_if_begin(fn, &e, ends);
     {
         cg_if fst;
-        cg_if_begin(fn, &fst, LLVMBuildICmp(fn->b, LLVMIntEQ, i, i0_w, ""));
+        cg_if_begin(fn, &fst, LLVMBuildICmp(fn->b, LLVMIntEQ, i, i0_32, ""));
         cg_val a;
         if ((s = cg_mut_get(fn, &acc.x, &a)) != WEFT_OK) {
             return s;
@@ -1145,13 +1078,12 @@ static weft_status walk(sk_fn *f, const tile *T, LLVMValueRef total,
         LLVMBuildStore(fn->b, opt_valid(fn, &acc), first.valid);
         LLVMBuildStore(fn->b, i1c(fn, true), waiting);
         cg_if_else(fn, &fst);
-        if ((s = put_result(
-                 f, LLVMBuildAdd(fn->b, qbase, w32 ? cg_zext64(fn, i) : i, ""),
-                 &acc)) != WEFT_OK) {
+        if ((s = put_result(f, LLVMBuildAdd(fn->b, qbase, cg_zext64(fn, i), ""),
+                            &acc)) != WEFT_OK) {
             return s;
         }
         cg_if_end(fn, &fst);
-        LLVMBuildStore(fn->b, LLVMBuildAdd(fn->b, i, one_w, ""), ip);
+        LLVMBuildStore(fn->b, LLVMBuildAdd(fn->b, i, one, ""), ip);
         LLVMBuildStore(fn->b, i1c(fn, false), acc.valid);
     }
     cg_if_else(fn, &e);
@@ -1160,20 +1092,19 @@ static weft_status walk(sk_fn *f, const tile *T, LLVMValueRef total,
         if ((s = cg_val_make(fn, nleaf, &x)) != WEFT_OK) {
             return s;
         }
-        LLVMValueRef sj = w32 ? j : LLVMBuildSub(fn->b, j, j_lo, "");
         for (int li = 0; li < nleaf; li++) {
-            x.v[li] = cg_load(fn, leaf[li], T->sh_stage[li], sj);
+            x.v[li] = cg_load(fn, leaf[li], T->sh_stage[li], j);
         }
         if ((s = opt_back(f, &acc, i1c(fn, true), &x)) != WEFT_OK) {
             return s;
         }
-        LLVMBuildStore(fn->b, LLVMBuildAdd(fn->b, j, one_w, ""), jp);
+        LLVMBuildStore(fn->b, LLVMBuildAdd(fn->b, j, one, ""), jp);
     }
     cg_if_end(fn, &e);
     cg_loop_end(fn, &l);
     /* the carries, scanned; the waiting segment takes the one before */
-    LLVMValueRef iend = get(fn, iw, ip);
-    carry c = {.key = var(fn, i64, w32 ? cg_zext64(fn, iend) : iend), .v = acc};
+    LLVMValueRef iend = get(fn, i32, ip);
+    carry c = {.key = var(fn, i64, cg_zext64(fn, iend)), .v = acc};
     LLVMValueRef rin = LLVMBuildAnd(fn->b, r, cg_i64(fn, 1), "");
     LLVMValueRef rout = LLVMBuildXor(fn->b, rin, cg_i64(fn, 1), "");
     if ((s = scan_carries(f, T, &c, rin, rout)) != WEFT_OK) {
@@ -1230,7 +1161,7 @@ static int items_per_thread(sk_fn *f)
     for (int l = 0; l < nleaf; l++) {
         bytes += (int)weft_type_size(leaf[l]);
     }
-    int p = bytes > 0 ? xp_get(0, STAGE_BYTES) / bytes : MAX_P;
+    int p = bytes > 0 ? STAGE_BYTES / bytes : MAX_P;
     return p < 1 ? 1 : p > MAX_P ? MAX_P : p;
 }
 
@@ -1410,11 +1341,10 @@ static weft_status one_tile(sk_fn *f, tile *T)
         isneg = LLVMBuildOr(
             B, isneg, LLVMBuildICmp(B, LLVMIntSLT, len[q], cg_i64(fn, 0), ""),
             "");
-        islong =
-            LLVMBuildOr(B, islong,
-                        LLVMBuildICmp(B, LLVMIntSGT, len[q],
-                                      cg_i64(fn, xp_get(5, SHORT_SEG)), ""),
-                        "");
+        islong = LLVMBuildOr(
+            B, islong,
+            LLVMBuildICmp(B, LLVMIntSGT, len[q], cg_i64(fn, SHORT_SEG), ""),
+            "");
     }
     /* a huge u64 length scans as negative: the tile is bad either way */
     LLVMValueRef total, neg, longer;
@@ -1458,22 +1388,6 @@ static weft_status one_tile(sk_fn *f, tile *T)
     cg_if_end(fn, &l0);
     cg_if_end(fn, &w0);
     tg->barrier(fn);
-    if (xp_get(9, 1)) {
-        /* the offsets, lengths and total again from loc, rather than held
-         * in registers across the look-back, where the kernel's register
-         * use peaks */
-        total = load64(fn, T->sh_loc, T->nt);
-        for (int q = 0; q < T->S; q++) {
-            LLVMValueRef x = seg_of(fn, T, q);
-            LLVMValueRef in = LLVMBuildICmp(B, LLVMIntSLT, x, T->nt, "");
-            excl[q] = load64(fn, T->sh_loc, x);
-            LLVMValueRef next = load64(
-                fn, T->sh_loc,
-                cg_smin(fn, LLVMBuildAdd(B, x, cg_i64(fn, 1), ""), T->nt));
-            len[q] = LLVMBuildSelect(B, in, LLVMBuildSub(B, next, excl[q], ""),
-                                     cg_i64(fn, 0), "");
-        }
-    }
     /* 3. the checks */
     LLVMValueRef P = load64(fn, T->sh_prefix, cg_i64(fn, 0));
     LLVMValueRef bad = LLVMBuildOr(
@@ -1534,28 +1448,6 @@ static weft_status one_tile(sk_fn *f, tile *T)
     return s;
 }
 
-/* i1: every array item of the kernel has fewer than 2^31 elements. */
-static LLVMValueRef arrays_narrow(sk_fn *f)
-{
-    cg_fn *fn = &f->fn;
-    const sk_kernel *k = f->e->k;
-    LLVMValueRef ok = i1c(fn, true);
-    for (int it = 0; it < k->nitem; it++) {
-        if (k->item[it].kind != SK_ARRAY) {
-            continue;
-        }
-        const cg_array *a = &f->arr[it];
-        LLVMValueRef n = cg_i64(fn, 1);
-        for (int d = 0; d < a->rank; d++) {
-            n = LLVMBuildMul(fn->b, n, a->extent[d], "");
-        }
-        ok = LLVMBuildAnd(
-            fn->b, ok,
-            LLVMBuildICmp(fn->b, LLVMIntULE, n, cg_i64(fn, INT32_MAX), ""), "");
-    }
-    return ok;
-}
-
 /* The entry: blocks take tiles until none is left. */
 static weft_status emit_tiles(sk_fn *f)
 {
@@ -1565,8 +1457,7 @@ static weft_status emit_tiles(sk_fn *f)
     const fe_term *src = t->kid[1];
     tile T;
     memset(&T, 0, sizeof T);
-    T.S = xp_get(4, 1);
-    T.S = T.S < 1 ? 1 : T.S > MAX_S ? MAX_S : T.S;
+    T.S = SEGS;
     weft_status s = tile_shared(f, &T);
     if (s) {
         return s;
@@ -1600,7 +1491,6 @@ static weft_status emit_tiles(sk_fn *f)
         T.rawp[q] = cg_alloca(
             fn, cg_type(fn->llctx, sk_kid_array(f, 2)->leaf[0]), "raw");
     }
-    T.narrow = arrays_narrow(f);
     LLVMBasicBlockRef head =
         LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "tile");
     LLVMBasicBlockRef body =
@@ -1670,7 +1560,7 @@ static weft_status ptx_fold_seg_emit(sk_emit *e, const char *const *names)
      * from a cell of zeros */
     f.local_errors = true;
     f.fn.flat_reads = true;
-    cg_ptx_launch_bounds(&f.fn, BLOCK, xp_get(1, MIN_BLOCKS));
+    cg_ptx_launch_bounds(&f.fn, BLOCK, MIN_BLOCKS);
     if ((s = emit_tiles(&f)) != WEFT_OK) {
         LLVMBuildUnreachable(f.fn.b);
         cg_fn_end(&f.fn);
