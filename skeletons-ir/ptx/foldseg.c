@@ -65,8 +65,7 @@
  *      with the carries of the threads before it that hold the same key.
  *      So every thread does about c items whatever the lengths: a row of
  *      10^4 elements is spread over the whole block, a run of empty rows
- *      costs one item each.  A round's total (the carry into the next) is
- *      its last thread's exclusive carry and its own.
+ *      costs one item each.
  *
  * Reads.  A round's reads of a light kernel (stage_round) are straight-line
  * code: the kernel sets sk_fn.local_errors and cg_fn.flat_reads, so that a
@@ -86,7 +85,7 @@
  * reads 2 slots a thread, not 8.
  *
  * Registers: launch bounds of three blocks of 256 a multiprocessor (80
- * registers a thread, 16 bytes spilled; two blocks take 108, and measured
+ * registers a thread, 12 bytes spilled; two blocks take 108, and measured
  * slower on the H100 in s2, as did 40 bytes staged a thread, one round for
  * a banded tile of 2560 elements).  Timed and left out on the H200 in
  * seg3's r2 (bench/results/gpu-profile.md): 32-bit reads (mul.wide.u32
@@ -94,7 +93,9 @@
  * instructions an element instead of 27, the round staged in two copies
  * behind a uniform branch) were 15% slower; 4 or 5 blocks, S = 2 or 4
  * segments a thread, P = 16 (64 bytes staged) and SHORT_SEG 128 or 512,
- * timed only with those reads, were no faster than this code.
+ * timed only with those reads, were no faster than this code; the merge
+ * path's walk in 32 bits and a round total without the loop over the
+ * warps' totals made no difference.
  *
  * Where the time goes (ncu on the H100 in s2, of a variant of two blocks
  * before the fold loop and the staging were trimmed): smvm's banded
@@ -308,9 +309,6 @@ typedef struct tile {
     LLVMValueRef span;                        /* i64: segments a tile,
                                                  S B */
     LLVMValueRef sh_wsum, sh_wneg;            /* shared i64[MAX_WARPS] */
-    LLVMValueRef sh_end;                      /* shared i32[S BLOCK + 1]: the
-                                                 round's loc, from its first
-                                                 element, within [-1, R + 1] */
     LLVMValueRef sh_sp;                       /* shared i64[BLOCK + 1]: the
                                                  round's split points */
     LLVMValueRef *sh_stage;                   /* per leaf [BLOCK P]: the
@@ -736,13 +734,6 @@ static weft_status scan_carries(sk_fn *f, const tile *T, const carry *c,
     LLVMTypeRef i64 = t_i64(fn);
     LLVMValueRef lane32 = LLVMBuildTrunc(fn->b, T->lane, t_i32(fn), "");
     weft_status s;
-    /* the thread's own carry, kept for the round's total */
-    LLVMValueRef own_key = get(fn, i64, c->key);
-    LLVMValueRef own_ok = opt_valid(fn, &c->v);
-    cg_val own_v;
-    if ((s = cg_mut_get(fn, &c->v.x, &own_v)) != WEFT_OK) {
-        return s;
-    }
     /* inclusive within the warp (Hillis-Steele, lane - d first) */
     for (int d = 1; d < WARP; d *= 2) {
         LLVMValueRef up =
@@ -809,35 +800,40 @@ static weft_status scan_carries(sk_fn *f, const tile *T, const carry *c,
         (s = carry_in(f, c, rkey, rok, &rv)) != WEFT_OK) {
         return s;
     }
-    /* the last thread: the round's carry . every warp's total, in order,
-     * which is its exclusive carry . its own */
+    /* the last thread: the round's carry . every warp's total, in order */
     cg_if lt;
     cg_if_begin(fn, &lt,
                 LLVMBuildICmp(fn->b, LLVMIntEQ, T->tid,
                               LLVMBuildSub(fn->b, T->bs, cg_i64(fn, 1), ""),
                               ""));
-    carry tot;
-    tot.key = var(fn, i64, get(fn, i64, c->key));
-    cg_val ev;
-    if ((s = opt_new(f, &tot.v)) != WEFT_OK ||
-        (s = cg_mut_get(fn, &c->v.x, &ev)) != WEFT_OK) {
+    carry tot = {.key = var(fn, i64, rkey)};
+    if ((s = opt_new(f, &tot.v)) != WEFT_OK) {
         return s;
     }
-    LLVMBuildStore(fn->b, opt_valid(fn, &c->v), tot.v.valid);
-    cg_mut_set(fn, &tot.v.x, &ev);
+    LLVMBuildStore(fn->b, rok, tot.v.valid);
+    cg_mut_set(fn, &tot.v.x, &rv);
+    cg_loop lw;
+    LLVMValueRef w2;
+    cg_loop_begin(fn, &lw, cg_i64(fn, 0), T->nwarps, &w2);
+    LLVMValueRef tkey, tok;
+    cg_val tv;
+    if ((s = slot_load(f, &T->sh_w, w2, &tkey, &tok, &tv)) != WEFT_OK) {
+        return s;
+    }
     cg_if same;
     cg_if_begin(
         fn, &same,
-        LLVMBuildICmp(fn->b, LLVMIntEQ, own_key, get(fn, i64, tot.key), ""));
-    s = opt_back(f, &tot.v, own_ok, &own_v);
+        LLVMBuildICmp(fn->b, LLVMIntEQ, tkey, get(fn, i64, tot.key), ""));
+    s = opt_back(f, &tot.v, tok, &tv);
     cg_if_else(fn, &same);
-    LLVMBuildStore(fn->b, own_key, tot.key);
-    LLVMBuildStore(fn->b, own_ok, tot.v.valid);
-    cg_mut_set(fn, &tot.v.x, &own_v);
+    LLVMBuildStore(fn->b, tkey, tot.key);
+    LLVMBuildStore(fn->b, tok, tot.v.valid);
+    cg_mut_set(fn, &tot.v.x, &tv);
     cg_if_end(fn, &same);
     if (s) {
         return s;
     }
+    cg_loop_end(fn, &lw);
     cg_val tv2;
     if ((s = cg_mut_get(fn, &tot.v.x, &tv2)) != WEFT_OK) {
         return s;
@@ -940,31 +936,6 @@ static weft_status stage_round(sk_fn *f, const tile *T, LLVMValueRef j_lo,
     return WEFT_OK;
 }
 
-/* Step 4's ends of a round for its walk, in 32 bits: T->sh_end[x] =
- * loc[x] - j_lo kept within [-1, R + 1], x = 0 .. nt (an end before the
- * round, or past it, compares with every position of the round, 0 .. R,
- * as loc[x] with j_lo + the position).  The caller's barrier follows. */
-static void round_ends(sk_fn *f, const tile *T, LLVMValueRef j_lo,
-                       LLVMValueRef R)
-{
-    cg_fn *fn = &f->fn;
-    cg_loop l;
-    LLVMValueRef k;
-    cg_loop_begin(fn, &l, cg_i64(fn, 0), cg_i64(fn, T->S + 1), &k);
-    LLVMValueRef x =
-        LLVMBuildAdd(fn->b, LLVMBuildMul(fn->b, k, T->bs, ""), T->tid, "");
-    cg_if in;
-    cg_if_begin(fn, &in, LLVMBuildICmp(fn->b, LLVMIntSLE, x, T->nt, ""));
-    LLVMValueRef rel = cg_smax(
-        fn, cg_i64(fn, -1),
-        cg_smin(fn, LLVMBuildSub(fn->b, load64(fn, T->sh_loc, x), j_lo, ""),
-                LLVMBuildAdd(fn->b, R, cg_i64(fn, 1), "")));
-    cg_store(fn, WEFT_I32, T->sh_end, x,
-             LLVMBuildTrunc(fn->b, rel, t_i32(fn), ""));
-    cg_if_end(fn, &in);
-    cg_loop_end(fn, &l);
-}
-
 /* Step 4 for thread T->tid, by rounds of R = B P merge-path items: the
  * split points of the round's threads (shared memory), its elements
  * staged, each thread's walk over its P items, the carries scanned. */
@@ -1033,21 +1004,10 @@ static weft_status walk(sk_fn *f, const tile *T, LLVMValueRef total,
         return s;
     }
     cg_if_end(fn, &some);
-    round_ends(f, T, j_lo, R);
     tg->barrier(fn);
-    /* the walk, in 32 bits: segment i of the tile, element j of the round
-     * (from its first, j_lo) */
-    LLVMTypeRef i32 = t_i32(fn);
-    LLVMValueRef ip = var(fn, i32, LLVMBuildTrunc(fn->b, i0, i32, ""));
-    LLVMValueRef jp =
-        var(fn, i32,
-            LLVMBuildTrunc(
-                fn->b,
-                LLVMBuildSub(fn->b, LLVMBuildSub(fn->b, d0, i0, ""), j_lo, ""),
-                i32, ""));
-    LLVMValueRef nt32 = LLVMBuildTrunc(fn->b, T->nt, i32, "");
-    LLVMValueRef i0_32 = LLVMBuildTrunc(fn->b, i0, i32, "");
-    LLVMValueRef one = c32(fn, 1);
+    /* the walk */
+    LLVMValueRef ip = var(fn, i64, i0);
+    LLVMValueRef jp = var(fn, i64, LLVMBuildSub(fn->b, d0, i0, ""));
     LLVMValueRef waiting = var(fn, i1, i1c(fn, false));
     opt acc, first;
     if ((s = opt_new(f, &acc)) != WEFT_OK ||
@@ -1058,18 +1018,20 @@ static weft_status walk(sk_fn *f, const tile *T, LLVMValueRef total,
     LLVMValueRef step;
     cg_loop_begin(fn, &l, d0, d1, &step);
     (void)step;
-    LLVMValueRef i = get(fn, i32, ip), j = get(fn, i32, jp);
-    LLVMValueRef has_end = LLVMBuildICmp(fn->b, LLVMIntSLT, i, nt32, "");
+    LLVMValueRef i = get(fn, i64, ip), j = get(fn, i64, jp);
+    LLVMValueRef has_end = LLVMBuildICmp(fn->b, LLVMIntSLT, i, T->nt, "");
     /* loc[i + 1] read only for an end of the tile (loc has nt + 1) */
-    LLVMValueRef at = cg_smin(fn, LLVMBuildAdd(fn->b, i, one, ""), nt32);
-    LLVMValueRef end = cg_load(fn, WEFT_I32, T->sh_end, at);
+    LLVMValueRef at =
+        cg_smin(fn, LLVMBuildAdd(fn->b, i, cg_i64(fn, 1), ""), T->nt);
     LLVMValueRef ends = LLVMBuildAnd(
-        fn->b, has_end, LLVMBuildICmp(fn->b, LLVMIntSLE, end, j, ""), "ends");
+        fn->b, has_end,
+        LLVMBuildICmp(fn->b, LLVMIntSLE, load64(fn, T->sh_loc, at), j, ""),
+        "ends");
     cg_if e;
     cg_if_begin(fn, &e, ends);
     {
         cg_if fst;
-        cg_if_begin(fn, &fst, LLVMBuildICmp(fn->b, LLVMIntEQ, i, i0_32, ""));
+        cg_if_begin(fn, &fst, LLVMBuildICmp(fn->b, LLVMIntEQ, i, i0, ""));
         cg_val a;
         if ((s = cg_mut_get(fn, &acc.x, &a)) != WEFT_OK) {
             return s;
@@ -1078,12 +1040,12 @@ static weft_status walk(sk_fn *f, const tile *T, LLVMValueRef total,
         LLVMBuildStore(fn->b, opt_valid(fn, &acc), first.valid);
         LLVMBuildStore(fn->b, i1c(fn, true), waiting);
         cg_if_else(fn, &fst);
-        if ((s = put_result(f, LLVMBuildAdd(fn->b, qbase, cg_zext64(fn, i), ""),
-                            &acc)) != WEFT_OK) {
+        if ((s = put_result(f, LLVMBuildAdd(fn->b, qbase, i, ""), &acc)) !=
+            WEFT_OK) {
             return s;
         }
         cg_if_end(fn, &fst);
-        LLVMBuildStore(fn->b, LLVMBuildAdd(fn->b, i, one, ""), ip);
+        LLVMBuildStore(fn->b, LLVMBuildAdd(fn->b, i, cg_i64(fn, 1), ""), ip);
         LLVMBuildStore(fn->b, i1c(fn, false), acc.valid);
     }
     cg_if_else(fn, &e);
@@ -1092,19 +1054,19 @@ static weft_status walk(sk_fn *f, const tile *T, LLVMValueRef total,
         if ((s = cg_val_make(fn, nleaf, &x)) != WEFT_OK) {
             return s;
         }
+        LLVMValueRef sj = LLVMBuildSub(fn->b, j, j_lo, "");
         for (int li = 0; li < nleaf; li++) {
-            x.v[li] = cg_load(fn, leaf[li], T->sh_stage[li], j);
+            x.v[li] = cg_load(fn, leaf[li], T->sh_stage[li], sj);
         }
         if ((s = opt_back(f, &acc, i1c(fn, true), &x)) != WEFT_OK) {
             return s;
         }
-        LLVMBuildStore(fn->b, LLVMBuildAdd(fn->b, j, one, ""), jp);
+        LLVMBuildStore(fn->b, LLVMBuildAdd(fn->b, j, cg_i64(fn, 1), ""), jp);
     }
     cg_if_end(fn, &e);
     cg_loop_end(fn, &l);
     /* the carries, scanned; the waiting segment takes the one before */
-    LLVMValueRef iend = get(fn, i32, ip);
-    carry c = {.key = var(fn, i64, cg_zext64(fn, iend)), .v = acc};
+    carry c = {.key = var(fn, i64, get(fn, i64, ip)), .v = acc};
     LLVMValueRef rin = LLVMBuildAnd(fn->b, r, cg_i64(fn, 1), "");
     LLVMValueRef rout = LLVMBuildXor(fn->b, rin, cg_i64(fn, 1), "");
     if ((s = scan_carries(f, T, &c, rin, rout)) != WEFT_OK) {
@@ -1177,7 +1139,6 @@ static weft_status tile_shared(sk_fn *f, tile *T)
     T->sh_prefix = LLVMBuildInBoundsGEP2(fn->b, i64, sc, &one, 1, "");
     T->sh_loc = tg->shared_array(fn, i64, (int64_t)BLOCK * T->S + 1);
     T->sh_sp = tg->shared_array(fn, i64, BLOCK + 1);
-    T->sh_end = tg->shared_array(fn, t_i32(fn), (int64_t)BLOCK * T->S + 1);
     T->sh_wsum = tg->shared_array(fn, i64, MAX_WARPS);
     T->sh_wneg = tg->shared_array(fn, i64, MAX_WARPS);
     T->P = items_per_thread(f);
