@@ -44,6 +44,7 @@ weft_status cg_fn_begin(cg_fn *fn, weft_context *ctx, const cg_target *t,
     fn->cond_depth = 0;
     fn->spec = NULL;
     fn->checked = false;
+    fn->flat_reads = false; /* the skeleton sets it after cg_fn_begin */
     fn->cold = false;
     fn->elem = NULL;
     fn->fail = NULL;
