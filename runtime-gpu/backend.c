@@ -1246,10 +1246,11 @@ static weft_status rt_aux(rt_job *j, int a, weft_type type, int64_t n,
     ptx_job *pj = j->be_job;
     pj->zero[a] = NULL;
     if (a == 3 && j->k->skel && j->k->skel->family == SK_SCAN_PASS &&
-        j->devices > n) {
-        /* a tile counter per part of a scan spread over the devices
-         * (launch_spread; skeletons-ir/ptx/scan.c, "Several devices") */
-        n = j->devices;
+        j->devices > 1) {
+        /* a tile counter per part of a scan spread over the devices, for
+         * its reduce and for its scan (launch_spread;
+         * skeletons-ir/ptx/scan.c, "Several devices") */
+        n = 2 * SK_DEVICES_MAX;
     }
     weft_status s = fe_array_new_raw(j->ctx, WHO, type, 1, &n, &j->aux[a]);
     if (s == WEFT_OK) {
@@ -1451,13 +1452,14 @@ static uint64_t elem_bytes(const rt_job *j, weft_type t)
  * the elements of its rows), part r of D on device r.  A fold of one row
  * (skeletons-ir/ptx/fold.c entry 1): part r folds elements [first, n),
  * cut at multiples of SK_SPREAD_ALIGN, as grain 2 + r, with the grid one
- * device would take.  A scan (ptx/scan.c, "Several devices"): entry 0,
- * part r its tiles [first, n), grain 2 + r (the tiles of entry 0's block
- * as the kernel cuts them: whole rows each part where there are several,
- * else the one row's tiles, part r on device D - 1 - r for a right scan,
- * whose logical positions run from the row's end, so that each part runs
- * where its memory is); entry 1, parts r > 0 of one row add their offsets
- * over their positions (n = D, first = the tile size). */
+ * device would take.  A scan (ptx/scan.c, "Several devices"): part r its
+ * tiles [first, n), grain 2 + r (the tiles of entry 0's block as the
+ * kernel cuts them: whole rows each part where there are several, else
+ * the one row's tiles, part r on device D - 1 - r for a right scan, whose
+ * logical positions run from the row's end, so that each part runs where
+ * its memory is); entry 0 scans them, entry 1 (one row) reduces them, on
+ * every part but the last, with entry 0's block, so that its tiles are
+ * entry 0's. */
 static weft_status launch_spread(rt_job *j, gpu_dev *d, const gpu_fn *f,
                                  unsigned grid, int block, const rt_phase *ph)
 {
@@ -1468,6 +1470,7 @@ static weft_status launch_spread(rt_job *j, gpu_dev *d, const gpu_fn *f,
     fe_kind kind = (fe_kind)k->op->kind;
     bool right =
         scan && (kind == FE_SCANR || kind == FE_SCANR1 || kind == FE_SCANR_);
+    bool reduce = scan && ph->entry % k->nentry == 1;
     int64_t ts = 1, T = m, rows = 1;
     if (scan) {
         /* entry 0's tile: its block's warps of 32 K positions; the
@@ -1475,11 +1478,19 @@ static weft_status launch_spread(rt_job *j, gpu_dev *d, const gpu_fn *f,
         const gpu_fn *f0 = k->entry[rt_job_entry(j, 0)];
         ts = (int64_t)f0->block / 32 * k->chunk_min;
         T = (m + ts - 1) / ts;
-        rows = ph->entry % k->nentry == 0
-                   ? ph->n / ((m + k->chunk_min - 1) / k->chunk_min)
-                   : 1;
+        rows = ph->n / ((m + k->chunk_min - 1) / k->chunk_min);
+        if (reduce) {
+            block = f0->block;
+            grid = gpu_grid_for(d, f, block, T * block);
+        }
+        if (rows == 1 && T < nd) {
+            /* a part's first tile past piece 0 takes the totals of the
+             * parts before it: none may be empty (the driver spreads
+             * rows of RT_SPLIT_MIN or more: hundreds of tiles) */
+            return fe_error(WEFT_ERR_INTERNAL, WHO ": a scan of %lld tiles "
+                            "spread over %d devices", (long long)T, nd);
+        }
     }
-    bool offsets = scan && ph->entry % k->nentry == 1;
     gpu_part part[GPU_MULTI_MAX];
     int64_t sizes[GPU_MULTI_MAX];
     for (int r = 0; r < nd; r++) {
@@ -1496,23 +1507,15 @@ static weft_status launch_spread(rt_job *j, gpu_dev *d, const gpu_fn *f,
             hi = r == nd - 1 ? m
                              : (m / nd * (r + 1)) & -(int64_t)SK_SPREAD_ALIGN;
         }
+        bool runs = hi > lo && !(reduce && r == nd - 1);
         part[dev] = (gpu_part){
-            .grid = hi > lo ? grid : 0, .n = hi, .grain = 2 + r, .first = lo};
-        sizes[dev] = hi - lo;
-        if (offsets) {
-            int64_t elems = (hi - lo) * ts;
-            part[dev] = (gpu_part){
-                .grid = r > 0 && hi > lo ? gpu_grid_for(d, f, block, elems) : 0,
-                .n = nd,
-                .grain = 2 + r,
-                .first = ts};
-            sizes[dev] = r > 0 ? elems : 0;
-        }
+            .grid = runs ? grid : 0, .n = hi, .grain = 2 + r, .first = lo};
+        sizes[dev] = runs ? hi - lo : 0;
     }
-    /* the parts' folds (entry 1 of a fold), or the earlier parts' last
-     * prefixes that parts 1 .. D - 1 read (a scan's entry 1), handed
+    /* the parts' folds (entry 1 of a fold), or the totals of the parts
+     * before it that each part of a scan reads (parts 1 .. D - 1), handed
      * over by devices 1 .. D - 1 */
-    int64_t handed = scan ? (offsets ? (int64_t)nd * (nd - 1) / 2 : 0) : nd - 1;
+    int64_t handed = scan ? (reduce ? (int64_t)nd * (nd - 1) / 2 : 0) : nd - 1;
     gpu_multi_moved(d, (uint64_t)handed * elem_bytes(j, j->out[0]->type));
     return gpu_launch_parts(d, f, block, part, j->w, NULL,
                             scan ? "tiles" : "elements", sizes, WHO);

@@ -22,12 +22,13 @@
  * logical order, and absent values (no seed, the first element) are
  * validity flags, never identities.
  *
- * One entry, a block per tile.  Each row is cut into tiles of T = B K
- * logical positions (B the block size, known at run time, at most BLOCK
- * (sk_kernel.block_max: the staging areas are sized for it), a multiple of
- * 32; K a constant of the kernel, items_per_lane); tiles never span two
- * rows, tpr = ceil(m / T) tiles per row (1 when m = 0: the tile that
- * writes z and the totals), and tile t is (row t / tpr, piece t % tpr).
+ * Entry 0, a block per tile (entry 1: "Several devices").  Each row is
+ * cut into tiles of T = B K logical positions (B the block size, known at
+ * run time, at most BLOCK (sk_kernel.block_max: the staging areas are
+ * sized for it), a multiple of 32; K a constant of the kernel,
+ * items_per_lane); tiles never span two rows, tpr = ceil(m / T) tiles
+ * per row (1 when m = 0: the tile that writes z and the totals), and tile
+ * t is (row t / tpr, piece t % tpr).
  * The blocks loop (the grid is what stays resident: a few blocks of 256
  * threads per SM, so that while one waits at a barrier or in its
  * look-back the others load): when the block is free, thread 0 takes
@@ -105,10 +106,12 @@
  * registers and four blocks of 256 share an SM; the others keep ptxas's
  * own choice.
  *
- * Aux items: 0 the tile flags (0 none, 1 A, 2 P; i32, or the i64 words of
- * the packed status), 1 the aggregates, 2 the inclusive prefixes (both of
- * the element type; with the packed status unused, and the driver makes
- * them one element long), 3 the tile counter (i64), all zeroed by the
+ * Aux items: 0 the tile flags (0 none; 3 A, 4 P, or 1 and 2 for a
+ * reduce: "Several devices"; i32, or the i64 words of the packed
+ * status), 1 the aggregates, 2 the inclusive prefixes (both of the
+ * element type; with the packed status unused, and the driver makes them
+ * one element long), 3 the tile counter (i64), 4 the totals of a row's
+ * parts over several devices (the element type), all zeroed by the
  * driver and sized for the smallest block (32
  * threads: at most ceil(m / (32 K)) tiles per row); k->chunk_min carries
  * 32 K to the driver.  The input is read through sk_read (fused
@@ -119,28 +122,35 @@
  * Several devices.  One long row on a context over D devices
  * (runtime-gpu/multi.c; the driver's rt_phase.spread) is scanned in D
  * parts of consecutive tiles, part r of tiles [T r / D, T (r + 1) / D)
- * (T the row's tiles), each on the device that holds its positions: entry
- * 0 with grain 2 + r and [first, n) the part's tiles, taken from the
- * part's own counter (aux 3 [r]).  The part's first tile has no prefix
- * (none, not z: T->start) and looks back for none, so every look-back of
- * the part stops at or after it; its last tile publishes its inclusive
- * prefix, the part's total.  Entry 1 then runs on every part r > 0 (n =
- * D, grain 2 + r, first = entry 0's tile size): the offset o, the last
- * tiles' inclusive prefixes of parts 0 .. r - 1 combined in order (a
- * handful of loads per thread: no kernel of its own for the scan of the
- * D totals), goes in front of every position of the part (o itself at
- * the part's first position of an exclusive scan, where entry 0 had no
- * prefix to write) and of the row's totals (the last part).  One pass
- * more over all but the first part's positions; the association of a
- * float scan's terms changes with the parts, as it does with timing.
- * Many rows go by whole rows, part r the tiles of its rows (its first
- * tile a piece 0, as any row's), with no second pass.  The driver cuts
- * one row into parts only for scans without a seed: tile_write takes a
- * seeded scan's warps to have a prefix always (wv true, lpv NULL), which
- * a part's first tile breaks (warp 0 has none; measured on four H100:
- * its 1023 positions after the first wrong).  Making that a run-time
- * condition there (not warp 0 of a part's first tile) is the fix, not
- * made: it changes every seeded scan's code on one GPU.
+ * (T the row's tiles, T >= D: no part is empty), each on the device that
+ * holds its positions, by reduce-then-scan:
+ *
+ *   1. entry 1 reduces every part but the last (grain 2 + r, [first, n)
+ *      the part's tiles, launched with entry 0's block so that its tiles
+ *      are entry 0's): entry 0's steps 1 to 3 without the writes, the
+ *      tiles taken from the part's own counter (aux 3 [SK_DEVICES_MAX +
+ *      r]), the part's first tile with no prefix (T->start: every
+ *      look-back stops at or after it), flags A and P of their own
+ *      (FLAG_AGG, FLAG_PREFIX); the part's last tile puts its inclusive
+ *      prefix, the part's total, in aux 4 [r] (AUX_TOTAL);
+ *   2. the driver's phases join there (every device's reduce done before
+ *      any scan starts: an event each, multi.c);
+ *   3. entry 0 scans every part (grain 2 + r, its tiles from aux 3 [r])
+ *      as it scans a row on one device, with the scan's own flags
+ *      (FLAG_SCAN_AGG, FLAG_SCAN_PREFIX: the reduce's left in the status
+ *      words read as none), but for the part's first tile past piece 0:
+ *      no look-back, its prefix [z .] total 0 . ... . total r - 1, in
+ *      order (parts_before: a handful of loads over peer access, no
+ *      kernel of its own for the scan of D totals).  So a seeded scan's
+ *      tiles have a prefix always, as on one device (z is the first
+ *      part's), and every scan kind splits the same way.
+ *
+ * Three units of traffic per element (the reduce's read, the scan's read
+ * and write) against scan-then-fix-up's four, and no pass after the
+ * scan; the last part reduces nothing, but waits for the others' totals.
+ * The association of a float scan's terms changes with the parts, as it
+ * does with timing.  Many rows go by whole rows, part r the tiles of its
+ * rows (its first tile a piece 0, as any row's): entry 0 alone.
  */
 #include <string.h>
 
@@ -173,9 +183,12 @@ enum {
                         sm_90); 24 items spill at 64 */
 };
 
-enum { FLAG_NONE, FLAG_AGG, FLAG_PREFIX };
+/* The flags of a tile's status: none, A, P of the reduce entry, then A
+ * and P of the scan's (a part's reduce leaves its flags behind, and the
+ * scan that follows over the same tiles takes them for none). */
+enum { FLAG_NONE, FLAG_AGG, FLAG_PREFIX, FLAG_SCAN_AGG, FLAG_SCAN_PREFIX };
 
-enum { AUX_FLAGS, AUX_AGG, AUX_INCL, AUX_COUNTER };
+enum { AUX_FLAGS, AUX_AGG, AUX_INCL, AUX_COUNTER, AUX_TOTAL };
 
 /* What kind of scan an operation is (scan.c's scan_info). */
 typedef sk_scan_info scan_info;
@@ -208,20 +221,23 @@ static weft_status ptx_scan_prepare(weft_context *ctx, fe_arena *arena,
                                     sk_kernel *k)
 {
     scan_info in = sk_scan_info_of(k->op);
-    k->nentry = 2; /* the tiles; the offsets of a row over devices */
-    k->item_threads[0] = k->item_threads[2] = SK_ITEM_BLOCK;
+    k->nentry = 2; /* the tiles; a part's reduce (a row over devices) */
+    for (int e = 0; e < 4; e++) {
+        k->item_threads[e] = SK_ITEM_BLOCK;
+    }
     k->chunk_min = (int64_t)WARP * items_per_lane(ctx, in.elt);
     k->block_max = BLOCK;
     static const struct {
         int aux;
         bool elt;
         weft_type t;
-    } aux[4] = {{AUX_FLAGS, false, WEFT_I32},
+    } aux[5] = {{AUX_FLAGS, false, WEFT_I32},
                 {AUX_AGG, true, 0},
                 {AUX_INCL, true, 0},
-                {AUX_COUNTER, false, WEFT_I64}};
+                {AUX_COUNTER, false, WEFT_I64},
+                {AUX_TOTAL, true, 0}};
     bool packed = packed_status(ctx, in.elt);
-    for (int a = 0; a < 4; a++) {
+    for (int a = 0; a < 5; a++) {
         weft_type t = aux[a].elt ? in.elt : aux[a].t;
         if (aux[a].aux == AUX_FLAGS && packed) {
             t = WEFT_I64;
@@ -514,9 +530,14 @@ typedef struct tile {
     LLVMValueRef tpr;    /* tiles per row */
     LLVMValueRef t;      /* the tile */
     LLVMValueRef row, q; /* its row and piece */
+    bool reduce;         /* the reduce entry ("Several devices") */
+    int fa, fp;          /* its flags A and P (FLAG_AGG, FLAG_PREFIX or
+                            the scan's) */
+    LLVMValueRef part;   /* the device's part (grain - 2), or 0 */
     LLVMValueRef start;  /* i1: the first tile of a device's part of a
-                             row over several ("Several devices"): its
-                             prefix is none, not looked back for */
+                             row over several ("Several devices"): no
+                             look-back; its prefix the parts' before */
+    LLVMValueRef last;   /* i1: the last tile of a reduce's part */
     LLVMValueRef lo, hi; /* its logical positions in the row */
     LLVMValueRef seg;    /* the warp's first position */
     LLVMValueRef whole;  /* i1: all the warp's 32 K positions are in the
@@ -819,9 +840,12 @@ static weft_status look_back(sk_fn *f, tile *T, const cg_mut *excl)
     } else {
         fl = sk_ptx_vload(fn, WEFT_I32, flags->ptr[0], gi);
     }
-    fl = LLVMBuildSelect(fn->b, inr, fl, i32_const(fn, FLAG_PREFIX), "");
-    LLVMValueRef pm = tg->ballot(fn, eq(fn, fl, i32_const(fn, FLAG_PREFIX)));
-    LLVMValueRef zm = tg->ballot(fn, eq(fn, fl, i32_const(fn, FLAG_NONE)));
+    fl = LLVMBuildSelect(fn->b, inr, fl, i32_const(fn, T->fp), "");
+    LLVMValueRef pm = tg->ballot(fn, eq(fn, fl, i32_const(fn, T->fp)));
+    /* not yet published in this pass: none, or a reduce's flags under
+     * the scan's */
+    LLVMValueRef zm = tg->ballot(
+        fn, LLVMBuildICmp(fn->b, LLVMIntULT, fl, i32_const(fn, T->fa), ""));
     LLVMValueRef ctz_args[2] = {pm, i1_const(fn, false)};
     LLVMValueRef fp = cg_intrinsic(fn, "llvm.cttz", &i32, 1, ctz_args, 2);
     /* lanes 0 .. fp (all 32 when there is no P) */
@@ -915,9 +939,9 @@ static weft_status look_back(sk_fn *f, tile *T, const cg_mut *excl)
     return WEFT_OK;
 }
 
-/* Publish x as the tile's aggregate (aux AUX_AGG, flag FLAG_AGG) or
- * inclusive prefix (AUX_INCL, FLAG_PREFIX): the packed word, or the value,
- * a fence and the flag. */
+/* Publish x as the tile's aggregate (aux AUX_AGG, flag A) or inclusive
+ * prefix (AUX_INCL, flag P; T->fa and T->fp): the packed word, or the
+ * value, a fence and the flag. */
 static void publish(sk_fn *f, const tile *T, int aux, int flag, const cg_val *x)
 {
     cg_fn *fn = &f->fn;
@@ -929,6 +953,39 @@ static void publish(sk_fn *f, const tile *T, int aux, int flag, const cg_val *x)
     vstore_val(fn, sk_aux_array(f, aux), T->t, x);
     fn->target->fence(fn);
     sk_ptx_vstore(fn, WEFT_I32, flags->ptr[0], T->t, i32_const(fn, flag));
+}
+
+/* The prefix of a part's first tile past piece 0 (one row over several
+ * devices, part r >= 1: part 0 starts at piece 0), into *m: [z .] the
+ * totals of parts 0 .. r - 1 that the reduce entry left in AUX_TOTAL, in
+ * order (a handful of loads, over peer access). */
+static weft_status parts_before(sk_fn *f, const tile *T, const cg_mut *m)
+{
+    cg_fn *fn = &f->fn;
+    const cg_array *tot = sk_aux_array(f, AUX_TOTAL);
+    cg_val x, cur, y;
+    weft_status s;
+    LLVMValueRef q0 = cg_i64(fn, 0);
+    if (T->in->seeded) {
+        cg_mut_set(fn, m, sk_kid_value(f, 0));
+    } else {
+        if ((s = vload_val(fn, tot, q0, &x)) != WEFT_OK) {
+            return s;
+        }
+        cg_mut_set(fn, m, &x);
+        q0 = cg_i64(fn, 1);
+    }
+    cg_loop lp;
+    LLVMValueRef q;
+    cg_loop_begin(fn, &lp, q0, T->part, &q);
+    if ((s = vload_val(fn, tot, q, &x)) != WEFT_OK ||
+        (s = cg_mut_get(fn, m, &cur)) != WEFT_OK ||
+        (s = comb(f, T->in, &cur, &x, &y)) != WEFT_OK) {
+        return s;
+    }
+    cg_mut_set(fn, m, &y);
+    loop_end_rolled(fn, &lp);
+    return WEFT_OK;
 }
 
 /* Steps 2 and 3 (warp 0): the warp totals scanned, the tile's prefix by
@@ -987,7 +1044,8 @@ static weft_status tile_prefix(sk_fn *f, tile *T)
         return s;
     }
     LLVMValueRef wev = LLVMBuildNot(fn->b, lane0, "");
-    /* the tile's prefix: z or none for piece 0, else look-back */
+    /* the tile's prefix: z or none for piece 0, the parts' before for
+     * a part's first tile, else look-back */
     cg_mut prefix;
     if ((s = cg_mut_new(fn, in->elt, &prefix)) != WEFT_OK) {
         return s;
@@ -996,28 +1054,39 @@ static weft_status tile_prefix(sk_fn *f, tile *T)
     LLVMValueRef q0 = LLVMBuildICmp(fn->b, LLVMIntEQ, T->q, zero, "");
     cg_if piece0;
     cg_if_begin(fn, &piece0, LLVMBuildOr(fn->b, q0, T->start, ""));
-    if (in->seeded) {
+    if (in->seeded && !T->reduce) {
         cg_if seed;
         cg_if_begin(fn, &seed, q0);
         cg_mut_set(fn, &prefix, sk_kid_value(f, 0));
         cg_if_end(fn, &seed);
     }
+    if (!T->reduce) {
+        cg_if parts;
+        cg_if_begin(fn, &parts, LLVMBuildNot(fn->b, q0, ""));
+        if ((s = parts_before(f, T, &prefix)) != WEFT_OK) {
+            return s;
+        }
+        cg_if_end(fn, &parts);
+    }
     cg_if_else(fn, &piece0);
     /* publish the aggregate (a tile past the first is never empty) */
     cg_if pa;
     cg_if_begin(fn, &pa, lane0);
-    publish(f, T, AUX_AGG, FLAG_AGG, &agg);
+    publish(f, T, AUX_AGG, T->fa, &agg);
     cg_if_end(fn, &pa);
     if ((s = look_back(f, T, &prefix)) != WEFT_OK) {
         return s;
     }
     cg_if_end(fn, &piece0);
-    /* a prefix: z for piece 0 of a seeded scan, none for piece 0 of
-     * another or for a part's first tile, else the look-back's */
+    /* whether there is a prefix: always in a seeded scan (z, or z and
+     * the parts' before); in another, past piece 0 (a part's first tile
+     * past it has parts before); in a reduce, past the part's first
+     * tile */
     LLVMValueRef pv =
-        in->seeded
-            ? LLVMBuildOr(fn->b, q0, LLVMBuildNot(fn->b, T->start, ""), "")
-            : LLVMBuildNot(fn->b, LLVMBuildOr(fn->b, q0, T->start, ""), "");
+        T->reduce    ? LLVMBuildNot(fn->b, LLVMBuildOr(fn->b, q0, T->start, ""),
+                                    "")
+        : in->seeded ? i1_const(fn, true)
+                     : LLVMBuildNot(fn->b, q0, "");
     cg_val pre;
     if ((s = cg_mut_get(fn, &prefix, &pre)) != WEFT_OK) {
         return s;
@@ -1033,8 +1102,17 @@ static weft_status tile_prefix(sk_fn *f, tile *T)
         fn->b, LLVMIntEQ, T->q, LLVMBuildSub(fn->b, T->tpr, one, ""), "");
     cg_if more;
     cg_if_begin(fn, &more, LLVMBuildNot(fn->b, lastq, ""));
-    publish(f, T, AUX_INCL, FLAG_PREFIX, &inc);
+    publish(f, T, AUX_INCL, T->fp, &inc);
     cg_if_end(fn, &more);
+    if (T->reduce) {
+        /* the part's total, for the scans of the parts after it */
+        cg_if tot;
+        cg_if_begin(fn, &tot, T->last);
+        vstore_val(fn, sk_aux_array(f, AUX_TOTAL), T->part, &inc);
+        cg_if_end(fn, &tot);
+        cg_if_end(fn, &pub);
+        return WEFT_OK;
+    }
     LLVMValueRef m1 = LLVMBuildAdd(fn->b, T->m, one, "");
     LLVMValueRef endpos =
         LLVMBuildAdd(fn->b, LLVMBuildMul(fn->b, T->row, m1, ""), T->m, "");
@@ -1265,8 +1343,10 @@ static weft_status tile_write(sk_fn *f, tile *T)
     return WEFT_OK;
 }
 
-/* The entry: the blocks take tiles until there are none left. */
-static weft_status emit_tiles(sk_fn *f, const scan_info *in)
+/* The entry: the blocks take tiles until there are none left.  With
+ * `reduce`, entry 1: a part's tiles reduced, not written ("Several
+ * devices"). */
+static weft_status emit_tiles(sk_fn *f, const scan_info *in, bool reduce)
 {
     cg_fn *fn = &f->fn;
     const cg_target *tg = fn->target;
@@ -1276,6 +1356,9 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in)
     tile T;
     memset(&T, 0, sizeof T);
     T.in = in;
+    T.reduce = reduce;
+    T.fa = reduce ? FLAG_AGG : FLAG_SCAN_AGG;
+    T.fp = reduce ? FLAG_PREFIX : FLAG_SCAN_PREFIX;
     T.K = items_per_lane(fn->ctx, in->elt);
     T.packed = packed_status(fn->ctx, in->elt);
     lanes *L = &T.L;
@@ -1340,7 +1423,8 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in)
      * most of it warps at barriers) */
     LLVMValueRef stile = tg->shared_array(fn, i64, 1);
     /* one device: tiles [0, total); a part of a row over several
-     * (grain 2 + d): tiles [first, n) by the part's own counter */
+     * (grain 2 + d): tiles [first, n) by the part's own counter (a
+     * reduce's SK_DEVICES_MAX further) */
     LLVMValueRef several =
         LLVMBuildICmp(fn->b, LLVMIntSGE, f->grain, cg_i64(fn, 2), "several");
     LLVMValueRef part = LLVMBuildSelect(
@@ -1348,8 +1432,12 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in)
         "part");
     LLVMValueRef from = LLVMBuildSelect(fn->b, several, f->first, zero, "");
     total = LLVMBuildSelect(fn->b, several, f->n, total, "");
+    T.part = part;
+    LLVMValueRef slot_at =
+        reduce ? LLVMBuildAdd(fn->b, part, cg_i64(fn, SK_DEVICES_MAX), "")
+               : part;
     LLVMValueRef counter = LLVMBuildInBoundsGEP2(
-        fn->b, i64, sk_aux_array(f, AUX_COUNTER)->ptr[0], &part, 1, "");
+        fn->b, i64, sk_aux_array(f, AUX_COUNTER)->ptr[0], &slot_at, 1, "");
     LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(c, fn->fn, "tile");
     LLVMBasicBlockRef body =
         LLVMAppendBasicBlockInContext(c, fn->fn, "tile.body");
@@ -1380,6 +1468,7 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in)
                            "q");
     }
     T.start = LLVMBuildAnd(fn->b, several, eq(fn, T.t, from), "start");
+    T.last = eq(fn, T.t, LLVMBuildSub(fn->b, total, cg_i64(fn, 1), ""));
     T.lo = LLVMBuildMul(fn->b, T.q, tsize, "lo");
     T.hi = cg_smin(fn, LLVMBuildAdd(fn->b, T.lo, tsize, ""), T.m);
     T.seg = LLVMBuildAdd(
@@ -1404,130 +1493,16 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in)
         return s;
     }
     cg_if_end(fn, &w0);
-    tg->barrier(fn);
-    if ((s = tile_write(f, &T)) != WEFT_OK) {
-        return s;
+    /* a reduce writes nothing: the barrier at the loop's head keeps the
+     * next tile from the shared memory warp 0 reads */
+    if (!reduce) {
+        tg->barrier(fn);
+        if ((s = tile_write(f, &T)) != WEFT_OK) {
+            return s;
+        }
     }
     LLVMBuildBr(fn->b, head);
     LLVMPositionBuilderAtEnd(fn->b, exit);
-    return WEFT_OK;
-}
-
-/* The inclusive prefix tile t published (flag P), of its status. */
-static weft_status tile_incl(sk_fn *f, bool packed, weft_type elt,
-                             LLVMValueRef t, cg_val *out)
-{
-    cg_fn *fn = &f->fn;
-    if (packed) {
-        /* the flags' leaf is the i64 word of flag and value */
-        cg_val w;
-        weft_status s = vload_val(fn, sk_aux_array(f, AUX_FLAGS), t, &w);
-        return s ? s : unpack(fn, elt, w.v[0], out);
-    }
-    return vload_val(fn, sk_aux_array(f, AUX_INCL), t, out);
-}
-
-/* Entry 1, the second pass of a row over several devices ("Several
- * devices"): launched with n = D parts, grain 2 + r (part r > 0) and
- * first = entry 0's tile size; the part's positions get the prefix of
- * the parts before it (the inclusive prefixes of their last tiles, in
- * order), `o`: y = o . y where entry 0 wrote y, o itself at the part's
- * first position of an exclusive scan (entry 0 had no prefix to write
- * there); the last part also its row's totals. */
-static weft_status emit_offsets(sk_fn *f, const scan_info *in)
-{
-    cg_fn *fn = &f->fn;
-    const cg_target *tg = fn->target;
-    weft_status s;
-    LLVMValueRef ext[WEFT_MAX_RANK];
-    if ((s = sk_extent(f, in->src, ext)) != WEFT_OK) {
-        return s;
-    }
-    bool packed = packed_status(fn->ctx, in->elt);
-    LLVMValueRef m = ext[in->src->rank - 1], one = cg_i64(fn, 1);
-    LLVMValueRef D = f->n, ts = f->first;
-    LLVMValueRef r = LLVMBuildSub(fn->b, f->grain, cg_i64(fn, 2), "part");
-    LLVMValueRef T = cg_ceil_div(fn, m, ts);
-    /* part q's tiles start at T q / D */
-#define PART_AT(q) LLVMBuildSDiv(fn->b, LLVMBuildMul(fn->b, T, (q), ""), D, "")
-    LLVMValueRef lo = LLVMBuildMul(fn->b, PART_AT(r), ts, "lo");
-    LLVMValueRef hi = cg_smin(
-        fn,
-        LLVMBuildMul(fn->b, PART_AT(LLVMBuildAdd(fn->b, r, one, "")), ts, ""),
-        m);
-    /* o: the last tiles' prefixes of parts 0 .. r - 1, in order */
-    cg_mut o;
-    cg_val x, y;
-    if ((s = cg_mut_new(fn, in->elt, &o)) != WEFT_OK ||
-        (s = tile_incl(f, packed, in->elt,
-                       LLVMBuildSub(fn->b, PART_AT(one), one, ""), &x)) !=
-            WEFT_OK) {
-        return s;
-    }
-    cg_mut_set(fn, &o, &x);
-    cg_loop pl;
-    LLVMValueRef q;
-    cg_loop_begin(fn, &pl, one, r, &q);
-    LLVMValueRef last =
-        LLVMBuildSub(fn->b, PART_AT(LLVMBuildAdd(fn->b, q, one, "")), one, "");
-#undef PART_AT
-    cg_val cur;
-    if ((s = tile_incl(f, packed, in->elt, last, &x)) != WEFT_OK ||
-        (s = cg_mut_get(fn, &o, &cur)) != WEFT_OK ||
-        (s = comb(f, in, &cur, &x, &y)) != WEFT_OK) {
-        return s;
-    }
-    cg_mut_set(fn, &o, &y);
-    cg_loop_end(fn, &pl);
-    cg_val ov;
-    if ((s = cg_mut_get(fn, &o, &ov)) != WEFT_OK) {
-        return s;
-    }
-    const cg_array *out = sk_out_array(f, 0);
-    LLVMValueRef bs = cg_zext64(fn, tg->block_size(fn, 0));
-    LLVMValueRef gtid = LLVMBuildAdd(
-        fn->b,
-        LLVMBuildMul(fn->b, cg_zext64(fn, tg->block_index(fn, 0)), bs, ""),
-        cg_zext64(fn, tg->thread_index(fn, 0)), "");
-    cg_sloop ps;
-    LLVMValueRef p = cg_sloop_begin(
-        fn, &ps, LLVMBuildAdd(fn->b, lo, gtid, ""), hi,
-        LLVMBuildMul(fn->b, cg_zext64(fn, tg->grid_size(fn, 0)), bs, ""), "p");
-    LLVMValueRef j =
-        in->left ? p
-                 : LLVMBuildSub(fn->b, LLVMBuildSub(fn->b, m, one, ""), p, "");
-    if ((s = cg_array_load(fn, out, j, &x)) != WEFT_OK ||
-        (s = comb(f, in, &ov, &x, &y)) != WEFT_OK) {
-        return s;
-    }
-    if (in->exclusive) {
-        cg_if at0;
-        cg_if_begin(fn, &at0, eq(fn, p, lo));
-        cg_array_store(fn, out, j, &ov);
-        cg_if_else(fn, &at0);
-        cg_array_store(fn, out, j, &y);
-        cg_if_end(fn, &at0);
-    } else {
-        cg_array_store(fn, out, j, &y);
-    }
-    cg_sloop_end(fn, &ps);
-    /* the row's totals: scanl's at position m, scanl' and scanr''s in
-     * the second output (scanr's z stays) */
-    if ((in->grow && in->left) || in->pair) {
-        cg_if tot;
-        cg_if_begin(fn, &tot,
-                    LLVMBuildAnd(fn->b, eq(fn, gtid, cg_i64(fn, 0)),
-                                 eq(fn, r, LLVMBuildSub(fn->b, D, one, "")),
-                                 ""));
-        const cg_array *to = in->pair ? sk_out_array(f, 1) : out;
-        LLVMValueRef at = in->pair ? cg_i64(fn, 0) : m;
-        if ((s = cg_array_load(fn, to, at, &x)) != WEFT_OK ||
-            (s = comb(f, in, &ov, &x, &y)) != WEFT_OK) {
-            return s;
-        }
-        cg_array_store(fn, to, at, &y);
-        cg_if_end(fn, &tot);
-    }
     return WEFT_OK;
 }
 
@@ -1549,14 +1524,19 @@ static weft_status ptx_scan_emit(sk_emit *e, const char *const *names)
         if (packed_status(f.fn.ctx, in.elt)) {
             launch_bounds(&f.fn);
         }
-        s = emit_tiles(&f, &in);
+        s = emit_tiles(&f, &in, false);
     }
     if (s) {
         return s;
     }
     sk_fn_end(&f);
-    if ((s = sk_fn_begin_raw(e, &f, names[1])) != WEFT_OK ||
-        (s = emit_offsets(&f, &in)) != WEFT_OK) {
+    if ((s = sk_fn_begin_raw(e, &f, names[1])) != WEFT_OK) {
+        return s;
+    }
+    if (packed_status(f.fn.ctx, in.elt)) {
+        launch_bounds(&f.fn);
+    }
+    if ((s = emit_tiles(&f, &in, true)) != WEFT_OK) {
         return s;
     }
     sk_fn_end(&f);
