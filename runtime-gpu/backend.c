@@ -1487,8 +1487,10 @@ static weft_status launch_spread(rt_job *j, gpu_dev *d, const gpu_fn *f,
             /* a part's first tile past piece 0 takes the totals of the
              * parts before it: none may be empty (the driver spreads
              * rows of RT_SPLIT_MIN or more: hundreds of tiles) */
-            return fe_error(WEFT_ERR_INTERNAL, WHO ": a scan of %lld tiles "
-                            "spread over %d devices", (long long)T, nd);
+            return fe_error(WEFT_ERR_INTERNAL,
+                            WHO ": a scan of %lld tiles "
+                                "spread over %d devices",
+                            (long long)T, nd);
         }
     }
     gpu_part part[GPU_MULTI_MAX];

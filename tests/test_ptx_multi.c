@@ -235,12 +235,11 @@ static weft_acc *program(weft_context *ctx, weft_program *p, int k, int rank)
         weft_fun *c = weft_fun2(p, tt, tt);
         weft_exp *l = weft_arg(c, 0), *r = weft_arg(c, 1);
         weft_fun_return(
-            c, weft_tuple(
-                   p, 2,
-                   (weft_exp *[]){
-                       weft_mul(weft_get(l, 0), weft_get(r, 0)),
-                       weft_add(weft_mul(weft_get(l, 1), weft_get(r, 0)),
-                                weft_get(r, 1))}));
+            c, weft_tuple(p, 2,
+                          (weft_exp *[]){
+                              weft_mul(weft_get(l, 0), weft_get(r, 0)),
+                              weft_add(weft_mul(weft_get(l, 1), weft_get(r, 0)),
+                                       weft_get(r, 1))}));
         return weft_scanl1(c, t);
     }
     case 19:
@@ -411,10 +410,10 @@ static const struct {
  * permute programs are written for rank 1). */
 static bool applies(int k, int rank)
 {
-    return rank == 0 ? k == 0 || k == 3 || k == 7
-                     : k == 0 || k == 3 || k == 4 || k == 7 || k == 8 ||
-                           k == 9 || k == 10 || k == 11 || k == 14 ||
-                           k >= 18 || rank == 1;
+    return rank == 0
+               ? k == 0 || k == 3 || k == 7
+               : k == 0 || k == 3 || k == 4 || k == 7 || k == 8 || k == 9 ||
+                     k == 10 || k == 11 || k == 14 || k >= 18 || rank == 1;
 }
 
 /* Whether the n floats fb are within rel (relative, at least absolute)

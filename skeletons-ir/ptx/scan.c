@@ -1083,8 +1083,8 @@ static weft_status tile_prefix(sk_fn *f, tile *T)
      * past it has parts before); in a reduce, past the part's first
      * tile */
     LLVMValueRef pv =
-        T->reduce    ? LLVMBuildNot(fn->b, LLVMBuildOr(fn->b, q0, T->start, ""),
-                                    "")
+        T->reduce
+            ? LLVMBuildNot(fn->b, LLVMBuildOr(fn->b, q0, T->start, ""), "")
         : in->seeded ? i1_const(fn, true)
                      : LLVMBuildNot(fn->b, q0, "");
     cg_val pre;
