@@ -1448,6 +1448,44 @@ static uint64_t elem_bytes(const rt_job *j, weft_type t)
     return bytes;
 }
 
+/* The tile status and counters of a scan spread over the devices
+ * (ptx/scan.c's aux items 0 to 3: flags, aggregates and inclusive
+ * prefixes where they are used, the counters), for every device but the
+ * first to take a copy of its own before its part (multi.c, "Replicas"):
+ * its look-back's spins, its publishing and its tile takes then stay on
+ * the device instead of crossing NVLink to the small arrays' device 0,
+ * per tile.  A copy is taken per launch from device 0's arrays, where
+ * the parts of the other devices' slots are zero still (each part
+ * touches its own tiles' slots and counters only); `slots`, the tiles'
+ * slots any part uses (the arrays are sized for the smallest block).
+ * Not aux 4, the parts' totals, which the reduce hands to the later
+ * parts.  None with $WEFT_PTX_REPLICAS=0 (all on device 0, to measure
+ * both). */
+static void scan_status(const rt_job *j, int64_t slots, gpu_replicas *rep)
+{
+    const sk_kernel *k = j->k;
+    rep->words = (size_t)k->nwords + 1;
+    rep->n = 0;
+    if (((const ptx_job *)j->be_job)->st->no_replicas) {
+        return;
+    }
+    for (int a = 0; a < 4; a++) {
+        const sk_item *it = &k->item[k->aux_item[a]];
+        int64_t n = (int64_t)j->w[it->word + it->nleaf];
+        if (a < 3 && n <= 1) {
+            continue; /* values of a packed status: unused */
+        }
+        n = a < 3 && n > slots ? slots : n;
+        for (int l = 0; l < it->nleaf && rep->n < GPU_REPLICAS_MAX; l++) {
+            if (j->w[it->word + l] != 0) {
+                rep->r[rep->n].word = it->word + l;
+                rep->r[rep->n++].bytes =
+                    (size_t)n * weft_type_size(it->leaf[l]);
+            }
+        }
+    }
+}
+
 /* A kernel spread over the devices of d's context (rt_phase.spread: m
  * the elements of its rows), part r of D on device r.  A fold of one row
  * (skeletons-ir/ptx/fold.c entry 1): part r folds elements [first, n),
@@ -1459,7 +1497,8 @@ static uint64_t elem_bytes(const rt_job *j, weft_type t)
  * logical positions run from the row's end, so that each part runs where
  * its memory is); entry 0 scans them, entry 1 (one row) reduces them, on
  * every part but the last, with entry 0's block, so that its tiles are
- * entry 0's. */
+ * entry 0's; the other devices' parts on copies of the tile status of
+ * their own (scan_status). */
 static weft_status launch_spread(rt_job *j, gpu_dev *d, const gpu_fn *f,
                                  unsigned grid, int block, const rt_phase *ph)
 {
@@ -1488,8 +1527,7 @@ static weft_status launch_spread(rt_job *j, gpu_dev *d, const gpu_fn *f,
              * parts before it: none may be empty (the driver spreads
              * rows of RT_SPLIT_MIN or more: hundreds of tiles) */
             return fe_error(WEFT_ERR_INTERNAL,
-                            WHO ": a scan of %lld tiles "
-                                "spread over %d devices",
+                            WHO ": a scan of %lld tiles spread over %d devices",
                             (long long)T, nd);
         }
     }
@@ -1519,7 +1557,11 @@ static weft_status launch_spread(rt_job *j, gpu_dev *d, const gpu_fn *f,
      * over by devices 1 .. D - 1 */
     int64_t handed = scan ? (reduce ? (int64_t)nd * (nd - 1) / 2 : 0) : nd - 1;
     gpu_multi_moved(d, (uint64_t)handed * elem_bytes(j, j->out[0]->type));
-    return gpu_launch_parts(d, f, block, part, j->w, NULL,
+    gpu_replicas rep;
+    if (scan) {
+        scan_status(j, rows * T, &rep);
+    }
+    return gpu_launch_parts(d, f, block, part, j->w, scan ? &rep : NULL,
                             scan ? "tiles" : "elements", sizes, WHO);
 }
 
