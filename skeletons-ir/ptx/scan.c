@@ -106,9 +106,8 @@
  * registers and four blocks of 256 share an SM; the others keep ptxas's
  * own choice.
  *
- * Aux items: 0 the tile flags (0 none; 3 A, 4 P, or 1 and 2 for a
- * reduce: "Several devices"; i32, or the i64 words of the packed
- * status), 1 the aggregates, 2 the inclusive prefixes (both of the
+ * Aux items: 0 the tile flags (0 none, 1 A, 2 P; i32, or the i64 words
+ * of the packed status), 1 the aggregates, 2 the inclusive prefixes (both of the
  * element type; with the packed status unused, and the driver makes them
  * one element long), 3 the tile counter (i64), 4 the totals of a row's
  * parts over several devices (the element type), all zeroed by the
@@ -127,23 +126,26 @@
  *
  *   1. entry 1 reduces every part but the last (grain 2 + r, [first, n)
  *      the part's tiles, launched with entry 0's block so that its tiles
- *      are entry 0's): entry 0's steps 1 to 3 without the writes, the
- *      tiles taken from the part's own counter (aux 3 [SK_DEVICES_MAX +
- *      r]), the part's first tile with no prefix (T->start: every
- *      look-back stops at or after it), flags A and P of their own
- *      (FLAG_AGG, FLAG_PREFIX); the part's last tile puts its inclusive
- *      prefix, the part's total, in aux 4 [r] (AUX_TOTAL);
+ *      are entry 0's): block b of the grid takes a run of consecutive
+ *      tiles of the part (reduce_run: no counter, no look-back, no
+ *      waiting for another block), reads them as entry 0 does (steps 1
+ *      and 2) and combines their aggregates in order; its run's
+ *      combination goes to a partial slot (the status slot of the run's
+ *      first tile: a packed word with flag none, or the aggregates'),
+ *      then a fence and a ticket (aux 3 [SK_DEVICES_MAX + r]); the block
+ *      with the last ticket combines the partials in order into the
+ *      part's total, aux 4 [r] (AUX_TOTAL).  Read only, so it runs at
+ *      the speed of memory rather than of a look-back's chain;
  *   2. the driver's phases join there (every device's reduce done before
  *      any scan starts: an event each, multi.c);
  *   3. entry 0 scans every part (grain 2 + r, its tiles from aux 3 [r])
- *      as it scans a row on one device, with the scan's own flags
- *      (FLAG_SCAN_AGG, FLAG_SCAN_PREFIX: the reduce's left in the status
- *      words read as none), but for the part's first tile past piece 0:
- *      no look-back, its prefix [z .] total 0 . ... . total r - 1, in
- *      order (parts_before: a handful of loads over peer access, no
- *      kernel of its own for the scan of D totals).  So a seeded scan's
- *      tiles have a prefix always, as on one device (z is the first
- *      part's), and every scan kind splits the same way.
+ *      as it scans a row on one device (a reduce's partials left in the
+ *      status read as tiles not yet published), but for the part's first
+ *      tile past piece 0: no look-back, its prefix [z .] total 0 . ... .
+ *      total r - 1, in order (parts_before: a handful of loads over peer
+ *      access, no kernel of its own for the scan of D totals).  So a
+ *      seeded scan's tiles have a prefix always, as on one device (z is
+ *      the first part's), and every scan kind splits the same way.
  *
  * Three units of traffic per element (the reduce's read, the scan's read
  * and write) against scan-then-fix-up's four, and no pass after the
@@ -183,10 +185,7 @@ enum {
                         sm_90); 24 items spill at 64 */
 };
 
-/* The flags of a tile's status: none, A, P of the reduce entry, then A
- * and P of the scan's (a part's reduce leaves its flags behind, and the
- * scan that follows over the same tiles takes them for none). */
-enum { FLAG_NONE, FLAG_AGG, FLAG_PREFIX, FLAG_SCAN_AGG, FLAG_SCAN_PREFIX };
+enum { FLAG_NONE, FLAG_AGG, FLAG_PREFIX };
 
 enum { AUX_FLAGS, AUX_AGG, AUX_INCL, AUX_COUNTER, AUX_TOTAL };
 
@@ -429,6 +428,21 @@ static weft_status comb_front(sk_fn *f, const scan_info *in,
     return s;
 }
 
+/* m = m . later. */
+static weft_status comb_back(sk_fn *f, const scan_info *in, const cg_mut *m,
+                             const cg_val *later)
+{
+    cg_val x, y;
+    weft_status s = cg_mut_get(&f->fn, m, &x);
+    if (s == WEFT_OK) {
+        s = comb(f, in, &x, later, &y);
+    }
+    if (s == WEFT_OK) {
+        cg_mut_set(&f->fn, m, &y);
+    }
+    return s;
+}
+
 /* Either value may be absent (av, bv: i1, possibly constants): out = a . b
  * when both are there, else the one that is (a placeholder when neither
  * is); *valid (if not NULL) gets av | bv. */
@@ -516,6 +530,29 @@ static weft_status warp_scan(sk_fn *f, const scan_info *in, const lanes *L,
     return WEFT_OK;
 }
 
+/* Lanes 0 .. nv - 1 hold values in x (nv: i64, 0 .. 32): x scanned
+ * across them in lane order (warp_scan), *xs each lane's result and
+ * *total the last one's (a placeholder when nv is 0).  Every lane takes
+ * part. */
+static weft_status lanes_total(sk_fn *f, const scan_info *in, const lanes *L,
+                               const cg_mut *x, LLVMValueRef nv, cg_val *xs,
+                               cg_val *total)
+{
+    cg_fn *fn = &f->fn;
+    LLVMValueRef wv = LLVMBuildICmp(fn->b, LLVMIntSLT, L->lane, nv, "");
+    weft_status s;
+    if ((s = warp_scan(f, in, L, x, wv)) != WEFT_OK ||
+        (s = cg_mut_get(fn, x, xs)) != WEFT_OK) {
+        return s;
+    }
+    LLVMValueRef last =
+        cg_smax(fn, LLVMBuildSub(fn->b, nv, cg_i64(fn, 1), ""), cg_i64(fn, 0));
+    return shuffle_val(
+        fn, xs,
+        LLVMBuildTrunc(fn->b, last, LLVMInt32TypeInContext(fn->llctx), ""),
+        total);
+}
+
 /* ---- reading the input ------------------------------------------------ */
 
 /* ---- the kernel ------------------------------------------------------- */
@@ -530,14 +567,10 @@ typedef struct tile {
     LLVMValueRef tpr;    /* tiles per row */
     LLVMValueRef t;      /* the tile */
     LLVMValueRef row, q; /* its row and piece */
-    bool reduce;         /* the reduce entry ("Several devices") */
-    int fa, fp;          /* its flags A and P (FLAG_AGG, FLAG_PREFIX or
-                            the scan's) */
     LLVMValueRef part;   /* the device's part (grain - 2), or 0 */
     LLVMValueRef start;  /* i1: the first tile of a device's part of a
                              row over several ("Several devices"): no
                              look-back; its prefix the parts' before */
-    LLVMValueRef last;   /* i1: the last tile of a reduce's part */
     LLVMValueRef lo, hi; /* its logical positions in the row */
     LLVMValueRef seg;    /* the warp's first position */
     LLVMValueRef whole;  /* i1: all the warp's 32 K positions are in the
@@ -840,12 +873,9 @@ static weft_status look_back(sk_fn *f, tile *T, const cg_mut *excl)
     } else {
         fl = sk_ptx_vload(fn, WEFT_I32, flags->ptr[0], gi);
     }
-    fl = LLVMBuildSelect(fn->b, inr, fl, i32_const(fn, T->fp), "");
-    LLVMValueRef pm = tg->ballot(fn, eq(fn, fl, i32_const(fn, T->fp)));
-    /* not yet published in this pass: none, or a reduce's flags under
-     * the scan's */
-    LLVMValueRef zm = tg->ballot(
-        fn, LLVMBuildICmp(fn->b, LLVMIntULT, fl, i32_const(fn, T->fa), ""));
+    fl = LLVMBuildSelect(fn->b, inr, fl, i32_const(fn, FLAG_PREFIX), "");
+    LLVMValueRef pm = tg->ballot(fn, eq(fn, fl, i32_const(fn, FLAG_PREFIX)));
+    LLVMValueRef zm = tg->ballot(fn, eq(fn, fl, i32_const(fn, FLAG_NONE)));
     LLVMValueRef ctz_args[2] = {pm, i1_const(fn, false)};
     LLVMValueRef fp = cg_intrinsic(fn, "llvm.cttz", &i32, 1, ctz_args, 2);
     /* lanes 0 .. fp (all 32 when there is no P) */
@@ -939,9 +969,9 @@ static weft_status look_back(sk_fn *f, tile *T, const cg_mut *excl)
     return WEFT_OK;
 }
 
-/* Publish x as the tile's aggregate (aux AUX_AGG, flag A) or inclusive
- * prefix (AUX_INCL, flag P; T->fa and T->fp): the packed word, or the
- * value, a fence and the flag. */
+/* Publish x as the tile's aggregate (aux AUX_AGG, flag FLAG_AGG) or
+ * inclusive prefix (AUX_INCL, FLAG_PREFIX): the packed word, or the value,
+ * a fence and the flag. */
 static void publish(sk_fn *f, const tile *T, int aux, int flag, const cg_val *x)
 {
     cg_fn *fn = &f->fn;
@@ -963,7 +993,7 @@ static weft_status parts_before(sk_fn *f, const tile *T, const cg_mut *m)
 {
     cg_fn *fn = &f->fn;
     const cg_array *tot = sk_aux_array(f, AUX_TOTAL);
-    cg_val x, cur, y;
+    cg_val x;
     weft_status s;
     LLVMValueRef q0 = cg_i64(fn, 0);
     if (T->in->seeded) {
@@ -979,13 +1009,43 @@ static weft_status parts_before(sk_fn *f, const tile *T, const cg_mut *m)
     LLVMValueRef q;
     cg_loop_begin(fn, &lp, q0, T->part, &q);
     if ((s = vload_val(fn, tot, q, &x)) != WEFT_OK ||
-        (s = cg_mut_get(fn, m, &cur)) != WEFT_OK ||
-        (s = comb(f, T->in, &cur, &x, &y)) != WEFT_OK) {
+        (s = comb_back(f, T->in, m, &x)) != WEFT_OK) {
         return s;
     }
-    cg_mut_set(fn, m, &y);
     loop_end_rolled(fn, &lp);
     return WEFT_OK;
+}
+
+/* Step 2 (warp 0): the warp totals scanned in lane order, in *x (a new
+ * mutable), each lane's result in *xs, the tile's aggregate in *agg (a
+ * placeholder where *nvalid, the warps with positions in the tile, a
+ * prefix of the block's, is 0). */
+static weft_status tile_aggregate(sk_fn *f, const tile *T, cg_mut *x,
+                                  cg_val *xs, cg_val *agg, LLVMValueRef *nvalid)
+{
+    cg_fn *fn = &f->fn;
+    const lanes *L = &T->L;
+    LLVMValueRef span = cg_i64(fn, (int64_t)WARP * T->K);
+    *nvalid =
+        cg_smin(fn, L->nwarp,
+                cg_ceil_div(fn, LLVMBuildSub(fn->b, T->hi, T->lo, ""), span));
+    LLVMValueRef wv = LLVMBuildICmp(fn->b, LLVMIntSLT, L->lane, *nvalid, "");
+    cg_val z, e;
+    weft_status s;
+    if ((s = cg_mut_new(fn, T->in->elt, x)) != WEFT_OK ||
+        (s = zero_val(fn, T->in->elt, &z)) != WEFT_OK ||
+        (s = cg_val_make(fn, z.n, &e)) != WEFT_OK) {
+        return s;
+    }
+    cg_mut_set(fn, x, &z);
+    cg_if rd;
+    cg_if_begin(fn, &rd, wv);
+    for (int l = 0; l < e.n; l++) {
+        e.v[l] = cg_load(fn, x->leaf[l], T->wt[l], L->lane);
+    }
+    cg_mut_set(fn, x, &e);
+    cg_if_end(fn, &rd);
+    return lanes_total(f, T->in, L, x, *nvalid, xs, agg);
 }
 
 /* Steps 2 and 3 (warp 0): the warp totals scanned, the tile's prefix by
@@ -999,41 +1059,11 @@ static weft_status tile_prefix(sk_fn *f, tile *T)
     weft_status s;
     LLVMValueRef zero = cg_i64(fn, 0), one = cg_i64(fn, 1);
     LLVMValueRef lane0 = LLVMBuildICmp(fn->b, LLVMIntEQ, L->lane, zero, "");
-    /* warps with positions in the tile: a prefix of nvalid */
-    LLVMValueRef span = cg_i64(fn, (int64_t)WARP * T->K);
-    LLVMValueRef nvalid =
-        cg_smin(fn, L->nwarp,
-                cg_ceil_div(fn, LLVMBuildSub(fn->b, T->hi, T->lo, ""), span));
-    LLVMValueRef wv = LLVMBuildICmp(fn->b, LLVMIntSLT, L->lane, nvalid, "");
     cg_mut x;
-    cg_val z, e;
-    if ((s = cg_mut_new(fn, in->elt, &x)) != WEFT_OK ||
-        (s = zero_val(fn, in->elt, &z)) != WEFT_OK) {
-        return s;
-    }
-    cg_mut_set(fn, &x, &z);
-    cg_if rd;
-    cg_if_begin(fn, &rd, wv);
-    if ((s = cg_val_make(fn, z.n, &e)) != WEFT_OK) {
-        return s;
-    }
-    for (int l = 0; l < e.n; l++) {
-        e.v[l] = cg_load(fn, x.leaf[l], T->wt[l], L->lane);
-    }
-    cg_mut_set(fn, &x, &e);
-    cg_if_end(fn, &rd);
-    if ((s = warp_scan(f, in, L, &x, wv)) != WEFT_OK) {
-        return s;
-    }
-    cg_val xs, agg, we;
-    if ((s = cg_mut_get(fn, &x, &xs)) != WEFT_OK) {
-        return s;
-    }
-    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
-    LLVMValueRef lastw =
-        cg_smax(fn, LLVMBuildSub(fn->b, nvalid, one, ""), zero);
-    if ((s = shuffle_val(fn, &xs, LLVMBuildTrunc(fn->b, lastw, i32, ""),
-                         &agg)) != WEFT_OK) {
+    cg_val z, xs, agg, we;
+    LLVMValueRef nvalid;
+    if ((s = zero_val(fn, in->elt, &z)) != WEFT_OK ||
+        (s = tile_aggregate(f, T, &x, &xs, &agg, &nvalid)) != WEFT_OK) {
         return s;
     }
     LLVMValueRef aggv = LLVMBuildICmp(fn->b, LLVMIntSGT, nvalid, zero, "");
@@ -1054,25 +1084,23 @@ static weft_status tile_prefix(sk_fn *f, tile *T)
     LLVMValueRef q0 = LLVMBuildICmp(fn->b, LLVMIntEQ, T->q, zero, "");
     cg_if piece0;
     cg_if_begin(fn, &piece0, LLVMBuildOr(fn->b, q0, T->start, ""));
-    if (in->seeded && !T->reduce) {
+    if (in->seeded) {
         cg_if seed;
         cg_if_begin(fn, &seed, q0);
         cg_mut_set(fn, &prefix, sk_kid_value(f, 0));
         cg_if_end(fn, &seed);
     }
-    if (!T->reduce) {
-        cg_if parts;
-        cg_if_begin(fn, &parts, LLVMBuildNot(fn->b, q0, ""));
-        if ((s = parts_before(f, T, &prefix)) != WEFT_OK) {
-            return s;
-        }
-        cg_if_end(fn, &parts);
+    cg_if parts;
+    cg_if_begin(fn, &parts, LLVMBuildNot(fn->b, q0, ""));
+    if ((s = parts_before(f, T, &prefix)) != WEFT_OK) {
+        return s;
     }
+    cg_if_end(fn, &parts);
     cg_if_else(fn, &piece0);
     /* publish the aggregate (a tile past the first is never empty) */
     cg_if pa;
     cg_if_begin(fn, &pa, lane0);
-    publish(f, T, AUX_AGG, T->fa, &agg);
+    publish(f, T, AUX_AGG, FLAG_AGG, &agg);
     cg_if_end(fn, &pa);
     if ((s = look_back(f, T, &prefix)) != WEFT_OK) {
         return s;
@@ -1080,13 +1108,9 @@ static weft_status tile_prefix(sk_fn *f, tile *T)
     cg_if_end(fn, &piece0);
     /* whether there is a prefix: always in a seeded scan (z, or z and
      * the parts' before); in another, past piece 0 (a part's first tile
-     * past it has parts before); in a reduce, past the part's first
-     * tile */
+     * past it has parts before) */
     LLVMValueRef pv =
-        T->reduce
-            ? LLVMBuildNot(fn->b, LLVMBuildOr(fn->b, q0, T->start, ""), "")
-        : in->seeded ? i1_const(fn, true)
-                     : LLVMBuildNot(fn->b, q0, "");
+        in->seeded ? i1_const(fn, true) : LLVMBuildNot(fn->b, q0, "");
     cg_val pre;
     if ((s = cg_mut_get(fn, &prefix, &pre)) != WEFT_OK) {
         return s;
@@ -1102,17 +1126,8 @@ static weft_status tile_prefix(sk_fn *f, tile *T)
         fn->b, LLVMIntEQ, T->q, LLVMBuildSub(fn->b, T->tpr, one, ""), "");
     cg_if more;
     cg_if_begin(fn, &more, LLVMBuildNot(fn->b, lastq, ""));
-    publish(f, T, AUX_INCL, T->fp, &inc);
+    publish(f, T, AUX_INCL, FLAG_PREFIX, &inc);
     cg_if_end(fn, &more);
-    if (T->reduce) {
-        /* the part's total, for the scans of the parts after it */
-        cg_if tot;
-        cg_if_begin(fn, &tot, T->last);
-        vstore_val(fn, sk_aux_array(f, AUX_TOTAL), T->part, &inc);
-        cg_if_end(fn, &tot);
-        cg_if_end(fn, &pub);
-        return WEFT_OK;
-    }
     LLVMValueRef m1 = LLVMBuildAdd(fn->b, T->m, one, "");
     LLVMValueRef endpos =
         LLVMBuildAdd(fn->b, LLVMBuildMul(fn->b, T->row, m1, ""), T->m, "");
@@ -1343,6 +1358,170 @@ static weft_status tile_write(sk_fn *f, tile *T)
     return WEFT_OK;
 }
 
+/* A reduce's block ("Several devices"): of the part's tiles [first, n),
+ * block b of G takes the run [first + b per, first + (b + 1) per) (per =
+ * ceil((n - first) / G); nb blocks have tiles), in order, no counter and
+ * no look-back: it combines their aggregates in order into its own run,
+ * puts that in its partial slot (the part's slot of the run's first
+ * tile), and the block with the last ticket combines the nb partials in
+ * order into the part's total. */
+typedef struct reduce_run {
+    LLVMValueRef first, per, nb; /* i64 */
+    LLVMValueRef slot, end;      /* i64: the run's first tile, its end */
+    LLVMValueRef next;           /* alloca i64: the run's next tile */
+    cg_mut acc;                  /* the run's combination (warp 0) */
+    LLVMValueRef have;           /* alloca i1: acc holds a tile's */
+} reduce_run;
+
+static weft_status reduce_begin(sk_fn *f, const tile *T, reduce_run *R)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
+    LLVMValueRef G = cg_zext64(fn, tg->grid_size(fn, 0));
+    LLVMValueRef b = cg_zext64(fn, tg->block_index(fn, 0));
+    LLVMValueRef count = LLVMBuildSub(fn->b, f->n, f->first, "");
+    R->first = f->first;
+    R->per = cg_ceil_div(fn, count, G);
+    R->nb = cg_ceil_div(fn, count, R->per);
+    R->slot = LLVMBuildAdd(fn->b, f->first, LLVMBuildMul(fn->b, b, R->per, ""),
+                           "run");
+    R->end = cg_smin(fn, LLVMBuildAdd(fn->b, R->slot, R->per, ""), f->n);
+    R->next = cg_alloca(fn, i64, "next");
+    LLVMBuildStore(fn->b, R->slot, R->next);
+    R->have = flag_new(fn, false);
+    return cg_mut_new(fn, T->in->elt, &R->acc);
+}
+
+/* Warp 0 of a reduce's tile: the tile's aggregate onto the block's run
+ * (lane 0). */
+static weft_status tile_fold(sk_fn *f, tile *T, const reduce_run *R)
+{
+    cg_fn *fn = &f->fn;
+    cg_mut x;
+    cg_val xs, agg;
+    LLVMValueRef nvalid;
+    weft_status s = tile_aggregate(f, T, &x, &xs, &agg, &nvalid);
+    if (s) {
+        return s;
+    }
+    cg_if l0, h;
+    cg_if_begin(fn, &l0, eq(fn, T->L.lane, cg_i64(fn, 0)));
+    cg_if_begin(fn, &h, flag_get(fn, R->have));
+    s = comb_back(f, T->in, &R->acc, &agg);
+    cg_if_else(fn, &h);
+    cg_mut_set(fn, &R->acc, &agg);
+    cg_if_end(fn, &h);
+    LLVMBuildStore(fn->b, i1_const(fn, true), R->have);
+    cg_if_end(fn, &l0);
+    return s;
+}
+
+/* A reduce's partial slot p: the flags' word (packed, with FLAG_NONE:
+ * the scan after it reads it as a tile not yet published) or the
+ * aggregates' (the scan writes its own before its flag). */
+static void partial_put(sk_fn *f, const tile *T, LLVMValueRef p,
+                        const cg_val *x)
+{
+    cg_fn *fn = &f->fn;
+    if (T->packed) {
+        sk_ptx_vstore(fn, WEFT_I64, sk_aux_array(f, AUX_FLAGS)->ptr[0], p,
+                      pack(fn, FLAG_NONE, x));
+    } else {
+        vstore_val(fn, sk_aux_array(f, AUX_AGG), p, x);
+    }
+}
+
+static weft_status partial_get(sk_fn *f, const tile *T, LLVMValueRef p,
+                               cg_val *out)
+{
+    cg_fn *fn = &f->fn;
+    if (T->packed) {
+        return unpack(
+            fn, T->in->elt,
+            sk_ptx_vload(fn, WEFT_I64, sk_aux_array(f, AUX_FLAGS)->ptr[0], p),
+            out);
+    }
+    return vload_val(fn, sk_aux_array(f, AUX_AGG), p, out);
+}
+
+/* After a reduce's tiles (every thread; warp 0 works): the run into its
+ * partial slot, a fence, a ticket from `counter`; the block with ticket
+ * nb - 1 (every other partial in) combines the nb partials in order,
+ * lane l a run of ceil(nb / 32) of them, then across the lanes, into the
+ * part's total (AUX_TOTAL [part]). */
+static weft_status reduce_end(sk_fn *f, const tile *T, const reduce_run *R,
+                              LLVMValueRef counter)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    const lanes *L = &T->L;
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
+    LLVMValueRef zero = cg_i64(fn, 0), one = cg_i64(fn, 1);
+    weft_status s;
+    cg_if w0;
+    cg_if_begin(fn, &w0, eq(fn, L->wid, zero));
+    LLVMValueRef lane0 = eq(fn, L->lane, zero);
+    LLVMValueRef mine = LLVMBuildAnd(fn->b, lane0, flag_get(fn, R->have), "");
+    LLVMValueRef tk = cg_alloca(fn, i64, "ticket");
+    LLVMBuildStore(fn->b, cg_i64(fn, -1), tk);
+    cg_if put;
+    cg_if_begin(fn, &put, mine);
+    cg_val a;
+    if ((s = cg_mut_get(fn, &R->acc, &a)) != WEFT_OK) {
+        return s;
+    }
+    partial_put(f, T, R->slot, &a);
+    tg->fence(fn);
+    LLVMBuildStore(fn->b,
+                   tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd, counter, one), tk);
+    cg_if_end(fn, &put);
+    LLVMValueRef ticket = tg->shuffle_idx(
+        fn, LLVMBuildLoad2(fn->b, i64, tk, ""), i32_const(fn, 0));
+    cg_if last;
+    cg_if_begin(fn, &last, eq(fn, ticket, LLVMBuildSub(fn->b, R->nb, one, "")));
+    tg->fence(fn);
+    LLVMValueRef M = cg_ceil_div(fn, R->nb, cg_i64(fn, WARP));
+    LLVMValueRef j0 = LLVMBuildMul(fn->b, L->lane, M, "");
+    LLVMValueRef j1 = cg_smin(fn, LLVMBuildAdd(fn->b, j0, M, ""), R->nb);
+    cg_mut x;
+    cg_val z, p, xs, total;
+    if ((s = cg_mut_new(fn, T->in->elt, &x)) != WEFT_OK ||
+        (s = zero_val(fn, T->in->elt, &z)) != WEFT_OK) {
+        return s;
+    }
+    cg_mut_set(fn, &x, &z);
+#define SLOT_OF(j)                                                             \
+    LLVMBuildAdd(fn->b, R->first, LLVMBuildMul(fn->b, (j), R->per, ""), "")
+    cg_if any;
+    cg_if_begin(fn, &any, lt(fn, j0, j1));
+    if ((s = partial_get(f, T, SLOT_OF(j0), &p)) != WEFT_OK) {
+        return s;
+    }
+    cg_mut_set(fn, &x, &p);
+    cg_loop lp;
+    LLVMValueRef j;
+    cg_loop_begin(fn, &lp, LLVMBuildAdd(fn->b, j0, one, ""), j1, &j);
+    if ((s = partial_get(f, T, SLOT_OF(j), &p)) != WEFT_OK ||
+        (s = comb_back(f, T->in, &x, &p)) != WEFT_OK) {
+        return s;
+    }
+    loop_end_rolled(fn, &lp);
+    cg_if_end(fn, &any);
+#undef SLOT_OF
+    if ((s = lanes_total(f, T->in, L, &x, cg_ceil_div(fn, R->nb, M), &xs,
+                         &total)) != WEFT_OK) {
+        return s;
+    }
+    cg_if st;
+    cg_if_begin(fn, &st, lane0);
+    vstore_val(fn, sk_aux_array(f, AUX_TOTAL), T->part, &total);
+    cg_if_end(fn, &st);
+    cg_if_end(fn, &last);
+    cg_if_end(fn, &w0);
+    return WEFT_OK;
+}
+
 /* The entry: the blocks take tiles until there are none left.  With
  * `reduce`, entry 1: a part's tiles reduced, not written ("Several
  * devices"). */
@@ -1356,9 +1535,6 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in, bool reduce)
     tile T;
     memset(&T, 0, sizeof T);
     T.in = in;
-    T.reduce = reduce;
-    T.fa = reduce ? FLAG_AGG : FLAG_SCAN_AGG;
-    T.fp = reduce ? FLAG_PREFIX : FLAG_SCAN_PREFIX;
     T.K = items_per_lane(fn->ctx, in->elt);
     T.packed = packed_status(fn->ctx, in->elt);
     lanes *L = &T.L;
@@ -1423,8 +1599,8 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in, bool reduce)
      * most of it warps at barriers) */
     LLVMValueRef stile = tg->shared_array(fn, i64, 1);
     /* one device: tiles [0, total); a part of a row over several
-     * (grain 2 + d): tiles [first, n) by the part's own counter (a
-     * reduce's SK_DEVICES_MAX further) */
+     * (grain 2 + d): tiles [first, n) by the part's own counter; a
+     * reduce's block its own run of them (reduce_run) */
     LLVMValueRef several =
         LLVMBuildICmp(fn->b, LLVMIntSGE, f->grain, cg_i64(fn, 2), "several");
     LLVMValueRef part = LLVMBuildSelect(
@@ -1438,6 +1614,11 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in, bool reduce)
                : part;
     LLVMValueRef counter = LLVMBuildInBoundsGEP2(
         fn->b, i64, sk_aux_array(f, AUX_COUNTER)->ptr[0], &slot_at, 1, "");
+    reduce_run R;
+    memset(&R, 0, sizeof R);
+    if (reduce && (s = reduce_begin(f, &T, &R)) != WEFT_OK) {
+        return s;
+    }
     LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(c, fn->fn, "tile");
     LLVMBasicBlockRef body =
         LLVMAppendBasicBlockInContext(c, fn->fn, "tile.body");
@@ -1445,17 +1626,27 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in, bool reduce)
         LLVMAppendBasicBlockInContext(c, fn->fn, "tile.end");
     LLVMBuildBr(fn->b, head);
     LLVMPositionBuilderAtEnd(fn->b, head);
-    cg_if t0;
-    cg_if_begin(fn, &t0, eq(fn, L->tid, zero));
-    LLVMBuildStore(fn->b,
-                   LLVMBuildAdd(fn->b, from,
-                                tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd,
-                                               counter, cg_i64(fn, 1)),
-                                ""),
-                   stile);
-    cg_if_end(fn, &t0);
-    tg->barrier(fn);
-    T.t = LLVMBuildLoad2(fn->b, i64, stile, "t");
+    if (reduce) {
+        /* the next of the block's run (the barrier: the shared memory
+         * warp 0 read for the last one) */
+        tg->barrier(fn);
+        T.t = LLVMBuildLoad2(fn->b, i64, R.next, "t");
+        LLVMBuildStore(fn->b, LLVMBuildAdd(fn->b, T.t, cg_i64(fn, 1), ""),
+                       R.next);
+        total = R.end;
+    } else {
+        cg_if t0;
+        cg_if_begin(fn, &t0, eq(fn, L->tid, zero));
+        LLVMBuildStore(fn->b,
+                       LLVMBuildAdd(fn->b, from,
+                                    tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd,
+                                                   counter, cg_i64(fn, 1)),
+                                    ""),
+                       stile);
+        cg_if_end(fn, &t0);
+        tg->barrier(fn);
+        T.t = LLVMBuildLoad2(fn->b, i64, stile, "t");
+    }
     LLVMBuildCondBr(fn->b, lt(fn, T.t, total), body, exit);
     LLVMPositionBuilderAtEnd(fn->b, body);
     if (rank == 1) {
@@ -1468,7 +1659,6 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in, bool reduce)
                            "q");
     }
     T.start = LLVMBuildAnd(fn->b, several, eq(fn, T.t, from), "start");
-    T.last = eq(fn, T.t, LLVMBuildSub(fn->b, total, cg_i64(fn, 1), ""));
     T.lo = LLVMBuildMul(fn->b, T.q, tsize, "lo");
     T.hi = cg_smin(fn, LLVMBuildAdd(fn->b, T.lo, tsize, ""), T.m);
     T.seg = LLVMBuildAdd(
@@ -1489,12 +1679,10 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in, bool reduce)
     tg->barrier(fn);
     cg_if w0;
     cg_if_begin(fn, &w0, eq(fn, L->wid, zero));
-    if ((s = tile_prefix(f, &T)) != WEFT_OK) {
+    if ((s = reduce ? tile_fold(f, &T, &R) : tile_prefix(f, &T)) != WEFT_OK) {
         return s;
     }
     cg_if_end(fn, &w0);
-    /* a reduce writes nothing: the barrier at the loop's head keeps the
-     * next tile from the shared memory warp 0 reads */
     if (!reduce) {
         tg->barrier(fn);
         if ((s = tile_write(f, &T)) != WEFT_OK) {
@@ -1503,7 +1691,7 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in, bool reduce)
     }
     LLVMBuildBr(fn->b, head);
     LLVMPositionBuilderAtEnd(fn->b, exit);
-    return WEFT_OK;
+    return reduce ? reduce_end(f, &T, &R, counter) : WEFT_OK;
 }
 
 /* Launch bounds (!nvvm.annotations beside the target's "kernel"): blocks
