@@ -210,16 +210,24 @@ static weft_acc *program(weft_context *ctx, weft_program *p, int k, int rank)
     case 10:
     case 11:
     case 12:
-    case 13: {
+    case 13:
+    case 19:
+    case 20:
+    case 21: {
         weft_fun *cv = weft_fun1(p, WEFT_F32);
         weft_fun_return(cv, weft_convert(weft_arg(cv, 0), WEFT_I32));
         weft_acc *xi = weft_map(cv, x);
         weft_fun *add = weft_fun2(p, WEFT_I32, WEFT_I32);
         weft_fun_return(add, weft_add(weft_arg(add, 0), weft_arg(add, 1)));
-        return k == 10   ? weft_scanl(add, weft_i32(p, 7), xi)
-               : k == 11 ? weft_scanr(add, weft_i32(p, 5), xi)
-               : k == 12 ? weft_aget(weft_scanr_(add, weft_i32(p, 0), xi), 0)
-                         : weft_aget(weft_scanl_(add, weft_i32(p, 0), xi), 1);
+        switch (k) {
+        case 10: return weft_scanl(add, weft_i32(p, 7), xi);
+        case 11: return weft_scanr(add, weft_i32(p, 5), xi);
+        case 12: return weft_aget(weft_scanr_(add, weft_i32(p, 0), xi), 0);
+        case 13: return weft_aget(weft_scanl_(add, weft_i32(p, 0), xi), 1);
+        case 19: return weft_scanr1(add, xi);
+        case 20: return weft_aget(weft_scanl_(add, weft_i32(p, 3), xi), 0);
+        default: return weft_aget(weft_scanr_(add, weft_i32(p, 2), xi), 1);
+        }
     }
     case 18: {
         weft_fun *pair = weft_fun1(p, WEFT_F32);
@@ -241,18 +249,6 @@ static weft_acc *program(weft_context *ctx, weft_program *p, int k, int rank)
                               weft_add(weft_mul(weft_get(l, 1), weft_get(r, 0)),
                                        weft_get(r, 1))}));
         return weft_scanl1(c, t);
-    }
-    case 19:
-    case 20:
-    case 21: {
-        weft_fun *cv = weft_fun1(p, WEFT_F32);
-        weft_fun_return(cv, weft_convert(weft_arg(cv, 0), WEFT_I32));
-        weft_acc *xi = weft_map(cv, x);
-        weft_fun *add = weft_fun2(p, WEFT_I32, WEFT_I32);
-        weft_fun_return(add, weft_add(weft_arg(add, 0), weft_arg(add, 1)));
-        return k == 19   ? weft_scanr1(add, xi)
-               : k == 20 ? weft_aget(weft_scanl_(add, weft_i32(p, 3), xi), 0)
-                         : weft_aget(weft_scanr_(add, weft_i32(p, 2), xi), 1);
     }
     case 22: {
         weft_fun *add = weft_fun2(p, WEFT_F32, WEFT_F32);
