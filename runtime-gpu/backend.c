@@ -143,6 +143,10 @@ typedef struct ptx_state {
     bool no_replicas;        /* $WEFT_PTX_REPLICAS=0: split kernels of
                                     several devices read small arrays on
                                     device 0 (multi.c, "Replicas") */
+    int scan_last;           /* the last part's share of a scan of one
+                                    row over several devices, in
+                                    thousandths ($WEFT_PTX_SCAN_LAST, a
+                                    tuning knob; 0: equal parts) */
     int64_t grain;           /* elements per thread and chunk of
                                     element-wise work ($WEFT_PTX_GRAIN, a
                                     tuning knob; 1 by default) */
@@ -307,6 +311,10 @@ static weft_status ptx_context_init(weft_context *ctx)
                          ? NULL
                          : getenv("WEFT_PTX_REPLICAS");
     st->no_replicas = rp && strcmp(rp, "0") == 0;
+    const char *sl = (ctx->cfg.flags & WEFT_FLAG_NO_ENV)
+                         ? NULL
+                         : getenv("WEFT_PTX_SCAN_LAST");
+    st->scan_last = sl && atoi(sl) > 0 && atoi(sl) < 1000 ? atoi(sl) : 0;
     const char *o =
         (ctx->cfg.flags & WEFT_FLAG_NO_ENV) ? NULL : getenv("WEFT_PTX_JIT_OPT");
     st->opt_level = o && *o >= '0' && *o <= '4' && !o[1] ? *o - '0' : -1;
@@ -1498,7 +1506,9 @@ static void scan_status(const rt_job *j, int64_t slots, gpu_replicas *rep)
  * its memory is); entry 0 scans them, entry 1 (one row) reduces them, on
  * every part but the last, with entry 0's block, so that its tiles are
  * entry 0's; the other devices' parts on copies of the tile status of
- * their own (scan_status). */
+ * their own (scan_status).  The parts of one row are equal, but with
+ * $WEFT_PTX_SCAN_LAST (a tuning knob: the last part's share, to measure
+ * unequal splits). */
 static weft_status launch_spread(rt_job *j, gpu_dev *d, const gpu_fn *f,
                                  unsigned grid, int block, const rt_phase *ph)
 {
@@ -1510,7 +1520,7 @@ static weft_status launch_spread(rt_job *j, gpu_dev *d, const gpu_fn *f,
     bool right =
         scan && (kind == FE_SCANR || kind == FE_SCANR1 || kind == FE_SCANR_);
     bool reduce = scan && ph->entry % k->nentry == 1;
-    int64_t ts = 1, T = m, rows = 1;
+    int64_t ts = 1, T = m, rows = 1, last = 0;
     if (scan) {
         /* entry 0's tile: its block's warps of 32 K positions; the
          * driver's n, rows of tiles of the smallest block */
@@ -1521,6 +1531,11 @@ static weft_status launch_spread(rt_job *j, gpu_dev *d, const gpu_fn *f,
         if (reduce) {
             block = f0->block;
             grid = gpu_grid_for(d, f, block, T * block);
+        }
+        int share = ((const ptx_job *)j->be_job)->st->scan_last;
+        if (rows == 1 && share > 0) {
+            last = T * share / 1000;
+            last = last < 1 ? 1 : (last > T - (nd - 1) ? T - (nd - 1) : last);
         }
         if (rows == 1 && T < nd) {
             /* a part's first tile past piece 0 takes the totals of the
@@ -1539,6 +1554,10 @@ static weft_status launch_spread(rt_job *j, gpu_dev *d, const gpu_fn *f,
         if (scan && rows > 1) { /* whole rows */
             lo = rows * r / nd * T;
             hi = rows * (r + 1) / nd * T;
+        } else if (scan && last > 0) {
+            /* the last part `last` of the tiles, the others equal */
+            lo = (T - last) * r / (nd - 1);
+            hi = r == nd - 1 ? T : (T - last) * (r + 1) / (nd - 1);
         } else if (scan) {
             lo = T * r / nd;
             hi = T * (r + 1) / nd;
