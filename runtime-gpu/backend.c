@@ -143,6 +143,10 @@ typedef struct ptx_state {
     bool no_replicas;        /* $WEFT_PTX_REPLICAS=0: split kernels of
                                     several devices read small arrays on
                                     device 0 (multi.c, "Replicas") */
+    int scan_last;           /* the last part's share of a scan of one
+                                    row over several devices, in
+                                    thousandths ($WEFT_PTX_SCAN_LAST, a
+                                    tuning knob; 0: equal parts) */
     int64_t grain;           /* elements per thread and chunk of
                                     element-wise work ($WEFT_PTX_GRAIN, a
                                     tuning knob; 1 by default) */
@@ -307,6 +311,10 @@ static weft_status ptx_context_init(weft_context *ctx)
                          ? NULL
                          : getenv("WEFT_PTX_REPLICAS");
     st->no_replicas = rp && strcmp(rp, "0") == 0;
+    const char *sl = (ctx->cfg.flags & WEFT_FLAG_NO_ENV)
+                         ? NULL
+                         : getenv("WEFT_PTX_SCAN_LAST");
+    st->scan_last = sl && atoi(sl) > 0 && atoi(sl) < 1000 ? atoi(sl) : 0;
     const char *o =
         (ctx->cfg.flags & WEFT_FLAG_NO_ENV) ? NULL : getenv("WEFT_PTX_JIT_OPT");
     st->opt_level = o && *o >= '0' && *o <= '4' && !o[1] ? *o - '0' : -1;
@@ -1246,10 +1254,11 @@ static weft_status rt_aux(rt_job *j, int a, weft_type type, int64_t n,
     ptx_job *pj = j->be_job;
     pj->zero[a] = NULL;
     if (a == 3 && j->k->skel && j->k->skel->family == SK_SCAN_PASS &&
-        j->devices > n) {
-        /* a tile counter per part of a scan spread over the devices
-         * (launch_spread; skeletons-ir/ptx/scan.c, "Several devices") */
-        n = j->devices;
+        j->devices > 1) {
+        /* a tile counter per part of a scan spread over the devices, for
+         * its reduce and for its scan (launch_spread;
+         * skeletons-ir/ptx/scan.c, "Several devices") */
+        n = 2 * SK_DEVICES_MAX;
     }
     weft_status s = fe_array_new_raw(j->ctx, WHO, type, 1, &n, &j->aux[a]);
     if (s == WEFT_OK) {
@@ -1447,17 +1456,59 @@ static uint64_t elem_bytes(const rt_job *j, weft_type t)
     return bytes;
 }
 
+/* The tile status and counters of a scan spread over the devices
+ * (ptx/scan.c's aux items 0 to 3: flags, aggregates and inclusive
+ * prefixes where they are used, the counters), for every device but the
+ * first to take a copy of its own before its part (multi.c, "Replicas"):
+ * its look-back's spins, its publishing and its tile takes then stay on
+ * the device instead of crossing NVLink to the small arrays' device 0,
+ * per tile.  A copy is taken per launch from device 0's arrays, where
+ * the parts of the other devices' slots are zero still (each part
+ * touches its own tiles' slots and counters only); `slots`, the tiles'
+ * slots any part uses (the arrays are sized for the smallest block).
+ * Not aux 4, the parts' totals, which the reduce hands to the later
+ * parts.  None with $WEFT_PTX_REPLICAS=0 (all on device 0, to measure
+ * both). */
+static void scan_status(const rt_job *j, int64_t slots, gpu_replicas *rep)
+{
+    const sk_kernel *k = j->k;
+    rep->words = (size_t)k->nwords + 1;
+    rep->n = 0;
+    if (((const ptx_job *)j->be_job)->st->no_replicas) {
+        return;
+    }
+    for (int a = 0; a < 4; a++) {
+        const sk_item *it = &k->item[k->aux_item[a]];
+        int64_t n = (int64_t)j->w[it->word + it->nleaf];
+        if (a < 3 && n <= 1) {
+            continue; /* values of a packed status: unused */
+        }
+        n = a < 3 && n > slots ? slots : n;
+        for (int l = 0; l < it->nleaf && rep->n < GPU_REPLICAS_MAX; l++) {
+            if (j->w[it->word + l] != 0) {
+                rep->r[rep->n].word = it->word + l;
+                rep->r[rep->n++].bytes =
+                    (size_t)n * weft_type_size(it->leaf[l]);
+            }
+        }
+    }
+}
+
 /* A kernel spread over the devices of d's context (rt_phase.spread: m
  * the elements of its rows), part r of D on device r.  A fold of one row
  * (skeletons-ir/ptx/fold.c entry 1): part r folds elements [first, n),
  * cut at multiples of SK_SPREAD_ALIGN, as grain 2 + r, with the grid one
- * device would take.  A scan (ptx/scan.c, "Several devices"): entry 0,
- * part r its tiles [first, n), grain 2 + r (the tiles of entry 0's block
- * as the kernel cuts them: whole rows each part where there are several,
- * else the one row's tiles, part r on device D - 1 - r for a right scan,
- * whose logical positions run from the row's end, so that each part runs
- * where its memory is); entry 1, parts r > 0 of one row add their offsets
- * over their positions (n = D, first = the tile size). */
+ * device would take.  A scan (ptx/scan.c, "Several devices"): part r its
+ * tiles [first, n), grain 2 + r (the tiles of entry 0's block as the
+ * kernel cuts them: whole rows each part where there are several, else
+ * the one row's tiles, part r on device D - 1 - r for a right scan, whose
+ * logical positions run from the row's end, so that each part runs where
+ * its memory is); entry 0 scans them, entry 1 (one row) reduces them, on
+ * every part but the last, with entry 0's block, so that its tiles are
+ * entry 0's; the other devices' parts on copies of the tile status of
+ * their own (scan_status).  The parts of one row are equal, but with
+ * $WEFT_PTX_SCAN_LAST (a tuning knob: the last part's share, to measure
+ * unequal splits). */
 static weft_status launch_spread(rt_job *j, gpu_dev *d, const gpu_fn *f,
                                  unsigned grid, int block, const rt_phase *ph)
 {
@@ -1468,18 +1519,33 @@ static weft_status launch_spread(rt_job *j, gpu_dev *d, const gpu_fn *f,
     fe_kind kind = (fe_kind)k->op->kind;
     bool right =
         scan && (kind == FE_SCANR || kind == FE_SCANR1 || kind == FE_SCANR_);
-    int64_t ts = 1, T = m, rows = 1;
+    bool reduce = scan && ph->entry % k->nentry == 1;
+    int64_t ts = 1, T = m, rows = 1, last = 0;
     if (scan) {
         /* entry 0's tile: its block's warps of 32 K positions; the
          * driver's n, rows of tiles of the smallest block */
         const gpu_fn *f0 = k->entry[rt_job_entry(j, 0)];
         ts = (int64_t)f0->block / 32 * k->chunk_min;
         T = (m + ts - 1) / ts;
-        rows = ph->entry % k->nentry == 0
-                   ? ph->n / ((m + k->chunk_min - 1) / k->chunk_min)
-                   : 1;
+        rows = ph->n / ((m + k->chunk_min - 1) / k->chunk_min);
+        if (reduce) {
+            block = f0->block;
+            grid = gpu_grid_for(d, f, block, T * block);
+        }
+        int share = ((const ptx_job *)j->be_job)->st->scan_last;
+        if (rows == 1 && share > 0) {
+            last = T * share / 1000;
+            last = last < 1 ? 1 : (last > T - (nd - 1) ? T - (nd - 1) : last);
+        }
+        if (rows == 1 && T < nd) {
+            /* a part's first tile past piece 0 takes the totals of the
+             * parts before it: none may be empty (the driver spreads
+             * rows of RT_SPLIT_MIN or more: hundreds of tiles) */
+            return fe_error(WEFT_ERR_INTERNAL,
+                            WHO ": a scan of %lld tiles spread over %d devices",
+                            (long long)T, nd);
+        }
     }
-    bool offsets = scan && ph->entry % k->nentry == 1;
     gpu_part part[GPU_MULTI_MAX];
     int64_t sizes[GPU_MULTI_MAX];
     for (int r = 0; r < nd; r++) {
@@ -1488,6 +1554,10 @@ static weft_status launch_spread(rt_job *j, gpu_dev *d, const gpu_fn *f,
         if (scan && rows > 1) { /* whole rows */
             lo = rows * r / nd * T;
             hi = rows * (r + 1) / nd * T;
+        } else if (scan && last > 0) {
+            /* the last part `last` of the tiles, the others equal */
+            lo = (T - last) * r / (nd - 1);
+            hi = r == nd - 1 ? T : (T - last) * (r + 1) / (nd - 1);
         } else if (scan) {
             lo = T * r / nd;
             hi = T * (r + 1) / nd;
@@ -1496,25 +1566,21 @@ static weft_status launch_spread(rt_job *j, gpu_dev *d, const gpu_fn *f,
             hi = r == nd - 1 ? m
                              : (m / nd * (r + 1)) & -(int64_t)SK_SPREAD_ALIGN;
         }
+        bool runs = hi > lo && !(reduce && r == nd - 1);
         part[dev] = (gpu_part){
-            .grid = hi > lo ? grid : 0, .n = hi, .grain = 2 + r, .first = lo};
-        sizes[dev] = hi - lo;
-        if (offsets) {
-            int64_t elems = (hi - lo) * ts;
-            part[dev] = (gpu_part){
-                .grid = r > 0 && hi > lo ? gpu_grid_for(d, f, block, elems) : 0,
-                .n = nd,
-                .grain = 2 + r,
-                .first = ts};
-            sizes[dev] = r > 0 ? elems : 0;
-        }
+            .grid = runs ? grid : 0, .n = hi, .grain = 2 + r, .first = lo};
+        sizes[dev] = runs ? hi - lo : 0;
     }
-    /* the parts' folds (entry 1 of a fold), or the earlier parts' last
-     * prefixes that parts 1 .. D - 1 read (a scan's entry 1), handed
+    /* the parts' folds (entry 1 of a fold), or the totals of the parts
+     * before it that each part of a scan reads (parts 1 .. D - 1), handed
      * over by devices 1 .. D - 1 */
-    int64_t handed = scan ? (offsets ? (int64_t)nd * (nd - 1) / 2 : 0) : nd - 1;
+    int64_t handed = scan ? (reduce ? (int64_t)nd * (nd - 1) / 2 : 0) : nd - 1;
     gpu_multi_moved(d, (uint64_t)handed * elem_bytes(j, j->out[0]->type));
-    return gpu_launch_parts(d, f, block, part, j->w, NULL,
+    gpu_replicas rep;
+    if (scan) {
+        scan_status(j, rows * T, &rep);
+    }
+    return gpu_launch_parts(d, f, block, part, j->w, scan ? &rep : NULL,
                             scan ? "tiles" : "elements", sizes, WHO);
 }
 

@@ -73,8 +73,9 @@
  * device 0 combines the parts' folds in order (backend.c launch_spread,
  * skeletons-ir/ptx/fold.c); no NCCL: the partials are a handful of
  * values, read over peer access.  A scan of one long row is spread the
- * same way (ptx/scan.c, "Several devices": each part a local look-back,
- * then a second pass adds the parts' offsets; a scan of many rows, whole
+ * same way (ptx/scan.c, "Several devices": every part but the last
+ * reduced to its total first, then every part scanned with the totals
+ * before it as its first tile's prefix; a scan of many rows, whole
  * rows per device); stencils by ranges of tiles or pieces of rows; the
  * permute and the segmented fold run on device 0 over the same
  * addresses.
@@ -102,6 +103,11 @@
  * (n-body's 2^18 bodies: four arrays of 1 MiB, which one granule puts
  * on device 0).  They are outside WEFT_DEVICE_MEMORY's count (at most
  * 64 MiB a device).
+ *
+ * A scan spread over the devices hands its parts' tile status and
+ * counters to the other devices the same way (backend.c scan_status):
+ * copies of device 0's zeroed slots, so that each device's look-back
+ * spins on its own memory.
  *
  * NCCL (gpu_nccl_find) is looked for and reported, not used: the
  * collectives of the families split so far are a few values per device

@@ -14,9 +14,10 @@
  * (skeletons-ir/ptx/scan.c): the same outputs, then one launch over the
  * row's tiles with a zeroed tile status (flags, aggregates, inclusive
  * prefixes) and a zeroed tile counter; over several devices
- * (rt_job.devices), whole rows per device, or one long row of a scan
- * without a seed in parts, a counter each, and a second pass that adds
- * the parts' offsets.
+ * (rt_job.devices), whole rows per device, or one long row in parts,
+ * reduce-then-scan: every part but the last reduces its tiles to a total,
+ * then every part scans its tiles with the totals before it (and the
+ * seed) as its first tile's prefix, a tile counter per part and pass.
  */
 #ifdef WEFT_HAVE_LLVM
 #include <string.h>
@@ -114,23 +115,12 @@ static int64_t row_length(const rt_job *j)
     return o->shape[o->rank - 1] - (kind == FE_SCANL || kind == FE_SCANR);
 }
 
-/* Whether scan job j has a seed z.  One row of a seeded scan is not cut
- * into parts: entry 0 takes a seeded scan's warps to have a prefix
- * always (ptx/scan.c tile_write), which a part's first tile, without
- * one, breaks (measured: wrong results in warp 0 of each part's first
- * tile); it runs on one device. */
-static bool has_seed(const rt_job *j)
-{
-    fe_kind kind = (fe_kind)j->k->op->kind;
-    return kind == FE_SCANL || kind == FE_SCANL_ || kind == FE_SCANR ||
-           kind == FE_SCANR_;
-}
-
 /* Run single-pass scan job j (ptx/scan.c): the outputs, aux 0 the tile
  * flags (of the kernel's type: i32, or i64 holding the value too), 1 and
  * 2 the tiles' aggregates and inclusive prefixes (one element each where
  * the flags hold the values: the kernel does not touch them), 3 the tile
- * counter, all zeroed, sized for the most tiles the kernel can
+ * counter, 4 the parts' totals of a row over devices (one element per
+ * device), all zeroed, sized for the most tiles the kernel can
  * cut (k->chunk_min positions per tile, its smallest block: at most
  * ceil(m / chunk_min) per row, one for an empty row), then one launch of
  * entry 0 over those tiles, a block each.  Errors: those of scan_outputs,
@@ -155,6 +145,8 @@ weft_status rt_exec_scan_pass(rt_job *j)
         (s = rt_job_aux(j, 1, sc.elt, vslots, false)) != WEFT_OK ||
         (s = rt_job_aux(j, 2, sc.elt, vslots, false)) != WEFT_OK ||
         (s = rt_job_aux(j, 3, WEFT_I64, 1, false)) != WEFT_OK ||
+        (s = rt_job_aux(j, 4, sc.elt, j->devices > 1 ? j->devices : 1,
+                        false)) != WEFT_OK ||
         (s = rt_job_fill(j)) != WEFT_OK) {
         return s;
     }
@@ -163,15 +155,17 @@ weft_status rt_exec_scan_pass(rt_job *j)
     }
     int64_t rm = row_length(j), nrows = tiles / per_row;
     if (j->devices > 1 && j->k->nentry == 2 &&
-        ((nrows == 1 && rm >= RT_SPLIT_MIN && !has_seed(j)) ||
+        ((nrows == 1 && rm >= RT_SPLIT_MIN) ||
          (nrows >= j->devices && nrows * rm >= RT_SPLIT_MIN))) {
         /* over several devices: each its part's tiles (of whole rows
          * where there are several), a tile counter each (the backend
-         * sizes aux 3), then the parts' offsets (one row; ptx/scan.c,
+         * sizes aux 3); one row: the parts' totals first (entry 1, all
+         * parts but the last), then the parts' scans (ptx/scan.c,
          * "Several devices") */
-        rt_phase ph[2] = {{.entry = 0, .n = tiles, .grain = 1, .spread = rm},
-                          {.entry = 1, .n = rm, .grain = 1, .spread = rm}};
-        return rt_job_phases(j, nrows == 1 ? 2 : 1, ph);
+        rt_phase ph[2] = {{.entry = 1, .n = tiles, .grain = 1, .spread = rm},
+                          {.entry = 0, .n = tiles, .grain = 1, .spread = rm}};
+        return nrows == 1 ? rt_job_phases(j, 2, ph)
+                          : rt_job_phases(j, 1, &ph[1]);
     }
     return rt_job_run(j, 0, tiles, 1);
 }

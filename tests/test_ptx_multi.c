@@ -83,7 +83,9 @@ static weft_array *pattern(weft_context *ctx, int rank, const int64_t *shape)
  *      a tuple fold, exact, and not commutative (the parts' folds must be
  *      combined in the devices' order); z = (0, -1)
  *  10  scanl (+) 7 of i32 of x (exclusive, seeded, a row longer by one:
- *      one long row is scanned in parts, one per device, then offsets)
+ *      one long row is scanned in parts, one per device: the parts'
+ *      totals first, then each part's scan from the seed and the totals
+ *      before it)
  *  11  scanr (+) 5 of i32 of x (right to left: part r on the last device
  *      but r)
  *  12  the exclusive scan of scanr' (+) 0 of i32 of x
@@ -96,8 +98,16 @@ static weft_array *pattern(weft_context *ctx, int rank, const int64_t *shape)
  *      "Replicas")
  *  16  permute (+) of ones into 17 bins by index mod 17, odd indices
  *      `ignore`d (the permute runs on device 0 over the split source)
- *  17  fold_seg (+) 0 of i32 of x in segments of 7 (device 0 too) */
-enum { NPROG = 18, SCAN_F32 = 5 };
+ *  17  fold_seg (+) 0 of i32 of x in segments of 7 (device 0 too)
+ *  18  scanl1 of affine maps (a, b) of x, composed (a1 a2, b1 a2 + b2):
+ *      a tuple scan (two leaves, the status not packed), exact (i32
+ *      wraps), and not commutative (the parts' totals must be combined
+ *      in order)
+ *  19  scanr1 (+) of i32 of x
+ *  20  the exclusive scan of scanl' (+) 3 of i32 of x
+ *  21  the totals of scanr' (+) 2 of i32 of x
+ *  22  scanl (+) 0.5 of x (f32, seeded) */
+enum { NPROG = 23, SCAN_F32 = 5, SCAN_F32_SEEDED = 22 };
 
 /* Program k's result is an f32 fold over several devices, whose parts
  * are combined in another order than on one GPU (compare). */
@@ -200,16 +210,50 @@ static weft_acc *program(weft_context *ctx, weft_program *p, int k, int rank)
     case 10:
     case 11:
     case 12:
-    case 13: {
+    case 13:
+    case 19:
+    case 20:
+    case 21: {
         weft_fun *cv = weft_fun1(p, WEFT_F32);
         weft_fun_return(cv, weft_convert(weft_arg(cv, 0), WEFT_I32));
         weft_acc *xi = weft_map(cv, x);
         weft_fun *add = weft_fun2(p, WEFT_I32, WEFT_I32);
         weft_fun_return(add, weft_add(weft_arg(add, 0), weft_arg(add, 1)));
-        return k == 10   ? weft_scanl(add, weft_i32(p, 7), xi)
-               : k == 11 ? weft_scanr(add, weft_i32(p, 5), xi)
-               : k == 12 ? weft_aget(weft_scanr_(add, weft_i32(p, 0), xi), 0)
-                         : weft_aget(weft_scanl_(add, weft_i32(p, 0), xi), 1);
+        switch (k) {
+        case 10: return weft_scanl(add, weft_i32(p, 7), xi);
+        case 11: return weft_scanr(add, weft_i32(p, 5), xi);
+        case 12: return weft_aget(weft_scanr_(add, weft_i32(p, 0), xi), 0);
+        case 13: return weft_aget(weft_scanl_(add, weft_i32(p, 0), xi), 1);
+        case 19: return weft_scanr1(add, xi);
+        case 20: return weft_aget(weft_scanl_(add, weft_i32(p, 3), xi), 0);
+        default: return weft_aget(weft_scanr_(add, weft_i32(p, 2), xi), 1);
+        }
+    }
+    case 18: {
+        weft_fun *pair = weft_fun1(p, WEFT_F32);
+        weft_exp *a = weft_convert(weft_arg(pair, 0), WEFT_I32);
+        weft_fun_return(
+            pair,
+            weft_tuple(p, 2,
+                       (weft_exp *[]){weft_add(weft_rem(a, weft_i32(p, 3)),
+                                               weft_i32(p, 1)),
+                                      weft_sub(a, weft_i32(p, 60))}));
+        weft_acc *t = weft_map(pair, x);
+        weft_type tt = weft_acc_type(t);
+        weft_fun *c = weft_fun2(p, tt, tt);
+        weft_exp *l = weft_arg(c, 0), *r = weft_arg(c, 1);
+        weft_fun_return(
+            c, weft_tuple(p, 2,
+                          (weft_exp *[]){
+                              weft_mul(weft_get(l, 0), weft_get(r, 0)),
+                              weft_add(weft_mul(weft_get(l, 1), weft_get(r, 0)),
+                                       weft_get(r, 1))}));
+        return weft_scanl1(c, t);
+    }
+    case 22: {
+        weft_fun *add = weft_fun2(p, WEFT_F32, WEFT_F32);
+        weft_fun_return(add, weft_add(weft_arg(add, 0), weft_arg(add, 1)));
+        return weft_scanl(add, weft_f32(p, 0.5f), m);
     }
     case 14: {
         weft_type ts[27];
@@ -362,9 +406,10 @@ static const struct {
  * permute programs are written for rank 1). */
 static bool applies(int k, int rank)
 {
-    return rank == 0 ? k == 0 || k == 3 || k == 7
-                     : k == 0 || k == 3 || k == 4 || k == 7 || k == 8 ||
-                           k == 9 || k == 10 || k == 11 || k == 14 || rank == 1;
+    return rank == 0
+               ? k == 0 || k == 3 || k == 7
+               : k == 0 || k == 3 || k == 4 || k == 7 || k == 8 || k == 9 ||
+                     k == 10 || k == 11 || k == 14 || k >= 18 || rank == 1;
 }
 
 /* Whether the n floats fb are within rel (relative, at least absolute)
@@ -414,7 +459,8 @@ static void compare(const char *devices, unsigned flags)
                 }
                 free(c);
             }
-            if (float_fold(k) || k == SCAN_F32) {
+            bool fscan = k == SCAN_F32 || k == SCAN_F32_SEEDED;
+            if (float_fold(k) || fscan) {
                 /* folds: the parts' folds combine in another order than
                  * one GPU's pieces; each result is the exact sum within
                  * eps = 2^-24 times the longest chain of additions done
@@ -429,7 +475,7 @@ static void compare(const char *devices, unsigned flags)
                  * with room */
                 differ += near(devices, flags, k, s, (const float *)a,
                                (const float *)b, n1 / sizeof(float),
-                               k == SCAN_F32 ? 2e-4f : 1e-5f);
+                               fscan ? 2e-4f : 1e-5f);
                 free(a);
                 free(b);
                 continue;

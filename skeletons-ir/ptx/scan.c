@@ -22,12 +22,13 @@
  * logical order, and absent values (no seed, the first element) are
  * validity flags, never identities.
  *
- * One entry, a block per tile.  Each row is cut into tiles of T = B K
- * logical positions (B the block size, known at run time, at most BLOCK
- * (sk_kernel.block_max: the staging areas are sized for it), a multiple of
- * 32; K a constant of the kernel, items_per_lane); tiles never span two
- * rows, tpr = ceil(m / T) tiles per row (1 when m = 0: the tile that
- * writes z and the totals), and tile t is (row t / tpr, piece t % tpr).
+ * Entry 0, a block per tile (entry 1: "Several devices").  Each row is
+ * cut into tiles of T = B K logical positions (B the block size, known at
+ * run time, at most BLOCK (sk_kernel.block_max: the staging areas are
+ * sized for it), a multiple of 32; K a constant of the kernel,
+ * items_per_lane); tiles never span two rows, tpr = ceil(m / T) tiles
+ * per row (1 when m = 0: the tile that writes z and the totals), and tile
+ * t is (row t / tpr, piece t % tpr).
  * The blocks loop (the grid is what stays resident: a few blocks of 256
  * threads per SM, so that while one waits at a barrier or in its
  * look-back the others load): when the block is free, thread 0 takes
@@ -105,10 +106,11 @@
  * registers and four blocks of 256 share an SM; the others keep ptxas's
  * own choice.
  *
- * Aux items: 0 the tile flags (0 none, 1 A, 2 P; i32, or the i64 words of
- * the packed status), 1 the aggregates, 2 the inclusive prefixes (both of
- * the element type; with the packed status unused, and the driver makes
- * them one element long), 3 the tile counter (i64), all zeroed by the
+ * Aux items: 0 the tile flags (0 none, 1 A, 2 P; i32, or the i64 words
+ * of the packed status), 1 the aggregates, 2 the inclusive prefixes (both of the
+ * element type; with the packed status unused, and the driver makes them
+ * one element long), 3 the tile counter (i64), 4 the totals of a row's
+ * parts over several devices (the element type), all zeroed by the
  * driver and sized for the smallest block (32
  * threads: at most ceil(m / (32 K)) tiles per row); k->chunk_min carries
  * 32 K to the driver.  The input is read through sk_read (fused
@@ -119,28 +121,38 @@
  * Several devices.  One long row on a context over D devices
  * (runtime-gpu/multi.c; the driver's rt_phase.spread) is scanned in D
  * parts of consecutive tiles, part r of tiles [T r / D, T (r + 1) / D)
- * (T the row's tiles), each on the device that holds its positions: entry
- * 0 with grain 2 + r and [first, n) the part's tiles, taken from the
- * part's own counter (aux 3 [r]).  The part's first tile has no prefix
- * (none, not z: T->start) and looks back for none, so every look-back of
- * the part stops at or after it; its last tile publishes its inclusive
- * prefix, the part's total.  Entry 1 then runs on every part r > 0 (n =
- * D, grain 2 + r, first = entry 0's tile size): the offset o, the last
- * tiles' inclusive prefixes of parts 0 .. r - 1 combined in order (a
- * handful of loads per thread: no kernel of its own for the scan of the
- * D totals), goes in front of every position of the part (o itself at
- * the part's first position of an exclusive scan, where entry 0 had no
- * prefix to write) and of the row's totals (the last part).  One pass
- * more over all but the first part's positions; the association of a
- * float scan's terms changes with the parts, as it does with timing.
- * Many rows go by whole rows, part r the tiles of its rows (its first
- * tile a piece 0, as any row's), with no second pass.  The driver cuts
- * one row into parts only for scans without a seed: tile_write takes a
- * seeded scan's warps to have a prefix always (wv true, lpv NULL), which
- * a part's first tile breaks (warp 0 has none; measured on four H100:
- * its 1023 positions after the first wrong).  Making that a run-time
- * condition there (not warp 0 of a part's first tile) is the fix, not
- * made: it changes every seeded scan's code on one GPU.
+ * (T the row's tiles, T >= D: no part is empty), each on the device that
+ * holds its positions, by reduce-then-scan:
+ *
+ *   1. entry 1 reduces every part but the last (grain 2 + r, [first, n)
+ *      the part's tiles, launched with entry 0's block so that its tiles
+ *      are entry 0's): block b of the grid takes a run of consecutive
+ *      tiles of the part (reduce_run: no counter, no look-back, no
+ *      waiting for another block), reads them as entry 0 does (steps 1
+ *      and 2) and combines their aggregates in order; its run's
+ *      combination goes to a partial slot (the status slot of the run's
+ *      first tile: a packed word with flag none, or the aggregates'),
+ *      then a fence and a ticket (aux 3 [SK_DEVICES_MAX + r]); the block
+ *      with the last ticket combines the partials in order into the
+ *      part's total, aux 4 [r] (AUX_TOTAL).  Read only, so it runs at
+ *      the speed of memory rather than of a look-back's chain;
+ *   2. the driver's phases join there (every device's reduce done before
+ *      any scan starts: an event each, multi.c);
+ *   3. entry 0 scans every part (grain 2 + r, its tiles from aux 3 [r])
+ *      as it scans a row on one device (a reduce's partials left in the
+ *      status read as tiles not yet published), but for the part's first
+ *      tile past piece 0: no look-back, its prefix [z .] total 0 . ... .
+ *      total r - 1, in order (parts_before: a handful of loads over peer
+ *      access, no kernel of its own for the scan of D totals).  So a
+ *      seeded scan's tiles have a prefix always, as on one device (z is
+ *      the first part's), and every scan kind splits the same way.
+ *
+ * Three units of traffic per element (the reduce's read, the scan's read
+ * and write) against scan-then-fix-up's four, and no pass after the
+ * scan; the last part reduces nothing, but waits for the others' totals.
+ * The association of a float scan's terms changes with the parts, as it
+ * does with timing.  Many rows go by whole rows, part r the tiles of its
+ * rows (its first tile a piece 0, as any row's): entry 0 alone.
  */
 #include <string.h>
 
@@ -175,7 +187,7 @@ enum {
 
 enum { FLAG_NONE, FLAG_AGG, FLAG_PREFIX };
 
-enum { AUX_FLAGS, AUX_AGG, AUX_INCL, AUX_COUNTER };
+enum { AUX_FLAGS, AUX_AGG, AUX_INCL, AUX_COUNTER, AUX_TOTAL };
 
 /* What kind of scan an operation is (scan.c's scan_info). */
 typedef sk_scan_info scan_info;
@@ -208,20 +220,23 @@ static weft_status ptx_scan_prepare(weft_context *ctx, fe_arena *arena,
                                     sk_kernel *k)
 {
     scan_info in = sk_scan_info_of(k->op);
-    k->nentry = 2; /* the tiles; the offsets of a row over devices */
-    k->item_threads[0] = k->item_threads[2] = SK_ITEM_BLOCK;
+    k->nentry = 2; /* the tiles; a part's reduce (a row over devices) */
+    for (int e = 0; e < 4; e++) {
+        k->item_threads[e] = SK_ITEM_BLOCK;
+    }
     k->chunk_min = (int64_t)WARP * items_per_lane(ctx, in.elt);
     k->block_max = BLOCK;
     static const struct {
         int aux;
         bool elt;
         weft_type t;
-    } aux[4] = {{AUX_FLAGS, false, WEFT_I32},
+    } aux[5] = {{AUX_FLAGS, false, WEFT_I32},
                 {AUX_AGG, true, 0},
                 {AUX_INCL, true, 0},
-                {AUX_COUNTER, false, WEFT_I64}};
+                {AUX_COUNTER, false, WEFT_I64},
+                {AUX_TOTAL, true, 0}};
     bool packed = packed_status(ctx, in.elt);
-    for (int a = 0; a < 4; a++) {
+    for (int a = 0; a < 5; a++) {
         weft_type t = aux[a].elt ? in.elt : aux[a].t;
         if (aux[a].aux == AUX_FLAGS && packed) {
             t = WEFT_I64;
@@ -413,6 +428,21 @@ static weft_status comb_front(sk_fn *f, const scan_info *in,
     return s;
 }
 
+/* m = m . later. */
+static weft_status comb_back(sk_fn *f, const scan_info *in, const cg_mut *m,
+                             const cg_val *later)
+{
+    cg_val x, y;
+    weft_status s = cg_mut_get(&f->fn, m, &x);
+    if (s == WEFT_OK) {
+        s = comb(f, in, &x, later, &y);
+    }
+    if (s == WEFT_OK) {
+        cg_mut_set(&f->fn, m, &y);
+    }
+    return s;
+}
+
 /* Either value may be absent (av, bv: i1, possibly constants): out = a . b
  * when both are there, else the one that is (a placeholder when neither
  * is); *valid (if not NULL) gets av | bv. */
@@ -500,6 +530,29 @@ static weft_status warp_scan(sk_fn *f, const scan_info *in, const lanes *L,
     return WEFT_OK;
 }
 
+/* Lanes 0 .. nv - 1 hold values in x (nv: i64, 0 .. 32): x scanned
+ * across them in lane order (warp_scan), *xs each lane's result and
+ * *total the last one's (a placeholder when nv is 0).  Every lane takes
+ * part. */
+static weft_status lanes_total(sk_fn *f, const scan_info *in, const lanes *L,
+                               const cg_mut *x, LLVMValueRef nv, cg_val *xs,
+                               cg_val *total)
+{
+    cg_fn *fn = &f->fn;
+    LLVMValueRef wv = LLVMBuildICmp(fn->b, LLVMIntSLT, L->lane, nv, "");
+    weft_status s;
+    if ((s = warp_scan(f, in, L, x, wv)) != WEFT_OK ||
+        (s = cg_mut_get(fn, x, xs)) != WEFT_OK) {
+        return s;
+    }
+    LLVMValueRef last =
+        cg_smax(fn, LLVMBuildSub(fn->b, nv, cg_i64(fn, 1), ""), cg_i64(fn, 0));
+    return shuffle_val(
+        fn, xs,
+        LLVMBuildTrunc(fn->b, last, LLVMInt32TypeInContext(fn->llctx), ""),
+        total);
+}
+
 /* ---- reading the input ------------------------------------------------ */
 
 /* ---- the kernel ------------------------------------------------------- */
@@ -514,9 +567,10 @@ typedef struct tile {
     LLVMValueRef tpr;    /* tiles per row */
     LLVMValueRef t;      /* the tile */
     LLVMValueRef row, q; /* its row and piece */
+    LLVMValueRef part;   /* the device's part (grain - 2), or 0 */
     LLVMValueRef start;  /* i1: the first tile of a device's part of a
-                             row over several ("Several devices"): its
-                             prefix is none, not looked back for */
+                             row over several ("Several devices"): no
+                             look-back; its prefix the parts' before */
     LLVMValueRef lo, hi; /* its logical positions in the row */
     LLVMValueRef seg;    /* the warp's first position */
     LLVMValueRef whole;  /* i1: all the warp's 32 K positions are in the
@@ -931,6 +985,69 @@ static void publish(sk_fn *f, const tile *T, int aux, int flag, const cg_val *x)
     sk_ptx_vstore(fn, WEFT_I32, flags->ptr[0], T->t, i32_const(fn, flag));
 }
 
+/* The prefix of a part's first tile past piece 0 (one row over several
+ * devices, part r >= 1: part 0 starts at piece 0), into *m: [z .] the
+ * totals of parts 0 .. r - 1 that the reduce entry left in AUX_TOTAL, in
+ * order (a handful of loads, over peer access). */
+static weft_status parts_before(sk_fn *f, const tile *T, const cg_mut *m)
+{
+    cg_fn *fn = &f->fn;
+    const cg_array *tot = sk_aux_array(f, AUX_TOTAL);
+    cg_val x;
+    weft_status s;
+    LLVMValueRef q0 = cg_i64(fn, 0);
+    if (T->in->seeded) {
+        cg_mut_set(fn, m, sk_kid_value(f, 0));
+    } else {
+        if ((s = vload_val(fn, tot, q0, &x)) != WEFT_OK) {
+            return s;
+        }
+        cg_mut_set(fn, m, &x);
+        q0 = cg_i64(fn, 1);
+    }
+    cg_loop lp;
+    LLVMValueRef q;
+    cg_loop_begin(fn, &lp, q0, T->part, &q);
+    if ((s = vload_val(fn, tot, q, &x)) != WEFT_OK ||
+        (s = comb_back(f, T->in, m, &x)) != WEFT_OK) {
+        return s;
+    }
+    loop_end_rolled(fn, &lp);
+    return WEFT_OK;
+}
+
+/* Step 2 (warp 0): the warp totals scanned in lane order, in *x (a new
+ * mutable), each lane's result in *xs, the tile's aggregate in *agg (a
+ * placeholder where *nvalid, the warps with positions in the tile, a
+ * prefix of the block's, is 0). */
+static weft_status tile_aggregate(sk_fn *f, const tile *T, cg_mut *x,
+                                  cg_val *xs, cg_val *agg, LLVMValueRef *nvalid)
+{
+    cg_fn *fn = &f->fn;
+    const lanes *L = &T->L;
+    LLVMValueRef span = cg_i64(fn, (int64_t)WARP * T->K);
+    *nvalid =
+        cg_smin(fn, L->nwarp,
+                cg_ceil_div(fn, LLVMBuildSub(fn->b, T->hi, T->lo, ""), span));
+    LLVMValueRef wv = LLVMBuildICmp(fn->b, LLVMIntSLT, L->lane, *nvalid, "");
+    cg_val z, e;
+    weft_status s;
+    if ((s = cg_mut_new(fn, T->in->elt, x)) != WEFT_OK ||
+        (s = zero_val(fn, T->in->elt, &z)) != WEFT_OK ||
+        (s = cg_val_make(fn, z.n, &e)) != WEFT_OK) {
+        return s;
+    }
+    cg_mut_set(fn, x, &z);
+    cg_if rd;
+    cg_if_begin(fn, &rd, wv);
+    for (int l = 0; l < e.n; l++) {
+        e.v[l] = cg_load(fn, x->leaf[l], T->wt[l], L->lane);
+    }
+    cg_mut_set(fn, x, &e);
+    cg_if_end(fn, &rd);
+    return lanes_total(f, T->in, L, x, *nvalid, xs, agg);
+}
+
 /* Steps 2 and 3 (warp 0): the warp totals scanned, the tile's prefix by
  * look-back, the inclusive prefix published, the row's totals, and each
  * warp's prefix into shared memory. */
@@ -942,41 +1059,11 @@ static weft_status tile_prefix(sk_fn *f, tile *T)
     weft_status s;
     LLVMValueRef zero = cg_i64(fn, 0), one = cg_i64(fn, 1);
     LLVMValueRef lane0 = LLVMBuildICmp(fn->b, LLVMIntEQ, L->lane, zero, "");
-    /* warps with positions in the tile: a prefix of nvalid */
-    LLVMValueRef span = cg_i64(fn, (int64_t)WARP * T->K);
-    LLVMValueRef nvalid =
-        cg_smin(fn, L->nwarp,
-                cg_ceil_div(fn, LLVMBuildSub(fn->b, T->hi, T->lo, ""), span));
-    LLVMValueRef wv = LLVMBuildICmp(fn->b, LLVMIntSLT, L->lane, nvalid, "");
     cg_mut x;
-    cg_val z, e;
-    if ((s = cg_mut_new(fn, in->elt, &x)) != WEFT_OK ||
-        (s = zero_val(fn, in->elt, &z)) != WEFT_OK) {
-        return s;
-    }
-    cg_mut_set(fn, &x, &z);
-    cg_if rd;
-    cg_if_begin(fn, &rd, wv);
-    if ((s = cg_val_make(fn, z.n, &e)) != WEFT_OK) {
-        return s;
-    }
-    for (int l = 0; l < e.n; l++) {
-        e.v[l] = cg_load(fn, x.leaf[l], T->wt[l], L->lane);
-    }
-    cg_mut_set(fn, &x, &e);
-    cg_if_end(fn, &rd);
-    if ((s = warp_scan(f, in, L, &x, wv)) != WEFT_OK) {
-        return s;
-    }
-    cg_val xs, agg, we;
-    if ((s = cg_mut_get(fn, &x, &xs)) != WEFT_OK) {
-        return s;
-    }
-    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
-    LLVMValueRef lastw =
-        cg_smax(fn, LLVMBuildSub(fn->b, nvalid, one, ""), zero);
-    if ((s = shuffle_val(fn, &xs, LLVMBuildTrunc(fn->b, lastw, i32, ""),
-                         &agg)) != WEFT_OK) {
+    cg_val z, xs, agg, we;
+    LLVMValueRef nvalid;
+    if ((s = zero_val(fn, in->elt, &z)) != WEFT_OK ||
+        (s = tile_aggregate(f, T, &x, &xs, &agg, &nvalid)) != WEFT_OK) {
         return s;
     }
     LLVMValueRef aggv = LLVMBuildICmp(fn->b, LLVMIntSGT, nvalid, zero, "");
@@ -987,7 +1074,8 @@ static weft_status tile_prefix(sk_fn *f, tile *T)
         return s;
     }
     LLVMValueRef wev = LLVMBuildNot(fn->b, lane0, "");
-    /* the tile's prefix: z or none for piece 0, else look-back */
+    /* the tile's prefix: z or none for piece 0, the parts' before for
+     * a part's first tile, else look-back */
     cg_mut prefix;
     if ((s = cg_mut_new(fn, in->elt, &prefix)) != WEFT_OK) {
         return s;
@@ -1002,6 +1090,12 @@ static weft_status tile_prefix(sk_fn *f, tile *T)
         cg_mut_set(fn, &prefix, sk_kid_value(f, 0));
         cg_if_end(fn, &seed);
     }
+    cg_if parts;
+    cg_if_begin(fn, &parts, LLVMBuildNot(fn->b, q0, ""));
+    if ((s = parts_before(f, T, &prefix)) != WEFT_OK) {
+        return s;
+    }
+    cg_if_end(fn, &parts);
     cg_if_else(fn, &piece0);
     /* publish the aggregate (a tile past the first is never empty) */
     cg_if pa;
@@ -1012,12 +1106,11 @@ static weft_status tile_prefix(sk_fn *f, tile *T)
         return s;
     }
     cg_if_end(fn, &piece0);
-    /* a prefix: z for piece 0 of a seeded scan, none for piece 0 of
-     * another or for a part's first tile, else the look-back's */
+    /* whether there is a prefix: always in a seeded scan (z, or z and
+     * the parts' before); in another, past piece 0 (a part's first tile
+     * past it has parts before) */
     LLVMValueRef pv =
-        in->seeded
-            ? LLVMBuildOr(fn->b, q0, LLVMBuildNot(fn->b, T->start, ""), "")
-            : LLVMBuildNot(fn->b, LLVMBuildOr(fn->b, q0, T->start, ""), "");
+        in->seeded ? i1_const(fn, true) : LLVMBuildNot(fn->b, q0, "");
     cg_val pre;
     if ((s = cg_mut_get(fn, &prefix, &pre)) != WEFT_OK) {
         return s;
@@ -1265,8 +1358,174 @@ static weft_status tile_write(sk_fn *f, tile *T)
     return WEFT_OK;
 }
 
-/* The entry: the blocks take tiles until there are none left. */
-static weft_status emit_tiles(sk_fn *f, const scan_info *in)
+/* A reduce's block ("Several devices"): of the part's tiles [first, n),
+ * block b of G takes the run [first + b per, first + (b + 1) per) (per =
+ * ceil((n - first) / G); nb blocks have tiles), in order, no counter and
+ * no look-back: it combines their aggregates in order into its own run,
+ * puts that in its partial slot (the part's slot of the run's first
+ * tile), and the block with the last ticket combines the nb partials in
+ * order into the part's total. */
+typedef struct reduce_run {
+    LLVMValueRef first, per, nb; /* i64 */
+    LLVMValueRef slot, end;      /* i64: the run's first tile, its end */
+    LLVMValueRef next;           /* alloca i64: the run's next tile */
+    cg_mut acc;                  /* the run's combination (warp 0) */
+    LLVMValueRef have;           /* alloca i1: acc holds a tile's */
+} reduce_run;
+
+static weft_status reduce_begin(sk_fn *f, const tile *T, reduce_run *R)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
+    LLVMValueRef G = cg_zext64(fn, tg->grid_size(fn, 0));
+    LLVMValueRef b = cg_zext64(fn, tg->block_index(fn, 0));
+    LLVMValueRef count = LLVMBuildSub(fn->b, f->n, f->first, "");
+    R->first = f->first;
+    R->per = cg_ceil_div(fn, count, G);
+    R->nb = cg_ceil_div(fn, count, R->per);
+    R->slot = LLVMBuildAdd(fn->b, f->first, LLVMBuildMul(fn->b, b, R->per, ""),
+                           "run");
+    R->end = cg_smin(fn, LLVMBuildAdd(fn->b, R->slot, R->per, ""), f->n);
+    R->next = cg_alloca(fn, i64, "next");
+    LLVMBuildStore(fn->b, R->slot, R->next);
+    R->have = flag_new(fn, false);
+    return cg_mut_new(fn, T->in->elt, &R->acc);
+}
+
+/* Warp 0 of a reduce's tile: the tile's aggregate onto the block's run
+ * (lane 0). */
+static weft_status tile_fold(sk_fn *f, tile *T, const reduce_run *R)
+{
+    cg_fn *fn = &f->fn;
+    cg_mut x;
+    cg_val xs, agg;
+    LLVMValueRef nvalid;
+    weft_status s = tile_aggregate(f, T, &x, &xs, &agg, &nvalid);
+    if (s) {
+        return s;
+    }
+    cg_if l0, h;
+    cg_if_begin(fn, &l0, eq(fn, T->L.lane, cg_i64(fn, 0)));
+    cg_if_begin(fn, &h, flag_get(fn, R->have));
+    s = comb_back(f, T->in, &R->acc, &agg);
+    cg_if_else(fn, &h);
+    cg_mut_set(fn, &R->acc, &agg);
+    cg_if_end(fn, &h);
+    LLVMBuildStore(fn->b, i1_const(fn, true), R->have);
+    cg_if_end(fn, &l0);
+    return s;
+}
+
+/* A reduce's partial slot p: the flags' word (packed, with FLAG_NONE:
+ * the scan after it reads it as a tile not yet published) or the
+ * aggregates' (the scan writes its own before its flag). */
+static void partial_put(sk_fn *f, const tile *T, LLVMValueRef p,
+                        const cg_val *x)
+{
+    cg_fn *fn = &f->fn;
+    if (T->packed) {
+        sk_ptx_vstore(fn, WEFT_I64, sk_aux_array(f, AUX_FLAGS)->ptr[0], p,
+                      pack(fn, FLAG_NONE, x));
+    } else {
+        vstore_val(fn, sk_aux_array(f, AUX_AGG), p, x);
+    }
+}
+
+static weft_status partial_get(sk_fn *f, const tile *T, LLVMValueRef p,
+                               cg_val *out)
+{
+    cg_fn *fn = &f->fn;
+    if (T->packed) {
+        return unpack(
+            fn, T->in->elt,
+            sk_ptx_vload(fn, WEFT_I64, sk_aux_array(f, AUX_FLAGS)->ptr[0], p),
+            out);
+    }
+    return vload_val(fn, sk_aux_array(f, AUX_AGG), p, out);
+}
+
+/* After a reduce's tiles (every thread; warp 0 works): the run into its
+ * partial slot, a fence, a ticket from `counter`; the block with ticket
+ * nb - 1 (every other partial in) combines the nb partials in order,
+ * lane l a run of ceil(nb / 32) of them, then across the lanes, into the
+ * part's total (AUX_TOTAL [part]). */
+static weft_status reduce_end(sk_fn *f, const tile *T, const reduce_run *R,
+                              LLVMValueRef counter)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    const lanes *L = &T->L;
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
+    LLVMValueRef zero = cg_i64(fn, 0), one = cg_i64(fn, 1);
+    weft_status s;
+    cg_if w0;
+    cg_if_begin(fn, &w0, eq(fn, L->wid, zero));
+    LLVMValueRef lane0 = eq(fn, L->lane, zero);
+    LLVMValueRef mine = LLVMBuildAnd(fn->b, lane0, flag_get(fn, R->have), "");
+    LLVMValueRef tk = cg_alloca(fn, i64, "ticket");
+    LLVMBuildStore(fn->b, cg_i64(fn, -1), tk);
+    cg_if put;
+    cg_if_begin(fn, &put, mine);
+    cg_val a;
+    if ((s = cg_mut_get(fn, &R->acc, &a)) != WEFT_OK) {
+        return s;
+    }
+    partial_put(f, T, R->slot, &a);
+    tg->fence(fn);
+    LLVMBuildStore(fn->b,
+                   tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd, counter, one), tk);
+    cg_if_end(fn, &put);
+    LLVMValueRef ticket = tg->shuffle_idx(
+        fn, LLVMBuildLoad2(fn->b, i64, tk, ""), i32_const(fn, 0));
+    cg_if last;
+    cg_if_begin(fn, &last, eq(fn, ticket, LLVMBuildSub(fn->b, R->nb, one, "")));
+    tg->fence(fn);
+    LLVMValueRef M = cg_ceil_div(fn, R->nb, cg_i64(fn, WARP));
+    LLVMValueRef j0 = LLVMBuildMul(fn->b, L->lane, M, "");
+    LLVMValueRef j1 = cg_smin(fn, LLVMBuildAdd(fn->b, j0, M, ""), R->nb);
+    cg_mut x;
+    cg_val z, p, xs, total;
+    if ((s = cg_mut_new(fn, T->in->elt, &x)) != WEFT_OK ||
+        (s = zero_val(fn, T->in->elt, &z)) != WEFT_OK) {
+        return s;
+    }
+    cg_mut_set(fn, &x, &z);
+#define SLOT_OF(j)                                                             \
+    LLVMBuildAdd(fn->b, R->first, LLVMBuildMul(fn->b, (j), R->per, ""), "")
+    cg_if any;
+    cg_if_begin(fn, &any, lt(fn, j0, j1));
+    if ((s = partial_get(f, T, SLOT_OF(j0), &p)) != WEFT_OK) {
+        return s;
+    }
+    cg_mut_set(fn, &x, &p);
+    cg_loop lp;
+    LLVMValueRef j;
+    cg_loop_begin(fn, &lp, LLVMBuildAdd(fn->b, j0, one, ""), j1, &j);
+    if ((s = partial_get(f, T, SLOT_OF(j), &p)) != WEFT_OK ||
+        (s = comb_back(f, T->in, &x, &p)) != WEFT_OK) {
+        return s;
+    }
+    loop_end_rolled(fn, &lp);
+    cg_if_end(fn, &any);
+#undef SLOT_OF
+    if ((s = lanes_total(f, T->in, L, &x, cg_ceil_div(fn, R->nb, M), &xs,
+                         &total)) != WEFT_OK) {
+        return s;
+    }
+    cg_if st;
+    cg_if_begin(fn, &st, lane0);
+    vstore_val(fn, sk_aux_array(f, AUX_TOTAL), T->part, &total);
+    cg_if_end(fn, &st);
+    cg_if_end(fn, &last);
+    cg_if_end(fn, &w0);
+    return WEFT_OK;
+}
+
+/* The entry: the blocks take tiles until there are none left.  With
+ * `reduce`, entry 1: a part's tiles reduced, not written ("Several
+ * devices"). */
+static weft_status emit_tiles(sk_fn *f, const scan_info *in, bool reduce)
 {
     cg_fn *fn = &f->fn;
     const cg_target *tg = fn->target;
@@ -1340,7 +1599,8 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in)
      * most of it warps at barriers) */
     LLVMValueRef stile = tg->shared_array(fn, i64, 1);
     /* one device: tiles [0, total); a part of a row over several
-     * (grain 2 + d): tiles [first, n) by the part's own counter */
+     * (grain 2 + d): tiles [first, n) by the part's own counter; a
+     * reduce's block its own run of them (reduce_run) */
     LLVMValueRef several =
         LLVMBuildICmp(fn->b, LLVMIntSGE, f->grain, cg_i64(fn, 2), "several");
     LLVMValueRef part = LLVMBuildSelect(
@@ -1348,8 +1608,17 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in)
         "part");
     LLVMValueRef from = LLVMBuildSelect(fn->b, several, f->first, zero, "");
     total = LLVMBuildSelect(fn->b, several, f->n, total, "");
+    T.part = part;
+    LLVMValueRef slot_at =
+        reduce ? LLVMBuildAdd(fn->b, part, cg_i64(fn, SK_DEVICES_MAX), "")
+               : part;
     LLVMValueRef counter = LLVMBuildInBoundsGEP2(
-        fn->b, i64, sk_aux_array(f, AUX_COUNTER)->ptr[0], &part, 1, "");
+        fn->b, i64, sk_aux_array(f, AUX_COUNTER)->ptr[0], &slot_at, 1, "");
+    reduce_run R;
+    memset(&R, 0, sizeof R);
+    if (reduce && (s = reduce_begin(f, &T, &R)) != WEFT_OK) {
+        return s;
+    }
     LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(c, fn->fn, "tile");
     LLVMBasicBlockRef body =
         LLVMAppendBasicBlockInContext(c, fn->fn, "tile.body");
@@ -1357,17 +1626,27 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in)
         LLVMAppendBasicBlockInContext(c, fn->fn, "tile.end");
     LLVMBuildBr(fn->b, head);
     LLVMPositionBuilderAtEnd(fn->b, head);
-    cg_if t0;
-    cg_if_begin(fn, &t0, eq(fn, L->tid, zero));
-    LLVMBuildStore(fn->b,
-                   LLVMBuildAdd(fn->b, from,
-                                tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd,
-                                               counter, cg_i64(fn, 1)),
-                                ""),
-                   stile);
-    cg_if_end(fn, &t0);
-    tg->barrier(fn);
-    T.t = LLVMBuildLoad2(fn->b, i64, stile, "t");
+    if (reduce) {
+        /* the next of the block's run (the barrier: the shared memory
+         * warp 0 read for the last one) */
+        tg->barrier(fn);
+        T.t = LLVMBuildLoad2(fn->b, i64, R.next, "t");
+        LLVMBuildStore(fn->b, LLVMBuildAdd(fn->b, T.t, cg_i64(fn, 1), ""),
+                       R.next);
+        total = R.end;
+    } else {
+        cg_if t0;
+        cg_if_begin(fn, &t0, eq(fn, L->tid, zero));
+        LLVMBuildStore(fn->b,
+                       LLVMBuildAdd(fn->b, from,
+                                    tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd,
+                                                   counter, cg_i64(fn, 1)),
+                                    ""),
+                       stile);
+        cg_if_end(fn, &t0);
+        tg->barrier(fn);
+        T.t = LLVMBuildLoad2(fn->b, i64, stile, "t");
+    }
     LLVMBuildCondBr(fn->b, lt(fn, T.t, total), body, exit);
     LLVMPositionBuilderAtEnd(fn->b, body);
     if (rank == 1) {
@@ -1400,135 +1679,19 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in)
     tg->barrier(fn);
     cg_if w0;
     cg_if_begin(fn, &w0, eq(fn, L->wid, zero));
-    if ((s = tile_prefix(f, &T)) != WEFT_OK) {
+    if ((s = reduce ? tile_fold(f, &T, &R) : tile_prefix(f, &T)) != WEFT_OK) {
         return s;
     }
     cg_if_end(fn, &w0);
-    tg->barrier(fn);
-    if ((s = tile_write(f, &T)) != WEFT_OK) {
-        return s;
+    if (!reduce) {
+        tg->barrier(fn);
+        if ((s = tile_write(f, &T)) != WEFT_OK) {
+            return s;
+        }
     }
     LLVMBuildBr(fn->b, head);
     LLVMPositionBuilderAtEnd(fn->b, exit);
-    return WEFT_OK;
-}
-
-/* The inclusive prefix tile t published (flag P), of its status. */
-static weft_status tile_incl(sk_fn *f, bool packed, weft_type elt,
-                             LLVMValueRef t, cg_val *out)
-{
-    cg_fn *fn = &f->fn;
-    if (packed) {
-        /* the flags' leaf is the i64 word of flag and value */
-        cg_val w;
-        weft_status s = vload_val(fn, sk_aux_array(f, AUX_FLAGS), t, &w);
-        return s ? s : unpack(fn, elt, w.v[0], out);
-    }
-    return vload_val(fn, sk_aux_array(f, AUX_INCL), t, out);
-}
-
-/* Entry 1, the second pass of a row over several devices ("Several
- * devices"): launched with n = D parts, grain 2 + r (part r > 0) and
- * first = entry 0's tile size; the part's positions get the prefix of
- * the parts before it (the inclusive prefixes of their last tiles, in
- * order), `o`: y = o . y where entry 0 wrote y, o itself at the part's
- * first position of an exclusive scan (entry 0 had no prefix to write
- * there); the last part also its row's totals. */
-static weft_status emit_offsets(sk_fn *f, const scan_info *in)
-{
-    cg_fn *fn = &f->fn;
-    const cg_target *tg = fn->target;
-    weft_status s;
-    LLVMValueRef ext[WEFT_MAX_RANK];
-    if ((s = sk_extent(f, in->src, ext)) != WEFT_OK) {
-        return s;
-    }
-    bool packed = packed_status(fn->ctx, in->elt);
-    LLVMValueRef m = ext[in->src->rank - 1], one = cg_i64(fn, 1);
-    LLVMValueRef D = f->n, ts = f->first;
-    LLVMValueRef r = LLVMBuildSub(fn->b, f->grain, cg_i64(fn, 2), "part");
-    LLVMValueRef T = cg_ceil_div(fn, m, ts);
-    /* part q's tiles start at T q / D */
-#define PART_AT(q) LLVMBuildSDiv(fn->b, LLVMBuildMul(fn->b, T, (q), ""), D, "")
-    LLVMValueRef lo = LLVMBuildMul(fn->b, PART_AT(r), ts, "lo");
-    LLVMValueRef hi = cg_smin(
-        fn,
-        LLVMBuildMul(fn->b, PART_AT(LLVMBuildAdd(fn->b, r, one, "")), ts, ""),
-        m);
-    /* o: the last tiles' prefixes of parts 0 .. r - 1, in order */
-    cg_mut o;
-    cg_val x, y;
-    if ((s = cg_mut_new(fn, in->elt, &o)) != WEFT_OK ||
-        (s = tile_incl(f, packed, in->elt,
-                       LLVMBuildSub(fn->b, PART_AT(one), one, ""), &x)) !=
-            WEFT_OK) {
-        return s;
-    }
-    cg_mut_set(fn, &o, &x);
-    cg_loop pl;
-    LLVMValueRef q;
-    cg_loop_begin(fn, &pl, one, r, &q);
-    LLVMValueRef last =
-        LLVMBuildSub(fn->b, PART_AT(LLVMBuildAdd(fn->b, q, one, "")), one, "");
-#undef PART_AT
-    cg_val cur;
-    if ((s = tile_incl(f, packed, in->elt, last, &x)) != WEFT_OK ||
-        (s = cg_mut_get(fn, &o, &cur)) != WEFT_OK ||
-        (s = comb(f, in, &cur, &x, &y)) != WEFT_OK) {
-        return s;
-    }
-    cg_mut_set(fn, &o, &y);
-    cg_loop_end(fn, &pl);
-    cg_val ov;
-    if ((s = cg_mut_get(fn, &o, &ov)) != WEFT_OK) {
-        return s;
-    }
-    const cg_array *out = sk_out_array(f, 0);
-    LLVMValueRef bs = cg_zext64(fn, tg->block_size(fn, 0));
-    LLVMValueRef gtid = LLVMBuildAdd(
-        fn->b,
-        LLVMBuildMul(fn->b, cg_zext64(fn, tg->block_index(fn, 0)), bs, ""),
-        cg_zext64(fn, tg->thread_index(fn, 0)), "");
-    cg_sloop ps;
-    LLVMValueRef p = cg_sloop_begin(
-        fn, &ps, LLVMBuildAdd(fn->b, lo, gtid, ""), hi,
-        LLVMBuildMul(fn->b, cg_zext64(fn, tg->grid_size(fn, 0)), bs, ""), "p");
-    LLVMValueRef j =
-        in->left ? p
-                 : LLVMBuildSub(fn->b, LLVMBuildSub(fn->b, m, one, ""), p, "");
-    if ((s = cg_array_load(fn, out, j, &x)) != WEFT_OK ||
-        (s = comb(f, in, &ov, &x, &y)) != WEFT_OK) {
-        return s;
-    }
-    if (in->exclusive) {
-        cg_if at0;
-        cg_if_begin(fn, &at0, eq(fn, p, lo));
-        cg_array_store(fn, out, j, &ov);
-        cg_if_else(fn, &at0);
-        cg_array_store(fn, out, j, &y);
-        cg_if_end(fn, &at0);
-    } else {
-        cg_array_store(fn, out, j, &y);
-    }
-    cg_sloop_end(fn, &ps);
-    /* the row's totals: scanl's at position m, scanl' and scanr''s in
-     * the second output (scanr's z stays) */
-    if ((in->grow && in->left) || in->pair) {
-        cg_if tot;
-        cg_if_begin(fn, &tot,
-                    LLVMBuildAnd(fn->b, eq(fn, gtid, cg_i64(fn, 0)),
-                                 eq(fn, r, LLVMBuildSub(fn->b, D, one, "")),
-                                 ""));
-        const cg_array *to = in->pair ? sk_out_array(f, 1) : out;
-        LLVMValueRef at = in->pair ? cg_i64(fn, 0) : m;
-        if ((s = cg_array_load(fn, to, at, &x)) != WEFT_OK ||
-            (s = comb(f, in, &ov, &x, &y)) != WEFT_OK) {
-            return s;
-        }
-        cg_array_store(fn, to, at, &y);
-        cg_if_end(fn, &tot);
-    }
-    return WEFT_OK;
+    return reduce ? reduce_end(f, &T, &R, counter) : WEFT_OK;
 }
 
 /* Launch bounds (!nvvm.annotations beside the target's "kernel"): blocks
@@ -1549,14 +1712,19 @@ static weft_status ptx_scan_emit(sk_emit *e, const char *const *names)
         if (packed_status(f.fn.ctx, in.elt)) {
             launch_bounds(&f.fn);
         }
-        s = emit_tiles(&f, &in);
+        s = emit_tiles(&f, &in, false);
     }
     if (s) {
         return s;
     }
     sk_fn_end(&f);
-    if ((s = sk_fn_begin_raw(e, &f, names[1])) != WEFT_OK ||
-        (s = emit_offsets(&f, &in)) != WEFT_OK) {
+    if ((s = sk_fn_begin_raw(e, &f, names[1])) != WEFT_OK) {
+        return s;
+    }
+    if (packed_status(f.fn.ctx, in.elt)) {
+        launch_bounds(&f.fn);
+    }
+    if ((s = emit_tiles(&f, &in, true)) != WEFT_OK) {
         return s;
     }
     sk_fn_end(&f);
