@@ -1506,6 +1506,36 @@ static weft_status launch_spread(rt_job *j, gpu_dev *d, const gpu_fn *f,
                             scan ? "tiles" : "elements", sizes, WHO);
 }
 
+/* Entry 2 of a PTX permute split over the devices of d's context
+ * (runtime/exec_permute.c; n sources in chunks of `grain`): device r
+ * its range of the chunks, as equal as whole chunks allow, with `first`
+ * its first chunk and SK_PERMUTE_SPLIT (skeletons-ir/ptx/permute.c), a
+ * block per chunk up to the grid one device takes.  Nothing is copied
+ * between the devices (their blocks' reductions into the output, on the
+ * first device, are peer atomics, not counted in device_bytes_moved). */
+static weft_status launch_permute(rt_job *j, gpu_dev *d, const gpu_fn *f,
+                                  int64_t n, int64_t grain, int block)
+{
+    int nd = gpu_multi_count(d);
+    int64_t chunks = (n + grain - 1) / grain;
+    gpu_part part[GPU_MULTI_MAX];
+    int64_t sizes[GPU_MULTI_MAX];
+    for (int r = 0; r < nd; r++) {
+        int64_t lo = chunks * r / nd, hi = chunks * (r + 1) / nd;
+        int64_t end = hi * grain < n ? hi * grain : n;
+        part[r] = (gpu_part){
+            .grid = hi > lo ? gpu_grid_for(d, f, block, (hi - lo) * block) : 0,
+            .n = end,
+            .grain = grain,
+            .first = lo | SK_PERMUTE_SPLIT};
+        sizes[r] = hi > lo ? end - lo * grain : 0;
+    }
+    gpu_replicas rep;
+    small_inputs(j, &rep);
+    return gpu_launch_parts(d, f, block, part, j->w, &rep, "sources", sizes,
+                            WHO);
+}
+
 static weft_status rt_run(rt_job *j, int n, const rt_phase *ph)
 {
     gpu_dev *d = dev_of(j);
@@ -1557,6 +1587,9 @@ static weft_status rt_run(rt_job *j, int n, const rt_phase *ph)
         weft_status s;
         if (nd > 1 && ph[i].spread > 0) {
             s = launch_spread(j, d, f, grid, block, &ph[i]);
+        } else if (nd > 1 && ph[i].split && j->k->skel &&
+                   j->k->skel->family == SK_PERMUTE) {
+            s = launch_permute(j, d, f, total, grain, block);
         } else if (nd > 1 && ph[i].split && per != 0 && total >= nd) {
             gpu_replicas rep;
             small_inputs(j, &rep);

@@ -54,8 +54,11 @@
  * values, read over peer access.  A scan of one long row is spread the
  * same way (ptx/scan.c, "Several devices": each part a local look-back,
  * then a second pass adds the parts' offsets; a scan of many rows, whole
- * rows per device); stencils by ranges of tiles or pieces of rows; the
- * permute and the segmented fold run on device 0 over the same
+ * rows per device); stencils by ranges of tiles or pieces of rows; a
+ * permute whose combine is a native atomic by ranges of its sources'
+ * chunks, every device's blocks reducing into the one result with
+ * atomics of system scope (backend.c launch_permute, ptx/permute.c);
+ * other permutes and the segmented fold run on device 0 over the same
  * addresses.
  *
  * A module is loaded on a device of another context when one of its

@@ -713,6 +713,12 @@ int sk_stencil_tile_h(unsigned flags);
 /* The most bytes of result that entry 2 of the PTX permute keeps per block
  * in shared memory (its shared array's static size). */
 #define SK_PERMUTE_SHARED_BYTES 32768
+/* Entry 2's `first` with this bit: the part of a launch split over
+ * several devices (runtime-gpu/backend.c launch_permute) whose chunks
+ * start at `first` without the bit, and whose blocks flush straight into
+ * the output with reductions of system scope (a fused default written
+ * before by the default's entry).  Without it `first` is 0. */
+#define SK_PERMUTE_SPLIT ((int64_t)1 << 62)
 #define SK_LIGHT_COST 32 /* sk_kernel.light: operations (math functions 8) */
 
 /* ===== the skeletons, one file each (see each file's head comment) ===== */

@@ -9,17 +9,21 @@
  * where there is one).  The results must be equal bit for bit: the
  * element-wise kernels that are split compute each element as on one
  * device, folds of rows split by rows each row as on one device, and the
- * families not split run on device 0 over the same memory; but for f32
+ * families not split run on device 0 over the same memory, and permutes
+ * whose combines are exact in any order (integers, counts) give the same
+ * values however the devices' blocks meet; but for f32
  * folds of one row or of few long rows, whose parts on the devices
- * combine in another order than one GPU's pieces, and the f32 scan,
- * whose look-back makes its last bits depend on timing even on one GPU
- * (both compared within a tolerance, in compare).  The
+ * combine in another order than one GPU's pieces, and the f32 scan and
+ * f32 permute sums, whose last bits depend on timing even on one GPU
+ * (compared within a tolerance, in compare).  The
  * contexts compile without tiering (tu.h's DT_TIER): one tier's code.
  * Shapes: sizes not divisible by the device count, smaller than it,
  * empty, large enough to be split (1 MiB and more: 3 million f32), ranks
  * 0 to 3, tuples, fused (a map of a generate) and unfused
  * (WEFT_FLAG_NO_FUSION), a backpermute that reads across the blocks,
- * folds, scans, a stencil and a permute over split inputs.  weft_stats
+ * folds, scans, a stencil, and permutes split over the devices (counts
+ * with and without `ignore`, a histogram, a tuple of max, min and f64
+ * sums, f32 sums) over split inputs.  weft_stats
  * must show the devices, a split kernel, partials handed between the
  * devices, and bytes on every device of the list.
  * Configuration errors (a malformed list, an ordinal past the devices)
@@ -87,9 +91,19 @@ static weft_array *pattern(weft_context *ctx, int rank, const int64_t *shape)
  *      on device 0): the other devices read it from replicas (multi.c,
  *      "Replicas")
  *  16  permute (+) of ones into 17 bins by index mod 17, odd indices
- *      `ignore`d (the permute runs on device 0 over the split source)
- *  17  fold_seg (+) 0 of i32 of x in segments of 7 (device 0 too) */
-enum { NPROG = 18, SCAN_F32 = 5 };
+ *      `ignore`d
+ *  17  fold_seg (+) 0 of i32 of x in segments of 7 (device 0 too)
+ *  18  a histogram: permute (+) of i32 of x * 8 into 256 bins by that
+ *      value mod 256 (a fused default of zeros: split over the devices,
+ *      their blocks' copies reduced into the one result, system scope)
+ *  19  permute of triples (max, min, +) of (i32 of x * 8, the same, f64
+ *      of x) into 61 bins by index mod 61, every third index `ignore`d,
+ *      from a default of (-1, 100000, 0.5): a tuple of leaves of 4 and
+ *      8 bytes, each its own reduction; the f64 sums are exact (at most
+ *      3 million multiples of 1/8 below 125)
+ *  20  permute (+) of x into 1000 bins by index mod 1000: f32 sums, whose
+ *      order of additions varies with timing (compare) */
+enum { NPROG = 21, SCAN_F32 = 5, PERMUTE_F32 = 20 };
 
 /* Program k's result is an f32 fold over several devices, whose parts
  * are combined in another order than on one GPU (compare). */
@@ -253,6 +267,65 @@ static weft_acc *program(weft_context *ctx, weft_program *p, int k, int rank)
         weft_fun_return(add, weft_add(weft_arg(add, 0), weft_arg(add, 1)));
         return weft_permute(add, bins, bin, weft_map(one, x));
     }
+    case 18: {
+        weft_fun *cv = weft_fun1(p, WEFT_F32);
+        weft_fun_return(
+            cv, weft_convert(weft_mul(weft_arg(cv, 0), weft_f32(p, 8.0f)),
+                             WEFT_I32));
+        weft_acc *xi = weft_map(cv, x);
+        weft_fun *zero = weft_fun1(p, WEFT_DIM(1));
+        weft_fun_return(zero, weft_i32(p, 0));
+        weft_acc *bins = weft_generate(weft_index1(weft_i64(p, 256)), zero);
+        weft_fun *bin = weft_fun1(p, WEFT_DIM(1));
+        weft_exp *v = weft_convert(weft_at(xi, weft_arg(bin, 0)), WEFT_I64);
+        weft_fun_return(bin, weft_index1(weft_rem(v, weft_i64(p, 256))));
+        weft_fun *add = weft_fun2(p, WEFT_I32, WEFT_I32);
+        weft_fun_return(add, weft_add(weft_arg(add, 0), weft_arg(add, 1)));
+        return weft_permute(add, bins, bin, xi);
+    }
+    case 19: {
+        weft_fun *tri = weft_fun1(p, WEFT_F32);
+        weft_exp *a = weft_arg(tri, 0);
+        weft_exp *ai = weft_convert(weft_mul(a, weft_f32(p, 8.0f)), WEFT_I32);
+        weft_fun_return(
+            tri, weft_tuple(p, 3,
+                            (weft_exp *[]){ai, ai, weft_convert(a, WEFT_F64)}));
+        weft_acc *src = weft_map(tri, x);
+        weft_type tt = weft_acc_type(src);
+        weft_fun *dflt = weft_fun1(p, WEFT_DIM(1));
+        weft_fun_return(dflt, weft_tuple(p, 3,
+                                         (weft_exp *[]){weft_i32(p, -1),
+                                                        weft_i32(p, 100000),
+                                                        weft_f64(p, 0.5)}));
+        weft_acc *bins = weft_generate(weft_index1(weft_i64(p, 61)), dflt);
+        weft_fun *bin = weft_fun1(p, WEFT_DIM(1));
+        weft_exp *i = weft_get(weft_arg(bin, 0), 0);
+        weft_fun_return(
+            bin, weft_cond(weft_eq(weft_rem(i, weft_i64(p, 3)), weft_i64(p, 0)),
+                           weft_ignore(p, 1),
+                           weft_index1(weft_rem(i, weft_i64(p, 61)))));
+        weft_fun *c = weft_fun2(p, tt, tt);
+        weft_exp *l = weft_arg(c, 0), *r = weft_arg(c, 1);
+        weft_fun_return(
+            c, weft_tuple(
+                   p, 3,
+                   (weft_exp *[]){
+                       weft_prim2(WEFT_OP_MAX, weft_get(l, 0), weft_get(r, 0)),
+                       weft_prim2(WEFT_OP_MIN, weft_get(l, 1), weft_get(r, 1)),
+                       weft_add(weft_get(l, 2), weft_get(r, 2))}));
+        return weft_permute(c, bins, bin, src);
+    }
+    case 20: {
+        weft_fun *zero = weft_fun1(p, WEFT_DIM(1));
+        weft_fun_return(zero, weft_f32(p, 0.0f));
+        weft_acc *bins = weft_generate(weft_index1(weft_i64(p, 1000)), zero);
+        weft_fun *bin = weft_fun1(p, WEFT_DIM(1));
+        weft_fun_return(bin, weft_index1(weft_rem(weft_get(weft_arg(bin, 0), 0),
+                                                  weft_i64(p, 1000))));
+        weft_fun *add = weft_fun2(p, WEFT_F32, WEFT_F32);
+        weft_fun_return(add, weft_add(weft_arg(add, 0), weft_arg(add, 1)));
+        return weft_permute(add, bins, bin, x);
+    }
     case 17: {
         weft_fun *cv = weft_fun1(p, WEFT_F32);
         weft_fun_return(cv, weft_convert(weft_arg(cv, 0), WEFT_I32));
@@ -382,7 +455,7 @@ static void compare(const char *devices, unsigned flags)
                 }
                 free(c);
             }
-            if (float_fold(k) || k == SCAN_F32) {
+            if (float_fold(k) || k == SCAN_F32 || k == PERMUTE_F32) {
                 /* folds: the parts' folds combine in another order than
                  * one GPU's pieces; each result is the exact sum within
                  * eps = 2^-24 times the longest chain of additions done
@@ -394,10 +467,16 @@ static void compare(const char *devices, unsigned flags)
                  * (ptx/scan.c), so its last bits vary from run to run on
                  * one GPU too: 2e-4 relative, the drift of one rounding
                  * per tile (at most 733 tiles of 4096 here, each 2^-24)
-                 * with room */
+                 * with room.  The f32 permute: each bin's sum adds its
+                 * 3000 positive values in an order that timing decides,
+                 * on one GPU too, so each result is within 3000 2^-24
+                 * (1.8e-4) of the exact sum relative to it: 4e-4 apart
+                 * at most */
+                float rel = k == SCAN_F32      ? 2e-4f
+                            : k == PERMUTE_F32 ? 4e-4f
+                                               : 1e-5f;
                 differ += near(devices, flags, k, s, (const float *)a,
-                               (const float *)b, n1 / sizeof(float),
-                               k == SCAN_F32 ? 2e-4f : 1e-5f);
+                               (const float *)b, n1 / sizeof(float), rel);
                 free(a);
                 free(b);
                 continue;
@@ -524,6 +603,58 @@ START_TEST(memory_per_device)
 }
 END_TEST
 
+/* A histogram over "0,0" (permute (+) of ones into 256 bins by key, the
+ * keys i * 7919 mod 256 of 2^21 + 3 positions) is one kernel split over
+ * the two slots (kernels_split grows), copies nothing between them (its
+ * reductions into the result are peer atomics: device_bytes_moved stays),
+ * and counts each key as the host does. */
+START_TEST(permute_split)
+{
+    weft_context *ctx = open_devices("0,0", 0);
+    weft_program *p = NULL;
+    TU_OK(weft_program_create(ctx, &p));
+    weft_acc *keys = weft_param(p, WEFT_I32, 1);
+    weft_fun *zero = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(zero, weft_i32(p, 0));
+    weft_acc *bins = weft_generate(weft_index1(weft_i64(p, 256)), zero);
+    weft_fun *one = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(one, weft_i32(p, 1));
+    weft_acc *ones = weft_generate(weft_shape(keys), one);
+    weft_fun *bin = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(bin, weft_index1(weft_convert(
+                             weft_at(keys, weft_arg(bin, 0)), WEFT_I64)));
+    weft_fun *add = weft_fun2(p, WEFT_I32, WEFT_I32);
+    weft_fun_return(add, weft_add(weft_arg(add, 0), weft_arg(add, 1)));
+    weft_acc *r = weft_permute(add, bins, bin, ones);
+    TU_OK(weft_program_status(p));
+    int64_t n = ((int64_t)1 << 21) + 3;
+    weft_array *in = NULL, *out = NULL;
+    TU_OK(weft_array_create(ctx, WEFT_I32, 1, &n, &in));
+    int32_t *k = weft_array_data(in, 0);
+    int32_t want[256] = {0};
+    for (int64_t i = 0; i < n; i++) {
+        k[i] = (int32_t)((i * 7919) % 256);
+        want[k[i]]++;
+    }
+    weft_stats before, after;
+    TU_OK(weft_context_stats(ctx, &before));
+    TU_OK(weft_run1(p, &r, 1, &in, 1, &out, 1));
+    TU_OK(weft_context_stats(ctx, &after));
+    ck_assert_uint_gt(after.kernels_split, before.kernels_split);
+    ck_assert_uint_eq(after.device_bytes_moved, before.device_bytes_moved);
+    ck_assert_int_eq(weft_array_size(out), 256);
+    const int32_t *got = weft_array_data(out, 0);
+    ck_assert_ptr_nonnull(got);
+    for (int b = 0; b < 256; b++) {
+        ck_assert_int_eq(got[b], want[b]);
+    }
+    weft_array_release(in);
+    weft_array_release(out);
+    weft_program_free(p);
+    weft_context_free(ctx);
+}
+END_TEST
+
 START_TEST(bad_lists)
 {
     int count = 0;
@@ -562,6 +693,7 @@ static Suite *suite(void)
     tcase_add_test(tc, one_ordinal_is_one_gpu);
     tcase_add_test(tc, bad_lists);
     tcase_add_test(tc, memory_per_device);
+    tcase_add_test(tc, permute_split);
     tcase_add_test(tc, same_device_twice);
     tcase_add_test(tc, same_device_twice_unfused);
     tcase_add_test(tc, all_devices);

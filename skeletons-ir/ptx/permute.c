@@ -69,9 +69,22 @@
  * result behave as in permute.c, since the step is permute.c's, with the
  * copy's extents those of the output.
  *
+ * Several devices.  A launch split over the devices (runtime/
+ * exec_permute.c, runtime-gpu/backend.c launch_permute) gives each
+ * device's grid a range of the chunks: `first` is its first chunk with
+ * SK_PERMUTE_SPLIT set.  Its blocks take their chunks from there and
+ * flush each bin they touched straight into the output with a reduction
+ * of system scope (red.sys: the default scope, .gpu, says nothing about
+ * another GPU's atomics on the same word), fused default or not (the
+ * driver then has the default's entry write it first); the accumulators
+ * and the last block are not used, as the blocks of several grids share
+ * no ticket.  Leaves without such a reduction (1 and 2 bytes) are not
+ * split, and their kernels have no such branch.
+ *
  * Barriers.  Every barrier (two, and two more around the ticket of a
  * fused default) stands at the top level of the kernel, outside every
- * loop and branch, and no thread returns early, so every thread of the
+ * loop and branch but the uniform one on SK_PERMUTE_SPLIT around the
+ * last block, and no thread returns early, so every thread of the
  * block reaches each of them; the loops between them hold no barrier, so
  * their bounds need not be uniform.  The block's chunks all go into its
  * copies, flushed once at the end.
@@ -92,7 +105,7 @@ static LLVMValueRef as_bits(cg_fn *fn, LLVMValueRef x)
 
 enum {
     GROUP = 4,           /* consecutive sources a thread takes at a time */
-    PRIVATE_VERSION = 5, /* of entry 2's code (sk_kernel.flags, the key) */
+    PRIVATE_VERSION = 6, /* of entry 2's code (sk_kernel.flags, the key) */
     /* entry 2's launch bounds where the kernel is light: 2 blocks of 1024
      * threads an SM, as many threads as an SM holds, so at most 32
      * registers (the histogram's pairs of groups took ptxas to 39
@@ -463,10 +476,12 @@ static weft_status emit_private(sk_fn *f)
         return fe_oom("weft_compile");
     }
     LLVMValueRef id[SK_PERMUTE_LEAVES_MAX];
+    bool sys_ok = true; /* every leaf has a reduction of system scope */
     for (int l = 0; l < out->nleaf; l++) {
-        shared.ptr[l] =
-            tg->shared_array(fn, cg_mem_type(fn->llctx, out->leaf[l]), cap);
+        LLVMTypeRef mt = cg_mem_type(fn->llctx, out->leaf[l]);
+        shared.ptr[l] = tg->shared_array(fn, mt, cap);
         id[l] = sk_permute_identity(fn, pa.op[l], out->leaf[l]);
+        sys_ok &= cg_ptx_red_sys_ok(pa.op[l], mt);
     }
     LLVMValueRef bins = sk_size(f, out);
     LLVMValueRef tid = cg_zext64(fn, tg->thread_index(fn, 0));
@@ -519,10 +534,18 @@ static weft_status emit_private(sk_fn *f)
         fn->b,
         LLVMBuildSub(fn->b, LLVMBuildAdd(fn->b, f->n, f->grain, ""), one, ""),
         f->grain, "chunks");
+    /* a part of a split launch: its chunks from `first` (head comment) */
+    LLVMValueRef split = LLVMBuildICmp(
+        fn->b, LLVMIntNE,
+        LLVMBuildAnd(fn->b, f->first, cg_i64(fn, SK_PERMUTE_SPLIT), ""),
+        cg_i64(fn, 0), "split");
+    LLVMValueRef from =
+        LLVMBuildAnd(fn->b, f->first, cg_i64(fn, ~SK_PERMUTE_SPLIT), "");
     cg_sloop cl;
-    LLVMValueRef c =
-        cg_sloop_begin(fn, &cl, cg_zext64(fn, tg->block_index(fn, 0)), chunks,
-                       cg_zext64(fn, tg->grid_size(fn, 0)), "chunk");
+    LLVMValueRef c = cg_sloop_begin(
+        fn, &cl,
+        LLVMBuildAdd(fn->b, from, cg_zext64(fn, tg->block_index(fn, 0)), ""),
+        chunks, cg_zext64(fn, tg->grid_size(fn, 0)), "chunk");
     LLVMValueRef lo = LLVMBuildMul(fn->b, c, f->grain, "lo");
     LLVMValueRef hi = LLVMBuildAdd(fn->b, lo, f->grain, "");
     hi = LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, hi, f->n, ""),
@@ -584,18 +607,36 @@ static weft_status emit_private(sk_fn *f)
         cg_if_begin(fn, &touched,
                     LLVMBuildICmp(fn->b, LLVMIntNE, as_bits(fn, v.v[l]),
                                   as_bits(fn, id[l]), ""));
+        LLVMValueRef p =
+            LLVMBuildInBoundsGEP2(fn->b, cg_mem_type(fn->llctx, out->leaf[l]),
+                                  out->ptr[l], &b, 1, "");
+        cg_if sys;
+        if (sys_ok) { /* a split part: straight into out, system scope */
+            cg_if_begin(fn, &sys, split);
+            cg_ptx_red_sys(fn, pa.op[l], p, v.v[l]);
+            cg_if_else(fn, &sys);
+        }
         if (fused) {
             accumulate(f, &pa, l, b, v.v[l]);
         } else {
-            LLVMValueRef p = LLVMBuildInBoundsGEP2(
-                fn->b, cg_mem_type(fn->llctx, out->leaf[l]), out->ptr[l], &b, 1,
-                "");
             tg->atomic_rmw(fn, pa.op[l], p, v.v[l]);
+        }
+        if (sys_ok) {
+            cg_if_end(fn, &sys);
         }
         cg_if_end(fn, &touched);
     }
     cg_sloop_end(fn, &flush);
-    return fused ? last_block(f, &pa, bins, tid, bs) : WEFT_OK;
+    if (!fused) {
+        return WEFT_OK;
+    }
+    /* a split part's output is complete with its flush (the branch is
+     * uniform: a parameter, so the barriers inside are reached by all) */
+    cg_if whole;
+    cg_if_begin(fn, &whole, LLVMBuildNot(fn->b, split, ""));
+    s = last_block(f, &pa, bins, tid, bs);
+    cg_if_end(fn, &whole);
+    return s;
 }
 
 static weft_status ptx_permute_prepare(weft_context *ctx, fe_arena *arena,
