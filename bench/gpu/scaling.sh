@@ -12,9 +12,9 @@
 #   (0,0 runs the split over two blocks of one GPU: the cost of the
 #   partitioning where there is one GPU; expect about 1x)
 # Environment: SCALING_ONLY (run.py program keys, default
-# saxpy,blackscholes,mandelbrot,nbody,sum,dotp,histogram,scan: all are
-# split over the devices, the histogram by ranges of its keys whose
-# blocks reduce into the one result on the first GPU), GPUBENCH_NBODY
+# saxpy,blackscholes,mandelbrot,nbody,sum,dotp,histogram,scan: all but
+# the histogram are split over the devices; the histogram runs on the
+# first GPU over the split memory), GPUBENCH_NBODY
 # (n-body's bodies, default 65536: 256 blocks, too few to fill several
 # GPUs; 262144 shows the scaling) and run.sh's.
 set -eu
