@@ -112,6 +112,20 @@ static bool float_fold(int k)
     return k == 4 || k == 8;
 }
 
+/* permute (+) of f32 src (rank 1) into `bins` zeros by index mod bins. */
+static weft_acc *f32_bins(weft_program *p, int64_t bins, weft_acc *src)
+{
+    weft_fun *zero = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(zero, weft_f32(p, 0.0f));
+    weft_acc *def = weft_generate(weft_index1(weft_i64(p, bins)), zero);
+    weft_fun *bin = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(bin, weft_index1(weft_rem(weft_get(weft_arg(bin, 0), 0),
+                                              weft_i64(p, bins))));
+    weft_fun *add = weft_fun2(p, WEFT_F32, WEFT_F32);
+    weft_fun_return(add, weft_add(weft_arg(add, 0), weft_arg(add, 1)));
+    return weft_permute(add, def, bin, src);
+}
+
 static weft_acc *program(weft_context *ctx, weft_program *p, int k, int rank)
 {
     weft_acc *x = weft_param(p, WEFT_F32, rank);
@@ -315,17 +329,7 @@ static weft_acc *program(weft_context *ctx, weft_program *p, int k, int rank)
                        weft_add(weft_get(l, 2), weft_get(r, 2))}));
         return weft_permute(c, bins, bin, src);
     }
-    case 20: {
-        weft_fun *zero = weft_fun1(p, WEFT_DIM(1));
-        weft_fun_return(zero, weft_f32(p, 0.0f));
-        weft_acc *bins = weft_generate(weft_index1(weft_i64(p, 1000)), zero);
-        weft_fun *bin = weft_fun1(p, WEFT_DIM(1));
-        weft_fun_return(bin, weft_index1(weft_rem(weft_get(weft_arg(bin, 0), 0),
-                                                  weft_i64(p, 1000))));
-        weft_fun *add = weft_fun2(p, WEFT_F32, WEFT_F32);
-        weft_fun_return(add, weft_add(weft_arg(add, 0), weft_arg(add, 1)));
-        return weft_permute(add, bins, bin, x);
-    }
+    case 20: return f32_bins(p, 1000, x);
     case 17: {
         weft_fun *cv = weft_fun1(p, WEFT_F32);
         weft_fun_return(cv, weft_convert(weft_arg(cv, 0), WEFT_I32));
@@ -340,16 +344,7 @@ static weft_acc *program(weft_context *ctx, weft_program *p, int k, int rank)
     default: {
         weft_fun *one = weft_fun1(p, WEFT_F32);
         weft_fun_return(one, weft_f32(p, 1.0f));
-        weft_acc *ones = weft_map(one, x);
-        weft_fun *zero = weft_fun1(p, WEFT_DIM(1));
-        weft_fun_return(zero, weft_f32(p, 0.0f));
-        weft_acc *bins = weft_generate(weft_index1(weft_i64(p, 17)), zero);
-        weft_fun *bin = weft_fun1(p, WEFT_DIM(1));
-        weft_fun_return(bin, weft_index1(weft_rem(weft_get(weft_arg(bin, 0), 0),
-                                                  weft_i64(p, 17))));
-        weft_fun *add = weft_fun2(p, WEFT_F32, WEFT_F32);
-        weft_fun_return(add, weft_add(weft_arg(add, 0), weft_arg(add, 1)));
-        return weft_permute(add, bins, bin, ones);
+        return f32_bins(p, 17, weft_map(one, x));
     }
     }
 }
