@@ -9,21 +9,17 @@
  * where there is one).  The results must be equal bit for bit: the
  * element-wise kernels that are split compute each element as on one
  * device, folds of rows split by rows each row as on one device, and the
- * families not split run on device 0 over the same memory, and permutes
- * whose combines are exact in any order (integers, counts) give the same
- * values however the devices' blocks meet; but for f32
+ * families not split run on device 0 over the same memory; but for f32
  * folds of one row or of few long rows, whose parts on the devices
- * combine in another order than one GPU's pieces, and the f32 scan and
- * f32 permute sums, whose last bits depend on timing even on one GPU
- * (compared within a tolerance, in compare).  The
+ * combine in another order than one GPU's pieces, and the f32 scan,
+ * whose look-back makes its last bits depend on timing even on one GPU
+ * (both compared within a tolerance, in compare).  The
  * contexts compile without tiering (tu.h's DT_TIER): one tier's code.
  * Shapes: sizes not divisible by the device count, smaller than it,
  * empty, large enough to be split (1 MiB and more: 3 million f32), ranks
  * 0 to 3, tuples, fused (a map of a generate) and unfused
  * (WEFT_FLAG_NO_FUSION), a backpermute that reads across the blocks,
- * folds, scans, a stencil, and permutes split over the devices (counts
- * with and without `ignore`, a histogram, a tuple of max, min and f64
- * sums, f32 sums) over split inputs.  weft_stats
+ * folds, scans, a stencil and a permute over split inputs.  weft_stats
  * must show the devices, a split kernel, partials handed between the
  * devices, and bytes on every device of the list.
  * Configuration errors (a malformed list, an ordinal past the devices)
@@ -63,6 +59,34 @@ static weft_array *pattern(weft_context *ctx, int rank, const int64_t *shape)
     return a;
 }
 
+/* permute (+) of f32 src (rank 1) into `bins` zeros by index mod bins. */
+static weft_acc *f32_bins(weft_program *p, int64_t bins, weft_acc *src)
+{
+    weft_fun *zero = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(zero, weft_f32(p, 0.0f));
+    weft_acc *def = weft_generate(weft_index1(weft_i64(p, bins)), zero);
+    weft_fun *bin = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(bin, weft_index1(weft_rem(weft_get(weft_arg(bin, 0), 0),
+                                              weft_i64(p, bins))));
+    weft_fun *add = weft_fun2(p, WEFT_F32, WEFT_F32);
+    weft_fun_return(add, weft_add(weft_arg(add, 0), weft_arg(add, 1)));
+    return weft_permute(add, def, bin, src);
+}
+
+/* Permutes split over the devices (skeletons-ir/ptx/permute.c, "Several
+ * devices"), programs of their own test (split_permutes), rank 1:
+ *   PERMUTES      a histogram: permute (+) of i32 of x * 8 into 256 bins
+ *                 by that value mod 256 (a fused default of zeros)
+ *   PERMUTES + 1  permute of triples (max, min, +) of (i32 of x * 8, the
+ *                 same, f64 of x) into 61 bins by index mod 61, every
+ *                 third index `ignore`d, from a default of (-1, 100000,
+ *                 0.5): leaves of 4 and 8 bytes, each its own reduction;
+ *                 the f64 sums are exact (at most 3 million multiples of
+ *                 1/8 below 125)
+ *   PERMUTES + 2  permute (+) of x into 1000 bins by index mod 1000: f32
+ *                 sums, whose order of additions varies with timing */
+enum { PERMUTES = 200, NPERMUTES = 3 };
+
 /* The programs, built on p with one input `x` of rank `rank`:
  *   0  map (x * 3 + 1), then a map of it (fused unless NO_FUSION)
  *   1  zipWith (+) of x and a generate of the index (rank 1 only: size)
@@ -91,39 +115,15 @@ static weft_array *pattern(weft_context *ctx, int rank, const int64_t *shape)
  *      on device 0): the other devices read it from replicas (multi.c,
  *      "Replicas")
  *  16  permute (+) of ones into 17 bins by index mod 17, odd indices
- *      `ignore`d
- *  17  fold_seg (+) 0 of i32 of x in segments of 7 (device 0 too)
- *  18  a histogram: permute (+) of i32 of x * 8 into 256 bins by that
- *      value mod 256 (a fused default of zeros: split over the devices,
- *      their blocks' copies reduced into the one result, system scope)
- *  19  permute of triples (max, min, +) of (i32 of x * 8, the same, f64
- *      of x) into 61 bins by index mod 61, every third index `ignore`d,
- *      from a default of (-1, 100000, 0.5): a tuple of leaves of 4 and
- *      8 bytes, each its own reduction; the f64 sums are exact (at most
- *      3 million multiples of 1/8 below 125)
- *  20  permute (+) of x into 1000 bins by index mod 1000: f32 sums, whose
- *      order of additions varies with timing (compare) */
-enum { NPROG = 21, SCAN_F32 = 5, PERMUTE_F32 = 20 };
+ *      `ignore`d (the permute runs on device 0 over the split source)
+ *  17  fold_seg (+) 0 of i32 of x in segments of 7 (device 0 too) */
+enum { NPROG = 18, SCAN_F32 = 5 };
 
 /* Program k's result is an f32 fold over several devices, whose parts
  * are combined in another order than on one GPU (compare). */
 static bool float_fold(int k)
 {
     return k == 4 || k == 8;
-}
-
-/* permute (+) of f32 src (rank 1) into `bins` zeros by index mod bins. */
-static weft_acc *f32_bins(weft_program *p, int64_t bins, weft_acc *src)
-{
-    weft_fun *zero = weft_fun1(p, WEFT_DIM(1));
-    weft_fun_return(zero, weft_f32(p, 0.0f));
-    weft_acc *def = weft_generate(weft_index1(weft_i64(p, bins)), zero);
-    weft_fun *bin = weft_fun1(p, WEFT_DIM(1));
-    weft_fun_return(bin, weft_index1(weft_rem(weft_get(weft_arg(bin, 0), 0),
-                                              weft_i64(p, bins))));
-    weft_fun *add = weft_fun2(p, WEFT_F32, WEFT_F32);
-    weft_fun_return(add, weft_add(weft_arg(add, 0), weft_arg(add, 1)));
-    return weft_permute(add, def, bin, src);
 }
 
 static weft_acc *program(weft_context *ctx, weft_program *p, int k, int rank)
@@ -281,7 +281,7 @@ static weft_acc *program(weft_context *ctx, weft_program *p, int k, int rank)
         weft_fun_return(add, weft_add(weft_arg(add, 0), weft_arg(add, 1)));
         return weft_permute(add, bins, bin, weft_map(one, x));
     }
-    case 18: {
+    case PERMUTES: {
         weft_fun *cv = weft_fun1(p, WEFT_F32);
         weft_fun_return(
             cv, weft_convert(weft_mul(weft_arg(cv, 0), weft_f32(p, 8.0f)),
@@ -297,7 +297,7 @@ static weft_acc *program(weft_context *ctx, weft_program *p, int k, int rank)
         weft_fun_return(add, weft_add(weft_arg(add, 0), weft_arg(add, 1)));
         return weft_permute(add, bins, bin, xi);
     }
-    case 19: {
+    case PERMUTES + 1: {
         weft_fun *tri = weft_fun1(p, WEFT_F32);
         weft_exp *a = weft_arg(tri, 0);
         weft_exp *ai = weft_convert(weft_mul(a, weft_f32(p, 8.0f)), WEFT_I32);
@@ -329,7 +329,7 @@ static weft_acc *program(weft_context *ctx, weft_program *p, int k, int rank)
                        weft_add(weft_get(l, 2), weft_get(r, 2))}));
         return weft_permute(c, bins, bin, src);
     }
-    case 20: return f32_bins(p, 1000, x);
+    case PERMUTES + 2: return f32_bins(p, 1000, x);
     case 17: {
         weft_fun *cv = weft_fun1(p, WEFT_F32);
         weft_fun_return(cv, weft_convert(weft_arg(cv, 0), WEFT_I32));
@@ -450,7 +450,7 @@ static void compare(const char *devices, unsigned flags)
                 }
                 free(c);
             }
-            if (float_fold(k) || k == SCAN_F32 || k == PERMUTE_F32) {
+            if (float_fold(k) || k == SCAN_F32) {
                 /* folds: the parts' folds combine in another order than
                  * one GPU's pieces; each result is the exact sum within
                  * eps = 2^-24 times the longest chain of additions done
@@ -462,16 +462,10 @@ static void compare(const char *devices, unsigned flags)
                  * (ptx/scan.c), so its last bits vary from run to run on
                  * one GPU too: 2e-4 relative, the drift of one rounding
                  * per tile (at most 733 tiles of 4096 here, each 2^-24)
-                 * with room.  The f32 permute: each bin's sum adds its
-                 * 3000 positive values in an order that timing decides,
-                 * on one GPU too, so each result is within 3000 2^-24
-                 * (1.8e-4) of the exact sum relative to it: 4e-4 apart
-                 * at most */
-                float rel = k == SCAN_F32      ? 2e-4f
-                            : k == PERMUTE_F32 ? 4e-4f
-                                               : 1e-5f;
+                 * with room */
                 differ += near(devices, flags, k, s, (const float *)a,
-                               (const float *)b, n1 / sizeof(float), rel);
+                               (const float *)b, n1 / sizeof(float),
+                               k == SCAN_F32 ? 2e-4f : 1e-5f);
                 free(a);
                 free(b);
                 continue;
@@ -598,6 +592,63 @@ START_TEST(memory_per_device)
 }
 END_TEST
 
+/* The permutes PERMUTES .. PERMUTES + NPERMUTES - 1 on one GPU, on "0,0"
+ * and on every device, fused and unfused (a default array of its own:
+ * the kernel without a fused default's accumulators), over compare's
+ * shapes of rank 1 (3 million elements split; 4097, 1 and 0 on device 0
+ * alone): bit for bit but the f32 sums, whose bins each add their 3000
+ * positive values in an order that timing decides (on one GPU too), so
+ * that each result is within 3000 2^-24 (1.8e-4) of the exact sum,
+ * relative to it, and two results within 4e-4 of each other.  The
+ * permutes must have been split. */
+START_TEST(split_permutes)
+{
+    const char *lists[] = {"0,0", "all"};
+    int count = 0;
+    TU_OK(weft_device_count(&count));
+    int differ = 0;
+    for (int u = 0; u < 2; u++) {
+        unsigned flags = u ? WEFT_FLAG_NO_FUSION : 0;
+        weft_context *one = open_devices(NULL, flags);
+        for (size_t l = 0; l < sizeof lists / sizeof lists[0]; l++) {
+            weft_context *many = open_devices(lists[l], flags);
+            weft_stats before, after;
+            TU_OK(weft_context_stats(many, &before));
+            for (int k = PERMUTES; k < PERMUTES + NPERMUTES; k++) {
+                for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+                    if (shapes[s].rank != 1) {
+                        continue;
+                    }
+                    size_t n1 = 0, n2 = 0;
+                    unsigned char *a = run(one, k, 1, shapes[s].shape, &n1);
+                    unsigned char *b = run(many, k, 1, shapes[s].shape, &n2);
+                    ck_assert_uint_eq(n1, n2);
+                    if (k == PERMUTES + 2) {
+                        differ +=
+                            near(lists[l], flags, k, s, (const float *)a,
+                                 (const float *)b, n1 / sizeof(float), 4e-4f);
+                    } else if (memcmp(a, b, n1) != 0) {
+                        printf("devices %s%s, permute %d, shape %zu: differs "
+                               "from one GPU's\n",
+                               lists[l], flags ? " (no fusion)" : "", k, s);
+                        differ++;
+                    }
+                    free(a);
+                    free(b);
+                }
+            }
+            TU_OK(weft_context_stats(many, &after));
+            if (strcmp(lists[l], "0,0") == 0 || count > 1) {
+                ck_assert_uint_gt(after.kernels_split, before.kernels_split);
+            }
+            weft_context_free(many);
+        }
+        weft_context_free(one);
+    }
+    ck_assert_msg(differ == 0, "%d permutes differ (printed above)", differ);
+}
+END_TEST
+
 /* A histogram over "0,0" (permute (+) of ones into 256 bins by key, the
  * keys i * 7919 mod 256 of 2^21 + 3 positions) is one kernel split over
  * the two slots (kernels_split grows), copies nothing between them (its
@@ -689,6 +740,7 @@ static Suite *suite(void)
     tcase_add_test(tc, bad_lists);
     tcase_add_test(tc, memory_per_device);
     tcase_add_test(tc, permute_split);
+    tcase_add_test(tc, split_permutes);
     tcase_add_test(tc, same_device_twice);
     tcase_add_test(tc, same_device_twice_unfused);
     tcase_add_test(tc, all_devices);
