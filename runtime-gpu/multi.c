@@ -54,12 +54,12 @@
  * values, read over peer access.  A scan of one long row is spread the
  * same way (ptx/scan.c, "Several devices": each part a local look-back,
  * then a second pass adds the parts' offsets; a scan of many rows, whole
- * rows per device); stencils by ranges of tiles or pieces of rows; a
- * permute whose combine is a native atomic by ranges of its sources'
- * chunks, every device's blocks reducing into the one result with
- * atomics of system scope (backend.c launch_permute, ptx/permute.c);
- * other permutes and the segmented fold run on device 0 over the same
- * addresses.
+ * rows per device); stencils by ranges of tiles or pieces of rows; the
+ * permute and the segmented fold run on device 0 over the same
+ * addresses, but for a permute whose combine is a native atomic, split by
+ * ranges of its sources' chunks, every device's blocks reducing into the
+ * one result with atomics of system scope (backend.c launch_permute,
+ * ptx/permute.c).
  *
  * A module is loaded on a device of another context when one of its
  * kernels first runs there (its PTX kept by gpu_module_load for that),
