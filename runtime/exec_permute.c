@@ -35,12 +35,14 @@
  *
  * Over several devices (j->devices > 1, RT_SPLIT_MIN sources or more,
  * every leaf of 4 or 8 bytes) entry 2 is a split phase: each device runs
- * its range of the chunks (runtime-gpu/backend.c launch_permute), its
- * blocks flushing their copies straight into the one output with
- * reductions of system scope (skeletons-ir/ptx/permute.c), after the
- * default's entry, when fused, has written the default on the first
- * device (no last block: the blocks of several grids have no common
- * ticket).  The chunk is cut for the blocks of all the devices.  Other
+ * its range of the chunks (runtime-gpu/backend.c launch_permute), after
+ * the default's entry, when fused, has written the default on the first
+ * device; each part's blocks combine their copies in accumulators of its
+ * own, and its last block reduces them into the one output with
+ * reductions of system scope (skeletons-ir/ptx/permute.c): aux 1 holds
+ * two sets of accumulators, the first device's and the zero one that the
+ * others copy as theirs.  The chunk is cut for the blocks of all the
+ * devices.  Other
  * permutes (a result too large for the copies: entry 0's atomics on
  * every source; combines by a CAS loop or locks; leaves of 1 or 2 bytes)
  * run on the first device over the same memory.
@@ -229,15 +231,20 @@ weft_status rt_exec_permute(rt_job *j)
     if (locks && (s = rt_job_aux(j, 0, WEFT_I32, 4096, false)) != WEFT_OK) {
         return s;
     }
+    bool split = private && split_private(j, n, nleaf, leaf);
     if (j->k->private_parts) {
         /* the copies' item, unused */
         s = rt_job_aux(j, 1, j->out[0]->type, 1, false);
     } else if (j->k->aux_item[1] >= 0) {
         /* entry 2 leaves its accumulators zero (ptx/permute.c,
-         * last_block); unused otherwise */
+         * last_block): one set for a fused default, two for a split
+         * launch (the first device's, and the others' zero template);
+         * unused otherwise */
+        int64_t sets = split ? 2 : private && init >= 0 ? 1 : 0;
         j->aux_start[1] = RT_AUX_KEPT_ZERO;
         s = rt_job_aux(j, 1, WEFT_U32,
-                       private ? private_words(bins, nleaf, leaf) : 1, false);
+                       sets > 0 ? sets * private_words(bins, nleaf, leaf) : 1,
+                       false);
     }
     if (s) {
         return s;
@@ -245,7 +252,7 @@ weft_status rt_exec_permute(rt_job *j)
     if ((s = rt_job_fill(j)) != WEFT_OK) {
         return s;
     }
-    if (private && split_private(j, n, nleaf, leaf)) {
+    if (split) {
         /* the default first (on the first device), then the sources'
          * chunks cut over the devices, flushed into the output */
         rt_phase ph[2];

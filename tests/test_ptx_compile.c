@@ -683,19 +683,19 @@ static weft_acc *build_hist_u8(weft_program *p)
     return histogram_of(p, WEFT_OP_ADD, WEFT_U8);
 }
 
-/* A permute split over several devices flushes its blocks' copies with
+/* A permute split over several devices reduces into its output with
  * reductions of system scope (skeletons-ir/ptx/permute.c, codegen's
- * cg_ptx_red_sys), one per leaf, with the operation and type of the
- * combine; a leaf of one byte has none (such a permute is not split), and
- * the reduction does not widen the hot loop (checked by ptxas_accepts). */
+ * cg_ptx_red_sys), with the operation and type of the combine, two per
+ * leaf: a part's last block's, and each block's (without replicas); a
+ * leaf of one byte has none (such a permute is not split). */
 START_TEST(permute_split_reductions)
 {
     const char *text = ptx_of_one("hist-i32", 0, build_hist_i32);
-    ck_assert_int_eq(count_of(text, "red.sys.add.u32"), 1);
+    ck_assert_int_eq(count_of(text, "red.sys.add.u32"), 2);
     text = ptx_of_one("hist-u64-max", 0, build_hist_u64_max);
-    ck_assert_int_eq(count_of(text, "red.sys.max.u64"), 1);
+    ck_assert_int_eq(count_of(text, "red.sys.max.u64"), 2);
     text = ptx_of_one("hist-f64", 0, build_hist_f64);
-    ck_assert_int_eq(count_of(text, "red.sys.add.f64"), 1);
+    ck_assert_int_eq(count_of(text, "red.sys.add.f64"), 2);
     text = ptx_of_one("hist-u8", 0, build_hist_u8);
     ck_assert_int_eq(count_of(text, "red.sys"), 0);
 }
