@@ -211,6 +211,14 @@ static weft_status private_pair(sk_fn *f, const cg_array *copy,
     return WEFT_OK;
 }
 
+/* Whether `bit` of `first` (a mode of a split part: sk.h) is set. */
+static LLVMValueRef mode_bit(cg_fn *fn, LLVMValueRef first, int64_t bit)
+{
+    return LLVMBuildICmp(fn->b, LLVMIntNE,
+                         LLVMBuildAnd(fn->b, first, cg_i64(fn, bit), ""),
+                         cg_i64(fn, 0), "");
+}
+
 /* ---- a fused default: the accumulators and the last block ---------- */
 
 /* Where aux 1 keeps the blocks' combined copies (runtime/exec_permute.c
@@ -481,14 +489,6 @@ static weft_status copy_at(cg_fn *fn, const cg_array *shared, LLVMValueRef at,
             1, "copy");
     }
     return WEFT_OK;
-}
-
-/* Whether `bit` of `first` (a mode of a split part: sk.h) is set. */
-static LLVMValueRef mode_bit(cg_fn *fn, LLVMValueRef first, int64_t bit)
-{
-    return LLVMBuildICmp(fn->b, LLVMIntNE,
-                         LLVMBuildAnd(fn->b, first, cg_i64(fn, bit), ""),
-                         cg_i64(fn, 0), "");
 }
 
 /* Entry 2 (see the head comment). */
