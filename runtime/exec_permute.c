@@ -159,9 +159,10 @@ static int64_t elem_bytes(const rt_job *j, weft_type ty, const weft_type **leaf,
     return b;
 }
 
-/* The words of aux 1 of a PTX permute whose entry 2 also computes a
- * fused default (ptx/permute.c, acc_place): each leaf's accumulators (an
- * even number of words), the ticket, and each leaf's bit per bin. */
+/* The words of a set of accumulators in aux 1 of a PTX permute whose
+ * entry 2 also computes a fused default or runs split (ptx/permute.c,
+ * acc_place): each leaf's accumulators (an even number of words), the
+ * ticket, and each leaf's bit per bin, rounded up to an even number. */
 static int64_t private_words(int64_t bins, int nleaf, const weft_type *leaf)
 {
     int64_t w = 1;
@@ -169,7 +170,7 @@ static int64_t private_words(int64_t bins, int nleaf, const weft_type *leaf)
         int64_t bytes = bins * (int64_t)weft_type_size(leaf[l]);
         w += (bytes + 7) / 8 * 2 + (bins + 31) / 32;
     }
-    return w;
+    return (w + 1) / 2 * 2; /* even: a second set stays 8-byte aligned */
 }
 
 /* Whether entry 2 of n sources runs split over the devices (head

@@ -225,7 +225,9 @@ static LLVMValueRef mode_bit(cg_fn *fn, LLVMValueRef first, int64_t bit)
  * sizes it, rt_permute_private_words): for each leaf l, bins accumulators
  * of its type (an even number of words, so that the next leaf's start is
  * 8-byte aligned), then the ticket (an i32), then for each leaf a bit per
- * bin (the bins an f32 / f64 add touched).  All zero before the run. */
+ * bin (the bins an f32 / f64 add touched), the whole an even number of
+ * words (a split launch keeps a second set after it).  All zero before
+ * the run. */
 typedef struct acc_place {
     int nleaf;
     const weft_type *ty;
@@ -270,6 +272,10 @@ static weft_status acc_place_of(sk_fn *f, acc_place *pa, LLVMValueRef bins,
             LLVMBuildAdd(fn->b, acc_words(fn, bins, pa->ty[l]), bit_words, ""),
             "");
     }
+    /* an even number of words, so that a second set's 8-byte leaves
+     * are aligned too */
+    set = LLVMBuildAnd(fn->b, LLVMBuildAdd(fn->b, set, cg_i64(fn, 1), ""),
+                       cg_i64(fn, -2), "");
     LLVMValueRef base = aux->ptr[0];
     if (high) {
         LLVMValueRef off = LLVMBuildSelect(fn->b, high, set, cg_i64(fn, 0), "");
