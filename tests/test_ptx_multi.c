@@ -73,6 +73,21 @@ static weft_acc *f32_bins(weft_program *p, int64_t bins, weft_acc *src)
     return weft_permute(add, def, bin, src);
 }
 
+/* The index function \i -> `ignore` where i mod every is skip, else i
+ * mod bins (rank 1). */
+static weft_fun *ignoring(weft_program *p, int64_t every, int64_t skip,
+                          int64_t bins)
+{
+    weft_fun *bin = weft_fun1(p, WEFT_DIM(1));
+    weft_exp *i = weft_get(weft_arg(bin, 0), 0);
+    weft_fun_return(
+        bin,
+        weft_cond(weft_eq(weft_rem(i, weft_i64(p, every)), weft_i64(p, skip)),
+                  weft_ignore(p, 1),
+                  weft_index1(weft_rem(i, weft_i64(p, bins)))));
+    return bin;
+}
+
 /* Permutes split over the devices (skeletons-ir/ptx/permute.c, "Several
  * devices"), programs of their own test (split_permutes), rank 1:
  *   PERMUTES      a histogram: permute (+) of i32 of x * 8 into 256 bins
@@ -271,12 +286,7 @@ static weft_acc *program(weft_context *ctx, weft_program *p, int k, int rank)
         weft_fun *zero = weft_fun1(p, WEFT_DIM(1));
         weft_fun_return(zero, weft_f32(p, 0.0f));
         weft_acc *bins = weft_generate(weft_index1(weft_i64(p, 17)), zero);
-        weft_fun *bin = weft_fun1(p, WEFT_DIM(1));
-        weft_exp *i = weft_get(weft_arg(bin, 0), 0);
-        weft_fun_return(
-            bin, weft_cond(weft_eq(weft_rem(i, weft_i64(p, 2)), weft_i64(p, 1)),
-                           weft_ignore(p, 1),
-                           weft_index1(weft_rem(i, weft_i64(p, 17)))));
+        weft_fun *bin = ignoring(p, 2, 1, 17);
         weft_fun *add = weft_fun2(p, WEFT_F32, WEFT_F32);
         weft_fun_return(add, weft_add(weft_arg(add, 0), weft_arg(add, 1)));
         return weft_permute(add, bins, bin, weft_map(one, x));
@@ -312,12 +322,7 @@ static weft_acc *program(weft_context *ctx, weft_program *p, int k, int rank)
                                                         weft_i32(p, 100000),
                                                         weft_f64(p, 0.5)}));
         weft_acc *bins = weft_generate(weft_index1(weft_i64(p, 61)), dflt);
-        weft_fun *bin = weft_fun1(p, WEFT_DIM(1));
-        weft_exp *i = weft_get(weft_arg(bin, 0), 0);
-        weft_fun_return(
-            bin, weft_cond(weft_eq(weft_rem(i, weft_i64(p, 3)), weft_i64(p, 0)),
-                           weft_ignore(p, 1),
-                           weft_index1(weft_rem(i, weft_i64(p, 61)))));
+        weft_fun *bin = ignoring(p, 3, 0, 61);
         weft_fun *c = weft_fun2(p, tt, tt);
         weft_exp *l = weft_arg(c, 0), *r = weft_arg(c, 1);
         weft_fun_return(
