@@ -83,8 +83,9 @@
  * the same word), fused default or not (the driver then has the
  * default's entry write it first).  So each device sends one reduction a
  * bin over NVLink; reducing each block's copies straight into the output
- * (SK_PERMUTE_SPLIT alone, without replicas) sends one a block and bin,
- * and on four H200 took the histogram from 1x to 1.14x only.  Leaves
+ * (SK_PERMUTE_SPLIT alone, without replicas) sends one a block and bin:
+ * on four H200 the histogram of 2^28 keys ran 1.14x one GPU's speed so,
+ * 1.63x with the accumulators (bench/results/gpu-multi.md).  Leaves
  * without such a reduction (1 and 2 bytes) are not split, and their
  * kernels have no such branch.
  *
