@@ -807,6 +807,18 @@ weft_status cg_ptx_libdevice_path(char *buf, size_t n);
  * registers a thread. */
 void cg_ptx_launch_bounds(cg_fn *fn, int max_threads, int min_blocks);
 
+/* A reduction of system scope (PTX red.sys.<op>: atomic with respect to
+ * every device of the host, where the default scope, .gpu, says nothing
+ * about another GPU's atomics on the same address): *p = *p op x, for a
+ * leaf of a permute split over several devices (skeletons-ir/ptx/
+ * permute.c).  cg_ptx_red_sys_ok says whether op on leaves of type t has
+ * one (i32 and i64 add, min, max, umin, umax, and, or, xor; f32 and f64
+ * fadd); cg_ptx_red_sys must only be asked for those.  p is a generic
+ * pointer. */
+bool cg_ptx_red_sys_ok(LLVMAtomicRMWBinOp op, LLVMTypeRef t);
+void cg_ptx_red_sys(cg_fn *fn, LLVMAtomicRMWBinOp op, LLVMValueRef p,
+                    LLVMValueRef x);
+
 /* huge.c: function f's instructions, and mod's, counted until they pass
  * limit. */
 size_t cg_function_instructions(LLVMValueRef f, size_t limit);

@@ -27,7 +27,12 @@
  * / i64 cmpxchg is atom.cas; f16 fadd is native (atom.add.noftz.f16) from
  * sm_70 with PTX 6.3 on; i8 and i16 operations and other floating
  * operations are widened by LLVM's AtomicExpand into a 32-bit atom.cas
- * loop, which ptxas accepts.
+ * loop, which ptxas accepts.  Where atomics must be atomic with respect to
+ * other GPUs too (a permute split over several devices, whose blocks on
+ * every device reduce into one result), cg_ptx_red_sys emits red.sys (the
+ * default scope, .gpu, says nothing about another device's accesses) as
+ * inline assembly: LLVM 19's NVPTX has no unsigned min and max of system
+ * scope among its intrinsics, and makes no scope from syncscope.
  *
  * Math.  sqrt is llvm.sqrt, which NVPTX lowers to sqrt.rn (correctly
  * rounded, as the CPU's libm).  libdevice's own __nv_sqrtf asks
@@ -736,6 +741,71 @@ void cg_ptx_launch_bounds(cg_fn *fn, int max_threads, int min_blocks)
     if (min_blocks > 0) {
         annotate(fn->mod, fn->fn, "minctasm", min_blocks);
     }
+}
+
+/* The instruction red.sys.<op>.<type> for op on a leaf of type t into
+ * buf (and the value's constraint letter into *reg), or false where PTX
+ * has none: i32 / i64 add, min, max, umin, umax, and, or, xor; f32 / f64
+ * fadd. */
+static bool red_sys(LLVMAtomicRMWBinOp op, LLVMTypeRef t, char *buf,
+                    size_t size, const char **reg)
+{
+    LLVMTypeKind tk = LLVMGetTypeKind(t);
+    unsigned bits = tk == LLVMFloatTypeKind     ? 32
+                    : tk == LLVMDoubleTypeKind  ? 64
+                    : tk == LLVMIntegerTypeKind ? LLVMGetIntTypeWidth(t)
+                                                : 0;
+    bool flt = tk != LLVMIntegerTypeKind;
+    const char *name = NULL, *kind = flt ? "f" : "u";
+    switch (op) {
+    case LLVMAtomicRMWBinOpFAdd: name = flt ? "add" : NULL; break;
+    case LLVMAtomicRMWBinOpAdd: name = "add"; break;
+    case LLVMAtomicRMWBinOpMin: name = "min", kind = "s"; break;
+    case LLVMAtomicRMWBinOpMax: name = "max", kind = "s"; break;
+    case LLVMAtomicRMWBinOpUMin: name = "min"; break;
+    case LLVMAtomicRMWBinOpUMax: name = "max"; break;
+    case LLVMAtomicRMWBinOpAnd: name = "and", kind = "b"; break;
+    case LLVMAtomicRMWBinOpOr: name = "or", kind = "b"; break;
+    case LLVMAtomicRMWBinOpXor: name = "xor", kind = "b"; break;
+    default: break;
+    }
+    if (!name || (bits != 32 && bits != 64) ||
+        (flt != (op == LLVMAtomicRMWBinOpFAdd))) {
+        return false;
+    }
+    *reg = tk == LLVMFloatTypeKind    ? "f"
+           : tk == LLVMDoubleTypeKind ? "d"
+           : bits == 64               ? "l"
+                                      : "r";
+    snprintf(buf, size, "red.sys.%s.%s%u", name, kind, bits);
+    return true;
+}
+
+bool cg_ptx_red_sys_ok(LLVMAtomicRMWBinOp op, LLVMTypeRef t)
+{
+    char buf[32];
+    const char *reg;
+    return red_sys(op, t, buf, sizeof buf, &reg);
+}
+
+void cg_ptx_red_sys(cg_fn *fn, LLVMAtomicRMWBinOp op, LLVMValueRef p,
+                    LLVMValueRef x)
+{
+    char ins[32], text[48], cons[16];
+    const char *reg = "r";
+    bool ok = red_sys(op, LLVMTypeOf(x), ins, sizeof ins, &reg);
+    assert(ok);
+    (void)ok;
+    int tn = snprintf(text, sizeof text, "%s [$0], $1;", ins);
+    int cn = snprintf(cons, sizeof cons, "l,%s,~{memory}", reg);
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
+    LLVMTypeRef pt[2] = {i64, LLVMTypeOf(x)};
+    LLVMTypeRef ty =
+        LLVMFunctionType(LLVMVoidTypeInContext(fn->llctx), pt, 2, 0);
+    LLVMValueRef red = LLVMGetInlineAsm(ty, text, (size_t)tn, cons, (size_t)cn,
+                                        1, 0, LLVMInlineAsmDialectATT, 0);
+    LLVMValueRef args[2] = {LLVMBuildPtrToInt(fn->b, p, i64, ""), x};
+    LLVMBuildCall2(fn->b, ty, red, args, 2, "");
 }
 
 /* ---- finishing a module ---- */

@@ -411,7 +411,8 @@ typedef struct weft_stats {
                                to the others (replicas); reads by a
                                kernel of another device's block go over
                                NVLink uncounted (peer reads cannot be
-                               counted) */
+                               counted), as do a split permute's atomics
+                               into its result on the first device */
 } weft_stats;
 
 /* Block until every kernel that ctx has compiled so far runs its fully

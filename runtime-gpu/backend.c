@@ -1584,6 +1584,55 @@ static weft_status launch_spread(rt_job *j, gpu_dev *d, const gpu_fn *f,
                             scan ? "tiles" : "elements", sizes, WHO);
 }
 
+/* Entry 2 of a PTX permute split over the devices of d's context
+ * (runtime/exec_permute.c; n sources in chunks of `grain`): device r
+ * its range of the chunks, as equal as whole chunks allow, a block per
+ * chunk up to the grid one device takes, with `first` its first chunk
+ * and its mode (skeletons-ir/sk.h SK_PERMUTE_SPLIT): each part combines
+ * its blocks' copies in accumulators on its own device (aux 1: the first
+ * device's in its second half, the others' in replicas of its zero first
+ * half, copied with the small inputs, multi.c "Replicas"), and its last
+ * block reduces them into the output, so that each device makes one
+ * reduction a bin over NVLink, not one a block and bin (4 H200: 1.14x
+ * with those); without replicas ($WEFT_PTX_REPLICAS=0), every block
+ * reduces its copies into the output.  Those reductions are peer
+ * atomics, not counted in device_bytes_moved (the replicas are). */
+static weft_status launch_permute(rt_job *j, gpu_dev *d, const gpu_fn *f,
+                                  int64_t n, int64_t grain, int block)
+{
+    int nd = gpu_multi_count(d);
+    int64_t chunks = (n + grain - 1) / grain;
+    gpu_replicas rep;
+    small_inputs(j, &rep);
+    const sk_item *acc = &j->k->item[j->k->aux_item[1]];
+    /* aux 1 holds two sets of accumulators (exec_permute.c) */
+    size_t set = (size_t)j->w[acc->word + acc->nleaf] / 2 * sizeof(uint32_t);
+    bool own = !((const ptx_job *)j->be_job)->st->no_replicas &&
+               rep.n < GPU_REPLICAS_MAX && set > 0;
+    if (own) {
+        rep.r[rep.n].word = acc->word;
+        rep.r[rep.n++].bytes = set;
+    }
+    gpu_part part[GPU_MULTI_MAX];
+    int64_t sizes[GPU_MULTI_MAX];
+    for (int r = 0; r < nd; r++) {
+        int64_t lo = chunks * r / nd, hi = chunks * (r + 1) / nd;
+        int64_t end = hi * grain < n ? hi * grain : n;
+        int64_t mode = SK_PERMUTE_SPLIT;
+        if (own) {
+            mode |= SK_PERMUTE_ACC | (r == 0 ? SK_PERMUTE_HIGH : 0);
+        }
+        part[r] = (gpu_part){
+            .grid = hi > lo ? gpu_grid_for(d, f, block, (hi - lo) * block) : 0,
+            .n = end,
+            .grain = grain,
+            .first = lo | mode};
+        sizes[r] = hi > lo ? end - lo * grain : 0;
+    }
+    return gpu_launch_parts(d, f, block, part, j->w, &rep, "sources", sizes,
+                            WHO);
+}
+
 static weft_status rt_run(rt_job *j, int n, const rt_phase *ph)
 {
     gpu_dev *d = dev_of(j);
@@ -1635,6 +1684,9 @@ static weft_status rt_run(rt_job *j, int n, const rt_phase *ph)
         weft_status s;
         if (nd > 1 && ph[i].spread > 0) {
             s = launch_spread(j, d, f, grid, block, &ph[i]);
+        } else if (nd > 1 && ph[i].split && j->k->skel &&
+                   j->k->skel->family == SK_PERMUTE) {
+            s = launch_permute(j, d, f, total, grain, block);
         } else if (nd > 1 && ph[i].split && per != 0 && total >= nd) {
             gpu_replicas rep;
             small_inputs(j, &rep);

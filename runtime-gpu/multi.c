@@ -78,7 +78,10 @@
  * before it as its first tile's prefix; a scan of many rows, whole
  * rows per device); stencils by ranges of tiles or pieces of rows; the
  * permute and the segmented fold run on device 0 over the same
- * addresses.
+ * addresses, but for a permute whose combine is a native atomic, split by
+ * ranges of its sources' chunks, every device's blocks reducing into the
+ * one result with atomics of system scope (backend.c launch_permute,
+ * ptx/permute.c).
  *
  * A module is loaded on a device of another context when one of its
  * kernels first runs there (its PTX kept by gpu_module_load for that),

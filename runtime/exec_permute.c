@@ -33,6 +33,20 @@
  * and puts aux 1 back to zero (RT_AUX_KEPT_ZERO: on the GPU, a small one
  * lives in the clean area and no run zeroes it).
  *
+ * Over several devices (j->devices > 1, RT_SPLIT_MIN sources or more,
+ * every leaf of 4 or 8 bytes) entry 2 is a split phase: each device runs
+ * its range of the chunks (runtime-gpu/backend.c launch_permute), after
+ * the default's entry, when fused, has written the default on the first
+ * device; each part's blocks combine their copies in accumulators of its
+ * own, and its last block reduces them into the one output with
+ * reductions of system scope (skeletons-ir/ptx/permute.c): aux 1 holds
+ * two sets of accumulators, the first device's and the zero one that the
+ * others copy as theirs.  The chunk is cut for the blocks of all the
+ * devices.  Other
+ * permutes (a result too large for the copies: entry 0's atomics on
+ * every source; combines by a CAS loop or locks; leaves of 1 or 2 bytes)
+ * run on the first device over the same memory.
+ *
  * A kernel with k->private_parts (the CPU target's permute with a native
  * atomic combine, skeletons-ir/cpu/permute.c) has entries 2 and 3 instead:
  * entry 2 combines each chunk of S sources into its own copy of the
@@ -113,10 +127,12 @@ static weft_status run_parts(rt_job *j, int init, int64_t bins, int64_t S,
     return rt_job_phases(j, np, ph);
 }
 
-/* The chunk of entry 2 for n sources into `bins` bins (head comment). */
-static int64_t private_chunk(const rt_job *j, int64_t n, int64_t bins)
+/* The chunk of entry 2 for n sources into `bins` bins (head comment),
+ * over `devices` devices (the blocks of each). */
+static int64_t private_chunk(const rt_job *j, int64_t n, int64_t bins,
+                             int devices)
 {
-    int64_t blocks = j->workers / PRIVATE_WORKERS;
+    int64_t blocks = j->workers / PRIVATE_WORKERS * devices;
     int64_t grain = blocks > 1 ? (n + blocks - 1) / blocks : n;
     if (grain < PRIVATE_MIN_CHUNK) {
         grain = PRIVATE_MIN_CHUNK;
@@ -143,9 +159,10 @@ static int64_t elem_bytes(const rt_job *j, weft_type ty, const weft_type **leaf,
     return b;
 }
 
-/* The words of aux 1 of a PTX permute whose entry 2 also computes a
- * fused default (ptx/permute.c, acc_place): each leaf's accumulators (an
- * even number of words), the ticket, and each leaf's bit per bin. */
+/* The words of a set of accumulators in aux 1 of a PTX permute whose
+ * entry 2 also computes a fused default or runs split (ptx/permute.c,
+ * acc_place): each leaf's accumulators (an even number of words), the
+ * ticket, and each leaf's bit per bin, rounded up to an even number. */
 static int64_t private_words(int64_t bins, int nleaf, const weft_type *leaf)
 {
     int64_t w = 1;
@@ -153,7 +170,25 @@ static int64_t private_words(int64_t bins, int nleaf, const weft_type *leaf)
         int64_t bytes = bins * (int64_t)weft_type_size(leaf[l]);
         w += (bytes + 7) / 8 * 2 + (bins + 31) / 32;
     }
-    return w;
+    return (w + 1) / 2 * 2; /* even: a second set stays 8-byte aligned */
+}
+
+/* Whether entry 2 of n sources runs split over the devices (head
+ * comment): several devices, work enough, and leaves of 4 or 8 bytes
+ * (their reductions of system scope: codegen's cg_ptx_red_sys). */
+static bool split_private(const rt_job *j, int64_t n, int nleaf,
+                          const weft_type *leaf)
+{
+    if (j->devices < 2 || n < RT_SPLIT_MIN) {
+        return false;
+    }
+    for (int l = 0; l < nleaf; l++) {
+        size_t b = weft_type_size(leaf[l]);
+        if (b != 4 && b != 8) {
+            return false;
+        }
+    }
+    return true;
 }
 
 /* Runs permute kernel j->k (see the head comment). */
@@ -197,15 +232,20 @@ weft_status rt_exec_permute(rt_job *j)
     if (locks && (s = rt_job_aux(j, 0, WEFT_I32, 4096, false)) != WEFT_OK) {
         return s;
     }
+    bool split = private && split_private(j, n, nleaf, leaf);
     if (j->k->private_parts) {
         /* the copies' item, unused */
         s = rt_job_aux(j, 1, j->out[0]->type, 1, false);
     } else if (j->k->aux_item[1] >= 0) {
         /* entry 2 leaves its accumulators zero (ptx/permute.c,
-         * last_block); unused otherwise */
+         * last_block): one set for a fused default, two for a split
+         * launch (the first device's, and the others' zero template);
+         * unused otherwise */
+        int64_t sets = split ? 2 : private && init >= 0 ? 1 : 0;
         j->aux_start[1] = RT_AUX_KEPT_ZERO;
         s = rt_job_aux(j, 1, WEFT_U32,
-                       private ? private_words(bins, nleaf, leaf) : 1, false);
+                       sets > 0 ? sets * private_words(bins, nleaf, leaf) : 1,
+                       false);
     }
     if (s) {
         return s;
@@ -213,9 +253,23 @@ weft_status rt_exec_permute(rt_job *j)
     if ((s = rt_job_fill(j)) != WEFT_OK) {
         return s;
     }
+    if (split) {
+        /* the default first (on the first device), then the sources'
+         * chunks cut over the devices, flushed into the output */
+        rt_phase ph[2];
+        int np = 0;
+        if (init >= 0) {
+            ph[np++] = (rt_phase){.entry = init, .n = bins, .grain = j->grain};
+        }
+        ph[np++] = (rt_phase){.entry = 2,
+                              .n = n,
+                              .grain = private_chunk(j, n, bins, j->devices),
+                              .split = true};
+        return rt_job_phases(j, np, ph);
+    }
     if (private) {
         /* entry 2 computes a fused default itself */
-        return rt_job_run(j, 2, n, private_chunk(j, n, bins));
+        return rt_job_run(j, 2, n, private_chunk(j, n, bins, 1));
     }
     rt_phase ph[2];
     int np = 0;

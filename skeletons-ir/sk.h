@@ -713,6 +713,18 @@ int sk_stencil_tile_h(unsigned flags);
 /* The most bytes of result that entry 2 of the PTX permute keeps per block
  * in shared memory (its shared array's static size). */
 #define SK_PERMUTE_SHARED_BYTES 32768
+/* Entry 2's `first` for a part of a launch split over several devices
+ * (runtime-gpu/backend.c launch_permute, ptx/permute.c "Several
+ * devices"): its first chunk with SK_PERMUTE_SPLIT, and how its blocks
+ * flush: each straight into the output (reductions of system scope), or,
+ * with SK_PERMUTE_ACC, into accumulators in aux 1 on the part's device
+ * (the second half of aux 1 with SK_PERMUTE_HIGH: the first device's;
+ * the others' are copies of its zero first half), which the part's last
+ * block reduces into the output.  Without a part `first` is 0. */
+#define SK_PERMUTE_SPLIT ((int64_t)1 << 62)
+#define SK_PERMUTE_ACC ((int64_t)1 << 61)
+#define SK_PERMUTE_HIGH ((int64_t)1 << 60)
+#define SK_PERMUTE_MODE (SK_PERMUTE_SPLIT | SK_PERMUTE_ACC | SK_PERMUTE_HIGH)
 #define SK_LIGHT_COST 32 /* sk_kernel.light: operations (math functions 8) */
 
 /* ===== the skeletons, one file each (see each file's head comment) ===== */

@@ -654,6 +654,61 @@ static weft_acc *build_div_sqrt(weft_program *p)
     return weft_zipwith(f, x, y);
 }
 
+/* permute (op) of keys into `bins` of type t (a fused default of zeros),
+ * the source the keys' positions converted to t: the histogram's shape. */
+static weft_acc *histogram_of(weft_program *p, weft_op op, weft_type t)
+{
+    weft_acc *keys = weft_param(p, WEFT_I32, 1);
+    weft_fun *val = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(val, weft_convert(weft_get(weft_arg(val, 0), 0), t));
+    weft_acc *src = weft_generate(weft_shape(keys), val);
+    weft_fun *zero = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(zero, weft_convert(weft_i32(p, 0), t));
+    weft_acc *bins = weft_generate(weft_index1(weft_i64(p, 256)), zero);
+    weft_fun *bin = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(bin, weft_index1(weft_convert(
+                             weft_at(keys, weft_arg(bin, 0)), WEFT_I64)));
+    return weft_permute(tu_fun_op2(p, op, t), bins, bin, src);
+}
+
+static weft_acc *build_hist_i32(weft_program *p)
+{
+    return histogram_of(p, WEFT_OP_ADD, WEFT_I32);
+}
+
+static weft_acc *build_hist_u64_max(weft_program *p)
+{
+    return histogram_of(p, WEFT_OP_MAX, WEFT_U64);
+}
+
+static weft_acc *build_hist_f64(weft_program *p)
+{
+    return histogram_of(p, WEFT_OP_ADD, WEFT_F64);
+}
+
+static weft_acc *build_hist_u8(weft_program *p)
+{
+    return histogram_of(p, WEFT_OP_ADD, WEFT_U8);
+}
+
+/* A permute split over several devices reduces into its output with
+ * reductions of system scope (skeletons-ir/ptx/permute.c, codegen's
+ * cg_ptx_red_sys), with the operation and type of the combine, two per
+ * leaf: a part's last block's, and each block's (without replicas); a
+ * leaf of one byte has none (such a permute is not split). */
+START_TEST(permute_split_reductions)
+{
+    const char *text = ptx_of_one("hist-i32", 0, build_hist_i32);
+    ck_assert_int_eq(count_of(text, "red.sys.add.u32"), 2);
+    text = ptx_of_one("hist-u64-max", 0, build_hist_u64_max);
+    ck_assert_int_eq(count_of(text, "red.sys.max.u64"), 2);
+    text = ptx_of_one("hist-f64", 0, build_hist_f64);
+    ck_assert_int_eq(count_of(text, "red.sys.add.f64"), 2);
+    text = ptx_of_one("hist-u8", 0, build_hist_u8);
+    ck_assert_int_eq(count_of(text, "red.sys"), 0);
+}
+END_TEST
+
 /* Element-wise kernels (skeletons-ir/ptx/target.c, generate.c): blocks of
  * at most 256 threads (.maxntid), four elements per chunk moved 16 bytes
  * at a time for a heavy body without a loop (each of the three operands
@@ -866,6 +921,7 @@ static Suite *suite(void)
     tcase_add_test(tc, unit_kernels);
     tcase_add_test(tc, scan_status_word);
     tcase_add_test(tc, element_kernels);
+    tcase_add_test(tc, permute_split_reductions);
     tcase_add_test(tc, staged_while);
     tcase_add_test(tc, ptxas_accepts); /* last: reads what the others wrote */
     suite_add_tcase(s, tc);

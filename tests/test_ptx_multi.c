@@ -67,6 +67,49 @@ static weft_array *pattern(weft_context *ctx, int rank, const int64_t *shape)
     return a;
 }
 
+/* permute (+) of f32 src (rank 1) into `bins` zeros by index mod bins. */
+static weft_acc *f32_bins(weft_program *p, int64_t bins, weft_acc *src)
+{
+    weft_fun *zero = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(zero, weft_f32(p, 0.0f));
+    weft_acc *def = weft_generate(weft_index1(weft_i64(p, bins)), zero);
+    weft_fun *bin = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(bin, weft_index1(weft_rem(weft_get(weft_arg(bin, 0), 0),
+                                              weft_i64(p, bins))));
+    weft_fun *add = weft_fun2(p, WEFT_F32, WEFT_F32);
+    weft_fun_return(add, weft_add(weft_arg(add, 0), weft_arg(add, 1)));
+    return weft_permute(add, def, bin, src);
+}
+
+/* The index function \i -> `ignore` where i mod every is skip, else i
+ * mod bins (rank 1). */
+static weft_fun *ignoring(weft_program *p, int64_t every, int64_t skip,
+                          int64_t bins)
+{
+    weft_fun *bin = weft_fun1(p, WEFT_DIM(1));
+    weft_exp *i = weft_get(weft_arg(bin, 0), 0);
+    weft_fun_return(
+        bin,
+        weft_cond(weft_eq(weft_rem(i, weft_i64(p, every)), weft_i64(p, skip)),
+                  weft_ignore(p, 1),
+                  weft_index1(weft_rem(i, weft_i64(p, bins)))));
+    return bin;
+}
+
+/* Permutes split over the devices (skeletons-ir/ptx/permute.c, "Several
+ * devices"), programs of their own test (split_permutes), rank 1:
+ *   PERMUTES      a histogram: permute (+) of i32 of x * 8 into 256 bins
+ *                 by that value mod 256 (a fused default of zeros)
+ *   PERMUTES + 1  permute of triples (max, min, +) of (i32 of x * 8, the
+ *                 same, f64 of x) into 61 bins by index mod 61, every
+ *                 third index `ignore`d, from a default of (-1, 100000,
+ *                 0.5): leaves of 4 and 8 bytes, each its own reduction;
+ *                 the f64 sums are exact (at most 3 million multiples of
+ *                 1/8 below 125)
+ *   PERMUTES + 2  permute (+) of x into 1000 bins by index mod 1000: f32
+ *                 sums, whose order of additions varies with timing */
+enum { PERMUTES = 200, NPERMUTES = 3 };
+
 /* The programs, built on p with one input `x` of rank `rank`:
  *   0  map (x * 3 + 1), then a map of it (fused unless NO_FUSION)
  *   1  zipWith (+) of x and a generate of the index (rank 1 only: size)
@@ -295,16 +338,55 @@ static weft_acc *program(weft_context *ctx, weft_program *p, int k, int rank)
         weft_fun *zero = weft_fun1(p, WEFT_DIM(1));
         weft_fun_return(zero, weft_f32(p, 0.0f));
         weft_acc *bins = weft_generate(weft_index1(weft_i64(p, 17)), zero);
-        weft_fun *bin = weft_fun1(p, WEFT_DIM(1));
-        weft_exp *i = weft_get(weft_arg(bin, 0), 0);
-        weft_fun_return(
-            bin, weft_cond(weft_eq(weft_rem(i, weft_i64(p, 2)), weft_i64(p, 1)),
-                           weft_ignore(p, 1),
-                           weft_index1(weft_rem(i, weft_i64(p, 17)))));
+        weft_fun *bin = ignoring(p, 2, 1, 17);
         weft_fun *add = weft_fun2(p, WEFT_F32, WEFT_F32);
         weft_fun_return(add, weft_add(weft_arg(add, 0), weft_arg(add, 1)));
         return weft_permute(add, bins, bin, weft_map(one, x));
     }
+    case PERMUTES: {
+        weft_fun *cv = weft_fun1(p, WEFT_F32);
+        weft_fun_return(
+            cv, weft_convert(weft_mul(weft_arg(cv, 0), weft_f32(p, 8.0f)),
+                             WEFT_I32));
+        weft_acc *xi = weft_map(cv, x);
+        weft_fun *zero = weft_fun1(p, WEFT_DIM(1));
+        weft_fun_return(zero, weft_i32(p, 0));
+        weft_acc *bins = weft_generate(weft_index1(weft_i64(p, 256)), zero);
+        weft_fun *bin = weft_fun1(p, WEFT_DIM(1));
+        weft_exp *v = weft_convert(weft_at(xi, weft_arg(bin, 0)), WEFT_I64);
+        weft_fun_return(bin, weft_index1(weft_rem(v, weft_i64(p, 256))));
+        weft_fun *add = weft_fun2(p, WEFT_I32, WEFT_I32);
+        weft_fun_return(add, weft_add(weft_arg(add, 0), weft_arg(add, 1)));
+        return weft_permute(add, bins, bin, xi);
+    }
+    case PERMUTES + 1: {
+        weft_fun *tri = weft_fun1(p, WEFT_F32);
+        weft_exp *a = weft_arg(tri, 0);
+        weft_exp *ai = weft_convert(weft_mul(a, weft_f32(p, 8.0f)), WEFT_I32);
+        weft_fun_return(
+            tri, weft_tuple(p, 3,
+                            (weft_exp *[]){ai, ai, weft_convert(a, WEFT_F64)}));
+        weft_acc *src = weft_map(tri, x);
+        weft_type tt = weft_acc_type(src);
+        weft_fun *dflt = weft_fun1(p, WEFT_DIM(1));
+        weft_fun_return(dflt, weft_tuple(p, 3,
+                                         (weft_exp *[]){weft_i32(p, -1),
+                                                        weft_i32(p, 100000),
+                                                        weft_f64(p, 0.5)}));
+        weft_acc *bins = weft_generate(weft_index1(weft_i64(p, 61)), dflt);
+        weft_fun *bin = ignoring(p, 3, 0, 61);
+        weft_fun *c = weft_fun2(p, tt, tt);
+        weft_exp *l = weft_arg(c, 0), *r = weft_arg(c, 1);
+        weft_fun_return(
+            c, weft_tuple(
+                   p, 3,
+                   (weft_exp *[]){
+                       weft_prim2(WEFT_OP_MAX, weft_get(l, 0), weft_get(r, 0)),
+                       weft_prim2(WEFT_OP_MIN, weft_get(l, 1), weft_get(r, 1)),
+                       weft_add(weft_get(l, 2), weft_get(r, 2))}));
+        return weft_permute(c, bins, bin, src);
+    }
+    case PERMUTES + 2: return f32_bins(p, 1000, x);
     case 17: {
         weft_fun *cv = weft_fun1(p, WEFT_F32);
         weft_fun_return(cv, weft_convert(weft_arg(cv, 0), WEFT_I32));
@@ -343,16 +425,7 @@ static weft_acc *program(weft_context *ctx, weft_program *p, int k, int rank)
     default: {
         weft_fun *one = weft_fun1(p, WEFT_F32);
         weft_fun_return(one, weft_f32(p, 1.0f));
-        weft_acc *ones = weft_map(one, x);
-        weft_fun *zero = weft_fun1(p, WEFT_DIM(1));
-        weft_fun_return(zero, weft_f32(p, 0.0f));
-        weft_acc *bins = weft_generate(weft_index1(weft_i64(p, 17)), zero);
-        weft_fun *bin = weft_fun1(p, WEFT_DIM(1));
-        weft_fun_return(bin, weft_index1(weft_rem(weft_get(weft_arg(bin, 0), 0),
-                                                  weft_i64(p, 17))));
-        weft_fun *add = weft_fun2(p, WEFT_F32, WEFT_F32);
-        weft_fun_return(add, weft_add(weft_arg(add, 0), weft_arg(add, 1)));
-        return weft_permute(add, bins, bin, ones);
+        return f32_bins(p, 17, weft_map(one, x));
     }
     }
 }
@@ -602,6 +675,118 @@ START_TEST(memory_per_device)
 }
 END_TEST
 
+/* The permutes PERMUTES .. PERMUTES + NPERMUTES - 1 on one GPU, on "0,0"
+ * and on every device, fused and unfused (a default array of its own:
+ * the kernel without a fused default's accumulators), over compare's
+ * shapes of rank 1 (3 million elements split; 4097, 1 and 0 on device 0
+ * alone): bit for bit but the f32 sums, whose bins each add their 3000
+ * positive values in an order that timing decides (on one GPU too), so
+ * that each result is within 3000 2^-24 (1.8e-4) of the exact sum,
+ * relative to it, and two results within 4e-4 of each other.  The
+ * permutes must have been split. */
+START_TEST(split_permutes)
+{
+    const char *lists[] = {"0,0", "all"};
+    int count = 0;
+    TU_OK(weft_device_count(&count));
+    int differ = 0;
+    for (int u = 0; u < 2; u++) {
+        unsigned flags = u ? WEFT_FLAG_NO_FUSION : 0;
+        weft_context *one = open_devices(NULL, flags);
+        for (size_t l = 0; l < sizeof lists / sizeof lists[0]; l++) {
+            weft_context *many = open_devices(lists[l], flags);
+            weft_stats before, after;
+            TU_OK(weft_context_stats(many, &before));
+            for (int k = PERMUTES; k < PERMUTES + NPERMUTES; k++) {
+                for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+                    if (shapes[s].rank != 1) {
+                        continue;
+                    }
+                    size_t n1 = 0, n2 = 0;
+                    unsigned char *a = run(one, k, 1, shapes[s].shape, &n1);
+                    unsigned char *b = run(many, k, 1, shapes[s].shape, &n2);
+                    ck_assert_uint_eq(n1, n2);
+                    if (k == PERMUTES + 2) {
+                        differ +=
+                            near(lists[l], flags, k, s, (const float *)a,
+                                 (const float *)b, n1 / sizeof(float), 4e-4f);
+                    } else if (memcmp(a, b, n1) != 0) {
+                        printf("devices %s%s, permute %d, shape %zu: differs "
+                               "from one GPU's\n",
+                               lists[l], flags ? " (no fusion)" : "", k, s);
+                        differ++;
+                    }
+                    free(a);
+                    free(b);
+                }
+            }
+            TU_OK(weft_context_stats(many, &after));
+            if (strcmp(lists[l], "0,0") == 0 || count > 1) {
+                ck_assert_uint_gt(after.kernels_split, before.kernels_split);
+            }
+            weft_context_free(many);
+        }
+        weft_context_free(one);
+    }
+    ck_assert_msg(differ == 0, "%d permutes differ (printed above)", differ);
+}
+END_TEST
+
+/* A histogram over "0,0" (permute (+) of ones into 256 bins by key, the
+ * keys i * 7919 mod 256 of 2^21 + 3 positions) is one kernel split over
+ * the two slots (kernels_split grows), copies between them only the
+ * second slot's zero accumulators (1,064 bytes: 256 i32 sums, the ticket,
+ * 8 words of bits and a word to make the set's words even; its
+ * reductions into the result are peer atomics, uncounted), and counts
+ * each key as the host does. */
+START_TEST(permute_split)
+{
+    weft_context *ctx = open_devices("0,0", 0);
+    weft_program *p = NULL;
+    TU_OK(weft_program_create(ctx, &p));
+    weft_acc *keys = weft_param(p, WEFT_I32, 1);
+    weft_fun *zero = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(zero, weft_i32(p, 0));
+    weft_acc *bins = weft_generate(weft_index1(weft_i64(p, 256)), zero);
+    weft_fun *one = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(one, weft_i32(p, 1));
+    weft_acc *ones = weft_generate(weft_shape(keys), one);
+    weft_fun *bin = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(bin, weft_index1(weft_convert(
+                             weft_at(keys, weft_arg(bin, 0)), WEFT_I64)));
+    weft_fun *add = weft_fun2(p, WEFT_I32, WEFT_I32);
+    weft_fun_return(add, weft_add(weft_arg(add, 0), weft_arg(add, 1)));
+    weft_acc *r = weft_permute(add, bins, bin, ones);
+    TU_OK(weft_program_status(p));
+    int64_t n = ((int64_t)1 << 21) + 3;
+    weft_array *in = NULL, *out = NULL;
+    TU_OK(weft_array_create(ctx, WEFT_I32, 1, &n, &in));
+    int32_t *k = weft_array_data(in, 0);
+    int32_t want[256] = {0};
+    for (int64_t i = 0; i < n; i++) {
+        k[i] = (int32_t)((i * 7919) % 256);
+        want[k[i]]++;
+    }
+    weft_stats before, after;
+    TU_OK(weft_context_stats(ctx, &before));
+    TU_OK(weft_run1(p, &r, 1, &in, 1, &out, 1));
+    TU_OK(weft_context_stats(ctx, &after));
+    ck_assert_uint_gt(after.kernels_split, before.kernels_split);
+    ck_assert_uint_eq(after.device_bytes_moved - before.device_bytes_moved,
+                      1064);
+    ck_assert_int_eq(weft_array_size(out), 256);
+    const int32_t *got = weft_array_data(out, 0);
+    ck_assert_ptr_nonnull(got);
+    for (int b = 0; b < 256; b++) {
+        ck_assert_int_eq(got[b], want[b]);
+    }
+    weft_array_release(in);
+    weft_array_release(out);
+    weft_program_free(p);
+    weft_context_free(ctx);
+}
+END_TEST
+
 START_TEST(bad_lists)
 {
     int count = 0;
@@ -762,6 +947,8 @@ static Suite *suite(void)
     tcase_add_test(tc, one_ordinal_is_one_gpu);
     tcase_add_test(tc, bad_lists);
     tcase_add_test(tc, memory_per_device);
+    tcase_add_test(tc, permute_split);
+    tcase_add_test(tc, split_permutes);
     tcase_add_test(tc, same_device_twice);
     tcase_add_test(tc, same_device_twice_unfused);
     tcase_add_test(tc, all_devices);

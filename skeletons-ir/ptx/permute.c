@@ -69,9 +69,30 @@
  * result behave as in permute.c, since the step is permute.c's, with the
  * copy's extents those of the output.
  *
+ * Several devices.  A launch split over the devices (runtime/
+ * exec_permute.c, runtime-gpu/backend.c launch_permute) gives each
+ * device's grid a range of the chunks: `first` is its first chunk with
+ * SK_PERMUTE_SPLIT set (sk.h).  Its blocks take their chunks from there
+ * and flush into accumulators of their device (SK_PERMUTE_ACC: the
+ * accumulators of a fused default, at the second half of aux 1 on the
+ * first device, SK_PERMUTE_HIGH, and in the others at a copy of its
+ * zero first half, made on their stream), and the part's last block
+ * (its own ticket: the blocks of several grids share none) reduces each
+ * touched bin into the output with a reduction of system scope (red.sys:
+ * the default scope, .gpu, says nothing about another GPU's atomics on
+ * the same word), fused default or not (the driver then has the
+ * default's entry write it first).  So each device sends one reduction a
+ * bin over NVLink; reducing each block's copies straight into the output
+ * (SK_PERMUTE_SPLIT alone, without replicas) sends one a block and bin:
+ * on four H200 the histogram of 2^28 keys ran 1.14x one GPU's speed so,
+ * 1.63x with the accumulators (bench/results/gpu-multi.md).  Leaves
+ * without such a reduction (1 and 2 bytes) are not split, and their
+ * kernels have no such branch.
+ *
  * Barriers.  Every barrier (two, and two more around the ticket of a
  * fused default) stands at the top level of the kernel, outside every
- * loop and branch, and no thread returns early, so every thread of the
+ * loop and branch but the uniform ones on the split's mode around the
+ * last blocks, and no thread returns early, so every thread of the
  * block reaches each of them; the loops between them hold no barrier, so
  * their bounds need not be uniform.  The block's chunks all go into its
  * copies, flushed once at the end.
@@ -92,7 +113,7 @@ static LLVMValueRef as_bits(cg_fn *fn, LLVMValueRef x)
 
 enum {
     GROUP = 4,           /* consecutive sources a thread takes at a time */
-    PRIVATE_VERSION = 5, /* of entry 2's code (sk_kernel.flags, the key) */
+    PRIVATE_VERSION = 6, /* of entry 2's code (sk_kernel.flags, the key) */
     /* entry 2's launch bounds where the kernel is light: 2 blocks of 1024
      * threads an SM, as many threads as an SM holds, so at most 32
      * registers (the histogram's pairs of groups took ptxas to 39
@@ -191,13 +212,23 @@ static weft_status private_pair(sk_fn *f, const cg_array *copy,
     return WEFT_OK;
 }
 
+/* Whether `bit` of `first` (a mode of a split part: sk.h) is set. */
+static LLVMValueRef mode_bit(cg_fn *fn, LLVMValueRef first, int64_t bit)
+{
+    return LLVMBuildICmp(fn->b, LLVMIntNE,
+                         LLVMBuildAnd(fn->b, first, cg_i64(fn, bit), ""),
+                         cg_i64(fn, 0), "");
+}
+
 /* ---- a fused default: the accumulators and the last block ---------- */
 
 /* Where aux 1 keeps the blocks' combined copies (runtime/exec_permute.c
  * sizes it, rt_permute_private_words): for each leaf l, bins accumulators
  * of its type (an even number of words, so that the next leaf's start is
  * 8-byte aligned), then the ticket (an i32), then for each leaf a bit per
- * bin (the bins an f32 / f64 add touched).  All zero before the run. */
+ * bin (the bins an f32 / f64 add touched), the whole an even number of
+ * words (a split launch keeps a second set after it).  All zero before
+ * the run. */
 typedef struct acc_place {
     int nleaf;
     const weft_type *ty;
@@ -220,7 +251,10 @@ static LLVMValueRef acc_words(cg_fn *fn, LLVMValueRef bins, weft_type ty)
         cg_i64(fn, 2), "");
 }
 
-static weft_status acc_place_of(sk_fn *f, acc_place *pa, LLVMValueRef bins)
+/* (high: where true, the set of accumulators after the first, whose
+ * words are the second half of aux 1: a split part's, SK_PERMUTE_HIGH) */
+static weft_status acc_place_of(sk_fn *f, acc_place *pa, LLVMValueRef bins,
+                                LLVMValueRef high)
 {
     cg_fn *fn = &f->fn;
     const cg_array *aux = sk_aux_array(f, 1);
@@ -229,25 +263,38 @@ static weft_status acc_place_of(sk_fn *f, acc_place *pa, LLVMValueRef bins)
                         "weft_compile: permute: no accumulator array");
     }
     LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
-    LLVMValueRef at = cg_i64(fn, 0);
-    for (int l = 0; l < pa->nleaf; l++) {
-        pa->acc[l] =
-            LLVMBuildInBoundsGEP2(fn->b, i32, aux->ptr[0], &at, 1, "acc");
-        at = LLVMBuildAdd(fn->b, at, acc_words(fn, bins, pa->ty[l]), "");
-    }
-    pa->ticket =
-        LLVMBuildInBoundsGEP2(fn->b, i32, aux->ptr[0], &at, 1, "ticket");
     LLVMValueRef bit_words =
         LLVMBuildLShr(fn->b, LLVMBuildAdd(fn->b, bins, cg_i64(fn, 31), ""),
                       cg_i64(fn, 5), "");
+    LLVMValueRef set = cg_i64(fn, 1);
+    for (int l = 0; l < pa->nleaf; l++) {
+        set = LLVMBuildAdd(
+            fn->b, set,
+            LLVMBuildAdd(fn->b, acc_words(fn, bins, pa->ty[l]), bit_words, ""),
+            "");
+    }
+    /* an even number of words, so that a second set's 8-byte leaves
+     * are aligned too */
+    set = LLVMBuildAnd(fn->b, LLVMBuildAdd(fn->b, set, cg_i64(fn, 1), ""),
+                       cg_i64(fn, -2), "");
+    LLVMValueRef base = aux->ptr[0];
+    if (high) {
+        LLVMValueRef off = LLVMBuildSelect(fn->b, high, set, cg_i64(fn, 0), "");
+        base = LLVMBuildInBoundsGEP2(fn->b, i32, base, &off, 1, "");
+    }
+    LLVMValueRef at = cg_i64(fn, 0);
+    for (int l = 0; l < pa->nleaf; l++) {
+        pa->acc[l] = LLVMBuildInBoundsGEP2(fn->b, i32, base, &at, 1, "acc");
+        at = LLVMBuildAdd(fn->b, at, acc_words(fn, bins, pa->ty[l]), "");
+    }
+    pa->ticket = LLVMBuildInBoundsGEP2(fn->b, i32, base, &at, 1, "ticket");
     at = LLVMBuildAdd(fn->b, at, cg_i64(fn, 1), "");
     for (int l = 0; l < pa->nleaf; l++) {
-        pa->bits[l] =
-            LLVMBuildInBoundsGEP2(fn->b, i32, aux->ptr[0], &at, 1, "bits");
+        pa->bits[l] = LLVMBuildInBoundsGEP2(fn->b, i32, base, &at, 1, "bits");
         at = LLVMBuildAdd(fn->b, at, bit_words, "");
     }
-    pa->words = at;
-    pa->base = aux->ptr[0];
+    pa->words = set;
+    pa->base = base;
     return WEFT_OK;
 }
 
@@ -339,7 +386,8 @@ static void accumulate(sk_fn *f, const acc_place *pa, int l, LLVMValueRef b,
     tg->atomic_rmw(fn, aop, p, x);
 }
 
-/* The end of entry 2 with a fused default.  Every thread fences its
+/* The end of entry 2 with a fused default (or, sys, of a split part
+ * that accumulates: SK_PERMUTE_ACC).  Every thread fences its
  * flush, the block meets at a barrier, thread 0 takes a ticket and
  * tells the block through shared memory whether it drew the last one
  * (the grid's size less one, block-uniform, so the barriers inside are
@@ -349,11 +397,12 @@ static void accumulate(sk_fn *f, const acc_place *pa, int l, LLVMValueRef b,
  *     out_l[b] = f(acc[b] ^ mask, def[b])_l   where a block touched b
  *     out_l[b] = def_l[b]                     elsewhere
  *
- * (fadd: the bit of b says which; else a zero word, op's identity), then,
- * after a barrier, puts all of aux 1 back to zero: accumulators, ticket
- * and bits. */
+ * (fadd: the bit of b says which; else a zero word, op's identity), or,
+ * sys, reduces acc[b] ^ mask into out[b] (red.sys) where a block touched
+ * b, then, after a barrier, puts its accumulators, ticket and bits back
+ * to zero. */
 static weft_status last_block(sk_fn *f, const acc_place *pa, LLVMValueRef bins,
-                              LLVMValueRef tid, LLVMValueRef bs)
+                              LLVMValueRef tid, LLVMValueRef bs, bool sys)
 {
     cg_fn *fn = &f->fn;
     const cg_target *tg = fn->target;
@@ -368,7 +417,7 @@ static weft_status last_block(sk_fn *f, const acc_place *pa, LLVMValueRef bins,
     cg_sloop bl;
     LLVMValueRef b = cg_sloop_begin(fn, &bl, tid, bins, bs, "bin");
     cg_val d, args[2], y;
-    weft_status s = sk_read(f, t->kid[0], b, NULL, &d);
+    weft_status s = sys ? WEFT_OK : sk_read(f, t->kid[0], b, NULL, &d);
     if (s) {
         return s;
     }
@@ -395,16 +444,27 @@ static weft_status last_block(sk_fn *f, const acc_place *pa, LLVMValueRef bins,
                              "");
         }
         av[l] = a;
+        if (sys) { /* a split part's: into the output, which holds the
+                      default and the other parts' */
+            LLVMValueRef p =
+                LLVMBuildInBoundsGEP2(fn->b, mt, out->ptr[l], &b, 1, "");
+            cg_if in;
+            cg_if_begin(fn, &in, hit[l]);
+            cg_ptx_red_sys(fn, pa->op[l], p, a);
+            cg_if_end(fn, &in);
+        }
     }
-    args[0] = (cg_val){.n = pa->nleaf, .v = av};
-    args[1] = d;
-    if ((s = cg_apply(fn, t->fun[0], args, &y)) != WEFT_OK) {
-        return s;
+    if (!sys) {
+        args[0] = (cg_val){.n = pa->nleaf, .v = av};
+        args[1] = d;
+        if ((s = cg_apply(fn, t->fun[0], args, &y)) != WEFT_OK) {
+            return s;
+        }
+        for (int l = 0; l < pa->nleaf; l++) {
+            y.v[l] = LLVMBuildSelect(fn->b, hit[l], y.v[l], d.v[l], "");
+        }
+        cg_array_store(fn, out, b, &y);
     }
-    for (int l = 0; l < pa->nleaf; l++) {
-        y.v[l] = LLVMBuildSelect(fn->b, hit[l], y.v[l], d.v[l], "");
-    }
-    cg_array_store(fn, out, b, &y);
     cg_sloop_end(fn, &bl);
     /* aux 1 back to zero, accumulators, ticket and bits, once every bin
      * is read (the bits of 32 bins share a word): the runtime keeps it
@@ -463,10 +523,12 @@ static weft_status emit_private(sk_fn *f)
         return fe_oom("weft_compile");
     }
     LLVMValueRef id[SK_PERMUTE_LEAVES_MAX];
+    bool sys_ok = true; /* every leaf has a reduction of system scope */
     for (int l = 0; l < out->nleaf; l++) {
-        shared.ptr[l] =
-            tg->shared_array(fn, cg_mem_type(fn->llctx, out->leaf[l]), cap);
+        LLVMTypeRef mt = cg_mem_type(fn->llctx, out->leaf[l]);
+        shared.ptr[l] = tg->shared_array(fn, mt, cap);
         id[l] = sk_permute_identity(fn, pa.op[l], out->leaf[l]);
+        sys_ok &= cg_ptx_red_sys_ok(pa.op[l], mt);
     }
     LLVMValueRef bins = sk_size(f, out);
     LLVMValueRef tid = cg_zext64(fn, tg->thread_index(fn, 0));
@@ -477,8 +539,13 @@ static weft_status emit_private(sk_fn *f)
         return s;
     }
     LLVMValueRef ssize = sk_permute_source_size(f, sext);
+    /* a part of a split launch, and how it flushes (head comment) */
+    LLVMValueRef split = mode_bit(fn, f->first, SK_PERMUTE_SPLIT);
+    LLVMValueRef accs = mode_bit(fn, f->first, SK_PERMUTE_ACC);
+    LLVMValueRef high = mode_bit(fn, f->first, SK_PERMUTE_HIGH);
     bool fused = sk_permute_init_entry(f->e->k) >= 0;
-    if (fused && (s = acc_place_of(f, &pa, bins)) != WEFT_OK) {
+    if ((fused || sys_ok) &&
+        (s = acc_place_of(f, &pa, bins, sys_ok ? high : NULL)) != WEFT_OK) {
         return s;
     }
     LLVMTypeRef i1 = LLVMInt1TypeInContext(fn->llctx);
@@ -519,10 +586,14 @@ static weft_status emit_private(sk_fn *f)
         fn->b,
         LLVMBuildSub(fn->b, LLVMBuildAdd(fn->b, f->n, f->grain, ""), one, ""),
         f->grain, "chunks");
+    /* a part of a split launch: its chunks from `first` (head comment) */
+    LLVMValueRef from =
+        LLVMBuildAnd(fn->b, f->first, cg_i64(fn, ~SK_PERMUTE_MODE), "");
     cg_sloop cl;
-    LLVMValueRef c =
-        cg_sloop_begin(fn, &cl, cg_zext64(fn, tg->block_index(fn, 0)), chunks,
-                       cg_zext64(fn, tg->grid_size(fn, 0)), "chunk");
+    LLVMValueRef c = cg_sloop_begin(
+        fn, &cl,
+        LLVMBuildAdd(fn->b, from, cg_zext64(fn, tg->block_index(fn, 0)), ""),
+        chunks, cg_zext64(fn, tg->grid_size(fn, 0)), "chunk");
     LLVMValueRef lo = LLVMBuildMul(fn->b, c, f->grain, "lo");
     LLVMValueRef hi = LLVMBuildAdd(fn->b, lo, f->grain, "");
     hi = LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, hi, f->n, ""),
@@ -584,18 +655,57 @@ static weft_status emit_private(sk_fn *f)
         cg_if_begin(fn, &touched,
                     LLVMBuildICmp(fn->b, LLVMIntNE, as_bits(fn, v.v[l]),
                                   as_bits(fn, id[l]), ""));
-        if (fused) {
+        LLVMValueRef p =
+            LLVMBuildInBoundsGEP2(fn->b, cg_mem_type(fn->llctx, out->leaf[l]),
+                                  out->ptr[l], &b, 1, "");
+        cg_if sys, own;
+        if (sys_ok) { /* a split part's block: straight into out */
+            cg_if_begin(
+                fn, &sys,
+                LLVMBuildAnd(fn->b, split, LLVMBuildNot(fn->b, accs, ""), ""));
+            cg_ptx_red_sys(fn, pa.op[l], p, v.v[l]);
+            cg_if_else(fn, &sys);
+        }
+        if (!fused && sys_ok) { /* a split part's accumulators */
+            cg_if_begin(fn, &own, accs);
+        }
+        if (fused || sys_ok) {
             accumulate(f, &pa, l, b, v.v[l]);
-        } else {
-            LLVMValueRef p = LLVMBuildInBoundsGEP2(
-                fn->b, cg_mem_type(fn->llctx, out->leaf[l]), out->ptr[l], &b, 1,
-                "");
+        }
+        if (!fused && sys_ok) {
+            cg_if_else(fn, &own);
+        }
+        if (!fused) {
             tg->atomic_rmw(fn, pa.op[l], p, v.v[l]);
+        }
+        if (!fused && sys_ok) {
+            cg_if_end(fn, &own);
+        }
+        if (sys_ok) {
+            cg_if_end(fn, &sys);
         }
         cg_if_end(fn, &touched);
     }
     cg_sloop_end(fn, &flush);
-    return fused ? last_block(f, &pa, bins, tid, bs) : WEFT_OK;
+    /* the last blocks: a fused default's on one device, a split part's
+     * that accumulates (the branches are uniform: on parameters, so the
+     * barriers inside are reached by every thread) */
+    cg_if whole, part;
+    if (fused) {
+        cg_if_begin(fn, &whole, LLVMBuildNot(fn->b, split, ""));
+        if ((s = last_block(f, &pa, bins, tid, bs, false)) != WEFT_OK) {
+            return s;
+        }
+        cg_if_end(fn, &whole);
+    }
+    if (sys_ok) {
+        cg_if_begin(fn, &part, LLVMBuildAnd(fn->b, split, accs, ""));
+        if ((s = last_block(f, &pa, bins, tid, bs, true)) != WEFT_OK) {
+            return s;
+        }
+        cg_if_end(fn, &part);
+    }
+    return WEFT_OK;
 }
 
 static weft_status ptx_permute_prepare(weft_context *ctx, fe_arena *arena,
@@ -617,11 +727,10 @@ static weft_status ptx_permute_prepare(weft_context *ctx, fe_arena *arena,
      * not reused) */
     k->flags |= (unsigned)SK_PERMUTE_SHARED_BYTES << 8 |
                 (unsigned)PRIVATE_VERSION << 28;
-    if (sk_permute_init_entry(k) >= 0) {
-        /* the accumulators, ticket and bits of a fused default */
-        s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX, 1, WEFT_U32, 1);
-        k->aux_item[1] = k->nitem - 1;
-    }
+    /* the accumulators, ticket and bits of a fused default, or of the
+     * parts of a split launch (head comment) */
+    s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX, 1, WEFT_U32, 1);
+    k->aux_item[1] = k->nitem - 1;
     return s;
 }
 
