@@ -140,7 +140,8 @@ enum { PERMUTES = 200, NPERMUTES = 3 };
  *      on device 0): the other devices read it from replicas (multi.c,
  *      "Replicas")
  *  16  permute (+) of ones into 17 bins by index mod 17, odd indices
- *      `ignore`d (the permute runs on device 0 over the split source)
+ *      `ignore`d (split over the devices from 2^20 sources, on device 0
+ *      below)
  *  17  fold_seg (+) 0 of i32 of x in segments of 7 (device 0 too)
  *  18  scanl1 of affine maps (a, b) of x, composed (a1 a2, b1 a2 + b2):
  *      a tuple scan (two leaves, the status not packed), exact (i32

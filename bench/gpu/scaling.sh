@@ -14,8 +14,9 @@
 #   partitioning where there is one GPU; expect about 1x)
 # Environment: SCALING_ONLY (run.py program keys, default
 # saxpy,blackscholes,mandelbrot,nbody,sum,dotp,histogram,scan: all are
-# split over the devices, the histogram by ranges of its keys whose
-# blocks reduce into the one result on the first GPU), GPUBENCH_NBODY
+# split over the devices, the histogram by ranges of its keys, each
+# device's bins reduced into the one result by system-scope atomics),
+# GPUBENCH_NBODY
 # (n-body's bodies, default 65536: 256 blocks, too few to fill several
 # GPUs; 262144 shows the scaling) and run.sh's.
 set -eu
