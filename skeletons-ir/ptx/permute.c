@@ -14,29 +14,43 @@
  *   chunk, so chunk c is [c grain, min(n, (c + 1) grain)), as the
  *   target's range loop cuts [0, n); item_threads SK_ITEM_BLOCK):
  *
- *       copy[w][b] = identity            for every copy w and bin b
+ *       copy[c][b] = identity            for every copy c and bin b
  *       barrier
  *       for each chunk c of this block (c = block, block + grid, ...):
  *           for each source i of c (groups of 4 consecutive sources,
  *           groups lo + 4 thread and lo + 4 (thread + block), stepping
  *           by 8 blocks, two groups a step): the step of
- *           permute.c with the update an atomicrmw on copy[warp % ncopy][j]
- *           instead of out[j]
+ *           permute.c with the update an atomicrmw on
+ *           copy[thread % ncopy][j] instead of out[j]
  *       barrier
- *       out[b] = out[b] op (op over w of copy[w][b])   (atomic) for every
+ *       out[b] = out[b] op (op over c of copy[c][b])   (atomic) for every
  *                                        bin b the block touched
  *
  * where the copies lie in shared memory of SK_PERMUTE_SHARED_BYTES (the
- * driver uses entry 2 only for a result that fits), ncopy = min(warps,
- * what fits) of them: with 256 bins of i32 each warp of 32 has its own,
- * so the atomics of different warps never meet.  A tuple result has a
- * shared array a leaf, each of as many elements as whole tuples fit, and
- * every step above is made leaf by leaf with that leaf's atomic and
- * identity (the combine is componentwise, so no leaf reads another).  So a block's updates
- * contend in its own shared memory, and the output sees one global atomic
- * per block and bin touched instead of one per source: the histogram case
- * (2^28 sources into 256 bins) goes from 2^28 atomics on 256 addresses to
- * a few hundred thousand.
+ * driver uses entry 2 only for a result that fits), ncopy of them: as
+ * many as fit, at most one a thread, and a multiple of 32 from 32 on.
+ * They are interleaved, bin b of copy c at b ncopy + c, so that from 32
+ * copies on the 32 lanes of a warp update 32 different copies in 32
+ * different banks, whatever their bins: no two lanes of a warp ever
+ * update one word, and the atomics of one instruction never queue on
+ * each other.  That matters most where an atomic is a loop: an f32 or
+ * f64 add in shared memory is a load, an add and a compare-and-swap
+ * until it holds (sm_90's ATOMS.CAST.SPIN), and lanes on one word take
+ * one trip each; k-means' 16 bins, one copy a warp, took ~4 trips an
+ * update (its permute of (count, sum x, sum y) ran at 49% of DRAM).  With
+ * few bins a copy serves a few threads of different warps (k-means:
+ * 2730 tuples fit, 160 copies of 16 for 768 threads), with many (more
+ * than 256 bins of i32) fewer than 32 copies serve strides of lanes.
+ * A tuple result has a shared array a leaf, each of as many elements as
+ * whole tuples fit, and every step above is made leaf by leaf with that
+ * leaf's atomic and identity (the combine is componentwise, so no leaf
+ * reads another).  So a block's updates contend in its own shared
+ * memory, and the output sees one global atomic per block and bin
+ * touched instead of one per source: the histogram case (2^28 sources
+ * into 256 bins) goes from 2^28 atomics on 256 addresses to a few
+ * hundred thousand.  The flush takes a warp a bin: lane l combines
+ * copies l, l + 32, ... of the bin (consecutive words), the warp's
+ * shuffles combine the lanes, and lane 0 makes the bin's atomics.
  *
  * The hot loop is kept short.  A group's four targets are computed before
  * its four updates, so that its reads sit together and become one 128-bit
@@ -73,8 +87,10 @@
  * fused default) stands at the top level of the kernel, outside every
  * loop and branch, and no thread returns early, so every thread of the
  * block reaches each of them; the loops between them hold no barrier, so
- * their bounds need not be uniform.  The block's chunks all go into its
- * copies, flushed once at the end.
+ * their bounds need not be uniform, but for the flush's, whose shuffles
+ * need every lane of the warp: its bounds are the same in a warp (the
+ * block is a whole number of warps, as the occupancy API's blocks are).
+ * The block's chunks all go into its copies, flushed once at the end.
  */
 #include "../sk.h"
 
@@ -92,7 +108,7 @@ static LLVMValueRef as_bits(cg_fn *fn, LLVMValueRef x)
 
 enum {
     GROUP = 4,           /* consecutive sources a thread takes at a time */
-    PRIVATE_VERSION = 5, /* of entry 2's code (sk_kernel.flags, the key) */
+    PRIVATE_VERSION = 6, /* of entry 2's code (sk_kernel.flags, the key) */
     /* entry 2's launch bounds where the kernel is light: 2 blocks of 1024
      * threads an SM, as many threads as an SM holds, so at most 32
      * registers (the histogram's pairs of groups took ptxas to 39
@@ -101,39 +117,50 @@ enum {
     PRIVATE_BLOCKS_PER_SM = 2
 };
 
-/* The update of one element into the warp's copy.  Unchecked, a target
- * outside the result only raises the thread's flag *bad (an i1 slot),
- * which the kernel reports once at the end (the report names no element
- * then), so that the update is one predicated atomic with no branch to
- * a report in the loop; checked mode reports each element as
- * sk_permute_put does. */
+/* What the updates of a thread share: its flag of a target outside the
+ * result (an i1 slot) and the distance between two bins of its copy
+ * (ncopy: the copies are interleaved, head comment). */
+typedef struct private_put_ctx {
+    LLVMValueRef bad;
+    LLVMValueRef stride;
+} private_put_ctx;
+
+/* The update of one element into the thread's copy, at element j stride
+ * of it.  Unchecked, a target outside the result only raises the
+ * thread's flag, which the kernel reports once at the end (the report
+ * names no element then), so that the update is one predicated atomic
+ * with no branch to a report in the loop; checked mode reports each
+ * element as sk_permute_put does. */
 static weft_status private_put(sk_fn *f, const cg_array *copy,
                                const sk_permute_elem *e, void *user)
 {
     cg_fn *fn = &f->fn;
-    LLVMValueRef bad = user;
+    const private_put_ctx *pc = user;
+    sk_permute_elem at = *e;
+    at.j = LLVMBuildNSWMul(fn->b, e->j, pc->stride, "");
     if (f->e->k->checked) {
-        return sk_permute_put(f, copy, e, sk_permute_update_rmw);
+        return sk_permute_put(f, copy, &at, sk_permute_update_rmw);
     }
     LLVMTypeRef i1 = LLVMInt1TypeInContext(fn->llctx);
     LLVMValueRef keep = LLVMBuildNot(fn->b, e->ignored, "");
     LLVMValueRef out =
         LLVMBuildAnd(fn->b, keep, LLVMBuildNot(fn->b, e->inside, ""), "");
     LLVMBuildStore(
-        fn->b, LLVMBuildOr(fn->b, LLVMBuildLoad2(fn->b, i1, bad, ""), out, ""),
-        bad);
+        fn->b,
+        LLVMBuildOr(fn->b, LLVMBuildLoad2(fn->b, i1, pc->bad, ""), out, ""),
+        pc->bad);
     cg_if in;
     cg_if_begin(fn, &in, LLVMBuildAnd(fn->b, keep, e->inside, ""));
-    weft_status s = sk_permute_update_rmw(f, copy, e->j, &e->x);
+    weft_status s = sk_permute_update_rmw(f, copy, at.j, &e->x);
     cg_if_end(fn, &in);
     return s;
 }
 
-/* The permute step of sources [lo, hi) into the warp's copy. */
+/* The permute step of sources [lo, hi) into the thread's copy. */
 static weft_status private_run(sk_fn *f, const cg_array *copy,
                                LLVMValueRef *sext, LLVMValueRef ssize,
                                LLVMValueRef lo, LLVMValueRef hi,
-                               LLVMValueRef bad)
+                               private_put_ctx *pc)
 {
     cg_fn *fn = &f->fn;
     cg_loop l;
@@ -143,7 +170,7 @@ static weft_status private_run(sk_fn *f, const cg_array *copy,
     sk_permute_elem e;
     weft_status s = sk_permute_target(f, copy, sext, i, &e);
     if (s == WEFT_OK) {
-        s = private_put(f, copy, &e, bad);
+        s = private_put(f, copy, &e, pc);
     }
     cg_loop_end(fn, &l);
     return s;
@@ -157,7 +184,7 @@ static weft_status private_run(sk_fn *f, const cg_array *copy,
 static weft_status private_pair(sk_fn *f, const cg_array *copy,
                                 LLVMValueRef *sext, LLVMValueRef ssize,
                                 const LLVMValueRef *g, LLVMValueRef hi,
-                                LLVMValueRef bad)
+                                private_put_ctx *pc)
 {
     cg_fn *fn = &f->fn;
     LLVMValueRef four = cg_i64(fn, GROUP);
@@ -166,7 +193,7 @@ static weft_status private_pair(sk_fn *f, const cg_array *copy,
                 LLVMBuildICmp(fn->b, LLVMIntSLE,
                               LLVMBuildNSWAdd(fn->b, g[1], four, ""), hi, ""));
     weft_status s =
-        sk_permute_group(f, copy, sext, ssize, g, 2, GROUP, private_put, bad);
+        sk_permute_group(f, copy, sext, ssize, g, 2, GROUP, private_put, pc);
     if (s) {
         return s;
     }
@@ -175,16 +202,16 @@ static weft_status private_pair(sk_fn *f, const cg_array *copy,
     cg_if whole;
     cg_if_begin(fn, &whole, LLVMBuildICmp(fn->b, LLVMIntSLE, gend, hi, ""));
     if ((s = sk_permute_group(f, copy, sext, ssize, g, 1, GROUP, private_put,
-                              bad)) != WEFT_OK) {
+                              pc)) != WEFT_OK) {
         return s;
     }
     cg_if_else(fn, &whole);
-    if ((s = private_run(f, copy, sext, ssize, g[0], hi, bad)) != WEFT_OK) {
+    if ((s = private_run(f, copy, sext, ssize, g[0], hi, pc)) != WEFT_OK) {
         return s;
     }
     cg_if_end(fn, &whole);
     /* g[1] < hi only when g[0] was whole; the loop is empty otherwise */
-    if ((s = private_run(f, copy, sext, ssize, g[1], hi, bad)) != WEFT_OK) {
+    if ((s = private_run(f, copy, sext, ssize, g[1], hi, pc)) != WEFT_OK) {
         return s;
     }
     cg_if_end(fn, &both);
@@ -438,6 +465,94 @@ static weft_status copy_at(cg_fn *fn, const cg_array *shared, LLVMValueRef at,
     return WEFT_OK;
 }
 
+/* The block's copies into the output, or into the accumulators of a
+ * fused default, a warp per bin (b = warp, warp + warps, ...): lane l
+ * combines copies l, l + 32, ... of bin b (from op's identity, which a
+ * lane without a copy keeps), the warp combines its lanes' values by
+ * shuffles into lane 0, and lane 0 puts the bin out, one atomic a leaf,
+ * where the block touched it.  The loop's bounds are the same in every
+ * lane of a warp, so every lane meets every shuffle (the block is a
+ * whole number of warps, as the occupancy API's blocks are). */
+static weft_status flush(sk_fn *f, const cg_array *shared, const acc_place *pa,
+                         const LLVMValueRef *id, LLVMValueRef bins,
+                         LLVMValueRef ncopy, LLVMValueRef tid, LLVMValueRef bs,
+                         bool fused)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    const fe_term *t = f->e->k->op;
+    const cg_array *out = sk_out_array(f, 0);
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+    LLVMValueRef lane = LLVMBuildAnd(fn->b, tid, cg_i64(fn, 31), "lane");
+    LLVMValueRef warps = LLVMBuildLShr(
+        fn->b, LLVMBuildAdd(fn->b, bs, cg_i64(fn, 31), ""), cg_i64(fn, 5), "");
+    cg_sloop bl;
+    LLVMValueRef b =
+        cg_sloop_begin(fn, &bl, LLVMBuildLShr(fn->b, tid, cg_i64(fn, 5), ""),
+                       bins, warps, "flush");
+    cg_mut acc;
+    cg_val v, args[2], y;
+    weft_status s = cg_mut_new(fn, t->type, &acc);
+    if (s || (s = cg_val_make(fn, out->nleaf, &v)) != WEFT_OK) {
+        return s;
+    }
+    for (int l = 0; l < out->nleaf; l++) {
+        v.v[l] = id[l];
+    }
+    cg_mut_set(fn, &acc, &v);
+    LLVMValueRef row = LLVMBuildMul(fn->b, b, ncopy, "");
+    cg_sloop cc;
+    LLVMValueRef c =
+        cg_sloop_begin(fn, &cc, lane, ncopy, cg_i64(fn, 32), "copies");
+    if ((s = cg_array_load(fn, shared, LLVMBuildAdd(fn->b, row, c, ""),
+                           &args[0])) != WEFT_OK ||
+        (s = cg_mut_get(fn, &acc, &args[1])) != WEFT_OK ||
+        (s = cg_apply(fn, t->fun[0], args, &y)) != WEFT_OK) {
+        return s;
+    }
+    cg_mut_set(fn, &acc, &y);
+    cg_sloop_end(fn, &cc);
+    /* lane 0 ends with the warp's combination (lanes past 31 give their
+     * own value, which only lanes other than 0 combine) */
+    if ((s = cg_mut_get(fn, &acc, &v)) != WEFT_OK) {
+        return s;
+    }
+    for (int d = 16; d >= 1; d /= 2) {
+        if ((s = cg_val_make(fn, v.n, &args[1])) != WEFT_OK) {
+            return s;
+        }
+        for (int l = 0; l < v.n; l++) {
+            args[1].v[l] =
+                tg->shuffle_down(fn, v.v[l], LLVMConstInt(i32, (unsigned)d, 0));
+        }
+        args[0] = v;
+        if ((s = cg_apply(fn, t->fun[0], args, &v)) != WEFT_OK) {
+            return s;
+        }
+    }
+    cg_if first;
+    cg_if_begin(fn, &first,
+                LLVMBuildICmp(fn->b, LLVMIntEQ, lane, cg_i64(fn, 0), ""));
+    for (int l = 0; l < out->nleaf; l++) {
+        cg_if touched;
+        cg_if_begin(fn, &touched,
+                    LLVMBuildICmp(fn->b, LLVMIntNE, as_bits(fn, v.v[l]),
+                                  as_bits(fn, id[l]), ""));
+        if (fused) {
+            accumulate(f, pa, l, b, v.v[l]);
+        } else {
+            LLVMValueRef p = LLVMBuildInBoundsGEP2(
+                fn->b, cg_mem_type(fn->llctx, out->leaf[l]), out->ptr[l], &b, 1,
+                "");
+            tg->atomic_rmw(fn, pa->op[l], p, v.v[l]);
+        }
+        cg_if_end(fn, &touched);
+    }
+    cg_if_end(fn, &first);
+    cg_sloop_end(fn, &bl);
+    return WEFT_OK;
+}
+
 /* Entry 2 (see the head comment). */
 static weft_status emit_private(sk_fn *f)
 {
@@ -484,27 +599,29 @@ static weft_status emit_private(sk_fn *f)
     LLVMTypeRef i1 = LLVMInt1TypeInContext(fn->llctx);
     LLVMValueRef bad = cg_alloca(fn, i1, "bad");
     LLVMBuildStore(fn->b, LLVMConstInt(i1, 0, 0), bad);
-    /* ncopy = min(warps, cap / bins) copies, warp w using copy w % ncopy
-     * (bins <= cap: the driver's condition, so ncopy >= 1) */
-    LLVMValueRef one = cg_i64(fn, 1);
-    LLVMValueRef warps = LLVMBuildLShr(
-        fn->b, LLVMBuildAdd(fn->b, bs, cg_i64(fn, 31), ""), cg_i64(fn, 5), "");
-    LLVMValueRef nb = LLVMBuildSelect(
-        fn->b, LLVMBuildICmp(fn->b, LLVMIntSGT, bins, one, ""), bins, one, "");
-    LLVMValueRef fit = LLVMBuildUDiv(fn->b, cg_i64(fn, cap), nb, "");
-    LLVMValueRef ncopy =
-        LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntULT, fit, warps, ""),
-                        fit, warps, "ncopy");
-    ncopy =
-        LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntULT, ncopy, one, ""),
-                        one, ncopy, "");
-    LLVMValueRef mine = LLVMBuildURem(
-        fn->b, LLVMBuildLShr(fn->b, tid, cg_i64(fn, 5), ""), ncopy, "");
+    /* ncopy = min(threads, cap / bins) copies, a multiple of 32 where
+     * that is at least 32, thread t using copy t % ncopy, bin b of copy c
+     * at b ncopy + c (head comment); in 32 bits (a 64-bit division by a
+     * value known only at run time is a call on PTX) */
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+    LLVMValueRef one = cg_i64(fn, 1), one32 = LLVMConstInt(i32, 1, 0);
+    LLVMValueRef nb =
+        LLVMBuildTrunc(fn->b, cg_smax(fn, bins, cg_i64(fn, 1)), i32, "");
+    LLVMValueRef fit = LLVMBuildUDiv(fn->b, LLVMConstInt(i32, cap, 0), nb, "");
+    LLVMValueRef ncopy = cg_smin(fn, fit, LLVMBuildTrunc(fn->b, bs, i32, ""));
+    ncopy = LLVMBuildSelect(
+        fn->b,
+        LLVMBuildICmp(fn->b, LLVMIntUGE, ncopy, LLVMConstInt(i32, 32, 0), ""),
+        LLVMBuildAnd(fn->b, ncopy, LLVMConstInt(i32, ~31u, 0), ""), ncopy, "");
+    ncopy = cg_smax(fn, ncopy, one32);
+    LLVMValueRef mine =
+        LLVMBuildURem(fn->b, LLVMBuildTrunc(fn->b, tid, i32, ""), ncopy, "");
+    ncopy = cg_zext64(fn, ncopy);
     cg_array copy;
-    if ((s = copy_at(fn, &shared, LLVMBuildMul(fn->b, mine, bins, ""),
-                     &copy)) != WEFT_OK) {
+    if ((s = copy_at(fn, &shared, cg_zext64(fn, mine), &copy)) != WEFT_OK) {
         return s;
     }
+    private_put_ctx pc = {.bad = bad, .stride = ncopy};
     /* every copy starts at the identity */
     cg_sloop init;
     LLVMValueRef b = cg_sloop_begin(
@@ -541,7 +658,7 @@ static weft_status emit_private(sk_fn *f)
                      ""),
         hi, LLVMBuildMul(fn->b, gstep, cg_i64(fn, 2), ""), "src");
     g[1] = LLVMBuildNSWAdd(fn->b, g[0], gstep, "");
-    if ((s = private_pair(f, &copy, sext, ssize, g, hi, bad)) != WEFT_OK) {
+    if ((s = private_pair(f, &copy, sext, ssize, g, hi, &pc)) != WEFT_OK) {
         return s;
     }
     cg_sloop_end(fn, &el);
@@ -551,50 +668,10 @@ static weft_status emit_private(sk_fn *f)
     sk_set_error(f, CG_ERR_PERMUTE);
     cg_if_end(fn, &report);
     tg->barrier(fn);
-    /* each bin: its copies combined, then into the output, one atomic a
-     * leaf where the block touched it */
-    cg_sloop flush;
-    b = cg_sloop_begin(fn, &flush, tid, bins, bs, "flush");
-    cg_mut acc;
-    if ((s = cg_mut_new(fn, t->type, &acc)) != WEFT_OK) {
+    if ((s = flush(f, &shared, &pa, id, bins, ncopy, tid, bs, fused)) !=
+        WEFT_OK) {
         return s;
     }
-    cg_val v;
-    if ((s = cg_array_load(fn, &shared, b, &v)) != WEFT_OK) {
-        return s;
-    }
-    cg_mut_set(fn, &acc, &v);
-    cg_sloop cc;
-    LLVMValueRef at =
-        cg_sloop_begin(fn, &cc, LLVMBuildAdd(fn->b, b, bins, ""),
-                       LLVMBuildMul(fn->b, ncopy, bins, ""), bins, "copies");
-    cg_val args[2], y;
-    if ((s = cg_array_load(fn, &shared, at, &args[0])) != WEFT_OK ||
-        (s = cg_mut_get(fn, &acc, &args[1])) != WEFT_OK ||
-        (s = cg_apply(fn, t->fun[0], args, &y)) != WEFT_OK) {
-        return s;
-    }
-    cg_mut_set(fn, &acc, &y);
-    cg_sloop_end(fn, &cc);
-    if ((s = cg_mut_get(fn, &acc, &v)) != WEFT_OK) {
-        return s;
-    }
-    for (int l = 0; l < out->nleaf; l++) {
-        cg_if touched;
-        cg_if_begin(fn, &touched,
-                    LLVMBuildICmp(fn->b, LLVMIntNE, as_bits(fn, v.v[l]),
-                                  as_bits(fn, id[l]), ""));
-        if (fused) {
-            accumulate(f, &pa, l, b, v.v[l]);
-        } else {
-            LLVMValueRef p = LLVMBuildInBoundsGEP2(
-                fn->b, cg_mem_type(fn->llctx, out->leaf[l]), out->ptr[l], &b, 1,
-                "");
-            tg->atomic_rmw(fn, pa.op[l], p, v.v[l]);
-        }
-        cg_if_end(fn, &touched);
-    }
-    cg_sloop_end(fn, &flush);
     return fused ? last_block(f, &pa, bins, tid, bs) : WEFT_OK;
 }
 
