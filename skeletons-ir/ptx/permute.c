@@ -50,7 +50,9 @@
  * into 256 bins) goes from 2^28 atomics on 256 addresses to a few
  * hundred thousand.  The flush takes a warp a bin: lane l combines
  * copies l, l + 32, ... of the bin (consecutive words), the warp's
- * shuffles combine the lanes, and lane 0 makes the bin's atomics.
+ * shuffles combine the lanes, and lane 0 makes the bin's atomics (the
+ * flush loop's bounds are the same in a warp, so every lane meets every
+ * shuffle).
  *
  * The hot loop is kept short.  A group's four targets are computed before
  * its four updates, so that its reads sit together and become one 128-bit
@@ -87,10 +89,8 @@
  * fused default) stands at the top level of the kernel, outside every
  * loop and branch, and no thread returns early, so every thread of the
  * block reaches each of them; the loops between them hold no barrier, so
- * their bounds need not be uniform, but for the flush's, whose shuffles
- * need every lane of the warp: its bounds are the same in a warp (the
- * block is a whole number of warps, as the occupancy API's blocks are).
- * The block's chunks all go into its copies, flushed once at the end.
+ * their bounds need not be uniform.  The block's chunks all go into its
+ * copies, flushed once at the end.
  */
 #include "../sk.h"
 
@@ -465,41 +465,31 @@ static weft_status copy_at(cg_fn *fn, const cg_array *shared, LLVMValueRef at,
     return WEFT_OK;
 }
 
-/* The block's copies into the output, or into the accumulators of a
- * fused default, a warp per bin (b = warp, warp + warps, ...): lane l
- * combines copies l, l + 32, ... of bin b (from op's identity, which a
- * lane without a copy keeps), the warp combines its lanes' values by
- * shuffles into lane 0, and lane 0 puts the bin out, one atomic a leaf,
- * where the block touched it.  The loop's bounds are the same in every
- * lane of a warp, so every lane meets every shuffle (the block is a
- * whole number of warps, as the occupancy API's blocks are). */
-static weft_status flush(sk_fn *f, const cg_array *shared, const acc_place *pa,
-                         const LLVMValueRef *id, LLVMValueRef bins,
-                         LLVMValueRef ncopy, LLVMValueRef tid, LLVMValueRef bs,
-                         bool fused)
+/* The combination of bin b's ncopy copies in lane 0 of the warp (the
+ * flush takes a warp a bin, head comment): lane l combines copies l, l +
+ * 32, ... from op's identity (which a lane without a copy keeps), the
+ * warp's shuffles combine the lanes into lane 0, and the other lanes end
+ * with the identity, so that only lane 0 finds the bin touched.  Every
+ * lane of the warp must run it (the flush loop's bounds are the same in
+ * a warp: the block is a whole number of warps, as the occupancy API's
+ * blocks are). */
+static weft_status flush_bin(sk_fn *f, const cg_array *shared,
+                             const LLVMValueRef *id, LLVMValueRef b,
+                             LLVMValueRef ncopy, LLVMValueRef lane, cg_val *v)
 {
     cg_fn *fn = &f->fn;
-    const cg_target *tg = fn->target;
-    const fe_term *t = f->e->k->op;
-    const cg_array *out = sk_out_array(f, 0);
+    const fe_fun *op = f->e->k->op->fun[0];
     LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
-    LLVMValueRef lane = LLVMBuildAnd(fn->b, tid, cg_i64(fn, 31), "lane");
-    LLVMValueRef warps = LLVMBuildLShr(
-        fn->b, LLVMBuildAdd(fn->b, bs, cg_i64(fn, 31), ""), cg_i64(fn, 5), "");
-    cg_sloop bl;
-    LLVMValueRef b =
-        cg_sloop_begin(fn, &bl, LLVMBuildLShr(fn->b, tid, cg_i64(fn, 5), ""),
-                       bins, warps, "flush");
     cg_mut acc;
-    cg_val v, args[2], y;
-    weft_status s = cg_mut_new(fn, t->type, &acc);
-    if (s || (s = cg_val_make(fn, out->nleaf, &v)) != WEFT_OK) {
+    cg_val args[2], y;
+    weft_status s = cg_mut_new(fn, f->e->k->op->type, &acc);
+    if (s || (s = cg_val_make(fn, shared->nleaf, v)) != WEFT_OK) {
         return s;
     }
-    for (int l = 0; l < out->nleaf; l++) {
-        v.v[l] = id[l];
+    for (int l = 0; l < v->n; l++) {
+        v->v[l] = id[l];
     }
-    cg_mut_set(fn, &acc, &v);
+    cg_mut_set(fn, &acc, v);
     LLVMValueRef row = LLVMBuildMul(fn->b, b, ncopy, "");
     cg_sloop cc;
     LLVMValueRef c =
@@ -507,49 +497,34 @@ static weft_status flush(sk_fn *f, const cg_array *shared, const acc_place *pa,
     if ((s = cg_array_load(fn, shared, LLVMBuildAdd(fn->b, row, c, ""),
                            &args[0])) != WEFT_OK ||
         (s = cg_mut_get(fn, &acc, &args[1])) != WEFT_OK ||
-        (s = cg_apply(fn, t->fun[0], args, &y)) != WEFT_OK) {
+        (s = cg_apply(fn, op, args, &y)) != WEFT_OK) {
         return s;
     }
     cg_mut_set(fn, &acc, &y);
     cg_sloop_end(fn, &cc);
-    /* lane 0 ends with the warp's combination (lanes past 31 give their
-     * own value, which only lanes other than 0 combine) */
-    if ((s = cg_mut_get(fn, &acc, &v)) != WEFT_OK) {
+    /* lane 0 ends with the warp's combination (shuffle_down past lane 31
+     * gives the lane's own value, which only lanes other than 0 take) */
+    if ((s = cg_mut_get(fn, &acc, v)) != WEFT_OK) {
         return s;
     }
     for (int d = 16; d >= 1; d /= 2) {
-        if ((s = cg_val_make(fn, v.n, &args[1])) != WEFT_OK) {
+        if ((s = cg_val_make(fn, v->n, &args[1])) != WEFT_OK) {
             return s;
         }
-        for (int l = 0; l < v.n; l++) {
-            args[1].v[l] =
-                tg->shuffle_down(fn, v.v[l], LLVMConstInt(i32, (unsigned)d, 0));
+        for (int l = 0; l < v->n; l++) {
+            args[1].v[l] = fn->target->shuffle_down(
+                fn, v->v[l], LLVMConstInt(i32, (unsigned)d, 0));
         }
-        args[0] = v;
-        if ((s = cg_apply(fn, t->fun[0], args, &v)) != WEFT_OK) {
+        args[0] = *v;
+        if ((s = cg_apply(fn, op, args, v)) != WEFT_OK) {
             return s;
         }
     }
-    cg_if first;
-    cg_if_begin(fn, &first,
-                LLVMBuildICmp(fn->b, LLVMIntEQ, lane, cg_i64(fn, 0), ""));
-    for (int l = 0; l < out->nleaf; l++) {
-        cg_if touched;
-        cg_if_begin(fn, &touched,
-                    LLVMBuildICmp(fn->b, LLVMIntNE, as_bits(fn, v.v[l]),
-                                  as_bits(fn, id[l]), ""));
-        if (fused) {
-            accumulate(f, pa, l, b, v.v[l]);
-        } else {
-            LLVMValueRef p = LLVMBuildInBoundsGEP2(
-                fn->b, cg_mem_type(fn->llctx, out->leaf[l]), out->ptr[l], &b, 1,
-                "");
-            tg->atomic_rmw(fn, pa->op[l], p, v.v[l]);
-        }
-        cg_if_end(fn, &touched);
+    LLVMValueRef first =
+        LLVMBuildICmp(fn->b, LLVMIntEQ, lane, cg_i64(fn, 0), "");
+    for (int l = 0; l < v->n; l++) {
+        v->v[l] = LLVMBuildSelect(fn->b, first, v->v[l], id[l], "");
     }
-    cg_if_end(fn, &first);
-    cg_sloop_end(fn, &bl);
     return WEFT_OK;
 }
 
@@ -605,6 +580,8 @@ static weft_status emit_private(sk_fn *f)
      * value known only at run time is a call on PTX) */
     LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
     LLVMValueRef one = cg_i64(fn, 1), one32 = LLVMConstInt(i32, 1, 0);
+    LLVMValueRef warps = LLVMBuildLShr(
+        fn->b, LLVMBuildAdd(fn->b, bs, cg_i64(fn, 31), ""), cg_i64(fn, 5), "");
     LLVMValueRef nb =
         LLVMBuildTrunc(fn->b, cg_smax(fn, bins, cg_i64(fn, 1)), i32, "");
     LLVMValueRef fit = LLVMBuildUDiv(fn->b, LLVMConstInt(i32, cap, 0), nb, "");
@@ -668,10 +645,33 @@ static weft_status emit_private(sk_fn *f)
     sk_set_error(f, CG_ERR_PERMUTE);
     cg_if_end(fn, &report);
     tg->barrier(fn);
-    if ((s = flush(f, &shared, &pa, id, bins, ncopy, tid, bs, fused)) !=
+    /* each bin, a warp's: its copies combined, then into the output by
+     * lane 0, one atomic a leaf where the block touched it */
+    cg_sloop flush;
+    b = cg_sloop_begin(fn, &flush, LLVMBuildLShr(fn->b, tid, cg_i64(fn, 5), ""),
+                       bins, warps, "flush");
+    cg_val v;
+    if ((s = flush_bin(f, &shared, id, b, ncopy,
+                       LLVMBuildAnd(fn->b, tid, cg_i64(fn, 31), ""), &v)) !=
         WEFT_OK) {
         return s;
     }
+    for (int l = 0; l < out->nleaf; l++) {
+        cg_if touched;
+        cg_if_begin(fn, &touched,
+                    LLVMBuildICmp(fn->b, LLVMIntNE, as_bits(fn, v.v[l]),
+                                  as_bits(fn, id[l]), ""));
+        if (fused) {
+            accumulate(f, &pa, l, b, v.v[l]);
+        } else {
+            LLVMValueRef p = LLVMBuildInBoundsGEP2(
+                fn->b, cg_mem_type(fn->llctx, out->leaf[l]), out->ptr[l], &b, 1,
+                "");
+            tg->atomic_rmw(fn, pa.op[l], p, v.v[l]);
+        }
+        cg_if_end(fn, &touched);
+    }
+    cg_sloop_end(fn, &flush);
     return fused ? last_block(f, &pa, bins, tid, bs) : WEFT_OK;
 }
 
