@@ -92,7 +92,24 @@
  * their bounds need not be uniform.  The block's chunks all go into its
  * copies, flushed once at the end.
  */
+#include <stdio.h>
+#include <stdlib.h>
+
 #include "../sk.h"
+
+/* EXPERIMENT (km3, removed before the branch is final): $WEFT_KM3 =
+ * "copies,bound,chunk": copies 1 = the old copy a warp (copy-major);
+ * bound = entry 2's launch bound (threads) for several leaves; chunk is
+ * ptx/fold.c's. */
+static int km3_knob(int i)
+{
+    const char *e = getenv("WEFT_KM3");
+    int v[3] = {0, 0, 0};
+    if (e) {
+        sscanf(e, "%d,%d,%d", &v[0], &v[1], &v[2]);
+    }
+    return v[i];
+}
 
 /* x as the integer of its bits (floats), or x. */
 static LLVMValueRef as_bits(cg_fn *fn, LLVMValueRef x)
@@ -475,7 +492,8 @@ static weft_status copy_at(cg_fn *fn, const cg_array *shared, LLVMValueRef at,
  * blocks are). */
 static weft_status flush_bin(sk_fn *f, const cg_array *shared,
                              const LLVMValueRef *id, LLVMValueRef b,
-                             LLVMValueRef ncopy, LLVMValueRef lane, cg_val *v)
+                             LLVMValueRef ncopy, LLVMValueRef stride,
+                             LLVMValueRef cstride, LLVMValueRef lane, cg_val *v)
 {
     cg_fn *fn = &f->fn;
     const fe_fun *op = f->e->k->op->fun[0];
@@ -490,10 +508,11 @@ static weft_status flush_bin(sk_fn *f, const cg_array *shared,
         v->v[l] = id[l];
     }
     cg_mut_set(fn, &acc, v);
-    LLVMValueRef row = LLVMBuildMul(fn->b, b, ncopy, "");
+    LLVMValueRef row = LLVMBuildMul(fn->b, b, stride, "");
     cg_sloop cc;
     LLVMValueRef c =
         cg_sloop_begin(fn, &cc, lane, ncopy, cg_i64(fn, 32), "copies");
+    c = LLVMBuildMul(fn->b, c, cstride, "");
     if ((s = cg_array_load(fn, shared, LLVMBuildAdd(fn->b, row, c, ""),
                            &args[0])) != WEFT_OK ||
         (s = cg_mut_get(fn, &acc, &args[1])) != WEFT_OK ||
@@ -594,11 +613,21 @@ static weft_status emit_private(sk_fn *f)
     LLVMValueRef mine =
         LLVMBuildURem(fn->b, LLVMBuildTrunc(fn->b, tid, i32, ""), ncopy, "");
     ncopy = cg_zext64(fn, ncopy);
+    LLVMValueRef stride = ncopy, cstride = one;
+    LLVMValueRef at = cg_zext64(fn, mine);
+    if (km3_knob(0) == 1) {
+        ncopy = cg_smax(fn, cg_smin(fn, warps, cg_zext64(fn, fit)), one);
+        mine = LLVMBuildURem(
+            fn->b, LLVMBuildLShr(fn->b, tid, cg_i64(fn, 5), ""), ncopy, "");
+        stride = one;
+        cstride = bins;
+        at = LLVMBuildMul(fn->b, mine, bins, "");
+    }
     cg_array copy;
-    if ((s = copy_at(fn, &shared, cg_zext64(fn, mine), &copy)) != WEFT_OK) {
+    if ((s = copy_at(fn, &shared, at, &copy)) != WEFT_OK) {
         return s;
     }
-    private_put_ctx pc = {.bad = bad, .stride = ncopy};
+    private_put_ctx pc = {.bad = bad, .stride = stride};
     /* every copy starts at the identity */
     cg_sloop init;
     LLVMValueRef b = cg_sloop_begin(
@@ -651,7 +680,7 @@ static weft_status emit_private(sk_fn *f)
     b = cg_sloop_begin(fn, &flush, LLVMBuildLShr(fn->b, tid, cg_i64(fn, 5), ""),
                        bins, warps, "flush");
     cg_val v;
-    if ((s = flush_bin(f, &shared, id, b, ncopy,
+    if ((s = flush_bin(f, &shared, id, b, ncopy, stride, cstride,
                        LLVMBuildAnd(fn->b, tid, cg_i64(fn, 31), ""), &v)) !=
         WEFT_OK) {
         return s;
@@ -720,6 +749,8 @@ static weft_status ptx_permute_emit(sk_emit *e, const char *const *names)
          * unbounded, 80 and none, and the driver's occupancy query picks
          * the block) */
         cg_ptx_launch_bounds(&f.fn, PRIVATE_BLOCK, PRIVATE_BLOCKS_PER_SM);
+    } else if (km3_knob(1) > 0) {
+        cg_ptx_launch_bounds(&f.fn, km3_knob(1), 1);
     }
     if ((s = emit_private(&f)) != WEFT_OK) {
         /* close the half-built function; the module is thrown away */
