@@ -63,7 +63,10 @@
  * and without checked mode a target outside the result raises a flag that
  * the thread reports once after its loop (such a report names no element
  * anyway), so each update is one atomic on shared memory behind one
- * compare.
+ * compare.  An f32 or f64 add, which sm_90 makes a loop of a load, an add
+ * and a compare-and-swap, is made for a thread's two groups at once (eight
+ * loads, eight adds, eight swaps, then the loop for the swaps that failed:
+ * private_put_group), so that eight loops' latencies do not add up.
  *
  * A fused default (permute.c: the kernel writes the default itself) is
  * written by entry 2 too, so that a histogram is one launch: the blocks
@@ -173,6 +176,130 @@ static weft_status private_put(sk_fn *f, const cg_array *copy,
     return s;
 }
 
+/* Whether leaf l of a result of type ty is an f32 or f64 add (op). */
+static bool cas_add(LLVMAtomicRMWBinOp op, weft_type ty)
+{
+    return op == LLVMAtomicRMWBinOpFAdd && (ty == WEFT_F32 || ty == WEFT_F64);
+}
+
+/* The updates of the n elements e[0..n-1] of a thread's groups into its
+ * copy (unchecked mode), leaf by leaf.  A native atomic is one
+ * instruction an element, as in private_put.  An f32 or f64 add, which
+ * ptxas makes a loop of a load, an add and a compare-and-swap until the
+ * swap holds, is made for the n elements at once: n loads, n adds and n
+ * compare-and-swaps with no branch between them, so that their latencies
+ * overlap (n loops one after the other kept k-means' permute at 36 us an
+ * iteration on an H200, 31% of DRAM), then the loop for each element
+ * whose swap found another value there (another thread's update, or an
+ * earlier element of the same thread on the same bin, which the loop
+ * then adds to).  An element that is not updated swaps the word it
+ * loaded (at index 0 of the copy) with itself, which changes nothing. */
+static weft_status private_put_group(sk_fn *f, const cg_array *copy,
+                                     const sk_permute_elem *e, int n,
+                                     const private_put_ctx *pc)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    LLVMTypeRef i1 = LLVMInt1TypeInContext(fn->llctx);
+    LLVMAtomicRMWBinOp ops[SK_PERMUTE_LEAVES_MAX];
+    if (sk_permute_rmw_ops(f->e->k->op, ops) != copy->nleaf ||
+        n > SK_PERMUTE_GROUP_MAX) {
+        return fe_error(WEFT_ERR_INTERNAL,
+                        "weft_compile: permute: the combine is not atomic");
+    }
+    LLVMValueRef valid[SK_PERMUTE_GROUP_MAX], at[SK_PERMUTE_GROUP_MAX];
+    LLVMValueRef bad = LLVMBuildLoad2(fn->b, i1, pc->bad, "");
+    for (int k = 0; k < n; k++) {
+        LLVMValueRef keep = LLVMBuildNot(fn->b, e[k].ignored, "");
+        bad = LLVMBuildOr(
+            fn->b, bad,
+            LLVMBuildAnd(fn->b, keep, LLVMBuildNot(fn->b, e[k].inside, ""), ""),
+            "");
+        valid[k] = LLVMBuildAnd(fn->b, keep, e[k].inside, "");
+        at[k] = LLVMBuildSelect(fn->b, valid[k],
+                                LLVMBuildNSWMul(fn->b, e[k].j, pc->stride, ""),
+                                cg_i64(fn, 0), "");
+    }
+    LLVMBuildStore(fn->b, bad, pc->bad);
+    for (int l = 0; l < copy->nleaf; l++) {
+        weft_type ty = copy->leaf[l];
+        LLVMTypeRef mt = cg_mem_type(fn->llctx, ty);
+        LLVMValueRef p[SK_PERMUTE_GROUP_MAX], old[SK_PERMUTE_GROUP_MAX];
+        LLVMValueRef retry[SK_PERMUTE_GROUP_MAX];
+        for (int k = 0; k < n; k++) {
+            p[k] =
+                LLVMBuildInBoundsGEP2(fn->b, mt, copy->ptr[l], &at[k], 1, "");
+            retry[k] = valid[k];
+        }
+        if (cas_add(ops[l], ty)) {
+            LLVMTypeRef it =
+                LLVMIntTypeInContext(fn->llctx, (unsigned)fe_type_bits(ty));
+            for (int k = 0; k < n; k++) {
+                old[k] = LLVMBuildLoad2(fn->b, it, p[k], "");
+                LLVMSetOrdering(old[k], LLVMAtomicOrderingMonotonic);
+                LLVMSetAlignment(old[k], (unsigned)weft_type_size(ty));
+            }
+            for (int k = 0; k < n; k++) {
+                LLVMValueRef sum =
+                    LLVMBuildFAdd(fn->b, e[k].x.v[l],
+                                  LLVMBuildBitCast(fn->b, old[k], mt, ""), "");
+                LLVMValueRef x = LLVMBuildSelect(
+                    fn->b, valid[k], LLVMBuildBitCast(fn->b, sum, it, ""),
+                    old[k], "");
+                LLVMValueRef seen = tg->atomic_cas(fn, p[k], old[k], x);
+                retry[k] = LLVMBuildAnd(
+                    fn->b, valid[k],
+                    LLVMBuildICmp(fn->b, LLVMIntNE, seen, old[k], ""), "");
+            }
+        }
+        for (int k = 0; k < n; k++) {
+            cg_if in;
+            cg_if_begin(fn, &in, retry[k]);
+            tg->atomic_rmw(fn, ops[l], p[k], e[k].x.v[l]);
+            cg_if_end(fn, &in);
+        }
+    }
+    return WEFT_OK;
+}
+
+/* The targets of a thread's ng groups g[0..ng-1] (GROUP consecutive
+ * sources each, inside the source), then their updates into its copy:
+ * by private_put_group where a leaf is an f32 or f64 add and the mode is
+ * unchecked, else one element after the other (sk_permute_group). */
+static weft_status private_groups(sk_fn *f, const cg_array *copy,
+                                  LLVMValueRef *sext, LLVMValueRef ssize,
+                                  const LLVMValueRef *g, int ng,
+                                  private_put_ctx *pc)
+{
+    cg_fn *fn = &f->fn;
+    LLVMAtomicRMWBinOp ops[SK_PERMUTE_LEAVES_MAX];
+    int nleaf = sk_permute_rmw_ops(f->e->k->op, ops);
+    bool batch = false;
+    for (int l = 0; l < nleaf && l < copy->nleaf; l++) {
+        batch |= cas_add(ops[l], copy->leaf[l]);
+    }
+    if (!batch || f->e->k->checked) {
+        return sk_permute_group(f, copy, sext, ssize, g, ng, GROUP, private_put,
+                                pc);
+    }
+    sk_permute_elem e[SK_PERMUTE_GROUP_MAX];
+    int n = ng * GROUP;
+    if (n > SK_PERMUTE_GROUP_MAX) {
+        return fe_error(WEFT_ERR_INTERNAL, "weft_compile: permute: a group "
+                                           "too large");
+    }
+    for (int k = 0; k < n; k++) {
+        LLVMValueRef i =
+            LLVMBuildNSWAdd(fn->b, g[k / GROUP], cg_i64(fn, k % GROUP), "");
+        sk_permute_assume_inside(f, i, ssize);
+        weft_status s = sk_permute_target(f, copy, sext, i, &e[k]);
+        if (s) {
+            return s;
+        }
+    }
+    return private_put_group(f, copy, e, n, pc);
+}
+
 /* The permute step of sources [lo, hi) into the thread's copy. */
 static weft_status private_run(sk_fn *f, const cg_array *copy,
                                LLVMValueRef *sext, LLVMValueRef ssize,
@@ -209,8 +336,7 @@ static weft_status private_pair(sk_fn *f, const cg_array *copy,
     cg_if_begin(fn, &both,
                 LLVMBuildICmp(fn->b, LLVMIntSLE,
                               LLVMBuildNSWAdd(fn->b, g[1], four, ""), hi, ""));
-    weft_status s =
-        sk_permute_group(f, copy, sext, ssize, g, 2, GROUP, private_put, pc);
+    weft_status s = private_groups(f, copy, sext, ssize, g, 2, pc);
     if (s) {
         return s;
     }
@@ -218,8 +344,7 @@ static weft_status private_pair(sk_fn *f, const cg_array *copy,
     LLVMValueRef gend = LLVMBuildNSWAdd(fn->b, g[0], four, "");
     cg_if whole;
     cg_if_begin(fn, &whole, LLVMBuildICmp(fn->b, LLVMIntSLE, gend, hi, ""));
-    if ((s = sk_permute_group(f, copy, sext, ssize, g, 1, GROUP, private_put,
-                              pc)) != WEFT_OK) {
+    if ((s = private_groups(f, copy, sext, ssize, g, 1, pc)) != WEFT_OK) {
         return s;
     }
     cg_if_else(fn, &whole);
@@ -742,12 +867,14 @@ static weft_status ptx_permute_emit(sk_emit *e, const char *const *names)
         return s;
     }
     LLVMAtomicRMWBinOp ops[SK_PERMUTE_LEAVES_MAX];
-    if (e->k->light && sk_permute_rmw_ops(e->k->op, ops) == 1) {
+    if (e->k->light && sk_permute_rmw_ops(e->k->op, ops) == 1 &&
+        !cas_add(ops[0], e->k->op->type)) {
         /* little work a source: registers to spare for the bound (not
          * with several leaves: a pair of groups holds eight values of
          * each, and k-means' three spilled at 32 registers and at 64;
          * unbounded, 80 and none, and the driver's occupancy query picks
-         * the block) */
+         * the block; nor for an f32 or f64 add, whose eight loads and
+         * swaps at once (private_put_group) spilled 160 bytes at 32) */
         cg_ptx_launch_bounds(&f.fn, PRIVATE_BLOCK, PRIVATE_BLOCKS_PER_SM);
     } else if (km3_knob(1) > 0) {
         cg_ptx_launch_bounds(&f.fn, km3_knob(1), 1);
