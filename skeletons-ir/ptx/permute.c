@@ -101,7 +101,8 @@
 #include "../sk.h"
 
 /* EXPERIMENT (km3, removed before the branch is final): $WEFT_KM3 =
- * "copies,bound,chunk": copies 1 = the old copy a warp (copy-major);
+ * "copies,bound,chunk": copies 1 = the old copy a warp (copy-major), 2 =
+ * no private_put_group;
  * bound = entry 2's launch bound (threads) for several leaves; chunk is
  * ptx/fold.c's. */
 static int km3_knob(int i)
@@ -278,7 +279,7 @@ static weft_status private_groups(sk_fn *f, const cg_array *copy,
     for (int l = 0; l < nleaf && l < copy->nleaf; l++) {
         batch |= cas_add(ops[l], copy->leaf[l]);
     }
-    if (!batch || f->e->k->checked) {
+    if (!batch || f->e->k->checked || km3_knob(0) == 2) {
         return sk_permute_group(f, copy, sext, ssize, g, ng, GROUP, private_put,
                                 pc);
     }
