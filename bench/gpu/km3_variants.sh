@@ -15,24 +15,22 @@ gcc -std=c17 -O2 -Iinclude bench/gpu/loop_probe.c -o loop_probe -L. -lweft \
     GPUBENCH_ARGS="--only sum --no-peers" sh bench/gpu/run.sh "$out/build" \
         >/dev/null 2>&1
 nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
-probe() { # variant, then programs for run.py (or none)
+probe() { # variant, programs for run.py
     v=$1
     echo "== WEFT_KM3=$v"
-    for p in kmeans-while kmeans; do
-        WEFT_KM3=$v WEFT_CACHE_DIR=/tmp/km3c/$v LOOP_PROBE_ONLY=$p \
-            ./loop_probe 5 2>&1 | tail -1
-    done
-    [ -n "$2" ] || return 0
+    WEFT_KM3=$v WEFT_CACHE_DIR=/tmp/km3c/$v WEFT_TIERING=0 \
+        LOOP_PROBE_ONLY=kmeans-while ./loop_probe 5 2>&1 | tail -1
     WEFT_KM3=$v WEFT_CACHE_DIR=/tmp/km3c/$v timeout 200 python3 -u \
         bench/gpu/run.py "$out/$v" --weft-lib ./bench_weft_gpu.so \
         --ref-lib ./bench_ref_gpu.so --only "$2" --no-peers \
         >"$out/$v.log" 2>&1
-    grep -E "^\| *(histogram|sum) \| [0-9]" "$out/$v/gpu.md" 2>/dev/null
+    grep -E "^\| *(kmeans|kmeans-while|histogram|sum) \| [0-9]" \
+        "$out/$v/gpu.md" 2>/dev/null
 }
-probe 0,0,0 histogram,sum
-probe 2,0,0
-probe 1,0,0 histogram
-probe 0,1024,0
-probe 0,0,32768 sum
-probe 0,0,8192 sum
-probe 0,0,0 histogram,sum
+probe 0,0,0 kmeans-while,kmeans,histogram,sum
+probe 2,0,0 kmeans-while,kmeans
+probe 1,0,0 kmeans-while,histogram
+probe 0,1024,0 kmeans-while
+probe 0,0,32768 kmeans-while,sum
+probe 0,0,8192 kmeans-while,sum
+probe 0,0,0 kmeans-while,histogram,sum
