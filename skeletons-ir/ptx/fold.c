@@ -144,9 +144,6 @@
  * in order.  So the result of a fold of one row depends on the device
  * count (the association of its terms), never on timing.
  */
-#include <stdio.h>
-#include <stdlib.h>
-
 #include "../sk.h"
 
 enum {
@@ -186,16 +183,6 @@ static weft_status ptx_fold_prepare(weft_context *ctx, fe_arena *arena,
      * occupancy and 49% of DRAM.  A sum of 2^28 is cut by
      * PIECES_PER_BLOCK as before. */
     k->chunk_min = 16384;
-    /* EXPERIMENT (km3, removed before the branch is final): the third
-     * field of $WEFT_KM3 ("copies,bound,chunk") */
-    const char *km3 = getenv("WEFT_KM3");
-    int km3_v[3] = {0, 0, 0};
-    if (km3) {
-        sscanf(km3, "%d,%d,%d", &km3_v[0], &km3_v[1], &km3_v[2]);
-    }
-    if (km3_v[2] > 0) {
-        k->chunk_min = km3_v[2];
-    }
     weft_status s = sk_add_chunk_items(ctx, arena, k, k->op->type);
     if (s == WEFT_OK && (k->flags & SK_FOLD_CHUNKS_ONLY)) {
         /* one row: the last block finishes it (sk.h), its ticket in aux 2 */

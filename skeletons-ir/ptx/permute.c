@@ -63,10 +63,7 @@
  * and without checked mode a target outside the result raises a flag that
  * the thread reports once after its loop (such a report names no element
  * anyway), so each update is one atomic on shared memory behind one
- * compare.  An f32 or f64 add, which sm_90 makes a loop of a load, an add
- * and a compare-and-swap, is made for a thread's two groups at once (eight
- * loads, eight adds, eight swaps, then the loop for the swaps that failed:
- * private_put_group), so that eight loops' latencies do not add up.
+ * compare.
  *
  * A fused default (permute.c: the kernel writes the default itself) is
  * written by entry 2 too, so that a histogram is one launch: the blocks
@@ -95,25 +92,7 @@
  * their bounds need not be uniform.  The block's chunks all go into its
  * copies, flushed once at the end.
  */
-#include <stdio.h>
-#include <stdlib.h>
-
 #include "../sk.h"
-
-/* EXPERIMENT (km3, removed before the branch is final): $WEFT_KM3 =
- * "copies,bound,chunk": copies 1 = the old copy a warp (copy-major), 2 =
- * no private_put_group;
- * bound = entry 2's launch bound (threads) for several leaves; chunk is
- * ptx/fold.c's. */
-static int km3_knob(int i)
-{
-    const char *e = getenv("WEFT_KM3");
-    int v[3] = {0, 0, 0};
-    if (e) {
-        sscanf(e, "%d,%d,%d", &v[0], &v[1], &v[2]);
-    }
-    return v[i];
-}
 
 /* x as the integer of its bits (floats), or x. */
 static LLVMValueRef as_bits(cg_fn *fn, LLVMValueRef x)
@@ -177,130 +156,6 @@ static weft_status private_put(sk_fn *f, const cg_array *copy,
     return s;
 }
 
-/* Whether leaf l of a result of type ty is an f32 or f64 add (op). */
-static bool cas_add(LLVMAtomicRMWBinOp op, weft_type ty)
-{
-    return op == LLVMAtomicRMWBinOpFAdd && (ty == WEFT_F32 || ty == WEFT_F64);
-}
-
-/* The updates of the n elements e[0..n-1] of a thread's groups into its
- * copy (unchecked mode), leaf by leaf.  A native atomic is one
- * instruction an element, as in private_put.  An f32 or f64 add, which
- * ptxas makes a loop of a load, an add and a compare-and-swap until the
- * swap holds, is made for the n elements at once: n loads, n adds and n
- * compare-and-swaps with no branch between them, so that their latencies
- * overlap (n loops one after the other kept k-means' permute at 36 us an
- * iteration on an H200, 31% of DRAM), then the loop for each element
- * whose swap found another value there (another thread's update, or an
- * earlier element of the same thread on the same bin, which the loop
- * then adds to).  An element that is not updated swaps the word it
- * loaded (at index 0 of the copy) with itself, which changes nothing. */
-static weft_status private_put_group(sk_fn *f, const cg_array *copy,
-                                     const sk_permute_elem *e, int n,
-                                     const private_put_ctx *pc)
-{
-    cg_fn *fn = &f->fn;
-    const cg_target *tg = fn->target;
-    LLVMTypeRef i1 = LLVMInt1TypeInContext(fn->llctx);
-    LLVMAtomicRMWBinOp ops[SK_PERMUTE_LEAVES_MAX];
-    if (sk_permute_rmw_ops(f->e->k->op, ops) != copy->nleaf ||
-        n > SK_PERMUTE_GROUP_MAX) {
-        return fe_error(WEFT_ERR_INTERNAL,
-                        "weft_compile: permute: the combine is not atomic");
-    }
-    LLVMValueRef valid[SK_PERMUTE_GROUP_MAX], at[SK_PERMUTE_GROUP_MAX];
-    LLVMValueRef bad = LLVMBuildLoad2(fn->b, i1, pc->bad, "");
-    for (int k = 0; k < n; k++) {
-        LLVMValueRef keep = LLVMBuildNot(fn->b, e[k].ignored, "");
-        bad = LLVMBuildOr(
-            fn->b, bad,
-            LLVMBuildAnd(fn->b, keep, LLVMBuildNot(fn->b, e[k].inside, ""), ""),
-            "");
-        valid[k] = LLVMBuildAnd(fn->b, keep, e[k].inside, "");
-        at[k] = LLVMBuildSelect(fn->b, valid[k],
-                                LLVMBuildNSWMul(fn->b, e[k].j, pc->stride, ""),
-                                cg_i64(fn, 0), "");
-    }
-    LLVMBuildStore(fn->b, bad, pc->bad);
-    for (int l = 0; l < copy->nleaf; l++) {
-        weft_type ty = copy->leaf[l];
-        LLVMTypeRef mt = cg_mem_type(fn->llctx, ty);
-        LLVMValueRef p[SK_PERMUTE_GROUP_MAX], old[SK_PERMUTE_GROUP_MAX];
-        LLVMValueRef retry[SK_PERMUTE_GROUP_MAX];
-        for (int k = 0; k < n; k++) {
-            p[k] =
-                LLVMBuildInBoundsGEP2(fn->b, mt, copy->ptr[l], &at[k], 1, "");
-            retry[k] = valid[k];
-        }
-        if (cas_add(ops[l], ty)) {
-            LLVMTypeRef it =
-                LLVMIntTypeInContext(fn->llctx, (unsigned)fe_type_bits(ty));
-            for (int k = 0; k < n; k++) {
-                old[k] = LLVMBuildLoad2(fn->b, it, p[k], "");
-                LLVMSetOrdering(old[k], LLVMAtomicOrderingMonotonic);
-                LLVMSetAlignment(old[k], (unsigned)weft_type_size(ty));
-            }
-            for (int k = 0; k < n; k++) {
-                LLVMValueRef sum =
-                    LLVMBuildFAdd(fn->b, e[k].x.v[l],
-                                  LLVMBuildBitCast(fn->b, old[k], mt, ""), "");
-                LLVMValueRef x = LLVMBuildSelect(
-                    fn->b, valid[k], LLVMBuildBitCast(fn->b, sum, it, ""),
-                    old[k], "");
-                LLVMValueRef seen = tg->atomic_cas(fn, p[k], old[k], x);
-                retry[k] = LLVMBuildAnd(
-                    fn->b, valid[k],
-                    LLVMBuildICmp(fn->b, LLVMIntNE, seen, old[k], ""), "");
-            }
-        }
-        for (int k = 0; k < n; k++) {
-            cg_if in;
-            cg_if_begin(fn, &in, retry[k]);
-            tg->atomic_rmw(fn, ops[l], p[k], e[k].x.v[l]);
-            cg_if_end(fn, &in);
-        }
-    }
-    return WEFT_OK;
-}
-
-/* The targets of a thread's ng groups g[0..ng-1] (GROUP consecutive
- * sources each, inside the source), then their updates into its copy:
- * by private_put_group where a leaf is an f32 or f64 add and the mode is
- * unchecked, else one element after the other (sk_permute_group). */
-static weft_status private_groups(sk_fn *f, const cg_array *copy,
-                                  LLVMValueRef *sext, LLVMValueRef ssize,
-                                  const LLVMValueRef *g, int ng,
-                                  private_put_ctx *pc)
-{
-    cg_fn *fn = &f->fn;
-    LLVMAtomicRMWBinOp ops[SK_PERMUTE_LEAVES_MAX];
-    int nleaf = sk_permute_rmw_ops(f->e->k->op, ops);
-    bool batch = false;
-    for (int l = 0; l < nleaf && l < copy->nleaf; l++) {
-        batch |= cas_add(ops[l], copy->leaf[l]);
-    }
-    if (!batch || f->e->k->checked || km3_knob(0) == 2) {
-        return sk_permute_group(f, copy, sext, ssize, g, ng, GROUP, private_put,
-                                pc);
-    }
-    sk_permute_elem e[SK_PERMUTE_GROUP_MAX];
-    int n = ng * GROUP;
-    if (n > SK_PERMUTE_GROUP_MAX) {
-        return fe_error(WEFT_ERR_INTERNAL, "weft_compile: permute: a group "
-                                           "too large");
-    }
-    for (int k = 0; k < n; k++) {
-        LLVMValueRef i =
-            LLVMBuildNSWAdd(fn->b, g[k / GROUP], cg_i64(fn, k % GROUP), "");
-        sk_permute_assume_inside(f, i, ssize);
-        weft_status s = sk_permute_target(f, copy, sext, i, &e[k]);
-        if (s) {
-            return s;
-        }
-    }
-    return private_put_group(f, copy, e, n, pc);
-}
-
 /* The permute step of sources [lo, hi) into the thread's copy. */
 static weft_status private_run(sk_fn *f, const cg_array *copy,
                                LLVMValueRef *sext, LLVMValueRef ssize,
@@ -337,7 +192,8 @@ static weft_status private_pair(sk_fn *f, const cg_array *copy,
     cg_if_begin(fn, &both,
                 LLVMBuildICmp(fn->b, LLVMIntSLE,
                               LLVMBuildNSWAdd(fn->b, g[1], four, ""), hi, ""));
-    weft_status s = private_groups(f, copy, sext, ssize, g, 2, pc);
+    weft_status s =
+        sk_permute_group(f, copy, sext, ssize, g, 2, GROUP, private_put, pc);
     if (s) {
         return s;
     }
@@ -345,7 +201,8 @@ static weft_status private_pair(sk_fn *f, const cg_array *copy,
     LLVMValueRef gend = LLVMBuildNSWAdd(fn->b, g[0], four, "");
     cg_if whole;
     cg_if_begin(fn, &whole, LLVMBuildICmp(fn->b, LLVMIntSLE, gend, hi, ""));
-    if ((s = private_groups(f, copy, sext, ssize, g, 1, pc)) != WEFT_OK) {
+    if ((s = sk_permute_group(f, copy, sext, ssize, g, 1, GROUP, private_put,
+                              pc)) != WEFT_OK) {
         return s;
     }
     cg_if_else(fn, &whole);
@@ -618,8 +475,7 @@ static weft_status copy_at(cg_fn *fn, const cg_array *shared, LLVMValueRef at,
  * blocks are). */
 static weft_status flush_bin(sk_fn *f, const cg_array *shared,
                              const LLVMValueRef *id, LLVMValueRef b,
-                             LLVMValueRef ncopy, LLVMValueRef stride,
-                             LLVMValueRef cstride, LLVMValueRef lane, cg_val *v)
+                             LLVMValueRef ncopy, LLVMValueRef lane, cg_val *v)
 {
     cg_fn *fn = &f->fn;
     const fe_fun *op = f->e->k->op->fun[0];
@@ -634,11 +490,10 @@ static weft_status flush_bin(sk_fn *f, const cg_array *shared,
         v->v[l] = id[l];
     }
     cg_mut_set(fn, &acc, v);
-    LLVMValueRef row = LLVMBuildMul(fn->b, b, stride, "");
+    LLVMValueRef row = LLVMBuildMul(fn->b, b, ncopy, "");
     cg_sloop cc;
     LLVMValueRef c =
         cg_sloop_begin(fn, &cc, lane, ncopy, cg_i64(fn, 32), "copies");
-    c = LLVMBuildMul(fn->b, c, cstride, "");
     if ((s = cg_array_load(fn, shared, LLVMBuildAdd(fn->b, row, c, ""),
                            &args[0])) != WEFT_OK ||
         (s = cg_mut_get(fn, &acc, &args[1])) != WEFT_OK ||
@@ -739,21 +594,11 @@ static weft_status emit_private(sk_fn *f)
     LLVMValueRef mine =
         LLVMBuildURem(fn->b, LLVMBuildTrunc(fn->b, tid, i32, ""), ncopy, "");
     ncopy = cg_zext64(fn, ncopy);
-    LLVMValueRef stride = ncopy, cstride = one;
-    LLVMValueRef at = cg_zext64(fn, mine);
-    if (km3_knob(0) == 1) {
-        ncopy = cg_smax(fn, cg_smin(fn, warps, cg_zext64(fn, fit)), one);
-        mine = LLVMBuildURem(
-            fn->b, LLVMBuildLShr(fn->b, tid, cg_i64(fn, 5), ""), ncopy, "");
-        stride = one;
-        cstride = bins;
-        at = LLVMBuildMul(fn->b, mine, bins, "");
-    }
     cg_array copy;
-    if ((s = copy_at(fn, &shared, at, &copy)) != WEFT_OK) {
+    if ((s = copy_at(fn, &shared, cg_zext64(fn, mine), &copy)) != WEFT_OK) {
         return s;
     }
-    private_put_ctx pc = {.bad = bad, .stride = stride};
+    private_put_ctx pc = {.bad = bad, .stride = ncopy};
     /* every copy starts at the identity */
     cg_sloop init;
     LLVMValueRef b = cg_sloop_begin(
@@ -806,7 +651,7 @@ static weft_status emit_private(sk_fn *f)
     b = cg_sloop_begin(fn, &flush, LLVMBuildLShr(fn->b, tid, cg_i64(fn, 5), ""),
                        bins, warps, "flush");
     cg_val v;
-    if ((s = flush_bin(f, &shared, id, b, ncopy, stride, cstride,
+    if ((s = flush_bin(f, &shared, id, b, ncopy,
                        LLVMBuildAnd(fn->b, tid, cg_i64(fn, 31), ""), &v)) !=
         WEFT_OK) {
         return s;
@@ -868,17 +713,13 @@ static weft_status ptx_permute_emit(sk_emit *e, const char *const *names)
         return s;
     }
     LLVMAtomicRMWBinOp ops[SK_PERMUTE_LEAVES_MAX];
-    if (e->k->light && sk_permute_rmw_ops(e->k->op, ops) == 1 &&
-        !cas_add(ops[0], e->k->op->type)) {
+    if (e->k->light && sk_permute_rmw_ops(e->k->op, ops) == 1) {
         /* little work a source: registers to spare for the bound (not
          * with several leaves: a pair of groups holds eight values of
          * each, and k-means' three spilled at 32 registers and at 64;
          * unbounded, 80 and none, and the driver's occupancy query picks
-         * the block; nor for an f32 or f64 add, whose eight loads and
-         * swaps at once (private_put_group) spilled 160 bytes at 32) */
+         * the block) */
         cg_ptx_launch_bounds(&f.fn, PRIVATE_BLOCK, PRIVATE_BLOCKS_PER_SM);
-    } else if (km3_knob(1) > 0) {
-        cg_ptx_launch_bounds(&f.fn, km3_knob(1), 1);
     }
     if ((s = emit_private(&f)) != WEFT_OK) {
         /* close the half-built function; the module is thrown away */
