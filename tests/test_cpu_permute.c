@@ -463,6 +463,40 @@ START_TEST(test_permute_modes)
 }
 END_TEST
 
+/* Outputs whose size decides how many copies of them the GPU's blocks
+ * keep in shared memory (skeletons-ir/ptx/permute.c: as many as fit in 32
+ * KiB, a multiple of 32 from 32 on, at most one a thread): 40 bins of i32
+ * (204 fit: 192 copies, or one a thread), 200 (40 fit: 32 copies), 3000
+ * (2), 8192 (1) and 8193 (none: global atomics), for one leaf of 4 and 8
+ * bytes and tuples of two and three, with ignored targets. */
+START_TEST(test_permute_copies)
+{
+    static const struct {
+        weft_type t;
+        int comb;
+    } modes[] = {
+        {WEFT_I32, C_ADD}, {WEFT_F32, C_ADD},  {WEFT_F64, C_ADD},
+        {WEFT_I32, C_MAX}, {WEFT_I32, C_SUMS}, {WEFT_I32, C_TRIPLE},
+    };
+    static const int64_t bins[] = {40, 200, 3000, 8192, 8193};
+    pair c;
+    pair_open(&c, 4);
+    int nm = (int)(sizeof modes / sizeof modes[0]);
+    for (int m = 0; m < nm; m++) {
+        for (int b = 0; b < 5; b++) {
+            perm_case pc = {.t = modes[m].t,
+                            .comb = modes[m].comb,
+                            .drank = 1,
+                            .dshape = {bins[b]},
+                            .wrap = true};
+            run_perm(&c, &pc, 1, 300007, -2, bins[b] - 1,
+                     (uint64_t)(m * 10 + b));
+        }
+    }
+    pair_close(&c);
+}
+END_TEST
+
 /* Recognised combines with their arguments swapped, and a manifest
  * source. */
 START_TEST(test_permute_flip_direct)
@@ -1282,6 +1316,7 @@ static Suite *suite(void)
     tcase_set_timeout(tp, 600);
     tcase_add_test(tp, test_permute_modes);
     tcase_add_test(tp, test_permute_flip_direct);
+    tcase_add_test(tp, test_permute_copies);
     tcase_add_test(tp, test_permute_ranks);
     tcase_add_test(tp, test_permute_errors);
     if (DT_BACKEND == WEFT_BACKEND_CPU) {

@@ -174,9 +174,15 @@ static weft_status ptx_fold_prepare(weft_context *ctx, fe_arena *arena,
         k->item_threads[3 * v + 1] = SK_ITEM_BLOCK;
         k->item_threads[3 * v + 2] = WARP;
     }
-    /* a block per chunk: chunks of at least 32K elements, so that a
-     * block streams long runs between its barriers */
-    k->chunk_min = 32768;
+    /* a block per chunk: chunks of at least 16K elements, so that a
+     * block streams long runs between its barriers (64 tiles of 256 i32
+     * keep 22 of a 768-thread block's 24 warps busy); and no more, so
+     * that one row of a few million fills the GPU: the driver launches a
+     * block a chunk up to the resident ones, and k-means' moved count
+     * (2^22 pairs of i32; chunks of 32K then) ran 128 blocks of 768, 37%
+     * occupancy and 49% of DRAM.  A sum of 2^28 is cut by
+     * PIECES_PER_BLOCK as before. */
+    k->chunk_min = 16384;
     weft_status s = sk_add_chunk_items(ctx, arena, k, k->op->type);
     if (s == WEFT_OK && (k->flags & SK_FOLD_CHUNKS_ONLY)) {
         /* one row: the last block finishes it (sk.h), its ticket in aux 2 */

@@ -14,29 +14,45 @@
  *   chunk, so chunk c is [c grain, min(n, (c + 1) grain)), as the
  *   target's range loop cuts [0, n); item_threads SK_ITEM_BLOCK):
  *
- *       copy[w][b] = identity            for every copy w and bin b
+ *       copy[c][b] = identity            for every copy c and bin b
  *       barrier
  *       for each chunk c of this block (c = block, block + grid, ...):
  *           for each source i of c (groups of 4 consecutive sources,
  *           groups lo + 4 thread and lo + 4 (thread + block), stepping
  *           by 8 blocks, two groups a step): the step of
- *           permute.c with the update an atomicrmw on copy[warp % ncopy][j]
- *           instead of out[j]
+ *           permute.c with the update an atomicrmw on
+ *           copy[thread % ncopy][j] instead of out[j]
  *       barrier
- *       out[b] = out[b] op (op over w of copy[w][b])   (atomic) for every
+ *       out[b] = out[b] op (op over c of copy[c][b])   (atomic) for every
  *                                        bin b the block touched
  *
  * where the copies lie in shared memory of SK_PERMUTE_SHARED_BYTES (the
- * driver uses entry 2 only for a result that fits), ncopy = min(warps,
- * what fits) of them: with 256 bins of i32 each warp of 32 has its own,
- * so the atomics of different warps never meet.  A tuple result has a
- * shared array a leaf, each of as many elements as whole tuples fit, and
- * every step above is made leaf by leaf with that leaf's atomic and
- * identity (the combine is componentwise, so no leaf reads another).  So a block's updates
- * contend in its own shared memory, and the output sees one global atomic
- * per block and bin touched instead of one per source: the histogram case
- * (2^28 sources into 256 bins) goes from 2^28 atomics on 256 addresses to
- * a few hundred thousand.
+ * driver uses entry 2 only for a result that fits), ncopy of them: as
+ * many as fit, at most one a thread, and a multiple of 32 from 32 on.
+ * They are interleaved, bin b of copy c at b ncopy + c, so that from 32
+ * copies on the 32 lanes of a warp update 32 different copies in 32
+ * different banks, whatever their bins: no two lanes of a warp ever
+ * update one word, and the atomics of one instruction never queue on
+ * each other.  That matters most where an atomic is a loop: an f32 or
+ * f64 add in shared memory is a load, an add and a compare-and-swap
+ * until it holds (sm_90's ATOMS.CAST.SPIN), and lanes on one word take
+ * one trip each; k-means' 16 bins, one copy a warp, took ~4 trips an
+ * update (its permute of (count, sum x, sum y) ran at 49% of DRAM).  With
+ * few bins a copy serves a few threads of different warps (k-means:
+ * 2730 tuples fit, 160 copies of 16 for 768 threads), with many (more
+ * than 256 bins of i32) fewer than 32 copies serve strides of lanes.
+ * A tuple result has a shared array a leaf, each of as many elements as
+ * whole tuples fit, and every step above is made leaf by leaf with that
+ * leaf's atomic and identity (the combine is componentwise, so no leaf
+ * reads another).  So a block's updates contend in its own shared
+ * memory, and the output sees one global atomic per block and bin
+ * touched instead of one per source: the histogram case (2^28 sources
+ * into 256 bins) goes from 2^28 atomics on 256 addresses to a few
+ * hundred thousand.  The flush takes a warp a bin: lane l combines
+ * copies l, l + 32, ... of the bin (consecutive words), the warp's
+ * shuffles combine the lanes, and lane 0 makes the bin's atomics (the
+ * flush loop's bounds are the same in a warp, so every lane meets every
+ * shuffle).
  *
  * The hot loop is kept short.  A group's four targets are computed before
  * its four updates, so that its reads sit together and become one 128-bit
@@ -122,39 +138,50 @@ enum {
     PRIVATE_BLOCKS_PER_SM = 2
 };
 
-/* The update of one element into the warp's copy.  Unchecked, a target
- * outside the result only raises the thread's flag *bad (an i1 slot),
- * which the kernel reports once at the end (the report names no element
- * then), so that the update is one predicated atomic with no branch to
- * a report in the loop; checked mode reports each element as
- * sk_permute_put does. */
+/* What the updates of a thread share: its flag of a target outside the
+ * result (an i1 slot) and the distance between two bins of its copy
+ * (ncopy: the copies are interleaved, head comment). */
+typedef struct private_put_ctx {
+    LLVMValueRef bad;
+    LLVMValueRef stride;
+} private_put_ctx;
+
+/* The update of one element into the thread's copy, at element j stride
+ * of it.  Unchecked, a target outside the result only raises the
+ * thread's flag, which the kernel reports once at the end (the report
+ * names no element then), so that the update is one predicated atomic
+ * with no branch to a report in the loop; checked mode reports each
+ * element as sk_permute_put does. */
 static weft_status private_put(sk_fn *f, const cg_array *copy,
                                const sk_permute_elem *e, void *user)
 {
     cg_fn *fn = &f->fn;
-    LLVMValueRef bad = user;
+    const private_put_ctx *pc = user;
+    sk_permute_elem at = *e;
+    at.j = LLVMBuildNSWMul(fn->b, e->j, pc->stride, "");
     if (f->e->k->checked) {
-        return sk_permute_put(f, copy, e, sk_permute_update_rmw);
+        return sk_permute_put(f, copy, &at, sk_permute_update_rmw);
     }
     LLVMTypeRef i1 = LLVMInt1TypeInContext(fn->llctx);
     LLVMValueRef keep = LLVMBuildNot(fn->b, e->ignored, "");
     LLVMValueRef out =
         LLVMBuildAnd(fn->b, keep, LLVMBuildNot(fn->b, e->inside, ""), "");
     LLVMBuildStore(
-        fn->b, LLVMBuildOr(fn->b, LLVMBuildLoad2(fn->b, i1, bad, ""), out, ""),
-        bad);
+        fn->b,
+        LLVMBuildOr(fn->b, LLVMBuildLoad2(fn->b, i1, pc->bad, ""), out, ""),
+        pc->bad);
     cg_if in;
     cg_if_begin(fn, &in, LLVMBuildAnd(fn->b, keep, e->inside, ""));
-    weft_status s = sk_permute_update_rmw(f, copy, e->j, &e->x);
+    weft_status s = sk_permute_update_rmw(f, copy, at.j, &e->x);
     cg_if_end(fn, &in);
     return s;
 }
 
-/* The permute step of sources [lo, hi) into the warp's copy. */
+/* The permute step of sources [lo, hi) into the thread's copy. */
 static weft_status private_run(sk_fn *f, const cg_array *copy,
                                LLVMValueRef *sext, LLVMValueRef ssize,
                                LLVMValueRef lo, LLVMValueRef hi,
-                               LLVMValueRef bad)
+                               private_put_ctx *pc)
 {
     cg_fn *fn = &f->fn;
     cg_loop l;
@@ -164,7 +191,7 @@ static weft_status private_run(sk_fn *f, const cg_array *copy,
     sk_permute_elem e;
     weft_status s = sk_permute_target(f, copy, sext, i, &e);
     if (s == WEFT_OK) {
-        s = private_put(f, copy, &e, bad);
+        s = private_put(f, copy, &e, pc);
     }
     cg_loop_end(fn, &l);
     return s;
@@ -178,7 +205,7 @@ static weft_status private_run(sk_fn *f, const cg_array *copy,
 static weft_status private_pair(sk_fn *f, const cg_array *copy,
                                 LLVMValueRef *sext, LLVMValueRef ssize,
                                 const LLVMValueRef *g, LLVMValueRef hi,
-                                LLVMValueRef bad)
+                                private_put_ctx *pc)
 {
     cg_fn *fn = &f->fn;
     LLVMValueRef four = cg_i64(fn, GROUP);
@@ -187,7 +214,7 @@ static weft_status private_pair(sk_fn *f, const cg_array *copy,
                 LLVMBuildICmp(fn->b, LLVMIntSLE,
                               LLVMBuildNSWAdd(fn->b, g[1], four, ""), hi, ""));
     weft_status s =
-        sk_permute_group(f, copy, sext, ssize, g, 2, GROUP, private_put, bad);
+        sk_permute_group(f, copy, sext, ssize, g, 2, GROUP, private_put, pc);
     if (s) {
         return s;
     }
@@ -196,16 +223,16 @@ static weft_status private_pair(sk_fn *f, const cg_array *copy,
     cg_if whole;
     cg_if_begin(fn, &whole, LLVMBuildICmp(fn->b, LLVMIntSLE, gend, hi, ""));
     if ((s = sk_permute_group(f, copy, sext, ssize, g, 1, GROUP, private_put,
-                              bad)) != WEFT_OK) {
+                              pc)) != WEFT_OK) {
         return s;
     }
     cg_if_else(fn, &whole);
-    if ((s = private_run(f, copy, sext, ssize, g[0], hi, bad)) != WEFT_OK) {
+    if ((s = private_run(f, copy, sext, ssize, g[0], hi, pc)) != WEFT_OK) {
         return s;
     }
     cg_if_end(fn, &whole);
     /* g[1] < hi only when g[0] was whole; the loop is empty otherwise */
-    if ((s = private_run(f, copy, sext, ssize, g[1], hi, bad)) != WEFT_OK) {
+    if ((s = private_run(f, copy, sext, ssize, g[1], hi, pc)) != WEFT_OK) {
         return s;
     }
     cg_if_end(fn, &both);
@@ -498,6 +525,69 @@ static weft_status copy_at(cg_fn *fn, const cg_array *shared, LLVMValueRef at,
     return WEFT_OK;
 }
 
+/* The combination of bin b's ncopy copies in lane 0 of the warp (the
+ * flush takes a warp a bin, head comment): lane l combines copies l, l +
+ * 32, ... from op's identity (which a lane without a copy keeps), the
+ * warp's shuffles combine the lanes into lane 0, and the other lanes end
+ * with the identity, so that only lane 0 finds the bin touched.  Every
+ * lane of the warp must run it (the flush loop's bounds are the same in
+ * a warp: the block is a whole number of warps, as the occupancy API's
+ * blocks are). */
+static weft_status flush_bin(sk_fn *f, const cg_array *shared,
+                             const LLVMValueRef *id, LLVMValueRef b,
+                             LLVMValueRef ncopy, LLVMValueRef lane, cg_val *v)
+{
+    cg_fn *fn = &f->fn;
+    const fe_fun *op = f->e->k->op->fun[0];
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+    cg_mut acc;
+    cg_val args[2], y;
+    weft_status s = cg_mut_new(fn, f->e->k->op->type, &acc);
+    if (s || (s = cg_val_make(fn, shared->nleaf, v)) != WEFT_OK) {
+        return s;
+    }
+    for (int l = 0; l < v->n; l++) {
+        v->v[l] = id[l];
+    }
+    cg_mut_set(fn, &acc, v);
+    LLVMValueRef row = LLVMBuildMul(fn->b, b, ncopy, "");
+    cg_sloop cc;
+    LLVMValueRef c =
+        cg_sloop_begin(fn, &cc, lane, ncopy, cg_i64(fn, 32), "copies");
+    if ((s = cg_array_load(fn, shared, LLVMBuildAdd(fn->b, row, c, ""),
+                           &args[0])) != WEFT_OK ||
+        (s = cg_mut_get(fn, &acc, &args[1])) != WEFT_OK ||
+        (s = cg_apply(fn, op, args, &y)) != WEFT_OK) {
+        return s;
+    }
+    cg_mut_set(fn, &acc, &y);
+    cg_sloop_end(fn, &cc);
+    /* lane 0 ends with the warp's combination (shuffle_down past lane 31
+     * gives the lane's own value, which only lanes other than 0 take) */
+    if ((s = cg_mut_get(fn, &acc, v)) != WEFT_OK) {
+        return s;
+    }
+    for (int d = 16; d >= 1; d /= 2) {
+        if ((s = cg_val_make(fn, v->n, &args[1])) != WEFT_OK) {
+            return s;
+        }
+        for (int l = 0; l < v->n; l++) {
+            args[1].v[l] = fn->target->shuffle_down(
+                fn, v->v[l], LLVMConstInt(i32, (unsigned)d, 0));
+        }
+        args[0] = *v;
+        if ((s = cg_apply(fn, op, args, v)) != WEFT_OK) {
+            return s;
+        }
+    }
+    LLVMValueRef first =
+        LLVMBuildICmp(fn->b, LLVMIntEQ, lane, cg_i64(fn, 0), "");
+    for (int l = 0; l < v->n; l++) {
+        v->v[l] = LLVMBuildSelect(fn->b, first, v->v[l], id[l], "");
+    }
+    return WEFT_OK;
+}
+
 /* Entry 2 (see the head comment). */
 static weft_status emit_private(sk_fn *f)
 {
@@ -551,27 +641,31 @@ static weft_status emit_private(sk_fn *f)
     LLVMTypeRef i1 = LLVMInt1TypeInContext(fn->llctx);
     LLVMValueRef bad = cg_alloca(fn, i1, "bad");
     LLVMBuildStore(fn->b, LLVMConstInt(i1, 0, 0), bad);
-    /* ncopy = min(warps, cap / bins) copies, warp w using copy w % ncopy
-     * (bins <= cap: the driver's condition, so ncopy >= 1) */
-    LLVMValueRef one = cg_i64(fn, 1);
+    /* ncopy = min(threads, cap / bins) copies, a multiple of 32 where
+     * that is at least 32, thread t using copy t % ncopy, bin b of copy c
+     * at b ncopy + c (head comment); in 32 bits (a 64-bit division by a
+     * value known only at run time is a call on PTX) */
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+    LLVMValueRef one = cg_i64(fn, 1), one32 = LLVMConstInt(i32, 1, 0);
     LLVMValueRef warps = LLVMBuildLShr(
         fn->b, LLVMBuildAdd(fn->b, bs, cg_i64(fn, 31), ""), cg_i64(fn, 5), "");
-    LLVMValueRef nb = LLVMBuildSelect(
-        fn->b, LLVMBuildICmp(fn->b, LLVMIntSGT, bins, one, ""), bins, one, "");
-    LLVMValueRef fit = LLVMBuildUDiv(fn->b, cg_i64(fn, cap), nb, "");
-    LLVMValueRef ncopy =
-        LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntULT, fit, warps, ""),
-                        fit, warps, "ncopy");
-    ncopy =
-        LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntULT, ncopy, one, ""),
-                        one, ncopy, "");
-    LLVMValueRef mine = LLVMBuildURem(
-        fn->b, LLVMBuildLShr(fn->b, tid, cg_i64(fn, 5), ""), ncopy, "");
+    LLVMValueRef nb =
+        LLVMBuildTrunc(fn->b, cg_smax(fn, bins, cg_i64(fn, 1)), i32, "");
+    LLVMValueRef fit = LLVMBuildUDiv(fn->b, LLVMConstInt(i32, cap, 0), nb, "");
+    LLVMValueRef ncopy = cg_smin(fn, fit, LLVMBuildTrunc(fn->b, bs, i32, ""));
+    ncopy = LLVMBuildSelect(
+        fn->b,
+        LLVMBuildICmp(fn->b, LLVMIntUGE, ncopy, LLVMConstInt(i32, 32, 0), ""),
+        LLVMBuildAnd(fn->b, ncopy, LLVMConstInt(i32, ~31u, 0), ""), ncopy, "");
+    ncopy = cg_smax(fn, ncopy, one32);
+    LLVMValueRef mine =
+        LLVMBuildURem(fn->b, LLVMBuildTrunc(fn->b, tid, i32, ""), ncopy, "");
+    ncopy = cg_zext64(fn, ncopy);
     cg_array copy;
-    if ((s = copy_at(fn, &shared, LLVMBuildMul(fn->b, mine, bins, ""),
-                     &copy)) != WEFT_OK) {
+    if ((s = copy_at(fn, &shared, cg_zext64(fn, mine), &copy)) != WEFT_OK) {
         return s;
     }
+    private_put_ctx pc = {.bad = bad, .stride = ncopy};
     /* every copy starts at the identity */
     cg_sloop init;
     LLVMValueRef b = cg_sloop_begin(
@@ -612,7 +706,7 @@ static weft_status emit_private(sk_fn *f)
                      ""),
         hi, LLVMBuildMul(fn->b, gstep, cg_i64(fn, 2), ""), "src");
     g[1] = LLVMBuildNSWAdd(fn->b, g[0], gstep, "");
-    if ((s = private_pair(f, &copy, sext, ssize, g, hi, bad)) != WEFT_OK) {
+    if ((s = private_pair(f, &copy, sext, ssize, g, hi, &pc)) != WEFT_OK) {
         return s;
     }
     cg_sloop_end(fn, &el);
@@ -622,32 +716,15 @@ static weft_status emit_private(sk_fn *f)
     sk_set_error(f, CG_ERR_PERMUTE);
     cg_if_end(fn, &report);
     tg->barrier(fn);
-    /* each bin: its copies combined, then into the output, one atomic a
-     * leaf where the block touched it */
+    /* each bin, a warp's: its copies combined, then into the output by
+     * lane 0, one atomic a leaf where the block touched it */
     cg_sloop flush;
-    b = cg_sloop_begin(fn, &flush, tid, bins, bs, "flush");
-    cg_mut acc;
-    if ((s = cg_mut_new(fn, t->type, &acc)) != WEFT_OK) {
-        return s;
-    }
+    b = cg_sloop_begin(fn, &flush, LLVMBuildLShr(fn->b, tid, cg_i64(fn, 5), ""),
+                       bins, warps, "flush");
     cg_val v;
-    if ((s = cg_array_load(fn, &shared, b, &v)) != WEFT_OK) {
-        return s;
-    }
-    cg_mut_set(fn, &acc, &v);
-    cg_sloop cc;
-    LLVMValueRef at =
-        cg_sloop_begin(fn, &cc, LLVMBuildAdd(fn->b, b, bins, ""),
-                       LLVMBuildMul(fn->b, ncopy, bins, ""), bins, "copies");
-    cg_val args[2], y;
-    if ((s = cg_array_load(fn, &shared, at, &args[0])) != WEFT_OK ||
-        (s = cg_mut_get(fn, &acc, &args[1])) != WEFT_OK ||
-        (s = cg_apply(fn, t->fun[0], args, &y)) != WEFT_OK) {
-        return s;
-    }
-    cg_mut_set(fn, &acc, &y);
-    cg_sloop_end(fn, &cc);
-    if ((s = cg_mut_get(fn, &acc, &v)) != WEFT_OK) {
+    if ((s = flush_bin(f, &shared, id, b, ncopy,
+                       LLVMBuildAnd(fn->b, tid, cg_i64(fn, 31), ""), &v)) !=
+        WEFT_OK) {
         return s;
     }
     for (int l = 0; l < out->nleaf; l++) {
