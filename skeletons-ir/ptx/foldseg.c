@@ -1310,7 +1310,7 @@ static weft_status one_tile(sk_fn *f, tile *T)
     /* a huge u64 length scans as negative: the tile is bad either way */
     LLVMValueRef total, neg, longer;
     scan_lengths(f, T, sum, isneg, islong, &excl[0], &total, &neg, &longer);
-    for (int q = 0; q < T->S; q++) {
+    for (int q = 0; q < T->S && q < MAX_S; q++) {
         if (q > 0) {
             excl[q] = LLVMBuildAdd(B, excl[q - 1], len[q - 1], "");
         }
