@@ -240,6 +240,13 @@ static void ptx_context_fini(weft_context *ctx)
     ctx->be_state = NULL;
 }
 
+/* Tuning knob `name` from the environment, or NULL (unset, or
+ * WEFT_FLAG_NO_ENV). */
+static const char *knob(const weft_context *ctx, const char *name)
+{
+    return (ctx->cfg.flags & WEFT_FLAG_NO_ENV) ? NULL : getenv(name);
+}
+
 static weft_status ptx_context_init(weft_context *ctx)
 {
     weft_status s = cg_init();
@@ -302,29 +309,19 @@ static weft_status ptx_context_init(weft_context *ctx)
     const char *dump = ctx->cfg.dump;
     st->dump_ptx = dump && strstr(dump, "ptx") != NULL;
     st->grain = sk_target_ptx.chunk_elems; /* sk_elements' full chunks */
-    const char *g =
-        (ctx->cfg.flags & WEFT_FLAG_NO_ENV) ? NULL : getenv("WEFT_PTX_GRAIN");
+    const char *g = knob(ctx, "WEFT_PTX_GRAIN");
     if (g && atoi(g) >= 1 && atoi(g) <= 64) {
         st->grain = atoi(g);
     }
-    const char *rp = (ctx->cfg.flags & WEFT_FLAG_NO_ENV)
-                         ? NULL
-                         : getenv("WEFT_PTX_REPLICAS");
+    const char *rp = knob(ctx, "WEFT_PTX_REPLICAS");
     st->no_replicas = rp && strcmp(rp, "0") == 0;
-    const char *sl = (ctx->cfg.flags & WEFT_FLAG_NO_ENV)
-                         ? NULL
-                         : getenv("WEFT_PTX_SCAN_LAST");
+    const char *sl = knob(ctx, "WEFT_PTX_SCAN_LAST");
     st->scan_last = sl && atoi(sl) > 0 && atoi(sl) < 1000 ? atoi(sl) : 0;
-    const char *o =
-        (ctx->cfg.flags & WEFT_FLAG_NO_ENV) ? NULL : getenv("WEFT_PTX_JIT_OPT");
+    const char *o = knob(ctx, "WEFT_PTX_JIT_OPT");
     st->opt_level = o && *o >= '0' && *o <= '4' && !o[1] ? *o - '0' : -1;
-    const char *q = (ctx->cfg.flags & WEFT_FLAG_NO_ENV)
-                        ? NULL
-                        : getenv("WEFT_PTX_QUICK_OPT");
+    const char *q = knob(ctx, "WEFT_PTX_QUICK_OPT");
     st->quick_opt = q && *q >= '0' && *q <= '4' && !q[1] ? *q - '0' : 0;
-    const char *ql = (ctx->cfg.flags & WEFT_FLAG_NO_ENV)
-                         ? NULL
-                         : getenv("WEFT_PTX_QUICK_LLVM");
+    const char *ql = knob(ctx, "WEFT_PTX_QUICK_LLVM");
     st->quick_llvm = !ql                       ? CG_PTX_QUICK_PASSES
                      : strcmp(ql, "bare") == 0 ? CG_PTX_QUICK_BARE
                      : strcmp(ql, "o1") == 0   ? CG_PTX_QUICK_O1
