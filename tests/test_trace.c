@@ -396,6 +396,9 @@ START_TEST(test_config)
     weft_stats st;
     TU_OK(weft_context_stats(ctx, &st));
     ck_assert(st.frontend_ms > 0 && st.ir_ms > 0 && st.llvm_opt_ms > 0);
+    /* the CPU's disk stores done, or the tier-up thread, orphaned by the
+     * free, may still write into dir while it is removed below */
+    TU_OK(weft_context_wait_optimised(ctx));
     weft_context_free(ctx);
 
     weft_config cfg = weft_config_default();
