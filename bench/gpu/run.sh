@@ -21,10 +21,19 @@ cd "$(dirname "$0")/../.."
 
 nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 arch=${CUDA_ARCH:-sm_90}
-${CC:-gcc} -std=c17 -O2 -Wall -shared -fPIC -Iinclude bench/gpu/weft_gpu.c \
-    -o bench_weft_gpu.so -L. -lweft -Wl,-rpath,'$ORIGIN' -lm
-"$nvcc" -O3 -arch="$arch" -lineinfo -Xcompiler -fPIC -shared \
-    bench/gpu/ref.cu -o bench_ref_gpu.so
+# each library rebuilt only where a source (or libweft.so) is newer:
+# scaling.sh runs this once per device list, and the reference's nvcc
+# alone takes tens of seconds (another CUDA_ARCH: remove bench_ref_gpu.so)
+if [ ! bench_weft_gpu.so -nt bench/gpu/weft_gpu.c ] ||
+    [ ! bench_weft_gpu.so -nt bench/programs.h ] ||
+    [ ! bench_weft_gpu.so -nt libweft.so ]; then
+    ${CC:-gcc} -std=c17 -O2 -Wall -shared -fPIC -Iinclude bench/gpu/weft_gpu.c \
+        -o bench_weft_gpu.so -L. -lweft -Wl,-rpath,'$ORIGIN' -lm
+fi
+if [ ! bench_ref_gpu.so -nt bench/gpu/ref.cu ]; then
+    "$nvcc" -O3 -arch="$arch" -lineinfo -Xcompiler -fPIC -shared \
+        bench/gpu/ref.cu -o bench_ref_gpu.so
+fi
 
 export XLA_PYTHON_CLIENT_PREALLOCATE=false
 limit=${GPUBENCH_TIMEOUT:-560}
