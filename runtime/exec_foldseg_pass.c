@@ -14,14 +14,18 @@
  * resident; the blocks loop over the tiles).
  */
 #ifdef WEFT_HAVE_LLVM
+#include <stdlib.h>
+
 #include "rt.h"
 #include "../skeletons-ir/sk.h"
 
 #define WHO "weft_run"
 
 enum {
-    MIN_BLOCK = 32, /* the smallest block the kernel runs in */
-    TILE = 256,     /* segments of a tile in the usual block */
+    MIN_BLOCK = 32,      /* the smallest block the kernel runs in */
+    TILE = 256,          /* segments of a tile in the usual block */
+    OFF_TILE = 4 * TILE, /* entry 1's (4 segments a thread) */
+    WARP = 32,
 };
 
 weft_status rt_exec_fold_seg_pass(rt_job *j)
@@ -35,18 +39,33 @@ weft_status rt_exec_fold_seg_pass(rt_job *j)
     }
     int64_t outer = fe_shape_size(rank - 1, shape);
     int64_t nseg = seg->shape[0];
+    int64_t inner = shape[rank - 1];
     shape[rank - 1] = nseg;
     int64_t n = fe_shape_size(rank, shape);
     if (n < 0) {
         return fe_error(WEFT_ERR_BAD_SHAPE,
                         WHO ": fold_seg: the result has too many elements");
     }
+    /* lanes a segment: the greatest power of two not above the mean
+     * length, at most a warp */
+    int64_t mean = nseg > 0 && inner / nseg > 0 ? inner / nseg : 1;
+    int lg = 0;
+    while (lg < 5 && ((int64_t)2 << lg) <= mean) {
+        lg++;
+    }
+    const char *lk = getenv("WEFT_SEG4_LG");
+    if (lk && lk[0] >= '0' && lk[0] <= '5') {
+        lg = lk[0] - '0';
+    }
+    j->auxval[3].i = lg;
     /* rows: an input of no rows still has its lengths checked, once */
     int64_t rows = outer > 0 ? outer : 1;
     int64_t tiles_min = rows * ((nseg + MIN_BLOCK - 1) / MIN_BLOCK);
+    j->aux_start[2] = RT_AUX_ANY; /* entry 1 writes every offset */
     if ((s = rt_job_aux(j, 0, WEFT_I64, tiles_min > 0 ? tiles_min : 1,
                         false)) != WEFT_OK ||
         (s = rt_job_aux(j, 1, WEFT_I64, 1, false)) != WEFT_OK ||
+        (s = rt_job_aux(j, 2, WEFT_I64, nseg + 1, false)) != WEFT_OK ||
         (s = rt_job_out(j, 0, j->k->op->type, rank, shape)) != WEFT_OK ||
         (s = rt_job_fill(j)) != WEFT_OK) {
         return s;
@@ -54,6 +73,14 @@ weft_status rt_exec_fold_seg_pass(rt_job *j)
     if (nseg == 0) {
         return WEFT_OK; /* no segment: nothing to check or fold */
     }
-    return rt_job_run(j, 0, rows * ((nseg + TILE - 1) / TILE), 1);
+    const char *knob = getenv("WEFT_SEG4");
+    if (knob && knob[0] == '1') {
+        return rt_job_run(j, 0, rows * ((nseg + TILE - 1) / TILE), 1);
+    }
+    int64_t per = WARP >> lg;
+    rt_phase ph[2] = {
+        {.entry = 1, .n = (nseg + OFF_TILE - 1) / OFF_TILE, .grain = 1},
+        {.entry = 2, .n = (outer * nseg + per - 1) / per, .grain = 1}};
+    return rt_job_phases(j, 2, ph);
 }
 #endif

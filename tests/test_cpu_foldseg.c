@@ -26,7 +26,12 @@
  *                 associative, not commutative, exact in wrapping
  *                 arithmetic) and as (f64 sum, i32 last element) (a tuple
  *                 whose second half is the last element: any step out of
- *                 order shows).
+ *                 order shows);
+ *   edges         the affine composition where the GPU's lanes (L a
+ *                 segment, chosen from the mean length) meet their edges:
+ *                 every segment empty, no elements, no segments, one
+ *                 segment of 2^21 + 5, lengths about a warp and a block,
+ *                 rank 2 (rows cut into 12, no rows, rows of one segment).
  *
  * Built again as test_ptx_foldseg (-DDT_BACKEND=WEFT_BACKEND_PTX: the GPU's
  * own foldSeg, skeletons-ir/ptx/foldseg.c, which scans the lengths on the
@@ -321,7 +326,8 @@ END_TEST
 static weft_acc *build_powerlaw(weft_program *p, weft_acc *const *in,
                                 const void *user)
 {
-    int which = *(const int *)user;
+    int which = *(const int *)user % 16;
+    int rank = *(const int *)user / 16 == 2 ? 2 : 1; /* 16 w: rank 2 */
     weft_context *ctx = build_ctx;
     if (which == 0) {
         return weft_fold_seg(binop(p, WEFT_F64, WEFT_OP_ADD), weft_f64(p, 0.5),
@@ -330,7 +336,7 @@ static weft_acc *build_powerlaw(weft_program *p, weft_acc *const *in,
     weft_type pair =
         which == 1 ? weft_type_tuple(ctx, 2, (weft_type[]){WEFT_I32, WEFT_I32})
                    : weft_type_tuple(ctx, 2, (weft_type[]){WEFT_F64, WEFT_I32});
-    weft_fun *g = weft_fun1(p, WEFT_DIM(1));
+    weft_fun *g = weft_fun1(p, WEFT_DIM(rank));
     weft_exp *i = weft_arg(g, 0);
     weft_exp *v = weft_at(in[1], i);
     weft_exp *e[2];
@@ -408,6 +414,84 @@ START_TEST(test_powerlaw)
 }
 END_TEST
 
+/* ---- edges of the GPU's lanes ---------------------------------------------- */
+
+/* One case of test_edges: rows x cols affine maps (build_powerlaw's
+ * which = 1, rank 2 where rows > 0) cut by nseg lengths from len(k). */
+static void edge_case(const char *what, int64_t rows, int64_t cols,
+                      int64_t nseg, int64_t (*len)(int64_t k))
+{
+    size_t n = (size_t)((rows > 0 ? rows : 1) * cols);
+    int32_t *v = malloc(sizeof *v * (n > 0 ? n : 1));
+    double *x = malloc(sizeof *x * (n > 0 ? n : 1));
+    int32_t *l = malloc(sizeof *l * (size_t)(nseg > 0 ? nseg : 1));
+    ck_assert(v && x && l);
+    for (size_t i = 0; i < n; i++) {
+        v[i] = (int32_t)(rnd() % 2001) - 1000;
+        x[i] = 0;
+    }
+    for (int64_t k = 0; k < nseg; k++) {
+        l[k] = (int32_t)len(k);
+    }
+    int rank = rows >= 0 ? 2 : 1;
+    int64_t r = rows >= 0 ? rows : cols;
+    input in[3] = {{WEFT_F64, rank, {r, cols}, x},
+                   {WEFT_I32, rank, {r, cols}, v},
+                   {WEFT_I32, 1, {nseg, 0}, l}};
+    int which = rank == 2 ? 16 * 2 + 1 : 1;
+    check_both(what, build_powerlaw, &which, in, 3, 4, WEFT_OK);
+    free(v);
+    free(x);
+    free(l);
+}
+
+static int64_t len_zero(int64_t k)
+{
+    (void)k;
+    return 0;
+}
+
+static int64_t len_all(int64_t k)
+{
+    (void)k;
+    return (INT64_C(1) << 21) + 5;
+}
+
+/* around a warp, a block, and runs of those */
+static int64_t len_around(int64_t k)
+{
+    static const int64_t l[] = {31, 32, 33, 63, 64, 65, 255, 256, 257, 1000,
+                                0,  1,  2,  3,  0,  0,  511, 512, 513, 7};
+    return l[k % 20];
+}
+
+/* 0 to 40 */
+static int64_t len_row(int64_t k)
+{
+    return (k * 7) % 41;
+}
+
+static int64_t len_37(int64_t k)
+{
+    (void)k;
+    return 37;
+}
+
+START_TEST(test_edges)
+{
+    /* rows < 0: rank 1 of cols elements */
+    edge_case("all segments empty", -1, 10, 3000, len_zero);
+    edge_case("all empty, no elements", -1, 0, 100, len_zero);
+    edge_case("no segments", -1, 5, 0, len_zero);
+    edge_case("one segment of 2^21 + 5", -1, (INT64_C(1) << 21) + 5, 1,
+              len_all);
+    edge_case("lengths about a warp and a block", -1, 200000, 700, len_around);
+    edge_case("rank 2, rows cut into 12", 50, 300, 12, len_row);
+    edge_case("rank 2, no rows", 0, 300, 12, len_row);
+    edge_case("rank 2, rows of one segment", 3000, 40, 1, len_37);
+}
+END_TEST
+
 static Suite *cpu_foldseg_suite(void)
 {
     Suite *s = suite_create("cpu_foldseg");
@@ -417,6 +501,7 @@ static Suite *cpu_foldseg_suite(void)
     tcase_add_test(tc, test_rows);
     tcase_add_test(tc, test_errors);
     tcase_add_test(tc, test_powerlaw);
+    tcase_add_test(tc, test_edges);
     suite_add_tcase(s, tc);
     return s;
 }

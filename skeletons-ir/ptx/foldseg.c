@@ -121,6 +121,7 @@
  * Aux items: 0 the tile status words (i64, zeroed; sized by the driver
  * for blocks of MIN_BLOCK threads), 1 the tile counter (i64, zeroed).
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "../sk.h"
@@ -133,17 +134,23 @@ enum {
     FLAG_PREFIX = 2,
     AUX_STATUS = 0,
     AUX_TICKET = 1,
+    AUX_OFFSETS = 2,  /* the segments' offsets (entry 1 writes them) */
+    AUX_LANES = 3,    /* scalar: log2 of the lanes a segment (entry 2) */
     STAGE_BYTES = 32, /* bytes of elements a thread stages in a
                                     round (items_per_thread) */
     MAX_P = 8,
     MAX_FLIGHT = 8,  /* slots of a round read before their stores (a
                        light kernel's batch, when P exceeds it) */
     SEGS = 1,        /* segments a thread of a tile (S) */
-    MAX_S = SEGS,    /* bound of the per-segment arrays */
+    OFF_SEGS = 4,    /* segments a thread of entry 1's tiles */
+    MAX_S = 4,       /* bound of the per-segment arrays */
     SHORT_SEG = 256, /* a tile of no longer segments folds a
                                     segment per thread (short_segments) */
     MIN_BLOCKS = 3,  /* blocks resident a multiprocessor
                                     (launch bounds: 80 registers) */
+    LANE_ITEMS = 2,  /* elements a lane reads a trip (entry 2) */
+    MAX_LANE_ITEMS = 8,
+    LANES_BLOCKS = 6, /* entry 2's (40 registers) */
 };
 
 /* ---- small helpers ---------------------------------------------------- */
@@ -323,6 +330,7 @@ typedef struct tile {
     LLVMValueRef rawp[MAX_S];                 /* slots of the lengths' type:
                                                  the thread's lengths of the
                                                  tile */
+    bool offsets;                             /* entry 1: the offsets only */
     /* per tile */
     LLVMValueRef t, row, s0, nt, len;
 } tile;
@@ -1141,6 +1149,9 @@ static weft_status tile_shared(sk_fn *f, tile *T)
     T->sh_sp = tg->shared_array(fn, i64, BLOCK + 1);
     T->sh_wsum = tg->shared_array(fn, i64, MAX_WARPS);
     T->sh_wneg = tg->shared_array(fn, i64, MAX_WARPS);
+    if (T->offsets) {
+        return WEFT_OK; /* no staging, no carries */
+    }
     T->P = items_per_thread(f);
     const weft_type *leaf;
     int nleaf = cg_leaves(fn, f->e->k->op->type, &leaf);
@@ -1278,6 +1289,35 @@ static weft_status short_segments(sk_fn *f, const tile *T,
     return WEFT_OK;
 }
 
+/* Entry 1's step 4: the tile's offsets, P + excl, into aux AUX_OFFSETS
+ * (the last tile also the end, P + total).  A bad tile's offsets are
+ * written too: entry 2 runs after an error all the same, and keeps every
+ * offset within [0, inner] (emit_lanes). */
+static void write_offsets(sk_fn *f, const tile *T, const LLVMValueRef *excl,
+                          LLVMValueRef P, LLVMValueRef total)
+{
+    cg_fn *fn = &f->fn;
+    LLVMValueRef off = sk_aux_array(f, AUX_OFFSETS)->ptr[0];
+    for (int q = 0; q < T->S && q < MAX_S; q++) {
+        LLVMValueRef sq = seg_of(fn, T, q);
+        cg_if in;
+        cg_if_begin(fn, &in, LLVMBuildICmp(fn->b, LLVMIntSLT, sq, T->nt, ""));
+        store64(fn, off, LLVMBuildAdd(fn->b, T->s0, sq, ""),
+                LLVMBuildAdd(fn->b, P, excl[q], ""));
+        cg_if_end(fn, &in);
+    }
+    cg_if end;
+    cg_if_begin(
+        fn, &end,
+        LLVMBuildAnd(
+            fn->b, LLVMBuildICmp(fn->b, LLVMIntEQ, T->tid, cg_i64(fn, 0), ""),
+            LLVMBuildICmp(fn->b, LLVMIntEQ,
+                          LLVMBuildAdd(fn->b, T->s0, T->nt, ""), T->nseg, ""),
+            ""));
+    store64(fn, off, T->nseg, LLVMBuildAdd(fn->b, P, total, ""));
+    cg_if_end(fn, &end);
+}
+
 /* One tile (T->t): steps 1 to 4. */
 static weft_status one_tile(sk_fn *f, tile *T)
 {
@@ -1386,6 +1426,10 @@ static weft_status one_tile(sk_fn *f, tile *T)
         cg_if_end(fn, &in);
     }
     cg_if_end(fn, &chk);
+    if (T->offsets) {
+        write_offsets(f, T, excl, P, total);
+        return WEFT_OK;
+    }
     /* 4. the fold of a good tile of a row that exists */
     cg_if go;
     cg_if_begin(
@@ -1409,8 +1453,10 @@ static weft_status one_tile(sk_fn *f, tile *T)
     return s;
 }
 
-/* The entry: blocks take tiles until none is left. */
-static weft_status emit_tiles(sk_fn *f)
+/* Entry 0 (the one pass), or entry 1 (offsets: the lengths of one row
+ * scanned into aux AUX_OFFSETS, and checked): blocks take tiles until
+ * none is left. */
+static weft_status emit_tiles(sk_fn *f, bool offsets)
 {
     cg_fn *fn = &f->fn;
     const cg_target *tg = fn->target;
@@ -1418,7 +1464,8 @@ static weft_status emit_tiles(sk_fn *f)
     const fe_term *src = t->kid[1];
     tile T;
     memset(&T, 0, sizeof T);
-    T.S = SEGS;
+    T.S = offsets ? OFF_SEGS : SEGS;
+    T.offsets = offsets;
     weft_status s = tile_shared(f, &T);
     if (s) {
         return s;
@@ -1445,7 +1492,8 @@ static weft_status emit_tiles(sk_fn *f)
                      LLVMBuildSub(fn->b, T.span, cg_i64(fn, 1), ""), ""),
         T.span, "tpr");
     /* rows 0 (an input of no rows) still check the lengths once */
-    LLVMValueRef rows = cg_smax(fn, T.outer, cg_i64(fn, 1));
+    LLVMValueRef rows =
+        offsets ? cg_i64(fn, 1) : cg_smax(fn, T.outer, cg_i64(fn, 1));
     T.ntiles = LLVMBuildMul(fn->b, rows, T.tpr, "tiles");
     T.tp = var(fn, t_i64(fn), cg_i64(fn, 0));
     for (int q = 0; q < T.S; q++) {
@@ -1482,6 +1530,258 @@ static weft_status emit_tiles(sk_fn *f)
     return WEFT_OK;
 }
 
+/* ---- entry 2: L lanes a segment ---------------------------------------- */
+
+/* Elements a lane reads a trip (U): $WEFT_SEG4_U for timing, else
+ * LANE_ITEMS. */
+static int lane_items(void)
+{
+    const char *k = getenv("WEFT_SEG4_U");
+    int u = k ? atoi(k) : LANE_ITEMS;
+    return u < 1 ? 1 : u > MAX_LANE_ITEMS ? MAX_LANE_ITEMS : u;
+}
+
+/* x = x `f` y where take (x the earlier value).  A light kernel's
+ * combine is computed in every lane and selected (no branch, so that
+ * LLVM does not sink a trip's reads behind it: the garbage of a lane
+ * past its segment is combined and dropped; a combine's division by zero
+ * does not trap on the GPU); any other behind a branch. */
+static weft_status comb_if(sk_fn *f, const cg_mut *x, const cg_val *y,
+                           LLVMValueRef take)
+{
+    cg_fn *fn = &f->fn;
+    if (f->e->k->light) {
+        cg_val a, z;
+        cg_mut tmp;
+        weft_status s = cg_mut_new(fn, f->e->k->op->type, &tmp);
+        if (s || (s = cg_mut_get(fn, x, &a)) != WEFT_OK) {
+            return s;
+        }
+        cg_mut_set(fn, &tmp, &a);
+        if ((s = comb_back(f, &tmp, y)) != WEFT_OK ||
+            (s = cg_mut_get(fn, &tmp, &z)) != WEFT_OK) {
+            return s;
+        }
+        for (int l = 0; l < z.n; l++) {
+            z.v[l] = LLVMBuildSelect(fn->b, take, z.v[l], a.v[l], "");
+        }
+        cg_mut_set(fn, x, &z);
+        return WEFT_OK;
+    }
+    cg_if t;
+    cg_if_begin(fn, &t, take);
+    weft_status s = comb_back(f, x, y);
+    cg_if_end(fn, &t);
+    return s;
+}
+
+/* Entry 2: the fold of every segment of every row from the offsets that
+ * entry 1 wrote, L = 2^lg lanes a segment (lg: aux AUX_LANES, the same in
+ * every lane), 32 / L segments a warp item (f->n items).  Each trip the
+ * L lanes of a segment read L consecutive elements (lane i the i-th, so
+ * the warp's reads are coalesced as the hand CSR-vector kernel's), fold
+ * them by a tree of shuffles that keeps their order (lane i takes lane i
+ * + d's value where i is a multiple of 2d and lane i + d holds elements),
+ * and lane 0 adds the trip's fold to the segment's, z first.  The trips
+ * run to the longest segment of the warp (shuffles need every lane).  No
+ * shared memory and no barrier: few registers, many warps. */
+static weft_status emit_lanes(sk_fn *f)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    const fe_term *op = f->e->k->op;
+    const fe_term *src = op->kid[1];
+    LLVMTypeRef i64 = t_i64(fn), i32 = t_i32(fn);
+    LLVMValueRef ext[WEFT_MAX_RANK];
+    weft_status s = sk_extent(f, src, ext);
+    if (s) {
+        return s;
+    }
+    LLVMValueRef inner = ext[src->rank - 1];
+    LLVMValueRef outer = cg_i64(fn, 1);
+    for (int d = 0; d + 1 < src->rank; d++) {
+        outer = LLVMBuildMul(fn->b, outer, ext[d], "");
+    }
+    LLVMValueRef nseg = sk_kid_array(f, 2)->extent[0];
+    LLVMValueRef nq = LLVMBuildMul(fn->b, outer, nseg, "nq");
+    LLVMValueRef off = sk_aux_array(f, AUX_OFFSETS)->ptr[0];
+    LLVMValueRef lg = sk_aux_value(f, AUX_LANES)->v[0];
+    LLVMValueRef L = LLVMBuildShl(fn->b, cg_i64(fn, 1), lg, "L");
+    LLVMValueRef L32 = LLVMBuildTrunc(fn->b, L, i32, "");
+    LLVMValueRef tid = cg_zext64(fn, tg->thread_index(fn, 0));
+    LLVMValueRef lane = LLVMBuildAnd(fn->b, tid, cg_i64(fn, WARP - 1), "lane");
+    LLVMValueRef li = LLVMBuildAnd(
+        fn->b, lane, LLVMBuildSub(fn->b, L, cg_i64(fn, 1), ""), "li");
+    LLVMValueRef li32 = LLVMBuildTrunc(fn->b, li, i32, "");
+    LLVMValueRef per = LLVMBuildLShr(fn->b, cg_i64(fn, WARP), lg, "per");
+    LLVMValueRef wpb = LLVMBuildLShr(
+        fn->b, cg_zext64(fn, tg->block_size(fn, 0)), cg_i64(fn, 5), "");
+    LLVMValueRef w0 = LLVMBuildAdd(
+        fn->b,
+        LLVMBuildMul(fn->b,
+                     LLVMBuildAdd(fn->b, f->first,
+                                  cg_zext64(fn, tg->block_index(fn, 0)), ""),
+                     wpb, ""),
+        LLVMBuildLShr(fn->b, tid, cg_i64(fn, 5), ""), "w0");
+    LLVMValueRef step =
+        LLVMBuildMul(fn->b, cg_zext64(fn, tg->grid_size(fn, 0)), wpb, "");
+    LLVMValueRef one_row =
+        LLVMBuildICmp(fn->b, LLVMIntEQ, outer, cg_i64(fn, 1), "");
+    /* the input's last element (only read where some segment has
+     * elements, so the input has some) */
+    LLVMValueRef last = LLVMBuildSub(
+        fn->b, LLVMBuildMul(fn->b, outer, inner, ""), cg_i64(fn, 1), "last");
+    int U = lane_items();
+    cg_val zero;
+    if ((s = zero_val(fn, op->type, &zero)) != WEFT_OK) {
+        return s;
+    }
+    cg_sloop items;
+    LLVMValueRef w = cg_sloop_begin(fn, &items, w0, f->n, step, "item");
+    LLVMValueRef q = LLVMBuildAdd(fn->b, LLVMBuildMul(fn->b, w, per, ""),
+                                  LLVMBuildLShr(fn->b, lane, lg, ""), "q");
+    LLVMValueRef live = LLVMBuildICmp(fn->b, LLVMIntULT, q, nq, "live");
+    /* row and segment of q: no division for one row (a block-uniform
+     * branch) */
+    LLVMValueRef rowp = var(fn, i64, cg_i64(fn, 0));
+    LLVMValueRef kp = var(fn, i64, q);
+    cg_if several;
+    cg_if_begin(fn, &several, LLVMBuildNot(fn->b, one_row, ""));
+    {
+        LLVMValueRef qs = LLVMBuildSelect(fn->b, live, q, cg_i64(fn, 0), "");
+        LLVMValueRef r = LLVMBuildUDiv(fn->b, qs, nseg, "");
+        LLVMBuildStore(fn->b, r, rowp);
+        LLVMBuildStore(
+            fn->b,
+            LLVMBuildSub(fn->b, qs, LLVMBuildMul(fn->b, r, nseg, ""), ""), kp);
+    }
+    cg_if_end(fn, &several);
+    LLVMValueRef row = get(fn, i64, rowp);
+    LLVMValueRef k =
+        LLVMBuildSelect(fn->b, live, get(fn, i64, kp), cg_i64(fn, 0), "k");
+    /* the offsets, kept within [0, inner] and in order (after a bad length
+     * they are whatever entry 1 wrote; the error is reported all the
+     * same) */
+    LLVMValueRef lo = load64(fn, off, k);
+    LLVMValueRef hi =
+        load64(fn, off, LLVMBuildAdd(fn->b, k, cg_i64(fn, 1), ""));
+    lo = cg_smax(fn, cg_i64(fn, 0), cg_smin(fn, lo, inner));
+    hi = cg_smax(fn, lo, cg_smin(fn, hi, inner));
+    hi = LLVMBuildSelect(fn->b, live, hi, lo, "hi");
+    LLVMValueRef base = LLVMBuildMul(fn->b, row, inner, "base");
+    cg_mut acc, x;
+    if ((s = cg_mut_new(fn, op->type, &acc)) != WEFT_OK ||
+        (s = cg_mut_new(fn, op->type, &x)) != WEFT_OK) {
+        return s;
+    }
+    cg_mut_set(fn, &acc, sk_kid_value(f, 0));
+    /* trips while some segment of the warp has elements left (a ballot:
+     * the loop is the warp's, as its shuffles need every lane) */
+    LLVMValueRef c0p = var(fn, i64, lo);
+    LLVMBasicBlockRef head =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "trip");
+    LLVMBasicBlockRef body =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "trip.body");
+    LLVMBasicBlockRef done =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "trip.done");
+    LLVMBuildBr(fn->b, head);
+    LLVMPositionBuilderAtEnd(fn->b, head);
+    LLVMValueRef c0 = get(fn, i64, c0p);
+    LLVMValueRef more =
+        tg->ballot(fn, LLVMBuildICmp(fn->b, LLVMIntSLT, c0, hi, ""));
+    LLVMBuildCondBr(fn->b,
+                    LLVMBuildICmp(fn->b, LLVMIntNE, more, c32(fn, 0), ""), body,
+                    done);
+    LLVMPositionBuilderAtEnd(fn->b, body);
+    /* elements of the trip: n32 in [0, U L]; lane i's are c0 + U i + u
+     * for u < U, read at once (positions clamped into the array: a lane
+     * past its segment reads an element it does not use) and folded in
+     * order */
+    LLVMValueRef UL = LLVMBuildMul(fn->b, L, cg_i64(fn, U), "");
+    LLVMValueRef n32 = LLVMBuildTrunc(
+        fn->b,
+        cg_smax(fn, cg_i64(fn, 0),
+                cg_smin(fn, LLVMBuildSub(fn->b, hi, c0, ""), UL)),
+        i32, "n_in");
+    LLVMValueRef at = LLVMBuildAdd(
+        fn->b, base,
+        LLVMBuildAdd(fn->b, c0, LLVMBuildMul(fn->b, li, cg_i64(fn, U), ""), ""),
+        "");
+    cg_val e[MAX_LANE_ITEMS];
+    for (int u = 0; u < U; u++) {
+        LLVMValueRef args[2] = {LLVMBuildAdd(fn->b, at, cg_i64(fn, u), ""),
+                                last};
+        LLVMValueRef idx = cg_intrinsic(fn, "llvm.umin", &i64, 1, args, 2);
+        if ((s = sk_read(f, src, idx, NULL, &e[u])) != WEFT_OK) {
+            return s;
+        }
+    }
+    cg_mut_set(fn, &x, &e[0]);
+    LLVMValueRef liU = LLVMBuildMul(fn->b, li32, c32(fn, U), "");
+    for (int u = 1; u < U; u++) {
+        if ((s = comb_if(f, &x, &e[u],
+                         LLVMBuildICmp(fn->b, LLVMIntULT,
+                                       LLVMBuildAdd(fn->b, liU, c32(fn, u), ""),
+                                       n32, ""))) != WEFT_OK) {
+            return s;
+        }
+    }
+    /* the tree: lane i takes lane i + d's fold where both hold elements
+     * (then lane i + d is of the same segment: n32 <= L); lane 0's is
+     * the trip's */
+    for (int d = 1; d < WARP; d *= 2) {
+        cg_if st; /* steps below L only (uniform) */
+        cg_if_begin(fn, &st,
+                    LLVMBuildICmp(fn->b, LLVMIntUGT, L32, c32(fn, d), ""));
+        cg_val xv, y;
+        if ((s = cg_mut_get(fn, &x, &xv)) != WEFT_OK) {
+            return s;
+        }
+        if ((s = cg_val_make(fn, xv.n, &y)) != WEFT_OK) {
+            return s;
+        }
+        for (int l = 0; l < xv.n; l++) {
+            y.v[l] = tg->shuffle_down(fn, xv.v[l], c32(fn, d));
+        }
+        LLVMValueRef take = LLVMBuildICmp(
+            fn->b, LLVMIntULT,
+            LLVMBuildMul(fn->b, LLVMBuildAdd(fn->b, li32, c32(fn, d), ""),
+                         c32(fn, U), ""),
+            n32, "");
+        if ((s = comb_if(f, &x, &y, take)) != WEFT_OK) {
+            return s;
+        }
+        cg_if_end(fn, &st);
+    }
+    cg_val xv;
+    if ((s = cg_mut_get(fn, &x, &xv)) != WEFT_OK ||
+        (s = comb_if(
+             f, &acc, &xv,
+             LLVMBuildAnd(
+                 fn->b, LLVMBuildICmp(fn->b, LLVMIntEQ, li32, c32(fn, 0), ""),
+                 LLVMBuildICmp(fn->b, LLVMIntNE, n32, c32(fn, 0), ""), ""))) !=
+            WEFT_OK) {
+        return s;
+    }
+    LLVMBuildStore(fn->b, LLVMBuildAdd(fn->b, c0, UL, ""), c0p);
+    LLVMBuildBr(fn->b, head);
+    LLVMPositionBuilderAtEnd(fn->b, done);
+    cg_if put;
+    cg_if_begin(
+        fn, &put,
+        LLVMBuildAnd(fn->b, live,
+                     LLVMBuildICmp(fn->b, LLVMIntEQ, li, cg_i64(fn, 0), ""),
+                     ""));
+    cg_val y;
+    if ((s = cg_mut_get(fn, &acc, &y)) != WEFT_OK) {
+        return s;
+    }
+    cg_array_store(fn, sk_out_array(f, 0), q, &y);
+    cg_if_end(fn, &put);
+    cg_sloop_end(fn, &items);
+    return WEFT_OK;
+}
+
 /* ---- the skeleton ------------------------------------------------------ */
 
 static bool ptx_fold_seg_supported(const fe_term *t)
@@ -1493,8 +1793,9 @@ static bool ptx_fold_seg_supported(const fe_term *t)
 static weft_status ptx_fold_seg_prepare(weft_context *ctx, fe_arena *arena,
                                         sk_kernel *k)
 {
-    k->nentry = 1;
+    k->nentry = 3;
     k->item_threads[0] = k->item_threads[1] = SK_ITEM_BLOCK;
+    k->item_threads[2] = WARP;
     k->block_max = BLOCK;
     k->may_fail = true; /* the lengths are checked in the kernel */
     weft_status s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX, AUX_STATUS,
@@ -1505,13 +1806,24 @@ static weft_status ptx_fold_seg_prepare(weft_context *ctx, fe_arena *arena,
                         WEFT_I64, 1);
         k->aux_item[AUX_TICKET] = k->nitem - 1;
     }
+    if (s == WEFT_OK) {
+        s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX, AUX_OFFSETS,
+                        WEFT_I64, 1);
+        k->aux_item[AUX_OFFSETS] = k->nitem - 1;
+    }
+    if (s == WEFT_OK) {
+        s = sk_add_item(ctx, arena, k, SK_SCALAR, SK_SRC_AUX, AUX_LANES,
+                        WEFT_I64, 0);
+        k->aux_item[AUX_LANES] = k->nitem - 1;
+    }
     return s;
 }
 
-static weft_status ptx_fold_seg_emit(sk_emit *e, const char *const *names)
+/* Entry `entry` (0 one pass, 1 offsets, 2 lanes). */
+static weft_status emit_entry(sk_emit *e, const char *name, int entry)
 {
     sk_fn f;
-    weft_status s = sk_fn_begin_raw(e, &f, names[0]);
+    weft_status s = sk_fn_begin_raw(e, &f, name);
     if (s) {
         return s;
     }
@@ -1521,14 +1833,26 @@ static weft_status ptx_fold_seg_emit(sk_emit *e, const char *const *names)
      * from a cell of zeros */
     f.local_errors = true;
     f.fn.flat_reads = true;
-    cg_ptx_launch_bounds(&f.fn, BLOCK, MIN_BLOCKS);
-    if ((s = emit_tiles(&f)) != WEFT_OK) {
+    const char *bk = getenv("WEFT_SEG4_BLK");
+    int lb = bk ? atoi(bk) : LANES_BLOCKS;
+    cg_ptx_launch_bounds(&f.fn, BLOCK, entry == 2 ? lb : MIN_BLOCKS);
+    s = entry == 2 ? emit_lanes(&f) : emit_tiles(&f, entry == 1);
+    if (s) {
         LLVMBuildUnreachable(f.fn.b);
         cg_fn_end(&f.fn);
         return s;
     }
     sk_fn_end(&f);
     return WEFT_OK;
+}
+
+static weft_status ptx_fold_seg_emit(sk_emit *e, const char *const *names)
+{
+    weft_status s = WEFT_OK;
+    for (int entry = 0; s == WEFT_OK && entry < 3; entry++) {
+        s = emit_entry(e, names[entry], entry);
+    }
+    return s;
 }
 
 const sk_skeleton sk_ptx_fold_seg = {

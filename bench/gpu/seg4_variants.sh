@@ -1,0 +1,47 @@
+#!/bin/sh
+# bench/gpu/seg4_variants.sh: TEMPORARY (helper seg4, issue 22; removed
+# before the branch is final).  smvm_probe and test_ptx_foldseg under the
+# knobs of the two-pass foldSeg (skeletons-ir/ptx/foldseg.c, entries 1 and
+# 2): $WEFT_SEG4=1 the one-pass kernel (entry 0, main's), $WEFT_SEG4_LG
+# log2 of the lanes a segment (the driver's choice otherwise),
+# $WEFT_SEG4_U elements a lane reads a trip, $WEFT_SEG4_BLK entry 2's
+# launch bounds (blocks of 256 a multiprocessor); each variant with its
+# own kernel cache.  Run from the unpacked bundle:
+#   sh bench/gpu/seg4_variants.sh [probe|tests|all]
+cd "$(dirname "$0")/../.." || exit 2
+export WEFT_TIERING=0
+what=${1:-all}
+gcc -std=c17 -O2 -Iinclude bench/gpu/smvm_probe.c -o smvm_probe -L. -lweft \
+    -Wl,-rpath,'$ORIGIN' -lm || exit 1
+nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+c=/tmp/seg4c$$
+run() { # name, then env assignments
+    name=$1
+    shift
+    echo "== $name"
+    env "$@" WEFT_CACHE_DIR=$c/$name ./smvm_probe ptx 21 smvm
+}
+if [ "$what" != tests ]; then
+    run onepass WEFT_SEG4=1
+    run default
+    run U1 WEFT_SEG4_U=1
+    run U1-L16 WEFT_SEG4_U=1 WEFT_SEG4_LG=4
+    run U2-L4 WEFT_SEG4_U=2 WEFT_SEG4_LG=2
+    run U4-L2 WEFT_SEG4_U=4 WEFT_SEG4_LG=1
+    run U4-L4 WEFT_SEG4_U=4 WEFT_SEG4_LG=2
+    run U2-blk8 WEFT_SEG4_U=2 WEFT_SEG4_BLK=8
+    run U1-blk8 WEFT_SEG4_U=1 WEFT_SEG4_BLK=8
+    run U4-blk4 WEFT_SEG4_U=4 WEFT_SEG4_BLK=4
+    run onepass-again WEFT_SEG4=1
+    run default-again
+fi
+if [ "$what" != probe ]; then
+    for v in "def" "WEFT_SEG4_LG=0" "WEFT_SEG4_LG=1" "WEFT_SEG4_LG=5" \
+             "WEFT_SEG4_U=1" "WEFT_SEG4_U=4" "WEFT_SEG4_U=3 WEFT_SEG4_LG=2" \
+             "WEFT_SEG4=1"; do
+        echo "== test_ptx_foldseg $v"
+        env $([ "$v" = def ] || echo "$v") WEFT_CACHE_DIR=$c/t$(echo "$v" | tr ' =' '__') \
+            CK_FORK=no ./test_ptx_foldseg 2>&1 | tail -3
+    done
+fi
+rm -rf $c
