@@ -1794,8 +1794,10 @@ static weft_status ptx_fold_seg_prepare(weft_context *ctx, fe_arena *arena,
                                         sk_kernel *k)
 {
     k->nentry = 3;
-    k->item_threads[0] = k->item_threads[1] = SK_ITEM_BLOCK;
-    k->item_threads[2] = WARP;
+    for (int v = 0; v < 2; v++) { /* both variants (sk_kernel.general) */
+        k->item_threads[3 * v + 0] = k->item_threads[3 * v + 1] = SK_ITEM_BLOCK;
+        k->item_threads[3 * v + 2] = WARP;
+    }
     k->block_max = BLOCK;
     k->may_fail = true; /* the lengths are checked in the kernel */
     weft_status s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX, AUX_STATUS,
