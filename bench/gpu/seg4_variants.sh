@@ -4,7 +4,9 @@
 # knobs of the two-pass foldSeg (skeletons-ir/ptx/foldseg.c, entries 1 and
 # 2): $WEFT_SEG4=1 the one-pass kernel (entry 0, main's), $WEFT_SEG4_LG
 # log2 of the lanes a segment (the driver's choice otherwise),
-# $WEFT_SEG4_U elements a lane reads a trip, $WEFT_SEG4_BLK entry 2's
+# $WEFT_SEG4_U elements a lane reads a trip, $WEFT_SEG4_LONG trips past
+# which a segment is long (0: no long path), $WEFT_SEG4_UL a lane's
+# elements a trip of a long one, $WEFT_SEG4_BLK entry 2's
 # launch bounds (blocks of 256 a multiprocessor); each variant with its
 # own kernel cache.  Run from the unpacked bundle:
 #   sh bench/gpu/seg4_variants.sh [probe|tests|all]
@@ -24,21 +26,23 @@ run() { # name, then env assignments
 if [ "$what" != tests ]; then
     run onepass WEFT_SEG4=1
     run default
-    run U1 WEFT_SEG4_U=1
-    run U1-L16 WEFT_SEG4_U=1 WEFT_SEG4_LG=4
-    run U2-L4 WEFT_SEG4_U=2 WEFT_SEG4_LG=2
-    run U4-L2 WEFT_SEG4_U=4 WEFT_SEG4_LG=1
-    run U4-L4 WEFT_SEG4_U=4 WEFT_SEG4_LG=2
-    run U2-blk8 WEFT_SEG4_U=2 WEFT_SEG4_BLK=8
-    run U1-blk8 WEFT_SEG4_U=1 WEFT_SEG4_BLK=8
-    run U4-blk4 WEFT_SEG4_U=4 WEFT_SEG4_BLK=4
+    run nolong WEFT_SEG4_LONG=0
+    run nolong-U1 WEFT_SEG4_LONG=0 WEFT_SEG4_U=1
+    run nolong-U4-L4 WEFT_SEG4_LONG=0 WEFT_SEG4_U=4 WEFT_SEG4_LG=2
+    run nolong-U2-L4 WEFT_SEG4_LONG=0 WEFT_SEG4_LG=2
+    run blk5 WEFT_SEG4_BLK=5
+    run blk4 WEFT_SEG4_BLK=4
+    run UL2 WEFT_SEG4_UL=2
+    run long4 WEFT_SEG4_LONG=4
+    run long1-blk4 WEFT_SEG4_LONG=1 WEFT_SEG4_BLK=4
+    run U4-L2-blk4 WEFT_SEG4_U=4 WEFT_SEG4_LG=1 WEFT_SEG4_BLK=4
     run onepass-again WEFT_SEG4=1
     run default-again
 fi
 if [ "$what" != probe ]; then
     for v in "def" "WEFT_SEG4_LG=0" "WEFT_SEG4_LG=1" "WEFT_SEG4_LG=5" \
-             "WEFT_SEG4_U=1" "WEFT_SEG4_U=4" "WEFT_SEG4_U=3 WEFT_SEG4_LG=2" \
-             "WEFT_SEG4=1"; do
+             "WEFT_SEG4_U=1" "WEFT_SEG4_LONG=0" "WEFT_SEG4_LONG=1" \
+             "WEFT_SEG4_U=3 WEFT_SEG4_LG=2 WEFT_SEG4_UL=3" "WEFT_SEG4=1"; do
         echo "== test_ptx_foldseg $v"
         env $([ "$v" = def ] || echo "$v") WEFT_CACHE_DIR=$c/t$(echo "$v" | tr ' =' '__') \
             CK_FORK=no ./test_ptx_foldseg 2>&1 | tail -3

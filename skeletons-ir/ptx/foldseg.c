@@ -150,6 +150,8 @@ enum {
                                     (launch bounds: 80 registers) */
     LANE_ITEMS = 2,  /* elements a lane reads a trip (entry 2) */
     MAX_LANE_ITEMS = 8,
+    LONG_TRIPS = 2,   /* a segment of more trips is long (entry 2) */
+    LONG_ITEMS = 4,   /* elements a lane reads a trip of a long segment */
     LANES_BLOCKS = 6, /* entry 2's (40 registers) */
 };
 
@@ -1541,6 +1543,23 @@ static int lane_items(void)
     return u < 1 ? 1 : u > MAX_LANE_ITEMS ? MAX_LANE_ITEMS : u;
 }
 
+/* A segment is long past long_trips() trips of its group
+ * ($WEFT_SEG4_LONG for timing, else LONG_TRIPS); a lane of a warp of long
+ * segments reads long_items() elements a trip ($WEFT_SEG4_UL, else
+ * LONG_ITEMS). */
+static int long_trips(void)
+{
+    const char *k = getenv("WEFT_SEG4_LONG");
+    return k ? atoi(k) : LONG_TRIPS;
+}
+
+static int long_items(void)
+{
+    const char *k = getenv("WEFT_SEG4_UL");
+    int u = k ? atoi(k) : LONG_ITEMS;
+    return u < 1 ? 1 : u > MAX_LANE_ITEMS ? MAX_LANE_ITEMS : u;
+}
+
 /* x = x `f` y where take (x the earlier value).  A light kernel's
  * combine is computed in every lane and selected (no branch, so that
  * LLVM does not sink a trip's reads behind it: the garbage of a lane
@@ -1575,106 +1594,35 @@ static weft_status comb_if(sk_fn *f, const cg_mut *x, const cg_val *y,
     return s;
 }
 
-/* Entry 2: the fold of every segment of every row from the offsets that
- * entry 1 wrote, L = 2^lg lanes a segment (lg: aux AUX_LANES, the same in
- * every lane), 32 / L segments a warp item (f->n items).  Each trip the
- * L lanes of a segment read L consecutive elements (lane i the i-th, so
- * the warp's reads are coalesced as the hand CSR-vector kernel's), fold
- * them by a tree of shuffles that keeps their order (lane i takes lane i
- * + d's value where i is a multiple of 2d and lane i + d holds elements),
- * and lane 0 adds the trip's fold to the segment's, z first.  The trips
- * run to the longest segment of the warp (shuffles need every lane).  No
- * shared memory and no barrier: few registers, many warps. */
-static weft_status emit_lanes(sk_fn *f)
+/* A warp's lanes in groups of L = 2^lg (lg an i64, the same in every
+ * lane), each group a span: entry 2's fold.  lane: the lane's place in
+ * its group (li, i64); u: elements a lane reads a trip. */
+typedef struct lanes {
+    LLVMValueRef lg, L, L32, li, li32; /* i64 but L32 and li32 */
+    int U;
+    LLVMValueRef last; /* the input's last element (i64) */
+} lanes;
+
+/* acc (z on entry) = acc `f` the elements [base + lo, base + hi) of the
+ * input, in order, in lane 0 of each group (the others end with junk). */
+static weft_status fold_span(sk_fn *f, const lanes *G, LLVMValueRef lo,
+                             LLVMValueRef hi, LLVMValueRef base,
+                             const cg_mut *acc)
 {
     cg_fn *fn = &f->fn;
     const cg_target *tg = fn->target;
     const fe_term *op = f->e->k->op;
     const fe_term *src = op->kid[1];
     LLVMTypeRef i64 = t_i64(fn), i32 = t_i32(fn);
-    LLVMValueRef ext[WEFT_MAX_RANK];
-    weft_status s = sk_extent(f, src, ext);
-    if (s) {
+    LLVMValueRef lg = G->lg, L = G->L, L32 = G->L32, li = G->li;
+    LLVMValueRef li32 = G->li32, last = G->last;
+    int U = G->U;
+    weft_status s;
+    cg_mut x;
+    if ((s = cg_mut_new(fn, op->type, &x)) != WEFT_OK) {
         return s;
     }
-    LLVMValueRef inner = ext[src->rank - 1];
-    LLVMValueRef outer = cg_i64(fn, 1);
-    for (int d = 0; d + 1 < src->rank; d++) {
-        outer = LLVMBuildMul(fn->b, outer, ext[d], "");
-    }
-    LLVMValueRef nseg = sk_kid_array(f, 2)->extent[0];
-    LLVMValueRef nq = LLVMBuildMul(fn->b, outer, nseg, "nq");
-    LLVMValueRef off = sk_aux_array(f, AUX_OFFSETS)->ptr[0];
-    LLVMValueRef lg = sk_aux_value(f, AUX_LANES)->v[0];
-    LLVMValueRef L = LLVMBuildShl(fn->b, cg_i64(fn, 1), lg, "L");
-    LLVMValueRef L32 = LLVMBuildTrunc(fn->b, L, i32, "");
-    LLVMValueRef tid = cg_zext64(fn, tg->thread_index(fn, 0));
-    LLVMValueRef lane = LLVMBuildAnd(fn->b, tid, cg_i64(fn, WARP - 1), "lane");
-    LLVMValueRef li = LLVMBuildAnd(
-        fn->b, lane, LLVMBuildSub(fn->b, L, cg_i64(fn, 1), ""), "li");
-    LLVMValueRef li32 = LLVMBuildTrunc(fn->b, li, i32, "");
-    LLVMValueRef per = LLVMBuildLShr(fn->b, cg_i64(fn, WARP), lg, "per");
-    LLVMValueRef wpb = LLVMBuildLShr(
-        fn->b, cg_zext64(fn, tg->block_size(fn, 0)), cg_i64(fn, 5), "");
-    LLVMValueRef w0 = LLVMBuildAdd(
-        fn->b,
-        LLVMBuildMul(fn->b,
-                     LLVMBuildAdd(fn->b, f->first,
-                                  cg_zext64(fn, tg->block_index(fn, 0)), ""),
-                     wpb, ""),
-        LLVMBuildLShr(fn->b, tid, cg_i64(fn, 5), ""), "w0");
-    LLVMValueRef step =
-        LLVMBuildMul(fn->b, cg_zext64(fn, tg->grid_size(fn, 0)), wpb, "");
-    LLVMValueRef one_row =
-        LLVMBuildICmp(fn->b, LLVMIntEQ, outer, cg_i64(fn, 1), "");
-    /* the input's last element (only read where some segment has
-     * elements, so the input has some) */
-    LLVMValueRef last = LLVMBuildSub(
-        fn->b, LLVMBuildMul(fn->b, outer, inner, ""), cg_i64(fn, 1), "last");
-    int U = lane_items();
-    cg_val zero;
-    if ((s = zero_val(fn, op->type, &zero)) != WEFT_OK) {
-        return s;
-    }
-    cg_sloop items;
-    LLVMValueRef w = cg_sloop_begin(fn, &items, w0, f->n, step, "item");
-    LLVMValueRef q = LLVMBuildAdd(fn->b, LLVMBuildMul(fn->b, w, per, ""),
-                                  LLVMBuildLShr(fn->b, lane, lg, ""), "q");
-    LLVMValueRef live = LLVMBuildICmp(fn->b, LLVMIntULT, q, nq, "live");
-    /* row and segment of q: no division for one row (a block-uniform
-     * branch) */
-    LLVMValueRef rowp = var(fn, i64, cg_i64(fn, 0));
-    LLVMValueRef kp = var(fn, i64, q);
-    cg_if several;
-    cg_if_begin(fn, &several, LLVMBuildNot(fn->b, one_row, ""));
-    {
-        LLVMValueRef qs = LLVMBuildSelect(fn->b, live, q, cg_i64(fn, 0), "");
-        LLVMValueRef r = LLVMBuildUDiv(fn->b, qs, nseg, "");
-        LLVMBuildStore(fn->b, r, rowp);
-        LLVMBuildStore(
-            fn->b,
-            LLVMBuildSub(fn->b, qs, LLVMBuildMul(fn->b, r, nseg, ""), ""), kp);
-    }
-    cg_if_end(fn, &several);
-    LLVMValueRef row = get(fn, i64, rowp);
-    LLVMValueRef k =
-        LLVMBuildSelect(fn->b, live, get(fn, i64, kp), cg_i64(fn, 0), "k");
-    /* the offsets, kept within [0, inner] and in order (after a bad length
-     * they are whatever entry 1 wrote; the error is reported all the
-     * same) */
-    LLVMValueRef lo = load64(fn, off, k);
-    LLVMValueRef hi =
-        load64(fn, off, LLVMBuildAdd(fn->b, k, cg_i64(fn, 1), ""));
-    lo = cg_smax(fn, cg_i64(fn, 0), cg_smin(fn, lo, inner));
-    hi = cg_smax(fn, lo, cg_smin(fn, hi, inner));
-    hi = LLVMBuildSelect(fn->b, live, hi, lo, "hi");
-    LLVMValueRef base = LLVMBuildMul(fn->b, row, inner, "base");
-    cg_mut acc, x;
-    if ((s = cg_mut_new(fn, op->type, &acc)) != WEFT_OK ||
-        (s = cg_mut_new(fn, op->type, &x)) != WEFT_OK) {
-        return s;
-    }
-    cg_mut_set(fn, &acc, sk_kid_value(f, 0));
+    (void)lg;
     /* trips while some segment of the warp has elements left (a ballot:
      * the loop is the warp's, as its shuffles need every lane) */
     LLVMValueRef c0p = var(fn, i64, lo);
@@ -1756,7 +1704,7 @@ static weft_status emit_lanes(sk_fn *f)
     cg_val xv;
     if ((s = cg_mut_get(fn, &x, &xv)) != WEFT_OK ||
         (s = comb_if(
-             f, &acc, &xv,
+             f, acc, &xv,
              LLVMBuildAnd(
                  fn->b, LLVMBuildICmp(fn->b, LLVMIntEQ, li32, c32(fn, 0), ""),
                  LLVMBuildICmp(fn->b, LLVMIntNE, n32, c32(fn, 0), ""), ""))) !=
@@ -1766,6 +1714,159 @@ static weft_status emit_lanes(sk_fn *f)
     LLVMBuildStore(fn->b, LLVMBuildAdd(fn->b, c0, UL, ""), c0p);
     LLVMBuildBr(fn->b, head);
     LLVMPositionBuilderAtEnd(fn->b, done);
+    return WEFT_OK;
+}
+
+/* Segment q of entry 2 (i64, maybe past the last, nq): its elements
+ * [base + lo, base + hi) of the input (none past nq). */
+typedef struct span {
+    LLVMValueRef nq, nseg, inner, one_row; /* in */
+    LLVMValueRef live, lo, hi, base;       /* out */
+} span;
+
+static void span_of(sk_fn *f, span *sp, LLVMValueRef q)
+{
+    cg_fn *fn = &f->fn;
+    LLVMTypeRef i64 = t_i64(fn);
+    LLVMValueRef nq = sp->nq, nseg = sp->nseg, inner = sp->inner;
+    LLVMValueRef one_row = sp->one_row;
+    LLVMValueRef off = sk_aux_array(f, AUX_OFFSETS)->ptr[0];
+    LLVMValueRef live = LLVMBuildICmp(fn->b, LLVMIntULT, q, nq, "live");
+    /* row and segment of q: no division for one row (a block-uniform
+     * branch) */
+    LLVMValueRef rowp = var(fn, i64, cg_i64(fn, 0));
+    LLVMValueRef kp = var(fn, i64, q);
+    cg_if several;
+    cg_if_begin(fn, &several, LLVMBuildNot(fn->b, one_row, ""));
+    {
+        LLVMValueRef qs = LLVMBuildSelect(fn->b, live, q, cg_i64(fn, 0), "");
+        LLVMValueRef r = LLVMBuildUDiv(fn->b, qs, nseg, "");
+        LLVMBuildStore(fn->b, r, rowp);
+        LLVMBuildStore(
+            fn->b,
+            LLVMBuildSub(fn->b, qs, LLVMBuildMul(fn->b, r, nseg, ""), ""), kp);
+    }
+    cg_if_end(fn, &several);
+    LLVMValueRef row = get(fn, i64, rowp);
+    LLVMValueRef k =
+        LLVMBuildSelect(fn->b, live, get(fn, i64, kp), cg_i64(fn, 0), "k");
+    /* the offsets, kept within [0, inner] and in order (after a bad length
+     * they are whatever entry 1 wrote; the error is reported all the
+     * same) */
+    LLVMValueRef lo = load64(fn, off, k);
+    LLVMValueRef hi =
+        load64(fn, off, LLVMBuildAdd(fn->b, k, cg_i64(fn, 1), ""));
+    lo = cg_smax(fn, cg_i64(fn, 0), cg_smin(fn, lo, inner));
+    hi = cg_smax(fn, lo, cg_smin(fn, hi, inner));
+    hi = LLVMBuildSelect(fn->b, live, hi, lo, "hi");
+    LLVMValueRef base = LLVMBuildMul(fn->b, row, inner, "base");
+    sp->live = live;
+    sp->lo = lo;
+    sp->hi = hi;
+    sp->base = base;
+}
+
+/* Entry 2: the fold of every segment of every row from the offsets that
+ * entry 1 wrote, L = 2^lg lanes a segment (lg: aux AUX_LANES, the same in
+ * every lane), 32 / L segments a warp item (f->n items).  Each trip the
+ * L lanes of a segment read L consecutive elements (lane i the i-th, so
+ * the warp's reads are coalesced as the hand CSR-vector kernel's), fold
+ * them by a tree of shuffles that keeps their order (lane i takes lane i
+ * + d's value where i is a multiple of 2d and lane i + d holds elements),
+ * and lane 0 adds the trip's fold to the segment's, z first.  The trips
+ * run to the longest segment of the warp (shuffles need every lane).  No
+ * shared memory and no barrier: few registers, many warps. */
+static weft_status emit_lanes(sk_fn *f)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    const fe_term *op = f->e->k->op;
+    const fe_term *src = op->kid[1];
+    LLVMTypeRef i32 = t_i32(fn);
+    LLVMValueRef ext[WEFT_MAX_RANK];
+    weft_status s = sk_extent(f, src, ext);
+    if (s) {
+        return s;
+    }
+    LLVMValueRef inner = ext[src->rank - 1];
+    LLVMValueRef outer = cg_i64(fn, 1);
+    for (int d = 0; d + 1 < src->rank; d++) {
+        outer = LLVMBuildMul(fn->b, outer, ext[d], "");
+    }
+    LLVMValueRef nseg = sk_kid_array(f, 2)->extent[0];
+    LLVMValueRef nq = LLVMBuildMul(fn->b, outer, nseg, "nq");
+    LLVMValueRef lg = sk_aux_value(f, AUX_LANES)->v[0];
+    LLVMValueRef L = LLVMBuildShl(fn->b, cg_i64(fn, 1), lg, "L");
+    LLVMValueRef L32 = LLVMBuildTrunc(fn->b, L, i32, "");
+    LLVMValueRef tid = cg_zext64(fn, tg->thread_index(fn, 0));
+    LLVMValueRef lane = LLVMBuildAnd(fn->b, tid, cg_i64(fn, WARP - 1), "lane");
+    LLVMValueRef li = LLVMBuildAnd(
+        fn->b, lane, LLVMBuildSub(fn->b, L, cg_i64(fn, 1), ""), "li");
+    LLVMValueRef li32 = LLVMBuildTrunc(fn->b, li, i32, "");
+    LLVMValueRef per = LLVMBuildLShr(fn->b, cg_i64(fn, WARP), lg, "per");
+    LLVMValueRef wpb = LLVMBuildLShr(
+        fn->b, cg_zext64(fn, tg->block_size(fn, 0)), cg_i64(fn, 5), "");
+    LLVMValueRef w0 = LLVMBuildAdd(
+        fn->b,
+        LLVMBuildMul(fn->b,
+                     LLVMBuildAdd(fn->b, f->first,
+                                  cg_zext64(fn, tg->block_index(fn, 0)), ""),
+                     wpb, ""),
+        LLVMBuildLShr(fn->b, tid, cg_i64(fn, 5), ""), "w0");
+    LLVMValueRef step =
+        LLVMBuildMul(fn->b, cg_zext64(fn, tg->grid_size(fn, 0)), wpb, "");
+    LLVMValueRef one_row =
+        LLVMBuildICmp(fn->b, LLVMIntEQ, outer, cg_i64(fn, 1), "");
+    /* the input's last element (only read where some segment has
+     * elements, so the input has some) */
+    LLVMValueRef last = LLVMBuildSub(
+        fn->b, LLVMBuildMul(fn->b, outer, inner, ""), cg_i64(fn, 1), "last");
+    int U = lane_items();
+    cg_val zero;
+    if ((s = zero_val(fn, op->type, &zero)) != WEFT_OK) {
+        return s;
+    }
+    cg_sloop items;
+    LLVMValueRef w = cg_sloop_begin(fn, &items, w0, f->n, step, "item");
+    LLVMValueRef q = LLVMBuildAdd(fn->b, LLVMBuildMul(fn->b, w, per, ""),
+                                  LLVMBuildLShr(fn->b, lane, lg, ""), "q");
+    span sp = {.nq = nq, .nseg = nseg, .inner = inner, .one_row = one_row};
+    span_of(f, &sp, q);
+    LLVMValueRef live = sp.live, lo = sp.lo, hi = sp.hi, base = sp.base;
+    cg_mut acc;
+    if ((s = cg_mut_new(fn, op->type, &acc)) != WEFT_OK) {
+        return s;
+    }
+    lanes G = {.lg = lg,
+               .L = L,
+               .L32 = L32,
+               .li = li,
+               .li32 = li32,
+               .U = U,
+               .last = last};
+    /* a warp with a long segment (more than LONG_TRIPS trips of its
+     * group) folds its segments one after the other, each over the whole
+     * warp (more elements a trip: the other groups would wait for the
+     * long one idle) */
+    LLVMValueRef longer =
+        long_trips() <= 0
+            ? i1c(fn, false)
+            : LLVMBuildICmp(
+                  fn->b, LLVMIntNE,
+                  tg->ballot(fn,
+                             LLVMBuildICmp(
+                                 fn->b, LLVMIntSGT,
+                                 LLVMBuildSub(fn->b, hi, lo, ""),
+                                 LLVMBuildMul(fn->b, L,
+                                              cg_i64(fn, U * long_trips()), ""),
+                                 "")),
+                  c32(fn, 0), "longer");
+    cg_if lw;
+    cg_if_begin(fn, &lw, LLVMBuildNot(fn->b, longer, ""));
+    cg_mut_set(fn, &acc, sk_kid_value(f, 0));
+    if ((s = fold_span(f, &G, lo, hi, base, &acc)) != WEFT_OK) {
+        return s;
+    }
     cg_if put;
     cg_if_begin(
         fn, &put,
@@ -1778,6 +1879,43 @@ static weft_status emit_lanes(sk_fn *f)
     }
     cg_array_store(fn, sk_out_array(f, 0), q, &y);
     cg_if_end(fn, &put);
+    cg_if_else(fn, &lw);
+    {
+        lanes W = {.lg = cg_i64(fn, 5),
+                   .L = cg_i64(fn, WARP),
+                   .L32 = c32(fn, WARP),
+                   .li = lane,
+                   .li32 = LLVMBuildTrunc(fn->b, lane, i32, ""),
+                   .U = long_items(),
+                   .last = last};
+        cg_loop gl;
+        LLVMValueRef g;
+        cg_loop_begin(fn, &gl, cg_i64(fn, 0), per, &g);
+        LLVMValueRef gq =
+            LLVMBuildAdd(fn->b, LLVMBuildMul(fn->b, w, per, ""), g, "");
+        /* the span again (a few loads from L1 rather than registers
+         * across the loop) */
+        span_of(f, &sp, gq);
+        LLVMValueRef glo = sp.lo, ghi = sp.hi, gbase = sp.base;
+        cg_mut_set(fn, &acc, sk_kid_value(f, 0));
+        if ((s = fold_span(f, &W, glo, ghi, gbase, &acc)) != WEFT_OK) {
+            return s;
+        }
+        cg_if gput;
+        cg_if_begin(fn, &gput,
+                    LLVMBuildAnd(fn->b, sp.live,
+                                 LLVMBuildICmp(fn->b, LLVMIntEQ, lane,
+                                               cg_i64(fn, 0), ""),
+                                 ""));
+        cg_val gy;
+        if ((s = cg_mut_get(fn, &acc, &gy)) != WEFT_OK) {
+            return s;
+        }
+        cg_array_store(fn, sk_out_array(f, 0), gq, &gy);
+        cg_if_end(fn, &gput);
+        cg_loop_end(fn, &gl);
+    }
+    cg_if_end(fn, &lw);
     cg_sloop_end(fn, &items);
     return WEFT_OK;
 }
