@@ -1782,7 +1782,7 @@ static weft_status emit_lanes(sk_fn *f)
     const cg_target *tg = fn->target;
     const fe_term *op = f->e->k->op;
     const fe_term *src = op->kid[1];
-    LLVMTypeRef i32 = t_i32(fn);
+    LLVMTypeRef i64 = t_i64(fn), i32 = t_i32(fn);
     LLVMValueRef ext[WEFT_MAX_RANK];
     weft_status s = sk_extent(f, src, ext);
     if (s) {
@@ -1826,8 +1826,21 @@ static weft_status emit_lanes(sk_fn *f)
     if ((s = zero_val(fn, op->type, &zero)) != WEFT_OK) {
         return s;
     }
+    /* nothing after a bad length that entry 1 reported (so that a gather
+     * of the fold, from offsets past the lengths' checks, cannot report
+     * an error of its own first, which the interpreter would not) */
+    LLVMValueRef end = f->n;
+    if (f->e->k->err_item >= 0) {
+        LLVMValueRef ew =
+            LLVMBuildLoad2(fn->b, i64, f->arr[f->e->k->err_item].ptr[0], "");
+        LLVMSetOrdering(ew, LLVMAtomicOrderingMonotonic);
+        LLVMSetAlignment(ew, 8);
+        end = LLVMBuildSelect(
+            fn->b, LLVMBuildICmp(fn->b, LLVMIntEQ, ew, cg_i64(fn, 0), ""), f->n,
+            cg_i64(fn, 0), "end");
+    }
     cg_sloop items;
-    LLVMValueRef w = cg_sloop_begin(fn, &items, w0, f->n, step, "item");
+    LLVMValueRef w = cg_sloop_begin(fn, &items, w0, end, step, "item");
     LLVMValueRef q = LLVMBuildAdd(fn->b, LLVMBuildMul(fn->b, w, per, ""),
                                   LLVMBuildLShr(fn->b, lane, lg, ""), "q");
     span sp = {.nq = nq, .nseg = nseg, .inner = inner, .one_row = one_row};
