@@ -1665,12 +1665,15 @@ static weft_status fold_span(sk_fn *f, const lanes *G, LLVMValueRef lo,
         }
     }
     cg_mut_set(fn, &x, &e[0]);
-    LLVMValueRef liU = LLVMBuildMul(fn->b, li32, c32(fn, U), "");
+    /* the trip's elements from the lane's first on (i32, maybe negative):
+     * compared with constants below (compares of U i + k with n32 made
+     * LLVM keep a register for each k) */
+    LLVMValueRef rem = LLVMBuildSub(
+        fn->b, n32, LLVMBuildMul(fn->b, li32, c32(fn, U), ""), "rem");
     for (int u = 1; u < U; u++) {
         if ((s = comb_if(f, &x, &e[u],
-                         LLVMBuildICmp(fn->b, LLVMIntULT,
-                                       LLVMBuildAdd(fn->b, liU, c32(fn, u), ""),
-                                       n32, ""))) != WEFT_OK) {
+                         LLVMBuildICmp(fn->b, LLVMIntSGT, rem, c32(fn, u),
+                                       ""))) != WEFT_OK) {
             return s;
         }
     }
@@ -1691,11 +1694,8 @@ static weft_status fold_span(sk_fn *f, const lanes *G, LLVMValueRef lo,
         for (int l = 0; l < xv.n; l++) {
             y.v[l] = tg->shuffle_down(fn, xv.v[l], c32(fn, d));
         }
-        LLVMValueRef take = LLVMBuildICmp(
-            fn->b, LLVMIntULT,
-            LLVMBuildMul(fn->b, LLVMBuildAdd(fn->b, li32, c32(fn, d), ""),
-                         c32(fn, U), ""),
-            n32, "");
+        LLVMValueRef take =
+            LLVMBuildICmp(fn->b, LLVMIntSGT, rem, c32(fn, d * U), "");
         if ((s = comb_if(f, &x, &y, take)) != WEFT_OK) {
             return s;
         }
