@@ -9,7 +9,7 @@
 # elements a trip of a long one, $WEFT_SEG4_BLK entry 2's
 # launch bounds (blocks of 256 a multiprocessor); each variant with its
 # own kernel cache.  Run from the unpacked bundle:
-#   sh bench/gpu/seg4_variants.sh [probe|tests|all]
+#   sh bench/gpu/seg4_variants.sh [probe|shapes|tests|all]
 cd "$(dirname "$0")/../.." || exit 2
 export WEFT_TIERING=0
 what=${1:-all}
@@ -23,7 +23,7 @@ run() { # name, then env assignments
     echo "== $name"
     env "$@" WEFT_CACHE_DIR=$c/$name ./smvm_probe ptx 21 smvm
 }
-if [ "$what" != tests ]; then
+if [ "$what" = probe ] || [ "$what" = all ]; then
     run onepass WEFT_SEG4=1
     run default
     run nolong WEFT_SEG4_LONG=0
@@ -39,7 +39,16 @@ if [ "$what" != tests ]; then
     run onepass-again WEFT_SEG4=1
     run default-again
 fi
-if [ "$what" != probe ]; then
+if [ "$what" = shapes ] || [ "$what" = all ]; then
+    gcc -std=c17 -O2 -Iinclude bench/gpu/seg4_probe.c -o seg4_probe -L. \
+        -lweft -Wl,-rpath,'$ORIGIN' -lm || exit 1
+    for v in "WEFT_SEG4=1" "def" "WEFT_SEG4_LONG=0" "WEFT_SEG4_BLK=5"; do
+        echo "== seg4_probe $v"
+        env $([ "$v" = def ] || echo "$v") WEFT_CACHE_DIR=$c/s$(echo "$v" | tr ' =' '__') \
+            ./seg4_probe 21
+    done
+fi
+if [ "$what" != probe ] && [ "$what" != shapes ]; then
     for v in "def" "WEFT_SEG4_LG=0" "WEFT_SEG4_LG=1" "WEFT_SEG4_LG=5" \
              "WEFT_SEG4_U=1" "WEFT_SEG4_LONG=0" "WEFT_SEG4_LONG=1" \
              "WEFT_SEG4_U=3 WEFT_SEG4_LG=2 WEFT_SEG4_UL=3" "WEFT_SEG4=1"; do
