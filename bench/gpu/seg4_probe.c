@@ -37,8 +37,8 @@ static void die(const char *what)
 }
 
 /* rows x cols of f32 cut by nseg lengths from len(k, seed). */
-static void one(weft_context *ctx, const char *name, int64_t rows,
-                int64_t cols, int64_t nseg, int kind, int runs)
+static void one(weft_context *ctx, const char *name, int64_t rows, int64_t cols,
+                int64_t nseg, int kind, int runs)
 {
     int rank = rows > 0 ? 2 : 1;
     int64_t nr = rows > 0 ? rows : 1;
@@ -47,8 +47,8 @@ static void one(weft_context *ctx, const char *name, int64_t rows,
     int64_t sum = 0;
     for (int64_t k = 0; k < nseg; k++) {
         seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-        int32_t l = kind == 0 ? (int32_t)((seed >> 33) % 3)
-                              : (int32_t)(cols / nseg);
+        int32_t l =
+            kind == 0 ? (int32_t)((seed >> 33) % 3) : (int32_t)(cols / nseg);
         len[k] = l;
         sum += l;
     }
@@ -107,8 +107,7 @@ static void one(weft_context *ctx, const char *name, int64_t rows,
             bad += y[row * nseg + k] != acc;
         }
     }
-    printf("%-28s %9.4f ms  %s\n", name, t[runs / 2],
-           bad ? "WRONG" : "ok");
+    printf("%-28s %9.4f ms  %s\n", name, t[runs / 2], bad ? "WRONG" : "ok");
     weft_array_release(out);
     weft_array_release(in[0]);
     weft_array_release(in[1]);

@@ -150,6 +150,7 @@ enum {
                                     (launch bounds: 80 registers) */
     LANE_ITEMS = 2,  /* elements a lane reads a trip (entry 2) */
     MAX_LANE_ITEMS = 8,
+    PREFETCH = 0,     /* entry 2 reads the next item's offsets early */
     LONG_TRIPS = 2,   /* a segment of more trips is long (entry 2) */
     LONG_ITEMS = 4,   /* elements a lane reads a trip of a long segment */
     LANES_BLOCKS = 6, /* entry 2's (40 registers) */
@@ -1547,6 +1548,12 @@ static int lane_items(void)
  * ($WEFT_SEG4_LONG for timing, else LONG_TRIPS); a lane of a warp of long
  * segments reads long_items() elements a trip ($WEFT_SEG4_UL, else
  * LONG_ITEMS). */
+static int prefetch(void)
+{
+    const char *k = getenv("WEFT_SEG4_PF");
+    return k ? atoi(k) : PREFETCH;
+}
+
 static int long_trips(void)
 {
     const char *k = getenv("WEFT_SEG4_LONG");
@@ -1721,7 +1728,10 @@ static weft_status fold_span(sk_fn *f, const lanes *G, LLVMValueRef lo,
  * [base + lo, base + hi) of the input (none past nq). */
 typedef struct span {
     LLVMValueRef nq, nseg, inner, one_row; /* in */
+    LLVMValueRef pre_lo, pre_hi;           /* in: its offsets as read
+                                              before, or NULL */
     LLVMValueRef live, lo, hi, base;       /* out */
+    LLVMValueRef raw_lo, raw_hi;           /* out: the offsets read */
 } span;
 
 static void span_of(sk_fn *f, span *sp, LLVMValueRef q)
@@ -1753,9 +1763,12 @@ static void span_of(sk_fn *f, span *sp, LLVMValueRef q)
     /* the offsets, kept within [0, inner] and in order (after a bad length
      * they are whatever entry 1 wrote; the error is reported all the
      * same) */
-    LLVMValueRef lo = load64(fn, off, k);
+    LLVMValueRef lo = sp->pre_lo ? sp->pre_lo : load64(fn, off, k);
     LLVMValueRef hi =
-        load64(fn, off, LLVMBuildAdd(fn->b, k, cg_i64(fn, 1), ""));
+        sp->pre_hi ? sp->pre_hi
+                   : load64(fn, off, LLVMBuildAdd(fn->b, k, cg_i64(fn, 1), ""));
+    sp->raw_lo = lo;
+    sp->raw_hi = hi;
     lo = cg_smax(fn, cg_i64(fn, 0), cg_smin(fn, lo, inner));
     hi = cg_smax(fn, lo, cg_smin(fn, hi, inner));
     hi = LLVMBuildSelect(fn->b, live, hi, lo, "hi");
@@ -1839,12 +1852,37 @@ static weft_status emit_lanes(sk_fn *f)
             fn->b, LLVMBuildICmp(fn->b, LLVMIntEQ, ew, cg_i64(fn, 0), ""), f->n,
             cg_i64(fn, 0), "end");
     }
+    LLVMValueRef g0 = LLVMBuildLShr(fn->b, lane, lg, "");
+    span sp = {.nq = nq, .nseg = nseg, .inner = inner, .one_row = one_row};
+    /* the next item's offsets read before this item's fold (its loads
+     * then wait behind nothing) */
+    LLVMValueRef plo = NULL, phi = NULL;
+    if (prefetch()) {
+        span_of(f, &sp,
+                LLVMBuildAdd(fn->b, LLVMBuildMul(fn->b, w0, per, ""), g0, ""));
+        plo = var(fn, i64, sp.raw_lo);
+        phi = var(fn, i64, sp.raw_hi);
+    }
     cg_sloop items;
     LLVMValueRef w = cg_sloop_begin(fn, &items, w0, end, step, "item");
-    LLVMValueRef q = LLVMBuildAdd(fn->b, LLVMBuildMul(fn->b, w, per, ""),
-                                  LLVMBuildLShr(fn->b, lane, lg, ""), "q");
-    span sp = {.nq = nq, .nseg = nseg, .inner = inner, .one_row = one_row};
+    LLVMValueRef q =
+        LLVMBuildAdd(fn->b, LLVMBuildMul(fn->b, w, per, ""), g0, "q");
+    if (plo) {
+        span nx = sp;
+        nx.pre_lo = nx.pre_hi = NULL;
+        sp.pre_lo = get(fn, i64, plo);
+        sp.pre_hi = get(fn, i64, phi);
+        span_of(
+            f, &nx,
+            LLVMBuildAdd(
+                fn->b,
+                LLVMBuildMul(fn->b, LLVMBuildAdd(fn->b, w, step, ""), per, ""),
+                g0, ""));
+        LLVMBuildStore(fn->b, nx.raw_lo, plo);
+        LLVMBuildStore(fn->b, nx.raw_hi, phi);
+    }
     span_of(f, &sp, q);
+    sp.pre_lo = sp.pre_hi = NULL;
     LLVMValueRef live = sp.live, lo = sp.lo, hi = sp.hi, base = sp.base;
     cg_mut acc;
     if ((s = cg_mut_new(fn, op->type, &acc)) != WEFT_OK) {
