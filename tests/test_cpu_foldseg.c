@@ -34,10 +34,11 @@
  *                 rank 2 (rows cut into 12, no rows, rows of one segment).
  *
  * Built again as test_ptx_foldseg (-DDT_BACKEND=WEFT_BACKEND_PTX: the GPU's
- * own foldSeg, skeletons-ir/ptx/foldseg.c, which scans the lengths on the
- * device and balances rows by merge path); there the threads do not
- * matter, and an error must give the interpreter's status (its message is
- * the kernel's, naming the segment).
+ * own foldSeg, skeletons-ir/ptx/foldseg.c, which scans the lengths into
+ * offsets on the device and folds each segment over L lanes, a warp for
+ * long ones); there the threads do not matter, and an error must give the
+ * interpreter's status (its message is the kernel's, naming the
+ * segment).
  *
  * The values are chosen so that every sum is exact (multiples of 1/64 far
  * below 2^24 / 64, multiples of 1/8 in f64, small integers, wrapping
