@@ -866,6 +866,32 @@ static void span_of(sk_fn *f, span *sp, LLVMValueRef q)
     sp->base = base;
 }
 
+/* Result q = z `f` the elements of span sp, folded over G's lanes and
+ * stored by the first of its group (where q is a segment). */
+static weft_status fold_segment(sk_fn *f, const lanes *G, const span *sp,
+                                LLVMValueRef q, const cg_mut *acc)
+{
+    cg_fn *fn = &f->fn;
+    cg_mut_set(fn, acc, sk_kid_value(f, 0));
+    weft_status s = fold_span(f, G, sp->lo, sp->hi, sp->base, acc);
+    if (s) {
+        return s;
+    }
+    cg_if put;
+    cg_if_begin(
+        fn, &put,
+        LLVMBuildAnd(fn->b, sp->live,
+                     LLVMBuildICmp(fn->b, LLVMIntEQ, G->li, cg_i64(fn, 0), ""),
+                     ""));
+    cg_val y;
+    if ((s = cg_mut_get(fn, acc, &y)) != WEFT_OK) {
+        return s;
+    }
+    cg_array_store(fn, sk_out_array(f, 0), q, &y);
+    cg_if_end(fn, &put);
+    return WEFT_OK;
+}
+
 /* Entry 1: the fold of every segment of every row from the offsets that
  * entry 0 wrote, L = 2^lg lanes a segment (lg: aux AUX_LANES, the same in
  * every lane), 32 / L segments a warp item (f->n items).  Each trip the
@@ -966,7 +992,7 @@ static weft_status emit_lanes(sk_fn *f)
     }
     span_of(f, &sp, q);
     sp.pre_lo = sp.pre_hi = NULL;
-    LLVMValueRef live = sp.live, lo = sp.lo, hi = sp.hi, base = sp.base;
+    LLVMValueRef lo = sp.lo, hi = sp.hi;
     cg_mut acc;
     if ((s = cg_mut_new(fn, op->type, &acc)) != WEFT_OK) {
         return s;
@@ -997,22 +1023,9 @@ static weft_status emit_lanes(sk_fn *f)
                   c32(fn, 0), "longer");
     cg_if lw;
     cg_if_begin(fn, &lw, LLVMBuildNot(fn->b, longer, ""));
-    cg_mut_set(fn, &acc, sk_kid_value(f, 0));
-    if ((s = fold_span(f, &G, lo, hi, base, &acc)) != WEFT_OK) {
+    if ((s = fold_segment(f, &G, &sp, q, &acc)) != WEFT_OK) {
         return s;
     }
-    cg_if put;
-    cg_if_begin(
-        fn, &put,
-        LLVMBuildAnd(fn->b, live,
-                     LLVMBuildICmp(fn->b, LLVMIntEQ, li, cg_i64(fn, 0), ""),
-                     ""));
-    cg_val y;
-    if ((s = cg_mut_get(fn, &acc, &y)) != WEFT_OK) {
-        return s;
-    }
-    cg_array_store(fn, sk_out_array(f, 0), q, &y);
-    cg_if_end(fn, &put);
     cg_if_else(fn, &lw);
     {
         lanes W = {.lg = cg_i64(fn, 5),
@@ -1030,23 +1043,9 @@ static weft_status emit_lanes(sk_fn *f)
         /* the span again (a few loads from L1 rather than registers
          * across the loop) */
         span_of(f, &sp, gq);
-        LLVMValueRef glo = sp.lo, ghi = sp.hi, gbase = sp.base;
-        cg_mut_set(fn, &acc, sk_kid_value(f, 0));
-        if ((s = fold_span(f, &W, glo, ghi, gbase, &acc)) != WEFT_OK) {
+        if ((s = fold_segment(f, &W, &sp, gq, &acc)) != WEFT_OK) {
             return s;
         }
-        cg_if gput;
-        cg_if_begin(fn, &gput,
-                    LLVMBuildAnd(fn->b, sp.live,
-                                 LLVMBuildICmp(fn->b, LLVMIntEQ, lane,
-                                               cg_i64(fn, 0), ""),
-                                 ""));
-        cg_val gy;
-        if ((s = cg_mut_get(fn, &acc, &gy)) != WEFT_OK) {
-            return s;
-        }
-        cg_array_store(fn, sk_out_array(f, 0), gq, &gy);
-        cg_if_end(fn, &gput);
         cg_loop_end(fn, &gl);
     }
     cg_if_end(fn, &lw);
