@@ -27,18 +27,17 @@
  *                 arithmetic) and as (f64 sum, i32 last element) (a tuple
  *                 whose second half is the last element: any step out of
  *                 order shows);
- *   edges         the affine composition where the GPU's lanes (L a
- *                 segment, chosen from the mean length) meet their edges:
- *                 every segment empty, no elements, no segments, one
- *                 segment of 2^21 + 5, lengths about a warp and a block,
- *                 rank 2 (rows cut into 12, no rows, rows of one segment).
+ *   edges         the affine composition at the edges of a GPU kernel's
+ *                 work (a warp, a block, a tile, a row): every segment
+ *                 empty, no elements, no segments, one segment of 2^21 +
+ *                 5, lengths about a warp and a block, rank 2 (rows cut
+ *                 into 12, no rows, rows of one segment).
  *
  * Built again as test_ptx_foldseg (-DDT_BACKEND=WEFT_BACKEND_PTX: the GPU's
- * own foldSeg, skeletons-ir/ptx/foldseg.c, which scans the lengths into
- * offsets on the device and folds each segment over L lanes, a warp for
- * long ones); there the threads do not matter, and an error must give the
- * interpreter's status (its message is the kernel's, naming the
- * segment).
+ * own foldSeg, skeletons-ir/ptx/foldseg.c, which scans the lengths on the
+ * device and balances rows by merge path); there the threads do not
+ * matter, and an error must give the interpreter's status (its message is
+ * the kernel's, naming the segment).
  *
  * The values are chosen so that every sum is exact (multiples of 1/64 far
  * below 2^24 / 64, multiples of 1/8 in f64, small integers, wrapping
@@ -415,7 +414,7 @@ START_TEST(test_powerlaw)
 }
 END_TEST
 
-/* ---- edges of the GPU's lanes ---------------------------------------------- */
+/* ---- edges: empty, huge, about a warp and a block, rank 2 ----------------- */
 
 /* One case of test_edges: rows x cols affine maps (build_powerlaw's
  * which = 1, rank 2 where rows > 0) cut by nseg lengths from len(k). */

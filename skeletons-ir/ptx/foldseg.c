@@ -1,8 +1,8 @@
 /*
- * skeletons-ir/ptx/foldseg.c: foldSeg on the GPU in two passes, the PTX
+ * skeletons-ir/ptx/foldseg.c: foldSeg on the GPU in one pass, the PTX
  * target's own SK_FOLD_SEG skeleton, of family SK_FOLD_SEG_PASS (driver
- * rt_exec_fold_seg_pass, runtime/exec_foldseg_pass.c, which runs both
- * entries in one job).  fold1Seg keeps the shared skeleton (foldseg.c).
+ * rt_exec_fold_seg_pass, runtime/exec_foldseg_pass.c).  fold1Seg keeps
+ * the shared skeleton (foldseg.c).
  *
  * Semantics are foldseg.c's: the input is `outer` rows of `inner`
  * elements, every row cut the same way by the nseg segment lengths (any
@@ -14,80 +14,127 @@
  * the interpreter's f(...f(f(z, x0), x1)...) up to associativity: equal
  * for integers, within rounding for floats).
  *
- * Why two passes.  The kernel before this one did it all in one pass: a
- * block per tile of 256 segments scanned their lengths, found the tile's
- * first element by decoupled look-back, staged the elements through
- * shared memory and folded (merge path for long segments).  It held 80
- * registers (the look-back and the staging), so 23 warps a multiprocessor,
- * where the hand CSR-vector kernel of bench/gpu holds 32 registers and 56
- * warps; smvm is latency-bound, and with no eligible warp 66% of cycles
- * (ncu, H200, seg3's r1) the one pass stayed 1.75x behind the hand kernel
- * on a banded matrix.  Now the scan is a light pass of its own and the
- * fold a kernel of 40 registers with no shared memory and no barrier.
- *
- * Entry 0, offsets (tiles of S B segments, S = SEGS, B the block, at most
- * BLOCK; blocks take tiles from a counter in order, aux 1, zeroed, and
- * loop until none is left, as ptx/scan.c does, so that look-back always
- * makes progress):
+ * The lengths are scanned on the device, in the same pass (the shared
+ * skeleton's driver scanned them on the host and uploaded the offsets:
+ * for a million rows that took longer than the fold).  One entry, a block
+ * per tile, tiles taken from a counter in order (aux 1, zeroed) by blocks
+ * that loop until none is left, as ptx/scan.c does, so that look-back
+ * always makes progress.  A tile is S B consecutive segments of one row
+ * (B the block size, at most BLOCK, a multiple of 32; S = SEGS segments a
+ * thread; tile t is row t / tpr, piece t % tpr, tpr = ceil(nseg / S B)).
+ * In a tile:
  *
  *   1. thread i reads the lengths of segments s0 + S i .. s0 + S i + S - 1
  *      (0 past nseg; a 64-bit length kept within [-1, inner + 1], so that
  *      no sum overflows), and the block scans their sums (i64: warp
- *      shuffles, then the warp totals through shared memory);
+ *      shuffles, then the warp totals through shared memory): each
+ *      segment's offset within the tile (loc[S i + q], in shared memory,
+ *      loc[nt] = A the tile's elements).  (A
+ *      block that took its next ticket and read that tile's lengths during
+ *      the tile before, to hide the two latencies, made the power-law
+ *      matrix 3.6 times slower on the H100: look-back waits on a tile
+ *      held but not begun, and a tile of a 10^4 row holds one long.)
  *   2. look-back (warp 0, as ptx/scan.c with the packed status: flag in
  *      the top two bits of a 64-bit word, the value in the low 62, one
- *      volatile store and load, no fence): tile 0 publishes its inclusive
- *      prefix at once; the others their aggregate, then look at their
- *      predecessors 32 at a time until an inclusive prefix, and publish
- *      theirs.  P, the tile's first element;
+ *      volatile store and load, no fence): piece 0 publishes its
+ *      inclusive prefix A at once; the others their aggregate, then
+ *      look at their predecessors 32 at a time until an inclusive prefix,
+ *      and publish theirs.  P, the tile's first element within its row.
  *   3. checks, as the host driver made them: a negative length, or one
  *      that takes the running sum past inner, reports CG_ERR_SEG_NEG or
  *      CG_ERR_SEG_PAST with the segment as the report's element (the
- *      least wins, as the interpreter reports the first bad segment);
- *   4. the offsets P + the exclusive sums into aux 2 (nseg + 1 of them,
- *      the end too).  The lengths are the same for every row, so this is
- *      done once whatever `outer` (the one pass scanned them per row).
+ *      least wins, as the interpreter reports the first bad segment); a
+ *      tile with a bad length (or after one) computes nothing more.
+ *   4. a tile whose segments are all short (SHORT_SEG elements at most:
+ *      a banded matrix's rows) stages its elements through shared memory
+ *      and folds a segment per thread from there, z first and its elements
+ *      in order (short_segments); any other tile is folded balanced by
+ *      merge path (Merrill and Garland, "Merge-based
+ *      Parallel Sparse Matrix-Vector Multiplication", 2016): the tile's
+ *      nt segment ends and A elements, merged in order (an end comes
+ *      before element j when loc[end + 1] <= j), are M = nt + A items, and
+ *      thread i takes the items [i c, (i + 1) c), c = ceil(M / B): a binary
+ *      search in loc finds where it starts, and it walks its items,
+ *      folding elements (read through sk_read: fused producers inline) and
+ *      closing segments.  A segment that starts and ends in the thread is
+ *      written at once; the first one it closes may have begun in an
+ *      earlier thread and waits.  Whatever is open at its end is its carry
+ *      (segment key, value or none).  The block scans the carries by key
+ *      (a segmented scan: (k1, v1) . (k2, v2) = (k2, k1 == k2 ? v1 . v2 :
+ *      v2), associative), and each thread completes its waiting segment
+ *      with the carries of the threads before it that hold the same key.
+ *      So every thread does about c items whatever the lengths: a row of
+ *      10^4 elements is spread over the whole block, a run of empty rows
+ *      costs one item each.
  *
- * Entry 1, the fold (a warp per item; the grid is what stays resident
- * and warps loop over the items): L = 2^lg lanes a segment (lg from the
- * driver, aux 3: the greatest power of two not above inner / nseg, at
- * most 32), so a warp item is 32 / L consecutive segments q of all the
- * rows (row q / nseg, a division only when outer > 1).  A lane reads its
- * segment's two offsets, kept within [0, inner] and in order (after a bad
- * length they are whatever entry 0 wrote; the fold then does nothing: a
- * warp that finds the error word set skips its items, so that no gather
- * reports before the lengths, as the interpreter would not).  Then trips,
- * while some segment of the warp has elements left (a ballot: the
- * shuffles need every lane): in a trip the L lanes of a segment take its
- * next U L elements, lane i the U consecutive ones from U i (U =
- * LANE_ITEMS), read at once with no branch (positions clamped into the
- * input: a lane past its segment reads an element it does not use) and
- * folded in order; a tree of shuffles folds the lanes' values in order
- * (lane i takes lane i + d's where lane i + d holds elements: d = 1, 2,
- * .., below L, steps that are uniform branches), and lane 0 adds the
- * trip's fold to the segment's, which began as z.  A light kernel's
- * combine is computed in every lane and selected (a branch would let LLVM
- * sink a trip's reads behind it); any other behind a branch.  A warp with
- * a segment longer than LONG_TRIPS trips folds its 32 / L segments one
- * after the other over the whole warp, LONG_ITEMS elements a lane a trip
- * (a power-law matrix's rows of 10^4 would otherwise keep the warp's
- * other groups idle while their own rows are long done).
- *
- * Reads.  The kernel sets sk_fn.local_errors and cg_fn.flat_reads, so that
- * a gather or a ! ix outside its array reads a cell of zeros instead of
+ * Reads.  A round's reads of a light kernel (stage_round) are straight-line
+ * code: the kernel sets sk_fn.local_errors and cg_fn.flat_reads, so that a
+ * gather or a ! ix outside its array reads a cell of zeros instead of
  * branching around the load, and a gather's error is a bit in a register
- * that each thread reports once, at its end: ptxas then issues a trip's
- * reads of cols and vals at once, and then those of x (with a branch and a
- * compare-and-swap loop in every read, it kept them one after the other).
+ * that each thread reports once, at its end.  With a branch (and a
+ * compare-and-swap loop) in every read, ptxas kept a thread's reads one
+ * after the other: smvm's 8 slots of a round cost 16 dependent memory
+ * latencies (cols, then x, for each), with 24 warps a multiprocessor to
+ * hide them (r3 on the H100: 22.9 cycles between issues, DRAM at 17%).
+ * Without, it issues the round's 16 reads of cols and vals at once, then
+ * the 8 of x.  A round reads only the slots it reaches: a thread's slots
+ * are read in batches of MAX_FLIGHT before their stores, and within a
+ * batch the slots from k on (k a power of two, or the batch's first)
+ * wait behind a block-uniform guard k B < the round's elements, so the short
+ * last round of a banded tile (512 of 2560 elements, rounds of 2048)
+ * reads 2 slots a thread, not 8.
  *
- * Timed on the H200 (bench/results/gpu-profile.md, "rounds q1 and q2"):
- * TIMING-PLACEHOLDER
+ * Registers: launch bounds of three blocks of 256 a multiprocessor (80
+ * registers a thread, 12 bytes spilled; two blocks take 108, and measured
+ * slower on the H100 in s2, as did 40 bytes staged a thread, one round for
+ * a banded tile of 2560 elements).  Timed and left out on the H200 in
+ * seg3's r2 (bench/results/gpu-profile.md): 32-bit reads (mul.wide.u32
+ * addresses where every array has fewer than 2^31 elements, 20
+ * instructions an element instead of 27, the round staged in two copies
+ * behind a uniform branch) were 15% slower; 4 or 5 blocks, S = 2 or 4
+ * segments a thread, P = 16 (64 bytes staged) and SHORT_SEG 128 or 512,
+ * timed only with those reads, were no faster than this code; the merge
+ * path's walk in 32 bits and a round total without the loop over the
+ * warps' totals made no difference.
+ *
+ * Two passes, timed and left out (session 30, helper seg4, H200 round r1a;
+ * the code is on branch h-seg4 at b20d5e9, bench/results/gpu-profile.md
+ * "two passes"): an entry that scans and checks the lengths into offsets
+ * (look-back over tiles of 1024), then a CSR-vector entry of 40
+ * registers, no shared memory, L lanes a segment and U elements a lane a
+ * trip, folded in order by a tree of shuffles, a warp with a long
+ * segment folding its segments over all 32 lanes.  Best banded 0.104 ms
+ * (L = 4, U = 4; this kernel 0.129), but the power-law matrix 0.34 ms at
+ * best against this kernel's 0.225: a segment of 10^4 stays on one warp,
+ * one round trip of memory latency a trip, where the merge path here
+ * spreads it over the block; and the offsets pass alone took 23 us under
+ * ncu.  Where a long row takes a block or the grid (a worklist of long
+ * segments from the offsets pass) it was not tried.
+ *
+ * Where the time goes (ncu on the H100 in s2, of a variant of two blocks
+ * before the fold loop and the staging were trimmed): smvm's banded
+ * matrix is bound by issue, not memory (DRAM at 20% of peak, 0.28
+ * instructions issued a cycle per scheduler, 32M warp instructions for
+ * 10.5M elements): a
+ * thread stages each element with about 25 instructions (the clamped
+ * position, the bounds checks of cols ! i and of x's gather with their
+ * selects, 64-bit addresses) and spends about as many again per tile on
+ * the length scan, look-back, checks and barriers, where the hand-written
+ * CSR kernel reads row pointers (no scan) and checks nothing.  ncu on the
+ * H200 in seg3's r1 puts the difference in latency more than in count:
+ * the hand kernel issues 26M warp instructions to this kernel's 32M, but
+ * with 32 registers it keeps 56 warps a multiprocessor (0.55 issued a
+ * cycle per scheduler) where this one keeps 23 (0.34): 60 us against 119
+ * us under ncu's clocks.  Its register use peaks in the look-back (a
+ * tile's lengths and offsets held across it) and the staging.
+ *
+ * Barriers sit at block-uniform points (the tile loop's condition and the
+ * bad-tile test come from shared memory).  The reads of one thread are
+ * consecutive elements, of neighbouring threads neighbouring runs.
  *
  * Aux items: 0 the tile status words (i64, zeroed; sized by the driver
- * for blocks of MIN_BLOCK threads), 1 the tile counter (i64, zeroed), 2
- * the offsets (i64, nseg + 1), 3 lg (a scalar).
+ * for blocks of MIN_BLOCK threads), 1 the tile counter (i64, zeroed).
  */
-#include <stdlib.h>
 #include <string.h>
 
 #include "../sk.h"
@@ -100,18 +147,17 @@ enum {
     FLAG_PREFIX = 2,
     AUX_STATUS = 0,
     AUX_TICKET = 1,
-    AUX_OFFSETS = 2, /* the segments' offsets (entry 0 writes them) */
-    AUX_LANES = 3,   /* scalar: log2 of the lanes a segment (entry 1) */
-    SEGS = 4,        /* segments a thread of entry 0's tiles (S) */
+    STAGE_BYTES = 32, /* bytes of elements a thread stages in a
+                                    round (items_per_thread) */
+    MAX_P = 8,
+    MAX_FLIGHT = 8,  /* slots of a round read before their stores (a
+                       light kernel's batch, when P exceeds it) */
+    SEGS = 1,        /* segments a thread of a tile (S) */
     MAX_S = SEGS,    /* bound of the per-segment arrays */
-    MIN_BLOCKS = 4,  /* entry 0's blocks a multiprocessor (launch
-                        bounds: 64 registers) */
-    LANE_ITEMS = 2,  /* elements a lane reads a trip (entry 1, U) */
-    MAX_LANE_ITEMS = 8,
-    PREFETCH = 0,     /* entry 1 reads the next item's offsets early */
-    LONG_TRIPS = 2,   /* a segment of more trips is long (entry 1) */
-    LONG_ITEMS = 4,   /* elements a lane reads a trip of a long segment */
-    LANES_BLOCKS = 6, /* entry 1's blocks a multiprocessor (40 registers) */
+    SHORT_SEG = 256, /* a tile of no longer segments folds a
+                                    segment per thread (short_segments) */
+    MIN_BLOCKS = 3,  /* blocks resident a multiprocessor
+                                    (launch bounds: 80 registers) */
 };
 
 /* ---- small helpers ---------------------------------------------------- */
@@ -164,16 +210,40 @@ static LLVMValueRef i1c(cg_fn *fn, bool v)
     return LLVMConstInt(LLVMInt1TypeInContext(fn->llctx), v, 0);
 }
 
-/* m = m `f` x (x the later value), with the combine's reassoc flag. */
-static weft_status comb_back(sk_fn *f, const cg_mut *m, const cg_val *x)
+/* x of lane `src` (i32), every leaf (every lane of the warp takes part). */
+static weft_status shuffle_val(cg_fn *fn, const cg_val *x, LLVMValueRef src,
+                               cg_val *out)
+{
+    weft_status s = cg_val_make(fn, x->n, out);
+    for (int l = 0; s == WEFT_OK && l < x->n; l++) {
+        out->v[l] = fn->target->shuffle_idx(fn, x->v[l], src);
+    }
+    return s;
+}
+
+/* A placeholder value of type t (every leaf zero). */
+static weft_status zero_val(cg_fn *fn, weft_type t, cg_val *out)
+{
+    const weft_type *leaf;
+    int n = cg_leaves(fn, t, &leaf);
+    weft_status s = cg_val_make(fn, n, out);
+    for (int l = 0; s == WEFT_OK && l < n; l++) {
+        out->v[l] = LLVMConstNull(cg_type(fn->llctx, leaf[l]));
+    }
+    return s;
+}
+
+/* m = x `f` m (front: x the earlier value) or m = m `f` x, with the
+ * combine's reassoc flag. */
+static weft_status comb(sk_fn *f, const cg_mut *m, const cg_val *x, bool front)
 {
     cg_fn *fn = &f->fn;
     cg_val args[2], y;
-    weft_status s = cg_mut_get(fn, m, &args[0]);
+    weft_status s = cg_mut_get(fn, m, &args[front ? 1 : 0]);
     if (s) {
         return s;
     }
-    args[1] = *x;
+    args[front ? 0 : 1] = *x;
     fn->fmf = LLVMFastMathAllowReassoc;
     s = cg_apply(fn, f->e->k->op->fun[0], args, &y);
     fn->fmf = 0;
@@ -183,25 +253,110 @@ static weft_status comb_back(sk_fn *f, const cg_mut *m, const cg_val *x)
     return s;
 }
 
+static weft_status comb_front(sk_fn *f, const cg_val *a, const cg_mut *m)
+{
+    return comb(f, m, a, true);
+}
+
+static weft_status comb_back(sk_fn *f, const cg_mut *m, const cg_val *x)
+{
+    return comb(f, m, x, false);
+}
+
+/* A value that may be absent: (valid, x). */
+typedef struct opt {
+    LLVMValueRef valid; /* i1 slot */
+    cg_mut x;
+} opt;
+
+static weft_status opt_new(sk_fn *f, opt *o)
+{
+    cg_fn *fn = &f->fn;
+    o->valid = var(fn, LLVMInt1TypeInContext(fn->llctx), i1c(fn, false));
+    cg_val z;
+    weft_status s = cg_mut_new(fn, f->e->k->op->type, &o->x);
+    if (s == WEFT_OK && (s = zero_val(fn, f->e->k->op->type, &z)) == WEFT_OK) {
+        cg_mut_set(fn, &o->x, &z);
+    }
+    return s;
+}
+
+static LLVMValueRef opt_valid(cg_fn *fn, const opt *o)
+{
+    return get(fn, LLVMInt1TypeInContext(fn->llctx), o->valid);
+}
+
+/* o = a . o where a (valid when a_ok) is the earlier value. */
+static weft_status opt_front(sk_fn *f, LLVMValueRef a_ok, const cg_val *a,
+                             const opt *o)
+{
+    cg_fn *fn = &f->fn;
+    weft_status s = WEFT_OK;
+    cg_if has_a, both;
+    cg_if_begin(fn, &has_a, a_ok);
+    cg_if_begin(fn, &both, opt_valid(fn, o));
+    s = comb_front(f, a, &o->x);
+    cg_if_else(fn, &both);
+    cg_mut_set(fn, &o->x, a);
+    LLVMBuildStore(fn->b, i1c(fn, true), o->valid);
+    cg_if_end(fn, &both);
+    cg_if_end(fn, &has_a);
+    return s;
+}
+
 /* ---- the tile --------------------------------------------------------- */
+
+/* Carries kept in shared memory: arrays of keys, valid flags (i64) and
+ * values (a shared array per leaf). */
+typedef struct slots {
+    LLVMValueRef key, ok;
+    LLVMValueRef *val;
+} slots;
 
 typedef struct tile {
     LLVMValueRef tid, lane, warp, nwarps, bs; /* i64 */
-    LLVMValueRef inner, nseg;                 /* i64 */
+    LLVMValueRef outer, inner, nseg, tpr;     /* i64 */
     LLVMValueRef sh_tile, sh_prefix;          /* shared scalars (i64): the
                                                  tile, its prefix */
+    LLVMValueRef sh_loc;                      /* shared i64[S BLOCK + 1] */
     int S;                                    /* segments a thread */
     LLVMValueRef span;                        /* i64: segments a tile,
                                                  S B */
     LLVMValueRef sh_wsum, sh_wneg;            /* shared i64[MAX_WARPS] */
+    LLVMValueRef sh_sp;                       /* shared i64[BLOCK + 1]: the
+                                                 round's split points */
+    LLVMValueRef *sh_stage;                   /* per leaf [BLOCK P]: the
+                                                 round's elements */
+    int P;                                    /* merge-path items of a
+                                                 thread in a round */
+    slots sh_w;                               /* the warps' carries */
+    slots sh_r;                               /* the round's carry, two
+                                                 slots (rounds r and r + 1) */
     LLVMValueRef ntiles;                      /* i64 */
     LLVMValueRef tp;                          /* i64 slot: the tile */
     LLVMValueRef rawp[MAX_S];                 /* slots of the lengths' type:
                                                  the thread's lengths of the
                                                  tile */
     /* per tile */
-    LLVMValueRef t, s0, nt;
+    LLVMValueRef t, row, s0, nt, len;
 } tile;
+
+/* Tile t's first segment (i64), its row and its piece of the row (*row,
+ * *piece; either may be NULL): a 64-bit division once per tile. */
+static LLVMValueRef tile_start(cg_fn *fn, const tile *T, LLVMValueRef t,
+                               LLVMValueRef *row, LLVMValueRef *piece)
+{
+    LLVMValueRef r = LLVMBuildUDiv(fn->b, t, T->tpr, "row");
+    LLVMValueRef pc =
+        LLVMBuildSub(fn->b, t, LLVMBuildMul(fn->b, r, T->tpr, ""), "piece");
+    if (row) {
+        *row = r;
+    }
+    if (piece) {
+        *piece = pc;
+    }
+    return LLVMBuildMul(fn->b, pc, T->span, "s0");
+}
 
 /* Segment q of thread tid in a tile: tid S + q (i64). */
 static LLVMValueRef seg_of(cg_fn *fn, const tile *T, int q)
@@ -219,7 +374,7 @@ static void read_lengths(sk_fn *f, tile *T, LLVMValueRef t)
     const cg_array *seg = sk_kid_array(f, 2);
     weft_type lt = seg->leaf[0];
     LLVMBuildStore(fn->b, t, T->tp);
-    LLVMValueRef s0 = LLVMBuildMul(fn->b, t, T->span, "s0");
+    LLVMValueRef s0 = tile_start(fn, T, t, NULL, NULL);
     LLVMValueRef live = LLVMBuildICmp(fn->b, LLVMIntULT, t, T->ntiles, "");
     for (int q = 0; q < T->S; q++) {
         LLVMValueRef sidx = LLVMBuildAdd(fn->b, s0, seg_of(fn, T, q), "");
@@ -270,11 +425,12 @@ static void report(sk_fn *f, LLVMValueRef s, int code)
 }
 
 /* Step 1: the threads' sums of lengths (len) scanned; returns each
- * thread's exclusive offset and sets *total (the tile's A) and *neg (i1:
- * some thread's isneg). */
+ * thread's exclusive offset and sets *total (the tile's A), *neg (i1: some
+ * thread's isneg) and *longer (i1: some thread's islong). */
 static void scan_lengths(sk_fn *f, tile *T, LLVMValueRef len,
-                         LLVMValueRef isneg, LLVMValueRef *excl,
-                         LLVMValueRef *total, LLVMValueRef *neg)
+                         LLVMValueRef isneg, LLVMValueRef islong,
+                         LLVMValueRef *excl, LLVMValueRef *total,
+                         LLVMValueRef *neg, LLVMValueRef *longer)
 {
     cg_fn *fn = &f->fn;
     const cg_target *tg = fn->target;
@@ -290,8 +446,12 @@ static void scan_lengths(sk_fn *f, tile *T, LLVMValueRef len,
             B, LLVMBuildICmp(B, LLVMIntUGE, lane32, c32(fn, d), ""),
             LLVMBuildAdd(B, x, y, ""), x, "");
     }
-    /* the warp's negative lengths */
-    LLVMValueRef negw = cg_zext64(fn, tg->ballot(fn, isneg));
+    /* the warp's negative lengths in the low half, its long ones above */
+    LLVMValueRef negw =
+        LLVMBuildOr(B, cg_zext64(fn, tg->ballot(fn, isneg)),
+                    LLVMBuildShl(B, cg_zext64(fn, tg->ballot(fn, islong)),
+                                 cg_i64(fn, 32), ""),
+                    "");
     cg_if last;
     cg_if_begin(fn, &last,
                 LLVMBuildICmp(B, LLVMIntEQ, T->lane, cg_i64(fn, WARP - 1), ""));
@@ -322,7 +482,10 @@ static void scan_lengths(sk_fn *f, tile *T, LLVMValueRef len,
     }
     *excl = LLVMBuildSub(B, LLVMBuildAdd(B, before, x, ""), len, "");
     *total = all;
-    *neg = LLVMBuildICmp(B, LLVMIntNE, flags, cg_i64(fn, 0), "");
+    *neg = LLVMBuildICmp(B, LLVMIntNE,
+                         LLVMBuildAnd(B, flags, cg_i64(fn, 0xffffffff), ""),
+                         cg_i64(fn, 0), "");
+    *longer = LLVMBuildICmp(B, LLVMIntUGT, flags, cg_i64(fn, 0xffffffff), "");
 }
 
 /* The packed status word of flag and v (v clamped to 62 bits' range by
@@ -418,8 +581,568 @@ static LLVMValueRef look_back(sk_fn *f, const tile *T, LLVMValueRef piece)
     return get(fn, i64, excl);
 }
 
+/* Write result q of the output: z `f` acc when acc is valid, else z. */
+static weft_status put_result(sk_fn *f, LLVMValueRef q, const opt *acc)
+{
+    cg_fn *fn = &f->fn;
+    const cg_array *out = sk_out_array(f, 0);
+    const cg_val *z = sk_kid_value(f, 0);
+    opt r;
+    weft_status s = opt_new(f, &r);
+    if (s) {
+        return s;
+    }
+    cg_mut_set(fn, &r.x, z);
+    cg_if has;
+    cg_if_begin(fn, &has, opt_valid(fn, acc));
+    cg_val a;
+    if ((s = cg_mut_get(fn, &acc->x, &a)) != WEFT_OK ||
+        (s = comb_back(f, &r.x, &a)) != WEFT_OK) {
+        return s;
+    }
+    cg_if_end(fn, &has);
+    cg_val y;
+    if ((s = cg_mut_get(fn, &r.x, &y)) != WEFT_OK) {
+        return s;
+    }
+    cg_array_store(fn, out, q, &y);
+    return WEFT_OK;
+}
+
+/* The merge-path split of diagonal d: how many segment ends (i) of the
+ * tile come before it (its elements then d - i); loc in shared memory. */
+static LLVMValueRef split(sk_fn *f, const tile *T, LLVMValueRef d,
+                          LLVMValueRef total)
+{
+    cg_fn *fn = &f->fn;
+    LLVMTypeRef i64 = t_i64(fn);
+    LLVMValueRef lop = var(
+        fn, i64, cg_smax(fn, cg_i64(fn, 0), LLVMBuildSub(fn->b, d, total, "")));
+    LLVMValueRef hip = var(fn, i64, cg_smin(fn, d, T->nt));
+    LLVMBasicBlockRef head =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "mp.search");
+    LLVMBasicBlockRef body =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "mp.step");
+    LLVMBasicBlockRef done =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "mp.found");
+    LLVMBuildBr(fn->b, head);
+    LLVMPositionBuilderAtEnd(fn->b, head);
+    LLVMValueRef lo = get(fn, i64, lop), hi = get(fn, i64, hip);
+    LLVMBuildCondBr(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, lo, hi, ""), body,
+                    done);
+    LLVMPositionBuilderAtEnd(fn->b, body);
+    LLVMValueRef mid = LLVMBuildLShr(fn->b, LLVMBuildAdd(fn->b, lo, hi, ""),
+                                     cg_i64(fn, 1), "");
+    /* end `mid` comes before the diagonal: loc[mid + 1] <= d - mid - 1 */
+    LLVMValueRef e =
+        load64(fn, T->sh_loc, LLVMBuildAdd(fn->b, mid, cg_i64(fn, 1), ""));
+    LLVMValueRef before = LLVMBuildICmp(
+        fn->b, LLVMIntSLE, e,
+        LLVMBuildSub(fn->b, LLVMBuildSub(fn->b, d, mid, ""), cg_i64(fn, 1), ""),
+        "");
+    LLVMBuildStore(fn->b,
+                   LLVMBuildSelect(fn->b, before,
+                                   LLVMBuildAdd(fn->b, mid, cg_i64(fn, 1), ""),
+                                   lo, ""),
+                   lop);
+    LLVMBuildStore(fn->b, LLVMBuildSelect(fn->b, before, hi, mid, ""), hip);
+    LLVMBuildBr(fn->b, head);
+    LLVMPositionBuilderAtEnd(fn->b, done);
+    return lo;
+}
+
+/* A carry: the key (i64, -1: none) and the value, maybe absent. */
+typedef struct carry {
+    LLVMValueRef key; /* i64 slot */
+    opt v;
+} carry;
+
+/* c = p . c for the segmented scan: where the keys agree the values
+ * combine (p's first), else c stays. */
+static weft_status carry_front(sk_fn *f, LLVMValueRef pkey, LLVMValueRef pok,
+                               const cg_val *pv, const carry *c)
+{
+    cg_fn *fn = &f->fn;
+    LLVMValueRef same =
+        LLVMBuildICmp(fn->b, LLVMIntEQ, pkey, get(fn, t_i64(fn), c->key), "");
+    return opt_front(f, LLVMBuildAnd(fn->b, same, pok, ""), pv, &c->v);
+}
+
+static weft_status slot_load(sk_fn *f, const slots *sl, LLVMValueRef i,
+                             LLVMValueRef *key, LLVMValueRef *ok, cg_val *v)
+{
+    cg_fn *fn = &f->fn;
+    const weft_type *leaf;
+    int nleaf = cg_leaves(fn, f->e->k->op->type, &leaf);
+    *key = load64(fn, sl->key, i);
+    *ok = LLVMBuildICmp(fn->b, LLVMIntNE, load64(fn, sl->ok, i), cg_i64(fn, 0),
+                        "");
+    weft_status s = cg_val_make(fn, nleaf, v);
+    for (int l = 0; s == WEFT_OK && l < nleaf; l++) {
+        v->v[l] = cg_load(fn, leaf[l], sl->val[l], i);
+    }
+    return s;
+}
+
+static void slot_store(sk_fn *f, const slots *sl, LLVMValueRef i,
+                       LLVMValueRef key, LLVMValueRef ok, const cg_val *v)
+{
+    cg_fn *fn = &f->fn;
+    const weft_type *leaf;
+    int nleaf = cg_leaves(fn, f->e->k->op->type, &leaf);
+    store64(fn, sl->key, i, key);
+    store64(fn, sl->ok, i, cg_zext64(fn, ok));
+    for (int l = 0; l < nleaf; l++) {
+        cg_store(fn, leaf[l], sl->val[l], i, v->v[l]);
+    }
+}
+
+/* c = (key, ok, v) . c for the segmented scan, (key, ok, v) the earlier
+ * carry: c takes it whole where c's key is -1 (nothing before), combines
+ * the values where the keys agree, else stays. */
+static weft_status carry_in(sk_fn *f, const carry *c, LLVMValueRef key,
+                            LLVMValueRef ok, const cg_val *v)
+{
+    cg_fn *fn = &f->fn;
+    weft_status s;
+    LLVMValueRef fresh = LLVMBuildICmp(
+        fn->b, LLVMIntEQ, get(fn, t_i64(fn), c->key), cg_i64(fn, -1), "");
+    cg_if nf;
+    cg_if_begin(fn, &nf, fresh);
+    LLVMBuildStore(fn->b, key, c->key);
+    LLVMBuildStore(fn->b, ok, c->v.valid);
+    cg_mut_set(fn, &c->v.x, v);
+    cg_if_else(fn, &nf);
+    s = carry_front(f, key, ok, v, c);
+    cg_if_end(fn, &nf);
+    return s;
+}
+
+/* o = o . x where x is there (x_ok). */
+static weft_status opt_back(sk_fn *f, const opt *o, LLVMValueRef x_ok,
+                            const cg_val *x)
+{
+    cg_fn *fn = &f->fn;
+    weft_status s;
+    cg_if has_x, both;
+    cg_if_begin(fn, &has_x, x_ok);
+    cg_if_begin(fn, &both, opt_valid(fn, o));
+    s = comb_back(f, &o->x, x);
+    cg_if_else(fn, &both);
+    cg_mut_set(fn, &o->x, x);
+    LLVMBuildStore(fn->b, i1c(fn, true), o->valid);
+    cg_if_end(fn, &both);
+    cg_if_end(fn, &has_x);
+    return s;
+}
+
+/* Step 4's scan of one round's carries: c becomes the exclusive segmented
+ * scan of the round's carry (slot `rin` of T->sh_r) and the block's
+ * carries before this thread, in order; the last thread puts the round's
+ * inclusive total (the carry of the next round) into slot `rout`. */
+static weft_status scan_carries(sk_fn *f, const tile *T, const carry *c,
+                                LLVMValueRef rin, LLVMValueRef rout)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    LLVMTypeRef i64 = t_i64(fn);
+    LLVMValueRef lane32 = LLVMBuildTrunc(fn->b, T->lane, t_i32(fn), "");
+    weft_status s;
+    /* inclusive within the warp (Hillis-Steele, lane - d first) */
+    for (int d = 1; d < WARP; d *= 2) {
+        LLVMValueRef up =
+            LLVMBuildICmp(fn->b, LLVMIntUGE, lane32, c32(fn, d), "");
+        LLVMValueRef src = LLVMBuildSelect(
+            fn->b, up, LLVMBuildSub(fn->b, lane32, c32(fn, d), ""), lane32, "");
+        cg_val v, pv;
+        if ((s = cg_mut_get(fn, &c->v.x, &v)) != WEFT_OK ||
+            (s = shuffle_val(fn, &v, src, &pv)) != WEFT_OK) {
+            return s;
+        }
+        LLVMValueRef pkey = tg->shuffle_idx(fn, get(fn, i64, c->key), src);
+        LLVMValueRef pok = tg->shuffle_idx(fn, opt_valid(fn, &c->v), src);
+        if ((s = carry_front(f, pkey, LLVMBuildAnd(fn->b, up, pok, ""), &pv,
+                             c)) != WEFT_OK) {
+            return s;
+        }
+    }
+    /* the warp's total into shared memory */
+    cg_val v;
+    if ((s = cg_mut_get(fn, &c->v.x, &v)) != WEFT_OK) {
+        return s;
+    }
+    LLVMValueRef key = get(fn, i64, c->key), ok = opt_valid(fn, &c->v);
+    cg_if last;
+    cg_if_begin(
+        fn, &last,
+        LLVMBuildICmp(fn->b, LLVMIntEQ, T->lane, cg_i64(fn, WARP - 1), ""));
+    slot_store(f, &T->sh_w, T->warp, key, ok, &v);
+    cg_if_end(fn, &last);
+    tg->barrier(fn);
+    /* exclusive within the warp: lane - 1's inclusive */
+    LLVMValueRef up = LLVMBuildICmp(fn->b, LLVMIntUGE, lane32, c32(fn, 1), "");
+    LLVMValueRef src = LLVMBuildSelect(
+        fn->b, up, LLVMBuildSub(fn->b, lane32, c32(fn, 1), ""), lane32, "");
+    cg_val pv;
+    if ((s = shuffle_val(fn, &v, src, &pv)) != WEFT_OK) {
+        return s;
+    }
+    LLVMValueRef pkey = tg->shuffle_idx(fn, key, src);
+    LLVMValueRef pok = tg->shuffle_idx(fn, ok, src);
+    LLVMBuildStore(fn->b, LLVMBuildSelect(fn->b, up, pkey, cg_i64(fn, -1), ""),
+                   c->key);
+    LLVMBuildStore(fn->b, LLVMBuildAnd(fn->b, up, pok, ""), c->v.valid);
+    cg_mut_set(fn, &c->v.x, &pv);
+    /* the warps' totals before this one, nearest first (keys never
+     * decrease from thread to thread: a warp's total with c's key follows
+     * warps that end in it or in a lower key), then the round's carry */
+    cg_loop l;
+    LLVMValueRef k;
+    cg_loop_begin(fn, &l, cg_i64(fn, 0), T->warp, &k);
+    LLVMValueRef w = LLVMBuildSub(
+        fn->b, LLVMBuildSub(fn->b, T->warp, cg_i64(fn, 1), ""), k, "");
+    LLVMValueRef wkey, wok;
+    cg_val wv;
+    if ((s = slot_load(f, &T->sh_w, w, &wkey, &wok, &wv)) != WEFT_OK ||
+        (s = carry_in(f, c, wkey, wok, &wv)) != WEFT_OK) {
+        return s;
+    }
+    cg_loop_end(fn, &l);
+    LLVMValueRef rkey, rok;
+    cg_val rv;
+    if ((s = slot_load(f, &T->sh_r, rin, &rkey, &rok, &rv)) != WEFT_OK ||
+        (s = carry_in(f, c, rkey, rok, &rv)) != WEFT_OK) {
+        return s;
+    }
+    /* the last thread: the round's carry . every warp's total, in order */
+    cg_if lt;
+    cg_if_begin(fn, &lt,
+                LLVMBuildICmp(fn->b, LLVMIntEQ, T->tid,
+                              LLVMBuildSub(fn->b, T->bs, cg_i64(fn, 1), ""),
+                              ""));
+    carry tot = {.key = var(fn, i64, rkey)};
+    if ((s = opt_new(f, &tot.v)) != WEFT_OK) {
+        return s;
+    }
+    LLVMBuildStore(fn->b, rok, tot.v.valid);
+    cg_mut_set(fn, &tot.v.x, &rv);
+    cg_loop lw;
+    LLVMValueRef w2;
+    cg_loop_begin(fn, &lw, cg_i64(fn, 0), T->nwarps, &w2);
+    LLVMValueRef tkey, tok;
+    cg_val tv;
+    if ((s = slot_load(f, &T->sh_w, w2, &tkey, &tok, &tv)) != WEFT_OK) {
+        return s;
+    }
+    cg_if same;
+    cg_if_begin(
+        fn, &same,
+        LLVMBuildICmp(fn->b, LLVMIntEQ, tkey, get(fn, i64, tot.key), ""));
+    s = opt_back(f, &tot.v, tok, &tv);
+    cg_if_else(fn, &same);
+    LLVMBuildStore(fn->b, tkey, tot.key);
+    LLVMBuildStore(fn->b, tok, tot.v.valid);
+    cg_mut_set(fn, &tot.v.x, &tv);
+    cg_if_end(fn, &same);
+    if (s) {
+        return s;
+    }
+    cg_loop_end(fn, &lw);
+    cg_val tv2;
+    if ((s = cg_mut_get(fn, &tot.v.x, &tv2)) != WEFT_OK) {
+        return s;
+    }
+    slot_store(f, &T->sh_r, rout, get(fn, i64, tot.key), opt_valid(fn, &tot.v),
+               &tv2);
+    cg_if_end(fn, &lt);
+    return WEFT_OK;
+}
+
+/* Step 4's staging: the round's elements [j_lo, j_hi) of the tile (j_hi >
+ * j_lo), read coalesced (thread tid takes j_lo + tid + k B for k < P) into
+ * T->sh_stage.  A light kernel reads all its slots first, with no branch
+ * between them (a thread past j_hi reads element j_hi - 1 again, even in a
+ * slot no thread needs), and then stores those below j_hi, so that
+ * ptxas may have several reads in flight at once; other kernels compute
+ * only their own elements, one after the other. */
+static weft_status stage_round(sk_fn *f, const tile *T, LLVMValueRef j_lo,
+                               LLVMValueRef j_hi, LLVMValueRef base)
+{
+    cg_fn *fn = &f->fn;
+    const fe_term *src = f->e->k->op->kid[1];
+    const weft_type *leaf;
+    int nleaf = cg_leaves(fn, f->e->k->op->type, &leaf);
+    weft_status s;
+    /* positions within the round (at most B P) in i32, the element's
+     * index (i64) from the round's first */
+    LLVMTypeRef i32 = t_i32(fn);
+    LLVMValueRef n =
+        LLVMBuildTrunc(fn->b, LLVMBuildSub(fn->b, j_hi, j_lo, ""), i32, "");
+    LLVMValueRef last = LLVMBuildSub(fn->b, n, c32(fn, 1), "");
+    LLVMValueRef first = LLVMBuildAdd(fn->b, base, j_lo, "");
+    LLVMValueRef tid = LLVMBuildTrunc(fn->b, T->tid, i32, "");
+    LLVMValueRef bs = LLVMBuildTrunc(fn->b, T->bs, i32, "");
+    bool light = f->e->k->light;
+    int batch = light ? MAX_FLIGHT : T->P;
+    cg_val zero;
+    if (light && (s = zero_val(fn, f->e->k->op->type, &zero)) != WEFT_OK) {
+        return s;
+    }
+    for (int b0 = 0; b0 < T->P; b0 += batch) {
+        int b1 = b0 + batch < T->P ? b0 + batch : T->P;
+        cg_mut x[MAX_P];
+        cg_if need[MAX_P];
+        int nneed = 0;
+        for (int k = b0; light && k < b1; k++) {
+            if ((s = cg_mut_new(fn, f->e->k->op->type, &x[k])) != WEFT_OK) {
+                return s;
+            }
+            cg_mut_set(fn, &x[k], &zero);
+        }
+        for (int k = b0; light && k < b1; k++) {
+            int r = k - b0;
+            if (r == 0 ? k > 0 : (r & (r - 1)) == 0) {
+                /* slots k .. b0 + 2r - 1 only where the round reaches them
+                 * (block uniform): a short last round reads no more than
+                 * it needs */
+                cg_if_begin(
+                    fn, &need[nneed++],
+                    LLVMBuildICmp(fn->b, LLVMIntULT,
+                                  LLVMBuildNUWMul(fn->b, bs, c32(fn, k), ""), n,
+                                  ""));
+            }
+            LLVMValueRef at = LLVMBuildNUWAdd(
+                fn->b, tid, LLVMBuildNUWMul(fn->b, bs, c32(fn, k), ""), "");
+            LLVMValueRef args[2] = {at, last};
+            LLVMValueRef o = cg_intrinsic(fn, "llvm.umin", &i32, 1, args, 2);
+            cg_val v;
+            LLVMValueRef idx = LLVMBuildAdd(fn->b, first, cg_zext64(fn, o), "");
+            if ((s = sk_read(f, src, idx, NULL, &v)) != WEFT_OK) {
+                return s;
+            }
+            cg_mut_set(fn, &x[k], &v);
+        }
+        while (nneed > 0) {
+            cg_if_end(fn, &need[--nneed]);
+        }
+        for (int k = b0; k < b1; k++) {
+            LLVMValueRef at = LLVMBuildNUWAdd(
+                fn->b, tid, LLVMBuildNUWMul(fn->b, bs, c32(fn, k), ""), "");
+            cg_if in;
+            cg_if_begin(fn, &in, LLVMBuildICmp(fn->b, LLVMIntULT, at, n, ""));
+            cg_val v;
+            if (light) {
+                s = cg_mut_get(fn, &x[k], &v);
+            } else {
+                s = sk_read(f, src,
+                            LLVMBuildAdd(fn->b, first, cg_zext64(fn, at), ""),
+                            NULL, &v);
+            }
+            if (s) {
+                return s;
+            }
+            for (int l = 0; l < nleaf; l++) {
+                cg_store(fn, leaf[l], T->sh_stage[l], at, v.v[l]);
+            }
+            cg_if_end(fn, &in);
+        }
+    }
+    return WEFT_OK;
+}
+
+/* Step 4 for thread T->tid, by rounds of R = B P merge-path items: the
+ * split points of the round's threads (shared memory), its elements
+ * staged, each thread's walk over its P items, the carries scanned. */
+static weft_status walk(sk_fn *f, const tile *T, LLVMValueRef total,
+                        LLVMValueRef base, LLVMValueRef qbase)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    const weft_type *leaf;
+    int nleaf = cg_leaves(fn, f->e->k->op->type, &leaf);
+    LLVMTypeRef i64 = t_i64(fn), i1 = LLVMInt1TypeInContext(fn->llctx);
+    weft_status s;
+    /* rounds of at most B P items, as even as whole items per thread make
+     * them: P' = ceil(M / (rounds B)) <= P a thread */
+    LLVMValueRef Rmax = LLVMBuildMul(fn->b, T->bs, cg_i64(fn, T->P), "");
+    LLVMValueRef m = LLVMBuildAdd(fn->b, T->nt, total, "items");
+    LLVMValueRef rounds = LLVMBuildUDiv(
+        fn->b,
+        LLVMBuildAdd(fn->b, m, LLVMBuildSub(fn->b, Rmax, cg_i64(fn, 1), ""),
+                     ""),
+        Rmax, "rounds");
+    LLVMValueRef rb =
+        LLVMBuildMul(fn->b, cg_smax(fn, rounds, cg_i64(fn, 1)), T->bs, "");
+    LLVMValueRef P = LLVMBuildUDiv(
+        fn->b,
+        LLVMBuildAdd(fn->b, m, LLVMBuildSub(fn->b, rb, cg_i64(fn, 1), ""), ""),
+        rb, "per");
+    LLVMValueRef R = LLVMBuildMul(fn->b, T->bs, P, "R");
+    /* nothing carried into the first round */
+    cg_val zero;
+    if ((s = zero_val(fn, f->e->k->op->type, &zero)) != WEFT_OK) {
+        return s;
+    }
+    cg_if t0;
+    cg_if_begin(fn, &t0,
+                LLVMBuildICmp(fn->b, LLVMIntEQ, T->tid, cg_i64(fn, 0), ""));
+    slot_store(f, &T->sh_r, cg_i64(fn, 0), cg_i64(fn, -1), i1c(fn, false),
+               &zero);
+    cg_if_end(fn, &t0);
+    cg_loop lr;
+    LLVMValueRef r;
+    cg_loop_begin(fn, &lr, cg_i64(fn, 0), rounds, &r);
+    LLVMValueRef d_lo = LLVMBuildMul(fn->b, r, R, "");
+    LLVMValueRef d_hi = cg_smin(fn, LLVMBuildAdd(fn->b, d_lo, R, ""), m);
+    LLVMValueRef d0 = cg_smin(
+        fn, LLVMBuildAdd(fn->b, d_lo, LLVMBuildMul(fn->b, T->tid, P, ""), ""),
+        d_hi);
+    LLVMValueRef d1 = cg_smin(fn, LLVMBuildAdd(fn->b, d0, P, ""), d_hi);
+    LLVMValueRef i0 = split(f, T, d0, total);
+    store64(fn, T->sh_sp, T->tid, i0);
+    cg_if tl;
+    cg_if_begin(fn, &tl,
+                LLVMBuildICmp(fn->b, LLVMIntEQ, T->tid,
+                              LLVMBuildSub(fn->b, T->bs, cg_i64(fn, 1), ""),
+                              ""));
+    store64(fn, T->sh_sp, T->bs, split(f, T, d_hi, total));
+    cg_if_end(fn, &tl);
+    tg->barrier(fn);
+    LLVMValueRef j_lo =
+        LLVMBuildSub(fn->b, d_lo, load64(fn, T->sh_sp, cg_i64(fn, 0)), "j_lo");
+    LLVMValueRef j_hi =
+        LLVMBuildSub(fn->b, d_hi, load64(fn, T->sh_sp, T->bs), "j_hi");
+    cg_if some;
+    cg_if_begin(fn, &some, LLVMBuildICmp(fn->b, LLVMIntSGT, j_hi, j_lo, ""));
+    if ((s = stage_round(f, T, j_lo, j_hi, base)) != WEFT_OK) {
+        return s;
+    }
+    cg_if_end(fn, &some);
+    tg->barrier(fn);
+    /* the walk */
+    LLVMValueRef ip = var(fn, i64, i0);
+    LLVMValueRef jp = var(fn, i64, LLVMBuildSub(fn->b, d0, i0, ""));
+    LLVMValueRef waiting = var(fn, i1, i1c(fn, false));
+    opt acc, first;
+    if ((s = opt_new(f, &acc)) != WEFT_OK ||
+        (s = opt_new(f, &first)) != WEFT_OK) {
+        return s;
+    }
+    cg_loop l;
+    LLVMValueRef step;
+    cg_loop_begin(fn, &l, d0, d1, &step);
+    (void)step;
+    LLVMValueRef i = get(fn, i64, ip), j = get(fn, i64, jp);
+    LLVMValueRef has_end = LLVMBuildICmp(fn->b, LLVMIntSLT, i, T->nt, "");
+    /* loc[i + 1] read only for an end of the tile (loc has nt + 1) */
+    LLVMValueRef at =
+        cg_smin(fn, LLVMBuildAdd(fn->b, i, cg_i64(fn, 1), ""), T->nt);
+    LLVMValueRef ends = LLVMBuildAnd(
+        fn->b, has_end,
+        LLVMBuildICmp(fn->b, LLVMIntSLE, load64(fn, T->sh_loc, at), j, ""),
+        "ends");
+    cg_if e;
+    cg_if_begin(fn, &e, ends);
+    {
+        cg_if fst;
+        cg_if_begin(fn, &fst, LLVMBuildICmp(fn->b, LLVMIntEQ, i, i0, ""));
+        cg_val a;
+        if ((s = cg_mut_get(fn, &acc.x, &a)) != WEFT_OK) {
+            return s;
+        }
+        cg_mut_set(fn, &first.x, &a);
+        LLVMBuildStore(fn->b, opt_valid(fn, &acc), first.valid);
+        LLVMBuildStore(fn->b, i1c(fn, true), waiting);
+        cg_if_else(fn, &fst);
+        if ((s = put_result(f, LLVMBuildAdd(fn->b, qbase, i, ""), &acc)) !=
+            WEFT_OK) {
+            return s;
+        }
+        cg_if_end(fn, &fst);
+        LLVMBuildStore(fn->b, LLVMBuildAdd(fn->b, i, cg_i64(fn, 1), ""), ip);
+        LLVMBuildStore(fn->b, i1c(fn, false), acc.valid);
+    }
+    cg_if_else(fn, &e);
+    {
+        cg_val x;
+        if ((s = cg_val_make(fn, nleaf, &x)) != WEFT_OK) {
+            return s;
+        }
+        LLVMValueRef sj = LLVMBuildSub(fn->b, j, j_lo, "");
+        for (int li = 0; li < nleaf; li++) {
+            x.v[li] = cg_load(fn, leaf[li], T->sh_stage[li], sj);
+        }
+        if ((s = opt_back(f, &acc, i1c(fn, true), &x)) != WEFT_OK) {
+            return s;
+        }
+        LLVMBuildStore(fn->b, LLVMBuildAdd(fn->b, j, cg_i64(fn, 1), ""), jp);
+    }
+    cg_if_end(fn, &e);
+    cg_loop_end(fn, &l);
+    /* the carries, scanned; the waiting segment takes the one before */
+    carry c = {.key = var(fn, i64, get(fn, i64, ip)), .v = acc};
+    LLVMValueRef rin = LLVMBuildAnd(fn->b, r, cg_i64(fn, 1), "");
+    LLVMValueRef rout = LLVMBuildXor(fn->b, rin, cg_i64(fn, 1), "");
+    if ((s = scan_carries(f, T, &c, rin, rout)) != WEFT_OK) {
+        return s;
+    }
+    cg_if w;
+    cg_if_begin(fn, &w, get(fn, i1, waiting));
+    cg_val cv;
+    if ((s = cg_mut_get(fn, &c.v.x, &cv)) != WEFT_OK) {
+        return s;
+    }
+    LLVMValueRef same =
+        LLVMBuildICmp(fn->b, LLVMIntEQ, get(fn, i64, c.key), i0, "");
+    if ((s = opt_front(f, LLVMBuildAnd(fn->b, same, opt_valid(fn, &c.v), ""),
+                       &cv, &first)) != WEFT_OK ||
+        (s = put_result(f, LLVMBuildAdd(fn->b, qbase, i0, ""), &first)) !=
+            WEFT_OK) {
+        return s;
+    }
+    cg_if_end(fn, &w);
+    cg_loop_end(fn, &lr);
+    return WEFT_OK;
+}
+
+/* Shared carries: n slots. */
+static weft_status slots_new(sk_fn *f, slots *sl, int n)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    const weft_type *leaf;
+    int nleaf = cg_leaves(fn, f->e->k->op->type, &leaf);
+    sl->key = tg->shared_array(fn, t_i64(fn), n);
+    sl->ok = tg->shared_array(fn, t_i64(fn), n);
+    sl->val = fe_arena_alloc(fn->arena,
+                             sizeof *sl->val * (size_t)(nleaf > 0 ? nleaf : 1));
+    if (!sl->val) {
+        return fe_oom("weft_compile");
+    }
+    for (int l = 0; l < nleaf; l++) {
+        sl->val[l] = tg->shared_array(fn, cg_mem_type(fn->llctx, leaf[l]), n);
+    }
+    return WEFT_OK;
+}
+
+/* Merge-path items a thread takes in a round: P elements of the element
+ * type staged per thread are at most STAGE_BYTES (8 of an f32, 4 of an
+ * f64, 2 of a 12-byte tuple), at least 1. */
+static int items_per_thread(sk_fn *f)
+{
+    cg_fn *fn = &f->fn;
+    const weft_type *leaf;
+    int nleaf = cg_leaves(fn, f->e->k->op->type, &leaf);
+    int bytes = 0;
+    for (int l = 0; l < nleaf; l++) {
+        bytes += (int)weft_type_size(leaf[l]);
+    }
+    int p = bytes > 0 ? STAGE_BYTES / bytes : MAX_P;
+    return p < 1 ? 1 : p > MAX_P ? MAX_P : p;
+}
+
 /* Shared memory of the tile loop. */
-static void tile_shared(sk_fn *f, tile *T)
+static weft_status tile_shared(sk_fn *f, tile *T)
 {
     cg_fn *fn = &f->fn;
     const cg_target *tg = fn->target;
@@ -428,51 +1151,161 @@ static void tile_shared(sk_fn *f, tile *T)
     LLVMValueRef one = cg_i64(fn, 1);
     T->sh_tile = sc;
     T->sh_prefix = LLVMBuildInBoundsGEP2(fn->b, i64, sc, &one, 1, "");
+    T->sh_loc = tg->shared_array(fn, i64, (int64_t)BLOCK * T->S + 1);
+    T->sh_sp = tg->shared_array(fn, i64, BLOCK + 1);
     T->sh_wsum = tg->shared_array(fn, i64, MAX_WARPS);
     T->sh_wneg = tg->shared_array(fn, i64, MAX_WARPS);
+    T->P = items_per_thread(f);
+    const weft_type *leaf;
+    int nleaf = cg_leaves(fn, f->e->k->op->type, &leaf);
+    T->sh_stage = fe_arena_alloc(
+        fn->arena, sizeof *T->sh_stage * (size_t)(nleaf > 0 ? nleaf : 1));
+    if (!T->sh_stage) {
+        return fe_oom("weft_compile");
+    }
+    for (int l = 0; l < nleaf; l++) {
+        T->sh_stage[l] = tg->shared_array(fn, cg_mem_type(fn->llctx, leaf[l]),
+                                          (int64_t)BLOCK * T->P);
+    }
+    weft_status s = slots_new(f, &T->sh_w, MAX_WARPS);
+    if (s == WEFT_OK) {
+        s = slots_new(f, &T->sh_r, 2);
+    }
+    return s;
 }
 
-/* Entry 0's step 4: the tile's offsets, P + excl, into aux AUX_OFFSETS
- * (the last tile also the end, P + total).  A bad tile's offsets are
- * written too: entry 1 runs after an error all the same, and keeps every
- * offset within [0, inner] (emit_lanes). */
-static void write_offsets(sk_fn *f, const tile *T, const LLVMValueRef *excl,
-                          LLVMValueRef P, LLVMValueRef total)
+/* acc = acc `f` the staged elements [a, b) (i64, at most B P: a loop of
+ * i32 positions, not unrolled: a row of a banded matrix has 10 elements
+ * in all, where LLVM's unrolling by 32 with two remainder loops cost more
+ * than the fold, and 64-bit counters doubled each step). */
+static weft_status fold_staged(sk_fn *f, const tile *T, const cg_mut *acc,
+                               LLVMValueRef a, LLVMValueRef b)
 {
     cg_fn *fn = &f->fn;
-    LLVMValueRef off = sk_aux_array(f, AUX_OFFSETS)->ptr[0];
-    for (int q = 0; q < T->S && q < MAX_S; q++) {
+    const weft_type *leaf;
+    int nleaf = cg_leaves(fn, f->e->k->op->type, &leaf);
+    LLVMTypeRef i32 = t_i32(fn);
+    LLVMValueRef a32 = LLVMBuildTrunc(fn->b, a, i32, "");
+    LLVMValueRef b32 = LLVMBuildTrunc(fn->b, b, i32, "");
+    LLVMBasicBlockRef guard = LLVMGetInsertBlock(fn->b);
+    LLVMBasicBlockRef body =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "fold.staged");
+    LLVMBasicBlockRef done =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "fold.done");
+    LLVMBuildCondBr(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, a32, b32, ""), body,
+                    done);
+    LLVMPositionBuilderAtEnd(fn->b, body);
+    LLVMValueRef k = LLVMBuildPhi(fn->b, i32, "k");
+    LLVMAddIncoming(k, &a32, &guard, 1);
+    cg_val x;
+    weft_status s = cg_val_make(fn, nleaf, &x);
+    if (s) {
+        return s;
+    }
+    for (int l = 0; l < nleaf; l++) {
+        x.v[l] = cg_load(fn, leaf[l], T->sh_stage[l], k);
+    }
+    if ((s = comb_back(f, acc, &x)) != WEFT_OK) {
+        return s;
+    }
+    LLVMValueRef k1 = LLVMBuildNSWAdd(fn->b, k, c32(fn, 1), "");
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(fn->b);
+    LLVMValueRef br = LLVMBuildCondBr(
+        fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, k1, b32, ""), body, done);
+    LLVMMetadataRef off =
+        LLVMMDStringInContext2(fn->llctx, "llvm.loop.unroll.disable", 24);
+    cg_loop_id(fn, br, LLVMMDNodeInContext2(fn->llctx, &off, 1));
+    LLVMAddIncoming(k, &k1, &latch, 1);
+    LLVMPositionBuilderAtEnd(fn->b, done);
+    return WEFT_OK;
+}
+
+/* Step 4 of a tile whose segments are all short (at most SHORT_SEG
+ * elements): the tile's elements staged through shared memory in rounds
+ * of B P (coalesced, P reads of a light kernel in flight at once, as the
+ * merge path's rounds), and thread tid folds its own segment from there,
+ * z first and then its elements in order, as the interpreter does, its
+ * value kept from round to round.  No merge path and no carries: for a
+ * banded matrix's rows of 10 the merge path's bookkeeping cost more than
+ * the fold, and a short segment's share of the shared-memory loop is
+ * cheap next to its reads. */
+static weft_status short_segments(sk_fn *f, const tile *T,
+                                  const LLVMValueRef *excl,
+                                  const LLVMValueRef *len, LLVMValueRef total,
+                                  LLVMValueRef base, LLVMValueRef qbase)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    weft_status s;
+    cg_mut acc[MAX_S];
+    for (int q = 0; q < T->S; q++) {
+        if ((s = cg_mut_new(fn, f->e->k->op->type, &acc[q])) != WEFT_OK) {
+            return s;
+        }
+        cg_mut_set(fn, &acc[q], sk_kid_value(f, 0));
+    }
+    LLVMValueRef R = LLVMBuildMul(fn->b, T->bs, cg_i64(fn, T->P), "R");
+    LLVMValueRef rounds = LLVMBuildUDiv(
+        fn->b,
+        LLVMBuildAdd(fn->b, total, LLVMBuildSub(fn->b, R, cg_i64(fn, 1), ""),
+                     ""),
+        R, "rounds");
+    cg_loop lr;
+    LLVMValueRef r;
+    cg_loop_begin(fn, &lr, cg_i64(fn, 0), rounds, &r);
+    LLVMValueRef j_lo = LLVMBuildMul(fn->b, r, R, "");
+    LLVMValueRef j_hi = cg_smin(fn, LLVMBuildAdd(fn->b, j_lo, R, ""), total);
+    tg->barrier(fn); /* the last round's elements are read */
+    if ((s = stage_round(f, T, j_lo, j_hi, base)) != WEFT_OK) {
+        return s;
+    }
+    tg->barrier(fn);
+    /* the thread's elements of the round, as positions in the stage */
+    LLVMValueRef n = LLVMBuildSub(fn->b, j_hi, j_lo, "");
+    for (int q = 0; q < T->S; q++) {
+        /* past nt a length is 0: nothing to fold */
+        LLVMValueRef e1 = LLVMBuildAdd(fn->b, excl[q], len[q], "");
+        LLVMValueRef a = cg_smin(
+            fn,
+            cg_smax(fn, LLVMBuildSub(fn->b, excl[q], j_lo, ""), cg_i64(fn, 0)),
+            n);
+        LLVMValueRef b = cg_smin(
+            fn, cg_smax(fn, LLVMBuildSub(fn->b, e1, j_lo, ""), cg_i64(fn, 0)),
+            n);
+        if ((s = fold_staged(f, T, &acc[q], a, b)) != WEFT_OK) {
+            return s;
+        }
+    }
+    cg_loop_end(fn, &lr);
+    for (int q = 0; q < T->S; q++) {
         LLVMValueRef sq = seg_of(fn, T, q);
         cg_if in;
         cg_if_begin(fn, &in, LLVMBuildICmp(fn->b, LLVMIntSLT, sq, T->nt, ""));
-        store64(fn, off, LLVMBuildAdd(fn->b, T->s0, sq, ""),
-                LLVMBuildAdd(fn->b, P, excl[q], ""));
+        cg_val y;
+        if ((s = cg_mut_get(fn, &acc[q], &y)) != WEFT_OK) {
+            return s;
+        }
+        cg_array_store(fn, sk_out_array(f, 0),
+                       LLVMBuildAdd(fn->b, qbase, sq, ""), &y);
         cg_if_end(fn, &in);
     }
-    cg_if end;
-    cg_if_begin(
-        fn, &end,
-        LLVMBuildAnd(
-            fn->b, LLVMBuildICmp(fn->b, LLVMIntEQ, T->tid, cg_i64(fn, 0), ""),
-            LLVMBuildICmp(fn->b, LLVMIntEQ,
-                          LLVMBuildAdd(fn->b, T->s0, T->nt, ""), T->nseg, ""),
-            ""));
-    store64(fn, off, T->nseg, LLVMBuildAdd(fn->b, P, total, ""));
-    cg_if_end(fn, &end);
+    return WEFT_OK;
 }
 
 /* One tile (T->t): steps 1 to 4. */
-static void one_tile(sk_fn *f, tile *T)
+static weft_status one_tile(sk_fn *f, tile *T)
 {
     cg_fn *fn = &f->fn;
     const cg_target *tg = fn->target;
     LLVMBuilderRef B = fn->b;
-    LLVMValueRef piece = T->t; /* of the one row */
-    T->s0 = LLVMBuildMul(B, T->t, T->span, "s0");
+    weft_status s;
+    LLVMValueRef piece;
+    T->s0 = tile_start(fn, T, T->t, &T->row, &piece);
     T->nt = cg_smin(fn, T->span, LLVMBuildSub(B, T->nseg, T->s0, ""));
     /* 1. the lengths (read_lengths; 0 past nseg), the thread's S summed */
     LLVMValueRef huge[MAX_S] = {0}, len[MAX_S] = {0}, excl[MAX_S] = {0};
     LLVMValueRef sum = cg_i64(fn, 0), isneg = i1c(fn, false);
+    LLVMValueRef islong = i1c(fn, false);
     for (int q = 0; q < T->S; q++) {
         len[q] =
             seg_len(f,
@@ -483,13 +1316,25 @@ static void one_tile(sk_fn *f, tile *T)
         isneg = LLVMBuildOr(
             B, isneg, LLVMBuildICmp(B, LLVMIntSLT, len[q], cg_i64(fn, 0), ""),
             "");
+        islong = LLVMBuildOr(
+            B, islong,
+            LLVMBuildICmp(B, LLVMIntSGT, len[q], cg_i64(fn, SHORT_SEG), ""),
+            "");
     }
     /* a huge u64 length scans as negative: the tile is bad either way */
-    LLVMValueRef total, neg;
-    scan_lengths(f, T, sum, isneg, &excl[0], &total, &neg);
-    for (int q = 1; q < T->S && q < MAX_S; q++) {
-        excl[q] = LLVMBuildAdd(B, excl[q - 1], len[q - 1], "");
+    LLVMValueRef total, neg, longer;
+    scan_lengths(f, T, sum, isneg, islong, &excl[0], &total, &neg, &longer);
+    for (int q = 0; q < T->S && q < MAX_S; q++) {
+        if (q > 0) {
+            excl[q] = LLVMBuildAdd(B, excl[q - 1], len[q - 1], "");
+        }
+        store64(fn, T->sh_loc, seg_of(fn, T, q), excl[q]);
     }
+    cg_if lastt;
+    cg_if_begin(fn, &lastt,
+                LLVMBuildICmp(fn->b, LLVMIntEQ, T->tid, cg_i64(fn, 0), ""));
+    store64(fn, T->sh_loc, T->nt, total);
+    cg_if_end(fn, &lastt);
     /* 2. the prefix (warp 0) */
     cg_if w0;
     cg_if_begin(fn, &w0,
@@ -555,10 +1400,30 @@ static void one_tile(sk_fn *f, tile *T)
         cg_if_end(fn, &in);
     }
     cg_if_end(fn, &chk);
-    write_offsets(f, T, excl, P, total);
+    /* 4. the fold of a good tile of a row that exists */
+    cg_if go;
+    cg_if_begin(
+        fn, &go,
+        LLVMBuildAnd(fn->b, LLVMBuildNot(fn->b, bad, ""),
+                     LLVMBuildICmp(fn->b, LLVMIntULT, T->row, T->outer, ""),
+                     ""));
+    LLVMValueRef base = LLVMBuildAdd(
+        fn->b, LLVMBuildMul(fn->b, T->row, T->inner, ""), P, "base");
+    LLVMValueRef qbase = LLVMBuildAdd(
+        fn->b, LLVMBuildMul(fn->b, T->row, T->nseg, ""), T->s0, "qbase");
+    cg_if sh;
+    cg_if_begin(fn, &sh, LLVMBuildNot(fn->b, longer, ""));
+    s = short_segments(f, T, excl, len, total, base, qbase);
+    cg_if_else(fn, &sh);
+    if (s == WEFT_OK) {
+        s = walk(f, T, total, base, qbase);
+    }
+    cg_if_end(fn, &sh);
+    cg_if_end(fn, &go);
+    return s;
 }
 
-/* Entry 0: blocks take tiles of the lengths until none is left. */
+/* The entry: blocks take tiles until none is left. */
 static weft_status emit_tiles(sk_fn *f)
 {
     cg_fn *fn = &f->fn;
@@ -568,13 +1433,19 @@ static weft_status emit_tiles(sk_fn *f)
     tile T;
     memset(&T, 0, sizeof T);
     T.S = SEGS;
-    tile_shared(f, &T);
-    LLVMValueRef ext[WEFT_MAX_RANK];
-    weft_status s = sk_extent(f, src, ext);
+    weft_status s = tile_shared(f, &T);
     if (s) {
         return s;
     }
+    LLVMValueRef ext[WEFT_MAX_RANK];
+    if ((s = sk_extent(f, src, ext)) != WEFT_OK) {
+        return s;
+    }
     T.inner = ext[src->rank - 1];
+    T.outer = cg_i64(fn, 1);
+    for (int d = 0; d + 1 < src->rank; d++) {
+        T.outer = LLVMBuildMul(fn->b, T.outer, ext[d], "");
+    }
     T.nseg = sk_kid_array(f, 2)->extent[0];
     T.tid = cg_zext64(fn, tg->thread_index(fn, 0));
     T.bs = cg_zext64(fn, tg->block_size(fn, 0));
@@ -582,11 +1453,14 @@ static weft_status emit_tiles(sk_fn *f)
     T.warp = LLVMBuildLShr(fn->b, T.tid, cg_i64(fn, 5), "warp");
     T.nwarps = LLVMBuildLShr(fn->b, T.bs, cg_i64(fn, 5), "");
     T.span = LLVMBuildMul(fn->b, T.bs, cg_i64(fn, T.S), "span");
-    T.ntiles = LLVMBuildUDiv(
+    T.tpr = LLVMBuildUDiv(
         fn->b,
         LLVMBuildAdd(fn->b, T.nseg,
                      LLVMBuildSub(fn->b, T.span, cg_i64(fn, 1), ""), ""),
-        T.span, "tiles");
+        T.span, "tpr");
+    /* rows 0 (an input of no rows) still check the lengths once */
+    LLVMValueRef rows = cg_smax(fn, T.outer, cg_i64(fn, 1));
+    T.ntiles = LLVMBuildMul(fn->b, rows, T.tpr, "tiles");
     T.tp = var(fn, t_i64(fn), cg_i64(fn, 0));
     for (int q = 0; q < T.S; q++) {
         T.rawp[q] = cg_alloca(
@@ -614,442 +1488,11 @@ static weft_status emit_tiles(sk_fn *f)
     LLVMBuildCondBr(fn->b, LLVMBuildICmp(fn->b, LLVMIntULT, T.t, T.ntiles, ""),
                     body, done);
     LLVMPositionBuilderAtEnd(fn->b, body);
-    one_tile(f, &T);
+    if ((s = one_tile(f, &T)) != WEFT_OK) {
+        return s;
+    }
     LLVMBuildBr(fn->b, head);
     LLVMPositionBuilderAtEnd(fn->b, done);
-    return WEFT_OK;
-}
-
-/* ---- entry 1: L lanes a segment ---------------------------------------- */
-
-/* Elements a lane reads a trip (U): $WEFT_SEG4_U for timing, else
- * LANE_ITEMS. */
-static int lane_items(void)
-{
-    const char *k = getenv("WEFT_SEG4_U");
-    int u = k ? atoi(k) : LANE_ITEMS;
-    return u < 1 ? 1 : u > MAX_LANE_ITEMS ? MAX_LANE_ITEMS : u;
-}
-
-/* A segment is long past long_trips() trips of its group
- * ($WEFT_SEG4_LONG for timing, else LONG_TRIPS); a lane of a warp of long
- * segments reads long_items() elements a trip ($WEFT_SEG4_UL, else
- * LONG_ITEMS). */
-static int prefetch(void)
-{
-    const char *k = getenv("WEFT_SEG4_PF");
-    return k ? atoi(k) : PREFETCH;
-}
-
-static int long_trips(void)
-{
-    const char *k = getenv("WEFT_SEG4_LONG");
-    return k ? atoi(k) : LONG_TRIPS;
-}
-
-static int long_items(void)
-{
-    const char *k = getenv("WEFT_SEG4_UL");
-    int u = k ? atoi(k) : LONG_ITEMS;
-    return u < 1 ? 1 : u > MAX_LANE_ITEMS ? MAX_LANE_ITEMS : u;
-}
-
-/* x = x `f` y where take (x the earlier value).  A light kernel's
- * combine is computed in every lane and selected (no branch, so that
- * LLVM does not sink a trip's reads behind it: the garbage of a lane
- * past its segment is combined and dropped; a combine's division by zero
- * does not trap on the GPU); any other behind a branch. */
-static weft_status comb_if(sk_fn *f, const cg_mut *x, const cg_val *y,
-                           LLVMValueRef take)
-{
-    cg_fn *fn = &f->fn;
-    if (f->e->k->light) {
-        cg_val a, z;
-        cg_mut tmp;
-        weft_status s = cg_mut_new(fn, f->e->k->op->type, &tmp);
-        if (s || (s = cg_mut_get(fn, x, &a)) != WEFT_OK) {
-            return s;
-        }
-        cg_mut_set(fn, &tmp, &a);
-        if ((s = comb_back(f, &tmp, y)) != WEFT_OK ||
-            (s = cg_mut_get(fn, &tmp, &z)) != WEFT_OK) {
-            return s;
-        }
-        for (int l = 0; l < z.n; l++) {
-            z.v[l] = LLVMBuildSelect(fn->b, take, z.v[l], a.v[l], "");
-        }
-        cg_mut_set(fn, x, &z);
-        return WEFT_OK;
-    }
-    cg_if t;
-    cg_if_begin(fn, &t, take);
-    weft_status s = comb_back(f, x, y);
-    cg_if_end(fn, &t);
-    return s;
-}
-
-/* A warp's lanes in groups of L = 2^lg (lg an i64, the same in every
- * lane), each group a span: entry 1's fold.  lane: the lane's place in
- * its group (li, i64); u: elements a lane reads a trip. */
-typedef struct lanes {
-    LLVMValueRef lg, L, L32, li, li32; /* i64 but L32 and li32 */
-    int U;
-    LLVMValueRef last; /* the input's last element (i64) */
-} lanes;
-
-/* acc (z on entry) = acc `f` the elements [base + lo, base + hi) of the
- * input, in order, in lane 0 of each group (the others end with junk). */
-static weft_status fold_span(sk_fn *f, const lanes *G, LLVMValueRef lo,
-                             LLVMValueRef hi, LLVMValueRef base,
-                             const cg_mut *acc)
-{
-    cg_fn *fn = &f->fn;
-    const cg_target *tg = fn->target;
-    const fe_term *op = f->e->k->op;
-    const fe_term *src = op->kid[1];
-    LLVMTypeRef i64 = t_i64(fn), i32 = t_i32(fn);
-    LLVMValueRef lg = G->lg, L = G->L, L32 = G->L32, li = G->li;
-    LLVMValueRef li32 = G->li32, last = G->last;
-    int U = G->U;
-    weft_status s;
-    cg_mut x;
-    if ((s = cg_mut_new(fn, op->type, &x)) != WEFT_OK) {
-        return s;
-    }
-    (void)lg;
-    /* trips while some segment of the warp has elements left (a ballot:
-     * the loop is the warp's, as its shuffles need every lane) */
-    LLVMValueRef c0p = var(fn, i64, lo);
-    LLVMBasicBlockRef head =
-        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "trip");
-    LLVMBasicBlockRef body =
-        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "trip.body");
-    LLVMBasicBlockRef done =
-        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "trip.done");
-    LLVMBuildBr(fn->b, head);
-    LLVMPositionBuilderAtEnd(fn->b, head);
-    LLVMValueRef c0 = get(fn, i64, c0p);
-    LLVMValueRef more =
-        tg->ballot(fn, LLVMBuildICmp(fn->b, LLVMIntSLT, c0, hi, ""));
-    LLVMBuildCondBr(fn->b,
-                    LLVMBuildICmp(fn->b, LLVMIntNE, more, c32(fn, 0), ""), body,
-                    done);
-    LLVMPositionBuilderAtEnd(fn->b, body);
-    /* elements of the trip: n32 in [0, U L]; lane i's are c0 + U i + u
-     * for u < U, read at once (positions clamped into the array: a lane
-     * past its segment reads an element it does not use) and folded in
-     * order */
-    LLVMValueRef UL = LLVMBuildMul(fn->b, L, cg_i64(fn, U), "");
-    LLVMValueRef n32 = LLVMBuildTrunc(
-        fn->b,
-        cg_smax(fn, cg_i64(fn, 0),
-                cg_smin(fn, LLVMBuildSub(fn->b, hi, c0, ""), UL)),
-        i32, "n_in");
-    LLVMValueRef at = LLVMBuildAdd(
-        fn->b, base,
-        LLVMBuildAdd(fn->b, c0, LLVMBuildMul(fn->b, li, cg_i64(fn, U), ""), ""),
-        "");
-    cg_val e[MAX_LANE_ITEMS];
-    for (int u = 0; u < U; u++) {
-        LLVMValueRef args[2] = {LLVMBuildAdd(fn->b, at, cg_i64(fn, u), ""),
-                                last};
-        LLVMValueRef idx = cg_intrinsic(fn, "llvm.umin", &i64, 1, args, 2);
-        if ((s = sk_read(f, src, idx, NULL, &e[u])) != WEFT_OK) {
-            return s;
-        }
-    }
-    cg_mut_set(fn, &x, &e[0]);
-    /* the trip's elements from the lane's first on (i32, maybe negative):
-     * compared with constants below (compares of U i + k with n32 made
-     * LLVM keep a register for each k) */
-    LLVMValueRef rem = LLVMBuildSub(
-        fn->b, n32, LLVMBuildMul(fn->b, li32, c32(fn, U), ""), "rem");
-    for (int u = 1; u < U; u++) {
-        if ((s = comb_if(f, &x, &e[u],
-                         LLVMBuildICmp(fn->b, LLVMIntSGT, rem, c32(fn, u),
-                                       ""))) != WEFT_OK) {
-            return s;
-        }
-    }
-    /* the tree: lane i takes lane i + d's fold where both hold elements
-     * (then lane i + d is of the same segment: n32 <= L); lane 0's is
-     * the trip's */
-    for (int d = 1; d < WARP; d *= 2) {
-        cg_if st; /* steps below L only (uniform) */
-        cg_if_begin(fn, &st,
-                    LLVMBuildICmp(fn->b, LLVMIntUGT, L32, c32(fn, d), ""));
-        cg_val xv, y;
-        if ((s = cg_mut_get(fn, &x, &xv)) != WEFT_OK) {
-            return s;
-        }
-        if ((s = cg_val_make(fn, xv.n, &y)) != WEFT_OK) {
-            return s;
-        }
-        for (int l = 0; l < xv.n; l++) {
-            y.v[l] = tg->shuffle_down(fn, xv.v[l], c32(fn, d));
-        }
-        LLVMValueRef take =
-            LLVMBuildICmp(fn->b, LLVMIntSGT, rem, c32(fn, d * U), "");
-        if ((s = comb_if(f, &x, &y, take)) != WEFT_OK) {
-            return s;
-        }
-        cg_if_end(fn, &st);
-    }
-    cg_val xv;
-    if ((s = cg_mut_get(fn, &x, &xv)) != WEFT_OK ||
-        (s = comb_if(
-             f, acc, &xv,
-             LLVMBuildAnd(
-                 fn->b, LLVMBuildICmp(fn->b, LLVMIntEQ, li32, c32(fn, 0), ""),
-                 LLVMBuildICmp(fn->b, LLVMIntNE, n32, c32(fn, 0), ""), ""))) !=
-            WEFT_OK) {
-        return s;
-    }
-    LLVMBuildStore(fn->b, LLVMBuildAdd(fn->b, c0, UL, ""), c0p);
-    LLVMBuildBr(fn->b, head);
-    LLVMPositionBuilderAtEnd(fn->b, done);
-    return WEFT_OK;
-}
-
-/* Segment q of entry 1 (i64, maybe past the last, nq): its elements
- * [base + lo, base + hi) of the input (none past nq). */
-typedef struct span {
-    LLVMValueRef nq, nseg, inner, one_row; /* in */
-    LLVMValueRef pre_lo, pre_hi;           /* in: its offsets as read
-                                              before, or NULL */
-    LLVMValueRef live, lo, hi, base;       /* out */
-    LLVMValueRef raw_lo, raw_hi;           /* out: the offsets read */
-} span;
-
-static void span_of(sk_fn *f, span *sp, LLVMValueRef q)
-{
-    cg_fn *fn = &f->fn;
-    LLVMTypeRef i64 = t_i64(fn);
-    LLVMValueRef nq = sp->nq, nseg = sp->nseg, inner = sp->inner;
-    LLVMValueRef one_row = sp->one_row;
-    LLVMValueRef off = sk_aux_array(f, AUX_OFFSETS)->ptr[0];
-    LLVMValueRef live = LLVMBuildICmp(fn->b, LLVMIntULT, q, nq, "live");
-    /* row and segment of q: no division for one row (a block-uniform
-     * branch) */
-    LLVMValueRef rowp = var(fn, i64, cg_i64(fn, 0));
-    LLVMValueRef kp = var(fn, i64, q);
-    cg_if several;
-    cg_if_begin(fn, &several, LLVMBuildNot(fn->b, one_row, ""));
-    {
-        LLVMValueRef qs = LLVMBuildSelect(fn->b, live, q, cg_i64(fn, 0), "");
-        LLVMValueRef r = LLVMBuildUDiv(fn->b, qs, nseg, "");
-        LLVMBuildStore(fn->b, r, rowp);
-        LLVMBuildStore(
-            fn->b,
-            LLVMBuildSub(fn->b, qs, LLVMBuildMul(fn->b, r, nseg, ""), ""), kp);
-    }
-    cg_if_end(fn, &several);
-    LLVMValueRef row = get(fn, i64, rowp);
-    LLVMValueRef k =
-        LLVMBuildSelect(fn->b, live, get(fn, i64, kp), cg_i64(fn, 0), "k");
-    /* the offsets, kept within [0, inner] and in order (after a bad length
-     * they are whatever entry 0 wrote; the error is reported all the
-     * same) */
-    LLVMValueRef lo = sp->pre_lo ? sp->pre_lo : load64(fn, off, k);
-    LLVMValueRef hi =
-        sp->pre_hi ? sp->pre_hi
-                   : load64(fn, off, LLVMBuildAdd(fn->b, k, cg_i64(fn, 1), ""));
-    sp->raw_lo = lo;
-    sp->raw_hi = hi;
-    lo = cg_smax(fn, cg_i64(fn, 0), cg_smin(fn, lo, inner));
-    hi = cg_smax(fn, lo, cg_smin(fn, hi, inner));
-    hi = LLVMBuildSelect(fn->b, live, hi, lo, "hi");
-    LLVMValueRef base = LLVMBuildMul(fn->b, row, inner, "base");
-    sp->live = live;
-    sp->lo = lo;
-    sp->hi = hi;
-    sp->base = base;
-}
-
-/* Result q = z `f` the elements of span sp, folded over G's lanes and
- * stored by the first of its group (where q is a segment). */
-static weft_status fold_segment(sk_fn *f, const lanes *G, const span *sp,
-                                LLVMValueRef q, const cg_mut *acc)
-{
-    cg_fn *fn = &f->fn;
-    cg_mut_set(fn, acc, sk_kid_value(f, 0));
-    weft_status s = fold_span(f, G, sp->lo, sp->hi, sp->base, acc);
-    if (s) {
-        return s;
-    }
-    cg_if put;
-    cg_if_begin(
-        fn, &put,
-        LLVMBuildAnd(fn->b, sp->live,
-                     LLVMBuildICmp(fn->b, LLVMIntEQ, G->li, cg_i64(fn, 0), ""),
-                     ""));
-    cg_val y;
-    if ((s = cg_mut_get(fn, acc, &y)) != WEFT_OK) {
-        return s;
-    }
-    cg_array_store(fn, sk_out_array(f, 0), q, &y);
-    cg_if_end(fn, &put);
-    return WEFT_OK;
-}
-
-/* Entry 1: the fold of every segment of every row from the offsets that
- * entry 0 wrote, L = 2^lg lanes a segment (lg: aux AUX_LANES, the same in
- * every lane), 32 / L segments a warp item (f->n items).  Each trip the
- * L lanes of a segment read L consecutive elements (lane i the i-th, so
- * the warp's reads are coalesced as the hand CSR-vector kernel's), fold
- * them by a tree of shuffles that keeps their order (lane i takes lane i
- * + d's value where i is a multiple of 2d and lane i + d holds elements),
- * and lane 0 adds the trip's fold to the segment's, z first.  The trips
- * run to the longest segment of the warp (shuffles need every lane).  No
- * shared memory and no barrier: few registers, many warps. */
-static weft_status emit_lanes(sk_fn *f)
-{
-    cg_fn *fn = &f->fn;
-    const cg_target *tg = fn->target;
-    const fe_term *op = f->e->k->op;
-    const fe_term *src = op->kid[1];
-    LLVMTypeRef i64 = t_i64(fn), i32 = t_i32(fn);
-    LLVMValueRef ext[WEFT_MAX_RANK];
-    weft_status s = sk_extent(f, src, ext);
-    if (s) {
-        return s;
-    }
-    LLVMValueRef inner = ext[src->rank - 1];
-    LLVMValueRef outer = cg_i64(fn, 1);
-    for (int d = 0; d + 1 < src->rank; d++) {
-        outer = LLVMBuildMul(fn->b, outer, ext[d], "");
-    }
-    LLVMValueRef nseg = sk_kid_array(f, 2)->extent[0];
-    LLVMValueRef nq = LLVMBuildMul(fn->b, outer, nseg, "nq");
-    LLVMValueRef lg = sk_aux_value(f, AUX_LANES)->v[0];
-    LLVMValueRef L = LLVMBuildShl(fn->b, cg_i64(fn, 1), lg, "L");
-    LLVMValueRef L32 = LLVMBuildTrunc(fn->b, L, i32, "");
-    LLVMValueRef tid = cg_zext64(fn, tg->thread_index(fn, 0));
-    LLVMValueRef lane = LLVMBuildAnd(fn->b, tid, cg_i64(fn, WARP - 1), "lane");
-    LLVMValueRef li = LLVMBuildAnd(
-        fn->b, lane, LLVMBuildSub(fn->b, L, cg_i64(fn, 1), ""), "li");
-    LLVMValueRef li32 = LLVMBuildTrunc(fn->b, li, i32, "");
-    LLVMValueRef per = LLVMBuildLShr(fn->b, cg_i64(fn, WARP), lg, "per");
-    LLVMValueRef wpb = LLVMBuildLShr(
-        fn->b, cg_zext64(fn, tg->block_size(fn, 0)), cg_i64(fn, 5), "");
-    LLVMValueRef w0 = LLVMBuildAdd(
-        fn->b,
-        LLVMBuildMul(fn->b,
-                     LLVMBuildAdd(fn->b, f->first,
-                                  cg_zext64(fn, tg->block_index(fn, 0)), ""),
-                     wpb, ""),
-        LLVMBuildLShr(fn->b, tid, cg_i64(fn, 5), ""), "w0");
-    LLVMValueRef step =
-        LLVMBuildMul(fn->b, cg_zext64(fn, tg->grid_size(fn, 0)), wpb, "");
-    LLVMValueRef one_row =
-        LLVMBuildICmp(fn->b, LLVMIntEQ, outer, cg_i64(fn, 1), "");
-    /* the input's last element (only read where some segment has
-     * elements, so the input has some) */
-    LLVMValueRef last = LLVMBuildSub(
-        fn->b, LLVMBuildMul(fn->b, outer, inner, ""), cg_i64(fn, 1), "last");
-    int U = lane_items();
-    /* nothing after a bad length that entry 0 reported (so that a gather
-     * of the fold, from offsets past the lengths' checks, cannot report
-     * an error of its own first, which the interpreter would not) */
-    LLVMValueRef end = f->n;
-    if (f->e->k->err_item >= 0) {
-        LLVMValueRef ew =
-            LLVMBuildLoad2(fn->b, i64, f->arr[f->e->k->err_item].ptr[0], "");
-        LLVMSetOrdering(ew, LLVMAtomicOrderingMonotonic);
-        LLVMSetAlignment(ew, 8);
-        end = LLVMBuildSelect(
-            fn->b, LLVMBuildICmp(fn->b, LLVMIntEQ, ew, cg_i64(fn, 0), ""), f->n,
-            cg_i64(fn, 0), "end");
-    }
-    LLVMValueRef g0 = LLVMBuildLShr(fn->b, lane, lg, "");
-    span sp = {.nq = nq, .nseg = nseg, .inner = inner, .one_row = one_row};
-    /* the next item's offsets read before this item's fold (its loads
-     * then wait behind nothing) */
-    LLVMValueRef plo = NULL, phi = NULL;
-    if (prefetch()) {
-        span_of(f, &sp,
-                LLVMBuildAdd(fn->b, LLVMBuildMul(fn->b, w0, per, ""), g0, ""));
-        plo = var(fn, i64, sp.raw_lo);
-        phi = var(fn, i64, sp.raw_hi);
-    }
-    cg_sloop items;
-    LLVMValueRef w = cg_sloop_begin(fn, &items, w0, end, step, "item");
-    LLVMValueRef q =
-        LLVMBuildAdd(fn->b, LLVMBuildMul(fn->b, w, per, ""), g0, "q");
-    if (plo) {
-        span nx = sp;
-        nx.pre_lo = nx.pre_hi = NULL;
-        sp.pre_lo = get(fn, i64, plo);
-        sp.pre_hi = get(fn, i64, phi);
-        span_of(
-            f, &nx,
-            LLVMBuildAdd(
-                fn->b,
-                LLVMBuildMul(fn->b, LLVMBuildAdd(fn->b, w, step, ""), per, ""),
-                g0, ""));
-        LLVMBuildStore(fn->b, nx.raw_lo, plo);
-        LLVMBuildStore(fn->b, nx.raw_hi, phi);
-    }
-    span_of(f, &sp, q);
-    sp.pre_lo = sp.pre_hi = NULL;
-    LLVMValueRef lo = sp.lo, hi = sp.hi;
-    cg_mut acc;
-    if ((s = cg_mut_new(fn, op->type, &acc)) != WEFT_OK) {
-        return s;
-    }
-    lanes G = {.lg = lg,
-               .L = L,
-               .L32 = L32,
-               .li = li,
-               .li32 = li32,
-               .U = U,
-               .last = last};
-    /* a warp with a long segment (more than LONG_TRIPS trips of its
-     * group) folds its segments one after the other, each over the whole
-     * warp (more elements a trip: the other groups would wait for the
-     * long one idle) */
-    LLVMValueRef longer =
-        long_trips() <= 0
-            ? i1c(fn, false)
-            : LLVMBuildICmp(
-                  fn->b, LLVMIntNE,
-                  tg->ballot(fn,
-                             LLVMBuildICmp(
-                                 fn->b, LLVMIntSGT,
-                                 LLVMBuildSub(fn->b, hi, lo, ""),
-                                 LLVMBuildMul(fn->b, L,
-                                              cg_i64(fn, U * long_trips()), ""),
-                                 "")),
-                  c32(fn, 0), "longer");
-    cg_if lw;
-    cg_if_begin(fn, &lw, LLVMBuildNot(fn->b, longer, ""));
-    if ((s = fold_segment(f, &G, &sp, q, &acc)) != WEFT_OK) {
-        return s;
-    }
-    cg_if_else(fn, &lw);
-    {
-        lanes W = {.lg = cg_i64(fn, 5),
-                   .L = cg_i64(fn, WARP),
-                   .L32 = c32(fn, WARP),
-                   .li = lane,
-                   .li32 = LLVMBuildTrunc(fn->b, lane, i32, ""),
-                   .U = long_items(),
-                   .last = last};
-        cg_loop gl;
-        LLVMValueRef g;
-        cg_loop_begin(fn, &gl, cg_i64(fn, 0), per, &g);
-        LLVMValueRef gq =
-            LLVMBuildAdd(fn->b, LLVMBuildMul(fn->b, w, per, ""), g, "");
-        /* the span again (a few loads from L1 rather than registers
-         * across the loop) */
-        span_of(f, &sp, gq);
-        if ((s = fold_segment(f, &W, &sp, gq, &acc)) != WEFT_OK) {
-            return s;
-        }
-        cg_loop_end(fn, &gl);
-    }
-    cg_if_end(fn, &lw);
-    cg_sloop_end(fn, &items);
     return WEFT_OK;
 }
 
@@ -1064,11 +1507,8 @@ static bool ptx_fold_seg_supported(const fe_term *t)
 static weft_status ptx_fold_seg_prepare(weft_context *ctx, fe_arena *arena,
                                         sk_kernel *k)
 {
-    k->nentry = 2;
-    for (int v = 0; v < 2; v++) { /* both variants (sk_kernel.general) */
-        k->item_threads[2 * v + 0] = SK_ITEM_BLOCK;
-        k->item_threads[2 * v + 1] = WARP;
-    }
+    k->nentry = 1;
+    k->item_threads[0] = k->item_threads[1] = SK_ITEM_BLOCK;
     k->block_max = BLOCK;
     k->may_fail = true; /* the lengths are checked in the kernel */
     weft_status s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX, AUX_STATUS,
@@ -1079,53 +1519,30 @@ static weft_status ptx_fold_seg_prepare(weft_context *ctx, fe_arena *arena,
                         WEFT_I64, 1);
         k->aux_item[AUX_TICKET] = k->nitem - 1;
     }
-    if (s == WEFT_OK) {
-        s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX, AUX_OFFSETS,
-                        WEFT_I64, 1);
-        k->aux_item[AUX_OFFSETS] = k->nitem - 1;
-    }
-    if (s == WEFT_OK) {
-        s = sk_add_item(ctx, arena, k, SK_SCALAR, SK_SRC_AUX, AUX_LANES,
-                        WEFT_I64, 0);
-        k->aux_item[AUX_LANES] = k->nitem - 1;
-    }
     return s;
 }
 
-/* Entry `entry` (0 offsets, 1 lanes). */
-static weft_status emit_entry(sk_emit *e, const char *name, int entry)
+static weft_status ptx_fold_seg_emit(sk_emit *e, const char *const *names)
 {
     sk_fn f;
-    weft_status s = sk_fn_begin_raw(e, &f, name);
+    weft_status s = sk_fn_begin_raw(e, &f, names[0]);
     if (s) {
         return s;
     }
-    /* reads without branches, so that ptxas issues a lane's reads of a
-     * trip together (smvm: cols, vals, then x): errors in a local flag
-     * (every thread ends at sk_fn_end), reads outside an array from a
-     * cell of zeros */
+    /* the staged reads without branches, so that ptxas issues a thread's
+     * reads of a round together (smvm: cols, vals, then x): errors in a
+     * local flag (every thread ends at sk_fn_end), reads outside an array
+     * from a cell of zeros */
     f.local_errors = true;
     f.fn.flat_reads = true;
-    const char *bk = getenv("WEFT_SEG4_BLK");
-    int lb = bk ? atoi(bk) : LANES_BLOCKS;
-    cg_ptx_launch_bounds(&f.fn, BLOCK, entry == 1 ? lb : MIN_BLOCKS);
-    s = entry == 1 ? emit_lanes(&f) : emit_tiles(&f);
-    if (s) {
+    cg_ptx_launch_bounds(&f.fn, BLOCK, MIN_BLOCKS);
+    if ((s = emit_tiles(&f)) != WEFT_OK) {
         LLVMBuildUnreachable(f.fn.b);
         cg_fn_end(&f.fn);
         return s;
     }
     sk_fn_end(&f);
     return WEFT_OK;
-}
-
-static weft_status ptx_fold_seg_emit(sk_emit *e, const char *const *names)
-{
-    weft_status s = WEFT_OK;
-    for (int entry = 0; s == WEFT_OK && entry < 2; entry++) {
-        s = emit_entry(e, names[entry], entry);
-    }
-    return s;
 }
 
 const sk_skeleton sk_ptx_fold_seg = {
