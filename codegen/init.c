@@ -112,13 +112,12 @@ static void warm_up_codegen(void)
 /* The pipeline's warm-up runs on a call of a library function: the
  * optimiser's table of their names (TargetLibraryInfoImpl::getLibFunc) is
  * a static made on the first call it looks at. */
-static const char warm_up_passes_ir[] =
-    "declare double @sin(double)\n"
-    "define double @g(double %x) {\n"
-    "entry:\n"
-    "  %y = call double @sin(double %x)\n"
-    "  ret double %y\n"
-    "}\n";
+static const char warm_up_passes_ir[] = "declare double @sin(double)\n"
+                                        "define double @g(double %x) {\n"
+                                        "entry:\n"
+                                        "  %y = call double @sin(double %x)\n"
+                                        "  ret double %y\n"
+                                        "}\n";
 
 static void warm_up_passes(void)
 {

@@ -60,8 +60,8 @@ static rt_tier *live; /* under live_lock: started, not stopped */
 static pthread_once_t live_once = PTHREAD_ONCE_INIT;
 static int orphans_running; /* under live_lock */
 static pthread_cond_t orphans_done = PTHREAD_COND_INITIALIZER;
-static atomic_bool exiting; /* tier_at_exit ran */
-static atomic_bool registered; /* tier_at_exit registered once */
+static atomic_bool exiting;      /* tier_at_exit ran */
+static atomic_bool registered;   /* tier_at_exit registered once */
 static atomic_int registrations; /* by rt_tier_after_llvm */
 atomic_int rt_tier_orphaned;
 

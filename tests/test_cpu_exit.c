@@ -121,13 +121,12 @@ static void compile_and_run(weft_context *ctx)
     weft_acc *ys = weft_param(p, WEFT_I32, 1);
     weft_acc *ls = weft_param(p, WEFT_I32, 1);
     weft_fun *m = weft_fun1(p, WEFT_F64);
-    weft_fun_return(m, weft_add(weft_mul(weft_arg(m, 0), weft_f64(p, 3)),
-                                weft_f64(p, 1)));
-    weft_acc *r[2] = {
-        weft_fold(tu_fun_op2(p, WEFT_OP_ADD, WEFT_F64), weft_f64(p, 0),
-                  weft_map(m, xs)),
-        weft_fold_seg(tu_fun_op2(p, WEFT_OP_ADD, WEFT_I32), weft_i32(p, 0), ys,
-                      ls)};
+    weft_fun_return(
+        m, weft_add(weft_mul(weft_arg(m, 0), weft_f64(p, 3)), weft_f64(p, 1)));
+    weft_acc *r[2] = {weft_fold(tu_fun_op2(p, WEFT_OP_ADD, WEFT_F64),
+                                weft_f64(p, 0), weft_map(m, xs)),
+                      weft_fold_seg(tu_fun_op2(p, WEFT_OP_ADD, WEFT_I32),
+                                    weft_i32(p, 0), ys, ls)};
     TU_PROGRAM_OK(p);
     weft_executable *exe;
     TU_OK(weft_compile(p, r, 2, &exe));

@@ -55,9 +55,7 @@ static void child(const char *mode, enum probe pr, int64_t n)
         d[n - 1] = 7;
         _exit(zero && d[n - 1] == 7 ? 0 : 1);
     }
-    case PAST_END:
-        (void)d[n];
-        _exit(0);
+    case PAST_END: (void)d[n]; _exit(0);
     case BEFORE_START:
         /* the page before the first page of the block */
         (void)*(volatile char *)((at / (uintptr_t)page) * (uintptr_t)page - 1);
@@ -66,8 +64,8 @@ static void child(const char *mode, enum probe pr, int64_t n)
         weft_program *p;
         weft_program_create(ctx, &p);
         weft_acc *xs = weft_param(p, WEFT_I32, 1);
-        weft_acc *r = weft_fold(tu_fun_op2(p, WEFT_OP_ADD, WEFT_I32),
-                                weft_i32(p, 0), xs);
+        weft_acc *r =
+            weft_fold(tu_fun_op2(p, WEFT_OP_ADD, WEFT_I32), weft_i32(p, 0), xs);
         weft_executable *exe;
         if (weft_compile(p, &r, 1, &exe) != WEFT_OK) {
             _exit(1);
