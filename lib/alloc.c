@@ -18,10 +18,30 @@
  * resource of the process (vm.max_map_count, 65530 by default, which
  * malloc and the JIT need too), so at most MAPPED_MAX are live; meant
  * for scratch arenas, released soon.
+ *
+ * Guarded data blocks.  With WEFT_GUARD_ALLOC set in the environment (read
+ * once per process; see docs/DESIGN.md, "Guarded allocation"), every array
+ * buffer (fe_data_alloc) is a mapping of its own whose last byte sits right
+ * before a PROT_NONE page, with another such page before its first page:
+ * a kernel that reads or writes one element past an array's end faults on
+ * every run, not only where malloc happened to end the buffer at an
+ * unmapped page.  "front" puts the first byte right after the leading
+ * guard page instead, for reads before the start.  The CPU kernels assume
+ * no alignment beyond an element's (sk_target array_align is 0 there:
+ * arrays may be the caller's memory), and an end-placed block is aligned
+ * to the largest power of two that divides its size, a multiple of the
+ * element size; so the guard keeps every promise the kernels rely on.  A
+ * freed block is not unmapped at once but its pages are dropped and made
+ * PROT_NONE, and kept so for the next QUARANTINE frees, so that a stale
+ * pointer into it faults too.  A context with its own allocator keeps
+ * every byte going through it (no guard).  Slow (two system calls a
+ * block): a debugging mode, for test runs.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "fe.h"
 
@@ -174,4 +194,114 @@ void fe_arena_release(fe_arena *a)
     }
     a->chunks = NULL;
     a->used = a->cap = 0;
+}
+
+/* ---- guarded data blocks ------------------------------------------------ */
+
+enum { GUARD_OFF, GUARD_END, GUARD_FRONT };
+enum { QUARANTINE = 256 };
+
+static pthread_once_t guard_once = PTHREAD_ONCE_INIT;
+static int guard_mode_v;
+static size_t guard_page;
+
+static void guard_init(void)
+{
+    const char *v = getenv("WEFT_GUARD_ALLOC");
+    guard_mode_v = !v || !*v || strcmp(v, "0") == 0 ? GUARD_OFF
+                   : strcmp(v, "front") == 0        ? GUARD_FRONT
+                                                    : GUARD_END;
+    long pg = sysconf(_SC_PAGESIZE);
+    guard_page = pg > 0 ? (size_t)pg : 4096;
+}
+
+/* The guard mode for ctx's data blocks (GUARD_OFF for a context with its
+ * own allocator). */
+static int guard_mode(const weft_context *ctx)
+{
+    pthread_once(&guard_once, guard_init);
+    return ctx && ctx->cfg.alloc ? GUARD_OFF : guard_mode_v;
+}
+
+bool fe_data_guarded(const weft_context *ctx)
+{
+    return guard_mode(ctx) != GUARD_OFF;
+}
+
+/* The mapping of a guarded block of n bytes: its bytes in all (a guard
+ * page, the data pages, a guard page) and the data's offset in it. */
+static size_t guard_span(size_t n, int mode, size_t *at)
+{
+    size_t data = (n + guard_page - 1) / guard_page * guard_page;
+    *at = mode == GUARD_FRONT ? guard_page : guard_page + data - n;
+    return data + 2 * guard_page;
+}
+
+/* The freed blocks kept PROT_NONE (a ring; the oldest is unmapped when a
+ * new one comes). */
+static pthread_mutex_t quarantine_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    void *base;
+    size_t span;
+} quarantine[QUARANTINE];
+static int quarantine_next;
+
+static void *guard_alloc(size_t n, int mode)
+{
+    if (n > SIZE_MAX / 2) {
+        return NULL;
+    }
+    size_t at, span = guard_span(n, mode, &at);
+    unsigned char *base =
+        mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (base == MAP_FAILED) {
+        return NULL;
+    }
+    if (span > 2 * guard_page &&
+        mprotect(base + guard_page, span - 2 * guard_page,
+                 PROT_READ | PROT_WRITE) != 0) {
+        munmap(base, span);
+        return NULL;
+    }
+    return base + at;
+}
+
+static void guard_free(void *p, size_t n, int mode)
+{
+    size_t at, span = guard_span(n, mode, &at);
+    unsigned char *base = (unsigned char *)p - at;
+    madvise(base, span, MADV_DONTNEED);
+    mprotect(base, span, PROT_NONE);
+    pthread_mutex_lock(&quarantine_lock);
+    void *old = quarantine[quarantine_next].base;
+    size_t old_span = quarantine[quarantine_next].span;
+    quarantine[quarantine_next].base = base;
+    quarantine[quarantine_next].span = span;
+    quarantine_next = (quarantine_next + 1) % QUARANTINE;
+    pthread_mutex_unlock(&quarantine_lock);
+    if (old) {
+        munmap(old, old_span);
+    }
+}
+
+void *fe_data_alloc(weft_context *ctx, size_t n, bool zero)
+{
+    int mode = guard_mode(ctx);
+    if (mode != GUARD_OFF) {
+        return guard_alloc(n, mode); /* fresh pages are zero */
+    }
+    return zero ? fe_calloc(ctx, n) : fe_alloc(ctx, n);
+}
+
+void fe_data_free(weft_context *ctx, void *p, size_t n)
+{
+    int mode = guard_mode(ctx);
+    if (!p) {
+        return;
+    }
+    if (mode != GUARD_OFF) {
+        guard_free(p, n, mode);
+    } else {
+        fe_free(ctx, p, n);
+    }
 }

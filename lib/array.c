@@ -96,18 +96,19 @@ struct fe_pooled {
 /* Keep buffer p of `bytes` bytes for reuse, or free it.  The newest
  * buffers are kept: past FE_POOL_ENTRIES buffers or FE_POOL_MAX bytes the
  * oldest ones are freed, so that a program run with ever new sizes does
- * not fill the pool with buffers nobody asks for again. */
+ * not fill the pool with buffers nobody asks for again.  Guarded buffers
+ * (fe_data_guarded) are freed at once, into the guard's quarantine. */
 static void pool_put(weft_context *ctx, void *p, size_t bytes)
 {
     if (!p) {
         return;
     }
     struct fe_pooled *e = NULL;
-    if (bytes >= FE_POOL_MIN && bytes <= FE_POOL_MAX) {
+    if (bytes >= FE_POOL_MIN && bytes <= FE_POOL_MAX && !fe_data_guarded(ctx)) {
         e = fe_alloc(ctx, sizeof *e);
     }
     if (!e) {
-        fe_free(ctx, p, bytes);
+        fe_data_free(ctx, p, bytes);
         return;
     }
     e->p = p;
@@ -137,7 +138,7 @@ static void pool_put(weft_context *ctx, void *p, size_t bytes)
     pthread_mutex_unlock(&ctx->pool_lock);
     while (drop) {
         struct fe_pooled *next = drop->next;
-        fe_free(ctx, drop->p, drop->bytes);
+        fe_data_free(ctx, drop->p, drop->bytes);
         fe_free(ctx, drop, sizeof *drop);
         drop = next;
     }
@@ -172,7 +173,7 @@ void fe_pool_drain(weft_context *ctx)
     struct fe_pooled *e = ctx->pool;
     while (e) {
         struct fe_pooled *next = e->next;
-        fe_free(ctx, e->p, e->bytes);
+        fe_data_free(ctx, e->p, e->bytes);
         fe_free(ctx, e, sizeof *e);
         e = next;
     }
@@ -222,8 +223,7 @@ static weft_status array_new(weft_context *ctx, const char *who, weft_type type,
         if (a->data[l] && zero) {
             memset(a->data[l], 0, a->bytes[l]);
         } else if (!a->data[l]) {
-            a->data[l] =
-                zero ? fe_calloc(ctx, a->bytes[l]) : fe_alloc(ctx, a->bytes[l]);
+            a->data[l] = fe_data_alloc(ctx, a->bytes[l], zero);
         }
         if (!a->data[l]) {
             free_array(a);

@@ -98,6 +98,14 @@ void *fe_calloc(weft_context *ctx, size_t n);
 void *fe_realloc(weft_context *ctx, void *p, size_t old_n, size_t new_n);
 void fe_free(weft_context *ctx, void *p, size_t n);
 
+/* An array's data buffer of n bytes (zeroed when zero), and its free (the
+ * same n).  Through fe_alloc, or, with WEFT_GUARD_ALLOC in the
+ * environment, a mapping of its own between PROT_NONE pages (alloc.c,
+ * "Guarded data blocks"): then never a pooled buffer (fe_data_guarded). */
+void *fe_data_alloc(weft_context *ctx, size_t n, bool zero);
+void fe_data_free(weft_context *ctx, void *p, size_t n);
+bool fe_data_guarded(const weft_context *ctx);
+
 /* An arena: many allocations, freed together by fe_arena_release. */
 struct fe_arena {
     weft_context *ctx;

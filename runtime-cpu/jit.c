@@ -627,6 +627,7 @@ static weft_status produce(cpu_jit *j, const uint8_t key[32], source *src,
             addrs[i] = NULL;
         }
     }
+    rt_tier_after_llvm(); /* LLVM's new statics (runtime/tier.c, "Exit") */
     pthread_mutex_lock(&j->lock);
     j->st.compiled++;
     j->st.compile_ms += opt_ms + emit_ms;

@@ -228,6 +228,10 @@ bool rt_tier_stop(rt_tier *t, bool may_orphan);
 void rt_tier_fini(rt_tier *t);
 /* Block until every orphaned worker has finished. */
 void rt_tier_wait_orphans(void);
+/* After a compile that may have made LLVM statics (a job's, done by
+ * run_job; the caller's, by the backend): the exit handler registered
+ * again, so that it runs before their destructors (tier.c, "Exit"). */
+void rt_tier_after_llvm(void);
 
 #ifdef WEFT_HAVE_LLVM
 struct sk_kernel;

@@ -29,6 +29,20 @@
  * job runs in the caller (rt_tier_run_here).  So exit waits for at most
  * one job per worker, never for a queue.
  *
+ * The warm-up does not make every static: LLVM makes some on first use
+ * of a code path (an X86 table the first -O3 code generation builds, the
+ * table of library function names the optimiser builds for the first
+ * call it sees), and atexit runs handlers in the reverse order of their
+ * making, so the destructor of a static first made after tier_at_exit's
+ * registration ran before it, under a worker still in LLVM: an orphan
+ * emitting -O3 code when a test process exited crashed about once in ten
+ * runs in its code generator (test_cpu_permute's fold_seg, 2026-11-27).
+ * So tier_at_exit is registered again after every compile that may have
+ * made new statics (rt_tier_after_llvm: after each job, and after each of
+ * the caller's compiles), up to EXIT_REGISTER_MAX times a process (32
+ * bytes each); what remains is a static first made by a job that is
+ * still running at exit, which the warm-up is there to make unlikely.
+ *
  * Locks.  live_lock (the list of live workers and the orphan count), then
  * a worker's lock (its queue and flags).  The backend's run function is
  * called with neither held, and takes the backend's own locks.
@@ -46,8 +60,12 @@ static rt_tier *live; /* under live_lock: started, not stopped */
 static pthread_once_t live_once = PTHREAD_ONCE_INIT;
 static int orphans_running; /* under live_lock */
 static pthread_cond_t orphans_done = PTHREAD_COND_INITIALIZER;
-static atomic_bool exiting; /* tier_at_exit ran */
+static atomic_bool exiting;      /* tier_at_exit ran */
+static atomic_bool registered;   /* tier_at_exit registered once */
+static atomic_int registrations; /* by rt_tier_after_llvm */
 atomic_int rt_tier_orphaned;
+
+enum { EXIT_REGISTER_MAX = 1024 };
 
 static void tier_at_exit(void)
 {
@@ -76,6 +94,15 @@ static void tier_at_exit(void)
 static void live_register(void)
 {
     atexit(tier_at_exit);
+    atomic_store(&registered, true);
+}
+
+void rt_tier_after_llvm(void)
+{
+    if (atomic_load(&registered) && !atomic_load(&exiting) &&
+        atomic_fetch_add(&registrations, 1) < EXIT_REGISTER_MAX) {
+        atexit(tier_at_exit); /* see "Exit" */
+    }
 }
 
 void rt_tier_init(rt_tier *t, const rt_tier_ops *ops, void *user, bool drain)
@@ -115,6 +142,7 @@ static void free_jobs(rt_tier *t, rt_tier_job *q)
 static void run_job(rt_tier *t, rt_tier_job *job)
 {
     weft_status s = t->ops->run(t->user, job);
+    rt_tier_after_llvm();
     char msg[FE_MSG_MAX];
     snprintf(msg, sizeof msg, "%s", s != WEFT_OK ? weft_last_error() : "");
     t->ops->free_job(t->user, job);
