@@ -715,7 +715,8 @@ int sk_stencil_tile_h(unsigned flags);
 #define SK_PERMUTE_SHARED_BYTES 32768
 /* Entry 2's `first` for a part of a launch split over several devices
  * (runtime-gpu/backend.c launch_permute, ptx/permute.c "Several
- * devices"): its first chunk with SK_PERMUTE_SPLIT, and how its blocks
+ * devices"; the part's sources start at its `skip`): its first chunk
+ * from there with SK_PERMUTE_SPLIT, and how its blocks
  * flush: each straight into the output (reductions of system scope), or,
  * with SK_PERMUTE_ACC, into accumulators in aux 1 on the part's device
  * (the second half of aux 1 with SK_PERMUTE_HIGH: the first device's;

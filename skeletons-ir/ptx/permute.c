@@ -87,9 +87,11 @@
  *
  * Several devices.  A launch split over the devices (runtime/
  * exec_permute.c, runtime-gpu/backend.c launch_permute) gives each
- * device's grid a range of the chunks: `first` is its first chunk with
- * SK_PERMUTE_SPLIT set (sk.h).  Its blocks take their chunks from there
- * and flush into accumulators of their device (SK_PERMUTE_ACC: the
+ * device's grid a range of the sources, [skip, n) (the kernel's `skip`
+ * and `n` parameters), cut into chunks from its start, so that the
+ * range can start where the device's block of the keys does; `first`
+ * holds SK_PERMUTE_SPLIT (sk.h) and the chunk to start from (0).  Its
+ * blocks take their chunks from there and flush into accumulators of their device (SK_PERMUTE_ACC: the
  * accumulators of a fused default, at the second half of aux 1 on the
  * first device, SK_PERMUTE_HIGH, and in the others at a copy of its
  * zero first half, made on their stream), and the part's last block
@@ -129,7 +131,7 @@ static LLVMValueRef as_bits(cg_fn *fn, LLVMValueRef x)
 
 enum {
     GROUP = 4,           /* consecutive sources a thread takes at a time */
-    PRIVATE_VERSION = 6, /* of entry 2's code (sk_kernel.flags, the key) */
+    PRIVATE_VERSION = 7, /* of entry 2's code (sk_kernel.flags, the key) */
     /* entry 2's launch bounds where the kernel is light: 2 blocks of 1024
      * threads an SM, as many threads as an SM holds, so at most 32
      * registers (the histogram's pairs of groups took ptxas to 39
@@ -675,10 +677,16 @@ static weft_status emit_private(sk_fn *f)
     }
     cg_sloop_end(fn, &init);
     tg->barrier(fn);
-    /* the block's chunks into the copies */
+    /* the block's chunks into the copies: chunk c is [base + c grain,
+     * ...), base the kernel's `skip` parameter (0 but in a part of a
+     * split launch, whose sources start there: head comment) */
+    LLVMValueRef base = LLVMGetParam(fn->fn, 4);
     LLVMValueRef chunks = LLVMBuildUDiv(
         fn->b,
-        LLVMBuildSub(fn->b, LLVMBuildAdd(fn->b, f->n, f->grain, ""), one, ""),
+        LLVMBuildSub(fn->b,
+                     LLVMBuildAdd(fn->b, LLVMBuildSub(fn->b, f->n, base, ""),
+                                  f->grain, ""),
+                     one, ""),
         f->grain, "chunks");
     /* a part of a split launch: its chunks from `first` (head comment) */
     LLVMValueRef from =
@@ -688,12 +696,14 @@ static weft_status emit_private(sk_fn *f)
         fn, &cl,
         LLVMBuildAdd(fn->b, from, cg_zext64(fn, tg->block_index(fn, 0)), ""),
         chunks, cg_zext64(fn, tg->grid_size(fn, 0)), "chunk");
-    LLVMValueRef lo = LLVMBuildMul(fn->b, c, f->grain, "lo");
+    LLVMValueRef lo =
+        LLVMBuildAdd(fn->b, base, LLVMBuildMul(fn->b, c, f->grain, ""), "lo");
     LLVMValueRef hi = LLVMBuildAdd(fn->b, lo, f->grain, "");
     hi = LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, hi, f->n, ""),
                          hi, f->n, "hi");
-    /* GROUP consecutive sources per thread and step: lo is a multiple
-     * of the grain, which the driver makes a multiple of 1024, so the
+    /* GROUP consecutive sources per thread and step: lo is base plus a
+     * multiple of the grain, all of which the drivers make multiples of
+     * 512, so the
      * `and` changes nothing but tells LLVM that a group is aligned (its
      * reads become one vector load) */
     lo = LLVMBuildAnd(fn->b, lo, cg_i64(fn, -GROUP), "");
