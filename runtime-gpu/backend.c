@@ -97,9 +97,9 @@ typedef struct ptx_kernel {
     char names[SK_MAX_ENTRY][80];
 } ptx_kernel;
 
-#define TM_SPARE 4      /* target machines of a kind kept for reuse */
-#define CLEAN_BYTES 256 /* of the clean area per aux index ("Clean words") */
-#define HELD_MAX 512    /* error words a run holds back ("Held reports") */
+#define TM_SPARE 4       /* target machines of a kind kept for reuse */
+#define CLEAN_BYTES 4096 /* of the clean area per aux index ("Clean words") */
+#define HELD_MAX 512     /* error words a run holds back ("Held reports") */
 /* The clean area: 8 aux indices, then the held words. */
 #define CLEAN_AREA (CLEAN_BYTES * 8 + HELD_MAX * 8)
 
@@ -1614,9 +1614,14 @@ static weft_status launch_permute(rt_job *j, gpu_dev *d, const gpu_fn *f,
     gpu_replicas rep;
     small_inputs(j, &rep);
     const sk_item *acc = &j->k->item[j->k->aux_item[1]];
-    /* aux 1 holds two sets of accumulators (exec_permute.c) */
+    /* aux 1 holds two sets of accumulators (exec_permute.c); a fused
+     * default needs them (no launch writes the default first) */
+    bool fused = sk_permute_init_entry(j->k) >= 0;
     size_t set = (size_t)j->w[acc->word + acc->nleaf] / 2 * sizeof(uint32_t);
-    bool own = !st->no_replicas && rep.n < GPU_REPLICAS_MAX && set > 0;
+    bool own = (fused || !st->no_replicas) && set > 0;
+    if (own && rep.n >= GPU_REPLICAS_MAX) {
+        rep.n--; /* that small input is read on device 0 instead */
+    }
     if (own) {
         rep.r[rep.n].word = acc->word;
         rep.r[rep.n++].bytes = set;
@@ -1629,6 +1634,7 @@ static weft_status launch_permute(rt_job *j, gpu_dev *d, const gpu_fn *f,
     }
     gpu_part part[GPU_MULTI_MAX];
     int64_t sizes[GPU_MULTI_MAX];
+    int parts = 0;
     for (int r = 0; r < nd; r++) {
         int64_t lo = (n / nd * r) & -(int64_t)SK_SPREAD_ALIGN;
         int64_t hi =
@@ -1645,6 +1651,10 @@ static weft_status launch_permute(rt_job *j, gpu_dev *d, const gpu_fn *f,
             .first = mode,
             .skip = lo};
         sizes[r] = hi - lo;
+        parts += part[r].grid > 0;
+    }
+    for (int r = 0; r < nd; r++) {
+        part[r].first |= SK_PERMUTE_PARTS(parts);
     }
     return gpu_launch_parts(d, f, block, part, j->w, &rep, "sources", sizes,
                             WHO);

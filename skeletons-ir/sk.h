@@ -725,7 +725,15 @@ int sk_stencil_tile_h(unsigned flags);
 #define SK_PERMUTE_SPLIT ((int64_t)1 << 62)
 #define SK_PERMUTE_ACC ((int64_t)1 << 61)
 #define SK_PERMUTE_HIGH ((int64_t)1 << 60)
-#define SK_PERMUTE_MODE (SK_PERMUTE_SPLIT | SK_PERMUTE_ACC | SK_PERMUTE_HIGH)
+/* ... and, with a fused default, the number of parts (each part's last
+ * block reduces into a set of the first device's, and the last part's
+ * writes the output: no launch writes the default first) */
+#define SK_PERMUTE_PARTS_SHIFT 52
+#define SK_PERMUTE_PARTS_MAX 0xff
+#define SK_PERMUTE_PARTS(n) ((int64_t)(n) << SK_PERMUTE_PARTS_SHIFT)
+#define SK_PERMUTE_MODE                                                        \
+    (SK_PERMUTE_SPLIT | SK_PERMUTE_ACC | SK_PERMUTE_HIGH |                     \
+     SK_PERMUTE_PARTS(SK_PERMUTE_PARTS_MAX))
 #define SK_LIGHT_COST 32 /* sk_kernel.light: operations (math functions 8) */
 
 /* ===== the skeletons, one file each (see each file's head comment) ===== */

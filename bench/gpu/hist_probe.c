@@ -102,13 +102,14 @@ static weft_acc *build_hist(weft_program *p, weft_acc *keys)
     weft_fun *one = weft_fun1(p, WEFT_DIM(1));
     weft_fun_return(one, weft_i32(p, 1));
     weft_fun *add = weft_fun2(p, WEFT_I32, WEFT_I32);
-    weft_fun_return(add, weft_prim2(WEFT_OP_ADD, weft_arg(add, 0),
-                                    weft_arg(add, 1)));
+    weft_fun_return(
+        add, weft_prim2(WEFT_OP_ADD, weft_arg(add, 0), weft_arg(add, 1)));
     weft_fun *ix = weft_fun1(p, WEFT_DIM(1));
     weft_fun_return(ix, weft_index1(weft_convert(weft_at(keys, weft_arg(ix, 0)),
                                                  WEFT_I64)));
-    return weft_permute(add, weft_generate(weft_index1(weft_i64(p, BINS)), zero),
-                        ix, weft_generate(weft_shape(keys), one));
+    return weft_permute(add,
+                        weft_generate(weft_index1(weft_i64(p, BINS)), zero), ix,
+                        weft_generate(weft_shape(keys), one));
 }
 
 /* n keys: runs of the histogram, one line. */
@@ -129,8 +130,8 @@ static int probe(weft_context *ctx, void *stream, int64_t n, int runs)
         want[keys[i]]++;
     }
     weft_array *in = NULL;
-    if (weft_array_from_host(ctx, WEFT_I32, 1, &n,
-                             (const void *const[]){keys}, &in)) {
+    if (weft_array_from_host(ctx, WEFT_I32, 1, &n, (const void *const[]){keys},
+                             &in)) {
         die("weft_array_from_host");
     }
     free(keys);
@@ -193,7 +194,9 @@ static int probe(weft_context *ctx, void *stream, int64_t n, int runs)
            "(min %.4f) %.2f GB/s split/run %.1f moved/run %.0f B "
            "driver calls/run %.1f wrong bins %lld\n",
            (long long)n, s1.devices, host[runs / 2], host[0], dev[runs / 2],
-           dev[0], (double)n * 4 / (dev[runs / 2] > 0 ? dev[runs / 2] : host[runs / 2]) * 1e-6,
+           dev[0],
+           (double)n * 4 /
+               (dev[runs / 2] > 0 ? dev[runs / 2] : host[runs / 2]) * 1e-6,
            (double)(s1.kernels_split - s0.kernels_split) / runs,
            (double)(s1.device_bytes_moved - s0.device_bytes_moved) / runs,
            (double)(s1.driver_calls - s0.driver_calls) / runs,
