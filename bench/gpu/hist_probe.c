@@ -13,8 +13,9 @@
  * one GPU's kernels in "kernel.device" spans; a traced run waits for the
  * parts' events, so its host times are inflated.  The runtime's tuning
  * knobs of the split permute (runtime-gpu/backend.c launch_permute:
- * $WEFT_PTX_PERMUTE_BLOCKS, $WEFT_PTX_REPLICAS) reach it through the
- * environment, to compare variants in one round.
+ * $WEFT_PTX_PERMUTE_CHUNKS, $WEFT_PTX_REPLICAS) reach it through the
+ * environment, to compare variants in one round (bench/gpu/hist_probe.sh
+ * runs the lot).
  *
  * On the GPU machine, from the unpacked bundle:
  *   gcc -std=c17 -O2 -Iinclude bench/gpu/hist_probe.c -o hist_probe -L. \
