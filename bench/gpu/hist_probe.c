@@ -217,6 +217,9 @@ int main(int argc, char **argv)
     runs = runs > 0 ? runs : 20;
     weft_config cfg = weft_config_default();
     cfg.backend = WEFT_BACKEND_PTX;
+    /* the optimised code from the first run (not the quick tier's,
+     * replaced in the background during the first size's runs) */
+    cfg.flags |= WEFT_FLAG_NO_TIERING;
     weft_context *ctx = NULL;
     if (weft_context_create(&cfg, &ctx)) {
         die("weft_context_create");
