@@ -328,8 +328,7 @@ static weft_status ptx_context_init(weft_context *ctx)
     const char *pc = knob(ctx, "WEFT_PTX_PERMUTE_CHUNKS");
     st->permute_chunks = pc && atoi(pc) >= 1 && atoi(pc) <= 64 ? atoi(pc) : 0;
     const char *pt = knob(ctx, "WEFT_PTX_PERMUTE_TAIL");
-    st->permute_tail =
-        pt && (*pt == '1' || *pt == '2') && !pt[1] ? *pt - '0' : 0;
+    st->permute_tail = pt && strcmp(pt, "2") == 0 ? 2 : 0;
     const char *o = knob(ctx, "WEFT_PTX_JIT_OPT");
     st->opt_level = o && *o >= '0' && *o <= '4' && !o[1] ? *o - '0' : -1;
     const char *q = knob(ctx, "WEFT_PTX_QUICK_OPT");
@@ -1611,8 +1610,8 @@ static weft_status launch_spread(rt_job *j, gpu_dev *d, const gpu_fn *f,
  * without replicas ($WEFT_PTX_REPLICAS=0), every block reduces its
  * copies into the output.  $WEFT_PTX_PERMUTE_CHUNKS (a tuning knob)
  * recuts each part into that many chunks per resident block;
- * $WEFT_PTX_PERMUTE_TAIL=1 or 2 (a measurement, whose results are wrong)
- * leaves the parts' ticket, or all the last blocks' reductions, out.  Those
+ * $WEFT_PTX_PERMUTE_TAIL=2 (a measurement, whose results are wrong)
+ * leaves the last blocks' reductions and the parts' ticket out.  Those
  * reductions are peer atomics, not counted in device_bytes_moved (the
  * replicas are). */
 static weft_status launch_permute(rt_job *j, gpu_dev *d, const gpu_fn *f,

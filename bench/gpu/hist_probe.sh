@@ -12,7 +12,7 @@
 # goes to stdout.
 #
 # Usage: sh bench/gpu/hist_probe.sh [runs]
-#   HIST_LISTS (default "0,0 0,1 0,1,2,3"), HIST_TAILS (default "1 2"),
+#   HIST_LISTS (default "0,0 0,1 0,1,2,3"), HIST_TAILS (default "2"),
 #   HIST_CHUNKS (default none), NCU (the ncu binary), HIST_NCU=0 (no
 #   profiles).
 set -u
@@ -38,7 +38,7 @@ probe "one GPU"
 for list in ${HIST_LISTS:-0,0 0,1 0,1,2,3}; do
     probe "WEFT_DEVICES=$list" WEFT_DEVICES="$list"
 done
-for t in ${HIST_TAILS:-1 2}; do
+for t in ${HIST_TAILS:-2}; do
     probe "WEFT_DEVICES=0,1,2,3 WEFT_PTX_PERMUTE_TAIL=$t (wrong bins)" \
         WEFT_DEVICES=0,1,2,3 WEFT_PTX_PERMUTE_TAIL="$t"
 done
