@@ -819,6 +819,14 @@ bool cg_ptx_red_sys_ok(LLVMAtomicRMWBinOp op, LLVMTypeRef t);
 void cg_ptx_red_sys(cg_fn *fn, LLVMAtomicRMWBinOp op, LLVMValueRef p,
                     LLVMValueRef x);
 
+/* The fence of system scope (membar.sys) and the i32 atomic add of
+ * system scope that returns the old value (atom.sys.add.u32; p a generic
+ * pointer to an i32): the ticket of a permute's parts on several
+ * devices, each of which publishes its reductions before it draws one
+ * (skeletons-ir/ptx/permute.c). */
+void cg_ptx_fence_sys(cg_fn *fn);
+LLVMValueRef cg_ptx_atom_sys_add(cg_fn *fn, LLVMValueRef p, LLVMValueRef x);
+
 /* huge.c: function f's instructions, and mod's, counted until they pass
  * limit. */
 size_t cg_function_instructions(LLVMValueRef f, size_t limit);

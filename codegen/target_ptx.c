@@ -30,7 +30,9 @@
  * loop, which ptxas accepts.  Where atomics must be atomic with respect to
  * other GPUs too (a permute split over several devices, whose blocks on
  * every device reduce into one result), cg_ptx_red_sys emits red.sys (the
- * default scope, .gpu, says nothing about another device's accesses) as
+ * default scope, .gpu, says nothing about another device's accesses),
+ * cg_ptx_atom_sys_add atom.sys.add.u32 and cg_ptx_fence_sys membar.sys
+ * (fence.sc.sys: the parts' ticket, which orders their reductions), as
  * inline assembly: LLVM 19's NVPTX has no unsigned min and max of system
  * scope among its intrinsics, and makes no scope from syncscope.
  *
@@ -806,6 +808,26 @@ void cg_ptx_red_sys(cg_fn *fn, LLVMAtomicRMWBinOp op, LLVMValueRef p,
                                         1, 0, LLVMInlineAsmDialectATT, 0);
     LLVMValueRef args[2] = {LLVMBuildPtrToInt(fn->b, p, i64, ""), x};
     LLVMBuildCall2(fn->b, ty, red, args, 2, "");
+}
+
+void cg_ptx_fence_sys(cg_fn *fn)
+{
+    (void)call0(fn, "llvm.nvvm.membar.sys", NULL, 0);
+}
+
+LLVMValueRef cg_ptx_atom_sys_add(cg_fn *fn, LLVMValueRef p, LLVMValueRef x)
+{
+    static const char text[] = "atom.sys.add.u32 $0, [$1], $2;";
+    static const char cons[] = "=r,l,r,~{memory}";
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
+    LLVMTypeRef pt[2] = {i64, i32};
+    LLVMTypeRef ty = LLVMFunctionType(i32, pt, 2, 0);
+    LLVMValueRef atom =
+        LLVMGetInlineAsm(ty, text, sizeof text - 1, cons, sizeof cons - 1, 1, 0,
+                         LLVMInlineAsmDialectATT, 0);
+    LLVMValueRef args[2] = {LLVMBuildPtrToInt(fn->b, p, i64, ""), x};
+    return LLVMBuildCall2(fn->b, ty, atom, args, 2, "");
 }
 
 /* ---- finishing a module ---- */

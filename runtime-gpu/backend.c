@@ -97,9 +97,9 @@ typedef struct ptx_kernel {
     char names[SK_MAX_ENTRY][80];
 } ptx_kernel;
 
-#define TM_SPARE 4      /* target machines of a kind kept for reuse */
-#define CLEAN_BYTES 256 /* of the clean area per aux index ("Clean words") */
-#define HELD_MAX 512    /* error words a run holds back ("Held reports") */
+#define TM_SPARE 4       /* target machines of a kind kept for reuse */
+#define CLEAN_BYTES 4096 /* of the clean area per aux index ("Clean words") */
+#define HELD_MAX 512     /* error words a run holds back ("Held reports") */
 /* The clean area: 8 aux indices, then the held words. */
 #define CLEAN_AREA (CLEAN_BYTES * 8 + HELD_MAX * 8)
 
@@ -147,6 +147,14 @@ typedef struct ptx_state {
                                     row over several devices, in
                                     thousandths ($WEFT_PTX_SCAN_LAST, a
                                     tuning knob; 0: equal parts) */
+    int permute_tail;        /* $WEFT_PTX_PERMUTE_TAIL: a split
+                                    permute's last blocks left out, to
+                                    measure them (sk.h SK_PERMUTE_TAIL;
+                                    wrong results) */
+    int permute_chunks;      /* chunks per resident block of a split
+                                    permute's part ($WEFT_PTX_PERMUTE_
+                                    CHUNKS, a tuning knob, 1 to 64; 0: the
+                                    driver's chunk) */
     int64_t grain;           /* elements per thread and chunk of
                                     element-wise work ($WEFT_PTX_GRAIN, a
                                     tuning knob; 1 by default) */
@@ -317,6 +325,10 @@ static weft_status ptx_context_init(weft_context *ctx)
     st->no_replicas = rp && strcmp(rp, "0") == 0;
     const char *sl = knob(ctx, "WEFT_PTX_SCAN_LAST");
     st->scan_last = sl && atoi(sl) > 0 && atoi(sl) < 1000 ? atoi(sl) : 0;
+    const char *pc = knob(ctx, "WEFT_PTX_PERMUTE_CHUNKS");
+    st->permute_chunks = pc && atoi(pc) >= 1 && atoi(pc) <= 64 ? atoi(pc) : 0;
+    const char *pt = knob(ctx, "WEFT_PTX_PERMUTE_TAIL");
+    st->permute_tail = pt && strcmp(pt, "2") == 0 ? 2 : 0;
     const char *o = knob(ctx, "WEFT_PTX_JIT_OPT");
     st->opt_level = o && *o >= '0' && *o <= '4' && !o[1] ? *o - '0' : -1;
     const char *q = knob(ctx, "WEFT_PTX_QUICK_OPT");
@@ -1583,48 +1595,75 @@ static weft_status launch_spread(rt_job *j, gpu_dev *d, const gpu_fn *f,
 
 /* Entry 2 of a PTX permute split over the devices of d's context
  * (runtime/exec_permute.c; n sources in chunks of `grain`): device r
- * its range of the chunks, as equal as whole chunks allow, a block per
- * chunk up to the grid one device takes, with `first` its first chunk
- * and its mode (skeletons-ir/sk.h SK_PERMUTE_SPLIT): each part combines
- * its blocks' copies in accumulators on its own device (aux 1: the first
- * device's in its second half, the others' in replicas of its zero first
- * half, copied with the small inputs, multi.c "Replicas"), and its last
- * block reduces them into the output, so that each device makes one
- * reduction a bin over NVLink, not one a block and bin (4 H200: 1.14x
- * with those); without replicas ($WEFT_PTX_REPLICAS=0), every block
- * reduces its copies into the output.  Those reductions are peer
- * atomics, not counted in device_bytes_moved (the replicas are). */
+ * the sources [s_r, s_r+1), s_r = r n / D down to a multiple of
+ * SK_SPREAD_ALIGN (where an array split by bytes over the devices puts
+ * its blocks, for the 2^k sizes at least: so each part reads its keys
+ * from its own memory), cut into chunks of `grain` from s_r (its
+ * `skip`: skeletons-ir/ptx/permute.c), a block per chunk up to the grid
+ * one device takes, `first` its mode (skeletons-ir/sk.h
+ * SK_PERMUTE_SPLIT): each part combines its blocks' copies in
+ * accumulators on its own device (aux 1: the first device's in its
+ * second half, the others' in replicas of its zero first half, copied
+ * with the small inputs, multi.c "Replicas"), and its last block reduces
+ * them into the output, so that each device makes one reduction a bin
+ * over NVLink, not one a block and bin (4 H200: 1.14x with those);
+ * without replicas ($WEFT_PTX_REPLICAS=0), every block reduces its
+ * copies into the output.  $WEFT_PTX_PERMUTE_CHUNKS (a tuning knob)
+ * recuts each part into that many chunks per resident block;
+ * $WEFT_PTX_PERMUTE_TAIL=2 (a measurement, whose results are wrong)
+ * leaves the last blocks' reductions and the parts' ticket out.  Those
+ * reductions are peer atomics, not counted in device_bytes_moved (the
+ * replicas are). */
 static weft_status launch_permute(rt_job *j, gpu_dev *d, const gpu_fn *f,
                                   int64_t n, int64_t grain, int block)
 {
     int nd = gpu_multi_count(d);
-    int64_t chunks = (n + grain - 1) / grain;
+    const ptx_state *st = ((const ptx_job *)j->be_job)->st;
     gpu_replicas rep;
     small_inputs(j, &rep);
     const sk_item *acc = &j->k->item[j->k->aux_item[1]];
-    /* aux 1 holds two sets of accumulators (exec_permute.c) */
+    /* aux 1 holds two sets of accumulators (exec_permute.c); a fused
+     * default needs them (no launch writes the default first) */
+    bool fused = sk_permute_init_entry(j->k) >= 0;
     size_t set = (size_t)j->w[acc->word + acc->nleaf] / 2 * sizeof(uint32_t);
-    bool own = !((const ptx_job *)j->be_job)->st->no_replicas &&
-               rep.n < GPU_REPLICAS_MAX && set > 0;
+    bool own = (fused || !st->no_replicas) && set > 0;
+    if (own && rep.n >= GPU_REPLICAS_MAX) {
+        rep.n--; /* that small input is read on device 0 instead */
+    }
     if (own) {
         rep.r[rep.n].word = acc->word;
         rep.r[rep.n++].bytes = set;
     }
+    if (st->permute_chunks > 0) {
+        int64_t blocks = gpu_grid_for(d, f, block, INT64_MAX / 2);
+        int64_t cut = blocks * st->permute_chunks;
+        grain = ((n + nd - 1) / nd + cut - 1) / cut;
+        grain = (grain + SK_SPREAD_ALIGN - 1) & -(int64_t)SK_SPREAD_ALIGN;
+    }
     gpu_part part[GPU_MULTI_MAX];
     int64_t sizes[GPU_MULTI_MAX];
+    int parts = 0;
     for (int r = 0; r < nd; r++) {
-        int64_t lo = chunks * r / nd, hi = chunks * (r + 1) / nd;
-        int64_t end = hi * grain < n ? hi * grain : n;
+        int64_t lo = (n / nd * r) & -(int64_t)SK_SPREAD_ALIGN;
+        int64_t hi =
+            r == nd - 1 ? n : (n / nd * (r + 1)) & -(int64_t)SK_SPREAD_ALIGN;
+        int64_t chunks = hi > lo ? (hi - lo + grain - 1) / grain : 0;
         int64_t mode = SK_PERMUTE_SPLIT;
         if (own) {
             mode |= SK_PERMUTE_ACC | (r == 0 ? SK_PERMUTE_HIGH : 0);
         }
         part[r] = (gpu_part){
-            .grid = hi > lo ? gpu_grid_for(d, f, block, (hi - lo) * block) : 0,
-            .n = end,
+            .grid = chunks > 0 ? gpu_grid_for(d, f, block, chunks * block) : 0,
+            .n = hi,
             .grain = grain,
-            .first = lo | mode};
-        sizes[r] = hi > lo ? end - lo * grain : 0;
+            .first = mode,
+            .skip = lo};
+        sizes[r] = hi - lo;
+        parts += part[r].grid > 0;
+    }
+    for (int r = 0; r < nd; r++) {
+        part[r].first |= SK_PERMUTE_PARTS(parts) |
+                         SK_PERMUTE_TAIL(own ? st->permute_tail : 0);
     }
     return gpu_launch_parts(d, f, block, part, j->w, &rep, "sources", sizes,
                             WHO);

@@ -35,15 +35,16 @@
  *
  * Over several devices (j->devices > 1, RT_SPLIT_MIN sources or more,
  * every leaf of 4 or 8 bytes) entry 2 is a split phase: each device runs
- * its range of the chunks (runtime-gpu/backend.c launch_permute), after
- * the default's entry, when fused, has written the default on the first
- * device; each part's blocks combine their copies in accumulators of its
- * own, and its last block reduces them into the one output with
- * reductions of system scope (skeletons-ir/ptx/permute.c): aux 1 holds
- * two sets of accumulators, the first device's and the zero one that the
- * others copy as theirs.  The chunk is cut for the blocks of all the
- * devices.  Other
- * permutes (a result too large for the copies: entry 0's atomics on
+ * its range of the sources (runtime-gpu/backend.c launch_permute); each
+ * part's blocks combine their copies in accumulators of its own, and its
+ * last block reduces them into the one output with reductions of system
+ * scope (skeletons-ir/ptx/permute.c): aux 1 holds two sets of
+ * accumulators, the zero one that the other devices copy as theirs and
+ * the first device's.  With a fused default no launch writes it first:
+ * each part's last block reduces into the parts' set, aux 2, on the
+ * first device instead, and the last part to finish writes the output
+ * from it and the default, as one device's last block does.  The chunk
+ * is cut for the blocks of all the devices.  Other permutes (a result too large for the copies: entry 0's atomics on
  * every source; combines by a CAS loop or locks; leaves of 1 or 2 bytes)
  * run on the first device over the same memory.
  *
@@ -239,13 +240,21 @@ weft_status rt_exec_permute(rt_job *j)
     } else if (j->k->aux_item[1] >= 0) {
         /* entry 2 leaves its accumulators zero (ptx/permute.c,
          * last_block): one set for a fused default, two for a split
-         * launch (the first device's, and the others' zero template);
-         * unused otherwise */
+         * launch (the others' zero template, and the first device's);
+         * unused otherwise; aux 2 the parts' set of a split launch with
+         * a fused default */
         int64_t sets = split ? 2 : private && init >= 0 ? 1 : 0;
         j->aux_start[1] = RT_AUX_KEPT_ZERO;
         s = rt_job_aux(j, 1, WEFT_U32,
                        sets > 0 ? sets * private_words(bins, nleaf, leaf) : 1,
                        false);
+        if (s == WEFT_OK && j->k->aux_item[2] >= 0) {
+            j->aux_start[2] = RT_AUX_KEPT_ZERO;
+            s = rt_job_aux(j, 2, WEFT_U32,
+                           split && init >= 0 ? private_words(bins, nleaf, leaf)
+                                              : 1,
+                           false);
+        }
     }
     if (s) {
         return s;
@@ -254,18 +263,14 @@ weft_status rt_exec_permute(rt_job *j)
         return s;
     }
     if (split) {
-        /* the default first (on the first device), then the sources'
-         * chunks cut over the devices, flushed into the output */
-        rt_phase ph[2];
-        int np = 0;
-        if (init >= 0) {
-            ph[np++] = (rt_phase){.entry = init, .n = bins, .grain = j->grain};
-        }
-        ph[np++] = (rt_phase){.entry = 2,
-                              .n = n,
-                              .grain = private_chunk(j, n, bins, j->devices),
-                              .split = true};
-        return rt_job_phases(j, np, ph);
+        /* the sources' chunks cut over the devices, flushed into the
+         * output, which the last part writes from the default with a
+         * fused one */
+        rt_phase ph = {.entry = 2,
+                       .n = n,
+                       .grain = private_chunk(j, n, bins, j->devices),
+                       .split = true};
+        return rt_job_phases(j, 1, &ph);
     }
     if (private) {
         /* entry 2 computes a fused default itself */

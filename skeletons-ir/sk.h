@@ -715,7 +715,8 @@ int sk_stencil_tile_h(unsigned flags);
 #define SK_PERMUTE_SHARED_BYTES 32768
 /* Entry 2's `first` for a part of a launch split over several devices
  * (runtime-gpu/backend.c launch_permute, ptx/permute.c "Several
- * devices"): its first chunk with SK_PERMUTE_SPLIT, and how its blocks
+ * devices"; the part's sources start at its `skip`): its first chunk
+ * from there with SK_PERMUTE_SPLIT, and how its blocks
  * flush: each straight into the output (reductions of system scope), or,
  * with SK_PERMUTE_ACC, into accumulators in aux 1 on the part's device
  * (the second half of aux 1 with SK_PERMUTE_HIGH: the first device's;
@@ -724,7 +725,21 @@ int sk_stencil_tile_h(unsigned flags);
 #define SK_PERMUTE_SPLIT ((int64_t)1 << 62)
 #define SK_PERMUTE_ACC ((int64_t)1 << 61)
 #define SK_PERMUTE_HIGH ((int64_t)1 << 60)
-#define SK_PERMUTE_MODE (SK_PERMUTE_SPLIT | SK_PERMUTE_ACC | SK_PERMUTE_HIGH)
+/* ... and, with a fused default, the number of parts (each part's last
+ * block reduces into a set of the first device's, and the last part's
+ * writes the output: no launch writes the default first) */
+#define SK_PERMUTE_PARTS_SHIFT 52
+#define SK_PERMUTE_PARTS_MAX 0xff
+#define SK_PERMUTE_PARTS(n) ((int64_t)(n) << SK_PERMUTE_PARTS_SHIFT)
+/* ... and, to measure the parts' last blocks (a tuning knob's, wrong
+ * results: runtime-gpu/backend.c launch_permute), 2: no reductions from
+ * the last blocks and no parts' ticket (nor output written; 1, no ticket
+ * alone, would leave the parts' set, kept zero, set: not used) */
+#define SK_PERMUTE_TAIL_SHIFT 50
+#define SK_PERMUTE_TAIL(t) ((int64_t)(t) << SK_PERMUTE_TAIL_SHIFT)
+#define SK_PERMUTE_MODE                                                        \
+    (SK_PERMUTE_SPLIT | SK_PERMUTE_ACC | SK_PERMUTE_HIGH |                     \
+     SK_PERMUTE_PARTS(SK_PERMUTE_PARTS_MAX) | SK_PERMUTE_TAIL(3))
 #define SK_LIGHT_COST 32 /* sk_kernel.light: operations (math functions 8) */
 
 /* ===== the skeletons, one file each (see each file's head comment) ===== */

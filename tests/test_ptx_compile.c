@@ -691,19 +691,44 @@ static weft_acc *build_hist_u8(weft_program *p)
     return histogram_of(p, WEFT_OP_ADD, WEFT_U8);
 }
 
-/* A permute split over several devices reduces into its output with
- * reductions of system scope (skeletons-ir/ptx/permute.c, codegen's
- * cg_ptx_red_sys), with the operation and type of the combine, two per
- * leaf: a part's last block's, and each block's (without replicas); a
+/* The i32 histogram into a default array given (not fused). */
+static weft_acc *build_hist_given(weft_program *p)
+{
+    weft_acc *keys = weft_param(p, WEFT_I32, 1);
+    weft_acc *bins = weft_param(p, WEFT_I32, 1);
+    weft_fun *one = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(one, weft_i32(p, 1));
+    weft_fun *bin = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(bin, weft_index1(weft_convert(
+                             weft_at(keys, weft_arg(bin, 0)), WEFT_I64)));
+    return weft_permute(tu_fun_op2(p, WEFT_OP_ADD, WEFT_I32), bins, bin,
+                        weft_generate(weft_shape(keys), one));
+}
+
+/* A permute split over several devices reduces with reductions of
+ * system scope (skeletons-ir/ptx/permute.c, codegen's cg_ptx_red_sys),
+ * with the operation and type of the combine, two per leaf: each block's
+ * into the output (without replicas), and a part's last block's, into
+ * the output or, with a fused default, into the parts' set on the first
+ * device (f64 add: with a red.sys.or of the bin's bit there), after
+ * which the part takes the parts' ticket (one atom.sys, behind one
+ * membar.sys, and the last part a second before it reads the set); a
  * leaf of one byte has none (such a permute is not split). */
 START_TEST(permute_split_reductions)
 {
     const char *text = ptx_of_one("hist-i32", 0, build_hist_i32);
     ck_assert_int_eq(count_of(text, "red.sys.add.u32"), 2);
+    ck_assert_int_eq(count_of(text, "atom.sys.add.u32"), 1);
+    ck_assert_int_eq(count_of(text, "membar.sys"), 2);
+    text = ptx_of_one("hist-given", 0, build_hist_given);
+    ck_assert_int_eq(count_of(text, "red.sys.add.u32"), 2);
+    ck_assert_int_eq(count_of(text, "atom.sys"), 0);
+    ck_assert_int_eq(count_of(text, "membar.sys"), 0);
     text = ptx_of_one("hist-u64-max", 0, build_hist_u64_max);
     ck_assert_int_eq(count_of(text, "red.sys.max.u64"), 2);
     text = ptx_of_one("hist-f64", 0, build_hist_f64);
     ck_assert_int_eq(count_of(text, "red.sys.add.f64"), 2);
+    ck_assert_int_eq(count_of(text, "red.sys.or.b32"), 1);
     text = ptx_of_one("hist-u8", 0, build_hist_u8);
     ck_assert_int_eq(count_of(text, "red.sys"), 0);
 }

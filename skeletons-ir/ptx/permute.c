@@ -87,26 +87,37 @@
  *
  * Several devices.  A launch split over the devices (runtime/
  * exec_permute.c, runtime-gpu/backend.c launch_permute) gives each
- * device's grid a range of the chunks: `first` is its first chunk with
- * SK_PERMUTE_SPLIT set (sk.h).  Its blocks take their chunks from there
- * and flush into accumulators of their device (SK_PERMUTE_ACC: the
- * accumulators of a fused default, at the second half of aux 1 on the
- * first device, SK_PERMUTE_HIGH, and in the others at a copy of its
- * zero first half, made on their stream), and the part's last block
- * (its own ticket: the blocks of several grids share none) reduces each
- * touched bin into the output with a reduction of system scope (red.sys:
- * the default scope, .gpu, says nothing about another GPU's atomics on
- * the same word), fused default or not (the driver then has the
- * default's entry write it first).  So each device sends one reduction a
- * bin over NVLink; reducing each block's copies straight into the output
- * (SK_PERMUTE_SPLIT alone, without replicas) sends one a block and bin:
- * on four H200 the histogram of 2^28 keys ran 1.14x one GPU's speed so,
- * 1.63x with the accumulators (bench/results/gpu-multi.md).  Leaves
+ * device's grid a range of the sources, [skip, n) (the kernel's `skip`
+ * and `n` parameters), cut into chunks from its start, so that the
+ * range can start where the device's block of the keys does; `first`
+ * holds SK_PERMUTE_SPLIT (sk.h) and the chunk to start from (0).  Its
+ * blocks take their chunks from there and flush into accumulators of
+ * their device (SK_PERMUTE_ACC: the accumulators of a fused default, at
+ * the second half of aux 1 on the first device, SK_PERMUTE_HIGH, and in
+ * the others at a copy of its zero first half, made on their stream),
+ * and the part's last block (its own ticket: the blocks of several
+ * grids share none) reduces each touched bin with a reduction of system
+ * scope (red.sys: the default scope, .gpu, says nothing about another
+ * GPU's atomics on the same word): into the output, which the driver
+ * filled with the default array first, or, with a fused default, into
+ * the parts' set of accumulators (aux 2, on the first device, as kept:
+ * acc_op's atomic and fadd's bit).  Then that block fences with system
+ * scope and takes the parts' ticket in aux 2 (atom.sys; the number of
+ * parts is in `first`, SK_PERMUTE_PARTS), and the part that draws the
+ * last writes the output from the parts' set and the default, as one
+ * device's last block does from its own, and puts aux 2 back to zero: no
+ * launch writes the default before the parts (its own launch, and the
+ * event the parts waited for, took 8.8 us of a histogram's 195 us on four
+ * H200).  So each device sends one reduction a bin over NVLink; reducing
+ * each block's copies straight into the output (SK_PERMUTE_SPLIT alone,
+ * without replicas: only without a fused default) sends one a block and
+ * bin: on four H200 the histogram of 2^28 keys ran 1.14x one GPU's speed
+ * so, 1.63x with the accumulators (bench/results/gpu-multi.md).  Leaves
  * without such a reduction (1 and 2 bytes) are not split, and their
  * kernels have no such branch.
  *
- * Barriers.  Every barrier (two, and two more around the ticket of a
- * fused default) stands at the top level of the kernel, outside every
+ * Barriers.  Every barrier (two, two more around the ticket of a fused
+ * default or a part, and two around the parts' ticket) stands at the top level of the kernel, outside every
  * loop and branch but the uniform ones on the split's mode around the
  * last blocks, and no thread returns early, so every thread of the
  * block reaches each of them; the loops between them hold no barrier, so
@@ -129,7 +140,7 @@ static LLVMValueRef as_bits(cg_fn *fn, LLVMValueRef x)
 
 enum {
     GROUP = 4,           /* consecutive sources a thread takes at a time */
-    PRIVATE_VERSION = 6, /* of entry 2's code (sk_kernel.flags, the key) */
+    PRIVATE_VERSION = 7, /* of entry 2's code (sk_kernel.flags, the key) */
     /* entry 2's launch bounds where the kernel is light: 2 blocks of 1024
      * threads an SM, as many threads as an SM holds, so at most 32
      * registers (the histogram's pairs of groups took ptxas to 39
@@ -278,13 +289,15 @@ static LLVMValueRef acc_words(cg_fn *fn, LLVMValueRef bins, weft_type ty)
         cg_i64(fn, 2), "");
 }
 
-/* (high: where true, the set of accumulators after the first, whose
- * words are the second half of aux 1: a split part's, SK_PERMUTE_HIGH) */
-static weft_status acc_place_of(sk_fn *f, acc_place *pa, LLVMValueRef bins,
-                                LLVMValueRef high)
+/* (in aux `a`; which: the index of the set there, an i64, or NULL for
+ * the first: set 1 of aux 1 is the first device's in a split launch,
+ * SK_PERMUTE_HIGH; aux 2 holds the parts' set of a split launch with a
+ * fused default) */
+static weft_status acc_place_of(sk_fn *f, acc_place *pa, int a,
+                                LLVMValueRef bins, LLVMValueRef which)
 {
     cg_fn *fn = &f->fn;
-    const cg_array *aux = sk_aux_array(f, 1);
+    const cg_array *aux = sk_aux_array(f, a);
     if (!aux) {
         return fe_error(WEFT_ERR_INTERNAL,
                         "weft_compile: permute: no accumulator array");
@@ -305,8 +318,8 @@ static weft_status acc_place_of(sk_fn *f, acc_place *pa, LLVMValueRef bins,
     set = LLVMBuildAnd(fn->b, LLVMBuildAdd(fn->b, set, cg_i64(fn, 1), ""),
                        cg_i64(fn, -2), "");
     LLVMValueRef base = aux->ptr[0];
-    if (high) {
-        LLVMValueRef off = LLVMBuildSelect(fn->b, high, set, cg_i64(fn, 0), "");
+    if (which) {
+        LLVMValueRef off = LLVMBuildMul(fn->b, which, set, "");
         base = LLVMBuildInBoundsGEP2(fn->b, i32, base, &off, 1, "");
     }
     LLVMValueRef at = cg_i64(fn, 0);
@@ -413,96 +426,196 @@ static void accumulate(sk_fn *f, const acc_place *pa, int l, LLVMValueRef b,
     tg->atomic_rmw(fn, aop, p, x);
 }
 
-/* The end of entry 2 with a fused default (or, sys, of a split part
- * that accumulates: SK_PERMUTE_ACC).  Every thread fences its
- * flush, the block meets at a barrier, thread 0 takes a ticket and
- * tells the block through shared memory whether it drew the last one
- * (the grid's size less one, block-uniform, so the barriers inside are
- * too); that block fences again and writes each bin b, leaf by leaf (the
- * combine is componentwise, so leaf l of f(a, d) is f's on leaf l alone):
- *
- *     out_l[b] = f(acc[b] ^ mask, def[b])_l   where a block touched b
- *     out_l[b] = def_l[b]                     elsewhere
- *
- * (fadd: the bit of b says which; else a zero word, op's identity), or,
- * sys, reduces acc[b] ^ mask into out[b] (red.sys) where a block touched
- * b, then, after a barrier, puts its accumulators, ticket and bits back
- * to zero. */
-static weft_status last_block(sk_fn *f, const acc_place *pa, LLVMValueRef bins,
-                              LLVMValueRef tid, LLVMValueRef bs, bool sys)
+/* How the last block of a grid (or of a part) ends entry 2: it writes
+ * the output from the accumulators and the fused default (one device),
+ * reduces them into the output (a split part without a fused default),
+ * or into the parts' set on the first device, after which the last part
+ * writes the output from that set (a split part with a fused default). */
+typedef enum last_how { LAST_WRITE, LAST_REDUCE, LAST_GATHER } last_how;
+
+/* Leaf l of bin b of the accumulators pa: its word as kept (raw, op's
+ * identity 0) into *raw, whether a block touched the bin into *hit, and
+ * the value (the mask taken off) as the result. */
+static LLVMValueRef acc_read(cg_fn *fn, const acc_place *pa, int l,
+                             LLVMValueRef b, LLVMValueRef *raw,
+                             LLVMValueRef *hit)
+{
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+    weft_type ty = pa->ty[l];
+    LLVMTypeRef mt = cg_mem_type(fn->llctx, ty);
+    LLVMValueRef a = load_seen(
+        fn, mt, LLVMBuildInBoundsGEP2(fn->b, mt, pa->acc[l], &b, 1, ""),
+        (unsigned)weft_type_size(ty));
+    *raw = a;
+    if (pa->op[l] == LLVMAtomicRMWBinOpFAdd) {
+        LLVMValueRef bit;
+        LLVMValueRef word = load_seen(fn, i32, bit_of(fn, pa, l, b, &bit), 4);
+        *hit =
+            LLVMBuildICmp(fn->b, LLVMIntNE, LLVMBuildAnd(fn->b, word, bit, ""),
+                          LLVMConstInt(i32, 0, 0), "");
+        return a;
+    }
+    uint64_t mask;
+    acc_op(pa->op[l], fe_type_bits(ty), &mask);
+    *hit = LLVMBuildICmp(fn->b, LLVMIntNE, a, LLVMConstInt(LLVMTypeOf(a), 0, 0),
+                         "");
+    return LLVMBuildXor(fn->b, a, LLVMConstInt(LLVMTypeOf(a), mask, 0), "");
+}
+
+/* out_l[b] = f(acc[b], def[b])_l where a block touched b, def_l[b]
+ * elsewhere, for every bin (the block's threads in turn; the combine is
+ * componentwise, so leaf l of f(a, d) is f's on leaf l alone). */
+static weft_status write_out(sk_fn *f, const acc_place *pa, LLVMValueRef bins,
+                             LLVMValueRef tid, LLVMValueRef bs)
+{
+    cg_fn *fn = &f->fn;
+    const fe_term *t = f->e->k->op;
+    cg_sloop bl;
+    LLVMValueRef b = cg_sloop_begin(fn, &bl, tid, bins, bs, "bin");
+    cg_val d, args[2], y;
+    weft_status s = sk_read(f, t->kid[0], b, NULL, &d);
+    if (s) {
+        return s;
+    }
+    LLVMValueRef av[SK_PERMUTE_LEAVES_MAX], hit[SK_PERMUTE_LEAVES_MAX], raw;
+    for (int l = 0; l < pa->nleaf; l++) {
+        av[l] = acc_read(fn, pa, l, b, &raw, &hit[l]);
+    }
+    args[0] = (cg_val){.n = pa->nleaf, .v = av};
+    args[1] = d;
+    if ((s = cg_apply(fn, t->fun[0], args, &y)) != WEFT_OK) {
+        return s;
+    }
+    for (int l = 0; l < pa->nleaf; l++) {
+        y.v[l] = LLVMBuildSelect(fn->b, hit[l], y.v[l], d.v[l], "");
+    }
+    cg_array_store(fn, sk_out_array(f, 0), b, &y);
+    cg_sloop_end(fn, &bl);
+    return WEFT_OK;
+}
+
+/* Every touched bin of pa reduced, with reductions of system scope, into
+ * the output (to NULL: the value, by op) or into the accumulators `to`
+ * (the word as kept, by acc_op's atomic, and fadd's bit). */
+static void reduce_into(sk_fn *f, const acc_place *pa, const acc_place *to,
+                        LLVMValueRef bins, LLVMValueRef tid, LLVMValueRef bs)
+{
+    cg_fn *fn = &f->fn;
+    const cg_array *out = sk_out_array(f, 0);
+    cg_sloop bl;
+    LLVMValueRef b = cg_sloop_begin(fn, &bl, tid, bins, bs, "bin");
+    for (int l = 0; l < pa->nleaf; l++) {
+        LLVMTypeRef mt = cg_mem_type(fn->llctx, pa->ty[l]);
+        LLVMValueRef raw, hit;
+        LLVMValueRef a = acc_read(fn, pa, l, b, &raw, &hit);
+        cg_if in;
+        cg_if_begin(fn, &in, hit);
+        if (!to) {
+            cg_ptx_red_sys(
+                fn, pa->op[l],
+                LLVMBuildInBoundsGEP2(fn->b, mt, out->ptr[l], &b, 1, ""), a);
+        } else {
+            uint64_t mask;
+            cg_ptx_red_sys(
+                fn, acc_op(pa->op[l], fe_type_bits(pa->ty[l]), &mask),
+                LLVMBuildInBoundsGEP2(fn->b, mt, to->acc[l], &b, 1, ""), raw);
+            if (pa->op[l] == LLVMAtomicRMWBinOpFAdd) {
+                LLVMValueRef bit;
+                LLVMValueRef wp = bit_of(fn, to, l, b, &bit);
+                cg_ptx_red_sys(fn, LLVMAtomicRMWBinOpOr, wp, bit);
+            }
+        }
+        cg_if_end(fn, &in);
+    }
+    cg_sloop_end(fn, &bl);
+}
+
+/* The words of pa (accumulators, ticket, bits) back to zero, once every
+ * bin is read (the bits of 32 bins share a word): the runtime keeps aux
+ * 1 among the words that kernels leave zero and zeroes nothing per run
+ * (runtime/exec_permute.c, RT_AUX_KEPT_ZERO). */
+static void zero_set(cg_fn *fn, const acc_place *pa, LLVMValueRef tid,
+                     LLVMValueRef bs)
+{
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+    fn->target->barrier(fn);
+    cg_sloop zl;
+    LLVMValueRef w = cg_sloop_begin(fn, &zl, tid, pa->words, bs, "zero");
+    LLVMBuildStore(fn->b, LLVMConstInt(i32, 0, 0),
+                   LLVMBuildInBoundsGEP2(fn->b, i32, pa->base, &w, 1, ""));
+    cg_sloop_end(fn, &zl);
+}
+
+/* The end of entry 2 with accumulators pa (a fused default's on one
+ * device, or a split part's: SK_PERMUTE_ACC).  Every thread fences its
+ * flush, the block meets at a barrier, thread 0 takes a ticket and tells
+ * the block through shared memory whether it drew the last one (the
+ * grid's size less one, block-uniform, so the barriers inside are too);
+ * that block fences again and ends as `how` says (last_how), the parts'
+ * set `all` for LAST_GATHER, and puts pa back to zero.  With LAST_GATHER
+ * it then fences with system scope (so that its reductions into `all`
+ * are seen before its ticket), and its thread 0 takes a ticket of the
+ * parts (in `all`, atom.sys); the block of the part that draws the last
+ * (`parts` less one: every other part's reductions are in) fences again,
+ * writes the output from `all` and the default, and puts `all` back to
+ * zero. */
+static weft_status last_block(sk_fn *f, const acc_place *pa,
+                              const acc_place *all, LLVMValueRef parts,
+                              LLVMValueRef tail, LLVMValueRef bins,
+                              LLVMValueRef tid, LLVMValueRef bs, last_how how)
 {
     cg_fn *fn = &f->fn;
     const cg_target *tg = fn->target;
-    const fe_term *t = f->e->k->op;
-    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
-    LLVMValueRef zero32 = LLVMConstInt(i32, 0, 0);
     tg->fence(fn);
     tg->barrier(fn);
     cg_if fin;
     sk_ptx_last_block(fn, tid, pa->ticket, false, 0, &fin);
-    const cg_array *out = sk_out_array(f, 0);
-    cg_sloop bl;
-    LLVMValueRef b = cg_sloop_begin(fn, &bl, tid, bins, bs, "bin");
-    cg_val d, args[2], y;
-    weft_status s = sys ? WEFT_OK : sk_read(f, t->kid[0], b, NULL, &d);
+    weft_status s = WEFT_OK;
+    if (how == LAST_WRITE) {
+        s = write_out(f, pa, bins, tid, bs);
+    } else {
+        /* (tail: SK_PERMUTE_TAIL, measurements only) */
+        cg_if red;
+        cg_if_begin(fn, &red,
+                    LLVMBuildICmp(fn->b, LLVMIntULT, tail, cg_i64(fn, 2), ""));
+        reduce_into(f, pa, how == LAST_GATHER ? all : NULL, bins, tid, bs);
+        cg_if_end(fn, &red);
+    }
     if (s) {
         return s;
     }
-    LLVMValueRef av[SK_PERMUTE_LEAVES_MAX], hit[SK_PERMUTE_LEAVES_MAX];
-    for (int l = 0; l < pa->nleaf; l++) {
-        weft_type ty = pa->ty[l];
-        LLVMTypeRef mt = cg_mem_type(fn->llctx, ty);
-        LLVMValueRef a = load_seen(
-            fn, mt, LLVMBuildInBoundsGEP2(fn->b, mt, pa->acc[l], &b, 1, ""),
-            (unsigned)weft_type_size(ty));
-        if (pa->op[l] == LLVMAtomicRMWBinOpFAdd) {
-            LLVMValueRef bit;
-            LLVMValueRef word =
-                load_seen(fn, i32, bit_of(fn, pa, l, b, &bit), 4);
-            hit[l] =
-                LLVMBuildICmp(fn->b, LLVMIntNE,
-                              LLVMBuildAnd(fn->b, word, bit, ""), zero32, "");
-        } else {
-            uint64_t mask;
-            acc_op(pa->op[l], fe_type_bits(ty), &mask);
-            hit[l] = LLVMBuildICmp(fn->b, LLVMIntNE, a,
-                                   LLVMConstInt(LLVMTypeOf(a), 0, 0), "");
-            a = LLVMBuildXor(fn->b, a, LLVMConstInt(LLVMTypeOf(a), mask, 0),
-                             "");
-        }
-        av[l] = a;
-        if (sys) { /* a split part's: into the output, which holds the
-                      default and the other parts' */
-            LLVMValueRef p =
-                LLVMBuildInBoundsGEP2(fn->b, mt, out->ptr[l], &b, 1, "");
-            cg_if in;
-            cg_if_begin(fn, &in, hit[l]);
-            cg_ptx_red_sys(fn, pa->op[l], p, a);
-            cg_if_end(fn, &in);
-        }
-    }
-    if (!sys) {
-        args[0] = (cg_val){.n = pa->nleaf, .v = av};
-        args[1] = d;
-        if ((s = cg_apply(fn, t->fun[0], args, &y)) != WEFT_OK) {
+    zero_set(fn, pa, tid, bs);
+    cg_if ticket;
+    if (how == LAST_GATHER) {
+        cg_if_begin(fn, &ticket,
+                    LLVMBuildICmp(fn->b, LLVMIntEQ, tail, cg_i64(fn, 0), ""));
+        LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+        LLVMValueRef flag = tg->shared_array(fn, i32, 1);
+        cg_ptx_fence_sys(fn);
+        tg->barrier(fn);
+        cg_if draw, gather;
+        cg_if_begin(fn, &draw,
+                    LLVMBuildICmp(fn->b, LLVMIntEQ, tid, cg_i64(fn, 0), ""));
+        LLVMValueRef old =
+            cg_ptx_atom_sys_add(fn, all->ticket, LLVMConstInt(i32, 1, 0));
+        LLVMValueRef last =
+            LLVMBuildICmp(fn->b, LLVMIntEQ, cg_zext64(fn, old),
+                          LLVMBuildSub(fn->b, parts, cg_i64(fn, 1), ""), "");
+        LLVMBuildStore(fn->b, LLVMBuildZExt(fn->b, last, i32, ""), flag);
+        cg_if_end(fn, &draw);
+        tg->barrier(fn);
+        cg_if_begin(fn, &gather,
+                    LLVMBuildICmp(fn->b, LLVMIntNE,
+                                  LLVMBuildLoad2(fn->b, i32, flag, ""),
+                                  LLVMConstInt(i32, 0, 0), ""));
+        cg_ptx_fence_sys(fn);
+        if ((s = write_out(f, all, bins, tid, bs)) != WEFT_OK) {
             return s;
         }
-        for (int l = 0; l < pa->nleaf; l++) {
-            y.v[l] = LLVMBuildSelect(fn->b, hit[l], y.v[l], d.v[l], "");
-        }
-        cg_array_store(fn, out, b, &y);
+        zero_set(fn, all, tid, bs);
+        cg_if_end(fn, &gather);
+        cg_if_end(fn, &ticket);
     }
-    cg_sloop_end(fn, &bl);
-    /* aux 1 back to zero, accumulators, ticket and bits, once every bin
-     * is read (the bits of 32 bins share a word): the runtime keeps it
-     * among the words that kernels leave zero and zeroes nothing per
-     * run (runtime/exec_permute.c, RT_AUX_KEPT_ZERO) */
-    tg->barrier(fn);
-    cg_sloop zl;
-    LLVMValueRef w = cg_sloop_begin(fn, &zl, tid, pa->words, bs, "zero");
-    LLVMBuildStore(fn->b, zero32,
-                   LLVMBuildInBoundsGEP2(fn->b, i32, pa->base, &w, 1, ""));
-    cg_sloop_end(fn, &zl);
     cg_if_end(fn, &fin);
     return WEFT_OK;
 }
@@ -634,10 +747,29 @@ static weft_status emit_private(sk_fn *f)
     LLVMValueRef accs = mode_bit(fn, f->first, SK_PERMUTE_ACC);
     LLVMValueRef high = mode_bit(fn, f->first, SK_PERMUTE_HIGH);
     bool fused = sk_permute_init_entry(f->e->k) >= 0;
+    LLVMValueRef which =
+        sys_ok
+            ? LLVMBuildZExt(fn->b, high, LLVMInt64TypeInContext(fn->llctx), "")
+            : NULL;
     if ((fused || sys_ok) &&
-        (s = acc_place_of(f, &pa, bins, sys_ok ? high : NULL)) != WEFT_OK) {
+        (s = acc_place_of(f, &pa, 1, bins, which)) != WEFT_OK) {
         return s;
     }
+    /* the parts' set of a split launch with a fused default (aux 2) and
+     * the count of its parts (head comment) */
+    acc_place all = pa;
+    if (fused && sys_ok &&
+        (s = acc_place_of(f, &all, 2, bins, NULL)) != WEFT_OK) {
+        return s;
+    }
+    LLVMValueRef parts = LLVMBuildAnd(
+        fn->b,
+        LLVMBuildLShr(fn->b, f->first, cg_i64(fn, SK_PERMUTE_PARTS_SHIFT), ""),
+        cg_i64(fn, SK_PERMUTE_PARTS_MAX), "parts");
+    LLVMValueRef tail = LLVMBuildAnd(
+        fn->b,
+        LLVMBuildLShr(fn->b, f->first, cg_i64(fn, SK_PERMUTE_TAIL_SHIFT), ""),
+        cg_i64(fn, 3), "tail");
     LLVMTypeRef i1 = LLVMInt1TypeInContext(fn->llctx);
     LLVMValueRef bad = cg_alloca(fn, i1, "bad");
     LLVMBuildStore(fn->b, LLVMConstInt(i1, 0, 0), bad);
@@ -675,10 +807,16 @@ static weft_status emit_private(sk_fn *f)
     }
     cg_sloop_end(fn, &init);
     tg->barrier(fn);
-    /* the block's chunks into the copies */
+    /* the block's chunks into the copies: chunk c is [base + c grain,
+     * ...), base the kernel's `skip` parameter (0 but in a part of a
+     * split launch, whose sources start there: head comment) */
+    LLVMValueRef base = LLVMGetParam(fn->fn, 4);
     LLVMValueRef chunks = LLVMBuildUDiv(
         fn->b,
-        LLVMBuildSub(fn->b, LLVMBuildAdd(fn->b, f->n, f->grain, ""), one, ""),
+        LLVMBuildSub(fn->b,
+                     LLVMBuildAdd(fn->b, LLVMBuildSub(fn->b, f->n, base, ""),
+                                  f->grain, ""),
+                     one, ""),
         f->grain, "chunks");
     /* a part of a split launch: its chunks from `first` (head comment) */
     LLVMValueRef from =
@@ -688,12 +826,14 @@ static weft_status emit_private(sk_fn *f)
         fn, &cl,
         LLVMBuildAdd(fn->b, from, cg_zext64(fn, tg->block_index(fn, 0)), ""),
         chunks, cg_zext64(fn, tg->grid_size(fn, 0)), "chunk");
-    LLVMValueRef lo = LLVMBuildMul(fn->b, c, f->grain, "lo");
+    LLVMValueRef lo =
+        LLVMBuildAdd(fn->b, base, LLVMBuildMul(fn->b, c, f->grain, ""), "lo");
     LLVMValueRef hi = LLVMBuildAdd(fn->b, lo, f->grain, "");
     hi = LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, hi, f->n, ""),
                          hi, f->n, "hi");
-    /* GROUP consecutive sources per thread and step: lo is a multiple
-     * of the grain, which the driver makes a multiple of 1024, so the
+    /* GROUP consecutive sources per thread and step: lo is base plus a
+     * multiple of the grain, all of which the drivers make multiples of
+     * 512, so the
      * `and` changes nothing but tells LLVM that a group is aligned (its
      * reads become one vector load) */
     lo = LLVMBuildAnd(fn->b, lo, cg_i64(fn, -GROUP), "");
@@ -770,14 +910,16 @@ static weft_status emit_private(sk_fn *f)
     cg_if whole, part;
     if (fused) {
         cg_if_begin(fn, &whole, LLVMBuildNot(fn->b, split, ""));
-        if ((s = last_block(f, &pa, bins, tid, bs, false)) != WEFT_OK) {
+        if ((s = last_block(f, &pa, NULL, parts, tail, bins, tid, bs,
+                            LAST_WRITE)) != WEFT_OK) {
             return s;
         }
         cg_if_end(fn, &whole);
     }
     if (sys_ok) {
         cg_if_begin(fn, &part, LLVMBuildAnd(fn->b, split, accs, ""));
-        if ((s = last_block(f, &pa, bins, tid, bs, true)) != WEFT_OK) {
+        if ((s = last_block(f, &pa, &all, parts, tail, bins, tid, bs,
+                            fused ? LAST_GATHER : LAST_REDUCE)) != WEFT_OK) {
             return s;
         }
         cg_if_end(fn, &part);
@@ -808,6 +950,11 @@ static weft_status ptx_permute_prepare(weft_context *ctx, fe_arena *arena,
      * parts of a split launch (head comment) */
     s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX, 1, WEFT_U32, 1);
     k->aux_item[1] = k->nitem - 1;
+    if (s == WEFT_OK) {
+        /* the parts' set of a split launch with a fused default */
+        s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX, 2, WEFT_U32, 1);
+        k->aux_item[2] = k->nitem - 1;
+    }
     return s;
 }
 
