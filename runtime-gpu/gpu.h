@@ -204,8 +204,8 @@ weft_status gpu_mem_alloc(gpu_dev *d, size_t bytes, uint64_t *out,
  * block of GPU_MULTI_MIN bytes or more interleaved in runs of `run`
  * granules (gpu_multi_map; 0: one block a device, as gpu_mem_alloc).
  * The pool hands back only a block of the same layout. */
-weft_status gpu_mem_alloc_laid(gpu_dev *d, size_t bytes, int run,
-                               uint64_t *out, const char *who);
+weft_status gpu_mem_alloc_laid(gpu_dev *d, size_t bytes, int run, uint64_t *out,
+                               const char *who);
 /* Give a block back to the pool (p 0 does nothing).  The stream is
  * ordered, so a block freed after a launch that uses it may be reused by
  * a later launch. */

@@ -147,8 +147,7 @@ static size_t rounded(size_t n)
 
 /* A new block of `size` bytes from the driver, or the test limit's
  * simulated out-of-memory. */
-static CUresult driver_alloc(gpu_dev *d, size_t size, int run,
-                             CUdeviceptr *p)
+static CUresult driver_alloc(gpu_dev *d, size_t size, int run, CUdeviceptr *p)
 {
     if (d->limit &&
         (d->multi ? !gpu_multi_fits(d, size, run, d->limit)
@@ -474,8 +473,8 @@ weft_status gpu_mem_alloc(gpu_dev *d, size_t bytes, uint64_t *out,
     return gpu_mem_alloc_laid(d, bytes, 0, out, who);
 }
 
-weft_status gpu_mem_alloc_laid(gpu_dev *d, size_t bytes, int run,
-                               uint64_t *out, const char *who)
+weft_status gpu_mem_alloc_laid(gpu_dev *d, size_t bytes, int run, uint64_t *out,
+                               const char *who)
 {
     *out = 0;
     if (bytes == 0) {
@@ -806,8 +805,8 @@ static weft_status mirror_get(gpu_dev *d, weft_array *a, const char *who,
 /* Pin m and give every non-empty leaf a device buffer (d entered), laid
  * out with runs[l] granules a run (runs NULL: 0); on failure m is as it
  * was (buffers made so far are kept). */
-static weft_status pin_with_buffers(gpu_dev *d, gpu_mirror *m,
-                                    const int *runs, const char *who)
+static weft_status pin_with_buffers(gpu_dev *d, gpu_mirror *m, const int *runs,
+                                    const char *who)
 {
     m->pins++; /* before allocating: not a victim of its own eviction */
     for (int l = 0; l < m->nleaf; l++) {

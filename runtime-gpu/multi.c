@@ -142,10 +142,10 @@
 typedef struct gpu_range {
     struct gpu_range *next;
     CUdeviceptr p;
-    size_t size;               /* reserved and mapped (granules) */
-    size_t blk[GPU_MULTI_MAX]; /* bytes on device i */
-    int run;                   /* granules a run; 0: a block a device */
-    size_t nh;                 /* runs */
+    size_t size;                      /* reserved and mapped (granules) */
+    size_t blk[GPU_MULTI_MAX];        /* bytes on device i */
+    int run;                          /* granules a run; 0: a block a device */
+    size_t nh;                        /* runs */
     CUmemGenericAllocationHandle h[]; /* each run's memory (0: none) */
 } gpu_range;
 
@@ -515,8 +515,7 @@ static size_t share_of(const gpu_multi *m, size_t granules, int i)
  * one block a device, some maybe empty). */
 static size_t runs_of(const gpu_multi *m, size_t granules, int run)
 {
-    return run > 0 ? (granules + (size_t)run - 1) / (size_t)run
-                   : (size_t)m->n;
+    return run > 0 ? (granules + (size_t)run - 1) / (size_t)run : (size_t)m->n;
 }
 
 /* Granules of run k of such a range (on device k mod D). */
@@ -992,8 +991,8 @@ weft_status gpu_launch_split(gpu_dev *d, const gpu_fn *f, int64_t total,
     int64_t chunks = (total + unit - 1) / unit;
     int64_t pieces = (chunks + GPU_SPLIT_UNIT - 1) / GPU_SPLIT_UNIT;
     if (uneven && unit == 1 && pieces >= GPU_SPLIT_MIN) {
-        return launch_dealt(d, f, total, grain, chunks, block, piece, args,
-                            rep, who);
+        return launch_dealt(d, f, total, grain, chunks, block, piece, args, rep,
+                            who);
     }
     int64_t bound[GPU_MULTI_MAX + 1];
     for (int i = 0; i <= m->n; i++) { /* device 0 gets the remainder */

@@ -966,8 +966,8 @@ START_TEST(interleaved_output)
         TU_OK(weft_program_create(ctx, &p));
         weft_acc *x = weft_param(p, WEFT_F64, 1);
         weft_fun *more = weft_fun1(p, st);
-        weft_fun_return(more,
-                        weft_gt(weft_get(weft_arg(more, 0), 0), weft_f64(p, 1)));
+        weft_fun_return(
+            more, weft_gt(weft_get(weft_arg(more, 0), 0), weft_f64(p, 1)));
         weft_fun *halve = weft_fun1(p, st);
         weft_exp *v = weft_arg(halve, 0);
         weft_fun_return(
@@ -976,10 +976,11 @@ START_TEST(interleaved_output)
                                   weft_mul(weft_get(v, 0), weft_f64(p, 0.5)),
                                   weft_add(weft_get(v, 1), weft_i32(p, 1))}));
         weft_fun *g = weft_fun1(p, WEFT_DIM(1));
-        weft_exp *r = weft_while(
-            more, halve,
-            weft_tuple(p, 2, (weft_exp *[]){weft_at(x, weft_arg(g, 0)),
-                                            weft_i32(p, 0)}));
+        weft_exp *r =
+            weft_while(more, halve,
+                       weft_tuple(p, 2,
+                                  (weft_exp *[]){weft_at(x, weft_arg(g, 0)),
+                                                 weft_i32(p, 0)}));
         weft_fun_return(
             g,
             weft_tuple(p, 2, (weft_exp *[]){weft_get(r, 1), weft_get(r, 0)}));
