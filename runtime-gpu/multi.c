@@ -27,9 +27,16 @@
  * block go over NVLink.  Smaller blocks stay on device 0 and the other
  * devices reach them by peer access (not replicated: a replica needs a
  * rule for which copy is current, and such arrays are read a few times
- * per kernel, where a peer read costs about what a launch does).  mem.c's
- * pool keeps freed ranges by size class like any block, so a program run
- * again does not map again; a range goes back to the driver only when the
+ * per kernel, where a peer read costs about what a launch does).  The
+ * output of a kernel dealt out in pieces ("Pieces") is interleaved
+ * instead: its granules in runs of r, run k on device k mod D, each run
+ * a physical block of its own (cuMemMap maps a block whole), so that a
+ * piece of r granules is written where it is computed; r is 1 for the
+ * output's smallest element and k for a leaf of elements k times as
+ * large (backend.c out_interleaved).  mem.c's pool keeps freed ranges by
+ * size class and layout (a range serves only a request of its layout:
+ * the layout is what the interleaving is for), so a program run again
+ * does not map again; a range goes back to the driver only when the
  * pool is flushed (out of memory) or the context ends.  Host reads and
  * uploads are copies of device 0's stream over the one range: the driver
  * gathers the blocks.
@@ -62,11 +69,19 @@
  * differ: 1.6 times the mean with pieces of 4,096 pixels), which is why
  * a piece is as long as the chunks allow.  Measured on four H200,
  * Mandelbrot went from 2.2x to 3.0-3.1x, where the balance alone would
- * give about 3.8x: a device now writes three quarters of its output into
- * the other devices' blocks over NVLink, the first suspect for the rest
- * (an output laid out in granules dealt like the pieces would keep those
- * writes local; not done).  Memory-bound kernels keep owner-computes:
- * their cost is the bytes, where they are.
+ * give about 3.8x, with each device writing three quarters of its output
+ * into the other devices' blocks over NVLink.  So the output is
+ * interleaved ("Memory"), and where that leaves GPU_PIECES_MIN pieces a
+ * device, a piece is the elements of one granule of its smallest leaf
+ * (2 MiB: 64 rows of Mandelbrot's 8192 i32), which lands in memory of
+ * the device that computes it in every leaf.  2 MiB is the driver's
+ * least granule, so pieces that keep the writes local are no shorter;
+ * computed from the counts per warp (bench/gpu/mandel_balance.c),
+ * pieces of 64 rows leave the devices within 0.12% of the mean on four
+ * GPUs, 0.2% on eight (8 rows: 0.02% and 0.07%).  $WEFT_PTX_INTERLEAVE=0
+ * (backend.c) keeps outputs in blocks and the pieces of before.
+ * Memory-bound kernels keep owner-computes: their cost is the bytes,
+ * where they are.
  * A fold is split by its own entries (gpu_launch_items: rows, or chunks
  * of few long rows; the partials then combined on device 0) or, for one
  * row, spread: every device folds its part of the row, and one thread on
