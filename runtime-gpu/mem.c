@@ -7,7 +7,11 @@
  * up to 4 KiB, multiples of 256 bytes (16 classes); above, eight steps per
  * power of two (4.5, 5, ... 8 KiB; 9, 10, ... 16 KiB; ...), so a block
  * wastes at most 1/8 of its size; 416 classes reach 4 EiB.  A request is
- * rounded up to its class, and the pool hands back any block of the class.
+ * rounded up to its class, and the pool hands back any block of the class
+ * and layout (over several GPUs, a large block is one block a device or
+ * interleaved, multi.c "Memory": gpu_mem_alloc_laid; a request takes
+ * only a block of its own layout, since the layout is all it asks for,
+ * and a flush gives back both).
  * The stream is ordered, so a block freed after a launch that uses it may
  * be handed to a later launch at once; before a block goes back to the
  * driver (cuMemFree) the stream is waited for.  The pool is not bounded:
