@@ -164,12 +164,6 @@ typedef struct gpu_range {
     CUmemGenericAllocationHandle h[]; /* each run's memory (0: none) */
 } gpu_range;
 
-/* Bytes of the record of a range of nh runs. */
-static size_t range_bytes(size_t nh)
-{
-    return sizeof(gpu_range) + nh * sizeof(CUmemGenericAllocationHandle);
-}
-
 typedef struct gpu_other {
     int ordinal;
     CUdevice dev;
@@ -305,6 +299,7 @@ static void pop_other(gpu_dev *d, bool pushed)
 }
 
 static void multi_close(gpu_dev *d, bool live);
+static size_t range_bytes(size_t nh);
 
 weft_status gpu_multi_open(gpu_dev *d, const int *ords, int n, const char *who)
 {
@@ -518,6 +513,12 @@ uint64_t gpu_multi_moved(gpu_dev *d, uint64_t bytes)
 }
 
 /* ---- memory ---------------------------------------------------------------- */
+
+/* Bytes of the record of a range of nh runs. */
+static size_t range_bytes(size_t nh)
+{
+    return sizeof(gpu_range) + nh * sizeof(CUmemGenericAllocationHandle);
+}
 
 /* Granules of a range of `granules` on device i (gpu_multi_map's split). */
 static size_t share_of(const gpu_multi *m, size_t granules, int i)
