@@ -299,7 +299,6 @@ static void pop_other(gpu_dev *d, bool pushed)
 }
 
 static void multi_close(gpu_dev *d, bool live);
-static size_t range_bytes(size_t nh);
 
 weft_status gpu_multi_open(gpu_dev *d, const int *ords, int n, const char *who)
 {
@@ -428,7 +427,7 @@ static void multi_close(gpu_dev *d, bool live)
     while (m->ranges) { /* mem.c released them all, unless not live */
         gpu_range *r = m->ranges;
         m->ranges = r->next;
-        fe_free(d->ctx, r, range_bytes(r->nh));
+        fe_free(d->ctx, r, sizeof *r + r->nh * sizeof r->h[0]);
     }
     for (int i = 1; i < m->n; i++) {
         gpu_other *o = &m->dev[i];
@@ -514,7 +513,8 @@ uint64_t gpu_multi_moved(gpu_dev *d, uint64_t bytes)
 
 /* ---- memory ---------------------------------------------------------------- */
 
-/* Bytes of the record of a range of nh runs. */
+/* Bytes of the record of a range of nh runs (multi_close, above, spells
+ * it out). */
 static size_t range_bytes(size_t nh)
 {
     return sizeof(gpu_range) + nh * sizeof(CUmemGenericAllocationHandle);
