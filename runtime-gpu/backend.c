@@ -1113,11 +1113,11 @@ typedef struct ptx_job {
                                     fail may have written it since it was
                                     last seen zero (else 0) */
     ptx_run_state *run;
-    int held;      /* the held word the job's kernel got,
+    int held; /* the held word the job's kernel got,
                                     until read_error keeps it (else -1) */
-    int64_t piece; /* elements of one granule of the output's
-                                    smallest leaf, when its leaves are
-                                    interleaved for dealt pieces (else 0) */
+    /* the elements of one granule of the output's smallest leaf, when its
+     * leaves are interleaved for dealt pieces (out_interleaved; else 0) */
+    int64_t piece;
 } ptx_job;
 
 /* Whether kernel k's error word is held back ("Held reports"). */
