@@ -143,6 +143,10 @@ typedef struct ptx_state {
     bool no_replicas;        /* $WEFT_PTX_REPLICAS=0: split kernels of
                                     several devices read small arrays on
                                     device 0 (multi.c, "Replicas") */
+    bool no_interleave;      /* $WEFT_PTX_INTERLEAVE=0: an uneven
+                                    kernel's output laid out in blocks,
+                                    its pieces not the granules (multi.c,
+                                    "Pieces") */
     int scan_last;           /* the last part's share of a scan of one
                                     row over several devices, in
                                     thousandths ($WEFT_PTX_SCAN_LAST, a
@@ -323,6 +327,8 @@ static weft_status ptx_context_init(weft_context *ctx)
     }
     const char *rp = knob(ctx, "WEFT_PTX_REPLICAS");
     st->no_replicas = rp && strcmp(rp, "0") == 0;
+    const char *il = knob(ctx, "WEFT_PTX_INTERLEAVE");
+    st->no_interleave = il && strcmp(il, "0") == 0;
     const char *sl = knob(ctx, "WEFT_PTX_SCAN_LAST");
     st->scan_last = sl && atoi(sl) > 0 && atoi(sl) < 1000 ? atoi(sl) : 0;
     const char *pc = knob(ctx, "WEFT_PTX_PERMUTE_CHUNKS");
@@ -1121,6 +1127,9 @@ typedef struct ptx_job {
     ptx_run_state *run;
     int held; /* the held word the job's kernel got,
                                     until read_error keeps it (else -1) */
+    /* the elements of one granule of the output's smallest leaf, when its
+     * leaves are interleaved for dealt pieces (out_interleaved; else 0) */
+    int64_t piece;
 } ptx_job;
 
 /* Whether kernel k's error word is held back ("Held reports"). */
@@ -1353,6 +1362,53 @@ static bool is_out(const rt_job *j, const weft_array *a)
     return a == j->out[0] || a == j->out[1];
 }
 
+/* Whether job j's kernel is dealt out in pieces over several devices
+ * (multi.c, "Pieces": an uneven element-wise kernel), its output
+ * interleaved to match. */
+static bool dealt(rt_job *j)
+{
+    const ptx_job *pj = j->be_job;
+    return gpu_multi_count(dev_of(j)) > 1 && !pj->st->no_interleave &&
+           j->k->skel && j->k->skel->family == SK_GENERATE &&
+           sk_ptx_uneven(j->k) && !sk_ptx_wide(j->k);
+}
+
+/* The buffers of output a of a dealt kernel (dealt), interleaved so that
+ * a piece of one granule of its smallest leaf falls, in every leaf, in
+ * granules of the device that computes it (multi.c, "Pieces"): a leaf of
+ * elements k times as large has runs of k granules.  pj->piece is that
+ * piece's elements when every large leaf got that layout (a buffer kept
+ * from before may have another), else 0: the pieces as without it. */
+static weft_status out_interleaved(rt_job *j, weft_array *a, uint64_t *ptrs)
+{
+    ptx_job *pj = j->be_job;
+    gpu_dev *d = dev_of(j);
+    const weft_type *leaf;
+    fe_type_leaves(j->ctx, a->type, &leaf);
+    size_t least = 0;
+    for (int l = 0; l < a->nleaf; l++) {
+        size_t e = weft_type_size(leaf[l]);
+        least = least == 0 || e < least ? e : least;
+    }
+    int runs[RT_MAX_LEAVES];
+    bool whole = least > 0 && a->nleaf <= RT_MAX_LEAVES;
+    for (int l = 0; whole && l < a->nleaf; l++) {
+        size_t e = weft_type_size(leaf[l]);
+        whole = e % least == 0;
+        runs[l] = (int)(e / least);
+    }
+    weft_status s = gpu_array_out_laid(d, a, whole ? runs : NULL, ptrs, WHO);
+    size_t g = gpu_multi_granule(d);
+    pj->piece = whole && g % least == 0 ? (int64_t)(g / least) : 0;
+    for (int l = 0; s == WEFT_OK && whole && l < a->nleaf; l++) {
+        if (leaf_bytes(j, a, l) >= GPU_MULTI_MIN &&
+            gpu_multi_run(d, ptrs[l]) != runs[l]) {
+            pj->piece = 0;
+        }
+    }
+    return s;
+}
+
 static weft_status rt_addr(rt_job *j, weft_array *a, bool written,
                            uint64_t *ptrs)
 {
@@ -1395,8 +1451,9 @@ static weft_status rt_addr(rt_job *j, weft_array *a, bool written,
         }
         return s;
     }
-    weft_status s = is_out(j, a) ? gpu_array_out(dev_of(j), a, ptrs, WHO)
-                                 : gpu_array_in(dev_of(j), a, ptrs, WHO);
+    weft_status s = a == j->out[0] && dealt(j) ? out_interleaved(j, a, ptrs)
+                    : is_out(j, a) ? gpu_array_out(dev_of(j), a, ptrs, WHO)
+                                   : gpu_array_in(dev_of(j), a, ptrs, WHO);
     if (s == WEFT_OK) {
         pj->pinned[pj->n++] = a;
     }
@@ -1672,6 +1729,7 @@ static weft_status launch_permute(rt_job *j, gpu_dev *d, const gpu_fn *f,
 static weft_status rt_run(rt_job *j, int n, const rt_phase *ph)
 {
     gpu_dev *d = dev_of(j);
+    const ptx_job *pj = j->be_job;
     for (int i = 0; i < n; i++) {
         const gpu_fn *f = j->k->entry[ph[i].entry];
         int64_t total = ph[i].n, grain = ph[i].grain > 0 ? ph[i].grain : 1;
@@ -1739,7 +1797,8 @@ static weft_status rt_run(rt_job *j, int n, const rt_phase *ph)
             gpu_replicas rep;
             small_inputs(j, &rep);
             s = gpu_launch_split(d, f, total, grain, unit, block,
-                                 sk_ptx_uneven(j->k), j->w, &rep, WHO);
+                                 sk_ptx_uneven(j->k), pj->piece, j->w, &rep,
+                                 WHO);
         } else {
             s = gpu_launch(d, f, grid, block, 0, params, WHO);
         }

@@ -377,9 +377,11 @@ weft_status gpu_event_wait(gpu_dev *d, CUevent e, const char *who);
 
 /* Large blocks of a context over several devices: `size` bytes (a size
  * class of mem.c, >= GPU_MULTI_MIN) as one virtual range mapped on every
- * device, its pages split among them (d entered).  CUDA_SUCCESS or the
- * driver's error (CUDA_ERROR_OUT_OF_MEMORY starts mem.c's eviction). */
-CUresult gpu_multi_map(gpu_dev *d, size_t size, CUdeviceptr *p);
+ * device, its pages split among them (d entered): run 0, one block a
+ * device; run r > 0, interleaved, granules [k r, (k + 1) r) on device
+ * k mod D (multi.c, "Memory").  CUDA_SUCCESS or the driver's error
+ * (CUDA_ERROR_OUT_OF_MEMORY starts mem.c's eviction). */
+CUresult gpu_multi_map(gpu_dev *d, size_t size, int run, CUdeviceptr *p);
 /* Unmap and release range p when it is one of gpu_multi_map's (d entered,
  * streams waited for): true; false when p is not such a range. */
 bool gpu_multi_unmap(gpu_dev *d, CUdeviceptr p);

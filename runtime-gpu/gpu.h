@@ -200,6 +200,12 @@ weft_status gpu_loops_wait(gpu_dev *d, const char *who);
  * WEFT_ERR_OUT_OF_MEMORY when nothing is left to evict, WEFT_ERR_DEVICE. */
 weft_status gpu_mem_alloc(gpu_dev *d, size_t bytes, uint64_t *out,
                           const char *who);
+/* gpu_mem_alloc with a layout for a context over several devices: a
+ * block of GPU_MULTI_MIN bytes or more interleaved in runs of `run`
+ * granules (gpu_multi_map; 0: one block a device, as gpu_mem_alloc).
+ * The pool hands back only a block of the same layout. */
+weft_status gpu_mem_alloc_laid(gpu_dev *d, size_t bytes, int run, uint64_t *out,
+                               const char *who);
 /* Give a block back to the pool (p 0 does nothing).  The stream is
  * ordered, so a block freed after a launch that uses it may be reused by
  * a later launch. */
@@ -243,6 +249,11 @@ weft_status gpu_array_in(gpu_dev *d, weft_array *a, uint64_t *ptrs,
  * copy is stale until downloaded); pinned like gpu_array_in. */
 weft_status gpu_array_out(gpu_dev *d, weft_array *a, uint64_t *ptrs,
                           const char *who);
+/* gpu_array_out whose new buffers are laid out with runs[l] granules a
+ * run for leaf l (gpu_mem_alloc_laid; runs NULL: gpu_array_out).  Buffers
+ * the array already has keep their layout. */
+weft_status gpu_array_out_laid(gpu_dev *d, weft_array *a, const int *runs,
+                               uint64_t *ptrs, const char *who);
 void gpu_array_unpin(gpu_dev *d, weft_array *a);
 
 /* Device arrays and exports (lib/fe.h fe_device_ops).  gpu_array_wrap
@@ -312,10 +323,17 @@ int gpu_multi_count(const gpu_dev *d);
  * device, d's ordinal and all the bytes d holds. */
 int gpu_multi_device(gpu_dev *d, int i, uint64_t *bytes);
 /* Whether a new block of `size` bytes (mem.c's driver_alloc: a range
- * split over the devices from GPU_MULTI_MIN bytes, else on device 0)
+ * split over the devices from GPU_MULTI_MIN bytes with runs of `run`
+ * granules, gpu_multi_map; else on device 0)
  * keeps every device of d's context within `limit` bytes
  * ($WEFT_DEVICE_MEMORY, per device). */
-bool gpu_multi_fits(gpu_dev *d, size_t size, uint64_t limit);
+bool gpu_multi_fits(gpu_dev *d, size_t size, int run, uint64_t limit);
+/* The layout of block p of d's context: its run (gpu_multi_map; 0: one
+ * block a device), or -1 when p is not a range of gpu_multi_map's (a
+ * small block, or one context over one device). */
+int gpu_multi_run(gpu_dev *d, uint64_t p);
+/* The granule of d's ranges in bytes (0 for a context over one device). */
+size_t gpu_multi_granule(const gpu_dev *d);
 /* Kernels split over the devices so far. */
 uint64_t gpu_multi_launches(gpu_dev *d);
 /* Count `bytes` handed from other devices to the first (partials); the
@@ -343,12 +361,14 @@ typedef struct gpu_replicas {
  * (multi.c, "Kernels").  `uneven` (sk_ptx_uneven: an element's cost
  * varies): a chunk per thread, the chunks dealt out in pieces round robin
  * ("Pieces"), else one range per device on gpu_grid_for's persistent
- * grid.  rep (NULL: none): small arrays the other devices read from
+ * grid; `piece` (0: none) the elements of a granule of an uneven
+ * kernel's interleaved output, its pieces where there are enough of
+ * them.  rep (NULL: none): small arrays the other devices read from
  * replicas.  Errors as gpu_launch. */
 weft_status gpu_launch_split(gpu_dev *d, const gpu_fn *f, int64_t total,
                              int64_t grain, int64_t unit, int block,
-                             bool uneven, void *args, const gpu_replicas *rep,
-                             const char *who);
+                             bool uneven, int64_t piece, void *args,
+                             const gpu_replicas *rep, const char *who);
 /* One device's launch of a kernel over several devices: its grid (0:
  * none on that device; rows of grid blocks, 0 taken as 1) and the
  * kernel's n, grain, first and skip parameters (skip: 0 but for the

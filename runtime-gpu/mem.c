@@ -7,7 +7,11 @@
  * up to 4 KiB, multiples of 256 bytes (16 classes); above, eight steps per
  * power of two (4.5, 5, ... 8 KiB; 9, 10, ... 16 KiB; ...), so a block
  * wastes at most 1/8 of its size; 416 classes reach 4 EiB.  A request is
- * rounded up to its class, and the pool hands back any block of the class.
+ * rounded up to its class, and the pool hands back any block of the class
+ * and layout (over several GPUs, a large block is one block a device or
+ * interleaved, multi.c "Memory": gpu_mem_alloc_laid; a request takes
+ * only a block of its own layout, since the layout is all it asks for,
+ * and a flush gives back both).
  * The stream is ordered, so a block freed after a launch that uses it may
  * be handed to a later launch at once; before a block goes back to the
  * driver (cuMemFree) the stream is waited for.  The pool is not bounded:
@@ -61,6 +65,7 @@
 struct gpu_block {
     gpu_block *next;
     CUdeviceptr p;
+    int run; /* its layout over several devices (gpu_multi_run; 0) */
 };
 
 struct gpu_mirror {
@@ -146,15 +151,15 @@ static size_t rounded(size_t n)
 
 /* A new block of `size` bytes from the driver, or the test limit's
  * simulated out-of-memory. */
-static CUresult driver_alloc(gpu_dev *d, size_t size, CUdeviceptr *p)
+static CUresult driver_alloc(gpu_dev *d, size_t size, int run, CUdeviceptr *p)
 {
     if (d->limit &&
-        (d->multi ? !gpu_multi_fits(d, size, d->limit)
+        (d->multi ? !gpu_multi_fits(d, size, run, d->limit)
                   : d->held > d->limit || size > d->limit - d->held)) {
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     CUresult r = d->multi && size >= GPU_MULTI_MIN
-                     ? gpu_multi_map(d, size, p) /* split over devices */
+                     ? gpu_multi_map(d, size, run, p) /* over devices */
                      : gpu_call(d)->cuMemAlloc(p, size);
     if (r == CUDA_SUCCESS) {
         d->held += size;
@@ -469,6 +474,12 @@ static weft_status evict(gpu_dev *d, gpu_mirror *m, const char *who)
 weft_status gpu_mem_alloc(gpu_dev *d, size_t bytes, uint64_t *out,
                           const char *who)
 {
+    return gpu_mem_alloc_laid(d, bytes, 0, out, who);
+}
+
+weft_status gpu_mem_alloc_laid(gpu_dev *d, size_t bytes, int run, uint64_t *out,
+                               const char *who)
+{
     *out = 0;
     if (bytes == 0) {
         return WEFT_OK;
@@ -484,9 +495,15 @@ weft_status gpu_mem_alloc(gpu_dev *d, size_t bytes, uint64_t *out,
     if (st != WEFT_OK) {
         return st;
     }
-    if (d->pool[c]) {
-        gpu_block *b = d->pool[c];
-        d->pool[c] = b->next;
+    /* the layout is part of the pool's key ("The pool") */
+    run = d->multi && size >= GPU_MULTI_MIN && run > 0 ? run : 0;
+    gpu_block **at = &d->pool[c];
+    while (*at && (*at)->run != run) {
+        at = &(*at)->next;
+    }
+    if (*at) {
+        gpu_block *b = *at;
+        *at = b->next;
         d->pooled -= size;
         *out = b->p;
         b->next = d->spare_blocks; /* the record, for the next free */
@@ -497,7 +514,7 @@ weft_status gpu_mem_alloc(gpu_dev *d, size_t bytes, uint64_t *out,
     bool waited = false;
     for (;;) {
         CUdeviceptr p = 0;
-        CUresult r = driver_alloc(d, size, &p);
+        CUresult r = driver_alloc(d, size, run, &p);
         if (r == CUDA_SUCCESS) {
             *out = p;
             break;
@@ -558,6 +575,8 @@ void gpu_mem_free(gpu_dev *d, uint64_t p, size_t bytes)
     }
     if (b) {
         b->p = p;
+        b->run = d->multi && size >= GPU_MULTI_MIN ? gpu_multi_run(d, p) : 0;
+        b->run = b->run > 0 ? b->run : 0;
         b->next = d->pool[c];
         d->pool[c] = b;
         d->pooled += size;
@@ -787,14 +806,17 @@ static weft_status mirror_get(gpu_dev *d, weft_array *a, const char *who,
     return WEFT_OK;
 }
 
-/* Pin m and give every non-empty leaf a device buffer (d entered); on
- * failure m is as it was (buffers made so far are kept). */
-static weft_status pin_with_buffers(gpu_dev *d, gpu_mirror *m, const char *who)
+/* Pin m and give every non-empty leaf a device buffer (d entered), laid
+ * out with runs[l] granules a run (runs NULL: 0); on failure m is as it
+ * was (buffers made so far are kept). */
+static weft_status pin_with_buffers(gpu_dev *d, gpu_mirror *m, const int *runs,
+                                    const char *who)
 {
     m->pins++; /* before allocating: not a victim of its own eviction */
     for (int l = 0; l < m->nleaf; l++) {
         if (m->bytes[l] > 0 && !m->ptr[l]) {
-            weft_status st = gpu_mem_alloc(d, m->bytes[l], &m->ptr[l], who);
+            weft_status st = gpu_mem_alloc_laid(
+                d, m->bytes[l], runs ? runs[l] : 0, &m->ptr[l], who);
             if (st != WEFT_OK) {
                 m->pins--;
                 return st;
@@ -806,7 +828,7 @@ static weft_status pin_with_buffers(gpu_dev *d, gpu_mirror *m, const char *who)
 
 /* gpu_array_in and gpu_array_out. */
 static weft_status array_use(gpu_dev *d, weft_array *a, uint64_t *ptrs,
-                             bool out, const char *who)
+                             bool out, const int *runs, const char *who)
 {
     if (!d || !a || !ptrs) {
         return fe_error(WEFT_ERR_INTERNAL, "%s: gpu_array_%s: NULL argument",
@@ -819,7 +841,7 @@ static weft_status array_use(gpu_dev *d, weft_array *a, uint64_t *ptrs,
     gpu_mirror *m = NULL;
     st = mirror_get(d, a, who, &m);
     if (st == WEFT_OK) {
-        st = pin_with_buffers(d, m, who);
+        st = pin_with_buffers(d, m, runs, who);
     }
     if (st == WEFT_OK) {
         if (out) {
@@ -847,13 +869,19 @@ static weft_status array_use(gpu_dev *d, weft_array *a, uint64_t *ptrs,
 weft_status gpu_array_in(gpu_dev *d, weft_array *a, uint64_t *ptrs,
                          const char *who)
 {
-    return array_use(d, a, ptrs, false, who);
+    return array_use(d, a, ptrs, false, NULL, who);
 }
 
 weft_status gpu_array_out(gpu_dev *d, weft_array *a, uint64_t *ptrs,
                           const char *who)
 {
-    return array_use(d, a, ptrs, true, who);
+    return array_use(d, a, ptrs, true, NULL, who);
+}
+
+weft_status gpu_array_out_laid(gpu_dev *d, weft_array *a, const int *runs,
+                               uint64_t *ptrs, const char *who)
+{
+    return array_use(d, a, ptrs, true, runs, who);
 }
 
 void gpu_array_unpin(gpu_dev *d, weft_array *a)

@@ -27,9 +27,16 @@
  * block go over NVLink.  Smaller blocks stay on device 0 and the other
  * devices reach them by peer access (not replicated: a replica needs a
  * rule for which copy is current, and such arrays are read a few times
- * per kernel, where a peer read costs about what a launch does).  mem.c's
- * pool keeps freed ranges by size class like any block, so a program run
- * again does not map again; a range goes back to the driver only when the
+ * per kernel, where a peer read costs about what a launch does).  The
+ * output of a kernel dealt out in pieces ("Pieces") is interleaved
+ * instead: its granules in runs of r, run k on device k mod D, each run
+ * a physical block of its own (cuMemMap maps a block whole), so that a
+ * piece of r granules is written where it is computed; r is 1 for the
+ * output's smallest element and k for a leaf of elements k times as
+ * large (backend.c out_interleaved).  mem.c's pool keeps freed ranges by
+ * size class and layout (a range serves only a request of its layout:
+ * the layout is what the interleaving is for), so a program run again
+ * does not map again; a range goes back to the driver only when the
  * pool is flushed (out of memory) or the context ends.  Host reads and
  * uploads are copies of device 0's stream over the one range: the driver
  * gathers the blocks.
@@ -62,11 +69,21 @@
  * differ: 1.6 times the mean with pieces of 4,096 pixels), which is why
  * a piece is as long as the chunks allow.  Measured on four H200,
  * Mandelbrot went from 2.2x to 3.0-3.1x, where the balance alone would
- * give about 3.8x: a device now writes three quarters of its output into
- * the other devices' blocks over NVLink, the first suspect for the rest
- * (an output laid out in granules dealt like the pieces would keep those
- * writes local; not done).  Memory-bound kernels keep owner-computes:
- * their cost is the bytes, where they are.
+ * give about 3.8x, with each device writing three quarters of its output
+ * into the other devices' blocks over NVLink.  So the output is
+ * interleaved ("Memory"), and where that leaves GPU_PIECES_MIN pieces a
+ * device, a piece is the elements of one granule of its smallest leaf
+ * (2 MiB: 64 rows of Mandelbrot's 8192 i32), which lands in memory of
+ * the device that computes it in every leaf.  2 MiB is the driver's
+ * least granule, so pieces that keep the writes local are no shorter;
+ * computed from the counts per warp (bench/gpu/mandel_balance.c),
+ * pieces of 64 rows leave the devices within 0.12% of the mean on four
+ * GPUs, 0.2% on eight (8 rows: 0.02% and 0.07%).  On four H200,
+ * Mandelbrot 8192^2 went from 2.97x (0.693 ms) to 3.66x (0.564).
+ * $WEFT_PTX_INTERLEAVE=0 (backend.c) keeps outputs in blocks and the
+ * pieces of before.
+ * Memory-bound kernels keep owner-computes: their cost is the bytes,
+ * where they are.
  * A fold is split by its own entries (gpu_launch_items: rows, or chunks
  * of few long rows; the partials then combined on device 0) or, for one
  * row, spread: every device folds its part of the row, and one thread on
@@ -137,13 +154,16 @@
                                split; below it the joins of the streams
                                cost about what the kernel does) */
 
-/* A range of gpu_multi_map: its blocks, one per device with pages. */
+/* A range of gpu_multi_map: its runs of granules, run k on device k mod D
+ * (laid out in blocks, run i is device i's whole block, maybe empty). */
 typedef struct gpu_range {
     struct gpu_range *next;
     CUdeviceptr p;
-    size_t size;               /* reserved and mapped (granules) */
-    size_t blk[GPU_MULTI_MAX]; /* bytes of device i's block (may be 0) */
-    CUmemGenericAllocationHandle h[GPU_MULTI_MAX];
+    size_t size;                      /* reserved and mapped (granules) */
+    size_t blk[GPU_MULTI_MAX];        /* bytes on device i */
+    int run;                          /* granules a run; 0: a block a device */
+    size_t nh;                        /* runs */
+    CUmemGenericAllocationHandle h[]; /* each run's memory (0: none) */
 } gpu_range;
 
 typedef struct gpu_other {
@@ -409,7 +429,7 @@ static void multi_close(gpu_dev *d, bool live)
     while (m->ranges) { /* mem.c released them all, unless not live */
         gpu_range *r = m->ranges;
         m->ranges = r->next;
-        fe_free(d->ctx, r, sizeof *r);
+        fe_free(d->ctx, r, sizeof *r + r->nh * sizeof r->h[0]);
     }
     for (int i = 1; i < m->n; i++) {
         gpu_other *o = &m->dev[i];
@@ -495,6 +515,13 @@ uint64_t gpu_multi_moved(gpu_dev *d, uint64_t bytes)
 
 /* ---- memory ---------------------------------------------------------------- */
 
+/* Bytes of the record of a range of nh runs (multi_close, above, spells
+ * it out). */
+static size_t range_bytes(size_t nh)
+{
+    return sizeof(gpu_range) + nh * sizeof(CUmemGenericAllocationHandle);
+}
+
 /* Granules of a range of `granules` on device i (gpu_multi_map's split). */
 static size_t share_of(const gpu_multi *m, size_t granules, int i)
 {
@@ -502,7 +529,35 @@ static size_t share_of(const gpu_multi *m, size_t granules, int i)
            ((size_t)i < granules % (size_t)m->n ? 1 : 0);
 }
 
-bool gpu_multi_fits(gpu_dev *d, size_t size, uint64_t limit)
+/* Runs of a range of `granules` laid out with runs of `run` granules (0:
+ * one block a device, some maybe empty). */
+static size_t runs_of(const gpu_multi *m, size_t granules, int run)
+{
+    return run > 0 ? (granules + (size_t)run - 1) / (size_t)run : (size_t)m->n;
+}
+
+/* Granules of run k of such a range (on device k mod D). */
+static size_t run_granules(const gpu_multi *m, size_t granules, int run,
+                           size_t k)
+{
+    if (run == 0) {
+        return share_of(m, granules, (int)k);
+    }
+    size_t r = (size_t)run, left = granules - k * r;
+    return left < r ? left : r;
+}
+
+/* Granules of such a range on device i. */
+static size_t granules_on(const gpu_multi *m, size_t granules, int run, int i)
+{
+    size_t runs = runs_of(m, granules, run), mine = 0;
+    for (size_t k = (size_t)i; k < runs; k += (size_t)m->n) {
+        mine += run_granules(m, granules, run, k);
+    }
+    return mine;
+}
+
+bool gpu_multi_fits(gpu_dev *d, size_t size, int run, uint64_t limit)
 {
     gpu_multi *m = d->multi;
     uint64_t ranges = 0;
@@ -513,8 +568,9 @@ bool gpu_multi_fits(gpu_dev *d, size_t size, uint64_t limit)
     uint64_t small = d->held > ranges ? d->held - ranges : 0;
     size_t g = m->gran, granules = (size + g - 1) / g;
     for (int i = 0; i < m->n; i++) {
-        uint64_t add = size < GPU_MULTI_MIN ? (i == 0 ? size : 0)
-                                            : share_of(m, granules, i) * g;
+        uint64_t add = size < GPU_MULTI_MIN
+                           ? (i == 0 ? size : 0)
+                           : granules_on(m, granules, run, i) * g;
         uint64_t now = m->dev[i].bytes + (i == 0 ? small : 0);
         /* a repeated ordinal ("0,0") counts as a device of its own */
         if (now > limit || add > limit - now) {
@@ -524,55 +580,64 @@ bool gpu_multi_fits(gpu_dev *d, size_t size, uint64_t limit)
     return true;
 }
 
-/* Undo a range: unmap it, release its blocks, free its addresses. */
+/* Undo a range: unmap it, release its runs, free its addresses. */
 static void range_free(gpu_dev *d, gpu_range *r, bool mapped)
 {
     gpu_multi *m = d->multi;
     if (mapped) {
         gpu_call(d)->cuMemUnmap(r->p, r->size);
     }
-    for (int i = 0; i < m->n; i++) {
-        if (r->h[i]) {
-            gpu_call(d)->cuMemRelease(r->h[i]);
-            m->dev[i].bytes -= r->blk[i];
+    for (size_t k = 0; k < r->nh; k++) {
+        if (r->h[k]) {
+            gpu_call(d)->cuMemRelease(r->h[k]);
         }
+    }
+    for (int i = 0; i < m->n; i++) {
+        m->dev[i].bytes -= r->blk[i];
     }
     if (r->p) {
         gpu_call(d)->cuMemAddressFree(r->p, r->size);
     }
-    fe_free(d->ctx, r, sizeof *r);
+    fe_free(d->ctx, r, range_bytes(r->nh));
 }
 
-CUresult gpu_multi_map(gpu_dev *d, size_t size, CUdeviceptr *p)
+CUresult gpu_multi_map(gpu_dev *d, size_t size, int run, CUdeviceptr *p)
 {
     gpu_multi *m = d->multi;
-    gpu_range *r = fe_calloc(d->ctx, sizeof *r);
+    size_t g = m->gran, granules = (size + g - 1) / g;
+    run = run > 0 ? run : 0;
+    size_t nh = runs_of(m, granules, run);
+    gpu_range *r = fe_calloc(d->ctx, range_bytes(nh));
     if (!r) {
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    size_t g = m->gran, granules = (size + g - 1) / g;
     r->size = granules * g;
+    r->run = run;
+    r->nh = nh;
     CUresult e = gpu_call(d)->cuMemAddressReserve(&r->p, r->size, g, 0, 0);
     if (e != CUDA_SUCCESS) {
         r->p = 0;
         range_free(d, r, false);
         return e;
     }
+    /* cuMemMap maps a handle whole (its offset must be 0): one handle a
+     * run */
     size_t off = 0;
-    for (int i = 0; i < m->n; i++) {
-        size_t share = share_of(m, granules, i);
+    for (size_t k = 0; k < nh; k++) {
+        size_t share = run_granules(m, granules, run, k);
+        int i = (int)(k % (size_t)m->n);
         if (share == 0) {
             continue;
         }
         CUmemAllocationProp prop = prop_on(m->dev[i].ordinal);
-        e = gpu_call(d)->cuMemCreate(&r->h[i], share * g, &prop, 0);
+        e = gpu_call(d)->cuMemCreate(&r->h[k], share * g, &prop, 0);
         if (e != CUDA_SUCCESS) {
-            r->h[i] = 0;
+            r->h[k] = 0;
             break;
         }
-        r->blk[i] = share * g;
+        r->blk[i] += share * g;
         m->dev[i].bytes += share * g;
-        e = gpu_call(d)->cuMemMap(r->p + off, share * g, 0, r->h[i], 0);
+        e = gpu_call(d)->cuMemMap(r->p + off, share * g, 0, r->h[k], 0);
         if (e != CUDA_SUCCESS) {
             break;
         }
@@ -605,6 +670,22 @@ CUresult gpu_multi_map(gpu_dev *d, size_t size, CUdeviceptr *p)
     m->ranges = r;
     *p = r->p;
     return CUDA_SUCCESS;
+}
+
+int gpu_multi_run(gpu_dev *d, uint64_t p)
+{
+    gpu_multi *m = d->multi;
+    for (gpu_range *r = m ? m->ranges : NULL; r; r = r->next) {
+        if (r->p == p) {
+            return r->run;
+        }
+    }
+    return -1;
+}
+
+size_t gpu_multi_granule(const gpu_dev *d)
+{
+    return d->multi ? d->multi->gran : 0;
 }
 
 bool gpu_multi_unmap(gpu_dev *d, CUdeviceptr p)
@@ -883,18 +964,23 @@ cleanup:
 
 /* An uneven kernel's chunks [0, chunks) of one element each (n = total)
  * dealt out in pieces ("Pieces"): pieces of x chunks, a multiple of the
- * block (each a row of x / block blocks), GPU_PIECE at most and at least
- * GPU_PIECES_MIN a device where the chunks allow; piece q on device
- * q mod D. */
+ * block (each a row of x / block blocks), piece q on device q mod D.  x
+ * is `piece` (the elements of a granule of the interleaved output) where
+ * that leaves GPU_PIECES_MIN pieces a device, else GPU_PIECE at most and
+ * at least GPU_PIECES_MIN a device where the chunks allow. */
 static weft_status launch_dealt(gpu_dev *d, const gpu_fn *f, int64_t total,
                                 int64_t grain, int64_t chunks, int block,
-                                void *args, const gpu_replicas *rep,
-                                const char *who)
+                                int64_t piece, void *args,
+                                const gpu_replicas *rep, const char *who)
 {
     gpu_multi *m = d->multi;
     int64_t nd = m->n;
     int64_t x = chunks / (nd * GPU_PIECES_MIN);
-    x = (x < GPU_PIECE ? x : GPU_PIECE) / block * block;
+    if (piece > 0 && piece % block == 0 && x >= piece) {
+        x = piece;
+    } else {
+        x = (x < GPU_PIECE ? x : GPU_PIECE) / block * block;
+    }
     x = x > block ? x : block;
     int64_t pieces = (chunks + x - 1) / x;
     gpu_part part[GPU_MULTI_MAX];
@@ -916,14 +1002,15 @@ static weft_status launch_dealt(gpu_dev *d, const gpu_fn *f, int64_t total,
 
 weft_status gpu_launch_split(gpu_dev *d, const gpu_fn *f, int64_t total,
                              int64_t grain, int64_t unit, int block,
-                             bool uneven, void *args, const gpu_replicas *rep,
-                             const char *who)
+                             bool uneven, int64_t piece, void *args,
+                             const gpu_replicas *rep, const char *who)
 {
     gpu_multi *m = d->multi;
     int64_t chunks = (total + unit - 1) / unit;
     int64_t pieces = (chunks + GPU_SPLIT_UNIT - 1) / GPU_SPLIT_UNIT;
     if (uneven && unit == 1 && pieces >= GPU_SPLIT_MIN) {
-        return launch_dealt(d, f, total, grain, chunks, block, args, rep, who);
+        return launch_dealt(d, f, total, grain, chunks, block, piece, args, rep,
+                            who);
     }
     int64_t bound[GPU_MULTI_MAX + 1];
     for (int i = 0; i <= m->n; i++) { /* device 0 gets the remainder */

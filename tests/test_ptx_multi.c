@@ -940,6 +940,114 @@ START_TEST(loop_replicas)
 }
 END_TEST
 
+/* An uneven generate large enough for pieces of one granule (multi.c,
+ * "Pieces": 2^24 + 12,345 elements give each of two or four devices 8
+ * such pieces and more; eight fall back to smaller pieces), whose result
+ * (the halvings of x ! i above 1, i32; what is left, f64: leaves of 4 and
+ * 8 bytes, interleaved in runs of one and two granules) is read back on
+ * the host, then fed to a map split by ranges (\(k, v) -> k + v), whose
+ * every device reads the interleaved leaves wherever they lie.  Values
+ * are exact (x a multiple of 1/8 plus 1/4, halved), so both results are
+ * compared with the host's for equality at every element, on "0,0" and
+ * on every device.  Run again, the generate takes its ranges from the
+ * pool: the device memory held does not grow. */
+START_TEST(interleaved_output)
+{
+    const char *lists[] = {"0,0", "all"};
+    int64_t n = ((int64_t)1 << 24) + 12345;
+    int count = 0;
+    TU_OK(weft_device_count(&count));
+    for (size_t l = 0; l < sizeof lists / sizeof lists[0]; l++) {
+        weft_context *ctx = open_devices(lists[l], 0);
+        weft_type st =
+            weft_type_tuple(ctx, 2, (weft_type[]){WEFT_F64, WEFT_I32});
+        weft_type rt =
+            weft_type_tuple(ctx, 2, (weft_type[]){WEFT_I32, WEFT_F64});
+        weft_program *p = NULL, *q = NULL;
+        TU_OK(weft_program_create(ctx, &p));
+        weft_acc *x = weft_param(p, WEFT_F64, 1);
+        weft_fun *more = weft_fun1(p, st);
+        weft_fun_return(
+            more, weft_gt(weft_get(weft_arg(more, 0), 0), weft_f64(p, 1)));
+        weft_fun *halve = weft_fun1(p, st);
+        weft_exp *v = weft_arg(halve, 0);
+        weft_fun_return(
+            halve, weft_tuple(p, 2,
+                              (weft_exp *[]){
+                                  weft_mul(weft_get(v, 0), weft_f64(p, 0.5)),
+                                  weft_add(weft_get(v, 1), weft_i32(p, 1))}));
+        weft_fun *g = weft_fun1(p, WEFT_DIM(1));
+        weft_exp *r =
+            weft_while(more, halve,
+                       weft_tuple(p, 2,
+                                  (weft_exp *[]){weft_at(x, weft_arg(g, 0)),
+                                                 weft_i32(p, 0)}));
+        weft_fun_return(
+            g,
+            weft_tuple(p, 2, (weft_exp *[]){weft_get(r, 1), weft_get(r, 0)}));
+        weft_acc *res = weft_generate(weft_shape(x), g);
+        TU_OK(weft_program_status(p));
+        TU_OK(weft_program_create(ctx, &q));
+        weft_acc *y = weft_param(q, rt, 1);
+        weft_fun *sum = weft_fun1(q, rt);
+        weft_exp *kv = weft_arg(sum, 0);
+        weft_fun_return(sum, weft_add(weft_convert(weft_get(kv, 0), WEFT_F64),
+                                      weft_get(kv, 1)));
+        weft_acc *sums = weft_map(sum, y);
+        TU_OK(weft_program_status(q));
+        weft_array *in = NULL, *out = NULL, *out2 = NULL;
+        TU_OK(weft_array_create(ctx, WEFT_F64, 1, &n, &in));
+        double *xs = weft_array_data(in, 0);
+        for (int64_t i = 0; i < n; i++) {
+            xs[i] = (double)((i * 7919) % 1000) / 8.0 + 0.25;
+        }
+        weft_stats before, after;
+        TU_OK(weft_context_stats(ctx, &before));
+        TU_OK(weft_run1(p, &res, 1, &in, 1, &out, 1));
+        TU_OK(weft_run1(q, &sums, 1, &out, 1, &out2, 1));
+        TU_OK(weft_context_stats(ctx, &after));
+        if (strcmp(lists[l], "0,0") == 0 || count > 1) {
+            ck_assert_uint_ge(after.kernels_split, before.kernels_split + 2);
+        }
+        const double *s2 = weft_array_data(out2, 0);
+        const int32_t *k = weft_array_data(out, 0);
+        const double *left = weft_array_data(out, 1);
+        ck_assert_ptr_nonnull(s2);
+        ck_assert_ptr_nonnull(k);
+        ck_assert_ptr_nonnull(left);
+        int32_t k_last = k[n - 1];
+        for (int64_t i = 0; i < n; i++) {
+            double w = xs[i];
+            int32_t c = 0;
+            while (w > 1) {
+                w *= 0.5;
+                c++;
+            }
+            ck_assert_msg(k[i] == c && left[i] == w && s2[i] == c + w,
+                          "devices %s, element %lld: (%d, %.17g) -> %.17g, "
+                          "not (%d, %.17g) -> %.17g",
+                          lists[l], (long long)i, k[i], left[i], s2[i], c, w,
+                          c + w);
+        }
+        weft_array_release(out2);
+        weft_array_release(out);
+        /* run again: the pool hands back the freed interleaved ranges (the
+         * layout is part of its key), no new device memory */
+        TU_OK(weft_run1(p, &res, 1, &in, 1, &out, 1));
+        weft_stats again;
+        TU_OK(weft_context_stats(ctx, &again));
+        ck_assert_uint_eq(again.device_bytes, after.device_bytes);
+        ck_assert_int_eq(((const int32_t *)weft_array_data(out, 0))[n - 1],
+                         k_last);
+        weft_array_release(out);
+        weft_array_release(in);
+        weft_program_free(q);
+        weft_program_free(p);
+        weft_context_free(ctx);
+    }
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("ptx_multi");
@@ -954,6 +1062,7 @@ static Suite *suite(void)
     tcase_add_test(tc, same_device_twice_unfused);
     tcase_add_test(tc, all_devices);
     tcase_add_test(tc, uneven_pieces);
+    tcase_add_test(tc, interleaved_output);
     tcase_add_test(tc, loop_replicas);
     suite_add_tcase(s, tc);
     return s;

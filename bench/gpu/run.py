@@ -247,7 +247,10 @@ class Program:
             # 65536 bodies are 256 blocks, too few to fill two devices)
             s.n = 1000 if quick else int(os.environ.get("GPUBENCH_NBODY", 65536))
         elif pid == MANDEL:
-            s.n, s.h = (300, 200) if quick else (8192, 8192)
+            # $GPUBENCH_MANDEL: another side of the square image
+            # (scaling.sh -m: 16384 on several GPUs)
+            side = int(os.environ.get("GPUBENCH_MANDEL", 8192))
+            s.n, s.h = (300, 200) if quick else (side, side)
             s.x0, s.y0 = -2.0, -1.25
             s.dx, s.dy = 2.5 / s.n, 2.5 / s.h
         elif pid == JACOBI:  # -- Jacobi: an h x n grid, n columns --

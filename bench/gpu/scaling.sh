@@ -8,7 +8,7 @@
 # run.py checks every result against the reference, so a wrong split shows
 # as a failed check in OUTDIR/<list>/run.log.
 #
-# Usage: sh bench/gpu/scaling.sh [-n N] [-b N] [-g N] OUTDIR [LIST ...]
+# Usage: sh bench/gpu/scaling.sh [-n N] [-b N] [-g N] [-m N] OUTDIR [LIST ...]
 #   e.g. sh bench/gpu/scaling.sh /tmp/scaling 0,1 0,1,2,3
 #   (0,0 runs the split over two blocks of one GPU: the cost of the
 #   partitioning where there is one GPU; expect about 1x)
@@ -26,17 +26,19 @@ set -eu
 #         for dotp's two and the reference's copies)
 #   -b N  GPUBENCH_BS: Black-Scholes' options (default 2^26)
 #   -g N  GPUBENCH_NBODY: n-body's bodies
+#   -m N  GPUBENCH_MANDEL: Mandelbrot's side (default 8192: 8192 x 8192)
 # The tables: the host clock's medians (run.py's "ms": from the call to
 # the result complete, the host's work per run included), then the
 # medians of CUDA events on weft's stream (device 0's, which waits for
 # the others): where the first is well above the second, the host's work
 # per run (launches, events, the split's bookkeeping) is what costs.
-usage="usage: sh bench/gpu/scaling.sh [-n N] [-b N] [-g N] OUTDIR [LIST ...]"
-while getopts n:b:g: opt; do
+usage="usage: sh bench/gpu/scaling.sh [-n N] [-b N] [-g N] [-m N] OUTDIR [LIST ...]"
+while getopts n:b:g:m: opt; do
     case $opt in
     n) GPUBENCH_N=$OPTARG; export GPUBENCH_N ;;
     b) GPUBENCH_BS=$OPTARG; export GPUBENCH_BS ;;
     g) GPUBENCH_NBODY=$OPTARG; export GPUBENCH_NBODY ;;
+    m) GPUBENCH_MANDEL=$OPTARG; export GPUBENCH_MANDEL ;;
     *) echo "$usage" >&2; exit 2 ;;
     esac
 done
