@@ -119,6 +119,7 @@
  */
 #include <dlfcn.h>
 #include <glob.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,6 +147,48 @@ typedef struct gpu_range {
     CUmemGenericAllocationHandle h[GPU_MULTI_MAX];
 } gpu_range;
 
+/* What device i's part of a split launch needs queued (part_queue), and
+ * what came of it: the first failed call and, with a trace, the host's
+ * ns in each step. */
+enum {
+    STEP_CTX,
+    STEP_WAIT,
+    STEP_REP,
+    STEP_LAUNCH,
+    STEP_DONE,
+    STEP_BACK,
+    STEP_MARKS,
+    STEPS
+};
+typedef struct gpu_job {
+    CUfunction fn;
+    unsigned grid, rows;
+    int block;
+    void *args;
+    int64_t n, grain, first, skip;
+    const gpu_replicas *rep; /* NULL: none */
+    bool timed;              /* a trace: timing events and steps */
+    CUresult r;
+    const char *call;
+    uint64_t ns[STEPS];
+} gpu_job;
+
+/* Device i's queueing thread ("Queueing"): the host thread fills job and
+ * bumps posted; the thread queues it and sets acked to posted. */
+typedef struct gpu_worker {
+    gpu_dev *d;
+    struct gpu_other *o;
+    CUevent ready; /* m->ready */
+    pthread_t thread;
+    bool started;
+    gpu_job job;
+    unsigned posted, acked; /* __atomic */
+    int sleeping;           /* __atomic: waiting on cv */
+    bool quit;              /* under mu */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+} gpu_worker;
+
 typedef struct gpu_other {
     int ordinal;
     CUdevice dev;
@@ -158,6 +201,8 @@ typedef struct gpu_other {
     size_t rep_size;
     uint64_t *args;  /* the argument block with its replicas' */
     size_t args_cap; /* words of args */
+    CUevent tb, te;  /* a traced part's timing events, made once */
+    gpu_worker *w;   /* its queueing thread, or NULL */
 } gpu_other;
 
 struct gpu_multi {
@@ -170,6 +215,9 @@ struct gpu_multi {
     uint64_t launches; /* kernels split over the devices */
     uint64_t moved;    /* bytes of partials handed to device 0, and
                              of replicas copied to the others */
+    int mode;          /* EXPERIMENT: $WEFT_SPLIT_MODE bits (1 threads,
+                          2 cuCtxSetCurrent, 4 device 0's part first,
+                          8 threads poll 10 ms, not 0.2) */
 };
 
 /* ---- the list of devices --------------------------------------------------- */
@@ -281,6 +329,8 @@ static void pop_other(gpu_dev *d, bool pushed)
 }
 
 static void multi_close(gpu_dev *d, bool live);
+static void worker_start(gpu_dev *d, gpu_other *o);
+static void worker_stop(gpu_dev *d, gpu_other *o);
 
 weft_status gpu_multi_open(gpu_dev *d, const int *ords, int n, const char *who)
 {
@@ -349,6 +399,8 @@ weft_status gpu_multi_open(gpu_dev *d, const int *ords, int n, const char *who)
         pushed = false;
     }
     GPU_CU(d, who, cuEventCreate, &m->ready, CU_EVENT_DISABLE_TIMING);
+    const char *mode = getenv("WEFT_SPLIT_MODE"); /* EXPERIMENT */
+    m->mode = mode ? atoi(mode) : 0;
     /* peer access both ways between every pair of distinct devices */
     for (int i = 0; i < n; i++) {
         for (int j = 0; j < n; j++) {
@@ -389,6 +441,9 @@ weft_status gpu_multi_open(gpu_dev *d, const int *ords, int n, const char *who)
                CU_MEM_ALLOC_GRANULARITY_MINIMUM);
         m->gran = g > m->gran ? g : m->gran;
     }
+    for (int i = 1; i < n && (m->mode & 1); i++) {
+        worker_start(d, &m->dev[i]);
+    }
 cleanup:
     pop_other(d, pushed);
     if (st != WEFT_OK) {
@@ -412,8 +467,24 @@ static void multi_close(gpu_dev *d, bool live)
         fe_free(d->ctx, r, sizeof *r);
     }
     for (int i = 1; i < m->n; i++) {
+        worker_stop(d, &m->dev[i]);
+    }
+    for (int i = 0; i < m->n; i++) {
         gpu_other *o = &m->dev[i];
         bool pushed = false;
+        if (live && o->cu &&
+            push_other(d, o, &pushed, "weft_context_free") == WEFT_OK) {
+            if (o->tb) {
+                gpu_call(d)->cuEventDestroy(o->tb);
+            }
+            if (o->te) {
+                gpu_call(d)->cuEventDestroy(o->te);
+            }
+            pop_other(d, pushed);
+        }
+        if (i == 0) {
+            continue;
+        }
         if (live && o->cu &&
             push_other(d, o, &pushed, "weft_context_free") == WEFT_OK) {
             if (o->stream) {
@@ -676,28 +747,13 @@ void gpu_multi_module_free(gpu_dev *d, gpu_module *mod)
     gpu_unlock(d);
 }
 
-/* Device o's replicas of rep (its context current, its stream after
- * device 0's work): the arrays copied on its stream into its replica
- * buffer (grown as needed: the old one freed once its stream is done with
- * it), and *args the argument block with their addresses. */
-static weft_status replicate(gpu_dev *d, gpu_other *o, const gpu_replicas *rep,
-                             void *args, void **out, const char *who)
+/* Device o's argument block for a part that reads replicas of rep (on the
+ * host thread, before the part is queued): args copied into o->args (grown
+ * as needed), whose replicas' words rep_copy then points at the copies. */
+static weft_status rep_prepare(gpu_dev *d, gpu_other *o,
+                               const gpu_replicas *rep, void *args,
+                               const char *who)
 {
-    weft_status st = WEFT_OK;
-    size_t need = 0;
-    for (int i = 0; i < rep->n; i++) {
-        need += (rep->r[i].bytes + 255) & ~(size_t)255;
-    }
-    if (o->rep_size < need) {
-        if (o->rep) {
-            GPU_CU(d, who, cuStreamSynchronize, o->stream);
-            gpu_call(d)->cuMemFree(o->rep);
-            o->rep = 0;
-            o->rep_size = 0;
-        }
-        GPU_CU(d, who, cuMemAlloc, &o->rep, need);
-        o->rep_size = need;
-    }
     if (o->args_cap < rep->words) {
         uint64_t *a = fe_calloc(d->ctx, sizeof *a * rep->words);
         if (!a) {
@@ -710,59 +766,353 @@ static weft_status replicate(gpu_dev *d, gpu_other *o, const gpu_replicas *rep,
         o->args_cap = rep->words;
     }
     memcpy(o->args, args, sizeof *o->args * rep->words);
-    CUdeviceptr at = o->rep;
     for (int i = 0; i < rep->n; i++) {
-        int w = rep->r[i].word;
-        GPU_CU(d, who, cuMemcpyDtoDAsync, at, (CUdeviceptr)o->args[w],
-               rep->r[i].bytes, o->stream);
-        o->args[w] = (uint64_t)at;
-        at += (rep->r[i].bytes + 255) & ~(size_t)255;
         d->multi->moved += rep->r[i].bytes;
     }
-    *out = o->args;
-cleanup:
-    return st;
+    return WEFT_OK;
 }
 
-/* With a trace: timing events around device i's part, made and recorded
- * on its stream (its context current); failures leave them unset (no
- * time in the span). */
+/* Device o's replicas of rep (its context current, its stream after
+ * device 0's work): the arrays copied on its stream into its replica
+ * buffer (grown as needed: the old one freed once its stream is done with
+ * it), and o->args's words pointed at them.  Only driver calls: a failure
+ * is its result and *call. */
+static CUresult rep_copy(gpu_dev *d, gpu_other *o, const gpu_replicas *rep,
+                         const char **call)
+{
+    const gpu_driver *g = gpu_call(d);
+    size_t need = 0;
+    for (int i = 0; i < rep->n; i++) {
+        need += (rep->r[i].bytes + 255) & ~(size_t)255;
+    }
+    CUresult r = CUDA_SUCCESS;
+    if (o->rep_size < need) {
+        if (o->rep) {
+            *call = "cuStreamSynchronize";
+            if ((r = g->cuStreamSynchronize(o->stream)) != CUDA_SUCCESS) {
+                return r;
+            }
+            g->cuMemFree(o->rep);
+            o->rep = 0;
+            o->rep_size = 0;
+        }
+        *call = "cuMemAlloc";
+        if ((r = g->cuMemAlloc(&o->rep, need)) != CUDA_SUCCESS) {
+            return r;
+        }
+        o->rep_size = need;
+    }
+    CUdeviceptr at = o->rep;
+    *call = "cuMemcpyDtoDAsync";
+    for (int i = 0; i < rep->n && r == CUDA_SUCCESS; i++) {
+        int w = rep->r[i].word;
+        r = gpu_call(d)->cuMemcpyDtoDAsync(at, (CUdeviceptr)o->args[w],
+                                           rep->r[i].bytes, o->stream);
+        o->args[w] = (uint64_t)at;
+        at += (rep->r[i].bytes + 255) & ~(size_t)255;
+    }
+    return r;
+}
+
+/* With a trace: a timing event of device o's part (made once, kept in o)
+ * recorded on its stream (its context current); a failure leaves *e
+ * unset (no time in the span). */
 static void part_mark(gpu_dev *d, CUstream stream, CUevent *e)
 {
     if (!*e && gpu_call(d)->cuEventCreate(e, 0 /* timing */) != CUDA_SUCCESS) {
         *e = NULL;
         return;
     }
-    gpu_call(d)->cuEventRecord(*e, stream);
+    if (gpu_call(d)->cuEventRecord(*e, stream) != CUDA_SUCCESS) {
+        gpu_call(d)->cuEventDestroy(*e);
+        *e = NULL;
+    }
 }
 
+/* ns since *t, and *t now (a step's time, with a trace). */
+static uint64_t lap(uint64_t *t)
+{
+    uint64_t now = fe_clock_ns(), dt = now - *t;
+    *t = now;
+    return dt;
+}
+
+/* Queue job j, device o's part (its context current, o != device 0):
+ * its stream waits for `ready`, copies the replicas, runs the kernel and
+ * records o->done after it; with j->timed, timing events around the
+ * kernel and the steps' times.  Only driver calls (the queueing thread
+ * runs it): j->r and j->call say the first failure. */
+static void part_queue(gpu_dev *d, gpu_other *o, CUevent ready, gpu_job *j)
+{
+    const gpu_driver *g = gpu_call(d);
+    uint64_t t = j->timed ? fe_clock_ns() : 0;
+    j->call = "cuStreamWaitEvent";
+    j->r = g->cuStreamWaitEvent(o->stream, ready, 0);
+    if (t) {
+        j->ns[STEP_WAIT] += lap(&t);
+    }
+    void *args = j->args;
+    if (j->r == CUDA_SUCCESS && j->rep) {
+        j->r = rep_copy(d, o, j->rep, &j->call);
+        args = o->args;
+        if (t) {
+            j->ns[STEP_REP] += lap(&t);
+        }
+    }
+    if (j->r != CUDA_SUCCESS) {
+        return;
+    }
+    if (t) {
+        part_mark(d, o->stream, &o->tb);
+        j->ns[STEP_MARKS] += lap(&t);
+    }
+    void *params[5] = {args, &j->n, &j->grain, &j->first, &j->skip};
+    j->call = "cuLaunchKernel";
+    j->r = gpu_call(d)->cuLaunchKernel(j->fn, j->grid, j->rows, 1,
+                                       (unsigned)j->block, 1, 1, 0, o->stream,
+                                       params, NULL);
+    if (t) {
+        j->ns[STEP_LAUNCH] += lap(&t);
+    }
+    if (j->r != CUDA_SUCCESS) {
+        return;
+    }
+    if (t) {
+        part_mark(d, o->stream, &o->te);
+        j->ns[STEP_MARKS] += lap(&t);
+    }
+    j->call = "cuEventRecord";
+    j->r = gpu_call(d)->cuEventRecord(o->done, o->stream);
+    if (t) {
+        j->ns[STEP_DONE] += lap(&t);
+    }
+}
+
+/* ---- queueing threads ("Queueing") ----------------------------------------- */
+
+#define WORKER_SPIN_NS                                                         \
+    200000 /* a thread polls this long for the next
+                                 part before it sleeps */
+
+static inline void relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* Wait until w->posted differs from `seen` (polling WORKER_SPIN_NS, then
+ * on w->cv); the new count, or `seen` when asked to quit. */
+static unsigned worker_next(gpu_worker *w, unsigned seen)
+{
+    uint64_t t0 = fe_clock_ns();
+    for (unsigned k = 1;; k++) {
+        unsigned p = __atomic_load_n(&w->posted, __ATOMIC_ACQUIRE);
+        if (p != seen) {
+            return p;
+        }
+        if ((k & 255) == 0 &&
+            fe_clock_ns() - t0 > (w->d->multi->mode & 8 ? 50 * WORKER_SPIN_NS
+                                                        : WORKER_SPIN_NS)) {
+            break;
+        }
+        relax();
+    }
+    pthread_mutex_lock(&w->mu);
+    __atomic_store_n(&w->sleeping, 1, __ATOMIC_SEQ_CST);
+    unsigned p;
+    while ((p = __atomic_load_n(&w->posted, __ATOMIC_SEQ_CST)) == seen &&
+           !w->quit) {
+        pthread_cond_wait(&w->cv, &w->mu);
+    }
+    __atomic_store_n(&w->sleeping, 0, __ATOMIC_RELAXED);
+    bool quit = w->quit;
+    pthread_mutex_unlock(&w->mu);
+    return quit ? seen : p;
+}
+
+/* A queueing thread: its device's context current for good, then every
+ * job posted queued and acknowledged, until told to quit. */
+static void *worker_main(void *arg)
+{
+    gpu_worker *w = arg;
+    CUresult cur = gpu_call(w->d)->cuCtxSetCurrent(w->o->cu);
+    unsigned seen = 0;
+    for (;;) {
+        unsigned p = worker_next(w, seen);
+        if (p == seen) {
+            break;
+        }
+        seen = p;
+        if (cur != CUDA_SUCCESS) {
+            w->job.r = cur;
+            w->job.call = "cuCtxSetCurrent";
+        } else {
+            part_queue(w->d, w->o, w->ready, &w->job);
+        }
+        __atomic_store_n(&w->acked, seen, __ATOMIC_RELEASE);
+    }
+    return NULL;
+}
+
+/* Start device o's queueing thread (d's lock held); without one (a
+ * failure to start it) its parts are queued by the host thread. */
+static void worker_start(gpu_dev *d, gpu_other *o)
+{
+    gpu_worker *w = fe_calloc(d->ctx, sizeof *w);
+    if (!w) {
+        return;
+    }
+    w->d = d;
+    w->o = o;
+    w->ready = d->multi->ready;
+    if (pthread_mutex_init(&w->mu, NULL) != 0) {
+        fe_free(d->ctx, w, sizeof *w);
+        return;
+    }
+    if (pthread_cond_init(&w->cv, NULL) != 0) {
+        pthread_mutex_destroy(&w->mu);
+        fe_free(d->ctx, w, sizeof *w);
+        return;
+    }
+    if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
+        pthread_cond_destroy(&w->cv);
+        pthread_mutex_destroy(&w->mu);
+        fe_free(d->ctx, w, sizeof *w);
+        return;
+    }
+    w->started = true;
+    o->w = w;
+}
+
+/* Stop and free device o's queueing thread, if it has one. */
+static void worker_stop(gpu_dev *d, gpu_other *o)
+{
+    gpu_worker *w = o->w;
+    if (!w) {
+        return;
+    }
+    pthread_mutex_lock(&w->mu);
+    w->quit = true;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    pthread_join(w->thread, NULL);
+    pthread_cond_destroy(&w->cv);
+    pthread_mutex_destroy(&w->mu);
+    fe_free(d->ctx, w, sizeof *w);
+    o->w = NULL;
+}
+
+/* Hand job j to w's thread (which acknowledged every earlier one). */
+static void worker_post(gpu_worker *w, const gpu_job *j)
+{
+    w->job = *j;
+    unsigned p = __atomic_load_n(&w->posted, __ATOMIC_RELAXED) + 1;
+    __atomic_store_n(&w->posted, p, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&w->sleeping, __ATOMIC_SEQ_CST)) {
+        pthread_mutex_lock(&w->mu);
+        pthread_cond_signal(&w->cv);
+        pthread_mutex_unlock(&w->mu);
+    }
+}
+
+/* Wait until w's thread has queued the job posted last; its outcome in
+ * *j. */
+static void worker_wait(gpu_worker *w, gpu_job *j)
+{
+    unsigned p = __atomic_load_n(&w->posted, __ATOMIC_RELAXED);
+    for (unsigned k = 1; __atomic_load_n(&w->acked, __ATOMIC_ACQUIRE) != p;
+         k++) {
+        if ((k & 1023) == 0) {
+            sched_yield();
+        } else {
+            relax();
+        }
+    }
+    *j = w->job;
+}
+
+/* ---- a split launch -------------------------------------------------------- */
+
 /* With a trace: the parts' kernel times (ms; -1 where unknown) once they
- * have finished (a host wait: a traced run is not one to time for speed),
- * and their events destroyed. */
-static void part_times(gpu_dev *d, CUevent *tb, CUevent *te, double *ms)
+ * have finished (a host wait: a traced run is not one to time for speed). */
+static void part_times(gpu_dev *d, const gpu_part *part, double *ms)
 {
     gpu_multi *m = d->multi;
     for (int i = 0; i < m->n; i++) {
+        CUevent tb = m->dev[i].tb, te = m->dev[i].te;
         ms[i] = -1;
         bool pushed = false;
-        if ((!tb[i] && !te[i]) ||
+        if (part[i].grid == 0 || !tb || !te ||
             push_other(d, &m->dev[i], &pushed, "weft_run") != WEFT_OK) {
             continue;
         }
         float t = 0;
-        if (tb[i] && te[i] &&
-            gpu_call(d)->cuEventSynchronize(te[i]) == CUDA_SUCCESS &&
-            gpu_call(d)->cuEventElapsedTime(&t, tb[i], te[i]) == CUDA_SUCCESS) {
+        if (gpu_call(d)->cuEventSynchronize(te) == CUDA_SUCCESS &&
+            gpu_call(d)->cuEventElapsedTime(&t, tb, te) == CUDA_SUCCESS) {
             ms[i] = t;
-        }
-        if (tb[i]) {
-            gpu_call(d)->cuEventDestroy(tb[i]);
-        }
-        if (te[i]) {
-            gpu_call(d)->cuEventDestroy(te[i]);
         }
         pop_other(d, pushed);
     }
+}
+
+/* Device i's part queued from the host thread: its context made current
+ * (pushed, or with mode 2 set), part_queue, d's context back. */
+static void part_here(gpu_dev *d, int i, gpu_job *j)
+{
+    gpu_multi *m = d->multi;
+    gpu_other *o = &m->dev[i];
+    uint64_t t = j->timed ? fe_clock_ns() : 0;
+    bool other = o->cu != d->cu, set = other && (m->mode & 2);
+    CUresult r = CUDA_SUCCESS;
+    if (other) {
+        j->call = set ? "cuCtxSetCurrent" : "cuCtxPushCurrent";
+        r = set ? gpu_call(d)->cuCtxSetCurrent(o->cu)
+                : gpu_call(d)->cuCtxPushCurrent(o->cu);
+    }
+    if (t) {
+        j->ns[STEP_CTX] += lap(&t);
+    }
+    if (r != CUDA_SUCCESS) {
+        j->r = r;
+        return;
+    }
+    part_queue(d, o, m->ready, j);
+    if (t) {
+        t = fe_clock_ns();
+    }
+    if (set) {
+        gpu_call(d)->cuCtxSetCurrent(d->cu);
+    } else if (other) {
+        CUcontext popped;
+        gpu_call(d)->cuCtxPopCurrent(&popped);
+    }
+    if (t) {
+        j->ns[STEP_BACK] += lap(&t);
+    }
+}
+
+/* Device 0's part (d's stream), between timing events with a trace. */
+static weft_status part_zero(gpu_dev *d, const gpu_fn *f, int block,
+                             const gpu_part *p, void *args, CUevent *tb,
+                             CUevent *te, bool timed, const char *who)
+{
+    if (p->grid == 0) {
+        return WEFT_OK;
+    }
+    int64_t n = p->n, grain = p->grain, first = p->first, skip = p->skip;
+    void *params[5] = {args, &n, &grain, &first, &skip};
+    if (timed) {
+        part_mark(d, d->stream, tb);
+    }
+    weft_status st = gpu_launch_rows(d, f, p->grid, p->rows > 0 ? p->rows : 1,
+                                     block, 0, params, who);
+    if (st == WEFT_OK && timed) {
+        part_mark(d, d->stream, te);
+    }
+    return st;
 }
 
 weft_status gpu_launch_parts(gpu_dev *d, const gpu_fn *f, int block,
@@ -772,95 +1122,126 @@ weft_status gpu_launch_parts(gpu_dev *d, const gpu_fn *f, int block,
 {
     gpu_multi *m = d->multi;
     weft_status st = WEFT_OK;
-    uint64_t t0 = d->ctx ? fe_trace_begin(d->ctx) : 0;
+    uint64_t t0 = d->ctx ? fe_clock_ns() : 0;
+    bool traced = d->ctx && fe_trace_begin(d->ctx);
     bool others = false;
     for (int i = 1; i < m->n; i++) {
         others |= part[i].grid > 0;
     }
-    bool timed = t0 && others;
-    CUevent tb[GPU_MULTI_MAX] = {NULL}, te[GPU_MULTI_MAX] = {NULL};
-    if (others) {
-        GPU_CU(d, who, cuEventRecord, m->ready, d->stream);
-        m->launches++;
+    bool timed = traced && others;
+    static const char *const names[STEPS] = {"ctx",  "wait", "rep",  "launch",
+                                             "done", "back", "marks"};
+    /* host ns: ready, jobs made, posted, device 0, queued here, acks,
+     * joins */
+    uint64_t host[7] = {0};
+    uint64_t t = t0;
+    gpu_job job[GPU_MULTI_MAX];
+    CUevent *tb0 = &m->dev[0].tb, *te0 = &m->dev[0].te;
+    if (!others) {
+        st = part_zero(d, f, block, &part[0], args, tb0, te0, false, who);
+        goto cleanup;
     }
-    /* the other devices first, device 0 last, then device 0's stream
-     * waits for the others (a wait before its own part would serialise) */
-    for (int i = m->n - 1; i >= 0; i--) {
+    GPU_CU(d, who, cuEventRecord, m->ready, d->stream);
+    m->launches++;
+    host[0] = lap(&t);
+    /* the other devices' jobs: on the host thread (fn_on loads a module on
+     * first use, rep_prepare grows an argument block), then queued by
+     * their threads or here */
+    for (int i = 1; i < m->n; i++) {
         const gpu_part *p = &part[i];
+        gpu_job *j = &job[i];
+        memset(j, 0, sizeof *j);
         if (p->grid == 0) {
-            continue;
-        }
-        int64_t n = p->n, grain = p->grain, first = p->first, skip = p->skip;
-        void *params[5] = {args, &n, &grain, &first, &skip};
-        unsigned rows = p->rows > 0 ? p->rows : 1;
-        if (i == 0) {
-            if (timed) {
-                part_mark(d, d->stream, &tb[0]);
-            }
-            st = gpu_launch_rows(d, f, p->grid, rows, block, 0, params, who);
-            if (st != WEFT_OK) {
-                goto cleanup;
-            }
-            if (timed) {
-                part_mark(d, d->stream, &te[0]);
-            }
             continue;
         }
         gpu_other *o = &m->dev[i];
         bool pushed = false;
         CUfunction fn = NULL;
-        st = push_other(d, o, &pushed, who);
-        if (st == WEFT_OK) {
-            st = fn_on(d, f, i, &fn, who);
-        }
-        CUresult r = CUDA_SUCCESS;
-        const char *call = "cuStreamWaitEvent";
-        if (st == WEFT_OK) {
-            r = gpu_call(d)->cuStreamWaitEvent(o->stream, m->ready, 0);
-        }
-        if (st == WEFT_OK && r == CUDA_SUCCESS && rep && rep->n > 0) {
-            void *own = NULL;
-            st = replicate(d, o, rep, args, &own, who);
-            params[0] = own;
-        }
-        if (st == WEFT_OK && r == CUDA_SUCCESS) {
-            if (timed) {
-                part_mark(d, o->stream, &tb[i]);
+        gpu_name *nm = (gpu_name *)(void *)(f->name - offsetof(gpu_name, s));
+        if (o->cu == d->cu) {
+            fn = f->fn;
+        } else if (nm->on[i]) {
+            fn = nm->on[i]; /* loaded: no need of o's context */
+        } else {
+            st = push_other(d, o, &pushed, who);
+            if (st == WEFT_OK) {
+                st = fn_on(d, f, i, &fn, who);
             }
-            call = "cuLaunchKernel";
-            r = gpu_call(d)->cuLaunchKernel(fn, p->grid, rows, 1,
-                                            (unsigned)block, 1, 1, 0, o->stream,
-                                            params, NULL);
+            pop_other(d, pushed);
         }
-        if (st == WEFT_OK && r == CUDA_SUCCESS) {
-            if (timed) {
-                part_mark(d, o->stream, &te[i]);
-            }
-            call = "cuEventRecord";
-            r = gpu_call(d)->cuEventRecord(o->done, o->stream);
-        }
-        pop_other(d, pushed);
-        if (st == WEFT_OK && r != CUDA_SUCCESS) {
-            st = gpu_cu_fail(d, who, call, r, __FILE__, __LINE__);
+        if (st == WEFT_OK && rep && rep->n > 0) {
+            st = rep_prepare(d, o, rep, args, who);
         }
         if (st != WEFT_OK) {
             goto cleanup;
         }
+        *j = (gpu_job){.fn = fn,
+                       .grid = p->grid,
+                       .rows = p->rows > 0 ? p->rows : 1,
+                       .block = block,
+                       .args = args,
+                       .n = p->n,
+                       .grain = p->grain,
+                       .first = p->first,
+                       .skip = p->skip,
+                       .rep = rep && rep->n > 0 ? rep : NULL,
+                       .timed = timed};
+    }
+    host[1] = lap(&t);
+    /* threads first (they queue while this one works), device 0's part
+     * first where mode 4 says, the rest here, last device first */
+    for (int i = 1; i < m->n; i++) {
+        if (part[i].grid > 0 && m->dev[i].w) {
+            worker_post(m->dev[i].w, &job[i]);
+        }
+    }
+    host[2] = lap(&t);
+    if (m->mode & 4) {
+        st = part_zero(d, f, block, &part[0], args, tb0, te0, timed, who);
+        host[3] += lap(&t);
+    }
+    for (int i = m->n - 1; i >= 1 && st == WEFT_OK; i--) {
+        if (part[i].grid > 0 && !m->dev[i].w) {
+            part_here(d, i, &job[i]);
+        }
+    }
+    host[4] = lap(&t);
+    if (!(m->mode & 4) && st == WEFT_OK) {
+        st = part_zero(d, f, block, &part[0], args, tb0, te0, timed, who);
+        host[3] += lap(&t);
+    }
+    for (int i = 1; i < m->n; i++) {
+        if (part[i].grid > 0 && m->dev[i].w) {
+            worker_wait(m->dev[i].w, &job[i]);
+        }
+    }
+    host[5] = lap(&t);
+    /* every part queued (or failed): then d's stream joins them, each
+     * after its `done`, recorded after its kernel */
+    for (int i = 1; i < m->n; i++) {
+        if (part[i].grid > 0 && job[i].r != CUDA_SUCCESS && st == WEFT_OK) {
+            st = gpu_cu_fail(d, who, job[i].call, job[i].r, __FILE__, __LINE__);
+        }
+    }
+    if (st != WEFT_OK) {
+        goto cleanup;
     }
     for (int i = 1; i < m->n; i++) {
         if (part[i].grid > 0) {
             GPU_CU(d, who, cuStreamWaitEvent, d->stream, m->dev[i].done, 0);
         }
     }
+    host[6] = lap(&t);
     if (timed) {
-        /* the work and the kernel time of each device, and the host's
-         * time to queue the parts and the join (before the wait for the
-         * times), for a reader of the trace */
+        /* the work and the kernel time of each device, the host's time to
+         * queue the parts and the join (before the wait for the times),
+         * and that time by step, for a reader of the trace */
         double issue_us = (double)(fe_clock_ns() - t0) * 1e-3;
         double ms[GPU_MULTI_MAX];
-        part_times(d, tb, te, ms);
+        part_times(d, part, ms);
         char at[GPU_MULTI_MAX * 24] = "", tm[GPU_MULTI_MAX * 24] = "";
-        size_t used = 0, tused = 0;
+        char steps[GPU_MULTI_MAX * STEPS * 16] = "";
+        size_t used = 0, tused = 0, sused = 0;
         for (int i = 0; i < m->n && used < sizeof at && tused < sizeof tm;
              i++) {
             used += (size_t)snprintf(at + used, sizeof at - used, "%s%lld",
@@ -868,16 +1249,30 @@ weft_status gpu_launch_parts(gpu_dev *d, const gpu_fn *f, int block,
             tused += (size_t)snprintf(tm + tused, sizeof tm - tused, "%s%.4f",
                                       i ? "," : "", ms[i]);
         }
+        static const char *const hnames[7] = {"h_ready", "h_jobs", "h_post",
+                                              "h_zero",  "h_here", "h_acks",
+                                              "h_join"};
+        char hs[7 * 24] = "";
+        size_t hused = 0;
+        for (int k = 0; k < 7 && hused < sizeof hs; k++) {
+            hused += (size_t)snprintf(hs + hused, sizeof hs - hused,
+                                      ",\"%s_us\":%.2f", hnames[k],
+                                      (double)host[k] * 1e-3);
+        }
+        for (int k = 0; k < STEPS && sused < sizeof steps; k++) {
+            double sum = 0;
+            for (int i = 1; i < m->n; i++) {
+                sum += (double)job[i].ns[k] * 1e-3;
+            }
+            sused += (size_t)snprintf(steps + sused, sizeof steps - sused,
+                                      ",\"%s_us\":%.2f", names[k], sum);
+        }
         fe_trace_span(d->ctx, t0, "gpu", "kernel.split",
                       "\"kernel\":\"%s\",\"%s\":[%s],\"ms\":[%s],"
-                      "\"issue_us\":%.1f",
-                      f->name, what, at, tm, issue_us);
+                      "\"issue_us\":%.1f,\"mode\":%d%s%s",
+                      f->name, what, at, tm, issue_us, m->mode, hs, steps);
     }
 cleanup:
-    if (st != WEFT_OK && timed) {
-        double ms[GPU_MULTI_MAX];
-        part_times(d, tb, te, ms); /* only to destroy the events */
-    }
     return st;
 }
 
