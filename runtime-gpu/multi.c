@@ -168,6 +168,8 @@ typedef struct gpu_job {
     int64_t n, grain, first, skip;
     const gpu_replicas *rep; /* NULL: none */
     bool timed;              /* a trace: timing events and steps */
+    CUdeviceptr flags;       /* EXPERIMENT: mode 16's words, or 0 */
+    unsigned seq;            /* the launch's number in them */
     CUresult r;
     const char *call;
     uint64_t ns[STEPS];
@@ -217,7 +219,11 @@ struct gpu_multi {
                              of replicas copied to the others */
     int mode;          /* EXPERIMENT: $WEFT_SPLIT_MODE bits (1 threads,
                           2 cuCtxSetCurrent, 4 device 0's part first,
-                          8 threads poll 10 ms, not 0.2) */
+                          8 threads poll 10 ms, not 0.2, 16 stream
+                          memory operations on flags instead of events) */
+    CUdeviceptr flags; /* mode 16: word 0 device 0's launch number, word
+                          i device i's (device 0's memory) */
+    unsigned seq;      /* mode 16: split launches so far */
 };
 
 /* ---- the list of devices --------------------------------------------------- */
@@ -441,6 +447,12 @@ weft_status gpu_multi_open(gpu_dev *d, const int *ords, int n, const char *who)
                CU_MEM_ALLOC_GRANULARITY_MINIMUM);
         m->gran = g > m->gran ? g : m->gran;
     }
+    if ((m->mode & 16) && gpu_call(d)->cuStreamWaitValue32 &&
+        gpu_call(d)->cuStreamWriteValue32) {
+        GPU_CU(d, who, cuMemAlloc, &m->flags, 4 * GPU_MULTI_MAX);
+        GPU_CU(d, who, cuMemsetD32Async, m->flags, 0, GPU_MULTI_MAX, d->stream);
+        GPU_CU(d, who, cuStreamSynchronize, d->stream);
+    }
     for (int i = 1; i < n && (m->mode & 1); i++) {
         worker_start(d, &m->dev[i]);
     }
@@ -508,6 +520,9 @@ static void multi_close(gpu_dev *d, bool live)
     }
     if (live && m->ready) {
         gpu_call(d)->cuEventDestroy(m->ready);
+    }
+    if (live && m->flags) {
+        gpu_call(d)->cuMemFree(m->flags);
     }
     d->multi = NULL;
     fe_free(d->ctx, m, sizeof *m);
@@ -846,8 +861,10 @@ static void part_queue(gpu_dev *d, gpu_other *o, CUevent ready, gpu_job *j)
 {
     const gpu_driver *g = gpu_call(d);
     uint64_t t = j->timed ? fe_clock_ns() : 0;
-    j->call = "cuStreamWaitEvent";
-    j->r = g->cuStreamWaitEvent(o->stream, ready, 0);
+    j->call = j->flags ? "cuStreamWaitValue32" : "cuStreamWaitEvent";
+    j->r = j->flags ? g->cuStreamWaitValue32(o->stream, j->flags, j->seq,
+                                             0 /* GEQ, cyclic */)
+                    : g->cuStreamWaitEvent(o->stream, ready, 0);
     if (t) {
         j->ns[STEP_WAIT] += lap(&t);
     }
@@ -881,8 +898,12 @@ static void part_queue(gpu_dev *d, gpu_other *o, CUevent ready, gpu_job *j)
         part_mark(d, o->stream, &o->te);
         j->ns[STEP_MARKS] += lap(&t);
     }
-    j->call = "cuEventRecord";
-    j->r = gpu_call(d)->cuEventRecord(o->done, o->stream);
+    j->call = j->flags ? "cuStreamWriteValue32" : "cuEventRecord";
+    j->r = j->flags
+               ? gpu_call(d)->cuStreamWriteValue32(
+                     o->stream, j->flags + 4 * (CUdeviceptr)(o - d->multi->dev),
+                     j->seq, 0)
+               : gpu_call(d)->cuEventRecord(o->done, o->stream);
     if (t) {
         j->ns[STEP_DONE] += lap(&t);
     }
@@ -1141,7 +1162,12 @@ weft_status gpu_launch_parts(gpu_dev *d, const gpu_fn *f, int block,
         st = part_zero(d, f, block, &part[0], args, tb0, te0, false, who);
         goto cleanup;
     }
-    GPU_CU(d, who, cuEventRecord, m->ready, d->stream);
+    if (m->flags) {
+        m->seq++;
+        GPU_CU(d, who, cuStreamWriteValue32, d->stream, m->flags, m->seq, 0);
+    } else {
+        GPU_CU(d, who, cuEventRecord, m->ready, d->stream);
+    }
     m->launches++;
     host[0] = lap(&t);
     /* the other devices' jobs: on the host thread (fn_on loads a module on
@@ -1185,7 +1211,9 @@ weft_status gpu_launch_parts(gpu_dev *d, const gpu_fn *f, int block,
                        .first = p->first,
                        .skip = p->skip,
                        .rep = rep && rep->n > 0 ? rep : NULL,
-                       .timed = timed};
+                       .timed = timed,
+                       .flags = m->flags,
+                       .seq = m->seq};
     }
     host[1] = lap(&t);
     /* threads first (they queue while this one works), device 0's part
@@ -1227,7 +1255,10 @@ weft_status gpu_launch_parts(gpu_dev *d, const gpu_fn *f, int block,
         goto cleanup;
     }
     for (int i = 1; i < m->n; i++) {
-        if (part[i].grid > 0) {
+        if (part[i].grid > 0 && m->flags) {
+            GPU_CU(d, who, cuStreamWaitValue32, d->stream,
+                   m->flags + 4 * (CUdeviceptr)i, m->seq, 0);
+        } else if (part[i].grid > 0) {
             GPU_CU(d, who, cuStreamWaitEvent, d->stream, m->dev[i].done, 0);
         }
     }
