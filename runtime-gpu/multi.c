@@ -119,7 +119,6 @@
  */
 #include <dlfcn.h>
 #include <glob.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,22 +174,6 @@ typedef struct gpu_job {
     uint64_t ns[STEPS];
 } gpu_job;
 
-/* Device i's queueing thread ("Queueing"): the host thread fills job and
- * bumps posted; the thread queues it and sets acked to posted. */
-typedef struct gpu_worker {
-    gpu_dev *d;
-    struct gpu_other *o;
-    CUevent ready; /* m->ready */
-    pthread_t thread;
-    bool started;
-    gpu_job job;
-    unsigned posted, acked; /* __atomic */
-    int sleeping;           /* __atomic: waiting on cv */
-    bool quit;              /* under mu */
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-} gpu_worker;
-
 typedef struct gpu_other {
     int ordinal;
     CUdevice dev;
@@ -201,10 +184,13 @@ typedef struct gpu_other {
     uint64_t bytes;  /* bytes of ranges held in its memory now */
     CUdeviceptr rep; /* its replicas ("Replicas"), rep_size bytes */
     size_t rep_size;
-    uint64_t *args;  /* the argument block with its replicas' */
-    size_t args_cap; /* words of args */
-    CUevent tb, te;  /* a traced part's timing events, made once */
-    gpu_worker *w;   /* its queueing thread, or NULL */
+    uint64_t *args;   /* the argument block with its replicas' */
+    size_t args_cap;  /* words of args */
+    CUevent tb, te;   /* a traced part's timing events, made once */
+    gpu_relay *relay; /* its queueing thread ("Queueing"), or NULL */
+    gpu_dev *d;       /* for the relay's function */
+    gpu_job job;      /* the part the relay queues */
+    bool current;     /* cu is current on the relay's thread */
 } gpu_other;
 
 struct gpu_multi {
@@ -911,148 +897,38 @@ static void part_queue(gpu_dev *d, gpu_other *o, CUevent ready, gpu_job *j)
 
 /* ---- queueing threads ("Queueing") ----------------------------------------- */
 
-#define WORKER_SPIN_NS                                                         \
-    200000 /* a thread polls this long for the next
-                                 part before it sleeps */
-
-static inline void relax(void)
+/* Device o's relay: its part (o->job) queued on the relay's thread, o's
+ * context made current there on the first. */
+static void part_relay(void *arg)
 {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
+    gpu_other *o = arg;
+    gpu_dev *d = o->d;
+    if (!o->current) {
+        CUresult r = gpu_call(d)->cuCtxSetCurrent(o->cu);
+        if (r != CUDA_SUCCESS) {
+            o->job.r = r;
+            o->job.call = "cuCtxSetCurrent";
+            return;
+        }
+        o->current = true;
+    }
+    part_queue(d, o, d->multi->ready, &o->job);
 }
 
-/* Wait until w->posted differs from `seen` (polling WORKER_SPIN_NS, then
- * on w->cv); the new count, or `seen` when asked to quit. */
-static unsigned worker_next(gpu_worker *w, unsigned seen)
-{
-    uint64_t t0 = fe_clock_ns();
-    for (unsigned k = 1;; k++) {
-        unsigned p = __atomic_load_n(&w->posted, __ATOMIC_ACQUIRE);
-        if (p != seen) {
-            return p;
-        }
-        if ((k & 255) == 0 &&
-            fe_clock_ns() - t0 > (w->d->multi->mode & 8 ? 50 * WORKER_SPIN_NS
-                                                        : WORKER_SPIN_NS)) {
-            break;
-        }
-        relax();
-    }
-    pthread_mutex_lock(&w->mu);
-    __atomic_store_n(&w->sleeping, 1, __ATOMIC_SEQ_CST);
-    unsigned p;
-    while ((p = __atomic_load_n(&w->posted, __ATOMIC_SEQ_CST)) == seen &&
-           !w->quit) {
-        pthread_cond_wait(&w->cv, &w->mu);
-    }
-    __atomic_store_n(&w->sleeping, 0, __ATOMIC_RELAXED);
-    bool quit = w->quit;
-    pthread_mutex_unlock(&w->mu);
-    return quit ? seen : p;
-}
-
-/* A queueing thread: its device's context current for good, then every
- * job posted queued and acknowledged, until told to quit. */
-static void *worker_main(void *arg)
-{
-    gpu_worker *w = arg;
-    CUresult cur = gpu_call(w->d)->cuCtxSetCurrent(w->o->cu);
-    unsigned seen = 0;
-    for (;;) {
-        unsigned p = worker_next(w, seen);
-        if (p == seen) {
-            break;
-        }
-        seen = p;
-        if (cur != CUDA_SUCCESS) {
-            w->job.r = cur;
-            w->job.call = "cuCtxSetCurrent";
-        } else {
-            part_queue(w->d, w->o, w->ready, &w->job);
-        }
-        __atomic_store_n(&w->acked, seen, __ATOMIC_RELEASE);
-    }
-    return NULL;
-}
-
-/* Start device o's queueing thread (d's lock held); without one (a
- * failure to start it) its parts are queued by the host thread. */
+/* Start device o's relay (d's lock held); without one (threads or memory
+ * short) its parts are queued by the launching thread. */
 static void worker_start(gpu_dev *d, gpu_other *o)
 {
-    gpu_worker *w = fe_calloc(d->ctx, sizeof *w);
-    if (!w) {
-        return;
-    }
-    w->d = d;
-    w->o = o;
-    w->ready = d->multi->ready;
-    if (pthread_mutex_init(&w->mu, NULL) != 0) {
-        fe_free(d->ctx, w, sizeof *w);
-        return;
-    }
-    if (pthread_cond_init(&w->cv, NULL) != 0) {
-        pthread_mutex_destroy(&w->mu);
-        fe_free(d->ctx, w, sizeof *w);
-        return;
-    }
-    if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
-        pthread_cond_destroy(&w->cv);
-        pthread_mutex_destroy(&w->mu);
-        fe_free(d->ctx, w, sizeof *w);
-        return;
-    }
-    w->started = true;
-    o->w = w;
+    o->d = d;
+    o->current = false;
+    o->relay = gpu_relay_start(d->ctx, part_relay, o);
 }
 
-/* Stop and free device o's queueing thread, if it has one. */
 static void worker_stop(gpu_dev *d, gpu_other *o)
 {
-    gpu_worker *w = o->w;
-    if (!w) {
-        return;
-    }
-    pthread_mutex_lock(&w->mu);
-    w->quit = true;
-    pthread_cond_signal(&w->cv);
-    pthread_mutex_unlock(&w->mu);
-    pthread_join(w->thread, NULL);
-    pthread_cond_destroy(&w->cv);
-    pthread_mutex_destroy(&w->mu);
-    fe_free(d->ctx, w, sizeof *w);
-    o->w = NULL;
-}
-
-/* Hand job j to w's thread (which acknowledged every earlier one). */
-static void worker_post(gpu_worker *w, const gpu_job *j)
-{
-    w->job = *j;
-    unsigned p = __atomic_load_n(&w->posted, __ATOMIC_RELAXED) + 1;
-    __atomic_store_n(&w->posted, p, __ATOMIC_SEQ_CST);
-    if (__atomic_load_n(&w->sleeping, __ATOMIC_SEQ_CST)) {
-        pthread_mutex_lock(&w->mu);
-        pthread_cond_signal(&w->cv);
-        pthread_mutex_unlock(&w->mu);
-    }
-}
-
-/* Wait until w's thread has queued the job posted last; its outcome in
- * *j. */
-static void worker_wait(gpu_worker *w, gpu_job *j)
-{
-    unsigned p = __atomic_load_n(&w->posted, __ATOMIC_RELAXED);
-    for (unsigned k = 1; __atomic_load_n(&w->acked, __ATOMIC_ACQUIRE) != p;
-         k++) {
-        if ((k & 1023) == 0) {
-            sched_yield();
-        } else {
-            relax();
-        }
-    }
-    *j = w->job;
+    (void)d;
+    gpu_relay_stop(o->relay);
+    o->relay = NULL;
 }
 
 /* ---- a split launch -------------------------------------------------------- */
@@ -1219,8 +1095,9 @@ weft_status gpu_launch_parts(gpu_dev *d, const gpu_fn *f, int block,
     /* threads first (they queue while this one works), device 0's part
      * first where mode 4 says, the rest here, last device first */
     for (int i = 1; i < m->n; i++) {
-        if (part[i].grid > 0 && m->dev[i].w) {
-            worker_post(m->dev[i].w, &job[i]);
+        if (part[i].grid > 0 && m->dev[i].relay) {
+            m->dev[i].job = job[i];
+            gpu_relay_post(m->dev[i].relay);
         }
     }
     host[2] = lap(&t);
@@ -1229,7 +1106,7 @@ weft_status gpu_launch_parts(gpu_dev *d, const gpu_fn *f, int block,
         host[3] += lap(&t);
     }
     for (int i = m->n - 1; i >= 1 && st == WEFT_OK; i--) {
-        if (part[i].grid > 0 && !m->dev[i].w) {
+        if (part[i].grid > 0 && !m->dev[i].relay) {
             part_here(d, i, &job[i]);
         }
     }
@@ -1239,8 +1116,9 @@ weft_status gpu_launch_parts(gpu_dev *d, const gpu_fn *f, int block,
         host[3] += lap(&t);
     }
     for (int i = 1; i < m->n; i++) {
-        if (part[i].grid > 0 && m->dev[i].w) {
-            worker_wait(m->dev[i].w, &job[i]);
+        if (part[i].grid > 0 && m->dev[i].relay) {
+            gpu_relay_wait(m->dev[i].relay);
+            job[i] = m->dev[i].job;
         }
     }
     host[5] = lap(&t);
