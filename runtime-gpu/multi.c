@@ -86,8 +86,36 @@
  * A module is loaded on a device of another context when one of its
  * kernels first runs there (its PTX kept by gpu_module_load for that),
  * and unloaded with the module.  Traced, a split kernel's span gives
- * each device's share and kernel time (events around each part; the
- * span waits for them).
+ * each device's share and kernel time (events around each part, made
+ * once per device; the span waits for them) and the launching thread's
+ * time by step (bench/gpu/trace_kernels.py prints them).
+ *
+ * Queueing.  A device's part of a split launch is a wait for `ready` on
+ * its stream, its replicas' copies, the launch and a record of its
+ * `done`, each a driver call on its context.  Queued by the launching
+ * thread one device after another, with a push and a pop of the context
+ * around each, they took QUEUE_SERIAL; so each other device has a relay
+ * (relay.c): a thread with that device's context current for good, to
+ * which the launching thread hands the part (a gpu_job: the function,
+ * grid, parameters, replicas) after recording `ready`, then queues device
+ * 0's part itself and waits until every relay has queued its own, then
+ * has device 0's stream wait for each `done`.  So the parts are queued
+ * at once (QUEUE_RELAY).  The order holds: a relay's wait for `ready`
+ * comes after its record (the hand-off follows it), and device 0's
+ * stream waits for a `done` only once the relay has recorded it (the
+ * wait for the relay comes first).  A relay reads its job, the argument
+ * block and its device's replica buffer and argument copy, which the
+ * launching thread fills before the hand-off and leaves alone until the
+ * wait (rep_prepare: the host side of the replicas, allocation included,
+ * stays on the launching thread, as does fn_on's first load of a module
+ * on the device).  It runs only inside a launch, under d's lock, so a
+ * module's unloading (gpu_multi_module_free) never meets it.  It makes
+ * driver calls only: a failure comes back as the call and its CUresult,
+ * which the launching thread turns into the status (gpu_cu_fail is not
+ * for other threads: it writes d->pending and the thread's message).
+ * The relays stop with the context, before its streams are destroyed;
+ * a relay that could not start leaves its device's parts to the
+ * launching thread, as before.
  *
  * Replicas.  A split element-wise kernel that reads a small array
  * (4 KiB to 1 MiB: on device 0) at arbitrary places, every element all
