@@ -46,15 +46,6 @@ struct gpu_relay {
     pthread_cond_t cv;
 };
 
-static inline void relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
-
 /* Wait until r->posted differs from `seen` (polling RELAY_POLL_NS, then on
  * r->cv); the new count, or `seen` when told to quit. */
 static unsigned next_post(gpu_relay *r, unsigned seen)
@@ -68,7 +59,7 @@ static unsigned next_post(gpu_relay *r, unsigned seen)
         if ((k & 255) == 0 && fe_clock_ns() - t0 > RELAY_POLL_NS) {
             break;
         }
-        relax();
+        fe_relax();
     }
     pthread_mutex_lock(&r->mu);
     __atomic_store_n(&r->sleeping, 1, __ATOMIC_SEQ_CST);
@@ -144,7 +135,7 @@ void gpu_relay_wait(gpu_relay *r)
         if ((k & 1023) == 0) {
             sched_yield();
         } else {
-            relax();
+            fe_relax();
         }
     }
 }
