@@ -866,6 +866,14 @@ static uint64_t lap(uint64_t *t)
     return dt;
 }
 
+/* With a trace (*t set), the time since *t counted to j's step k. */
+static void step(gpu_job *j, uint64_t *t, int k)
+{
+    if (*t) {
+        j->ns[k] += lap(t);
+    }
+}
+
 /* Queue job j, device o's part (its context current, o != device 0):
  * its stream waits for `ready`, copies the replicas, runs the kernel and
  * records o->done after it; with j->timed, timing events around the
@@ -879,38 +887,32 @@ static void part_queue(gpu_dev *d, gpu_other *o, CUevent ready, gpu_job *j)
     j->r = j->flags ? g->cuStreamWaitValue32(o->stream, j->flags, j->seq,
                                              0 /* GEQ, cyclic */)
                     : g->cuStreamWaitEvent(o->stream, ready, 0);
-    if (t) {
-        j->ns[STEP_WAIT] += lap(&t);
-    }
+    step(j, &t, STEP_WAIT);
     void *args = j->args;
     if (j->r == CUDA_SUCCESS && j->rep) {
         j->r = rep_copy(d, o, j->rep, &j->call);
         args = o->args;
-        if (t) {
-            j->ns[STEP_REP] += lap(&t);
-        }
+        step(j, &t, STEP_REP);
     }
     if (j->r != CUDA_SUCCESS) {
         return;
     }
     if (t) {
         part_mark(d, o->stream, &o->tb);
-        j->ns[STEP_MARKS] += lap(&t);
+        step(j, &t, STEP_MARKS);
     }
     void *params[5] = {args, &j->n, &j->grain, &j->first, &j->skip};
     j->call = "cuLaunchKernel";
     j->r = gpu_call(d)->cuLaunchKernel(j->fn, j->grid, j->rows, 1,
                                        (unsigned)j->block, 1, 1, 0, o->stream,
                                        params, NULL);
-    if (t) {
-        j->ns[STEP_LAUNCH] += lap(&t);
-    }
+    step(j, &t, STEP_LAUNCH);
     if (j->r != CUDA_SUCCESS) {
         return;
     }
     if (t) {
         part_mark(d, o->stream, &o->te);
-        j->ns[STEP_MARKS] += lap(&t);
+        step(j, &t, STEP_MARKS);
     }
     j->call = j->flags ? "cuStreamWriteValue32" : "cuEventRecord";
     j->r = j->flags
@@ -918,9 +920,7 @@ static void part_queue(gpu_dev *d, gpu_other *o, CUevent ready, gpu_job *j)
                      o->stream, j->flags + 4 * (CUdeviceptr)(o - d->multi->dev),
                      j->seq, 0)
                : gpu_call(d)->cuEventRecord(o->done, o->stream);
-    if (t) {
-        j->ns[STEP_DONE] += lap(&t);
-    }
+    step(j, &t, STEP_DONE);
 }
 
 /* ---- queueing threads ("Queueing") ----------------------------------------- */
@@ -997,9 +997,7 @@ static void part_here(gpu_dev *d, int i, gpu_job *j)
         r = set ? gpu_call(d)->cuCtxSetCurrent(o->cu)
                 : gpu_call(d)->cuCtxPushCurrent(o->cu);
     }
-    if (t) {
-        j->ns[STEP_CTX] += lap(&t);
-    }
+    step(j, &t, STEP_CTX);
     if (r != CUDA_SUCCESS) {
         j->r = r;
         return;
@@ -1014,9 +1012,7 @@ static void part_here(gpu_dev *d, int i, gpu_job *j)
         CUcontext popped;
         gpu_call(d)->cuCtxPopCurrent(&popped);
     }
-    if (t) {
-        j->ns[STEP_BACK] += lap(&t);
-    }
+    step(j, &t, STEP_BACK);
 }
 
 /* Device 0's part (d's stream), between timing events with a trace. */
