@@ -195,8 +195,6 @@ static const struct {
     const char *name;
 } optional[] = {
     {offsetof(gpu_driver, cuStreamWaitEvent), "cuStreamWaitEvent"},
-    {offsetof(gpu_driver, cuStreamWaitValue32), "cuStreamWaitValue32_v2"},
-    {offsetof(gpu_driver, cuStreamWriteValue32), "cuStreamWriteValue32_v2"},
     {offsetof(gpu_driver, cuDeviceCanAccessPeer), "cuDeviceCanAccessPeer"},
     {offsetof(gpu_driver, cuCtxEnablePeerAccess), "cuCtxEnablePeerAccess"},
     {offsetof(gpu_driver, cuMemAddressReserve), "cuMemAddressReserve"},

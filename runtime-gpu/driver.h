@@ -184,10 +184,6 @@ typedef struct gpu_driver {
     /* Optional entry points (NULL where the driver lacks them; cuda.c's
      * `optional` table): several devices in one context (multi.c) */
     CUresult (*cuStreamWaitEvent)(CUstream s, CUevent e, unsigned flags);
-    CUresult (*cuStreamWaitValue32)(CUstream s, CUdeviceptr addr,
-                                    unsigned value, unsigned flags);
-    CUresult (*cuStreamWriteValue32)(CUstream s, CUdeviceptr addr,
-                                     unsigned value, unsigned flags);
     CUresult (*cuDeviceCanAccessPeer)(int *can, CUdevice dev, CUdevice peer);
     CUresult (*cuCtxEnablePeerAccess)(CUcontext peer, unsigned flags);
     CUresult (*cuMemAddressReserve)(CUdeviceptr *p, size_t size, size_t align,

@@ -158,6 +158,9 @@
                                multiple of this */
 #define GPU_PIECE 65536  /* chunks of an uneven kernel's piece, at most */
 #define GPU_PIECES_MIN 8 /* pieces a device at least, where there are so many */
+#define GPU_RELAYS_MIN                                                         \
+    3 /* devices: a context of fewer queues its split launches on the
+         launching thread alone ("Queueing") */
 #define GPU_SPLIT_MIN                                                          \
     64 /* units: a kernel of fewer runs on device 0
                                alone (64 units of 4-element chunks: 1 MiB
@@ -187,6 +190,7 @@ enum {
     STEP_MARKS,
     STEPS
 };
+#define SPLIT_HOST 7 /* the launching thread's steps (split_span) */
 typedef struct gpu_job {
     CUfunction fn;
     unsigned grid, rows;
@@ -195,8 +199,6 @@ typedef struct gpu_job {
     int64_t n, grain, first, skip;
     const gpu_replicas *rep; /* NULL: none */
     bool timed;              /* a trace: timing events and steps */
-    CUdeviceptr flags;       /* EXPERIMENT: mode 16's words, or 0 */
-    unsigned seq;            /* the launch's number in them */
     CUresult r;
     const char *call;
     uint64_t ns[STEPS];
@@ -231,13 +233,6 @@ struct gpu_multi {
     uint64_t launches; /* kernels split over the devices */
     uint64_t moved;    /* bytes of partials handed to device 0, and
                              of replicas copied to the others */
-    int mode;          /* EXPERIMENT: $WEFT_SPLIT_MODE bits (1 threads,
-                          2 cuCtxSetCurrent, 4 device 0's part first,
-                          8 threads poll 10 ms, not 0.2, 16 stream
-                          memory operations on flags instead of events) */
-    CUdeviceptr flags; /* mode 16: word 0 device 0's launch number, word
-                          i device i's (device 0's memory) */
-    unsigned seq;      /* mode 16: split launches so far */
 };
 
 /* ---- the list of devices --------------------------------------------------- */
@@ -419,8 +414,6 @@ weft_status gpu_multi_open(gpu_dev *d, const int *ords, int n, const char *who)
         pushed = false;
     }
     GPU_CU(d, who, cuEventCreate, &m->ready, CU_EVENT_DISABLE_TIMING);
-    const char *mode = getenv("WEFT_SPLIT_MODE"); /* EXPERIMENT */
-    m->mode = mode ? atoi(mode) : 0;
     /* peer access both ways between every pair of distinct devices */
     for (int i = 0; i < n; i++) {
         for (int j = 0; j < n; j++) {
@@ -461,13 +454,7 @@ weft_status gpu_multi_open(gpu_dev *d, const int *ords, int n, const char *who)
                CU_MEM_ALLOC_GRANULARITY_MINIMUM);
         m->gran = g > m->gran ? g : m->gran;
     }
-    if ((m->mode & 16) && gpu_call(d)->cuStreamWaitValue32 &&
-        gpu_call(d)->cuStreamWriteValue32) {
-        GPU_CU(d, who, cuMemAlloc, &m->flags, 4 * GPU_MULTI_MAX);
-        GPU_CU(d, who, cuMemsetD32Async, m->flags, 0, GPU_MULTI_MAX, d->stream);
-        GPU_CU(d, who, cuStreamSynchronize, d->stream);
-    }
-    for (int i = 1; i < n && (m->mode & 1); i++) {
+    for (int i = 1; i < n && n >= GPU_RELAYS_MIN; i++) {
         worker_start(d, &m->dev[i]);
     }
 cleanup:
@@ -534,9 +521,6 @@ static void multi_close(gpu_dev *d, bool live)
     }
     if (live && m->ready) {
         gpu_call(d)->cuEventDestroy(m->ready);
-    }
-    if (live && m->flags) {
-        gpu_call(d)->cuMemFree(m->flags);
     }
     d->multi = NULL;
     fe_free(d->ctx, m, sizeof *m);
@@ -881,12 +865,9 @@ static void step(gpu_job *j, uint64_t *t, int k)
  * runs it): j->r and j->call say the first failure. */
 static void part_queue(gpu_dev *d, gpu_other *o, CUevent ready, gpu_job *j)
 {
-    const gpu_driver *g = gpu_call(d);
     uint64_t t = j->timed ? fe_clock_ns() : 0;
-    j->call = j->flags ? "cuStreamWaitValue32" : "cuStreamWaitEvent";
-    j->r = j->flags ? g->cuStreamWaitValue32(o->stream, j->flags, j->seq,
-                                             0 /* GEQ, cyclic */)
-                    : g->cuStreamWaitEvent(o->stream, ready, 0);
+    j->call = "cuStreamWaitEvent";
+    j->r = gpu_call(d)->cuStreamWaitEvent(o->stream, ready, 0);
     step(j, &t, STEP_WAIT);
     void *args = j->args;
     if (j->r == CUDA_SUCCESS && j->rep) {
@@ -914,12 +895,8 @@ static void part_queue(gpu_dev *d, gpu_other *o, CUevent ready, gpu_job *j)
         part_mark(d, o->stream, &o->te);
         step(j, &t, STEP_MARKS);
     }
-    j->call = j->flags ? "cuStreamWriteValue32" : "cuEventRecord";
-    j->r = j->flags
-               ? gpu_call(d)->cuStreamWriteValue32(
-                     o->stream, j->flags + 4 * (CUdeviceptr)(o - d->multi->dev),
-                     j->seq, 0)
-               : gpu_call(d)->cuEventRecord(o->done, o->stream);
+    j->call = "cuEventRecord";
+    j->r = gpu_call(d)->cuEventRecord(o->done, o->stream);
     step(j, &t, STEP_DONE);
 }
 
@@ -983,32 +960,27 @@ static void part_times(gpu_dev *d, const gpu_part *part, double *ms)
     }
 }
 
-/* Device i's part queued from the host thread: its context made current
- * (pushed, or with mode 2 set), part_queue, d's context back. */
+/* Device i's part queued on the launching thread: its context pushed
+ * (where it is another), part_queue, d's context back. */
 static void part_here(gpu_dev *d, int i, gpu_job *j)
 {
     gpu_multi *m = d->multi;
     gpu_other *o = &m->dev[i];
     uint64_t t = j->timed ? fe_clock_ns() : 0;
-    bool other = o->cu != d->cu, set = other && (m->mode & 2);
-    CUresult r = CUDA_SUCCESS;
+    bool other = o->cu != d->cu;
     if (other) {
-        j->call = set ? "cuCtxSetCurrent" : "cuCtxPushCurrent";
-        r = set ? gpu_call(d)->cuCtxSetCurrent(o->cu)
-                : gpu_call(d)->cuCtxPushCurrent(o->cu);
+        j->r = gpu_call(d)->cuCtxPushCurrent(o->cu);
+        j->call = "cuCtxPushCurrent";
     }
     step(j, &t, STEP_CTX);
-    if (r != CUDA_SUCCESS) {
-        j->r = r;
+    if (j->r != CUDA_SUCCESS) {
         return;
     }
     part_queue(d, o, m->ready, j);
     if (t) {
         t = fe_clock_ns();
     }
-    if (set) {
-        gpu_call(d)->cuCtxSetCurrent(d->cu);
-    } else if (other) {
+    if (other) {
         CUcontext popped;
         gpu_call(d)->cuCtxPopCurrent(&popped);
     }
@@ -1036,6 +1008,53 @@ static weft_status part_zero(gpu_dev *d, const gpu_fn *f, int block,
     return st;
 }
 
+/* A traced split launch's span (started at t0): each device's work
+ * (sizes, named by `what`) and kernel time (after a wait for the parts),
+ * the launching thread's time to queue the parts and the join (issue_us,
+ * before that wait), and that time by step: host[] the launching
+ * thread's (SPLIT_HOST), job[i].ns the other devices' summed. */
+static void split_span(gpu_dev *d, const gpu_fn *f, const gpu_part *part,
+                       const char *what, const int64_t *sizes, uint64_t t0,
+                       const uint64_t *host, const gpu_job *job)
+{
+    gpu_multi *m = d->multi;
+    static const char *const names[STEPS] = {"ctx",  "wait", "rep",  "launch",
+                                             "done", "back", "marks"};
+    static const char *const hnames[SPLIT_HOST] = {
+        "h_ready", "h_jobs", "h_post", "h_here", "h_zero", "h_acks", "h_join"};
+    double issue_us = (double)(fe_clock_ns() - t0) * 1e-3;
+    double ms[GPU_MULTI_MAX];
+    part_times(d, part, ms);
+    char at[GPU_MULTI_MAX * 24] = "", tm[GPU_MULTI_MAX * 24] = "";
+    char steps[GPU_MULTI_MAX * STEPS * 16] = "";
+    size_t used = 0, tused = 0, sused = 0;
+    for (int i = 0; i < m->n && used < sizeof at && tused < sizeof tm; i++) {
+        used += (size_t)snprintf(at + used, sizeof at - used, "%s%lld",
+                                 i ? "," : "", (long long)sizes[i]);
+        tused += (size_t)snprintf(tm + tused, sizeof tm - tused, "%s%.4f",
+                                  i ? "," : "", ms[i]);
+    }
+    char hs[SPLIT_HOST * 24] = "";
+    size_t hused = 0;
+    for (int k = 0; k < SPLIT_HOST && hused < sizeof hs; k++) {
+        hused +=
+            (size_t)snprintf(hs + hused, sizeof hs - hused, ",\"%s_us\":%.2f",
+                             hnames[k], (double)host[k] * 1e-3);
+    }
+    for (int k = 0; k < STEPS && sused < sizeof steps; k++) {
+        double sum = 0;
+        for (int i = 1; i < m->n; i++) {
+            sum += (double)job[i].ns[k] * 1e-3;
+        }
+        sused += (size_t)snprintf(steps + sused, sizeof steps - sused,
+                                  ",\"%s_us\":%.2f", names[k], sum);
+    }
+    fe_trace_span(d->ctx, t0, "gpu", "kernel.split",
+                  "\"kernel\":\"%s\",\"%s\":[%s],\"ms\":[%s],"
+                  "\"issue_us\":%.1f%s%s",
+                  f->name, what, at, tm, issue_us, hs, steps);
+}
+
 weft_status gpu_launch_parts(gpu_dev *d, const gpu_fn *f, int block,
                              const gpu_part *part, void *args,
                              const gpu_replicas *rep, const char *what,
@@ -1050,11 +1069,7 @@ weft_status gpu_launch_parts(gpu_dev *d, const gpu_fn *f, int block,
         others |= part[i].grid > 0;
     }
     bool timed = traced && others;
-    static const char *const names[STEPS] = {"ctx",  "wait", "rep",  "launch",
-                                             "done", "back", "marks"};
-    /* host ns: ready, jobs made, posted, device 0, queued here, acks,
-     * joins */
-    uint64_t host[7] = {0};
+    uint64_t host[SPLIT_HOST] = {0}; /* split_span's h_ steps (ns) */
     uint64_t t = t0;
     gpu_job job[GPU_MULTI_MAX];
     CUevent *tb0 = &m->dev[0].tb, *te0 = &m->dev[0].te;
@@ -1062,12 +1077,7 @@ weft_status gpu_launch_parts(gpu_dev *d, const gpu_fn *f, int block,
         st = part_zero(d, f, block, &part[0], args, tb0, te0, false, who);
         goto cleanup;
     }
-    if (m->flags) {
-        m->seq++;
-        GPU_CU(d, who, cuStreamWriteValue32, d->stream, m->flags, m->seq, 0);
-    } else {
-        GPU_CU(d, who, cuEventRecord, m->ready, d->stream);
-    }
+    GPU_CU(d, who, cuEventRecord, m->ready, d->stream);
     m->launches++;
     host[0] = lap(&t);
     /* the other devices' jobs: on the host thread (fn_on loads a module on
@@ -1111,13 +1121,11 @@ weft_status gpu_launch_parts(gpu_dev *d, const gpu_fn *f, int block,
                        .first = p->first,
                        .skip = p->skip,
                        .rep = rep && rep->n > 0 ? rep : NULL,
-                       .timed = timed,
-                       .flags = m->flags,
-                       .seq = m->seq};
+                       .timed = timed};
     }
     host[1] = lap(&t);
-    /* threads first (they queue while this one works), device 0's part
-     * first where mode 4 says, the rest here, last device first */
+    /* the relays first (they queue while this thread works), then the
+     * parts of devices without one, then device 0's */
     for (int i = 1; i < m->n; i++) {
         if (part[i].grid > 0 && m->dev[i].relay) {
             m->dev[i].job = job[i];
@@ -1125,19 +1133,15 @@ weft_status gpu_launch_parts(gpu_dev *d, const gpu_fn *f, int block,
         }
     }
     host[2] = lap(&t);
-    if (m->mode & 4) {
-        st = part_zero(d, f, block, &part[0], args, tb0, te0, timed, who);
-        host[3] += lap(&t);
-    }
     for (int i = m->n - 1; i >= 1 && st == WEFT_OK; i--) {
         if (part[i].grid > 0 && !m->dev[i].relay) {
             part_here(d, i, &job[i]);
         }
     }
-    host[4] = lap(&t);
-    if (!(m->mode & 4) && st == WEFT_OK) {
+    host[3] = lap(&t);
+    if (st == WEFT_OK) {
         st = part_zero(d, f, block, &part[0], args, tb0, te0, timed, who);
-        host[3] += lap(&t);
+        host[4] = lap(&t);
     }
     for (int i = 1; i < m->n; i++) {
         if (part[i].grid > 0 && m->dev[i].relay) {
@@ -1157,53 +1161,13 @@ weft_status gpu_launch_parts(gpu_dev *d, const gpu_fn *f, int block,
         goto cleanup;
     }
     for (int i = 1; i < m->n; i++) {
-        if (part[i].grid > 0 && m->flags) {
-            GPU_CU(d, who, cuStreamWaitValue32, d->stream,
-                   m->flags + 4 * (CUdeviceptr)i, m->seq, 0);
-        } else if (part[i].grid > 0) {
+        if (part[i].grid > 0) {
             GPU_CU(d, who, cuStreamWaitEvent, d->stream, m->dev[i].done, 0);
         }
     }
     host[6] = lap(&t);
     if (timed) {
-        /* the work and the kernel time of each device, the host's time to
-         * queue the parts and the join (before the wait for the times),
-         * and that time by step, for a reader of the trace */
-        double issue_us = (double)(fe_clock_ns() - t0) * 1e-3;
-        double ms[GPU_MULTI_MAX];
-        part_times(d, part, ms);
-        char at[GPU_MULTI_MAX * 24] = "", tm[GPU_MULTI_MAX * 24] = "";
-        char steps[GPU_MULTI_MAX * STEPS * 16] = "";
-        size_t used = 0, tused = 0, sused = 0;
-        for (int i = 0; i < m->n && used < sizeof at && tused < sizeof tm;
-             i++) {
-            used += (size_t)snprintf(at + used, sizeof at - used, "%s%lld",
-                                     i ? "," : "", (long long)sizes[i]);
-            tused += (size_t)snprintf(tm + tused, sizeof tm - tused, "%s%.4f",
-                                      i ? "," : "", ms[i]);
-        }
-        static const char *const hnames[7] = {"h_ready", "h_jobs", "h_post",
-                                              "h_zero",  "h_here", "h_acks",
-                                              "h_join"};
-        char hs[7 * 24] = "";
-        size_t hused = 0;
-        for (int k = 0; k < 7 && hused < sizeof hs; k++) {
-            hused += (size_t)snprintf(hs + hused, sizeof hs - hused,
-                                      ",\"%s_us\":%.2f", hnames[k],
-                                      (double)host[k] * 1e-3);
-        }
-        for (int k = 0; k < STEPS && sused < sizeof steps; k++) {
-            double sum = 0;
-            for (int i = 1; i < m->n; i++) {
-                sum += (double)job[i].ns[k] * 1e-3;
-            }
-            sused += (size_t)snprintf(steps + sused, sizeof steps - sused,
-                                      ",\"%s_us\":%.2f", names[k], sum);
-        }
-        fe_trace_span(d->ctx, t0, "gpu", "kernel.split",
-                      "\"kernel\":\"%s\",\"%s\":[%s],\"ms\":[%s],"
-                      "\"issue_us\":%.1f,\"mode\":%d%s%s",
-                      f->name, what, at, tm, issue_us, m->mode, hs, steps);
+        split_span(d, f, part, what, sizes, t0, host, job);
     }
 cleanup:
     return st;
