@@ -94,29 +94,46 @@
  * its stream, its replicas' copies, the launch and a record of its
  * `done`, each a driver call on its context.  Queued by the launching
  * thread one device after another, with a push and a pop of the context
- * around each, they took QUEUE_SERIAL; so each other device has a relay
- * (relay.c): a thread with that device's context current for good, to
- * which the launching thread hands the part (a gpu_job: the function,
+ * around each, on four H200 (traced, medians per launch, session 30 r1):
+ * 4.3 us a device in cuLaunchKernel, 1.9 in the wait for `ready`, 0.3
+ * in the record, 0.2 in the push and pop, then device 0's part, then 2.1
+ * a device in device 0's waits for the `done`s; a weft_run of one split
+ * saxpy took 21-25 us of host time against 4-6 on one GPU.  So in a
+ * context of GPU_RELAYS_MIN devices or more each other device has a
+ * relay (relay.c): a thread with that device's context current for good,
+ * to which the launching thread hands the part (a gpu_job: the function,
  * grid, parameters, replicas) after recording `ready`, then queues device
- * 0's part itself and waits until every relay has queued its own, then
- * has device 0's stream wait for each `done`.  So the parts are queued
- * at once (QUEUE_RELAY).  The order holds: a relay's wait for `ready`
- * comes after its record (the hand-off follows it), and device 0's
- * stream waits for a `done` only once the relay has recorded it (the
- * wait for the relay comes first).  A relay reads its job, the argument
- * block and its device's replica buffer and argument copy, which the
- * launching thread fills before the hand-off and leaves alone until the
- * wait (rep_prepare: the host side of the replicas, allocation included,
- * stays on the launching thread, as does fn_on's first load of a module
- * on the device).  It runs only inside a launch, under d's lock, so a
- * module's unloading (gpu_multi_module_free) never meets it.  It makes
- * driver calls only: a failure comes back as the call and its CUresult,
- * which the launching thread turns into the status (gpu_cu_fail is not
- * for other threads: it writes d->pending and the thread's message).
- * The relays stop with the context, before its streams are destroyed;
- * a relay that could not start leaves its device's parts to the
- * launching thread, as before.
- *
+ * 0's part itself, waits until every relay has queued its own, and has
+ * device 0's stream wait for each `done`.  The parts are queued at once:
+ * 15-18 us a weft_run on four GPUs, 5-10 us less by events at 2^20 to
+ * 2^26 elements (the driver serialises part of the concurrent calls: a
+ * relay's wait and launch take 4.5 and 4.8 us).  On two GPUs the one
+ * other part queued by a relay gained nothing and lost the wake-up of a
+ * sleeping relay (relay.c, "Waking") where runs were far apart, hence
+ * the minimum.  The order holds: a relay's wait for `ready` comes after
+ * its record (the hand-off follows it), and device 0's stream waits for
+ * a `done` only once the relay has recorded it (the wait for the relay
+ * comes first).  A relay reads its job, the argument block and its
+ * device's argument copy, which the launching thread fills before the
+ * hand-off and leaves alone until the wait (rep_prepare: the host side
+ * of the replicas, allocation included, stays on the launching thread,
+ * as does fn_on's first load of a module on the device).  It runs only
+ * inside a launch, under d's lock, so a module's unloading
+ * (gpu_multi_module_free) never meets it.  It makes driver calls only: a
+ * failure comes back as the call and its CUresult, which the launching
+ * thread turns into the status (gpu_cu_fail is not for other threads: it
+ * writes d->pending and the thread's message).  The relays stop with the
+ * context, before its streams are destroyed; a relay that could not
+ * start leaves its device's parts to the launching thread.  Tried and
+ * dropped (r1): cuCtxSetCurrent for the push and pop (no gain: they cost
+ * 0.2 us), device 0's part first (slower), a relay polling 10 ms rather
+ * than 0.2 (no clear gain), and joins by stream memory operations
+ * (cuStreamWriteValue32 / WaitValue32 on a launch number: cheaper calls,
+ * but 9 us more by events on four GPUs).  At 2^28 elements the split's
+ * cost by events is the same with relays or without (saxpy 225 us on
+ * four GPUs against a quarter of one GPU's 197): what costs there is
+ * not the queueing.
+
  * Replicas.  A split element-wise kernel that reads a small array
  * (4 KiB to 1 MiB: on device 0) at arbitrary places, every element all
  * of it (n-body's bodies), would have every block of the other devices
