@@ -105,9 +105,11 @@
  * grid, parameters, replicas) after recording `ready`, then queues device
  * 0's part itself, waits until every relay has queued its own, and has
  * device 0's stream wait for each `done`.  The parts are queued at once:
- * 15-18 us a weft_run on four GPUs, 5-10 us less by events at 2^20 to
- * 2^26 elements (the driver serialises part of the concurrent calls: a
- * relay's wait and launch take 4.5 and 4.8 us).  On two GPUs the one
+ * 15-18 us a weft_run on four GPUs, and by events 2.5-9.5 us less at
+ * 2^18 to 2^26 elements in 9 of 10 cases (sum at 2^24: 2.8 more); not
+ * the whole of the serial queueing, since the driver serialises part of
+ * the concurrent calls (a relay's wait takes 4.1-4.5 us, its launch
+ * 4.6-5.0).  On two GPUs the one
  * other part queued by a relay gained nothing and lost the wake-up of a
  * sleeping relay (relay.c, "Waking") where runs were far apart, hence
  * the minimum.  The order holds: a relay's wait for `ready` comes after
