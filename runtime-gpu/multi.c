@@ -363,8 +363,8 @@ static void pop_other(gpu_dev *d, bool pushed)
 }
 
 static void multi_close(gpu_dev *d, bool live);
-static void worker_start(gpu_dev *d, gpu_other *o);
-static void worker_stop(gpu_dev *d, gpu_other *o);
+static void relay_open(gpu_dev *d, gpu_other *o);
+static void relay_close(gpu_other *o);
 
 weft_status gpu_multi_open(gpu_dev *d, const int *ords, int n, const char *who)
 {
@@ -474,7 +474,7 @@ weft_status gpu_multi_open(gpu_dev *d, const int *ords, int n, const char *who)
         m->gran = g > m->gran ? g : m->gran;
     }
     for (int i = 1; i < n && n >= GPU_RELAYS_MIN; i++) {
-        worker_start(d, &m->dev[i]);
+        relay_open(d, &m->dev[i]);
     }
 cleanup:
     pop_other(d, pushed);
@@ -499,7 +499,7 @@ static void multi_close(gpu_dev *d, bool live)
         fe_free(d->ctx, r, sizeof *r);
     }
     for (int i = 1; i < m->n; i++) {
-        worker_stop(d, &m->dev[i]);
+        relay_close(&m->dev[i]);
     }
     for (int i = 0; i < m->n; i++) {
         gpu_other *o = &m->dev[i];
@@ -941,16 +941,15 @@ static void part_relay(void *arg)
 
 /* Start device o's relay (d's lock held); without one (threads or memory
  * short) its parts are queued by the launching thread. */
-static void worker_start(gpu_dev *d, gpu_other *o)
+static void relay_open(gpu_dev *d, gpu_other *o)
 {
     o->d = d;
     o->current = false;
     o->relay = gpu_relay_start(d->ctx, part_relay, o);
 }
 
-static void worker_stop(gpu_dev *d, gpu_other *o)
+static void relay_close(gpu_other *o)
 {
-    (void)d;
     gpu_relay_stop(o->relay);
     o->relay = NULL;
 }
