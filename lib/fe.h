@@ -298,6 +298,17 @@ typedef struct fe_trace fe_trace;
 /* The monotonic clock in nanoseconds. */
 uint64_t fe_clock_ns(void);
 
+/* A pause in a loop that polls memory another thread writes (the gang's
+ * workers, runtime-gpu/relay.c): the CPU's spin-wait hint. */
+static inline void fe_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
 /* Whether ctx writes a trace: the one branch a site pays when it does
  * not. */
 #define FE_TRACING(ctx) __builtin_expect((ctx)->trace != NULL, 0)

@@ -145,15 +145,6 @@ static _Thread_local failure *tls_fail;  /* failure record of the job */
 
 /* ---- small helpers ---------------------------------------------------- */
 
-static inline void relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
-
 static inline uint64_t pack(uint32_t start, uint32_t end)
 {
     return (uint64_t)start << 32 | end;
@@ -233,7 +224,7 @@ static bool steal(cpu_gang *g, job *j, int k, int me, uint64_t *rng)
             }
         }
         for (int i = 0; i < 16; i++) {
-            relax();
+            fe_relax();
         }
     }
     return false;
@@ -300,7 +291,7 @@ static void wait_phase(cpu_gang *g, job *j, int k)
         if (atomic_load_explicit(&j->phase, memory_order_acquire) != k) {
             return;
         }
-        relax();
+        fe_relax();
     }
     pthread_mutex_lock(&g->mu);
     atomic_fetch_add(&g->phase_sleepers, 1);
@@ -353,7 +344,7 @@ static void *worker_main(void *arg)
     for (;;) {
         uint64_t w = atomic_load_explicit(&g->ctl, memory_order_acquire);
         for (int i = 0; i < SPIN_IDLE && CTL_GEN(w) == seen; i++) {
-            relax();
+            fe_relax();
             w = atomic_load_explicit(&g->ctl, memory_order_acquire);
         }
         if (CTL_GEN(w) == seen) {
@@ -718,7 +709,7 @@ static weft_status run_job(cpu_gang *g, int nphases, const cpu_phase *phases)
         if (atomic_load_explicit(&g->leaves, memory_order_acquire) == joined) {
             break;
         }
-        relax();
+        fe_relax();
     }
     if (atomic_load_explicit(&g->leaves, memory_order_acquire) != joined) {
         pthread_mutex_lock(&g->mu);

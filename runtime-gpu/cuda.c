@@ -155,6 +155,7 @@ static const struct {
     SYM(cuCtxPushCurrent, "cuCtxPushCurrent_v2", NULL),
     SYM(cuCtxPopCurrent, "cuCtxPopCurrent_v2", NULL),
     SYM(cuCtxGetCurrent, "cuCtxGetCurrent", NULL),
+    SYM(cuCtxSetCurrent, "cuCtxSetCurrent", NULL),
     SYM(cuStreamCreate, "cuStreamCreate", NULL),
     SYM(cuStreamSynchronize, "cuStreamSynchronize", NULL),
     SYM(cuCtxSynchronize, "cuCtxSynchronize", NULL),

@@ -133,6 +133,7 @@ typedef struct gpu_driver {
     CUresult (*cuCtxPushCurrent)(CUcontext ctx);
     CUresult (*cuCtxPopCurrent)(CUcontext *ctx);
     CUresult (*cuCtxGetCurrent)(CUcontext *ctx);
+    CUresult (*cuCtxSetCurrent)(CUcontext ctx);
     CUresult (*cuStreamCreate)(CUstream *s, unsigned flags);
     CUresult (*cuStreamSynchronize)(CUstream s);
     CUresult (*cuCtxSynchronize)(void);

@@ -23,6 +23,8 @@
  *              kernels launched in parts over them (gpu_launch_split,
  *              _items, _parts) with replicas of small arrays, the memory
  *              bound per device, NCCL looked for;
+ *   relay.c    a thread that runs a function each time it is asked (a
+ *              split launch's queueing thread per other device);
  *   backend.c  the PTX backend (fe_backend_ptx): kernels, drivers, runs.
  *
  * Threads.  One gpu_dev per weft context.  Its mutex is recursive: the
@@ -401,6 +403,25 @@ weft_status gpu_launch_items(gpu_dev *d, const gpu_fn *f, int64_t n,
  * found, NCCL_NVLS_ENABLE=0 is set in the environment unless the user set
  * it (multi.c, "NCCL"). */
 const char *gpu_nccl_find(void);
+
+/* ===== relay.c ===== */
+
+/* A thread that runs fn(arg) once for every gpu_relay_post (multi.c,
+ * "Queueing").  The caller writes what fn reads, posts, and reads what fn
+ * wrote only after gpu_relay_wait; it posts again only after that wait.
+ * One caller at a time (multi.c: the thread holding d's lock). */
+typedef struct gpu_relay gpu_relay;
+/* Start the thread (its memory from ctx's allocator, NULL allowed); NULL
+ * when it could not be made (out of memory or threads): the caller then
+ * does the work itself. */
+gpu_relay *gpu_relay_start(weft_context *ctx, void (*fn)(void *arg), void *arg);
+/* Have r's thread run fn(arg) once more; returns at once. */
+void gpu_relay_post(gpu_relay *r);
+/* Block until the run of the last post has returned (at once if it has). */
+void gpu_relay_wait(gpu_relay *r);
+/* Stop r's thread and free r (after a wait for its last post); NULL is a
+ * no-op. */
+void gpu_relay_stop(gpu_relay *r);
 
 /* ===== backend.c ===== */
 

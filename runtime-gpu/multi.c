@@ -103,9 +103,56 @@
  * A module is loaded on a device of another context when one of its
  * kernels first runs there (its PTX kept by gpu_module_load for that),
  * and unloaded with the module.  Traced, a split kernel's span gives
- * each device's share and kernel time (events around each part; the
- * span waits for them).
+ * each device's share and kernel time (events around each part, made
+ * once per device; the span waits for them) and the launching thread's
+ * time by step (bench/gpu/trace_kernels.py prints them).
  *
+ * Queueing.  A device's part of a split launch is a wait for `ready` on
+ * its stream, its replicas' copies, the launch and a record of its
+ * `done`, each a driver call on its context.  Queued by the launching
+ * thread one device after another, with a push and a pop of the context
+ * around each, on four H200 (traced, medians per launch, session 30 r1):
+ * 4.3 us a device in cuLaunchKernel, 1.9 in the wait for `ready`, 0.3
+ * in the record, 0.2 in the push and pop, then device 0's part, then 2.1
+ * a device in device 0's waits for the `done`s; a weft_run of one split
+ * saxpy took 21-25 us of host time against 4-6 on one GPU.  So in a
+ * context of GPU_RELAYS_MIN devices or more each other device has a
+ * relay (relay.c): a thread with that device's context current for good,
+ * to which the launching thread hands the part (a gpu_job: the function,
+ * grid, parameters, replicas) after recording `ready`, then queues device
+ * 0's part itself, waits until every relay has queued its own, and has
+ * device 0's stream wait for each `done`.  The parts are queued at once:
+ * 15-18 us a weft_run on four GPUs, and by events 2.5-9.5 us less at
+ * 2^18 to 2^26 elements in 9 of 10 cases (sum at 2^24: 2.8 more); not
+ * the whole of the serial queueing, since the driver serialises part of
+ * the concurrent calls (a relay's wait takes 4.1-4.5 us, its launch
+ * 4.6-5.0).  On two GPUs the one
+ * other part queued by a relay gained nothing and lost the wake-up of a
+ * sleeping relay (relay.c, "Waking") where runs were far apart, hence
+ * the minimum.  The order holds: a relay's wait for `ready` comes after
+ * its record (the hand-off follows it), and device 0's stream waits for
+ * a `done` only once the relay has recorded it (the wait for the relay
+ * comes first).  A relay reads its job, the argument block and its
+ * device's argument copy, which the launching thread fills before the
+ * hand-off and leaves alone until the wait (rep_prepare: the host side
+ * of the replicas, allocation included, stays on the launching thread,
+ * as does fn_on's first load of a module on the device).  It runs only
+ * inside a launch, under d's lock, so a module's unloading
+ * (gpu_multi_module_free) never meets it.  It makes driver calls only: a
+ * failure comes back as the call and its CUresult, which the launching
+ * thread turns into the status (gpu_cu_fail is not for other threads: it
+ * writes d->pending and the thread's message).  The relays stop with the
+ * context, before its streams are destroyed; a relay that could not
+ * start leaves its device's parts to the launching thread.  Tried and
+ * dropped (r1): cuCtxSetCurrent for the push and pop (no gain: they cost
+ * 0.2 us), device 0's part first (slower), a relay polling 10 ms rather
+ * than 0.2 (no clear gain), and joins by stream memory operations
+ * (cuStreamWriteValue32 / WaitValue32 on a launch number: cheaper calls,
+ * but 9 us more by events on four GPUs).  At 2^28 elements the split's
+ * cost by events is the same with relays or without (saxpy 225 us on
+ * four GPUs against a quarter of one GPU's 197): what costs there is
+ * not the queueing.
+
  * Replicas.  A split element-wise kernel that reads a small array
  * (4 KiB to 1 MiB: on device 0) at arbitrary places, every element all
  * of it (n-body's bodies), would have every block of the other devices
@@ -147,6 +194,9 @@
                                multiple of this */
 #define GPU_PIECE 65536  /* chunks of an uneven kernel's piece, at most */
 #define GPU_PIECES_MIN 8 /* pieces a device at least, where there are so many */
+#define GPU_RELAYS_MIN                                                         \
+    3 /* devices: a context of fewer queues its split launches on the
+         launching thread alone ("Queueing") */
 #define GPU_SPLIT_MIN                                                          \
     64 /* units: a kernel of fewer runs on device 0
                                alone (64 units of 4-element chunks: 1 MiB
@@ -166,6 +216,33 @@ typedef struct gpu_range {
     CUmemGenericAllocationHandle h[]; /* each run's memory (0: none) */
 } gpu_range;
 
+/* What device i's part of a split launch needs queued (part_queue), and
+ * what came of it: the first failed call and, with a trace, the host's
+ * ns in each step. */
+enum {
+    STEP_CTX,
+    STEP_WAIT,
+    STEP_REP,
+    STEP_LAUNCH,
+    STEP_DONE,
+    STEP_BACK,
+    STEP_MARKS,
+    STEPS
+};
+#define SPLIT_HOST 7 /* the launching thread's steps (split_span) */
+typedef struct gpu_job {
+    CUfunction fn;
+    unsigned grid, rows;
+    int block;
+    void *args;
+    int64_t n, grain, first, skip;
+    const gpu_replicas *rep; /* NULL: none */
+    bool timed;              /* a trace: timing events and steps */
+    CUresult r;
+    const char *call;
+    uint64_t ns[STEPS];
+} gpu_job;
+
 typedef struct gpu_other {
     int ordinal;
     CUdevice dev;
@@ -176,8 +253,13 @@ typedef struct gpu_other {
     uint64_t bytes;  /* bytes of ranges held in its memory now */
     CUdeviceptr rep; /* its replicas ("Replicas"), rep_size bytes */
     size_t rep_size;
-    uint64_t *args;  /* the argument block with its replicas' */
-    size_t args_cap; /* words of args */
+    uint64_t *args;   /* the argument block with its replicas' */
+    size_t args_cap;  /* words of args */
+    CUevent tb, te;   /* a traced part's timing events, made once */
+    gpu_relay *relay; /* its queueing thread ("Queueing"), or NULL */
+    gpu_dev *d;       /* for the relay's function */
+    gpu_job job;      /* the part the relay queues */
+    bool current;     /* cu is current on the relay's thread */
 } gpu_other;
 
 struct gpu_multi {
@@ -301,6 +383,8 @@ static void pop_other(gpu_dev *d, bool pushed)
 }
 
 static void multi_close(gpu_dev *d, bool live);
+static void relay_open(gpu_dev *d, gpu_other *o);
+static void relay_close(gpu_other *o);
 
 weft_status gpu_multi_open(gpu_dev *d, const int *ords, int n, const char *who)
 {
@@ -409,6 +493,9 @@ weft_status gpu_multi_open(gpu_dev *d, const int *ords, int n, const char *who)
                CU_MEM_ALLOC_GRANULARITY_MINIMUM);
         m->gran = g > m->gran ? g : m->gran;
     }
+    for (int i = 1; i < n && n >= GPU_RELAYS_MIN; i++) {
+        relay_open(d, &m->dev[i]);
+    }
 cleanup:
     pop_other(d, pushed);
     if (st != WEFT_OK) {
@@ -432,8 +519,24 @@ static void multi_close(gpu_dev *d, bool live)
         fe_free(d->ctx, r, sizeof *r + r->nh * sizeof r->h[0]);
     }
     for (int i = 1; i < m->n; i++) {
+        relay_close(&m->dev[i]);
+    }
+    for (int i = 0; i < m->n; i++) {
         gpu_other *o = &m->dev[i];
         bool pushed = false;
+        if (live && o->cu &&
+            push_other(d, o, &pushed, "weft_context_free") == WEFT_OK) {
+            if (o->tb) {
+                gpu_call(d)->cuEventDestroy(o->tb);
+            }
+            if (o->te) {
+                gpu_call(d)->cuEventDestroy(o->te);
+            }
+            pop_other(d, pushed);
+        }
+        if (i == 0) {
+            continue;
+        }
         if (live && o->cu &&
             push_other(d, o, &pushed, "weft_context_free") == WEFT_OK) {
             if (o->stream) {
@@ -757,28 +860,13 @@ void gpu_multi_module_free(gpu_dev *d, gpu_module *mod)
     gpu_unlock(d);
 }
 
-/* Device o's replicas of rep (its context current, its stream after
- * device 0's work): the arrays copied on its stream into its replica
- * buffer (grown as needed: the old one freed once its stream is done with
- * it), and *args the argument block with their addresses. */
-static weft_status replicate(gpu_dev *d, gpu_other *o, const gpu_replicas *rep,
-                             void *args, void **out, const char *who)
+/* Device o's argument block for a part that reads replicas of rep (on the
+ * host thread, before the part is queued): args copied into o->args (grown
+ * as needed), whose replicas' words rep_copy then points at the copies. */
+static weft_status rep_prepare(gpu_dev *d, gpu_other *o,
+                               const gpu_replicas *rep, void *args,
+                               const char *who)
 {
-    weft_status st = WEFT_OK;
-    size_t need = 0;
-    for (int i = 0; i < rep->n; i++) {
-        need += (rep->r[i].bytes + 255) & ~(size_t)255;
-    }
-    if (o->rep_size < need) {
-        if (o->rep) {
-            GPU_CU(d, who, cuStreamSynchronize, o->stream);
-            gpu_call(d)->cuMemFree(o->rep);
-            o->rep = 0;
-            o->rep_size = 0;
-        }
-        GPU_CU(d, who, cuMemAlloc, &o->rep, need);
-        o->rep_size = need;
-    }
     if (o->args_cap < rep->words) {
         uint64_t *a = fe_calloc(d->ctx, sizeof *a * rep->words);
         if (!a) {
@@ -791,59 +879,279 @@ static weft_status replicate(gpu_dev *d, gpu_other *o, const gpu_replicas *rep,
         o->args_cap = rep->words;
     }
     memcpy(o->args, args, sizeof *o->args * rep->words);
-    CUdeviceptr at = o->rep;
     for (int i = 0; i < rep->n; i++) {
-        int w = rep->r[i].word;
-        GPU_CU(d, who, cuMemcpyDtoDAsync, at, (CUdeviceptr)o->args[w],
-               rep->r[i].bytes, o->stream);
-        o->args[w] = (uint64_t)at;
-        at += (rep->r[i].bytes + 255) & ~(size_t)255;
         d->multi->moved += rep->r[i].bytes;
     }
-    *out = o->args;
-cleanup:
-    return st;
+    return WEFT_OK;
 }
 
-/* With a trace: timing events around device i's part, made and recorded
- * on its stream (its context current); failures leave them unset (no
- * time in the span). */
+/* Device o's replicas of rep (its context current, its stream after
+ * device 0's work): the arrays copied on its stream into its replica
+ * buffer (grown as needed: the old one freed once its stream is done with
+ * it), and o->args's words pointed at them.  Only driver calls: a failure
+ * is its result and *call. */
+static CUresult rep_copy(gpu_dev *d, gpu_other *o, const gpu_replicas *rep,
+                         const char **call)
+{
+    const gpu_driver *g = gpu_call(d);
+    size_t need = 0;
+    for (int i = 0; i < rep->n; i++) {
+        need += (rep->r[i].bytes + 255) & ~(size_t)255;
+    }
+    CUresult r = CUDA_SUCCESS;
+    if (o->rep_size < need) {
+        if (o->rep) {
+            *call = "cuStreamSynchronize";
+            if ((r = g->cuStreamSynchronize(o->stream)) != CUDA_SUCCESS) {
+                return r;
+            }
+            g->cuMemFree(o->rep);
+            o->rep = 0;
+            o->rep_size = 0;
+        }
+        *call = "cuMemAlloc";
+        if ((r = g->cuMemAlloc(&o->rep, need)) != CUDA_SUCCESS) {
+            return r;
+        }
+        o->rep_size = need;
+    }
+    CUdeviceptr at = o->rep;
+    *call = "cuMemcpyDtoDAsync";
+    for (int i = 0; i < rep->n && r == CUDA_SUCCESS; i++) {
+        int w = rep->r[i].word;
+        r = gpu_call(d)->cuMemcpyDtoDAsync(at, (CUdeviceptr)o->args[w],
+                                           rep->r[i].bytes, o->stream);
+        o->args[w] = (uint64_t)at;
+        at += (rep->r[i].bytes + 255) & ~(size_t)255;
+    }
+    return r;
+}
+
+/* With a trace: a timing event of device o's part (made once, kept in o)
+ * recorded on its stream (its context current); a failure leaves *e
+ * unset (no time in the span). */
 static void part_mark(gpu_dev *d, CUstream stream, CUevent *e)
 {
     if (!*e && gpu_call(d)->cuEventCreate(e, 0 /* timing */) != CUDA_SUCCESS) {
         *e = NULL;
         return;
     }
-    gpu_call(d)->cuEventRecord(*e, stream);
+    if (gpu_call(d)->cuEventRecord(*e, stream) != CUDA_SUCCESS) {
+        gpu_call(d)->cuEventDestroy(*e);
+        *e = NULL;
+    }
 }
 
+/* ns since *t, and *t now (a step's time, with a trace). */
+static uint64_t lap(uint64_t *t)
+{
+    uint64_t now = fe_clock_ns(), dt = now - *t;
+    *t = now;
+    return dt;
+}
+
+/* With a trace (*t set), the time since *t counted to j's step k. */
+static void step(gpu_job *j, uint64_t *t, int k)
+{
+    if (*t) {
+        j->ns[k] += lap(t);
+    }
+}
+
+/* Queue job j, device o's part (its context current, o != device 0):
+ * its stream waits for `ready`, copies the replicas, runs the kernel and
+ * records o->done after it; with j->timed, timing events around the
+ * kernel and the steps' times.  Only driver calls (the queueing thread
+ * runs it): j->r and j->call say the first failure. */
+static void part_queue(gpu_dev *d, gpu_other *o, CUevent ready, gpu_job *j)
+{
+    uint64_t t = j->timed ? fe_clock_ns() : 0;
+    j->call = "cuStreamWaitEvent";
+    j->r = gpu_call(d)->cuStreamWaitEvent(o->stream, ready, 0);
+    step(j, &t, STEP_WAIT);
+    void *args = j->args;
+    if (j->r == CUDA_SUCCESS && j->rep) {
+        j->r = rep_copy(d, o, j->rep, &j->call);
+        args = o->args;
+        step(j, &t, STEP_REP);
+    }
+    if (j->r != CUDA_SUCCESS) {
+        return;
+    }
+    if (t) {
+        part_mark(d, o->stream, &o->tb);
+        step(j, &t, STEP_MARKS);
+    }
+    void *params[5] = {args, &j->n, &j->grain, &j->first, &j->skip};
+    j->call = "cuLaunchKernel";
+    j->r = gpu_call(d)->cuLaunchKernel(j->fn, j->grid, j->rows, 1,
+                                       (unsigned)j->block, 1, 1, 0, o->stream,
+                                       params, NULL);
+    step(j, &t, STEP_LAUNCH);
+    if (j->r != CUDA_SUCCESS) {
+        return;
+    }
+    if (t) {
+        part_mark(d, o->stream, &o->te);
+        step(j, &t, STEP_MARKS);
+    }
+    j->call = "cuEventRecord";
+    j->r = gpu_call(d)->cuEventRecord(o->done, o->stream);
+    step(j, &t, STEP_DONE);
+}
+
+/* ---- queueing threads ("Queueing") ----------------------------------------- */
+
+/* Device o's relay: its part (o->job) queued on the relay's thread, o's
+ * context made current there on the first. */
+static void part_relay(void *arg)
+{
+    gpu_other *o = arg;
+    gpu_dev *d = o->d;
+    if (!o->current) {
+        CUresult r = gpu_call(d)->cuCtxSetCurrent(o->cu);
+        if (r != CUDA_SUCCESS) {
+            o->job.r = r;
+            o->job.call = "cuCtxSetCurrent";
+            return;
+        }
+        o->current = true;
+    }
+    part_queue(d, o, d->multi->ready, &o->job);
+}
+
+/* Start device o's relay (d's lock held); without one (threads or memory
+ * short) its parts are queued by the launching thread. */
+static void relay_open(gpu_dev *d, gpu_other *o)
+{
+    o->d = d;
+    o->current = false;
+    o->relay = gpu_relay_start(d->ctx, part_relay, o);
+}
+
+static void relay_close(gpu_other *o)
+{
+    gpu_relay_stop(o->relay);
+    o->relay = NULL;
+}
+
+/* ---- a split launch -------------------------------------------------------- */
+
 /* With a trace: the parts' kernel times (ms; -1 where unknown) once they
- * have finished (a host wait: a traced run is not one to time for speed),
- * and their events destroyed. */
-static void part_times(gpu_dev *d, CUevent *tb, CUevent *te, double *ms)
+ * have finished (a host wait: a traced run is not one to time for speed). */
+static void part_times(gpu_dev *d, const gpu_part *part, double *ms)
 {
     gpu_multi *m = d->multi;
     for (int i = 0; i < m->n; i++) {
+        CUevent tb = m->dev[i].tb, te = m->dev[i].te;
         ms[i] = -1;
         bool pushed = false;
-        if ((!tb[i] && !te[i]) ||
+        if (part[i].grid == 0 || !tb || !te ||
             push_other(d, &m->dev[i], &pushed, "weft_run") != WEFT_OK) {
             continue;
         }
         float t = 0;
-        if (tb[i] && te[i] &&
-            gpu_call(d)->cuEventSynchronize(te[i]) == CUDA_SUCCESS &&
-            gpu_call(d)->cuEventElapsedTime(&t, tb[i], te[i]) == CUDA_SUCCESS) {
+        if (gpu_call(d)->cuEventSynchronize(te) == CUDA_SUCCESS &&
+            gpu_call(d)->cuEventElapsedTime(&t, tb, te) == CUDA_SUCCESS) {
             ms[i] = t;
-        }
-        if (tb[i]) {
-            gpu_call(d)->cuEventDestroy(tb[i]);
-        }
-        if (te[i]) {
-            gpu_call(d)->cuEventDestroy(te[i]);
         }
         pop_other(d, pushed);
     }
+}
+
+/* Device i's part queued on the launching thread: its context pushed
+ * (where it is another), part_queue, d's context back. */
+static void part_here(gpu_dev *d, int i, gpu_job *j)
+{
+    gpu_multi *m = d->multi;
+    gpu_other *o = &m->dev[i];
+    uint64_t t = j->timed ? fe_clock_ns() : 0;
+    bool other = o->cu != d->cu;
+    if (other) {
+        j->r = gpu_call(d)->cuCtxPushCurrent(o->cu);
+        j->call = "cuCtxPushCurrent";
+    }
+    step(j, &t, STEP_CTX);
+    if (j->r != CUDA_SUCCESS) {
+        return;
+    }
+    part_queue(d, o, m->ready, j);
+    if (t) {
+        t = fe_clock_ns();
+    }
+    if (other) {
+        CUcontext popped;
+        gpu_call(d)->cuCtxPopCurrent(&popped);
+    }
+    step(j, &t, STEP_BACK);
+}
+
+/* Device 0's part (d's stream), between timing events with a trace. */
+static weft_status part_zero(gpu_dev *d, const gpu_fn *f, int block,
+                             const gpu_part *p, void *args, CUevent *tb,
+                             CUevent *te, bool timed, const char *who)
+{
+    if (p->grid == 0) {
+        return WEFT_OK;
+    }
+    int64_t n = p->n, grain = p->grain, first = p->first, skip = p->skip;
+    void *params[5] = {args, &n, &grain, &first, &skip};
+    if (timed) {
+        part_mark(d, d->stream, tb);
+    }
+    weft_status st = gpu_launch_rows(d, f, p->grid, p->rows > 0 ? p->rows : 1,
+                                     block, 0, params, who);
+    if (st == WEFT_OK && timed) {
+        part_mark(d, d->stream, te);
+    }
+    return st;
+}
+
+/* A traced split launch's span (started at t0): each device's work
+ * (sizes, named by `what`) and kernel time (after a wait for the parts),
+ * the launching thread's time to queue the parts and the join (issue_us,
+ * before that wait), and that time by step: host[] the launching
+ * thread's (SPLIT_HOST), job[i].ns the other devices' summed. */
+static void split_span(gpu_dev *d, const gpu_fn *f, const gpu_part *part,
+                       const char *what, const int64_t *sizes, uint64_t t0,
+                       const uint64_t *host, const gpu_job *job)
+{
+    gpu_multi *m = d->multi;
+    static const char *const names[STEPS] = {"ctx",  "wait", "rep",  "launch",
+                                             "done", "back", "marks"};
+    static const char *const hnames[SPLIT_HOST] = {
+        "h_ready", "h_jobs", "h_post", "h_here", "h_zero", "h_acks", "h_join"};
+    double issue_us = (double)(fe_clock_ns() - t0) * 1e-3;
+    double ms[GPU_MULTI_MAX];
+    part_times(d, part, ms);
+    char at[GPU_MULTI_MAX * 24] = "", tm[GPU_MULTI_MAX * 24] = "";
+    char steps[GPU_MULTI_MAX * STEPS * 16] = "";
+    size_t used = 0, tused = 0, sused = 0;
+    for (int i = 0; i < m->n && used < sizeof at && tused < sizeof tm; i++) {
+        used += (size_t)snprintf(at + used, sizeof at - used, "%s%lld",
+                                 i ? "," : "", (long long)sizes[i]);
+        tused += (size_t)snprintf(tm + tused, sizeof tm - tused, "%s%.4f",
+                                  i ? "," : "", ms[i]);
+    }
+    char hs[SPLIT_HOST * 24] = "";
+    size_t hused = 0;
+    for (int k = 0; k < SPLIT_HOST && hused < sizeof hs; k++) {
+        hused +=
+            (size_t)snprintf(hs + hused, sizeof hs - hused, ",\"%s_us\":%.2f",
+                             hnames[k], (double)host[k] * 1e-3);
+    }
+    for (int k = 0; k < STEPS && sused < sizeof steps; k++) {
+        double sum = 0;
+        for (int i = 1; i < m->n; i++) {
+            sum += (double)job[i].ns[k] * 1e-3;
+        }
+        sused += (size_t)snprintf(steps + sused, sizeof steps - sused,
+                                  ",\"%s_us\":%.2f", names[k], sum);
+    }
+    fe_trace_span(d->ctx, t0, "gpu", "kernel.split",
+                  "\"kernel\":\"%s\",\"%s\":[%s],\"ms\":[%s],"
+                  "\"issue_us\":%.1f%s%s",
+                  f->name, what, at, tm, issue_us, hs, steps);
 }
 
 weft_status gpu_launch_parts(gpu_dev *d, const gpu_fn *f, int block,
@@ -853,112 +1161,114 @@ weft_status gpu_launch_parts(gpu_dev *d, const gpu_fn *f, int block,
 {
     gpu_multi *m = d->multi;
     weft_status st = WEFT_OK;
-    uint64_t t0 = d->ctx ? fe_trace_begin(d->ctx) : 0;
+    uint64_t t0 = d->ctx ? fe_clock_ns() : 0;
+    bool traced = d->ctx && fe_trace_begin(d->ctx);
     bool others = false;
     for (int i = 1; i < m->n; i++) {
         others |= part[i].grid > 0;
     }
-    bool timed = t0 && others;
-    CUevent tb[GPU_MULTI_MAX] = {NULL}, te[GPU_MULTI_MAX] = {NULL};
-    if (others) {
-        GPU_CU(d, who, cuEventRecord, m->ready, d->stream);
-        m->launches++;
+    bool timed = traced && others;
+    uint64_t host[SPLIT_HOST] = {0}; /* split_span's h_ steps (ns) */
+    uint64_t t = t0;
+    gpu_job job[GPU_MULTI_MAX];
+    CUevent *tb0 = &m->dev[0].tb, *te0 = &m->dev[0].te;
+    if (!others) {
+        st = part_zero(d, f, block, &part[0], args, tb0, te0, false, who);
+        goto cleanup;
     }
-    /* the other devices first, device 0 last, then device 0's stream
-     * waits for the others (a wait before its own part would serialise) */
-    for (int i = m->n - 1; i >= 0; i--) {
+    GPU_CU(d, who, cuEventRecord, m->ready, d->stream);
+    m->launches++;
+    host[0] = lap(&t);
+    /* the other devices' jobs: on the host thread (fn_on loads a module on
+     * first use, rep_prepare grows an argument block), then queued by
+     * their threads or here */
+    for (int i = 1; i < m->n; i++) {
         const gpu_part *p = &part[i];
+        gpu_job *j = &job[i];
+        memset(j, 0, sizeof *j);
         if (p->grid == 0) {
-            continue;
-        }
-        int64_t n = p->n, grain = p->grain, first = p->first, skip = p->skip;
-        void *params[5] = {args, &n, &grain, &first, &skip};
-        unsigned rows = p->rows > 0 ? p->rows : 1;
-        if (i == 0) {
-            if (timed) {
-                part_mark(d, d->stream, &tb[0]);
-            }
-            st = gpu_launch_rows(d, f, p->grid, rows, block, 0, params, who);
-            if (st != WEFT_OK) {
-                goto cleanup;
-            }
-            if (timed) {
-                part_mark(d, d->stream, &te[0]);
-            }
             continue;
         }
         gpu_other *o = &m->dev[i];
         bool pushed = false;
         CUfunction fn = NULL;
-        st = push_other(d, o, &pushed, who);
-        if (st == WEFT_OK) {
-            st = fn_on(d, f, i, &fn, who);
-        }
-        CUresult r = CUDA_SUCCESS;
-        const char *call = "cuStreamWaitEvent";
-        if (st == WEFT_OK) {
-            r = gpu_call(d)->cuStreamWaitEvent(o->stream, m->ready, 0);
-        }
-        if (st == WEFT_OK && r == CUDA_SUCCESS && rep && rep->n > 0) {
-            void *own = NULL;
-            st = replicate(d, o, rep, args, &own, who);
-            params[0] = own;
-        }
-        if (st == WEFT_OK && r == CUDA_SUCCESS) {
-            if (timed) {
-                part_mark(d, o->stream, &tb[i]);
+        gpu_name *nm = (gpu_name *)(void *)(f->name - offsetof(gpu_name, s));
+        if (o->cu == d->cu) {
+            fn = f->fn;
+        } else if (nm->on[i]) {
+            fn = nm->on[i]; /* loaded: no need of o's context */
+        } else {
+            st = push_other(d, o, &pushed, who);
+            if (st == WEFT_OK) {
+                st = fn_on(d, f, i, &fn, who);
             }
-            call = "cuLaunchKernel";
-            r = gpu_call(d)->cuLaunchKernel(fn, p->grid, rows, 1,
-                                            (unsigned)block, 1, 1, 0, o->stream,
-                                            params, NULL);
+            pop_other(d, pushed);
         }
-        if (st == WEFT_OK && r == CUDA_SUCCESS) {
-            if (timed) {
-                part_mark(d, o->stream, &te[i]);
-            }
-            call = "cuEventRecord";
-            r = gpu_call(d)->cuEventRecord(o->done, o->stream);
-        }
-        pop_other(d, pushed);
-        if (st == WEFT_OK && r != CUDA_SUCCESS) {
-            st = gpu_cu_fail(d, who, call, r, __FILE__, __LINE__);
+        if (st == WEFT_OK && rep && rep->n > 0) {
+            st = rep_prepare(d, o, rep, args, who);
         }
         if (st != WEFT_OK) {
             goto cleanup;
         }
+        *j = (gpu_job){.fn = fn,
+                       .grid = p->grid,
+                       .rows = p->rows > 0 ? p->rows : 1,
+                       .block = block,
+                       .args = args,
+                       .n = p->n,
+                       .grain = p->grain,
+                       .first = p->first,
+                       .skip = p->skip,
+                       .rep = rep && rep->n > 0 ? rep : NULL,
+                       .timed = timed};
+    }
+    host[1] = lap(&t);
+    /* the relays first (they queue while this thread works), then the
+     * parts of devices without one, then device 0's */
+    for (int i = 1; i < m->n; i++) {
+        if (part[i].grid > 0 && m->dev[i].relay) {
+            m->dev[i].job = job[i];
+            gpu_relay_post(m->dev[i].relay);
+        }
+    }
+    host[2] = lap(&t);
+    for (int i = m->n - 1; i >= 1 && st == WEFT_OK; i--) {
+        if (part[i].grid > 0 && !m->dev[i].relay) {
+            part_here(d, i, &job[i]);
+        }
+    }
+    host[3] = lap(&t);
+    if (st == WEFT_OK) {
+        st = part_zero(d, f, block, &part[0], args, tb0, te0, timed, who);
+        host[4] = lap(&t);
+    }
+    for (int i = 1; i < m->n; i++) {
+        if (part[i].grid > 0 && m->dev[i].relay) {
+            gpu_relay_wait(m->dev[i].relay);
+            job[i] = m->dev[i].job;
+        }
+    }
+    host[5] = lap(&t);
+    /* every part queued (or failed): then d's stream joins them, each
+     * after its `done`, recorded after its kernel */
+    for (int i = 1; i < m->n; i++) {
+        if (part[i].grid > 0 && job[i].r != CUDA_SUCCESS && st == WEFT_OK) {
+            st = gpu_cu_fail(d, who, job[i].call, job[i].r, __FILE__, __LINE__);
+        }
+    }
+    if (st != WEFT_OK) {
+        goto cleanup;
     }
     for (int i = 1; i < m->n; i++) {
         if (part[i].grid > 0) {
             GPU_CU(d, who, cuStreamWaitEvent, d->stream, m->dev[i].done, 0);
         }
     }
+    host[6] = lap(&t);
     if (timed) {
-        /* the work and the kernel time of each device, and the host's
-         * time to queue the parts and the join (before the wait for the
-         * times), for a reader of the trace */
-        double issue_us = (double)(fe_clock_ns() - t0) * 1e-3;
-        double ms[GPU_MULTI_MAX];
-        part_times(d, tb, te, ms);
-        char at[GPU_MULTI_MAX * 24] = "", tm[GPU_MULTI_MAX * 24] = "";
-        size_t used = 0, tused = 0;
-        for (int i = 0; i < m->n && used < sizeof at && tused < sizeof tm;
-             i++) {
-            used += (size_t)snprintf(at + used, sizeof at - used, "%s%lld",
-                                     i ? "," : "", (long long)sizes[i]);
-            tused += (size_t)snprintf(tm + tused, sizeof tm - tused, "%s%.4f",
-                                      i ? "," : "", ms[i]);
-        }
-        fe_trace_span(d->ctx, t0, "gpu", "kernel.split",
-                      "\"kernel\":\"%s\",\"%s\":[%s],\"ms\":[%s],"
-                      "\"issue_us\":%.1f",
-                      f->name, what, at, tm, issue_us);
+        split_span(d, f, part, what, sizes, t0, host, job);
     }
 cleanup:
-    if (st != WEFT_OK && timed) {
-        double ms[GPU_MULTI_MAX];
-        part_times(d, tb, te, ms); /* only to destroy the events */
-    }
     return st;
 }
 

@@ -12,8 +12,9 @@
 # other threads run the quick code (test_tier), and 8 threads compiling at
 # once (test_large concurrent_compiles; batches of kernels on threads and
 # an exit during a tier-up, concurrent_batches, many_kernels,
-# exit_during_tier_up), and the ptx backend's tier-up thread without a GPU
-# (test_gpu_tier).  Any report
+# exit_during_tier_up), the ptx backend's tier-up thread without a GPU
+# (test_gpu_tier) and a split launch's queueing threads (test_relay).  Any
+# report
 # fails the run (halt_on_error); the exit status is 0 when all are clean.
 #
 #   tools/tsan.sh              build-tsan, -j2
@@ -31,7 +32,8 @@ jobs=${JOBS:-2}
 cmake -S . -B "$dir" -DWEFT_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DWEFT_SANITIZE=thread -DWEFT_BUILD_EXAMPLES=OFF >/dev/null
 cmake --build "$dir" -j"$jobs" --target test_gang test_jit test_cpu \
-      test_cancel test_tier test_large test_trace test_gpu_tier test_kcache
+      test_cancel test_tier test_large test_trace test_gpu_tier test_kcache \
+      test_relay
 
 run=()
 if command -v setarch >/dev/null 2>&1 && setarch "$(uname -m)" -R true 2>/dev/null; then
@@ -65,6 +67,8 @@ one test_cancel "$dir/test_cancel"
 one test_tier "$dir/test_tier"
 # the ptx backend's tier-up thread, without a GPU (its test hook)
 one test_gpu_tier "$dir/test_gpu_tier"
+# a split launch's queueing threads' hand-off (runtime-gpu/relay.c)
+one test_relay "$dir/test_relay"
 # 8 threads compiling at once (LLVM's pass instrumentation, issue 21)
 CK_RUN_CASE=concurrent_compiles one test_large-concurrent_compiles \
   "$dir/test_large"

@@ -6,7 +6,8 @@ time of each launch, CUDA events), its launches, grid, block, registers per
 thread and the median device microseconds; for each kernel split over
 several devices ("kernel.split" spans, runtime-gpu/multi.c), each device's
 median share of the work and kernel microseconds and the host's time to
-queue the parts and their join; then the median duration
+queue the parts and their join, and that time by step (multi.c's
+h_* and step fields); then the median duration
 of the host spans per name (weft_run, kernel, launch, download, ...) and of
 the compile's "cuda.module_load" spans with their driver-reported compile
 time.
@@ -39,6 +40,7 @@ def main():
     host = collections.defaultdict(list)
     loads = []
     split = collections.defaultdict(list)  # kernel: [(sizes, ms)]
+    steps = collections.defaultdict(list)  # (kernel, devices, step): [us]
     for e in events:
         name = e.get("name")
         args = e.get("args") or {}
@@ -51,6 +53,10 @@ def main():
                           if isinstance(v, list) and k != "ms"), [])
             split[args.get("kernel", "?")].append(
                 (sizes, args.get("ms", []), args.get("issue_us", -1)))
+            for k, v in args.items():
+                if k.endswith("_us") and k != "issue_us":
+                    steps[(args.get("kernel", "?"), len(args.get("ms", [])),
+                           k)].append(float(v))
             if "dur" in e:
                 host[name].append(float(e["dur"]))
         elif name == "cuda.module_load":
@@ -75,6 +81,13 @@ def main():
                                           " ".join("%d" % x for x in share),
                                           " ".join("%.1f" % x for x in us),
                                           issue))
+    if steps:
+        print("\nsplit kernel | devices | host us by step (median; h_: the "
+              "launching thread's, others summed over the other devices)")
+    for fn, nd in sorted({(k[0], k[1]) for k in steps}):
+        print("%s | %d | %s" % (fn, nd, " ".join(
+            "%s=%.2f" % (k[2][:-3], median(v))
+            for k, v in sorted(steps.items()) if k[:2] == (fn, nd))))
     print("\nhost span | count | median us")
     for name, v in sorted(host.items()):
         print("%s | %d | %.2f" % (name, len(v), median(v)))
