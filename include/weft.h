@@ -196,11 +196,11 @@ typedef struct weft_config {
                               as without this field.  Several: large arrays
                               are split by rows over the devices and
                               element-wise kernels run on every device
-                              (docs/distributed.md); with three devices
-                              or more the context has a thread per
-                              other device that queues its part of each
-                              split kernel (polling 0.2 ms after one,
-                              then asleep).  An ordinal out of
+                              (docs/distributed.md; with three devices
+                              or more and $WEFT_PTX_RELAYS=1 the context
+                              has a thread per other device that queues
+                              its part of each split kernel, polling 0.2
+                              ms after one, then asleep).  An ordinal out of
                               range, a device of another compute
                               capability, or a driver without the virtual
                               memory calls fails weft_context_create with

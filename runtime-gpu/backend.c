@@ -305,7 +305,10 @@ static weft_status ptx_context_init(weft_context *ctx)
             s = gpu_dev_open(ctx, nd > 0 ? ords[0] : ctx->cfg.device, &st->dev);
         }
         if (s == WEFT_OK && nd > 1) {
-            s = gpu_multi_open(st->dev, ords, nd, "weft_context_create");
+            /* relays only on request: "Queueing" in multi.c says why */
+            const char *rl = knob(ctx, "WEFT_PTX_RELAYS");
+            s = gpu_multi_open(st->dev, ords, nd, rl && strcmp(rl, "1") == 0,
+                               "weft_context_create");
         }
         if (s == WEFT_OK) {
             gpu_mem_set_limit(st->dev, ctx->cfg.device_memory);

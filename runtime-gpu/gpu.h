@@ -310,8 +310,11 @@ weft_status gpu_devices_parse(const char *spec, int count, int *ords, int *n,
  * (WEFT_ERR_BACKEND_UNAVAILABLE), and the driver the virtual memory
  * calls (WEFT_ERR_BACKEND_UNAVAILABLE naming the missing one); driver
  * failures WEFT_ERR_DEVICE.  Call before anything is compiled or run on
- * d; gpu_multi_end closes the other devices. */
-weft_status gpu_multi_open(gpu_dev *d, const int *ords, int n, const char *who);
+ * d; gpu_multi_end closes the other devices.  `relays`: a queueing
+ * thread per other device where there are 3 devices or more (multi.c,
+ * "Queueing"). */
+weft_status gpu_multi_open(gpu_dev *d, const int *ords, int n, bool relays,
+                           const char *who);
 /* Close the other devices of d's context (nothing for one): after
  * gpu_mem_close, before gpu_dev_close. */
 void gpu_multi_end(gpu_dev *d);

@@ -115,9 +115,9 @@
  * 4.3 us a device in cuLaunchKernel, 1.9 in the wait for `ready`, 0.3
  * in the record, 0.2 in the push and pop, then device 0's part, then 2.1
  * a device in device 0's waits for the `done`s; a weft_run of one split
- * saxpy took 21-25 us of host time against 4-6 on one GPU.  So in a
- * context of GPU_RELAYS_MIN devices or more each other device has a
- * relay (relay.c): a thread with that device's context current for good,
+ * saxpy took 21-25 us of host time against 4-6 on one GPU.  So, with
+ * $WEFT_PTX_RELAYS=1, in a context of GPU_RELAYS_MIN devices or more
+ * each other device has a relay (relay.c): a thread with that device's context current for good,
  * to which the launching thread hands the part (a gpu_job: the function,
  * grid, parameters, replicas) after recording `ready`, then queues device
  * 0's part itself, waits until every relay has queued its own, and has
@@ -151,7 +151,14 @@
  * but 9 us more by events on four GPUs).  At 2^28 elements the split's
  * cost by events is the same with relays or without (saxpy 225 us on
  * four GPUs against a quarter of one GPU's 197): what costs there is
- * not the queueing.
+ * not the queueing.  Relays are off unless asked for: in session 30's
+ * final round (four H200, bench/gpu/run.py, whose rounds leave
+ * milliseconds between weft's runs, so the relays had gone to sleep)
+ * every four-GPU program got slower with them (by the host clock: dotp
+ * 0.166 -> 0.320 ms, sum 0.120 -> 0.158, saxpy 0.235 -> 0.285,
+ * Mandelbrot 0.564 -> 0.625), each launch paying three threads' wake-up;
+ * they win only where launches follow each other within the poll, and a
+ * relay that polled for longer would hold a core per device.
 
  * Replicas.  A split element-wise kernel that reads a small array
  * (4 KiB to 1 MiB: on device 0) at arbitrary places, every element all
@@ -386,7 +393,8 @@ static void multi_close(gpu_dev *d, bool live);
 static void relay_open(gpu_dev *d, gpu_other *o);
 static void relay_close(gpu_other *o);
 
-weft_status gpu_multi_open(gpu_dev *d, const int *ords, int n, const char *who)
+weft_status gpu_multi_open(gpu_dev *d, const int *ords, int n, bool relays,
+                           const char *who)
 {
     if (n < 2) {
         return WEFT_OK;
@@ -493,7 +501,7 @@ weft_status gpu_multi_open(gpu_dev *d, const int *ords, int n, const char *who)
                CU_MEM_ALLOC_GRANULARITY_MINIMUM);
         m->gran = g > m->gran ? g : m->gran;
     }
-    for (int i = 1; i < n && n >= GPU_RELAYS_MIN; i++) {
+    for (int i = 1; i < n && relays && n >= GPU_RELAYS_MIN; i++) {
         relay_open(d, &m->dev[i]);
     }
 cleanup:
