@@ -35,27 +35,10 @@
 #include <time.h>
 
 #include "weft.h"
+#define PROBE_NAME "hist_probe"
+#include "probe.h"
 
 enum { BINS = 256 };
-
-static double now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static void die(const char *what)
-{
-    fprintf(stderr, "hist_probe: %s: %s\n", what, weft_last_error());
-    exit(1);
-}
 
 /* The driver calls that time a run by events on weft's stream (NULL
  * where libcuda or one of them is missing: no event times then). */

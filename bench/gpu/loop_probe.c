@@ -23,25 +23,8 @@
 
 #include "weft.h"
 #include "../programs.h"
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static void die(const char *what)
-{
-    fprintf(stderr, "loop_probe: %s: %s\n", what, weft_last_error());
-    exit(1);
-}
+#define PROBE_NAME "loop_probe"
+#include "probe.h"
 
 /* A new f32 array of n (rank 1) or n x n (rank 2) from host data. */
 static weft_array *f32_array(weft_context *ctx, int rank, int64_t n,
@@ -85,7 +68,7 @@ static void probe(weft_context *ctx, const char *name, weft_executable *exe,
         }
     }
     weft_context_stats(ctx, &s1);
-    qsort(ms, (size_t)runs, sizeof *ms, cmp_double);
+    qsort(ms, (size_t)runs, sizeof *ms, cmp_d);
     printf("%-14s %9.3f ms  %7.1f driver calls/run  %9.1f bytes down/run\n",
            name, ms[runs / 2],
            (double)(s1.driver_calls - s0.driver_calls) / runs,

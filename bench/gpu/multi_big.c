@@ -27,18 +27,12 @@
 #include <time.h>
 
 #include "weft.h"
+#include "probe.h"
 
 static int fail(const char *what)
 {
     fprintf(stderr, "multi_big: %s: %s\n", what, weft_last_error());
     return 2;
-}
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
 int main(int argc, char **argv)

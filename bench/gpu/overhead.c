@@ -49,6 +49,8 @@
 #include <time.h>
 
 #include "weft.h"
+#define PROBE_NAME "overhead"
+#include "probe.h"
 
 static double now_us(void)
 {
@@ -74,12 +76,6 @@ static void report(const char *name, double *t, int n, double calls)
     } else {
         printf("      - |\n");
     }
-}
-
-static void die(const char *what)
-{
-    fprintf(stderr, "overhead: %s: %s\n", what, weft_last_error());
-    exit(1);
 }
 
 /* ---- weft ----------------------------------------------------------------- */

@@ -30,6 +30,7 @@
 #include <time.h>
 
 #include "weft.h"
+#include "probe.h"
 
 enum { SUM, AFFINE };
 enum { L1, L, LP, R1, R, RP };
@@ -58,19 +59,6 @@ static const scase cases[] = {
     {"scanl1 + i32 1000003", L1, SUM, WEFT_I32, 1, {1000003}},
     {"scanl1 + i32 1000", L1, SUM, WEFT_I32, 1, {1000}},
 };
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static int fail(const char *what)
 {
@@ -230,7 +218,7 @@ static int run_case(const scase *c, int runs, weft_backend be)
         }
     }
     if (!bad) {
-        qsort(ms, (size_t)runs, sizeof *ms, cmp_double);
+        qsort(ms, (size_t)runs, sizeof *ms, cmp_d);
         printf("%-32s median %8.3f ms  best %8.3f ms  (first compile %.0f "
                "ms)%s\n",
                c->name, ms[runs / 2], ms[0], compile_ms,

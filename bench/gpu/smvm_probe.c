@@ -19,25 +19,8 @@
 #include <time.h>
 
 #include "../programs.h"
-
-static double now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static void die(const char *what)
-{
-    fprintf(stderr, "smvm_probe: %s: %s\n", what, weft_last_error());
-    exit(1);
-}
+#define PROBE_NAME "smvm_probe"
+#include "probe.h"
 
 /* The median ms of `runs` runs of exe on in (nin arrays), the result of
  * the last in *out (nout outputs). */

@@ -32,6 +32,8 @@
 #include <time.h>
 
 #include "weft.h"
+#define PROBE_NAME "split_probe"
+#include "probe.h"
 
 /* The few driver entries the events need (cuda.h's types as void *). */
 typedef int (*cu_init_t)(unsigned);
@@ -53,18 +55,6 @@ static double now_us(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static void die(const char *what)
-{
-    fprintf(stderr, "split_probe: %s: %s\n", what, weft_last_error());
-    exit(1);
 }
 
 /* The events on device `ordinal`'s primary context; 0 when made. */
@@ -148,9 +138,9 @@ static void probe(weft_context *ctx, void *stream, const char *name, int lg,
         weft_array_release(out);
     }
     weft_context_stats(ctx, &s1);
-    qsort(run, (size_t)runs, sizeof *run, cmp_double);
-    qsort(all, (size_t)runs, sizeof *all, cmp_double);
-    qsort(evs, (size_t)runs, sizeof *evs, cmp_double);
+    qsort(run, (size_t)runs, sizeof *run, cmp_d);
+    qsort(all, (size_t)runs, sizeof *all, cmp_d);
+    qsort(evs, (size_t)runs, sizeof *evs, cmp_d);
     char ev_us[32] = "       -";
     if (evs[runs / 2] >= 0) {
         snprintf(ev_us, sizeof ev_us, "%8.1f", evs[runs / 2]);
