@@ -151,10 +151,6 @@ typedef struct ptx_state {
                                     row over several devices, in
                                     thousandths ($WEFT_PTX_SCAN_LAST, a
                                     tuning knob; 0: equal parts) */
-    int permute_tail;        /* $WEFT_PTX_PERMUTE_TAIL: a split
-                                    permute's last blocks left out, to
-                                    measure them (sk.h SK_PERMUTE_TAIL;
-                                    wrong results) */
     int permute_chunks;      /* chunks per resident block of a split
                                     permute's part ($WEFT_PTX_PERMUTE_
                                     CHUNKS, a tuning knob, 1 to 64; 0: the
@@ -336,8 +332,6 @@ static weft_status ptx_context_init(weft_context *ctx)
     st->scan_last = sl && atoi(sl) > 0 && atoi(sl) < 1000 ? atoi(sl) : 0;
     const char *pc = knob(ctx, "WEFT_PTX_PERMUTE_CHUNKS");
     st->permute_chunks = pc && atoi(pc) >= 1 && atoi(pc) <= 64 ? atoi(pc) : 0;
-    const char *pt = knob(ctx, "WEFT_PTX_PERMUTE_TAIL");
-    st->permute_tail = pt && strcmp(pt, "2") == 0 ? 2 : 0;
     const char *o = knob(ctx, "WEFT_PTX_JIT_OPT");
     st->opt_level = o && *o >= '0' && *o <= '4' && !o[1] ? *o - '0' : -1;
     const char *q = knob(ctx, "WEFT_PTX_QUICK_OPT");
@@ -1669,10 +1663,8 @@ static weft_status launch_spread(rt_job *j, gpu_dev *d, const gpu_fn *f,
  * over NVLink, not one a block and bin (4 H200: 1.14x with those);
  * without replicas ($WEFT_PTX_REPLICAS=0), every block reduces its
  * copies into the output.  $WEFT_PTX_PERMUTE_CHUNKS (a tuning knob)
- * recuts each part into that many chunks per resident block;
- * $WEFT_PTX_PERMUTE_TAIL=2 (a measurement, whose results are wrong)
- * leaves the last blocks' reductions and the parts' ticket out.  Those
- * reductions are peer atomics, not counted in device_bytes_moved (the
+ * recuts each part into that many chunks per resident block.  The last
+ * blocks' reductions are peer atomics, not counted in device_bytes_moved (the
  * replicas are). */
 static weft_status launch_permute(rt_job *j, gpu_dev *d, const gpu_fn *f,
                                   int64_t n, int64_t grain, int block)
@@ -1722,8 +1714,7 @@ static weft_status launch_permute(rt_job *j, gpu_dev *d, const gpu_fn *f,
         parts += part[r].grid > 0;
     }
     for (int r = 0; r < nd; r++) {
-        part[r].first |= SK_PERMUTE_PARTS(parts) |
-                         SK_PERMUTE_TAIL(own ? st->permute_tail : 0);
+        part[r].first |= SK_PERMUTE_PARTS(parts);
     }
     return gpu_launch_parts(d, f, block, part, j->w, &rep, "sources", sizes,
                             WHO);

@@ -731,15 +731,9 @@ int sk_stencil_tile_h(unsigned flags);
 #define SK_PERMUTE_PARTS_SHIFT 52
 #define SK_PERMUTE_PARTS_MAX 0xff
 #define SK_PERMUTE_PARTS(n) ((int64_t)(n) << SK_PERMUTE_PARTS_SHIFT)
-/* ... and, to measure the parts' last blocks (a tuning knob's, wrong
- * results: runtime-gpu/backend.c launch_permute), 2: no reductions from
- * the last blocks and no parts' ticket (nor output written; 1, no ticket
- * alone, would leave the parts' set, kept zero, set: not used) */
-#define SK_PERMUTE_TAIL_SHIFT 50
-#define SK_PERMUTE_TAIL(t) ((int64_t)(t) << SK_PERMUTE_TAIL_SHIFT)
 #define SK_PERMUTE_MODE                                                        \
     (SK_PERMUTE_SPLIT | SK_PERMUTE_ACC | SK_PERMUTE_HIGH |                     \
-     SK_PERMUTE_PARTS(SK_PERMUTE_PARTS_MAX) | SK_PERMUTE_TAIL(3))
+     SK_PERMUTE_PARTS(SK_PERMUTE_PARTS_MAX))
 #define SK_LIGHT_COST 32 /* sk_kernel.light: operations (math functions 8) */
 
 /* ===== the skeletons, one file each (see each file's head comment) ===== */

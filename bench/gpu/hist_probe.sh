@@ -5,14 +5,12 @@
 # (2^26, 2^28 and 2^30 keys), each traced once more at 2^28 and 2^30 keys
 # for the kernel times (one GPU's kernel, each split part's:
 # bench/gpu/trace_kernels.py); four GPUs again with each
-# $WEFT_PTX_PERMUTE_TAIL of HIST_TAILS (the parts' last blocks left out:
-# a measurement, whose bins are wrong) and each $WEFT_PTX_PERMUTE_CHUNKS
-# of HIST_CHUNKS; and, where ncu is found, an Nsight Compute profile of
-# device 1's part on four GPUs (2^28 keys), with each tail.  Everything
-# goes to stdout.
+# $WEFT_PTX_PERMUTE_CHUNKS of HIST_CHUNKS; and, where ncu is found, an
+# Nsight Compute profile of device 1's part on four GPUs (2^28 keys).
+# Everything goes to stdout.
 #
 # Usage: sh bench/gpu/hist_probe.sh [runs]
-#   HIST_LISTS (default "0,0 0,1 0,1,2,3"), HIST_TAILS (default "2"),
+#   HIST_LISTS (default "0,0 0,1 0,1,2,3"),
 #   HIST_CHUNKS (default none), NCU (the ncu binary), HIST_NCU=0 (no
 #   profiles).
 set -u
@@ -38,22 +36,16 @@ probe "one GPU"
 for list in ${HIST_LISTS:-0,0 0,1 0,1,2,3}; do
     probe "WEFT_DEVICES=$list" WEFT_DEVICES="$list"
 done
-for t in ${HIST_TAILS:-2}; do
-    probe "WEFT_DEVICES=0,1,2,3 WEFT_PTX_PERMUTE_TAIL=$t (wrong bins)" \
-        WEFT_DEVICES=0,1,2,3 WEFT_PTX_PERMUTE_TAIL="$t"
-done
 for c in ${HIST_CHUNKS:-}; do
     echo "== WEFT_DEVICES=0,1,2,3 WEFT_PTX_PERMUTE_CHUNKS=$c"
     WEFT_DEVICES=0,1,2,3 WEFT_PTX_PERMUTE_CHUNKS=$c ./hist_probe "$runs"
 done
 ncu=${NCU:-$(command -v ncu || echo /usr/local/cuda/bin/ncu)}
 if [ "${HIST_NCU:-1}" != 0 ] && [ -x "$ncu" ]; then
-    for t in 0 2; do
-        echo "== ncu: four GPUs, device 1's part, 2^28 keys, its third launch, WEFT_PTX_PERMUTE_TAIL=$t"
-        WEFT_DEVICES=0,1,2,3 WEFT_PTX_PERMUTE_TAIL=$t $ncu --devices 1 \
-            --launch-skip 2 --launch-count 1 --section SpeedOfLight \
-            --section LaunchStats --section WarpStateStats \
-            --section SchedulerStats ./hist_probe 2 268435456
-    done
+    echo "== ncu: four GPUs, device 1's part, 2^28 keys, its third launch"
+    WEFT_DEVICES=0,1,2,3 $ncu --devices 1 \
+        --launch-skip 2 --launch-count 1 --section SpeedOfLight \
+        --section LaunchStats --section WarpStateStats \
+        --section SchedulerStats ./hist_probe 2 268435456
 fi
 rm -rf "$tmp"

@@ -561,8 +561,8 @@ static void zero_set(cg_fn *fn, const acc_place *pa, LLVMValueRef tid,
  * zero. */
 static weft_status last_block(sk_fn *f, const acc_place *pa,
                               const acc_place *all, LLVMValueRef parts,
-                              LLVMValueRef tail, LLVMValueRef bins,
-                              LLVMValueRef tid, LLVMValueRef bs, last_how how)
+                              LLVMValueRef bins, LLVMValueRef tid,
+                              LLVMValueRef bs, last_how how)
 {
     cg_fn *fn = &f->fn;
     const cg_target *tg = fn->target;
@@ -574,21 +574,13 @@ static weft_status last_block(sk_fn *f, const acc_place *pa,
     if (how == LAST_WRITE) {
         s = write_out(f, pa, bins, tid, bs);
     } else {
-        /* (tail: SK_PERMUTE_TAIL, measurements only) */
-        cg_if red;
-        cg_if_begin(fn, &red,
-                    LLVMBuildICmp(fn->b, LLVMIntULT, tail, cg_i64(fn, 2), ""));
         reduce_into(f, pa, how == LAST_GATHER ? all : NULL, bins, tid, bs);
-        cg_if_end(fn, &red);
     }
     if (s) {
         return s;
     }
     zero_set(fn, pa, tid, bs);
-    cg_if ticket;
     if (how == LAST_GATHER) {
-        cg_if_begin(fn, &ticket,
-                    LLVMBuildICmp(fn->b, LLVMIntEQ, tail, cg_i64(fn, 0), ""));
         LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
         LLVMValueRef flag = tg->shared_array(fn, i32, 1);
         cg_ptx_fence_sys(fn);
@@ -614,7 +606,6 @@ static weft_status last_block(sk_fn *f, const acc_place *pa,
         }
         zero_set(fn, all, tid, bs);
         cg_if_end(fn, &gather);
-        cg_if_end(fn, &ticket);
     }
     cg_if_end(fn, &fin);
     return WEFT_OK;
@@ -766,10 +757,6 @@ static weft_status emit_private(sk_fn *f)
         fn->b,
         LLVMBuildLShr(fn->b, f->first, cg_i64(fn, SK_PERMUTE_PARTS_SHIFT), ""),
         cg_i64(fn, SK_PERMUTE_PARTS_MAX), "parts");
-    LLVMValueRef tail = LLVMBuildAnd(
-        fn->b,
-        LLVMBuildLShr(fn->b, f->first, cg_i64(fn, SK_PERMUTE_TAIL_SHIFT), ""),
-        cg_i64(fn, 3), "tail");
     LLVMTypeRef i1 = LLVMInt1TypeInContext(fn->llctx);
     LLVMValueRef bad = cg_alloca(fn, i1, "bad");
     LLVMBuildStore(fn->b, LLVMConstInt(i1, 0, 0), bad);
@@ -910,15 +897,15 @@ static weft_status emit_private(sk_fn *f)
     cg_if whole, part;
     if (fused) {
         cg_if_begin(fn, &whole, LLVMBuildNot(fn->b, split, ""));
-        if ((s = last_block(f, &pa, NULL, parts, tail, bins, tid, bs,
-                            LAST_WRITE)) != WEFT_OK) {
+        if ((s = last_block(f, &pa, NULL, parts, bins, tid, bs, LAST_WRITE)) !=
+            WEFT_OK) {
             return s;
         }
         cg_if_end(fn, &whole);
     }
     if (sys_ok) {
         cg_if_begin(fn, &part, LLVMBuildAnd(fn->b, split, accs, ""));
-        if ((s = last_block(f, &pa, &all, parts, tail, bins, tid, bs,
+        if ((s = last_block(f, &pa, &all, parts, bins, tid, bs,
                             fused ? LAST_GATHER : LAST_REDUCE)) != WEFT_OK) {
             return s;
         }
