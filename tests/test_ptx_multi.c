@@ -51,6 +51,24 @@ static weft_context *open_devices(const char *devices, unsigned flags)
     return ctx;
 }
 
+/* The same over `devices` with relays, the queueing threads of a split
+ * launch's other devices (multi.c, "Queueing"), which only
+ * $WEFT_PTX_RELAYS=1 turns on: this context reads the environment, the
+ * others do not. */
+static weft_context *open_relays(const char *devices, unsigned flags)
+{
+    weft_config cfg = weft_config_default();
+    cfg.backend = WEFT_BACKEND_PTX;
+    cfg.flags |= DT_TIER | flags;
+    cfg.devices = devices;
+    ck_assert_int_eq(setenv("WEFT_PTX_RELAYS", "1", 1), 0);
+    weft_context *ctx = NULL;
+    weft_status s = weft_context_create(&cfg, &ctx);
+    unsetenv("WEFT_PTX_RELAYS");
+    TU_OK(s);
+    return ctx;
+}
+
 /* An f32 array of the shape, element i = (i * 7919 mod 1000) / 8. */
 static weft_array *pattern(weft_context *ctx, int rank, const int64_t *shape)
 {
@@ -504,10 +522,11 @@ static int near(const char *devices, unsigned flags, int k, size_t s,
     return 0;
 }
 
-static void compare(const char *devices, unsigned flags)
+static void compare(const char *devices, unsigned flags, bool relays)
 {
     weft_context *one = open_devices(NULL, flags);
-    weft_context *many = open_devices(devices, flags);
+    weft_context *many =
+        relays ? open_relays(devices, flags) : open_devices(devices, flags);
     int differ = 0; /* every difference is printed, then the test fails */
     for (int k = 0; k < NPROG; k++) {
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
@@ -601,19 +620,27 @@ static void compare(const char *devices, unsigned flags)
 
 START_TEST(same_device_twice)
 {
-    compare("0,0", 0);
+    compare("0,0", 0, false);
 }
 END_TEST
 
 START_TEST(same_device_twice_unfused)
 {
-    compare("0,0", WEFT_FLAG_NO_FUSION);
+    compare("0,0", WEFT_FLAG_NO_FUSION, false);
 }
 END_TEST
 
 START_TEST(all_devices)
 {
-    compare("all", 0);
+    compare("all", 0, false);
+}
+END_TEST
+
+/* With three devices or more, every other device's part queued by its
+ * relay (fewer: as all_devices) */
+START_TEST(all_devices_relays)
+{
+    compare("all", 0, true);
 }
 END_TEST
 
@@ -1061,6 +1088,7 @@ static Suite *suite(void)
     tcase_add_test(tc, same_device_twice);
     tcase_add_test(tc, same_device_twice_unfused);
     tcase_add_test(tc, all_devices);
+    tcase_add_test(tc, all_devices_relays);
     tcase_add_test(tc, uneven_pieces);
     tcase_add_test(tc, interleaved_output);
     tcase_add_test(tc, loop_replicas);
