@@ -245,6 +245,7 @@ typedef struct gpu_job {
     int64_t n, grain, first, skip;
     const gpu_replicas *rep; /* NULL: none */
     bool timed;              /* a trace: timing events and steps */
+    bool ready;              /* its stream waits for `ready` first */
     CUresult r;
     const char *call;
     uint64_t ns[STEPS];
@@ -260,13 +261,16 @@ typedef struct gpu_other {
     uint64_t bytes;  /* bytes of ranges held in its memory now */
     CUdeviceptr rep; /* its replicas ("Replicas"), rep_size bytes */
     size_t rep_size;
-    uint64_t *args;   /* the argument block with its replicas' */
-    size_t args_cap;  /* words of args */
-    CUevent tb, te;   /* a traced part's timing events, made once */
-    gpu_relay *relay; /* its queueing thread ("Queueing"), or NULL */
-    gpu_dev *d;       /* for the relay's function */
-    gpu_job job;      /* the part the relay queues */
-    bool current;     /* cu is current on the relay's thread */
+    uint64_t *args;     /* the argument block with its replicas' */
+    size_t args_cap;    /* words of args */
+    CUevent tb, te;     /* a traced part's timing events, made once */
+    gpu_relay *relay;   /* its queueing thread ("Queueing"), or NULL */
+    gpu_dev *d;         /* for the relay's function */
+    gpu_job job;        /* the part the relay queues */
+    bool current;       /* cu is current on the relay's thread */
+    CUmodule stamp_mod; /* the stamp kernel ("Timeline"), or NULL */
+    CUfunction stamp_fn;
+    unsigned stamp_n; /* stamps written, for the next slot */
 } gpu_other;
 
 struct gpu_multi {
@@ -276,9 +280,11 @@ struct gpu_multi {
     CUevent ready; /* on d->stream, before a split kernel */
     size_t gran;   /* allocation granularity (the largest) */
     gpu_range *ranges;
-    uint64_t launches; /* kernels split over the devices */
-    uint64_t moved;    /* bytes of partials handed to device 0, and
+    uint64_t launches;  /* kernels split over the devices */
+    uint64_t moved;     /* bytes of partials handed to device 0, and
                              of replicas copied to the others */
+    CUdeviceptr stamps; /* the timeline's buffer ("Timeline"), or 0 */
+    unsigned mode;      /* $WEFT_PTX_SPLIT_MODE's bits (SPLIT_...) */
 };
 
 /* ---- the list of devices --------------------------------------------------- */
@@ -539,6 +545,9 @@ static void multi_close(gpu_dev *d, bool live)
             }
             if (o->te) {
                 gpu_call(d)->cuEventDestroy(o->te);
+            }
+            if (o->stamp_mod) {
+                gpu_call(d)->cuModuleUnload(o->stamp_mod);
             }
             pop_other(d, pushed);
         }
@@ -935,6 +944,92 @@ static CUresult rep_copy(gpu_dev *d, gpu_other *o, const gpu_replicas *rep,
     return r;
 }
 
+/* ---- a device-side timeline (temporary: session 31) ---------------------- */
+
+/* Timeline.  A measurement, not a feature: with $WEFT_PTX_STAMPS the
+ * address (0x...) of a buffer of host memory mapped for every device
+ * (bench/gpu/split_probe.c makes it), each split launch has a kernel of
+ * one thread write the device's %globaltimer (ns, one clock for the GPUs
+ * of a host to about a microsecond) and a tag into it at these points of
+ * the streams: device 0 before `ready` (STAMP_READY), every device before
+ * and after its part (STAMP_BEGIN, STAMP_END), device 0 after its joins
+ * (STAMP_JOINED).  Device i writes slots [i STAMP_SLOTS, (i + 1)
+ * STAMP_SLOTS), in turn; a tag is the launch number << 16 | the point << 8
+ * | the device.  Each stamp is a launch of its own (a microsecond or two of
+ * each stream), so the timeline shows where the time goes, not its exact
+ * sum.  $WEFT_PTX_SPLIT_MODE's bits (SPLIT_...) pick the variants of the
+ * queueing being measured. */
+enum {
+    STAMP_SLOTS = 64, /* a device's slots (16 bytes each) */
+    STAMP_READY = 1,
+    STAMP_BEGIN = 2,
+    STAMP_END = 3,
+    STAMP_JOINED = 4,
+    SPLIT_ZERO_FIRST = 1, /* device 0's part queued before the others' */
+    SPLIT_IDLE = 2,       /* no `ready` where device 0's stream is idle */
+};
+
+static const char stamp_ptx[] =
+    ".version 7.0\n.target sm_70\n.address_size 64\n"
+    ".visible .entry weft_stamp(.param .u64 at, .param .u64 tag)\n{\n"
+    "  .reg .b64 %rd<4>;\n"
+    "  ld.param.u64 %rd1, [at];\n"
+    "  ld.param.u64 %rd2, [tag];\n"
+    "  mov.u64 %rd3, %globaltimer;\n"
+    "  st.global.u64 [%rd1], %rd3;\n"
+    "  st.global.u64 [%rd1+8], %rd2;\n"
+    "  ret;\n}\n";
+
+void gpu_multi_probe(gpu_dev *d, const char *stamps, const char *mode)
+{
+    gpu_multi *m = d->multi;
+    if (!m) {
+        return;
+    }
+    m->mode = mode ? (unsigned)strtoul(mode, NULL, 0) : 0;
+    CUdeviceptr at = stamps ? (CUdeviceptr)strtoull(stamps, NULL, 0) : 0;
+    if (!at) {
+        return;
+    }
+    gpu_lock(d);
+    bool live = gpu_call(d)->cuCtxPushCurrent(d->cu) == CUDA_SUCCESS;
+    bool ok = live;
+    for (int i = 0; ok && i < m->n; i++) {
+        gpu_other *o = &m->dev[i];
+        bool pushed = false;
+        ok = push_other(d, o, &pushed, "weft_context_create") == WEFT_OK;
+        ok = ok && gpu_call(d)->cuModuleLoadDataEx(&o->stamp_mod, stamp_ptx, 0,
+                                                   NULL, NULL) == CUDA_SUCCESS;
+        ok = ok &&
+             gpu_call(d)->cuModuleGetFunction(&o->stamp_fn, o->stamp_mod,
+                                              "weft_stamp") == CUDA_SUCCESS;
+        pop_other(d, pushed);
+    }
+    m->stamps = ok ? at : 0;
+    if (live) {
+        CUcontext popped;
+        gpu_call(d)->cuCtxPopCurrent(&popped);
+    }
+    gpu_unlock(d);
+}
+
+/* With the timeline, device o's stamp at `point` on its stream (its
+ * context current). */
+static void stamp(gpu_dev *d, gpu_other *o, int point)
+{
+    gpu_multi *m = d->multi;
+    if (!m->stamps || !o->stamp_fn) {
+        return;
+    }
+    uint64_t i = (uint64_t)(o - m->dev);
+    CUdeviceptr at =
+        m->stamps + 16 * (i * STAMP_SLOTS + o->stamp_n++ % STAMP_SLOTS);
+    uint64_t tag = (m->launches & 0xffffff) << 16 | (uint64_t)point << 8 | i;
+    void *params[2] = {&at, &tag};
+    gpu_call(d)->cuLaunchKernel(o->stamp_fn, 1, 1, 1, 1, 1, 1, 0, o->stream,
+                                params, NULL);
+}
+
 /* With a trace: a timing event of device o's part (made once, kept in o)
  * recorded on its stream (its context current); a failure leaves *e
  * unset (no time in the span). */
@@ -975,7 +1070,8 @@ static void part_queue(gpu_dev *d, gpu_other *o, CUevent ready, gpu_job *j)
 {
     uint64_t t = j->timed ? fe_clock_ns() : 0;
     j->call = "cuStreamWaitEvent";
-    j->r = gpu_call(d)->cuStreamWaitEvent(o->stream, ready, 0);
+    j->r = j->ready ? gpu_call(d)->cuStreamWaitEvent(o->stream, ready, 0)
+                    : CUDA_SUCCESS;
     step(j, &t, STEP_WAIT);
     void *args = j->args;
     if (j->r == CUDA_SUCCESS && j->rep) {
@@ -991,6 +1087,7 @@ static void part_queue(gpu_dev *d, gpu_other *o, CUevent ready, gpu_job *j)
         step(j, &t, STEP_MARKS);
     }
     void *params[5] = {args, &j->n, &j->grain, &j->first, &j->skip};
+    stamp(d, o, STAMP_BEGIN);
     j->call = "cuLaunchKernel";
     j->r = gpu_call(d)->cuLaunchKernel(j->fn, j->grid, j->rows, 1,
                                        (unsigned)j->block, 1, 1, 0, o->stream,
@@ -999,6 +1096,7 @@ static void part_queue(gpu_dev *d, gpu_other *o, CUevent ready, gpu_job *j)
     if (j->r != CUDA_SUCCESS) {
         return;
     }
+    stamp(d, o, STAMP_END);
     if (t) {
         part_mark(d, o->stream, &o->te);
         step(j, &t, STEP_MARKS);
@@ -1184,9 +1282,25 @@ weft_status gpu_launch_parts(gpu_dev *d, const gpu_fn *f, int block,
         st = part_zero(d, f, block, &part[0], args, tb0, te0, false, who);
         goto cleanup;
     }
-    GPU_CU(d, who, cuEventRecord, m->ready, d->stream);
     m->launches++;
+    /* with SPLIT_IDLE, no `ready` where device 0's stream has finished
+     * everything queued on it (d's lock keeps others from queueing) */
+    bool ready = !(m->mode & SPLIT_IDLE) ||
+                 gpu_call(d)->cuStreamQuery(d->stream) != CUDA_SUCCESS;
+    stamp(d, &m->dev[0], STAMP_READY);
+    if (ready) {
+        GPU_CU(d, who, cuEventRecord, m->ready, d->stream);
+    }
     host[0] = lap(&t);
+    bool zero_first = m->mode & SPLIT_ZERO_FIRST;
+    if (zero_first) {
+        stamp(d, &m->dev[0], STAMP_BEGIN);
+        st = part_zero(d, f, block, &part[0], args, tb0, te0, timed, who);
+        stamp(d, &m->dev[0], STAMP_END);
+        if (st != WEFT_OK) {
+            goto cleanup;
+        }
+    }
     /* the other devices' jobs: on the host thread (fn_on loads a module on
      * first use, rep_prepare grows an argument block), then queued by
      * their threads or here */
@@ -1228,7 +1342,8 @@ weft_status gpu_launch_parts(gpu_dev *d, const gpu_fn *f, int block,
                        .first = p->first,
                        .skip = p->skip,
                        .rep = rep && rep->n > 0 ? rep : NULL,
-                       .timed = timed};
+                       .timed = timed,
+                       .ready = ready};
     }
     host[1] = lap(&t);
     /* the relays first (they queue while this thread works), then the
@@ -1246,8 +1361,10 @@ weft_status gpu_launch_parts(gpu_dev *d, const gpu_fn *f, int block,
         }
     }
     host[3] = lap(&t);
-    if (st == WEFT_OK) {
+    if (st == WEFT_OK && !zero_first) {
+        stamp(d, &m->dev[0], STAMP_BEGIN);
         st = part_zero(d, f, block, &part[0], args, tb0, te0, timed, who);
+        stamp(d, &m->dev[0], STAMP_END);
         host[4] = lap(&t);
     }
     for (int i = 1; i < m->n; i++) {
@@ -1272,6 +1389,7 @@ weft_status gpu_launch_parts(gpu_dev *d, const gpu_fn *f, int block,
             GPU_CU(d, who, cuStreamWaitEvent, d->stream, m->dev[i].done, 0);
         }
     }
+    stamp(d, &m->dev[0], STAMP_JOINED);
     host[6] = lap(&t);
     if (timed) {
         split_span(d, f, part, what, sizes, t0, host, job);
