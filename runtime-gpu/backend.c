@@ -143,6 +143,9 @@ typedef struct ptx_state {
     bool no_replicas;        /* $WEFT_PTX_REPLICAS=0: split kernels of
                                     several devices read small arrays on
                                     device 0 (multi.c, "Replicas") */
+    int spread_pieces;       /* the most pieces of a spread fold's part
+                                    ($WEFT_PTX_SPREAD_PIECES, temporary:
+                                    session 31; 0: as the kernel takes) */
     bool no_interleave;      /* $WEFT_PTX_INTERLEAVE=0: an uneven
                                     kernel's output laid out in blocks,
                                     its pieces not the granules (multi.c,
@@ -332,6 +335,8 @@ static weft_status ptx_context_init(weft_context *ctx)
     st->no_replicas = rp && strcmp(rp, "0") == 0;
     const char *il = knob(ctx, "WEFT_PTX_INTERLEAVE");
     st->no_interleave = il && strcmp(il, "0") == 0;
+    const char *sp = knob(ctx, "WEFT_PTX_SPREAD_PIECES");
+    st->spread_pieces = sp && atoi(sp) > 0 ? atoi(sp) : 0;
     const char *sl = knob(ctx, "WEFT_PTX_SCAN_LAST");
     st->scan_last = sl && atoi(sl) > 0 && atoi(sl) < 1000 ? atoi(sl) : 0;
     const char *pc = knob(ctx, "WEFT_PTX_PERMUTE_CHUNKS");
@@ -1635,7 +1640,11 @@ static weft_status launch_spread(rt_job *j, gpu_dev *d, const gpu_fn *f,
         }
         bool runs = hi > lo && !(reduce && r == nd - 1);
         part[dev] = (gpu_part){
-            .grid = runs ? grid : 0, .n = hi, .grain = 2 + r, .first = lo};
+            .grid = runs ? grid : 0,
+            .n = hi,
+            .grain = 2 + r,
+            .first = lo,
+            .skip = scan ? 0 : ((const ptx_job *)j->be_job)->st->spread_pieces};
         sizes[dev] = runs ? hi - lo : 0;
     }
     /* the parts' folds (entry 1 of a fold), or the totals of the parts

@@ -2,9 +2,10 @@
 # bench/gpu/split_probe.sh: split_probe (bench/gpu/split_probe.c) with its
 # device-side timeline on one GPU and on GPUs 0-3 under each queueing
 # variant of $WEFT_PTX_SPLIT_MODE (runtime-gpu/multi.c, "Timeline"; a
-# temporary measurement of session 31), then once without the stamps (what
-# they cost), and, where the machine has nsys, its kernel trace of one
-# four-GPU probe.  Run from the unpacked bundle; needs four GPUs to itself.
+# temporary measurement of session 31) and of $WEFT_PTX_SPREAD_PIECES (a
+# cap on the pieces of a spread fold's part, whose last block reads their
+# partials over NVLink), then once without the stamps (what they cost),
+# and, where the machine has nsys, its kernel trace of one four-GPU probe.  Run from the unpacked bundle; needs four GPUs to itself.
 #
 # Usage: sh bench/gpu/split_probe.sh [runs] [largest exponent] [smallest]
 #        (21 28 24)
@@ -24,8 +25,14 @@ done
 echo "== 0,1,2,3 relays"
 SPLIT_STAMPS=1 WEFT_DEVICES=0,1,2,3 WEFT_PTX_RELAYS=1 \
     ./split_probe "$runs" "$top" "$low"
-echo "== 0,1 mode 0"
-SPLIT_STAMPS=1 WEFT_DEVICES=0,1 ./split_probe "$runs" "$top" "$top"
+for c in 1024 256; do
+    echo "== 0,1,2,3 mode 0, a spread fold's part in $c pieces at most"
+    SPLIT_STAMPS=1 WEFT_DEVICES=0,1,2,3 WEFT_PTX_SPREAD_PIECES=$c \
+        ./split_probe "$runs" "$top" "$low"
+done
+echo "== 0,1,2,3 mode 3, 1024 pieces"
+SPLIT_STAMPS=1 WEFT_DEVICES=0,1,2,3 WEFT_PTX_SPLIT_MODE=3 \
+    WEFT_PTX_SPREAD_PIECES=1024 ./split_probe "$runs" "$top" "$low"
 echo "== 0,1,2,3 mode 0, no stamps"
 WEFT_DEVICES=0,1,2,3 ./split_probe "$runs" "$top" "$low"
 if command -v nsys >/dev/null 2>&1; then

@@ -1407,6 +1407,16 @@ static weft_status emit_one_row(sk_fn *f, bool has_seed)
                              cg_i64(fn, PIECES_PER_BLOCK), "")),
         cg_smin(fn, LLVMBuildLShr(fn->b, m, cg_i64(fn, __builtin_ctzll(t)), ""),
                 cg_i64(fn, MAX_PIECES)));
+    /* on a device of several, `skip` (when not 0) caps the pieces: the
+     * last block reads the part's partials over NVLink (temporary: a
+     * measurement of session 31, $WEFT_PTX_SPREAD_PIECES) */
+    LLVMValueRef cap = LLVMGetParam(fn->fn, 4);
+    most = LLVMBuildSelect(
+        fn->b,
+        LLVMBuildAnd(fn->b, several,
+                     LLVMBuildICmp(fn->b, LLVMIntSGT, cap, cg_i64(fn, 0), ""),
+                     ""),
+        cg_smin(fn, most, cap), most, "");
     LLVMValueRef lgp = log2_floor(fn, cg_smax(fn, most, cg_i64(fn, 1)));
     LLVMValueRef P = LLVMBuildShl(fn->b, cg_i64(fn, 1), lgp, "pieces");
     /* thread 0 takes the next piece (the high half of the ticket word;
