@@ -143,9 +143,9 @@ typedef struct ptx_state {
     bool no_replicas;        /* $WEFT_PTX_REPLICAS=0: split kernels of
                                     several devices read small arrays on
                                     device 0 (multi.c, "Replicas") */
-    int spread_pieces;       /* the most pieces of a spread fold's part
+    int spread_pieces;       /* pieces a block of a spread fold's part
                                     ($WEFT_PTX_SPREAD_PIECES, temporary:
-                                    session 31; 0: as the kernel takes) */
+                                    session 31; 0: 1) */
     bool no_interleave;      /* $WEFT_PTX_INTERLEAVE=0: an uneven
                                     kernel's output laid out in blocks,
                                     its pieces not the granules (multi.c,
@@ -310,8 +310,7 @@ static weft_status ptx_context_init(weft_context *ctx)
                                "weft_context_create");
         }
         if (s == WEFT_OK && nd > 1) {
-            gpu_multi_probe(st->dev, knob(ctx, "WEFT_PTX_STAMPS"),
-                            knob(ctx, "WEFT_PTX_SPLIT_MODE"));
+            gpu_multi_probe(st->dev, knob(ctx, "WEFT_PTX_STAMPS"));
         }
         if (s == WEFT_OK) {
             gpu_mem_set_limit(st->dev, ctx->cfg.device_memory);
@@ -1566,6 +1565,29 @@ static void scan_status(const rt_job *j, int64_t slots, gpu_replicas *rep)
     }
 }
 
+/* A fold of one row spread over the devices: the `skip` of a part of m
+ * elements run by `grid` blocks (skeletons-ir/ptx/fold.c, emit_one_row):
+ * P pieces of L elements, a multiple of SK_SPREAD_ALIGN, as P <<
+ * SK_PIECES_SHIFT | L.  The blocks take them in a fixed order, so P is
+ * the grid (every block one piece; $WEFT_PTX_SPREAD_PIECES pieces a block,
+ * a measurement of session 31), at most the row's C chunks and no piece
+ * shorter than the kernel's least chunk: the part's own share of chunks,
+ * where C counts the whole row's (pieces of a quarter of that on four
+ * devices halved the kernel's speed at 2^24 elements a part). */
+static int64_t fold_pieces(const rt_job *j, unsigned grid, int64_t m)
+{
+    int per = ((const ptx_job *)j->be_job)->st->spread_pieces;
+    int64_t P = (int64_t)grid * (per > 0 ? per : 1);
+    int64_t C = j->auxval[1].i, least = m / j->k->chunk_min;
+    P = P < C ? P : C;
+    P = P < least ? P : least;
+    P = P > 1 ? P : 1;
+    int64_t L =
+        ((m + P - 1) / P + SK_SPREAD_ALIGN - 1) & -(int64_t)SK_SPREAD_ALIGN;
+    P = (m + L - 1) / L;
+    return P << SK_PIECES_SHIFT | L;
+}
+
 /* A kernel spread over the devices of d's context (rt_phase.spread: m
  * the elements of its rows), part r of D on device r.  A fold of one row
  * (skeletons-ir/ptx/fold.c entry 1): part r folds elements [first, n),
@@ -1644,7 +1666,7 @@ static weft_status launch_spread(rt_job *j, gpu_dev *d, const gpu_fn *f,
             .n = hi,
             .grain = 2 + r,
             .first = lo,
-            .skip = scan ? 0 : ((const ptx_job *)j->be_job)->st->spread_pieces};
+            .skip = scan || !runs ? 0 : fold_pieces(j, grid, hi - lo)};
         sizes[dev] = runs ? hi - lo : 0;
     }
     /* the parts' folds (entry 1 of a fold), or the totals of the parts

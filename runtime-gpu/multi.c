@@ -53,6 +53,13 @@
  * and device 0's stream waits for device i's event after it, so that
  * everything after the kernel, on device 0's stream, sees its writes and
  * a wait for device 0's stream waits for all.  No host wait is added.
+ * Idle: where device 0's stream has done everything queued on it
+ * (cuStreamQuery, under d's lock, so nothing is queued meanwhile), no
+ * event is recorded or waited for: device i's stream then follows all
+ * that device 0 did (what device 0 waited for included) and its own
+ * earlier parts, in its order.  A weft_run after a wait (every
+ * benchmark's) starts so; it saves a driver call a device (1-2 us of a
+ * split launch by CUDA events, session 31).
  *
  * Pieces.  That split is fair where every element costs the same.  An
  * uneven kernel's (a while loop whose trip count varies: sk_ptx_uneven)
@@ -284,7 +291,6 @@ struct gpu_multi {
     uint64_t moved;     /* bytes of partials handed to device 0, and
                              of replicas copied to the others */
     CUdeviceptr stamps; /* the timeline's buffer ("Timeline"), or 0 */
-    unsigned mode;      /* $WEFT_PTX_SPLIT_MODE's bits (SPLIT_...) */
 };
 
 /* ---- the list of devices --------------------------------------------------- */
@@ -957,16 +963,15 @@ static CUresult rep_copy(gpu_dev *d, gpu_other *o, const gpu_replicas *rep,
  * STAMP_SLOTS), in turn; a tag is the launch number << 16 | the point << 8
  * | the device.  Each stamp is a launch of its own (a microsecond or two of
  * each stream), so the timeline shows where the time goes, not its exact
- * sum.  $WEFT_PTX_SPLIT_MODE's bits (SPLIT_...) pick the variants of the
- * queueing being measured. */
+ * sum.  The devices' clocks are not one: of four H200 (session 31, r1)
+ * they were hundreds of microseconds apart, so only a device's own
+ * stamps compare (its part's length, device 0's whole launch). */
 enum {
     STAMP_SLOTS = 64, /* a device's slots (16 bytes each) */
     STAMP_READY = 1,
     STAMP_BEGIN = 2,
     STAMP_END = 3,
     STAMP_JOINED = 4,
-    SPLIT_ZERO_FIRST = 1, /* device 0's part queued before the others' */
-    SPLIT_IDLE = 2,       /* no `ready` where device 0's stream is idle */
 };
 
 static const char stamp_ptx[] =
@@ -980,13 +985,12 @@ static const char stamp_ptx[] =
     "  st.global.u64 [%rd1+8], %rd2;\n"
     "  ret;\n}\n";
 
-void gpu_multi_probe(gpu_dev *d, const char *stamps, const char *mode)
+void gpu_multi_probe(gpu_dev *d, const char *stamps)
 {
     gpu_multi *m = d->multi;
     if (!m) {
         return;
     }
-    m->mode = mode ? (unsigned)strtoul(mode, NULL, 0) : 0;
     CUdeviceptr at = stamps ? (CUdeviceptr)strtoull(stamps, NULL, 0) : 0;
     if (!at) {
         return;
@@ -1283,24 +1287,15 @@ weft_status gpu_launch_parts(gpu_dev *d, const gpu_fn *f, int block,
         goto cleanup;
     }
     m->launches++;
-    /* with SPLIT_IDLE, no `ready` where device 0's stream has finished
-     * everything queued on it (d's lock keeps others from queueing) */
-    bool ready = !(m->mode & SPLIT_IDLE) ||
-                 gpu_call(d)->cuStreamQuery(d->stream) != CUDA_SUCCESS;
+    /* no `ready` where device 0's stream has done all that was queued on
+     * it (d's lock keeps others from queueing more): then the others'
+     * streams need not wait ("Idle") */
+    bool ready = gpu_call(d)->cuStreamQuery(d->stream) != CUDA_SUCCESS;
     stamp(d, &m->dev[0], STAMP_READY);
     if (ready) {
         GPU_CU(d, who, cuEventRecord, m->ready, d->stream);
     }
     host[0] = lap(&t);
-    bool zero_first = m->mode & SPLIT_ZERO_FIRST;
-    if (zero_first) {
-        stamp(d, &m->dev[0], STAMP_BEGIN);
-        st = part_zero(d, f, block, &part[0], args, tb0, te0, timed, who);
-        stamp(d, &m->dev[0], STAMP_END);
-        if (st != WEFT_OK) {
-            goto cleanup;
-        }
-    }
     /* the other devices' jobs: on the host thread (fn_on loads a module on
      * first use, rep_prepare grows an argument block), then queued by
      * their threads or here */
@@ -1361,7 +1356,7 @@ weft_status gpu_launch_parts(gpu_dev *d, const gpu_fn *f, int block,
         }
     }
     host[3] = lap(&t);
-    if (st == WEFT_OK && !zero_first) {
+    if (st == WEFT_OK) {
         stamp(d, &m->dev[0], STAMP_BEGIN);
         st = part_zero(d, f, block, &part[0], args, tb0, te0, timed, who);
         stamp(d, &m->dev[0], STAMP_END);

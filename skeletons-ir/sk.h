@@ -82,9 +82,14 @@ typedef struct sk_item {
                             keeps their parts' folds in its partials
                             [0, SK_DEVICES_MAX) (ptx/fold.c) */
 #define SK_SPREAD_ALIGN                                                        \
-    512              /* elements: a device's part of a fold of one
+    512 /* elements: a device's part of a fold of one
                                row starts at a multiple of this, so of
                                every tile (ptx/fold.c: 32 lanes x K <= 16) */
+#define SK_PIECES_SHIFT                                                        \
+    40 /* a part of a fold of one row over several devices: its `skip` is
+          its pieces P << SK_PIECES_SHIFT | their length L, a multiple of
+          SK_SPREAD_ALIGN (ptx/fold.c, runtime-gpu/backend.c
+          launch_spread) */
 #define SK_ERR_AUX 7 /* aux index of the error word (every kernel) */
 #define SK_CANCEL_AUX                                                          \
     6 /* aux index of the cancel word: a scalar u64 item,

@@ -25,15 +25,18 @@
  * split launch writes %globaltimer at its points, and this probe before
  * and after weft_run on weft's stream.  Per size it prints the medians of
  * each point in us after the run's first stamp: `ready` (device 0 before
- * its ready event), each device's part (begin-end), `joined` (device 0
+ * its ready event), device 0's part (begin-end), `joined` (device 0
  * after its waits for the others), `end` (after the run's last kernel),
- * then three runs as they were.
+ * and every device's part's length, then three runs as they were.  The
+ * devices' clocks are not one (hundreds of us apart on four H200), so
+ * only a device's own stamps are compared.
  *
  * On the GPU machine, from the unpacked bundle:
  *   gcc -std=c17 -O2 -Iinclude bench/gpu/split_probe.c -o split_probe -L. \
  *       -lweft -Wl,-rpath,'$ORIGIN' -ldl -lm
  *   for d in 0 0,1 0,1,2,3; do WEFT_DEVICES=$d ./split_probe 21; done
- * Arguments: runs (21), the largest exponent (28), the smallest (16).
+ * Arguments: runs (21), the largest exponent (28), the smallest (16);
+ * SPLIT_ONLY=sum (or saxpy) runs one program.
  */
 #define _POSIX_C_SOURCE 200112L
 #include <dlfcn.h>
@@ -128,22 +131,24 @@ static void probe_stamp(void *s, int point)
 }
 
 /* One run's points (us after its first stamp; -1: none) from the buffer,
- * which is then cleared: t[0] ready, t[1 + 2 i], t[2 + 2 i] device i's
- * part, t[17] joined, t[18] end. */
+ * which is then cleared: t[0] ready, t[1], t[2] device 0's part, t[2 +
+ * 2 i] device i's part's length (i > 0; t[1 + 2 i] -1), t[17] joined,
+ * t[18] end. */
 enum { TL_JOINED = 1 + 2 * STAMP_DEVS, TL_END, TL_N };
 static void timeline_take(double *t)
 {
     unsigned long long t0 = stamps[2 * PROBE_SLOT];
+    int have[TL_N] = {0};
     for (int k = 0; k < TL_N; k++) {
         t[k] = -1;
     }
     for (int s = 0; s < PROBE_SLOT + 2; s++) {
         unsigned long long ns = stamps[2 * s], tag = stamps[2 * s + 1];
         int point = (int)(tag >> 8 & 0xff), dev = (int)(tag & 0xff);
-        if (!tag || ns < t0 || dev >= STAMP_DEVS) {
+        if (!tag || dev >= STAMP_DEVS) {
             continue;
         }
-        double us = (double)(ns - t0) * 1e-3;
+        double us = (double)(long long)(ns - t0) * 1e-3;
         int k = point == PT_READY    ? 0
                 : point == PT_BEGIN  ? 1 + 2 * dev
                 : point == PT_END    ? 2 + 2 * dev
@@ -151,11 +156,18 @@ static void timeline_take(double *t)
                 : point == PT_STOP   ? TL_END
                                      : -1;
         /* the first begin, the last end, of several launches */
-        if (k >= 0 && (t[k] < 0 ||
+        if (k >= 0 && (!have[k] ||
                        (point == PT_BEGIN || point == PT_READY ? us < t[k]
                                                                : us > t[k]))) {
             t[k] = us;
+            have[k] = 1;
         }
+    }
+    /* another device's: its part's length only (its own clock) */
+    for (int i = 1; i < STAMP_DEVS; i++) {
+        int ok = have[1 + 2 * i] && have[2 + 2 * i];
+        t[2 + 2 * i] = ok ? t[2 + 2 * i] - t[1 + 2 * i] : -1;
+        t[1 + 2 * i] = -1;
     }
     for (int s = 0; s < PROBE_SLOT + 2; s++) {
         stamps[2 * s] = 0;
@@ -165,14 +177,16 @@ static void timeline_take(double *t)
 
 static void timeline_print(const double *t, const char *lead)
 {
-    printf("%s ready %6.1f |", lead, t[0]);
+    printf("%s ready %6.1f | d0 %6.1f-%6.1f | joined %6.1f | end %6.1f | "
+           "parts",
+           lead, t[0], t[1], t[2], t[TL_JOINED], t[TL_END]);
     for (int i = 0; i < STAMP_DEVS; i++) {
-        if (t[1 + 2 * i] >= 0) {
-            printf(" d%d %6.1f-%6.1f (%5.1f) |", i, t[1 + 2 * i], t[2 + 2 * i],
-                   t[2 + 2 * i] - t[1 + 2 * i]);
+        double len = i == 0 ? t[2] - t[1] : t[2 + 2 * i];
+        if (len >= 0 && (i > 0 || t[1] >= 0)) {
+            printf(" %5.1f", len);
         }
     }
-    printf(" joined %6.1f | end %6.1f\n", t[TL_JOINED], t[TL_END]);
+    printf("\n");
 }
 
 static double now_us(void)
@@ -395,7 +409,11 @@ int main(int argc, char **argv)
     printf("devices %s, split mode %s, %d runs, events %s, timeline %s\n",
            devs ? devs : "(one)", mode ? mode : "0", runs,
            stream ? "on weft's stream" : "off", stamps ? "on" : "off");
+    const char *only = getenv("SPLIT_ONLY"); /* "sum" or "saxpy": one */
     for (int saxpy = 0; saxpy < 2; saxpy++) {
+        if (only && strcmp(only, saxpy ? "saxpy" : "sum") != 0) {
+            continue;
+        }
         weft_executable *exe = program(ctx, saxpy);
         for (int lg = low; lg <= top; lg += 2) {
             int64_t n = (int64_t)1 << lg;

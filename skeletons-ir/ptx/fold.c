@@ -1407,18 +1407,17 @@ static weft_status emit_one_row(sk_fn *f, bool has_seed)
                              cg_i64(fn, PIECES_PER_BLOCK), "")),
         cg_smin(fn, LLVMBuildLShr(fn->b, m, cg_i64(fn, __builtin_ctzll(t)), ""),
                 cg_i64(fn, MAX_PIECES)));
-    /* on a device of several, `skip` (when not 0) caps the pieces: the
-     * last block reads the part's partials over NVLink (temporary: a
-     * measurement of session 31, $WEFT_PTX_SPREAD_PIECES) */
-    LLVMValueRef cap = LLVMGetParam(fn->fn, 4);
-    most = LLVMBuildSelect(
-        fn->b,
-        LLVMBuildAnd(fn->b, several,
-                     LLVMBuildICmp(fn->b, LLVMIntSGT, cap, cg_i64(fn, 0), ""),
-                     ""),
-        cg_smin(fn, most, cap), most, "");
     LLVMValueRef lgp = log2_floor(fn, cg_smax(fn, most, cg_i64(fn, 1)));
-    LLVMValueRef P = LLVMBuildShl(fn->b, cg_i64(fn, 1), lgp, "pieces");
+    /* on a device of several, the pieces are the driver's: `skip` is
+     * their count P << 40 | their length L (runtime-gpu/backend.c
+     * launch_spread) */
+    LLVMValueRef skip = LLVMGetParam(fn->fn, 4);
+    LLVMValueRef L = LLVMBuildAnd(
+        fn->b, skip, cg_i64(fn, ((int64_t)1 << SK_PIECES_SHIFT) - 1), "");
+    LLVMValueRef P = LLVMBuildSelect(
+        fn->b, several,
+        LLVMBuildLShr(fn->b, skip, cg_i64(fn, SK_PIECES_SHIFT), ""),
+        LLVMBuildShl(fn->b, cg_i64(fn, 1), lgp, ""), "pieces");
     /* thread 0 takes the next piece (the high half of the ticket word;
      * on a device of several, block, block + grid, ...: the ticket word
      * may be another device's memory, an atomic over NVLink per piece)
@@ -1456,23 +1455,30 @@ static weft_status emit_one_row(sk_fn *f, bool has_seed)
                     exit);
     LLVMPositionBuilderAtEnd(fn->b, body);
     /* piece b: at + [p(b), p(b + 1)), p(b) = b m / P (a shift) to a whole
-     * tile */
+     * tile; on a device of several b L, the last one to the end */
     LLVMValueRef b1 = LLVMBuildAdd(fn->b, b, cg_i64(fn, 1), "");
     LLVMValueRef lo = LLVMBuildAdd(
         fn->b, at,
-        LLVMBuildAnd(
-            fn->b, LLVMBuildLShr(fn->b, LLVMBuildMul(fn->b, b, m, ""), lgp, ""),
-            cg_i64(fn, -t), ""),
+        LLVMBuildSelect(
+            fn->b, several, LLVMBuildMul(fn->b, b, L, ""),
+            LLVMBuildAnd(
+                fn->b,
+                LLVMBuildLShr(fn->b, LLVMBuildMul(fn->b, b, m, ""), lgp, ""),
+                cg_i64(fn, -t), ""),
+            ""),
         "");
     LLVMValueRef hi = LLVMBuildSelect(
         fn->b, LLVMBuildICmp(fn->b, LLVMIntEQ, b1, P, ""), end,
-        LLVMBuildAdd(
-            fn->b, at,
-            LLVMBuildAnd(
-                fn->b,
-                LLVMBuildLShr(fn->b, LLVMBuildMul(fn->b, b1, m, ""), lgp, ""),
-                cg_i64(fn, -t), ""),
-            ""),
+        LLVMBuildAdd(fn->b, at,
+                     LLVMBuildSelect(
+                         fn->b, several, LLVMBuildMul(fn->b, b1, L, ""),
+                         LLVMBuildAnd(fn->b,
+                                      LLVMBuildLShr(
+                                          fn->b, LLVMBuildMul(fn->b, b1, m, ""),
+                                          lgp, ""),
+                                      cg_i64(fn, -t), ""),
+                         ""),
+                     ""),
         "");
     if ((s = fold_piece(f, &bk, &sr, lo, hi, LLVMBuildAdd(fn->b, p0, b, ""))) !=
         WEFT_OK) {
