@@ -310,7 +310,8 @@ static weft_status ptx_context_init(weft_context *ctx)
                                "weft_context_create");
         }
         if (s == WEFT_OK && nd > 1) {
-            gpu_multi_probe(st->dev, knob(ctx, "WEFT_PTX_STAMPS"));
+            gpu_multi_probe(st->dev, knob(ctx, "WEFT_PTX_STAMPS"),
+                            knob(ctx, "WEFT_PTX_SPLIT_MODE"));
         }
         if (s == WEFT_OK) {
             gpu_mem_set_limit(st->dev, ctx->cfg.device_memory);

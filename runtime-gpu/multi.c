@@ -291,6 +291,7 @@ struct gpu_multi {
     uint64_t moved;     /* bytes of partials handed to device 0, and
                              of replicas copied to the others */
     CUdeviceptr stamps; /* the timeline's buffer ("Timeline"), or 0 */
+    bool zero_first;    /* $WEFT_PTX_SPLIT_MODE=1 ("Timeline") */
 };
 
 /* ---- the list of devices --------------------------------------------------- */
@@ -965,7 +966,12 @@ static CUresult rep_copy(gpu_dev *d, gpu_other *o, const gpu_replicas *rep,
  * each stream), so the timeline shows where the time goes, not its exact
  * sum.  The devices' clocks are not one: of four H200 (session 31, r1)
  * they were hundreds of microseconds apart, so only a device's own
- * stamps compare (its part's length, device 0's whole launch). */
+ * stamps compare (its part's length, device 0's whole launch).
+ * $WEFT_PTX_SPLIT_MODE=1 queues device 0's part before the others' (on
+ * four H200 in r1: its part began at 8 us rather than 41 of a sum of
+ * 2^28, but the others that much later, and the run 4 us longer; kept
+ * for helper scan4's measurement of the scan, whose later parts wait
+ * for part 0). */
 enum {
     STAMP_SLOTS = 64, /* a device's slots (16 bytes each) */
     STAMP_READY = 1,
@@ -985,12 +991,13 @@ static const char stamp_ptx[] =
     "  st.global.u64 [%rd1+8], %rd2;\n"
     "  ret;\n}\n";
 
-void gpu_multi_probe(gpu_dev *d, const char *stamps)
+void gpu_multi_probe(gpu_dev *d, const char *stamps, const char *mode)
 {
     gpu_multi *m = d->multi;
     if (!m) {
         return;
     }
+    m->zero_first = mode && strcmp(mode, "1") == 0;
     CUdeviceptr at = stamps ? (CUdeviceptr)strtoull(stamps, NULL, 0) : 0;
     if (!at) {
         return;
@@ -1296,6 +1303,14 @@ weft_status gpu_launch_parts(gpu_dev *d, const gpu_fn *f, int block,
         GPU_CU(d, who, cuEventRecord, m->ready, d->stream);
     }
     host[0] = lap(&t);
+    if (m->zero_first) {
+        stamp(d, &m->dev[0], STAMP_BEGIN);
+        st = part_zero(d, f, block, &part[0], args, tb0, te0, timed, who);
+        stamp(d, &m->dev[0], STAMP_END);
+        if (st != WEFT_OK) {
+            goto cleanup;
+        }
+    }
     /* the other devices' jobs: on the host thread (fn_on loads a module on
      * first use, rep_prepare grows an argument block), then queued by
      * their threads or here */
@@ -1356,7 +1371,7 @@ weft_status gpu_launch_parts(gpu_dev *d, const gpu_fn *f, int block,
         }
     }
     host[3] = lap(&t);
-    if (st == WEFT_OK) {
+    if (st == WEFT_OK && !m->zero_first) {
         stamp(d, &m->dev[0], STAMP_BEGIN);
         st = part_zero(d, f, block, &part[0], args, tb0, te0, timed, who);
         stamp(d, &m->dev[0], STAMP_END);
