@@ -1410,12 +1410,15 @@ static weft_status emit_one_row(sk_fn *f, bool has_seed)
     LLVMValueRef lgp = log2_floor(fn, cg_smax(fn, most, cg_i64(fn, 1)));
     /* on a device of several, the pieces are the driver's: `skip` is
      * their count P << 40 | their length L (runtime-gpu/backend.c
-     * launch_spread) */
+     * launch_spread; 0: the power of two above) */
     LLVMValueRef skip = LLVMGetParam(fn->fn, 4);
+    LLVMValueRef given = LLVMBuildAnd(
+        fn->b, several,
+        LLVMBuildICmp(fn->b, LLVMIntNE, skip, cg_i64(fn, 0), ""), "given");
     LLVMValueRef L = LLVMBuildAnd(
         fn->b, skip, cg_i64(fn, ((int64_t)1 << SK_PIECES_SHIFT) - 1), "");
     LLVMValueRef P = LLVMBuildSelect(
-        fn->b, several,
+        fn->b, given,
         LLVMBuildLShr(fn->b, skip, cg_i64(fn, SK_PIECES_SHIFT), ""),
         LLVMBuildShl(fn->b, cg_i64(fn, 1), lgp, ""), "pieces");
     /* thread 0 takes the next piece (the high half of the ticket word;
@@ -1455,12 +1458,12 @@ static weft_status emit_one_row(sk_fn *f, bool has_seed)
                     exit);
     LLVMPositionBuilderAtEnd(fn->b, body);
     /* piece b: at + [p(b), p(b + 1)), p(b) = b m / P (a shift) to a whole
-     * tile; on a device of several b L, the last one to the end */
+     * tile; the driver's b L where given, the last one to the end */
     LLVMValueRef b1 = LLVMBuildAdd(fn->b, b, cg_i64(fn, 1), "");
     LLVMValueRef lo = LLVMBuildAdd(
         fn->b, at,
         LLVMBuildSelect(
-            fn->b, several, LLVMBuildMul(fn->b, b, L, ""),
+            fn->b, given, LLVMBuildMul(fn->b, b, L, ""),
             LLVMBuildAnd(
                 fn->b,
                 LLVMBuildLShr(fn->b, LLVMBuildMul(fn->b, b, m, ""), lgp, ""),
@@ -1471,7 +1474,7 @@ static weft_status emit_one_row(sk_fn *f, bool has_seed)
         fn->b, LLVMBuildICmp(fn->b, LLVMIntEQ, b1, P, ""), end,
         LLVMBuildAdd(fn->b, at,
                      LLVMBuildSelect(
-                         fn->b, several, LLVMBuildMul(fn->b, b1, L, ""),
+                         fn->b, given, LLVMBuildMul(fn->b, b1, L, ""),
                          LLVMBuildAnd(fn->b,
                                       LLVMBuildLShr(
                                           fn->b, LLVMBuildMul(fn->b, b1, m, ""),
