@@ -292,6 +292,8 @@ struct gpu_multi {
                              of replicas copied to the others */
     CUdeviceptr stamps; /* the timeline's buffer ("Timeline"), or 0 */
     bool zero_first;    /* $WEFT_PTX_SPLIT_MODE=1 ("Timeline") */
+    CUstream side;      /* =2: device 0's joins on this stream, */
+    CUevent joined;     /* recorded after them, which d->stream waits for */
 };
 
 /* ---- the list of devices --------------------------------------------------- */
@@ -584,6 +586,11 @@ static void multi_close(gpu_dev *d, bool live)
     }
     if (live && m->ready) {
         gpu_call(d)->cuEventDestroy(m->ready);
+    }
+    if (live && m->side) {
+        gpu_call(d)->cuStreamSynchronize(m->side);
+        gpu_call(d)->cuStreamDestroy(m->side);
+        gpu_call(d)->cuEventDestroy(m->joined);
     }
     d->multi = NULL;
     fe_free(d->ctx, m, sizeof *m);
@@ -971,7 +978,9 @@ static CUresult rep_copy(gpu_dev *d, gpu_other *o, const gpu_replicas *rep,
  * four H200 in r1: its part began at 8 us rather than 41 of a sum of
  * 2^28, but the others that much later, and the run 4 us longer; kept
  * for helper scan4's measurement of the scan, whose later parts wait
- * for part 0). */
+ * for part 0); =2 puts device 0's waits for the others' `done` on a
+ * stream of their own, beside its part, and has its stream wait once for
+ * an event recorded after them. */
 enum {
     STAMP_SLOTS = 64, /* a device's slots (16 bytes each) */
     STAMP_READY = 1,
@@ -999,12 +1008,16 @@ void gpu_multi_probe(gpu_dev *d, const char *stamps, const char *mode)
     }
     m->zero_first = mode && strcmp(mode, "1") == 0;
     CUdeviceptr at = stamps ? (CUdeviceptr)strtoull(stamps, NULL, 0) : 0;
-    if (!at) {
-        return;
-    }
     gpu_lock(d);
     bool live = gpu_call(d)->cuCtxPushCurrent(d->cu) == CUDA_SUCCESS;
-    bool ok = live;
+    if (live && mode && strcmp(mode, "2") == 0 &&
+        (gpu_call(d)->cuStreamCreate(&m->side, CU_STREAM_NON_BLOCKING) !=
+             CUDA_SUCCESS ||
+         gpu_call(d)->cuEventCreate(&m->joined, CU_EVENT_DISABLE_TIMING) !=
+             CUDA_SUCCESS)) {
+        m->side = NULL; /* the joins on d->stream, as without */
+    }
+    bool ok = live && at;
     for (int i = 0; ok && i < m->n; i++) {
         gpu_other *o = &m->dev[i];
         bool pushed = false;
@@ -1394,10 +1407,17 @@ weft_status gpu_launch_parts(gpu_dev *d, const gpu_fn *f, int block,
     if (st != WEFT_OK) {
         goto cleanup;
     }
+    /* with a side stream ($WEFT_PTX_SPLIT_MODE=2), its waits run beside
+     * device 0's part and d->stream waits once, for `joined` */
+    CUstream js = m->side ? m->side : d->stream;
     for (int i = 1; i < m->n; i++) {
         if (part[i].grid > 0) {
-            GPU_CU(d, who, cuStreamWaitEvent, d->stream, m->dev[i].done, 0);
+            GPU_CU(d, who, cuStreamWaitEvent, js, m->dev[i].done, 0);
         }
+    }
+    if (m->side) {
+        GPU_CU(d, who, cuEventRecord, m->joined, js);
+        GPU_CU(d, who, cuStreamWaitEvent, d->stream, m->joined, 0);
     }
     stamp(d, &m->dev[0], STAMP_JOINED);
     host[6] = lap(&t);

@@ -2,7 +2,8 @@
 # bench/gpu/split_probe.sh: split_probe (bench/gpu/split_probe.c) on one
 # GPU, on GPUs 0-3 with and without its device-side timeline (stamps:
 # runtime-gpu/multi.c, "Timeline", a temporary measurement of session 31),
-# with 2 and 4 pieces a block of a spread fold's part
+# with device 0's joins on a side stream ($WEFT_PTX_SPLIT_MODE=2), with 2
+# and 4 pieces a block of a spread fold's part
 # ($WEFT_PTX_SPREAD_PIECES, the sum alone), and on GPUs 0,1.  Run from the
 # unpacked bundle; needs four GPUs to itself.
 #
@@ -18,6 +19,8 @@ echo "== one GPU"
 WEFT_DEVICES=0 ./split_probe "$runs" "$top" "$low"
 echo "== 0,1,2,3"
 WEFT_DEVICES=0,1,2,3 ./split_probe "$runs" "$top" "$low"
+echo "== 0,1,2,3, device 0's joins on a side stream (WEFT_PTX_SPLIT_MODE=2)"
+WEFT_DEVICES=0,1,2,3 WEFT_PTX_SPLIT_MODE=2 ./split_probe "$runs" "$top" "$low"
 echo "== 0,1,2,3 timeline"
 SPLIT_STAMPS=1 WEFT_DEVICES=0,1,2,3 ./split_probe "$runs" "$top" "$low"
 for p in 2 4; do
