@@ -143,9 +143,6 @@ typedef struct ptx_state {
     bool no_replicas;        /* $WEFT_PTX_REPLICAS=0: split kernels of
                                     several devices read small arrays on
                                     device 0 (multi.c, "Replicas") */
-    int spread_pieces;       /* pieces a block of a spread fold's part
-                                    ($WEFT_PTX_SPREAD_PIECES, temporary:
-                                    session 31; 0: 1) */
     bool no_interleave;      /* $WEFT_PTX_INTERLEAVE=0: an uneven
                                     kernel's output laid out in blocks,
                                     its pieces not the granules (multi.c,
@@ -309,10 +306,6 @@ static weft_status ptx_context_init(weft_context *ctx)
             s = gpu_multi_open(st->dev, ords, nd, rl && strcmp(rl, "1") == 0,
                                "weft_context_create");
         }
-        if (s == WEFT_OK && nd > 1) {
-            gpu_multi_probe(st->dev, knob(ctx, "WEFT_PTX_STAMPS"),
-                            knob(ctx, "WEFT_PTX_SPLIT_MODE"));
-        }
         if (s == WEFT_OK) {
             gpu_mem_set_limit(st->dev, ctx->cfg.device_memory);
             st->sm = gpu_dev_sm(st->dev);
@@ -335,8 +328,6 @@ static weft_status ptx_context_init(weft_context *ctx)
     st->no_replicas = rp && strcmp(rp, "0") == 0;
     const char *il = knob(ctx, "WEFT_PTX_INTERLEAVE");
     st->no_interleave = il && strcmp(il, "0") == 0;
-    const char *sp = knob(ctx, "WEFT_PTX_SPREAD_PIECES");
-    st->spread_pieces = sp && atoi(sp) > 0 ? atoi(sp) : 0;
     const char *sl = knob(ctx, "WEFT_PTX_SCAN_LAST");
     st->scan_last = sl && atoi(sl) > 0 && atoi(sl) < 1000 ? atoi(sl) : 0;
     const char *pc = knob(ctx, "WEFT_PTX_PERMUTE_CHUNKS");
@@ -1567,19 +1558,18 @@ static void scan_status(const rt_job *j, int64_t slots, gpu_replicas *rep)
 }
 
 /* A fold of one row spread over the devices: the `skip` of a part of m
- * elements run by `grid` blocks (skeletons-ir/ptx/fold.c, emit_one_row):
+ * elements run by `grid` blocks (skeletons-ir/ptx/fold.c, emit_one_row),
  * P pieces of L elements, a multiple of SK_SPREAD_ALIGN, as P <<
  * SK_PIECES_SHIFT | L.  The blocks take them in a fixed order, so P is
- * the grid (every block one piece; $WEFT_PTX_SPREAD_PIECES pieces a block,
- * a measurement of session 31), at most the row's C chunks and no piece
+ * the grid (a piece a block), at most the row's C chunks, and no piece
  * shorter than the kernel's least chunk: the part's own share of chunks,
- * where C counts the whole row's (pieces of a quarter of that on four
- * devices halved the kernel's speed at 2^24 elements a part). */
+ * where C counts the whole row's.  (A part that cut itself by C had
+ * pieces of a quarter of the least chunk on four devices: a part of 2^24
+ * elements took 50 us against 26-27 with at most one piece a block, four
+ * H200, session 31.) */
 static int64_t fold_pieces(const rt_job *j, unsigned grid, int64_t m)
 {
-    int per = ((const ptx_job *)j->be_job)->st->spread_pieces;
-    int64_t P = (int64_t)grid * (per > 0 ? per : 1);
-    int64_t C = j->auxval[1].i, least = m / j->k->chunk_min;
+    int64_t P = grid, C = j->auxval[1].i, least = m / j->k->chunk_min;
     P = P < C ? P : C;
     P = P < least ? P : least;
     P = P > 1 ? P : 1;

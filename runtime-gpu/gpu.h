@@ -315,11 +315,6 @@ weft_status gpu_devices_parse(const char *spec, int count, int *ords, int *n,
  * "Queueing"). */
 weft_status gpu_multi_open(gpu_dev *d, const int *ords, int n, bool relays,
                            const char *who);
-/* Temporary (session 31's measurement, multi.c "Timeline"): stamps, the
- * address of a host buffer mapped for every device ($WEFT_PTX_STAMPS) or
- * NULL; mode, $WEFT_PTX_SPLIT_MODE or NULL.  Nothing for one device; a
- * failure leaves the stamps off. */
-void gpu_multi_probe(gpu_dev *d, const char *stamps, const char *mode);
 /* Close the other devices of d's context (nothing for one): after
  * gpu_mem_close, before gpu_dev_close. */
 void gpu_multi_end(gpu_dev *d);

@@ -54,12 +54,12 @@
  * everything after the kernel, on device 0's stream, sees its writes and
  * a wait for device 0's stream waits for all.  No host wait is added.
  * Idle: where device 0's stream has done everything queued on it
- * (cuStreamQuery, under d's lock, so nothing is queued meanwhile), no
- * event is recorded or waited for: device i's stream then follows all
- * that device 0 did (what device 0 waited for included) and its own
- * earlier parts, in its order.  A weft_run after a wait (every
- * benchmark's) starts so; it saves a driver call a device (1-2 us of a
- * split launch by CUDA events, session 31).
+ * (cuStreamQuery, under d's lock, so that nothing is queued meanwhile),
+ * no event is recorded or waited for: device i's stream then follows all
+ * that device 0 did, what device 0 waited for included, and its own
+ * earlier parts in its order.  A weft_run after a wait (every
+ * benchmark's) starts so; it saves a wait a device (1-2 us by CUDA events
+ * of a split launch on four H200, session 31).
  *
  * Pieces.  That split is fair where every element costs the same.  An
  * uneven kernel's (a while loop whose trip count varies: sk_ptx_uneven)
@@ -268,16 +268,13 @@ typedef struct gpu_other {
     uint64_t bytes;  /* bytes of ranges held in its memory now */
     CUdeviceptr rep; /* its replicas ("Replicas"), rep_size bytes */
     size_t rep_size;
-    uint64_t *args;     /* the argument block with its replicas' */
-    size_t args_cap;    /* words of args */
-    CUevent tb, te;     /* a traced part's timing events, made once */
-    gpu_relay *relay;   /* its queueing thread ("Queueing"), or NULL */
-    gpu_dev *d;         /* for the relay's function */
-    gpu_job job;        /* the part the relay queues */
-    bool current;       /* cu is current on the relay's thread */
-    CUmodule stamp_mod; /* the stamp kernel ("Timeline"), or NULL */
-    CUfunction stamp_fn;
-    unsigned stamp_n; /* stamps written, for the next slot */
+    uint64_t *args;   /* the argument block with its replicas' */
+    size_t args_cap;  /* words of args */
+    CUevent tb, te;   /* a traced part's timing events, made once */
+    gpu_relay *relay; /* its queueing thread ("Queueing"), or NULL */
+    gpu_dev *d;       /* for the relay's function */
+    gpu_job job;      /* the part the relay queues */
+    bool current;     /* cu is current on the relay's thread */
 } gpu_other;
 
 struct gpu_multi {
@@ -287,13 +284,9 @@ struct gpu_multi {
     CUevent ready; /* on d->stream, before a split kernel */
     size_t gran;   /* allocation granularity (the largest) */
     gpu_range *ranges;
-    uint64_t launches;  /* kernels split over the devices */
-    uint64_t moved;     /* bytes of partials handed to device 0, and
+    uint64_t launches; /* kernels split over the devices */
+    uint64_t moved;    /* bytes of partials handed to device 0, and
                              of replicas copied to the others */
-    CUdeviceptr stamps; /* the timeline's buffer ("Timeline"), or 0 */
-    bool zero_first;    /* $WEFT_PTX_SPLIT_MODE=1 ("Timeline") */
-    CUstream side;      /* =2: device 0's joins on this stream, */
-    CUevent joined;     /* recorded after them, which d->stream waits for */
 };
 
 /* ---- the list of devices --------------------------------------------------- */
@@ -555,9 +548,6 @@ static void multi_close(gpu_dev *d, bool live)
             if (o->te) {
                 gpu_call(d)->cuEventDestroy(o->te);
             }
-            if (o->stamp_mod) {
-                gpu_call(d)->cuModuleUnload(o->stamp_mod);
-            }
             pop_other(d, pushed);
         }
         if (i == 0) {
@@ -586,11 +576,6 @@ static void multi_close(gpu_dev *d, bool live)
     }
     if (live && m->ready) {
         gpu_call(d)->cuEventDestroy(m->ready);
-    }
-    if (live && m->side) {
-        gpu_call(d)->cuStreamSynchronize(m->side);
-        gpu_call(d)->cuStreamDestroy(m->side);
-        gpu_call(d)->cuEventDestroy(m->joined);
     }
     d->multi = NULL;
     fe_free(d->ctx, m, sizeof *m);
@@ -958,102 +943,6 @@ static CUresult rep_copy(gpu_dev *d, gpu_other *o, const gpu_replicas *rep,
     return r;
 }
 
-/* ---- a device-side timeline (temporary: session 31) ---------------------- */
-
-/* Timeline.  A measurement, not a feature: with $WEFT_PTX_STAMPS the
- * address (0x...) of a buffer of host memory mapped for every device
- * (bench/gpu/split_probe.c makes it), each split launch has a kernel of
- * one thread write the device's %globaltimer (ns, one clock for the GPUs
- * of a host to about a microsecond) and a tag into it at these points of
- * the streams: device 0 before `ready` (STAMP_READY), every device before
- * and after its part (STAMP_BEGIN, STAMP_END), device 0 after its joins
- * (STAMP_JOINED).  Device i writes slots [i STAMP_SLOTS, (i + 1)
- * STAMP_SLOTS), in turn; a tag is the launch number << 16 | the point << 8
- * | the device.  Each stamp is a launch of its own (a microsecond or two of
- * each stream), so the timeline shows where the time goes, not its exact
- * sum.  The devices' clocks are not one: of four H200 (session 31, r1)
- * they were hundreds of microseconds apart, so only a device's own
- * stamps compare (its part's length, device 0's whole launch).
- * $WEFT_PTX_SPLIT_MODE=1 queues device 0's part before the others' (on
- * four H200 in r1: its part began at 8 us rather than 41 of a sum of
- * 2^28, but the others that much later, and the run 4 us longer; kept
- * for helper scan4's measurement of the scan, whose later parts wait
- * for part 0); =2 puts device 0's waits for the others' `done` on a
- * stream of their own, beside its part, and has its stream wait once for
- * an event recorded after them. */
-enum {
-    STAMP_SLOTS = 64, /* a device's slots (16 bytes each) */
-    STAMP_READY = 1,
-    STAMP_BEGIN = 2,
-    STAMP_END = 3,
-    STAMP_JOINED = 4,
-};
-
-static const char stamp_ptx[] =
-    ".version 7.0\n.target sm_70\n.address_size 64\n"
-    ".visible .entry weft_stamp(.param .u64 at, .param .u64 tag)\n{\n"
-    "  .reg .b64 %rd<4>;\n"
-    "  ld.param.u64 %rd1, [at];\n"
-    "  ld.param.u64 %rd2, [tag];\n"
-    "  mov.u64 %rd3, %globaltimer;\n"
-    "  st.global.u64 [%rd1], %rd3;\n"
-    "  st.global.u64 [%rd1+8], %rd2;\n"
-    "  ret;\n}\n";
-
-void gpu_multi_probe(gpu_dev *d, const char *stamps, const char *mode)
-{
-    gpu_multi *m = d->multi;
-    if (!m) {
-        return;
-    }
-    m->zero_first = mode && strcmp(mode, "1") == 0;
-    CUdeviceptr at = stamps ? (CUdeviceptr)strtoull(stamps, NULL, 0) : 0;
-    gpu_lock(d);
-    bool live = gpu_call(d)->cuCtxPushCurrent(d->cu) == CUDA_SUCCESS;
-    if (live && mode && strcmp(mode, "2") == 0 &&
-        (gpu_call(d)->cuStreamCreate(&m->side, CU_STREAM_NON_BLOCKING) !=
-             CUDA_SUCCESS ||
-         gpu_call(d)->cuEventCreate(&m->joined, CU_EVENT_DISABLE_TIMING) !=
-             CUDA_SUCCESS)) {
-        m->side = NULL; /* the joins on d->stream, as without */
-    }
-    bool ok = live && at;
-    for (int i = 0; ok && i < m->n; i++) {
-        gpu_other *o = &m->dev[i];
-        bool pushed = false;
-        ok = push_other(d, o, &pushed, "weft_context_create") == WEFT_OK;
-        ok = ok && gpu_call(d)->cuModuleLoadDataEx(&o->stamp_mod, stamp_ptx, 0,
-                                                   NULL, NULL) == CUDA_SUCCESS;
-        ok = ok &&
-             gpu_call(d)->cuModuleGetFunction(&o->stamp_fn, o->stamp_mod,
-                                              "weft_stamp") == CUDA_SUCCESS;
-        pop_other(d, pushed);
-    }
-    m->stamps = ok ? at : 0;
-    if (live) {
-        CUcontext popped;
-        gpu_call(d)->cuCtxPopCurrent(&popped);
-    }
-    gpu_unlock(d);
-}
-
-/* With the timeline, device o's stamp at `point` on its stream (its
- * context current). */
-static void stamp(gpu_dev *d, gpu_other *o, int point)
-{
-    gpu_multi *m = d->multi;
-    if (!m->stamps || !o->stamp_fn) {
-        return;
-    }
-    uint64_t i = (uint64_t)(o - m->dev);
-    CUdeviceptr at =
-        m->stamps + 16 * (i * STAMP_SLOTS + o->stamp_n++ % STAMP_SLOTS);
-    uint64_t tag = (m->launches & 0xffffff) << 16 | (uint64_t)point << 8 | i;
-    void *params[2] = {&at, &tag};
-    gpu_call(d)->cuLaunchKernel(o->stamp_fn, 1, 1, 1, 1, 1, 1, 0, o->stream,
-                                params, NULL);
-}
-
 /* With a trace: a timing event of device o's part (made once, kept in o)
  * recorded on its stream (its context current); a failure leaves *e
  * unset (no time in the span). */
@@ -1111,7 +1000,6 @@ static void part_queue(gpu_dev *d, gpu_other *o, CUevent ready, gpu_job *j)
         step(j, &t, STEP_MARKS);
     }
     void *params[5] = {args, &j->n, &j->grain, &j->first, &j->skip};
-    stamp(d, o, STAMP_BEGIN);
     j->call = "cuLaunchKernel";
     j->r = gpu_call(d)->cuLaunchKernel(j->fn, j->grid, j->rows, 1,
                                        (unsigned)j->block, 1, 1, 0, o->stream,
@@ -1120,7 +1008,6 @@ static void part_queue(gpu_dev *d, gpu_other *o, CUevent ready, gpu_job *j)
     if (j->r != CUDA_SUCCESS) {
         return;
     }
-    stamp(d, o, STAMP_END);
     if (t) {
         part_mark(d, o->stream, &o->te);
         step(j, &t, STEP_MARKS);
@@ -1306,24 +1193,14 @@ weft_status gpu_launch_parts(gpu_dev *d, const gpu_fn *f, int block,
         st = part_zero(d, f, block, &part[0], args, tb0, te0, false, who);
         goto cleanup;
     }
-    m->launches++;
     /* no `ready` where device 0's stream has done all that was queued on
-     * it (d's lock keeps others from queueing more): then the others'
-     * streams need not wait ("Idle") */
+     * it ("Idle") */
     bool ready = gpu_call(d)->cuStreamQuery(d->stream) != CUDA_SUCCESS;
-    stamp(d, &m->dev[0], STAMP_READY);
     if (ready) {
         GPU_CU(d, who, cuEventRecord, m->ready, d->stream);
     }
+    m->launches++;
     host[0] = lap(&t);
-    if (m->zero_first) {
-        stamp(d, &m->dev[0], STAMP_BEGIN);
-        st = part_zero(d, f, block, &part[0], args, tb0, te0, timed, who);
-        stamp(d, &m->dev[0], STAMP_END);
-        if (st != WEFT_OK) {
-            goto cleanup;
-        }
-    }
     /* the other devices' jobs: on the host thread (fn_on loads a module on
      * first use, rep_prepare grows an argument block), then queued by
      * their threads or here */
@@ -1384,10 +1261,8 @@ weft_status gpu_launch_parts(gpu_dev *d, const gpu_fn *f, int block,
         }
     }
     host[3] = lap(&t);
-    if (st == WEFT_OK && !m->zero_first) {
-        stamp(d, &m->dev[0], STAMP_BEGIN);
+    if (st == WEFT_OK) {
         st = part_zero(d, f, block, &part[0], args, tb0, te0, timed, who);
-        stamp(d, &m->dev[0], STAMP_END);
         host[4] = lap(&t);
     }
     for (int i = 1; i < m->n; i++) {
@@ -1407,19 +1282,11 @@ weft_status gpu_launch_parts(gpu_dev *d, const gpu_fn *f, int block,
     if (st != WEFT_OK) {
         goto cleanup;
     }
-    /* with a side stream ($WEFT_PTX_SPLIT_MODE=2), its waits run beside
-     * device 0's part and d->stream waits once, for `joined` */
-    CUstream js = m->side ? m->side : d->stream;
     for (int i = 1; i < m->n; i++) {
         if (part[i].grid > 0) {
-            GPU_CU(d, who, cuStreamWaitEvent, js, m->dev[i].done, 0);
+            GPU_CU(d, who, cuStreamWaitEvent, d->stream, m->dev[i].done, 0);
         }
     }
-    if (m->side) {
-        GPU_CU(d, who, cuEventRecord, m->joined, js);
-        GPU_CU(d, who, cuStreamWaitEvent, d->stream, m->joined, 0);
-    }
-    stamp(d, &m->dev[0], STAMP_JOINED);
     host[6] = lap(&t);
     if (timed) {
         split_span(d, f, part, what, sizes, t0, host, job);

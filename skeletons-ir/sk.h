@@ -89,7 +89,7 @@ typedef struct sk_item {
     40 /* a part of a fold of one row over several devices: its `skip` is
           its pieces P << SK_PIECES_SHIFT | their length L, a multiple of
           SK_SPREAD_ALIGN (ptx/fold.c, runtime-gpu/backend.c
-          launch_spread) */
+          fold_pieces) */
 #define SK_ERR_AUX 7 /* aux index of the error word (every kernel) */
 #define SK_CANCEL_AUX                                                          \
     6 /* aux index of the cancel word: a scalar u64 item,

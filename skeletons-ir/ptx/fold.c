@@ -138,8 +138,9 @@
  * row) start their items at the kernel's `first` parameter, so that each
  * device of a context runs a range of rows or chunks of the same launch;
  * entry 2 then folds the rows' partials on one device.  One row is cut
- * into one part per device (emit_one_row): each part's pieces, ticket and
- * last block are its own, the last block writes the part's fold to a
+ * into one part per device (emit_one_row): each part's pieces (the
+ * driver's, a piece a block: runtime-gpu/backend.c fold_pieces), ticket
+ * and last block are its own, the last block writes the part's fold to a
  * partial of its own, and entry 2, with grain D, folds the D parts' folds
  * in order.  So the result of a fold of one row depends on the device
  * count (the association of its terms), never on timing.
@@ -1359,7 +1360,9 @@ static weft_status emit_chunks(sk_fn *f, bool has_seed)
  * multiple of SK_SPREAD_ALIGN, so of every tile), its pieces into
  * partial[SK_DEVICES_MAX + d C + b], taken in a fixed order (block b the
  * pieces b, b + grid, ...: the partials and tickets are small arrays on
- * device 0, where an atomic per piece would cross NVLink), its ticket
+ * device 0, where an atomic per piece would cross NVLink), P of L
+ * elements each as the driver cut them (`skip`: P << SK_PIECES_SHIFT |
+ * L, runtime-gpu/backend.c fold_pieces: a piece a block), its ticket
  * word aux 2 [d] for the last block only, and its
  * last block writes the part's fold to partial[d], which entry 2 on one
  * device then folds (emit_seed). */
@@ -1409,8 +1412,8 @@ static weft_status emit_one_row(sk_fn *f, bool has_seed)
                 cg_i64(fn, MAX_PIECES)));
     LLVMValueRef lgp = log2_floor(fn, cg_smax(fn, most, cg_i64(fn, 1)));
     /* on a device of several, the pieces are the driver's: `skip` is
-     * their count P << 40 | their length L (runtime-gpu/backend.c
-     * launch_spread; 0: the power of two above) */
+     * their count P << SK_PIECES_SHIFT | their length L (0: the power of
+     * two above, as one device's) */
     LLVMValueRef skip = LLVMGetParam(fn->fn, 4);
     LLVMValueRef given = LLVMBuildAnd(
         fn->b, several,
