@@ -58,8 +58,9 @@
  * no event is recorded or waited for: device i's stream then follows all
  * that device 0 did, what device 0 waited for included, and its own
  * earlier parts in its order.  A weft_run after a wait (every
- * benchmark's) starts so; it saves a wait a device (1-2 us by CUDA events
- * of a split launch on four H200, session 31).
+ * benchmark's) starts so; it saves a wait a device (on four H200,
+ * session 31: a sum 1.5-3.1 us less by CUDA events, a saxpy within 1.4
+ * us either way).
  *
  * Pieces.  That split is fair where every element costs the same.  An
  * uneven kernel's (a while loop whose trip count varies: sk_ptx_uneven)
@@ -155,17 +156,22 @@
  * 0.2 us), device 0's part first (slower), a relay polling 10 ms rather
  * than 0.2 (no clear gain), and joins by stream memory operations
  * (cuStreamWriteValue32 / WaitValue32 on a launch number: cheaper calls,
- * but 9 us more by events on four GPUs).  At 2^28 elements the split's
- * cost by events is the same with relays or without (saxpy 225 us on
- * four GPUs against a quarter of one GPU's 197): what costs there is
- * not the queueing.  Relays are off unless asked for: in session 30's
- * final round (four H200, bench/gpu/run.py, whose rounds leave
- * milliseconds between weft's runs, so the relays had gone to sleep)
- * every four-GPU program got slower with them (by the host clock: dotp
- * 0.166 -> 0.320 ms, sum 0.120 -> 0.158, saxpy 0.235 -> 0.285,
- * Mandelbrot 0.564 -> 0.625), each launch paying three threads' wake-up;
- * they win only where launches follow each other within the poll, and a
- * relay that polled for longer would hold a core per device.
+ * but 9 us more by events on four GPUs).  At 2^28 elements session 30
+ * found the split's cost by events the same with relays or without
+ * (saxpy 225 us on four GPUs against a quarter of one GPU's 197), but
+ * its runs came more than the poll apart, so the relays slept; session
+ * 31's timeline of the devices (bench/results/gpu-multi.md) shows the
+ * queueing on the critical path: device 0's part starts only once the
+ * other three are queued, about 18 us into a launch, and with the relays
+ * awake a sum of 2^28 took 117 us against 140 (both with the timeline's
+ * stamps, which double the queueing).  Relays are off unless asked
+ * for: in session 30's final round (four H200, bench/gpu/run.py, whose
+ * rounds leave milliseconds between weft's runs, so the relays had gone
+ * to sleep) every four-GPU program got slower with them (by the host
+ * clock: dotp 0.166 -> 0.320 ms, sum 0.120 -> 0.158, saxpy 0.235 ->
+ * 0.285, Mandelbrot 0.564 -> 0.625), each launch paying three threads'
+ * wake-up; they win only where launches follow each other within the
+ * poll, and a relay that polled for longer would hold a core per device.
 
  * Replicas.  A split element-wise kernel that reads a small array
  * (4 KiB to 1 MiB: on device 0) at arbitrary places, every element all
