@@ -1593,12 +1593,15 @@ static bool devices_distinct(gpu_dev *d, int nd)
  * kernel cuts them: whole rows each part where there are several, else
  * the one row's tiles, part r on device D - 1 - r for a right scan, whose
  * logical positions run from the row's end, so that each part runs where
- * its memory is); entry 0 scans them, entry 1 (one row) reduces them, on
- * every part but the last, with entry 0's block, so that its tiles are
- * entry 0's; the other devices' parts on copies of the tile status of
- * their own (scan_status).  The parts of one row are equal, but with
- * $WEFT_PTX_SCAN_LAST (a tuning knob: the last part's share, to measure
- * unequal splits). */
+ * its memory is); entry 0 scans them.  One row: every part but the last
+ * first reduces its tiles, fused into entry 0 where the status is packed
+ * and the devices are distinct (its `skip` the runs asked: as many as
+ * the grid has blocks, at most SK_SCAN_RUNS_MAX; entry 1's phase then
+ * launches nothing), else apart, entry 1 with entry 0's block, so that
+ * its tiles are entry 0's.  The other devices' parts run on copies of the
+ * tile status of their own (scan_status).  The parts of one row are
+ * equal, but with $WEFT_PTX_SCAN_LAST (a tuning knob: the last part's
+ * share, to measure unequal splits). */
 static weft_status launch_spread(rt_job *j, gpu_dev *d, const gpu_fn *f,
                                  unsigned grid, int block, const rt_phase *ph)
 {

@@ -107,13 +107,15 @@
  * own choice.
  *
  * Aux items: 0 the tile flags (0 none, 1 A, 2 P; i32, or the i64 words
- * of the packed status), 1 the aggregates, 2 the inclusive prefixes (both of the
- * element type; with the packed status unused, and the driver makes them
- * one element long), 3 the tile counter (i64), 4 the totals of a row's
- * parts over several devices (the element type), all zeroed by the
- * driver and sized for the smallest block (32
- * threads: at most ceil(m / (32 K)) tiles per row); k->chunk_min carries
- * 32 K to the driver.  The input is read through sk_read (fused
+ * of the packed status), 1 the aggregates, 2 the inclusive prefixes (both
+ * of the element type; with the packed status unused, and the driver
+ * makes them one element long), 3 the tile counter (i64; over several
+ * devices a counter and a ticket a part, then the fused reduce's
+ * partials: the backend sizes it), 4 the totals of a row's parts over
+ * several devices (the element type; packed words, two elements each,
+ * where the status is packed), all zeroed by the driver and sized for the
+ * smallest block (32 threads: at most ceil(m / (32 K)) tiles per row);
+ * k->chunk_min carries 32 K to the driver.  The input is read through sk_read (fused
  * producers inline), by linear position or, where that would divide per
  * element, by multi-index with the row's outer components computed once
  * per tile, as scan.c does.
@@ -124,28 +126,46 @@
  * (T the row's tiles, T >= D: no part is empty), each on the device that
  * holds its positions, by reduce-then-scan:
  *
- *   1. entry 1 reduces every part but the last (grain 2 + r, [first, n)
- *      the part's tiles, launched with entry 0's block so that its tiles
- *      are entry 0's): block b of the grid takes a run of consecutive
- *      tiles of the part (reduce_run: no counter, no look-back, no
- *      waiting for another block), reads them as entry 0 does (steps 1
- *      and 2) and combines their aggregates in order; its run's
- *      combination goes to a partial slot (the status slot of the run's
- *      first tile: a packed word with flag none, or the aggregates'),
- *      then a fence and a ticket (aux 3 [SK_DEVICES_MAX + r]); the block
- *      with the last ticket combines the partials in order into the
- *      part's total, aux 4 [r] (AUX_TOTAL).  Read only, so it runs at
- *      the speed of memory rather than of a look-back's chain;
- *   2. the driver's phases join there (every device's reduce done before
- *      any scan starts: an event each, multi.c);
- *   3. entry 0 scans every part (grain 2 + r, its tiles from aux 3 [r])
- *      as it scans a row on one device (a reduce's partials left in the
- *      status read as tiles not yet published), but for the part's first
- *      tile past piece 0: no look-back, its prefix [z .] total 0 . ... .
- *      total r - 1, in order (parts_before: a handful of loads over peer
- *      access, no kernel of its own for the scan of D totals).  So a
- *      seeded scan's tiles have a prefix always, as on one device (z is
- *      the first part's), and every scan kind splits the same way.
+ *   1. every part but the last reduces its tiles to a total: its tiles
+ *      in runs of consecutive tiles (reduce_run: no look-back, no waiting
+ *      for another block); a block reads a run's tiles as entry 0 does
+ *      (steps 1 and 2), combines their aggregates in order, puts the
+ *      run's combination in a partial slot, then a fence and a ticket
+ *      (aux 3 [SK_DEVICES_MAX + r]); the block with the last ticket
+ *      combines the partials in order into the part's total, aux 4 [r]
+ *      (AUX_TOTAL, on the context's first device; with a packed status
+ *      one word, flag P and the value, stored over peer access).  Read
+ *      only, so it runs at the speed of memory rather than of a
+ *      look-back's chain;
+ *   2. entry 0 scans every part (grain 2 + r, its tiles from aux 3 [r])
+ *      as it scans a row on one device, but for the part's first tile
+ *      past piece 0: no look-back, its prefix [z .] total 0 . ... . total
+ *      r - 1, in order (parts_before: a handful of loads over peer access,
+ *      no kernel of its own for the scan of D totals; with a packed
+ *      status each word spun on until its flag is set).  So a seeded
+ *      scan's tiles have a prefix always, as on one device (z is the
+ *      first part's), and every scan kind splits the same way.
+ *
+ * Fused (a packed status, every part on a device of its own): one kernel
+ * a part, entry 0, whose `skip` parameter is the runs the driver asks of
+ * the part (0 for the last, and on one device).  The part's counter hands
+ * out its runs first, then its tiles (fuse_take), so that every block
+ * reduces before it scans and the part's total is out as early as it can
+ * be; the runs' partials follow the counters in aux 3 (SK_SCAN_RUNS_MAX a
+ * part), and what a run keeps across its tiles lives in shared memory
+ * (fuse_begin: the scan needs every one of its 64 registers).  No phase
+ * boundary, no join of the devices, one launch: the last part starts at
+ * once, its first tile waiting in parts_before, the others behind it in
+ * their look-back.  A part waits there for parts that no block of its
+ * own device holds, so two parts may not share a device (`0,0`, whose
+ * first part could find the device full of the second's waiting blocks).
+ * Apart (other elements, or parts sharing a device): entry 1 reduces
+ * every part but the last (grain 2 + r, launched with entry 0's block so
+ * that its tiles are entry 0's), block b of the grid run b (its partial
+ * in the status slot of the run's first tile: a packed word with flag
+ * none, or the aggregates', which the scan after it reads as a tile not
+ * yet published); the driver's phases join there (an event each,
+ * multi.c), then entry 0 scans.
  *
  * Three units of traffic per element (the reduce's read, the scan's read
  * and write) against scan-then-fix-up's four, and no pass after the
