@@ -207,6 +207,8 @@ enum {
 
 enum { FLAG_NONE, FLAG_AGG, FLAG_PREFIX };
 
+enum { BATCH = 4 }; /* partials a lane loads at once (run_done) */
+
 enum { AUX_FLAGS, AUX_AGG, AUX_INCL, AUX_COUNTER, AUX_TOTAL };
 
 /* What kind of scan an operation is (scan.c's scan_info). */
@@ -1646,12 +1648,36 @@ static weft_status run_done(sk_fn *f, const tile *T, const reduce_run *R,
         return s;
     }
     cg_mut_set(fn, &x, &p);
+    /* the rest BATCH at a time, every load of a batch before its
+     * combines (clamped to the lane's last: in bounds), so that their
+     * latencies overlap: this is the part's total's critical path */
+    LLVMValueRef from1 = LLVMBuildAdd(fn->b, j0, one, "");
     cg_loop lp;
-    LLVMValueRef j;
-    cg_loop_begin(fn, &lp, LLVMBuildAdd(fn->b, j0, one, ""), j1, &j);
-    if ((s = partial_get(f, T, R, j, &p)) != WEFT_OK ||
-        (s = comb_back(f, T->in, &x, &p)) != WEFT_OK) {
-        return s;
+    LLVMValueRef q;
+    cg_loop_begin(
+        fn, &lp, zero,
+        cg_ceil_div(fn, LLVMBuildSub(fn->b, j1, from1, ""), cg_i64(fn, BATCH)),
+        &q);
+    LLVMValueRef jb = LLVMBuildAdd(
+        fn->b, from1, LLVMBuildMul(fn->b, q, cg_i64(fn, BATCH), ""), "");
+    LLVMValueRef jlast = LLVMBuildSub(fn->b, j1, one, "");
+    cg_val pb[BATCH];
+    for (int u = 0; u < BATCH; u++) {
+        LLVMValueRef ju =
+            cg_smin(fn, LLVMBuildAdd(fn->b, jb, cg_i64(fn, u), ""), jlast);
+        if ((s = partial_get(f, T, R, ju, &pb[u])) != WEFT_OK) {
+            return s;
+        }
+    }
+    for (int u = 0; u < BATCH; u++) {
+        cg_if in;
+        cg_if_begin(fn, &in,
+                    lt(fn, LLVMBuildAdd(fn->b, jb, cg_i64(fn, u), ""), j1));
+        s = comb_back(f, T->in, &x, &pb[u]);
+        cg_if_end(fn, &in);
+        if (s) {
+            return s;
+        }
     }
     loop_end_rolled(fn, &lp);
     cg_if_end(fn, &any);
