@@ -151,11 +151,6 @@ typedef struct ptx_state {
                                     row over several devices, in
                                     thousandths ($WEFT_PTX_SCAN_LAST, a
                                     tuning knob; 0: equal parts) */
-    bool scan_apart;         /* $WEFT_PTX_SCAN_FUSED=0: a scan of one
-                                    row over several devices reduces in
-                                    a phase of its own (entry 1), not in
-                                    its scan's kernel (a measurement
-                                    switch: launch_spread) */
     int scan_head;           /* tiles at the head of a fused part reduced
                                     last, one a run ($WEFT_PTX_SCAN_HEAD,
                                     a tuning knob, 0 to 512) */
@@ -338,8 +333,6 @@ static weft_status ptx_context_init(weft_context *ctx)
     st->no_interleave = il && strcmp(il, "0") == 0;
     const char *sl = knob(ctx, "WEFT_PTX_SCAN_LAST");
     st->scan_last = sl && atoi(sl) > 0 && atoi(sl) < 1000 ? atoi(sl) : 0;
-    const char *sf = knob(ctx, "WEFT_PTX_SCAN_FUSED");
-    st->scan_apart = sf && strcmp(sf, "0") == 0;
     const char *sh = knob(ctx, "WEFT_PTX_SCAN_HEAD");
     st->scan_head = sh && atoi(sh) > 0 && atoi(sh) <= 512 ? atoi(sh) : 0;
     const char *pc = knob(ctx, "WEFT_PTX_PERMUTE_CHUNKS");
@@ -1635,7 +1628,6 @@ static weft_status launch_spread(rt_job *j, gpu_dev *d, const gpu_fn *f,
          * (a part spins for the totals of those before it: two parts on
          * one device could starve the one it waits for) */
         fuse = rows == 1 && k->item[k->aux_item[0]].type == WEFT_I64 &&
-               !((const ptx_job *)j->be_job)->st->scan_apart &&
                devices_distinct(d, nd);
         int share = ((const ptx_job *)j->be_job)->st->scan_last;
         if (rows == 1 && share > 0) {
