@@ -151,9 +151,6 @@ typedef struct ptx_state {
                                     row over several devices, in
                                     thousandths ($WEFT_PTX_SCAN_LAST, a
                                     tuning knob; 0: equal parts) */
-    int scan_head;           /* tiles at the head of a fused part reduced
-                                    last, one a run ($WEFT_PTX_SCAN_HEAD,
-                                    a tuning knob, 0 to 512) */
     int permute_chunks;      /* chunks per resident block of a split
                                     permute's part ($WEFT_PTX_PERMUTE_
                                     CHUNKS, a tuning knob, 1 to 64; 0: the
@@ -333,8 +330,6 @@ static weft_status ptx_context_init(weft_context *ctx)
     st->no_interleave = il && strcmp(il, "0") == 0;
     const char *sl = knob(ctx, "WEFT_PTX_SCAN_LAST");
     st->scan_last = sl && atoi(sl) > 0 && atoi(sl) < 1000 ? atoi(sl) : 0;
-    const char *sh = knob(ctx, "WEFT_PTX_SCAN_HEAD");
-    st->scan_head = sh && atoi(sh) > 0 && atoi(sh) <= 512 ? atoi(sh) : 0;
     const char *pc = knob(ctx, "WEFT_PTX_PERMUTE_CHUNKS");
     st->permute_chunks = pc && atoi(pc) >= 1 && atoi(pc) <= 64 ? atoi(pc) : 0;
     const char *o = knob(ctx, "WEFT_PTX_JIT_OPT");
@@ -1667,20 +1662,14 @@ static weft_status launch_spread(rt_job *j, gpu_dev *d, const gpu_fn *f,
                              : (m / nd * (r + 1)) & -(int64_t)SK_SPREAD_ALIGN;
         }
         bool runs = hi > lo && !(reduce && r == nd - 1);
-        /* a fused part but the last: the runs of its reduce's tail (as
-         * many as the grid has blocks) and the tiles of its head
-         * (scan.c fuse_begin), SK_SCAN_RUNS_MAX partials at most */
-        int64_t head = ((const ptx_job *)j->be_job)->st->scan_head;
-        head = head < hi - lo - 1 ? head : hi - lo - 1;
-        int64_t asked = hi - lo - head < (int64_t)grid ? hi - lo - head : grid;
-        asked =
-            asked < SK_SCAN_RUNS_MAX - head ? asked : SK_SCAN_RUNS_MAX - head;
-        part[dev] =
-            (gpu_part){.grid = runs ? grid : 0,
-                       .n = hi,
-                       .grain = 2 + r,
-                       .first = lo,
-                       .skip = fuse && r < nd - 1 ? asked | head << 20 : 0};
+        /* a fused part but the last: its reduce's runs (scan.c) */
+        int64_t asked = hi - lo < (int64_t)grid ? hi - lo : (int64_t)grid;
+        asked = asked < SK_SCAN_RUNS_MAX ? asked : SK_SCAN_RUNS_MAX;
+        part[dev] = (gpu_part){.grid = runs ? grid : 0,
+                               .n = hi,
+                               .grain = 2 + r,
+                               .first = lo,
+                               .skip = fuse && r < nd - 1 ? asked : 0};
         sizes[dev] = runs ? hi - lo : 0;
     }
     /* the parts' folds (entry 1 of a fold), or the totals of the parts

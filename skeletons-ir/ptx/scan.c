@@ -1446,8 +1446,6 @@ enum {
     SH_ACC,
     SH_P0,     /* the part's first partial slot */
     SH_TICKET, /* its ticket's counter, from its tile counter */
-    SH_NB1,    /* the runs of its tail (of per tiles) */
-    SH_HEAD,   /* its head's tiles, a run each, reduced last */
     FUSE_WORDS
 };
 enum { EDGE_FIRST = 1, EDGE_LAST = 2 };
@@ -1707,18 +1705,13 @@ static weft_status reduce_end(sk_fn *f, const tile *T, const reduce_run *R,
     return s;
 }
 
-/* A fused part (entry 0, packed status): what the driver asks in the
- * kernel's `skip` (0: nothing, the part's tiles only: one device, the
- * last part, or the reduce in a phase of its own): its low 20 bits the
- * runs of the part's tail, the rest h, the tiles of its head.  The head,
- * the part's first h tiles, is reduced last, a run a tile, so that the
- * scan, which starts there, finds them in L2; the tail, the part's other
- * tiles, goes first in runs of per = ceil(tail / asked) tiles, nb1 =
- * ceil(tail / per) of them.  The partials, h + nb1 (at most
- * SK_SCAN_RUNS_MAX: the driver's bound), in the order of their tiles,
- * follow the tile counters in aux 3.  Thread 0 puts what the runs need
- * in shared memory (it alone reads it before the tile loop's first
- * barrier). */
+/* A fused part (entry 0, packed status): the runs the driver asks for in
+ * the kernel's `skip` (0: none, the part's tiles only: one device, the
+ * last part, or the reduce in a phase of its own), per = ceil(tiles /
+ * asked), the runs nb = ceil(tiles / per) (0 without), their partials
+ * after the tile counters in aux 3 (SK_SCAN_RUNS_MAX a part); thread 0
+ * puts per, nb and its empty run in shared memory (it alone reads them
+ * before the tile loop's first barrier). */
 static void fuse_begin(sk_fn *f, const tile *T, reduce_run *R,
                        LLVMValueRef several, LLVMValueRef from)
 {
@@ -1729,26 +1722,15 @@ static void fuse_begin(sk_fn *f, const tile *T, reduce_run *R,
     R->first = from;
     cg_if t0;
     cg_if_begin(fn, &t0, eq(fn, T->L.tid, zero));
-    LLVMValueRef skip = LLVMGetParam(fn->fn, 4);
-    LLVMValueRef asked =
-        LLVMBuildAnd(fn->b, skip, cg_i64(fn, (1 << 20) - 1), "asked");
+    LLVMValueRef asked = LLVMGetParam(fn->fn, 4);
     LLVMValueRef has = LLVMBuildAnd(
         fn->b, several, LLVMBuildICmp(fn->b, LLVMIntSGT, asked, zero, ""),
         "fused");
     LLVMValueRef count = cg_smax(fn, LLVMBuildSub(fn->b, f->n, from, ""), one);
-    LLVMValueRef head = LLVMBuildSelect(
-        fn->b, has,
-        cg_smin(fn, LLVMBuildLShr(fn->b, skip, cg_i64(fn, 20), ""),
-                LLVMBuildSub(fn->b, count, one, "")),
-        zero, "head");
-    LLVMValueRef tail = LLVMBuildSub(fn->b, count, head, "");
-    LLVMValueRef per = cg_ceil_div(fn, tail, cg_smax(fn, asked, one));
-    LLVMValueRef nb1 =
-        LLVMBuildSelect(fn->b, has, cg_ceil_div(fn, tail, per), zero, "");
+    LLVMValueRef per = cg_ceil_div(fn, count, cg_smax(fn, asked, one));
     sh_put(fn, R, SH_PER, per);
-    sh_put(fn, R, SH_NB1, nb1);
-    sh_put(fn, R, SH_HEAD, head);
-    sh_put(fn, R, SH_NB, LLVMBuildAdd(fn->b, nb1, head, ""));
+    sh_put(fn, R, SH_NB,
+           LLVMBuildSelect(fn->b, has, cg_ceil_div(fn, count, per), zero, ""));
     sh_put(fn, R, SH_NEXT, zero);
     sh_put(fn, R, SH_END, zero);
     sh_put(fn, R, SH_P0,
@@ -1760,13 +1742,11 @@ static void fuse_begin(sk_fn *f, const tile *T, reduce_run *R,
     cg_if_end(fn, &t0);
 }
 
-/* Thread 0 of a fused part: the block's next tile into stile, its run's
- * partial slot into SH_RUN (-1 for a tile of the scan) and the tile's
- * edges of the run into SH_EDGE: the next tile of the run it holds
- * (SH_NEXT < SH_END), else the counter's next item c: a run of the tail,
- * c < nb1 (tiles [from + h + c per, ...), slot h + c), a tile of the
- * head, c < nb = nb1 + h (tile from + c - nb1, slot c - nb1), or the
- * scan's tile from + c - nb. */
+/* Thread 0 of a fused part: the block's next tile into stile, its run
+ * into SH_RUN (-1 for a tile of the scan) and the tile's edges of the
+ * run into SH_EDGE: the next tile of the run it holds (SH_NEXT <
+ * SH_END), else the counter's next item: run c < nb (its tiles [from + c
+ * per, ...)), or tile from + c - nb. */
 static void fuse_take(sk_fn *f, const reduce_run *R, LLVMValueRef counter,
                       LLVMValueRef stile)
 {
@@ -1789,22 +1769,12 @@ static void fuse_take(sk_fn *f, const reduce_run *R, LLVMValueRef counter,
     cg_if run;
     cg_if_begin(fn, &run, lt(fn, c, nb));
     LLVMValueRef per = sh_get(fn, R, SH_PER);
-    LLVMValueRef nb1 = sh_get(fn, R, SH_NB1), head = sh_get(fn, R, SH_HEAD);
-    LLVMValueRef intail = lt(fn, c, nb1);
-    LLVMValueRef hc = LLVMBuildSub(fn->b, c, nb1, "");
-    LLVMValueRef a = LLVMBuildSelect(
-        fn->b, intail,
-        LLVMBuildAdd(fn->b, LLVMBuildAdd(fn->b, R->first, head, ""),
-                     LLVMBuildMul(fn->b, c, per, ""), ""),
-        LLVMBuildAdd(fn->b, R->first, hc, ""), "");
+    LLVMValueRef a =
+        LLVMBuildAdd(fn->b, R->first, LLVMBuildMul(fn->b, c, per, ""), "");
+    LLVMValueRef e = cg_smin(fn, LLVMBuildAdd(fn->b, a, per, ""), f->n);
     LLVMValueRef a1 = LLVMBuildAdd(fn->b, a, one, "");
-    LLVMValueRef e = LLVMBuildSelect(
-        fn->b, intail, cg_smin(fn, LLVMBuildAdd(fn->b, a, per, ""), f->n), a1,
-        "");
-    LLVMValueRef slot = LLVMBuildSelect(
-        fn->b, intail, LLVMBuildAdd(fn->b, head, c, ""), hc, "slot");
     LLVMBuildStore(fn->b, a, stile);
-    sh_put(fn, R, SH_RUN, slot);
+    sh_put(fn, R, SH_RUN, c);
     sh_put(fn, R, SH_EDGE,
            LLVMBuildOr(fn->b, cg_i64(fn, EDGE_FIRST),
                        LLVMBuildSelect(fn->b, eq(fn, a1, e),
@@ -1812,7 +1782,7 @@ static void fuse_take(sk_fn *f, const reduce_run *R, LLVMValueRef counter,
                        ""));
     sh_put(fn, R, SH_NEXT, a1);
     sh_put(fn, R, SH_END, e);
-    sh_put(fn, R, SH_CUR, slot);
+    sh_put(fn, R, SH_CUR, c);
     cg_if_else(fn, &run);
     LLVMBuildStore(
         fn->b,
