@@ -1039,6 +1039,9 @@ START_TEST(long_scan_runs)
         if (count > 1 || strcmp(lists[l], "0,0") == 0) {
             ck_assert_uint_gt(st.kernels_split, 0);
         }
+        printf("long_scan_runs: devices %s, %lld positions, 4 scans exact\n",
+               lists[l], (long long)n);
+        fflush(stdout);
         for (int k = 0; k < 5; k++) {
             weft_array_release(out[k]);
         }
@@ -1177,8 +1180,12 @@ static Suite *suite(void)
     tcase_add_test(tc, uneven_pieces);
     tcase_add_test(tc, interleaved_output);
     tcase_add_test(tc, loop_replicas);
-    tcase_add_test(tc, long_scan_runs);
     suite_add_tcase(s, tc);
+    /* a case of its own: CK_RUN_CASE=long_scan runs it alone */
+    TCase *ls = tcase_create("long_scan");
+    tcase_set_timeout(ls, 600);
+    tcase_add_test(ls, long_scan_runs);
+    suite_add_tcase(s, ls);
     return s;
 }
 
