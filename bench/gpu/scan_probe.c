@@ -17,8 +17,10 @@
  * position against the host's (wrapping, so exact) once, after its runs.
  *
  * WEFT_TRACE=t.json adds a trace whose kernel.split spans give each
- * device's kernel time of the reduce (entry 1) and of the scan (entry 0):
- * `python3 bench/gpu/trace_kernels.py t.json`.
+ * device's kernel time (i32: one kernel a part, the reduce fused into the
+ * scan's; elements without a packed status: the reduce's, entry 1, and
+ * the scan's): `python3 bench/gpu/trace_kernels.py t.json`, one size a
+ * trace (its medians are over every launch).
  *
  * On the GPU machine, from the unpacked bundle:
  *   gcc -std=c17 -O2 -Iinclude bench/gpu/scan_probe.c -o scan_probe -L. \
