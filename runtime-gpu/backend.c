@@ -1268,12 +1268,15 @@ static weft_status rt_aux(rt_job *j, int a, weft_type type, int64_t n,
     }
     ptx_job *pj = j->be_job;
     pj->zero[a] = NULL;
-    if (a == 3 && j->k->skel && j->k->skel->family == SK_SCAN_PASS &&
+    if (a >= 3 && a <= 4 && j->k->skel && j->k->skel->family == SK_SCAN_PASS &&
         j->devices > 1) {
-        /* a tile counter per part of a scan spread over the devices, for
-         * its reduce and for its scan (launch_spread;
-         * skeletons-ir/ptx/scan.c, "Several devices") */
-        n = 2 * SK_DEVICES_MAX;
+        /* a scan spread over the devices (launch_spread;
+         * skeletons-ir/ptx/scan.c, "Several devices"): aux 3 a tile
+         * counter per part for its reduce and for its scan, then the
+         * partials of its reduce's runs; aux 4 the parts' totals, as
+         * packed words (two elements each) where the status is packed */
+        n = a == 3 ? 2 * SK_DEVICES_MAX + SK_DEVICES_MAX * SK_SCAN_RUNS_MAX
+                   : 2 * SK_DEVICES_MAX;
     }
     weft_status s = fe_array_new_raw(j->ctx, WHO, type, 1, &n, &j->aux[a]);
     if (s == WEFT_OK) {
@@ -1579,6 +1582,23 @@ static int64_t fold_pieces(const rt_job *j, unsigned grid, int64_t m)
     return P << SK_PIECES_SHIFT | L;
 }
 
+/* Whether the first nd devices of d's context are nd devices (not `0,0`,
+ * two parts of one GPU). */
+static bool devices_distinct(gpu_dev *d, int nd)
+{
+    int ord[GPU_MULTI_MAX];
+    uint64_t bytes;
+    for (int i = 0; i < nd && i < GPU_MULTI_MAX; i++) {
+        ord[i] = gpu_multi_device(d, i, &bytes);
+        for (int k = 0; k < i; k++) {
+            if (ord[k] == ord[i]) {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
 /* A kernel spread over the devices of d's context (rt_phase.spread: m
  * the elements of its rows), part r of D on device r.  A fold of one row
  * (skeletons-ir/ptx/fold.c entry 1): part r folds elements [first, n),
@@ -1588,12 +1608,15 @@ static int64_t fold_pieces(const rt_job *j, unsigned grid, int64_t m)
  * kernel cuts them: whole rows each part where there are several, else
  * the one row's tiles, part r on device D - 1 - r for a right scan, whose
  * logical positions run from the row's end, so that each part runs where
- * its memory is); entry 0 scans them, entry 1 (one row) reduces them, on
- * every part but the last, with entry 0's block, so that its tiles are
- * entry 0's; the other devices' parts on copies of the tile status of
- * their own (scan_status).  The parts of one row are equal, but with
- * $WEFT_PTX_SCAN_LAST (a tuning knob: the last part's share, to measure
- * unequal splits). */
+ * its memory is); entry 0 scans them.  One row: every part but the last
+ * first reduces its tiles, fused into entry 0 where the status is packed
+ * and the devices are distinct (its `skip` the runs asked: as many as
+ * the grid has blocks, at most SK_SCAN_RUNS_MAX; entry 1's phase then
+ * launches nothing), else apart, entry 1 with entry 0's block, so that
+ * its tiles are entry 0's.  The other devices' parts run on copies of the
+ * tile status of their own (scan_status).  The parts of one row are
+ * equal, but with $WEFT_PTX_SCAN_LAST (a tuning knob: the last part's
+ * share, to measure unequal splits). */
 static weft_status launch_spread(rt_job *j, gpu_dev *d, const gpu_fn *f,
                                  unsigned grid, int block, const rt_phase *ph)
 {
@@ -1606,6 +1629,7 @@ static weft_status launch_spread(rt_job *j, gpu_dev *d, const gpu_fn *f,
         scan && (kind == FE_SCANR || kind == FE_SCANR1 || kind == FE_SCANR_);
     bool reduce = scan && ph->entry % k->nentry == 1;
     int64_t ts = 1, T = m, rows = 1, last = 0;
+    bool fuse = false;
     if (scan) {
         /* entry 0's tile: its block's warps of 32 K positions; the
          * driver's n, rows of tiles of the smallest block */
@@ -1617,10 +1641,18 @@ static weft_status launch_spread(rt_job *j, gpu_dev *d, const gpu_fn *f,
             block = f0->block;
             grid = gpu_grid_for(d, f, block, T * block);
         }
+        /* one row, a packed status, every part on a device of its own
+         * (a part spins for the totals of those before it: two parts on
+         * one device could starve the one it waits for) */
+        fuse = rows == 1 && k->item[k->aux_item[0]].type == WEFT_I64 &&
+               devices_distinct(d, nd);
         int share = ((const ptx_job *)j->be_job)->st->scan_last;
         if (rows == 1 && share > 0) {
             last = T * share / 1000;
             last = last < 1 ? 1 : (last > T - (nd - 1) ? T - (nd - 1) : last);
+        }
+        if (reduce && fuse) {
+            return WEFT_OK; /* entry 0 reduces */
         }
         if (rows == 1 && T < nd) {
             /* a part's first tile past piece 0 takes the totals of the
@@ -1652,18 +1684,28 @@ static weft_status launch_spread(rt_job *j, gpu_dev *d, const gpu_fn *f,
                              : (m / nd * (r + 1)) & -(int64_t)SK_SPREAD_ALIGN;
         }
         bool runs = hi > lo && !(reduce && r == nd - 1);
-        part[dev] = (gpu_part){
-            .grid = runs ? grid : 0,
-            .n = hi,
-            .grain = 2 + r,
-            .first = lo,
-            .skip = scan || !runs ? 0 : fold_pieces(j, grid, hi - lo)};
+        /* a fused scan's part but the last: its reduce's runs (scan.c);
+         * a fold's part: its pieces */
+        int64_t asked = hi - lo < (int64_t)grid ? hi - lo : (int64_t)grid;
+        asked = asked < SK_SCAN_RUNS_MAX ? asked : SK_SCAN_RUNS_MAX;
+        int64_t skip = 0;
+        if (scan) {
+            skip = fuse && r < nd - 1 ? asked : 0;
+        } else if (runs) {
+            skip = fold_pieces(j, grid, hi - lo);
+        }
+        part[dev] = (gpu_part){.grid = runs ? grid : 0,
+                               .n = hi,
+                               .grain = 2 + r,
+                               .first = lo,
+                               .skip = skip};
         sizes[dev] = runs ? hi - lo : 0;
     }
     /* the parts' folds (entry 1 of a fold), or the totals of the parts
      * before it that each part of a scan reads (parts 1 .. D - 1), handed
      * over by devices 1 .. D - 1 */
-    int64_t handed = scan ? (reduce ? (int64_t)nd * (nd - 1) / 2 : 0) : nd - 1;
+    int64_t handed =
+        scan ? (reduce || fuse ? (int64_t)nd * (nd - 1) / 2 : 0) : nd - 1;
     gpu_multi_moved(d, (uint64_t)handed * elem_bytes(j, j->out[0]->type));
     gpu_replicas rep;
     if (scan) {

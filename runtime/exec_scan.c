@@ -161,7 +161,8 @@ weft_status rt_exec_scan_pass(rt_job *j)
          * where there are several), a tile counter each (the backend
          * sizes aux 3); one row: the parts' totals first (entry 1, all
          * parts but the last), then the parts' scans (ptx/scan.c,
-         * "Several devices") */
+         * "Several devices": where the backend fuses the totals into the
+         * scan's kernel, the first phase launches nothing) */
         rt_phase ph[2] = {{.entry = 1, .n = tiles, .grain = 1, .spread = rm},
                           {.entry = 0, .n = tiles, .grain = 1, .spread = rm}};
         return nrows == 1 ? rt_job_phases(j, 2, ph)

@@ -81,6 +81,10 @@ typedef struct sk_item {
                             GPU_MULTI_MAX): a fold of one row over several
                             keeps their parts' folds in its partials
                             [0, SK_DEVICES_MAX) (ptx/fold.c) */
+#define SK_SCAN_RUNS_MAX                                                       \
+    1024 /* runs of tiles a part of a scan of one row over several
+            devices reduces, at most (ptx/scan.c, "Several devices": their
+            partials follow the tile counters in aux 3) */
 #define SK_SPREAD_ALIGN                                                        \
     512 /* elements: a device's part of a fold of one
                                row starts at a multiple of this, so of

@@ -967,6 +967,94 @@ START_TEST(loop_replicas)
 }
 END_TEST
 
+/* A scan of one row long enough that each part of it over two or four
+ * devices has more tiles than its grid has blocks (3001 tiles of 8192
+ * positions and 17 more: 750 to 1501 a part against about 4 blocks an
+ * SM), so that the reduce of every part but the last takes runs of
+ * several tiles, the last of them shorter (ptx/scan.c, "Several
+ * devices": fused, the part's runs before its tiles, each part on a
+ * device of its own).  scanl1, scanr1, scanl 7 and scanr' 2 (+) of i32,
+ * every position and total against the host's sums (wrapping, so exact),
+ * on every device and on "0,0" (the reduce in a phase of its own). */
+START_TEST(long_scan_runs)
+{
+    const char *lists[] = {"all", "0,0"};
+    int64_t n = (int64_t)8192 * 3001 + 17;
+    int32_t *x = malloc(sizeof *x * (size_t)n);
+    uint32_t *want = malloc(sizeof *want * (size_t)n);
+    ck_assert_ptr_nonnull(x);
+    ck_assert_ptr_nonnull(want);
+    for (int64_t i = 0; i < n; i++) {
+        x[i] = (int32_t)((i * 7919 + 13) % 1000) - 500;
+    }
+    for (size_t l = 0; l < sizeof lists / sizeof lists[0]; l++) {
+        weft_context *ctx = open_devices(lists[l], 0);
+        weft_program *p = NULL;
+        TU_OK(weft_program_create(ctx, &p));
+        weft_acc *xs = weft_param(p, WEFT_I32, 1);
+        weft_fun *add = weft_fun2(p, WEFT_I32, WEFT_I32);
+        weft_fun_return(add, weft_add(weft_arg(add, 0), weft_arg(add, 1)));
+        weft_acc *pr = weft_scanr_(add, weft_i32(p, 2), xs);
+        weft_acc *r[5] = {weft_scanl1(add, xs), weft_scanr1(add, xs),
+                          weft_scanl(add, weft_i32(p, 7), xs), weft_aget(pr, 0),
+                          weft_aget(pr, 1)};
+        weft_executable *exe = NULL;
+        TU_OK(weft_compile(p, r, 5, &exe));
+        weft_array *in = NULL, *out[5] = {NULL};
+        TU_OK(weft_array_from_host(ctx, WEFT_I32, 1, &n,
+                                   (const void *const[]){x}, &in));
+        TU_OK(weft_run(exe, &in, 1, out, 5));
+        /* 0 scanl1, 1 scanr1, 2 scanl 7 (n + 1), 3 scanr' 2 exclusive,
+         * 4 its total */
+        for (int k = 0; k < 4; k++) {
+            bool right = k == 1 || k == 3, excl = k >= 2;
+            uint32_t acc = k == 2 ? 7u : (k == 3 ? 2u : 0u);
+            for (int64_t j = 0; j < n; j++) {
+                int64_t i = right ? n - 1 - j : j;
+                uint32_t before = acc;
+                acc += (uint32_t)x[i];
+                want[i] = excl ? before : acc;
+            }
+            const int32_t *got = weft_array_data(out[k], 0);
+            ck_assert_ptr_nonnull(got);
+            for (int64_t i = 0; i < n; i++) {
+                ck_assert_msg((uint32_t)got[i] == want[i],
+                              "%s, scan %d, position %lld of %lld: %d, "
+                              "expected %d",
+                              lists[l], k, (long long)i, (long long)n, got[i],
+                              (int)want[i]);
+            }
+            if (k == 2) {
+                ck_assert_int_eq((uint32_t)got[n], acc);
+            } else if (k == 3) {
+                const int32_t *t = weft_array_data(out[4], 0);
+                ck_assert_ptr_nonnull(t);
+                ck_assert_int_eq((uint32_t)t[0], acc);
+            }
+        }
+        int count = 0;
+        TU_OK(weft_device_count(&count));
+        weft_stats st;
+        TU_OK(weft_context_stats(ctx, &st));
+        if (count > 1 || strcmp(lists[l], "0,0") == 0) {
+            ck_assert_uint_gt(st.kernels_split, 0);
+        }
+        printf("long_scan_runs: devices %s, %lld positions, 4 scans exact\n",
+               lists[l], (long long)n);
+        fflush(stdout);
+        for (int k = 0; k < 5; k++) {
+            weft_array_release(out[k]);
+        }
+        weft_array_release(in);
+        weft_executable_free(exe);
+        weft_program_free(p);
+        weft_context_free(ctx);
+    }
+    free(want);
+    free(x);
+}
+END_TEST
+
 /* An uneven generate large enough for pieces of one granule (multi.c,
  * "Pieces": 2^24 + 12,345 elements give each of two or four devices 8
  * such pieces and more; eight fall back to smaller pieces), whose result
@@ -1093,6 +1181,11 @@ static Suite *suite(void)
     tcase_add_test(tc, interleaved_output);
     tcase_add_test(tc, loop_replicas);
     suite_add_tcase(s, tc);
+    /* a case of its own: CK_RUN_CASE=long_scan runs it alone */
+    TCase *ls = tcase_create("long_scan");
+    tcase_set_timeout(ls, 600);
+    tcase_add_test(ls, long_scan_runs);
+    suite_add_tcase(s, ls);
     return s;
 }
 

@@ -107,13 +107,15 @@
  * own choice.
  *
  * Aux items: 0 the tile flags (0 none, 1 A, 2 P; i32, or the i64 words
- * of the packed status), 1 the aggregates, 2 the inclusive prefixes (both of the
- * element type; with the packed status unused, and the driver makes them
- * one element long), 3 the tile counter (i64), 4 the totals of a row's
- * parts over several devices (the element type), all zeroed by the
- * driver and sized for the smallest block (32
- * threads: at most ceil(m / (32 K)) tiles per row); k->chunk_min carries
- * 32 K to the driver.  The input is read through sk_read (fused
+ * of the packed status), 1 the aggregates, 2 the inclusive prefixes (both
+ * of the element type; with the packed status unused, and the driver
+ * makes them one element long), 3 the tile counter (i64; over several
+ * devices a counter and a ticket a part, then the fused reduce's
+ * partials: the backend sizes it), 4 the totals of a row's parts over
+ * several devices (the element type; packed words, two elements each,
+ * where the status is packed), all zeroed by the driver and sized for the
+ * smallest block (32 threads: at most ceil(m / (32 K)) tiles per row);
+ * k->chunk_min carries 32 K to the driver.  The input is read through sk_read (fused
  * producers inline), by linear position or, where that would divide per
  * element, by multi-index with the row's outer components computed once
  * per tile, as scan.c does.
@@ -124,28 +126,46 @@
  * (T the row's tiles, T >= D: no part is empty), each on the device that
  * holds its positions, by reduce-then-scan:
  *
- *   1. entry 1 reduces every part but the last (grain 2 + r, [first, n)
- *      the part's tiles, launched with entry 0's block so that its tiles
- *      are entry 0's): block b of the grid takes a run of consecutive
- *      tiles of the part (reduce_run: no counter, no look-back, no
- *      waiting for another block), reads them as entry 0 does (steps 1
- *      and 2) and combines their aggregates in order; its run's
- *      combination goes to a partial slot (the status slot of the run's
- *      first tile: a packed word with flag none, or the aggregates'),
- *      then a fence and a ticket (aux 3 [SK_DEVICES_MAX + r]); the block
- *      with the last ticket combines the partials in order into the
- *      part's total, aux 4 [r] (AUX_TOTAL).  Read only, so it runs at
- *      the speed of memory rather than of a look-back's chain;
- *   2. the driver's phases join there (every device's reduce done before
- *      any scan starts: an event each, multi.c);
- *   3. entry 0 scans every part (grain 2 + r, its tiles from aux 3 [r])
- *      as it scans a row on one device (a reduce's partials left in the
- *      status read as tiles not yet published), but for the part's first
- *      tile past piece 0: no look-back, its prefix [z .] total 0 . ... .
- *      total r - 1, in order (parts_before: a handful of loads over peer
- *      access, no kernel of its own for the scan of D totals).  So a
- *      seeded scan's tiles have a prefix always, as on one device (z is
- *      the first part's), and every scan kind splits the same way.
+ *   1. every part but the last reduces its tiles to a total: its tiles
+ *      in runs of consecutive tiles (reduce_run: no look-back, no waiting
+ *      for another block); a block reads a run's tiles as entry 0 does
+ *      (steps 1 and 2), combines their aggregates in order, puts the
+ *      run's combination in a partial slot, then a fence and a ticket
+ *      (aux 3 [SK_DEVICES_MAX + r]); the block with the last ticket
+ *      combines the partials in order into the part's total, aux 4 [r]
+ *      (AUX_TOTAL, on the context's first device; with a packed status
+ *      one word, flag P and the value, stored over peer access).  Read
+ *      only, so it runs at the speed of memory rather than of a
+ *      look-back's chain;
+ *   2. entry 0 scans every part (grain 2 + r, its tiles from aux 3 [r])
+ *      as it scans a row on one device, but for the part's first tile
+ *      past piece 0: no look-back, its prefix [z .] total 0 . ... . total
+ *      r - 1, in order (parts_before: a handful of loads over peer access,
+ *      no kernel of its own for the scan of D totals; with a packed
+ *      status each word spun on until its flag is set).  So a seeded
+ *      scan's tiles have a prefix always, as on one device (z is the
+ *      first part's), and every scan kind splits the same way.
+ *
+ * Fused (a packed status, every part on a device of its own): one kernel
+ * a part, entry 0, whose `skip` parameter is the runs the driver asks of
+ * the part (0 for the last, and on one device).  The part's counter hands
+ * out its runs first, then its tiles (fuse_take), so that every block
+ * reduces before it scans and the part's total is out as early as it can
+ * be; the runs' partials follow the counters in aux 3 (SK_SCAN_RUNS_MAX a
+ * part), and what a run keeps across its tiles lives in shared memory
+ * (fuse_begin: the scan needs every one of its 64 registers).  No phase
+ * boundary, no join of the devices, one launch: the last part starts at
+ * once, its first tile waiting in parts_before, the others behind it in
+ * their look-back.  A part waits there for parts that no block of its
+ * own device holds, so two parts may not share a device (`0,0`, whose
+ * first part could find the device full of the second's waiting blocks).
+ * Apart (other elements, or parts sharing a device): entry 1 reduces
+ * every part but the last (grain 2 + r, launched with entry 0's block so
+ * that its tiles are entry 0's), block b of the grid run b (its partial
+ * in the status slot of the run's first tile: a packed word with flag
+ * none, or the aggregates', which the scan after it reads as a tile not
+ * yet published); the driver's phases join there (an event each,
+ * multi.c), then entry 0 scans.
  *
  * Three units of traffic per element (the reduce's read, the scan's read
  * and write) against scan-then-fix-up's four, and no pass after the
@@ -186,6 +206,8 @@ enum {
 };
 
 enum { FLAG_NONE, FLAG_AGG, FLAG_PREFIX };
+
+enum { BATCH = 4 }; /* partials a lane loads at once (run_done) */
 
 enum { AUX_FLAGS, AUX_AGG, AUX_INCL, AUX_COUNTER, AUX_TOTAL };
 
@@ -985,21 +1007,45 @@ static void publish(sk_fn *f, const tile *T, int aux, int flag, const cg_val *x)
     sk_ptx_vstore(fn, WEFT_I32, flags->ptr[0], T->t, i32_const(fn, flag));
 }
 
-/* The prefix of a part's first tile past piece 0 (one row over several
- * devices, part r >= 1: part 0 starts at piece 0), into *m: [z .] the
- * totals of parts 0 .. r - 1 that the reduce entry left in AUX_TOTAL, in
- * order (a handful of loads, over peer access). */
-static weft_status parts_before(sk_fn *f, const tile *T, const cg_mut *m)
+/* Part q's total (AUX_TOTAL [q], over peer access): with a packed
+ * status the word that total_put stores, spun on until its flag is set
+ * (a fused part's reduce may still run on its device), else the value
+ * (the phases joined after the reduce). */
+static weft_status total_get(sk_fn *f, const tile *T, LLVMValueRef q,
+                             cg_val *out)
 {
     cg_fn *fn = &f->fn;
     const cg_array *tot = sk_aux_array(f, AUX_TOTAL);
+    if (!T->packed) {
+        return vload_val(fn, tot, q, out);
+    }
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+    LLVMBasicBlockRef spin =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "total.spin");
+    LLVMBasicBlockRef got =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "total.got");
+    LLVMBuildBr(fn->b, spin);
+    LLVMPositionBuilderAtEnd(fn->b, spin);
+    LLVMValueRef w = sk_ptx_vload(fn, WEFT_I64, tot->ptr[0], q);
+    LLVMValueRef fl = LLVMBuildTrunc(fn->b, w, i32, "");
+    LLVMBuildCondBr(fn->b, eq(fn, fl, i32_const(fn, FLAG_NONE)), spin, got);
+    LLVMPositionBuilderAtEnd(fn->b, got);
+    return unpack(fn, T->in->elt, w, out);
+}
+
+/* The prefix of a part's first tile past piece 0 (one row over several
+ * devices, part r >= 1: part 0 starts at piece 0), into *m: [z .] the
+ * totals of parts 0 .. r - 1 (total_get), in order. */
+static weft_status parts_before(sk_fn *f, const tile *T, const cg_mut *m)
+{
+    cg_fn *fn = &f->fn;
     cg_val x;
     weft_status s;
     LLVMValueRef q0 = cg_i64(fn, 0);
     if (T->in->seeded) {
         cg_mut_set(fn, m, sk_kid_value(f, 0));
     } else {
-        if ((s = vload_val(fn, tot, q0, &x)) != WEFT_OK) {
+        if ((s = total_get(f, T, q0, &x)) != WEFT_OK) {
             return s;
         }
         cg_mut_set(fn, m, &x);
@@ -1008,7 +1054,7 @@ static weft_status parts_before(sk_fn *f, const tile *T, const cg_mut *m)
     cg_loop lp;
     LLVMValueRef q;
     cg_loop_begin(fn, &lp, q0, T->part, &q);
-    if ((s = vload_val(fn, tot, q, &x)) != WEFT_OK ||
+    if ((s = total_get(f, T, q, &x)) != WEFT_OK ||
         (s = comb_back(f, T->in, m, &x)) != WEFT_OK) {
         return s;
     }
@@ -1358,20 +1404,69 @@ static weft_status tile_write(sk_fn *f, tile *T)
     return WEFT_OK;
 }
 
-/* A reduce's block ("Several devices"): of the part's tiles [first, n),
- * block b of G takes the run [first + b per, first + (b + 1) per) (per =
- * ceil((n - first) / G); nb blocks have tiles), in order, no counter and
- * no look-back: it combines their aggregates in order into its own run,
- * puts that in its partial slot (the part's slot of the run's first
- * tile), and the block with the last ticket combines the nb partials in
- * order into the part's total. */
+/* A part's reduce ("Several devices"): its tiles [first, n) in runs of
+ * `per` consecutive tiles, run j [first + j per, first + (j + 1) per) cut
+ * at n, nb runs (none empty).  A block combines a run's tiles in order,
+ * no counter and no look-back, puts the run's combination in the run's
+ * partial slot, p0 + j pstride of pbase (packed words, flag none) or of
+ * AUX_AGG, takes a ticket, and the block with the last ticket combines
+ * the nb partials in order into the part's total (run_done).
+ *
+ * Entry 1 gives block b of G run b (per = ceil((n - first) / G)), its
+ * partials in the status slots of the runs' first tiles, its combination
+ * in registers (acc, have).  Entry 0 of a fused part (packed status
+ * only) hands its runs out by the part's counter before its tiles, their
+ * partials after the tile counters in aux 3, and keeps what must outlive
+ * a tile in shared memory, so that the scan's registers stay as they
+ * were (fuse_begin). */
 typedef struct reduce_run {
-    LLVMValueRef first, per, nb; /* i64 */
-    LLVMValueRef slot, end;      /* i64: the run's first tile, its end */
-    LLVMValueRef next;           /* alloca i64: the run's next tile */
-    cg_mut acc;                  /* the run's combination (warp 0) */
-    LLVMValueRef have;           /* alloca i1: acc holds a tile's */
+    LLVMValueRef first, per, nb; /* i64 (fused: per and nb in sh) */
+    LLVMValueRef p0, pstride;    /* i64: the partial slots */
+    LLVMValueRef pbase;          /* their i64 words (packed), or NULL */
+    LLVMValueRef slot, end;      /* entry 1, i64: the run's first tile, its
+                                    end */
+    LLVMValueRef next;           /* entry 1, alloca i64: its next tile */
+    LLVMValueRef run;            /* i64: the block's run */
+    cg_mut acc;                  /* entry 1: the run's combination (warp 0) */
+    LLVMValueRef have;           /* entry 1, alloca i1: acc holds a tile's */
+    LLVMValueRef sh;             /* fused: shared i64 [FUSE_WORDS], or NULL */
 } reduce_run;
+
+/* The fused part's shared words: per, its runs (0: none), thread 0's run
+ * (next tile, end, index), the run and the edges of the tile it hands
+ * out (FIRST, LAST: bits), the run's combination (a packed word). */
+enum {
+    SH_PER,
+    SH_NB,
+    SH_NEXT,
+    SH_END,
+    SH_CUR,
+    SH_RUN,
+    SH_EDGE,
+    SH_ACC,
+    SH_P0,     /* the part's first partial slot */
+    SH_TICKET, /* its ticket's counter, from its tile counter */
+    FUSE_WORDS
+};
+enum { EDGE_FIRST = 1, EDGE_LAST = 2 };
+
+static LLVMValueRef sh_at(cg_fn *fn, const reduce_run *R, int w)
+{
+    LLVMValueRef i = cg_i64(fn, w);
+    return LLVMBuildInBoundsGEP2(fn->b, LLVMInt64TypeInContext(fn->llctx),
+                                 R->sh, &i, 1, "");
+}
+
+static LLVMValueRef sh_get(cg_fn *fn, const reduce_run *R, int w)
+{
+    return LLVMBuildLoad2(fn->b, LLVMInt64TypeInContext(fn->llctx),
+                          sh_at(fn, R, w), "");
+}
+
+static void sh_put(cg_fn *fn, const reduce_run *R, int w, LLVMValueRef x)
+{
+    LLVMBuildStore(fn->b, x, sh_at(fn, R, w));
+}
 
 static weft_status reduce_begin(sk_fn *f, const tile *T, reduce_run *R)
 {
@@ -1384,6 +1479,10 @@ static weft_status reduce_begin(sk_fn *f, const tile *T, reduce_run *R)
     R->first = f->first;
     R->per = cg_ceil_div(fn, count, G);
     R->nb = cg_ceil_div(fn, count, R->per);
+    R->p0 = f->first;
+    R->pstride = R->per;
+    R->pbase = T->packed ? sk_aux_array(f, AUX_FLAGS)->ptr[0] : NULL;
+    R->run = b;
     R->slot = LLVMBuildAdd(fn->b, f->first, LLVMBuildMul(fn->b, b, R->per, ""),
                            "run");
     R->end = cg_smin(fn, LLVMBuildAdd(fn->b, R->slot, R->per, ""), f->n);
@@ -1394,12 +1493,12 @@ static weft_status reduce_begin(sk_fn *f, const tile *T, reduce_run *R)
 }
 
 /* Warp 0 of a reduce's tile: the tile's aggregate onto the block's run
- * (lane 0). */
+ * (lane 0; fused: the run's first tile, edge bit EDGE_FIRST, starts it). */
 static weft_status tile_fold(sk_fn *f, tile *T, const reduce_run *R)
 {
     cg_fn *fn = &f->fn;
     cg_mut x;
-    cg_val xs, agg;
+    cg_val xs, agg, acc;
     LLVMValueRef nvalid;
     weft_status s = tile_aggregate(f, T, &x, &xs, &agg, &nvalid);
     if (s) {
@@ -1407,6 +1506,27 @@ static weft_status tile_fold(sk_fn *f, tile *T, const reduce_run *R)
     }
     cg_if l0, h;
     cg_if_begin(fn, &l0, eq(fn, T->L.lane, cg_i64(fn, 0)));
+    if (R->sh) {
+        LLVMValueRef first = LLVMBuildAnd(fn->b, sh_get(fn, R, SH_EDGE),
+                                          cg_i64(fn, EDGE_FIRST), "");
+        cg_mut m;
+        if ((s = cg_mut_new(fn, T->in->elt, &m)) != WEFT_OK) {
+            return s;
+        }
+        cg_mut_set(fn, &m, &agg);
+        cg_if_begin(fn, &h, eq(fn, first, cg_i64(fn, 0)));
+        if ((s = unpack(fn, T->in->elt, sh_get(fn, R, SH_ACC), &acc)) ==
+            WEFT_OK) {
+            s = comb_front(f, T->in, &acc, &m);
+        }
+        cg_if_end(fn, &h);
+        cg_val y;
+        if (s == WEFT_OK && (s = cg_mut_get(fn, &m, &y)) == WEFT_OK) {
+            sh_put(fn, R, SH_ACC, pack(fn, FLAG_NONE, &y));
+        }
+        cg_if_end(fn, &l0);
+        return s;
+    }
     cg_if_begin(fn, &h, flag_get(fn, R->have));
     s = comb_back(f, T->in, &R->acc, &agg);
     cg_if_else(fn, &h);
@@ -1417,41 +1537,70 @@ static weft_status tile_fold(sk_fn *f, tile *T, const reduce_run *R)
     return s;
 }
 
-/* A reduce's partial slot p: the flags' word (packed, with FLAG_NONE:
+/* Partial slot j of a reduce: a packed word with flag none (entry 1:
  * the scan after it reads it as a tile not yet published) or the
  * aggregates' (the scan writes its own before its flag). */
-static void partial_put(sk_fn *f, const tile *T, LLVMValueRef p,
-                        const cg_val *x)
+static LLVMValueRef partial_slot(cg_fn *fn, const tile *T, const reduce_run *R,
+                                 LLVMValueRef j)
+{
+    (void)T;
+    if (R->sh) {
+        /* from shared memory: a value made before the tile loop would
+         * hold a register in it, where the scan needs them all */
+        return LLVMBuildAdd(fn->b, sh_get(fn, R, SH_P0), j, "");
+    }
+    return LLVMBuildAdd(fn->b, R->p0, LLVMBuildMul(fn->b, j, R->pstride, ""),
+                        "");
+}
+
+static void partial_put(sk_fn *f, const tile *T, const reduce_run *R,
+                        LLVMValueRef j, const cg_val *x)
 {
     cg_fn *fn = &f->fn;
     if (T->packed) {
-        sk_ptx_vstore(fn, WEFT_I64, sk_aux_array(f, AUX_FLAGS)->ptr[0], p,
+        sk_ptx_vstore(fn, WEFT_I64, R->pbase, partial_slot(fn, T, R, j),
                       pack(fn, FLAG_NONE, x));
     } else {
-        vstore_val(fn, sk_aux_array(f, AUX_AGG), p, x);
+        vstore_val(fn, sk_aux_array(f, AUX_AGG), partial_slot(fn, T, R, j), x);
     }
 }
 
-static weft_status partial_get(sk_fn *f, const tile *T, LLVMValueRef p,
-                               cg_val *out)
+static weft_status partial_get(sk_fn *f, const tile *T, const reduce_run *R,
+                               LLVMValueRef j, cg_val *out)
 {
     cg_fn *fn = &f->fn;
     if (T->packed) {
         return unpack(
             fn, T->in->elt,
-            sk_ptx_vload(fn, WEFT_I64, sk_aux_array(f, AUX_FLAGS)->ptr[0], p),
+            sk_ptx_vload(fn, WEFT_I64, R->pbase, partial_slot(fn, T, R, j)),
             out);
     }
-    return vload_val(fn, sk_aux_array(f, AUX_AGG), p, out);
+    return vload_val(fn, sk_aux_array(f, AUX_AGG), partial_slot(fn, T, R, j),
+                     out);
 }
 
-/* After a reduce's tiles (every thread; warp 0 works): the run into its
- * partial slot, a fence, a ticket from `counter`; the block with ticket
- * nb - 1 (every other partial in) combines the nb partials in order,
- * lane l a run of ceil(nb / 32) of them, then across the lanes, into the
- * part's total (AUX_TOTAL [part]). */
-static weft_status reduce_end(sk_fn *f, const tile *T, const reduce_run *R,
-                              LLVMValueRef counter)
+/* The part's total x into AUX_TOTAL [part] on the context's first
+ * device: with a packed status one word, flag P and the value (what
+ * parts_before spins on), else the value (read after the join). */
+static void total_put(sk_fn *f, const tile *T, const cg_val *x)
+{
+    cg_fn *fn = &f->fn;
+    const cg_array *tot = sk_aux_array(f, AUX_TOTAL);
+    if (T->packed) {
+        sk_ptx_vstore(fn, WEFT_I64, tot->ptr[0], T->part,
+                      pack(fn, FLAG_PREFIX, x));
+    } else {
+        vstore_val(fn, tot, T->part, x);
+    }
+}
+
+/* Warp 0 after the last tile of a run: the run's combination into its
+ * partial slot (lane 0, where it has one), a fence, a ticket from
+ * `counter`; the block with ticket nb - 1 (every other partial in)
+ * combines the nb partials in order, lane l a run of ceil(nb / 32) of
+ * them, then across the lanes, into the part's total (total_put). */
+static weft_status run_done(sk_fn *f, const tile *T, const reduce_run *R,
+                            LLVMValueRef counter)
 {
     cg_fn *fn = &f->fn;
     const cg_target *tg = fn->target;
@@ -1459,19 +1608,21 @@ static weft_status reduce_end(sk_fn *f, const tile *T, const reduce_run *R,
     LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
     LLVMValueRef zero = cg_i64(fn, 0), one = cg_i64(fn, 1);
     weft_status s;
-    cg_if w0;
-    cg_if_begin(fn, &w0, eq(fn, L->wid, zero));
     LLVMValueRef lane0 = eq(fn, L->lane, zero);
-    LLVMValueRef mine = LLVMBuildAnd(fn->b, lane0, flag_get(fn, R->have), "");
+    LLVMValueRef mine =
+        R->sh ? lane0 : LLVMBuildAnd(fn->b, lane0, flag_get(fn, R->have), "");
+    LLVMValueRef nb = R->sh ? sh_get(fn, R, SH_NB) : R->nb;
     LLVMValueRef tk = cg_alloca(fn, i64, "ticket");
     LLVMBuildStore(fn->b, cg_i64(fn, -1), tk);
     cg_if put;
     cg_if_begin(fn, &put, mine);
     cg_val a;
-    if ((s = cg_mut_get(fn, &R->acc, &a)) != WEFT_OK) {
+    s = R->sh ? unpack(fn, T->in->elt, sh_get(fn, R, SH_ACC), &a)
+              : cg_mut_get(fn, &R->acc, &a);
+    if (s) {
         return s;
     }
-    partial_put(f, T, R->slot, &a);
+    partial_put(f, T, R, R->run, &a);
     tg->fence(fn);
     LLVMBuildStore(fn->b,
                    tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd, counter, one), tk);
@@ -1479,11 +1630,11 @@ static weft_status reduce_end(sk_fn *f, const tile *T, const reduce_run *R,
     LLVMValueRef ticket = tg->shuffle_idx(
         fn, LLVMBuildLoad2(fn->b, i64, tk, ""), i32_const(fn, 0));
     cg_if last;
-    cg_if_begin(fn, &last, eq(fn, ticket, LLVMBuildSub(fn->b, R->nb, one, "")));
+    cg_if_begin(fn, &last, eq(fn, ticket, LLVMBuildSub(fn->b, nb, one, "")));
     tg->fence(fn);
-    LLVMValueRef M = cg_ceil_div(fn, R->nb, cg_i64(fn, WARP));
+    LLVMValueRef M = cg_ceil_div(fn, nb, cg_i64(fn, WARP));
     LLVMValueRef j0 = LLVMBuildMul(fn->b, L->lane, M, "");
-    LLVMValueRef j1 = cg_smin(fn, LLVMBuildAdd(fn->b, j0, M, ""), R->nb);
+    LLVMValueRef j1 = cg_smin(fn, LLVMBuildAdd(fn->b, j0, M, ""), nb);
     cg_mut x;
     cg_val z, p, xs, total;
     if ((s = cg_mut_new(fn, T->in->elt, &x)) != WEFT_OK ||
@@ -1491,33 +1642,185 @@ static weft_status reduce_end(sk_fn *f, const tile *T, const reduce_run *R,
         return s;
     }
     cg_mut_set(fn, &x, &z);
-#define SLOT_OF(j)                                                             \
-    LLVMBuildAdd(fn->b, R->first, LLVMBuildMul(fn->b, (j), R->per, ""), "")
     cg_if any;
     cg_if_begin(fn, &any, lt(fn, j0, j1));
-    if ((s = partial_get(f, T, SLOT_OF(j0), &p)) != WEFT_OK) {
+    if ((s = partial_get(f, T, R, j0, &p)) != WEFT_OK) {
         return s;
     }
     cg_mut_set(fn, &x, &p);
+    /* the rest BATCH at a time, every load of a batch before its
+     * combines (clamped to the lane's last: in bounds), so that their
+     * latencies overlap: this is the part's total's critical path */
+    LLVMValueRef from1 = LLVMBuildAdd(fn->b, j0, one, "");
     cg_loop lp;
-    LLVMValueRef j;
-    cg_loop_begin(fn, &lp, LLVMBuildAdd(fn->b, j0, one, ""), j1, &j);
-    if ((s = partial_get(f, T, SLOT_OF(j), &p)) != WEFT_OK ||
-        (s = comb_back(f, T->in, &x, &p)) != WEFT_OK) {
-        return s;
+    LLVMValueRef q;
+    cg_loop_begin(
+        fn, &lp, zero,
+        cg_ceil_div(fn, LLVMBuildSub(fn->b, j1, from1, ""), cg_i64(fn, BATCH)),
+        &q);
+    LLVMValueRef jb = LLVMBuildAdd(
+        fn->b, from1, LLVMBuildMul(fn->b, q, cg_i64(fn, BATCH), ""), "");
+    LLVMValueRef jlast = LLVMBuildSub(fn->b, j1, one, "");
+    cg_val pb[BATCH];
+    for (int u = 0; u < BATCH; u++) {
+        LLVMValueRef ju =
+            cg_smin(fn, LLVMBuildAdd(fn->b, jb, cg_i64(fn, u), ""), jlast);
+        if ((s = partial_get(f, T, R, ju, &pb[u])) != WEFT_OK) {
+            return s;
+        }
+    }
+    for (int u = 0; u < BATCH; u++) {
+        cg_if in;
+        cg_if_begin(fn, &in,
+                    lt(fn, LLVMBuildAdd(fn->b, jb, cg_i64(fn, u), ""), j1));
+        s = comb_back(f, T->in, &x, &pb[u]);
+        cg_if_end(fn, &in);
+        if (s) {
+            return s;
+        }
     }
     loop_end_rolled(fn, &lp);
     cg_if_end(fn, &any);
-#undef SLOT_OF
-    if ((s = lanes_total(f, T->in, L, &x, cg_ceil_div(fn, R->nb, M), &xs,
+    if ((s = lanes_total(f, T->in, L, &x, cg_ceil_div(fn, nb, M), &xs,
                          &total)) != WEFT_OK) {
         return s;
     }
     cg_if st;
     cg_if_begin(fn, &st, lane0);
-    vstore_val(fn, sk_aux_array(f, AUX_TOTAL), T->part, &total);
+    total_put(f, T, &total);
     cg_if_end(fn, &st);
     cg_if_end(fn, &last);
+    return WEFT_OK;
+}
+
+/* Entry 1 after its run (every thread): run_done on warp 0. */
+static weft_status reduce_end(sk_fn *f, const tile *T, const reduce_run *R,
+                              LLVMValueRef counter)
+{
+    cg_fn *fn = &f->fn;
+    cg_if w0;
+    cg_if_begin(fn, &w0, eq(fn, T->L.wid, cg_i64(fn, 0)));
+    weft_status s = run_done(f, T, R, counter);
+    cg_if_end(fn, &w0);
+    return s;
+}
+
+/* A fused part (entry 0, packed status): the runs the driver asks for in
+ * the kernel's `skip` (0: none, the part's tiles only: one device, the
+ * last part, or the reduce in a phase of its own), per = ceil(tiles /
+ * asked), the runs nb = ceil(tiles / per) (0 without), their partials
+ * after the tile counters in aux 3 (SK_SCAN_RUNS_MAX a part); thread 0
+ * puts per, nb and its empty run in shared memory (it alone reads them
+ * before the tile loop's first barrier). */
+static void fuse_begin(sk_fn *f, const tile *T, reduce_run *R,
+                       LLVMValueRef several, LLVMValueRef from)
+{
+    cg_fn *fn = &f->fn;
+    LLVMValueRef zero = cg_i64(fn, 0), one = cg_i64(fn, 1);
+    R->sh = fn->target->shared_array(fn, LLVMInt64TypeInContext(fn->llctx),
+                                     FUSE_WORDS);
+    R->first = from;
+    cg_if t0;
+    cg_if_begin(fn, &t0, eq(fn, T->L.tid, zero));
+    LLVMValueRef asked = LLVMGetParam(fn->fn, 4);
+    LLVMValueRef has = LLVMBuildAnd(
+        fn->b, several, LLVMBuildICmp(fn->b, LLVMIntSGT, asked, zero, ""),
+        "fused");
+    LLVMValueRef count = cg_smax(fn, LLVMBuildSub(fn->b, f->n, from, ""), one);
+    LLVMValueRef per = cg_ceil_div(fn, count, cg_smax(fn, asked, one));
+    sh_put(fn, R, SH_PER, per);
+    sh_put(fn, R, SH_NB,
+           LLVMBuildSelect(fn->b, has, cg_ceil_div(fn, count, per), zero, ""));
+    sh_put(fn, R, SH_NEXT, zero);
+    sh_put(fn, R, SH_END, zero);
+    sh_put(fn, R, SH_P0,
+           LLVMBuildAdd(
+               fn->b, cg_i64(fn, 2 * SK_DEVICES_MAX),
+               LLVMBuildMul(fn->b, T->part, cg_i64(fn, SK_SCAN_RUNS_MAX), ""),
+               ""));
+    sh_put(fn, R, SH_TICKET, cg_i64(fn, SK_DEVICES_MAX));
+    cg_if_end(fn, &t0);
+}
+
+/* Thread 0 of a fused part: the block's next tile into stile, its run
+ * into SH_RUN (-1 for a tile of the scan) and the tile's edges of the
+ * run into SH_EDGE: the next tile of the run it holds (SH_NEXT <
+ * SH_END), else the counter's next item: run c < nb (its tiles [from + c
+ * per, ...)), or tile from + c - nb. */
+static void fuse_take(sk_fn *f, const reduce_run *R, LLVMValueRef counter,
+                      LLVMValueRef stile)
+{
+    cg_fn *fn = &f->fn;
+    LLVMValueRef zero = cg_i64(fn, 0), one = cg_i64(fn, 1);
+    LLVMValueRef nx = sh_get(fn, R, SH_NEXT), re = sh_get(fn, R, SH_END);
+    LLVMValueRef edge_last =
+        LLVMBuildSelect(fn->b, eq(fn, LLVMBuildAdd(fn->b, nx, one, ""), re),
+                        cg_i64(fn, EDGE_LAST), zero, "");
+    cg_if more;
+    cg_if_begin(fn, &more, lt(fn, nx, re));
+    LLVMBuildStore(fn->b, nx, stile);
+    sh_put(fn, R, SH_RUN, sh_get(fn, R, SH_CUR));
+    sh_put(fn, R, SH_EDGE, edge_last);
+    sh_put(fn, R, SH_NEXT, LLVMBuildAdd(fn->b, nx, one, ""));
+    cg_if_else(fn, &more);
+    LLVMValueRef c =
+        fn->target->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd, counter, one);
+    LLVMValueRef nb = sh_get(fn, R, SH_NB);
+    cg_if run;
+    cg_if_begin(fn, &run, lt(fn, c, nb));
+    LLVMValueRef per = sh_get(fn, R, SH_PER);
+    LLVMValueRef a =
+        LLVMBuildAdd(fn->b, R->first, LLVMBuildMul(fn->b, c, per, ""), "");
+    LLVMValueRef e = cg_smin(fn, LLVMBuildAdd(fn->b, a, per, ""), f->n);
+    LLVMValueRef a1 = LLVMBuildAdd(fn->b, a, one, "");
+    LLVMBuildStore(fn->b, a, stile);
+    sh_put(fn, R, SH_RUN, c);
+    sh_put(fn, R, SH_EDGE,
+           LLVMBuildOr(fn->b, cg_i64(fn, EDGE_FIRST),
+                       LLVMBuildSelect(fn->b, eq(fn, a1, e),
+                                       cg_i64(fn, EDGE_LAST), zero, ""),
+                       ""));
+    sh_put(fn, R, SH_NEXT, a1);
+    sh_put(fn, R, SH_END, e);
+    sh_put(fn, R, SH_CUR, c);
+    cg_if_else(fn, &run);
+    LLVMBuildStore(
+        fn->b,
+        LLVMBuildSub(fn->b, LLVMBuildAdd(fn->b, R->first, c, ""), nb, ""),
+        stile);
+    sh_put(fn, R, SH_RUN, cg_i64(fn, -1));
+    cg_if_end(fn, &run);
+    cg_if_end(fn, &more);
+}
+
+/* A fused part's run tile (after its reads and the barrier; warp 0
+ * works): onto the run, and after the run's last tile run_done (the
+ * block's run and edges from shared memory: warp 0 holds thread 0, the
+ * only writer, so they are this tile's). */
+static weft_status fuse_tile(sk_fn *f, tile *T, reduce_run *R,
+                             LLVMValueRef counter)
+{
+    cg_fn *fn = &f->fn;
+    LLVMValueRef zero = cg_i64(fn, 0);
+    weft_status s;
+    cg_if w0;
+    cg_if_begin(fn, &w0, eq(fn, T->L.wid, zero));
+    if ((s = tile_fold(f, T, R)) != WEFT_OK) {
+        return s;
+    }
+    R->run = sh_get(fn, R, SH_RUN);
+    R->pbase = sk_aux_array(f, AUX_COUNTER)->ptr[0];
+    LLVMValueRef at = sh_get(fn, R, SH_TICKET);
+    LLVMValueRef ticket = LLVMBuildInBoundsGEP2(
+        fn->b, LLVMInt64TypeInContext(fn->llctx), counter, &at, 1, "ticket");
+    LLVMValueRef last =
+        LLVMBuildAnd(fn->b, sh_get(fn, R, SH_EDGE), cg_i64(fn, EDGE_LAST), "");
+    cg_if end;
+    cg_if_begin(fn, &end, LLVMBuildNot(fn->b, eq(fn, last, zero), ""));
+    if ((s = run_done(f, T, R, ticket)) != WEFT_OK) {
+        return s;
+    }
+    cg_if_end(fn, &end);
     cg_if_end(fn, &w0);
     return WEFT_OK;
 }
@@ -1600,7 +1903,8 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in, bool reduce)
     LLVMValueRef stile = tg->shared_array(fn, i64, 1);
     /* one device: tiles [0, total); a part of a row over several
      * (grain 2 + d): tiles [first, n) by the part's own counter; a
-     * reduce's block its own run of them (reduce_run) */
+     * reduce's block its own run of them (reduce_run); a fused part its
+     * runs first (fuse_begin) */
     LLVMValueRef several =
         LLVMBuildICmp(fn->b, LLVMIntSGE, f->grain, cg_i64(fn, 2), "several");
     LLVMValueRef part = LLVMBuildSelect(
@@ -1619,6 +1923,10 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in, bool reduce)
     if (reduce && (s = reduce_begin(f, &T, &R)) != WEFT_OK) {
         return s;
     }
+    bool fused = !reduce && T.packed;
+    if (fused) {
+        fuse_begin(f, &T, &R, several, from);
+    }
     LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(c, fn->fn, "tile");
     LLVMBasicBlockRef body =
         LLVMAppendBasicBlockInContext(c, fn->fn, "tile.body");
@@ -1626,6 +1934,7 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in, bool reduce)
         LLVMAppendBasicBlockInContext(c, fn->fn, "tile.end");
     LLVMBuildBr(fn->b, head);
     LLVMPositionBuilderAtEnd(fn->b, head);
+    LLVMValueRef isrun = NULL; /* fused: i1, the tile is a run's */
     if (reduce) {
         /* the next of the block's run (the barrier: the shared memory
          * warp 0 read for the last one) */
@@ -1637,15 +1946,24 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in, bool reduce)
     } else {
         cg_if t0;
         cg_if_begin(fn, &t0, eq(fn, L->tid, zero));
-        LLVMBuildStore(fn->b,
-                       LLVMBuildAdd(fn->b, from,
-                                    tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd,
-                                                   counter, cg_i64(fn, 1)),
-                                    ""),
-                       stile);
+        if (fused) {
+            fuse_take(f, &R, counter, stile);
+        } else {
+            LLVMBuildStore(
+                fn->b,
+                LLVMBuildAdd(fn->b, from,
+                             tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd, counter,
+                                            cg_i64(fn, 1)),
+                             ""),
+                stile);
+        }
         cg_if_end(fn, &t0);
         tg->barrier(fn);
         T.t = LLVMBuildLoad2(fn->b, i64, stile, "t");
+        if (fused) {
+            isrun = LLVMBuildICmp(fn->b, LLVMIntSGE, sh_get(fn, &R, SH_RUN),
+                                  zero, "isrun");
+        }
     }
     LLVMBuildCondBr(fn->b, lt(fn, T.t, total), body, exit);
     LLVMPositionBuilderAtEnd(fn->b, body);
@@ -1659,6 +1977,10 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in, bool reduce)
                            "q");
     }
     T.start = LLVMBuildAnd(fn->b, several, eq(fn, T.t, from), "start");
+    if (fused) {
+        T.start = LLVMBuildAnd(fn->b, T.start, LLVMBuildNot(fn->b, isrun, ""),
+                               "start");
+    }
     T.lo = LLVMBuildMul(fn->b, T.q, tsize, "lo");
     T.hi = cg_smin(fn, LLVMBuildAdd(fn->b, T.lo, tsize, ""), T.m);
     T.seg = LLVMBuildAdd(
@@ -1677,6 +1999,14 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in, bool reduce)
         return s;
     }
     tg->barrier(fn);
+    cg_if red;
+    if (fused) {
+        cg_if_begin(fn, &red, isrun);
+        if ((s = fuse_tile(f, &T, &R, counter)) != WEFT_OK) {
+            return s;
+        }
+        cg_if_else(fn, &red);
+    }
     cg_if w0;
     cg_if_begin(fn, &w0, eq(fn, L->wid, zero));
     if ((s = reduce ? tile_fold(f, &T, &R) : tile_prefix(f, &T)) != WEFT_OK) {
@@ -1688,6 +2018,9 @@ static weft_status emit_tiles(sk_fn *f, const scan_info *in, bool reduce)
         if ((s = tile_write(f, &T)) != WEFT_OK) {
             return s;
         }
+    }
+    if (fused) {
+        cg_if_end(fn, &red);
     }
     LLVMBuildBr(fn->b, head);
     LLVMPositionBuilderAtEnd(fn->b, exit);
