@@ -3,7 +3,8 @@
  * pass (skeletons-ir/ptx/foldseg.c).
  *
  * Nothing of the segment descriptor is read on the host: the kernel scans
- * the lengths itself and checks them as runtime/exec_foldseg.c does on
+ * the lengths itself (or, in the offset form, reads the offsets and checks
+ * them, with no look-back and so no status words) and checks them as runtime/exec_foldseg.c does on
  * the host (a negative length, or lengths that sum past the innermost
  * extent: WEFT_ERR_SEGMENTS, reported through the error word with the
  * first bad segment).  The driver sizes the result (WEFT_ERR_BAD_SHAPE when
@@ -22,7 +23,27 @@
 enum {
     MIN_BLOCK = 32, /* the smallest block the kernel runs in */
     TILE = 256,     /* segments of a tile in the usual block */
+    /* the offset form (ptx/foldseg.c's constants of the same names) */
+    AUX_GROUPS = 2,
+    AUX_LANES = 3,
+    GROUP = 32,
+    LANE_ITEMS = 4,
+    WARP = 32,
 };
+
+/* log2 of L, entry 1's lanes a segment in the offset form: the least
+ * power of two whose L LANE_ITEMS elements hold the mean segment (inner /
+ * nseg, from the shapes alone), at most a warp: a banded matrix's rows of
+ * 10 take 4 lanes of 4 (the best of seg4's two passes on the H200). */
+static int lanes_lg(int64_t inner, int64_t nseg)
+{
+    int64_t mean = nseg > 0 ? (inner + nseg - 1) / nseg : 1;
+    int lg = 0;
+    while (lg < 5 && ((int64_t)LANE_ITEMS << lg) < mean) {
+        lg++;
+    }
+    return lg;
+}
 
 weft_status rt_exec_fold_seg_pass(rt_job *j)
 {
@@ -34,16 +55,30 @@ weft_status rt_exec_fold_seg_pass(rt_job *j)
         return s;
     }
     int64_t outer = fe_shape_size(rank - 1, shape);
-    int64_t nseg = seg->shape[0];
+    bool byoff = j->k->op->op == FE_SEG_OFFSETS;
+    int64_t nseg = fe_seg_count(j->k->op->op, seg->shape[0]);
+    int64_t inner = shape[rank - 1];
     shape[rank - 1] = nseg;
     int64_t n = fe_shape_size(rank, shape);
     if (n < 0) {
         return fe_error(WEFT_ERR_BAD_SHAPE,
-                        WHO ": fold_seg: the result has too many elements");
+                        WHO ": %s: the result has too many elements",
+                        byoff ? "fold_seg_offsets" : "fold_seg");
     }
     /* rows: an input of no rows still has its lengths checked, once */
     int64_t rows = outer > 0 ? outer : 1;
-    int64_t tiles_min = rows * ((nseg + MIN_BLOCK - 1) / MIN_BLOCK);
+    int64_t groups = (nseg + GROUP - 1) / GROUP;
+    if (byoff) {
+        j->aux_start[AUX_GROUPS] = RT_AUX_ANY; /* entry 0 marks them all */
+        j->auxval[AUX_LANES].i = lanes_lg(inner, nseg);
+        if ((s = rt_job_aux(j, AUX_GROUPS, WEFT_I32, groups > 0 ? groups : 1,
+                            false)) != WEFT_OK) {
+            return s;
+        }
+    }
+    /* the offset form has no look-back: no status words */
+    int64_t tiles_min =
+        byoff ? 1 : rows * ((nseg + MIN_BLOCK - 1) / MIN_BLOCK);
     if ((s = rt_job_aux(j, 0, WEFT_I64, tiles_min > 0 ? tiles_min : 1,
                         false)) != WEFT_OK ||
         (s = rt_job_aux(j, 1, WEFT_I64, 1, false)) != WEFT_OK ||
@@ -54,6 +89,14 @@ weft_status rt_exec_fold_seg_pass(rt_job *j)
     if (nseg == 0) {
         return WEFT_OK; /* no segment: nothing to check or fold */
     }
-    return rt_job_run(j, 0, rows * ((nseg + TILE - 1) / TILE), 1);
+    int64_t tiles = rows * ((nseg + TILE - 1) / TILE);
+    if (!byoff) {
+        return rt_job_run(j, 0, tiles, 1);
+    }
+    /* entry 0 checks the offsets, marks the groups and folds the tiles
+     * with a long segment, then entry 1 the rest, a warp a group */
+    rt_phase ph[2] = {{.entry = 0, .n = tiles, .grain = 1},
+                      {.entry = 1, .n = outer * groups, .grain = 1}};
+    return rt_job_phases(j, outer > 0 ? 2 : 1, ph);
 }
 #endif

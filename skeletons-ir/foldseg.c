@@ -6,7 +6,10 @@
  * cuts every row the same way into nseg consecutive segments.  The driver
  * (runtime/exec_foldseg.c) checks the lengths and turns them into
  * offsets on the host: aux 0 is an i64 array of nseg + 1 offsets, off[0] =
- * 0, off[k + 1] = off[k] + len[k].  One entry point runs over the results
+ * 0, off[k + 1] = off[k] + len[k].  The offset form (weft_fold_seg_offsets,
+ * fe_term.op FE_SEG_OFFSETS) is given them: the driver only checks them,
+ * and the kernel reads off[k] from the descriptor itself (any integral
+ * type; aux 0 is then unused, and mode 2 below does not arise).  One entry point runs over the results
  * (outer * nseg of them, row-major), or, when aux 2 is 1, over parts:
  * part p is the results [part[p], part[p + 1]) (aux 1, parts + 1 of them,
  * which the driver cuts so that each part holds about as many elements:
@@ -69,12 +72,13 @@ static LLVMValueRef range_at(cg_fn *fn, LLVMValueRef byparts,
     return LLVMBuildSelect(B, byparts, q, at, "");
 }
 
-/* The length (i64) of segment k from the descriptor (kid 2), any
- * integral type (the driver has checked them). */
-static LLVMValueRef seg_len(sk_fn *f, LLVMValueRef k)
+/* Entry k (i64) of the descriptor (the last kid: lengths or offsets),
+ * any integral type (the driver has checked them). */
+static LLVMValueRef seg_entry(sk_fn *f, LLVMValueRef k)
 {
     cg_fn *fn = &f->fn;
-    const cg_array *seg = sk_kid_array(f, 2);
+    const fe_term *t = f->e->k->op;
+    const cg_array *seg = sk_kid_array(f, t->nkid - 1);
     weft_type lt = seg->leaf[0];
     LLVMValueRef v = cg_load(fn, lt, seg->ptr[0], k);
     LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
@@ -83,6 +87,16 @@ static LLVMValueRef seg_len(sk_fn *f, LLVMValueRef k)
     }
     return fe_is_signed(lt) ? LLVMBuildSExt(fn->b, v, i64, "")
                             : LLVMBuildZExt(fn->b, v, i64, "");
+}
+
+/* Offset k (i64) of the segments: the descriptor's own entry in the
+ * offset form, else the driver's offsets (aux 0). */
+static LLVMValueRef offset_at(sk_fn *f, const cg_array *off, LLVMValueRef k)
+{
+    if (f->e->k->op->op == FE_SEG_OFFSETS) {
+        return seg_entry(f, k);
+    }
+    return cg_load(&f->fn, WEFT_I64, off->ptr[0], k);
 }
 
 /* out[q] = the fold of the input's elements [lo, hi) (see the head
@@ -144,7 +158,7 @@ static weft_status emit_by_lengths(sk_fn *f, const cg_mut *acc)
     LLVMValueRef q;
     cg_loop_begin(fn, &l, q0, q1, &q);
     LLVMValueRef lo = LLVMBuildLoad2(fn->b, i64, lop, "");
-    LLVMValueRef hi = LLVMBuildAdd(fn->b, lo, seg_len(f, q), "");
+    LLVMValueRef hi = LLVMBuildAdd(fn->b, lo, seg_entry(f, q), "");
     LLVMBuildStore(fn->b, hi, lop);
     weft_status s = fold_one(f, acc, q, lo, hi);
     if (s) {
@@ -176,7 +190,9 @@ static weft_status emit_loop(sk_fn *f)
     }
     LLVMValueRef mode = sk_aux_value(f, 2)->v[0];
     cg_if bylen;
-    if (seeded) {
+    /* mode 2: foldSeg by lengths only */
+    bool mode2 = seeded && t->op == FE_SEG_LENGTHS;
+    if (mode2) {
         cg_if_begin(fn, &bylen,
                     LLVMBuildICmp(fn->b, LLVMIntEQ, mode, cg_i64(fn, 2), ""));
         if ((s = emit_by_lengths(f, &acc)) != WEFT_OK) {
@@ -210,15 +226,13 @@ static weft_status emit_loop(sk_fn *f)
     LLVMBuildStore(
         B, LLVMBuildSelect(B, wrap, LLVMBuildAdd(B, base, inner, ""), base, ""),
         bslot);
-    LLVMValueRef lo =
-        LLVMBuildAdd(fn->b, base, cg_load(fn, WEFT_I64, off->ptr[0], k), "");
-    LLVMValueRef hi =
-        LLVMBuildAdd(fn->b, base, cg_load(fn, WEFT_I64, off->ptr[0], k1), "");
+    LLVMValueRef lo = LLVMBuildAdd(fn->b, base, offset_at(f, off, k), "");
+    LLVMValueRef hi = LLVMBuildAdd(fn->b, base, offset_at(f, off, k1), "");
     if ((s = fold_one(f, &acc, q, lo, hi)) != WEFT_OK) {
         return s;
     }
     cg_loop_end(fn, &l);
-    if (seeded) {
+    if (mode2) {
         cg_if_end(fn, &bylen);
     }
     return WEFT_OK;

@@ -158,6 +158,16 @@ enum {
                                     segment per thread (short_segments) */
     MIN_BLOCKS = 3,  /* blocks resident a multiprocessor
                                     (launch bounds: 80 registers) */
+    /* the offset form */
+    AUX_GROUPS = 2,     /* i32 per GROUP segments: 1 where entry 0 folds
+                           them (its tile has a segment over lanes_limit) */
+    AUX_LANES = 3,      /* scalar: log2 of L, entry 1's lanes a segment */
+    GROUP = 32,         /* segments a mark of AUX_GROUPS covers (a tile of
+                           the smallest block) */
+    LANE_ITEMS = 4,     /* elements a lane of entry 1 reads a trip (U) */
+    LANE_TRIPS = 2,     /* entry 1's longest segment, in trips */
+    LANES_BLOCKS = 6,   /* entry 1's blocks a multiprocessor (launch
+                           bounds: 40 registers) */
 };
 
 /* ---- small helpers ---------------------------------------------------- */
@@ -336,7 +346,13 @@ typedef struct tile {
     LLVMValueRef tp;                          /* i64 slot: the tile */
     LLVMValueRef rawp[MAX_S];                 /* slots of the lengths' type:
                                                  the thread's lengths of the
-                                                 tile */
+                                                 tile (offset form: its
+                                                 segments' first offsets) */
+    LLVMValueRef rawhi[MAX_S];                /* offset form: the offsets
+                                                 that end them */
+    LLVMValueRef raw0;                        /* offset form: the tile's
+                                                 first offset */
+    bool byoff;                               /* the offset form */
     /* per tile */
     LLVMValueRef t, row, s0, nt, len;
 } tile;
@@ -367,27 +383,69 @@ static LLVMValueRef seg_of(cg_fn *fn, const tile *T, int q)
 }
 
 /* Tile t is the block's next: T->tp = t, and the thread's lengths of it
- * (0 past the segments, or past the tiles) in T->rawp. */
+ * (0 past the segments, or past the tiles) in T->rawp; in the offset form
+ * its segments' offsets (off[s], off[s + 1]; 0 and 0 past them) in
+ * T->rawp and T->rawhi, and the tile's first in T->raw0. */
 static void read_lengths(sk_fn *f, tile *T, LLVMValueRef t)
 {
     cg_fn *fn = &f->fn;
     const cg_array *seg = sk_kid_array(f, 2);
     weft_type lt = seg->leaf[0];
+    LLVMValueRef zero = LLVMConstNull(cg_type(fn->llctx, lt));
     LLVMBuildStore(fn->b, t, T->tp);
     LLVMValueRef s0 = tile_start(fn, T, t, NULL, NULL);
     LLVMValueRef live = LLVMBuildICmp(fn->b, LLVMIntULT, t, T->ntiles, "");
+    if (T->byoff) {
+        LLVMBuildStore(fn->b, zero, T->raw0);
+        cg_if in;
+        cg_if_begin(fn, &in, live);
+        LLVMBuildStore(fn->b, cg_load(fn, lt, seg->ptr[0], s0), T->raw0);
+        cg_if_end(fn, &in);
+    }
     for (int q = 0; q < T->S; q++) {
         LLVMValueRef sidx = LLVMBuildAdd(fn->b, s0, seg_of(fn, T, q), "");
         LLVMValueRef ok = LLVMBuildAnd(
             fn->b, live, LLVMBuildICmp(fn->b, LLVMIntULT, sidx, T->nseg, ""),
             "");
-        LLVMBuildStore(fn->b, LLVMConstNull(cg_type(fn->llctx, lt)),
-                       T->rawp[q]);
+        LLVMBuildStore(fn->b, zero, T->rawp[q]);
+        if (T->byoff) {
+            LLVMBuildStore(fn->b, zero, T->rawhi[q]);
+        }
         cg_if in;
         cg_if_begin(fn, &in, ok);
         LLVMBuildStore(fn->b, cg_load(fn, lt, seg->ptr[0], sidx), T->rawp[q]);
+        if (T->byoff) {
+            LLVMBuildStore(
+                fn->b,
+                cg_load(fn, lt, seg->ptr[0],
+                        LLVMBuildAdd(fn->b, sidx, cg_i64(fn, 1), "")),
+                T->rawhi[q]);
+        }
         cg_if_end(fn, &in);
     }
+}
+
+/* An offset (i64) of raw, a leaf of the offset form's descriptor, kept
+ * within [-1, limit] (limit = inner + 1; a u64 past INT64_MAX becomes
+ * limit): which changes no check's outcome (below 0, past inner, before
+ * the one before where neither is) and keeps differences and sums far
+ * from overflow. */
+static LLVMValueRef offset_val(sk_fn *f, LLVMValueRef v, LLVMValueRef limit)
+{
+    cg_fn *fn = &f->fn;
+    weft_type lt = sk_kid_array(f, 2)->leaf[0];
+    unsigned w = LLVMGetIntTypeWidth(LLVMTypeOf(v));
+    bool sgn = fe_is_signed(lt);
+    if (w < 64) {
+        return sgn ? LLVMBuildSExt(fn->b, v, t_i64(fn), "")
+                   : LLVMBuildZExt(fn->b, v, t_i64(fn), "");
+    }
+    if (!sgn) {
+        v = LLVMBuildSelect(
+            fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, v, cg_i64(fn, 0), ""),
+            limit, v, "");
+    }
+    return cg_smax(fn, cg_i64(fn, -1), cg_smin(fn, v, limit));
 }
 
 /* The length (i64) of raw, a leaf of the descriptor: signed types extended
@@ -426,11 +484,13 @@ static void report(sk_fn *f, LLVMValueRef s, int code)
 
 /* Step 1: the threads' sums of lengths (len) scanned; returns each
  * thread's exclusive offset and sets *total (the tile's A), *neg (i1: some
- * thread's isneg) and *longer (i1: some thread's islong). */
+ * thread's isneg), *longer (i1: some thread's islong) and *over (i1: some
+ * thread's isover). */
 static void scan_lengths(sk_fn *f, tile *T, LLVMValueRef len,
                          LLVMValueRef isneg, LLVMValueRef islong,
-                         LLVMValueRef *excl, LLVMValueRef *total,
-                         LLVMValueRef *neg, LLVMValueRef *longer)
+                         LLVMValueRef isover, LLVMValueRef *excl,
+                         LLVMValueRef *total, LLVMValueRef *neg,
+                         LLVMValueRef *longer, LLVMValueRef *over)
 {
     cg_fn *fn = &f->fn;
     const cg_target *tg = fn->target;
@@ -446,12 +506,17 @@ static void scan_lengths(sk_fn *f, tile *T, LLVMValueRef len,
             B, LLVMBuildICmp(B, LLVMIntUGE, lane32, c32(fn, d), ""),
             LLVMBuildAdd(B, x, y, ""), x, "");
     }
-    /* the warp's negative lengths in the low half, its long ones above */
-    LLVMValueRef negw =
-        LLVMBuildOr(B, cg_zext64(fn, tg->ballot(fn, isneg)),
-                    LLVMBuildShl(B, cg_zext64(fn, tg->ballot(fn, islong)),
-                                 cg_i64(fn, 32), ""),
-                    "");
+    /* bit 0: the warp has a negative length, 1: a long one, 2: one over */
+    LLVMValueRef negw = cg_i64(fn, 0);
+    LLVMValueRef pred[3] = {isneg, islong, isover};
+    for (int b = 0; b < 3; b++) {
+        LLVMValueRef any = LLVMBuildICmp(B, LLVMIntNE, tg->ballot(fn, pred[b]),
+                                         c32(fn, 0), "");
+        negw = LLVMBuildOr(
+            B, negw,
+            LLVMBuildShl(B, cg_zext64(fn, any), cg_i64(fn, (int64_t)b), ""),
+            "");
+    }
     cg_if last;
     cg_if_begin(fn, &last,
                 LLVMBuildICmp(B, LLVMIntEQ, T->lane, cg_i64(fn, WARP - 1), ""));
@@ -482,10 +547,12 @@ static void scan_lengths(sk_fn *f, tile *T, LLVMValueRef len,
     }
     *excl = LLVMBuildSub(B, LLVMBuildAdd(B, before, x, ""), len, "");
     *total = all;
-    *neg = LLVMBuildICmp(B, LLVMIntNE,
-                         LLVMBuildAnd(B, flags, cg_i64(fn, 0xffffffff), ""),
-                         cg_i64(fn, 0), "");
-    *longer = LLVMBuildICmp(B, LLVMIntUGT, flags, cg_i64(fn, 0xffffffff), "");
+    LLVMValueRef *out[3] = {neg, longer, over};
+    for (int b = 0; b < 3; b++) {
+        *out[b] = LLVMBuildICmp(
+            B, LLVMIntNE, LLVMBuildAnd(B, flags, cg_i64(fn, 1 << b), ""),
+            cg_i64(fn, 0), "");
+    }
 }
 
 /* The packed status word of flag and v (v clamped to 62 bits' range by
@@ -1292,54 +1359,49 @@ static weft_status short_segments(sk_fn *f, const tile *T,
     return WEFT_OK;
 }
 
-/* One tile (T->t): steps 1 to 4. */
-static weft_status one_tile(sk_fn *f, tile *T)
+/* The offset form: the longest segment entry 1 folds (i64), L U
+ * LANE_TRIPS elements (L = 2^lg from aux AUX_LANES). */
+static LLVMValueRef lanes_limit(sk_fn *f)
+{
+    cg_fn *fn = &f->fn;
+    LLVMValueRef lg = sk_aux_value(f, AUX_LANES)->v[0];
+    return LLVMBuildShl(fn->b, cg_i64(fn, LANE_ITEMS * LANE_TRIPS), lg, "");
+}
+
+/* The offset form, a tile of row 0: its marks (AUX_GROUPS, a GROUP of
+ * segments each; the tile starts at a multiple of GROUP) say whether
+ * entry 0 folds them (over: the tile has a segment over lanes_limit) or
+ * entry 1.  Every row is cut alike, so row 0's tiles speak for all. */
+static void mark_groups(sk_fn *f, const tile *T, LLVMValueRef over)
+{
+    cg_fn *fn = &f->fn;
+    LLVMValueRef ng = LLVMBuildUDiv(
+        fn->b, LLVMBuildAdd(fn->b, T->nt, cg_i64(fn, GROUP - 1), ""),
+        cg_i64(fn, GROUP), "");
+    cg_if w;
+    cg_if_begin(
+        fn, &w,
+        LLVMBuildAnd(fn->b,
+                     LLVMBuildICmp(fn->b, LLVMIntEQ, T->row, cg_i64(fn, 0), ""),
+                     LLVMBuildICmp(fn->b, LLVMIntSLT, T->tid, ng, ""), ""));
+    LLVMValueRef g = LLVMBuildAdd(
+        fn->b, LLVMBuildUDiv(fn->b, T->s0, cg_i64(fn, GROUP), ""), T->tid, "");
+    cg_store(fn, WEFT_I32, sk_aux_array(f, AUX_GROUPS)->ptr[0], g,
+             LLVMBuildZExt(fn->b, over, t_i32(fn), ""));
+    cg_if_end(fn, &w);
+}
+
+/* Step 2 of the lengths' form: the tile's first element within its row
+ * (P), by look-back (warp 0), published and shared with the block (the
+ * barrier after it also makes step 1's loc visible). */
+static LLVMValueRef prefix(sk_fn *f, const tile *T, LLVMValueRef piece,
+                           LLVMValueRef total, LLVMValueRef limit)
 {
     cg_fn *fn = &f->fn;
     const cg_target *tg = fn->target;
-    LLVMBuilderRef B = fn->b;
-    weft_status s;
-    LLVMValueRef piece;
-    T->s0 = tile_start(fn, T, T->t, &T->row, &piece);
-    T->nt = cg_smin(fn, T->span, LLVMBuildSub(B, T->nseg, T->s0, ""));
-    /* 1. the lengths (read_lengths; 0 past nseg), the thread's S summed */
-    LLVMValueRef huge[MAX_S] = {0}, len[MAX_S] = {0}, excl[MAX_S] = {0};
-    LLVMValueRef sum = cg_i64(fn, 0), isneg = i1c(fn, false);
-    LLVMValueRef islong = i1c(fn, false);
-    for (int q = 0; q < T->S; q++) {
-        len[q] =
-            seg_len(f,
-                    get(fn, cg_type(fn->llctx, sk_kid_array(f, 2)->leaf[0]),
-                        T->rawp[q]),
-                    LLVMBuildAdd(B, T->inner, cg_i64(fn, 1), ""), &huge[q]);
-        sum = LLVMBuildAdd(B, sum, len[q], "");
-        isneg = LLVMBuildOr(
-            B, isneg, LLVMBuildICmp(B, LLVMIntSLT, len[q], cg_i64(fn, 0), ""),
-            "");
-        islong = LLVMBuildOr(
-            B, islong,
-            LLVMBuildICmp(B, LLVMIntSGT, len[q], cg_i64(fn, SHORT_SEG), ""),
-            "");
-    }
-    /* a huge u64 length scans as negative: the tile is bad either way */
-    LLVMValueRef total, neg, longer;
-    scan_lengths(f, T, sum, isneg, islong, &excl[0], &total, &neg, &longer);
-    for (int q = 0; q < T->S && q < MAX_S; q++) {
-        if (q > 0) {
-            excl[q] = LLVMBuildAdd(B, excl[q - 1], len[q - 1], "");
-        }
-        store64(fn, T->sh_loc, seg_of(fn, T, q), excl[q]);
-    }
-    cg_if lastt;
-    cg_if_begin(fn, &lastt,
-                LLVMBuildICmp(fn->b, LLVMIntEQ, T->tid, cg_i64(fn, 0), ""));
-    store64(fn, T->sh_loc, T->nt, total);
-    cg_if_end(fn, &lastt);
-    /* 2. the prefix (warp 0) */
     cg_if w0;
     cg_if_begin(fn, &w0,
                 LLVMBuildICmp(fn->b, LLVMIntEQ, T->warp, cg_i64(fn, 0), ""));
-    LLVMValueRef limit = LLVMBuildAdd(fn->b, T->inner, cg_i64(fn, 1), "");
     cg_if p0;
     cg_if_begin(
         fn, &p0,
@@ -1363,8 +1425,87 @@ static weft_status one_tile(sk_fn *f, tile *T)
     cg_if_end(fn, &l0);
     cg_if_end(fn, &w0);
     tg->barrier(fn);
+    return load64(fn, T->sh_prefix, cg_i64(fn, 0));
+}
+
+/* One tile (T->t): steps 1 to 4. */
+static weft_status one_tile(sk_fn *f, tile *T)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    LLVMBuilderRef B = fn->b;
+    weft_status s;
+    LLVMValueRef piece;
+    T->s0 = tile_start(fn, T, T->t, &T->row, &piece);
+    T->nt = cg_smin(fn, T->span, LLVMBuildSub(B, T->nseg, T->s0, ""));
+    /* 1. the lengths (read_lengths; 0 past nseg), the thread's S summed */
+    LLVMValueRef huge[MAX_S] = {0}, len[MAX_S] = {0}, excl[MAX_S] = {0};
+    LLVMValueRef sum = cg_i64(fn, 0), isneg = i1c(fn, false);
+    LLVMValueRef islong = i1c(fn, false);
+    LLVMTypeRef lty = cg_type(fn->llctx, sk_kid_array(f, 2)->leaf[0]);
+    LLVMValueRef limit = LLVMBuildAdd(B, T->inner, cg_i64(fn, 1), "");
+    LLVMValueRef start[MAX_S] = {0}; /* offset form: off[s] */
+    /* offset form: a segment over `lanes_max` elements leaves the tile to
+     * this entry; entry 1 folds the others */
+    LLVMValueRef isover = i1c(fn, false);
+    LLVMValueRef lanes_max = T->byoff ? lanes_limit(f) : NULL;
+    for (int q = 0; q < T->S; q++) {
+        if (T->byoff) {
+            /* the length is the offsets' difference, its start checked
+             * with it (a start below 0 is as bad as a negative length) */
+            start[q] = offset_val(f, get(fn, lty, T->rawp[q]), limit);
+            len[q] = LLVMBuildSub(
+                B, offset_val(f, get(fn, lty, T->rawhi[q]), limit), start[q],
+                "");
+            huge[q] = i1c(fn, false);
+            isneg = LLVMBuildOr(
+                B, isneg,
+                LLVMBuildICmp(B, LLVMIntSLT, start[q], cg_i64(fn, 0), ""), "");
+        } else {
+            len[q] = seg_len(f, get(fn, lty, T->rawp[q]), limit, &huge[q]);
+        }
+        sum = LLVMBuildAdd(B, sum, len[q], "");
+        isneg = LLVMBuildOr(
+            B, isneg, LLVMBuildICmp(B, LLVMIntSLT, len[q], cg_i64(fn, 0), ""),
+            "");
+        islong = LLVMBuildOr(
+            B, islong,
+            LLVMBuildICmp(B, LLVMIntSGT, len[q], cg_i64(fn, SHORT_SEG), ""),
+            "");
+        if (T->byoff) {
+            isover = LLVMBuildOr(
+                B, isover, LLVMBuildICmp(B, LLVMIntSGT, len[q], lanes_max, ""),
+                "");
+        }
+    }
+    /* a huge u64 length scans as negative: the tile is bad either way */
+    LLVMValueRef total, neg, longer, over;
+    scan_lengths(f, T, sum, isneg, islong, isover, &excl[0], &total, &neg,
+                 &longer, &over);
+    if (T->byoff) {
+        mark_groups(f, T, over);
+    }
+    for (int q = 0; q < T->S && q < MAX_S; q++) {
+        if (q > 0) {
+            excl[q] = LLVMBuildAdd(B, excl[q - 1], len[q - 1], "");
+        }
+        store64(fn, T->sh_loc, seg_of(fn, T, q), excl[q]);
+    }
+    cg_if lastt;
+    cg_if_begin(fn, &lastt,
+                LLVMBuildICmp(fn->b, LLVMIntEQ, T->tid, cg_i64(fn, 0), ""));
+    store64(fn, T->sh_loc, T->nt, total);
+    cg_if_end(fn, &lastt);
+    /* 2. the prefix: the offset form's first offset, or by look-back
+     * (warp 0) */
+    LLVMValueRef P;
+    if (T->byoff) {
+        P = offset_val(f, get(fn, lty, T->raw0), limit);
+        tg->barrier(fn); /* loc is written */
+    } else {
+        P = prefix(f, T, piece, total, limit);
+    }
     /* 3. the checks */
-    LLVMValueRef P = load64(fn, T->sh_prefix, cg_i64(fn, 0));
     LLVMValueRef bad = LLVMBuildOr(
         fn->b, neg,
         LLVMBuildOr(
@@ -1385,6 +1526,12 @@ static weft_status one_tile(sk_fn *f, tile *T)
                           "");
         LLVMValueRef qneg =
             LLVMBuildICmp(fn->b, LLVMIntSLT, len[q], cg_i64(fn, 0), "");
+        if (T->byoff) {
+            qneg = LLVMBuildOr(
+                fn->b, qneg,
+                LLVMBuildICmp(fn->b, LLVMIntSLT, start[q], cg_i64(fn, 0), ""),
+                "");
+        }
         cg_if in, n;
         cg_if_begin(fn, &in, LLVMBuildICmp(B, LLVMIntSLT, sq, T->nt, ""));
         cg_if_begin(
@@ -1400,13 +1547,16 @@ static weft_status one_tile(sk_fn *f, tile *T)
         cg_if_end(fn, &in);
     }
     cg_if_end(fn, &chk);
-    /* 4. the fold of a good tile of a row that exists */
-    cg_if go;
-    cg_if_begin(
-        fn, &go,
+    /* 4. the fold of a good tile of a row that exists (in the offset form,
+     * of one that entry 1 leaves alone) */
+    LLVMValueRef go_if =
         LLVMBuildAnd(fn->b, LLVMBuildNot(fn->b, bad, ""),
-                     LLVMBuildICmp(fn->b, LLVMIntULT, T->row, T->outer, ""),
-                     ""));
+                     LLVMBuildICmp(fn->b, LLVMIntULT, T->row, T->outer, ""), "");
+    if (T->byoff) {
+        go_if = LLVMBuildAnd(fn->b, go_if, over, "");
+    }
+    cg_if go;
+    cg_if_begin(fn, &go, go_if);
     LLVMValueRef base = LLVMBuildAdd(
         fn->b, LLVMBuildMul(fn->b, T->row, T->inner, ""), P, "base");
     LLVMValueRef qbase = LLVMBuildAdd(
@@ -1446,7 +1596,13 @@ static weft_status emit_tiles(sk_fn *f)
     for (int d = 0; d + 1 < src->rank; d++) {
         T.outer = LLVMBuildMul(fn->b, T.outer, ext[d], "");
     }
+    T.byoff = t->op == FE_SEG_OFFSETS;
     T.nseg = sk_kid_array(f, 2)->extent[0];
+    if (T.byoff) {
+        /* nseg + 1 offsets, or none */
+        T.nseg = cg_smax(fn, LLVMBuildSub(fn->b, T.nseg, cg_i64(fn, 1), ""),
+                         cg_i64(fn, 0));
+    }
     T.tid = cg_zext64(fn, tg->thread_index(fn, 0));
     T.bs = cg_zext64(fn, tg->block_size(fn, 0));
     T.lane = LLVMBuildAnd(fn->b, T.tid, cg_i64(fn, WARP - 1), "lane");
@@ -1462,10 +1618,12 @@ static weft_status emit_tiles(sk_fn *f)
     LLVMValueRef rows = cg_smax(fn, T.outer, cg_i64(fn, 1));
     T.ntiles = LLVMBuildMul(fn->b, rows, T.tpr, "tiles");
     T.tp = var(fn, t_i64(fn), cg_i64(fn, 0));
+    LLVMTypeRef lty = cg_type(fn->llctx, sk_kid_array(f, 2)->leaf[0]);
     for (int q = 0; q < T.S; q++) {
-        T.rawp[q] = cg_alloca(
-            fn, cg_type(fn->llctx, sk_kid_array(f, 2)->leaf[0]), "raw");
+        T.rawp[q] = cg_alloca(fn, lty, "raw");
+        T.rawhi[q] = T.byoff ? cg_alloca(fn, lty, "rawhi") : NULL;
     }
+    T.raw0 = T.byoff ? cg_alloca(fn, lty, "raw0") : NULL;
     LLVMBasicBlockRef head =
         LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "tile");
     LLVMBasicBlockRef body =
@@ -1496,6 +1654,306 @@ static weft_status emit_tiles(sk_fn *f)
     return WEFT_OK;
 }
 
+/* ---- entry 1 of the offset form: L lanes a segment ----------------------- */
+
+/* x = x `f` y where take (x the earlier value).  A light kernel's
+ * combine is computed in every lane and selected (no branch, so that
+ * LLVM does not sink a trip's reads behind it: the junk of a lane past
+ * its segment is combined and dropped; a combine's division by zero does
+ * not trap on the GPU); any other behind a branch. */
+static weft_status comb_if(sk_fn *f, const cg_mut *x, const cg_val *y,
+                           LLVMValueRef take)
+{
+    cg_fn *fn = &f->fn;
+    weft_status s;
+    if (f->e->k->light) {
+        cg_val a, z;
+        cg_mut tmp;
+        if ((s = cg_mut_new(fn, f->e->k->op->type, &tmp)) != WEFT_OK ||
+            (s = cg_mut_get(fn, x, &a)) != WEFT_OK) {
+            return s;
+        }
+        cg_mut_set(fn, &tmp, &a);
+        if ((s = comb_back(f, &tmp, y)) != WEFT_OK ||
+            (s = cg_mut_get(fn, &tmp, &z)) != WEFT_OK) {
+            return s;
+        }
+        for (int l = 0; l < z.n; l++) {
+            z.v[l] = LLVMBuildSelect(fn->b, take, z.v[l], a.v[l], "");
+        }
+        cg_mut_set(fn, x, &z);
+        return WEFT_OK;
+    }
+    cg_if t;
+    cg_if_begin(fn, &t, take);
+    s = comb_back(f, x, y);
+    cg_if_end(fn, &t);
+    return s;
+}
+
+/* A warp's lanes in groups of L = 2^lg, a segment each. */
+typedef struct lanes {
+    LLVMValueRef L, L32, li, li32; /* L, the lane's place in its group li:
+                                      i64 and i32 */
+    LLVMValueRef last;             /* the input's last element (i64) */
+} lanes;
+
+/* acc (z on entry) = acc `f` the elements [base + lo, base + hi) of the
+ * input, in order, in lane 0 of each group (the others end with junk).
+ * Trips while some segment of the warp has elements left (a ballot: the
+ * shuffles need every lane): in a trip the L lanes of a segment take its
+ * next U L elements, lane i the U consecutive ones from U i (U =
+ * LANE_ITEMS), read at once with no branch (positions clamped into the
+ * input: a lane past its segment reads an element it does not use) and
+ * folded in order; a tree of shuffles folds the lanes' values in order
+ * (lane i takes lane i + d's where lane i + d holds elements: d = 1, 2,
+ * .., below L, steps that are uniform branches), and lane 0 adds the
+ * trip's fold to the segment's. */
+static weft_status fold_span(sk_fn *f, const lanes *G, LLVMValueRef lo,
+                             LLVMValueRef hi, LLVMValueRef base,
+                             const cg_mut *acc)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    const fe_term *op = f->e->k->op;
+    const fe_term *src = op->kid[1];
+    LLVMTypeRef i64 = t_i64(fn), i32 = t_i32(fn);
+    enum { U = LANE_ITEMS };
+    weft_status s;
+    cg_mut x;
+    if ((s = cg_mut_new(fn, op->type, &x)) != WEFT_OK) {
+        return s;
+    }
+    LLVMValueRef c0p = var(fn, i64, lo);
+    LLVMBasicBlockRef head =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "trip");
+    LLVMBasicBlockRef body =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "trip.body");
+    LLVMBasicBlockRef done =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "trip.done");
+    LLVMBuildBr(fn->b, head);
+    LLVMPositionBuilderAtEnd(fn->b, head);
+    LLVMValueRef c0 = get(fn, i64, c0p);
+    LLVMValueRef more =
+        tg->ballot(fn, LLVMBuildICmp(fn->b, LLVMIntSLT, c0, hi, ""));
+    LLVMBuildCondBr(fn->b,
+                    LLVMBuildICmp(fn->b, LLVMIntNE, more, c32(fn, 0), ""), body,
+                    done);
+    LLVMPositionBuilderAtEnd(fn->b, body);
+    /* the trip's elements: n32 in [0, U L] */
+    LLVMValueRef UL = LLVMBuildMul(fn->b, G->L, cg_i64(fn, U), "");
+    LLVMValueRef n32 = LLVMBuildTrunc(
+        fn->b,
+        cg_smax(fn, cg_i64(fn, 0),
+                cg_smin(fn, LLVMBuildSub(fn->b, hi, c0, ""), UL)),
+        i32, "n_in");
+    LLVMValueRef at = LLVMBuildAdd(
+        fn->b, base,
+        LLVMBuildAdd(fn->b, c0, LLVMBuildMul(fn->b, G->li, cg_i64(fn, U), ""),
+                     ""),
+        "");
+    cg_val e[U];
+    for (int u = 0; u < U; u++) {
+        LLVMValueRef args[2] = {LLVMBuildAdd(fn->b, at, cg_i64(fn, u), ""),
+                                G->last};
+        LLVMValueRef idx = cg_intrinsic(fn, "llvm.umin", &i64, 1, args, 2);
+        if ((s = sk_read(f, src, idx, NULL, &e[u])) != WEFT_OK) {
+            return s;
+        }
+    }
+    cg_mut_set(fn, &x, &e[0]);
+    /* the trip's elements from the lane's first on (i32, maybe negative),
+     * compared with constants (compares of U i + k with n32 made LLVM keep
+     * a register for each k) */
+    LLVMValueRef rem = LLVMBuildSub(
+        fn->b, n32, LLVMBuildMul(fn->b, G->li32, c32(fn, U), ""), "rem");
+    for (int u = 1; u < U; u++) {
+        if ((s = comb_if(f, &x, &e[u],
+                         LLVMBuildICmp(fn->b, LLVMIntSGT, rem, c32(fn, u),
+                                       ""))) != WEFT_OK) {
+            return s;
+        }
+    }
+    /* the tree: lane i takes lane i + d's fold where both hold elements
+     * (then lane i + d is of the same segment); lane 0's is the trip's */
+    for (int d = 1; d < WARP; d *= 2) {
+        cg_if st; /* steps below L only (uniform) */
+        cg_if_begin(fn, &st,
+                    LLVMBuildICmp(fn->b, LLVMIntUGT, G->L32, c32(fn, d), ""));
+        cg_val xv, y;
+        if ((s = cg_mut_get(fn, &x, &xv)) != WEFT_OK ||
+            (s = cg_val_make(fn, xv.n, &y)) != WEFT_OK) {
+            return s;
+        }
+        for (int l = 0; l < xv.n; l++) {
+            y.v[l] = tg->shuffle_down(fn, xv.v[l], c32(fn, d));
+        }
+        LLVMValueRef take =
+            LLVMBuildICmp(fn->b, LLVMIntSGT, rem, c32(fn, d * U), "");
+        if ((s = comb_if(f, &x, &y, take)) != WEFT_OK) {
+            return s;
+        }
+        cg_if_end(fn, &st);
+    }
+    cg_val xv;
+    if ((s = cg_mut_get(fn, &x, &xv)) != WEFT_OK ||
+        (s = comb_if(
+             f, acc, &xv,
+             LLVMBuildAnd(
+                 fn->b, LLVMBuildICmp(fn->b, LLVMIntEQ, G->li32, c32(fn, 0), ""),
+                 LLVMBuildICmp(fn->b, LLVMIntNE, n32, c32(fn, 0), ""), ""))) !=
+            WEFT_OK) {
+        return s;
+    }
+    LLVMBuildStore(fn->b, LLVMBuildAdd(fn->b, c0, UL, ""), c0p);
+    LLVMBuildBr(fn->b, head);
+    LLVMPositionBuilderAtEnd(fn->b, done);
+    return WEFT_OK;
+}
+
+/* Entry 1 of the offset form: the segments that entry 0 left (their
+ * group's mark 0: no segment of their tile over lanes_limit), L = 2^lg
+ * lanes a segment.  A warp item is a GROUP of segments of one row (items
+ * of all the rows, row-major; the grid is what stays resident and warps
+ * loop): the warp reads the group's mark and, where it is 0, folds the
+ * group's segments 32 / L at a time, each by fold_span from z, and the
+ * first lane of each segment stores it.  A lane reads its segment's two
+ * offsets, kept within [0, inner] and in order (entry 0 has checked
+ * them; after a bad one the error word is set and this entry does
+ * nothing, so that no gather of its own reports first, as the
+ * interpreter's would not).  No shared memory and no barrier: few
+ * registers, many warps. */
+static weft_status emit_lanes(sk_fn *f)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    const fe_term *op = f->e->k->op;
+    const fe_term *src = op->kid[1];
+    const cg_array *desc = sk_kid_array(f, 2);
+    LLVMTypeRef i64 = t_i64(fn), i32 = t_i32(fn);
+    LLVMValueRef ext[WEFT_MAX_RANK];
+    weft_status s = sk_extent(f, src, ext);
+    if (s) {
+        return s;
+    }
+    LLVMValueRef inner = ext[src->rank - 1];
+    LLVMValueRef outer = cg_i64(fn, 1);
+    for (int d = 0; d + 1 < src->rank; d++) {
+        outer = LLVMBuildMul(fn->b, outer, ext[d], "");
+    }
+    LLVMValueRef nseg = cg_smax(
+        fn, LLVMBuildSub(fn->b, desc->extent[0], cg_i64(fn, 1), ""),
+        cg_i64(fn, 0));
+    LLVMValueRef gpr = LLVMBuildUDiv(
+        fn->b, LLVMBuildAdd(fn->b, nseg, cg_i64(fn, GROUP - 1), ""),
+        cg_i64(fn, GROUP), "groups");
+    LLVMValueRef lg = sk_aux_value(f, AUX_LANES)->v[0];
+    LLVMValueRef L = LLVMBuildShl(fn->b, cg_i64(fn, 1), lg, "L");
+    LLVMValueRef tid = cg_zext64(fn, tg->thread_index(fn, 0));
+    LLVMValueRef lane = LLVMBuildAnd(fn->b, tid, cg_i64(fn, WARP - 1), "lane");
+    LLVMValueRef li = LLVMBuildAnd(
+        fn->b, lane, LLVMBuildSub(fn->b, L, cg_i64(fn, 1), ""), "li");
+    lanes G = {.L = L,
+               .L32 = LLVMBuildTrunc(fn->b, L, i32, ""),
+               .li = li,
+               .li32 = LLVMBuildTrunc(fn->b, li, i32, ""),
+               .last = LLVMBuildSub(fn->b, LLVMBuildMul(fn->b, outer, inner, ""),
+                                    cg_i64(fn, 1), "last")};
+    LLVMValueRef per = LLVMBuildLShr(fn->b, cg_i64(fn, WARP), lg, "per");
+    LLVMValueRef g0 = LLVMBuildLShr(fn->b, lane, lg, "");
+    LLVMValueRef wpb = LLVMBuildLShr(
+        fn->b, cg_zext64(fn, tg->block_size(fn, 0)), cg_i64(fn, 5), "");
+    LLVMValueRef w0 = LLVMBuildAdd(
+        fn->b,
+        LLVMBuildMul(fn->b,
+                     LLVMBuildAdd(fn->b, f->first,
+                                  cg_zext64(fn, tg->block_index(fn, 0)), ""),
+                     wpb, ""),
+        LLVMBuildLShr(fn->b, tid, cg_i64(fn, 5), ""), "w0");
+    LLVMValueRef step =
+        LLVMBuildMul(fn->b, cg_zext64(fn, tg->grid_size(fn, 0)), wpb, "");
+    LLVMValueRef one_row =
+        LLVMBuildICmp(fn->b, LLVMIntEQ, outer, cg_i64(fn, 1), "");
+    /* nothing after a bad offset that entry 0 reported */
+    LLVMValueRef end = f->n;
+    if (f->e->k->err_item >= 0) {
+        LLVMValueRef ew =
+            LLVMBuildLoad2(fn->b, i64, f->arr[f->e->k->err_item].ptr[0], "");
+        LLVMSetOrdering(ew, LLVMAtomicOrderingMonotonic);
+        LLVMSetAlignment(ew, 8);
+        end = LLVMBuildSelect(
+            fn->b, LLVMBuildICmp(fn->b, LLVMIntEQ, ew, cg_i64(fn, 0), ""), f->n,
+            cg_i64(fn, 0), "end");
+    }
+    LLVMTypeRef lty = cg_type(fn->llctx, desc->leaf[0]);
+    LLVMValueRef limit = LLVMBuildAdd(fn->b, inner, cg_i64(fn, 1), "");
+    cg_mut acc;
+    if ((s = cg_mut_new(fn, op->type, &acc)) != WEFT_OK) {
+        return s;
+    }
+    cg_sloop items;
+    LLVMValueRef w = cg_sloop_begin(fn, &items, w0, end, step, "item");
+    /* the row and group of item w: no division for one row */
+    LLVMValueRef rowp = var(fn, i64, cg_i64(fn, 0));
+    LLVMValueRef gp = var(fn, i64, w);
+    cg_if several;
+    cg_if_begin(fn, &several, LLVMBuildNot(fn->b, one_row, ""));
+    {
+        LLVMValueRef r = LLVMBuildUDiv(fn->b, w, gpr, "");
+        LLVMBuildStore(fn->b, r, rowp);
+        LLVMBuildStore(fn->b,
+                       LLVMBuildSub(fn->b, w, LLVMBuildMul(fn->b, r, gpr, ""), ""),
+                       gp);
+    }
+    cg_if_end(fn, &several);
+    LLVMValueRef row = get(fn, i64, rowp), g = get(fn, i64, gp);
+    LLVMValueRef mark = cg_load(fn, WEFT_I32, sk_aux_array(f, AUX_GROUPS)->ptr[0], g);
+    cg_if mine;
+    cg_if_begin(fn, &mine, LLVMBuildICmp(fn->b, LLVMIntEQ, mark, c32(fn, 0), ""));
+    LLVMValueRef base = LLVMBuildMul(fn->b, row, inner, "base");
+    LLVMValueRef gs = LLVMBuildMul(fn->b, g, cg_i64(fn, GROUP), "");
+    cg_loop sub;
+    LLVMValueRef j;
+    cg_loop_begin(fn, &sub, cg_i64(fn, 0), L, &j);
+    /* segment k of the row: the group's j-th 32 / L, the lane's group */
+    LLVMValueRef k = LLVMBuildAdd(
+        fn->b, gs, LLVMBuildAdd(fn->b, LLVMBuildMul(fn->b, j, per, ""), g0, ""),
+        "k");
+    LLVMValueRef live = LLVMBuildICmp(fn->b, LLVMIntULT, k, nseg, "live");
+    LLVMValueRef ks = LLVMBuildSelect(fn->b, live, k, cg_i64(fn, 0), "");
+    LLVMValueRef lo = offset_val(f, cg_load(fn, desc->leaf[0], desc->ptr[0], ks), limit);
+    LLVMValueRef hi = offset_val(
+        f,
+        cg_load(fn, desc->leaf[0], desc->ptr[0],
+                LLVMBuildAdd(fn->b, ks, cg_i64(fn, 1), "")),
+        limit);
+    (void)lty;
+    lo = cg_smax(fn, cg_i64(fn, 0), cg_smin(fn, lo, inner));
+    hi = cg_smax(fn, lo, cg_smin(fn, hi, inner));
+    hi = LLVMBuildSelect(fn->b, live, hi, lo, "hi");
+    cg_mut_set(fn, &acc, sk_kid_value(f, 0));
+    if ((s = fold_span(f, &G, lo, hi, base, &acc)) != WEFT_OK) {
+        return s;
+    }
+    cg_if put;
+    cg_if_begin(fn, &put,
+                LLVMBuildAnd(fn->b, live,
+                             LLVMBuildICmp(fn->b, LLVMIntEQ, li, cg_i64(fn, 0), ""),
+                             ""));
+    cg_val y;
+    if ((s = cg_mut_get(fn, &acc, &y)) != WEFT_OK) {
+        return s;
+    }
+    cg_array_store(fn, sk_out_array(f, 0),
+                   LLVMBuildAdd(fn->b, LLVMBuildMul(fn->b, row, nseg, ""), k, ""),
+                   &y);
+    cg_if_end(fn, &put);
+    cg_loop_end(fn, &sub);
+    cg_if_end(fn, &mine);
+    cg_sloop_end(fn, &items);
+    return WEFT_OK;
+}
+
 /* ---- the skeleton ------------------------------------------------------ */
 
 static bool ptx_fold_seg_supported(const fe_term *t)
@@ -1507,10 +1965,16 @@ static bool ptx_fold_seg_supported(const fe_term *t)
 static weft_status ptx_fold_seg_prepare(weft_context *ctx, fe_arena *arena,
                                         sk_kernel *k)
 {
-    k->nentry = 1;
-    k->item_threads[0] = k->item_threads[1] = SK_ITEM_BLOCK;
+    bool byoff = k->op->op == FE_SEG_OFFSETS;
+    k->nentry = byoff ? 2 : 1;
+    for (int v = 0; v < 2; v++) { /* both variants (sk_kernel.general) */
+        k->item_threads[k->nentry * v] = SK_ITEM_BLOCK;
+        if (byoff) {
+            k->item_threads[k->nentry * v + 1] = WARP;
+        }
+    }
     k->block_max = BLOCK;
-    k->may_fail = true; /* the lengths are checked in the kernel */
+    k->may_fail = true; /* the descriptor is checked in the kernel */
     weft_status s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX, AUX_STATUS,
                                 WEFT_I64, 1);
     k->aux_item[AUX_STATUS] = k->nitem - 1;
@@ -1519,13 +1983,24 @@ static weft_status ptx_fold_seg_prepare(weft_context *ctx, fe_arena *arena,
                         WEFT_I64, 1);
         k->aux_item[AUX_TICKET] = k->nitem - 1;
     }
+    if (s == WEFT_OK && byoff) {
+        s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX, AUX_GROUPS,
+                        WEFT_I32, 1);
+        k->aux_item[AUX_GROUPS] = k->nitem - 1;
+    }
+    if (s == WEFT_OK && byoff) {
+        s = sk_add_item(ctx, arena, k, SK_SCALAR, SK_SRC_AUX, AUX_LANES,
+                        WEFT_I64, 0);
+        k->aux_item[AUX_LANES] = k->nitem - 1;
+    }
     return s;
 }
 
-static weft_status ptx_fold_seg_emit(sk_emit *e, const char *const *names)
+/* Entry `entry` (0 the tiles, 1 the offset form's lanes). */
+static weft_status emit_entry(sk_emit *e, const char *name, int entry)
 {
     sk_fn f;
-    weft_status s = sk_fn_begin_raw(e, &f, names[0]);
+    weft_status s = sk_fn_begin_raw(e, &f, name);
     if (s) {
         return s;
     }
@@ -1535,14 +2010,24 @@ static weft_status ptx_fold_seg_emit(sk_emit *e, const char *const *names)
      * from a cell of zeros */
     f.local_errors = true;
     f.fn.flat_reads = true;
-    cg_ptx_launch_bounds(&f.fn, BLOCK, MIN_BLOCKS);
-    if ((s = emit_tiles(&f)) != WEFT_OK) {
+    cg_ptx_launch_bounds(&f.fn, BLOCK, entry == 1 ? LANES_BLOCKS : MIN_BLOCKS);
+    s = entry == 1 ? emit_lanes(&f) : emit_tiles(&f);
+    if (s) {
         LLVMBuildUnreachable(f.fn.b);
         cg_fn_end(&f.fn);
         return s;
     }
     sk_fn_end(&f);
     return WEFT_OK;
+}
+
+static weft_status ptx_fold_seg_emit(sk_emit *e, const char *const *names)
+{
+    weft_status s = WEFT_OK;
+    for (int entry = 0; s == WEFT_OK && entry < e->k->nentry; entry++) {
+        s = emit_entry(e, names[entry], entry);
+    }
+    return s;
 }
 
 const sk_skeleton sk_ptx_fold_seg = {
