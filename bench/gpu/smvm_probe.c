@@ -95,7 +95,7 @@ static void smvm(weft_context *ctx, int powerlaw, int runs)
     }
     weft_array *in[4] = {wrap(ctx, WEFT_F32, m.nnz, m.vals),
                          wrap(ctx, WEFT_I32, m.nnz, m.cols),
-                         wrap(ctx, WEFT_I32, m.nrows, m.rowlen),
+                         wrap(ctx, WEFT_I32, m.nrows + 1, m.rowptr),
                          wrap(ctx, WEFT_F32, m.ncols, x)};
     weft_array *out[1] = {NULL};
     double ms = time_runs(exe, in, 4, 1, out, runs);
