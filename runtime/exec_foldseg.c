@@ -502,7 +502,9 @@ weft_status rt_exec_fold_seg(rt_job *j)
         return s;
     }
     cut_parts(j->aux[1]->data[0], parts, &o, nseg);
-    j->auxval[2].i = parts > 0;
+    /* parts of one row: by the offset form's own offsets (mode 3, no
+     * division), else from the results' range (1) */
+    j->auxval[2].i = parts == 0 ? 0 : byoff ? 3 : 1;
     if ((s = rt_job_out(j, 0, j->k->op->type, rank, shape)) != WEFT_OK ||
         (s = rt_job_fill(j)) != WEFT_OK) {
         return s;

@@ -15,6 +15,8 @@
  * resident; the blocks loop over the tiles).
  */
 #ifdef WEFT_HAVE_LLVM
+#include <stdlib.h>
+
 #include "rt.h"
 #include "../skeletons-ir/sk.h"
 
@@ -41,6 +43,11 @@ static int lanes_lg(int64_t inner, int64_t nseg)
     int lg = 0;
     while (lg < 5 && ((int64_t)LANE_ITEMS << lg) < mean) {
         lg++;
+    }
+    /* TEMPORARY (session 31, round r1): $WEFT_SEG5_LG, for timing */
+    const char *k = getenv("WEFT_SEG5_LG");
+    if (k && k[0] >= '0' && k[0] <= '5') {
+        lg = k[0] - '0';
     }
     return lg;
 }

@@ -9,7 +9,7 @@
  * 0, off[k + 1] = off[k] + len[k].  The offset form (weft_fold_seg_offsets,
  * fe_term.op FE_SEG_OFFSETS) is given them: the driver only checks them,
  * and the kernel reads off[k] from the descriptor itself (any integral
- * type; aux 0 is then unused, and mode 2 below does not arise).  One entry point runs over the results
+ * type; aux 0 is then unused).  One entry point runs over the results
  * (outer * nseg of them, row-major), or, when aux 2 is 1, over parts:
  * part p is the results [part[p], part[p + 1]) (aux 1, parts + 1 of them,
  * which the driver cuts so that each part holds about as many elements:
@@ -19,9 +19,11 @@
  * aux 0 holds each part's first element (parts + 1 of them) and a part
  * walks the lengths themselves (kid 2), adding them up as it goes; the
  * driver then never writes nor the kernel reads the 8 bytes of an offset
- * per segment (a million rows: 16 MB of traffic).  Result q is row o = q / nseg,
- * segment k = q % nseg (divided once at the start of the range, then
- * stepped: k + 1, or 0 and the next row), and folds the elements
+ * per segment (a million rows: 16 MB of traffic).  When aux 2 is 3 (the
+ * offset form, one row), a part walks the offsets the same way, each
+ * segment's end the next one's start.  Otherwise result q is row o = q /
+ * nseg, segment k = q % nseg (divided once at the start of the range,
+ * then stepped: k + 1, or 0 and the next row), and folds the elements
  * [o * inner + off[k], o * inner + off[k + 1]) of the input from left to
  * right:
  *
@@ -168,6 +170,32 @@ static weft_status emit_by_lengths(sk_fn *f, const cg_mut *acc)
     return WEFT_OK;
 }
 
+/* Mode 3: the parts [start, end) of one row by the offset form's own
+ * offsets, each segment's end the next one's start. */
+static weft_status emit_by_offsets(sk_fn *f, const cg_mut *acc)
+{
+    cg_fn *fn = &f->fn;
+    const cg_array *part = sk_aux_array(f, 1);
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
+    LLVMValueRef q0 = cg_load(fn, WEFT_I64, part->ptr[0], f->start);
+    LLVMValueRef q1 = cg_load(fn, WEFT_I64, part->ptr[0], f->end);
+    LLVMValueRef lop = cg_alloca(fn, i64, "lo");
+    LLVMBuildStore(fn->b, seg_entry(f, q0), lop);
+    cg_loop l;
+    LLVMValueRef q;
+    cg_loop_begin(fn, &l, q0, q1, &q);
+    LLVMValueRef lo = LLVMBuildLoad2(fn->b, i64, lop, "");
+    LLVMValueRef hi =
+        seg_entry(f, LLVMBuildAdd(fn->b, q, cg_i64(fn, 1), ""));
+    LLVMBuildStore(fn->b, hi, lop);
+    weft_status s = fold_one(f, acc, q, lo, hi);
+    if (s) {
+        return s;
+    }
+    cg_loop_end(fn, &l);
+    return WEFT_OK;
+}
+
 /* The loop over results [start, end). */
 static weft_status emit_loop(sk_fn *f)
 {
@@ -190,12 +218,15 @@ static weft_status emit_loop(sk_fn *f)
     }
     LLVMValueRef mode = sk_aux_value(f, 2)->v[0];
     cg_if bylen;
-    /* mode 2: foldSeg by lengths only */
-    bool mode2 = seeded && t->op == FE_SEG_LENGTHS;
+    /* mode 2: foldSeg by lengths; mode 3: either fold by offsets */
+    bool byoff = t->op == FE_SEG_OFFSETS;
+    bool mode2 = byoff || seeded;
     if (mode2) {
         cg_if_begin(fn, &bylen,
-                    LLVMBuildICmp(fn->b, LLVMIntEQ, mode, cg_i64(fn, 2), ""));
-        if ((s = emit_by_lengths(f, &acc)) != WEFT_OK) {
+                    LLVMBuildICmp(fn->b, LLVMIntEQ, mode,
+                                  cg_i64(fn, byoff ? 3 : 2), ""));
+        s = byoff ? emit_by_offsets(f, &acc) : emit_by_lengths(f, &acc);
+        if (s) {
             return s;
         }
         cg_if_else(fn, &bylen);

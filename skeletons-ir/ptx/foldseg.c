@@ -135,6 +135,7 @@
  * Aux items: 0 the tile status words (i64, zeroed; sized by the driver
  * for blocks of MIN_BLOCK threads), 1 the tile counter (i64, zeroed).
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "../sk.h"
@@ -1364,6 +1365,12 @@ static weft_status short_segments(sk_fn *f, const tile *T,
 static LLVMValueRef lanes_limit(sk_fn *f)
 {
     cg_fn *fn = &f->fn;
+    /* TEMPORARY (session 31, round r1): $WEFT_SEG5_LANES=0 leaves every
+     * tile to entry 0, for timing; taken out after the round */
+    const char *k = getenv("WEFT_SEG5_LANES");
+    if (k && k[0] == '0') {
+        return cg_i64(fn, -1);
+    }
     LLVMValueRef lg = sk_aux_value(f, AUX_LANES)->v[0];
     return LLVMBuildShl(fn->b, cg_i64(fn, LANE_ITEMS * LANE_TRIPS), lg, "");
 }
@@ -2010,7 +2017,11 @@ static weft_status emit_entry(sk_emit *e, const char *name, int entry)
      * from a cell of zeros */
     f.local_errors = true;
     f.fn.flat_reads = true;
-    cg_ptx_launch_bounds(&f.fn, BLOCK, entry == 1 ? LANES_BLOCKS : MIN_BLOCKS);
+    /* TEMPORARY (session 31, round r1): $WEFT_SEG5_BLK, entry 1's
+     * blocks a multiprocessor, for timing */
+    const char *bk = getenv("WEFT_SEG5_BLK");
+    int lb = bk && atoi(bk) > 0 ? atoi(bk) : LANES_BLOCKS;
+    cg_ptx_launch_bounds(&f.fn, BLOCK, entry == 1 ? lb : MIN_BLOCKS);
     s = entry == 1 ? emit_lanes(&f) : emit_tiles(&f);
     if (s) {
         LLVMBuildUnreachable(f.fn.b);
