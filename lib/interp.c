@@ -1471,7 +1471,7 @@ static weft_status acc_fold_seg(interp *st, const fe_term *t, weft_array **out)
 {
     bool seeded = t->kind == FE_FOLD_SEG;
     bool byoff = t->op == FE_SEG_OFFSETS;
-    const char *name = seeded ? byoff ? "fold_seg_offsets" : "fold_seg"
+    const char *name = seeded  ? byoff ? "fold_seg_offsets" : "fold_seg"
                        : byoff ? "fold1_seg_offsets"
                                : "fold1_seg";
     const fe_term *tseg = t->kid[seeded ? 2 : 1];

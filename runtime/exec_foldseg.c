@@ -446,7 +446,7 @@ weft_status rt_exec_fold_seg(rt_job *j)
     const fe_term *t = j->k->op;
     bool seeded = t->kind == FE_FOLD_SEG;
     bool byoff = t->op == FE_SEG_OFFSETS;
-    const char *name = seeded ? byoff ? "fold_seg_offsets" : "fold_seg"
+    const char *name = seeded  ? byoff ? "fold_seg_offsets" : "fold_seg"
                        : byoff ? "fold1_seg_offsets"
                                : "fold1_seg";
     weft_array *seg;
@@ -469,8 +469,8 @@ weft_status rt_exec_fold_seg(rt_job *j)
     if (byoff) {
         /* aux 0 unused: one element */
         if (!offsets_good(j, seg, nseg, inner, &s) &&
-            (s || (s = fe_seg_offsets_check(seg, 0, nseg, inner, name,
-                                            NULL)) != WEFT_OK)) {
+            (s || (s = fe_seg_offsets_check(seg, 0, nseg, inner, name, NULL)) !=
+                      WEFT_OK)) {
             return s;
         }
         s = rt_job_aux(j, 0, WEFT_I64, 1, true);

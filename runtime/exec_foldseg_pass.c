@@ -84,8 +84,7 @@ weft_status rt_exec_fold_seg_pass(rt_job *j)
         }
     }
     /* the offset form has no look-back: no status words */
-    int64_t tiles_min =
-        byoff ? 1 : rows * ((nseg + MIN_BLOCK - 1) / MIN_BLOCK);
+    int64_t tiles_min = byoff ? 1 : rows * ((nseg + MIN_BLOCK - 1) / MIN_BLOCK);
     if ((s = rt_job_aux(j, 0, WEFT_I64, tiles_min > 0 ? tiles_min : 1,
                         false)) != WEFT_OK ||
         (s = rt_job_aux(j, 1, WEFT_I64, 1, false)) != WEFT_OK ||

@@ -185,8 +185,7 @@ static weft_status emit_by_offsets(sk_fn *f, const cg_mut *acc)
     LLVMValueRef q;
     cg_loop_begin(fn, &l, q0, q1, &q);
     LLVMValueRef lo = LLVMBuildLoad2(fn->b, i64, lop, "");
-    LLVMValueRef hi =
-        seg_entry(f, LLVMBuildAdd(fn->b, q, cg_i64(fn, 1), ""));
+    LLVMValueRef hi = seg_entry(f, LLVMBuildAdd(fn->b, q, cg_i64(fn, 1), ""));
     LLVMBuildStore(fn->b, hi, lop);
     weft_status s = fold_one(f, acc, q, lo, hi);
     if (s) {

@@ -294,8 +294,8 @@ static weft_acc *build_rows(weft_program *p, weft_acc *const *in,
 {
     int one = *(const int *)user;
     return one ? fold1_seg(binop(p, WEFT_I32, WEFT_OP_MAX), in[0], in[1])
-               : fold_seg(binop(p, WEFT_I32, WEFT_OP_ADD), weft_i32(p, 7), in[0],
-                          in[1]);
+               : fold_seg(binop(p, WEFT_I32, WEFT_OP_ADD), weft_i32(p, 7),
+                          in[0], in[1]);
 }
 
 START_TEST(test_rows)
@@ -329,8 +329,8 @@ static weft_acc *build_sum(weft_program *p, weft_acc *const *in,
                            const void *user)
 {
     return user ? fold1_seg(binop(p, WEFT_I32, WEFT_OP_MAX), in[0], in[1])
-                : fold_seg(binop(p, WEFT_I32, WEFT_OP_ADD), weft_i32(p, 0), in[0],
-                           in[1]);
+                : fold_seg(binop(p, WEFT_I32, WEFT_OP_ADD), weft_i32(p, 0),
+                           in[0], in[1]);
 }
 
 START_TEST(test_errors)
@@ -431,15 +431,11 @@ START_TEST(test_offsets)
         for (int rank = 1; rank <= 2; rank++) {
             for (int one = 0; one < 2; one++) {
                 input d = offsets_typed(types[ti], one ? full : off, nseg);
-                input in[2] = {{WEFT_I32,
-                                rank,
-                                {rank == 2 ? ROWS : COLS, COLS},
-                                a},
-                               d};
+                input in[2] = {
+                    {WEFT_I32, rank, {rank == 2 ? ROWS : COLS, COLS}, a}, d};
                 char what[96];
                 snprintf(what, sizeof what, "%s offsets of %s, rank %d",
-                         one ? "fold1Seg" : "foldSeg",
-                         tname[ti], rank);
+                         one ? "fold1Seg" : "foldSeg", tname[ti], rank);
                 for (int threads = 1; threads <= 4; threads += 3) {
                     check_both(what, build_rows, &one, in, 2, threads, WEFT_OK);
                 }
@@ -450,8 +446,8 @@ START_TEST(test_offsets)
     /* fold1Seg of an empty segment */
     input d = offsets_typed(WEFT_I32, off, nseg);
     input in[2] = {{WEFT_I32, 1, {COLS, 0}, a}, d};
-    check_both("fold1Seg offsets with an empty segment", build_rows,
-               (int[]){1}, in, 2, 4, WEFT_ERR_EMPTY_ARRAY);
+    check_both("fold1Seg offsets with an empty segment", build_rows, (int[]){1},
+               in, 2, 4, WEFT_ERR_EMPTY_ARRAY);
     /* no segments: no offsets, or one */
     for (int64_t n = 0; n < 2; n++) {
         in[1].shape[0] = n;

@@ -99,9 +99,9 @@ static void smvm(weft_context *ctx, int powerlaw, int runs)
             weft_fun_return(
                 ix, weft_index1(weft_convert(weft_at(pa[1], weft_arg(ix, 0)),
                                              WEFT_I64)));
-            weft_acc *prod = weft_zipwith(
-                bp_binop(p, WEFT_F32, WEFT_OP_MUL), pa[0],
-                weft_backpermute(weft_shape(pa[0]), ix, pa[3]));
+            weft_acc *prod =
+                weft_zipwith(bp_binop(p, WEFT_F32, WEFT_OP_MUL), pa[0],
+                             weft_backpermute(weft_shape(pa[0]), ix, pa[3]));
             r = weft_fold_seg(bp_binop(p, WEFT_F32, WEFT_OP_ADD),
                               weft_f32(p, 0), prod, pa[2]);
         }
@@ -109,12 +109,11 @@ static void smvm(weft_context *ctx, int powerlaw, int runs)
         if (weft_compile(p, &r, 1, &exe)) {
             die("weft_compile");
         }
-        weft_array *in[4] = {
-            wrap(ctx, WEFT_F32, m.nnz, m.vals),
-            wrap(ctx, WEFT_I32, m.nnz, m.cols),
-            form ? wrap(ctx, WEFT_I32, m.nrows, m.rowlen)
-                 : wrap(ctx, WEFT_I32, m.nrows + 1, m.rowptr),
-            wrap(ctx, WEFT_F32, m.ncols, x)};
+        weft_array *in[4] = {wrap(ctx, WEFT_F32, m.nnz, m.vals),
+                             wrap(ctx, WEFT_I32, m.nnz, m.cols),
+                             form ? wrap(ctx, WEFT_I32, m.nrows, m.rowlen)
+                                  : wrap(ctx, WEFT_I32, m.nrows + 1, m.rowptr),
+                             wrap(ctx, WEFT_F32, m.ncols, x)};
         weft_array *out[1] = {NULL};
         double ms = time_runs(exe, in, 4, 1, out, runs);
         const float *w = weft_array_data(out[0], 0);
@@ -125,8 +124,8 @@ static void smvm(weft_context *ctx, int powerlaw, int runs)
             err = e > err ? e : err;
         }
         /* values and columns once, the descriptor, x, y */
-        double bytes = 8.0 * (double)m.nnz + 8.0 * (double)m.nrows +
-                       4.0 * (double)m.ncols;
+        double bytes =
+            8.0 * (double)m.nnz + 8.0 * (double)m.nrows + 4.0 * (double)m.ncols;
         printf("smvm %-9s %-7s %lld rows %lld nnz: %.4f ms (median of %d, "
                "host clock), %.0f GB/s; max rel. err. %.1e %s\n",
                powerlaw ? "power-law" : "banded", form ? "lengths" : "offsets",

@@ -160,14 +160,14 @@ enum {
     MIN_BLOCKS = 3,  /* blocks resident a multiprocessor
                                     (launch bounds: 80 registers) */
     /* the offset form */
-    AUX_GROUPS = 2,     /* i32 per GROUP segments: 1 where entry 0 folds
+    AUX_GROUPS = 2,   /* i32 per GROUP segments: 1 where entry 0 folds
                            them (its tile has a segment over lanes_limit) */
-    AUX_LANES = 3,      /* scalar: log2 of L, entry 1's lanes a segment */
-    GROUP = 32,         /* segments a mark of AUX_GROUPS covers (a tile of
+    AUX_LANES = 3,    /* scalar: log2 of L, entry 1's lanes a segment */
+    GROUP = 32,       /* segments a mark of AUX_GROUPS covers (a tile of
                            the smallest block) */
-    LANE_ITEMS = 4,     /* elements a lane of entry 1 reads a trip (U) */
-    LANE_TRIPS = 2,     /* entry 1's longest segment, in trips */
-    LANES_BLOCKS = 6,   /* entry 1's blocks a multiprocessor (launch
+    LANE_ITEMS = 4,   /* elements a lane of entry 1 reads a trip (U) */
+    LANE_TRIPS = 2,   /* entry 1's longest segment, in trips */
+    LANES_BLOCKS = 6, /* entry 1's blocks a multiprocessor (launch
                            bounds: 40 registers) */
 };
 
@@ -550,9 +550,9 @@ static void scan_lengths(sk_fn *f, tile *T, LLVMValueRef len,
     *total = all;
     LLVMValueRef *out[3] = {neg, longer, over};
     for (int b = 0; b < 3; b++) {
-        *out[b] = LLVMBuildICmp(
-            B, LLVMIntNE, LLVMBuildAnd(B, flags, cg_i64(fn, 1 << b), ""),
-            cg_i64(fn, 0), "");
+        *out[b] = LLVMBuildICmp(B, LLVMIntNE,
+                                LLVMBuildAnd(B, flags, cg_i64(fn, 1 << b), ""),
+                                cg_i64(fn, 0), "");
     }
 }
 
@@ -1461,9 +1461,9 @@ static weft_status one_tile(sk_fn *f, tile *T)
             /* the length is the offsets' difference, its start checked
              * with it (a start below 0 is as bad as a negative length) */
             start[q] = offset_val(f, get(fn, lty, T->rawp[q]), limit);
-            len[q] = LLVMBuildSub(
-                B, offset_val(f, get(fn, lty, T->rawhi[q]), limit), start[q],
-                "");
+            len[q] =
+                LLVMBuildSub(B, offset_val(f, get(fn, lty, T->rawhi[q]), limit),
+                             start[q], "");
             huge[q] = i1c(fn, false);
             isneg = LLVMBuildOr(
                 B, isneg,
@@ -1556,9 +1556,9 @@ static weft_status one_tile(sk_fn *f, tile *T)
     cg_if_end(fn, &chk);
     /* 4. the fold of a good tile of a row that exists (in the offset form,
      * of one that entry 1 leaves alone) */
-    LLVMValueRef go_if =
-        LLVMBuildAnd(fn->b, LLVMBuildNot(fn->b, bad, ""),
-                     LLVMBuildICmp(fn->b, LLVMIntULT, T->row, T->outer, ""), "");
+    LLVMValueRef go_if = LLVMBuildAnd(
+        fn->b, LLVMBuildNot(fn->b, bad, ""),
+        LLVMBuildICmp(fn->b, LLVMIntULT, T->row, T->outer, ""), "");
     if (T->byoff) {
         go_if = LLVMBuildAnd(fn->b, go_if, over, "");
     }
@@ -1807,7 +1807,8 @@ static weft_status fold_span(sk_fn *f, const lanes *G, LLVMValueRef lo,
         (s = comb_if(
              f, acc, &xv,
              LLVMBuildAnd(
-                 fn->b, LLVMBuildICmp(fn->b, LLVMIntEQ, G->li32, c32(fn, 0), ""),
+                 fn->b,
+                 LLVMBuildICmp(fn->b, LLVMIntEQ, G->li32, c32(fn, 0), ""),
                  LLVMBuildICmp(fn->b, LLVMIntNE, n32, c32(fn, 0), ""), ""))) !=
             WEFT_OK) {
         return s;
@@ -1848,9 +1849,9 @@ static weft_status emit_lanes(sk_fn *f)
     for (int d = 0; d + 1 < src->rank; d++) {
         outer = LLVMBuildMul(fn->b, outer, ext[d], "");
     }
-    LLVMValueRef nseg = cg_smax(
-        fn, LLVMBuildSub(fn->b, desc->extent[0], cg_i64(fn, 1), ""),
-        cg_i64(fn, 0));
+    LLVMValueRef nseg =
+        cg_smax(fn, LLVMBuildSub(fn->b, desc->extent[0], cg_i64(fn, 1), ""),
+                cg_i64(fn, 0));
     LLVMValueRef gpr = LLVMBuildUDiv(
         fn->b, LLVMBuildAdd(fn->b, nseg, cg_i64(fn, GROUP - 1), ""),
         cg_i64(fn, GROUP), "groups");
@@ -1864,8 +1865,9 @@ static weft_status emit_lanes(sk_fn *f)
                .L32 = LLVMBuildTrunc(fn->b, L, i32, ""),
                .li = li,
                .li32 = LLVMBuildTrunc(fn->b, li, i32, ""),
-               .last = LLVMBuildSub(fn->b, LLVMBuildMul(fn->b, outer, inner, ""),
-                                    cg_i64(fn, 1), "last")};
+               .last =
+                   LLVMBuildSub(fn->b, LLVMBuildMul(fn->b, outer, inner, ""),
+                                cg_i64(fn, 1), "last")};
     LLVMValueRef per = LLVMBuildLShr(fn->b, cg_i64(fn, WARP), lg, "per");
     LLVMValueRef g0 = LLVMBuildLShr(fn->b, lane, lg, "");
     LLVMValueRef wpb = LLVMBuildLShr(
@@ -1908,15 +1910,17 @@ static weft_status emit_lanes(sk_fn *f)
     {
         LLVMValueRef r = LLVMBuildUDiv(fn->b, w, gpr, "");
         LLVMBuildStore(fn->b, r, rowp);
-        LLVMBuildStore(fn->b,
-                       LLVMBuildSub(fn->b, w, LLVMBuildMul(fn->b, r, gpr, ""), ""),
-                       gp);
+        LLVMBuildStore(
+            fn->b, LLVMBuildSub(fn->b, w, LLVMBuildMul(fn->b, r, gpr, ""), ""),
+            gp);
     }
     cg_if_end(fn, &several);
     LLVMValueRef row = get(fn, i64, rowp), g = get(fn, i64, gp);
-    LLVMValueRef mark = cg_load(fn, WEFT_I32, sk_aux_array(f, AUX_GROUPS)->ptr[0], g);
+    LLVMValueRef mark =
+        cg_load(fn, WEFT_I32, sk_aux_array(f, AUX_GROUPS)->ptr[0], g);
     cg_if mine;
-    cg_if_begin(fn, &mine, LLVMBuildICmp(fn->b, LLVMIntEQ, mark, c32(fn, 0), ""));
+    cg_if_begin(fn, &mine,
+                LLVMBuildICmp(fn->b, LLVMIntEQ, mark, c32(fn, 0), ""));
     LLVMValueRef base = LLVMBuildMul(fn->b, row, inner, "base");
     LLVMValueRef gs = LLVMBuildMul(fn->b, g, cg_i64(fn, GROUP), "");
     cg_loop sub;
@@ -1928,12 +1932,13 @@ static weft_status emit_lanes(sk_fn *f)
         "k");
     LLVMValueRef live = LLVMBuildICmp(fn->b, LLVMIntULT, k, nseg, "live");
     LLVMValueRef ks = LLVMBuildSelect(fn->b, live, k, cg_i64(fn, 0), "");
-    LLVMValueRef lo = offset_val(f, cg_load(fn, desc->leaf[0], desc->ptr[0], ks), limit);
-    LLVMValueRef hi = offset_val(
-        f,
-        cg_load(fn, desc->leaf[0], desc->ptr[0],
-                LLVMBuildAdd(fn->b, ks, cg_i64(fn, 1), "")),
-        limit);
+    LLVMValueRef lo =
+        offset_val(f, cg_load(fn, desc->leaf[0], desc->ptr[0], ks), limit);
+    LLVMValueRef hi =
+        offset_val(f,
+                   cg_load(fn, desc->leaf[0], desc->ptr[0],
+                           LLVMBuildAdd(fn->b, ks, cg_i64(fn, 1), "")),
+                   limit);
     (void)lty;
     lo = cg_smax(fn, cg_i64(fn, 0), cg_smin(fn, lo, inner));
     hi = cg_smax(fn, lo, cg_smin(fn, hi, inner));
@@ -1943,17 +1948,18 @@ static weft_status emit_lanes(sk_fn *f)
         return s;
     }
     cg_if put;
-    cg_if_begin(fn, &put,
-                LLVMBuildAnd(fn->b, live,
-                             LLVMBuildICmp(fn->b, LLVMIntEQ, li, cg_i64(fn, 0), ""),
-                             ""));
+    cg_if_begin(
+        fn, &put,
+        LLVMBuildAnd(fn->b, live,
+                     LLVMBuildICmp(fn->b, LLVMIntEQ, li, cg_i64(fn, 0), ""),
+                     ""));
     cg_val y;
     if ((s = cg_mut_get(fn, &acc, &y)) != WEFT_OK) {
         return s;
     }
-    cg_array_store(fn, sk_out_array(f, 0),
-                   LLVMBuildAdd(fn->b, LLVMBuildMul(fn->b, row, nseg, ""), k, ""),
-                   &y);
+    cg_array_store(
+        fn, sk_out_array(f, 0),
+        LLVMBuildAdd(fn->b, LLVMBuildMul(fn->b, row, nseg, ""), k, ""), &y);
     cg_if_end(fn, &put);
     cg_loop_end(fn, &sub);
     cg_if_end(fn, &mine);
