@@ -144,6 +144,24 @@ static void par_write(int64_t start, int64_t end, const void *arg)
     }
 }
 
+/* How many chunks of nseg lengths or offsets the host threads take: 4 a
+ * worker, at most PAR_CHUNKS_MAX, at least PAR_CHUNK_MIN segments each; 0
+ * where the backend has no host threads or there are too few segments
+ * (the serial loops then). */
+static int64_t par_chunks(const rt_job *j, int64_t nseg)
+{
+    int64_t chunks = j->workers * 4;
+    chunks = chunks > PAR_CHUNKS_MAX ? PAR_CHUNKS_MAX : chunks;
+    if (chunks > nseg / PAR_CHUNK_MIN) {
+        chunks = nseg / PAR_CHUNK_MIN;
+    }
+    if (!j->ops->host_phases || j->workers < 2 || nseg < PAR_MIN_SEGS ||
+        chunks < 2) {
+        return 0;
+    }
+    return chunks;
+}
+
 /* The offset form's check of chunk c's segments: sum[c] = -1 where one
  * is bad. */
 static void par_check(int64_t start, int64_t end, const void *arg)
@@ -175,13 +193,8 @@ static bool offsets_good(rt_job *j, const weft_array *off, int64_t nseg,
     if ((i64 ? ((const int64_t *)o)[0] : ((const int32_t *)o)[0]) < 0) {
         return false;
     }
-    int64_t chunks = j->workers * 4;
-    chunks = chunks > PAR_CHUNKS_MAX ? PAR_CHUNKS_MAX : chunks;
-    if (chunks > nseg / PAR_CHUNK_MIN) {
-        chunks = nseg / PAR_CHUNK_MIN;
-    }
-    if (!j->ops->host_phases || j->workers < 2 || nseg < PAR_MIN_SEGS ||
-        chunks < 2) {
+    int64_t chunks = par_chunks(j, nseg);
+    if (chunks == 0) {
         return i64 ? offsets_ok_int64(o, 0, nseg, inner)
                    : offsets_ok_int32(o, 0, nseg, inner);
     }
@@ -240,13 +253,8 @@ static int64_t chunk_carries(rt_job *j, par_offsets *po, int64_t chunks,
 static int64_t offsets_parallel(rt_job *j, const int32_t *len, int64_t nseg,
                                 int64_t inner, int64_t *off, weft_status *s)
 {
-    int64_t chunks = j->workers * 4;
-    chunks = chunks > PAR_CHUNKS_MAX ? PAR_CHUNKS_MAX : chunks;
-    if (chunks > nseg / PAR_CHUNK_MIN) {
-        chunks = nseg / PAR_CHUNK_MIN;
-    }
-    if (!j->ops->host_phases || j->workers < 2 || nseg < PAR_MIN_SEGS ||
-        chunks < 2) {
+    int64_t chunks = par_chunks(j, nseg);
+    if (chunks == 0) {
         return 0;
     }
     par_offsets *po = fe_alloc(j->ctx, sizeof *po);

@@ -144,35 +144,11 @@ static weft_status fold_one(sk_fn *f, const cg_mut *acc, LLVMValueRef q,
     return WEFT_OK;
 }
 
-/* Mode 2: the parts [start, end) by their lengths, from element
- * first[start] on. */
-static weft_status emit_by_lengths(sk_fn *f, const cg_mut *acc)
-{
-    cg_fn *fn = &f->fn;
-    const cg_array *first = sk_aux_array(f, 0);
-    const cg_array *part = sk_aux_array(f, 1);
-    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
-    LLVMValueRef q0 = cg_load(fn, WEFT_I64, part->ptr[0], f->start);
-    LLVMValueRef q1 = cg_load(fn, WEFT_I64, part->ptr[0], f->end);
-    LLVMValueRef lop = cg_alloca(fn, i64, "lo");
-    LLVMBuildStore(fn->b, cg_load(fn, WEFT_I64, first->ptr[0], f->start), lop);
-    cg_loop l;
-    LLVMValueRef q;
-    cg_loop_begin(fn, &l, q0, q1, &q);
-    LLVMValueRef lo = LLVMBuildLoad2(fn->b, i64, lop, "");
-    LLVMValueRef hi = LLVMBuildAdd(fn->b, lo, seg_entry(f, q), "");
-    LLVMBuildStore(fn->b, hi, lop);
-    weft_status s = fold_one(f, acc, q, lo, hi);
-    if (s) {
-        return s;
-    }
-    cg_loop_end(fn, &l);
-    return WEFT_OK;
-}
-
-/* Mode 3: the parts [start, end) of one row by the offset form's own
- * offsets, each segment's end the next one's start. */
-static weft_status emit_by_offsets(sk_fn *f, const cg_mut *acc)
+/* Modes 2 and 3: the parts [start, end) of one row, walking the
+ * descriptor: by its lengths from element first[start] on (aux 0), or by
+ * the offset form's offsets (byoff), each segment's end the next one's
+ * start. */
+static weft_status emit_walk(sk_fn *f, const cg_mut *acc, bool byoff)
 {
     cg_fn *fn = &f->fn;
     const cg_array *part = sk_aux_array(f, 1);
@@ -180,12 +156,18 @@ static weft_status emit_by_offsets(sk_fn *f, const cg_mut *acc)
     LLVMValueRef q0 = cg_load(fn, WEFT_I64, part->ptr[0], f->start);
     LLVMValueRef q1 = cg_load(fn, WEFT_I64, part->ptr[0], f->end);
     LLVMValueRef lop = cg_alloca(fn, i64, "lo");
-    LLVMBuildStore(fn->b, seg_entry(f, q0), lop);
+    LLVMBuildStore(
+        fn->b,
+        byoff ? seg_entry(f, q0)
+              : cg_load(fn, WEFT_I64, sk_aux_array(f, 0)->ptr[0], f->start),
+        lop);
     cg_loop l;
     LLVMValueRef q;
     cg_loop_begin(fn, &l, q0, q1, &q);
     LLVMValueRef lo = LLVMBuildLoad2(fn->b, i64, lop, "");
-    LLVMValueRef hi = seg_entry(f, LLVMBuildAdd(fn->b, q, cg_i64(fn, 1), ""));
+    LLVMValueRef hi =
+        byoff ? seg_entry(f, LLVMBuildAdd(fn->b, q, cg_i64(fn, 1), ""))
+              : LLVMBuildAdd(fn->b, lo, seg_entry(f, q), "");
     LLVMBuildStore(fn->b, hi, lop);
     weft_status s = fold_one(f, acc, q, lo, hi);
     if (s) {
@@ -224,7 +206,7 @@ static weft_status emit_loop(sk_fn *f)
         cg_if_begin(fn, &bylen,
                     LLVMBuildICmp(fn->b, LLVMIntEQ, mode,
                                   cg_i64(fn, byoff ? 3 : 2), ""));
-        s = byoff ? emit_by_offsets(f, &acc) : emit_by_lengths(f, &acc);
+        s = emit_walk(f, &acc, byoff);
         if (s) {
             return s;
         }
