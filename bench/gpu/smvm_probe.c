@@ -9,7 +9,8 @@
  * Build and run (from the unpacked bundle, next to libweft.so):
  *   gcc -std=c17 -O2 -Iinclude bench/gpu/smvm_probe.c -o smvm_probe \
  *       -L. -lweft -Wl,-rpath,'$ORIGIN' -lm && ./smvm_probe [ptx|cpu] [runs]
- * (a third argument `smvm`: the two matrices only).  smvm runs twice:
+ * (a third argument `smvm`: the two matrices only; a fourth `offsets`:
+ * their offset form only).  smvm runs twice:
  * foldSeg' of the row pointers (bench/programs.h's, the offset form) and
  * foldSeg of the row lengths, the same sums.
  */
@@ -63,7 +64,7 @@ static weft_array *wrap(weft_context *ctx, weft_type t, int64_t n, void *p)
     return a;
 }
 
-static void smvm(weft_context *ctx, int powerlaw, int runs)
+static void smvm(weft_context *ctx, int powerlaw, int runs, int forms)
 {
     bp_csr m;
     int64_t n = 1048576;
@@ -84,7 +85,7 @@ static void smvm(weft_context *ctx, int powerlaw, int runs)
         }
         y[r] = acc;
     }
-    for (int form = 0; form < 2; form++) {
+    for (int form = 0; form < forms; form++) {
         weft_program *p;
         if (weft_program_create(ctx, &p)) {
             die("weft_program_create");
@@ -197,8 +198,10 @@ int main(int argc, char **argv)
     if (weft_context_create(&cfg, &ctx)) {
         die("weft_context_create");
     }
-    smvm(ctx, 0, runs);
-    smvm(ctx, 1, runs);
+    /* a fourth argument `offsets`: the offset form only */
+    int forms = argc > 4 && strcmp(argv[4], "offsets") == 0 ? 1 : 2;
+    smvm(ctx, 0, runs, forms);
+    smvm(ctx, 1, runs, forms);
     if (argc <= 3 || strcmp(argv[3], "smvm") != 0) {
         kmeans(ctx, 0, runs > 5 ? 5 : runs);
         kmeans(ctx, 1, runs > 5 ? 5 : runs);

@@ -154,7 +154,7 @@ enum {
     MAX_FLIGHT = 8,  /* slots of a round read before their stores (a
                        light kernel's batch, when P exceeds it) */
     SEGS = 1,        /* segments a thread of a tile (S) */
-    MAX_S = SEGS,    /* bound of the per-segment arrays */
+    MAX_S = 4,       /* bound of the per-segment arrays */
     SHORT_SEG = 256, /* a tile of no longer segments folds a
                                     segment per thread (short_segments) */
     MIN_BLOCKS = 3,  /* blocks resident a multiprocessor
@@ -1590,6 +1590,12 @@ static weft_status emit_tiles(sk_fn *f)
     tile T;
     memset(&T, 0, sizeof T);
     T.S = SEGS;
+    /* TEMPORARY (session 31, round r1): $WEFT_SEG5_S, the offset form's
+     * segments a thread (1, 2 or 4), for timing */
+    const char *sk = getenv("WEFT_SEG5_S");
+    if (t->op == FE_SEG_OFFSETS && sk && (sk[0] == '2' || sk[0] == '4')) {
+        T.S = sk[0] - '0';
+    }
     weft_status s = tile_shared(f, &T);
     if (s) {
         return s;
