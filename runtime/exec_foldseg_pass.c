@@ -3,8 +3,7 @@
  * pass (skeletons-ir/ptx/foldseg.c).
  *
  * Nothing of the segment descriptor is read on the host: the kernel scans
- * the lengths itself (or, in the offset form, reads the offsets and checks
- * them, with no look-back and so no status words) and checks them as runtime/exec_foldseg.c does on
+ * the lengths itself and checks them as runtime/exec_foldseg.c does on
  * the host (a negative length, or lengths that sum past the innermost
  * extent: WEFT_ERR_SEGMENTS, reported through the error word with the
  * first bad segment).  The driver sizes the result (WEFT_ERR_BAD_SHAPE when
@@ -13,6 +12,13 @@
  * segments of each row) and the tile counter, both zeroed, and launches the
  * one entry over the tiles of blocks of 256 (the grid is what stays
  * resident; the blocks loop over the tiles).
+ *
+ * The offset form (foldSeg', weft_fold_seg_offsets) has two entries and
+ * neither status words nor a counter: entry 0 runs over the tiles, checks
+ * their offsets, marks each group of GROUP segments for entry 1 or itself
+ * (aux AUX_GROUPS, every mark written) and folds its own; entry 1 folds
+ * the rest, a warp a group, L = 2^lg lanes a segment, lg chosen here from
+ * the shapes alone (aux AUX_LANES).
  */
 #ifdef WEFT_HAVE_LLVM
 #include <stdlib.h>
@@ -76,14 +82,16 @@ weft_status rt_exec_fold_seg_pass(rt_job *j)
     int64_t rows = outer > 0 ? outer : 1;
     int64_t groups = (nseg + GROUP - 1) / GROUP;
     if (byoff) {
-        j->aux_start[AUX_GROUPS] = RT_AUX_ANY; /* entry 0 marks them all */
+        /* entry 0 marks every group; no look-back and no ticket: the status
+         * word and the counter are not read */
+        j->aux_start[AUX_GROUPS] = RT_AUX_ANY;
+        j->aux_start[0] = j->aux_start[1] = RT_AUX_ANY;
         j->auxval[AUX_LANES].i = lanes_lg(inner, nseg);
         if ((s = rt_job_aux(j, AUX_GROUPS, WEFT_I32, groups > 0 ? groups : 1,
                             false)) != WEFT_OK) {
             return s;
         }
     }
-    /* the offset form has no look-back: no status words */
     int64_t tiles_min = byoff ? 1 : rows * ((nseg + MIN_BLOCK - 1) / MIN_BLOCK);
     if ((s = rt_job_aux(j, 0, WEFT_I64, tiles_min > 0 ? tiles_min : 1,
                         false)) != WEFT_OK ||

@@ -1637,6 +1637,22 @@ static weft_status emit_tiles(sk_fn *f)
         T.rawhi[q] = T.byoff ? cg_alloca(fn, lty, "rawhi") : NULL;
     }
     T.raw0 = T.byoff ? cg_alloca(fn, lty, "raw0") : NULL;
+    /* the offset form has no look-back, so no order to keep: block b
+     * takes tiles b, b + grid, ... with no ticket (the tile in shared
+     * memory as the ticket's, first one grid before) */
+    LLVMValueRef grid = cg_zext64(fn, tg->grid_size(fn, 0));
+    if (T.byoff) {
+        cg_if t0;
+        cg_if_begin(fn, &t0,
+                    LLVMBuildICmp(fn->b, LLVMIntEQ, T.tid, cg_i64(fn, 0), ""));
+        store64(fn, T.sh_tile, cg_i64(fn, 0),
+                LLVMBuildSub(fn->b,
+                             LLVMBuildAdd(fn->b, f->first,
+                                          cg_zext64(fn, tg->block_index(fn, 0)),
+                                          ""),
+                             grid, ""));
+        cg_if_end(fn, &t0);
+    }
     LLVMBasicBlockRef head =
         LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "tile");
     LLVMBasicBlockRef body =
@@ -1650,8 +1666,11 @@ static weft_status emit_tiles(sk_fn *f)
     cg_if_begin(fn, &t0,
                 LLVMBuildICmp(fn->b, LLVMIntEQ, T.tid, cg_i64(fn, 0), ""));
     store64(fn, T.sh_tile, cg_i64(fn, 0),
-            tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd,
-                           sk_aux_array(f, AUX_TICKET)->ptr[0], cg_i64(fn, 1)));
+            T.byoff ? LLVMBuildAdd(fn->b, load64(fn, T.sh_tile, cg_i64(fn, 0)),
+                                   grid, "")
+                    : tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd,
+                                     sk_aux_array(f, AUX_TICKET)->ptr[0],
+                                     cg_i64(fn, 1)));
     cg_if_end(fn, &t0);
     tg->barrier(fn);
     read_lengths(f, &T, load64(fn, T.sh_tile, cg_i64(fn, 0)));
