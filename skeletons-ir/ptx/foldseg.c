@@ -1948,25 +1948,35 @@ static weft_status emit_lanes(sk_fn *f)
                 LLVMBuildICmp(fn->b, LLVMIntEQ, mark, c32(fn, 0), ""));
     LLVMValueRef base = LLVMBuildMul(fn->b, row, inner, "base");
     LLVMValueRef gs = LLVMBuildMul(fn->b, g, cg_i64(fn, GROUP), "");
+    /* the group's offsets, a segment a lane (read once, coalesced: each
+     * pass of the loop below takes its segments' by shuffles, with no
+     * memory latency of its own), kept within [0, inner] and in order
+     * (entry 0 has checked them) */
+    LLVMValueRef sl = LLVMBuildAdd(fn->b, gs, lane, "");
+    LLVMValueRef sls =
+        LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntULT, sl, nseg, ""),
+                        sl, cg_i64(fn, 0), "");
+    LLVMValueRef lo_l =
+        offset_val(f, cg_load(fn, desc->leaf[0], desc->ptr[0], sls), limit);
+    LLVMValueRef hi_l =
+        offset_val(f,
+                   cg_load(fn, desc->leaf[0], desc->ptr[0],
+                           LLVMBuildAdd(fn->b, sls, cg_i64(fn, 1), "")),
+                   limit);
+    lo_l = cg_smax(fn, cg_i64(fn, 0), cg_smin(fn, lo_l, inner));
+    hi_l = cg_smax(fn, lo_l, cg_smin(fn, hi_l, inner));
     cg_loop sub;
     LLVMValueRef j;
     cg_loop_begin(fn, &sub, cg_i64(fn, 0), L, &j);
     /* segment k of the row: the group's j-th 32 / L, the lane's group */
-    LLVMValueRef k = LLVMBuildAdd(
-        fn->b, gs, LLVMBuildAdd(fn->b, LLVMBuildMul(fn->b, j, per, ""), g0, ""),
-        "k");
+    LLVMValueRef kg =
+        LLVMBuildAdd(fn->b, LLVMBuildMul(fn->b, j, per, ""), g0, "");
+    LLVMValueRef k = LLVMBuildAdd(fn->b, gs, kg, "k");
     LLVMValueRef live = LLVMBuildICmp(fn->b, LLVMIntULT, k, nseg, "live");
-    LLVMValueRef ks = LLVMBuildSelect(fn->b, live, k, cg_i64(fn, 0), "");
-    LLVMValueRef lo =
-        offset_val(f, cg_load(fn, desc->leaf[0], desc->ptr[0], ks), limit);
-    LLVMValueRef hi =
-        offset_val(f,
-                   cg_load(fn, desc->leaf[0], desc->ptr[0],
-                           LLVMBuildAdd(fn->b, ks, cg_i64(fn, 1), "")),
-                   limit);
+    LLVMValueRef from = LLVMBuildTrunc(fn->b, kg, i32, "");
+    LLVMValueRef lo = tg->shuffle_idx(fn, lo_l, from);
+    LLVMValueRef hi = tg->shuffle_idx(fn, hi_l, from);
     (void)lty;
-    lo = cg_smax(fn, cg_i64(fn, 0), cg_smin(fn, lo, inner));
-    hi = cg_smax(fn, lo, cg_smin(fn, hi, inner));
     hi = LLVMBuildSelect(fn->b, live, hi, lo, "hi");
     cg_mut_set(fn, &acc, sk_kid_value(f, 0));
     if ((s = fold_span(f, &G, lo, hi, base, &acc)) != WEFT_OK) {
