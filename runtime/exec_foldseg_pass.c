@@ -21,8 +21,6 @@
  * the shapes alone (aux AUX_LANES).
  */
 #ifdef WEFT_HAVE_LLVM
-#include <stdlib.h>
-
 #include "rt.h"
 #include "../skeletons-ir/sk.h"
 
@@ -32,30 +30,54 @@ enum {
     MIN_BLOCK = 32, /* the smallest block the kernel runs in */
     TILE = 256,     /* segments of a tile in the usual block */
     /* the offset form (ptx/foldseg.c's constants of the same names) */
-    AUX_GROUPS = 2,
-    AUX_LANES = 3,
+    AUX_WORK = 0,
+    AUX_LIST = 1,
+    AUX_LANES = 2,
     GROUP = 32,
+    WORK_TILE = 256,
     LANE_ITEMS = 4,
-    WARP = 32,
 };
 
-/* log2 of L, entry 1's lanes a segment in the offset form: the least
- * power of two whose L LANE_ITEMS elements hold the mean segment (inner /
- * nseg, from the shapes alone), at most a warp: a banded matrix's rows of
- * 10 take 4 lanes of 4 (the best of seg4's two passes on the H200). */
+/* log2 of L, the offset form's lanes a segment in entry 2: the least
+ * power of two whose two trips of L LANE_ITEMS elements hold the mean
+ * segment (inner / nseg, from the shapes alone), at most a warp: a banded
+ * matrix's rows of 10 take 2 lanes of 4 (round r1 on the H200: 0.103 ms
+ * against 0.112 with 4 lanes and 0.176 with 8). */
 static int lanes_lg(int64_t inner, int64_t nseg)
 {
     int64_t mean = nseg > 0 ? (inner + nseg - 1) / nseg : 1;
     int lg = 0;
-    while (lg < 5 && ((int64_t)LANE_ITEMS << lg) < mean) {
+    while (lg < 5 && ((int64_t)2 * LANE_ITEMS << lg) < mean) {
         lg++;
     }
-    /* TEMPORARY (session 31, round r1): $WEFT_SEG5_LG, for timing */
-    const char *k = getenv("WEFT_SEG5_LG");
-    if (k && k[0] >= '0' && k[0] <= '5') {
-        lg = k[0] - '0';
-    }
     return lg;
+}
+
+/* The offset form: its work flags and list sized, lg, and the three
+ * entries (see the head comment). */
+static weft_status run_offsets(rt_job *j, int64_t outer, int64_t inner,
+                               int64_t nseg, int rank, const int64_t *shape)
+{
+    int64_t groups = (nseg + GROUP - 1) / GROUP;
+    int64_t wtiles = (nseg + WORK_TILE - 1) / WORK_TILE;
+    j->aux_start[AUX_LIST] = RT_AUX_ANY; /* entry 0 writes what it lists */
+    j->auxval[AUX_LANES].i = lanes_lg(inner, nseg);
+    weft_status s;
+    if ((s = rt_job_aux(j, AUX_WORK, WEFT_I64, wtiles + 1, false)) != WEFT_OK ||
+        (s = rt_job_aux(j, AUX_LIST, WEFT_I64, wtiles > 0 ? wtiles : 1,
+                        false)) != WEFT_OK ||
+        (s = rt_job_out(j, 0, j->k->op->type, rank, shape)) != WEFT_OK ||
+        (s = rt_job_fill(j)) != WEFT_OK) {
+        return s;
+    }
+    if (nseg == 0) {
+        return WEFT_OK;
+    }
+    /* an input of no rows still has its offsets checked */
+    rt_phase ph[3] = {{.entry = 0, .n = groups, .grain = 1},
+                      {.entry = 1, .n = wtiles * outer, .grain = 1},
+                      {.entry = 2, .n = groups * outer, .grain = 1}};
+    return rt_job_phases(j, outer > 0 ? 3 : 1, ph);
 }
 
 weft_status rt_exec_fold_seg_pass(rt_job *j)
@@ -78,21 +100,12 @@ weft_status rt_exec_fold_seg_pass(rt_job *j)
                         WHO ": %s: the result has too many elements",
                         byoff ? "fold_seg_offsets" : "fold_seg");
     }
+    if (byoff) {
+        return run_offsets(j, outer, inner, nseg, rank, shape);
+    }
     /* rows: an input of no rows still has its lengths checked, once */
     int64_t rows = outer > 0 ? outer : 1;
-    int64_t groups = (nseg + GROUP - 1) / GROUP;
-    if (byoff) {
-        /* entry 0 marks every group; no look-back and no ticket: the status
-         * word and the counter are not read */
-        j->aux_start[AUX_GROUPS] = RT_AUX_ANY;
-        j->aux_start[0] = j->aux_start[1] = RT_AUX_ANY;
-        j->auxval[AUX_LANES].i = lanes_lg(inner, nseg);
-        if ((s = rt_job_aux(j, AUX_GROUPS, WEFT_I32, groups > 0 ? groups : 1,
-                            false)) != WEFT_OK) {
-            return s;
-        }
-    }
-    int64_t tiles_min = byoff ? 1 : rows * ((nseg + MIN_BLOCK - 1) / MIN_BLOCK);
+    int64_t tiles_min = rows * ((nseg + MIN_BLOCK - 1) / MIN_BLOCK);
     if ((s = rt_job_aux(j, 0, WEFT_I64, tiles_min > 0 ? tiles_min : 1,
                         false)) != WEFT_OK ||
         (s = rt_job_aux(j, 1, WEFT_I64, 1, false)) != WEFT_OK ||
@@ -103,14 +116,6 @@ weft_status rt_exec_fold_seg_pass(rt_job *j)
     if (nseg == 0) {
         return WEFT_OK; /* no segment: nothing to check or fold */
     }
-    int64_t tiles = rows * ((nseg + TILE - 1) / TILE);
-    if (!byoff) {
-        return rt_job_run(j, 0, tiles, 1);
-    }
-    /* entry 0 checks the offsets, marks the groups and folds the tiles
-     * with a long segment, then entry 1 the rest, a warp a group */
-    rt_phase ph[2] = {{.entry = 0, .n = tiles, .grain = 1},
-                      {.entry = 1, .n = outer * groups, .grain = 1}};
-    return rt_job_phases(j, outer > 0 ? 2 : 1, ph);
+    return rt_job_run(j, 0, rows * ((nseg + TILE - 1) / TILE), 1);
 }
 #endif

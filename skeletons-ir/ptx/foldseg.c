@@ -168,7 +168,6 @@
  * adds 2, the group marks (i32, a GROUP of segments each, written by
  * entry 0), and 3, lg (a scalar).
  */
-#include <stdlib.h>
 #include <string.h>
 
 #include "../sk.h"
@@ -187,22 +186,23 @@ enum {
     MAX_FLIGHT = 8,  /* slots of a round read before their stores (a
                        light kernel's batch, when P exceeds it) */
     SEGS = 1,        /* segments a thread of a tile (S) */
-    MAX_S = 4,       /* bound of the per-segment arrays */
+    MAX_S = SEGS,    /* bound of the per-segment arrays */
     SHORT_SEG = 256, /* a tile of no longer segments folds a
                                     segment per thread (short_segments) */
     MIN_BLOCKS = 3,  /* blocks resident a multiprocessor
                                     (launch bounds: 80 registers) */
     /* the offset form */
-    AUX_GROUPS = 2,   /* i32 per GROUP segments: 1 where entry 0 folds
-                           them (its tile has a segment over lanes_limit) */
-    AUX_LANES = 3,    /* scalar: log2 of L, entry 1's lanes a segment */
-    GROUP = 32,       /* segments a mark of AUX_GROUPS covers (a tile of
-                           the smallest block) */
-    LANE_ITEMS = 4,   /* elements a lane of entry 1 reads a trip (U) */
-    LANE_TRIPS = 2,   /* entry 1's longest segment, in trips */
-    LANES_BLOCKS = 5, /* entry 1's blocks a multiprocessor (launch
-                         bounds: 48 registers, no spill; 6 blocks, 40
-                         registers, spilled 68 bytes) */
+    AUX_WORK = 0,     /* i64, zeroed: [0] the listed work tiles, [1 + w]
+                         work tile w's flag (1: entry 1 folds it) */
+    AUX_LIST = 1,     /* i64: the listed work tiles, in any order */
+    AUX_LANES = 2,    /* scalar: log2 of L, entry 2's lanes a segment */
+    GROUP = 32,       /* segments of a warp item of entries 0 and 2 */
+    WORK_TILE = 256,  /* segments of a work tile (GROUPs of them) */
+    LANE_ITEMS = 4,   /* elements a lane of entry 2 reads a trip (U) */
+    LANE_TRIPS = 2,   /* entry 2's longest segment, in trips */
+    LANES_BLOCKS = 5, /* entries 0 and 2's blocks a multiprocessor
+                         (launch bounds: 48 registers, no spill; 6
+                         blocks, 40 registers, spilled 68 bytes) */
 };
 
 /* ---- small helpers ---------------------------------------------------- */
@@ -418,44 +418,54 @@ static LLVMValueRef seg_of(cg_fn *fn, const tile *T, int q)
 }
 
 /* Tile t is the block's next: T->tp = t, and the thread's lengths of it
- * (0 past the segments, or past the tiles) in T->rawp; in the offset form
- * its segments' offsets (off[s], off[s + 1]; 0 and 0 past them) in
- * T->rawp and T->rawhi, and the tile's first in T->raw0. */
+ * (0 past the segments, or past the tiles) in T->rawp. */
 static void read_lengths(sk_fn *f, tile *T, LLVMValueRef t)
 {
     cg_fn *fn = &f->fn;
     const cg_array *seg = sk_kid_array(f, 2);
     weft_type lt = seg->leaf[0];
-    LLVMValueRef zero = LLVMConstNull(cg_type(fn->llctx, lt));
     LLVMBuildStore(fn->b, t, T->tp);
     LLVMValueRef s0 = tile_start(fn, T, t, NULL, NULL);
     LLVMValueRef live = LLVMBuildICmp(fn->b, LLVMIntULT, t, T->ntiles, "");
-    if (T->byoff) {
-        LLVMBuildStore(fn->b, zero, T->raw0);
-        cg_if in;
-        cg_if_begin(fn, &in, live);
-        LLVMBuildStore(fn->b, cg_load(fn, lt, seg->ptr[0], s0), T->raw0);
-        cg_if_end(fn, &in);
-    }
     for (int q = 0; q < T->S; q++) {
         LLVMValueRef sidx = LLVMBuildAdd(fn->b, s0, seg_of(fn, T, q), "");
         LLVMValueRef ok = LLVMBuildAnd(
             fn->b, live, LLVMBuildICmp(fn->b, LLVMIntULT, sidx, T->nseg, ""),
             "");
-        LLVMBuildStore(fn->b, zero, T->rawp[q]);
-        if (T->byoff) {
-            LLVMBuildStore(fn->b, zero, T->rawhi[q]);
-        }
+        LLVMBuildStore(fn->b, LLVMConstNull(cg_type(fn->llctx, lt)),
+                       T->rawp[q]);
         cg_if in;
         cg_if_begin(fn, &in, ok);
         LLVMBuildStore(fn->b, cg_load(fn, lt, seg->ptr[0], sidx), T->rawp[q]);
-        if (T->byoff) {
-            LLVMBuildStore(
-                fn->b,
-                cg_load(fn, lt, seg->ptr[0],
-                        LLVMBuildAdd(fn->b, sidx, cg_i64(fn, 1), "")),
-                T->rawhi[q]);
-        }
+        cg_if_end(fn, &in);
+    }
+}
+
+/* The offset form: the thread's segments' offsets of the piece from T->s0
+ * (T->nt segments: off[s] and off[s + 1]; 0 and 0 past them) in T->rawp
+ * and T->rawhi, and the piece's first offset in T->raw0. */
+static void read_offsets(sk_fn *f, tile *T)
+{
+    cg_fn *fn = &f->fn;
+    const cg_array *seg = sk_kid_array(f, 2);
+    weft_type lt = seg->leaf[0];
+    LLVMValueRef zero = LLVMConstNull(cg_type(fn->llctx, lt));
+    /* (a piece of no segments may start past nseg, where off ends) */
+    LLVMBuildStore(fn->b,
+                   cg_load(fn, lt, seg->ptr[0], cg_smin(fn, T->s0, T->nseg)),
+                   T->raw0);
+    for (int q = 0; q < T->S; q++) {
+        LLVMValueRef sq = seg_of(fn, T, q);
+        LLVMValueRef sidx = LLVMBuildAdd(fn->b, T->s0, sq, "");
+        LLVMBuildStore(fn->b, zero, T->rawp[q]);
+        LLVMBuildStore(fn->b, zero, T->rawhi[q]);
+        cg_if in;
+        cg_if_begin(fn, &in, LLVMBuildICmp(fn->b, LLVMIntSLT, sq, T->nt, ""));
+        LLVMBuildStore(fn->b, cg_load(fn, lt, seg->ptr[0], sidx), T->rawp[q]);
+        LLVMBuildStore(fn->b,
+                       cg_load(fn, lt, seg->ptr[0],
+                               LLVMBuildAdd(fn->b, sidx, cg_i64(fn, 1), "")),
+                       T->rawhi[q]);
         cg_if_end(fn, &in);
     }
 }
@@ -519,13 +529,11 @@ static void report(sk_fn *f, LLVMValueRef s, int code)
 
 /* Step 1: the threads' sums of lengths (len) scanned; returns each
  * thread's exclusive offset and sets *total (the tile's A), *neg (i1: some
- * thread's isneg), *longer (i1: some thread's islong) and *over (i1: some
- * thread's isover). */
+ * thread's isneg) and *longer (i1: some thread's islong). */
 static void scan_lengths(sk_fn *f, tile *T, LLVMValueRef len,
                          LLVMValueRef isneg, LLVMValueRef islong,
-                         LLVMValueRef isover, LLVMValueRef *excl,
-                         LLVMValueRef *total, LLVMValueRef *neg,
-                         LLVMValueRef *longer, LLVMValueRef *over)
+                         LLVMValueRef *excl, LLVMValueRef *total,
+                         LLVMValueRef *neg, LLVMValueRef *longer)
 {
     cg_fn *fn = &f->fn;
     const cg_target *tg = fn->target;
@@ -541,10 +549,10 @@ static void scan_lengths(sk_fn *f, tile *T, LLVMValueRef len,
             B, LLVMBuildICmp(B, LLVMIntUGE, lane32, c32(fn, d), ""),
             LLVMBuildAdd(B, x, y, ""), x, "");
     }
-    /* bit 0: the warp has a negative length, 1: a long one, 2: one over */
+    /* bit 0: the warp has a negative length, 1: a long one */
     LLVMValueRef negw = cg_i64(fn, 0);
-    LLVMValueRef pred[3] = {isneg, islong, isover};
-    for (int b = 0; b < 3; b++) {
+    LLVMValueRef pred[2] = {isneg, islong};
+    for (int b = 0; b < 2; b++) {
         LLVMValueRef any = LLVMBuildICmp(B, LLVMIntNE, tg->ballot(fn, pred[b]),
                                          c32(fn, 0), "");
         negw = LLVMBuildOr(
@@ -582,8 +590,8 @@ static void scan_lengths(sk_fn *f, tile *T, LLVMValueRef len,
     }
     *excl = LLVMBuildSub(B, LLVMBuildAdd(B, before, x, ""), len, "");
     *total = all;
-    LLVMValueRef *out[3] = {neg, longer, over};
-    for (int b = 0; b < 3; b++) {
+    LLVMValueRef *out[2] = {neg, longer};
+    for (int b = 0; b < 2; b++) {
         *out[b] = LLVMBuildICmp(B, LLVMIntNE,
                                 LLVMBuildAnd(B, flags, cg_i64(fn, 1 << b), ""),
                                 cg_i64(fn, 0), "");
@@ -1394,42 +1402,13 @@ static weft_status short_segments(sk_fn *f, const tile *T,
     return WEFT_OK;
 }
 
-/* The offset form: the longest segment entry 1 folds (i64), L U
+/* The offset form: the longest segment entry 2 folds (i64), L U
  * LANE_TRIPS elements (L = 2^lg from aux AUX_LANES). */
 static LLVMValueRef lanes_limit(sk_fn *f)
 {
     cg_fn *fn = &f->fn;
-    /* TEMPORARY (session 31, round r1): $WEFT_SEG5_LANES=0 leaves every
-     * tile to entry 0, for timing; taken out after the round */
-    const char *k = getenv("WEFT_SEG5_LANES");
-    if (k && k[0] == '0') {
-        return cg_i64(fn, -1);
-    }
     LLVMValueRef lg = sk_aux_value(f, AUX_LANES)->v[0];
     return LLVMBuildShl(fn->b, cg_i64(fn, LANE_ITEMS * LANE_TRIPS), lg, "");
-}
-
-/* The offset form, a tile of row 0: its marks (AUX_GROUPS, a GROUP of
- * segments each; the tile starts at a multiple of GROUP) say whether
- * entry 0 folds them (over: the tile has a segment over lanes_limit) or
- * entry 1.  Every row is cut alike, so row 0's tiles speak for all. */
-static void mark_groups(sk_fn *f, const tile *T, LLVMValueRef over)
-{
-    cg_fn *fn = &f->fn;
-    LLVMValueRef ng = LLVMBuildUDiv(
-        fn->b, LLVMBuildAdd(fn->b, T->nt, cg_i64(fn, GROUP - 1), ""),
-        cg_i64(fn, GROUP), "");
-    cg_if w;
-    cg_if_begin(
-        fn, &w,
-        LLVMBuildAnd(fn->b,
-                     LLVMBuildICmp(fn->b, LLVMIntEQ, T->row, cg_i64(fn, 0), ""),
-                     LLVMBuildICmp(fn->b, LLVMIntSLT, T->tid, ng, ""), ""));
-    LLVMValueRef g = LLVMBuildAdd(
-        fn->b, LLVMBuildUDiv(fn->b, T->s0, cg_i64(fn, GROUP), ""), T->tid, "");
-    cg_store(fn, WEFT_I32, sk_aux_array(f, AUX_GROUPS)->ptr[0], g,
-             LLVMBuildZExt(fn->b, over, t_i32(fn), ""));
-    cg_if_end(fn, &w);
 }
 
 /* Step 2 of the lengths' form: the tile's first element within its row
@@ -1476,9 +1455,11 @@ static weft_status one_tile(sk_fn *f, tile *T)
     const cg_target *tg = fn->target;
     LLVMBuilderRef B = fn->b;
     weft_status s;
-    LLVMValueRef piece;
-    T->s0 = tile_start(fn, T, T->t, &T->row, &piece);
-    T->nt = cg_smin(fn, T->span, LLVMBuildSub(B, T->nseg, T->s0, ""));
+    LLVMValueRef piece = NULL;
+    if (!T->byoff) { /* the offset form's caller has set them */
+        T->s0 = tile_start(fn, T, T->t, &T->row, &piece);
+        T->nt = cg_smin(fn, T->span, LLVMBuildSub(B, T->nseg, T->s0, ""));
+    }
     /* 1. the lengths (read_lengths; 0 past nseg), the thread's S summed */
     LLVMValueRef huge[MAX_S] = {0}, len[MAX_S] = {0}, excl[MAX_S] = {0};
     LLVMValueRef sum = cg_i64(fn, 0), isneg = i1c(fn, false);
@@ -1486,10 +1467,6 @@ static weft_status one_tile(sk_fn *f, tile *T)
     LLVMTypeRef lty = cg_type(fn->llctx, sk_kid_array(f, 2)->leaf[0]);
     LLVMValueRef limit = LLVMBuildAdd(B, T->inner, cg_i64(fn, 1), "");
     LLVMValueRef start[MAX_S] = {0}; /* offset form: off[s] */
-    /* offset form: a segment over `lanes_max` elements leaves the tile to
-     * this entry; entry 1 folds the others */
-    LLVMValueRef isover = i1c(fn, false);
-    LLVMValueRef lanes_max = T->byoff ? lanes_limit(f) : NULL;
     for (int q = 0; q < T->S; q++) {
         if (T->byoff) {
             /* the length is the offsets' difference, its start checked
@@ -1513,19 +1490,10 @@ static weft_status one_tile(sk_fn *f, tile *T)
             B, islong,
             LLVMBuildICmp(B, LLVMIntSGT, len[q], cg_i64(fn, SHORT_SEG), ""),
             "");
-        if (T->byoff) {
-            isover = LLVMBuildOr(
-                B, isover, LLVMBuildICmp(B, LLVMIntSGT, len[q], lanes_max, ""),
-                "");
-        }
     }
     /* a huge u64 length scans as negative: the tile is bad either way */
-    LLVMValueRef total, neg, longer, over;
-    scan_lengths(f, T, sum, isneg, islong, isover, &excl[0], &total, &neg,
-                 &longer, &over);
-    if (T->byoff) {
-        mark_groups(f, T, over);
-    }
+    LLVMValueRef total, neg, longer;
+    scan_lengths(f, T, sum, isneg, islong, &excl[0], &total, &neg, &longer);
     for (int q = 0; q < T->S && q < MAX_S; q++) {
         if (q > 0) {
             excl[q] = LLVMBuildAdd(B, excl[q - 1], len[q - 1], "");
@@ -1588,16 +1556,13 @@ static weft_status one_tile(sk_fn *f, tile *T)
         cg_if_end(fn, &in);
     }
     cg_if_end(fn, &chk);
-    /* 4. the fold of a good tile of a row that exists (in the offset form,
-     * of one that entry 1 leaves alone) */
-    LLVMValueRef go_if = LLVMBuildAnd(
-        fn->b, LLVMBuildNot(fn->b, bad, ""),
-        LLVMBuildICmp(fn->b, LLVMIntULT, T->row, T->outer, ""), "");
-    if (T->byoff) {
-        go_if = LLVMBuildAnd(fn->b, go_if, over, "");
-    }
+    /* 4. the fold of a good tile of a row that exists */
     cg_if go;
-    cg_if_begin(fn, &go, go_if);
+    cg_if_begin(
+        fn, &go,
+        LLVMBuildAnd(fn->b, LLVMBuildNot(fn->b, bad, ""),
+                     LLVMBuildICmp(fn->b, LLVMIntULT, T->row, T->outer, ""),
+                     ""));
     LLVMValueRef base = LLVMBuildAdd(
         fn->b, LLVMBuildMul(fn->b, T->row, T->inner, ""), P, "base");
     LLVMValueRef qbase = LLVMBuildAdd(
@@ -1614,6 +1579,107 @@ static weft_status one_tile(sk_fn *f, tile *T)
     return s;
 }
 
+/* The error word is still clear (i1): the offset form's entries after
+ * entry 0 do nothing after a bad offset it reported, so that no gather of
+ * theirs reports first, as the interpreter's would not. */
+static LLVMValueRef no_error_yet(sk_fn *f)
+{
+    cg_fn *fn = &f->fn;
+    if (f->e->k->err_item < 0) {
+        return i1c(fn, true);
+    }
+    LLVMValueRef ew =
+        LLVMBuildLoad2(fn->b, t_i64(fn), f->arr[f->e->k->err_item].ptr[0], "");
+    LLVMSetOrdering(ew, LLVMAtomicOrderingMonotonic);
+    LLVMSetAlignment(ew, 8);
+    return LLVMBuildICmp(fn->b, LLVMIntEQ, ew, cg_i64(fn, 0), "");
+}
+
+/* The offset form's entry 1: the work tiles that entry 0 listed (aux
+ * AUX_LIST, count AUX_WORK[0]) of every row: item w is row w / count,
+ * work tile list[w % count]; block b takes items b, b + grid, ... (no
+ * look-back, so no order and no ticket).  A work tile of WORK_TILE
+ * segments is folded in pieces of the block's span (one where the block
+ * has WORK_TILE threads), each a tile as above (one_tile: steps 1, 3 and
+ * 4, the prefix P its first offset). */
+static weft_status emit_work_tiles(sk_fn *f, tile *T)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    LLVMValueRef work = sk_aux_array(f, AUX_WORK)->ptr[0];
+    /* the item in shared memory (as the lengths' ticket), one grid before
+     * the first, and the count there too (the registers are the tiles') */
+    cg_if t0;
+    cg_if_begin(fn, &t0,
+                LLVMBuildICmp(fn->b, LLVMIntEQ, T->tid, cg_i64(fn, 0), ""));
+    store64(
+        fn, T->sh_tile, cg_i64(fn, 0),
+        LLVMBuildSub(fn->b,
+                     LLVMBuildAdd(fn->b, f->first,
+                                  cg_zext64(fn, tg->block_index(fn, 0)), ""),
+                     cg_zext64(fn, tg->grid_size(fn, 0)), ""));
+    store64(fn, T->sh_prefix, cg_i64(fn, 0),
+            LLVMBuildSelect(fn->b, no_error_yet(f),
+                            load64(fn, work, cg_i64(fn, 0)), cg_i64(fn, 0),
+                            "count"));
+    cg_if_end(fn, &t0);
+    LLVMBasicBlockRef head =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "work");
+    LLVMBasicBlockRef body =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "work.body");
+    LLVMBasicBlockRef done =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "work.done");
+    LLVMBuildBr(fn->b, head);
+    LLVMPositionBuilderAtEnd(fn->b, head);
+    tg->barrier(fn); /* the last item's shared memory is read */
+    cg_if_begin(fn, &t0,
+                LLVMBuildICmp(fn->b, LLVMIntEQ, T->tid, cg_i64(fn, 0), ""));
+    store64(fn, T->sh_tile, cg_i64(fn, 0),
+            LLVMBuildAdd(fn->b, load64(fn, T->sh_tile, cg_i64(fn, 0)),
+                         cg_zext64(fn, tg->grid_size(fn, 0)), ""));
+    cg_if_end(fn, &t0);
+    tg->barrier(fn);
+    LLVMValueRef w = load64(fn, T->sh_tile, cg_i64(fn, 0));
+    /* item w: row, listed work tile and piece of it, pieces of the
+     * block's span (one where the block has WORK_TILE threads) */
+    LLVMValueRef ppt = LLVMBuildUDiv(
+        fn->b,
+        LLVMBuildAdd(fn->b, cg_i64(fn, WORK_TILE),
+                     LLVMBuildSub(fn->b, T->span, cg_i64(fn, 1), ""), ""),
+        T->span, "pieces");
+    LLVMValueRef per_row = LLVMBuildMul(
+        fn->b, load64(fn, T->sh_prefix, cg_i64(fn, 0)), ppt, "per_row");
+    LLVMValueRef items = LLVMBuildMul(fn->b, per_row, T->outer, "items");
+    LLVMBuildCondBr(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, w, items, ""), body,
+                    done);
+    LLVMPositionBuilderAtEnd(fn->b, body);
+    LLVMValueRef row = LLVMBuildUDiv(fn->b, w, per_row, "row");
+    LLVMValueRef r =
+        LLVMBuildSub(fn->b, w, LLVMBuildMul(fn->b, row, per_row, ""), "");
+    LLVMValueRef li = LLVMBuildUDiv(fn->b, r, ppt, "");
+    LLVMValueRef piece =
+        LLVMBuildSub(fn->b, r, LLVMBuildMul(fn->b, li, ppt, ""), "piece");
+    LLVMValueRef wt = load64(fn, sk_aux_array(f, AUX_LIST)->ptr[0], li);
+    LLVMValueRef first = LLVMBuildMul(fn->b, wt, cg_i64(fn, WORK_TILE), "");
+    LLVMValueRef end = cg_smin(
+        fn, LLVMBuildAdd(fn->b, first, cg_i64(fn, WORK_TILE), ""), T->nseg);
+    T->s0 = LLVMBuildAdd(fn->b, first, LLVMBuildMul(fn->b, piece, T->span, ""),
+                         "s0");
+    T->row = row;
+    /* a piece past the tile's end (a span that does not divide WORK_TILE)
+     * has no segments */
+    T->nt = cg_smax(fn, cg_i64(fn, 0),
+                    cg_smin(fn, T->span, LLVMBuildSub(fn->b, end, T->s0, "")));
+    read_offsets(f, T);
+    weft_status s = one_tile(f, T);
+    if (s) {
+        return s;
+    }
+    LLVMBuildBr(fn->b, head);
+    LLVMPositionBuilderAtEnd(fn->b, done);
+    return WEFT_OK;
+}
+
 /* The entry: blocks take tiles until none is left. */
 static weft_status emit_tiles(sk_fn *f)
 {
@@ -1624,12 +1690,6 @@ static weft_status emit_tiles(sk_fn *f)
     tile T;
     memset(&T, 0, sizeof T);
     T.S = SEGS;
-    /* TEMPORARY (session 31, round r1): $WEFT_SEG5_S, the offset form's
-     * segments a thread (1, 2 or 4), for timing */
-    const char *sk = getenv("WEFT_SEG5_S");
-    if (t->op == FE_SEG_OFFSETS && sk && (sk[0] == '2' || sk[0] == '4')) {
-        T.S = sk[0] - '0';
-    }
     weft_status s = tile_shared(f, &T);
     if (s) {
         return s;
@@ -1671,21 +1731,8 @@ static weft_status emit_tiles(sk_fn *f)
         T.rawhi[q] = T.byoff ? cg_alloca(fn, lty, "rawhi") : NULL;
     }
     T.raw0 = T.byoff ? cg_alloca(fn, lty, "raw0") : NULL;
-    /* the offset form has no look-back, so no order to keep: block b
-     * takes tiles b, b + grid, ... with no ticket (the tile in shared
-     * memory as the ticket's, first one grid before) */
-    LLVMValueRef grid = cg_zext64(fn, tg->grid_size(fn, 0));
     if (T.byoff) {
-        cg_if t0;
-        cg_if_begin(fn, &t0,
-                    LLVMBuildICmp(fn->b, LLVMIntEQ, T.tid, cg_i64(fn, 0), ""));
-        store64(fn, T.sh_tile, cg_i64(fn, 0),
-                LLVMBuildSub(fn->b,
-                             LLVMBuildAdd(fn->b, f->first,
-                                          cg_zext64(fn, tg->block_index(fn, 0)),
-                                          ""),
-                             grid, ""));
-        cg_if_end(fn, &t0);
+        return emit_work_tiles(f, &T);
     }
     LLVMBasicBlockRef head =
         LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "tile");
@@ -1700,11 +1747,8 @@ static weft_status emit_tiles(sk_fn *f)
     cg_if_begin(fn, &t0,
                 LLVMBuildICmp(fn->b, LLVMIntEQ, T.tid, cg_i64(fn, 0), ""));
     store64(fn, T.sh_tile, cg_i64(fn, 0),
-            T.byoff ? LLVMBuildAdd(fn->b, load64(fn, T.sh_tile, cg_i64(fn, 0)),
-                                   grid, "")
-                    : tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd,
-                                     sk_aux_array(f, AUX_TICKET)->ptr[0],
-                                     cg_i64(fn, 1)));
+            tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd,
+                           sk_aux_array(f, AUX_TICKET)->ptr[0], cg_i64(fn, 1)));
     cg_if_end(fn, &t0);
     tg->barrier(fn);
     read_lengths(f, &T, load64(fn, T.sh_tile, cg_i64(fn, 0)));
@@ -1878,18 +1922,17 @@ static weft_status fold_span(sk_fn *f, const lanes *G, LLVMValueRef lo,
     return WEFT_OK;
 }
 
-/* Entry 1 of the offset form: the segments that entry 0 left (their
- * group's mark 0: no segment of their tile over lanes_limit), L = 2^lg
- * lanes a segment.  A warp item is a GROUP of segments of one row (items
- * of all the rows, row-major; the grid is what stays resident and warps
- * loop): the warp reads the group's mark and, where it is 0, folds the
- * group's segments 32 / L at a time, each by fold_span from z, and the
- * first lane of each segment stores it.  A lane reads its segment's two
- * offsets, kept within [0, inner] and in order (entry 0 has checked
- * them; after a bad one the error word is set and this entry does
- * nothing, so that no gather of its own reports first, as the
- * interpreter's would not).  No shared memory and no barrier: few
- * registers, many warps. */
+/* Entry 2 of the offset form: the segments that entry 1 left (their work
+ * tile's flag 0: no segment of it over lanes_limit), L = 2^lg lanes a
+ * segment.  A warp item is a GROUP of segments of one row (items of all
+ * the rows, row-major; the grid is what stays resident and warps loop):
+ * the warp reads the flag and, where it is 0, the group's offsets, a
+ * segment's two a lane, kept within [0, inner] and in order (entry 0 has
+ * checked them; after a bad one the error word is set and this entry
+ * does nothing), and folds the group's segments 32 / L at a time, each by
+ * fold_span from z, its offsets by shuffles; the first lane of each
+ * segment stores it.  No shared memory and no barrier: few registers,
+ * many warps. */
 static weft_status emit_lanes(sk_fn *f)
 {
     cg_fn *fn = &f->fn;
@@ -1942,17 +1985,8 @@ static weft_status emit_lanes(sk_fn *f)
         LLVMBuildMul(fn->b, cg_zext64(fn, tg->grid_size(fn, 0)), wpb, "");
     LLVMValueRef one_row =
         LLVMBuildICmp(fn->b, LLVMIntEQ, outer, cg_i64(fn, 1), "");
-    /* nothing after a bad offset that entry 0 reported */
-    LLVMValueRef end = f->n;
-    if (f->e->k->err_item >= 0) {
-        LLVMValueRef ew =
-            LLVMBuildLoad2(fn->b, i64, f->arr[f->e->k->err_item].ptr[0], "");
-        LLVMSetOrdering(ew, LLVMAtomicOrderingMonotonic);
-        LLVMSetAlignment(ew, 8);
-        end = LLVMBuildSelect(
-            fn->b, LLVMBuildICmp(fn->b, LLVMIntEQ, ew, cg_i64(fn, 0), ""), f->n,
-            cg_i64(fn, 0), "end");
-    }
+    LLVMValueRef end =
+        LLVMBuildSelect(fn->b, no_error_yet(f), f->n, cg_i64(fn, 0), "end");
     LLVMTypeRef lty = cg_type(fn->llctx, desc->leaf[0]);
     LLVMValueRef limit = LLVMBuildAdd(fn->b, inner, cg_i64(fn, 1), "");
     cg_mut acc;
@@ -1975,11 +2009,15 @@ static weft_status emit_lanes(sk_fn *f)
     }
     cg_if_end(fn, &several);
     LLVMValueRef row = get(fn, i64, rowp), g = get(fn, i64, gp);
-    LLVMValueRef mark =
-        cg_load(fn, WEFT_I32, sk_aux_array(f, AUX_GROUPS)->ptr[0], g);
+    /* the flag of the group's work tile: 0 where entry 1 left it */
+    LLVMValueRef flag = load64(
+        fn, sk_aux_array(f, AUX_WORK)->ptr[0],
+        LLVMBuildAdd(fn->b, cg_i64(fn, 1),
+                     LLVMBuildUDiv(fn->b, g, cg_i64(fn, WORK_TILE / GROUP), ""),
+                     ""));
     cg_if mine;
     cg_if_begin(fn, &mine,
-                LLVMBuildICmp(fn->b, LLVMIntEQ, mark, c32(fn, 0), ""));
+                LLVMBuildICmp(fn->b, LLVMIntEQ, flag, cg_i64(fn, 0), ""));
     LLVMValueRef base = LLVMBuildMul(fn->b, row, inner, "base");
     LLVMValueRef gs = LLVMBuildMul(fn->b, g, cg_i64(fn, GROUP), "");
     /* the group's offsets, a segment a lane (read once, coalesced: each
@@ -2036,6 +2074,114 @@ static weft_status emit_lanes(sk_fn *f)
     return WEFT_OK;
 }
 
+/* Entry 0 of the offset form: the check of the offsets and the work
+ * list, a warp a GROUP of segments (the offsets are the same for every
+ * row: once).  Lane i takes segment s = 32 g + i: off[s] and off[s + 1]
+ * (offset_val's clamp), a report where s starts below 0 or ends before
+ * its start (CG_ERR_SEG_NEG) or past inner (CG_ERR_SEG_PAST), the least
+ * segment winning as the interpreter's first; and where some segment of
+ * the group is longer than lanes_limit, lane 0 sets the flag of its work
+ * tile (AUX_WORK[1 + w], an atomic or) and the one that set it first
+ * appends the tile to the list (AUX_LIST, its count AUX_WORK[0]).  A
+ * light pass: 4 MB of offsets for a million rows, no barrier. */
+static weft_status emit_check(sk_fn *f)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    const fe_term *op = f->e->k->op;
+    const fe_term *src = op->kid[1];
+    const cg_array *desc = sk_kid_array(f, 2);
+    LLVMValueRef ext[WEFT_MAX_RANK];
+    weft_status s = sk_extent(f, src, ext);
+    if (s) {
+        return s;
+    }
+    LLVMValueRef inner = ext[src->rank - 1];
+    LLVMValueRef limit = LLVMBuildAdd(fn->b, inner, cg_i64(fn, 1), "");
+    LLVMValueRef nseg =
+        cg_smax(fn, LLVMBuildSub(fn->b, desc->extent[0], cg_i64(fn, 1), ""),
+                cg_i64(fn, 0));
+    LLVMValueRef most = lanes_limit(f);
+    LLVMValueRef tid = cg_zext64(fn, tg->thread_index(fn, 0));
+    LLVMValueRef lane = LLVMBuildAnd(fn->b, tid, cg_i64(fn, WARP - 1), "lane");
+    LLVMValueRef wpb = LLVMBuildLShr(
+        fn->b, cg_zext64(fn, tg->block_size(fn, 0)), cg_i64(fn, 5), "");
+    LLVMValueRef w0 = LLVMBuildAdd(
+        fn->b,
+        LLVMBuildMul(fn->b,
+                     LLVMBuildAdd(fn->b, f->first,
+                                  cg_zext64(fn, tg->block_index(fn, 0)), ""),
+                     wpb, ""),
+        LLVMBuildLShr(fn->b, tid, cg_i64(fn, 5), ""), "w0");
+    LLVMValueRef step =
+        LLVMBuildMul(fn->b, cg_zext64(fn, tg->grid_size(fn, 0)), wpb, "");
+    LLVMValueRef work = sk_aux_array(f, AUX_WORK)->ptr[0];
+    cg_sloop items;
+    LLVMValueRef g = cg_sloop_begin(fn, &items, w0, f->n, step, "group");
+    LLVMValueRef sg = LLVMBuildAdd(
+        fn->b, LLVMBuildMul(fn->b, g, cg_i64(fn, GROUP), ""), lane, "seg");
+    LLVMValueRef live = LLVMBuildICmp(fn->b, LLVMIntULT, sg, nseg, "live");
+    LLVMValueRef lo = cg_i64(fn, 0), hi = cg_i64(fn, 0);
+    LLVMValueRef lop = var(fn, t_i64(fn), lo), hip = var(fn, t_i64(fn), hi);
+    cg_if in;
+    cg_if_begin(fn, &in, live);
+    LLVMBuildStore(
+        fn->b,
+        offset_val(f, cg_load(fn, desc->leaf[0], desc->ptr[0], sg), limit),
+        lop);
+    LLVMBuildStore(
+        fn->b,
+        offset_val(f,
+                   cg_load(fn, desc->leaf[0], desc->ptr[0],
+                           LLVMBuildAdd(fn->b, sg, cg_i64(fn, 1), "")),
+                   limit),
+        hip);
+    cg_if_end(fn, &in);
+    lo = get(fn, t_i64(fn), lop);
+    hi = get(fn, t_i64(fn), hip);
+    LLVMValueRef len = LLVMBuildSub(fn->b, hi, lo, "len");
+    LLVMValueRef neg = LLVMBuildOr(
+        fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, lo, cg_i64(fn, 0), ""),
+        LLVMBuildICmp(fn->b, LLVMIntSLT, len, cg_i64(fn, 0), ""), "");
+    LLVMValueRef past = LLVMBuildICmp(fn->b, LLVMIntSGT, hi, inner, "");
+    cg_if bad, n;
+    cg_if_begin(fn, &bad, LLVMBuildOr(fn->b, neg, past, ""));
+    cg_if_begin(fn, &n, neg);
+    report(f, sg, CG_ERR_SEG_NEG);
+    cg_if_else(fn, &n);
+    report(f, sg, CG_ERR_SEG_PAST);
+    cg_if_end(fn, &n);
+    cg_if_end(fn, &bad);
+    /* a long segment: the group's work tile goes to entry 1 */
+    LLVMValueRef longer = LLVMBuildICmp(
+        fn->b, LLVMIntNE,
+        tg->ballot(fn, LLVMBuildICmp(fn->b, LLVMIntSGT, len, most, "")),
+        c32(fn, 0), "");
+    cg_if mark;
+    cg_if_begin(
+        fn, &mark,
+        LLVMBuildAnd(fn->b, longer,
+                     LLVMBuildICmp(fn->b, LLVMIntEQ, lane, cg_i64(fn, 0), ""),
+                     ""));
+    LLVMValueRef wt =
+        LLVMBuildUDiv(fn->b, g, cg_i64(fn, WORK_TILE / GROUP), "wtile");
+    LLVMValueRef at = LLVMBuildAdd(fn->b, wt, cg_i64(fn, 1), "");
+    LLVMValueRef was = tg->atomic_rmw(
+        fn, LLVMAtomicRMWBinOpOr,
+        LLVMBuildInBoundsGEP2(fn->b, t_i64(fn), work, &at, 1, ""),
+        cg_i64(fn, 1));
+    cg_if first;
+    cg_if_begin(fn, &first,
+                LLVMBuildICmp(fn->b, LLVMIntEQ, was, cg_i64(fn, 0), ""));
+    LLVMValueRef k =
+        tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd, work, cg_i64(fn, 1));
+    store64(fn, sk_aux_array(f, AUX_LIST)->ptr[0], k, wt);
+    cg_if_end(fn, &first);
+    cg_if_end(fn, &mark);
+    cg_sloop_end(fn, &items);
+    return WEFT_OK;
+}
+
 /* ---- the skeleton ------------------------------------------------------ */
 
 static bool ptx_fold_seg_supported(const fe_term *t)
@@ -2048,37 +2194,32 @@ static weft_status ptx_fold_seg_prepare(weft_context *ctx, fe_arena *arena,
                                         sk_kernel *k)
 {
     bool byoff = k->op->op == FE_SEG_OFFSETS;
-    k->nentry = byoff ? 2 : 1;
-    for (int v = 0; v < 2; v++) { /* both variants (sk_kernel.general) */
-        k->item_threads[k->nentry * v] = SK_ITEM_BLOCK;
+    /* the lengths: the tiles; the offsets: the check, the work tiles and
+     * the lanes (item_threads of both variants, sk_kernel.general) */
+    k->nentry = byoff ? 3 : 1;
+    for (int v = 0; v < 2; v++) {
+        int *it = &k->item_threads[k->nentry * v];
+        it[0] = byoff ? WARP : SK_ITEM_BLOCK;
         if (byoff) {
-            k->item_threads[k->nentry * v + 1] = WARP;
+            it[1] = SK_ITEM_BLOCK;
+            it[2] = WARP;
         }
     }
     k->block_max = BLOCK;
     k->may_fail = true; /* the descriptor is checked in the kernel */
-    weft_status s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX, AUX_STATUS,
-                                WEFT_I64, 1);
-    k->aux_item[AUX_STATUS] = k->nitem - 1;
-    if (s == WEFT_OK) {
-        s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX, AUX_TICKET,
-                        WEFT_I64, 1);
-        k->aux_item[AUX_TICKET] = k->nitem - 1;
-    }
-    if (s == WEFT_OK && byoff) {
-        s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX, AUX_GROUPS,
-                        WEFT_I32, 1);
-        k->aux_item[AUX_GROUPS] = k->nitem - 1;
-    }
-    if (s == WEFT_OK && byoff) {
-        s = sk_add_item(ctx, arena, k, SK_SCALAR, SK_SRC_AUX, AUX_LANES,
-                        WEFT_I64, 0);
-        k->aux_item[AUX_LANES] = k->nitem - 1;
+    /* aux 0 and 1: the lengths' status words and ticket, or the offsets'
+     * work flags and list (all i64 arrays); 2 the offsets' lg */
+    weft_status s = WEFT_OK;
+    for (int a = 0; s == WEFT_OK && a < (byoff ? 3 : 2); a++) {
+        s = sk_add_item(ctx, arena, k, a < 2 ? SK_ARRAY : SK_SCALAR, SK_SRC_AUX,
+                        a, WEFT_I64, a < 2 ? 1 : 0);
+        k->aux_item[a] = k->nitem - 1;
     }
     return s;
 }
 
-/* Entry `entry` (0 the tiles, 1 the offset form's lanes). */
+/* Entry `entry`: the tiles (the lengths' only entry, the offsets' 1), the
+ * offsets' check (0) and lanes (2). */
 static weft_status emit_entry(sk_emit *e, const char *name, int entry)
 {
     sk_fn f;
@@ -2086,18 +2227,15 @@ static weft_status emit_entry(sk_emit *e, const char *name, int entry)
     if (s) {
         return s;
     }
+    bool tiles = e->k->nentry == 1 || entry == 1;
     /* the staged reads without branches, so that ptxas issues a thread's
      * reads of a round together (smvm: cols, vals, then x): errors in a
      * local flag (every thread ends at sk_fn_end), reads outside an array
      * from a cell of zeros */
     f.local_errors = true;
     f.fn.flat_reads = true;
-    /* TEMPORARY (session 31, round r1): $WEFT_SEG5_BLK, entry 1's
-     * blocks a multiprocessor, for timing */
-    const char *bk = getenv("WEFT_SEG5_BLK");
-    int lb = bk && atoi(bk) > 0 ? atoi(bk) : LANES_BLOCKS;
-    cg_ptx_launch_bounds(&f.fn, BLOCK, entry == 1 ? lb : MIN_BLOCKS);
-    s = entry == 1 ? emit_lanes(&f) : emit_tiles(&f);
+    cg_ptx_launch_bounds(&f.fn, BLOCK, tiles ? MIN_BLOCKS : LANES_BLOCKS);
+    s = tiles ? emit_tiles(&f) : entry == 0 ? emit_check(&f) : emit_lanes(&f);
     if (s) {
         LLVMBuildUnreachable(f.fn.b);
         cg_fn_end(&f.fn);
