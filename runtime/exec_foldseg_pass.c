@@ -13,12 +13,12 @@
  * one entry over the tiles of blocks of 256 (the grid is what stays
  * resident; the blocks loop over the tiles).
  *
- * The offset form (foldSeg', weft_fold_seg_offsets) has two entries and
- * neither status words nor a counter: entry 0 runs over the tiles, checks
- * their offsets, marks each group of GROUP segments for entry 1 or itself
- * (aux AUX_GROUPS, every mark written) and folds its own; entry 1 folds
- * the rest, a warp a group, L = 2^lg lanes a segment, lg chosen here from
- * the shapes alone (aux AUX_LANES).
+ * The offset form (foldSeg', weft_fold_seg_offsets) has three entries
+ * and neither status words nor a counter (run_offsets): entry 0 checks the
+ * offsets and lists the work tiles with a long segment (aux AUX_WORK, its
+ * count and flags, zeroed; AUX_LIST), entry 1 folds those, entry 2 the
+ * rest, L = 2^lg lanes a segment, lg chosen here from the shapes alone
+ * (aux AUX_LANES).
  */
 #ifdef WEFT_HAVE_LLVM
 #include "rt.h"

@@ -134,39 +134,45 @@
  *
  * The offset form (foldSeg', weft_fold_seg_offsets, fe_term.op
  * FE_SEG_OFFSETS: nseg + 1 offsets, CSR's row pointers, as every peer of
- * bench/gpu is given) needs neither the scan nor the look-back: a tile
- * reads its segments' offsets (off[s] and off[s + 1], clamped into [-1,
- * inner + 1] by offset_val, which changes no check's outcome), their
- * differences are the lengths, its first offset is P, and the checks are
- * those of the offsets (a segment that starts below 0 or ends before its
- * start: CG_ERR_SEG_NEG; one that ends past inner: CG_ERR_SEG_PAST; the
- * driver words them for the offsets).  With no order to keep, block b
- * takes tiles b, b + grid, ... with no ticket.  And it has two entries,
- * split by segment length:
+ * bench/gpu is given) needs neither the scan nor the look-back: a segment's
+ * offsets are read (off[s] and off[s + 1], clamped into [-1, inner + 1] by
+ * offset_val, which changes no check's outcome), their difference is its
+ * length, and the checks are those of the offsets (a segment that starts
+ * below 0 or ends before its start: CG_ERR_SEG_NEG; one that ends past
+ * inner: CG_ERR_SEG_PAST; the driver words them for the offsets).  Three
+ * entries, in order, split by segment length (round r1 on the H200: one
+ * pass over every tile of 256 segments, checking them and folding those
+ * with a long one, cost 0.04 ms on the banded matrix before a lighter
+ * kernel folded the rest):
  *
- *   entry 0, the tiles above, marks each GROUP (32) of its segments (aux
- *      AUX_GROUPS, by row 0's tiles: every row is cut alike) with whether
- *      the tile has a segment over lanes_limit = L U LANE_TRIPS elements,
- *      and folds only such tiles (short_segments or walk, as above);
- *   entry 1, after it, folds the other groups, a warp a group, L = 2^lg
- *      lanes a segment (lg from the driver: the least L whose L U
- *      elements hold the mean segment, U = LANE_ITEMS = 4): the group's
- *      offsets read once, coalesced (a segment's two a lane), and handed
- *      to each pass by shuffles;
- *      a pass folds 32 / L segments, their L lanes reading U consecutive
- *      elements each a trip with no branch and folding them in order by a
- *      tree of shuffles (fold_span: seg4's CSR-vector fold, session 30),
- *      at most LANE_TRIPS trips.  48 registers, no shared memory, no
- *      barrier: a banded matrix's rows of 10 (4 lanes of 4, one trip) fold
- *      at the hand CSR-vector kernel's occupancy, while a power-law
- *      matrix's tiles, nearly all with a long row, stay on entry 0's merge
- *      path, which spreads a row of 10^4 over the block.
+ *   entry 0 (emit_check), a warp a GROUP of 32 segments, once whatever the
+ *      rows: checks the offsets and, where the group has a segment longer
+ *      than lanes_limit (two trips of entry 2), flags its work tile of
+ *      WORK_TILE (256) segments (AUX_WORK[1 + w], an atomic or) and lists
+ *      it (AUX_LIST, the count in AUX_WORK[0]) once; 18 registers;
+ *   entry 1 (emit_work_tiles), a block a listed tile of a row (any order,
+ *      no ticket): the tile steps 1, 3 and 4 above, P the tile's first
+ *      offset; so a power-law matrix's tiles, nearly all with a long row,
+ *      are folded by merge path, which spreads a row of 10^4 over the block;
+ *   entry 2 (emit_lanes), a warp a group of a row whose tile is not
+ *      flagged: L = 2^lg lanes a segment (lg from the driver: the least L
+ *      whose two trips of L U elements hold the mean segment, U =
+ *      LANE_ITEMS = 4), the group's offsets read once, a segment's two a
+ *      lane, and handed to each pass by shuffles; a pass folds 32 / L
+ *      segments, their L lanes reading U consecutive elements each a trip
+ *      with no branch and folding them in order by a tree of shuffles
+ *      (fold_span: seg4's CSR-vector fold, session 30).  48 registers, no
+ *      shared memory, no barrier: a banded matrix's rows of 10 (2 lanes of
+ *      4, two trips) fold at the hand CSR-vector kernel's occupancy.
+ *
+ * Entries 1 and 2 do nothing once entry 0 has reported (the error word):
+ * no gather of theirs reports before a bad offset, as the interpreter
+ * checks the descriptor first.
  *
  * Aux items: 0 the tile status words (i64, zeroed; sized by the driver
- * for blocks of MIN_BLOCK threads), 1 the tile counter (i64, zeroed);
- * the offset form reads neither (the driver leaves them as they are) and
- * adds 2, the group marks (i32, a GROUP of segments each, written by
- * entry 0), and 3, lg (a scalar).
+ * for blocks of MIN_BLOCK threads), 1 the tile counter (i64, zeroed); in
+ * the offset form, 0 the work count and flags (i64, zeroed), 1 the work
+ * list (i64), 2 lg (a scalar).
  */
 #include <string.h>
 
