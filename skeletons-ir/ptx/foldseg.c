@@ -476,6 +476,17 @@ static void read_offsets(sk_fn *f, tile *T)
     }
 }
 
+/* The offset form's segments: its descriptor's entries less one, none for
+ * no entries. */
+static LLVMValueRef offsets_nseg(sk_fn *f)
+{
+    cg_fn *fn = &f->fn;
+    return cg_smax(
+        fn,
+        LLVMBuildSub(fn->b, sk_kid_array(f, 2)->extent[0], cg_i64(fn, 1), ""),
+        cg_i64(fn, 0));
+}
+
 /* An offset (i64) of raw, a leaf of the offset form's descriptor, kept
  * within [-1, limit] (limit = inner + 1; a u64 past INT64_MAX becomes
  * limit): which changes no check's outcome (below 0, past inner, before
@@ -1710,12 +1721,7 @@ static weft_status emit_tiles(sk_fn *f)
         T.outer = LLVMBuildMul(fn->b, T.outer, ext[d], "");
     }
     T.byoff = t->op == FE_SEG_OFFSETS;
-    T.nseg = sk_kid_array(f, 2)->extent[0];
-    if (T.byoff) {
-        /* nseg + 1 offsets, or none */
-        T.nseg = cg_smax(fn, LLVMBuildSub(fn->b, T.nseg, cg_i64(fn, 1), ""),
-                         cg_i64(fn, 0));
-    }
+    T.nseg = T.byoff ? offsets_nseg(f) : sk_kid_array(f, 2)->extent[0];
     T.tid = cg_zext64(fn, tg->thread_index(fn, 0));
     T.bs = cg_zext64(fn, tg->block_size(fn, 0));
     T.lane = LLVMBuildAnd(fn->b, T.tid, cg_i64(fn, WARP - 1), "lane");
@@ -1928,6 +1934,25 @@ static weft_status fold_span(sk_fn *f, const lanes *G, LLVMValueRef lo,
     return WEFT_OK;
 }
 
+/* The offset form's warp items (entries 0 and 2, item_threads WARP):
+ * the first item of thread tid's warp, and (*step) the stride of the
+ * grid's warps. */
+static LLVMValueRef warp_items(sk_fn *f, LLVMValueRef tid, LLVMValueRef *step)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    LLVMValueRef wpb = LLVMBuildLShr(
+        fn->b, cg_zext64(fn, tg->block_size(fn, 0)), cg_i64(fn, 5), "");
+    *step = LLVMBuildMul(fn->b, cg_zext64(fn, tg->grid_size(fn, 0)), wpb, "");
+    return LLVMBuildAdd(
+        fn->b,
+        LLVMBuildMul(fn->b,
+                     LLVMBuildAdd(fn->b, f->first,
+                                  cg_zext64(fn, tg->block_index(fn, 0)), ""),
+                     wpb, ""),
+        LLVMBuildLShr(fn->b, tid, cg_i64(fn, 5), ""), "w0");
+}
+
 /* Entry 2 of the offset form: the segments that entry 1 left (their work
  * tile's flag 0: no segment of it over lanes_limit), L = 2^lg lanes a
  * segment.  A warp item is a GROUP of segments of one row (items of all
@@ -1957,9 +1982,7 @@ static weft_status emit_lanes(sk_fn *f)
     for (int d = 0; d + 1 < src->rank; d++) {
         outer = LLVMBuildMul(fn->b, outer, ext[d], "");
     }
-    LLVMValueRef nseg =
-        cg_smax(fn, LLVMBuildSub(fn->b, desc->extent[0], cg_i64(fn, 1), ""),
-                cg_i64(fn, 0));
+    LLVMValueRef nseg = offsets_nseg(f);
     LLVMValueRef gpr = LLVMBuildUDiv(
         fn->b, LLVMBuildAdd(fn->b, nseg, cg_i64(fn, GROUP - 1), ""),
         cg_i64(fn, GROUP), "groups");
@@ -1978,17 +2001,7 @@ static weft_status emit_lanes(sk_fn *f)
                                 cg_i64(fn, 1), "last")};
     LLVMValueRef per = LLVMBuildLShr(fn->b, cg_i64(fn, WARP), lg, "per");
     LLVMValueRef g0 = LLVMBuildLShr(fn->b, lane, lg, "");
-    LLVMValueRef wpb = LLVMBuildLShr(
-        fn->b, cg_zext64(fn, tg->block_size(fn, 0)), cg_i64(fn, 5), "");
-    LLVMValueRef w0 = LLVMBuildAdd(
-        fn->b,
-        LLVMBuildMul(fn->b,
-                     LLVMBuildAdd(fn->b, f->first,
-                                  cg_zext64(fn, tg->block_index(fn, 0)), ""),
-                     wpb, ""),
-        LLVMBuildLShr(fn->b, tid, cg_i64(fn, 5), ""), "w0");
-    LLVMValueRef step =
-        LLVMBuildMul(fn->b, cg_zext64(fn, tg->grid_size(fn, 0)), wpb, "");
+    LLVMValueRef step, w0 = warp_items(f, tid, &step);
     LLVMValueRef one_row =
         LLVMBuildICmp(fn->b, LLVMIntEQ, outer, cg_i64(fn, 1), "");
     LLVMValueRef end =
@@ -2104,23 +2117,11 @@ static weft_status emit_check(sk_fn *f)
     }
     LLVMValueRef inner = ext[src->rank - 1];
     LLVMValueRef limit = LLVMBuildAdd(fn->b, inner, cg_i64(fn, 1), "");
-    LLVMValueRef nseg =
-        cg_smax(fn, LLVMBuildSub(fn->b, desc->extent[0], cg_i64(fn, 1), ""),
-                cg_i64(fn, 0));
+    LLVMValueRef nseg = offsets_nseg(f);
     LLVMValueRef most = lanes_limit(f);
     LLVMValueRef tid = cg_zext64(fn, tg->thread_index(fn, 0));
     LLVMValueRef lane = LLVMBuildAnd(fn->b, tid, cg_i64(fn, WARP - 1), "lane");
-    LLVMValueRef wpb = LLVMBuildLShr(
-        fn->b, cg_zext64(fn, tg->block_size(fn, 0)), cg_i64(fn, 5), "");
-    LLVMValueRef w0 = LLVMBuildAdd(
-        fn->b,
-        LLVMBuildMul(fn->b,
-                     LLVMBuildAdd(fn->b, f->first,
-                                  cg_zext64(fn, tg->block_index(fn, 0)), ""),
-                     wpb, ""),
-        LLVMBuildLShr(fn->b, tid, cg_i64(fn, 5), ""), "w0");
-    LLVMValueRef step =
-        LLVMBuildMul(fn->b, cg_zext64(fn, tg->grid_size(fn, 0)), wpb, "");
+    LLVMValueRef step, w0 = warp_items(f, tid, &step);
     LLVMValueRef work = sk_aux_array(f, AUX_WORK)->ptr[0];
     cg_sloop items;
     LLVMValueRef g = cg_sloop_begin(fn, &items, w0, f->n, step, "group");
