@@ -16,7 +16,8 @@
  * The offset form (foldSeg', weft_fold_seg_offsets) has three entries
  * and neither status words nor a counter (run_offsets): entry 0 checks the
  * offsets and lists the work tiles with a long segment (aux AUX_WORK, its
- * count and flags, zeroed; AUX_LIST), entry 1 folds those, entry 2 the
+ * count, entry 1's ticket and the flags, zeroed; AUX_LIST), entry 1 folds
+ * those, entry 2 the
  * rest, L = 2^lg lanes a segment, lg chosen here from the shapes alone
  * (aux AUX_LANES).
  */
@@ -63,7 +64,7 @@ static weft_status run_offsets(rt_job *j, int64_t outer, int64_t inner,
     j->aux_start[AUX_LIST] = RT_AUX_ANY; /* entry 0 writes what it lists */
     j->auxval[AUX_LANES].i = lanes_lg(inner, nseg);
     weft_status s;
-    if ((s = rt_job_aux(j, AUX_WORK, WEFT_I64, wtiles + 1, false)) != WEFT_OK ||
+    if ((s = rt_job_aux(j, AUX_WORK, WEFT_I64, wtiles + 2, false)) != WEFT_OK ||
         (s = rt_job_aux(j, AUX_LIST, WEFT_I64, wtiles > 0 ? wtiles : 1,
                         false)) != WEFT_OK ||
         (s = rt_job_out(j, 0, j->k->op->type, rank, shape)) != WEFT_OK ||
