@@ -253,10 +253,8 @@ def peer_call(prog, threads, n, max_iter, d):
     """The call of a peer that numba is not needed for, or None."""
     if prog == "smvm_scipy":
         from scipy.sparse import csr_matrix  # ImportError: column empty
-        vals, cols, rowlen, x = bench_inputs(
+        vals, cols, rowptr, x = bench_inputs(
             d, [np.float32, np.int32, np.int32, np.float32])
-        rowptr = np.zeros(n + 1, np.int64)
-        np.cumsum(rowlen, out=rowptr[1:])
         m = csr_matrix((vals, cols, rowptr), shape=(n, x.shape[0]))
         return lambda: m @ x
     if prog == "kmeans_sklearn":
@@ -326,10 +324,9 @@ def main():
         ax, ay, az = (np.empty(n, np.float32) for _ in range(3))
         call = lambda: nbody(x, y, z, m, ax, ay, az, eps2)
     elif prog == "smvm":
-        vals, cols, rowlen, x = bench_inputs(
+        vals, cols, rowptr, x = bench_inputs(
             d, [np.float32, np.int32, np.int32, np.float32])
-        rowptr = np.zeros(n + 1, np.int64)
-        np.cumsum(rowlen, out=rowptr[1:])
+        rowptr = rowptr.astype(np.int64)
         # each thread a share of rows with as many nonzeros (bench/ref.c)
         bounds = np.searchsorted(
             rowptr, np.arange(threads + 1, dtype=np.int64) * w // threads)

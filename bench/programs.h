@@ -6,9 +6,10 @@
  * only weft.h and the C library), so that each benchmark needs nothing
  * more to build than including it.
  *
- *   smvm      y = foldSeg (+) 0 (zipWith (*) vals (backpermute nnz
- *             (\i -> cols ! i) x)) rowlen: CSR with the row lengths as
- *             segments (Accelerate's smvm), f32 values, i32 columns;
+ *   smvm      y = foldSeg' (+) 0 (zipWith (*) vals (backpermute nnz
+ *             (\i -> cols ! i) x)) rowptr: CSR with its row pointers as
+ *             the segments' offsets (Accelerate's smvm, with foldSeg'),
+ *             f32 values, i32 columns;
  *   Jacobi    `iterations` times u = stencil 3x3 (clamp) of the 5-point
  *             average 0.25 * (((n + s) + w) + e), through an awhile over
  *             (u, unit count);
@@ -165,17 +166,18 @@ static inline weft_fun *bp_binop(weft_program *p, weft_type t, weft_op op)
     return f;
 }
 
-/* y = A x for A in CSR: vals (f32), cols (i32), rowlen (i32), x (f32). */
+/* y = A x for A in CSR: vals (f32), cols (i32), rowptr (i32, nrows + 1),
+ * x (f32). */
 static inline weft_acc *bp_smvm(weft_program *p, weft_acc *vals, weft_acc *cols,
-                                weft_acc *rowlen, weft_acc *x)
+                                weft_acc *rowptr, weft_acc *x)
 {
     weft_fun *ix = weft_fun1(p, WEFT_DIM(1));
     weft_fun_return(ix, weft_index1(weft_convert(weft_at(cols, weft_arg(ix, 0)),
                                                  WEFT_I64)));
     weft_acc *xs = weft_backpermute(weft_shape(vals), ix, x);
     weft_acc *prod = weft_zipwith(bp_binop(p, WEFT_F32, WEFT_OP_MUL), vals, xs);
-    return weft_fold_seg(bp_binop(p, WEFT_F32, WEFT_OP_ADD), weft_f32(p, 0),
-                         prod, rowlen);
+    return weft_fold_seg_offsets(bp_binop(p, WEFT_F32, WEFT_OP_ADD),
+                                 weft_f32(p, 0), prod, rowptr);
 }
 
 /* One Jacobi step: the 5-point average of u (rank 2, f32), clamped. */

@@ -228,7 +228,6 @@ struct bench {
     float a, x0, y0, dx, dy, eps2;
     /* smvm, Jacobi, k-means */
     int powerlaw;          /* smvm: the power-law matrix, else the banded */
-    int32_t *rowptr;       /* smvm: the references' CSR row pointers */
     int k;                 /* k-means: clusters */
     int32_t iters;         /* Jacobi: steps; k-means: the most */
     int32_t ref_iters;     /* k-means: the iterations the reference ran */
@@ -251,8 +250,6 @@ static void bench_release(bench *b)
         b->ref_out[i] = NULL;
         b->ref_bytes[i] = 0;
     }
-    free(b->rowptr);
-    b->rowptr = NULL;
     b->nin = 0;
 }
 
@@ -800,12 +797,12 @@ static int nbody_check(bench *b, weft_array *const *outs, double *err)
     return *err <= 1e-3;
 }
 
-/* -- smvm: foldSeg (+) 0 (zipWith (*) vals (backpermute cols x)) rowlen -- */
+/* -- smvm: foldSeg' (+) 0 (zipWith (*) vals (backpermute cols x)) rowptr -- */
 
 #define SMVM_BAND 10
 #define SMVM_MAXLEN 10000
 
-/* Inputs 0..3: vals, cols, rowlen, x; bench/programs.h makes the matrix. */
+/* Inputs 0..3: vals, cols, rowptr, x; bench/programs.h makes the matrix. */
 static void smvm_setup(bench *b, double scale)
 {
     int64_t n = scaled(1048576.0, scale);
@@ -821,9 +818,9 @@ static void smvm_setup(bench *b, double scale)
     b->w = m.nnz;
     snprintf(b->size, sizeof b->size, "%lld rows, %lld nonzeros",
              (long long)m.nrows, (long long)m.nnz);
-    void *data[4] = {m.vals, m.cols, m.rowlen, NULL};
+    void *data[4] = {m.vals, m.cols, m.rowptr, NULL};
     weft_type types[4] = {WEFT_F32, WEFT_I32, WEFT_I32, WEFT_F32};
-    int64_t len[4] = {m.nnz, m.nnz, m.nrows, m.ncols};
+    int64_t len[4] = {m.nnz, m.nnz, m.nrows + 1, m.ncols};
     for (int k = 0; k < 4; k++) {
         b->in[k] = (input){
             .type = types[k], .rank = 1, .shape = {len[k]}, .data = data[k]};
@@ -834,7 +831,7 @@ static void smvm_setup(bench *b, double scale)
     for (int64_t i = 0; i < m.ncols; i++) {
         x[i] = rnd_f32(-1, 1);
     }
-    b->rowptr = m.rowptr;
+    free(m.rowlen); /* the row pointers (input 2) are every side's */
     set_ref_out(b, 0, (size_t)m.nrows * sizeof(float));
     /* values and columns once, the row lengths (pointers), x once, y */
     b->bytes =
@@ -864,7 +861,7 @@ static weft_acc *smvm_build(weft_context *ctx, weft_program *p,
 
 static void smvm_ref(bench *b)
 {
-    REFN(smvm)(b->rowptr, b->in[1].data, b->in[0].data, b->in[3].data,
+    REFN(smvm)(b->in[2].data, b->in[1].data, b->in[0].data, b->in[3].data,
                b->ref_out[0], b->n);
 }
 
@@ -1077,7 +1074,7 @@ static bench benches[] = {
      .check = nbody_check},
     {.name = "smvm (banded)",
      .what = "`foldSeg (+) 0 (zipWith (*) vals (backpermute nnz (\\i -> "
-             "cols ! i) x)) rowlen`, CSR in f32 (`bench/programs.h`); "
+             "cols ! i) x)) rowptr`, CSR in f32 (`bench/programs.h`); "
              "every row 10 consecutive columns around the diagonal",
      .tolerance = "max |w - r| / max(1, |r|) <= 5e-4 (f32 sums of 10 to "
                   "10^4 products of magnitude below 1 in another order: weft "

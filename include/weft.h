@@ -891,6 +891,19 @@ WEFT_API weft_acc *weft_fold1_all(weft_fun *f, weft_acc *a);
 WEFT_API weft_acc *weft_fold_seg(weft_fun *f, weft_exp *z, weft_acc *a,
                                  weft_acc *seg);
 WEFT_API weft_acc *weft_fold1_seg(weft_fun *f, weft_acc *a, weft_acc *seg);
+/* The same with the segments given as offsets (Accelerate's foldSeg' and
+ * fold1Seg'): off is a rank-1 integral array of nseg + 1 entries (CSR's
+ * row pointers, scanl (+) 0 of the lengths), segment k the elements
+ * [off[k], off[k + 1]) of each row; an empty off has no segments, and the
+ * elements before off[0] or from off[nseg] on belong to none.  At run:
+ * WEFT_ERR_SEGMENTS where an offset is below 0, past the innermost extent
+ * or below the one before it (the message names the first bad segment);
+ * fold1 of an empty segment WEFT_ERR_EMPTY_ARRAY, as with lengths.  On
+ * the GPU this form needs no scan of the descriptor. */
+WEFT_API weft_acc *weft_fold_seg_offsets(weft_fun *f, weft_exp *z, weft_acc *a,
+                                         weft_acc *off);
+WEFT_API weft_acc *weft_fold1_seg_offsets(weft_fun *f, weft_acc *a,
+                                          weft_acc *off);
 
 /* Scans along the innermost dimension.  scanl has n+1 elements starting
  * with z; scanl1 n; scanl' is a pair of arrays: the exclusive scan (n) and

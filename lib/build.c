@@ -1857,9 +1857,10 @@ static bool has_seg(fe_kind k)
 
 /* A fold or scan of kind k on entered, sorted arguments: f (argument 1),
  * seed z (argument 2, NULL when k has none), a (argument `ano`), and seg
- * (argument ano + 1, NULL unless segmented). */
+ * (argument ano + 1, NULL unless segmented: lengths or offsets by form). */
 static weft_acc *reduce(weft_program *p, const char *who, fe_kind k, fe_fun *f,
-                        fe_term *z, fe_term *a, int ano, fe_term *seg)
+                        fe_term *z, fe_term *a, int ano, fe_term *seg,
+                        fe_seg_form form)
 {
     weft_type elt = a->type;
     if (!want_rank1(p, who, ano, a) || !fun_arity(p, who, 1, f, 2) ||
@@ -1904,12 +1905,17 @@ static weft_acc *reduce(weft_program *p, const char *who, fe_kind k, fe_fun *f,
     } else {
         at = fe_atype_array(&p->arena, elt, rank);
     }
-    return new_acc_at(p, who, k, at, nkid, kid, 1, (fe_fun *[]){f});
+    weft_acc *r = new_acc_at(p, who, k, at, nkid, kid, 1, (fe_fun *[]){f});
+    if (r != NULL) {
+        T(r)->op = (uint16_t)form;
+    }
+    return r;
 }
 
 /* The public folds and scans: enter, then reduce. */
 static weft_acc *reduce_call(const char *who, fe_kind k, weft_fun *f,
-                             weft_exp *z, weft_acc *a, weft_acc *seg)
+                             weft_exp *z, weft_acc *a, weft_acc *seg,
+                             fe_seg_form form)
 {
     hnd h[4];
     int n = 0;
@@ -1927,7 +1933,7 @@ static weft_acc *reduce_call(const char *who, fe_kind k, weft_fun *f,
         return NULL;
     }
     return reduce(p, who, k, F(f), has_seed(k) ? T(z) : NULL, T(a), ano,
-                  has_seg(k) ? T(seg) : NULL);
+                  has_seg(k) ? T(seg) : NULL, form);
 }
 
 /* The public folds and scans without segments, a line each: those with
@@ -1935,12 +1941,12 @@ static weft_acc *reduce_call(const char *who, fe_kind k, weft_fun *f,
 #define REDUCE_SEEDED(fn, kind)                                                \
     weft_acc *fn(weft_fun *f, weft_exp *z, weft_acc *a)                        \
     {                                                                          \
-        return reduce_call(#fn, kind, f, z, a, NULL);                          \
+        return reduce_call(#fn, kind, f, z, a, NULL, FE_SEG_LENGTHS);          \
     }
 #define REDUCE_UNSEEDED(fn, kind)                                              \
     weft_acc *fn(weft_fun *f, weft_acc *a)                                     \
     {                                                                          \
-        return reduce_call(#fn, kind, f, NULL, a, NULL);                       \
+        return reduce_call(#fn, kind, f, NULL, a, NULL, FE_SEG_LENGTHS);       \
     }
 
 REDUCE_SEEDED(weft_fold, FE_FOLD)
@@ -1956,12 +1962,27 @@ REDUCE_SEEDED(weft_scanr_, FE_SCANR_)
 
 weft_acc *weft_fold_seg(weft_fun *f, weft_exp *z, weft_acc *a, weft_acc *seg)
 {
-    return reduce_call("weft_fold_seg", FE_FOLD_SEG, f, z, a, seg);
+    return reduce_call("weft_fold_seg", FE_FOLD_SEG, f, z, a, seg,
+                       FE_SEG_LENGTHS);
 }
 
 weft_acc *weft_fold1_seg(weft_fun *f, weft_acc *a, weft_acc *seg)
 {
-    return reduce_call("weft_fold1_seg", FE_FOLD1_SEG, f, NULL, a, seg);
+    return reduce_call("weft_fold1_seg", FE_FOLD1_SEG, f, NULL, a, seg,
+                       FE_SEG_LENGTHS);
+}
+
+weft_acc *weft_fold_seg_offsets(weft_fun *f, weft_exp *z, weft_acc *a,
+                                weft_acc *off)
+{
+    return reduce_call("weft_fold_seg_offsets", FE_FOLD_SEG, f, z, a, off,
+                       FE_SEG_OFFSETS);
+}
+
+weft_acc *weft_fold1_seg_offsets(weft_fun *f, weft_acc *a, weft_acc *off)
+{
+    return reduce_call("weft_fold1_seg_offsets", FE_FOLD1_SEG, f, NULL, a, off,
+                       FE_SEG_OFFSETS);
 }
 
 /* fold_all and fold1_all: fold (kind k) of reshape (index1 (size a)) a. */
@@ -1980,7 +2001,7 @@ static weft_acc *fold_all(const char *who, fe_kind k, weft_fun *f, weft_exp *z,
         return NULL;
     }
     return reduce(p, who, k, F(f), k == FE_FOLD ? T(z) : NULL, flat,
-                  k == FE_FOLD ? 3 : 2, NULL);
+                  k == FE_FOLD ? 3 : 2, NULL, FE_SEG_LENGTHS);
 }
 
 weft_acc *weft_fold_all(weft_fun *f, weft_exp *z, weft_acc *a)

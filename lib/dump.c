@@ -239,6 +239,10 @@ static void array_op(printer *pr, const fe_term *t, int ind)
         put(pr, "fused ");
     }
     put(pr, acc_name(t->kind));
+    if ((t->kind == FE_FOLD_SEG || t->kind == FE_FOLD1_SEG) &&
+        t->op == FE_SEG_OFFSETS) {
+        put(pr, "_offsets");
+    }
     switch (t->kind) {
     case FE_GENERATE:
         operand(pr, t->kid[0], ind);

@@ -617,6 +617,12 @@ typedef struct fe_stencil_info {
     weft_boundary_kind bnd[2]; /* boundary per array */
 } fe_stencil_info;
 
+/* How a segmented fold's descriptor cuts the rows (fe_term.op). */
+typedef enum fe_seg_form {
+    FE_SEG_LENGTHS = 0, /* weft_fold_seg: the segments' lengths */
+    FE_SEG_OFFSETS = 1  /* weft_fold_seg_offsets: nseg + 1 offsets */
+} fe_seg_form;
+
 struct fe_term {
     uint8_t kind;          /* fe_kind */
     bool acc;              /* an array term */
@@ -624,7 +630,10 @@ struct fe_term {
     bool delayed;          /* core, set by fuse.c: this producer is not
                                computed as an array; its consumer (the
                                parent term) computes its elements inline */
-    uint16_t op;           /* FE_PRIM: weft_op */
+    uint16_t op;           /* FE_PRIM: weft_op; FE_FOLD_SEG, FE_FOLD1_SEG:
+                               fe_seg_form (a part of the term's identity,
+                               as the op is: sharing and the kernel keys
+                               compare it) */
     weft_type type;        /* scalar terms: the type; arrays: element type
                                (0 for a tuple of arrays) */
     int rank;              /* arrays: rank (-1 for a tuple of arrays) */
@@ -868,6 +877,24 @@ weft_status fe_interp(weft_context *ctx, const fe_core *core,
  * so that every backend reports a bad descriptor alike. */
 weft_status fe_seg_offsets(const weft_array *seg, int64_t from, int64_t nseg,
                            int64_t inner, const char *name, int64_t *off);
+
+/* The offset form's check (FE_SEG_OFFSETS): the descriptor off (a rank-1
+ * integral array of nseg + 1 entries) from segment `from` on, each
+ * segment's offsets read in order; copies them into out[k] (k from `from`
+ * to nseg, when out is not NULL).  Errors: WEFT_ERR_SEGMENTS for the
+ * first segment that starts below 0, ends before it starts, or ends past
+ * inner, the message naming `name`; the interpreter's, so that every
+ * backend reports a bad descriptor alike. */
+weft_status fe_seg_offsets_check(const weft_array *off, int64_t from,
+                                 int64_t nseg, int64_t inner, const char *name,
+                                 int64_t *out);
+
+/* The segments of a descriptor of n entries in form `form`: n, or n - 1
+ * offsets' segments (none for no offsets). */
+static inline int64_t fe_seg_count(int form, int64_t n)
+{
+    return form == FE_SEG_OFFSETS ? (n > 0 ? n - 1 : 0) : n;
+}
 
 /* A compiled backend runs the core through the interpreter's walker and
  * takes over the collective operations: fe_interp_hooked calls hook for

@@ -1417,11 +1417,63 @@ weft_status fe_seg_offsets(const weft_array *seg, int64_t from, int64_t nseg,
     return WEFT_OK;
 }
 
-/* fold_seg and fold1_seg. */
+/* Offset k of descriptor off as an i64; *huge when an unsigned offset is
+ * past INT64_MAX (past any extent). */
+static int64_t offset_at(const weft_array *off, int64_t k, bool *huge)
+{
+    fe_val v = fe_load(off->type, off->data[0], k);
+    *huge = !fe_is_signed(off->type) && v.u > (uint64_t)INT64_MAX;
+    return v.i;
+}
+
+weft_status fe_seg_offsets_check(const weft_array *off, int64_t from,
+                                 int64_t nseg, int64_t inner, const char *name,
+                                 int64_t *out)
+{
+    bool huge = false;
+    int64_t lo = from < nseg ? offset_at(off, from, &huge) : 0;
+    if (huge || lo > inner) {
+        return fe_error(WEFT_ERR_SEGMENTS,
+                        WHO ": %s: segment %lld starts past the innermost "
+                            "extent %lld",
+                        name, (long long)from, (long long)inner);
+    }
+    if (lo < 0) {
+        return fe_error(WEFT_ERR_SEGMENTS,
+                        WHO ": %s: segment %lld starts at offset %lld, below 0",
+                        name, (long long)from, (long long)lo);
+    }
+    for (int64_t k = from; k < nseg; k++) {
+        int64_t hi = offset_at(off, k + 1, &huge);
+        if (!huge && hi < lo) {
+            return fe_error(WEFT_ERR_SEGMENTS,
+                            WHO ": %s: segment %lld ends at offset %lld, "
+                                "before its start %lld",
+                            name, (long long)k, (long long)hi, (long long)lo);
+        }
+        if (huge || hi > inner) {
+            return fe_error(WEFT_ERR_SEGMENTS,
+                            WHO ": %s: segment %lld ends past the innermost "
+                                "extent %lld",
+                            name, (long long)k, (long long)inner);
+        }
+        if (out) {
+            out[k] = lo;
+            out[k + 1] = hi;
+        }
+        lo = hi;
+    }
+    return WEFT_OK;
+}
+
+/* fold_seg and fold1_seg, by lengths or by offsets. */
 static weft_status acc_fold_seg(interp *st, const fe_term *t, weft_array **out)
 {
     bool seeded = t->kind == FE_FOLD_SEG;
-    const char *name = seeded ? "fold_seg" : "fold1_seg";
+    bool byoff = t->op == FE_SEG_OFFSETS;
+    const char *name = seeded  ? byoff ? "fold_seg_offsets" : "fold_seg"
+                       : byoff ? "fold1_seg_offsets"
+                               : "fold1_seg";
     const fe_term *tseg = t->kid[seeded ? 2 : 1];
     weft_array *seg = NULL, *r = NULL;
     int64_t *off = NULL, nseg = 0;
@@ -1437,7 +1489,7 @@ static weft_status acc_fold_seg(interp *st, const fe_term *t, weft_array **out)
         s = internal("segment descriptor is not a rank-1 integral array");
         goto done;
     }
-    nseg = seg->shape[0];
+    nseg = fe_seg_count(t->op, seg->shape[0]);
     if ((s = fe_array_host(seg)) != WEFT_OK) {
         goto done;
     }
@@ -1447,7 +1499,9 @@ static weft_status acc_fold_seg(interp *st, const fe_term *t, weft_array **out)
         goto done;
     }
     off[0] = 0;
-    if ((s = fe_seg_offsets(seg, 0, nseg, rd.inner, name, off)) != WEFT_OK) {
+    s = byoff ? fe_seg_offsets_check(seg, 0, nseg, rd.inner, name, off)
+              : fe_seg_offsets(seg, 0, nseg, rd.inner, name, off);
+    if (s) {
         goto done;
     }
     int64_t shape[WEFT_MAX_RANK];
@@ -1462,7 +1516,7 @@ static weft_status acc_fold_seg(interp *st, const fe_term *t, weft_array **out)
         for (int64_t k = 0; k < nseg; k++) {
             if (off[k + 1] == off[k]) {
                 s = fe_error(WEFT_ERR_EMPTY_ARRAY,
-                             WHO ": fold1_seg: segment %lld is empty",
+                             WHO ": %s: segment %lld is empty", name,
                              (long long)k);
                 goto done;
             }

@@ -521,6 +521,8 @@ static bool check_reduce(verify *v, const fe_term *t)
                     fe_is_int(t->kid[seeded + 1]->type) &&
                     t->kid[seeded + 1]->rank == 1),
            "its segments are not one rank-1 integral array");
+    VCHECK(v, t, seg ? t->op <= FE_SEG_OFFSETS : t->op == 0,
+           "its descriptor form %d is not one of fe_seg_form", (int)t->op);
     const fe_atype *r = t->atype;
     if (t->kind == FE_SCANL_ || t->kind == FE_SCANR_) {
         VCHECK(v, t,

@@ -213,12 +213,20 @@ weft_status rt_kernel_error(const sk_kernel *k, uint64_t w)
         break;
     case CG_ERR_SEG_NEG:
     case CG_ERR_SEG_PAST:
-        /* the element is the segment (ptx/foldseg.c) */
+        /* the element is the segment (ptx/foldseg.c); the same codes
+         * for the offset form, said in its terms */
         s = WEFT_ERR_SEGMENTS;
-        snprintf(what, sizeof what, "fold_seg: %s",
-                 code == CG_ERR_SEG_NEG
-                     ? "a segment has a negative length"
-                     : "segment lengths sum past the innermost extent");
+        if (k->op->op == FE_SEG_OFFSETS) {
+            snprintf(what, sizeof what, "fold_seg_offsets: %s",
+                     code == CG_ERR_SEG_NEG
+                         ? "a segment starts below 0 or ends before its start"
+                         : "a segment ends past the innermost extent");
+        } else {
+            snprintf(what, sizeof what, "fold_seg: %s",
+                     code == CG_ERR_SEG_NEG
+                         ? "a segment has a negative length"
+                         : "segment lengths sum past the innermost extent");
+        }
         snprintf(at, sizeof at, " at segment %llu", (unsigned long long)elem);
         break;
     default:

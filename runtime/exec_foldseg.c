@@ -14,6 +14,14 @@
  * lengths on the backend's host threads where it has them
  * (rt_ops.host_phases: the CPU's gang): a serial scan of a million
  * lengths took as long as the segmented fold itself on 16 cores.
+ *
+ * The offset form (weft_fold_seg_offsets) needs no scan: its descriptor
+ * is checked in place (fe_seg_offsets_check's rules: the first offset
+ * non-negative, none below the one before, none past the extent), by a
+ * tight loop without early exit over chunks on the host threads where
+ * there are many, the interpreter's check reporting the first bad segment
+ * where that loop fails; the kernel then reads the descriptor itself and
+ * the parts are cut by binary search in it.
  */
 #ifdef WEFT_HAVE_LLVM
 #include <string.h>
@@ -49,6 +57,24 @@ OFFSETS(int32)
 OFFSETS(int64)
 #undef OFFSETS
 
+/* Whether the offsets o[0 .. nseg] (i32 or i64) of the offset form are
+ * good: o[0] >= 0, non-decreasing, o[nseg] <= inner.  A vectorisable loop
+ * with no early exit; where it fails, fe_seg_offsets_check finds and
+ * reports the first bad segment. */
+#define OFFSETS_OK(T)                                                          \
+    static bool offsets_ok_##T(const T##_t *o, int64_t lo, int64_t hi,         \
+                               int64_t inner)                                  \
+    {                                                                          \
+        bool bad = false;                                                      \
+        for (int64_t k = lo; k < hi; k++) {                                    \
+            bad |= (o[k + 1] < o[k]) | (o[k + 1] > inner);                     \
+        }                                                                      \
+        return !bad;                                                           \
+    }
+OFFSETS_OK(int32)
+OFFSETS_OK(int64)
+#undef OFFSETS_OK
+
 /* Offsets of many i32 lengths on the backend's host threads: each of C
  * chunks of the lengths is summed (phase 1), the sums scanned here, and
  * each chunk writes its offsets from its carry (phase 2).  A negative
@@ -63,7 +89,9 @@ enum {
 
 typedef struct par_offsets {
     const int32_t *len;
-    const int64_t *len64; /* par_sum: i64 lengths instead (by_lengths) */
+    const int64_t *len64; /* par_sum: i64 lengths instead (by_lengths);
+                             par_check: the offsets (len or len64) */
+    int64_t inner;        /* par_check: the innermost extent */
     int64_t nseg, per;    /* lengths, and per chunk */
     int64_t *off;
     int64_t sum[PAR_CHUNKS_MAX + 1]; /* per chunk; -1: a negative length */
@@ -116,6 +144,80 @@ static void par_write(int64_t start, int64_t end, const void *arg)
     }
 }
 
+/* How many chunks of nseg lengths or offsets the host threads take: 4 a
+ * worker, at most PAR_CHUNKS_MAX, at least PAR_CHUNK_MIN segments each; 0
+ * where the backend has no host threads or there are too few segments
+ * (the serial loops then). */
+static int64_t par_chunks(const rt_job *j, int64_t nseg)
+{
+    int64_t chunks = j->workers * 4;
+    chunks = chunks > PAR_CHUNKS_MAX ? PAR_CHUNKS_MAX : chunks;
+    if (chunks > nseg / PAR_CHUNK_MIN) {
+        chunks = nseg / PAR_CHUNK_MIN;
+    }
+    if (!j->ops->host_phases || j->workers < 2 || nseg < PAR_MIN_SEGS ||
+        chunks < 2) {
+        return 0;
+    }
+    return chunks;
+}
+
+/* The offset form's check of chunk c's segments: sum[c] = -1 where one
+ * is bad. */
+static void par_check(int64_t start, int64_t end, const void *arg)
+{
+    par_offsets *po = (par_offsets *)arg;
+    for (int64_t c = start; c < end; c++) {
+        int64_t lo, hi;
+        par_chunk(po, c, &lo, &hi);
+        bool ok = po->len64 ? offsets_ok_int64(po->len64, lo, hi, po->inner)
+                            : offsets_ok_int32(po->len, lo, hi, po->inner);
+        po->sum[c] = ok ? 0 : -1;
+    }
+}
+
+/* Whether the offset form's descriptor off (nseg + 1 entries) is good by
+ * the tight loops: i32 or i64, first offset non-negative, each chunk of
+ * segments good (on the host threads where there are many).  False
+ * leaves it to fe_seg_offsets_check, which reports the first bad
+ * segment (or finds none: a type without a tight loop, out of memory);
+ * *s gets a failure of the host threads. */
+static bool offsets_good(rt_job *j, const weft_array *off, int64_t nseg,
+                         int64_t inner, weft_status *s)
+{
+    const void *o = off->data[0];
+    bool i64 = off->type == WEFT_I64;
+    if ((off->type != WEFT_I32 && !i64) || nseg == 0) {
+        return false;
+    }
+    if ((i64 ? ((const int64_t *)o)[0] : ((const int32_t *)o)[0]) < 0) {
+        return false;
+    }
+    int64_t chunks = par_chunks(j, nseg);
+    if (chunks == 0) {
+        return i64 ? offsets_ok_int64(o, 0, nseg, inner)
+                   : offsets_ok_int32(o, 0, nseg, inner);
+    }
+    par_offsets *po = fe_alloc(j->ctx, sizeof *po);
+    if (!po) {
+        return false;
+    }
+    memset(po, 0, sizeof *po);
+    po->len = i64 ? NULL : o;
+    po->len64 = i64 ? o : NULL;
+    po->nseg = nseg;
+    po->inner = inner;
+    po->per = (nseg + chunks - 1) / chunks;
+    chunks = (nseg + po->per - 1) / po->per;
+    rt_host_phase ph = {.fn = par_check, .arg = po, .n = chunks, .grain = 1};
+    bool good = (*s = j->ops->host_phases(j, 1, &ph)) == WEFT_OK;
+    for (int64_t c = 0; good && c < chunks; c++) {
+        good = po->sum[c] == 0;
+    }
+    fe_free(j->ctx, po, sizeof *po);
+    return good;
+}
+
 /* Step 1 of both users of par_offsets (its lengths and nseg set): about
  * `chunks` chunks of them summed on the host threads, and the sums turned
  * into each chunk's carry (po->sum[c]; po->sum[chunks] the total) where
@@ -151,13 +253,8 @@ static int64_t chunk_carries(rt_job *j, par_offsets *po, int64_t chunks,
 static int64_t offsets_parallel(rt_job *j, const int32_t *len, int64_t nseg,
                                 int64_t inner, int64_t *off, weft_status *s)
 {
-    int64_t chunks = j->workers * 4;
-    chunks = chunks > PAR_CHUNKS_MAX ? PAR_CHUNKS_MAX : chunks;
-    if (chunks > nseg / PAR_CHUNK_MIN) {
-        chunks = nseg / PAR_CHUNK_MIN;
-    }
-    if (!j->ops->host_phases || j->workers < 2 || nseg < PAR_MIN_SEGS ||
-        chunks < 2) {
+    int64_t chunks = par_chunks(j, nseg);
+    if (chunks == 0) {
         return 0;
     }
     par_offsets *po = fe_alloc(j->ctx, sizeof *po);
@@ -200,20 +297,43 @@ static int64_t parts_of(const rt_job *j, int64_t nseg, int64_t elems)
     return parts >= 2 ? parts : 0;
 }
 
-/* part[p] = the first segment that starts at or after p * elems / parts
- * (off[nseg] = elems; off non-decreasing), part[parts] = nseg. */
-static void cut_parts(int64_t *part, int64_t parts, const int64_t *off,
+/* The segments' offsets: the driver's (off, i64) or, in the offset form,
+ * the descriptor's own (desc, any integral type, checked). */
+typedef struct offsets {
+    const int64_t *off;
+    const weft_array *desc;
+} offsets;
+
+static int64_t offset_at(const offsets *o, int64_t k)
+{
+    if (o->off) {
+        return o->off[k];
+    }
+    switch (o->desc->type) {
+    case WEFT_I32: return ((const int32_t *)o->desc->data[0])[k];
+    case WEFT_I64: return ((const int64_t *)o->desc->data[0])[k];
+    default: return fe_load(o->desc->type, o->desc->data[0], k).i;
+    }
+}
+
+/* part[p] = the first segment that starts at or after off[0] + p * elems /
+ * parts (elems = off[nseg] - off[0]; off non-decreasing), part[parts] =
+ * nseg. */
+static void cut_parts(int64_t *part, int64_t parts, const offsets *o,
                       int64_t nseg)
 {
+    /* parts > 1 only where there are segments (parts_of) */
+    int64_t first = parts > 1 ? offset_at(o, 0) : 0;
+    int64_t elems = parts > 1 ? offset_at(o, nseg) - first : 0;
     part[0] = 0;
     for (int64_t p = 1; p < parts; p++) {
         /* p * elems / parts without overflow (the remainder's product is
          * below parts^2) */
-        int64_t want = off[nseg] / parts * p + off[nseg] % parts * p / parts;
+        int64_t want = first + elems / parts * p + elems % parts * p / parts;
         int64_t lo = part[p - 1], hi = nseg;
         while (lo < hi) {
             int64_t mid = lo + (hi - lo) / 2;
-            if (off[mid] < want) {
+            if (offset_at(o, mid) < want) {
                 lo = mid + 1;
             } else {
                 hi = mid;
@@ -302,28 +422,12 @@ weft_status rt_fold_seg_input(rt_job *j, const char *name, int64_t *shape,
     return WEFT_OK;
 }
 
-/* Runs foldSeg / fold1Seg kernel j->k (see the head comment). */
-weft_status rt_exec_fold_seg(rt_job *j)
+/* The offsets of lengths seg (nseg of them, checked) into aux 0. */
+static weft_status offsets_of_lengths(rt_job *j, weft_array *seg, int64_t nseg,
+                                      int64_t inner, const char *name)
 {
-    bool seeded = j->k->op->kind == FE_FOLD_SEG;
-    const char *name = seeded ? "fold_seg" : "fold1_seg";
-    weft_array *seg;
-    int64_t shape[WEFT_MAX_RANK];
-    int rank;
-    weft_status s = rt_fold_seg_input(j, name, shape, &rank, &seg);
+    weft_status s = rt_job_aux(j, 0, WEFT_I64, nseg + 1, true);
     if (s) {
-        return s;
-    }
-    int64_t inner = shape[rank - 1];
-    int64_t outer = fe_shape_size(rank - 1, shape);
-    int64_t nseg = seg->shape[0];
-    if ((s = fe_array_host(seg)) != WEFT_OK) {
-        return s;
-    }
-    if (seeded && rank == 1 && by_lengths(j, seg, nseg, inner, &s)) {
-        return s;
-    }
-    if ((s = rt_job_aux(j, 0, WEFT_I64, nseg + 1, true)) != WEFT_OK) {
         return s;
     }
     int64_t *off = j->aux[0]->data[0];
@@ -341,7 +445,48 @@ weft_status rt_exec_fold_seg(rt_job *j)
         k0 = offsets_int64(seg->data[0], nseg, inner, off);
     }
     /* the rest, and the error where a length is wrong */
-    if ((s = fe_seg_offsets(seg, k0, nseg, inner, name, off)) != WEFT_OK) {
+    return fe_seg_offsets(seg, k0, nseg, inner, name, off);
+}
+
+/* Runs foldSeg / fold1Seg kernel j->k (see the head comment). */
+weft_status rt_exec_fold_seg(rt_job *j)
+{
+    const fe_term *t = j->k->op;
+    bool seeded = t->kind == FE_FOLD_SEG;
+    bool byoff = t->op == FE_SEG_OFFSETS;
+    const char *name = seeded  ? byoff ? "fold_seg_offsets" : "fold_seg"
+                       : byoff ? "fold1_seg_offsets"
+                               : "fold1_seg";
+    weft_array *seg;
+    int64_t shape[WEFT_MAX_RANK];
+    int rank;
+    weft_status s = rt_fold_seg_input(j, name, shape, &rank, &seg);
+    if (s) {
+        return s;
+    }
+    int64_t inner = shape[rank - 1];
+    int64_t outer = fe_shape_size(rank - 1, shape);
+    int64_t nseg = fe_seg_count(t->op, seg->shape[0]);
+    if ((s = fe_array_host(seg)) != WEFT_OK) {
+        return s;
+    }
+    if (seeded && !byoff && rank == 1 && by_lengths(j, seg, nseg, inner, &s)) {
+        return s;
+    }
+    offsets o = {.desc = seg};
+    if (byoff) {
+        /* aux 0 unused: one element */
+        if (!offsets_good(j, seg, nseg, inner, &s) &&
+            (s || (s = fe_seg_offsets_check(seg, 0, nseg, inner, name, NULL)) !=
+                      WEFT_OK)) {
+            return s;
+        }
+        s = rt_job_aux(j, 0, WEFT_I64, 1, true);
+    } else {
+        s = offsets_of_lengths(j, seg, nseg, inner, name);
+        o.off = s == WEFT_OK ? j->aux[0]->data[0] : NULL;
+    }
+    if (s) {
         return s;
     }
     shape[rank - 1] = nseg;
@@ -352,19 +497,22 @@ weft_status rt_exec_fold_seg(rt_job *j)
     }
     if (!seeded && outer > 0) {
         for (int64_t k = 0; k < nseg; k++) {
-            if (off[k + 1] == off[k]) {
+            if (offset_at(&o, k + 1) == offset_at(&o, k)) {
                 return fe_error(WEFT_ERR_EMPTY_ARRAY,
-                                WHO ": fold1_seg: segment %lld is empty",
+                                WHO ": %s: segment %lld is empty", name,
                                 (long long)k);
             }
         }
     }
-    int64_t parts = outer == 1 ? parts_of(j, nseg, off[nseg]) : 0;
+    int64_t elems = nseg > 0 ? offset_at(&o, nseg) - offset_at(&o, 0) : 0;
+    int64_t parts = outer == 1 ? parts_of(j, nseg, elems) : 0;
     if ((s = rt_job_aux(j, 1, WEFT_I64, parts + 1, true)) != WEFT_OK) {
         return s;
     }
-    cut_parts(j->aux[1]->data[0], parts, off, nseg);
-    j->auxval[2].i = parts > 0;
+    cut_parts(j->aux[1]->data[0], parts, &o, nseg);
+    /* parts of one row: by the offset form's own offsets (mode 3, no
+     * division), else from the results' range (1) */
+    j->auxval[2].i = parts == 0 ? 0 : byoff ? 3 : 1;
     if ((s = rt_job_out(j, 0, j->k->op->type, rank, shape)) != WEFT_OK ||
         (s = rt_job_fill(j)) != WEFT_OK) {
         return s;
@@ -376,7 +524,7 @@ weft_status rt_exec_fold_seg(rt_job *j)
         return rt_job_run(j, 0, parts, 1);
     }
     /* about j->grain input elements per chunk */
-    int64_t per = off[nseg] / (nseg > 0 ? nseg : 1);
+    int64_t per = elems / (nseg > 0 ? nseg : 1);
     int64_t grain = j->grain / (per > 1 ? per : 1);
     return rt_job_run(j, 0, n, grain > 0 ? grain : 1);
 }

@@ -6,7 +6,10 @@
  * cuts every row the same way into nseg consecutive segments.  The driver
  * (runtime/exec_foldseg.c) checks the lengths and turns them into
  * offsets on the host: aux 0 is an i64 array of nseg + 1 offsets, off[0] =
- * 0, off[k + 1] = off[k] + len[k].  One entry point runs over the results
+ * 0, off[k + 1] = off[k] + len[k].  The offset form (weft_fold_seg_offsets,
+ * fe_term.op FE_SEG_OFFSETS) is given them: the driver only checks them,
+ * and the kernel reads off[k] from the descriptor itself (any integral
+ * type; aux 0 is then unused).  One entry point runs over the results
  * (outer * nseg of them, row-major), or, when aux 2 is 1, over parts:
  * part p is the results [part[p], part[p + 1]) (aux 1, parts + 1 of them,
  * which the driver cuts so that each part holds about as many elements:
@@ -16,9 +19,11 @@
  * aux 0 holds each part's first element (parts + 1 of them) and a part
  * walks the lengths themselves (kid 2), adding them up as it goes; the
  * driver then never writes nor the kernel reads the 8 bytes of an offset
- * per segment (a million rows: 16 MB of traffic).  Result q is row o = q / nseg,
- * segment k = q % nseg (divided once at the start of the range, then
- * stepped: k + 1, or 0 and the next row), and folds the elements
+ * per segment (a million rows: 16 MB of traffic).  When aux 2 is 3 (the
+ * offset form, one row), a part walks the offsets the same way, each
+ * segment's end the next one's start.  Otherwise result q is row o = q /
+ * nseg, segment k = q % nseg (divided once at the start of the range,
+ * then stepped: k + 1, or 0 and the next row), and folds the elements
  * [o * inner + off[k], o * inner + off[k + 1]) of the input from left to
  * right:
  *
@@ -69,12 +74,13 @@ static LLVMValueRef range_at(cg_fn *fn, LLVMValueRef byparts,
     return LLVMBuildSelect(B, byparts, q, at, "");
 }
 
-/* The length (i64) of segment k from the descriptor (kid 2), any
- * integral type (the driver has checked them). */
-static LLVMValueRef seg_len(sk_fn *f, LLVMValueRef k)
+/* Entry k (i64) of the descriptor (the last kid: lengths or offsets),
+ * any integral type (the driver has checked them). */
+static LLVMValueRef seg_entry(sk_fn *f, LLVMValueRef k)
 {
     cg_fn *fn = &f->fn;
-    const cg_array *seg = sk_kid_array(f, 2);
+    const fe_term *t = f->e->k->op;
+    const cg_array *seg = sk_kid_array(f, t->nkid - 1);
     weft_type lt = seg->leaf[0];
     LLVMValueRef v = cg_load(fn, lt, seg->ptr[0], k);
     LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
@@ -83,6 +89,16 @@ static LLVMValueRef seg_len(sk_fn *f, LLVMValueRef k)
     }
     return fe_is_signed(lt) ? LLVMBuildSExt(fn->b, v, i64, "")
                             : LLVMBuildZExt(fn->b, v, i64, "");
+}
+
+/* Offset k (i64) of the segments: the descriptor's own entry in the
+ * offset form, else the driver's offsets (aux 0). */
+static LLVMValueRef offset_at(sk_fn *f, const cg_array *off, LLVMValueRef k)
+{
+    if (f->e->k->op->op == FE_SEG_OFFSETS) {
+        return seg_entry(f, k);
+    }
+    return cg_load(&f->fn, WEFT_I64, off->ptr[0], k);
 }
 
 /* out[q] = the fold of the input's elements [lo, hi) (see the head
@@ -128,23 +144,55 @@ static weft_status fold_one(sk_fn *f, const cg_mut *acc, LLVMValueRef q,
     return WEFT_OK;
 }
 
-/* Mode 2: the parts [start, end) by their lengths, from element
- * first[start] on. */
-static weft_status emit_by_lengths(sk_fn *f, const cg_mut *acc)
+/* Modes 2 and 3: the parts [start, end) of one row, walking the
+ * descriptor: by its lengths from element first[start] on (aux 0), or by
+ * the offset form's offsets (byoff), each segment's end the next one's
+ * start.  An offset is read once, and a segment's length is the
+ * difference of two in the descriptor's own type (non-negative: the
+ * driver has checked them), so that LLVM sees a fold of a 32-bit count
+ * as from lengths: with the loop from off[q] to off[q + 1] it split off
+ * the range checks and vectorised without an epilogue, 10% slower on a
+ * power-law matrix's rows. */
+static weft_status emit_walk(sk_fn *f, const cg_mut *acc, bool byoff)
 {
     cg_fn *fn = &f->fn;
-    const cg_array *first = sk_aux_array(f, 0);
+    const fe_term *t = f->e->k->op;
+    const cg_array *seg = sk_kid_array(f, t->nkid - 1);
     const cg_array *part = sk_aux_array(f, 1);
     LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
     LLVMValueRef q0 = cg_load(fn, WEFT_I64, part->ptr[0], f->start);
     LLVMValueRef q1 = cg_load(fn, WEFT_I64, part->ptr[0], f->end);
     LLVMValueRef lop = cg_alloca(fn, i64, "lo");
-    LLVMBuildStore(fn->b, cg_load(fn, WEFT_I64, first->ptr[0], f->start), lop);
+    LLVMValueRef rawp = NULL; /* byoff: the last offset read, raw */
+    if (byoff) {
+        LLVMValueRef r0 = cg_load(fn, seg->leaf[0], seg->ptr[0], q0);
+        rawp = cg_alloca(fn, LLVMTypeOf(r0), "raw");
+        LLVMBuildStore(fn->b, r0, rawp);
+        LLVMBuildStore(fn->b, seg_entry(f, q0), lop);
+    } else {
+        LLVMBuildStore(
+            fn->b, cg_load(fn, WEFT_I64, sk_aux_array(f, 0)->ptr[0], f->start),
+            lop);
+    }
     cg_loop l;
     LLVMValueRef q;
     cg_loop_begin(fn, &l, q0, q1, &q);
     LLVMValueRef lo = LLVMBuildLoad2(fn->b, i64, lop, "");
-    LLVMValueRef hi = LLVMBuildAdd(fn->b, lo, seg_len(f, q), "");
+    LLVMValueRef len;
+    if (byoff) {
+        LLVMValueRef a =
+            LLVMBuildLoad2(fn->b, LLVMGetAllocatedType(rawp), rawp, "");
+        LLVMValueRef b = cg_load(fn, seg->leaf[0], seg->ptr[0],
+                                 LLVMBuildAdd(fn->b, q, cg_i64(fn, 1), ""));
+        LLVMBuildStore(fn->b, b, rawp);
+        len = LLVMBuildSub(fn->b, b, a, "");
+        if (LLVMGetIntTypeWidth(LLVMTypeOf(len)) < 64) {
+            len = LLVMBuildZExt(fn->b, len, i64, "");
+        }
+    } else {
+        len = seg_entry(f, q);
+    }
+    LLVMValueRef hi = LLVMBuildAdd(fn->b, lo, len, "");
     LLVMBuildStore(fn->b, hi, lop);
     weft_status s = fold_one(f, acc, q, lo, hi);
     if (s) {
@@ -176,10 +224,15 @@ static weft_status emit_loop(sk_fn *f)
     }
     LLVMValueRef mode = sk_aux_value(f, 2)->v[0];
     cg_if bylen;
-    if (seeded) {
+    /* mode 2: foldSeg by lengths; mode 3: either fold by offsets */
+    bool byoff = t->op == FE_SEG_OFFSETS;
+    bool mode2 = byoff || seeded;
+    if (mode2) {
         cg_if_begin(fn, &bylen,
-                    LLVMBuildICmp(fn->b, LLVMIntEQ, mode, cg_i64(fn, 2), ""));
-        if ((s = emit_by_lengths(f, &acc)) != WEFT_OK) {
+                    LLVMBuildICmp(fn->b, LLVMIntEQ, mode,
+                                  cg_i64(fn, byoff ? 3 : 2), ""));
+        s = emit_walk(f, &acc, byoff);
+        if (s) {
             return s;
         }
         cg_if_else(fn, &bylen);
@@ -210,15 +263,13 @@ static weft_status emit_loop(sk_fn *f)
     LLVMBuildStore(
         B, LLVMBuildSelect(B, wrap, LLVMBuildAdd(B, base, inner, ""), base, ""),
         bslot);
-    LLVMValueRef lo =
-        LLVMBuildAdd(fn->b, base, cg_load(fn, WEFT_I64, off->ptr[0], k), "");
-    LLVMValueRef hi =
-        LLVMBuildAdd(fn->b, base, cg_load(fn, WEFT_I64, off->ptr[0], k1), "");
+    LLVMValueRef lo = LLVMBuildAdd(fn->b, base, offset_at(f, off, k), "");
+    LLVMValueRef hi = LLVMBuildAdd(fn->b, base, offset_at(f, off, k1), "");
     if ((s = fold_one(f, &acc, q, lo, hi)) != WEFT_OK) {
         return s;
     }
     cg_loop_end(fn, &l);
-    if (seeded) {
+    if (mode2) {
         cg_if_end(fn, &bylen);
     }
     return WEFT_OK;

@@ -79,6 +79,18 @@ START_TEST(type_errors)
                                      weft_param(p, WEFT_F32, 1)));
     EXPECT_FAIL(&u, WEFT_ERR_TYPE_MISMATCH, "argument 4");
     p = u.p;
+    ck_assert_ptr_null(weft_fold1_seg_offsets(add_fun(p, WEFT_I32),
+                                              weft_param(p, WEFT_I32, 1),
+                                              weft_param(p, WEFT_F64, 1)));
+    EXPECT_FAIL(&u, WEFT_ERR_TYPE_MISMATCH,
+                "weft_fold1_seg_offsets: argument 3");
+    p = u.p;
+    ck_assert_ptr_null(weft_fold_seg_offsets(
+        add_fun(p, WEFT_I32), weft_i32(p, 0), weft_param(p, WEFT_I32, 1),
+        weft_param(p, WEFT_I64, 2)));
+    EXPECT_FAIL(&u, WEFT_ERR_RANK_MISMATCH,
+                "weft_fold_seg_offsets: argument 4");
+    p = u.p;
     ck_assert_ptr_null(weft_const(p, WEFT_DIM(1), "x"));
     EXPECT_FAIL(&u, WEFT_ERR_INVALID_ARGUMENT, "weft_const");
     tu_close(&u);

@@ -121,6 +121,69 @@ static void check_both(const char *what, build_fn build, const void *user,
     tu_cmp_close(&c);
 }
 
+/* ---- the two forms of the descriptor ------------------------------------- */
+
+/* The form the build functions use: lengths (weft_fold_seg) or offsets
+ * (weft_fold_seg_offsets, the descriptor converted by offsets_of). */
+static bool by_offsets;
+
+static weft_acc *fold_seg(weft_fun *f, weft_exp *z, weft_acc *a, weft_acc *seg)
+{
+    return by_offsets ? weft_fold_seg_offsets(f, z, a, seg)
+                      : weft_fold_seg(f, z, a, seg);
+}
+
+static weft_acc *fold1_seg(weft_fun *f, weft_acc *a, weft_acc *seg)
+{
+    return by_offsets ? weft_fold1_seg_offsets(f, a, seg)
+                      : weft_fold1_seg(f, a, seg);
+}
+
+/* in (lengths, i32 or i64) as offsets from `first` on (nseg + 1 of
+ * them, of in's type; the data malloc'ed, freed by the caller). */
+static input offsets_of(input in, int64_t first)
+{
+    int64_t nseg = in.shape[0];
+    bool wide = in.type == WEFT_I64;
+    size_t w = wide ? sizeof(int64_t) : sizeof(int32_t);
+    void *o = malloc(w * (size_t)(nseg + 1));
+    ck_assert(o);
+    int64_t acc = first;
+    for (int64_t k = 0; k <= nseg; k++) {
+        if (wide) {
+            ((int64_t *)o)[k] = acc;
+        } else {
+            ((int32_t *)o)[k] = (int32_t)acc;
+        }
+        if (k < nseg) {
+            acc += wide ? ((const int64_t *)in.data)[k]
+                        : ((const int32_t *)in.data)[k];
+        }
+    }
+    in.shape[0] = nseg + 1;
+    in.data = o;
+    return in;
+}
+
+/* check_both in the form by_offsets says: in[seg] converted to offsets
+ * from 0 (the lengths must leave no room before them). */
+static void check_form(const char *what, build_fn build, const void *user,
+                       const input *in, int n, int seg, int threads,
+                       weft_status want)
+{
+    input cp[4];
+    memcpy(cp, in, sizeof *in * (size_t)n);
+    if (by_offsets) {
+        cp[seg] = offsets_of(in[seg], 0);
+    }
+    char w[160];
+    snprintf(w, sizeof w, "%s%s", what, by_offsets ? ", offsets" : "");
+    check_both(w, build, user, cp, n, threads, want);
+    if (by_offsets) {
+        free(cp[seg].data);
+    }
+}
+
 /* ---- smvm ------------------------------------------------------------------ */
 
 static weft_fun *binop(weft_program *p, weft_type t, weft_op op)
@@ -140,8 +203,8 @@ static weft_acc *build_smvm(weft_program *p, weft_acc *const *in,
                             weft_at(in[1], weft_arg(ix, 0)), WEFT_I64)));
     weft_acc *xs = weft_backpermute(weft_shape(in[0]), ix, in[3]);
     weft_acc *prod = weft_zipwith(binop(p, WEFT_F32, WEFT_OP_MUL), in[0], xs);
-    return weft_fold_seg(binop(p, WEFT_F32, WEFT_OP_ADD), weft_f32(p, 0), prod,
-                         in[2]);
+    return fold_seg(binop(p, WEFT_F32, WEFT_OP_ADD), weft_f32(p, 0), prod,
+                    in[2]);
 }
 
 /* SHORT_SEG: the GPU folds a tile of no longer rows from shared memory, by
@@ -184,7 +247,9 @@ START_TEST(test_smvm)
     float *vals;
     int32_t *cols;
     int64_t nnz = make_matrix(&vals, &cols, len32, len64, x);
-    for (int wide = 0; wide < 2; wide++) {
+    for (int form = 0; form < 4; form++) {
+        bool wide = form % 2;
+        by_offsets = form >= 2;
         input in[4] = {{WEFT_F32, 1, {nnz, 0}, vals},
                        {WEFT_I32, 1, {nnz, 0}, cols},
                        {wide ? WEFT_I64 : WEFT_I32,
@@ -192,11 +257,11 @@ START_TEST(test_smvm)
                         {NSEG, 0},
                         wide ? (void *)len64 : (void *)len32},
                        {WEFT_F32, 1, {NCOL, 0}, x}};
-        check_both(wide ? "smvm, i64 lengths" : "smvm", build_smvm, NULL, in, 4,
-                   4, WEFT_OK);
-        check_both(wide ? "smvm, i64 lengths" : "smvm", build_smvm, NULL, in, 4,
-                   1, WEFT_OK);
+        const char *what = wide ? "smvm, i64 descriptor" : "smvm";
+        check_form(what, build_smvm, NULL, in, 4, 2, 4, WEFT_OK);
+        check_form(what, build_smvm, NULL, in, 4, 2, 1, WEFT_OK);
     }
+    by_offsets = false;
     /* a column outside x, in a short row and then in a long one: the
      * gather's error (the GPU's staged reads keep it in a local flag that
      * each thread reports once at its end) */
@@ -228,9 +293,9 @@ static weft_acc *build_rows(weft_program *p, weft_acc *const *in,
                             const void *user)
 {
     int one = *(const int *)user;
-    return one ? weft_fold1_seg(binop(p, WEFT_I32, WEFT_OP_MAX), in[0], in[1])
-               : weft_fold_seg(binop(p, WEFT_I32, WEFT_OP_ADD), weft_i32(p, 7),
-                               in[0], in[1]);
+    return one ? fold1_seg(binop(p, WEFT_I32, WEFT_OP_MAX), in[0], in[1])
+               : fold_seg(binop(p, WEFT_I32, WEFT_OP_ADD), weft_i32(p, 7),
+                          in[0], in[1]);
 }
 
 START_TEST(test_rows)
@@ -246,10 +311,12 @@ START_TEST(test_rows)
     }
     input in[2] = {{WEFT_I32, 2, {ROWS, COLS}, a},
                    {WEFT_I32, 1, {SEGS, 0}, len}};
-    for (int one = 0; one < 2; one++) {
+    for (int one = 0; one < 4; one++) {
+        by_offsets = one >= 2;
         for (int threads = 1; threads <= 4; threads += 3) {
-            check_both(one ? "fold1Seg of rows" : "foldSeg of rows", build_rows,
-                       &one, in, 2, threads, WEFT_OK);
+            check_form(one % 2 ? "fold1Seg of rows" : "foldSeg of rows",
+                       build_rows, (int[]){one % 2}, in, 2, 1, threads,
+                       WEFT_OK);
         }
     }
 }
@@ -261,9 +328,9 @@ END_TEST
 static weft_acc *build_sum(weft_program *p, weft_acc *const *in,
                            const void *user)
 {
-    return user ? weft_fold1_seg(binop(p, WEFT_I32, WEFT_OP_MAX), in[0], in[1])
-                : weft_fold_seg(binop(p, WEFT_I32, WEFT_OP_ADD), weft_i32(p, 0),
-                                in[0], in[1]);
+    return user ? fold1_seg(binop(p, WEFT_I32, WEFT_OP_MAX), in[0], in[1])
+                : fold_seg(binop(p, WEFT_I32, WEFT_OP_ADD), weft_i32(p, 0),
+                           in[0], in[1]);
 }
 
 START_TEST(test_errors)
@@ -275,6 +342,7 @@ START_TEST(test_errors)
     for (int i = 0; i < N; i++) {
         a[i] = (int32_t)(rnd() % 100);
     }
+    by_offsets = false; /* test_offset_errors has the offsets' */
     for (int v = 0; v < 5; v++) {
         for (int k = 0; k < NSEG; k++) {
             len32[k] = v == 3 ? k % 3 : 2; /* 2: exactly the extent */
@@ -318,6 +386,133 @@ START_TEST(test_errors)
 }
 END_TEST
 
+/* ---- the offset form's own cases ----------------------------------------- */
+
+/* off (nseg + 1 entries from v) as a descriptor of type t (data
+ * malloc'ed, freed by the caller). */
+static input offsets_typed(weft_type t, const int64_t *v, int64_t nseg)
+{
+    size_t w = t == WEFT_I64 || t == WEFT_U64 ? 8 : t == WEFT_I16 ? 2 : 4;
+    unsigned char *o = malloc(w * (size_t)(nseg + 1) + 1);
+    ck_assert(o);
+    for (int64_t k = 0; k <= nseg; k++) {
+        int64_t x = v[k];
+        if (w == 8) {
+            memcpy(o + 8 * k, &x, 8);
+        } else if (w == 4) {
+            int32_t y = (int32_t)x;
+            memcpy(o + 4 * k, &y, 4);
+        } else {
+            int16_t y = (int16_t)x;
+            memcpy(o + 2 * k, &y, 2);
+        }
+    }
+    return (input){t, 1, {nseg + 1, 0}, o};
+}
+
+/* Offsets that start past 0 and end short of the extent, with empty
+ * segments, of several types, rank 1 and 2, foldSeg and fold1Seg; no
+ * offsets and one offset (no segments). */
+START_TEST(test_offsets)
+{
+    enum { COLS = 203, ROWS = 40 };
+    static int32_t a[ROWS * COLS];
+    for (int i = 0; i < ROWS * COLS; i++) {
+        a[i] = (int32_t)(rnd() % 2001) - 1000;
+    }
+    static const int64_t off[] = {3, 5, 5, 9, 40, 41, 100, 100, 100, 199};
+    static const int64_t full[] = {3, 5, 6, 9, 40, 41, 100, 101, 102, 199};
+    int64_t nseg = sizeof off / sizeof *off - 1;
+    static const weft_type types[] = {WEFT_I32, WEFT_I64, WEFT_U32, WEFT_I16,
+                                      WEFT_U64};
+    static const char *tname[] = {"i32", "i64", "u32", "i16", "u64"};
+    by_offsets = true;
+    for (int ti = 0; ti < 5; ti++) {
+        for (int rank = 1; rank <= 2; rank++) {
+            for (int one = 0; one < 2; one++) {
+                input d = offsets_typed(types[ti], one ? full : off, nseg);
+                input in[2] = {
+                    {WEFT_I32, rank, {rank == 2 ? ROWS : COLS, COLS}, a}, d};
+                char what[96];
+                snprintf(what, sizeof what, "%s offsets of %s, rank %d",
+                         one ? "fold1Seg" : "foldSeg", tname[ti], rank);
+                for (int threads = 1; threads <= 4; threads += 3) {
+                    check_both(what, build_rows, &one, in, 2, threads, WEFT_OK);
+                }
+                free(d.data);
+            }
+        }
+    }
+    /* fold1Seg of an empty segment */
+    input d = offsets_typed(WEFT_I32, off, nseg);
+    input in[2] = {{WEFT_I32, 1, {COLS, 0}, a}, d};
+    check_both("fold1Seg offsets with an empty segment", build_rows, (int[]){1},
+               in, 2, 4, WEFT_ERR_EMPTY_ARRAY);
+    /* no segments: no offsets, or one */
+    for (int64_t n = 0; n < 2; n++) {
+        in[1].shape[0] = n;
+        for (int one = 0; one < 2; one++) {
+            check_both(n ? "one offset" : "no offsets", build_rows, &one, in, 2,
+                       4, WEFT_OK);
+        }
+    }
+    free(d.data);
+}
+END_TEST
+
+/* Bad offsets deep inside many segments: below 0 at the start, a
+ * decrease, past the extent (in the middle, at the end), i64 and u64
+ * offsets past any extent; the interpreter's status and message. */
+START_TEST(test_offset_errors)
+{
+    enum { N = 2 * NSEG };
+    static int32_t a[N];
+    static int64_t off[NSEG + 1];
+    for (int i = 0; i < N; i++) {
+        a[i] = (int32_t)(rnd() % 100);
+    }
+    by_offsets = true;
+    for (int v = 0; v < 7; v++) {
+        for (int k = 0; k <= NSEG; k++) {
+            off[k] = 2 * k; /* the last: exactly the extent */
+        }
+        const char *what = "offsets that fit";
+        weft_type t = WEFT_I32;
+        if (v == 1) {
+            off[0] = -1;
+            what = "a first offset below 0";
+        } else if (v == 2) {
+            off[70000] = off[69999] - 1;
+            what = "a decrease";
+        } else if (v == 3) {
+            off[80000] = N + 1;
+            what = "an offset past the extent";
+        } else if (v == 4) {
+            off[NSEG] = N + 1;
+            what = "the last offset past the extent";
+        } else if (v == 5) {
+            off[60000] = INT64_MAX;
+            t = WEFT_I64;
+            what = "an i64 offset of INT64_MAX";
+        } else if (v == 6) {
+            off[60000] = -2; /* 2^64 - 2 */
+            t = WEFT_U64;
+            what = "a u64 offset past INT64_MAX";
+        }
+        input d = offsets_typed(t, off, NSEG);
+        input in[2] = {{WEFT_I32, 1, {N, 0}, a}, d};
+        for (int threads = 1; threads <= 4; threads += 3) {
+            check_both(what, build_sum, NULL, in, 2, threads,
+                       v ? WEFT_ERR_SEGMENTS : WEFT_OK);
+        }
+        if (v == 0) {
+            check_both("fold1Seg offsets", build_sum, "", in, 2, 4, WEFT_OK);
+        }
+        free(d.data);
+    }
+}
+END_TEST
+
 /* ---- power-law lengths, empty segments, tuples, order -------------------- */
 
 /* user: 0 an f64 sum; 1 affine maps (a, b) composed, x -> a x + b then the
@@ -330,8 +525,8 @@ static weft_acc *build_powerlaw(weft_program *p, weft_acc *const *in,
     int rank = *(const int *)user / 16 == 2 ? 2 : 1; /* 16 w: rank 2 */
     weft_context *ctx = build_ctx;
     if (which == 0) {
-        return weft_fold_seg(binop(p, WEFT_F64, WEFT_OP_ADD), weft_f64(p, 0.5),
-                             in[0], in[2]);
+        return fold_seg(binop(p, WEFT_F64, WEFT_OP_ADD), weft_f64(p, 0.5),
+                        in[0], in[2]);
     }
     weft_type pair =
         which == 1 ? weft_type_tuple(ctx, 2, (weft_type[]){WEFT_I32, WEFT_I32})
@@ -367,7 +562,7 @@ static weft_acc *build_powerlaw(weft_program *p, weft_acc *const *in,
     }
     weft_fun_return(f, weft_tuple(p, 2, r));
     weft_acc *src = weft_generate(weft_shape(in[0]), g);
-    return weft_fold_seg(f, weft_tuple(p, 2, z), src, in[2]);
+    return fold_seg(f, weft_tuple(p, 2, z), src, in[2]);
 }
 
 START_TEST(test_powerlaw)
@@ -406,8 +601,10 @@ START_TEST(test_powerlaw)
     static const char *what[3] = {"power-law f64 sum",
                                   "power-law affine composition",
                                   "power-law (sum, last)"};
-    for (int which = 0; which < 3; which++) {
-        check_both(what[which], build_powerlaw, &which, in, 3, 4, WEFT_OK);
+    for (int which = 0; which < 6; which++) {
+        by_offsets = which >= 3;
+        check_form(what[which % 3], build_powerlaw, (int[]){which % 3}, in, 3,
+                   2, 4, WEFT_OK);
     }
     free(x);
     free(v);
@@ -439,7 +636,10 @@ static void edge_case(const char *what, int64_t rows, int64_t cols,
                    {WEFT_I32, rank, {r, cols}, v},
                    {WEFT_I32, 1, {nseg, 0}, l}};
     int which = rank == 2 ? 16 * 2 + 1 : 1;
-    check_both(what, build_powerlaw, &which, in, 3, 4, WEFT_OK);
+    for (int form = 0; form < 2; form++) {
+        by_offsets = form;
+        check_form(what, build_powerlaw, &which, in, 3, 2, 4, WEFT_OK);
+    }
     free(v);
     free(x);
     free(l);
@@ -500,6 +700,8 @@ static Suite *cpu_foldseg_suite(void)
     tcase_add_test(tc, test_smvm);
     tcase_add_test(tc, test_rows);
     tcase_add_test(tc, test_errors);
+    tcase_add_test(tc, test_offsets);
+    tcase_add_test(tc, test_offset_errors);
     tcase_add_test(tc, test_powerlaw);
     tcase_add_test(tc, test_edges);
     suite_add_tcase(s, tc);

@@ -470,6 +470,16 @@ START_TEST(segments)
     weft_array_release(in[1]);
     in[1] = vec(ctx, WEFT_I32, 2, ok);
     ck_assert_int_eq(compile_and_run(p, r, in, 2), WEFT_OK);
+    /* the offset form: a decrease, past the extent, below 0 */
+    weft_acc *ro = weft_fold_seg_offsets(binop(p, WEFT_I32, weft_add),
+                                         weft_i32(p, 0), xs, seg);
+    int32_t off[3][2] = {{3, 2}, {0, 5}, {-1, 2}};
+    for (int k = 0; k < 3; k++) {
+        weft_array_release(in[1]);
+        in[1] = vec(ctx, WEFT_I32, 2, off[k]);
+        ck_assert_int_eq(compile_and_run(p, ro, in, 2), WEFT_ERR_SEGMENTS);
+        ASSERT_NAMES(weft_last_error(), "weft_run");
+    }
     weft_array_release(in[0]);
     weft_array_release(in[1]);
     weft_program_free(p);

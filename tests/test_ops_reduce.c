@@ -323,6 +323,93 @@ START_TEST(test_fold_seg)
 }
 END_TEST
 
+/* fold_seg_offsets, fold1_seg_offsets: segments as CSR's row pointers,
+ * from any start, elements outside them ignored */
+START_TEST(test_fold_seg_offsets)
+{
+    tu t;
+    tu_open(&t);
+    weft_program *p = t.p;
+    weft_fun *add = tu_fun_op2(p, WEFT_OP_ADD, WEFT_I32);
+    weft_acc *v = weft_param(p, WEFT_I32, 1);
+    weft_acc *off = weft_param(p, WEFT_I32, 1);
+    weft_acc *m = weft_param(p, WEFT_I32, 2);
+    weft_acc *off64 = weft_param(p, WEFT_U64, 1);
+    weft_acc *res[3] = {weft_fold_seg_offsets(add, weft_i32(p, 100), v, off),
+                        weft_fold_seg_offsets(add, weft_i32(p, 0), m, off64),
+                        weft_fold1_seg_offsets(add, m, off64)};
+    weft_executable *exe = NULL;
+    TU_OK(weft_compile(p, res, 3, &exe));
+    /* 1..10: offsets 1, 3, 6, 6, 9 are the segments [2, 3], [4, 5, 6],
+     * none, [7, 8, 9] (1 and 10 in none); rows of 1..5 and 6..10 cut at
+     * 0, 2, 4 */
+    weft_array *in[4] = {
+        iota(t.ctx, WEFT_I32, 1, TU_SH(10), 1),
+        tu_arr_i(t.ctx, WEFT_I32, 1, TU_SH(5), I(1, 3, 6, 6, 9)),
+        iota(t.ctx, WEFT_I32, 2, TU_SH(2, 5), 1),
+        tu_arr_i(t.ctx, WEFT_U64, 1, TU_SH(3), I(0, 2, 4))};
+    weft_array *out[3] = {NULL};
+    TU_OK(weft_run(exe, in, 4, out, 3));
+    TU_CHECK_I(t.ctx, out[0], 0, 1, TU_SH(4), I(105, 115, 100, 124));
+    TU_CHECK_I(t.ctx, out[1], 0, 2, TU_SH(2, 2), I(3, 7, 13, 17));
+    TU_CHECK_I(t.ctx, out[2], 0, 2, TU_SH(2, 2), I(3, 7, 13, 17));
+    tu_release_all(out, 3);
+
+    /* no segments: no offsets, or one */
+    for (int64_t n = 0; n < 2; n++) {
+        weft_array_release(in[1]);
+        in[1] = tu_arr_i(t.ctx, WEFT_I32, 1, TU_SH(n), I(4));
+        weft_array_release(in[3]);
+        in[3] = tu_arr_i(t.ctx, WEFT_U64, 1, TU_SH(n), I(5));
+        TU_OK(weft_run(exe, in, 4, out, 3));
+        TU_CHECK_SHAPE(out[0], 1, TU_SH(0));
+        TU_CHECK_SHAPE(out[1], 2, TU_SH(2, 0));
+        tu_release_all(out, 3);
+    }
+
+    /* below 0, a decrease, past the extent (at the end, and a u64 past
+     * INT64_MAX): an error naming the first bad segment */
+    static const struct {
+        int64_t off[3];
+        const char *says;
+    } bad[] = {{{-1, 2, 3}, "segment 0 starts at offset -1, below 0"},
+               {{0, 5, 4}, "segment 1 ends at offset 4, before its start 5"},
+               {{0, 4, 11}, "segment 1 ends past the innermost extent 10"},
+               {{0, 11, 3}, "segment 0 ends past the innermost extent 10"}};
+    for (int b = 0; b < 4; b++) {
+        weft_array_release(in[1]);
+        in[1] = tu_arr_i(t.ctx, WEFT_I32, 1, TU_SH(3), bad[b].off);
+        TU_STATUS(WEFT_ERR_SEGMENTS, weft_run(exe, in, 4, out, 3));
+        ck_assert_ptr_null(out[0]);
+        ck_assert_msg(strstr(weft_last_error(), bad[b].says),
+                      "\"%s\" does not say \"%s\"", weft_last_error(),
+                      bad[b].says);
+    }
+    weft_array_release(in[1]);
+    in[1] = tu_arr_i(t.ctx, WEFT_I32, 1, TU_SH(2), I(0, 1));
+    uint64_t huge = (uint64_t)INT64_MAX + 2;
+    weft_array_release(in[3]);
+    in[3] = tu_arr_i(t.ctx, WEFT_U64, 1, TU_SH(3), I(0, 1, (int64_t)huge));
+    TU_STATUS(WEFT_ERR_SEGMENTS, weft_run(exe, in, 4, out, 3));
+    ck_assert_msg(
+        strstr(weft_last_error(), "segment 1 ends past the innermost extent 5"),
+        "%s", weft_last_error());
+
+    /* fold1 of an empty segment: an error (fold_seg gives z) */
+    weft_array_release(in[3]);
+    in[3] = tu_arr_i(t.ctx, WEFT_U64, 1, TU_SH(3), I(1, 1, 5));
+    TU_STATUS(WEFT_ERR_EMPTY_ARRAY, weft_run(exe, in, 4, out, 3));
+    weft_executable_free(exe);
+    TU_OK(weft_compile(p, res, 2, &exe));
+    TU_OK(weft_run(exe, in, 4, out, 2));
+    TU_CHECK_I(t.ctx, out[1], 0, 2, TU_SH(2, 2), I(0, 14, 0, 34));
+    tu_release_all(out, 2);
+    tu_release_all(in, 4);
+    weft_executable_free(exe);
+    tu_close(&t);
+}
+END_TEST
+
 /* ------------------------------------------------------------------------
  * scans
  * ---------------------------------------------------------------------- */
@@ -904,6 +991,7 @@ static Suite *reduce_suite(void)
     tcase_add_test(tf, test_fold1);
     tcase_add_test(tf, test_fold_all);
     tcase_add_test(tf, test_fold_seg);
+    tcase_add_test(tf, test_fold_seg_offsets);
     suite_add_tcase(s, tf);
     TCase *ts = tcase_create("scan");
     tcase_set_timeout(ts, 60);

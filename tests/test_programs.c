@@ -7,7 +7,8 @@
  *   Black-Scholes     one zipWith3 giving (call, put) per option, with the
  *                     Abramowitz-Stegun polynomial for the normal CDF
  *   smvm              CSR: gather x by column index (backpermute), multiply
- *                     by the values (zipWith), foldSeg (+) by row lengths
+ *                     by the values (zipWith), foldSeg (+) by row lengths,
+ *                     and foldSeg' (+) by the row pointers
  *   histogram         permute (+) into zeros, index = bucket of the value
  *   filter            0/1 flags, scanl' for offsets and count, permute into
  *                     an array whose extent comes from the count
@@ -197,16 +198,16 @@ END_TEST
 
 /* ---- smvm ---------------------------------------------------------------- */
 
-START_TEST(smvm)
+static void smvm_case(bool offsets)
 {
     tu u;
     tu_open(&u);
     weft_program *p = u.p;
-    weft_acc *segd = weft_param(p, WEFT_I32, 1); /* row lengths */
+    weft_acc *segd = weft_param(p, WEFT_I32, 1); /* lengths or pointers */
     weft_acc *cols = weft_param(p, WEFT_I32, 1); /* column per value */
     weft_acc *vals = weft_param(p, WEFT_F64, 1);
     weft_acc *xv = weft_param(p, WEFT_F64, 1);
-    weft_acc *r = tu_prog_smvm(p, segd, cols, vals, xv);
+    weft_acc *r = tu_prog_smvm_by(p, segd, cols, vals, xv, offsets);
     TU_PROGRAM_OK(p);
 
     /* A 7 x 9 matrix with an empty row, a full row and random others. */
@@ -235,10 +236,15 @@ START_TEST(smvm)
             }
         }
     }
-    weft_array *in[4] = {tu_arr_i(u.ctx, WEFT_I32, 1, TU_SH(ROWS), len),
-                         tu_arr_i(u.ctx, WEFT_I32, 1, &nnz, col),
-                         vec_f(u.ctx, WEFT_F64, nnz, val),
-                         vec_f(u.ctx, WEFT_F64, COLS, x)};
+    int64_t ptr[ROWS + 1] = {0};
+    for (int i = 0; i < ROWS; i++) {
+        ptr[i + 1] = ptr[i] + len[i];
+    }
+    weft_array *in[4] = {
+        offsets ? tu_arr_i(u.ctx, WEFT_I32, 1, TU_SH(ROWS + 1), ptr)
+                : tu_arr_i(u.ctx, WEFT_I32, 1, TU_SH(ROWS), len),
+        tu_arr_i(u.ctx, WEFT_I32, 1, &nnz, col),
+        vec_f(u.ctx, WEFT_F64, nnz, val), vec_f(u.ctx, WEFT_F64, COLS, x)};
     weft_array *out[1] = {NULL};
     TU_OK(tu_run(p, &r, 1, in, 4, out, 1));
     /* Sums of at most 9 products, in the same order: 1e-12. */
@@ -248,6 +254,12 @@ START_TEST(smvm)
         weft_array_release(in[i]);
     }
     tu_close(&u);
+}
+
+START_TEST(smvm)
+{
+    smvm_case(false);
+    smvm_case(true);
 }
 END_TEST
 

@@ -220,6 +220,8 @@ static int every_kind(tu *t, weft_acc **r, weft_array **arrays)
     r[n++] = weft_transform(weft_index1(i64c(p, 4)), half, neg, xs);
     r[n++] = weft_fold_seg(add, f32c(p, 0.0f), xs, seg);
     r[n++] = weft_fold1_seg(add, xs, seg);
+    r[n++] = weft_fold_seg_offsets(add, f32c(p, 0.0f), xs, seg);
+    r[n++] = weft_fold1_seg_offsets(add, xs, seg);
     r[n++] = weft_scanl(add, f32c(p, 0.0f), xs);
     r[n++] = weft_scanl1(add, xs);
     r[n++] = weft_aget(weft_scanl_(add, f32c(p, 0.0f), xs), 1);

@@ -104,10 +104,11 @@ static inline weft_acc *tu_prog_black_scholes(weft_program *p, weft_acc *price,
     return weft_zipwith3(f, price, strike, years);
 }
 
-/* segd: the row lengths (i32); cols: the column of each value (i32). */
-static inline weft_acc *tu_prog_smvm(weft_program *p, weft_acc *segd,
-                                     weft_acc *cols, weft_acc *vals,
-                                     weft_acc *xv)
+/* segd: the row lengths (i32), or with offsets its row pointers (nrows +
+ * 1, weft_fold_seg_offsets); cols: the column of each value (i32). */
+static inline weft_acc *tu_prog_smvm_by(weft_program *p, weft_acc *segd,
+                                        weft_acc *cols, weft_acc *vals,
+                                        weft_acc *xv, bool offsets)
 {
     weft_fun *ix = weft_fun1(p, WEFT_DIM(1));
     weft_fun_return(ix, weft_index1(weft_convert(weft_at(cols, weft_arg(ix, 0)),
@@ -115,8 +116,16 @@ static inline weft_acc *tu_prog_smvm(weft_program *p, weft_acc *segd,
     weft_acc *gathered = weft_backpermute(weft_shape(vals), ix, xv);
     weft_acc *prods =
         weft_zipwith(tu_fun_op2(p, WEFT_OP_MUL, WEFT_F64), vals, gathered);
-    return weft_fold_seg(tu_fun_op2(p, WEFT_OP_ADD, WEFT_F64), weft_f64(p, 0),
-                         prods, segd);
+    weft_fun *add = tu_fun_op2(p, WEFT_OP_ADD, WEFT_F64);
+    return offsets ? weft_fold_seg_offsets(add, weft_f64(p, 0), prods, segd)
+                   : weft_fold_seg(add, weft_f64(p, 0), prods, segd);
+}
+
+static inline weft_acc *tu_prog_smvm(weft_program *p, weft_acc *segd,
+                                     weft_acc *cols, weft_acc *vals,
+                                     weft_acc *xv)
+{
+    return tu_prog_smvm_by(p, segd, cols, vals, xv, false);
 }
 
 /* vs: i32 values; ten buckets. */

@@ -18,12 +18,12 @@
  *   MANDEL       none                           iterations i32[h*w]
  *   HIST         keys i32[n] in [0, bins)       counts i32[bins]
  *   SMVM_BANDED  vals f32[h], cols i32[h],      y f32[n]
- *   SMVM_POWER   rowlen i32[n], x f32[bins],
- *                rowptr i32[n + 1] (the CSR
+ *   SMVM_POWER   rowptr i32[n + 1], x f32[bins],
+ *                rowptr i32[n + 1] again (the CSR
  *                matrix of bench/programs.h:
  *                n rows, h nonzeros, bins
- *                columns; weft reads rowlen,
- *                the others rowptr)
+ *                columns; weft reads the
+ *                first, the others the second)
  *   KMEANS       px, py f32[n], cx, cy f32[bins]  cx, cy, iterations: f32[2 bins
  *   KMEANS_WHILE (k = bins centroids, at most     + 1] (the count as a float)
  *                max_iter iterations)

@@ -843,8 +843,8 @@ static int sv_launch(int prog, prog_state *p)
 }
 
 /* Open smvm or k-means (rf_open's contract): inputs in gpubench.h's order
- * (smvm keeps vals, cols, x and rowptr: p->in[0..3]; weft's rowlen is not
- * needed here). */
+ * (smvm keeps vals, cols, x and rowptr: p->in[0..3], the row pointers
+ * from input 4; weft reads its own copy, input 2). */
 static int sv_open(int prog, prog_state *p, const gb_shape *sh,
                    const void *const *in)
 {

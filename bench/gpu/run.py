@@ -312,7 +312,7 @@ PROGRAM_LIST = [
     ("mandelbrot", MANDEL, "Mandelbrot: generate with a while loop"),
     ("histogram", HIST, "histogram: permute (+) of ones into 256 zeros"),
     ("smvm", SMVM_B, "smvm, banded CSR (10 a row): foldSeg (+) 0 (zipWith (*) "
-     "vals (backpermute cols x)) rowlen"),
+     "vals (backpermute cols x)) rowptr"),
     ("smvm-powerlaw", SMVM_P, "smvm, power-law CSR (rows of 1 to 10^4): as smvm"),
     ("kmeans", KMEANS, "k-means, 2-D, k = 16, until no point moves or 50 "
      "iterations: fold of (distance, j) per point, permute (+)"),
@@ -968,7 +968,8 @@ class SparseProgram(Program):
             # values and columns once, the row pointers (lengths), x, y
             self.bytes = 8 * nnz + 4 * (rows + 1) + 4 * cols + 4 * rows
             self.size = "%d rows, %d nonzeros" % (rows, nnz)
-            return [vals, cidx, rowlen, x, rowptr]
+            # weft's foldSeg' reads rowptr (input 2), the peers input 4
+            return [vals, cidx, rowptr, x, rowptr]
         px, py = Buf("f32", s.n), Buf("f32", s.n)
         cx, cy = Buf("f32", s.bins), Buf("f32", s.bins)
         wg.wg_kmeans_points(px.ptr, py.ptr, s.n, s.bins, cx.ptr, cy.ptr)
@@ -1081,8 +1082,8 @@ def sv_jax(jax, prog):
 
             return f, "JAX (jit, jax.experimental.sparse.BCSR @ x)"
         except Exception:
-            def g(vals, cols, rowlen, x, rowptr):
-                rows = jnp.repeat(jnp.arange(shape[0]), rowlen,
+            def g(vals, cols, _, x, rowptr):
+                rows = jnp.repeat(jnp.arange(shape[0]), jnp.diff(rowptr),
                                   total_repeat_length=vals.shape[0])
                 return jax.ops.segment_sum(vals * x[cols], rows,
                                            num_segments=shape[0])
@@ -1402,8 +1403,8 @@ def write_report(path, info, copy, results, compiles, dotp_compile, quick, backe
       "chunks of rows (c x n temporaries); Mandelbrot as 255 masked steps over "
       "the whole image.")
     w("- **smvm, k-means** (bench/programs.h, written once for the CPU and "
-      "GPU benchmarks): weft's smvm is `foldSeg (+) 0` over the row lengths, "
-      "the others take the row pointers; CUDA is a CSR vector kernel (L lanes "
+      "GPU benchmarks): weft's smvm is `foldSeg' (+) 0` over the row pointers "
+      "(offsets), as the others take them; CUDA is a CSR vector kernel (L lanes "
       "a row, L the power of two at or below the average row, 8 here; "
       "RF_SMVM_LANES=32 gives a warp per row) and a k-means iteration of an "
       "assignment kernel with shared-memory sums and an update kernel, the "

@@ -9,7 +9,10 @@
  * Build and run (from the unpacked bundle, next to libweft.so):
  *   gcc -std=c17 -O2 -Iinclude bench/gpu/smvm_probe.c -o smvm_probe \
  *       -L. -lweft -Wl,-rpath,'$ORIGIN' -lm && ./smvm_probe [ptx|cpu] [runs]
- * (a third argument `smvm`: the two matrices only).
+ * (a third argument `smvm`: the two matrices only; a fourth `offsets`:
+ * their offset form only).  smvm runs twice:
+ * foldSeg' of the row pointers (bench/programs.h's, the offset form) and
+ * foldSeg of the row lengths, the same sums.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -61,7 +64,7 @@ static weft_array *wrap(weft_context *ctx, weft_type t, int64_t n, void *p)
     return a;
 }
 
-static void smvm(weft_context *ctx, int powerlaw, int runs)
+static void smvm(weft_context *ctx, int powerlaw, int runs, int forms)
 {
     bp_csr m;
     int64_t n = 1048576;
@@ -82,44 +85,60 @@ static void smvm(weft_context *ctx, int powerlaw, int runs)
         }
         y[r] = acc;
     }
-    weft_program *p;
-    if (weft_program_create(ctx, &p)) {
-        die("weft_program_create");
+    for (int form = 0; form < forms; form++) {
+        weft_program *p;
+        if (weft_program_create(ctx, &p)) {
+            die("weft_program_create");
+        }
+        weft_acc *pa[4] = {
+            weft_param(p, WEFT_F32, 1), weft_param(p, WEFT_I32, 1),
+            weft_param(p, WEFT_I32, 1), weft_param(p, WEFT_F32, 1)};
+        weft_acc *r = bp_smvm(p, pa[0], pa[1], pa[2], pa[3]);
+        if (form == 1) {
+            /* foldSeg of the lengths: bp_smvm's product again */
+            weft_fun *ix = weft_fun1(p, WEFT_DIM(1));
+            weft_fun_return(
+                ix, weft_index1(weft_convert(weft_at(pa[1], weft_arg(ix, 0)),
+                                             WEFT_I64)));
+            weft_acc *prod =
+                weft_zipwith(bp_binop(p, WEFT_F32, WEFT_OP_MUL), pa[0],
+                             weft_backpermute(weft_shape(pa[0]), ix, pa[3]));
+            r = weft_fold_seg(bp_binop(p, WEFT_F32, WEFT_OP_ADD),
+                              weft_f32(p, 0), prod, pa[2]);
+        }
+        weft_executable *exe;
+        if (weft_compile(p, &r, 1, &exe)) {
+            die("weft_compile");
+        }
+        weft_array *in[4] = {wrap(ctx, WEFT_F32, m.nnz, m.vals),
+                             wrap(ctx, WEFT_I32, m.nnz, m.cols),
+                             form ? wrap(ctx, WEFT_I32, m.nrows, m.rowlen)
+                                  : wrap(ctx, WEFT_I32, m.nrows + 1, m.rowptr),
+                             wrap(ctx, WEFT_F32, m.ncols, x)};
+        weft_array *out[1] = {NULL};
+        double ms = time_runs(exe, in, 4, 1, out, runs);
+        const float *w = weft_array_data(out[0], 0);
+        double err = 0;
+        for (int64_t i = 0; w && i < m.nrows; i++) {
+            double e = fabs((double)w[i] - (double)y[i]) /
+                       (fabs((double)y[i]) > 1 ? fabs((double)y[i]) : 1);
+            err = e > err ? e : err;
+        }
+        /* values and columns once, the descriptor, x, y */
+        double bytes =
+            8.0 * (double)m.nnz + 8.0 * (double)m.nrows + 4.0 * (double)m.ncols;
+        printf("smvm %-9s %-7s %lld rows %lld nnz: %.4f ms (median of %d, "
+               "host clock), %.0f GB/s; max rel. err. %.1e %s\n",
+               powerlaw ? "power-law" : "banded", form ? "lengths" : "offsets",
+               (long long)m.nrows, (long long)m.nnz, ms, runs,
+               bytes / (ms * 1e6), err, w && err <= 5e-4 ? "ok" : "FAIL");
+        for (int k = 0; k < 4; k++) {
+            weft_array_release(in[k]);
+        }
+        weft_array_release(out[0]);
+        weft_executable_free(exe);
+        weft_program_free(p);
     }
-    weft_acc *pa[4] = {weft_param(p, WEFT_F32, 1), weft_param(p, WEFT_I32, 1),
-                       weft_param(p, WEFT_I32, 1), weft_param(p, WEFT_F32, 1)};
-    weft_acc *r = bp_smvm(p, pa[0], pa[1], pa[2], pa[3]);
-    weft_executable *exe;
-    if (weft_compile(p, &r, 1, &exe)) {
-        die("weft_compile");
-    }
-    weft_array *in[4] = {wrap(ctx, WEFT_F32, m.nnz, m.vals),
-                         wrap(ctx, WEFT_I32, m.nnz, m.cols),
-                         wrap(ctx, WEFT_I32, m.nrows, m.rowlen),
-                         wrap(ctx, WEFT_F32, m.ncols, x)};
-    weft_array *out[1] = {NULL};
-    double ms = time_runs(exe, in, 4, 1, out, runs);
-    const float *w = weft_array_data(out[0], 0);
-    double err = 0;
-    for (int64_t i = 0; w && i < m.nrows; i++) {
-        double e = fabs((double)w[i] - (double)y[i]) /
-                   (fabs((double)y[i]) > 1 ? fabs((double)y[i]) : 1);
-        err = e > err ? e : err;
-    }
-    /* values and columns once, lengths, x, y */
-    double bytes =
-        8.0 * (double)m.nnz + 8.0 * (double)m.nrows + 4.0 * (double)m.ncols;
-    printf("smvm %-9s %lld rows %lld nnz: %.4f ms (median of %d, host "
-           "clock), %.0f GB/s; max rel. err. %.1e %s\n",
-           powerlaw ? "power-law" : "banded", (long long)m.nrows,
-           (long long)m.nnz, ms, runs, bytes / (ms * 1e6), err,
-           w && err <= 5e-4 ? "ok" : "FAIL");
-    for (int k = 0; k < 4; k++) {
-        weft_array_release(in[k]);
-    }
-    weft_array_release(out[0]);
-    weft_executable_free(exe);
-    weft_program_free(p);
     free(x);
     free(y);
     bp_csr_free(&m);
@@ -179,8 +198,10 @@ int main(int argc, char **argv)
     if (weft_context_create(&cfg, &ctx)) {
         die("weft_context_create");
     }
-    smvm(ctx, 0, runs);
-    smvm(ctx, 1, runs);
+    /* a fourth argument `offsets`: the offset form only */
+    int forms = argc > 4 && strcmp(argv[4], "offsets") == 0 ? 1 : 2;
+    smvm(ctx, 0, runs, forms);
+    smvm(ctx, 1, runs, forms);
     if (argc <= 3 || strcmp(argv[3], "smvm") != 0) {
         kmeans(ctx, 0, runs > 5 ? 5 : runs);
         kmeans(ctx, 1, runs > 5 ? 5 : runs);

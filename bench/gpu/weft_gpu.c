@@ -363,7 +363,7 @@ static int64_t sv_input_len(int prog, int i, const gb_shape *s)
     switch (prog) {
     case GB_SMVM_BANDED:
     case GB_SMVM_POWER: {
-        const int64_t len[4] = {s->h, s->h, s->n, s->bins};
+        const int64_t len[4] = {s->h, s->h, s->n + 1, s->bins}; /* rowptr */
         return len[i];
     }
     case GB_KMEANS:

@@ -156,6 +156,41 @@ def test_fold_seg(ctx, seg):
             np.testing.assert_array_equal(g(x, s), want)
 
 
+@pytest.mark.parametrize('off', [[2, 5, 5, 7, 12], [0, 10], [3], [],
+                                 [4, 4, 4]])
+def test_fold_seg_offsets(ctx, off):
+    n = 13  # elements before off[0] and from off[-1] on belong to none
+    for shape in [(n,), (2, n)]:
+        x = rand(shape, np.float64)
+        o = np.array(off, np.int64)
+        f = on(ctx, lambda a, sg: weft.fold_seg_offsets(
+            lambda u, v: u + v, 0.5, a, sg))
+        nseg = max(len(off) - 1, 0)
+        want = np.stack([0.5 + x[..., off[k]:off[k + 1]].sum(-1)
+                         for k in range(nseg)], -1) if nseg else \
+            np.zeros(shape[:-1] + (0,))
+        np.testing.assert_array_equal(f(x, o), want)
+        g = on(ctx, lambda a, sg: weft.fold1_seg_offsets(weft.maximum, a, sg))
+        if all(off[k] < off[k + 1] for k in range(nseg)):
+            want = np.stack([x[..., off[k]:off[k + 1]].max(-1)
+                             for k in range(nseg)], -1) if nseg else \
+                np.zeros(shape[:-1] + (0,))
+            np.testing.assert_array_equal(g(x, o), want)
+        else:
+            with pytest.raises(weft.ShapeError) as e:
+                g(x, o)
+            assert e.value.status_name == 'WEFT_ERR_EMPTY_ARRAY'
+
+
+@pytest.mark.parametrize('off', [[-1, 3], [0, 5, 4], [0, 14]])
+def test_fold_seg_offsets_bad(ctx, off):
+    f = on(ctx, lambda a, sg: weft.fold_seg_offsets(
+        lambda u, v: u + v, 0, a, sg))
+    with pytest.raises(weft.Error) as e:
+        f(rand((13,), np.float32), np.array(off, np.int32))
+    assert e.value.status_name == 'WEFT_ERR_SEGMENTS'
+
+
 # -- scans ------------------------------------------------------------------
 
 @pytest.mark.parametrize('shape', [(0,), (1,), (7,), (1000,), (3, 5),

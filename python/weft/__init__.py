@@ -11,7 +11,8 @@ functions, compiled by weft (LLVM on the CPU, NVPTX on NVIDIA GPUs).
     print(float(dotp(x, x)))            # numpy in, weft.Array out
 
 Array operations (Accelerate's language): map, zip_with, generate, fold,
-fold1, fold_all, fold1_all, fold_seg, fold1_seg, scanl, scanl1,
+fold1, fold_all, fold1_all, fold_seg, fold1_seg, fold_seg_offsets,
+fold1_seg_offsets, scanl, scanl1,
 scanl_exclusive, scanr, scanr1, scanr_exclusive, permute (with
 weft.ignore), backpermute, transform, reshape, replicate, slice,
 transpose, flatten, zip, unzip, stencil, stencil2, acond, awhile, use,
@@ -51,8 +52,8 @@ from ._ffi import lib as _lib
 from ._jit import jit
 from ._terms import (Acc, Exp, acond, awhile, backpermute, bitcast, cast,
                      ceil, cond, cumprod, cumsum, flatten, floor, fold,
-                     fold1, fold1_all, fold1_seg, fold_all, fold_seg,
-                     generate, ignore, index, permute, prod, replicate,
+                     fold1, fold1_all, fold1_seg, fold1_seg_offsets,
+                     fold_all, fold_seg, fold_seg_offsets, generate, ignore, index, permute, prod, replicate,
                      reshape, scanl, scanl1, scanl_exclusive, scanr, scanr1,
                      scanr_exclusive, stencil, stencil2, the, transform,
                      transpose, trunc, unit, unzip, where, while_,

@@ -907,6 +907,25 @@ def fold1_seg(f: Callable, a: Acc, seg: Acc) -> Acc:
                                         _check_acc(seg, 'fold1_seg').ptr))
 
 
+def fold_seg_offsets(f: Callable, init, a: Acc, off: Acc) -> Acc:
+    """fold_seg with the segments as offsets (Accelerate's foldSeg'): off
+    is a rank-1 integer array of n + 1 entries (CSR's row pointers),
+    segment k the elements [off[k], off[k + 1]); the result's innermost
+    extent is n."""
+    a = _check_acc(a, 'fold_seg_offsets')
+    p = a.p
+    return _acc(p, lib.weft_fold_seg_offsets(
+        _fold_fn(p, f, a.t), to_exp(p, init, a.t).ptr, a.ptr,
+        _check_acc(off, 'fold_seg_offsets').ptr))
+
+
+def fold1_seg_offsets(f: Callable, a: Acc, off: Acc) -> Acc:
+    a = _check_acc(a, 'fold1_seg_offsets')
+    return _acc(a.p, lib.weft_fold1_seg_offsets(
+        _fold_fn(a.p, f, a.t), a.ptr,
+        _check_acc(off, 'fold1_seg_offsets').ptr))
+
+
 def _scan(cfun, with_init: bool, name: str):
     if with_init:
         def s(f, init, a):

@@ -132,8 +132,47 @@
  * bad-tile test come from shared memory).  The reads of one thread are
  * consecutive elements, of neighbouring threads neighbouring runs.
  *
+ * The offset form (foldSeg', weft_fold_seg_offsets, fe_term.op
+ * FE_SEG_OFFSETS: nseg + 1 offsets, CSR's row pointers, as every peer of
+ * bench/gpu is given) needs neither the scan nor the look-back: a segment's
+ * offsets are read (off[s] and off[s + 1], clamped into [-1, inner + 1] by
+ * offset_val, which changes no check's outcome), their difference is its
+ * length, and the checks are those of the offsets (a segment that starts
+ * below 0 or ends before its start: CG_ERR_SEG_NEG; one that ends past
+ * inner: CG_ERR_SEG_PAST; the driver words them for the offsets).  Three
+ * entries, in order, split by segment length (round r1 on the H200: one
+ * pass over every tile of 256 segments, checking them and folding those
+ * with a long one, cost 0.04 ms on the banded matrix before a lighter
+ * kernel folded the rest):
+ *
+ *   entry 0 (emit_check), a warp a GROUP of 32 segments, once whatever the
+ *      rows: checks the offsets and, where the group has a segment longer
+ *      than lanes_limit (two trips of entry 2), flags its work tile of
+ *      WORK_TILE (256) segments (AUX_WORK[2 + w], an atomic or) and lists
+ *      it (AUX_LIST, the count in AUX_WORK[0]) once; 18 registers;
+ *   entry 1 (emit_work_tiles), a block a listed tile of a row (from a
+ *      ticket, AUX_WORK[1]): the tile steps 1, 3 and 4 above, P the tile's first
+ *      offset; so a power-law matrix's tiles, nearly all with a long row,
+ *      are folded by merge path, which spreads a row of 10^4 over the block;
+ *   entry 2 (emit_lanes), a warp a group of a row whose tile is not
+ *      flagged: L = 2^lg lanes a segment (lg from the driver: the least L
+ *      whose two trips of L U elements hold the mean segment, U =
+ *      LANE_ITEMS = 4), the group's offsets read once, a segment's two a
+ *      lane, and handed to each pass by shuffles; a pass folds 32 / L
+ *      segments, their L lanes reading U consecutive elements each a trip
+ *      with no branch and folding them in order by a tree of shuffles
+ *      (fold_span: seg4's CSR-vector fold, session 30).  48 registers, no
+ *      shared memory, no barrier: a banded matrix's rows of 10 (2 lanes of
+ *      4, two trips) fold at the hand CSR-vector kernel's occupancy.
+ *
+ * Entries 1 and 2 do nothing once entry 0 has reported (the error word):
+ * no gather of theirs reports before a bad offset, as the interpreter
+ * checks the descriptor first.
+ *
  * Aux items: 0 the tile status words (i64, zeroed; sized by the driver
- * for blocks of MIN_BLOCK threads), 1 the tile counter (i64, zeroed).
+ * for blocks of MIN_BLOCK threads), 1 the tile counter (i64, zeroed); in
+ * the offset form, 0 the work count and flags (i64, zeroed), 1 the work
+ * list (i64), 2 lg (a scalar).
  */
 #include <string.h>
 
@@ -158,6 +197,19 @@ enum {
                                     segment per thread (short_segments) */
     MIN_BLOCKS = 3,  /* blocks resident a multiprocessor
                                     (launch bounds: 80 registers) */
+    /* the offset form */
+    AUX_WORK = 0,     /* i64, zeroed: [0] the listed work tiles, [1] the
+                         ticket of entry 1's items, [2 + w]
+                         work tile w's flag (1: entry 1 folds it) */
+    AUX_LIST = 1,     /* i64: the listed work tiles, in any order */
+    AUX_LANES = 2,    /* scalar: log2 of L, entry 2's lanes a segment */
+    GROUP = 32,       /* segments of a warp item of entries 0 and 2 */
+    WORK_TILE = 256,  /* segments of a work tile (GROUPs of them) */
+    LANE_ITEMS = 4,   /* elements a lane of entry 2 reads a trip (U) */
+    LANE_TRIPS = 2,   /* entry 2's longest segment, in trips */
+    LANES_BLOCKS = 5, /* entries 0 and 2's blocks a multiprocessor
+                         (launch bounds: 48 registers, no spill; 6
+                         blocks, 40 registers, spilled 68 bytes) */
 };
 
 /* ---- small helpers ---------------------------------------------------- */
@@ -336,7 +388,13 @@ typedef struct tile {
     LLVMValueRef tp;                          /* i64 slot: the tile */
     LLVMValueRef rawp[MAX_S];                 /* slots of the lengths' type:
                                                  the thread's lengths of the
-                                                 tile */
+                                                 tile (offset form: its
+                                                 segments' first offsets) */
+    LLVMValueRef rawhi[MAX_S];                /* offset form: the offsets
+                                                 that end them */
+    LLVMValueRef raw0;                        /* offset form: the tile's
+                                                 first offset */
+    bool byoff;                               /* the offset form */
     /* per tile */
     LLVMValueRef t, row, s0, nt, len;
 } tile;
@@ -388,6 +446,69 @@ static void read_lengths(sk_fn *f, tile *T, LLVMValueRef t)
         LLVMBuildStore(fn->b, cg_load(fn, lt, seg->ptr[0], sidx), T->rawp[q]);
         cg_if_end(fn, &in);
     }
+}
+
+/* The offset form: the thread's segments' offsets of the piece from T->s0
+ * (T->nt segments: off[s] and off[s + 1]; 0 and 0 past them) in T->rawp
+ * and T->rawhi, and the piece's first offset in T->raw0. */
+static void read_offsets(sk_fn *f, tile *T)
+{
+    cg_fn *fn = &f->fn;
+    const cg_array *seg = sk_kid_array(f, 2);
+    weft_type lt = seg->leaf[0];
+    LLVMValueRef zero = LLVMConstNull(cg_type(fn->llctx, lt));
+    /* (a piece of no segments may start past nseg, where off ends) */
+    LLVMBuildStore(fn->b,
+                   cg_load(fn, lt, seg->ptr[0], cg_smin(fn, T->s0, T->nseg)),
+                   T->raw0);
+    for (int q = 0; q < T->S; q++) {
+        LLVMValueRef sq = seg_of(fn, T, q);
+        LLVMValueRef sidx = LLVMBuildAdd(fn->b, T->s0, sq, "");
+        LLVMBuildStore(fn->b, zero, T->rawp[q]);
+        LLVMBuildStore(fn->b, zero, T->rawhi[q]);
+        cg_if in;
+        cg_if_begin(fn, &in, LLVMBuildICmp(fn->b, LLVMIntSLT, sq, T->nt, ""));
+        LLVMBuildStore(fn->b, cg_load(fn, lt, seg->ptr[0], sidx), T->rawp[q]);
+        LLVMBuildStore(fn->b,
+                       cg_load(fn, lt, seg->ptr[0],
+                               LLVMBuildAdd(fn->b, sidx, cg_i64(fn, 1), "")),
+                       T->rawhi[q]);
+        cg_if_end(fn, &in);
+    }
+}
+
+/* The offset form's segments: its descriptor's entries less one, none for
+ * no entries. */
+static LLVMValueRef offsets_nseg(sk_fn *f)
+{
+    cg_fn *fn = &f->fn;
+    return cg_smax(
+        fn,
+        LLVMBuildSub(fn->b, sk_kid_array(f, 2)->extent[0], cg_i64(fn, 1), ""),
+        cg_i64(fn, 0));
+}
+
+/* An offset (i64) of raw, a leaf of the offset form's descriptor, kept
+ * within [-1, limit] (limit = inner + 1; a u64 past INT64_MAX becomes
+ * limit): which changes no check's outcome (below 0, past inner, before
+ * the one before where neither is) and keeps differences and sums far
+ * from overflow. */
+static LLVMValueRef offset_val(sk_fn *f, LLVMValueRef v, LLVMValueRef limit)
+{
+    cg_fn *fn = &f->fn;
+    weft_type lt = sk_kid_array(f, 2)->leaf[0];
+    unsigned w = LLVMGetIntTypeWidth(LLVMTypeOf(v));
+    bool sgn = fe_is_signed(lt);
+    if (w < 64) {
+        return sgn ? LLVMBuildSExt(fn->b, v, t_i64(fn), "")
+                   : LLVMBuildZExt(fn->b, v, t_i64(fn), "");
+    }
+    if (!sgn) {
+        v = LLVMBuildSelect(
+            fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, v, cg_i64(fn, 0), ""),
+            limit, v, "");
+    }
+    return cg_smax(fn, cg_i64(fn, -1), cg_smin(fn, v, limit));
 }
 
 /* The length (i64) of raw, a leaf of the descriptor: signed types extended
@@ -446,12 +567,17 @@ static void scan_lengths(sk_fn *f, tile *T, LLVMValueRef len,
             B, LLVMBuildICmp(B, LLVMIntUGE, lane32, c32(fn, d), ""),
             LLVMBuildAdd(B, x, y, ""), x, "");
     }
-    /* the warp's negative lengths in the low half, its long ones above */
-    LLVMValueRef negw =
-        LLVMBuildOr(B, cg_zext64(fn, tg->ballot(fn, isneg)),
-                    LLVMBuildShl(B, cg_zext64(fn, tg->ballot(fn, islong)),
-                                 cg_i64(fn, 32), ""),
-                    "");
+    /* bit 0: the warp has a negative length, 1: a long one */
+    LLVMValueRef negw = cg_i64(fn, 0);
+    LLVMValueRef pred[2] = {isneg, islong};
+    for (int b = 0; b < 2; b++) {
+        LLVMValueRef any = LLVMBuildICmp(B, LLVMIntNE, tg->ballot(fn, pred[b]),
+                                         c32(fn, 0), "");
+        negw = LLVMBuildOr(
+            B, negw,
+            LLVMBuildShl(B, cg_zext64(fn, any), cg_i64(fn, (int64_t)b), ""),
+            "");
+    }
     cg_if last;
     cg_if_begin(fn, &last,
                 LLVMBuildICmp(B, LLVMIntEQ, T->lane, cg_i64(fn, WARP - 1), ""));
@@ -482,10 +608,12 @@ static void scan_lengths(sk_fn *f, tile *T, LLVMValueRef len,
     }
     *excl = LLVMBuildSub(B, LLVMBuildAdd(B, before, x, ""), len, "");
     *total = all;
-    *neg = LLVMBuildICmp(B, LLVMIntNE,
-                         LLVMBuildAnd(B, flags, cg_i64(fn, 0xffffffff), ""),
-                         cg_i64(fn, 0), "");
-    *longer = LLVMBuildICmp(B, LLVMIntUGT, flags, cg_i64(fn, 0xffffffff), "");
+    LLVMValueRef *out[2] = {neg, longer};
+    for (int b = 0; b < 2; b++) {
+        *out[b] = LLVMBuildICmp(B, LLVMIntNE,
+                                LLVMBuildAnd(B, flags, cg_i64(fn, 1 << b), ""),
+                                cg_i64(fn, 0), "");
+    }
 }
 
 /* The packed status word of flag and v (v clamped to 62 bits' range by
@@ -1292,54 +1420,26 @@ static weft_status short_segments(sk_fn *f, const tile *T,
     return WEFT_OK;
 }
 
-/* One tile (T->t): steps 1 to 4. */
-static weft_status one_tile(sk_fn *f, tile *T)
+/* The offset form: the longest segment entry 2 folds (i64), L U
+ * LANE_TRIPS elements (L = 2^lg from aux AUX_LANES). */
+static LLVMValueRef lanes_limit(sk_fn *f)
+{
+    cg_fn *fn = &f->fn;
+    LLVMValueRef lg = sk_aux_value(f, AUX_LANES)->v[0];
+    return LLVMBuildShl(fn->b, cg_i64(fn, LANE_ITEMS * LANE_TRIPS), lg, "");
+}
+
+/* Step 2 of the lengths' form: the tile's first element within its row
+ * (P), by look-back (warp 0), published and shared with the block (the
+ * barrier after it also makes step 1's loc visible). */
+static LLVMValueRef prefix(sk_fn *f, const tile *T, LLVMValueRef piece,
+                           LLVMValueRef total, LLVMValueRef limit)
 {
     cg_fn *fn = &f->fn;
     const cg_target *tg = fn->target;
-    LLVMBuilderRef B = fn->b;
-    weft_status s;
-    LLVMValueRef piece;
-    T->s0 = tile_start(fn, T, T->t, &T->row, &piece);
-    T->nt = cg_smin(fn, T->span, LLVMBuildSub(B, T->nseg, T->s0, ""));
-    /* 1. the lengths (read_lengths; 0 past nseg), the thread's S summed */
-    LLVMValueRef huge[MAX_S] = {0}, len[MAX_S] = {0}, excl[MAX_S] = {0};
-    LLVMValueRef sum = cg_i64(fn, 0), isneg = i1c(fn, false);
-    LLVMValueRef islong = i1c(fn, false);
-    for (int q = 0; q < T->S; q++) {
-        len[q] =
-            seg_len(f,
-                    get(fn, cg_type(fn->llctx, sk_kid_array(f, 2)->leaf[0]),
-                        T->rawp[q]),
-                    LLVMBuildAdd(B, T->inner, cg_i64(fn, 1), ""), &huge[q]);
-        sum = LLVMBuildAdd(B, sum, len[q], "");
-        isneg = LLVMBuildOr(
-            B, isneg, LLVMBuildICmp(B, LLVMIntSLT, len[q], cg_i64(fn, 0), ""),
-            "");
-        islong = LLVMBuildOr(
-            B, islong,
-            LLVMBuildICmp(B, LLVMIntSGT, len[q], cg_i64(fn, SHORT_SEG), ""),
-            "");
-    }
-    /* a huge u64 length scans as negative: the tile is bad either way */
-    LLVMValueRef total, neg, longer;
-    scan_lengths(f, T, sum, isneg, islong, &excl[0], &total, &neg, &longer);
-    for (int q = 0; q < T->S && q < MAX_S; q++) {
-        if (q > 0) {
-            excl[q] = LLVMBuildAdd(B, excl[q - 1], len[q - 1], "");
-        }
-        store64(fn, T->sh_loc, seg_of(fn, T, q), excl[q]);
-    }
-    cg_if lastt;
-    cg_if_begin(fn, &lastt,
-                LLVMBuildICmp(fn->b, LLVMIntEQ, T->tid, cg_i64(fn, 0), ""));
-    store64(fn, T->sh_loc, T->nt, total);
-    cg_if_end(fn, &lastt);
-    /* 2. the prefix (warp 0) */
     cg_if w0;
     cg_if_begin(fn, &w0,
                 LLVMBuildICmp(fn->b, LLVMIntEQ, T->warp, cg_i64(fn, 0), ""));
-    LLVMValueRef limit = LLVMBuildAdd(fn->b, T->inner, cg_i64(fn, 1), "");
     cg_if p0;
     cg_if_begin(
         fn, &p0,
@@ -1363,8 +1463,76 @@ static weft_status one_tile(sk_fn *f, tile *T)
     cg_if_end(fn, &l0);
     cg_if_end(fn, &w0);
     tg->barrier(fn);
+    return load64(fn, T->sh_prefix, cg_i64(fn, 0));
+}
+
+/* One tile (T->t): steps 1 to 4. */
+static weft_status one_tile(sk_fn *f, tile *T)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    LLVMBuilderRef B = fn->b;
+    weft_status s;
+    LLVMValueRef piece = NULL;
+    if (!T->byoff) { /* the offset form's caller has set them */
+        T->s0 = tile_start(fn, T, T->t, &T->row, &piece);
+        T->nt = cg_smin(fn, T->span, LLVMBuildSub(B, T->nseg, T->s0, ""));
+    }
+    /* 1. the lengths (read_lengths; 0 past nseg), the thread's S summed */
+    LLVMValueRef huge[MAX_S] = {0}, len[MAX_S] = {0}, excl[MAX_S] = {0};
+    LLVMValueRef sum = cg_i64(fn, 0), isneg = i1c(fn, false);
+    LLVMValueRef islong = i1c(fn, false);
+    LLVMTypeRef lty = cg_type(fn->llctx, sk_kid_array(f, 2)->leaf[0]);
+    LLVMValueRef limit = LLVMBuildAdd(B, T->inner, cg_i64(fn, 1), "");
+    LLVMValueRef start[MAX_S] = {0}; /* offset form: off[s] */
+    for (int q = 0; q < T->S; q++) {
+        if (T->byoff) {
+            /* the length is the offsets' difference, its start checked
+             * with it (a start below 0 is as bad as a negative length) */
+            start[q] = offset_val(f, get(fn, lty, T->rawp[q]), limit);
+            len[q] =
+                LLVMBuildSub(B, offset_val(f, get(fn, lty, T->rawhi[q]), limit),
+                             start[q], "");
+            huge[q] = i1c(fn, false);
+            isneg = LLVMBuildOr(
+                B, isneg,
+                LLVMBuildICmp(B, LLVMIntSLT, start[q], cg_i64(fn, 0), ""), "");
+        } else {
+            len[q] = seg_len(f, get(fn, lty, T->rawp[q]), limit, &huge[q]);
+        }
+        sum = LLVMBuildAdd(B, sum, len[q], "");
+        isneg = LLVMBuildOr(
+            B, isneg, LLVMBuildICmp(B, LLVMIntSLT, len[q], cg_i64(fn, 0), ""),
+            "");
+        islong = LLVMBuildOr(
+            B, islong,
+            LLVMBuildICmp(B, LLVMIntSGT, len[q], cg_i64(fn, SHORT_SEG), ""),
+            "");
+    }
+    /* a huge u64 length scans as negative: the tile is bad either way */
+    LLVMValueRef total, neg, longer;
+    scan_lengths(f, T, sum, isneg, islong, &excl[0], &total, &neg, &longer);
+    for (int q = 0; q < T->S && q < MAX_S; q++) {
+        if (q > 0) {
+            excl[q] = LLVMBuildAdd(B, excl[q - 1], len[q - 1], "");
+        }
+        store64(fn, T->sh_loc, seg_of(fn, T, q), excl[q]);
+    }
+    cg_if lastt;
+    cg_if_begin(fn, &lastt,
+                LLVMBuildICmp(fn->b, LLVMIntEQ, T->tid, cg_i64(fn, 0), ""));
+    store64(fn, T->sh_loc, T->nt, total);
+    cg_if_end(fn, &lastt);
+    /* 2. the prefix: the offset form's first offset, or by look-back
+     * (warp 0) */
+    LLVMValueRef P;
+    if (T->byoff) {
+        P = offset_val(f, get(fn, lty, T->raw0), limit);
+        tg->barrier(fn); /* loc is written */
+    } else {
+        P = prefix(f, T, piece, total, limit);
+    }
     /* 3. the checks */
-    LLVMValueRef P = load64(fn, T->sh_prefix, cg_i64(fn, 0));
     LLVMValueRef bad = LLVMBuildOr(
         fn->b, neg,
         LLVMBuildOr(
@@ -1385,6 +1553,12 @@ static weft_status one_tile(sk_fn *f, tile *T)
                           "");
         LLVMValueRef qneg =
             LLVMBuildICmp(fn->b, LLVMIntSLT, len[q], cg_i64(fn, 0), "");
+        if (T->byoff) {
+            qneg = LLVMBuildOr(
+                fn->b, qneg,
+                LLVMBuildICmp(fn->b, LLVMIntSLT, start[q], cg_i64(fn, 0), ""),
+                "");
+        }
         cg_if in, n;
         cg_if_begin(fn, &in, LLVMBuildICmp(B, LLVMIntSLT, sq, T->nt, ""));
         cg_if_begin(
@@ -1423,6 +1597,107 @@ static weft_status one_tile(sk_fn *f, tile *T)
     return s;
 }
 
+/* The error word is still clear (i1): the offset form's entries after
+ * entry 0 do nothing after a bad offset it reported, so that no gather of
+ * theirs reports first, as the interpreter's would not. */
+static LLVMValueRef no_error_yet(sk_fn *f)
+{
+    cg_fn *fn = &f->fn;
+    if (f->e->k->err_item < 0) {
+        return i1c(fn, true);
+    }
+    LLVMValueRef ew =
+        LLVMBuildLoad2(fn->b, t_i64(fn), f->arr[f->e->k->err_item].ptr[0], "");
+    LLVMSetOrdering(ew, LLVMAtomicOrderingMonotonic);
+    LLVMSetAlignment(ew, 8);
+    return LLVMBuildICmp(fn->b, LLVMIntEQ, ew, cg_i64(fn, 0), "");
+}
+
+/* The offset form's entry 1: the work tiles that entry 0 listed (aux
+ * AUX_LIST, count AUX_WORK[0]) of every row: item w is row w / count,
+ * work tile list[w % count]; blocks take items from a ticket (no
+ * look-back, so no order to keep).  A work tile of WORK_TILE
+ * segments is folded in pieces of the block's span (one where the block
+ * has WORK_TILE threads), each a tile as above (one_tile: steps 1, 3 and
+ * 4, the prefix P its first offset). */
+static weft_status emit_work_tiles(sk_fn *f, tile *T)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    LLVMValueRef work = sk_aux_array(f, AUX_WORK)->ptr[0];
+    /* the count in shared memory (the registers are the tiles') */
+    cg_if t0;
+    cg_if_begin(fn, &t0,
+                LLVMBuildICmp(fn->b, LLVMIntEQ, T->tid, cg_i64(fn, 0), ""));
+    store64(fn, T->sh_prefix, cg_i64(fn, 0),
+            LLVMBuildSelect(fn->b, no_error_yet(f),
+                            load64(fn, work, cg_i64(fn, 0)), cg_i64(fn, 0),
+                            "count"));
+    cg_if_end(fn, &t0);
+    LLVMBasicBlockRef head =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "work");
+    LLVMBasicBlockRef body =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "work.body");
+    LLVMBasicBlockRef done =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "work.done");
+    LLVMBuildBr(fn->b, head);
+    LLVMPositionBuilderAtEnd(fn->b, head);
+    /* items from a ticket (AUX_WORK[1]), as the lengths' tiles: a power
+     * law's tiles differ a hundredfold in work, and blocks striding the
+     * items in a fixed order (b, b + grid, ...) left the slowest to a few
+     * (round r2 on the H200: 0.278 ms against 0.224 with a ticket in r1) */
+    tg->barrier(fn); /* the last item's shared memory is read */
+    cg_if_begin(fn, &t0,
+                LLVMBuildICmp(fn->b, LLVMIntEQ, T->tid, cg_i64(fn, 0), ""));
+    LLVMValueRef one = cg_i64(fn, 1);
+    store64(fn, T->sh_tile, cg_i64(fn, 0),
+            tg->atomic_rmw(
+                fn, LLVMAtomicRMWBinOpAdd,
+                LLVMBuildInBoundsGEP2(fn->b, t_i64(fn), work, &one, 1, ""),
+                cg_i64(fn, 1)));
+    cg_if_end(fn, &t0);
+    tg->barrier(fn);
+    LLVMValueRef w = load64(fn, T->sh_tile, cg_i64(fn, 0));
+    /* item w: row, listed work tile and piece of it, pieces of the
+     * block's span (one where the block has WORK_TILE threads) */
+    LLVMValueRef ppt = LLVMBuildUDiv(
+        fn->b,
+        LLVMBuildAdd(fn->b, cg_i64(fn, WORK_TILE),
+                     LLVMBuildSub(fn->b, T->span, cg_i64(fn, 1), ""), ""),
+        T->span, "pieces");
+    LLVMValueRef per_row = LLVMBuildMul(
+        fn->b, load64(fn, T->sh_prefix, cg_i64(fn, 0)), ppt, "per_row");
+    LLVMValueRef items = LLVMBuildMul(fn->b, per_row, T->outer, "items");
+    LLVMBuildCondBr(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, w, items, ""), body,
+                    done);
+    LLVMPositionBuilderAtEnd(fn->b, body);
+    LLVMValueRef row = LLVMBuildUDiv(fn->b, w, per_row, "row");
+    LLVMValueRef r =
+        LLVMBuildSub(fn->b, w, LLVMBuildMul(fn->b, row, per_row, ""), "");
+    LLVMValueRef li = LLVMBuildUDiv(fn->b, r, ppt, "");
+    LLVMValueRef piece =
+        LLVMBuildSub(fn->b, r, LLVMBuildMul(fn->b, li, ppt, ""), "piece");
+    LLVMValueRef wt = load64(fn, sk_aux_array(f, AUX_LIST)->ptr[0], li);
+    LLVMValueRef first = LLVMBuildMul(fn->b, wt, cg_i64(fn, WORK_TILE), "");
+    LLVMValueRef end = cg_smin(
+        fn, LLVMBuildAdd(fn->b, first, cg_i64(fn, WORK_TILE), ""), T->nseg);
+    T->s0 = LLVMBuildAdd(fn->b, first, LLVMBuildMul(fn->b, piece, T->span, ""),
+                         "s0");
+    T->row = row;
+    /* a piece past the tile's end (a span that does not divide WORK_TILE)
+     * has no segments */
+    T->nt = cg_smax(fn, cg_i64(fn, 0),
+                    cg_smin(fn, T->span, LLVMBuildSub(fn->b, end, T->s0, "")));
+    read_offsets(f, T);
+    weft_status s = one_tile(f, T);
+    if (s) {
+        return s;
+    }
+    LLVMBuildBr(fn->b, head);
+    LLVMPositionBuilderAtEnd(fn->b, done);
+    return WEFT_OK;
+}
+
 /* The entry: blocks take tiles until none is left. */
 static weft_status emit_tiles(sk_fn *f)
 {
@@ -1446,7 +1721,8 @@ static weft_status emit_tiles(sk_fn *f)
     for (int d = 0; d + 1 < src->rank; d++) {
         T.outer = LLVMBuildMul(fn->b, T.outer, ext[d], "");
     }
-    T.nseg = sk_kid_array(f, 2)->extent[0];
+    T.byoff = t->op == FE_SEG_OFFSETS;
+    T.nseg = T.byoff ? offsets_nseg(f) : sk_kid_array(f, 2)->extent[0];
     T.tid = cg_zext64(fn, tg->thread_index(fn, 0));
     T.bs = cg_zext64(fn, tg->block_size(fn, 0));
     T.lane = LLVMBuildAnd(fn->b, T.tid, cg_i64(fn, WARP - 1), "lane");
@@ -1462,9 +1738,14 @@ static weft_status emit_tiles(sk_fn *f)
     LLVMValueRef rows = cg_smax(fn, T.outer, cg_i64(fn, 1));
     T.ntiles = LLVMBuildMul(fn->b, rows, T.tpr, "tiles");
     T.tp = var(fn, t_i64(fn), cg_i64(fn, 0));
+    LLVMTypeRef lty = cg_type(fn->llctx, sk_kid_array(f, 2)->leaf[0]);
     for (int q = 0; q < T.S; q++) {
-        T.rawp[q] = cg_alloca(
-            fn, cg_type(fn->llctx, sk_kid_array(f, 2)->leaf[0]), "raw");
+        T.rawp[q] = cg_alloca(fn, lty, "raw");
+        T.rawhi[q] = T.byoff ? cg_alloca(fn, lty, "rawhi") : NULL;
+    }
+    T.raw0 = T.byoff ? cg_alloca(fn, lty, "raw0") : NULL;
+    if (T.byoff) {
+        return emit_work_tiles(f, &T);
     }
     LLVMBasicBlockRef head =
         LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "tile");
@@ -1496,6 +1777,419 @@ static weft_status emit_tiles(sk_fn *f)
     return WEFT_OK;
 }
 
+/* ---- entry 1 of the offset form: L lanes a segment ----------------------- */
+
+/* x = x `f` y where take (x the earlier value).  A light kernel's
+ * combine is computed in every lane and selected (no branch, so that
+ * LLVM does not sink a trip's reads behind it: the junk of a lane past
+ * its segment is combined and dropped; a combine's division by zero does
+ * not trap on the GPU); any other behind a branch. */
+static weft_status comb_if(sk_fn *f, const cg_mut *x, const cg_val *y,
+                           LLVMValueRef take)
+{
+    cg_fn *fn = &f->fn;
+    weft_status s;
+    if (f->e->k->light) {
+        cg_val a, z;
+        cg_mut tmp;
+        if ((s = cg_mut_new(fn, f->e->k->op->type, &tmp)) != WEFT_OK ||
+            (s = cg_mut_get(fn, x, &a)) != WEFT_OK) {
+            return s;
+        }
+        cg_mut_set(fn, &tmp, &a);
+        if ((s = comb_back(f, &tmp, y)) != WEFT_OK ||
+            (s = cg_mut_get(fn, &tmp, &z)) != WEFT_OK) {
+            return s;
+        }
+        for (int l = 0; l < z.n; l++) {
+            z.v[l] = LLVMBuildSelect(fn->b, take, z.v[l], a.v[l], "");
+        }
+        cg_mut_set(fn, x, &z);
+        return WEFT_OK;
+    }
+    cg_if t;
+    cg_if_begin(fn, &t, take);
+    s = comb_back(f, x, y);
+    cg_if_end(fn, &t);
+    return s;
+}
+
+/* A warp's lanes in groups of L = 2^lg, a segment each. */
+typedef struct lanes {
+    LLVMValueRef L, L32, li, li32; /* L, the lane's place in its group li:
+                                      i64 and i32 */
+    LLVMValueRef last;             /* the input's last element (i64) */
+} lanes;
+
+/* acc (z on entry) = acc `f` the elements [base + lo, base + hi) of the
+ * input, in order, in lane 0 of each group (the others end with junk).
+ * Trips while some segment of the warp has elements left (a ballot: the
+ * shuffles need every lane): in a trip the L lanes of a segment take its
+ * next U L elements, lane i the U consecutive ones from U i (U =
+ * LANE_ITEMS), read at once with no branch (positions clamped into the
+ * input: a lane past its segment reads an element it does not use) and
+ * folded in order; a tree of shuffles folds the lanes' values in order
+ * (lane i takes lane i + d's where lane i + d holds elements: d = 1, 2,
+ * .., below L, steps that are uniform branches), and lane 0 adds the
+ * trip's fold to the segment's. */
+static weft_status fold_span(sk_fn *f, const lanes *G, LLVMValueRef lo,
+                             LLVMValueRef hi, LLVMValueRef base,
+                             const cg_mut *acc)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    const fe_term *op = f->e->k->op;
+    const fe_term *src = op->kid[1];
+    LLVMTypeRef i64 = t_i64(fn), i32 = t_i32(fn);
+    enum { U = LANE_ITEMS };
+    weft_status s;
+    cg_mut x;
+    if ((s = cg_mut_new(fn, op->type, &x)) != WEFT_OK) {
+        return s;
+    }
+    LLVMValueRef c0p = var(fn, i64, lo);
+    LLVMBasicBlockRef head =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "trip");
+    LLVMBasicBlockRef body =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "trip.body");
+    LLVMBasicBlockRef done =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "trip.done");
+    LLVMBuildBr(fn->b, head);
+    LLVMPositionBuilderAtEnd(fn->b, head);
+    LLVMValueRef c0 = get(fn, i64, c0p);
+    LLVMValueRef more =
+        tg->ballot(fn, LLVMBuildICmp(fn->b, LLVMIntSLT, c0, hi, ""));
+    LLVMBuildCondBr(fn->b,
+                    LLVMBuildICmp(fn->b, LLVMIntNE, more, c32(fn, 0), ""), body,
+                    done);
+    LLVMPositionBuilderAtEnd(fn->b, body);
+    /* the trip's elements: n32 in [0, U L] */
+    LLVMValueRef UL = LLVMBuildMul(fn->b, G->L, cg_i64(fn, U), "");
+    LLVMValueRef n32 = LLVMBuildTrunc(
+        fn->b,
+        cg_smax(fn, cg_i64(fn, 0),
+                cg_smin(fn, LLVMBuildSub(fn->b, hi, c0, ""), UL)),
+        i32, "n_in");
+    LLVMValueRef at = LLVMBuildAdd(
+        fn->b, base,
+        LLVMBuildAdd(fn->b, c0, LLVMBuildMul(fn->b, G->li, cg_i64(fn, U), ""),
+                     ""),
+        "");
+    cg_val e[U];
+    for (int u = 0; u < U; u++) {
+        LLVMValueRef args[2] = {LLVMBuildAdd(fn->b, at, cg_i64(fn, u), ""),
+                                G->last};
+        LLVMValueRef idx = cg_intrinsic(fn, "llvm.umin", &i64, 1, args, 2);
+        if ((s = sk_read(f, src, idx, NULL, &e[u])) != WEFT_OK) {
+            return s;
+        }
+    }
+    cg_mut_set(fn, &x, &e[0]);
+    /* the trip's elements from the lane's first on (i32, maybe negative),
+     * compared with constants (compares of U i + k with n32 made LLVM keep
+     * a register for each k) */
+    LLVMValueRef rem = LLVMBuildSub(
+        fn->b, n32, LLVMBuildMul(fn->b, G->li32, c32(fn, U), ""), "rem");
+    for (int u = 1; u < U; u++) {
+        if ((s = comb_if(f, &x, &e[u],
+                         LLVMBuildICmp(fn->b, LLVMIntSGT, rem, c32(fn, u),
+                                       ""))) != WEFT_OK) {
+            return s;
+        }
+    }
+    /* the tree: lane i takes lane i + d's fold where both hold elements
+     * (then lane i + d is of the same segment); lane 0's is the trip's */
+    for (int d = 1; d < WARP; d *= 2) {
+        cg_if st; /* steps below L only (uniform) */
+        cg_if_begin(fn, &st,
+                    LLVMBuildICmp(fn->b, LLVMIntUGT, G->L32, c32(fn, d), ""));
+        cg_val xv, y;
+        if ((s = cg_mut_get(fn, &x, &xv)) != WEFT_OK ||
+            (s = cg_val_make(fn, xv.n, &y)) != WEFT_OK) {
+            return s;
+        }
+        for (int l = 0; l < xv.n; l++) {
+            y.v[l] = tg->shuffle_down(fn, xv.v[l], c32(fn, d));
+        }
+        LLVMValueRef take =
+            LLVMBuildICmp(fn->b, LLVMIntSGT, rem, c32(fn, d * U), "");
+        if ((s = comb_if(f, &x, &y, take)) != WEFT_OK) {
+            return s;
+        }
+        cg_if_end(fn, &st);
+    }
+    cg_val xv;
+    if ((s = cg_mut_get(fn, &x, &xv)) != WEFT_OK ||
+        (s = comb_if(
+             f, acc, &xv,
+             LLVMBuildAnd(
+                 fn->b,
+                 LLVMBuildICmp(fn->b, LLVMIntEQ, G->li32, c32(fn, 0), ""),
+                 LLVMBuildICmp(fn->b, LLVMIntNE, n32, c32(fn, 0), ""), ""))) !=
+            WEFT_OK) {
+        return s;
+    }
+    LLVMBuildStore(fn->b, LLVMBuildAdd(fn->b, c0, UL, ""), c0p);
+    LLVMBuildBr(fn->b, head);
+    LLVMPositionBuilderAtEnd(fn->b, done);
+    return WEFT_OK;
+}
+
+/* The offset form's warp items (entries 0 and 2, item_threads WARP):
+ * the first item of thread tid's warp, and (*step) the stride of the
+ * grid's warps. */
+static LLVMValueRef warp_items(sk_fn *f, LLVMValueRef tid, LLVMValueRef *step)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    LLVMValueRef wpb = LLVMBuildLShr(
+        fn->b, cg_zext64(fn, tg->block_size(fn, 0)), cg_i64(fn, 5), "");
+    *step = LLVMBuildMul(fn->b, cg_zext64(fn, tg->grid_size(fn, 0)), wpb, "");
+    return LLVMBuildAdd(
+        fn->b,
+        LLVMBuildMul(fn->b,
+                     LLVMBuildAdd(fn->b, f->first,
+                                  cg_zext64(fn, tg->block_index(fn, 0)), ""),
+                     wpb, ""),
+        LLVMBuildLShr(fn->b, tid, cg_i64(fn, 5), ""), "w0");
+}
+
+/* Entry 2 of the offset form: the segments that entry 1 left (their work
+ * tile's flag 0: no segment of it over lanes_limit), L = 2^lg lanes a
+ * segment.  A warp item is a GROUP of segments of one row (items of all
+ * the rows, row-major; the grid is what stays resident and warps loop):
+ * the warp reads the flag and, where it is 0, the group's offsets, a
+ * segment's two a lane, kept within [0, inner] and in order (entry 0 has
+ * checked them; after a bad one the error word is set and this entry
+ * does nothing), and folds the group's segments 32 / L at a time, each by
+ * fold_span from z, its offsets by shuffles; the first lane of each
+ * segment stores it.  No shared memory and no barrier: few registers,
+ * many warps. */
+static weft_status emit_lanes(sk_fn *f)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    const fe_term *op = f->e->k->op;
+    const fe_term *src = op->kid[1];
+    const cg_array *desc = sk_kid_array(f, 2);
+    LLVMTypeRef i64 = t_i64(fn), i32 = t_i32(fn);
+    LLVMValueRef ext[WEFT_MAX_RANK];
+    weft_status s = sk_extent(f, src, ext);
+    if (s) {
+        return s;
+    }
+    LLVMValueRef inner = ext[src->rank - 1];
+    LLVMValueRef outer = cg_i64(fn, 1);
+    for (int d = 0; d + 1 < src->rank; d++) {
+        outer = LLVMBuildMul(fn->b, outer, ext[d], "");
+    }
+    LLVMValueRef nseg = offsets_nseg(f);
+    LLVMValueRef gpr = LLVMBuildUDiv(
+        fn->b, LLVMBuildAdd(fn->b, nseg, cg_i64(fn, GROUP - 1), ""),
+        cg_i64(fn, GROUP), "groups");
+    LLVMValueRef lg = sk_aux_value(f, AUX_LANES)->v[0];
+    LLVMValueRef L = LLVMBuildShl(fn->b, cg_i64(fn, 1), lg, "L");
+    LLVMValueRef tid = cg_zext64(fn, tg->thread_index(fn, 0));
+    LLVMValueRef lane = LLVMBuildAnd(fn->b, tid, cg_i64(fn, WARP - 1), "lane");
+    LLVMValueRef li = LLVMBuildAnd(
+        fn->b, lane, LLVMBuildSub(fn->b, L, cg_i64(fn, 1), ""), "li");
+    lanes G = {.L = L,
+               .L32 = LLVMBuildTrunc(fn->b, L, i32, ""),
+               .li = li,
+               .li32 = LLVMBuildTrunc(fn->b, li, i32, ""),
+               .last =
+                   LLVMBuildSub(fn->b, LLVMBuildMul(fn->b, outer, inner, ""),
+                                cg_i64(fn, 1), "last")};
+    LLVMValueRef per = LLVMBuildLShr(fn->b, cg_i64(fn, WARP), lg, "per");
+    LLVMValueRef g0 = LLVMBuildLShr(fn->b, lane, lg, "");
+    LLVMValueRef step, w0 = warp_items(f, tid, &step);
+    LLVMValueRef one_row =
+        LLVMBuildICmp(fn->b, LLVMIntEQ, outer, cg_i64(fn, 1), "");
+    LLVMValueRef end =
+        LLVMBuildSelect(fn->b, no_error_yet(f), f->n, cg_i64(fn, 0), "end");
+    LLVMTypeRef lty = cg_type(fn->llctx, desc->leaf[0]);
+    LLVMValueRef limit = LLVMBuildAdd(fn->b, inner, cg_i64(fn, 1), "");
+    cg_mut acc;
+    if ((s = cg_mut_new(fn, op->type, &acc)) != WEFT_OK) {
+        return s;
+    }
+    cg_sloop items;
+    LLVMValueRef w = cg_sloop_begin(fn, &items, w0, end, step, "item");
+    /* the row and group of item w: no division for one row */
+    LLVMValueRef rowp = var(fn, i64, cg_i64(fn, 0));
+    LLVMValueRef gp = var(fn, i64, w);
+    cg_if several;
+    cg_if_begin(fn, &several, LLVMBuildNot(fn->b, one_row, ""));
+    {
+        LLVMValueRef r = LLVMBuildUDiv(fn->b, w, gpr, "");
+        LLVMBuildStore(fn->b, r, rowp);
+        LLVMBuildStore(
+            fn->b, LLVMBuildSub(fn->b, w, LLVMBuildMul(fn->b, r, gpr, ""), ""),
+            gp);
+    }
+    cg_if_end(fn, &several);
+    LLVMValueRef row = get(fn, i64, rowp), g = get(fn, i64, gp);
+    /* the flag of the group's work tile: 0 where entry 1 left it */
+    LLVMValueRef flag = load64(
+        fn, sk_aux_array(f, AUX_WORK)->ptr[0],
+        LLVMBuildAdd(fn->b, cg_i64(fn, 2),
+                     LLVMBuildUDiv(fn->b, g, cg_i64(fn, WORK_TILE / GROUP), ""),
+                     ""));
+    cg_if mine;
+    cg_if_begin(fn, &mine,
+                LLVMBuildICmp(fn->b, LLVMIntEQ, flag, cg_i64(fn, 0), ""));
+    LLVMValueRef base = LLVMBuildMul(fn->b, row, inner, "base");
+    LLVMValueRef gs = LLVMBuildMul(fn->b, g, cg_i64(fn, GROUP), "");
+    /* the group's offsets, a segment a lane (read once, coalesced: each
+     * pass of the loop below takes its segments' by shuffles, with no
+     * memory latency of its own), kept within [0, inner] and in order
+     * (entry 0 has checked them) */
+    LLVMValueRef sl = LLVMBuildAdd(fn->b, gs, lane, "");
+    LLVMValueRef sls =
+        LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntULT, sl, nseg, ""),
+                        sl, cg_i64(fn, 0), "");
+    LLVMValueRef lo_l =
+        offset_val(f, cg_load(fn, desc->leaf[0], desc->ptr[0], sls), limit);
+    LLVMValueRef hi_l =
+        offset_val(f,
+                   cg_load(fn, desc->leaf[0], desc->ptr[0],
+                           LLVMBuildAdd(fn->b, sls, cg_i64(fn, 1), "")),
+                   limit);
+    lo_l = cg_smax(fn, cg_i64(fn, 0), cg_smin(fn, lo_l, inner));
+    hi_l = cg_smax(fn, lo_l, cg_smin(fn, hi_l, inner));
+    cg_loop sub;
+    LLVMValueRef j;
+    cg_loop_begin(fn, &sub, cg_i64(fn, 0), L, &j);
+    /* segment k of the row: the group's j-th 32 / L, the lane's group */
+    LLVMValueRef kg =
+        LLVMBuildAdd(fn->b, LLVMBuildMul(fn->b, j, per, ""), g0, "");
+    LLVMValueRef k = LLVMBuildAdd(fn->b, gs, kg, "k");
+    LLVMValueRef live = LLVMBuildICmp(fn->b, LLVMIntULT, k, nseg, "live");
+    LLVMValueRef from = LLVMBuildTrunc(fn->b, kg, i32, "");
+    LLVMValueRef lo = tg->shuffle_idx(fn, lo_l, from);
+    LLVMValueRef hi = tg->shuffle_idx(fn, hi_l, from);
+    (void)lty;
+    hi = LLVMBuildSelect(fn->b, live, hi, lo, "hi");
+    cg_mut_set(fn, &acc, sk_kid_value(f, 0));
+    if ((s = fold_span(f, &G, lo, hi, base, &acc)) != WEFT_OK) {
+        return s;
+    }
+    cg_if put;
+    cg_if_begin(
+        fn, &put,
+        LLVMBuildAnd(fn->b, live,
+                     LLVMBuildICmp(fn->b, LLVMIntEQ, li, cg_i64(fn, 0), ""),
+                     ""));
+    cg_val y;
+    if ((s = cg_mut_get(fn, &acc, &y)) != WEFT_OK) {
+        return s;
+    }
+    cg_array_store(
+        fn, sk_out_array(f, 0),
+        LLVMBuildAdd(fn->b, LLVMBuildMul(fn->b, row, nseg, ""), k, ""), &y);
+    cg_if_end(fn, &put);
+    cg_loop_end(fn, &sub);
+    cg_if_end(fn, &mine);
+    cg_sloop_end(fn, &items);
+    return WEFT_OK;
+}
+
+/* Entry 0 of the offset form: the check of the offsets and the work
+ * list, a warp a GROUP of segments (the offsets are the same for every
+ * row: once).  Lane i takes segment s = 32 g + i: off[s] and off[s + 1]
+ * (offset_val's clamp), a report where s starts below 0 or ends before
+ * its start (CG_ERR_SEG_NEG) or past inner (CG_ERR_SEG_PAST), the least
+ * segment winning as the interpreter's first; and where some segment of
+ * the group is longer than lanes_limit, lane 0 sets the flag of its work
+ * tile (AUX_WORK[2 + w], an atomic or) and the one that set it first
+ * appends the tile to the list (AUX_LIST, its count AUX_WORK[0]).  A
+ * light pass: 4 MB of offsets for a million rows, no barrier. */
+static weft_status emit_check(sk_fn *f)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    const fe_term *op = f->e->k->op;
+    const fe_term *src = op->kid[1];
+    const cg_array *desc = sk_kid_array(f, 2);
+    LLVMValueRef ext[WEFT_MAX_RANK];
+    weft_status s = sk_extent(f, src, ext);
+    if (s) {
+        return s;
+    }
+    LLVMValueRef inner = ext[src->rank - 1];
+    LLVMValueRef limit = LLVMBuildAdd(fn->b, inner, cg_i64(fn, 1), "");
+    LLVMValueRef nseg = offsets_nseg(f);
+    LLVMValueRef most = lanes_limit(f);
+    LLVMValueRef tid = cg_zext64(fn, tg->thread_index(fn, 0));
+    LLVMValueRef lane = LLVMBuildAnd(fn->b, tid, cg_i64(fn, WARP - 1), "lane");
+    LLVMValueRef step, w0 = warp_items(f, tid, &step);
+    LLVMValueRef work = sk_aux_array(f, AUX_WORK)->ptr[0];
+    cg_sloop items;
+    LLVMValueRef g = cg_sloop_begin(fn, &items, w0, f->n, step, "group");
+    LLVMValueRef sg = LLVMBuildAdd(
+        fn->b, LLVMBuildMul(fn->b, g, cg_i64(fn, GROUP), ""), lane, "seg");
+    LLVMValueRef live = LLVMBuildICmp(fn->b, LLVMIntULT, sg, nseg, "live");
+    LLVMValueRef lo = cg_i64(fn, 0), hi = cg_i64(fn, 0);
+    LLVMValueRef lop = var(fn, t_i64(fn), lo), hip = var(fn, t_i64(fn), hi);
+    cg_if in;
+    cg_if_begin(fn, &in, live);
+    LLVMBuildStore(
+        fn->b,
+        offset_val(f, cg_load(fn, desc->leaf[0], desc->ptr[0], sg), limit),
+        lop);
+    LLVMBuildStore(
+        fn->b,
+        offset_val(f,
+                   cg_load(fn, desc->leaf[0], desc->ptr[0],
+                           LLVMBuildAdd(fn->b, sg, cg_i64(fn, 1), "")),
+                   limit),
+        hip);
+    cg_if_end(fn, &in);
+    lo = get(fn, t_i64(fn), lop);
+    hi = get(fn, t_i64(fn), hip);
+    LLVMValueRef len = LLVMBuildSub(fn->b, hi, lo, "len");
+    LLVMValueRef neg = LLVMBuildOr(
+        fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, lo, cg_i64(fn, 0), ""),
+        LLVMBuildICmp(fn->b, LLVMIntSLT, len, cg_i64(fn, 0), ""), "");
+    LLVMValueRef past = LLVMBuildICmp(fn->b, LLVMIntSGT, hi, inner, "");
+    cg_if bad, n;
+    cg_if_begin(fn, &bad, LLVMBuildOr(fn->b, neg, past, ""));
+    cg_if_begin(fn, &n, neg);
+    report(f, sg, CG_ERR_SEG_NEG);
+    cg_if_else(fn, &n);
+    report(f, sg, CG_ERR_SEG_PAST);
+    cg_if_end(fn, &n);
+    cg_if_end(fn, &bad);
+    /* a long segment: the group's work tile goes to entry 1 */
+    LLVMValueRef longer = LLVMBuildICmp(
+        fn->b, LLVMIntNE,
+        tg->ballot(fn, LLVMBuildICmp(fn->b, LLVMIntSGT, len, most, "")),
+        c32(fn, 0), "");
+    cg_if mark;
+    cg_if_begin(
+        fn, &mark,
+        LLVMBuildAnd(fn->b, longer,
+                     LLVMBuildICmp(fn->b, LLVMIntEQ, lane, cg_i64(fn, 0), ""),
+                     ""));
+    LLVMValueRef wt =
+        LLVMBuildUDiv(fn->b, g, cg_i64(fn, WORK_TILE / GROUP), "wtile");
+    LLVMValueRef at = LLVMBuildAdd(fn->b, wt, cg_i64(fn, 2), "");
+    LLVMValueRef was = tg->atomic_rmw(
+        fn, LLVMAtomicRMWBinOpOr,
+        LLVMBuildInBoundsGEP2(fn->b, t_i64(fn), work, &at, 1, ""),
+        cg_i64(fn, 1));
+    cg_if first;
+    cg_if_begin(fn, &first,
+                LLVMBuildICmp(fn->b, LLVMIntEQ, was, cg_i64(fn, 0), ""));
+    LLVMValueRef k =
+        tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd, work, cg_i64(fn, 1));
+    store64(fn, sk_aux_array(f, AUX_LIST)->ptr[0], k, wt);
+    cg_if_end(fn, &first);
+    cg_if_end(fn, &mark);
+    cg_sloop_end(fn, &items);
+    return WEFT_OK;
+}
+
 /* ---- the skeleton ------------------------------------------------------ */
 
 static bool ptx_fold_seg_supported(const fe_term *t)
@@ -1507,42 +2201,65 @@ static bool ptx_fold_seg_supported(const fe_term *t)
 static weft_status ptx_fold_seg_prepare(weft_context *ctx, fe_arena *arena,
                                         sk_kernel *k)
 {
-    k->nentry = 1;
-    k->item_threads[0] = k->item_threads[1] = SK_ITEM_BLOCK;
+    bool byoff = k->op->op == FE_SEG_OFFSETS;
+    /* the lengths: the tiles; the offsets: the check, the work tiles and
+     * the lanes (item_threads of both variants, sk_kernel.general) */
+    k->nentry = byoff ? 3 : 1;
+    for (int v = 0; v < 2; v++) {
+        int *it = &k->item_threads[k->nentry * v];
+        it[0] = byoff ? WARP : SK_ITEM_BLOCK;
+        if (byoff) {
+            it[1] = SK_ITEM_BLOCK;
+            it[2] = WARP;
+        }
+    }
     k->block_max = BLOCK;
-    k->may_fail = true; /* the lengths are checked in the kernel */
-    weft_status s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX, AUX_STATUS,
-                                WEFT_I64, 1);
-    k->aux_item[AUX_STATUS] = k->nitem - 1;
-    if (s == WEFT_OK) {
-        s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX, AUX_TICKET,
-                        WEFT_I64, 1);
-        k->aux_item[AUX_TICKET] = k->nitem - 1;
+    k->may_fail = true; /* the descriptor is checked in the kernel */
+    /* aux 0 and 1: the lengths' status words and ticket, or the offsets'
+     * work flags and list (all i64 arrays); 2 the offsets' lg */
+    weft_status s = WEFT_OK;
+    for (int a = 0; s == WEFT_OK && a < (byoff ? 3 : 2); a++) {
+        s = sk_add_item(ctx, arena, k, a < 2 ? SK_ARRAY : SK_SCALAR, SK_SRC_AUX,
+                        a, WEFT_I64, a < 2 ? 1 : 0);
+        k->aux_item[a] = k->nitem - 1;
     }
     return s;
 }
 
-static weft_status ptx_fold_seg_emit(sk_emit *e, const char *const *names)
+/* Entry `entry`: the tiles (the lengths' only entry, the offsets' 1), the
+ * offsets' check (0) and lanes (2). */
+static weft_status emit_entry(sk_emit *e, const char *name, int entry)
 {
     sk_fn f;
-    weft_status s = sk_fn_begin_raw(e, &f, names[0]);
+    weft_status s = sk_fn_begin_raw(e, &f, name);
     if (s) {
         return s;
     }
+    bool tiles = e->k->nentry == 1 || entry == 1;
     /* the staged reads without branches, so that ptxas issues a thread's
      * reads of a round together (smvm: cols, vals, then x): errors in a
      * local flag (every thread ends at sk_fn_end), reads outside an array
      * from a cell of zeros */
     f.local_errors = true;
     f.fn.flat_reads = true;
-    cg_ptx_launch_bounds(&f.fn, BLOCK, MIN_BLOCKS);
-    if ((s = emit_tiles(&f)) != WEFT_OK) {
+    cg_ptx_launch_bounds(&f.fn, BLOCK, tiles ? MIN_BLOCKS : LANES_BLOCKS);
+    s = tiles ? emit_tiles(&f) : entry == 0 ? emit_check(&f) : emit_lanes(&f);
+    if (s) {
         LLVMBuildUnreachable(f.fn.b);
         cg_fn_end(&f.fn);
         return s;
     }
     sk_fn_end(&f);
     return WEFT_OK;
+}
+
+static weft_status ptx_fold_seg_emit(sk_emit *e, const char *const *names)
+{
+    weft_status s = WEFT_OK;
+    for (int entry = 0; s == WEFT_OK && entry < e->k->nentry; entry++) {
+        s = emit_entry(e, names[entry], entry);
+    }
+    return s;
 }
 
 const sk_skeleton sk_ptx_fold_seg = {

@@ -1355,11 +1355,18 @@ static int gen_stencil(gen *g, fz_ty ty, int rank, int depth, bool two)
 }
 
 /* Segment lengths for an innermost extent n (unknown: n < 0). */
-static int gen_segments(gen *g, int64_t n, bool nonempty)
+/* A segment descriptor for rows of n elements (-1: not known): lengths,
+ * or (offsets) the offsets of such lengths from a start within what they
+ * leave of the row (n + 1 entries; none at times); a bad length becomes a
+ * decrease or an offset past the row. */
+static int gen_segments(gen *g, int64_t n, bool nonempty, bool offsets)
 {
     fz_node s = blank();
     s.op = A_USE;
     weft_type t = rand_int_type(g);
+    if (offsets && fz_bits(t) < 32 && (fz_bits(t) == 8 || n > 30000)) {
+        t = WEFT_I32; /* offsets reach n */
+    }
     s.ty = fz_scalar(t);
     s.rank = 1;
     s.shk = true;
@@ -1392,6 +1399,17 @@ static int gen_segments(gen *g, int64_t n, bool nonempty)
     }
     if (HAS(PARTIAL) && fz_chance(&g->r, 5)) {
         lens[k++] = fz_chance(&g->r, 50) ? 1000 : -1; /* bad */
+    }
+    if (offsets) {
+        /* lens[0 .. k] become offsets from a start in [0, left] */
+        int64_t at =
+            left > 0 ? (int64_t)(fz_next(&g->r) % (uint64_t)(left + 1)) : 0;
+        for (int i = 0; i <= k; i++) {
+            int64_t l = i < k ? lens[i] : 0;
+            lens[i] = at;
+            at += l;
+        }
+        k = k == 0 && fz_chance(&g->r, 30) ? 0 : k + 1;
     }
     s.sh[0] = k;
     size_t es = fz_size(t);
@@ -1744,14 +1762,18 @@ static int choose_fold(gen *g, fz_ty ty, int rank, int depth)
                      : mka(g, A_FOLDALL, ty, 0, NULL, 3, (int[]){f, z, s});
         } else {
             int64_t n = ssh ? ssh[rank - 1] : -1;
-            int seg = gen_segments(g, n, one);
+            bool offs = fz_chance(r, 50);
+            int seg = gen_segments(g, n, one, offs);
+            int64_t nd = g->p->node[seg].sh[0];
             if (ssh) {
                 memcpy(sh, ssh, sizeof sh);
-                sh[rank - 1] = g->p->node[seg].sh[0];
+                sh[rank - 1] = offs ? (nd > 0 ? nd - 1 : 0) : nd;
             }
-            id = one ? mka(g, A_FOLD1SEG, ty, rank, ssh ? sh : NULL, 3,
+            fz_op op1 = offs ? A_FOLD1SEGOFF : A_FOLD1SEG;
+            fz_op op = offs ? A_FOLDSEGOFF : A_FOLDSEG;
+            id = one ? mka(g, op1, ty, rank, ssh ? sh : NULL, 3,
                            (int[]){f, s, seg})
-                     : mka(g, A_FOLDSEG, ty, rank, ssh ? sh : NULL, 4,
+                     : mka(g, op, ty, rank, ssh ? sh : NULL, 4,
                            (int[]){f, z, s, seg});
         }
         g->p->node[id].inexact |= g->p->node[f].inexact;

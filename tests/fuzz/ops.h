@@ -98,6 +98,10 @@ FZ_OP(A_FOLDSEG, "fold_seg", CALL, fold_seg, (F, E, A, A))
 /* f, z, a, seg */
 FZ_OP(A_FOLD1SEG, "fold1_seg", CALL, fold1_seg, (F, A, A))
 /* f, a, seg */
+FZ_OP(A_FOLDSEGOFF, "fold_seg_offsets", CALL, fold_seg_offsets, (F, E, A, A))
+/* f, z, a, offsets */
+FZ_OP(A_FOLD1SEGOFF, "fold1_seg_offsets", CALL, fold1_seg_offsets, (F, A, A))
+/* f, a, offsets */
 FZ_OP(A_SCAN, "scan", SPECIAL, _, ())
 /* aux: FZ_SCANL..; f, [z,] a */
 FZ_OP(A_PERMUTE, "permute", CALL, permute, (F, A, F, A))
