@@ -124,6 +124,9 @@
  * their bounds need not be uniform.  The block's chunks all go into its
  * copies, flushed once at the end.
  */
+#include <stdlib.h>
+#include <string.h>
+
 #include "../sk.h"
 
 /* x as the integer of its bits (floats), or x. */
@@ -140,21 +143,30 @@ static LLVMValueRef as_bits(cg_fn *fn, LLVMValueRef x)
 
 enum {
     GROUP = 4,           /* consecutive sources a thread takes at a time */
-    PRIVATE_VERSION = 7, /* of entry 2's code (sk_kernel.flags, the key) */
+    PRIVATE_VERSION = 8, /* of entry 2's code (sk_kernel.flags, the key) */
     /* entry 2's launch bounds where the kernel is light: 2 blocks of 1024
      * threads an SM, as many threads as an SM holds, so at most 32
      * registers (the histogram's pairs of groups took ptxas to 39
      * without, which halved the blocks) */
     PRIVATE_BLOCK = 1024,
-    PRIVATE_BLOCKS_PER_SM = 2
+    PRIVATE_BLOCKS_PER_SM = 2,
+    /* entry 2's launch bound where a leaf is a float add (a CAS loop in
+     * shared memory), so that a few bins give each thread a copy of its
+     * own (head comment, "Copies of one thread"): 128 threads' copies of
+     * up to 256 bytes fit (k-means' 16 bins of 12 bytes) */
+    OWN_BLOCK = 128,
+    OWN_FLAG = 1 << 24 /* sk_kernel.flags: entry 2 has the plain updates */
 };
 
 /* What the updates of a thread share: its flag of a target outside the
- * result (an i1 slot) and the distance between two bins of its copy
- * (ncopy: the copies are interleaved, head comment). */
+ * result (an i1 slot), the distance between two bins of its copy
+ * (ncopy: the copies are interleaved, head comment) and whether the copy
+ * is the thread's alone (then an update is a plain load, combine and
+ * store: head comment, "Copies of one thread"). */
 typedef struct private_put_ctx {
     LLVMValueRef bad;
     LLVMValueRef stride;
+    bool own;
 } private_put_ctx;
 
 /* The update of one element into the thread's copy, at element j stride
@@ -170,8 +182,10 @@ static weft_status private_put(sk_fn *f, const cg_array *copy,
     const private_put_ctx *pc = user;
     sk_permute_elem at = *e;
     at.j = LLVMBuildNSWMul(fn->b, e->j, pc->stride, "");
+    sk_permute_update update =
+        pc->own ? sk_permute_update_plain : sk_permute_update_rmw;
     if (f->e->k->checked) {
-        return sk_permute_put(f, copy, &at, sk_permute_update_rmw);
+        return sk_permute_put(f, copy, &at, update);
     }
     LLVMTypeRef i1 = LLVMInt1TypeInContext(fn->llctx);
     LLVMValueRef keep = LLVMBuildNot(fn->b, e->ignored, "");
@@ -183,7 +197,7 @@ static weft_status private_put(sk_fn *f, const cg_array *copy,
         pc->bad);
     cg_if in;
     cg_if_begin(fn, &in, LLVMBuildAnd(fn->b, keep, e->inside, ""));
-    weft_status s = sk_permute_update_rmw(f, copy, at.j, &e->x);
+    weft_status s = update(f, copy, at.j, &e->x);
     cg_if_end(fn, &in);
     return s;
 }
@@ -247,6 +261,64 @@ static weft_status private_pair(sk_fn *f, const cg_array *copy,
         return s;
     }
     cg_if_end(fn, &both);
+    return WEFT_OK;
+}
+
+/* The block's chunks of sources into the thread's copy (entry 2's loops,
+ * head comment). */
+static weft_status private_sources(sk_fn *f, const cg_array *copy,
+                                   LLVMValueRef *sext, LLVMValueRef ssize,
+                                   LLVMValueRef tid, LLVMValueRef bs,
+                                   private_put_ctx *pc)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    LLVMValueRef one = cg_i64(fn, 1);
+    /* the block's chunks into the copies: chunk c is [base + c grain,
+     * ...), base the kernel's `skip` parameter (0 but in a part of a
+     * split launch, whose sources start there: head comment) */
+    LLVMValueRef base = LLVMGetParam(fn->fn, 4);
+    LLVMValueRef chunks = LLVMBuildUDiv(
+        fn->b,
+        LLVMBuildSub(fn->b,
+                     LLVMBuildAdd(fn->b, LLVMBuildSub(fn->b, f->n, base, ""),
+                                  f->grain, ""),
+                     one, ""),
+        f->grain, "chunks");
+    /* a part of a split launch: its chunks from `first` (head comment) */
+    LLVMValueRef from =
+        LLVMBuildAnd(fn->b, f->first, cg_i64(fn, ~SK_PERMUTE_MODE), "");
+    cg_sloop cl;
+    LLVMValueRef c = cg_sloop_begin(
+        fn, &cl,
+        LLVMBuildAdd(fn->b, from, cg_zext64(fn, tg->block_index(fn, 0)), ""),
+        chunks, cg_zext64(fn, tg->grid_size(fn, 0)), "chunk");
+    LLVMValueRef lo =
+        LLVMBuildAdd(fn->b, base, LLVMBuildMul(fn->b, c, f->grain, ""), "lo");
+    LLVMValueRef hi = LLVMBuildAdd(fn->b, lo, f->grain, "");
+    hi = LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, hi, f->n, ""),
+                         hi, f->n, "hi");
+    /* GROUP consecutive sources per thread and step: lo is base plus a
+     * multiple of the grain, all of which the drivers make multiples of
+     * 512, so the
+     * `and` changes nothing but tells LLVM that a group is aligned (its
+     * reads become one vector load) */
+    lo = LLVMBuildAnd(fn->b, lo, cg_i64(fn, -GROUP), "");
+    LLVMValueRef gstep = LLVMBuildMul(fn->b, bs, cg_i64(fn, GROUP), "");
+    cg_sloop el;
+    LLVMValueRef g[2];
+    g[0] = cg_sloop_begin(
+        fn, &el,
+        LLVMBuildAdd(fn->b, lo, LLVMBuildMul(fn->b, tid, cg_i64(fn, GROUP), ""),
+                     ""),
+        hi, LLVMBuildMul(fn->b, gstep, cg_i64(fn, 2), ""), "src");
+    g[1] = LLVMBuildNSWAdd(fn->b, g[0], gstep, "");
+    weft_status s;
+    if ((s = private_pair(f, copy, sext, ssize, g, hi, pc)) != WEFT_OK) {
+        return s;
+    }
+    cg_sloop_end(fn, &el);
+    cg_sloop_end(fn, &cl);
     return WEFT_OK;
 }
 
@@ -765,7 +837,7 @@ static weft_status emit_private(sk_fn *f)
      * at b ncopy + c (head comment); in 32 bits (a 64-bit division by a
      * value known only at run time is a call on PTX) */
     LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
-    LLVMValueRef one = cg_i64(fn, 1), one32 = LLVMConstInt(i32, 1, 0);
+    LLVMValueRef one32 = LLVMConstInt(i32, 1, 0);
     LLVMValueRef warps = LLVMBuildLShr(
         fn->b, LLVMBuildAdd(fn->b, bs, cg_i64(fn, 31), ""), cg_i64(fn, 5), "");
     LLVMValueRef nb =
@@ -785,6 +857,7 @@ static weft_status emit_private(sk_fn *f)
         return s;
     }
     private_put_ctx pc = {.bad = bad, .stride = ncopy};
+    bool own_copies = (f->e->k->flags & OWN_FLAG) != 0;
     /* every copy starts at the identity */
     cg_sloop init;
     LLVMValueRef b = cg_sloop_begin(
@@ -794,50 +867,27 @@ static weft_status emit_private(sk_fn *f)
     }
     cg_sloop_end(fn, &init);
     tg->barrier(fn);
-    /* the block's chunks into the copies: chunk c is [base + c grain,
-     * ...), base the kernel's `skip` parameter (0 but in a part of a
-     * split launch, whose sources start there: head comment) */
-    LLVMValueRef base = LLVMGetParam(fn->fn, 4);
-    LLVMValueRef chunks = LLVMBuildUDiv(
-        fn->b,
-        LLVMBuildSub(fn->b,
-                     LLVMBuildAdd(fn->b, LLVMBuildSub(fn->b, f->n, base, ""),
-                                  f->grain, ""),
-                     one, ""),
-        f->grain, "chunks");
-    /* a part of a split launch: its chunks from `first` (head comment) */
-    LLVMValueRef from =
-        LLVMBuildAnd(fn->b, f->first, cg_i64(fn, ~SK_PERMUTE_MODE), "");
-    cg_sloop cl;
-    LLVMValueRef c = cg_sloop_begin(
-        fn, &cl,
-        LLVMBuildAdd(fn->b, from, cg_zext64(fn, tg->block_index(fn, 0)), ""),
-        chunks, cg_zext64(fn, tg->grid_size(fn, 0)), "chunk");
-    LLVMValueRef lo =
-        LLVMBuildAdd(fn->b, base, LLVMBuildMul(fn->b, c, f->grain, ""), "lo");
-    LLVMValueRef hi = LLVMBuildAdd(fn->b, lo, f->grain, "");
-    hi = LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, hi, f->n, ""),
-                         hi, f->n, "hi");
-    /* GROUP consecutive sources per thread and step: lo is base plus a
-     * multiple of the grain, all of which the drivers make multiples of
-     * 512, so the
-     * `and` changes nothing but tells LLVM that a group is aligned (its
-     * reads become one vector load) */
-    lo = LLVMBuildAnd(fn->b, lo, cg_i64(fn, -GROUP), "");
-    LLVMValueRef gstep = LLVMBuildMul(fn->b, bs, cg_i64(fn, GROUP), "");
-    cg_sloop el;
-    LLVMValueRef g[2];
-    g[0] = cg_sloop_begin(
-        fn, &el,
-        LLVMBuildAdd(fn->b, lo, LLVMBuildMul(fn->b, tid, cg_i64(fn, GROUP), ""),
-                     ""),
-        hi, LLVMBuildMul(fn->b, gstep, cg_i64(fn, 2), ""), "src");
-    g[1] = LLVMBuildNSWAdd(fn->b, g[0], gstep, "");
-    if ((s = private_pair(f, &copy, sext, ssize, g, hi, &pc)) != WEFT_OK) {
+    if (own_copies) {
+        /* a uniform branch: ncopy and the block are the same in every
+         * thread */
+        cg_if own;
+        cg_if_begin(fn, &own, LLVMBuildICmp(fn->b, LLVMIntEQ, ncopy, bs, ""));
+        pc.own = true;
+        if ((s = private_sources(f, &copy, sext, ssize, tid, bs, &pc)) !=
+            WEFT_OK) {
+            return s;
+        }
+        cg_if_else(fn, &own);
+        pc.own = false;
+        if ((s = private_sources(f, &copy, sext, ssize, tid, bs, &pc)) !=
+            WEFT_OK) {
+            return s;
+        }
+        cg_if_end(fn, &own);
+    } else if ((s = private_sources(f, &copy, sext, ssize, tid, bs, &pc)) !=
+               WEFT_OK) {
         return s;
     }
-    cg_sloop_end(fn, &el);
-    cg_sloop_end(fn, &cl);
     cg_if report;
     cg_if_begin(fn, &report, LLVMBuildLoad2(fn->b, i1, bad, ""));
     sk_set_error(f, CG_ERR_PERMUTE);
@@ -933,6 +983,17 @@ static weft_status ptx_permute_prepare(weft_context *ctx, fe_arena *arena,
      * not reused) */
     k->flags |= (unsigned)SK_PERMUTE_SHARED_BYTES << 8 |
                 (unsigned)PRIVATE_VERSION << 28;
+    int nleaf = sk_permute_rmw_ops(k->op, ops);
+    bool fadd = false;
+    for (int l = 0; l < nleaf; l++) {
+        fadd |= ops[l] == LLVMAtomicRMWBinOpFAdd;
+    }
+    /* TEMPORARY (km4, device round r1): $WEFT_PTX_PERMUTE_OWN=0 keeps
+     * the shared atomics, to time both in one round */
+    const char *own = getenv("WEFT_PTX_PERMUTE_OWN");
+    if (fadd && !(own && strcmp(own, "0") == 0)) {
+        k->flags |= OWN_FLAG;
+    }
     /* the accumulators, ticket and bits of a fused default, or of the
      * parts of a split launch (head comment) */
     s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX, 1, WEFT_U32, 1);
@@ -956,7 +1017,9 @@ static weft_status ptx_permute_emit(sk_emit *e, const char *const *names)
         return s;
     }
     LLVMAtomicRMWBinOp ops[SK_PERMUTE_LEAVES_MAX];
-    if (e->k->light && sk_permute_rmw_ops(e->k->op, ops) == 1) {
+    if (e->k->flags & OWN_FLAG) {
+        cg_ptx_launch_bounds(&f.fn, OWN_BLOCK, 0);
+    } else if (e->k->light && sk_permute_rmw_ops(e->k->op, ops) == 1) {
         /* little work a source: registers to spare for the bound (not
          * with several leaves: a pair of groups holds eight values of
          * each, and k-means' three spilled at 32 registers and at 64;
