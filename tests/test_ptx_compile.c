@@ -654,9 +654,11 @@ static weft_acc *build_div_sqrt(weft_program *p)
     return weft_zipwith(f, x, y);
 }
 
-/* permute (op) of keys into `bins` of type t (a fused default of zeros),
- * the source the keys' positions converted to t: the histogram's shape. */
-static weft_acc *histogram_of(weft_program *p, weft_op op, weft_type t)
+/* permute (op) of keys into `nbins` bins of type t (a fused default of
+ * zeros), the source the keys' positions converted to t: the histogram's
+ * shape. */
+static weft_acc *histogram_of(weft_program *p, weft_op op, weft_type t,
+                              int64_t nbins)
 {
     weft_acc *keys = weft_param(p, WEFT_I32, 1);
     weft_fun *val = weft_fun1(p, WEFT_DIM(1));
@@ -664,7 +666,7 @@ static weft_acc *histogram_of(weft_program *p, weft_op op, weft_type t)
     weft_acc *src = weft_generate(weft_shape(keys), val);
     weft_fun *zero = weft_fun1(p, WEFT_DIM(1));
     weft_fun_return(zero, weft_convert(weft_i32(p, 0), t));
-    weft_acc *bins = weft_generate(weft_index1(weft_i64(p, 256)), zero);
+    weft_acc *bins = weft_generate(weft_index1(weft_i64(p, nbins)), zero);
     weft_fun *bin = weft_fun1(p, WEFT_DIM(1));
     weft_fun_return(bin, weft_index1(weft_convert(
                              weft_at(keys, weft_arg(bin, 0)), WEFT_I64)));
@@ -673,22 +675,27 @@ static weft_acc *histogram_of(weft_program *p, weft_op op, weft_type t)
 
 static weft_acc *build_hist_i32(weft_program *p)
 {
-    return histogram_of(p, WEFT_OP_ADD, WEFT_I32);
+    return histogram_of(p, WEFT_OP_ADD, WEFT_I32, 256);
 }
 
 static weft_acc *build_hist_u64_max(weft_program *p)
 {
-    return histogram_of(p, WEFT_OP_MAX, WEFT_U64);
+    return histogram_of(p, WEFT_OP_MAX, WEFT_U64, 256);
 }
 
 static weft_acc *build_hist_f64(weft_program *p)
 {
-    return histogram_of(p, WEFT_OP_ADD, WEFT_F64);
+    return histogram_of(p, WEFT_OP_ADD, WEFT_F64, 256);
 }
 
 static weft_acc *build_hist_u8(weft_program *p)
 {
-    return histogram_of(p, WEFT_OP_ADD, WEFT_U8);
+    return histogram_of(p, WEFT_OP_ADD, WEFT_U8, 256);
+}
+
+static weft_acc *build_hist_f32_16(weft_program *p)
+{
+    return histogram_of(p, WEFT_OP_ADD, WEFT_F32, 16);
 }
 
 /* The i32 histogram into a default array given (not fused). */
@@ -731,6 +738,27 @@ START_TEST(permute_split_reductions)
     ck_assert_int_eq(count_of(text, "red.sys.or.b32"), 1);
     text = ptx_of_one("hist-u8", 0, build_hist_u8);
     ck_assert_int_eq(count_of(text, "red.sys"), 0);
+}
+END_TEST
+
+/* A permute whose combine is an f32 add (an atomic add of f32 in shared
+ * memory is a CAS loop on sm_90) has blocks of at most 128 threads
+ * (.maxntid) and, for results small enough that each of them has a copy
+ * of its own (16 bins: 64 bytes a thread), plain loads, adds and stores
+ * into its copy instead of the atomics (skeletons-ir/ptx/permute.c,
+ * "Copies of one thread"): each atom.shared.add.f32 of the shared copies'
+ * path has its st.shared.f32 twin; the i32 histogram keeps its launch
+ * bounds (1024 threads, 2 blocks an SM). */
+START_TEST(permute_own_copies)
+{
+    const char *text = ptx_of_one("hist-f32-16", 0, build_hist_f32_16);
+    int atoms = count_of(text, "atom.shared.add.f32");
+    ck_assert_int_ge(atoms, 1);
+    ck_assert_int_ge(count_of(text, "st.shared.f32"), atoms);
+    ck_assert_int_eq(count_of(text, ".maxntid 128, 1, 1"), 1);
+    text = ptx_of_one("hist-i32-own", 0, build_hist_i32);
+    ck_assert_int_eq(count_of(text, ".maxntid 128, 1, 1"), 0);
+    ck_assert_int_eq(count_of(text, ".maxntid 1024, 1, 1"), 1);
 }
 END_TEST
 
@@ -947,6 +975,7 @@ static Suite *suite(void)
     tcase_add_test(tc, scan_status_word);
     tcase_add_test(tc, element_kernels);
     tcase_add_test(tc, permute_split_reductions);
+    tcase_add_test(tc, permute_own_copies);
     tcase_add_test(tc, staged_while);
     tcase_add_test(tc, ptxas_accepts); /* last: reads what the others wrote */
     suite_add_tcase(s, tc);
