@@ -168,20 +168,56 @@ enum {
      * shared memory), so that a few bins give each thread a copy of its
      * own (head comment, "Copies of one thread"): 128 threads' copies of
      * up to 256 bytes fit (k-means' 16 bins of 12 bytes) */
-    OWN_BLOCK = 128,
-    OWN_FLAG = 1 << 24 /* sk_kernel.flags: entry 2 has the plain updates */
+    OWN_BLOCK = 128
 };
 
 /* What the updates of a thread share: its flag of a target outside the
  * result (an i1 slot), the distance between two bins of its copy
  * (ncopy: the copies are interleaved, head comment) and whether the copy
- * is the thread's alone (then an update is a plain load, combine and
- * store: head comment, "Copies of one thread"). */
+ * is the thread's alone (an i1, the same in every thread of the block;
+ * NULL where the kernel has no such path: head comment, "Copies of one
+ * thread"). */
 typedef struct private_put_ctx {
     LLVMValueRef bad;
     LLVMValueRef stride;
-    bool own;
+    LLVMValueRef own;
 } private_put_ctx;
+
+/* Whether entry 2 of permute k has the updates of copies of one thread:
+ * a leaf of its combine is a float add (head comment). */
+static bool own_copies(const sk_kernel *k)
+{
+    LLVMAtomicRMWBinOp ops[SK_PERMUTE_LEAVES_MAX];
+    int n = sk_permute_rmw_ops(k->op, ops);
+    bool fadd = false;
+    for (int l = 0; l < n; l++) {
+        fadd |= ops[l] == LLVMAtomicRMWBinOpFAdd;
+    }
+    /* TEMPORARY (km4, device round r1): $WEFT_PTX_PERMUTE_OWN=0 keeps
+     * the shared atomics, to time both in one round */
+    const char *knob = getenv("WEFT_PTX_PERMUTE_OWN");
+    return fadd && !(knob && strcmp(knob, "0") == 0);
+}
+
+/* The update of element x into the thread's copy at j: a plain one where
+ * the copy is the thread's alone, else the atomic one. */
+static weft_status private_update(sk_fn *f, const cg_array *copy,
+                                  const private_put_ctx *pc,
+                                  const sk_permute_elem *at)
+{
+    if (!pc->own) {
+        return sk_permute_update_rmw(f, copy, at->j, &at->x);
+    }
+    cg_if own;
+    cg_if_begin(&f->fn, &own, pc->own);
+    weft_status s = sk_permute_update_plain(f, copy, at->j, &at->x);
+    cg_if_else(&f->fn, &own);
+    if (s == WEFT_OK) {
+        s = sk_permute_update_rmw(f, copy, at->j, &at->x);
+    }
+    cg_if_end(&f->fn, &own);
+    return s;
+}
 
 /* The update of one element into the thread's copy, at element j stride
  * of it.  Unchecked, a target outside the result only raises the
@@ -196,10 +232,19 @@ static weft_status private_put(sk_fn *f, const cg_array *copy,
     const private_put_ctx *pc = user;
     sk_permute_elem at = *e;
     at.j = LLVMBuildNSWMul(fn->b, e->j, pc->stride, "");
-    sk_permute_update update =
-        pc->own ? sk_permute_update_plain : sk_permute_update_rmw;
+    if (f->e->k->checked && pc->own) {
+        cg_if own;
+        cg_if_begin(fn, &own, pc->own);
+        weft_status s = sk_permute_put(f, copy, &at, sk_permute_update_plain);
+        cg_if_else(fn, &own);
+        if (s == WEFT_OK) {
+            s = sk_permute_put(f, copy, &at, sk_permute_update_rmw);
+        }
+        cg_if_end(fn, &own);
+        return s;
+    }
     if (f->e->k->checked) {
-        return sk_permute_put(f, copy, &at, update);
+        return sk_permute_put(f, copy, &at, sk_permute_update_rmw);
     }
     LLVMTypeRef i1 = LLVMInt1TypeInContext(fn->llctx);
     LLVMValueRef keep = LLVMBuildNot(fn->b, e->ignored, "");
@@ -211,7 +256,7 @@ static weft_status private_put(sk_fn *f, const cg_array *copy,
         pc->bad);
     cg_if in;
     cg_if_begin(fn, &in, LLVMBuildAnd(fn->b, keep, e->inside, ""));
-    weft_status s = update(f, copy, at.j, &e->x);
+    weft_status s = private_update(f, copy, pc, &at);
     cg_if_end(fn, &in);
     return s;
 }
@@ -275,64 +320,6 @@ static weft_status private_pair(sk_fn *f, const cg_array *copy,
         return s;
     }
     cg_if_end(fn, &both);
-    return WEFT_OK;
-}
-
-/* The block's chunks of sources into the thread's copy (entry 2's loops,
- * head comment). */
-static weft_status private_sources(sk_fn *f, const cg_array *copy,
-                                   LLVMValueRef *sext, LLVMValueRef ssize,
-                                   LLVMValueRef tid, LLVMValueRef bs,
-                                   private_put_ctx *pc)
-{
-    cg_fn *fn = &f->fn;
-    const cg_target *tg = fn->target;
-    LLVMValueRef one = cg_i64(fn, 1);
-    /* the block's chunks into the copies: chunk c is [base + c grain,
-     * ...), base the kernel's `skip` parameter (0 but in a part of a
-     * split launch, whose sources start there: head comment) */
-    LLVMValueRef base = LLVMGetParam(fn->fn, 4);
-    LLVMValueRef chunks = LLVMBuildUDiv(
-        fn->b,
-        LLVMBuildSub(fn->b,
-                     LLVMBuildAdd(fn->b, LLVMBuildSub(fn->b, f->n, base, ""),
-                                  f->grain, ""),
-                     one, ""),
-        f->grain, "chunks");
-    /* a part of a split launch: its chunks from `first` (head comment) */
-    LLVMValueRef from =
-        LLVMBuildAnd(fn->b, f->first, cg_i64(fn, ~SK_PERMUTE_MODE), "");
-    cg_sloop cl;
-    LLVMValueRef c = cg_sloop_begin(
-        fn, &cl,
-        LLVMBuildAdd(fn->b, from, cg_zext64(fn, tg->block_index(fn, 0)), ""),
-        chunks, cg_zext64(fn, tg->grid_size(fn, 0)), "chunk");
-    LLVMValueRef lo =
-        LLVMBuildAdd(fn->b, base, LLVMBuildMul(fn->b, c, f->grain, ""), "lo");
-    LLVMValueRef hi = LLVMBuildAdd(fn->b, lo, f->grain, "");
-    hi = LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, hi, f->n, ""),
-                         hi, f->n, "hi");
-    /* GROUP consecutive sources per thread and step: lo is base plus a
-     * multiple of the grain, all of which the drivers make multiples of
-     * 512, so the
-     * `and` changes nothing but tells LLVM that a group is aligned (its
-     * reads become one vector load) */
-    lo = LLVMBuildAnd(fn->b, lo, cg_i64(fn, -GROUP), "");
-    LLVMValueRef gstep = LLVMBuildMul(fn->b, bs, cg_i64(fn, GROUP), "");
-    cg_sloop el;
-    LLVMValueRef g[2];
-    g[0] = cg_sloop_begin(
-        fn, &el,
-        LLVMBuildAdd(fn->b, lo, LLVMBuildMul(fn->b, tid, cg_i64(fn, GROUP), ""),
-                     ""),
-        hi, LLVMBuildMul(fn->b, gstep, cg_i64(fn, 2), ""), "src");
-    g[1] = LLVMBuildNSWAdd(fn->b, g[0], gstep, "");
-    weft_status s;
-    if ((s = private_pair(f, copy, sext, ssize, g, hi, pc)) != WEFT_OK) {
-        return s;
-    }
-    cg_sloop_end(fn, &el);
-    cg_sloop_end(fn, &cl);
     return WEFT_OK;
 }
 
@@ -851,7 +838,7 @@ static weft_status emit_private(sk_fn *f)
      * at b ncopy + c (head comment); in 32 bits (a 64-bit division by a
      * value known only at run time is a call on PTX) */
     LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
-    LLVMValueRef one32 = LLVMConstInt(i32, 1, 0);
+    LLVMValueRef one = cg_i64(fn, 1), one32 = LLVMConstInt(i32, 1, 0);
     LLVMValueRef warps = LLVMBuildLShr(
         fn->b, LLVMBuildAdd(fn->b, bs, cg_i64(fn, 31), ""), cg_i64(fn, 5), "");
     LLVMValueRef nb =
@@ -871,7 +858,6 @@ static weft_status emit_private(sk_fn *f)
         return s;
     }
     private_put_ctx pc = {.bad = bad, .stride = ncopy};
-    bool own_copies = (f->e->k->flags & OWN_FLAG) != 0;
     /* every copy starts at the identity */
     cg_sloop init;
     LLVMValueRef b = cg_sloop_begin(
@@ -881,27 +867,54 @@ static weft_status emit_private(sk_fn *f)
     }
     cg_sloop_end(fn, &init);
     tg->barrier(fn);
-    if (own_copies) {
-        /* a uniform branch: ncopy and the block are the same in every
-         * thread */
-        cg_if own;
-        cg_if_begin(fn, &own, LLVMBuildICmp(fn->b, LLVMIntEQ, ncopy, bs, ""));
-        pc.own = true;
-        if ((s = private_sources(f, &copy, sext, ssize, tid, bs, &pc)) !=
-            WEFT_OK) {
-            return s;
-        }
-        cg_if_else(fn, &own);
-        pc.own = false;
-        if ((s = private_sources(f, &copy, sext, ssize, tid, bs, &pc)) !=
-            WEFT_OK) {
-            return s;
-        }
-        cg_if_end(fn, &own);
-    } else if ((s = private_sources(f, &copy, sext, ssize, tid, bs, &pc)) !=
-               WEFT_OK) {
+    if (own_copies(f->e->k)) {
+        /* a copy a thread: the same in every thread */
+        pc.own = LLVMBuildICmp(fn->b, LLVMIntEQ, ncopy, bs, "own");
+    }
+    /* the block's chunks into the copies: chunk c is [base + c grain,
+     * ...), base the kernel's `skip` parameter (0 but in a part of a
+     * split launch, whose sources start there: head comment) */
+    LLVMValueRef base = LLVMGetParam(fn->fn, 4);
+    LLVMValueRef chunks = LLVMBuildUDiv(
+        fn->b,
+        LLVMBuildSub(fn->b,
+                     LLVMBuildAdd(fn->b, LLVMBuildSub(fn->b, f->n, base, ""),
+                                  f->grain, ""),
+                     one, ""),
+        f->grain, "chunks");
+    /* a part of a split launch: its chunks from `first` (head comment) */
+    LLVMValueRef from =
+        LLVMBuildAnd(fn->b, f->first, cg_i64(fn, ~SK_PERMUTE_MODE), "");
+    cg_sloop cl;
+    LLVMValueRef c = cg_sloop_begin(
+        fn, &cl,
+        LLVMBuildAdd(fn->b, from, cg_zext64(fn, tg->block_index(fn, 0)), ""),
+        chunks, cg_zext64(fn, tg->grid_size(fn, 0)), "chunk");
+    LLVMValueRef lo =
+        LLVMBuildAdd(fn->b, base, LLVMBuildMul(fn->b, c, f->grain, ""), "lo");
+    LLVMValueRef hi = LLVMBuildAdd(fn->b, lo, f->grain, "");
+    hi = LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, hi, f->n, ""),
+                         hi, f->n, "hi");
+    /* GROUP consecutive sources per thread and step: lo is base plus a
+     * multiple of the grain, all of which the drivers make multiples of
+     * 512, so the
+     * `and` changes nothing but tells LLVM that a group is aligned (its
+     * reads become one vector load) */
+    lo = LLVMBuildAnd(fn->b, lo, cg_i64(fn, -GROUP), "");
+    LLVMValueRef gstep = LLVMBuildMul(fn->b, bs, cg_i64(fn, GROUP), "");
+    cg_sloop el;
+    LLVMValueRef g[2];
+    g[0] = cg_sloop_begin(
+        fn, &el,
+        LLVMBuildAdd(fn->b, lo, LLVMBuildMul(fn->b, tid, cg_i64(fn, GROUP), ""),
+                     ""),
+        hi, LLVMBuildMul(fn->b, gstep, cg_i64(fn, 2), ""), "src");
+    g[1] = LLVMBuildNSWAdd(fn->b, g[0], gstep, "");
+    if ((s = private_pair(f, &copy, sext, ssize, g, hi, &pc)) != WEFT_OK) {
         return s;
     }
+    cg_sloop_end(fn, &el);
+    cg_sloop_end(fn, &cl);
     cg_if report;
     cg_if_begin(fn, &report, LLVMBuildLoad2(fn->b, i1, bad, ""));
     sk_set_error(f, CG_ERR_PERMUTE);
@@ -992,22 +1005,14 @@ static weft_status ptx_permute_prepare(weft_context *ctx, fe_arena *arena,
     /* a block per chunk, in both variants (a fused zipWith has two) */
     k->item_threads[2] = SK_ITEM_BLOCK;
     k->item_threads[k->nentry + 2] = SK_ITEM_BLOCK;
+    if (!own_copies(k)) {
+        k->flags |= 1u << 28; /* TEMPORARY (km4, r1): the knob's key */
+    }
     /* the copy's size is part of the compiled code: into the key, with
      * the version of entry 2's code (cached kernels of an older one are
      * not reused) */
     k->flags |= (unsigned)SK_PERMUTE_SHARED_BYTES << 8 |
                 (unsigned)PRIVATE_VERSION << 28;
-    int nleaf = sk_permute_rmw_ops(k->op, ops);
-    bool fadd = false;
-    for (int l = 0; l < nleaf; l++) {
-        fadd |= ops[l] == LLVMAtomicRMWBinOpFAdd;
-    }
-    /* TEMPORARY (km4, device round r1): $WEFT_PTX_PERMUTE_OWN=0 keeps
-     * the shared atomics, to time both in one round */
-    const char *own = getenv("WEFT_PTX_PERMUTE_OWN");
-    if (fadd && !(own && strcmp(own, "0") == 0)) {
-        k->flags |= OWN_FLAG;
-    }
     /* the accumulators, ticket and bits of a fused default, or of the
      * parts of a split launch (head comment) */
     s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX, 1, WEFT_U32, 1);
@@ -1031,7 +1036,7 @@ static weft_status ptx_permute_emit(sk_emit *e, const char *const *names)
         return s;
     }
     LLVMAtomicRMWBinOp ops[SK_PERMUTE_LEAVES_MAX];
-    if (e->k->flags & OWN_FLAG) {
+    if (own_copies(e->k)) {
         cg_ptx_launch_bounds(&f.fn, OWN_BLOCK, 0);
     } else if (e->k->light && sk_permute_rmw_ops(e->k->op, ops) == 1) {
         /* little work a source: registers to spare for the bound (not
