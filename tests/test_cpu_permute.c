@@ -658,10 +658,9 @@ static weft_acc *build_few_bins(weft_program *p, weft_acc *const *in,
     weft_fun_return(f, weft_tuple(p, 3, c));
     weft_fun *g = weft_fun1(p, WEFT_DIM(1));
     weft_exp *bi = weft_convert(weft_get(weft_arg(g, 0), 0), WEFT_I32);
-    weft_exp *d[3] = {
-        weft_sub(weft_mul(bi, weft_i32(p, 3)), weft_i32(p, 7)),
-        weft_fdiv(weft_convert(bi, WEFT_F32), weft_f32(p, 4)),
-        weft_f32(p, -0.0f)};
+    weft_exp *d[3] = {weft_sub(weft_mul(bi, weft_i32(p, 3)), weft_i32(p, 7)),
+                      weft_fdiv(weft_convert(bi, WEFT_F32), weft_f32(p, 4)),
+                      weft_f32(p, -0.0f)};
     weft_fun_return(g, weft_tuple(p, 3, d));
     weft_acc *def = weft_generate(weft_index1(weft_i64(p, FEW_BINS)), g);
     weft_fun *v = weft_fun2(p, WEFT_F32, WEFT_F32);
@@ -671,8 +670,8 @@ static weft_acc *build_few_bins(weft_program *p, weft_acc *const *in,
     /* a negative key is ignored */
     weft_fun *ix = weft_fun1(p, WEFT_DIM(1));
     weft_exp *k = weft_convert(weft_at(in[0], weft_arg(ix, 0)), WEFT_I64);
-    weft_fun_return(ix, weft_cond(weft_lt(k, weft_i64(p, 0)),
-                                  weft_ignore(p, 1), weft_index1(k)));
+    weft_fun_return(ix, weft_cond(weft_lt(k, weft_i64(p, 0)), weft_ignore(p, 1),
+                                  weft_index1(k)));
     return weft_permute(f, def, ix, src);
 }
 
@@ -704,10 +703,9 @@ static void run_few_bins(pair *c, int64_t n, bool bad, uint64_t seed)
     if (bad) {
         keys[n / 2] = FEW_BINS;
     }
-    in_spec sp[3] = {
-        {.type = WEFT_I32, .rank = 1, .shape = {n}, .data = keys},
-        {.type = WEFT_F32, .rank = 1, .shape = {n}, .data = xs},
-        {.type = WEFT_F32, .rank = 1, .shape = {n}, .data = ys}};
+    in_spec sp[3] = {{.type = WEFT_I32, .rank = 1, .shape = {n}, .data = keys},
+                     {.type = WEFT_F32, .rank = 1, .shape = {n}, .data = xs},
+                     {.type = WEFT_F32, .rank = 1, .shape = {n}, .data = ys}};
     char what[80];
     snprintf(what, sizeof what, "few bins n %lld%s", (long long)n,
              bad ? " (a key outside)" : "");
@@ -715,8 +713,7 @@ static void run_few_bins(pair *c, int64_t n, bool bad, uint64_t seed)
     if (!bad) {
         void *host[3] = {keys, xs, ys};
         weft_array *got = NULL;
-        TU_OK(run_in(c->ctx[1], build_few_bins, NULL, 3, sp, host, true,
-                     &got));
+        TU_OK(run_in(c->ctx[1], build_few_bins, NULL, 3, sp, host, true, &got));
         const float *y = weft_array_data(got, 2);
         for (int b = 5; b < FEW_BINS; b += 12) {
             ck_assert_msg(y[b] == 0 && signbit(y[b]),
