@@ -742,22 +742,20 @@ START_TEST(permute_split_reductions)
 END_TEST
 
 /* A permute whose combine is an f32 add (an atomic add of f32 in shared
- * memory is a CAS loop on sm_90) has blocks of at most 128 threads
- * (.maxntid) and, for results small enough that each of them has a copy
- * of its own (16 bins: 64 bytes a thread), plain loads, adds and stores
- * into its copy instead of the atomics (skeletons-ir/ptx/permute.c,
- * "Copies of one thread"): each atom.shared.add.f32 of the shared copies'
- * path has its st.shared.f32 twin; the i32 histogram keeps its launch
- * bounds (1024 threads, 2 blocks an SM). */
-START_TEST(permute_own_copies)
+ * memory is a CAS loop on sm_90) keeps the sums of a few bins in
+ * registers (skeletons-ir/ptx/permute.c, "Sums in registers"): for 16
+ * bins of f32 (32 in registers), each element is a select of each
+ * register's sum, no atomic (at least 32 selp.f32 for one element), and
+ * the kernel has no launch bound that would spill them; the i32
+ * histogram keeps its launch bounds (1024 threads, 2 blocks an SM) and
+ * has no such selects. */
+START_TEST(permute_reg_sums)
 {
     const char *text = ptx_of_one("hist-f32-16", 0, build_hist_f32_16);
-    int atoms = count_of(text, "atom.shared.add.f32");
-    ck_assert_int_ge(atoms, 1);
-    ck_assert_int_ge(count_of(text, "st.shared.f32"), atoms);
-    ck_assert_int_eq(count_of(text, ".maxntid 128, 1, 1"), 1);
-    text = ptx_of_one("hist-i32-own", 0, build_hist_i32);
-    ck_assert_int_eq(count_of(text, ".maxntid 128, 1, 1"), 0);
+    ck_assert_int_ge(count_of(text, "selp.f32"), 32);
+    ck_assert_int_eq(count_of(text, ".maxntid 1024, 1, 1"), 0);
+    text = ptx_of_one("hist-i32-reg", 0, build_hist_i32);
+    ck_assert_int_eq(count_of(text, "selp.f32"), 0);
     ck_assert_int_eq(count_of(text, ".maxntid 1024, 1, 1"), 1);
 }
 END_TEST
@@ -975,7 +973,7 @@ static Suite *suite(void)
     tcase_add_test(tc, scan_status_word);
     tcase_add_test(tc, element_kernels);
     tcase_add_test(tc, permute_split_reductions);
-    tcase_add_test(tc, permute_own_copies);
+    tcase_add_test(tc, permute_reg_sums);
     tcase_add_test(tc, staged_while);
     tcase_add_test(tc, ptxas_accepts); /* last: reads what the others wrote */
     suite_add_tcase(s, tc);
