@@ -741,25 +741,6 @@ START_TEST(permute_split_reductions)
 }
 END_TEST
 
-/* A permute whose combine is an f32 add (an atomic add of f32 in shared
- * memory is a CAS loop on sm_90) keeps the sums of a few bins in
- * registers (skeletons-ir/ptx/permute.c, "Sums in registers"): for 16
- * bins of f32 (32 in registers), each element is a select of each
- * register's sum, no atomic (at least 32 selp.f32 for one element), and
- * the kernel has no launch bound that would spill them; the i32
- * histogram keeps its launch bounds (1024 threads, 2 blocks an SM) and
- * has no such selects. */
-START_TEST(permute_reg_sums)
-{
-    const char *text = ptx_of_one("hist-f32-16", 0, build_hist_f32_16);
-    ck_assert_int_ge(count_of(text, "selp.f32"), 32);
-    ck_assert_int_eq(count_of(text, ".maxntid 1024, 1, 1"), 0);
-    text = ptx_of_one("hist-i32-reg", 0, build_hist_i32);
-    ck_assert_int_eq(count_of(text, "selp.f32"), 0);
-    ck_assert_int_eq(count_of(text, ".maxntid 1024, 1, 1"), 1);
-}
-END_TEST
-
 /* Element-wise kernels (skeletons-ir/ptx/target.c, generate.c): blocks of
  * at most 256 threads (.maxntid), four elements per chunk moved 16 bytes
  * at a time for a heavy body without a loop (each of the three operands
@@ -923,6 +904,25 @@ START_TEST(staged_while)
 }
 END_TEST
 
+/* A permute whose combine is an f32 add (an atomic add of f32 in shared
+ * memory is a CAS loop on sm_90) keeps the sums of a few bins in
+ * registers (skeletons-ir/ptx/permute.c, "Sums in registers"): for 16
+ * bins of f32 (32 in registers), each element is a select of each
+ * register's sum, no atomic (at least 32 selp.f32 for one element), and
+ * the kernel has no launch bound that would spill them; the i32
+ * histogram keeps its launch bounds (1024 threads, 2 blocks an SM) and
+ * has no such selects. */
+START_TEST(permute_reg_sums)
+{
+    const char *text = ptx_of_one("hist-f32-16", 0, build_hist_f32_16);
+    ck_assert_int_ge(count_of(text, "selp.f32"), 32);
+    ck_assert_int_eq(count_of(text, ".maxntid 1024, 1, 1"), 0);
+    text = ptx_of_one("hist-i32-reg", 0, build_hist_i32);
+    ck_assert_int_eq(count_of(text, "selp.f32"), 0);
+    ck_assert_int_eq(count_of(text, ".maxntid 1024, 1, 1"), 1);
+}
+END_TEST
+
 /* One .ptx file: entries, nothing unresolved, and the ptxas that user
  * points to (if not NULL) accepts it. */
 static void check_ptx(const char *path, const char *text, void *user)
@@ -973,8 +973,8 @@ static Suite *suite(void)
     tcase_add_test(tc, scan_status_word);
     tcase_add_test(tc, element_kernels);
     tcase_add_test(tc, permute_split_reductions);
-    tcase_add_test(tc, permute_reg_sums);
     tcase_add_test(tc, staged_while);
+    tcase_add_test(tc, permute_reg_sums);
     tcase_add_test(tc, ptxas_accepts); /* last: reads what the others wrote */
     suite_add_tcase(s, tc);
     return s;

@@ -157,7 +157,7 @@ static LLVMValueRef as_bits(cg_fn *fn, LLVMValueRef x)
 
 enum {
     GROUP = 4,           /* consecutive sources a thread takes at a time */
-    PRIVATE_VERSION = 9, /* of entry 2's code (sk_kernel.flags, the key) */
+    PRIVATE_VERSION = 7, /* of entry 2's code (sk_kernel.flags, the key) */
     /* entry 2's launch bounds where the kernel is light: 2 blocks of 1024
      * threads an SM, as many threads as an SM holds, so at most 32
      * registers (the histogram's pairs of groups took ptxas to 39
@@ -283,6 +283,89 @@ static weft_status reg_update(sk_fn *f, const private_put_ctx *pc,
         }
     }
     return s;
+}
+
+/* The registers' sums (head comment, "Sums in registers"): slots for
+ * pc->rbins bins of nleaf leaves, each at the identity id[l], and
+ * pc->reg, whether the result's bins fit them. */
+static weft_status reg_begin(sk_fn *f, private_put_ctx *pc, int nleaf,
+                             const LLVMValueRef *id, LLVMValueRef bins)
+{
+    cg_fn *fn = &f->fn;
+    pc->rbins = reg_bins(nleaf);
+    pc->acc = fe_arena_alloc(fn->arena,
+                             sizeof *pc->acc * (size_t)(pc->rbins * nleaf));
+    if (!pc->acc) {
+        return fe_oom("weft_compile");
+    }
+    for (int b = 0; b < pc->rbins; b++) {
+        for (int l = 0; l < nleaf; l++) {
+            LLVMValueRef slot = cg_alloca(fn, LLVMTypeOf(id[l]), "sum");
+            LLVMBuildStore(fn->b, id[l], slot);
+            pc->acc[b * nleaf + l] = slot;
+        }
+    }
+    pc->reg =
+        LLVMBuildICmp(fn->b, LLVMIntSLE, bins, cg_i64(fn, pc->rbins), "reg");
+    return WEFT_OK;
+}
+
+/* The registers' sums into the copies: each bin's sums combined over
+ * the warp by shuffles (every lane runs this: the block's threads all
+ * come here after their loops), and lane 0 adds them to its copy, bin
+ * by bin below `bins`. */
+static weft_status reg_flush(sk_fn *f, const private_put_ctx *pc,
+                             const cg_array *copy, LLVMValueRef tid,
+                             LLVMValueRef bins)
+{
+    cg_fn *fn = &f->fn;
+    const fe_fun *op = f->e->k->op->fun[0];
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+    int nleaf = copy->nleaf;
+    LLVMValueRef first = LLVMBuildICmp(
+        fn->b, LLVMIntEQ, LLVMBuildAnd(fn->b, tid, cg_i64(fn, 31), ""),
+        cg_i64(fn, 0), "");
+    cg_if reg;
+    cg_if_begin(fn, &reg, pc->reg);
+    weft_status s = WEFT_OK;
+    for (int b = 0; b < pc->rbins; b++) {
+        cg_val v, args[2];
+        if ((s = cg_val_make(fn, nleaf, &v)) != WEFT_OK) {
+            return s;
+        }
+        for (int l = 0; l < nleaf; l++) {
+            LLVMValueRef slot = pc->acc[b * nleaf + l];
+            v.v[l] =
+                LLVMBuildLoad2(fn->b, LLVMGetAllocatedType(slot), slot, "");
+        }
+        for (int d = 16; d >= 1; d /= 2) {
+            if ((s = cg_val_make(fn, nleaf, &args[1])) != WEFT_OK) {
+                return s;
+            }
+            for (int l = 0; l < nleaf; l++) {
+                args[1].v[l] = fn->target->shuffle_down(
+                    fn, v.v[l], LLVMConstInt(i32, (unsigned)d, 0));
+            }
+            args[0] = v;
+            if ((s = cg_apply(fn, op, args, &v)) != WEFT_OK) {
+                return s;
+            }
+        }
+        cg_if put;
+        cg_if_begin(fn, &put,
+                    LLVMBuildAnd(fn->b, first,
+                                 LLVMBuildICmp(fn->b, LLVMIntSLT, cg_i64(fn, b),
+                                               bins, ""),
+                                 ""));
+        s = sk_permute_update_rmw(
+            f, copy, LLVMBuildMul(fn->b, cg_i64(fn, b), pc->stride, ""), &v);
+        cg_if_end(fn, &put);
+        if (s) {
+            return s;
+        }
+    }
+    cg_if_end(fn, &reg);
+    return WEFT_OK;
 }
 
 /* The update of element x into the thread's copy at j: a plain one where
@@ -860,89 +943,6 @@ static weft_status flush_bin(sk_fn *f, const cg_array *shared,
     for (int l = 0; l < v->n; l++) {
         v->v[l] = LLVMBuildSelect(fn->b, first, v->v[l], id[l], "");
     }
-    return WEFT_OK;
-}
-
-/* The registers' sums (head comment, "Sums in registers"): slots for
- * pc->rbins bins of nleaf leaves, each at the identity id[l], and
- * pc->reg, whether the result's bins fit them. */
-static weft_status reg_begin(sk_fn *f, private_put_ctx *pc, int nleaf,
-                             const LLVMValueRef *id, LLVMValueRef bins)
-{
-    cg_fn *fn = &f->fn;
-    pc->rbins = reg_bins(nleaf);
-    pc->acc = fe_arena_alloc(fn->arena,
-                             sizeof *pc->acc * (size_t)(pc->rbins * nleaf));
-    if (!pc->acc) {
-        return fe_oom("weft_compile");
-    }
-    for (int b = 0; b < pc->rbins; b++) {
-        for (int l = 0; l < nleaf; l++) {
-            LLVMValueRef slot = cg_alloca(fn, LLVMTypeOf(id[l]), "sum");
-            LLVMBuildStore(fn->b, id[l], slot);
-            pc->acc[b * nleaf + l] = slot;
-        }
-    }
-    pc->reg =
-        LLVMBuildICmp(fn->b, LLVMIntSLE, bins, cg_i64(fn, pc->rbins), "reg");
-    return WEFT_OK;
-}
-
-/* The registers' sums into the copies: each bin's sums combined over
- * the warp by shuffles (every lane runs this: the block's threads all
- * come here after their loops), and lane 0 adds them to its copy, bin
- * by bin below `bins`. */
-static weft_status reg_flush(sk_fn *f, const private_put_ctx *pc,
-                             const cg_array *copy, LLVMValueRef tid,
-                             LLVMValueRef bins)
-{
-    cg_fn *fn = &f->fn;
-    const fe_fun *op = f->e->k->op->fun[0];
-    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
-    int nleaf = copy->nleaf;
-    LLVMValueRef first = LLVMBuildICmp(
-        fn->b, LLVMIntEQ, LLVMBuildAnd(fn->b, tid, cg_i64(fn, 31), ""),
-        cg_i64(fn, 0), "");
-    cg_if reg;
-    cg_if_begin(fn, &reg, pc->reg);
-    weft_status s = WEFT_OK;
-    for (int b = 0; b < pc->rbins; b++) {
-        cg_val v, args[2];
-        if ((s = cg_val_make(fn, nleaf, &v)) != WEFT_OK) {
-            return s;
-        }
-        for (int l = 0; l < nleaf; l++) {
-            LLVMValueRef slot = pc->acc[b * nleaf + l];
-            v.v[l] =
-                LLVMBuildLoad2(fn->b, LLVMGetAllocatedType(slot), slot, "");
-        }
-        for (int d = 16; d >= 1; d /= 2) {
-            if ((s = cg_val_make(fn, nleaf, &args[1])) != WEFT_OK) {
-                return s;
-            }
-            for (int l = 0; l < nleaf; l++) {
-                args[1].v[l] = fn->target->shuffle_down(
-                    fn, v.v[l], LLVMConstInt(i32, (unsigned)d, 0));
-            }
-            args[0] = v;
-            if ((s = cg_apply(fn, op, args, &v)) != WEFT_OK) {
-                return s;
-            }
-        }
-        cg_if put;
-        cg_if_begin(fn, &put,
-                    LLVMBuildAnd(fn->b, first,
-                                 LLVMBuildICmp(fn->b, LLVMIntSLT, cg_i64(fn, b),
-                                               bins, ""),
-                                 ""));
-        s = sk_permute_update_rmw(
-            f, copy, LLVMBuildMul(fn->b, cg_i64(fn, b), pc->stride, ""), &v);
-        cg_if_end(fn, &put);
-        if (s) {
-            return s;
-        }
-    }
-    cg_if_end(fn, &reg);
     return WEFT_OK;
 }
 
