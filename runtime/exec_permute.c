@@ -61,7 +61,6 @@
  * threads; and the copies take at most n / PARTS_PER_BIN elements.
  */
 #ifdef WEFT_HAVE_LLVM
-#include <stdlib.h>
 #include <string.h>
 
 #include "rt.h"
@@ -134,10 +133,7 @@ static weft_status run_parts(rt_job *j, int init, int64_t bins, int64_t S,
 static int64_t private_chunk(const rt_job *j, int64_t n, int64_t bins,
                              int devices)
 {
-    /* TEMPORARY (km4, device round r1): $WEFT_PTX_PRIVATE_WORKERS */
-    const char *pw = getenv("WEFT_PTX_PRIVATE_WORKERS");
-    int64_t per = pw && atoi(pw) > 0 ? atoi(pw) : PRIVATE_WORKERS;
-    int64_t blocks = j->workers / per * devices;
+    int64_t blocks = j->workers / PRIVATE_WORKERS * devices;
     int64_t grain = blocks > 1 ? (n + blocks - 1) / blocks : n;
     if (grain < PRIVATE_MIN_CHUNK) {
         grain = PRIVATE_MIN_CHUNK;

@@ -144,12 +144,7 @@
  * in order.  So the result of a fold of one row depends on the device
  * count (the association of its terms), never on timing.
  */
-#include <stdlib.h>
-#include <string.h>
-
 #include "../sk.h"
-
-enum { SK_FOLD_TWO_TILES = 1u << 8 }; /* TEMPORARY (km4, r1) */
 
 enum {
     WARP = 32,          /* lanes */
@@ -188,11 +183,6 @@ static weft_status ptx_fold_prepare(weft_context *ctx, fe_arena *arena,
      * occupancy and 49% of DRAM.  A sum of 2^28 is cut by
      * PIECES_PER_BLOCK as before. */
     k->chunk_min = 16384;
-    /* TEMPORARY (km4, device round r1): $WEFT_PTX_FOLD_TILES=2 */
-    const char *tiles = getenv("WEFT_PTX_FOLD_TILES");
-    if (tiles && strcmp(tiles, "2") == 0) {
-        k->flags |= SK_FOLD_TWO_TILES;
-    }
     weft_status s = sk_add_chunk_items(ctx, arena, k, k->op->type);
     if (s == WEFT_OK && (k->flags & SK_FOLD_CHUNKS_ONLY)) {
         /* one row: the last block finishes it (sk.h), its ticket in aux 2 */
@@ -624,56 +614,45 @@ static weft_status warp_accumulate(sk_fn *f, warp *w)
     return s;
 }
 
-/* ntile (1 or 2) full tiles from t, one after the other: lane l reads
- * its K elements of each (all of them first, so that they are in flight
- * together), then for each tile in turn folds them, the warp reduces
- * (every lane valid) and lane 0 accumulates.  vec: by vector loads (t a
- * multiple of K). */
+/* One full tile at t: lane l reads its K elements (all first, so that
+ * they are in flight together), folds them and the warp reduces (every
+ * lane valid).  vec: by vector loads (t a multiple of K). */
 static weft_status full_tile(sk_fn *f, warp *w, const source *sr,
-                             LLVMValueRef t, int k, bool vec, int ntile)
+                             LLVMValueRef t, int k, bool vec)
 {
     cg_fn *fn = &f->fn;
     weft_status s;
     LLVMValueRef K = cg_i64(fn, k);
-    cg_val x[2][MAX_RUN], y;
-    LLVMValueRef *vals[2][MAX_VEC_ARRAYS];
-    LLVMValueRef at[2], llo[2];
-    for (int q = 0; q < ntile; q++) {
-        at[q] = LLVMBuildAdd(fn->b, t, cg_i64(fn, (int64_t)q * k * WARP), "");
-        llo[q] =
-            LLVMBuildAdd(fn->b, at[q], LLVMBuildMul(fn->b, w->lane, K, ""), "");
-        if (vec && (s = vec_load(f, sr, llo[q], k, vals[q])) != WEFT_OK) {
+    LLVMValueRef llo =
+        LLVMBuildAdd(fn->b, t, LLVMBuildMul(fn->b, w->lane, K, ""), "");
+    cg_val x[MAX_RUN], y;
+    LLVMValueRef *vals[MAX_VEC_ARRAYS];
+    if (vec && (s = vec_load(f, sr, llo, k, vals)) != WEFT_OK) {
+        return s;
+    }
+    for (int i = 0; i < k; i++) {
+        LLVMValueRef j = LLVMBuildAdd(fn->b, llo, cg_i64(fn, i), "");
+        if (vec) {
+            cg_set_elem(fn, j);
+            s = vec_read(f, sr, vals, k, sr->src, i, &x[i]);
+        } else {
+            s = source_read(f, sr, j, &x[i]);
+        }
+        if (s) {
             return s;
         }
     }
-    for (int q = 0; q < ntile; q++) {
-        for (int i = 0; i < k; i++) {
-            LLVMValueRef j = LLVMBuildAdd(fn->b, llo[q], cg_i64(fn, i), "");
-            if (vec) {
-                cg_set_elem(fn, j);
-                s = vec_read(f, sr, vals[q], k, sr->src, i, &x[q][i]);
-            } else {
-                s = source_read(f, sr, j, &x[q][i]);
-            }
-            if (s) {
-                return s;
-            }
-        }
-    }
-    for (int q = 0; q < ntile; q++) {
-        for (int i = 1; i < k; i++) {
-            if ((s = combine(f, &x[q][0], &x[q][i], &y)) != WEFT_OK) {
-                return s;
-            }
-            x[q][0] = y;
-        }
-        cg_mut_set(fn, &w->x, &x[q][0]);
-        if ((s = warp_reduce(f, w, at[q], K, NULL)) != WEFT_OK ||
-            (s = warp_accumulate(f, w)) != WEFT_OK) {
+    for (int i = 1; i < k; i++) {
+        if ((s = combine(f, &x[0], &x[i], &y)) != WEFT_OK) {
             return s;
         }
+        x[0] = y;
     }
-    return WEFT_OK;
+    cg_mut_set(fn, &w->x, &x[0]);
+    if ((s = warp_reduce(f, w, t, K, NULL)) != WEFT_OK) {
+        return s;
+    }
+    return warp_accumulate(f, w);
 }
 
 /* The last, partial tile at t (t < hi < t + 32 K), as warp_lanes: lane
@@ -719,32 +698,11 @@ static weft_status warp_fold(sk_fn *f, warp *w, const source *sr,
         fn->b, lo, LLVMBuildMul(fn->b, LLVMBuildUDiv(fn->b, len, T, ""), T, ""),
         "full");
     cg_sloop tl;
-    if (f->e->k->flags & SK_FOLD_TWO_TILES) {
-        /* pairs of full tiles, then the one left if any */
-        LLVMValueRef T2 = cg_i64(fn, 2 * (int64_t)k * WARP);
-        LLVMValueRef pairs = LLVMBuildAdd(
-            fn->b, lo,
-            LLVMBuildMul(fn->b, LLVMBuildUDiv(fn->b, len, T2, ""), T2, ""),
-            "pairs");
-        LLVMValueRef t = cg_sloop_begin(fn, &tl, lo, pairs, T2, "tiles");
-        if ((s = full_tile(f, w, sr, t, k, sr->vec, 2)) != WEFT_OK) {
-            return s;
-        }
-        cg_sloop_end(fn, &tl);
-        cg_if odd;
-        cg_if_begin(fn, &odd,
-                    LLVMBuildICmp(fn->b, LLVMIntSLT, pairs, full, ""));
-        if ((s = full_tile(f, w, sr, pairs, k, sr->vec, 1)) != WEFT_OK) {
-            return s;
-        }
-        cg_if_end(fn, &odd);
-    } else {
-        LLVMValueRef t = cg_sloop_begin(fn, &tl, lo, full, T, "tile");
-        if ((s = full_tile(f, w, sr, t, k, sr->vec, 1)) != WEFT_OK) {
-            return s;
-        }
-        cg_sloop_end(fn, &tl);
+    LLVMValueRef t = cg_sloop_begin(fn, &tl, lo, full, T, "tile");
+    if ((s = full_tile(f, w, sr, t, k, sr->vec)) != WEFT_OK) {
+        return s;
     }
+    cg_sloop_end(fn, &tl);
     cg_if tail;
     cg_if_begin(fn, &tail, LLVMBuildICmp(fn->b, LLVMIntSLT, full, hi, ""));
     if ((s = part_tile(f, w, sr, full, hi)) != WEFT_OK) {
