@@ -639,9 +639,9 @@ END_TEST
 /* k-means' sums with few bins: permute of (1, x, y) from keys, xs and ys
  * (parameters 0 to 2) by the combine \a b -> (b.0 + a.0, a.1 + b.1, b.2 +
  * a.2) (associative; its arguments in both orders), into FEW_BINS bins
- * whose default is (3 b - 7, b / 4, -0.0); the GPU gives each thread a
- * copy of its own there (skeletons-ir/ptx/permute.c, "Copies of one
- * thread"). */
+ * whose default is (3 b - 7, b / 4, -0.0): on the GPU, entry 2 of
+ * skeletons-ir/ptx/permute.c with its interleaved copies (128 of 20 bins
+ * of 12 bytes) and a fused default. */
 enum { FEW_BINS = 20 };
 
 static weft_acc *build_few_bins(weft_program *p, weft_acc *const *in,
@@ -731,8 +731,8 @@ START_TEST(test_permute_few_bins)
 {
     pair c;
     pair_open(&c, 4);
-    static const int64_t sizes[] = {7, 4099, 300007, BIG};
-    for (int s = 0; s < 4; s++) {
+    static const int64_t sizes[] = {7, 4099, 300007};
+    for (int s = 0; s < 3; s++) {
         run_few_bins(&c, sizes[s], false, (uint64_t)s + 1);
     }
     run_few_bins(&c, 300007, true, 9);

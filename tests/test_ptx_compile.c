@@ -654,11 +654,9 @@ static weft_acc *build_div_sqrt(weft_program *p)
     return weft_zipwith(f, x, y);
 }
 
-/* permute (op) of keys into `nbins` bins of type t (a fused default of
- * zeros), the source the keys' positions converted to t: the histogram's
- * shape. */
-static weft_acc *histogram_of(weft_program *p, weft_op op, weft_type t,
-                              int64_t nbins)
+/* permute (op) of keys into `bins` of type t (a fused default of zeros),
+ * the source the keys' positions converted to t: the histogram's shape. */
+static weft_acc *histogram_of(weft_program *p, weft_op op, weft_type t)
 {
     weft_acc *keys = weft_param(p, WEFT_I32, 1);
     weft_fun *val = weft_fun1(p, WEFT_DIM(1));
@@ -666,7 +664,7 @@ static weft_acc *histogram_of(weft_program *p, weft_op op, weft_type t,
     weft_acc *src = weft_generate(weft_shape(keys), val);
     weft_fun *zero = weft_fun1(p, WEFT_DIM(1));
     weft_fun_return(zero, weft_convert(weft_i32(p, 0), t));
-    weft_acc *bins = weft_generate(weft_index1(weft_i64(p, nbins)), zero);
+    weft_acc *bins = weft_generate(weft_index1(weft_i64(p, 256)), zero);
     weft_fun *bin = weft_fun1(p, WEFT_DIM(1));
     weft_fun_return(bin, weft_index1(weft_convert(
                              weft_at(keys, weft_arg(bin, 0)), WEFT_I64)));
@@ -675,27 +673,22 @@ static weft_acc *histogram_of(weft_program *p, weft_op op, weft_type t,
 
 static weft_acc *build_hist_i32(weft_program *p)
 {
-    return histogram_of(p, WEFT_OP_ADD, WEFT_I32, 256);
+    return histogram_of(p, WEFT_OP_ADD, WEFT_I32);
 }
 
 static weft_acc *build_hist_u64_max(weft_program *p)
 {
-    return histogram_of(p, WEFT_OP_MAX, WEFT_U64, 256);
+    return histogram_of(p, WEFT_OP_MAX, WEFT_U64);
 }
 
 static weft_acc *build_hist_f64(weft_program *p)
 {
-    return histogram_of(p, WEFT_OP_ADD, WEFT_F64, 256);
+    return histogram_of(p, WEFT_OP_ADD, WEFT_F64);
 }
 
 static weft_acc *build_hist_u8(weft_program *p)
 {
-    return histogram_of(p, WEFT_OP_ADD, WEFT_U8, 256);
-}
-
-static weft_acc *build_hist_f32_16(weft_program *p)
-{
-    return histogram_of(p, WEFT_OP_ADD, WEFT_F32, 16);
+    return histogram_of(p, WEFT_OP_ADD, WEFT_U8);
 }
 
 /* The i32 histogram into a default array given (not fused). */
@@ -904,25 +897,6 @@ START_TEST(staged_while)
 }
 END_TEST
 
-/* A permute whose combine is an f32 add (an atomic add of f32 in shared
- * memory is a CAS loop on sm_90) keeps the sums of a few bins in
- * registers (skeletons-ir/ptx/permute.c, "Sums in registers"): for 16
- * bins of f32 (32 in registers), each element is a select of each
- * register's sum, no atomic (at least 32 selp.f32 for one element), and
- * the kernel has no launch bound that would spill them; the i32
- * histogram keeps its launch bounds (1024 threads, 2 blocks an SM) and
- * has no such selects. */
-START_TEST(permute_reg_sums)
-{
-    const char *text = ptx_of_one("hist-f32-16", 0, build_hist_f32_16);
-    ck_assert_int_ge(count_of(text, "selp.f32"), 32);
-    ck_assert_int_eq(count_of(text, ".maxntid 1024, 1, 1"), 0);
-    text = ptx_of_one("hist-i32-reg", 0, build_hist_i32);
-    ck_assert_int_eq(count_of(text, "selp.f32"), 0);
-    ck_assert_int_eq(count_of(text, ".maxntid 1024, 1, 1"), 1);
-}
-END_TEST
-
 /* One .ptx file: entries, nothing unresolved, and the ptxas that user
  * points to (if not NULL) accepts it. */
 static void check_ptx(const char *path, const char *text, void *user)
@@ -974,7 +948,6 @@ static Suite *suite(void)
     tcase_add_test(tc, element_kernels);
     tcase_add_test(tc, permute_split_reductions);
     tcase_add_test(tc, staged_while);
-    tcase_add_test(tc, permute_reg_sums);
     tcase_add_test(tc, ptxas_accepts); /* last: reads what the others wrote */
     suite_add_tcase(s, tc);
     return s;

@@ -54,20 +54,6 @@
  * flush loop's bounds are the same in a warp, so every lane meets every
  * shuffle).
  *
- * Copies of one thread.  Where a leaf's combine is a float add (the CAS
- * loop above), the kernel has blocks of at most OWN_BLOCK (128) threads
- * (.maxntid), and where the copies then number as many as the block's
- * threads (a few bins: cap / bins >= 128, k-means' 16 bins of 12 bytes,
- * up to 64 bins of f32) every thread has a copy of its own, and its
- * updates are a plain load, combine and store (sk_permute_update_plain):
- * no atomic, no loop, and the loads of different leaves overlap (a
- * thread's eight updates of one leaf still go one after the other, as
- * they may hit one bin).  The branch between that loop and the shared
- * one is uniform (ncopy and the block are the same in every thread), and
- * everything else (the copies' layout, the flush) is as above.  k-means'
- * tuple permute took 36 us an iteration on an H200 with the CAS loops
- * (bench/results/gpu-profile.md, "k-means, session 29").
- *
  * The hot loop is kept short.  A group's four targets are computed before
  * its four updates, so that its reads sit together and become one 128-bit
  * load; every source position is said to lie inside the source's extents
@@ -138,9 +124,6 @@
  * their bounds need not be uniform.  The block's chunks all go into its
  * copies, flushed once at the end.
  */
-#include <stdlib.h>
-#include <string.h>
-
 #include "../sk.h"
 
 /* x as the integer of its bits (floats), or x. */
@@ -163,230 +146,16 @@ enum {
      * registers (the histogram's pairs of groups took ptxas to 39
      * without, which halved the blocks) */
     PRIVATE_BLOCK = 1024,
-    PRIVATE_BLOCKS_PER_SM = 2,
-    /* entry 2's launch bound where a leaf is a float add (a CAS loop in
-     * shared memory), so that a few bins give each thread a copy of its
-     * own (head comment, "Copies of one thread"): 128 threads' copies of
-     * up to 256 bytes fit (k-means' 16 bins of 12 bytes) */
-    OWN_BLOCK = 128,
-    /* entry 2's sums in registers (head comment, "Sums in registers"):
-     * at most this many values a thread (bins times leaves), at most
-     * REG_BINS_MAX bins */
-    REG_VALUES = 64,
-    REG_BINS_MAX = 32
+    PRIVATE_BLOCKS_PER_SM = 2
 };
 
 /* What the updates of a thread share: its flag of a target outside the
- * result (an i1 slot), the distance between two bins of its copy
- * (ncopy: the copies are interleaved, head comment) and whether the copy
- * is the thread's alone (an i1, the same in every thread of the block;
- * NULL where the kernel has no such path: head comment, "Copies of one
- * thread"). */
+ * result (an i1 slot) and the distance between two bins of its copy
+ * (ncopy: the copies are interleaved, head comment). */
 typedef struct private_put_ctx {
     LLVMValueRef bad;
     LLVMValueRef stride;
-    LLVMValueRef own;
-    LLVMValueRef reg;  /* i1: the sums are in registers (the same in every
-                          thread), or NULL where the kernel has no such
-                          path */
-    int rbins;         /* bins in registers */
-    LLVMValueRef *acc; /* their slots, acc[b nleaf + l] (cg_alloca) */
 } private_put_ctx;
-
-/* The bins that entry 2 of a permute of nleaf leaves keeps in registers
- * (a power of two). */
-static int reg_bins(int nleaf)
-{
-    int rb = REG_BINS_MAX;
-    while (rb > 1 && rb * nleaf > REG_VALUES) {
-        rb /= 2;
-    }
-    return rb;
-}
-
-/* TEMPORARY (km4, device round r2): $WEFT_PTX_PERMUTE_OWN, 0 the
- * shared atomics, 1 the copies of one thread, 2 (or unset) the sums in
- * registers */
-static int permute_mode(void)
-{
-    const char *knob = getenv("WEFT_PTX_PERMUTE_OWN");
-    return knob && (strcmp(knob, "0") == 0 || strcmp(knob, "1") == 0)
-               ? knob[0] - '0'
-               : 2;
-}
-
-/* Whether entry 2 of permute k has the updates of copies of one thread:
- * a leaf of its combine is a float add (head comment). */
-static bool own_copies(const sk_kernel *k)
-{
-    LLVMAtomicRMWBinOp ops[SK_PERMUTE_LEAVES_MAX];
-    int n = sk_permute_rmw_ops(k->op, ops);
-    bool fadd = false;
-    for (int l = 0; l < n; l++) {
-        fadd |= ops[l] == LLVMAtomicRMWBinOpFAdd;
-    }
-    return fadd && permute_mode() == 1;
-}
-
-/* Whether entry 2 of permute k keeps a few bins' sums in registers: a
- * leaf of its combine is a float add. */
-static bool reg_sums(const sk_kernel *k)
-{
-    LLVMAtomicRMWBinOp ops[SK_PERMUTE_LEAVES_MAX];
-    int n = sk_permute_rmw_ops(k->op, ops);
-    bool fadd = false;
-    for (int l = 0; l < n; l++) {
-        fadd |= ops[l] == LLVMAtomicRMWBinOpFAdd;
-    }
-    return fadd && !k->checked && permute_mode() == 2;
-}
-
-/* Element e into the registers: for every bin b of them, acc[b] =
- * x `op` acc[b] where e's target is b (a select: no branch), so that a
- * target outside the registers' bins (outside the result: the flag is
- * raised) changes none that are flushed. */
-static weft_status reg_update(sk_fn *f, const private_put_ctx *pc,
-                              const sk_permute_elem *e)
-{
-    cg_fn *fn = &f->fn;
-    const fe_fun *op = f->e->k->op->fun[0];
-    int nleaf = e->x.n;
-    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
-    LLVMValueRef keep = LLVMBuildNot(fn->b, e->ignored, "");
-    /* the target's low 32 bits: one that differs from b above them is
-     * outside the result (the flag is raised, and the run fails) */
-    LLVMValueRef j32 = LLVMBuildTrunc(fn->b, e->j, i32, "");
-    weft_status s = WEFT_OK;
-    for (int b = 0; b < pc->rbins && s == WEFT_OK; b++) {
-        LLVMValueRef hit =
-            LLVMBuildAnd(fn->b, keep,
-                         LLVMBuildICmp(fn->b, LLVMIntEQ, j32,
-                                       LLVMConstInt(i32, (unsigned)b, 0), ""),
-                         "");
-        cg_val args[2], y;
-        args[0] = e->x;
-        if ((s = cg_val_make(fn, nleaf, &args[1])) != WEFT_OK) {
-            return s;
-        }
-        LLVMValueRef *slot = pc->acc + (size_t)b * (size_t)nleaf;
-        for (int l = 0; l < nleaf; l++) {
-            args[1].v[l] =
-                LLVMBuildLoad2(fn->b, LLVMTypeOf(e->x.v[l]), slot[l], "");
-        }
-        if ((s = cg_apply(fn, op, args, &y)) != WEFT_OK) {
-            return s;
-        }
-        for (int l = 0; l < nleaf; l++) {
-            LLVMBuildStore(
-                fn->b, LLVMBuildSelect(fn->b, hit, y.v[l], args[1].v[l], ""),
-                slot[l]);
-        }
-    }
-    return s;
-}
-
-/* The registers' sums (head comment, "Sums in registers"): slots for
- * pc->rbins bins of nleaf leaves, each at the identity id[l], and
- * pc->reg, whether the result's bins fit them. */
-static weft_status reg_begin(sk_fn *f, private_put_ctx *pc, int nleaf,
-                             const LLVMValueRef *id, LLVMValueRef bins)
-{
-    cg_fn *fn = &f->fn;
-    pc->rbins = reg_bins(nleaf);
-    pc->acc = fe_arena_alloc(fn->arena,
-                             sizeof *pc->acc * (size_t)(pc->rbins * nleaf));
-    if (!pc->acc) {
-        return fe_oom("weft_compile");
-    }
-    for (int b = 0; b < pc->rbins; b++) {
-        for (int l = 0; l < nleaf; l++) {
-            LLVMValueRef slot = cg_alloca(fn, LLVMTypeOf(id[l]), "sum");
-            LLVMBuildStore(fn->b, id[l], slot);
-            pc->acc[b * nleaf + l] = slot;
-        }
-    }
-    pc->reg =
-        LLVMBuildICmp(fn->b, LLVMIntSLE, bins, cg_i64(fn, pc->rbins), "reg");
-    return WEFT_OK;
-}
-
-/* The registers' sums into the copies: each bin's sums combined over
- * the warp by shuffles (every lane runs this: the block's threads all
- * come here after their loops), and lane 0 adds them to its copy, bin
- * by bin below `bins`. */
-static weft_status reg_flush(sk_fn *f, const private_put_ctx *pc,
-                             const cg_array *copy, LLVMValueRef tid,
-                             LLVMValueRef bins)
-{
-    cg_fn *fn = &f->fn;
-    const fe_fun *op = f->e->k->op->fun[0];
-    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
-    int nleaf = copy->nleaf;
-    LLVMValueRef first = LLVMBuildICmp(
-        fn->b, LLVMIntEQ, LLVMBuildAnd(fn->b, tid, cg_i64(fn, 31), ""),
-        cg_i64(fn, 0), "");
-    cg_if reg;
-    cg_if_begin(fn, &reg, pc->reg);
-    weft_status s = WEFT_OK;
-    for (int b = 0; b < pc->rbins; b++) {
-        cg_val v, args[2];
-        if ((s = cg_val_make(fn, nleaf, &v)) != WEFT_OK) {
-            return s;
-        }
-        for (int l = 0; l < nleaf; l++) {
-            LLVMValueRef slot = pc->acc[b * nleaf + l];
-            v.v[l] =
-                LLVMBuildLoad2(fn->b, LLVMGetAllocatedType(slot), slot, "");
-        }
-        for (int d = 16; d >= 1; d /= 2) {
-            if ((s = cg_val_make(fn, nleaf, &args[1])) != WEFT_OK) {
-                return s;
-            }
-            for (int l = 0; l < nleaf; l++) {
-                args[1].v[l] = fn->target->shuffle_down(
-                    fn, v.v[l], LLVMConstInt(i32, (unsigned)d, 0));
-            }
-            args[0] = v;
-            if ((s = cg_apply(fn, op, args, &v)) != WEFT_OK) {
-                return s;
-            }
-        }
-        cg_if put;
-        cg_if_begin(fn, &put,
-                    LLVMBuildAnd(fn->b, first,
-                                 LLVMBuildICmp(fn->b, LLVMIntSLT, cg_i64(fn, b),
-                                               bins, ""),
-                                 ""));
-        s = sk_permute_update_rmw(
-            f, copy, LLVMBuildMul(fn->b, cg_i64(fn, b), pc->stride, ""), &v);
-        cg_if_end(fn, &put);
-        if (s) {
-            return s;
-        }
-    }
-    cg_if_end(fn, &reg);
-    return WEFT_OK;
-}
-
-/* The update of element x into the thread's copy at j: a plain one where
- * the copy is the thread's alone, else the atomic one. */
-static weft_status private_update(sk_fn *f, const cg_array *copy,
-                                  const private_put_ctx *pc,
-                                  const sk_permute_elem *at)
-{
-    if (!pc->own) {
-        return sk_permute_update_rmw(f, copy, at->j, &at->x);
-    }
-    cg_if own;
-    cg_if_begin(&f->fn, &own, pc->own);
-    weft_status s = sk_permute_update_plain(f, copy, at->j, &at->x);
-    cg_if_else(&f->fn, &own);
-    if (s == WEFT_OK) {
-        s = sk_permute_update_rmw(f, copy, at->j, &at->x);
-    }
-    cg_if_end(&f->fn, &own);
-    return s;
-}
 
 /* The update of one element into the thread's copy, at element j stride
  * of it.  Unchecked, a target outside the result only raises the
@@ -401,17 +170,6 @@ static weft_status private_put(sk_fn *f, const cg_array *copy,
     const private_put_ctx *pc = user;
     sk_permute_elem at = *e;
     at.j = LLVMBuildNSWMul(fn->b, e->j, pc->stride, "");
-    if (f->e->k->checked && pc->own) {
-        cg_if own;
-        cg_if_begin(fn, &own, pc->own);
-        weft_status s = sk_permute_put(f, copy, &at, sk_permute_update_plain);
-        cg_if_else(fn, &own);
-        if (s == WEFT_OK) {
-            s = sk_permute_put(f, copy, &at, sk_permute_update_rmw);
-        }
-        cg_if_end(fn, &own);
-        return s;
-    }
     if (f->e->k->checked) {
         return sk_permute_put(f, copy, &at, sk_permute_update_rmw);
     }
@@ -423,22 +181,10 @@ static weft_status private_put(sk_fn *f, const cg_array *copy,
         fn->b,
         LLVMBuildOr(fn->b, LLVMBuildLoad2(fn->b, i1, pc->bad, ""), out, ""),
         pc->bad);
-    cg_if reg;
-    if (pc->reg) {
-        cg_if_begin(fn, &reg, pc->reg);
-        weft_status s = reg_update(f, pc, e);
-        if (s) {
-            return s;
-        }
-        cg_if_else(fn, &reg);
-    }
     cg_if in;
     cg_if_begin(fn, &in, LLVMBuildAnd(fn->b, keep, e->inside, ""));
-    weft_status s = private_update(f, copy, pc, &at);
+    weft_status s = sk_permute_update_rmw(f, copy, at.j, &e->x);
     cg_if_end(fn, &in);
-    if (pc->reg) {
-        cg_if_end(fn, &reg);
-    }
     return s;
 }
 
@@ -1048,14 +794,6 @@ static weft_status emit_private(sk_fn *f)
     }
     cg_sloop_end(fn, &init);
     tg->barrier(fn);
-    if (own_copies(f->e->k)) {
-        /* a copy a thread: the same in every thread */
-        pc.own = LLVMBuildICmp(fn->b, LLVMIntEQ, ncopy, bs, "own");
-    }
-    if (reg_sums(f->e->k) &&
-        (s = reg_begin(f, &pc, out->nleaf, id, bins)) != WEFT_OK) {
-        return s;
-    }
     /* the block's chunks into the copies: chunk c is [base + c grain,
      * ...), base the kernel's `skip` parameter (0 but in a part of a
      * split launch, whose sources start there: head comment) */
@@ -1104,9 +842,6 @@ static weft_status emit_private(sk_fn *f)
     cg_if_begin(fn, &report, LLVMBuildLoad2(fn->b, i1, bad, ""));
     sk_set_error(f, CG_ERR_PERMUTE);
     cg_if_end(fn, &report);
-    if (pc.reg && (s = reg_flush(f, &pc, &copy, tid, bins)) != WEFT_OK) {
-        return s;
-    }
     tg->barrier(fn);
     /* each bin, a warp's: its copies combined, then into the output by
      * lane 0, one atomic a leaf where the block touched it */
@@ -1193,8 +928,6 @@ static weft_status ptx_permute_prepare(weft_context *ctx, fe_arena *arena,
     /* a block per chunk, in both variants (a fused zipWith has two) */
     k->item_threads[2] = SK_ITEM_BLOCK;
     k->item_threads[k->nentry + 2] = SK_ITEM_BLOCK;
-    /* TEMPORARY (km4, r2): the knob's mode into the key */
-    k->flags |= (unsigned)(permute_mode() + 1) << 20;
     /* the copy's size is part of the compiled code: into the key, with
      * the version of entry 2's code (cached kernels of an older one are
      * not reused) */
@@ -1223,12 +956,7 @@ static weft_status ptx_permute_emit(sk_emit *e, const char *const *names)
         return s;
     }
     LLVMAtomicRMWBinOp ops[SK_PERMUTE_LEAVES_MAX];
-    if (own_copies(e->k)) {
-        cg_ptx_launch_bounds(&f.fn, OWN_BLOCK, 0);
-    } else if (reg_sums(e->k)) {
-        /* the sums' registers: no bound (the occupancy API picks the
-         * block) */
-    } else if (e->k->light && sk_permute_rmw_ops(e->k->op, ops) == 1) {
+    if (e->k->light && sk_permute_rmw_ops(e->k->op, ops) == 1) {
         /* little work a source: registers to spare for the bound (not
          * with several leaves: a pair of groups holds eight values of
          * each, and k-means' three spilled at 32 registers and at 64;
