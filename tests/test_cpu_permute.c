@@ -636,6 +636,110 @@ START_TEST(test_permute_signed_zeros)
 }
 END_TEST
 
+/* k-means' sums with few bins: permute of (1, x, y) from keys, xs and ys
+ * (parameters 0 to 2) by the combine \a b -> (b.0 + a.0, a.1 + b.1, b.2 +
+ * a.2) (associative; its arguments in both orders), into FEW_BINS bins
+ * whose default is (3 b - 7, b / 4, -0.0): on the GPU, entry 2 of
+ * skeletons-ir/ptx/permute.c with its interleaved copies (128 of 20 bins
+ * of 12 bytes) and a fused default. */
+enum { FEW_BINS = 20 };
+
+static weft_acc *build_few_bins(weft_program *p, weft_acc *const *in,
+                                const void *user)
+{
+    (void)user;
+    weft_exp *z[3] = {weft_i32(p, 0), weft_f32(p, 0), weft_f32(p, 0)};
+    weft_type et = weft_exp_type(weft_tuple(p, 3, z));
+    weft_fun *f = weft_fun2(p, et, et);
+    weft_exp *a = weft_arg(f, 0), *b = weft_arg(f, 1);
+    weft_exp *c[3] = {weft_add(weft_get(b, 0), weft_get(a, 0)),
+                      weft_add(weft_get(a, 1), weft_get(b, 1)),
+                      weft_add(weft_get(b, 2), weft_get(a, 2))};
+    weft_fun_return(f, weft_tuple(p, 3, c));
+    weft_fun *g = weft_fun1(p, WEFT_DIM(1));
+    weft_exp *bi = weft_convert(weft_get(weft_arg(g, 0), 0), WEFT_I32);
+    weft_exp *d[3] = {weft_sub(weft_mul(bi, weft_i32(p, 3)), weft_i32(p, 7)),
+                      weft_fdiv(weft_convert(bi, WEFT_F32), weft_f32(p, 4)),
+                      weft_f32(p, -0.0f)};
+    weft_fun_return(g, weft_tuple(p, 3, d));
+    weft_acc *def = weft_generate(weft_index1(weft_i64(p, FEW_BINS)), g);
+    weft_fun *v = weft_fun2(p, WEFT_F32, WEFT_F32);
+    weft_exp *e[3] = {weft_i32(p, 1), weft_arg(v, 0), weft_arg(v, 1)};
+    weft_fun_return(v, weft_tuple(p, 3, e));
+    weft_acc *src = weft_zipwith(v, in[1], in[2]);
+    /* a negative key is ignored */
+    weft_fun *ix = weft_fun1(p, WEFT_DIM(1));
+    weft_exp *k = weft_convert(weft_at(in[0], weft_arg(ix, 0)), WEFT_I64);
+    weft_fun_return(ix, weft_cond(weft_lt(k, weft_i64(p, 0)), weft_ignore(p, 1),
+                                  weft_index1(k)));
+    return weft_permute(f, def, ix, src);
+}
+
+/* build_few_bins on n keys in [-1, 15] (-1 ignored; bins 16 to 19 hit by
+ * none and keep their default), xs and ys quarters in [-9/4, 9/4] (their
+ * sums exact in any order, so that the tolerance of 1e-5 of the harness
+ * covers nothing but exact results), except that every y of key 5 is
+ * -0.0 (bin 5's y stays the default's -0.0: checked bit for bit, as the
+ * harness takes -0 for +0 under its tolerance) and the first y of key 3
+ * is a NaN (bin 3's y a NaN on both sides); with `bad`, one key is 20,
+ * outside the result: WEFT_ERR_OUT_OF_BOUNDS on both sides. */
+static void run_few_bins(pair *c, int64_t n, bool bad, uint64_t seed)
+{
+    int32_t *keys = malloc((size_t)n * sizeof *keys);
+    float *xs = malloc((size_t)n * sizeof *xs);
+    float *ys = malloc((size_t)n * sizeof *ys);
+    ck_assert(keys && xs && ys);
+    tu_rng r = tu_rng_seed(seed);
+    bool nan = false;
+    for (int64_t i = 0; i < n; i++) {
+        keys[i] = (int32_t)tu_rng_int(&r, -1, 15);
+        xs[i] = (float)tu_rng_int(&r, -9, 9) / 4;
+        ys[i] = keys[i] == 5 ? -0.0f : (float)tu_rng_int(&r, -9, 9) / 4;
+        if (keys[i] == 3 && !nan) {
+            ys[i] = NAN;
+            nan = true;
+        }
+    }
+    if (bad) {
+        keys[n / 2] = FEW_BINS;
+    }
+    in_spec sp[3] = {{.type = WEFT_I32, .rank = 1, .shape = {n}, .data = keys},
+                     {.type = WEFT_F32, .rank = 1, .shape = {n}, .data = xs},
+                     {.type = WEFT_F32, .rank = 1, .shape = {n}, .data = ys}};
+    char what[80];
+    snprintf(what, sizeof what, "few bins n %lld%s", (long long)n,
+             bad ? " (a key outside)" : "");
+    check_case(c, what, build_few_bins, NULL, 3, sp, seed);
+    if (!bad) {
+        void *host[3] = {keys, xs, ys};
+        weft_array *got = NULL;
+        TU_OK(run_in(c->ctx[1], build_few_bins, NULL, 3, sp, host, true, &got));
+        const float *y = weft_array_data(got, 2);
+        for (int b = 5; b < FEW_BINS; b += 12) {
+            ck_assert_msg(y[b] == 0 && signbit(y[b]),
+                          "%s: bin %d's y is %g, want -0.0", what, b,
+                          (double)y[b]);
+        }
+        weft_array_release(got);
+    }
+    free(keys);
+    free(xs);
+    free(ys);
+}
+
+START_TEST(test_permute_few_bins)
+{
+    pair c;
+    pair_open(&c, 4);
+    static const int64_t sizes[] = {7, 4099, 300007};
+    for (int s = 0; s < 3; s++) {
+        run_few_bins(&c, sizes[s], false, (uint64_t)s + 1);
+    }
+    run_few_bins(&c, 300007, true, 9);
+    pair_close(&c);
+}
+END_TEST
+
 /* Source ranks 0 to 3 into output ranks 0 to 3. */
 START_TEST(test_permute_ranks)
 {
@@ -1328,6 +1432,7 @@ static Suite *suite(void)
     tcase_add_test(tp, test_permute_siblings);
     tcase_add_test(tp, test_permute_signs);
     tcase_add_test(tp, test_permute_signed_zeros);
+    tcase_add_test(tp, test_permute_few_bins);
     tcase_add_test(tp, test_permute_parts_which);
     tcase_add_test(tp, test_permute_parts_order);
     suite_add_tcase(s, tp);
