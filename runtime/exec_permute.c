@@ -163,10 +163,11 @@ static int64_t elem_bytes(const rt_job *j, weft_type ty, const weft_type **leaf,
 /* The words of a set of accumulators in aux 1 of a PTX permute whose
  * entry 2 also computes a fused default or runs split (ptx/permute.c,
  * acc_place): each leaf's accumulators (an even number of words), the
- * ticket, and each leaf's bit per bin, rounded up to an even number. */
+ * ticket, the blocks' claim counter, and each leaf's bit per bin, rounded
+ * up to an even number. */
 static int64_t private_words(int64_t bins, int nleaf, const weft_type *leaf)
 {
-    int64_t w = 1;
+    int64_t w = 2;
     for (int l = 0; l < nleaf; l++) {
         int64_t bytes = bins * (int64_t)weft_type_size(leaf[l]);
         w += (bytes + 7) / 8 * 2 + (bins + 31) / 32;

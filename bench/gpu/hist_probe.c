@@ -96,15 +96,17 @@ static weft_acc *build_hist(weft_program *p, weft_acc *keys)
                         weft_generate(weft_shape(keys), one));
 }
 
-/* n keys: runs of the histogram, one line. */
-static int probe(weft_context *ctx, void *stream, int64_t n, int runs)
+/* n keys of the probe (xorshift, the same each time) into *in, their
+ * counts into want. */
+static void make_keys(weft_context *ctx, int64_t n, int64_t *want,
+                      weft_array **in)
 {
     int32_t *keys = malloc(sizeof *keys * (size_t)n);
     if (!keys) {
         fprintf(stderr, "hist_probe: no memory for %lld keys\n", (long long)n);
-        return 1;
+        exit(1);
     }
-    int64_t want[BINS] = {0};
+    memset(want, 0, sizeof *want * BINS);
     uint64_t x = 0x9e3779b97f4a7c15ull;
     for (int64_t i = 0; i < n; i++) {
         x ^= x << 13;
@@ -113,12 +115,18 @@ static int probe(weft_context *ctx, void *stream, int64_t n, int runs)
         keys[i] = (int32_t)(x >> 56);
         want[keys[i]]++;
     }
-    weft_array *in = NULL;
     if (weft_array_from_host(ctx, WEFT_I32, 1, &n, (const void *const[]){keys},
-                             &in)) {
+                             in)) {
         die("weft_array_from_host");
     }
     free(keys);
+}
+
+/* n keys `in` (counted in want): runs of the histogram, one line
+ * (labelled `label` when not NULL). */
+static int probe(weft_context *ctx, void *stream, weft_array *in,
+                 const int64_t *want, int64_t n, int runs, const char *label)
+{
     weft_program *p = NULL;
     weft_executable *exe = NULL;
     if (weft_program_create(ctx, &p)) {
@@ -174,6 +182,9 @@ static int probe(weft_context *ctx, void *stream, int64_t n, int runs)
     }
     qsort(host, (size_t)runs, sizeof *host, cmp_d);
     qsort(dev, (size_t)runs, sizeof *dev, cmp_d);
+    if (label) {
+        printf("[%s] ", label);
+    }
     printf("hist n=%lld devices=%d host %.4f ms (min %.4f) events %.4f ms "
            "(min %.4f) %.2f GB/s split/run %.1f moved/run %.0f B "
            "driver calls/run %.1f wrong bins %lld\n",
@@ -190,7 +201,6 @@ static int probe(weft_context *ctx, void *stream, int64_t n, int runs)
     free(dev);
     weft_executable_free(exe);
     weft_program_free(p);
-    weft_array_release(in);
     return wrong != 0;
 }
 
@@ -213,15 +223,41 @@ int main(int argc, char **argv)
         fprintf(stderr, "hist_probe: no CUDA events (host clock only)\n");
         stream = NULL;
     }
-    int rc = 0;
-    if (argc > 2) {
-        for (int a = 2; a < argc; a++) {
-            rc |= probe(ctx, stream, strtoll(argv[a], NULL, 0), runs);
-        }
-    } else {
+    /* $HIST_DYN: variants of each size (a list of $WEFT_PTX_PERMUTE_DYN
+     * values, 0 the static chunks; skeletons-ir/ptx/permute.c), the
+     * keys made once */
+    const char *dyn = getenv("HIST_DYN");
+    int64_t sizes[16];
+    int ns = 0;
+    for (int a = 2; a < argc && ns < 16; a++) {
+        sizes[ns++] = strtoll(argv[a], NULL, 0);
+    }
+    if (ns == 0) { /* 2^26, 2^28 and 2^30 */
         for (int e = 26; e <= 30; e += 2) {
-            rc |= probe(ctx, stream, (int64_t)1 << e, runs);
+            sizes[ns++] = (int64_t)1 << e;
         }
+    }
+    int rc = 0;
+    int64_t want[BINS];
+    for (int i = 0; i < ns; i++) {
+        weft_array *in = NULL;
+        make_keys(ctx, sizes[i], want, &in);
+        if (!dyn) {
+            rc |= probe(ctx, stream, in, want, sizes[i], runs, NULL);
+        }
+        char list[256];
+        snprintf(list, sizeof list, "%s", dyn ? dyn : "");
+        for (char *v = strtok(list, " ,"); v; v = strtok(NULL, " ,")) {
+            if (strcmp(v, "0") == 0) {
+                unsetenv("WEFT_PTX_PERMUTE_DYN");
+            } else {
+                setenv("WEFT_PTX_PERMUTE_DYN", v, 1);
+            }
+            char label[64];
+            snprintf(label, sizeof label, "dyn %s", v);
+            rc |= probe(ctx, stream, in, want, sizes[i], runs, label);
+        }
+        weft_array_release(in);
     }
     weft_context_free(ctx);
     return rc;

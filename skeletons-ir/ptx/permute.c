@@ -125,6 +125,8 @@
  * copies, flushed once at the end.
  */
 #include "../sk.h"
+#include <stdlib.h>
+#include <string.h>
 
 /* x as the integer of its bits (floats), or x. */
 static LLVMValueRef as_bits(cg_fn *fn, LLVMValueRef x)
@@ -250,6 +252,114 @@ static weft_status private_pair(sk_fn *f, const cg_array *copy,
     return WEFT_OK;
 }
 
+/* Sources [lo, hi) of the block into the thread's copy: GROUP
+ * consecutive sources per thread and step, two groups a step (lo is
+ * base plus a multiple of the grain or of the unit, all of which the
+ * drivers make multiples of 512, so the `and` changes nothing but tells
+ * LLVM that a group is aligned: its reads become one vector load). */
+static weft_status private_range(sk_fn *f, const cg_array *copy,
+                                 LLVMValueRef *sext, LLVMValueRef ssize,
+                                 LLVMValueRef lo, LLVMValueRef hi,
+                                 LLVMValueRef tid, LLVMValueRef bs,
+                                 private_put_ctx *pc)
+{
+    cg_fn *fn = &f->fn;
+    lo = LLVMBuildAnd(fn->b, lo, cg_i64(fn, -GROUP), "");
+    LLVMValueRef gstep = LLVMBuildMul(fn->b, bs, cg_i64(fn, GROUP), "");
+    cg_sloop el;
+    LLVMValueRef g[2];
+    g[0] = cg_sloop_begin(
+        fn, &el,
+        LLVMBuildAdd(fn->b, lo, LLVMBuildMul(fn->b, tid, cg_i64(fn, GROUP), ""),
+                     ""),
+        hi, LLVMBuildMul(fn->b, gstep, cg_i64(fn, 2), ""), "src");
+    g[1] = LLVMBuildNSWAdd(fn->b, g[0], gstep, "");
+    weft_status s = private_pair(f, copy, sext, ssize, g, hi, pc);
+    if (s) {
+        return s;
+    }
+    cg_sloop_end(fn, &el);
+    return WEFT_OK;
+}
+
+/* ---- measurement knobs (temporary: issue 20's histogram) ----------- */
+
+/* k->flags bits of the knobs: the dynamic unit, 2^(DYN_BASE + v) sources
+ * for v in 1..7 (0: the static chunks), and the stamps. */
+enum { DYN_SHIFT = 24, DYN_MASK = 7, DYN_BASE = 12, STAMPS_BIT = 27 };
+
+/* %globaltimer (ns), read where it stands. */
+static LLVMValueRef global_timer(cg_fn *fn)
+{
+    static const char text[] = "mov.u64 $0, %globaltimer;";
+    static const char cons[] = "=l,~{memory}";
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
+    LLVMTypeRef ty = LLVMFunctionType(i64, NULL, 0, 0);
+    LLVMValueRef a = LLVMGetInlineAsm(ty, text, sizeof text - 1, cons,
+                                      sizeof cons - 1, 1, 0,
+                                      LLVMInlineAsmDialectATT, 0);
+    return LLVMBuildCall2(fn->b, ty, a, NULL, 0, "");
+}
+
+/* %smid (i32 zero-extended). */
+static LLVMValueRef sm_id(cg_fn *fn)
+{
+    static const char text[] = "mov.u32 $0, %smid;";
+    static const char cons[] = "=r";
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+    LLVMTypeRef ty = LLVMFunctionType(i32, NULL, 0, 0);
+    LLVMValueRef a = LLVMGetInlineAsm(ty, text, sizeof text - 1, cons,
+                                      sizeof cons - 1, 1, 0,
+                                      LLVMInlineAsmDialectATT, 0);
+    return cg_zext64(fn, LLVMBuildCall2(fn->b, ty, a, NULL, 0, ""));
+}
+
+enum { NSTAMP = 8 };
+
+/* One more unit in the stamps' count (nunit, in shared memory; NULL:
+ * no stamps), by thread 0. */
+static void count_unit(cg_fn *fn, LLVMValueRef nunit, LLVMValueRef tid)
+{
+    if (!nunit) {
+        return;
+    }
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
+    cg_if t0;
+    cg_if_begin(fn, &t0, LLVMBuildICmp(fn->b, LLVMIntEQ, tid, cg_i64(fn, 0), ""));
+    LLVMBuildStore(fn->b,
+                   LLVMBuildAdd(fn->b, LLVMBuildLoad2(fn->b, i64, nunit, ""),
+                                cg_i64(fn, 1), ""),
+                   nunit);
+    cg_if_end(fn, &t0);
+}
+
+/* vprintf("HS" and the NSTAMP i64 values at sh, in shared memory) from
+ * the calling thread (the values in shared memory, not on the stack: a
+ * buffer of the thread's own made ptxas spill at 32 registers). */
+static void stamp_print(cg_fn *fn, LLVMValueRef sh)
+{
+    LLVMTypeRef ptr = LLVMPointerTypeInContext(fn->llctx, 0);
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+    static const char text[] = "HS %lld %lld %lld %lld %lld %lld %lld %lld\n";
+    LLVMValueRef str =
+        LLVMConstStringInContext(fn->llctx, text, sizeof text - 1, 0);
+    LLVMValueRef g = LLVMGetNamedGlobal(fn->mod, "weft_stamp_fmt");
+    if (!g) {
+        g = LLVMAddGlobal(fn->mod, LLVMTypeOf(str), "weft_stamp_fmt");
+        LLVMSetInitializer(g, str);
+        LLVMSetGlobalConstant(g, 1);
+        LLVMSetLinkage(g, LLVMPrivateLinkage);
+    }
+    LLVMTypeRef pt[2] = {ptr, ptr};
+    LLVMTypeRef fty = LLVMFunctionType(i32, pt, 2, 0);
+    LLVMValueRef pf = LLVMGetNamedFunction(fn->mod, "vprintf");
+    if (!pf) {
+        pf = LLVMAddFunction(fn->mod, "vprintf", fty);
+    }
+    LLVMValueRef args[2] = {g, LLVMBuildAddrSpaceCast(fn->b, sh, ptr, "")};
+    LLVMBuildCall2(fn->b, fty, pf, args, 2, "");
+}
+
 /* Whether `bit` of `first` (a mode of a split part: sk.h) is set. */
 static LLVMValueRef mode_bit(cg_fn *fn, LLVMValueRef first, int64_t bit)
 {
@@ -273,6 +383,7 @@ typedef struct acc_place {
     LLVMAtomicRMWBinOp op[SK_PERMUTE_LEAVES_MAX];
     LLVMValueRef acc[SK_PERMUTE_LEAVES_MAX], bits[SK_PERMUTE_LEAVES_MAX];
     LLVMValueRef ticket;
+    LLVMValueRef claim; /* the blocks' count of claimed units (dynamic) */
     LLVMValueRef words; /* of aux 1 in all (i64), from base */
     LLVMValueRef base;
 } acc_place;
@@ -306,7 +417,7 @@ static weft_status acc_place_of(sk_fn *f, acc_place *pa, int a,
     LLVMValueRef bit_words =
         LLVMBuildLShr(fn->b, LLVMBuildAdd(fn->b, bins, cg_i64(fn, 31), ""),
                       cg_i64(fn, 5), "");
-    LLVMValueRef set = cg_i64(fn, 1);
+    LLVMValueRef set = cg_i64(fn, 2);
     for (int l = 0; l < pa->nleaf; l++) {
         set = LLVMBuildAdd(
             fn->b, set,
@@ -328,6 +439,8 @@ static weft_status acc_place_of(sk_fn *f, acc_place *pa, int a,
         at = LLVMBuildAdd(fn->b, at, acc_words(fn, bins, pa->ty[l]), "");
     }
     pa->ticket = LLVMBuildInBoundsGEP2(fn->b, i32, base, &at, 1, "ticket");
+    at = LLVMBuildAdd(fn->b, at, cg_i64(fn, 1), "");
+    pa->claim = LLVMBuildInBoundsGEP2(fn->b, i32, base, &at, 1, "claim");
     at = LLVMBuildAdd(fn->b, at, cg_i64(fn, 1), "");
     for (int l = 0; l < pa->nleaf; l++) {
         pa->bits[l] = LLVMBuildInBoundsGEP2(fn->b, i32, base, &at, 1, "bits");
@@ -692,6 +805,89 @@ static weft_status flush_bin(sk_fn *f, const cg_array *shared,
     return WEFT_OK;
 }
 
+/* The block's sources by units claimed in turn (the dynamic variant,
+ * DYN_SHIFT): units of `unit` sources from base + from grain, unit u
+ * the u-th claim of pa's claim counter over the grid's blocks; thread 0
+ * claims the next unit while the block runs the current one, and hands
+ * it over through shared memory (two slots, a barrier a unit). */
+static weft_status dynamic_units(sk_fn *f, const acc_place *pa,
+                                 const cg_array *copy, LLVMValueRef *sext,
+                                 LLVMValueRef ssize, LLVMValueRef base,
+                                 LLVMValueRef from, int64_t unit,
+                                 LLVMValueRef tid, LLVMValueRef bs,
+                                 private_put_ctx *pc, LLVMValueRef nunit)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
+    LLVMValueRef one32 = LLVMConstInt(i32, 1, 0);
+    LLVMValueRef start = LLVMBuildAdd(
+        fn->b, base, LLVMBuildMul(fn->b, from, f->grain, ""), "start");
+    LLVMValueRef units = LLVMBuildSDiv(
+        fn->b,
+        LLVMBuildAdd(fn->b, LLVMBuildSub(fn->b, f->n, start, ""),
+                     cg_i64(fn, unit - 1), ""),
+        cg_i64(fn, unit), "units");
+    LLVMValueRef slot = tg->shared_array(fn, i32, 2);
+    LLVMValueRef first = LLVMBuildICmp(fn->b, LLVMIntEQ, tid, cg_i64(fn, 0), "");
+    LLVMValueRef kslot = cg_alloca(fn, i64, "k");
+    LLVMValueRef next = cg_alloca(fn, i32, "next");
+    LLVMBuildStore(fn->b, cg_i64(fn, 0), kslot);
+    LLVMBuildStore(fn->b, LLVMConstInt(i32, 0, 0), next);
+    cg_if c0;
+    cg_if_begin(fn, &c0, first);
+    LLVMBuildStore(fn->b,
+                   tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd, pa->claim, one32),
+                   slot);
+    cg_if_end(fn, &c0);
+    tg->barrier(fn);
+    LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(fn->llctx, fn->fn,
+                                                           "unit.head");
+    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(fn->llctx, fn->fn,
+                                                           "unit.body");
+    LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(fn->llctx, fn->fn,
+                                                           "unit.exit");
+    LLVMBuildBr(fn->b, head);
+    LLVMPositionBuilderAtEnd(fn->b, head);
+    LLVMValueRef k = LLVMBuildLoad2(fn->b, i64, kslot, "");
+    LLVMValueRef at = LLVMBuildAnd(fn->b, k, cg_i64(fn, 1), "");
+    LLVMValueRef u = LLVMBuildLoad2(
+        fn->b, i32, LLVMBuildInBoundsGEP2(fn->b, i32, slot, &at, 1, ""), "");
+    u = cg_zext64(fn, u);
+    LLVMBuildCondBr(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, u, units, ""),
+                    body, exit);
+    LLVMPositionBuilderAtEnd(fn->b, body);
+    cg_if c1;
+    cg_if_begin(fn, &c1, first);
+    LLVMBuildStore(fn->b,
+                   tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd, pa->claim, one32),
+                   next);
+    cg_if_end(fn, &c1);
+    LLVMValueRef lo = LLVMBuildAdd(
+        fn->b, start, LLVMBuildMul(fn->b, u, cg_i64(fn, unit), ""), "lo");
+    LLVMValueRef hi = LLVMBuildAdd(fn->b, lo, cg_i64(fn, unit), "");
+    hi = LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, hi, f->n, ""),
+                         hi, f->n, "hi");
+    weft_status s = private_range(f, copy, sext, ssize, lo, hi, tid, bs, pc);
+    if (s) {
+        return s;
+    }
+    count_unit(fn, nunit, tid);
+    LLVMValueRef k1 = LLVMBuildAdd(fn->b, k, cg_i64(fn, 1), "");
+    cg_if c2;
+    cg_if_begin(fn, &c2, first);
+    LLVMValueRef at1 = LLVMBuildAnd(fn->b, k1, cg_i64(fn, 1), "");
+    LLVMBuildStore(fn->b, LLVMBuildLoad2(fn->b, i32, next, ""),
+                   LLVMBuildInBoundsGEP2(fn->b, i32, slot, &at1, 1, ""));
+    cg_if_end(fn, &c2);
+    tg->barrier(fn);
+    LLVMBuildStore(fn->b, k1, kslot);
+    LLVMBuildBr(fn->b, head);
+    LLVMPositionBuilderAtEnd(fn->b, exit);
+    return WEFT_OK;
+}
+
 /* Entry 2 (see the head comment). */
 static weft_status emit_private(sk_fn *f)
 {
@@ -785,6 +981,27 @@ static weft_status emit_private(sk_fn *f)
         return s;
     }
     private_put_ctx pc = {.bad = bad, .stride = ncopy};
+    /* the measurement's stamps (STAMPS_BIT): thread 0's clock at the
+     * start, the keys done, the flush done and the end, and the units
+     * (in shared memory: no registers held over the loops) */
+    bool stamps = f->e->k->flags >> STAMPS_BIT & 1;
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
+    LLVMValueRef ts[NSTAMP] = {NULL}, nunit = NULL, sh = NULL;
+    cg_if st0;
+    if (stamps) {
+        /* base, block, SM, units, then the four clocks */
+        sh = tg->shared_array(fn, i64, NSTAMP);
+        for (int k = 0; k < NSTAMP; k++) {
+            LLVMValueRef at = cg_i64(fn, k);
+            ts[k] = LLVMBuildInBoundsGEP2(fn->b, i64, sh, &at, 1, "");
+        }
+        nunit = ts[3];
+        cg_if_begin(fn, &st0,
+                    LLVMBuildICmp(fn->b, LLVMIntEQ, tid, cg_i64(fn, 0), ""));
+        LLVMBuildStore(fn->b, global_timer(fn), ts[4]);
+        LLVMBuildStore(fn->b, cg_i64(fn, 0), nunit);
+        cg_if_end(fn, &st0);
+    }
     /* every copy starts at the identity */
     cg_sloop init;
     LLVMValueRef b = cg_sloop_begin(
@@ -808,6 +1025,22 @@ static weft_status emit_private(sk_fn *f)
     /* a part of a split launch: its chunks from `first` (head comment) */
     LLVMValueRef from =
         LLVMBuildAnd(fn->b, f->first, cg_i64(fn, ~SK_PERMUTE_MODE), "");
+    unsigned dyn = f->e->k->flags >> DYN_SHIFT & DYN_MASK;
+    /* the dynamic units only where a last block puts the claim counter
+     * back to zero */
+    bool dyn_any = dyn > 0 && (fused || sys_ok);
+    cg_if dynamic;
+    if (dyn_any) {
+        LLVMValueRef dyn_ok = LLVMBuildSelect(
+            fn->b, split, accs, LLVMConstInt(i1, fused, 0), "dyn");
+        cg_if_begin(fn, &dynamic, dyn_ok);
+        if ((s = dynamic_units(f, &pa, &copy, sext, ssize, base, from,
+                               (int64_t)1 << (DYN_BASE + dyn), tid, bs, &pc,
+                               nunit)) != WEFT_OK) {
+            return s;
+        }
+        cg_if_else(fn, &dynamic);
+    }
     cg_sloop cl;
     LLVMValueRef c = cg_sloop_begin(
         fn, &cl,
@@ -818,31 +1051,26 @@ static weft_status emit_private(sk_fn *f)
     LLVMValueRef hi = LLVMBuildAdd(fn->b, lo, f->grain, "");
     hi = LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, hi, f->n, ""),
                          hi, f->n, "hi");
-    /* GROUP consecutive sources per thread and step: lo is base plus a
-     * multiple of the grain, all of which the drivers make multiples of
-     * 512, so the
-     * `and` changes nothing but tells LLVM that a group is aligned (its
-     * reads become one vector load) */
-    lo = LLVMBuildAnd(fn->b, lo, cg_i64(fn, -GROUP), "");
-    LLVMValueRef gstep = LLVMBuildMul(fn->b, bs, cg_i64(fn, GROUP), "");
-    cg_sloop el;
-    LLVMValueRef g[2];
-    g[0] = cg_sloop_begin(
-        fn, &el,
-        LLVMBuildAdd(fn->b, lo, LLVMBuildMul(fn->b, tid, cg_i64(fn, GROUP), ""),
-                     ""),
-        hi, LLVMBuildMul(fn->b, gstep, cg_i64(fn, 2), ""), "src");
-    g[1] = LLVMBuildNSWAdd(fn->b, g[0], gstep, "");
-    if ((s = private_pair(f, &copy, sext, ssize, g, hi, &pc)) != WEFT_OK) {
+    if ((s = private_range(f, &copy, sext, ssize, lo, hi, tid, bs, &pc)) !=
+        WEFT_OK) {
         return s;
     }
-    cg_sloop_end(fn, &el);
+    count_unit(fn, nunit, tid);
     cg_sloop_end(fn, &cl);
+    if (dyn_any) {
+        cg_if_end(fn, &dynamic);
+    }
     cg_if report;
     cg_if_begin(fn, &report, LLVMBuildLoad2(fn->b, i1, bad, ""));
     sk_set_error(f, CG_ERR_PERMUTE);
     cg_if_end(fn, &report);
     tg->barrier(fn);
+    if (stamps) {
+        cg_if_begin(fn, &st0,
+                    LLVMBuildICmp(fn->b, LLVMIntEQ, tid, cg_i64(fn, 0), ""));
+        LLVMBuildStore(fn->b, global_timer(fn), ts[5]);
+        cg_if_end(fn, &st0);
+    }
     /* each bin, a warp's: its copies combined, then into the output by
      * lane 0, one atomic a leaf where the block touched it */
     cg_sloop flush;
@@ -891,6 +1119,13 @@ static weft_status emit_private(sk_fn *f)
         cg_if_end(fn, &touched);
     }
     cg_sloop_end(fn, &flush);
+    if (stamps) {
+        tg->barrier(fn);
+        cg_if_begin(fn, &st0,
+                    LLVMBuildICmp(fn->b, LLVMIntEQ, tid, cg_i64(fn, 0), ""));
+        LLVMBuildStore(fn->b, global_timer(fn), ts[6]);
+        cg_if_end(fn, &st0);
+    }
     /* the last blocks: a fused default's on one device, a split part's
      * that accumulates (the branches are uniform: on parameters, so the
      * barriers inside are reached by every thread) */
@@ -910,6 +1145,18 @@ static weft_status emit_private(sk_fn *f)
             return s;
         }
         cg_if_end(fn, &part);
+    }
+    if (stamps) {
+        tg->barrier(fn);
+        cg_if t0;
+        cg_if_begin(fn, &t0,
+                    LLVMBuildICmp(fn->b, LLVMIntEQ, tid, cg_i64(fn, 0), ""));
+        LLVMBuildStore(fn->b, global_timer(fn), ts[7]);
+        LLVMBuildStore(fn->b, base, ts[0]);
+        LLVMBuildStore(fn->b, cg_zext64(fn, tg->block_index(fn, 0)), ts[1]);
+        LLVMBuildStore(fn->b, sm_id(fn), ts[2]);
+        stamp_print(fn, sh);
+        cg_if_end(fn, &t0);
     }
     return WEFT_OK;
 }
@@ -933,6 +1180,17 @@ static weft_status ptx_permute_prepare(weft_context *ctx, fe_arena *arena,
      * not reused) */
     k->flags |= (unsigned)SK_PERMUTE_SHARED_BYTES << 8 |
                 (unsigned)PRIVATE_VERSION << 28;
+    /* the measurement knobs (temporary): $WEFT_PTX_PERMUTE_DYN, the log2
+     * of the dynamic unit (13 .. 19), $WEFT_PTX_PERMUTE_STAMPS=1 */
+    const char *dv = getenv("WEFT_PTX_PERMUTE_DYN");
+    int dl = dv ? atoi(dv) : 0;
+    if (dl > DYN_BASE && dl <= DYN_BASE + DYN_MASK) {
+        k->flags |= (unsigned)(dl - DYN_BASE) << DYN_SHIFT;
+    }
+    const char *sv = getenv("WEFT_PTX_PERMUTE_STAMPS");
+    if (sv && strcmp(sv, "1") == 0) {
+        k->flags |= 1u << STAMPS_BIT;
+    }
     /* the accumulators, ticket and bits of a fused default, or of the
      * parts of a split launch (head comment) */
     s = sk_add_item(ctx, arena, k, SK_ARRAY, SK_SRC_AUX, 1, WEFT_U32, 1);
