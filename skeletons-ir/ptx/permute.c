@@ -295,9 +295,9 @@ static LLVMValueRef global_timer(cg_fn *fn)
     static const char cons[] = "=l,~{memory}";
     LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
     LLVMTypeRef ty = LLVMFunctionType(i64, NULL, 0, 0);
-    LLVMValueRef a = LLVMGetInlineAsm(ty, text, sizeof text - 1, cons,
-                                      sizeof cons - 1, 1, 0,
-                                      LLVMInlineAsmDialectATT, 0);
+    LLVMValueRef a =
+        LLVMGetInlineAsm(ty, text, sizeof text - 1, cons, sizeof cons - 1, 1, 0,
+                         LLVMInlineAsmDialectATT, 0);
     return LLVMBuildCall2(fn->b, ty, a, NULL, 0, "");
 }
 
@@ -308,9 +308,9 @@ static LLVMValueRef sm_id(cg_fn *fn)
     static const char cons[] = "=r";
     LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
     LLVMTypeRef ty = LLVMFunctionType(i32, NULL, 0, 0);
-    LLVMValueRef a = LLVMGetInlineAsm(ty, text, sizeof text - 1, cons,
-                                      sizeof cons - 1, 1, 0,
-                                      LLVMInlineAsmDialectATT, 0);
+    LLVMValueRef a =
+        LLVMGetInlineAsm(ty, text, sizeof text - 1, cons, sizeof cons - 1, 1, 0,
+                         LLVMInlineAsmDialectATT, 0);
     return cg_zext64(fn, LLVMBuildCall2(fn->b, ty, a, NULL, 0, ""));
 }
 
@@ -325,7 +325,8 @@ static void count_unit(cg_fn *fn, LLVMValueRef nunit, LLVMValueRef tid)
     }
     LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
     cg_if t0;
-    cg_if_begin(fn, &t0, LLVMBuildICmp(fn->b, LLVMIntEQ, tid, cg_i64(fn, 0), ""));
+    cg_if_begin(fn, &t0,
+                LLVMBuildICmp(fn->b, LLVMIntEQ, tid, cg_i64(fn, 0), ""));
     LLVMBuildStore(fn->b,
                    LLVMBuildAdd(fn->b, LLVMBuildLoad2(fn->b, i64, nunit, ""),
                                 cg_i64(fn, 1), ""),
@@ -824,13 +825,14 @@ static weft_status dynamic_units(sk_fn *f, const acc_place *pa,
     LLVMValueRef one32 = LLVMConstInt(i32, 1, 0);
     LLVMValueRef start = LLVMBuildAdd(
         fn->b, base, LLVMBuildMul(fn->b, from, f->grain, ""), "start");
-    LLVMValueRef units = LLVMBuildSDiv(
-        fn->b,
-        LLVMBuildAdd(fn->b, LLVMBuildSub(fn->b, f->n, start, ""),
-                     cg_i64(fn, unit - 1), ""),
-        cg_i64(fn, unit), "units");
+    LLVMValueRef units =
+        LLVMBuildSDiv(fn->b,
+                      LLVMBuildAdd(fn->b, LLVMBuildSub(fn->b, f->n, start, ""),
+                                   cg_i64(fn, unit - 1), ""),
+                      cg_i64(fn, unit), "units");
     LLVMValueRef slot = tg->shared_array(fn, i32, 2);
-    LLVMValueRef first = LLVMBuildICmp(fn->b, LLVMIntEQ, tid, cg_i64(fn, 0), "");
+    LLVMValueRef first =
+        LLVMBuildICmp(fn->b, LLVMIntEQ, tid, cg_i64(fn, 0), "");
     LLVMValueRef kslot = cg_alloca(fn, i64, "k");
     LLVMValueRef next = cg_alloca(fn, i32, "next");
     LLVMBuildStore(fn->b, cg_i64(fn, 0), kslot);
@@ -842,12 +844,12 @@ static weft_status dynamic_units(sk_fn *f, const acc_place *pa,
                    slot);
     cg_if_end(fn, &c0);
     tg->barrier(fn);
-    LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(fn->llctx, fn->fn,
-                                                           "unit.head");
-    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(fn->llctx, fn->fn,
-                                                           "unit.body");
-    LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(fn->llctx, fn->fn,
-                                                           "unit.exit");
+    LLVMBasicBlockRef head =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "unit.head");
+    LLVMBasicBlockRef body =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "unit.body");
+    LLVMBasicBlockRef exit =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "unit.exit");
     LLVMBuildBr(fn->b, head);
     LLVMPositionBuilderAtEnd(fn->b, head);
     LLVMValueRef k = LLVMBuildLoad2(fn->b, i64, kslot, "");
@@ -855,8 +857,8 @@ static weft_status dynamic_units(sk_fn *f, const acc_place *pa,
     LLVMValueRef u = LLVMBuildLoad2(
         fn->b, i32, LLVMBuildInBoundsGEP2(fn->b, i32, slot, &at, 1, ""), "");
     u = cg_zext64(fn, u);
-    LLVMBuildCondBr(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, u, units, ""),
-                    body, exit);
+    LLVMBuildCondBr(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, u, units, ""), body,
+                    exit);
     LLVMPositionBuilderAtEnd(fn->b, body);
     cg_if c1;
     cg_if_begin(fn, &c1, first);
