@@ -19,6 +19,9 @@ WEFT_DEVICES=0,1,2,3 HIST_DYN="$dyn" ./hist_probe "$runs" 67108864 \
     268435456 1073741824
 echo "== WEFT_DEVICES=0,1"
 WEFT_DEVICES=0,1 HIST_DYN="$dyn" ./hist_probe "$runs" 268435456 1073741824
+echo "== WEFT_DEVICES=0,1,2,3 WEFT_PTX_PERMUTE_CHUNKS=16 (static, interleaved)"
+WEFT_DEVICES=0,1,2,3 WEFT_PTX_PERMUTE_CHUNKS=16 HIST_DYN=0 ./hist_probe "$runs" \
+    268435456 1073741824
 [ "${HIST_STAMPS:-1}" = 0 ] && exit 0
 tmp=$(mktemp -d)
 stamps() { # stamps DEVICES N DYN (DEVICES 1: one GPU, no $WEFT_DEVICES)
