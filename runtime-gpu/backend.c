@@ -151,8 +151,9 @@ typedef struct ptx_state {
                                     row over several devices, in
                                     thousandths ($WEFT_PTX_SCAN_LAST, a
                                     tuning knob; 0: equal parts) */
-    int permute_chunks;      /* chunks per resident block of a split
-                                    permute's part ($WEFT_PTX_PERMUTE_
+    int permute_chunks;      /* chunks per resident block of a
+                                    permute's entry 2, or of a split
+                                    one's part ($WEFT_PTX_PERMUTE_
                                     CHUNKS, a tuning knob, 1 to 64; 0: the
                                     driver's chunk) */
     int64_t grain;           /* elements per thread and chunk of
@@ -1715,6 +1716,21 @@ static weft_status launch_spread(rt_job *j, gpu_dev *d, const gpu_fn *f,
                             scan ? "tiles" : "elements", sizes, WHO);
 }
 
+/* The chunk of entry 2 of a PTX permute over n sources a device: the
+ * driver's (grain), or with $WEFT_PTX_PERMUTE_CHUNKS (a tuning knob)
+ * that many chunks per resident block, in multiples of SK_SPREAD_ALIGN. */
+static int64_t permute_grain(const ptx_state *st, gpu_dev *d, const gpu_fn *f,
+                             int block, int64_t n, int64_t grain)
+{
+    if (st->permute_chunks <= 0) {
+        return grain;
+    }
+    int64_t blocks = gpu_grid_for(d, f, block, INT64_MAX / 2);
+    int64_t cut = blocks * st->permute_chunks;
+    grain = (n + cut - 1) / cut;
+    return (grain + SK_SPREAD_ALIGN - 1) & -(int64_t)SK_SPREAD_ALIGN;
+}
+
 /* Entry 2 of a PTX permute split over the devices of d's context
  * (runtime/exec_permute.c; n sources in chunks of `grain`): device r
  * the sources [s_r, s_r+1), s_r = r n / D down to a multiple of
@@ -1754,12 +1770,7 @@ static weft_status launch_permute(rt_job *j, gpu_dev *d, const gpu_fn *f,
         rep.r[rep.n].word = acc->word;
         rep.r[rep.n++].bytes = set;
     }
-    if (st->permute_chunks > 0) {
-        int64_t blocks = gpu_grid_for(d, f, block, INT64_MAX / 2);
-        int64_t cut = blocks * st->permute_chunks;
-        grain = ((n + nd - 1) / nd + cut - 1) / cut;
-        grain = (grain + SK_SPREAD_ALIGN - 1) & -(int64_t)SK_SPREAD_ALIGN;
-    }
+    grain = permute_grain(st, d, f, block, (n + nd - 1) / nd, grain);
     gpu_part part[GPU_MULTI_MAX];
     int64_t sizes[GPU_MULTI_MAX];
     int parts = 0;
@@ -1803,8 +1814,12 @@ static weft_status rt_run(rt_job *j, int n, const rt_phase *ph)
         /* items of a raw entry take a warp or a block each; a grid-stride
          * entry takes smaller blocks where its own would leave SMs idle */
         int per = j->k->item_threads[ph[i].entry];
-        int64_t items = (total + grain - 1) / grain;
         int block = f->block;
+        if (per == SK_ITEM_BLOCK && j->k->skel &&
+            j->k->skel->family == SK_PERMUTE && !ph[i].split) {
+            grain = permute_grain(pj->st, d, f, block, total, grain);
+        }
+        int64_t items = (total + grain - 1) / grain;
         if (per == SK_ITEM_BLOCK) {
             items *= f->block;
         } else if (per > 1) {

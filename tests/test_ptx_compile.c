@@ -713,9 +713,10 @@ static weft_acc *build_hist_given(weft_program *p)
 
 /* A permute split over several devices reduces with reductions of
  * system scope (skeletons-ir/ptx/permute.c, codegen's cg_ptx_red_sys),
- * with the operation and type of the combine, two per leaf: each block's
- * into the output (without replicas), and a part's last block's, into
- * the output or, with a fused default, into the parts' set on the first
+ * with the operation and type of the combine, three per leaf: each
+ * block's into the output (without replicas) in each of the two flushes
+ * (a lane a bin, a warp a bin), and a part's last block's, into the
+ * output or, with a fused default, into the parts' set on the first
  * device (f64 add: with a red.sys.or of the bin's bit there), after
  * which the part takes the parts' ticket (one atom.sys, behind one
  * membar.sys, and the last part a second before it reads the set); a
@@ -723,20 +724,37 @@ static weft_acc *build_hist_given(weft_program *p)
 START_TEST(permute_split_reductions)
 {
     const char *text = ptx_of_one("hist-i32", 0, build_hist_i32);
-    ck_assert_int_eq(count_of(text, "red.sys.add.u32"), 2);
+    ck_assert_int_eq(count_of(text, "red.sys.add.u32"), 3);
     ck_assert_int_eq(count_of(text, "atom.sys.add.u32"), 1);
     ck_assert_int_eq(count_of(text, "membar.sys"), 2);
     text = ptx_of_one("hist-given", 0, build_hist_given);
-    ck_assert_int_eq(count_of(text, "red.sys.add.u32"), 2);
+    ck_assert_int_eq(count_of(text, "red.sys.add.u32"), 3);
     ck_assert_int_eq(count_of(text, "atom.sys"), 0);
     ck_assert_int_eq(count_of(text, "membar.sys"), 0);
     text = ptx_of_one("hist-u64-max", 0, build_hist_u64_max);
-    ck_assert_int_eq(count_of(text, "red.sys.max.u64"), 2);
+    ck_assert_int_eq(count_of(text, "red.sys.max.u64"), 3);
     text = ptx_of_one("hist-f64", 0, build_hist_f64);
-    ck_assert_int_eq(count_of(text, "red.sys.add.f64"), 2);
+    ck_assert_int_eq(count_of(text, "red.sys.add.f64"), 3);
     ck_assert_int_eq(count_of(text, "red.sys.or.b32"), 1);
     text = ptx_of_one("hist-u8", 0, build_hist_u8);
     ck_assert_int_eq(count_of(text, "red.sys"), 0);
+}
+END_TEST
+
+/* Entry 2 of a permute with a last block (a fused default, a split
+ * part's accumulators) claims its chunks in turn (skeletons-ir/ptx/
+ * permute.c, head comment): two more global atomic adds than with the
+ * static chunks ($WEFT_PTX_PERMUTE_STATIC=1), the first claim and the
+ * next one, and no more than that (the claims are u32, as the ticket). */
+START_TEST(permute_claims)
+{
+    const char *text = ptx_of_one("claims", 0, build_hist_i32);
+    int claiming = count_of(text, "atom.global.add.u32");
+    ck_assert_int_eq(setenv("WEFT_PTX_PERMUTE_STATIC", "1", 1), 0);
+    text = ptx_of_one("claims-static", 0, build_hist_i32);
+    int fixed = count_of(text, "atom.global.add.u32");
+    ck_assert_int_eq(unsetenv("WEFT_PTX_PERMUTE_STATIC"), 0);
+    ck_assert_int_eq(claiming - fixed, 2);
 }
 END_TEST
 
@@ -953,6 +971,7 @@ static Suite *suite(void)
     tcase_add_test(tc, scan_status_word);
     tcase_add_test(tc, element_kernels);
     tcase_add_test(tc, permute_split_reductions);
+    tcase_add_test(tc, permute_claims);
     tcase_add_test(tc, staged_while);
     tcase_add_test(tc, ptxas_accepts); /* last: reads what the others wrote */
     suite_add_tcase(s, tc);

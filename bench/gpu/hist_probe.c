@@ -8,6 +8,10 @@
  * kernels split and the bytes handed between the devices per run, and a
  * check of the last run's bins against a count on the host.
  *
+ * With $HIST_VARS each size runs once per setting of the list (e.g.
+ * "- WEFT_PTX_PERMUTE_STATIC=1": the default and the static chunks of
+ * skeletons-ir/ptx/permute.c), over the same keys.
+ *
  * With WEFT_TRACE=t.json each split part's kernel time lands in the
  * trace ("kernel.split" spans: bench/gpu/trace_kernels.py t.json), and
  * one GPU's kernels in "kernel.device" spans; a traced run waits for the
@@ -223,10 +227,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "hist_probe: no CUDA events (host clock only)\n");
         stream = NULL;
     }
-    /* $HIST_DYN: variants of each size (a list of $WEFT_PTX_PERMUTE_DYN
-     * values, 0 the static chunks; skeletons-ir/ptx/permute.c), the
-     * keys made once */
-    const char *dyn = getenv("HIST_DYN");
+    /* $HIST_VARS: variants of each size, the keys made once: a list of
+     * settings of the environment that weft_compile reads (e.g.
+     * WEFT_PTX_PERMUTE_STATIC=1; "-" none), each set alone */
+    const char *vars = getenv("HIST_VARS");
     int64_t sizes[16];
     int ns = 0;
     for (int a = 2; a < argc && ns < 16; a++) {
@@ -242,20 +246,34 @@ int main(int argc, char **argv)
     for (int i = 0; i < ns; i++) {
         weft_array *in = NULL;
         make_keys(ctx, sizes[i], want, &in);
-        if (!dyn) {
+        if (!vars) {
             rc |= probe(ctx, stream, in, want, sizes[i], runs, NULL);
+            weft_array_release(in);
+            continue;
         }
-        char list[256];
-        snprintf(list, sizeof list, "%s", dyn ? dyn : "");
-        for (char *v = strtok(list, " ,"); v; v = strtok(NULL, " ,")) {
-            if (strcmp(v, "0") == 0) {
-                unsetenv("WEFT_PTX_PERMUTE_DYN");
-            } else {
-                setenv("WEFT_PTX_PERMUTE_DYN", v, 1);
+        char list[512], set[512];
+        snprintf(list, sizeof list, "%s", vars);
+        char *save = NULL;
+        for (char *v = strtok_r(list, " ", &save); v;
+             v = strtok_r(NULL, " ", &save)) {
+            /* every name of the list unset, then v's set */
+            snprintf(set, sizeof set, "%s", vars);
+            char *s2 = NULL;
+            for (char *u = strtok_r(set, " ", &s2); u;
+                 u = strtok_r(NULL, " ", &s2)) {
+                char *eq = strchr(u, '=');
+                if (eq) {
+                    *eq = 0;
+                    unsetenv(u);
+                }
             }
-            char label[64];
-            snprintf(label, sizeof label, "dyn %s", v);
-            rc |= probe(ctx, stream, in, want, sizes[i], runs, label);
+            snprintf(set, sizeof set, "%s", v);
+            char *eq = strchr(set, '=');
+            if (eq) {
+                *eq = 0;
+                setenv(set, eq + 1, 1);
+            }
+            rc |= probe(ctx, stream, in, want, sizes[i], runs, v);
         }
         weft_array_release(in);
     }

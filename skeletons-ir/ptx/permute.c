@@ -142,7 +142,7 @@ static LLVMValueRef as_bits(cg_fn *fn, LLVMValueRef x)
 
 enum {
     GROUP = 4,           /* consecutive sources a thread takes at a time */
-    PRIVATE_VERSION = 7, /* of entry 2's code (sk_kernel.flags, the key) */
+    PRIVATE_VERSION = 8, /* of entry 2's code (sk_kernel.flags, the key) */
     /* entry 2's launch bounds where the kernel is light: 2 blocks of 1024
      * threads an SM, as many threads as an SM holds, so at most 32
      * registers (the histogram's pairs of groups took ptxas to 39
@@ -284,9 +284,9 @@ static weft_status private_range(sk_fn *f, const cg_array *copy,
 
 /* ---- measurement knobs (temporary: issue 20's histogram) ----------- */
 
-/* k->flags bits of the knobs: the dynamic unit, 2^(DYN_BASE + v) sources
- * for v in 1..7 (0: the static chunks), and the stamps. */
-enum { DYN_SHIFT = 24, DYN_MASK = 7, DYN_BASE = 12, STAMPS_BIT = 27 };
+/* k->flags bits of the knobs: the static chunks where the dynamic ones
+ * would be taken ($WEFT_PTX_PERMUTE_STATIC=1), and the stamps. */
+enum { STATIC_BIT = 24, STAMPS_BIT = 27 };
 
 /* %globaltimer (ns), read where it stands. */
 static LLVMValueRef global_timer(cg_fn *fn)
@@ -806,18 +806,19 @@ static weft_status flush_bin(sk_fn *f, const cg_array *shared,
     return WEFT_OK;
 }
 
-/* The block's sources by units claimed in turn (the dynamic variant,
- * DYN_SHIFT): units of `unit` sources from base + from grain, unit u
- * the u-th claim of pa's claim counter over the grid's blocks; thread 0
- * claims the next unit while the block runs the current one, and hands
- * it over through shared memory (two slots, a barrier a unit). */
+/* The block's sources by chunks claimed in turn (head comment): chunk u
+ * the u-th claim of pa's claim counter over the grid's blocks, [base +
+ * (from + u) grain, ...); thread 0 claims the next chunk while the block
+ * runs the current one, and hands it over through shared memory (two
+ * slots, a barrier a chunk). */
 static weft_status dynamic_units(sk_fn *f, const acc_place *pa,
                                  const cg_array *copy, LLVMValueRef *sext,
                                  LLVMValueRef ssize, LLVMValueRef base,
-                                 LLVMValueRef from, int64_t unit,
-                                 LLVMValueRef tid, LLVMValueRef bs,
-                                 private_put_ctx *pc, LLVMValueRef nunit)
+                                 LLVMValueRef from, LLVMValueRef tid,
+                                 LLVMValueRef bs, private_put_ctx *pc,
+                                 LLVMValueRef nunit)
 {
+    LLVMValueRef unit = f->grain;
     cg_fn *fn = &f->fn;
     const cg_target *tg = fn->target;
     LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
@@ -825,11 +826,13 @@ static weft_status dynamic_units(sk_fn *f, const acc_place *pa,
     LLVMValueRef one32 = LLVMConstInt(i32, 1, 0);
     LLVMValueRef start = LLVMBuildAdd(
         fn->b, base, LLVMBuildMul(fn->b, from, f->grain, ""), "start");
-    LLVMValueRef units =
-        LLVMBuildSDiv(fn->b,
-                      LLVMBuildAdd(fn->b, LLVMBuildSub(fn->b, f->n, start, ""),
-                                   cg_i64(fn, unit - 1), ""),
-                      cg_i64(fn, unit), "units");
+    LLVMValueRef units = LLVMBuildUDiv(
+        fn->b,
+        LLVMBuildSub(
+            fn->b,
+            LLVMBuildAdd(fn->b, LLVMBuildSub(fn->b, f->n, start, ""), unit, ""),
+            cg_i64(fn, 1), ""),
+        unit, "units");
     LLVMValueRef slot = tg->shared_array(fn, i32, 2);
     LLVMValueRef first =
         LLVMBuildICmp(fn->b, LLVMIntEQ, tid, cg_i64(fn, 0), "");
@@ -866,9 +869,9 @@ static weft_status dynamic_units(sk_fn *f, const acc_place *pa,
                    tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd, pa->claim, one32),
                    next);
     cg_if_end(fn, &c1);
-    LLVMValueRef lo = LLVMBuildAdd(
-        fn->b, start, LLVMBuildMul(fn->b, u, cg_i64(fn, unit), ""), "lo");
-    LLVMValueRef hi = LLVMBuildAdd(fn->b, lo, cg_i64(fn, unit), "");
+    LLVMValueRef lo =
+        LLVMBuildAdd(fn->b, start, LLVMBuildMul(fn->b, u, unit, ""), "lo");
+    LLVMValueRef hi = LLVMBuildAdd(fn->b, lo, unit, "");
     hi = LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, hi, f->n, ""),
                          hi, f->n, "hi");
     weft_status s = private_range(f, copy, sext, ssize, lo, hi, tid, bs, pc);
@@ -887,6 +890,122 @@ static weft_status dynamic_units(sk_fn *f, const acc_place *pa,
     LLVMBuildStore(fn->b, k1, kslot);
     LLVMBuildBr(fn->b, head);
     LLVMPositionBuilderAtEnd(fn->b, exit);
+    return WEFT_OK;
+}
+
+/* What the flush of a block's bins into the output or the accumulators
+ * needs (flush_out). */
+typedef struct flush_ctx {
+    const acc_place *pa;
+    const LLVMValueRef *id;
+    LLVMValueRef split, accs; /* i1: the part's mode bits */
+    bool fused, sys_ok;
+} flush_ctx;
+
+/* Bin b's combined copies v (op's identity where the thread has no bin
+ * or the block did not touch it) into the output, one atomic a leaf: a
+ * split part's block straight into the output (without accumulators),
+ * else into the accumulators (a fused default, a split part's), else
+ * into the output. */
+static weft_status flush_out(sk_fn *f, const flush_ctx *fc, LLVMValueRef b,
+                             const cg_val *v)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    const cg_array *out = sk_out_array(f, 0);
+    const acc_place *pa = fc->pa;
+    bool fused = fc->fused, sys_ok = fc->sys_ok;
+    for (int l = 0; l < out->nleaf; l++) {
+        cg_if touched;
+        cg_if_begin(fn, &touched,
+                    LLVMBuildICmp(fn->b, LLVMIntNE, as_bits(fn, v->v[l]),
+                                  as_bits(fn, fc->id[l]), ""));
+        LLVMValueRef p =
+            LLVMBuildInBoundsGEP2(fn->b, cg_mem_type(fn->llctx, out->leaf[l]),
+                                  out->ptr[l], &b, 1, "");
+        cg_if sys, own;
+        if (sys_ok) { /* a split part's block: straight into out */
+            cg_if_begin(fn, &sys,
+                        LLVMBuildAnd(fn->b, fc->split,
+                                     LLVMBuildNot(fn->b, fc->accs, ""), ""));
+            cg_ptx_red_sys(fn, pa->op[l], p, v->v[l]);
+            cg_if_else(fn, &sys);
+        }
+        if (!fused && sys_ok) { /* a split part's accumulators */
+            cg_if_begin(fn, &own, fc->accs);
+        }
+        if (fused || sys_ok) {
+            accumulate(f, pa, l, b, v->v[l]);
+        }
+        if (!fused && sys_ok) {
+            cg_if_else(fn, &own);
+        }
+        if (!fused) {
+            tg->atomic_rmw(fn, pa->op[l], p, v->v[l]);
+        }
+        if (!fused && sys_ok) {
+            cg_if_end(fn, &own);
+        }
+        if (sys_ok) {
+            cg_if_end(fn, &sys);
+        }
+        cg_if_end(fn, &touched);
+    }
+    return WEFT_OK;
+}
+
+/* The combination of bin b's ncopy copies in the calling lane (the
+ * flush of 32 or more bins: a lane a bin, so that a warp's atomics go to
+ * 32 consecutive words, one request of the memory system where a warp a
+ * bin made 32; head comment): op over the copies from op's identity, the
+ * lane's copies in turn from its own lane % ncopy on (bank of copy c of
+ * bin b: (b ncopy + c) mod 32, so that from 32 copies on the 32 lanes
+ * read 32 banks); a lane past the last bin ends with the identity. */
+static weft_status flush_lane(sk_fn *f, const cg_array *shared,
+                              const LLVMValueRef *id, LLVMValueRef b,
+                              LLVMValueRef bins, LLVMValueRef ncopy,
+                              LLVMValueRef lane, cg_val *v)
+{
+    cg_fn *fn = &f->fn;
+    const fe_fun *op = f->e->k->op->fun[0];
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+    cg_mut acc;
+    cg_val args[2], y;
+    weft_status s = cg_mut_new(fn, f->e->k->op->type, &acc);
+    if (s || (s = cg_val_make(fn, shared->nleaf, v)) != WEFT_OK) {
+        return s;
+    }
+    for (int l = 0; l < v->n; l++) {
+        v->v[l] = id[l];
+    }
+    cg_mut_set(fn, &acc, v);
+    LLVMValueRef in = LLVMBuildICmp(fn->b, LLVMIntSLT, b, bins, "");
+    LLVMValueRef row = LLVMBuildMul(
+        fn->b, LLVMBuildSelect(fn->b, in, b, cg_i64(fn, 0), ""), ncopy, "");
+    /* lane % ncopy in 32 bits (a 64-bit division is a call on PTX) */
+    LLVMValueRef first =
+        cg_zext64(fn, LLVMBuildURem(fn->b, LLVMBuildTrunc(fn->b, lane, i32, ""),
+                                    LLVMBuildTrunc(fn->b, ncopy, i32, ""), ""));
+    cg_sloop cc;
+    LLVMValueRef c =
+        cg_sloop_begin(fn, &cc, cg_i64(fn, 0), ncopy, cg_i64(fn, 1), "copies");
+    LLVMValueRef k = LLVMBuildAdd(fn->b, c, first, "");
+    k = LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntSGE, k, ncopy, ""),
+                        LLVMBuildSub(fn->b, k, ncopy, ""), k, "");
+    if ((s = cg_array_load(fn, shared, LLVMBuildAdd(fn->b, row, k, ""),
+                           &args[0])) != WEFT_OK ||
+        (s = cg_mut_get(fn, &acc, &args[1])) != WEFT_OK ||
+        (s = cg_apply(fn, op, args, &y)) != WEFT_OK) {
+        return s;
+    }
+    cg_mut_set(fn, &acc, &y);
+    cg_sloop_end(fn, &cc);
+    if ((s = cg_mut_get(fn, &acc, v)) != WEFT_OK) {
+        return s;
+    }
+    for (int l = 0; l < v->n; l++) {
+        v->v[l] = LLVMBuildSelect(fn->b, in, v->v[l], id[l], "");
+    }
     return WEFT_OK;
 }
 
@@ -1027,18 +1146,16 @@ static weft_status emit_private(sk_fn *f)
     /* a part of a split launch: its chunks from `first` (head comment) */
     LLVMValueRef from =
         LLVMBuildAnd(fn->b, f->first, cg_i64(fn, ~SK_PERMUTE_MODE), "");
-    unsigned dyn = f->e->k->flags >> DYN_SHIFT & DYN_MASK;
-    /* the dynamic units only where a last block puts the claim counter
-     * back to zero */
-    bool dyn_any = dyn > 0 && (fused || sys_ok);
+    /* chunks claimed in turn where a last block puts the claim counter
+     * back to zero (head comment) */
+    bool dyn_any = !(f->e->k->flags >> STATIC_BIT & 1) && (fused || sys_ok);
     cg_if dynamic;
     if (dyn_any) {
         LLVMValueRef dyn_ok = LLVMBuildSelect(
             fn->b, split, accs, LLVMConstInt(i1, fused, 0), "dyn");
         cg_if_begin(fn, &dynamic, dyn_ok);
-        if ((s = dynamic_units(f, &pa, &copy, sext, ssize, base, from,
-                               (int64_t)1 << (DYN_BASE + dyn), tid, bs, &pc,
-                               nunit)) != WEFT_OK) {
+        if ((s = dynamic_units(f, &pa, &copy, sext, ssize, base, from, tid, bs,
+                               &pc, nunit)) != WEFT_OK) {
             return s;
         }
         cg_if_else(fn, &dynamic);
@@ -1075,52 +1192,41 @@ static weft_status emit_private(sk_fn *f)
     }
     /* each bin, a warp's: its copies combined, then into the output by
      * lane 0, one atomic a leaf where the block touched it */
-    cg_sloop flush;
-    b = cg_sloop_begin(fn, &flush, LLVMBuildLShr(fn->b, tid, cg_i64(fn, 5), ""),
-                       bins, warps, "flush");
+    flush_ctx fc = {.pa = &pa,
+                    .id = id,
+                    .split = split,
+                    .accs = accs,
+                    .fused = fused,
+                    .sys_ok = sys_ok};
+    LLVMValueRef lane = LLVMBuildAnd(fn->b, tid, cg_i64(fn, 31), "");
+    LLVMValueRef warp = LLVMBuildLShr(fn->b, tid, cg_i64(fn, 5), "");
+    cg_if wide;
+    cg_if_begin(fn, &wide,
+                LLVMBuildICmp(fn->b, LLVMIntSGE, bins, cg_i64(fn, 32), ""));
+    /* a lane a bin, 32 consecutive bins a warp */
+    LLVMValueRef groups =
+        LLVMBuildLShr(fn->b, LLVMBuildAdd(fn->b, bins, cg_i64(fn, 31), ""),
+                      cg_i64(fn, 5), "");
+    cg_sloop fg;
+    LLVMValueRef g = cg_sloop_begin(fn, &fg, warp, groups, warps, "flushg");
+    b = LLVMBuildAdd(fn->b, LLVMBuildShl(fn->b, g, cg_i64(fn, 5), ""), lane,
+                     "");
     cg_val v;
-    if ((s = flush_bin(f, &shared, id, b, ncopy,
-                       LLVMBuildAnd(fn->b, tid, cg_i64(fn, 31), ""), &v)) !=
-        WEFT_OK) {
+    if ((s = flush_lane(f, &shared, id, b, bins, ncopy, lane, &v)) != WEFT_OK ||
+        (s = flush_out(f, &fc, b, &v)) != WEFT_OK) {
         return s;
     }
-    for (int l = 0; l < out->nleaf; l++) {
-        cg_if touched;
-        cg_if_begin(fn, &touched,
-                    LLVMBuildICmp(fn->b, LLVMIntNE, as_bits(fn, v.v[l]),
-                                  as_bits(fn, id[l]), ""));
-        LLVMValueRef p =
-            LLVMBuildInBoundsGEP2(fn->b, cg_mem_type(fn->llctx, out->leaf[l]),
-                                  out->ptr[l], &b, 1, "");
-        cg_if sys, own;
-        if (sys_ok) { /* a split part's block: straight into out */
-            cg_if_begin(
-                fn, &sys,
-                LLVMBuildAnd(fn->b, split, LLVMBuildNot(fn->b, accs, ""), ""));
-            cg_ptx_red_sys(fn, pa.op[l], p, v.v[l]);
-            cg_if_else(fn, &sys);
-        }
-        if (!fused && sys_ok) { /* a split part's accumulators */
-            cg_if_begin(fn, &own, accs);
-        }
-        if (fused || sys_ok) {
-            accumulate(f, &pa, l, b, v.v[l]);
-        }
-        if (!fused && sys_ok) {
-            cg_if_else(fn, &own);
-        }
-        if (!fused) {
-            tg->atomic_rmw(fn, pa.op[l], p, v.v[l]);
-        }
-        if (!fused && sys_ok) {
-            cg_if_end(fn, &own);
-        }
-        if (sys_ok) {
-            cg_if_end(fn, &sys);
-        }
-        cg_if_end(fn, &touched);
+    cg_sloop_end(fn, &fg);
+    cg_if_else(fn, &wide);
+    /* a warp a bin */
+    cg_sloop flush;
+    b = cg_sloop_begin(fn, &flush, warp, bins, warps, "flush");
+    if ((s = flush_bin(f, &shared, id, b, ncopy, lane, &v)) != WEFT_OK ||
+        (s = flush_out(f, &fc, b, &v)) != WEFT_OK) {
+        return s;
     }
     cg_sloop_end(fn, &flush);
+    cg_if_end(fn, &wide);
     if (stamps) {
         tg->barrier(fn);
         cg_if_begin(fn, &st0,
@@ -1182,12 +1288,11 @@ static weft_status ptx_permute_prepare(weft_context *ctx, fe_arena *arena,
      * not reused) */
     k->flags |= (unsigned)SK_PERMUTE_SHARED_BYTES << 8 |
                 (unsigned)PRIVATE_VERSION << 28;
-    /* the measurement knobs (temporary): $WEFT_PTX_PERMUTE_DYN, the log2
-     * of the dynamic unit (13 .. 19), $WEFT_PTX_PERMUTE_STAMPS=1 */
-    const char *dv = getenv("WEFT_PTX_PERMUTE_DYN");
-    int dl = dv ? atoi(dv) : 0;
-    if (dl > DYN_BASE && dl <= DYN_BASE + DYN_MASK) {
-        k->flags |= (unsigned)(dl - DYN_BASE) << DYN_SHIFT;
+    /* the measurement knobs: $WEFT_PTX_PERMUTE_STATIC=1 (the static
+     * chunks), $WEFT_PTX_PERMUTE_STAMPS=1 (temporary) */
+    const char *sc = getenv("WEFT_PTX_PERMUTE_STATIC");
+    if (sc && strcmp(sc, "1") == 0) {
+        k->flags |= 1u << STATIC_BIT;
     }
     const char *sv = getenv("WEFT_PTX_PERMUTE_STAMPS");
     if (sv && strcmp(sv, "1") == 0) {
