@@ -16,7 +16,8 @@
  *
  *       copy[c][b] = identity            for every copy c and bin b
  *       barrier
- *       for each chunk c of this block (c = block, block + grid, ...):
+ *       for each chunk c of this block (claimed in turn, or c = block,
+ *       block + grid, ...: "Chunks" below):
  *           for each source i of c (groups of 4 consecutive sources,
  *           groups lo + 4 thread and lo + 4 (thread + block), stepping
  *           by 8 blocks, two groups a step): the step of
@@ -25,6 +26,7 @@
  *       barrier
  *       out[b] = out[b] op (op over c of copy[c][b])   (atomic) for every
  *                                        bin b the block touched
+ *                                        (the flush, "Flush" below)
  *
  * where the copies lie in shared memory of SK_PERMUTE_SHARED_BYTES (the
  * driver uses entry 2 only for a result that fits), ncopy of them: as
@@ -48,11 +50,41 @@
  * memory, and the output sees one global atomic per block and bin
  * touched instead of one per source: the histogram case (2^28 sources
  * into 256 bins) goes from 2^28 atomics on 256 addresses to a few
- * hundred thousand.  The flush takes a warp a bin: lane l combines
- * copies l, l + 32, ... of the bin (consecutive words), the warp's
- * shuffles combine the lanes, and lane 0 makes the bin's atomics (the
- * flush loop's bounds are the same in a warp, so every lane meets every
- * shuffle).
+ * hundred thousand.
+ *
+ * Flush.  From 32 bins on, a lane takes a bin and a warp 32 consecutive
+ * bins (flush_lane): lane l combines the copies of bin 32 w + l from
+ * copy l % ncopy on, round (bank (b ncopy + c) mod 32: from 32 copies on
+ * the warp's 32 reads fall in 32 banks), and the warp's atomics into the
+ * output or the accumulators go to 32 consecutive words, which the
+ * memory system takes as one request.  Before (session 31's round r1,
+ * four H200, per-block %globaltimer stamps) the flush took a warp a bin,
+ * lane 0 making the bin's atomic: 264 blocks x 256 requests of one word
+ * each on the one 1 KiB set of accumulators, queued in the L2, and each
+ * block's flush took 15-23 us (median) where its keys took 240 (2^28
+ * keys, one GPU), the blocks' flushes one after another at the end of
+ * the kernel: most of the ~40 us that one GPU's kernel spent beyond its
+ * keys' time, and of a split part's.  Below 32 bins a warp still takes a
+ * bin (flush_bin): lane l combines copies l, l + 32, ... of the bin
+ * (consecutive words), the warp's shuffles combine the lanes, and lane 0
+ * makes the bin's atomics (the flush loop's bounds are the same in a
+ * warp, so every lane meets every shuffle); with few bins (k-means' 16)
+ * a lane a bin would leave most of the block idle over many copies.
+ *
+ * Chunks.  Where the kernel has a last block (a fused default on one
+ * device; a split part with its accumulators), the blocks claim their
+ * chunks in turn from a counter beside the ticket (aux 1, kept zero: the
+ * last block puts it back to zero with the rest of the set, after every
+ * block's last claim): thread 0 claims the next chunk while the block
+ * runs the current one and hands it over through shared memory (two
+ * slots, one barrier a chunk), and the driver cuts the sources into 8
+ * chunks per resident block (runtime/exec_permute.c PRIVATE_WORKERS), so
+ * the blocks end within a chunk of each other.  With every block taking
+ * every grid-th chunk (two each, as before; still the path of a permute
+ * without a last block) the blocks' keys ended over 46 us of a 2^28-key
+ * kernel (one H200: the tenth to the last, 229 to 274 us; claimed, 232
+ * to 245).  $WEFT_PTX_PERMUTE_STATIC=1, a measurement knob read at code
+ * generation (into the kernel's key), keeps the static chunks.
  *
  * The hot loop is kept short.  A group's four targets are computed before
  * its four updates, so that its reads sit together and become one 128-bit
@@ -117,12 +149,14 @@
  * kernels have no such branch.
  *
  * Barriers.  Every barrier (two, two more around the ticket of a fused
- * default or a part, and two around the parts' ticket) stands at the top level of the kernel, outside every
- * loop and branch but the uniform ones on the split's mode around the
- * last blocks, and no thread returns early, so every thread of the
- * block reaches each of them; the loops between them hold no barrier, so
- * their bounds need not be uniform.  The block's chunks all go into its
- * copies, flushed once at the end.
+ * default or a part, and two around the parts' ticket) stands at the top
+ * level of the kernel, outside every loop and branch but the uniform ones
+ * on the split's mode (around the last blocks and the claimed chunks),
+ * and the claimed chunks' loop, whose bound is the block's (the claim
+ * read from shared memory after a barrier), and no thread returns early,
+ * so every thread of the block reaches each of them; the other loops
+ * hold no barrier, so their bounds need not be uniform.  The block's
+ * chunks all go into its copies, flushed once at the end.
  */
 #include "../sk.h"
 #include <stdlib.h>
