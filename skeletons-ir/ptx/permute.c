@@ -777,6 +777,49 @@ static weft_status copy_at(cg_fn *fn, const cg_array *shared, LLVMValueRef at,
     return WEFT_OK;
 }
 
+/* op over copies c = c0, c0 + step, ... below ncopy of the bin whose
+ * copies start at `row` of the shared arrays, from op's identity, into
+ * *v: copy c itself, or with `from` (not NULL) copy c + from less ncopy
+ * where that passes ncopy (from < ncopy: each copy once, from `from` on,
+ * round). */
+static weft_status combine_copies(sk_fn *f, const cg_array *shared,
+                                  const LLVMValueRef *id, LLVMValueRef row,
+                                  LLVMValueRef c0, int64_t step,
+                                  LLVMValueRef ncopy, LLVMValueRef from,
+                                  cg_val *v)
+{
+    cg_fn *fn = &f->fn;
+    const fe_fun *op = f->e->k->op->fun[0];
+    cg_mut acc;
+    cg_val args[2], y;
+    weft_status s = cg_mut_new(fn, f->e->k->op->type, &acc);
+    if (s || (s = cg_val_make(fn, shared->nleaf, v)) != WEFT_OK) {
+        return s;
+    }
+    for (int l = 0; l < v->n; l++) {
+        v->v[l] = id[l];
+    }
+    cg_mut_set(fn, &acc, v);
+    cg_sloop cc;
+    LLVMValueRef c =
+        cg_sloop_begin(fn, &cc, c0, ncopy, cg_i64(fn, step), "copies");
+    if (from) {
+        c = LLVMBuildAdd(fn->b, c, from, "");
+        c = LLVMBuildSelect(fn->b,
+                            LLVMBuildICmp(fn->b, LLVMIntSGE, c, ncopy, ""),
+                            LLVMBuildSub(fn->b, c, ncopy, ""), c, "");
+    }
+    if ((s = cg_array_load(fn, shared, LLVMBuildAdd(fn->b, row, c, ""),
+                           &args[0])) != WEFT_OK ||
+        (s = cg_mut_get(fn, &acc, &args[1])) != WEFT_OK ||
+        (s = cg_apply(fn, op, args, &y)) != WEFT_OK) {
+        return s;
+    }
+    cg_mut_set(fn, &acc, &y);
+    cg_sloop_end(fn, &cc);
+    return cg_mut_get(fn, &acc, v);
+}
+
 /* The combination of bin b's ncopy copies in lane 0 of the warp (the
  * flush takes a warp a bin, head comment): lane l combines copies l, l +
  * 32, ... from op's identity (which a lane without a copy keeps), the
@@ -792,33 +835,15 @@ static weft_status flush_bin(sk_fn *f, const cg_array *shared,
     cg_fn *fn = &f->fn;
     const fe_fun *op = f->e->k->op->fun[0];
     LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
-    cg_mut acc;
-    cg_val args[2], y;
-    weft_status s = cg_mut_new(fn, f->e->k->op->type, &acc);
-    if (s || (s = cg_val_make(fn, shared->nleaf, v)) != WEFT_OK) {
+    cg_val args[2];
+    weft_status s =
+        combine_copies(f, shared, id, LLVMBuildMul(fn->b, b, ncopy, ""), lane,
+                       32, ncopy, NULL, v);
+    if (s) {
         return s;
     }
-    for (int l = 0; l < v->n; l++) {
-        v->v[l] = id[l];
-    }
-    cg_mut_set(fn, &acc, v);
-    LLVMValueRef row = LLVMBuildMul(fn->b, b, ncopy, "");
-    cg_sloop cc;
-    LLVMValueRef c =
-        cg_sloop_begin(fn, &cc, lane, ncopy, cg_i64(fn, 32), "copies");
-    if ((s = cg_array_load(fn, shared, LLVMBuildAdd(fn->b, row, c, ""),
-                           &args[0])) != WEFT_OK ||
-        (s = cg_mut_get(fn, &acc, &args[1])) != WEFT_OK ||
-        (s = cg_apply(fn, op, args, &y)) != WEFT_OK) {
-        return s;
-    }
-    cg_mut_set(fn, &acc, &y);
-    cg_sloop_end(fn, &cc);
     /* lane 0 ends with the warp's combination (shuffle_down past lane 31
      * gives the lane's own value, which only lanes other than 0 take) */
-    if ((s = cg_mut_get(fn, &acc, v)) != WEFT_OK) {
-        return s;
-    }
     for (int d = 16; d >= 1; d /= 2) {
         if ((s = cg_val_make(fn, v->n, &args[1])) != WEFT_OK) {
             return s;
@@ -1001,40 +1026,17 @@ static weft_status flush_lane(sk_fn *f, const cg_array *shared,
                               LLVMValueRef lane, cg_val *v)
 {
     cg_fn *fn = &f->fn;
-    const fe_fun *op = f->e->k->op->fun[0];
     LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
-    cg_mut acc;
-    cg_val args[2], y;
-    weft_status s = cg_mut_new(fn, f->e->k->op->type, &acc);
-    if (s || (s = cg_val_make(fn, shared->nleaf, v)) != WEFT_OK) {
-        return s;
-    }
-    for (int l = 0; l < v->n; l++) {
-        v->v[l] = id[l];
-    }
-    cg_mut_set(fn, &acc, v);
     LLVMValueRef in = LLVMBuildICmp(fn->b, LLVMIntSLT, b, bins, "");
     LLVMValueRef row = LLVMBuildMul(
         fn->b, LLVMBuildSelect(fn->b, in, b, cg_i64(fn, 0), ""), ncopy, "");
     /* lane % ncopy in 32 bits (a 64-bit division is a call on PTX) */
-    LLVMValueRef first =
+    LLVMValueRef from =
         cg_zext64(fn, LLVMBuildURem(fn->b, LLVMBuildTrunc(fn->b, lane, i32, ""),
                                     LLVMBuildTrunc(fn->b, ncopy, i32, ""), ""));
-    cg_sloop cc;
-    LLVMValueRef c =
-        cg_sloop_begin(fn, &cc, cg_i64(fn, 0), ncopy, cg_i64(fn, 1), "copies");
-    LLVMValueRef k = LLVMBuildAdd(fn->b, c, first, "");
-    k = LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntSGE, k, ncopy, ""),
-                        LLVMBuildSub(fn->b, k, ncopy, ""), k, "");
-    if ((s = cg_array_load(fn, shared, LLVMBuildAdd(fn->b, row, k, ""),
-                           &args[0])) != WEFT_OK ||
-        (s = cg_mut_get(fn, &acc, &args[1])) != WEFT_OK ||
-        (s = cg_apply(fn, op, args, &y)) != WEFT_OK) {
-        return s;
-    }
-    cg_mut_set(fn, &acc, &y);
-    cg_sloop_end(fn, &cc);
-    if ((s = cg_mut_get(fn, &acc, v)) != WEFT_OK) {
+    weft_status s =
+        combine_copies(f, shared, id, row, cg_i64(fn, 0), 1, ncopy, from, v);
+    if (s) {
         return s;
     }
     for (int l = 0; l < v->n; l++) {
