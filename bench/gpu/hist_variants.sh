@@ -5,11 +5,11 @@
 # and two GPUs, each size with the default (chunks claimed in turn) and
 # with $WEFT_PTX_PERMUTE_STATIC=1 (each block every grid-th chunk), then
 # the default with $WEFT_PTX_PERMUTE_CHUNKS of HIST_CHUNKS chunks per
-# resident block, then each block's stamps ($WEFT_PTX_PERMUTE_STAMPS=1,
-# summed up by bench/gpu/hist_stamps.py; the stamps' vprintf slows the
-# blocks' ends, so only the starts, keys and flushes are to be read).
+# resident block (the default: 8).  Each hist_probe line prints as it
+# is made (its own timeout, so that one slow probe does not hide the
+# others' lines).
 # Usage: sh bench/gpu/hist_variants.sh [runs]
-#   HIST_CHUNKS (default "4 16"), HIST_STAMPS=0: no stamps.
+#   HIST_CHUNKS (default "4 16"), HIST_TIMEOUT (seconds a probe, 40).
 set -u
 cd "$(dirname "$0")/../.." || exit 2
 runs=${1:-10}
@@ -20,9 +20,10 @@ probe() { # probe DEVICES [SIZE ...] (DEVICES 1: one GPU)
     devs=$1
     shift
     if [ "$devs" = 1 ]; then
-        ./hist_probe "$runs" "$@"
+        timeout "${HIST_TIMEOUT:-40}" ./hist_probe "$runs" "$@"
     else
-        WEFT_DEVICES=$devs ./hist_probe "$runs" "$@"
+        WEFT_DEVICES=$devs timeout "${HIST_TIMEOUT:-40}" ./hist_probe \
+            "$runs" "$@"
     fi
 }
 for devs in 1 0,1,2,3 0,1; do
@@ -39,14 +40,3 @@ for c in ${HIST_CHUNKS:-4 16}; do
         unset WEFT_PTX_PERMUTE_CHUNKS
     done
 done
-[ "${HIST_STAMPS:-1}" = 0 ] && exit 0
-tmp=$(mktemp -d)
-runs=1
-export WEFT_PTX_PERMUTE_STAMPS=1
-for s in "1 268435456" "0,1,2,3 1073741824"; do
-    set -- $s
-    probe "$1" "$2" >"$tmp/s.txt" 2>&1
-    grep '^hist' "$tmp/s.txt"
-    python3 bench/gpu/hist_stamps.py "$tmp/s.txt" "devices $1 n $2"
-done
-rm -rf "$tmp"

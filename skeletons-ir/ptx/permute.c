@@ -71,20 +71,22 @@
  * warp, so every lane meets every shuffle); with few bins (k-means' 16)
  * a lane a bin would leave most of the block idle over many copies.
  *
- * Chunks.  Where the kernel has a last block (a fused default on one
- * device; a split part with its accumulators), the blocks claim their
- * chunks in turn from a counter beside the ticket (aux 1, kept zero: the
- * last block puts it back to zero with the rest of the set, after every
- * block's last claim): thread 0 claims the next chunk while the block
- * runs the current one and hands it over through shared memory (two
- * slots, one barrier a chunk), and the driver cuts the sources into 8
- * chunks per resident block (runtime/exec_permute.c PRIVATE_WORKERS), so
- * the blocks end within a chunk of each other.  With every block taking
- * every grid-th chunk (two each, as before; still the path of a permute
- * without a last block) the blocks' keys ended over 46 us of a 2^28-key
- * kernel (one H200: the tenth to the last, 229 to 274 us; claimed, 232
- * to 245).  $WEFT_PTX_PERMUTE_STATIC=1, a measurement knob read at code
- * generation (into the kernel's key), keeps the static chunks.
+ * Chunks.  A block's chunks come one at a time: thread 0 finds the next
+ * while the block runs the current one and hands it over through shared
+ * memory (two slots, one barrier a chunk; block_chunks).  Where the
+ * kernel has a last block (a fused default on one device; a split part
+ * with its accumulators) the blocks claim their chunks in turn from a
+ * counter beside the ticket (aux 1, kept zero: the last block puts it
+ * back to zero with the rest of the set, after every block's last
+ * claim); elsewhere block b takes chunks b, b + grid, ....  The driver
+ * cuts the sources into 8 chunks per resident block (runtime/
+ * exec_permute.c PRIVATE_WORKERS), so claiming blocks end within a chunk
+ * of each other.  With every block taking every grid-th chunk (two
+ * each, as before) the blocks' keys ended over 46 us of a 2^28-key
+ * kernel (one H200: the tenth of them to the last, 229 to 274 us;
+ * claimed, chunks of 2^16 keys, 232 to 245).  $WEFT_PTX_PERMUTE_STATIC=1,
+ * a measurement knob read at code generation (into the kernel's key),
+ * takes every grid-th chunk everywhere.
  *
  * The hot loop is kept short.  A group's four targets are computed before
  * its four updates, so that its reads sit together and become one 128-bit
@@ -148,12 +150,12 @@
  * without such a reduction (1 and 2 bytes) are not split, and their
  * kernels have no such branch.
  *
- * Barriers.  Every barrier (two, two more around the ticket of a fused
- * default or a part, and two around the parts' ticket) stands at the top
- * level of the kernel, outside every loop and branch but the uniform ones
- * on the split's mode (around the last blocks and the claimed chunks),
- * and the claimed chunks' loop, whose bound is the block's (the claim
- * read from shared memory after a barrier), and no thread returns early,
+ * Barriers.  Every barrier (two, one a chunk, two more around the
+ * ticket of a fused default or a part, and two around the parts' ticket)
+ * stands at the top level of the kernel, outside every loop and branch
+ * but the uniform ones on the split's mode (around the last blocks) and
+ * the chunks' loop, whose bound each thread reads from shared memory
+ * after a barrier (the same in the block), and no thread returns early,
  * so every thread of the block reaches each of them; the other loops
  * hold no barrier, so their bounds need not be uniform.  The block's
  * chunks all go into its copies, flushed once at the end.
@@ -316,84 +318,9 @@ static weft_status private_range(sk_fn *f, const cg_array *copy,
     return WEFT_OK;
 }
 
-/* ---- measurement knobs (temporary: issue 20's histogram) ----------- */
-
-/* k->flags bits of the knobs: the static chunks where the dynamic ones
- * would be taken ($WEFT_PTX_PERMUTE_STATIC=1), and the stamps. */
-enum { STATIC_BIT = 24, STAMPS_BIT = 27 };
-
-/* %globaltimer (ns), read where it stands. */
-static LLVMValueRef global_timer(cg_fn *fn)
-{
-    static const char text[] = "mov.u64 $0, %globaltimer;";
-    static const char cons[] = "=l,~{memory}";
-    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
-    LLVMTypeRef ty = LLVMFunctionType(i64, NULL, 0, 0);
-    LLVMValueRef a =
-        LLVMGetInlineAsm(ty, text, sizeof text - 1, cons, sizeof cons - 1, 1, 0,
-                         LLVMInlineAsmDialectATT, 0);
-    return LLVMBuildCall2(fn->b, ty, a, NULL, 0, "");
-}
-
-/* %smid (i32 zero-extended). */
-static LLVMValueRef sm_id(cg_fn *fn)
-{
-    static const char text[] = "mov.u32 $0, %smid;";
-    static const char cons[] = "=r";
-    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
-    LLVMTypeRef ty = LLVMFunctionType(i32, NULL, 0, 0);
-    LLVMValueRef a =
-        LLVMGetInlineAsm(ty, text, sizeof text - 1, cons, sizeof cons - 1, 1, 0,
-                         LLVMInlineAsmDialectATT, 0);
-    return cg_zext64(fn, LLVMBuildCall2(fn->b, ty, a, NULL, 0, ""));
-}
-
-enum { NSTAMP = 8 };
-
-/* One more unit in the stamps' count (nunit, in shared memory; NULL:
- * no stamps), by thread 0. */
-static void count_unit(cg_fn *fn, LLVMValueRef nunit, LLVMValueRef tid)
-{
-    if (!nunit) {
-        return;
-    }
-    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
-    cg_if t0;
-    cg_if_begin(fn, &t0,
-                LLVMBuildICmp(fn->b, LLVMIntEQ, tid, cg_i64(fn, 0), ""));
-    LLVMBuildStore(fn->b,
-                   LLVMBuildAdd(fn->b, LLVMBuildLoad2(fn->b, i64, nunit, ""),
-                                cg_i64(fn, 1), ""),
-                   nunit);
-    cg_if_end(fn, &t0);
-}
-
-/* vprintf("HS" and the NSTAMP i64 values at sh, in shared memory) from
- * the calling thread (the values in shared memory, not on the stack: a
- * buffer of the thread's own made ptxas spill at 32 registers). */
-static void stamp_print(cg_fn *fn, LLVMValueRef sh)
-{
-    LLVMTypeRef ptr = LLVMPointerTypeInContext(fn->llctx, 0);
-    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
-    static const char text[] = "HS %lld %lld %lld %lld %lld %lld %lld %lld\n";
-    LLVMValueRef str =
-        LLVMConstStringInContext(fn->llctx, text, sizeof text - 1, 0);
-    LLVMValueRef g = LLVMGetNamedGlobal(fn->mod, "weft_stamp_fmt");
-    if (!g) {
-        g = LLVMAddGlobal(fn->mod, LLVMTypeOf(str), "weft_stamp_fmt");
-        LLVMSetInitializer(g, str);
-        LLVMSetGlobalConstant(g, 1);
-        LLVMSetLinkage(g, LLVMPrivateLinkage);
-    }
-    LLVMTypeRef pt[2] = {ptr, ptr};
-    LLVMTypeRef fty = LLVMFunctionType(i32, pt, 2, 0);
-    LLVMValueRef pf = LLVMGetNamedFunction(fn->mod, "vprintf");
-    if (!pf) {
-        pf = LLVMAddFunction(fn->mod, "vprintf", fty);
-    }
-    LLVMValueRef args[2] = {g, LLVMBuildAddrSpaceCast(fn->b, sh, ptr, "")};
-    LLVMBuildCall2(fn->b, fty, pf, args, 2, "");
-}
+/* k->flags bit of the measurement knob $WEFT_PTX_PERMUTE_STATIC=1: every
+ * block takes every grid-th chunk, none claimed (head comment, "Chunks") */
+enum { STATIC_BIT = 24 };
 
 /* Whether `bit` of `first` (a mode of a split part: sk.h) is set. */
 static LLVMValueRef mode_bit(cg_fn *fn, LLVMValueRef first, int64_t bit)
@@ -865,85 +792,102 @@ static weft_status flush_bin(sk_fn *f, const cg_array *shared,
     return WEFT_OK;
 }
 
-/* The block's sources by chunks claimed in turn (head comment): chunk u
- * the u-th claim of pa's claim counter over the grid's blocks, [base +
- * (from + u) grain, ...); thread 0 claims the next chunk while the block
- * runs the current one, and hands it over through shared memory (two
- * slots, a barrier a chunk). */
-static weft_status dynamic_units(sk_fn *f, const acc_place *pa,
-                                 const cg_array *copy, LLVMValueRef *sext,
-                                 LLVMValueRef ssize, LLVMValueRef base,
-                                 LLVMValueRef from, LLVMValueRef tid,
-                                 LLVMValueRef bs, private_put_ctx *pc,
-                                 LLVMValueRef nunit)
+/* Into *next (thread 0's): a claim of pa's counter where `claim` (an
+ * i1; NULL: never) holds, else u + step. */
+static void next_chunk(cg_fn *fn, const acc_place *pa, LLVMValueRef claim,
+                       LLVMValueRef u, LLVMValueRef step, LLVMValueRef next)
 {
-    LLVMValueRef unit = f->grain;
+    LLVMBuildStore(fn->b, LLVMBuildAdd(fn->b, u, step, ""), next);
+    if (!claim) {
+        return;
+    }
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+    cg_if c;
+    cg_if_begin(fn, &c, claim);
+    LLVMBuildStore(fn->b,
+                   cg_zext64(fn, fn->target->atomic_rmw(
+                                     fn, LLVMAtomicRMWBinOpAdd, pa->claim,
+                                     LLVMConstInt(i32, 1, 0))),
+                   next);
+    cg_if_end(fn, &c);
+}
+
+/* The block's chunks into its copies: chunk u is [start + u grain, ...),
+ * start = base + from grain (base the kernel's `skip`, from the chunk of
+ * `first`: head comment); the block's first chunk and each next one are
+ * claimed from pa's claim counter where `claim` (an i1, the same in the
+ * whole grid; NULL: never) holds, else the block's index and steps of
+ * the grid's size.  Thread 0 finds the next chunk while the block runs
+ * the current one and hands it over through shared memory (two slots, a
+ * barrier a chunk; head comment, "Chunks"). */
+static weft_status block_chunks(sk_fn *f, const acc_place *pa,
+                                LLVMValueRef claim, const cg_array *copy,
+                                LLVMValueRef *sext, LLVMValueRef ssize,
+                                LLVMValueRef base, LLVMValueRef from,
+                                LLVMValueRef tid, LLVMValueRef bs,
+                                private_put_ctx *pc)
+{
     cg_fn *fn = &f->fn;
     const cg_target *tg = fn->target;
-    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
     LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
-    LLVMValueRef one32 = LLVMConstInt(i32, 1, 0);
+    LLVMValueRef grain = f->grain;
     LLVMValueRef start = LLVMBuildAdd(
-        fn->b, base, LLVMBuildMul(fn->b, from, f->grain, ""), "start");
-    LLVMValueRef units = LLVMBuildUDiv(
+        fn->b, base, LLVMBuildMul(fn->b, from, grain, ""), "start");
+    LLVMValueRef chunks = LLVMBuildUDiv(
         fn->b,
-        LLVMBuildSub(
-            fn->b,
-            LLVMBuildAdd(fn->b, LLVMBuildSub(fn->b, f->n, start, ""), unit, ""),
-            cg_i64(fn, 1), ""),
-        unit, "units");
-    LLVMValueRef slot = tg->shared_array(fn, i32, 2);
-    LLVMValueRef first =
-        LLVMBuildICmp(fn->b, LLVMIntEQ, tid, cg_i64(fn, 0), "");
+        LLVMBuildSub(fn->b,
+                     LLVMBuildAdd(fn->b, LLVMBuildSub(fn->b, f->n, start, ""),
+                                  grain, ""),
+                     cg_i64(fn, 1), ""),
+        grain, "chunks");
+    LLVMValueRef slot = tg->shared_array(fn, i64, 2);
+    LLVMValueRef t0 = LLVMBuildICmp(fn->b, LLVMIntEQ, tid, cg_i64(fn, 0), "");
+    LLVMValueRef grid = cg_zext64(fn, tg->grid_size(fn, 0));
     LLVMValueRef kslot = cg_alloca(fn, i64, "k");
-    LLVMValueRef next = cg_alloca(fn, i32, "next");
+    LLVMValueRef next = cg_alloca(fn, i64, "next");
     LLVMBuildStore(fn->b, cg_i64(fn, 0), kslot);
-    LLVMBuildStore(fn->b, LLVMConstInt(i32, 0, 0), next);
+    /* the first chunk: claimed, or the block's index */
     cg_if c0;
-    cg_if_begin(fn, &c0, first);
-    LLVMBuildStore(fn->b,
-                   tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd, pa->claim, one32),
-                   slot);
+    cg_if_begin(fn, &c0, t0);
+    next_chunk(fn, pa, claim, cg_zext64(fn, tg->block_index(fn, 0)),
+               cg_i64(fn, 0), next);
+    LLVMBuildStore(fn->b, LLVMBuildLoad2(fn->b, i64, next, ""), slot);
     cg_if_end(fn, &c0);
     tg->barrier(fn);
     LLVMBasicBlockRef head =
-        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "unit.head");
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "chunk.head");
     LLVMBasicBlockRef body =
-        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "unit.body");
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "chunk.body");
     LLVMBasicBlockRef exit =
-        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "unit.exit");
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "chunk.exit");
     LLVMBuildBr(fn->b, head);
     LLVMPositionBuilderAtEnd(fn->b, head);
     LLVMValueRef k = LLVMBuildLoad2(fn->b, i64, kslot, "");
     LLVMValueRef at = LLVMBuildAnd(fn->b, k, cg_i64(fn, 1), "");
     LLVMValueRef u = LLVMBuildLoad2(
-        fn->b, i32, LLVMBuildInBoundsGEP2(fn->b, i32, slot, &at, 1, ""), "");
-    u = cg_zext64(fn, u);
-    LLVMBuildCondBr(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, u, units, ""), body,
-                    exit);
+        fn->b, i64, LLVMBuildInBoundsGEP2(fn->b, i64, slot, &at, 1, ""), "u");
+    LLVMBuildCondBr(fn->b, LLVMBuildICmp(fn->b, LLVMIntULT, u, chunks, ""),
+                    body, exit);
     LLVMPositionBuilderAtEnd(fn->b, body);
     cg_if c1;
-    cg_if_begin(fn, &c1, first);
-    LLVMBuildStore(fn->b,
-                   tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd, pa->claim, one32),
-                   next);
+    cg_if_begin(fn, &c1, t0);
+    next_chunk(fn, pa, claim, u, grid, next);
     cg_if_end(fn, &c1);
     LLVMValueRef lo =
-        LLVMBuildAdd(fn->b, start, LLVMBuildMul(fn->b, u, unit, ""), "lo");
-    LLVMValueRef hi = LLVMBuildAdd(fn->b, lo, unit, "");
+        LLVMBuildAdd(fn->b, start, LLVMBuildMul(fn->b, u, grain, ""), "lo");
+    LLVMValueRef hi = LLVMBuildAdd(fn->b, lo, grain, "");
     hi = LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, hi, f->n, ""),
                          hi, f->n, "hi");
     weft_status s = private_range(f, copy, sext, ssize, lo, hi, tid, bs, pc);
     if (s) {
         return s;
     }
-    count_unit(fn, nunit, tid);
     LLVMValueRef k1 = LLVMBuildAdd(fn->b, k, cg_i64(fn, 1), "");
     cg_if c2;
-    cg_if_begin(fn, &c2, first);
+    cg_if_begin(fn, &c2, t0);
     LLVMValueRef at1 = LLVMBuildAnd(fn->b, k1, cg_i64(fn, 1), "");
-    LLVMBuildStore(fn->b, LLVMBuildLoad2(fn->b, i32, next, ""),
-                   LLVMBuildInBoundsGEP2(fn->b, i32, slot, &at1, 1, ""));
+    LLVMBuildStore(fn->b, LLVMBuildLoad2(fn->b, i64, next, ""),
+                   LLVMBuildInBoundsGEP2(fn->b, i64, slot, &at1, 1, ""));
     cg_if_end(fn, &c2);
     tg->barrier(fn);
     LLVMBuildStore(fn->b, k1, kslot);
@@ -1118,7 +1062,7 @@ static weft_status emit_private(sk_fn *f)
      * at b ncopy + c (head comment); in 32 bits (a 64-bit division by a
      * value known only at run time is a call on PTX) */
     LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
-    LLVMValueRef one = cg_i64(fn, 1), one32 = LLVMConstInt(i32, 1, 0);
+    LLVMValueRef one32 = LLVMConstInt(i32, 1, 0);
     LLVMValueRef warps = LLVMBuildLShr(
         fn->b, LLVMBuildAdd(fn->b, bs, cg_i64(fn, 31), ""), cg_i64(fn, 5), "");
     LLVMValueRef nb =
@@ -1138,27 +1082,6 @@ static weft_status emit_private(sk_fn *f)
         return s;
     }
     private_put_ctx pc = {.bad = bad, .stride = ncopy};
-    /* the measurement's stamps (STAMPS_BIT): thread 0's clock at the
-     * start, the keys done, the flush done and the end, and the units
-     * (in shared memory: no registers held over the loops) */
-    bool stamps = f->e->k->flags >> STAMPS_BIT & 1;
-    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
-    LLVMValueRef ts[NSTAMP] = {NULL}, nunit = NULL, sh = NULL;
-    cg_if st0;
-    if (stamps) {
-        /* base, block, SM, units, then the four clocks */
-        sh = tg->shared_array(fn, i64, NSTAMP);
-        for (int k = 0; k < NSTAMP; k++) {
-            LLVMValueRef at = cg_i64(fn, k);
-            ts[k] = LLVMBuildInBoundsGEP2(fn->b, i64, sh, &at, 1, "");
-        }
-        nunit = ts[3];
-        cg_if_begin(fn, &st0,
-                    LLVMBuildICmp(fn->b, LLVMIntEQ, tid, cg_i64(fn, 0), ""));
-        LLVMBuildStore(fn->b, global_timer(fn), ts[4]);
-        LLVMBuildStore(fn->b, cg_i64(fn, 0), nunit);
-        cg_if_end(fn, &st0);
-    }
     /* every copy starts at the identity */
     cg_sloop init;
     LLVMValueRef b = cg_sloop_begin(
@@ -1172,60 +1095,25 @@ static weft_status emit_private(sk_fn *f)
      * ...), base the kernel's `skip` parameter (0 but in a part of a
      * split launch, whose sources start there: head comment) */
     LLVMValueRef base = LLVMGetParam(fn->fn, 4);
-    LLVMValueRef chunks = LLVMBuildUDiv(
-        fn->b,
-        LLVMBuildSub(fn->b,
-                     LLVMBuildAdd(fn->b, LLVMBuildSub(fn->b, f->n, base, ""),
-                                  f->grain, ""),
-                     one, ""),
-        f->grain, "chunks");
     /* a part of a split launch: its chunks from `first` (head comment) */
     LLVMValueRef from =
         LLVMBuildAnd(fn->b, f->first, cg_i64(fn, ~SK_PERMUTE_MODE), "");
     /* chunks claimed in turn where a last block puts the claim counter
-     * back to zero (head comment) */
-    bool dyn_any = !(f->e->k->flags >> STATIC_BIT & 1) && (fused || sys_ok);
-    cg_if dynamic;
-    if (dyn_any) {
-        LLVMValueRef dyn_ok = LLVMBuildSelect(
-            fn->b, split, accs, LLVMConstInt(i1, fused, 0), "dyn");
-        cg_if_begin(fn, &dynamic, dyn_ok);
-        if ((s = dynamic_units(f, &pa, &copy, sext, ssize, base, from, tid, bs,
-                               &pc, nunit)) != WEFT_OK) {
-            return s;
-        }
-        cg_if_else(fn, &dynamic);
+     * back to zero (head comment, "Chunks") */
+    LLVMValueRef claim = NULL;
+    if (!(f->e->k->flags >> STATIC_BIT & 1) && (fused || sys_ok)) {
+        claim = LLVMBuildSelect(fn->b, split, accs, LLVMConstInt(i1, fused, 0),
+                                "claim");
     }
-    cg_sloop cl;
-    LLVMValueRef c = cg_sloop_begin(
-        fn, &cl,
-        LLVMBuildAdd(fn->b, from, cg_zext64(fn, tg->block_index(fn, 0)), ""),
-        chunks, cg_zext64(fn, tg->grid_size(fn, 0)), "chunk");
-    LLVMValueRef lo =
-        LLVMBuildAdd(fn->b, base, LLVMBuildMul(fn->b, c, f->grain, ""), "lo");
-    LLVMValueRef hi = LLVMBuildAdd(fn->b, lo, f->grain, "");
-    hi = LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, hi, f->n, ""),
-                         hi, f->n, "hi");
-    if ((s = private_range(f, &copy, sext, ssize, lo, hi, tid, bs, &pc)) !=
-        WEFT_OK) {
+    if ((s = block_chunks(f, &pa, claim, &copy, sext, ssize, base, from, tid,
+                          bs, &pc)) != WEFT_OK) {
         return s;
-    }
-    count_unit(fn, nunit, tid);
-    cg_sloop_end(fn, &cl);
-    if (dyn_any) {
-        cg_if_end(fn, &dynamic);
     }
     cg_if report;
     cg_if_begin(fn, &report, LLVMBuildLoad2(fn->b, i1, bad, ""));
     sk_set_error(f, CG_ERR_PERMUTE);
     cg_if_end(fn, &report);
     tg->barrier(fn);
-    if (stamps) {
-        cg_if_begin(fn, &st0,
-                    LLVMBuildICmp(fn->b, LLVMIntEQ, tid, cg_i64(fn, 0), ""));
-        LLVMBuildStore(fn->b, global_timer(fn), ts[5]);
-        cg_if_end(fn, &st0);
-    }
     /* each bin, a warp's: its copies combined, then into the output by
      * lane 0, one atomic a leaf where the block touched it */
     flush_ctx fc = {.pa = &pa,
@@ -1263,13 +1151,6 @@ static weft_status emit_private(sk_fn *f)
     }
     cg_sloop_end(fn, &flush);
     cg_if_end(fn, &wide);
-    if (stamps) {
-        tg->barrier(fn);
-        cg_if_begin(fn, &st0,
-                    LLVMBuildICmp(fn->b, LLVMIntEQ, tid, cg_i64(fn, 0), ""));
-        LLVMBuildStore(fn->b, global_timer(fn), ts[6]);
-        cg_if_end(fn, &st0);
-    }
     /* the last blocks: a fused default's on one device, a split part's
      * that accumulates (the branches are uniform: on parameters, so the
      * barriers inside are reached by every thread) */
@@ -1289,18 +1170,6 @@ static weft_status emit_private(sk_fn *f)
             return s;
         }
         cg_if_end(fn, &part);
-    }
-    if (stamps) {
-        tg->barrier(fn);
-        cg_if t0;
-        cg_if_begin(fn, &t0,
-                    LLVMBuildICmp(fn->b, LLVMIntEQ, tid, cg_i64(fn, 0), ""));
-        LLVMBuildStore(fn->b, global_timer(fn), ts[7]);
-        LLVMBuildStore(fn->b, base, ts[0]);
-        LLVMBuildStore(fn->b, cg_zext64(fn, tg->block_index(fn, 0)), ts[1]);
-        LLVMBuildStore(fn->b, sm_id(fn), ts[2]);
-        stamp_print(fn, sh);
-        cg_if_end(fn, &t0);
     }
     return WEFT_OK;
 }
@@ -1324,15 +1193,11 @@ static weft_status ptx_permute_prepare(weft_context *ctx, fe_arena *arena,
      * not reused) */
     k->flags |= (unsigned)SK_PERMUTE_SHARED_BYTES << 8 |
                 (unsigned)PRIVATE_VERSION << 28;
-    /* the measurement knobs: $WEFT_PTX_PERMUTE_STATIC=1 (the static
-     * chunks), $WEFT_PTX_PERMUTE_STAMPS=1 (temporary) */
+    /* the measurement knob $WEFT_PTX_PERMUTE_STATIC=1 (head comment,
+     * "Chunks"), read here so that it keys the kernel */
     const char *sc = getenv("WEFT_PTX_PERMUTE_STATIC");
     if (sc && strcmp(sc, "1") == 0) {
         k->flags |= 1u << STATIC_BIT;
-    }
-    const char *sv = getenv("WEFT_PTX_PERMUTE_STAMPS");
-    if (sv && strcmp(sv, "1") == 0) {
-        k->flags |= 1u << STAMPS_BIT;
     }
     /* the accumulators, ticket and bits of a fused default, or of the
      * parts of a split launch (head comment) */
