@@ -24,10 +24,10 @@
  * enough that the blocks' copies cost little next to their sources (at
  * least PRIVATE_MIN_CHUNK sources and PRIVATE_PER_BIN per bin), and
  * otherwise as many as give each of j->workers / PRIVATE_WORKERS blocks
- * one (on the GPU j->workers is 64 per SM, so 16 chunks per SM, 8 for
- * each of the two blocks that fit; the backend launches no more blocks
- * than fit, and those claim the chunks in turn where the kernel has a
- * last block to put the claim counter back, else take every grid-th).  With a fused default, entry 2 also writes the
+ * one (on the GPU j->workers is 64 per SM, so four blocks per SM; the
+ * backend launches no more blocks than fit, and those take the rest of the
+ * chunks in turn, or claim them: skeletons-ir/ptx/permute.c, "Chunks").
+ * With a fused default, entry 2 also writes the
  * default and runs alone: its blocks combine their copies into
  * accumulators in aux 1 (zeroed, private_words of them), and the last
  * block to finish writes each bin from its accumulator and the default
@@ -70,7 +70,7 @@
 enum {
     PRIVATE_MIN_CHUNK = 4096, /* fewest sources in a chunk of entry 2 */
     PRIVATE_PER_BIN = 8,      /* ... and fewest per bin of the result */
-    PRIVATE_WORKERS = 4,      /* workers per chunk aimed at */
+    PRIVATE_WORKERS = 16,     /* workers per chunk aimed at */
     PRIVATE_ROUND = 1024      /* chunks a multiple of this */
 };
 

@@ -741,19 +741,19 @@ START_TEST(permute_split_reductions)
 }
 END_TEST
 
-/* Entry 2 of a permute with a last block (a fused default, a split
- * part's accumulators) claims its chunks in turn (skeletons-ir/ptx/
- * permute.c, head comment): two more global atomic adds than with the
- * static chunks ($WEFT_PTX_PERMUTE_STATIC=1), the first claim and the
- * next one, and no more than that (the claims are u32, as the ticket). */
+/* With $WEFT_PTX_PERMUTE_CLAIM=1, entry 2 of a permute with a last
+ * block (a fused default, a split part's accumulators) claims its chunks
+ * in turn (skeletons-ir/ptx/permute.c, "Chunks"): two more global atomic
+ * adds than by default, the first claim and the next one (u32, as the
+ * ticket), and no more than that. */
 START_TEST(permute_claims)
 {
-    const char *text = ptx_of_one("claims", 0, build_hist_i32);
-    int claiming = count_of(text, "atom.global.add.u32");
-    ck_assert_int_eq(setenv("WEFT_PTX_PERMUTE_STATIC", "1", 1), 0);
-    text = ptx_of_one("claims-static", 0, build_hist_i32);
+    const char *text = ptx_of_one("chunks", 0, build_hist_i32);
     int fixed = count_of(text, "atom.global.add.u32");
-    ck_assert_int_eq(unsetenv("WEFT_PTX_PERMUTE_STATIC"), 0);
+    ck_assert_int_eq(setenv("WEFT_PTX_PERMUTE_CLAIM", "1", 1), 0);
+    text = ptx_of_one("claims", 0, build_hist_i32);
+    int claiming = count_of(text, "atom.global.add.u32");
+    ck_assert_int_eq(unsetenv("WEFT_PTX_PERMUTE_CLAIM"), 0);
     ck_assert_int_eq(claiming - fixed, 2);
 }
 END_TEST

@@ -9,7 +9,7 @@
  * check of the last run's bins against a count on the host.
  *
  * With $HIST_VARS each size runs once per setting of the list (e.g.
- * "- WEFT_PTX_PERMUTE_STATIC=1": the default and the static chunks of
+ * "- WEFT_PTX_PERMUTE_CLAIM=1": the default and the claimed chunks of
  * skeletons-ir/ptx/permute.c), over the same keys.
  *
  * With WEFT_TRACE=t.json each split part's kernel time lands in the
@@ -229,7 +229,7 @@ int main(int argc, char **argv)
     }
     /* $HIST_VARS: variants of each size, the keys made once: a list of
      * settings of the environment that weft_compile reads (e.g.
-     * WEFT_PTX_PERMUTE_STATIC=1; "-" none), each set alone */
+     * WEFT_PTX_PERMUTE_CLAIM=1; "-" none), each set alone */
     const char *vars = getenv("HIST_VARS");
     int64_t sizes[16];
     int ns = 0;

@@ -16,8 +16,8 @@
  *
  *       copy[c][b] = identity            for every copy c and bin b
  *       barrier
- *       for each chunk c of this block (claimed in turn, or c = block,
- *       block + grid, ...: "Chunks" below):
+ *       for each chunk c of this block (c = block, block + grid, ...,
+ *       or claimed in turn: "Chunks" below):
  *           for each source i of c (groups of 4 consecutive sources,
  *           groups lo + 4 thread and lo + 4 (thread + block), stepping
  *           by 8 blocks, two groups a step): the step of
@@ -63,30 +63,35 @@
  * each on the one 1 KiB set of accumulators, queued in the L2, and each
  * block's flush took 15-23 us (median) where its keys took 240 (2^28
  * keys, one GPU), the blocks' flushes one after another at the end of
- * the kernel: most of the ~40 us that one GPU's kernel spent beyond its
- * keys' time, and of a split part's.  Below 32 bins a warp still takes a
+ * the kernel: by that reading most of the ~40 us that one GPU's kernel
+ * spent beyond its keys' time, and a split part's (not yet timed on the
+ * device with the new flush).  Below 32 bins a warp still takes a
  * bin (flush_bin): lane l combines copies l, l + 32, ... of the bin
  * (consecutive words), the warp's shuffles combine the lanes, and lane 0
  * makes the bin's atomics (the flush loop's bounds are the same in a
  * warp, so every lane meets every shuffle); with few bins (k-means' 16)
  * a lane a bin would leave most of the block idle over many copies.
  *
- * Chunks.  A block's chunks come one at a time: thread 0 finds the next
- * while the block runs the current one and hands it over through shared
- * memory (two slots, one barrier a chunk; block_chunks).  Where the
- * kernel has a last block (a fused default on one device; a split part
- * with its accumulators) the blocks claim their chunks in turn from a
- * counter beside the ticket (aux 1, kept zero: the last block puts it
- * back to zero with the rest of the set, after every block's last
- * claim); elsewhere block b takes chunks b, b + grid, ....  The driver
- * cuts the sources into 8 chunks per resident block (runtime/
- * exec_permute.c PRIVATE_WORKERS), so claiming blocks end within a chunk
- * of each other.  With every block taking every grid-th chunk (two
- * each, as before) the blocks' keys ended over 46 us of a 2^28-key
- * kernel (one H200: the tenth of them to the last, 229 to 274 us;
- * claimed, chunks of 2^16 keys, 232 to 245).  $WEFT_PTX_PERMUTE_STATIC=1,
- * a measurement knob read at code generation (into the kernel's key),
- * takes every grid-th chunk everywhere.
+ * Chunks.  Block b takes chunks b, b + grid, ... (the driver cuts the
+ * sources into 2 chunks per resident block: runtime/exec_permute.c
+ * PRIVATE_WORKERS), so a block's share is fixed before it starts.  With
+ * $WEFT_PTX_PERMUTE_CLAIM=1 (a knob read at code generation, into the
+ * kernel's key; best with $WEFT_PTX_PERMUTE_CHUNKS=8, runtime-gpu/
+ * backend.c) a kernel with a last block (a fused default on one device;
+ * a split part with its accumulators) has its blocks claim their chunks
+ * in turn from a counter beside the ticket (aux 1, kept zero: the last
+ * block puts it back to zero with the rest of the set, after every
+ * block's last claim): thread 0 claims the next chunk while the block
+ * runs the current one and hands it over through shared memory (two
+ * slots, one barrier a chunk; block_chunks), so the blocks end within a
+ * chunk of each other.  Session 31 measured the tail it cuts (one H200,
+ * 2^28 keys, the old flush: with two fixed chunks a block the blocks'
+ * keys ended over 46 us, the tenth of them to the last, 229 to 274 us;
+ * claimed, chunks of 2^16 keys, 232 to 245) and passed test_ptx_permute
+ * on one and four H200 with it (round r1, chunks of 2^13 keys), but its
+ * last round timed out under load before telling whether it gains once
+ * the flush is fast (bench/results/gpu-multi.md, session 31), so it is
+ * off by default.
  *
  * The hot loop is kept short.  A group's four targets are computed before
  * its four updates, so that its reads sit together and become one 128-bit
@@ -150,15 +155,16 @@
  * without such a reduction (1 and 2 bytes) are not split, and their
  * kernels have no such branch.
  *
- * Barriers.  Every barrier (two, one a chunk, two more around the
- * ticket of a fused default or a part, and two around the parts' ticket)
- * stands at the top level of the kernel, outside every loop and branch
- * but the uniform ones on the split's mode (around the last blocks) and
- * the chunks' loop, whose bound each thread reads from shared memory
- * after a barrier (the same in the block), and no thread returns early,
- * so every thread of the block reaches each of them; the other loops
- * hold no barrier, so their bounds need not be uniform.  The block's
- * chunks all go into its copies, flushed once at the end.
+ * Barriers.  Every barrier (two, two more around the ticket of a fused
+ * default or a part, two around the parts' ticket, and with claimed
+ * chunks one a chunk) stands at the top level of the kernel, outside
+ * every loop and branch but the uniform ones on the split's mode (around
+ * the last blocks and the claims) and the claimed chunks' loop, whose
+ * bound each thread reads from shared memory after a barrier (the same
+ * in the block), and no thread returns early, so every thread of the
+ * block reaches each of them; the other loops hold no barrier, so their
+ * bounds need not be uniform.  The block's chunks all go into its
+ * copies, flushed once at the end.
  */
 #include "../sk.h"
 #include <stdlib.h>
@@ -318,9 +324,9 @@ static weft_status private_range(sk_fn *f, const cg_array *copy,
     return WEFT_OK;
 }
 
-/* k->flags bit of the measurement knob $WEFT_PTX_PERMUTE_STATIC=1: every
- * block takes every grid-th chunk, none claimed (head comment, "Chunks") */
-enum { STATIC_BIT = 24 };
+/* k->flags bit of the knob $WEFT_PTX_PERMUTE_CLAIM=1: chunks claimed in
+ * turn where the kernel has a last block (head comment, "Chunks") */
+enum { CLAIM_BIT = 24 };
 
 /* Whether `bit` of `first` (a mode of a split part: sk.h) is set. */
 static LLVMValueRef mode_bit(cg_fn *fn, LLVMValueRef first, int64_t bit)
@@ -1098,16 +1104,42 @@ static weft_status emit_private(sk_fn *f)
     /* a part of a split launch: its chunks from `first` (head comment) */
     LLVMValueRef from =
         LLVMBuildAnd(fn->b, f->first, cg_i64(fn, ~SK_PERMUTE_MODE), "");
-    /* chunks claimed in turn where a last block puts the claim counter
-     * back to zero (head comment, "Chunks") */
-    LLVMValueRef claim = NULL;
-    if (!(f->e->k->flags >> STATIC_BIT & 1) && (fused || sys_ok)) {
-        claim = LLVMBuildSelect(fn->b, split, accs, LLVMConstInt(i1, fused, 0),
-                                "claim");
-    }
-    if ((s = block_chunks(f, &pa, claim, &copy, sext, ssize, base, from, tid,
-                          bs, &pc)) != WEFT_OK) {
-        return s;
+    /* with $WEFT_PTX_PERMUTE_CLAIM=1, chunks claimed in turn where a last
+     * block puts the claim counter back to zero; else block b takes
+     * chunks b, b + grid, ... (head comment, "Chunks") */
+    if ((f->e->k->flags >> CLAIM_BIT & 1) && (fused || sys_ok)) {
+        LLVMValueRef claim = LLVMBuildSelect(
+            fn->b, split, accs, LLVMConstInt(i1, fused, 0), "claim");
+        if ((s = block_chunks(f, &pa, claim, &copy, sext, ssize, base, from,
+                              tid, bs, &pc)) != WEFT_OK) {
+            return s;
+        }
+    } else {
+        LLVMValueRef chunks = LLVMBuildUDiv(
+            fn->b,
+            LLVMBuildSub(fn->b,
+                         LLVMBuildAdd(fn->b,
+                                      LLVMBuildSub(fn->b, f->n, base, ""),
+                                      f->grain, ""),
+                         cg_i64(fn, 1), ""),
+            f->grain, "chunks");
+        cg_sloop cl;
+        LLVMValueRef c = cg_sloop_begin(
+            fn, &cl,
+            LLVMBuildAdd(fn->b, from, cg_zext64(fn, tg->block_index(fn, 0)),
+                         ""),
+            chunks, cg_zext64(fn, tg->grid_size(fn, 0)), "chunk");
+        LLVMValueRef lo = LLVMBuildAdd(
+            fn->b, base, LLVMBuildMul(fn->b, c, f->grain, ""), "lo");
+        LLVMValueRef hi = LLVMBuildAdd(fn->b, lo, f->grain, "");
+        hi = LLVMBuildSelect(fn->b,
+                             LLVMBuildICmp(fn->b, LLVMIntSLT, hi, f->n, ""), hi,
+                             f->n, "hi");
+        if ((s = private_range(f, &copy, sext, ssize, lo, hi, tid, bs, &pc)) !=
+            WEFT_OK) {
+            return s;
+        }
+        cg_sloop_end(fn, &cl);
     }
     cg_if report;
     cg_if_begin(fn, &report, LLVMBuildLoad2(fn->b, i1, bad, ""));
@@ -1193,11 +1225,11 @@ static weft_status ptx_permute_prepare(weft_context *ctx, fe_arena *arena,
      * not reused) */
     k->flags |= (unsigned)SK_PERMUTE_SHARED_BYTES << 8 |
                 (unsigned)PRIVATE_VERSION << 28;
-    /* the measurement knob $WEFT_PTX_PERMUTE_STATIC=1 (head comment,
-     * "Chunks"), read here so that it keys the kernel */
-    const char *sc = getenv("WEFT_PTX_PERMUTE_STATIC");
-    if (sc && strcmp(sc, "1") == 0) {
-        k->flags |= 1u << STATIC_BIT;
+    /* the knob $WEFT_PTX_PERMUTE_CLAIM=1 (head comment, "Chunks"), read
+     * here so that it keys the kernel */
+    const char *kc = getenv("WEFT_PTX_PERMUTE_CLAIM");
+    if (kc && strcmp(kc, "1") == 0) {
+        k->flags |= 1u << CLAIM_BIT;
     }
     /* the accumulators, ticket and bits of a fused default, or of the
      * parts of a split launch (head comment) */
