@@ -296,9 +296,9 @@ static weft_status private_pair(sk_fn *f, const cg_array *copy,
 
 /* Sources [lo, hi) of the block into the thread's copy: GROUP
  * consecutive sources per thread and step, two groups a step (lo is
- * base plus a multiple of the grain or of the unit, all of which the
- * drivers make multiples of 512, so the `and` changes nothing but tells
- * LLVM that a group is aligned: its reads become one vector load). */
+ * base plus a multiple of the grain, both of which the drivers make
+ * multiples of 512, so the `and` changes nothing but tells LLVM that a
+ * group is aligned: its reads become one vector load). */
 static weft_status private_range(sk_fn *f, const cg_array *copy,
                                  LLVMValueRef *sext, LLVMValueRef ssize,
                                  LLVMValueRef lo, LLVMValueRef hi,
