@@ -351,7 +351,7 @@ typedef struct acc_place {
     LLVMAtomicRMWBinOp op[SK_PERMUTE_LEAVES_MAX];
     LLVMValueRef acc[SK_PERMUTE_LEAVES_MAX], bits[SK_PERMUTE_LEAVES_MAX];
     LLVMValueRef ticket;
-    LLVMValueRef claim; /* the blocks' count of claimed units (dynamic) */
+    LLVMValueRef claim; /* the blocks' count of claimed chunks (head comment) */
     LLVMValueRef words; /* of aux 1 in all (i64), from base */
     LLVMValueRef base;
 } acc_place;
