@@ -30,25 +30,26 @@
 enum {
     MIN_BLOCK = 32, /* the smallest block the kernel runs in */
     TILE = 256,     /* segments of a tile in the usual block */
-    /* the offset form (ptx/foldseg.c's constants of the same names) */
-    AUX_WORK = 0,
-    AUX_LIST = 1,
-    AUX_LANES = 2,
-    GROUP = 32,
-    WORK_TILE = 256,
-    LANE_ITEMS = 4,
+    /* the offset form: what it shares with ptx/foldseg.c (sk.h) */
+    AUX_WORK = SK_SEGOFF_WORK,
+    AUX_LIST = SK_SEGOFF_LIST,
+    AUX_LANES = SK_SEGOFF_LANES,
+    GROUP = SK_SEGOFF_GROUP,
+    WORK_TILE = SK_SEGOFF_WORK_TILE,
+    LANE_ITEMS = SK_SEGOFF_LANE_ITEMS,
+    LANE_TRIPS = SK_SEGOFF_LANE_TRIPS,
 };
 
 /* log2 of L, the offset form's lanes a segment in entry 2: the least
- * power of two whose two trips of L LANE_ITEMS elements hold the mean
- * segment (inner / nseg, from the shapes alone), at most a warp: a banded
- * matrix's rows of 10 take 2 lanes of 4 (round r1 on the H200: 0.103 ms
- * against 0.112 with 4 lanes and 0.176 with 8). */
+ * power of two whose LANE_TRIPS trips of L LANE_ITEMS elements hold the
+ * mean segment (inner / nseg, from the shapes alone), at most a warp: a
+ * banded matrix's rows of 10 take 2 lanes of 4 (round r1 on the H200:
+ * 0.103 ms against 0.112 with 4 lanes and 0.176 with 8). */
 static int lanes_lg(int64_t inner, int64_t nseg)
 {
     int64_t mean = nseg > 0 ? (inner + nseg - 1) / nseg : 1;
     int lg = 0;
-    while (lg < 5 && ((int64_t)2 * LANE_ITEMS << lg) < mean) {
+    while (lg < 5 && ((int64_t)LANE_TRIPS * LANE_ITEMS << lg) < mean) {
         lg++;
     }
     return lg;

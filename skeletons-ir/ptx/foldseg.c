@@ -198,15 +198,13 @@ enum {
     MIN_BLOCKS = 3,  /* blocks resident a multiprocessor
                                     (launch bounds: 80 registers) */
     /* the offset form */
-    AUX_WORK = 0,     /* i64, zeroed: [0] the listed work tiles, [1] the
-                         ticket of entry 1's items, [2 + w]
-                         work tile w's flag (1: entry 1 folds it) */
-    AUX_LIST = 1,     /* i64: the listed work tiles, in any order */
-    AUX_LANES = 2,    /* scalar: log2 of L, entry 2's lanes a segment */
-    GROUP = 32,       /* segments of a warp item of entries 0 and 2 */
-    WORK_TILE = 256,  /* segments of a work tile (GROUPs of them) */
-    LANE_ITEMS = 4,   /* elements a lane of entry 2 reads a trip (U) */
-    LANE_TRIPS = 2,   /* entry 2's longest segment, in trips */
+    AUX_WORK = SK_SEGOFF_WORK, /* aux indices and shapes: sk.h */
+    AUX_LIST = SK_SEGOFF_LIST,
+    AUX_LANES = SK_SEGOFF_LANES,
+    GROUP = SK_SEGOFF_GROUP,
+    WORK_TILE = SK_SEGOFF_WORK_TILE,
+    LANE_ITEMS = SK_SEGOFF_LANE_ITEMS,
+    LANE_TRIPS = SK_SEGOFF_LANE_TRIPS,
     LANES_BLOCKS = 5, /* entries 0 and 2's blocks a multiprocessor
                          (launch bounds: 48 registers, no spill; 6
                          blocks, 40 registers, spilled 68 bytes) */
