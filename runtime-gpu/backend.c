@@ -1583,23 +1583,6 @@ static int64_t fold_pieces(const rt_job *j, unsigned grid, int64_t m)
     return P << SK_PIECES_SHIFT | L;
 }
 
-/* Whether the first nd devices of d's context are nd devices (not `0,0`,
- * two parts of one GPU). */
-static bool devices_distinct(gpu_dev *d, int nd)
-{
-    int ord[GPU_MULTI_MAX];
-    uint64_t bytes;
-    for (int i = 0; i < nd && i < GPU_MULTI_MAX; i++) {
-        ord[i] = gpu_multi_device(d, i, &bytes);
-        for (int k = 0; k < i; k++) {
-            if (ord[k] == ord[i]) {
-                return false;
-            }
-        }
-    }
-    return true;
-}
-
 /* A kernel spread over the devices of d's context (rt_phase.spread: m
  * the elements of its rows), part r of D on device r.  A fold of one row
  * (skeletons-ir/ptx/fold.c entry 1): part r folds elements [first, n),
@@ -1646,7 +1629,7 @@ static weft_status launch_spread(rt_job *j, gpu_dev *d, const gpu_fn *f,
          * (a part spins for the totals of those before it: two parts on
          * one device could starve the one it waits for) */
         fuse = rows == 1 && k->item[k->aux_item[0]].type == WEFT_I64 &&
-               devices_distinct(d, nd);
+               !gpu_multi_repeats(d);
         int share = ((const ptx_job *)j->be_job)->st->scan_last;
         if (rows == 1 && share > 0) {
             last = T * share / 1000;

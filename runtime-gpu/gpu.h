@@ -323,6 +323,9 @@ void gpu_multi_end(gpu_dev *d);
 void gpu_multi_module_free(gpu_dev *d, gpu_module *m);
 /* Devices of d's context (1 without gpu_multi_open). */
 int gpu_multi_count(const gpu_dev *d);
+/* Whether some device of d's context is named twice (`0,0`: parts of
+ * one GPU), as gpu_multi_open found it. */
+bool gpu_multi_repeats(const gpu_dev *d);
 /* Device i of d's context: its ordinal, and in *bytes the bytes of
  * partitioned arrays (and pooled ranges) in its memory now; with one
  * device, d's ordinal and all the bytes d holds. */

@@ -287,6 +287,7 @@ struct gpu_multi {
     int n;
     gpu_other dev[GPU_MULTI_MAX];
     bool distinct; /* some device has a context other than d->cu */
+    bool repeats;  /* some ordinal is named twice (`0,0`) */
     CUevent ready; /* on d->stream, before a split kernel */
     size_t gran;   /* allocation granularity (the largest) */
     gpu_range *ranges;
@@ -458,6 +459,7 @@ weft_status gpu_multi_open(gpu_dev *d, const int *ords, int n, bool relays,
         for (int j = 0; j < i && !o->cu; j++) {
             if (m->dev[j].ordinal == ords[i]) {
                 o->cu = m->dev[j].cu;
+                m->repeats = true;
             }
         }
         if (!o->cu) {
@@ -605,6 +607,11 @@ void gpu_multi_end(gpu_dev *d)
 int gpu_multi_count(const gpu_dev *d)
 {
     return d && d->multi ? d->multi->n : 1;
+}
+
+bool gpu_multi_repeats(const gpu_dev *d)
+{
+    return d && d->multi && d->multi->repeats;
 }
 
 int gpu_multi_device(gpu_dev *d, int i, uint64_t *bytes)
