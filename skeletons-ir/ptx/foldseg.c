@@ -1617,7 +1617,7 @@ static LLVMValueRef no_error_yet(sk_fn *f)
 }
 
 /* The offset form's entry 1: the work tiles that entry 0 listed (aux
- * AUX_LIST, count AUX_WORK[0]) of every row: item w is row w / count,
+ * AUX_LIST, count AUX_COUNT[0]) of every row: item w is row w / count,
  * work tile list[w % count]; blocks take items from a ticket (no
  * look-back, so no order to keep).  A work tile of WORK_TILE
  * segments is folded in pieces of the block's span (one where the block
