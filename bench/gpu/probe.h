@@ -3,9 +3,7 @@
  * is one C file that gcc builds against libweft.so on the GPU machine):
  * the monotonic clock in ms, the order of doubles for qsort (medians),
  * and, where the probe defines PROBE_NAME before including this, the exit
- * on a weft failure that names the probe; PROBE_EVENTS: CUDA events on
- * weft's stream; PROBE_FLUSH: the L2 cache emptied of a run's data before
- * the next.
+ * on a weft failure that names the probe.
  */
 #ifndef PROBE_H
 #define PROBE_H
@@ -99,62 +97,6 @@ static inline double probe_events_ms(probe_events *e)
         return -1;
     }
     return ms;
-}
-#endif
-
-#ifdef PROBE_FLUSH
-#include <dlfcn.h>
-#include <string.h>
-
-/* Runs back to back find their inputs partly in the GPU's L2 (50 MB on an
- * H100 or H200): a matrix of 10^7 nonzeros is 84 MB.  bench/gpu/run.py
- * runs every implementation in turn, so each run starts with another's
- * data there.  probe_flush sets PROBE_FLUSH_BYTES of device memory on
- * weft's stream and waits, so that a probe's run starts as run.py's do
- * (the driver's entries through dlopen, the stream's context pushed on
- * this thread, as probe_events_open does).  probe_flush_open is 0 when it
- * works; otherwise probe_flush does nothing. */
-#define PROBE_FLUSH_BYTES ((size_t)256 << 20)
-
-typedef struct probe_flusher {
-    int (*memset32)(unsigned long long p, unsigned v, size_t n, void *stream);
-    int (*sync)(void *stream);
-    unsigned long long p;
-    void *stream; /* NULL: no flush */
-} probe_flusher;
-
-static inline int probe_flush_open(probe_flusher *f, weft_context *ctx)
-{
-    memset(f, 0, sizeof *f);
-    void *stream = NULL, *cuctx = NULL;
-    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!h || weft_context_stream(ctx, &stream)) {
-        return -1;
-    }
-    int (*stream_ctx)(void *, void **) =
-        (int (*)(void *, void **))dlsym(h, "cuStreamGetCtx");
-    int (*push)(void *) = (int (*)(void *))dlsym(h, "cuCtxPushCurrent_v2");
-    int (*alloc)(unsigned long long *, size_t) =
-        (int (*)(unsigned long long *, size_t))dlsym(h, "cuMemAlloc_v2");
-    f->memset32 = (int (*)(unsigned long long, unsigned, size_t, void *))dlsym(
-        h, "cuMemsetD32Async");
-    f->sync = (int (*)(void *))dlsym(h, "cuStreamSynchronize");
-    if (!stream_ctx || !push || !alloc || !f->memset32 || !f->sync ||
-        stream_ctx(stream, &cuctx) || push(cuctx) ||
-        alloc(&f->p, PROBE_FLUSH_BYTES)) {
-        return -1;
-    }
-    f->stream = stream;
-    return 0;
-}
-
-static inline void probe_flush(probe_flusher *f)
-{
-    static unsigned v;
-    if (f->stream) {
-        f->memset32(f->p, ++v, PROBE_FLUSH_BYTES / 4, f->stream);
-        f->sync(f->stream);
-    }
 }
 #endif
 

@@ -13,13 +13,6 @@
  * their offset form only).  smvm runs twice:
  * foldSeg' of the row pointers (bench/programs.h's, the offset form) and
  * foldSeg of the row lengths, the same sums.
- *
- * On the GPU every run starts with the L2 cache holding other data
- * (probe.h's probe_flush before each), as in run.py, where the other
- * implementations run in between: back to back, the runs found part of
- * the matrix in L2 and timed 30-40 us under run.py's (bench/results/
- * gpu.md, "smvm: run.py against smvm_probe").  SMVM_PROBE_WARM=1 keeps
- * the old way, runs back to back.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -30,10 +23,7 @@
 
 #include "../programs.h"
 #define PROBE_NAME "smvm_probe"
-#define PROBE_FLUSH
 #include "probe.h"
-
-static probe_flusher flusher; /* no flush where not opened */
 
 /* The median ms of `runs` runs of exe on in (nin arrays), the result of
  * the last in *out (nout outputs). */
@@ -47,7 +37,6 @@ static double time_runs(weft_executable *exe, weft_array **in, int nin,
             weft_array_release(out[o]);
             out[o] = NULL;
         }
-        probe_flush(&flusher);
         double t0 = now_ms();
         if (weft_run(exe, in, nin, out, nout)) {
             die("weft_run");
@@ -208,11 +197,6 @@ int main(int argc, char **argv)
     weft_context *ctx;
     if (weft_context_create(&cfg, &ctx)) {
         die("weft_context_create");
-    }
-    const char *warm = getenv("SMVM_PROBE_WARM");
-    if (cfg.backend == WEFT_BACKEND_PTX && !(warm && strcmp(warm, "1") == 0) &&
-        probe_flush_open(&flusher, ctx)) {
-        fprintf(stderr, "smvm_probe: no flush of L2 (runs back to back)\n");
     }
     /* a fourth argument `offsets`: the offset form only */
     int forms = argc > 4 && strcmp(argv[4], "offsets") == 0 ? 1 : 2;
