@@ -15,6 +15,10 @@
  *   both    flush and host
  *   sleep   1 ms of sleep before each run (the CPU idle)
  *
+ * Session 32's round 2 (bench/results/gpu.md, "smvm: run.py against
+ * smvm_probe"): not L2 (flush: +1 us), the host's caches (host: +74 us
+ * for weft, +35 for the hand kernel).
+ *
  * Each line: the matrix, the condition, the implementation, the median of
  * `runs` runs by the host clock and by the events (ms), then weft over the
  * hand kernel.  The two results are checked against each other once.

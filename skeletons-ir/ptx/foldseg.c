@@ -171,6 +171,18 @@
  * no gather of theirs reports before a bad offset, as the interpreter
  * checks the descriptor first.
  *
+ * Where a banded run's time goes (session 32, round 2 on the H200, a
+ * trace of 24 runs; bench/results/gpu-profile.md): entry 2 58.5 us,
+ * level with the hand CSR-vector kernel (59 us); entry 0 11.3 us and
+ * entry 1 6.6 us with nothing listed, each counting the GPU's wait for
+ * its launch; the three launches 22 us of host time, 71 with the host's
+ * caches cold, which is most of what run.py's runs (the peers in between)
+ * lose against smvm_probe's.  Fewer launches is the next step: the check
+ * folded into the lanes (in an unchecked kernel a segment's report wins
+ * over the lanes' gathers already, their local errors carrying no
+ * element; checked kernels would need the order kept), the work tiles
+ * after the lanes or not at all when none is listed.
+ *
  * Aux items: 0 the tile status words (i64, zeroed; sized by the driver
  * for blocks of MIN_BLOCK threads), 1 the tile counter (i64, zeroed); in
  * the offset form, 0 the work flags (i64, written by entry 0), 1 the work
