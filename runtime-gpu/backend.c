@@ -1923,12 +1923,20 @@ static void rt_done(rt_job *j)
     ptx_job *pj = j->be_job;
     if (pj->err_at) {
         /* the job ended before the error word was read (a cancel, a
-         * failure): put it back, keeping the job's message; should that
-         * fail, the next run zeroes the whole clean area */
+         * failure), maybe between its launches, before the one that puts a
+         * kept-zero word back (foldSeg's count, ptx/foldseg.c): its words
+         * of the clean area put back, the error word among them, keeping
+         * the job's message; should that fail, the next run zeroes the
+         * whole clean area */
         char msg[FE_MSG_MAX];
         snprintf(msg, sizeof msg, "%s", weft_last_error());
-        if (gpu_memset32(dev_of(j), pj->err_at, 0, 2, WHO) != WEFT_OK) {
-            pj->st->clean_ok = false;
+        for (int z = 0; z < 8; z++) {
+            if (in_clean(j, z) &&
+                gpu_memset32(
+                    dev_of(j), pj->st->clean + (uint64_t)z * CLEAN_BYTES, 0,
+                    leaf_bytes(j, pj->zero[z], 0) / 4, WHO) != WEFT_OK) {
+                pj->st->clean_ok = false;
+            }
         }
         fe_error_copy(WEFT_ERR_DEVICE, msg);
         pj->err_at = 0;

@@ -15,11 +15,12 @@
  *
  * The offset form (foldSeg', weft_fold_seg_offsets) has three entries
  * and neither status words nor a counter (run_offsets): entry 0 checks the
- * offsets and lists the work tiles with a long segment (aux AUX_WORK, its
- * count, entry 1's ticket and the flags, zeroed; AUX_LIST), entry 1 folds
- * those, entry 2 the
- * rest, L = 2^lg lanes a segment, lg chosen here from the shapes alone
- * (aux AUX_LANES).
+ * offsets, writes every work tile's flag (aux AUX_WORK) and lists those
+ * with a long segment (AUX_LIST; the count and entry 1's ticket in
+ * AUX_COUNT, kept zero: entry 2 puts them back), entry 1 folds those,
+ * entry 2 the rest, L = 2^lg lanes a segment, lg chosen here from the
+ * shapes alone (aux AUX_LANES).  Nothing of it is zeroed per run: on the
+ * GPU no memset comes before its launches.
  */
 #ifdef WEFT_HAVE_LLVM
 #include "rt.h"
@@ -34,6 +35,7 @@ enum {
     AUX_WORK = SK_SEGOFF_WORK,
     AUX_LIST = SK_SEGOFF_LIST,
     AUX_LANES = SK_SEGOFF_LANES,
+    AUX_COUNT = SK_SEGOFF_COUNT,
     GROUP = SK_SEGOFF_GROUP,
     WORK_TILE = SK_SEGOFF_WORK_TILE,
     LANE_ITEMS = SK_SEGOFF_LANE_ITEMS,
@@ -62,12 +64,17 @@ static weft_status run_offsets(rt_job *j, int64_t outer, int64_t inner,
 {
     int64_t groups = (nseg + GROUP - 1) / GROUP;
     int64_t wtiles = (nseg + WORK_TILE - 1) / WORK_TILE;
-    j->aux_start[AUX_LIST] = RT_AUX_ANY; /* entry 0 writes what it lists */
+    /* entry 0 writes every flag, and what it lists */
+    j->aux_start[AUX_WORK] = RT_AUX_ANY;
+    j->aux_start[AUX_LIST] = RT_AUX_ANY;
+    j->aux_start[AUX_COUNT] = RT_AUX_KEPT_ZERO;
     j->auxval[AUX_LANES].i = lanes_lg(inner, nseg);
     weft_status s;
-    if ((s = rt_job_aux(j, AUX_WORK, WEFT_I64, wtiles + 2, false)) != WEFT_OK ||
+    if ((s = rt_job_aux(j, AUX_WORK, WEFT_I64, wtiles > 0 ? wtiles : 1,
+                        false)) != WEFT_OK ||
         (s = rt_job_aux(j, AUX_LIST, WEFT_I64, wtiles > 0 ? wtiles : 1,
                         false)) != WEFT_OK ||
+        (s = rt_job_aux(j, AUX_COUNT, WEFT_I64, 2, false)) != WEFT_OK ||
         (s = rt_job_out(j, 0, j->k->op->type, rank, shape)) != WEFT_OK ||
         (s = rt_job_fill(j)) != WEFT_OK) {
         return s;
@@ -76,7 +83,7 @@ static weft_status run_offsets(rt_job *j, int64_t outer, int64_t inner,
         return WEFT_OK;
     }
     /* an input of no rows still has its offsets checked */
-    rt_phase ph[3] = {{.entry = 0, .n = groups, .grain = 1},
+    rt_phase ph[3] = {{.entry = 0, .n = wtiles, .grain = 1},
                       {.entry = 1, .n = wtiles * outer, .grain = 1},
                       {.entry = 2, .n = groups * outer, .grain = 1}};
     return rt_job_phases(j, outer > 0 ? 3 : 1, ph);

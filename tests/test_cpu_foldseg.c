@@ -692,6 +692,78 @@ START_TEST(test_edges)
 }
 END_TEST
 
+/* The offset form run again and again by the same executables: a run
+ * with long segments (the GPU lists their tiles), one of no rows (the GPU
+ * checks the offsets only), one that stops at a bad offset, one of short
+ * segments only, each followed by the first again; every run against the
+ * interpreter's.  On the GPU the list's count and its ticket are kept zero
+ * between runs, not zeroed before each (skeletons-ir/ptx/foldseg.c): a
+ * run that left them set would fold tiles of garbage in the next. */
+START_TEST(test_offsets_again)
+{
+    enum { ROWS = 3, NSEG = 1000 };
+    static int32_t len_long[NSEG], len_short[NSEG];
+    int64_t cols = 0, cols_short = 0;
+    for (int64_t k = 0; k < NSEG; k++) {
+        len_long[k] = (int32_t)len_row(k); /* 0 to 40: past two trips */
+        len_short[k] = (int32_t)(k % 4);
+        cols += len_long[k];
+        cols_short += len_short[k];
+    }
+    ck_assert(cols_short <= cols);
+    int32_t *v = malloc(sizeof *v * (size_t)(ROWS * cols));
+    double *x = calloc((size_t)(ROWS * cols), sizeof *x);
+    ck_assert(v && x);
+    for (int64_t i = 0; i < ROWS * cols; i++) {
+        v[i] = (int32_t)(rnd() % 2001) - 1000;
+    }
+    by_offsets = true;
+    input lens[2] = {{WEFT_I32, 1, {NSEG, 0}, len_long},
+                     {WEFT_I32, 1, {NSEG, 0}, len_short}};
+    input off[3] = {offsets_of(lens[0], 0), offsets_of(lens[1], 0),
+                    offsets_of(lens[0], 0)};
+    ((int32_t *)off[2].data)[NSEG] = (int32_t)cols + 1; /* past the extent */
+    weft_config cfg[2] = {tu_cmp_config(WEFT_BACKEND_INTERP, 1, DT_TIER),
+                          tu_cmp_config(DT_BACKEND, 4, DT_TIER)};
+    const char *names[2] = {"interp", DT_NAME};
+    tu_cmp c;
+    tu_cmp_open(&c, 2, cfg, names);
+    input in[3] = {
+        {WEFT_F64, 2, {ROWS, cols}, x}, {WEFT_I32, 2, {ROWS, cols}, v}, off[0]};
+    int which = 16 * 2 + 1; /* affine maps, rank 2 */
+    case_arg ca = {build_powerlaw, &which, in, 3};
+    tu_cmp_case(&c, "offsets again");
+    tu_cmp_build(&c, build_case, &ca);
+    /* (rows, offsets, status) of each run in turn */
+    static const struct {
+        int64_t rows;
+        int off;
+        weft_status want;
+    } runs[] = {{ROWS, 0, WEFT_OK}, {0, 0, WEFT_OK},
+                {ROWS, 0, WEFT_OK}, {ROWS, 2, WEFT_ERR_SEGMENTS},
+                {ROWS, 0, WEFT_OK}, {ROWS, 1, WEFT_OK},
+                {ROWS, 0, WEFT_OK}};
+    for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+        in[0].shape[0] = in[1].shape[0] = runs[r].rows;
+        in[2] = off[runs[r].off];
+        tu_host host[3];
+        for (int i = 0; i < 3; i++) {
+            host[i] = tu_host_of(1, &in[i].type, in[i].rank, in[i].shape,
+                                 &in[i].data);
+        }
+        weft_status st = tu_cmp_run(&c, host, 3, TU_EXACT);
+        ck_assert_msg(st == runs[r].want, "run %zu: the interpreter gave %s", r,
+                      weft_status_name(st));
+    }
+    tu_cmp_close(&c);
+    for (int i = 0; i < 3; i++) {
+        free(off[i].data);
+    }
+    free(v);
+    free(x);
+}
+END_TEST
+
 static Suite *cpu_foldseg_suite(void)
 {
     Suite *s = suite_create("cpu_foldseg");
@@ -702,6 +774,7 @@ static Suite *cpu_foldseg_suite(void)
     tcase_add_test(tc, test_errors);
     tcase_add_test(tc, test_offsets);
     tcase_add_test(tc, test_offset_errors);
+    tcase_add_test(tc, test_offsets_again);
     tcase_add_test(tc, test_powerlaw);
     tcase_add_test(tc, test_edges);
     suite_add_tcase(s, tc);

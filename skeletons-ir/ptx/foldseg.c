@@ -145,14 +145,15 @@
  * with a long one, cost 0.04 ms on the banded matrix before a lighter
  * kernel folded the rest):
  *
- *   entry 0 (emit_check), a warp a GROUP of 32 segments, once whatever the
- *      rows: checks the offsets and, where the group has a segment longer
- *      than lanes_limit (two trips of entry 2), flags its work tile of
- *      WORK_TILE (256) segments (AUX_WORK[2 + w], an atomic or) and lists
- *      it (AUX_LIST, the count in AUX_WORK[0]) once; 18 registers;
+ *   entry 0 (emit_check), a warp a work tile of WORK_TILE (256) segments,
+ *      once whatever the rows: checks the offsets, writes the tile's flag
+ *      (AUX_WORK[w]: 1 where it has a segment longer than lanes_limit, two
+ *      trips of entry 2, else 0) and lists a flagged tile (AUX_LIST, the
+ *      count in AUX_COUNT[0]); every flag written, so nothing is zeroed
+ *      before the run (no memset: the count and ticket are kept zero);
  *   entry 1 (emit_work_tiles), a block a listed tile of a row (from a
- *      ticket, AUX_WORK[1]): the tile steps 1, 3 and 4 above, P the tile's first
- *      offset; so a power-law matrix's tiles, nearly all with a long row,
+ *      ticket, AUX_COUNT[1]): the tile steps 1, 3 and 4 above, P the tile's
+ *      first offset; so a power-law matrix's tiles, nearly all with a long row,
  *      are folded by merge path, which spreads a row of 10^4 over the block;
  *   entry 2 (emit_lanes), a warp a group of a row whose tile is not
  *      flagged: L = 2^lg lanes a segment (lg from the driver: the least L
@@ -163,16 +164,30 @@
  *      with no branch and folding them in order by a tree of shuffles
  *      (fold_span: seg4's CSR-vector fold, session 30).  48 registers, no
  *      shared memory, no barrier: a banded matrix's rows of 10 (2 lanes of
- *      4, two trips) fold at the hand CSR-vector kernel's occupancy.
+ *      4, two trips) fold at the hand CSR-vector kernel's occupancy.  Its
+ *      first thread puts AUX_COUNT back to zero (entry 1 has ended).
  *
  * Entries 1 and 2 do nothing once entry 0 has reported (the error word):
  * no gather of theirs reports before a bad offset, as the interpreter
  * checks the descriptor first.
  *
+ * Where a banded run's time goes (session 32, round 2 on the H200, a
+ * trace of 24 runs; bench/results/gpu-profile.md): entry 2 58.5 us,
+ * level with the hand CSR-vector kernel (59 us); entry 0 11.3 us and
+ * entry 1 6.6 us with nothing listed, each counting the GPU's wait for
+ * its launch; the three launches 22 us of host time, 71 with the host's
+ * caches cold, which is most of what run.py's runs (the peers in between)
+ * lose against smvm_probe's.  Fewer launches is the next step: the check
+ * folded into the lanes (in an unchecked kernel a segment's report wins
+ * over the lanes' gathers already, their local errors carrying no
+ * element; checked kernels would need the order kept), the work tiles
+ * after the lanes or not at all when none is listed.
+ *
  * Aux items: 0 the tile status words (i64, zeroed; sized by the driver
  * for blocks of MIN_BLOCK threads), 1 the tile counter (i64, zeroed); in
- * the offset form, 0 the work count and flags (i64, zeroed), 1 the work
- * list (i64), 2 lg (a scalar).
+ * the offset form, 0 the work flags (i64, written by entry 0), 1 the work
+ * list (i64), 2 lg (a scalar), 3 the list's count and entry 1's ticket
+ * (i64, kept zero: entry 2 puts them back).
  */
 #include <string.h>
 
@@ -201,8 +216,10 @@ enum {
     AUX_WORK = SK_SEGOFF_WORK, /* aux indices and shapes: sk.h */
     AUX_LIST = SK_SEGOFF_LIST,
     AUX_LANES = SK_SEGOFF_LANES,
+    AUX_COUNT = SK_SEGOFF_COUNT,
     GROUP = SK_SEGOFF_GROUP,
     WORK_TILE = SK_SEGOFF_WORK_TILE,
+    GROUP_TILE = WORK_TILE / GROUP, /* groups of a work tile */
     LANE_ITEMS = SK_SEGOFF_LANE_ITEMS,
     LANE_TRIPS = SK_SEGOFF_LANE_TRIPS,
     LANES_BLOCKS = 5, /* entries 0 and 2's blocks a multiprocessor
@@ -1612,7 +1629,7 @@ static LLVMValueRef no_error_yet(sk_fn *f)
 }
 
 /* The offset form's entry 1: the work tiles that entry 0 listed (aux
- * AUX_LIST, count AUX_WORK[0]) of every row: item w is row w / count,
+ * AUX_LIST, count AUX_COUNT[0]) of every row: item w is row w / count,
  * work tile list[w % count]; blocks take items from a ticket (no
  * look-back, so no order to keep).  A work tile of WORK_TILE
  * segments is folded in pieces of the block's span (one where the block
@@ -1622,7 +1639,7 @@ static weft_status emit_work_tiles(sk_fn *f, tile *T)
 {
     cg_fn *fn = &f->fn;
     const cg_target *tg = fn->target;
-    LLVMValueRef work = sk_aux_array(f, AUX_WORK)->ptr[0];
+    LLVMValueRef work = sk_aux_array(f, AUX_COUNT)->ptr[0];
     /* the count in shared memory (the registers are the tiles') */
     cg_if t0;
     cg_if_begin(fn, &t0,
@@ -1640,7 +1657,7 @@ static weft_status emit_work_tiles(sk_fn *f, tile *T)
         LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "work.done");
     LLVMBuildBr(fn->b, head);
     LLVMPositionBuilderAtEnd(fn->b, head);
-    /* items from a ticket (AUX_WORK[1]), as the lengths' tiles: a power
+    /* items from a ticket (AUX_COUNT[1]), as the lengths' tiles: a power
      * law's tiles differ a hundredfold in work, and blocks striding the
      * items in a fixed order (b, b + grid, ...) left the slowest to a few
      * (round r2 on the H200: 0.278 ms against 0.224 with a ticket in r1) */
@@ -1988,6 +2005,22 @@ static weft_status emit_lanes(sk_fn *f)
     LLVMValueRef lg = sk_aux_value(f, AUX_LANES)->v[0];
     LLVMValueRef L = LLVMBuildShl(fn->b, cg_i64(fn, 1), lg, "L");
     LLVMValueRef tid = cg_zext64(fn, tg->thread_index(fn, 0));
+    /* entry 1 is done with the count and its ticket: back to zero for the
+     * next run (RT_AUX_KEPT_ZERO), by the grid's first thread */
+    cg_if reset;
+    cg_if_begin(
+        fn, &reset,
+        LLVMBuildICmp(
+            fn->b, LLVMIntEQ,
+            LLVMBuildOr(fn->b,
+                        LLVMBuildOr(fn->b, tid,
+                                    cg_zext64(fn, tg->block_index(fn, 0)), ""),
+                        f->first, ""),
+            cg_i64(fn, 0), ""));
+    LLVMValueRef count = sk_aux_array(f, AUX_COUNT)->ptr[0];
+    store64(fn, count, cg_i64(fn, 0), cg_i64(fn, 0));
+    store64(fn, count, cg_i64(fn, 1), cg_i64(fn, 0));
+    cg_if_end(fn, &reset);
     LLVMValueRef lane = LLVMBuildAnd(fn->b, tid, cg_i64(fn, WARP - 1), "lane");
     LLVMValueRef li = LLVMBuildAnd(
         fn->b, lane, LLVMBuildSub(fn->b, L, cg_i64(fn, 1), ""), "li");
@@ -2028,11 +2061,9 @@ static weft_status emit_lanes(sk_fn *f)
     cg_if_end(fn, &several);
     LLVMValueRef row = get(fn, i64, rowp), g = get(fn, i64, gp);
     /* the flag of the group's work tile: 0 where entry 1 left it */
-    LLVMValueRef flag = load64(
-        fn, sk_aux_array(f, AUX_WORK)->ptr[0],
-        LLVMBuildAdd(fn->b, cg_i64(fn, 2),
-                     LLVMBuildUDiv(fn->b, g, cg_i64(fn, WORK_TILE / GROUP), ""),
-                     ""));
+    LLVMValueRef flag =
+        load64(fn, sk_aux_array(f, AUX_WORK)->ptr[0],
+               LLVMBuildUDiv(fn->b, g, cg_i64(fn, GROUP_TILE), ""));
     cg_if mine;
     cg_if_begin(fn, &mine,
                 LLVMBuildICmp(fn->b, LLVMIntEQ, flag, cg_i64(fn, 0), ""));
@@ -2093,15 +2124,18 @@ static weft_status emit_lanes(sk_fn *f)
 }
 
 /* Entry 0 of the offset form: the check of the offsets and the work
- * list, a warp a GROUP of segments (the offsets are the same for every
- * row: once).  Lane i takes segment s = 32 g + i: off[s] and off[s + 1]
- * (offset_val's clamp), a report where s starts below 0 or ends before
- * its start (CG_ERR_SEG_NEG) or past inner (CG_ERR_SEG_PAST), the least
- * segment winning as the interpreter's first; and where some segment of
- * the group is longer than lanes_limit, lane 0 sets the flag of its work
- * tile (AUX_WORK[2 + w], an atomic or) and the one that set it first
- * appends the tile to the list (AUX_LIST, its count AUX_WORK[0]).  A
- * light pass: 4 MB of offsets for a million rows, no barrier. */
+ * list, a warp a work tile of WORK_TILE segments (the offsets are the same
+ * for every row: once).  Lane i takes segment s = 32 q + i of each of the
+ * tile's GROUP_TILE groups q: off[s] and off[s + 1] (offset_val's clamp;
+ * a lane past the last segment reads the last one's and ignores them),
+ * every group's read at once, then a report where s starts below 0 or
+ * ends before its start (CG_ERR_SEG_NEG) or past inner (CG_ERR_SEG_PAST),
+ * the least segment winning as the interpreter's first.  Lane 0 writes
+ * the tile's flag (AUX_WORK[w]: 1 where some segment is longer than
+ * lanes_limit, else 0), so that no flag needs zeroing before the run, and
+ * where it is 1 and there are rows, appends the tile to the list (AUX_LIST,
+ * its count AUX_COUNT[0], which entry 2 puts back to zero).  A light pass:
+ * 4 MB of offsets for a million rows, no barrier. */
 static weft_status emit_check(sk_fn *f)
 {
     cg_fn *fn = &f->fn;
@@ -2115,75 +2149,80 @@ static weft_status emit_check(sk_fn *f)
         return s;
     }
     LLVMValueRef inner = ext[src->rank - 1];
+    LLVMValueRef rows = cg_i64(fn, 1);
+    for (int d = 0; d + 1 < src->rank; d++) {
+        rows = LLVMBuildMul(fn->b, rows, ext[d], "");
+    }
     LLVMValueRef limit = LLVMBuildAdd(fn->b, inner, cg_i64(fn, 1), "");
     LLVMValueRef nseg = offsets_nseg(f);
     LLVMValueRef most = lanes_limit(f);
     LLVMValueRef tid = cg_zext64(fn, tg->thread_index(fn, 0));
     LLVMValueRef lane = LLVMBuildAnd(fn->b, tid, cg_i64(fn, WARP - 1), "lane");
     LLVMValueRef step, w0 = warp_items(f, tid, &step);
-    LLVMValueRef work = sk_aux_array(f, AUX_WORK)->ptr[0];
     cg_sloop items;
-    LLVMValueRef g = cg_sloop_begin(fn, &items, w0, f->n, step, "group");
-    LLVMValueRef sg = LLVMBuildAdd(
-        fn->b, LLVMBuildMul(fn->b, g, cg_i64(fn, GROUP), ""), lane, "seg");
-    LLVMValueRef live = LLVMBuildICmp(fn->b, LLVMIntULT, sg, nseg, "live");
-    LLVMValueRef lo = cg_i64(fn, 0), hi = cg_i64(fn, 0);
-    LLVMValueRef lop = var(fn, t_i64(fn), lo), hip = var(fn, t_i64(fn), hi);
-    cg_if in;
-    cg_if_begin(fn, &in, live);
-    LLVMBuildStore(
-        fn->b,
-        offset_val(f, cg_load(fn, desc->leaf[0], desc->ptr[0], sg), limit),
-        lop);
-    LLVMBuildStore(
-        fn->b,
-        offset_val(f,
-                   cg_load(fn, desc->leaf[0], desc->ptr[0],
-                           LLVMBuildAdd(fn->b, sg, cg_i64(fn, 1), "")),
-                   limit),
-        hip);
-    cg_if_end(fn, &in);
-    lo = get(fn, t_i64(fn), lop);
-    hi = get(fn, t_i64(fn), hip);
-    LLVMValueRef len = LLVMBuildSub(fn->b, hi, lo, "len");
-    LLVMValueRef neg = LLVMBuildOr(
-        fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, lo, cg_i64(fn, 0), ""),
-        LLVMBuildICmp(fn->b, LLVMIntSLT, len, cg_i64(fn, 0), ""), "");
-    LLVMValueRef past = LLVMBuildICmp(fn->b, LLVMIntSGT, hi, inner, "");
-    cg_if bad, n;
-    cg_if_begin(fn, &bad, LLVMBuildOr(fn->b, neg, past, ""));
-    cg_if_begin(fn, &n, neg);
-    report(f, sg, CG_ERR_SEG_NEG);
-    cg_if_else(fn, &n);
-    report(f, sg, CG_ERR_SEG_PAST);
-    cg_if_end(fn, &n);
-    cg_if_end(fn, &bad);
-    /* a long segment: the group's work tile goes to entry 1 */
-    LLVMValueRef longer = LLVMBuildICmp(
-        fn->b, LLVMIntNE,
-        tg->ballot(fn, LLVMBuildICmp(fn->b, LLVMIntSGT, len, most, "")),
-        c32(fn, 0), "");
-    cg_if mark;
+    LLVMValueRef wt = cg_sloop_begin(fn, &items, w0, f->n, step, "wtile");
+    LLVMValueRef first = LLVMBuildAdd(
+        fn->b, LLVMBuildMul(fn->b, wt, cg_i64(fn, WORK_TILE), ""), lane, "");
+    /* every group's offsets first (the reads in flight together), then
+     * their checks; a lane past nseg reads the last segment's (nseg >= 1
+     * where this entry runs) */
+    LLVMValueRef sg[GROUP_TILE], live[GROUP_TILE], lo[GROUP_TILE],
+        hi[GROUP_TILE];
+    LLVMValueRef last = LLVMBuildSub(fn->b, nseg, cg_i64(fn, 1), "");
+    for (int q = 0; q < GROUP_TILE; q++) {
+        sg[q] = LLVMBuildAdd(fn->b, first, cg_i64(fn, q * GROUP), "seg");
+        live[q] = LLVMBuildICmp(fn->b, LLVMIntULT, sg[q], nseg, "live");
+        LLVMValueRef at = LLVMBuildSelect(fn->b, live[q], sg[q], last, "");
+        lo[q] =
+            offset_val(f, cg_load(fn, desc->leaf[0], desc->ptr[0], at), limit);
+        hi[q] = offset_val(f,
+                           cg_load(fn, desc->leaf[0], desc->ptr[0],
+                                   LLVMBuildAdd(fn->b, at, cg_i64(fn, 1), "")),
+                           limit);
+    }
+    LLVMValueRef longer = i1c(fn, false);
+    for (int q = 0; q < GROUP_TILE; q++) {
+        LLVMValueRef len = LLVMBuildSub(fn->b, hi[q], lo[q], "len");
+        LLVMValueRef neg = LLVMBuildOr(
+            fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, lo[q], cg_i64(fn, 0), ""),
+            LLVMBuildICmp(fn->b, LLVMIntSLT, len, cg_i64(fn, 0), ""), "");
+        LLVMValueRef past = LLVMBuildICmp(fn->b, LLVMIntSGT, hi[q], inner, "");
+        cg_if bad, n;
+        cg_if_begin(fn, &bad,
+                    LLVMBuildAnd(fn->b, live[q],
+                                 LLVMBuildOr(fn->b, neg, past, ""), ""));
+        cg_if_begin(fn, &n, neg);
+        report(f, sg[q], CG_ERR_SEG_NEG);
+        cg_if_else(fn, &n);
+        report(f, sg[q], CG_ERR_SEG_PAST);
+        cg_if_end(fn, &n);
+        cg_if_end(fn, &bad);
+        longer = LLVMBuildOr(
+            fn->b, longer,
+            LLVMBuildAnd(fn->b, live[q],
+                         LLVMBuildICmp(fn->b, LLVMIntSGT, len, most, ""), ""),
+            "");
+    }
+    /* a long segment: the tile goes to entry 1 */
+    longer = LLVMBuildICmp(fn->b, LLVMIntNE, tg->ballot(fn, longer), c32(fn, 0),
+                           "longer");
+    cg_if lead;
+    cg_if_begin(fn, &lead,
+                LLVMBuildICmp(fn->b, LLVMIntEQ, lane, cg_i64(fn, 0), ""));
+    store64(fn, sk_aux_array(f, AUX_WORK)->ptr[0], wt,
+            LLVMBuildZExt(fn->b, longer, t_i64(fn), ""));
+    cg_if list;
     cg_if_begin(
-        fn, &mark,
+        fn, &list,
         LLVMBuildAnd(fn->b, longer,
-                     LLVMBuildICmp(fn->b, LLVMIntEQ, lane, cg_i64(fn, 0), ""),
+                     LLVMBuildICmp(fn->b, LLVMIntNE, rows, cg_i64(fn, 0), ""),
                      ""));
-    LLVMValueRef wt =
-        LLVMBuildUDiv(fn->b, g, cg_i64(fn, WORK_TILE / GROUP), "wtile");
-    LLVMValueRef at = LLVMBuildAdd(fn->b, wt, cg_i64(fn, 2), "");
-    LLVMValueRef was = tg->atomic_rmw(
-        fn, LLVMAtomicRMWBinOpOr,
-        LLVMBuildInBoundsGEP2(fn->b, t_i64(fn), work, &at, 1, ""),
-        cg_i64(fn, 1));
-    cg_if first;
-    cg_if_begin(fn, &first,
-                LLVMBuildICmp(fn->b, LLVMIntEQ, was, cg_i64(fn, 0), ""));
     LLVMValueRef k =
-        tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd, work, cg_i64(fn, 1));
+        tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd,
+                       sk_aux_array(f, AUX_COUNT)->ptr[0], cg_i64(fn, 1));
     store64(fn, sk_aux_array(f, AUX_LIST)->ptr[0], k, wt);
-    cg_if_end(fn, &first);
-    cg_if_end(fn, &mark);
+    cg_if_end(fn, &list);
+    cg_if_end(fn, &lead);
     cg_sloop_end(fn, &items);
     return WEFT_OK;
 }
@@ -2214,11 +2253,13 @@ static weft_status ptx_fold_seg_prepare(weft_context *ctx, fe_arena *arena,
     k->block_max = BLOCK;
     k->may_fail = true; /* the descriptor is checked in the kernel */
     /* aux 0 and 1: the lengths' status words and ticket, or the offsets'
-     * work flags and list (all i64 arrays); 2 the offsets' lg */
+     * work flags and list (all i64 arrays); the offsets' 2 lg and 3 the
+     * count and ticket */
     weft_status s = WEFT_OK;
-    for (int a = 0; s == WEFT_OK && a < (byoff ? 3 : 2); a++) {
-        s = sk_add_item(ctx, arena, k, a < 2 ? SK_ARRAY : SK_SCALAR, SK_SRC_AUX,
-                        a, WEFT_I64, a < 2 ? 1 : 0);
+    for (int a = 0; s == WEFT_OK && a < (byoff ? 4 : 2); a++) {
+        bool scalar = a == AUX_LANES && byoff;
+        s = sk_add_item(ctx, arena, k, scalar ? SK_SCALAR : SK_ARRAY,
+                        SK_SRC_AUX, a, WEFT_I64, scalar ? 0 : 1);
         k->aux_item[a] = k->nitem - 1;
     }
     return s;
