@@ -758,59 +758,6 @@ START_TEST(permute_claims)
 }
 END_TEST
 
-/* k-means' sums: permute (+) of (1, x, y) (i32, f32, f32) into 16 bins
- * by keys. */
-static weft_acc *build_sums16(weft_program *p)
-{
-    weft_context *ctx = g_ctx;
-    weft_acc *keys = weft_param(p, WEFT_I32, 1);
-    weft_acc *xs = weft_param(p, WEFT_F32, 1);
-    weft_type t =
-        weft_type_tuple(ctx, 3, (weft_type[]){WEFT_I32, WEFT_F32, WEFT_F32});
-    weft_fun *val = weft_fun1(p, WEFT_DIM(1));
-    weft_exp *x = weft_at(xs, weft_arg(val, 0));
-    weft_exp *v[3] = {weft_i32(p, 1), x, weft_mul(x, x)};
-    weft_fun_return(val, weft_tuple(p, 3, v));
-    weft_acc *src = weft_generate(weft_shape(keys), val);
-    weft_fun *zero = weft_fun1(p, WEFT_DIM(1));
-    weft_exp *z[3] = {weft_i32(p, 0), weft_f32(p, 0), weft_f32(p, 0)};
-    weft_fun_return(zero, weft_tuple(p, 3, z));
-    weft_acc *bins = weft_generate(weft_index1(weft_i64(p, 16)), zero);
-    weft_fun *bin = weft_fun1(p, WEFT_DIM(1));
-    weft_fun_return(bin, weft_index1(weft_convert(
-                             weft_at(keys, weft_arg(bin, 0)), WEFT_I64)));
-    weft_fun *add = weft_fun2(p, t, t);
-    weft_exp *a = weft_arg(add, 0), *b = weft_arg(add, 1), *s[3];
-    for (int l = 0; l < 3; l++) {
-        s[l] = weft_add(weft_get(a, l), weft_get(b, l));
-    }
-    weft_fun_return(add, weft_tuple(p, 3, s));
-    return weft_permute(add, bins, bin, src);
-}
-
-/* With $WEFT_PTX_PERMUTE_AGG=1, entry 2's updates of results of 32-bit
- * leaves are aggregated over the lanes of a warp that share a bin
- * (skeletons-ir/ptx/permute.c, agg_put): match.any.sync finds them and
- * redux.sync the warp's largest group, for the i32 histogram and
- * k-means' (i32, f32, f32) sums, beside the shared atomics for results
- * of more bins; nothing of it without the knob, nor for f64 leaves. */
-START_TEST(permute_aggregated)
-{
-    const char *text = ptx_of_one("agg-off", 0, build_sums16);
-    ck_assert_int_eq(count_of(text, "match.any.sync"), 0);
-    ck_assert_int_eq(setenv("WEFT_PTX_PERMUTE_AGG", "1", 1), 0);
-    text = ptx_of_one("agg-sums", 0, build_sums16);
-    ck_assert_int_ge(count_of(text, "match.any.sync.b32"), 1);
-    ck_assert_int_ge(count_of(text, "redux.sync.max.u32"), 1);
-    ck_assert_int_ge(count_of(text, "shfl.sync.idx.b32"), 3);
-    text = ptx_of_one("agg-hist", 0, build_hist_i32);
-    ck_assert_int_ge(count_of(text, "match.any.sync.b32"), 1);
-    text = ptx_of_one("agg-f64", 0, build_hist_f64);
-    ck_assert_int_eq(count_of(text, "match.any.sync"), 0);
-    ck_assert_int_eq(unsetenv("WEFT_PTX_PERMUTE_AGG"), 0);
-}
-END_TEST
-
 /* Element-wise kernels (skeletons-ir/ptx/target.c, generate.c): blocks of
  * at most 256 threads (.maxntid), four elements per chunk moved 16 bytes
  * at a time for a heavy body without a loop (each of the three operands
@@ -1025,7 +972,6 @@ static Suite *suite(void)
     tcase_add_test(tc, element_kernels);
     tcase_add_test(tc, permute_split_reductions);
     tcase_add_test(tc, permute_claims);
-    tcase_add_test(tc, permute_aggregated);
     tcase_add_test(tc, staged_while);
     tcase_add_test(tc, ptxas_accepts); /* last: reads what the others wrote */
     suite_add_tcase(s, tc);

@@ -93,21 +93,6 @@
  * the flush is fast (bench/results/gpu-multi.md, session 31), so it is
  * off by default.
  *
- * Aggregated updates (an experiment, off by default: $WEFT_PTX_PERMUTE_AGG
- * =1, read at code generation into the kernel's key).  For a result of at
- * most AGG_MAX_BINS bins (a test in the kernel, the same in the block)
- * whose leaves are all of 32 bits, an update is made once per bin and
- * warp step instead of once per lane (agg_put): match.any.sync groups the
- * lanes of one bin, each lane combines its group's values by shuffles, a
- * round per member of the warp's largest group (redux.sync, sm_80 on),
- * and the group's lowest lane makes the atomics.  With k-means' 16 bins
- * and points in no order a warp's 32 lanes fall in about 14 groups of at
- * most about 6 lanes, so that it saves about half the atomics (the f32
- * adds being CAS loops in shared memory) for about 6 rounds of 3
- * shuffles; with fewer bins, or keys in runs, the groups grow and the
- * atomics fall further.  Session 32 queued it for timing against the
- * shared atomics; its results decide whether it stays.
- *
  * The hot loop is kept short.  A group's four targets are computed before
  * its four updates, so that its reads sit together and become one 128-bit
  * load; every source position is said to lie inside the source's extents
@@ -210,132 +195,11 @@ enum {
 
 /* What the updates of a thread share: its flag of a target outside the
  * result (an i1 slot) and the distance between two bins of its copy
- * (ncopy: the copies are interleaved, head comment); with the knob's
- * warp-aggregated updates (agg_put), whether the result has few enough
- * bins for them (an i1, the same in the block). */
+ * (ncopy: the copies are interleaved, head comment). */
 typedef struct private_put_ctx {
     LLVMValueRef bad;
     LLVMValueRef stride;
-    LLVMValueRef few;
 } private_put_ctx;
-
-/* k->flags bit of the knob $WEFT_PTX_PERMUTE_AGG=1 (an experiment, off by
- * default): entry 2's updates aggregated over the lanes of a warp that
- * share a bin (agg_put), for results of at most AGG_MAX_BINS bins whose
- * leaves are all of 32 bits */
-enum { AGG_BIT = 25, AGG_MAX_BINS = 32 };
-
-/* An NVVM intrinsic that LLVM 19 has (no overloads). */
-static LLVMValueRef nvvm(cg_fn *fn, const char *name, LLVMValueRef *args, int n)
-{
-    return cg_intrinsic(fn, name, NULL, 0, args, n);
-}
-
-/* x (i32 or f32) of lane src, among the lanes of mask am. */
-static LLVMValueRef shfl_idx(cg_fn *fn, LLVMValueRef am, LLVMValueRef x,
-                             LLVMValueRef src)
-{
-    bool flt = LLVMGetTypeKind(LLVMTypeOf(x)) == LLVMFloatTypeKind;
-    LLVMValueRef a[4] = {
-        am, x, src, LLVMConstInt(LLVMInt32TypeInContext(fn->llctx), 31, 0)};
-    return nvvm(
-        fn, flt ? "llvm.nvvm.shfl.sync.idx.f32" : "llvm.nvvm.shfl.sync.idx.i32",
-        a, 4);
-}
-
-/* The lowest set bit of m (i32, not zero). */
-static LLVMValueRef lowest(cg_fn *fn, LLVMValueRef m)
-{
-    LLVMTypeRef i32 = LLVMTypeOf(m);
-    LLVMValueRef a[2] = {m,
-                         LLVMConstInt(LLVMInt1TypeInContext(fn->llctx), 1, 0)};
-    return cg_intrinsic(fn, "llvm.cttz", &i32, 1, a, 2);
-}
-
-/* The update of e (its target j, already times the stride) when the lanes
- * of the warp that reach it together share bins: the lanes of one bin
- * (match.any.sync on the bin; -1 for a lane with no update) combine their
- * values, each lane the group's members in the order of their lanes
- * (shuffles, as many rounds as the largest group has members), and the
- * group's lowest lane alone makes the atomics.  Every lane runs every
- * shuffle of the warp's rounds (the rounds' count is the same in the
- * warp: redux.sync), so the shuffles' sources always take part. */
-static weft_status agg_put(sk_fn *f, const cg_array *copy,
-                           const sk_permute_elem *e, LLVMValueRef j,
-                           LLVMValueRef ok)
-{
-    cg_fn *fn = &f->fn;
-    LLVMBuilderRef b = fn->b;
-    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
-    LLVMValueRef am = nvvm(fn, "llvm.nvvm.activemask", NULL, 0);
-    LLVMValueRef key =
-        LLVMBuildSelect(b, ok, LLVMBuildTrunc(b, e->j, i32, ""),
-                        LLVMConstInt(i32, 0xffffffffu, 0), "bin");
-    LLVMValueRef ma[2] = {am, key};
-    LLVMValueRef grp = nvvm(fn, "llvm.nvvm.match.any.sync.i32", ma, 2);
-    LLVMValueRef lane = nvvm(fn, "llvm.nvvm.read.ptx.sreg.laneid", NULL, 0);
-    LLVMValueRef size = cg_intrinsic(fn, "llvm.ctpop", &i32, 1, &grp, 1);
-    LLVMValueRef ra[2] = {size, am};
-    LLVMValueRef most = nvvm(fn, "llvm.nvvm.redux.sync.umax", ra, 2);
-    /* the group's first member, then the others */
-    LLVMValueRef first = lowest(fn, grp);
-    cg_mut tot;
-    weft_status s = cg_mut_new(fn, f->e->k->op->type, &tot);
-    if (s) {
-        return s;
-    }
-    cg_val x0;
-    if ((s = cg_val_make(fn, e->x.n, &x0)) != WEFT_OK) {
-        return s;
-    }
-    for (int l = 0; l < e->x.n; l++) {
-        x0.v[l] = shfl_idx(fn, am, e->x.v[l], first);
-    }
-    cg_mut_set(fn, &tot, &x0);
-    LLVMValueRef mslot = cg_alloca(fn, i32, "rest");
-    LLVMBuildStore(
-        b,
-        LLVMBuildAnd(b, grp, LLVMBuildSub(b, grp, LLVMConstInt(i32, 1, 0), ""),
-                     ""),
-        mslot);
-    cg_loop l;
-    LLVMValueRef t;
-    cg_loop_begin(fn, &l, cg_i64(fn, 1), cg_zext64(fn, most), &t);
-    LLVMValueRef m = LLVMBuildLoad2(b, i32, mslot, "");
-    LLVMValueRef has = LLVMBuildICmp(b, LLVMIntNE, m, LLVMConstNull(i32), "");
-    LLVMValueRef src = LLVMBuildSelect(b, has, lowest(fn, m), lane, "");
-    cg_val args[2], y;
-    if ((s = cg_mut_get(fn, &tot, &args[0])) != WEFT_OK ||
-        (s = cg_val_make(fn, e->x.n, &args[1])) != WEFT_OK) {
-        return s;
-    }
-    for (int k = 0; k < e->x.n; k++) {
-        args[1].v[k] = shfl_idx(fn, am, e->x.v[k], src);
-    }
-    if ((s = cg_apply(fn, f->e->k->op->fun[0], args, &y)) != WEFT_OK) {
-        return s;
-    }
-    for (int k = 0; k < y.n; k++) {
-        y.v[k] = LLVMBuildSelect(b, has, y.v[k], args[0].v[k], "");
-    }
-    cg_mut_set(fn, &tot, &y);
-    LLVMBuildStore(
-        b,
-        LLVMBuildAnd(b, m, LLVMBuildSub(b, m, LLVMConstInt(i32, 1, 0), ""), ""),
-        mslot);
-    cg_loop_end(fn, &l);
-    cg_val sum;
-    if ((s = cg_mut_get(fn, &tot, &sum)) != WEFT_OK) {
-        return s;
-    }
-    cg_if lead;
-    cg_if_begin(
-        fn, &lead,
-        LLVMBuildAnd(b, ok, LLVMBuildICmp(b, LLVMIntEQ, lane, first, ""), ""));
-    s = sk_permute_update_rmw(f, copy, j, &sum);
-    cg_if_end(fn, &lead);
-    return s;
-}
 
 /* The update of one element into the thread's copy, at element j stride
  * of it.  Unchecked, a target outside the result only raises the
@@ -361,23 +225,10 @@ static weft_status private_put(sk_fn *f, const cg_array *copy,
         fn->b,
         LLVMBuildOr(fn->b, LLVMBuildLoad2(fn->b, i1, pc->bad, ""), out, ""),
         pc->bad);
-    LLVMValueRef ok = LLVMBuildAnd(fn->b, keep, e->inside, "");
-    weft_status s = WEFT_OK;
-    cg_if few;
-    if (pc->few) {
-        cg_if_begin(fn, &few, pc->few);
-        if ((s = agg_put(f, copy, e, at.j, ok)) != WEFT_OK) {
-            return s;
-        }
-        cg_if_else(fn, &few);
-    }
     cg_if in;
-    cg_if_begin(fn, &in, ok);
-    s = sk_permute_update_rmw(f, copy, at.j, &e->x);
+    cg_if_begin(fn, &in, LLVMBuildAnd(fn->b, keep, e->inside, ""));
+    weft_status s = sk_permute_update_rmw(f, copy, at.j, &e->x);
     cg_if_end(fn, &in);
-    if (pc->few) {
-        cg_if_end(fn, &few);
-    }
     return s;
 }
 
@@ -1237,10 +1088,6 @@ static weft_status emit_private(sk_fn *f)
         return s;
     }
     private_put_ctx pc = {.bad = bad, .stride = ncopy};
-    if (f->e->k->flags & 1u << AGG_BIT) {
-        pc.few = LLVMBuildICmp(fn->b, LLVMIntSLE, bins,
-                               cg_i64(fn, AGG_MAX_BINS), "few");
-    }
     /* every copy starts at the identity */
     cg_sloop init;
     LLVMValueRef b = cg_sloop_begin(
@@ -1383,18 +1230,6 @@ static weft_status ptx_permute_prepare(weft_context *ctx, fe_arena *arena,
     const char *kc = getenv("WEFT_PTX_PERMUTE_CLAIM");
     if (kc && strcmp(kc, "1") == 0) {
         k->flags |= 1u << CLAIM_BIT;
-    }
-    /* the knob $WEFT_PTX_PERMUTE_AGG=1 (AGG_BIT), likewise, where every
-     * leaf is of 32 bits (the shuffles') */
-    const char *ka = getenv("WEFT_PTX_PERMUTE_AGG");
-    bool w32 = true;
-    const weft_type *leaf;
-    int nl = fe_type_leaves(ctx, k->op->type, &leaf);
-    for (int l = 0; l < nl; l++) {
-        w32 &= fe_type_bits(leaf[l]) == 32;
-    }
-    if (ka && strcmp(ka, "1") == 0 && w32 && nl > 0) {
-        k->flags |= 1u << AGG_BIT;
     }
     /* the accumulators, ticket and bits of a fused default, or of the
      * parts of a split launch (head comment) */
