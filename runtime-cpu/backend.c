@@ -244,8 +244,10 @@ static weft_status get_kernel(void *user, weft_executable *exe, sk_kernel *k)
     cpu_key_begin(st->jit, &key);
     int spmd_bits = spmd_bits_of(exe->ctx, st->jit);
     /* the version of the SPMD code generator and of what CPU kernels emit
-     * (2: folds of short rows across rows, errors gathered in a local) */
-    rt_key_add_str(&key, "spmd 2");
+     * (2: folds of short rows across rows, errors gathered in a local; 3:
+     * consecutive elements of all active lanes by a plain load, short
+     * rows SK_FOLD_ROW_GROUPS vectors at a time) */
+    rt_key_add_str(&key, "spmd 3");
     rt_key_add_i64(&key, spmd_bits);
     sk_describe(&exe->core, k, rt_key_sink, &key);
     rt_key_finish(&key, k->key);
@@ -504,9 +506,19 @@ static weft_status rt_addr(rt_job *j, weft_array *a, bool written,
  * chunks and the last one to finish waits for at most a 32nd of its share
  * (n-body written with a while loop, 8192 bodies on 16 cores: chunks of
  * 128 left the cores idle for a quarter of the run), but never below
- * CPU_GRAIN_HEAVY_MIN, a multiple of the SPMD lanes. */
-static int64_t phase_grain(const rt_job *j, int64_t n, int64_t grain)
+ * CPU_GRAIN_HEAVY_MIN, a multiple of the SPMD lanes.  A fold's whole
+ * short rows (entry 0) go in chunks of a multiple of
+ * SK_FOLD_ROWS_LANES_MAX rows. */
+static int64_t phase_grain(const rt_job *j, int entry, int64_t n, int64_t grain)
 {
+    if (j->k->light && entry == 0 && j->k->skel &&
+        j->k->skel->family == SK_FOLD && grain >= SK_FOLD_ROWS_LANES_MAX) {
+        /* short rows, many to a chunk: whole groups of the SPMD entry's
+         * lanes (spmd.c's sk_spmd_fold_rows), whose rest of a chunk goes
+         * row by row */
+        return (grain + SK_FOLD_ROWS_LANES_MAX - 1) / SK_FOLD_ROWS_LANES_MAX *
+               SK_FOLD_ROWS_LANES_MAX;
+    }
     if (j->k->light || grain <= CPU_GRAIN_HEAVY_MIN) {
         return grain;
     }
@@ -537,11 +549,12 @@ static weft_status rt_run(rt_job *j, int n, const rt_phase *ph)
     cpu_phase p[CPU_GANG_MAX_PHASES];
     for (int i = 0; i < n && i < CPU_GANG_MAX_PHASES; i++) {
         void *e = entry_addr(j->k, ph[i].entry);
-        p[i] = (cpu_phase){.kernel = (cpu_kernel_fn)e,
-                           .args = j->w,
-                           .n = ph[i].n,
-                           .grain = phase_grain(j, ph[i].n, ph[i].grain),
-                           .cancel = j->cancel};
+        p[i] = (cpu_phase){
+            .kernel = (cpu_kernel_fn)e,
+            .args = j->w,
+            .n = ph[i].n,
+            .grain = phase_grain(j, ph[i].entry, ph[i].n, ph[i].grain),
+            .cancel = j->cancel};
     }
     return cpu_gang_run_phases(j->be, n, p);
 }

@@ -563,6 +563,16 @@ weft_status sk_spmd_fold_range(sk_fn *f, const cg_mut *acc, const fe_term *src,
  * kernel is not vectorised: the caller emits its scalar entry.  Errors:
  * WEFT_ERR_OUT_OF_MEMORY, and those of sk_fn_begin. */
 typedef weft_status (*sk_fold_rest)(sk_fn *f, bool has_seed);
+/* W above is SK_FOLD_ROW_GROUPS vectors of the target's width: the
+ * combine's chain through the accumulator (k-means' nearest centroid: a
+ * compare, an or and a blend a column) is a loop-carried latency, which
+ * four independent vectors hide (k-means' fold on 2^18 cached points,
+ * one core: 0.66 -> 0.31 ms; on 2^22, 11.0 -> 5.2 ms).  W is at most
+ * SK_FOLD_ROWS_LANES_MAX, and the CPU driver cuts such a fold's rows in
+ * chunks of a multiple of that (runtime-cpu/backend.c, phase_grain), so
+ * that few rows of a chunk are left to the scalar loop. */
+#define SK_FOLD_ROW_GROUPS 4
+#define SK_FOLD_ROWS_LANES_MAX 64
 weft_status sk_spmd_fold_rows(sk_emit *e, const char *name, bool has_seed,
                               int64_t max_len, sk_fold_rest rest, bool *done);
 

@@ -794,7 +794,7 @@ weft_status sk_spmd_fold_rows(sk_emit *e, const char *name, bool has_seed,
      * heavy elements (n-body's fold) come in long rows, where a second
      * copy of them over lanes only doubled the compile time (n-body: LLVM
      * 22 -> 56 ms). */
-    unsigned w = lanes_for(e);
+    unsigned w = lanes_for(e) * SK_FOLD_ROW_GROUPS;
     if (w == 0 || e->k->nout != 1 || !e->k->light || src->rank < 2 ||
         !readable(e, src, false)) {
         return WEFT_OK;

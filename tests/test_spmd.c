@@ -32,6 +32,12 @@
  *   gathers    backpermute, transform, and maps of slice and replicate
  *              (fused) over lanes, with indices outside the source in some
  *              lanes (the same error status as the interpreter);
+ *   nearest    k-means' assignment: fold (nearer) of generate (n, k) of
+ *              (distance, j), a tuple whose combine breaks ties by j, over
+ *              rows of k = 1 to 40 in groups of SK_FOLD_ROW_GROUPS vectors
+ *              and a remainder (skeletons-ir/spmd.c), the centroids in
+ *              pairs (ties in every row); one variant reads y under a
+ *              varying condition (a partly masked load of the rows);
  * with shapes that are empty, one element, not multiples of the lane count,
  * and of ranks 1 to 3.  (test_cpu.c's prims case runs every primitive
  * through the vector path of zipWith on every type.)
@@ -597,6 +603,46 @@ static int build_gathers(weft_program *p, weft_context *ctx, int variant,
     return 4;
 }
 
+/* The nearest of k centroids (cx, cy at j / 2: each twice, so that every
+ * row has ties) to each point (px, py): fold of generate (n, k) (\(i, j)
+ * -> (d, j)) by the nearer, the lower j on ties (associative and
+ * commutative).  Variant 1 reads py only where px is positive (0
+ * elsewhere): a load of the rows under a mask that is partial where the
+ * signs are mixed. */
+static int build_nearest(weft_program *p, weft_context *ctx, int variant,
+                         weft_acc **res)
+{
+    weft_acc *px = weft_param(p, WEFT_F32, 1), *py = weft_param(p, WEFT_F32, 1);
+    weft_acc *cx = weft_param(p, WEFT_F32, 1), *cy = weft_param(p, WEFT_F32, 1);
+    weft_type dj = weft_type_tuple(ctx, 2, (weft_type[]){WEFT_F32, WEFT_I32});
+    weft_fun *g = weft_fun1(p, WEFT_DIM(2));
+    weft_exp *ix = weft_arg(g, 0);
+    weft_exp *i = weft_index1(weft_get(ix, 0));
+    weft_exp *j = weft_get(ix, 1);
+    weft_exp *c = weft_index1(weft_quot(j, weft_i64(p, 2)));
+    weft_exp *x = weft_at(px, i);
+    weft_exp *y = variant ? weft_cond(weft_gt(x, weft_f32(p, 0)),
+                                      weft_at(py, i), weft_f32(p, 0))
+                          : weft_at(py, i);
+    weft_exp *dx = weft_sub(x, weft_at(cx, c));
+    weft_exp *dy = weft_sub(y, weft_at(cy, c));
+    weft_exp *e[2] = {weft_add(weft_mul(dx, dx), weft_mul(dy, dy)),
+                      weft_convert(j, WEFT_I32)};
+    weft_fun_return(g, weft_tuple(p, 2, e));
+    weft_fun *near = weft_fun2(p, dj, dj);
+    weft_exp *a = weft_arg(near, 0), *b = weft_arg(near, 1);
+    weft_exp *b_wins =
+        weft_bor(weft_lt(weft_get(b, 0), weft_get(a, 0)),
+                 weft_band(weft_eq(weft_get(b, 0), weft_get(a, 0)),
+                           weft_lt(weft_get(b, 1), weft_get(a, 1))));
+    weft_fun_return(near, weft_cond(b_wins, b, a));
+    weft_exp *none[2] = {weft_f32(p, INFINITY), weft_i32(p, 0)};
+    weft_exp *k = weft_mul(weft_size(cx), weft_i64(p, 2));
+    res[0] = weft_fold(near, weft_tuple(p, 2, none),
+                       weft_generate(weft_index2(weft_size(px), k), g));
+    return 1;
+}
+
 /* ------------------------------------------------------------------------
  * Differential cases
  * ---------------------------------------------------------------------- */
@@ -894,6 +940,29 @@ START_TEST(gathers)
 }
 END_TEST
 
+START_TEST(nearest)
+{
+    /* n points (both arrays) and k / 2 centroids: rows of k = 2 to 40 */
+#define NEAREST(n, h)                                                          \
+    {                                                                          \
+        .rank = {1, 1, 1, 1}, .sh = { {n}, {n}, {h}, {h} }                     \
+    }
+    static const shapes runs[] = {
+        NEAREST(0, 8),   NEAREST(1, 8),    NEAREST(15, 1),  NEAREST(63, 8),
+        NEAREST(64, 8),  NEAREST(65, 3),   NEAREST(130, 8), NEAREST(200, 20),
+        NEAREST(257, 8), NEAREST(1000, 5),
+    };
+#undef NEAREST
+    /* the centroids' pairs tie in every row; the signs of px mixed */
+    in_spec in[4] = {{WEFT_F32, -3, 3},
+                     {WEFT_F32, -3, 3},
+                     {WEFT_F32, -3, 3},
+                     {WEFT_F32, -3, 3}};
+    diff("nearest", build_nearest, 0, 4, in, 10, runs);
+    diff("nearest", build_nearest, 1, 4, in, 10, runs);
+}
+END_TEST
+
 static Suite *spmd_suite(void)
 {
     Suite *s = suite_create("spmd");
@@ -907,6 +976,7 @@ static Suite *spmd_suite(void)
     tcase_add_test(t, tuple3);
     tcase_add_test(t, uniform);
     tcase_add_test(t, gathers);
+    tcase_add_test(t, nearest);
     tcase_add_test(t, indices);
     tcase_add_test(t, nested);
     tcase_add_test(t, scalar_side);
