@@ -26,34 +26,35 @@
  *         element read at rowbase + bound(column + offset), checked
  *     interior loop: columns [lo, hi), each window element read at
  *         rowbase + offset + column, no check: linear in the column, so
- *         LLVM vectorises it (under a constant boundary, a combination
- *         whose row lies outside selects the constant, the same test for
- *         the whole row)
+ *         LLVM vectorises it (under a constant boundary twice: for a row
+ *         whose combinations' rows all lie inside, and for one where some
+ *         do not, whose copy selects the constant for those, the same
+ *         test for the whole row)
  *
- * where lo is the largest inner radius and hi the smallest of
- * (inner extent - inner radius) over the arrays.  Every row has its
- * interior loop, those near an outer edge too (their rows are already
- * passed through the boundary), so an array of a few rows is not read
- * column by column through the boundary.  The border loop walks both
- * border stretches of the piece as one loop, so f is emitted twice in
- * all (border and interior).  Reads under a constant boundary load at the
- * clamped position (always inside) and select the constant, so nothing is
- * ever read outside an array.  Loads of the arrays and stores of the
- * result carry scoped no-alias metadata (the result is a fresh buffer).
+ * where lo is the largest inner radius and hi the smallest inner extent
+ * less inner radius over the arrays.  Every row has its interior loop, those
+ * near an outer edge too (their rows are already passed through the
+ * boundary), so an array of a few rows is not read column by column through
+ * the boundary.  The border loop walks both border stretches of the piece
+ * as one loop, so f is emitted twice in all (border and interior; three
+ * times under a constant boundary).  Reads under a constant boundary load
+ * at the clamped position (always inside) and select the constant, so
+ * nothing is ever read outside an array.  Loads of the arrays and stores of
+ * the result carry scoped no-alias metadata (the result is a fresh buffer).
  *
  * Large windows (more than SK_STENCIL_COMPACT elements in all, e.g.
- * 5x5x5), whose unrolled form makes LLVM's optimisation take seconds,
- * emit f once.  Where loops vectorise (the CPU) they take the strip form
- * (emit_strips below): each combination reads through a pointer to its
- * row, into the array itself for a row's interior columns (one strip) or
- * into a copy on the stack of a border strip's stretch, made through the
- * boundary; f runs over the strip's columns in vector lanes (a 5x5x5 f32
- * stencil of 160^3 elements: 2 s before, 12 ms after, 2 threads).  On
- * the GPU (a thread has a few columns) they take the compact form: one
- * loop over every column of the piece, whose windows are gathered by a
- * loop over their elements (all reads checked) into stack arrays that
- * f's arguments are loaded from; it compiles in about a second even for
- * 9x9x9.
+ * 5x5x5), whose unrolled form makes LLVM's optimisation take seconds, emit
+ * f once.  Where loops vectorise (the CPU) they take the strip form
+ * (emit_strips below): each combination reads through a pointer to its row,
+ * into the array itself for a row's interior columns (one strip) or into a
+ * copy on the stack of a border strip's stretch, made through the boundary;
+ * f runs over the strip's columns in vector lanes, in a loop marked
+ * parallel (a 5x5x5 f32 stencil of 160^3 elements: 2 s before, 12 ms after,
+ * 2 threads; bench/stencil_sweep.c).  On the GPU (a thread has a few
+ * columns) they take the compact form: one loop over every column of the
+ * piece, whose windows are gathered by a loop over their elements (all
+ * reads checked) into stack arrays that f's arguments are loaded from; it
+ * compiles in about a second even for 9x9x9.
  */
 #include "sk.h"
 
@@ -79,6 +80,8 @@ typedef struct side {
 typedef struct scopes {
     unsigned scope_kind, noalias_kind;
     LLVMValueRef in, out; /* one-scope lists */
+    unsigned group_kind;
+    LLVMValueRef group; /* the access group of a parallel loop, or NULL */
 } scopes;
 
 static void scopes_init(cg_fn *fn, scopes *sc)
@@ -96,6 +99,8 @@ static void scopes_init(cg_fn *fn, scopes *sc)
     sc->noalias_kind = LLVMGetMDKindIDInContext(c, "noalias", 7);
     sc->in = LLVMMetadataAsValue(c, LLVMMDNodeInContext2(c, &sin, 1));
     sc->out = LLVMMetadataAsValue(c, LLVMMDNodeInContext2(c, &sout, 1));
+    sc->group_kind = LLVMGetMDKindIDInContext(c, "llvm.access.group", 17);
+    sc->group = NULL;
 }
 
 /* Element i of array a (every leaf), loads tagged as inputs. */
@@ -131,6 +136,9 @@ static void store_out(cg_fn *fn, const scopes *sc, const cg_array *a,
         LLVMValueRef st = LLVMBuildStore(fn->b, v, p);
         LLVMSetMetadata(st, sc->scope_kind, sc->out);
         LLVMSetMetadata(st, sc->noalias_kind, sc->in);
+        if (sc->group) {
+            LLVMSetMetadata(st, sc->group_kind, sc->group);
+        }
     }
 }
 
@@ -275,11 +283,19 @@ static void side_row(cg_fn *fn, side *sd, const LLVMValueRef *ox)
     }
 }
 
-/* The window of side sd at column col into args[0 .. k-1]; checked reads
- * (border) or unchecked ones (interior). */
+/* How side_window reads: every column through the boundary (a border
+ * column), or unchecked (an interior column) with the constant boundary's
+ * rows tested (a row some of whose combinations lie outside) or not
+ * (every row inside: no test, the constant's select kept out of the hot
+ * loop). */
+enum { RD_CHECKED, RD_ROWS, RD_INSIDE };
+
+/* The window of side sd at column col into args[0 .. k-1], read as `how`
+ * says. */
 static weft_status side_window(cg_fn *fn, const scopes *sc, const side *sd,
-                               LLVMValueRef col, bool checked, cg_val *args)
+                               LLVMValueRef col, int how, cg_val *args)
 {
+    bool checked = how == RD_CHECKED;
     LLVMBuilderRef B = fn->b;
     int wi = sd->w[sd->rank - 1], hi = sd->h[sd->rank - 1];
     LLVMValueRef n = sd->a->extent[sd->rank - 1];
@@ -297,7 +313,7 @@ static weft_status side_window(cg_fn *fn, const scopes *sc, const side *sd,
         if (s) {
             return s;
         }
-        if (sd->cval) {
+        if (sd->cval && how != RD_INSIDE) {
             /* unchecked: the row's test alone, the same for every column */
             LLVMValueRef inside = checked
                                       ? LLVMBuildAnd(B, sd->rowin[c], in[o], "")
@@ -383,7 +399,7 @@ static weft_status side_gather(cg_fn *fn, const scopes *sc, const side *sd,
 /* out[outbase + col] = f(windows at col). */
 static weft_status apply_at(sk_fn *f, const scopes *sc, const side *sd,
                             int nside, LLVMValueRef outbase, LLVMValueRef col,
-                            bool checked, LLVMValueRef *const *tmp,
+                            int how, LLVMValueRef *const *tmp,
                             const LLVMValueRef *ox, cg_val *args)
 {
     cg_fn *fn = &f->fn;
@@ -391,7 +407,7 @@ static weft_status apply_at(sk_fn *f, const scopes *sc, const side *sd,
     int at = 0;
     for (int i = 0; i < nside; i++) {
         s = tmp ? side_gather(fn, sc, &sd[i], ox, col, tmp[i], args + at)
-                : side_window(fn, sc, &sd[i], col, checked, args + at);
+                : side_window(fn, sc, &sd[i], col, how, args + at);
         if (s) {
             return s;
         }
@@ -663,6 +679,19 @@ static weft_status emit_strips(sk_fn *f, const scopes *sc, side *sd, int nside,
             }
         }
     }
+    /* The loop over the columns is parallel: its reads (of arrays and
+     * copies that it does not write) and its stores (one element per
+     * column) in one access group that the loop's ID names, so that the
+     * loop vectoriser need not prove it, which it cannot for more than
+     * about 250 reads (LLVM's alias sets saturate: 7x7x7 windows).  The
+     * group is the empty node, uniqued (LLVM-C makes no distinct ones):
+     * no other loop of the module names it.  A read or store of f's own
+     * (a checked mode's error word) is outside the group, and then the
+     * vectoriser checks the loop as any other. */
+    LLVMMetadataRef group = LLVMMDNodeInContext2(ctx, NULL, 0);
+    scopes psc = *sc;
+    psc.group = LLVMMetadataAsValue(ctx, group);
+    sc = &psc;
     cg_loop lc;
     LLVMValueRef c;
     cg_loop_begin(fn, &lc, i64c(fn, 0), len, &c);
@@ -683,6 +712,9 @@ static weft_status emit_strips(sk_fn *f, const scopes *sc, side *sd, int nside,
                     "");
                 LLVMSetMetadata(y, sc->scope_kind, sc->in);
                 LLVMSetMetadata(y, sc->noalias_kind, sc->out);
+                if (sc->group) {
+                    LLVMSetMetadata(y, sc->group_kind, sc->group);
+                }
                 if (t == WEFT_BOOL) {
                     y = LLVMBuildICmp(B, LLVMIntNE, y, LLVMConstInt(mt, 0, 0),
                                       "");
@@ -701,7 +733,12 @@ static weft_status emit_strips(sk_fn *f, const scopes *sc, side *sd, int nside,
             store_out(fn, sc, sk_out_array(f, 0), out_at, &y);
         }
     }
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(B);
     cg_loop_end(fn, &lc);
+    LLVMMetadataRef kv[2] = {
+        LLVMMDStringInContext2(ctx, "llvm.loop.parallel_accesses", 27), group};
+    cg_loop_id(fn, LLVMGetBasicBlockTerminator(latch),
+               LLVMMDNodeInContext2(ctx, kv, 2));
     cg_sloop_end(fn, &ls);
     cg_loop_end(fn, &lk);
     return s;
@@ -814,15 +851,23 @@ static weft_status stencil_emit(sk_emit *e, const char *const *names)
             cg_loop lc;
             LLVMValueRef c;
             cg_loop_begin(fn, &lc, c0, c1, &c);
-            s = apply_at(&f, &sc, sd, nside, outbase, c, true, tmp, ox, args);
+            s = apply_at(&f, &sc, sd, nside, outbase, c, RD_CHECKED, tmp, ox,
+                         args);
             cg_loop_end(fn, &lc);
         }
         cg_loop_end(fn, &lq);
         sk_fn_end(&f);
         return s;
     }
+    /* every combination's row inside (always, but under a constant
+     * boundary) */
+    LLVMValueRef inside = NULL;
     for (int i = 0; i < nside; i++) {
         side_row(fn, &sd[i], ox);
+        for (int c = 0; sd[i].cval && c < sd[i].ncombo; c++) {
+            inside = inside ? LLVMBuildAnd(B, inside, sd[i].rowin[c], "")
+                            : sd[i].rowin[c];
+        }
     }
     LLVMValueRef n1 = LLVMBuildSub(B, b1, c0, "");
     LLVMValueRef nb = LLVMBuildAdd(B, n1, LLVMBuildSub(B, c1, b2, ""), "");
@@ -834,15 +879,29 @@ static weft_status stencil_emit(sk_emit *e, const char *const *names)
     LLVMValueRef col = LLVMBuildSelect(
         B, first, LLVMBuildAdd(B, c0, kk, ""),
         LLVMBuildAdd(B, b2, LLVMBuildSub(B, kk, n1, ""), ""), "");
-    s = apply_at(&f, &sc, sd, nside, outbase, col, true, NULL, NULL, args);
+    s = apply_at(&f, &sc, sd, nside, outbase, col, RD_CHECKED, NULL, NULL,
+                 args);
     cg_loop_end(fn, &lb);
 
-    if (s == WEFT_OK) {
+    /* the interior; under a constant boundary twice, for rows all inside
+     * and for rows some of whose combinations are outside */
+    cg_if fi;
+    if (inside) {
+        cg_if_begin(fn, &fi, inside);
+    }
+    for (int pass = 0; pass < (inside ? 2 : 1) && s == WEFT_OK; pass++) {
+        if (pass) {
+            cg_if_else(fn, &fi);
+        }
         cg_loop li;
         LLVMValueRef c;
         cg_loop_begin(fn, &li, b1, b2, &c);
-        s = apply_at(&f, &sc, sd, nside, outbase, c, false, NULL, NULL, args);
+        s = apply_at(&f, &sc, sd, nside, outbase, c, pass ? RD_ROWS : RD_INSIDE,
+                     NULL, NULL, args);
         cg_loop_end(fn, &li);
+    }
+    if (inside) {
+        cg_if_end(fn, &fi);
     }
     cg_loop_end(fn, &lq);
     sk_fn_end(&f);
