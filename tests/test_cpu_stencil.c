@@ -640,6 +640,12 @@ START_TEST(test_stencil_strips)
     tile_sweep(3, shapes, (int)(sizeof shapes / sizeof shapes[0]), win,
                (int)(sizeof win / sizeof win[0]), elts,
                (int)(sizeof elts / sizeof elts[0]));
+    /* more than about 250 window elements: the loop over the columns is
+     * vectorised as parallel (rows long enough for vectors) */
+    static const int64_t big[][3] = {{2, 3, 203}, {9, 10, 40}};
+    static const int wbig[][3] = {{7, 7, 7}, {9, 9, 9}};
+    static const int ebig[] = {E_F32, E_TRIPLE, E_I32, E_F64};
+    tile_sweep(3, big, 2, wbig, 2, ebig, 4);
     /* stencil2 of 106 elements: the arrays' extents differ, so the
      * second's windows stay inside over fewer columns than the first's */
     static const int w2[2][3] = {{9, 9}, {5, 5}};
