@@ -641,6 +641,20 @@ static weft_status emit_strips(sk_fn *f, const scopes *sc, side *sd, int nside,
     for (int i = 0; i < nside; i++) {
         strip_row(fn, &sd[i], &st[i], ox, &all);
     }
+    /* a border stretch takes a whole strip of v columns where the row has
+     * them (interior ones too: f then runs over full vectors there, not
+     * column by column) */
+    LLVMValueRef left = LLVMBuildICmp(B, LLVMIntSGT, b1, c0, "");
+    b1 = LLVMBuildSelect(
+        B, left,
+        cg_smin(fn, c1, cg_smax(fn, b1, LLVMBuildAdd(B, c0, i64c(fn, v), ""))),
+        b1, "");
+    b2 = cg_smax(fn, b1, b2);
+    LLVMValueRef right = LLVMBuildICmp(B, LLVMIntSLT, b2, c1, "");
+    b2 = LLVMBuildSelect(
+        B, right,
+        cg_smax(fn, b1, cg_smin(fn, b2, LLVMBuildSub(B, c1, i64c(fn, v), ""))),
+        b2, "");
     /* three stretches: border, interior, border */
     cg_loop lk;
     LLVMValueRef kk;
