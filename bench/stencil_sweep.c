@@ -286,7 +286,7 @@ int main(int argc, char **argv)
     printf("stencil_sweep: %d threads, median of %d rounds, f32\n\n", threads,
            rounds);
     printf("| stencil | shape | weft ms | C ms | weft / C | map ms | "
-           "weft / map | compile ms | max |weft - C| |\n"
+           "weft / map | compile ms | max \\|weft - C\\| |\n"
            "|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
     int failed = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
