@@ -56,6 +56,8 @@
  * reads checked) into stack arrays that f's arguments are loaded from; it
  * compiles in about a second even for 9x9x9.
  */
+#include <llvm-c/IRReader.h>
+
 #include "sk.h"
 
 #define ST_MAX_WIN 9
@@ -621,6 +623,37 @@ static void strip_point(cg_fn *fn, const scopes *sc, const side *sd,
     cg_loop_end(fn, &lq);
 }
 
+/* A new access group of context c: a distinct empty node, which LLVM-C
+ * cannot make but its IR parser can (a uniqued one trips LLVM's
+ * assertions); it outlives the small module that held it, as distinct
+ * nodes live as long as their context.  NULL where the text does not
+ * parse (then the loop is not marked). */
+static LLVMMetadataRef access_group(LLVMContextRef c)
+{
+    static const char ir[] = "define void @g(ptr %p) {\n"
+                             "  %x = load i8, ptr %p, !llvm.access.group !0\n"
+                             "  ret void\n"
+                             "}\n"
+                             "!0 = distinct !{}\n";
+    LLVMMemoryBufferRef src = LLVMCreateMemoryBufferWithMemoryRangeCopy(
+        ir, sizeof ir - 1, "weft_access_group");
+    LLVMModuleRef m = NULL;
+    char *err = NULL;
+    LLVMMetadataRef g = NULL;
+    /* takes src */
+    if (LLVMParseIRInContext(c, src, &m, &err) == 0) {
+        LLVMValueRef x = LLVMGetFirstInstruction(
+            LLVMGetFirstBasicBlock(LLVMGetFirstFunction(m)));
+        LLVMValueRef v = x ? LLVMGetMetadata(x, LLVMGetMDKindIDInContext(
+                                                    c, "llvm.access.group", 17))
+                           : NULL;
+        g = v ? LLVMValueAsMetadata(v) : NULL;
+        LLVMDisposeModule(m);
+    }
+    LLVMDisposeMessage(err);
+    return g;
+}
+
 /* The columns [c0, c1) of the row at ox (outbase its first element) in
  * strips: the border columns [c0, b1) and [b2, c1) in strips of v, the
  * interior [b1, b2) as one direct strip (or in strips of v in a border
@@ -697,14 +730,12 @@ static weft_status emit_strips(sk_fn *f, const scopes *sc, side *sd, int nside,
      * copies that it does not write) and its stores (one element per
      * column) in one access group that the loop's ID names, so that the
      * loop vectoriser need not prove it, which it cannot for more than
-     * about 250 reads (LLVM's alias sets saturate: 7x7x7 windows).  The
-     * group is the empty node, uniqued (LLVM-C makes no distinct ones):
-     * no other loop of the module names it.  A read or store of f's own
-     * (a checked mode's error word) is outside the group, and then the
-     * vectoriser checks the loop as any other. */
-    LLVMMetadataRef group = LLVMMDNodeInContext2(ctx, NULL, 0);
+     * about 250 reads (LLVM's alias sets saturate: 7x7x7 windows).  A
+     * read or store of f's own (a checked mode's error word) is outside
+     * the group, and then the vectoriser checks the loop as any other. */
+    LLVMMetadataRef group = access_group(ctx);
     scopes psc = *sc;
-    psc.group = LLVMMetadataAsValue(ctx, group);
+    psc.group = group ? LLVMMetadataAsValue(ctx, group) : NULL;
     sc = &psc;
     cg_loop lc;
     LLVMValueRef c;
@@ -749,10 +780,13 @@ static weft_status emit_strips(sk_fn *f, const scopes *sc, side *sd, int nside,
     }
     LLVMBasicBlockRef latch = LLVMGetInsertBlock(B);
     cg_loop_end(fn, &lc);
-    LLVMMetadataRef kv[2] = {
-        LLVMMDStringInContext2(ctx, "llvm.loop.parallel_accesses", 27), group};
-    cg_loop_id(fn, LLVMGetBasicBlockTerminator(latch),
-               LLVMMDNodeInContext2(ctx, kv, 2));
+    if (group) {
+        LLVMMetadataRef kv[2] = {
+            LLVMMDStringInContext2(ctx, "llvm.loop.parallel_accesses", 27),
+            group};
+        cg_loop_id(fn, LLVMGetBasicBlockTerminator(latch),
+                   LLVMMDNodeInContext2(ctx, kv, 2));
+    }
     cg_sloop_end(fn, &ls);
     cg_loop_end(fn, &lk);
     return s;
