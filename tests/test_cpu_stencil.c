@@ -596,6 +596,72 @@ START_TEST(test_stencil_large)
 }
 END_TEST
 
+/* Rows whose windows reach past an outer edge (every row of an array of
+ * one to three rows): their interior columns are read unchecked, under a
+ * constant boundary with the constant for the rows outside; rows long
+ * and short, one row cut into pieces. */
+START_TEST(test_stencil_edge_rows)
+{
+    static const int64_t shapes[][3] = {{1, 300},  {2, 301},  {3, 1000},
+                                        {1, 9001}, {2, 9},    {3, 4},
+                                        {5, 2},    {4, 4097}, {2, 17}};
+    static const int win[][3] = {{3, 3}, {5, 5}, {7, 3}, {9, 9}, {3, 7}};
+    static const int elts[] = {E_F32,  E_I32,    E_PAIR, E_F64,
+                               E_BOOL, E_TRIPLE, E_I8};
+    open_both();
+    tile_sweep(2, shapes, (int)(sizeof shapes / sizeof shapes[0]), win,
+               (int)(sizeof win / sizeof win[0]), elts,
+               (int)(sizeof elts / sizeof elts[0]));
+    static const int64_t sh3[][3] = {{1, 1, 300}, {2, 3, 130}, {1, 5, 77}};
+    static const int w3[][3] = {{3, 3, 3}, {3, 5, 7}};
+    tile_sweep(3, sh3, (int)(sizeof sh3 / sizeof sh3[0]), w3,
+               (int)(sizeof w3 / sizeof w3[0]), elts,
+               (int)(sizeof elts / sizeof elts[0]));
+    close_both();
+}
+END_TEST
+
+/* Windows of more than SK_STENCIL_COMPACT (100) elements, which the CPU
+ * runs in strips: rows shorter than a border strip, as long as a few,
+ * long enough to be cut into pieces; rows whose windows all lie inside
+ * and rows at the edges (under a constant boundary, every combination of
+ * rows outside); every boundary and element type, tuples and booleans
+ * (stored as bytes in the copies) included. */
+START_TEST(test_stencil_strips)
+{
+    static const int64_t shapes[][3] = {
+        {1, 1, 1},   {2, 3, 4},  {6, 5, 37},   {3, 4, 203},  {7, 9, 16},
+        {1, 1, 300}, {9, 2, 65}, {2, 3, 9001}, {11, 12, 13}, {5, 6, 5}};
+    static const int win[][3] = {{5, 5, 5}, {7, 7, 3}, {3, 7, 7},
+                                 {5, 5, 7}, {9, 9, 3}, {7, 5, 5}};
+    static const int elts[] = {E_F32,  E_I32, E_F64, E_TRIPLE, E_BOOL,
+                               E_PAIR, E_I8,  E_F16, E_U16,    E_I64};
+    open_both();
+    tile_sweep(3, shapes, (int)(sizeof shapes / sizeof shapes[0]), win,
+               (int)(sizeof win / sizeof win[0]), elts,
+               (int)(sizeof elts / sizeof elts[0]));
+    /* more than about 250 window elements: the loop over the columns is
+     * vectorised as parallel (rows long enough for vectors) */
+    static const int64_t big[][3] = {{2, 3, 203}, {9, 10, 40}};
+    static const int wbig[][3] = {{7, 7, 7}, {9, 9, 9}};
+    static const int ebig[] = {E_F32, E_TRIPLE, E_I32, E_F64};
+    tile_sweep(3, big, 2, wbig, 2, ebig, 4);
+    /* stencil2 of 106 elements: the arrays' extents differ, so the
+     * second's windows stay inside over fewer columns than the first's */
+    static const int w2[2][3] = {{9, 9}, {5, 5}};
+    static const int w3[2][3] = {{5, 5, 3}, {3, 3, 3}};
+    for (int bi = 0; bi < 4; bi++) {
+        check_stencil2("stencil2 strips", 0, bi, 2, (const int64_t[]){13, 150},
+                       (const int64_t[]){11, 160}, E_F32, E_I32, w2);
+        check_stencil2("stencil2 strips", 1, bi, 2, (const int64_t[]){3, 9000},
+                       (const int64_t[]){4, 8200}, E_F64, E_F64, w2);
+        check_stencil2("stencil2 strips", 2, bi, 3, (const int64_t[]){4, 6, 70},
+                       (const int64_t[]){5, 5, 66}, E_I32, E_I8, w3);
+    }
+    close_both();
+}
+END_TEST
+
 /* ---- unit, reshape, replicate, slice ------------------------------------------ */
 
 typedef struct shape_arg {
@@ -890,6 +956,8 @@ static Suite *cpu_stencil_suite(void)
     tcase_add_test(ts, test_stencil_tiles);
     tcase_add_test(ts, test_stencil2_tiles);
     tcase_add_test(ts, test_stencil_tiles3);
+    tcase_add_test(ts, test_stencil_edge_rows);
+    tcase_add_test(ts, test_stencil_strips);
     suite_add_tcase(s, ts);
     TCase *tr = tcase_create("reshape");
     tcase_set_timeout(tr, 120);
