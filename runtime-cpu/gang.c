@@ -45,8 +45,9 @@
  * atomic count) when it has left it, and a job is set up again only when
  * every helper that joined it last time has left, so a straggler never
  * finds its job or slots reused under it; a worker that comes late finds
- * the word closed (or a newer generation) and goes back to sleep.  Mutexes and condition variables
- * are used only to sleep, and taken only when someone sleeps.
+ * the word closed (or a newer generation) and goes back to sleep.
+ * Mutexes and condition variables are used only to sleep, and taken only
+ * when someone sleeps.
  *
  * Several host threads: jobs are serialised by a mutex (run_mu), each job
  * using the whole gang.  A kernel that calls cpu_gang_run on the gang it
