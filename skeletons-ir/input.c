@@ -255,6 +255,12 @@ static weft_status gather(sk_fn *f, const fe_term *a, const cg_val *jx,
     cg_if c;
     cg_val x, z;
     cg_if_begin(fn, &c, inside);
+    if (fn->target == &cg_target_cpu && !fn->cold) {
+        /* inside, as a ! ix says (exp.c): LLVM then lays the read out
+         * on the straight path, where it put the error's block between
+         * the read and the join, a jump per element (smvm's x) */
+        cg_branch_weights(fn, c.br, CG_USUAL, CG_RARE);
+    }
     if ((s = read_at(f, a, NULL, jx, &x)) != WEFT_OK) {
         return s;
     }

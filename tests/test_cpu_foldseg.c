@@ -671,6 +671,14 @@ static int64_t len_row(int64_t k)
     return (k * 7) % 41;
 }
 
+/* about the CPU's bound between its short loop and its vectorised one
+ * (skeletons-ir/foldseg.c, SHORT_SEG: 16) */
+static int64_t len_short(int64_t k)
+{
+    static const int64_t l[] = {15, 16, 17, 14, 1, 0, 2, 16, 15, 33};
+    return l[k % 10];
+}
+
 static int64_t len_37(int64_t k)
 {
     (void)k;
@@ -686,6 +694,8 @@ START_TEST(test_edges)
     edge_case("one segment of 2^21 + 5", -1, (INT64_C(1) << 21) + 5, 1,
               len_all);
     edge_case("lengths about a warp and a block", -1, 200000, 700, len_around);
+    edge_case("lengths about the short loop's bound", -1, 20000, 1000,
+              len_short);
     edge_case("rank 2, rows cut into 12", 50, 300, 12, len_row);
     edge_case("rank 2, no rows", 0, 300, 12, len_row);
     edge_case("rank 2, rows of one segment", 3000, 40, 1, len_37);

@@ -523,6 +523,52 @@ START_TEST(test_failure)
 }
 END_TEST
 
+/* Fails at element `at` with a message naming job `job`. */
+typedef struct fail_at_args {
+    int64_t at;
+    int job;
+} fail_at_args;
+
+static void k_fail_at(int64_t start, int64_t end, const void *args)
+{
+    const fail_at_args *a = args;
+    if (a->at >= start && a->at < end) {
+        cpu_gang_fail(WEFT_ERR_OUT_OF_BOUNDS, "kernel: job %d", a->job);
+    }
+}
+
+/* The gang's jobs are used in turn (run_job, JOB_RING of them): jobs
+ * that fail between jobs that succeed, many times round, each report
+ * their own failure and sum their own elements, whatever a helper left
+ * behind in the job it last used. */
+START_TEST(test_jobs_in_turn)
+{
+    cpu_gang *g = make_gang(4);
+    for (int r = 0; r < 300; r++) {
+        int64_t n = 1000 + r;
+        if (r % 3 == 0) {
+            fail_at_args a = {.at = (int64_t)r * 37 % n, .job = r};
+            cpu_phase ph[2] = {
+                {.kernel = k_fail_at, .args = &a, .n = n, .grain = 1 + r % 5},
+                {.kernel = k_fail_at, .args = &a, .n = n, .grain = 3},
+            };
+            ck_assert_int_eq(cpu_gang_run_phases(g, 2, ph),
+                             WEFT_ERR_OUT_OF_BOUNDS);
+            char want[64];
+            snprintf(want, sizeof want, "kernel: job %d", r);
+            ck_assert_str_eq(weft_last_error(), want);
+        } else {
+            _Atomic int64_t acc;
+            atomic_init(&acc, 0);
+            ck_assert_int_eq(cpu_gang_run(g, k_sum, &acc, n, 1 + r % 7),
+                             WEFT_OK);
+            ck_assert_int_eq(atomic_load(&acc), n * (n - 1) / 2);
+        }
+    }
+    cpu_gang_free(g);
+}
+END_TEST
+
 /* A kernel that runs a job on its own gang. */
 typedef struct nest_args {
     cpu_gang *g;
@@ -659,6 +705,7 @@ static Suite *gang_suite(void)
     ADD(test_phases_scan);
     ADD(test_many_phases);
     ADD(test_failure);
+    ADD(test_jobs_in_turn);
     ADD(test_nested);
     ADD(test_bad_arguments);
     ADD(test_out_of_memory);
