@@ -64,8 +64,10 @@ static weft_status run_offsets(rt_job *j, int64_t outer, int64_t inner,
 {
     int64_t groups = (nseg + GROUP - 1) / GROUP;
     int64_t wtiles = (nseg + WORK_TILE - 1) / WORK_TILE;
-    /* entry 0 writes every flag, and what it lists */
-    j->aux_start[AUX_WORK] = RT_AUX_ANY;
+    /* checked: entry 0 writes every flag, and what it lists; unchecked,
+     * the lanes set the flags of the tiles they list, which entry 1 puts
+     * back to zero */
+    j->aux_start[AUX_WORK] = j->k->checked ? RT_AUX_ANY : RT_AUX_KEPT_ZERO;
     j->aux_start[AUX_LIST] = RT_AUX_ANY;
     j->aux_start[AUX_COUNT] = RT_AUX_KEPT_ZERO;
     j->auxval[AUX_LANES].i = lanes_lg(inner, nseg);
@@ -74,7 +76,7 @@ static weft_status run_offsets(rt_job *j, int64_t outer, int64_t inner,
                         false)) != WEFT_OK ||
         (s = rt_job_aux(j, AUX_LIST, WEFT_I64, wtiles > 0 ? wtiles : 1,
                         false)) != WEFT_OK ||
-        (s = rt_job_aux(j, AUX_COUNT, WEFT_I64, 2, false)) != WEFT_OK ||
+        (s = rt_job_aux(j, AUX_COUNT, WEFT_I64, 3, false)) != WEFT_OK ||
         (s = rt_job_out(j, 0, j->k->op->type, rank, shape)) != WEFT_OK ||
         (s = rt_job_fill(j)) != WEFT_OK) {
         return s;
@@ -83,6 +85,12 @@ static weft_status run_offsets(rt_job *j, int64_t outer, int64_t inner,
         return WEFT_OK;
     }
     /* an input of no rows still has its offsets checked */
+    if (!j->k->checked) {
+        rt_phase ph[2] = {
+            {.entry = 0, .n = groups * (outer > 0 ? outer : 1), .grain = 1},
+            {.entry = 1, .n = wtiles * outer, .grain = 1}};
+        return rt_job_phases(j, outer > 0 ? 2 : 1, ph);
+    }
     rt_phase ph[3] = {{.entry = 0, .n = wtiles, .grain = 1},
                       {.entry = 1, .n = wtiles * outer, .grain = 1},
                       {.entry = 2, .n = groups * outer, .grain = 1}};

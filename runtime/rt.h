@@ -28,7 +28,7 @@
  * else that makes an old cached kernel wrong changes; it is mixed into
  * every kernel key, so old disk entries are simply never found again. */
 #define RT_ABI_VERSION                                                         \
-    18 /* 11: ptx fold by 128-bit loads and a last-block
+    19 /* 11: ptx fold by 128-bit loads and a last-block
                              ticket, ptx scan status words; 12: foldSeg's
                              parts (aux 1 and 2); 13: ptx scan by blocks of
                              256, staged values; 14: ptx element kernels'
@@ -40,7 +40,9 @@
                              chunk (several GPUs), staged tiles kept
                              across elements, even while loops on the
                              persistent grid; 18: ptx entries' `skip`
-                             (uneven kernels' pieces on several GPUs) */
+                             (uneven kernels' pieces on several GPUs);
+                             19: ptx foldSeg' unchecked in two entries,
+                             the check in the lanes */
 
 /* ===== disk.c: the disk cache of compiled kernels ===== */
 
