@@ -2041,6 +2041,47 @@ static LLVMValueRef warp_items(sk_fn *f, LLVMValueRef tid, LLVMValueRef *step)
         LLVMBuildLShr(fn->b, tid, cg_i64(fn, 5), ""), "w0");
 }
 
+/* Segment s's offsets lo and hi (offset_val's) checked where live: a
+ * report where `when` (i1) and it starts below 0 or ends before its start
+ * (CG_ERR_SEG_NEG) or ends past inner (CG_ERR_SEG_PAST), the least
+ * segment winning as the interpreter's first.  Returns whether it is bad
+ * (i1) and sets *len, hi - lo. */
+static LLVMValueRef check_segment(sk_fn *f, LLVMValueRef s, LLVMValueRef live,
+                                  LLVMValueRef lo, LLVMValueRef hi,
+                                  LLVMValueRef inner, LLVMValueRef when,
+                                  LLVMValueRef *len)
+{
+    cg_fn *fn = &f->fn;
+    LLVMValueRef zero = cg_i64(fn, 0);
+    *len = LLVMBuildSub(fn->b, hi, lo, "len");
+    LLVMValueRef neg =
+        LLVMBuildOr(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, lo, zero, ""),
+                    LLVMBuildICmp(fn->b, LLVMIntSLT, *len, zero, ""), "");
+    LLVMValueRef past = LLVMBuildICmp(fn->b, LLVMIntSGT, hi, inner, "");
+    LLVMValueRef bad =
+        LLVMBuildAnd(fn->b, live, LLVMBuildOr(fn->b, neg, past, ""), "bad");
+    cg_if rb, n;
+    cg_if_begin(fn, &rb, LLVMBuildAnd(fn->b, when, bad, ""));
+    cg_if_begin(fn, &n, neg);
+    report(f, s, CG_ERR_SEG_NEG);
+    cg_if_else(fn, &n);
+    report(f, s, CG_ERR_SEG_PAST);
+    cg_if_end(fn, &n);
+    cg_if_end(fn, &rb);
+    return bad;
+}
+
+/* Work tile wt appended to entry 1's list (AUX_LIST, its count
+ * AUX_COUNT[0]). */
+static void list_tile(sk_fn *f, LLVMValueRef wt)
+{
+    cg_fn *fn = &f->fn;
+    LLVMValueRef k = fn->target->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd,
+                                            sk_aux_array(f, AUX_COUNT)->ptr[0],
+                                            cg_i64(fn, 1));
+    store64(fn, sk_aux_array(f, AUX_LIST)->ptr[0], k, wt);
+}
+
 /* The offsets of segment sl of a lanes group (a lane's, i64, within
  * [-1, inner + 1] by offset_val): a lane past nseg reads segment 0's. */
 static void read_group(sk_fn *f, const cg_array *desc, LLVMValueRef sl,
@@ -2083,22 +2124,9 @@ static LLVMValueRef check_group(sk_fn *f, LLVMValueRef row, LLVMValueRef outer,
     cg_fn *fn = &f->fn;
     const cg_target *tg = fn->target;
     LLVMValueRef zero = cg_i64(fn, 0);
-    LLVMValueRef len = LLVMBuildSub(fn->b, hi, lo, "len");
-    LLVMValueRef neg =
-        LLVMBuildOr(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, lo, zero, ""),
-                    LLVMBuildICmp(fn->b, LLVMIntSLT, len, zero, ""), "");
-    LLVMValueRef past = LLVMBuildICmp(fn->b, LLVMIntSGT, hi, inner, "");
-    LLVMValueRef bad =
-        LLVMBuildAnd(fn->b, live, LLVMBuildOr(fn->b, neg, past, ""), "bad");
     LLVMValueRef row0 = LLVMBuildICmp(fn->b, LLVMIntEQ, row, zero, "row0");
-    cg_if rb, n;
-    cg_if_begin(fn, &rb, LLVMBuildAnd(fn->b, row0, bad, ""));
-    cg_if_begin(fn, &n, neg);
-    report(f, sl, CG_ERR_SEG_NEG);
-    cg_if_else(fn, &n);
-    report(f, sl, CG_ERR_SEG_PAST);
-    cg_if_end(fn, &n);
-    cg_if_end(fn, &rb);
+    LLVMValueRef len;
+    LLVMValueRef bad = check_segment(f, sl, live, lo, hi, inner, row0, &len);
     LLVMValueRef longer = LLVMBuildAnd(
         fn->b, live, LLVMBuildICmp(fn->b, LLVMIntSGT, len, lanes_limit(f), ""),
         "");
@@ -2122,10 +2150,7 @@ static LLVMValueRef check_group(sk_fn *f, LLVMValueRef row, LLVMValueRef outer,
     LLVMValueRef was =
         tg->atomic_rmw(fn, LLVMAtomicRMWBinOpXchg, flag, cg_i64(fn, 1));
     cg_if_begin(fn, &first, LLVMBuildICmp(fn->b, LLVMIntEQ, was, zero, ""));
-    LLVMValueRef k =
-        tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd,
-                       sk_aux_array(f, AUX_COUNT)->ptr[0], cg_i64(fn, 1));
-    store64(fn, sk_aux_array(f, AUX_LIST)->ptr[0], k, wt);
+    list_tile(f, wt);
     cg_if_end(fn, &first);
     cg_if_end(fn, &list);
     return LLVMBuildOr(fn->b, longer, anybad, "skip");
@@ -2340,21 +2365,9 @@ static weft_status emit_check(sk_fn *f)
     }
     LLVMValueRef longer = i1c(fn, false);
     for (int q = 0; q < GROUP_TILE; q++) {
-        LLVMValueRef len = LLVMBuildSub(fn->b, hi[q], lo[q], "len");
-        LLVMValueRef neg = LLVMBuildOr(
-            fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, lo[q], cg_i64(fn, 0), ""),
-            LLVMBuildICmp(fn->b, LLVMIntSLT, len, cg_i64(fn, 0), ""), "");
-        LLVMValueRef past = LLVMBuildICmp(fn->b, LLVMIntSGT, hi[q], inner, "");
-        cg_if bad, n;
-        cg_if_begin(fn, &bad,
-                    LLVMBuildAnd(fn->b, live[q],
-                                 LLVMBuildOr(fn->b, neg, past, ""), ""));
-        cg_if_begin(fn, &n, neg);
-        report(f, sg[q], CG_ERR_SEG_NEG);
-        cg_if_else(fn, &n);
-        report(f, sg[q], CG_ERR_SEG_PAST);
-        cg_if_end(fn, &n);
-        cg_if_end(fn, &bad);
+        LLVMValueRef len;
+        check_segment(f, sg[q], live[q], lo[q], hi[q], inner, i1c(fn, true),
+                      &len);
         longer = LLVMBuildOr(
             fn->b, longer,
             LLVMBuildAnd(fn->b, live[q],
@@ -2375,10 +2388,7 @@ static weft_status emit_check(sk_fn *f)
         LLVMBuildAnd(fn->b, longer,
                      LLVMBuildICmp(fn->b, LLVMIntNE, rows, cg_i64(fn, 0), ""),
                      ""));
-    LLVMValueRef k =
-        tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd,
-                       sk_aux_array(f, AUX_COUNT)->ptr[0], cg_i64(fn, 1));
-    store64(fn, sk_aux_array(f, AUX_LIST)->ptr[0], k, wt);
+    list_tile(f, wt);
     cg_if_end(fn, &list);
     cg_if_end(fn, &lead);
     cg_sloop_end(fn, &items);
