@@ -13,14 +13,17 @@
  * one entry over the tiles of blocks of 256 (the grid is what stays
  * resident; the blocks loop over the tiles).
  *
- * The offset form (foldSeg', weft_fold_seg_offsets) has three entries
- * and neither status words nor a counter (run_offsets): entry 0 checks the
- * offsets, writes every work tile's flag (aux AUX_WORK) and lists those
- * with a long segment (AUX_LIST; the count and entry 1's ticket in
- * AUX_COUNT, kept zero: entry 2 puts them back), entry 1 folds those,
- * entry 2 the rest, L = 2^lg lanes a segment, lg chosen here from the
- * shapes alone (aux AUX_LANES).  Nothing of it is zeroed per run: on the
- * GPU no memset comes before its launches.
+ * The offset form (foldSeg', weft_fold_seg_offsets) has neither status
+ * words nor a counter (run_offsets).  Unchecked, two entries: entry 0, the
+ * lanes, checks the offsets, lists the work tiles with a long segment
+ * (AUX_LIST, the count in AUX_COUNT, a flag a tile in AUX_WORK) and folds
+ * the groups of segments with none; entry 1 folds the listed tiles and
+ * puts the flags, the count, its ticket and its blocks ended back to zero
+ * (RT_AUX_KEPT_ZERO).  Checked, three: entry 0 checks the offsets, writes
+ * every work tile's flag and lists those with a long segment, entry 1
+ * folds those, entry 2 the rest.  L = 2^lg lanes a segment, lg chosen here
+ * from the shapes alone (aux AUX_LANES).  Nothing of it is zeroed per run:
+ * on the GPU no memset comes before its launches.
  */
 #ifdef WEFT_HAVE_LLVM
 #include "rt.h"
@@ -57,8 +60,8 @@ static int lanes_lg(int64_t inner, int64_t nseg)
     return lg;
 }
 
-/* The offset form: its work flags and list sized, lg, and the three
- * entries (see the head comment). */
+/* The offset form: its work flags and list sized, lg, and the two
+ * entries, or three in checked mode (see the head comment). */
 static weft_status run_offsets(rt_job *j, int64_t outer, int64_t inner,
                                int64_t nseg, int rank, const int64_t *shape)
 {

@@ -139,55 +139,71 @@
  * offset_val, which changes no check's outcome), their difference is its
  * length, and the checks are those of the offsets (a segment that starts
  * below 0 or ends before its start: CG_ERR_SEG_NEG; one that ends past
- * inner: CG_ERR_SEG_PAST; the driver words them for the offsets).  Three
- * entries, in order, split by segment length (round r1 on the H200: one
- * pass over every tile of 256 segments, checking them and folding those
- * with a long one, cost 0.04 ms on the banded matrix before a lighter
- * kernel folded the rest):
+ * inner: CG_ERR_SEG_PAST; the driver words them for the offsets).  The
+ * segments are split by length (round r1 on the H200: one pass over every
+ * tile of 256 segments, checking them and folding those with a long one,
+ * cost 0.04 ms on the banded matrix before a lighter kernel folded the
+ * rest).  Unchecked, two entries, in order (session 32: a launch fewer
+ * than the checked variant's three, and none of them an empty pass):
  *
- *   entry 0 (emit_check), a warp a work tile of WORK_TILE (256) segments,
- *      once whatever the rows: checks the offsets, writes the tile's flag
- *      (AUX_WORK[w]: 1 where it has a segment longer than lanes_limit, two
- *      trips of entry 2, else 0) and lists a flagged tile (AUX_LIST, the
- *      count in AUX_COUNT[0]); every flag written, so nothing is zeroed
- *      before the run (no memset: the count and ticket are kept zero);
+ *   entry 0 (emit_lanes, its own check: check_group), a warp a group of
+ *      GROUP (32) segments of a row: reads the group's offsets, a
+ *      segment's two a lane; in row 0 reports a bad one; where a segment
+ *      is longer than lanes_limit (two trips of L lanes of U elements)
+ *      lists its work tile of WORK_TILE (256) segments for entry 1 (in row
+ *      0, once: the group that sets the tile's flag AUX_WORK[w] from 0
+ *      appends it to AUX_LIST, the count in AUX_COUNT[0]) and folds
+ *      nothing; else folds its segments: L = 2^lg lanes a segment (lg
+ *      from the driver: the least L whose two trips of L U elements hold
+ *      the mean segment, U = LANE_ITEMS = 4), the offsets handed to each
+ *      pass by shuffles; a pass folds 32 / L segments, their L lanes
+ *      reading U consecutive elements each a trip with no branch and
+ *      folding them in order by a tree of shuffles (fold_span: seg4's
+ *      CSR-vector fold, session 30).  48 registers, no shared memory, no
+ *      barrier: a banded matrix's rows of 10 (2 lanes of 4, two trips)
+ *      fold at the hand CSR-vector kernel's occupancy;
  *   entry 1 (emit_work_tiles), a block a listed tile of a row (from a
- *      ticket, AUX_COUNT[1]): the tile steps 1, 3 and 4 above, P the tile's
- *      first offset; so a power-law matrix's tiles, nearly all with a long row,
- *      are folded by merge path, which spreads a row of 10^4 over the block;
- *   entry 2 (emit_lanes), a warp a group of a row whose tile is not
- *      flagged: L = 2^lg lanes a segment (lg from the driver: the least L
- *      whose two trips of L U elements hold the mean segment, U =
- *      LANE_ITEMS = 4), the group's offsets read once, a segment's two a
- *      lane, and handed to each pass by shuffles; a pass folds 32 / L
- *      segments, their L lanes reading U consecutive elements each a trip
- *      with no branch and folding them in order by a tree of shuffles
- *      (fold_span: seg4's CSR-vector fold, session 30).  48 registers, no
- *      shared memory, no barrier: a banded matrix's rows of 10 (2 lanes of
- *      4, two trips) fold at the hand CSR-vector kernel's occupancy.  Its
- *      first thread puts AUX_COUNT back to zero (entry 1 has ended).
+ *      ticket, AUX_COUNT[1]): the tile steps 1, 3 and 4 above, P the
+ *      tile's first offset, every segment of the tile (those that entry 0
+ *      folded in the tile's other groups again, the same way whatever the
+ *      order of entry 0's warps); so a power-law matrix's tiles, nearly
+ *      all with a long row, are folded by merge path, which spreads a row
+ *      of 10^4 over the block.  The tile's first item puts its flag back
+ *      to zero, and the last block to end the count, the ticket and
+ *      AUX_COUNT[2] (last_block_resets): nothing is zeroed before a run
+ *      (no memset).  With nothing listed its blocks end at once.
  *
- * Entries 1 and 2 do nothing once entry 0 has reported (the error word):
- * no gather of theirs reports before a bad offset, as the interpreter
- * checks the descriptor first.
+ * Checked (WEFT_FLAG_CHECKED), three: entry 0 (emit_check), a warp a work
+ * tile, once whatever the rows, checks every offset and writes every
+ * tile's flag (1 where it has a long segment, else 0; AUX_WORK needs no
+ * zeroing) and lists the flagged ones; entry 1 as above (its flags left
+ * for entry 2); entry 2 (emit_lanes) folds the groups of tiles not
+ * flagged.  Entries 1 and 2 do nothing once entry 0 has reported (the
+ * error word): in checked mode a gather's report carries its element and
+ * could outrank a bad offset's.  Unchecked, a gather's report carries none
+ * (the local flags, sk_set_error), so a segment's report outranks it in
+ * the error word (put_key keeps the least key) whatever the order the
+ * warps run in: entry 0 gathers while it checks, and entry 1 folds its
+ * tiles after a report too (one_tile checks its tile's offsets again).
+ * Either way a bad offset is reported over any gather's error, as the CPU
+ * backend, which checks the offsets before it folds, reports it (the
+ * interpreter makes the input first and reports a gather's:
+ * test_cpu_foldseg's test_smvm).
  *
- * Where a banded run's time goes (session 32, round 2 on the H200, a
- * trace of 24 runs; bench/results/gpu-profile.md): entry 2 58.5 us,
- * level with the hand CSR-vector kernel (59 us); entry 0 11.3 us and
- * entry 1 6.6 us with nothing listed, each counting the GPU's wait for
- * its launch; the three launches 22 us of host time, 71 with the host's
- * caches cold, which is most of what run.py's runs (the peers in between)
- * lose against smvm_probe's.  Fewer launches is the next step: the check
- * folded into the lanes (in an unchecked kernel a segment's report wins
- * over the lanes' gathers already, their local errors carrying no
- * element; checked kernels would need the order kept), the work tiles
- * after the lanes or not at all when none is listed.
+ * Where a banded run's time went before (session 32, round 2 on the H200,
+ * three entries, a trace of 24 runs; bench/results/gpu-profile.md): the
+ * lanes 58.5 us, level with the hand CSR-vector kernel (59 us); the check
+ * 11.3 us and the work tiles 6.6 us with nothing listed, each counting
+ * the GPU's wait for its launch; the three launches 22 us of host time, 71
+ * with the host's caches cold, which is most of what run.py's runs (the
+ * peers in between) lose against smvm_probe's: hence the two entries.
  *
  * Aux items: 0 the tile status words (i64, zeroed; sized by the driver
  * for blocks of MIN_BLOCK threads), 1 the tile counter (i64, zeroed); in
- * the offset form, 0 the work flags (i64, written by entry 0), 1 the work
- * list (i64), 2 lg (a scalar), 3 the list's count and entry 1's ticket
- * (i64, kept zero: entry 2 puts them back).
+ * the offset form, 0 the work flags (i64; unchecked kept zero, checked
+ * written by entry 0), 1 the work list (i64), 2 lg (a scalar), 3 the
+ * list's count, entry 1's ticket and its blocks ended (i64, kept zero:
+ * entry 1's last block puts them back).
  */
 #include <string.h>
 
@@ -2156,17 +2172,18 @@ static LLVMValueRef check_group(sk_fn *f, LLVMValueRef row, LLVMValueRef outer,
     return LLVMBuildOr(fn->b, longer, anybad, "skip");
 }
 
-/* Entry 2 of the offset form: the segments that entry 1 left (their work
- * tile's flag 0: no segment of it over lanes_limit), L = 2^lg lanes a
- * segment.  A warp item is a GROUP of segments of one row (items of all
- * the rows, row-major; the grid is what stays resident and warps loop):
- * the warp reads the flag and, where it is 0, the group's offsets, a
- * segment's two a lane, kept within [0, inner] and in order (entry 0 has
- * checked them; after a bad one the error word is set and this entry
- * does nothing), and folds the group's segments 32 / L at a time, each by
- * fold_span from z, its offsets by shuffles; the first lane of each
- * segment stores it.  No shared memory and no barrier: few registers,
- * many warps. */
+/* The offset form's lanes: entry 0 unchecked, entry 2 checked (the head
+ * comment).  L = 2^lg lanes a segment.  A warp item is a GROUP of segments
+ * of one row (items of all the rows, row-major, of row 0 where there are
+ * none; the grid is what stays resident and warps loop).  Unchecked the
+ * warp reads the group's offsets, a segment's two a lane, and checks them
+ * (check_group); checked it reads its work tile's flag and, where it is 0,
+ * the offsets (entry 0 has checked them; after a bad one the error word
+ * is set and this entry does nothing).  A group with no bad or long
+ * segment, of a row that exists, folds its segments 32 / L at a time,
+ * their offsets kept within [0, inner] and in order, each by fold_span
+ * from z, its offsets by shuffles; the first lane of each segment stores
+ * it.  No shared memory and no barrier: few registers, many warps. */
 static weft_status emit_lanes(sk_fn *f)
 {
     cg_fn *fn = &f->fn;
@@ -2306,19 +2323,18 @@ static weft_status emit_lanes(sk_fn *f)
     return WEFT_OK;
 }
 
-/* Entry 0 of the offset form: the check of the offsets and the work
- * list, a warp a work tile of WORK_TILE segments (the offsets are the same
- * for every row: once).  Lane i takes segment s = 32 q + i of each of the
- * tile's GROUP_TILE groups q: off[s] and off[s + 1] (offset_val's clamp;
- * a lane past the last segment reads the last one's and ignores them),
- * every group's read at once, then a report where s starts below 0 or
- * ends before its start (CG_ERR_SEG_NEG) or past inner (CG_ERR_SEG_PAST),
- * the least segment winning as the interpreter's first.  Lane 0 writes
- * the tile's flag (AUX_WORK[w]: 1 where some segment is longer than
- * lanes_limit, else 0), so that no flag needs zeroing before the run, and
- * where it is 1 and there are rows, appends the tile to the list (AUX_LIST,
- * its count AUX_COUNT[0], which entry 2 puts back to zero).  A light pass:
- * 4 MB of offsets for a million rows, no barrier. */
+/* Entry 0 of the offset form in checked mode: the check of the offsets
+ * and the work list, a warp a work tile of WORK_TILE segments (the offsets
+ * are the same for every row: once).  Lane i takes segment s = 32 q + i of
+ * each of the tile's GROUP_TILE groups q: off[s] and off[s + 1]
+ * (offset_val's clamp; a lane past the last segment reads the last one's
+ * and ignores them), every group's read at once, then check_segment's
+ * report.  Lane 0 writes the tile's flag (AUX_WORK[w]: 1 where some
+ * segment is longer than lanes_limit, else 0), so that no flag needs
+ * zeroing before the run, and where it is 1 and there are rows, appends
+ * the tile to the list (list_tile; the count goes back to zero at entry
+ * 1's end).  A light pass: 4 MB of offsets for a million rows, no
+ * barrier. */
 static weft_status emit_check(sk_fn *f)
 {
     cg_fn *fn = &f->fn;
