@@ -13,17 +13,14 @@
  * one entry over the tiles of blocks of 256 (the grid is what stays
  * resident; the blocks loop over the tiles).
  *
- * The offset form (foldSeg', weft_fold_seg_offsets) has neither status
- * words nor a counter (run_offsets).  Unchecked, two entries: entry 0, the
- * lanes, checks the offsets, lists the work tiles with a long segment
- * (AUX_LIST, the count in AUX_COUNT, a flag a tile in AUX_WORK) and folds
- * the groups of segments with none; entry 1 folds the listed tiles and
- * puts the flags, the count, its ticket and its blocks ended back to zero
- * (RT_AUX_KEPT_ZERO).  Checked, three: entry 0 checks the offsets, writes
- * every work tile's flag and lists those with a long segment, entry 1
- * folds those, entry 2 the rest.  L = 2^lg lanes a segment, lg chosen here
- * from the shapes alone (aux AUX_LANES).  Nothing of it is zeroed per run:
- * on the GPU no memset comes before its launches.
+ * The offset form (foldSeg', weft_fold_seg_offsets) has three entries
+ * and neither status words nor a counter (run_offsets): entry 0 checks the
+ * offsets, writes every work tile's flag (aux AUX_WORK) and lists those
+ * with a long segment (AUX_LIST; the count and entry 1's ticket in
+ * AUX_COUNT, kept zero: entry 2 puts them back), entry 1 folds those,
+ * entry 2 the rest, L = 2^lg lanes a segment, lg chosen here from the
+ * shapes alone (aux AUX_LANES).  Nothing of it is zeroed per run: on the
+ * GPU no memset comes before its launches.
  */
 #ifdef WEFT_HAVE_LLVM
 #include "rt.h"
@@ -60,17 +57,15 @@ static int lanes_lg(int64_t inner, int64_t nseg)
     return lg;
 }
 
-/* The offset form: its work flags and list sized, lg, and the two
- * entries, or three in checked mode (see the head comment). */
+/* The offset form: its work flags and list sized, lg, and the three
+ * entries (see the head comment). */
 static weft_status run_offsets(rt_job *j, int64_t outer, int64_t inner,
                                int64_t nseg, int rank, const int64_t *shape)
 {
     int64_t groups = (nseg + GROUP - 1) / GROUP;
     int64_t wtiles = (nseg + WORK_TILE - 1) / WORK_TILE;
-    /* checked: entry 0 writes every flag, and what it lists; unchecked,
-     * the lanes set the flags of the tiles they list, which entry 1 puts
-     * back to zero */
-    j->aux_start[AUX_WORK] = j->k->checked ? RT_AUX_ANY : RT_AUX_KEPT_ZERO;
+    /* entry 0 writes every flag, and what it lists */
+    j->aux_start[AUX_WORK] = RT_AUX_ANY;
     j->aux_start[AUX_LIST] = RT_AUX_ANY;
     j->aux_start[AUX_COUNT] = RT_AUX_KEPT_ZERO;
     j->auxval[AUX_LANES].i = lanes_lg(inner, nseg);
@@ -79,7 +74,7 @@ static weft_status run_offsets(rt_job *j, int64_t outer, int64_t inner,
                         false)) != WEFT_OK ||
         (s = rt_job_aux(j, AUX_LIST, WEFT_I64, wtiles > 0 ? wtiles : 1,
                         false)) != WEFT_OK ||
-        (s = rt_job_aux(j, AUX_COUNT, WEFT_I64, 3, false)) != WEFT_OK ||
+        (s = rt_job_aux(j, AUX_COUNT, WEFT_I64, 2, false)) != WEFT_OK ||
         (s = rt_job_out(j, 0, j->k->op->type, rank, shape)) != WEFT_OK ||
         (s = rt_job_fill(j)) != WEFT_OK) {
         return s;
@@ -88,12 +83,6 @@ static weft_status run_offsets(rt_job *j, int64_t outer, int64_t inner,
         return WEFT_OK;
     }
     /* an input of no rows still has its offsets checked */
-    if (!j->k->checked) {
-        rt_phase ph[2] = {
-            {.entry = 0, .n = groups * (outer > 0 ? outer : 1), .grain = 1},
-            {.entry = 1, .n = wtiles * outer, .grain = 1}};
-        return rt_job_phases(j, outer > 0 ? 2 : 1, ph);
-    }
     rt_phase ph[3] = {{.entry = 0, .n = wtiles, .grain = 1},
                       {.entry = 1, .n = wtiles * outer, .grain = 1},
                       {.entry = 2, .n = groups * outer, .grain = 1}};

@@ -42,9 +42,7 @@
                              persistent grid; 18: ptx entries' `skip`
                              (uneven kernels' pieces on several GPUs);
                              19: stencils' unchecked interior in every
-                             row, the CPU's strips for large windows; ptx
-                             foldSeg' unchecked in two entries, the check
-                             in the lanes */
+                             row, the CPU's strips for large windows */
 
 /* ===== disk.c: the disk cache of compiled kernels ===== */
 

@@ -89,25 +89,6 @@ static int build_case(weft_program *p, weft_context *ctx, const void *arg,
     return 1;
 }
 
-/* Program build on in (n inputs) by the two sides cfg, the results
- * compared exactly; returns the first side's status (c left open). */
-static weft_status cmp_run(tu_cmp *c, const weft_config *cfg,
-                           const char **names, const char *what, build_fn build,
-                           const void *user, const input *in, int n,
-                           int threads)
-{
-    tu_cmp_open(c, 2, cfg, names);
-    tu_host host[4];
-    for (int i = 0; i < n; i++) {
-        host[i] =
-            tu_host_of(1, &in[i].type, in[i].rank, in[i].shape, &in[i].data);
-    }
-    case_arg ca = {build, user, in, n};
-    tu_cmp_case(c, "%s on %d threads", what, threads);
-    tu_cmp_build(c, build_case, &ca);
-    return tu_cmp_run(c, host, n, TU_EXACT);
-}
-
 /* The program on the interpreter and on DT_BACKEND (threads, tu_cmp.h):
  * the same status, message (but see below) and (on success) output, bit
  * for bit. */
@@ -118,7 +99,16 @@ static void check_both(const char *what, build_fn build, const void *user,
                           tu_cmp_config(DT_BACKEND, threads, DT_TIER)};
     const char *names[2] = {"interp", DT_NAME};
     tu_cmp c;
-    weft_status s = cmp_run(&c, cfg, names, what, build, user, in, n, threads);
+    tu_cmp_open(&c, 2, cfg, names);
+    tu_host host[4];
+    for (int i = 0; i < n; i++) {
+        host[i] =
+            tu_host_of(1, &in[i].type, in[i].rank, in[i].shape, &in[i].data);
+    }
+    case_arg ca = {build, user, in, n};
+    tu_cmp_case(&c, "%s on %d threads", what, threads);
+    tu_cmp_build(&c, build_case, &ca);
+    weft_status s = tu_cmp_run(&c, host, n, TU_EXACT);
     ck_assert_msg(s == want, "%s: the interpreter gave %s (%s)", what,
                   weft_status_name(s), c.msg[0]);
     /* the GPU's kernel reports bad lengths itself, in words of its own; a
@@ -128,23 +118,6 @@ static void check_both(const char *what, build_fn build, const void *user,
                       want == WEFT_ERR_OUT_OF_BOUNDS ||
                       strcmp(c.msg[0], c.msg[1]) == 0,
                   "%s: \"%s\" against \"%s\"", what, c.msg[1], c.msg[0]);
-    tu_cmp_close(&c);
-}
-
-/* Program build on the compiled backend alone, on 1 and `threads` threads
- * (both must give `want`): for errors where the interpreter's order is
- * not the compiled backends' (test_smvm). */
-static void check_compiled(const char *what, build_fn build, const void *user,
-                           const input *in, int n, int threads,
-                           weft_status want)
-{
-    weft_config cfg[2] = {tu_cmp_config(DT_BACKEND, 1, DT_TIER),
-                          tu_cmp_config(DT_BACKEND, threads, DT_TIER)};
-    const char *names[2] = {DT_NAME, DT_NAME};
-    tu_cmp c;
-    weft_status s = cmp_run(&c, cfg, names, what, build, user, in, n, threads);
-    ck_assert_msg(s == want, "%s: %s gave %s (%s)", what, DT_NAME,
-                  weft_status_name(s), c.msg[0]);
     tu_cmp_close(&c);
 }
 
@@ -297,10 +270,8 @@ START_TEST(test_smvm)
                    {WEFT_I32, 1, {NSEG, 0}, len32},
                    {WEFT_F32, 1, {NCOL, 0}, x}};
     int64_t at[2] = {nnz / 3, -1};
-    int64_t long_row = -1;
     for (int64_t r = 0, e = 0; r < NSEG && at[1] < 0; e += len32[r], r++) {
         at[1] = len32[r] > SHORT_SEG ? e + len32[r] / 2 : -1;
-        long_row = r;
     }
     ck_assert(at[1] >= 0);
     for (int k = 0; k < 2; k++) {
@@ -310,47 +281,6 @@ START_TEST(test_smvm)
                    build_smvm, NULL, in, 4, 4, WEFT_ERR_OUT_OF_BOUNDS);
         cols[at[k]] = keep;
     }
-    /* the offset form: the column outside x alone, then with a bad
-     * offset (a decrease) far after it, or with a segment past the extent
-     * in a long row's work tile.  With both, the interpreter reports the
-     * gather (it makes the input before it folds) and the compiled
-     * backends the offsets, which they check before they fold (on the
-     * GPU, unchecked, the lanes entry checks them while its other warps
-     * gather: a segment's report outranks any gather's,
-     * skeletons-ir/ptx/foldseg.c, check_group): that is kept here */
-    by_offsets = true;
-    input off = offsets_of(in[2], 0);
-    int32_t *o = off.data;
-    input ino[4] = {in[0], in[1], off, in[3]};
-    for (int k = 0; k < 2; k++) {
-        for (int bad = 0; bad < 3; bad++) {
-            int64_t q = bad == 1 ? NSEG - 5 : long_row + 1;
-            int32_t keep = cols[at[k]], keep_o = o[q];
-            cols[at[k]] = k == 0 ? NCOL : -1;
-            if (bad == 1) {
-                o[q] = o[q - 1] - 1;
-            } else if (bad == 2) {
-                o[q] = (int32_t)nnz + 1;
-            }
-            char what[96];
-            snprintf(what, sizeof what, "smvm, %s%s",
-                     k == 0 ? "a column past x" : "a negative column",
-                     bad == 0   ? ""
-                     : bad == 1 ? " and a decreasing offset"
-                                : " and an offset past the extent");
-            if (bad) {
-                check_compiled(what, build_smvm, NULL, ino, 4, 4,
-                               WEFT_ERR_SEGMENTS);
-            } else {
-                check_both(what, build_smvm, NULL, ino, 4, 4,
-                           WEFT_ERR_OUT_OF_BOUNDS);
-            }
-            cols[at[k]] = keep;
-            o[q] = keep_o;
-        }
-    }
-    free(off.data);
-    by_offsets = false;
     free(vals);
     free(cols);
 }
@@ -772,37 +702,57 @@ START_TEST(test_edges)
 }
 END_TEST
 
-enum { AGAIN_ROWS = 3 }; /* test_offsets_again's rows */
-
-/* test_offsets_again's runs in turn, by one executable (checked: in
- * checked mode), against the interpreter's. */
-static void offsets_runs(int checked, double *x, int32_t *v, int64_t cols,
-                         const input *off)
+/* The offset form run again and again by the same executables: a run
+ * with long segments (the GPU lists their tiles), one of no rows (the GPU
+ * checks the offsets only), one that stops at a bad offset, one of short
+ * segments only, each followed by the first again; every run against the
+ * interpreter's.  On the GPU the list's count and its ticket are kept zero
+ * between runs, not zeroed before each (skeletons-ir/ptx/foldseg.c): a
+ * run that left them set would fold tiles of garbage in the next. */
+START_TEST(test_offsets_again)
 {
+    enum { ROWS = 3, NSEG = 1000 };
+    static int32_t len_long[NSEG], len_short[NSEG];
+    int64_t cols = 0, cols_short = 0;
+    for (int64_t k = 0; k < NSEG; k++) {
+        len_long[k] = (int32_t)len_row(k); /* 0 to 40: past two trips */
+        len_short[k] = (int32_t)(k % 4);
+        cols += len_long[k];
+        cols_short += len_short[k];
+    }
+    ck_assert(cols_short <= cols);
+    int32_t *v = malloc(sizeof *v * (size_t)(ROWS * cols));
+    double *x = calloc((size_t)(ROWS * cols), sizeof *x);
+    ck_assert(v && x);
+    for (int64_t i = 0; i < ROWS * cols; i++) {
+        v[i] = (int32_t)(rnd() % 2001) - 1000;
+    }
+    by_offsets = true;
+    input lens[2] = {{WEFT_I32, 1, {NSEG, 0}, len_long},
+                     {WEFT_I32, 1, {NSEG, 0}, len_short}};
+    input off[3] = {offsets_of(lens[0], 0), offsets_of(lens[1], 0),
+                    offsets_of(lens[0], 0)};
+    ((int32_t *)off[2].data)[NSEG] = (int32_t)cols + 1; /* past the extent */
     weft_config cfg[2] = {tu_cmp_config(WEFT_BACKEND_INTERP, 1, DT_TIER),
                           tu_cmp_config(DT_BACKEND, 4, DT_TIER)};
-    if (checked) {
-        cfg[1].flags |= WEFT_FLAG_CHECKED;
-    }
     const char *names[2] = {"interp", DT_NAME};
     tu_cmp c;
     tu_cmp_open(&c, 2, cfg, names);
-    input in[3] = {{WEFT_F64, 2, {AGAIN_ROWS, cols}, x},
-                   {WEFT_I32, 2, {AGAIN_ROWS, cols}, v},
-                   off[0]};
+    input in[3] = {
+        {WEFT_F64, 2, {ROWS, cols}, x}, {WEFT_I32, 2, {ROWS, cols}, v}, off[0]};
     int which = 16 * 2 + 1; /* affine maps, rank 2 */
     case_arg ca = {build_powerlaw, &which, in, 3};
-    tu_cmp_case(&c, "offsets again%s", checked ? ", checked" : "");
+    tu_cmp_case(&c, "offsets again");
     tu_cmp_build(&c, build_case, &ca);
     /* (rows, offsets, status) of each run in turn */
     static const struct {
         int64_t rows;
         int off;
         weft_status want;
-    } runs[] = {{AGAIN_ROWS, 0, WEFT_OK}, {0, 0, WEFT_OK},
-                {AGAIN_ROWS, 0, WEFT_OK}, {AGAIN_ROWS, 2, WEFT_ERR_SEGMENTS},
-                {AGAIN_ROWS, 0, WEFT_OK}, {AGAIN_ROWS, 1, WEFT_OK},
-                {AGAIN_ROWS, 0, WEFT_OK}};
+    } runs[] = {{ROWS, 0, WEFT_OK}, {0, 0, WEFT_OK},
+                {ROWS, 0, WEFT_OK}, {ROWS, 2, WEFT_ERR_SEGMENTS},
+                {ROWS, 0, WEFT_OK}, {ROWS, 1, WEFT_OK},
+                {ROWS, 0, WEFT_OK}};
     for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
         in[0].shape[0] = in[1].shape[0] = runs[r].rows;
         in[2] = off[runs[r].off];
@@ -816,44 +766,6 @@ static void offsets_runs(int checked, double *x, int32_t *v, int64_t cols,
                       weft_status_name(st));
     }
     tu_cmp_close(&c);
-}
-
-/* The offset form run again and again by the same executables: a run
- * with long segments (the GPU lists their tiles), one of no rows (the GPU
- * checks the offsets only), one that stops at a bad offset, one of short
- * segments only, each followed by the first again; every run against the
- * interpreter's.  On the GPU the list's count and its ticket are kept zero
- * between runs, not zeroed before each (skeletons-ir/ptx/foldseg.c): a
- * run that left them set would fold tiles of garbage in the next. */
-START_TEST(test_offsets_again)
-{
-    enum { NSEG = 1000 };
-    static int32_t len_long[NSEG], len_short[NSEG];
-    int64_t cols = 0, cols_short = 0;
-    for (int64_t k = 0; k < NSEG; k++) {
-        len_long[k] = (int32_t)len_row(k); /* 0 to 40: past two trips */
-        len_short[k] = (int32_t)(k % 4);
-        cols += len_long[k];
-        cols_short += len_short[k];
-    }
-    ck_assert(cols_short <= cols);
-    int32_t *v = malloc(sizeof *v * (size_t)(AGAIN_ROWS * cols));
-    double *x = calloc((size_t)(AGAIN_ROWS * cols), sizeof *x);
-    ck_assert(v && x);
-    for (int64_t i = 0; i < AGAIN_ROWS * cols; i++) {
-        v[i] = (int32_t)(rnd() % 2001) - 1000;
-    }
-    by_offsets = true;
-    input lens[2] = {{WEFT_I32, 1, {NSEG, 0}, len_long},
-                     {WEFT_I32, 1, {NSEG, 0}, len_short}};
-    input off[3] = {offsets_of(lens[0], 0), offsets_of(lens[1], 0),
-                    offsets_of(lens[0], 0)};
-    ((int32_t *)off[2].data)[NSEG] = (int32_t)cols + 1; /* past the extent */
-    /* unchecked and checked (on the GPU: two entries, the lanes first,
-     * or three, the check first) */
-    for (int checked = 0; checked < 2; checked++) {
-        offsets_runs(checked, x, v, cols, off);
-    }
     for (int i = 0; i < 3; i++) {
         free(off[i].data);
     }

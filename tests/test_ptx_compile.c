@@ -173,23 +173,6 @@ START_TEST(reductions)
     weft_exp *zs[2] = {weft_i32(p, 0), weft_f64(p, 0)};
     r[0] = weft_fold_seg(last, weft_tuple(p, 2, zs), tv, seg);
     compile(p, r, 1, "fold_seg of a tuple");
-    /* foldSeg' (the offsets; unchecked: the lanes entry checks them and
-     * lists the long work tiles) of the tuple, and smvm's fused
-     * zipWith (*) vals (backpermute cols x) over f64 */
-    r[0] = weft_fold_seg_offsets(last, weft_tuple(p, 2, zs), tv, seg);
-    compile(p, r, 1, "fold_seg_offsets of a tuple");
-    weft_acc *vals = weft_param(p, WEFT_F64, 1),
-             *xv = weft_param(p, WEFT_F64, 1);
-    weft_acc *cols = weft_param(p, WEFT_I32, 1);
-    weft_acc *rp = weft_param(p, WEFT_I64, 1);
-    weft_fun *mul64 = tu_fun_op2(p, WEFT_OP_MUL, WEFT_F64);
-    weft_fun *col = weft_fun1(p, WEFT_DIM(1));
-    weft_fun_return(col, weft_index1(weft_convert(
-                             weft_at(cols, weft_arg(col, 0)), WEFT_I64)));
-    weft_acc *prod =
-        weft_zipwith(mul64, vals, weft_backpermute(weft_shape(vals), col, xv));
-    r[0] = weft_fold_seg_offsets(add2(p, WEFT_F64), weft_f64(p, 0), prod, rp);
-    compile(p, r, 1, "fold_seg_offsets of a fused gather (smvm)");
     /* scans of a tuple with a non-commutative function (rank 2) */
     weft_acc *tm = weft_param(p, pair, 2);
     r[0] = weft_scanl(last, weft_tuple(p, 2, zs), tm);
@@ -380,9 +363,6 @@ START_TEST(checked)
     r = weft_fold_seg(add2(p, WEFT_I64), weft_i64(p, 0), m,
                       weft_param(p, WEFT_I32, 1));
     compile(p, &r, 1, "checked foldSeg");
-    r = weft_fold_seg_offsets(add2(p, WEFT_I64), weft_i64(p, 0), m,
-                              weft_param(p, WEFT_I32, 1));
-    compile(p, &r, 1, "checked foldSeg'");
     weft_fun *g = weft_fun3(p, WEFT_I64, WEFT_I64, WEFT_I64);
     weft_fun_return(g, weft_quot(weft_arg(g, 0), weft_arg(g, 2)));
     weft_boundary b = {WEFT_BOUNDARY_CLAMP, NULL};

@@ -139,71 +139,55 @@
  * offset_val, which changes no check's outcome), their difference is its
  * length, and the checks are those of the offsets (a segment that starts
  * below 0 or ends before its start: CG_ERR_SEG_NEG; one that ends past
- * inner: CG_ERR_SEG_PAST; the driver words them for the offsets).  The
- * segments are split by length (round r1 on the H200: one pass over every
- * tile of 256 segments, checking them and folding those with a long one,
- * cost 0.04 ms on the banded matrix before a lighter kernel folded the
- * rest).  Unchecked, two entries, in order (session 32: a launch fewer
- * than the checked variant's three, and none of them an empty pass):
+ * inner: CG_ERR_SEG_PAST; the driver words them for the offsets).  Three
+ * entries, in order, split by segment length (round r1 on the H200: one
+ * pass over every tile of 256 segments, checking them and folding those
+ * with a long one, cost 0.04 ms on the banded matrix before a lighter
+ * kernel folded the rest):
  *
- *   entry 0 (emit_lanes, its own check: check_group), a warp a group of
- *      GROUP (32) segments of a row: reads the group's offsets, a
- *      segment's two a lane; in row 0 reports a bad one; where a segment
- *      is longer than lanes_limit (two trips of L lanes of U elements)
- *      lists its work tile of WORK_TILE (256) segments for entry 1 (in row
- *      0, once: the group that sets the tile's flag AUX_WORK[w] from 0
- *      appends it to AUX_LIST, the count in AUX_COUNT[0]) and folds
- *      nothing; else folds its segments: L = 2^lg lanes a segment (lg
- *      from the driver: the least L whose two trips of L U elements hold
- *      the mean segment, U = LANE_ITEMS = 4), the offsets handed to each
- *      pass by shuffles; a pass folds 32 / L segments, their L lanes
- *      reading U consecutive elements each a trip with no branch and
- *      folding them in order by a tree of shuffles (fold_span: seg4's
- *      CSR-vector fold, session 30).  48 registers, no shared memory, no
- *      barrier: a banded matrix's rows of 10 (2 lanes of 4, two trips)
- *      fold at the hand CSR-vector kernel's occupancy;
+ *   entry 0 (emit_check), a warp a work tile of WORK_TILE (256) segments,
+ *      once whatever the rows: checks the offsets, writes the tile's flag
+ *      (AUX_WORK[w]: 1 where it has a segment longer than lanes_limit, two
+ *      trips of entry 2, else 0) and lists a flagged tile (AUX_LIST, the
+ *      count in AUX_COUNT[0]); every flag written, so nothing is zeroed
+ *      before the run (no memset: the count and ticket are kept zero);
  *   entry 1 (emit_work_tiles), a block a listed tile of a row (from a
- *      ticket, AUX_COUNT[1]): the tile steps 1, 3 and 4 above, P the
- *      tile's first offset, every segment of the tile (those that entry 0
- *      folded in the tile's other groups again, the same way whatever the
- *      order of entry 0's warps); so a power-law matrix's tiles, nearly
- *      all with a long row, are folded by merge path, which spreads a row
- *      of 10^4 over the block.  The tile's first item puts its flag back
- *      to zero, and the last block to end the count, the ticket and
- *      AUX_COUNT[2] (last_block_resets): nothing is zeroed before a run
- *      (no memset).  With nothing listed its blocks end at once.
+ *      ticket, AUX_COUNT[1]): the tile steps 1, 3 and 4 above, P the tile's
+ *      first offset; so a power-law matrix's tiles, nearly all with a long row,
+ *      are folded by merge path, which spreads a row of 10^4 over the block;
+ *   entry 2 (emit_lanes), a warp a group of a row whose tile is not
+ *      flagged: L = 2^lg lanes a segment (lg from the driver: the least L
+ *      whose two trips of L U elements hold the mean segment, U =
+ *      LANE_ITEMS = 4), the group's offsets read once, a segment's two a
+ *      lane, and handed to each pass by shuffles; a pass folds 32 / L
+ *      segments, their L lanes reading U consecutive elements each a trip
+ *      with no branch and folding them in order by a tree of shuffles
+ *      (fold_span: seg4's CSR-vector fold, session 30).  48 registers, no
+ *      shared memory, no barrier: a banded matrix's rows of 10 (2 lanes of
+ *      4, two trips) fold at the hand CSR-vector kernel's occupancy.  Its
+ *      first thread puts AUX_COUNT back to zero (entry 1 has ended).
  *
- * Checked (WEFT_FLAG_CHECKED), three: entry 0 (emit_check), a warp a work
- * tile, once whatever the rows, checks every offset and writes every
- * tile's flag (1 where it has a long segment, else 0; AUX_WORK needs no
- * zeroing) and lists the flagged ones; entry 1 as above (its flags left
- * for entry 2); entry 2 (emit_lanes) folds the groups of tiles not
- * flagged.  Entries 1 and 2 do nothing once entry 0 has reported (the
- * error word): in checked mode a gather's report carries its element and
- * could outrank a bad offset's.  Unchecked, a gather's report carries none
- * (the local flags, sk_set_error), so a segment's report outranks it in
- * the error word (put_key keeps the least key) whatever the order the
- * warps run in: entry 0 gathers while it checks, and entry 1 folds its
- * tiles after a report too (one_tile checks its tile's offsets again).
- * Either way a bad offset is reported over any gather's error, as the CPU
- * backend, which checks the offsets before it folds, reports it (the
- * interpreter makes the input first and reports a gather's:
- * test_cpu_foldseg's test_smvm).
+ * Entries 1 and 2 do nothing once entry 0 has reported (the error word):
+ * no gather of theirs reports before a bad offset, as the interpreter
+ * checks the descriptor first.
  *
- * Where a banded run's time went before (session 32, round 2 on the H200,
- * three entries, a trace of 24 runs; bench/results/gpu-profile.md): the
- * lanes 58.5 us, level with the hand CSR-vector kernel (59 us); the check
- * 11.3 us and the work tiles 6.6 us with nothing listed, each counting
- * the GPU's wait for its launch; the three launches 22 us of host time, 71
- * with the host's caches cold, which is most of what run.py's runs (the
- * peers in between) lose against smvm_probe's: hence the two entries.
+ * Where a banded run's time goes (session 32, round 2 on the H200, a
+ * trace of 24 runs; bench/results/gpu-profile.md): entry 2 58.5 us,
+ * level with the hand CSR-vector kernel (59 us); entry 0 11.3 us and
+ * entry 1 6.6 us with nothing listed, each counting the GPU's wait for
+ * its launch; the three launches 22 us of host time, 71 with the host's
+ * caches cold, which is most of what run.py's runs (the peers in between)
+ * lose against smvm_probe's.  Fewer launches is the next step: the check
+ * folded into the lanes (in an unchecked kernel a segment's report wins
+ * over the lanes' gathers already, their local errors carrying no
+ * element; checked kernels would need the order kept), the work tiles
+ * after the lanes or not at all when none is listed.
  *
  * Aux items: 0 the tile status words (i64, zeroed; sized by the driver
  * for blocks of MIN_BLOCK threads), 1 the tile counter (i64, zeroed); in
- * the offset form, 0 the work flags (i64; unchecked kept zero, checked
- * written by entry 0), 1 the work list (i64), 2 lg (a scalar), 3 the
- * list's count, entry 1's ticket and its blocks ended (i64, kept zero:
- * entry 1's last block puts them back).
+ * the offset form, 0 the work flags (i64, written by entry 0), 1 the work
+ * list (i64), 2 lg (a scalar), 3 the list's count and entry 1's ticket
+ * (i64, kept zero: entry 2 puts them back).
  */
 #include <string.h>
 
@@ -1644,55 +1628,6 @@ static LLVMValueRef no_error_yet(sk_fn *f)
     return LLVMBuildICmp(fn->b, LLVMIntEQ, ew, cg_i64(fn, 0), "");
 }
 
-/* The end of entry 1 (every block, once its ticket is past the items):
- * the last block to end puts back to zero what the run leaves for the
- * next (RT_AUX_KEPT_ZERO): the work flags of the listed tiles (unchecked:
- * the lanes entry set them; checked, entry 0 writes every flag each run
- * and entry 2 reads them after this entry), the count, the ticket and
- * AUX_COUNT[2], the blocks that have ended.  Every other block has then
- * read the count, the list and its last ticket (each fences before it
- * counts itself), and no entry before this one's next launch uses them.
- * The count is read whatever the error word says: an error stops the
- * folds, not the reset. */
-static void last_block_resets(sk_fn *f, tile *T)
-{
-    cg_fn *fn = &f->fn;
-    const cg_target *tg = fn->target;
-    LLVMValueRef count = sk_aux_array(f, AUX_COUNT)->ptr[0];
-    LLVMValueRef two = cg_i64(fn, 2);
-    tg->barrier(fn); /* every thread has read the last ticket */
-    cg_if t0, last, t1;
-    cg_if_begin(fn, &t0,
-                LLVMBuildICmp(fn->b, LLVMIntEQ, T->tid, cg_i64(fn, 0), ""));
-    tg->fence(fn);
-    LLVMValueRef ended = tg->atomic_rmw(
-        fn, LLVMAtomicRMWBinOpAdd,
-        LLVMBuildInBoundsGEP2(fn->b, t_i64(fn), count, &two, 1, ""),
-        cg_i64(fn, 1));
-    LLVMValueRef grid = cg_zext64(fn, tg->grid_size(fn, 0));
-    store64(fn, T->sh_tile, cg_i64(fn, 0),
-            LLVMBuildZExt(
-                fn->b,
-                LLVMBuildICmp(fn->b, LLVMIntEQ,
-                              LLVMBuildAdd(fn->b, ended, cg_i64(fn, 1), ""),
-                              grid, ""),
-                t_i64(fn), ""));
-    tg->fence(fn);
-    cg_if_end(fn, &t0);
-    tg->barrier(fn);
-    cg_if_begin(fn, &last,
-                LLVMBuildICmp(fn->b, LLVMIntNE,
-                              load64(fn, T->sh_tile, cg_i64(fn, 0)),
-                              cg_i64(fn, 0), ""));
-    cg_if_begin(fn, &t1,
-                LLVMBuildICmp(fn->b, LLVMIntEQ, T->tid, cg_i64(fn, 0), ""));
-    for (int a = 0; a < 3; a++) {
-        store64(fn, count, cg_i64(fn, a), cg_i64(fn, 0));
-    }
-    cg_if_end(fn, &t1);
-    cg_if_end(fn, &last);
-}
-
 /* The offset form's entry 1: the work tiles that entry 0 listed (aux
  * AUX_LIST, count AUX_COUNT[0]) of every row: item w is row w / count,
  * work tile list[w % count]; blocks take items from a ticket (no
@@ -1705,21 +1640,14 @@ static weft_status emit_work_tiles(sk_fn *f, tile *T)
     cg_fn *fn = &f->fn;
     const cg_target *tg = fn->target;
     LLVMValueRef work = sk_aux_array(f, AUX_COUNT)->ptr[0];
-    /* unchecked, the lanes entry (before this one) has checked the
-     * offsets: a bad one's report (keyed by its segment) wins over any
-     * gather's here (no element), so the listed tiles are folded whatever
-     * the error word says, and their flags put back (below); checked,
-     * nothing is folded after entry 0's report */
-    bool self = !f->e->k->checked;
     /* the count in shared memory (the registers are the tiles') */
     cg_if t0;
     cg_if_begin(fn, &t0,
                 LLVMBuildICmp(fn->b, LLVMIntEQ, T->tid, cg_i64(fn, 0), ""));
-    LLVMValueRef listed = load64(fn, work, cg_i64(fn, 0));
     store64(fn, T->sh_prefix, cg_i64(fn, 0),
-            self ? listed
-                 : LLVMBuildSelect(fn->b, no_error_yet(f), listed,
-                                   cg_i64(fn, 0), "count"));
+            LLVMBuildSelect(fn->b, no_error_yet(f),
+                            load64(fn, work, cg_i64(fn, 0)), cg_i64(fn, 0),
+                            "count"));
     cg_if_end(fn, &t0);
     LLVMBasicBlockRef head =
         LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "work");
@@ -1765,21 +1693,6 @@ static weft_status emit_work_tiles(sk_fn *f, tile *T)
     LLVMValueRef piece =
         LLVMBuildSub(fn->b, r, LLVMBuildMul(fn->b, li, ppt, ""), "piece");
     LLVMValueRef wt = load64(fn, sk_aux_array(f, AUX_LIST)->ptr[0], li);
-    if (self) {
-        /* the tile's flag back to zero, by its first item */
-        cg_if z;
-        cg_if_begin(
-            fn, &z,
-            LLVMBuildAnd(
-                fn->b,
-                LLVMBuildICmp(fn->b, LLVMIntEQ,
-                              LLVMBuildOr(fn->b, row, piece, ""), cg_i64(fn, 0),
-                              ""),
-                LLVMBuildICmp(fn->b, LLVMIntEQ, T->tid, cg_i64(fn, 0), ""),
-                ""));
-        store64(fn, sk_aux_array(f, AUX_WORK)->ptr[0], wt, cg_i64(fn, 0));
-        cg_if_end(fn, &z);
-    }
     LLVMValueRef first = LLVMBuildMul(fn->b, wt, cg_i64(fn, WORK_TILE), "");
     LLVMValueRef end = cg_smin(
         fn, LLVMBuildAdd(fn->b, first, cg_i64(fn, WORK_TILE), ""), T->nseg);
@@ -1797,7 +1710,6 @@ static weft_status emit_work_tiles(sk_fn *f, tile *T)
     }
     LLVMBuildBr(fn->b, head);
     LLVMPositionBuilderAtEnd(fn->b, done);
-    last_block_resets(f, T);
     return WEFT_OK;
 }
 
@@ -2057,133 +1969,17 @@ static LLVMValueRef warp_items(sk_fn *f, LLVMValueRef tid, LLVMValueRef *step)
         LLVMBuildLShr(fn->b, tid, cg_i64(fn, 5), ""), "w0");
 }
 
-/* Segment s's offsets lo and hi (offset_val's) checked where live: a
- * report where `when` (i1) and it starts below 0 or ends before its start
- * (CG_ERR_SEG_NEG) or ends past inner (CG_ERR_SEG_PAST), the least
- * segment winning as the interpreter's first.  Returns whether it is bad
- * (i1) and sets *len, hi - lo. */
-static LLVMValueRef check_segment(sk_fn *f, LLVMValueRef s, LLVMValueRef live,
-                                  LLVMValueRef lo, LLVMValueRef hi,
-                                  LLVMValueRef inner, LLVMValueRef when,
-                                  LLVMValueRef *len)
-{
-    cg_fn *fn = &f->fn;
-    LLVMValueRef zero = cg_i64(fn, 0);
-    *len = LLVMBuildSub(fn->b, hi, lo, "len");
-    LLVMValueRef neg =
-        LLVMBuildOr(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, lo, zero, ""),
-                    LLVMBuildICmp(fn->b, LLVMIntSLT, *len, zero, ""), "");
-    LLVMValueRef past = LLVMBuildICmp(fn->b, LLVMIntSGT, hi, inner, "");
-    LLVMValueRef bad =
-        LLVMBuildAnd(fn->b, live, LLVMBuildOr(fn->b, neg, past, ""), "bad");
-    cg_if rb, n;
-    cg_if_begin(fn, &rb, LLVMBuildAnd(fn->b, when, bad, ""));
-    cg_if_begin(fn, &n, neg);
-    report(f, s, CG_ERR_SEG_NEG);
-    cg_if_else(fn, &n);
-    report(f, s, CG_ERR_SEG_PAST);
-    cg_if_end(fn, &n);
-    cg_if_end(fn, &rb);
-    return bad;
-}
-
-/* Work tile wt appended to entry 1's list (AUX_LIST, its count
- * AUX_COUNT[0]). */
-static void list_tile(sk_fn *f, LLVMValueRef wt)
-{
-    cg_fn *fn = &f->fn;
-    LLVMValueRef k = fn->target->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd,
-                                            sk_aux_array(f, AUX_COUNT)->ptr[0],
-                                            cg_i64(fn, 1));
-    store64(fn, sk_aux_array(f, AUX_LIST)->ptr[0], k, wt);
-}
-
-/* The offsets of segment sl of a lanes group (a lane's, i64, within
- * [-1, inner + 1] by offset_val): a lane past nseg reads segment 0's. */
-static void read_group(sk_fn *f, const cg_array *desc, LLVMValueRef sl,
-                       LLVMValueRef live, LLVMValueRef limit, LLVMValueRef *lo,
-                       LLVMValueRef *hi)
-{
-    cg_fn *fn = &f->fn;
-    LLVMValueRef sls = LLVMBuildSelect(fn->b, live, sl, cg_i64(fn, 0), "");
-    *lo = offset_val(f, cg_load(fn, desc->leaf[0], desc->ptr[0], sls), limit);
-    *hi = offset_val(f,
-                     cg_load(fn, desc->leaf[0], desc->ptr[0],
-                             LLVMBuildAdd(fn->b, sls, cg_i64(fn, 1), "")),
-                     limit);
-}
-
-/* The unchecked lanes entry's own check of its group (lane segment sl,
- * offsets lo and hi from read_group), what entry 0 of the checked variant
- * does for a work tile (emit_check): in row 0, a report where a segment
- * starts below 0 or ends before its start (CG_ERR_SEG_NEG) or past inner
- * (CG_ERR_SEG_PAST), the least segment winning; and where some segment is
- * longer than lanes_limit and there are rows, the group's work tile wt
- * listed once for entry 1 (AUX_LIST, its count AUX_COUNT[0]): the first
- * group to set its flag (AUX_WORK[wt], kept zero: entry 1's last block
- * puts it back) lists it.  Returns whether the group folds nothing here
- * (i1, warp-uniform: a bad or a long segment; a long one's work tile is
- * entry 1's, which folds all of its segments again after this entry).
- *
- * The order of reports: this entry's gathers (the elements of other
- * groups, perhaps before the bad offset is seen) report through the local
- * flags (sk_set_error), whose keys carry no element (CG_KEY_ELEM_NONE),
- * and the error word keeps the least key (kernel.c's put_key): a
- * segment's report, keyed by the segment, wins over any of them whatever
- * the order the warps run in.  In checked mode a gather's key carries its
- * element, so there entry 0 checks every offset before any read. */
-static LLVMValueRef check_group(sk_fn *f, LLVMValueRef row, LLVMValueRef outer,
-                                LLVMValueRef inner, LLVMValueRef wt,
-                                LLVMValueRef sl, LLVMValueRef live,
-                                LLVMValueRef lo, LLVMValueRef hi)
-{
-    cg_fn *fn = &f->fn;
-    const cg_target *tg = fn->target;
-    LLVMValueRef zero = cg_i64(fn, 0);
-    LLVMValueRef row0 = LLVMBuildICmp(fn->b, LLVMIntEQ, row, zero, "row0");
-    LLVMValueRef len;
-    LLVMValueRef bad = check_segment(f, sl, live, lo, hi, inner, row0, &len);
-    LLVMValueRef longer = LLVMBuildAnd(
-        fn->b, live, LLVMBuildICmp(fn->b, LLVMIntSGT, len, lanes_limit(f), ""),
-        "");
-    longer = LLVMBuildICmp(fn->b, LLVMIntNE, tg->ballot(fn, longer), c32(fn, 0),
-                           "longer");
-    LLVMValueRef anybad = LLVMBuildICmp(fn->b, LLVMIntNE, tg->ballot(fn, bad),
-                                        c32(fn, 0), "anybad");
-    LLVMValueRef lane0 = LLVMBuildICmp(
-        fn->b, LLVMIntEQ, LLVMBuildAnd(fn->b, sl, cg_i64(fn, WARP - 1), ""),
-        zero, "");
-    cg_if list, first;
-    cg_if_begin(
-        fn, &list,
-        LLVMBuildAnd(
-            fn->b, LLVMBuildAnd(fn->b, longer, lane0, ""),
-            LLVMBuildAnd(fn->b, row0,
-                         LLVMBuildICmp(fn->b, LLVMIntNE, outer, zero, ""), ""),
-            ""));
-    LLVMValueRef flag = LLVMBuildInBoundsGEP2(
-        fn->b, t_i64(fn), sk_aux_array(f, AUX_WORK)->ptr[0], &wt, 1, "");
-    LLVMValueRef was =
-        tg->atomic_rmw(fn, LLVMAtomicRMWBinOpXchg, flag, cg_i64(fn, 1));
-    cg_if_begin(fn, &first, LLVMBuildICmp(fn->b, LLVMIntEQ, was, zero, ""));
-    list_tile(f, wt);
-    cg_if_end(fn, &first);
-    cg_if_end(fn, &list);
-    return LLVMBuildOr(fn->b, longer, anybad, "skip");
-}
-
-/* The offset form's lanes: entry 0 unchecked, entry 2 checked (the head
- * comment).  L = 2^lg lanes a segment.  A warp item is a GROUP of segments
- * of one row (items of all the rows, row-major, of row 0 where there are
- * none; the grid is what stays resident and warps loop).  Unchecked the
- * warp reads the group's offsets, a segment's two a lane, and checks them
- * (check_group); checked it reads its work tile's flag and, where it is 0,
- * the offsets (entry 0 has checked them; after a bad one the error word
- * is set and this entry does nothing).  A group with no bad or long
- * segment, of a row that exists, folds its segments 32 / L at a time,
- * their offsets kept within [0, inner] and in order, each by fold_span
- * from z, its offsets by shuffles; the first lane of each segment stores
- * it.  No shared memory and no barrier: few registers, many warps. */
+/* Entry 2 of the offset form: the segments that entry 1 left (their work
+ * tile's flag 0: no segment of it over lanes_limit), L = 2^lg lanes a
+ * segment.  A warp item is a GROUP of segments of one row (items of all
+ * the rows, row-major; the grid is what stays resident and warps loop):
+ * the warp reads the flag and, where it is 0, the group's offsets, a
+ * segment's two a lane, kept within [0, inner] and in order (entry 0 has
+ * checked them; after a bad one the error word is set and this entry
+ * does nothing), and folds the group's segments 32 / L at a time, each by
+ * fold_span from z, its offsets by shuffles; the first lane of each
+ * segment stores it.  No shared memory and no barrier: few registers,
+ * many warps. */
 static weft_status emit_lanes(sk_fn *f)
 {
     cg_fn *fn = &f->fn;
@@ -2209,9 +2005,22 @@ static weft_status emit_lanes(sk_fn *f)
     LLVMValueRef lg = sk_aux_value(f, AUX_LANES)->v[0];
     LLVMValueRef L = LLVMBuildShl(fn->b, cg_i64(fn, 1), lg, "L");
     LLVMValueRef tid = cg_zext64(fn, tg->thread_index(fn, 0));
-    /* unchecked: this entry checks the offsets itself (entry 0, no check
-     * before it: the head comment) */
-    bool self = !f->e->k->checked;
+    /* entry 1 is done with the count and its ticket: back to zero for the
+     * next run (RT_AUX_KEPT_ZERO), by the grid's first thread */
+    cg_if reset;
+    cg_if_begin(
+        fn, &reset,
+        LLVMBuildICmp(
+            fn->b, LLVMIntEQ,
+            LLVMBuildOr(fn->b,
+                        LLVMBuildOr(fn->b, tid,
+                                    cg_zext64(fn, tg->block_index(fn, 0)), ""),
+                        f->first, ""),
+            cg_i64(fn, 0), ""));
+    LLVMValueRef count = sk_aux_array(f, AUX_COUNT)->ptr[0];
+    store64(fn, count, cg_i64(fn, 0), cg_i64(fn, 0));
+    store64(fn, count, cg_i64(fn, 1), cg_i64(fn, 0));
+    cg_if_end(fn, &reset);
     LLVMValueRef lane = LLVMBuildAnd(fn->b, tid, cg_i64(fn, WARP - 1), "lane");
     LLVMValueRef li = LLVMBuildAnd(
         fn->b, lane, LLVMBuildSub(fn->b, L, cg_i64(fn, 1), ""), "li");
@@ -2227,9 +2036,8 @@ static weft_status emit_lanes(sk_fn *f)
     LLVMValueRef step, w0 = warp_items(f, tid, &step);
     LLVMValueRef one_row =
         LLVMBuildICmp(fn->b, LLVMIntEQ, outer, cg_i64(fn, 1), "");
-    LLVMValueRef end = self ? f->n
-                            : LLVMBuildSelect(fn->b, no_error_yet(f), f->n,
-                                              cg_i64(fn, 0), "end");
+    LLVMValueRef end =
+        LLVMBuildSelect(fn->b, no_error_yet(f), f->n, cg_i64(fn, 0), "end");
     LLVMTypeRef lty = cg_type(fn->llctx, desc->leaf[0]);
     LLVMValueRef limit = LLVMBuildAdd(fn->b, inner, cg_i64(fn, 1), "");
     cg_mut acc;
@@ -2252,38 +2060,30 @@ static weft_status emit_lanes(sk_fn *f)
     }
     cg_if_end(fn, &several);
     LLVMValueRef row = get(fn, i64, rowp), g = get(fn, i64, gp);
-    LLVMValueRef wt = LLVMBuildUDiv(fn->b, g, cg_i64(fn, GROUP_TILE), "wt");
-    LLVMValueRef gs = LLVMBuildMul(fn->b, g, cg_i64(fn, GROUP), "");
-    LLVMValueRef sl = LLVMBuildAdd(fn->b, gs, lane, "");
-    LLVMValueRef sl_live = LLVMBuildICmp(fn->b, LLVMIntULT, sl, nseg, "");
-    LLVMValueRef lo_l = NULL, hi_l = NULL, skip;
-    if (self) {
-        /* the group's offsets first (a segment a lane, off[s] and
-         * off[s + 1] within [-1, inner + 1]), checked as entry 0 of the
-         * checked variant checks them (emit_check), in row 0 only */
-        read_group(f, desc, sl, sl_live, limit, &lo_l, &hi_l);
-        skip = check_group(f, row, outer, inner, wt, sl, sl_live, lo_l, hi_l);
-    } else {
-        /* the flag of the group's work tile: 0 where entry 1 left it */
-        skip = LLVMBuildICmp(fn->b, LLVMIntNE,
-                             load64(fn, sk_aux_array(f, AUX_WORK)->ptr[0], wt),
-                             cg_i64(fn, 0), "");
-    }
-    /* rows 0 (an input of no rows: the unchecked variant checks its
-     * offsets all the same) fold nothing */
+    /* the flag of the group's work tile: 0 where entry 1 left it */
+    LLVMValueRef flag =
+        load64(fn, sk_aux_array(f, AUX_WORK)->ptr[0],
+               LLVMBuildUDiv(fn->b, g, cg_i64(fn, GROUP_TILE), ""));
     cg_if mine;
     cg_if_begin(fn, &mine,
-                LLVMBuildAnd(fn->b, LLVMBuildNot(fn->b, skip, ""),
-                             LLVMBuildICmp(fn->b, LLVMIntULT, row, outer, ""),
-                             ""));
+                LLVMBuildICmp(fn->b, LLVMIntEQ, flag, cg_i64(fn, 0), ""));
     LLVMValueRef base = LLVMBuildMul(fn->b, row, inner, "base");
+    LLVMValueRef gs = LLVMBuildMul(fn->b, g, cg_i64(fn, GROUP), "");
     /* the group's offsets, a segment a lane (read once, coalesced: each
      * pass of the loop below takes its segments' by shuffles, with no
      * memory latency of its own), kept within [0, inner] and in order
-     * (checked: above, or by entry 0) */
-    if (!self) {
-        read_group(f, desc, sl, sl_live, limit, &lo_l, &hi_l);
-    }
+     * (entry 0 has checked them) */
+    LLVMValueRef sl = LLVMBuildAdd(fn->b, gs, lane, "");
+    LLVMValueRef sls =
+        LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntULT, sl, nseg, ""),
+                        sl, cg_i64(fn, 0), "");
+    LLVMValueRef lo_l =
+        offset_val(f, cg_load(fn, desc->leaf[0], desc->ptr[0], sls), limit);
+    LLVMValueRef hi_l =
+        offset_val(f,
+                   cg_load(fn, desc->leaf[0], desc->ptr[0],
+                           LLVMBuildAdd(fn->b, sls, cg_i64(fn, 1), "")),
+                   limit);
     lo_l = cg_smax(fn, cg_i64(fn, 0), cg_smin(fn, lo_l, inner));
     hi_l = cg_smax(fn, lo_l, cg_smin(fn, hi_l, inner));
     cg_loop sub;
@@ -2323,18 +2123,19 @@ static weft_status emit_lanes(sk_fn *f)
     return WEFT_OK;
 }
 
-/* Entry 0 of the offset form in checked mode: the check of the offsets
- * and the work list, a warp a work tile of WORK_TILE segments (the offsets
- * are the same for every row: once).  Lane i takes segment s = 32 q + i of
- * each of the tile's GROUP_TILE groups q: off[s] and off[s + 1]
- * (offset_val's clamp; a lane past the last segment reads the last one's
- * and ignores them), every group's read at once, then check_segment's
- * report.  Lane 0 writes the tile's flag (AUX_WORK[w]: 1 where some
- * segment is longer than lanes_limit, else 0), so that no flag needs
- * zeroing before the run, and where it is 1 and there are rows, appends
- * the tile to the list (list_tile; the count goes back to zero at entry
- * 1's end).  A light pass: 4 MB of offsets for a million rows, no
- * barrier. */
+/* Entry 0 of the offset form: the check of the offsets and the work
+ * list, a warp a work tile of WORK_TILE segments (the offsets are the same
+ * for every row: once).  Lane i takes segment s = 32 q + i of each of the
+ * tile's GROUP_TILE groups q: off[s] and off[s + 1] (offset_val's clamp;
+ * a lane past the last segment reads the last one's and ignores them),
+ * every group's read at once, then a report where s starts below 0 or
+ * ends before its start (CG_ERR_SEG_NEG) or past inner (CG_ERR_SEG_PAST),
+ * the least segment winning as the interpreter's first.  Lane 0 writes
+ * the tile's flag (AUX_WORK[w]: 1 where some segment is longer than
+ * lanes_limit, else 0), so that no flag needs zeroing before the run, and
+ * where it is 1 and there are rows, appends the tile to the list (AUX_LIST,
+ * its count AUX_COUNT[0], which entry 2 puts back to zero).  A light pass:
+ * 4 MB of offsets for a million rows, no barrier. */
 static weft_status emit_check(sk_fn *f)
 {
     cg_fn *fn = &f->fn;
@@ -2381,9 +2182,21 @@ static weft_status emit_check(sk_fn *f)
     }
     LLVMValueRef longer = i1c(fn, false);
     for (int q = 0; q < GROUP_TILE; q++) {
-        LLVMValueRef len;
-        check_segment(f, sg[q], live[q], lo[q], hi[q], inner, i1c(fn, true),
-                      &len);
+        LLVMValueRef len = LLVMBuildSub(fn->b, hi[q], lo[q], "len");
+        LLVMValueRef neg = LLVMBuildOr(
+            fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, lo[q], cg_i64(fn, 0), ""),
+            LLVMBuildICmp(fn->b, LLVMIntSLT, len, cg_i64(fn, 0), ""), "");
+        LLVMValueRef past = LLVMBuildICmp(fn->b, LLVMIntSGT, hi[q], inner, "");
+        cg_if bad, n;
+        cg_if_begin(fn, &bad,
+                    LLVMBuildAnd(fn->b, live[q],
+                                 LLVMBuildOr(fn->b, neg, past, ""), ""));
+        cg_if_begin(fn, &n, neg);
+        report(f, sg[q], CG_ERR_SEG_NEG);
+        cg_if_else(fn, &n);
+        report(f, sg[q], CG_ERR_SEG_PAST);
+        cg_if_end(fn, &n);
+        cg_if_end(fn, &bad);
         longer = LLVMBuildOr(
             fn->b, longer,
             LLVMBuildAnd(fn->b, live[q],
@@ -2404,7 +2217,10 @@ static weft_status emit_check(sk_fn *f)
         LLVMBuildAnd(fn->b, longer,
                      LLVMBuildICmp(fn->b, LLVMIntNE, rows, cg_i64(fn, 0), ""),
                      ""));
-    list_tile(f, wt);
+    LLVMValueRef k =
+        tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd,
+                       sk_aux_array(f, AUX_COUNT)->ptr[0], cg_i64(fn, 1));
+    store64(fn, sk_aux_array(f, AUX_LIST)->ptr[0], k, wt);
     cg_if_end(fn, &list);
     cg_if_end(fn, &lead);
     cg_sloop_end(fn, &items);
@@ -2425,14 +2241,12 @@ static weft_status ptx_fold_seg_prepare(weft_context *ctx, fe_arena *arena,
     bool byoff = k->op->op == FE_SEG_OFFSETS;
     /* the lengths: the tiles; the offsets: the check, the work tiles and
      * the lanes (item_threads of both variants, sk_kernel.general) */
-    k->nentry = !byoff ? 1 : k->checked ? 3 : 2;
+    k->nentry = byoff ? 3 : 1;
     for (int v = 0; v < 2; v++) {
         int *it = &k->item_threads[k->nentry * v];
         it[0] = byoff ? WARP : SK_ITEM_BLOCK;
         if (byoff) {
             it[1] = SK_ITEM_BLOCK;
-        }
-        if (k->nentry == 3) {
             it[2] = WARP;
         }
     }
@@ -2468,9 +2282,7 @@ static weft_status emit_entry(sk_emit *e, const char *name, int entry)
     f.local_errors = true;
     f.fn.flat_reads = true;
     cg_ptx_launch_bounds(&f.fn, BLOCK, tiles ? MIN_BLOCKS : LANES_BLOCKS);
-    s = tiles                             ? emit_tiles(&f)
-        : entry == 0 && e->k->nentry == 3 ? emit_check(&f)
-                                          : emit_lanes(&f);
+    s = tiles ? emit_tiles(&f) : entry == 0 ? emit_check(&f) : emit_lanes(&f);
     if (s) {
         LLVMBuildUnreachable(f.fn.b);
         cg_fn_end(&f.fn);
