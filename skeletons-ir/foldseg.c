@@ -19,9 +19,9 @@
  * aux 0 holds each part's first element (parts + 1 of them) and a part
  * walks the lengths themselves (kid 2), adding them up as it goes; the
  * driver then never writes nor the kernel reads the 8 bytes of an offset
- * per segment (a million rows: 16 MB of traffic).  When aux 2 is 3 (the
- * offset form, one row), a part walks the offsets the same way, each
- * segment's end the next one's start.  Otherwise result q is row o = q /
+ * per segment (a million rows: 16 MB of traffic).  The offset form's
+ * parts are mode 1's (runtime/exec_foldseg.c says why: no walk of its
+ * offsets).  Otherwise result q is row o = q /
  * nseg, segment k = q % nseg (divided once at the start of the range,
  * then stepped: k + 1, or 0 and the next row), and folds the elements
  * [o * inner + off[k], o * inner + off[k + 1]) of the input from left to
@@ -197,55 +197,25 @@ static weft_status fold_one(sk_fn *f, const cg_mut *acc, LLVMValueRef q,
     return WEFT_OK;
 }
 
-/* Modes 2 and 3: the parts [start, end) of one row, walking the
- * descriptor: by its lengths from element first[start] on (aux 0), or by
- * the offset form's offsets (byoff), each segment's end the next one's
- * start.  An offset is read once, and a segment's length is the
- * difference of two in the descriptor's own type (non-negative: the
- * driver has checked them), so that LLVM sees a fold of a 32-bit count
- * as from lengths: with the loop from off[q] to off[q + 1] it split off
- * the range checks and vectorised without an epilogue, 10% slower on a
- * power-law matrix's rows. */
-static weft_status emit_walk(sk_fn *f, const cg_mut *acc, bool byoff)
+/* Mode 2: the parts [start, end) of one row, walking the lengths from
+ * element first[start] on (aux 0), each segment's end the next one's
+ * start. */
+static weft_status emit_walk(sk_fn *f, const cg_mut *acc)
 {
     cg_fn *fn = &f->fn;
-    const fe_term *t = f->e->k->op;
-    const cg_array *seg = sk_kid_array(f, t->nkid - 1);
     const cg_array *part = sk_aux_array(f, 1);
     LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
     LLVMValueRef q0 = cg_load(fn, WEFT_I64, part->ptr[0], f->start);
     LLVMValueRef q1 = cg_load(fn, WEFT_I64, part->ptr[0], f->end);
     LLVMValueRef lop = cg_alloca(fn, i64, "lo");
-    LLVMValueRef rawp = NULL; /* byoff: the last offset read, raw */
-    if (byoff) {
-        LLVMValueRef r0 = cg_load(fn, seg->leaf[0], seg->ptr[0], q0);
-        rawp = cg_alloca(fn, LLVMTypeOf(r0), "raw");
-        LLVMBuildStore(fn->b, r0, rawp);
-        LLVMBuildStore(fn->b, seg_entry(f, q0), lop);
-    } else {
-        LLVMBuildStore(
-            fn->b, cg_load(fn, WEFT_I64, sk_aux_array(f, 0)->ptr[0], f->start),
-            lop);
-    }
+    LLVMBuildStore(fn->b,
+                   cg_load(fn, WEFT_I64, sk_aux_array(f, 0)->ptr[0], f->start),
+                   lop);
     cg_loop l;
     LLVMValueRef q;
     cg_loop_begin(fn, &l, q0, q1, &q);
     LLVMValueRef lo = LLVMBuildLoad2(fn->b, i64, lop, "");
-    LLVMValueRef len;
-    if (byoff) {
-        LLVMValueRef a =
-            LLVMBuildLoad2(fn->b, LLVMGetAllocatedType(rawp), rawp, "");
-        LLVMValueRef b = cg_load(fn, seg->leaf[0], seg->ptr[0],
-                                 LLVMBuildAdd(fn->b, q, cg_i64(fn, 1), ""));
-        LLVMBuildStore(fn->b, b, rawp);
-        len = LLVMBuildSub(fn->b, b, a, "");
-        if (LLVMGetIntTypeWidth(LLVMTypeOf(len)) < 64) {
-            len = LLVMBuildZExt(fn->b, len, i64, "");
-        }
-    } else {
-        len = seg_entry(f, q);
-    }
-    LLVMValueRef hi = LLVMBuildAdd(fn->b, lo, len, "");
+    LLVMValueRef hi = LLVMBuildAdd(fn->b, lo, seg_entry(f, q), "");
     LLVMBuildStore(fn->b, hi, lop);
     weft_status s = fold_one(f, acc, q, lo, hi);
     if (s) {
@@ -277,14 +247,12 @@ static weft_status emit_loop(sk_fn *f)
     }
     LLVMValueRef mode = sk_aux_value(f, 2)->v[0];
     cg_if bylen;
-    /* mode 2: foldSeg by lengths; mode 3: either fold by offsets */
-    bool byoff = t->op == FE_SEG_OFFSETS;
-    bool mode2 = byoff || seeded;
+    /* mode 2: foldSeg by lengths */
+    bool mode2 = seeded && t->op != FE_SEG_OFFSETS;
     if (mode2) {
         cg_if_begin(fn, &bylen,
-                    LLVMBuildICmp(fn->b, LLVMIntEQ, mode,
-                                  cg_i64(fn, byoff ? 3 : 2), ""));
-        s = emit_walk(f, &acc, byoff);
+                    LLVMBuildICmp(fn->b, LLVMIntEQ, mode, cg_i64(fn, 2), ""));
+        s = emit_walk(f, &acc);
         if (s) {
             return s;
         }

@@ -286,6 +286,56 @@ START_TEST(test_smvm)
 }
 END_TEST
 
+/* smvm by the offset form on a power-law matrix, as the bench's (rows of 1
+ * to 4000 nonzeros, density ~ l^-2, a few of the longest), its offsets
+ * starting past 0 and ending before the last nonzero (the nonzeros
+ * outside them ignored): on 2 and 4 threads the parts, of about equal
+ * nonzeros, fold from two offsets each row (mode 1, the long rows in the
+ * vectorised loop with the gather), on 1 over the results.  The values
+ * are multiples of 1/8 and every partial sum stays below 2^18 in
+ * magnitude, so that f32 sums in any order are exact: the results must
+ * match the interpreter's bit for bit. */
+START_TEST(test_smvm_parts)
+{
+    enum { ROWS = 30000, MAXLEN = 4000, FIRST = 37, PAST = 11 };
+    static int32_t len[ROWS];
+    static float x[NCOL];
+    int64_t nnz = FIRST + PAST;
+    for (int r = 0; r < ROWS; r++) {
+        double u = (double)(rnd() >> 11) * 0x1p-53;
+        int64_t l = (int64_t)(1.0 / (1.0 - u * (1.0 - 1.0 / (MAXLEN + 1.0))));
+        l = l < 1 ? 1 : l > MAXLEN ? MAXLEN : l;
+        len[r] = (int32_t)(r % 5000 == 17 ? MAXLEN : l);
+        nnz += len[r];
+    }
+    float *vals = malloc(sizeof *vals * (size_t)nnz);
+    int32_t *cols = malloc(sizeof *cols * (size_t)nnz);
+    ck_assert(vals && cols);
+    for (int64_t i = 0; i < nnz; i++) {
+        vals[i] = (float)((int)(rnd() % 33) - 16) / 8.0f;
+        cols[i] = (int32_t)(rnd() % NCOL);
+    }
+    for (int64_t j = 0; j < NCOL; j++) {
+        x[j] = (float)((int)(rnd() % 33) - 16) / 8.0f;
+    }
+    input lens = {WEFT_I32, 1, {ROWS, 0}, len};
+    input off = offsets_of(lens, FIRST);
+    input in[4] = {{WEFT_F32, 1, {nnz, 0}, vals},
+                   {WEFT_I32, 1, {nnz, 0}, cols},
+                   off,
+                   {WEFT_F32, 1, {NCOL, 0}, x}};
+    by_offsets = true;
+    for (int threads = 1; threads <= 4; threads *= 2) {
+        check_both("smvm, power law, offsets from 37", build_smvm, NULL, in, 4,
+                   threads, WEFT_OK);
+    }
+    by_offsets = false;
+    free(off.data);
+    free(vals);
+    free(cols);
+}
+END_TEST
+
 /* ---- rank 2: ranges that start inside a row ------------------------------ */
 
 /* user: 0 foldSeg (+) 7, 1 fold1Seg max */
@@ -780,6 +830,7 @@ static Suite *cpu_foldseg_suite(void)
     TCase *tc = tcase_create("foldseg");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_smvm);
+    tcase_add_test(tc, test_smvm_parts);
     tcase_add_test(tc, test_rows);
     tcase_add_test(tc, test_errors);
     tcase_add_test(tc, test_offsets);
