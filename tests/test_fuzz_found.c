@@ -119,12 +119,76 @@ START_TEST(failing_term_shared_with_a_hoisted_scan)
 }
 END_TEST
 
+/* "Different run-time errors" (seeds 200000 to 255000, checked mode): a
+ * program that fails in two places reported one error in the oracle (the
+ * interpreter without fusion) and another with fusion, and never another
+ * without it.  The shape of the case helper smvm6 met: foldSeg' whose
+ * input is a gather that reads outside its source (always checked) and
+ * whose offsets end past the innermost extent.  The interpreter, and
+ * every backend with WEFT_FLAG_NO_FUSION, computes the input first and
+ * reports the gather; a fused compiled run checks the descriptor on the
+ * host before its kernel computes the gather inside the fold, and reports
+ * the segments (docs/language.md, checked mode, "Fusion").  The
+ * interpreter with fusion still computes the input first. */
+static weft_status gather_and_bad_offsets(weft_backend b, unsigned flags)
+{
+    weft_config cfg = weft_config_default();
+    cfg.backend = b;
+    cfg.threads = 2;
+    cfg.flags |= WEFT_FLAG_NO_ENV | WEFT_FLAG_CHECKED | DT_TIER | flags;
+    weft_context *ctx = NULL;
+    weft_status s = weft_context_create(&cfg, &ctx);
+    ck_assert_msg(s == WEFT_OK, "weft_context_create: %s", weft_last_error());
+    weft_program *p = NULL;
+    s = weft_program_create(ctx, &p);
+    ck_assert_msg(s == WEFT_OK, "weft_program_create: %s", weft_last_error());
+    weft_array *xs = tu_arr_i(ctx, WEFT_I64, 1, TU_SH(4), TU_I(1, 2, 3, 4));
+    weft_array *off = tu_arr_i(ctx, WEFT_I64, 1, TU_SH(3), TU_I(0, 2, 9));
+    /* element 3 reads xs[4] */
+    weft_fun *ix = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(ix, weft_index1(weft_add(weft_get(weft_arg(ix, 0), 0),
+                                             weft_i64(p, 1))));
+    weft_acc *g =
+        weft_backpermute(weft_shape(weft_use(p, xs)), ix, weft_use(p, xs));
+    weft_fun *add = tu_fun_op2(p, WEFT_OP_ADD, WEFT_I64);
+    weft_acc *r =
+        weft_fold_seg_offsets(add, weft_i64(p, 0), g, weft_use(p, off));
+    weft_array_release(xs);
+    weft_array_release(off);
+    TU_PROGRAM_OK(p);
+    weft_array *out[1] = {NULL};
+    s = tu_run(p, &r, 1, NULL, 0, out, 1);
+    ck_assert_msg(s != WEFT_OK && out[0] == NULL, "%s: a result",
+                  tu_backend_name(b));
+    weft_program_free(p);
+    weft_context_free(ctx);
+    return s;
+}
+
+START_TEST(two_errors_without_fusion_as_the_interpreter)
+{
+    for (int i = 0; i < NBACKEND; i++) {
+        weft_backend b = backends[i];
+        weft_status s = gather_and_bad_offsets(b, WEFT_FLAG_NO_FUSION);
+        ck_assert_msg(s == WEFT_ERR_OUT_OF_BOUNDS, "%s, no fusion: %s: %s",
+                      tu_backend_name(b), weft_status_name(s),
+                      weft_last_error());
+        s = gather_and_bad_offsets(b, 0);
+        weft_status want = b == WEFT_BACKEND_INTERP ? WEFT_ERR_OUT_OF_BOUNDS
+                                                    : WEFT_ERR_SEGMENTS;
+        ck_assert_msg(s == want, "%s, fusion: %s: %s", tu_backend_name(b),
+                      weft_status_name(s), weft_last_error());
+    }
+}
+END_TEST
+
 static Suite *fuzz_found_suite(void)
 {
     Suite *s = suite_create("fuzz_found");
     TCase *t = tcase_create("fuzz_found");
     tcase_add_test(t, shape_shared_with_an_index_under_unit);
     tcase_add_test(t, failing_term_shared_with_a_hoisted_scan);
+    tcase_add_test(t, two_errors_without_fusion_as_the_interpreter);
     tcase_set_timeout(t, 120);
     suite_add_tcase(s, t);
     return s;

@@ -214,6 +214,8 @@ typedef struct fz_result {
     weft_type leaft[16][FZ_MAXT];
     void *data[16][FZ_MAXT]; /* malloc'd copies */
     bool fused;              /* a compiled backend with fusion on */
+    bool fusion;             /* any backend with fusion on */
+    weft_backend backend;
 } fz_result;
 
 void fz_result_free(fz_result *r);
@@ -230,8 +232,9 @@ enum {
     FZ_DIFF_VALUE,
     FZ_CRASH,       /* the worker died (signal) or hung */
     FZ_INTERNAL,    /* some configuration said WEFT_ERR_INTERNAL */
-    FZ_OTHER_ERROR, /* both failed at run, with different errors: agreed
-                         unless --strict-status */
+    FZ_OTHER_ERROR, /* both failed at run, with different errors, on a
+                         configuration with fusion: agreed unless
+                         --strict-status */
     FZ_FUSED_OK,    /* the oracle failed at run, a fused compiled run did
                          not: it never computed the failing element (agreed,
                          docs/language.md, "Fusion") */

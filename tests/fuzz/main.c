@@ -240,7 +240,7 @@ static void worker(const opts *o, uint64_t from, uint64_t to, slot *s, int fd,
         } else if (v == FZ_FUSED_OK) {
             s->same++;
             s->fused_ok++;
-        } else if (v == FZ_OTHER_ERROR) {
+        } else if (v == FZ_OTHER_ERROR && !fz_strict_status) {
             s->same++;
             s->other++;
             if (o->verbose) {
