@@ -418,7 +418,7 @@ START_TEST(test_stencil_tiny)
 END_TEST
 
 /* stencil2 case c of a test under boundary bi of its first array (the
- * second's turns with c): arrays of rank `rank`, shapes a and b (3
+ * second's turns with c): arrays of rank `rank`, shapes a and b (`rank`
  * extents each), element types ea and eb, windows win[0] and win[1]. */
 static void check_stencil2(const char *test, size_t c, int bi, int rank,
                            const int64_t *a, const int64_t *b, int ea, int eb,
@@ -431,8 +431,8 @@ static void check_stencil2(const char *test, size_t c, int bi, int rank,
     sa.bnd[1] = (weft_boundary_kind)((bi + 1 + (int)c) % 4);
     memcpy(sa.win, win, sizeof sa.win);
     input in[2] = {{.elt = ea, .rank = rank}, {.elt = eb, .rank = rank}};
-    memcpy(in[0].shape, a, 3 * sizeof *a);
-    memcpy(in[1].shape, b, 3 * sizeof *b);
+    memcpy(in[0].shape, a, (size_t)rank * sizeof *a);
+    memcpy(in[1].shape, b, (size_t)rank * sizeof *b);
     char what[96];
     snprintf(what, sizeof what, "%s case %zu boundary %d", test, c, bi);
     check_both(what, in, 2, build_stencil, &sa, WEFT_OK);
