@@ -15,12 +15,13 @@
  *
  * The offset form (foldSeg', weft_fold_seg_offsets) has three entries
  * and neither status words nor a counter (run_offsets): entry 0 checks the
- * offsets, writes every work tile's flag (aux AUX_WORK) and lists those
- * with a long segment (AUX_LIST; the count and entry 1's ticket in
- * AUX_COUNT, kept zero: entry 2 puts them back), entry 1 folds those,
- * entry 2 the rest, L = 2^lg lanes a segment, lg chosen here from the
- * shapes alone (aux AUX_LANES).  Nothing of it is zeroed per run: on the
- * GPU no memset comes before its launches.
+ * offsets and lists the segments longer than SK_SEGOFF_LONG (AUX_LIST;
+ * the count and entry 1's ticket in AUX_COUNT, kept zero: entry 2 puts
+ * them back), entry 1 folds each of those with a block, entry 2 the rest
+ * with L = 2^lg lanes a segment, lg chosen here from the shapes alone (aux
+ * AUX_LANES), or the whole warp for a segment longer than two trips of
+ * those.  Nothing of it is zeroed per run: on the GPU no memset comes
+ * before its launches.
  */
 #ifdef WEFT_HAVE_LLVM
 #include "rt.h"
@@ -31,15 +32,6 @@
 enum {
     MIN_BLOCK = 32, /* the smallest block the kernel runs in */
     TILE = 256,     /* segments of a tile in the usual block */
-    /* the offset form: what it shares with ptx/foldseg.c (sk.h) */
-    AUX_WORK = SK_SEGOFF_WORK,
-    AUX_LIST = SK_SEGOFF_LIST,
-    AUX_LANES = SK_SEGOFF_LANES,
-    AUX_COUNT = SK_SEGOFF_COUNT,
-    GROUP = SK_SEGOFF_GROUP,
-    WORK_TILE = SK_SEGOFF_WORK_TILE,
-    LANE_ITEMS = SK_SEGOFF_LANE_ITEMS,
-    LANE_TRIPS = SK_SEGOFF_LANE_TRIPS,
 };
 
 /* log2 of L, the offset form's lanes a segment in entry 2: the least
@@ -51,30 +43,32 @@ static int lanes_lg(int64_t inner, int64_t nseg)
 {
     int64_t mean = nseg > 0 ? (inner + nseg - 1) / nseg : 1;
     int lg = 0;
-    while (lg < 5 && ((int64_t)LANE_TRIPS * LANE_ITEMS << lg) < mean) {
+    while (lg < 5 &&
+           ((int64_t)SK_SEGOFF_LANE_TRIPS * SK_SEGOFF_LANE_ITEMS << lg) < mean) {
         lg++;
     }
     return lg;
 }
 
-/* The offset form: its work flags and list sized, lg, and the three
- * entries (see the head comment). */
+/* The offset form: its list sized, lg, and the three entries (see the
+ * head comment).  Segments do not overlap, so at most inner / (LONG + 1)
+ * of a well-formed descriptor are long; entry 0 lists no more than the
+ * list holds (bad offsets may make more look long, and are reported). */
 static weft_status run_offsets(rt_job *j, int64_t outer, int64_t inner,
                                int64_t nseg, int rank, const int64_t *shape)
 {
-    int64_t groups = (nseg + GROUP - 1) / GROUP;
-    int64_t wtiles = (nseg + WORK_TILE - 1) / WORK_TILE;
-    /* entry 0 writes every flag, and what it lists */
-    j->aux_start[AUX_WORK] = RT_AUX_ANY;
-    j->aux_start[AUX_LIST] = RT_AUX_ANY;
-    j->aux_start[AUX_COUNT] = RT_AUX_KEPT_ZERO;
-    j->auxval[AUX_LANES].i = lanes_lg(inner, nseg);
+    int64_t groups = (nseg + SK_SEGOFF_GROUP - 1) / SK_SEGOFF_GROUP;
+    int64_t tiles = (nseg + SK_SEGOFF_TILE - 1) / SK_SEGOFF_TILE;
+    int64_t most = inner / (SK_SEGOFF_LONG + 1);
+    most = most < nseg ? most : nseg;
+    /* entry 0 writes what it lists */
+    j->aux_start[SK_SEGOFF_LIST] = RT_AUX_ANY;
+    j->aux_start[SK_SEGOFF_COUNT] = RT_AUX_KEPT_ZERO;
+    j->auxval[SK_SEGOFF_LANES].i = lanes_lg(inner, nseg);
     weft_status s;
-    if ((s = rt_job_aux(j, AUX_WORK, WEFT_I64, wtiles > 0 ? wtiles : 1,
+    if ((s = rt_job_aux(j, SK_SEGOFF_LIST, WEFT_I64, most > 0 ? most : 1,
                         false)) != WEFT_OK ||
-        (s = rt_job_aux(j, AUX_LIST, WEFT_I64, wtiles > 0 ? wtiles : 1,
-                        false)) != WEFT_OK ||
-        (s = rt_job_aux(j, AUX_COUNT, WEFT_I64, 2, false)) != WEFT_OK ||
+        (s = rt_job_aux(j, SK_SEGOFF_COUNT, WEFT_I64, 2, false)) != WEFT_OK ||
         (s = rt_job_out(j, 0, j->k->op->type, rank, shape)) != WEFT_OK ||
         (s = rt_job_fill(j)) != WEFT_OK) {
         return s;
@@ -83,8 +77,8 @@ static weft_status run_offsets(rt_job *j, int64_t outer, int64_t inner,
         return WEFT_OK;
     }
     /* an input of no rows still has its offsets checked */
-    rt_phase ph[3] = {{.entry = 0, .n = wtiles, .grain = 1},
-                      {.entry = 1, .n = wtiles * outer, .grain = 1},
+    rt_phase ph[3] = {{.entry = 0, .n = tiles, .grain = 1},
+                      {.entry = 1, .n = most * outer, .grain = 1},
                       {.entry = 2, .n = groups * outer, .grain = 1}};
     return rt_job_phases(j, outer > 0 ? 3 : 1, ph);
 }

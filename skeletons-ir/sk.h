@@ -96,20 +96,21 @@ typedef struct sk_item {
           fold_pieces) */
 /* foldSeg's offset form on the GPU: what skeletons-ir/ptx/foldseg.c's
  * three entries and their driver (runtime/exec_foldseg_pass.c) must agree
- * on.  Aux indices: SK_SEGOFF_WORK the work flags (i64, [w] work tile w's,
- * every one written by entry 0), SK_SEGOFF_LIST the listed work tiles,
- * SK_SEGOFF_LANES the scalar log2 of entry 2's lanes a segment,
- * SK_SEGOFF_COUNT [0] the listed work tiles and [1] entry 1's ticket (i64,
- * kept zero: entry 2 puts them back); then the shapes. */
+ * on.  Aux indices: SK_SEGOFF_LIST the long segments (i64, listed by entry
+ * 0, at most one a SK_SEGOFF_LONG + 1 elements of a row), SK_SEGOFF_LANES
+ * the scalar log2 of entry 2's lanes a segment, SK_SEGOFF_COUNT [0] the
+ * listed segments and [1] entry 1's ticket (i64, kept zero: entry 2 puts
+ * them back); then the shapes. */
 enum {
-    SK_SEGOFF_WORK = 0,
-    SK_SEGOFF_LIST = 1,
-    SK_SEGOFF_LANES = 2,
-    SK_SEGOFF_COUNT = 3,
-    SK_SEGOFF_GROUP = 32,      /* segments of a warp item of entries 0, 2 */
-    SK_SEGOFF_WORK_TILE = 256, /* segments of a work tile */
-    SK_SEGOFF_LANE_ITEMS = 4,  /* elements a lane of entry 2 reads a trip */
-    SK_SEGOFF_LANE_TRIPS = 2,  /* entry 2's longest segment, in trips */
+    SK_SEGOFF_LIST = 0,
+    SK_SEGOFF_LANES = 1,
+    SK_SEGOFF_COUNT = 2,
+    SK_SEGOFF_GROUP = 32,     /* segments of a warp item of entries 0, 2 */
+    SK_SEGOFF_TILE = 256,     /* segments of entry 0's warp item */
+    SK_SEGOFF_LONG = 1024,    /* a longer segment takes a block (entry 1) */
+    SK_SEGOFF_LANE_ITEMS = 4, /* elements a lane of entry 2 reads a trip */
+    SK_SEGOFF_LANE_TRIPS = 2, /* entry 2's lanes' longest segment, in trips
+                                 (a longer one takes the warp) */
 };
 #define SK_ERR_AUX 7 /* aux index of the error word (every kernel) */
 #define SK_CANCEL_AUX                                                          \

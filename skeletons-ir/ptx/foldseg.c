@@ -213,13 +213,13 @@ enum {
     MIN_BLOCKS = 3,  /* blocks resident a multiprocessor
                                     (launch bounds: 80 registers) */
     /* the offset form */
-    AUX_WORK = SK_SEGOFF_WORK, /* aux indices and shapes: sk.h */
-    AUX_LIST = SK_SEGOFF_LIST,
+    AUX_LIST = SK_SEGOFF_LIST, /* aux indices and shapes: sk.h */
     AUX_LANES = SK_SEGOFF_LANES,
     AUX_COUNT = SK_SEGOFF_COUNT,
     GROUP = SK_SEGOFF_GROUP,
-    WORK_TILE = SK_SEGOFF_WORK_TILE,
-    GROUP_TILE = WORK_TILE / GROUP, /* groups of a work tile */
+    TILE = SK_SEGOFF_TILE,
+    GROUP_TILE = TILE / GROUP, /* groups of entry 0's tile */
+    LONG_SEG = SK_SEGOFF_LONG,
     LANE_ITEMS = SK_SEGOFF_LANE_ITEMS,
     LANE_TRIPS = SK_SEGOFF_LANE_TRIPS,
     LANES_BLOCKS = 5, /* entries 0 and 2's blocks a multiprocessor
@@ -257,6 +257,13 @@ static void store64(cg_fn *fn, LLVMValueRef base, LLVMValueRef i,
 {
     LLVMValueRef p = LLVMBuildInBoundsGEP2(fn->b, t_i64(fn), base, &i, 1, "");
     LLVMSetAlignment(LLVMBuildStore(fn->b, x, p), 8);
+}
+
+/* The set bits of an i32. */
+static LLVMValueRef popc32(cg_fn *fn, LLVMValueRef x)
+{
+    LLVMTypeRef i32 = t_i32(fn);
+    return cg_intrinsic(fn, "llvm.ctpop", &i32, 1, &x, 1);
 }
 
 /* A mutable i1, i32 or i64 (an alloca; mem2reg makes it SSA). */
@@ -403,13 +410,7 @@ typedef struct tile {
     LLVMValueRef tp;                          /* i64 slot: the tile */
     LLVMValueRef rawp[MAX_S];                 /* slots of the lengths' type:
                                                  the thread's lengths of the
-                                                 tile (offset form: its
-                                                 segments' first offsets) */
-    LLVMValueRef rawhi[MAX_S];                /* offset form: the offsets
-                                                 that end them */
-    LLVMValueRef raw0;                        /* offset form: the tile's
-                                                 first offset */
-    bool byoff;                               /* the offset form */
+                                                 tile */
     /* per tile */
     LLVMValueRef t, row, s0, nt, len;
 } tile;
@@ -459,35 +460,6 @@ static void read_lengths(sk_fn *f, tile *T, LLVMValueRef t)
         cg_if in;
         cg_if_begin(fn, &in, ok);
         LLVMBuildStore(fn->b, cg_load(fn, lt, seg->ptr[0], sidx), T->rawp[q]);
-        cg_if_end(fn, &in);
-    }
-}
-
-/* The offset form: the thread's segments' offsets of the piece from T->s0
- * (T->nt segments: off[s] and off[s + 1]; 0 and 0 past them) in T->rawp
- * and T->rawhi, and the piece's first offset in T->raw0. */
-static void read_offsets(sk_fn *f, tile *T)
-{
-    cg_fn *fn = &f->fn;
-    const cg_array *seg = sk_kid_array(f, 2);
-    weft_type lt = seg->leaf[0];
-    LLVMValueRef zero = LLVMConstNull(cg_type(fn->llctx, lt));
-    /* (a piece of no segments may start past nseg, where off ends) */
-    LLVMBuildStore(fn->b,
-                   cg_load(fn, lt, seg->ptr[0], cg_smin(fn, T->s0, T->nseg)),
-                   T->raw0);
-    for (int q = 0; q < T->S; q++) {
-        LLVMValueRef sq = seg_of(fn, T, q);
-        LLVMValueRef sidx = LLVMBuildAdd(fn->b, T->s0, sq, "");
-        LLVMBuildStore(fn->b, zero, T->rawp[q]);
-        LLVMBuildStore(fn->b, zero, T->rawhi[q]);
-        cg_if in;
-        cg_if_begin(fn, &in, LLVMBuildICmp(fn->b, LLVMIntSLT, sq, T->nt, ""));
-        LLVMBuildStore(fn->b, cg_load(fn, lt, seg->ptr[0], sidx), T->rawp[q]);
-        LLVMBuildStore(fn->b,
-                       cg_load(fn, lt, seg->ptr[0],
-                               LLVMBuildAdd(fn->b, sidx, cg_i64(fn, 1), "")),
-                       T->rawhi[q]);
         cg_if_end(fn, &in);
     }
 }
@@ -1485,36 +1457,19 @@ static LLVMValueRef prefix(sk_fn *f, const tile *T, LLVMValueRef piece,
 static weft_status one_tile(sk_fn *f, tile *T)
 {
     cg_fn *fn = &f->fn;
-    const cg_target *tg = fn->target;
     LLVMBuilderRef B = fn->b;
     weft_status s;
     LLVMValueRef piece = NULL;
-    if (!T->byoff) { /* the offset form's caller has set them */
-        T->s0 = tile_start(fn, T, T->t, &T->row, &piece);
-        T->nt = cg_smin(fn, T->span, LLVMBuildSub(B, T->nseg, T->s0, ""));
-    }
+    T->s0 = tile_start(fn, T, T->t, &T->row, &piece);
+    T->nt = cg_smin(fn, T->span, LLVMBuildSub(B, T->nseg, T->s0, ""));
     /* 1. the lengths (read_lengths; 0 past nseg), the thread's S summed */
     LLVMValueRef huge[MAX_S] = {0}, len[MAX_S] = {0}, excl[MAX_S] = {0};
     LLVMValueRef sum = cg_i64(fn, 0), isneg = i1c(fn, false);
     LLVMValueRef islong = i1c(fn, false);
     LLVMTypeRef lty = cg_type(fn->llctx, sk_kid_array(f, 2)->leaf[0]);
     LLVMValueRef limit = LLVMBuildAdd(B, T->inner, cg_i64(fn, 1), "");
-    LLVMValueRef start[MAX_S] = {0}; /* offset form: off[s] */
     for (int q = 0; q < T->S; q++) {
-        if (T->byoff) {
-            /* the length is the offsets' difference, its start checked
-             * with it (a start below 0 is as bad as a negative length) */
-            start[q] = offset_val(f, get(fn, lty, T->rawp[q]), limit);
-            len[q] =
-                LLVMBuildSub(B, offset_val(f, get(fn, lty, T->rawhi[q]), limit),
-                             start[q], "");
-            huge[q] = i1c(fn, false);
-            isneg = LLVMBuildOr(
-                B, isneg,
-                LLVMBuildICmp(B, LLVMIntSLT, start[q], cg_i64(fn, 0), ""), "");
-        } else {
-            len[q] = seg_len(f, get(fn, lty, T->rawp[q]), limit, &huge[q]);
-        }
+        len[q] = seg_len(f, get(fn, lty, T->rawp[q]), limit, &huge[q]);
         sum = LLVMBuildAdd(B, sum, len[q], "");
         isneg = LLVMBuildOr(
             B, isneg, LLVMBuildICmp(B, LLVMIntSLT, len[q], cg_i64(fn, 0), ""),
@@ -1538,15 +1493,8 @@ static weft_status one_tile(sk_fn *f, tile *T)
                 LLVMBuildICmp(fn->b, LLVMIntEQ, T->tid, cg_i64(fn, 0), ""));
     store64(fn, T->sh_loc, T->nt, total);
     cg_if_end(fn, &lastt);
-    /* 2. the prefix: the offset form's first offset, or by look-back
-     * (warp 0) */
-    LLVMValueRef P;
-    if (T->byoff) {
-        P = offset_val(f, get(fn, lty, T->raw0), limit);
-        tg->barrier(fn); /* loc is written */
-    } else {
-        P = prefix(f, T, piece, total, limit);
-    }
+    /* 2. the prefix, by look-back (warp 0) */
+    LLVMValueRef P = prefix(f, T, piece, total, limit);
     /* 3. the checks */
     LLVMValueRef bad = LLVMBuildOr(
         fn->b, neg,
@@ -1568,12 +1516,6 @@ static weft_status one_tile(sk_fn *f, tile *T)
                           "");
         LLVMValueRef qneg =
             LLVMBuildICmp(fn->b, LLVMIntSLT, len[q], cg_i64(fn, 0), "");
-        if (T->byoff) {
-            qneg = LLVMBuildOr(
-                fn->b, qneg,
-                LLVMBuildICmp(fn->b, LLVMIntSLT, start[q], cg_i64(fn, 0), ""),
-                "");
-        }
         cg_if in, n;
         cg_if_begin(fn, &in, LLVMBuildICmp(B, LLVMIntSLT, sq, T->nt, ""));
         cg_if_begin(
@@ -1628,91 +1570,6 @@ static LLVMValueRef no_error_yet(sk_fn *f)
     return LLVMBuildICmp(fn->b, LLVMIntEQ, ew, cg_i64(fn, 0), "");
 }
 
-/* The offset form's entry 1: the work tiles that entry 0 listed (aux
- * AUX_LIST, count AUX_COUNT[0]) of every row: item w is row w / count,
- * work tile list[w % count]; blocks take items from a ticket (no
- * look-back, so no order to keep).  A work tile of WORK_TILE
- * segments is folded in pieces of the block's span (one where the block
- * has WORK_TILE threads), each a tile as above (one_tile: steps 1, 3 and
- * 4, the prefix P its first offset). */
-static weft_status emit_work_tiles(sk_fn *f, tile *T)
-{
-    cg_fn *fn = &f->fn;
-    const cg_target *tg = fn->target;
-    LLVMValueRef work = sk_aux_array(f, AUX_COUNT)->ptr[0];
-    /* the count in shared memory (the registers are the tiles') */
-    cg_if t0;
-    cg_if_begin(fn, &t0,
-                LLVMBuildICmp(fn->b, LLVMIntEQ, T->tid, cg_i64(fn, 0), ""));
-    store64(fn, T->sh_prefix, cg_i64(fn, 0),
-            LLVMBuildSelect(fn->b, no_error_yet(f),
-                            load64(fn, work, cg_i64(fn, 0)), cg_i64(fn, 0),
-                            "count"));
-    cg_if_end(fn, &t0);
-    LLVMBasicBlockRef head =
-        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "work");
-    LLVMBasicBlockRef body =
-        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "work.body");
-    LLVMBasicBlockRef done =
-        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "work.done");
-    LLVMBuildBr(fn->b, head);
-    LLVMPositionBuilderAtEnd(fn->b, head);
-    /* items from a ticket (AUX_COUNT[1]), as the lengths' tiles: a power
-     * law's tiles differ a hundredfold in work, and blocks striding the
-     * items in a fixed order (b, b + grid, ...) left the slowest to a few
-     * (round r2 on the H200: 0.278 ms against 0.224 with a ticket in r1) */
-    tg->barrier(fn); /* the last item's shared memory is read */
-    cg_if_begin(fn, &t0,
-                LLVMBuildICmp(fn->b, LLVMIntEQ, T->tid, cg_i64(fn, 0), ""));
-    LLVMValueRef one = cg_i64(fn, 1);
-    store64(fn, T->sh_tile, cg_i64(fn, 0),
-            tg->atomic_rmw(
-                fn, LLVMAtomicRMWBinOpAdd,
-                LLVMBuildInBoundsGEP2(fn->b, t_i64(fn), work, &one, 1, ""),
-                cg_i64(fn, 1)));
-    cg_if_end(fn, &t0);
-    tg->barrier(fn);
-    LLVMValueRef w = load64(fn, T->sh_tile, cg_i64(fn, 0));
-    /* item w: row, listed work tile and piece of it, pieces of the
-     * block's span (one where the block has WORK_TILE threads) */
-    LLVMValueRef ppt = LLVMBuildUDiv(
-        fn->b,
-        LLVMBuildAdd(fn->b, cg_i64(fn, WORK_TILE),
-                     LLVMBuildSub(fn->b, T->span, cg_i64(fn, 1), ""), ""),
-        T->span, "pieces");
-    LLVMValueRef per_row = LLVMBuildMul(
-        fn->b, load64(fn, T->sh_prefix, cg_i64(fn, 0)), ppt, "per_row");
-    LLVMValueRef items = LLVMBuildMul(fn->b, per_row, T->outer, "items");
-    LLVMBuildCondBr(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, w, items, ""), body,
-                    done);
-    LLVMPositionBuilderAtEnd(fn->b, body);
-    LLVMValueRef row = LLVMBuildUDiv(fn->b, w, per_row, "row");
-    LLVMValueRef r =
-        LLVMBuildSub(fn->b, w, LLVMBuildMul(fn->b, row, per_row, ""), "");
-    LLVMValueRef li = LLVMBuildUDiv(fn->b, r, ppt, "");
-    LLVMValueRef piece =
-        LLVMBuildSub(fn->b, r, LLVMBuildMul(fn->b, li, ppt, ""), "piece");
-    LLVMValueRef wt = load64(fn, sk_aux_array(f, AUX_LIST)->ptr[0], li);
-    LLVMValueRef first = LLVMBuildMul(fn->b, wt, cg_i64(fn, WORK_TILE), "");
-    LLVMValueRef end = cg_smin(
-        fn, LLVMBuildAdd(fn->b, first, cg_i64(fn, WORK_TILE), ""), T->nseg);
-    T->s0 = LLVMBuildAdd(fn->b, first, LLVMBuildMul(fn->b, piece, T->span, ""),
-                         "s0");
-    T->row = row;
-    /* a piece past the tile's end (a span that does not divide WORK_TILE)
-     * has no segments */
-    T->nt = cg_smax(fn, cg_i64(fn, 0),
-                    cg_smin(fn, T->span, LLVMBuildSub(fn->b, end, T->s0, "")));
-    read_offsets(f, T);
-    weft_status s = one_tile(f, T);
-    if (s) {
-        return s;
-    }
-    LLVMBuildBr(fn->b, head);
-    LLVMPositionBuilderAtEnd(fn->b, done);
-    return WEFT_OK;
-}
-
 /* The entry: blocks take tiles until none is left. */
 static weft_status emit_tiles(sk_fn *f)
 {
@@ -1736,8 +1593,7 @@ static weft_status emit_tiles(sk_fn *f)
     for (int d = 0; d + 1 < src->rank; d++) {
         T.outer = LLVMBuildMul(fn->b, T.outer, ext[d], "");
     }
-    T.byoff = t->op == FE_SEG_OFFSETS;
-    T.nseg = T.byoff ? offsets_nseg(f) : sk_kid_array(f, 2)->extent[0];
+    T.nseg = sk_kid_array(f, 2)->extent[0];
     T.tid = cg_zext64(fn, tg->thread_index(fn, 0));
     T.bs = cg_zext64(fn, tg->block_size(fn, 0));
     T.lane = LLVMBuildAnd(fn->b, T.tid, cg_i64(fn, WARP - 1), "lane");
@@ -1756,11 +1612,6 @@ static weft_status emit_tiles(sk_fn *f)
     LLVMTypeRef lty = cg_type(fn->llctx, sk_kid_array(f, 2)->leaf[0]);
     for (int q = 0; q < T.S; q++) {
         T.rawp[q] = cg_alloca(fn, lty, "raw");
-        T.rawhi[q] = T.byoff ? cg_alloca(fn, lty, "rawhi") : NULL;
-    }
-    T.raw0 = T.byoff ? cg_alloca(fn, lty, "raw0") : NULL;
-    if (T.byoff) {
-        return emit_work_tiles(f, &T);
     }
     LLVMBasicBlockRef head =
         LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "tile");
@@ -1838,6 +1689,9 @@ typedef struct lanes {
 
 /* acc (z on entry) = acc `f` the elements [base + lo, base + hi) of the
  * input, in order, in lane 0 of each group (the others end with junk).
+ * With `fresh` (an i1 variable, true on entry), acc holds nothing yet:
+ * the first trip's fold becomes its value, and fresh false (a piece of a
+ * segment, where z is not the piece's to add).
  * Trips while some segment of the warp has elements left (a ballot: the
  * shuffles need every lane): in a trip the L lanes of a segment take its
  * next U L elements, lane i the U consecutive ones from U i (U =
@@ -1849,7 +1703,7 @@ typedef struct lanes {
  * trip's fold to the segment's. */
 static weft_status fold_span(sk_fn *f, const lanes *G, LLVMValueRef lo,
                              LLVMValueRef hi, LLVMValueRef base,
-                             const cg_mut *acc)
+                             const cg_mut *acc, LLVMValueRef fresh)
 {
     cg_fn *fn = &f->fn;
     const cg_target *tg = fn->target;
@@ -1934,17 +1788,192 @@ static weft_status fold_span(sk_fn *f, const lanes *G, LLVMValueRef lo,
         cg_if_end(fn, &st);
     }
     cg_val xv;
+    LLVMValueRef take = LLVMBuildAnd(
+        fn->b, LLVMBuildICmp(fn->b, LLVMIntEQ, G->li32, c32(fn, 0), ""),
+        LLVMBuildICmp(fn->b, LLVMIntNE, n32, c32(fn, 0), ""), "");
+    LLVMValueRef fr = fresh ? get(fn, LLVMInt1TypeInContext(fn->llctx), fresh)
+                            : i1c(fn, false);
     if ((s = cg_mut_get(fn, &x, &xv)) != WEFT_OK ||
-        (s = comb_if(
-             f, acc, &xv,
-             LLVMBuildAnd(
-                 fn->b,
-                 LLVMBuildICmp(fn->b, LLVMIntEQ, G->li32, c32(fn, 0), ""),
-                 LLVMBuildICmp(fn->b, LLVMIntNE, n32, c32(fn, 0), ""), ""))) !=
-            WEFT_OK) {
+        (s = comb_if(f, acc, &xv,
+                     LLVMBuildAnd(fn->b, take, LLVMBuildNot(fn->b, fr, ""),
+                                  ""))) != WEFT_OK) {
         return s;
     }
+    if (fresh) { /* the first trip's fold is acc's first value */
+        cg_val a;
+        LLVMValueRef first = LLVMBuildAnd(fn->b, take, fr, "");
+        if ((s = cg_mut_get(fn, acc, &a)) != WEFT_OK) {
+            return s;
+        }
+        for (int l = 0; l < a.n; l++) {
+            a.v[l] = LLVMBuildSelect(fn->b, first, xv.v[l], a.v[l], "");
+        }
+        cg_mut_set(fn, acc, &a);
+        LLVMBuildStore(
+            fn->b, LLVMBuildAnd(fn->b, fr, LLVMBuildNot(fn->b, take, ""), ""),
+            fresh);
+    }
     LLVMBuildStore(fn->b, LLVMBuildAdd(fn->b, c0, UL, ""), c0p);
+    LLVMBuildBr(fn->b, head);
+    LLVMPositionBuilderAtEnd(fn->b, done);
+    return WEFT_OK;
+}
+
+/* The offset form's entry 1: the long segments that entry 0 listed (aux
+ * AUX_LIST, count AUX_COUNT[0]) of every row, a block each: item w is
+ * row w / count, segment list[w % count], taken from a ticket
+ * (AUX_COUNT[1]: long segments differ tenfold in length).  The block's
+ * warps take a piece each, of ceil(len / warps) consecutive elements, and
+ * fold it over their 32 lanes (fold_span, the piece's first trip its
+ * first value: z enters once); lane 0 puts the piece in shared memory
+ * and thread 0 folds z and the pieces in order.  A segment of 10^4
+ * elements takes 8 warps about 10 trips, where one warp took 80. */
+static weft_status emit_long(sk_fn *f)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    const fe_term *op = f->e->k->op;
+    const fe_term *src = op->kid[1];
+    const cg_array *desc = sk_kid_array(f, 2);
+    LLVMTypeRef i64 = t_i64(fn), i32 = t_i32(fn),
+                i1 = LLVMInt1TypeInContext(fn->llctx);
+    LLVMValueRef ext[WEFT_MAX_RANK];
+    weft_status s = sk_extent(f, src, ext);
+    if (s) {
+        return s;
+    }
+    LLVMValueRef inner = ext[src->rank - 1];
+    LLVMValueRef outer = cg_i64(fn, 1);
+    for (int d = 0; d + 1 < src->rank; d++) {
+        outer = LLVMBuildMul(fn->b, outer, ext[d], "");
+    }
+    LLVMValueRef nseg = offsets_nseg(f);
+    LLVMValueRef limit = LLVMBuildAdd(fn->b, inner, cg_i64(fn, 1), "");
+    LLVMValueRef tid = cg_zext64(fn, tg->thread_index(fn, 0));
+    LLVMValueRef bs = cg_zext64(fn, tg->block_size(fn, 0));
+    LLVMValueRef lane = LLVMBuildAnd(fn->b, tid, cg_i64(fn, WARP - 1), "lane");
+    LLVMValueRef warp = LLVMBuildLShr(fn->b, tid, cg_i64(fn, 5), "warp");
+    LLVMValueRef nw = LLVMBuildLShr(fn->b, bs, cg_i64(fn, 5), "warps");
+    lanes W = {.L = cg_i64(fn, WARP),
+               .L32 = c32(fn, WARP),
+               .li = lane,
+               .li32 = LLVMBuildTrunc(fn->b, lane, i32, ""),
+               .last =
+                   LLVMBuildSub(fn->b, LLVMBuildMul(fn->b, outer, inner, ""),
+                                cg_i64(fn, 1), "last")};
+    const cg_array *list = sk_aux_array(f, AUX_LIST);
+    LLVMValueRef cnt = sk_aux_array(f, AUX_COUNT)->ptr[0];
+    /* the listed segments (none after a report of entry 0's, no more
+     * than the list holds) */
+    LLVMValueRef count = LLVMBuildSelect(
+        fn->b, no_error_yet(f),
+        cg_smin(fn, load64(fn, cnt, cg_i64(fn, 0)), list->extent[0]),
+        cg_i64(fn, 0), "count");
+    LLVMValueRef items = LLVMBuildMul(fn->b, count, outer, "items");
+    LLVMValueRef sh_item = tg->shared_array(fn, i64, 1);
+    slots sl;
+    if ((s = slots_new(f, &sl, MAX_WARPS)) != WEFT_OK) {
+        return s;
+    }
+    cg_mut acc;
+    if ((s = cg_mut_new(fn, op->type, &acc)) != WEFT_OK) {
+        return s;
+    }
+    LLVMValueRef fresh = cg_alloca(fn, i1, "fresh");
+    LLVMBasicBlockRef head =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "long");
+    LLVMBasicBlockRef body =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "long.body");
+    LLVMBasicBlockRef done =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "long.done");
+    LLVMBuildBr(fn->b, head);
+    LLVMPositionBuilderAtEnd(fn->b, head);
+    tg->barrier(fn); /* the last item's shared memory is read */
+    LLVMValueRef t0c =
+        LLVMBuildICmp(fn->b, LLVMIntEQ, tid, cg_i64(fn, 0), "t0");
+    cg_if t0;
+    cg_if_begin(fn, &t0, t0c);
+    LLVMValueRef one = cg_i64(fn, 1);
+    store64(fn, sh_item, cg_i64(fn, 0),
+            tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd,
+                           LLVMBuildInBoundsGEP2(fn->b, i64, cnt, &one, 1, ""),
+                           cg_i64(fn, 1)));
+    cg_if_end(fn, &t0);
+    tg->barrier(fn);
+    LLVMValueRef w = load64(fn, sh_item, cg_i64(fn, 0));
+    LLVMBuildCondBr(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, w, items, ""), body,
+                    done);
+    LLVMPositionBuilderAtEnd(fn->b, body);
+    LLVMValueRef row = LLVMBuildUDiv(fn->b, w, count, "row");
+    LLVMValueRef seg = load64(
+        fn, list->ptr[0],
+        LLVMBuildSub(fn->b, w, LLVMBuildMul(fn->b, row, count, ""), ""));
+    /* its offsets, kept within [0, inner] and in order (checked) */
+    LLVMValueRef lo =
+        offset_val(f, cg_load(fn, desc->leaf[0], desc->ptr[0], seg), limit);
+    LLVMValueRef hi =
+        offset_val(f,
+                   cg_load(fn, desc->leaf[0], desc->ptr[0],
+                           LLVMBuildAdd(fn->b, seg, cg_i64(fn, 1), "")),
+                   limit);
+    lo = cg_smax(fn, cg_i64(fn, 0), cg_smin(fn, lo, inner));
+    hi = cg_smax(fn, lo, cg_smin(fn, hi, inner));
+    LLVMValueRef per = LLVMBuildUDiv(
+        fn->b,
+        LLVMBuildAdd(fn->b, LLVMBuildSub(fn->b, hi, lo, ""),
+                     LLVMBuildSub(fn->b, nw, cg_i64(fn, 1), ""), ""),
+        nw, "per");
+    LLVMValueRef plo =
+        cg_smin(fn, LLVMBuildAdd(fn->b, lo, LLVMBuildMul(fn->b, warp, per, ""),
+                                 ""),
+                hi);
+    LLVMValueRef phi = cg_smin(fn, LLVMBuildAdd(fn->b, plo, per, ""), hi);
+    LLVMBuildStore(fn->b, i1c(fn, true), fresh);
+    cg_mut_set(fn, &acc, sk_kid_value(f, 0)); /* any value: fresh */
+    if ((s = fold_span(f, &W, plo, phi,
+                       LLVMBuildMul(fn->b, row, inner, "base"), &acc,
+                       fresh)) != WEFT_OK) {
+        return s;
+    }
+    cg_val v;
+    if ((s = cg_mut_get(fn, &acc, &v)) != WEFT_OK) {
+        return s;
+    }
+    cg_if l0;
+    cg_if_begin(fn, &l0,
+                LLVMBuildICmp(fn->b, LLVMIntEQ, lane, cg_i64(fn, 0), ""));
+    slot_store(f, &sl, warp, seg,
+               LLVMBuildNot(fn->b, get(fn, i1, fresh), ""), &v);
+    cg_if_end(fn, &l0);
+    tg->barrier(fn);
+    cg_if_begin(fn, &t0, t0c);
+    {
+        cg_mut_set(fn, &acc, sk_kid_value(f, 0));
+        cg_loop lp;
+        LLVMValueRef p;
+        cg_loop_begin(fn, &lp, cg_i64(fn, 0), nw, &p);
+        LLVMValueRef key, ok;
+        cg_val pv;
+        if ((s = slot_load(f, &sl, p, &key, &ok, &pv)) != WEFT_OK) {
+            return s;
+        }
+        (void)key;
+        cg_if has;
+        cg_if_begin(fn, &has, ok);
+        if ((s = comb_back(f, &acc, &pv)) != WEFT_OK) {
+            return s;
+        }
+        cg_if_end(fn, &has);
+        cg_loop_end(fn, &lp);
+        if ((s = cg_mut_get(fn, &acc, &v)) != WEFT_OK) {
+            return s;
+        }
+        cg_array_store(
+            fn, sk_out_array(f, 0),
+            LLVMBuildAdd(fn->b, LLVMBuildMul(fn->b, row, nseg, ""), seg, ""),
+            &v);
+    }
+    cg_if_end(fn, &t0);
     LLVMBuildBr(fn->b, head);
     LLVMPositionBuilderAtEnd(fn->b, done);
     return WEFT_OK;
@@ -2038,8 +2067,8 @@ static weft_status emit_lanes(sk_fn *f)
         LLVMBuildICmp(fn->b, LLVMIntEQ, outer, cg_i64(fn, 1), "");
     LLVMValueRef end =
         LLVMBuildSelect(fn->b, no_error_yet(f), f->n, cg_i64(fn, 0), "end");
-    LLVMTypeRef lty = cg_type(fn->llctx, desc->leaf[0]);
     LLVMValueRef limit = LLVMBuildAdd(fn->b, inner, cg_i64(fn, 1), "");
+    LLVMValueRef most = lanes_limit(f);
     cg_mut acc;
     if ((s = cg_mut_new(fn, op->type, &acc)) != WEFT_OK) {
         return s;
@@ -2060,13 +2089,6 @@ static weft_status emit_lanes(sk_fn *f)
     }
     cg_if_end(fn, &several);
     LLVMValueRef row = get(fn, i64, rowp), g = get(fn, i64, gp);
-    /* the flag of the group's work tile: 0 where entry 1 left it */
-    LLVMValueRef flag =
-        load64(fn, sk_aux_array(f, AUX_WORK)->ptr[0],
-               LLVMBuildUDiv(fn->b, g, cg_i64(fn, GROUP_TILE), ""));
-    cg_if mine;
-    cg_if_begin(fn, &mine,
-                LLVMBuildICmp(fn->b, LLVMIntEQ, flag, cg_i64(fn, 0), ""));
     LLVMValueRef base = LLVMBuildMul(fn->b, row, inner, "base");
     LLVMValueRef gs = LLVMBuildMul(fn->b, g, cg_i64(fn, GROUP), "");
     /* the group's offsets, a segment a lane (read once, coalesced: each
@@ -2074,9 +2096,8 @@ static weft_status emit_lanes(sk_fn *f)
      * memory latency of its own), kept within [0, inner] and in order
      * (entry 0 has checked them) */
     LLVMValueRef sl = LLVMBuildAdd(fn->b, gs, lane, "");
-    LLVMValueRef sls =
-        LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntULT, sl, nseg, ""),
-                        sl, cg_i64(fn, 0), "");
+    LLVMValueRef sl_live = LLVMBuildICmp(fn->b, LLVMIntULT, sl, nseg, "");
+    LLVMValueRef sls = LLVMBuildSelect(fn->b, sl_live, sl, cg_i64(fn, 0), "");
     LLVMValueRef lo_l =
         offset_val(f, cg_load(fn, desc->leaf[0], desc->ptr[0], sls), limit);
     LLVMValueRef hi_l =
@@ -2086,6 +2107,17 @@ static weft_status emit_lanes(sk_fn *f)
                    limit);
     lo_l = cg_smax(fn, cg_i64(fn, 0), cg_smin(fn, lo_l, inner));
     hi_l = cg_smax(fn, lo_l, cg_smin(fn, hi_l, inner));
+    /* a lane's own segment: short (the lanes' passes), long (entry 1's)
+     * or between (the warp's, below) */
+    LLVMValueRef len_l = LLVMBuildSub(fn->b, hi_l, lo_l, "");
+    LLVMValueRef short_l = LLVMBuildICmp(fn->b, LLVMIntSLE, len_l, most, "");
+    LLVMValueRef mid_l = LLVMBuildAnd(
+        fn->b, sl_live,
+        LLVMBuildAnd(fn->b, LLVMBuildNot(fn->b, short_l, ""),
+                     LLVMBuildICmp(fn->b, LLVMIntSLE, len_l,
+                                   cg_i64(fn, LONG_SEG), ""),
+                     ""),
+        "mid");
     cg_loop sub;
     LLVMValueRef j;
     cg_loop_begin(fn, &sub, cg_i64(fn, 0), L, &j);
@@ -2093,20 +2125,24 @@ static weft_status emit_lanes(sk_fn *f)
     LLVMValueRef kg =
         LLVMBuildAdd(fn->b, LLVMBuildMul(fn->b, j, per, ""), g0, "");
     LLVMValueRef k = LLVMBuildAdd(fn->b, gs, kg, "k");
-    LLVMValueRef live = LLVMBuildICmp(fn->b, LLVMIntULT, k, nseg, "live");
     LLVMValueRef from = LLVMBuildTrunc(fn->b, kg, i32, "");
     LLVMValueRef lo = tg->shuffle_idx(fn, lo_l, from);
     LLVMValueRef hi = tg->shuffle_idx(fn, hi_l, from);
-    (void)lty;
-    hi = LLVMBuildSelect(fn->b, live, hi, lo, "hi");
+    /* a segment of the lanes: in the row, and short */
+    LLVMValueRef mine = LLVMBuildAnd(
+        fn->b, LLVMBuildICmp(fn->b, LLVMIntULT, k, nseg, ""),
+        LLVMBuildICmp(fn->b, LLVMIntSLE, LLVMBuildSub(fn->b, hi, lo, ""), most,
+                      ""),
+        "mine");
+    hi = LLVMBuildSelect(fn->b, mine, hi, lo, "hi");
     cg_mut_set(fn, &acc, sk_kid_value(f, 0));
-    if ((s = fold_span(f, &G, lo, hi, base, &acc)) != WEFT_OK) {
+    if ((s = fold_span(f, &G, lo, hi, base, &acc, NULL)) != WEFT_OK) {
         return s;
     }
     cg_if put;
     cg_if_begin(
         fn, &put,
-        LLVMBuildAnd(fn->b, live,
+        LLVMBuildAnd(fn->b, mine,
                      LLVMBuildICmp(fn->b, LLVMIntEQ, li, cg_i64(fn, 0), ""),
                      ""));
     cg_val y;
@@ -2118,24 +2154,69 @@ static weft_status emit_lanes(sk_fn *f)
         LLVMBuildAdd(fn->b, LLVMBuildMul(fn->b, row, nseg, ""), k, ""), &y);
     cg_if_end(fn, &put);
     cg_loop_end(fn, &sub);
-    cg_if_end(fn, &mine);
+    /* the group's segments longer than two trips of the lanes and not
+     * long: one at a time over the whole warp (32 lanes of U), in the
+     * order of the lanes that hold them */
+    lanes W = {.L = cg_i64(fn, WARP),
+               .L32 = c32(fn, WARP),
+               .li = lane,
+               .li32 = LLVMBuildTrunc(fn->b, lane, i32, ""),
+               .last = G.last};
+    LLVMValueRef mp = var(fn, i32, tg->ballot(fn, mid_l));
+    LLVMBasicBlockRef head =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "mid");
+    LLVMBasicBlockRef body =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "mid.body");
+    LLVMBasicBlockRef done =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "mid.done");
+    LLVMBuildBr(fn->b, head);
+    LLVMPositionBuilderAtEnd(fn->b, head);
+    LLVMValueRef m = get(fn, i32, mp);
+    LLVMBuildCondBr(fn->b, LLVMBuildICmp(fn->b, LLVMIntNE, m, c32(fn, 0), ""),
+                    body, done);
+    LLVMPositionBuilderAtEnd(fn->b, body);
+    LLVMValueRef zu[2] = {m, i1c(fn, true)};
+    LLVMValueRef t = cg_intrinsic(fn, "llvm.cttz", &i32, 1, zu, 2);
+    LLVMBuildStore(
+        fn->b,
+        LLVMBuildAnd(fn->b, m, LLVMBuildSub(fn->b, m, c32(fn, 1), ""), ""),
+        mp);
+    cg_mut_set(fn, &acc, sk_kid_value(f, 0));
+    if ((s = fold_span(f, &W, tg->shuffle_idx(fn, lo_l, t),
+                       tg->shuffle_idx(fn, hi_l, t), base, &acc, NULL)) !=
+        WEFT_OK) {
+        return s;
+    }
+    cg_if put1;
+    cg_if_begin(fn, &put1,
+                LLVMBuildICmp(fn->b, LLVMIntEQ, lane, cg_i64(fn, 0), ""));
+    if ((s = cg_mut_get(fn, &acc, &y)) != WEFT_OK) {
+        return s;
+    }
+    cg_array_store(fn, sk_out_array(f, 0),
+                   LLVMBuildAdd(fn->b, LLVMBuildMul(fn->b, row, nseg, ""),
+                                LLVMBuildAdd(fn->b, gs, cg_zext64(fn, t), ""),
+                                ""),
+                   &y);
+    cg_if_end(fn, &put1);
+    LLVMBuildBr(fn->b, head);
+    LLVMPositionBuilderAtEnd(fn->b, done);
     cg_sloop_end(fn, &items);
     return WEFT_OK;
 }
 
-/* Entry 0 of the offset form: the check of the offsets and the work
- * list, a warp a work tile of WORK_TILE segments (the offsets are the same
+/* Entry 0 of the offset form: the check of the offsets and the list of
+ * long segments, a warp a tile of TILE segments (the offsets are the same
  * for every row: once).  Lane i takes segment s = 32 q + i of each of the
  * tile's GROUP_TILE groups q: off[s] and off[s + 1] (offset_val's clamp;
  * a lane past the last segment reads the last one's and ignores them),
  * every group's read at once, then a report where s starts below 0 or
  * ends before its start (CG_ERR_SEG_NEG) or past inner (CG_ERR_SEG_PAST),
- * the least segment winning as the interpreter's first.  Lane 0 writes
- * the tile's flag (AUX_WORK[w]: 1 where some segment is longer than
- * lanes_limit, else 0), so that no flag needs zeroing before the run, and
- * where it is 1 and there are rows, appends the tile to the list (AUX_LIST,
- * its count AUX_COUNT[0], which entry 2 puts back to zero).  A light pass:
- * 4 MB of offsets for a million rows, no barrier. */
+ * the least segment winning as the interpreter's first.  Where there are
+ * rows, a segment longer than LONG_SEG is appended to the list (AUX_LIST,
+ * its count AUX_COUNT[0], which entry 2 puts back to zero; the warp's at
+ * once, in the order of its lanes).  A light pass: 4 MB of offsets for a
+ * million rows, no barrier, nothing written but the list. */
 static weft_status emit_check(sk_fn *f)
 {
     cg_fn *fn = &f->fn;
@@ -2155,14 +2236,13 @@ static weft_status emit_check(sk_fn *f)
     }
     LLVMValueRef limit = LLVMBuildAdd(fn->b, inner, cg_i64(fn, 1), "");
     LLVMValueRef nseg = offsets_nseg(f);
-    LLVMValueRef most = lanes_limit(f);
     LLVMValueRef tid = cg_zext64(fn, tg->thread_index(fn, 0));
     LLVMValueRef lane = LLVMBuildAnd(fn->b, tid, cg_i64(fn, WARP - 1), "lane");
     LLVMValueRef step, w0 = warp_items(f, tid, &step);
     cg_sloop items;
-    LLVMValueRef wt = cg_sloop_begin(fn, &items, w0, f->n, step, "wtile");
+    LLVMValueRef wt = cg_sloop_begin(fn, &items, w0, f->n, step, "tile");
     LLVMValueRef first = LLVMBuildAdd(
-        fn->b, LLVMBuildMul(fn->b, wt, cg_i64(fn, WORK_TILE), ""), lane, "");
+        fn->b, LLVMBuildMul(fn->b, wt, cg_i64(fn, TILE), ""), lane, "");
     /* every group's offsets first (the reads in flight together), then
      * their checks; a lane past nseg reads the last segment's (nseg >= 1
      * where this entry runs) */
@@ -2180,7 +2260,16 @@ static weft_status emit_check(sk_fn *f)
                                    LLVMBuildAdd(fn->b, at, cg_i64(fn, 1), "")),
                            limit);
     }
-    LLVMValueRef longer = i1c(fn, false);
+    /* the long segments listed for entry 1 (where there are rows), a
+     * warp's at once: lane 0 takes their places, each its own by the
+     * long ones of the lanes below it */
+    LLVMTypeRef i32 = t_i32(fn);
+    LLVMValueRef has_rows =
+        LLVMBuildICmp(fn->b, LLVMIntNE, rows, cg_i64(fn, 0), "");
+    LLVMValueRef lane32 = LLVMBuildTrunc(fn->b, lane, i32, "");
+    LLVMValueRef below = LLVMBuildSub(
+        fn->b, LLVMBuildShl(fn->b, c32(fn, 1), lane32, ""), c32(fn, 1), "");
+    const cg_array *list = sk_aux_array(f, AUX_LIST);
     for (int q = 0; q < GROUP_TILE; q++) {
         LLVMValueRef len = LLVMBuildSub(fn->b, hi[q], lo[q], "len");
         LLVMValueRef neg = LLVMBuildOr(
@@ -2197,32 +2286,43 @@ static weft_status emit_check(sk_fn *f)
         report(f, sg[q], CG_ERR_SEG_PAST);
         cg_if_end(fn, &n);
         cg_if_end(fn, &bad);
-        longer = LLVMBuildOr(
-            fn->b, longer,
-            LLVMBuildAnd(fn->b, live[q],
-                         LLVMBuildICmp(fn->b, LLVMIntSGT, len, most, ""), ""),
-            "");
+        LLVMValueRef islong = LLVMBuildAnd(
+            fn->b, LLVMBuildAnd(fn->b, live[q], has_rows, ""),
+            LLVMBuildICmp(fn->b, LLVMIntSGT, len, cg_i64(fn, LONG_SEG), ""),
+            "long");
+        LLVMValueRef m = tg->ballot(fn, islong);
+        cg_if any;
+        cg_if_begin(fn, &any, LLVMBuildICmp(fn->b, LLVMIntNE, m, c32(fn, 0), ""));
+        {
+            LLVMValueRef at0 = var(fn, t_i64(fn), cg_i64(fn, 0));
+            cg_if lead;
+            cg_if_begin(fn, &lead,
+                        LLVMBuildICmp(fn->b, LLVMIntEQ, lane, cg_i64(fn, 0), ""));
+            LLVMBuildStore(
+                fn->b,
+                tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd,
+                               sk_aux_array(f, AUX_COUNT)->ptr[0],
+                               cg_zext64(fn, popc32(fn, m))),
+                at0);
+            cg_if_end(fn, &lead);
+            LLVMValueRef at = LLVMBuildAdd(
+                fn->b, tg->shuffle_idx(fn, get(fn, t_i64(fn), at0), c32(fn, 0)),
+                cg_zext64(fn, popc32(fn, LLVMBuildAnd(fn->b, m, below, ""))),
+                "");
+            /* no more than the list holds (more only where offsets are
+             * bad, and entry 1 then folds nothing) */
+            cg_if put;
+            cg_if_begin(
+                fn, &put,
+                LLVMBuildAnd(
+                    fn->b, islong,
+                    LLVMBuildICmp(fn->b, LLVMIntULT, at, list->extent[0], ""),
+                    ""));
+            store64(fn, list->ptr[0], at, sg[q]);
+            cg_if_end(fn, &put);
+        }
+        cg_if_end(fn, &any);
     }
-    /* a long segment: the tile goes to entry 1 */
-    longer = LLVMBuildICmp(fn->b, LLVMIntNE, tg->ballot(fn, longer), c32(fn, 0),
-                           "longer");
-    cg_if lead;
-    cg_if_begin(fn, &lead,
-                LLVMBuildICmp(fn->b, LLVMIntEQ, lane, cg_i64(fn, 0), ""));
-    store64(fn, sk_aux_array(f, AUX_WORK)->ptr[0], wt,
-            LLVMBuildZExt(fn->b, longer, t_i64(fn), ""));
-    cg_if list;
-    cg_if_begin(
-        fn, &list,
-        LLVMBuildAnd(fn->b, longer,
-                     LLVMBuildICmp(fn->b, LLVMIntNE, rows, cg_i64(fn, 0), ""),
-                     ""));
-    LLVMValueRef k =
-        tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd,
-                       sk_aux_array(f, AUX_COUNT)->ptr[0], cg_i64(fn, 1));
-    store64(fn, sk_aux_array(f, AUX_LIST)->ptr[0], k, wt);
-    cg_if_end(fn, &list);
-    cg_if_end(fn, &lead);
     cg_sloop_end(fn, &items);
     return WEFT_OK;
 }
@@ -2256,7 +2356,7 @@ static weft_status ptx_fold_seg_prepare(weft_context *ctx, fe_arena *arena,
      * work flags and list (all i64 arrays); the offsets' 2 lg and 3 the
      * count and ticket */
     weft_status s = WEFT_OK;
-    for (int a = 0; s == WEFT_OK && a < (byoff ? 4 : 2); a++) {
+    for (int a = 0; s == WEFT_OK && a < (byoff ? 3 : 2); a++) {
         bool scalar = a == AUX_LANES && byoff;
         s = sk_add_item(ctx, arena, k, scalar ? SK_SCALAR : SK_ARRAY,
                         SK_SRC_AUX, a, WEFT_I64, scalar ? 0 : 1);
@@ -2274,7 +2374,7 @@ static weft_status emit_entry(sk_emit *e, const char *name, int entry)
     if (s) {
         return s;
     }
-    bool tiles = e->k->nentry == 1 || entry == 1;
+    bool tiles = e->k->nentry == 1;
     /* the staged reads without branches, so that ptxas issues a thread's
      * reads of a round together (smvm: cols, vals, then x): errors in a
      * local flag (every thread ends at sk_fn_end), reads outside an array
@@ -2282,7 +2382,10 @@ static weft_status emit_entry(sk_emit *e, const char *name, int entry)
     f.local_errors = true;
     f.fn.flat_reads = true;
     cg_ptx_launch_bounds(&f.fn, BLOCK, tiles ? MIN_BLOCKS : LANES_BLOCKS);
-    s = tiles ? emit_tiles(&f) : entry == 0 ? emit_check(&f) : emit_lanes(&f);
+    s = tiles        ? emit_tiles(&f)
+        : entry == 0 ? emit_check(&f)
+        : entry == 1 ? emit_long(&f)
+                     : emit_lanes(&f);
     if (s) {
         LLVMBuildUnreachable(f.fn.b);
         cg_fn_end(&f.fn);
