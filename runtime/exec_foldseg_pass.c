@@ -50,25 +50,33 @@ static int lanes_lg(int64_t inner, int64_t nseg)
     return lg;
 }
 
-/* The offset form: its list sized, lg, and the three entries (see the
- * head comment).  Segments do not overlap, so at most inner / (LONG + 1)
- * of a well-formed descriptor are long; entry 0 lists no more than the
- * list holds (bad offsets may make more look long, and are reported). */
+/* The offset form: its lists sized, lg, and the three entries (see the
+ * head comment).  Segments do not overlap, so a well-formed descriptor has
+ * at most inner / (LONG + 1) long segments and inner / (limit + 1) middle
+ * ones, limit the lanes' two trips; entry 0 lists no more than a list
+ * holds (bad offsets may make more look long, and are reported). */
 static weft_status run_offsets(rt_job *j, int64_t outer, int64_t inner,
                                int64_t nseg, int rank, const int64_t *shape)
 {
     int64_t groups = (nseg + SK_SEGOFF_GROUP - 1) / SK_SEGOFF_GROUP;
     int64_t tiles = (nseg + SK_SEGOFF_TILE - 1) / SK_SEGOFF_TILE;
-    int64_t most = inner / (SK_SEGOFF_LONG + 1);
-    most = most < nseg ? most : nseg;
+    int lg = lanes_lg(inner, nseg);
+    int64_t limit = (int64_t)SK_SEGOFF_LANE_TRIPS * SK_SEGOFF_LANE_ITEMS << lg;
+    int64_t nlong = inner / (SK_SEGOFF_LONG + 1);
+    int64_t nmid = inner / (limit + 1);
+    nlong = nlong < nseg ? nlong : nseg;
+    nmid = nmid < nseg ? nmid : nseg;
     /* entry 0 writes what it lists */
     j->aux_start[SK_SEGOFF_LIST] = RT_AUX_ANY;
+    j->aux_start[SK_SEGOFF_MID] = RT_AUX_ANY;
     j->aux_start[SK_SEGOFF_COUNT] = RT_AUX_KEPT_ZERO;
-    j->auxval[SK_SEGOFF_LANES].i = lanes_lg(inner, nseg);
+    j->auxval[SK_SEGOFF_LANES].i = lg;
     weft_status s;
-    if ((s = rt_job_aux(j, SK_SEGOFF_LIST, WEFT_I64, most > 0 ? most : 1,
+    if ((s = rt_job_aux(j, SK_SEGOFF_LIST, WEFT_I64, nlong > 0 ? nlong : 1,
                         false)) != WEFT_OK ||
-        (s = rt_job_aux(j, SK_SEGOFF_COUNT, WEFT_I64, 2, false)) != WEFT_OK ||
+        (s = rt_job_aux(j, SK_SEGOFF_MID, WEFT_I64, nmid > 0 ? nmid : 1,
+                        false)) != WEFT_OK ||
+        (s = rt_job_aux(j, SK_SEGOFF_COUNT, WEFT_I64, 4, false)) != WEFT_OK ||
         (s = rt_job_out(j, 0, j->k->op->type, rank, shape)) != WEFT_OK ||
         (s = rt_job_fill(j)) != WEFT_OK) {
         return s;
@@ -76,10 +84,12 @@ static weft_status run_offsets(rt_job *j, int64_t outer, int64_t inner,
     if (nseg == 0) {
         return WEFT_OK;
     }
-    /* an input of no rows still has its offsets checked */
-    rt_phase ph[3] = {{.entry = 0, .n = tiles, .grain = 1},
-                      {.entry = 1, .n = most * outer, .grain = 1},
-                      {.entry = 2, .n = groups * outer, .grain = 1}};
+    /* an input of no rows still has its offsets checked; entry 1's items
+     * bound its grid (long segments a block, middle ones a warp) */
+    rt_phase ph[3] = {
+        {.entry = 0, .n = tiles, .grain = 1},
+        {.entry = 1, .n = (nlong + (nmid + 7) / 8) * outer, .grain = 1},
+        {.entry = 2, .n = groups * outer, .grain = 1}};
     return rt_job_phases(j, outer > 0 ? 3 : 1, ph);
 }
 

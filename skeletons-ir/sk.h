@@ -97,14 +97,18 @@ typedef struct sk_item {
 /* foldSeg's offset form on the GPU: what skeletons-ir/ptx/foldseg.c's
  * three entries and their driver (runtime/exec_foldseg_pass.c) must agree
  * on.  Aux indices: SK_SEGOFF_LIST the long segments (i64, listed by entry
- * 0, at most one a SK_SEGOFF_LONG + 1 elements of a row), SK_SEGOFF_LANES
- * the scalar log2 of entry 2's lanes a segment, SK_SEGOFF_COUNT [0] the
- * listed segments and [1] entry 1's ticket (i64, kept zero: entry 2 puts
- * them back); then the shapes. */
+ * 0, at most one a SK_SEGOFF_LONG + 1 elements of a row), SK_SEGOFF_MID
+ * the middle ones (longer than two trips of entry 2's lanes, at most one
+ * a lanes_limit + 1 elements), SK_SEGOFF_LANES the scalar log2 of entry
+ * 2's lanes a segment, SK_SEGOFF_COUNT [0] the listed long segments, [1]
+ * entry 1's ticket of them, [2] the listed middle ones, [3] entry 1's
+ * ticket of those (i64, kept zero: entry 2 puts them back); then the
+ * shapes. */
 enum {
     SK_SEGOFF_LIST = 0,
     SK_SEGOFF_LANES = 1,
     SK_SEGOFF_COUNT = 2,
+    SK_SEGOFF_MID = 3,
     SK_SEGOFF_GROUP = 32,     /* segments of a warp item of entries 0, 2 */
     SK_SEGOFF_TILE = 256,     /* segments of entry 0's warp item */
     SK_SEGOFF_LONG = 1024,    /* a longer segment takes a block (entry 1) */

@@ -216,6 +216,7 @@ enum {
     AUX_LIST = SK_SEGOFF_LIST, /* aux indices and shapes: sk.h */
     AUX_LANES = SK_SEGOFF_LANES,
     AUX_COUNT = SK_SEGOFF_COUNT,
+    AUX_MID = SK_SEGOFF_MID,
     GROUP = SK_SEGOFF_GROUP,
     TILE = SK_SEGOFF_TILE,
     GROUP_TILE = TILE / GROUP, /* groups of entry 0's tile */
@@ -1976,6 +1977,68 @@ static weft_status emit_long(sk_fn *f)
     cg_if_end(fn, &t0);
     LLVMBuildBr(fn->b, head);
     LLVMPositionBuilderAtEnd(fn->b, done);
+    /* then the middle segments, a warp each from a ticket of warps
+     * (AUX_COUNT[3]), over its 32 lanes from z */
+    const cg_array *mids = sk_aux_array(f, AUX_MID);
+    LLVMValueRef mcount = LLVMBuildSelect(
+        fn->b, no_error_yet(f),
+        cg_smin(fn, load64(fn, cnt, cg_i64(fn, 2)), mids->extent[0]),
+        cg_i64(fn, 0), "mcount");
+    LLVMValueRef mitems = LLVMBuildMul(fn->b, mcount, outer, "mitems");
+    LLVMValueRef wp = var(fn, i64, cg_i64(fn, 0));
+    LLVMValueRef l0c =
+        LLVMBuildICmp(fn->b, LLVMIntEQ, lane, cg_i64(fn, 0), "l0");
+    LLVMBasicBlockRef mhead =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "mid");
+    LLVMBasicBlockRef mbody =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "mid.body");
+    LLVMBasicBlockRef mdone =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "mid.done");
+    LLVMBuildBr(fn->b, mhead);
+    LLVMPositionBuilderAtEnd(fn->b, mhead);
+    cg_if_begin(fn, &l0, l0c);
+    LLVMValueRef three = cg_i64(fn, 3);
+    LLVMBuildStore(
+        fn->b,
+        tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd,
+                       LLVMBuildInBoundsGEP2(fn->b, i64, cnt, &three, 1, ""),
+                       cg_i64(fn, 1)),
+        wp);
+    cg_if_end(fn, &l0);
+    LLVMValueRef mw = tg->shuffle_idx(fn, get(fn, i64, wp), c32(fn, 0));
+    LLVMBuildCondBr(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, mw, mitems, ""),
+                    mbody, mdone);
+    LLVMPositionBuilderAtEnd(fn->b, mbody);
+    LLVMValueRef mrow = LLVMBuildUDiv(fn->b, mw, mcount, "mrow");
+    LLVMValueRef mseg = load64(
+        fn, mids->ptr[0],
+        LLVMBuildSub(fn->b, mw, LLVMBuildMul(fn->b, mrow, mcount, ""), ""));
+    LLVMValueRef mlo =
+        offset_val(f, cg_load(fn, desc->leaf[0], desc->ptr[0], mseg), limit);
+    LLVMValueRef mhi =
+        offset_val(f,
+                   cg_load(fn, desc->leaf[0], desc->ptr[0],
+                           LLVMBuildAdd(fn->b, mseg, cg_i64(fn, 1), "")),
+                   limit);
+    mlo = cg_smax(fn, cg_i64(fn, 0), cg_smin(fn, mlo, inner));
+    mhi = cg_smax(fn, mlo, cg_smin(fn, mhi, inner));
+    cg_mut_set(fn, &acc, sk_kid_value(f, 0));
+    if ((s = fold_span(f, &W, mlo, mhi,
+                       LLVMBuildMul(fn->b, mrow, inner, "mbase"), &acc,
+                       NULL)) != WEFT_OK) {
+        return s;
+    }
+    cg_if_begin(fn, &l0, l0c);
+    if ((s = cg_mut_get(fn, &acc, &v)) != WEFT_OK) {
+        return s;
+    }
+    cg_array_store(
+        fn, sk_out_array(f, 0),
+        LLVMBuildAdd(fn->b, LLVMBuildMul(fn->b, mrow, nseg, ""), mseg, ""),
+        &v);
+    cg_if_end(fn, &l0);
+    LLVMBuildBr(fn->b, mhead);
+    LLVMPositionBuilderAtEnd(fn->b, mdone);
     return WEFT_OK;
 }
 
@@ -2047,8 +2110,9 @@ static weft_status emit_lanes(sk_fn *f)
                         f->first, ""),
             cg_i64(fn, 0), ""));
     LLVMValueRef count = sk_aux_array(f, AUX_COUNT)->ptr[0];
-    store64(fn, count, cg_i64(fn, 0), cg_i64(fn, 0));
-    store64(fn, count, cg_i64(fn, 1), cg_i64(fn, 0));
+    for (int c = 0; c < 4; c++) {
+        store64(fn, count, cg_i64(fn, c), cg_i64(fn, 0));
+    }
     cg_if_end(fn, &reset);
     LLVMValueRef lane = LLVMBuildAnd(fn->b, tid, cg_i64(fn, WARP - 1), "lane");
     LLVMValueRef li = LLVMBuildAnd(
@@ -2096,8 +2160,9 @@ static weft_status emit_lanes(sk_fn *f)
      * memory latency of its own), kept within [0, inner] and in order
      * (entry 0 has checked them) */
     LLVMValueRef sl = LLVMBuildAdd(fn->b, gs, lane, "");
-    LLVMValueRef sl_live = LLVMBuildICmp(fn->b, LLVMIntULT, sl, nseg, "");
-    LLVMValueRef sls = LLVMBuildSelect(fn->b, sl_live, sl, cg_i64(fn, 0), "");
+    LLVMValueRef sls =
+        LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntULT, sl, nseg, ""),
+                        sl, cg_i64(fn, 0), "");
     LLVMValueRef lo_l =
         offset_val(f, cg_load(fn, desc->leaf[0], desc->ptr[0], sls), limit);
     LLVMValueRef hi_l =
@@ -2107,17 +2172,6 @@ static weft_status emit_lanes(sk_fn *f)
                    limit);
     lo_l = cg_smax(fn, cg_i64(fn, 0), cg_smin(fn, lo_l, inner));
     hi_l = cg_smax(fn, lo_l, cg_smin(fn, hi_l, inner));
-    /* a lane's own segment: short (the lanes' passes), long (entry 1's)
-     * or between (the warp's, below) */
-    LLVMValueRef len_l = LLVMBuildSub(fn->b, hi_l, lo_l, "");
-    LLVMValueRef short_l = LLVMBuildICmp(fn->b, LLVMIntSLE, len_l, most, "");
-    LLVMValueRef mid_l = LLVMBuildAnd(
-        fn->b, sl_live,
-        LLVMBuildAnd(fn->b, LLVMBuildNot(fn->b, short_l, ""),
-                     LLVMBuildICmp(fn->b, LLVMIntSLE, len_l,
-                                   cg_i64(fn, LONG_SEG), ""),
-                     ""),
-        "mid");
     cg_loop sub;
     LLVMValueRef j;
     cg_loop_begin(fn, &sub, cg_i64(fn, 0), L, &j);
@@ -2154,55 +2208,49 @@ static weft_status emit_lanes(sk_fn *f)
         LLVMBuildAdd(fn->b, LLVMBuildMul(fn->b, row, nseg, ""), k, ""), &y);
     cg_if_end(fn, &put);
     cg_loop_end(fn, &sub);
-    /* the group's segments longer than two trips of the lanes and not
-     * long: one at a time over the whole warp (32 lanes of U), in the
-     * order of the lanes that hold them */
-    lanes W = {.L = cg_i64(fn, WARP),
-               .L32 = c32(fn, WARP),
-               .li = lane,
-               .li32 = LLVMBuildTrunc(fn->b, lane, i32, ""),
-               .last = G.last};
-    LLVMValueRef mp = var(fn, i32, tg->ballot(fn, mid_l));
-    LLVMBasicBlockRef head =
-        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "mid");
-    LLVMBasicBlockRef body =
-        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "mid.body");
-    LLVMBasicBlockRef done =
-        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "mid.done");
-    LLVMBuildBr(fn->b, head);
-    LLVMPositionBuilderAtEnd(fn->b, head);
-    LLVMValueRef m = get(fn, i32, mp);
-    LLVMBuildCondBr(fn->b, LLVMBuildICmp(fn->b, LLVMIntNE, m, c32(fn, 0), ""),
-                    body, done);
-    LLVMPositionBuilderAtEnd(fn->b, body);
-    LLVMValueRef zu[2] = {m, i1c(fn, true)};
-    LLVMValueRef t = cg_intrinsic(fn, "llvm.cttz", &i32, 1, zu, 2);
-    LLVMBuildStore(
-        fn->b,
-        LLVMBuildAnd(fn->b, m, LLVMBuildSub(fn->b, m, c32(fn, 1), ""), ""),
-        mp);
-    cg_mut_set(fn, &acc, sk_kid_value(f, 0));
-    if ((s = fold_span(f, &W, tg->shuffle_idx(fn, lo_l, t),
-                       tg->shuffle_idx(fn, hi_l, t), base, &acc, NULL)) !=
-        WEFT_OK) {
-        return s;
-    }
-    cg_if put1;
-    cg_if_begin(fn, &put1,
-                LLVMBuildICmp(fn->b, LLVMIntEQ, lane, cg_i64(fn, 0), ""));
-    if ((s = cg_mut_get(fn, &acc, &y)) != WEFT_OK) {
-        return s;
-    }
-    cg_array_store(fn, sk_out_array(f, 0),
-                   LLVMBuildAdd(fn->b, LLVMBuildMul(fn->b, row, nseg, ""),
-                                LLVMBuildAdd(fn->b, gs, cg_zext64(fn, t), ""),
-                                ""),
-                   &y);
-    cg_if_end(fn, &put1);
-    LLVMBuildBr(fn->b, head);
-    LLVMPositionBuilderAtEnd(fn->b, done);
     cg_sloop_end(fn, &items);
     return WEFT_OK;
+}
+
+/* Entry 0's list: the warp's segments seg where `in`, appended at once
+ * (lane 0 takes their places from the count AUX_COUNT[ci], each lane its
+ * own by the lanes below it that append), no more than the list holds
+ * (more only where offsets are bad, and entry 1 then folds nothing). */
+static void append(sk_fn *f, LLVMValueRef seg, LLVMValueRef in,
+                   LLVMValueRef below, const cg_array *list, int ci)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    LLVMValueRef m = tg->ballot(fn, in);
+    cg_if any;
+    cg_if_begin(fn, &any, LLVMBuildICmp(fn->b, LLVMIntNE, m, c32(fn, 0), ""));
+    LLVMValueRef at0 = var(fn, t_i64(fn), cg_i64(fn, 0));
+    LLVMValueRef lane =
+        LLVMBuildAnd(fn->b, tg->thread_index(fn, 0), c32(fn, WARP - 1), "");
+    cg_if lead;
+    cg_if_begin(fn, &lead, LLVMBuildICmp(fn->b, LLVMIntEQ, lane, c32(fn, 0), ""));
+    LLVMValueRef ix = cg_i64(fn, ci);
+    LLVMBuildStore(
+        fn->b,
+        tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd,
+                       LLVMBuildInBoundsGEP2(fn->b, t_i64(fn),
+                                             sk_aux_array(f, AUX_COUNT)->ptr[0],
+                                             &ix, 1, ""),
+                       cg_zext64(fn, popc32(fn, m))),
+        at0);
+    cg_if_end(fn, &lead);
+    LLVMValueRef at = LLVMBuildAdd(
+        fn->b, tg->shuffle_idx(fn, get(fn, t_i64(fn), at0), c32(fn, 0)),
+        cg_zext64(fn, popc32(fn, LLVMBuildAnd(fn->b, m, below, ""))), "");
+    cg_if put;
+    cg_if_begin(
+        fn, &put,
+        LLVMBuildAnd(fn->b, in,
+                     LLVMBuildICmp(fn->b, LLVMIntULT, at, list->extent[0], ""),
+                     ""));
+    store64(fn, list->ptr[0], at, seg);
+    cg_if_end(fn, &put);
+    cg_if_end(fn, &any);
 }
 
 /* Entry 0 of the offset form: the check of the offsets and the list of
@@ -2269,7 +2317,9 @@ static weft_status emit_check(sk_fn *f)
     LLVMValueRef lane32 = LLVMBuildTrunc(fn->b, lane, i32, "");
     LLVMValueRef below = LLVMBuildSub(
         fn->b, LLVMBuildShl(fn->b, c32(fn, 1), lane32, ""), c32(fn, 1), "");
-    const cg_array *list = sk_aux_array(f, AUX_LIST);
+    const cg_array *long_list = sk_aux_array(f, AUX_LIST);
+    const cg_array *mid_list = sk_aux_array(f, AUX_MID);
+    LLVMValueRef most = lanes_limit(f);
     for (int q = 0; q < GROUP_TILE; q++) {
         LLVMValueRef len = LLVMBuildSub(fn->b, hi[q], lo[q], "len");
         LLVMValueRef neg = LLVMBuildOr(
@@ -2286,42 +2336,16 @@ static weft_status emit_check(sk_fn *f)
         report(f, sg[q], CG_ERR_SEG_PAST);
         cg_if_end(fn, &n);
         cg_if_end(fn, &bad);
-        LLVMValueRef islong = LLVMBuildAnd(
+        LLVMValueRef some = LLVMBuildAnd(
             fn->b, LLVMBuildAnd(fn->b, live[q], has_rows, ""),
-            LLVMBuildICmp(fn->b, LLVMIntSGT, len, cg_i64(fn, LONG_SEG), ""),
-            "long");
-        LLVMValueRef m = tg->ballot(fn, islong);
-        cg_if any;
-        cg_if_begin(fn, &any, LLVMBuildICmp(fn->b, LLVMIntNE, m, c32(fn, 0), ""));
-        {
-            LLVMValueRef at0 = var(fn, t_i64(fn), cg_i64(fn, 0));
-            cg_if lead;
-            cg_if_begin(fn, &lead,
-                        LLVMBuildICmp(fn->b, LLVMIntEQ, lane, cg_i64(fn, 0), ""));
-            LLVMBuildStore(
-                fn->b,
-                tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd,
-                               sk_aux_array(f, AUX_COUNT)->ptr[0],
-                               cg_zext64(fn, popc32(fn, m))),
-                at0);
-            cg_if_end(fn, &lead);
-            LLVMValueRef at = LLVMBuildAdd(
-                fn->b, tg->shuffle_idx(fn, get(fn, t_i64(fn), at0), c32(fn, 0)),
-                cg_zext64(fn, popc32(fn, LLVMBuildAnd(fn->b, m, below, ""))),
-                "");
-            /* no more than the list holds (more only where offsets are
-             * bad, and entry 1 then folds nothing) */
-            cg_if put;
-            cg_if_begin(
-                fn, &put,
-                LLVMBuildAnd(
-                    fn->b, islong,
-                    LLVMBuildICmp(fn->b, LLVMIntULT, at, list->extent[0], ""),
-                    ""));
-            store64(fn, list->ptr[0], at, sg[q]);
-            cg_if_end(fn, &put);
-        }
-        cg_if_end(fn, &any);
+            LLVMBuildICmp(fn->b, LLVMIntSGT, len, most, ""), "");
+        LLVMValueRef islong =
+            LLVMBuildICmp(fn->b, LLVMIntSGT, len, cg_i64(fn, LONG_SEG), "");
+        append(f, sg[q], LLVMBuildAnd(fn->b, some, islong, "long"), below,
+               long_list, 0);
+        append(f, sg[q],
+               LLVMBuildAnd(fn->b, some, LLVMBuildNot(fn->b, islong, ""), "mid"),
+               below, mid_list, 2);
     }
     cg_sloop_end(fn, &items);
     return WEFT_OK;
@@ -2356,7 +2380,7 @@ static weft_status ptx_fold_seg_prepare(weft_context *ctx, fe_arena *arena,
      * work flags and list (all i64 arrays); the offsets' 2 lg and 3 the
      * count and ticket */
     weft_status s = WEFT_OK;
-    for (int a = 0; s == WEFT_OK && a < (byoff ? 3 : 2); a++) {
+    for (int a = 0; s == WEFT_OK && a < (byoff ? 4 : 2); a++) {
         bool scalar = a == AUX_LANES && byoff;
         s = sk_add_item(ctx, arena, k, scalar ? SK_SCALAR : SK_ARRAY,
                         SK_SRC_AUX, a, WEFT_I64, scalar ? 0 : 1);
