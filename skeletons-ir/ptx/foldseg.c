@@ -1820,6 +1820,25 @@ static weft_status fold_span(sk_fn *f, const lanes *G, LLVMValueRef lo,
     return WEFT_OK;
 }
 
+/* The offset form's warp items (entries 0 and 2, item_threads WARP):
+ * the first item of thread tid's warp, and (*step) the stride of the
+ * grid's warps. */
+static LLVMValueRef warp_items(sk_fn *f, LLVMValueRef tid, LLVMValueRef *step)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    LLVMValueRef wpb = LLVMBuildLShr(
+        fn->b, cg_zext64(fn, tg->block_size(fn, 0)), cg_i64(fn, 5), "");
+    *step = LLVMBuildMul(fn->b, cg_zext64(fn, tg->grid_size(fn, 0)), wpb, "");
+    return LLVMBuildAdd(
+        fn->b,
+        LLVMBuildMul(fn->b,
+                     LLVMBuildAdd(fn->b, f->first,
+                                  cg_zext64(fn, tg->block_index(fn, 0)), ""),
+                     wpb, ""),
+        LLVMBuildLShr(fn->b, tid, cg_i64(fn, 5), ""), "w0");
+}
+
 /* The offset form's entry 1: the long segments that entry 0 listed (aux
  * AUX_LIST, count AUX_COUNT[0]) of every row, a block each: item w is
  * row w / count, segment list[w % count], taken from a ticket
@@ -1977,38 +1996,19 @@ static weft_status emit_long(sk_fn *f)
     cg_if_end(fn, &t0);
     LLVMBuildBr(fn->b, head);
     LLVMPositionBuilderAtEnd(fn->b, done);
-    /* then the middle segments, a warp each from a ticket of warps
-     * (AUX_COUNT[3]), over its 32 lanes from z */
+    /* then the middle segments, a warp each, the grid's warps striding
+     * them (similar in length: a ticket's atomic an item cost more) */
     const cg_array *mids = sk_aux_array(f, AUX_MID);
     LLVMValueRef mcount = LLVMBuildSelect(
         fn->b, no_error_yet(f),
         cg_smin(fn, load64(fn, cnt, cg_i64(fn, 2)), mids->extent[0]),
         cg_i64(fn, 0), "mcount");
     LLVMValueRef mitems = LLVMBuildMul(fn->b, mcount, outer, "mitems");
-    LLVMValueRef wp = var(fn, i64, cg_i64(fn, 0));
     LLVMValueRef l0c =
         LLVMBuildICmp(fn->b, LLVMIntEQ, lane, cg_i64(fn, 0), "l0");
-    LLVMBasicBlockRef mhead =
-        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "mid");
-    LLVMBasicBlockRef mbody =
-        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "mid.body");
-    LLVMBasicBlockRef mdone =
-        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "mid.done");
-    LLVMBuildBr(fn->b, mhead);
-    LLVMPositionBuilderAtEnd(fn->b, mhead);
-    cg_if_begin(fn, &l0, l0c);
-    LLVMValueRef three = cg_i64(fn, 3);
-    LLVMBuildStore(
-        fn->b,
-        tg->atomic_rmw(fn, LLVMAtomicRMWBinOpAdd,
-                       LLVMBuildInBoundsGEP2(fn->b, i64, cnt, &three, 1, ""),
-                       cg_i64(fn, 1)),
-        wp);
-    cg_if_end(fn, &l0);
-    LLVMValueRef mw = tg->shuffle_idx(fn, get(fn, i64, wp), c32(fn, 0));
-    LLVMBuildCondBr(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, mw, mitems, ""),
-                    mbody, mdone);
-    LLVMPositionBuilderAtEnd(fn->b, mbody);
+    LLVMValueRef mstep, mw0 = warp_items(f, tid, &mstep);
+    cg_sloop ms;
+    LLVMValueRef mw = cg_sloop_begin(fn, &ms, mw0, mitems, mstep, "mid");
     LLVMValueRef mrow = LLVMBuildUDiv(fn->b, mw, mcount, "mrow");
     LLVMValueRef mseg = load64(
         fn, mids->ptr[0],
@@ -2037,28 +2037,8 @@ static weft_status emit_long(sk_fn *f)
         LLVMBuildAdd(fn->b, LLVMBuildMul(fn->b, mrow, nseg, ""), mseg, ""),
         &v);
     cg_if_end(fn, &l0);
-    LLVMBuildBr(fn->b, mhead);
-    LLVMPositionBuilderAtEnd(fn->b, mdone);
+    cg_sloop_end(fn, &ms);
     return WEFT_OK;
-}
-
-/* The offset form's warp items (entries 0 and 2, item_threads WARP):
- * the first item of thread tid's warp, and (*step) the stride of the
- * grid's warps. */
-static LLVMValueRef warp_items(sk_fn *f, LLVMValueRef tid, LLVMValueRef *step)
-{
-    cg_fn *fn = &f->fn;
-    const cg_target *tg = fn->target;
-    LLVMValueRef wpb = LLVMBuildLShr(
-        fn->b, cg_zext64(fn, tg->block_size(fn, 0)), cg_i64(fn, 5), "");
-    *step = LLVMBuildMul(fn->b, cg_zext64(fn, tg->grid_size(fn, 0)), wpb, "");
-    return LLVMBuildAdd(
-        fn->b,
-        LLVMBuildMul(fn->b,
-                     LLVMBuildAdd(fn->b, f->first,
-                                  cg_zext64(fn, tg->block_index(fn, 0)), ""),
-                     wpb, ""),
-        LLVMBuildLShr(fn->b, tid, cg_i64(fn, 5), ""), "w0");
 }
 
 /* Entry 2 of the offset form: the segments that entry 1 left (their work
@@ -2212,23 +2192,20 @@ static weft_status emit_lanes(sk_fn *f)
     return WEFT_OK;
 }
 
-/* Entry 0's list: the warp's segments seg where `in`, appended at once
- * (lane 0 takes their places from the count AUX_COUNT[ci], each lane its
- * own by the lanes below it that append), no more than the list holds
- * (more only where offsets are bad, and entry 1 then folds nothing). */
-static void append(sk_fn *f, LLVMValueRef seg, LLVMValueRef in,
-                   LLVMValueRef below, const cg_array *list, int ci)
+/* Entry 0's lists: `n` places (i32, the same in the warp) taken from the
+ * count AUX_COUNT[ci] by lane 0, the first of them (i64) in every lane. */
+static LLVMValueRef reserve(sk_fn *f, LLVMValueRef n, int ci)
 {
     cg_fn *fn = &f->fn;
     const cg_target *tg = fn->target;
-    LLVMValueRef m = tg->ballot(fn, in);
-    cg_if any;
-    cg_if_begin(fn, &any, LLVMBuildICmp(fn->b, LLVMIntNE, m, c32(fn, 0), ""));
     LLVMValueRef at0 = var(fn, t_i64(fn), cg_i64(fn, 0));
     LLVMValueRef lane =
         LLVMBuildAnd(fn->b, tg->thread_index(fn, 0), c32(fn, WARP - 1), "");
     cg_if lead;
-    cg_if_begin(fn, &lead, LLVMBuildICmp(fn->b, LLVMIntEQ, lane, c32(fn, 0), ""));
+    cg_if_begin(fn, &lead,
+                LLVMBuildAnd(
+                    fn->b, LLVMBuildICmp(fn->b, LLVMIntEQ, lane, c32(fn, 0), ""),
+                    LLVMBuildICmp(fn->b, LLVMIntNE, n, c32(fn, 0), ""), ""));
     LLVMValueRef ix = cg_i64(fn, ci);
     LLVMBuildStore(
         fn->b,
@@ -2236,21 +2213,10 @@ static void append(sk_fn *f, LLVMValueRef seg, LLVMValueRef in,
                        LLVMBuildInBoundsGEP2(fn->b, t_i64(fn),
                                              sk_aux_array(f, AUX_COUNT)->ptr[0],
                                              &ix, 1, ""),
-                       cg_zext64(fn, popc32(fn, m))),
+                       cg_zext64(fn, n)),
         at0);
     cg_if_end(fn, &lead);
-    LLVMValueRef at = LLVMBuildAdd(
-        fn->b, tg->shuffle_idx(fn, get(fn, t_i64(fn), at0), c32(fn, 0)),
-        cg_zext64(fn, popc32(fn, LLVMBuildAnd(fn->b, m, below, ""))), "");
-    cg_if put;
-    cg_if_begin(
-        fn, &put,
-        LLVMBuildAnd(fn->b, in,
-                     LLVMBuildICmp(fn->b, LLVMIntULT, at, list->extent[0], ""),
-                     ""));
-    store64(fn, list->ptr[0], at, seg);
-    cg_if_end(fn, &put);
-    cg_if_end(fn, &any);
+    return tg->shuffle_idx(fn, get(fn, t_i64(fn), at0), c32(fn, 0));
 }
 
 /* Entry 0 of the offset form: the check of the offsets and the list of
@@ -2317,9 +2283,9 @@ static weft_status emit_check(sk_fn *f)
     LLVMValueRef lane32 = LLVMBuildTrunc(fn->b, lane, i32, "");
     LLVMValueRef below = LLVMBuildSub(
         fn->b, LLVMBuildShl(fn->b, c32(fn, 1), lane32, ""), c32(fn, 1), "");
-    const cg_array *long_list = sk_aux_array(f, AUX_LIST);
-    const cg_array *mid_list = sk_aux_array(f, AUX_MID);
     LLVMValueRef most = lanes_limit(f);
+    LLVMValueRef in[2][GROUP_TILE], mask[2][GROUP_TILE];
+    LLVMValueRef total[2] = {c32(fn, 0), c32(fn, 0)};
     for (int q = 0; q < GROUP_TILE; q++) {
         LLVMValueRef len = LLVMBuildSub(fn->b, hi[q], lo[q], "len");
         LLVMValueRef neg = LLVMBuildOr(
@@ -2341,11 +2307,38 @@ static weft_status emit_check(sk_fn *f)
             LLVMBuildICmp(fn->b, LLVMIntSGT, len, most, ""), "");
         LLVMValueRef islong =
             LLVMBuildICmp(fn->b, LLVMIntSGT, len, cg_i64(fn, LONG_SEG), "");
-        append(f, sg[q], LLVMBuildAnd(fn->b, some, islong, "long"), below,
-               long_list, 0);
-        append(f, sg[q],
-               LLVMBuildAnd(fn->b, some, LLVMBuildNot(fn->b, islong, ""), "mid"),
-               below, mid_list, 2);
+        in[0][q] = LLVMBuildAnd(fn->b, some, islong, "long");
+        in[1][q] = LLVMBuildAnd(fn->b, some, LLVMBuildNot(fn->b, islong, ""),
+                                "mid");
+        for (int k = 0; k < 2; k++) {
+            mask[k][q] = tg->ballot(fn, in[k][q]);
+            total[k] = LLVMBuildAdd(fn->b, total[k], popc32(fn, mask[k][q]), "");
+        }
+    }
+    /* the tile's long and middle segments appended, each list's at once
+     * (one atomic a warp and list), in the order of q and of the lanes;
+     * no more than a list holds (more only where offsets are bad, and
+     * entry 1 then folds nothing) */
+    for (int k = 0; k < 2; k++) {
+        const cg_array *list = sk_aux_array(f, k ? AUX_MID : AUX_LIST);
+        LLVMValueRef at = reserve(f, total[k], k ? 2 : 0);
+        for (int q = 0; q < GROUP_TILE; q++) {
+            LLVMValueRef mine = LLVMBuildAdd(
+                fn->b, at,
+                cg_zext64(fn, popc32(fn, LLVMBuildAnd(fn->b, mask[k][q], below,
+                                                      ""))),
+                "");
+            cg_if put;
+            cg_if_begin(fn, &put,
+                        LLVMBuildAnd(fn->b, in[k][q],
+                                     LLVMBuildICmp(fn->b, LLVMIntULT, mine,
+                                                   list->extent[0], ""),
+                                     ""));
+            store64(fn, list->ptr[0], mine, sg[q]);
+            cg_if_end(fn, &put);
+            at = LLVMBuildAdd(fn->b, at, cg_zext64(fn, popc32(fn, mask[k][q])),
+                              "");
+        }
     }
     cg_sloop_end(fn, &items);
     return WEFT_OK;
