@@ -43,8 +43,8 @@ static int lanes_lg(int64_t inner, int64_t nseg)
 {
     int64_t mean = nseg > 0 ? (inner + nseg - 1) / nseg : 1;
     int lg = 0;
-    while (lg < 5 &&
-           ((int64_t)SK_SEGOFF_LANE_TRIPS * SK_SEGOFF_LANE_ITEMS << lg) < mean) {
+    while (lg < 5 && ((int64_t)SK_SEGOFF_LANE_TRIPS * SK_SEGOFF_LANE_ITEMS
+                      << lg) < mean) {
         lg++;
     }
     return lg;

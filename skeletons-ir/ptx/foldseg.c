@@ -140,54 +140,57 @@
  * length, and the checks are those of the offsets (a segment that starts
  * below 0 or ends before its start: CG_ERR_SEG_NEG; one that ends past
  * inner: CG_ERR_SEG_PAST; the driver words them for the offsets).  Three
- * entries, in order, split by segment length (round r1 on the H200: one
- * pass over every tile of 256 segments, checking them and folding those
- * with a long one, cost 0.04 ms on the banded matrix before a lighter
- * kernel folded the rest):
+ * entries, in order; a segment is folded by lanes, a warp or a block as
+ * its length asks, so that no unit of work holds much more than another
+ * (a power law's rows run from 1 to 10^4 elements):
  *
- *   entry 0 (emit_check), a warp a work tile of WORK_TILE (256) segments,
- *      once whatever the rows: checks the offsets, writes the tile's flag
- *      (AUX_WORK[w]: 1 where it has a segment longer than lanes_limit, two
- *      trips of entry 2, else 0) and lists a flagged tile (AUX_LIST, the
- *      count in AUX_COUNT[0]); every flag written, so nothing is zeroed
- *      before the run (no memset: the count and ticket are kept zero);
- *   entry 1 (emit_work_tiles), a block a listed tile of a row (from a
- *      ticket, AUX_COUNT[1]): the tile steps 1, 3 and 4 above, P the tile's
- *      first offset; so a power-law matrix's tiles, nearly all with a long row,
- *      are folded by merge path, which spreads a row of 10^4 over the block;
- *   entry 2 (emit_lanes), a warp a group of a row whose tile is not
- *      flagged: L = 2^lg lanes a segment (lg from the driver: the least L
- *      whose two trips of L U elements hold the mean segment, U =
- *      LANE_ITEMS = 4), the group's offsets read once, a segment's two a
- *      lane, and handed to each pass by shuffles; a pass folds 32 / L
- *      segments, their L lanes reading U consecutive elements each a trip
- *      with no branch and folding them in order by a tree of shuffles
- *      (fold_span: seg4's CSR-vector fold, session 30).  48 registers, no
- *      shared memory, no barrier: a banded matrix's rows of 10 (2 lanes of
- *      4, two trips) fold at the hand CSR-vector kernel's occupancy.  Its
- *      first thread puts AUX_COUNT back to zero (entry 1 has ended).
+ *   entry 0 (emit_check), a warp a tile of TILE (256) segments, once
+ *      whatever the rows: checks the offsets and lists, where there are
+ *      rows, the tile's long segments (over LONG_SEG, 1024 elements:
+ *      AUX_LIST, count AUX_COUNT[0]) and its middle ones (over
+ *      lanes_limit, two trips of entry 2's lanes: AUX_MID, count
+ *      AUX_COUNT[2]), an atomic a warp and list (reserve); nothing is
+ *      zeroed before the run (no memset: the counts and the ticket are
+ *      kept zero);
+ *   entry 1 (emit_long): a block a long segment of a row (from a ticket,
+ *      AUX_COUNT[1]), its warps a piece each over their 32 lanes, thread 0
+ *      folding z and the pieces in order; then a warp a middle segment of
+ *      a row (the grid's warps in turn), over its 32 lanes from z;
+ *   entry 2 (emit_lanes), a warp a group of a row's short segments: L =
+ *      2^lg lanes a segment (lg from the driver: the least L whose two
+ *      trips of L U elements hold the mean segment, U = LANE_ITEMS = 4),
+ *      the group's offsets read once, a segment's two a lane, and handed
+ *      to each pass by shuffles; a pass folds 32 / L segments, their L
+ *      lanes reading U consecutive elements each a trip with no branch and
+ *      folding them in order by a tree of shuffles (fold_span: seg4's
+ *      CSR-vector fold, session 30), a longer segment of the group left to
+ *      entry 1.  48 registers, no shared memory, no barrier.  Its first
+ *      thread puts AUX_COUNT back to zero (entry 1 has ended).
  *
  * Entries 1 and 2 do nothing once entry 0 has reported (the error word):
  * no gather of theirs reports before a bad offset, as the interpreter
  * checks the descriptor first.
  *
- * Where a banded run's time goes (session 32, round 2 on the H200, a
- * trace of 24 runs; bench/results/gpu-profile.md): entry 2 58.5 us,
- * level with the hand CSR-vector kernel (59 us); entry 0 11.3 us and
- * entry 1 6.6 us with nothing listed, each counting the GPU's wait for
- * its launch; the three launches 22 us of host time, 71 with the host's
- * caches cold, which is most of what run.py's runs (the peers in between)
- * lose against smvm_probe's.  Fewer launches is the next step: the check
- * folded into the lanes (in an unchecked kernel a segment's report wins
- * over the lanes' gathers already, their local errors carrying no
- * element; checked kernels would need the order kept), the work tiles
- * after the lanes or not at all when none is listed.
+ * Until session 33 entry 0 flagged work tiles of 256 segments holding a
+ * segment over lanes_limit and entry 1 folded those tiles by the merge
+ * path above (steps 1, 3 and 4).  On the power-law matrix nearly every
+ * tile was flagged, and that entry took 199-248 us for 73M warp
+ * instructions (ncu, H200; cuSPARSE's csrmv 89 us for 17M): the merge
+ * path's staging, searches and carry scans cost about 200 instructions an
+ * element.  By length (session 33, H200, smvm_env): entry 0 14 us, entry
+ * 1 116 us (1200 long rows, 69K middle ones), entry 2 62 us; 0.208 ms a
+ * run against 0.242 for the work tiles (the hand CSR-vector kernel
+ * 0.220).  A ticket an item for the middle segments cost ~100 us more
+ * (69K atomics on one word).  The banded matrix lists nothing; its time
+ * is entry 2's (57 us, where a CUDA kernel of the same shape takes 36:
+ * bench/results/gpu-profile.md, "smvm, session 33") and the two short
+ * launches before it (12 and 8 us).
  *
  * Aux items: 0 the tile status words (i64, zeroed; sized by the driver
  * for blocks of MIN_BLOCK threads), 1 the tile counter (i64, zeroed); in
- * the offset form, 0 the work flags (i64, written by entry 0), 1 the work
- * list (i64), 2 lg (a scalar), 3 the list's count and entry 1's ticket
- * (i64, kept zero: entry 2 puts them back).
+ * the offset form (sk.h, SK_SEGOFF_*), 0 the long segments' list (i64), 1
+ * lg (a scalar), 2 the counts and tickets (i64, kept zero: entry 2 puts
+ * them back), 3 the middle segments' list.
  */
 #include <string.h>
 
@@ -1925,9 +1928,9 @@ static weft_status emit_long(sk_fn *f)
                     done);
     LLVMPositionBuilderAtEnd(fn->b, body);
     LLVMValueRef row = LLVMBuildUDiv(fn->b, w, count, "row");
-    LLVMValueRef seg = load64(
-        fn, list->ptr[0],
-        LLVMBuildSub(fn->b, w, LLVMBuildMul(fn->b, row, count, ""), ""));
+    LLVMValueRef seg =
+        load64(fn, list->ptr[0],
+               LLVMBuildSub(fn->b, w, LLVMBuildMul(fn->b, row, count, ""), ""));
     /* its offsets, kept within [0, inner] and in order (checked) */
     LLVMValueRef lo =
         offset_val(f, cg_load(fn, desc->leaf[0], desc->ptr[0], seg), limit);
@@ -1943,16 +1946,14 @@ static weft_status emit_long(sk_fn *f)
         LLVMBuildAdd(fn->b, LLVMBuildSub(fn->b, hi, lo, ""),
                      LLVMBuildSub(fn->b, nw, cg_i64(fn, 1), ""), ""),
         nw, "per");
-    LLVMValueRef plo =
-        cg_smin(fn, LLVMBuildAdd(fn->b, lo, LLVMBuildMul(fn->b, warp, per, ""),
-                                 ""),
-                hi);
+    LLVMValueRef plo = cg_smin(
+        fn, LLVMBuildAdd(fn->b, lo, LLVMBuildMul(fn->b, warp, per, ""), ""),
+        hi);
     LLVMValueRef phi = cg_smin(fn, LLVMBuildAdd(fn->b, plo, per, ""), hi);
     LLVMBuildStore(fn->b, i1c(fn, true), fresh);
     cg_mut_set(fn, &acc, sk_kid_value(f, 0)); /* any value: fresh */
-    if ((s = fold_span(f, &W, plo, phi,
-                       LLVMBuildMul(fn->b, row, inner, "base"), &acc,
-                       fresh)) != WEFT_OK) {
+    if ((s = fold_span(f, &W, plo, phi, LLVMBuildMul(fn->b, row, inner, "base"),
+                       &acc, fresh)) != WEFT_OK) {
         return s;
     }
     cg_val v;
@@ -1962,8 +1963,8 @@ static weft_status emit_long(sk_fn *f)
     cg_if l0;
     cg_if_begin(fn, &l0,
                 LLVMBuildICmp(fn->b, LLVMIntEQ, lane, cg_i64(fn, 0), ""));
-    slot_store(f, &sl, warp, seg,
-               LLVMBuildNot(fn->b, get(fn, i1, fresh), ""), &v);
+    slot_store(f, &sl, warp, seg, LLVMBuildNot(fn->b, get(fn, i1, fresh), ""),
+               &v);
     cg_if_end(fn, &l0);
     tg->barrier(fn);
     cg_if_begin(fn, &t0, t0c);
@@ -2034,24 +2035,22 @@ static weft_status emit_long(sk_fn *f)
     }
     cg_array_store(
         fn, sk_out_array(f, 0),
-        LLVMBuildAdd(fn->b, LLVMBuildMul(fn->b, mrow, nseg, ""), mseg, ""),
-        &v);
+        LLVMBuildAdd(fn->b, LLVMBuildMul(fn->b, mrow, nseg, ""), mseg, ""), &v);
     cg_if_end(fn, &l0);
     cg_sloop_end(fn, &ms);
     return WEFT_OK;
 }
 
-/* Entry 2 of the offset form: the segments that entry 1 left (their work
- * tile's flag 0: no segment of it over lanes_limit), L = 2^lg lanes a
- * segment.  A warp item is a GROUP of segments of one row (items of all
- * the rows, row-major; the grid is what stays resident and warps loop):
- * the warp reads the flag and, where it is 0, the group's offsets, a
- * segment's two a lane, kept within [0, inner] and in order (entry 0 has
- * checked them; after a bad one the error word is set and this entry
- * does nothing), and folds the group's segments 32 / L at a time, each by
- * fold_span from z, its offsets by shuffles; the first lane of each
- * segment stores it.  No shared memory and no barrier: few registers,
- * many warps. */
+/* Entry 2 of the offset form: the short segments (two trips of the lanes
+ * at most; entry 1 folds the others), L = 2^lg lanes a segment.  A warp
+ * item is a GROUP of segments of one row (items of all the rows,
+ * row-major; the grid is what stays resident and warps loop): the warp
+ * reads the group's offsets, a segment's two a lane, kept within [0,
+ * inner] and in order (entry 0 has checked them; after a bad one the
+ * error word is set and this entry does nothing), and folds the group's
+ * short segments 32 / L at a time, each by fold_span from z, its offsets
+ * by shuffles; the first lane of each segment stores it.  No shared
+ * memory and no barrier: few registers, many warps. */
 static weft_status emit_lanes(sk_fn *f)
 {
     cg_fn *fn = &f->fn;
@@ -2163,11 +2162,11 @@ static weft_status emit_lanes(sk_fn *f)
     LLVMValueRef lo = tg->shuffle_idx(fn, lo_l, from);
     LLVMValueRef hi = tg->shuffle_idx(fn, hi_l, from);
     /* a segment of the lanes: in the row, and short */
-    LLVMValueRef mine = LLVMBuildAnd(
-        fn->b, LLVMBuildICmp(fn->b, LLVMIntULT, k, nseg, ""),
-        LLVMBuildICmp(fn->b, LLVMIntSLE, LLVMBuildSub(fn->b, hi, lo, ""), most,
-                      ""),
-        "mine");
+    LLVMValueRef mine =
+        LLVMBuildAnd(fn->b, LLVMBuildICmp(fn->b, LLVMIntULT, k, nseg, ""),
+                     LLVMBuildICmp(fn->b, LLVMIntSLE,
+                                   LLVMBuildSub(fn->b, hi, lo, ""), most, ""),
+                     "mine");
     hi = LLVMBuildSelect(fn->b, mine, hi, lo, "hi");
     cg_mut_set(fn, &acc, sk_kid_value(f, 0));
     if ((s = fold_span(f, &G, lo, hi, base, &acc, NULL)) != WEFT_OK) {
@@ -2202,10 +2201,11 @@ static LLVMValueRef reserve(sk_fn *f, LLVMValueRef n, int ci)
     LLVMValueRef lane =
         LLVMBuildAnd(fn->b, tg->thread_index(fn, 0), c32(fn, WARP - 1), "");
     cg_if lead;
-    cg_if_begin(fn, &lead,
-                LLVMBuildAnd(
-                    fn->b, LLVMBuildICmp(fn->b, LLVMIntEQ, lane, c32(fn, 0), ""),
-                    LLVMBuildICmp(fn->b, LLVMIntNE, n, c32(fn, 0), ""), ""));
+    cg_if_begin(
+        fn, &lead,
+        LLVMBuildAnd(fn->b,
+                     LLVMBuildICmp(fn->b, LLVMIntEQ, lane, c32(fn, 0), ""),
+                     LLVMBuildICmp(fn->b, LLVMIntNE, n, c32(fn, 0), ""), ""));
     LLVMValueRef ix = cg_i64(fn, ci);
     LLVMBuildStore(
         fn->b,
@@ -2302,17 +2302,18 @@ static weft_status emit_check(sk_fn *f)
         report(f, sg[q], CG_ERR_SEG_PAST);
         cg_if_end(fn, &n);
         cg_if_end(fn, &bad);
-        LLVMValueRef some = LLVMBuildAnd(
-            fn->b, LLVMBuildAnd(fn->b, live[q], has_rows, ""),
-            LLVMBuildICmp(fn->b, LLVMIntSGT, len, most, ""), "");
+        LLVMValueRef some =
+            LLVMBuildAnd(fn->b, LLVMBuildAnd(fn->b, live[q], has_rows, ""),
+                         LLVMBuildICmp(fn->b, LLVMIntSGT, len, most, ""), "");
         LLVMValueRef islong =
             LLVMBuildICmp(fn->b, LLVMIntSGT, len, cg_i64(fn, LONG_SEG), "");
         in[0][q] = LLVMBuildAnd(fn->b, some, islong, "long");
-        in[1][q] = LLVMBuildAnd(fn->b, some, LLVMBuildNot(fn->b, islong, ""),
-                                "mid");
+        in[1][q] =
+            LLVMBuildAnd(fn->b, some, LLVMBuildNot(fn->b, islong, ""), "mid");
         for (int k = 0; k < 2; k++) {
             mask[k][q] = tg->ballot(fn, in[k][q]);
-            total[k] = LLVMBuildAdd(fn->b, total[k], popc32(fn, mask[k][q]), "");
+            total[k] =
+                LLVMBuildAdd(fn->b, total[k], popc32(fn, mask[k][q]), "");
         }
     }
     /* the tile's long and middle segments appended, each list's at once
@@ -2325,8 +2326,8 @@ static weft_status emit_check(sk_fn *f)
         for (int q = 0; q < GROUP_TILE; q++) {
             LLVMValueRef mine = LLVMBuildAdd(
                 fn->b, at,
-                cg_zext64(fn, popc32(fn, LLVMBuildAnd(fn->b, mask[k][q], below,
-                                                      ""))),
+                cg_zext64(
+                    fn, popc32(fn, LLVMBuildAnd(fn->b, mask[k][q], below, ""))),
                 "");
             cg_if put;
             cg_if_begin(fn, &put,
@@ -2356,8 +2357,9 @@ static weft_status ptx_fold_seg_prepare(weft_context *ctx, fe_arena *arena,
                                         sk_kernel *k)
 {
     bool byoff = k->op->op == FE_SEG_OFFSETS;
-    /* the lengths: the tiles; the offsets: the check, the work tiles and
-     * the lanes (item_threads of both variants, sk_kernel.general) */
+    /* the lengths: the tiles; the offsets: the check, the long and middle
+     * segments and the lanes (item_threads of both variants,
+     * sk_kernel.general) */
     k->nentry = byoff ? 3 : 1;
     for (int v = 0; v < 2; v++) {
         int *it = &k->item_threads[k->nentry * v];
@@ -2369,9 +2371,9 @@ static weft_status ptx_fold_seg_prepare(weft_context *ctx, fe_arena *arena,
     }
     k->block_max = BLOCK;
     k->may_fail = true; /* the descriptor is checked in the kernel */
-    /* aux 0 and 1: the lengths' status words and ticket, or the offsets'
-     * work flags and list (all i64 arrays); the offsets' 2 lg and 3 the
-     * count and ticket */
+    /* aux 0 and 1: the lengths' status words and ticket (i64 arrays); the
+     * offsets' items as sk.h's SK_SEGOFF_* (lg a scalar, the rest i64
+     * arrays) */
     weft_status s = WEFT_OK;
     for (int a = 0; s == WEFT_OK && a < (byoff ? 4 : 2); a++) {
         bool scalar = a == AUX_LANES && byoff;
