@@ -226,6 +226,8 @@ enum {
     LONG_SEG = SK_SEGOFF_LONG,
     LANE_ITEMS = SK_SEGOFF_LANE_ITEMS,
     LANE_TRIPS = SK_SEGOFF_LANE_TRIPS,
+    LONG_BLOCKS = 6,  /* entry 1's (launch bounds: 40 registers, no
+                         spill; 48 with 5) */
     LANES_BLOCKS = 5, /* entries 0 and 2's blocks a multiprocessor
                          (launch bounds: 48 registers, no spill; 6
                          blocks, 40 registers, spilled 68 bytes) */
@@ -1823,6 +1825,25 @@ static weft_status fold_span(sk_fn *f, const lanes *G, LLVMValueRef lo,
     return WEFT_OK;
 }
 
+/* Item w of `per` items a row: its row (*row) and its place in the row
+ * (*at), with no 64-bit division where there is one row (one_row). */
+static void row_item(cg_fn *fn, LLVMValueRef w, LLVMValueRef per,
+                     LLVMValueRef one_row, LLVMValueRef *row, LLVMValueRef *at)
+{
+    LLVMValueRef rowp = var(fn, t_i64(fn), cg_i64(fn, 0));
+    LLVMValueRef atp = var(fn, t_i64(fn), w);
+    cg_if several;
+    cg_if_begin(fn, &several, LLVMBuildNot(fn->b, one_row, ""));
+    LLVMValueRef r = LLVMBuildUDiv(fn->b, w, per, "");
+    LLVMBuildStore(fn->b, r, rowp);
+    LLVMBuildStore(fn->b,
+                   LLVMBuildSub(fn->b, w, LLVMBuildMul(fn->b, r, per, ""), ""),
+                   atp);
+    cg_if_end(fn, &several);
+    *row = get(fn, t_i64(fn), rowp);
+    *at = get(fn, t_i64(fn), atp);
+}
+
 /* The offset form's warp items (entries 0 and 2, item_threads WARP):
  * the first item of thread tid's warp, and (*step) the stride of the
  * grid's warps. */
@@ -1872,6 +1893,8 @@ static weft_status emit_long(sk_fn *f)
     }
     LLVMValueRef nseg = offsets_nseg(f);
     LLVMValueRef limit = LLVMBuildAdd(fn->b, inner, cg_i64(fn, 1), "");
+    LLVMValueRef one_row =
+        LLVMBuildICmp(fn->b, LLVMIntEQ, outer, cg_i64(fn, 1), "");
     LLVMValueRef tid = cg_zext64(fn, tg->thread_index(fn, 0));
     LLVMValueRef bs = cg_zext64(fn, tg->block_size(fn, 0));
     LLVMValueRef lane = LLVMBuildAnd(fn->b, tid, cg_i64(fn, WARP - 1), "lane");
@@ -1927,10 +1950,9 @@ static weft_status emit_long(sk_fn *f)
     LLVMBuildCondBr(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, w, items, ""), body,
                     done);
     LLVMPositionBuilderAtEnd(fn->b, body);
-    LLVMValueRef row = LLVMBuildUDiv(fn->b, w, count, "row");
-    LLVMValueRef seg =
-        load64(fn, list->ptr[0],
-               LLVMBuildSub(fn->b, w, LLVMBuildMul(fn->b, row, count, ""), ""));
+    LLVMValueRef row, li;
+    row_item(fn, w, count, one_row, &row, &li);
+    LLVMValueRef seg = load64(fn, list->ptr[0], li);
     /* its offsets, kept within [0, inner] and in order (checked) */
     LLVMValueRef lo =
         offset_val(f, cg_load(fn, desc->leaf[0], desc->ptr[0], seg), limit);
@@ -2010,10 +2032,9 @@ static weft_status emit_long(sk_fn *f)
     LLVMValueRef mstep, mw0 = warp_items(f, tid, &mstep);
     cg_sloop ms;
     LLVMValueRef mw = cg_sloop_begin(fn, &ms, mw0, mitems, mstep, "mid");
-    LLVMValueRef mrow = LLVMBuildUDiv(fn->b, mw, mcount, "mrow");
-    LLVMValueRef mseg = load64(
-        fn, mids->ptr[0],
-        LLVMBuildSub(fn->b, mw, LLVMBuildMul(fn->b, mrow, mcount, ""), ""));
+    LLVMValueRef mrow, mli;
+    row_item(fn, mw, mcount, one_row, &mrow, &mli);
+    LLVMValueRef mseg = load64(fn, mids->ptr[0], mli);
     LLVMValueRef mlo =
         offset_val(f, cg_load(fn, desc->leaf[0], desc->ptr[0], mseg), limit);
     LLVMValueRef mhi =
@@ -2058,7 +2079,7 @@ static weft_status emit_lanes(sk_fn *f)
     const fe_term *op = f->e->k->op;
     const fe_term *src = op->kid[1];
     const cg_array *desc = sk_kid_array(f, 2);
-    LLVMTypeRef i64 = t_i64(fn), i32 = t_i32(fn);
+    LLVMTypeRef i32 = t_i32(fn);
     LLVMValueRef ext[WEFT_MAX_RANK];
     weft_status s = sk_extent(f, src, ext);
     if (s) {
@@ -2118,20 +2139,9 @@ static weft_status emit_lanes(sk_fn *f)
     }
     cg_sloop items;
     LLVMValueRef w = cg_sloop_begin(fn, &items, w0, end, step, "item");
-    /* the row and group of item w: no division for one row */
-    LLVMValueRef rowp = var(fn, i64, cg_i64(fn, 0));
-    LLVMValueRef gp = var(fn, i64, w);
-    cg_if several;
-    cg_if_begin(fn, &several, LLVMBuildNot(fn->b, one_row, ""));
-    {
-        LLVMValueRef r = LLVMBuildUDiv(fn->b, w, gpr, "");
-        LLVMBuildStore(fn->b, r, rowp);
-        LLVMBuildStore(
-            fn->b, LLVMBuildSub(fn->b, w, LLVMBuildMul(fn->b, r, gpr, ""), ""),
-            gp);
-    }
-    cg_if_end(fn, &several);
-    LLVMValueRef row = get(fn, i64, rowp), g = get(fn, i64, gp);
+    /* the row and group of item w */
+    LLVMValueRef row, g;
+    row_item(fn, w, gpr, one_row, &row, &g);
     LLVMValueRef base = LLVMBuildMul(fn->b, row, inner, "base");
     LLVMValueRef gs = LLVMBuildMul(fn->b, g, cg_i64(fn, GROUP), "");
     /* the group's offsets, a segment a lane (read once, coalesced: each
@@ -2400,7 +2410,10 @@ static weft_status emit_entry(sk_emit *e, const char *name, int entry)
      * from a cell of zeros */
     f.local_errors = true;
     f.fn.flat_reads = true;
-    cg_ptx_launch_bounds(&f.fn, BLOCK, tiles ? MIN_BLOCKS : LANES_BLOCKS);
+    cg_ptx_launch_bounds(&f.fn, BLOCK,
+                         tiles        ? MIN_BLOCKS
+                         : entry == 1 ? LONG_BLOCKS
+                                      : LANES_BLOCKS);
     s = tiles        ? emit_tiles(&f)
         : entry == 0 ? emit_check(&f)
         : entry == 1 ? emit_long(&f)
