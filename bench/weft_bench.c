@@ -1954,8 +1954,8 @@ static const char *impl_label(const bench *b, int i)
     return i == IMPL_PEER && b->peer ? b->peer : impl_name[i];
 }
 
-/* A warning line for each low implementation of b (prefix before each, md:
- * as a Markdown list item); returns how many. */
+/* b's warning line, when any of its implementations is low (prefix
+ * before it; md: bold); returns 1 if it printed one. */
 static int print_cpu_warnings(FILE *f, int md, const char *prefix,
                               const bench *b)
 {
@@ -1964,16 +1964,21 @@ static int print_cpu_warnings(FILE *f, int md, const char *prefix,
         if (!cpu_wall_low(b, i)) {
             continue;
         }
-        fprintf(f,
-                "%s%s %s, %s: cpu/wall %.2f on %d threads, below %.1f: not "
-                "a %d-thread time? (other work had the CPUs, or serial "
-                "parts)\n",
-                prefix, md ? "**warning**:" : "warning:", b->name,
-                impl_label(b, i), b->r.cpu_wall[i], opt.threads,
-                cpu_wall_floor(), opt.threads);
-        n++;
+        if (n++ == 0) {
+            fprintf(f, "%s%s %s: cpu/wall below %.1f on %d threads:", prefix,
+                    md ? "**warning**:" : "warning:", b->name, cpu_wall_floor(),
+                    opt.threads);
+        }
+        fprintf(f, "%s %s %.2f", n > 1 ? "," : "", impl_label(b, i),
+                b->r.cpu_wall[i]);
     }
-    return n;
+    if (n > 0) {
+        fprintf(f,
+                "; %s not %d-thread times (other work had the CPUs, or "
+                "serial parts)\n",
+                n > 1 ? "these may be" : "this may be", opt.threads);
+    }
+    return n > 0;
 }
 
 /* The table of CPU time over wall time ("!": below the rule). */
