@@ -1974,9 +1974,9 @@ static int print_cpu_warnings(FILE *f, int md, const char *prefix,
     }
     if (n > 0) {
         fprintf(f,
-                "; %s not %d-thread times (other work had the CPUs, or "
+                "; may not be %d-thread times (other work had the CPUs, or "
                 "serial parts)\n",
-                n > 1 ? "these may be" : "this may be", opt.threads);
+                opt.threads);
     }
     return n > 0;
 }
