@@ -2348,7 +2348,9 @@ static void write_report(const char *path, const machine *m, double copy_gbs,
     }
     fprintf(f, "\nThe references (`bench/ref.c`) are one OpenMP loop each "
                "(`omp simd` reductions for the sums, so that GCC may "
-               "vectorise them as weft's reassociating fold does; the prefix "
+               "vectorise them as weft's reassociating fold does, but plain "
+               "loops for smvm's row sums, where GCC's `omp simd` code was "
+               "3x slower with fast math on rows of 10; the prefix "
                "sum in three phases; Mandelbrot rows scheduled dynamically), "
                "with the weft programs' formulas in the same order of "
                "operations.\n");
