@@ -8,8 +8,8 @@
  * own one-line command (its head comment), found beside the source by
  * `#include "timing.h"`; the GPU bundle carries it with the benchmark's
  * sources (tools/gpu-bundle.sh).  The file that includes it defines
- * _POSIX_C_SOURCE (199309L or later) or another feature macro that
- * declares clock_gettime before its first system header.
+ * _POSIX_C_SOURCE (200112L or later) or another feature macro that
+ * declares clock_gettime and readlink before its first system header.
  *
  * Wall time is CLOCK_MONOTONIC.  CPU time is the calling thread's, or that
  * of every thread of the process over an interval (timing_cpu_start and
@@ -28,8 +28,10 @@
 
 #include <dirent.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/types.h>
 #include <time.h>
+#include <unistd.h>
 
 /* Clock c now, in milliseconds. */
 static inline double timing_clock_ms(clockid_t c)
@@ -54,9 +56,11 @@ static inline double timing_now_s(void)
  * TIMING_MAX_THREADS of them: the rest are not counted). */
 #define TIMING_MAX_THREADS 1024
 typedef struct timing_cpu {
-    int n;
-    long tid[TIMING_MAX_THREADS];
-    double ms[TIMING_MAX_THREADS];
+    int n;                         /* the other threads, 0 when unread */
+    long tid[TIMING_MAX_THREADS];  /* their ids */
+    double ms[TIMING_MAX_THREADS]; /* their CPU times */
+    long self;                     /* the calling thread's id, 0: unknown */
+    double self_ms;                /* its CPU time (0 when unknown) */
 } timing_cpu;
 
 /* Thread tid's CPU time in ms, or -1 when it has exited.  Linux's clock id
@@ -72,38 +76,63 @@ static inline double timing_tid_cpu_ms(long tid)
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
 }
 
-/* Read every thread's CPU clock into s (the threads of /proc/self/task;
- * s->n = 0 where that cannot be read). */
-static inline void timing_cpu_start(timing_cpu *s)
+/* Read the CPU clocks of the process's threads (/proc/self/task) into s:
+ * the calling thread's (found by /proc/thread-self) first when self_first
+ * is set, else last, so that the time of the reads themselves stays out
+ * of an interval from a read with self_first clear to one with it set. */
+static inline void timing_cpu_read(timing_cpu *s, int self_first)
 {
+    char link[64];
+    ssize_t len = readlink("/proc/thread-self", link, sizeof link - 1);
+    const char *task = NULL;
+    if (len > 0) {
+        link[len] = 0;
+        task = strstr(link, "task/");
+    }
+    s->self = task ? strtol(task + 5, NULL, 10) : 0;
+    s->self_ms = 0;
+    if (s->self > 0 && self_first) {
+        s->self_ms = timing_clock_ms(CLOCK_THREAD_CPUTIME_ID);
+    }
     s->n = 0;
     DIR *d = opendir("/proc/self/task");
-    if (!d) {
-        return;
-    }
-    struct dirent *e;
-    while ((e = readdir(d)) && s->n < TIMING_MAX_THREADS) {
-        long tid = strtol(e->d_name, NULL, 10);
-        double ms = tid > 0 ? timing_tid_cpu_ms(tid) : -1;
-        if (ms >= 0) {
-            s->tid[s->n] = tid;
-            s->ms[s->n++] = ms;
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)) && s->n < TIMING_MAX_THREADS) {
+            long tid = strtol(e->d_name, NULL, 10);
+            double ms = tid > 0 && tid != s->self ? timing_tid_cpu_ms(tid) : -1;
+            if (ms >= 0) {
+                s->tid[s->n] = tid;
+                s->ms[s->n++] = ms;
+            }
         }
+        closedir(d);
     }
-    closedir(d);
+    if (s->self > 0 && !self_first) {
+        s->self_ms = timing_clock_ms(CLOCK_THREAD_CPUTIME_ID);
+    }
 }
 
-/* The CPU time, in ms, that the process's threads used since s was read:
- * each thread's time since then (a thread born since, all its time; one
- * that has exited since counts nothing).  -1 when s has no thread. */
+/* Read every thread's CPU clock into s, the start of an interval that
+ * timing_cpu_since ends (s->n = 0 and s->self = 0 where /proc cannot be
+ * read). */
+static inline void timing_cpu_start(timing_cpu *s)
+{
+    timing_cpu_read(s, 0);
+}
+
+/* The CPU time, in ms, that the process's threads used since s was read,
+ * on the same thread: each thread's time since then (a thread born since,
+ * all its time; one that has exited since counts nothing).  -1 when s has
+ * no thread. */
 static inline double timing_cpu_since(const timing_cpu *s)
 {
-    if (s->n == 0) {
+    if (s->n == 0 && s->self == 0) {
         return -1;
     }
     timing_cpu now;
-    timing_cpu_start(&now);
-    double ms = 0;
+    timing_cpu_read(&now, 1);
+    double ms = now.self_ms - s->self_ms;
     for (int i = 0; i < now.n; i++) {
         double before = 0;
         for (int j = 0; j < s->n; j++) {

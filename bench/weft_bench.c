@@ -1269,7 +1269,7 @@ static weft_status run_once(session *s, bench *b, int check, double *ms,
     weft_array *out[MAX_OUT] = {NULL};
     int nout = weft_executable_outputs(s->exe);
     nout = nout < 1 ? 1 : nout > MAX_OUT ? MAX_OUT : nout;
-    timing_cpu c0;
+    timing_cpu c0 = {.n = 0};
     if (cpu) {
         timing_cpu_start(&c0);
     }
