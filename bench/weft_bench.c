@@ -2274,17 +2274,16 @@ static void write_report(const char *path, const machine *m, double copy_gbs,
             "above are unchanged): how many CPUs the run kept busy, at "
             "most as many as its threads (%d) or the CPUs.  Threads that "
             "wait asleep (OMP_WAIT_POLICY=PASSIVE, the gang's workers "
-            "between jobs) "
-            "count nothing; serial parts (a scan's middle phase, k-means' "
-            "small steps) lower it.\n"
+            "between jobs after a short spin) count nothing; serial parts "
+            "(a scan's middle phase, k-means' small steps) lower it.\n"
             "- **!**, and a warning below the table: a run on more than one "
             "thread (all but scipy.sparse, which runs on one) whose "
             "cpu/wall is below (threads + 1) / 2 = %.1f: half the threads "
             "and half a CPU more.  A run whose process had one CPU shows at "
             "most 1.0 however many threads it ran, so with 2 threads it "
             "falls below 1.5; its time is then not a %d-thread time.  "
-            "Rerun such a row (`-p NAME`) on a quieter machine before "
-            "reading its ratios.\n\n",
+            "Rerun such a row (`build-bench/weft_bench -p NAME`) on a "
+            "quieter machine before reading its ratios.\n\n",
             opt.threads, cpu_wall_floor(), opt.threads);
     if (opt.threads > 1 && print_all_cpu_warnings(f, 1) == 0) {
         fprintf(f, "No run was below the rule.\n");
