@@ -2426,9 +2426,10 @@ static void json_run_row(FILE *f, int *first, const bench *b, int i, double ms,
 }
 
 /* The report's numbers for scripts that compare runs: one object, the
- * machine and run, then "rows" (the run-time table, one object per
- * program and implementation), "compile" and "scaling" arrays of flat
- * objects; times in ms, null where the Markdown says "-". */
+ * machine and run (with "cpu_wall_floor", the warning's rule), then "rows"
+ * (the run-time table, one object per program and implementation, with
+ * its "cpu_wall" and "cpu_wall_low"), "compile" and "scaling" arrays of
+ * flat objects; times in ms, null where the Markdown says "-". */
 static void write_json(const char *md_path, const machine *m, double copy_gbs)
 {
     char path[4096];
