@@ -22,16 +22,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "timing.h"
 #include "weft.h"
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 static void die(const char *what)
 {
@@ -112,7 +105,7 @@ static double best_ms(int which, bool checked, int threads, int64_t n, int reps)
         yv[i] = (float)i * 0.5f;
     }
     const void *d[1] = {h}, *dy[1] = {yv};
-    weft_array *xs, *ys;
+    weft_array *xs = NULL, *ys = NULL;
     int64_t ny = 1024;
     if (weft_array_from_host(ctx, WEFT_I32, 1, &n, d, &xs) ||
         weft_array_from_host(ctx, WEFT_F32, 1, &ny, dy, &ys)) {
@@ -130,11 +123,11 @@ static double best_ms(int which, bool checked, int threads, int64_t n, int reps)
     double best = 1e30;
     for (int k = 0; k < reps; k++) {
         weft_array *out;
-        double t0 = now();
+        double t0 = timing_now_ms();
         if (weft_run(exe, &xs, 1, &out, 1)) {
             die("weft_run");
         }
-        double t = (now() - t0) * 1e3;
+        double t = timing_now_ms() - t0;
         best = t < best ? t : best;
         weft_array_release(out);
     }

@@ -61,23 +61,16 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "weft.h"
 #include "gen_large.h"
+#include "timing.h"
+#include "weft.h"
 
 enum { NELEM = 16, MAX_SIZES = 16, NPHASE = 4 };
 
 static const char *const phase_name[NPHASE] = {"build", "compile", "run",
                                                "free"};
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* ---- the shapes ---------------------------------------------------------- */
 
@@ -258,16 +251,16 @@ static void run_case(const shape *sh, long n, weft_backend b, int fd)
         weft_program_create(ctx, &p) != WEFT_OK) {
         goto fail;
     }
-    double t0 = now();
+    double t0 = timing_now_s();
     nr = sh->build(p, n, r);
-    double t1 = now();
+    double t1 = timing_now_s();
     if (nr < 1 || weft_program_status(p) != WEFT_OK) {
         goto fail;
     }
     if (weft_compile(p, r, nr, &exe) != WEFT_OK) {
         goto fail;
     }
-    double t2 = now();
+    double t2 = timing_now_s();
     if (!target) { /* -m: compiled for another machine, not run */
         int64_t ne = NELEM;
         int64_t xs[NELEM];
@@ -290,7 +283,7 @@ static void run_case(const shape *sh, long n, weft_backend b, int fd)
             goto fail;
         }
     }
-    double t3 = now();
+    double t3 = timing_now_s();
     for (int i = 0; i < nr; i++) {
         weft_array_release(out[i]);
     }
@@ -300,7 +293,7 @@ static void run_case(const shape *sh, long n, weft_backend b, int fd)
     weft_executable_free(exe);
     weft_program_free(p);
     weft_context_free(ctx);
-    double t4 = now();
+    double t4 = timing_now_s();
     remove_dir(cache);
     t[0] = t1 - t0;
     t[1] = t2 - t1;
@@ -341,12 +334,12 @@ static int time_case(const shape *sh, long n, weft_backend b, double limit,
         run_case(sh, n, b, fds[1]);
     }
     close(fds[1]);
-    double start = now();
+    double start = timing_now_s();
     char buf[NPHASE * sizeof(double)];
     size_t got = 0;
     int result = CASE_FAILED;
     for (;;) {
-        double left = limit - (now() - start);
+        double left = limit - (timing_now_s() - start);
         if (left <= 0) {
             result = CASE_OVER;
             break;
@@ -490,7 +483,7 @@ int main(int argc, char **argv)
     }
     char *bn[4];
     int nbe = split(be_arg, bn, 4);
-    double start = now();
+    double start = timing_now_s();
     printf("| shape | backend | n | build | compile | run | free | total |\n"
            "|---|---|---:|---:|---:|---:|---:|---:|\n");
     char summary[8192] = "";
@@ -511,7 +504,8 @@ int main(int argc, char **argv)
             bool stop = false;
             for (int i = 0; i < nsize; i++) {
                 printf("| %s | %s | %ld |", shapes[s].name, bn[bi], sizes[i]);
-                double left = budget > 0 ? budget - (now() - start) : limit;
+                double left =
+                    budget > 0 ? budget - (timing_now_s() - start) : limit;
                 if (stop || left < 1) {
                     printf(" - | - | - | - | not tried |\n");
                     continue;

@@ -12,7 +12,7 @@
  * Build (from the repository root, no CMake needed):
  *   gcc -O2 -std=c17 -D_GNU_SOURCE -Iinclude -Ilib -Iruntime-cpu \
  *       bench/gang_bench.c runtime-cpu/gang.c lib/error.c lib/alloc.c \
- *       -o gang_bench -lpthread -lm
+ *       lib/cancel.c -o gang_bench -lpthread -lm
  * Run: ./gang_bench [threads (0: one per core)] [triad elements]
  */
 #include <stdio.h>
@@ -20,13 +20,7 @@
 #include <time.h>
 
 #include "cpu.h"
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
+#include "timing.h"
 
 static void k_empty(int64_t start, int64_t end, const void *args)
 {
@@ -75,9 +69,9 @@ static double time_triad(cpu_gang *g, triad *t, int64_t n, int reps)
 {
     double best = 1e30;
     for (int r = 0; r < reps; r++) {
-        double t0 = now();
+        double t0 = timing_now_s();
         check(cpu_gang_run(g, k_triad, t, n, 1 << 16));
-        double dt = now() - t0;
+        double dt = timing_now_s() - t0;
         best = dt < best ? dt : best;
     }
     return best;
@@ -94,29 +88,29 @@ int main(int argc, char **argv)
 
     /* 1. empty job on the caller */
     int reps = 1000000;
-    double t0 = now();
+    double t0 = timing_now_s();
     for (int r = 0; r < reps; r++) {
         check(cpu_gang_run(g, k_empty, NULL, 100, 1000));
     }
     printf("empty job on the caller:          %8.1f ns\n",
-           (now() - t0) / reps * 1e9);
+           (timing_now_s() - t0) / reps * 1e9);
 
     /* 2. a job that wakes every worker */
     reps = 20000;
-    t0 = now();
+    t0 = timing_now_s();
     for (int r = 0; r < reps; r++) {
         check(cpu_gang_run(g, k_empty, NULL, (int64_t)size * 4, 1));
     }
     printf("all workers, back to back:        %8.2f us\n",
-           (now() - t0) / reps * 1e6);
+           (timing_now_s() - t0) / reps * 1e6);
     reps = 200;
     double total = 0;
     for (int r = 0; r < reps; r++) {
         struct timespec pause = {0, 2000000}; /* 2 ms: workers sleep */
         nanosleep(&pause, NULL);
-        t0 = now();
+        t0 = timing_now_s();
         check(cpu_gang_run(g, k_empty, NULL, (int64_t)size * 4, 1));
-        total += now() - t0;
+        total += timing_now_s() - t0;
     }
     printf("all workers, woken from sleep:    %8.2f us\n", total / reps * 1e6);
 

@@ -21,10 +21,13 @@ iterations at most).  Each numba program is one function with
 parallel=True and fastmath=True (prange loops; the prefix sum in three
 phases as bench/ref.c; smvm's rows split by nonzeros, k-means with
 partial sums per thread, as bench/ref.c).  It compiles, warms up once,
-then prints the median wall time of RUNS runs as `ms <value>`.  Exits 2
+then prints the median wall time of RUNS runs as `ms <value>` and the
+median of those runs' CPU time (all threads) over wall time as
+`cpu_wall <value>` (weft_bench's "CPU use" table).  Exits 2
 when what the program needs cannot be imported (the bench then leaves the
 column empty).
 """
+import os
 import sys
 import time
 
@@ -353,16 +356,49 @@ def main():
     sys.exit(time_runs(call, runs))
 
 
+def thread_cpu_ms():
+    """{thread id: CPU ms} for every thread of this process, each read from
+    its own clock (Linux's clock id of a thread's CPU time, as
+    bench/timing.h reads it: exact, where the process clock lags by up to a
+    timer tick for threads running on other CPUs); None where
+    /proc/self/task cannot be read."""
+    try:
+        tids = [int(t) for t in os.listdir("/proc/self/task")]
+    except OSError:
+        return None
+    ms = {}
+    for tid in tids:
+        clock = ((~tid << 3) | 6) & 0xffffffff
+        clock = clock - (1 << 32) if clock >= 1 << 31 else clock
+        try:
+            ms[tid] = time.clock_gettime(clock) * 1e3
+        except OSError:  # exited since the listing
+            pass
+    return ms
+
+
 def time_runs(call, runs):
-    """Warm up (and compile), then print the median of runs calls."""
+    """Warm up (and compile), then print the median of runs calls, and the
+    median of their CPU time of all the process's threads over wall time
+    (read outside the wall clock's reads: it does not change the times)."""
     call()
     times = []
+    ratios = []
     for _ in range(runs):
+        c0 = thread_cpu_ms()
         t0 = time.perf_counter()
         call()
-        times.append((time.perf_counter() - t0) * 1e3)
+        ms = (time.perf_counter() - t0) * 1e3
+        c1 = thread_cpu_ms()
+        times.append(ms)
+        if c0 is not None and c1 is not None and ms > 0:
+            cpu = sum(v - c0.get(t, 0.0) for t, v in c1.items())
+            ratios.append(cpu / ms)
     times.sort()
     print("ms %.4f" % times[len(times) // 2])
+    if len(ratios) == runs:
+        ratios.sort()
+        print("cpu_wall %.4f" % ratios[len(ratios) // 2])
     return 0
 
 

@@ -15,22 +15,9 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
+#include "timing.h"
 #include "weft.h"
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 static void die(const char *what)
 {
@@ -52,11 +39,11 @@ static weft_executable *dotp(weft_context *ctx, weft_program **pp, double *ms)
     weft_fun_return(add, weft_add(weft_arg(add, 0), weft_arg(add, 1)));
     weft_acc *d = weft_fold(add, weft_f32(p, 0), weft_zipwith(mul, xs, ys));
     weft_executable *exe;
-    double t0 = now_ms();
+    double t0 = timing_now_ms();
     if (weft_compile(p, &d, 1, &exe)) {
         die("weft_compile");
     }
-    *ms = now_ms() - t0;
+    *ms = timing_now_ms() - t0;
     *pp = p;
     return exe;
 }
@@ -98,19 +85,18 @@ int main(int argc, char **argv)
     double t[RUNS];
     float r = 0;
     for (int i = 0; i < RUNS; i++) {
-        double t0 = now_ms();
+        double t0 = timing_now_ms();
         if (weft_run(e1, in, 2, &out, 1)) {
             die("weft_run");
         }
         r = *(float *)weft_array_data(out, 0); /* waits for the result */
-        t[i] = now_ms() - t0;
+        t[i] = timing_now_ms() - t0;
         weft_array_release(out);
     }
-    qsort(t, RUNS, sizeof t[0], cmp);
+    double med = timing_median(t, RUNS); /* sorts t */
     printf("dotp 2^24 f32, run and read back      %8.3f ms (median of %d; "
            "first %.3f)  %.0f GB/s  result %.1f\n",
-           t[RUNS / 2], RUNS, t[RUNS - 1], 8.0 * (double)n / t[RUNS / 2] / 1e6,
-           (double)r);
+           med, RUNS, t[RUNS - 1], 8.0 * (double)n / med / 1e6, (double)r);
     weft_stats st;
     weft_context_stats(c1, &st);
     printf("stats: compiled %llu, loaded %llu, reused %llu, compile %.1f ms, "

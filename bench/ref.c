@@ -5,7 +5,8 @@
  * parallel loop (static schedule; dynamic by rows for Mandelbrot, whose
  * rows cost unevenly), `omp simd` on reductions so that the compiler may
  * reorder a floating-point sum and vectorise it (weft's fold carries the
- * same permission, the reassoc flag), and the prefix sum in the classic
+ * same permission, the reassoc flag; not smvm's short row sums, see
+ * there), and the prefix sum in the classic
  * three phases (each thread sums its block, one thread scans the block
  * sums, each thread rescans its block from its carry).  The formulas and
  * their order of operations match the weft programs in weft_bench.c, so
@@ -241,6 +242,17 @@ static int64_t nnz_split(const int32_t *rowptr, int64_t nrows, int t, int nt)
     return lo;
 }
 
+/* y = A x, each thread a share of rows with as many nonzeros.  The row sum
+ * is a plain loop, not an `omp simd` reduction: GCC 12 keeps such a
+ * reduction's partial sums in a vector on the stack, stored and reloaded
+ * at every vector step and summed across its lanes at the end of every
+ * row, and a row of 10 runs entirely in the scalar remainder (still
+ * through that stack slot).  On the banded matrix (10 a row), 2 threads
+ * of the Zen 5 here: 5.8 ms with -ffast-math against 1.9 for the plain
+ * loop, which GCC vectorises by itself there (a gather, the sum across
+ * lanes in registers); 3.1 ms strict either way (in order, as C says).
+ * 16 threads of a Xeon: strict 1.35 ms with `omp simd`, 0.86 plain
+ * (bench/results/smvm-cpu.md). */
 void REF(smvm)(const int32_t *restrict rowptr, const int32_t *restrict cols,
                const float *restrict vals, const float *restrict x,
                float *restrict y, int64_t nrows)
@@ -252,7 +264,6 @@ void REF(smvm)(const int32_t *restrict rowptr, const int32_t *restrict cols,
         int64_t r1 = nnz_split(rowptr, nrows, t + 1, nt);
         for (int64_t r = r0; r < r1; r++) {
             float s = 0.0f;
-#pragma omp simd reduction(+ : s)
             for (int32_t i = rowptr[r]; i < rowptr[r + 1]; i++) {
                 s += vals[i] * x[cols[i]];
             }

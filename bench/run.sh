@@ -9,7 +9,10 @@
 # Columns: weft (strict and with WEFT_FLAG_FAST_MATH) against C/OpenMP
 # (strict and -ffast-math) and numba where it is installed, the floor
 # (bytes over copy bandwidth); scipy.sparse and scikit-learn beside smvm
-# and k-means; thread scaling of the compute-bound programs.
+# and k-means; the CPU use of each implementation's runs (CPU time over
+# wall time, with a warning where a run on T > 1 threads kept fewer than
+# (T + 1) / 2 CPUs busy: its time is not a T-thread time); thread scaling
+# of the compute-bound programs.
 # (-q runs a quick smoke at 1/16 of the sizes and writes nothing unless -o
 # is given.)  Needs what the library needs (LLVM 19) and GCC with OpenMP.
 set -eu

@@ -33,8 +33,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "timing.h"
 #include "weft.h"
 
 #define MAX_ROUNDS 31
@@ -71,25 +71,6 @@ static const scase cases[] = {
 };
 
 static const char *const bnd_name[] = {"clamp", "mirror", "wrap", "constant"};
-
-static double now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return v[n / 2];
-}
 
 static int64_t clampi(int64_t i, int64_t n)
 {
@@ -192,12 +173,12 @@ static int run_case(const scase *sc, int threads, int rounds, timed *out)
     weft_fun_return(g, weft_mul(weft_f32(p, 2.0f), weft_arg(g, 0)));
     weft_acc *m = weft_map(g, u);
     weft_executable *es = NULL, *em = NULL;
-    double t0 = now_ms();
+    double t0 = timing_now_ms();
     weft_status s = weft_compile(p, &st, 1, &es);
     if (s == WEFT_OK) {
         s = weft_context_wait_optimised(ctx);
     }
-    out->compile = now_ms() - t0;
+    out->compile = timing_now_ms() - t0;
     if (s == WEFT_OK) {
         s = weft_compile(p, &m, 1, &em);
     }
@@ -222,9 +203,9 @@ static int run_case(const scase *sc, int threads, int rounds, timed *out)
     out->err = NAN;
     for (int r = 0; s == WEFT_OK && r <= rounds; r++) {
         weft_array *o = NULL;
-        double a = now_ms();
+        double a = timing_now_ms();
         s = weft_run(es, &in, 1, &o, 1);
-        double bt = now_ms();
+        double bt = timing_now_ms();
         if (s == WEFT_OK && r == 0 && has_ref) {
             ref_stencil(h, ref, n3, w3, c);
             const float *wd = weft_array_data(o, 0);
@@ -240,11 +221,11 @@ static int run_case(const scase *sc, int threads, int rounds, timed *out)
             s = weft_run(em, &in, 1, &o, 1);
             weft_array_release(o);
         }
-        double ct = now_ms();
+        double ct = timing_now_ms();
         if (has_ref) {
             ref_stencil(h, ref, n3, w3, c);
         }
-        double dt = now_ms();
+        double dt = timing_now_ms();
         if (r > 0) { /* the first round warms up */
             tw[r - 1] = bt - a;
             tm[r - 1] = ct - bt;
@@ -252,9 +233,9 @@ static int run_case(const scase *sc, int threads, int rounds, timed *out)
         }
     }
     if (s == WEFT_OK) {
-        out->weft = median(tw, rounds);
-        out->map = median(tm, rounds);
-        out->ref = has_ref ? median(tr, rounds) : NAN;
+        out->weft = timing_median(tw, rounds);
+        out->map = timing_median(tm, rounds);
+        out->ref = has_ref ? timing_median(tr, rounds) : NAN;
     } else {
         fprintf(stderr, "stencil_sweep: %s\n", weft_status_name(s));
     }

@@ -25,19 +25,12 @@
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
+#include "timing.h"
 #include "weft.h"
 
 enum { N = 1000, ROUNDS = 7 };
 static int runs = 20000; /* calls per round */
-
-static double now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
-}
 
 static void check(weft_status s, const char *what)
 {
@@ -52,13 +45,13 @@ static double time_runs(weft_executable *exe, weft_array **in, int nin)
 {
     double best = 1e30;
     for (int r = 0; r < ROUNDS; r++) {
-        double t0 = now_ns();
+        double t0 = timing_now_ms();
         for (int i = 0; i < runs; i++) {
             weft_array *out;
             check(weft_run(exe, in, nin, &out, 1), "weft_run");
             weft_array_release(out);
         }
-        double per = (now_ns() - t0) / runs;
+        double per = (timing_now_ms() - t0) * 1e6 / runs;
         best = per < best ? per : best;
     }
     return best;

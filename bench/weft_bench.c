@@ -29,6 +29,13 @@
  *      reference shows what a fresh allocation per run would cost;
  *   3. check weft's results (fused and unfused, last round) against the
  *      reference's, within a tolerance stated per program: ok or FAIL.
+ * Around each timed run, outside the wall clock's reads, the CPU clocks of
+ * all the process's threads are read too (bench/timing.h): the CPU time
+ * over the wall time of a run (its median over the rounds) is how many
+ * CPUs the run kept busy, the "CPU use" table (numba and the other peers
+ * measure theirs in bench/numba_ref.py).  A run on more than one thread
+ * whose cpu/wall is below (threads + 1) / 2 gets a warning: a 2-thread run
+ * whose process had one CPU (1.0 at most) is not a 2-thread time.
  * Throughput is GB/s (the bytes a program must move at least: each input
  * read once, each output written once) for memory-bound programs and
  * GFLOP/s (operations counted as stated in the notes) for compute-bound
@@ -65,6 +72,7 @@
 
 #include "programs.h"
 #include "ref.h"
+#include "timing.h"
 #include "weft.h"
 
 #ifndef WEFT_BENCH_LLVM
@@ -102,35 +110,9 @@ static int checking_fast;
  * scaling runs). */
 static int cur_threads;
 
-static double now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
-}
-
-/* CPU time of the calling thread (weft_compile compiles on it). */
-static double thread_cpu_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
-}
-
-/* The CPU time of the last session_open's weft_compile. */
+/* The CPU time of the last session_open's weft_compile (the calling
+ * thread's: weft_compile compiles on it). */
 static double last_compile_cpu_ms;
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof v[0], cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 /* A deterministic pseudo-random stream (64-bit LCG, top bits). */
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
@@ -172,6 +154,22 @@ typedef struct input {
 
 typedef struct bench bench;
 
+/* The implementations a program times in its rounds and in Python, for
+ * their CPU time over wall time (row.cpu_wall, the "CPU use" table): weft
+ * fused, unfused and with fast math, the strict and the fast-math C, the
+ * strict C into fresh buffers, numba and the other peer. */
+enum {
+    IMPL_WEFT,
+    IMPL_UNFUSED,
+    IMPL_FAST,
+    IMPL_REF,
+    IMPL_REF_FAST,
+    IMPL_REF_FRESH,
+    IMPL_NUMBA,
+    IMPL_PEER,
+    NIMPL
+};
+
 /* What one program measured; negative times were not measured. */
 typedef struct row {
     double weft_ms, unfused_ms, ref_ms, ref_fresh_ms;
@@ -180,6 +178,10 @@ typedef struct row {
     double numba_ms;    /* numba (parallel, fastmath), -1 when absent */
     double peer_ms;     /* the other peer (scipy, scikit-learn), or -1 */
     double weft1_ms, ref_fast1_ms; /* one thread (compute-bound programs) */
+    /* the CPU time of the process's threads over the wall time of each
+     * implementation's timed runs (IMPL_*), the median of the rounds'; -1
+     * when not measured */
+    double cpu_wall[NIMPL];
     int fast_ok;
     double fast_err;
     double compile_ms, llvm_ms, cached_ms;
@@ -234,6 +236,7 @@ struct bench {
     const float *ref_grid; /* Jacobi: the reference's result buffer */
     const char *peer;      /* the other peer's name, or NULL */
     const char *peer_prog; /* ... its program in bench/numba_ref.py */
+    int peer_serial;       /* the peer runs on one thread (scipy.sparse) */
     int share_inputs;      /* the Python programs read the inputs from
                               files (write_inputs) */
     row r;
@@ -1086,7 +1089,8 @@ static bench benches[] = {
      .check = smvm_check,
      .share_inputs = 1,
      .peer = "scipy.sparse",
-     .peer_prog = "smvm_scipy"},
+     .peer_prog = "smvm_scipy",
+     .peer_serial = 1},
     {.name = "smvm (power law)",
      .what = "the same program on a matrix of as many nonzeros in rows of "
              "1 to 10^4 (length l with density ~ l^-2), columns uniform",
@@ -1097,7 +1101,8 @@ static bench benches[] = {
      .check = smvm_check,
      .share_inputs = 1,
      .peer = "scipy.sparse",
-     .peer_prog = "smvm_scipy"},
+     .peer_prog = "smvm_scipy",
+     .peer_serial = 1},
     {.name = "Jacobi",
      .what = "`awhile` over (u, unit count) of `stencil` 3x3 (clamp) of the "
              "5-point average 0.25 * (((n + s) + w) + e), f32; fused and "
@@ -1206,11 +1211,11 @@ static weft_status session_open(session *s, bench *b, unsigned flags,
         param[i] = weft_param(s->p, b->in[i].type, b->in[i].rank);
     }
     weft_acc *res = b->build(s->ctx, s->p, param, b);
-    double c0 = thread_cpu_ms();
-    double t0 = now_ms();
+    double c0 = timing_thread_cpu_ms();
+    double t0 = timing_now_ms();
     st = weft_compile(s->p, &res, 1, &s->exe);
-    *compile_ms = now_ms() - t0;
-    last_compile_cpu_ms = thread_cpu_ms() - c0;
+    *compile_ms = timing_now_ms() - t0;
+    last_compile_cpu_ms = timing_thread_cpu_ms() - c0;
     for (int i = 0; st == WEFT_OK && i < b->nin; i++) {
         void *data[1] = {b->in[i].data};
         st = weft_array_wrap(s->ctx, b->in[i].type, b->in[i].rank,
@@ -1254,17 +1259,26 @@ static int plan_kernels(const session *s, char *buf, size_t cap)
     return n;
 }
 
-/* One weft_run of s, timed (*ms); when check is set, b->check compares
- * the result with the reference's (*ok, *err).  The result is released. */
+/* One weft_run of s, timed (*ms, wall; *cpu, the process's CPU time
+ * around it, when cpu is not NULL: read outside the wall clock's reads, so
+ * that they do not change *ms); when check is set, b->check compares the
+ * result with the reference's (*ok, *err).  The result is released. */
 static weft_status run_once(session *s, bench *b, int check, double *ms,
-                            int *ok, double *err)
+                            double *cpu, int *ok, double *err)
 {
     weft_array *out[MAX_OUT] = {NULL};
     int nout = weft_executable_outputs(s->exe);
     nout = nout < 1 ? 1 : nout > MAX_OUT ? MAX_OUT : nout;
-    double t0 = now_ms();
+    timing_cpu c0 = {.n = 0};
+    if (cpu) {
+        timing_cpu_start(&c0);
+    }
+    double t0 = timing_now_ms();
     weft_status st = weft_run(s->exe, s->in, s->nin, out, nout);
-    *ms = now_ms() - t0;
+    *ms = timing_now_ms() - t0;
+    if (cpu) {
+        *cpu = timing_cpu_since(&c0);
+    }
     if (st == WEFT_OK && check) {
         *ok = b->check(b, out, err);
     }
@@ -1274,18 +1288,34 @@ static weft_status run_once(session *s, bench *b, int check, double *ms,
     return st;
 }
 
+/* One run of b's reference (strict or fast, as use_fast says): its wall
+ * ms; *cpu the process's CPU ms around it (as run_once). */
+static double ref_once(bench *b, double *cpu)
+{
+    timing_cpu c0;
+    timing_cpu_start(&c0);
+    double t0 = timing_now_ms();
+    b->ref(b);
+    double ms = timing_now_ms() - t0;
+    *cpu = timing_cpu_since(&c0);
+    return ms;
+}
+
 /* One run of the reference into output buffers malloc'ed inside the timed
- * region (freed outside it), as weft_run's results are. */
-static double ref_fresh_once(bench *b)
+ * region (freed outside it), as weft_run's results are; as ref_once. */
+static double ref_fresh_once(bench *b, double *cpu)
 {
     void *keep[MAX_REF];
     memcpy(keep, b->ref_out, sizeof keep);
-    double t0 = now_ms();
+    timing_cpu c0;
+    timing_cpu_start(&c0);
+    double t0 = timing_now_ms();
     for (int k = 0; k < MAX_REF && keep[k]; k++) {
         b->ref_out[k] = xmalloc(b->ref_bytes[k]);
     }
     b->ref(b);
-    double ms = now_ms() - t0;
+    double ms = timing_now_ms() - t0;
+    *cpu = timing_cpu_since(&c0);
     for (int k = 0; k < MAX_REF && keep[k]; k++) {
         free(b->ref_out[k]);
     }
@@ -1304,70 +1334,86 @@ static double ref_fresh_once(bench *b)
 static void time_rounds(bench *b, session *s, session *u, session *f)
 {
     row *r = &b->r;
-    double t[6][64];
+    double t[IMPL_REF_FRESH + 1][64], c[IMPL_REF_FRESH + 1][64];
     int fresh = b->ref_out[0] != NULL;
     r->ok = 1;
     r->fast_ok = f->exe != NULL;
     for (int k = 0; k <= opt.runs; k++) {
         int last = k == opt.runs;
-        double ms;
+        double ms, cpu;
         int ok = 1;
         if (last) {
             use_fast = 0;
             b->ref(b); /* the strict results, for the checks */
         }
         if (r->weft_ms > -2) {
-            if (run_once(s, b, last, &ms, &ok, &r->err)) {
+            if (run_once(s, b, last, &ms, &cpu, &ok, &r->err)) {
                 record_error(r, "run");
                 r->weft_ms = -2;
                 ok = 0;
             }
-            t[0][k] = ms;
+            t[IMPL_WEFT][k] = ms;
+            c[IMPL_WEFT][k] = cpu;
             r->ok &= ok;
         }
         if (u->exe && r->unfused_ms > -2) {
-            if (run_once(u, b, last, &ms, &ok, &r->unfused_err)) {
+            if (run_once(u, b, last, &ms, &cpu, &ok, &r->unfused_err)) {
                 record_error(r, "run without fusion");
                 r->unfused_ms = -2;
                 ok = 0;
             }
-            t[1][k] = ms;
+            t[IMPL_UNFUSED][k] = ms;
+            c[IMPL_UNFUSED][k] = cpu;
             r->ok &= ok;
         }
         if (f->exe && r->fast_ms > -2) {
             ok = 1;
             checking_fast = 1;
-            weft_status fst = run_once(f, b, last, &ms, &ok, &r->fast_err);
+            weft_status fst =
+                run_once(f, b, last, &ms, &cpu, &ok, &r->fast_err);
             checking_fast = 0;
             if (fst) {
                 record_error(r, "run with fast math");
                 r->fast_ms = -2;
                 ok = 0;
             }
-            t[4][k] = ms;
+            t[IMPL_FAST][k] = ms;
+            c[IMPL_FAST][k] = cpu;
             r->fast_ok &= ok;
         }
         use_fast = 0;
         if (fresh) {
-            t[2][k] = ref_fresh_once(b);
+            t[IMPL_REF_FRESH][k] = ref_fresh_once(b, &c[IMPL_REF_FRESH][k]);
         }
-        double t0 = now_ms();
-        b->ref(b);
-        t[3][k] = now_ms() - t0;
+        t[IMPL_REF][k] = ref_once(b, &c[IMPL_REF][k]);
         use_fast = 1;
-        t0 = now_ms();
-        b->ref(b);
-        t[5][k] = now_ms() - t0;
+        t[IMPL_REF_FAST][k] = ref_once(b, &c[IMPL_REF_FAST][k]);
         use_fast = 0;
     }
     /* (index 0 is the warm-up) */
-    r->weft_ms = r->weft_ms > -2 ? median(t[0] + 1, opt.runs) : -1;
-    r->unfused_ms =
-        u->exe && r->unfused_ms > -2 ? median(t[1] + 1, opt.runs) : -1;
-    r->fast_ms = f->exe && r->fast_ms > -2 ? median(t[4] + 1, opt.runs) : -1;
-    r->ref_fresh_ms = fresh ? median(t[2] + 1, opt.runs) : -1;
-    r->ref_ms = median(t[3] + 1, opt.runs);
-    r->ref_fast_ms = median(t[5] + 1, opt.runs);
+    int timed[IMPL_REF_FRESH + 1] = {
+        [IMPL_WEFT] = r->weft_ms > -2,
+        [IMPL_UNFUSED] = u->exe && r->unfused_ms > -2,
+        [IMPL_FAST] = f->exe && r->fast_ms > -2,
+        [IMPL_REF] = 1,
+        [IMPL_REF_FAST] = 1,
+        [IMPL_REF_FRESH] = fresh,
+    };
+    double *ms_of[IMPL_REF_FRESH + 1] = {
+        [IMPL_WEFT] = &r->weft_ms,         [IMPL_UNFUSED] = &r->unfused_ms,
+        [IMPL_FAST] = &r->fast_ms,         [IMPL_REF] = &r->ref_ms,
+        [IMPL_REF_FAST] = &r->ref_fast_ms, [IMPL_REF_FRESH] = &r->ref_fresh_ms,
+    };
+    for (int i = 0; i <= IMPL_REF_FRESH; i++) {
+        /* each round's cpu/wall (-1: not measured), then their median */
+        int measured = timed[i];
+        for (int k = 1; timed[i] && k <= opt.runs; k++) {
+            measured &= c[i][k] >= 0 && t[i][k] > 0;
+            c[i][k] = measured ? c[i][k] / t[i][k] : -1;
+        }
+        r->cpu_wall[i] = measured ? timing_median(c[i] + 1, opt.runs) : -1;
+        *ms_of[i] = timed[i] ? timing_median(t[i] + 1, opt.runs) : -1;
+    }
     if (!u->exe) {
         r->ok = 0;
     }
@@ -1387,18 +1433,18 @@ static void time_one_thread(bench *b, const char *dir)
     if (session_open(&s, b, 0, dir, &ignored) == WEFT_OK) {
         int ok = 1;
         for (int k = 0; k <= SCALING_RUNS; k++) {
-            if (run_once(&s, b, 0, &t[0][k], &ok, &ignored)) {
+            if (run_once(&s, b, 0, &t[0][k], NULL, &ok, &ignored)) {
                 record_error(r, "run on one thread");
                 break;
             }
             use_fast = 1;
-            double t0 = now_ms();
+            double t0 = timing_now_ms();
             b->ref(b);
-            t[1][k] = now_ms() - t0;
+            t[1][k] = timing_now_ms() - t0;
             use_fast = 0;
             if (k == SCALING_RUNS) {
-                r->weft1_ms = median(t[0] + 1, SCALING_RUNS);
-                r->ref_fast1_ms = median(t[1] + 1, SCALING_RUNS);
+                r->weft1_ms = timing_median(t[0] + 1, SCALING_RUNS);
+                r->ref_fast1_ms = timing_median(t[1] + 1, SCALING_RUNS);
             }
         }
     } else {
@@ -1425,12 +1471,12 @@ static void quick_time(bench *b, const char *dir)
         b->ref(b); /* the strict results again: the fast ones ran last */
         for (int k = 0; k <= last; k++) {
             double err = 0;
-            if (run_once(&s, b, k == 0, &t[k], &r->quick_ok, &err)) {
+            if (run_once(&s, b, k == 0, &t[k], NULL, &r->quick_ok, &err)) {
                 record_error(r, "run on the quick code");
                 break;
             }
             if (k == last) {
-                r->quick_ms = last ? median(t + 1, last) : t[0];
+                r->quick_ms = last ? timing_median(t + 1, last) : t[0];
             }
         }
     } else {
@@ -1465,10 +1511,14 @@ static int write_inputs(const bench *b, const char *dir)
 
 /* The time of b in bench/numba_ref.py's program prog (median of opt.runs
  * runs after a warm-up), or -1 where python3 cannot import what it needs
- * (numba, scipy, scikit-learn) or the script is missing.  The programs of
- * bench/programs.h read b's inputs from files in dir. */
-static double py_time(const bench *b, const char *prog, const char *dir)
+ * (numba, scipy, scikit-learn) or the script is missing; *cpu_wall the
+ * Python process's CPU time over wall time in those runs, as the script
+ * measures it (-1 when absent).  The programs of bench/programs.h read b's
+ * inputs from files in dir. */
+static double py_time(const bench *b, const char *prog, const char *dir,
+                      double *cpu_wall)
 {
+    *cpu_wall = -1;
     if (!prog || access("bench/numba_ref.py", R_OK) != 0) {
         return -1;
     }
@@ -1485,14 +1535,20 @@ static double py_time(const bench *b, const char *prog, const char *dir)
         return -1;
     }
     char line[256];
-    double ms = -1;
+    double ms = -1, cw = -1;
     while (fgets(line, sizeof line, p)) {
         double v;
         if (sscanf(line, "ms %lf", &v) == 1) {
             ms = v;
+        } else if (sscanf(line, "cpu_wall %lf", &v) == 1) {
+            cw = v;
         }
     }
-    return pclose(p) == 0 ? ms : -1;
+    if (pclose(p) != 0) {
+        return -1;
+    }
+    *cpu_wall = ms >= 0 ? cw : -1;
+    return ms;
 }
 
 /* The numba program of b, or NULL. */
@@ -1549,6 +1605,9 @@ static void run_bench(bench *b)
     r->weft_ms = r->unfused_ms = r->ref_ms = r->ref_fresh_ms = -1;
     r->fast_ms = r->ref_fast_ms = r->numba_ms = r->peer_ms = -1;
     r->weft1_ms = r->ref_fast1_ms = -1;
+    for (int i = 0; i < NIMPL; i++) {
+        r->cpu_wall[i] = -1;
+    }
     r->kernels = r->unfused_kernels = -1;
     double scale = opt.quick ? 1.0 / 16 : 1.0;
     char dir[] = "/tmp/weft-bench-XXXXXX";
@@ -1572,11 +1631,11 @@ static void run_bench(bench *b)
     r->compiled = st.kernels_compiled;
     /* the optimised code, made in the background since weft_compile
      * returned (tiered compilation), before anything is timed */
-    double w0 = now_ms();
+    double w0 = timing_now_ms();
     if (weft_context_wait_optimised(s.ctx) != WEFT_OK) {
         record_error(r, "optimise");
     }
-    r->optimised_ms = r->compile_ms + (now_ms() - w0);
+    r->optimised_ms = r->compile_ms + (timing_now_ms() - w0);
     weft_context_stats(s.ctx, &st);
     r->optimise_llvm_ms = st.optimise_ms;
     r->kernels = plan_kernels(&s, r->plan, sizeof r->plan);
@@ -1637,8 +1696,8 @@ static void run_bench(bench *b)
         time_one_thread(b, dir);
     }
     if (!b->share_inputs || write_inputs(b, dir)) {
-        r->numba_ms = py_time(b, numba_prog(b), dir);
-        r->peer_ms = py_time(b, b->peer_prog, dir);
+        r->numba_ms = py_time(b, numba_prog(b), dir, &r->cpu_wall[IMPL_NUMBA]);
+        r->peer_ms = py_time(b, b->peer_prog, dir, &r->cpu_wall[IMPL_PEER]);
     }
 
 done:
@@ -1857,6 +1916,115 @@ static void print_runs(FILE *f, int md, double copy_gbs)
         fmt_err(c[16], 64, r);
         print_cells(f, md, nh, c, width);
     }
+}
+
+/* ---- CPU use: CPU time over wall time ----------------------------------- */
+
+/* The names of the implementations (IMPL_*), as the JSON rows have them
+ * (IMPL_PEER: the bench's peer). */
+static const char *const impl_name[NIMPL] = {
+    "weft",   "weft unfused", "weft fast", "C",
+    "C fast", "C + alloc",    "numba",     "peer"};
+
+/* The cpu/wall below which a parallel run is reported: half the threads
+ * and half a CPU more, (threads + 1) / 2.  A run whose process had one
+ * CPU shows at most 1 however many threads it ran (with 2 threads the
+ * bare half, 1, would sit right at that); a run on all of them, as many as
+ * its busy threads. */
+static double cpu_wall_floor(void)
+{
+    return 0.5 * (opt.threads + 1);
+}
+
+/* Whether implementation i of b ran on opt.threads > 1 threads and kept
+ * fewer CPUs busy than cpu_wall_floor says: its time may not be one of
+ * that many threads (other work had the CPUs, or the program has serial
+ * parts). */
+static int cpu_wall_low(const bench *b, int i)
+{
+    double cw = b->r.cpu_wall[i];
+    if (opt.threads < 2 || cw < 0 || (i == IMPL_PEER && b->peer_serial)) {
+        return 0;
+    }
+    return cw < cpu_wall_floor();
+}
+
+static const char *impl_label(const bench *b, int i)
+{
+    return i == IMPL_PEER && b->peer ? b->peer : impl_name[i];
+}
+
+/* b's warning line, when any of its implementations is low (prefix
+ * before it; md: bold); returns 1 if it printed one. */
+static int print_cpu_warnings(FILE *f, int md, const char *prefix,
+                              const bench *b)
+{
+    int n = 0;
+    for (int i = 0; i < NIMPL; i++) {
+        if (!cpu_wall_low(b, i)) {
+            continue;
+        }
+        if (n++ == 0) {
+            fprintf(f, "%s%s %s: cpu/wall below %.1f on %d threads:", prefix,
+                    md ? "**warning**:" : "warning:", b->name, cpu_wall_floor(),
+                    opt.threads);
+        }
+        fprintf(f, "%s %s %.2f", n > 1 ? "," : "", impl_label(b, i),
+                b->r.cpu_wall[i]);
+    }
+    if (n > 0) {
+        fprintf(f,
+                "; may not be %d-thread times (other work had the CPUs, or "
+                "serial parts)\n",
+                opt.threads);
+    }
+    return n > 0;
+}
+
+/* The table of CPU time over wall time ("!": below the rule). */
+static void print_cpu_use(FILE *f, int md)
+{
+    static const char *const hdr[] = {"program",   "weft",  "unfused",
+                                      "weft fast", "C",     "C fast",
+                                      "ref+alloc", "numba", "other peer"};
+    static const int width[] = {17, 6, 7, 9, 6, 6, 9, 6, 19};
+    static const int col[] = {IMPL_WEFT,  IMPL_UNFUSED,  IMPL_FAST,
+                              IMPL_REF,   IMPL_REF_FAST, IMPL_REF_FRESH,
+                              IMPL_NUMBA, IMPL_PEER};
+    const int nh = (int)(sizeof hdr / sizeof hdr[0]);
+    print_header(f, md, nh, hdr, width, 1, 7);
+    for (int k = 0; k < NBENCH; k++) {
+        const bench *b = &benches[k];
+        if (b->skipped) {
+            continue;
+        }
+        char c[9][64];
+        snprintf(c[0], 64, "%s", b->name);
+        for (int j = 0; j < nh - 1; j++) {
+            int i = col[j];
+            double cw = b->r.cpu_wall[i];
+            int peer = i == IMPL_PEER && b->peer;
+            if (cw < 0) {
+                snprintf(c[j + 1], 64, "-");
+            } else {
+                snprintf(c[j + 1], 64, "%s%s%.2f%s", peer ? b->peer : "",
+                         peer ? " " : "", cw, cpu_wall_low(b, i) ? " !" : "");
+            }
+        }
+        print_cells(f, md, nh, c, width);
+    }
+}
+
+/* The warnings of every program run (md: a list); returns how many. */
+static int print_all_cpu_warnings(FILE *f, int md)
+{
+    int n = 0;
+    for (int k = 0; k < NBENCH; k++) {
+        if (!benches[k].skipped) {
+            n += print_cpu_warnings(f, md, md ? "- " : "", &benches[k]);
+        }
+    }
+    return n;
 }
 
 /* The thread scaling of the compute-bound programs. */
@@ -2094,6 +2262,33 @@ static void write_report(const char *path, const machine *m, double copy_gbs,
     } else {
         fprintf(f, "(none of the programs run has another peer)\n\n");
     }
+    fprintf(f, "## CPU use\n\n");
+    print_cpu_use(f, 1);
+    fprintf(f,
+            "\n- **cpu/wall**: the CPU time of all the process's threads "
+            "(each thread's own clock, read before and after each run: "
+            "`bench/timing.h`; the Python process's threads alike in "
+            "`bench/numba_ref.py`) over the wall time of a timed run, the "
+            "median of an implementation's runs (the warm-up left out; the "
+            "CPU clock is read outside the wall clock's reads, so the times "
+            "above are unchanged): how many CPUs the run kept busy, at "
+            "most as many as its threads (%d) or the CPUs.  Threads that "
+            "wait asleep (OMP_WAIT_POLICY=PASSIVE, the gang's workers "
+            "between jobs after a short spin) count nothing; serial parts "
+            "(a scan's middle phase, k-means' small steps) lower it.\n"
+            "- **!**, and a warning below the table: a run on more than one "
+            "thread (all but scipy.sparse, which runs on one) whose "
+            "cpu/wall is below (threads + 1) / 2 = %.1f: half the threads "
+            "and half a CPU more.  A run whose process had one CPU shows at "
+            "most 1.0 however many threads it ran, so with 2 threads it "
+            "falls below 1.5; its time is then not a %d-thread time.  "
+            "Rerun such a row (`build-bench/weft_bench -p NAME`) on a "
+            "quieter machine before reading its ratios.\n\n",
+            opt.threads, cpu_wall_floor(), opt.threads);
+    if (opt.threads > 1 && print_all_cpu_warnings(f, 1) == 0) {
+        fprintf(f, "No run was below the rule.\n");
+    }
+    fprintf(f, "\n");
     fprintf(f, "## Thread scaling\n\n");
     print_scaling(f, 1);
     fprintf(f,
@@ -2152,7 +2347,9 @@ static void write_report(const char *path, const machine *m, double copy_gbs,
     }
     fprintf(f, "\nThe references (`bench/ref.c`) are one OpenMP loop each "
                "(`omp simd` reductions for the sums, so that GCC may "
-               "vectorise them as weft's reassociating fold does; the prefix "
+               "vectorise them as weft's reassociating fold does, but plain "
+               "loops for smvm's row sums, where GCC's `omp simd` code was "
+               "3x slower with fast math on rows of 10; the prefix "
                "sum in three phases; Mandelbrot rows scheduled dynamically), "
                "with the weft programs' formulas in the same order of "
                "operations.\n");
@@ -2208,28 +2405,31 @@ static void json_row(FILE *f, int *first, const char *program)
     json_str(f, program);
 }
 
-/* One row of the run-time table per (program, implementation): median ms
- * and its ratio to the C reference of the same kind, ratio_to (strict C
- * for weft and weft unfused, fast-math C for weft fast; NULL for the
- * references and numba). */
-static void json_run_row(FILE *f, int *first, const bench *b, const char *impl,
-                         double ms, const char *ratio_to, double ref_ms,
-                         const char *check)
+/* One row of the run-time table per (program, implementation i, IMPL_*):
+ * median ms and its ratio to the C reference of the same kind, ratio_to
+ * (strict C for weft and weft unfused, fast-math C for weft fast; NULL
+ * for the references and numba); its cpu/wall, and whether that is below
+ * the warning's rule. */
+static void json_run_row(FILE *f, int *first, const bench *b, int i, double ms,
+                         const char *ratio_to, double ref_ms, const char *check)
 {
     json_row(f, first, b->name);
     json_s(f, "size", b->size);
-    json_s(f, "implementation", impl);
+    json_s(f, "implementation", impl_label(b, i));
     json_n(f, "median_ms", ms);
     json_n(f, "ratio", ratio_to && ms > 0 && ref_ms > 0 ? ms / ref_ms : -1);
     json_s(f, "ratio_to", ratio_to);
     json_s(f, "check", check);
+    json_n(f, "cpu_wall", b->r.cpu_wall[i]);
+    fprintf(f, ", \"cpu_wall_low\": %s", cpu_wall_low(b, i) ? "true" : "false");
     fprintf(f, "}");
 }
 
 /* The report's numbers for scripts that compare runs: one object, the
- * machine and run, then "rows" (the run-time table, one object per
- * program and implementation), "compile" and "scaling" arrays of flat
- * objects; times in ms, null where the Markdown says "-". */
+ * machine and run (with "cpu_wall_floor", the warning's rule), then "rows"
+ * (the run-time table, one object per program and implementation, with
+ * its "cpu_wall" and "cpu_wall_low"), "compile" and "scaling" arrays of
+ * flat objects; times in ms, null where the Markdown says "-". */
 static void write_json(const char *md_path, const machine *m, double copy_gbs)
 {
     char path[4096];
@@ -2263,6 +2463,7 @@ static void write_json(const char *md_path, const machine *m, double copy_gbs)
     fprintf(f, ", \"threads\": %d, \"rounds\": %d, \"quick\": %s", opt.threads,
             opt.runs, opt.quick ? "true" : "false");
     json_n(f, "copy_gbs", copy_gbs);
+    json_n(f, "cpu_wall_floor", opt.threads > 1 ? cpu_wall_floor() : -1);
     json_s(f, "load_start", m->load_start);
     json_s(f, "load_end", m->load_end);
     fprintf(f, ",\n  \"rows\": [");
@@ -2274,17 +2475,19 @@ static void write_json(const char *md_path, const machine *m, double copy_gbs)
         }
         const row *r = &b->r;
         const char *ok = r->error[0] ? "ERROR" : r->ok ? "ok" : "FAIL";
-        json_run_row(f, &first, b, "weft", r->weft_ms, "C", r->ref_ms, ok);
-        json_run_row(f, &first, b, "weft unfused", r->unfused_ms, "C",
-                     r->ref_ms, ok);
-        json_run_row(f, &first, b, "weft fast", r->fast_ms, "C fast",
+        json_run_row(f, &first, b, IMPL_WEFT, r->weft_ms, "C", r->ref_ms, ok);
+        json_run_row(f, &first, b, IMPL_UNFUSED, r->unfused_ms, "C", r->ref_ms,
+                     ok);
+        json_run_row(f, &first, b, IMPL_FAST, r->fast_ms, "C fast",
                      r->ref_fast_ms, r->fast_ok ? "ok" : "FAIL");
-        json_run_row(f, &first, b, "C", r->ref_ms, NULL, 0, NULL);
-        json_run_row(f, &first, b, "C fast", r->ref_fast_ms, NULL, 0, NULL);
-        json_run_row(f, &first, b, "C + alloc", r->ref_fresh_ms, NULL, 0, NULL);
-        json_run_row(f, &first, b, "numba", r->numba_ms, NULL, 0, NULL);
+        json_run_row(f, &first, b, IMPL_REF, r->ref_ms, NULL, 0, NULL);
+        json_run_row(f, &first, b, IMPL_REF_FAST, r->ref_fast_ms, NULL, 0,
+                     NULL);
+        json_run_row(f, &first, b, IMPL_REF_FRESH, r->ref_fresh_ms, NULL, 0,
+                     NULL);
+        json_run_row(f, &first, b, IMPL_NUMBA, r->numba_ms, NULL, 0, NULL);
         if (b->peer) {
-            json_run_row(f, &first, b, b->peer, r->peer_ms, NULL, 0, NULL);
+            json_run_row(f, &first, b, IMPL_PEER, r->peer_ms, NULL, 0, NULL);
         }
     }
     fprintf(f, "\n  ],\n  \"compile\": [");
@@ -2346,9 +2549,9 @@ static double copy_bandwidth(int64_t n)
     ref_copy(dst, src, n);
     double best = INFINITY;
     for (int r = 0; r < opt.runs; r++) {
-        double t0 = now_ms();
+        double t0 = timing_now_ms();
         ref_copy(dst, src, n);
-        best = fmin(best, now_ms() - t0);
+        best = fmin(best, timing_now_ms() - t0);
     }
     free(src);
     free(dst);
@@ -2432,12 +2635,19 @@ int main(int argc, char **argv)
         if (b->r.note[0]) {
             printf("  note: %s\n", b->r.note);
         }
+        print_cpu_warnings(stdout, 0, "  ", b);
         failed |= !b->r.ok || b->r.error[0];
     }
     printf("\n");
     print_runs(stdout, 0, copy_gbs);
     printf("\n");
     if (print_peers(stdout, 0, copy_gbs) > 0) {
+        printf("\n");
+    }
+    printf("CPU time over wall time (cpu/wall) in the timed runs:\n");
+    print_cpu_use(stdout, 0);
+    printf("\n");
+    if (print_all_cpu_warnings(stdout, 0) > 0) {
         printf("\n");
     }
     print_scaling(stdout, 0);

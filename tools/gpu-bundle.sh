@@ -60,7 +60,8 @@ for h in "$root"/include/*.h; do
 done
 for f in "$root"/bench/weft_bench.c "$root"/bench/ref.c "$root"/bench/ref.h \
          "$root"/bench/programs.h "$root"/bench/gen_large.h \
-         "$root"/bench/numba_ref.py "$root"/bench/compile_scaling.c; do
+         "$root"/bench/timing.h "$root"/bench/numba_ref.py \
+         "$root"/bench/compile_scaling.c; do
     if [ -e "$f" ]; then
         put_src "$f" bench
         files="$files bench/${f##*/}"
