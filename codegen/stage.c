@@ -876,14 +876,12 @@ weft_status cg_stage_while(const cg_walker *w, const fe_term *e,
      * below); computed from uniform values, so LLVM hoists it out of the
      * skeleton's loop over the thread's elements */
     LLVMValueRef last_m =
-        LLVMBuildTrunc(B, LLVMBuildSub(B, n, init->v[kl], ""), i32, "");
-    last_m = LLVMBuildSub(B, last_m, LLVMConstInt(i32, 1, 0), "");
+        LLVMBuildSub(B, LLVMBuildSub(B, n, init->v[kl], ""), cg_i64(fn, 1), "");
     last_m = (tile & (tile - 1)) == 0
-                 ? LLVMBuildAnd(B, last_m,
-                                LLVMConstInt(i32, (unsigned)tile - 1, 0), "")
-                 : LLVMBuildURem(B, last_m,
-                                 LLVMConstInt(i32, (unsigned)tile, 0), "");
-    last_m = LLVMBuildNUWAdd(B, last_m, LLVMConstInt(i32, 1, 0), "last");
+                 ? LLVMBuildAnd(B, last_m, cg_i64(fn, tile - 1), "")
+                 : LLVMBuildURem(B, last_m, cg_i64(fn, tile), "");
+    last_m = LLVMBuildNUWAdd(B, LLVMBuildTrunc(B, last_m, i32, ""),
+                             LLVMConstInt(i32, 1, 0), "last");
     LLVMBasicBlockRef head =
         LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "staged");
     LLVMBasicBlockRef load =
