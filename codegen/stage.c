@@ -94,6 +94,7 @@
  * columns come next); the function's reads at `index i` (another
  * component) it reads once per row (cg_stage_fix).
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "cg.h"
@@ -823,6 +824,229 @@ void cg_stage_unroll(cg_fn *fn, LLVMValueRef br)
     cg_loop_id(fn, br, LLVMMDNodeInContext2(c, kv, 2));
 }
 
+/* Stage tile g from t (unless it holds that tile already) and run the
+ * body of while loop e m times (1 <= m <= T, i32) from state in, whose
+ * counter (leaf kl) is t, into *out. */
+static weft_status tile_run(const cg_walker *w, const fe_term *e,
+                            struct cg_stage *g, int kl, LLVMValueRef t,
+                            LLVMValueRef m, const cg_val *in, cg_val *out)
+{
+    cg_fn *fn = w->fn;
+    const cg_target *tg = fn->target;
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+    cg_if fresh;
+    cg_if_begin(fn, &fresh, cg_stage_fresh(fn, g, &t, 1));
+    tg->barrier(fn); /* every thread is done with the tile before */
+    LLVMValueRef tid = LLVMBuildZExt(B, tg->thread_index(fn, 0), i64, "");
+    LLVMValueRef bs = LLVMBuildZExt(B, tg->block_size(fn, 0), i64, "");
+    /* t through an opaque copy: the full tiles' loop would otherwise keep
+     * a pointer per staged array, stepped a tile at a time (k-means: 47
+     * registers instead of 36) */
+    fn->stage_tile = g->tile;
+    weft_status s =
+        stage_tiles(fn, g, tg->opaque ? tg->opaque(fn, t) : t, tid, bs);
+    fn->stage_tile = 0;
+    if (s != WEFT_OK) {
+        return s;
+    }
+    tg->barrier(fn);
+    cg_if_end(fn, &fresh);
+    /* do { ... } while (++q < m), q in 32 bits and j = t + q (the body
+     * gives j + 1): no 64-bit counter beside q, and the first trip needs
+     * no test */
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(B);
+    LLVMBasicBlockRef trip =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "staged.trip");
+    LLVMBasicBlockRef done =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "staged.done");
+    LLVMBuildBr(B, trip);
+    LLVMPositionBuilderAtEnd(B, trip);
+    cg_val st, next;
+    if ((s = cg_val_make(fn, in->n, &st)) != WEFT_OK ||
+        (s = cg_val_make(fn, in->n, out)) != WEFT_OK) {
+        return s;
+    }
+    LLVMValueRef q = LLVMBuildPhi(B, i32, "q");
+    LLVMValueRef zero = LLVMConstInt(i32, 0, 0);
+    LLVMAddIncoming(q, &zero, &pre, 1);
+    for (int k = 0; k < in->n; k++) {
+        if (k != kl) {
+            st.v[k] = LLVMBuildPhi(B, LLVMTypeOf(in->v[k]), "");
+            LLVMAddIncoming(st.v[k], &in->v[k], &pre, 1);
+        }
+    }
+    g->q = LLVMBuildZExt(B, q, i64, "");
+    st.v[kl] = LLVMBuildAdd(B, t, g->q, "j");
+    fn->stage = g;
+    s = cg_walk_apply(w, e->fun[1], &st, &next);
+    fn->stage = NULL;
+    if (s == WEFT_OK && next.n != in->n) {
+        s = fe_error(WEFT_ERR_INTERNAL, "weft_compile: a staged body");
+    }
+    if (s != WEFT_OK) {
+        return s;
+    }
+    LLVMValueRef q1 = LLVMBuildNUWAdd(B, q, LLVMConstInt(i32, 1, 0), "");
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(B);
+    cg_stage_unroll(fn,
+                    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntULT, q1, m, ""),
+                                    trip, done));
+    LLVMAddIncoming(q, &q1, &latch, 1);
+    LLVMPositionBuilderAtEnd(B, done);
+    for (int k = 0; k < in->n; k++) {
+        if (k == kl) {
+            out->v[k] = LLVMBuildAdd(B, t, LLVMBuildZExt(B, m, i64, ""), "");
+            continue;
+        }
+        LLVMAddIncoming(st.v[k], &next.v[k], &latch, 1);
+        out->v[k] = LLVMBuildPhi(B, LLVMTypeOf(in->v[k]), "");
+        LLVMAddIncoming(out->v[k], &next.v[k], &latch, 1);
+    }
+    return WEFT_OK;
+}
+
+/* TEMPORARY (session 33's A/B on the device, taken out after): main's
+ * staged loop as it was before the counting above, chosen by
+ * $WEFT_STAGE_PLAIN=1 (read at code generation and not in the kernel
+ * cache's key: run it with a fresh WEFT_CACHE_DIR). */
+static weft_status stage_while_plain(const cg_walker *w, const fe_term *e,
+                                     const cg_val *init, cg_val *out,
+                                     struct cg_stage *g, int kl, LLVMValueRef n,
+                                     int tile)
+{
+    cg_fn *fn = w->fn;
+    const cg_target *tg = fn->target;
+    weft_status s;
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+    LLVMValueRef tid = LLVMBuildZExt(B, tg->thread_index(fn, 0), i64, "");
+    LLVMValueRef bs = LLVMBuildZExt(B, tg->block_size(fn, 0), i64, "");
+    bool poll = fn->cancel && tg->cancel_poll;
+    cg_val so, si, c, next;
+    if ((s = cg_val_make(fn, init->n, &so)) != WEFT_OK ||
+        (s = cg_val_make(fn, init->n, &si)) != WEFT_OK ||
+        (s = cg_val_make(fn, init->n, out)) != WEFT_OK) {
+        return s;
+    }
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(B);
+    LLVMBasicBlockRef head =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "staged");
+    LLVMBasicBlockRef load =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "staged.load");
+    LLVMBasicBlockRef ihead =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "staged.trip");
+    LLVMBasicBlockRef ibody =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "staged.body");
+    LLVMBasicBlockRef iexit =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "staged.done");
+    LLVMBasicBlockRef exit =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "staged.exit");
+    LLVMBuildBr(B, head);
+    /* the tile loop: the user's condition on the state */
+    LLVMPositionBuilderAtEnd(B, head);
+    for (int k = 0; k < init->n; k++) {
+        so.v[k] = LLVMBuildPhi(B, LLVMTypeOf(init->v[k]), "");
+        LLVMAddIncoming(so.v[k], &init->v[k], &pre, 1);
+    }
+    LLVMValueRef count = NULL;
+    if (poll) {
+        count = LLVMBuildPhi(B, i32, "tiles");
+        LLVMValueRef zero = LLVMConstInt(i32, 0, 0);
+        LLVMAddIncoming(count, &zero, &pre, 1);
+    }
+    int saved_tile = fn->stage_tile;
+    fn->stage_tile = 0;
+    s = cg_walk_apply(w, e->fun[0], &so, &c);
+    if (s == WEFT_OK && c.n != 1) {
+        s = fe_error(WEFT_ERR_INTERNAL, "weft_compile: a staged condition");
+    }
+    if (s != WEFT_OK) {
+        fn->stage_tile = saved_tile;
+        return s;
+    }
+    LLVMBasicBlockRef cond_end = LLVMGetInsertBlock(B);
+    LLVMBuildCondBr(B, c.v[0], load, exit);
+    /* stage the tile from t = j, unless it holds that tile already */
+    LLVMPositionBuilderAtEnd(B, load);
+    LLVMValueRef t = so.v[kl];
+    cg_if fresh;
+    cg_if_begin(fn, &fresh, cg_stage_fresh(fn, g, &t, 1));
+    tg->barrier(fn); /* every thread is done with the tile before */
+    fn->stage_tile = tile;
+    s = stage_tiles(fn, g, t, tid, bs);
+    fn->stage_tile = 0;
+    if (s != WEFT_OK) {
+        fn->stage_tile = saved_tile;
+        return s;
+    }
+    tg->barrier(fn);
+    cg_if_end(fn, &fresh);
+    /* m = min(N - t, T): N - t is exact unsigned, t < N */
+    LLVMValueRef rem = LLVMBuildSub(B, n, t, "");
+    LLVMValueRef m = LLVMBuildSelect(
+        B, LLVMBuildICmp(B, LLVMIntULT, rem, cg_i64(fn, tile), ""), rem,
+        cg_i64(fn, tile), "trips");
+    LLVMBasicBlockRef load_end = LLVMGetInsertBlock(B);
+    LLVMBuildBr(B, ihead);
+    /* the trips of the tile */
+    LLVMPositionBuilderAtEnd(B, ihead);
+    LLVMValueRef q = LLVMBuildPhi(B, i64, "q");
+    LLVMValueRef zero64 = cg_i64(fn, 0);
+    LLVMAddIncoming(q, &zero64, &load_end, 1);
+    for (int k = 0; k < init->n; k++) {
+        si.v[k] = LLVMBuildPhi(B, LLVMTypeOf(init->v[k]), "");
+        LLVMAddIncoming(si.v[k], &so.v[k], &load_end, 1);
+    }
+    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntULT, q, m, ""), ibody, iexit);
+    LLVMPositionBuilderAtEnd(B, ibody);
+    g->q = q;
+    fn->stage = g;
+    s = cg_walk_apply(w, e->fun[1], &si, &next);
+    fn->stage = NULL;
+    fn->stage_tile = saved_tile;
+    if (s == WEFT_OK && next.n != init->n) {
+        s = fe_error(WEFT_ERR_INTERNAL, "weft_compile: a staged body");
+    }
+    if (s != WEFT_OK) {
+        return s;
+    }
+    LLVMValueRef q1 = LLVMBuildNUWAdd(B, q, cg_i64(fn, 1), "");
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(B);
+    cg_stage_unroll(fn, LLVMBuildBr(B, ihead));
+    LLVMAddIncoming(q, &q1, &latch, 1);
+    for (int k = 0; k < init->n; k++) {
+        LLVMAddIncoming(si.v[k], &next.v[k], &latch, 1);
+    }
+    /* the tile is done: the poll, then the next tile */
+    LLVMPositionBuilderAtEnd(B, iexit);
+    LLVMValueRef count1 =
+        poll ? LLVMBuildAdd(B, count, LLVMConstInt(i32, 1, 0), "") : NULL;
+    LLVMValueRef stop = NULL;
+    if (poll && (s = tile_poll(fn, count1, &stop)) != WEFT_OK) {
+        return s;
+    }
+    LLVMBasicBlockRef tile_end = LLVMGetInsertBlock(B);
+    if (stop) {
+        LLVMBuildCondBr(B, stop, exit, head);
+        LLVMAddIncoming(count, &count1, &tile_end, 1);
+    } else {
+        LLVMBuildBr(B, head);
+    }
+    for (int k = 0; k < init->n; k++) {
+        LLVMAddIncoming(so.v[k], &si.v[k], &tile_end, 1);
+    }
+    LLVMPositionBuilderAtEnd(B, exit);
+    for (int k = 0; k < init->n; k++) {
+        out->v[k] = LLVMBuildPhi(B, LLVMTypeOf(init->v[k]), "");
+        LLVMAddIncoming(out->v[k], &so.v[k], &cond_end, 1);
+        if (stop) {
+            LLVMAddIncoming(out->v[k], &si.v[k], &tile_end, 1);
+        }
+    }
+    return WEFT_OK;
+}
+
 weft_status cg_stage_while(const cg_walker *w, const fe_term *e,
                            const cg_val *init, cg_val *out, bool *done)
 {
@@ -861,55 +1085,50 @@ weft_status cg_stage_while(const cg_walker *w, const fe_term *e,
         return s;
     }
     *done = true;
-    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
-    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
-    LLVMValueRef tid = LLVMBuildZExt(B, tg->thread_index(fn, 0), i64, "");
-    LLVMValueRef bs = LLVMBuildZExt(B, tg->block_size(fn, 0), i64, "");
-    bool poll = fn->cancel && tg->cancel_poll;
-    cg_val so, si, c, next;
-    if ((s = cg_val_make(fn, init->n, &so)) != WEFT_OK ||
-        (s = cg_val_make(fn, init->n, &si)) != WEFT_OK ||
-        (s = cg_val_make(fn, init->n, out)) != WEFT_OK) {
-        return s;
+    const char *plain = getenv("WEFT_STAGE_PLAIN");
+    if (plain && plain[0] == '1') {
+        return stage_while_plain(w, e, init, out, g, kl, n, tile);
     }
-    /* the last tile's trips, 1 to T: every tile before it has T (see
-     * below); computed from uniform values, so LLVM hoists it out of the
-     * skeleton's loop over the thread's elements */
-    LLVMValueRef last_m =
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+    bool poll = fn->cancel && tg->cancel_poll;
+    /* the last tile's trips, 1 to T, from the loop's start and bound
+     * alone (the same in every element: LLVM hoists it) */
+    LLVMValueRef last =
         LLVMBuildSub(B, LLVMBuildSub(B, n, init->v[kl], ""), cg_i64(fn, 1), "");
-    last_m = (tile & (tile - 1)) == 0
-                 ? LLVMBuildAnd(B, last_m, cg_i64(fn, tile - 1), "")
-                 : LLVMBuildURem(B, last_m, cg_i64(fn, tile), "");
-    last_m = LLVMBuildNUWAdd(B, LLVMBuildTrunc(B, last_m, i32, ""),
-                             LLVMConstInt(i32, 1, 0), "last");
-    LLVMBasicBlockRef head =
-        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "staged");
-    LLVMBasicBlockRef load =
-        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "staged.load");
-    LLVMBasicBlockRef ihead =
-        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "staged.trip");
-    LLVMBasicBlockRef ibody =
-        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "staged.body");
-    LLVMBasicBlockRef iexit =
-        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "staged.done");
-    LLVMBasicBlockRef exit =
-        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "staged.exit");
-    /* the user's condition on the initial state; after a tile it is
-     * N - t > T (below) */
-    int saved_tile = fn->stage_tile;
+    last = (tile & (tile - 1)) == 0
+               ? LLVMBuildAnd(B, last, cg_i64(fn, tile - 1), "")
+               : LLVMBuildURem(B, last, cg_i64(fn, tile), "");
+    last = LLVMBuildNUWAdd(B, LLVMBuildTrunc(B, last, i32, ""),
+                           LLVMConstInt(i32, 1, 0), "last");
+    /* the user's condition, on the initial state only */
     fn->stage_tile = 0;
+    cg_val c;
     s = cg_walk_apply(w, e->fun[0], init, &c);
     if (s == WEFT_OK && c.n != 1) {
         s = fe_error(WEFT_ERR_INTERNAL, "weft_compile: a staged condition");
     }
     if (s != WEFT_OK) {
-        fn->stage_tile = saved_tile;
+        fn->stage_tile = tile;
         return s;
     }
     LLVMBasicBlockRef pre = LLVMGetInsertBlock(B);
-    LLVMBuildBr(B, head);
-    /* the tile loop */
+    LLVMBasicBlockRef head =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "staged");
+    LLVMBasicBlockRef full =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "staged.full");
+    LLVMBasicBlockRef lastb =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "staged.last");
+    LLVMBasicBlockRef exit =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "staged.exit");
+    LLVMBuildCondBr(B, c.v[0], head, exit);
+    /* the full tiles, while N - t > T */
     LLVMPositionBuilderAtEnd(B, head);
+    cg_val so, fo, lo;
+    if ((s = cg_val_make(fn, init->n, &so)) != WEFT_OK ||
+        (s = cg_val_make(fn, init->n, out)) != WEFT_OK) {
+        fn->stage_tile = tile;
+        return s;
+    }
     for (int k = 0; k < init->n; k++) {
         so.v[k] = LLVMBuildPhi(B, LLVMTypeOf(init->v[k]), "");
         LLVMAddIncoming(so.v[k], &init->v[k], &pre, 1);
@@ -920,116 +1139,54 @@ weft_status cg_stage_while(const cg_walker *w, const fe_term *e,
         LLVMValueRef zero = LLVMConstInt(i32, 0, 0);
         LLVMAddIncoming(count, &zero, &pre, 1);
     }
-    LLVMValueRef go = LLVMBuildPhi(B, LLVMInt1TypeInContext(fn->llctx), "go");
-    LLVMAddIncoming(go, &c.v[0], &pre, 1);
-    LLVMBasicBlockRef cond_end = head;
-    LLVMBuildCondBr(B, go, load, exit);
-    /* stage the tile from t = j, unless it holds that tile already */
-    LLVMPositionBuilderAtEnd(B, load);
     LLVMValueRef t = so.v[kl];
-    cg_if fresh;
-    cg_if_begin(fn, &fresh, cg_stage_fresh(fn, g, &t, 1));
-    tg->barrier(fn); /* every thread is done with the tile before */
+    LLVMBuildCondBr(B,
+                    LLVMBuildICmp(B, LLVMIntUGT, LLVMBuildSub(B, n, t, ""),
+                                  cg_i64(fn, tile), "more"),
+                    full, lastb);
+    LLVMPositionBuilderAtEnd(B, full);
+    s = tile_run(w, e, g, kl, t, LLVMConstInt(i32, (unsigned)tile, 0), &so,
+                 &fo);
     fn->stage_tile = tile;
-    s = stage_tiles(fn, g, t, tid, bs);
-    fn->stage_tile = 0;
-    if (s != WEFT_OK) {
-        fn->stage_tile = saved_tile;
-        return s;
-    }
-    tg->barrier(fn);
-    cg_if_end(fn, &fresh);
-    /* m = min(N - t, T), at least 1 (N - t is exact unsigned, t < N):
-     * T while N - t > T, and then, t having gone up by T a tile from the
-     * first j, the last tile's trips, the same in every element.  The
-     * trips count in 32 bits (T is small) and the first needs no test:
-     * the unrolled loop's trip count and remainder are then a select of
-     * values LLVM hoists, and its counter one instruction, where the
-     * 64-bit min(N - t, T) cost some twenty a tile (k-means: a tile an
-     * element). */
-    LLVMValueRef rem = LLVMBuildSub(B, n, t, "");
-    LLVMValueRef more =
-        LLVMBuildICmp(B, LLVMIntUGT, rem, cg_i64(fn, tile), "more");
-    LLVMValueRef m = LLVMBuildSelect(
-        B, more, LLVMConstInt(i32, (unsigned)tile, 0), last_m, "trips");
-    LLVMBasicBlockRef load_end = LLVMGetInsertBlock(B);
-    LLVMBuildBr(B, ihead);
-    /* the trips of the tile: do { ... } while (++q < m) */
-    LLVMPositionBuilderAtEnd(B, ihead);
-    LLVMValueRef q = LLVMBuildPhi(B, i32, "q");
-    LLVMValueRef zero32 = LLVMConstInt(i32, 0, 0);
-    LLVMAddIncoming(q, &zero32, &load_end, 1);
-    for (int k = 0; k < init->n; k++) {
-        if (k != kl) {
-            si.v[k] = LLVMBuildPhi(B, LLVMTypeOf(init->v[k]), "");
-            LLVMAddIncoming(si.v[k], &so.v[k], &load_end, 1);
-        }
-    }
-    /* j is t + q in every trip (the body gives j + 1): no 64-bit phi of
-     * its own beside q's */
-    g->q = LLVMBuildZExt(B, q, i64, "");
-    si.v[kl] = LLVMBuildAdd(B, t, g->q, "j");
-    LLVMBuildBr(B, ibody);
-    LLVMPositionBuilderAtEnd(B, ibody);
-    fn->stage = g;
-    s = cg_walk_apply(w, e->fun[1], &si, &next);
-    fn->stage = NULL;
-    fn->stage_tile = saved_tile;
-    if (s == WEFT_OK && next.n != init->n) {
-        s = fe_error(WEFT_ERR_INTERNAL, "weft_compile: a staged body");
-    }
     if (s != WEFT_OK) {
         return s;
     }
-    LLVMValueRef q1 = LLVMBuildNUWAdd(B, q, LLVMConstInt(i32, 1, 0), "");
-    LLVMBasicBlockRef latch = LLVMGetInsertBlock(B);
-    cg_stage_unroll(fn,
-                    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntULT, q1, m, ""),
-                                    ihead, iexit));
-    LLVMAddIncoming(q, &q1, &latch, 1);
-    for (int k = 0; k < init->n; k++) {
-        if (k != kl) {
-            LLVMAddIncoming(si.v[k], &next.v[k], &latch, 1);
+    LLVMValueRef stop = NULL, count1 = NULL;
+    if (poll) {
+        count1 = LLVMBuildAdd(B, count, LLVMConstInt(i32, 1, 0), "");
+        if ((s = tile_poll(fn, count1, &stop)) != WEFT_OK) {
+            return s;
         }
     }
-    /* the tile is done: the poll, then the next tile */
-    LLVMPositionBuilderAtEnd(B, iexit);
-    cg_val last;
-    if ((s = cg_val_make(fn, init->n, &last)) != WEFT_OK) {
-        return s;
+    LLVMBasicBlockRef full_end = LLVMGetInsertBlock(B);
+    if (poll) {
+        LLVMAddIncoming(count, &count1, &full_end, 1);
     }
-    for (int k = 0; k < init->n; k++) {
-        if (k == kl) {
-            last.v[k] = LLVMBuildAdd(B, t, LLVMBuildZExt(B, m, i64, ""), "");
-            continue;
-        }
-        last.v[k] = LLVMBuildPhi(B, LLVMTypeOf(init->v[k]), "");
-        LLVMAddIncoming(last.v[k], &next.v[k], &latch, 1);
-    }
-    LLVMValueRef count1 =
-        poll ? LLVMBuildAdd(B, count, LLVMConstInt(i32, 1, 0), "") : NULL;
-    LLVMValueRef stop = NULL;
-    if (poll && (s = tile_poll(fn, count1, &stop)) != WEFT_OK) {
-        return s;
-    }
-    LLVMBasicBlockRef tile_end = LLVMGetInsertBlock(B);
     if (stop) {
         LLVMBuildCondBr(B, stop, exit, head);
-        LLVMAddIncoming(count, &count1, &tile_end, 1);
     } else {
         LLVMBuildBr(B, head);
     }
-    /* t + m < N exactly when N - t > T: m is T then, and N - t after */
-    LLVMAddIncoming(go, &more, &tile_end, 1);
     for (int k = 0; k < init->n; k++) {
-        LLVMAddIncoming(so.v[k], &last.v[k], &tile_end, 1);
+        LLVMAddIncoming(so.v[k], &fo.v[k], &full_end, 1);
     }
+    /* the last tile, of `last` trips (no poll: the loop ends) */
+    LLVMPositionBuilderAtEnd(B, lastb);
+    fn->stage_tile = 0;
+    s = tile_run(w, e, g, kl, t, last, &so, &lo);
+    fn->stage_tile = tile;
+    if (s != WEFT_OK) {
+        return s;
+    }
+    LLVMBasicBlockRef last_end = LLVMGetInsertBlock(B);
+    LLVMBuildBr(B, exit);
     LLVMPositionBuilderAtEnd(B, exit);
     for (int k = 0; k < init->n; k++) {
         out->v[k] = LLVMBuildPhi(B, LLVMTypeOf(init->v[k]), "");
-        LLVMAddIncoming(out->v[k], &so.v[k], &cond_end, 1);
+        LLVMAddIncoming(out->v[k], &init->v[k], &pre, 1);
+        LLVMAddIncoming(out->v[k], &lo.v[k], &last_end, 1);
         if (stop) {
-            LLVMAddIncoming(out->v[k], &last.v[k], &tile_end, 1);
+            LLVMAddIncoming(out->v[k], &fo.v[k], &full_end, 1);
         }
     }
     return WEFT_OK;
