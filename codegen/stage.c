@@ -28,38 +28,45 @@
  * every thread (uniform_value: computed from constants and the kernel's
  * parameters only).  The loop then becomes
  *
- *     last = (N - j0 - 1) % T + 1;           (j0: the initial j)
- *     go = j0 < N;                           (the user's condition)
- *     while (go) {
- *         t = j;
+ *     if (j0 < N) {                          (the user's condition; j0:
+ *         t = j0;                            the initial j)
+ *         while (N - t > T) {                (the full tiles)
+ *             tile(t, T);
+ *             (the cancel poll, below)
+ *             t = t + T;
+ *         }
+ *         tile(t, (N - j0 - 1) % T + 1);     (the last tile)
+ *     }
+ *
+ *     tile(t, m):
  *         if (the tile does not hold t) {    (block-uniform)
  *             barrier;                       (its readers are done)
  *             for (q = tid; q < T; q += block)   (every thread)
  *                 tile_a[q] = t + q inside a ? a[t + q] : 0;
  *             barrier;
  *         }
- *         go = N - t > T;
- *         m = go ? T : last;                 (min(N - t, T))
- *         q = 0;
- *         do                                 (i32 q; j = t + q)
+ *         q = 0;                             (i32; j = t + q)
+ *         do
  *             state = body(state), a ! j read as tile_a[q];
  *         while (++q < m);
- *         (the cancel poll, below)
- *     }
  *
- * T = cg_fn.stage_tile.  Inside the tile, j = t + q < N, so the user's
+ * T = cg_fn.stage_tile.  Inside a tile, j = t + q < N, so the user's
  * condition holds and is not evaluated; the tile's reads need no bounds
  * test (a position outside a was staged as the zero that `!` gives
- * there), and the inner loop's trip count is known, so LLVM unrolls it
- * and the loads of several trips overlap.  t goes up by T a tile, so
- * every tile but the last has T trips and the last has `last`, a value
- * of the loop's start and bound alone, which LLVM hoists out of the
- * skeleton's loop over a thread's elements with the unrolled loop's
- * remainder; after a tile, j = t + m < N is N - t > T.  Counted so, a
- * k-means point (one tile of 16 centroids) runs 218 SASS instructions
- * instead of 237 (sm_90, ptxas 13): the 64-bit min(N - t, T), its
- * remainder and the test of j < N were some twenty.  The results are
- * the plain loop's bit for bit: the same operations in the same order.
+ * there), and the trip count is known, so LLVM unrolls the trips (by
+ * STAGE_UNROLL) and the loads of several trips overlap.  The full tiles
+ * have the constant count T (no remainder); the last tile's count and
+ * its remainder are values of the loop's start and bound alone, so LLVM
+ * hoists them out of the skeleton's loop over a thread's elements, and
+ * where the loop has one tile (N - j0 <= T, as k-means' 16 centroids)
+ * the full tiles' loop is one uniform branch an element.  The trips
+ * count in 32 bits from a do-while: k-means' assignment took 237 SASS
+ * instructions a point (sm_90, ptxas 13) with one tile loop of min(N -
+ * t, T) trips counted in 64 bits, and takes 205; the body of the trips
+ * is 73 of them per 8 centroids, so 59 are the point's own.  The body
+ * is emitted twice (the full tiles and the last), the price of that.
+ * The results are the plain loop's bit for bit: the same operations in
+ * the same order.
  *
  * The tile outlives the loop: a thread's next element runs the loop
  * again from the same uniform j, and a tile that already holds t (the
@@ -70,11 +77,11 @@
  * being overwritten while a thread still reads it.
  *
  * Cancellation: the plain loop polls every cg_target.poll_every trips;
- * here every thread polls once every poll_every / T tiles of a loop,
- * through a barrier that ors the threads' answers
- * (cg_target.barrier_or), so that the whole block leaves together (a
- * thread that left alone would leave the others waiting at the next
- * barrier).  Checked mode never stages (fn->checked: a read outside its
+ * here every thread polls once every poll_every / T full tiles of a loop
+ * (the last tile ends it), through a barrier that ors the threads'
+ * answers (cg_target.barrier_or), so that the whole block leaves
+ * together (a thread that left alone would leave the others waiting at
+ * the next barrier).  Checked mode never stages (fn->checked: a read outside its
  * array must report, and only when it runs), nor does code that watches
  * for `ignore`.
  *
