@@ -101,7 +101,6 @@
  * columns come next); the function's reads at `index i` (another
  * component) it reads once per row (cg_stage_fix).
  */
-#include <stdlib.h>
 #include <string.h>
 
 #include "cg.h"
@@ -913,147 +912,6 @@ static weft_status tile_run(const cg_walker *w, const fe_term *e,
     return WEFT_OK;
 }
 
-/* TEMPORARY (session 33's A/B on the device, taken out after): main's
- * staged loop as it was before the counting above, chosen by
- * $WEFT_STAGE_PLAIN=1 (read at code generation and not in the kernel
- * cache's key: run it with a fresh WEFT_CACHE_DIR). */
-static weft_status stage_while_plain(const cg_walker *w, const fe_term *e,
-                                     const cg_val *init, cg_val *out,
-                                     struct cg_stage *g, int kl, LLVMValueRef n,
-                                     int tile)
-{
-    cg_fn *fn = w->fn;
-    const cg_target *tg = fn->target;
-    weft_status s;
-    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
-    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
-    LLVMValueRef tid = LLVMBuildZExt(B, tg->thread_index(fn, 0), i64, "");
-    LLVMValueRef bs = LLVMBuildZExt(B, tg->block_size(fn, 0), i64, "");
-    bool poll = fn->cancel && tg->cancel_poll;
-    cg_val so, si, c, next;
-    if ((s = cg_val_make(fn, init->n, &so)) != WEFT_OK ||
-        (s = cg_val_make(fn, init->n, &si)) != WEFT_OK ||
-        (s = cg_val_make(fn, init->n, out)) != WEFT_OK) {
-        return s;
-    }
-    LLVMBasicBlockRef pre = LLVMGetInsertBlock(B);
-    LLVMBasicBlockRef head =
-        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "staged");
-    LLVMBasicBlockRef load =
-        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "staged.load");
-    LLVMBasicBlockRef ihead =
-        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "staged.trip");
-    LLVMBasicBlockRef ibody =
-        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "staged.body");
-    LLVMBasicBlockRef iexit =
-        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "staged.done");
-    LLVMBasicBlockRef exit =
-        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "staged.exit");
-    LLVMBuildBr(B, head);
-    /* the tile loop: the user's condition on the state */
-    LLVMPositionBuilderAtEnd(B, head);
-    for (int k = 0; k < init->n; k++) {
-        so.v[k] = LLVMBuildPhi(B, LLVMTypeOf(init->v[k]), "");
-        LLVMAddIncoming(so.v[k], &init->v[k], &pre, 1);
-    }
-    LLVMValueRef count = NULL;
-    if (poll) {
-        count = LLVMBuildPhi(B, i32, "tiles");
-        LLVMValueRef zero = LLVMConstInt(i32, 0, 0);
-        LLVMAddIncoming(count, &zero, &pre, 1);
-    }
-    int saved_tile = fn->stage_tile;
-    fn->stage_tile = 0;
-    s = cg_walk_apply(w, e->fun[0], &so, &c);
-    if (s == WEFT_OK && c.n != 1) {
-        s = fe_error(WEFT_ERR_INTERNAL, "weft_compile: a staged condition");
-    }
-    if (s != WEFT_OK) {
-        fn->stage_tile = saved_tile;
-        return s;
-    }
-    LLVMBasicBlockRef cond_end = LLVMGetInsertBlock(B);
-    LLVMBuildCondBr(B, c.v[0], load, exit);
-    /* stage the tile from t = j, unless it holds that tile already */
-    LLVMPositionBuilderAtEnd(B, load);
-    LLVMValueRef t = so.v[kl];
-    cg_if fresh;
-    cg_if_begin(fn, &fresh, cg_stage_fresh(fn, g, &t, 1));
-    tg->barrier(fn); /* every thread is done with the tile before */
-    fn->stage_tile = tile;
-    s = stage_tiles(fn, g, t, tid, bs);
-    fn->stage_tile = 0;
-    if (s != WEFT_OK) {
-        fn->stage_tile = saved_tile;
-        return s;
-    }
-    tg->barrier(fn);
-    cg_if_end(fn, &fresh);
-    /* m = min(N - t, T): N - t is exact unsigned, t < N */
-    LLVMValueRef rem = LLVMBuildSub(B, n, t, "");
-    LLVMValueRef m = LLVMBuildSelect(
-        B, LLVMBuildICmp(B, LLVMIntULT, rem, cg_i64(fn, tile), ""), rem,
-        cg_i64(fn, tile), "trips");
-    LLVMBasicBlockRef load_end = LLVMGetInsertBlock(B);
-    LLVMBuildBr(B, ihead);
-    /* the trips of the tile */
-    LLVMPositionBuilderAtEnd(B, ihead);
-    LLVMValueRef q = LLVMBuildPhi(B, i64, "q");
-    LLVMValueRef zero64 = cg_i64(fn, 0);
-    LLVMAddIncoming(q, &zero64, &load_end, 1);
-    for (int k = 0; k < init->n; k++) {
-        si.v[k] = LLVMBuildPhi(B, LLVMTypeOf(init->v[k]), "");
-        LLVMAddIncoming(si.v[k], &so.v[k], &load_end, 1);
-    }
-    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntULT, q, m, ""), ibody, iexit);
-    LLVMPositionBuilderAtEnd(B, ibody);
-    g->q = q;
-    fn->stage = g;
-    s = cg_walk_apply(w, e->fun[1], &si, &next);
-    fn->stage = NULL;
-    fn->stage_tile = saved_tile;
-    if (s == WEFT_OK && next.n != init->n) {
-        s = fe_error(WEFT_ERR_INTERNAL, "weft_compile: a staged body");
-    }
-    if (s != WEFT_OK) {
-        return s;
-    }
-    LLVMValueRef q1 = LLVMBuildNUWAdd(B, q, cg_i64(fn, 1), "");
-    LLVMBasicBlockRef latch = LLVMGetInsertBlock(B);
-    cg_stage_unroll(fn, LLVMBuildBr(B, ihead));
-    LLVMAddIncoming(q, &q1, &latch, 1);
-    for (int k = 0; k < init->n; k++) {
-        LLVMAddIncoming(si.v[k], &next.v[k], &latch, 1);
-    }
-    /* the tile is done: the poll, then the next tile */
-    LLVMPositionBuilderAtEnd(B, iexit);
-    LLVMValueRef count1 =
-        poll ? LLVMBuildAdd(B, count, LLVMConstInt(i32, 1, 0), "") : NULL;
-    LLVMValueRef stop = NULL;
-    if (poll && (s = tile_poll(fn, count1, &stop)) != WEFT_OK) {
-        return s;
-    }
-    LLVMBasicBlockRef tile_end = LLVMGetInsertBlock(B);
-    if (stop) {
-        LLVMBuildCondBr(B, stop, exit, head);
-        LLVMAddIncoming(count, &count1, &tile_end, 1);
-    } else {
-        LLVMBuildBr(B, head);
-    }
-    for (int k = 0; k < init->n; k++) {
-        LLVMAddIncoming(so.v[k], &si.v[k], &tile_end, 1);
-    }
-    LLVMPositionBuilderAtEnd(B, exit);
-    for (int k = 0; k < init->n; k++) {
-        out->v[k] = LLVMBuildPhi(B, LLVMTypeOf(init->v[k]), "");
-        LLVMAddIncoming(out->v[k], &so.v[k], &cond_end, 1);
-        if (stop) {
-            LLVMAddIncoming(out->v[k], &si.v[k], &tile_end, 1);
-        }
-    }
-    return WEFT_OK;
-}
-
 weft_status cg_stage_while(const cg_walker *w, const fe_term *e,
                            const cg_val *init, cg_val *out, bool *done)
 {
@@ -1092,10 +950,6 @@ weft_status cg_stage_while(const cg_walker *w, const fe_term *e,
         return s;
     }
     *done = true;
-    const char *plain = getenv("WEFT_STAGE_PLAIN");
-    if (plain && plain[0] == '1') {
-        return stage_while_plain(w, e, init, out, g, kl, n, tile);
-    }
     LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
     bool poll = fn->cancel && tg->cancel_poll;
     /* the last tile's trips, 1 to T, from the loop's start and bound
