@@ -540,6 +540,11 @@ struct cg_target {
     LLVMValueRef (*grid_size)(cg_fn *fn, int dim);    /* i32, in blocks */
     LLVMValueRef (*lane_index)(cg_fn *fn);            /* i32 */
     void (*barrier)(cg_fn *fn);
+    /* A copy of i64 x that LLVM cannot see through (PTX: an inline-assembly
+     * mov), so that loop strength reduction does not turn addresses
+     * computed from it into pointers of their own kept across an outer
+     * loop (registers); NULL where no target needs it. */
+    LLVMValueRef (*opaque)(cg_fn *fn, LLVMValueRef x);
     /* Loops the IR vectorisers must leave alone: cg_loop marks them
      * (NVPTX in LLVM 19 aborts the process on some short vectors the
      * loop vectoriser makes, such as a v2i16 compare: weft_fuzz seed

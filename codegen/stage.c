@@ -28,25 +28,45 @@
  * every thread (uniform_value: computed from constants and the kernel's
  * parameters only).  The loop then becomes
  *
- *     while (j < N) {                        (the user's condition)
- *         t = j;
+ *     if (j0 < N) {                          (the user's condition; j0:
+ *         t = j0;                            the initial j)
+ *         while (N - t > T) {                (the full tiles)
+ *             tile(t, T);
+ *             (the cancel poll, below)
+ *             t = t + T;
+ *         }
+ *         tile(t, (N - j0 - 1) % T + 1);     (the last tile)
+ *     }
+ *
+ *     tile(t, m):
  *         if (the tile does not hold t) {    (block-uniform)
  *             barrier;                       (its readers are done)
  *             for (q = tid; q < T; q += block)   (every thread)
  *                 tile_a[q] = t + q inside a ? a[t + q] : 0;
  *             barrier;
  *         }
- *         for (q = 0; q < min(N - t, T); q++)
+ *         q = 0;                             (i32; j = t + q)
+ *         do
  *             state = body(state), a ! j read as tile_a[q];
- *         (the cancel poll, below)
- *     }
+ *         while (++q < m);
  *
- * T = cg_fn.stage_tile.  Inside the tile, j = t + q < N, so the user's
+ * T = cg_fn.stage_tile.  Inside a tile, j = t + q < N, so the user's
  * condition holds and is not evaluated; the tile's reads need no bounds
  * test (a position outside a was staged as the zero that `!` gives
- * there), and the inner loop's trip count is known, so LLVM unrolls it
- * and the loads of several trips overlap.  The results are the plain
- * loop's bit for bit: the same operations in the same order.
+ * there), and the trip count is known, so LLVM unrolls the trips (by
+ * STAGE_UNROLL) and the loads of several trips overlap.  The full tiles
+ * have the constant count T (no remainder); the last tile's count and
+ * its remainder are values of the loop's start and bound alone, so LLVM
+ * hoists them out of the skeleton's loop over a thread's elements, and
+ * where the loop has one tile (N - j0 <= T, as k-means' 16 centroids)
+ * the full tiles' loop is one uniform branch an element.  The trips
+ * count in 32 bits from a do-while: k-means' assignment took 237 SASS
+ * instructions a point (sm_90, ptxas 13) with one tile loop of min(N -
+ * t, T) trips counted in 64 bits, and takes 205; the body of the trips
+ * is 73 of them per 8 centroids, so 59 are the point's own.  The body
+ * is emitted twice (the full tiles and the last), the price of that.
+ * The results are the plain loop's bit for bit: the same operations in
+ * the same order.
  *
  * The tile outlives the loop: a thread's next element runs the loop
  * again from the same uniform j, and a tile that already holds t (the
@@ -57,11 +77,11 @@
  * being overwritten while a thread still reads it.
  *
  * Cancellation: the plain loop polls every cg_target.poll_every trips;
- * here every thread polls once every poll_every / T tiles of a loop,
- * through a barrier that ors the threads' answers
- * (cg_target.barrier_or), so that the whole block leaves together (a
- * thread that left alone would leave the others waiting at the next
- * barrier).  Checked mode never stages (fn->checked: a read outside its
+ * here every thread polls once every poll_every / T full tiles of a loop
+ * (the last tile ends it), through a barrier that ors the threads'
+ * answers (cg_target.barrier_or), so that the whole block leaves
+ * together (a thread that left alone would leave the others waiting at
+ * the next barrier).  Checked mode never stages (fn->checked: a read outside its
  * array must report, and only when it runs), nor does code that watches
  * for `ignore`.
  *
@@ -810,6 +830,88 @@ void cg_stage_unroll(cg_fn *fn, LLVMValueRef br)
     cg_loop_id(fn, br, LLVMMDNodeInContext2(c, kv, 2));
 }
 
+/* Stage tile g from t (unless it holds that tile already) and run the
+ * body of while loop e m times (1 <= m <= T, i32) from state in, whose
+ * counter (leaf kl) is t, into *out. */
+static weft_status tile_run(const cg_walker *w, const fe_term *e,
+                            struct cg_stage *g, int kl, LLVMValueRef t,
+                            LLVMValueRef m, const cg_val *in, cg_val *out)
+{
+    cg_fn *fn = w->fn;
+    const cg_target *tg = fn->target;
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+    cg_if fresh;
+    cg_if_begin(fn, &fresh, cg_stage_fresh(fn, g, &t, 1));
+    tg->barrier(fn); /* every thread is done with the tile before */
+    LLVMValueRef tid = LLVMBuildZExt(B, tg->thread_index(fn, 0), i64, "");
+    LLVMValueRef bs = LLVMBuildZExt(B, tg->block_size(fn, 0), i64, "");
+    /* t through an opaque copy: the full tiles' loop would otherwise keep
+     * a pointer per staged array, stepped a tile at a time (k-means: 47
+     * registers instead of 36) */
+    fn->stage_tile = g->tile;
+    weft_status s =
+        stage_tiles(fn, g, tg->opaque ? tg->opaque(fn, t) : t, tid, bs);
+    fn->stage_tile = 0;
+    if (s != WEFT_OK) {
+        return s;
+    }
+    tg->barrier(fn);
+    cg_if_end(fn, &fresh);
+    /* do { ... } while (++q < m), q in 32 bits and j = t + q (the body
+     * gives j + 1): no 64-bit counter beside q, and the first trip needs
+     * no test */
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(B);
+    LLVMBasicBlockRef trip =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "staged.trip");
+    LLVMBasicBlockRef done =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "staged.done");
+    LLVMBuildBr(B, trip);
+    LLVMPositionBuilderAtEnd(B, trip);
+    cg_val st, next;
+    if ((s = cg_val_make(fn, in->n, &st)) != WEFT_OK ||
+        (s = cg_val_make(fn, in->n, out)) != WEFT_OK) {
+        return s;
+    }
+    LLVMValueRef q = LLVMBuildPhi(B, i32, "q");
+    LLVMValueRef zero = LLVMConstInt(i32, 0, 0);
+    LLVMAddIncoming(q, &zero, &pre, 1);
+    for (int k = 0; k < in->n; k++) {
+        if (k != kl) {
+            st.v[k] = LLVMBuildPhi(B, LLVMTypeOf(in->v[k]), "");
+            LLVMAddIncoming(st.v[k], &in->v[k], &pre, 1);
+        }
+    }
+    g->q = LLVMBuildZExt(B, q, i64, "");
+    st.v[kl] = LLVMBuildAdd(B, t, g->q, "j");
+    fn->stage = g;
+    s = cg_walk_apply(w, e->fun[1], &st, &next);
+    fn->stage = NULL;
+    if (s == WEFT_OK && next.n != in->n) {
+        s = fe_error(WEFT_ERR_INTERNAL, "weft_compile: a staged body");
+    }
+    if (s != WEFT_OK) {
+        return s;
+    }
+    LLVMValueRef q1 = LLVMBuildNUWAdd(B, q, LLVMConstInt(i32, 1, 0), "");
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(B);
+    cg_stage_unroll(fn,
+                    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntULT, q1, m, ""),
+                                    trip, done));
+    LLVMAddIncoming(q, &q1, &latch, 1);
+    LLVMPositionBuilderAtEnd(B, done);
+    for (int k = 0; k < in->n; k++) {
+        if (k == kl) {
+            out->v[k] = LLVMBuildAdd(B, t, LLVMBuildZExt(B, m, i64, ""), "");
+            continue;
+        }
+        LLVMAddIncoming(st.v[k], &next.v[k], &latch, 1);
+        out->v[k] = LLVMBuildPhi(B, LLVMTypeOf(in->v[k]), "");
+        LLVMAddIncoming(out->v[k], &next.v[k], &latch, 1);
+    }
+    return WEFT_OK;
+}
+
 weft_status cg_stage_while(const cg_walker *w, const fe_term *e,
                            const cg_val *init, cg_val *out, bool *done)
 {
@@ -848,33 +950,46 @@ weft_status cg_stage_while(const cg_walker *w, const fe_term *e,
         return s;
     }
     *done = true;
-    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
     LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
-    LLVMValueRef tid = LLVMBuildZExt(B, tg->thread_index(fn, 0), i64, "");
-    LLVMValueRef bs = LLVMBuildZExt(B, tg->block_size(fn, 0), i64, "");
     bool poll = fn->cancel && tg->cancel_poll;
-    cg_val so, si, c, next;
-    if ((s = cg_val_make(fn, init->n, &so)) != WEFT_OK ||
-        (s = cg_val_make(fn, init->n, &si)) != WEFT_OK ||
-        (s = cg_val_make(fn, init->n, out)) != WEFT_OK) {
+    /* the last tile's trips, 1 to T, from the loop's start and bound
+     * alone (the same in every element: LLVM hoists it) */
+    LLVMValueRef last =
+        LLVMBuildSub(B, LLVMBuildSub(B, n, init->v[kl], ""), cg_i64(fn, 1), "");
+    last = (tile & (tile - 1)) == 0
+               ? LLVMBuildAnd(B, last, cg_i64(fn, tile - 1), "")
+               : LLVMBuildURem(B, last, cg_i64(fn, tile), "");
+    last = LLVMBuildNUWAdd(B, LLVMBuildTrunc(B, last, i32, ""),
+                           LLVMConstInt(i32, 1, 0), "last");
+    /* the user's condition, on the initial state only */
+    fn->stage_tile = 0;
+    cg_val c;
+    s = cg_walk_apply(w, e->fun[0], init, &c);
+    if (s == WEFT_OK && c.n != 1) {
+        s = fe_error(WEFT_ERR_INTERNAL, "weft_compile: a staged condition");
+    }
+    if (s != WEFT_OK) {
+        fn->stage_tile = tile;
         return s;
     }
     LLVMBasicBlockRef pre = LLVMGetInsertBlock(B);
     LLVMBasicBlockRef head =
         LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "staged");
-    LLVMBasicBlockRef load =
-        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "staged.load");
-    LLVMBasicBlockRef ihead =
-        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "staged.trip");
-    LLVMBasicBlockRef ibody =
-        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "staged.body");
-    LLVMBasicBlockRef iexit =
-        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "staged.done");
+    LLVMBasicBlockRef full =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "staged.full");
+    LLVMBasicBlockRef lastb =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "staged.last");
     LLVMBasicBlockRef exit =
         LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "staged.exit");
-    LLVMBuildBr(B, head);
-    /* the tile loop: the user's condition on the state */
+    LLVMBuildCondBr(B, c.v[0], head, exit);
+    /* the full tiles, while N - t > T */
     LLVMPositionBuilderAtEnd(B, head);
+    cg_val so, fo, lo;
+    if ((s = cg_val_make(fn, init->n, &so)) != WEFT_OK ||
+        (s = cg_val_make(fn, init->n, out)) != WEFT_OK) {
+        fn->stage_tile = tile;
+        return s;
+    }
     for (int k = 0; k < init->n; k++) {
         so.v[k] = LLVMBuildPhi(B, LLVMTypeOf(init->v[k]), "");
         LLVMAddIncoming(so.v[k], &init->v[k], &pre, 1);
@@ -885,93 +1000,54 @@ weft_status cg_stage_while(const cg_walker *w, const fe_term *e,
         LLVMValueRef zero = LLVMConstInt(i32, 0, 0);
         LLVMAddIncoming(count, &zero, &pre, 1);
     }
-    int saved_tile = fn->stage_tile;
-    fn->stage_tile = 0;
-    s = cg_walk_apply(w, e->fun[0], &so, &c);
-    if (s == WEFT_OK && c.n != 1) {
-        s = fe_error(WEFT_ERR_INTERNAL, "weft_compile: a staged condition");
-    }
-    if (s != WEFT_OK) {
-        fn->stage_tile = saved_tile;
-        return s;
-    }
-    LLVMBasicBlockRef cond_end = LLVMGetInsertBlock(B);
-    LLVMBuildCondBr(B, c.v[0], load, exit);
-    /* stage the tile from t = j, unless it holds that tile already */
-    LLVMPositionBuilderAtEnd(B, load);
     LLVMValueRef t = so.v[kl];
-    cg_if fresh;
-    cg_if_begin(fn, &fresh, cg_stage_fresh(fn, g, &t, 1));
-    tg->barrier(fn); /* every thread is done with the tile before */
+    LLVMBuildCondBr(B,
+                    LLVMBuildICmp(B, LLVMIntUGT, LLVMBuildSub(B, n, t, ""),
+                                  cg_i64(fn, tile), "more"),
+                    full, lastb);
+    LLVMPositionBuilderAtEnd(B, full);
+    s = tile_run(w, e, g, kl, t, LLVMConstInt(i32, (unsigned)tile, 0), &so,
+                 &fo);
     fn->stage_tile = tile;
-    s = stage_tiles(fn, g, t, tid, bs);
-    fn->stage_tile = 0;
-    if (s != WEFT_OK) {
-        fn->stage_tile = saved_tile;
-        return s;
-    }
-    tg->barrier(fn);
-    cg_if_end(fn, &fresh);
-    /* m = min(N - t, T): N - t is exact unsigned, t < N */
-    LLVMValueRef rem = LLVMBuildSub(B, n, t, "");
-    LLVMValueRef m = LLVMBuildSelect(
-        B, LLVMBuildICmp(B, LLVMIntULT, rem, cg_i64(fn, tile), ""), rem,
-        cg_i64(fn, tile), "trips");
-    LLVMBasicBlockRef load_end = LLVMGetInsertBlock(B);
-    LLVMBuildBr(B, ihead);
-    /* the trips of the tile */
-    LLVMPositionBuilderAtEnd(B, ihead);
-    LLVMValueRef q = LLVMBuildPhi(B, i64, "q");
-    LLVMValueRef zero64 = cg_i64(fn, 0);
-    LLVMAddIncoming(q, &zero64, &load_end, 1);
-    for (int k = 0; k < init->n; k++) {
-        si.v[k] = LLVMBuildPhi(B, LLVMTypeOf(init->v[k]), "");
-        LLVMAddIncoming(si.v[k], &so.v[k], &load_end, 1);
-    }
-    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntULT, q, m, ""), ibody, iexit);
-    LLVMPositionBuilderAtEnd(B, ibody);
-    g->q = q;
-    fn->stage = g;
-    s = cg_walk_apply(w, e->fun[1], &si, &next);
-    fn->stage = NULL;
-    fn->stage_tile = saved_tile;
-    if (s == WEFT_OK && next.n != init->n) {
-        s = fe_error(WEFT_ERR_INTERNAL, "weft_compile: a staged body");
-    }
     if (s != WEFT_OK) {
         return s;
     }
-    LLVMValueRef q1 = LLVMBuildNUWAdd(B, q, cg_i64(fn, 1), "");
-    LLVMBasicBlockRef latch = LLVMGetInsertBlock(B);
-    cg_stage_unroll(fn, LLVMBuildBr(B, ihead));
-    LLVMAddIncoming(q, &q1, &latch, 1);
-    for (int k = 0; k < init->n; k++) {
-        LLVMAddIncoming(si.v[k], &next.v[k], &latch, 1);
+    LLVMValueRef stop = NULL, count1 = NULL;
+    if (poll) {
+        count1 = LLVMBuildAdd(B, count, LLVMConstInt(i32, 1, 0), "");
+        if ((s = tile_poll(fn, count1, &stop)) != WEFT_OK) {
+            return s;
+        }
     }
-    /* the tile is done: the poll, then the next tile */
-    LLVMPositionBuilderAtEnd(B, iexit);
-    LLVMValueRef count1 =
-        poll ? LLVMBuildAdd(B, count, LLVMConstInt(i32, 1, 0), "") : NULL;
-    LLVMValueRef stop = NULL;
-    if (poll && (s = tile_poll(fn, count1, &stop)) != WEFT_OK) {
-        return s;
+    LLVMBasicBlockRef full_end = LLVMGetInsertBlock(B);
+    if (poll) {
+        LLVMAddIncoming(count, &count1, &full_end, 1);
     }
-    LLVMBasicBlockRef tile_end = LLVMGetInsertBlock(B);
     if (stop) {
         LLVMBuildCondBr(B, stop, exit, head);
-        LLVMAddIncoming(count, &count1, &tile_end, 1);
     } else {
         LLVMBuildBr(B, head);
     }
     for (int k = 0; k < init->n; k++) {
-        LLVMAddIncoming(so.v[k], &si.v[k], &tile_end, 1);
+        LLVMAddIncoming(so.v[k], &fo.v[k], &full_end, 1);
     }
+    /* the last tile, of `last` trips (no poll: the loop ends) */
+    LLVMPositionBuilderAtEnd(B, lastb);
+    fn->stage_tile = 0;
+    s = tile_run(w, e, g, kl, t, last, &so, &lo);
+    fn->stage_tile = tile;
+    if (s != WEFT_OK) {
+        return s;
+    }
+    LLVMBasicBlockRef last_end = LLVMGetInsertBlock(B);
+    LLVMBuildBr(B, exit);
     LLVMPositionBuilderAtEnd(B, exit);
     for (int k = 0; k < init->n; k++) {
         out->v[k] = LLVMBuildPhi(B, LLVMTypeOf(init->v[k]), "");
-        LLVMAddIncoming(out->v[k], &so.v[k], &cond_end, 1);
+        LLVMAddIncoming(out->v[k], &init->v[k], &pre, 1);
+        LLVMAddIncoming(out->v[k], &lo.v[k], &last_end, 1);
         if (stop) {
-            LLVMAddIncoming(out->v[k], &si.v[k], &tile_end, 1);
+            LLVMAddIncoming(out->v[k], &fo.v[k], &full_end, 1);
         }
     }
     return WEFT_OK;

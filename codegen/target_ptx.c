@@ -201,6 +201,15 @@ static void ptx_barrier(cg_fn *fn)
     (void)call0(fn, "llvm.nvvm.barrier0", NULL, 0);
 }
 
+static LLVMValueRef ptx_opaque(cg_fn *fn, LLVMValueRef x)
+{
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
+    LLVMTypeRef ty = LLVMFunctionType(i64, &i64, 1, 0);
+    LLVMValueRef mov = LLVMGetInlineAsm(ty, "mov.b64 $0, $1;", 15, "=l,l", 4, 0,
+                                        0, LLVMInlineAsmDialectATT, 0);
+    return LLVMBuildCall2(fn->b, ty, mov, &x, 1, "");
+}
+
 /* bar.red.or.pred (__syncthreads_or): a barrier that ors pred over the
  * block. */
 static LLVMValueRef ptx_barrier_or(cg_fn *fn, LLVMValueRef pred)
@@ -502,6 +511,7 @@ const cg_target cg_target_ptx = {
     .grid_size = ptx_grid_size,
     .lane_index = ptx_lane_index,
     .barrier = ptx_barrier,
+    .opaque = ptx_opaque,
     .warp_barrier = ptx_warp_barrier,
     .scalar_loops = true,
     /* Not yet: measured on an H200, Mandelbrot 2.36 -> 3.20 ms with it

@@ -2608,8 +2608,9 @@ static int build_awhile_staged(bld *b, weft_acc **res)
 }
 
 /* The staged loop (build_while_staged) on loops of no trip, fewer than a
- * tile (256 on PTX), a tile and one more, several tiles and a partial
- * one, from 0 and from size a / 3; results of no element, of fewer than
+ * tile (256 on PTX), a tile and one more, two tiles (from size a / 3, a
+ * tile and a partial one), several tiles and a partial one, from 0 and
+ * from size a / 3; results of no element, of fewer than
  * a block, and of more elements than the grid has threads (the blocks
  * run the chunk loop together, past the end too). */
 START_TEST(while_staged)
@@ -2618,9 +2619,9 @@ START_TEST(while_staged)
     diff_open(&d);
     seed(31);
     static const int64_t lens[][3] = {
-        {0, 0, 5},        {5, 5, 0},         {1, 4, 3},
-        {100, 100, 70},   {255, 300, 1},     {256, 256, 256},
-        {257, 257, 1000}, {1000, 1003, 999}, {7, 7, 600001},
+        {0, 0, 5},         {5, 5, 0},       {1, 4, 3},        {100, 100, 70},
+        {255, 300, 1},     {256, 256, 256}, {257, 257, 1000}, {512, 512, 300},
+        {1000, 1003, 999}, {7, 7, 600001},
     };
     for (int v = 0; v < 2; v++) {
         bld b = {.variant = v};

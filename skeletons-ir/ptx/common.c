@@ -15,11 +15,7 @@
 
 LLVMValueRef sk_ptx_opaque(cg_fn *fn, LLVMValueRef x)
 {
-    LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
-    LLVMTypeRef ty = LLVMFunctionType(i64, &i64, 1, 0);
-    LLVMValueRef mov = LLVMGetInlineAsm(ty, "mov.b64 $0, $1;", 15, "=l,l", 4, 0,
-                                        0, LLVMInlineAsmDialectATT, 0);
-    return LLVMBuildCall2(fn->b, ty, mov, &x, 1, "");
+    return cg_target_ptx.opaque(fn, x);
 }
 
 /* The last block's ticket.  Thread 0 of each block (after a fence of its
