@@ -1825,6 +1825,26 @@ static weft_status fold_span(sk_fn *f, const lanes *G, LLVMValueRef lo,
     return WEFT_OK;
 }
 
+/* Segment seg's offsets in the offset form (*lo, *hi), kept within [0,
+ * inner] and in order (entry 0 has checked them; after a bad one the
+ * error word is set and entries 1 and 2 fold nothing). */
+static void segment_span(sk_fn *f, LLVMValueRef seg, LLVMValueRef inner,
+                         LLVMValueRef *lo, LLVMValueRef *hi)
+{
+    cg_fn *fn = &f->fn;
+    const cg_array *desc = sk_kid_array(f, 2);
+    LLVMValueRef limit = LLVMBuildAdd(fn->b, inner, cg_i64(fn, 1), "");
+    LLVMValueRef a =
+        offset_val(f, cg_load(fn, desc->leaf[0], desc->ptr[0], seg), limit);
+    LLVMValueRef b =
+        offset_val(f,
+                   cg_load(fn, desc->leaf[0], desc->ptr[0],
+                           LLVMBuildAdd(fn->b, seg, cg_i64(fn, 1), "")),
+                   limit);
+    *lo = cg_smax(fn, cg_i64(fn, 0), cg_smin(fn, a, inner));
+    *hi = cg_smax(fn, *lo, cg_smin(fn, b, inner));
+}
+
 /* Item w of `per` items a row: its row (*row) and its place in the row
  * (*at), with no 64-bit division where there is one row (one_row). */
 static void row_item(cg_fn *fn, LLVMValueRef w, LLVMValueRef per,
@@ -1878,7 +1898,6 @@ static weft_status emit_long(sk_fn *f)
     const cg_target *tg = fn->target;
     const fe_term *op = f->e->k->op;
     const fe_term *src = op->kid[1];
-    const cg_array *desc = sk_kid_array(f, 2);
     LLVMTypeRef i64 = t_i64(fn), i32 = t_i32(fn),
                 i1 = LLVMInt1TypeInContext(fn->llctx);
     LLVMValueRef ext[WEFT_MAX_RANK];
@@ -1892,7 +1911,6 @@ static weft_status emit_long(sk_fn *f)
         outer = LLVMBuildMul(fn->b, outer, ext[d], "");
     }
     LLVMValueRef nseg = offsets_nseg(f);
-    LLVMValueRef limit = LLVMBuildAdd(fn->b, inner, cg_i64(fn, 1), "");
     LLVMValueRef one_row =
         LLVMBuildICmp(fn->b, LLVMIntEQ, outer, cg_i64(fn, 1), "");
     LLVMValueRef tid = cg_zext64(fn, tg->thread_index(fn, 0));
@@ -1953,16 +1971,8 @@ static weft_status emit_long(sk_fn *f)
     LLVMValueRef row, li;
     row_item(fn, w, count, one_row, &row, &li);
     LLVMValueRef seg = load64(fn, list->ptr[0], li);
-    /* its offsets, kept within [0, inner] and in order (checked) */
-    LLVMValueRef lo =
-        offset_val(f, cg_load(fn, desc->leaf[0], desc->ptr[0], seg), limit);
-    LLVMValueRef hi =
-        offset_val(f,
-                   cg_load(fn, desc->leaf[0], desc->ptr[0],
-                           LLVMBuildAdd(fn->b, seg, cg_i64(fn, 1), "")),
-                   limit);
-    lo = cg_smax(fn, cg_i64(fn, 0), cg_smin(fn, lo, inner));
-    hi = cg_smax(fn, lo, cg_smin(fn, hi, inner));
+    LLVMValueRef lo, hi;
+    segment_span(f, seg, inner, &lo, &hi);
     LLVMValueRef per = LLVMBuildUDiv(
         fn->b,
         LLVMBuildAdd(fn->b, LLVMBuildSub(fn->b, hi, lo, ""),
@@ -2035,15 +2045,8 @@ static weft_status emit_long(sk_fn *f)
     LLVMValueRef mrow, mli;
     row_item(fn, mw, mcount, one_row, &mrow, &mli);
     LLVMValueRef mseg = load64(fn, mids->ptr[0], mli);
-    LLVMValueRef mlo =
-        offset_val(f, cg_load(fn, desc->leaf[0], desc->ptr[0], mseg), limit);
-    LLVMValueRef mhi =
-        offset_val(f,
-                   cg_load(fn, desc->leaf[0], desc->ptr[0],
-                           LLVMBuildAdd(fn->b, mseg, cg_i64(fn, 1), "")),
-                   limit);
-    mlo = cg_smax(fn, cg_i64(fn, 0), cg_smin(fn, mlo, inner));
-    mhi = cg_smax(fn, mlo, cg_smin(fn, mhi, inner));
+    LLVMValueRef mlo, mhi;
+    segment_span(f, mseg, inner, &mlo, &mhi);
     cg_mut_set(fn, &acc, sk_kid_value(f, 0));
     if ((s = fold_span(f, &W, mlo, mhi,
                        LLVMBuildMul(fn->b, mrow, inner, "mbase"), &acc,
@@ -2078,7 +2081,6 @@ static weft_status emit_lanes(sk_fn *f)
     const cg_target *tg = fn->target;
     const fe_term *op = f->e->k->op;
     const fe_term *src = op->kid[1];
-    const cg_array *desc = sk_kid_array(f, 2);
     LLVMTypeRef i32 = t_i32(fn);
     LLVMValueRef ext[WEFT_MAX_RANK];
     weft_status s = sk_extent(f, src, ext);
@@ -2131,7 +2133,6 @@ static weft_status emit_lanes(sk_fn *f)
         LLVMBuildICmp(fn->b, LLVMIntEQ, outer, cg_i64(fn, 1), "");
     LLVMValueRef end =
         LLVMBuildSelect(fn->b, no_error_yet(f), f->n, cg_i64(fn, 0), "end");
-    LLVMValueRef limit = LLVMBuildAdd(fn->b, inner, cg_i64(fn, 1), "");
     LLVMValueRef most = lanes_limit(f);
     cg_mut acc;
     if ((s = cg_mut_new(fn, op->type, &acc)) != WEFT_OK) {
@@ -2152,15 +2153,8 @@ static weft_status emit_lanes(sk_fn *f)
     LLVMValueRef sls =
         LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntULT, sl, nseg, ""),
                         sl, cg_i64(fn, 0), "");
-    LLVMValueRef lo_l =
-        offset_val(f, cg_load(fn, desc->leaf[0], desc->ptr[0], sls), limit);
-    LLVMValueRef hi_l =
-        offset_val(f,
-                   cg_load(fn, desc->leaf[0], desc->ptr[0],
-                           LLVMBuildAdd(fn->b, sls, cg_i64(fn, 1), "")),
-                   limit);
-    lo_l = cg_smax(fn, cg_i64(fn, 0), cg_smin(fn, lo_l, inner));
-    hi_l = cg_smax(fn, lo_l, cg_smin(fn, hi_l, inner));
+    LLVMValueRef lo_l, hi_l;
+    segment_span(f, sls, inner, &lo_l, &hi_l);
     cg_loop sub;
     LLVMValueRef j;
     cg_loop_begin(fn, &sub, cg_i64(fn, 0), L, &j);
