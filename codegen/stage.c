@@ -900,15 +900,16 @@ static weft_status tile_run(const cg_walker *w, const fe_term *e,
                                     trip, done));
     LLVMAddIncoming(q, &q1, &latch, 1);
     LLVMPositionBuilderAtEnd(B, done);
+    /* the block's phis first (an instruction before them does not verify),
+     * then the counter's leaf */
     for (int k = 0; k < in->n; k++) {
-        if (k == kl) {
-            out->v[k] = LLVMBuildAdd(B, t, LLVMBuildZExt(B, m, i64, ""), "");
-            continue;
+        if (k != kl) {
+            LLVMAddIncoming(st.v[k], &next.v[k], &latch, 1);
+            out->v[k] = LLVMBuildPhi(B, LLVMTypeOf(in->v[k]), "");
+            LLVMAddIncoming(out->v[k], &next.v[k], &latch, 1);
         }
-        LLVMAddIncoming(st.v[k], &next.v[k], &latch, 1);
-        out->v[k] = LLVMBuildPhi(B, LLVMTypeOf(in->v[k]), "");
-        LLVMAddIncoming(out->v[k], &next.v[k], &latch, 1);
     }
+    out->v[kl] = LLVMBuildAdd(B, t, LLVMBuildZExt(B, m, i64, ""), "");
     return WEFT_OK;
 }
 
