@@ -1649,7 +1649,7 @@ static weft_status emit_tiles(sk_fn *f)
     return WEFT_OK;
 }
 
-/* ---- entry 1 of the offset form: L lanes a segment ----------------------- */
+/* ---- the offset form: a block, a warp or L lanes a segment ---------------- */
 
 /* x = x `f` y where take (x the earlier value).  A light kernel's
  * combine is computed in every lane and selected (no branch, so that
