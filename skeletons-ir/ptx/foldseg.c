@@ -421,6 +421,26 @@ typedef struct tile {
     LLVMValueRef t, row, s0, nt, len;
 } tile;
 
+/* The fold's input as rows: its innermost extent (*inner, the elements a
+ * row) and the product of the others (*outer, the rows; i64). */
+static weft_status input_rows(sk_fn *f, LLVMValueRef *inner,
+                              LLVMValueRef *outer)
+{
+    cg_fn *fn = &f->fn;
+    const fe_term *src = f->e->k->op->kid[1];
+    LLVMValueRef ext[WEFT_MAX_RANK];
+    weft_status s = sk_extent(f, src, ext);
+    if (s) {
+        return s;
+    }
+    *inner = ext[src->rank - 1];
+    *outer = cg_i64(fn, 1);
+    for (int d = 0; d + 1 < src->rank; d++) {
+        *outer = LLVMBuildMul(fn->b, *outer, ext[d], "");
+    }
+    return WEFT_OK;
+}
+
 /* Tile t's first segment (i64), its row and its piece of the row (*row,
  * *piece; either may be NULL): a 64-bit division once per tile. */
 static LLVMValueRef tile_start(cg_fn *fn, const tile *T, LLVMValueRef t,
@@ -1581,8 +1601,6 @@ static weft_status emit_tiles(sk_fn *f)
 {
     cg_fn *fn = &f->fn;
     const cg_target *tg = fn->target;
-    const fe_term *t = f->e->k->op;
-    const fe_term *src = t->kid[1];
     tile T;
     memset(&T, 0, sizeof T);
     T.S = SEGS;
@@ -1590,14 +1608,8 @@ static weft_status emit_tiles(sk_fn *f)
     if (s) {
         return s;
     }
-    LLVMValueRef ext[WEFT_MAX_RANK];
-    if ((s = sk_extent(f, src, ext)) != WEFT_OK) {
+    if ((s = input_rows(f, &T.inner, &T.outer)) != WEFT_OK) {
         return s;
-    }
-    T.inner = ext[src->rank - 1];
-    T.outer = cg_i64(fn, 1);
-    for (int d = 0; d + 1 < src->rank; d++) {
-        T.outer = LLVMBuildMul(fn->b, T.outer, ext[d], "");
     }
     T.nseg = sk_kid_array(f, 2)->extent[0];
     T.tid = cg_zext64(fn, tg->thread_index(fn, 0));
@@ -1897,18 +1909,12 @@ static weft_status emit_long(sk_fn *f)
     cg_fn *fn = &f->fn;
     const cg_target *tg = fn->target;
     const fe_term *op = f->e->k->op;
-    const fe_term *src = op->kid[1];
     LLVMTypeRef i64 = t_i64(fn), i32 = t_i32(fn),
                 i1 = LLVMInt1TypeInContext(fn->llctx);
-    LLVMValueRef ext[WEFT_MAX_RANK];
-    weft_status s = sk_extent(f, src, ext);
+    LLVMValueRef inner, outer;
+    weft_status s = input_rows(f, &inner, &outer);
     if (s) {
         return s;
-    }
-    LLVMValueRef inner = ext[src->rank - 1];
-    LLVMValueRef outer = cg_i64(fn, 1);
-    for (int d = 0; d + 1 < src->rank; d++) {
-        outer = LLVMBuildMul(fn->b, outer, ext[d], "");
     }
     LLVMValueRef nseg = offsets_nseg(f);
     LLVMValueRef one_row =
@@ -2080,17 +2086,11 @@ static weft_status emit_lanes(sk_fn *f)
     cg_fn *fn = &f->fn;
     const cg_target *tg = fn->target;
     const fe_term *op = f->e->k->op;
-    const fe_term *src = op->kid[1];
     LLVMTypeRef i32 = t_i32(fn);
-    LLVMValueRef ext[WEFT_MAX_RANK];
-    weft_status s = sk_extent(f, src, ext);
+    LLVMValueRef inner, outer;
+    weft_status s = input_rows(f, &inner, &outer);
     if (s) {
         return s;
-    }
-    LLVMValueRef inner = ext[src->rank - 1];
-    LLVMValueRef outer = cg_i64(fn, 1);
-    for (int d = 0; d + 1 < src->rank; d++) {
-        outer = LLVMBuildMul(fn->b, outer, ext[d], "");
     }
     LLVMValueRef nseg = offsets_nseg(f);
     LLVMValueRef gpr = LLVMBuildUDiv(
@@ -2239,18 +2239,11 @@ static weft_status emit_check(sk_fn *f)
 {
     cg_fn *fn = &f->fn;
     const cg_target *tg = fn->target;
-    const fe_term *op = f->e->k->op;
-    const fe_term *src = op->kid[1];
     const cg_array *desc = sk_kid_array(f, 2);
-    LLVMValueRef ext[WEFT_MAX_RANK];
-    weft_status s = sk_extent(f, src, ext);
+    LLVMValueRef inner, rows;
+    weft_status s = input_rows(f, &inner, &rows);
     if (s) {
         return s;
-    }
-    LLVMValueRef inner = ext[src->rank - 1];
-    LLVMValueRef rows = cg_i64(fn, 1);
-    for (int d = 0; d + 1 < src->rank; d++) {
-        rows = LLVMBuildMul(fn->b, rows, ext[d], "");
     }
     LLVMValueRef limit = LLVMBuildAdd(fn->b, inner, cg_i64(fn, 1), "");
     LLVMValueRef nseg = offsets_nseg(f);
