@@ -84,13 +84,20 @@ static weft_status run_offsets(rt_job *j, int64_t outer, int64_t inner,
     if (nseg == 0) {
         return WEFT_OK;
     }
-    /* an input of no rows still has its offsets checked; entry 1's items
-     * bound its grid (long segments a block, middle ones a warp) */
-    rt_phase ph[3] = {
-        {.entry = 0, .n = tiles, .grain = 1},
-        {.entry = 1, .n = (nlong + (nmid + 7) / 8) * outer, .grain = 1},
-        {.entry = 2, .n = groups * outer, .grain = 1}};
-    return rt_job_phases(j, outer > 0 ? 3 : 1, ph);
+    /* an input of no rows still has its offsets checked (entry 0 alone);
+     * unchecked, entry 2 checks and lists them itself, checked entry 0
+     * does first (its reports come before any gather's); entry 1's items
+     * bound its grid (long segments a block, middle ones a warp), and it
+     * runs even with none, as it puts the counts back */
+    int64_t items1 = (nlong + (nmid + 7) / 8) * outer;
+    rt_phase ph[3] = {{.entry = 0, .n = tiles, .grain = 1},
+                      {.entry = 2, .n = groups * outer, .grain = 1},
+                      {.entry = 1, .n = items1 > 0 ? items1 : 1, .grain = 1}};
+    if (outer == 0) {
+        return rt_job_phases(j, 1, ph);
+    }
+    return j->k->checked ? rt_job_phases(j, 3, ph)
+                         : rt_job_phases(j, 2, ph + 1);
 }
 
 weft_status rt_exec_fold_seg_pass(rt_job *j)

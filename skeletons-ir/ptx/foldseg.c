@@ -223,6 +223,7 @@ enum {
     GROUP = SK_SEGOFF_GROUP,
     TILE = SK_SEGOFF_TILE,
     GROUP_TILE = TILE / GROUP, /* groups of entry 0's tile */
+    LANES_CHECK_GROUPS = 4,    /* of entry 2's when it checks */
     LONG_SEG = SK_SEGOFF_LONG,
     LANE_ITEMS = SK_SEGOFF_LANE_ITEMS,
     LANE_TRIPS = SK_SEGOFF_LANE_TRIPS,
@@ -1933,12 +1934,20 @@ static weft_status emit_long(sk_fn *f)
                                 cg_i64(fn, 1), "last")};
     const cg_array *list = sk_aux_array(f, AUX_LIST);
     LLVMValueRef cnt = sk_aux_array(f, AUX_COUNT)->ptr[0];
-    /* the listed segments (none after a report of entry 0's, no more
+    /* nothing listed (a banded matrix): nothing to fold or put back, and
+     * the block ends at once */
+    LLVMValueRef raw_long = load64(fn, cnt, cg_i64(fn, 0));
+    LLVMValueRef raw_mid = load64(fn, cnt, cg_i64(fn, 2));
+    cg_if listed;
+    cg_if_begin(fn, &listed,
+                LLVMBuildICmp(fn->b, LLVMIntNE,
+                              LLVMBuildOr(fn->b, raw_long, raw_mid, ""),
+                              cg_i64(fn, 0), "listed"));
+    /* the listed segments (none after a report of the check's, no more
      * than the list holds) */
-    LLVMValueRef count = LLVMBuildSelect(
-        fn->b, no_error_yet(f),
-        cg_smin(fn, load64(fn, cnt, cg_i64(fn, 0)), list->extent[0]),
-        cg_i64(fn, 0), "count");
+    LLVMValueRef count = LLVMBuildSelect(fn->b, no_error_yet(f),
+                                         cg_smin(fn, raw_long, list->extent[0]),
+                                         cg_i64(fn, 0), "count");
     LLVMValueRef items = LLVMBuildMul(fn->b, count, outer, "items");
     LLVMValueRef sh_item = tg->shared_array(fn, i64, 1);
     slots sl;
@@ -2038,10 +2047,9 @@ static weft_status emit_long(sk_fn *f)
     /* then the middle segments, a warp each, the grid's warps striding
      * them (similar in length: a ticket's atomic an item cost more) */
     const cg_array *mids = sk_aux_array(f, AUX_MID);
-    LLVMValueRef mcount = LLVMBuildSelect(
-        fn->b, no_error_yet(f),
-        cg_smin(fn, load64(fn, cnt, cg_i64(fn, 2)), mids->extent[0]),
-        cg_i64(fn, 0), "mcount");
+    LLVMValueRef mcount = LLVMBuildSelect(fn->b, no_error_yet(f),
+                                          cg_smin(fn, raw_mid, mids->extent[0]),
+                                          cg_i64(fn, 0), "mcount");
     LLVMValueRef mitems = LLVMBuildMul(fn->b, mcount, outer, "mitems");
     LLVMValueRef l0c =
         LLVMBuildICmp(fn->b, LLVMIntEQ, lane, cg_i64(fn, 0), "l0");
@@ -2068,6 +2076,29 @@ static weft_status emit_long(sk_fn *f)
         LLVMBuildAdd(fn->b, LLVMBuildMul(fn->b, mrow, nseg, ""), mseg, ""), &v);
     cg_if_end(fn, &l0);
     cg_sloop_end(fn, &ms);
+    /* the counts and the ticket back to zero for the next run
+     * (RT_AUX_KEPT_ZERO) by the last block to end (AUX_COUNT[3] counts
+     * them), when every block has read them */
+    tg->barrier(fn);
+    cg_if_begin(fn, &t0, t0c);
+    tg->fence(fn);
+    LLVMValueRef three = cg_i64(fn, 3);
+    LLVMValueRef ended = tg->atomic_rmw(
+        fn, LLVMAtomicRMWBinOpAdd,
+        LLVMBuildInBoundsGEP2(fn->b, i64, cnt, &three, 1, ""), cg_i64(fn, 1));
+    cg_if last;
+    cg_if_begin(
+        fn, &last,
+        LLVMBuildICmp(fn->b, LLVMIntEQ, ended,
+                      LLVMBuildSub(fn->b, cg_zext64(fn, tg->grid_size(fn, 0)),
+                                   cg_i64(fn, 1), ""),
+                      "last"));
+    for (int c = 0; c < 4; c++) {
+        store64(fn, cnt, cg_i64(fn, c), cg_i64(fn, 0));
+    }
+    cg_if_end(fn, &last);
+    cg_if_end(fn, &t0);
+    cg_if_end(fn, &listed);
     return WEFT_OK;
 }
 
@@ -2081,6 +2112,8 @@ static weft_status emit_long(sk_fn *f)
  * short segments 32 / L at a time, each by fold_span from z, its offsets
  * by shuffles; the first lane of each segment stores it.  No shared
  * memory and no barrier: few registers, many warps. */
+static weft_status check_tiles(sk_fn *f, LLVMValueRef tiles, int gt);
+
 static weft_status emit_lanes(sk_fn *f)
 {
     cg_fn *fn = &f->fn;
@@ -2099,23 +2132,18 @@ static weft_status emit_lanes(sk_fn *f)
     LLVMValueRef lg = sk_aux_value(f, AUX_LANES)->v[0];
     LLVMValueRef L = LLVMBuildShl(fn->b, cg_i64(fn, 1), lg, "L");
     LLVMValueRef tid = cg_zext64(fn, tg->thread_index(fn, 0));
-    /* entry 1 is done with the count and its ticket: back to zero for the
-     * next run (RT_AUX_KEPT_ZERO), by the grid's first thread */
-    cg_if reset;
-    cg_if_begin(
-        fn, &reset,
-        LLVMBuildICmp(
-            fn->b, LLVMIntEQ,
-            LLVMBuildOr(fn->b,
-                        LLVMBuildOr(fn->b, tid,
-                                    cg_zext64(fn, tg->block_index(fn, 0)), ""),
-                        f->first, ""),
-            cg_i64(fn, 0), ""));
-    LLVMValueRef count = sk_aux_array(f, AUX_COUNT)->ptr[0];
-    for (int c = 0; c < 4; c++) {
-        store64(fn, count, cg_i64(fn, c), cg_i64(fn, 0));
+    /* unchecked, the offsets' check and lists first (entry 0's work: its
+     * reports name a segment, which wins over a gather's, of no element),
+     * in the same launch; the folds below do not wait for it */
+    if (!f->e->k->checked) {
+        enum { T = LANES_CHECK_GROUPS * GROUP };
+        LLVMValueRef tiles = LLVMBuildUDiv(
+            fn->b, LLVMBuildAdd(fn->b, nseg, cg_i64(fn, T - 1), ""),
+            cg_i64(fn, T), "tiles");
+        if ((s = check_tiles(f, tiles, LANES_CHECK_GROUPS)) != WEFT_OK) {
+            return s;
+        }
     }
-    cg_if_end(fn, &reset);
     LLVMValueRef lane = LLVMBuildAnd(fn->b, tid, cg_i64(fn, WARP - 1), "lane");
     LLVMValueRef li = LLVMBuildAnd(
         fn->b, lane, LLVMBuildSub(fn->b, L, cg_i64(fn, 1), ""), "li");
@@ -2235,7 +2263,7 @@ static LLVMValueRef reserve(sk_fn *f, LLVMValueRef n, int ci)
  * its count AUX_COUNT[0], which entry 2 puts back to zero; the warp's at
  * once, in the order of its lanes).  A light pass: 4 MB of offsets for a
  * million rows, no barrier, nothing written but the list. */
-static weft_status emit_check(sk_fn *f)
+static weft_status check_tiles(sk_fn *f, LLVMValueRef tiles, int gt)
 {
     cg_fn *fn = &f->fn;
     const cg_target *tg = fn->target;
@@ -2251,16 +2279,16 @@ static weft_status emit_check(sk_fn *f)
     LLVMValueRef lane = LLVMBuildAnd(fn->b, tid, cg_i64(fn, WARP - 1), "lane");
     LLVMValueRef step, w0 = warp_items(f, tid, &step);
     cg_sloop items;
-    LLVMValueRef wt = cg_sloop_begin(fn, &items, w0, f->n, step, "tile");
+    LLVMValueRef wt = cg_sloop_begin(fn, &items, w0, tiles, step, "tile");
     LLVMValueRef first = LLVMBuildAdd(
-        fn->b, LLVMBuildMul(fn->b, wt, cg_i64(fn, TILE), ""), lane, "");
+        fn->b, LLVMBuildMul(fn->b, wt, cg_i64(fn, gt * GROUP), ""), lane, "");
     /* every group's offsets first (the reads in flight together), then
      * their checks; a lane past nseg reads the last segment's (nseg >= 1
      * where this entry runs) */
     LLVMValueRef sg[GROUP_TILE], live[GROUP_TILE], lo[GROUP_TILE],
         hi[GROUP_TILE];
     LLVMValueRef last = LLVMBuildSub(fn->b, nseg, cg_i64(fn, 1), "");
-    for (int q = 0; q < GROUP_TILE; q++) {
+    for (int q = 0; q < gt; q++) {
         sg[q] = LLVMBuildAdd(fn->b, first, cg_i64(fn, q * GROUP), "seg");
         live[q] = LLVMBuildICmp(fn->b, LLVMIntULT, sg[q], nseg, "live");
         LLVMValueRef at = LLVMBuildSelect(fn->b, live[q], sg[q], last, "");
@@ -2283,7 +2311,7 @@ static weft_status emit_check(sk_fn *f)
     LLVMValueRef most = lanes_limit(f);
     LLVMValueRef in[2][GROUP_TILE], mask[2][GROUP_TILE];
     LLVMValueRef total[2] = {c32(fn, 0), c32(fn, 0)};
-    for (int q = 0; q < GROUP_TILE; q++) {
+    for (int q = 0; q < gt; q++) {
         LLVMValueRef len = LLVMBuildSub(fn->b, hi[q], lo[q], "len");
         LLVMValueRef neg = LLVMBuildOr(
             fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, lo[q], cg_i64(fn, 0), ""),
@@ -2320,7 +2348,7 @@ static weft_status emit_check(sk_fn *f)
     for (int k = 0; k < 2; k++) {
         const cg_array *list = sk_aux_array(f, k ? AUX_MID : AUX_LIST);
         LLVMValueRef at = reserve(f, total[k], k ? 2 : 0);
-        for (int q = 0; q < GROUP_TILE; q++) {
+        for (int q = 0; q < gt; q++) {
             LLVMValueRef mine = LLVMBuildAdd(
                 fn->b, at,
                 cg_zext64(
@@ -2340,6 +2368,11 @@ static weft_status emit_check(sk_fn *f)
     }
     cg_sloop_end(fn, &items);
     return WEFT_OK;
+}
+
+static weft_status emit_check(sk_fn *f)
+{
+    return check_tiles(f, f->n, GROUP_TILE);
 }
 
 /* ---- the skeleton ------------------------------------------------------ */
