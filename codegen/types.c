@@ -88,11 +88,10 @@ static LLVMValueRef written_scope(LLVMContextRef c)
 /* Load element i of a leaf buffer (see cg.h). */
 /* cg_load; a read-only array's load (`invariant`) carries !invariant.load
  * and is outside the written scope. */
-static LLVMValueRef load_leaf(cg_fn *fn, weft_type t, LLVMValueRef base,
-                              LLVMValueRef i, bool invariant)
+static LLVMValueRef load_ptr(cg_fn *fn, weft_type t, LLVMValueRef p,
+                             bool invariant)
 {
     LLVMTypeRef mt = cg_mem_type(fn->llctx, t);
-    LLVMValueRef p = LLVMBuildInBoundsGEP2(fn->b, mt, base, &i, 1, "");
     LLVMValueRef x = LLVMBuildLoad2(fn->b, mt, p, "");
     if (invariant) {
         LLVMContextRef c = fn->llctx;
@@ -106,6 +105,14 @@ static LLVMValueRef load_leaf(cg_fn *fn, weft_type t, LLVMValueRef base,
         x = LLVMBuildICmp(fn->b, LLVMIntNE, x, LLVMConstInt(mt, 0, 0), "");
     }
     return x;
+}
+
+static LLVMValueRef load_leaf(cg_fn *fn, weft_type t, LLVMValueRef base,
+                              LLVMValueRef i, bool invariant)
+{
+    LLVMTypeRef mt = cg_mem_type(fn->llctx, t);
+    return load_ptr(fn, t, LLVMBuildInBoundsGEP2(fn->b, mt, base, &i, 1, ""),
+                    invariant);
 }
 
 LLVMValueRef cg_load(cg_fn *fn, weft_type t, LLVMValueRef base, LLVMValueRef i)
@@ -167,7 +174,12 @@ static LLVMValueRef zero_cell(cg_fn *fn)
                       : g;
 }
 
-/* Load every leaf of an element, or zeros, with no branch (see cg.h). */
+/* Load every leaf of an element, or zeros, with no branch (see cg.h):
+ * outside, the load's address is the zero cell's.  (The element 0 of the
+ * array, or the cell where it has none, and a select of the value took an
+ * instruction more a leaf: smvm's two checks an element on the GPU.)  The
+ * address is computed without inbounds, so that it is no poison where i
+ * lies outside. */
 weft_status cg_array_load_or_zero(cg_fn *fn, const cg_array *a, LLVMValueRef i,
                                   LLVMValueRef inside, cg_val *out)
 {
@@ -175,21 +187,13 @@ weft_status cg_array_load_or_zero(cg_fn *fn, const cg_array *a, LLVMValueRef i,
     if (s != WEFT_OK) {
         return s;
     }
-    /* outside, element 0 of the array, or of the zero cell where the array
-     * has none; the base does not depend on i, so it is chosen once */
-    LLVMValueRef size = cg_i64(fn, 1);
-    for (int d = 0; d < a->rank; d++) {
-        size = LLVMBuildMul(fn->b, size, a->extent[d], "");
-    }
-    LLVMValueRef some =
-        LLVMBuildICmp(fn->b, LLVMIntNE, size, cg_i64(fn, 0), "");
-    LLVMValueRef j = LLVMBuildSelect(fn->b, inside, i, cg_i64(fn, 0), "");
     LLVMValueRef zero = zero_cell(fn);
     for (int k = 0; k < a->nleaf; k++) {
-        LLVMValueRef base = LLVMBuildSelect(fn->b, some, a->ptr[k], zero, "");
-        LLVMValueRef x = load_leaf(fn, a->leaf[k], base, j, a->readonly);
+        LLVMTypeRef mt = cg_mem_type(fn->llctx, a->leaf[k]);
+        LLVMValueRef p = LLVMBuildGEP2(fn->b, mt, a->ptr[k], &i, 1, "");
         out->v[k] =
-            LLVMBuildSelect(fn->b, inside, x, LLVMConstNull(LLVMTypeOf(x)), "");
+            load_ptr(fn, a->leaf[k],
+                     LLVMBuildSelect(fn->b, inside, p, zero, ""), a->readonly);
     }
     return WEFT_OK;
 }

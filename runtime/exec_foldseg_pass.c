@@ -24,6 +24,8 @@
  * before its launches.
  */
 #ifdef WEFT_HAVE_LLVM
+#include <stdlib.h> /* TEMPORARY: getenv */
+
 #include "rt.h"
 #include "../skeletons-ir/sk.h"
 
@@ -35,17 +37,22 @@ enum {
 };
 
 /* log2 of L, the offset form's lanes a segment in entry 2: the least
- * power of two whose LANE_TRIPS trips of L LANE_ITEMS elements hold the
- * mean segment (inner / nseg, from the shapes alone), at most a warp: a
- * banded matrix's rows of 10 take 2 lanes of 4 (round r1 on the H200:
- * 0.103 ms against 0.112 with 4 lanes and 0.176 with 8). */
+ * power of two whose lanes fold the mean segment (inner / nseg, from the
+ * shapes alone) in their trips (sk_segoff_limit), at most a warp.  A
+ * banded matrix's rows of 10 take a lane each, four elements a trip (a
+ * CUDA kernel of that shape 32.4 us against 36 for 2 lanes of 4, the H200
+ * in session 33); with two trips at most, 2 lanes of 4 had measured 0.103
+ * ms against 0.112 with 4 lanes and 0.176 with 8 (round r1, H200). */
 static int lanes_lg(int64_t inner, int64_t nseg)
 {
     int64_t mean = nseg > 0 ? (inner + nseg - 1) / nseg : 1;
     int lg = 0;
-    while (lg < 5 && ((int64_t)SK_SEGOFF_LANE_TRIPS * SK_SEGOFF_LANE_ITEMS
-                      << lg) < mean) {
+    while (lg < 5 && sk_segoff_limit(lg) < mean) {
         lg++;
+    }
+    const char *v = getenv("WEFT_SEG_LG"); /* TEMPORARY: session 34 A/B */
+    if (v && *v >= '0' && *v <= '5') {
+        lg = *v - '0';
     }
     return lg;
 }
@@ -61,7 +68,7 @@ static weft_status run_offsets(rt_job *j, int64_t outer, int64_t inner,
     int64_t groups = (nseg + SK_SEGOFF_GROUP - 1) / SK_SEGOFF_GROUP;
     int64_t tiles = (nseg + SK_SEGOFF_TILE - 1) / SK_SEGOFF_TILE;
     int lg = lanes_lg(inner, nseg);
-    int64_t limit = (int64_t)SK_SEGOFF_LANE_TRIPS * SK_SEGOFF_LANE_ITEMS << lg;
+    int64_t limit = sk_segoff_limit(lg);
     int64_t nlong = inner / (SK_SEGOFF_LONG + 1);
     int64_t nmid = inner / (limit + 1);
     nlong = nlong < nseg ? nlong : nseg;

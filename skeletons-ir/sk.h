@@ -96,14 +96,14 @@ typedef struct sk_item {
           fold_pieces) */
 /* foldSeg's offset form on the GPU: what skeletons-ir/ptx/foldseg.c's
  * three entries and their driver (runtime/exec_foldseg_pass.c) must agree
- * on.  Aux indices: SK_SEGOFF_LIST the long segments (i64, listed by entry
- * 0, at most one a SK_SEGOFF_LONG + 1 elements of a row), SK_SEGOFF_MID
- * the middle ones (longer than two trips of entry 2's lanes, at most one
- * a lanes_limit + 1 elements), SK_SEGOFF_LANES the scalar log2 of entry
+ * on.  Aux indices: SK_SEGOFF_LIST the long segments (i64, listed by the
+ * check, at most one a SK_SEGOFF_LONG + 1 elements of a row), SK_SEGOFF_MID
+ * the middle ones (longer than entry 2's lanes fold, sk_segoff_limit, at
+ * most one a limit + 1 elements), SK_SEGOFF_LANES the scalar log2 of entry
  * 2's lanes a segment, SK_SEGOFF_COUNT [0] the listed long segments, [1]
  * entry 1's ticket of them, [2] the listed middle ones, [3] entry 1's
- * ticket of those (i64, kept zero: entry 2 puts them back); then the
- * shapes. */
+ * blocks that have ended (i64, kept zero: entry 1's last block puts them
+ * back); then the shapes. */
 enum {
     SK_SEGOFF_LIST = 0,
     SK_SEGOFF_LANES = 1,
@@ -115,7 +115,14 @@ enum {
     SK_SEGOFF_LANE_ITEMS = 4, /* elements a lane of entry 2 reads a trip */
     SK_SEGOFF_LANE_TRIPS = 2, /* entry 2's lanes' longest segment, in trips
                                  (a longer one takes the warp) */
+    SK_SEGOFF_LONE_TRIPS = 4, /* the same where a segment has one lane */
 };
+/* The longest segment entry 2 folds with 2^lg lanes a segment. */
+static inline int64_t sk_segoff_limit(int lg)
+{
+    return lg == 0 ? SK_SEGOFF_LANE_ITEMS * SK_SEGOFF_LONE_TRIPS
+                   : (int64_t)SK_SEGOFF_LANE_ITEMS * SK_SEGOFF_LANE_TRIPS << lg;
+}
 #define SK_ERR_AUX 7 /* aux index of the error word (every kernel) */
 #define SK_CANCEL_AUX                                                          \
     6 /* aux index of the cancel word: a scalar u64 item,

@@ -1440,7 +1440,10 @@ static LLVMValueRef lanes_limit(sk_fn *f)
 {
     cg_fn *fn = &f->fn;
     LLVMValueRef lg = sk_aux_value(f, AUX_LANES)->v[0];
-    return LLVMBuildShl(fn->b, cg_i64(fn, LANE_ITEMS * LANE_TRIPS), lg, "");
+    return LLVMBuildSelect(
+        fn->b, LLVMBuildICmp(fn->b, LLVMIntEQ, lg, cg_i64(fn, 0), ""),
+        cg_i64(fn, sk_segoff_limit(0)),
+        LLVMBuildShl(fn->b, cg_i64(fn, LANE_ITEMS * LANE_TRIPS), lg, ""), "");
 }
 
 /* Step 2 of the lengths' form: the tile's first element within its row
@@ -1704,7 +1707,79 @@ typedef struct lanes {
     LLVMValueRef L, L32, li, li32; /* L, the lane's place in its group li:
                                       i64 and i32 */
     LLVMValueRef last;             /* the input's last element (i64) */
+    bool lone;                     /* L is 1 (a constant) */
 } lanes;
+
+/* The U = LANE_ITEMS elements of the input from at (i64) on (e[u]), read
+ * with no branch.  A lane past its segment reads elements it does not use,
+ * which must still lie within the input: positions are clamped to last,
+ * with `split` only in a warp that has a lane near the end (a uniform
+ * branch and a second copy of the reads, where a 64-bit clamp costs four
+ * instructions an element; with a tree of shuffles beside them the copies
+ * spilled at 48 registers, so only a lone lane's trips take them). */
+static weft_status read_trip(sk_fn *f, const fe_term *src, LLVMValueRef at,
+                             LLVMValueRef last, bool split, cg_val *e)
+{
+    cg_fn *fn = &f->fn;
+    LLVMTypeRef i64 = t_i64(fn);
+    enum { U = LANE_ITEMS };
+    weft_status s;
+    if (!split) {
+        for (int u = 0; u < U; u++) {
+            LLVMValueRef args[2] = {LLVMBuildAdd(fn->b, at, cg_i64(fn, u), ""),
+                                    last};
+            LLVMValueRef idx = cg_intrinsic(fn, "llvm.umin", &i64, 1, args, 2);
+            if ((s = sk_read(f, src, idx, NULL, &e[u])) != WEFT_OK) {
+                return s;
+            }
+        }
+        return WEFT_OK;
+    }
+    LLVMValueRef near = fn->target->ballot(
+        fn, LLVMBuildICmp(fn->b, LLVMIntSGT,
+                          LLVMBuildAdd(fn->b, at, cg_i64(fn, U - 1), ""), last,
+                          "near"));
+    cg_if end;
+    cg_if_begin(fn, &end,
+                LLVMBuildICmp(fn->b, LLVMIntNE, near, c32(fn, 0), ""));
+    cg_val side[2];
+    for (int clamp = 1; clamp >= 0; clamp--) {
+        if (!clamp) {
+            cg_if_else(fn, &end);
+        }
+        cg_val *all = &side[clamp];
+        /* the plain side's positions from an opaque copy: else loop
+         * strength reduction keeps a pointer an array (registers) */
+        LLVMValueRef ato = clamp ? at : fn->target->opaque(fn, at);
+        for (int u = 0; u < U; u++) {
+            LLVMValueRef idx =
+                LLVMBuildAdd(fn->b, clamp ? at : ato, cg_i64(fn, u), "");
+            if (clamp) {
+                LLVMValueRef args[2] = {idx, last};
+                idx = cg_intrinsic(fn, "llvm.umin", &i64, 1, args, 2);
+            }
+            if ((s = sk_read(f, src, idx, NULL, &e[u])) != WEFT_OK) {
+                return s;
+            }
+            if (u == 0 && (s = cg_val_make(fn, U * e[0].n, all)) != WEFT_OK) {
+                return s;
+            }
+            for (int l = 0; l < e[u].n; l++) {
+                all->v[u * e[0].n + l] = e[u].v[l];
+            }
+        }
+    }
+    cg_val m;
+    if ((s = cg_if_merge(fn, &end, &side[1], &side[0], &m)) != WEFT_OK) {
+        return s;
+    }
+    for (int u = 0; u < U; u++) {
+        for (int l = 0; l < e[u].n; l++) {
+            e[u].v[l] = m.v[u * e[0].n + l];
+        }
+    }
+    return WEFT_OK;
+}
 
 /* acc (z on entry) = acc `f` the elements [base + lo, base + hi) of the
  * input, in order, in lane 0 of each group (the others end with junk).
@@ -1764,13 +1839,8 @@ static weft_status fold_span(sk_fn *f, const lanes *G, LLVMValueRef lo,
                      ""),
         "");
     cg_val e[U];
-    for (int u = 0; u < U; u++) {
-        LLVMValueRef args[2] = {LLVMBuildAdd(fn->b, at, cg_i64(fn, u), ""),
-                                G->last};
-        LLVMValueRef idx = cg_intrinsic(fn, "llvm.umin", &i64, 1, args, 2);
-        if ((s = sk_read(f, src, idx, NULL, &e[u])) != WEFT_OK) {
-            return s;
-        }
+    if ((s = read_trip(f, src, at, G->last, G->lone, e)) != WEFT_OK) {
+        return s;
     }
     cg_mut_set(fn, &x, &e[0]);
     /* the trip's elements from the lane's first on (i32, maybe negative),
@@ -2102,19 +2172,13 @@ static weft_status emit_long(sk_fn *f)
     return WEFT_OK;
 }
 
-/* Entry 2 of the offset form: the short segments (two trips of the lanes
- * at most; entry 1 folds the others), L = 2^lg lanes a segment.  A warp
- * item is a GROUP of segments of one row (items of all the rows,
- * row-major; the grid is what stays resident and warps loop): the warp
- * reads the group's offsets, a segment's two a lane, kept within [0,
- * inner] and in order (entry 0 has checked them; after a bad one the
- * error word is set and this entry does nothing), and folds the group's
- * short segments 32 / L at a time, each by fold_span from z, its offsets
- * by shuffles; the first lane of each segment stores it.  No shared
- * memory and no barrier: few registers, many warps. */
 static weft_status check_tiles(sk_fn *f, LLVMValueRef tiles, int gt);
 
-static weft_status emit_lanes(sk_fn *f)
+/* Entry 2's folds with the lanes G (L lanes a segment, lg = log2 L):
+ * the warp items from w0 on by step, below end. */
+static weft_status lanes_folds(sk_fn *f, const lanes *G, LLVMValueRef lg,
+                               LLVMValueRef w0, LLVMValueRef step,
+                               LLVMValueRef end)
 {
     cg_fn *fn = &f->fn;
     const cg_target *tg = fn->target;
@@ -2129,38 +2193,13 @@ static weft_status emit_lanes(sk_fn *f)
     LLVMValueRef gpr = LLVMBuildUDiv(
         fn->b, LLVMBuildAdd(fn->b, nseg, cg_i64(fn, GROUP - 1), ""),
         cg_i64(fn, GROUP), "groups");
-    LLVMValueRef lg = sk_aux_value(f, AUX_LANES)->v[0];
-    LLVMValueRef L = LLVMBuildShl(fn->b, cg_i64(fn, 1), lg, "L");
-    LLVMValueRef tid = cg_zext64(fn, tg->thread_index(fn, 0));
-    /* unchecked, the offsets' check and lists first (entry 0's work: its
-     * reports name a segment, which wins over a gather's, of no element),
-     * in the same launch; the folds below do not wait for it */
-    if (!f->e->k->checked) {
-        enum { T = LANES_CHECK_GROUPS * GROUP };
-        LLVMValueRef tiles = LLVMBuildUDiv(
-            fn->b, LLVMBuildAdd(fn->b, nseg, cg_i64(fn, T - 1), ""),
-            cg_i64(fn, T), "tiles");
-        if ((s = check_tiles(f, tiles, LANES_CHECK_GROUPS)) != WEFT_OK) {
-            return s;
-        }
-    }
-    LLVMValueRef lane = LLVMBuildAnd(fn->b, tid, cg_i64(fn, WARP - 1), "lane");
-    LLVMValueRef li = LLVMBuildAnd(
-        fn->b, lane, LLVMBuildSub(fn->b, L, cg_i64(fn, 1), ""), "li");
-    lanes G = {.L = L,
-               .L32 = LLVMBuildTrunc(fn->b, L, i32, ""),
-               .li = li,
-               .li32 = LLVMBuildTrunc(fn->b, li, i32, ""),
-               .last =
-                   LLVMBuildSub(fn->b, LLVMBuildMul(fn->b, outer, inner, ""),
-                                cg_i64(fn, 1), "last")};
+    LLVMValueRef lane =
+        LLVMBuildAnd(fn->b, cg_zext64(fn, tg->thread_index(fn, 0)),
+                     cg_i64(fn, WARP - 1), "lane");
     LLVMValueRef per = LLVMBuildLShr(fn->b, cg_i64(fn, WARP), lg, "per");
     LLVMValueRef g0 = LLVMBuildLShr(fn->b, lane, lg, "");
-    LLVMValueRef step, w0 = warp_items(f, tid, &step);
     LLVMValueRef one_row =
         LLVMBuildICmp(fn->b, LLVMIntEQ, outer, cg_i64(fn, 1), "");
-    LLVMValueRef end =
-        LLVMBuildSelect(fn->b, no_error_yet(f), f->n, cg_i64(fn, 0), "end");
     LLVMValueRef most = lanes_limit(f);
     cg_mut acc;
     if ((s = cg_mut_new(fn, op->type, &acc)) != WEFT_OK) {
@@ -2176,7 +2215,7 @@ static weft_status emit_lanes(sk_fn *f)
     /* the group's offsets, a segment a lane (read once, coalesced: each
      * pass of the loop below takes its segments' by shuffles, with no
      * memory latency of its own), kept within [0, inner] and in order
-     * (entry 0 has checked them) */
+     * (checked before any fold's result counts) */
     LLVMValueRef sl = LLVMBuildAdd(fn->b, gs, lane, "");
     LLVMValueRef sls =
         LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntULT, sl, nseg, ""),
@@ -2185,7 +2224,7 @@ static weft_status emit_lanes(sk_fn *f)
     segment_span(f, sls, inner, &lo_l, &hi_l);
     cg_loop sub;
     LLVMValueRef j;
-    cg_loop_begin(fn, &sub, cg_i64(fn, 0), L, &j);
+    cg_loop_begin(fn, &sub, cg_i64(fn, 0), G->L, &j);
     /* segment k of the row: the group's j-th 32 / L, the lane's group */
     LLVMValueRef kg =
         LLVMBuildAdd(fn->b, LLVMBuildMul(fn->b, j, per, ""), g0, "");
@@ -2201,14 +2240,14 @@ static weft_status emit_lanes(sk_fn *f)
                      "mine");
     hi = LLVMBuildSelect(fn->b, mine, hi, lo, "hi");
     cg_mut_set(fn, &acc, sk_kid_value(f, 0));
-    if ((s = fold_span(f, &G, lo, hi, base, &acc, NULL)) != WEFT_OK) {
+    if ((s = fold_span(f, G, lo, hi, base, &acc, NULL)) != WEFT_OK) {
         return s;
     }
     cg_if put;
     cg_if_begin(
         fn, &put,
         LLVMBuildAnd(fn->b, mine,
-                     LLVMBuildICmp(fn->b, LLVMIntEQ, li, cg_i64(fn, 0), ""),
+                     LLVMBuildICmp(fn->b, LLVMIntEQ, G->li, cg_i64(fn, 0), ""),
                      ""));
     cg_val y;
     if ((s = cg_mut_get(fn, &acc, &y)) != WEFT_OK) {
@@ -2220,6 +2259,78 @@ static weft_status emit_lanes(sk_fn *f)
     cg_if_end(fn, &put);
     cg_loop_end(fn, &sub);
     cg_sloop_end(fn, &items);
+    return WEFT_OK;
+}
+
+/* Entry 2 of the offset form: the short segments (lanes_limit elements at
+ * most; entry 1 folds the others), L = 2^lg lanes a segment.  A warp item
+ * is a GROUP of segments of one row (items of all the rows, row-major;
+ * the grid is what stays resident and warps loop): the warp reads the
+ * group's offsets, a segment's two a lane, kept within [0, inner] and in
+ * order, and folds the group's short segments 32 / L at a time, each by
+ * fold_span from z, its offsets by shuffles; the first lane of each
+ * segment stores it.  L = 1 (lg 0, rows of up to 16 elements: a banded
+ * matrix's) has a copy of its own with L a constant: no tree of shuffles.
+ * Unchecked, the entry first checks the offsets and lists the long and
+ * middle segments (check_tiles, entry 0's work; entry 1 runs after it).
+ * After a bad offset the error word is set and the folds' results do not
+ * count.  No shared memory and no barrier: few registers, many warps. */
+static weft_status emit_lanes(sk_fn *f)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    LLVMTypeRef i32 = t_i32(fn);
+    weft_status s;
+    /* unchecked, the offsets' check and lists first (entry 0's work: its
+     * reports name a segment, which wins over a gather's, of no element),
+     * in the same launch; the folds below do not wait for it (and what
+     * they need is computed after it: fewer registers live across it) */
+    if (!f->e->k->checked) {
+        enum { T = LANES_CHECK_GROUPS * GROUP };
+        LLVMValueRef tiles = LLVMBuildUDiv(
+            fn->b, LLVMBuildAdd(fn->b, offsets_nseg(f), cg_i64(fn, T - 1), ""),
+            cg_i64(fn, T), "tiles");
+        if ((s = check_tiles(f, tiles, LANES_CHECK_GROUPS)) != WEFT_OK) {
+            return s;
+        }
+    }
+    LLVMValueRef inner, outer;
+    if ((s = input_rows(f, &inner, &outer)) != WEFT_OK) {
+        return s;
+    }
+    LLVMValueRef lg = sk_aux_value(f, AUX_LANES)->v[0];
+    LLVMValueRef L = LLVMBuildShl(fn->b, cg_i64(fn, 1), lg, "L");
+    LLVMValueRef tid = cg_zext64(fn, tg->thread_index(fn, 0));
+    LLVMValueRef lane = LLVMBuildAnd(fn->b, tid, cg_i64(fn, WARP - 1), "lane");
+    LLVMValueRef li = LLVMBuildAnd(
+        fn->b, lane, LLVMBuildSub(fn->b, L, cg_i64(fn, 1), ""), "li");
+    LLVMValueRef last = LLVMBuildSub(
+        fn->b, LLVMBuildMul(fn->b, outer, inner, ""), cg_i64(fn, 1), "last");
+    LLVMValueRef step, w0 = warp_items(f, tid, &step);
+    LLVMValueRef end =
+        LLVMBuildSelect(fn->b, no_error_yet(f), f->n, cg_i64(fn, 0), "end");
+    cg_if one;
+    cg_if_begin(fn, &one,
+                LLVMBuildICmp(fn->b, LLVMIntEQ, lg, cg_i64(fn, 0), "lone"));
+    lanes G1 = {.L = cg_i64(fn, 1),
+                .L32 = c32(fn, 1),
+                .li = cg_i64(fn, 0),
+                .li32 = c32(fn, 0),
+                .last = last,
+                .lone = true};
+    if ((s = lanes_folds(f, &G1, cg_i64(fn, 0), w0, step, end)) != WEFT_OK) {
+        return s;
+    }
+    cg_if_else(fn, &one);
+    lanes G = {.L = L,
+               .L32 = LLVMBuildTrunc(fn->b, L, i32, ""),
+               .li = li,
+               .li32 = LLVMBuildTrunc(fn->b, li, i32, ""),
+               .last = last};
+    if ((s = lanes_folds(f, &G, lg, w0, step, end)) != WEFT_OK) {
+        return s;
+    }
+    cg_if_end(fn, &one);
     return WEFT_OK;
 }
 
