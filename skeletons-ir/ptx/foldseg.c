@@ -224,6 +224,8 @@ enum {
     TILE = SK_SEGOFF_TILE,
     GROUP_TILE = TILE / GROUP, /* groups of entry 0's tile */
     LANES_CHECK_GROUPS = 4,    /* of entry 2's when it checks */
+    LONE_MOST = 12, /* a group of no longer segments takes a lane a
+                       segment where lg is 0 (emit_lanes) */
     LONG_SEG = SK_SEGOFF_LONG,
     LANE_ITEMS = SK_SEGOFF_LANE_ITEMS,
     LANE_TRIPS = SK_SEGOFF_LANE_TRIPS,
@@ -1781,6 +1783,19 @@ static weft_status read_trip(sk_fn *f, const fe_term *src, LLVMValueRef at,
     return WEFT_OK;
 }
 
+/* The lanes of L (i64) a segment, of thread tid (i64). */
+static lanes lanes_make(cg_fn *fn, LLVMValueRef L, LLVMValueRef tid,
+                        LLVMValueRef last)
+{
+    LLVMValueRef li =
+        LLVMBuildAnd(fn->b, tid, LLVMBuildSub(fn->b, L, cg_i64(fn, 1), ""), "li");
+    return (lanes){.L = L,
+                   .L32 = LLVMBuildTrunc(fn->b, L, t_i32(fn), ""),
+                   .li = li,
+                   .li32 = LLVMBuildTrunc(fn->b, li, t_i32(fn), ""),
+                   .last = last};
+}
+
 /* acc (z on entry) = acc `f` the elements [base + lo, base + hi) of the
  * input, in order, in lane 0 of each group (the others end with junk).
  * With `fresh` (an i1 variable, true on entry), acc holds nothing yet:
@@ -2174,73 +2189,44 @@ static weft_status emit_long(sk_fn *f)
 
 static weft_status check_tiles(sk_fn *f, LLVMValueRef tiles, int gt);
 
-/* Entry 2's folds with the lanes G (L lanes a segment, lg = log2 L):
- * the warp items from w0 on by step, below end. */
-static weft_status lanes_folds(sk_fn *f, const lanes *G, LLVMValueRef lg,
-                               LLVMValueRef w0, LLVMValueRef step,
-                               LLVMValueRef end)
+/* One warp item of entry 2: the group's segments (the lane's offsets
+ * lo_l, hi_l of segment gs + lane) folded by the lanes G, lg = log2 L, 32
+ * / L at a time; short ones only (at most `most` elements), results at
+ * row `row` (its first element base). */
+typedef struct group {
+    LLVMValueRef lo_l, hi_l, gs, row, base, nseg, most;
+} group;
+
+static weft_status group_folds(sk_fn *f, const lanes *G, LLVMValueRef lg,
+                               const group *q, const cg_mut *acc)
 {
     cg_fn *fn = &f->fn;
     const cg_target *tg = fn->target;
-    const fe_term *op = f->e->k->op;
-    LLVMTypeRef i32 = t_i32(fn);
-    LLVMValueRef inner, outer;
-    weft_status s = input_rows(f, &inner, &outer);
-    if (s) {
-        return s;
-    }
-    LLVMValueRef nseg = offsets_nseg(f);
-    LLVMValueRef gpr = LLVMBuildUDiv(
-        fn->b, LLVMBuildAdd(fn->b, nseg, cg_i64(fn, GROUP - 1), ""),
-        cg_i64(fn, GROUP), "groups");
     LLVMValueRef lane =
         LLVMBuildAnd(fn->b, cg_zext64(fn, tg->thread_index(fn, 0)),
                      cg_i64(fn, WARP - 1), "lane");
     LLVMValueRef per = LLVMBuildLShr(fn->b, cg_i64(fn, WARP), lg, "per");
     LLVMValueRef g0 = LLVMBuildLShr(fn->b, lane, lg, "");
-    LLVMValueRef one_row =
-        LLVMBuildICmp(fn->b, LLVMIntEQ, outer, cg_i64(fn, 1), "");
-    LLVMValueRef most = lanes_limit(f);
-    cg_mut acc;
-    if ((s = cg_mut_new(fn, op->type, &acc)) != WEFT_OK) {
-        return s;
-    }
-    cg_sloop items;
-    LLVMValueRef w = cg_sloop_begin(fn, &items, w0, end, step, "item");
-    /* the row and group of item w */
-    LLVMValueRef row, g;
-    row_item(fn, w, gpr, one_row, &row, &g);
-    LLVMValueRef base = LLVMBuildMul(fn->b, row, inner, "base");
-    LLVMValueRef gs = LLVMBuildMul(fn->b, g, cg_i64(fn, GROUP), "");
-    /* the group's offsets, a segment a lane (read once, coalesced: each
-     * pass of the loop below takes its segments' by shuffles, with no
-     * memory latency of its own), kept within [0, inner] and in order
-     * (checked before any fold's result counts) */
-    LLVMValueRef sl = LLVMBuildAdd(fn->b, gs, lane, "");
-    LLVMValueRef sls =
-        LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntULT, sl, nseg, ""),
-                        sl, cg_i64(fn, 0), "");
-    LLVMValueRef lo_l, hi_l;
-    segment_span(f, sls, inner, &lo_l, &hi_l);
+    weft_status s;
     cg_loop sub;
     LLVMValueRef j;
     cg_loop_begin(fn, &sub, cg_i64(fn, 0), G->L, &j);
     /* segment k of the row: the group's j-th 32 / L, the lane's group */
     LLVMValueRef kg =
         LLVMBuildAdd(fn->b, LLVMBuildMul(fn->b, j, per, ""), g0, "");
-    LLVMValueRef k = LLVMBuildAdd(fn->b, gs, kg, "k");
-    LLVMValueRef from = LLVMBuildTrunc(fn->b, kg, i32, "");
-    LLVMValueRef lo = tg->shuffle_idx(fn, lo_l, from);
-    LLVMValueRef hi = tg->shuffle_idx(fn, hi_l, from);
+    LLVMValueRef k = LLVMBuildAdd(fn->b, q->gs, kg, "k");
+    LLVMValueRef from = LLVMBuildTrunc(fn->b, kg, t_i32(fn), "");
+    LLVMValueRef lo = tg->shuffle_idx(fn, q->lo_l, from);
+    LLVMValueRef hi = tg->shuffle_idx(fn, q->hi_l, from);
     /* a segment of the lanes: in the row, and short */
-    LLVMValueRef mine =
-        LLVMBuildAnd(fn->b, LLVMBuildICmp(fn->b, LLVMIntULT, k, nseg, ""),
-                     LLVMBuildICmp(fn->b, LLVMIntSLE,
-                                   LLVMBuildSub(fn->b, hi, lo, ""), most, ""),
-                     "mine");
+    LLVMValueRef mine = LLVMBuildAnd(
+        fn->b, LLVMBuildICmp(fn->b, LLVMIntULT, k, q->nseg, ""),
+        LLVMBuildICmp(fn->b, LLVMIntSLE, LLVMBuildSub(fn->b, hi, lo, ""),
+                      q->most, ""),
+        "mine");
     hi = LLVMBuildSelect(fn->b, mine, hi, lo, "hi");
-    cg_mut_set(fn, &acc, sk_kid_value(f, 0));
-    if ((s = fold_span(f, G, lo, hi, base, &acc, NULL)) != WEFT_OK) {
+    cg_mut_set(fn, acc, sk_kid_value(f, 0));
+    if ((s = fold_span(f, G, lo, hi, q->base, acc, NULL)) != WEFT_OK) {
         return s;
     }
     cg_if put;
@@ -2250,14 +2236,85 @@ static weft_status lanes_folds(sk_fn *f, const lanes *G, LLVMValueRef lg,
                      LLVMBuildICmp(fn->b, LLVMIntEQ, G->li, cg_i64(fn, 0), ""),
                      ""));
     cg_val y;
-    if ((s = cg_mut_get(fn, &acc, &y)) != WEFT_OK) {
+    if ((s = cg_mut_get(fn, acc, &y)) != WEFT_OK) {
         return s;
     }
     cg_array_store(
         fn, sk_out_array(f, 0),
-        LLVMBuildAdd(fn->b, LLVMBuildMul(fn->b, row, nseg, ""), k, ""), &y);
+        LLVMBuildAdd(fn->b, LLVMBuildMul(fn->b, q->row, q->nseg, ""), k, ""),
+        &y);
     cg_if_end(fn, &put);
     cg_loop_end(fn, &sub);
+    return WEFT_OK;
+}
+
+/* Entry 2's folds: the warp items from w0 on by step, below end, with the
+ * lanes G (lg = log2 L); with two, G (a lane a segment) where every
+ * segment of the group has at most LONE_MOST elements, else two (see
+ * emit_lanes). */
+static weft_status lanes_folds(sk_fn *f, const lanes *G, LLVMValueRef lg,
+                               const lanes *two, LLVMValueRef w0,
+                               LLVMValueRef step, LLVMValueRef end)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    const fe_term *op = f->e->k->op;
+    LLVMValueRef inner, outer;
+    weft_status s = input_rows(f, &inner, &outer);
+    if (s) {
+        return s;
+    }
+    group q = {.nseg = offsets_nseg(f), .most = lanes_limit(f)};
+    LLVMValueRef gpr = LLVMBuildUDiv(
+        fn->b, LLVMBuildAdd(fn->b, q.nseg, cg_i64(fn, GROUP - 1), ""),
+        cg_i64(fn, GROUP), "groups");
+    LLVMValueRef lane =
+        LLVMBuildAnd(fn->b, cg_zext64(fn, tg->thread_index(fn, 0)),
+                     cg_i64(fn, WARP - 1), "lane");
+    LLVMValueRef one_row =
+        LLVMBuildICmp(fn->b, LLVMIntEQ, outer, cg_i64(fn, 1), "");
+    cg_mut acc;
+    if ((s = cg_mut_new(fn, op->type, &acc)) != WEFT_OK) {
+        return s;
+    }
+    cg_sloop items;
+    LLVMValueRef w = cg_sloop_begin(fn, &items, w0, end, step, "item");
+    /* the row and group of item w */
+    LLVMValueRef g;
+    row_item(fn, w, gpr, one_row, &q.row, &g);
+    q.base = LLVMBuildMul(fn->b, q.row, inner, "base");
+    q.gs = LLVMBuildMul(fn->b, g, cg_i64(fn, GROUP), "");
+    /* the group's offsets, a segment a lane (read once, coalesced: each
+     * pass takes its segments' by shuffles, with no memory latency of its
+     * own), kept within [0, inner] and in order (checked before any
+     * fold's result counts) */
+    LLVMValueRef sl = LLVMBuildAdd(fn->b, q.gs, lane, "");
+    LLVMValueRef live = LLVMBuildICmp(fn->b, LLVMIntULT, sl, q.nseg, "");
+    segment_span(f, LLVMBuildSelect(fn->b, live, sl, cg_i64(fn, 0), ""), inner,
+                 &q.lo_l, &q.hi_l);
+    if (!two) {
+        s = group_folds(f, G, lg, &q, &acc);
+    } else {
+        LLVMValueRef over = LLVMBuildAnd(
+            fn->b, live,
+            LLVMBuildICmp(fn->b, LLVMIntSGT,
+                          LLVMBuildSub(fn->b, q.hi_l, q.lo_l, ""),
+                          cg_i64(fn, LONE_MOST), ""),
+            "");
+        cg_if compact;
+        cg_if_begin(fn, &compact,
+                    LLVMBuildICmp(fn->b, LLVMIntEQ, tg->ballot(fn, over),
+                                  c32(fn, 0), "compact"));
+        if ((s = group_folds(f, G, lg, &q, &acc)) != WEFT_OK) {
+            return s;
+        }
+        cg_if_else(fn, &compact);
+        s = group_folds(f, two, cg_i64(fn, 1), &q, &acc);
+        cg_if_end(fn, &compact);
+    }
+    if (s) {
+        return s;
+    }
     cg_sloop_end(fn, &items);
     return WEFT_OK;
 }
@@ -2269,8 +2326,18 @@ static weft_status lanes_folds(sk_fn *f, const lanes *G, LLVMValueRef lg,
  * group's offsets, a segment's two a lane, kept within [0, inner] and in
  * order, and folds the group's short segments 32 / L at a time, each by
  * fold_span from z, its offsets by shuffles; the first lane of each
- * segment stores it.  L = 1 (lg 0, rows of up to 16 elements: a banded
- * matrix's) has a copy of its own with L a constant: no tree of shuffles.
+ * segment stores it.
+ *
+ * Where lg is 0 (a mean segment of 16 elements at most: the lanes fold
+ * segments of up to 16), a group whose segments all have LONE_MOST (12)
+ * elements at most takes a lane a segment (L = 1, up to three trips of 4,
+ * no tree of shuffles), any other 2 lanes a segment (two trips of 8), each
+ * in a copy of its own with L a constant.  On the H200 (session 34, round
+ * r1) a lane a segment took the banded matrix's rows of 10 in 40 us (57
+ * with 2 lanes), but the power law's short rows in 97 us (62): its
+ * groups are spread over the rows that entry 1 folds, and a warp's 32
+ * lanes read 32 lines apart each trip.
+ *
  * Unchecked, the entry first checks the offsets and lists the long and
  * middle segments (check_tiles, entry 0's work; entry 1 runs after it).
  * After a bad offset the error word is set and the folds' results do not
@@ -2279,7 +2346,6 @@ static weft_status emit_lanes(sk_fn *f)
 {
     cg_fn *fn = &f->fn;
     const cg_target *tg = fn->target;
-    LLVMTypeRef i32 = t_i32(fn);
     weft_status s;
     /* unchecked, the offsets' check and lists first (entry 0's work: its
      * reports name a segment, which wins over a gather's, of no element),
@@ -2299,11 +2365,7 @@ static weft_status emit_lanes(sk_fn *f)
         return s;
     }
     LLVMValueRef lg = sk_aux_value(f, AUX_LANES)->v[0];
-    LLVMValueRef L = LLVMBuildShl(fn->b, cg_i64(fn, 1), lg, "L");
     LLVMValueRef tid = cg_zext64(fn, tg->thread_index(fn, 0));
-    LLVMValueRef lane = LLVMBuildAnd(fn->b, tid, cg_i64(fn, WARP - 1), "lane");
-    LLVMValueRef li = LLVMBuildAnd(
-        fn->b, lane, LLVMBuildSub(fn->b, L, cg_i64(fn, 1), ""), "li");
     LLVMValueRef last = LLVMBuildSub(
         fn->b, LLVMBuildMul(fn->b, outer, inner, ""), cg_i64(fn, 1), "last");
     LLVMValueRef step, w0 = warp_items(f, tid, &step);
@@ -2312,22 +2374,17 @@ static weft_status emit_lanes(sk_fn *f)
     cg_if one;
     cg_if_begin(fn, &one,
                 LLVMBuildICmp(fn->b, LLVMIntEQ, lg, cg_i64(fn, 0), "lone"));
-    lanes G1 = {.L = cg_i64(fn, 1),
-                .L32 = c32(fn, 1),
-                .li = cg_i64(fn, 0),
-                .li32 = c32(fn, 0),
-                .last = last,
-                .lone = true};
-    if ((s = lanes_folds(f, &G1, cg_i64(fn, 0), w0, step, end)) != WEFT_OK) {
+    lanes G1 = lanes_make(fn, cg_i64(fn, 1), tid, last);
+    lanes G2 = lanes_make(fn, cg_i64(fn, 2), tid, last);
+    G1.lone = true;
+    if ((s = lanes_folds(f, &G1, cg_i64(fn, 0), &G2, w0, step, end)) !=
+        WEFT_OK) {
         return s;
     }
     cg_if_else(fn, &one);
-    lanes G = {.L = L,
-               .L32 = LLVMBuildTrunc(fn->b, L, i32, ""),
-               .li = li,
-               .li32 = LLVMBuildTrunc(fn->b, li, i32, ""),
-               .last = last};
-    if ((s = lanes_folds(f, &G, lg, w0, step, end)) != WEFT_OK) {
+    lanes G = lanes_make(fn, LLVMBuildShl(fn->b, cg_i64(fn, 1), lg, "L"), tid,
+                         last);
+    if ((s = lanes_folds(f, &G, lg, NULL, w0, step, end)) != WEFT_OK) {
         return s;
     }
     cg_if_end(fn, &one);
