@@ -83,7 +83,8 @@ static weft_status run_offsets(rt_job *j, int64_t outer, int64_t inner,
                         false)) != WEFT_OK ||
         (s = rt_job_aux(j, SK_SEGOFF_MID, WEFT_I64, nmid > 0 ? nmid : 1,
                         false)) != WEFT_OK ||
-        (s = rt_job_aux(j, SK_SEGOFF_COUNT, WEFT_I64, 4, false)) != WEFT_OK ||
+        (s = rt_job_aux(j, SK_SEGOFF_COUNT, WEFT_I64, SK_SEGOFF_COUNTS,
+                        false)) != WEFT_OK ||
         (s = rt_job_out(j, 0, j->k->op->type, rank, shape)) != WEFT_OK ||
         (s = rt_job_fill(j)) != WEFT_OK) {
         return s;

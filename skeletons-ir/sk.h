@@ -101,21 +101,26 @@ typedef struct sk_item {
  * the middle ones (longer than entry 2's lanes fold, sk_segoff_limit, at
  * most one a limit + 1 elements), SK_SEGOFF_LANES the scalar log2 of entry
  * 2's lanes a segment, SK_SEGOFF_COUNT [0] the listed long segments, [1]
- * entry 1's ticket of them, [2] the listed middle ones, [3] entry 1's
- * blocks that have ended (i64, kept zero: entry 1's last block puts them
- * back); then the shapes. */
+ * entry 1's ticket of them, [2] the listed middle ones of
+ * SK_SEGOFF_MID_SMALL elements at most, [3] entry 1's blocks that have
+ * ended, [4] the listed longer middle ones (i64, kept zero: entry 1's last
+ * block puts them back); then the shapes. */
 enum {
     SK_SEGOFF_LIST = 0,
     SK_SEGOFF_LANES = 1,
     SK_SEGOFF_COUNT = 2,
     SK_SEGOFF_MID = 3,
     SK_SEGOFF_GROUP = 32,     /* segments of a warp item of entries 0, 2 */
-    SK_SEGOFF_TILE = 256,     /* segments of entry 0's warp item */
+    SK_SEGOFF_TILE = 128,     /* segments of the check's warp item */
     SK_SEGOFF_LONG = 1024,    /* a longer segment takes a block (entry 1) */
     SK_SEGOFF_LANE_ITEMS = 4, /* elements a lane of entry 2 reads a trip */
     SK_SEGOFF_LANE_TRIPS = 2, /* entry 2's lanes' longest segment, in trips
                                  (a longer one takes the warp) */
     SK_SEGOFF_LONE_TRIPS = 4, /* the same where a segment has one lane */
+    SK_SEGOFF_MID_SMALL = 64, /* middle segments up to this long are listed
+                                 from the front of SK_SEGOFF_MID, longer
+                                 ones from its back */
+    SK_SEGOFF_COUNTS = 5,     /* SK_SEGOFF_COUNT's words */
 };
 /* The longest segment entry 2 folds with 2^lg lanes a segment. */
 static inline int64_t sk_segoff_limit(int lg)

@@ -192,6 +192,7 @@
  * lg (a scalar), 2 the counts and tickets (i64, kept zero: entry 2 puts
  * them back), 3 the middle segments' list.
  */
+#include <stdlib.h> /* TEMPORARY: getenv */
 #include <string.h>
 
 #include "../sk.h"
@@ -222,14 +223,16 @@ enum {
     AUX_MID = SK_SEGOFF_MID,
     GROUP = SK_SEGOFF_GROUP,
     TILE = SK_SEGOFF_TILE,
-    GROUP_TILE = TILE / GROUP, /* groups of entry 0's tile */
-    LANES_CHECK_GROUPS = 4,    /* of entry 2's when it checks */
-    LONE_MOST = 12, /* a group of no longer segments takes a lane a
+    GROUP_TILE = TILE / GROUP, /* groups of the check's tile (4: 8 spilled
+                                  with three lists at 48 registers) */
+    LONE_MOST = 12,            /* a group of no longer segments takes a lane a
                        segment where lg is 0 (emit_lanes) */
+    MID_SMALL = SK_SEGOFF_MID_SMALL,
+    COUNTS = SK_SEGOFF_COUNTS,
     LONG_SEG = SK_SEGOFF_LONG,
     LANE_ITEMS = SK_SEGOFF_LANE_ITEMS,
     LANE_TRIPS = SK_SEGOFF_LANE_TRIPS,
-    LONG_BLOCKS = 6,  /* entry 1's (launch bounds: 40 registers, no
+    LONG_BLOCKS = 5,  /* entry 1's (launch bounds: 40 registers, no
                          spill; 48 with 5) */
     LANES_BLOCKS = 5, /* entries 0 and 2's blocks a multiprocessor
                          (launch bounds: 48 registers, no spill; 6
@@ -1787,8 +1790,8 @@ static weft_status read_trip(sk_fn *f, const fe_term *src, LLVMValueRef at,
 static lanes lanes_make(cg_fn *fn, LLVMValueRef L, LLVMValueRef tid,
                         LLVMValueRef last)
 {
-    LLVMValueRef li =
-        LLVMBuildAnd(fn->b, tid, LLVMBuildSub(fn->b, L, cg_i64(fn, 1), ""), "li");
+    LLVMValueRef li = LLVMBuildAnd(
+        fn->b, tid, LLVMBuildSub(fn->b, L, cg_i64(fn, 1), ""), "li");
     return (lanes){.L = L,
                    .L32 = LLVMBuildTrunc(fn->b, L, t_i32(fn), ""),
                    .li = li,
@@ -1981,6 +1984,144 @@ static LLVMValueRef warp_items(sk_fn *f, LLVMValueRef tid, LLVMValueRef *step)
         LLVMBuildLShr(fn->b, tid, cg_i64(fn, 5), ""), "w0");
 }
 
+static weft_status check_tiles(sk_fn *f, LLVMValueRef tiles);
+
+/* A batch of up to 32 segments that a warp folds, one a lane.  In entry 2
+ * the group's segments gs + lane of row `row` (first element base), the
+ * lane's offsets lo_l, hi_l (within [0, inner] and in order), folded where
+ * short (at most `most` elements) and in the row (below nseg); in entry 1
+ * listed segments of any rows: the lane's result's place out_l, its
+ * elements' positions in the input lo_l, hi_l (base 0), and whether it
+ * holds one (ok_l, i1). */
+typedef struct group {
+    LLVMValueRef lo_l, hi_l, gs, row, base, nseg, most;
+    LLVMValueRef out_l, ok_l; /* entry 1 (out_l not NULL) */
+} group;
+
+/* The batch q folded by the lanes G, lg = log2 L, 32 / L segments at a
+ * time (their offsets, segments and rows from their lanes by shuffles). */
+static weft_status group_folds(sk_fn *f, const lanes *G, LLVMValueRef lg,
+                               const group *q, const cg_mut *acc)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    LLVMValueRef lane =
+        LLVMBuildAnd(fn->b, cg_zext64(fn, tg->thread_index(fn, 0)),
+                     cg_i64(fn, WARP - 1), "lane");
+    LLVMValueRef per = LLVMBuildLShr(fn->b, cg_i64(fn, WARP), lg, "per");
+    LLVMValueRef g0 = LLVMBuildLShr(fn->b, lane, lg, "");
+    weft_status s;
+    cg_loop sub;
+    LLVMValueRef j;
+    cg_loop_begin(fn, &sub, cg_i64(fn, 0), G->L, &j);
+    /* the j-th 32 / L of the batch, the lane's group */
+    LLVMValueRef kg =
+        LLVMBuildAdd(fn->b, LLVMBuildMul(fn->b, j, per, ""), g0, "");
+    LLVMValueRef from = LLVMBuildTrunc(fn->b, kg, t_i32(fn), "");
+    LLVMValueRef lo = tg->shuffle_idx(fn, q->lo_l, from);
+    LLVMValueRef hi = tg->shuffle_idx(fn, q->hi_l, from);
+    LLVMValueRef out, mine;
+    if (q->out_l) {
+        out = tg->shuffle_idx(fn, q->out_l, from);
+        mine = LLVMBuildICmp(
+            fn->b, LLVMIntNE,
+            tg->shuffle_idx(fn, LLVMBuildZExt(fn->b, q->ok_l, t_i32(fn), ""),
+                            from),
+            c32(fn, 0), "mine");
+    } else {
+        /* segment k of the row: in the row, and short */
+        LLVMValueRef k = LLVMBuildAdd(fn->b, q->gs, kg, "k");
+        out = LLVMBuildAdd(fn->b, LLVMBuildMul(fn->b, q->row, q->nseg, ""), k,
+                           "");
+        mine = LLVMBuildAnd(
+            fn->b, LLVMBuildICmp(fn->b, LLVMIntULT, k, q->nseg, ""),
+            LLVMBuildICmp(fn->b, LLVMIntSLE, LLVMBuildSub(fn->b, hi, lo, ""),
+                          q->most, ""),
+            "mine");
+    }
+    hi = LLVMBuildSelect(fn->b, mine, hi, lo, "hi");
+    cg_mut_set(fn, acc, sk_kid_value(f, 0));
+    if ((s = fold_span(f, G, lo, hi, q->out_l ? cg_i64(fn, 0) : q->base, acc,
+                       NULL)) != WEFT_OK) {
+        return s;
+    }
+    cg_if put;
+    cg_if_begin(
+        fn, &put,
+        LLVMBuildAnd(fn->b, mine,
+                     LLVMBuildICmp(fn->b, LLVMIntEQ, G->li, cg_i64(fn, 0), ""),
+                     ""));
+    cg_val y;
+    if ((s = cg_mut_get(fn, acc, &y)) != WEFT_OK) {
+        return s;
+    }
+    cg_array_store(fn, sk_out_array(f, 0), out, &y);
+    cg_if_end(fn, &put);
+    cg_loop_end(fn, &sub);
+    return WEFT_OK;
+}
+
+/* Entry 1's middle segments of one list (AUX_MID: those of MID_SMALL
+ * elements at most from its front, count c, folded 8 lanes a segment; the
+ * others from its back, a warp a segment), c of every row: item w is row
+ * w / c, segment list[w % c].  The grid's warps stride the items, a batch
+ * of 32 at a time: lane i reads the list entry and offsets of the warp's
+ * item 32 b + i of batch b at once (one memory latency a batch, where an
+ * item a time waited for the entry, then its offsets, then its elements),
+ * and group_folds folds them. */
+static weft_status mid_folds(sk_fn *f, bool small, LLVMValueRef c,
+                             const cg_mut *acc)
+{
+    cg_fn *fn = &f->fn;
+    const cg_target *tg = fn->target;
+    LLVMValueRef inner, outer;
+    weft_status s = input_rows(f, &inner, &outer);
+    if (s) {
+        return s;
+    }
+    const cg_array *mids = sk_aux_array(f, AUX_MID);
+    LLVMValueRef items = LLVMBuildMul(fn->b, c, outer, "items");
+    LLVMValueRef one_row =
+        LLVMBuildICmp(fn->b, LLVMIntEQ, outer, cg_i64(fn, 1), "");
+    LLVMValueRef tid = cg_zext64(fn, tg->thread_index(fn, 0));
+    LLVMValueRef lane = LLVMBuildAnd(fn->b, tid, cg_i64(fn, WARP - 1), "lane");
+    LLVMValueRef step, w0 = warp_items(f, tid, &step);
+    int lgc = small ? 3 : 5;
+    lanes G =
+        lanes_make(fn, cg_i64(fn, 1 << lgc), tid,
+                   LLVMBuildSub(fn->b, LLVMBuildMul(fn->b, outer, inner, ""),
+                                cg_i64(fn, 1), "last"));
+    cg_sloop batches;
+    LLVMValueRef b0 = cg_sloop_begin(
+        fn, &batches, w0, items,
+        LLVMBuildMul(fn->b, step, cg_i64(fn, WARP), ""), "batch");
+    LLVMValueRef wi =
+        LLVMBuildAdd(fn->b, b0, LLVMBuildMul(fn->b, lane, step, ""), "");
+    group q = {0};
+    q.ok_l = LLVMBuildICmp(fn->b, LLVMIntULT, wi, items, "ok");
+    LLVMValueRef row, li;
+    row_item(fn, LLVMBuildSelect(fn->b, q.ok_l, wi, cg_i64(fn, 0), ""), c,
+             one_row, &row, &li);
+    if (!small) {
+        li = LLVMBuildSub(
+            fn->b, LLVMBuildSub(fn->b, mids->extent[0], cg_i64(fn, 1), ""), li,
+            "");
+    }
+    LLVMValueRef seg = LLVMBuildSelect(
+        fn->b, q.ok_l, load64(fn, mids->ptr[0], li), cg_i64(fn, 0), "seg");
+    LLVMValueRef lo, hi, base = LLVMBuildMul(fn->b, row, inner, "base");
+    segment_span(f, seg, inner, &lo, &hi);
+    q.lo_l = LLVMBuildAdd(fn->b, base, lo, "");
+    q.hi_l = LLVMBuildAdd(fn->b, base, hi, "");
+    q.out_l = LLVMBuildAdd(fn->b, LLVMBuildMul(fn->b, row, offsets_nseg(f), ""),
+                           seg, "out");
+    if ((s = group_folds(f, &G, cg_i64(fn, lgc), &q, acc)) != WEFT_OK) {
+        return s;
+    }
+    cg_sloop_end(fn, &batches);
+    return WEFT_OK;
+}
+
 /* The offset form's entry 1: the long segments that entry 0 listed (aux
  * AUX_LIST, count AUX_COUNT[0]) of every row, a block each: item w is
  * row w / count, segment list[w % count], taken from a ticket
@@ -2023,11 +2164,14 @@ static weft_status emit_long(sk_fn *f)
      * the block ends at once */
     LLVMValueRef raw_long = load64(fn, cnt, cg_i64(fn, 0));
     LLVMValueRef raw_mid = load64(fn, cnt, cg_i64(fn, 2));
+    LLVMValueRef raw_big = load64(fn, cnt, cg_i64(fn, 4));
     cg_if listed;
-    cg_if_begin(fn, &listed,
-                LLVMBuildICmp(fn->b, LLVMIntNE,
-                              LLVMBuildOr(fn->b, raw_long, raw_mid, ""),
-                              cg_i64(fn, 0), "listed"));
+    cg_if_begin(
+        fn, &listed,
+        LLVMBuildICmp(fn->b, LLVMIntNE,
+                      LLVMBuildOr(fn->b, raw_long,
+                                  LLVMBuildOr(fn->b, raw_mid, raw_big, ""), ""),
+                      cg_i64(fn, 0), "listed"));
     /* the listed segments (none after a report of the check's, no more
      * than the list holds) */
     LLVMValueRef count = LLVMBuildSelect(fn->b, no_error_yet(f),
@@ -2129,38 +2273,18 @@ static weft_status emit_long(sk_fn *f)
     cg_if_end(fn, &t0);
     LLVMBuildBr(fn->b, head);
     LLVMPositionBuilderAtEnd(fn->b, done);
-    /* then the middle segments, a warp each, the grid's warps striding
-     * them (similar in length: a ticket's atomic an item cost more) */
+    /* then the middle segments: those of MID_SMALL elements at most 8
+     * lanes each, the others a warp each */
     const cg_array *mids = sk_aux_array(f, AUX_MID);
-    LLVMValueRef mcount = LLVMBuildSelect(fn->b, no_error_yet(f),
-                                          cg_smin(fn, raw_mid, mids->extent[0]),
-                                          cg_i64(fn, 0), "mcount");
-    LLVMValueRef mitems = LLVMBuildMul(fn->b, mcount, outer, "mitems");
-    LLVMValueRef l0c =
-        LLVMBuildICmp(fn->b, LLVMIntEQ, lane, cg_i64(fn, 0), "l0");
-    LLVMValueRef mstep, mw0 = warp_items(f, tid, &mstep);
-    cg_sloop ms;
-    LLVMValueRef mw = cg_sloop_begin(fn, &ms, mw0, mitems, mstep, "mid");
-    LLVMValueRef mrow, mli;
-    row_item(fn, mw, mcount, one_row, &mrow, &mli);
-    LLVMValueRef mseg = load64(fn, mids->ptr[0], mli);
-    LLVMValueRef mlo, mhi;
-    segment_span(f, mseg, inner, &mlo, &mhi);
-    cg_mut_set(fn, &acc, sk_kid_value(f, 0));
-    if ((s = fold_span(f, &W, mlo, mhi,
-                       LLVMBuildMul(fn->b, mrow, inner, "mbase"), &acc,
-                       NULL)) != WEFT_OK) {
-        return s;
+    for (int small = 1; small >= 0; small--) {
+        LLVMValueRef c = LLVMBuildSelect(
+            fn->b, no_error_yet(f),
+            cg_smin(fn, small ? raw_mid : raw_big, mids->extent[0]),
+            cg_i64(fn, 0), "mcount");
+        if ((s = mid_folds(f, small, c, &acc)) != WEFT_OK) {
+            return s;
+        }
     }
-    cg_if_begin(fn, &l0, l0c);
-    if ((s = cg_mut_get(fn, &acc, &v)) != WEFT_OK) {
-        return s;
-    }
-    cg_array_store(
-        fn, sk_out_array(f, 0),
-        LLVMBuildAdd(fn->b, LLVMBuildMul(fn->b, mrow, nseg, ""), mseg, ""), &v);
-    cg_if_end(fn, &l0);
-    cg_sloop_end(fn, &ms);
     /* the counts and the ticket back to zero for the next run
      * (RT_AUX_KEPT_ZERO) by the last block to end (AUX_COUNT[3] counts
      * them), when every block has read them */
@@ -2178,73 +2302,12 @@ static weft_status emit_long(sk_fn *f)
                       LLVMBuildSub(fn->b, cg_zext64(fn, tg->grid_size(fn, 0)),
                                    cg_i64(fn, 1), ""),
                       "last"));
-    for (int c = 0; c < 4; c++) {
+    for (int c = 0; c < COUNTS; c++) {
         store64(fn, cnt, cg_i64(fn, c), cg_i64(fn, 0));
     }
     cg_if_end(fn, &last);
     cg_if_end(fn, &t0);
     cg_if_end(fn, &listed);
-    return WEFT_OK;
-}
-
-static weft_status check_tiles(sk_fn *f, LLVMValueRef tiles, int gt);
-
-/* One warp item of entry 2: the group's segments (the lane's offsets
- * lo_l, hi_l of segment gs + lane) folded by the lanes G, lg = log2 L, 32
- * / L at a time; short ones only (at most `most` elements), results at
- * row `row` (its first element base). */
-typedef struct group {
-    LLVMValueRef lo_l, hi_l, gs, row, base, nseg, most;
-} group;
-
-static weft_status group_folds(sk_fn *f, const lanes *G, LLVMValueRef lg,
-                               const group *q, const cg_mut *acc)
-{
-    cg_fn *fn = &f->fn;
-    const cg_target *tg = fn->target;
-    LLVMValueRef lane =
-        LLVMBuildAnd(fn->b, cg_zext64(fn, tg->thread_index(fn, 0)),
-                     cg_i64(fn, WARP - 1), "lane");
-    LLVMValueRef per = LLVMBuildLShr(fn->b, cg_i64(fn, WARP), lg, "per");
-    LLVMValueRef g0 = LLVMBuildLShr(fn->b, lane, lg, "");
-    weft_status s;
-    cg_loop sub;
-    LLVMValueRef j;
-    cg_loop_begin(fn, &sub, cg_i64(fn, 0), G->L, &j);
-    /* segment k of the row: the group's j-th 32 / L, the lane's group */
-    LLVMValueRef kg =
-        LLVMBuildAdd(fn->b, LLVMBuildMul(fn->b, j, per, ""), g0, "");
-    LLVMValueRef k = LLVMBuildAdd(fn->b, q->gs, kg, "k");
-    LLVMValueRef from = LLVMBuildTrunc(fn->b, kg, t_i32(fn), "");
-    LLVMValueRef lo = tg->shuffle_idx(fn, q->lo_l, from);
-    LLVMValueRef hi = tg->shuffle_idx(fn, q->hi_l, from);
-    /* a segment of the lanes: in the row, and short */
-    LLVMValueRef mine = LLVMBuildAnd(
-        fn->b, LLVMBuildICmp(fn->b, LLVMIntULT, k, q->nseg, ""),
-        LLVMBuildICmp(fn->b, LLVMIntSLE, LLVMBuildSub(fn->b, hi, lo, ""),
-                      q->most, ""),
-        "mine");
-    hi = LLVMBuildSelect(fn->b, mine, hi, lo, "hi");
-    cg_mut_set(fn, acc, sk_kid_value(f, 0));
-    if ((s = fold_span(f, G, lo, hi, q->base, acc, NULL)) != WEFT_OK) {
-        return s;
-    }
-    cg_if put;
-    cg_if_begin(
-        fn, &put,
-        LLVMBuildAnd(fn->b, mine,
-                     LLVMBuildICmp(fn->b, LLVMIntEQ, G->li, cg_i64(fn, 0), ""),
-                     ""));
-    cg_val y;
-    if ((s = cg_mut_get(fn, acc, &y)) != WEFT_OK) {
-        return s;
-    }
-    cg_array_store(
-        fn, sk_out_array(f, 0),
-        LLVMBuildAdd(fn->b, LLVMBuildMul(fn->b, q->row, q->nseg, ""), k, ""),
-        &y);
-    cg_if_end(fn, &put);
-    cg_loop_end(fn, &sub);
     return WEFT_OK;
 }
 
@@ -2295,12 +2358,12 @@ static weft_status lanes_folds(sk_fn *f, const lanes *G, LLVMValueRef lg,
     if (!two) {
         s = group_folds(f, G, lg, &q, &acc);
     } else {
-        LLVMValueRef over = LLVMBuildAnd(
-            fn->b, live,
-            LLVMBuildICmp(fn->b, LLVMIntSGT,
-                          LLVMBuildSub(fn->b, q.hi_l, q.lo_l, ""),
-                          cg_i64(fn, LONE_MOST), ""),
-            "");
+        LLVMValueRef over =
+            LLVMBuildAnd(fn->b, live,
+                         LLVMBuildICmp(fn->b, LLVMIntSGT,
+                                       LLVMBuildSub(fn->b, q.hi_l, q.lo_l, ""),
+                                       cg_i64(fn, LONE_MOST), ""),
+                         "");
         cg_if compact;
         cg_if_begin(fn, &compact,
                     LLVMBuildICmp(fn->b, LLVMIntEQ, tg->ballot(fn, over),
@@ -2352,11 +2415,11 @@ static weft_status emit_lanes(sk_fn *f)
      * in the same launch; the folds below do not wait for it (and what
      * they need is computed after it: fewer registers live across it) */
     if (!f->e->k->checked) {
-        enum { T = LANES_CHECK_GROUPS * GROUP };
         LLVMValueRef tiles = LLVMBuildUDiv(
-            fn->b, LLVMBuildAdd(fn->b, offsets_nseg(f), cg_i64(fn, T - 1), ""),
-            cg_i64(fn, T), "tiles");
-        if ((s = check_tiles(f, tiles, LANES_CHECK_GROUPS)) != WEFT_OK) {
+            fn->b,
+            LLVMBuildAdd(fn->b, offsets_nseg(f), cg_i64(fn, TILE - 1), ""),
+            cg_i64(fn, TILE), "tiles");
+        if ((s = check_tiles(f, tiles)) != WEFT_OK) {
             return s;
         }
     }
@@ -2382,8 +2445,8 @@ static weft_status emit_lanes(sk_fn *f)
         return s;
     }
     cg_if_else(fn, &one);
-    lanes G = lanes_make(fn, LLVMBuildShl(fn->b, cg_i64(fn, 1), lg, "L"), tid,
-                         last);
+    lanes G =
+        lanes_make(fn, LLVMBuildShl(fn->b, cg_i64(fn, 1), lg, "L"), tid, last);
     if ((s = lanes_folds(f, &G, lg, NULL, w0, step, end)) != WEFT_OK) {
         return s;
     }
@@ -2431,7 +2494,7 @@ static LLVMValueRef reserve(sk_fn *f, LLVMValueRef n, int ci)
  * its count AUX_COUNT[0], which entry 2 puts back to zero; the warp's at
  * once, in the order of its lanes).  A light pass: 4 MB of offsets for a
  * million rows, no barrier, nothing written but the list. */
-static weft_status check_tiles(sk_fn *f, LLVMValueRef tiles, int gt)
+static weft_status check_tiles(sk_fn *f, LLVMValueRef tiles)
 {
     cg_fn *fn = &f->fn;
     const cg_target *tg = fn->target;
@@ -2449,14 +2512,14 @@ static weft_status check_tiles(sk_fn *f, LLVMValueRef tiles, int gt)
     cg_sloop items;
     LLVMValueRef wt = cg_sloop_begin(fn, &items, w0, tiles, step, "tile");
     LLVMValueRef first = LLVMBuildAdd(
-        fn->b, LLVMBuildMul(fn->b, wt, cg_i64(fn, gt * GROUP), ""), lane, "");
+        fn->b, LLVMBuildMul(fn->b, wt, cg_i64(fn, TILE), ""), lane, "");
     /* every group's offsets first (the reads in flight together), then
      * their checks; a lane past nseg reads the last segment's (nseg >= 1
      * where this entry runs) */
     LLVMValueRef sg[GROUP_TILE], live[GROUP_TILE], lo[GROUP_TILE],
         hi[GROUP_TILE];
     LLVMValueRef last = LLVMBuildSub(fn->b, nseg, cg_i64(fn, 1), "");
-    for (int q = 0; q < gt; q++) {
+    for (int q = 0; q < GROUP_TILE; q++) {
         sg[q] = LLVMBuildAdd(fn->b, first, cg_i64(fn, q * GROUP), "seg");
         live[q] = LLVMBuildICmp(fn->b, LLVMIntULT, sg[q], nseg, "live");
         LLVMValueRef at = LLVMBuildSelect(fn->b, live[q], sg[q], last, "");
@@ -2477,9 +2540,9 @@ static weft_status check_tiles(sk_fn *f, LLVMValueRef tiles, int gt)
     LLVMValueRef below = LLVMBuildSub(
         fn->b, LLVMBuildShl(fn->b, c32(fn, 1), lane32, ""), c32(fn, 1), "");
     LLVMValueRef most = lanes_limit(f);
-    LLVMValueRef in[2][GROUP_TILE], mask[2][GROUP_TILE];
-    LLVMValueRef total[2] = {c32(fn, 0), c32(fn, 0)};
-    for (int q = 0; q < gt; q++) {
+    LLVMValueRef in[3][GROUP_TILE], mask[3][GROUP_TILE];
+    LLVMValueRef total[3] = {c32(fn, 0), c32(fn, 0), c32(fn, 0)};
+    for (int q = 0; q < GROUP_TILE; q++) {
         LLVMValueRef len = LLVMBuildSub(fn->b, hi[q], lo[q], "len");
         LLVMValueRef neg = LLVMBuildOr(
             fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, lo[q], cg_i64(fn, 0), ""),
@@ -2500,10 +2563,14 @@ static weft_status check_tiles(sk_fn *f, LLVMValueRef tiles, int gt)
                          LLVMBuildICmp(fn->b, LLVMIntSGT, len, most, ""), "");
         LLVMValueRef islong =
             LLVMBuildICmp(fn->b, LLVMIntSGT, len, cg_i64(fn, LONG_SEG), "");
-        in[0][q] = LLVMBuildAnd(fn->b, some, islong, "long");
-        in[1][q] =
+        LLVMValueRef small = LLVMBuildICmp(fn->b, LLVMIntSLE, len,
+                                           cg_i64(fn, MID_SMALL), "small");
+        LLVMValueRef mid =
             LLVMBuildAnd(fn->b, some, LLVMBuildNot(fn->b, islong, ""), "mid");
-        for (int k = 0; k < 2; k++) {
+        in[0][q] = LLVMBuildAnd(fn->b, some, islong, "long");
+        in[1][q] = LLVMBuildAnd(fn->b, mid, small, "");
+        in[2][q] = LLVMBuildAnd(fn->b, mid, LLVMBuildNot(fn->b, small, ""), "");
+        for (int k = 0; k < 3; k++) {
             mask[k][q] = tg->ballot(fn, in[k][q]);
             total[k] =
                 LLVMBuildAdd(fn->b, total[k], popc32(fn, mask[k][q]), "");
@@ -2513,10 +2580,10 @@ static weft_status check_tiles(sk_fn *f, LLVMValueRef tiles, int gt)
      * (one atomic a warp and list), in the order of q and of the lanes;
      * no more than a list holds (more only where offsets are bad, and
      * entry 1 then folds nothing) */
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 3; k++) {
         const cg_array *list = sk_aux_array(f, k ? AUX_MID : AUX_LIST);
-        LLVMValueRef at = reserve(f, total[k], k ? 2 : 0);
-        for (int q = 0; q < gt; q++) {
+        LLVMValueRef at = reserve(f, total[k], 2 * k);
+        for (int q = 0; q < GROUP_TILE; q++) {
             LLVMValueRef mine = LLVMBuildAdd(
                 fn->b, at,
                 cg_zext64(
@@ -2528,7 +2595,13 @@ static weft_status check_tiles(sk_fn *f, LLVMValueRef tiles, int gt)
                                      LLVMBuildICmp(fn->b, LLVMIntULT, mine,
                                                    list->extent[0], ""),
                                      ""));
-            store64(fn, list->ptr[0], mine, sg[q]);
+            store64(fn, list->ptr[0],
+                    k == 2 ? LLVMBuildSub(fn->b,
+                                          LLVMBuildSub(fn->b, list->extent[0],
+                                                       cg_i64(fn, 1), ""),
+                                          mine, "")
+                           : mine,
+                    sg[q]);
             cg_if_end(fn, &put);
             at = LLVMBuildAdd(fn->b, at, cg_zext64(fn, popc32(fn, mask[k][q])),
                               "");
@@ -2540,7 +2613,7 @@ static weft_status check_tiles(sk_fn *f, LLVMValueRef tiles, int gt)
 
 static weft_status emit_check(sk_fn *f)
 {
-    return check_tiles(f, f->n, GROUP_TILE);
+    return check_tiles(f, f->n);
 }
 
 /* ---- the skeleton ------------------------------------------------------ */
@@ -2598,9 +2671,14 @@ static weft_status emit_entry(sk_emit *e, const char *name, int entry)
      * from a cell of zeros */
     f.local_errors = true;
     f.fn.flat_reads = true;
+    int longb = LONG_BLOCKS;
+    const char *lb = getenv("WEFT_SEG_LONGB"); /* TEMPORARY: session 34 A/B */
+    if (lb && *lb >= '2' && *lb <= '8') {
+        longb = *lb - '0';
+    }
     cg_ptx_launch_bounds(&f.fn, BLOCK,
                          tiles        ? MIN_BLOCKS
-                         : entry == 1 ? LONG_BLOCKS
+                         : entry == 1 ? longb
                                       : LANES_BLOCKS);
     s = tiles        ? emit_tiles(&f)
         : entry == 0 ? emit_check(&f)
