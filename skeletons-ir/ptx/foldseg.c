@@ -140,56 +140,68 @@
  * length, and the checks are those of the offsets (a segment that starts
  * below 0 or ends before its start: CG_ERR_SEG_NEG; one that ends past
  * inner: CG_ERR_SEG_PAST; the driver words them for the offsets).  Three
- * entries, in order; a segment is folded by lanes, a warp or a block as
- * its length asks, so that no unit of work holds much more than another
- * (a power law's rows run from 1 to 10^4 elements):
+ * entries; a segment is folded by lanes, a warp or a block as its length
+ * asks, so that no unit of work holds much more than another (a power
+ * law's rows run from 1 to 10^4 elements):
  *
- *   entry 0 (emit_check), a warp a tile of TILE (256) segments, once
+ *   the check (check_tiles), a warp a tile of TILE (128) segments, once
  *      whatever the rows: checks the offsets and lists, where there are
  *      rows, the tile's long segments (over LONG_SEG, 1024 elements:
  *      AUX_LIST, count AUX_COUNT[0]) and its middle ones (over
- *      lanes_limit, two trips of entry 2's lanes: AUX_MID, count
- *      AUX_COUNT[2]), an atomic a warp and list (reserve); nothing is
- *      zeroed before the run (no memset: the counts and the ticket are
- *      kept zero);
- *   entry 1 (emit_long): a block a long segment of a row (from a ticket,
- *      AUX_COUNT[1]), its warps a piece each over their 32 lanes, thread 0
- *      folding z and the pieces in order; then a warp a middle segment of
- *      a row (the grid's warps in turn), over its 32 lanes from z;
+ *      lanes_limit: AUX_MID, those of MID_SMALL (64) elements at most from
+ *      its front, count AUX_COUNT[2], the others from its back, count
+ *      AUX_COUNT[4]), an atomic a warp and list (reserve).  Unchecked it
+ *      is the first part of entry 2; in checked mode entry 0 runs it
+ *      alone, before the others;
  *   entry 2 (emit_lanes), a warp a group of a row's short segments: L =
- *      2^lg lanes a segment (lg from the driver: the least L whose two
- *      trips of L U elements hold the mean segment, U = LANE_ITEMS = 4),
- *      the group's offsets read once, a segment's two a lane, and handed
- *      to each pass by shuffles; a pass folds 32 / L segments, their L
- *      lanes reading U consecutive elements each a trip with no branch and
- *      folding them in order by a tree of shuffles (fold_span: seg4's
- *      CSR-vector fold, session 30), a longer segment of the group left to
- *      entry 1.  48 registers, no shared memory, no barrier.  Its first
- *      thread puts AUX_COUNT back to zero (entry 1 has ended).
+ *      2^lg lanes a segment (lg from the driver, the least L whose trips
+ *      hold the mean segment, sk_segoff_limit: two trips of L U elements,
+ *      U = LANE_ITEMS = 4, or four of U where L is 1), the group's
+ *      offsets read once, a segment's two a lane, and handed to each pass
+ *      by shuffles; a pass folds 32 / L segments, their L lanes reading U
+ *      consecutive elements each a trip with no branch and folding them
+ *      in order by a tree of shuffles (fold_span: seg4's CSR-vector fold,
+ *      session 30), a longer segment of the group left to entry 1.  Where
+ *      lg is 0 a compact group (no segment over LONE_MOST, 12) takes a
+ *      lane a segment, any other 2 (emit_lanes says why).  48 registers,
+ *      no shared memory, no barrier;
+ *   entry 1 (emit_long), after entry 2: a block a long segment of a row
+ *      (from a ticket, AUX_COUNT[1]), its warps a piece each over their 32
+ *      lanes, thread 0 folding z and the pieces in order; then the middle
+ *      segments in batches of 32 a warp (mid_folds: the short ones 8 lanes
+ *      each, the others a warp each).  It ends at once where nothing is
+ *      listed (the banded matrix), and its last block to end puts the
+ *      counts back to zero (AUX_COUNT[3] counts the blocks): nothing is
+ *      zeroed before a run (no memset: RT_AUX_KEPT_ZERO).
  *
- * Entries 1 and 2 do nothing once entry 0 has reported (the error word):
- * no gather of theirs reports before a bad offset, as the interpreter
- * checks the descriptor first.
+ * The order of reports: the interpreter checks the descriptor first.  In
+ * checked mode a gather reports its element, so entry 0 checks the
+ * offsets before any fold and entries 1 and 2 do nothing once it has
+ * reported (the error word).  Unchecked a gather's report names no
+ * element (CG_KEY_ELEM_NONE), so an offset's, which names its segment,
+ * wins whatever the order, and entry 2 checks as it folds (folds of
+ * clamped offsets, whose results do not count after a report).
  *
- * Until session 33 entry 0 flagged work tiles of 256 segments holding a
- * segment over lanes_limit and entry 1 folded those tiles by the merge
- * path above (steps 1, 3 and 4).  On the power-law matrix nearly every
- * tile was flagged, and that entry took 199-248 us for 73M warp
- * instructions (ncu, H200; cuSPARSE's csrmv 89 us for 17M): the merge
- * path's staging, searches and carry scans cost about 200 instructions an
- * element.  By length (session 33, H200, smvm_env): entry 0 14 us, entry
- * 1 116 us (1200 long rows, 69K middle ones), entry 2 62 us; 0.208 ms a
- * run against 0.242 for the work tiles (the hand CSR-vector kernel
- * 0.220).  A ticket an item for the middle segments cost ~100 us more
- * (69K atomics on one word).  The banded matrix lists nothing; its time
- * is entry 2's (57 us, where a CUDA kernel of the same shape takes 36:
- * bench/results/gpu-profile.md, "smvm, session 33") and the two short
- * launches before it (12 and 8 us).
+ * History, H200 (bench/results/gpu-profile.md).  Until session 33 entry
+ * 0 flagged work tiles of 256 segments holding a segment over
+ * lanes_limit and entry 1 folded those tiles by the merge path above
+ * (steps 1, 3 and 4): on the power-law matrix 199-248 us for 73M warp
+ * instructions (cuSPARSE's csrmv 89 us for 17M), about 200 instructions
+ * an element.  Session 33 folded by length (entry 0 14 us, entry 1 116 us
+ * for 1200 long rows and 69K middle ones a warp each, entry 2 62 us; a
+ * ticket an item for the middle segments cost ~100 us more: 69K atomics
+ * on one word), and the banded matrix took entry 2's 57 us after two
+ * short launches (12 and 8 us).  Session 34 (smvm_env, round r2, weft
+ * over the hand CSR-vector kernel): the check inside entry 2 and entry 1
+ * ending at once took the banded matrix from three launches to two, and a
+ * lane a row of 10 took entry 2 from 57 to 40-47 us: 1.50 -> 1.01-1.06;
+ * the middle rows in batches took entry 1 from 124 to 104 us on the power
+ * law: 1.01 -> 0.88-0.90.
  *
  * Aux items: 0 the tile status words (i64, zeroed; sized by the driver
  * for blocks of MIN_BLOCK threads), 1 the tile counter (i64, zeroed); in
  * the offset form (sk.h, SK_SEGOFF_*), 0 the long segments' list (i64), 1
- * lg (a scalar), 2 the counts and tickets (i64, kept zero: entry 2 puts
+ * lg (a scalar), 2 the counts and tickets (i64, kept zero: entry 1 puts
  * them back), 3 the middle segments' list.
  */
 #include <stdlib.h> /* TEMPORARY: getenv */
@@ -232,8 +244,9 @@ enum {
     LONG_SEG = SK_SEGOFF_LONG,
     LANE_ITEMS = SK_SEGOFF_LANE_ITEMS,
     LANE_TRIPS = SK_SEGOFF_LANE_TRIPS,
-    LONG_BLOCKS = 5,  /* entry 1's (launch bounds: 40 registers, no
-                         spill; 48 with 5) */
+    LONG_BLOCKS = 4,  /* entry 1's (launch bounds: 62 registers, no
+                         spill; 5 blocks spilled 64 bytes at 48 and took
+                         3% longer on the power law, H200 round r2) */
     LANES_BLOCKS = 5, /* entries 0 and 2's blocks a multiprocessor
                          (launch bounds: 48 registers, no spill; 6
                          blocks, 40 registers, spilled 68 bytes) */
@@ -1589,9 +1602,9 @@ static weft_status one_tile(sk_fn *f, tile *T)
     return s;
 }
 
-/* The error word is still clear (i1): the offset form's entries after
- * entry 0 do nothing after a bad offset it reported, so that no gather of
- * theirs reports first, as the interpreter's would not. */
+/* The error word is still clear (i1): the offset form's folds do nothing
+ * after a bad offset the check reported (in checked mode, so that no
+ * gather of theirs reports first, as the interpreter's would not). */
 static LLVMValueRef no_error_yet(sk_fn *f)
 {
     cg_fn *fn = &f->fn;
@@ -1927,8 +1940,8 @@ static weft_status fold_span(sk_fn *f, const lanes *G, LLVMValueRef lo,
 }
 
 /* Segment seg's offsets in the offset form (*lo, *hi), kept within [0,
- * inner] and in order (entry 0 has checked them; after a bad one the
- * error word is set and entries 1 and 2 fold nothing). */
+ * inner] and in order (the check reports bad ones; see the head comment
+ * for what is folded after). */
 static void segment_span(sk_fn *f, LLVMValueRef seg, LLVMValueRef inner,
                          LLVMValueRef *lo, LLVMValueRef *hi)
 {
@@ -2122,7 +2135,7 @@ static weft_status mid_folds(sk_fn *f, bool small, LLVMValueRef c,
     return WEFT_OK;
 }
 
-/* The offset form's entry 1: the long segments that entry 0 listed (aux
+/* The offset form's entry 1: the long segments that the check listed (aux
  * AUX_LIST, count AUX_COUNT[0]) of every row, a block each: item w is
  * row w / count, segment list[w % count], taken from a ticket
  * (AUX_COUNT[1]: long segments differ tenfold in length).  The block's
@@ -2130,7 +2143,9 @@ static weft_status mid_folds(sk_fn *f, bool small, LLVMValueRef c,
  * fold it over their 32 lanes (fold_span, the piece's first trip its
  * first value: z enters once); lane 0 puts the piece in shared memory
  * and thread 0 folds z and the pieces in order.  A segment of 10^4
- * elements takes 8 warps about 10 trips, where one warp took 80. */
+ * elements takes 8 warps about 10 trips, where one warp took 80.  Then
+ * the middle segments (mid_folds), and the last block to end puts the
+ * counts back to zero. */
 static weft_status emit_long(sk_fn *f)
 {
     cg_fn *fn = &f->fn;
@@ -2312,12 +2327,13 @@ static weft_status emit_long(sk_fn *f)
 }
 
 /* Entry 2's folds: the warp items from w0 on by step, below end, with the
- * lanes G (lg = log2 L); with two, G (a lane a segment) where every
- * segment of the group has at most LONE_MOST elements, else two (see
- * emit_lanes). */
+ * lanes G (lg = log2 L), or where `lone` holds (i1, uniform) and every
+ * segment of the group has at most LONE_MOST elements with G1 (a lane a
+ * segment; see emit_lanes). */
 static weft_status lanes_folds(sk_fn *f, const lanes *G, LLVMValueRef lg,
-                               const lanes *two, LLVMValueRef w0,
-                               LLVMValueRef step, LLVMValueRef end)
+                               const lanes *G1, LLVMValueRef lone,
+                               LLVMValueRef w0, LLVMValueRef step,
+                               LLVMValueRef end)
 {
     cg_fn *fn = &f->fn;
     const cg_target *tg = fn->target;
@@ -2355,29 +2371,27 @@ static weft_status lanes_folds(sk_fn *f, const lanes *G, LLVMValueRef lg,
     LLVMValueRef live = LLVMBuildICmp(fn->b, LLVMIntULT, sl, q.nseg, "");
     segment_span(f, LLVMBuildSelect(fn->b, live, sl, cg_i64(fn, 0), ""), inner,
                  &q.lo_l, &q.hi_l);
-    if (!two) {
-        s = group_folds(f, G, lg, &q, &acc);
-    } else {
-        LLVMValueRef over =
-            LLVMBuildAnd(fn->b, live,
-                         LLVMBuildICmp(fn->b, LLVMIntSGT,
-                                       LLVMBuildSub(fn->b, q.hi_l, q.lo_l, ""),
-                                       cg_i64(fn, LONE_MOST), ""),
-                         "");
-        cg_if compact;
-        cg_if_begin(fn, &compact,
-                    LLVMBuildICmp(fn->b, LLVMIntEQ, tg->ballot(fn, over),
-                                  c32(fn, 0), "compact"));
-        if ((s = group_folds(f, G, lg, &q, &acc)) != WEFT_OK) {
-            return s;
-        }
-        cg_if_else(fn, &compact);
-        s = group_folds(f, two, cg_i64(fn, 1), &q, &acc);
-        cg_if_end(fn, &compact);
-    }
-    if (s) {
+    LLVMValueRef over =
+        LLVMBuildAnd(fn->b, live,
+                     LLVMBuildICmp(fn->b, LLVMIntSGT,
+                                   LLVMBuildSub(fn->b, q.hi_l, q.lo_l, ""),
+                                   cg_i64(fn, LONE_MOST), ""),
+                     "");
+    cg_if compact;
+    cg_if_begin(
+        fn, &compact,
+        LLVMBuildAnd(fn->b, lone,
+                     LLVMBuildICmp(fn->b, LLVMIntEQ, tg->ballot(fn, over),
+                                   c32(fn, 0), ""),
+                     "compact"));
+    if ((s = group_folds(f, G1, cg_i64(fn, 0), &q, &acc)) != WEFT_OK) {
         return s;
     }
+    cg_if_else(fn, &compact);
+    if ((s = group_folds(f, G, lg, &q, &acc)) != WEFT_OK) {
+        return s;
+    }
+    cg_if_end(fn, &compact);
     cg_sloop_end(fn, &items);
     return WEFT_OK;
 }
@@ -2394,8 +2408,9 @@ static weft_status lanes_folds(sk_fn *f, const lanes *G, LLVMValueRef lg,
  * Where lg is 0 (a mean segment of 16 elements at most: the lanes fold
  * segments of up to 16), a group whose segments all have LONE_MOST (12)
  * elements at most takes a lane a segment (L = 1, up to three trips of 4,
- * no tree of shuffles), any other 2 lanes a segment (two trips of 8), each
- * in a copy of its own with L a constant.  On the H200 (session 34, round
+ * no tree of shuffles, in a copy of its own with L a constant), any other
+ * 2 lanes a segment (two trips of 8, the copy of any L).  On the H200
+ * (session 34, round
  * r1) a lane a segment took the banded matrix's rows of 10 in 40 us (57
  * with 2 lanes), but the power law's short rows in 97 us (62): its
  * groups are spread over the rows that entry 1 folds, and a warp's 32
@@ -2434,27 +2449,20 @@ static weft_status emit_lanes(sk_fn *f)
     LLVMValueRef step, w0 = warp_items(f, tid, &step);
     LLVMValueRef end =
         LLVMBuildSelect(fn->b, no_error_yet(f), f->n, cg_i64(fn, 0), "end");
-    cg_if one;
-    cg_if_begin(fn, &one,
-                LLVMBuildICmp(fn->b, LLVMIntEQ, lg, cg_i64(fn, 0), "lone"));
+    /* where lg is 0, the groups that are not compact take 2 lanes */
+    LLVMValueRef lone = LLVMBuildICmp(fn->b, LLVMIntEQ, lg, cg_i64(fn, 0), "");
+    LLVMValueRef lgg = LLVMBuildSelect(fn->b, lone, cg_i64(fn, 1), lg, "");
     lanes G1 = lanes_make(fn, cg_i64(fn, 1), tid, last);
-    lanes G2 = lanes_make(fn, cg_i64(fn, 2), tid, last);
-    G1.lone = true;
-    if ((s = lanes_folds(f, &G1, cg_i64(fn, 0), &G2, w0, step, end)) !=
-        WEFT_OK) {
-        return s;
-    }
-    cg_if_else(fn, &one);
     lanes G =
-        lanes_make(fn, LLVMBuildShl(fn->b, cg_i64(fn, 1), lg, "L"), tid, last);
-    if ((s = lanes_folds(f, &G, lg, NULL, w0, step, end)) != WEFT_OK) {
+        lanes_make(fn, LLVMBuildShl(fn->b, cg_i64(fn, 1), lgg, "L"), tid, last);
+    G1.lone = true;
+    if ((s = lanes_folds(f, &G, lgg, &G1, lone, w0, step, end)) != WEFT_OK) {
         return s;
     }
-    cg_if_end(fn, &one);
     return WEFT_OK;
 }
 
-/* Entry 0's lists: `n` places (i32, the same in the warp) taken from the
+/* The check's lists: `n` places (i32, the same in the warp) taken from the
  * count AUX_COUNT[ci] by lane 0, the first of them (i64) in every lane. */
 static LLVMValueRef reserve(sk_fn *f, LLVMValueRef n, int ci)
 {
@@ -2482,18 +2490,20 @@ static LLVMValueRef reserve(sk_fn *f, LLVMValueRef n, int ci)
     return tg->shuffle_idx(fn, get(fn, t_i64(fn), at0), c32(fn, 0));
 }
 
-/* Entry 0 of the offset form: the check of the offsets and the list of
- * long segments, a warp a tile of TILE segments (the offsets are the same
- * for every row: once).  Lane i takes segment s = 32 q + i of each of the
- * tile's GROUP_TILE groups q: off[s] and off[s + 1] (offset_val's clamp;
- * a lane past the last segment reads the last one's and ignores them),
- * every group's read at once, then a report where s starts below 0 or
- * ends before its start (CG_ERR_SEG_NEG) or past inner (CG_ERR_SEG_PAST),
- * the least segment winning as the interpreter's first.  Where there are
- * rows, a segment longer than LONG_SEG is appended to the list (AUX_LIST,
- * its count AUX_COUNT[0], which entry 2 puts back to zero; the warp's at
- * once, in the order of its lanes).  A light pass: 4 MB of offsets for a
- * million rows, no barrier, nothing written but the list. */
+/* The check of the offset form (entry 0, or the start of entry 2: the
+ * head comment) over `tiles` tiles of TILE segments, a warp a tile (the
+ * offsets are the same for every row: once).  Lane i takes segment s = 32
+ * q + i of each of the tile's GROUP_TILE groups q: off[s] and off[s + 1]
+ * (offset_val's clamp; a lane past the last segment reads the last one's
+ * and ignores them), every group's read at once, then a report where s
+ * starts below 0 or ends before its start (CG_ERR_SEG_NEG) or past inner
+ * (CG_ERR_SEG_PAST), the least segment winning as the interpreter's
+ * first.  Where there are rows, a segment longer than LONG_SEG is
+ * appended to AUX_LIST, one over lanes_limit to AUX_MID (from its front
+ * when of MID_SMALL elements at most, else from its back), each list's
+ * count in AUX_COUNT (the warp's at once, in the order of its lanes).  A
+ * light pass: 4 MB of offsets for a million rows, no barrier, nothing
+ * written but the lists. */
 static weft_status check_tiles(sk_fn *f, LLVMValueRef tiles)
 {
     cg_fn *fn = &f->fn;
