@@ -14,14 +14,17 @@
  * resident; the blocks loop over the tiles).
  *
  * The offset form (foldSeg', weft_fold_seg_offsets) has three entries
- * and neither status words nor a counter (run_offsets): entry 0 checks the
- * offsets and lists the segments longer than SK_SEGOFF_LONG (AUX_LIST;
- * the count and entry 1's ticket in AUX_COUNT, kept zero: entry 2 puts
- * them back), entry 1 folds each of those with a block, entry 2 the rest
- * with L = 2^lg lanes a segment, lg chosen here from the shapes alone (aux
- * AUX_LANES), or the whole warp for a segment longer than two trips of
- * those.  Nothing of it is zeroed per run: on the GPU no memset comes
- * before its launches.
+ * and neither status words nor a counter (run_offsets; the kernel's head
+ * comment has the whole): the check of the offsets, which lists the
+ * segments longer than SK_SEGOFF_LONG (AUX_LIST) and the middle ones
+ * (AUX_MID; their counts and entry 1's ticket in AUX_COUNT, kept zero:
+ * entry 1 puts them back), entry 2 the short segments with L = 2^lg lanes
+ * a segment, lg chosen here from the shapes alone (aux AUX_LANES), and
+ * entry 1 the listed ones, each long one with a block, the middle ones a
+ * warp or 8 lanes each.  Unchecked, entry 2 makes the check itself and
+ * runs first; in checked mode entry 0 makes it before entries 2 and 1;
+ * with no rows entry 0 alone runs.  Nothing of it is zeroed per run: on
+ * the GPU no memset comes before its launches.
  */
 #ifdef WEFT_HAVE_LLVM
 #include <stdlib.h> /* TEMPORARY: getenv */
