@@ -27,8 +27,6 @@
  * the GPU no memset comes before its launches.
  */
 #ifdef WEFT_HAVE_LLVM
-#include <stdlib.h> /* TEMPORARY: getenv */
-
 #include "rt.h"
 #include "../skeletons-ir/sk.h"
 
@@ -52,10 +50,6 @@ static int lanes_lg(int64_t inner, int64_t nseg)
     int lg = 0;
     while (lg < 5 && sk_segoff_limit(lg) < mean) {
         lg++;
-    }
-    const char *v = getenv("WEFT_SEG_LG"); /* TEMPORARY: session 34 A/B */
-    if (v && *v >= '0' && *v <= '5') {
-        lg = *v - '0';
     }
     return lg;
 }

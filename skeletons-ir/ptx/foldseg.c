@@ -204,7 +204,6 @@
  * lg (a scalar), 2 the counts and tickets (i64, kept zero: entry 1 puts
  * them back), 3 the middle segments' list.
  */
-#include <stdlib.h> /* TEMPORARY: getenv */
 #include <string.h>
 
 #include "../sk.h"
@@ -2681,14 +2680,9 @@ static weft_status emit_entry(sk_emit *e, const char *name, int entry)
      * from a cell of zeros */
     f.local_errors = true;
     f.fn.flat_reads = true;
-    int longb = LONG_BLOCKS;
-    const char *lb = getenv("WEFT_SEG_LONGB"); /* TEMPORARY: session 34 A/B */
-    if (lb && *lb >= '2' && *lb <= '8') {
-        longb = *lb - '0';
-    }
     cg_ptx_launch_bounds(&f.fn, BLOCK,
                          tiles        ? MIN_BLOCKS
-                         : entry == 1 ? longb
+                         : entry == 1 ? LONG_BLOCKS
                                       : LANES_BLOCKS);
     s = tiles        ? emit_tiles(&f)
         : entry == 0 ? emit_check(&f)
