@@ -93,7 +93,8 @@ weft_status cg_array_load(cg_fn *fn, const cg_array *a, LLVMValueRef i,
 /* Element i of every leaf of a where `inside` (i1) holds, zero in every
  * leaf elsewhere, with no branch: outside, each leaf is read from a cell of
  * zeros (a module global), so that the read may be issued before it is
- * known to be wanted (cg_fn.flat_reads).  Errors: WEFT_ERR_OUT_OF_MEMORY. */
+ * known to be wanted (cg_fn.flat_reads; also where cg_fn.flat_mask is
+ * false).  Errors: WEFT_ERR_OUT_OF_MEMORY. */
 weft_status cg_array_load_or_zero(cg_fn *fn, const cg_array *a, LLVMValueRef i,
                                   LLVMValueRef inside, cg_val *out);
 void cg_array_store(cg_fn *fn, const cg_array *a, LLVMValueRef i,
@@ -158,6 +159,11 @@ struct cg_fn {
                                    thread in flight at once sets it (PTX:
                                    ptxas does not move a load above the
                                    join of an earlier read's branch) */
+    LLVMValueRef flat_mask;     /* with flat_reads, NULL or an i1: where it
+                                   is false the element read is not wanted,
+                                   and its gathers read the cell of zeros
+                                   (one line, not a line of their own) and
+                                   report nothing */
     bool cold;                  /* emitting code that runs for a few
                                    elements only (a remainder loop): its
                                    counted loops are left scalar, and a ! ix

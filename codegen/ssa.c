@@ -45,6 +45,7 @@ weft_status cg_fn_begin(cg_fn *fn, weft_context *ctx, const cg_target *t,
     fn->spec = NULL;
     fn->checked = false;
     fn->flat_reads = false; /* the skeleton sets it after cg_fn_begin */
+    fn->flat_mask = NULL;
     fn->cold = false;
     fn->elem = NULL;
     fn->fail = NULL;

@@ -188,6 +188,9 @@ weft_status cg_array_load_or_zero(cg_fn *fn, const cg_array *a, LLVMValueRef i,
         return s;
     }
     LLVMValueRef zero = zero_cell(fn);
+    if (fn->flat_mask) {
+        inside = LLVMBuildAnd(fn->b, inside, fn->flat_mask, "");
+    }
     for (int k = 0; k < a->nleaf; k++) {
         LLVMTypeRef mt = cg_mem_type(fn->llctx, a->leaf[k]);
         LLVMValueRef p = LLVMBuildGEP2(fn->b, mt, a->ptr[k], &i, 1, "");

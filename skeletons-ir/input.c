@@ -242,8 +242,13 @@ static weft_status gather(sk_fn *f, const fe_term *a, const cg_val *jx,
         const cg_array *m = &f->arr[it];
         LLVMValueRef bits = sk_err_bits(f);
         LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
+        LLVMValueRef fine =
+            fn->flat_mask
+                ? LLVMBuildOr(fn->b, inside,
+                              LLVMBuildNot(fn->b, fn->flat_mask, ""), "")
+                : inside;
         LLVMValueRef bit =
-            LLVMBuildSelect(fn->b, inside, LLVMConstInt(i32, 0, 0),
+            LLVMBuildSelect(fn->b, fine, LLVMConstInt(i32, 0, 0),
                             LLVMConstInt(i32, 1u << code, 0), "");
         LLVMBuildStore(
             fn->b,

@@ -1734,8 +1734,20 @@ typedef struct lanes {
  * branch and a second copy of the reads, where a 64-bit clamp costs four
  * instructions an element; with a tree of shuffles beside them the copies
  * spilled at 48 registers, so only a lone lane's trips take them). */
+static weft_status read_one(sk_fn *f, const fe_term *src, LLVMValueRef idx,
+                            LLVMValueRef rem, int u, cg_val *out)
+{
+    cg_fn *fn = &f->fn;
+    fn->flat_mask =
+        rem ? LLVMBuildICmp(fn->b, LLVMIntSGT, rem, c32(fn, u), "") : NULL;
+    weft_status s = sk_read(f, src, idx, NULL, out);
+    fn->flat_mask = NULL;
+    return s;
+}
+
 static weft_status read_trip(sk_fn *f, const fe_term *src, LLVMValueRef at,
-                             LLVMValueRef last, bool split, cg_val *e)
+                             LLVMValueRef last, LLVMValueRef rem, bool split,
+                             cg_val *e)
 {
     cg_fn *fn = &f->fn;
     LLVMTypeRef i64 = t_i64(fn);
@@ -1746,7 +1758,7 @@ static weft_status read_trip(sk_fn *f, const fe_term *src, LLVMValueRef at,
             LLVMValueRef args[2] = {LLVMBuildAdd(fn->b, at, cg_i64(fn, u), ""),
                                     last};
             LLVMValueRef idx = cg_intrinsic(fn, "llvm.umin", &i64, 1, args, 2);
-            if ((s = sk_read(f, src, idx, NULL, &e[u])) != WEFT_OK) {
+            if ((s = read_one(f, src, idx, rem, u, &e[u])) != WEFT_OK) {
                 return s;
             }
         }
@@ -1775,7 +1787,7 @@ static weft_status read_trip(sk_fn *f, const fe_term *src, LLVMValueRef at,
                 LLVMValueRef args[2] = {idx, last};
                 idx = cg_intrinsic(fn, "llvm.umin", &i64, 1, args, 2);
             }
-            if ((s = sk_read(f, src, idx, NULL, &e[u])) != WEFT_OK) {
+            if ((s = read_one(f, src, idx, rem, u, &e[u])) != WEFT_OK) {
                 return s;
             }
             if (u == 0 && (s = cg_val_make(fn, U * e[0].n, all)) != WEFT_OK) {
@@ -1868,16 +1880,21 @@ static weft_status fold_span(sk_fn *f, const lanes *G, LLVMValueRef lo,
         LLVMBuildAdd(fn->b, c0, LLVMBuildMul(fn->b, G->li, cg_i64(fn, U), ""),
                      ""),
         "");
+    /* the trip's elements from the lane's first on (i32, maybe negative),
+     * compared with constants (compares of U i + k with n32 made LLVM keep
+     * a register for each k); where L > 1, an element the lane does not
+     * use is not gathered (cg_fn.flat_mask: the cell of zeros, one line a
+     * warp, where the power law's partial trips read a line each; the
+     * mask's select costs two instructions a gather, and a lane a row, the
+     * banded matrix's, is bound by issue with little to gain) */
+    LLVMValueRef rem = LLVMBuildSub(
+        fn->b, n32, LLVMBuildMul(fn->b, G->li32, c32(fn, U), ""), "rem");
     cg_val e[U];
-    if ((s = read_trip(f, src, at, G->last, G->lone, e)) != WEFT_OK) {
+    if ((s = read_trip(f, src, at, G->last, G->lone ? NULL : rem, G->lone,
+                       e)) != WEFT_OK) {
         return s;
     }
     cg_mut_set(fn, &x, &e[0]);
-    /* the trip's elements from the lane's first on (i32, maybe negative),
-     * compared with constants (compares of U i + k with n32 made LLVM keep
-     * a register for each k) */
-    LLVMValueRef rem = LLVMBuildSub(
-        fn->b, n32, LLVMBuildMul(fn->b, G->li32, c32(fn, U), ""), "rem");
     for (int u = 1; u < U; u++) {
         if ((s = comb_if(f, &x, &e[u],
                          LLVMBuildICmp(fn->b, LLVMIntSGT, rem, c32(fn, u),
