@@ -1725,6 +1725,7 @@ typedef struct lanes {
                                       i64 and i32 */
     LLVMValueRef last;             /* the input's last element (i64) */
     bool lone;                     /* L is 1 (a constant) */
+    bool mask;                     /* gathers masked (see fold_span) */
 } lanes;
 
 /* The U = LANE_ITEMS elements of the input from at (i64) on (e[u]), read
@@ -1882,15 +1883,16 @@ static weft_status fold_span(sk_fn *f, const lanes *G, LLVMValueRef lo,
         "");
     /* the trip's elements from the lane's first on (i32, maybe negative),
      * compared with constants (compares of U i + k with n32 made LLVM keep
-     * a register for each k); where L > 1, an element the lane does not
-     * use is not gathered (cg_fn.flat_mask: the cell of zeros, one line a
-     * warp, where the power law's partial trips read a line each; the
-     * mask's select costs two instructions a gather, and a lane a row, the
-     * banded matrix's, is bound by issue with little to gain) */
+     * a register for each k); with G->mask (entry 1), an element the lane
+     * does not use is not gathered (cg_fn.flat_mask: the cell of zeros,
+     * one line a warp, where a partial trip read a line of x each: entry 1
+     * 102 -> 86 us on the power law, round r3 on the H200; the mask's
+     * select costs two instructions a gather, and entry 2, of rows of up
+     * to 16 in one or two lanes, was no faster with it: 76.5 -> 78 us) */
     LLVMValueRef rem = LLVMBuildSub(
         fn->b, n32, LLVMBuildMul(fn->b, G->li32, c32(fn, U), ""), "rem");
     cg_val e[U];
-    if ((s = read_trip(f, src, at, G->last, G->lone ? NULL : rem, G->lone,
+    if ((s = read_trip(f, src, at, G->last, G->mask ? rem : NULL, G->lone,
                        e)) != WEFT_OK) {
         return s;
     }
@@ -2120,6 +2122,7 @@ static weft_status mid_folds(sk_fn *f, bool small, LLVMValueRef c,
         lanes_make(fn, cg_i64(fn, 1 << lgc), tid,
                    LLVMBuildSub(fn->b, LLVMBuildMul(fn->b, outer, inner, ""),
                                 cg_i64(fn, 1), "last"));
+    G.mask = true;
     cg_sloop batches;
     LLVMValueRef b0 = cg_sloop_begin(
         fn, &batches, w0, items,
@@ -2188,7 +2191,8 @@ static weft_status emit_long(sk_fn *f)
                .li32 = LLVMBuildTrunc(fn->b, lane, i32, ""),
                .last =
                    LLVMBuildSub(fn->b, LLVMBuildMul(fn->b, outer, inner, ""),
-                                cg_i64(fn, 1), "last")};
+                                cg_i64(fn, 1), "last"),
+               .mask = true};
     const cg_array *list = sk_aux_array(f, AUX_LIST);
     LLVMValueRef cnt = sk_aux_array(f, AUX_COUNT)->ptr[0];
     /* nothing listed (a banded matrix): nothing to fold or put back, and
