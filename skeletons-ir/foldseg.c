@@ -127,7 +127,7 @@ static weft_status fold_loop(sk_fn *f, const fe_term *src, const cg_mut *acc,
     LLVMValueRef i;
     cg_val args[2], y;
     cg_loop_begin(fn, &li, lo, hi, &i);
-    li.scalar = li.scalar || few;
+    li.scalar = li.scalar || (few && !f->e->masked_tails);
     weft_status s;
     if ((s = cg_mut_get(fn, acc, &args[0])) != WEFT_OK ||
         (s = sk_read(f, src, i, NULL, &args[1])) != WEFT_OK) {
@@ -143,8 +143,17 @@ static weft_status fold_loop(sk_fn *f, const fe_term *src, const cg_mut *acc,
     LLVMBasicBlockRef latch = LLVMGetInsertBlock(fn->b);
     cg_loop_end(fn, &li);
     if (few) {
-        cg_branch_weights(fn, LLVMGetBasicBlockTerminator(latch), SHORT_TRIPS,
-                          1);
+        LLVMValueRef br = LLVMGetBasicBlockTerminator(latch);
+        cg_branch_weights(fn, br, SHORT_TRIPS, 1);
+        if (f->e->masked_tails && !li.scalar) {
+            LLVMContextRef c = fn->llctx;
+            LLVMMetadataRef kv[2] = {
+                LLVMMDStringInContext2(
+                    c, "llvm.loop.vectorize.predicate.enable", 36),
+                LLVMValueAsMetadata(
+                    LLVMConstInt(LLVMInt1TypeInContext(c), 1, 0))};
+            cg_loop_id(fn, br, LLVMMDNodeInContext2(c, kv, 2));
+        }
     }
     return WEFT_OK;
 }
