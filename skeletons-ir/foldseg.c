@@ -291,22 +291,34 @@ static weft_status emit_loop(sk_fn *f)
      * range and then stepped (a division per result costs more than the
      * fold of a short segment) */
     LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
-    LLVMValueRef kslot = cg_alloca(fn, i64, "seg");
-    LLVMValueRef bslot = cg_alloca(fn, i64, "rowbase");
-    LLVMBuildStore(B, LLVMBuildSRem(B, q0, nseg, ""), kslot);
-    LLVMBuildStore(
-        B, LLVMBuildMul(B, LLVMBuildSDiv(B, q0, nseg, ""), inner, ""), bslot);
+    bool one_row = src->rank == 1; /* then k = q and the base is 0 */
+    LLVMValueRef kslot = NULL, bslot = NULL;
+    if (!one_row) {
+        kslot = cg_alloca(fn, i64, "seg");
+        bslot = cg_alloca(fn, i64, "rowbase");
+        LLVMBuildStore(B, LLVMBuildSRem(B, q0, nseg, ""), kslot);
+        LLVMBuildStore(
+            B, LLVMBuildMul(B, LLVMBuildSDiv(B, q0, nseg, ""), inner, ""),
+            bslot);
+    }
     cg_loop l;
     LLVMValueRef q;
     cg_loop_begin(fn, &l, q0, q1, &q);
-    LLVMValueRef k = LLVMBuildLoad2(B, i64, kslot, "");
-    LLVMValueRef base = LLVMBuildLoad2(B, i64, bslot, "");
+    LLVMValueRef k = q, base = cg_i64(fn, 0);
+    if (!one_row) {
+        k = LLVMBuildLoad2(B, i64, kslot, "");
+        base = LLVMBuildLoad2(B, i64, bslot, "");
+    }
     LLVMValueRef k1 = LLVMBuildAdd(B, k, cg_i64(fn, 1), "");
-    LLVMValueRef wrap = LLVMBuildICmp(B, LLVMIntEQ, k1, nseg, "");
-    LLVMBuildStore(B, LLVMBuildSelect(B, wrap, cg_i64(fn, 0), k1, ""), kslot);
-    LLVMBuildStore(
-        B, LLVMBuildSelect(B, wrap, LLVMBuildAdd(B, base, inner, ""), base, ""),
-        bslot);
+    if (!one_row) {
+        LLVMValueRef wrap = LLVMBuildICmp(B, LLVMIntEQ, k1, nseg, "");
+        LLVMBuildStore(B, LLVMBuildSelect(B, wrap, cg_i64(fn, 0), k1, ""),
+                       kslot);
+        LLVMBuildStore(B,
+                       LLVMBuildSelect(
+                           B, wrap, LLVMBuildAdd(B, base, inner, ""), base, ""),
+                       bslot);
+    }
     LLVMValueRef lo = LLVMBuildAdd(fn->b, base, offset_at(f, off, k), "");
     LLVMValueRef hi = LLVMBuildAdd(fn->b, base, offset_at(f, off, k1), "");
     if ((s = fold_one(f, &acc, q, lo, hi)) != WEFT_OK) {
