@@ -207,10 +207,17 @@ void cg_loop_begin(cg_fn *fn, cg_loop *l, LLVMValueRef start, LLVMValueRef end,
 /* Mark a loop's back-edge br with a loop ID holding prop (see cg.h). */
 void cg_loop_id(cg_fn *fn, LLVMValueRef br, LLVMMetadataRef prop)
 {
+    cg_loop_props(fn, br, &prop, 1);
+}
+
+/* The same with n (1 or 2) properties (see cg.h). */
+void cg_loop_props(cg_fn *fn, LLVMValueRef br, const LLVMMetadataRef *prop,
+                   int n)
+{
     LLVMContextRef c = fn->llctx;
     LLVMMetadataRef self = LLVMTemporaryMDNode(c, NULL, 0);
-    LLVMMetadataRef ops[2] = {self, prop};
-    LLVMMetadataRef id = LLVMMDNodeInContext2(c, ops, 2);
+    LLVMMetadataRef ops[3] = {self, prop[0], n > 1 ? prop[1] : NULL};
+    LLVMMetadataRef id = LLVMMDNodeInContext2(c, ops, n > 1 ? 3 : 2);
     LLVMMetadataReplaceAllUsesWith(self, id);
     LLVMSetMetadata(br, LLVMGetMDKindIDInContext(c, "llvm.loop", 9),
                     LLVMMetadataAsValue(c, id));

@@ -66,19 +66,20 @@ static weft_status cpu_context_init(weft_context *ctx)
     opt.tier = ctx->cfg.flags & WEFT_FLAG_QUICK_CODE   ? CPU_TIER_QUICK_ONLY
                : ctx->cfg.flags & WEFT_FLAG_NO_TIERING ? CPU_TIER_NONE
                                                        : CPU_TIER_QUICK_FIRST;
-    /* $WEFT_MASKED_TAILS: 1 or 0 overrides the CPU's rule for short
+    /* $WEFT_MASKED_TAILS: 1, 2 or 0 overrides the CPU's rule for short
      * segments as masked vector trips (cpu_jit_masked_tails) */
     const char *mt =
         ctx->cfg.flags & WEFT_FLAG_NO_ENV ? NULL : getenv("WEFT_MASKED_TAILS");
     if (mt && *mt) {
-        if (strcmp(mt, "0") != 0 && strcmp(mt, "1") != 0) {
+        if (strcmp(mt, "0") != 0 && strcmp(mt, "1") != 0 &&
+            strcmp(mt, "2") != 0) {
             fe_free(ctx, st, sizeof *st);
             return fe_error(WEFT_ERR_INVALID_ARGUMENT,
                             "weft_context_create: WEFT_MASKED_TAILS=\"%.32s\" "
-                            "is neither 0 nor 1",
+                            "is not 0, 1 or 2",
                             mt);
         }
-        opt.masked_tails = mt[0] == '1' ? 1 : -1;
+        opt.masked_tails = mt[0] == '0' ? -1 : mt[0] - '0';
     }
     weft_status s = cpu_jit_create(ctx, &opt, &st->jit);
     if (s == WEFT_OK) {
@@ -139,7 +140,7 @@ typedef struct build {
     bool uniform; /* which variant */
     const char *const *names;
     int spmd_bits; /* sk_emit.spmd_bits */
-    bool masked;   /* sk_emit.masked_tails */
+    int masked;    /* sk_emit.masked_tails */
 } build;
 
 /* The SPMD width, 0 for none: WEFT_FLAG_NO_SPMD, and checked mode, whose
@@ -153,9 +154,9 @@ static int spmd_bits_of(const weft_context *ctx, const cpu_jit *j)
 
 /* sk_emit.masked_tails: the CPU's rule, and not in checked mode, whose
  * per-element reports stay in the scalar loop. */
-static bool masked_of(const weft_context *ctx, const cpu_jit *j)
+static int masked_of(const weft_context *ctx, const cpu_jit *j)
 {
-    return !(ctx->cfg.flags & WEFT_FLAG_CHECKED) && cpu_jit_masked_tails(j);
+    return ctx->cfg.flags & WEFT_FLAG_CHECKED ? 0 : cpu_jit_masked_tails(j);
 }
 
 static weft_status build_module(void *user, LLVMContextRef llctx,

@@ -147,7 +147,8 @@ typedef struct cpu_jit_options {
                               256 or 512, set on every kernel function
                               (skylake-avx512 prefers 256 by default) */
     int masked_tails;         /* 0: by the CPU (cpu_jit_masked_tails);
-                              1: on; -1: off ($WEFT_MASKED_TAILS) */
+                              1: on; 2: on at the full vector width; -1:
+                              off ($WEFT_MASKED_TAILS) */
     unsigned dump;            /* CPU_DUMP_* */
     const char *dump_dir;     /* where dumps go; required when dump != 0 */
     int tier;                 /* CPU_TIER_*; only CPU_TIER_NONE for an explicit
@@ -208,11 +209,12 @@ bool cpu_module_huge(LLVMModuleRef m, bool total);
 int cpu_jit_vector_bits(const cpu_jit *j);
 
 /* Whether short loops of j's kernels may run as masked vector trips
- * (skeletons-ir/foldseg.c's short segments): with AVX-512 (512-bit
- * vectors) on a CPU other than AMD's, unless the options said otherwise.
- * Zen 5's masked loads and gathers are slower than the scalar loop
+ * (skeletons-ir/foldseg.c's short segments): 1 with AVX-512 (512-bit
+ * vectors) on a CPU other than AMD's, else 0, unless the options said
+ * otherwise (2: at the full vector width, not LLVM's choice).  Zen 5's
+ * masked loads and gathers are slower than the scalar loop
  * (bench/results/smvm-cpu.md). */
-bool cpu_jit_masked_tails(const cpu_jit *j);
+int cpu_jit_masked_tails(const cpu_jit *j);
 
 /* Whether j's code can be called (false for an explicit target CPU). */
 bool cpu_jit_runnable(const cpu_jit *j);

@@ -115,6 +115,36 @@ enum { SHORT_TRIPS = 4 };
  * fold_one). */
 enum { SHORT_ODDS = 8 };
 
+/* Mark br, the back edge of the short loop, for masked vector trips:
+ * llvm.loop.vectorize.predicate.enable (LLVM folds the remainder into the
+ * vector loop under a mask, so that a segment shorter than a vector is
+ * one trip; its cost model still decides whether to vectorise), and with
+ * masked_tails 2 the width: spmd_bits over the result's widest leaf (16
+ * lanes of f32 with AVX-512). */
+static void masked_trips(sk_fn *f, LLVMValueRef br)
+{
+    cg_fn *fn = &f->fn;
+    LLVMContextRef c = fn->llctx;
+    LLVMTypeRef i1 = LLVMInt1TypeInContext(c);
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(c);
+    const sk_item *o = &f->e->k->item[0];
+    int widest = 32;
+    for (int l = 0; l < o->nleaf; l++) {
+        int b = o->leaf[l] == WEFT_BOOL ? 8 : fe_type_bits(o->leaf[l]);
+        widest = b > widest ? b : widest;
+    }
+    unsigned lanes = (unsigned)(f->e->spmd_bits / widest);
+    LLVMMetadataRef pred[2] = {
+        LLVMMDStringInContext2(c, "llvm.loop.vectorize.predicate.enable", 36),
+        LLVMValueAsMetadata(LLVMConstInt(i1, 1, 0))};
+    LLVMMetadataRef width[2] = {
+        LLVMMDStringInContext2(c, "llvm.loop.vectorize.width", 25),
+        LLVMValueAsMetadata(LLVMConstInt(i32, lanes, 0))};
+    LLVMMetadataRef props[2] = {LLVMMDNodeInContext2(c, pred, 2),
+                                LLVMMDNodeInContext2(c, width, 2)};
+    cg_loop_props(fn, br, props, f->e->masked_tails == 2 && lanes >= 2 ? 2 : 1);
+}
+
 /* acc = f(acc, a[i]) for i in [lo, hi), f the fold's combine with the
  * reassoc flag.  A short loop (few trips) is left to run as it is: the
  * IR vectorisers do not touch it, and its back edge says that it runs
@@ -146,13 +176,7 @@ static weft_status fold_loop(sk_fn *f, const fe_term *src, const cg_mut *acc,
         LLVMValueRef br = LLVMGetBasicBlockTerminator(latch);
         cg_branch_weights(fn, br, SHORT_TRIPS, 1);
         if (f->e->masked_tails && !li.scalar) {
-            LLVMContextRef c = fn->llctx;
-            LLVMMetadataRef kv[2] = {
-                LLVMMDStringInContext2(
-                    c, "llvm.loop.vectorize.predicate.enable", 36),
-                LLVMValueAsMetadata(
-                    LLVMConstInt(LLVMInt1TypeInContext(c), 1, 0))};
-            cg_loop_id(fn, br, LLVMMDNodeInContext2(c, kv, 2));
+            masked_trips(f, br);
         }
     }
     return WEFT_OK;

@@ -840,19 +840,21 @@ static const char *const weft_env[] = {
 enum { NENV = sizeof weft_env / sizeof weft_env[0] };
 
 /* Open: the reference (the interpreter, or with interp false DT_BACKEND
- * with the masked trips off), then DT_BACKEND with them on, and (with the
- * interpreter) off. */
+ * with the masked trips off), then DT_BACKEND with them on (at LLVM's
+ * width and at the full vector width), and (with the interpreter) off. */
 static void open_masked(tu_cmp *c, int threads, bool interp)
 {
     char *saved[NENV];
     tu_env_aside(weft_env, NENV, saved);
-    weft_config cfg[3] = {interp ? tu_cmp_config(WEFT_BACKEND_INTERP, 1, 0)
-                                 : tu_cmp_config(DT_BACKEND, threads, DT_TIER),
-                          tu_cmp_config(DT_BACKEND, threads, DT_TIER),
-                          tu_cmp_config(DT_BACKEND, threads, DT_TIER)};
-    const char *names[3] = {interp ? "interp" : "scalar", "masked", "scalar"};
-    const char *env[3] = {"0", "1", "0"};
-    int n = interp ? 3 : 2;
+    weft_config cfg[4];
+    for (int k = 0; k < 4; k++) {
+        cfg[k] = k == 0 && interp ? tu_cmp_config(WEFT_BACKEND_INTERP, 1, 0)
+                                  : tu_cmp_config(DT_BACKEND, threads, DT_TIER);
+    }
+    const char *names[4] = {interp ? "interp" : "scalar", "masked",
+                            "masked at full width", "scalar"};
+    const char *env[4] = {"0", "1", "2", "0"};
+    int n = interp ? 4 : 3;
     ck_assert(n <= TU_CMP_SIDES);
     memset(c, 0, sizeof *c);
     c->n = n;
