@@ -210,14 +210,18 @@ void cg_loop_id(cg_fn *fn, LLVMValueRef br, LLVMMetadataRef prop)
     cg_loop_props(fn, br, &prop, 1);
 }
 
-/* The same with n (1 or 2) properties (see cg.h). */
+/* The same with n (1 to 3) properties (see cg.h). */
 void cg_loop_props(cg_fn *fn, LLVMValueRef br, const LLVMMetadataRef *prop,
                    int n)
 {
     LLVMContextRef c = fn->llctx;
     LLVMMetadataRef self = LLVMTemporaryMDNode(c, NULL, 0);
-    LLVMMetadataRef ops[3] = {self, prop[0], n > 1 ? prop[1] : NULL};
-    LLVMMetadataRef id = LLVMMDNodeInContext2(c, ops, n > 1 ? 3 : 2);
+    LLVMMetadataRef ops[4] = {self};
+    n = n < 1 ? 1 : n > 3 ? 3 : n;
+    for (int k = 0; k < n; k++) {
+        ops[k + 1] = prop[k];
+    }
+    LLVMMetadataRef id = LLVMMDNodeInContext2(c, ops, (size_t)n + 1);
     LLVMMetadataReplaceAllUsesWith(self, id);
     LLVMSetMetadata(br, LLVMGetMDKindIDInContext(c, "llvm.loop", 9),
                     LLVMMetadataAsValue(c, id));

@@ -110,18 +110,25 @@ enum { SHORT_SEG = 16 };
  * keeps IRCE from splitting it (it wants ten or more). */
 enum { SHORT_TRIPS = 4 };
 
+/* The short loop's alignment in bytes (llvm.loop.align): Zen 5 ran smvm's
+ * rows of 10 in 5.4 ms where the 40 bytes of the scalar loop crossed a
+ * 64-byte line, in 4.1 aligned (the same code, one thread). */
+enum { SHORT_ALIGN = 64 };
+
 /* The odds of a segment being short, as the branch to the short loop's
  * weights: the register allocator weighs spills by block frequency (see
  * fold_one). */
 enum { SHORT_ODDS = 8 };
 
-/* Mark br, the back edge of the short loop, for masked vector trips:
+/* The loop ID of the short loop, on br, its back edge: aligned to
+ * SHORT_ALIGN bytes, and either left to run as it is (scalar:
+ * llvm.loop.vectorize.enable false) or marked for masked vector trips:
  * llvm.loop.vectorize.predicate.enable (LLVM folds the remainder into the
  * vector loop under a mask, so that a segment shorter than a vector is
- * one trip; its cost model still decides whether to vectorise), and with
- * masked_tails 2 the width: spmd_bits over the result's widest leaf (16
- * lanes of f32 with AVX-512). */
-static void masked_trips(sk_fn *f, LLVMValueRef br)
+ * one trip; its cost model still decides whether to vectorise), with
+ * masked_tails 2 at a width of spmd_bits over the result's widest leaf
+ * (16 lanes of f32 with AVX-512). */
+static void short_loop_id(sk_fn *f, LLVMValueRef br, bool scalar)
 {
     cg_fn *fn = &f->fn;
     LLVMContextRef c = fn->llctx;
@@ -134,15 +141,22 @@ static void masked_trips(sk_fn *f, LLVMValueRef br)
         widest = b > widest ? b : widest;
     }
     unsigned lanes = (unsigned)(f->e->spmd_bits / widest);
-    LLVMMetadataRef pred[2] = {
-        LLVMMDStringInContext2(c, "llvm.loop.vectorize.predicate.enable", 36),
-        LLVMValueAsMetadata(LLVMConstInt(i1, 1, 0))};
+    LLVMMetadataRef align[2] = {
+        LLVMMDStringInContext2(c, "llvm.loop.align", 15),
+        LLVMValueAsMetadata(LLVMConstInt(i32, SHORT_ALIGN, 0))};
+    LLVMMetadataRef vec[2] = {
+        scalar ? LLVMMDStringInContext2(c, "llvm.loop.vectorize.enable", 26)
+               : LLVMMDStringInContext2(
+                     c, "llvm.loop.vectorize.predicate.enable", 36),
+        LLVMValueAsMetadata(LLVMConstInt(i1, !scalar, 0))};
     LLVMMetadataRef width[2] = {
         LLVMMDStringInContext2(c, "llvm.loop.vectorize.width", 25),
         LLVMValueAsMetadata(LLVMConstInt(i32, lanes, 0))};
-    LLVMMetadataRef props[2] = {LLVMMDNodeInContext2(c, pred, 2),
+    LLVMMetadataRef props[3] = {LLVMMDNodeInContext2(c, align, 2),
+                                LLVMMDNodeInContext2(c, vec, 2),
                                 LLVMMDNodeInContext2(c, width, 2)};
-    cg_loop_props(fn, br, props, f->e->masked_tails == 2 && lanes >= 2 ? 2 : 1);
+    bool wide = !scalar && f->e->masked_tails == 2 && lanes >= 2;
+    cg_loop_props(fn, br, props, wide ? 3 : 2);
 }
 
 /* acc = f(acc, a[i]) for i in [lo, hi), f the fold's combine with the
@@ -157,7 +171,8 @@ static weft_status fold_loop(sk_fn *f, const fe_term *src, const cg_mut *acc,
     LLVMValueRef i;
     cg_val args[2], y;
     cg_loop_begin(fn, &li, lo, hi, &i);
-    li.scalar = li.scalar || (few && !f->e->masked_tails);
+    bool scalar = li.scalar || !f->e->masked_tails;
+    li.scalar = li.scalar && !few; /* the short loop's ID: short_loop_id */
     weft_status s;
     if ((s = cg_mut_get(fn, acc, &args[0])) != WEFT_OK ||
         (s = sk_read(f, src, i, NULL, &args[1])) != WEFT_OK) {
@@ -175,9 +190,7 @@ static weft_status fold_loop(sk_fn *f, const fe_term *src, const cg_mut *acc,
     if (few) {
         LLVMValueRef br = LLVMGetBasicBlockTerminator(latch);
         cg_branch_weights(fn, br, SHORT_TRIPS, 1);
-        if (f->e->masked_tails && !li.scalar) {
-            masked_trips(f, br);
-        }
+        short_loop_id(f, br, scalar);
     }
     return WEFT_OK;
 }
