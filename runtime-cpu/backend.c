@@ -66,8 +66,8 @@ static weft_status cpu_context_init(weft_context *ctx)
     opt.tier = ctx->cfg.flags & WEFT_FLAG_QUICK_CODE   ? CPU_TIER_QUICK_ONLY
                : ctx->cfg.flags & WEFT_FLAG_NO_TIERING ? CPU_TIER_NONE
                                                        : CPU_TIER_QUICK_FIRST;
-    /* $WEFT_MASKED_TAILS: 1, 2 or 0 overrides the CPU's rule for short
-     * segments as masked vector trips (cpu_jit_masked_tails) */
+    /* $WEFT_MASKED_TAILS: 1 or 2 runs short segments as masked vector
+     * trips, 0 does not (the default; cpu_jit_masked_tails) */
     const char *mt =
         ctx->cfg.flags & WEFT_FLAG_NO_ENV ? NULL : getenv("WEFT_MASKED_TAILS");
     if (mt && *mt) {
@@ -152,7 +152,7 @@ static int spmd_bits_of(const weft_context *ctx, const cpu_jit *j)
                : cpu_jit_vector_bits(j);
 }
 
-/* sk_emit.masked_tails: the CPU's rule, and not in checked mode, whose
+/* sk_emit.masked_tails: the jit's choice, and not in checked mode, whose
  * per-element reports stay in the scalar loop. */
 static int masked_of(const weft_context *ctx, const cpu_jit *j)
 {

@@ -146,9 +146,9 @@ typedef struct cpu_jit_options {
     int prefer_vector_width;  /* 0: the CPU's own preference; else 128,
                               256 or 512, set on every kernel function
                               (skylake-avx512 prefers 256 by default) */
-    int masked_tails;         /* 0: by the CPU (cpu_jit_masked_tails);
-                              1: on; 2: on at the full vector width; -1:
-                              off ($WEFT_MASKED_TAILS) */
+    int masked_tails;         /* cpu_jit_masked_tails: 0 or -1 off, 1
+                              on, 2 on at the full vector width
+                              ($WEFT_MASKED_TAILS) */
     unsigned dump;            /* CPU_DUMP_* */
     const char *dump_dir;     /* where dumps go; required when dump != 0 */
     int tier;                 /* CPU_TIER_*; only CPU_TIER_NONE for an explicit
@@ -209,11 +209,11 @@ bool cpu_module_huge(LLVMModuleRef m, bool total);
 int cpu_jit_vector_bits(const cpu_jit *j);
 
 /* Whether short loops of j's kernels may run as masked vector trips
- * (skeletons-ir/foldseg.c's short segments): 1 with AVX-512 (512-bit
- * vectors) on a CPU other than AMD's, else 0, unless the options said
- * otherwise (2: at the full vector width, not LLVM's choice).  Zen 5's
- * masked loads and gathers are slower than the scalar loop
- * (bench/results/smvm-cpu.md). */
+ * (skeletons-ir/foldseg.c's short segments): 0 (no) unless the options
+ * say 1 (at LLVM's width) or 2 (at the full vector width).  Off by
+ * default: on Zen 5 smvm's masked gathers took 4 times the scalar loop's
+ * time, on a Sapphire Rapids Xeon the same on 16 threads and 10% more on
+ * one (bench/results/smvm-cpu.md). */
 int cpu_jit_masked_tails(const cpu_jit *j);
 
 /* Whether j's code can be called (false for an explicit target CPU). */

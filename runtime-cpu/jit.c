@@ -459,10 +459,7 @@ int cpu_jit_vector_bits(const cpu_jit *j)
 
 int cpu_jit_masked_tails(const cpu_jit *j)
 {
-    if (!j || j->masked_tails) {
-        return j && j->masked_tails > 0 ? j->masked_tails : 0;
-    }
-    return cpu_jit_vector_bits(j) == 512 && strncmp(j->cpu, "znver", 5) != 0;
+    return j && j->masked_tails > 0 ? j->masked_tails : 0;
 }
 
 bool cpu_jit_runnable(const cpu_jit *j)

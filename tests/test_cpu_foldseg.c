@@ -827,11 +827,11 @@ END_TEST
 /* ---- short segments as masked vector trips -------------------------------- */
 
 /* Segments shorter than the CPU's short-loop bound (SHORT_SEG, 16) run in
- * a loop of their own, scalar or, with AVX-512 on a CPU other than AMD's,
- * as masked vector trips (skeletons-ir/foldseg.c; runtime-cpu/jit.c's
- * cpu_jit_masked_tails).  $WEFT_MASKED_TAILS forces the choice; it is read
- * when a context is created, so the sides here read the environment, with
- * every other WEFT_ variable set aside (the cache directory kept). */
+ * a loop of their own, scalar or, with $WEFT_MASKED_TAILS=1 or 2, as
+ * masked vector trips (skeletons-ir/foldseg.c; runtime-cpu/jit.c's
+ * cpu_jit_masked_tails).  The variable is read when a context is created,
+ * so the sides here read the environment, with every other WEFT_ variable
+ * set aside (the cache directory kept). */
 static const char *const weft_env[] = {
     "WEFT_BACKEND",  "WEFT_THREADS",       "WEFT_TIMEOUT_MS",  "WEFT_DUMP",
     "WEFT_DUMP_DIR", "WEFT_DEVICE",        "WEFT_DEVICES",     "WEFT_CHECK",
