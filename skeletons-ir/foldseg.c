@@ -211,7 +211,10 @@ static weft_status fold_loop(sk_fn *f, const fe_term *src, const cg_mut *acc,
  * (17.1-17.5 -> 17.2-17.3); a segmented sum of a map over 2^16 floats,
  * segments of 16: 0.62 -> 0.43, of 4096: 0.10 either way.  Weighted as
  * the usual branch (2^20 to 1) the banded matrix took 4.9-5.0 but the
- * vectorised loop spilled its counter: segments of 4096 took 0.13. */
+ * vectorised loop spilled its counter: segments of 4096 took 0.13.  With
+ * sk_emit.masked_tails the short loop is left to LLVM's vectoriser as
+ * masked trips (short_loop_id): one trip of 16 lanes for a row of 10, but
+ * slower than the scalar loop where measured (cpu_jit_masked_tails). */
 static weft_status fold_one(sk_fn *f, const cg_mut *acc, LLVMValueRef q,
                             LLVMValueRef lo, LLVMValueRef hi)
 {
