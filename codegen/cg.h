@@ -303,6 +303,9 @@ void cg_loop_end(cg_fn *fn, cg_loop *l);
 /* Mark br, the back edge of a loop, with a loop ID (llvm.loop) holding
  * the one property node prop (e.g. !{"llvm.loop.unroll.disable"}). */
 void cg_loop_id(cg_fn *fn, LLVMValueRef br, LLVMMetadataRef prop);
+/* The same with n property nodes prop[0 .. n-1], n 1 to 3. */
+void cg_loop_props(cg_fn *fn, LLVMValueRef br, const LLVMMetadataRef *prop,
+                   int n);
 
 /* A strided loop: for (i = start; i < end; i += step), i64 with a signed
  * compare; on a GPU, every thread of the group that runs it with the same

@@ -208,10 +208,21 @@ void cg_loop_begin(cg_fn *fn, cg_loop *l, LLVMValueRef start, LLVMValueRef end,
 /* Mark a loop's back-edge br with a loop ID holding prop (see cg.h). */
 void cg_loop_id(cg_fn *fn, LLVMValueRef br, LLVMMetadataRef prop)
 {
+    cg_loop_props(fn, br, &prop, 1);
+}
+
+/* The same with n (1 to 3) properties (see cg.h). */
+void cg_loop_props(cg_fn *fn, LLVMValueRef br, const LLVMMetadataRef *prop,
+                   int n)
+{
     LLVMContextRef c = fn->llctx;
     LLVMMetadataRef self = LLVMTemporaryMDNode(c, NULL, 0);
-    LLVMMetadataRef ops[2] = {self, prop};
-    LLVMMetadataRef id = LLVMMDNodeInContext2(c, ops, 2);
+    LLVMMetadataRef ops[4] = {self};
+    n = n < 1 ? 1 : n > 3 ? 3 : n;
+    for (int k = 0; k < n; k++) {
+        ops[k + 1] = prop[k];
+    }
+    LLVMMetadataRef id = LLVMMDNodeInContext2(c, ops, (size_t)n + 1);
     LLVMMetadataReplaceAllUsesWith(self, id);
     LLVMSetMetadata(br, LLVMGetMDKindIDInContext(c, "llvm.loop", 9),
                     LLVMMetadataAsValue(c, id));

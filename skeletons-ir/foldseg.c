@@ -110,10 +110,58 @@ enum { SHORT_SEG = 16 };
  * keeps IRCE from splitting it (it wants ten or more). */
 enum { SHORT_TRIPS = 4 };
 
+/* The short loop's alignment in bytes (llvm.loop.align): Zen 5 ran smvm's
+ * rows of 10 in 5.4 ms where the 40 bytes of the scalar loop crossed a
+ * 64-byte line, in 4.1 aligned (the same code, one thread). */
+enum { SHORT_ALIGN = 64 };
+
 /* The odds of a segment being short, as the branch to the short loop's
  * weights: the register allocator weighs spills by block frequency (see
  * fold_one). */
 enum { SHORT_ODDS = 8 };
+
+/* The loop ID of the short loop, on br, its back edge: aligned to
+ * SHORT_ALIGN bytes, and either left to run as it is (scalar:
+ * llvm.loop.vectorize.enable false) or marked for masked vector trips:
+ * llvm.loop.vectorize.predicate.enable (LLVM folds the remainder into the
+ * vector loop under a mask, so that a segment shorter than a vector is
+ * one trip; its cost model still decides whether to vectorise), with
+ * masked_tails 2 at a width of spmd_bits over the result's widest leaf
+ * (16 lanes of f32 with AVX-512). */
+static void short_loop_id(sk_fn *f, LLVMValueRef br, bool scalar)
+{
+    cg_fn *fn = &f->fn;
+    LLVMContextRef c = fn->llctx;
+    LLVMTypeRef i1 = LLVMInt1TypeInContext(c);
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(c);
+    const sk_item *o = &f->e->k->item[0];
+    int widest = 32;
+    for (int l = 0; l < o->nleaf; l++) {
+        int b = o->leaf[l] == WEFT_BOOL ? 8 : fe_type_bits(o->leaf[l]);
+        widest = b > widest ? b : widest;
+    }
+    unsigned lanes = (unsigned)(f->e->spmd_bits / widest);
+    LLVMMetadataRef align[2] = {
+        LLVMMDStringInContext2(c, "llvm.loop.align", 15),
+        LLVMValueAsMetadata(LLVMConstInt(i32, SHORT_ALIGN, 0))};
+    LLVMMetadataRef vec[2] = {
+        scalar ? LLVMMDStringInContext2(c, "llvm.loop.vectorize.enable", 26)
+               : LLVMMDStringInContext2(
+                     c, "llvm.loop.vectorize.predicate.enable", 36),
+        LLVMValueAsMetadata(LLVMConstInt(i1, !scalar, 0))};
+    LLVMMetadataRef width[2] = {
+        LLVMMDStringInContext2(c, "llvm.loop.vectorize.width", 25),
+        LLVMValueAsMetadata(LLVMConstInt(i32, lanes, 0))};
+    LLVMMetadataRef props[3] = {LLVMMDNodeInContext2(c, align, 2),
+                                LLVMMDNodeInContext2(c, vec, 2),
+                                LLVMMDNodeInContext2(c, width, 2)};
+    bool wide = !scalar && f->e->masked_tails == 2 && lanes >= 2;
+    if (f->e->seg_plain) { /* TEMPORARY: no alignment */
+        cg_loop_props(fn, br, props + 1, wide ? 2 : 1);
+        return;
+    }
+    cg_loop_props(fn, br, props, wide ? 3 : 2);
+}
 
 /* acc = f(acc, a[i]) for i in [lo, hi), f the fold's combine with the
  * reassoc flag.  A short loop (few trips) is left to run as it is: the
@@ -127,7 +175,8 @@ static weft_status fold_loop(sk_fn *f, const fe_term *src, const cg_mut *acc,
     LLVMValueRef i;
     cg_val args[2], y;
     cg_loop_begin(fn, &li, lo, hi, &i);
-    li.scalar = li.scalar || few;
+    bool scalar = li.scalar || !f->e->masked_tails;
+    li.scalar = li.scalar && !few; /* the short loop's ID: short_loop_id */
     weft_status s;
     if ((s = cg_mut_get(fn, acc, &args[0])) != WEFT_OK ||
         (s = sk_read(f, src, i, NULL, &args[1])) != WEFT_OK) {
@@ -143,8 +192,9 @@ static weft_status fold_loop(sk_fn *f, const fe_term *src, const cg_mut *acc,
     LLVMBasicBlockRef latch = LLVMGetInsertBlock(fn->b);
     cg_loop_end(fn, &li);
     if (few) {
-        cg_branch_weights(fn, LLVMGetBasicBlockTerminator(latch), SHORT_TRIPS,
-                          1);
+        LLVMValueRef br = LLVMGetBasicBlockTerminator(latch);
+        cg_branch_weights(fn, br, SHORT_TRIPS, 1);
+        short_loop_id(f, br, scalar);
     }
     return WEFT_OK;
 }
@@ -165,7 +215,10 @@ static weft_status fold_loop(sk_fn *f, const fe_term *src, const cg_mut *acc,
  * (17.1-17.5 -> 17.2-17.3); a segmented sum of a map over 2^16 floats,
  * segments of 16: 0.62 -> 0.43, of 4096: 0.10 either way.  Weighted as
  * the usual branch (2^20 to 1) the banded matrix took 4.9-5.0 but the
- * vectorised loop spilled its counter: segments of 4096 took 0.13. */
+ * vectorised loop spilled its counter: segments of 4096 took 0.13.  With
+ * sk_emit.masked_tails the short loop is left to LLVM's vectoriser as
+ * masked trips (short_loop_id): one trip of 16 lanes for a row of 10, but
+ * slower than the scalar loop where measured (cpu_jit_masked_tails). */
 static weft_status fold_one(sk_fn *f, const cg_mut *acc, LLVMValueRef q,
                             LLVMValueRef lo, LLVMValueRef hi)
 {
@@ -282,22 +335,35 @@ static weft_status emit_loop(sk_fn *f)
      * range and then stepped (a division per result costs more than the
      * fold of a short segment) */
     LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
-    LLVMValueRef kslot = cg_alloca(fn, i64, "seg");
-    LLVMValueRef bslot = cg_alloca(fn, i64, "rowbase");
-    LLVMBuildStore(B, LLVMBuildSRem(B, q0, nseg, ""), kslot);
-    LLVMBuildStore(
-        B, LLVMBuildMul(B, LLVMBuildSDiv(B, q0, nseg, ""), inner, ""), bslot);
+    /* then k = q and the base is 0 (not with the TEMPORARY seg_plain) */
+    bool one_row = src->rank == 1 && !f->e->seg_plain;
+    LLVMValueRef kslot = NULL, bslot = NULL;
+    if (!one_row) {
+        kslot = cg_alloca(fn, i64, "seg");
+        bslot = cg_alloca(fn, i64, "rowbase");
+        LLVMBuildStore(B, LLVMBuildSRem(B, q0, nseg, ""), kslot);
+        LLVMBuildStore(
+            B, LLVMBuildMul(B, LLVMBuildSDiv(B, q0, nseg, ""), inner, ""),
+            bslot);
+    }
     cg_loop l;
     LLVMValueRef q;
     cg_loop_begin(fn, &l, q0, q1, &q);
-    LLVMValueRef k = LLVMBuildLoad2(B, i64, kslot, "");
-    LLVMValueRef base = LLVMBuildLoad2(B, i64, bslot, "");
+    LLVMValueRef k = q, base = cg_i64(fn, 0);
+    if (!one_row) {
+        k = LLVMBuildLoad2(B, i64, kslot, "");
+        base = LLVMBuildLoad2(B, i64, bslot, "");
+    }
     LLVMValueRef k1 = LLVMBuildAdd(B, k, cg_i64(fn, 1), "");
-    LLVMValueRef wrap = LLVMBuildICmp(B, LLVMIntEQ, k1, nseg, "");
-    LLVMBuildStore(B, LLVMBuildSelect(B, wrap, cg_i64(fn, 0), k1, ""), kslot);
-    LLVMBuildStore(
-        B, LLVMBuildSelect(B, wrap, LLVMBuildAdd(B, base, inner, ""), base, ""),
-        bslot);
+    if (!one_row) {
+        LLVMValueRef wrap = LLVMBuildICmp(B, LLVMIntEQ, k1, nseg, "");
+        LLVMBuildStore(B, LLVMBuildSelect(B, wrap, cg_i64(fn, 0), k1, ""),
+                       kslot);
+        LLVMBuildStore(B,
+                       LLVMBuildSelect(
+                           B, wrap, LLVMBuildAdd(B, base, inner, ""), base, ""),
+                       bslot);
+    }
     LLVMValueRef lo = LLVMBuildAdd(fn->b, base, offset_at(f, off, k), "");
     LLVMValueRef hi = LLVMBuildAdd(fn->b, base, offset_at(f, off, k1), "");
     if ((s = fold_one(f, &acc, q, lo, hi)) != WEFT_OK) {

@@ -391,10 +391,15 @@ struct sk_emit {
     LLVMContextRef llctx;
     LLVMModuleRef mod;
     const sk_target *target;
-    bool uniform;  /* emitting the equal-shapes variant */
-    int spmd_bits; /* CPU: vector register width in bits for
+    bool uniform;     /* emitting the equal-shapes variant */
+    int spmd_bits;    /* CPU: vector register width in bits for
                                  SPMD element functions (spmd.c); 0: none */
-    bool stage;    /* PTX: a generate-family kernel whose while
+    int masked_tails; /* CPU: short loops may run as masked vector trips
+                         (foldseg.c; cpu_jit_masked_tails): 0 no, 1 at
+                         LLVM's width, 2 at spmd_bits */
+    bool seg_plain;   /* TEMPORARY (runtime-cpu/cpu.h): foldseg.c as
+                         before session 34 */
+    bool stage;       /* PTX: a generate-family kernel whose while
                                  loops read tiles through shared memory
                                  (codegen/stage.c): one element per chunk,
                                  and every thread of a block runs the

@@ -824,6 +824,175 @@ START_TEST(test_offsets_again)
 }
 END_TEST
 
+/* ---- short segments as masked vector trips -------------------------------- */
+
+/* Segments shorter than the CPU's short-loop bound (SHORT_SEG, 16) run in
+ * a loop of their own, scalar or, with $WEFT_MASKED_TAILS=1 or 2, as
+ * masked vector trips (skeletons-ir/foldseg.c; runtime-cpu/jit.c's
+ * cpu_jit_masked_tails).  The variable is read when a context is created,
+ * so the sides here read the environment, with every other WEFT_ variable
+ * set aside (the cache directory kept). */
+static const char *const weft_env[] = {
+    "WEFT_BACKEND",  "WEFT_THREADS",       "WEFT_TIMEOUT_MS",  "WEFT_DUMP",
+    "WEFT_DUMP_DIR", "WEFT_DEVICE",        "WEFT_DEVICES",     "WEFT_CHECK",
+    "WEFT_SPMD",     "WEFT_FAST_MATH",     "WEFT_TIERING",     "WEFT_TRACE",
+    "WEFT_VERIFY",   "WEFT_DEVICE_MEMORY", "WEFT_MASKED_TAILS"};
+enum { NENV = sizeof weft_env / sizeof weft_env[0] };
+
+/* Open: the reference (the interpreter, or with interp false DT_BACKEND
+ * with the masked trips off), then DT_BACKEND with them on (at LLVM's
+ * width and at the full vector width), and (with the interpreter) off. */
+static void open_masked(tu_cmp *c, int threads, bool interp)
+{
+    char *saved[NENV];
+    tu_env_aside(weft_env, NENV, saved);
+    weft_config cfg[4];
+    for (int k = 0; k < 4; k++) {
+        cfg[k] = k == 0 && interp ? tu_cmp_config(WEFT_BACKEND_INTERP, 1, 0)
+                                  : tu_cmp_config(DT_BACKEND, threads, DT_TIER);
+    }
+    const char *names[4] = {interp ? "interp" : "scalar", "masked",
+                            "masked at full width", "scalar"};
+    const char *env[4] = {"0", "1", "2", "0"};
+    /* the GPU has no short loop: the interpreter and one side */
+    int n = DT_BACKEND == WEFT_BACKEND_PTX ? 2 : interp ? 4 : 3;
+    ck_assert(n <= TU_CMP_SIDES);
+    memset(c, 0, sizeof *c);
+    c->n = n;
+    for (int k = 0; k < n; k++) {
+        cfg[k].flags &= ~WEFT_FLAG_NO_ENV;
+        setenv("WEFT_MASKED_TAILS", env[k], 1);
+        snprintf(c->side[k], sizeof c->side[k], "%s", names[k]);
+        weft_status st = weft_context_create(&cfg[k], &c->ctx[k]);
+        ck_assert_msg(st == WEFT_OK, "weft_context_create(%s): %s", names[k],
+                      weft_last_error());
+    }
+    tu_env_restore(weft_env, NENV, saved);
+}
+
+/* user: the short_arg; in: vals (t), cols (i32), lengths (i32), x (t) */
+typedef struct short_arg {
+    weft_type t;
+    weft_op op; /* WEFT_OP_ADD (foldSeg, 0) or WEFT_OP_MAX (fold1Seg) */
+} short_arg;
+
+static weft_acc *build_short(weft_program *p, weft_acc *const *in,
+                             const void *user)
+{
+    const short_arg *a = user;
+    weft_fun *ix = weft_fun1(p, WEFT_DIM(1));
+    weft_fun_return(ix, weft_index1(weft_convert(
+                            weft_at(in[1], weft_arg(ix, 0)), WEFT_I64)));
+    weft_acc *xs = weft_backpermute(weft_shape(in[0]), ix, in[3]);
+    weft_acc *prod = weft_zipwith(binop(p, a->t, WEFT_OP_MUL), in[0], xs);
+    if (a->op == WEFT_OP_MAX) {
+        return fold1_seg(binop(p, a->t, a->op), prod, in[2]);
+    }
+    weft_exp *z = a->t == WEFT_F32   ? weft_f32(p, 0)
+                  : a->t == WEFT_F64 ? weft_f64(p, 0)
+                                     : weft_i32(p, 0);
+    return fold_seg(binop(p, a->t, a->op), z, prod, in[2]);
+}
+
+/* v (a multiple of 1/8 in [-4, 4]) stored as element i of t's array d */
+static void put_value(weft_type t, void *d, int64_t i, int v)
+{
+    if (t == WEFT_F32) {
+        ((float *)d)[i] = (float)v / 8.0f;
+    } else if (t == WEFT_F64) {
+        ((double *)d)[i] = (double)v / 8.0;
+    } else {
+        ((int32_t *)d)[i] = v;
+    }
+}
+
+/* Lengths 0, 1, 15, 16, 17 and 31 (the short loop's bound, one past it,
+ * two vectors of f32 less one) among random ones below 20, on 1 thread
+ * (the results in turn) and 4 (parts); f32, f64 and i32 sums, an i32 and
+ * an f64 fold1Seg max (no empty segment then); a column past x in a row
+ * of 15 (the gather's error); and cols shorter than vals, so that the
+ * last rows' `!` reads fall outside it (zero in unchecked compiled code:
+ * the masked trips against the scalar loop, not the interpreter, which
+ * reports it).  The values are multiples of 1/8 in [-4, 4] (integers in
+ * i32): every sum of up to 31 products is exact in f32, so the results
+ * must match bit for bit in any order. */
+START_TEST(test_short)
+{
+    enum { SEGS = 3000, NCOL = 300 };
+    static const int32_t edge[] = {0, 1, 15, 16, 17, 31};
+    static const short_arg arg[] = {{WEFT_F32, WEFT_OP_ADD},
+                                    {WEFT_F64, WEFT_OP_ADD},
+                                    {WEFT_I32, WEFT_OP_ADD},
+                                    {WEFT_I32, WEFT_OP_MAX},
+                                    {WEFT_F64, WEFT_OP_MAX}};
+    static int32_t len[SEGS];
+    by_offsets = false;
+    for (size_t a = 0; a < sizeof arg / sizeof arg[0]; a++) {
+        weft_type t = arg[a].t;
+        bool one = arg[a].op == WEFT_OP_MAX;
+        int64_t nnz = 0, row15 = -1;
+        for (int k = 0; k < SEGS; k++) {
+            len[k] = k % 3 == 0 ? edge[(k / 3) % 6] : (int32_t)(rnd() % 20);
+            if (one && len[k] == 0) {
+                len[k] = 1;
+            }
+            if (len[k] == 15 && row15 < 0 && k > SEGS / 2) {
+                row15 = nnz;
+            }
+            nnz += len[k];
+        }
+        size_t w = t == WEFT_F64 ? 8 : 4;
+        void *vals = malloc(w * (size_t)nnz), *x = malloc(w * NCOL);
+        int32_t *cols = malloc(sizeof *cols * (size_t)nnz);
+        ck_assert(vals && x && cols && row15 >= 0);
+        for (int64_t i = 0; i < nnz; i++) {
+            put_value(t, vals, i, (int)(rnd() % 65) - 32);
+            cols[i] = (int32_t)(rnd() % NCOL);
+        }
+        for (int64_t j = 0; j < NCOL; j++) {
+            put_value(t, x, j, (int)(rnd() % 65) - 32);
+        }
+        input in[4] = {{t, 1, {nnz, 0}, vals},
+                       {WEFT_I32, 1, {nnz, 0}, cols},
+                       {WEFT_I32, 1, {SEGS, 0}, len},
+                       {t, 1, {NCOL, 0}, x}};
+        tu_host host[4];
+        /* (on the GPU, v 2 would compare its kernel with itself) */
+        for (int v = 0; v < (DT_BACKEND == WEFT_BACKEND_PTX ? 2 : 3); v++) {
+            if (v == 1) {
+                cols[row15 + 7] = NCOL; /* past x, in a row of 15 */
+            } else if (v == 2) {
+                cols[row15 + 7] = 0;
+                in[1].shape[0] = nnz - 40; /* the last rows' ! outside */
+            }
+            for (int threads = 1; threads <= 4; threads += 3) {
+                tu_cmp c;
+                open_masked(&c, threads, v < 2);
+                for (int i = 0; i < 4; i++) {
+                    host[i] = tu_host_of(1, &in[i].type, in[i].rank,
+                                         in[i].shape, &in[i].data);
+                }
+                case_arg ca = {build_short, &arg[a], in, 4};
+                tu_cmp_case(&c, "short segments, %s %s, case %d, %d threads",
+                            t == WEFT_F32   ? "f32"
+                            : t == WEFT_F64 ? "f64"
+                                            : "i32",
+                            one ? "fold1Seg max" : "sum", v, threads);
+                tu_cmp_build(&c, build_case, &ca);
+                weft_status st = tu_cmp_run(&c, host, 4, TU_EXACT);
+                ck_assert_msg(st == (v == 1 ? WEFT_ERR_OUT_OF_BOUNDS : WEFT_OK),
+                              "short segments, case %d: %s", v,
+                              weft_status_name(st));
+                tu_cmp_close(&c);
+            }
+        }
+        free(vals);
+        free(x);
+        free(cols);
+    }
+}
+END_TEST
+
 static Suite *cpu_foldseg_suite(void)
 {
     Suite *s = suite_create("cpu_foldseg");
@@ -838,6 +1007,7 @@ static Suite *cpu_foldseg_suite(void)
     tcase_add_test(tc, test_offsets_again);
     tcase_add_test(tc, test_powerlaw);
     tcase_add_test(tc, test_edges);
+    tcase_add_test(tc, test_short);
     suite_add_tcase(s, tc);
     return s;
 }
