@@ -81,10 +81,6 @@ static weft_status cpu_context_init(weft_context *ctx)
         }
         opt.masked_tails = mt[0] == '0' ? -1 : mt[0] - '0';
     }
-    /* TEMPORARY, for a device A/B: $WEFT_SEG_PLAIN=1 (cpu.h) */
-    const char *sp =
-        ctx->cfg.flags & WEFT_FLAG_NO_ENV ? NULL : getenv("WEFT_SEG_PLAIN");
-    opt.seg_plain = sp && strcmp(sp, "1") == 0;
     weft_status s = cpu_jit_create(ctx, &opt, &st->jit);
     if (s == WEFT_OK) {
         s = cpu_gang_create(ctx, ctx->cfg.threads, &st->gang);
@@ -145,7 +141,6 @@ typedef struct build {
     const char *const *names;
     int spmd_bits; /* sk_emit.spmd_bits */
     int masked;    /* sk_emit.masked_tails */
-    bool plain;    /* sk_emit.seg_plain (TEMPORARY) */
 } build;
 
 /* The SPMD width, 0 for none: WEFT_FLAG_NO_SPMD, and checked mode, whose
@@ -183,7 +178,6 @@ static weft_status build_module(void *user, LLVMContextRef llctx,
         .target = &sk_target_cpu,
         .spmd_bits = b->spmd_bits,
         .masked_tails = b->masked,
-        .seg_plain = b->plain,
     };
     weft_status s = sk_emit_variant(&e, b->uniform, b->names);
     fe_arena_release(&scratch);
@@ -234,8 +228,7 @@ static weft_status get_variant(weft_executable *exe, sk_kernel *k, bool uniform,
                .uniform = uniform,
                .names = np,
                .spmd_bits = spmd_bits_of(exe->ctx, st->jit),
-               .masked = masked_of(exe->ctx, st->jit),
-               .plain = cpu_jit_seg_plain(st->jit)};
+               .masked = masked_of(exe->ctx, st->jit)};
     return cpu_jit_get_live(st->jit, key, build_module, &b, np, nsym, addrs,
                             live);
 }
@@ -337,8 +330,7 @@ static weft_status get_batch(weft_executable *exe, sk_kernel **k, int n)
                        .uniform = true,
                        .names = np,
                        .spmd_bits = spmd_bits,
-                       .masked = masked_of(exe->ctx, st->jit),
-                       .plain = cpu_jit_seg_plain(st->jit)};
+                       .masked = masked_of(exe->ctx, st->jit)};
         r[i] = (cpu_request){.key = k[i]->key,
                              .user = &b[i],
                              .symbols = np,

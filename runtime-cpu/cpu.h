@@ -149,10 +149,6 @@ typedef struct cpu_jit_options {
     int masked_tails;         /* cpu_jit_masked_tails: 0 or -1 off, 1
                               on, 2 on at the full vector width
                               ($WEFT_MASKED_TAILS) */
-    bool seg_plain;           /* TEMPORARY ($WEFT_SEG_PLAIN=1, for a
-                              device A/B): foldSeg's result loop and short
-                              loop as before session 34 (no rank-1 case,
-                              no alignment) */
     unsigned dump;            /* CPU_DUMP_* */
     const char *dump_dir;     /* where dumps go; required when dump != 0 */
     int tier;                 /* CPU_TIER_*; only CPU_TIER_NONE for an explicit
@@ -219,8 +215,6 @@ int cpu_jit_vector_bits(const cpu_jit *j);
  * time, on a Sapphire Rapids Xeon the same on 16 threads and 10% more on
  * one (bench/results/smvm-cpu.md). */
 int cpu_jit_masked_tails(const cpu_jit *j);
-/* TEMPORARY: cpu_jit_options.seg_plain. */
-bool cpu_jit_seg_plain(const cpu_jit *j);
 
 /* Whether j's code can be called (false for an explicit target CPU). */
 bool cpu_jit_runnable(const cpu_jit *j);
@@ -335,7 +329,6 @@ struct cpu_jit {
     char *features;
     int prefer_vector_width;
     int masked_tails; /* cpu_jit_options.masked_tails */
-    bool seg_plain;   /* cpu_jit_options.seg_plain (TEMPORARY) */
     unsigned dump;
     char *dump_dir; /* fe_alloc'd, or NULL */
     rt_disk disk;

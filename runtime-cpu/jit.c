@@ -249,7 +249,6 @@ weft_status cpu_jit_create(weft_context *ctx, const cpu_jit_options *opt,
     rt_tier_init(&j->worker, &tier_ops, j, true);
     j->prefer_vector_width = opt->prefer_vector_width;
     j->masked_tails = opt->masked_tails;
-    j->seg_plain = opt->seg_plain;
     j->dump = opt->dump;
     bool runnable = opt->cpu == NULL;
     /* Tiers only where code runs and nothing is dumped (cpu.h). */
@@ -458,11 +457,6 @@ int cpu_jit_vector_bits(const cpu_jit *j)
     return f512 ? 512 : f256 ? 256 : 128;
 }
 
-bool cpu_jit_seg_plain(const cpu_jit *j)
-{
-    return j && j->seg_plain;
-}
-
 int cpu_jit_masked_tails(const cpu_jit *j)
 {
     return j && j->masked_tails > 0 ? j->masked_tails : 0;
@@ -490,7 +484,6 @@ void cpu_key_begin(const cpu_jit *j, rt_key *k)
     rt_key_add_str(k, j->features);
     rt_key_add_i64(k, j->prefer_vector_width);
     rt_key_add_i64(k, cpu_jit_masked_tails(j));
-    rt_key_add_i64(k, j->seg_plain); /* TEMPORARY: $WEFT_SEG_PLAIN */
     /* fast math changes the code of every kernel with floating operations */
     rt_key_add_i64(k, j->ctx && (j->ctx->cfg.flags & WEFT_FLAG_FAST_MATH));
 }

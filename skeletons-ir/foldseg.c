@@ -156,10 +156,6 @@ static void short_loop_id(sk_fn *f, LLVMValueRef br, bool scalar)
                                 LLVMMDNodeInContext2(c, vec, 2),
                                 LLVMMDNodeInContext2(c, width, 2)};
     bool wide = !scalar && f->e->masked_tails == 2 && lanes >= 2;
-    if (f->e->seg_plain) { /* TEMPORARY: no alignment */
-        cg_loop_props(fn, br, props + 1, wide ? 2 : 1);
-        return;
-    }
     cg_loop_props(fn, br, props, wide ? 3 : 2);
 }
 
@@ -335,8 +331,7 @@ static weft_status emit_loop(sk_fn *f)
      * range and then stepped (a division per result costs more than the
      * fold of a short segment) */
     LLVMTypeRef i64 = LLVMInt64TypeInContext(fn->llctx);
-    /* then k = q and the base is 0 (not with the TEMPORARY seg_plain) */
-    bool one_row = src->rank == 1 && !f->e->seg_plain;
+    bool one_row = src->rank == 1; /* then k = q and the base is 0 */
     LLVMValueRef kslot = NULL, bslot = NULL;
     if (!one_row) {
         kslot = cg_alloca(fn, i64, "seg");

@@ -397,8 +397,6 @@ struct sk_emit {
     int masked_tails; /* CPU: short loops may run as masked vector trips
                          (foldseg.c; cpu_jit_masked_tails): 0 no, 1 at
                          LLVM's width, 2 at spmd_bits */
-    bool seg_plain;   /* TEMPORARY (runtime-cpu/cpu.h): foldseg.c as
-                         before session 34 */
     bool stage;       /* PTX: a generate-family kernel whose while
                                  loops read tiles through shared memory
                                  (codegen/stage.c): one element per chunk,
