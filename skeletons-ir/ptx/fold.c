@@ -184,7 +184,7 @@ static weft_status ptx_fold_prepare(weft_context *ctx, fe_arena *arena,
      * occupancy and 49% of DRAM.  A sum of 2^28 is cut by
      * PIECES_PER_BLOCK as before. */
     k->chunk_min = 16384;
-    weft_status s = sk_add_chunk_items(ctx, arena, k, k->op->type);
+    weft_status s = sk_add_chunk_items(ctx, arena, k, fe_fold_type(k->op));
     if (s == WEFT_OK && (k->flags & SK_FOLD_CHUNKS_ONLY)) {
         /* one row: the last block finishes it (sk.h), its ticket in aux 2 */
         k->flags |= SK_FOLD_LAST_BLOCK;
@@ -257,7 +257,7 @@ static int run_of(int bytes, int budget)
 static int fold_bytes(sk_fn *f)
 {
     const weft_type *leaf;
-    int n = cg_leaves(&f->fn, f->e->k->op->type, &leaf);
+    int n = cg_leaves(&f->fn, fe_fold_type(f->e->k->op), &leaf);
     int bytes = 0;
     for (int l = 0; l < n; l++) {
         bytes += (int)weft_type_size(leaf[l]);
@@ -520,7 +520,7 @@ struct warp {
 static weft_status warp_init(sk_fn *f, warp *w, LLVMValueRef tid)
 {
     cg_fn *fn = &f->fn;
-    weft_type t = f->e->k->op->type;
+    weft_type t = fe_fold_type(f->e->k->op);
     w->lane = LLVMBuildAnd(fn->b, tid, cg_i64(fn, WARP - 1), "lane");
     w->tl = w->lane;
     w->g = NULL;
@@ -1066,8 +1066,7 @@ static weft_status put_row(sk_fn *f, bool has_seed, LLVMValueRef r,
 {
     cg_fn *fn = &f->fn;
     if (!has_seed) {
-        cg_array_store(fn, sk_out_array(f, 0), r, y);
-        return WEFT_OK;
+        return sk_fold_put(f, r, y);
     }
     const cg_val *z = sk_kid_value(f, 0);
     cg_val zy, out;
@@ -1082,8 +1081,7 @@ static weft_status put_row(sk_fn *f, bool has_seed, LLVMValueRef r,
     if ((s = cg_if_merge(fn, &some, &zy, z, &out)) != WEFT_OK) {
         return s;
     }
-    cg_array_store(fn, sk_out_array(f, 0), r, &out);
-    return WEFT_OK;
+    return sk_fold_put(f, r, &out);
 }
 
 /* Entry 0 for computed elements (!streamed): teams of g lanes per row,
@@ -1195,8 +1193,11 @@ static weft_status emit_teams(sk_fn *f, bool has_seed, const fe_term *src,
         return s;
     }
     if (z) {
-        cg_array_store(fn, sk_out_array(f, 0), r, &y);
-    } else if ((s = put_row(f, has_seed, r, m, &y)) != WEFT_OK) {
+        s = sk_fold_put(f, r, &y);
+    } else {
+        s = put_row(f, has_seed, r, m, &y);
+    }
+    if (s != WEFT_OK) {
         return s;
     }
     cg_if_end(fn, &put);
@@ -1269,7 +1270,9 @@ static weft_status emit_rows(sk_fn *f, bool has_seed)
     if ((s = cg_mut_get(fn, &w.acc, &y)) != WEFT_OK) {
         return s;
     }
-    cg_array_store(fn, sk_out_array(f, 0), r, &y);
+    if ((s = sk_fold_put(f, r, &y)) != WEFT_OK) {
+        return s;
+    }
     cg_if_end(fn, &lane0);
     cg_sloop_end(fn, &rows);
     cg_if_end(fn, &few);
@@ -1287,8 +1290,7 @@ static weft_status put_result(sk_fn *f, bool has_seed, LLVMValueRef r,
             return s;
         }
     }
-    cg_array_store(&f->fn, sk_out_array(f, 0), r, &out);
-    return WEFT_OK;
+    return sk_fold_put(f, r, &out);
 }
 
 /* The end of entry 1 of a fold of one row (SK_FOLD_LAST_BLOCK), after
@@ -1559,7 +1561,7 @@ static weft_status emit_seed(sk_fn *f, bool has_seed)
     const cg_array *part = sk_aux_array(f, 0);
     cg_mut acc;
     cg_val x, y;
-    weft_status s = cg_mut_new(fn, f->e->k->op->type, &acc);
+    weft_status s = cg_mut_new(fn, fe_fold_type(f->e->k->op), &acc);
     if (s || (s = cg_array_load(fn, part, cg_i64(fn, 0), &x)) != WEFT_OK) {
         return s;
     }
@@ -1578,8 +1580,10 @@ static weft_status emit_seed(sk_fn *f, bool has_seed)
     }
     cg_if_else(fn, &parts);
     if (has_seed) {
-        cg_array_store(fn, sk_out_array(f, 0), cg_i64(fn, 0),
-                       sk_kid_value(f, 0));
+        if ((s = sk_fold_put(f, cg_i64(fn, 0), sk_kid_value(f, 0))) !=
+            WEFT_OK) {
+            return s;
+        }
     }
     cg_if_end(fn, &parts);
     cg_if_end(fn, &t0);
