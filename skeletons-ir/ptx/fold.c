@@ -859,11 +859,12 @@ static weft_status staged_lanes(sk_fn *f, warp *w, const source *sr,
     LLVMValueRef k;
     cg_loop_begin(fn, &tiles, cg_i64(fn, 0), K, &k);
     LLVMValueRef c0 = LLVMBuildShl(fn->b, k, lgs, "");
-    /* the records depend on c0, L and lg only: a tile that holds them
-     * (the previous row's, rows of one length) is not filled again */
-    LLVMValueRef key[3] = {c0, L, lgs};
+    /* the records depend on c0, L and lg only, and L and lg are the same
+     * in every row of a launch (as long as the tile's state lives): a
+     * tile that holds c0's records (the previous row's) is not filled
+     * again */
     cg_if fresh;
-    cg_if_begin(fn, &fresh, cg_stage_fresh(fn, g, key, 3));
+    cg_if_begin(fn, &fresh, cg_stage_fresh(fn, g, &c0, 1));
     tg->barrier(fn); /* the tile's readers are done */
     /* record q: lane q >> lgs's column c0 + (q & (S - 1)) of its run */
     cg_sloop fill;
@@ -882,14 +883,10 @@ static weft_status staged_lanes(sk_fn *f, warp *w, const source *sr,
     cg_if_begin(fn, &mine, valid);
     /* the tile's trips [t0, count) of this lane, in 32 bits (count <= S
      * <= STAGE_TILE; count <= 0 where the lane's run ends before c0) */
-    LLVMValueRef from =
-        LLVMBuildAdd(fn->b, base, LLVMBuildAdd(fn->b, llo, c0, ""), "");
+    LLVMValueRef at = LLVMBuildAdd(fn->b, llo, c0, "");
+    LLVMValueRef from = LLVMBuildAdd(fn->b, base, at, "");
     LLVMValueRef count = LLVMBuildTrunc(
-        fn->b,
-        cg_smin(
-            fn, S,
-            LLVMBuildSub(fn->b, LLVMBuildAdd(fn->b, base, lhi, ""), from, "")),
-        i32, "");
+        fn->b, cg_smin(fn, S, LLVMBuildSub(fn->b, lhi, at, "")), i32, "");
     LLVMValueRef q0 = LLVMBuildShl(fn->b, w->tl, lgs, "");
     /* the run's first element starts a lane that does not own z */
     LLVMValueRef first = LLVMBuildAnd(
