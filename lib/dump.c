@@ -295,6 +295,19 @@ static void array_op(printer *pr, const fe_term *t, int ind)
         fprintf(pr->out, " %d", t->u.index);
         operand(pr, t->kid[0], ind);
         return;
+    case FE_FOLD:
+    case FE_FOLD1:
+        /* with the map it stores through (lib/fuse.c): `fold f z a then
+         * map g` */
+        fun_operand(pr, t->fun[0], ind);
+        for (int i = 0; i < t->nkid; i++) {
+            operand(pr, t->kid[i], ind);
+        }
+        if (t->nfun > 1) {
+            put(pr, " then map");
+            fun_operand(pr, t->fun[1], ind);
+        }
+        return;
     default:
         for (int i = 0; i < t->nfun; i++) {
             fun_operand(pr, t->fun[i], ind);

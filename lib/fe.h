@@ -738,6 +738,17 @@ bool fe_term_same(const fe_term *a, const fe_term *b, const fe_var *va,
 /* Whether operand k of consumer t may be a delayed producer (fuse.c's
  * rules, which backends follow). */
 bool fe_fusible_operand(const fe_term *t, int k);
+/* A fold (FE_FOLD, FE_FOLD1) of the core: the type its combine works in,
+ * and the function it applies to each result as it stores it (fuse.c's
+ * store rule: then the term has that function's type), or NULL. */
+static inline weft_type fe_fold_type(const fe_term *t)
+{
+    return t->fun[0]->ret;
+}
+static inline const fe_fun *fe_fold_post(const fe_term *t)
+{
+    return t->nfun > 1 ? t->fun[1] : NULL;
+}
 
 /* ===== verify.c: the checker of the core between passes ===== */
 

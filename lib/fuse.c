@@ -29,6 +29,11 @@
  * and reading the intermediate array.  Stencils read every element several
  * times and take their input manifest.
  *
+ * One rule runs the other way, a consumer into its producer: a map that
+ * stays an array over a fold whose result nothing else reads becomes part
+ * of the fold, which applies the map's function as it stores each result
+ * (the store rule, below).
+ *
  * A backend may decline a fused operand (its skeleton for that consumer
  * cannot read it inline); it then clears `delayed` and computes the
  * producer as an array, which is always correct.  The interpreter ignores
@@ -1133,6 +1138,68 @@ static void mark(fe_term *t)
     }
 }
 
+/* ---- the store rule --------------------------------------------------
+ *
+ * `map g (fold f z a)` (or fold1), a map that stays manifest over a fold
+ * whose result nothing else reads (a fold read twice is let-bound: the
+ * map's operand is then a variable): the fold applies g to each result as
+ * it stores it, and the map is gone: the fold's term takes the map's type
+ * and g as its second function (fe_fold_post), so that the pairs of
+ * k-means' fold of (distance, j) are never written, only j.  Only for
+ * results of rank 1 and more (a fold to a unit stores once: nothing to
+ * gain, and its one-row paths stay as they are).  Run after mark, which
+ * tells which maps stay manifest: a delayed map is computed inside its
+ * consumer, and its fold must then be an array of its own. */
+static fe_term *store_fold(fe_arena *ar, fe_term *map)
+{
+    fe_term *fold = map->kid[0];
+    fe_fun **fun = fe_arena_alloc(ar, sizeof *fun * 2);
+    fe_term *t = fe_arena_alloc(ar, sizeof *t);
+    if (!fun || !t) {
+        return NULL;
+    }
+    *t = *fold;
+    fun[0] = fold->fun[0];
+    fun[1] = map->fun[0];
+    t->nfun = 2;
+    t->fun = fun;
+    t->type = map->type;
+    t->rank = map->rank;
+    t->atype = map->atype;
+    return t;
+}
+
+static bool store_rule(fe_arena *ar, fe_term **slot)
+{
+    fe_term *t = *slot;
+    if (!t) {
+        return true;
+    }
+    if (t->kind == FE_MAP && !t->delayed && t->nkid == 1 && t->nfun == 1 &&
+        t->rank >= 1 && t->atype && t->atype->narrays == 1) {
+        const fe_term *a = t->kid[0];
+        if ((a->kind == FE_FOLD || a->kind == FE_FOLD1) && a->nfun == 1 &&
+            a->atype && a->atype->narrays == 1) {
+            if (!(*slot = store_fold(ar, t))) {
+                *slot = t;
+                return false;
+            }
+            t = *slot;
+        }
+    }
+    for (int i = 0; i < t->nkid; i++) {
+        if (!store_rule(ar, &t->kid[i])) {
+            return false;
+        }
+    }
+    for (int i = 0; i < t->nfun; i++) {
+        if (!store_rule(ar, &t->fun[i]->body)) {
+            return false;
+        }
+    }
+    return true;
+}
+
 weft_status fe_fuse(fe_core *core)
 {
     if (core->no_fusion) {
@@ -1146,5 +1213,8 @@ weft_status fe_fuse(fe_core *core)
     /* the siblings' projections into their uses */
     let_rule(core->arena, &core->root, false);
     mark(core->root);
+    if (!store_rule(core->arena, &core->root)) {
+        return fe_oom("weft_compile");
+    }
     return WEFT_OK;
 }

@@ -881,15 +881,13 @@ done:
     return hand_out(s, r, out);
 }
 
-static weft_status acc_map(interp *st, const fe_term *t, weft_array **out)
+/* *out = f applied to each element of a (its result type `type`). */
+static weft_status map_array(interp *st, const fe_fun *f, weft_type type,
+                             weft_array *a, weft_array **out)
 {
-    const fe_fun *f = t->fun[0];
-    weft_array *a = NULL, *r = NULL;
+    weft_array *r = NULL;
     mark m = mark_now(st);
-    weft_status s = eval_one(st, t->kid[0], &a);
-    if (!s) {
-        s = new_array(st, t->type, a->rank, a->shape, &r);
-    }
+    weft_status s = new_array(st, type, a->rank, a->shape, &r);
     if (s) {
         goto done;
     }
@@ -910,8 +908,18 @@ static weft_status acc_map(interp *st, const fe_term *t, weft_array **out)
     }
 done:
     release_to(st, m);
-    weft_array_release(a);
     return hand_out(s, r, out);
+}
+
+static weft_status acc_map(interp *st, const fe_term *t, weft_array **out)
+{
+    weft_array *a = NULL;
+    weft_status s = eval_one(st, t->kid[0], &a);
+    if (!s) {
+        s = map_array(st, t->fun[0], t->type, a, out);
+    }
+    weft_array_release(a);
+    return s;
 }
 
 static weft_status acc_zipwith(interp *st, const fe_term *t, weft_array **out)
@@ -1362,7 +1370,8 @@ static weft_status acc_fold(interp *st, const fe_term *t, weft_array **out)
 {
     reduce rd;
     weft_array *r = NULL;
-    weft_status s = reduce_begin(st, t, t->kind == FE_FOLD, t->type, &rd);
+    weft_status s =
+        reduce_begin(st, t, t->kind == FE_FOLD, fe_fold_type(t), &rd);
     if (s) {
         goto done;
     }
@@ -1373,7 +1382,7 @@ static weft_status acc_fold(interp *st, const fe_term *t, weft_array **out)
                      fmt_ix(b, sizeof b, rd.a->rank, rd.a->shape));
         goto done;
     }
-    s = new_array(st, t->type, rd.a->rank - 1, rd.a->shape, &r);
+    s = new_array(st, fe_fold_type(t), rd.a->rank - 1, rd.a->shape, &r);
     if (!s) {
         s = reduce_walk(st, &rd, t->fun[0]);
     }
@@ -1388,6 +1397,13 @@ static weft_status acc_fold(interp *st, const fe_term *t, weft_array **out)
             goto done;
         }
         store_elem(&rv, o, rd.acc);
+    }
+    if (fe_fold_post(t)) {
+        /* fuse.c's store rule: the map it took in, over the results */
+        weft_array *folded = r;
+        r = NULL;
+        s = map_array(st, fe_fold_post(t), t->type, folded, &r);
+        weft_array_release(folded);
     }
 done:
     reduce_end(st, &rd);

@@ -26,7 +26,9 @@
  *   types    each kind's typing rule, as the builder (build.c) enforces it
  *            on the program: a map's function takes the operand's element
  *            type, a fold's combination is a -> a -> a of the element type
- *            and lowers the rank by one, replicate and slice ranks count
+ *            and lowers the rank by one (after fusion a fold of rows may
+ *            carry a second function, a -> b, b its element type: fuse.c's
+ *            store rule), replicate and slice ranks count
  *            their specification's weft_all entries, a primitive's
  *            operands are in its rule's class (lib/fe_ops.h), lets and
  *            variables keep their right side's type, the root is a tuple
@@ -534,6 +536,16 @@ static bool check_reduce(verify *v, const fe_term *t)
         return true;
     }
     int rank = fam == FE_FAMILY_FOLD ? a->rank - 1 : a->rank;
+    if (t->nfun > 1) {
+        /* fuse.c's store rule: each result through fun[1] */
+        VCHECK(v, t,
+               (t->kind == FE_FOLD || t->kind == FE_FOLD1) && rank >= 1 &&
+                   takes(t->fun[1], 1, &e, t->type),
+               "its second function does not take its results (%s) to "
+               "its element type %s, or it is not a fold of rows",
+               tn(v, e), tn(v, t->type));
+        e = t->type;
+    }
     VCHECK(v, t, r->arity == 0 && r->elt == e && r->rank == rank,
            "rank %d of element type %s, expected rank %d of %s", t->rank,
            tn(v, t->type), rank, tn(v, e));
@@ -785,9 +797,13 @@ static bool check_form(verify *v, const fe_term *t)
            "%d operands and %d functions", t->nkid, t->nfun);
     if (fe_kind_is_acc(t->kind)) {
         const fe_kind_info *k = &fe_kinds[t->kind];
+        /* a fold may carry the function it applies as it stores (fuse.c's
+         * store rule) */
+        bool post = (t->kind == FE_FOLD || t->kind == FE_FOLD1) &&
+                    t->nfun == k->funs + 1;
         VCHECK(v, t,
                t->nkid >= k->min_kids && t->nkid <= k->max_kids &&
-                   t->nfun == k->funs,
+                   (t->nfun == k->funs || post),
                "%d operands and %d functions, lib/fe_kinds.h says %d..%d "
                "and %d",
                t->nkid, t->nfun, k->min_kids, k->max_kids, k->funs);

@@ -94,7 +94,7 @@ weft_status rt_exec_fold(job *j)
      * its ticket back to zero (skeletons-ir/ptx/fold.c) */
     j->aux_start[0] = RT_AUX_ANY;
     j->aux_start[2] = RT_AUX_KEPT_ZERO;
-    if ((s = rt_job_aux(j, 0, t->type,
+    if ((s = rt_job_aux(j, 0, fe_fold_type(t),
                         spread ? SK_DEVICES_MAX + j->devices * C : parts,
                         false)) != WEFT_OK ||
         (last_block && (s = rt_job_aux(j, 2, WEFT_I32, spread ? j->devices : 1,

@@ -236,6 +236,11 @@ const char *rt_kernel_name(const struct sk_kernel *k, char *buf, size_t n)
     size_t len = (size_t)snprintf(buf, n, "%s", fe_acc_name(k->op->kind));
     int nf = 0;
     fused_names(k->op, buf, n, &len, &nf);
+    if ((k->op->kind == FE_FOLD || k->op->kind == FE_FOLD1) &&
+        k->op->nfun > 1 && len < n) {
+        /* the map it stores through (lib/fuse.c, the store rule) */
+        snprintf(buf + len, n - len, "; map at its store");
+    }
     return buf;
 }
 

@@ -22,6 +22,11 @@
  * Entry 2 combines a row's few partials in order, without the flag: a
  * vector loop there would cost compile time and gain nothing.  Aux items: 0 the partials (rank 1, the element
  * type), 1 the number of chunks per row C (i64).
+ *
+ * A fold that took in the map after it (lib/fuse.c, the store rule)
+ * works in its combine's type (the partials too, fe_fold_type) and
+ * applies the map's function to each result as it stores it
+ * (sk_fold_put).
  */
 #include "sk.h"
 
@@ -57,12 +62,23 @@ weft_status sk_mut_store(sk_fn *f, const cg_mut *acc, const cg_array *a,
     return s;
 }
 
+weft_status sk_fold_put(sk_fn *f, LLVMValueRef i, const cg_val *y)
+{
+    const fe_fun *post = fe_fold_post(f->e->k->op);
+    cg_val z;
+    weft_status s = post ? cg_apply(&f->fn, post, y, &z) : WEFT_OK;
+    if (s == WEFT_OK) {
+        cg_array_store(&f->fn, sk_out_array(f, 0), i, post ? &z : y);
+    }
+    return s;
+}
+
 static weft_status fold_prepare(weft_context *ctx, fe_arena *arena,
                                 sk_kernel *k)
 {
     k->nentry = 3;
     sk_fold_chunks_only(k);
-    return sk_add_chunk_items(ctx, arena, k, k->op->type);
+    return sk_add_chunk_items(ctx, arena, k, fe_fold_type(k->op));
 }
 
 weft_status sk_row_begin(sk_fn *f, const fe_term *src, LLVMValueRef *ext,
@@ -230,7 +246,7 @@ static weft_status emit_entry(sk_fn *f, bool has_seed, int entry)
         m = ext[src->rank - 1];
     }
     cg_mut acc;
-    if ((s = cg_mut_new(fn, f->e->k->op->type, &acc)) != WEFT_OK) {
+    if ((s = cg_mut_new(fn, fe_fold_type(f->e->k->op), &acc)) != WEFT_OK) {
         return s;
     }
     cg_loop l;
@@ -267,7 +283,13 @@ static weft_status emit_entry(sk_fn *f, bool has_seed, int entry)
         WEFT_OK) {
         return s;
     }
-    if ((s = sk_mut_store(f, &acc, dst, i)) != WEFT_OK) {
+    cg_val y;
+    if ((s = cg_mut_get(fn, &acc, &y)) != WEFT_OK) {
+        return s;
+    }
+    if (entry == 1) {
+        cg_array_store(fn, dst, i, &y);
+    } else if ((s = sk_fold_put(f, i, &y)) != WEFT_OK) {
         return s;
     }
     cg_loop_end(fn, &l);

@@ -371,6 +371,10 @@ bool sk_fold_supported(const fe_term *t);
  * C (i64) (fold.c).  Errors: sk_add_item's. */
 weft_status sk_add_chunk_items(weft_context *ctx, fe_arena *arena, sk_kernel *k,
                                weft_type elt);
+/* out[i] = y, a result of fold kernel f's combine, through the function
+ * the fold applies as it stores (lib/fe.h, fe_fold_post) where it has
+ * one (fold.c; the PTX fold too).  Errors: cg_apply's. */
+weft_status sk_fold_put(sk_fn *f, LLVMValueRef i, const cg_val *y);
 /* a[i] = the value of *acc (fold.c).  Errors: cg_mut_get's. */
 weft_status sk_mut_store(sk_fn *f, const cg_mut *acc, const cg_array *a,
                          LLVMValueRef i);

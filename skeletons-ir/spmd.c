@@ -778,7 +778,14 @@ static weft_status fold_rows_vector(sk_fn *f, cg_spmd *s, bool has_seed,
     if (r || (r = vmut_get(s, &acc, &y)) != WEFT_OK) {
         return r;
     }
-    if ((r = store_out(f, s, row, &y, "a fold value")) != WEFT_OK) {
+    /* a fold that took in the map after it (lib/fuse.c) stores through it */
+    cg_val z;
+    if (fe_fold_post(op) &&
+        (r = cg_spmd_apply(s, fe_fold_post(op), &y, &z)) != WEFT_OK) {
+        return r;
+    }
+    if ((r = store_out(f, s, row, fe_fold_post(op) ? &z : &y,
+                       "a fold value")) != WEFT_OK) {
         return r;
     }
     cg_sloop_end(fn, &rl);

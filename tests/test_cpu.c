@@ -1251,6 +1251,151 @@ START_TEST(fold_staged)
 }
 END_TEST
 
+/* A map after a fold, which the fold takes in and applies as it stores
+ * each result (lib/fuse.c, the store rule): map (\x -> get x 1 * 2 + the
+ * w) (fold affine z a) (variant 0) or over fold1 (variant 1), a of rank
+ * b->rank (rows of (i32, i32) pairs: the affine combine is not
+ * commutative, so every element's place shows) and the map reading
+ * another array (w, a unit); variant 2 also returns the fold itself, whose
+ * two consumers keep it an array (the map then a kernel of its own). */
+static int build_fold_store(bld *b, weft_acc **res)
+{
+    weft_program *p = b->p;
+    weft_type t = pair_type(b->ctx, WEFT_I32, WEFT_I32);
+    weft_acc *a = weft_param(p, t, b->rank);
+    weft_acc *w = weft_param(p, WEFT_I32, 0);
+    weft_fun *f = fun_affine(p, b->ctx);
+    weft_acc *r = b->variant == 1 ? weft_fold1(f, a)
+                                  : weft_fold(f, combine_seed(b, C_AFFINE), a);
+    weft_fun *g = weft_fun1(p, t);
+    weft_fun_return(
+        g, weft_add(weft_mul(weft_get(weft_arg(g, 0), 1), weft_i32(p, 2)),
+                    weft_the(w)));
+    res[0] = weft_map(g, r);
+    if (b->variant == 2) {
+        res[1] = r;
+        return 2;
+    }
+    return 1;
+}
+
+/* k-means' assignment in its fold form (bench/programs.h): map (\(d, j)
+ * -> j) (fold nearer (inf, 0) (generate (size x, size c) (\(i, j) -> ((x!i
+ * - c!j)^2, j)))), the lower j on ties; on PTX the generate's reads at j
+ * are staged (ptx/fold.c) and a row of a thread starts from the seed. */
+static int build_fold_store_nearest(bld *b, weft_acc **res)
+{
+    weft_program *p = b->p;
+    weft_acc *x = weft_param(p, WEFT_F32, 1);
+    weft_acc *c = weft_param(p, WEFT_F32, 1);
+    weft_type dj = pair_type(b->ctx, WEFT_F32, WEFT_I32);
+    weft_fun *g = weft_fun1(p, WEFT_DIM(2));
+    weft_exp *ix = weft_arg(g, 0);
+    weft_exp *d = weft_sub(weft_at(x, weft_index1(weft_get(ix, 0))),
+                           weft_at(c, weft_index1(weft_get(ix, 1))));
+    weft_exp *e[2] = {weft_mul(d, d), weft_convert(weft_get(ix, 1), WEFT_I32)};
+    weft_fun_return(g, weft_tuple(p, 2, e));
+    weft_fun *near = tu_fun_nearer(p, dj);
+    weft_exp *none[2] = {weft_f32(p, INFINITY), weft_i32(p, 0)};
+    weft_acc *best =
+        weft_fold(near, weft_tuple(p, 2, none),
+                  weft_generate(weft_index2(weft_size(x), weft_size(c)), g));
+    weft_fun *second = weft_fun1(p, dj);
+    weft_fun_return(second, weft_get(weft_arg(second, 0), 1));
+    res[0] = weft_map(second, best);
+    return 1;
+}
+
+/* Whether the compiled side's plan stores a fold through a map. */
+static bool plan_stores(const diff *d)
+{
+    char *plan = tu_plan_text(d->exe[1]);
+    bool yes = plan && strstr(plan, "; map at its store") != NULL;
+    free(plan);
+    return yes;
+}
+
+/* The store rule against the interpreter without fusion (the fold and
+ * the map as written): results of rank 0 (not taken in: the plan keeps
+ * the map) to 3, rows empty (fold: z through the map; fold1: an error on
+ * both sides), of one element, short (a thread a row on PTX) and long
+ * (chunked rows), a fold with a second consumer (kept), and k-means'
+ * nearest centre, with ties (centres repeated; small integral values, so
+ * the distances are exact). */
+START_TEST(fold_store)
+{
+    diff d;
+    weft_config cfg[2] = {
+        tu_cmp_config(WEFT_BACKEND_INTERP, 1, WEFT_FLAG_NO_FUSION),
+        tu_cmp_config(DT_BACKEND, 3, DT_FLAGS | DT_TIER)};
+    const char *names[2] = {"interp, no fusion", DT_NAME};
+    tu_cmp_open(&d, 2, cfg, names);
+    d.leaf_tol = DT_FAST ? fast_leaf_tol : NULL;
+    seed(23);
+    static const int64_t shapes[][5] = {
+        /* rank, extents */
+        {1, 0},          {1, 1},           {1, 100003},    {2, 0, 0},
+        {2, 0, 5},       {2, 5, 0},        {2, 1, 1},      {2, 7, 3},
+        {2, 1009, 16},   {2, 3, 100003},   {2, 70001, 37}, {3, 0, 2, 3},
+        {3, 2, 3, 0},    {3, 5, 7, 1000},  {3, 301, 7, 9}, {4, 2, 3, 1, 5},
+        {4, 3, 2, 0, 4}, {4, 4, 5, 6, 40},
+    };
+    for (int rank = 1; rank <= 4; rank++) {
+        for (int variant = 0; variant < 3; variant++) {
+            bld b = {.t = WEFT_I32, .rank = rank, .variant = variant};
+            diff_build(&d, "fold store", build_fold_store, &b);
+            /* taken in where the result has a rank and one consumer */
+            bool stores = plan_stores(&d);
+            ck_assert_msg(stores == (rank >= 2 && variant != 2),
+                          "%s: the plan %s the map at the fold's store", d.what,
+                          stores ? "has" : "lacks");
+            for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++) {
+                const int64_t *sh = &shapes[k][1];
+                if (shapes[k][0] != rank) {
+                    continue;
+                }
+                weft_type pl[2] = {WEFT_I32, WEFT_I32};
+                tu_host h[2] = {
+                    tu_host_random(&rng, 2, pl, rank, sh, -1000, 1000),
+                    harr1(WEFT_I32, 0, NULL, -50, 50)};
+                weft_status st = diff_run(&d, h, 2);
+                /* fold1 of empty rows is an error on both sides */
+                int64_t n = tu_shape_size(rank, sh);
+                ck_assert_msg(st == WEFT_OK || (variant == 1 && n == 0 &&
+                                                st == WEFT_ERR_EMPTY_ARRAY),
+                              "%s: unexpected %s", d.what,
+                              weft_status_name(st));
+                tu_host_free(&h[0]);
+                tu_host_free(&h[1]);
+            }
+        }
+    }
+    bld b = {0};
+    diff_build(&d, "fold store nearest", build_fold_store_nearest, &b);
+    ck_assert_msg(plan_stores(&d), "%s: the map is not at the fold's store",
+                  d.what);
+    static const int64_t sizes[][2] = {{0, 16},  {5, 0},      {1, 1},
+                                       {33, 16}, {70001, 16}, {1000, 300}};
+    for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+        tu_host h[2] = {harr_vec(WEFT_F32, sizes[k][0], -20, 20),
+                        harr_vec(WEFT_F32, sizes[k][1], -20, 20)};
+        /* integral values, each centre twice: exact distances, and ties */
+        float *c = h[1].data[0];
+        for (int64_t i = 0; i < sizes[k][1]; i++) {
+            c[i] = (float)(int)(c[i / 2 * 2]);
+        }
+        float *x = h[0].data[0];
+        for (int64_t i = 0; i < sizes[k][0]; i++) {
+            x[i] = (float)(int)x[i];
+        }
+        diff_run(&d, h, 2);
+        tu_host_free(&h[0]);
+        tu_host_free(&h[1]);
+    }
+    diff_close(&d);
+}
+END_TEST
+
 /* ------------------------------------------------------------------------
  * foldSeg, fold1Seg
  * ---------------------------------------------------------------------- */
@@ -2998,6 +3143,7 @@ static Suite *cpu_suite(void)
         {"fold_short_rows", fold_short_rows, true},
         {"while_staged", while_staged, false},
         {"fold_staged", fold_staged, false},
+        {"fold_store", fold_store, false},
         {"fold_seg", fold_seg, true},
         {"scan_int", scan_int, false},
         {"scan_float", scan_float, true},

@@ -18,6 +18,9 @@
  *   dotp                         fold (+) 0 (zipWith (*) xs ys): 1 kernel
  *                                (2 without fusion)
  *   map of map                   1 kernel
+ *   map of fold                  the fold applies the map as it stores
+ *                                (lib/fuse.c, the store rule): 1 kernel
+ *                                (3 without fusion)
  *   fold of map of backpermute   1 kernel (a transposing gather)
  *   a producer used twice        computed once: its own kernel, read by
  *                                its consumers (a `let`, not `fused`)
@@ -366,6 +369,38 @@ START_TEST(map_map)
     c.name = "map f (map g xs), rank 2";
     c.in[0].rank = 2;
     c.shape = shape_same2;
+    run_case(&c);
+}
+END_TEST
+
+/* ---- map of fold ------------------------------------------------------------ */
+
+/* map (\s -> s * 3 - 1) (fold (+) 0 (map (\x -> x * x) xs)), xs of rank 2:
+ * the fold takes in the map after it and applies it as it stores each
+ * row's sum (lib/fuse.c, the store rule), one kernel; the map before it
+ * fuses into its input as usual. */
+static int build_map_fold(weft_program *p, weft_acc *const *x, weft_acc **res)
+{
+    weft_fun *sq = weft_fun1(p, WEFT_I64);
+    weft_fun_return(sq, weft_mul(weft_arg(sq, 0), weft_arg(sq, 0)));
+    weft_fun *g = weft_fun1(p, WEFT_I64);
+    weft_fun_return(
+        g, weft_sub(weft_mul(weft_arg(g, 0), weft_i64(p, 3)), weft_i64(p, 1)));
+    res[0] = weft_map(
+        g, weft_fold(fun_add(p, WEFT_I64), weft_i64(p, 0), weft_map(sq, x[0])));
+    return 1;
+}
+
+START_TEST(map_fold)
+{
+    fcase c = {.name = "map g (fold (+) 0 (map f xs))",
+               .nin = 1,
+               .in = {{WEFT_I64, 2, -1e4, 1e4}},
+               .build = build_map_fold,
+               .shape = shape_same2,
+               .kernels = 1,
+               .kernels_unfused = 3,
+               .kernel = "kernel 0: fold, fused: map; map at its store"};
     run_case(&c);
 }
 END_TEST
@@ -1071,6 +1106,7 @@ static Suite *fusion_suite(void)
     tcase_add_test(t, dotp_int);
     tcase_add_test(t, dotp_float);
     tcase_add_test(t, map_map);
+    tcase_add_test(t, map_fold);
     tcase_add_test(t, fold_map_backpermute);
     tcase_add_test(t, used_twice);
     tcase_add_test(t, reverse_map);

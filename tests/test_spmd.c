@@ -629,13 +629,7 @@ static int build_nearest(weft_program *p, weft_context *ctx, int variant,
     weft_exp *e[2] = {weft_add(weft_mul(dx, dx), weft_mul(dy, dy)),
                       weft_convert(j, WEFT_I32)};
     weft_fun_return(g, weft_tuple(p, 2, e));
-    weft_fun *near = weft_fun2(p, dj, dj);
-    weft_exp *a = weft_arg(near, 0), *b = weft_arg(near, 1);
-    weft_exp *b_wins =
-        weft_bor(weft_lt(weft_get(b, 0), weft_get(a, 0)),
-                 weft_band(weft_eq(weft_get(b, 0), weft_get(a, 0)),
-                           weft_lt(weft_get(b, 1), weft_get(a, 1))));
-    weft_fun_return(near, weft_cond(b_wins, b, a));
+    weft_fun *near = tu_fun_nearer(p, dj);
     weft_exp *none[2] = {weft_f32(p, INFINITY), weft_i32(p, 0)};
     weft_exp *k = weft_mul(weft_size(cx), weft_i64(p, 2));
     res[0] = weft_fold(near, weft_tuple(p, 2, none),

@@ -940,6 +940,21 @@ static inline weft_fun *tu_fun_op2(weft_program *p, weft_op op, weft_type t)
     return f;
 }
 
+/* k-means' nearer of two (distance, j) pairs of type dj (f32, i32): the
+ * lower distance, the lower j on ties (associative and commutative; bor
+ * and band evaluate both sides: no branch). */
+static inline weft_fun *tu_fun_nearer(weft_program *p, weft_type dj)
+{
+    weft_fun *f = weft_fun2(p, dj, dj);
+    weft_exp *a = weft_arg(f, 0), *b = weft_arg(f, 1);
+    weft_exp *b_wins =
+        weft_bor(weft_lt(weft_get(b, 0), weft_get(a, 0)),
+                 weft_band(weft_eq(weft_get(b, 0), weft_get(a, 0)),
+                           weft_lt(weft_get(b, 1), weft_get(a, 1))));
+    weft_fun_return(f, weft_cond(b_wins, b, a));
+    return f;
+}
+
 /* a -> op(a) on type t. */
 static inline weft_fun *tu_fun_op1(weft_program *p, weft_op op, weft_type t)
 {

@@ -184,7 +184,7 @@ static weft_status ptx_fold_prepare(weft_context *ctx, fe_arena *arena,
      * occupancy and 49% of DRAM.  A sum of 2^28 is cut by
      * PIECES_PER_BLOCK as before. */
     k->chunk_min = 16384;
-    weft_status s = sk_add_chunk_items(ctx, arena, k, k->op->type);
+    weft_status s = sk_add_chunk_items(ctx, arena, k, fe_fold_type(k->op));
     if (s == WEFT_OK && (k->flags & SK_FOLD_CHUNKS_ONLY)) {
         /* one row: the last block finishes it (sk.h), its ticket in aux 2 */
         k->flags |= SK_FOLD_LAST_BLOCK;
@@ -257,7 +257,7 @@ static int run_of(int bytes, int budget)
 static int fold_bytes(sk_fn *f)
 {
     const weft_type *leaf;
-    int n = cg_leaves(&f->fn, f->e->k->op->type, &leaf);
+    int n = cg_leaves(&f->fn, fe_fold_type(f->e->k->op), &leaf);
     int bytes = 0;
     for (int l = 0; l < n; l++) {
         bytes += (int)weft_type_size(leaf[l]);
@@ -520,7 +520,7 @@ struct warp {
 static weft_status warp_init(sk_fn *f, warp *w, LLVMValueRef tid)
 {
     cg_fn *fn = &f->fn;
-    weft_type t = f->e->k->op->type;
+    weft_type t = fe_fold_type(f->e->k->op);
     w->lane = LLVMBuildAnd(fn->b, tid, cg_i64(fn, WARP - 1), "lane");
     w->tl = w->lane;
     w->g = NULL;
@@ -547,6 +547,12 @@ static weft_status warp_reduce(sk_fn *f, warp *w, LLVMValueRef at,
     const cg_target *tg = fn->target;
     LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
     weft_status s;
+    /* teams of one lane (a row a thread) skip the steps at one branch */
+    cg_if many;
+    if (w->g) {
+        cg_if_begin(fn, &many,
+                    LLVMBuildICmp(fn->b, LLVMIntSGT, w->g, cg_i64(fn, 1), ""));
+    }
     for (int d = 1; d < WARP; d *= 2) {
         cg_if team;
         if (w->g) {
@@ -586,6 +592,9 @@ static weft_status warp_reduce(sk_fn *f, warp *w, LLVMValueRef at,
         if (w->g) {
             cg_if_end(fn, &team);
         }
+    }
+    if (w->g) {
+        cg_if_end(fn, &many);
     }
     return WEFT_OK;
 }
@@ -772,9 +781,13 @@ static weft_status warp_lanes(sk_fn *f, warp *w, const source *sr,
  * tile, and the reads at `index i` (the row) are read once per row.
  * Order is kept: lane l of a team of g still folds its contiguous run
  * [l L, (l + 1) L) of the row (L = ceil(m / g)), tile by tile: tile k
- * holds, for each lane l, the S = STAGE_TILE / g columns l L + 1 + k S
- * ... of its run (its first column is read before the tiles, directly),
- * so that a lane's record q is l S + s.  A tile is filled between two
+ * holds, for each lane l, the S = STAGE_TILE / g columns l L + k S ...
+ * of its run, so that a lane's record q is l S + s; a lane starts from
+ * its run's first record, or, in a fold, lane 0 of a team from the seed,
+ * folding its whole run (a team of one lane a row, as k-means' 2^22 rows
+ * of 16 have, then folds the row in whole unrolled trips, without a
+ * remainder, and stores it without another combine).  The trips count in
+ * 32 bits (at most STAGE_TILE).  A tile is filled between two
  * barriers, and only when it does not hold those records already
  * (cg_stage_fresh): k-means' fold of (distance, j) over 16 centroids
  * fills its one tile once per block, not once per row.  The rows loop
@@ -799,57 +812,59 @@ static weft_status stage_source(sk_fn *f, const fe_term *src, cg_stage **g)
 /* warp_lanes over staged columns: the lanes of each team fold [base, base
  * + m) of the source (the same m in every thread of the block; sr a row
  * read by multi-index, its reads at the row set by cg_stage_fix), each
- * lane its run, the team reducing in order at the end.  Every thread of
- * the block must run it (it has barriers). */
+ * lane its run, the team reducing in order at the end.  With a seed z
+ * (fold), lane 0 of each team starts from z and folds its whole run, so
+ * that it ends with z `f` the row (z alone when m = 0) and the row is
+ * stored as it is; the other lanes start from their run's first element.
+ * Every thread of the block must run it (it has barriers). */
 static weft_status staged_lanes(sk_fn *f, warp *w, const source *sr,
-                                cg_stage *g, LLVMValueRef base, LLVMValueRef m)
+                                cg_stage *g, LLVMValueRef base, LLVMValueRef m,
+                                const cg_val *z)
 {
     cg_fn *fn = &f->fn;
     const cg_target *tg = fn->target;
     weft_status s;
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(fn->llctx);
     LLVMValueRef one = cg_i64(fn, 1);
     LLVMValueRef lgs =
         LLVMBuildSub(fn->b, cg_i64(fn, __builtin_ctz(STAGE_TILE)), w->lg, "");
     LLVMValueRef S = LLVMBuildShl(fn->b, one, lgs, "");
+    LLVMValueRef smask = LLVMBuildSub(fn->b, S, one, "");
     LLVMValueRef L = LLVMBuildLShr(
         fn->b, LLVMBuildAdd(fn->b, m, LLVMBuildSub(fn->b, w->g, one, ""), ""),
         w->lg, "run");
     LLVMValueRef llo = LLVMBuildMul(fn->b, w->tl, L, "");
     LLVMValueRef lhi = cg_smin(fn, LLVMBuildAdd(fn->b, llo, L, ""), m);
     LLVMValueRef valid = LLVMBuildICmp(fn->b, LLVMIntSLT, llo, lhi, "");
+    /* own: the lane starts from z (lane 0 of its team, a fold) */
+    LLVMValueRef own = LLVMConstInt(LLVMInt1TypeInContext(fn->llctx), 0, 0);
     mut_zero(fn, &w->x);
+    if (z) {
+        own = LLVMBuildICmp(fn->b, LLVMIntEQ, w->tl, cg_i64(fn, 0), "own");
+        cg_if start;
+        cg_if_begin(fn, &start, own);
+        cg_mut_set(fn, &w->x, z);
+        cg_if_end(fn, &start);
+    }
     if ((s = cg_stage_fix(fn, g, &sr->row.ix)) != WEFT_OK) {
         return s;
     }
-    cg_if first;
-    cg_if_begin(fn, &first, valid);
-    cg_val x0;
-    if ((s = source_read(f, sr, LLVMBuildAdd(fn->b, base, llo, ""), &x0)) !=
-        WEFT_OK) {
-        return s;
-    }
-    cg_mut_set(fn, &w->x, &x0);
-    cg_if_end(fn, &first);
-    /* K = ceil((L - 1) / S) tiles: ((L - 2) >> lg S) + 1 where L > 1 */
-    LLVMValueRef L2 = LLVMBuildSub(fn->b, L, cg_i64(fn, 2), "");
-    LLVMValueRef k1 =
-        LLVMBuildAdd(fn->b, LLVMBuildLShr(fn->b, L2, lgs, ""), one, "");
+    /* K = ceil(L / S) tiles, tile k holding columns [k S, (k + 1) S) of
+     * every lane's run */
     LLVMValueRef K =
-        LLVMBuildSelect(fn->b, LLVMBuildICmp(fn->b, LLVMIntSGT, L, one, ""), k1,
-                        cg_i64(fn, 0), "tiles");
+        LLVMBuildLShr(fn->b, LLVMBuildAdd(fn->b, L, smask, ""), lgs, "tiles");
     LLVMValueRef tid = cg_zext64(fn, tg->thread_index(fn, 0));
     LLVMValueRef bs = cg_zext64(fn, tg->block_size(fn, 0));
-    LLVMValueRef smask = LLVMBuildSub(fn->b, S, one, "");
     cg_loop tiles;
     LLVMValueRef k;
     cg_loop_begin(fn, &tiles, cg_i64(fn, 0), K, &k);
-    LLVMValueRef c0 =
-        LLVMBuildAdd(fn->b, one, LLVMBuildShl(fn->b, k, lgs, ""), "");
-    /* the records depend on c0, L and lg only: a tile that holds them
-     * (the previous row's, rows of one length) is not filled again */
-    LLVMValueRef key[3] = {c0, L, lgs};
+    LLVMValueRef c0 = LLVMBuildShl(fn->b, k, lgs, "");
+    /* the records depend on c0, L and lg only, and L and lg are the same
+     * in every row of a launch (as long as the tile's state lives): a
+     * tile that holds c0's records (the previous row's) is not filled
+     * again */
     cg_if fresh;
-    cg_if_begin(fn, &fresh, cg_stage_fresh(fn, g, key, 3));
+    cg_if_begin(fn, &fresh, cg_stage_fresh(fn, g, &c0, 1));
     tg->barrier(fn); /* the tile's readers are done */
     /* record q: lane q >> lgs's column c0 + (q & (S - 1)) of its run */
     cg_sloop fill;
@@ -866,9 +881,29 @@ static weft_status staged_lanes(sk_fn *f, warp *w, const source *sr,
     cg_if_end(fn, &fresh);
     cg_if mine;
     cg_if_begin(fn, &mine, valid);
-    LLVMValueRef from = LLVMBuildAdd(fn->b, llo, c0, "");
-    LLVMValueRef count = cg_smin(fn, S, LLVMBuildSub(fn->b, lhi, from, ""));
+    /* the tile's trips [t0, count) of this lane, in 32 bits (count <= S
+     * <= STAGE_TILE; count <= 0 where the lane's run ends before c0) */
+    LLVMValueRef at = LLVMBuildAdd(fn->b, llo, c0, "");
+    LLVMValueRef from = LLVMBuildAdd(fn->b, base, at, "");
+    LLVMValueRef count = LLVMBuildTrunc(
+        fn->b, cg_smin(fn, S, LLVMBuildSub(fn->b, lhi, at, "")), i32, "");
     LLVMValueRef q0 = LLVMBuildShl(fn->b, w->tl, lgs, "");
+    /* the run's first element starts a lane that does not own z */
+    LLVMValueRef first = LLVMBuildAnd(
+        fn->b, LLVMBuildICmp(fn->b, LLVMIntEQ, k, cg_i64(fn, 0), ""),
+        LLVMBuildNot(fn->b, own, ""), "first");
+    cg_if lead;
+    cg_if_begin(fn, &lead, first);
+    cg_val x0;
+    cg_stage_use(fn, g, q0);
+    s = source_read(f, sr, from, &x0);
+    cg_stage_use(fn, NULL, NULL);
+    if (s != WEFT_OK) {
+        return s;
+    }
+    cg_mut_set(fn, &w->x, &x0);
+    cg_if_end(fn, &lead);
+    LLVMValueRef t0 = LLVMBuildZExt(fn->b, first, i32, "");
     LLVMBasicBlockRef pre = LLVMGetInsertBlock(fn->b);
     LLVMBasicBlockRef head =
         LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "staged.trip");
@@ -878,23 +913,21 @@ static weft_status staged_lanes(sk_fn *f, warp *w, const source *sr,
         LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "staged.done");
     LLVMBuildBr(fn->b, head);
     LLVMPositionBuilderAtEnd(fn->b, head);
-    LLVMValueRef t =
-        LLVMBuildPhi(fn->b, LLVMInt64TypeInContext(fn->llctx), "t");
-    LLVMValueRef zero = cg_i64(fn, 0);
-    LLVMAddIncoming(t, &zero, &pre, 1);
+    LLVMValueRef t = LLVMBuildPhi(fn->b, i32, "t");
+    LLVMAddIncoming(t, &t0, &pre, 1);
     LLVMBuildCondBr(fn->b, LLVMBuildICmp(fn->b, LLVMIntSLT, t, count, ""), body,
                     done);
     LLVMPositionBuilderAtEnd(fn->b, body);
     cg_val xj;
-    cg_stage_use(fn, g, LLVMBuildAdd(fn->b, q0, t, ""));
-    s = source_read(
-        f, sr, LLVMBuildAdd(fn->b, base, LLVMBuildAdd(fn->b, from, t, ""), ""),
-        &xj);
+    LLVMValueRef t64 =
+        LLVMBuildZExt(fn->b, t, LLVMInt64TypeInContext(fn->llctx), "");
+    cg_stage_use(fn, g, LLVMBuildAdd(fn->b, q0, t64, ""));
+    s = source_read(f, sr, LLVMBuildAdd(fn->b, from, t64, ""), &xj);
     cg_stage_use(fn, NULL, NULL);
     if (s != WEFT_OK || (s = combine_into(f, &w->x, &xj)) != WEFT_OK) {
         return s;
     }
-    LLVMValueRef t1 = LLVMBuildNSWAdd(fn->b, t, one, "");
+    LLVMValueRef t1 = LLVMBuildNSWAdd(fn->b, t, LLVMConstInt(i32, 1, 0), "");
     LLVMBasicBlockRef latch = LLVMGetInsertBlock(fn->b);
     cg_stage_unroll(fn, LLVMBuildBr(fn->b, head));
     LLVMAddIncoming(t, &t1, &latch, 1);
@@ -1030,8 +1063,7 @@ static weft_status put_row(sk_fn *f, bool has_seed, LLVMValueRef r,
 {
     cg_fn *fn = &f->fn;
     if (!has_seed) {
-        cg_array_store(fn, sk_out_array(f, 0), r, y);
-        return WEFT_OK;
+        return sk_fold_put(f, r, y);
     }
     const cg_val *z = sk_kid_value(f, 0);
     cg_val zy, out;
@@ -1046,8 +1078,7 @@ static weft_status put_row(sk_fn *f, bool has_seed, LLVMValueRef r,
     if ((s = cg_if_merge(fn, &some, &zy, z, &out)) != WEFT_OK) {
         return s;
     }
-    cg_array_store(fn, sk_out_array(f, 0), r, &out);
-    return WEFT_OK;
+    return sk_fold_put(f, r, &out);
 }
 
 /* Entry 0 for computed elements (!streamed): teams of g lanes per row,
@@ -1138,7 +1169,9 @@ static weft_status emit_teams(sk_fn *f, bool has_seed, const fe_term *src,
     if ((s = source_row(f, &sr, ext, r, base)) != WEFT_OK) {
         return s;
     }
-    s = g ? staged_lanes(f, &w, &sr, g, base, m)
+    /* staged, a fold: lane 0 of each team starts from z (staged_lanes) */
+    const cg_val *z = g && has_seed ? sk_kid_value(f, 0) : NULL;
+    s = g ? staged_lanes(f, &w, &sr, g, base, m, z)
           : warp_lanes(f, &w, &sr, base,
                        LLVMBuildSelect(fn->b, on,
                                        LLVMBuildAdd(fn->b, base, m, ""), base,
@@ -1153,8 +1186,15 @@ static weft_status emit_teams(sk_fn *f, bool has_seed, const fe_term *src,
                      LLVMBuildICmp(fn->b, LLVMIntEQ, w.tl, cg_i64(fn, 0), ""),
                      ""));
     cg_val y;
-    if ((s = cg_mut_get(fn, &w.x, &y)) != WEFT_OK ||
-        (s = put_row(f, has_seed, r, m, &y)) != WEFT_OK) {
+    if ((s = cg_mut_get(fn, &w.x, &y)) != WEFT_OK) {
+        return s;
+    }
+    if (z) {
+        s = sk_fold_put(f, r, &y);
+    } else {
+        s = put_row(f, has_seed, r, m, &y);
+    }
+    if (s != WEFT_OK) {
         return s;
     }
     cg_if_end(fn, &put);
@@ -1227,7 +1267,9 @@ static weft_status emit_rows(sk_fn *f, bool has_seed)
     if ((s = cg_mut_get(fn, &w.acc, &y)) != WEFT_OK) {
         return s;
     }
-    cg_array_store(fn, sk_out_array(f, 0), r, &y);
+    if ((s = sk_fold_put(f, r, &y)) != WEFT_OK) {
+        return s;
+    }
     cg_if_end(fn, &lane0);
     cg_sloop_end(fn, &rows);
     cg_if_end(fn, &few);
@@ -1245,8 +1287,7 @@ static weft_status put_result(sk_fn *f, bool has_seed, LLVMValueRef r,
             return s;
         }
     }
-    cg_array_store(&f->fn, sk_out_array(f, 0), r, &out);
-    return WEFT_OK;
+    return sk_fold_put(f, r, &out);
 }
 
 /* The end of entry 1 of a fold of one row (SK_FOLD_LAST_BLOCK), after
@@ -1517,7 +1558,7 @@ static weft_status emit_seed(sk_fn *f, bool has_seed)
     const cg_array *part = sk_aux_array(f, 0);
     cg_mut acc;
     cg_val x, y;
-    weft_status s = cg_mut_new(fn, f->e->k->op->type, &acc);
+    weft_status s = cg_mut_new(fn, fe_fold_type(f->e->k->op), &acc);
     if (s || (s = cg_array_load(fn, part, cg_i64(fn, 0), &x)) != WEFT_OK) {
         return s;
     }
@@ -1536,8 +1577,10 @@ static weft_status emit_seed(sk_fn *f, bool has_seed)
     }
     cg_if_else(fn, &parts);
     if (has_seed) {
-        cg_array_store(fn, sk_out_array(f, 0), cg_i64(fn, 0),
-                       sk_kid_value(f, 0));
+        if ((s = sk_fold_put(f, cg_i64(fn, 0), sk_kid_value(f, 0))) !=
+            WEFT_OK) {
+            return s;
+        }
     }
     cg_if_end(fn, &parts);
     cg_if_end(fn, &t0);
