@@ -2376,81 +2376,43 @@ static weft_status lanes_folds(sk_fn *f, const lanes *G, LLVMValueRef lg,
     if ((s = cg_mut_new(fn, op->type, &acc)) != WEFT_OK) {
         return s;
     }
-    /* the warp's items 32 at a time: the compact groups folded a lane a
-     * segment as they come, the others noted and folded after them, in
-     * a loop of their own (one loop with both folds in its body took the
-     * banded matrix's entry 2 from 40.5 to 44.5 us on the H200) */
-    LLVMTypeRef i32 = t_i32(fn);
-    cg_sloop chunks;
-    LLVMValueRef c0 = cg_sloop_begin(
-        fn, &chunks, w0, end, LLVMBuildMul(fn->b, step, cg_i64(fn, WARP), ""),
-        "chunk");
-    LLVMValueRef left = LLVMBuildUDiv(
-        fn->b,
-        LLVMBuildAdd(fn->b, LLVMBuildSub(fn->b, end, c0, ""),
-                     LLVMBuildSub(fn->b, step, cg_i64(fn, 1), ""), ""),
-        step, "");
-    LLVMValueRef nk = cg_smin(fn, left, cg_i64(fn, WARP));
-    LLVMValueRef later = var(fn, i32, c32(fn, 0));
-    for (int pass = 0; pass < 2; pass++) {
-        cg_loop kl;
-        LLVMValueRef k;
-        cg_loop_begin(fn, &kl, cg_i64(fn, 0), nk, &k);
-        LLVMValueRef bit = LLVMBuildShl(
-            fn->b, c32(fn, 1), LLVMBuildTrunc(fn->b, k, i32, ""), "bit");
-        cg_if mine;
-        if (pass == 1) { /* only the groups noted in pass 0 */
-            cg_if_begin(
-                fn, &mine,
-                LLVMBuildICmp(fn->b, LLVMIntNE,
-                              LLVMBuildAnd(fn->b, get(fn, i32, later), bit, ""),
-                              c32(fn, 0), ""));
-        }
-        LLVMValueRef w =
-            LLVMBuildAdd(fn->b, c0, LLVMBuildMul(fn->b, k, step, ""), "item");
-        /* the row and group of item w */
-        LLVMValueRef g;
-        row_item(fn, w, gpr, one_row, &q.row, &g);
-        q.base = LLVMBuildMul(fn->b, q.row, inner, "base");
-        q.gs = LLVMBuildMul(fn->b, g, cg_i64(fn, GROUP), "");
-        /* the group's offsets, a segment a lane (read once, coalesced:
-         * each pass takes its segments' by shuffles, with no memory
-         * latency of its own), kept within [0, inner] and in order
-         * (checked before any fold's result counts) */
-        LLVMValueRef sl = LLVMBuildAdd(fn->b, q.gs, lane, "");
-        LLVMValueRef live = LLVMBuildICmp(fn->b, LLVMIntULT, sl, q.nseg, "");
-        segment_span(f, LLVMBuildSelect(fn->b, live, sl, cg_i64(fn, 0), ""),
-                     inner, &q.lo_l, &q.hi_l);
-        if (pass == 1) {
-            if ((s = group_folds(f, G, lg, &q, &acc)) != WEFT_OK) {
-                return s;
-            }
-            cg_if_end(fn, &mine);
-        } else {
-            LLVMValueRef over = LLVMBuildAnd(
-                fn->b, live,
-                LLVMBuildICmp(fn->b, LLVMIntSGT,
-                              LLVMBuildSub(fn->b, q.hi_l, q.lo_l, ""),
-                              cg_i64(fn, LONE_MOST), ""),
-                "");
-            cg_if compact;
-            cg_if_begin(fn, &compact,
-                        LLVMBuildAnd(fn->b, lone,
-                                     LLVMBuildICmp(fn->b, LLVMIntEQ,
-                                                   tg->ballot(fn, over),
-                                                   c32(fn, 0), ""),
-                                     "compact"));
-            if ((s = group_folds(f, G1, cg_i64(fn, 0), &q, &acc)) != WEFT_OK) {
-                return s;
-            }
-            cg_if_else(fn, &compact);
-            LLVMBuildStore(
-                fn->b, LLVMBuildOr(fn->b, get(fn, i32, later), bit, ""), later);
-            cg_if_end(fn, &compact);
-        }
-        cg_loop_end(fn, &kl);
+    cg_sloop items;
+    LLVMValueRef w = cg_sloop_begin(fn, &items, w0, end, step, "item");
+    /* the row and group of item w */
+    LLVMValueRef g;
+    row_item(fn, w, gpr, one_row, &q.row, &g);
+    q.base = LLVMBuildMul(fn->b, q.row, inner, "base");
+    q.gs = LLVMBuildMul(fn->b, g, cg_i64(fn, GROUP), "");
+    /* the group's offsets, a segment a lane (read once, coalesced: each
+     * pass takes its segments' by shuffles, with no memory latency of its
+     * own), kept within [0, inner] and in order (checked before any
+     * fold's result counts) */
+    LLVMValueRef sl = LLVMBuildAdd(fn->b, q.gs, lane, "");
+    LLVMValueRef live = LLVMBuildICmp(fn->b, LLVMIntULT, sl, q.nseg, "");
+    segment_span(f, LLVMBuildSelect(fn->b, live, sl, cg_i64(fn, 0), ""), inner,
+                 &q.lo_l, &q.hi_l);
+    LLVMValueRef over =
+        LLVMBuildAnd(fn->b, live,
+                     LLVMBuildICmp(fn->b, LLVMIntSGT,
+                                   LLVMBuildSub(fn->b, q.hi_l, q.lo_l, ""),
+                                   cg_i64(fn, LONE_MOST), ""),
+                     "");
+    cg_if compact;
+    cg_if_begin(
+        fn, &compact,
+        LLVMBuildAnd(fn->b, lone,
+                     LLVMBuildICmp(fn->b, LLVMIntEQ, tg->ballot(fn, over),
+                                   c32(fn, 0), ""),
+                     "compact"));
+    if ((s = group_folds(f, G1, cg_i64(fn, 0), &q, &acc)) != WEFT_OK) {
+        return s;
     }
-    cg_sloop_end(fn, &chunks);
+    cg_if_else(fn, &compact);
+    if ((s = group_folds(f, G, lg, &q, &acc)) != WEFT_OK) {
+        return s;
+    }
+    cg_if_end(fn, &compact);
+    cg_sloop_end(fn, &items);
     return WEFT_OK;
 }
 
