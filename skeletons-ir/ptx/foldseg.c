@@ -1735,6 +1735,22 @@ typedef struct lanes {
  * branch and a second copy of the reads, where a 64-bit clamp costs four
  * instructions an element; with a tree of shuffles beside them the copies
  * spilled at 48 registers, so only a lone lane's trips take them). */
+/* The input's last element (i64) of rows `outer` of `inner`. */
+static LLVMValueRef input_last(cg_fn *fn, LLVMValueRef inner,
+                               LLVMValueRef outer)
+{
+    return LLVMBuildSub(fn->b, LLVMBuildMul(fn->b, outer, inner, ""),
+                        cg_i64(fn, 1), "last");
+}
+
+/* Place i of AUX_MID counted from its back (its longer middle segments):
+ * the list's last place minus i. */
+static LLVMValueRef mid_back(cg_fn *fn, const cg_array *mids, LLVMValueRef i)
+{
+    return LLVMBuildSub(
+        fn->b, LLVMBuildSub(fn->b, mids->extent[0], cg_i64(fn, 1), ""), i, "");
+}
+
 static weft_status read_one(sk_fn *f, const fe_term *src, LLVMValueRef idx,
                             LLVMValueRef rem, int u, cg_val *out)
 {
@@ -1746,24 +1762,36 @@ static weft_status read_one(sk_fn *f, const fe_term *src, LLVMValueRef idx,
     return s;
 }
 
+/* read_trip's reads, positions clamped to last or not (`clamp`). */
+static weft_status read_side(sk_fn *f, const fe_term *src, LLVMValueRef at,
+                             LLVMValueRef last, LLVMValueRef rem, bool clamp,
+                             cg_val *e)
+{
+    cg_fn *fn = &f->fn;
+    LLVMTypeRef i64 = t_i64(fn);
+    weft_status s;
+    for (int u = 0; u < LANE_ITEMS; u++) {
+        LLVMValueRef idx = LLVMBuildAdd(fn->b, at, cg_i64(fn, u), "");
+        if (clamp) {
+            LLVMValueRef args[2] = {idx, last};
+            idx = cg_intrinsic(fn, "llvm.umin", &i64, 1, args, 2);
+        }
+        if ((s = read_one(f, src, idx, rem, u, &e[u])) != WEFT_OK) {
+            return s;
+        }
+    }
+    return WEFT_OK;
+}
+
 static weft_status read_trip(sk_fn *f, const fe_term *src, LLVMValueRef at,
                              LLVMValueRef last, LLVMValueRef rem, bool split,
                              cg_val *e)
 {
     cg_fn *fn = &f->fn;
-    LLVMTypeRef i64 = t_i64(fn);
     enum { U = LANE_ITEMS };
     weft_status s;
     if (!split) {
-        for (int u = 0; u < U; u++) {
-            LLVMValueRef args[2] = {LLVMBuildAdd(fn->b, at, cg_i64(fn, u), ""),
-                                    last};
-            LLVMValueRef idx = cg_intrinsic(fn, "llvm.umin", &i64, 1, args, 2);
-            if ((s = read_one(f, src, idx, rem, u, &e[u])) != WEFT_OK) {
-                return s;
-            }
-        }
-        return WEFT_OK;
+        return read_side(f, src, at, last, rem, true, e);
     }
     LLVMValueRef near = fn->target->ballot(
         fn, LLVMBuildICmp(fn->b, LLVMIntSGT,
@@ -1772,30 +1800,23 @@ static weft_status read_trip(sk_fn *f, const fe_term *src, LLVMValueRef at,
     cg_if end;
     cg_if_begin(fn, &end,
                 LLVMBuildICmp(fn->b, LLVMIntNE, near, c32(fn, 0), ""));
+    /* each side's values in one cg_val, U of e's leaves one after another,
+     * joined by cg_if_merge */
     cg_val side[2];
     for (int clamp = 1; clamp >= 0; clamp--) {
         if (!clamp) {
             cg_if_else(fn, &end);
         }
-        cg_val *all = &side[clamp];
         /* the plain side's positions from an opaque copy: else loop
          * strength reduction keeps a pointer an array (registers) */
-        LLVMValueRef ato = clamp ? at : fn->target->opaque(fn, at);
+        if ((s = read_side(f, src, clamp ? at : fn->target->opaque(fn, at),
+                           last, rem, clamp, e)) != WEFT_OK ||
+            (s = cg_val_make(fn, U * e[0].n, &side[clamp])) != WEFT_OK) {
+            return s;
+        }
         for (int u = 0; u < U; u++) {
-            LLVMValueRef idx =
-                LLVMBuildAdd(fn->b, clamp ? at : ato, cg_i64(fn, u), "");
-            if (clamp) {
-                LLVMValueRef args[2] = {idx, last};
-                idx = cg_intrinsic(fn, "llvm.umin", &i64, 1, args, 2);
-            }
-            if ((s = read_one(f, src, idx, rem, u, &e[u])) != WEFT_OK) {
-                return s;
-            }
-            if (u == 0 && (s = cg_val_make(fn, U * e[0].n, all)) != WEFT_OK) {
-                return s;
-            }
             for (int l = 0; l < e[u].n; l++) {
-                all->v[u * e[0].n + l] = e[u].v[l];
+                side[clamp].v[u * e[0].n + l] = e[u].v[l];
             }
         }
     }
@@ -2119,9 +2140,7 @@ static weft_status mid_folds(sk_fn *f, bool small, LLVMValueRef c,
     LLVMValueRef step, w0 = warp_items(f, tid, &step);
     int lgc = small ? 3 : 5;
     lanes G =
-        lanes_make(fn, cg_i64(fn, 1 << lgc), tid,
-                   LLVMBuildSub(fn->b, LLVMBuildMul(fn->b, outer, inner, ""),
-                                cg_i64(fn, 1), "last"));
+        lanes_make(fn, cg_i64(fn, 1 << lgc), tid, input_last(fn, inner, outer));
     G.mask = true;
     cg_sloop batches;
     LLVMValueRef b0 = cg_sloop_begin(
@@ -2135,9 +2154,7 @@ static weft_status mid_folds(sk_fn *f, bool small, LLVMValueRef c,
     row_item(fn, LLVMBuildSelect(fn->b, q.ok_l, wi, cg_i64(fn, 0), ""), c,
              one_row, &row, &li);
     if (!small) {
-        li = LLVMBuildSub(
-            fn->b, LLVMBuildSub(fn->b, mids->extent[0], cg_i64(fn, 1), ""), li,
-            "");
+        li = mid_back(fn, mids, li);
     }
     LLVMValueRef seg = LLVMBuildSelect(
         fn->b, q.ok_l, load64(fn, mids->ptr[0], li), cg_i64(fn, 0), "seg");
@@ -2170,8 +2187,7 @@ static weft_status emit_long(sk_fn *f)
     cg_fn *fn = &f->fn;
     const cg_target *tg = fn->target;
     const fe_term *op = f->e->k->op;
-    LLVMTypeRef i64 = t_i64(fn), i32 = t_i32(fn),
-                i1 = LLVMInt1TypeInContext(fn->llctx);
+    LLVMTypeRef i64 = t_i64(fn), i1 = LLVMInt1TypeInContext(fn->llctx);
     LLVMValueRef inner, outer;
     weft_status s = input_rows(f, &inner, &outer);
     if (s) {
@@ -2185,14 +2201,9 @@ static weft_status emit_long(sk_fn *f)
     LLVMValueRef lane = LLVMBuildAnd(fn->b, tid, cg_i64(fn, WARP - 1), "lane");
     LLVMValueRef warp = LLVMBuildLShr(fn->b, tid, cg_i64(fn, 5), "warp");
     LLVMValueRef nw = LLVMBuildLShr(fn->b, bs, cg_i64(fn, 5), "warps");
-    lanes W = {.L = cg_i64(fn, WARP),
-               .L32 = c32(fn, WARP),
-               .li = lane,
-               .li32 = LLVMBuildTrunc(fn->b, lane, i32, ""),
-               .last =
-                   LLVMBuildSub(fn->b, LLVMBuildMul(fn->b, outer, inner, ""),
-                                cg_i64(fn, 1), "last"),
-               .mask = true};
+    lanes W =
+        lanes_make(fn, cg_i64(fn, WARP), tid, input_last(fn, inner, outer));
+    W.mask = true;
     const cg_array *list = sk_aux_array(f, AUX_LIST);
     LLVMValueRef cnt = sk_aux_array(f, AUX_COUNT)->ptr[0];
     /* nothing listed (a banded matrix): nothing to fold or put back, and
@@ -2464,8 +2475,7 @@ static weft_status emit_lanes(sk_fn *f)
     }
     LLVMValueRef lg = sk_aux_value(f, AUX_LANES)->v[0];
     LLVMValueRef tid = cg_zext64(fn, tg->thread_index(fn, 0));
-    LLVMValueRef last = LLVMBuildSub(
-        fn->b, LLVMBuildMul(fn->b, outer, inner, ""), cg_i64(fn, 1), "last");
+    LLVMValueRef last = input_last(fn, inner, outer);
     LLVMValueRef step, w0 = warp_items(f, tid, &step);
     LLVMValueRef end =
         LLVMBuildSelect(fn->b, no_error_yet(f), f->n, cg_i64(fn, 0), "end");
@@ -2476,10 +2486,7 @@ static weft_status emit_lanes(sk_fn *f)
     lanes G =
         lanes_make(fn, LLVMBuildShl(fn->b, cg_i64(fn, 1), lgg, "L"), tid, last);
     G1.lone = true;
-    if ((s = lanes_folds(f, &G, lgg, &G1, lone, w0, step, end)) != WEFT_OK) {
-        return s;
-    }
-    return WEFT_OK;
+    return lanes_folds(f, &G, lgg, &G1, lone, w0, step, end);
 }
 
 /* The check's lists: `n` places (i32, the same in the warp) taken from the
@@ -2625,12 +2632,7 @@ static weft_status check_tiles(sk_fn *f, LLVMValueRef tiles)
                                      LLVMBuildICmp(fn->b, LLVMIntULT, mine,
                                                    list->extent[0], ""),
                                      ""));
-            store64(fn, list->ptr[0],
-                    k == 2 ? LLVMBuildSub(fn->b,
-                                          LLVMBuildSub(fn->b, list->extent[0],
-                                                       cg_i64(fn, 1), ""),
-                                          mine, "")
-                           : mine,
+            store64(fn, list->ptr[0], k == 2 ? mid_back(fn, list, mine) : mine,
                     sg[q]);
             cg_if_end(fn, &put);
             at = LLVMBuildAdd(fn->b, at, cg_zext64(fn, popc32(fn, mask[k][q])),
