@@ -202,7 +202,26 @@ struct cg_fn {
     struct cg_stage *stage; /* stage.c: the tile whose trips are
                                    being emitted (their reads at j come
                                    from shared memory), or NULL */
+    struct cg_inside *inside; /* NULL, or the loop being emitted reads
+                                   arrays at its own index (cg_inside) */
 };
+
+/* A loop that a skeleton emits twice, versioned on whether its range lies
+ * inside every array of rank 1 that its body reads at the loop's own index
+ * by `a ! i` (skeletons-ir/foldseg.c: a segment's elements, where smvm reads
+ * cols ! i).  First the copy that checks as usual, in which exp.c notes each
+ * such array (up to CG_INSIDE_MAX; a read beyond them stays checked in both
+ * copies); then, with skip set, the copy that runs only where the range is
+ * inside them all, whose reads of those arrays at i go unchecked: no branch
+ * an element for them.  The skeleton tests the range against the arrays'
+ * extents once, before the loop. */
+#define CG_INSIDE_MAX 8
+typedef struct cg_inside {
+    LLVMValueRef index; /* the loop's i (the skeleton sets it) */
+    bool skip;          /* the copy inside: the noted reads go unchecked */
+    int n;
+    const fe_term *array[CG_INSIDE_MAX]; /* the arrays noted */
+} cg_inside;
 
 /* Codes of the undefined operations a kernel reports in checked mode (and
  * of the errors a skeleton always checks: gathers, slices, permute

@@ -1005,6 +1005,41 @@ static weft_status let_index0(cg_fn *fn, const fe_var *v, const fe_term *rhs)
 /* a ! ix (FE_AT) or a !! i (FE_AT_LINEAR), ix the index's leaves: the
  * element when the index is inside a, else zero in every leaf (and, in
  * checked mode, a report), without reading. */
+/* Whether array terms x and y name the same array. */
+static bool same_array(const fe_term *x, const fe_term *y)
+{
+    if (x == y) {
+        return true;
+    }
+    if (x->kind != y->kind) {
+        return false;
+    }
+    switch ((fe_kind)x->kind) {
+    case FE_VAR: return x->u.var == y->u.var;
+    case FE_PARAM: return x->u.index == y->u.index;
+    case FE_USE: return x->u.array == y->u.array;
+    default: return false;
+    }
+}
+
+/* Read e (a ! ix, a of rank 1) at the index of the loop in->index: in the
+ * checked copy note a (true: noted, or noted before); in the copy inside,
+ * whether a was noted (its read then goes unchecked).  cg_inside. */
+static bool inside_read(cg_inside *in, const fe_term *e)
+{
+    const fe_term *a = e->kid[0];
+    for (int k = 0; k < in->n; k++) {
+        if (same_array(in->array[k], a)) {
+            return true;
+        }
+    }
+    if (in->skip || in->n == CG_INSIDE_MAX) {
+        return false;
+    }
+    in->array[in->n++] = a;
+    return true;
+}
+
 static weft_status exp_at(cg_fn *fn, const fe_term *e, const cg_array *a,
                           const cg_val *ix, cg_val *out)
 {
@@ -1014,6 +1049,10 @@ static weft_status exp_at(cg_fn *fn, const fe_term *e, const cg_array *a,
             return internal("an index of the wrong rank", ix->n);
         }
         i = cg_to_index(fn, a->rank, a->extent, ix->v);
+        if (fn->inside && a->rank == 1 && ix->v[0] == fn->inside->index &&
+            inside_read(fn->inside, e) && fn->inside->skip) {
+            return cg_array_load(fn, a, i, out);
+        }
         for (int d = 0; d < a->rank; d++) {
             LLVMValueRef in =
                 LLVMBuildICmp(B, LLVMIntULT, ix->v[d], a->extent[d], "");

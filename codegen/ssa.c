@@ -55,6 +55,7 @@ weft_status cg_fn_begin(cg_fn *fn, weft_context *ctx, const cg_target *t,
     fn->nhoisted = 0;
     fn->stage_tile = 0;
     fn->stage = NULL;
+    fn->inside = NULL;
     if (nvar > 0) {
         fn->env = fe_arena_alloc(arena, nvar * sizeof *fn->env);
         fn->aenv = fe_arena_alloc(arena, nvar * sizeof *fn->aenv);

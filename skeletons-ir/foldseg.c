@@ -33,7 +33,9 @@
  * as the interpreter does.  The inner loop reads linearly (through
  * sk_read: a producer fused into the input is computed inline) and the
  * combine carries the reassoc flag, as fold's does, so a floating-point
- * sum vectorises.  Empty segments of fold1Seg never reach the kernel: the
+ * sum vectorises.  On the CPU a short segment's loop comes in two copies,
+ * one for segments inside every array the input reads at the element's
+ * own index, whose reads of them go unchecked (fold_short).  Empty segments of fold1Seg never reach the kernel: the
  * driver reports them first.
  */
 #include "sk.h"
@@ -159,32 +161,49 @@ static void short_loop_id(sk_fn *f, LLVMValueRef br, bool scalar)
     cg_loop_props(fn, br, props, wide ? 3 : 2);
 }
 
+/* acc = f(acc, a[i]), f the fold's combine with the reassoc flag; a read
+ * of the short loop's copies (cg_inside in, or NULL) at i. */
+static weft_status fold_step(sk_fn *f, const fe_term *src, const cg_mut *acc,
+                             LLVMValueRef i, cg_inside *in)
+{
+    cg_fn *fn = &f->fn;
+    cg_val args[2], y;
+    if (in) {
+        in->index = i;
+        fn->inside = in;
+    }
+    weft_status s;
+    if ((s = cg_mut_get(fn, acc, &args[0])) == WEFT_OK &&
+        (s = sk_read(f, src, i, NULL, &args[1])) == WEFT_OK) {
+        fn->fmf = LLVMFastMathAllowReassoc;
+        s = cg_apply(fn, f->e->k->op->fun[0], args, &y);
+        fn->fmf = 0;
+    }
+    fn->inside = NULL;
+    if (s == WEFT_OK) {
+        cg_mut_set(fn, acc, &y);
+    }
+    return s;
+}
+
 /* acc = f(acc, a[i]) for i in [lo, hi), f the fold's combine with the
  * reassoc flag.  A short loop (few trips) is left to run as it is: the
  * IR vectorisers do not touch it, and its back edge says that it runs
- * few times. */
+ * few times.  in: one of fold_short's copies, or NULL. */
 static weft_status fold_loop(sk_fn *f, const fe_term *src, const cg_mut *acc,
-                             LLVMValueRef lo, LLVMValueRef hi, bool few)
+                             LLVMValueRef lo, LLVMValueRef hi, bool few,
+                             cg_inside *in)
 {
     cg_fn *fn = &f->fn;
     cg_loop li;
     LLVMValueRef i;
-    cg_val args[2], y;
     cg_loop_begin(fn, &li, lo, hi, &i);
     bool scalar = li.scalar || !f->e->masked_tails;
     li.scalar = li.scalar && !few; /* the short loop's ID: short_loop_id */
-    weft_status s;
-    if ((s = cg_mut_get(fn, acc, &args[0])) != WEFT_OK ||
-        (s = sk_read(f, src, i, NULL, &args[1])) != WEFT_OK) {
-        return s;
-    }
-    fn->fmf = LLVMFastMathAllowReassoc;
-    s = cg_apply(fn, f->e->k->op->fun[0], args, &y);
-    fn->fmf = 0;
+    weft_status s = fold_step(f, src, acc, i, in);
     if (s) {
         return s;
     }
-    cg_mut_set(fn, acc, &y);
     LLVMBasicBlockRef latch = LLVMGetInsertBlock(fn->b);
     cg_loop_end(fn, &li);
     if (few) {
@@ -192,6 +211,59 @@ static weft_status fold_loop(sk_fn *f, const fe_term *src, const cg_mut *acc,
         cg_branch_weights(fn, br, SHORT_TRIPS, 1);
         short_loop_id(f, br, scalar);
     }
+    return WEFT_OK;
+}
+
+/* The short loop over [lo, hi) (fold_loop, few), in two copies
+ * (cg_inside): one that checks every read as usual, and one for segments
+ * inside every array of rank 1 that the input reads at the element's own
+ * index (smvm's cols ! i), whose reads of those go unchecked; a segment
+ * takes the second when 0 <= lo and hi <= each such array's extent,
+ * tested once.  smvm's element loop on the CPU lost a compare and a
+ * branch (the column index against cols' length), and its load of the
+ * column became one sign-extending load. */
+static weft_status fold_short(sk_fn *f, const fe_term *src, const cg_mut *acc,
+                              LLVMValueRef lo, LLVMValueRef hi)
+{
+    cg_fn *fn = &f->fn;
+    LLVMBuilderRef B = fn->b;
+    LLVMBasicBlockRef test = LLVMGetInsertBlock(B);
+    LLVMBasicBlockRef checked =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "seg.checked");
+    LLVMBasicBlockRef inside =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "seg.inside");
+    LLVMBasicBlockRef join =
+        LLVMAppendBasicBlockInContext(fn->llctx, fn->fn, "seg.join");
+    cg_inside in = {.skip = false};
+    LLVMPositionBuilderAtEnd(B, checked);
+    weft_status s = fold_loop(f, src, acc, lo, hi, true, &in);
+    if (s) {
+        return s;
+    }
+    LLVMBuildBr(B, join);
+    LLVMPositionBuilderAtEnd(B, inside);
+    in.skip = true;
+    if (in.n > 0 && (s = fold_loop(f, src, acc, lo, hi, true, &in)) != WEFT_OK) {
+        return s;
+    }
+    LLVMBuildBr(B, join);
+    /* the test, where the segment's bounds are known */
+    LLVMPositionBuilderAtEnd(B, test);
+    LLVMValueRef ok = LLVMConstInt(LLVMInt1TypeInContext(fn->llctx), 0, 0);
+    if (in.n > 0) {
+        ok = LLVMBuildICmp(B, LLVMIntSGE, lo, cg_i64(fn, 0), "");
+    }
+    for (int k = 0; k < in.n; k++) {
+        cg_array a;
+        if ((s = cg_array_of(fn, in.array[k], &a)) != WEFT_OK) {
+            return s;
+        }
+        ok = LLVMBuildAnd(
+            B, ok, LLVMBuildICmp(B, LLVMIntSLE, hi, a.extent[0], ""), "");
+    }
+    LLVMValueRef br = LLVMBuildCondBr(B, ok, inside, checked);
+    cg_branch_weights(fn, br, CG_USUAL, CG_RARE);
+    LLVMPositionBuilderAtEnd(B, join);
     return WEFT_OK;
 }
 
@@ -241,12 +313,12 @@ static weft_status fold_one(sk_fn *f, const cg_mut *acc, LLVMValueRef q,
             fn, &few,
             LLVMBuildICmp(fn->b, LLVMIntSLT, len, cg_i64(fn, SHORT_SEG), ""));
         cg_branch_weights(fn, few.br, SHORT_ODDS, 1);
-        if ((s = fold_loop(f, src, acc, lo, hi, true)) != WEFT_OK) {
+        if ((s = fold_short(f, src, acc, lo, hi)) != WEFT_OK) {
             return s;
         }
         cg_if_else(fn, &few);
     }
-    if ((s = fold_loop(f, src, acc, lo, hi, false)) != WEFT_OK) {
+    if ((s = fold_loop(f, src, acc, lo, hi, false, NULL)) != WEFT_OK) {
         return s;
     }
     if (split) {

@@ -993,6 +993,72 @@ START_TEST(test_short)
 }
 END_TEST
 
+/* build_short, but on the interpreter's side `cols ! i` only inside cols
+ * and 0 past it, as compiled code reads it (unchecked: a defined value),
+ * where the interpreter would report it. */
+static weft_acc *build_inside(weft_program *p, weft_acc *const *in,
+                              const void *user)
+{
+    if (weft_context_backend(build_ctx) != WEFT_BACKEND_INTERP) {
+        return build_short(p, in, user);
+    }
+    const short_arg *a = user;
+    weft_fun *ix = weft_fun1(p, WEFT_DIM(1));
+    weft_exp *i = weft_arg(ix, 0);
+    weft_exp *col =
+        weft_cond(weft_lt(weft_get(i, 0), weft_size(in[1])), weft_at(in[1], i),
+                  weft_i32(p, 0));
+    weft_fun_return(ix, weft_index1(weft_convert(col, WEFT_I64)));
+    weft_acc *xs = weft_backpermute(weft_shape(in[0]), ix, in[3]);
+    weft_acc *prod = weft_zipwith(binop(p, a->t, WEFT_OP_MUL), in[0], xs);
+    return fold_seg(binop(p, a->t, a->op), weft_f32(p, 0), prod, in[2]);
+}
+
+/* The CPU's short loop comes in two copies (skeletons-ir/foldseg.c,
+ * fold_short): one for segments inside cols, whose `cols ! i` goes
+ * unchecked, and one that checks.  cols here is shorter than vals by 37,
+ * so the last rows run the checked copy, the row across cols' end among
+ * them, and the rows before the other; rows of 0 to 19 elements (most
+ * below the short loop's 16), an f32 sum exact in any order, on 1 thread
+ * and 4, lengths and offsets.  Against the interpreter reading 0 past
+ * cols (build_inside), bit for bit. */
+START_TEST(test_inside)
+{
+    enum { SEGS = 3000, NCOL = 300 };
+    static const short_arg arg = {WEFT_F32, WEFT_OP_ADD};
+    static int32_t len[SEGS];
+    int64_t nnz = 0;
+    for (int k = 0; k < SEGS; k++) {
+        len[k] = (int32_t)(rnd() % 20);
+        nnz += len[k];
+    }
+    float *vals = malloc(sizeof *vals * (size_t)nnz), x[NCOL];
+    int32_t *cols = malloc(sizeof *cols * (size_t)nnz);
+    ck_assert(vals && cols);
+    for (int64_t i = 0; i < nnz; i++) {
+        put_value(WEFT_F32, vals, i, (int)(rnd() % 65) - 32);
+        cols[i] = (int32_t)(rnd() % NCOL);
+    }
+    for (int j = 0; j < NCOL; j++) {
+        put_value(WEFT_F32, x, j, (int)(rnd() % 65) - 32);
+    }
+    input in[4] = {{WEFT_F32, 1, {nnz, 0}, vals},
+                   {WEFT_I32, 1, {nnz - 37, 0}, cols},
+                   {WEFT_I32, 1, {SEGS, 0}, len},
+                   {WEFT_F32, 1, {NCOL, 0}, x}};
+    for (int form = 0; form < 2; form++) {
+        by_offsets = form == 1;
+        for (int threads = 1; threads <= 4; threads += 3) {
+            check_form("cols short", build_inside, &arg, in, 4, 2, threads,
+                       WEFT_OK);
+        }
+    }
+    by_offsets = false;
+    free(vals);
+    free(cols);
+}
+END_TEST
+
 static Suite *cpu_foldseg_suite(void)
 {
     Suite *s = suite_create("cpu_foldseg");
@@ -1008,6 +1074,7 @@ static Suite *cpu_foldseg_suite(void)
     tcase_add_test(tc, test_powerlaw);
     tcase_add_test(tc, test_edges);
     tcase_add_test(tc, test_short);
+    tcase_add_test(tc, test_inside);
     suite_add_tcase(s, tc);
     return s;
 }
