@@ -66,21 +66,6 @@ static weft_status cpu_context_init(weft_context *ctx)
     opt.tier = ctx->cfg.flags & WEFT_FLAG_QUICK_CODE   ? CPU_TIER_QUICK_ONLY
                : ctx->cfg.flags & WEFT_FLAG_NO_TIERING ? CPU_TIER_NONE
                                                        : CPU_TIER_QUICK_FIRST;
-    /* $WEFT_MASKED_TAILS: 1 or 2 runs short segments as masked vector
-     * trips, 0 does not (the default; cpu_jit_masked_tails) */
-    const char *mt =
-        ctx->cfg.flags & WEFT_FLAG_NO_ENV ? NULL : getenv("WEFT_MASKED_TAILS");
-    if (mt && *mt) {
-        if (strcmp(mt, "0") != 0 && strcmp(mt, "1") != 0 &&
-            strcmp(mt, "2") != 0) {
-            fe_free(ctx, st, sizeof *st);
-            return fe_error(WEFT_ERR_INVALID_ARGUMENT,
-                            "weft_context_create: WEFT_MASKED_TAILS=\"%.32s\" "
-                            "is not 0, 1 or 2",
-                            mt);
-        }
-        opt.masked_tails = mt[0] == '0' ? -1 : mt[0] - '0';
-    }
     weft_status s = cpu_jit_create(ctx, &opt, &st->jit);
     if (s == WEFT_OK) {
         s = cpu_gang_create(ctx, ctx->cfg.threads, &st->gang);
@@ -140,7 +125,6 @@ typedef struct build {
     bool uniform; /* which variant */
     const char *const *names;
     int spmd_bits; /* sk_emit.spmd_bits */
-    int masked;    /* sk_emit.masked_tails */
 } build;
 
 /* The SPMD width, 0 for none: WEFT_FLAG_NO_SPMD, and checked mode, whose
@@ -150,13 +134,6 @@ static int spmd_bits_of(const weft_context *ctx, const cpu_jit *j)
     return ctx->cfg.flags & (WEFT_FLAG_NO_SPMD | WEFT_FLAG_CHECKED)
                ? 0
                : cpu_jit_vector_bits(j);
-}
-
-/* sk_emit.masked_tails: the jit's choice, and not in checked mode, whose
- * per-element reports stay in the scalar loop. */
-static int masked_of(const weft_context *ctx, const cpu_jit *j)
-{
-    return ctx->cfg.flags & WEFT_FLAG_CHECKED ? 0 : cpu_jit_masked_tails(j);
 }
 
 static weft_status build_module(void *user, LLVMContextRef llctx,
@@ -177,7 +154,6 @@ static weft_status build_module(void *user, LLVMContextRef llctx,
         .mod = mod,
         .target = &sk_target_cpu,
         .spmd_bits = b->spmd_bits,
-        .masked_tails = b->masked,
     };
     weft_status s = sk_emit_variant(&e, b->uniform, b->names);
     fe_arena_release(&scratch);
@@ -227,8 +203,7 @@ static weft_status get_variant(weft_executable *exe, sk_kernel *k, bool uniform,
                .k = k,
                .uniform = uniform,
                .names = np,
-               .spmd_bits = spmd_bits_of(exe->ctx, st->jit),
-               .masked = masked_of(exe->ctx, st->jit)};
+               .spmd_bits = spmd_bits_of(exe->ctx, st->jit)};
     return cpu_jit_get_live(st->jit, key, build_module, &b, np, nsym, addrs,
                             live);
 }
@@ -272,8 +247,10 @@ static weft_status get_kernel(void *user, weft_executable *exe, sk_kernel *k)
      * (2: folds of short rows across rows, errors gathered in a local; 3:
      * consecutive elements of all active lanes by a plain load, short
      * rows SK_FOLD_ROW_GROUPS vectors at a time; 4: foldSeg's short
-     * segments as masked vector trips where sk_emit.masked_tails) */
-    rt_key_add_str(&key, "spmd 4");
+     * segments as masked vector trips where asked (taken out again); 5:
+     * foldSeg's short loop in two copies, skeletons-ir/foldseg.c's
+     * fold_short) */
+    rt_key_add_str(&key, "spmd 5");
     rt_key_add_i64(&key, spmd_bits);
     sk_describe(&exe->core, k, rt_key_sink, &key);
     rt_key_finish(&key, k->key);
@@ -329,8 +306,7 @@ static weft_status get_batch(weft_executable *exe, sk_kernel **k, int n)
                        .k = k[i],
                        .uniform = true,
                        .names = np,
-                       .spmd_bits = spmd_bits,
-                       .masked = masked_of(exe->ctx, st->jit)};
+                       .spmd_bits = spmd_bits};
         r[i] = (cpu_request){.key = k[i]->key,
                              .user = &b[i],
                              .symbols = np,

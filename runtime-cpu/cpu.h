@@ -146,9 +146,6 @@ typedef struct cpu_jit_options {
     int prefer_vector_width;  /* 0: the CPU's own preference; else 128,
                               256 or 512, set on every kernel function
                               (skylake-avx512 prefers 256 by default) */
-    int masked_tails;         /* cpu_jit_masked_tails: 0 or -1 off, 1
-                              on, 2 on at the full vector width
-                              ($WEFT_MASKED_TAILS) */
     unsigned dump;            /* CPU_DUMP_* */
     const char *dump_dir;     /* where dumps go; required when dump != 0 */
     int tier;                 /* CPU_TIER_*; only CPU_TIER_NONE for an explicit
@@ -207,14 +204,6 @@ bool cpu_module_huge(LLVMModuleRef m, bool total);
  * element functions (skeletons-ir/spmd.c): prefer_vector_width when set,
  * else 512 with AVX-512F, 256 with AVX2 (or AVX), 128 otherwise. */
 int cpu_jit_vector_bits(const cpu_jit *j);
-
-/* Whether short loops of j's kernels may run as masked vector trips
- * (skeletons-ir/foldseg.c's short segments): 0 (no) unless the options
- * say 1 (at LLVM's width) or 2 (at the full vector width).  Off by
- * default: on Zen 5 smvm's masked gathers took 4 times the scalar loop's
- * time, on a Sapphire Rapids Xeon the same on 16 threads and 10% more on
- * one (bench/results/smvm-cpu.md). */
-int cpu_jit_masked_tails(const cpu_jit *j);
 
 /* Whether j's code can be called (false for an explicit target CPU). */
 bool cpu_jit_runnable(const cpu_jit *j);
@@ -328,7 +317,6 @@ struct cpu_jit {
     char *cpu;
     char *features;
     int prefer_vector_width;
-    int masked_tails; /* cpu_jit_options.masked_tails */
     unsigned dump;
     char *dump_dir; /* fe_alloc'd, or NULL */
     rt_disk disk;

@@ -248,7 +248,6 @@ weft_status cpu_jit_create(weft_context *ctx, const cpu_jit_options *opt,
     rt_kcache_init(&j->cache, j->ctx, &j->lock);
     rt_tier_init(&j->worker, &tier_ops, j, true);
     j->prefer_vector_width = opt->prefer_vector_width;
-    j->masked_tails = opt->masked_tails;
     j->dump = opt->dump;
     bool runnable = opt->cpu == NULL;
     /* Tiers only where code runs and nothing is dumped (cpu.h). */
@@ -457,11 +456,6 @@ int cpu_jit_vector_bits(const cpu_jit *j)
     return f512 ? 512 : f256 ? 256 : 128;
 }
 
-int cpu_jit_masked_tails(const cpu_jit *j)
-{
-    return j && j->masked_tails > 0 ? j->masked_tails : 0;
-}
-
 bool cpu_jit_runnable(const cpu_jit *j)
 {
     return j && j->jit;
@@ -483,7 +477,6 @@ void cpu_key_begin(const cpu_jit *j, rt_key *k)
     rt_key_add_str(k, j->cpu);
     rt_key_add_str(k, j->features);
     rt_key_add_i64(k, j->prefer_vector_width);
-    rt_key_add_i64(k, cpu_jit_masked_tails(j));
     /* fast math changes the code of every kernel with floating operations */
     rt_key_add_i64(k, j->ctx && (j->ctx->cfg.flags & WEFT_FLAG_FAST_MATH));
 }

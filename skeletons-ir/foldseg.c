@@ -123,42 +123,26 @@ enum { SHORT_ALIGN = 64 };
 enum { SHORT_ODDS = 8 };
 
 /* The loop ID of the short loop, on br, its back edge: aligned to
- * SHORT_ALIGN bytes, and either left to run as it is (scalar:
- * llvm.loop.vectorize.enable false) or marked for masked vector trips:
- * llvm.loop.vectorize.predicate.enable (LLVM folds the remainder into the
- * vector loop under a mask, so that a segment shorter than a vector is
- * one trip; its cost model still decides whether to vectorise), with
- * masked_tails 2 at a width of spmd_bits over the result's widest leaf
- * (16 lanes of f32 with AVX-512). */
-static void short_loop_id(sk_fn *f, LLVMValueRef br, bool scalar)
+ * SHORT_ALIGN bytes and left to run as it is (llvm.loop.vectorize.enable
+ * false).  Masked vector trips (llvm.loop.vectorize.predicate.enable: a
+ * row of 10 one trip of 16 lanes) were tried in session 34 and were
+ * slower on both machines measured: on Zen 5 smvm's masked gathers took
+ * four times the scalar loop's time, on a Sapphire Rapids Xeon as long on
+ * 16 threads and 10% longer on one (bench/results/smvm-cpu.md). */
+static void short_loop_id(sk_fn *f, LLVMValueRef br)
 {
     cg_fn *fn = &f->fn;
     LLVMContextRef c = fn->llctx;
-    LLVMTypeRef i1 = LLVMInt1TypeInContext(c);
-    LLVMTypeRef i32 = LLVMInt32TypeInContext(c);
-    const sk_item *o = &f->e->k->item[0];
-    int widest = 32;
-    for (int l = 0; l < o->nleaf; l++) {
-        int b = o->leaf[l] == WEFT_BOOL ? 8 : fe_type_bits(o->leaf[l]);
-        widest = b > widest ? b : widest;
-    }
-    unsigned lanes = (unsigned)(f->e->spmd_bits / widest);
     LLVMMetadataRef align[2] = {
         LLVMMDStringInContext2(c, "llvm.loop.align", 15),
-        LLVMValueAsMetadata(LLVMConstInt(i32, SHORT_ALIGN, 0))};
+        LLVMValueAsMetadata(
+            LLVMConstInt(LLVMInt32TypeInContext(c), SHORT_ALIGN, 0))};
     LLVMMetadataRef vec[2] = {
-        scalar ? LLVMMDStringInContext2(c, "llvm.loop.vectorize.enable", 26)
-               : LLVMMDStringInContext2(
-                     c, "llvm.loop.vectorize.predicate.enable", 36),
-        LLVMValueAsMetadata(LLVMConstInt(i1, !scalar, 0))};
-    LLVMMetadataRef width[2] = {
-        LLVMMDStringInContext2(c, "llvm.loop.vectorize.width", 25),
-        LLVMValueAsMetadata(LLVMConstInt(i32, lanes, 0))};
-    LLVMMetadataRef props[3] = {LLVMMDNodeInContext2(c, align, 2),
-                                LLVMMDNodeInContext2(c, vec, 2),
-                                LLVMMDNodeInContext2(c, width, 2)};
-    bool wide = !scalar && f->e->masked_tails == 2 && lanes >= 2;
-    cg_loop_props(fn, br, props, wide ? 3 : 2);
+        LLVMMDStringInContext2(c, "llvm.loop.vectorize.enable", 26),
+        LLVMValueAsMetadata(LLVMConstInt(LLVMInt1TypeInContext(c), 0, 0))};
+    LLVMMetadataRef props[2] = {LLVMMDNodeInContext2(c, align, 2),
+                                LLVMMDNodeInContext2(c, vec, 2)};
+    cg_loop_props(fn, br, props, 2);
 }
 
 /* acc = f(acc, a[i]), f the fold's combine with the reassoc flag; a read
@@ -198,7 +182,6 @@ static weft_status fold_loop(sk_fn *f, const fe_term *src, const cg_mut *acc,
     cg_loop li;
     LLVMValueRef i;
     cg_loop_begin(fn, &li, lo, hi, &i);
-    bool scalar = li.scalar || !f->e->masked_tails;
     li.scalar = li.scalar && !few; /* the short loop's ID: short_loop_id */
     weft_status s = fold_step(f, src, acc, i, in);
     if (s) {
@@ -209,7 +192,7 @@ static weft_status fold_loop(sk_fn *f, const fe_term *src, const cg_mut *acc,
     if (few) {
         LLVMValueRef br = LLVMGetBasicBlockTerminator(latch);
         cg_branch_weights(fn, br, SHORT_TRIPS, 1);
-        short_loop_id(f, br, scalar);
+        short_loop_id(f, br);
     }
     return WEFT_OK;
 }
@@ -283,10 +266,8 @@ static weft_status fold_short(sk_fn *f, const fe_term *src, const cg_mut *acc,
  * (17.1-17.5 -> 17.2-17.3); a segmented sum of a map over 2^16 floats,
  * segments of 16: 0.62 -> 0.43, of 4096: 0.10 either way.  Weighted as
  * the usual branch (2^20 to 1) the banded matrix took 4.9-5.0 but the
- * vectorised loop spilled its counter: segments of 4096 took 0.13.  With
- * sk_emit.masked_tails the short loop is left to LLVM's vectoriser as
- * masked trips (short_loop_id): one trip of 16 lanes for a row of 10, but
- * slower than the scalar loop where measured (cpu_jit_masked_tails). */
+ * vectorised loop spilled its counter: segments of 4096 took 0.13.  The
+ * short loop comes in two copies (fold_short). */
 static weft_status fold_one(sk_fn *f, const cg_mut *acc, LLVMValueRef q,
                             LLVMValueRef lo, LLVMValueRef hi)
 {

@@ -398,9 +398,6 @@ struct sk_emit {
     bool uniform;     /* emitting the equal-shapes variant */
     int spmd_bits;    /* CPU: vector register width in bits for
                                  SPMD element functions (spmd.c); 0: none */
-    int masked_tails; /* CPU: short loops may run as masked vector trips
-                         (foldseg.c; cpu_jit_masked_tails): 0 no, 1 at
-                         LLVM's width, 2 at spmd_bits */
     bool stage;       /* PTX: a generate-family kernel whose while
                                  loops read tiles through shared memory
                                  (codegen/stage.c): one element per chunk,

@@ -31,7 +31,12 @@
  *                 work (a warp, a block, a tile, a row): every segment
  *                 empty, no elements, no segments, one segment of 2^21 +
  *                 5, lengths about a warp and a block, rank 2 (rows cut
- *                 into 12, no rows, rows of one segment).
+ *                 into 12, no rows, rows of one segment);
+ *   short         segments about the CPU's short loop (0, 1, 15, 16, 17,
+ *                 31 elements), sums and fold1Seg max of f32, f64, i32;
+ *   inside        cols shorter than vals, so that the short loop's copy
+ *                 for segments inside cols serves the first rows and the
+ *                 checked copy the last ones.
  *
  * Built again as test_ptx_foldseg (-DDT_BACKEND=WEFT_BACKEND_PTX: the GPU's
  * own foldSeg, skeletons-ir/ptx/foldseg.c, which scans the lengths on the
@@ -824,51 +829,11 @@ START_TEST(test_offsets_again)
 }
 END_TEST
 
-/* ---- short segments as masked vector trips -------------------------------- */
+/* ---- short segments ------------------------------------------------------- */
 
 /* Segments shorter than the CPU's short-loop bound (SHORT_SEG, 16) run in
- * a loop of their own, scalar or, with $WEFT_MASKED_TAILS=1 or 2, as
- * masked vector trips (skeletons-ir/foldseg.c; runtime-cpu/jit.c's
- * cpu_jit_masked_tails).  The variable is read when a context is created,
- * so the sides here read the environment, with every other WEFT_ variable
- * set aside (the cache directory kept). */
-static const char *const weft_env[] = {
-    "WEFT_BACKEND",  "WEFT_THREADS",       "WEFT_TIMEOUT_MS",  "WEFT_DUMP",
-    "WEFT_DUMP_DIR", "WEFT_DEVICE",        "WEFT_DEVICES",     "WEFT_CHECK",
-    "WEFT_SPMD",     "WEFT_FAST_MATH",     "WEFT_TIERING",     "WEFT_TRACE",
-    "WEFT_VERIFY",   "WEFT_DEVICE_MEMORY", "WEFT_MASKED_TAILS"};
-enum { NENV = sizeof weft_env / sizeof weft_env[0] };
-
-/* Open: the reference (the interpreter, or with interp false DT_BACKEND
- * with the masked trips off), then DT_BACKEND with them on (at LLVM's
- * width and at the full vector width), and (with the interpreter) off. */
-static void open_masked(tu_cmp *c, int threads, bool interp)
-{
-    char *saved[NENV];
-    tu_env_aside(weft_env, NENV, saved);
-    weft_config cfg[4];
-    for (int k = 0; k < 4; k++) {
-        cfg[k] = k == 0 && interp ? tu_cmp_config(WEFT_BACKEND_INTERP, 1, 0)
-                                  : tu_cmp_config(DT_BACKEND, threads, DT_TIER);
-    }
-    const char *names[4] = {interp ? "interp" : "scalar", "masked",
-                            "masked at full width", "scalar"};
-    const char *env[4] = {"0", "1", "2", "0"};
-    /* the GPU has no short loop: the interpreter and one side */
-    int n = DT_BACKEND == WEFT_BACKEND_PTX ? 2 : interp ? 4 : 3;
-    ck_assert(n <= TU_CMP_SIDES);
-    memset(c, 0, sizeof *c);
-    c->n = n;
-    for (int k = 0; k < n; k++) {
-        cfg[k].flags &= ~WEFT_FLAG_NO_ENV;
-        setenv("WEFT_MASKED_TAILS", env[k], 1);
-        snprintf(c->side[k], sizeof c->side[k], "%s", names[k]);
-        weft_status st = weft_context_create(&cfg[k], &c->ctx[k]);
-        ck_assert_msg(st == WEFT_OK, "weft_context_create(%s): %s", names[k],
-                      weft_last_error());
-    }
-    tu_env_restore(weft_env, NENV, saved);
-}
+ * a loop of their own, in two copies (skeletons-ir/foldseg.c,
+ * fold_short). */
 
 /* user: the short_arg; in: vals (t), cols (i32), lengths (i32), x (t) */
 typedef struct short_arg {
@@ -909,13 +874,10 @@ static void put_value(weft_type t, void *d, int64_t i, int v)
 /* Lengths 0, 1, 15, 16, 17 and 31 (the short loop's bound, one past it,
  * two vectors of f32 less one) among random ones below 20, on 1 thread
  * (the results in turn) and 4 (parts); f32, f64 and i32 sums, an i32 and
- * an f64 fold1Seg max (no empty segment then); a column past x in a row
- * of 15 (the gather's error); and cols shorter than vals, so that the
- * last rows' `!` reads fall outside it (zero in unchecked compiled code:
- * the masked trips against the scalar loop, not the interpreter, which
- * reports it).  The values are multiples of 1/8 in [-4, 4] (integers in
- * i32): every sum of up to 31 products is exact in f32, so the results
- * must match bit for bit in any order. */
+ * an f64 fold1Seg max (no empty segment then); and a column past x in a
+ * row of 15 (the gather's error).  The values are multiples of 1/8 in
+ * [-4, 4] (integers in i32): every sum of up to 31 products is exact in
+ * f32, so the results must match bit for bit in any order. */
 START_TEST(test_short)
 {
     enum { SEGS = 3000, NCOL = 300 };
@@ -956,34 +918,19 @@ START_TEST(test_short)
                        {WEFT_I32, 1, {nnz, 0}, cols},
                        {WEFT_I32, 1, {SEGS, 0}, len},
                        {t, 1, {NCOL, 0}, x}};
-        tu_host host[4];
-        /* (on the GPU, v 2 would compare its kernel with itself) */
-        for (int v = 0; v < (DT_BACKEND == WEFT_BACKEND_PTX ? 2 : 3); v++) {
+        for (int v = 0; v < 2; v++) {
             if (v == 1) {
                 cols[row15 + 7] = NCOL; /* past x, in a row of 15 */
-            } else if (v == 2) {
-                cols[row15 + 7] = 0;
-                in[1].shape[0] = nnz - 40; /* the last rows' ! outside */
             }
             for (int threads = 1; threads <= 4; threads += 3) {
-                tu_cmp c;
-                open_masked(&c, threads, v < 2);
-                for (int i = 0; i < 4; i++) {
-                    host[i] = tu_host_of(1, &in[i].type, in[i].rank,
-                                         in[i].shape, &in[i].data);
-                }
-                case_arg ca = {build_short, &arg[a], in, 4};
-                tu_cmp_case(&c, "short segments, %s %s, case %d, %d threads",
-                            t == WEFT_F32   ? "f32"
-                            : t == WEFT_F64 ? "f64"
-                                            : "i32",
-                            one ? "fold1Seg max" : "sum", v, threads);
-                tu_cmp_build(&c, build_case, &ca);
-                weft_status st = tu_cmp_run(&c, host, 4, TU_EXACT);
-                ck_assert_msg(st == (v == 1 ? WEFT_ERR_OUT_OF_BOUNDS : WEFT_OK),
-                              "short segments, case %d: %s", v,
-                              weft_status_name(st));
-                tu_cmp_close(&c);
+                char what[96];
+                snprintf(what, sizeof what, "short segments, %s %s, case %d",
+                         t == WEFT_F32   ? "f32"
+                         : t == WEFT_F64 ? "f64"
+                                         : "i32",
+                         one ? "fold1Seg max" : "sum", v);
+                check_both(what, build_short, &arg[a], in, 4, threads,
+                           v == 1 ? WEFT_ERR_OUT_OF_BOUNDS : WEFT_OK);
             }
         }
         free(vals);
