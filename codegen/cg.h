@@ -202,8 +202,9 @@ struct cg_fn {
     struct cg_stage *stage; /* stage.c: the tile whose trips are
                                    being emitted (their reads at j come
                                    from shared memory), or NULL */
-    struct cg_inside *inside; /* NULL, or the loop being emitted reads
-                                   arrays at its own index (cg_inside) */
+    /* NULL, or the loop being emitted reads arrays at its own index
+     * (cg_inside) */
+    struct cg_inside *inside;
 };
 
 /* A loop that a skeleton emits twice, versioned on whether its range lies

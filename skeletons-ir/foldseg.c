@@ -226,7 +226,8 @@ static weft_status fold_short(sk_fn *f, const fe_term *src, const cg_mut *acc,
     LLVMBuildBr(B, join);
     LLVMPositionBuilderAtEnd(B, inside);
     in.skip = true;
-    if (in.n > 0 && (s = fold_loop(f, src, acc, lo, hi, true, &in)) != WEFT_OK) {
+    if (in.n > 0 &&
+        (s = fold_loop(f, src, acc, lo, hi, true, &in)) != WEFT_OK) {
         return s;
     }
     LLVMBuildBr(B, join);

@@ -395,15 +395,14 @@ struct sk_emit {
     LLVMContextRef llctx;
     LLVMModuleRef mod;
     const sk_target *target;
-    bool uniform;     /* emitting the equal-shapes variant */
-    int spmd_bits;    /* CPU: vector register width in bits for
-                                 SPMD element functions (spmd.c); 0: none */
-    bool stage;       /* PTX: a generate-family kernel whose while
-                                 loops read tiles through shared memory
-                                 (codegen/stage.c): one element per chunk,
-                                 and every thread of a block runs the
-                                 chunk loop's trips together (ptx/target.c,
-                                 generate.c) */
+    bool uniform;  /* emitting the equal-shapes variant */
+    int spmd_bits; /* CPU: vector register width in bits for SPMD element
+                      functions (spmd.c); 0: none */
+    bool stage;    /* PTX: a generate-family kernel whose while loops read
+                      tiles through shared memory (codegen/stage.c): one
+                      element per chunk, and every thread of a block runs
+                      the chunk loop's trips together (ptx/target.c,
+                      generate.c) */
 };
 
 /* ===== prepare.c: a kernel's layout and skeleton ===== */

@@ -952,9 +952,8 @@ static weft_acc *build_inside(weft_program *p, weft_acc *const *in,
     const short_arg *a = user;
     weft_fun *ix = weft_fun1(p, WEFT_DIM(1));
     weft_exp *i = weft_arg(ix, 0);
-    weft_exp *col =
-        weft_cond(weft_lt(weft_get(i, 0), weft_size(in[1])), weft_at(in[1], i),
-                  weft_i32(p, 0));
+    weft_exp *col = weft_cond(weft_lt(weft_get(i, 0), weft_size(in[1])),
+                              weft_at(in[1], i), weft_i32(p, 0));
     weft_fun_return(ix, weft_index1(weft_convert(col, WEFT_I64)));
     weft_acc *xs = weft_backpermute(weft_shape(in[0]), ix, in[3]);
     weft_acc *prod = weft_zipwith(binop(p, a->t, WEFT_OP_MUL), in[0], xs);
