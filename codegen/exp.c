@@ -1002,9 +1002,6 @@ static weft_status let_index0(cg_fn *fn, const fe_var *v, const fe_term *rhs)
     return WEFT_OK;
 }
 
-/* a ! ix (FE_AT) or a !! i (FE_AT_LINEAR), ix the index's leaves: the
- * element when the index is inside a, else zero in every leaf (and, in
- * checked mode, a report), without reading. */
 /* Whether array terms x and y name the same array. */
 static bool same_array(const fe_term *x, const fe_term *y)
 {
@@ -1040,6 +1037,10 @@ static bool inside_read(cg_inside *in, const fe_term *e)
     return true;
 }
 
+/* a ! ix (FE_AT) or a !! i (FE_AT_LINEAR), ix the index's leaves: the
+ * element when the index is inside a, else zero in every leaf (and, in
+ * checked mode, a report), without reading; unchecked where
+ * fn->inside says the loop's range is inside a (cg_inside). */
 static weft_status exp_at(cg_fn *fn, const fe_term *e, const cg_array *a,
                           const cg_val *ix, cg_val *out)
 {
