@@ -2598,6 +2598,12 @@ int main(int argc, char **argv)
                 "threads spin after each reference and slow the weft run "
                 "that follows (bench/run.sh sets it)\n");
     }
+    if (access("bench/numba_ref.py", R_OK) != 0) {
+        fprintf(stderr,
+                "weft_bench: no bench/numba_ref.py under the working "
+                "directory: the numba, scipy.sparse and scikit-learn columns "
+                "stay empty (run from the source tree or the GPU bundle)\n");
+    }
     machine m;
     read_machine(&m);
     if (opt.threads <= 0) {
