@@ -35,8 +35,9 @@
  * combine carries the reassoc flag, as fold's does, so a floating-point
  * sum vectorises.  On the CPU a short segment's loop comes in two copies,
  * one for segments inside every array the input reads at the element's
- * own index, whose reads of them go unchecked (fold_short).  Empty segments of fold1Seg never reach the kernel: the
- * driver reports them first.
+ * own index, whose reads of them go unchecked (fold_short).  Empty
+ * segments of fold1Seg never reach the kernel: the driver reports them
+ * first.
  */
 #include "sk.h"
 
