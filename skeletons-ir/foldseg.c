@@ -146,13 +146,20 @@ static void short_loop_id(sk_fn *f, LLVMValueRef br)
     cg_loop_props(fn, br, props, 2);
 }
 
-/* acc = f(acc, a[i]), f the fold's combine with the reassoc flag; a read
- * of the short loop's copies (cg_inside in, or NULL) at i. */
-static weft_status fold_step(sk_fn *f, const fe_term *src, const cg_mut *acc,
-                             LLVMValueRef i, cg_inside *in)
+/* acc = f(acc, a[i]) for i in [lo, hi), f the fold's combine with the
+ * reassoc flag.  A short loop (few trips) is left to run as it is: the
+ * IR vectorisers do not touch it, and its back edge says that it runs
+ * few times.  in: one of fold_short's copies, or NULL. */
+static weft_status fold_loop(sk_fn *f, const fe_term *src, const cg_mut *acc,
+                             LLVMValueRef lo, LLVMValueRef hi, bool few,
+                             cg_inside *in)
 {
     cg_fn *fn = &f->fn;
+    cg_loop li;
+    LLVMValueRef i;
     cg_val args[2], y;
+    cg_loop_begin(fn, &li, lo, hi, &i);
+    li.scalar = li.scalar && !few; /* the short loop's ID: short_loop_id */
     if (in) {
         in->index = i;
         fn->inside = in;
@@ -165,29 +172,10 @@ static weft_status fold_step(sk_fn *f, const fe_term *src, const cg_mut *acc,
         fn->fmf = 0;
     }
     fn->inside = NULL;
-    if (s == WEFT_OK) {
-        cg_mut_set(fn, acc, &y);
-    }
-    return s;
-}
-
-/* acc = f(acc, a[i]) for i in [lo, hi), f the fold's combine with the
- * reassoc flag.  A short loop (few trips) is left to run as it is: the
- * IR vectorisers do not touch it, and its back edge says that it runs
- * few times.  in: one of fold_short's copies, or NULL. */
-static weft_status fold_loop(sk_fn *f, const fe_term *src, const cg_mut *acc,
-                             LLVMValueRef lo, LLVMValueRef hi, bool few,
-                             cg_inside *in)
-{
-    cg_fn *fn = &f->fn;
-    cg_loop li;
-    LLVMValueRef i;
-    cg_loop_begin(fn, &li, lo, hi, &i);
-    li.scalar = li.scalar && !few; /* the short loop's ID: short_loop_id */
-    weft_status s = fold_step(f, src, acc, i, in);
     if (s) {
         return s;
     }
+    cg_mut_set(fn, acc, &y);
     LLVMBasicBlockRef latch = LLVMGetInsertBlock(fn->b);
     cg_loop_end(fn, &li);
     if (few) {
